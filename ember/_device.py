@@ -1,0 +1,60 @@
+"""Devices and the raw array namespace that belongs to each (NumPy for 'cpu')."""
+from __future__ import annotations
+
+from . import _numpy_ns
+
+
+class device:
+    """A tensor's device, as ``torch.device``: ``device('cpu')``, ``device(type='cpu')``."""
+
+    __slots__ = ("type", "index")
+
+    def __init__(self, type: str | device = "cpu", index: int | None = None):
+        if isinstance(type, device):
+            type, index = type.type, type.index
+        if not isinstance(type, str):
+            raise TypeError(f"device() received an invalid combination of arguments - got ({type!r})")
+        if ":" in type:
+            type, _, idx = type.partition(":")
+            index = int(idx)
+        if type not in ("cpu", "cuda", "meta", "mps"):
+            raise RuntimeError(
+                f"Expected one of cpu, cuda, meta, mps device type at start of device string: {type}")
+        self.type = type
+        self.index = index
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, str):
+            other = device(other)
+        return isinstance(other, device) and (self.type, self.index) == (other.type, other.index)
+
+    def __hash__(self) -> int:
+        return hash((self.type, self.index))
+
+    def __str__(self) -> str:
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+    def __repr__(self) -> str:
+        if self.index is None:
+            return f"device(type='{self.type}')"
+        return f"device(type='{self.type}', index={self.index})"
+
+
+cpu = device("cpu")
+
+
+def check_device(d) -> device:
+    """Normalise a device argument; only 'cpu' has a backend so far."""
+    if d is None:
+        return cpu
+    d = d if isinstance(d, device) else device(d)
+    if d.type != "cpu":
+        raise RuntimeError(
+            f"ember has no backend for device '{d}' yet: only 'cpu' (NumPy) is built "
+            "(Torch not compiled with CUDA enabled)")
+    return cpu
+
+
+def raw_namespace(array):
+    """The raw namespace for an array's device (NumPy arrays live on 'cpu')."""
+    return _numpy_ns

@@ -1,0 +1,138 @@
+"""dtypes and PyTorch's type-promotion rules, on top of NumPy dtypes."""
+from __future__ import annotations
+
+import builtins as _b
+
+import numpy as np
+
+__all__ = ["dtype", "float16", "float32", "float64", "half", "float", "double",
+           "int8", "int16", "int32", "int64", "uint8", "short", "int", "long", "bool",
+           "get_default_dtype", "set_default_dtype", "promote_types", "result_type"]
+
+# Category order used by promotion: a higher category always wins (bool < integer < floating).
+_BOOL, _INT, _FLOAT = 0, 1, 2
+
+
+class dtype:
+    """A tensor element type. Prints as PyTorch does (``torch.float32``) so scripts print the same."""
+
+    __slots__ = ("_name", "np", "is_floating_point", "is_signed", "itemsize", "_cat")
+
+    def __init__(self, name: str, np_dtype, cat: int):
+        self._name = name
+        self.np = np.dtype(np_dtype)
+        self._cat = cat
+        self.is_floating_point = cat == _FLOAT
+        self.is_signed = cat == _FLOAT or np.issubdtype(self.np, np.signedinteger)
+        self.itemsize = self.np.itemsize
+
+    @property
+    def is_complex(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return "torch." + self._name
+
+    def __reduce__(self):
+        return self._name
+
+
+float16 = half = dtype("float16", np.float16, _FLOAT)
+float32 = float = dtype("float32", np.float32, _FLOAT)
+float64 = double = dtype("float64", np.float64, _FLOAT)
+uint8 = dtype("uint8", np.uint8, _INT)
+int8 = dtype("int8", np.int8, _INT)
+int16 = short = dtype("int16", np.int16, _INT)
+int32 = int = dtype("int32", np.int32, _INT)
+int64 = long = dtype("int64", np.int64, _INT)
+bool = dtype("bool", np.bool_, _BOOL)
+
+_ALL = (float16, float32, float64, uint8, int8, int16, int32, int64, bool)
+_FROM_NP = {d.np: d for d in _ALL}
+
+_default_float = float32
+
+
+def from_numpy_dtype(np_dtype) -> dtype:
+    """The ember dtype for a NumPy dtype; TypeError for ones ember has no counterpart of."""
+    try:
+        return _FROM_NP[np.dtype(np_dtype)]
+    except (KeyError, TypeError):
+        raise TypeError(
+            f"can't convert np.ndarray of type {np.dtype(np_dtype)}. The only supported types are: "
+            "float64, float32, float16, int64, int32, int16, int8, uint8, and bool.") from None
+
+
+def get_default_dtype() -> dtype:
+    return _default_float
+
+
+def set_default_dtype(d: dtype) -> None:
+    global _default_float
+    if not isinstance(d, dtype) or not d.is_floating_point:
+        raise TypeError(f"only floating-point types are supported as the default type, got {d}")
+    _default_float = d
+    _result_cache.clear()
+
+
+def promote_types(a: dtype, b: dtype) -> dtype:
+    """PyTorch's promote_types: the higher category wins; within one category the wider type."""
+    if a is b:
+        return a
+    if a._cat != b._cat:
+        return a if a._cat > b._cat else b
+    return _FROM_NP[np.promote_types(a.np, b.np)]
+
+
+builtins_bool, builtins_int, builtins_float = _b.bool, _b.int, _b.float
+
+
+def _scalar_dtype(x) -> dtype:
+    if isinstance(x, builtins_bool):
+        return bool
+    if isinstance(x, builtins_int):
+        return int64
+    return _default_float
+
+
+
+_result_cache: dict = {}
+
+
+def _combine(higher: dtype | None, lower: dtype | None) -> dtype | None:
+    # A lower priority class (0-d tensors, then Python scalars) only changes the result when it
+    # brings a higher category, exactly as c10's combine_categories.
+    if higher is None:
+        return lower
+    if lower is None or higher._cat == _FLOAT:
+        return higher
+    if higher._cat == _BOOL or lower._cat == _FLOAT:
+        return promote_types(higher, lower)
+    return higher
+
+
+def result_type_of(dims: tuple) -> dtype:
+    """Result dtype for operands described as (dtype, priority) with priority 0 = tensor with dims,
+    1 = 0-d tensor, 2 = Python scalar."""
+    try:
+        return _result_cache[dims]
+    except KeyError:
+        pass
+    res = [None, None, None]
+    for d, prio in dims:
+        res[prio] = d if res[prio] is None else promote_types(res[prio], d)
+    out = _combine(res[0], _combine(res[1], res[2]))
+    _result_cache[dims] = out
+    return out
+
+
+def result_type(*operands) -> dtype:
+    """torch.result_type for tensors and Python scalars."""
+    key = []
+    for x in operands:
+        d = getattr(x, "dtype", None)
+        if isinstance(d, dtype):
+            key.append((d, 0 if x.ndim else 1))
+        else:
+            key.append((_scalar_dtype(x), 2))
+    return result_type_of(tuple(key))

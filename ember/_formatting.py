@@ -1,0 +1,214 @@
+"""Tensor repr/str text, matching PyTorch 2.13's default print options.
+
+This module is deliberately standalone (NumPy and the standard library only)
+so that it can be tested directly against ``torch._tensor_str``.  It mirrors
+the rules of that file:
+
+* A single ``_Formatter`` is built from all printed values (only the edge
+  items when the tensor is summarised).  For floating dtypes it looks at the
+  non-zero finite values and decides between
+
+  - *int mode*   -- every value is integral: ``1.``, ``-0.``, ``nan``
+  - *fixed mode* -- ``{:.4f}``
+  - *sci mode*   -- ``{:.4e}``, chosen when max/min > 1000, max > 1e8 or
+    min < 1e-4.
+
+  Every element is right-aligned to the widest formatted value.
+* 1-d rows are wrapped to ``linewidth`` (80) given the current indent;
+  higher dimensions are joined with ``,`` plus ``dim - 1`` newlines.
+* Tensors with more than ``threshold`` (1000) elements are summarised:
+  every axis longer than ``2 * edgeitems`` shows only its first and last
+  ``edgeitems`` (3) entries, separated by ``...``.
+* ``dtype=``/``size=`` suffixes and caller-supplied suffixes are appended,
+  moving onto a new line when the last line would exceed ``linewidth``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = ["format_tensor"]
+
+# torch's default print options (torch._tensor_str.PRINT_OPTS).
+PRECISION = 4
+THRESHOLD = 1000
+EDGEITEMS = 3
+LINEWIDTH = 80
+
+_PREFIX = "tensor("
+
+_NUMPY_DTYPES = {
+    "float16": np.float16,
+    "float32": np.float32,
+    "float64": np.float64,
+    "int64": np.int64,
+    "int32": np.int32,
+    "int16": np.int16,
+    "int8": np.int8,
+    "uint8": np.uint8,
+    "bool": np.bool_,
+}
+
+_FLOATING = frozenset({"float16", "float32", "float64", "bfloat16"})
+
+# dtypes whose name is never printed for a non-empty tensor (besides the
+# default float dtype itself).
+_IMPLICIT_DTYPES = frozenset({"int64", "bool"})
+
+_SCI_FMT = "{:.%de}" % PRECISION
+_FIXED_FMT = "{:.%df}" % PRECISION
+
+
+class _Formatter:
+    """Chooses a common number format and width for a set of values."""
+
+    __slots__ = ("floating", "int_mode", "sci_mode", "max_width")
+
+    def __init__(self, values: list, floating: bool) -> None:
+        self.floating = floating
+        self.int_mode = True
+        self.sci_mode = False
+        self.max_width = 1
+
+        if not floating:
+            self.max_width = max(1, max(len(str(v)) for v in values)) if values else 1
+            return
+
+        isfinite = math.isfinite
+        finite = [v for v in values if v != 0 and isfinite(v)]
+        if not finite:
+            return  # only zeros / nan / inf: int mode, width 1
+
+        for v in finite:
+            if v != math.ceil(v):
+                self.int_mode = False
+                break
+
+        abs_vals = [abs(v) for v in finite]
+        lo = min(abs_vals)
+        hi = max(abs_vals)
+        self.sci_mode = hi / lo > 1000.0 or hi > 1.0e8 or lo < 1.0e-4
+
+        if self.sci_mode:
+            fmt = _SCI_FMT.format
+            self.max_width = max(len(fmt(v)) for v in finite)
+        elif self.int_mode:
+            # the trailing "." marks the value as floating point
+            self.max_width = max(len(f"{v:.0f}") for v in finite) + 1
+        else:
+            fmt = _FIXED_FMT.format
+            self.max_width = max(len(fmt(v)) for v in finite)
+
+    def format(self, value) -> str:
+        if not self.floating:
+            text = str(value)
+        elif self.sci_mode:
+            text = _SCI_FMT.format(value)
+        elif self.int_mode:
+            text = f"{value:.0f}"
+            if math.isfinite(value):
+                text += "."
+        else:
+            text = _FIXED_FMT.format(value)
+        return text.rjust(self.max_width)
+
+
+def _summarize(data: np.ndarray) -> tuple[np.ndarray, tuple[bool, ...]]:
+    """Keep the first/last EDGEITEMS entries of every long axis.
+
+    Returns the reduced array and, per axis, whether ``...`` goes in it.
+    """
+    cut = []
+    for axis, n in enumerate(data.shape):
+        if n > 2 * EDGEITEMS:
+            keep = np.r_[0:EDGEITEMS, n - EDGEITEMS : n]
+            data = np.take(data, keep, axis=axis)
+            cut.append(True)
+        else:
+            cut.append(False)
+    return data, tuple(cut)
+
+
+def _vector_str(row: list, indent: int, elided: bool, fmt: _Formatter) -> str:
+    per_line = max(1, (LINEWIDTH - indent) // (fmt.max_width + 2))
+    items = [fmt.format(v) for v in row]
+    if elided:
+        items.insert(EDGEITEMS, " ...")
+    lines = [", ".join(items[i : i + per_line]) for i in range(0, len(items), per_line)]
+    return "[" + (",\n" + " " * (indent + 1)).join(lines) + "]"
+
+
+def _nested_str(nested: list, depth: int, ndim: int, indent: int, cut: tuple, fmt: _Formatter) -> str:
+    if depth == ndim - 1:
+        return _vector_str(nested, indent, cut[depth], fmt)
+    parts = [_nested_str(sub, depth + 1, ndim, indent + 1, cut, fmt) for sub in nested]
+    if cut[depth]:
+        parts.insert(EDGEITEMS, "...")
+    sep = "," + "\n" * (ndim - depth - 1) + " " * (indent + 1)
+    return "[" + sep.join(parts) + "]"
+
+
+def _tensor_str(data: np.ndarray, floating: bool, indent: int) -> str:
+    """The bracketed contents of a non-empty tensor."""
+    if data.size > THRESHOLD:
+        data, cut = _summarize(data)
+    else:
+        cut = (False,) * data.ndim
+
+    fmt = _Formatter(data.ravel().tolist(), floating)
+    if data.ndim == 0:
+        return fmt.format(data.item())
+    return _nested_str(data.tolist(), 0, data.ndim, indent, cut, fmt)
+
+
+def _add_suffixes(text: str, suffixes: list, indent: int) -> str:
+    pieces = [text]
+    # (sic) torch counts the last line this way; replicate it for identical wrapping
+    last_line_len = len(text) - text.rfind("\n") + 1
+    for suffix in suffixes:
+        if last_line_len + len(suffix) + 2 > LINEWIDTH:
+            pieces.append(",\n" + " " * indent + suffix)
+            last_line_len = indent + len(suffix)
+        else:
+            pieces.append(", " + suffix)
+            last_line_len += len(suffix) + 2
+    pieces.append(")")
+    return "".join(pieces)
+
+
+def format_tensor(
+    data: np.ndarray,
+    dtype_name: str,
+    default_float: str = "float32",
+    suffixes: tuple[str, ...] = (),
+) -> str:
+    """Return the text ``repr(tensor)`` gives in PyTorch for these values.
+
+    ``data`` holds the values (any shape), ``dtype_name`` the tensor's dtype
+    (``"float32"``, ``"int64"``, ``"bool"``, ...), ``default_float`` the
+    current default floating dtype, and ``suffixes`` extra items such as
+    ``"requires_grad=True"`` or ``"grad_fn=<AddBackward0>"`` that follow the
+    dtype item.
+    """
+    data = np.asarray(data)
+    np_dtype = _NUMPY_DTYPES.get(dtype_name)
+    if np_dtype is not None and data.dtype != np_dtype:
+        data = data.astype(np_dtype)
+
+    indent = len(_PREFIX)
+    items = []
+    if data.size == 0:
+        # No values to infer the dtype from, so even int64/bool are named.
+        if data.ndim != 1:
+            items.append("size=" + str(tuple(int(n) for n in data.shape)))
+        if dtype_name != default_float:
+            items.append("dtype=torch." + dtype_name)
+        body = "[]"
+    else:
+        if dtype_name != default_float and dtype_name not in _IMPLICIT_DTYPES:
+            items.append("dtype=torch." + dtype_name)
+        body = _tensor_str(data, dtype_name in _FLOATING, indent)
+    items.extend(suffixes)
+    return _add_suffixes(_PREFIX + body, items, indent)

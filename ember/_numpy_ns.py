@@ -1,0 +1,140 @@
+"""The raw array namespace for device 'cpu': thin NumPy functions that op rules call as ``xp.*``.
+
+Plain ``backward()`` runs every derivative rule with this namespace on raw arrays: no Tensors,
+no graph. ``create_graph=True`` runs the very same rules with ember's own namespace
+(``ember.ops.graph_ns``) on Tensors, so gradients come out differentiable. Both namespaces export
+the same names (a test checks it). A CuPy namespace for 'cuda' will mirror this file.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+exp = np.exp
+sin = np.sin
+cos = np.cos
+tanh = np.tanh
+abs = np.abs
+sign = np.sign
+maximum = np.maximum
+minimum = np.minimum
+matmul = np.matmul
+zeros_like = np.zeros_like
+ones_like = np.ones_like
+
+
+def log(x):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.log(x)
+
+
+def sqrt(x):
+    with np.errstate(invalid="ignore"):
+        return np.sqrt(x)
+
+
+def pow(x, y):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        return np.power(x, y)
+
+
+def sigmoid(x):
+    # The tanh form never overflows (1 / (1 + exp(-x)) does, with a warning, for x << 0).
+    return np.tanh(x * 0.5) * 0.5 + 0.5
+
+
+def relu(x):
+    return np.maximum(x, 0)
+
+
+def where(cond, a, b):
+    return np.where(cond, a, b)
+
+
+def clamp(x, min=None, max=None):
+    return np.clip(x, min, max)
+
+
+def round(x):
+    return np.round(x)
+
+
+def sum(x, dim=None, keepdim=False):
+    return np.sum(x, axis=dim, keepdims=keepdim)
+
+
+def mean(x, dim=None, keepdim=False):
+    return np.mean(x, axis=dim, keepdims=keepdim)
+
+
+def sum_to(x, shape):
+    """Sum a broadcast gradient back down to ``shape`` (the one place broadcasting is undone)."""
+    if x.shape == shape:
+        return x
+    lead = x.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(shape) if s == 1 and x.shape[i + lead] != 1)
+    r = np.sum(x, axis=axes, keepdims=True) if axes else x
+    return r.reshape(shape)
+
+
+def expand(x, shape):
+    return np.broadcast_to(x, shape)
+
+
+def reshape(x, shape):
+    return np.reshape(x, shape)
+
+
+def permute(x, dims):
+    return np.transpose(x, dims)
+
+
+def transpose(x, dim0, dim1):
+    return np.swapaxes(x, dim0, dim1)
+
+
+def unsqueeze(x, dim):
+    return np.expand_dims(x, dim)
+
+
+def squeeze(x, dim):
+    return np.squeeze(x, dim)
+
+
+def getitem(x, index):
+    return x[index]
+
+
+def index_put_zeros(g, index, shape):
+    """Zeros of ``shape`` with ``g`` added at ``index`` (repeated indices accumulate)."""
+    out = np.zeros(shape, dtype=g.dtype)
+    np.add.at(out, index, g)
+    return out
+
+
+def fill_index(x, index, value):
+    """A copy of ``x`` with ``x[index] = value``."""
+    out = np.array(x, copy=True)
+    out[index] = value
+    return out
+
+
+def take_along_dim(x, indices, dim):
+    return np.take_along_axis(x, indices, dim)
+
+
+def put_along_dim_zeros(g, indices, dim, shape):
+    out = np.zeros(shape, dtype=g.dtype)
+    np.put_along_axis(out, indices, g, dim)
+    return out
+
+
+def cast(x, dtype):
+    return x.astype(dtype, copy=False)
+
+
+def cat(xs, dim):
+    return np.concatenate(xs, axis=dim)
+
+
+def stack(xs, dim):
+    return np.stack(xs, axis=dim)

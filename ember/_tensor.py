@@ -1,0 +1,419 @@
+"""Tensor: a raw array plus autograd metadata.
+
+This file holds the data and metadata side only. Math methods (``__mul__``, ``sum``, ...) are
+attached by the op modules that declare them (``ember/ops``), and ``backward`` by
+``ember/autograd``, so each op lives in exactly one place and nothing here imports upward.
+"""
+from __future__ import annotations
+
+import warnings
+import weakref
+
+import numpy as np
+
+from . import _dtype as D
+from . import _formatting
+from ._device import cpu
+from ._hooks import add_hook
+
+_new = object.__new__
+
+
+class Size(tuple):
+    """A tensor's shape: a tuple that prints as ``torch.Size([2, 3])``."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return f"torch.Size({list(self)})"
+
+    __str__ = __repr__
+
+    def numel(self) -> int:
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+    def __getitem__(self, i):
+        r = tuple.__getitem__(self, i)
+        return Size(r) if isinstance(i, slice) else r
+
+    def __add__(self, other):
+        return Size(tuple.__add__(self, tuple(other)))
+
+
+class _Meta:
+    """Rarely used per-tensor autograd state, allocated on first use to keep op outputs cheap."""
+
+    __slots__ = ("grad", "retains_grad", "hooks", "post_acc_hooks", "acc")
+
+    def __init__(self):
+        self.grad = None
+        self.retains_grad = False
+        self.hooks = None            # leaf tensors only: {id: fn}, run before accumulation
+        self.post_acc_hooks = None   # {id: fn(tensor)}
+        self.acc = None              # weakref to this leaf's AccumulateGrad node
+
+
+_NON_LEAF_GRAD_WARNING = (
+    "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute "
+    "won't be populated during autograd.backward(). If you indeed want the .grad field to be populated "
+    "for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor "
+    "by mistake, make sure you access the leaf Tensor instead. See github.com/pytorch/pytorch/pull/30531 "
+    "for more informations.")
+
+
+def _sizes_from_args(args) -> tuple:
+    if len(args) == 1 and isinstance(args[0], (tuple, list)):
+        args = tuple(args[0])
+    for s in args:
+        if not isinstance(s, (int, np.integer)) or isinstance(s, bool):
+            raise TypeError(f"expected a sequence of integers or a single integer, got '{type(s).__name__}'")
+        if s < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(args)}")
+    return tuple(int(s) for s in args)
+
+
+class Tensor:
+    """An n-dimensional array that can record the operations applied to it.
+
+    ``Tensor(*sizes)`` and ``Tensor(data)`` are PyTorch's legacy constructors (default float dtype);
+    use ``ember.tensor`` to build tensors from data.
+    """
+
+    __slots__ = ("_data", "_requires_grad", "grad_fn", "_output_nr", "_version", "_base", "_meta",
+                 "_fw_grad", "__weakref__", "__dict__")
+
+    def __init__(self, *args, **kwargs):
+        if kwargs.pop("device", None) not in (None, "cpu", cpu):
+            raise RuntimeError("ember only has the 'cpu' device so far")
+        if kwargs:
+            raise TypeError(f"Tensor(): unexpected keyword arguments {sorted(kwargs)}")
+        npd = D._default_float.np
+        if len(args) == 1 and not isinstance(args[0], (int, np.integer)):
+            data = np.array(args[0].tolist() if isinstance(args[0], Tensor) else args[0], dtype=npd)
+        else:
+            data = np.zeros(_sizes_from_args(args), dtype=npd)
+        _init(self, data)
+
+    # ----- identity and metadata -------------------------------------------------------------
+    __hash__ = object.__hash__
+
+    @property
+    def data(self) -> Tensor:
+        return self.detach()
+
+    @data.setter
+    def data(self, value: Tensor) -> None:
+        if not isinstance(value, Tensor):
+            raise TypeError(f"data must be a Tensor, not {type(value).__name__}")
+        self._data = value._data
+
+    @property
+    def shape(self) -> Size:
+        return Size(self._data.shape)
+
+    def size(self, dim: int | None = None):
+        if dim is None:
+            return Size(self._data.shape)
+        return self._data.shape[_wrap_dim(dim, self._data.ndim, "size")]
+
+    def dim(self) -> int:
+        return self._data.ndim
+
+    ndimension = dim
+
+    @property
+    def ndim(self) -> int:
+        return self._data.ndim
+
+    def numel(self) -> int:
+        return self._data.size
+
+    nelement = numel
+
+    def element_size(self) -> int:
+        return self._data.itemsize
+
+    @property
+    def dtype(self) -> D.dtype:
+        return D._FROM_NP[self._data.dtype]
+
+    @property
+    def device(self):
+        return cpu
+
+    @property
+    def is_cuda(self) -> bool:
+        return False
+
+    def is_floating_point(self) -> bool:
+        return self._data.dtype.kind == "f"
+
+    def is_contiguous(self) -> bool:
+        return self._data.flags.c_contiguous
+
+    def stride(self, dim: int | None = None):
+        isz = self._data.itemsize
+        st = tuple(s // isz for s in self._data.strides)
+        return st if dim is None else st[_wrap_dim(dim, self._data.ndim, "stride")]
+
+    def data_ptr(self) -> int:
+        return self._data.__array_interface__["data"][0]
+
+    @property
+    def _version_counter(self) -> int:
+        return self._version[0]
+
+    @property
+    def _version_value(self) -> int:
+        return self._version[0]
+
+    def _is_view(self) -> bool:
+        return self._base is not None
+
+    # ----- autograd metadata -----------------------------------------------------------------
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, flag: bool) -> None:
+        self.requires_grad_(flag)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        if self.grad_fn is not None:
+            if requires_grad:
+                return self
+            raise RuntimeError(
+                "you can only change requires_grad flags of leaf variables. If you want to use a computed "
+                "variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach().")
+        if requires_grad and self._data.dtype.kind != "f":
+            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+        self._requires_grad = bool(requires_grad)
+        return self
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.grad_fn is None
+
+    @property
+    def output_nr(self) -> int:
+        return self._output_nr
+
+    def _get_meta(self) -> _Meta:
+        m = self._meta
+        if m is None:
+            m = self._meta = _Meta()
+        return m
+
+    @property
+    def grad(self) -> Tensor | None:
+        m = self._meta
+        if self.grad_fn is not None and (m is None or not m.retains_grad):
+            warnings.warn(_NON_LEAF_GRAD_WARNING, UserWarning, stacklevel=2)
+            return None
+        return None if m is None else m.grad
+
+    @grad.setter
+    def grad(self, value: Tensor | None) -> None:
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type "
+                                f"{type(value).__name__}")
+            if value._data.dtype != self._data.dtype:
+                raise RuntimeError("assigned grad has data of a different type")
+            if value._data.shape != self._data.shape:
+                raise RuntimeError("assigned grad has data of a different size")
+        self._get_meta().grad = value
+
+    @property
+    def retains_grad(self) -> bool:
+        return self._meta is not None and self._meta.retains_grad
+
+    def retain_grad(self) -> None:
+        """Keep this non-leaf tensor's gradient in ``.grad`` after backward."""
+        if self.grad_fn is None:
+            if not self._requires_grad:
+                raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+            return
+        m = self._get_meta()
+        if m.retains_grad:
+            return
+        m.retains_grad = True
+        self.grad_fn._retain_grad(self._output_nr, weakref.ref(self))
+
+    def register_hook(self, hook):
+        """Call ``hook(grad)`` when this tensor's gradient is computed; a returned tensor replaces it."""
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self.grad_fn is not None:
+            return self.grad_fn._register_tensor_hook(self._output_nr, hook)
+        m = self._get_meta()
+        if m.hooks is None:
+            m.hooks = {}
+        return add_hook(m.hooks, hook)
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """Call ``hook(tensor)`` after a gradient has been accumulated into this leaf's ``.grad``."""
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self.grad_fn is not None:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+        m = self._get_meta()
+        if m.post_acc_hooks is None:
+            m.post_acc_hooks = {}
+        return add_hook(m.post_acc_hooks, hook)
+
+    def detach(self) -> Tensor:
+        """A tensor sharing this one's data (and version counter) with no autograd history."""
+        t = _new(Tensor)
+        t._data = self._data
+        t.grad_fn = None
+        t._requires_grad = False
+        t._output_nr = 0
+        t._version = self._version
+        t._base = None
+        t._meta = None
+        t._fw_grad = None
+        return t
+
+    def detach_(self) -> Tensor:
+        if self._base is not None and self.grad_fn is not None:
+            raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+        self.grad_fn = None
+        self._requires_grad = False
+        self._output_nr = 0
+        return self
+
+    # ----- conversion ------------------------------------------------------------------------
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        if self._requires_grad and not force:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. "
+                               "Use tensor.detach().numpy() instead.")
+        return self._data
+
+    def __array__(self, dtype=None, copy=None):
+        a = self._data
+        if dtype is not None and a.dtype != dtype:
+            return a.astype(dtype)
+        return a.copy() if copy else a
+
+    def item(self):
+        if self._data.size != 1:
+            raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
+        return self._data.item()
+
+    def tolist(self):
+        return self._data.tolist()
+
+    def __bool__(self) -> bool:
+        n = self._data.size
+        if n != 1:
+            raise RuntimeError("Boolean value of Tensor with "
+                               + ("no values" if n == 0 else "more than one value") + " is ambiguous")
+        return bool(self._data.item())
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        if self._data.dtype.kind not in "iub" or self._data.size != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self._data.item())
+
+    def __complex__(self) -> complex:
+        return complex(self.item())
+
+    def __len__(self) -> int:
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __iter__(self):
+        if self._data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self._data.shape[0]))
+
+    def __format__(self, spec: str) -> str:
+        if self._data.ndim == 0:
+            return self._data.item().__format__(spec)
+        return object.__format__(self, spec)
+
+    def __repr__(self) -> str:
+        suffixes = ()
+        if self.grad_fn is not None:
+            suffixes = (f"grad_fn=<{self.grad_fn.name()}>",)
+        elif self._requires_grad:
+            suffixes = ("requires_grad=True",)
+        return _formatting.format_tensor(self._data, self.dtype._name, D._default_float._name, suffixes)
+
+    __str__ = __repr__
+
+    def __reduce_ex__(self, proto):
+        return (_rebuild, (self._data, self._requires_grad))
+
+    def __deepcopy__(self, memo):
+        if self.grad_fn is not None:
+            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support the "
+                               "deepcopy protocol at the moment.")
+        t = _rebuild(self._data.copy(), self._requires_grad)
+        if self._meta is not None and self._meta.grad is not None:
+            t.grad = self._meta.grad.__deepcopy__(memo)
+        memo[id(self)] = t
+        return t
+
+
+def _init(t: Tensor, data: np.ndarray) -> None:
+    t._data = data
+    t.grad_fn = None
+    t._requires_grad = False
+    t._output_nr = 0
+    t._version = [0]
+    t._base = None
+    t._meta = None
+    t._fw_grad = None
+
+
+def _rebuild(data, requires_grad):
+    t = _new(Tensor)
+    _init(t, data)
+    t._requires_grad = requires_grad
+    return t
+
+
+def make(data: np.ndarray) -> Tensor:
+    """Wrap a raw array (no copy) as a new leaf tensor; the hot path of every op."""
+    t = _new(Tensor)
+    _init(t, data)
+    return t
+
+
+def make_view(data: np.ndarray, base: Tensor) -> Tensor:
+    """Wrap ``data``, a view of ``base``'s memory: it shares base's version counter."""
+    t = _new(Tensor)
+    t._data = data
+    t.grad_fn = None
+    t._requires_grad = False
+    t._output_nr = 0
+    t._version = base._version
+    t._base = base if base._base is None else base._base
+    t._meta = None
+    t._fw_grad = None
+    return t
+
+
+def _wrap_dim(dim: int, ndim: int, op: str = "") -> int:
+    n = max(ndim, 1)
+    if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):
+        raise TypeError(f"{op}(): argument 'dim' must be int, not {type(dim).__name__}")
+    if dim < -n or dim >= n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    return dim + n if dim < 0 else dim
+
+
+wrap_dim = _wrap_dim

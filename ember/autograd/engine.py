@@ -1,0 +1,303 @@
+"""The backward engine: iterative, dependency-counted, ordered like PyTorch's (newest node first).
+
+No recursion anywhere, so a 1,000,000-node chain back-propagates. Gradient buffers are popped as
+soon as their node runs, and saved values are released unless ``retain_graph``.
+Gradients flow as raw arrays in plain backward and as Tensors under ``create_graph``.
+"""
+from __future__ import annotations
+
+import heapq
+
+import numpy as np
+
+from .._tensor import Tensor, make
+from . import grad_mode as _gm
+from .graph import AccumulateGrad, edge_of
+
+
+def _as_tuple(x):
+    if isinstance(x, Tensor):
+        return (x,)
+    return tuple(x)
+
+
+def _wrap(g, create_graph):
+    return g if create_graph else make(g)
+
+
+def _unwrap(t, create_graph):
+    if not isinstance(t, Tensor):
+        raise TypeError(f"hooks must return a Tensor or None, got {type(t).__name__}")
+    return t if create_graph else t._data
+
+
+def _root_grads(tensors, grad_tensors, create_graph, op):
+    roots = []
+    if grad_tensors is None:
+        grad_tensors = (None,) * len(tensors)
+    else:
+        grad_tensors = _as_tuple(grad_tensors) if not isinstance(grad_tensors, (list, tuple)) else grad_tensors
+        if len(grad_tensors) != len(tensors):
+            raise RuntimeError(f"got {len(grad_tensors)} tensors and {len(tensors)} gradients")
+    for i, (t, g) in enumerate(zip(tensors, grad_tensors)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{op}: expected a Tensor as output {i}, got {type(t).__name__}")
+        if not t._requires_grad:
+            raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
+        if g is None:
+            if t._data.size != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            g = make(np.ones_like(t._data))
+        elif not isinstance(g, Tensor):
+            raise TypeError(f"{op}: gradient must be a Tensor or None, got {type(g).__name__}")
+        elif g._data.shape != t._data.shape:
+            raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {g.shape} and output[{i}] "
+                               f"has a shape of {t.shape}.")
+        if g._data.dtype != t._data.dtype:
+            g = g.to(t.dtype)
+        roots.append((edge_of(t), g if create_graph else g._data))
+    return roots
+
+
+def _topo_order(root_nodes):
+    """Dependency counts of every node reachable from the roots, and one topological order."""
+    deps = {}
+    order = []
+    seen = set(root_nodes)
+    stack = list(seen)
+    while stack:
+        n = stack.pop()
+        order.append(n)
+        for nxt, _ in n.next_functions:
+            if nxt is None:
+                continue
+            deps[nxt] = deps.get(nxt, 0) + 1
+            if nxt not in seen:
+                seen.add(nxt)
+                stack.append(nxt)
+    return deps, order
+
+
+def _needed_nodes(order, deps, targets):
+    """Nodes that lie on a path to a target (the graph is pruned to these for autograd.grad)."""
+    # Kahn's algorithm gives parents before children; walk it backwards.
+    indeg = dict(deps)
+    ready = [n for n in order if indeg.get(n, 0) == 0]
+    topo = []
+    while ready:
+        n = ready.pop()
+        topo.append(n)
+        for nxt, _ in n.next_functions:
+            if nxt is not None:
+                indeg[nxt] -= 1
+                if indeg[nxt] == 0:
+                    ready.append(nxt)
+    needed = set()
+    for n in reversed(topo):
+        if n in targets or any(nxt in needed for nxt, _ in n.next_functions if nxt is not None):
+            needed.add(n)
+    return needed
+
+
+def _accumulate_leaf(t: Tensor, g, create_graph: bool) -> None:
+    m = t._get_meta()
+    if m.hooks:
+        for fn in list(m.hooks.values()):
+            r = fn(_wrap(g, create_graph))
+            if r is not None:
+                g = _unwrap(r, create_graph)
+    if m.grad is None:
+        if create_graph:
+            m.grad = g
+        else:
+            m.grad = make(np.array(g, dtype=t._data.dtype, copy=True))
+    elif create_graph or _gm._state.enabled:
+        m.grad = m.grad + (g if create_graph else make(g))
+    else:
+        gd = m.grad._data
+        np.add(gd, g, out=gd, casting="unsafe")
+        m.grad._version[0] += 1
+    if m.post_acc_hooks:
+        for fn in list(m.post_acc_hooks.values()):
+            fn(t)
+
+
+def _store_retained(t: Tensor, g, create_graph: bool) -> None:
+    m = t._get_meta()
+    gt = g if create_graph else make(np.array(g, copy=True))
+    m.grad = gt if m.grad is None else m.grad + gt
+
+
+def run_backward(roots, retain_graph: bool, create_graph: bool, targets=None, accumulate=True):
+    """Back-propagate ``roots`` [((node, nr), grad)]. With ``targets`` [(node, nr)], return the
+    gradients arriving at those edges, computing only what they need; leaves are then left alone
+    unless ``accumulate``."""
+    root_nodes = [e[0] for e, _ in roots if e[0] is not None]
+    deps, order = _topo_order(root_nodes)
+    needed = None
+    captured = None
+    target_nodes = None
+    if targets is not None:
+        target_nodes = {n for n, _ in targets}
+        needed = _needed_nodes(order, deps, target_nodes)
+        captured = {}
+
+    buffers = {}
+    for (node, nr), g in roots:
+        if node is None:
+            continue
+        buf = buffers.setdefault(node, [])
+        if len(buf) <= nr:
+            buf.extend([None] * (nr + 1 - len(buf)))
+        buf[nr] = g if buf[nr] is None else buf[nr] + g
+
+    heap = [(-n._seq, n) for n in set(root_nodes) if deps.get(n, 0) == 0]
+    heapq.heapify(heap)
+    with _gm.set_grad_enabled(create_graph):
+        while heap:
+            node = heapq.heappop(heap)[1]
+            grads = buffers.pop(node, None)
+            out = None
+            if grads is not None:
+                out = _run_node(node, grads, create_graph, needed, target_nodes, captured, accumulate)
+                if not retain_graph:
+                    node._release()
+            for i, (nxt, nr) in enumerate(node.next_functions):
+                if nxt is None:
+                    continue
+                if out is not None:
+                    g = out[i] if i < len(out) else None
+                    if g is not None:
+                        buf = buffers.get(nxt)
+                        if buf is None:
+                            buf = buffers[nxt] = [None] * (nr + 1)
+                        elif len(buf) <= nr:
+                            buf.extend([None] * (nr + 1 - len(buf)))
+                        buf[nr] = g if buf[nr] is None else buf[nr] + g
+                d = deps[nxt] - 1
+                deps[nxt] = d
+                if d == 0:
+                    heapq.heappush(heap, (-nxt._seq, nxt))
+    return captured
+
+
+def _run_node(node, grads, create_graph, needed, target_nodes, captured, accumulate):
+    th = node._tensor_hooks
+    if th:
+        for nr, hooks in th.items():
+            if nr < len(grads) and grads[nr] is not None:
+                for fn in list(hooks.values()):
+                    r = fn(_wrap(grads[nr], create_graph))
+                    if r is not None:
+                        grads[nr] = _unwrap(r, create_graph)
+    if node._retained:
+        for nr, ref in node._retained.items():
+            t = ref()
+            if t is not None and nr < len(grads) and grads[nr] is not None:
+                _store_retained(t, grads[nr], create_graph)
+    if node._pre_hooks:
+        for fn in list(node._pre_hooks.values()):
+            r = fn(tuple(None if g is None else _wrap(g, create_graph) for g in grads))
+            if r is not None:
+                grads = [None if g is None else _unwrap(g, create_graph) for g in r]
+    if target_nodes is not None and node in target_nodes:
+        for nr, g in enumerate(grads):
+            key = (node, nr)
+            captured[key] = g
+        if isinstance(node, AccumulateGrad):
+            if accumulate and grads[0] is not None:
+                _accumulate_leaf(node.variable, grads[0], create_graph)
+            return None
+    if isinstance(node, AccumulateGrad):
+        if needed is None and accumulate:
+            _accumulate_leaf(node.variable, grads[0], create_graph)
+        return None
+    if needed is not None and node not in needed:
+        return None
+    mask = None if needed is None else tuple(n is not None and n in needed for n, _ in node.next_functions)
+    if all(g is None for g in grads):
+        return None
+    out = node.apply(grads, create_graph, mask)
+    if node._hooks:
+        for fn in list(node._hooks.values()):
+            r = fn(tuple(None if g is None else _wrap(g, create_graph) for g in out),
+                   tuple(None if g is None else _wrap(g, create_graph) for g in grads))
+            if r is not None:
+                out = [None if g is None else _unwrap(g, create_graph) for g in r]
+    return out
+
+
+# ----- public entry points -------------------------------------------------------------------
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, grad_variables=None,
+             inputs=None) -> None:
+    """Accumulate d(tensors)/d(leaves), weighted by ``grad_tensors``, into the leaves' ``.grad``."""
+    if grad_variables is not None:
+        grad_tensors = grad_variables
+    tensors = _as_tuple(tensors)
+    if grad_tensors is not None and isinstance(grad_tensors, Tensor):
+        grad_tensors = (grad_tensors,)
+    if retain_graph is None:
+        retain_graph = create_graph
+    roots = _root_grads(tensors, grad_tensors, create_graph, "backward")
+    if inputs is None:
+        run_backward(roots, retain_graph, create_graph)
+        return
+    inputs = _as_tuple(inputs)
+    if not inputs:
+        raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+    edges = []
+    for t in inputs:
+        if not t._requires_grad:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+        edges.append(edge_of(t))
+    captured = run_backward(roots, retain_graph, create_graph, targets=edges, accumulate=True)
+    for t, e in zip(inputs, edges):
+        g = captured.get(e)
+        if g is not None and t.grad_fn is not None:
+            _store_retained(t, g, create_graph)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, only_inputs=True,
+         allow_unused=None, is_grads_batched=False, materialize_grads=False) -> tuple:
+    """d(outputs)/d(inputs), weighted by ``grad_outputs``, returned instead of accumulated."""
+    if is_grads_batched:
+        raise NotImplementedError("ember: autograd.grad(is_grads_batched=True) is not supported yet")
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    elif materialize_grads and not allow_unused:
+        raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, "
+                         "but got: allow_unused=False.")
+    outputs = _as_tuple(outputs)
+    inputs = _as_tuple(inputs)
+    if isinstance(grad_outputs, Tensor):
+        grad_outputs = (grad_outputs,)
+    if retain_graph is None:
+        retain_graph = create_graph
+    for t in inputs:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"grad(): inputs must be Tensors, got {type(t).__name__}")
+        if not t._requires_grad:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+    roots = _root_grads(outputs, grad_outputs, create_graph, "grad")
+    edges = [edge_of(t) for t in inputs]
+    captured = run_backward(roots, retain_graph, create_graph, targets=edges, accumulate=False)
+    result = []
+    for t, e in zip(inputs, edges):
+        g = captured.get(e)
+        if g is None:
+            if not allow_unused:
+                raise RuntimeError("One of the differentiated Tensors appears to not have been used in the graph. "
+                                   "Set allow_unused=True if this is the desired behavior.")
+            result.append(make(np.zeros_like(t._data)) if materialize_grads else None)
+        else:
+            result.append(g if create_graph else make(np.array(g, dtype=t._data.dtype, copy=True)))
+    return tuple(result)
+
+
+def _tensor_backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None) -> None:
+    """Compute the gradient of this tensor w.r.t. graph leaves (see ``ember.autograd.backward``)."""
+    backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+
+Tensor.backward = _tensor_backward

@@ -1,0 +1,170 @@
+"""Custom differentiable functions: subclass ``Function`` with ``forward``/``backward`` staticmethods.
+
+The ``ctx`` passed to both is the graph node itself (as in PyTorch), named ``<ClassName>Backward``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _numpy_ns
+from .._tensor import Tensor, make
+from . import grad_mode as _gm
+from .graph import FREED_MESSAGE, Node, edge_of, modified_message
+
+
+class FunctionCtx:
+    """What ``forward`` can tell ``backward``: saved tensors and any attributes set on ``ctx``."""
+
+    def save_for_backward(self, *tensors) -> None:
+        for t in tensors:
+            if t is not None and not isinstance(t, Tensor):
+                raise TypeError(f"save_for_backward can only save variables, but argument {len(tensors)} is of "
+                                f"type {type(t).__name__}")
+        self._to_save = tensors
+
+    def mark_dirty(self, *tensors) -> None:
+        self._dirty = tensors
+
+    def mark_non_differentiable(self, *tensors) -> None:
+        self._non_diff = {id(t) for t in tensors}
+
+    def set_materialize_grads(self, value: bool) -> None:
+        self._materialize = value
+
+    @property
+    def saved_tensors(self) -> tuple:
+        saved = self.__dict__.get("_saved")
+        if saved is None:
+            return tuple(self.__dict__.get("_to_save", ()))
+        if saved is _FREED:
+            raise RuntimeError(FREED_MESSAGE)
+        for t, v in saved:
+            if t is not None and t._version[0] != v:
+                raise RuntimeError(modified_message(t, v))
+        return tuple(t for t, _ in saved)
+
+
+_FREED = ("freed",)
+
+
+class BackwardCFunction(Node, FunctionCtx):
+    """The node (and ctx) of one call of a custom Function."""
+
+    _forward_cls = None
+
+    def __repr__(self) -> str:
+        return f"<torch.autograd.function.{type(self).__name__} object at {hex(id(self))}>"
+
+    def _release(self) -> None:
+        if "_saved" in self.__dict__:
+            self._saved = _FREED
+
+    def apply(self, grads, create_graph, needed):
+        materialize = self.__dict__.get("_materialize", True)
+        shapes = self._out_meta
+        gts = []
+        for i, (shape, dt) in enumerate(shapes):
+            g = grads[i] if i < len(grads) else None
+            if g is None:
+                gts.append(make(np.zeros(shape, dt)) if materialize else None)
+            else:
+                gts.append(g if create_graph else make(g))
+        with _gm.set_grad_enabled(create_graph):
+            res = self._forward_cls.backward(self, *gts)
+        if not isinstance(res, tuple):
+            res = (res,)
+        n = len(self.next_functions)
+        if len(res) != n:
+            if len(res) > n and all(r is None for r in res[n:]):
+                res = res[:n]
+            else:
+                raise RuntimeError(f"function {type(self).__name__} returned an incorrect number of gradients "
+                                   f"(expected {n}, got {len(res)})")
+        out = []
+        for i, (r, (node, _)) in enumerate(zip(res, self.next_functions)):
+            if r is None or node is None:
+                out.append(None)
+                continue
+            if not isinstance(r, Tensor):
+                raise TypeError(f"function {type(self).__name__} returned a gradient of type {type(r).__name__} "
+                                f"at index {i}; expected a Tensor or None")
+            shape, dt = self._in_meta[i]
+            g = r if create_graph else r._data
+            if r._data.shape != shape:
+                try:
+                    np.broadcast_shapes(shape, r._data.shape)
+                except ValueError:
+                    raise RuntimeError(f"Function {type(self).__name__} returned an invalid gradient at index {i} - "
+                                       f"got {list(r._data.shape)} but expected shape compatible with "
+                                       f"{list(shape)}") from None
+                g = r.sum_to_size(shape) if create_graph else _numpy_ns.sum_to(g, shape)
+            out.append(g)
+        return out
+
+
+_node_classes: dict = {}
+
+
+class Function:
+    """Base class of custom autograd functions; call them with ``MyFunction.apply(*args)``."""
+
+    @staticmethod
+    def forward(ctx, *args, **kwargs):
+        raise NotImplementedError("You must implement the forward function for custom autograd.Function.")
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        raise NotImplementedError("You must implement either the backward or vjp method for your custom "
+                                  "autograd.Function to use it with backward mode AD.")
+
+    vjp = backward
+
+    def __init__(self, *args, **kwargs):
+        raise RuntimeError("Legacy autograd function with non-static forward method is deprecated. Please use "
+                           "new-style autograd function with static forward method.")
+
+    @classmethod
+    def _node_class(cls):
+        nc = _node_classes.get(cls)
+        if nc is None:
+            nc = _node_classes[cls] = type(cls.__name__ + "Backward", (BackwardCFunction,),
+                                           {"_forward_cls": cls})
+        return nc
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        node = cls._node_class().__new__(cls._node_class())
+        tensor_args = [a for a in args if isinstance(a, Tensor)]
+        node.needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
+        with _gm.no_grad():
+            outputs = cls.forward(node, *args, **kwargs)
+        recording = _gm._state.enabled and any(t._requires_grad for t in tensor_args)
+        single = not isinstance(outputs, tuple)
+        outs = (outputs,) if single else outputs
+        if not recording:
+            return outputs
+        Node.__init__(node, tuple(edge_of(a) if isinstance(a, Tensor) else (None, 0) for a in args))
+        node._in_meta = tuple((a._data.shape, a._data.dtype) if isinstance(a, Tensor) else None for a in args)
+        to_save = node.__dict__.pop("_to_save", None)
+        if to_save is not None:
+            node._saved = tuple((t, t._version[0] if t is not None else 0) for t in to_save)
+        non_diff = node.__dict__.get("_non_diff", ())
+        wrapped = []
+        meta = []
+        for i, o in enumerate(outs):
+            if not isinstance(o, Tensor):
+                wrapped.append(o)
+                continue
+            if any(o is a for a in args) and id(o) not in non_diff:
+                o = o.detach() if o.grad_fn is None else o.view_as(o)
+            if id(o) in non_diff or o._data.dtype.kind != "f":
+                wrapped.append(o)
+                meta.append((o._data.shape, o._data.dtype))
+                continue
+            o.grad_fn = node
+            o._output_nr = i
+            o._requires_grad = True
+            wrapped.append(o)
+            meta.append((o._data.shape, o._data.dtype))
+        node._out_meta = tuple(meta)
+        return wrapped[0] if single else tuple(wrapped)

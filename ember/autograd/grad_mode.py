@@ -1,0 +1,114 @@
+"""Grad modes: no_grad, enable_grad, set_grad_enabled, inference_mode. Thread-local."""
+from __future__ import annotations
+
+import functools
+import threading
+
+
+class _State(threading.local):
+    def __init__(self):
+        self.enabled = True
+        self.inference = False
+
+
+_state = _State()
+
+
+def is_grad_enabled() -> bool:
+    return _state.enabled
+
+
+def is_inference_mode_enabled() -> bool:
+    return _state.inference
+
+
+class _DecoratorContextManager:
+    """Usable as ``with mode():`` and as ``@mode()`` (or bare ``@mode`` for no_grad/enable_grad)."""
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with self.clone():
+                return fn(*args, **kwargs)
+        return wrapper
+
+    def clone(self):
+        return self.__class__()
+
+
+class no_grad(_DecoratorContextManager):
+    """Operations inside record no graph: results have ``requires_grad=False``."""
+
+    def __new__(cls, orig_func=None):
+        if orig_func is None:
+            return super().__new__(cls)
+        return cls()(orig_func)
+
+    def __enter__(self):
+        self.prev = _state.enabled
+        _state.enabled = False
+
+    def __exit__(self, *exc):
+        _state.enabled = self.prev
+
+
+class enable_grad(_DecoratorContextManager):
+    """Re-enable graph recording, e.g. inside ``no_grad``."""
+
+    def __new__(cls, orig_func=None):
+        if orig_func is None:
+            return super().__new__(cls)
+        return cls()(orig_func)
+
+    def __enter__(self):
+        self.prev = _state.enabled
+        _state.enabled = True
+
+    def __exit__(self, *exc):
+        _state.enabled = self.prev
+
+
+class set_grad_enabled(_DecoratorContextManager):
+    """``set_grad_enabled(mode)``: a context manager, a decorator, or (called plainly) a setter."""
+
+    def __init__(self, mode: bool):
+        self.prev = _state.enabled
+        self.mode = bool(mode)
+        _state.enabled = self.mode
+
+    def __enter__(self):
+        pass
+
+    def __exit__(self, *exc):
+        _state.enabled = self.prev
+
+    def clone(self):
+        return self.__class__(self.mode)
+
+    def __call__(self, fn):
+        _state.enabled = self.prev  # used as a decorator: the call above must not stick
+        return super().__call__(fn)
+
+
+class inference_mode(_DecoratorContextManager):
+    """Like no_grad, and tensors made inside are flagged as inference tensors."""
+
+    def __init__(self, mode: bool = True):
+        self.mode = bool(mode)
+
+    def __new__(cls, mode=True):
+        if callable(mode):
+            return cls()(mode)
+        return super().__new__(cls)
+
+    def __enter__(self):
+        self.prev = (_state.enabled, _state.inference)
+        if self.mode:
+            _state.enabled = False
+            _state.inference = True
+
+    def __exit__(self, *exc):
+        _state.enabled, _state.inference = self.prev
+
+    def clone(self):
+        return self.__class__(self.mode)

@@ -1,0 +1,154 @@
+"""Graph nodes: the backward functions (``grad_fn``) that tensors point to.
+
+A ``Node`` knows its ``next_functions`` (one ``(node, input_nr)`` edge per differentiable input,
+``(None, 0)`` for inputs that need no gradient) and how to map gradients of its outputs to
+gradients of its inputs (``apply``). Leaves that require grad end in an ``AccumulateGrad`` node.
+"""
+from __future__ import annotations
+
+import itertools
+import weakref
+
+import numpy as np
+
+from .. import _tensor
+from .._hooks import add_hook
+
+_seq = itertools.count()
+
+FREED_MESSAGE = (
+    "Trying to backward through the graph a second time (or directly access saved tensors after they "
+    "have already been freed). Saved intermediate values of the graph are freed when you call "
+    ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
+    "graph a second time or if you need to access saved tensors after calling backward.")
+
+
+class Node:
+    """Base class of every backward node (``MulBackward0``, ``AccumulateGrad``, custom Functions)."""
+
+    __slots__ = ("next_functions", "_seq", "_hooks", "_pre_hooks", "_tensor_hooks", "_retained",
+                 "_metadata", "__weakref__")
+
+    num_outputs = 1
+
+    def __init__(self, next_functions: tuple = ()):
+        self.next_functions = next_functions
+        self._seq = next(_seq)
+        self._hooks = self._pre_hooks = self._tensor_hooks = self._retained = self._metadata = None
+
+    def name(self) -> str:
+        return type(self).__name__
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} object at {hex(id(self))}>"
+
+    @property
+    def metadata(self) -> dict:
+        if self._metadata is None:
+            self._metadata = {}
+        return self._metadata
+
+    def apply(self, grads: list, create_graph: bool, needed) -> tuple:
+        """Gradients for each of ``next_functions`` from the gradients of this node's outputs.
+
+        ``grads`` holds raw arrays (plain backward) or Tensors (``create_graph``); ``needed`` is
+        None (every input) or a tuple of flags telling which input gradients are wanted.
+        """
+        raise NotImplementedError
+
+    def __call__(self, *grads):
+        out = self.apply([g._data if isinstance(g, _tensor.Tensor) else g for g in grads], False, None)
+        return tuple(None if g is None else _tensor.make(g) for g in out)
+
+    # ----- hooks -------------------------------------------------------------------------------
+    def register_hook(self, fn):
+        """``fn(grad_inputs, grad_outputs)`` runs after this node; it may return new grad_inputs."""
+        if self._hooks is None:
+            self._hooks = {}
+        return add_hook(self._hooks, fn)
+
+    def register_prehook(self, fn):
+        """``fn(grad_outputs)`` runs before this node; it may return new grad_outputs."""
+        if self._pre_hooks is None:
+            self._pre_hooks = {}
+        return add_hook(self._pre_hooks, fn)
+
+    def _register_tensor_hook(self, output_nr: int, fn):
+        if self._tensor_hooks is None:
+            self._tensor_hooks = {}
+        return add_hook(self._tensor_hooks.setdefault(output_nr, {}), fn)
+
+    def _retain_grad(self, output_nr: int, tensor_ref) -> None:
+        if self._retained is None:
+            self._retained = {}
+        self._retained[output_nr] = tensor_ref
+
+    def _release(self) -> None:
+        """Free saved values after a backward without retain_graph."""
+
+
+class AccumulateGrad(Node):
+    """The node at a leaf that requires grad: adds incoming gradients into ``variable.grad``."""
+
+    __slots__ = ("variable",)
+
+    def __init__(self, variable):
+        super().__init__(())
+        self.variable = variable
+
+    def apply(self, grads, create_graph, needed):
+        raise AssertionError("the engine accumulates leaf gradients itself")
+
+
+def grad_accumulator(t) -> AccumulateGrad:
+    """The (cached) AccumulateGrad node of leaf ``t``; the leaf holds it weakly, as PyTorch does."""
+    m = t._get_meta()
+    acc = m.acc() if m.acc is not None else None
+    if acc is None:
+        acc = AccumulateGrad(t)
+        m.acc = weakref.ref(acc)
+    return acc
+
+
+def edge_of(t) -> tuple:
+    """The graph edge a gradient for tensor ``t`` flows into."""
+    if t.grad_fn is not None:
+        return (t.grad_fn, t._output_nr)
+    if t._requires_grad:
+        return (grad_accumulator(t), 0)
+    return (None, 0)
+
+
+_node_classes: dict = {}
+
+
+def node_class(name: str, base: type) -> type:
+    """A Node subclass named as PyTorch names the op's backward (``MulBackward0``), made once."""
+    cls = _node_classes.get(name)
+    if cls is None:
+        cls = _node_classes[name] = type(name, (base,), {"__slots__": ()})
+    return cls
+
+
+def type_name_of(np_dtype) -> str:
+    return {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long", "int32": "Int",
+            "bool": "Bool", "int16": "Short", "int8": "Char", "uint8": "Byte"}[np.dtype(np_dtype).name]
+
+
+def _type_name(arr) -> str:
+    return f"torch.{type_name_of(arr.dtype)}Tensor"
+
+
+def modified_message(t, expected, out_data=None, current=None, node=None) -> str:
+    if t is not None:
+        data, current = t._data, t._version[0]
+        which = f", which is output {t._output_nr} of {t.grad_fn.name()}," if t.grad_fn is not None else ""
+    else:
+        data = out_data
+        which = f", which is output 0 of {node.name()},"
+    shape = list(data.shape)
+    return ("one of the variables needed for gradient computation has been modified by an inplace "
+            f"operation: [{_type_name(data)} {shape}]{which} is at version {current}; expected version "
+            f"{expected} instead. Hint: the backtrace further above shows the operation that failed to "
+            "compute its gradient. The variable in question was changed in there or anywhere later. "
+            "Good luck!")

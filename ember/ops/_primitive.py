@@ -1,0 +1,308 @@
+"""The primitive machinery: how an op declared once runs forward, backward (VJP) and forward-mode (JVP).
+
+A primitive is declared with
+  * ``forward(xp, *arrays, **params)`` on raw arrays,
+  * one VJP rule per input, ``vjp_i(xp, g, out, *inputs, **params) -> grad for input i``,
+  * one JVP rule per input, ``jvp_i(xp, t_i, out, *inputs, **params) -> tangent contribution``.
+
+Rules are written against the namespace ``xp``. Plain ``backward()`` calls them with the raw
+namespace of the tensors' device (``ember._numpy_ns``) on raw arrays: NumPy speed, no graph.
+``create_graph=True`` and forward-mode AD call the very same rules with ``graph_ns`` (ember's
+own differentiable functions) on Tensors, so every derivative is itself differentiable.
+
+Broadcasting is undone in one place (``sum_to`` in ``PrimNode.apply``), as is casting a
+gradient back to its input's dtype. A rule returning ``None`` means a zero gradient.
+"""
+from __future__ import annotations
+
+import types
+
+import numpy as np
+
+from .. import _dtype as D
+from .. import _numpy_ns
+from .._tensor import Tensor, _new, make, make_view
+from ..autograd import grad_mode as _gm
+from ..autograd.graph import FREED_MESSAGE, Node, edge_of, modified_message, node_class, type_name_of
+
+_ndarray = np.ndarray
+_state = _gm._state
+_EMPTY: dict = {}
+
+# ember's own namespace of differentiable functions, mirroring _numpy_ns name for name; filled by
+# ember.ops once every family is imported.
+graph_ns = types.SimpleNamespace()
+
+
+class _ForwardADState:
+    level = 0   # > 0 inside forward_ad.dual_level(): ops then propagate tangents
+
+
+fwd_state = _ForwardADState()
+
+_FREED = ("freed",)
+
+
+class Primitive:
+    """One differentiable op: forward, per-input VJP and JVP rules, and what backward must save."""
+
+    __slots__ = ("name", "node_cls", "forward", "vjps", "jvps", "saves", "saves_out", "is_view")
+
+    def __init__(self, name, node_name, forward, vjp, jvp=None, saves=(), saves_out=False, is_view=False):
+        self.name = name
+        self.node_cls = node_class(node_name, PrimNode)
+        self.forward = forward
+        self.vjps = vjp if isinstance(vjp, tuple) else (vjp,)
+        self.jvps = jvp if isinstance(jvp, tuple) or jvp is None else (jvp,)
+        self.saves = frozenset(saves)
+        self.saves_out = saves_out
+        self.is_view = is_view  # output may alias input 0's memory (then it shares its version counter)
+
+    def __repr__(self) -> str:
+        return f"<primitive {self.name}>"
+
+
+def defprim(name, node_name, forward, vjp, jvp=None, saves=(), saves_out=False, is_view=False) -> Primitive:
+    return Primitive(name, node_name, forward, vjp, jvp, saves, saves_out, is_view)
+
+
+class PrimNode(Node):
+    """The backward node of a primitive; subclassed once per PyTorch name (``MulBackward0``)."""
+
+    __slots__ = ("_prim", "_params", "_saved", "_versions", "_in", "_out", "_out_ver", "_vjps")
+
+    def _release(self) -> None:
+        if self._saved is not None:
+            self._saved = _FREED
+            self._out = None
+
+    def _unpack(self, graph: bool) -> list:
+        saved = self._saved
+        if saved is _FREED:
+            raise RuntimeError(FREED_MESSAGE)
+        out = []
+        for t, v in zip(saved, self._versions):
+            if v is not None:
+                if t._version[0] != v:
+                    raise RuntimeError(modified_message(t, v))
+                if not graph:
+                    t = t._data
+            out.append(t)
+        return out
+
+    def _unpack_out(self, graph: bool):
+        ver, v = self._out_ver
+        if ver[0] != v:
+            raise RuntimeError(modified_message(None, v, self._out, ver[0], self))
+        if not graph:
+            return self._out
+        t = make(self._out)
+        t.grad_fn = self
+        t._requires_grad = True
+        return t
+
+    def apply(self, grads, create_graph, needed):
+        g = grads[0]
+        prim = self._prim
+        if self._saved is None:
+            args = (None,) * len(self.next_functions)
+        else:
+            args = self._unpack(create_graph)
+        out = self._unpack_out(create_graph) if prim.saves_out else None
+        params = self._params
+        res = []
+        if create_graph:
+            xp = graph_ns
+            for i, (node, _) in enumerate(self.next_functions):
+                if node is None or (needed is not None and not needed[i]):
+                    res.append(None)
+                    continue
+                gi = self._vjps[i](xp, g, out, *args, **params)
+                if gi is not None:
+                    shape, dt = self._in[i]
+                    if gi._data.shape != shape:
+                        gi = xp.sum_to(gi, shape)
+                    if gi._data.dtype != dt:
+                        gi = xp.cast(gi, dt)
+                res.append(gi)
+        else:
+            xp = _numpy_ns
+            for i, (node, _) in enumerate(self.next_functions):
+                if node is None or (needed is not None and not needed[i]):
+                    res.append(None)
+                    continue
+                gi = self._vjps[i](xp, g, out, *args, **params)
+                if gi is not None:
+                    shape, dt = self._in[i]
+                    if gi.shape != shape:
+                        gi = xp.sum_to(gi, shape)
+                    if gi.dtype != dt:
+                        gi = gi.astype(dt)
+                res.append(gi)
+        return res
+
+
+def apply(prim: Primitive, args: tuple, params: dict = _EMPTY, node_cls=None, dtype=None) -> Tensor:
+    """Run ``prim`` on ``args`` (Tensors or Python scalars) and record it in the graph if needed.
+
+    ``dtype`` (a NumPy dtype) is the promoted computation dtype: array inputs of another dtype
+    are cast to it first, as PyTorch computes in the promoted type.
+    """
+    datas = []
+    rg = False
+    for a in args:
+        if isinstance(a, Tensor):
+            d = a._data
+            if dtype is not None and d.dtype != dtype:
+                d = d.astype(dtype)
+            datas.append(d)
+            if a._requires_grad:
+                rg = True
+        else:
+            datas.append(a)
+    try:
+        out = prim.forward(_numpy_ns, *datas, **params)
+    except (ValueError, IndexError, TypeError, np.exceptions.AxisError) as e:
+        raise _forward_error(prim, args, e) from None
+    if type(out) is not _ndarray:
+        out = np.asarray(out)
+    if prim.is_view and out.base is not None:
+        t = make_view(out, args[0])
+    else:
+        t = make(out)
+    if rg and _state.enabled:
+        _record(t, prim, args, params, node_cls)
+    if fwd_state.level:
+        _forward_tangent(t, prim, args, params)
+    return t
+
+
+def _record(t: Tensor, prim: Primitive, args: tuple, params: dict, node_cls) -> None:
+    node = _new(node_cls or prim.node_cls)
+    Node.__init__(node, tuple(edge_of(a) if isinstance(a, Tensor) else (None, 0) for a in args))
+    node._prim = prim
+    node._vjps = prim.vjps
+    node._params = params
+    node._in = tuple((a._data.shape, a._data.dtype) if isinstance(a, Tensor) else None for a in args)
+    if prim.saves:
+        saves = prim.saves
+        node._saved = tuple(a if i in saves else None for i, a in enumerate(args))
+        node._versions = tuple(a._version[0] if i in saves and isinstance(a, Tensor) else None
+                               for i, a in enumerate(args))
+    else:
+        node._saved = None
+        node._versions = None
+    if prim.saves_out:
+        node._out = t._data
+        node._out_ver = (t._version, 0)
+    else:
+        node._out = None
+    t.grad_fn = node
+    t._requires_grad = True
+
+
+def _forward_tangent(t: Tensor, prim: Primitive, args: tuple, params: dict) -> None:
+    if prim.jvps is None:
+        if any(isinstance(a, Tensor) and a._fw_grad is not None for a in args):
+            raise NotImplementedError(f"ember: forward-mode AD is not implemented for {prim.name}")
+        return
+    tangent = None
+    primal_out = None
+    for i, a in enumerate(args):
+        if isinstance(a, Tensor) and a._fw_grad is not None:
+            if primal_out is None:
+                primal_out = make(t._data)
+            c = prim.jvps[i](graph_ns, a._fw_grad, primal_out, *args, **params)
+            if c is None:
+                continue
+            tangent = c if tangent is None else tangent + c
+    if tangent is not None:
+        if tangent._data.shape != t._data.shape:
+            tangent = graph_ns.expand(tangent, t._data.shape)
+        if tangent._data.dtype != t._data.dtype:
+            tangent = graph_ns.cast(tangent, t._data.dtype)
+        t._fw_grad = tangent
+
+
+def _describe(args) -> str:
+    parts = []
+    for a in args:
+        if isinstance(a, Tensor):
+            parts.append(f"Tensor(shape={list(a._data.shape)}, dtype={a.dtype})")
+        else:
+            parts.append(repr(a))
+    return ", ".join(parts)
+
+
+def broadcast_error(shapes) -> RuntimeError | None:
+    """PyTorch's message for two shapes that do not broadcast, or None if they do."""
+    a, b = shapes
+    n = max(len(a), len(b))
+    pa, pb = (1,) * (n - len(a)) + tuple(a), (1,) * (n - len(b)) + tuple(b)
+    for i in range(n - 1, -1, -1):
+        if pa[i] != pb[i] and pa[i] != 1 and pb[i] != 1:
+            return RuntimeError(f"The size of tensor a ({pa[i]}) must match the size of tensor b ({pb[i]}) "
+                                f"at non-singleton dimension {i}")
+    return None
+
+
+def _forward_error(prim, args, e) -> Exception:
+    shapes = [a._data.shape for a in args if isinstance(a, Tensor)]
+    if len(shapes) == 2 and "broadcast" in str(e):
+        err = broadcast_error(shapes)
+        if err is not None:
+            return err
+    kind = IndexError if isinstance(e, IndexError) else RuntimeError
+    return kind(f"{prim.name}(): {e} (arguments: {_describe(args)})")
+
+
+# ----- in-place ops --------------------------------------------------------------------------
+
+def check_inplace(self: Tensor, recording: bool) -> None:
+    """The errors PyTorch raises before an in-place op that autograd could not record correctly."""
+    if not recording:
+        return
+    if self.grad_fn is None and self._requires_grad:
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+    base = self._base
+    if base is not None:
+        if base.grad_fn is None and base._requires_grad:
+            raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place "
+                               "operation.")
+        if base._requires_grad or self._requires_grad:
+            raise RuntimeError(
+                "ember does not support in-place operations on a view of a tensor that requires grad yet "
+                "(PyTorch rewrites the base's history here); apply the op to the base tensor or clone() "
+                "the view first.")
+
+
+def apply_inplace(prim: Primitive, self: Tensor, others: tuple, params: dict = _EMPTY,
+                  node_cls=None, dtype=None, opname: str = "") -> Tensor:
+    """``self.op_(*others)``: write the result into self's memory and rebase self's history."""
+    recording = _state.enabled and (self._requires_grad or any(
+        isinstance(o, Tensor) and o._requires_grad for o in others))
+    check_inplace(self, recording)
+    if dtype is not None and D._FROM_NP[np.dtype(dtype)]._cat > self.dtype._cat:
+        raise RuntimeError(f"result type {type_name_of(dtype)} can't be cast to the desired output type "
+                           f"{type_name_of(self._data.dtype)}")
+    src = self
+    if recording and 0 in prim.saves:
+        # The rule needs self's value from before the write: save a snapshot with self's history.
+        src = make(self._data.copy())
+        src.grad_fn, src._output_nr, src._requires_grad = self.grad_fn, self._output_nr, self._requires_grad
+    r = apply(prim, (src,) + tuple(others), params, node_cls, dtype)
+    if r._data.shape != self._data.shape:
+        raise RuntimeError(f"output with shape {list(self._data.shape)} doesn't match the broadcast shape "
+                           f"{list(r._data.shape)}")
+    np.copyto(self._data, r._data, casting="unsafe")
+    self._version[0] += 1
+    if r.grad_fn is not None:
+        node = r.grad_fn
+        self.grad_fn = node
+        self._output_nr = 0
+        self._requires_grad = True
+        if prim.saves_out:
+            node._out_ver = (self._version, self._version[0])
+    if r._fw_grad is not None:
+        self._fw_grad = r._fw_grad
+    return self

@@ -1,0 +1,71 @@
+"""Argument checking and type promotion shared by the op families."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _dtype as D
+from .._tensor import Tensor, wrap_dim
+
+_SCALARS = (bool, int, float)
+
+
+def check_tensor(x, op: str, arg: str = "input", pos: int = 1) -> Tensor:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}(): argument '{arg}' (position {pos}) must be Tensor, not {type(x).__name__}")
+    return x
+
+
+def scalar_or_tensor(x, op: str, arg: str = "other"):
+    """Python/NumPy scalars stay scalars (weakly typed, as PyTorch's wrapped numbers); else a Tensor."""
+    if isinstance(x, Tensor) or type(x) in _SCALARS:
+        return x
+    if isinstance(x, np.generic):
+        return x.item()
+    if isinstance(x, (bool, int, float)):
+        return x
+    raise TypeError(f"{op}(): argument '{arg}' must be Tensor or Number, not {type(x).__name__}")
+
+
+def _operand_key(x):
+    if isinstance(x, Tensor):
+        return (D._FROM_NP[x._data.dtype], 0 if x._data.ndim else 1)
+    return (D._scalar_dtype(x), 2)
+
+
+def promote(*xs) -> D.dtype:
+    """The dtype PyTorch computes ``op(*xs)`` in (tensors, 0-d tensors and scalars, by priority)."""
+    return D.result_type_of(tuple(_operand_key(x) for x in xs))
+
+
+def compute_dtype(a, b):
+    """The NumPy dtype to cast tensor operands to before a binary op, or None if NumPy's own
+    promotion (NEP 50: Python scalars are weak) already gives PyTorch's answer."""
+    ta = type(b) if not isinstance(b, Tensor) else None
+    if isinstance(a, Tensor) and ta is not None:
+        k = a._data.dtype.kind
+        if k == "f" or (k in "iu" and ta is int) or (k == "b" and ta is bool):
+            return None
+    elif isinstance(a, Tensor) and isinstance(b, Tensor) and a._data.dtype == b._data.dtype:
+        return None
+    return promote(a, b).np
+
+
+def float_dtype(x: Tensor):
+    """Integer and bool inputs of floating ops compute in the default float dtype."""
+    return None if x._data.dtype.kind == "f" else D._default_float.np
+
+
+def reduced_shape(shape: tuple, dims: tuple) -> tuple:
+    return tuple(1 if i in dims else s for i, s in enumerate(shape))
+
+
+def normalize_dims(dim, ndim: int, op: str) -> tuple:
+    """``dim`` (None, int or sequence) as a sorted tuple of non-negative axes."""
+    if dim is None:
+        return tuple(range(ndim))
+    if isinstance(dim, (list, tuple)):
+        dims = tuple(wrap_dim(d, ndim, op) for d in dim)
+        if len(set(dims)) != len(dims):
+            raise RuntimeError(f"{op}(): dim {dims[0]} appears multiple times in the list of dims")
+        return tuple(sorted(dims))
+    return (wrap_dim(dim, ndim, op),)

@@ -1,0 +1,407 @@
+"""Elementwise ops: arithmetic, unary math, comparisons, where, clamp.
+
+Each primitive: forward on raw arrays, then one VJP and one JVP rule per input (see _primitive).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import _dtype as D
+from .._tensor import Tensor, make
+from ._primitive import _EMPTY, apply, apply_inplace, broadcast_error, defprim
+from ._util import check_tensor, compute_dtype, float_dtype, promote, scalar_or_tensor
+
+# ----- primitives ----------------------------------------------------------------------------
+
+add_p = defprim("add", "AddBackward0", lambda xp, a, b: a + b,
+              vjp=(lambda xp, g, out, a, b: g, lambda xp, g, out, a, b: g),
+              jvp=(lambda xp, t, out, a, b: t, lambda xp, t, out, a, b: t))
+
+sub_p = defprim("sub", "SubBackward0", lambda xp, a, b: a - b,
+              vjp=(lambda xp, g, out, a, b: g, lambda xp, g, out, a, b: -g),
+              jvp=(lambda xp, t, out, a, b: t, lambda xp, t, out, a, b: -t))
+
+mul_p = defprim("mul", "MulBackward0", lambda xp, a, b: a * b,
+              vjp=(lambda xp, g, out, a, b: g * b, lambda xp, g, out, a, b: g * a),
+              jvp=(lambda xp, t, out, a, b: t * b, lambda xp, t, out, a, b: a * t),
+              saves=(0, 1))
+
+div_p = defprim("div", "DivBackward0", lambda xp, a, b: a / b,
+              vjp=(lambda xp, g, out, a, b: g / b, lambda xp, g, out, a, b: -g * out / b),
+              jvp=(lambda xp, t, out, a, b: t / b, lambda xp, t, out, a, b: -t * out / b),
+              saves=(1,), saves_out=True)
+
+neg_p = defprim("neg", "NegBackward0", lambda xp, a: -a,
+              vjp=lambda xp, g, out, a: -g, jvp=lambda xp, t, out, a: -t)
+
+
+def _pow_scalar_grad(xp, g, a, p):
+    # d/da a**p = p * a**(p-1); p == 0 is special-cased so 0 * 0**-1 never makes a NaN.
+    if p == 0:
+        return xp.zeros_like(g)
+    return g * p * xp.pow(a, p - 1)
+
+
+pow_scalar_p = defprim("pow", "PowBackward0", lambda xp, a, p: xp.pow(a, p),
+                     vjp=lambda xp, g, out, a, p: _pow_scalar_grad(xp, g, a, p),
+                     jvp=lambda xp, t, out, a, p: _pow_scalar_grad(xp, t, a, p),
+                     saves=(0,))
+
+
+def _pow_exponent_grad(xp, g, out, a, b):
+    # d/db a**b = a**b * log(a); PyTorch defines it as 0 where a == 0 and b >= 0.
+    return g * xp.where((a == 0) & (b >= 0), 0.0, out * xp.log(a))
+
+
+pow_tensor_p = defprim("pow", "PowBackward1", lambda xp, a, b: xp.pow(a, b),
+                     vjp=(lambda xp, g, out, a, b: g * b * xp.pow(a, b - 1), _pow_exponent_grad),
+                     jvp=(lambda xp, t, out, a, b: t * b * xp.pow(a, b - 1), _pow_exponent_grad),
+                     saves=(0, 1), saves_out=True)
+
+
+def _rpow_grad(xp, g, out, base, b):
+    if base == 0:
+        return g * xp.where(b >= 0, 0.0, out * -math.inf)
+    return g * out * math.log(base)
+
+
+rpow_p = defprim("pow", "PowBackward2", lambda xp, base, b: xp.pow(base, b),
+               vjp=(None, _rpow_grad), jvp=(None, _rpow_grad), saves=(0, 1), saves_out=True)
+
+abs_p = defprim("abs", "AbsBackward0", lambda xp, a: xp.abs(a),
+               vjp=lambda xp, g, out, a: g * xp.sign(a), jvp=lambda xp, t, out, a: t * xp.sign(a),
+               saves=(0,))
+
+
+def _zero_grad(xp, g, out, a):
+    return xp.zeros_like(g)
+
+
+sign_p = defprim("sign", "SignBackward0", lambda xp, a: xp.sign(a), vjp=_zero_grad, jvp=_zero_grad)
+round_p = defprim("round", "RoundBackward0", lambda xp, a: xp.round(a), vjp=_zero_grad, jvp=_zero_grad)
+
+exp_p = defprim("exp", "ExpBackward0", lambda xp, a: xp.exp(a),
+              vjp=lambda xp, g, out, a: g * out, jvp=lambda xp, t, out, a: t * out, saves_out=True)
+
+log_p = defprim("log", "LogBackward0", lambda xp, a: xp.log(a),
+              vjp=lambda xp, g, out, a: g / a, jvp=lambda xp, t, out, a: t / a, saves=(0,))
+
+sqrt_p = defprim("sqrt", "SqrtBackward0", lambda xp, a: xp.sqrt(a),
+               vjp=lambda xp, g, out, a: g / (out * 2), jvp=lambda xp, t, out, a: t / (out * 2),
+               saves_out=True)
+
+sin_p = defprim("sin", "SinBackward0", lambda xp, a: xp.sin(a),
+              vjp=lambda xp, g, out, a: g * xp.cos(a), jvp=lambda xp, t, out, a: t * xp.cos(a), saves=(0,))
+
+cos_p = defprim("cos", "CosBackward0", lambda xp, a: xp.cos(a),
+              vjp=lambda xp, g, out, a: -g * xp.sin(a), jvp=lambda xp, t, out, a: -t * xp.sin(a),
+              saves=(0,))
+
+tanh_p = defprim("tanh", "TanhBackward0", lambda xp, a: xp.tanh(a),
+               vjp=lambda xp, g, out, a: g * (1 - out * out), jvp=lambda xp, t, out, a: t * (1 - out * out),
+               saves_out=True)
+
+sigmoid_p = defprim("sigmoid", "SigmoidBackward0", lambda xp, a: xp.sigmoid(a),
+                  vjp=lambda xp, g, out, a: g * (out * (1 - out)),
+                  jvp=lambda xp, t, out, a: t * (out * (1 - out)), saves_out=True)
+
+relu_p = defprim("relu", "ReluBackward0", lambda xp, a: xp.relu(a),
+               vjp=lambda xp, g, out, a: g * (out > 0), jvp=lambda xp, t, out, a: t * (out > 0),
+               saves_out=True)
+
+
+def _clamp_mask(a, lo, hi):
+    if lo is None:
+        return a <= hi
+    if hi is None:
+        return a >= lo
+    return (a >= lo) & (a <= hi)
+
+
+clamp_p = defprim("clamp", "ClampBackward1", lambda xp, a, min, max: xp.clamp(a, min, max),
+                vjp=lambda xp, g, out, a, min, max: g * _clamp_mask(a, min, max),
+                jvp=lambda xp, t, out, a, min, max: t * _clamp_mask(a, min, max), saves=(0,))
+
+
+def _max_mask(a, b):
+    # Where the inputs tie, each gets half the gradient (PyTorch's rule for maximum/minimum).
+    return (a > b) + (a == b) * 0.5
+
+
+maximum_p = defprim("maximum", "MaximumBackward0", lambda xp, a, b: xp.maximum(a, b),
+                  vjp=(lambda xp, g, out, a, b: g * _max_mask(a, b), lambda xp, g, out, a, b: g * _max_mask(b, a)),
+                  jvp=(lambda xp, t, out, a, b: t * _max_mask(a, b), lambda xp, t, out, a, b: t * _max_mask(b, a)),
+                  saves=(0, 1))
+
+minimum_p = defprim("minimum", "MinimumBackward0", lambda xp, a, b: xp.minimum(a, b),
+                  vjp=(lambda xp, g, out, a, b: g * _max_mask(b, a), lambda xp, g, out, a, b: g * _max_mask(a, b)),
+                  jvp=(lambda xp, t, out, a, b: t * _max_mask(b, a), lambda xp, t, out, a, b: t * _max_mask(a, b)),
+                  saves=(0, 1))
+
+where_p = defprim("where", "WhereBackward0", lambda xp, a, b, cond: xp.where(cond, a, b),
+                 vjp=(lambda xp, g, out, a, b, cond: xp.where(cond, g, 0.0),
+                      lambda xp, g, out, a, b, cond: xp.where(cond, 0.0, g)),
+                 jvp=(lambda xp, t, out, a, b, cond: xp.where(cond, t, 0.0),
+                      lambda xp, t, out, a, b, cond: xp.where(cond, 0.0, t)))
+
+# ----- public functions ------------------------------------------------------------------------
+
+_SCALAR_TYPES = (bool, int, float)
+
+
+def _binary(prim, a, b, op, node=None):
+    b = scalar_or_tensor(b, op)
+    return apply(prim, (a, b), _EMPTY, node, compute_dtype(a, b))
+
+
+def _check_alpha(alpha, op):
+    if alpha != 1:
+        raise NotImplementedError(f"ember: {op}(..., alpha=) is not supported yet; multiply the operand instead")
+
+
+def add(input, other, *, alpha=1):
+    check_tensor(input, "add")
+    _check_alpha(alpha, "add")
+    return _binary(add_p, input, other, "add")
+
+
+def sub(input, other, *, alpha=1):
+    check_tensor(input, "sub")
+    _check_alpha(alpha, "sub")
+    return _binary(sub_p, input, other, "sub")
+
+
+def mul(input, other):
+    check_tensor(input, "mul")
+    return _binary(mul_p, input, other, "mul")
+
+
+def _true_div_dtype(a, b):
+    # True division of integers computes in the default float dtype.
+    d = promote(a, b)
+    return d.np if d.is_floating_point else D._default_float.np
+
+
+def div(input, other, *, rounding_mode=None):
+    check_tensor(input, "div")
+    other = scalar_or_tensor(other, "div")
+    if rounding_mode is not None:
+        raise NotImplementedError("ember: div(rounding_mode=...) is not supported yet")
+    return apply(div_p, (input, other), _EMPTY, None, _true_div_dtype(input, other))
+
+
+def neg(input):
+    check_tensor(input, "neg")
+    if input._data.dtype.kind == "b":
+        raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
+                           "to invert a mask, use the `~` or `logical_not()` operator instead.")
+    return apply(neg_p, (input,))
+
+
+def pow(input, exponent):
+    """``input ** exponent`` for tensor or scalar ``input`` and ``exponent``."""
+    if not isinstance(input, Tensor):
+        exponent = check_tensor(exponent, "pow", "exponent", 2)
+        base = scalar_or_tensor(input, "pow", "self")
+        return apply(rpow_p, (base, exponent), _EMPTY, None, promote(base, exponent).np)
+    exponent = scalar_or_tensor(exponent, "pow", "exponent")
+    if isinstance(exponent, Tensor):
+        return apply(pow_tensor_p, (input, exponent), _EMPTY, None, compute_dtype(input, exponent))
+    return apply(pow_scalar_p, (input,), {"p": exponent}, None, compute_dtype(input, exponent))
+
+
+def _unary(prim, name, needs_float=True):
+    def fn(input):
+        check_tensor(input, name)
+        return apply(prim, (input,), _EMPTY, None, float_dtype(input) if needs_float else None)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"Elementwise ``{name}``, differentiable to any order."
+    return fn
+
+
+exp = _unary(exp_p, "exp")
+log = _unary(log_p, "log")
+sqrt = _unary(sqrt_p, "sqrt")
+sin = _unary(sin_p, "sin")
+cos = _unary(cos_p, "cos")
+tanh = _unary(tanh_p, "tanh")
+sigmoid = _unary(sigmoid_p, "sigmoid")
+relu = _unary(relu_p, "relu", needs_float=False)
+abs = _unary(abs_p, "abs", needs_float=False)
+sign = _unary(sign_p, "sign", needs_float=False)
+round = _unary(round_p, "round", needs_float=False)
+
+
+def clamp(input, min=None, max=None):
+    check_tensor(input, "clamp")
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        out = input
+        if min is not None:
+            out = maximum(out, min)
+        if max is not None:
+            out = minimum(out, max)
+        return out
+    dt = compute_dtype(input, min if min is not None else max)
+    return apply(clamp_p, (input,), {"min": min, "max": max}, None, dt)
+
+
+def clamp_min(input, min):
+    return clamp(input, min=min)
+
+
+def clamp_max(input, max):
+    return clamp(input, max=max)
+
+
+def maximum(input, other):
+    check_tensor(input, "maximum")
+    check_tensor(other, "maximum", "other", 2)
+    return apply(maximum_p, (input, other), _EMPTY, None, compute_dtype(input, other))
+
+
+def minimum(input, other):
+    check_tensor(input, "minimum")
+    check_tensor(other, "minimum", "other", 2)
+    return apply(minimum_p, (input, other), _EMPTY, None, compute_dtype(input, other))
+
+
+def where(condition, input=None, other=None):
+    """``where(cond, x, y)``: x where cond holds, else y. ``where(cond)`` gives nonzero indices."""
+    check_tensor(condition, "where", "condition")
+    if input is None and other is None:
+        return tuple(make(i) for i in np.nonzero(condition._data))
+    if condition._data.dtype.kind != "b":
+        raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype "
+                           f"{condition.dtype}")
+    input = scalar_or_tensor(input, "where", "input")
+    other = scalar_or_tensor(other, "where", "other")
+    if not isinstance(input, Tensor) and not isinstance(other, Tensor):
+        raise TypeError("where(): at least one of 'input' and 'other' must be a Tensor")
+    return apply(where_p, (input, other), {"cond": condition._data}, None, promote(input, other).np)
+
+
+# ----- comparisons and logic (not differentiable) ----------------------------------------------
+
+def _compare(ufunc, name):
+    def fn(input, other):
+        other = scalar_or_tensor(other, name)
+        b = other._data if isinstance(other, Tensor) else other
+        try:
+            return make(np.asarray(ufunc(input._data, b)))
+        except ValueError:
+            err = broadcast_error((input._data.shape, other._data.shape))
+            raise (err or RuntimeError(f"{name}(): bad operands")) from None
+    fn.__name__ = fn.__qualname__ = name
+    return fn
+
+
+eq = _compare(np.equal, "eq")
+ne = _compare(np.not_equal, "ne")
+lt = _compare(np.less, "lt")
+le = _compare(np.less_equal, "le")
+gt = _compare(np.greater, "gt")
+ge = _compare(np.greater_equal, "ge")
+
+
+def _logical(ufunc, name):
+    def fn(input, other):
+        other = scalar_or_tensor(other, name)
+        if input._data.dtype.kind == "f" or (isinstance(other, Tensor) and other._data.dtype.kind == "f") \
+                or type(other) is float:
+            raise RuntimeError(f"\"{name}_cpu\" not implemented for 'Float'")
+        b = other._data if isinstance(other, Tensor) else other
+        return make(np.asarray(ufunc(input._data, b)))
+    fn.__name__ = fn.__qualname__ = name
+    return fn
+
+
+bitwise_and = _logical(np.bitwise_and, "bitwise_and")
+bitwise_or = _logical(np.bitwise_or, "bitwise_or")
+bitwise_xor = _logical(np.bitwise_xor, "bitwise_xor")
+
+
+def bitwise_not(input):
+    if input._data.dtype.kind == "f":
+        raise RuntimeError("\"bitwise_not_cpu\" not implemented for 'Float'")
+    return make(np.asarray(np.invert(input._data)))
+
+
+def logical_not(input):
+    return make(np.asarray(np.logical_not(input._data)))
+
+
+def isnan(input):
+    return make(np.asarray(np.isnan(input._data)))
+
+
+def isinf(input):
+    return make(np.asarray(np.isinf(input._data)))
+
+
+def isfinite(input):
+    return make(np.asarray(np.isfinite(input._data)))
+
+
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
+    return bool(np.allclose(input._data, other._data, rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+
+def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    return make(np.asarray(np.isclose(input._data, other._data, rtol=rtol, atol=atol, equal_nan=equal_nan)))
+
+
+def equal(input, other) -> bool:
+    return input._data.shape == other._data.shape and bool(np.array_equal(input._data, other._data))
+
+
+# ----- in-place variants ---------------------------------------------------------------------
+
+def _inplace_binary(prim, name):
+    def fn(self, other, **kw):
+        if kw.get("alpha", 1) != 1:
+            raise NotImplementedError(f"ember: {name}(..., alpha=) is not supported yet")
+        other = scalar_or_tensor(other, name)
+        return apply_inplace(prim, self, (other,), _EMPTY, None, compute_dtype(self, other))
+    fn.__name__ = fn.__qualname__ = name
+    return fn
+
+
+iadd = _inplace_binary(add_p, "add_")
+isub = _inplace_binary(sub_p, "sub_")
+imul = _inplace_binary(mul_p, "mul_")
+
+
+def idiv(self, other):
+    other = scalar_or_tensor(other, "div_")
+    return apply_inplace(div_p, self, (other,), _EMPTY, None, _true_div_dtype(self, other))
+
+
+def ipow(self, exponent):
+    exponent = scalar_or_tensor(exponent, "pow_")
+    if isinstance(exponent, Tensor):
+        return apply_inplace(pow_tensor_p, self, (exponent,), _EMPTY, None, compute_dtype(self, exponent))
+    return apply_inplace(pow_scalar_p, self, (), {"p": exponent}, None, compute_dtype(self, exponent))
+
+
+def iclamp(self, min=None, max=None):
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        raise NotImplementedError("ember: clamp_ with tensor bounds is not supported yet")
+    return apply_inplace(clamp_p, self, (), {"min": min, "max": max}, None,
+                         compute_dtype(self, min if min is not None else max))
+
+
+def _unary_inplace(prim, name):
+    def fn(self):
+        return apply_inplace(prim, self, (), _EMPTY)
+    fn.__name__ = fn.__qualname__ = name
+    return fn
+
+
+_INPLACE_UNARY = {name: _unary_inplace(p, name) for name, p in (
+    ("exp_", exp_p), ("log_", log_p), ("sqrt_", sqrt_p), ("sin_", sin_p), ("cos_", cos_p), ("tanh_", tanh_p),
+    ("sigmoid_", sigmoid_p), ("relu_", relu_p), ("abs_", abs_p), ("neg_", neg_p), ("sign_", sign_p),
+    ("round_", round_p))}

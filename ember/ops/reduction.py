@@ -1,0 +1,225 @@
+"""Reductions: sum, mean, std, norm, max, min (and sum_to, the one place broadcasting is undone)."""
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+
+from .. import _dtype as D
+from .._tensor import Tensor, make
+from ._primitive import apply, defprim
+from ._util import check_tensor, normalize_dims, reduced_shape
+
+
+def _expand_back(xp, g, kshape, shape):
+    # A reduced gradient of shape ``kshape`` (reduced dims kept as 1) broadcast back to ``shape``.
+    return xp.expand(xp.reshape(g, kshape), shape)
+
+
+sum_p = defprim("sum", "SumBackward1",
+                lambda xp, a, dims, keepdim, kshape, shape: xp.sum(a, dims, keepdim),
+                vjp=lambda xp, g, out, a, dims, keepdim, kshape, shape: _expand_back(xp, g, kshape, shape),
+                jvp=lambda xp, t, out, a, dims, keepdim, kshape, shape: xp.sum(t, dims, keepdim))
+
+mean_p = defprim("mean", "MeanBackward1",
+                 lambda xp, a, dims, keepdim, kshape, shape, n: xp.mean(a, dims, keepdim),
+                 vjp=lambda xp, g, out, a, dims, keepdim, kshape, shape, n: _expand_back(xp, g, kshape, shape) / n,
+                 jvp=lambda xp, t, out, a, dims, keepdim, kshape, shape, n: xp.mean(t, dims, keepdim))
+
+sum_to_p = defprim("sum_to", "SumToSizeBackward0", lambda xp, a, shape, ishape: xp.sum_to(a, shape),
+                   vjp=lambda xp, g, out, a, shape, ishape: xp.expand(g, ishape),
+                   jvp=lambda xp, t, out, a, shape, ishape: xp.sum_to(t, shape))
+
+
+def _std_forward(xp, a, dims, keepdim, kshape, shape, n, correction):
+    centered = a - xp.mean(a, dims, True)
+    return xp.sqrt(xp.sum(centered * centered, dims, keepdim) / (n - correction))
+
+
+def _std_vjp(xp, g, out, a, dims, keepdim, kshape, shape, n, correction):
+    centered = a - xp.mean(a, dims, True)
+    return centered * (xp.reshape(g, kshape) / (xp.reshape(out, kshape) * (n - correction)))
+
+
+def _std_jvp(xp, t, out, a, dims, keepdim, kshape, shape, n, correction):
+    centered = a - xp.mean(a, dims, True)
+    return xp.sum(centered * t, dims, keepdim) / (out * (n - correction))
+
+
+std_p = defprim("std", "StdBackward0", _std_forward, vjp=_std_vjp, jvp=_std_jvp, saves=(0,), saves_out=True)
+
+
+def _safe_div(xp, num, den):
+    # num / den, and 0 where den == 0 (the gradient of a norm at the origin is taken as 0).
+    return xp.where(den == 0, 0.0, num / xp.where(den == 0, 1.0, den))
+
+
+norm_p = defprim("norm", "LinalgVectorNormBackward0",
+                 lambda xp, a, dims, keepdim, kshape: xp.sqrt(xp.sum(a * a, dims, keepdim)),
+                 vjp=lambda xp, g, out, a, dims, keepdim, kshape:
+                     a * _safe_div(xp, xp.reshape(g, kshape), xp.reshape(out, kshape)),
+                 jvp=lambda xp, t, out, a, dims, keepdim, kshape: _safe_div(xp, xp.sum(a * t, dims, keepdim), out),
+                 saves=(0,), saves_out=True)
+
+
+def _even_mask(xp, a, out):
+    # max()/min() over everything: ties share the gradient evenly, as in PyTorch.
+    mask = a == out
+    return mask / xp.sum(mask)
+
+
+amax_all_p = defprim("max", "MaxBackward1", lambda xp, a, fn: fn(a),
+                     vjp=lambda xp, g, out, a, fn: g * _even_mask(xp, a, out),
+                     jvp=lambda xp, t, out, a, fn: xp.sum(t * _even_mask(xp, a, out)),
+                     saves=(0,), saves_out=True)
+
+take_along_dim_p = defprim(
+    "take_along_dim", "TakeAlongDimBackward0",
+    lambda xp, a, indices, dim, shape: xp.take_along_dim(a, indices, dim),
+    vjp=lambda xp, g, out, a, indices, dim, shape: xp.put_along_dim_zeros(g, indices, dim, shape),
+    jvp=lambda xp, t, out, a, indices, dim, shape: xp.take_along_dim(t, indices, dim))
+
+put_along_dim_zeros_p = defprim(
+    "put_along_dim_zeros", "ScatterBackward0",
+    lambda xp, g, indices, dim, shape: xp.put_along_dim_zeros(g, indices, dim, shape),
+    vjp=lambda xp, g, out, a, indices, dim, shape: xp.take_along_dim(g, indices, dim),
+    jvp=lambda xp, t, out, a, indices, dim, shape: xp.put_along_dim_zeros(t, indices, dim, shape))
+
+# values of max(dim)/min(dim): gathered at the arg-extremum indices, scattered back in backward.
+select_along_p = defprim(
+    "max", "MaxBackward0",
+    lambda xp, a, indices, dim, kshape, oshape, shape: xp.reshape(xp.take_along_dim(a, indices, dim), oshape),
+    vjp=lambda xp, g, out, a, indices, dim, kshape, oshape, shape:
+        xp.put_along_dim_zeros(xp.reshape(g, kshape), indices, dim, shape),
+    jvp=lambda xp, t, out, a, indices, dim, kshape, oshape, shape:
+        xp.reshape(xp.take_along_dim(t, indices, dim), oshape))
+
+
+# ----- public functions ------------------------------------------------------------------------
+
+def _reduce_args(input, dim, keepdim, op):
+    check_tensor(input, op)
+    shape = input._data.shape
+    dims = normalize_dims(dim, input._data.ndim, op) if input._data.ndim else ()
+    return shape, dims, reduced_shape(shape, dims)
+
+
+def sum(input, dim=None, keepdim=False, *, dtype=None):
+    shape, dims, kshape = _reduce_args(input, dim, keepdim, "sum")
+    if dtype is not None:
+        input = input.to(dtype)
+    node = sum_p.node_cls if dim is not None else _SUM0
+    return apply(sum_p, (input,), {"dims": dims, "keepdim": keepdim, "kshape": kshape, "shape": shape}, node)
+
+
+def mean(input, dim=None, keepdim=False, *, dtype=None):
+    shape, dims, kshape = _reduce_args(input, dim, keepdim, "mean")
+    if dtype is not None:
+        input = input.to(dtype)
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(
+            f"mean(): could not infer output dtype. Input dtype must be either a floating point or complex "
+            f"dtype. Got: {_dtype_word(input)}")
+    n = int(np.prod([shape[d] for d in dims])) if shape else 1
+    node = mean_p.node_cls if dim is not None else _MEAN0
+    return apply(mean_p, (input,),
+                 {"dims": dims, "keepdim": keepdim, "kshape": kshape, "shape": shape, "n": n}, node)
+
+
+def _dtype_word(t):
+    return {"int64": "Long", "int32": "Int", "bool": "Bool", "int16": "Short", "int8": "Char",
+            "uint8": "Byte"}.get(t._data.dtype.name, t._data.dtype.name)
+
+
+def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    if isinstance(dim, bool):   # std(x, False): the legacy positional ``unbiased``
+        dim, unbiased = None, dim
+    shape, dims, kshape = _reduce_args(input, dim, keepdim, "std")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"std and var only support floating point and complex dtypes")
+    if correction is None:
+        correction = 0 if unbiased is False else 1
+    n = int(np.prod([shape[d] for d in dims])) if shape else 1
+    return apply(std_p, (input,), {"dims": dims, "keepdim": keepdim, "kshape": kshape, "shape": shape, "n": n,
+                                   "correction": correction})
+
+
+def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
+    if p not in ("fro", 2, 2.0, None):
+        raise NotImplementedError(f"ember: norm(p={p!r}) is not supported yet; only the 2-norm is")
+    shape, dims, kshape = _reduce_args(input, dim, keepdim, "norm")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. "
+                           f"Got {_dtype_word(input)}")
+    return apply(norm_p, (input,), {"dims": dims, "keepdim": keepdim, "kshape": kshape})
+
+
+MaxResult = namedtuple("max", ["values", "indices"])
+MinResult = namedtuple("min", ["values", "indices"])
+
+
+def _extremum(input, dim, keepdim, other, op, np_all, np_arg):
+    from .elementwise import maximum, minimum
+    check_tensor(input, op)
+    if isinstance(dim, Tensor):
+        other, dim = dim, None
+    if other is not None:
+        return (maximum if op == "max" else minimum)(input, other)
+    if dim is None:
+        if input._data.size == 0:
+            raise RuntimeError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0. "
+                               f"Specify the reduction dim with the 'dim' argument.")
+        node = _MAX1 if op == "max" else _MIN1
+        return apply(amax_all_p, (input,), {"fn": np_all}, node)
+    shape, dims, kshape = _reduce_args(input, dim, keepdim, op)
+    d = dims[0] if dims else 0
+    if input._data.ndim and shape[d] == 0:
+        raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")
+    data = input._data if input._data.ndim else input._data.reshape(1)
+    idx = np.expand_dims(np_arg(data, axis=d), d)
+    oshape = kshape if keepdim else tuple(s for i, s in enumerate(shape) if i != d)
+    node = _MAX0 if op == "max" else _MIN0
+    values = apply(select_along_p, (input,), {"indices": idx, "dim": d, "kshape": kshape or (1,),
+                                              "oshape": oshape, "shape": shape or (1,)}, node)
+    indices = make(idx.reshape(oshape))
+    return (MaxResult if op == "max" else MinResult)(values, indices)
+
+
+def max(input, dim=None, keepdim=False, *, other=None):
+    return _extremum(input, dim, keepdim, other, "max", np.max, np.argmax)
+
+
+def min(input, dim=None, keepdim=False, *, other=None):
+    return _extremum(input, dim, keepdim, other, "min", np.min, np.argmin)
+
+
+def amax(input, dim=None, keepdim=False):
+    return max(input, dim, keepdim).values if dim is not None else max(input)
+
+
+def argmax(input, dim=None, keepdim=False):
+    if dim is None:
+        return make(np.asarray(np.argmax(input._data)))
+    return max(input, dim, keepdim).indices
+
+
+def argmin(input, dim=None, keepdim=False):
+    if dim is None:
+        return make(np.asarray(np.argmin(input._data)))
+    return min(input, dim, keepdim).indices
+
+
+def sum_to_size(input, *size):
+    shape = tuple(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list)) else tuple(size)
+    return apply(sum_to_p, (input,), {"shape": shape, "ishape": input._data.shape})
+
+
+from ..autograd.graph import node_class as _node_class  # noqa: E402
+from ._primitive import PrimNode as _PrimNode  # noqa: E402
+
+_SUM0 = _node_class("SumBackward0", _PrimNode)
+_MEAN0 = _node_class("MeanBackward0", _PrimNode)
+_MAX1 = _node_class("MaxBackward1", _PrimNode)
+_MIN1 = _node_class("MinBackward1", _PrimNode)
+_MAX0 = _node_class("MaxBackward0", _PrimNode)
+_MIN0 = _node_class("MinBackward0", _PrimNode)
