@@ -15,6 +15,8 @@ from . import autograd
 from .autograd import enable_grad, inference_mode, no_grad, set_grad_enabled
 from .autograd.grad_mode import is_grad_enabled, is_inference_mode_enabled
 from . import ops
+from .autograd import forward_ad
+from . import cuda, nn
 from ._creation import (BoolTensor, DoubleTensor, FloatTensor, Generator, HalfTensor, IntTensor, LongTensor,
                         arange, as_tensor, default_generator, empty, empty_like, eye, from_numpy, full, full_like,
                         initial_seed, linspace, manual_seed, ones, ones_like, rand, rand_like, randint, randn,

@@ -15,11 +15,17 @@ class Generator:
 
     def __init__(self, device="cpu"):
         self._seed = 67280421310721
-        self._rng = np.random.default_rng(self._seed)
+        self._state = None  # made on first use: importing numpy.random costs ~40 ms of import time
+
+    @property
+    def _rng(self):
+        if self._state is None:
+            self._state = np.random.default_rng(self._seed)
+        return self._state
 
     def manual_seed(self, seed: int) -> Generator:
         self._seed = int(seed)
-        self._rng = np.random.default_rng(self._seed)
+        self._state = None
         return self
 
     def seed(self) -> int:

@@ -148,6 +148,12 @@ class Tensor:
     def is_cuda(self) -> bool:
         return False
 
+    def cpu(self) -> Tensor:
+        return self
+
+    def cuda(self, device=None, non_blocking: bool = False) -> Tensor:
+        raise AssertionError("Torch not compiled with CUDA enabled (ember has no CUDA backend yet)")
+
     def is_floating_point(self) -> bool:
         return self._data.dtype.kind == "f"
 

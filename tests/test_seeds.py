@@ -78,7 +78,7 @@ def _env(seed=None):
     return env
 
 
-def _spawn(args):
+def _spawn(args, timeout=TIMEOUT):
     """Run the runner with args; return (rc, stdout, stderr); rc None on timeout."""
     proc = subprocess.Popen(
         [sys.executable, str(RUNNER), *args],
@@ -89,14 +89,14 @@ def _spawn(args):
         start_new_session=True,  # so a timeout can kill forked children too
     )
     try:
-        out, err = proc.communicate(timeout=TIMEOUT)
+        out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         try:
             os.killpg(proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
         out, err = proc.communicate()
-        err += f"\n[timed out after {TIMEOUT} s]".encode()
+        err += f"\n[timed out after {timeout} s]".encode()
         return None, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
     return proc.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
 
@@ -165,25 +165,36 @@ class Reference:
         return self.view(lines) == self.view(self.lines)
 
 
-def _torch_reference(name):
-    rc, out, err = _spawn(["torch-pair", str(SNIPPETS / name), *map(str, TORCH_SEEDS)])
+def _torch_references(names):
+    """Reference runs for names: one runner process imports torch once and forks a fresh
+    child per (script, seed); returns {name: Reference or the Exception}."""
+    seeds = ",".join(map(str, TORCH_SEEDS))
+    budget = TIMEOUT * len(TORCH_SEEDS) * len(names) + 30
+    rc, out, err = _spawn(
+        ["torch-refs", str(TIMEOUT), seeds, *(str(SNIPPETS / n) for n in names)], timeout=budget
+    )
     if rc != 0:
-        raise RuntimeError(f"runner failed for {name} under torch (rc {rc}):\n{err[-3000:]}")
-    runs = json.loads(out)
-    for r in runs:
-        r["version"], r["stderr"] = _split_version(r["stderr"])
-    return Reference(name, runs)
+        e = RuntimeError(f"seed runner failed under torch (rc {rc}):\n{err[-3000:]}")
+        return {n: e for n in names}
+    by_path = json.loads(out)
+    refs = {}
+    for n in names:
+        runs = by_path[str(SNIPPETS / n)]
+        for r in runs:
+            r["version"], r["stderr"] = _split_version(r["stderr"])
+        try:
+            refs[n] = Reference(n, runs)
+        except Exception as e:  # cached, reported by the test of that script
+            refs[n] = e
+    return refs
 
 
-_REFERENCES = {}
+_REFERENCES = {}  # session cache: script name -> Reference (or the Exception)
 
 
 def _reference(name):
     if name not in _REFERENCES:
-        try:
-            _REFERENCES[name] = _torch_reference(name)
-        except Exception as e:  # cache failures too, report them per test
-            _REFERENCES[name] = e
+        _REFERENCES.update(_torch_references([name]))
     ref = _REFERENCES[name]
     if isinstance(ref, Exception):
         pytest.fail(f"reference run with real torch failed: {ref}", pytrace=False)
@@ -192,7 +203,8 @@ def _reference(name):
 
 @pytest.fixture(scope="session")
 def torch_references(request):
-    """Compute (in parallel) the torch references of every selected, non-skipped test."""
+    """Compute the torch references of every selected, non-skipped test up front, in a
+    few parallel batches; returns the lookup function."""
     wanted = []
     for item in request.session.items:
         callspec = getattr(item, "callspec", None)
@@ -202,19 +214,13 @@ def torch_references(request):
         name = callspec.params.get("script")
         if name and name not in SKIP and name not in _REFERENCES and name not in wanted:
             wanted.append(name)
-    workers = max(1, min(len(wanted), os.cpu_count() or 1))
+    workers = max(1, min(len(wanted), os.cpu_count() or 1, 8))
+    batches = [wanted[i::workers] for i in range(workers)]
     if wanted:
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            for name, ref in zip(wanted, pool.map(_safe_reference, wanted)):
-                _REFERENCES[name] = ref
+            for refs in pool.map(_torch_references, batches):
+                _REFERENCES.update(refs)
     return _reference
-
-
-def _safe_reference(name):
-    try:
-        return _torch_reference(name)
-    except Exception as e:
-        return e
 
 
 def run_under(lib, name, seed=0):

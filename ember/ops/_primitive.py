@@ -202,26 +202,28 @@ def _record(t: Tensor, prim: Primitive, args: tuple, params: dict, node_cls) -> 
 
 
 def _forward_tangent(t: Tensor, prim: Primitive, args: tuple, params: dict) -> None:
-    if prim.jvps is None:
-        if any(isinstance(a, Tensor) and a._fw_grad is not None for a in args):
-            raise NotImplementedError(f"ember: forward-mode AD is not implemented for {prim.name}")
+    if not any(isinstance(a, Tensor) and a._fw_grad is not None for a in args):
         return
-    tangent = None
-    primal_out = None
-    for i, a in enumerate(args):
-        if isinstance(a, Tensor) and a._fw_grad is not None:
-            if primal_out is None:
-                primal_out = make(t._data)
-            c = prim.jvps[i](graph_ns, a._fw_grad, primal_out, *args, **params)
-            if c is None:
-                continue
-            tangent = c if tangent is None else tangent + c
-    if tangent is not None:
-        if tangent._data.shape != t._data.shape:
-            tangent = graph_ns.expand(tangent, t._data.shape)
-        if tangent._data.dtype != t._data.dtype:
-            tangent = graph_ns.cast(tangent, t._data.dtype)
-        t._fw_grad = tangent
+    if prim.jvps is None:
+        raise NotImplementedError(f"ember: forward-mode AD is not implemented for {prim.name}")
+    # Tangent formulas run on the primals only: no tangents of tangents at this level.
+    level, fwd_state.level = fwd_state.level, 0
+    try:
+        tangent = None
+        primal_out = make(t._data)
+        for i, a in enumerate(args):
+            if isinstance(a, Tensor) and a._fw_grad is not None:
+                c = prim.jvps[i](graph_ns, a._fw_grad, primal_out, *args, **params)
+                if c is not None:
+                    tangent = c if tangent is None else tangent + c
+        if tangent is not None:
+            if tangent._data.shape != t._data.shape:
+                tangent = graph_ns.expand(tangent, t._data.shape)
+            if tangent._data.dtype != t._data.dtype:
+                tangent = graph_ns.cast(tangent, t._data.dtype)
+            t._fw_grad = tangent
+    finally:
+        fwd_state.level = level
 
 
 def _describe(args) -> str:

@@ -9,11 +9,12 @@ Used by tests/test_seeds.py; every run happens in a process of its own.
         resolves to ``LIB.X`` (or fails naturally when LIB has no such submodule); SEED
         is ignored: the stand-in library keeps its own random generator.
 
-    python _runner.py torch-pair SCRIPT SEED [SEED ...]
-        Import real PyTorch once, then fork one fresh child per SEED; each child runs
-        SCRIPT seeded with its SEED.  Prints a JSON list of {"seed", "rc", "stdout",
-        "stderr"} objects.  (Forking after the import saves re-importing torch, which is
-        the slow part of every run; the children share no state with each other.)
+    python _runner.py torch-refs TIMEOUT SEEDS SCRIPT [SCRIPT ...]
+        Import real PyTorch once, then fork one fresh child per (SCRIPT, SEED) pair
+        (SEEDS is comma-separated); each child runs SCRIPT seeded with SEED and is killed
+        after TIMEOUT seconds.  Prints JSON {SCRIPT: [{"seed", "rc", "stdout", "stderr"},
+        ...]}; rc is None for a run that timed out.  (Forking after the import saves
+        re-importing torch, the slow part of every run; children share no state.)
 
 Seeding real torch with SEED means: ``torch.manual_seed(SEED)`` before the script, and
 every ``torch.manual_seed(s)`` the script itself makes becomes ``manual_seed(s + SEED)``,
@@ -28,6 +29,7 @@ import importlib.util
 import json
 import os
 import runpy
+import signal
 import sys
 import tempfile
 import traceback
@@ -121,36 +123,42 @@ def _run(lib, script, seed):
     return _exec_script(script)
 
 
-def _torch_pair(script, seeds):
-    import torch  # noqa: F401  (imported once, before forking)
-
-    results = []
+def _fork_run(script, seed, timeout):
+    out = tempfile.TemporaryFile()
+    err = tempfile.TemporaryFile()
     sys.stdout.flush()
     sys.stderr.flush()
-    for seed in seeds:
-        out = tempfile.TemporaryFile()
-        err = tempfile.TemporaryFile()
-        pid = os.fork()
-        if pid == 0:  # child
-            rc = 1
+    pid = os.fork()
+    if pid == 0:  # child: a fresh process holding only the imported torch
+        rc = 1
+        try:
+            signal.alarm(timeout)  # default SIGALRM action kills the child
+            os.dup2(out.fileno(), 1)
+            os.dup2(err.fileno(), 2)
+            rc = _run("torch", script, seed)
+        finally:
             try:
-                os.dup2(out.fileno(), 1)
-                os.dup2(err.fileno(), 2)
-                rc = _run("torch", script, seed)
+                sys.stdout.flush()
+                sys.stderr.flush()
             finally:
-                try:
-                    sys.stdout.flush()
-                    sys.stderr.flush()
-                finally:
-                    os._exit(rc if isinstance(rc, int) and 0 <= rc < 256 else 1)
-        _, status = os.waitpid(pid, 0)
-        rc = os.waitstatus_to_exitcode(status)
-        texts = []
-        for f in (out, err):
-            f.seek(0)
-            texts.append(f.read().decode("utf-8", "replace"))
-            f.close()
-        results.append({"seed": seed, "rc": rc, "stdout": texts[0], "stderr": texts[1]})
+                os._exit(rc if isinstance(rc, int) and 0 <= rc < 256 else 1)
+    _, status = os.waitpid(pid, 0)
+    rc = os.waitstatus_to_exitcode(status)
+    texts = []
+    for f in (out, err):
+        f.seek(0)
+        texts.append(f.read().decode("utf-8", "replace"))
+        f.close()
+    if rc == -signal.SIGALRM:
+        rc = None
+        texts[1] += f"\n[timed out after {timeout} s]"
+    return {"seed": seed, "rc": rc, "stdout": texts[0], "stderr": texts[1]}
+
+
+def _torch_refs(timeout, seeds, scripts):
+    import torch  # noqa: F401  (imported once, before forking)
+
+    results = {s: [_fork_run(os.path.abspath(s), seed, timeout) for seed in seeds] for s in scripts}
     json.dump(results, sys.stdout)
     return 0
 
@@ -159,8 +167,9 @@ def main(argv):
     if len(argv) >= 3 and argv[0] == "run":
         seed = int(argv[3]) if len(argv) > 3 else 0
         return _run(argv[1], os.path.abspath(argv[2]), seed)
-    if len(argv) >= 3 and argv[0] == "torch-pair":
-        return _torch_pair(os.path.abspath(argv[1]), [int(s) for s in argv[2:]])
+    if len(argv) >= 4 and argv[0] == "torch-refs":
+        seeds = [int(x) for x in argv[2].split(",")]
+        return _torch_refs(int(argv[1]), seeds, argv[3:])
     print(__doc__, file=sys.stderr)
     return 2
 

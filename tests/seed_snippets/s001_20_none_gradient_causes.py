@@ -13,7 +13,7 @@ x = torch.randn(10, requires_grad=True)
 y = x.detach()  # Breaks gradient flow
 loss = y.sum()
 try:
-    loss.backward()
+    loss.backward()  # (raises: nothing in the graph requires grad)
 except Exception as e:
     print(f"{type(e).__name__}: {(str(e).splitlines() or [''])[0]}")
 # x.grad will be None (gradient flow was cut by detach)
