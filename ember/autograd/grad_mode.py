@@ -36,36 +36,34 @@ class _DecoratorContextManager:
         return self.__class__()
 
 
-class no_grad(_DecoratorContextManager):
+class _FixedMode(_DecoratorContextManager):
+    """Sets grad mode to ``_mode`` inside; also usable as a bare decorator (``@no_grad``)."""
+
+    _mode = True
+
+    def __new__(cls, orig_func=None):
+        if orig_func is None:
+            return super().__new__(cls)
+        return cls()(orig_func)
+
+    def __enter__(self):
+        self.prev = _state.enabled
+        _state.enabled = self._mode
+
+    def __exit__(self, *exc):
+        _state.enabled = self.prev
+
+
+class no_grad(_FixedMode):
     """Operations inside record no graph: results have ``requires_grad=False``."""
 
-    def __new__(cls, orig_func=None):
-        if orig_func is None:
-            return super().__new__(cls)
-        return cls()(orig_func)
-
-    def __enter__(self):
-        self.prev = _state.enabled
-        _state.enabled = False
-
-    def __exit__(self, *exc):
-        _state.enabled = self.prev
+    _mode = False
 
 
-class enable_grad(_DecoratorContextManager):
+class enable_grad(_FixedMode):
     """Re-enable graph recording, e.g. inside ``no_grad``."""
 
-    def __new__(cls, orig_func=None):
-        if orig_func is None:
-            return super().__new__(cls)
-        return cls()(orig_func)
-
-    def __enter__(self):
-        self.prev = _state.enabled
-        _state.enabled = True
-
-    def __exit__(self, *exc):
-        _state.enabled = self.prev
+    _mode = True
 
 
 class set_grad_enabled(_DecoratorContextManager):

@@ -154,8 +154,16 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     return apply(norm_p, (input,), {"dims": dims, "keepdim": keepdim, "kshape": kshape})
 
 
-MaxResult = namedtuple("max", ["values", "indices"])
-MinResult = namedtuple("min", ["values", "indices"])
+def _return_type(name):
+    base = namedtuple(name, ["values", "indices"])
+
+    def __repr__(self):
+        return f"torch.return_types.{name}(\nvalues={self.values!r},\nindices={self.indices!r})"
+    return type(name, (base,), {"__slots__": (), "__repr__": __repr__, "__str__": __repr__})
+
+
+MaxResult = _return_type("max")
+MinResult = _return_type("min")
 
 
 def _extremum(input, dim, keepdim, other, op, np_all, np_arg):
