@@ -74,26 +74,65 @@ def _infer_np(data):
     """NumPy array for nested Python data, typed the way PyTorch infers: bool < int64 < default float."""
     try:
         arr = np.array(data)
-    except ValueError as e:
-        raise ValueError(f"expected sequence of equal lengths (ragged nested sequence): {e}") from None
+    except RuntimeError:   # tensors that require grad refuse __array__; go through tolist() below
+        arr = np.array(None)
+    except (ValueError, TypeError):
+        raise _bad_data_error(data) from None
     k = arr.dtype.kind
     if k == "O":
         try:
             arr = np.array(_tensors_to_lists(data))
-        except ValueError as e:
-            raise ValueError(f"expected sequence of equal lengths (ragged nested sequence): {e}") from None
+        except (ValueError, TypeError):
+            raise _bad_data_error(data) from None
         k = arr.dtype.kind
-    if k in "US":
-        raise TypeError(f"new(): invalid data type '{'str' if k == 'U' else 'bytes'}'")
-    if k == "O":
-        raise TypeError("tensor(): could not infer a dtype for nested data of mixed objects")
+    if k in "USO":
+        raise _bad_data_error(data)
     if k == "f":
-        return arr.astype(D._default_float.np, copy=False)
+        with np.errstate(over="ignore"):   # 1e40 -> inf in float32, silently as PyTorch
+            return arr.astype(D._default_float.np, copy=False)
+    if k == "u" and arr.dtype.itemsize == 8:
+        raise ValueError("Overflow when unpacking long long")
     if k in "iu":
         return arr.astype(np.int64, copy=False)
     if k == "b":
         return arr
     raise TypeError(f"tensor(): unsupported data of dtype {arr.dtype}")
+
+
+_SCALARS = (bool, int, float, np.bool_, np.number)
+
+
+def _bad_data_error(data) -> Exception:
+    """PyTorch's exception for nested data it cannot turn into a tensor (found by walking it)."""
+    def walk(obj, dim, first):
+        if isinstance(obj, Tensor) or isinstance(obj, _SCALARS):
+            if isinstance(obj, int) and not isinstance(obj, bool) and not -2 ** 63 <= obj < 2 ** 63:
+                return ValueError("Overflow when unpacking long long")
+            return None
+        if isinstance(obj, (str, bytes)):
+            if dim > 0 and first:   # PyTorch sizes the data along first elements: a str looks like a sequence
+                return ValueError(f"too many dimensions '{type(obj).__name__}'")
+            return TypeError(f"new(): invalid data type '{type(obj).__name__}'")
+        if not isinstance(obj, (list, tuple)):
+            return RuntimeError(f"Could not infer dtype of {type(obj).__name__}")
+        seq_flags = {isinstance(v, (list, tuple)) for v in obj}
+        if len(seq_flags) > 1:
+            return TypeError("not a sequence") if isinstance(obj[0], (list, tuple)) else \
+                TypeError(f"'{type(next(v for v in obj if isinstance(v, (list, tuple)))).__name__}' object "
+                          "cannot be interpreted as an integer")
+        if seq_flags == {True}:
+            n = len(obj[0])
+            for v in obj:
+                if len(v) != n:
+                    return ValueError(f"expected sequence of length {n} at dim {dim + 1} (got {len(v)})")
+        for i, v in enumerate(obj):
+            err = walk(v, dim + 1, first and i == 0)
+            if err is not None:
+                return err
+        return None
+
+    err = walk(data, 0, True)
+    return err if err is not None else ValueError("tensor(): could not convert the nested data to a tensor")
 
 
 def _tensors_to_lists(data):
@@ -145,6 +184,8 @@ def from_numpy(ndarray: np.ndarray) -> Tensor:
 
 def _creator(np_fill):
     def fn(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None, pin_memory=False):
+        if not size:
+            raise TypeError(f'{fn.__name__}() missing 1 required positional arguments: "size"')
         shape = _sizes_from_args(size)
         return _finish(np_fill(shape, _np_dtype(dtype, D._default_float.np)), requires_grad, device)
     return fn
@@ -215,17 +256,20 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False) -> Tensor:
     return _finish(np.eye(n, m, dtype=_np_dtype(dtype, D._default_float.np)), requires_grad, device)
 
 
-def _random(sample):
+def _random(sample, kernel):
     def fn(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None):
         shape = _sizes_from_args(size)
         npd = _np_dtype(dtype, D._default_float.np)
+        if npd.kind != "f":
+            from .autograd.graph import type_name_of
+            raise NotImplementedError(f'"{kernel}" not implemented for \'{type_name_of(npd)}\'')
         rng = (generator or default_generator)._rng
         return _finish(sample(rng, shape).astype(npd, copy=False), requires_grad, device)
     return fn
 
 
-rand = _random(lambda rng, shape: rng.random(shape))
-randn = _random(lambda rng, shape: rng.standard_normal(shape))
+rand = _random(lambda rng, shape: rng.random(shape), "check_uniform_bounds")
+randn = _random(lambda rng, shape: rng.standard_normal(shape), "normal_kernel_cpu")
 rand.__name__, randn.__name__ = "rand", "randn"
 
 
@@ -247,7 +291,7 @@ def _legacy(dtype):
     def ctor(*args):
         if len(args) == 1 and not isinstance(args[0], (int, np.integer)):
             return tensor(args[0], dtype=dtype)
-        return zeros(*args, dtype=dtype)
+        return zeros(*(args or (0,)), dtype=dtype)
     return ctor
 
 

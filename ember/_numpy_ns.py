@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._index import view_of as _view_of
+
 exp = np.exp
 sin = np.sin
 cos = np.cos
@@ -34,7 +36,15 @@ def sqrt(x):
 
 def pow(x, y):
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        return np.power(x, y)
+        if type(y) is np.ndarray and y.dtype.kind in "iu" and np.asarray(x).dtype.kind in "iu" and (y < 0).any():
+            # PyTorch's integer pow: a negative exponent gives 0, except for the bases 1 and -1.
+            r = np.power(x, np.where(y < 0, 0, y))
+            one = np.where(y % 2 == 0, 1, np.where(np.equal(x, -1), -1, 1))
+            return np.where(y < 0, np.where(np.abs(x) == 1, one, 0), r).astype(r.dtype)
+        r = np.power(x, y)
+        if r.dtype == np.int8 and np.asarray(x).dtype == np.bool_:   # bool ** bool stays bool
+            r = r.astype(np.bool_)
+        return r
 
 
 def sigmoid(x):
@@ -101,20 +111,23 @@ def squeeze(x, dim):
 
 
 def getitem(x, index):
+    x, index = _view_of(x, index)
     return x[index]
 
 
 def index_put_zeros(g, index, shape):
     """Zeros of ``shape`` with ``g`` added at ``index`` (repeated indices accumulate)."""
     out = np.zeros(shape, dtype=g.dtype)
-    np.add.at(out, index, g)
+    view, index = _view_of(out, index)
+    np.add.at(view, index, g)
     return out
 
 
 def fill_index(x, index, value):
     """A copy of ``x`` with ``x[index] = value``."""
     out = np.array(x, copy=True)
-    out[index] = value
+    view, index = _view_of(out, index)
+    view[index] = value
     return out
 
 

@@ -94,7 +94,7 @@ class Tensor:
         if len(args) == 1 and not isinstance(args[0], (int, np.integer)):
             data = np.array(args[0].tolist() if isinstance(args[0], Tensor) else args[0], dtype=npd)
         else:
-            data = np.zeros(_sizes_from_args(args), dtype=npd)
+            data = np.zeros(_sizes_from_args(args or (0,)), dtype=npd)
         _init(self, data)
 
     # ----- identity and metadata -------------------------------------------------------------
@@ -102,7 +102,11 @@ class Tensor:
 
     @property
     def data(self) -> Tensor:
-        return self.detach()
+        # As PyTorch: .data shares memory but not the version counter (in-place changes through it
+        # are invisible to autograd), unlike detach().
+        t = self.detach()
+        t._version = [0]
+        return t
 
     @data.setter
     def data(self, value: Tensor) -> None:
@@ -186,6 +190,11 @@ class Tensor:
 
     @requires_grad.setter
     def requires_grad(self, flag: bool) -> None:
+        # PyTorch's attribute setter words its errors differently from requires_grad_().
+        if self.grad_fn is not None and flag:
+            raise RuntimeError("you can only change requires_grad flags of leaf variables.")
+        if flag and self._data.dtype.kind != "f":
+            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
         self.requires_grad_(flag)
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
@@ -196,7 +205,7 @@ class Tensor:
                 "you can only change requires_grad flags of leaf variables. If you want to use a computed "
                 "variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach().")
         if requires_grad and self._data.dtype.kind != "f":
-            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
         self._requires_grad = bool(requires_grad)
         return self
 
@@ -217,7 +226,7 @@ class Tensor:
     @property
     def grad(self) -> Tensor | None:
         m = self._meta
-        if self.grad_fn is not None and (m is None or not m.retains_grad):
+        if self.grad_fn is not None and (m is None or (not m.retains_grad and m.grad is None)):
             warnings.warn(_NON_LEAF_GRAD_WARNING, UserWarning, stacklevel=2)
             return None
         return None if m is None else m.grad
@@ -301,6 +310,9 @@ class Tensor:
         return self._data
 
     def __array__(self, dtype=None, copy=None):
+        if self._requires_grad:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. "
+                               "Use tensor.detach().numpy() instead.")
         a = self._data
         if dtype is not None and a.dtype != dtype:
             return a.astype(dtype)
@@ -322,10 +334,14 @@ class Tensor:
         return bool(self._data.item())
 
     def __float__(self) -> float:
-        return float(self.item())
+        if self._data.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        return float(self._data.item())
 
     def __int__(self) -> int:
-        return int(self.item())
+        if self._data.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        return int(self._data.item())
 
     def __index__(self) -> int:
         if self._data.dtype.kind not in "iub" or self._data.size != 1:

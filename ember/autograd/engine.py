@@ -99,13 +99,19 @@ def _needed_nodes(order, deps, targets):
     return needed
 
 
-def _accumulate_leaf(t: Tensor, g, create_graph: bool) -> None:
-    m = t._get_meta()
-    if m.hooks:
+def _leaf_hooks(t: Tensor, g, create_graph: bool):
+    """Run a leaf's tensor hooks (PyTorch: tensor pre-hooks of its AccumulateGrad) on ``g``."""
+    m = t._meta
+    if m is not None and m.hooks and g is not None:
         for fn in list(m.hooks.values()):
             r = fn(_wrap(g, create_graph))
             if r is not None:
                 g = _unwrap(r, create_graph)
+    return g
+
+
+def _accumulate_leaf(t: Tensor, g, create_graph: bool) -> None:
+    m = t._get_meta()
     if m.grad is None:
         if create_graph:
             m.grad = g
@@ -195,26 +201,37 @@ def _run_node(node, grads, create_graph, needed, target_nodes, captured, accumul
             t = ref()
             if t is not None and nr < len(grads) and grads[nr] is not None:
                 _store_retained(t, grads[nr], create_graph)
+    is_acc = isinstance(node, AccumulateGrad)
+    if is_acc:
+        grads[0] = _leaf_hooks(node.variable, grads[0], create_graph)
+    mask = None
+    is_target = target_nodes is not None and node in target_nodes
+    if is_target:
+        # As PyTorch: the gradient of a target is captured after tensor hooks, before node pre-hooks,
+        # and the node itself runs only if it accumulates or some other target lies below it.
+        for nr, g in enumerate(grads):
+            key = (node, nr)
+            captured[key] = g
+        if is_acc:
+            if not accumulate:
+                return None
+        else:
+            mask = tuple(n is not None and n in needed for n, _ in node.next_functions)
+            if not any(mask):
+                return None
     if node._pre_hooks:
         for fn in list(node._pre_hooks.values()):
             r = fn(tuple(None if g is None else _wrap(g, create_graph) for g in grads))
             if r is not None:
                 grads = [None if g is None else _unwrap(g, create_graph) for g in r]
-    if target_nodes is not None and node in target_nodes:
-        for nr, g in enumerate(grads):
-            key = (node, nr)
-            captured[key] = g
-        if isinstance(node, AccumulateGrad):
-            if accumulate and grads[0] is not None:
-                _accumulate_leaf(node.variable, grads[0], create_graph)
-            return None
-    if isinstance(node, AccumulateGrad):
-        if needed is None and accumulate:
+    if is_acc:
+        if accumulate and (needed is None or is_target) and grads[0] is not None:
             _accumulate_leaf(node.variable, grads[0], create_graph)
         return None
     if needed is not None and node not in needed:
         return None
-    mask = None if needed is None else tuple(n is not None and n in needed for n, _ in node.next_functions)
+    if needed is not None and mask is None:
+        mask = tuple(n is not None and n in needed for n, _ in node.next_functions)
     if all(g is None for g in grads):
         return None
     out = node.apply(grads, create_graph, mask)
@@ -251,11 +268,10 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         if not t._requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
         edges.append(edge_of(t))
-    captured = run_backward(roots, retain_graph, create_graph, targets=edges, accumulate=True)
-    for t, e in zip(inputs, edges):
-        g = captured.get(e)
-        if g is not None and t.grad_fn is not None:
-            _store_retained(t, g, create_graph)
+    for t in inputs:
+        if t.grad_fn is not None:
+            t.retain_grad()  # as PyTorch: a non-leaf input's gradient lands in its (retained) .grad
+    run_backward(roots, retain_graph, create_graph, targets=edges, accumulate=True)
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, only_inputs=True,
@@ -283,12 +299,12 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     edges = [edge_of(t) for t in inputs]
     captured = run_backward(roots, retain_graph, create_graph, targets=edges, accumulate=False)
     result = []
-    for t, e in zip(inputs, edges):
+    for i, (t, e) in enumerate(zip(inputs, edges)):
         g = captured.get(e)
         if g is None:
             if not allow_unused:
-                raise RuntimeError("One of the differentiated Tensors appears to not have been used in the graph. "
-                                   "Set allow_unused=True if this is the desired behavior.")
+                raise RuntimeError(f"The differentiated Tensor at index {i} appears to not have been used in the "
+                                   "graph. Set allow_unused=True if this is the desired behavior.")
             result.append(make(np.zeros_like(t._data)) if materialize_grads else None)
         else:
             result.append(g if create_graph else make(np.array(g, dtype=t._data.dtype, copy=True)))

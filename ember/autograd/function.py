@@ -38,10 +38,14 @@ class FunctionCtx:
             return tuple(self.__dict__.get("_to_save", ()))
         if saved is _FREED:
             raise RuntimeError(FREED_MESSAGE)
+        out = []
         for t, v in saved:
+            if isinstance(t, _SavedOutput):
+                t = t.unpack(self)
             if t is not None and t._version[0] != v:
                 raise RuntimeError(modified_message(t, v))
-        return tuple(t for t, _ in saved)
+            out.append(t)
+        return tuple(out)
 
 
 _FREED = ("freed",)
@@ -167,4 +171,27 @@ class Function:
             wrapped.append(o)
             meta.append((o._data.shape, o._data.dtype))
         node._out_meta = tuple(meta)
+        saved = node.__dict__.get("_saved")
+        if saved is not None:
+            # A saved output must not hold its grad_fn (this node): that would be a reference cycle
+            # keeping the whole graph alive until gc runs. Keep its data and rebuild it on unpack.
+            outs_by_id = {id(o): o for o in wrapped if isinstance(o, Tensor) and o.grad_fn is node}
+            if outs_by_id:
+                node._saved = tuple((_SavedOutput(t), v) if t is not None and id(t) in outs_by_id else (t, v)
+                                    for t, v in saved)
         return wrapped[0] if single else tuple(wrapped)
+
+
+class _SavedOutput:
+    """An output of a custom Function saved for its own backward, held without its grad_fn."""
+
+    __slots__ = ("_data", "_version", "_output_nr")
+
+    def __init__(self, t: Tensor):
+        self._data, self._version, self._output_nr = t._data, t._version, t._output_nr
+
+    def unpack(self, node) -> Tensor:
+        t = make(self._data)
+        t._version = self._version
+        t.grad_fn, t._output_nr, t._requires_grad = node, self._output_nr, True
+        return t

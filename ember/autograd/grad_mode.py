@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import functools
+import inspect
+import sys
 import threading
 
 
@@ -26,10 +28,38 @@ class _DecoratorContextManager:
     """Usable as ``with mode():`` and as ``@mode()`` (or bare ``@mode`` for no_grad/enable_grad)."""
 
     def __call__(self, fn):
+        if inspect.isgeneratorfunction(fn):
+            return self._wrap_generator(fn)
+
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
             with self.clone():
                 return fn(*args, **kwargs)
+        return wrapper
+
+    def _wrap_generator(self, fn):
+        """As PyTorch: the mode holds while the generator body runs, not between its yields."""
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            gen = fn(*args, **kwargs)
+            try:
+                with self.clone():
+                    response = gen.send(None)
+                while True:
+                    try:
+                        request = yield response
+                    except GeneratorExit:
+                        with self.clone():
+                            gen.close()
+                        raise
+                    except BaseException:
+                        with self.clone():
+                            response = gen.throw(*sys.exc_info())
+                    else:
+                        with self.clone():
+                            response = gen.send(request)
+            except StopIteration as e:
+                return e.value
         return wrapper
 
     def clone(self):
@@ -101,9 +131,9 @@ class inference_mode(_DecoratorContextManager):
 
     def __enter__(self):
         self.prev = (_state.enabled, _state.inference)
-        if self.mode:
-            _state.enabled = False
-            _state.inference = True
+        # As PyTorch's InferenceMode(enabled): grad mode is set to ``not enabled``.
+        _state.enabled = not self.mode
+        _state.inference = self.mode
 
     def __exit__(self, *exc):
         _state.enabled, _state.inference = self.prev

@@ -22,6 +22,8 @@ def _reflected(prim, node_name):
             other = scalar_or_tensor(other, prim.name)
         except TypeError:
             return NotImplemented
+        if prim is E.sub_p:
+            E.check_sub(other, self)
         return apply(prim, (other, self), {}, node, compute_dtype(other, self))
     return fn
 

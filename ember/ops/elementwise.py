@@ -125,20 +125,50 @@ clamp_p = defprim("clamp", "ClampBackward1", lambda xp, a, min, max: xp.clamp(a,
                 jvp=lambda xp, t, out, a, min, max: t * _clamp_mask(a, min, max), saves=(0,))
 
 
-def _max_mask(a, b):
+def _max_grad(g, a, b):
     # Where the inputs tie, each gets half the gradient (PyTorch's rule for maximum/minimum).
-    return (a > b) + (a == b) * 0.5
+    # g times the bool masks (not times a float mask): the result keeps g's dtype, even on Tensors
+    # where ``bool_mask * 0.5`` would be float32.
+    return g * (a > b) + g * (a == b) * 0.5
 
 
 maximum_p = defprim("maximum", "MaximumBackward0", lambda xp, a, b: xp.maximum(a, b),
-                  vjp=(lambda xp, g, out, a, b: g * _max_mask(a, b), lambda xp, g, out, a, b: g * _max_mask(b, a)),
-                  jvp=(lambda xp, t, out, a, b: t * _max_mask(a, b), lambda xp, t, out, a, b: t * _max_mask(b, a)),
+                  vjp=(lambda xp, g, out, a, b: _max_grad(g, a, b), lambda xp, g, out, a, b: _max_grad(g, b, a)),
+                  jvp=(lambda xp, t, out, a, b: _max_grad(t, a, b), lambda xp, t, out, a, b: _max_grad(t, b, a)),
                   saves=(0, 1))
 
 minimum_p = defprim("minimum", "MinimumBackward0", lambda xp, a, b: xp.minimum(a, b),
-                  vjp=(lambda xp, g, out, a, b: g * _max_mask(b, a), lambda xp, g, out, a, b: g * _max_mask(a, b)),
-                  jvp=(lambda xp, t, out, a, b: t * _max_mask(b, a), lambda xp, t, out, a, b: t * _max_mask(a, b)),
+                  vjp=(lambda xp, g, out, a, b: _max_grad(g, b, a), lambda xp, g, out, a, b: _max_grad(g, a, b)),
+                  jvp=(lambda xp, t, out, a, b: _max_grad(t, b, a), lambda xp, t, out, a, b: _max_grad(t, a, b)),
                   saves=(0, 1))
+
+
+def _clamp_t(xp, a, lo, hi):
+    if lo is not None:
+        a = xp.maximum(a, lo)
+    return a if hi is None else xp.minimum(a, hi)
+
+
+def _clamp_t_self(xp, g, out, a, lo, hi):
+    # PyTorch's clamp with tensor bounds: ties go to self; min > max gives max.
+    mask = a == a
+    if lo is not None:
+        mask = mask & (a >= lo)
+    if hi is not None:
+        mask = mask & (a <= hi)
+    return g * mask
+
+
+def _clamp_t_lo(xp, g, out, a, lo, hi):
+    return g * ((a < lo) & (lo < hi)) if hi is not None else g * (a < lo)
+
+
+def _clamp_t_hi(xp, g, out, a, lo, hi):
+    return g * ((a > hi) | (hi < lo)) if lo is not None else g * (a > hi)
+
+
+clamp_tensor_p = defprim("clamp", "ClampBackward0", _clamp_t, vjp=(_clamp_t_self, _clamp_t_lo, _clamp_t_hi),
+                         jvp=(_clamp_t_self, _clamp_t_lo, _clamp_t_hi), saves=(0, 1, 2))
 
 where_p = defprim("where", "WhereBackward0", lambda xp, a, b, cond: xp.where(cond, a, b),
                  vjp=(lambda xp, g, out, a, b, cond: xp.where(cond, g, 0.0),
@@ -167,9 +197,29 @@ def add(input, other, *, alpha=1):
     return _binary(add_p, input, other, "add")
 
 
+def _is_bool(x):
+    return type(x) is bool or (isinstance(x, Tensor) and x._data.dtype.kind == "b")
+
+
+def check_sub(a, b):
+    """PyTorch refuses ``-`` when either operand is bool (a Python bool too)."""
+    if _is_bool(a) and _is_bool(b):
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
+                           "`logical_xor()` operator instead.")
+    if _is_bool(a) or _is_bool(b):
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying "
+                           "to invert a mask, use the `~` or `logical_not()` operator instead.")
+
+
+def _check_not_bool(np_dtype, kernel):
+    if np_dtype is not None and np_dtype.kind == "b":
+        raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
+
+
 def sub(input, other, *, alpha=1):
     check_tensor(input, "sub")
     _check_alpha(alpha, "sub")
+    check_sub(input, other)
     return _binary(sub_p, input, other, "sub")
 
 
@@ -205,16 +255,27 @@ def pow(input, exponent):
     if not isinstance(input, Tensor):
         exponent = check_tensor(exponent, "pow", "exponent", 2)
         base = scalar_or_tensor(input, "pow", "self")
+        _check_not_bool(promote(base, exponent).np, "pow")
         return apply(rpow_p, (base, exponent), _EMPTY, None, promote(base, exponent).np)
     exponent = scalar_or_tensor(exponent, "pow", "exponent")
     if isinstance(exponent, Tensor):
+        _check_not_bool(promote(input, exponent).np, "pow")
         return apply(pow_tensor_p, (input, exponent), _EMPTY, None, compute_dtype(input, exponent))
     return apply(pow_scalar_p, (input,), {"p": exponent}, None, compute_dtype(input, exponent))
+
+
+_BOOL_UNSUPPORTED = {"abs": "abs_cpu", "round": "round_vml_cpu"}
 
 
 def _unary(prim, name, needs_float=True):
     def fn(input):
         check_tensor(input, name)
+        if input._data.dtype.kind == "b" and not needs_float:
+            if name == "relu":
+                raise RuntimeError("Boolean inputs not supported for relu")
+            if name == "sign":   # sign of a bool tensor is itself (NumPy has no bool sign loop)
+                return make(input._data.copy())
+            _check_not_bool(input._data.dtype, _BOOL_UNSUPPORTED[name])
         return apply(prim, (input,), _EMPTY, None, float_dtype(input) if needs_float else None)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise ``{name}``, differentiable to any order."
@@ -234,18 +295,21 @@ sign = _unary(sign_p, "sign", needs_float=False)
 round = _unary(round_p, "round", needs_float=False)
 
 
+def _check_clamp_bool(input, dt, min, max):
+    kernel = "clamp_min_scalar_cpu" if max is None else "clamp_max_scalar_cpu" if min is None else "clamp_scalar_cpu"
+    _check_not_bool(dt if dt is not None else input._data.dtype, kernel)
+
+
 def clamp(input, min=None, max=None):
     check_tensor(input, "clamp")
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
-        out = input
-        if min is not None:
-            out = maximum(out, min)
-        if max is not None:
-            out = minimum(out, max)
-        return out
+        min, max = (scalar_or_tensor(b, "clamp") if b is not None else None for b in (min, max))
+        return apply(clamp_tensor_p, (input, min, max), _EMPTY, None,
+                     promote(*(x for x in (input, min, max) if x is not None)).np)
     dt = compute_dtype(input, min if min is not None else max)
+    _check_clamp_bool(input, dt, min, max)
     return apply(clamp_p, (input,), {"min": min, "max": max}, None, dt)
 
 
@@ -365,6 +429,8 @@ def _inplace_binary(prim, name):
         if kw.get("alpha", 1) != 1:
             raise NotImplementedError(f"ember: {name}(..., alpha=) is not supported yet")
         other = scalar_or_tensor(other, name)
+        if prim is sub_p:
+            check_sub(self, other)
         return apply_inplace(prim, self, (other,), _EMPTY, None, compute_dtype(self, other))
     fn.__name__ = fn.__qualname__ = name
     return fn
@@ -390,8 +456,9 @@ def ipow(self, exponent):
 def iclamp(self, min=None, max=None):
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         raise NotImplementedError("ember: clamp_ with tensor bounds is not supported yet")
-    return apply_inplace(clamp_p, self, (), {"min": min, "max": max}, None,
-                         compute_dtype(self, min if min is not None else max))
+    dt = compute_dtype(self, min if min is not None else max)
+    _check_clamp_bool(self, dt, min, max)
+    return apply_inplace(clamp_p, self, (), {"min": min, "max": max}, None, dt)
 
 
 def _unary_inplace(prim, name):

@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._index import SplitIndex, split as split_index, view_of
 from .._tensor import Tensor
 from ..autograd.graph import node_class
-from ._primitive import PrimNode, _state, apply, apply_inplace, check_inplace, defprim
+from ._primitive import PrimNode, _state, apply, apply_inplace, check_inplace, defprim, fwd_state
 from ._util import scalar_or_tensor
 
 
@@ -105,10 +106,27 @@ def _convert_index(index, shape):
         elif ix is Ellipsis:
             out.append(ix)
         else:
-            raise TypeError(f"only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables "
-                            f"are valid indices (got {type(ix).__name__})")
+            raise IndexError(f"only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables "
+                             f"are valid indices (got {type(ix).__name__})")
     name = "IndexBackward0" if not basic else _NAMES.get(last, "AliasBackward0")
     return tuple(out), basic, name
+
+
+def _check_masks(idx, shape):
+    """PyTorch's message for a bool mask whose shape does not match the dims it indexes (the plain
+    case: no None or Ellipsis in the index, whose dims would need counting)."""
+    if any(ix is None or ix is Ellipsis for ix in idx):
+        return
+    pos = 0
+    for ix in idx:
+        if isinstance(ix, np.ndarray) and ix.dtype == np.bool_:
+            for j, n in enumerate(ix.shape):
+                if pos + j < len(shape) and shape[pos + j] != n:
+                    raise IndexError(f"The shape of the mask {list(ix.shape)} at index {j} does not match the shape "
+                                     f"of the indexed tensor {list(shape)} at index {pos + j}")
+            pos += ix.ndim
+        elif not isinstance(ix, np.bool_):
+            pos += 1
 
 
 def _index_error(e, shape):
@@ -120,6 +138,9 @@ def _index_error(e, shape):
 
 def getitem(self, index):
     idx, basic, name = _convert_index(index, self._data.shape)
+    if not basic:
+        _check_masks(idx, self._data.shape)
+        idx = split_index(idx)
     prim = getitem_view_p if basic else getitem_p
     try:
         return apply(prim, (self,), {"index": idx, "shape": self._data.shape}, node_class(name, PrimNode))
@@ -129,12 +150,18 @@ def getitem(self, index):
 
 def setitem(self, index, value):
     idx, basic, _ = _convert_index(index, self._data.shape)
+    if not basic:
+        _check_masks(idx, self._data.shape)
+        idx = split_index(idx)
     value = scalar_or_tensor(value, "__setitem__", "value")
     recording = _state.enabled and (self._requires_grad or (isinstance(value, Tensor) and value._requires_grad))
+    if fwd_state.level and (self._fw_grad is not None or (isinstance(value, Tensor) and value._fw_grad is not None)):
+        recording = True   # the op must run through apply_inplace to carry the tangent
     if not recording:
         check_inplace(self, False)
         try:
-            self._data[idx] = value._data if isinstance(value, Tensor) else value
+            view, ix = view_of(self._data, idx)
+            view[ix] = value._data if isinstance(value, Tensor) else value
         except IndexError as e:
             raise _index_error(e, self._data.shape) from None
         except ValueError as e:
@@ -143,7 +170,11 @@ def setitem(self, index, value):
                                f"the indexed region: {e}") from None
         self._version[0] += 1
         return
-    node = None if basic else node_class("IndexPutBackward0", PrimNode)
+    # Mixed int/array indices write through a select view in PyTorch, hence CopySlices there too.
+    node = None if basic or type(idx) is SplitIndex else node_class("IndexPutBackward0", PrimNode)
+    if basic and all(ix is Ellipsis or ix == slice(None) for ix in idx) and \
+            (not isinstance(value, Tensor) or not value._data.ndim):
+        node = node_class("FillBackward3", PrimNode)   # x[...] = scalar fills the whole tensor
     apply_inplace(index_put_p, self, (value,), {"index": idx}, node)
 
 
@@ -169,7 +200,8 @@ def copy_(self, src, non_blocking=False):
         raise RuntimeError(f"The size of tensor a ({self._data.shape[-1] if self._data.ndim else 1}) must match "
                            f"the size of tensor b ({src._data.shape[-1]}) at non-singleton dimension "
                            f"{self._data.ndim - 1}") from None
-    if not (_state.enabled and (self._requires_grad or src._requires_grad)):
+    if not (_state.enabled and (self._requires_grad or src._requires_grad)) and not (
+            fwd_state.level and (self._fw_grad is not None or src._fw_grad is not None)):
         check_inplace(self, False)
         np.copyto(self._data, src._data, casting="unsafe")
         self._version[0] += 1

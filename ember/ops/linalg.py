@@ -81,6 +81,9 @@ def matmul(input, other):
     check_tensor(input, "matmul")
     check_tensor(other, "matmul", "other", 2)
     name = _check_matmul(input, other, "matmul")
+    if input._data.dtype.kind == "b":
+        kernel = "dot" if input._data.ndim == other._data.ndim == 1 else "addmm_impl_cpu_"
+        raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
     return apply(matmul_p, (input, other), {}, node_class(name, PrimNode))
 
 

@@ -62,15 +62,16 @@ norm_p = defprim("norm", "LinalgVectorNormBackward0",
                  saves=(0,), saves_out=True)
 
 
-def _even_mask(xp, a, out):
-    # max()/min() over everything: ties share the gradient evenly, as in PyTorch.
+def _even_share(xp, g, a, out):
+    # max()/min() over everything: ties share the gradient evenly, as in PyTorch. (g * mask first:
+    # on Tensors a bool mask divided by its count would be float32, whatever g's dtype.)
     mask = a == out
-    return mask / xp.sum(mask)
+    return g * mask / xp.sum(mask)
 
 
 amax_all_p = defprim("max", "MaxBackward1", lambda xp, a, fn: fn(a),
-                     vjp=lambda xp, g, out, a, fn: g * _even_mask(xp, a, out),
-                     jvp=lambda xp, t, out, a, fn: xp.sum(t * _even_mask(xp, a, out)),
+                     vjp=lambda xp, g, out, a, fn: _even_share(xp, g, a, out),
+                     jvp=lambda xp, t, out, a, fn: xp.sum(_even_share(xp, t, a, out)),
                      saves=(0,), saves_out=True)
 
 take_along_dim_p = defprim(
@@ -187,6 +188,9 @@ def _extremum(input, dim, keepdim, other, op, np_all, np_arg):
     idx = np.expand_dims(np_arg(data, axis=d), d)
     oshape = kshape if keepdim else tuple(s for i, s in enumerate(shape) if i != d)
     node = _MAX0 if op == "max" else _MIN0
+    if not input._data.ndim:   # a 0-d input is gathered as shape (1,)
+        from .shape import reshape
+        input = reshape(input, 1)
     values = apply(select_along_p, (input,), {"indices": idx, "dim": d, "kshape": kshape or (1,),
                                               "oshape": oshape, "shape": shape or (1,)}, node)
     indices = make(idx.reshape(oshape))

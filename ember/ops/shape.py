@@ -33,12 +33,27 @@ cast_p = defprim("to", "ToCopyBackward0", lambda xp, a, dtype: xp.cast(a, dtype)
 
 
 def _cat_vjp(i):
-    return lambda xp, g, out, *inputs, dim, bounds: xp.getitem(
-        g, (slice(None),) * dim + (slice(bounds[i], bounds[i + 1]),))
+    def rule(xp, g, out, *inputs, dim, bounds, legacy):
+        gi = xp.getitem(g, (slice(None),) * dim + (slice(bounds[i], bounds[i + 1]),))
+        return xp.reshape(gi, (0,)) if i in legacy else gi   # a skipped legacy (0,) input
+    return rule
+
+
+def _cat_jvp(i):
+    def rule(xp, t, out, *inputs, dim, bounds, legacy):
+        if i in legacy:
+            return None
+        return xp.index_put_zeros(t, (slice(None),) * dim + (slice(bounds[i], bounds[i + 1]),), tuple(out.shape))
+    return rule
 
 
 def _stack_vjp(i):
     return lambda xp, g, out, *inputs, dim: xp.getitem(g, (slice(None),) * dim + (i,))
+
+
+def _stack_jvp(i):
+    return lambda xp, t, out, *inputs, dim: xp.index_put_zeros(
+        xp.unsqueeze(t, dim), (slice(None),) * dim + (slice(i, i + 1),), tuple(out.shape))
 
 
 _N = {}
@@ -209,7 +224,7 @@ def expand(input, *sizes):
                            f"the tensor ({len(shp)})")
     lead = len(sizes) - len(shp)
     new = list(sizes)
-    for i, s in enumerate(shp):
+    for i, s in reversed(tuple(enumerate(shp))):   # PyTorch reports the last mismatching dim
         want = sizes[lead + i]
         if want == -1:
             new[lead + i] = s
@@ -241,12 +256,12 @@ def _as_tensor_list(tensors, op):
 _cat_nodes: dict = {}
 
 
-def _variadic(name, node_name, forward, rule, n):
+def _variadic(name, node_name, forward, rule, n, jvp_rule):
     key = (name, n)
     p = _cat_nodes.get(key)
     if p is None:
         p = _cat_nodes[key] = defprim(name, node_name, forward, vjp=tuple(rule(i) for i in range(n)),
-                                      jvp=None)
+                                      jvp=tuple(jvp_rule(i) for i in range(n)))
     return p
 
 
@@ -276,9 +291,10 @@ def cat(tensors, dim=0):
     dt = promote(*tensors).np if len({x._data.dtype for x in tensors}) > 1 else None
     n = len(tensors)
     p = _variadic("cat", "CatBackward0",
-                  lambda xp, *arrays, dim, bounds: xp.cat([a for a in arrays if a.shape != (0,) or
-                                                           len(arrays) == 1], dim), _cat_vjp, n)
-    return apply(p, tensors, {"dim": d, "bounds": tuple(bounds)}, None, dt)
+                  lambda xp, *arrays, dim, bounds, legacy: xp.cat([a for a in arrays if a.shape != (0,) or
+                                                                   len(arrays) == 1], dim), _cat_vjp, n, _cat_jvp)
+    legacy = tuple(i for i, x in enumerate(tensors) if x._data.ndim != ref._data.ndim)
+    return apply(p, tensors, {"dim": d, "bounds": tuple(bounds), "legacy": legacy}, None, dt)
 
 
 def stack(tensors, dim=0):
@@ -293,7 +309,7 @@ def stack(tensors, dim=0):
     d = wrap_dim(dim, len(shp) + 1, "stack")
     dt = promote(*tensors).np if len({x._data.dtype for x in tensors}) > 1 else None
     p = _variadic("stack", "StackBackward0", lambda xp, *arrays, dim: xp.stack(arrays, dim), _stack_vjp,
-                  len(tensors))
+                  len(tensors), _stack_jvp)
     return apply(p, tensors, {"dim": d}, None, dt)
 
 
