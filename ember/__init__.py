@@ -22,7 +22,7 @@ from ._creation import (BoolTensor, DoubleTensor, FloatTensor, Generator, HalfTe
                         initial_seed, linspace, manual_seed, ones, ones_like, rand, rand_like, randint, randn,
                         randn_like, seed, tensor, zeros, zeros_like)
 from .ops.elementwise import (abs, add, allclose, bitwise_and, bitwise_not, bitwise_or, clamp, clamp_max,
-                              clamp_min, cos, div, eq, equal, exp, ge, gt, isclose, isfinite, isinf, isnan, le,
+                              clamp_min, cos, div, eq, floor_divide, remainder, equal, exp, ge, gt, isclose, isfinite, isinf, isnan, le,
                               log, logical_not, lt, maximum, minimum, mul, ne, neg, pow, relu, round, sigmoid,
                               sign, sin, sqrt, sub, tanh, where)
 from .ops.linalg import bmm, dot, matmul, mm, mv, outer

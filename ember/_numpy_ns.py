@@ -34,6 +34,27 @@ def sqrt(x):
         return np.sqrt(x)
 
 
+def div(x, y):
+    # x / 0 is inf or nan, silently, as in PyTorch.
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.true_divide(x, y)
+
+
+def floor_divide(x, y):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if np.asarray(y).dtype.kind in "iub" and np.asarray(x).dtype.kind in "iub" and np.any(np.equal(y, 0)):
+            raise RuntimeError("ZeroDivisionError")
+        return np.floor_divide(x, y)
+
+
+def remainder(x, y):
+    """Python's remainder (the sign of y), computed from fmod as PyTorch does (so -2 % 2 is -0.)."""
+    floor_divide(x, y)  # the integer division-by-zero check
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.fmod(x, y)
+        return np.where((r != 0) & ((r < 0) != (np.asarray(y) < 0)), r + y, r)
+
+
 def pow(x, y):
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         if type(y) is np.ndarray and y.dtype.kind in "iu" and np.asarray(x).dtype.kind in "iu" and (y < 0).any():

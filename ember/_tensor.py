@@ -82,7 +82,7 @@ class Tensor:
     use ``ember.tensor`` to build tensors from data.
     """
 
-    __slots__ = ("_data", "_requires_grad", "grad_fn", "_output_nr", "_version", "_base", "_meta",
+    __slots__ = ("_data", "_requires_grad", "grad_fn", "_output_nr", "_vc", "_base", "_meta",
                  "_fw_grad", "__weakref__", "__dict__")
 
     def __init__(self, *args, **kwargs):
@@ -105,7 +105,7 @@ class Tensor:
         # As PyTorch: .data shares memory but not the version counter (in-place changes through it
         # are invisible to autograd), unlike detach().
         t = self.detach()
-        t._version = [0]
+        t._vc = [0]
         return t
 
     @data.setter
@@ -173,12 +173,9 @@ class Tensor:
         return self._data.__array_interface__["data"][0]
 
     @property
-    def _version_counter(self) -> int:
-        return self._version[0]
-
-    @property
-    def _version_value(self) -> int:
-        return self._version[0]
+    def _version(self) -> int:
+        """How many times this tensor's memory was changed in place (shared by views)."""
+        return self._vc[0]
 
     def _is_view(self) -> bool:
         return self._base is not None
@@ -288,7 +285,7 @@ class Tensor:
         t.grad_fn = None
         t._requires_grad = False
         t._output_nr = 0
-        t._version = self._version
+        t._vc = self._vc
         t._base = None
         t._meta = None
         t._fw_grad = None
@@ -395,7 +392,7 @@ def _init(t: Tensor, data: np.ndarray) -> None:
     t.grad_fn = None
     t._requires_grad = False
     t._output_nr = 0
-    t._version = [0]
+    t._vc = [0]
     t._base = None
     t._meta = None
     t._fw_grad = None
@@ -422,7 +419,7 @@ def make_view(data: np.ndarray, base: Tensor) -> Tensor:
     t.grad_fn = None
     t._requires_grad = False
     t._output_nr = 0
-    t._version = base._version
+    t._vc = base._vc
     t._base = base if base._base is None else base._base
     t._meta = None
     t._fw_grad = None

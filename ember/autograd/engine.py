@@ -122,7 +122,7 @@ def _accumulate_leaf(t: Tensor, g, create_graph: bool) -> None:
     else:
         gd = m.grad._data
         np.add(gd, g, out=gd, casting="unsafe")
-        m.grad._version[0] += 1
+        m.grad._vc[0] += 1
     if m.post_acc_hooks:
         for fn in list(m.post_acc_hooks.values()):
             fn(t)

@@ -42,7 +42,7 @@ class FunctionCtx:
         for t, v in saved:
             if isinstance(t, _SavedOutput):
                 t = t.unpack(self)
-            if t is not None and t._version[0] != v:
+            if t is not None and t._vc[0] != v:
                 raise RuntimeError(modified_message(t, v))
             out.append(t)
         return tuple(out)
@@ -151,7 +151,7 @@ class Function:
         node._in_meta = tuple((a._data.shape, a._data.dtype) if isinstance(a, Tensor) else None for a in args)
         to_save = node.__dict__.pop("_to_save", None)
         if to_save is not None:
-            node._saved = tuple((t, t._version[0] if t is not None else 0) for t in to_save)
+            node._saved = tuple((t, t._vc[0] if t is not None else 0) for t in to_save)
         non_diff = node.__dict__.get("_non_diff", ())
         wrapped = []
         meta = []
@@ -185,13 +185,13 @@ class Function:
 class _SavedOutput:
     """An output of a custom Function saved for its own backward, held without its grad_fn."""
 
-    __slots__ = ("_data", "_version", "_output_nr")
+    __slots__ = ("_data", "_vc", "_output_nr")
 
     def __init__(self, t: Tensor):
-        self._data, self._version, self._output_nr = t._data, t._version, t._output_nr
+        self._data, self._vc, self._output_nr = t._data, t._vc, t._output_nr
 
     def unpack(self, node) -> Tensor:
         t = make(self._data)
-        t._version = self._version
+        t._vc = self._vc
         t.grad_fn, t._output_nr, t._requires_grad = node, self._output_nr, True
         return t

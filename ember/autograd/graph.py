@@ -140,15 +140,20 @@ def _type_name(arr) -> str:
 
 
 def modified_message(t, expected, out_data=None, current=None, node=None) -> str:
+    """PyTorch's error for a saved tensor changed in place; it names the op (``Exp``, not ``ExpBackward0``)."""
     if t is not None:
-        data, current = t._data, t._version[0]
-        which = f", which is output {t._output_nr} of {t.grad_fn.name()}," if t.grad_fn is not None else ""
+        data, current = t._data, t._vc[0]
+        which = f", which is output {t._output_nr} of {_op_name(t.grad_fn)}," if t.grad_fn is not None else ""
     else:
         data = out_data
-        which = f", which is output 0 of {node.name()},"
-    shape = list(data.shape)
+        which = f", which is output 0 of {_op_name(node)},"
     return ("one of the variables needed for gradient computation has been modified by an inplace "
-            f"operation: [{_type_name(data)} {shape}]{which} is at version {current}; expected version "
-            f"{expected} instead. Hint: the backtrace further above shows the operation that failed to "
-            "compute its gradient. The variable in question was changed in there or anywhere later. "
-            "Good luck!")
+            f"operation: [{_type_name(data)} {list(data.shape)}]{which} is at version {current}; expected "
+            f"version {expected} instead. Hint: enable anomaly detection to find the operation that failed to "
+            "compute its gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False).")
+
+
+def _op_name(node) -> str:
+    name = node.name()
+    i = name.rfind("Backward")
+    return name[:i] if i > 0 else name

@@ -13,7 +13,7 @@ class Parameter(Tensor):
             data = empty(0)
         p = _new(cls)
         _init(p, data._data)
-        p._version = data._version
+        p._vc = data._vc
         p.requires_grad_(requires_grad)
         return p
 

@@ -32,7 +32,7 @@ def _prim_fn(prim, *names):
 
 _GRAPH = {
     "exp": E.exp, "log": E.log, "sqrt": E.sqrt, "sin": E.sin, "cos": E.cos, "tanh": E.tanh, "abs": E.abs,
-    "sign": E.sign, "sigmoid": E.sigmoid, "relu": E.relu, "round": E.round, "pow": E.pow,
+    "sign": E.sign, "sigmoid": E.sigmoid, "relu": E.relu, "round": E.round, "pow": E.pow, "div": E.div, "floor_divide": E.floor_divide, "remainder": E.remainder,
     "maximum": E.maximum, "minimum": E.minimum, "clamp": E.clamp, "where": _where,
     "matmul": L.matmul, "zeros_like": zeros_like, "ones_like": ones_like,
     "sum": lambda x, dim=None, keepdim=False: R.sum(x, dim, keepdim),

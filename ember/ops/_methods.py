@@ -14,7 +14,8 @@ from ._primitive import PrimNode, apply
 from ._util import compute_dtype, scalar_or_tensor
 
 
-def _reflected(prim, node_name):
+def _reflected(prim, node_name, check=None):
+    """``other OP self`` for a scalar ``other``; ``check(other, self)`` raises for bad dtypes."""
     node = node_class(node_name, PrimNode)
 
     def fn(self, other):
@@ -22,8 +23,8 @@ def _reflected(prim, node_name):
             other = scalar_or_tensor(other, prim.name)
         except TypeError:
             return NotImplemented
-        if prim is E.sub_p:
-            E.check_sub(other, self)
+        if check is not None:
+            check(other, self)
         return apply(prim, (other, self), {}, node, compute_dtype(other, self))
     return fn
 
@@ -155,10 +156,15 @@ def bind_methods() -> None:
         "new_empty": _new_tensor_like(C.empty),
         # operators
         "__add__": _operator(E.add), "__radd__": _operator(E.add), "__iadd__": E.iadd,
-        "__sub__": _operator(E.sub), "__rsub__": _reflected(E.sub_p, "RsubBackward1"), "__isub__": E.isub,
+        "__sub__": _operator(E.sub), "__rsub__": _reflected(E.sub_p, "RsubBackward1", E.check_sub), "__isub__": E.isub,
         "__mul__": _operator(E.mul), "__rmul__": _operator(E.mul), "__imul__": E.imul,
         "__truediv__": _operator(E.div), "__rtruediv__": _rtruediv, "__itruediv__": E.idiv,
         "__pow__": _operator(E.pow), "__rpow__": _rpow, "__ipow__": E.ipow,
+        "__floordiv__": _operator(E.floor_divide), "__rfloordiv__": _reflected(
+            E.floor_divide_p, "NotImplemented", lambda o, s: E._no_bool(s, o, "div_floor")),
+        "__mod__": _operator(E.remainder), "__rmod__": _reflected(
+            E.remainder_p, "RemainderBackward0", lambda o, s: E._no_bool(s, o, "remainder")),
+        "floor_divide": E.floor_divide, "remainder": E.remainder,
         "__matmul__": _operator(L.matmul), "__rmatmul__": L._rmatmul,
         "__neg__": E.neg, "__abs__": E.abs, "__pos__": lambda self: self,
         "__eq__": _operator(E.eq), "__ne__": _operator(E.ne), "__lt__": _operator(E.lt),

@@ -72,7 +72,7 @@ class PrimNode(Node):
     __slots__ = ("_prim", "_params", "_saved", "_versions", "_in", "_out", "_out_ver", "_vjps")
 
     def _release(self) -> None:
-        if self._saved is not None:
+        if self._saved is not None or self._out is not None:
             self._saved = _FREED
             self._out = None
 
@@ -83,7 +83,7 @@ class PrimNode(Node):
         out = []
         for t, v in zip(saved, self._versions):
             if v is not None:
-                if t._version[0] != v:
+                if t._vc[0] != v:
                     raise RuntimeError(modified_message(t, v))
                 if not graph:
                     t = t._data
@@ -104,8 +104,11 @@ class PrimNode(Node):
     def apply(self, grads, create_graph, needed):
         g = grads[0]
         prim = self._prim
-        if self._saved is None:
+        saved = self._saved
+        if saved is None:
             args = (None,) * len(self.next_functions)
+        elif saved is _FREED:
+            raise RuntimeError(FREED_MESSAGE)
         else:
             args = self._unpack(create_graph)
         out = self._unpack_out(create_graph) if prim.saves_out else None
@@ -187,14 +190,14 @@ def _record(t: Tensor, prim: Primitive, args: tuple, params: dict, node_cls) -> 
     if prim.saves:
         saves = prim.saves
         node._saved = tuple(a if i in saves else None for i, a in enumerate(args))
-        node._versions = tuple(a._version[0] if i in saves and isinstance(a, Tensor) else None
+        node._versions = tuple(a._vc[0] if i in saves and isinstance(a, Tensor) else None
                                for i, a in enumerate(args))
     else:
         node._saved = None
         node._versions = None
     if prim.saves_out:
         node._out = t._data
-        node._out_ver = (t._version, 0)
+        node._out_ver = (t._vc, 0)
     else:
         node._out = None
     t.grad_fn = node
@@ -297,14 +300,14 @@ def apply_inplace(prim: Primitive, self: Tensor, others: tuple, params: dict = _
         raise RuntimeError(f"output with shape {list(self._data.shape)} doesn't match the broadcast shape "
                            f"{list(r._data.shape)}")
     np.copyto(self._data, r._data, casting="unsafe")
-    self._version[0] += 1
+    self._vc[0] += 1
     if r.grad_fn is not None:
         node = r.grad_fn
         self.grad_fn = node
         self._output_nr = 0
         self._requires_grad = True
         if prim.saves_out:
-            node._out_ver = (self._version, self._version[0])
+            node._out_ver = (self._vc, self._vc[0])
     if r._fw_grad is not None:
         self._fw_grad = r._fw_grad
     return self

@@ -28,10 +28,24 @@ mul_p = defprim("mul", "MulBackward0", lambda xp, a, b: a * b,
               jvp=(lambda xp, t, out, a, b: t * b, lambda xp, t, out, a, b: a * t),
               saves=(0, 1))
 
-div_p = defprim("div", "DivBackward0", lambda xp, a, b: a / b,
-              vjp=(lambda xp, g, out, a, b: g / b, lambda xp, g, out, a, b: -g * out / b),
-              jvp=(lambda xp, t, out, a, b: t / b, lambda xp, t, out, a, b: -t * out / b),
-              saves=(1,), saves_out=True)
+div_p = defprim("div", "DivBackward0", lambda xp, a, b: xp.div(a, b),
+              vjp=(lambda xp, g, out, a, b: xp.div(g, b), lambda xp, g, out, a, b: -xp.div(g * a, b * b)),
+              jvp=(lambda xp, t, out, a, b: xp.div(t, b), lambda xp, t, out, a, b: -xp.div(t * a, b * b)),
+              saves=(0, 1))
+
+def _not_differentiable(name):
+    def rule(xp, g, out, a, b):
+        raise RuntimeError(f"the derivative for '{name}' is not implemented.")
+    return rule
+
+
+floor_divide_p = defprim("floor_divide", "NotImplemented", lambda xp, a, b: xp.floor_divide(a, b),
+                         vjp=(_not_differentiable("floor_divide"),) * 2, jvp=(_not_differentiable("floor_divide"),) * 2)
+
+remainder_p = defprim("remainder", "RemainderBackward0", lambda xp, a, b: xp.remainder(a, b),
+                      vjp=(lambda xp, g, out, a, b: g, lambda xp, g, out, a, b: -g * xp.floor_divide(a, b)),
+                      jvp=(lambda xp, t, out, a, b: t, lambda xp, t, out, a, b: -t * xp.floor_divide(a, b)),
+                      saves=(0, 1))
 
 neg_p = defprim("neg", "NegBackward0", lambda xp, a: -a,
               vjp=lambda xp, g, out, a: -g, jvp=lambda xp, t, out, a: -t)
@@ -226,6 +240,23 @@ def sub(input, other, *, alpha=1):
 def mul(input, other):
     check_tensor(input, "mul")
     return _binary(mul_p, input, other, "mul")
+
+
+def _no_bool(a, b, op):
+    if promote(a, scalar_or_tensor(b, op)) is D.bool:
+        raise NotImplementedError(f'"{op}_cpu" not implemented for \'Bool\'')
+
+
+def floor_divide(input, other):
+    check_tensor(input, "floor_divide")
+    _no_bool(input, other, "div_floor")
+    return _binary(floor_divide_p, input, other, "floor_divide")
+
+
+def remainder(input, other):
+    check_tensor(input, "remainder")
+    _no_bool(input, other, "remainder")
+    return _binary(remainder_p, input, other, "remainder")
 
 
 def _true_div_dtype(a, b):

@@ -168,8 +168,11 @@ def setitem(self, index, value):
             raise RuntimeError(f"__setitem__: cannot assign a value of shape "
                                f"{list(np.shape(value._data if isinstance(value, Tensor) else value))} to "
                                f"the indexed region: {e}") from None
-        self._version[0] += 1
+        self._vc[0] += 1
         return
+    if basic and self.grad_fn is None and self._requires_grad and _state.enabled:
+        # PyTorch writes x[basic index] = v through the view x[index].
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
     # Mixed int/array indices write through a select view in PyTorch, hence CopySlices there too.
     node = None if basic or type(idx) is SplitIndex else node_class("IndexPutBackward0", PrimNode)
     if basic and all(ix is Ellipsis or ix == slice(None) for ix in idx) and \
@@ -204,6 +207,6 @@ def copy_(self, src, non_blocking=False):
             fwd_state.level and (self._fw_grad is not None or src._fw_grad is not None)):
         check_inplace(self, False)
         np.copyto(self._data, src._data, casting="unsafe")
-        self._version[0] += 1
+        self._vc[0] += 1
         return self
     return apply_inplace(index_put_p, self, (src,), {"index": (Ellipsis,)}, node_class("CopyBackwards", PrimNode))
