@@ -159,13 +159,18 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, targets=None, ac
 
     heap = [(-n._seq, n) for n in set(root_nodes) if deps.get(n, 0) == 0]
     heapq.heapify(heap)
+    heappop, heappush, pop_buffer = heapq.heappop, heapq.heappush, buffers.pop
     with _gm.set_grad_enabled(create_graph):
         while heap:
-            node = heapq.heappop(heap)[1]
-            grads = buffers.pop(node, None)
+            node = heappop(heap)[1]
+            grads = pop_buffer(node, None)
             out = None
             if grads is not None:
-                out = _run_node(node, grads, create_graph, needed, target_nodes, captured, accumulate)
+                if (needed is None and node._tensor_hooks is None and node._retained is None and
+                        node._pre_hooks is None and node._hooks is None and type(node) is not AccumulateGrad):
+                    out = node.apply(grads, create_graph, None)   # the common case: nothing to intercept
+                else:
+                    out = _run_node(node, grads, create_graph, needed, target_nodes, captured, accumulate)
                 if not retain_graph:
                     node._release()
             for i, (nxt, nr) in enumerate(node.next_functions):
@@ -183,7 +188,7 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, targets=None, ac
                 d = deps[nxt] - 1
                 deps[nxt] = d
                 if d == 0:
-                    heapq.heappush(heap, (-nxt._seq, nxt))
+                    heappush(heap, (-nxt._seq, nxt))
     return captured
 
 

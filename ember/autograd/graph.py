@@ -26,15 +26,16 @@ FREED_MESSAGE = (
 class Node:
     """Base class of every backward node (``MulBackward0``, ``AccumulateGrad``, custom Functions)."""
 
-    __slots__ = ("next_functions", "_seq", "_hooks", "_pre_hooks", "_tensor_hooks", "_retained",
-                 "_metadata", "__weakref__")
+    # Hooks and metadata are rare: they default to the class attributes below and land in the
+    # instance __dict__ (created on first write only), so making a node sets just two slots.
+    __slots__ = ("next_functions", "_seq", "__weakref__", "__dict__")
 
     num_outputs = 1
+    _hooks = _pre_hooks = _tensor_hooks = _retained = _metadata = None
 
     def __init__(self, next_functions: tuple = ()):
         self.next_functions = next_functions
         self._seq = next(_seq)
-        self._hooks = self._pre_hooks = self._tensor_hooks = self._retained = self._metadata = None
 
     def name(self) -> str:
         return type(self).__name__

@@ -29,8 +29,15 @@ def _reflected(prim, node_name, check=None):
     return fn
 
 
-def _operator(fn):
+def _operator(fn, prim=None):
+    """A binary operator method: NotImplemented for operand types it does not know, so Python can
+    try the other side. With ``prim``, float tensors with a float/int scalar or a same-dtype tensor
+    take a fast path: no promotion and no bool checks are needed there."""
     def op(self, other):
+        if prim is not None and self._data.dtype.kind == "f":
+            to = type(other)
+            if to is float or to is int or (to is Tensor and other._data.dtype == self._data.dtype):
+                return apply(prim, (self, other))
         try:
             return fn(self, other)
         except TypeError:
@@ -155,10 +162,10 @@ def bind_methods() -> None:
         "new_zeros": _new_tensor_like(C.zeros), "new_ones": _new_tensor_like(C.ones),
         "new_empty": _new_tensor_like(C.empty),
         # operators
-        "__add__": _operator(E.add), "__radd__": _operator(E.add), "__iadd__": E.iadd,
-        "__sub__": _operator(E.sub), "__rsub__": _reflected(E.sub_p, "RsubBackward1", E.check_sub), "__isub__": E.isub,
-        "__mul__": _operator(E.mul), "__rmul__": _operator(E.mul), "__imul__": E.imul,
-        "__truediv__": _operator(E.div), "__rtruediv__": _rtruediv, "__itruediv__": E.idiv,
+        "__add__": _operator(E.add, E.add_p), "__radd__": _operator(E.add, E.add_p), "__iadd__": E.iadd,
+        "__sub__": _operator(E.sub, E.sub_p), "__rsub__": _reflected(E.sub_p, "RsubBackward1", E.check_sub), "__isub__": E.isub,
+        "__mul__": _operator(E.mul, E.mul_p), "__rmul__": _operator(E.mul, E.mul_p), "__imul__": E.imul,
+        "__truediv__": _operator(E.div, E.div_p), "__rtruediv__": _rtruediv, "__itruediv__": E.idiv,
         "__pow__": _operator(E.pow), "__rpow__": _rpow, "__ipow__": E.ipow,
         "__floordiv__": _operator(E.floor_divide), "__rfloordiv__": _reflected(
             E.floor_divide_p, "NotImplemented", lambda o, s: E._no_bool(s, o, "div_floor")),

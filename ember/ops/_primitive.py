@@ -23,7 +23,7 @@ from .. import _dtype as D
 from .. import _numpy_ns
 from .._tensor import Tensor, _new, make, make_view
 from ..autograd import grad_mode as _gm
-from ..autograd.graph import FREED_MESSAGE, Node, edge_of, modified_message, node_class, type_name_of
+from ..autograd.graph import FREED_MESSAGE, Node, _seq, grad_accumulator, modified_message, node_class, type_name_of
 
 _ndarray = np.ndarray
 _state = _gm._state
@@ -46,7 +46,7 @@ _FREED = ("freed",)
 class Primitive:
     """One differentiable op: forward, per-input VJP and JVP rules, and what backward must save."""
 
-    __slots__ = ("name", "node_cls", "forward", "vjps", "jvps", "saves", "saves_out", "is_view")
+    __slots__ = ("name", "node_cls", "forward", "vjps", "jvps", "saves", "saves_out", "is_view", "no_args")
 
     def __init__(self, name, node_name, forward, vjp, jvp=None, saves=(), saves_out=False, is_view=False):
         self.name = name
@@ -57,6 +57,7 @@ class Primitive:
         self.saves = frozenset(saves)
         self.saves_out = saves_out
         self.is_view = is_view  # output may alias input 0's memory (then it shares its version counter)
+        self.no_args = (None,) * len(self.vjps)  # what rules see as inputs when nothing was saved
 
     def __repr__(self) -> str:
         return f"<primitive {self.name}>"
@@ -67,9 +68,13 @@ def defprim(name, node_name, forward, vjp, jvp=None, saves=(), saves_out=False, 
 
 
 class PrimNode(Node):
-    """The backward node of a primitive; subclassed once per PyTorch name (``MulBackward0``)."""
+    """The backward node of a primitive; subclassed once per PyTorch name (``MulBackward0``).
 
-    __slots__ = ("_prim", "_params", "_saved", "_versions", "_in", "_out", "_out_ver", "_vjps")
+    ``_saved`` holds ``(value, version)`` for each input the rules read (None for the others),
+    or None when the rules read no input; ``_in`` holds each tensor input's (shape, dtype).
+    """
+
+    __slots__ = ("_prim", "_params", "_saved", "_in", "_out", "_out_vc", "_out_v")
 
     def _release(self) -> None:
         if self._saved is not None or self._out is not None:
@@ -77,23 +82,24 @@ class PrimNode(Node):
             self._out = None
 
     def _unpack(self, graph: bool) -> list:
-        saved = self._saved
-        if saved is _FREED:
-            raise RuntimeError(FREED_MESSAGE)
-        out = []
-        for t, v in zip(saved, self._versions):
-            if v is not None:
+        args = []
+        for sv in self._saved:
+            if sv is None:
+                args.append(None)
+                continue
+            t, v = sv
+            if type(v) is int:
                 if t._vc[0] != v:
                     raise RuntimeError(modified_message(t, v))
                 if not graph:
                     t = t._data
-            out.append(t)
-        return out
+            args.append(t)
+        return args
 
     def _unpack_out(self, graph: bool):
-        ver, v = self._out_ver
-        if ver[0] != v:
-            raise RuntimeError(modified_message(None, v, self._out, ver[0], self))
+        vc = self._out_vc
+        if vc[0] != self._out_v:
+            raise RuntimeError(modified_message(None, self._out_v, self._out, vc[0], self))
         if not graph:
             return self._out
         t = make(self._out)
@@ -106,13 +112,14 @@ class PrimNode(Node):
         prim = self._prim
         saved = self._saved
         if saved is None:
-            args = (None,) * len(self.next_functions)
+            args = prim.no_args
         elif saved is _FREED:
             raise RuntimeError(FREED_MESSAGE)
         else:
             args = self._unpack(create_graph)
         out = self._unpack_out(create_graph) if prim.saves_out else None
         params = self._params
+        vjps = prim.vjps
         res = []
         if create_graph:
             xp = graph_ns
@@ -120,7 +127,7 @@ class PrimNode(Node):
                 if node is None or (needed is not None and not needed[i]):
                     res.append(None)
                     continue
-                gi = self._vjps[i](xp, g, out, *args, **params)
+                gi = vjps[i](xp, g, out, *args, **params)
                 if gi is not None:
                     shape, dt = self._in[i]
                     if gi._data.shape != shape:
@@ -129,12 +136,13 @@ class PrimNode(Node):
                         gi = xp.cast(gi, dt)
                 res.append(gi)
         else:
+            # The same loop on raw arrays (kept apart: this is the hot path of plain backward).
             xp = _numpy_ns
             for i, (node, _) in enumerate(self.next_functions):
                 if node is None or (needed is not None and not needed[i]):
                     res.append(None)
                     continue
-                gi = self._vjps[i](xp, g, out, *args, **params)
+                gi = vjps[i](xp, g, out, *args, **params)
                 if gi is not None:
                     shape, dt = self._in[i]
                     if gi.shape != shape:
@@ -143,6 +151,9 @@ class PrimNode(Node):
                         gi = gi.astype(dt)
                 res.append(gi)
         return res
+
+
+_NO_EDGE = (None, 0)
 
 
 def apply(prim: Primitive, args: tuple, params: dict = _EMPTY, node_cls=None, dtype=None) -> Tensor:
@@ -169,12 +180,24 @@ def apply(prim: Primitive, args: tuple, params: dict = _EMPTY, node_cls=None, dt
         raise _forward_error(prim, args, e) from None
     if type(out) is not _ndarray:
         out = np.asarray(out)
+    # make()/make_view() inlined: this runs once per op.
+    t = _new(Tensor)
+    t._data = out
+    t._output_nr = 0
+    t._meta = None
+    t._fw_grad = None
     if prim.is_view and out.base is not None:
-        t = make_view(out, args[0])
+        base = args[0]
+        t._vc = base._vc
+        t._base = base if base._base is None else base._base
     else:
-        t = make(out)
+        t._vc = [0]
+        t._base = None
     if rg and _state.enabled:
         _record(t, prim, args, params, node_cls)
+    else:
+        t.grad_fn = None
+        t._requires_grad = False
     if fwd_state.level:
         _forward_tangent(t, prim, args, params)
     return t
@@ -182,22 +205,42 @@ def apply(prim: Primitive, args: tuple, params: dict = _EMPTY, node_cls=None, dt
 
 def _record(t: Tensor, prim: Primitive, args: tuple, params: dict, node_cls) -> None:
     node = _new(node_cls or prim.node_cls)
-    Node.__init__(node, tuple(edge_of(a) if isinstance(a, Tensor) else (None, 0) for a in args))
+    edges = []
+    meta = []
+    for a in args:
+        if isinstance(a, Tensor):
+            fn = a.grad_fn
+            if fn is not None:
+                edges.append((fn, a._output_nr))
+            elif a._requires_grad:
+                edges.append((grad_accumulator(a), 0))
+            else:
+                edges.append(_NO_EDGE)
+            d = a._data
+            meta.append((d.shape, d.dtype))
+        else:
+            edges.append(_NO_EDGE)
+            meta.append(None)
+    node.next_functions = tuple(edges)
+    node._seq = next(_seq)
     node._prim = prim
-    node._vjps = prim.vjps
     node._params = params
-    node._in = tuple((a._data.shape, a._data.dtype) if isinstance(a, Tensor) else None for a in args)
-    if prim.saves:
-        saves = prim.saves
-        node._saved = tuple(a if i in saves else None for i, a in enumerate(args))
-        node._versions = tuple(a._vc[0] if i in saves and isinstance(a, Tensor) else None
-                               for i, a in enumerate(args))
+    node._in = meta
+    saves = prim.saves
+    if saves:
+        saved = []
+        for i, a in enumerate(args):
+            if i not in saves:
+                saved.append(None)
+            else:
+                saved.append((a, a._vc[0]) if isinstance(a, Tensor) else (a, None))
+        node._saved = saved
     else:
         node._saved = None
-        node._versions = None
     if prim.saves_out:
         node._out = t._data
-        node._out_ver = (t._vc, 0)
+        node._out_vc = t._vc
+        node._out_v = 0
     else:
         node._out = None
     t.grad_fn = node
@@ -307,7 +350,9 @@ def apply_inplace(prim: Primitive, self: Tensor, others: tuple, params: dict = _
         self._output_nr = 0
         self._requires_grad = True
         if prim.saves_out:
-            node._out_ver = (self._vc, self._vc[0])
+            # the saved output is r's own copy; a later write to self still invalidates it
+            node._out_vc = self._vc
+            node._out_v = self._vc[0]
     if r._fw_grad is not None:
         self._fw_grad = r._fw_grad
     return self

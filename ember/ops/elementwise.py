@@ -300,6 +300,8 @@ _BOOL_UNSUPPORTED = {"abs": "abs_cpu", "round": "round_vml_cpu"}
 
 def _unary(prim, name, needs_float=True):
     def fn(input):
+        if type(input) is Tensor and input._data.dtype.kind == "f":   # the common case, first
+            return apply(prim, (input,))
         check_tensor(input, name)
         if input._data.dtype.kind == "b" and not needs_float:
             if name == "relu":
