@@ -1,6 +1,8 @@
 """Devices and the raw array namespace that belongs to each (NumPy for 'cpu')."""
 from __future__ import annotations
 
+import numpy as np
+
 from . import _numpy_ns
 
 
@@ -55,6 +57,12 @@ def check_device(d) -> device:
     return cpu
 
 
+# Array type -> the raw namespace of its device. A CuPy backend adds {cupy.ndarray: cupy namespace}.
+# NumPy scalars count too: raw gradients of 0-d tensors can come back as np.float32 and kin.
+NAMESPACES = {t: _numpy_ns for t in (np.ndarray, np.float16, np.float32, np.float64, np.int8, np.int16,
+                                     np.int32, np.int64, np.uint8, np.bool_)}
+
+
 def raw_namespace(array):
     """The raw namespace for an array's device (NumPy arrays live on 'cpu')."""
-    return _numpy_ns
+    return NAMESPACES[type(array)]

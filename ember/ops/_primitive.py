@@ -6,7 +6,8 @@ A primitive is declared with
   * one JVP rule per input, ``jvp_i(xp, t_i, out, *inputs, **params) -> tangent contribution``.
 
 Rules are written against the namespace ``xp``. Plain ``backward()`` calls them with the raw
-namespace of the tensors' device (``ember._numpy_ns``) on raw arrays: NumPy speed, no graph.
+namespace of the tensors' device (``ember._numpy_ns`` for 'cpu', looked up in ``_device.NAMESPACES``) on
+raw arrays: NumPy speed, no graph.
 ``create_graph=True`` and forward-mode AD call the very same rules with ``graph_ns`` (ember's
 own differentiable functions) on Tensors, so every derivative is itself differentiable.
 
@@ -20,7 +21,7 @@ import types
 import numpy as np
 
 from .. import _dtype as D
-from .. import _numpy_ns
+from .._device import NAMESPACES
 from .._tensor import Tensor, _new, make, make_view
 from ..autograd import grad_mode as _gm
 from ..autograd.graph import FREED_MESSAGE, Node, _seq, grad_accumulator, modified_message, node_class, type_name_of
@@ -29,7 +30,7 @@ _ndarray = np.ndarray
 _state = _gm._state
 _EMPTY: dict = {}
 
-# ember's own namespace of differentiable functions, mirroring _numpy_ns name for name; filled by
+# ember's own namespace of differentiable functions, mirroring the raw namespaces name for name; filled by
 # ember.ops once every family is imported.
 graph_ns = types.SimpleNamespace()
 
@@ -137,7 +138,7 @@ class PrimNode(Node):
                 res.append(gi)
         else:
             # The same loop on raw arrays (kept apart: this is the hot path of plain backward).
-            xp = _numpy_ns
+            xp = NAMESPACES[type(g)]
             for i, (node, _) in enumerate(self.next_functions):
                 if node is None or (needed is not None and not needed[i]):
                     res.append(None)
@@ -164,9 +165,12 @@ def apply(prim: Primitive, args: tuple, params: dict = _EMPTY, node_cls=None, dt
     """
     datas = []
     rg = False
+    xp = None
     for a in args:
         if isinstance(a, Tensor):
             d = a._data
+            if xp is None:
+                xp = NAMESPACES[type(d)]
             if dtype is not None and d.dtype != dtype:
                 d = d.astype(dtype)
             datas.append(d)
@@ -175,7 +179,7 @@ def apply(prim: Primitive, args: tuple, params: dict = _EMPTY, node_cls=None, dt
         else:
             datas.append(a)
     try:
-        out = prim.forward(_numpy_ns, *datas, **params)
+        out = prim.forward(xp, *datas, **params)
     except (ValueError, IndexError, TypeError, np.exceptions.AxisError) as e:
         raise _forward_error(prim, args, e) from None
     if type(out) is not _ndarray:
