@@ -7,9 +7,13 @@ the same names (a test checks it). A CuPy namespace for 'cuda' will mirror this 
 """
 from __future__ import annotations
 
+import sys as _sys
+
 import numpy as np
 
 from ._index import view_of as _view_of
+
+_this = _sys.modules[__name__]  # view_replay hands this namespace to the recorded view ops
 
 exp = np.exp
 sin = np.sin
@@ -159,6 +163,24 @@ def take_along_dim(x, indices, dim):
 def put_along_dim_zeros(g, indices, dim, shape):
     out = np.zeros(shape, dtype=g.dtype)
     np.put_along_axis(out, indices, g, dim)
+    return out
+
+
+def view_replay(x, steps):
+    """Apply the recorded view ops ``steps`` ((primitive, params), ...) to ``x``: the view's region."""
+    for prim, params in steps:
+        x = prim.forward(_this, x, **params)
+    return x
+
+
+def view_scatter_zeros(g, steps, shape):
+    """Zeros of ``shape`` holding ``g`` in the region the view ``steps`` select."""
+    out = np.zeros(shape, dtype=g.dtype)
+    region = view_replay(out, steps)
+    if not np.shares_memory(region, out) or not region.flags.writeable:
+        raise RuntimeError("ember: this view cannot be written through (it is an expand or a copy); clone() it "
+                           "before modifying it in place")
+    region[...] = g
     return out
 
 

@@ -82,7 +82,10 @@ class Tensor:
     use ``ember.tensor`` to build tensors from data.
     """
 
-    __slots__ = ("_data", "_requires_grad", "grad_fn", "_output_nr", "_vc", "_base", "_meta",
+    # _view_steps/_view_v are set only on views (``_base`` not None): the view ops that lead from the
+    # base to this view, and the version at which this view's grad_fn was last made from the base's.
+    __slots__ = ("_data", "_requires_grad", "grad_fn", "_output_nr", "_vc", "_base", "_view_steps", "_view_v",
+                 "_meta",
                  "_fw_grad", "__weakref__", "__dict__")
 
     def __init__(self, *args, **kwargs):
@@ -409,20 +412,6 @@ def make(data: np.ndarray) -> Tensor:
     """Wrap a raw array (no copy) as a new leaf tensor; the hot path of every op."""
     t = _new(Tensor)
     _init(t, data)
-    return t
-
-
-def make_view(data: np.ndarray, base: Tensor) -> Tensor:
-    """Wrap ``data``, a view of ``base``'s memory: it shares base's version counter."""
-    t = _new(Tensor)
-    t._data = data
-    t.grad_fn = None
-    t._requires_grad = False
-    t._output_nr = 0
-    t._vc = base._vc
-    t._base = base if base._base is None else base._base
-    t._meta = None
-    t._fw_grad = None
     return t
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections import namedtuple
 
-from .._tensor import Tensor, make_view
+from .._tensor import Tensor
 from ..ops._primitive import fwd_state
 
 UnpackedDualTensor = namedtuple("UnpackedDualTensor", ["primal", "tangent"])
@@ -49,7 +49,7 @@ def make_dual(tensor: Tensor, tangent: Tensor, *, level=None) -> Tensor:
                            f"while the given forward gradient is of size {list(getattr(tangent, 'shape', []))}.")
     if not tensor._data.dtype.kind == "f":
         raise ValueError(f"Expected primal to be floating point, but got: {tensor.dtype}")
-    dual = tensor.view_as(tensor) if tensor._requires_grad else make_view(tensor._data, tensor)
+    dual = tensor.view_as(tensor)
     if tangent._data.dtype != tensor._data.dtype:
         tangent = tangent.to(tensor.dtype)
     dual._fw_grad = tangent
@@ -62,5 +62,5 @@ def unpack_dual(tensor: Tensor, *, level=None) -> UnpackedDualTensor:
     tangent = tensor._fw_grad if fwd_state.level else None
     if tangent is None:
         return UnpackedDualTensor(tensor, None)
-    primal = tensor.view_as(tensor) if tensor._requires_grad else make_view(tensor._data, tensor)
+    primal = tensor.view_as(tensor)
     return UnpackedDualTensor(primal, tangent)

@@ -113,6 +113,8 @@ def grad_accumulator(t) -> AccumulateGrad:
 
 def edge_of(t) -> tuple:
     """The graph edge a gradient for tensor ``t`` flows into."""
+    if t._base is not None and t._vc[0] != t._view_v:
+        t._refresh_history()   # a view whose base changed in place: rebuild its history first
     if t.grad_fn is not None:
         return (t.grad_fn, t._output_nr)
     if t._requires_grad:

@@ -13,6 +13,7 @@ from . import linalg as L
 from . import reduction as R
 from . import shape as S
 from ._methods import bind_methods
+from . import _primitive as P
 from ._primitive import Primitive, apply, graph_ns
 from .._creation import zeros_like, ones_like
 
@@ -22,6 +23,10 @@ def _where(cond, a, b):
         from .._tensor import make
         cond = make(cond)
     return E.where(cond, a, b)
+
+
+def _base_shape(x, steps):
+    return x._data.shape
 
 
 def _prim_fn(prim, *names):
@@ -50,6 +55,8 @@ _GRAPH = {
     "put_along_dim_zeros": _prim_fn(R.put_along_dim_zeros_p, "indices", "dim", "shape"),
     "cast": _prim_fn(S.cast_p, "dtype"),
     "cat": lambda xs, dim: S.cat(xs, dim), "stack": lambda xs, dim: S.stack(xs, dim),
+    "view_replay": lambda x, steps: apply(P.view_replay_p, (x,), {"steps": steps, "shape": _base_shape(x, steps)}),
+    "view_scatter_zeros": _prim_fn(P.view_scatter_zeros_p, "steps", "shape"),
 }
 for _name, _fn in _GRAPH.items():
     setattr(graph_ns, _name, _fn)

@@ -10,7 +10,7 @@ from . import indexing as I
 from . import linalg as L
 from . import reduction as R
 from . import shape as S
-from ._primitive import PrimNode, apply
+from ._primitive import PrimNode, apply, refresh_view
 from ._util import compute_dtype, scalar_or_tensor
 
 
@@ -183,6 +183,7 @@ def bind_methods() -> None:
     }
     for name, fn in methods.items():
         setattr(T, name, fn)
+    T._refresh_history = refresh_view
     T.T = property(S._T)
     T.mT = property(S._mT)
     T.H = property(S._T)

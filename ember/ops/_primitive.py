@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import _dtype as D
 from .._device import NAMESPACES
-from .._tensor import Tensor, _new, make, make_view
+from .._tensor import Tensor, _new, make
 from ..autograd import grad_mode as _gm
 from ..autograd.graph import FREED_MESSAGE, Node, _seq, grad_accumulator, modified_message, node_class, type_name_of
 
@@ -168,6 +168,8 @@ def apply(prim: Primitive, args: tuple, params: dict = _EMPTY, node_cls=None, dt
     xp = None
     for a in args:
         if isinstance(a, Tensor):
+            if a._base is not None and a._vc[0] != a._view_v and _state.enabled:
+                refresh_view(a)
             d = a._data
             if xp is None:
                 xp = NAMESPACES[type(d)]
@@ -193,7 +195,13 @@ def apply(prim: Primitive, args: tuple, params: dict = _EMPTY, node_cls=None, dt
     if prim.is_view and out.base is not None:
         base = args[0]
         t._vc = base._vc
-        t._base = base if base._base is None else base._base
+        t._view_v = base._vc[0]
+        if base._base is None:
+            t._base = base
+            t._view_steps = ((prim, params),)
+        else:
+            t._base = base._base
+            t._view_steps = base._view_steps + ((prim, params),)
     else:
         t._vc = [0]
         t._base = None
@@ -321,11 +329,6 @@ def check_inplace(self: Tensor, recording: bool) -> None:
         if base.grad_fn is None and base._requires_grad:
             raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place "
                                "operation.")
-        if base._requires_grad or self._requires_grad:
-            raise RuntimeError(
-                "ember does not support in-place operations on a view of a tensor that requires grad yet "
-                "(PyTorch rewrites the base's history here); apply the op to the base tensor or clone() "
-                "the view first.")
 
 
 def apply_inplace(prim: Primitive, self: Tensor, others: tuple, params: dict = _EMPTY,
@@ -334,6 +337,9 @@ def apply_inplace(prim: Primitive, self: Tensor, others: tuple, params: dict = _
     recording = _state.enabled and (self._requires_grad or any(
         isinstance(o, Tensor) and o._requires_grad for o in others))
     check_inplace(self, recording)
+    is_view = self._base is not None
+    if recording and is_view and self._vc[0] != self._view_v:
+        refresh_view(self)
     if dtype is not None and D._FROM_NP[np.dtype(dtype)]._cat > self.dtype._cat:
         raise RuntimeError(f"result type {type_name_of(dtype)} can't be cast to the desired output type "
                            f"{type_name_of(self._data.dtype)}")
@@ -348,7 +354,9 @@ def apply_inplace(prim: Primitive, self: Tensor, others: tuple, params: dict = _
                            f"{list(r._data.shape)}")
     np.copyto(self._data, r._data, casting="unsafe")
     self._vc[0] += 1
-    if r.grad_fn is not None:
+    if recording and is_view:
+        _rebase_view(self, r)
+    elif r.grad_fn is not None:
         node = r.grad_fn
         self.grad_fn = node
         self._output_nr = 0
@@ -360,3 +368,54 @@ def apply_inplace(prim: Primitive, self: Tensor, others: tuple, params: dict = _
     if r._fw_grad is not None:
         self._fw_grad = r._fw_grad
     return self
+
+
+# ----- views and in-place ops --------------------------------------------------------------------
+# A view records the view ops that lead from its base to it (``_view_steps``). When the base's memory
+# changes in place, through the view or directly, the view's history is rebuilt from the base's
+# (PyTorch's AsStridedBackward0), and an in-place op on a view gives the base a CopySlices node.
+
+view_replay_p = defprim(
+    "view_replay", "AsStridedBackward0", lambda xp, a, steps, shape: xp.view_replay(a, steps),
+    vjp=lambda xp, g, out, a, steps, shape: xp.view_scatter_zeros(g, steps, shape),
+    jvp=lambda xp, t, out, a, steps, shape: xp.view_replay(t, steps))
+
+view_scatter_zeros_p = defprim(
+    "view_scatter_zeros", "AsStridedScatterBackward0",
+    lambda xp, g, steps, shape: xp.view_scatter_zeros(g, steps, shape),
+    vjp=lambda xp, g, out, a, steps, shape: xp.view_replay(g, steps),
+    jvp=lambda xp, t, out, a, steps, shape: xp.view_scatter_zeros(t, steps, shape))
+
+
+def _outside_view(xp, g, steps, shape):
+    # g with the view's region zeroed: that part of the base was overwritten.
+    return g - xp.view_scatter_zeros(xp.view_replay(g, steps), steps, shape)
+
+
+copy_slices_p = defprim(
+    "copy_slices", "CopySlices",
+    lambda xp, base, r, steps, shape: _outside_view(xp, base, steps, shape) + xp.view_scatter_zeros(r, steps, shape),
+    vjp=(lambda xp, g, out, base, r, steps, shape: _outside_view(xp, g, steps, shape),
+         lambda xp, g, out, base, r, steps, shape: xp.view_replay(g, steps)),
+    jvp=(lambda xp, t, out, base, r, steps, shape: _outside_view(xp, t, steps, shape),
+         lambda xp, t, out, base, r, steps, shape: xp.view_scatter_zeros(t, steps, shape)))
+
+
+def refresh_view(v: Tensor) -> None:
+    """Rebuild view ``v``'s history from its base's current history."""
+    base = v._base
+    v._view_v = v._vc[0]
+    if base._requires_grad:
+        stand_in = make(v._data)
+        _record(stand_in, view_replay_p, (base,), {"steps": v._view_steps, "shape": base._data.shape}, None)
+        v.grad_fn, v._output_nr, v._requires_grad = stand_in.grad_fn, 0, True
+
+
+def _rebase_view(v: Tensor, r: Tensor) -> None:
+    """After ``v``'s memory was overwritten with ``r``: the base's new value is its old value with the
+    view's region replaced by ``r`` (CopySlices), and ``v`` is that region of the new base."""
+    base = v._base
+    stand_in = make(base._data)
+    _record(stand_in, copy_slices_p, (base, r), {"steps": v._view_steps, "shape": base._data.shape}, None)
+    base.grad_fn, base._output_nr, base._requires_grad = stand_in.grad_fn, 0, True
+    refresh_view(v)
