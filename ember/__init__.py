@@ -26,7 +26,7 @@ from .ops.elementwise import (abs, add, allclose, bitwise_and, bitwise_not, bitw
                               log, logical_not, lt, maximum, minimum, mul, ne, neg, pow, relu, round, sigmoid,
                               sign, sin, sqrt, sub, tanh, where)
 from .ops.linalg import bmm, dot, matmul, mm, mv, outer
-from .ops.reduction import amax, argmax, argmin, max, mean, min, norm, std, sum
+from .ops.reduction import amax, amin, argmax, argmin, max, mean, min, norm, std, sum
 from .ops.shape import (broadcast_to, cat, clone, flatten, permute, reshape, squeeze, stack, t, transpose,
                         unsqueeze)
 

@@ -70,8 +70,9 @@ def _np_dtype(dtype, default=None):
     return dtype.np
 
 
-def _infer_np(data):
-    """NumPy array for nested Python data, typed the way PyTorch infers: bool < int64 < default float."""
+def _infer_np(data, float_dtype=None):
+    """NumPy array for nested Python data, typed the way PyTorch infers: bool < int64 < default float.
+    ``float_dtype``: the requested dtype when it is floating (floats go straight to it, unrounded)."""
     try:
         arr = np.array(data)
     except RuntimeError:   # tensors that require grad refuse __array__; go through tolist() below
@@ -89,7 +90,7 @@ def _infer_np(data):
         raise _bad_data_error(data)
     if k == "f":
         with np.errstate(over="ignore"):   # 1e40 -> inf in float32, silently as PyTorch
-            return arr.astype(D._default_float.np, copy=False)
+            return arr.astype(float_dtype or D._default_float.np, copy=False)
     if k == "u" and arr.dtype.itemsize == 8:
         raise ValueError("Overflow when unpacking long long")
     if k in "iu":
@@ -159,7 +160,7 @@ def tensor(data, dtype: D.dtype | None = None, device=None, requires_grad: bool 
     elif isinstance(data, (str, bytes)):
         raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
     else:
-        arr = _infer_np(data)
+        arr = _infer_np(data, dtype.np if dtype is not None and dtype.is_floating_point else None)
     if dtype is not None:
         arr = arr.astype(_np_dtype(dtype), copy=False)
     return _finish(arr, requires_grad, device)

@@ -97,6 +97,14 @@ def sum(x, dim=None, keepdim=False):
     return np.sum(x, axis=dim, keepdims=keepdim)
 
 
+def amax(x, dim=None, keepdim=False):
+    return np.max(x, axis=dim, keepdims=keepdim)
+
+
+def amin(x, dim=None, keepdim=False):
+    return np.min(x, axis=dim, keepdims=keepdim)
+
+
 def mean(x, dim=None, keepdim=False):
     return np.mean(x, axis=dim, keepdims=keepdim)
 

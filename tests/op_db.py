@@ -368,6 +368,11 @@ OP_DB = [
     OpInfo("min_dim", lambda m, a, dim, keepdim=False: a.min(dim, keepdim),
            [(((3, 4),), {"dim": 1}), (((3, 4),), {"dim": -2, "keepdim": True}), (((2, 3, 4),), {"dim": 0}),
             (((),), {"dim": -1, "keepdim": True})], "distinct", dtypes=ALL),
+    OpInfo("amax", lambda m, a, **kw: m.amax(a, **kw),
+           [(((3, 4),), {"dim": 1}), (((3, 4),), {}), (((2, 3, 4),), {"dim": (0, 2), "keepdim": True}),
+            (((),), {})], "distinct", dtypes=ALL),
+    OpInfo("amin", lambda m, a, **kw: a.amin(**kw),
+           [(((3, 4),), {"dim": 0}), (((2, 3, 4),), {"dim": -1, "keepdim": True})], "distinct", dtypes=ALL),
     # --- shape ----------------------------------------------------------------------------------------
     OpInfo("reshape", lambda m, a, shape: a.reshape(shape),
            [(((3, 4),), {"shape": (4, 3)}), (((3, 4),), {"shape": (-1,)}), (((2, 3, 4),), {"shape": (6, -1)}),

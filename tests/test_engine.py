@@ -744,8 +744,6 @@ _SAVED_OPS = {"mul": "a * b", "div": "a / b", "exp": "a.exp()", "sin": "a.sin()"
               "add": "a + b", "amax": "a.amax(0)", "min": "a.min()", "add_scalar": "a + 2"}
 _SAVED_XFAIL = {
     ("rdiv", "a"): "ember's 2 / x saves x; torch computes reciprocal(x) * 2 and saves only internal values",
-    ("amax", "a"): "ember/ops/reduction.py amax saves nothing; torch's AmaxBackward0 saves self and result",
-    ("amax", "out"): "ember/ops/reduction.py amax saves nothing; torch's AmaxBackward0 saves self and result",
 }
 
 

@@ -42,6 +42,8 @@ _GRAPH = {
     "matmul": L.matmul, "zeros_like": zeros_like, "ones_like": ones_like,
     "sum": lambda x, dim=None, keepdim=False: R.sum(x, dim, keepdim),
     "mean": lambda x, dim=None, keepdim=False: R.mean(x, dim, keepdim),
+    "amax": lambda x, dim=None, keepdim=False: R.amax(x, () if dim is None else dim, keepdim),
+    "amin": lambda x, dim=None, keepdim=False: R.amin(x, () if dim is None else dim, keepdim),
     "sum_to": lambda x, shape: R.sum_to_size(x, shape),
     "expand": lambda x, shape: S.expand(x, shape),
     "reshape": lambda x, shape: S.reshape(x, shape),

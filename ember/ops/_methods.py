@@ -148,7 +148,7 @@ def bind_methods() -> None:
         "matmul": L.matmul, "mm": L.mm, "mv": L.mv, "dot": L.dot, "bmm": L.bmm, "outer": L.outer,
         # reductions
         "sum": R.sum, "mean": R.mean, "std": R.std, "norm": R.norm, "max": R.max, "min": R.min,
-        "amax": R.amax, "argmax": R.argmax, "argmin": R.argmin, "sum_to_size": R.sum_to_size,
+        "amax": R.amax, "amin": R.amin, "argmax": R.argmax, "argmin": R.argmin, "sum_to_size": R.sum_to_size,
         "any": _any, "all": _all,
         # shape
         "reshape": S.reshape, "view": S.view, "view_as": _view_as, "reshape_as": _reshape_as,

@@ -62,17 +62,24 @@ norm_p = defprim("norm", "LinalgVectorNormBackward0",
                  saves=(0,), saves_out=True)
 
 
-def _even_share(xp, g, a, out):
-    # max()/min() over everything: ties share the gradient evenly, as in PyTorch. (g * mask first:
-    # on Tensors a bool mask divided by its count would be float32, whatever g's dtype.)
-    mask = a == out
-    return g * mask / xp.sum(mask)
+def _even_share(xp, g, a, out, dims, kshape):
+    # amax/amin (and max()/min() over everything): ties share the gradient evenly, as in PyTorch.
+    # (g * mask first: on Tensors a bool mask divided by its count would be float32, whatever g is.)
+    mask = a == xp.reshape(out, kshape)
+    return xp.reshape(g, kshape) * mask / xp.sum(mask, dims, True)
 
 
-amax_all_p = defprim("max", "MaxBackward1", lambda xp, a, fn: fn(a),
-                     vjp=lambda xp, g, out, a, fn: _even_share(xp, g, a, out),
-                     jvp=lambda xp, t, out, a, fn: xp.sum(_even_share(xp, t, a, out)),
-                     saves=(0,), saves_out=True)
+def _amax_rules(name, node_name, forward):
+    return defprim(name, node_name, forward,
+                   vjp=lambda xp, g, out, a, dims, keepdim, kshape: _even_share(xp, g, a, out, dims, kshape),
+                   jvp=lambda xp, t, out, a, dims, keepdim, kshape: xp.sum(
+                       t * (a == xp.reshape(out, kshape)) / xp.sum(a == xp.reshape(out, kshape), dims, True),
+                       dims, keepdim),
+                   saves=(0,), saves_out=True)
+
+
+amax_p = _amax_rules("amax", "AmaxBackward0", lambda xp, a, dims, keepdim, kshape: xp.amax(a, dims, keepdim))
+amin_p = _amax_rules("amin", "AminBackward0", lambda xp, a, dims, keepdim, kshape: xp.amin(a, dims, keepdim))
 
 take_along_dim_p = defprim(
     "take_along_dim", "TakeAlongDimBackward0",
@@ -167,7 +174,7 @@ MaxResult = _return_type("max")
 MinResult = _return_type("min")
 
 
-def _extremum(input, dim, keepdim, other, op, np_all, np_arg):
+def _extremum(input, dim, keepdim, other, op, np_arg):
     from .elementwise import maximum, minimum
     check_tensor(input, op)
     if isinstance(dim, Tensor):
@@ -179,7 +186,9 @@ def _extremum(input, dim, keepdim, other, op, np_all, np_arg):
             raise RuntimeError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0. "
                                f"Specify the reduction dim with the 'dim' argument.")
         node = _MAX1 if op == "max" else _MIN1
-        return apply(amax_all_p, (input,), {"fn": np_all}, node)
+        nd = input._data.ndim
+        return apply(amax_p if op == "max" else amin_p, (input,),
+                     {"dims": tuple(range(nd)), "keepdim": False, "kshape": (1,) * nd}, node)
     shape, dims, kshape = _reduce_args(input, dim, keepdim, op)
     d = dims[0] if dims else 0
     if input._data.ndim and shape[d] == 0:
@@ -198,15 +207,27 @@ def _extremum(input, dim, keepdim, other, op, np_all, np_arg):
 
 
 def max(input, dim=None, keepdim=False, *, other=None):
-    return _extremum(input, dim, keepdim, other, "max", np.max, np.argmax)
+    return _extremum(input, dim, keepdim, other, "max", np.argmax)
 
 
 def min(input, dim=None, keepdim=False, *, other=None):
-    return _extremum(input, dim, keepdim, other, "min", np.min, np.argmin)
+    return _extremum(input, dim, keepdim, other, "min", np.argmin)
 
 
-def amax(input, dim=None, keepdim=False):
-    return max(input, dim, keepdim).values if dim is not None else max(input)
+def _amax(prim, op, input, dim, keepdim):
+    shape, dims, kshape = _reduce_args(input, dim if dim != () else None, keepdim, op)
+    if input._data.size == 0 and any(shape[d] == 0 for d in dims):
+        raise IndexError(f"{op}(): Expected reduction dim {dims[0]} to have non-zero size.")
+    return apply(prim, (input,), {"dims": dims, "keepdim": keepdim, "kshape": kshape})
+
+
+def amax(input, dim=(), keepdim=False):
+    """Maximum over ``dim`` (all dims by default); ties share the gradient evenly."""
+    return _amax(amax_p, "amax", input, dim, keepdim)
+
+
+def amin(input, dim=(), keepdim=False):
+    return _amax(amin_p, "amin", input, dim, keepdim)
 
 
 def argmax(input, dim=None, keepdim=False):
