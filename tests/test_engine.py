@@ -14,78 +14,12 @@ import numpy as np
 import pytest
 
 import ember
-
-torch = pytest.importorskip("torch")
+from parity import assert_same as _assert_same, raises_same, run as _run, same, torch
 
 LIBS = (torch, ember)
 
 
-# ----- comparison helpers ---------------------------------------------------------------------
-
-def _is_tensor(x):
-    return isinstance(x, (torch.Tensor, ember.Tensor))
-
-
-def _norm(x):
-    """A library-independent description of a result."""
-    if _is_tensor(x):
-        return ("T", str(x.dtype), tuple(x.shape), x.detach().numpy().copy())
-    if isinstance(x, (tuple, list)):
-        return (type(x).__name__, tuple(_norm(v) for v in x))
-    if isinstance(x, dict):
-        return ("dict", tuple((k, _norm(v)) for k, v in x.items()))
-    if isinstance(x, (torch.dtype, ember.dtype)):
-        return ("dtype", str(x))
-    if isinstance(x, (torch.Size, ember.Size)):
-        return ("size", tuple(x))
-    return x
-
-
-def _run(fn, lib):
-    try:
-        return ("ok", _norm(fn(lib)))
-    except Exception as e:  # noqa: BLE001 - compared below
-        return ("err", type(e), str(e))
-
-
-def _assert_same(a, b, path="result", rtol=1e-5, atol=1e-6):
-    if isinstance(a, tuple) and a and a[0] == "T":
-        assert isinstance(b, tuple) and b and b[0] == "T", f"{path}: torch gave a tensor, ember {b!r}"
-        assert a[1] == b[1], f"{path}: dtype {a[1]} (torch) != {b[1]} (ember)"
-        assert a[2] == b[2], f"{path}: shape {a[2]} (torch) != {b[2]} (ember)"
-        np.testing.assert_allclose(b[3].astype(np.float64) if b[3].dtype != bool else b[3],
-                                   a[3].astype(np.float64) if a[3].dtype != bool else a[3],
-                                   rtol=rtol, atol=atol, err_msg=path, equal_nan=True)
-        return
-    if isinstance(a, tuple):
-        assert isinstance(b, tuple) and len(a) == len(b), f"{path}: {a!r} (torch) != {b!r} (ember)"
-        for i, (u, v) in enumerate(zip(a, b)):
-            _assert_same(u, v, f"{path}[{i}]", rtol, atol)
-        return
-    if isinstance(a, float) and isinstance(b, float):
-        assert b == pytest.approx(a, rel=rtol, abs=atol, nan_ok=True), f"{path}: {a} (torch) != {b} (ember)"
-        return
-    assert type(a) is type(b) and a == b, f"{path}: {a!r} (torch) != {b!r} (ember)"
-
-
-def same(fn, *, msg=None, rtol=1e-5, atol=1e-6):
-    """Run ``fn`` with torch and with ember; both results (or both exceptions) must agree."""
-    rt, re_ = _run(fn, torch), _run(fn, ember)
-    if rt[0] == "err" or re_[0] == "err":
-        assert rt[0] == re_[0] == "err", f"torch: {rt[:3]!r}\nember: {re_[:3]!r}"
-        assert re_[1] is rt[1], f"exception type: torch {rt[1].__name__}, ember {re_[1].__name__}: {re_[2]}"
-        if msg is not None:
-            assert msg in rt[2], f"(test bug) torch message lacks {msg!r}: {rt[2]}"
-            assert msg in re_[2], f"ember message lacks {msg!r}: {re_[2]}"
-        return rt
-    _assert_same(rt[1], re_[1], rtol=rtol, atol=atol)
-    return rt
-
-
-def raises_same(fn, msg=None):
-    r = same(fn, msg=msg)
-    assert r[0] == "err", f"expected an exception, torch returned {r[1]!r}"
-
+# ----- comparison helpers: tests/parity.py --------------------------------------------------
 
 def ver(t):
     """The version counter's value (torch: ``t._version``, an int)."""

@@ -10,75 +10,10 @@ import numpy as np
 import pytest
 
 import ember
-
-torch = pytest.importorskip("torch")
-
-
-# ----- comparison helpers ---------------------------------------------------------------------
-
-def _is_tensor(x):
-    return isinstance(x, (torch.Tensor, ember.Tensor))
+from parity import assert_same as _assert_same, raises_same, run as _run, same, torch
 
 
-def _norm(x):
-    if _is_tensor(x):
-        return ("T", str(x.dtype), tuple(x.shape), x.detach().numpy().copy())
-    if isinstance(x, (torch.Size, ember.Size)):
-        return ("size", tuple(x))
-    if isinstance(x, (tuple, list)):
-        return (type(x).__name__, tuple(_norm(v) for v in x))
-    if isinstance(x, (torch.dtype, ember.dtype)):
-        return ("dtype", str(x))
-    if isinstance(x, np.ndarray):
-        return ("nd", str(x.dtype), x.shape, x.copy())
-    return x
-
-
-def _run(fn, lib):
-    try:
-        return ("ok", _norm(fn(lib)))
-    except Exception as e:  # noqa: BLE001 - compared below
-        return ("err", type(e), str(e))
-
-
-def _assert_same(a, b, path="result"):
-    if isinstance(a, tuple) and a and a[0] in ("T", "nd"):
-        assert isinstance(b, tuple) and b and b[0] == a[0], f"{path}: torch {a!r}, ember {b!r}"
-        assert a[1] == b[1], f"{path}: dtype {a[1]} (torch) != {b[1]} (ember)"
-        assert a[2] == b[2], f"{path}: shape {a[2]} (torch) != {b[2]} (ember)"
-        np.testing.assert_allclose(b[3].astype(np.float64), a[3].astype(np.float64), rtol=1e-5, atol=1e-6,
-                                   err_msg=path, equal_nan=True)
-        return
-    if isinstance(a, tuple):
-        assert isinstance(b, tuple) and len(a) == len(b), f"{path}: {a!r} (torch) != {b!r} (ember)"
-        for i, (u, v) in enumerate(zip(a, b)):
-            _assert_same(u, v, f"{path}[{i}]")
-        return
-    if isinstance(a, float) and isinstance(b, float):
-        assert b == pytest.approx(a, rel=1e-6, nan_ok=True), f"{path}: {a} (torch) != {b} (ember)"
-        return
-    assert type(a) is type(b) and a == b, f"{path}: {a!r} (torch) != {b!r} (ember)"
-
-
-def same(fn, *, msg=None, exact_msg=False):
-    rt, re_ = _run(fn, torch), _run(fn, ember)
-    if rt[0] == "err" or re_[0] == "err":
-        assert rt[0] == re_[0] == "err", f"torch: {rt[:3]!r}\nember: {re_[:3]!r}"
-        assert re_[1] is rt[1], f"exception type: torch {rt[1].__name__}, ember {re_[1].__name__}: {re_[2]}"
-        if msg is not None:
-            assert msg in rt[2], f"(test bug) torch message lacks {msg!r}: {rt[2]}"
-            assert msg in re_[2], f"ember message lacks {msg!r}: {re_[2]}"
-        if exact_msg:
-            assert re_[2] == rt[2]
-        return rt
-    _assert_same(rt[1], re_[1])
-    return rt
-
-
-def raises_same(fn, msg=None, exact_msg=False):
-    r = same(fn, msg=msg, exact_msg=exact_msg)
-    assert r[0] == "err", f"expected an exception, torch returned {r[1]!r}"
-
+# ----- comparison helpers: tests/parity.py --------------------------------------------------
 
 def warns_same(fn, category=UserWarning):
     """Both libraries emit a warning of ``category`` (or both none); results are compared too."""
