@@ -32,13 +32,14 @@ class Node:
 
     num_outputs = 1
     _hooks = _pre_hooks = _tensor_hooks = _retained = _metadata = None
+    _qualified_name = None   # name() of the nodes PyTorch implements in C++ namespaces
 
     def __init__(self, next_functions: tuple = ()):
         self.next_functions = next_functions
         self._seq = next(_seq)
 
     def name(self) -> str:
-        return type(self).__name__
+        return self._qualified_name or type(self).__name__
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} object at {hex(id(self))}>"
@@ -92,6 +93,7 @@ class AccumulateGrad(Node):
     """The node at a leaf that requires grad: adds incoming gradients into ``variable.grad``."""
 
     __slots__ = ("variable",)
+    _qualified_name = "torch::autograd::AccumulateGrad"
 
     def __init__(self, variable):
         super().__init__(())
@@ -129,7 +131,10 @@ def node_class(name: str, base: type) -> type:
     """A Node subclass named as PyTorch names the op's backward (``MulBackward0``), made once."""
     cls = _node_classes.get(name)
     if cls is None:
-        cls = _node_classes[name] = type(name, (base,), {"__slots__": ()})
+        attrs = {"__slots__": ()}
+        if name in ("CopySlices", "CopyBackwards"):
+            attrs["_qualified_name"] = "torch::autograd::" + name
+        cls = _node_classes[name] = type(name, (base,), attrs)
     return cls
 
 

@@ -320,6 +320,9 @@ def _forward_error(prim, args, e) -> Exception:
 
 def check_inplace(self: Tensor, recording: bool) -> None:
     """The errors PyTorch raises before an in-place op that autograd could not record correctly."""
+    if not self._data.flags.writeable:
+        raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a "
+                           "single memory location. Please clone() the tensor before performing the operation.")
     if not recording:
         return
     if self.grad_fn is None and self._requires_grad:
