@@ -62,7 +62,3 @@ def check_device(d) -> device:
 NAMESPACES = {t: _numpy_ns for t in (np.ndarray, np.float16, np.float32, np.float64, np.int8, np.int16,
                                      np.int32, np.int64, np.uint8, np.bool_)}
 
-
-def raw_namespace(array):
-    """The raw namespace for an array's device (NumPy arrays live on 'cpu')."""
-    return NAMESPACES[type(array)]
