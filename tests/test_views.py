@@ -144,3 +144,60 @@ def test_backward_from_a_stale_view_root():
         w.backward(lib.tensor([1.0, 10.0]))
         return x.grad
     check(f)
+
+
+def test_inplace_through_a_0d_view_of_a_1d_tensor():
+    # x[1] must be a view (NumPy would hand back a scalar copy): values and gradients go through it.
+    def f(lib):
+        a = lib.ones(3, requires_grad=True)
+        x = a * 1
+        x[1].mul_(5)
+        x.sum().backward()
+        z = lib.zeros(3)
+        z[0].add_(1)
+        return x, a.grad, z
+    check(f)
+
+
+def test_view_of_view_after_base_modified():
+    def f(lib):
+        a = lib.arange(4.0).requires_grad_()
+        x = a.clone()
+        w = x[1:3][0]
+        x.mul_(2)
+        (w * 3).backward()
+        return w.detach(), a.grad
+    check(f)
+
+
+def test_retain_grad_follows_an_inplace_op():
+    def f(lib):
+        a = lib.ones(3, requires_grad=True)
+        y = a * 2
+        y.retain_grad()
+        y.mul_(3)
+        y.sum().backward()
+        return y.grad, a.grad
+    check(f)
+
+
+def test_reshape_that_copies_is_not_a_view():
+    def f(lib):
+        a = lib.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+        x = a * 1
+        y = x.t().reshape(4)
+        y.mul_(2)
+        return x, y, lib.autograd.grad((x * x).sum() + y.sum(), a)[0]
+    check(f)
+
+
+@pytest.mark.parametrize("case", ["pow_zero_exponent", "std_of_constant"])
+def test_gradients_at_degenerate_points(case):
+    def f(lib):
+        a = lib.tensor([0.0, 2.0], requires_grad=True)
+        if case == "pow_zero_exponent":
+            y = a ** lib.tensor([0.0, 1.0])
+        else:
+            y = (a * 0 + 1).std()
+        return lib.autograd.grad(y.sum(), a)[0]
+    check(f)

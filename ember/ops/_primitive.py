@@ -17,6 +17,7 @@ gradient back to its input's dtype. A rule returning ``None`` means a zero gradi
 from __future__ import annotations
 
 import types
+import weakref
 
 import numpy as np
 
@@ -192,7 +193,7 @@ def apply(prim: Primitive, args: tuple, params: dict = _EMPTY, node_cls=None, dt
     t._output_nr = 0
     t._meta = None
     t._fw_grad = None
-    if prim.is_view and out.base is not None:
+    if prim.is_view and np.may_share_memory(out, datas[0]):   # reshape may have had to copy
         base = args[0]
         t._vc = base._vc
         t._view_v = base._vc[0]
@@ -357,6 +358,7 @@ def apply_inplace(prim: Primitive, self: Tensor, others: tuple, params: dict = _
                            f"{list(r._data.shape)}")
     np.copyto(self._data, r._data, casting="unsafe")
     self._vc[0] += 1
+    old_fn, old_nr = self.grad_fn, self._output_nr
     if recording and is_view:
         _rebase_view(self, r)
     elif r.grad_fn is not None:
@@ -368,6 +370,12 @@ def apply_inplace(prim: Primitive, self: Tensor, others: tuple, params: dict = _
             # the saved output is r's own copy; a later write to self still invalidates it
             node._out_vc = self._vc
             node._out_v = self._vc[0]
+    m = self._meta
+    if m is not None and m.retains_grad and self.grad_fn is not old_fn:
+        # retain_grad() follows the tensor to its new history, as in PyTorch.
+        if old_fn is not None and old_fn._retained:
+            old_fn._retained.pop(old_nr, None)
+        self.grad_fn._retain_grad(self._output_nr, weakref.ref(self))
     if r._fw_grad is not None:
         self._fw_grad = r._fw_grad
     return self

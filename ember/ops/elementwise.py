@@ -69,9 +69,10 @@ def _pow_exponent_grad(xp, g, out, a, b):
     return g * xp.where((a == 0) & (b >= 0), 0.0, out * xp.log(a))
 
 
+# d/da a**b = b * a**(b-1), taken as 0 where b == 0 (no 0 * inf at a == 0), as PyTorch.
 pow_tensor_p = defprim("pow", "PowBackward1", lambda xp, a, b: xp.pow(a, b),
-                     vjp=(lambda xp, g, out, a, b: g * b * xp.pow(a, b - 1), _pow_exponent_grad),
-                     jvp=(lambda xp, t, out, a, b: t * b * xp.pow(a, b - 1), _pow_exponent_grad),
+                     vjp=(lambda xp, g, out, a, b: g * b * xp.pow(a, xp.where(b == 0, 1.0, b) - 1), _pow_exponent_grad),
+                     jvp=(lambda xp, t, out, a, b: t * b * xp.pow(a, xp.where(b == 0, 1.0, b) - 1), _pow_exponent_grad),
                      saves=(0, 1), saves_out=True)
 
 

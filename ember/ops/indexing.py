@@ -109,6 +109,9 @@ def _convert_index(index, shape):
             raise IndexError(f"only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables "
                              f"are valid indices (got {type(ix).__name__})")
     name = "IndexBackward0" if not basic else _NAMES.get(last, "AliasBackward0")
+    if basic and Ellipsis not in out:
+        # x[1] on a 1-d array gives NumPy a scalar (a copy); x[1, ...] gives a 0-d view, as PyTorch.
+        out.append(Ellipsis)
     return tuple(out), basic, name
 
 

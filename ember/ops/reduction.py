@@ -38,7 +38,8 @@ def _std_forward(xp, a, dims, keepdim, kshape, shape, n, correction):
 
 def _std_vjp(xp, g, out, a, dims, keepdim, kshape, shape, n, correction):
     centered = a - xp.mean(a, dims, True)
-    return centered * (xp.reshape(g, kshape) / (xp.reshape(out, kshape) * (n - correction)))
+    # a constant input has std 0: PyTorch takes the gradient there as 0
+    return centered * _safe_div(xp, xp.reshape(g, kshape), xp.reshape(out, kshape) * (n - correction))
 
 
 def _std_jvp(xp, t, out, a, dims, keepdim, kshape, shape, n, correction):
