@@ -25,9 +25,17 @@ def _wrap(g, create_graph):
     return g if create_graph else make(g)
 
 
-def _unwrap(t, create_graph):
+def _unwrap(t, create_graph, like=None, hook=None):
+    """A hook's returned tensor as a gradient; like PyTorch, it may not change the size or dtype."""
     if not isinstance(t, Tensor):
         raise TypeError(f"hooks must return a Tensor or None, got {type(t).__name__}")
+    if like is not None:
+        ref = like._data if create_graph else like
+        if t._data.shape != ref.shape or t._data.dtype != ref.dtype:
+            name = getattr(hook, "__name__", "hook")
+            raise RuntimeError(f"hook '{name}' has changed the size or type of value: expected shape "
+                               f"{list(ref.shape)} and dtype {ref.dtype}, got shape {list(t._data.shape)} "
+                               f"and dtype {t._data.dtype}")
     return t if create_graph else t._data
 
 
@@ -106,7 +114,7 @@ def _leaf_hooks(t: Tensor, g, create_graph: bool):
         for fn in list(m.hooks.values()):
             r = fn(_wrap(g, create_graph))
             if r is not None:
-                g = _unwrap(r, create_graph)
+                g = _unwrap(r, create_graph, g, fn)
     return g
 
 
@@ -114,10 +122,10 @@ def _accumulate_leaf(t: Tensor, g, create_graph: bool) -> None:
     m = t._get_meta()
     if m.grad is None:
         if create_graph:
-            m.grad = g
+            m.grad = g.clone()   # its own memory: g may be shared with other leaves or a broadcast view
         else:
             m.grad = make(np.array(g, dtype=t._data.dtype, copy=True))
-    elif create_graph or _gm._state.enabled:
+    elif create_graph:
         m.grad = m.grad + (g if create_graph else make(g))
     else:
         gd = m.grad._data
@@ -130,7 +138,7 @@ def _accumulate_leaf(t: Tensor, g, create_graph: bool) -> None:
 
 def _store_retained(t: Tensor, g, create_graph: bool) -> None:
     m = t._get_meta()
-    gt = g if create_graph else make(np.array(g, copy=True))
+    gt = g.clone() if create_graph else make(np.array(g, copy=True))
     m.grad = gt if m.grad is None else m.grad + gt
 
 
@@ -200,7 +208,7 @@ def _run_node(node, grads, create_graph, needed, target_nodes, captured, accumul
                 for fn in list(hooks.values()):
                     r = fn(_wrap(grads[nr], create_graph))
                     if r is not None:
-                        grads[nr] = _unwrap(r, create_graph)
+                        grads[nr] = _unwrap(r, create_graph, grads[nr], fn)
     if node._retained:
         for nr, ref in node._retained.items():
             t = ref()

@@ -352,6 +352,7 @@ def apply_inplace(prim: Primitive, self: Tensor, others: tuple, params: dict = _
         # The rule needs self's value from before the write: save a snapshot with self's history.
         src = make(self._data.copy())
         src.grad_fn, src._output_nr, src._requires_grad = self.grad_fn, self._output_nr, self._requires_grad
+        src._fw_grad = self._fw_grad
     r = apply(prim, (src,) + tuple(others), params, node_cls, dtype)
     if r._data.shape != self._data.shape:
         raise RuntimeError(f"output with shape {list(self._data.shape)} doesn't match the broadcast shape "

@@ -108,6 +108,8 @@ select_along_p = defprim(
 
 def _reduce_args(input, dim, keepdim, op):
     check_tensor(input, op)
+    if isinstance(dim, (list, tuple)) and len(dim) == 0:
+        dim = None   # PyTorch: an empty dim list reduces over every dim
     shape = input._data.shape
     dims = normalize_dims(dim, input._data.ndim, op) if input._data.ndim else ()
     return shape, dims, reduced_shape(shape, dims)

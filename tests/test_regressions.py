@@ -1,0 +1,52 @@
+"""Regressions found in review, each compared with real PyTorch."""
+import warnings
+
+import pytest
+
+import ember
+from parity import raises_same, same
+
+torch = pytest.importorskip("torch")
+
+
+def test_create_graph_leaf_grads_own_their_memory():
+    def f(lib):
+        a = lib.ones(3, requires_grad=True)
+        b = lib.ones(3, requires_grad=True)
+        v = lib.ones(3)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            (a + b).backward(v, create_graph=True)
+            a.grad.add_(1)
+            c = lib.ones(3, requires_grad=True)
+            c.sum().backward(create_graph=True)
+            c.sum().backward()
+            g = c.grad.detach().clone()
+            c.grad.zero_()
+        return a.grad, b.grad, v, g, c.grad
+    same(f)
+
+
+def test_hook_may_not_change_the_gradient_shape():
+    def f(lib):
+        a = lib.ones(3, requires_grad=True)
+        a.register_hook(lambda g: lib.ones(2))
+        a.sum().backward()
+    raises_same(f)
+
+
+def test_sum_over_an_empty_dim_list_reduces_everything():
+    same(lambda lib: (lib.ones(2, 3).sum(dim=[]), lib.ones(2, 3).mean(dim=())))
+
+
+def test_inplace_keeps_the_forward_tangent_of_self():
+    import torch.autograd.forward_ad as tfa
+    import ember.autograd.forward_ad as efa
+    out = []
+    for lib, fa in ((torch, tfa), (ember, efa)):
+        p = lib.ones(2, requires_grad=True)
+        with fa.dual_level():
+            y = fa.make_dual(p, lib.ones(2)) * 1
+            y.mul_(3)
+            out.append(fa.unpack_dual(y).tangent.tolist())
+    assert out[0] == out[1]
