@@ -85,6 +85,7 @@ class Tensor:
     # _view_steps/_view_v are set only on views (``_base`` not None): the view ops that lead from the
     # base to this view, and the version at which this view's grad_fn was last made from the base's.
     __slots__ = ("_data", "_requires_grad", "grad_fn", "_output_nr", "_vc", "_base", "_view_steps", "_view_v",
+                 "_view_nograd",
                  "_meta",
                  "_fw_grad", "__weakref__", "__dict__")
 

@@ -50,3 +50,15 @@ def test_inplace_keeps_the_forward_tangent_of_self():
             y.mul_(3)
             out.append(fa.unpack_dual(y).tangent.tolist())
     assert out[0] == out[1]
+
+
+def test_inplace_on_a_view_made_under_no_grad_raises():
+    def f(lib):
+        a = lib.ones(3, requires_grad=True)
+        x = a * 1
+        with lib.no_grad():
+            v = x[:2]
+        v.mul_(3)
+        x.sum().backward()
+        return a.grad
+    raises_same(f)

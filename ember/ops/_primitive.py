@@ -200,9 +200,11 @@ def apply(prim: Primitive, args: tuple, params: dict = _EMPTY, node_cls=None, dt
         if base._base is None:
             t._base = base
             t._view_steps = ((prim, params),)
+            t._view_nograd = not _state.enabled and base._requires_grad
         else:
             t._base = base._base
             t._view_steps = base._view_steps + ((prim, params),)
+            t._view_nograd = base._view_nograd or (not _state.enabled and base._requires_grad)
     else:
         t._vc = [0]
         t._base = None
@@ -324,6 +326,13 @@ def check_inplace(self: Tensor, recording: bool) -> None:
     if not self._data.flags.writeable:
         raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a "
                            "single memory location. Please clone() the tensor before performing the operation.")
+    if self._base is not None and self._view_nograd and _state.enabled:
+        # the view's history was never recorded, so the write could not reach the base's gradient
+        raise RuntimeError("A view was created in no_grad mode and is being modified inplace with grad mode "
+                           "enabled. Given that this use case is ambiguous and error-prone, it is forbidden. You "
+                           "can clarify your code by moving both the view and the inplace either both inside the "
+                           "no_grad block (if you don't want the inplace to be tracked) or both outside (if you "
+                           "want the inplace to be tracked).")
     if not recording:
         return
     if self.grad_fn is None and self._requires_grad:
