@@ -280,23 +280,25 @@ _OPERANDS = {
 _TENSORS = [k for k in _OPERANDS if not k.startswith("py")]
 
 
+def _pair_results(lib, a, op, values):
+    """``a op b`` and ``b op a`` for every operand kind b: dtype (and shape and values) or the exception type."""
+    out = []
+    for b in _OPERANDS:
+        for lhs, rhs in ((a, b), (b, a)):
+            x, y = _OPERANDS[lhs](lib), _OPERANDS[rhs](lib)
+            try:
+                r = eval(f"x {op} y")
+                out.append((lhs, rhs, str(r.dtype)) + ((tuple(r.shape), r.tolist()) if values else ()))
+            except Exception as e:  # noqa: BLE001
+                out.append((lhs, rhs, type(e).__name__))
+    return out
+
+
 @pytest.mark.filterwarnings("ignore:divide by zero:RuntimeWarning", "ignore:invalid value:RuntimeWarning")
 @pytest.mark.parametrize("op", ["+", "*", "/"])
 @pytest.mark.parametrize("a", _TENSORS)
 def test_promotion_table(a, op):
-    def f(lib):
-        out = []
-        for b in _OPERANDS:
-            for lhs, rhs in ((a, b), (b, a)):
-                x, y = _OPERANDS[lhs](lib), _OPERANDS[rhs](lib)
-                try:
-                    r = eval(f"x {op} y")
-                    out.append((lhs, rhs, str(r.dtype), tuple(r.shape), r.tolist()))
-                except Exception as e:  # noqa: BLE001
-                    out.append((lhs, rhs, type(e).__name__))
-        return out
-
-    rt, re_ = f(torch), f(ember)
+    rt, re_ = _pair_results(torch, a, op, True), _pair_results(ember, a, op, True)
     mismatches = [(u, v) for u, v in zip(rt, re_) if u[:3] != v[:3] or (len(u) > 3 and u[3] != v[3])]
     assert not mismatches, mismatches
     for u, v in zip(rt, re_):
@@ -305,23 +307,10 @@ def test_promotion_table(a, op):
                                        rtol=2e-3, err_msg=str(u[:2]))
 
 
-
-
 @pytest.mark.parametrize("op", ["-", "**", "//", "%"])
 @pytest.mark.parametrize("a", ["f32", "i64", "i64_0d", "bool", "f16", "i32"])
 def test_promotion_other_ops(a, op):
-    def f(lib):
-        out = []
-        for b in _OPERANDS:
-            for lhs, rhs in ((a, b), (b, a)):
-                x, y = _OPERANDS[lhs](lib), _OPERANDS[rhs](lib)
-                try:
-                    r = eval(f"x {op} y")
-                    out.append((lhs, rhs, str(r.dtype)))
-                except Exception as e:  # noqa: BLE001
-                    out.append((lhs, rhs, type(e).__name__))
-        return out
-    rt, re_ = f(torch), f(ember)
+    rt, re_ = _pair_results(torch, a, op, False), _pair_results(ember, a, op, False)
     mismatches = [(u, v) for u, v in zip(rt, re_) if u != v]
     assert not mismatches, mismatches
 
