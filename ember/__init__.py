@@ -17,10 +17,12 @@ from .autograd.grad_mode import is_grad_enabled, is_inference_mode_enabled
 from . import ops
 from .autograd import forward_ad
 from . import cuda, nn
-from ._creation import (BoolTensor, DoubleTensor, FloatTensor, Generator, HalfTensor, IntTensor, LongTensor,
-                        arange, as_tensor, default_generator, empty, empty_like, eye, from_numpy, full, full_like,
-                        initial_seed, linspace, manual_seed, ones, ones_like, rand, rand_like, randint, randn,
-                        randn_like, seed, tensor, zeros, zeros_like)
+from ._creation import (BoolTensor, DoubleTensor, FloatTensor, HalfTensor, IntTensor, LongTensor,
+                        arange, as_tensor, empty, empty_like, eye, from_numpy, full, full_like,
+                        linspace, ones, ones_like, tensor, zeros, zeros_like)
+from ._random import (Generator, bernoulli, default_generator, get_rng_state, initial_seed, manual_seed,
+                      multinomial, normal, rand, rand_like, randint, randint_like, randn, randn_like, random,
+                      randperm, seed, set_rng_state)
 from .ops.elementwise import (abs, add, allclose, bitwise_and, bitwise_not, bitwise_or, clamp, clamp_max,
                               clamp_min, cos, div, eq, floor_divide, remainder, equal, exp, ge, gt, isclose, isfinite, isinf, isnan, le,
                               log, logical_not, lt, maximum, minimum, mul, ne, neg, pow, relu, round, sigmoid,

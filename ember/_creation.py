@@ -1,4 +1,4 @@
-"""Tensor creation: tensor, zeros, ones, full, arange, linspace, eye, rand, randn, randint, *_like."""
+"""Tensor creation: tensor, zeros, ones, full, arange, linspace, eye, *_like (random ones live in _random)."""
 from __future__ import annotations
 
 import warnings
@@ -8,48 +8,9 @@ import numpy as np
 from . import _dtype as D
 from ._device import check_device
 from ._tensor import Tensor, _sizes_from_args, make
-
-
-class Generator:
-    """ember's own random generator (NumPy's PCG64); same seed, same numbers, but not PyTorch's numbers."""
-
-    def __init__(self, device="cpu"):
-        self._seed = 67280421310721
-        self._state = None  # made on first use: importing numpy.random costs ~40 ms of import time
-
-    @property
-    def _rng(self):
-        if self._state is None:
-            self._state = np.random.default_rng(self._seed)
-        return self._state
-
-    def manual_seed(self, seed: int) -> Generator:
-        self._seed = int(seed)
-        self._state = None
-        return self
-
-    def seed(self) -> int:
-        s = int(np.random.SeedSequence().entropy) % (2 ** 63)
-        self.manual_seed(s)
-        return s
-
-    def initial_seed(self) -> int:
-        return self._seed
-
-
-default_generator = Generator()
-
-
-def manual_seed(seed: int) -> Generator:
-    return default_generator.manual_seed(seed)
-
-
-def seed() -> int:
-    return default_generator.seed()
-
-
-def initial_seed() -> int:
-    return default_generator.initial_seed()
+# The generator and the random creation functions (PyTorch's exact stream) live in _random.
+from ._random import (Generator, default_generator, initial_seed, manual_seed, rand, rand_like,  # noqa: F401
+                      randint, randn, randn_like, seed)
 
 
 def _finish(data: np.ndarray, requires_grad: bool, device) -> Tensor:
@@ -222,14 +183,6 @@ def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False
     return _finish(np.full(input._data.shape, fill_value, dtype=npd), requires_grad, device)
 
 
-def rand_like(input, *, dtype=None, device=None, requires_grad=False) -> Tensor:
-    return rand(input._data.shape, dtype=dtype or input.dtype, requires_grad=requires_grad)
-
-
-def randn_like(input, *, dtype=None, device=None, requires_grad=False) -> Tensor:
-    return randn(input._data.shape, dtype=dtype or input.dtype, requires_grad=requires_grad)
-
-
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False) -> Tensor:
     if end is None:
         start, end = 0, start
@@ -255,37 +208,6 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False)
 
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False) -> Tensor:
     return _finish(np.eye(n, m, dtype=_np_dtype(dtype, D._default_float.np)), requires_grad, device)
-
-
-def _random(sample, kernel):
-    def fn(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None):
-        shape = _sizes_from_args(size)
-        npd = _np_dtype(dtype, D._default_float.np)
-        if npd.kind != "f":
-            from .autograd.graph import type_name_of
-            raise NotImplementedError(f'"{kernel}" not implemented for \'{type_name_of(npd)}\'')
-        rng = (generator or default_generator)._rng
-        return _finish(sample(rng, shape).astype(npd, copy=False), requires_grad, device)
-    return fn
-
-
-rand = _random(lambda rng, shape: rng.random(shape), "check_uniform_bounds")
-randn = _random(lambda rng, shape: rng.standard_normal(shape), "normal_kernel_cpu")
-rand.__name__, randn.__name__ = "rand", "randn"
-
-
-def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
-    if size is None:
-        if high is None or not isinstance(high, (tuple, list)):
-            raise TypeError("randint() missing required argument 'size'")
-        low, high, size = 0, low, high
-    elif high is None:
-        low, high = 0, low
-    if low >= high:
-        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
-    rng = (generator or default_generator)._rng
-    data = rng.integers(low, high, size=_sizes_from_args((tuple(size),)))
-    return _finish(data.astype(_np_dtype(dtype, np.int64)), requires_grad, device)
 
 
 def _legacy(dtype):
