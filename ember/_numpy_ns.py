@@ -8,10 +8,16 @@ the same names (a test checks it). A CuPy namespace for 'cuda' will mirror this 
 from __future__ import annotations
 
 import sys as _sys
+import warnings as _warnings
 
 import numpy as np
 
 from ._index import view_of as _view_of
+
+# NumPy reports floating-point exceptions (overflow, 0/0, log(0)) as RuntimeWarnings; PyTorch is silent.
+# Ignoring the ones raised from ember's own code costs nothing per op (an np.errstate per op would cost
+# about 0.4 us) and leaves the user's own NumPy warnings alone.
+_warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"ember(\.|$)")
 
 _this = _sys.modules[__name__]  # view_replay hands this namespace to the recorded view ops
 
@@ -20,7 +26,6 @@ sin = np.sin
 cos = np.cos
 tanh = np.tanh
 abs = np.abs
-sign = np.sign
 maximum = np.maximum
 minimum = np.minimum
 matmul = np.matmul
@@ -59,8 +64,18 @@ def remainder(x, y):
         return np.where((r != 0) & ((r < 0) != (np.asarray(y) < 0)), r + y, r)
 
 
+# PyTorch computes these scalar exponents of float tensors with dedicated kernels, which differ from
+# pow() at signed zeros and infinities (rsqrt(-0.) is -inf, sqrt(-inf) is nan).
+_POW_SPECIAL = {0.5: np.sqrt, -0.5: lambda x: 1 / np.sqrt(x), 2: lambda x: x * x, 3: lambda x: x * x * x,
+                -1: lambda x: 1 / x, -2: lambda x: 1 / (x * x)}
+
+
 def pow(x, y):
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        if type(y) is not np.ndarray and type(x) is np.ndarray and x.dtype.kind == "f":
+            special = _POW_SPECIAL.get(y)
+            if special is not None and type(y) is not bool:
+                return special(x)
         if type(y) is np.ndarray and y.dtype.kind in "iu" and np.asarray(x).dtype.kind in "iu" and (y < 0).any():
             # PyTorch's integer pow: a negative exponent gives 0, except for the bases 1 and -1.
             r = np.power(x, np.where(y < 0, 0, y))
@@ -72,9 +87,20 @@ def pow(x, y):
         return r
 
 
+def sign(x):
+    r = np.sign(x)
+    if r.dtype.kind == "f":
+        r = np.where(r != r, r.dtype.type(0), r)   # PyTorch: sign(nan) is 0
+    return r
+
+
 def sigmoid(x):
-    # The tanh form never overflows (1 / (1 + exp(-x)) does, with a warning, for x << 0).
-    return np.tanh(x * 0.5) * 0.5 + 0.5
+    # PyTorch's form: exact in the negative tail (exp(-x) keeps its relative precision) until
+    # exp(-x) overflows to inf, where the result is 0 as in PyTorch. float16 computes in float32.
+    if x.dtype == np.float16:
+        return sigmoid(x.astype(np.float32)).astype(np.float16)
+    with np.errstate(over="ignore"):
+        return 1 / (1 + np.exp(-x))
 
 
 def relu(x):
@@ -106,7 +132,43 @@ def amin(x, dim=None, keepdim=False):
 
 
 def mean(x, dim=None, keepdim=False):
+    if x.size == 0:   # nan, silently (np.mean warns from inside NumPy)
+        with np.errstate(invalid="ignore"):
+            return np.sum(x, axis=dim, keepdims=keepdim) / x.dtype.type(0)
     return np.mean(x, axis=dim, keepdims=keepdim)
+
+
+def _var64(x, dim, correction, keepdim):
+    # PyTorch's CPU reductions accumulate float16/32 in float64: no overflow of the squares at 1e20,
+    # no underflow at 1e-25. A divisor <= 0 gives inf or nan, as PyTorch (which also warns).
+    w = x.astype(np.float64)
+    count = 1
+    for d in dim:
+        count *= x.shape[d]
+    centered = w - mean(w, dim, True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.sum(centered * centered, axis=dim, keepdims=keepdim) / np.float64(max(0, count - correction))
+
+
+def var(x, dim, correction, keepdim=False):
+    return _var64(x, dim, correction, keepdim).astype(x.dtype, copy=False)
+
+
+def std(x, dim, correction, keepdim=False):
+    return np.sqrt(_var64(x, dim, correction, keepdim)).astype(x.dtype, copy=False)
+
+
+isnan = np.isnan
+
+
+def vector_norm(x, ord, dim, keepdim=False):
+    """The ``ord``-norm over ``dim``; float16 accumulates in float32, as PyTorch's CPU kernel."""
+    w = x.astype(np.float32) if x.dtype == np.float16 else x
+    if ord == 2:
+        r = np.sqrt(np.sum(w * w, axis=dim, keepdims=keepdim))
+    else:
+        raise NotImplementedError(f"vector_norm(ord={ord})")
+    return r.astype(x.dtype, copy=False)
 
 
 def sum_to(x, shape):

@@ -7,6 +7,7 @@ Gradients flow as raw arrays in plain backward and as Tensors under ``create_gra
 from __future__ import annotations
 
 import heapq
+import threading
 
 import numpy as np
 
@@ -118,7 +119,19 @@ def _leaf_hooks(t: Tensor, g, create_graph: bool):
     return g
 
 
+_accumulate_lock = threading.Lock()
+
+
 def _accumulate_leaf(t: Tensor, g, create_graph: bool) -> None:
+    with _accumulate_lock:   # backward may run in several threads at once; NumPy's add releases the GIL
+        _accumulate(t, g, create_graph)
+    m = t._meta
+    if m.post_acc_hooks:
+        for fn in list(m.post_acc_hooks.values()):
+            fn(t)
+
+
+def _accumulate(t: Tensor, g, create_graph: bool) -> None:
     m = t._get_meta()
     if m.grad is None:
         if create_graph:
@@ -131,15 +144,13 @@ def _accumulate_leaf(t: Tensor, g, create_graph: bool) -> None:
         gd = m.grad._data
         np.add(gd, g, out=gd, casting="unsafe")
         m.grad._vc[0] += 1
-    if m.post_acc_hooks:
-        for fn in list(m.post_acc_hooks.values()):
-            fn(t)
 
 
 def _store_retained(t: Tensor, g, create_graph: bool) -> None:
-    m = t._get_meta()
     gt = g.clone() if create_graph else make(np.array(g, copy=True))
-    m.grad = gt if m.grad is None else m.grad + gt
+    with _accumulate_lock:
+        m = t._get_meta()
+        m.grad = gt if m.grad is None else m.grad + gt
 
 
 def run_backward(roots, retain_graph: bool, create_graph: bool, targets=None, accumulate=True):
@@ -168,7 +179,8 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, targets=None, ac
     heap = [(-n._seq, n) for n in set(root_nodes) if deps.get(n, 0) == 0]
     heapq.heapify(heap)
     heappop, heappush, pop_buffer = heapq.heappop, heapq.heappush, buffers.pop
-    with _gm.set_grad_enabled(create_graph):
+    # Rules compute masked-off inf/nan on purpose (PyTorch's where-formulas); NumPy must not warn.
+    with _gm.set_grad_enabled(create_graph), np.errstate(all="ignore"):
         while heap:
             node = heappop(heap)[1]
             grads = pop_buffer(node, None)

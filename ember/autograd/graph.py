@@ -119,7 +119,7 @@ def edge_of(t) -> tuple:
         t._refresh_history()   # a view whose base changed in place: rebuild its history first
     if t.grad_fn is not None:
         return (t.grad_fn, t._output_nr)
-    if t._requires_grad:
+    if t._requires_grad and not (t._base is not None and t._view_nograd):
         return (grad_accumulator(t), 0)
     return (None, 0)
 

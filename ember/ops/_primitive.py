@@ -212,7 +212,9 @@ def apply(prim: Primitive, args: tuple, params: dict = _EMPTY, node_cls=None, dt
         _record(t, prim, args, params, node_cls)
     else:
         t.grad_fn = None
-        t._requires_grad = False
+        # PyTorch: a view made under no_grad of a tensor that requires grad requires grad too (with no
+        # history: _record gives it no edge).
+        t._requires_grad = rg and prim.is_view and t._base is not None
     if fwd_state.level:
         _forward_tangent(t, prim, args, params)
     return t
@@ -227,7 +229,7 @@ def _record(t: Tensor, prim: Primitive, args: tuple, params: dict, node_cls) -> 
             fn = a.grad_fn
             if fn is not None:
                 edges.append((fn, a._output_nr))
-            elif a._requires_grad:
+            elif a._requires_grad and not (a._base is not None and a._view_nograd):
                 edges.append((grad_accumulator(a), 0))
             else:
                 edges.append(_NO_EDGE)

@@ -28,9 +28,10 @@ mul_p = defprim("mul", "MulBackward0", lambda xp, a, b: a * b,
               jvp=(lambda xp, t, out, a, b: t * b, lambda xp, t, out, a, b: a * t),
               saves=(0, 1))
 
+# d(a/b)/db = -(a/b)/b, divided twice rather than by b*b, which under- or overflows (PyTorch's order).
 div_p = defprim("div", "DivBackward0", lambda xp, a, b: xp.div(a, b),
-              vjp=(lambda xp, g, out, a, b: xp.div(g, b), lambda xp, g, out, a, b: -xp.div(g * a, b * b)),
-              jvp=(lambda xp, t, out, a, b: xp.div(t, b), lambda xp, t, out, a, b: -xp.div(t * a, b * b)),
+              vjp=(lambda xp, g, out, a, b: g / b, lambda xp, g, out, a, b: -g * ((a / b) / b)),
+              jvp=(lambda xp, t, out, a, b: t / b, lambda xp, t, out, a, b: -t * ((a / b) / b)),
               saves=(0, 1))
 
 def _not_differentiable(name):
@@ -55,7 +56,7 @@ def _pow_scalar_grad(xp, g, a, p):
     # d/da a**p = p * a**(p-1); p == 0 is special-cased so 0 * 0**-1 never makes a NaN.
     if p == 0:
         return xp.zeros_like(g)
-    return g * p * xp.pow(a, p - 1)
+    return g * (xp.pow(a, p - 1) * p)
 
 
 pow_scalar_p = defprim("pow", "PowBackward0", lambda xp, a, p: xp.pow(a, p),
@@ -64,22 +65,27 @@ pow_scalar_p = defprim("pow", "PowBackward0", lambda xp, a, p: xp.pow(a, p),
                      saves=(0,))
 
 
+# The special points are masked with where(), as PyTorch's formulas do, so that the mask is differentiated
+# too (a where() inside the power, e.g. a ** (where(b == 0, 1, b) - 1), has the wrong derivative at b == 0).
 def _pow_exponent_grad(xp, g, out, a, b):
     # d/db a**b = a**b * log(a); PyTorch defines it as 0 where a == 0 and b >= 0.
     return g * xp.where((a == 0) & (b >= 0), 0.0, out * xp.log(a))
 
 
-# d/da a**b = b * a**(b-1), taken as 0 where b == 0 (no 0 * inf at a == 0), as PyTorch.
+def _pow_base_grad(xp, g, out, a, b):
+    # d/da a**b = b * a**(b-1), taken as 0 where b == 0 (no 0 * inf at a == 0), as PyTorch.
+    return xp.where(b == 0, 0.0, g * (b * xp.pow(a, b - 1)))
+
+
 pow_tensor_p = defprim("pow", "PowBackward1", lambda xp, a, b: xp.pow(a, b),
-                     vjp=(lambda xp, g, out, a, b: g * b * xp.pow(a, xp.where(b == 0, 1.0, b) - 1), _pow_exponent_grad),
-                     jvp=(lambda xp, t, out, a, b: t * b * xp.pow(a, xp.where(b == 0, 1.0, b) - 1), _pow_exponent_grad),
+                     vjp=(_pow_base_grad, _pow_exponent_grad), jvp=(_pow_base_grad, _pow_exponent_grad),
                      saves=(0, 1), saves_out=True)
 
 
 def _rpow_grad(xp, g, out, base, b):
     if base == 0:
         return g * xp.where(b >= 0, 0.0, out * -math.inf)
-    return g * out * math.log(base)
+    return g * (out * math.log(base))
 
 
 rpow_p = defprim("pow", "PowBackward2", lambda xp, base, b: xp.pow(base, b),
@@ -123,7 +129,8 @@ sigmoid_p = defprim("sigmoid", "SigmoidBackward0", lambda xp, a: xp.sigmoid(a),
                   jvp=lambda xp, t, out, a: t * (out * (1 - out)), saves_out=True)
 
 relu_p = defprim("relu", "ReluBackward0", lambda xp, a: xp.relu(a),
-               vjp=lambda xp, g, out, a: g * (out > 0), jvp=lambda xp, t, out, a: t * (out > 0),
+               # where(out <= 0, 0, g), not g * (out > 0): the gradient passes at nan, as PyTorch's
+               vjp=lambda xp, g, out, a: xp.where(out <= 0, 0.0, g), jvp=lambda xp, t, out, a: xp.where(out <= 0, 0.0, t),
                saves_out=True)
 
 
@@ -140,21 +147,20 @@ clamp_p = defprim("clamp", "ClampBackward1", lambda xp, a, min, max: xp.clamp(a,
                 jvp=lambda xp, t, out, a, min, max: t * _clamp_mask(a, min, max), saves=(0,))
 
 
-def _max_grad(g, a, b):
-    # Where the inputs tie, each gets half the gradient (PyTorch's rule for maximum/minimum).
-    # g times the bool masks (not times a float mask): the result keeps g's dtype, even on Tensors
-    # where ``bool_mask * 0.5`` would be float32.
-    return g * (a > b) + g * (a == b) * 0.5
+def _max_grad(xp, g, a, b):
+    # The gradient of maximum(a, b) for a: none where a < b, half where they tie, all of it otherwise,
+    # so a NaN operand (no comparison holds) receives the gradient, as in PyTorch.
+    return xp.where(a < b, 0.0, xp.where(a == b, g * 0.5, g))
 
 
 maximum_p = defprim("maximum", "MaximumBackward0", lambda xp, a, b: xp.maximum(a, b),
-                  vjp=(lambda xp, g, out, a, b: _max_grad(g, a, b), lambda xp, g, out, a, b: _max_grad(g, b, a)),
-                  jvp=(lambda xp, t, out, a, b: _max_grad(t, a, b), lambda xp, t, out, a, b: _max_grad(t, b, a)),
+                  vjp=(lambda xp, g, out, a, b: _max_grad(xp, g, a, b), lambda xp, g, out, a, b: _max_grad(xp, g, b, a)),
+                  jvp=(lambda xp, t, out, a, b: _max_grad(xp, t, a, b), lambda xp, t, out, a, b: _max_grad(xp, t, b, a)),
                   saves=(0, 1))
 
 minimum_p = defprim("minimum", "MinimumBackward0", lambda xp, a, b: xp.minimum(a, b),
-                  vjp=(lambda xp, g, out, a, b: _max_grad(g, b, a), lambda xp, g, out, a, b: _max_grad(g, a, b)),
-                  jvp=(lambda xp, t, out, a, b: _max_grad(t, b, a), lambda xp, t, out, a, b: _max_grad(t, a, b)),
+                  vjp=(lambda xp, g, out, a, b: _max_grad(xp, g, b, a), lambda xp, g, out, a, b: _max_grad(xp, g, a, b)),
+                  jvp=(lambda xp, t, out, a, b: _max_grad(xp, t, b, a), lambda xp, t, out, a, b: _max_grad(xp, t, a, b)),
                   saves=(0, 1))
 
 

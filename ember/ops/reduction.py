@@ -1,6 +1,7 @@
 """Reductions: sum, mean, std, norm, max, min (and sum_to, the one place broadcasting is undone)."""
 from __future__ import annotations
 
+import warnings
 from collections import namedtuple
 
 import numpy as np
@@ -32,8 +33,7 @@ sum_to_p = defprim("sum_to", "SumToSizeBackward0", lambda xp, a, shape, ishape: 
 
 
 def _std_forward(xp, a, dims, keepdim, kshape, shape, n, correction):
-    centered = a - xp.mean(a, dims, True)
-    return xp.sqrt(xp.sum(centered * centered, dims, keepdim) / (n - correction))
+    return xp.std(a, dims, correction, keepdim)
 
 
 def _std_vjp(xp, g, out, a, dims, keepdim, kshape, shape, n, correction):
@@ -56,15 +56,31 @@ def _safe_div(xp, num, den):
 
 
 norm_p = defprim("norm", "LinalgVectorNormBackward0",
-                 lambda xp, a, dims, keepdim, kshape: xp.sqrt(xp.sum(a * a, dims, keepdim)),
+                 lambda xp, a, dims, keepdim, kshape: xp.vector_norm(a, 2, dims, keepdim),
                  vjp=lambda xp, g, out, a, dims, keepdim, kshape:
                      a * _safe_div(xp, xp.reshape(g, kshape), xp.reshape(out, kshape)),
                  jvp=lambda xp, t, out, a, dims, keepdim, kshape: _safe_div(xp, xp.sum(a * t, dims, keepdim), out),
                  saves=(0,), saves_out=True)
 
 
+def _evenly_distribute(xp, g, a, out):
+    # max()/min() over everything: ties share the gradient evenly; a NaN maximum is every NaN element's.
+    mask = xp.isnan(a) if bool(xp.isnan(out)) else a == out
+    return g * mask / xp.sum(mask)
+
+
+max_all_p = defprim("max", "MaxBackward1", lambda xp, a: xp.amax(a),
+                    vjp=lambda xp, g, out, a: _evenly_distribute(xp, g, a, out),
+                    jvp=lambda xp, t, out, a: xp.sum(_evenly_distribute(xp, t, a, out)),
+                    saves=(0,), saves_out=True)
+min_all_p = defprim("min", "MinBackward1", lambda xp, a: xp.amin(a),
+                    vjp=lambda xp, g, out, a: _evenly_distribute(xp, g, a, out),
+                    jvp=lambda xp, t, out, a: xp.sum(_evenly_distribute(xp, t, a, out)),
+                    saves=(0,), saves_out=True)
+
+
 def _even_share(xp, g, a, out, dims, kshape):
-    # amax/amin (and max()/min() over everything): ties share the gradient evenly, as in PyTorch.
+    # amax/amin: ties share the gradient evenly, as in PyTorch (a NaN maximum gives NaN gradients, as there).
     # (g * mask first: on Tensors a bool mask divided by its count would be float32, whatever g is.)
     mask = a == xp.reshape(out, kshape)
     return xp.reshape(g, kshape) * mask / xp.sum(mask, dims, True)
@@ -151,6 +167,9 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     if correction is None:
         correction = 0 if unbiased is False else 1
     n = int(np.prod([shape[d] for d in dims])) if shape else 1
+    if n - correction <= 0:
+        warnings.warn("std(): degrees of freedom is <= 0. Correction should be strictly less than the reduction "
+                      "factor (input numel divided by output numel).", UserWarning, stacklevel=2)
     return apply(std_p, (input,), {"dims": dims, "keepdim": keepdim, "kshape": kshape, "shape": shape, "n": n,
                                    "correction": correction})
 
@@ -188,10 +207,7 @@ def _extremum(input, dim, keepdim, other, op, np_arg):
         if input._data.size == 0:
             raise RuntimeError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0. "
                                f"Specify the reduction dim with the 'dim' argument.")
-        node = _MAX1 if op == "max" else _MIN1
-        nd = input._data.ndim
-        return apply(amax_p if op == "max" else amin_p, (input,),
-                     {"dims": tuple(range(nd)), "keepdim": False, "kshape": (1,) * nd}, node)
+        return apply(max_all_p if op == "max" else min_all_p, (input,))
     shape, dims, kshape = _reduce_args(input, dim, keepdim, op)
     d = dims[0] if dims else 0
     if input._data.ndim and shape[d] == 0:
@@ -255,7 +271,5 @@ from ._primitive import PrimNode as _PrimNode  # noqa: E402
 
 _SUM0 = _node_class("SumBackward0", _PrimNode)
 _MEAN0 = _node_class("MeanBackward0", _PrimNode)
-_MAX1 = _node_class("MaxBackward1", _PrimNode)
-_MIN1 = _node_class("MinBackward1", _PrimNode)
 _MAX0 = _node_class("MaxBackward0", _PrimNode)
 _MIN0 = _node_class("MinBackward0", _PrimNode)
