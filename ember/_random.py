@@ -264,12 +264,9 @@ def fork_rng(devices=None, enabled: bool = True, _caller: str = "fork_rng", _dev
 # ----- uniforms --------------------------------------------------------------------------------------
 
 def _uniform01(gen: Generator, n: int, np_dtype) -> np.ndarray:
-    """PyTorch's uniform_real_distribution(0, 1) samples in the tensor's type: float32 for float32,
-    float64 for float64, and for float16 an 11-bit float32 value (its accumulate type)."""
+    """PyTorch's uniform samples in [0, 1): float64 for float64, else float32 (float16 is sampled as float32)."""
     if np_dtype == np.float64:
         return (gen._words64(n) & _M53).astype(np.float64) * 2.0 ** -53
-    if np_dtype == np.float16:
-        return (gen._words(n) & _M11).astype(np.float32) * np.float32(2.0 ** -11)
     return (gen._words(n) & _M24).astype(np.float32) * np.float32(2.0 ** -24)
 
 
@@ -319,9 +316,10 @@ def _uniform_values(gen: Generator, n: int, np_dtype, a: float, b: float) -> np.
     if np_dtype == np.float64:
         return _fma64(x, b - a, a)
     if np_dtype == np.float16:
-        fa, fb = np.float16(a), np.float16(b)
-        span = np.float16(np.float32(fb) - np.float32(fa))
-        return _fma32(x, np.float32(span), np.float32(fa)).astype(np.float16)
+        # sampled in float32, rounded to half; a value that rounds up to `to` becomes `from`
+        fa, fb = np.float32(a), np.float32(b)
+        h = _fma32(x, fb - fa, fa).astype(np.float16)
+        return np.where(h == np.float16(b), np.float16(a), h)
     fa, fb = np.float32(a), np.float32(b)
     return _fma32(x, np.float32(fb - fa), fa)
 
@@ -434,11 +432,19 @@ def _box_muller16(u: np.ndarray, np_dtype, mean: float, std: float) -> np.ndarra
 def _normal_values(gen: Generator, n: int, np_dtype, mean: float, std: float, contiguous: bool = True):
     """n normal samples in PyTorch's order for a tensor of n elements (the path depends on n)."""
     if n >= 16 and contiguous:
-        u = _uniform01(gen, n, np_dtype)
-        if np_dtype == np.float16:
-            u = u.astype(np.float16)
         full = n // 16 * 16
         out = np.empty(n, np_dtype)
+        if np_dtype == np.float16:
+            # float16 goes through float32 blocks: 16 fresh uniforms per block, the last (partial) block
+            # computed whole and written over the last 16 elements
+            nblocks = -(-n // 16)
+            u = _uniform01(gen, nblocks * 16, np.float32).reshape(-1, 16)
+            z = _box_muller16(u, np.float32, mean, std).astype(np.float16)
+            out[:full] = z[:full // 16].reshape(-1)
+            if n % 16:
+                out[n - 16:] = z[-1]
+            return out
+        u = _uniform01(gen, n, np_dtype)
         out[:full] = _box_muller16(u[:full].reshape(-1, 16), np_dtype, mean, std).reshape(-1)
         if n % 16:
             # PyTorch redraws the last 16 uniforms and redoes them (overwriting some finished ones)
@@ -458,9 +464,9 @@ def _cast_from_double(x: np.ndarray, np_dtype) -> np.ndarray:
 # ----- integers --------------------------------------------------------------------------------------
 
 def _ints_from_to(gen: Generator, n: int, np_dtype, rng: int, base: int) -> np.ndarray:
-    """PyTorch's uniform_int_from_to: (draw % range) + from, with 64-bit draws for ranges >= 2^32
-    (for int64 and floating types)."""
-    wide = rng >= (1 << 32) and np_dtype in (np.int64, np.float64, np.float32)
+    """PyTorch's uniform_int_from_to: (draw % range) + from. PyTorch 2.13 takes 64-bit draws for ranges
+    >= 2^28 (whatever the dtype), which keeps the modulo bias small; found by probing torch."""
+    wide = rng >= (1 << 28)
     w = gen._words64(n) if wide else gen._words(n)
     v = (w % _U64(rng)) + _U64(base & 0xFFFFFFFFFFFFFFFF)   # uint64 wrap-around, as in C++
     return _int64_to(v.view(np.int64), np_dtype)
@@ -766,8 +772,9 @@ def _inplace(self: Tensor, values: np.ndarray, node_name: str, others: tuple = (
 _PRIMS: dict = {}
 
 
-def _zero(*_a, **_k):
-    return None
+def _zero(xp, g, *_a, **_k):
+    # a zero gradient (PyTorch gives zeros, not None, to the inputs of random ops); sum_to fits the shape
+    return xp.zeros_like(g)
 
 
 def _fill_prim(node_name: str, n_others: int = 0):
@@ -1048,7 +1055,8 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
         return _out(out, np.empty(shape, np.int64)) or make(np.empty(shape, np.int64))
     if probs.dtype == np.float16 and not replacement:
         raise RuntimeError("multinomial is not implemented for half on CPU")
-    if not replacement:
+    if not replacement or num_samples == 1:
+        # PyTorch's fast path, also taken for a single sample with replacement
         if not (np.all(probs < np.inf) and np.all(probs >= 0)):
             raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
         if np.any(rows.sum(axis=1) == 0):
