@@ -7,10 +7,62 @@ import numpy as np
 
 from . import _dtype as D
 from ._device import check_device
+from ._device import device as _device_type
 from ._tensor import Tensor, _sizes_from_args, make
 # The generator and the random creation functions (PyTorch's exact stream) live in _random.
 from ._random import (Generator, default_generator, initial_seed, manual_seed, rand, rand_like,  # noqa: F401
                       randint, randn, randn_like, seed)
+
+
+_NUMBER = (bool, int, float, np.bool_, np.number)
+# PyTorch takes the Python types as dtypes too: float -> float64, int -> int64, bool -> bool.
+_PY_DTYPES = {float: D.float64, int: D.int64, bool: D.bool}
+
+
+def _check_bool(value, op: str, arg: str = "requires_grad", none_ok: bool = True) -> bool:
+    """A bool argument; a truthy string such as 'no' must not pass for True."""
+    if value is None and none_ok:
+        return False
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{op}(): argument '{arg}' must be bool, not {type(value).__name__}")
+    return bool(value)
+
+
+def _check_dtype(dtype, op: str, default: D.dtype | None = None) -> D.dtype | None:
+    if dtype is None:
+        return default
+    if isinstance(dtype, D.dtype):
+        return dtype
+    if isinstance(dtype, type) and dtype in _PY_DTYPES:
+        return _PY_DTYPES[dtype]
+    raise TypeError(f"{op}(): argument 'dtype' must be torch.dtype, not {type(dtype).__name__}")
+
+
+def _check_device(device, op: str) -> None:
+    if device is not None and not isinstance(device, (str, int, _device_type)):
+        raise TypeError(f"{op}(): argument 'device' must be torch.device, not {type(device).__name__}")
+    check_device(device)
+
+
+def _check_number(value, op: str, arg: str, pos: int):
+    """A Number argument (a 0-d tensor counts, as in PyTorch), as a Python scalar."""
+    if isinstance(value, Tensor) and value._data.ndim == 0:
+        return value._data.item()
+    if not isinstance(value, _NUMBER):
+        raise TypeError(f"{op}(): argument '{arg}' (position {pos}) must be Number, not {type(value).__name__}")
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _check_int(value, op: str, arg: str, pos: int) -> int:
+    if not isinstance(value, (int, np.integer)) or isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{op}(): argument '{arg}' (position {pos}) must be int, not {type(value).__name__}")
+    return int(value)
+
+
+def _check_input(input, op: str) -> Tensor:
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    return input
 
 
 def _finish(data: np.ndarray, requires_grad: bool, device) -> Tensor:
@@ -21,14 +73,6 @@ def _finish(data: np.ndarray, requires_grad: bool, device) -> Tensor:
             raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
         t._requires_grad = True
     return t
-
-
-def _np_dtype(dtype, default=None):
-    if dtype is None:
-        return default
-    if not isinstance(dtype, D.dtype):
-        raise TypeError(f"dtype must be an ember dtype (e.g. torch.float32), not {type(dtype).__name__}")
-    return dtype.np
 
 
 def _infer_np(data, float_dtype=None):
@@ -97,9 +141,21 @@ def _bad_data_error(data) -> Exception:
     return err if err is not None else ValueError("tensor(): could not convert the nested data to a tensor")
 
 
+def _has_tensor(data) -> bool:
+    """Nested data holds a Tensor somewhere (cheap for flat lists of numbers: types only)."""
+    types = set(map(type, data))
+    if any(issubclass(t, Tensor) for t in types):
+        return True
+    if list in types or tuple in types:
+        return any(_has_tensor(d) for d in data if isinstance(d, (list, tuple)))
+    return False
+
+
 def _tensors_to_lists(data):
     if isinstance(data, Tensor):
-        return data.tolist()
+        if data._data.size != 1:   # PyTorch reads each tensor inside nested data as one number
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        return data._data.item()
     if isinstance(data, (list, tuple)):
         return [_tensors_to_lists(d) for d in data]
     return data
@@ -108,6 +164,9 @@ def _tensors_to_lists(data):
 def tensor(data, dtype: D.dtype | None = None, device=None, requires_grad: bool = False,
            pin_memory: bool = False) -> Tensor:
     """A new tensor holding a copy of ``data`` (Python scalars, nested lists, NumPy arrays, tensors)."""
+    dtype = _check_dtype(dtype, "tensor")
+    requires_grad = _check_bool(requires_grad, "tensor", none_ok=False)
+    _check_device(device, "tensor")
     if isinstance(data, Tensor):
         warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.clone().detach() "
                       "or sourceTensor.clone().detach().requires_grad_(True), rather than "
@@ -121,13 +180,18 @@ def tensor(data, dtype: D.dtype | None = None, device=None, requires_grad: bool 
     elif isinstance(data, (str, bytes)):
         raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
     else:
+        if isinstance(data, (list, tuple)) and _has_tensor(data):
+            data = _tensors_to_lists(data)
         arr = _infer_np(data, dtype.np if dtype is not None and dtype.is_floating_point else None)
     if dtype is not None:
-        arr = arr.astype(_np_dtype(dtype), copy=False)
+        arr = arr.astype(dtype.np, copy=False)
     return _finish(arr, requires_grad, device)
 
 
 def as_tensor(data, dtype: D.dtype | None = None, device=None) -> Tensor:
+    """``data`` as a tensor, without a copy where it already is one (or a NumPy array) of that dtype."""
+    dtype = _check_dtype(dtype, "as_tensor")
+    _check_device(device, "as_tensor")
     if isinstance(data, Tensor):
         return data if dtype is None or dtype is data.dtype else data.to(dtype)
     if isinstance(data, np.ndarray):
@@ -144,70 +208,146 @@ def from_numpy(ndarray: np.ndarray) -> Tensor:
     return make(ndarray)
 
 
-def _creator(np_fill):
+def _creator(name, np_fill):
     def fn(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None, pin_memory=False):
         if not size:
-            raise TypeError(f'{fn.__name__}() missing 1 required positional arguments: "size"')
-        shape = _sizes_from_args(size)
-        return _finish(np_fill(shape, _np_dtype(dtype, D._default_float.np)), requires_grad, device)
+            raise TypeError(f'{name}() missing 1 required positional arguments: "size"')
+        npd = _check_dtype(dtype, name, D._default_float).np
+        rg = _check_bool(requires_grad, name)
+        _check_device(device, name)
+        if out is not None:   # ignoring out= would be a silent wrong answer
+            raise NotImplementedError(f"ember: {name}(out=...) is not supported yet")
+        return _finish(np_fill(_sizes_from_args(size, name), npd), rg, device)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"A new tensor of the given size, filled by {np_fill.__name__} (default float dtype)."
     return fn
 
 
-zeros = _creator(np.zeros)
-ones = _creator(np.ones)
-empty = _creator(np.zeros)
-zeros.__name__, ones.__name__, empty.__name__ = "zeros", "ones", "empty"
+zeros = _creator("zeros", np.zeros)
+ones = _creator("ones", np.ones)
+empty = _creator("empty", np.zeros)
+
+_INT64 = (-2 ** 63, 2 ** 63)
 
 
-def full(size, fill_value, *, dtype=None, device=None, requires_grad=False) -> Tensor:
-    shape = _sizes_from_args((size,) if not isinstance(size, (tuple, list)) else (tuple(size),))
-    if dtype is None:
-        dtype = D._scalar_dtype(fill_value.item() if isinstance(fill_value, Tensor) else fill_value)
-    return _finish(np.full(shape, fill_value, dtype=dtype.np), requires_grad, device)
+def _fill_array(shape, fill_value, dtype: D.dtype, op: str) -> np.ndarray:
+    if isinstance(fill_value, int) and not isinstance(fill_value, bool) and \
+            not _INT64[0] <= fill_value < _INT64[1]:
+        if not -2 ** 64 < fill_value < 2 ** 64:   # PyTorch's scalar holds at most 64 bits
+            raise OverflowError("int too big to convert")
+        if not dtype.is_floating_point:
+            raise RuntimeError(f"value cannot be converted to type {dtype.np.name}_t without overflow")
+    if dtype.np.kind in "iu" and isinstance(fill_value, float) and not np.isfinite(fill_value):
+        raise RuntimeError(f"value cannot be converted to type {dtype.np.name}_t without overflow")
+    with np.errstate(over="ignore", invalid="ignore"):   # 1e300 -> inf in float32, silently as PyTorch
+        return np.full(shape, fill_value, dtype=dtype.np)
 
 
-def _like(fill):
-    def fn(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
-        npd = _np_dtype(dtype, input._data.dtype)
-        return _finish(fill(input._data.shape, npd), requires_grad, device)
+def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=None) -> Tensor:
+    """A tensor of ``size`` filled with ``fill_value`` (its dtype inferred from the value)."""
+    if not isinstance(size, (tuple, list)):
+        raise TypeError(f"full(): argument 'size' (position 1) must be tuple of ints, not {type(size).__name__}")
+    fill_value = _check_number(fill_value, "full", "fill_value", 2)
+    dtype = _check_dtype(dtype, "full", D._scalar_dtype(fill_value))
+    rg = _check_bool(requires_grad, "full")
+    _check_device(device, "full")
+    if out is not None:
+        raise NotImplementedError("ember: full(out=...) is not supported yet")
+    return _finish(_fill_array(_sizes_from_args((tuple(size),), "full"), fill_value, dtype, "full"), rg, device)
+
+
+def _like(name, fill):
+    def fn(input, *, dtype=None, device=None, requires_grad=False, memory_format=None, layout=None,
+           pin_memory=False):
+        _check_input(input, name)
+        npd = _check_dtype(dtype, name, input.dtype).np
+        rg = _check_bool(requires_grad, name)
+        _check_device(device, name)
+        return _finish(fill(input._data.shape, npd), rg, device)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"A new tensor shaped like ``input`` (and of its dtype unless given), filled by {fill.__name__}."
     return fn
 
 
-zeros_like = _like(np.zeros)
-ones_like = _like(np.ones)
-empty_like = _like(np.zeros)
+zeros_like = _like("zeros_like", np.zeros)
+ones_like = _like("ones_like", np.ones)
+empty_like = _like("empty_like", np.zeros)
 
 
-def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False) -> Tensor:
-    npd = _np_dtype(dtype, input._data.dtype)
-    return _finish(np.full(input._data.shape, fill_value, dtype=npd), requires_grad, device)
+def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False, memory_format=None) -> Tensor:
+    _check_input(input, "full_like")
+    fill_value = _check_number(fill_value, "full_like", "fill_value", 2)
+    dtype = _check_dtype(dtype, "full_like", input.dtype)
+    rg = _check_bool(requires_grad, "full_like")
+    _check_device(device, "full_like")
+    return _finish(_fill_array(input._data.shape, fill_value, dtype, "full_like"), rg, device)
 
 
-def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False, out=None) -> Tensor:
+    """``start, start + step, ...`` up to ``end`` (excluded); int64 when every bound is an integer."""
     if end is None:
-        start, end = 0, start
-    vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
-    if vals[2] == 0:
+        vals = [0, _check_number(start, "arange", "end", 1), _check_number(step, "arange", "step", 2)]
+    else:
+        vals = [_check_number(v, "arange", a, i + 1) for i, (v, a) in enumerate(zip((start, end, step),
+                                                                                    ("start", "end", "step")))]
+    dtype = _check_dtype(dtype, "arange")
+    rg = _check_bool(requires_grad, "arange")
+    _check_device(device, "arange")
+    if out is not None:
+        raise NotImplementedError("ember: arange(out=...) is not supported yet")
+    if not all(np.isfinite(v) for v in vals[:2]):
+        raise RuntimeError(f"unsupported range: {vals[0]} -> {vals[1]}")
+    if not vals[2] or vals[2] != vals[2]:   # zero or NaN
         raise RuntimeError("step must be nonzero")
     if (vals[1] - vals[0]) * vals[2] < 0:
-        raise RuntimeError(f"upper bound and larger bound inconsistent with step sign")
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
     if dtype is None:
         dtype = D.int64 if all(isinstance(v, int) for v in vals) else D._default_float
+    if dtype is D.bool:
+        raise NotImplementedError("\"arange_cpu\" not implemented for 'Bool'")
     n = max(0, int(np.ceil((vals[1] - vals[0]) / vals[2])))
     data = (vals[0] + np.arange(n, dtype=np.float64) * vals[2]) if dtype.is_floating_point else \
         np.arange(vals[0], vals[1], vals[2])
-    return _finish(data.astype(dtype.np), requires_grad, device)
+    return _finish(data.astype(dtype.np), rg, device)
 
 
-def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, out=None) -> Tensor:
+    """``steps`` evenly spaced values from ``start`` to ``end`` (both included)."""
+    for v, a in ((start, "start"), (end, "end")):
+        if isinstance(v, Tensor) and v._data.ndim:
+            raise RuntimeError(f"linspace only supports 0-dimensional start and end tensors, but got {a} with "
+                               f"{v._data.ndim} dimension(s).")
+    start = _check_number(start, "linspace", "start", 1)
+    end = _check_number(end, "linspace", "end", 2)
+    steps = _check_int(steps, "linspace", "steps", 3)
+    dtype = _check_dtype(dtype, "linspace", D._default_float)
+    rg = _check_bool(requires_grad, "linspace")
+    _check_device(device, "linspace")
+    if out is not None:
+        raise NotImplementedError("ember: linspace(out=...) is not supported yet")
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
-    npd = _np_dtype(dtype, D._default_float.np)
-    return _finish(np.linspace(start, end, steps).astype(npd), requires_grad, device)
+    if dtype is D.bool:
+        raise NotImplementedError("\"linspace_cpu\" not implemented for 'Bool'")
+    return _finish(np.linspace(start, end, steps).astype(dtype.np), rg, device)
 
 
-def eye(n, m=None, *, dtype=None, device=None, requires_grad=False) -> Tensor:
-    return _finish(np.eye(n, m, dtype=_np_dtype(dtype, D._default_float.np)), requires_grad, device)
+_NO_M = object()
+
+
+def eye(n, m=_NO_M, *, dtype=None, device=None, requires_grad=False, out=None) -> Tensor:
+    """The ``n`` x ``m`` identity matrix (``m`` defaults to ``n``)."""
+    n = _check_int(n, "eye", "n", 1)
+    m = n if m is _NO_M else _check_int(m, "eye", "m", 2)
+    dtype = _check_dtype(dtype, "eye", D._default_float)
+    rg = _check_bool(requires_grad, "eye")
+    _check_device(device, "eye")
+    if out is not None:
+        raise NotImplementedError("ember: eye(out=...) is not supported yet")
+    for v, a in ((n, "n"), (m, "m")):
+        if v < 0:
+            raise RuntimeError(f"{a} must be greater or equal to 0, got {v}")
+    return _finish(np.eye(n, m, dtype=dtype.np), rg, device)
 
 
 def _legacy(dtype):

@@ -64,15 +64,28 @@ _NON_LEAF_GRAD_WARNING = (
     "for more informations.")
 
 
-def _sizes_from_args(args) -> tuple:
+def _is_int(s) -> bool:
+    """An integer size: Python/NumPy ints and integer 0-d tensors, not bools (as PyTorch's int parser)."""
+    if isinstance(s, Tensor):
+        return s._data.ndim == 0 and s._data.dtype.kind in "iu"
+    return isinstance(s, (int, np.integer)) and not isinstance(s, (bool, np.bool_))
+
+
+def _sizes_from_args(args, op: str = "size") -> tuple:
+    """``f(2, 3)``, ``f((2, 3))``, ``f([2, 3])``, ``f(torch.Size(...))`` as a shape tuple, with PyTorch's errors."""
     if len(args) == 1 and isinstance(args[0], (tuple, list)):
         args = tuple(args[0])
-    for s in args:
-        if not isinstance(s, (int, np.integer)) or isinstance(s, bool):
-            raise TypeError(f"expected a sequence of integers or a single integer, got '{type(s).__name__}'")
+    elif len(args) == 1 and not _is_int(args[0]):
+        raise TypeError(f"{op}(): argument 'size' (position 1) must be tuple of ints, not {type(args[0]).__name__}")
+    for i, s in enumerate(args):
+        if not _is_int(s):
+            raise TypeError(f"{op}(): argument 'size' failed to unpack the object at pos {i + 1} with error "
+                            f"\"type must be tuple of ints,but got {type(s).__name__}\"")
+    sizes = tuple(int(s) for s in args)
+    for s in sizes:
         if s < 0:
-            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(args)}")
-    return tuple(int(s) for s in args)
+            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(sizes)}")
+    return sizes
 
 
 class Tensor:
@@ -192,6 +205,8 @@ class Tensor:
     @requires_grad.setter
     def requires_grad(self, flag: bool) -> None:
         # PyTorch's attribute setter words its errors differently from requires_grad_().
+        if not isinstance(flag, (bool, np.bool_)):
+            raise RuntimeError("requires_grad must be a bool")
         if self.grad_fn is not None and flag:
             raise RuntimeError("you can only change requires_grad flags of leaf variables.")
         if flag and self._data.dtype.kind != "f":
@@ -199,6 +214,10 @@ class Tensor:
         self.requires_grad_(flag)
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        if not isinstance(requires_grad, (bool, np.bool_)):
+            # A truthy string ('no') must not silently turn gradients on.
+            raise TypeError(f"requires_grad_(): argument 'requires_grad' (position 1) must be bool, not "
+                            f"{type(requires_grad).__name__}")
         if self.grad_fn is not None:
             if requires_grad:
                 return self

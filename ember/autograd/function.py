@@ -86,21 +86,27 @@ class BackwardCFunction(Node, FunctionCtx):
                                    f"(expected {n}, got {len(res)})")
         out = []
         for i, (r, (node, _)) in enumerate(zip(res, self.next_functions)):
+            if r is not None and self._in_meta[i] is None:
+                raise RuntimeError(f"function {type(self).__name__} returned a gradient different than None at "
+                                   f"position {i + 1}, but the corresponding forward input was not a Variable")
+            if r is not None and not isinstance(r, Tensor):
+                raise RuntimeError(f"expected Variable or None (got {type(r).__name__})")
             if r is None or node is None:
                 out.append(None)
                 continue
-            if not isinstance(r, Tensor):
-                raise TypeError(f"function {type(self).__name__} returned a gradient of type {type(r).__name__} "
-                                f"at index {i}; expected a Tensor or None")
             shape, dt = self._in_meta[i]
             g = r if create_graph else r._data
             if r._data.shape != shape:
+                # As PyTorch: a gradient may be larger (broadcast) and is summed back to the input's
+                # shape, but the input's shape must expand to it.
                 try:
-                    np.broadcast_shapes(shape, r._data.shape)
+                    ok = np.broadcast_shapes(shape, r._data.shape) == r._data.shape
                 except ValueError:
+                    ok = False
+                if not ok:
                     raise RuntimeError(f"Function {type(self).__name__} returned an invalid gradient at index {i} - "
                                        f"got {list(r._data.shape)} but expected shape compatible with "
-                                       f"{list(shape)}") from None
+                                       f"{list(shape)}")
                 g = r.sum_to_size(shape) if create_graph else _numpy_ns.sum_to(g, shape)
             out.append(g)
         return out

@@ -100,8 +100,12 @@ class set_grad_enabled(_DecoratorContextManager):
     """``set_grad_enabled(mode)``: a context manager, a decorator, or (called plainly) a setter."""
 
     def __init__(self, mode: bool):
+        # As PyTorch: a bool only; bool('no') is True, which would turn gradients on silently.
+        if not isinstance(mode, bool):
+            raise TypeError(f"set_grad_enabled(): argument 'enabled' (position 1) must be bool, not "
+                            f"{type(mode).__name__}")
         self.prev = _state.enabled
-        self.mode = bool(mode)
+        self.mode = mode
         _state.enabled = self.mode
 
     def __enter__(self):
@@ -122,11 +126,13 @@ class inference_mode(_DecoratorContextManager):
     """Like no_grad, and tensors made inside are flagged as inference tensors."""
 
     def __init__(self, mode: bool = True):
-        self.mode = bool(mode)
+        self.mode = mode
 
     def __new__(cls, mode=True):
         if callable(mode):
             return cls()(mode)
+        if not isinstance(mode, bool):
+            raise TypeError(f"inference_mode(): argument 'mode' must be bool, not {type(mode).__name__}")
         return super().__new__(cls)
 
     def __enter__(self):

@@ -59,13 +59,25 @@ def reduced_shape(shape: tuple, dims: tuple) -> tuple:
     return tuple(1 if i in dims else s for i, s in enumerate(shape))
 
 
+def check_bool(value, op: str, arg: str):
+    """A bool argument (keepdim, requires_grad, ...): a string such as 'no' must not pass for True."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{op}(): argument '{arg}' must be bool, not {type(value).__name__}")
+    return bool(value)
+
+
 def normalize_dims(dim, ndim: int, op: str) -> tuple:
-    """``dim`` (None, int or sequence) as a sorted tuple of non-negative axes."""
+    """``dim`` (None, int or sequence) as a sorted tuple of non-negative axes. A 0-d tensor accepts
+    dims 0 and -1 (PyTorch's convention) and has no axes to reduce: the result is then ``()``."""
     if dim is None:
         return tuple(range(ndim))
     if isinstance(dim, (list, tuple)):
         dims = tuple(wrap_dim(d, ndim, op) for d in dim)
-        if len(set(dims)) != len(dims):
-            raise RuntimeError(f"{op}(): dim {dims[0]} appears multiple times in the list of dims")
-        return tuple(sorted(dims))
-    return (wrap_dim(dim, ndim, op),)
+        seen = set()
+        for d in dims:
+            if d in seen:
+                raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+            seen.add(d)
+        return tuple(sorted(dims)) if ndim else ()
+    d = wrap_dim(dim, ndim, op)
+    return (d,) if ndim else ()
