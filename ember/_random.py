@@ -638,9 +638,8 @@ def _finish(data: np.ndarray, requires_grad: bool, device) -> Tensor:
     return t
 
 
-def _out(out, data: np.ndarray) -> Tensor | None:
-    if out is None:
-        return None
+def _out(out, data: np.ndarray) -> Tensor:
+    """Write ``data`` into the ``out=`` tensor (resized if its shape differs), as PyTorch's out variants."""
     if out._data.shape != data.shape:
         out._data = np.empty(data.shape, out._data.dtype)
     np.copyto(out._data, data, casting="unsafe")
@@ -654,7 +653,7 @@ def rand(*size, generator: Generator | None = None, dtype=None, layout=None, dev
     shape = _size(size, kw.pop("size", None))
     npd = _np_float_dtype(dtype if out is None or dtype is not None else out.dtype, "check_uniform_bounds")
     data = _uniform_values(_gen(generator), math.prod(shape), npd, 0.0, 1.0).reshape(shape)
-    return _out(out, data) or _finish(data, requires_grad, device)
+    return _finish(data, requires_grad, device) if out is None else _out(out, data)
 
 
 def randn(*size, generator: Generator | None = None, dtype=None, layout=None, device=None,
@@ -663,7 +662,7 @@ def randn(*size, generator: Generator | None = None, dtype=None, layout=None, de
     shape = _size(size, kw.pop("size", None))
     npd = _np_float_dtype(dtype if out is None or dtype is not None else out.dtype, "normal_kernel_cpu")
     data = _normal_values(_gen(generator), math.prod(shape), npd, 0.0, 1.0).reshape(shape)
-    return _out(out, data) or _finish(data, requires_grad, device)
+    return _finish(data, requires_grad, device) if out is None else _out(out, data)
 
 
 def _randint_args(args, kw):
@@ -698,7 +697,7 @@ def randint(*args, generator: Generator | None = None, dtype=None, layout=None, 
     npd = np.dtype(np.int64) if dtype is None else _as_dtype(dtype).np
     frm, to = _random_range(npd, low, high)
     data = _random_values(_gen(generator), math.prod(shape), npd, frm, to).reshape(shape)
-    return _out(out, data) or _finish(data, requires_grad, device)
+    return _finish(data, requires_grad, device) if out is None else _out(out, data)
 
 
 def rand_like(input: Tensor, *, generator: Generator | None = None, dtype=None, layout=None, device=None,
@@ -750,7 +749,7 @@ def randperm(n: int, *, generator: Generator | None = None, dtype=None, layout=N
             perm[i] = perm[z]
             perm[z] = i
     data = _int64_to(np.asarray(perm, dtype=np.int64), npd)
-    return _out(out, data) or _finish(data, requires_grad, device)
+    return _finish(data, requires_grad, device) if out is None else _out(out, data)
 
 
 def _fisher_yates(j: np.ndarray, n: int) -> np.ndarray:
@@ -1057,7 +1056,7 @@ def normal(mean, std=1.0, size=None, *, generator: Generator | None = None, out=
         npd = D._default_float.np if dtype is None else _as_dtype(dtype).np
         res = make(np.empty(shape, npd))
         normal_(res, float(mean), float(std), generator=gen)
-        return _out(out, res._data) or _finish(res._data, requires_grad, device)
+        return _finish(res._data, requires_grad, device) if out is None else _out(out, res._data)
     if size is not None:
         raise TypeError("normal() received an invalid combination of arguments - got (Tensor, float, size=tuple), "
                         "but expected one of: (Tensor mean, Tensor std), (Tensor mean, float std), "
@@ -1109,7 +1108,7 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
     rows = probs.reshape(-1, n_cat)
     shape = (num_samples,) if probs.ndim == 1 else (probs.shape[0], num_samples)
     if math.prod(shape) == 0:
-        return _out(out, np.empty(shape, np.int64)) or make(np.empty(shape, np.int64))
+        return make(np.empty(shape, np.int64)) if out is None else _out(out, np.empty(shape, np.int64))
     if probs.dtype == np.float16 and not replacement:
         raise RuntimeError("multinomial is not implemented for half on CPU")
     if not replacement or num_samples == 1:
@@ -1123,7 +1122,8 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
         with np.errstate(divide="ignore", invalid="ignore"):
             key = (rows / q).astype(probs.dtype, copy=False)
         idx = np.argsort(-key, axis=1, kind="stable")[:, :num_samples]
-        return _out(out, idx.reshape(shape)) or make(np.ascontiguousarray(idx.reshape(shape), dtype=np.int64))
+        idx = np.ascontiguousarray(idx.reshape(shape), dtype=np.int64)
+        return make(idx) if out is None else _out(out, idx)
     if (rows < 0).any():
         raise RuntimeError("invalid multinomial distribution (encountering probability entry < 0)")
     if not np.isfinite(rows).all():
@@ -1142,7 +1142,7 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
     else:
         result = np.stack([np.searchsorted(c.astype(np.float64), uu, side="left") for c, uu in zip(cum, u)])
     result = result.astype(np.int64)
-    return _out(out, result.reshape(shape)) or make(result.reshape(shape))
+    return make(result.reshape(shape)) if out is None else _out(out, result.reshape(shape))
 
 
 # ----- attach ------------------------------------------------------------------------------------------
