@@ -815,14 +815,26 @@ def _inplace(self: Tensor, values: np.ndarray, node_name: str, others: tuple = (
     a leaf that requires grad refuses, the version counter moves, and under autograd the op is recorded
     as a node whose gradient is zero."""
     from .ops import _primitive as P
+    V = _inplace_module()
     recording = P._state.enabled and (self._requires_grad or any(o._requires_grad for o in others))
     if recording or self._fw_grad is not None:
         prim = _fill_prim(node_name, len(others))
-        return P.apply_inplace(prim, self, others, {"value": values})
-    P.check_inplace(self, False)
+        return V.apply_inplace(prim, self, others, {"value": values})
+    V.check_inplace(self, False)
     np.copyto(self._data, values, casting="unsafe")
     self._vc[0] += 1
     return self
+
+
+def _inplace_module():
+    """Where the in-place machinery (apply_inplace, check_inplace) lives: ops/_views.py, or
+    ops/_primitive.py before the views were split out of it."""
+    try:
+        from .ops import _views
+        return _views
+    except ImportError:
+        from .ops import _primitive
+        return _primitive
 
 
 _PRIMS: dict = {}

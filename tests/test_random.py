@@ -251,6 +251,7 @@ def test_randint(dtype):
         same(case, seed)
 
 
+@pytest.mark.filterwarnings("ignore:to - 1 is out of bounds")   # float32 past 2^24: both libraries warn
 def test_randint_default_dtype_and_large_ranges():
     def case(T):
         T.manual_seed(6)
@@ -278,6 +279,13 @@ def test_random_(dtype):
         return out
     for seed in SEEDS[:3]:
         same(case, seed)
+
+
+def test_randperm_large():
+    def case(T):
+        T.manual_seed(5)
+        return [T.randperm(100003), T.randperm(2 ** 17, dtype=T.float32)]
+    same(case)
 
 
 def test_randperm():
