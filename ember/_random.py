@@ -6,13 +6,13 @@ state (624 words and a position) is PyTorch's; every sampler below reads raw 32-
 and transforms them with array ops, consuming them in PyTorch's order.
 
 How PyTorch turns words into numbers (reimplemented here):
-  * float32 / float16 uniform: one word, its low 24 / 11 bits times 2^-24 / 2^-11;
+  * float32 uniform: one word, its low 24 bits times 2^-24 (float16 is sampled so, then rounded);
     float64: two words (hi, lo) as one 64-bit value, its low 53 bits times 2^-53.
-    ``uniform_(a, b)`` is ``fma(x, b - a, a)`` in the tensor's type.
+    ``uniform_(a, b)`` is ``fma(x, b - a, a)`` in the tensor's type (float32 for float16).
   * normal, >= 16 contiguous elements: fill with uniforms, then Box-Muller on blocks of 16 (8 cosines,
     8 sines); if the size is not a multiple of 16, the last 16 elements are redrawn and redone.
     float32 uses AVX2 code (Cephes polynomials for log and sincos, fused multiply-adds), emulated
-    here operation by operation.
+    here operation by operation; float16 uses it too, block by block (16 fresh uniforms per block).
   * normal, fewer than 16 elements or non-contiguous: Box-Muller in float64, one pair at a time;
     the unused sine is cached on the generator (part of its state).
   * exponential, geometric, cauchy, log-normal, bernoulli(p float): float64 uniforms, then cast.
@@ -434,19 +434,11 @@ def _box_muller_block(u: np.ndarray, np_dtype, mean: float, std: float) -> np.nd
         s, c = _avx_sincos(_F(2.0 * math.pi) * u2)
         z = np.concatenate([r * c, r * s], axis=1)
         return _fma32(z, _F(std), _F(mean))
-    if np_dtype == np.float64:
+    if np_dtype == np.float64:   # PyTorch's scalar normal_fill_16 (libm log/cos/sin, FMA for std and mean)
         r = np.sqrt(-2.0 * np.log(1.0 - u[:, :8]))
         theta = 2.0 * math.pi * u[:, 8:]
         return np.concatenate([_fma64(r * np.cos(theta), std, mean), _fma64(r * np.sin(theta), std, mean)], 1)
-    # float16: the arithmetic goes through float32 and rounds to half where PyTorch stores a Half
-    h = u.astype(np.float16)
-    u1 = (_F(1) - h[:, :8].astype(_F)).astype(np.float16)
-    r = np.sqrt(_F(-2) * np.log(u1.astype(np.float64)).astype(_F)).astype(np.float16).astype(_F)
-    theta = (2.0 * math.pi * h[:, 8:].astype(np.float64)).astype(_F).astype(np.float16).astype(np.float64)
-    c = np.cos(theta).astype(_F)
-    s = np.sin(theta).astype(_F)
-    sd, mu = _F(np.float16(std)), _F(np.float16(mean))
-    return np.concatenate([_fma32(r * c, sd, mu), _fma32(r * s, sd, mu)], 1).astype(np.float16)
+    raise AssertionError("float16 normals are computed as float32 blocks")   # see _normal_values
 
 
 def _normal_values(gen: Generator, n: int, np_dtype, mean: float, std: float, contiguous: bool = True):
