@@ -24,6 +24,7 @@ class Case:
     id: str
     fn: Callable
     msg: str | None = None          # a fragment both messages must contain (checks that ember names the op)
+    op: str | None = None           # where torch's message names this op, ember's must name it too
     rtol: float = 1e-5
     tags: tuple = field(default_factory=tuple)
 
@@ -31,9 +32,9 @@ class Case:
 CASES: list[Case] = []
 
 
-def case(id_: str, fn: Callable, msg: str | None = None, rtol: float = 1e-5) -> None:
+def case(id_: str, fn: Callable, msg: str | None = None, rtol: float = 1e-5, op: str | None = None) -> None:
     assert all(c.id != id_ for c in CASES), f"duplicate case id {id_}"
-    CASES.append(Case(id_, fn, msg, rtol))
+    CASES.append(Case(id_, fn, msg=msg, op=op, rtol=rtol))
 
 
 def has(name: str, obj=ember) -> bool:
@@ -110,6 +111,10 @@ SIGS.update({
 })
 
 
+# Aliases may name their canonical op in messages (abs for absolute): PyTorch's own kernels do too.
+ALIASES = {"absolute", "negative", "subtract", "multiply", "divide", "true_divide", "concat"}
+
+
 def _call(name, build, pos, bad):
     def fn(L):
         args = build(L)
@@ -123,7 +128,8 @@ for _name, (_build, _pos) in SIGS.items():
         continue
     for _p in _pos:
         for _bad in BAD:
-            case(f"badarg-{_name}-{_p}-{_bad}", _call(_name, _build, _p, _bad))
+            case(f"badarg-{_name}-{_p}-{_bad}", _call(_name, _build, _p, _bad),
+                 op=None if _name in ALIASES else f"{_name}(")
 
 
 def _seq_call(name, bad, elem):
@@ -426,7 +432,7 @@ for _cn, _cf in CREATE.items():
     for _kn, _kw in CREATE_KW.items():
         if _cn == "as_tensor" and _kn.startswith("rg"):
             continue
-        case(f"create-{_cn}-{_kn}", _create(_cf, _kw))
+        case(f"create-{_cn}-{_kn}", _create(_cf, _kw), op=f"{_cn}(")
 
 CREATE_VALS = {
     "zeros-neg": lambda L: L.zeros(-1), "zeros-neg-2d": lambda L: L.zeros(2, -3), "zeros-float": lambda L: L.zeros(2.5),
@@ -491,7 +497,30 @@ CREATE_VALS = {
     "promote_types-str": lambda L: L.promote_types("a", L.float32), "result_type-none": lambda L: L.result_type(None, v2(L)),
 }
 for _n, _f in CREATE_VALS.items():
-    case(f"createval-{_n}", _f)
+    case(f"createval-{_n}", _f, op=_n.split("-")[0] + "(")
+
+# Messages as informative as PyTorch's: the op, the argument, the shapes.
+MSGS = {
+    "mm-None": (lambda L: L.mm(L.ones(2, 2), None), "mm(): argument 'mat2' (position 2) must be Tensor, not NoneType"),
+    "dot-list": (lambda L: L.dot([1.0, 2.0], L.ones(2)), "dot(): argument 'input' (position 1) must be Tensor"),
+    "ones_like-list": (lambda L: L.ones_like([1.0, 2.0]), "ones_like(): argument 'input' (position 1) must be Tensor"),
+    "tensor-dtype-str": (lambda L: L.tensor([1.0], dtype="float32"), "tensor(): argument 'dtype' must be torch.dtype"),
+    "zeros-size-float": (lambda L: L.zeros(2.5), "zeros(): argument 'size' (position 1) must be tuple of ints"),
+    "eye-neg": (lambda L: L.eye(-1), "n must be greater or equal to 0, got -1"),
+    "full-str": (lambda L: L.full((2,), "a"), "full(): argument 'fill_value' (position 2) must be Number"),
+    "set_grad_enabled-str": (lambda L: L.set_grad_enabled("no"), "argument 'enabled' (position 1) must be bool"),
+    "requires_grad_-str": (lambda L: m22(L).requires_grad_("yes"), "argument 'requires_grad' (position 1) must be bool"),
+    "matmul-batched": (lambda L: L.matmul(L.ones(5, 2, 3), L.ones(5, 4, 2)), "[5, 3] but got: [5, 4]"),
+    "reshape-neg2": (lambda L: L.ones(6).reshape(-2, 3), "at index 0 of shape [-2, 3]"),
+    "index-1d-two-ints": (lambda L: L.ones(2)[0, 0], "too many indices for tensor of dimension 1"),
+    "sum-0d-dim": (lambda L: L.tensor(2.0).sum(dim=1), "expected to be in range of [-1, 0], but got 1"),
+    "add-shapes": (lambda L: L.ones(2, 3) + L.ones(4), "The size of tensor a (3) must match the size of tensor b (4)"),
+    "cat-sizes": (lambda L: L.cat([L.ones(2, 3), L.ones(2, 4)]), "Expected size 3 but got size 4 for tensor number 1"),
+    "function-grad-shape": (lambda L: _func(L, backward=lambda L, g: L.ones(3)),
+                            "returned an invalid gradient at index 0 - got [3] but expected shape compatible with [2, 2]"),
+}
+for _n, (_f, _m) in MSGS.items():
+    case(f"msg-{_n}", _f, msg=_m)
 
 # ----- grad modes --------------------------------------------------------------------------------------
 # The test runner restores grad mode after every case, so a case that leaks a mode cannot spoil others.
@@ -898,7 +927,7 @@ XFAIL_PATTERNS: dict[str, str] = {
     r"val-norm-p-str.*": f"{_RED}: norm supports only the 2-norm (p='nuc' and bad p values)",
     r"shape-sum_to_size": f"{_RED}: sum_to_size must check that the size is expandable (NumPy reshape text leaks)",
     # ember/__init__.py and _methods.py
-    r"badarg-(any|all|numel)-.*|badarg-is_floating_point-0-(None|list|str)": "ember/__init__.py: any/all/numel/is_floating_point do not "
+    r"badarg-(any|all|numel|is_floating_point)-.*": "ember/__init__.py: any/all/numel/is_floating_point do not "
                                                     "check their input is a Tensor",
     r"dim-(any|all\.m)-(2d-(pos|neg|far|str|float|bool)|0d-(pos|neg))": f"{_METH}: Tensor.any/all call np.any/np.all directly (dims unchecked, NumPy errors)",
     r"badmeth-__iadd__-.*": f"{_METH}: in-place operators return NotImplemented for unknown operand types",
@@ -938,6 +967,15 @@ XFAIL_PATTERNS: dict[str, str] = {
     # elsewhere
     r"badarg-(rand_like|randn_like)-.*": "ember/_random.py: rand_like/randn_like do not check their input is a Tensor",
     r"createval-(promote_types-str|result_type-none)": "ember/_dtype.py: promote_types/result_type argument checks",
+    r"msg-(mm-None|dot-list)": f"{_LIN}: mm/dot check_tensor() with PyTorch's argument names",
+    r"msg-matmul-batched": f"{_LIN}: a batched matmul mismatch reports flattened shapes, not PyTorch's batch sizes",
+    r"msg-reshape-neg2": f"{_SHAPE}: reshape(-2, 3) message drops 'at index 0 of shape [-2, 3]'",
+    r"msg-index-1d-two-ints": f"{_IDX}: 'too many indices for tensor of dimension 1' (NumPy's 'array' wording now)",
+    r"msg-sum-0d-dim": f"{_RED}: 0-d dims unchecked (see dim-*-0d-*)",
+    r"badarg-(clamp_min|clamp_max)-0-.*|badarg-floor_divide-1-.*": f"{_ELEM}: the message names another op "
+                                                                   "(clamp(), div_floor())",
+    r"badarg-broadcast_to-0-.*": f"{_SHAPE}: broadcast_to's message names expand()",
+    r"createval-new_zeros-dtype-str": f"{_METH}: new_zeros' message names zeros()",
     r"createval-Tensor-str": "ember/_tensor.py Tensor.__init__: Tensor('a') is PyTorch's TypeError "
                              "(new(): invalid data type 'str')",
 }

@@ -81,6 +81,10 @@ def verdict(case):
         for w in NUMPY_WORDS:
             if w in msg.lower() and w not in tmsg.lower():
                 return f"NumPy wording {w!r} in ember's message: {msg}"
+        if case.op is not None and case.op in tmsg and case.op not in msg:
+            return f"ember's message does not name {case.op!r}: {msg}\n(torch: {tmsg})"
+        if case.msg is not None and case.msg not in tmsg:
+            return f"(catalogue bug) torch message lacks {case.msg!r}: {tmsg}"
         if case.msg is not None and case.msg not in msg:
             return f"ember message lacks {case.msg!r}: {msg}\n(torch: {tmsg})"
         return None
