@@ -23,22 +23,10 @@ from ._creation import (BoolTensor, DoubleTensor, FloatTensor, HalfTensor, IntTe
 from ._random import (Generator, bernoulli, default_generator, get_rng_state, initial_seed, manual_seed,
                       multinomial, normal, rand, rand_like, randint, randint_like, randn, randn_like, random,
                       randperm, seed, set_rng_state)
-from .ops.elementwise import (abs, add, allclose, bitwise_and, bitwise_not, bitwise_or, clamp, clamp_max,
-                              clamp_min, cos, div, eq, floor_divide, remainder, equal, exp, ge, gt, isclose, isfinite, isinf, isnan, le,
-                              log, logical_not, lt, maximum, minimum, mul, ne, neg, pow, relu, round, sigmoid,
-                              sign, sin, sqrt, sub, tanh, where)
-from .ops.linalg import bmm, dot, matmul, mm, mv, outer
-from .ops.reduction import amax, amin, argmax, argmin, max, mean, min, norm, std, sum
-from .ops.shape import (broadcast_to, cat, clone, flatten, permute, reshape, squeeze, stack, t, transpose,
-                        unsqueeze)
+from .ops import EXPORTS as _EXPORTS
 
-clip = clamp
-concat = concatenate = cat
-absolute = abs
-multiply = mul
-subtract = sub
-divide = true_divide = div
-negative = neg
+# Every op is registered once, in its family file (ember/ops); its public names come from there.
+globals().update(_EXPORTS)
 
 
 def is_tensor(obj) -> bool:
@@ -51,11 +39,3 @@ def is_floating_point(input: Tensor) -> bool:
 
 def numel(input: Tensor) -> int:
     return input.numel()
-
-
-def any(input: Tensor, dim=None, keepdim=False) -> Tensor:
-    return input.any(dim, keepdim)
-
-
-def all(input: Tensor, dim=None, keepdim=False) -> Tensor:
-    return input.all(dim, keepdim)

@@ -37,6 +37,22 @@ class dtype:
         return self._name
 
 
+# PyTorch's names of each dtype in its messages: the scalar-type word ("Float"), the C type ("float").
+_WORDS = {"float16": ("Half", "c10::Half"), "float32": ("Float", "float"), "float64": ("Double", "double"),
+          "uint8": ("Byte", "unsigned char"), "int8": ("Char", "signed char"), "int16": ("Short", "short int"),
+          "int32": ("Int", "int"), "int64": ("Long", "long int"), "bool": ("Bool", "bool")}
+
+
+def type_word(np_dtype) -> str:
+    """PyTorch's scalar-type word for a dtype in messages: ``Float``, ``Long``, ``Bool``."""
+    return _WORDS[np.dtype(np_dtype).name][0]
+
+
+def c_type_name(np_dtype) -> str:
+    """The C type PyTorch names in some messages: ``float``, ``long int``."""
+    return _WORDS[np.dtype(np_dtype).name][1]
+
+
 float16 = half = dtype("float16", np.float16, _FLOAT)
 float32 = float = dtype("float32", np.float32, _FLOAT)
 float64 = double = dtype("float64", np.float64, _FLOAT)

@@ -13,7 +13,8 @@ import numpy as np
 
 from .._tensor import Tensor, make
 from . import grad_mode as _gm
-from .graph import AccumulateGrad, edge_of
+from ..ops._views import edge_of
+from .graph import AccumulateGrad
 
 
 def _as_tuple(x):

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import namedtuple
 
 from .._tensor import Tensor
-from ..ops._primitive import fwd_state
+from .grad_mode import fwd_state
 
 UnpackedDualTensor = namedtuple("UnpackedDualTensor", ["primal", "tangent"])
 

@@ -9,7 +9,8 @@ import numpy as np
 from .. import _numpy_ns
 from .._tensor import Tensor, make
 from . import grad_mode as _gm
-from .graph import FREED_MESSAGE, Node, edge_of, modified_message
+from ..ops._views import edge_of
+from .graph import FREED, FREED_MESSAGE, Node, modified_message
 
 
 class FunctionCtx:
@@ -36,7 +37,7 @@ class FunctionCtx:
         saved = self.__dict__.get("_saved")
         if saved is None:
             return tuple(self.__dict__.get("_to_save", ()))
-        if saved is _FREED:
+        if saved is FREED:
             raise RuntimeError(FREED_MESSAGE)
         out = []
         for t, v in saved:
@@ -48,7 +49,6 @@ class FunctionCtx:
         return tuple(out)
 
 
-_FREED = ("freed",)
 
 
 class BackwardCFunction(Node, FunctionCtx):
@@ -61,7 +61,7 @@ class BackwardCFunction(Node, FunctionCtx):
 
     def _release(self) -> None:
         if "_saved" in self.__dict__:
-            self._saved = _FREED
+            self._saved = FREED
 
     def apply(self, grads, create_graph, needed):
         materialize = self.__dict__.get("_materialize", True)

@@ -146,3 +146,13 @@ class inference_mode(_DecoratorContextManager):
 
     def clone(self):
         return self.__class__(self.mode)
+
+
+class _ForwardADState:
+    """Forward-mode AD state, beside grad mode: ``level > 0`` inside ``forward_ad.dual_level()``, where
+    ops propagate tangents."""
+
+    level = 0
+
+
+fwd_state = _ForwardADState()

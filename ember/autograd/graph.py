@@ -12,10 +12,12 @@ import weakref
 import numpy as np
 
 from .. import _tensor
+from .._dtype import type_word
 from .._hooks import add_hook
 
 _seq = itertools.count()
 
+FREED = ("freed",)   # what a node's saved values become once backward has released them
 FREED_MESSAGE = (
     "Trying to backward through the graph a second time (or directly access saved tensors after they "
     "have already been freed). Saved intermediate values of the graph are freed when you call "
@@ -113,17 +115,6 @@ def grad_accumulator(t) -> AccumulateGrad:
     return acc
 
 
-def edge_of(t) -> tuple:
-    """The graph edge a gradient for tensor ``t`` flows into."""
-    if t._base is not None and t._vc[0] != t._view_v:
-        t._refresh_history()   # a view whose base changed in place: rebuild its history first
-    if t.grad_fn is not None:
-        return (t.grad_fn, t._output_nr)
-    if t._requires_grad and not (t._base is not None and t._view_nograd):
-        return (grad_accumulator(t), 0)
-    return (None, 0)
-
-
 _node_classes: dict = {}
 
 
@@ -138,9 +129,7 @@ def node_class(name: str, base: type) -> type:
     return cls
 
 
-def type_name_of(np_dtype) -> str:
-    return {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long", "int32": "Int",
-            "bool": "Bool", "int16": "Short", "int8": "Char", "uint8": "Byte"}[np.dtype(np_dtype).name]
+type_name_of = type_word
 
 
 def _type_name(arr) -> str:

@@ -1,15 +1,26 @@
 """The primitive machinery: how an op declared once runs forward, backward (VJP) and forward-mode (JVP).
 
-A primitive is declared with
-  * ``forward(xp, *arrays, **params)`` on raw arrays,
-  * one VJP rule per input, ``vjp_i(xp, g, out, *inputs, **params) -> grad for input i``,
-  * one JVP rule per input, ``jvp_i(xp, t_i, out, *inputs, **params) -> tangent contribution``.
+A primitive is declared with ``defprim``:
+  * ``forward(xp, *inputs, **params)`` on raw arrays (inputs are arrays or Python scalars);
+  * one VJP rule per input, ``vjp_i(xp, g, out, *inputs, **params) -> gradient for input i``;
+  * its JVP: one rule per input, ``jvp_i(xp, t_i, out, *inputs, **params) -> tangent contribution``,
+    or the kind of op it is, from which the JVP follows:
+      - ``"elementwise"``: the VJP rules with the tangent in place of the gradient;
+      - ``"linear"``: the op is linear in all its inputs together: the op applied to the tangents;
+      - ``"multilinear"``: linear in each input alone (mul, matmul): the op with one input's tangent in
+        its place, summed over the inputs;
+  * ``saves``: which inputs the rules read (by position), ``saves_out``: whether they read the output.
+    A rule sees every other tensor input as an ``Unsaved`` stand-in: its ``shape``, ``dtype`` and
+    ``ndim`` only. Reading its values raises an error naming the op and the input, so a declaration
+    that forgets to save what its rule reads fails in the tests, not in a user's backward;
+  * ``promote``: how tensor inputs of different dtypes are cast before the forward (``"standard"``:
+    PyTorch's result type; ``"float"``: the same, integral results computing in the default float).
 
 Rules are written against the namespace ``xp``. Plain ``backward()`` calls them with the raw
 namespace of the tensors' device (``ember._numpy_ns`` for 'cpu', looked up in ``_device.NAMESPACES``) on
-raw arrays: NumPy speed, no graph.
-``create_graph=True`` and forward-mode AD call the very same rules with ``graph_ns`` (ember's
-own differentiable functions) on Tensors, so every derivative is itself differentiable.
+raw arrays: NumPy speed, no graph. ``create_graph=True`` and forward-mode AD call the very same rules
+with ``graph_ns`` (ember's own differentiable functions) on Tensors, so every derivative is itself
+differentiable.
 
 Broadcasting is undone in one place (``sum_to`` in ``PrimNode.apply``), as is casting a
 gradient back to its input's dtype. A rule returning ``None`` means a zero gradient.
@@ -17,85 +28,155 @@ gradient back to its input's dtype. A rule returning ``None`` means a zero gradi
 from __future__ import annotations
 
 import types
-import weakref
 
 import numpy as np
 
-from .. import _dtype as D
 from .._device import NAMESPACES
 from .._tensor import Tensor, _new, make
 from ..autograd import grad_mode as _gm
-from ..autograd.graph import FREED_MESSAGE, Node, _seq, grad_accumulator, modified_message, node_class, type_name_of
+from ..autograd.graph import FREED, FREED_MESSAGE, Node, _seq, grad_accumulator, modified_message, node_class
+from ._util import promote_float, promote_standard
 
 _ndarray = np.ndarray
 _state = _gm._state
+fwd_state = _gm.fwd_state
 _EMPTY: dict = {}
+KEEP_DTYPE = object()   # apply(..., dtype=KEEP_DTYPE): the caller knows no cast is needed (fast paths)
 
 # ember's own namespace of differentiable functions, mirroring the raw namespaces name for name; filled by
-# ember.ops once every family is imported.
+# ember.ops from the registry once every family is imported.
 graph_ns = types.SimpleNamespace()
 
-
-class _ForwardADState:
-    level = 0   # > 0 inside forward_ad.dual_level(): ops then propagate tangents
-
-
-fwd_state = _ForwardADState()
-
-_FREED = ("freed",)
+_PROMOTE = {None: None, "standard": promote_standard, "float": promote_float}
+_JVP_KINDS = ("elementwise", "linear", "multilinear")
 
 
 class Primitive:
     """One differentiable op: forward, per-input VJP and JVP rules, and what backward must save."""
 
-    __slots__ = ("name", "node_cls", "forward", "vjps", "jvps", "saves", "saves_out", "is_view", "no_args")
+    __slots__ = ("name", "node_cls", "forward", "vjps", "jvps", "jvp_kind", "saves", "saves_out", "is_view",
+                 "promote")
 
-    def __init__(self, name, node_name, forward, vjp, jvp=None, saves=(), saves_out=False, is_view=False):
+    def __init__(self, name, node_name, forward, vjp, jvp=None, saves=(), saves_out=False, is_view=False,
+                 promote=None):
         self.name = name
         self.node_cls = node_class(node_name, PrimNode)
         self.forward = forward
         self.vjps = vjp if isinstance(vjp, tuple) else (vjp,)
-        self.jvps = jvp if isinstance(jvp, tuple) or jvp is None else (jvp,)
+        self.jvp_kind = None
+        if jvp == "elementwise":
+            self.jvps = self.vjps
+        elif jvp in _JVP_KINDS:
+            self.jvp_kind, self.jvps = jvp, None
+        elif isinstance(jvp, str):
+            raise ValueError(f"defprim({name!r}): unknown JVP kind {jvp!r}; use one of {_JVP_KINDS}")
+        else:
+            self.jvps = jvp if isinstance(jvp, tuple) or jvp is None else (jvp,)
         self.saves = frozenset(saves)
         self.saves_out = saves_out
         self.is_view = is_view  # output may alias input 0's memory (then it shares its version counter)
-        self.no_args = (None,) * len(self.vjps)  # what rules see as inputs when nothing was saved
+        self.promote = _PROMOTE[promote]
 
     def __repr__(self) -> str:
         return f"<primitive {self.name}>"
 
 
-def defprim(name, node_name, forward, vjp, jvp=None, saves=(), saves_out=False, is_view=False) -> Primitive:
-    return Primitive(name, node_name, forward, vjp, jvp, saves, saves_out, is_view)
+def defprim(name, node_name, forward, vjp, jvp=None, *, saves=(), saves_out=False, is_view=False,
+            promote=None) -> Primitive:
+    """Declare a primitive (see the module docstring); ``node_name`` is PyTorch's name of its backward."""
+    return Primitive(name, node_name, forward, vjp, jvp, saves, saves_out, is_view, promote)
+
+
+# ----- what a rule sees of an input that was not saved -------------------------------------------
+
+class _UnsavedRead(Exception):
+    def __init__(self, stand_in):
+        self.stand_in = stand_in
+
+
+class Unsaved:
+    """An input (or output) a primitive's declaration does not save: its shape and dtype, no values."""
+
+    __slots__ = ("shape", "dtype")
+    __hash__ = object.__hash__
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def _refuse(self, *args, **kwargs):
+        raise _UnsavedRead(self)
+
+    __array__ = __array_ufunc__ = __array_function__ = __getitem__ = __iter__ = __len__ = _refuse
+    __bool__ = __float__ = __int__ = __index__ = __neg__ = __pos__ = __abs__ = __invert__ = _refuse
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _refuse
+    __pow__ = __rpow__ = __matmul__ = __rmatmul__ = __floordiv__ = __mod__ = _refuse
+    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = __and__ = __or__ = __xor__ = _refuse
+
+    def __repr__(self) -> str:
+        return f"<input not saved: shape={self.shape}, dtype={self.dtype}>"
+
+
+def _unsaved(shape, dtype) -> Unsaved:
+    u = _new(Unsaved)
+    u.shape = shape
+    u.dtype = dtype
+    return u
+
+
+_OUT_NOT_SAVED = _unsaved(None, None)
+
+
+def _rule_error(prim, kind, i, args, e) -> Exception | None:
+    """The error for a rule that read an input its declaration does not save (None: not that case)."""
+    if isinstance(e, _UnsavedRead):
+        stand_in = e.stand_in
+    elif isinstance(e, TypeError) and "Unsaved" in str(e):
+        stand_in = next((a for a in args if type(a) is Unsaved), None)
+    else:
+        return None
+    if stand_in is _OUT_NOT_SAVED:
+        what = "the output, which its declaration does not save (add saves_out=True)"
+    else:
+        pos = next((j for j, a in enumerate(args) if a is stand_in), "?")
+        what = f"input {pos}, which its declaration does not save (add {pos} to saves=)"
+    return RuntimeError(f"ember: the {kind} rule for input {i} of primitive '{prim.name}' reads {what}")
+
+
+def _wrong_shape(prim, i, got, want) -> RuntimeError | None:
+    """None if gradient shape ``got`` sums down to ``want`` (undoing broadcasting), else the error."""
+    lead = len(got) - len(want)
+    if lead >= 0 and all(w == 1 or w == s for w, s in zip(want, got[lead:])):
+        return None
+    return RuntimeError(f"ember: the VJP rule for input {i} of primitive '{prim.name}' returned a gradient of "
+                        f"shape {list(got)}, but the input has shape {list(want)}")
 
 
 class PrimNode(Node):
     """The backward node of a primitive; subclassed once per PyTorch name (``MulBackward0``).
 
-    ``_saved`` holds ``(value, version)`` for each input the rules read (None for the others),
-    or None when the rules read no input; ``_in`` holds each tensor input's (shape, dtype).
+    ``_in`` holds what the rules see of each input: an ``Unsaved`` stand-in (shape, dtype) per tensor
+    input and the value of each Python scalar. ``_saved`` holds ``(tensor, version)`` for each tensor
+    input the rules read (None for the others), or None when they read none.
     """
 
     __slots__ = ("_prim", "_params", "_saved", "_in", "_out", "_out_vc", "_out_v")
 
     def _release(self) -> None:
         if self._saved is not None or self._out is not None:
-            self._saved = _FREED
+            self._saved = FREED
             self._out = None
 
     def _unpack(self, graph: bool) -> list:
         args = []
-        for sv in self._saved:
+        for sv, stand_in in zip(self._saved, self._in):
             if sv is None:
-                args.append(None)
+                args.append(stand_in)
                 continue
             t, v = sv
-            if type(v) is int:
-                if t._vc[0] != v:
-                    raise RuntimeError(modified_message(t, v))
-                if not graph:
-                    t = t._data
-            args.append(t)
+            if t._vc[0] != v:
+                raise RuntimeError(modified_message(t, v))
+            args.append(t if graph else t._data)
         return args
 
     def _unpack_out(self, graph: bool):
@@ -114,45 +195,48 @@ class PrimNode(Node):
         prim = self._prim
         saved = self._saved
         if saved is None:
-            args = prim.no_args
-        elif saved is _FREED:
+            args = self._in
+        elif saved is FREED:
             raise RuntimeError(FREED_MESSAGE)
         else:
             args = self._unpack(create_graph)
-        out = self._unpack_out(create_graph) if prim.saves_out else None
+        out = self._unpack_out(create_graph) if prim.saves_out else _OUT_NOT_SAVED
         params = self._params
         vjps = prim.vjps
+        in_ = self._in
         res = []
-        if create_graph:
-            xp = graph_ns
-            for i, (node, _) in enumerate(self.next_functions):
-                if node is None or (needed is not None and not needed[i]):
-                    res.append(None)
-                    continue
+        xp = graph_ns if create_graph else NAMESPACES[type(g)]
+        for i, (node, _) in enumerate(self.next_functions):
+            if node is None or (needed is not None and not needed[i]):
+                res.append(None)
+                continue
+            try:
                 gi = vjps[i](xp, g, out, *args, **params)
-                if gi is not None:
-                    shape, dt = self._in[i]
-                    if gi._data.shape != shape:
-                        gi = xp.sum_to(gi, shape)
-                    if gi._data.dtype != dt:
-                        gi = xp.cast(gi, dt)
-                res.append(gi)
-        else:
-            # The same loop on raw arrays (kept apart: this is the hot path of plain backward).
-            xp = NAMESPACES[type(g)]
-            for i, (node, _) in enumerate(self.next_functions):
-                if node is None or (needed is not None and not needed[i]):
-                    res.append(None)
-                    continue
-                gi = vjps[i](xp, g, out, *args, **params)
-                if gi is not None:
-                    shape, dt = self._in[i]
-                    if gi.shape != shape:
-                        gi = xp.sum_to(gi, shape)
-                    if gi.dtype != dt:
-                        gi = gi.astype(dt)
-                res.append(gi)
+            except (_UnsavedRead, TypeError) as e:
+                err = _rule_error(prim, "VJP", i, args, e)
+                if err is None:
+                    raise
+                raise err from None
+            if gi is not None:
+                spec = in_[i]
+                if create_graph:
+                    if gi._data.shape != spec.shape:
+                        gi = self._fit(xp, i, gi, gi._data.shape, spec.shape)
+                    if gi._data.dtype != spec.dtype:
+                        gi = xp.cast(gi, spec.dtype)
+                else:
+                    if gi.shape != spec.shape:
+                        gi = self._fit(xp, i, gi, gi.shape, spec.shape)
+                    if gi.dtype != spec.dtype:
+                        gi = gi.astype(spec.dtype)
+            res.append(gi)
         return res
+
+    def _fit(self, xp, i, gi, got, want):
+        err = _wrong_shape(self._prim, i, got, want)
+        if err is not None:
+            raise err
+        return xp.sum_to(gi, want)
 
 
 _NO_EDGE = (None, 0)
@@ -161,9 +245,14 @@ _NO_EDGE = (None, 0)
 def apply(prim: Primitive, args: tuple, params: dict = _EMPTY, node_cls=None, dtype=None) -> Tensor:
     """Run ``prim`` on ``args`` (Tensors or Python scalars) and record it in the graph if needed.
 
-    ``dtype`` (a NumPy dtype) is the promoted computation dtype: array inputs of another dtype
-    are cast to it first, as PyTorch computes in the promoted type.
+    ``dtype`` (a NumPy dtype) is the computation dtype that array inputs of another dtype are cast to;
+    by default the primitive's declared promotion decides it. ``KEEP_DTYPE``: cast nothing.
     """
+    if dtype is None:
+        if prim.promote is not None:
+            dtype = prim.promote(args)
+    elif dtype is KEEP_DTYPE:
+        dtype = None
     datas = []
     rg = False
     xp = None
@@ -224,6 +313,9 @@ def _record(t: Tensor, prim: Primitive, args: tuple, params: dict, node_cls) -> 
     node = _new(node_cls or prim.node_cls)
     edges = []
     meta = []
+    saves = prim.saves
+    saved = [] if saves else None
+    i = 0
     for a in args:
         if isinstance(a, Tensor):
             fn = a.grad_fn
@@ -234,26 +326,24 @@ def _record(t: Tensor, prim: Primitive, args: tuple, params: dict, node_cls) -> 
             else:
                 edges.append(_NO_EDGE)
             d = a._data
-            meta.append((d.shape, d.dtype))
+            u = _new(Unsaved)   # _unsaved() inlined
+            u.shape = d.shape
+            u.dtype = d.dtype
+            meta.append(u)
+            if saved is not None:
+                saved.append((a, a._vc[0]) if i in saves else None)
         else:
             edges.append(_NO_EDGE)
-            meta.append(None)
+            meta.append(a)
+            if saved is not None:
+                saved.append(None)
+        i += 1
     node.next_functions = tuple(edges)
     node._seq = next(_seq)
     node._prim = prim
     node._params = params
     node._in = meta
-    saves = prim.saves
-    if saves:
-        saved = []
-        for i, a in enumerate(args):
-            if i not in saves:
-                saved.append(None)
-            else:
-                saved.append((a, a._vc[0]) if isinstance(a, Tensor) else (a, None))
-        node._saved = saved
-    else:
-        node._saved = None
+    node._saved = saved
     if prim.saves_out:
         node._out = t._data
         node._out_vc = t._vc
@@ -267,18 +357,33 @@ def _record(t: Tensor, prim: Primitive, args: tuple, params: dict, node_cls) -> 
 def _forward_tangent(t: Tensor, prim: Primitive, args: tuple, params: dict) -> None:
     if not any(isinstance(a, Tensor) and a._fw_grad is not None for a in args):
         return
-    if prim.jvps is None:
-        raise NotImplementedError(f"ember: forward-mode AD is not implemented for {prim.name}")
     # Tangent formulas run on the primals only: no tangents of tangents at this level.
     level, fwd_state.level = fwd_state.level, 0
     try:
         tangent = None
-        primal_out = make(t._data)
-        for i, a in enumerate(args):
-            if isinstance(a, Tensor) and a._fw_grad is not None:
-                c = prim.jvps[i](graph_ns, a._fw_grad, primal_out, *args, **params)
-                if c is not None:
+        kind = prim.jvp_kind
+        if kind == "linear":
+            tangent = apply(prim, tuple(_tangent_or_zero(a) for a in args), params)
+        elif kind == "multilinear":
+            for i, a in enumerate(args):
+                if isinstance(a, Tensor) and a._fw_grad is not None:
+                    c = apply(prim, args[:i] + (a._fw_grad,) + args[i + 1:], params)
                     tangent = c if tangent is None else tangent + c
+        elif prim.jvps is None:
+            raise NotImplementedError(f"ember: forward-mode AD is not implemented for {prim.name}")
+        else:
+            primal_out = make(t._data)
+            for i, a in enumerate(args):
+                if isinstance(a, Tensor) and a._fw_grad is not None:
+                    try:
+                        c = prim.jvps[i](graph_ns, a._fw_grad, primal_out, *args, **params)
+                    except (_UnsavedRead, TypeError) as e:
+                        err = _rule_error(prim, "JVP", i, args, e)
+                        if err is None:
+                            raise
+                        raise err from None
+                    if c is not None:
+                        tangent = c if tangent is None else tangent + c
         if tangent is not None:
             if tangent._data.shape != t._data.shape:
                 tangent = graph_ns.expand(tangent, t._data.shape)
@@ -287,6 +392,12 @@ def _forward_tangent(t: Tensor, prim: Primitive, args: tuple, params: dict) -> N
             t._fw_grad = tangent
     finally:
         fwd_state.level = level
+
+
+def _tangent_or_zero(a):
+    if not isinstance(a, Tensor):
+        return 0   # a Python scalar input is a constant: its tangent is zero
+    return a._fw_grad if a._fw_grad is not None else graph_ns.zeros_like(a)
 
 
 def _describe(args) -> str:
@@ -321,124 +432,4 @@ def _forward_error(prim, args, e) -> Exception:
     return kind(f"{prim.name}(): {e} (arguments: {_describe(args)})")
 
 
-# ----- in-place ops --------------------------------------------------------------------------
-
-def check_inplace(self: Tensor, recording: bool) -> None:
-    """The errors PyTorch raises before an in-place op that autograd could not record correctly."""
-    if not self._data.flags.writeable:
-        raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a "
-                           "single memory location. Please clone() the tensor before performing the operation.")
-    if self._base is not None and self._view_nograd and _state.enabled:
-        # the view's history was never recorded, so the write could not reach the base's gradient
-        raise RuntimeError("A view was created in no_grad mode and is being modified inplace with grad mode "
-                           "enabled. Given that this use case is ambiguous and error-prone, it is forbidden. You "
-                           "can clarify your code by moving both the view and the inplace either both inside the "
-                           "no_grad block (if you don't want the inplace to be tracked) or both outside (if you "
-                           "want the inplace to be tracked).")
-    if not recording:
-        return
-    if self.grad_fn is None and self._requires_grad:
-        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
-    base = self._base
-    if base is not None:
-        if base.grad_fn is None and base._requires_grad:
-            raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place "
-                               "operation.")
-
-
-def apply_inplace(prim: Primitive, self: Tensor, others: tuple, params: dict = _EMPTY,
-                  node_cls=None, dtype=None, opname: str = "") -> Tensor:
-    """``self.op_(*others)``: write the result into self's memory and rebase self's history."""
-    recording = _state.enabled and (self._requires_grad or any(
-        isinstance(o, Tensor) and o._requires_grad for o in others))
-    check_inplace(self, recording)
-    is_view = self._base is not None
-    if recording and is_view and self._vc[0] != self._view_v:
-        refresh_view(self)
-    if dtype is not None and D._FROM_NP[np.dtype(dtype)]._cat > self.dtype._cat:
-        raise RuntimeError(f"result type {type_name_of(dtype)} can't be cast to the desired output type "
-                           f"{type_name_of(self._data.dtype)}")
-    src = self
-    if recording and 0 in prim.saves:
-        # The rule needs self's value from before the write: save a snapshot with self's history.
-        src = make(self._data.copy())
-        src.grad_fn, src._output_nr, src._requires_grad = self.grad_fn, self._output_nr, self._requires_grad
-        src._fw_grad = self._fw_grad
-    r = apply(prim, (src,) + tuple(others), params, node_cls, dtype)
-    if r._data.shape != self._data.shape:
-        raise RuntimeError(f"output with shape {list(self._data.shape)} doesn't match the broadcast shape "
-                           f"{list(r._data.shape)}")
-    np.copyto(self._data, r._data, casting="unsafe")
-    self._vc[0] += 1
-    old_fn, old_nr = self.grad_fn, self._output_nr
-    if recording and is_view:
-        _rebase_view(self, r)
-    elif r.grad_fn is not None:
-        node = r.grad_fn
-        self.grad_fn = node
-        self._output_nr = 0
-        self._requires_grad = True
-        if prim.saves_out:
-            # the saved output is r's own copy; a later write to self still invalidates it
-            node._out_vc = self._vc
-            node._out_v = self._vc[0]
-    m = self._meta
-    if m is not None and m.retains_grad and self.grad_fn is not old_fn:
-        # retain_grad() follows the tensor to its new history, as in PyTorch.
-        if old_fn is not None and old_fn._retained:
-            old_fn._retained.pop(old_nr, None)
-        self.grad_fn._retain_grad(self._output_nr, weakref.ref(self))
-    if r._fw_grad is not None:
-        self._fw_grad = r._fw_grad
-    return self
-
-
-# ----- views and in-place ops --------------------------------------------------------------------
-# A view records the view ops that lead from its base to it (``_view_steps``). When the base's memory
-# changes in place, through the view or directly, the view's history is rebuilt from the base's
-# (PyTorch's AsStridedBackward0), and an in-place op on a view gives the base a CopySlices node.
-
-view_replay_p = defprim(
-    "view_replay", "AsStridedBackward0", lambda xp, a, steps, shape: xp.view_replay(a, steps),
-    vjp=lambda xp, g, out, a, steps, shape: xp.view_scatter_zeros(g, steps, shape),
-    jvp=lambda xp, t, out, a, steps, shape: xp.view_replay(t, steps))
-
-view_scatter_zeros_p = defprim(
-    "view_scatter_zeros", "AsStridedScatterBackward0",
-    lambda xp, g, steps, shape: xp.view_scatter_zeros(g, steps, shape),
-    vjp=lambda xp, g, out, a, steps, shape: xp.view_replay(g, steps),
-    jvp=lambda xp, t, out, a, steps, shape: xp.view_scatter_zeros(t, steps, shape))
-
-
-def _outside_view(xp, g, steps, shape):
-    # g with the view's region zeroed: that part of the base was overwritten.
-    return g - xp.view_scatter_zeros(xp.view_replay(g, steps), steps, shape)
-
-
-copy_slices_p = defprim(
-    "copy_slices", "CopySlices",
-    lambda xp, base, r, steps, shape: _outside_view(xp, base, steps, shape) + xp.view_scatter_zeros(r, steps, shape),
-    vjp=(lambda xp, g, out, base, r, steps, shape: _outside_view(xp, g, steps, shape),
-         lambda xp, g, out, base, r, steps, shape: xp.view_replay(g, steps)),
-    jvp=(lambda xp, t, out, base, r, steps, shape: _outside_view(xp, t, steps, shape),
-         lambda xp, t, out, base, r, steps, shape: xp.view_scatter_zeros(t, steps, shape)))
-
-
-def refresh_view(v: Tensor) -> None:
-    """Rebuild view ``v``'s history from its base's current history."""
-    base = v._base
-    v._view_v = v._vc[0]
-    if base._requires_grad:
-        stand_in = make(v._data)
-        _record(stand_in, view_replay_p, (base,), {"steps": v._view_steps, "shape": base._data.shape}, None)
-        v.grad_fn, v._output_nr, v._requires_grad = stand_in.grad_fn, 0, True
-
-
-def _rebase_view(v: Tensor, r: Tensor) -> None:
-    """After ``v``'s memory was overwritten with ``r``: the base's new value is its old value with the
-    view's region replaced by ``r`` (CopySlices), and ``v`` is that region of the new base."""
-    base = v._base
-    stand_in = make(base._data)
-    _record(stand_in, copy_slices_p, (base, r), {"steps": v._view_steps, "shape": base._data.shape}, None)
-    base.grad_fn, base._output_nr, base._requires_grad = stand_in.grad_fn, 0, True
-    refresh_view(v)
+from ._views import refresh_view  # noqa: E402  (the view machinery is built on apply/_record)

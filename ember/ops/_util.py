@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _dtype as D
+from .._dtype import type_word
 from .._tensor import Tensor, wrap_dim
 
 _SCALARS = (bool, int, float)
@@ -48,6 +49,30 @@ def compute_dtype(a, b):
     elif isinstance(a, Tensor) and isinstance(b, Tensor) and a._data.dtype == b._data.dtype:
         return None
     return promote(a, b).np
+
+
+def promote_standard(args: tuple):
+    """A primitive's ``promote="standard"``: the dtype to cast tensor inputs to (PyTorch's result type
+    over tensors and scalars), or None when no input needs a cast."""
+    if len(args) == 2:
+        return compute_dtype(args[0], args[1])
+    xs = [x for x in args if x is not None]
+    d = promote(*xs).np
+    return d if any(isinstance(x, Tensor) and x._data.dtype != d for x in xs) else None
+
+
+def promote_float(args: tuple):
+    """``promote="float"``: as "standard", but integral and bool results compute in the default float
+    dtype (true division, exp, sin, ...)."""
+    if len(args) == 1:
+        return None if args[0]._data.dtype.kind == "f" else D._default_float.np
+    xs = [x for x in args if x is not None]
+    d = promote(*xs)
+    d = d.np if d.is_floating_point else D._default_float.np
+    return d if any(isinstance(x, Tensor) and x._data.dtype != d for x in xs) else None
+
+
+dtype_word = type_word
 
 
 def float_dtype(x: Tensor):

@@ -6,37 +6,33 @@ import numpy as np
 from .._index import SplitIndex, split as split_index, view_of
 from .._tensor import Tensor
 from ..autograd.graph import node_class
-from ._primitive import PrimNode, _state, apply, apply_inplace, check_inplace, defprim, fwd_state
+from ._primitive import PrimNode, _state, apply, defprim, fwd_state
+from ._registry import graph, method, register
+from ._views import apply_inplace, check_inplace
 from ._util import scalar_or_tensor
 
 
-def _getitem(xp, a, index, shape):
+def _getitem(xp, a, index):
     return xp.getitem(a, index)
 
 
-def _getitem_vjp(xp, g, out, a, index, shape):
-    return xp.index_put_zeros(g, index, shape)
-
-
-def _getitem_jvp(xp, t, out, a, index, shape):
-    return xp.getitem(t, index)
+def _getitem_vjp(xp, g, out, a, index):
+    return xp.index_put_zeros(g, index, a.shape)
 
 
 # Basic indexing (ints, slices, None, Ellipsis) gives a view; advanced indexing a copy. Same rules.
-getitem_view_p = defprim("getitem", "SliceBackward0", _getitem, _getitem_vjp, _getitem_jvp, is_view=True)
-getitem_p = defprim("index", "IndexBackward0", _getitem, _getitem_vjp, _getitem_jvp)
+getitem_view_p = defprim("getitem", "SliceBackward0", _getitem, _getitem_vjp, jvp="linear", is_view=True)
+getitem_p = defprim("index", "IndexBackward0", _getitem, _getitem_vjp, jvp="linear")
 
 index_put_zeros_p = defprim(
     "index_put_zeros", "IndexPutBackward0",
     lambda xp, g, index, shape: xp.index_put_zeros(g, index, shape),
-    vjp=lambda xp, g, out, a, index, shape: xp.getitem(g, index),
-    jvp=lambda xp, t, out, a, index, shape: xp.index_put_zeros(t, index, shape))
+    vjp=lambda xp, g, out, a, index, shape: xp.getitem(g, index), jvp="linear")
 
 fill_index_p = defprim(
     "fill_index", "IndexFillBackward0",
     lambda xp, a, index, value: xp.fill_index(a, index, value),
-    vjp=lambda xp, g, out, a, index, value: xp.fill_index(g, index, 0.0),
-    jvp=lambda xp, t, out, a, index, value: xp.fill_index(t, index, 0.0))
+    vjp=lambda xp, g, out, a, index, value: xp.fill_index(g, index, 0.0), jvp="elementwise")
 
 # x[index] = v as an op of (x, v): x's gradient is zero where it was overwritten.
 index_put_p = defprim(
@@ -44,14 +40,11 @@ index_put_p = defprim(
     lambda xp, a, v, index: xp.fill_index(a, index, v),
     vjp=(lambda xp, g, out, a, v, index: xp.fill_index(g, index, 0.0),
          lambda xp, g, out, a, v, index: xp.getitem(g, index)),
-    jvp=(lambda xp, t, out, a, v, index: xp.fill_index(t, index, 0.0),
-         lambda xp, t, out, a, v, index: xp.index_put_zeros(
-             xp.expand(t, xp.getitem(out, index).shape), index, out.shape)))
+    jvp="linear")
 
 # zero_() and fill_(): the old values are overwritten, so their gradient is zero.
 fill_p = defprim("fill", "FillBackward2", lambda xp, a, value: xp.fill_index(a, Ellipsis, value),
-                 vjp=lambda xp, g, out, a, value: xp.fill_index(g, Ellipsis, 0.0),
-                 jvp=lambda xp, t, out, a, value: xp.fill_index(t, Ellipsis, 0.0))
+                 vjp=lambda xp, g, out, a, value: xp.fill_index(g, Ellipsis, 0.0), jvp="elementwise")
 
 _NAMES = {int: "SelectBackward0", slice: "SliceBackward0", type(None): "UnsqueezeBackward0"}
 
@@ -139,6 +132,7 @@ def _index_error(e, shape):
     return IndexError(msg)
 
 
+@register(name="__getitem__", module=False, method=True)
 def getitem(self, index):
     idx, basic, name = _convert_index(index, self._data.shape)
     if not basic:
@@ -146,11 +140,12 @@ def getitem(self, index):
         idx = split_index(idx)
     prim = getitem_view_p if basic else getitem_p
     try:
-        return apply(prim, (self,), {"index": idx, "shape": self._data.shape}, node_class(name, PrimNode))
+        return apply(prim, (self,), {"index": idx}, node_class(name, PrimNode))
     except IndexError as e:
         raise _index_error(e, self._data.shape) from None
 
 
+@register(name="__setitem__", module=False, method=True)
 def setitem(self, index, value):
     idx, basic, _ = _convert_index(index, self._data.shape)
     if not basic:
@@ -184,6 +179,7 @@ def setitem(self, index, value):
     apply_inplace(index_put_p, self, (value,), {"index": idx}, node)
 
 
+@register(method=True)
 def fill_(self, value):
     if isinstance(value, Tensor):
         if value._data.ndim:
@@ -193,10 +189,12 @@ def fill_(self, value):
     return apply_inplace(fill_p, self, (), {"value": value})
 
 
+@register(method=True)
 def zero_(self):
     return apply_inplace(fill_p, self, (), {"value": 0}, node_class("ZeroBackward0", PrimNode))
 
 
+@register(module=False, method=True)
 def copy_(self, src, non_blocking=False):
     if not isinstance(src, Tensor):
         raise TypeError(f"copy_(): argument 'src' (position 1) must be Tensor, not {type(src).__name__}")
@@ -213,3 +211,8 @@ def copy_(self, src, non_blocking=False):
         self._vc[0] += 1
         return self
     return apply_inplace(index_put_p, self, (src,), {"index": (Ellipsis,)}, node_class("CopyBackwards", PrimNode))
+
+
+graph("getitem", lambda x, index: apply(getitem_p, (x,), {"index": index}))
+graph("index_put_zeros", lambda g, index, shape: apply(index_put_zeros_p, (g,), {"index": index, "shape": shape}))
+graph("fill_index", lambda x, index, value: apply(fill_index_p, (x,), {"index": index, "value": value}))

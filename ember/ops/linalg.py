@@ -6,6 +6,8 @@ import numpy as np
 from .._tensor import Tensor
 from ..autograd.graph import node_class
 from ._primitive import PrimNode, apply, defprim
+from .._dtype import c_type_name
+from ._registry import method, register
 from ._util import check_tensor
 
 
@@ -30,12 +32,8 @@ def _matmul_grad_b(xp, g, out, a, b):
 
 
 matmul_p = defprim("matmul", "MmBackward0", lambda xp, a, b: xp.matmul(a, b),
-                   vjp=(_matmul_grad_a, _matmul_grad_b),
-                   jvp=(lambda xp, t, out, a, b: xp.matmul(t, b), lambda xp, t, out, a, b: xp.matmul(a, t)),
-                   saves=(0, 1))
+                   vjp=(_matmul_grad_a, _matmul_grad_b), jvp="multilinear", saves=(0, 1))
 
-_TYPE = {"float32": "float", "float64": "double", "float16": "c10::Half", "int64": "long int", "int32": "int",
-         "bool": "bool", "int16": "short int", "int8": "signed char", "uint8": "unsigned char"}
 
 
 def _check_matmul(a, b, op):
@@ -43,8 +41,8 @@ def _check_matmul(a, b, op):
     if na == 0 or nb == 0:
         raise RuntimeError(f"both arguments to {op} need to be at least 1D, but they are {na}D and {nb}D")
     if a._data.dtype != b._data.dtype:
-        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {_TYPE[a._data.dtype.name]} != "
-                           f"{_TYPE[b._data.dtype.name]}")
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {c_type_name(a._data.dtype)} != "
+                           f"{c_type_name(b._data.dtype)}")
     sa, sb = a._data.shape, b._data.shape
     if na == 1 and nb == 1:
         if sa[0] != sb[0]:
@@ -77,6 +75,7 @@ def _rows(shape):
     return n
 
 
+@register(method=True, graph=True)
 def matmul(input, other):
     check_tensor(input, "matmul")
     check_tensor(other, "matmul", "other", 2)
@@ -87,30 +86,35 @@ def matmul(input, other):
     return apply(matmul_p, (input, other), {}, node_class(name, PrimNode))
 
 
+@register(method=True)
 def mm(input, mat2):
     if input.ndim != 2 or mat2.ndim != 2:
         raise RuntimeError(f"{'self' if input.ndim != 2 else 'mat2'} must be a matrix")
     return matmul(input, mat2)
 
 
+@register(method=True)
 def mv(input, vec):
     if input.ndim != 2 or vec.ndim != 1:
         raise RuntimeError("vector + matrix @ vector expected, got " f"{input.ndim}, {vec.ndim}")
     return matmul(input, vec)
 
 
+@register(method=True)
 def dot(input, other):
     if input.ndim != 1 or other.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D tensors")
     return matmul(input, other)
 
 
+@register(method=True)
 def bmm(input, mat2):
     if input.ndim != 3 or mat2.ndim != 3:
         raise RuntimeError(f"batch1 must be a 3D tensor")
     return matmul(input, mat2)
 
 
+@register(method=True, aliases=("ger",))
 def outer(input, vec2):
     """``input[:, None] * vec2`` (PyTorch composes it the same way: its grad_fn is MulBackward0)."""
     check_tensor(input, "outer")
@@ -124,3 +128,13 @@ def _rmatmul(self, other):
     if isinstance(other, Tensor):
         return matmul(other, self)
     return NotImplemented
+
+
+def _matmul_op(self, other):
+    if isinstance(other, Tensor):
+        return matmul(self, other)
+    return NotImplemented
+
+
+method("__matmul__", _matmul_op)
+method("__rmatmul__", _rmatmul)

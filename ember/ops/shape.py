@@ -7,29 +7,34 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _dtype as D
+from .._device import check_device
 from .._tensor import Tensor, make, wrap_dim
 from ..autograd.graph import node_class
 from ._primitive import PrimNode, apply, defprim
-from ._util import check_tensor, promote
+from ._registry import graph, method, register
+from ._util import check_tensor
 
-reshape_p = defprim("reshape", "ViewBackward0", lambda xp, a, shape, ishape: xp.reshape(a, shape),
-                    vjp=lambda xp, g, out, a, shape, ishape: xp.reshape(g, ishape),
-                    jvp=lambda xp, t, out, a, shape, ishape: xp.reshape(t, shape), is_view=True)
+reshape_p = defprim("reshape", "ViewBackward0", lambda xp, a, shape: xp.reshape(a, shape),
+                    vjp=lambda xp, g, out, a, shape: xp.reshape(g, a.shape), jvp="linear", is_view=True)
 
-permute_p = defprim("permute", "PermuteBackward0", lambda xp, a, dims, inv: xp.permute(a, dims),
-                    vjp=lambda xp, g, out, a, dims, inv: xp.permute(g, inv),
-                    jvp=lambda xp, t, out, a, dims, inv: xp.permute(t, dims), is_view=True)
+permute_p = defprim("permute", "PermuteBackward0", lambda xp, a, dims: xp.permute(a, dims),
+                    vjp=lambda xp, g, out, a, dims: xp.permute(g, _inverse(dims)), jvp="linear", is_view=True)
 
-expand_p = defprim("expand", "ExpandBackward0", lambda xp, a, shape, ishape: xp.expand(a, shape),
-                   vjp=lambda xp, g, out, a, shape, ishape: xp.sum_to(g, ishape),
-                   jvp=lambda xp, t, out, a, shape, ishape: xp.expand(t, shape), is_view=True)
+expand_p = defprim("expand", "ExpandBackward0", lambda xp, a, shape: xp.expand(a, shape),
+                   vjp=lambda xp, g, out, a, shape: xp.sum_to(g, a.shape), jvp="linear", is_view=True)
 
-clone_p = defprim("clone", "CloneBackward0", lambda xp, a: a.copy(),
-                  vjp=lambda xp, g, out, a: g, jvp=lambda xp, t, out, a: t)
+clone_p = defprim("clone", "CloneBackward0", lambda xp, a: xp.clone(a), vjp=lambda xp, g, out, a: g, jvp="linear")
 
 # The engine casts every gradient back to its input's dtype, so a cast's own rules are identities.
 cast_p = defprim("to", "ToCopyBackward0", lambda xp, a, dtype: xp.cast(a, dtype),
-                 vjp=lambda xp, g, out, a, dtype: g, jvp=lambda xp, t, out, a, dtype: xp.cast(t, dtype))
+                 vjp=lambda xp, g, out, a, dtype: g, jvp="linear")
+
+
+def _inverse(dims):
+    inv = [0] * len(dims)
+    for i, d in enumerate(dims):
+        inv[d] = i
+    return tuple(inv)
 
 
 def _cat_vjp(i):
@@ -39,31 +44,12 @@ def _cat_vjp(i):
     return rule
 
 
-def _cat_jvp(i):
-    def rule(xp, t, out, *inputs, dim, bounds, legacy):
-        if i in legacy:
-            return None
-        return xp.index_put_zeros(t, (slice(None),) * dim + (slice(bounds[i], bounds[i + 1]),), tuple(out.shape))
-    return rule
-
-
 def _stack_vjp(i):
     return lambda xp, g, out, *inputs, dim: xp.getitem(g, (slice(None),) * dim + (i,))
 
 
-def _stack_jvp(i):
-    return lambda xp, t, out, *inputs, dim: xp.index_put_zeros(
-        xp.unsqueeze(t, dim), (slice(None),) * dim + (slice(i, i + 1),), tuple(out.shape))
-
-
-_N = {}
-
-
-def _nodes(name):
-    cls = _N.get(name)
-    if cls is None:
-        cls = _N[name] = node_class(name, PrimNode)
-    return cls
+def _node(name):
+    return node_class(name, PrimNode)
 
 
 # ----- shape parsing -------------------------------------------------------------------------
@@ -102,13 +88,15 @@ def _infer_shape(shape, numel):
 
 # ----- public functions ------------------------------------------------------------------------
 
+@register(method=True, graph=True)
 def reshape(input, *shape):
     check_tensor(input, "reshape")
     shape = _infer_shape(_shape_arg(shape, "reshape"), input._data.size)
-    node = None if input._data.flags.c_contiguous else _nodes("UnsafeViewBackward0")
-    return apply(reshape_p, (input,), {"shape": shape, "ishape": input._data.shape}, node)
+    node = None if input._data.flags.c_contiguous else _node("UnsafeViewBackward0")
+    return apply(reshape_p, (input,), {"shape": shape}, node)
 
 
+@register(module=False, method=True)
 def view(input, *shape):
     if len(shape) == 1 and isinstance(shape[0], D.dtype):
         raise NotImplementedError("ember: view(dtype) is not supported yet")
@@ -120,9 +108,10 @@ def view(input, *shape):
             raise RuntimeError("view size is not compatible with input tensor's size and stride (at least one "
                                "dimension spans across two contiguous subspaces). Use .reshape(...) instead."
                                ) from None
-    return apply(reshape_p, (input,), {"shape": shape, "ishape": input._data.shape})
+    return apply(reshape_p, (input,), {"shape": shape})
 
 
+@register(method=True)
 def flatten(input, start_dim=0, end_dim=-1):
     nd = input._data.ndim
     if nd == 0:
@@ -137,9 +126,10 @@ def flatten(input, start_dim=0, end_dim=-1):
 
 
 def _squeeze_like(input, shape, name):
-    return apply(reshape_p, (input,), {"shape": shape, "ishape": input._data.shape}, _nodes(name))
+    return apply(reshape_p, (input,), {"shape": shape}, _node(name))
 
 
+@register(method=True, graph=True)
 def squeeze(input, dim=None):
     check_tensor(input, "squeeze")
     shp = input._data.shape
@@ -152,6 +142,7 @@ def squeeze(input, dim=None):
                          "SqueezeBackward2")
 
 
+@register(method=True, graph=True)
 def unsqueeze(input, dim):
     check_tensor(input, "unsqueeze")
     shp = input._data.shape
@@ -159,6 +150,7 @@ def unsqueeze(input, dim):
     return _squeeze_like(input, shp[:d] + (1,) + shp[d:], "UnsqueezeBackward0")
 
 
+@register(method=True)
 def permute(input, *dims):
     check_tensor(input, "permute")
     dims = _shape_arg(dims, "permute")
@@ -174,27 +166,28 @@ def permute(input, *dims):
 
 
 def _permute(input, dims, node):
-    inv = tuple(int(i) for i in np.argsort(dims))
-    return apply(permute_p, (input,), {"dims": dims, "inv": inv}, node)
+    return apply(permute_p, (input,), {"dims": dims}, node)
 
 
+@register(method=True, aliases=("swapaxes", "swapdims"), graph=True)
 def transpose(input, dim0, dim1):
     check_tensor(input, "transpose")
     nd = input._data.ndim
     if nd == 0:
         wrap_dim(dim0, 0, "transpose"), wrap_dim(dim1, 0, "transpose")
-        return _permute(input, (), _nodes("TransposeBackward0"))
+        return _permute(input, (), _node("TransposeBackward0"))
     d0, d1 = wrap_dim(dim0, nd, "transpose"), wrap_dim(dim1, nd, "transpose")
     dims = list(range(nd))
     dims[d0], dims[d1] = dims[d1], dims[d0]
-    return _permute(input, tuple(dims), _nodes("TransposeBackward0"))
+    return _permute(input, tuple(dims), _node("TransposeBackward0"))
 
 
+@register(method=True)
 def t(input):
     nd = input._data.ndim
     if nd > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {nd}D")
-    return _permute(input, tuple(range(nd))[::-1], _nodes("TBackward0"))
+    return _permute(input, tuple(range(nd))[::-1], _node("TBackward0"))
 
 
 def _T(self):
@@ -214,6 +207,7 @@ def _mT(self):
     return transpose(self, -2, -1)
 
 
+@register(module=False, method=True)
 def expand(input, *sizes):
     check_tensor(input, "expand")
     sizes = _shape_arg(sizes, "expand")
@@ -232,13 +226,15 @@ def expand(input, *sizes):
             raise RuntimeError(f"The expanded size of the tensor ({want}) must match the existing size ({s}) at "
                                f"non-singleton dimension {lead + i}.  Target sizes: {list(sizes)}.  Tensor sizes: "
                                f"{list(shp)}")
-    return apply(expand_p, (input,), {"shape": tuple(new), "ishape": shp})
+    return apply(expand_p, (input,), {"shape": tuple(new)})
 
 
+@register(module=False, method=True)
 def expand_as(input, other):
     return expand(input, other._data.shape)
 
 
+@register(method=True)
 def broadcast_to(input, shape):
     return expand(input, shape)
 
@@ -256,15 +252,17 @@ def _as_tensor_list(tensors, op):
 _cat_nodes: dict = {}
 
 
-def _variadic(name, node_name, forward, rule, n, jvp_rule):
+def _variadic(name, node_name, forward, rule, n):
+    """The primitive of ``name`` for ``n`` inputs (one VJP rule per input), made once per n."""
     key = (name, n)
     p = _cat_nodes.get(key)
     if p is None:
-        p = _cat_nodes[key] = defprim(name, node_name, forward, vjp=tuple(rule(i) for i in range(n)),
-                                      jvp=tuple(jvp_rule(i) for i in range(n)))
+        p = _cat_nodes[key] = defprim(name, node_name, forward, vjp=tuple(rule(i) for i in range(n)), jvp="linear",
+                                      promote="standard")
     return p
 
 
+@register(aliases=("concat", "concatenate"))
 def cat(tensors, dim=0):
     tensors = _as_tensor_list(tensors, "cat")
     if not tensors:
@@ -288,15 +286,15 @@ def cat(tensors, dim=0):
     bounds = [0]
     for x in tensors:
         bounds.append(bounds[-1] + (x._data.shape[d] if x._data.ndim == ref._data.ndim else 0))
-    dt = promote(*tensors).np if len({x._data.dtype for x in tensors}) > 1 else None
     n = len(tensors)
     p = _variadic("cat", "CatBackward0",
                   lambda xp, *arrays, dim, bounds, legacy: xp.cat([a for a in arrays if a.shape != (0,) or
-                                                                   len(arrays) == 1], dim), _cat_vjp, n, _cat_jvp)
+                                                                   len(arrays) == 1], dim), _cat_vjp, n)
     legacy = tuple(i for i, x in enumerate(tensors) if x._data.ndim != ref._data.ndim)
-    return apply(p, tensors, {"dim": d, "bounds": tuple(bounds), "legacy": legacy}, None, dt)
+    return apply(p, tensors, {"dim": d, "bounds": tuple(bounds), "legacy": legacy})
 
 
+@register
 def stack(tensors, dim=0):
     tensors = _as_tensor_list(tensors, "stack")
     if not tensors:
@@ -307,17 +305,18 @@ def stack(tensors, dim=0):
             raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(shp)} at entry 0 and "
                                f"{list(x._data.shape)} at entry {i}")
     d = wrap_dim(dim, len(shp) + 1, "stack")
-    dt = promote(*tensors).np if len({x._data.dtype for x in tensors}) > 1 else None
     p = _variadic("stack", "StackBackward0", lambda xp, *arrays, dim: xp.stack(arrays, dim), _stack_vjp,
-                  len(tensors), _stack_jvp)
-    return apply(p, tensors, {"dim": d}, None, dt)
+                  len(tensors))
+    return apply(p, tensors, {"dim": d})
 
 
+@register(method=True, graph=True)
 def clone(input, *, memory_format=None):
     check_tensor(input, "clone")
     return apply(clone_p, (input,))
 
 
+@register(module=False, method=True)
 def contiguous(input, memory_format=None):
     if input._data.flags.c_contiguous:
         return input
@@ -328,3 +327,82 @@ def to_dtype(input, dtype: D.dtype, copy=False):
     if dtype is input.dtype and not copy:
         return input
     return apply(cast_p, (input,), {"dtype": dtype.np})
+
+
+graph("expand", lambda x, shape: expand(x, shape))
+graph("permute", lambda x, dims: permute(x, dims))
+graph("cast", lambda x, dtype: apply(cast_p, (x,), {"dtype": dtype}))
+graph("cat", lambda xs, dim: cat(xs, dim))
+graph("stack", lambda xs, dim: stack(xs, dim))
+method("T", property(_T))
+method("mT", property(_mT))
+method("H", property(_T))
+method("mH", property(_mT))
+
+
+# ----- conversions -------------------------------------------------------------------------------
+
+@register(module=False, method=True)
+def view_as(input, other):
+    return view(input, other._data.shape)
+
+
+@register(module=False, method=True)
+def reshape_as(input, other):
+    return reshape(input, other._data.shape)
+
+
+@register(module=False, method=True)
+def to(self, *args, **kwargs):
+    """``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other_tensor)``; ``copy=``."""
+    dtype = kwargs.pop("dtype", None)
+    copy = kwargs.pop("copy", False)
+    kwargs.pop("non_blocking", None)
+    device = kwargs.pop("device", None)
+    if kwargs:
+        raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+    for a in args:
+        if isinstance(a, D.dtype):
+            dtype = a
+        elif isinstance(a, Tensor):
+            dtype = a.dtype
+        elif a is not None and not isinstance(a, bool):
+            device = a
+    if device is not None:
+        check_device(device)
+    if dtype is None:
+        return clone(self) if copy else self
+    return to_dtype(self, dtype, copy)
+
+
+def _caster(dtype):
+    def fn(self, memory_format=None):
+        return to_dtype(self, dtype)
+    return fn
+
+
+for _name, _dt in (("float", D.float32), ("double", D.float64), ("half", D.float16), ("long", D.int64),
+                   ("int", D.int32), ("bool", D.bool), ("short", D.int16)):
+    method(_name, _caster(_dt))
+
+
+@register(name="type", module=False, method=True)
+def type_(self, dtype=None):
+    if dtype is None:
+        return "torch." + D.type_word(self._data.dtype) + "Tensor"
+    return to_dtype(self, dtype)
+
+
+def _new_like(fill):
+    def fn(self, *size, dtype=None, requires_grad=False, device=None):
+        return fill(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+    return fn
+
+
+def _bind_new_like():
+    from .. import _creation as C
+    for _name, _fill in (("new_zeros", C.zeros), ("new_ones", C.ones), ("new_empty", C.empty)):
+        method(_name, _new_like(_fill))
+
+
+_bind_new_like()

@@ -1,0 +1,146 @@
+"""Views and in-place ops: the version-counter checks, CopySlices, and rebuilding a view's history.
+
+A view records the view ops that lead from its base to it (``_view_steps``). When the base's memory
+changes in place, through the view or directly, the view's history is rebuilt from the base's
+(PyTorch's AsStridedBackward0), and an in-place op on a view gives the base a CopySlices node.
+"""
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+
+from .. import _dtype as D
+from .._tensor import Tensor, make
+from ..autograd.graph import grad_accumulator, type_name_of
+from ._primitive import _EMPTY, KEEP_DTYPE, Primitive, _record, _state, apply, defprim
+
+
+def edge_of(t) -> tuple:
+    """The graph edge a gradient for tensor ``t`` flows into."""
+    if t._base is not None and t._vc[0] != t._view_v:
+        refresh_view(t)   # a view whose base changed in place: rebuild its history first
+    if t.grad_fn is not None:
+        return (t.grad_fn, t._output_nr)
+    if t._requires_grad and not (t._base is not None and t._view_nograd):
+        return (grad_accumulator(t), 0)
+    return (None, 0)
+
+
+# ----- in-place ops --------------------------------------------------------------------------
+
+def check_inplace(self: Tensor, recording: bool) -> None:
+    """The errors PyTorch raises before an in-place op that autograd could not record correctly."""
+    if not self._data.flags.writeable:
+        raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a "
+                           "single memory location. Please clone() the tensor before performing the operation.")
+    if self._base is not None and self._view_nograd and _state.enabled:
+        # the view's history was never recorded, so the write could not reach the base's gradient
+        raise RuntimeError("A view was created in no_grad mode and is being modified inplace with grad mode "
+                           "enabled. Given that this use case is ambiguous and error-prone, it is forbidden. You "
+                           "can clarify your code by moving both the view and the inplace either both inside the "
+                           "no_grad block (if you don't want the inplace to be tracked) or both outside (if you "
+                           "want the inplace to be tracked).")
+    if not recording:
+        return
+    if self.grad_fn is None and self._requires_grad:
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+    base = self._base
+    if base is not None:
+        if base.grad_fn is None and base._requires_grad:
+            raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place "
+                               "operation.")
+
+
+def apply_inplace(prim: Primitive, self: Tensor, others: tuple, params: dict = _EMPTY,
+                  node_cls=None, dtype=None) -> Tensor:
+    """``self.op_(*others)``: write the result into self's memory and rebase self's history."""
+    if dtype is None and prim.promote is not None:
+        dtype = prim.promote((self,) + tuple(others))
+    recording = _state.enabled and (self._requires_grad or any(
+        isinstance(o, Tensor) and o._requires_grad for o in others))
+    check_inplace(self, recording)
+    is_view = self._base is not None
+    if recording and is_view and self._vc[0] != self._view_v:
+        refresh_view(self)
+    if dtype is not None and dtype is not KEEP_DTYPE and D._FROM_NP[np.dtype(dtype)]._cat > self.dtype._cat:
+        raise RuntimeError(f"result type {type_name_of(dtype)} can't be cast to the desired output type "
+                           f"{type_name_of(self._data.dtype)}")
+    src = self
+    if recording and 0 in prim.saves:
+        # The rule needs self's value from before the write: save a snapshot with self's history.
+        src = make(self._data.copy())
+        src.grad_fn, src._output_nr, src._requires_grad = self.grad_fn, self._output_nr, self._requires_grad
+        src._fw_grad = self._fw_grad
+    r = apply(prim, (src,) + tuple(others), params, node_cls, KEEP_DTYPE if dtype is None else dtype)
+    if r._data.shape != self._data.shape:
+        raise RuntimeError(f"output with shape {list(self._data.shape)} doesn't match the broadcast shape "
+                           f"{list(r._data.shape)}")
+    np.copyto(self._data, r._data, casting="unsafe")
+    self._vc[0] += 1
+    old_fn, old_nr = self.grad_fn, self._output_nr
+    if recording and is_view:
+        _rebase_view(self, r)
+    elif r.grad_fn is not None:
+        node = r.grad_fn
+        self.grad_fn = node
+        self._output_nr = 0
+        self._requires_grad = True
+        if prim.saves_out:
+            # the saved output is r's own copy; a later write to self still invalidates it
+            node._out_vc = self._vc
+            node._out_v = self._vc[0]
+    m = self._meta
+    if m is not None and m.retains_grad and self.grad_fn is not old_fn:
+        # retain_grad() follows the tensor to its new history, as in PyTorch.
+        if old_fn is not None and old_fn._retained:
+            old_fn._retained.pop(old_nr, None)
+        self.grad_fn._retain_grad(self._output_nr, weakref.ref(self))
+    if r._fw_grad is not None:
+        self._fw_grad = r._fw_grad
+    return self
+
+
+# ----- rebuilding a view's history --------------------------------------------------------------
+
+view_replay_p = defprim(
+    "view_replay", "AsStridedBackward0", lambda xp, a, steps: xp.view_replay(a, steps),
+    vjp=lambda xp, g, out, a, steps: xp.view_scatter_zeros(g, steps, a.shape), jvp="linear")
+
+view_scatter_zeros_p = defprim(
+    "view_scatter_zeros", "AsStridedScatterBackward0",
+    lambda xp, g, steps, shape: xp.view_scatter_zeros(g, steps, shape),
+    vjp=lambda xp, g, out, a, steps, shape: xp.view_replay(g, steps), jvp="linear")
+
+
+def _outside_view(xp, g, steps):
+    # g with the view's region zeroed: that part of the base was overwritten.
+    return g - xp.view_scatter_zeros(xp.view_replay(g, steps), steps, g.shape)
+
+
+copy_slices_p = defprim(
+    "copy_slices", "CopySlices",
+    lambda xp, base, r, steps: _outside_view(xp, base, steps) + xp.view_scatter_zeros(r, steps, base.shape),
+    vjp=(lambda xp, g, out, base, r, steps: _outside_view(xp, g, steps),
+         lambda xp, g, out, base, r, steps: xp.view_replay(g, steps)),
+    jvp="linear")
+
+
+def refresh_view(v: Tensor) -> None:
+    """Rebuild view ``v``'s history from its base's current history."""
+    base = v._base
+    v._view_v = v._vc[0]
+    if base._requires_grad:
+        stand_in = make(v._data)
+        _record(stand_in, view_replay_p, (base,), {"steps": v._view_steps}, None)
+        v.grad_fn, v._output_nr, v._requires_grad = stand_in.grad_fn, 0, True
+
+
+def _rebase_view(v: Tensor, r: Tensor) -> None:
+    """After ``v``'s memory was overwritten with ``r``: the base's new value is its old value with the
+    view's region replaced by ``r`` (CopySlices), and ``v`` is that region of the new base."""
+    base = v._base
+    stand_in = make(base._data)
+    _record(stand_in, copy_slices_p, (base, r), {"steps": v._view_steps}, None)
+    base.grad_fn, base._output_nr, base._requires_grad = stand_in.grad_fn, 0, True
+    refresh_view(v)
