@@ -268,3 +268,12 @@ def cat(xs, dim):
 
 def stack(xs, dim):
     return np.stack(xs, axis=dim)
+
+
+# Each op family keeps its own NumPy kernels in its own file; they are part of this namespace.
+from ._numpy_elementwise import *  # noqa: E402,F401,F403
+from ._numpy_reduction import *  # noqa: E402,F401,F403
+from ._numpy_shape import *  # noqa: E402,F401,F403
+from ._numpy_indexing import *  # noqa: E402,F401,F403
+from ._numpy_linalg import *  # noqa: E402,F401,F403
+from ._numpy_sorting import *  # noqa: E402,F401,F403

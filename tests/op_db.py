@@ -17,6 +17,7 @@ Each ``OpInfo`` has
 """
 from __future__ import annotations
 
+import importlib
 import zlib
 from dataclasses import dataclass, field
 from typing import Callable
@@ -441,6 +442,11 @@ def _imul(a, b):
     return a
 
 
+# Each op family keeps its own entries in tests/op_db_<family>.py.
+for _family in ("elementwise", "reduction", "shape", "indexing", "linalg", "sorting"):
+    _mod = importlib.import_module(f"op_db_{_family}")
+    OP_DB += _mod.OPS
+
 OPS = {op.name: op for op in OP_DB}
 assert len(OPS) == len(OP_DB), "op names must be unique"
 
@@ -448,3 +454,7 @@ assert len(OPS) == len(OP_DB), "op names must be unique"
 HYP_BINARY = ["add", "sub", "mul", "div", "pow", "maximum", "minimum"]
 HYP_UNARY = ["neg", "abs", "sign", "exp", "log", "sqrt", "sin", "cos", "tanh", "sigmoid", "relu", "round",
              "clamp", "clone"]
+for _family in ("elementwise", "reduction", "shape", "indexing", "linalg", "sorting"):
+    _mod = importlib.import_module(f"op_db_{_family}")
+    HYP_BINARY += _mod.HYP_BINARY
+    HYP_UNARY += _mod.HYP_UNARY

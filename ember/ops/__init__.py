@@ -14,6 +14,7 @@ from . import indexing as I
 from . import linalg as L
 from . import reduction as R
 from . import shape as S
+from . import sorting as O
 from ._primitive import Primitive, apply, graph_ns
 from . import _views
 from ._registry import EXPORTS, GRAPH, METHODS, graph
@@ -30,7 +31,7 @@ for _name, _fn in METHODS.items():
 for _name, _fn in GRAPH.items():
     setattr(graph_ns, _name, _fn)
 
-FAMILIES = (E, R, S, I, L)
+FAMILIES = (E, R, S, I, L, O)
 
 __all__ = ["Primitive", "apply", "graph_ns", "raw_names", "graph_names", "EXPORTS", "METHODS", "FAMILIES"]
 

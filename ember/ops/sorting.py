@@ -1,0 +1,2 @@
+"""Sorting and searching: sort, argsort, topk, kthvalue, unique, nonzero, searchsorted, ... (see _primitive)."""
+from __future__ import annotations
