@@ -905,8 +905,6 @@ XFAIL_PATTERNS: dict[str, str] = {
     r"scalar-(add|mul)-self": f"{_ELEM}: add/mul accept a Number as 'input' when 'other' is a Tensor (as PyTorch)",
     r"dtype-bitwise-(float|not-float)|dtype-bitwise_(and|not)-half": f"{_ELEM}: bitwise ops on float/half raise NotImplementedError naming the input dtype",
     r"shape-(isclose|allclose)": f"{_ELEM}: isclose/allclose must check broadcastability (NumPy error leaks)",
-    r"val-clamp-(min-str|max-list)|val-clamp_min-str": f"{_ELEM}: clamp bounds must be Number or Tensor (TypeError)",
-    r"val-add-alpha-.*|valid-(add-alpha.*|sub-alpha|add-method-alpha)": f"{_ELEM}: add/sub alpha= not implemented",
     r"valid-round-decimals": f"{_ELEM}: round(decimals=) not implemented",
     r"val-fill_-str": f"{_ELEM}: fill_ value must be Number or Tensor (TypeError)",
     r"val-isclose-rtol-str": f"{_ELEM}: isclose rtol/atol must be Numbers (TypeError, not a NumPy ufunc error)",
