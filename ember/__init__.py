@@ -27,6 +27,7 @@ from .ops import EXPORTS as _EXPORTS
 
 # Every op is registered once, in its family file (ember/ops); its public names come from there.
 globals().update(_EXPORTS)
+from . import linalg, special  # noqa: E402  (the torch.linalg and torch.special namespaces)
 
 
 def is_tensor(obj) -> bool:

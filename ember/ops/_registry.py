@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Callable
 
 EXPORTS: dict[str, Callable] = {}   # ember.<name>
+SUBMODULES: dict[str, dict[str, Callable]] = {"linalg": {}, "special": {}}   # ember.linalg.<name>, ...
 METHODS: dict[str, Callable] = {}   # Tensor.<name>, operators included
 GRAPH: dict[str, Callable] = {}     # graph_ns.<name>: what rules call as xp.<name> under create_graph
 
@@ -26,13 +27,15 @@ def _put(table: dict, name: str, fn: Callable) -> None:
 
 def register(fn: Callable | None = None, *, name: str | None = None, module: bool = True,
              method: bool | str = False, aliases: tuple = (), method_aliases: tuple | None = None,
-             graph: bool | str = False):
+             graph: bool | str = False, submodule: str | None = None, submodule_name: str | None = None):
     """Declare a public op.
 
     ``name``: its name (default: the function's); ``module``: export it as ``ember.<name>``;
     ``method``: also ``Tensor.<name>`` (or the given method name); ``aliases``: further names for
     both (``absolute`` for ``abs``); ``method_aliases``: method-only names (defaults to ``aliases``);
-    ``graph``: rules may call it as ``xp.<name>`` (or the given name) under ``create_graph``.
+    ``graph``: rules may call it as ``xp.<name>`` (or the given name) under ``create_graph``;
+    ``submodule``: also ``ember.<submodule>.<submodule_name or name>`` (``ember.linalg.det``); with
+    ``module=False`` only there.
     """
     def deco(f: Callable) -> Callable:
         n = name or f.__name__
@@ -46,6 +49,8 @@ def register(fn: Callable | None = None, *, name: str | None = None, module: boo
                 _put(METHODS, a, f)
         if graph:
             _put(GRAPH, n if graph is True else graph, f)
+        if submodule is not None:
+            _put(SUBMODULES[submodule], submodule_name or n, f)
         return f
     return deco if fn is None else deco(fn)
 

@@ -1,0 +1,6 @@
+"""ember.linalg: linear algebra (torch.linalg); every function is registered in its family file."""
+from __future__ import annotations
+
+from .ops._registry import SUBMODULES as _SUBMODULES
+
+globals().update(_SUBMODULES["linalg"])
