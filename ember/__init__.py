@@ -34,9 +34,15 @@ def is_tensor(obj) -> bool:
     return isinstance(obj, Tensor)
 
 
+def _check(input, op: str) -> Tensor:
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    return input
+
+
 def is_floating_point(input: Tensor) -> bool:
-    return input.is_floating_point()
+    return _check(input, "is_floating_point").is_floating_point()
 
 
 def numel(input: Tensor) -> int:
-    return input.numel()
+    return _check(input, "numel").numel()

@@ -93,6 +93,10 @@ def set_default_dtype(d: dtype) -> None:
 
 def promote_types(a: dtype, b: dtype) -> dtype:
     """PyTorch's promote_types: the higher category wins; within one category the wider type."""
+    for i, d in enumerate((a, b)):
+        if not isinstance(d, dtype):
+            raise TypeError(f"promote_types(): argument 'type{i + 1}' (position {i + 1}) must be torch.dtype, not "
+                            f"{type(d).__name__}")
     if a is b:
         return a
     if a._cat != b._cat:
@@ -149,6 +153,9 @@ def result_type(*operands) -> dtype:
         d = getattr(x, "dtype", None)
         if isinstance(d, dtype):
             key.append((d, 0 if x.ndim else 1))
-        else:
+        elif isinstance(x, (builtins_bool, builtins_int, builtins_float)):
             key.append((_scalar_dtype(x), 2))
+        else:
+            raise TypeError(f"result_type(): expected Tensors or Numbers, got "
+                            f"({', '.join(type(o).__name__ for o in operands)})")
     return result_type_of(tuple(key))

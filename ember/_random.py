@@ -34,6 +34,7 @@ import numpy as np
 from . import _dtype as D
 from ._device import check_device
 from ._tensor import Tensor, _sizes_from_args, make
+from .ops._registry import method as _register_method
 
 _N = 624                    # mt19937 state words
 _DEFAULT_SEED = 67280421310721   # what torch.Generator() starts from
@@ -692,14 +693,21 @@ def randint(*args, generator: Generator | None = None, dtype=None, layout=None, 
     return _finish(data, requires_grad, device) if out is None else _out(out, data)
 
 
+def _check_input(input, op: str) -> None:
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+
+
 def rand_like(input: Tensor, *, generator: Generator | None = None, dtype=None, layout=None, device=None,
               requires_grad: bool = False, memory_format=None) -> Tensor:
+    _check_input(input, "rand_like")
     return rand(input._data.shape, generator=generator, dtype=dtype or input.dtype, device=device,
                 requires_grad=requires_grad)
 
 
 def randn_like(input: Tensor, *, generator: Generator | None = None, dtype=None, layout=None, device=None,
                requires_grad: bool = False, memory_format=None) -> Tensor:
+    _check_input(input, "randn_like")
     return randn(input._data.shape, generator=generator, dtype=dtype or input.dtype, device=device,
                  requires_grad=requires_grad)
 
@@ -707,6 +715,7 @@ def randn_like(input: Tensor, *, generator: Generator | None = None, dtype=None,
 def randint_like(input: Tensor, *args, generator: Generator | None = None, dtype=None, layout=None,
                  device=None, requires_grad: bool = False, memory_format=None, **kw) -> Tensor:
     """``randint_like(input, high)`` / ``randint_like(input, low, high)``."""
+    _check_input(input, "randint_like")
     low, high, _ = _randint_args(args + (input._data.shape,), kw)
     return randint(low, high, input._data.shape, generator=generator, dtype=dtype or input.dtype, device=device,
                    requires_grad=requires_grad)
@@ -819,14 +828,8 @@ def _inplace(self: Tensor, values: np.ndarray, node_name: str, others: tuple = (
 
 
 def _inplace_module():
-    """Where the in-place machinery (apply_inplace, check_inplace) lives: ops/_views.py, or
-    ops/_primitive.py before the views were split out of it."""
-    try:
-        from .ops import _views
-        return _views
-    except ImportError:
-        from .ops import _primitive
-        return _primitive
+    from .ops import _views   # the in-place machinery (imported late: ops is built on this module's users)
+    return _views
 
 
 _PRIMS: dict = {}
@@ -1167,7 +1170,7 @@ TENSOR_METHODS = {
 }
 
 for _name, _fn in TENSOR_METHODS.items():
-    setattr(Tensor, _name, _fn)
+    _register_method(_name, _fn)
 
 
 # ``torch.random``: the generator functions as a module (``import ember.random`` works too).

@@ -15,6 +15,7 @@ from . import _dtype as D
 from . import _formatting
 from ._device import cpu
 from ._hooks import add_hook
+from ._state import _state as _gm_state
 
 _new = object.__new__
 
@@ -108,6 +109,8 @@ class Tensor:
         if kwargs:
             raise TypeError(f"Tensor(): unexpected keyword arguments {sorted(kwargs)}")
         npd = D._default_float.np
+        if len(args) == 1 and isinstance(args[0], (str, bytes)):
+            raise TypeError(f"new(): invalid data type '{type(args[0]).__name__}'")
         if len(args) == 1 and not isinstance(args[0], (int, np.integer)):
             data = np.array(args[0].tolist() if isinstance(args[0], Tensor) else args[0], dtype=npd)
         else:
@@ -197,6 +200,13 @@ class Tensor:
     def _is_view(self) -> bool:
         return self._base is not None
 
+    # Set on the instance for tensors made inside inference_mode (PyTorch's inference tensors).
+    _inference = False
+
+    def is_inference(self) -> bool:
+        """Whether this tensor was made inside ``inference_mode``: it can never join an autograd graph."""
+        return self._inference
+
     # ----- autograd metadata -----------------------------------------------------------------
     @property
     def requires_grad(self) -> bool:
@@ -226,6 +236,8 @@ class Tensor:
                 "variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach().")
         if requires_grad and self._data.dtype.kind != "f":
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
+        if requires_grad and self._inference and not _gm_state.inference:
+            raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.")
         self._requires_grad = bool(requires_grad)
         return self
 
@@ -411,6 +423,8 @@ class Tensor:
 
 
 def _init(t: Tensor, data: np.ndarray) -> None:
+    if _gm_state.inference:
+        t._inference = True
     t._data = data
     t.grad_fn = None
     t._requires_grad = False

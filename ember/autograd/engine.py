@@ -46,20 +46,23 @@ def _root_grads(tensors, grad_tensors, create_graph, op):
     if grad_tensors is None:
         grad_tensors = (None,) * len(tensors)
     else:
-        grad_tensors = _as_tuple(grad_tensors) if not isinstance(grad_tensors, (list, tuple)) else grad_tensors
+        if not isinstance(grad_tensors, (list, tuple)):
+            grad_tensors = (grad_tensors,)
+        for g in grad_tensors:
+            if g is not None and not isinstance(g, Tensor):
+                raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
         if len(grad_tensors) != len(tensors):
             raise RuntimeError(f"got {len(grad_tensors)} tensors and {len(tensors)} gradients")
     for i, (t, g) in enumerate(zip(tensors, grad_tensors)):
         if not isinstance(t, Tensor):
-            raise TypeError(f"{op}: expected a Tensor as output {i}, got {type(t).__name__}")
+            # PyTorch's own (Python-level) assertion, hence its exception type
+            raise AssertionError(f"{op}(): expected output {i} to be a Tensor, got {type(t).__name__}")
         if not t._requires_grad:
             raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
         if g is None:
             if t._data.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
             g = make(np.ones_like(t._data))
-        elif not isinstance(g, Tensor):
-            raise TypeError(f"{op}: gradient must be a Tensor or None, got {type(g).__name__}")
         elif g._data.shape != t._data.shape:
             raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {g.shape} and output[{i}] "
                                f"has a shape of {t.shape}.")
@@ -272,6 +275,17 @@ def _run_node(node, grads, create_graph, needed, target_nodes, captured, accumul
 
 # ----- public entry points -------------------------------------------------------------------
 
+def _check_flag(value, name: str) -> None:
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be a bool, not {type(value).__name__}")
+
+
+def _check_inputs(inputs) -> None:
+    for t in inputs:
+        if not isinstance(t, Tensor):
+            raise RuntimeError(f"all inputs have to be Tensors or GradientEdges, but got {type(t).__name__}")
+
+
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, grad_variables=None,
              inputs=None) -> None:
     """Accumulate d(tensors)/d(leaves), weighted by ``grad_tensors``, into the leaves' ``.grad``."""
@@ -282,6 +296,8 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         grad_tensors = (grad_tensors,)
     if retain_graph is None:
         retain_graph = create_graph
+    _check_flag(retain_graph, "retain_graph")
+    _check_flag(create_graph, "create_graph")
     roots = _root_grads(tensors, grad_tensors, create_graph, "backward")
     if inputs is None:
         run_backward(roots, retain_graph, create_graph)
@@ -289,6 +305,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     inputs = _as_tuple(inputs)
     if not inputs:
         raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+    _check_inputs(inputs)
     edges = []
     for t in inputs:
         if not t._requires_grad:
@@ -316,9 +333,12 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         grad_outputs = (grad_outputs,)
     if retain_graph is None:
         retain_graph = create_graph
+    _check_flag(retain_graph, "retain_graph")
+    _check_flag(create_graph, "create_graph")
+    if not inputs:
+        raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
+    _check_inputs(inputs)
     for t in inputs:
-        if not isinstance(t, Tensor):
-            raise TypeError(f"grad(): inputs must be Tensors, got {type(t).__name__}")
         if not t._requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
     roots = _root_grads(outputs, grad_outputs, create_graph, "grad")

@@ -4,16 +4,9 @@ from __future__ import annotations
 import functools
 import inspect
 import sys
-import threading
 
 
-class _State(threading.local):
-    def __init__(self):
-        self.enabled = True
-        self.inference = False
-
-
-_state = _State()
+from .._state import _state, fwd_state  # noqa: F401  (the modes' thread-local state, shared with Tensor)
 
 
 def is_grad_enabled() -> bool:
@@ -147,12 +140,3 @@ class inference_mode(_DecoratorContextManager):
     def clone(self):
         return self.__class__(self.mode)
 
-
-class _ForwardADState:
-    """Forward-mode AD state, beside grad mode: ``level > 0`` inside ``forward_ad.dual_level()``, where
-    ops propagate tangents."""
-
-    level = 0
-
-
-fwd_state = _ForwardADState()

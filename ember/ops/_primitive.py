@@ -240,6 +240,10 @@ class PrimNode(Node):
 
 
 _NO_EDGE = (None, 0)
+INFERENCE_SAVE_MESSAGE = (
+    "Inference tensors cannot be saved for backward. Please do not use Tensors created in inference mode in "
+    "computation tracked by autograd. To work around this, you can make a clone to get a normal tensor and use it "
+    "in autograd, or use `torch.no_grad()` instead of `torch.inference_mode()`.")
 
 
 def apply(prim: Primitive, args: tuple, params: dict = _EMPTY, node_cls=None, dtype=None) -> Tensor:
@@ -284,6 +288,8 @@ def apply(prim: Primitive, args: tuple, params: dict = _EMPTY, node_cls=None, dt
     t._fw_grad = None
     if prim.is_view and np.may_share_memory(out, datas[0]):   # reshape may have had to copy
         base = args[0]
+        if base._inference:
+            t._inference = True   # a view of an inference tensor is one, inside the mode or not
         t._vc = base._vc
         t._view_v = base._vc[0]
         if base._base is None:
@@ -331,7 +337,12 @@ def _record(t: Tensor, prim: Primitive, args: tuple, params: dict, node_cls) -> 
             u.dtype = d.dtype
             meta.append(u)
             if saved is not None:
-                saved.append((a, a._vc[0]) if i in saves else None)
+                if i in saves:
+                    if a._inference:
+                        raise RuntimeError(INFERENCE_SAVE_MESSAGE)
+                    saved.append((a, a._vc[0]))
+                else:
+                    saved.append(None)
         else:
             edges.append(_NO_EDGE)
             meta.append(a)

@@ -31,6 +31,10 @@ def edge_of(t) -> tuple:
 
 def check_inplace(self: Tensor, recording: bool) -> None:
     """The errors PyTorch raises before an in-place op that autograd could not record correctly."""
+    if self._inference and not _state.inference:
+        raise RuntimeError("Inplace update to inference tensor outside InferenceMode is not allowed.You can make a "
+                           "clone to get a normal tensor before doing inplace update.See "
+                           "https://github.com/pytorch/rfcs/pull/17 for more details.")
     if not self._data.flags.writeable:
         raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a "
                            "single memory location. Please clone() the tensor before performing the operation.")
