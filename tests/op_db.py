@@ -442,6 +442,36 @@ def _imul(a, b):
     return a
 
 
+def _inplace_through_view(m, a, b, index):
+    y = a.clone()
+    y[_ix(m, index)].mul_(b)            # CopySlices on y's history
+    return y
+
+
+def _stale_view(m, a, b, index):
+    y = a * 1
+    v = y[_ix(m, index)]
+    y.mul_(b)                          # v's base changed in place: v's history is rebuilt (AsStridedBackward0)
+    return v * 2
+
+
+def _view_samples(rng):
+    cases = [((3, 4), (4,), 0), ((3, 4), (2, 1), (slice(1, None), slice(None, 1))),
+             ((2, 3, 4), (), (Ellipsis, 1)), ((3, 4), (2,), (slice(None, None, 2), 1))]
+    return [Sample((draw(rng, sa), draw(rng, sb)), {"index": i}) for sa, sb, i in cases]
+
+
+def _stale_view_samples(rng):
+    cases = [((3, 4), (3, 4), 0), ((3, 4), (), (slice(None), slice(1, 3))), ((2, 3), (3,), (1,))]
+    return [Sample((draw(rng, sa), draw(rng, sb)), {"index": i}) for sa, sb, i in cases]
+
+
+OP_DB += [
+    OpInfo("inplace_through_view", _inplace_through_view, _view_samples),
+    OpInfo("stale_view", _stale_view, _stale_view_samples),
+]
+
+
 # Each op family keeps its own entries in tests/op_db_<family>.py.
 for _family in ("elementwise", "reduction", "shape", "indexing", "linalg", "sorting"):
     _mod = importlib.import_module(f"op_db_{_family}")

@@ -81,10 +81,15 @@ class Primitive:
         return f"<primitive {self.name}>"
 
 
+PRIMITIVES: list = []   # every primitive declared, in order (the op database's coverage test reads it)
+
+
 def defprim(name, node_name, forward, vjp, jvp=None, *, saves=(), saves_out=False, is_view=False,
             promote=None) -> Primitive:
     """Declare a primitive (see the module docstring); ``node_name`` is PyTorch's name of its backward."""
-    return Primitive(name, node_name, forward, vjp, jvp, saves, saves_out, is_view, promote)
+    p = Primitive(name, node_name, forward, vjp, jvp, saves, saves_out, is_view, promote)
+    PRIMITIVES.append(p)
+    return p
 
 
 # ----- what a rule sees of an input that was not saved -------------------------------------------

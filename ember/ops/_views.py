@@ -11,9 +11,10 @@ import weakref
 import numpy as np
 
 from .. import _dtype as D
+from .._creation import zeros_like as graph_zeros_like
 from .._tensor import Tensor, make
 from ..autograd.graph import grad_accumulator, type_name_of
-from ._primitive import _EMPTY, KEEP_DTYPE, Primitive, _record, _state, apply, defprim
+from ._primitive import _EMPTY, KEEP_DTYPE, Primitive, _record, _state, apply, defprim, fwd_state
 
 
 def edge_of(t) -> tuple:
@@ -100,9 +101,43 @@ def apply_inplace(prim: Primitive, self: Tensor, others: tuple, params: dict = _
         if old_fn is not None and old_fn._retained:
             old_fn._retained.pop(old_nr, None)
         self.grad_fn._retain_grad(self._output_nr, weakref.ref(self))
-    if r._fw_grad is not None:
-        self._fw_grad = r._fw_grad
+    if fwd_state.level:
+        _inplace_tangent(self, r, is_view)
     return self
+
+
+def _inplace_tangent(self: Tensor, r: Tensor, is_view: bool) -> None:
+    """Forward mode after ``self`` was overwritten by ``r``: self's tangent is r's, and a view's base gets
+    its tangent with the view's region replaced (the tangent of CopySlices), so that the base and every
+    other view of it see the change."""
+    rt = r._fw_grad
+    if not is_view:
+        if rt is not None:
+            self._fw_grad = rt
+        return
+    base = self._base
+    if rt is None and base._fw_grad is None:
+        return
+    with _primal_level():
+        bt = base._fw_grad if base._fw_grad is not None else graph_zeros_like(base)
+        base._fw_grad = apply(copy_slices_p, (bt, rt if rt is not None else graph_zeros_like(r)),
+                              {"steps": self._view_steps})
+    self._fw_grad = rt if rt is not None else _view_tangent(self)
+
+
+class _primal_level:
+    """Tangent arithmetic runs without tangents of its own (as _primitive._forward_tangent does)."""
+
+    def __enter__(self):
+        self.level, fwd_state.level = fwd_state.level, 0
+
+    def __exit__(self, *exc):
+        fwd_state.level = self.level
+
+
+def _view_tangent(v: Tensor):
+    with _primal_level():
+        return apply(view_replay_p, (v._base._fw_grad,), {"steps": v._view_steps})
 
 
 # ----- rebuilding a view's history --------------------------------------------------------------
@@ -138,6 +173,8 @@ def refresh_view(v: Tensor) -> None:
         stand_in = make(v._data)
         _record(stand_in, view_replay_p, (base,), {"steps": v._view_steps}, None)
         v.grad_fn, v._output_nr, v._requires_grad = stand_in.grad_fn, 0, True
+    if fwd_state.level and base._fw_grad is not None:
+        v._fw_grad = _view_tangent(v)   # the base's tangent changed with its values
 
 
 def _rebase_view(v: Tensor, r: Tensor) -> None:
