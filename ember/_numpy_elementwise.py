@@ -1,6 +1,387 @@
-"""NumPy kernels of the 'elementwise' family for the raw 'cpu' namespace (re-exported by ember._numpy_ns)."""
+"""NumPy kernels of the 'elementwise' family for the raw 'cpu' namespace (re-exported by ember._numpy_ns).
+
+Every name here is also in ``graph_ns`` (the public op registered with ``graph=True``), so derivative
+rules may call it as ``xp.<name>`` in both namespaces. The special functions follow the algorithms of
+PyTorch's CPU kernels (aten/src/ATen/native/Math.h) so that poles, signs of infinities and NaNs come out
+as there; float16 and float32 inputs compute in float64 and round once.
+"""
 from __future__ import annotations
 
-import numpy as np  # noqa: F401
+import math
 
-__all__: list = []
+import numpy as np
+
+__all__ = ["tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "asinh", "acosh", "atanh", "exp2", "expm1",
+           "log2", "log10", "log1p", "reciprocal", "rsqrt", "erf", "erfc", "erfinv", "lgamma", "digamma",
+           "polygamma", "sinc", "logit", "xlogy", "hypot", "logaddexp", "logaddexp2", "copysign", "fmod",
+           "div_rounded", "floor", "ceil", "trunc", "frac", "round_decimals", "nan_to_num", "isfinite", "isinf",
+           "fmax", "fmin", "lerp", "sgn", "deg2rad", "rad2deg", "heaviside", "bitwise_left_shift", "bitwise_right_shift"]
+
+_PI = math.pi
+
+
+def _quiet(fn):
+    """A NumPy ufunc made silent about overflow, 0/0 and domain errors (PyTorch returns inf/nan silently)."""
+    def k(*args):
+        with np.errstate(all="ignore"):
+            return fn(*args)
+    k.__name__ = fn.__name__
+    return k
+
+
+tan = _quiet(np.tan)
+asin = _quiet(np.arcsin)
+acos = _quiet(np.arccos)
+atan = np.arctan
+atan2 = _quiet(np.arctan2)
+sinh = _quiet(np.sinh)
+cosh = _quiet(np.cosh)
+asinh = np.arcsinh
+acosh = _quiet(np.arccosh)
+atanh = _quiet(np.arctanh)
+exp2 = _quiet(np.exp2)
+expm1 = _quiet(np.expm1)
+log2 = _quiet(np.log2)
+log10 = _quiet(np.log10)
+log1p = _quiet(np.log1p)
+hypot = _quiet(np.hypot)
+copysign = np.copysign
+isfinite = np.isfinite
+isinf = np.isinf
+
+
+def reciprocal(x):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.reciprocal(x)
+
+
+def rsqrt(x):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return 1 / np.sqrt(x)
+
+
+def sgn(x):
+    r = np.sign(x)
+    if r.dtype.kind == "f":
+        r = np.where(r != r, r.dtype.type(0), r)   # PyTorch: sgn(nan) is 0
+    return r
+
+
+def fmax(x, y):
+    return np.fmax(x, y)
+
+
+def fmin(x, y):
+    return np.fmin(x, y)
+
+
+# ----- rounding --------------------------------------------------------------------------------------
+
+def _keep_int(fn):
+    """floor/ceil/trunc of an integer tensor is the tensor itself (NumPy would make it float64)."""
+    def k(x):
+        if x.dtype.kind in "iub":
+            return np.array(x, copy=True)
+        return fn(x)
+    k.__name__ = fn.__name__
+    return k
+
+
+floor = _keep_int(np.floor)
+ceil = _keep_int(np.ceil)
+trunc = _keep_int(np.trunc)
+
+
+def frac(x):
+    with np.errstate(invalid="ignore"):
+        return x - np.trunc(x)
+
+
+def round_decimals(x, decimals):
+    """PyTorch's round(decimals=d): nearbyint(x * 10^d) / 10^d (d < 0: nearbyint(x / 10^-d) * 10^-d)."""
+    with np.errstate(all="ignore"):
+        if decimals >= 0:
+            p = x.dtype.type(10.0 ** decimals)
+            return np.rint(x * p) / p
+        p = x.dtype.type(10.0 ** -decimals)
+        return np.rint(x / p) * p
+
+
+def _int_zero_check(y):
+    if np.asarray(y).dtype.kind in "iub" and np.any(np.equal(y, 0)):
+        raise RuntimeError("ZeroDivisionError")
+
+
+def div_rounded(x, y, mode):
+    """x / y rounded toward zero ('trunc') or toward -inf ('floor'), as div(rounding_mode=...)."""
+    ints = np.asarray(x).dtype.kind in "iub" and np.asarray(y).dtype.kind in "iub"
+    if ints:
+        _int_zero_check(y)
+        q = np.floor_divide(x, y)
+        if mode == "trunc":   # C division: floor, plus one where the quotient is negative and inexact
+            q = np.where((q < 0) & (q * y != x), q + 1, q).astype(q.dtype, copy=False)
+        return q
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if mode == "trunc":
+            return np.trunc(np.true_divide(x, y))
+        return np.floor_divide(x, y)
+
+
+def fmod(x, y):
+    if np.asarray(x).dtype.kind in "iub":
+        _int_zero_check(y)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.fmod(x, y)
+
+
+def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
+    if x.dtype.kind != "f":
+        return np.array(x, copy=True)
+    return np.nan_to_num(x, nan=nan, posinf=posinf, neginf=neginf)
+
+
+def deg2rad(x):
+    return x * x.dtype.type(_PI / 180)
+
+
+def rad2deg(x):
+    return x * x.dtype.type(180 / _PI)
+
+
+def heaviside(x, values):
+    return np.where(x == 0, values, (x > 0).astype(np.result_type(x, values)))
+
+
+def lerp(a, b, w):
+    # PyTorch's two-sided formula: exact at w == 0 and at w == 1.
+    with np.errstate(invalid="ignore", over="ignore"):
+        d = b - a
+        return np.where(np.abs(w) < 0.5, a + w * d, b - d * (1 - w))
+
+
+def _shift_count(x, y):
+    bits = np.asarray(x).dtype.itemsize * 8
+    y = np.asarray(y)
+    return bits, (y < 0) | (y >= bits), np.where((y < 0) | (y >= bits), 0, y).astype(np.asarray(x).dtype)
+
+
+def bitwise_left_shift(x, y):
+    """x << y, 0 where the shift is negative or not less than the width (PyTorch's rule)."""
+    _, out, s = _shift_count(x, y)
+    r = np.left_shift(x, s)
+    return np.where(out, 0, r).astype(r.dtype, copy=False)
+
+
+def bitwise_right_shift(x, y):
+    """x >> y; a negative or too wide shift fills with the sign bit (PyTorch's rule)."""
+    bits, out, s = _shift_count(x, y)
+    r = np.right_shift(x, s)
+    return np.where(out, np.right_shift(x, bits - 1), r).astype(r.dtype, copy=False)
+
+
+# ----- log/exp combinations ------------------------------------------------------------------------
+
+def logit(x, eps=None):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if eps is not None and eps >= 0:
+            x = np.clip(x, x.dtype.type(eps), x.dtype.type(1 - eps))
+        return np.log(x / (1 - x))
+
+
+def xlogy(x, y):
+    """x * log(y), 0 where x == 0 (unless y is nan), as PyTorch."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.multiply(x, np.log(y))
+        return np.where(np.isnan(y), np.asarray(y, dtype=r.dtype), np.where(np.equal(x, 0), r.dtype.type(0), r))
+
+
+def logaddexp(x, y):
+    with np.errstate(invalid="ignore", over="ignore"):
+        m = np.maximum(x, y)
+        r = m + np.log1p(np.exp(-np.abs(x - y)))
+        return np.where(np.isinf(x) & (x == y), x, r)
+
+
+def logaddexp2(x, y):
+    with np.errstate(invalid="ignore", over="ignore"):
+        m = np.maximum(x, y)
+        r = m + np.log1p(np.exp2(-np.abs(x - y))) / m.dtype.type(math.log(2))
+        return np.where(np.isinf(x) & (x == y), x, r)
+
+
+def sinc(x):
+    with np.errstate(invalid="ignore", divide="ignore"):
+        y = x * x.dtype.type(_PI)
+        return np.where(x == 0, x.dtype.type(1), np.sin(y) / y)
+
+
+# ----- special functions -----------------------------------------------------------------------------
+
+def _in64(fn):
+    """Run ``fn`` on float64 and round once to the input's float dtype."""
+    def k(x, *rest):
+        x = np.asarray(x)
+        with np.errstate(all="ignore"):
+            r = fn(x.astype(np.float64), *rest)
+        return r.astype(x.dtype, copy=False)
+    k.__name__ = fn.__name__
+    return k
+
+
+def _lgamma1(v: float) -> float:
+    try:
+        return math.lgamma(v)
+    except (ValueError, OverflowError):
+        return math.inf   # the poles 0, -1, -2, ...
+
+
+_erf_u = np.frompyfunc(math.erf, 1, 1)
+_erfc_u = np.frompyfunc(math.erfc, 1, 1)
+_lgamma_u = np.frompyfunc(_lgamma1, 1, 1)
+
+
+def _f64(u, x):
+    return np.asarray(u(x), dtype=np.float64).reshape(np.shape(x))
+
+
+erf = _in64(lambda x: _f64(_erf_u, x))
+erfc = _in64(lambda x: _f64(_erfc_u, x))
+lgamma = _in64(lambda x: _f64(_lgamma_u, x))
+
+_ERFINV_A = (0.886226899, -1.645349621, 0.914624893, -0.140543331)
+_ERFINV_B = (-2.118377725, 1.442710462, -0.329097515, 0.012229801)
+_ERFINV_C = (-1.970840454, -1.624906493, 3.429567803, 1.641345311)
+_ERFINV_D = (3.543889200, 1.637067800)
+
+
+@_in64
+def erfinv(y):
+    """PyTorch's calc_erfinv: a rational first guess, then two Newton steps on erf."""
+    a, b, c, d = _ERFINV_A, _ERFINV_B, _ERFINV_C, _ERFINV_D
+    ya = np.abs(y)
+    z = y * y
+    central = y * (((a[3] * z + a[2]) * z + a[1]) * z + a[0]) / \
+        ((((b[3] * z + b[2]) * z + b[1]) * z + b[0]) * z + 1.0)
+    z = np.sqrt(-np.log((1.0 - ya) / 2.0))
+    tail = np.copysign(((c[3] * z + c[2]) * z + c[1]) * z + c[0], y) / ((d[1] * z + d[0]) * z + 1.0)
+    x = np.where(ya <= 0.7, central, tail)
+    k = 2.0 / math.sqrt(_PI)
+    for _ in range(2):
+        x = x - (_f64(_erf_u, x) - y) / (k * np.exp(-x * x))
+    x = np.where(ya == 1, np.copysign(np.inf, y), x)
+    return np.where(ya > 1, np.nan, x)
+
+
+_PSI_10 = 2.25175258906672110764
+_DIGAMMA_A = (8.33333333333333333333E-2, -2.10927960927960927961E-2, 7.57575757575757575758E-3,
+              -4.16666666666666666667E-3, 3.96825396825396825397E-3, -8.33333333333333333333E-3,
+              8.33333333333333333333E-2)
+
+
+def _digamma_pos(x):
+    """digamma for x > 0: recurrence up to 10, then the asymptotic series (PyTorch's calc_digamma)."""
+    result = np.zeros_like(x)
+    x = x.copy()
+    while True:
+        small = x < 10
+        if not small.any():
+            break
+        result = np.where(small, result - 1 / np.where(small, x, 1), result)
+        x = np.where(small, x + 1, x)
+    z = 1.0 / (x * x)
+    p = np.zeros_like(x)
+    for c in _DIGAMMA_A:
+        p = p * z + c
+    y = np.where(x < 1.0e17, z * p, 0.0)
+    return np.where(x == 10, result + _PSI_10, result + np.log(x) - 0.5 / x - y)
+
+
+@_in64
+def digamma(x):
+    neg = x < 0
+    integer = x == np.trunc(x)
+    r = np.where(neg, x - np.trunc(x), 0.0)
+    xp = np.where(neg, 1 - x, np.where(x == 0, 1.0, x))
+    res = _digamma_pos(np.where(np.isnan(xp), 1.0, xp))
+    res = np.where(neg, res - _PI / np.tan(_PI * r), res)
+    res = np.where(neg & integer, np.nan, res)
+    res = np.where(x == 0, np.copysign(np.inf, -x), res)
+    return np.where(np.isnan(x), x, res)
+
+
+def _trigamma(x):
+    """PyTorch's calc_trigamma: reflection below 1/2, six recurrence steps, asymptotic series."""
+    sign = np.where(x < 0.5, -1.0, 1.0)
+    s = np.sin(_PI * x)
+    result = np.where(x < 0.5, -(_PI * _PI) / (s * s), 0.0)
+    x = np.where(x < 0.5, 1 - x, x)
+    for _ in range(6):
+        result = result + 1 / (x * x)
+        x = x + 1
+    ixx = 1 / (x * x)
+    result = result + (1 + 1 / (2 * x) + ixx * (1. / 6 - ixx * (1. / 30 - ixx * (1. / 42)))) / x
+    return sign * result
+
+
+_ZETA_A = (12.0, -720.0, 30240.0, -1209600.0, 47900160.0, -1.8924375803183791606e9, 7.47242496e10,
+           -2.950130727918164224e12, 1.1646782814350067249e14, -4.5979787224074726105e15,
+           1.8152105401943546773e17, -7.1661652561756670113e18)
+_MACHEP = 1.11022302462515654042E-16
+
+
+def _zeta(s: float, q):
+    """The Hurwitz zeta function zeta(s, q) for a scalar s > 1 (Cephes' algorithm, as PyTorch)."""
+    out = np.full(q.shape, np.nan)
+    done = np.zeros(q.shape, dtype=bool)
+    pole = (q <= 0) & (q == np.floor(q))
+    out[pole] = np.inf
+    done |= pole | np.isnan(q)
+    if s != math.floor(s):
+        done |= q <= 0   # nan
+    qq = np.where(done, 1.0, q)
+    acc = qq ** -s
+    a = qq.copy()
+    b = np.zeros_like(qq)
+    i = 0
+    while True:
+        active = ~done & ((i < 9) | (a <= 9.0))
+        if not active.any():
+            break
+        i += 1
+        a = np.where(active, a + 1, a)
+        b = np.where(active, a ** -s, b)
+        acc = np.where(active, acc + b, acc)
+        conv = active & (-_MACHEP * acc < b) & (b < _MACHEP * acc)
+        out = np.where(conv, acc, out)
+        done = done | conv
+    w = a
+    acc = acc + b * w / (s - 1) - 0.5 * b
+    a = np.ones_like(qq)
+    k = 0.0
+    for c in _ZETA_A:
+        a = a * (s + k)
+        b = b / w
+        t = a * b / c
+        acc = acc + t
+        conv = ~done & (np.abs(t / acc) < _MACHEP)
+        out = np.where(conv, acc, out)
+        done = done | conv
+        k += 1
+        a = a * (s + k)
+        b = b / w
+        k += 1
+    return np.where(done, out, acc)
+
+
+def polygamma(n: int, x):
+    """The n-th derivative of digamma (PyTorch's kernels: digamma, trigamma, then Hurwitz zeta)."""
+    if n == 0:
+        return digamma(x)
+    x = np.asarray(x)
+    with np.errstate(all="ignore"):
+        w = x.astype(np.float64)
+        if n == 1:
+            r = _trigamma(w)
+        else:
+            r = (1.0 if n % 2 else -1.0) * math.exp(math.lgamma(n + 1.0)) * _zeta(n + 1.0, w)
+    return r.astype(x.dtype, copy=False)

@@ -1,23 +1,31 @@
-"""Elementwise ops: arithmetic, unary math, comparisons, where, clamp.
+"""Elementwise ops: arithmetic, unary math, special functions, comparisons, logic, where, clamp.
 
 Each primitive: forward on raw arrays, one VJP rule per input, and its JVP (or its kind; see _primitive).
-Each public op is registered once with the names PyTorch gives it (see _registry).
+Each public op is registered once with the names PyTorch gives it (see _registry). Derivative formulas
+follow PyTorch's tools/autograd/derivatives.yaml, including its conventions at kinks, ties and NaNs.
 """
 from __future__ import annotations
 
+import builtins
 import math
 
 import numpy as np
 
 from .. import _dtype as D
+from .. import _numpy_elementwise as _K
 from .._tensor import Tensor, make
 from ..autograd.graph import node_class
 from ._primitive import _EMPTY, KEEP_DTYPE, PrimNode, apply, broadcast_error, defprim
 from ._registry import graph, method, register
-from ._util import check_tensor, promote, scalar_or_tensor
+from ._util import check_tensor, compute_dtype, promote, scalar_or_tensor
 from ._views import apply_inplace
 
-# ----- primitives ----------------------------------------------------------------------------
+_LN2 = math.log(2.0)
+_LN10 = math.log(10.0)
+_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+_HALF_SQRT_PI = 0.5 * math.sqrt(math.pi)
+
+# ----- primitives: arithmetic ------------------------------------------------------------------------
 
 add_p = defprim("add", "AddBackward0", lambda xp, a, b: a + b,
                 vjp=(lambda xp, g, out, a, b: g, lambda xp, g, out, a, b: g), jvp="linear", promote="standard")
@@ -36,17 +44,37 @@ div_p = defprim("div", "DivBackward0", lambda xp, a, b: xp.div(a, b),
 
 
 def _not_differentiable(name):
-    def rule(xp, g, out, a, b):
+    def rule(xp, g, out, *args, **params):
         raise RuntimeError(f"the derivative for '{name}' is not implemented.")
     return rule
+
+
+def _zero(xp, g, out, *args, **params):
+    return xp.zeros_like(g)
 
 
 floor_divide_p = defprim("floor_divide", "NotImplemented", lambda xp, a, b: xp.floor_divide(a, b),
                          vjp=(_not_differentiable("floor_divide"),) * 2, jvp="elementwise", promote="standard")
 
-remainder_p = defprim("remainder", "RemainderBackward0", lambda xp, a, b: xp.remainder(a, b),
-                      vjp=(lambda xp, g, out, a, b: g, lambda xp, g, out, a, b: -g * xp.floor_divide(a, b)),
+# div(rounding_mode='trunc'/'floor'): piecewise constant, PyTorch's gradient is zero.
+div_mode_p = defprim("div", "DivBackward2", lambda xp, a, b, mode: xp.div_rounded(a, b, mode),
+                     vjp=(_zero, _zero), jvp="elementwise", promote="standard")
+
+# remainder(a, b) = a - floor(a / b) * b and fmod(a, b) = a - trunc(a / b) * b: the quotient is piecewise
+# constant, so d/db is minus the rounded quotient (written with div_rounded, whose own derivative is zero,
+# so second derivatives work).
+remainder_p = defprim("remainder", "RemainderBackward1", lambda xp, a, b: xp.remainder(a, b),
+                      vjp=(lambda xp, g, out, a, b: g, lambda xp, g, out, a, b: -g * xp.div_rounded(a, b, "floor")),
                       jvp="elementwise", saves=(0, 1), promote="standard")
+remainder_scalar_p = defprim("remainder", "RemainderBackward0", lambda xp, a, b: xp.remainder(a, b),
+                             vjp=(lambda xp, g, out, a, b: g, None), jvp="elementwise", promote="standard")
+rremainder_p = defprim("remainder", "NotImplemented", lambda xp, a, b: xp.remainder(a, b),
+                       vjp=(None, _not_differentiable("remainder")), jvp="elementwise", promote="standard")
+fmod_p = defprim("fmod", "FmodBackward1", lambda xp, a, b: xp.fmod(a, b),
+                 vjp=(lambda xp, g, out, a, b: g, lambda xp, g, out, a, b: -g * xp.div_rounded(a, b, "trunc")),
+                 jvp="elementwise", saves=(0, 1), promote="standard")
+fmod_scalar_p = defprim("fmod", "FmodBackward0", lambda xp, a, b: xp.fmod(a, b),
+                        vjp=(lambda xp, g, out, a, b: g, None), jvp="elementwise", promote="standard")
 
 neg_p = defprim("neg", "NegBackward0", lambda xp, a: -a, vjp=lambda xp, g, out, a: -g, jvp="linear")
 
@@ -88,50 +116,169 @@ def _rpow_grad(xp, g, out, base, b):
 rpow_p = defprim("pow", "PowBackward2", lambda xp, base, b: xp.pow(base, b),
                  vjp=(None, _rpow_grad), jvp="elementwise", saves=(1,), saves_out=True, promote="standard")
 
+# ----- primitives: unary ---------------------------------------------------------------------------------
+
 abs_p = defprim("abs", "AbsBackward0", lambda xp, a: xp.abs(a),
                 vjp=lambda xp, g, out, a: g * xp.sign(a), jvp="elementwise", saves=(0,))
 
 
-def _zero_grad(xp, g, out, a):
-    return xp.zeros_like(g)
+def _unary_prim(name, node, forward, rule, saves=(0,), saves_out=False, promote="float"):
+    return defprim(name, node, forward, vjp=rule, jvp="elementwise", saves=saves, saves_out=saves_out,
+                   promote=promote)
 
 
-sign_p = defprim("sign", "SignBackward0", lambda xp, a: xp.sign(a), vjp=_zero_grad, jvp="elementwise")
-round_p = defprim("round", "RoundBackward0", lambda xp, a: xp.round(a), vjp=_zero_grad, jvp="elementwise")
+sign_p = _unary_prim("sign", "SignBackward0", lambda xp, a: xp.sign(a), _zero, (), promote=None)
+sgn_p = _unary_prim("sgn", "SgnBackward0", lambda xp, a: xp.sgn(a), _zero, (), promote=None)
+round_p = _unary_prim("round", "RoundBackward0", lambda xp, a: xp.round(a), _zero, (), promote=None)
+round_decimals_p = _unary_prim("round", "RoundBackward1", lambda xp, a, decimals: xp.round_decimals(a, decimals),
+                               _zero, (), promote=None)
+floor_p = _unary_prim("floor", "FloorBackward0", lambda xp, a: xp.floor(a), _zero, (), promote=None)
+ceil_p = _unary_prim("ceil", "CeilBackward0", lambda xp, a: xp.ceil(a), _zero, (), promote=None)
+trunc_p = _unary_prim("trunc", "TruncBackward0", lambda xp, a: xp.trunc(a), _zero, (), promote=None)
+frac_p = defprim("frac", "FracBackward0", lambda xp, a: xp.frac(a), vjp=lambda xp, g, out, a: g, jvp="linear")
 
-exp_p = defprim("exp", "ExpBackward0", lambda xp, a: xp.exp(a),
-                vjp=lambda xp, g, out, a: g * out, jvp="elementwise", saves_out=True, promote="float")
+exp_p = _unary_prim("exp", "ExpBackward0", lambda xp, a: xp.exp(a), lambda xp, g, out, a: g * out, (), True)
+exp2_p = _unary_prim("exp2", "Exp2Backward0", lambda xp, a: xp.exp2(a), lambda xp, g, out, a: g * (out * _LN2),
+                     (), True)
+expm1_p = _unary_prim("expm1", "Expm1Backward0", lambda xp, a: xp.expm1(a), lambda xp, g, out, a: g * (out + 1),
+                      (), True)
+log_p = _unary_prim("log", "LogBackward0", lambda xp, a: xp.log(a), lambda xp, g, out, a: g / a)
+log2_p = _unary_prim("log2", "Log2Backward0", lambda xp, a: xp.log2(a), lambda xp, g, out, a: g / (a * _LN2))
+log10_p = _unary_prim("log10", "Log10Backward0", lambda xp, a: xp.log10(a), lambda xp, g, out, a: g / (a * _LN10))
+log1p_p = _unary_prim("log1p", "Log1PBackward0", lambda xp, a: xp.log1p(a), lambda xp, g, out, a: g / (a + 1))
+sqrt_p = _unary_prim("sqrt", "SqrtBackward0", lambda xp, a: xp.sqrt(a), lambda xp, g, out, a: g / (out * 2), (), True)
+rsqrt_p = _unary_prim("rsqrt", "RsqrtBackward0", lambda xp, a: xp.rsqrt(a),
+                      lambda xp, g, out, a: g * (out * out * out * -0.5), (), True)
+reciprocal_p = _unary_prim("reciprocal", "ReciprocalBackward0", lambda xp, a: xp.reciprocal(a),
+                           lambda xp, g, out, a: -g * (out * out), (), True)
 
-log_p = defprim("log", "LogBackward0", lambda xp, a: xp.log(a),
-                vjp=lambda xp, g, out, a: g / a, jvp="elementwise", saves=(0,), promote="float")
+sin_p = _unary_prim("sin", "SinBackward0", lambda xp, a: xp.sin(a), lambda xp, g, out, a: g * xp.cos(a))
+cos_p = _unary_prim("cos", "CosBackward0", lambda xp, a: xp.cos(a), lambda xp, g, out, a: -g * xp.sin(a))
+tan_p = _unary_prim("tan", "TanBackward0", lambda xp, a: xp.tan(a), lambda xp, g, out, a: g * (1 + out * out),
+                    (), True)
+asin_p = _unary_prim("asin", "AsinBackward0", lambda xp, a: xp.asin(a),
+                     lambda xp, g, out, a: g * xp.rsqrt(1 - a * a))
+acos_p = _unary_prim("acos", "AcosBackward0", lambda xp, a: xp.acos(a),
+                     lambda xp, g, out, a: g * -xp.rsqrt(1 - a * a))
+atan_p = _unary_prim("atan", "AtanBackward0", lambda xp, a: xp.atan(a), lambda xp, g, out, a: g / (a * a + 1))
+sinh_p = _unary_prim("sinh", "SinhBackward0", lambda xp, a: xp.sinh(a), lambda xp, g, out, a: g * xp.cosh(a))
+cosh_p = _unary_prim("cosh", "CoshBackward0", lambda xp, a: xp.cosh(a), lambda xp, g, out, a: g * xp.sinh(a))
+tanh_p = _unary_prim("tanh", "TanhBackward0", lambda xp, a: xp.tanh(a), lambda xp, g, out, a: g * (1 - out * out),
+                     (), True)
+asinh_p = _unary_prim("asinh", "AsinhBackward0", lambda xp, a: xp.asinh(a),
+                      lambda xp, g, out, a: g * xp.rsqrt(a * a + 1))
+acosh_p = _unary_prim("acosh", "AcoshBackward0", lambda xp, a: xp.acosh(a),
+                      lambda xp, g, out, a: g * xp.rsqrt(a * a - 1))
+atanh_p = _unary_prim("atanh", "AtanhBackward0", lambda xp, a: xp.atanh(a), lambda xp, g, out, a: g / (1 - a * a))
+sigmoid_p = _unary_prim("sigmoid", "SigmoidBackward0", lambda xp, a: xp.sigmoid(a),
+                        lambda xp, g, out, a: g * (out * (1 - out)), (), True)
 
-sqrt_p = defprim("sqrt", "SqrtBackward0", lambda xp, a: xp.sqrt(a),
-                 vjp=lambda xp, g, out, a: g / (out * 2), jvp="elementwise", saves_out=True, promote="float")
+erf_p = _unary_prim("erf", "ErfBackward0", lambda xp, a: xp.erf(a),
+                    lambda xp, g, out, a: g * (xp.exp(-(a * a)) * _TWO_OVER_SQRT_PI))
+erfc_p = _unary_prim("erfc", "ErfcBackward0", lambda xp, a: xp.erfc(a),
+                     lambda xp, g, out, a: g * (xp.exp(-(a * a)) * -_TWO_OVER_SQRT_PI))
+# PyTorch saves self and recomputes erfinv(self) in the rule (so modifying the output is harmless).
+erfinv_p = _unary_prim("erfinv", "ErfinvBackward0", lambda xp, a: xp.erfinv(a),
+                       lambda xp, g, out, a: g * (xp.exp(xp.erfinv(a) ** 2) * _HALF_SQRT_PI))
+lgamma_p = _unary_prim("lgamma", "LgammaBackward0", lambda xp, a: xp.lgamma(a),
+                       lambda xp, g, out, a: g * xp.digamma(a))
+digamma_p = _unary_prim("digamma", "DigammaBackward0", lambda xp, a: xp.digamma(a),
+                        lambda xp, g, out, a: g * xp.polygamma(1, a))
+polygamma_p = _unary_prim("polygamma", "PolygammaBackward0", lambda xp, a, n: xp.polygamma(n, a),
+                          lambda xp, g, out, a, n: g * xp.polygamma(n + 1, a))
 
-sin_p = defprim("sin", "SinBackward0", lambda xp, a: xp.sin(a),
-                vjp=lambda xp, g, out, a: g * xp.cos(a), jvp="elementwise", saves=(0,), promote="float")
 
-cos_p = defprim("cos", "CosBackward0", lambda xp, a: xp.cos(a),
-                vjp=lambda xp, g, out, a: -g * xp.sin(a), jvp="elementwise", saves=(0,), promote="float")
+def _sinc_grad(xp, g, out, a):
+    # (cos(pi x) pi x - sin(pi x)) / (pi x^2), taken as 0 at x == 0 (PyTorch's masked_fill).
+    pa = a * math.pi
+    d = (pa * xp.cos(pa) - xp.sin(pa)) / (pa * a)
+    return g * xp.where(a == 0, 0.0, d)
 
-tanh_p = defprim("tanh", "TanhBackward0", lambda xp, a: xp.tanh(a),
-                 vjp=lambda xp, g, out, a: g * (1 - out * out), jvp="elementwise", saves_out=True, promote="float")
 
-sigmoid_p = defprim("sigmoid", "SigmoidBackward0", lambda xp, a: xp.sigmoid(a),
-                    vjp=lambda xp, g, out, a: g * (out * (1 - out)), jvp="elementwise", saves_out=True,
-                    promote="float")
+sinc_p = _unary_prim("sinc", "SincBackward0", lambda xp, a: xp.sinc(a), _sinc_grad)
+
+
+def _logit_grad(xp, g, out, a, eps):
+    d = g / (a * (1 - a))
+    if eps is None:   # outside [0, 1] the gradient is nan
+        return xp.where((a < 0) | (a > 1), math.nan, d)
+    return xp.where((a < eps) | (a > 1 - eps), 0.0, d)
+
+
+logit_p = _unary_prim("logit", "LogitBackward0", lambda xp, a, eps: xp.logit(a, eps), _logit_grad)
+deg2rad_p = _unary_prim("deg2rad", "Deg2RadBackward0", lambda xp, a: xp.deg2rad(a),
+                        lambda xp, g, out, a: g * (math.pi / 180), ())
+rad2deg_p = _unary_prim("rad2deg", "Rad2DegBackward0", lambda xp, a: xp.rad2deg(a),
+                        lambda xp, g, out, a: g * (180 / math.pi), ())
+nan_to_num_p = _unary_prim("nan_to_num", "NanToNumBackward0",
+                           lambda xp, a, nan, posinf, neginf: xp.nan_to_num(a, nan, posinf, neginf),
+                           lambda xp, g, out, a, nan, posinf, neginf: xp.where(xp.isfinite(a), g, 0.0),
+                           promote=None)
 
 # where(out <= 0, 0, g), not g * (out > 0): the gradient passes at nan, as PyTorch's.
 relu_p = defprim("relu", "ReluBackward0", lambda xp, a: xp.relu(a),
                  vjp=lambda xp, g, out, a: xp.where(out <= 0, 0.0, g), jvp="elementwise", saves_out=True)
 
+# ----- primitives: binary math ---------------------------------------------------------------------------
+
+
+def _atan2_grad(which):
+    def rule(xp, g, out, a, b):
+        r = g / (a * a + b * b)
+        return r * b if which == 0 else r * -a
+    return rule
+
+
+atan2_p = defprim("atan2", "Atan2Backward0", lambda xp, a, b: xp.atan2(a, b), vjp=(_atan2_grad(0), _atan2_grad(1)),
+                  jvp="elementwise", saves=(0, 1), promote="float")
+hypot_p = defprim("hypot", "HypotBackward0", lambda xp, a, b: xp.hypot(a, b),
+                  vjp=(lambda xp, g, out, a, b: g * (a / out), lambda xp, g, out, a, b: g * (b / out)),
+                  jvp="elementwise", saves=(0, 1), saves_out=True, promote="standard")
+logaddexp_p = defprim("logaddexp", "LogaddexpBackward0", lambda xp, a, b: xp.logaddexp(a, b),
+                      vjp=(lambda xp, g, out, a, b: g / (xp.exp(b - a) + 1),
+                           lambda xp, g, out, a, b: g / (xp.exp(a - b) + 1)),
+                      jvp="elementwise", saves=(0, 1), promote="standard")
+logaddexp2_p = defprim("logaddexp2", "Logaddexp2Backward0", lambda xp, a, b: xp.logaddexp2(a, b),
+                       vjp=(lambda xp, g, out, a, b: g / (xp.exp2(b - a) + 1),
+                            lambda xp, g, out, a, b: g / (xp.exp2(a - b) + 1)),
+                       jvp="elementwise", saves=(0, 1), promote="standard")
+
+
+def _xlogy_self(xp, g, out, a, b):
+    return g * xp.xlogy(a != 0, b)
+
+
+def _xlogy_other(xp, g, out, a, b):
+    return g * (a / b)
+
+
+xlogy_p = defprim("xlogy", "XlogyBackward0", lambda xp, a, b: xp.xlogy(a, b), vjp=(_xlogy_self, _xlogy_other),
+                  jvp="elementwise", saves=(0, 1), promote="float")
+xlogy_rscalar_p = defprim("xlogy", "XlogyBackward1", lambda xp, a, b: xp.xlogy(a, b), vjp=(None, _xlogy_other),
+                          jvp="elementwise", saves=(1,), promote="float")
+xlogy_scalar_p = defprim("xlogy", "XlogyBackward2", lambda xp, a, b: xp.xlogy(a, b), vjp=(_xlogy_self, None),
+                         jvp="elementwise", saves=(0,), promote="float")
+
+
+def _copysign_self(xp, g, out, a, b):
+    return g * xp.where(a == 0, 0.0, out / a)
+
+
+copysign_p = defprim("copysign", "CopysignBackward0", lambda xp, a, b: xp.copysign(a, b),
+                     vjp=(_copysign_self, _zero), jvp="elementwise", saves=(0,), saves_out=True, promote="float")
+copysign_scalar_p = defprim("copysign", "CopysignBackward1", lambda xp, a, b: xp.copysign(a, b),
+                            vjp=(_copysign_self, None), jvp="elementwise", saves=(0,), saves_out=True,
+                            promote="float")
+heaviside_p = defprim("heaviside", "NotImplemented", lambda xp, a, b: xp.heaviside(a, b),
+                      vjp=(_not_differentiable("heaviside"),) * 2, jvp="elementwise")
+
 
 def _clamp_grad(xp, g, out, a, lo, hi):
     if lo is None:
-        return g * (a <= hi)
+        return xp.where(a <= hi, g, 0.0)
     if hi is None:
-        return g * (a >= lo)
-    return g * ((a >= lo) & (a <= hi))
+        return xp.where(a >= lo, g, 0.0)
+    return xp.where((a >= lo) & (a <= hi), g, 0.0)
 
 
 # Scalar bounds are inputs (not params) so that the declared promotion sees them: clamp(int_tensor, 0.5).
@@ -156,6 +303,21 @@ minimum_p = defprim("minimum", "MinimumBackward0", lambda xp, a, b: xp.minimum(a
                     jvp="elementwise", saves=(0, 1), promote="standard")
 
 
+def _fmax_mask(xp, a, b, ge):
+    # fmax/fmin: self gets the gradient where it wins or where other is nan (PyTorch's formula).
+    return ((a >= b) if ge else (a <= b)) | xp.isnan(b)
+
+
+fmax_p = defprim("fmax", "FmaxBackward0", lambda xp, a, b: xp.fmax(a, b),
+                 vjp=(lambda xp, g, out, a, b: xp.where(_fmax_mask(xp, a, b, True), g, 0.0),
+                      lambda xp, g, out, a, b: xp.where(_fmax_mask(xp, a, b, True), 0.0, g)),
+                 jvp="elementwise", saves=(0, 1), promote="standard")
+fmin_p = defprim("fmin", "FminBackward0", lambda xp, a, b: xp.fmin(a, b),
+                 vjp=(lambda xp, g, out, a, b: xp.where(_fmax_mask(xp, a, b, False), g, 0.0),
+                      lambda xp, g, out, a, b: xp.where(_fmax_mask(xp, a, b, False), 0.0, g)),
+                 jvp="elementwise", saves=(0, 1), promote="standard")
+
+
 def _clamp_t(xp, a, lo, hi):
     if lo is not None:
         a = xp.maximum(a, lo)
@@ -169,15 +331,15 @@ def _clamp_t_self(xp, g, out, a, lo, hi):
         mask = mask & (a >= lo)
     if hi is not None:
         mask = mask & (a <= hi)
-    return g * mask
+    return xp.where(mask, g, 0.0)
 
 
 def _clamp_t_lo(xp, g, out, a, lo, hi):
-    return g * ((a < lo) & (lo < hi)) if hi is not None else g * (a < lo)
+    return xp.where((a < lo) & (lo < hi), g, 0.0) if hi is not None else xp.where(a < lo, g, 0.0)
 
 
 def _clamp_t_hi(xp, g, out, a, lo, hi):
-    return g * ((a > hi) | (hi < lo)) if lo is not None else g * (a > hi)
+    return xp.where((a > hi) | (hi < lo), g, 0.0) if lo is not None else xp.where(a > hi, g, 0.0)
 
 
 clamp_tensor_p = defprim("clamp", "ClampBackward0", _clamp_t, vjp=(_clamp_t_self, _clamp_t_lo, _clamp_t_hi),
@@ -188,29 +350,81 @@ where_p = defprim("where", "WhereBackward0", lambda xp, a, b, cond: xp.where(con
                        lambda xp, g, out, a, b, cond: xp.where(cond, 0.0, g)),
                   jvp="linear", promote="standard")
 
-# ----- public functions ------------------------------------------------------------------------
+
+def _lerp_weight_grad(xp, g, out, a, b, w):
+    return g * (b - a)
 
 
-def _binary(prim, a, b, op):
-    return apply(prim, (a, scalar_or_tensor(b, op)))
+lerp_p = defprim("lerp", "LerpBackward0", lambda xp, a, b, w: xp.lerp(a, b, w),
+                 vjp=(lambda xp, g, out, a, b, w: g * (1 - w), lambda xp, g, out, a, b, w: g * w, None),
+                 jvp="elementwise")
+lerp_tensor_p = defprim("lerp", "LerpBackward1", lambda xp, a, b, w: xp.lerp(a, b, w),
+                        vjp=(lambda xp, g, out, a, b, w: g * (1 - w), lambda xp, g, out, a, b, w: g * w,
+                             _lerp_weight_grad),
+                        jvp="elementwise", saves=(0, 1, 2))
+
+addcmul_p = defprim("addcmul", "AddcmulBackward0", lambda xp, a, t1, t2, value: a + (t1 * t2) * value,
+                    vjp=(lambda xp, g, out, a, t1, t2, value: g,
+                         lambda xp, g, out, a, t1, t2, value: g * (t2 * value),
+                         lambda xp, g, out, a, t1, t2, value: g * (t1 * value)),
+                    jvp="elementwise", saves=(1, 2), promote="standard")
+addcdiv_p = defprim("addcdiv", "AddcdivBackward0", lambda xp, a, t1, t2, value: a + (t1 / t2) * value,
+                    vjp=(lambda xp, g, out, a, t1, t2, value: g,
+                         lambda xp, g, out, a, t1, t2, value: g * (value / t2),
+                         lambda xp, g, out, a, t1, t2, value: -g * ((t1 * value) / (t2 * t2))),
+                    jvp="elementwise", saves=(1, 2), promote="standard")
+
+# ----- argument checks ------------------------------------------------------------------------------------
+
+_BOOL_UNSUPPORTED = {"abs": "abs_cpu", "round": "round_vml_cpu", "floor": "floor_vml_cpu", "ceil": "ceil_vml_cpu",
+                     "trunc": "trunc_vml_cpu", "frac": "frac_cpu"}
 
 
-def _scaled(other, alpha, op):
-    """``alpha * other`` for add/sub's ``alpha=`` (a Python scalar stays one)."""
-    if alpha == 1:
-        return other
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)):
-        raise TypeError(f"{op}(): argument 'alpha' must be Number, not {type(alpha).__name__}")
-    if isinstance(other, Tensor) and other._data.dtype.kind != "f" and isinstance(alpha, float):
-        raise RuntimeError(f"For integral input tensors, argument alpha must not be a floating point number.")
-    return other * alpha
+def _not_implemented(kernel, np_dtype):
+    return NotImplementedError(f"\"{kernel}\" not implemented for '{D.type_word(np_dtype)}'")
 
 
-@register(method=True)
-def add(input, other, *, alpha=1):
-    check_tensor(input, "add")
-    other = scalar_or_tensor(other, "add")
-    return apply(add_p, (input, _scaled(other, alpha, "add")))
+def _check_not_bool(np_dtype, kernel):
+    if np_dtype is not None and np_dtype.kind == "b":
+        raise _not_implemented(kernel, np_dtype)
+
+
+def _fit_int(s: int, like, op: str, wrap: bool = True) -> int:
+    """A Python int operand against tensor ``like``, as PyTorch converts it: beyond 64 bits is an
+    OverflowError; an integer tensor's arithmetic wraps it to the tensor's width (``int32 + 2**40``), and
+    ops that convert it exactly (``wrap=False``: clamp, where, pow) refuse it."""
+    if -0x80000000 <= s < 0x80000000 and like._data.dtype.itemsize >= 4:
+        return s
+    if not -(1 << 63) <= s < (1 << 64):
+        raise OverflowError("int too big to convert")
+    dt = like._data.dtype
+    if dt.kind not in "iu":
+        return s
+    info = np.iinfo(dt)
+    if info.min <= s <= info.max:
+        return s
+    if not wrap:
+        raise RuntimeError(f"value cannot be converted to type {D.c_type_name(dt)} without overflow")
+    bits = dt.itemsize * 8
+    s &= (1 << bits) - 1
+    return s - (1 << bits) if dt.kind == "i" and s >= 1 << (bits - 1) else s
+
+
+def _operand(x, op: str, like=None, arg: str = "other", wrap: bool = True):
+    """A tensor, or a Python number (NumPy scalars become Python numbers), fitted to ``like``'s dtype."""
+    x = scalar_or_tensor(x, op, arg)
+    if type(x) is int and like is not None:
+        return _fit_int(x, like, op, wrap)
+    return x
+
+
+def _binary_args(input, other, op: str, scalar_input: bool = False):
+    """(input, other) of a binary op: input a Tensor (or, with ``scalar_input``, a Number beside a Tensor)."""
+    if not isinstance(input, Tensor):
+        if scalar_input and isinstance(other, Tensor):
+            return _operand(input, op, other, "input"), other
+        check_tensor(input, op)
+    return input, _operand(other, op, input)
 
 
 def _is_bool(x):
@@ -227,55 +441,140 @@ def check_sub(a, b):
                            "to invert a mask, use the `~` or `logical_not()` operator instead.")
 
 
-def _check_not_bool(np_dtype, kernel):
-    if np_dtype is not None and np_dtype.kind == "b":
-        raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
+def _result_np(*xs):
+    return promote(*(x for x in xs if x is not None)).np
+
+
+def _no_bool(a, b, kernel):
+    d = _result_np(a, b)
+    if d.kind == "b":
+        raise _not_implemented(kernel, d)
+
+
+def _no_int(a, b, kernel):
+    d = _result_np(a, b)
+    if d.kind in "iub":
+        raise _not_implemented(kernel, d)
+
+
+def _scaled(other, alpha, op):
+    """``alpha * other`` for add/sub's ``alpha=`` (a Python scalar stays one)."""
+    if alpha == 1 and type(alpha) is not bool:
+        return other
+    if isinstance(alpha, np.generic):
+        alpha = alpha.item()
+    if not isinstance(alpha, (bool, int, float)):
+        raise TypeError(f"{op}(): argument 'alpha' must be Number, not {type(alpha).__name__}")
+    if alpha == 1:
+        return other
+    if isinstance(other, Tensor) and other._data.dtype.kind != "f" and isinstance(alpha, float):
+        raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
+    if isinstance(other, Tensor) and other._data.dtype.kind == "b" and type(alpha) is not bool:
+        raise RuntimeError("Boolean alpha only supported for Boolean results.")
+    return other * alpha
+
+
+def _check_value(value, op: str, arg: str = "value"):
+    if isinstance(value, np.generic):
+        value = value.item()
+    if not isinstance(value, (bool, int, float)):
+        raise TypeError(f"{op}(): argument '{arg}' must be Number, not {type(value).__name__}")
+    return value
+
+
+# ----- public functions: arithmetic ----------------------------------------------------------------------
+
+@register(method=True)
+def add(input: Tensor, other, *, alpha=1) -> Tensor:
+    """``input + alpha * other``."""
+    input, other = _binary_args(input, other, "add", scalar_input=True)
+    return apply(add_p, (input, _scaled(other, alpha, "add")))
 
 
 @register(method=True, aliases=("subtract",))
-def sub(input, other, *, alpha=1):
-    check_tensor(input, "sub")
-    other = scalar_or_tensor(other, "sub")
+def sub(input: Tensor, other, *, alpha=1) -> Tensor:
+    """``input - alpha * other``."""
+    input, other = _binary_args(input, other, "sub")
     check_sub(input, other)
     return apply(sub_p, (input, _scaled(other, alpha, "sub")))
 
 
+@register(method=True)
+def rsub(input: Tensor, other, *, alpha=1) -> Tensor:
+    """``other - alpha * input``."""
+    input, other = _binary_args(input, other, "rsub")
+    check_sub(input, other)
+    return apply(sub_p, (other, _scaled(input, alpha, "rsub")), _EMPTY, _RSUB_NODE)
+
+
 @register(method=True, aliases=("multiply",))
-def mul(input, other):
-    check_tensor(input, "mul")
-    return _binary(mul_p, input, other, "mul")
-
-
-def _no_bool(a, b, op):
-    if promote(a, scalar_or_tensor(b, op)) is D.bool:
-        raise NotImplementedError(f'"{op}_cpu" not implemented for \'Bool\'')
+def mul(input: Tensor, other) -> Tensor:
+    """``input * other``."""
+    input, other = _binary_args(input, other, "mul", scalar_input=True)
+    return apply(mul_p, (input, other))
 
 
 @register(method=True, graph=True)
-def floor_divide(input, other):
-    check_tensor(input, "floor_divide")
-    _no_bool(input, other, "div_floor")
-    return _binary(floor_divide_p, input, other, "floor_divide")
+def floor_divide(input: Tensor, other) -> Tensor:
+    """``input // other``: division rounded toward -inf (not differentiable, as in PyTorch)."""
+    input, other = _binary_args(input, other, "floor_divide")
+    _no_bool(input, other, "div_floor_cpu")
+    return apply(floor_divide_p, (input, other))
 
 
 @register(method=True, graph=True)
-def remainder(input, other):
-    check_tensor(input, "remainder")
-    _no_bool(input, other, "remainder")
-    return _binary(remainder_p, input, other, "remainder")
+def remainder(input: Tensor, other) -> Tensor:
+    """Python's ``%``: the remainder has the sign of the divisor."""
+    if not isinstance(input, Tensor) and isinstance(other, Tensor):
+        input = _operand(input, "remainder", other, "input")
+        _no_bool(input, other, "remainder_cpu")
+        return apply(rremainder_p, (input, other))
+    input, other = _binary_args(input, other, "remainder")
+    _no_bool(input, other, "remainder_cpu")
+    return apply(remainder_p if isinstance(other, Tensor) else remainder_scalar_p, (input, other))
 
 
-@register(method=True, aliases=("divide", "true_divide"), graph=True)
-def div(input, other, *, rounding_mode=None):
-    check_tensor(input, "div")
-    other = scalar_or_tensor(other, "div")
-    if rounding_mode is not None:
-        raise NotImplementedError("ember: div(rounding_mode=...) is not supported yet")
+@register(method=True, graph=True)
+def fmod(input: Tensor, other) -> Tensor:
+    """C's ``fmod``: the remainder has the sign of the dividend."""
+    input, other = _binary_args(input, other, "fmod")
+    _no_bool(input, other, "fmod_cpu")
+    return apply(fmod_p if isinstance(other, Tensor) else fmod_scalar_p, (input, other))
+
+
+_ROUNDING_MODES = (None, "trunc", "floor")
+
+
+@register(method=True, aliases=("divide",), graph=True)
+def div(input: Tensor, other, *, rounding_mode: str | None = None) -> Tensor:
+    """True division, or rounded toward zero (``rounding_mode='trunc'``) or -inf (``'floor'``)."""
+    input, other = _binary_args(input, other, "div")
+    if rounding_mode is None:
+        return apply(div_p, (input, other))
+    if rounding_mode not in _ROUNDING_MODES:
+        if not isinstance(rounding_mode, str):
+            raise TypeError(f"div(): argument 'rounding_mode' must be str, not {type(rounding_mode).__name__}")
+        raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
+                         f"'{rounding_mode}'")
+    _no_bool(input, other, f"div_{rounding_mode}_cpu")
+    return apply(div_mode_p, (input, other), {"mode": rounding_mode})
+
+
+@register(method=True)
+def true_divide(input: Tensor, other) -> Tensor:
+    """``input / other`` (an alias of div)."""
+    input, other = _binary_args(input, other, "true_divide")
     return apply(div_p, (input, other))
 
 
+@graph("div_rounded")
+def _graph_div_rounded(a, b, mode):
+    return apply(div_mode_p, (a, b), {"mode": mode})
+
+
 @register(method=True, aliases=("negative",))
-def neg(input):
+def neg(input: Tensor) -> Tensor:
+    """``-input``."""
     check_tensor(input, "neg")
     if input._data.dtype.kind == "b":
         raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
@@ -284,68 +583,434 @@ def neg(input):
 
 
 @register(method=True, graph=True)
-def pow(input, exponent):
+def pow(input, exponent) -> Tensor:
     """``input ** exponent`` for tensor or scalar ``input`` and ``exponent``."""
     if not isinstance(input, Tensor):
         exponent = check_tensor(exponent, "pow", "exponent", 2)
-        base = scalar_or_tensor(input, "pow", "self")
+        base = _operand(input, "pow", exponent, "self", wrap=False)
         _check_not_bool(promote(base, exponent).np, "pow")
         return apply(rpow_p, (base, exponent))
-    exponent = scalar_or_tensor(exponent, "pow", "exponent")
+    exponent = _operand(exponent, "pow", input, "exponent", wrap=False)
     if isinstance(exponent, Tensor):
         _check_not_bool(promote(input, exponent).np, "pow")
         return apply(pow_tensor_p, (input, exponent))
     return apply(pow_scalar_p, (input, exponent))
 
 
-_BOOL_UNSUPPORTED = {"abs": "abs_cpu", "round": "round_vml_cpu"}
+@register(method=True)
+def float_power(input, exponent) -> Tensor:
+    """``input ** exponent`` computed in double precision (float64 result)."""
+    if not isinstance(input, Tensor):
+        check_tensor(exponent, "float_power", "exponent", 2)
+        base = _check_value(input, "float_power", "self")
+        return pow(float(base), exponent.to(D.float64))
+    exponent = _operand(exponent, "float_power", None, "exponent")
+    if isinstance(exponent, Tensor):
+        return pow(input.to(D.float64), exponent.to(D.float64))
+    return pow(input.to(D.float64), float(exponent))
 
 
-def _unary(prim, name, needs_float=True, aliases=(), inplace_fn=False):
-    """A unary op: ``ember.<name>``, ``Tensor.<name>`` and the in-place ``Tensor.<name>_`` (also
-    ``ember.<name>_`` where PyTorch has it)."""
-    def fn(input):
+@register(name="float_power_", module=False, method=True)
+def ifloat_power(self: Tensor, exponent) -> Tensor:
+    exponent = _operand(exponent, "float_power_", None, "exponent")
+    if self._data.dtype != np.float64:
+        raise RuntimeError(f"the base given to float_power_ has dtype {D.type_word(self._data.dtype)} but the "
+                           f"operation's result requires dtype Double")
+    if isinstance(exponent, Tensor):
+        return apply_inplace(pow_tensor_p, self, (exponent.to(D.float64),))
+    return apply_inplace(pow_scalar_p, self, (float(exponent),))
+
+
+@register(method=True)
+def square(input: Tensor) -> Tensor:
+    """``input ** 2`` (PowBackward0, as PyTorch)."""
+    check_tensor(input, "square")
+    return apply(pow_scalar_p, (input, 2))
+
+
+register(lambda self: apply_inplace(pow_scalar_p, check_tensor(self, "square_"), (2,)), name="square_",
+         method=True)
+
+
+# ----- unary ops -----------------------------------------------------------------------------------------
+
+# Module-level in-place functions PyTorch has (torch.exp_, ...); every op has the Tensor method.
+_MODULE_INPLACE = {"neg_", "abs_", "reciprocal_", "sqrt_", "rsqrt_", "square_", "exp_", "exp2_", "expm1_", "log_",
+                   "log2_", "log10_", "log1p_", "sin_", "cos_", "tan_", "asin_", "acos_", "atan_", "sinh_", "cosh_",
+                   "tanh_", "asinh_", "acosh_", "atanh_", "arcsin_", "arccos_", "arctan_", "arcsinh_", "arccosh_",
+                   "arctanh_", "sigmoid_", "logit_", "erf_", "erfc_", "sinc_", "floor_", "ceil_", "round_", "trunc_",
+                   "fix_", "frac_", "nan_to_num_", "deg2rad_", "rad2deg_", "relu_", "negative_"}
+
+
+def _register_inplace(fn, name, aliases=()):
+    for n in (name,) + tuple(aliases):
+        register(fn, name=n + "_", module=n + "_" in _MODULE_INPLACE, method=True)
+
+
+def _unary(prim, name, same_dtype=False, aliases=(), special=(), register_as=True):
+    """A unary op: ``ember.<name>``, ``Tensor.<name>``, the in-place ``Tensor.<name>_`` (and ``ember.<name>_``
+    where PyTorch has it), ``ember.special.<s>`` for each name in ``special``. Float ops compute integral
+    inputs in the default float dtype; ``same_dtype`` ops keep the input's dtype."""
+    def fn(input: Tensor) -> Tensor:
         if type(input) is Tensor and input._data.dtype.kind == "f":   # the common case, first
             return apply(prim, (input,), _EMPTY, None, KEEP_DTYPE)
         check_tensor(input, name)
-        if input._data.dtype.kind == "b" and not needs_float:
+        kind = input._data.dtype.kind
+        if kind == "b" and same_dtype:
             if name == "relu":
                 raise RuntimeError("Boolean inputs not supported for relu")
-            if name == "sign":   # sign of a bool tensor is itself (NumPy has no bool sign loop)
+            if name in ("sign", "sgn"):   # sign of a bool tensor is itself (NumPy has no bool sign loop)
                 return make(input._data.copy())
             _check_not_bool(input._data.dtype, _BOOL_UNSUPPORTED[name])
+        if kind in "iu" and name == "frac":
+            raise _not_implemented("frac_cpu", input._data.dtype)
         return apply(prim, (input,))
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise ``{name}``, differentiable to any order."
 
-    def inplace(self):
+    def inplace(self: Tensor) -> Tensor:
+        check_tensor(self, name + "_")
+        if self._data.dtype.kind != "f":
+            fn(self)   # the dtype errors of the out-of-place op come first
         return apply_inplace(prim, self, ())
     inplace.__name__ = inplace.__qualname__ = name + "_"
+    if register_as is None:   # the caller registers a wrapper (round with decimals=)
+        return fn
     register(fn, method=True, aliases=aliases, graph=True)
-    register(inplace, module=inplace_fn, method=True)
+    for s in special:
+        register(fn, module=False, submodule="special", submodule_name=s)
+    _register_inplace(inplace, name, aliases)
     return fn
 
 
-exp = _unary(exp_p, "exp", inplace_fn=True)
-log = _unary(log_p, "log", inplace_fn=True)
-sqrt = _unary(sqrt_p, "sqrt", inplace_fn=True)
-sin = _unary(sin_p, "sin", inplace_fn=True)
-cos = _unary(cos_p, "cos", inplace_fn=True)
-tanh = _unary(tanh_p, "tanh", inplace_fn=True)
-sigmoid = _unary(sigmoid_p, "sigmoid", inplace_fn=True)
-relu = _unary(relu_p, "relu", needs_float=False, inplace_fn=True)
-abs = _unary(abs_p, "abs", needs_float=False, aliases=("absolute",), inplace_fn=True)
-sign = _unary(sign_p, "sign", needs_float=False)
-round = _unary(round_p, "round", needs_float=False, inplace_fn=True)
-register(lambda self: apply_inplace(neg_p, self, ()), name="neg_", method=True)
+exp = _unary(exp_p, "exp")
+exp2 = _unary(exp2_p, "exp2", special=("exp2",))
+expm1 = _unary(expm1_p, "expm1", special=("expm1",))
+log = _unary(log_p, "log")
+log2 = _unary(log2_p, "log2")
+log10 = _unary(log10_p, "log10")
+log1p = _unary(log1p_p, "log1p", special=("log1p",))
+sqrt = _unary(sqrt_p, "sqrt")
+rsqrt = _unary(rsqrt_p, "rsqrt")
+reciprocal = _unary(reciprocal_p, "reciprocal")
+sin = _unary(sin_p, "sin")
+cos = _unary(cos_p, "cos")
+tan = _unary(tan_p, "tan")
+asin = _unary(asin_p, "asin", aliases=("arcsin",))
+acos = _unary(acos_p, "acos", aliases=("arccos",))
+atan = _unary(atan_p, "atan", aliases=("arctan",))
+sinh = _unary(sinh_p, "sinh")
+cosh = _unary(cosh_p, "cosh")
+tanh = _unary(tanh_p, "tanh")
+asinh = _unary(asinh_p, "asinh", aliases=("arcsinh",))
+acosh = _unary(acosh_p, "acosh", aliases=("arccosh",))
+atanh = _unary(atanh_p, "atanh", aliases=("arctanh",))
+sigmoid = _unary(sigmoid_p, "sigmoid", special=("expit",))
+erf = _unary(erf_p, "erf", special=("erf",))
+erfc = _unary(erfc_p, "erfc", special=("erfc",))
+erfinv = _unary(erfinv_p, "erfinv", special=("erfinv",))
+lgamma = _unary(lgamma_p, "lgamma", special=("gammaln",))
+digamma = _unary(digamma_p, "digamma", special=("digamma", "psi"))
+sinc = _unary(sinc_p, "sinc", special=("sinc",))
+deg2rad = _unary(deg2rad_p, "deg2rad")
+rad2deg = _unary(rad2deg_p, "rad2deg")
+relu = _unary(relu_p, "relu", same_dtype=True)
+abs = _unary(abs_p, "abs", same_dtype=True, aliases=("absolute",))
+sign = _unary(sign_p, "sign", same_dtype=True)
+sgn = _unary(sgn_p, "sgn", same_dtype=True)
+floor = _unary(floor_p, "floor", same_dtype=True)
+ceil = _unary(ceil_p, "ceil", same_dtype=True)
+trunc = _unary(trunc_p, "trunc", same_dtype=True, aliases=("fix",))
+frac = _unary(frac_p, "frac", same_dtype=True)
+_round0 = _unary(round_p, "round", same_dtype=True, register_as=None)
+_register_inplace(lambda self: apply_inplace(neg_p, check_tensor(self, "neg_"), ()), "neg", ("negative",))
+
+
+def _decimals(decimals, op):
+    if isinstance(decimals, bool) or not isinstance(decimals, (int, np.integer)):
+        raise TypeError(f"{op}(): argument 'decimals' must be int, not {type(decimals).__name__}")
+    return int(decimals)
+
+
+def round(input: Tensor, *, decimals: int = 0) -> Tensor:
+    """Round half to even; with ``decimals``, to that many decimal places (RoundBackward1)."""
+    check_tensor(input, "round")
+    if _decimals(decimals, "round") == 0:
+        return _round0(input)
+    if input._data.dtype.kind != "f":
+        raise _not_implemented("round_cpu", input._data.dtype)
+    return apply(round_decimals_p, (input,), {"decimals": decimals})
+
+
+def iround(self: Tensor, *, decimals: int = 0) -> Tensor:
+    check_tensor(self, "round_")
+    round(self, decimals=decimals)   # the dtype errors
+    if decimals == 0:
+        return apply_inplace(round_p, self, ())
+    return apply_inplace(round_decimals_p, self, (), {"decimals": decimals})
+
+
+register(round, method=True, graph=True)
+register(round, module=False, submodule="special", submodule_name="round")
+_register_inplace(iround, "round")
+graph("round_decimals", lambda a, decimals: apply(round_decimals_p, (a,), {"decimals": decimals}))
+
+
+def _eps(eps, op):
+    if eps is None:
+        return None
+    if isinstance(eps, np.generic):
+        eps = eps.item()
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)):
+        raise TypeError(f"{op}(): argument 'eps' must be float, not {type(eps).__name__}")
+    return float(eps)
+
+
+@register(method=True, graph=True)
+def logit(input: Tensor, eps: float | None = None) -> Tensor:
+    """``log(p / (1 - p))``, with ``p`` clamped to ``[eps, 1 - eps]`` when ``eps`` is given."""
+    check_tensor(input, "logit")
+    return apply(logit_p, (input,), {"eps": _eps(eps, "logit")})
+
+
+register(logit, module=False, submodule="special", submodule_name="logit")
+
+
+@register(name="logit_", method=True)
+def ilogit(self: Tensor, eps: float | None = None) -> Tensor:
+    logit(self, eps)
+    return apply_inplace(logit_p, self, (), {"eps": _eps(eps, "logit_")})
+
+
+def _check_n(n, op):
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise TypeError(f"{op}(): argument 'n' (position 1) must be int, not {type(n).__name__}")
+    if n < 0:
+        raise RuntimeError("polygamma(n, x) does not support negative n.")
+    return int(n)
+
+
+@register(graph=True)
+def polygamma(n: int, input: Tensor) -> Tensor:
+    """The ``n``-th derivative of the digamma function."""
+    n = _check_n(n, "polygamma")
+    check_tensor(input, "polygamma", "input", 2)
+    return apply(polygamma_p, (input,), {"n": n})
+
+
+register(polygamma, module=False, submodule="special", submodule_name="polygamma")
+method("polygamma", lambda self, n: polygamma(n, self))
+
+
+@method("polygamma_")
+def ipolygamma(self: Tensor, n: int) -> Tensor:
+    polygamma(n, self)
+    return apply_inplace(polygamma_p, self, (), {"n": int(n)})
+
+
+def _num_or_none(v, op, arg):
+    if v is None:
+        return None
+    return float(_check_value(v, op, arg))
+
+
+@register(method=True, graph=True)
+def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None) -> Tensor:
+    """NaN, +inf and -inf replaced by ``nan``, ``posinf`` and ``neginf`` (default: the dtype's extremes)."""
+    check_tensor(input, "nan_to_num")
+    params = {"nan": _num_or_none(nan, "nan_to_num", "nan") or 0.0,
+              "posinf": _num_or_none(posinf, "nan_to_num", "posinf"),
+              "neginf": _num_or_none(neginf, "nan_to_num", "neginf")}
+    return apply(nan_to_num_p, (input,), params)
+
+
+@register(name="nan_to_num_", method=True)
+def inan_to_num(self: Tensor, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None) -> Tensor:
+    check_tensor(self, "nan_to_num_")
+    params = {"nan": _num_or_none(nan, "nan_to_num_", "nan") or 0.0,
+              "posinf": _num_or_none(posinf, "nan_to_num_", "posinf"),
+              "neginf": _num_or_none(neginf, "nan_to_num_", "neginf")}
+    return apply_inplace(nan_to_num_p, self, (), params)
+
+
+# ----- binary math ------------------------------------------------------------------------------------------
+
+def _tensor_pair(input, other, op):
+    check_tensor(input, op)
+    check_tensor(other, op, "other", 2)
+    return input, other
+
+
+@register(method=True, aliases=("arctan2",), graph=True)
+def atan2(input: Tensor, other: Tensor) -> Tensor:
+    """The angle of the point (other, input), in (-pi, pi]."""
+    return apply(atan2_p, _tensor_pair(input, other, "atan2"))
+
+
+@register(method=True, graph=True)
+def hypot(input: Tensor, other: Tensor) -> Tensor:
+    """``sqrt(input**2 + other**2)`` without overflow."""
+    input, other = _tensor_pair(input, other, "hypot")
+    _no_int(input, other, "hypot_cpu")
+    return apply(hypot_p, (input, other))
+
+
+@register(method=True, graph=True)
+def logaddexp(input: Tensor, other: Tensor) -> Tensor:
+    """``log(exp(input) + exp(other))`` without overflow."""
+    input, other = _tensor_pair(input, other, "logaddexp")
+    _no_int(input, other, "logaddexp_cpu")
+    return apply(logaddexp_p, (input, other))
+
+
+@register(method=True, graph=True)
+def logaddexp2(input: Tensor, other: Tensor) -> Tensor:
+    """``log2(2**input + 2**other)`` without overflow."""
+    input, other = _tensor_pair(input, other, "logaddexp2")
+    _no_int(input, other, "logaddexp2_cpu")
+    return apply(logaddexp2_p, (input, other))
+
+
+@register(method=True, graph=True)
+def xlogy(input, other) -> Tensor:
+    """``input * log(other)``, 0 where ``input == 0`` (unless ``other`` is nan)."""
+    if not isinstance(input, Tensor):
+        check_tensor(other, "xlogy", "other", 2)
+        return apply(xlogy_rscalar_p, (_operand(input, "xlogy", None, "self"), other))
+    input, other = _binary_args(input, other, "xlogy")
+    return apply(xlogy_p if isinstance(other, Tensor) else xlogy_scalar_p, (input, other))
+
+
+register(xlogy, module=False, submodule="special", submodule_name="xlogy")
+
+
+@register(method=True, graph=True)
+def copysign(input: Tensor, other) -> Tensor:
+    """``|input|`` with the sign of ``other``."""
+    input, other = _binary_args(input, other, "copysign")
+    return apply(copysign_p if isinstance(other, Tensor) else copysign_scalar_p, (input, other))
+
+
+@register(method=True, graph=True)
+def heaviside(input: Tensor, values: Tensor) -> Tensor:
+    """0 where input < 0, ``values`` where input == 0, 1 where input > 0 (not differentiable)."""
+    check_tensor(input, "heaviside")
+    check_tensor(values, "heaviside", "values", 2)
+    if input._data.dtype != values._data.dtype:
+        raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
+    return apply(heaviside_p, (input, values))
+
+
+@register(method=True, graph=True)
+def maximum(input: Tensor, other: Tensor) -> Tensor:
+    """The elementwise maximum (nan if either is nan); ties share the gradient."""
+    return apply(maximum_p, _tensor_pair(input, other, "maximum"))
+
+
+@register(method=True, graph=True)
+def minimum(input: Tensor, other: Tensor) -> Tensor:
+    """The elementwise minimum (nan if either is nan); ties share the gradient."""
+    return apply(minimum_p, _tensor_pair(input, other, "minimum"))
+
+
+@register(method=True, graph=True)
+def fmax(input: Tensor, other: Tensor) -> Tensor:
+    """The elementwise maximum, ignoring a nan operand."""
+    return apply(fmax_p, _tensor_pair(input, other, "fmax"))
+
+
+@register(method=True, graph=True)
+def fmin(input: Tensor, other: Tensor) -> Tensor:
+    """The elementwise minimum, ignoring a nan operand."""
+    return apply(fmin_p, _tensor_pair(input, other, "fmin"))
+
+
+def _lerp_args(input, end, weight, op):
+    check_tensor(input, op)
+    check_tensor(end, op, "end", 2)
+    if not isinstance(weight, Tensor):
+        weight = _check_value(weight, op, "weight")
+    for name, t in (("end", end), ("weight", weight)):
+        if isinstance(t, Tensor) and t._data.dtype != input._data.dtype:
+            raise RuntimeError(f"expected dtype {input.dtype} for `{name}` but got dtype {t.dtype}")
+    if input._data.dtype.kind != "f":
+        raise _not_implemented("lerp_kernel_tensor" if isinstance(weight, Tensor) else "lerp_kernel_scalar",
+                               input._data.dtype)
+    return (lerp_tensor_p if isinstance(weight, Tensor) else lerp_p), (input, end, weight)
+
+
+@register(method=True, graph=True)
+def lerp(input: Tensor, end: Tensor, weight) -> Tensor:
+    """``input + weight * (end - input)`` (scalar or tensor weight)."""
+    prim, args = _lerp_args(input, end, weight, "lerp")
+    return apply(prim, args)
+
+
+@register(name="lerp_", module=False, method=True)
+def ilerp(self: Tensor, end: Tensor, weight) -> Tensor:
+    prim, args = _lerp_args(self, end, weight, "lerp_")
+    return apply_inplace(prim, self, args[1:])
+
+
+def _addc_args(input, tensor1, tensor2, value, op):
+    check_tensor(input, op)
+    check_tensor(tensor1, op, "tensor1", 2)
+    check_tensor(tensor2, op, "tensor2", 3)
+    value = _check_value(value, op)
+    if op.startswith("addcdiv") and tensor1._data.dtype.kind in "iub" and tensor2._data.dtype.kind in "iub":
+        raise RuntimeError("Integer division with addcdiv is no longer supported, and in a future  release addcdiv "
+                           "will perform a true division of tensor1 and tensor2. The historic addcdiv behavior can "
+                           "be implemented as (input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for "
+                           "integer inputs and as (input + value * tensor1 / tensor2) for float inputs. The future "
+                           "addcdiv behavior is just the latter implementation: (input + value * tensor1 / tensor2), "
+                           "for all dtypes.")
+    d = promote(input, tensor1, tensor2)
+    if d.np.kind in "iub" and isinstance(value, float):
+        raise RuntimeError("For integral input tensors, argument value must not be a floating point number.")
+    return (input, tensor1, tensor2), {"value": value}
+
+
+@register(method=True)
+def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:
+    """``input + value * tensor1 * tensor2``."""
+    args, params = _addc_args(input, tensor1, tensor2, value, "addcmul")
+    return apply(addcmul_p, args, params)
+
+
+@register(method=True)
+def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:
+    """``input + value * tensor1 / tensor2``."""
+    args, params = _addc_args(input, tensor1, tensor2, value, "addcdiv")
+    return apply(addcdiv_p, args, params)
+
+
+@register(name="addcmul_", module=False, method=True)
+def iaddcmul(self: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:
+    args, params = _addc_args(self, tensor1, tensor2, value, "addcmul_")
+    return apply_inplace(addcmul_p, self, args[1:], params)
+
+
+@register(name="addcdiv_", module=False, method=True)
+def iaddcdiv(self: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:
+    args, params = _addc_args(self, tensor1, tensor2, value, "addcdiv_")
+    return apply_inplace(addcdiv_p, self, args[1:], params)
+
+
+# ----- clamp --------------------------------------------------------------------------------------------
+
+_CLAMP_NODES = {("min", False): node_class("ClampMinBackward0", PrimNode),
+                ("max", False): node_class("ClampMaxBackward0", PrimNode),
+                ("min", True): node_class("ClampMinBackward1", PrimNode),
+                ("max", True): node_class("ClampMaxBackward1", PrimNode)}
 
 
 def _clamp_args(input, min, max, op):
     check_tensor(input, op)
     if min is None and max is None:
-        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+        raise RuntimeError(f"torch.clamp: At least one of 'min' or 'max' must not be None")
     tensor_bounds = isinstance(min, Tensor) or isinstance(max, Tensor)
-    min, max = (scalar_or_tensor(b, op) if b is not None else None for b in (min, max))
+    min, max = (_operand(b, op, input, arg, wrap=False) if b is not None else None
+                for b, arg in ((min, "min"), (max, "max")))
     if not tensor_bounds:
         kernel = "clamp_min_scalar_cpu" if max is None else "clamp_max_scalar_cpu" if min is None else \
             "clamp_scalar_cpu"
@@ -354,48 +1019,75 @@ def _clamp_args(input, min, max, op):
 
 
 @register(method=True, aliases=("clip",), graph=True)
-def clamp(input, min=None, max=None):
+def clamp(input: Tensor, min=None, max=None) -> Tensor:
+    """``input`` limited to ``[min, max]`` (scalar or tensor bounds; either may be None)."""
     prim, args = _clamp_args(input, min, max, "clamp")
     return apply(prim, args)
 
 
 @register(method=True)
-def clamp_min(input, min):
-    return clamp(input, min=min)
+def clamp_min(input: Tensor, min) -> Tensor:
+    """``max(input, min)``."""
+    if min is None:
+        raise TypeError("clamp_min(): argument 'min' must be Number or Tensor, not NoneType")
+    prim, args = _clamp_args(input, min, None, "clamp_min")
+    return apply(prim, args, _EMPTY, _CLAMP_NODES["min", prim is clamp_tensor_p])
 
 
 @register(method=True)
-def clamp_max(input, max):
-    return clamp(input, max=max)
+def clamp_max(input: Tensor, max) -> Tensor:
+    """``min(input, max)``."""
+    if max is None:
+        raise TypeError("clamp_max(): argument 'max' must be Number or Tensor, not NoneType")
+    prim, args = _clamp_args(input, None, max, "clamp_max")
+    return apply(prim, args, _EMPTY, _CLAMP_NODES["max", prim is clamp_tensor_p])
 
 
-@register(method=True, graph=True)
-def maximum(input, other):
-    check_tensor(input, "maximum")
-    check_tensor(other, "maximum", "other", 2)
-    return apply(maximum_p, (input, other))
+@register(name="clamp_", method=True, aliases=("clip_",))
+def iclamp(self: Tensor, min=None, max=None) -> Tensor:
+    prim, args = _clamp_args(self, min, max, "clamp_")
+    return apply_inplace(prim, self, args[1:])
 
 
-@register(method=True, graph=True)
-def minimum(input, other):
-    check_tensor(input, "minimum")
-    check_tensor(other, "minimum", "other", 2)
-    return apply(minimum_p, (input, other))
+@register(name="clamp_min_", method=True)
+def iclamp_min(self: Tensor, min) -> Tensor:
+    prim, args = _clamp_args(self, min, None, "clamp_min_")
+    return apply_inplace(prim, self, args[1:], _EMPTY, _CLAMP_NODES["min", prim is clamp_tensor_p])
 
+
+@register(name="clamp_max_", method=True)
+def iclamp_max(self: Tensor, max) -> Tensor:
+    prim, args = _clamp_args(self, None, max, "clamp_max_")
+    return apply_inplace(prim, self, args[1:], _EMPTY, _CLAMP_NODES["max", prim is clamp_tensor_p])
+
+
+# ----- where --------------------------------------------------------------------------------------------
 
 @register
-def where(condition, input=None, other=None):
-    """``where(cond, x, y)``: x where cond holds, else y. ``where(cond)`` gives nonzero indices."""
+def where(condition: Tensor, input=None, other=None):
+    """``where(cond, x, y)``: x where cond holds, else y (tensors or scalars). ``where(cond)`` gives the
+    indices of the nonzero elements."""
     check_tensor(condition, "where", "condition")
     if input is None and other is None:
         return tuple(make(i) for i in np.nonzero(condition._data))
     if condition._data.dtype.kind != "b":
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype "
-                           f"{condition.dtype}")
+                           f"{D.type_word(condition._data.dtype)}")
     input = scalar_or_tensor(input, "where", "input")
     other = scalar_or_tensor(other, "where", "other")
     if not isinstance(input, Tensor) and not isinstance(other, Tensor):
-        raise TypeError("where(): at least one of 'input' and 'other' must be a Tensor")
+        d = promote(input, other).np   # both scalars: PyTorch's scalar result type (where(c, 1, 0) is int64)
+        return make(np.where(condition._data, np.asarray(input, dtype=d), np.asarray(other, dtype=d)))
+    if type(input) is int:
+        input = _fit_int(input, other, "where", wrap=False)
+    if type(other) is int:
+        other = _fit_int(other, input, "where", wrap=False)
+    try:
+        np.broadcast_shapes(condition._data.shape, *(x._data.shape for x in (input, other) if isinstance(x, Tensor)))
+    except ValueError:
+        shapes = [list(condition._data.shape)] + [list(x._data.shape) for x in (input, other) if isinstance(x, Tensor)]
+        raise RuntimeError(f"where(): the shapes of condition, input and other do not broadcast: "
+                           f"{', '.join(map(str, shapes))}") from None
     return apply(where_p, (input, other), {"cond": condition._data})
 
 
@@ -408,93 +1100,241 @@ def _graph_where(cond, a, b):
     return where(cond if isinstance(cond, Tensor) else make(cond), a, b)
 
 
-# ----- comparisons and logic (not differentiable) ----------------------------------------------
+# ----- comparisons and logic (not differentiable) ----------------------------------------------------------
 
-def _compare(ufunc, name):
-    def fn(input, other):
-        other = scalar_or_tensor(other, name)
-        b = other._data if isinstance(other, Tensor) else other
-        try:
-            return make(np.asarray(ufunc(input._data, b)))
-        except ValueError:
-            err = broadcast_error((input._data.shape, other._data.shape))
-            raise (err or RuntimeError(f"{name}(): bad operands")) from None
+def _raw_pair(input, other, op, scalar_other=True):
+    """The raw operands of a non-differentiable binary op, cast to PyTorch's common dtype."""
+    check_tensor(input, op)
+    if scalar_other:
+        other = _operand(other, op, input)
+    else:
+        check_tensor(other, op, "other", 2)
+    d = compute_dtype(input, other)
+    a = input._data
+    b = other._data if isinstance(other, Tensor) else other
+    if d is not None:
+        a = a.astype(d, copy=False)
+        if isinstance(b, np.ndarray):
+            b = b.astype(d, copy=False)
+    if isinstance(other, Tensor):
+        err = broadcast_error((a.shape, b.shape))
+        if err is not None:
+            raise err
+    return a, b
+
+
+def _compare(ufunc, name, aliases=()):
+    def fn(input: Tensor, other) -> Tensor:
+        a, b = _raw_pair(input, other, name)
+        return make(np.asarray(ufunc(a, b)))
     fn.__name__ = fn.__qualname__ = name
-    return register(fn, method=True)
+    fn.__doc__ = f"Elementwise ``{name}`` comparison: a bool tensor (not differentiable)."
+
+    def inplace(self: Tensor, other) -> Tensor:
+        r = fn(self, other)
+        _write_inplace(self, r, name + "_")
+        return self
+    inplace.__name__ = inplace.__qualname__ = name + "_"
+    register(fn, method=True, aliases=aliases)
+    for n in (name,) + aliases:
+        register(inplace, name=n + "_", module=False, method=True)
+    return fn
+
+
+def _write_inplace(self: Tensor, r: Tensor, op: str) -> None:
+    """Write a non-differentiable result into ``self`` (its history ends: PyTorch's zero gradient)."""
+    from ._views import check_inplace
+    check_inplace(self, self._requires_grad)
+    if r._data.shape != self._data.shape:
+        raise RuntimeError(f"output with shape {list(self._data.shape)} doesn't match the broadcast shape "
+                           f"{list(r._data.shape)}")
+    np.copyto(self._data, r._data, casting="unsafe")
+    self._vc[0] += 1
 
 
 eq = _compare(np.equal, "eq")
-ne = _compare(np.not_equal, "ne")
-lt = _compare(np.less, "lt")
-le = _compare(np.less_equal, "le")
-gt = _compare(np.greater, "gt")
-ge = _compare(np.greater_equal, "ge")
+ne = _compare(np.not_equal, "ne", ("not_equal",))
+lt = _compare(np.less, "lt", ("less",))
+le = _compare(np.less_equal, "le", ("less_equal",))
+gt = _compare(np.greater, "gt", ("greater",))
+ge = _compare(np.greater_equal, "ge", ("greater_equal",))
 
 
-def _logical(ufunc, name):
-    def fn(input, other):
-        other = scalar_or_tensor(other, name)
-        if input._data.dtype.kind == "f" or (isinstance(other, Tensor) and other._data.dtype.kind == "f") \
-                or type(other) is float:
-            raise RuntimeError(f"\"{name}_cpu\" not implemented for 'Float'")
-        b = other._data if isinstance(other, Tensor) else other
-        return make(np.asarray(ufunc(input._data, b)))
+def _bitwise(ufunc, name, kernel, tensor_first=True):
+    def fn(input, other) -> Tensor:
+        if not isinstance(input, Tensor) and isinstance(other, Tensor):
+            input = _operand(input, name, other, "self")
+            a, b = _raw_pair(other, input, name)
+            a, b = b, a
+        else:
+            a, b = _raw_pair(input, other, name)
+        d = np.result_type(a, b) if isinstance(b, np.ndarray) or isinstance(a, np.ndarray) else None
+        if d is not None and d.kind == "f":
+            raise _not_implemented(kernel, d)
+        return make(np.asarray(ufunc(a, b)))
     fn.__name__ = fn.__qualname__ = name
-    return register(fn, method=True)
+    fn.__doc__ = f"Elementwise ``{name}`` of integer or bool tensors."
+
+    def inplace(self: Tensor, other) -> Tensor:
+        r = fn(self, other)
+        if r._data.dtype != self._data.dtype and np.result_type(r._data.dtype, self._data.dtype) != self._data.dtype:
+            raise RuntimeError(f"result type {D.type_word(r._data.dtype)} can't be cast to the desired output type "
+                               f"{D.type_word(self._data.dtype)}")
+        _write_inplace(self, r, name + "_")
+        return self
+    inplace.__name__ = inplace.__qualname__ = name + "_"
+    register(fn, method=True, graph=name in ("bitwise_left_shift", "bitwise_right_shift"))
+    register(inplace, name=name + "_", module=False, method=True)
+    return fn
 
 
-bitwise_and = _logical(np.bitwise_and, "bitwise_and")
-bitwise_or = _logical(np.bitwise_or, "bitwise_or")
-bitwise_xor = _logical(np.bitwise_xor, "bitwise_xor")
+bitwise_and = _bitwise(np.bitwise_and, "bitwise_and", "bitwise_and_cpu")
+bitwise_or = _bitwise(np.bitwise_or, "bitwise_or", "bitwise_or_cpu")
+bitwise_xor = _bitwise(np.bitwise_xor, "bitwise_xor", "bitwise_xor_cpu")
+
+
+bitwise_left_shift = _bitwise(_K.bitwise_left_shift, "bitwise_left_shift", "lshift_cpu")
+bitwise_right_shift = _bitwise(_K.bitwise_right_shift, "bitwise_right_shift", "rshift_cpu")
 
 
 @register(method=True)
-def bitwise_not(input):
+def bitwise_not(input: Tensor) -> Tensor:
+    """``~input`` of an integer or bool tensor."""
+    check_tensor(input, "bitwise_not")
     if input._data.dtype.kind == "f":
-        raise RuntimeError("\"bitwise_not_cpu\" not implemented for 'Float'")
+        raise _not_implemented("bitwise_not_cpu", input._data.dtype)
     return make(np.asarray(np.invert(input._data)))
 
 
+@register(name="bitwise_not_", module=False, method=True)
+def ibitwise_not(self: Tensor) -> Tensor:
+    _write_inplace(self, bitwise_not(self), "bitwise_not_")
+    return self
+
+
+def _logical(ufunc, name):
+    def fn(input: Tensor, other: Tensor) -> Tensor:
+        a, b = _raw_pair(input, other, name, scalar_other=False)
+        return make(np.asarray(ufunc(a, b)))
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"Elementwise ``{name}`` (nonzero is true): a bool tensor."
+
+    def inplace(self: Tensor, other: Tensor) -> Tensor:
+        _write_inplace(self, fn(self, other), name + "_")
+        return self
+    inplace.__name__ = inplace.__qualname__ = name + "_"
+    register(fn, method=True)
+    register(inplace, name=name + "_", module=False, method=True)
+    return fn
+
+
+logical_and = _logical(np.logical_and, "logical_and")
+logical_or = _logical(np.logical_or, "logical_or")
+logical_xor = _logical(np.logical_xor, "logical_xor")
+
+
 @register(method=True)
-def logical_not(input):
+def logical_not(input: Tensor) -> Tensor:
+    """``input == 0``: a bool tensor."""
+    check_tensor(input, "logical_not")
     return make(np.asarray(np.logical_not(input._data)))
 
 
-@register(method=True, graph=True)
-def isnan(input):
-    return make(np.asarray(np.isnan(input._data)))
+@register(name="logical_not_", module=False, method=True)
+def ilogical_not(self: Tensor) -> Tensor:
+    _write_inplace(self, logical_not(self), "logical_not_")
+    return self
+
+
+def _predicate(fn_np, name, graph=False):
+    def fn(input: Tensor) -> Tensor:
+        check_tensor(input, name)
+        return make(np.asarray(fn_np(input._data)))
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"``{name}``: a bool tensor."
+    return register(fn, method=True, graph=graph)
+
+
+def _float_pred(f, int_value):
+    def k(x):
+        if x.dtype.kind != "f":
+            return np.full(x.shape, int_value)
+        return f(x)
+    return k
+
+
+isnan = _predicate(np.isnan, "isnan", graph=True)
+isinf = _predicate(np.isinf, "isinf", graph=True)
+isfinite = _predicate(np.isfinite, "isfinite", graph=True)
+isposinf = _predicate(_float_pred(np.isposinf, False), "isposinf")
+isneginf = _predicate(_float_pred(np.isneginf, False), "isneginf")
+isreal = _predicate(lambda x: np.ones(x.shape, dtype=bool), "isreal")
+signbit = _predicate(lambda x: np.signbit(x) if x.dtype.kind != "b" else np.zeros(x.shape, dtype=bool), "signbit")
+
+
+def _tol(v, op, arg):
+    if isinstance(v, np.generic):
+        v = v.item()
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise TypeError(f"{op}(): argument '{arg}' must be float, not {type(v).__name__}")
+    return float(v)
+
+
+def _close_args(input, other, rtol, atol, equal_nan, op):
+    check_tensor(input, op)
+    check_tensor(other, op, "other", 2)
+    rtol, atol = _tol(rtol, op, "rtol"), _tol(atol, op, "atol")
+    if not isinstance(equal_nan, (bool, np.bool_)):
+        raise TypeError(f"{op}(): argument 'equal_nan' must be bool, not {type(equal_nan).__name__}")
+    if input._data.dtype != other._data.dtype:
+        raise RuntimeError(f"{input.dtype} did not match {other.dtype}")
+    err = broadcast_error((input._data.shape, other._data.shape))
+    if err is not None:
+        raise err
+    if rtol < 0:
+        raise RuntimeError(f"rtol must be greater than or equal to zero, but got {rtol}")
+    if atol < 0:
+        raise RuntimeError(f"atol must be greater than or equal to zero, but got {atol}")
+    return rtol, atol
+
+
+def _isclose(input, other, rtol, atol, equal_nan, op) -> np.ndarray:
+    rtol, atol = _close_args(input, other, rtol, atol, equal_nan, op)
+    a, b = input._data, other._data
+    if a.dtype.kind == "b":
+        return np.asarray(a == b)
+    with np.errstate(all="ignore"):
+        if a.dtype.kind in "iu":
+            a, b = a.astype(np.float64), b.astype(np.float64)
+        return np.asarray(np.isclose(a, b, rtol=rtol, atol=atol, equal_nan=bool(equal_nan)))
 
 
 @register(method=True)
-def isinf(input):
-    return make(np.asarray(np.isinf(input._data)))
+def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Tensor:
+    """``|input - other| <= atol + rtol * |other|``, elementwise: a bool tensor."""
+    return make(_isclose(input, other, rtol, atol, equal_nan, "isclose"))
 
 
 @register(method=True)
-def isfinite(input):
-    return make(np.asarray(np.isfinite(input._data)))
+def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
+    """Whether every element of ``isclose(input, other, ...)`` holds."""
+    return bool(np.all(_isclose(input, other, rtol, atol, equal_nan, "allclose")))
 
 
 @register(method=True)
-def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
-    return bool(np.allclose(input._data, other._data, rtol=rtol, atol=atol, equal_nan=equal_nan))
-
-
-@register(method=True)
-def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
-    return make(np.asarray(np.isclose(input._data, other._data, rtol=rtol, atol=atol, equal_nan=equal_nan)))
-
-
-@register(method=True)
-def equal(input, other) -> bool:
+def equal(input: Tensor, other: Tensor) -> bool:
+    """Whether both tensors have the same shape and elements."""
+    check_tensor(input, "equal")
+    check_tensor(other, "equal", "other", 2)
     return input._data.shape == other._data.shape and bool(np.array_equal(input._data, other._data))
 
 
-# ----- in-place variants ---------------------------------------------------------------------
+# ----- in-place variants ---------------------------------------------------------------------------------
 
 def _inplace_binary(prim, name, check=None):
-    def fn(self, other, *, alpha=1):
-        other = scalar_or_tensor(other, name)
+    def fn(self: Tensor, other, *, alpha=1) -> Tensor:
+        check_tensor(self, name)
+        other = _operand(other, name, self)
         if check is not None:
             check(self, other)
         return apply_inplace(prim, self, (_scaled(other, alpha, name),))
@@ -504,31 +1344,79 @@ def _inplace_binary(prim, name, check=None):
 
 iadd = _inplace_binary(add_p, "add_")
 isub = _inplace_binary(sub_p, "sub_", check_sub)
-imul = _inplace_binary(mul_p, "mul_")
+register(isub, name="subtract_", module=False, method=True)
 
 
-@register(name="div_", module=False, method=True)
-def idiv(self, other):
-    return apply_inplace(div_p, self, (scalar_or_tensor(other, "div_"),))
+@register(name="mul_", module=False, method=True, aliases=("multiply_",))
+def imul(self: Tensor, other) -> Tensor:
+    check_tensor(self, "mul_")
+    return apply_inplace(mul_p, self, (_operand(other, "mul_", self),))
+
+
+@register(name="div_", module=False, method=True, aliases=("divide_",))
+def idiv(self: Tensor, other, *, rounding_mode: str | None = None) -> Tensor:
+    check_tensor(self, "div_")
+    other = _operand(other, "div_", self)
+    if rounding_mode is None:
+        return apply_inplace(div_p, self, (other,))
+    div(self, other, rounding_mode=rounding_mode)   # the argument errors
+    return apply_inplace(div_mode_p, self, (other,), {"mode": rounding_mode})
+
+
+@register(name="true_divide_", module=False, method=True)
+def itrue_divide(self: Tensor, other) -> Tensor:
+    check_tensor(self, "true_divide_")
+    return apply_inplace(div_p, self, (_operand(other, "true_divide_", self),))
+
+
+@register(name="floor_divide_", module=False, method=True)
+def ifloor_divide(self: Tensor, other) -> Tensor:
+    other = _operand(other, "floor_divide_", self)
+    _no_bool(self, other, "div_floor_cpu")
+    return apply_inplace(floor_divide_p, self, (other,))
+
+
+@register(name="remainder_", module=False, method=True)
+def iremainder(self: Tensor, other) -> Tensor:
+    other = _operand(other, "remainder_", self)
+    _no_bool(self, other, "remainder_cpu")
+    return apply_inplace(remainder_p if isinstance(other, Tensor) else remainder_scalar_p, self, (other,))
+
+
+@register(name="fmod_", module=False, method=True)
+def ifmod(self: Tensor, other) -> Tensor:
+    other = _operand(other, "fmod_", self)
+    _no_bool(self, other, "fmod_cpu")
+    return apply_inplace(fmod_p if isinstance(other, Tensor) else fmod_scalar_p, self, (other,))
 
 
 @register(name="pow_", module=False, method=True)
-def ipow(self, exponent):
-    exponent = scalar_or_tensor(exponent, "pow_")
+def ipow(self: Tensor, exponent) -> Tensor:
+    exponent = _operand(exponent, "pow_", self, "exponent", wrap=False)
     return apply_inplace(pow_tensor_p if isinstance(exponent, Tensor) else pow_scalar_p, self, (exponent,))
 
 
-@register(name="clamp_", method=True)
-def iclamp(self, min=None, max=None):
-    prim, args = _clamp_args(self, min, max, "clamp_")
-    return apply_inplace(prim, self, args[1:])
+def _inplace_of(fn, name, prim_of):
+    """In-place variant of a binary op ``fn`` (its argument checks), writing through ``prim_of(other)``."""
+    def inplace(self: Tensor, other) -> Tensor:
+        fn(self, other)   # the argument and dtype errors of the out-of-place op
+        other = _operand(other, name, self)
+        return apply_inplace(prim_of(other), self, (other,))
+    inplace.__name__ = inplace.__qualname__ = name
+    return register(inplace, name=name, module=name in _MODULE_INPLACE, method=True)
 
 
-register(lambda self, min: iclamp(self, min=min), name="clamp_min_", method=True)
-register(lambda self, max: iclamp(self, max=max), name="clamp_max_", method=True)
+register(_inplace_of(atan2, "atan2_", lambda o: atan2_p), name="arctan2_", module=False, method=True)
+_inplace_of(hypot, "hypot_", lambda o: hypot_p)
+_inplace_of(xlogy, "xlogy_", lambda o: xlogy_p if isinstance(o, Tensor) else xlogy_scalar_p)
+_inplace_of(copysign, "copysign_", lambda o: copysign_p if isinstance(o, Tensor) else copysign_scalar_p)
+_inplace_of(heaviside, "heaviside_", lambda o: heaviside_p)
 
 
-# ----- operators --------------------------------------------------------------------------------
+# ----- operators --------------------------------------------------------------------------------------------
+
+_RSUB_NODE = node_class("RsubBackward1", PrimNode)
+
 
 def _operator(fn, prim=None):
     """A binary operator method: NotImplemented for operand types it does not know, so Python can
@@ -537,14 +1425,12 @@ def _operator(fn, prim=None):
     def op(self, other):
         if prim is not None and self._data.dtype.kind == "f":
             to = type(other)
-            if to is float or to is int or (to is Tensor and other._data.dtype == self._data.dtype):
+            if to is float or (to is int and -0x8000000000000000 <= other < 0x10000000000000000) or \
+                    (to is Tensor and other._data.dtype == self._data.dtype):
                 return apply(prim, (self, other), _EMPTY, None, KEEP_DTYPE)
-        try:
-            return fn(self, other)
-        except TypeError:
-            if isinstance(other, (Tensor, bool, int, float)):
-                raise
+        if not isinstance(other, (Tensor, bool, int, float, np.generic)):
             return NotImplemented
+        return fn(self, other)
     return op
 
 
@@ -553,40 +1439,72 @@ def _reflected(prim, node_name, check=None):
     node = node_class(node_name, PrimNode)
 
     def fn(self, other):
-        try:
-            other = scalar_or_tensor(other, prim.name)
-        except TypeError:
+        if not isinstance(other, (Tensor, bool, int, float, np.generic)):
             return NotImplemented
+        other = _operand(other, prim.name, self)
         if check is not None:
             check(other, self)
         return apply(prim, (other, self), _EMPTY, node)
     return fn
 
 
+_MUL_NODE = node_class("MulBackward0", PrimNode)
+
+
 def _rtruediv(self, other):
-    try:
-        other = scalar_or_tensor(other, "div")
-    except TypeError:
+    # PyTorch computes ``2 / x`` as ``x.reciprocal() * 2``: MulBackward0 over ReciprocalBackward0, and
+    # neither node saves x (modifying x in place afterwards is harmless, as there).
+    if not isinstance(other, (Tensor, bool, int, float, np.generic)):
         return NotImplemented
-    # PyTorch computes ``2 / x`` as ``x.reciprocal() * 2``, hence its grad_fn name.
-    return apply(div_p, (other, self), _EMPTY, node_class("MulBackward0", PrimNode))
+    other = _operand(other, "div", self)
+    r = reciprocal(self)
+    return apply(mul_p, (r, other))
+
+
+def _roperator(fn):
+    """``other OP self`` through ``fn(other, self)`` (NotImplemented for unknown operand types)."""
+    def op(self, other):
+        if not isinstance(other, (Tensor, bool, int, float, np.generic)):
+            return NotImplemented
+        return fn(other, self)
+    return op
+
+
+def _ioperator(fn):
+    """An in-place operator (``+=``): NotImplemented for unknown operand types, as PyTorch's (Python then
+    tries ``__add__`` and the other operand, and raises its TypeError)."""
+    def op(self, other):
+        if not isinstance(other, (Tensor, bool, int, float, np.generic)):
+            return NotImplemented
+        return fn(self, other)
+    return op
+
+
+def _bitwise_inplace(name):
+    return lambda self, other: getattr(self, name + "_")(other)
 
 
 for _name, _fn in {
-        "__add__": _operator(add, add_p), "__radd__": _operator(add, add_p), "__iadd__": iadd,
+        "__add__": _operator(add, add_p), "__radd__": _operator(add, add_p), "__iadd__": _ioperator(iadd),
         "__sub__": _operator(sub, sub_p), "__rsub__": _reflected(sub_p, "RsubBackward1", check_sub),
-        "__isub__": isub,
-        "__mul__": _operator(mul, mul_p), "__rmul__": _operator(mul, mul_p), "__imul__": imul,
-        "__truediv__": _operator(div, div_p), "__rtruediv__": _rtruediv, "__itruediv__": idiv,
-        "__pow__": _operator(pow), "__rpow__": lambda self, other: pow(other, self), "__ipow__": ipow,
-        "__floordiv__": _operator(floor_divide),
-        "__rfloordiv__": _reflected(floor_divide_p, "NotImplemented", lambda o, s: _no_bool(s, o, "div_floor")),
-        "__mod__": _operator(remainder),
-        "__rmod__": _reflected(remainder_p, "RemainderBackward0", lambda o, s: _no_bool(s, o, "remainder")),
+        "__isub__": _ioperator(isub),
+        "__mul__": _operator(mul, mul_p), "__rmul__": _operator(mul, mul_p), "__imul__": _ioperator(imul),
+        "__truediv__": _operator(div, div_p), "__rtruediv__": _rtruediv, "__itruediv__": _ioperator(idiv),
+        "__pow__": _operator(pow), "__rpow__": _roperator(pow), "__ipow__": _ioperator(ipow),
+        "__floordiv__": _operator(floor_divide), "__ifloordiv__": _ioperator(ifloor_divide),
+        "__rfloordiv__": _reflected(floor_divide_p, "NotImplemented",
+                                    lambda o, s: _no_bool(s, o, "div_floor_cpu")),
+        "__mod__": _operator(remainder), "__rmod__": _roperator(remainder), "__imod__": _ioperator(iremainder),
         "__neg__": neg, "__abs__": abs, "__pos__": lambda self: self,
         "__eq__": _operator(eq), "__ne__": _operator(ne), "__lt__": _operator(lt),
         "__le__": _operator(le), "__gt__": _operator(gt), "__ge__": _operator(ge),
-        "__and__": _operator(bitwise_and), "__or__": _operator(bitwise_or),
-        "__xor__": _operator(bitwise_xor), "__invert__": bitwise_not,
-        "__rand__": _operator(bitwise_and), "__ror__": _operator(bitwise_or)}.items():
+        "__and__": _operator(bitwise_and), "__or__": _operator(bitwise_or), "__xor__": _operator(bitwise_xor),
+        "__rand__": _operator(bitwise_and), "__ror__": _operator(bitwise_or), "__rxor__": _operator(bitwise_xor),
+        "__iand__": _ioperator(_bitwise_inplace("bitwise_and")), "__ior__": _ioperator(_bitwise_inplace("bitwise_or")),
+        "__ixor__": _ioperator(_bitwise_inplace("bitwise_xor")),
+        "__lshift__": _operator(bitwise_left_shift), "__rshift__": _operator(bitwise_right_shift),
+        "__rlshift__": _roperator(bitwise_left_shift), "__rrshift__": _roperator(bitwise_right_shift),
+        "__ilshift__": _ioperator(_bitwise_inplace("bitwise_left_shift")),
+        "__irshift__": _ioperator(_bitwise_inplace("bitwise_right_shift")),
+        "__invert__": bitwise_not}.items():
     method(_name, _fn)
