@@ -898,10 +898,6 @@ _CMP = "eq|ne|lt|le|gt|ge|equal|allclose|isclose"
 XFAIL_PATTERNS: dict[str, str] = {
     # elementwise.py
     r"val-fill_-str": f"{_ELEM}: fill_ value must be Number or Tensor (TypeError)",
-    # linalg.py
-    r"badarg-(mm|mv|dot|bmm)-.*|badmeth-(mm|mv|dot|bmm)-.*|scalar-(mm|dot)-.*":
-        f"{_LIN}: mm/mv/dot/bmm read .ndim before check_tensor() (AttributeError leaks)",
-    r"shape-bmm-broadcast-1": f"{_LIN}: bmm must not broadcast batch sizes (PyTorch requires equal batches)",
     # reduction.py
     r"dim-(sum|mean|std|norm|amax|amin|argmax|argmin|max|min)(\.m)?-0d-(pos|neg)|dim-[a-z]+-0d-list-oor":
         f"{_RED}: _reduce_args skips normalize_dims() for 0-d inputs (normalize_dims now handles ndim == 0: "
@@ -939,8 +935,6 @@ XFAIL_PATTERNS: dict[str, str] = {
     r"index-nested-empty": f"{_IDX}: x[[[]]] has shape (0, 2) in PyTorch",
     r"index-big-int": f"{_IDX}: an index beyond int64 is PyTorch's ValueError (Overflow when unpacking long long)",
     # elsewhere
-    r"msg-(mm-None|dot-list)": f"{_LIN}: mm/dot check_tensor() with PyTorch's argument names",
-    r"msg-matmul-batched": f"{_LIN}: a batched matmul mismatch reports flattened shapes, not PyTorch's batch sizes",
     r"msg-reshape-neg2": f"{_SHAPE}: reshape(-2, 3) message drops 'at index 0 of shape [-2, 3]'",
     r"msg-index-1d-two-ints": f"{_IDX}: 'too many indices for tensor of dimension 1' (NumPy's 'array' wording now)",
     r"msg-sum-0d-dim": f"{_RED}: 0-d dims unchecked (see dim-*-0d-*)",

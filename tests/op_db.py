@@ -349,11 +349,7 @@ OP_DB = [
     OpInfo("where_scalar", lambda m, a, cond, other: m.where(m.tensor(cond), a, other), _where_scalar_samples,
            dtypes=ALL),
     # --- linear algebra -------------------------------------------------------------------------------
-    OpInfo("matmul", lambda m, a, b: a @ b, _matmul_shapes(), dtypes=FLOAT + ("int64",), xfails=(
-        *(XFail("grad_fn", "torch names this node after its internal path (a 2-d or batch-1 lhs with a batched rhs "
-                         "is folded into mm and transposed back: CloneBackward0, or TransposeBackward0 when the "
-                         "result is already contiguous; the choice also depends on requires_grad); ember always "
-                         "reports UnsafeViewBackward0", sample=s) for s in ("6:(3,4)x(2,4,5)", "7:(1,3,4)x(2,4,5)")),)),
+    OpInfo("matmul", lambda m, a, b: a @ b, _matmul_shapes(), dtypes=FLOAT + ("int64",)),
     OpInfo("matmul_fn", lambda m, a, b: m.matmul(a, b), [((3, 4), (4, 2)), ((2, 3, 4), (4,))]),
     OpInfo("outer", lambda m, a, b: m.outer(a, b), [((3,), (4,)), ((1,), (2,)), ((0,), (3,))]),
     # --- reductions -----------------------------------------------------------------------------------

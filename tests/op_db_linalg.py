@@ -1,4 +1,12 @@
-"""Op database entries of the 'linalg' family (collected into op_db.OP_DB)."""
+"""Op database entries of the 'linalg' family (collected into op_db.OP_DB).
+
+Products take random inputs. Decompositions take well-conditioned ones: matrices near the identity for
+det/inv/solve, symmetric positive-definite ones for cholesky, spectra with distinct eigen/singular values
+for eigh/svd. Their outputs are made gauge-invariant where the decomposition is not unique (eigenvectors
+and singular vectors get the sign that makes their first entry positive), as PyTorch's own tests do, so
+values, gradients and central differences are comparable. Samples torch rejects live in the ``*_errors``
+entries (forward test only: ember must raise torch's exception type).
+"""
 from __future__ import annotations
 
 import numpy as np  # noqa: F401
@@ -6,6 +14,147 @@ import numpy as np  # noqa: F401
 from op_db import (ALL, BINARY, FLOAT, INT, UNARY, OpInfo, Sample, XFail, binary, draw,  # noqa: F401
                    scalar_samples, unary)
 
-OPS: list = []
+NO_GRAD = dict(supports_grad=False, supports_gradgrad=False, supports_fwd=False)
+F_I = FLOAT + ("int64",)
+
+
+def _shapes(*cases):
+    """Samples from (shapes, kwargs) pairs (kwargs optional), values from the 'real' domain."""
+    def make(rng):
+        out = []
+        for c in cases:
+            shapes, kw = (c if isinstance(c, tuple) and len(c) == 2 and isinstance(c[1], dict) else (c, {}))
+            out.append(Sample(tuple(draw(rng, s) for s in shapes), dict(kw)))
+        return out
+    return make
+
+
+def _errors(name, op, cases, dtypes=FLOAT):
+    return OpInfo(name, op, _shapes(*cases), dtypes=dtypes, **NO_GRAD)
+
+
+# ----- products ------------------------------------------------------------------------------------
+
+def _einsum(m, *ts, eq):
+    return m.einsum(eq, *ts)
+
+
+EINSUM_CASES = [
+    (((3, 4), (4, 5)), {"eq": "ij,jk->ik"}),
+    (((2, 3, 4), (2, 4, 5)), {"eq": "bij,bjk->bik"}),
+    (((3, 3),), {"eq": "ii->i"}),
+    (((3, 3),), {"eq": "ii"}),                                   # trace, implicit output
+    (((3, 4),), {"eq": "ij->ji"}),
+    (((3, 4),), {"eq": "ij->"}),
+    (((4,), (4,)), {"eq": "i,i->"}),
+    (((3,), (4,)), {"eq": "i,j->ij"}),
+    (((3, 4), (3, 4)), {"eq": "ij,ij->ij"}),
+    (((2, 3, 4), (4, 5), (5, 2)), {"eq": "bij,jk,kl->bil"}),    # three operands: contraction order
+    (((2, 3, 4), (4, 3)), {"eq": "...ij,jk->...ik"}),
+    (((2, 3, 4), (3, 4)), {"eq": "...ij,...ij->..."}),
+    (((1, 3), (4, 3)), {"eq": "ij,ij->ij"}),                    # a size-1 dim broadcasts
+    (((2, 2, 3),), {"eq": "iij->j"}),
+    (((3, 2, 3),), {"eq": "iji->ij"}),
+    (((0, 3), (3, 2)), {"eq": "ij,jk->ik"}),
+    (((), (3,)), {"eq": ",i->i"}),
+    (((3, 4), (4, 5)), {"eq": "ij,jk"}),                        # implicit: 'ik'
+    (((2, 3), (3, 4), (4, 2)), {"eq": "ij,jk,ki->"}),
+]
+
+EINSUM_ERRORS = [
+    (((3, 4), (5, 6)), {"eq": "ij,jk->ik"}),
+    (((3, 3),), {"eq": "ii->ii"}),
+    (((3, 4),), {"eq": "ijk->i"}),
+    (((3, 4),), {"eq": "ij->k"}),
+    (((3, 4), (4, 2)), {"eq": "ij->i"}),
+    (((3, 4),), {"eq": "ij,jk->ik"}),
+    (((3, 4),), {"eq": "i1->i"}),
+]
+
+
+def _tensordot(m, a, b, dims):
+    return m.tensordot(a, b, dims=dims)
+
+
+def _mm_fns(name):
+    return lambda m, a, b: getattr(m, name)(a, b)
+
+
+def _addprod(name, method=False, inplace=False, **kw):
+    def op(m, c, a, b):
+        if inplace:
+            return getattr(c.clone(), name + "_")(a, b, **kw)
+        return getattr(c, name)(a, b, **kw) if method else getattr(m, name)(c, a, b, **kw)
+    return op
+
+
+def _multi_dot(m, *ts):
+    return m.linalg.multi_dot(list(ts))
+
+
+def _chain_matmul(m, *ts):
+    return m.chain_matmul(*ts)
+
+
+def _cross(m, a, b, dim=None, linalg=False):
+    if linalg:
+        return m.linalg.cross(a, b) if dim is None else m.linalg.cross(a, b, dim=dim)
+    return m.cross(a, b, dim=dim)
+
+
+OPS = [
+    OpInfo("mm", _mm_fns("mm"), _shapes(((3, 4), (4, 5)), ((0, 3), (3, 2)), ((3, 0), (0, 2)), ((1, 1), (1, 1))),
+           dtypes=F_I),
+    OpInfo("mm_method", lambda m, a, b: a.mm(b), _shapes(((2, 3), (3, 4)))),
+    _errors("mm_errors", _mm_fns("mm"), [((3, 4), (5, 6)), ((3,), (3, 4)), ((2, 3, 4), (4, 5))]),
+    OpInfo("bmm", _mm_fns("bmm"), _shapes(((2, 3, 4), (2, 4, 5)), ((1, 2, 2), (1, 2, 3)), ((0, 2, 3), (0, 3, 1))),
+           dtypes=F_I),
+    _errors("bmm_errors", _mm_fns("bmm"), [((1, 2, 3), (4, 3, 2)), ((2, 2, 3), (2, 2, 2)), ((2, 3), (3, 2))]),
+    OpInfo("mv", _mm_fns("mv"), _shapes(((3, 4), (4,)), ((0, 2), (2,)), ((2, 0), (0,))), dtypes=F_I),
+    _errors("mv_errors", _mm_fns("mv"), [((3, 4), (3,)), ((3, 4), (4, 1))]),
+    OpInfo("dot", _mm_fns("dot"), _shapes(((4,), (4,)), ((0,), (0,)), ((1,), (1,))), dtypes=F_I),
+    OpInfo("vdot", lambda m, a, b: a.vdot(b), _shapes(((4,), (4,)), ((1,), (1,))), dtypes=F_I),
+    _errors("dot_errors", _mm_fns("dot"), [((3,), (4,)), ((2, 2), (2, 2)), ((), ())]),
+    OpInfo("inner", _mm_fns("inner"), _shapes(((4,), (4,)), ((2, 3), (4, 3)), ((2, 3), (3,)), ((), (2, 3)),
+                                              ((2, 1, 3), (2, 3))), dtypes=F_I),
+    _errors("inner_errors", _mm_fns("inner"), [((2, 3), (3, 2))]),
+    OpInfo("outer_method", lambda m, a, b: a.ger(b), _shapes(((3,), (2,)))),
+    OpInfo("addmm", _addprod("addmm"), _shapes(((3, 5), (3, 4), (4, 5)), ((5,), (3, 4), (4, 5)), ((), (2, 3), (3, 2)),
+                                               ((1, 5), (3, 0), (0, 5))), dtypes=F_I),
+    OpInfo("addmm_scaled", _addprod("addmm", beta=0.5, alpha=-2.0), _shapes(((3, 5), (3, 4), (4, 5)))),
+    OpInfo("addmm_beta0", _addprod("addmm", method=True, beta=0), _shapes(((3, 5), (3, 4), (4, 5)))),
+    OpInfo("addmm_", _addprod("addmm", inplace=True, alpha=2), _shapes(((3, 5), (3, 4), (4, 5)))),
+    _errors("addmm_errors", _addprod("addmm"), [((3, 5), (3, 4), (5, 4)), ((2, 5), (3, 4), (4, 5)),
+                                                ((3, 5), (3,), (3, 5))]),
+    OpInfo("addmv", _addprod("addmv", beta=2), _shapes(((3,), (3, 4), (4,)), ((), (2, 3), (3,))), dtypes=F_I),
+    OpInfo("addmv_", _addprod("addmv", inplace=True), _shapes(((3,), (3, 4), (4,)))),
+    OpInfo("addr", _addprod("addr", alpha=3), _shapes(((3, 4), (3,), (4,)), ((4,), (3,), (4,))), dtypes=F_I),
+    OpInfo("addr_method", _addprod("addr", method=True), _shapes(((3, 4), (3,), (4,)))),
+    OpInfo("addbmm", _addprod("addbmm", beta=0.5), _shapes(((3, 5), (2, 3, 4), (2, 4, 5)), ((5,), (2, 3, 4), (2, 4, 5))),
+           dtypes=F_I),
+    OpInfo("baddbmm", _addprod("baddbmm", alpha=0.5), _shapes(((2, 3, 5), (2, 3, 4), (2, 4, 5)),
+                                                              ((3, 1), (2, 3, 4), (2, 4, 5))), dtypes=F_I),
+    OpInfo("baddbmm_", _addprod("baddbmm", inplace=True), _shapes(((2, 3, 5), (2, 3, 4), (2, 4, 5)))),
+    _errors("baddbmm_errors", _addprod("baddbmm"), [((2, 3, 5), (2, 3, 4), (3, 4, 5)), ((2, 3, 5), (3, 4), (4, 5))]),
+    OpInfo("einsum", _einsum, _shapes(*EINSUM_CASES), dtypes=F_I),
+    _errors("einsum_errors", _einsum, EINSUM_ERRORS),
+    OpInfo("einsum_list", lambda m, a, b: m.einsum("ij,jk->ik", [a, b]), _shapes(((2, 3), (3, 2)))),
+    OpInfo("tensordot", _tensordot, _shapes((((3, 4), (4, 5)), {"dims": 1}), (((2, 3, 4), (3, 4, 5)), {"dims": 2}),
+                                            (((2, 3), (4,)), {"dims": 0}),
+                                            (((2, 3, 4), (4, 2, 3)), {"dims": ([0, 1], [1, 2])}),
+                                            (((3, 4), (4, 3)), {"dims": ([1], [0])})), dtypes=F_I),
+    _errors("tensordot_errors", _tensordot, [(((3, 4), (5, 6)), {"dims": 1}), (((3, 4), (4, 5)), {"dims": -1})]),
+    OpInfo("kron", _mm_fns("kron"), _shapes(((2, 3), (3, 2)), ((2,), (3,)), ((2, 2), (3,)), ((), (2,)),
+                                            ((2, 1, 2), (2, 2))), dtypes=F_I),
+    OpInfo("multi_dot", _multi_dot, _shapes(((3, 4), (4, 5)), ((3, 4), (4, 5), (5, 2)), ((4,), (4, 5), (5, 3), (3,)),
+                                            ((2, 3), (3,)), ((4,), (4,)))),
+    _errors("multi_dot_errors", _multi_dot, [((3, 4), (5, 2)), ((2, 3, 4), (4, 5)), ((3,),)]),
+    OpInfo("chain_matmul", _chain_matmul, _shapes(((3, 4), (4, 5), (5, 2)), ((3, 4),))),
+    OpInfo("cross", _cross, _shapes((((4, 3), (4, 3)), {"dim": 1}), (((3, 2), (3, 2)), {}),
+                                    (((2, 3, 4), (1, 3, 4)), {"dim": -2}))),
+    OpInfo("linalg_cross", lambda m, a, b, **kw: _cross(m, a, b, linalg=True, **kw),
+           _shapes(((4, 3), (4, 3)), ((1, 3), (2, 3)), (((3, 2), (3, 2)), {"dim": 0}))),
+    _errors("cross_errors", lambda m, a, b: m.linalg.cross(a, b), [((4, 2), (4, 2)), ((2, 3), (4, 3))]),
+]
 HYP_UNARY: list = []    # names of entries whose single input hypothesis draws shapes for
 HYP_BINARY: list = []   # names of entries whose two broadcasting inputs hypothesis draws shapes for

@@ -1,15 +1,57 @@
-"""Matrix products: matmul (1-d, 2-d, batched), mm, mv, dot, bmm, outer."""
+"""Linear algebra: matrix products (matmul and its family, einsum, tensordot, kron, cross) and the
+decompositions and solvers of ``torch.linalg`` (det, slogdet, inv, solve, cholesky, qr, eigh, svd, pinv,
+matrix_exp, lstsq, solve_triangular, ...).
+
+Products are one primitive each (``matmul``, ``einsum``, ``addprod``); the node PyTorch records depends on
+the op and on its internal path (``MmBackward0``, ``BmmBackward0``, ``UnsafeViewBackward0``...), so each
+public function names the node it creates.
+
+A decomposition with several outputs is one primitive per output, each computing the decomposition
+(PyTorch's backward is linear in the output gradients, so the per-output VJPs add up to it). Rules call
+the decompositions again through ``xp`` (``xp.linalg_eigh``), which under ``create_graph`` are the
+differentiable public functions: every derivative is differentiable again. Real dtypes only.
+"""
 from __future__ import annotations
+
+import math
+import warnings
+from collections import namedtuple
 
 import numpy as np
 
-from .._tensor import Tensor
+from .._dtype import c_type_name
+from .._numpy_linalg import LinAlgError
+from .._tensor import Tensor, make
 from ..autograd.graph import node_class
 from ._primitive import PrimNode, apply, defprim
-from .._dtype import c_type_name
-from ._registry import method, register
-from ._util import check_tensor
+from ._registry import SUBMODULES, graph, method, register
+from ._util import check_bool, check_tensor, dtype_word
+from ._views import apply_inplace
 
+register(LinAlgError, name="LinAlgError", module=False, submodule="linalg")
+
+
+def _node(name: str) -> type:
+    return node_class(name, PrimNode)
+
+
+def _mT(xp, x):
+    return xp.transpose(x, -1, -2)
+
+
+def _return_type(name: str, fields: tuple) -> type:
+    """A namedtuple printing as PyTorch's ``torch.return_types.<name>(...)``."""
+    base = namedtuple(name, fields)
+
+    def __repr__(self):
+        body = ",\n".join(f"{f}={getattr(self, f)!r}" for f in fields)
+        return f"torch.return_types.{name}(\n{body})"
+    return type(name, (base,), {"__slots__": (), "__repr__": __repr__, "__str__": __repr__})
+
+
+# ======================================================================================================
+# matmul, mm, bmm, mv, dot, vdot
+# ======================================================================================================
 
 def _matmul_grad_a(xp, g, out, a, b):
     if b.ndim == 1:
@@ -18,7 +60,7 @@ def _matmul_grad_a(xp, g, out, a, b):
         return xp.unsqueeze(g, -1) * b                          # (..., n, 1) * (m,)
     if a.ndim == 1:
         return xp.squeeze(xp.matmul(b, xp.unsqueeze(g, -1)), -1)  # (..., n), summed to (n,) by the engine
-    return xp.matmul(g, xp.transpose(b, -1, -2))
+    return xp.matmul(g, _mT(xp, b))
 
 
 def _matmul_grad_b(xp, g, out, a, b):
@@ -27,101 +69,222 @@ def _matmul_grad_b(xp, g, out, a, b):
             return g * a
         return xp.unsqueeze(a, -1) * xp.unsqueeze(g, -2)        # (n, 1) * (..., 1, m)
     if b.ndim == 1:
-        return xp.squeeze(xp.matmul(xp.transpose(a, -1, -2), xp.unsqueeze(g, -1)), -1)
-    return xp.matmul(xp.transpose(a, -1, -2), g)
+        return xp.squeeze(xp.matmul(_mT(xp, a), xp.unsqueeze(g, -1)), -1)
+    return xp.matmul(_mT(xp, a), g)
 
 
 matmul_p = defprim("matmul", "MmBackward0", lambda xp, a, b: xp.matmul(a, b),
                    vjp=(_matmul_grad_a, _matmul_grad_b), jvp="multilinear", saves=(0, 1))
 
 
+def _same_dtype(a, b):
+    if a._data.dtype != b._data.dtype:
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {c_type_name(a._data.dtype)} != "
+                           f"{c_type_name(b._data.dtype)}")
+
+
+def _no_bool(a, kernel):
+    if a._data.dtype.kind == "b":
+        raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
+
+
+def _matmul_node(a: Tensor, b: Tensor) -> str:
+    """The node PyTorch's matmul records: it follows ``_matmul_impl`` (LinearAlgebra.cpp), whose path
+    depends on the ranks, on which input requires grad and on the output's shape."""
+    na, nb = a._data.ndim, b._data.ndim
+    if na == 1 and nb == 1:
+        return "DotBackward0"
+    if na == 2 and nb == 1:
+        return "MvBackward0"
+    if na == 1 and nb == 2:
+        return "SqueezeBackward4"
+    if na == 2 and nb == 2:
+        return "MmBackward0"
+    if _should_fold(a, b):
+        if nb > na and na == 2:
+            # (t2^T @ t1^T)^T: the transpose is made contiguous, a copy unless it already is
+            n, p = a._data.shape[0], b._data.shape[-1]
+            contiguous = n == 1 or p == 1 or a._data.size * b._data.size == 0 or \
+                math.prod(b._data.shape[:-2]) * n * p == 0
+            return "TransposeBackward0" if contiguous else "CloneBackward0"
+        return "UnsafeViewBackward0"
+    if na == 3 and nb == 3 and a._data.shape[0] != b._data.shape[0]:
+        if a._data.shape[0] == 1 and a._requires_grad:
+            return _matmul_node(_Squeezed(a), b)
+        if b._data.shape[0] == 1 and b._requires_grad:
+            return _matmul_node(a, _Squeezed(b))
+    return "UnsafeViewBackward0"
+
+
+class _Squeezed:
+    """What ``_matmul_node`` needs of ``t.squeeze(0)``: its array and requires_grad."""
+
+    def __init__(self, t):
+        self._data = t._data[0]
+        self._requires_grad = t._requires_grad
+
+
+def _should_fold(a, b) -> bool:
+    na, nb = a._data.ndim, b._data.ndim
+    larger = na >= nb
+    dim_t1, dim_t2 = (na, nb) if larger else (nb, na)
+    if not (dim_t1 >= 3 and dim_t2 <= 2):
+        return False
+    if (b if larger else a)._requires_grad:
+        return True
+    if na == 2:
+        return False
+    t1 = a._data if larger else np.swapaxes(b._data, -1, -2)
+    if t1.size == 0:
+        return True
+    # t1 folds into a matrix without a copy when its leading dims are contiguous (ember's arrays are
+    # C-contiguous, so only a transposed t1 can fail); PyTorch's strides count in elements
+    shape = t1.shape
+    strides = [s // t1.itemsize for s in t1.strides]
+    return all(strides[i] == strides[i + 1] * shape[i + 1] for i in range(len(shape) - 2))
+
 
 def _check_matmul(a, b, op):
     na, nb = a._data.ndim, b._data.ndim
     if na == 0 or nb == 0:
         raise RuntimeError(f"both arguments to {op} need to be at least 1D, but they are {na}D and {nb}D")
-    if a._data.dtype != b._data.dtype:
-        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {c_type_name(a._data.dtype)} != "
-                           f"{c_type_name(b._data.dtype)}")
+    _same_dtype(a, b)
     sa, sb = a._data.shape, b._data.shape
     if na == 1 and nb == 1:
         if sa[0] != sb[0]:
             raise RuntimeError(f"inconsistent tensor size, expected tensor [{sa[0]}] and src [{sb[0]}] to have the "
                                f"same number of elements, but got {sa[0]} and {sb[0]} elements respectively")
-        return "DotBackward0"
+        return
     if nb == 1:
         if sa[-1] != sb[0]:
             raise RuntimeError(f"size mismatch, got input ({sa[-2]}), mat ({sa[-2]}x{sa[-1]}), vec ({sb[0]})")
-        return "MvBackward0" if na == 2 else "UnsafeViewBackward0"
+        return
     k = sa[-1]
     if sb[-2] != k:
+        if na > 2 and nb > 2:
+            # PyTorch's bmm of the broadcast batches reports the batched shapes
+            batch = np.broadcast_shapes(sa[:-2], sb[:-2]) if _broadcastable(sa[:-2], sb[:-2]) else sa[:-2]
+            nbat = math.prod(batch)
+            raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{nbat}, {k}] but "
+                               f"got: [{nbat}, {sb[-2]}].")
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({_rows(sa)}x{k} and {sb[-2]}x{sb[-1]})")
     if na > 2 or nb > 2:
-        try:
-            np.broadcast_shapes(sa[:-2], sb[:-2])
-        except ValueError:
-            raise RuntimeError(f"The size of tensor a ({sa[-3] if na > 2 else 1}) must match the size of tensor b "
-                               f"({sb[-3] if nb > 2 else 1}) at non-singleton dimension 0") from None
-        return "UnsafeViewBackward0"
-    if na == 1:
-        return "SqueezeBackward4"
-    return "MmBackward0"
+        if not _broadcastable(sa[:-2], sb[:-2]):
+            ba, bb = sa[:-2], sb[:-2]
+            n = max(len(ba), len(bb))
+            pa, pb = (1,) * (n - len(ba)) + tuple(ba), (1,) * (n - len(bb)) + tuple(bb)
+            i = next(i for i in range(n - 1, -1, -1) if pa[i] != pb[i] and 1 not in (pa[i], pb[i]))
+            raise RuntimeError(f"The size of tensor a ({pa[i]}) must match the size of tensor b ({pb[i]}) at "
+                               f"non-singleton dimension {i}")
+
+
+def _broadcastable(a, b) -> bool:
+    try:
+        np.broadcast_shapes(tuple(a), tuple(b))
+        return True
+    except ValueError:
+        return False
 
 
 def _rows(shape):
-    n = 1
-    for s in shape[:-1]:
-        n *= s
-    return n
+    return math.prod(shape[:-1])
+
+
+def _mm_like(a, b, node):
+    return apply(matmul_p, (a, b), {}, _node(node))
 
 
 @register(method=True, graph=True)
-def matmul(input, other):
+def matmul(input: Tensor, other: Tensor) -> Tensor:
+    """Matrix product with NumPy's rules for 1-d operands and broadcast batch dimensions."""
     check_tensor(input, "matmul")
     check_tensor(other, "matmul", "other", 2)
-    name = _check_matmul(input, other, "matmul")
+    _check_matmul(input, other, "matmul")
     if input._data.dtype.kind == "b":
         kernel = "dot" if input._data.ndim == other._data.ndim == 1 else "addmm_impl_cpu_"
         raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
-    return apply(matmul_p, (input, other), {}, node_class(name, PrimNode))
+    return _mm_like(input, other, _matmul_node(input, other))
 
 
 @register(method=True)
-def mm(input, mat2):
-    if input.ndim != 2 or mat2.ndim != 2:
-        raise RuntimeError(f"{'self' if input.ndim != 2 else 'mat2'} must be a matrix")
-    return matmul(input, mat2)
+def mm(input: Tensor, mat2: Tensor) -> Tensor:
+    """The product of two matrices (no broadcasting)."""
+    check_tensor(input, "mm")
+    check_tensor(mat2, "mm", "mat2", 2)
+    if input._data.ndim != 2:
+        raise RuntimeError("self must be a matrix")
+    if mat2._data.ndim != 2:
+        raise RuntimeError("mat2 must be a matrix")
+    sa, sb = input._data.shape, mat2._data.shape
+    if sa[1] != sb[0]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({sa[0]}x{sa[1]} and {sb[0]}x{sb[1]})")
+    _same_dtype(input, mat2)
+    _no_bool(input, "addmm_impl_cpu_")
+    return _mm_like(input, mat2, "MmBackward0")
 
 
 @register(method=True)
-def mv(input, vec):
-    if input.ndim != 2 or vec.ndim != 1:
-        raise RuntimeError("vector + matrix @ vector expected, got " f"{input.ndim}, {vec.ndim}")
-    return matmul(input, vec)
+def bmm(input: Tensor, mat2: Tensor) -> Tensor:
+    """Batched matrix product of two 3-d tensors with equal batch sizes (PyTorch does not broadcast)."""
+    check_tensor(input, "bmm")
+    check_tensor(mat2, "bmm", "mat2", 2)
+    if input._data.ndim != 3:
+        raise RuntimeError("batch1 must be a 3D tensor")
+    if mat2._data.ndim != 3:
+        raise RuntimeError("batch2 must be a 3D tensor")
+    sa, sb = input._data.shape, mat2._data.shape
+    if sb[0] != sa[0] or sb[1] != sa[2]:
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{sa[0]}, {sa[2]}] but "
+                           f"got: [{sb[0]}, {sb[1]}].")
+    if input._data.dtype != mat2._data.dtype:
+        raise RuntimeError(f"expected scalar type {dtype_word(input._data.dtype)} but found "
+                           f"{dtype_word(mat2._data.dtype)}")
+    _no_bool(input, "bmm")
+    return _mm_like(input, mat2, "BmmBackward0")
 
 
 @register(method=True)
-def dot(input, other):
-    if input.ndim != 1 or other.ndim != 1:
-        raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D tensors")
-    return matmul(input, other)
+def mv(input: Tensor, vec: Tensor) -> Tensor:
+    """Matrix-vector product."""
+    check_tensor(input, "mv")
+    check_tensor(vec, "mv", "vec", 2)
+    if input._data.ndim != 2 or vec._data.ndim != 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got 1, {input._data.ndim}, {vec._data.ndim}")
+    sa, sb = input._data.shape, vec._data.shape
+    if sa[1] != sb[0]:
+        raise RuntimeError(f"size mismatch, got input ({sa[0]}), mat ({sa[0]}x{sa[1]}), vec ({sb[0]})")
+    _same_dtype(input, vec)
+    _no_bool(input, "addmv_impl_cpu")
+    return _mm_like(input, vec, "MvBackward0")
+
+
+def _dot_args(input, other, op):
+    check_tensor(input, op)
+    check_tensor(other, op, "other", 2)
+    if input._data.ndim != 1 or other._data.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {input._data.ndim}D and {other._data.ndim}D tensors")
+    if input._data.dtype != other._data.dtype:
+        raise RuntimeError(f"{op} : expected both vectors to have same dtype, but found "
+                           f"{dtype_word(input._data.dtype)} and {dtype_word(other._data.dtype)}")
+    n, m = input._data.shape[0], other._data.shape[0]
+    if n != m:
+        raise RuntimeError(f"inconsistent tensor size, expected tensor [{n}] and src [{m}] to have the same number "
+                           f"of elements, but got {n} and {m} elements respectively")
+    _no_bool(input, op)
 
 
 @register(method=True)
-def bmm(input, mat2):
-    if input.ndim != 3 or mat2.ndim != 3:
-        raise RuntimeError(f"batch1 must be a 3D tensor")
-    return matmul(input, mat2)
+def dot(input: Tensor, other: Tensor) -> Tensor:
+    """Inner product of two 1-d tensors."""
+    _dot_args(input, other, "dot")
+    return _mm_like(input, other, "DotBackward0")
 
 
-@register(method=True, aliases=("ger",))
-def outer(input, vec2):
-    """``input[:, None] * vec2`` (PyTorch composes it the same way: its grad_fn is MulBackward0)."""
-    check_tensor(input, "outer")
-    check_tensor(vec2, "outer", "vec2", 2)
-    if input.ndim != 1 or vec2.ndim != 1:
-        raise RuntimeError(f"outer: Expected 1-D argument self, but got {input.ndim}-D")
-    return input.unsqueeze(1) * vec2
+@register(method=True)
+def vdot(input: Tensor, other: Tensor) -> Tensor:
+    """Inner product of two 1-d tensors, conjugating the first (the same as dot for real tensors)."""
+    _dot_args(input, other, "vdot")
+    return _mm_like(input, other, "VdotBackward0")
 
 
 def _rmatmul(self, other):
@@ -138,3 +301,1487 @@ def _matmul_op(self, other):
 
 method("__matmul__", _matmul_op)
 method("__rmatmul__", _rmatmul)
+
+
+# ======================================================================================================
+# einsum: one primitive per number of operands; its VJP is another einsum
+# ======================================================================================================
+
+def _einsum_vjp(k):
+    def rule(xp, g, out, *ops, eq, sizes):
+        ins, o = eq.split("->")
+        subs = ins.split(",")
+        others = subs[:k] + subs[k + 1:]
+        present = set("".join(others) + o)
+        # letters only operand k has are summed in the forward: the gradient is broadcast along them
+        sz = {c: n for c, n in zip(subs[k], ops[k].shape) if c not in present}
+        args = ops[:k] + ops[k + 1:] + (g,)
+        return xp.einsum(",".join(others + [o]) + "->" + subs[k], *args, sizes=sz or None)
+    return rule
+
+
+_EINSUM_PRIMS: dict = {}
+
+
+def _einsum_prim(n: int):
+    p = _EINSUM_PRIMS.get(n)
+    if p is None:
+        p = _EINSUM_PRIMS[n] = defprim(
+            "einsum", "EinsumBackward0", lambda xp, *ops, eq, sizes: xp.einsum(eq, *ops, sizes=sizes),
+            vjp=tuple(_einsum_vjp(k) for k in range(n)), jvp="multilinear", saves=tuple(range(n)))
+    return p
+
+
+def _einsum_apply(eq: str, ops: tuple, node: str | None = None, sizes=None) -> Tensor:
+    return apply(_einsum_prim(len(ops)), tuple(ops), {"eq": eq, "sizes": sizes},
+                 None if node is None else _node(node))
+
+
+graph("einsum", lambda eq, *ops, sizes=None: _einsum_apply(eq, ops, sizes=sizes))
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _parse_einsum(equation: str, ops: tuple) -> tuple:
+    """PyTorch's einsum equation as an explicit one (letters only, '->', no ellipsis) and the size of
+    each letter; raises PyTorch's errors."""
+    eq = equation.replace(" ", "")
+    if "->" in eq:
+        lhs, rhs = eq.split("->", 1)
+    else:
+        lhs, rhs = eq, None
+    terms = lhs.split(",")
+    if len(terms) > len(ops):
+        raise RuntimeError("einsum(): fewer operands were provided than specified in the equation")
+    if len(terms) < len(ops):
+        raise RuntimeError("einsum(): more operands were provided than specified in the equation")
+    used = set(c for c in eq if c.isalpha())
+    for c in eq:
+        if not (c.isalpha() and c.isascii()) and c not in ".,->":
+            raise RuntimeError(f"einsum(): invalid subscript given at index {eq.index(c)} in the equation string, "
+                               f"subscripts must be in [a-zA-Z]")
+    free = [c for c in _LETTERS if c not in used]
+    ell_dims = 0
+    parsed = []
+    for i, (t, op) in enumerate(zip(terms, ops)):
+        nd = op._data.ndim
+        if "..." in t:
+            if t.count("...") > 1 or "." in t.replace("...", "", 1):
+                raise RuntimeError("einsum(): found '.' for operand " f"{i} that is not part of any ellipsis")
+            letters = len(t) - 3
+            if letters > nd:
+                raise RuntimeError(f"einsum(): the number of subscripts in the equation ({letters}) is more than the "
+                                   f"number of dimensions ({nd}) for operand {i}")
+            ell_dims = max(ell_dims, nd - letters)
+            parsed.append((t, nd - letters))
+        else:
+            if "." in t:
+                raise RuntimeError(f"einsum(): found '.' for operand {i} that is not part of any ellipsis")
+            if len(t) != nd:
+                raise RuntimeError(f"einsum(): the number of subscripts in the equation ({len(t)}) does not match the "
+                                   f"number of dimensions ({nd}) for operand {i} and no ellipsis was given")
+            parsed.append((t, 0))
+    ell = "".join(free[:ell_dims])
+    subs = [t.replace("...", ell[ell_dims - k:] if k else "") for t, k in parsed]
+    if rhs is None:
+        counts = {}
+        for s in subs:
+            for c in s:
+                counts[c] = counts.get(c, 0) + 1
+        has_ell = any("..." in t for t in terms)
+        out = (ell if has_ell else "") + "".join(sorted(c for c, n in counts.items() if n == 1 and c not in ell))
+    else:
+        if rhs.count("...") > 1 or "." in rhs.replace("...", "", 1):
+            raise RuntimeError("einsum(): found '.' for output but an ellipsis (...) was already found")
+        if "..." in rhs and not any("..." in t for t in terms):
+            raise RuntimeError("einsum(): ellipsis (...) is found in the output but not in any operand")
+        out = rhs.replace("...", ell)
+        seen = set()
+        for c in rhs.replace("...", ""):
+            if c in seen:
+                raise RuntimeError(f"einsum(): output subscript {c} appears more than once in the output")
+            seen.add(c)
+            if not any(c in s for s in subs):
+                raise RuntimeError(f"einsum(): output subscript {c} does not appear in the equation for any input "
+                                   f"operand")
+    sizes: dict = {}
+    for i, (s, op) in enumerate(zip(subs, ops)):
+        shape = op._data.shape
+        seen_in = {}
+        for c, n in zip(s, shape):
+            if c in seen_in and seen_in[c] != n:
+                raise RuntimeError(f"einsum(): subscript {c} is repeated for operand {i} but the sizes don't match, "
+                                   f"{seen_in[c]} != {n}")
+            seen_in[c] = n
+            m = sizes.get(c)
+            if m is None or m == 1:
+                sizes[c] = n
+            elif n != 1 and n != m:
+                raise RuntimeError(f"einsum(): operands do not broadcast with remapped shapes (original->remapped): "
+                                   f"subscript {c} has size {n} for operand {i} which does not broadcast with "
+                                   f"previously seen size {m}")
+    return ",".join(subs) + "->" + out, subs, out, sizes
+
+
+def _einsum_node(subs, out) -> str:
+    """The node PyTorch's einsum ends with (its internal path of permutes, sums, bmm and views)."""
+    if len(subs) == 1:
+        s = subs[0]
+        if len(set(s)) == len(s) and set(s) == set(out):
+            return "PermuteBackward0" if s != out else "AliasBackward0"
+        if set(out) < set(s) and len(set(s)) == len(s) or len(set(s)) != len(s) and set(s) != set(out):
+            return "SumBackward1"
+        return "PermuteBackward0"
+    contracted = set("".join(subs)) - set(out)
+    if not contracted:
+        return "MulBackward0"
+    return "ViewBackward0"
+
+
+@register
+def einsum(equation: str, *operands) -> Tensor:
+    """Einstein summation (PyTorch's equations: implicit or explicit output, ellipsis, repeated
+    subscripts for diagonals, broadcasting of size-1 dims); 3+ operands contract in an optimised order."""
+    if not isinstance(equation, str):
+        raise TypeError(f"einsum(): argument 'equation' (position 1) must be str, not {type(equation).__name__}")
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    if not operands:
+        raise RuntimeError("einsum(): must provide at least one operand")
+    for i, op in enumerate(operands):
+        if not isinstance(op, Tensor):
+            raise TypeError(f"einsum(): argument 'tensors' must be tuple of Tensors, but found element of type "
+                            f"{type(op).__name__} at pos {i}")
+    if len({op._data.dtype for op in operands}) > 1:
+        raise RuntimeError(f"expected scalar type {dtype_word(operands[0]._data.dtype)} but found "
+                           f"{dtype_word(next(o._data.dtype for o in operands if o._data.dtype != operands[0]._data.dtype))}")
+    eq, subs, out, sizes = _parse_einsum(equation, operands)
+    return _einsum_apply(eq, operands, _einsum_node(subs, out))
+
+
+# ----- einsum-built products: inner, tensordot, kron, multi_dot ---------------------------------------------
+
+@register(method=True)
+def inner(input: Tensor, other: Tensor) -> Tensor:
+    """Sum of products over the last dimension of both; a 0-d operand scales the other."""
+    check_tensor(input, "inner")
+    check_tensor(other, "inner", "other", 2)
+    if input._data.ndim == 0 or other._data.ndim == 0:
+        return input * other
+    sa, sb = input._data.shape, other._data.shape
+    if sa[-1] != sb[-1]:
+        raise RuntimeError(f"inner() the last dimension must match on both input tensors but got shapes "
+                           f"{list(sa)} and {list(sb)}")
+    _same_dtype(input, other)
+    la, lb = _LETTERS[:input._data.ndim - 1], _LETTERS[input._data.ndim - 1:input._data.ndim + other._data.ndim - 2]
+    return _einsum_apply(f"{la}z,{lb}z->{la}{lb}", (input, other), "ViewBackward0")
+
+
+@register
+def tensordot(a: Tensor, b: Tensor, dims=2, out=None) -> Tensor:
+    """Contract the last ``dims`` dims of ``a`` with the first of ``b``, or the listed pairs of dims."""
+    check_tensor(a, "tensordot", "a")
+    check_tensor(b, "tensordot", "b", 2)
+    if out is not None:
+        raise NotImplementedError("ember: tensordot(out=...) is not supported")
+    na, nb = a._data.ndim, b._data.ndim
+    if isinstance(dims, Tensor):
+        dims = dims.tolist()
+    if isinstance(dims, (int, np.integer)) and not isinstance(dims, bool):
+        if dims < 0:
+            raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
+        if dims > na or dims > nb:
+            raise RuntimeError(f"tensordot expects dims < ndim_a or ndim_b, but got dims={dims}")
+        da, db = list(range(na - dims, na)), list(range(dims))
+    elif isinstance(dims, (list, tuple)) and len(dims) == 2:
+        da, db = dims
+        da = [da] if isinstance(da, int) else list(da)
+        db = [db] if isinstance(db, int) else list(db)
+        if len(da) != len(db):
+            raise RuntimeError("both dimension lists should have same length")
+    else:
+        raise RuntimeError("tensordot expects dims to be an int or a pair of lists of dims")
+    from .._tensor import wrap_dim
+    da = [wrap_dim(d, na, "tensordot") for d in da]
+    db = [wrap_dim(d, nb, "tensordot") for d in db]
+    _same_dtype(a, b)
+    sa = list(_LETTERS[:na])
+    sb = list(_LETTERS[na:na + nb])
+    for i, j in zip(da, db):
+        if a._data.shape[i] != b._data.shape[j]:
+            raise RuntimeError(f"contracted dimensions need to match, but first has size {a._data.shape[i]} in dim "
+                               f"{i} and second has size {b._data.shape[j]} in dim {j}")
+        sb[j] = sa[i]
+    out_s = "".join(c for k, c in enumerate(sa) if k not in da) + "".join(c for k, c in enumerate(sb) if k not in db)
+    return _einsum_apply("".join(sa) + "," + "".join(sb) + "->" + out_s, (a, b), "ViewBackward0")
+
+
+@register(method=True)
+def kron(input: Tensor, other: Tensor) -> Tensor:
+    """Kronecker product: block (i, j) of the result is ``input[i, j] * other``."""
+    from .shape import reshape_p
+    check_tensor(input, "kron")
+    check_tensor(other, "kron", "other", 2)
+    _same_dtype(input, other)
+    n = max(input._data.ndim, other._data.ndim)
+    a = input.reshape((1,) * (n - input._data.ndim) + input._data.shape) if input._data.ndim < n else input
+    b = other.reshape((1,) * (n - other._data.ndim) + other._data.shape) if other._data.ndim < n else other
+    la, lb = _LETTERS[:n], _LETTERS[n:2 * n]
+    r = _einsum_apply(f"{la},{lb}->" + "".join(x + y for x, y in zip(la, lb)), (a, b))
+    shape = tuple(x * y for x, y in zip(a._data.shape, b._data.shape))
+    return apply(reshape_p, (r,), {"shape": shape}, _node("UnsafeViewBackward0"))
+
+
+def _multi_dot(tensors, op):
+    if not isinstance(tensors, (list, tuple)):
+        raise TypeError(f"{op}(): argument 'tensors' must be tuple of Tensors, not {type(tensors).__name__}")
+    n = len(tensors)
+    if n < 2 and op == "linalg.multi_dot":
+        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {n}")
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{op}(): argument 'tensors' must be tuple of Tensors, but found element of type "
+                            f"{type(t).__name__} at pos {i}")
+    if op == "chain_matmul":
+        for t in tensors:
+            if t._data.ndim != 2:
+                raise RuntimeError(f"Tensor dimension is {t._data.ndim}, expected 2 instead.")
+        if n == 1:
+            return tensors[0].clone()
+    first, last = tensors[0]._data.ndim, tensors[-1]._data.ndim
+    if first not in (1, 2):
+        raise RuntimeError(f"multi_dot(): the first tensor must be 1D or 2D but got {first}D")
+    if last not in (1, 2):
+        raise RuntimeError(f"multi_dot(): the last tensor must be 1D or 2D but got {last}D")
+    for i, t in enumerate(tensors[1:-1], 1):
+        if t._data.ndim != 2:
+            raise RuntimeError(f"multi_dot(): tensor {i} must be 2D but got {t._data.ndim}D")
+    dt = tensors[0]._data.dtype
+    for t in tensors[1:]:
+        if t._data.dtype != dt:
+            raise RuntimeError(f"multi_dot(): all tensors must have be the same dtype but tensor 0 is "
+                               f"{dtype_word(dt)} and tensor {tensors.index(t)} {dtype_word(t._data.dtype)}")
+    subs = []
+    letters = iter(_LETTERS)
+    prev = next(letters)
+    for i, t in enumerate(tensors):
+        nd = t._data.ndim
+        if i == 0 and nd == 1:
+            cur = next(letters)
+            subs.append(cur)
+            prev = cur
+            continue
+        if i > 0:
+            p = tensors[i - 1]._data.shape[-1]
+            if t._data.shape[0] != p:
+                sa, sb = list(tensors[i - 1]._data.shape), list(t._data.shape)
+                raise RuntimeError(f"multi_dot(): tensors {i - 1} and {i} with shapes {sa} and {sb} cannot be "
+                                   f"multiplied")
+        if nd == 1:
+            subs.append(prev)
+        else:
+            cur = next(letters)
+            subs.append(prev + cur)
+            prev = cur
+    counts: dict = {}
+    for s in subs:
+        for c in s:
+            counts[c] = counts.get(c, 0) + 1
+    out = "".join(c for c in dict.fromkeys("".join(subs)) if counts[c] == 1)
+    return _einsum_apply(",".join(subs) + "->" + out, tuple(tensors), "ViewBackward0")
+
+
+@register(submodule="linalg", module=False, name="multi_dot")
+def multi_dot(tensors, *, out=None) -> Tensor:
+    """The product of a chain of matrices (first/last may be vectors), in the cheapest order."""
+    if out is not None:
+        raise NotImplementedError("ember: linalg.multi_dot(out=...) is not supported")
+    return _multi_dot(tensors, "linalg.multi_dot")
+
+
+@register
+def chain_matmul(*matrices, out=None) -> Tensor:
+    """Deprecated form of ``linalg.multi_dot`` (2-d tensors only), with PyTorch's warning."""
+    warnings.warn("torch.chain_matmul is deprecated and will be removed in a future PyTorch release. Use "
+                  "torch.linalg.multi_dot instead, which accepts a list of two or more tensors rather than "
+                  "multiple parameters.", UserWarning, stacklevel=2)
+    if out is not None:
+        raise NotImplementedError("ember: chain_matmul(out=...) is not supported")
+    if not matrices:
+        raise RuntimeError("chain_matmul(): Expected one or more matrices")
+    return _multi_dot(list(matrices), "chain_matmul")
+
+
+@register(method=True, aliases=("ger",))
+def outer(input: Tensor, vec2: Tensor) -> Tensor:
+    """``input[:, None] * vec2`` (PyTorch composes it the same way: its grad_fn is MulBackward0)."""
+    check_tensor(input, "outer")
+    check_tensor(vec2, "outer", "vec2", 2)
+    if input._data.ndim != 1:
+        raise RuntimeError(f"outer: Expected 1-D argument self, but got {input._data.ndim}-D")
+    if vec2._data.ndim != 1:
+        raise RuntimeError(f"outer: Expected 1-D argument vec2, but got {vec2._data.ndim}-D")
+    return input.unsqueeze(1) * vec2
+
+
+# ======================================================================================================
+# addmm, addmv, addr, addbmm, baddbmm: beta * input + alpha * product, one node
+# ======================================================================================================
+
+def _addprod_fwd(xp, c, a, b, eq, beta, alpha):
+    prod = xp.einsum(eq, a, b)
+    if alpha != 1:
+        prod = prod * alpha
+    if beta == 0:   # PyTorch ignores input then (nan and inf in it do not propagate)
+        return prod + xp.zeros_like(prod)
+    return prod + (c * beta if beta != 1 else c)
+
+
+def _addprod_vjp_c(xp, g, out, c, a, b, eq, beta, alpha):
+    return g * beta
+
+
+def _addprod_vjp_ab(k):
+    rule = _einsum_vjp(k)
+
+    def vjp(xp, g, out, c, a, b, eq, beta, alpha):
+        r = rule(xp, g, out, a, b, eq=eq, sizes=None)
+        return r * alpha if alpha != 1 else r
+    return vjp
+
+
+def _addprod_jvp_c(xp, t, out, c, a, b, eq, beta, alpha):
+    return t * beta
+
+
+def _addprod_jvp_a(xp, t, out, c, a, b, eq, beta, alpha):
+    return xp.einsum(eq, t, b) * alpha
+
+
+def _addprod_jvp_b(xp, t, out, c, a, b, eq, beta, alpha):
+    return xp.einsum(eq, a, t) * alpha
+
+
+addprod_p = defprim("addprod", "AddmmBackward0", _addprod_fwd,
+                    vjp=(_addprod_vjp_c, _addprod_vjp_ab(0), _addprod_vjp_ab(1)),
+                    jvp=(_addprod_jvp_c, _addprod_jvp_a, _addprod_jvp_b), saves=(1, 2))
+
+_ADD_OPS = {   # op: (equation, node, (name of arg 1, arg 2), their ranks)
+    "addmm": ("ij,jk->ik", "AddmmBackward0", ("mat1", "mat2"), (2, 2)),
+    "addmv": ("ij,j->i", "AddmvBackward0", ("mat", "vec"), (2, 1)),
+    "addr": ("i,j->ij", "AddrBackward0", ("vec1", "vec2"), (1, 1)),
+    "addbmm": ("bij,bjk->ik", "AddbmmBackward0", ("batch1", "batch2"), (3, 3)),
+    "baddbmm": ("bij,bjk->bik", "BaddbmmBackward0", ("batch1", "batch2"), (3, 3)),
+}
+
+
+def _check_scalar(v, op, arg):
+    if isinstance(v, Tensor) and v._data.ndim == 0:
+        v = v.item()
+    if isinstance(v, np.generic):
+        v = v.item()
+    if not isinstance(v, (bool, int, float)):
+        raise TypeError(f"{op}(): argument '{arg}' must be Number, not {type(v).__name__}")
+    return v
+
+
+def _addprod_args(op, input, a, b, beta, alpha):
+    eq, node, (n1, n2), (r1, r2) = _ADD_OPS[op]
+    check_tensor(input, op)
+    check_tensor(a, op, n1, 2)
+    check_tensor(b, op, n2, 3)
+    beta = _check_scalar(beta, op, "beta")
+    alpha = _check_scalar(alpha, op, "alpha")
+    if a._data.ndim != r1 or b._data.ndim != r2:
+        bad, r, name = (a, r1, n1) if a._data.ndim != r1 else (b, r2, n2)
+        if op == "addr":
+            raise RuntimeError(f"addr: Expected 1-D argument {name}, but got {bad._data.ndim}-D")
+        if op == "baddbmm" and b._data.ndim < 3:
+            nd = b._data.ndim
+            raise IndexError(f"Dimension out of range (expected to be in range of [{-nd}, {nd - 1}], but got 2)")
+        if op in ("addbmm", "baddbmm"):
+            raise RuntimeError(f"{name} must be a 3D tensor")
+        if op == "addmv":
+            raise RuntimeError(f"vector + matrix @ vector expected, got {input._data.ndim}, {a._data.ndim}, "
+                               f"{b._data.ndim}")
+        raise RuntimeError(f"{name} must be a matrix, got {bad._data.ndim}-D tensor")
+    sa, sb = a._data.shape, b._data.shape
+    if op == "addmm" and sa[1] != sb[0]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({sa[0]}x{sa[1]} and {sb[0]}x{sb[1]})")
+    if op == "addmv" and sa[1] != sb[0]:
+        raise RuntimeError(f"size mismatch, got input ({input._data.shape[0] if input._data.ndim else 1}), mat "
+                           f"({sa[0]}x{sa[1]}), vec ({sb[0]})")
+    if op in ("addbmm", "baddbmm") and (sb[0] != sa[0] or sb[1] != sa[2]):
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{sa[0]}, {sa[2]}] but "
+                           f"got: [{sb[0]}, {sb[1]}].")
+    prod_shape = _prod_shape(eq, a, b)
+    if not _broadcastable(input._data.shape, prod_shape) or \
+            np.broadcast_shapes(input._data.shape, prod_shape) != prod_shape:
+        raise RuntimeError(f"The expanded size of the tensor ({prod_shape[-1]}) must match the existing size "
+                           f"({input._data.shape[-1] if input._data.ndim else 1}) at non-singleton dimension "
+                           f"{len(prod_shape) - 1}.  Target sizes: {list(prod_shape)}.  Tensor sizes: "
+                           f"{list(input._data.shape)}")
+    if a._data.dtype != b._data.dtype:
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {c_type_name(a._data.dtype)} != "
+                           f"{c_type_name(b._data.dtype)}")
+    if input._data.dtype != a._data.dtype:
+        raise RuntimeError(f"self and mat2 must have the same dtype, but got {dtype_word(input._data.dtype)} and "
+                           f"{dtype_word(a._data.dtype)}")
+    kind = input._data.dtype.kind
+    if kind == "b":
+        raise NotImplementedError(f"\"{op}_impl_cpu_\" not implemented for 'Bool'")
+    if kind in "iu":
+        if op == "addr":
+            for v, n in ((beta, "beta"), (alpha, "alpha")):
+                if isinstance(v, float):
+                    raise RuntimeError(f"For integral input tensors, argument {n} must not be a floating point "
+                                       f"number.")
+        else:   # PyTorch's integral kernels truncate a float beta/alpha
+            beta, alpha = int(beta), int(alpha)
+    return eq, node, beta, alpha
+
+
+def _addprod(op):
+    def fn(input: Tensor, a: Tensor, b: Tensor, *, beta=1, alpha=1, out=None) -> Tensor:
+        if out is not None:
+            raise NotImplementedError(f"ember: {op}(out=...) is not supported")
+        eq, node, beta, alpha = _addprod_args(op, input, a, b, beta, alpha)
+        return apply(addprod_p, (input, a, b), {"eq": eq, "beta": beta, "alpha": alpha}, _node(node))
+
+    def inplace(self: Tensor, a: Tensor, b: Tensor, *, beta=1, alpha=1) -> Tensor:
+        eq, node, beta, alpha = _addprod_args(op, self, a, b, beta, alpha)
+        if self._data.shape != np.broadcast_shapes(self._data.shape, _prod_shape(eq, a, b)):
+            raise RuntimeError(f"The expanded size of the tensor does not match the size of {op}_'s self "
+                               f"{list(self._data.shape)}")
+        return apply_inplace(addprod_p, self, (a, b), {"eq": eq, "beta": beta, "alpha": alpha}, _node(node))
+
+    n1, n2 = _ADD_OPS[op][2]
+    fn.__name__ = fn.__qualname__ = op
+    fn.__doc__ = f"``beta * input + alpha * product({n1}, {n2})``, recorded as one node (PyTorch's {_ADD_OPS[op][1]})."
+    inplace.__name__ = inplace.__qualname__ = op + "_"
+    register(fn, method=True)
+    register(inplace, method=True, module=op == "addmv")
+    return fn
+
+
+def _prod_shape(eq, a, b):
+    ins, out = eq.split("->")
+    dim = dict(zip(ins.split(",")[0], a._data.shape))
+    dim.update(zip(ins.split(",")[1], b._data.shape))
+    return tuple(dim[c] for c in out)
+
+
+addmm = _addprod("addmm")
+addmv = _addprod("addmv")
+addr = _addprod("addr")
+addbmm = _addprod("addbmm")
+baddbmm = _addprod("baddbmm")
+
+
+# ======================================================================================================
+# cross
+# ======================================================================================================
+
+cross_p = defprim("cross", "LinalgCrossBackward0", lambda xp, a, b, dim: xp.cross(a, b, dim),
+                  vjp=(lambda xp, g, out, a, b, dim: xp.cross(b, g, dim),
+                       lambda xp, g, out, a, b, dim: xp.cross(g, a, dim)),
+                  jvp="multilinear", saves=(0, 1))
+
+graph("cross", lambda a, b, dim: apply(cross_p, (a, b), {"dim": dim}))
+
+
+def _cross(input, other, dim, op):
+    from .._tensor import wrap_dim
+    check_tensor(input, op)
+    check_tensor(other, op, "other", 2)
+    if input._data.ndim != other._data.ndim:
+        raise RuntimeError(f"{op}: inputs must have the same number of dimensions.")
+    if input._data.dtype != other._data.dtype:
+        raise RuntimeError(f"{op}: expected input and other to have the same dtype, but got "
+                           f"{dtype_word(input._data.dtype)} and {dtype_word(other._data.dtype)}")
+    if not _broadcastable(input._data.shape, other._data.shape):
+        raise RuntimeError(f"The size of tensor a must match the size of tensor b")
+    shape = np.broadcast_shapes(input._data.shape, other._data.shape)
+    if dim is None:   # the legacy torch.cross default: the first dim of size 3
+        dim = next((i for i, s in enumerate(shape) if s == 3), None)
+        if dim is None:
+            raise RuntimeError("no dimension of size 3 in input")
+    d = wrap_dim(dim, len(shape), op)
+    if input._data.shape[d] != 3 or other._data.shape[d] != 3:
+        raise RuntimeError(f"{op}: inputs dimension {dim} must have length 3. Got {input._data.shape[d]} and "
+                           f"{other._data.shape[d]}")
+    if input._data.dtype.kind == "b":
+        raise NotImplementedError("\"cross\" not implemented for 'Bool'")
+    return apply(cross_p, (input, other), {"dim": d})
+
+
+@register(method=True)
+def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
+    """Cross product of 3-vectors along ``dim`` (default: the first dim of size 3, deprecated)."""
+    return _cross(input, other, dim, "linalg.cross")
+
+
+@register(module=False, submodule="linalg", name="cross")
+def linalg_cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor:
+    """Cross product of 3-vectors along ``dim``, with broadcasting."""
+    return _cross(input, other, dim, "linalg.cross")
+
+
+# ======================================================================================================
+# helpers of the decompositions: triangles, identity
+# ======================================================================================================
+
+tri_mask_p = defprim("tri_mask", "TrilBackward0", lambda xp, x, upper, diag: xp.tri_mask(x, upper, diag),
+                     vjp=lambda xp, g, out, x, upper, diag: xp.tri_mask(g, upper, diag), jvp="linear")
+graph("tri_mask", lambda x, upper, diag=1.0: apply(tri_mask_p, (x,), {"upper": upper, "diag": diag}))
+graph("eye_like", lambda x: make(np.eye(x.shape[-1], dtype=x._data.dtype)))
+
+
+def _eye(xp, x):
+    return xp.eye_like(x)
+
+
+def _diag_embed(xp, v):
+    # (..., n) -> (..., n, n) with v on the diagonal
+    return xp.unsqueeze(v, -2) * _eye(xp, v)
+
+
+def _diagonal(xp, x):
+    return xp.sum(x * _eye(xp, x), -1)
+
+
+# ----- argument checks ----------------------------------------------------------------------------------
+
+def _check_float(A, op):
+    k = A._data.dtype
+    if k.kind != "f":
+        raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. Got {dtype_word(k)}")
+    if k == np.float16:
+        raise RuntimeError(f"{op}: Low precision dtypes not supported. Got Half")
+
+
+def _check_matrix(A, op, square=True, arg="A"):
+    check_tensor(A, op.split(".")[-1], arg)
+    if A._data.ndim < 2:
+        raise RuntimeError(f"{op}: The input tensor {arg} must have at least 2 dimensions.")
+    if square and A._data.shape[-1] != A._data.shape[-2]:
+        m, n = A._data.shape[-2:]
+        raise RuntimeError(f"{op}: {arg} must be batches of square matrices, but they are {m} by {n} matrices")
+    _check_float(A, op)
+
+
+def _check_same_dtype(A, B, op, a="A", b="B"):
+    if A._data.dtype != B._data.dtype:
+        raise RuntimeError(f"{op}: Expected {b} to have the same dtype as {a}, but got {b}.dtype = "
+                           f"{dtype_word(B._data.dtype)} and {a}.dtype = {dtype_word(A._data.dtype)}")
+
+
+def _no_out(out, op):
+    if out is not None:
+        raise NotImplementedError(f"ember: {op}(out=...) is not supported")
+
+
+# ======================================================================================================
+# det, slogdet, logdet, inv
+# ======================================================================================================
+
+def _inv_T(xp, a):
+    return _mT(xp, xp.linalg_inv(a))
+
+
+def _det_vjp(xp, g, out, a):
+    return xp.unsqueeze(xp.unsqueeze(g * out, -1), -1) * _inv_T(xp, a)
+
+
+def _det_jvp(xp, t, out, a):
+    return out * xp.sum(_inv_T(xp, a) * t, (-2, -1))
+
+
+det_p = defprim("det", "LinalgDetBackward0", lambda xp, a: xp.linalg_det(a), vjp=_det_vjp, jvp=_det_jvp,
+                saves=(0,), saves_out=True)
+
+slogdet_sign_p = defprim("slogdet_sign", "LinalgSlogdetBackward0", lambda xp, a: xp.linalg_slogdet(a)[0],
+                         vjp=lambda xp, g, out, a: None, jvp=lambda xp, t, out, a: None)
+slogdet_abs_p = defprim("slogdet", "LinalgSlogdetBackward0", lambda xp, a: xp.linalg_slogdet(a)[1],
+                        vjp=lambda xp, g, out, a: xp.unsqueeze(xp.unsqueeze(g, -1), -1) * _inv_T(xp, a),
+                        jvp=lambda xp, t, out, a: xp.sum(_inv_T(xp, a) * t, (-2, -1)), saves=(0,))
+
+inv_p = defprim("inv", "LinalgInvExBackward0", lambda xp, a: xp.linalg_inv(a),
+                vjp=lambda xp, g, out, a: -xp.matmul(xp.matmul(_mT(xp, out), g), _mT(xp, out)),
+                jvp=lambda xp, t, out, a: -xp.matmul(xp.matmul(out, t), out), saves_out=True)
+
+
+@register(submodule="linalg", module=False, name="det", graph="linalg_det")
+def linalg_det(A: Tensor, *, out=None) -> Tensor:
+    """Determinant of a (batch of) square matrices."""
+    _no_out(out, "linalg.det")
+    _check_matrix(A, "linalg.det")
+    return apply(det_p, (A,))
+
+
+@register(method=True)
+def det(input: Tensor) -> Tensor:
+    """Alias of ``linalg.det``."""
+    return linalg_det(input)
+
+
+SlogdetResult = _return_type("linalg_slogdet", ("sign", "logabsdet"))
+SlogdetLegacy = _return_type("slogdet", ("sign", "logabsdet"))
+
+
+@register(submodule="linalg", module=False, name="slogdet", graph="linalg_slogdet")
+def linalg_slogdet(A: Tensor, *, out=None):
+    """(sign, log|det|) of a (batch of) square matrices."""
+    _no_out(out, "linalg.slogdet")
+    _check_matrix(A, "linalg.slogdet")
+    return SlogdetResult(apply(slogdet_sign_p, (A,)), apply(slogdet_abs_p, (A,)))
+
+
+@register(method=True)
+def slogdet(input: Tensor):
+    """Alias of ``linalg.slogdet`` (its result type is ``torch.return_types.slogdet``)."""
+    return SlogdetLegacy(*linalg_slogdet(input))
+
+
+@register(method=True)
+def logdet(input: Tensor) -> Tensor:
+    """log(det(A)): nan for a negative determinant, -inf for a singular matrix."""
+    from .elementwise import where
+    _check_matrix(input, "logdet")
+    sign, logabs = linalg_slogdet(input)
+    return where(sign == -1, float("nan"), logabs)
+
+
+@register(submodule="linalg", module=False, name="inv", graph="linalg_inv")
+def linalg_inv(A: Tensor, *, out=None) -> Tensor:
+    """Inverse of a (batch of) square matrices; a singular one raises ``linalg.LinAlgError``."""
+    _no_out(out, "linalg.inv")
+    _check_matrix(A, "linalg.inv")
+    return apply(inv_p, (A,))
+
+
+@register(method=True)
+def inverse(input: Tensor, *, out=None) -> Tensor:
+    """Alias of ``linalg.inv``."""
+    return linalg_inv(input, out=out)
+
+
+# ======================================================================================================
+# solve, solve_triangular, triangular_solve, cholesky, cholesky_solve
+# ======================================================================================================
+
+def _is_vec(a, b):
+    return b.ndim == 1 or (b.ndim == a.ndim - 1 and tuple(b.shape) == tuple(a.shape[:-1]))
+
+
+def _solve_vjp_b(xp, g, out, a, b, left):
+    return xp.linalg_solve(_mT(xp, a), g, left=left)
+
+
+def _solve_vjp_a(xp, g, out, a, b, left):
+    gb = xp.linalg_solve(_mT(xp, a), g, left=left)
+    if _is_vec(a, b):
+        return -xp.unsqueeze(gb, -1) * xp.unsqueeze(out, -2)
+    return -xp.matmul(gb, _mT(xp, out)) if left else -xp.matmul(_mT(xp, out), gb)
+
+
+def _solve_jvp_a(xp, t, out, a, b, left):
+    if _is_vec(a, b):
+        return xp.linalg_solve(a, -xp.squeeze(xp.matmul(t, xp.unsqueeze(out, -1)), -1))
+    return xp.linalg_solve(a, -xp.matmul(t, out)) if left else xp.linalg_solve(a, -xp.matmul(out, t), left=False)
+
+
+solve_p = defprim("solve", "LinalgSolveExBackward0", lambda xp, a, b, left: xp.linalg_solve(a, b, left=left),
+                  vjp=(_solve_vjp_a, _solve_vjp_b),
+                  jvp=(_solve_jvp_a, lambda xp, t, out, a, b, left: xp.linalg_solve(a, t, left=left)),
+                  saves=(0,), saves_out=True)
+
+
+def _check_solve_shapes(A, B, op, left=True):
+    a, b = A._data.shape, B._data.shape
+    vec = _is_vec(A._data, B._data)
+    if vec and not left:
+        raise RuntimeError(f"{op}: Vector broadcasting of the left hand side is not supported for left=False. In "
+                           f"this case {op} is equivalent to B / A.squeeze(-1)")
+    if vec:
+        if b[-1] != a[-1]:
+            raise RuntimeError(f"{op}: Incompatible shapes of A and B for the equation AX = B ({a[-2]}x{a[-1]} and "
+                               f"{b[-1]}x1)")
+        batch_b = b[:-1]
+    else:
+        if B._data.ndim < 2:
+            raise RuntimeError(f"{op}: The input tensor B must have at least 2 dimensions.")
+        n = b[-2] if left else b[-1]
+        if n != a[-1]:
+            eq = "AX = B" if left else "XA = B"
+            raise RuntimeError(f"{op}: Incompatible shapes of A and B for the equation {eq} ({a[-2]}x{a[-1]} and "
+                               f"{b[-2]}x{b[-1]})")
+        batch_b = b[:-2]
+    if not _broadcastable(a[:-2], batch_b):
+        raise RuntimeError(f"The size of tensor a must match the size of tensor b at non-singleton dimensions: "
+                           f"{list(a[:-2])} and {list(batch_b)}")
+
+
+@register(submodule="linalg", module=False, name="solve", graph="linalg_solve")
+def linalg_solve(A: Tensor, B: Tensor, *, left: bool = True, out=None) -> Tensor:
+    """X with A X = B (``left=False``: X A = B); B may be a vector, batch dims broadcast."""
+    _no_out(out, "linalg.solve")
+    _check_matrix(A, "linalg.solve")
+    check_tensor(B, "solve", "B", 2)
+    left = check_bool(left, "linalg.solve", "left")
+    _check_same_dtype(A, B, "linalg.solve")
+    _check_solve_shapes(A, B, "linalg.solve", left)
+    return apply(solve_p, (A, B), {"left": left})
+
+
+def _soltri_vjp_b(xp, g, out, a, b, upper, left, unitriangular):
+    return xp.solve_triangular(_mT(xp, a), g, upper=not upper, left=left, unitriangular=unitriangular)
+
+
+def _soltri_vjp_a(xp, g, out, a, b, upper, left, unitriangular):
+    gb = xp.solve_triangular(_mT(xp, a), g, upper=not upper, left=left, unitriangular=unitriangular)
+    ga = -xp.matmul(gb, _mT(xp, out)) if left else -xp.matmul(_mT(xp, out), gb)
+    return xp.tri_mask(ga, upper, 0.0 if unitriangular else 1.0)
+
+
+def _soltri_jvp_a(xp, t, out, a, b, upper, left, unitriangular):
+    ta = xp.tri_mask(t, upper, 0.0 if unitriangular else 1.0)
+    rhs = -xp.matmul(ta, out) if left else -xp.matmul(out, ta)
+    return xp.solve_triangular(a, rhs, upper=upper, left=left, unitriangular=unitriangular)
+
+
+solve_tri_p = defprim("solve_triangular", "LinalgSolveTriangularBackward0",
+                      lambda xp, a, b, upper, left, unitriangular: xp.solve_triangular(a, b, upper, left, unitriangular),
+                      vjp=(_soltri_vjp_a, _soltri_vjp_b),
+                      jvp=(_soltri_jvp_a, lambda xp, t, out, a, b, upper, left, unitriangular:
+                           xp.solve_triangular(a, t, upper=upper, left=left, unitriangular=unitriangular)),
+                      saves=(0,), saves_out=True)
+
+
+@register(submodule="linalg", module=False, name="solve_triangular", graph="solve_triangular")
+def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True, unitriangular: bool = False,
+                     out=None) -> Tensor:
+    """X with A X = B (or X A = B) for a triangular A; only A's triangle is read."""
+    _no_out(out, "linalg.solve_triangular")
+    op = "linalg.solve_triangular"
+    _check_matrix(A, op)
+    check_tensor(B, "solve_triangular", "B", 2)
+    upper = check_bool(upper, op, "upper")
+    left = check_bool(left, op, "left")
+    unitriangular = check_bool(unitriangular, op, "unitriangular")
+    if B._data.ndim < 2:
+        raise RuntimeError(f"{op}: The input tensor B must have at least 2 dimensions.")
+    _check_same_dtype(A, B, op)
+    _check_solve_shapes(A, B, op, left)
+    return apply(solve_tri_p, (A, B), {"upper": upper, "left": left, "unitriangular": unitriangular})
+
+
+TriangularSolveResult = _return_type("triangular_solve", ("solution", "cloned_coefficient"))
+
+
+@register(method=True)
+def triangular_solve(input: Tensor, A: Tensor, upper: bool = True, transpose: bool = False,
+                     unitriangular: bool = False):
+    """Legacy form of ``linalg.solve_triangular``: (solution of A X = input, a copy of A)."""
+    from .shape import clone_p
+    op = "torch.triangular_solve"
+    check_tensor(input, "triangular_solve")
+    check_tensor(A, "triangular_solve", "A", 2)
+    if input._data.ndim < 2 or A._data.ndim < 2:
+        raise RuntimeError(f"{op}: The input tensor {'B' if input._data.ndim < 2 else 'A'} must have at least 2 "
+                           f"dimensions.")
+    _check_matrix(A, op)
+    _check_same_dtype(A, input, op, "A", "B")
+    _check_solve_shapes(A, input, op)
+    node = _node("TriangularSolveBackward0")
+    Ae = A.mT if transpose else A
+    sol = apply(solve_tri_p, (Ae, input), {"upper": upper != transpose, "left": True,
+                                           "unitriangular": unitriangular}, node)
+    return TriangularSolveResult(sol, apply(clone_p, (A,), {}, node))
+
+
+def _chol_vjp(xp, g, out, a, upper):
+    L, gL = (_mT(xp, out), _mT(xp, g)) if upper else (out, g)
+    phi = xp.tri_mask(xp.matmul(_mT(xp, L), gL), False, 0.5)
+    x = xp.solve_triangular(_mT(xp, L), phi, upper=True)                 # L^-T phi
+    ga = xp.solve_triangular(L, x, upper=False, left=False)             # L^-T phi L^-1
+    return (ga + _mT(xp, ga)) * 0.5
+
+
+def _chol_jvp(xp, t, out, a, upper):
+    L = _mT(xp, out) if upper else out
+    x = xp.solve_triangular(L, t, upper=False)                          # L^-1 dA
+    x = xp.solve_triangular(_mT(xp, L), x, upper=True, left=False)      # L^-1 dA L^-T
+    dL = xp.matmul(L, xp.tri_mask(x, False, 0.5))
+    return _mT(xp, dL) if upper else dL
+
+
+cholesky_p = defprim("cholesky", "LinalgCholeskyExBackward0", lambda xp, a, upper: xp.linalg_cholesky(a, upper),
+                     vjp=_chol_vjp, jvp=_chol_jvp, saves_out=True)
+
+
+@register(submodule="linalg", module=False, name="cholesky", graph="linalg_cholesky")
+def linalg_cholesky(A: Tensor, *, upper: bool = False, out=None) -> Tensor:
+    """Cholesky factor L (A = L L^T) of a symmetric positive-definite matrix, reading A's lower triangle;
+    ``upper=True`` returns L^T."""
+    _no_out(out, "linalg.cholesky")
+    _check_matrix(A, "linalg.cholesky")
+    upper = check_bool(upper, "linalg.cholesky", "upper")
+    return apply(cholesky_p, (A,), {"upper": upper})
+
+
+@register(method=True)
+def cholesky(input: Tensor, upper: bool = False, *, out=None) -> Tensor:
+    """Deprecated form of ``linalg.cholesky`` (with PyTorch's warning)."""
+    warnings.warn("torch.cholesky is deprecated in favor of torch.linalg.cholesky and will be removed in a future "
+                  "PyTorch release.", UserWarning, stacklevel=2)
+    return linalg_cholesky(input, upper=upper, out=out)
+
+
+def _cholsolve_vjp_b(xp, g, out, b, l, upper):
+    return xp.cholesky_solve(g, l, upper)
+
+
+def _cholsolve_vjp_l(xp, g, out, b, l, upper):
+    gb = xp.cholesky_solve(g, l, upper)
+    common = xp.matmul(gb, _mT(xp, out))
+    common = common + _mT(xp, common)
+    return -xp.matmul(l, common) if upper else -xp.matmul(common, l)
+
+
+def _cholsolve_jvp_l(xp, t, out, b, l, upper):
+    # A = L L^T: dA = dL L^T + L dL^T, dX = -A^-1 dA X
+    tl = xp.tri_mask(t, upper)
+    lm = xp.tri_mask(l, upper)
+    da = xp.matmul(_mT(xp, tl), lm) + xp.matmul(_mT(xp, lm), tl) if upper else \
+        xp.matmul(tl, _mT(xp, lm)) + xp.matmul(lm, _mT(xp, tl))
+    return -xp.cholesky_solve(xp.matmul(da, out), l, upper)
+
+
+cholesky_solve_p = defprim("cholesky_solve", "CholeskySolveBackward0",
+                           lambda xp, b, l, upper: xp.cholesky_solve(b, l, upper),
+                           vjp=(_cholsolve_vjp_b, _cholsolve_vjp_l),
+                           jvp=(lambda xp, t, out, b, l, upper: xp.cholesky_solve(t, l, upper), _cholsolve_jvp_l),
+                           saves=(1,), saves_out=True)
+
+
+@register(method=True, graph=True)
+def cholesky_solve(input: Tensor, input2: Tensor, upper: bool = False, *, out=None) -> Tensor:
+    """X with A X = input, for A = L L^T given its Cholesky factor L = input2 (U^T U if ``upper``)."""
+    _no_out(out, "cholesky_solve")
+    op = "cholesky_solve"
+    check_tensor(input, op)
+    check_tensor(input2, op, "input2", 2)
+    upper = check_bool(upper, op, "upper")
+    if input._data.ndim < 2 or input2._data.ndim < 2:
+        raise RuntimeError(f"b should have at least 2 dimensions, but has {input._data.ndim} dimensions instead"
+                           if input._data.ndim < 2 else
+                           f"u should have at least 2 dimensions, but has {input2._data.ndim} dimensions instead")
+    if input._data.dtype != input2._data.dtype:
+        raise RuntimeError(f"Expected b and A to have the same dtype, but found b of type "
+                           f"{dtype_word(input._data.dtype)} and A of type {dtype_word(input2._data.dtype)} instead.")
+    _check_matrix(input2, op, arg="A")
+    _check_solve_shapes(input2, input, op)
+    return apply(cholesky_solve_p, (input, input2), {"upper": upper})
+
+
+# ======================================================================================================
+# qr
+# ======================================================================================================
+
+def _copyltu(xp, m):
+    # the symmetric matrix with m's lower triangle (diagonal included)
+    low = xp.tri_mask(m, False, 1.0)
+    return low + _mT(xp, xp.tri_mask(m, False, 0.0))
+
+
+def _qr_vjp_tall(xp, gq, gr, q, r):
+    """m >= n: gA = (gQ + Q copyltu(M)) R^-T with M = R gR^T - gQ^T Q."""
+    m = 0
+    if gr is not None:
+        m = xp.matmul(r, _mT(xp, gr))
+    if gq is not None:
+        m = m - xp.matmul(_mT(xp, gq), q)
+    b = xp.matmul(q, _copyltu(xp, m))
+    if gq is not None:
+        b = b + gq
+    return xp.solve_triangular(_mT(xp, r), b, upper=False, left=False)
+
+
+def _qr_vjp(xp, gq, gr, a, mode):
+    if mode == "r":
+        raise RuntimeError("The derivative of linalg.qr depends on Q, which is not computed when mode='r'. Please "
+                           "use linalg.qr(A, mode='reduced') if you are going to differentiate through linalg.qr.")
+    m, n = a.shape[-2:]
+    if mode == "complete" and m > n:
+        raise RuntimeError("The QR decomposition is not differentiable when mode='complete' and nrows > ncols.")
+    q, r = xp.linalg_qr(a, mode)
+    if m >= n:
+        return _qr_vjp_tall(xp, gq, gr, q, r)
+    # m < n: A = [X | Y], R = [U | V] with X = Q U square
+    u = xp.getitem(r, (Ellipsis, slice(None), slice(0, m)))
+    gy = None
+    if gr is not None:
+        gu = xp.getitem(gr, (Ellipsis, slice(None), slice(0, m)))
+        gv = xp.getitem(gr, (Ellipsis, slice(None), slice(m, None)))
+        y = xp.getitem(a, (Ellipsis, slice(None), slice(m, None)))
+        gy = xp.matmul(q, gv)
+        extra = xp.matmul(y, _mT(xp, gv))
+        gq = extra if gq is None else gq + extra
+    else:
+        gu = None
+    gx = _qr_vjp_tall(xp, gq, gu, q, u)
+    if gy is None:
+        gy = xp.zeros_like(xp.getitem(a, (Ellipsis, slice(None), slice(m, None))))
+    return xp.cat([gx, gy], -1)
+
+
+def _qr_jvp_square(xp, da, q, r):
+    """m >= n: (dQ, dR) with C = Q^T dA R^-1, Omega = tril(C,-1) - tril(C,-1)^T, dR = (C - Omega) R."""
+    dar = xp.solve_triangular(r, da, upper=True, left=False)            # dA R^-1
+    c = xp.matmul(_mT(xp, q), dar)
+    low = xp.tri_mask(c, False, 0.0)
+    omega = low - _mT(xp, low)
+    dr = xp.matmul(c - omega, r)
+    dq = dar - xp.matmul(q, c - omega)
+    return dq, dr
+
+
+def _qr_jvp(xp, t, a, mode, which):
+    m, n = a.shape[-2:]
+    q, r = xp.linalg_qr(a, mode)
+    if m >= n:
+        if mode == "complete" and m > n:
+            raise RuntimeError("The QR decomposition is not differentiable when mode='complete' and nrows > ncols.")
+        return _qr_jvp_square(xp, t, q, r)[which]
+    u = xp.getitem(r, (Ellipsis, slice(None), slice(0, m)))
+    v = xp.getitem(r, (Ellipsis, slice(None), slice(m, None)))
+    dx = xp.getitem(t, (Ellipsis, slice(None), slice(0, m)))
+    dy = xp.getitem(t, (Ellipsis, slice(None), slice(m, None)))
+    dq, du = _qr_jvp_square(xp, dx, q, u)
+    if which == 0:
+        return dq
+    dv = xp.matmul(_mT(xp, q), dy - xp.matmul(dq, v))
+    return xp.cat([du, dv], -1)
+
+
+qr_q_p = defprim("qr_Q", "LinalgQrBackward0", lambda xp, a, mode: xp.linalg_qr(a, mode)[0],
+                 vjp=lambda xp, g, out, a, mode: _qr_vjp(xp, g, None, a, mode),
+                 jvp=lambda xp, t, out, a, mode: _qr_jvp(xp, t, a, mode, 0), saves=(0,))
+qr_r_p = defprim("qr_R", "LinalgQrBackward0", lambda xp, a, mode: xp.linalg_qr(a, mode)[1],
+                 vjp=lambda xp, g, out, a, mode: _qr_vjp(xp, None, g, a, mode),
+                 jvp=lambda xp, t, out, a, mode: _qr_jvp(xp, t, a, mode, 1), saves=(0,))
+
+QRResult = _return_type("linalg_qr", ("Q", "R"))
+QRLegacy = _return_type("qr", ("Q", "R"))
+
+
+@register(submodule="linalg", module=False, name="qr", graph="linalg_qr")
+def linalg_qr(A: Tensor, mode: str = "reduced", *, out=None):
+    """QR decomposition (Householder, LAPACK's signs); ``mode`` 'reduced', 'complete' or 'r'."""
+    _no_out(out, "linalg.qr")
+    _check_matrix(A, "linalg.qr", square=False)
+    if not isinstance(mode, str):
+        raise TypeError(f"linalg_qr(): argument 'mode' (position 2) must be str, not {type(mode).__name__}")
+    if mode not in ("reduced", "complete", "r"):
+        raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of 'reduced' (default), 'r', "
+                           f"or 'complete'")
+    return QRResult(apply(qr_q_p, (A,), {"mode": mode}), apply(qr_r_p, (A,), {"mode": mode}))
+
+
+@register(method=True)
+def qr(input: Tensor, some: bool = True, *, out=None):
+    """Deprecated form of ``linalg.qr`` (``some=False`` is mode 'complete')."""
+    warnings.warn("torch.qr is deprecated in favor of torch.linalg.qr and will be removed in a future PyTorch "
+                  "release.", UserWarning, stacklevel=2)
+    return QRLegacy(*linalg_qr(input, "reduced" if some else "complete", out=out))
+
+
+# ======================================================================================================
+# eigh, eigvalsh
+# ======================================================================================================
+
+def _eigh_gap(xp, lam):
+    # E_ij = lambda_j - lambda_i, with ones on the diagonal (so dividing by it leaves the diagonal alone)
+    e = xp.unsqueeze(lam, -2) - xp.unsqueeze(lam, -1)
+    return e + _eye(xp, e)
+
+
+def _eigh_vjp(xp, gl, gv, a, uplo):
+    lam, v = xp.linalg_eigh(a, uplo)
+    if gv is None:
+        inner = _diag_embed(xp, gl)
+    else:
+        vhgv = xp.matmul(_mT(xp, v), gv)
+        inner = (vhgv - _mT(xp, vhgv)) * 0.5 / _eigh_gap(xp, lam)
+        if gl is not None:
+            inner = inner + _diag_embed(xp, gl)
+    return xp.matmul(xp.matmul(v, inner), _mT(xp, v))
+
+
+def _eigh_jvp(xp, t, a, uplo, which):
+    lam, v = xp.linalg_eigh(a, uplo)
+    p = xp.matmul(xp.matmul(_mT(xp, v), t), v)
+    if which == 0:
+        return _diagonal(xp, p)
+    off = p / _eigh_gap(xp, lam)
+    off = off - off * _eye(xp, off)
+    return xp.matmul(v, off)
+
+
+eigh_vals_p = defprim("eigh_L", "LinalgEighBackward0", lambda xp, a, uplo: xp.linalg_eigh(a, uplo)[0],
+                      vjp=lambda xp, g, out, a, uplo: _eigh_vjp(xp, g, None, a, uplo),
+                      jvp=lambda xp, t, out, a, uplo: _eigh_jvp(xp, t, a, uplo, 0), saves=(0,))
+eigh_vecs_p = defprim("eigh_V", "LinalgEighBackward0", lambda xp, a, uplo: xp.linalg_eigh(a, uplo)[1],
+                      vjp=lambda xp, g, out, a, uplo: _eigh_vjp(xp, None, g, a, uplo),
+                      jvp=lambda xp, t, out, a, uplo: _eigh_jvp(xp, t, a, uplo, 1), saves=(0,))
+
+EighResult = _return_type("linalg_eigh", ("eigenvalues", "eigenvectors"))
+
+
+def _check_uplo(UPLO, op):
+    if not isinstance(UPLO, str):
+        raise TypeError(f"{op}(): argument 'UPLO' (position 2) must be str, not {type(UPLO).__name__}")
+    if UPLO.upper() not in ("L", "U") or len(UPLO) != 1:
+        raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
+    return UPLO.upper()
+
+
+@register(submodule="linalg", module=False, name="eigh", graph="linalg_eigh")
+def linalg_eigh(A: Tensor, UPLO: str = "L", *, out=None):
+    """Eigenvalues (ascending) and orthonormal eigenvectors of a symmetric matrix, reading one triangle."""
+    _no_out(out, "linalg.eigh")
+    _check_matrix(A, "linalg.eigh")
+    uplo = _check_uplo(UPLO, "linalg_eigh")
+    return EighResult(apply(eigh_vals_p, (A,), {"uplo": uplo}), apply(eigh_vecs_p, (A,), {"uplo": uplo}))
+
+
+@register(submodule="linalg", module=False, name="eigvalsh")
+def linalg_eigvalsh(A: Tensor, UPLO: str = "L", *, out=None) -> Tensor:
+    """Eigenvalues (ascending) of a symmetric matrix."""
+    _no_out(out, "linalg.eigvalsh")
+    _check_matrix(A, "linalg.eigvalsh")
+    return apply(eigh_vals_p, (A,), {"uplo": _check_uplo(UPLO, "linalg_eigvalsh")})
+
+
+# ======================================================================================================
+# svd, svdvals, pinv
+# ======================================================================================================
+
+def _narrow(xp, u, vh, k):
+    m, n = u.shape[-2], vh.shape[-1]
+    if u.shape[-1] != k:
+        u = xp.getitem(u, (Ellipsis, slice(None), slice(0, k)))
+    if vh.shape[-2] != k:
+        vh = xp.getitem(vh, (Ellipsis, slice(0, k), slice(None)))
+    return u, vh
+
+
+def _svd_vjp(xp, gu, gs, gvh, a, full):
+    """PyTorch's svd_backward (real case): the gradient through U, S and Vh of the reduced SVD."""
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    u, s, vh = xp.linalg_svd(a, False)
+    if full:
+        if gu is not None:
+            gu = xp.getitem(gu, (Ellipsis, slice(None), slice(0, k)))
+        if gvh is not None:
+            gvh = xp.getitem(gvh, (Ellipsis, slice(0, k), slice(None)))
+    if gu is None and gvh is None:
+        return xp.matmul(u * xp.unsqueeze(gs, -2), vh)
+    v = _mT(xp, vh)
+    gv = None if gvh is None else _mT(xp, gvh)
+    s2 = s * s
+    e = xp.unsqueeze(s2, -2) - xp.unsqueeze(s2, -1)
+    e = e + _eye(xp, e)
+    ret = 0
+    if gu is not None:
+        uhgu = xp.matmul(_mT(xp, u), gu)
+        ret = (uhgu - _mT(xp, uhgu)) * xp.unsqueeze(s, -2)
+    if gv is not None:
+        vhgv = xp.matmul(_mT(xp, v), gv)
+        ret = ret + xp.unsqueeze(s, -1) * (vhgv - _mT(xp, vhgv))
+    ret = ret / e
+    if gs is not None:
+        ret = ret + _diag_embed(xp, gs)
+    if m > n and gu is not None:
+        ga = xp.matmul(u, ret)
+        gusinv = gu / xp.unsqueeze(s, -2)
+        ga = ga + gusinv - xp.matmul(u, xp.matmul(_mT(xp, u), gusinv))
+        return xp.matmul(ga, vh)
+    if m < n and gv is not None:
+        ga = xp.matmul(ret, vh)
+        gvsinv = gv / xp.unsqueeze(s, -2)
+        ga = ga + _mT(xp, gvsinv) - xp.matmul(xp.matmul(_mT(xp, gvsinv), v), vh)
+        return xp.matmul(u, ga)
+    return xp.matmul(xp.matmul(u, ret), vh)
+
+
+def _svd_jvp(xp, t, a, full, which):
+    m, n = a.shape[-2:]
+    if full and m != n and which != 1:
+        raise NotImplementedError("linalg.svd: forward-mode AD of full_matrices=True is not supported for "
+                                  "non-square matrices; use full_matrices=False")
+    u, s, vh = xp.linalg_svd(a, False)
+    v = _mT(xp, vh)
+    dp = xp.matmul(xp.matmul(_mT(xp, u), t), v)
+    if which == 1:
+        return _diagonal(xp, dp)
+    s2 = s * s
+    e = xp.unsqueeze(s2, -2) - xp.unsqueeze(s2, -1)
+    f_inv = e + _eye(xp, e)
+    sr = xp.unsqueeze(s, -2)   # S on the right: X * sr == X @ diag(S)
+    sl = xp.unsqueeze(s, -1)
+    if which == 0:
+        x = (dp * sr + sl * _mT(xp, dp)) / f_inv
+        x = x - x * _eye(xp, x)
+        du = xp.matmul(u, x)
+        if m > n:
+            proj = xp.matmul(t, v) - xp.matmul(u, xp.matmul(_mT(xp, u), xp.matmul(t, v)))
+            du = du + proj / sr
+        return du
+    x = (sl * dp + _mT(xp, dp) * sr) / f_inv
+    x = x - x * _eye(xp, x)
+    dv = xp.matmul(v, x)
+    if n > m:
+        tu = xp.matmul(_mT(xp, t), u)
+        dv = dv + (tu - xp.matmul(v, xp.matmul(vh, tu))) / sr
+    return _mT(xp, dv)
+
+
+svd_u_p = defprim("svd_U", "LinalgSvdBackward0", lambda xp, a, full: xp.linalg_svd(a, full)[0],
+                  vjp=lambda xp, g, out, a, full: _svd_vjp(xp, g, None, None, a, full),
+                  jvp=lambda xp, t, out, a, full: _svd_jvp(xp, t, a, full, 0), saves=(0,))
+svd_s_p = defprim("svd_S", "LinalgSvdBackward0", lambda xp, a, full: xp.linalg_svdvals(a),
+                  vjp=lambda xp, g, out, a, full: _svd_vjp(xp, None, g, None, a, False),
+                  jvp=lambda xp, t, out, a, full: _svd_jvp(xp, t, a, False, 1), saves=(0,))
+svd_vh_p = defprim("svd_Vh", "LinalgSvdBackward0", lambda xp, a, full: xp.linalg_svd(a, full)[2],
+                   vjp=lambda xp, g, out, a, full: _svd_vjp(xp, None, None, g, a, full),
+                   jvp=lambda xp, t, out, a, full: _svd_jvp(xp, t, a, full, 2), saves=(0,))
+
+SVDResult = _return_type("linalg_svd", ("U", "S", "Vh"))
+SVDLegacy = _return_type("svd", ("U", "S", "V"))
+
+
+@register(submodule="linalg", module=False, name="svd", graph="linalg_svd")
+def linalg_svd(A: Tensor, full_matrices: bool = True, *, driver=None, out=None):
+    """Singular value decomposition A = U diag(S) Vh (LAPACK's signs), S descending."""
+    _no_out(out, "linalg.svd")
+    _check_matrix(A, "linalg.svd", square=False)
+    full = check_bool(full_matrices, "linalg_svd", "full_matrices")
+    p = {"full": full}
+    return SVDResult(apply(svd_u_p, (A,), p), apply(svd_s_p, (A,), p), apply(svd_vh_p, (A,), p))
+
+
+@register(submodule="linalg", module=False, name="svdvals", graph="linalg_svdvals")
+def linalg_svdvals(A: Tensor, *, driver=None, out=None) -> Tensor:
+    """The singular values of A, descending."""
+    _no_out(out, "linalg.svdvals")
+    _check_matrix(A, "linalg.svdvals", square=False)
+    return apply(svd_s_p, (A,), {"full": False})
+
+
+@register(method=True)
+def svd(input: Tensor, some: bool = True, compute_uv: bool = True, *, out=None):
+    """Legacy SVD: (U, S, V) with V, not Vh; ``some=False`` gives full U and V."""
+    _no_out(out, "svd")
+    _check_matrix(input, "linalg.svd", square=False, arg="A")
+    if not compute_uv:
+        s = linalg_svdvals(input)
+        m, n = input._data.shape[-2:]
+        b = input._data.shape[:-2]
+        z = make(np.zeros(b + ((m, m) if not some else (m, min(m, n))), input._data.dtype))
+        zv = make(np.zeros(b + ((n, n) if not some else (n, min(m, n))), input._data.dtype))
+        return SVDLegacy(z, s, zv)
+    u, s, vh = linalg_svd(input, full_matrices=not some)
+    return SVDLegacy(u, s, vh.mT)
+
+
+def _pinv_vjp(xp, g, p, a):
+    """PyTorch's pinv_backward: gA = -P^T G P^T + (I - A P)^T... written without the identity."""
+    pt = _mT(xp, p)
+    gt = _mT(xp, g)
+    ga = -xp.matmul(xp.matmul(pt, g), pt)
+    k = xp.matmul(gt, xp.matmul(p, pt))                                  # G^T P P^T
+    ga = ga + k - xp.matmul(xp.matmul(a, p), k)
+    h = xp.matmul(xp.matmul(pt, p), gt)                                  # P^T P G^T
+    return ga + h - xp.matmul(xp.matmul(h, a), p)
+
+
+def _pinv_jvp(xp, t, p, a):
+    tt = _mT(xp, t)
+    pt = _mT(xp, p)
+    dp = -xp.matmul(xp.matmul(p, t), p)
+    x = xp.matmul(xp.matmul(p, pt), tt)                                  # P P^T dA^T
+    dp = dp + x - xp.matmul(xp.matmul(x, a), p)
+    y = xp.matmul(tt, xp.matmul(pt, p))                                  # dA^T P^T P
+    return dp + y - xp.matmul(xp.matmul(p, a), y)
+
+
+pinv_p = defprim("pinv", "LinalgPinvBackward0",
+                 lambda xp, a, atol, rtol, hermitian: xp.linalg_pinv(a, atol, rtol, hermitian),
+                 vjp=lambda xp, g, out, a, atol, rtol, hermitian: _pinv_vjp(xp, g, out, a),
+                 jvp=lambda xp, t, out, a, atol, rtol, hermitian: _pinv_jvp(xp, t, out, a),
+                 saves=(0,), saves_out=True)
+
+
+def _tol(v, op, arg):
+    if v is None:
+        return None
+    if isinstance(v, Tensor):
+        if v._data.ndim:
+            raise NotImplementedError(f"ember: {op}({arg}=Tensor) of more than one element is not supported")
+        v = v.item()
+    if not isinstance(v, (int, float)) or isinstance(v, bool):
+        raise TypeError(f"{op}(): argument '{arg}' must be float, not {type(v).__name__}")
+    return float(v)
+
+
+@register(submodule="linalg", module=False, name="pinv", graph="linalg_pinv")
+def linalg_pinv(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False, out=None) -> Tensor:
+    """Moore-Penrose pseudo-inverse; singular values <= max(atol, rtol * s_max) are taken as zero."""
+    _no_out(out, "linalg.pinv")
+    _check_matrix(A, "linalg.pinv", square=False)
+    hermitian = check_bool(hermitian, "linalg_pinv", "hermitian")
+    return apply(pinv_p, (A,), {"atol": _tol(atol, "linalg_pinv", "atol"), "rtol": _tol(rtol, "linalg_pinv", "rtol"),
+                                "hermitian": hermitian})
+
+
+@register(method=True)
+def pinverse(input: Tensor, rcond: float = 1e-15) -> Tensor:
+    """Legacy form of ``linalg.pinv`` with a relative tolerance ``rcond``."""
+    return linalg_pinv(input, rtol=rcond)
+
+
+# ======================================================================================================
+# matrix_exp, matrix_power, lstsq, matrix_rank
+# ======================================================================================================
+
+def _block(xp, a, b):
+    # [[a, b], [0, a]]
+    top = xp.cat([a, b], -1)
+    bottom = xp.cat([xp.zeros_like(a), a], -1)
+    return xp.cat([top, bottom], -2)
+
+
+def _upper_right(xp, x, n):
+    return xp.getitem(x, (Ellipsis, slice(0, n), slice(n, 2 * n)))
+
+
+matrix_exp_p = defprim(
+    "matrix_exp", "LinalgMatrixExpBackward0", lambda xp, a: xp.matrix_exp(a),
+    vjp=lambda xp, g, out, a: _upper_right(xp, xp.matrix_exp(_block(xp, _mT(xp, a), g)), a.shape[-1]),
+    jvp=lambda xp, t, out, a: _upper_right(xp, xp.matrix_exp(_block(xp, a, t)), a.shape[-1]), saves=(0,))
+
+
+@register(method=True, graph=True, submodule="linalg")
+def matrix_exp(A: Tensor) -> Tensor:
+    """The matrix exponential (Padé approximant of degree 13 with scaling and squaring)."""
+    _check_matrix(A, "linalg.matrix_exp")
+    return apply(matrix_exp_p, (A,))
+
+
+eye_of_p = defprim("eye_of", "CopyBackwards", lambda xp, a: xp.zeros_like(a) + xp.eye_like(a),
+                   vjp=lambda xp, g, out, a: None, jvp=lambda xp, t, out, a: None)
+
+
+@register(submodule="linalg", module=False, name="matrix_power")
+def linalg_matrix_power(A: Tensor, n: int, *, out=None) -> Tensor:
+    """A to the integer power n (n < 0: of the inverse), by repeated squaring as PyTorch."""
+    _no_out(out, "linalg.matrix_power")
+    check_tensor(A, "matrix_power", "A")
+    if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
+        raise TypeError(f"matrix_power(): argument 'n' (position 2) must be int, not {type(n).__name__}")
+    n = int(n)
+    if A._data.ndim < 2:
+        raise RuntimeError(f"linalg.matrix_power: The input tensor A must have at least 2 dimensions.")
+    if A._data.shape[-1] != A._data.shape[-2]:
+        m, k = A._data.shape[-2:]
+        raise RuntimeError(f"linalg.matrix_power: A must be batches of square matrices, but they are {m} by {k} "
+                           f"matrices")
+    if n == 0:
+        return apply(eye_of_p, (A,))
+    a = A
+    if n < 0:
+        _check_float(A, "linalg.inv")
+        a, n = linalg_inv(A), -n
+    if n == 1:
+        return a.clone()
+    if n == 2:
+        return matmul(a, a)
+    if n == 3:
+        return matmul(matmul(a, a), a)
+    z = result = None
+    while n > 0:
+        bit, n = n % 2, n // 2
+        z = a if z is None else matmul(z, z)
+        if bit:
+            result = z if result is None else matmul(result, z)
+    return result
+
+
+@register(method=True)
+def matrix_power(input: Tensor, n: int) -> Tensor:
+    """Alias of ``linalg.matrix_power``."""
+    return linalg_matrix_power(input, n)
+
+
+def _lstsq_vjp_a(xp, g, out, a, b, vec):
+    p = xp.linalg_pinv(a)
+    bm = xp.unsqueeze(b, -1) if vec else b
+    gm = xp.unsqueeze(g, -1) if vec else g
+    return _pinv_vjp(xp, xp.matmul(gm, _mT(xp, bm)), p, a)
+
+
+def _lstsq_vjp_b(xp, g, out, a, b, vec):
+    gm = xp.unsqueeze(g, -1) if vec else g
+    r = xp.matmul(_mT(xp, xp.linalg_pinv(a)), gm)
+    return xp.squeeze(r, -1) if vec else r
+
+
+def _lstsq_fwd(xp, a, b, vec):
+    r = xp.matmul(xp.linalg_pinv(a), xp.unsqueeze(b, -1) if vec else b)
+    return r[..., 0] if vec else r
+
+
+def _lstsq_jvp_a(xp, t, out, a, b, vec):
+    p = xp.linalg_pinv(a)
+    r = xp.matmul(_pinv_jvp(xp, t, p, a), xp.unsqueeze(b, -1) if vec else b)
+    return xp.squeeze(r, -1) if vec else r
+
+
+def _lstsq_jvp_b(xp, t, out, a, b, vec):
+    r = xp.matmul(xp.linalg_pinv(a), xp.unsqueeze(t, -1) if vec else t)
+    return xp.squeeze(r, -1) if vec else r
+
+
+lstsq_p = defprim("lstsq", "LinalgLstsqBackward0", _lstsq_fwd, vjp=(_lstsq_vjp_a, _lstsq_vjp_b),
+                  jvp=(_lstsq_jvp_a, _lstsq_jvp_b), saves=(0, 1))
+
+LstsqResult = _return_type("linalg_lstsq", ("solution", "residuals", "rank", "singular_values"))
+_DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
+
+
+@register(submodule="linalg", module=False, name="lstsq")
+def linalg_lstsq(A: Tensor, B: Tensor, rcond=None, *, driver: str | None = None):
+    """Least-squares solution of A X = B (the minimum-norm one), with PyTorch's outputs per driver."""
+    op = "torch.linalg.lstsq"
+    check_tensor(A, "linalg_lstsq", "self")
+    check_tensor(B, "linalg_lstsq", "b", 2)
+    if A._data.ndim < 2:
+        raise RuntimeError(f"{op}: input must have at least 2 dimensions.")
+    _check_float(A, op)
+    if A._data.dtype != B._data.dtype:
+        raise RuntimeError(f"{op}: Expected input and other to have the same dtype, but got input's dtype "
+                           f"{dtype_word(A._data.dtype)} and other's dtype {dtype_word(B._data.dtype)}")
+    if driver is None:
+        driver = "gelsy"
+    if driver not in _DRIVERS:
+        raise RuntimeError(f"{op}: parameter `driver` should be one of (gels, gelsy, gelsd, gelss)")
+    vec = B._data.ndim == A._data.ndim - 1
+    m, n = A._data.shape[-2:]
+    bm = B._data.shape[-1] if vec else B._data.shape[-2]
+    if bm != m:
+        raise RuntimeError(f"{op}: input.size(-2) should match other.size(-{1 if vec else 2})")
+    x = apply(lstsq_p, (A, B), {"vec": vec})
+    dt = A._data.dtype
+    batch = np.broadcast_shapes(A._data.shape[:-2], B._data.shape[:-1] if vec else B._data.shape[:-2])
+    with np.errstate(all="ignore"):
+        s = np.linalg.svd(A._data, compute_uv=False) if A._data.size else np.zeros(A._data.shape[:-2] + (0,), dt)
+    tol = (rcond if rcond is not None else np.finfo(dt).eps * max(m, n)) * (s[..., :1] if s.shape[-1] else 0)
+    rank = np.sum(s > tol, axis=-1).astype(np.int64) if s.shape[-1] else np.zeros(A._data.shape[:-2], np.int64)
+    empty = make(np.zeros((0,), dt))
+    if driver == "gelsy":
+        return LstsqResult(x, empty, make(np.broadcast_to(rank, batch).copy()), empty)
+    residuals = empty
+    if m > n and np.all(rank == n):
+        from .reduction import sum as _sum
+        diff = matmul(A, x.unsqueeze(-1) if vec else x) - (B.unsqueeze(-1) if vec else B)
+        residuals = _sum(diff * diff, -2)
+        if vec:
+            residuals = residuals.squeeze(-1)
+    if driver == "gels":
+        return LstsqResult(x, residuals, make(np.zeros((0,), np.int64)), empty)
+    return LstsqResult(x, residuals, make(np.broadcast_to(rank, batch).copy()), make(s.astype(dt)))
+
+
+@register(submodule="linalg", module=False, name="matrix_rank")
+def linalg_matrix_rank(A: Tensor, tol=None, *, atol=None, rtol=None, hermitian: bool = False, out=None) -> Tensor:
+    """The number of singular values above max(atol, rtol * s_max) (int64)."""
+    _no_out(out, "linalg.matrix_rank")
+    _check_matrix(A, "linalg.matrix_rank", square=False)
+    hermitian = check_bool(hermitian, "linalg_matrix_rank", "hermitian")
+    if tol is not None:
+        atol, rtol = tol, 0.0
+    atol = _tol(atol, "linalg_matrix_rank", "atol")
+    rtol = _tol(rtol, "linalg_matrix_rank", "rtol")
+    a = A._data
+    m, n = a.shape[-2:]
+    if rtol is None:
+        rtol = 0.0 if (atol is not None and atol > 0) else max(m, n) * np.finfo(a.dtype).eps
+    with np.errstate(all="ignore"):
+        if a.size == 0:
+            return make(np.zeros(a.shape[:-2], np.int64))
+        s = np.abs(np.linalg.eigvalsh(a)) if hermitian else np.linalg.svd(a, compute_uv=False)
+    smax = np.max(s, axis=-1, keepdims=True)
+    thr = np.maximum(atol or 0.0, rtol * smax)
+    return make(np.sum(s > thr, axis=-1).astype(np.int64))
+
+
+# ======================================================================================================
+# linalg.norm and cond, on the reduction family's vector_norm and matrix_norm
+# ======================================================================================================
+
+def _vector_norm(x, ord, dim, keepdim):
+    return SUBMODULES["linalg"]["vector_norm"](x, ord, dim=dim, keepdim=keepdim)
+
+
+def linalg_matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
+    # the reduction family declares linalg.matrix_norm (on this family's svdvals)
+    return SUBMODULES["linalg"]["matrix_norm"](A, ord, dim, keepdim, dtype=dtype)
+
+
+@register(submodule="linalg", module=False, name="norm")
+def linalg_norm(A: Tensor, ord=None, dim=None, keepdim: bool = False, *, dtype=None, out=None) -> Tensor:
+    """A vector norm (dim an int, or 1-d input) or a matrix norm (dim a pair, or 2-d input with ``ord``)."""
+    _no_out(out, "linalg.norm")
+    check_tensor(A, "linalg_norm", "A")
+    if isinstance(dim, int):
+        dim = (dim,)
+    if dim is not None and len(dim) == 2 or (dim is None and ord is not None and A._data.ndim == 2):
+        return linalg_matrix_norm(A, "fro" if ord is None else ord, (-2, -1) if dim is None else dim, keepdim,
+                                  dtype=dtype)
+    if isinstance(ord, str):
+        raise RuntimeError(f"linalg.norm: If dim is specified, it must be of length 1 or 2. Got {dim}"
+                           if dim is not None else
+                           "linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. Got "
+                           f"{A._data.ndim}D.")
+    if dim is None and ord is not None and A._data.ndim != 1:
+        raise RuntimeError(f"linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. Got "
+                           f"{A._data.ndim}D.")
+    if dtype is not None:
+        A = A.to(dtype)
+    return _vector_norm(A, 2 if ord is None else ord, dim, keepdim)
+
+
+@register(submodule="linalg", module=False, name="cond")
+def linalg_cond(A: Tensor, p=None, *, out=None) -> Tensor:
+    """The condition number in the norm ``p`` (None / 2: s_max / s_min)."""
+    _no_out(out, "linalg.cond")
+    check_tensor(A, "linalg_cond", "A")
+    if A._data.ndim < 2:
+        raise RuntimeError("linalg.cond: The input tensor A must have at least 2 dimensions.")
+    _check_float(A, "linalg.cond")
+    if p is None or p in (2, -2):
+        s = linalg_svdvals(A)
+        first = s[..., 0]
+        last = s[..., -1]
+        return first / last if p != -2 else last / first
+    if A._data.shape[-1] != A._data.shape[-2]:
+        m, n = A._data.shape[-2:]
+        raise RuntimeError(f"linalg.cond(ord={p}): A must be batches of square matrices, but they are {m} by {n} "
+                           f"matrices")
+    return linalg_matrix_norm(A, p) * linalg_matrix_norm(linalg_inv(A), p)
+
+
+register(matmul, name="matmul", module=False, submodule="linalg")   # torch.linalg.matmul
