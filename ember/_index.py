@@ -1,33 +1,46 @@
-"""An index PyTorch applies in two steps, which NumPy would apply in one differently."""
+"""PyTorch's indexing rules (``x[index]``, ``x[index] = v``, ``index_put``) turned into NumPy indices.
+
+PyTorch applies an index in two steps: the basic part (ints as selects, slices, None, Ellipsis; a Python
+bool as an unsqueeze) gives a view, then the advanced part (index tensors, lists and masks) indexes that
+view. NumPy applies both at once and would treat ints as advanced indices broadcast with the arrays,
+which moves the result's dims (``x[0, :, [1, 2]]``). So a mixed index becomes a ``SplitIndex``: the
+basic part, a view, then the advanced part (arrays and full slices only, where NumPy's placement of the
+result dims is PyTorch's).
+
+Every check happens here, before NumPy sees the index, so errors carry PyTorch's types and messages.
+"""
 from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+_INT64_MIN, _INT64_MAX = -(2 ** 63), 2 ** 63 - 1
+_FULL = slice(None)
 
 
 class SplitIndex(tuple):
-    """``(first, rest)``: ``x[first][rest]``. PyTorch applies integer indices as selects before advanced
-    indexing; NumPy broadcasts them with the index arrays, which moves the result's dims. ``first``
-    holds only basic indices, so ``x[first]`` is a view and writes through it reach ``x``."""
+    """``(first, rest)``: ``x[first][rest]``. ``first`` holds only basic indices (ending with an
+    Ellipsis, so that ``x[first]`` is always a view, even a 0-d one), and writes through it reach ``x``."""
 
     __slots__ = ()
 
 
-def split(idx: tuple):
-    """``idx`` unchanged, or a SplitIndex when it mixes integers with advanced (array) indices."""
-    import numpy as np
-    if not any(type(ix) is int for ix in idx) or not any(isinstance(ix, np.ndarray) for ix in idx):
-        return idx
-    first, rest = [], []
-    for ix in idx:
-        if type(ix) is int:
-            first.append(ix)
-        elif ix is None or isinstance(ix, np.bool_):
-            rest.append(ix)
-        elif ix is Ellipsis:
-            first.append(ix)
-            rest.append(ix)
-        else:
-            first.extend([slice(None)] * (ix.ndim if isinstance(ix, np.ndarray) and ix.dtype == np.bool_ else 1))
-            rest.append(ix)
-    return SplitIndex((tuple(first), tuple(rest)))
+class Index:
+    """A converted index: ``np_index`` (a tuple or a SplitIndex) for ``view_of``, ``basic`` (the result is
+    a view), ``last`` (the kind of the last basic index, which names the view's backward node) and
+    ``view_shape`` (the shape after the basic part, which the advanced part indexes)."""
+
+    __slots__ = ("np_index", "basic", "last", "view_shape", "adv")
+
+    def __init__(self, np_index, basic, last, view_shape, adv):
+        self.np_index, self.basic, self.last, self.view_shape, self.adv = np_index, basic, last, view_shape, adv
+
+    def result_shape(self) -> tuple:
+        """The shape of ``x[index]`` (computed on a zero-stride stand-in: no data is read)."""
+        if self.basic:
+            return self.view_shape
+        return np.broadcast_to(np.zeros((), np.bool_), self.view_shape)[self.adv].shape
 
 
 def view_of(x, index):
@@ -35,3 +48,264 @@ def view_of(x, index):
     if type(index) is SplitIndex:
         return x[index[0]], index[1]
     return x, index
+
+
+def _is_tensor(obj) -> bool:
+    from ._tensor import Tensor
+    return isinstance(obj, Tensor)
+
+
+def _as_sequence_tuple(index) -> bool:
+    """PyTorch's (NumPy's) rule for a non-tuple sequence: it is a tuple of indices if it holds a tensor,
+    a sequence, a slice, Ellipsis or None (``x[[[0, 1], [1, 2]]]`` is ``x[[0, 1], [1, 2]]``)."""
+    if isinstance(index, tuple):
+        return True
+    if _is_tensor(index) or isinstance(index, (np.ndarray, str, bytes)) or not isinstance(index, (list, range)):
+        return isinstance(index, str)   # a str is a sequence of strs: PyTorch treats it as a tuple too
+    if len(index) >= 32:
+        return False
+    for obj in index:
+        if _is_tensor(obj) or isinstance(obj, (list, tuple, range, np.ndarray, str, slice)) or obj is None \
+                or obj is Ellipsis:
+            return True
+    return False
+
+
+def _check_int(v) -> int:
+    v = operator.index(v)
+    if not _INT64_MIN <= v <= _INT64_MAX:
+        raise ValueError("Overflow when unpacking long long")
+    return v
+
+
+def _sequence_to_array(seq) -> np.ndarray:
+    """A list used as an index: bools make a mask, anything numeric a long index (floats truncate, as
+    PyTorch's indexing_tensor_from_data casts to long)."""
+    from ._creation import tensor
+    try:
+        arr = tensor(seq)._data
+    except TypeError as e:
+        if "str" in str(e) or isinstance(seq, str):
+            raise TypeError("new(): invalid data type 'str'") from None
+        raise
+    if arr.dtype == np.bool_ or arr.dtype == np.uint8:
+        return arr.astype(np.bool_)
+    return arr.astype(np.int64)
+
+
+def _tensor_index(t) -> np.ndarray:
+    arr = t._data
+    if arr.dtype == np.bool_ or arr.dtype == np.uint8:
+        return arr.astype(np.bool_, copy=False)
+    if arr.dtype == np.int64 or arr.dtype == np.int32:
+        return arr.astype(np.int64, copy=False)
+    raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+
+
+_BAD_TYPE = ("only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are valid "
+             "indices (got {})")
+
+
+def _items(index, tensors_advanced: bool) -> list:
+    """The index as a list of ('int', i) / ('slice', s) / ('none',) / ('ellipsis',) / ('bool', b) /
+    ('adv', array) entries, with PyTorch's conversions and type errors."""
+    if not isinstance(index, tuple):
+        index = tuple(index) if _as_sequence_tuple(index) else (index,)
+    out = []
+    for ix in index:
+        if _is_tensor(ix):
+            arr = ix._data
+            if arr.ndim == 0 and not tensors_advanced and arr.dtype.kind in "iu" and arr.dtype != np.uint8:
+                if arr.dtype not in (np.int64, np.int32):
+                    raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+                out.append(("int", int(arr)))
+            elif arr.ndim == 0 and arr.dtype == np.bool_:
+                out.append(("bool", bool(arr)))
+            else:
+                out.append(("adv", _tensor_index(ix)))
+        elif isinstance(ix, (bool, np.bool_)):
+            out.append(("bool", bool(ix)))
+        elif isinstance(ix, (int, np.integer)):
+            out.append(("int", _check_int(ix)))
+        elif isinstance(ix, slice):
+            bounds = []
+            for v in (ix.start, ix.stop, ix.step):
+                if v is None:
+                    bounds.append(None)
+                    continue
+                if _is_tensor(v):
+                    bounds.append(v.__index__())   # PyTorch's TypeError for float or multi-element tensors
+                    continue
+                try:
+                    bounds.append(_check_int(v))
+                except TypeError:
+                    raise TypeError("slice indices must be integers or None or have an __index__ method") from None
+            if bounds[2] is not None and bounds[2] == 0:
+                raise ValueError("slice step cannot be zero")
+            if bounds[2] is not None and bounds[2] < 0:
+                raise ValueError("step must be greater than zero")
+            out.append(("slice", slice(*bounds)))
+        elif ix is None:
+            out.append(("none",))
+        elif ix is Ellipsis:
+            out.append(("ellipsis",))
+        elif isinstance(ix, np.ndarray):
+            if ix.dtype.kind not in "iub":
+                raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+            if ix.ndim == 0 and ix.dtype.kind == "b":
+                out.append(("bool", bool(ix)))
+            else:
+                out.append(("adv", ix.astype(np.bool_ if ix.dtype.kind == "b" else np.int64)))
+        elif isinstance(ix, (list, tuple, range, str)):
+            out.append(("adv", _sequence_to_array(ix)))
+        else:
+            raise IndexError(_BAD_TYPE.format(type(ix).__name__))
+    return out
+
+
+def convert(index, shape: tuple, tensors_advanced: bool = False) -> Index:
+    """PyTorch's index ``index`` of a tensor of ``shape``, checked, as an ``Index``.
+
+    ``tensors_advanced``: every tensor is an advanced index, even a 0-d one (``index_put``'s rule; ``x[t]``
+    treats a 0-d integer tensor as an int).
+    """
+    items = _items(index, tensors_advanced)
+    ndim = len(shape)
+    specified = 0
+    for it in items:
+        if it[0] in ("int", "slice"):
+            specified += 1
+        elif it[0] == "adv":
+            specified += it[1].ndim if it[1].dtype == np.bool_ else 1
+    if specified > ndim:
+        if ndim == 0 and len(items) == 1 and not isinstance(index, tuple):
+            if items[0][0] == "int":
+                raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
+                                 "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
+            if items[0][0] == "slice":
+                raise IndexError("slice() cannot be applied to a 0-dim tensor.")
+        raise IndexError(f"too many indices for tensor of dimension {ndim}")
+
+    basic = []          # the NumPy basic index
+    view_shape = []     # the shape of x[basic]
+    adv = {}            # view dim -> array
+    src = 0             # the dim of x the next index applies to
+    last = None
+    ellipsis_seen = False
+    for it in items:
+        kind = it[0]
+        if kind == "int":
+            n = shape[src]
+            i = it[1]
+            if not -n <= i < n:
+                raise IndexError(f"index {i} is out of bounds for dimension {src} with size {n}")
+            basic.append(i)
+            src += 1
+            last = int
+        elif kind == "slice":
+            s = it[1]
+            basic.append(s)
+            view_shape.append(len(range(*s.indices(shape[src]))))
+            src += 1
+            if s != _FULL:
+                last = slice
+        elif kind == "none":
+            basic.append(None)
+            view_shape.append(1)
+            last = type(None)
+        elif kind == "bool":
+            # PyTorch: unsqueeze, then index the new dim with [0] (True) or an empty index (False).
+            basic.append(None)
+            adv[len(view_shape)] = np.zeros(1 if it[1] else 0, np.int64)
+            view_shape.append(1)
+        elif kind == "ellipsis":
+            if not ellipsis_seen:   # PyTorch accepts more than one; the later ones take no dims
+                k = ndim - specified
+                basic.append(Ellipsis)
+                view_shape.extend(shape[src:src + k])
+                src += k
+                ellipsis_seen = True
+        else:
+            arr = it[1]
+            k = arr.ndim if arr.dtype == np.bool_ else 1
+            basic.extend([_FULL] * k)
+            adv[len(view_shape)] = arr
+            view_shape.extend(shape[src:src + k])
+            src += k
+    view_shape.extend(shape[src:])
+    view_shape = tuple(view_shape)
+    if not ellipsis_seen:
+        basic.append(Ellipsis)   # x[1] on a 1-d array would give NumPy a scalar; x[1, ...] is a 0-d view
+    basic = tuple(basic)
+    if not adv:
+        return Index(basic, True, last, view_shape, None)
+    adv_index = _check_advanced(adv, view_shape)
+    trivial = all(b is Ellipsis or b == _FULL for b in basic)   # no select/None/step before the arrays
+    np_index = adv_index if trivial else SplitIndex((basic, adv_index))
+    return Index(np_index, False, last, view_shape, adv_index)
+
+
+def _check_advanced(adv: dict, view_shape: tuple) -> tuple:
+    """The advanced part (full slices and arrays over the view's dims), checked: mask shapes, bounds,
+    and that the index arrays broadcast together."""
+    out = []
+    shapes = []
+    ordinal = 0     # PyTorch numbers the dims of an out-of-range index among the indexed dims only
+    d = 0
+    while d < len(view_shape):
+        arr = adv.get(d)
+        if arr is None:
+            out.append(_FULL)
+            d += 1
+            continue
+        if arr.dtype == np.bool_:
+            for j, n in enumerate(arr.shape):
+                if view_shape[d + j] != n:
+                    raise IndexError(f"The shape of the mask {list(arr.shape)} at index {j} does not match the shape "
+                                     f"of the indexed tensor {list(view_shape)} at index {d + j}")
+            out.append(arr)
+            shapes.append((int(np.count_nonzero(arr)),))
+            ordinal += arr.ndim
+            d += arr.ndim
+            continue
+        n = view_shape[d]
+        if arr.size:
+            bad = (arr >= n) | (arr < -n)
+            if bad.any():
+                v = int(arr[bad].flat[0]) if arr.ndim else int(arr)
+                raise IndexError(f"index {v} is out of bounds for dimension {ordinal} with size {n}")
+        out.append(arr)
+        shapes.append(arr.shape)
+        ordinal += 1
+        d += 1
+    try:
+        np.broadcast_shapes(*shapes)
+    except ValueError:
+        raise IndexError("shape mismatch: indexing tensors could not be broadcast together with shapes "
+                         + ", ".join(str(list(s)) for s in shapes)) from None
+    return tuple(out)
+
+
+def check_value_shape(value_shape: tuple, ix: Index, strip: bool = True) -> tuple:
+    """``x[index] = value``: the value's shape with its leading 1s dropped (PyTorch strips them, unless not
+    ``strip``), checked to broadcast to the indexed region; PyTorch's errors otherwise."""
+    vs = tuple(value_shape)
+    while strip and vs and vs[0] == 1:
+        vs = vs[1:]
+    target = ix.result_shape()
+    ok = len(vs) <= len(target) and all(v == 1 or v == t for v, t in zip(vs[::-1], target[::-1]))
+    if ok:
+        return vs
+    if not ix.basic:
+        raise RuntimeError(f"shape mismatch: value tensor of shape {list(value_shape)} cannot be broadcast to "
+                           f"indexing result of shape {list(target)}")
+    if len(vs) > len(target):
+        raise RuntimeError(f"expand(Tensor{{{list(vs)}}}, size={list(target)}): the number of sizes provided "
+                           f"({len(target)}) must be greater or equal to the number of dimensions in the tensor "
+                           f"({len(vs)})")
+    for i in range(1, len(vs) + 1):
+        if vs[-i] != 1 and vs[-i] != target[-i]:
+            raise RuntimeError(f"The expanded size of the tensor ({target[-i]}) must match the existing size "
+                               f"({vs[-i]}) at non-singleton dimension {len(target) - i}.  Target sizes: "
+                               f"{list(target)}.  Tensor sizes: {list(vs)}")
+    raise AssertionError("unreachable")

@@ -1,6 +1,62 @@
-"""NumPy kernels of the 'indexing' family for the raw 'cpu' namespace (re-exported by ember._numpy_ns)."""
+"""NumPy kernels of the 'indexing' family for the raw 'cpu' namespace (re-exported by ember._numpy_ns).
+
+Indices here are NumPy indices (tuples of ints, slices, arrays, or a ``SplitIndex``) built and checked by
+``ember/_index.py`` and ``ember/ops/indexing.py``: the kernels never see a PyTorch index or a bad one.
+Each name is also in ``graph_ns`` (registered in ``ember/ops/indexing.py``).
+"""
 from __future__ import annotations
 
-import numpy as np  # noqa: F401
+import numpy as np
 
-__all__: list = []
+from ._index import view_of as _view_of
+
+__all__: list = ["index_put_add", "scatter_reduce"]
+
+
+def index_put_add(x, index, v):
+    """A copy of ``x`` with ``v`` added at ``index`` (repeated indices accumulate)."""
+    out = np.array(x, copy=True)
+    view, index = _view_of(out, index)
+    np.add.at(view, index, v)
+    return out
+
+
+def _identity(reduce: str, dtype):
+    if reduce in ("sum", "mean"):
+        return 0
+    if reduce == "prod":
+        return 1
+    if dtype.kind == "f":
+        return -np.inf if reduce == "amax" else np.inf
+    if dtype.kind == "b":
+        return reduce == "amin"
+    info = np.iinfo(dtype)
+    return info.min if reduce == "amax" else info.max
+
+
+_UFUNCS = {"sum": np.add, "mean": np.add, "prod": np.multiply, "amax": np.maximum, "amin": np.minimum}
+
+
+def scatter_reduce(x, src, index, reduce, include_self):
+    """``x`` with ``src`` reduced into it at ``index`` (``scatter_reduce``/``index_reduce``; ``index``
+    addresses one position of ``x`` per element of ``src``). Without ``include_self`` the positions
+    written to start from the reduction's identity instead of ``x``'s value."""
+    out = np.array(x, copy=True)
+    view, ix = _view_of(out, index)
+    if not include_self:
+        view[ix] = _identity(reduce, out.dtype)
+    with np.errstate(invalid="ignore", over="ignore"):
+        _UFUNCS[reduce].at(view, ix, src)
+    if reduce == "mean":
+        count = np.zeros(out.shape, np.int64)
+        cview, _ = _view_of(count, index)
+        np.add.at(cview, ix, 1)
+        if include_self:
+            count += 1
+        else:
+            count[count == 0] = 1
+        if out.dtype.kind == "f":
+            out = (out / count).astype(out.dtype, copy=False)
+        else:
+            out = np.floor_divide(out, count).astype(out.dtype, copy=False)
+    return out

@@ -926,17 +926,8 @@ XFAIL_PATTERNS: dict[str, str] = {
                                               "TypeError (missing argument)",
     r"val-view-dtype": f"{_SHAPE}: view(dtype) not implemented",
     # indexing.py
-    r"index-(str|list-str|ones3-str)|setitem-index-str": f"{_IDX}: a str index is PyTorch's TypeError",
-    r"index-(too-many|1d-two-ints|0d-int|0d-slice)": f"{_IDX}: 'too many indices' message says 'array' (NumPy); "
-                                                     "PyTorch: 'too many indices for tensor of dimension 1'",
-    r"index-broadcast-adv|setitem-value-shape": f"{_IDX}: NumPy broadcast wording in the shape-mismatch message",
-    r"index-list-float": f"{_IDX}: a list of floats as an index (PyTorch accepts x[[0.5]])",
-    r"index-two-ellipsis": f"{_IDX}: PyTorch accepts x[..., ...]",
-    r"index-nested-empty": f"{_IDX}: x[[[]]] has shape (0, 2) in PyTorch",
-    r"index-big-int": f"{_IDX}: an index beyond int64 is PyTorch's ValueError (Overflow when unpacking long long)",
     # elsewhere
     r"msg-reshape-neg2": f"{_SHAPE}: reshape(-2, 3) message drops 'at index 0 of shape [-2, 3]'",
-    r"msg-index-1d-two-ints": f"{_IDX}: 'too many indices for tensor of dimension 1' (NumPy's 'array' wording now)",
     r"msg-sum-0d-dim": f"{_RED}: 0-d dims unchecked (see dim-*-0d-*)",
     r"badarg-broadcast_to-0-.*": f"{_SHAPE}: broadcast_to's message names expand()",
     r"createval-new_zeros-dtype-str": f"{_METH}: new_zeros' message names zeros()",

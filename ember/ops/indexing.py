@@ -1,16 +1,39 @@
-"""Indexing: ``x[index]`` and ``x[index] = value``, and the scatter ops their gradients need."""
+"""Indexing: ``x[index]``, ``x[index] = value``, gather/scatter, the index_* and masked_* ops, take/put.
+
+Every op here is one of a few primitives over a NumPy index (a param, never a tensor input, so the
+backward node's inputs are PyTorch's): the index is built and checked in Python first (``ember/_index``
+for ``x[...]``; ``_grid_index`` for gather/scatter, whose index tensor addresses one element per entry;
+``_dim_index`` for the index_* ops, which address whole slices along a dim), then
+
+  getitem_p        x[ix]                    gather, index_select, masked_select, take, x[adv]
+  index_put_p      x with x[ix] = v         scatter(src), index_copy, index_put, masked_fill(tensor), x[..] = v
+  fill_index_p     x with x[ix] = scalar    scatter(value), index_fill, masked_fill
+  index_add_p      x with v added at ix     scatter_add, index_add, index_put(accumulate), put(accumulate)
+  scatter_reduce_p x reduced with v at ix   scatter_reduce, index_reduce
+
+each with PyTorch's node name for the op. Repeated indices accumulate in every gradient (``np.add.at``).
+"""
 from __future__ import annotations
 
 import numpy as np
 
-from .._index import SplitIndex, split as split_index, view_of
-from .._tensor import Tensor
+from .. import _dtype as D
+from .._index import Index, SplitIndex, check_value_shape, convert, view_of as _view_of
+from .._tensor import Tensor, wrap_dim
 from ..autograd.graph import node_class
-from ._primitive import PrimNode, _state, apply, defprim, fwd_state
-from ._registry import graph, method, register
+from ._primitive import PrimNode, _state, apply, broadcast_error, defprim, fwd_state
+from ._registry import graph, register
+from ._util import check_bool, check_tensor, scalar_or_tensor
 from ._views import apply_inplace, check_inplace
-from ._util import scalar_or_tensor
 
+_FULL = slice(None)
+
+
+def _node(name: str) -> type:
+    return node_class(name, PrimNode)
+
+
+# ----- primitives ----------------------------------------------------------------------------------
 
 def _getitem(xp, a, index):
     return xp.getitem(a, index)
@@ -42,145 +65,163 @@ index_put_p = defprim(
          lambda xp, g, out, a, v, index: xp.getitem(g, index)),
     jvp="linear")
 
+# x with alpha * v added at index (linear in x and v together).
+index_add_p = defprim(
+    "index_add", "IndexAddBackward0",
+    lambda xp, a, v, index, alpha: xp.index_put_add(a, index, v if alpha == 1 else v * alpha),
+    vjp=(lambda xp, g, out, a, v, index, alpha: g,
+         lambda xp, g, out, a, v, index, alpha: xp.getitem(g, index) if alpha == 1 else xp.getitem(g, index) * alpha),
+    jvp="linear")
+
 # zero_() and fill_(): the old values are overwritten, so their gradient is zero.
 fill_p = defprim("fill", "FillBackward2", lambda xp, a, value: xp.fill_index(a, Ellipsis, value),
                  vjp=lambda xp, g, out, a, value: xp.fill_index(g, Ellipsis, 0.0), jvp="elementwise")
 
+
+# scatter_reduce / index_reduce. The derivative of out[p] with respect to x[p] (``cx``, x's shape) and to
+# each src element (``cs``, src's shape), following PyTorch's scatter_reduce_backward: prod divides out the
+# factor, with zeros handled explicitly (a single zero's gradient is the product of the others, two zeros
+# give 0); amax/amin share the gradient evenly among the elements equal to the result (x's included);
+# mean divides by the count. Without include_self, x's value at a written position does not count.
+
+def _reduce_coeffs(xp, out, a, s, index, reduce, include_self):
+    if reduce == "sum":
+        cx, cs = xp.ones_like(a), xp.ones_like(s)
+    elif reduce == "mean":
+        n = xp.index_put_zeros(xp.ones_like(s), index, a.shape)
+        if include_self:
+            n = n + 1
+        n = xp.where(n == 0, 1.0, n)
+        cx = 1 / n
+        cs = xp.getitem(cx, index)
+    elif reduce in ("amax", "amin"):
+        value = xp.getitem(out, index)
+        self_is = a == out
+        src_is = s == value
+        # ties share: x's own value counts too (as bool * ones: the count in the inputs' dtype)
+        n = self_is * xp.ones_like(a) + xp.index_put_zeros(src_is * xp.ones_like(s), index, a.shape)
+        cx = self_is / n
+        cs = src_is * xp.getitem(1 / n, index)
+    else:   # prod
+        self_zero = a == 0
+        masked_self = xp.where(self_zero, 1.0, a)
+        cx = xp.scatter_reduce(masked_self, s, index, "prod", include_self) / masked_self
+        src_zero = s == 0
+        zeros_at = xp.getitem(xp.index_put_zeros(src_zero * xp.ones_like(s), index, a.shape), index)
+        single = src_zero & (zeros_at == 1)
+        others = xp.scatter_reduce(a, xp.where(single, 1.0, s), index, "prod", include_self)
+        cs = xp.where(single, xp.getitem(others, index), xp.getitem(out, index) / xp.where(src_zero, 1.0, s))
+    if not include_self:
+        cx = xp.fill_index(cx, index, 0.0)
+    return cx, cs
+
+
+def _reduce_vjp_x(xp, g, out, a, s, index, reduce, include_self):
+    return g * _reduce_coeffs(xp, out, a, s, index, reduce, include_self)[0]
+
+
+def _reduce_vjp_s(xp, g, out, a, s, index, reduce, include_self):
+    return xp.getitem(g, index) * _reduce_coeffs(xp, out, a, s, index, reduce, include_self)[1]
+
+
+def _reduce_jvp_x(xp, t, out, a, s, index, reduce, include_self):
+    return t * _reduce_coeffs(xp, out, a, s, index, reduce, include_self)[0]
+
+
+def _reduce_jvp_s(xp, t, out, a, s, index, reduce, include_self):
+    return xp.index_put_zeros(t * _reduce_coeffs(xp, out, a, s, index, reduce, include_self)[1], index, a.shape)
+
+
+scatter_reduce_p = defprim(
+    "scatter_reduce", "ScatterReduceBackward0",
+    lambda xp, a, s, index, reduce, include_self: xp.scatter_reduce(a, s, index, reduce, include_self),
+    vjp=(_reduce_vjp_x, _reduce_vjp_s), jvp=(_reduce_jvp_x, _reduce_jvp_s), saves=(0, 1), saves_out=True)
+
+
+def _not_implemented(*args, **kwargs):
+    raise NotImplementedError("the derivative for 'scatter' is not implemented. scatter with the reduce argument "
+                              "is not differentiable; use scatter_reduce")
+
+
+# scatter(..., reduce='add'|'multiply'): PyTorch records a node that refuses to differentiate.
+scatter_legacy_p = defprim(
+    "scatter", "NotImplemented",
+    lambda xp, a, s, index, reduce: xp.scatter_reduce(a, s, index, reduce, True),
+    vjp=(_not_implemented, _not_implemented), jvp=(_not_implemented, _not_implemented))
+
+graph("getitem", lambda x, index: apply(getitem_p, (x,), {"index": index}))
+graph("index_put_zeros", lambda g, index, shape: apply(index_put_zeros_p, (g,), {"index": index, "shape": shape}))
+graph("fill_index", lambda x, index, value: apply(fill_index_p, (x,), {"index": index, "value": value}))
+graph("index_put_add", lambda x, index, v: apply(index_add_p, (x, v), {"index": index, "alpha": 1}))
+graph("scatter_reduce", lambda x, s, index, reduce, include_self: apply(
+    scatter_reduce_p, (x, s), {"index": index, "reduce": reduce, "include_self": include_self}))
+
+
+# ----- x[index] and x[index] = value ---------------------------------------------------------------
+
 _NAMES = {int: "SelectBackward0", slice: "SliceBackward0", type(None): "UnsqueezeBackward0"}
 
 
-def _convert_index(index, shape):
-    """A NumPy index from a PyTorch one, and whether it is basic (so the result is a view)."""
-    if not isinstance(index, tuple):
-        index = (index,)
-    out = []
-    basic = True
-    last = None
-    for ix in index:
-        if isinstance(ix, Tensor):
-            arr = ix._data
-            if arr.dtype.kind == "b":
-                basic = False
-                out.append(arr)
-            elif arr.dtype.kind in "iu":
-                if arr.ndim == 0:
-                    out.append(int(arr))
-                    last = int
-                else:
-                    basic = False
-                    out.append(arr)
-            else:
-                raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
-        elif isinstance(ix, (list, np.ndarray)):
-            arr = np.asarray(ix)
-            if arr.dtype.kind not in "iub" and arr.size:
-                raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
-            basic = False
-            out.append(arr.astype(np.int64) if arr.dtype.kind != "b" and arr.size else arr.astype(
-                bool if arr.dtype.kind == "b" else np.int64))
-        elif isinstance(ix, (bool, np.bool_)):
-            basic = False
-            out.append(np.bool_(ix))
-        elif isinstance(ix, (int, np.integer)):
-            out.append(int(ix))
-            last = int
-        elif isinstance(ix, slice):
-            for v in (ix.start, ix.stop, ix.step):
-                if v is not None and not isinstance(v, (int, np.integer, Tensor)):
-                    raise TypeError(f"slice indices must be integers or None or have an __index__ method")
-            if ix.step is not None and int(ix.step) <= 0:
-                raise ValueError("step must be greater than zero")
-            out.append(ix)
-            if ix != slice(None):
-                last = slice
-        elif ix is None:
-            out.append(None)
-            last = type(None)
-        elif ix is Ellipsis:
-            out.append(ix)
-        else:
-            raise IndexError(f"only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables "
-                             f"are valid indices (got {type(ix).__name__})")
-    name = "IndexBackward0" if not basic else _NAMES.get(last, "AliasBackward0")
-    if basic and Ellipsis not in out:
-        # x[1] on a 1-d array gives NumPy a scalar (a copy); x[1, ...] gives a 0-d view, as PyTorch.
-        out.append(Ellipsis)
-    return tuple(out), basic, name
-
-
-def _check_masks(idx, shape):
-    """PyTorch's message for a bool mask whose shape does not match the dims it indexes (the plain
-    case: no None or Ellipsis in the index, whose dims would need counting)."""
-    if any(ix is None or ix is Ellipsis for ix in idx):
-        return
-    pos = 0
-    for ix in idx:
-        if isinstance(ix, np.ndarray) and ix.dtype == np.bool_:
-            for j, n in enumerate(ix.shape):
-                if pos + j < len(shape) and shape[pos + j] != n:
-                    raise IndexError(f"The shape of the mask {list(ix.shape)} at index {j} does not match the shape "
-                                     f"of the indexed tensor {list(shape)} at index {pos + j}")
-            pos += ix.ndim
-        elif not isinstance(ix, np.bool_):
-            pos += 1
-
-
-def _index_error(e, shape):
-    msg = str(e).replace("axis", "dimension")
-    if "boolean index did not match" in msg:
-        return IndexError(f"The shape of the mask does not match the shape of the indexed tensor: {msg}")
-    return IndexError(msg)
-
-
 @register(name="__getitem__", module=False, method=True)
-def getitem(self, index):
-    idx, basic, name = _convert_index(index, self._data.shape)
-    if not basic:
-        _check_masks(idx, self._data.shape)
-        idx = split_index(idx)
-    prim = getitem_view_p if basic else getitem_p
-    try:
-        return apply(prim, (self,), {"index": idx}, node_class(name, PrimNode))
-    except IndexError as e:
-        raise _index_error(e, self._data.shape) from None
+def getitem(self: Tensor, index) -> Tensor:
+    """``self[index]``: a view for basic indices, a copy (IndexBackward0) for advanced ones."""
+    ix = convert(index, self._data.shape)
+    if ix.basic:
+        return apply(getitem_view_p, (self,), {"index": ix.np_index}, _node(_NAMES.get(ix.last, "AliasBackward0")))
+    return apply(getitem_p, (self,), {"index": ix.np_index})
+
+
+def _assign_value(value, self: Tensor):
+    if isinstance(value, Tensor) or type(value) in (bool, int, float):
+        return value
+    if isinstance(value, (np.bool_, np.integer, np.floating)):
+        return value.item()
+    raise TypeError(f"can't assign a {type(value).__name__} to a {self.type()}")
+
+
+def _fit_value(value, ix: Index, strip: bool = True):
+    """A tensor value checked to broadcast to the indexed region, with its leading 1s dropped (``x[i] = v``
+    strips them; ``index_put`` does not)."""
+    if not isinstance(value, Tensor):
+        return value
+    vs = check_value_shape(value._data.shape, ix, strip)
+    return value.reshape(vs) if vs != value._data.shape else value
+
+
+def _needs_graph(self: Tensor, *others) -> bool:
+    """Whether an in-place write must be recorded (grad mode or forward mode sees one of the tensors)."""
+    ts = (self,) + tuple(o for o in others if isinstance(o, Tensor))
+    if _state.enabled and any(t._requires_grad for t in ts):
+        return True
+    return bool(fwd_state.level) and any(t._fw_grad is not None for t in ts)
 
 
 @register(name="__setitem__", module=False, method=True)
-def setitem(self, index, value):
-    idx, basic, _ = _convert_index(index, self._data.shape)
-    if not basic:
-        _check_masks(idx, self._data.shape)
-        idx = split_index(idx)
-    value = scalar_or_tensor(value, "__setitem__", "value")
-    recording = _state.enabled and (self._requires_grad or (isinstance(value, Tensor) and value._requires_grad))
-    if fwd_state.level and (self._fw_grad is not None or (isinstance(value, Tensor) and value._fw_grad is not None)):
-        recording = True   # the op must run through apply_inplace to carry the tangent
-    if not recording:
+def setitem(self: Tensor, index, value) -> None:
+    """``self[index] = value``: the value broadcasts to the indexed region and is cast to self's dtype."""
+    ix = convert(index, self._data.shape)
+    value = _fit_value(_assign_value(value, self), ix)
+    if not _needs_graph(self, value):
         check_inplace(self, False)
-        try:
-            view, ix = view_of(self._data, idx)
-            view[ix] = value._data if isinstance(value, Tensor) else value
-        except IndexError as e:
-            raise _index_error(e, self._data.shape) from None
-        except ValueError as e:
-            raise RuntimeError(f"__setitem__: cannot assign a value of shape "
-                               f"{list(np.shape(value._data if isinstance(value, Tensor) else value))} to "
-                               f"the indexed region: {e}") from None
+        view, sub = _view_of(self._data, ix.np_index)
+        view[sub] = value._data if isinstance(value, Tensor) else value
         self._vc[0] += 1
         return
-    if basic and self.grad_fn is None and self._requires_grad and _state.enabled:
+    if ix.basic and self.grad_fn is None and self._requires_grad and _state.enabled:
         # PyTorch writes x[basic index] = v through the view x[index].
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
-    # Mixed int/array indices write through a select view in PyTorch, hence CopySlices there too.
-    node = None if basic or type(idx) is SplitIndex else node_class("IndexPutBackward0", PrimNode)
-    if basic and all(ix is Ellipsis or ix == slice(None) for ix in idx) and \
+    # An advanced index after a basic one writes through the basic view in PyTorch, hence CopySlices there too.
+    node = None if ix.basic or type(ix.np_index) is SplitIndex else _node("IndexPutBackward0")
+    idx = ix.np_index
+    if ix.basic and all(i is Ellipsis or i == _FULL for i in idx) and \
             (not isinstance(value, Tensor) or not value._data.ndim):
-        node = node_class("FillBackward3", PrimNode)   # x[...] = scalar fills the whole tensor
+        node = _node("FillBackward3")   # x[...] = scalar fills the whole tensor
     apply_inplace(index_put_p, self, (value,), {"index": idx}, node)
 
 
 @register(method=True)
-def fill_(self, value):
+def fill_(self: Tensor, value) -> Tensor:
+    """Fill ``self`` with ``value`` (a number or a 0-d tensor) in place."""
     if isinstance(value, Tensor):
         if value._data.ndim:
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
@@ -190,12 +231,14 @@ def fill_(self, value):
 
 
 @register(method=True)
-def zero_(self):
-    return apply_inplace(fill_p, self, (), {"value": 0}, node_class("ZeroBackward0", PrimNode))
+def zero_(self: Tensor) -> Tensor:
+    """Fill ``self`` with zeros in place."""
+    return apply_inplace(fill_p, self, (), {"value": 0}, _node("ZeroBackward0"))
 
 
 @register(module=False, method=True)
-def copy_(self, src, non_blocking=False):
+def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
+    """Copy ``src`` (broadcast, cast) into ``self``."""
     if not isinstance(src, Tensor):
         raise TypeError(f"copy_(): argument 'src' (position 1) must be Tensor, not {type(src).__name__}")
     try:
@@ -204,15 +247,685 @@ def copy_(self, src, non_blocking=False):
         raise RuntimeError(f"The size of tensor a ({self._data.shape[-1] if self._data.ndim else 1}) must match "
                            f"the size of tensor b ({src._data.shape[-1]}) at non-singleton dimension "
                            f"{self._data.ndim - 1}") from None
-    if not (_state.enabled and (self._requires_grad or src._requires_grad)) and not (
-            fwd_state.level and (self._fw_grad is not None or src._fw_grad is not None)):
+    if not _needs_graph(self, src):
         check_inplace(self, False)
         np.copyto(self._data, src._data, casting="unsafe")
         self._vc[0] += 1
         return self
-    return apply_inplace(index_put_p, self, (src,), {"index": (Ellipsis,)}, node_class("CopyBackwards", PrimNode))
+    return apply_inplace(index_put_p, self, (src,), {"index": (Ellipsis,)}, _node("CopyBackwards"))
 
 
-graph("getitem", lambda x, index: apply(getitem_p, (x,), {"index": index}))
-graph("index_put_zeros", lambda g, index, shape: apply(index_put_zeros_p, (g,), {"index": index, "shape": shape}))
-graph("fill_index", lambda x, index, value: apply(fill_index_p, (x,), {"index": index, "value": value}))
+# ----- argument checks shared by the ops below --------------------------------------------------------
+
+def _word(t: Tensor) -> str:
+    return D.type_word(t._data.dtype)
+
+
+def _check_index_dtype(index: Tensor, op: str, allowed: tuple, message: str, kind=RuntimeError) -> np.ndarray:
+    if index._data.dtype.name not in allowed:
+        raise kind(message.format(word=_word(index)))
+    return index._data.astype(np.int64, copy=False)
+
+
+def _same_dtype(self: Tensor, other: Tensor, message: str) -> None:
+    if self._data.dtype != other._data.dtype:
+        raise RuntimeError(message.format(self=_word(self), other=_word(other)))
+
+
+def _as_dim(dim, ndim: int, op: str) -> int:
+    return wrap_dim(dim, ndim, op)
+
+
+def _bounds(idx: np.ndarray, n: int, negative: bool):
+    """The first out-of-range value of ``idx`` for a dim of size ``n``, or None."""
+    if not idx.size:
+        return None
+    bad = (idx >= n) | (idx < (-n if negative else 0))
+    if bad.any():
+        return int(idx[bad].flat[0])
+    return None
+
+
+def _dims1(shape: tuple) -> tuple:
+    return shape if shape else (1,)   # PyTorch's scatter/gather checks treat a 0-d tensor as size [1]
+
+
+# ----- gather / scatter --------------------------------------------------------------------------------
+
+def _grid_index(idx: np.ndarray, dim: int, ndim: int):
+    """The NumPy index addressing ``x[i_0, ..., idx[i], ..., i_n]`` for every position ``i`` of ``idx``
+    (gather's and scatter's rule); a 0-d ``x`` is addressed as its 1-element view."""
+    if ndim == 0:
+        return SplitIndex(((None, Ellipsis), (idx.reshape(idx.shape),)))
+    if idx.ndim == 0:
+        return (idx,)
+    grids = list(np.ogrid[tuple(slice(0, n) for n in idx.shape)])
+    grids[dim] = idx
+    return tuple(grids)
+
+
+def _scatter_checks(self: Tensor, dim, index: Tensor, src, op: str, dtype_op: str = "scatter"):
+    """The index of scatter/scatter_add/scatter_reduce (and gather, src=None), checked as PyTorch."""
+    d = _as_dim(dim, self._data.ndim, op)
+    if op == "gather":
+        idx = _check_index_dtype(index, op, ("int64", "int32"), "gather(): Expected dtype int32/int64 for index")
+    else:
+        idx = _check_index_dtype(index, op, ("int64", "int32"), f"{dtype_op}(): Expected dtype int32/int64 for index")
+    if isinstance(src, Tensor) and op != "gather":
+        _same_dtype(self, src, "scatter(): Expected self.dtype to be equal to src.dtype")
+    n_self, n_idx = max(self._data.ndim, 1), max(idx.ndim, 1)
+    if idx.size and n_self != n_idx:
+        raise RuntimeError("Index tensor must have the same number of dimensions as input tensor" if op == "gather"
+                           else "Index tensor must have the same number of dimensions as self tensor")
+    if isinstance(src, Tensor) and idx.size and max(src._data.ndim, 1) != n_idx:
+        raise RuntimeError("Index tensor must have the same number of dimensions as src tensor")
+    si, ss = _dims1(idx.shape), _dims1(self._data.shape)
+    if idx.size:
+        bad_self = any(si[k] > ss[k] for k in range(len(si)) if k != d)
+        if isinstance(src, Tensor):
+            sv = _dims1(src._data.shape)
+            if bad_self or any(si[k] > sv[k] for k in range(len(si))):
+                raise RuntimeError(f"Expected index {list(si)} to be no larger than self {list(ss)} apart from "
+                                   f"dimension {d} and to be no larger size than src {list(sv)}")
+        elif bad_self:
+            k = next(k for k in range(len(si)) if k != d and si[k] > ss[k])
+            raise RuntimeError(f"Size does not match at dimension {k} expected index {list(si)} to be no larger "
+                               f"than self {list(ss)} apart from dimension {d}")
+    bad = _bounds(idx, ss[d], negative=False)
+    if bad is not None:
+        raise RuntimeError(f"index {bad} is out of bounds for dimension {d} with size {ss[d]}")
+    return d, idx, _grid_index(idx, d, self._data.ndim)
+
+
+def _src_block(src: Tensor, idx: np.ndarray) -> Tensor:
+    """The part of ``src`` that scatter reads: its leading block of the index's shape."""
+    shape = src._data.shape
+    if shape == idx.shape:
+        return src
+    if not shape:
+        return src.reshape(idx.shape)
+    return src[tuple(slice(0, n) for n in _dims1(idx.shape))].reshape(idx.shape)
+
+
+@register(method=True)
+def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor:
+    """``out[i][j] = input[index[i][j]][j]`` (dim 0): values along ``dim`` at ``index``."""
+    check_tensor(input, "gather", "input", 1)
+    check_tensor(index, "gather", "index", 3)
+    check_bool(sparse_grad, "gather", "sparse_grad")
+    _, _, ix = _scatter_checks(input, dim, index, None, "gather")
+    return apply(getitem_p, (input,), {"index": ix}, _node("GatherBackward0"))
+
+
+_LEGACY = {"add": "sum", "multiply": "prod"}
+
+
+def _scatter(self: Tensor, dim, index, src, value, reduce, inplace: bool, op: str) -> Tensor:
+    check_tensor(self, op, "input", 1)
+    check_tensor(index, op, "index", 3)
+    if src is not None and value is not None:
+        raise TypeError(f"{op}() got multiple values for argument 'src'")
+    if src is None and value is None:
+        raise TypeError(f"{op}() missing 1 required positional argument: 'src' or 'value'")
+    if src is not None and not isinstance(src, Tensor):
+        value, src = src, None
+    if value is not None:
+        value = scalar_or_tensor(value, op, "value")
+        if isinstance(value, Tensor):   # PyTorch takes a tensor here as src (with its ndim checks)
+            src, value = value, None
+    if reduce is not None and reduce not in _LEGACY:
+        raise RuntimeError("reduce argument must be either add or multiply.")
+    d, idx, ix = _scatter_checks(self, dim, index, src, op)
+    if src is not None:
+        s = _src_block(src, idx)
+        if reduce is not None:
+            args, prim, params, node = (s,), scatter_legacy_p, {"index": ix, "reduce": _LEGACY[reduce]}, None
+        else:
+            args, prim, params, node = (s,), index_put_p, {"index": ix}, _node("ScatterBackward0")
+    elif reduce is not None:
+        args, prim, params, node = (value,), scatter_legacy_p, {"index": ix, "reduce": _LEGACY[reduce]}, None
+    else:
+        args, prim, params, node = (), fill_index_p, {"index": ix, "value": value}, _node("ScatterBackward1")
+    if inplace:
+        return apply_inplace(prim, self, args, params, node)
+    return apply(prim, (self,) + args, params, node)
+
+
+@register(method=True)
+def scatter(input: Tensor, dim: int, index: Tensor, src=None, value=None, *, reduce: str | None = None) -> Tensor:
+    """A copy of ``input`` with ``src`` (a tensor) or ``value`` (a number) written at ``index`` along ``dim``
+    (``reduce='add'|'multiply'`` combines instead of overwriting; PyTorch does not differentiate that)."""
+    return _scatter(input, dim, index, src, value, reduce, False, "scatter")
+
+
+@register(name="scatter_", module=False, method=True)
+def scatter_(self: Tensor, dim: int, index: Tensor, src=None, value=None, *, reduce: str | None = None) -> Tensor:
+    """In-place ``scatter``."""
+    return _scatter(self, dim, index, src, value, reduce, True, "scatter_")
+
+
+def _scatter_add(self, dim, index, src, inplace, op):
+    check_tensor(self, op, "input", 1)
+    check_tensor(index, op, "index", 3)
+    check_tensor(src, op, "src", 4)
+    _, idx, ix = _scatter_checks(self, dim, index, src, op, "scatter_add")
+    args, params = (_src_block(src, idx),), {"index": ix, "alpha": 1}
+    node = _node("ScatterAddBackward0")
+    if inplace:
+        return apply_inplace(index_add_p, self, args, params, node)
+    return apply(index_add_p, (self,) + args, params, node)
+
+
+@register(method=True)
+def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
+    """A copy of ``input`` with ``src`` added at ``index`` along ``dim`` (repeated indices add up)."""
+    return _scatter_add(input, dim, index, src, False, "scatter_add")
+
+
+@register(name="scatter_add_", module=False, method=True)
+def scatter_add_(self: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
+    """In-place ``scatter_add``."""
+    return _scatter_add(self, dim, index, src, True, "scatter_add_")
+
+
+_REDUCES = ("sum", "prod", "mean", "amax", "amin")
+
+
+def _check_reduce(reduce, op: str, allowed: tuple, message: str) -> str:
+    if not isinstance(reduce, str):
+        raise TypeError(f"{op}(): argument 'reduce' must be str, not {type(reduce).__name__}")
+    if reduce not in allowed:
+        raise RuntimeError(message.format(reduce=reduce))
+    return reduce
+
+
+def _scatter_reduce(self, dim, index, src, reduce, include_self, inplace, op):
+    check_tensor(self, op, "input", 1)
+    check_tensor(index, op, "index", 3)
+    check_tensor(src, op, "src", 4)
+    reduce = _check_reduce(reduce, op, _REDUCES, "reduce argument must be either sum, prod, mean, amax or amin, "
+                                                 "got {reduce}")
+    include_self = check_bool(include_self, op, "include_self")
+    _, idx, ix = _scatter_checks(self, dim, index, src, op, "scatter_reduce")
+    args, params = (_src_block(src, idx),), {"index": ix, "reduce": reduce, "include_self": include_self}
+    if inplace:
+        return apply_inplace(scatter_reduce_p, self, args, params)
+    return apply(scatter_reduce_p, (self,) + args, params)
+
+
+@register(method=True)
+def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *,
+                   include_self: bool = True) -> Tensor:
+    """``input`` with ``src`` reduced in at ``index`` along ``dim`` ('sum', 'prod', 'mean', 'amax', 'amin')."""
+    return _scatter_reduce(input, dim, index, src, reduce, include_self, False, "scatter_reduce")
+
+
+@register(name="scatter_reduce_", module=False, method=True)
+def scatter_reduce_(self: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *,
+                    include_self: bool = True) -> Tensor:
+    """In-place ``scatter_reduce``."""
+    return _scatter_reduce(self, dim, index, src, reduce, include_self, True, "scatter_reduce_")
+
+
+@register(method=True)
+def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Tensor:
+    """Values of ``input`` at ``indices`` along ``dim`` (the two broadcast elsewhere); of the flattened
+    input when ``dim`` is None."""
+    check_tensor(input, "take_along_dim", "input", 1)
+    check_tensor(indices, "take_along_dim", "indices", 2)
+    if indices._data.dtype != np.int64:
+        raise RuntimeError(f"torch.take_along_dim(): dtype of indices should be Long but got {_word(indices)}")
+    if dim is None:
+        return gather(input.reshape(-1), 0, indices.reshape(-1))
+    if not input._data.ndim:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+    d = _as_dim(dim, input._data.ndim, "take_along_dim")
+    if input._data.ndim != indices._data.ndim:
+        raise RuntimeError(f"torch.take_along_dim(): input and indices should have the same number of dimensions, "
+                           f"but got {input._data.ndim} dimensions for input, and {indices._data.ndim} dimensions "
+                           f"for indices")
+    si, sx = list(indices._data.shape), list(input._data.shape)
+    if si:
+        si[d], sx[d] = 1, 1
+        err = broadcast_error((tuple(sx), tuple(si)))
+        if err is not None:
+            raise err
+        common = list(np.broadcast_shapes(tuple(sx), tuple(si)))
+        xs, ins = list(common), list(common)
+        xs[d], ins[d] = input._data.shape[d], indices._data.shape[d]
+        if tuple(xs) != input._data.shape:
+            input = input.expand(*xs)
+        if tuple(ins) != indices._data.shape:
+            indices = indices.expand(*ins)
+    return gather(input, d, indices)
+
+
+# ----- index_select / index_add / index_copy / index_fill / index_reduce -----------------------------------
+
+def _dim_index(idx: np.ndarray, dim: int, ndim: int):
+    """The NumPy index of the slices ``x.select(dim, i)`` for ``i`` in ``idx`` (a vector)."""
+    if ndim == 0:
+        return SplitIndex(((None, Ellipsis), (idx.reshape(-1)[:1].reshape(()),)))
+    return (_FULL,) * dim + (idx.reshape(-1),)
+
+
+def _vector_index(self: Tensor, dim, index: Tensor, op: str, dtypes: tuple, dtype_msg: str, dtype_kind,
+                  vector_msg: str, vector_kind=IndexError):
+    check_tensor(index, op, "index", 3)
+    d = _as_dim(dim, self._data.ndim, op)
+    idx = _check_index_dtype(index, op, dtypes, dtype_msg, dtype_kind)
+    if idx.ndim > 1:
+        raise vector_kind(vector_msg.format(ndim=idx.ndim))
+    return d, idx.reshape(-1)
+
+
+@register(method=True)
+def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
+    """The slices of ``input`` along ``dim`` at ``index`` (a vector), in its order."""
+    check_tensor(input, "index_select", "input", 1)
+    d, idx = _vector_index(input, dim, index, "index_select", ("int64", "int32"),
+                           "index_select(): Expected dtype int32 or int64 for index", RuntimeError,
+                           "index_select(): Index is supposed to be a vector")
+    n = _dims1(input._data.shape)[d]
+    if not input._data.ndim and idx.size != 1:
+        raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got {idx.size} value(s)")
+    bad = _bounds(idx, n, negative=False)
+    if bad is not None:
+        if bad < 0:
+            raise RuntimeError(f"INDICES element is out of DATA bounds, id={bad} axis_dim={n}")
+        raise IndexError("index out of range in self")
+    return apply(getitem_p, (input,), {"index": _dim_index(idx, d, input._data.ndim)}, _node("IndexSelectBackward0"))
+
+
+def _source_checks(self: Tensor, d: int, idx: np.ndarray, source: Tensor, op: str):
+    """index_add/index_copy/index_reduce: source has self's shape but ``len(index)`` along ``dim``."""
+    ss, sv = self._data.shape, source._data.shape
+    n_src = sv[d] if source._data.ndim else 1
+    return ss, sv, n_src
+
+
+def _index_add(self, dim, index, source, alpha, inplace, op):
+    check_tensor(self, op, "input", 1)
+    d, idx = _vector_index(self, dim, index, op, ("int64", "int32"), "index_add_(): Expected dtype int32/int64 for "
+                           "index", RuntimeError, "index_add_(): Index is supposed to be a vector")
+    check_tensor(source, op, "source", 4)
+    if type(alpha) not in (bool, int, float) and not isinstance(alpha, (np.integer, np.floating)):
+        raise TypeError(f"{op}(): argument 'alpha' must be Number, not {type(alpha).__name__}")
+    _same_dtype(self, source, "index_add_(): self ({self}) and source ({other}) must have the same scalar type")
+    ss, sv, n_src = _source_checks(self, d, idx, source, op)
+    if idx.size != n_src:
+        raise RuntimeError(f"index_add_(): Number of indices ({idx.size}) should be equal to source.size(dim): "
+                           f"({n_src}), for dim: {d}")
+    if self._data.ndim and (source._data.ndim != self._data.ndim or any(
+            a != b for k, (a, b) in enumerate(zip(ss, sv)) if k != d)):
+        raise RuntimeError(f"source tensor shape must match self tensor shape, excluding the specified dimension. "
+                           f"Got self.shape = {list(ss)} source.shape = {list(sv)}")
+    n = _dims1(ss)[d]
+    bad = _bounds(idx, n, negative=False)
+    if bad is not None:
+        raise RuntimeError(f"index {bad} is out of bounds for dimension {d} with size {n}")
+    params = {"index": _dim_index(idx, d, self._data.ndim), "alpha": alpha}
+    if inplace:
+        return apply_inplace(index_add_p, self, (source,), params)
+    return apply(index_add_p, (self, source), params)
+
+
+@register(method=True)
+def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1) -> Tensor:
+    """A copy of ``input`` with ``alpha * source`` added to the slices along ``dim`` at ``index``."""
+    return _index_add(input, dim, index, source, alpha, False, "index_add")
+
+
+@register(name="index_add_", module=False, method=True)
+def index_add_(self: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1) -> Tensor:
+    """In-place ``index_add``."""
+    return _index_add(self, dim, index, source, alpha, True, "index_add_")
+
+
+def _index_copy(self, dim, index, source, inplace, op):
+    check_tensor(self, op, "input", 1)
+    d, idx = _vector_index(self, dim, index, op, ("int64",), "index_copy_(): Expected a long tensor for index, but "
+                           "got {word}", RuntimeError, "index_copy_(): Index should have dimension 1 or 0 (got {ndim})")
+    check_tensor(source, op, "source", 4)
+    _same_dtype(self, source, "index_copy_(): self and source expected to have the same dtype, but got (self) "
+                              "{self} and (source) {other}")
+    ss, sv, n_src = _source_checks(self, d, idx, source, op)
+    if idx.size != n_src:
+        raise IndexError(f"index_copy_(): Number of indices ({idx.size}) should be equal to source.size(dim) "
+                         f"({n_src})")
+    if source._data.ndim and self._data.ndim and (source._data.ndim != self._data.ndim or any(
+            a != b for k, (a, b) in enumerate(zip(ss, sv)) if k != d)):
+        raise IndexError(f"index_copy_(): Source/destination tensor must have same slice shapes. Destination "
+                         f"slice shape: {list(ss[:d] + ss[d + 1:])} at dimension {d} and source slice shape: "
+                         f"{list(sv[:d] + sv[d + 1:])} at dimension 0.")
+    n = _dims1(ss)[d]
+    bad = _bounds(idx, n, negative=False)
+    if bad is not None:
+        raise IndexError(f"index_copy_(): index {bad} is out of bounds for dimension {d} with size {n}")
+    params = {"index": _dim_index(idx, d, self._data.ndim)}
+    node = _node("IndexCopyBackward0")
+    if inplace:
+        return apply_inplace(index_put_p, self, (source,), params, node)
+    return apply(index_put_p, (self, source), params, node)
+
+
+@register(method=True)
+def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
+    """A copy of ``input`` with the slices along ``dim`` at ``index`` replaced by ``source``'s."""
+    return _index_copy(input, dim, index, source, False, "index_copy")
+
+
+@register(name="index_copy_", module=False, method=True)
+def index_copy_(self: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
+    """In-place ``index_copy``."""
+    return _index_copy(self, dim, index, source, True, "index_copy_")
+
+
+def _index_fill(self, dim, index, value, inplace, op):
+    check_tensor(self, op, "input", 1)
+    d, idx = _vector_index(self, dim, index, op, ("int64",), "index_fill_(): Expected dtype int64 for index.",
+                           IndexError, "index_fill_(): Index is supposed to be a vector")
+    value = scalar_or_tensor(value, op, "value")
+    if isinstance(value, Tensor) and value._data.ndim:
+        raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                           f"{value._data.ndim} dimension(s).")
+    n = _dims1(self._data.shape)[d]
+    bad = _bounds(idx, n, negative=True)
+    if bad is not None:
+        raise IndexError(f"index {bad} is out of bounds for dimension {d} with size {n}")
+    # Filling is idempotent: the unique positions give the same result, and the value's gradient counts
+    # each filled slice once (PyTorch's index_select over the unique indices).
+    uniq = np.unique(np.where(idx < 0, idx + n, idx))
+    ix = _dim_index(uniq, d, self._data.ndim)
+    if isinstance(value, Tensor):
+        prim, args, params, node = index_put_p, (value,), {"index": ix}, _node("IndexFillBackward1")
+    else:
+        prim, args, params, node = fill_index_p, (), {"index": ix, "value": value}, None
+    if inplace:
+        return apply_inplace(prim, self, args, params, node)
+    return apply(prim, (self,) + args, params, node)
+
+
+@register(method=True)
+def index_fill(input: Tensor, dim: int, index: Tensor, value) -> Tensor:
+    """A copy of ``input`` with the slices along ``dim`` at ``index`` set to ``value`` (number or 0-d tensor)."""
+    return _index_fill(input, dim, index, value, False, "index_fill")
+
+
+@register(name="index_fill_", module=False, method=True)
+def index_fill_(self: Tensor, dim: int, index: Tensor, value) -> Tensor:
+    """In-place ``index_fill``."""
+    return _index_fill(self, dim, index, value, True, "index_fill_")
+
+
+def _index_reduce(self, dim, index, source, reduce, include_self, inplace, op):
+    check_tensor(self, op, "input", 1)
+    d, idx = _vector_index(self, dim, index, op, ("int64", "int32"), "index_reduce_(): Expected dtype int32/int64 "
+                           "for index", RuntimeError, "index_reduce_(): Index is supposed to be a vector")
+    check_tensor(source, op, "source", 4)
+    reduce = _check_reduce(reduce, op, ("prod", "mean", "amax", "amin"),
+                           "index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {reduce}.")
+    include_self = check_bool(include_self, op, "include_self")
+    _same_dtype(self, source, "index_reduce_(): self ({self}) and source ({other}) must have the same scalar type")
+    ss, sv, n_src = _source_checks(self, d, idx, source, op)
+    if idx.size != n_src:
+        raise RuntimeError(f"index_reduce_(): Number of indices ({idx.size}) should be equal to source.size(dim): "
+                           f"({n_src}), for dim: {d}")
+    if self._data.ndim and (source._data.ndim != self._data.ndim or any(
+            a != b for k, (a, b) in enumerate(zip(ss, sv)) if k != d)):
+        raise RuntimeError(f"source tensor shape must match self tensor shape, excluding the specified dimension. "
+                           f"Got self.shape = {list(ss)} source.shape = {list(sv)}")
+    if _bounds(idx, _dims1(ss)[d], negative=False) is not None:
+        raise IndexError("index out of range in self")
+    params = {"index": _dim_index(idx, d, self._data.ndim), "reduce": reduce, "include_self": include_self}
+    node = _node("IndexReduceBackward0")
+    if inplace:
+        return apply_inplace(scatter_reduce_p, self, (source,), params, node)
+    return apply(scatter_reduce_p, (self, source), params, node)
+
+
+@register(method=True)
+def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce: str, *,
+                 include_self: bool = True) -> Tensor:
+    """``input`` with ``source``'s slices reduced into the slices along ``dim`` at ``index`` ('prod', 'mean',
+    'amax', 'amin')."""
+    return _index_reduce(input, dim, index, source, reduce, include_self, False, "index_reduce")
+
+
+@register(name="index_reduce_", module=False, method=True)
+def index_reduce_(self: Tensor, dim: int, index: Tensor, source: Tensor, reduce: str, *,
+                  include_self: bool = True) -> Tensor:
+    """In-place ``index_reduce``."""
+    return _index_reduce(self, dim, index, source, reduce, include_self, True, "index_reduce_")
+
+
+# ----- index_put ------------------------------------------------------------------------------------------
+
+def _index_put(self, indices, values, accumulate, inplace, op):
+    check_tensor(self, op, "input", 1)
+    if not isinstance(indices, (tuple, list)):
+        raise TypeError(f"{op}(): argument 'indices' (position 2) must be tuple of Tensors, not "
+                        f"{type(indices).__name__}")
+    for k, t in enumerate(indices):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"expected Tensor as element {k} in argument 1, but got {type(t).__name__}")
+    if not isinstance(values, Tensor):
+        raise TypeError(f"{op}(): argument 'values' (position 3) must be Tensor, not {type(values).__name__}")
+    accumulate = check_bool(accumulate, op, "accumulate")
+    if self._data.dtype != values._data.dtype:
+        raise RuntimeError(f"Index put requires the source and destination dtypes match, got {_word(self)} for the "
+                           f"destination and {_word(values)} for the source.")
+    count = sum(t._data.ndim if t._data.dtype in (np.bool_, np.uint8) else 1 for t in indices)
+    if count > self._data.ndim:
+        raise IndexError(f"too many indices for tensor of dimension {self._data.ndim} (got {count})")
+    ix = convert(tuple(indices), self._data.shape, tensors_advanced=True)
+    values = _fit_value(values, ix, strip=False)
+    if accumulate:
+        prim, params = index_add_p, {"index": ix.np_index, "alpha": 1}
+    else:
+        prim, params = index_put_p, {"index": ix.np_index}
+    node = _node("IndexPutBackward0")
+    if inplace:
+        return apply_inplace(prim, self, (values,), params, node)
+    return apply(prim, (self, values), params, node)
+
+
+@register(method=True)
+def index_put(input: Tensor, indices, values: Tensor, accumulate: bool = False) -> Tensor:
+    """``input`` with ``input[indices] = values`` (or ``+=`` with ``accumulate``); ``indices`` is a tuple of
+    index tensors (long, int or bool), one per leading dim."""
+    return _index_put(input, indices, values, accumulate, False, "index_put")
+
+
+@register(method=True)
+def index_put_(input: Tensor, indices, values: Tensor, accumulate: bool = False) -> Tensor:
+    """In-place ``index_put``."""
+    return _index_put(input, indices, values, accumulate, True, "index_put_")
+
+
+# ----- masked_fill / masked_scatter / masked_select ----------------------------------------------------------
+
+def _mask(self: Tensor, mask, op: str, inplace: bool, message: str, pos: int = 2):
+    """The mask as a bool array of the result's shape, and self expanded to it (out of place)."""
+    check_tensor(mask, op, "mask", pos)
+    if mask._data.dtype != np.bool_:
+        raise RuntimeError(message.format(c=D.c_type_name(mask._data.dtype), word=_word(mask)))
+    shapes = (self._data.shape, mask._data.shape)
+    err = broadcast_error(shapes)
+    if err is not None:
+        raise err
+    out_shape = np.broadcast_shapes(*shapes)
+    if out_shape != self._data.shape:
+        if inplace:
+            raise RuntimeError(f"output with shape {list(self._data.shape)} doesn't match the broadcast shape "
+                               f"{list(out_shape)}")
+        self = self.expand(*out_shape)
+    return self, (np.broadcast_to(mask._data, out_shape),)
+
+
+def _masked_fill(self, mask, value, inplace, op):
+    check_tensor(self, op, "input", 1)
+    self, ix = _mask(self, mask, op, inplace, "masked_fill_ only supports boolean masks, but got mask with dtype {c}")
+    value = scalar_or_tensor(value, op, "value")
+    if isinstance(value, Tensor):
+        if value._data.ndim:
+            raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                               f"{value._data.ndim} dimension(s).")
+        prim, args, params, node = index_put_p, (value,), {"index": ix}, _node("MaskedFillBackward1")
+    else:
+        prim, args, params, node = fill_index_p, (), {"index": ix, "value": value}, _node("MaskedFillBackward0")
+    if inplace:
+        return apply_inplace(prim, self, args, params, node)
+    return apply(prim, (self,) + args, params, node)
+
+
+@register(method=True)
+def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:
+    """``input`` with ``value`` (number or 0-d tensor) where the bool ``mask`` (broadcast) holds."""
+    return _masked_fill(input, mask, value, False, "masked_fill")
+
+
+@register(name="masked_fill_", module=False, method=True)
+def masked_fill_(self: Tensor, mask: Tensor, value) -> Tensor:
+    """In-place ``masked_fill``."""
+    return _masked_fill(self, mask, value, True, "masked_fill_")
+
+
+def _numel(shape) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def _masked_scatter_forward(xp, a, s, index, count):
+    return xp.fill_index(a, index, xp.getitem(xp.reshape(s, (-1,)), (slice(0, count),)))
+
+
+def _masked_scatter_vjp_s(xp, g, out, a, s, index, count):
+    return xp.reshape(xp.index_put_zeros(xp.getitem(g, index), (slice(0, count),), (_numel(s.shape),)), s.shape)
+
+
+masked_scatter_p = defprim(
+    "masked_scatter", "MaskedScatterBackward0", _masked_scatter_forward,
+    vjp=(lambda xp, g, out, a, s, index, count: xp.fill_index(g, index, 0.0), _masked_scatter_vjp_s),
+    jvp="linear")
+
+
+def _masked_scatter(self, mask, source, inplace, op):
+    check_tensor(self, op, "input", 1)
+    self, ix = _mask(self, mask, op, inplace, "masked_scatter_ only supports boolean masks, but got mask with "
+                                              "dtype {word}")
+    check_tensor(source, op, "source", 3)
+    if self._data.dtype != source._data.dtype:
+        raise RuntimeError(f"masked_scatter: expected self and source to have same dtypes but got{_word(self)} and "
+                           f"{_word(source)}")
+    count = int(np.count_nonzero(ix[0]))
+    if count > source._data.size:
+        raise RuntimeError("Number of elements of source < number of ones in mask")
+    params = {"index": ix, "count": count}
+    if inplace:
+        return apply_inplace(masked_scatter_p, self, (source,), params)
+    return apply(masked_scatter_p, (self, source), params)
+
+
+@register(method=True)
+def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
+    """``input`` with the positions where ``mask`` holds filled, in order, from ``source``'s elements."""
+    return _masked_scatter(input, mask, source, False, "masked_scatter")
+
+
+@register(name="masked_scatter_", module=False, method=True)
+def masked_scatter_(self: Tensor, mask: Tensor, source: Tensor) -> Tensor:
+    """In-place ``masked_scatter``."""
+    return _masked_scatter(self, mask, source, True, "masked_scatter_")
+
+
+@register(method=True)
+def masked_select(input: Tensor, mask: Tensor) -> Tensor:
+    """The elements of ``input`` where ``mask`` holds (the two broadcast), as a 1-d tensor."""
+    check_tensor(input, "masked_select", "input", 1)
+    check_tensor(mask, "masked_select", "mask", 2)
+    if mask._data.dtype != np.bool_:
+        raise RuntimeError("masked_select: expected BoolTensor for mask")
+    input, ix = _mask(input, mask, "masked_select", False, "")
+    if not input._data.ndim:   # NumPy's 0-d mask index would add a dim; the result is 1-d anyway
+        ix = SplitIndex(((None, Ellipsis), (ix[0].reshape(1),)))
+    return apply(getitem_p, (input,), {"index": ix}, _node("MaskedSelectBackward0"))
+
+
+# ----- take / put --------------------------------------------------------------------------------------------
+
+def _flat(xp, a):
+    return xp.reshape(a, (-1,))
+
+
+take_p = defprim(
+    "take", "TakeBackward0", lambda xp, a, index: xp.getitem(_flat(xp, a), (index,)),
+    vjp=lambda xp, g, out, a, index: xp.reshape(xp.index_put_zeros(g, (index,), (_numel(a.shape),)), a.shape),
+    jvp="linear")
+
+
+def _put_forward(xp, a, s, index, accumulate):
+    v = xp.reshape(s, index.shape)
+    flat = xp.index_put_add(_flat(xp, a), (index,), v) if accumulate else xp.fill_index(_flat(xp, a), (index,), v)
+    return xp.reshape(flat, a.shape)
+
+
+def _put_vjp_x(xp, g, out, a, s, index, accumulate):
+    return g if accumulate else xp.reshape(xp.fill_index(_flat(xp, g), (index,), 0.0), a.shape)
+
+
+put_p = defprim(
+    "put", "PutBackward0", _put_forward,
+    vjp=(_put_vjp_x, lambda xp, g, out, a, s, index, accumulate: xp.reshape(xp.getitem(_flat(xp, g), (index,)),
+                                                                           s.shape)),
+    jvp="linear")
+
+
+def _flat_index(self: Tensor, index: Tensor, op: str) -> np.ndarray:
+    check_tensor(index, op, "index", 2)
+    idx = _check_index_dtype(index, op, ("int64",), f"{op.rstrip('_')}(): Expected a long tensor for index, but got "
+                                                    "{word}")
+    n = self._data.size
+    bad = _bounds(idx, n, negative=True)
+    if bad is not None:
+        raise IndexError(f"out of range: tried to access index {bad} on a tensor of {n} elements.")
+    return idx
+
+
+@register(method=True)
+def take(input: Tensor, index: Tensor) -> Tensor:
+    """The elements of the flattened ``input`` at ``index`` (negative indices count from the end)."""
+    check_tensor(input, "take", "input", 1)
+    idx = _flat_index(input, index, "take")
+    return apply(take_p, (input,), {"index": idx})
+
+
+def _put(self, index, source, accumulate, inplace, op):
+    check_tensor(self, op, "input", 1)
+    idx = _flat_index(self, index, "put_")
+    check_tensor(source, op, "source", 3)
+    accumulate = check_bool(accumulate, op, "accumulate")
+    if source._data.size != idx.size:
+        raise IndexError(f"put_(): Expected source and index to have the same number of elements, but got "
+                         f"source.numel() = {source._data.size}, index.numel() = {idx.size}")
+    if self._data.dtype != source._data.dtype:
+        raise RuntimeError(f"put_(): self and source expected to have the same dtype, but got self.dtype = "
+                           f"{_word(self)} and source.dtype = {_word(source)}")
+    params = {"index": idx, "accumulate": accumulate}
+    if inplace:
+        return apply_inplace(put_p, self, (source,), params)
+    return apply(put_p, (self, source), params)
+
+
+@register(method=True)
+def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
+    """A copy of ``input`` with ``source``'s elements written (or added) at the flat positions ``index``."""
+    return _put(input, index, source, accumulate, False, "put")
+
+
+@register(name="put_", module=False, method=True)
+def put_(self: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
+    """In-place ``put``."""
+    return _put(self, index, source, accumulate, True, "put_")
