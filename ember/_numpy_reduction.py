@@ -1,6 +1,119 @@
-"""NumPy kernels of the 'reduction' family for the raw 'cpu' namespace (re-exported by ember._numpy_ns)."""
+"""NumPy kernels of the 'reduction' family for the raw 'cpu' namespace (re-exported by ember._numpy_ns).
+
+Every name in ``__all__`` is also in ``graph_ns`` (registered in ``ember/ops/reduction.py``), so the
+derivative rules that call it run in both namespaces. Helpers starting with ``_`` are used by the public
+functions only (the forward of an op that also returns indices).
+"""
 from __future__ import annotations
 
-import numpy as np  # noqa: F401
+import builtins
 
-__all__: list = []
+import numpy as np
+
+__all__: list = ["nansum", "prod", "cumsum", "cumprod", "logcumsumexp", "logsumexp", "reverse_dim", "gather_dim",
+                 "scatter_add_zeros", "vector_norm", "any"]
+
+
+def _empty_over(x, dim) -> bool:
+    return builtins.any(x.shape[d] == 0 for d in dim)
+
+
+def nansum(x, dim, keepdim=False):
+    return np.nansum(x, axis=dim, keepdims=keepdim)
+
+
+def prod(x, dim=None, keepdim=False):
+    """The product over ``dim`` (an int, or None for all elements)."""
+    return np.prod(x, axis=dim, keepdims=keepdim)
+
+
+def cumsum(x, dim):
+    return np.cumsum(x, axis=dim) if x.ndim else x.copy()
+
+
+def cumprod(x, dim):
+    return np.cumprod(x, axis=dim) if x.ndim else x.copy()
+
+
+def logcumsumexp(x, dim):
+    # logaddexp(a, b) = max + log1p(exp(-|a - b|)): stable, and -inf + -inf stays -inf.
+    with np.errstate(invalid="ignore", over="ignore"):
+        return np.logaddexp.accumulate(x, axis=dim) if x.ndim else x.copy()
+
+
+def logsumexp(x, dim, keepdim=False):
+    """log(sum(exp(x))) over ``dim``, stable: the maximum is taken out first (0 where it is infinite, so
+    that all -inf gives -inf and an inf gives inf rather than nan). Over an empty dim: -inf."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        if x.size == 0 or _empty_over(x, dim):
+            return np.log(np.sum(np.exp(x), axis=dim, keepdims=keepdim))
+        m = np.max(x, axis=dim, keepdims=True)
+        m = np.where(np.isinf(m), 0, m).astype(x.dtype, copy=False)
+        r = np.log(np.sum(np.exp(x - m), axis=dim, keepdims=True)) + m
+    return r if keepdim else np.squeeze(r, axis=dim)
+
+
+def reverse_dim(x, dim):
+    return np.flip(x, dim) if x.ndim else x
+
+
+def gather_dim(x, indices, dim):
+    """``x`` gathered along ``dim`` at ``indices`` (same number of dims as ``x``)."""
+    return np.take_along_axis(x, indices, dim) if x.ndim else x.copy()
+
+
+def scatter_add_zeros(g, indices, dim, shape):
+    """Zeros of ``shape`` with ``g`` added along ``dim`` at ``indices`` (repeated indices accumulate)."""
+    out = np.zeros(shape, dtype=g.dtype)
+    if out.ndim == 0:
+        out[...] = g
+        return out
+    idx = list(np.indices(indices.shape, sparse=True))
+    idx[dim] = indices
+    np.add.at(out, tuple(idx), g)
+    return out
+
+
+def vector_norm(x, ord, dim, keepdim=False):
+    """The ``ord``-norm over ``dim``; float16 accumulates in float32, as PyTorch's CPU kernel."""
+    w = x.astype(np.float32) if x.dtype == np.float16 else x
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        if ord == 2:
+            r = np.sqrt(np.sum(w * w, axis=dim, keepdims=keepdim))
+        elif ord == 1:
+            r = np.sum(np.abs(w), axis=dim, keepdims=keepdim)
+        elif ord == 0:
+            r = np.sum(w != 0, axis=dim, keepdims=keepdim).astype(w.dtype)
+        elif ord == np.inf:
+            r = np.max(np.abs(w), axis=dim, keepdims=keepdim)
+        elif ord == -np.inf:
+            r = np.min(np.abs(w), axis=dim, keepdims=keepdim)
+        else:
+            r = np.sum(np.abs(w) ** ord, axis=dim, keepdims=keepdim) ** (1.0 / ord)
+    return np.asarray(r).astype(x.dtype, copy=False)
+
+
+def _cum_extremum_indices(x, dim, largest):
+    """The indices of cummax (``largest``) / cummin along ``dim``: PyTorch's conventions, an equal value moves
+    the index forward, a NaN is the extremum from where it appears (a later NaN moves the index again)."""
+    if x.ndim == 0:
+        return np.zeros((), dtype=np.int64)
+    xm = np.moveaxis(x, dim, -1)
+    idx = np.zeros(xm.shape, dtype=np.int64)
+    if xm.shape[-1] and xm.size:
+        best = xm[..., 0].copy()
+        cur = np.zeros(best.shape, dtype=np.int64)
+        floating = x.dtype.kind == "f"
+        for i in range(1, xm.shape[-1]):
+            v = xm[..., i]
+            take = (v >= best) if largest else (v <= best)
+            if floating:
+                take = np.isnan(v) | (take & ~np.isnan(best))
+            best = np.where(take, v, best)
+            cur = np.where(take, i, cur)
+            idx[..., i] = cur
+    return np.moveaxis(idx, -1, dim)
+
+
+def any(x, dim=None, keepdim=False):  # noqa: A001 (torch.any's name)
+    return np.any(x, axis=dim, keepdims=keepdim)

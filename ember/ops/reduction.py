@@ -1,27 +1,42 @@
-"""Reductions: sum, mean, std, norm, max, min, amax, amin, argmax, argmin (and sum_to_size).
+"""Reductions and scans: sum, nansum, mean, nanmean, prod, std, var, std_mean, var_mean, norm,
+linalg.vector_norm, linalg.matrix_norm, logsumexp, max, min, amax, amin, aminmax, argmax, argmin, cumsum,
+cumprod, cummax, cummin, logcumsumexp, diff, all, any, dist, cdist (and sum_to_size).
 
 Rules read the reduced input's shape from the input itself (``a.shape``, saved or not), so the
-primitives' parameters are only what the user chose: the dims and keepdim.
+primitives' parameters are only what the user chose: the dims and keepdim. The derivative formulas are
+PyTorch's (tools/autograd/derivatives.yaml, FunctionsManual.cpp), including its conventions at ties, zeros
+and NaNs.
 """
 from __future__ import annotations
 
+import functools
+import math
 import warnings
 from collections import namedtuple
 
 import numpy as np
 
-from .._tensor import Tensor, make
+from .. import _dtype as D
+from .._numpy_reduction import _cum_extremum_indices
+from .._tensor import Tensor, make, wrap_dim
 from ..autograd.graph import node_class
 from ._primitive import PrimNode, apply, defprim
-from ._registry import graph, register
-from ._util import check_tensor, dtype_word, normalize_dims, reduced_shape
+from ._registry import SUBMODULES, graph, register
+from ._util import check_bool, check_tensor, dtype_word, normalize_dims, reduced_shape, scalar_or_tensor
+
+_INF = math.inf
+
+
+# ----- helpers shared by the rules ---------------------------------------------------------------
+
+def _unreduce(xp, t, a, dims, keepdim):
+    """A reduced result (or gradient) reshaped to keep the reduced dims (size 1), broadcastable against ``a``."""
+    return t if keepdim else xp.reshape(t, reduced_shape(a.shape, dims))
 
 
 def _expand_back(xp, g, a, dims, keepdim):
     # A gradient of the reduced shape broadcast back to the input's shape.
-    if not keepdim:
-        g = xp.reshape(g, reduced_shape(a.shape, dims))
-    return xp.expand(g, a.shape)
+    return xp.expand(_unreduce(xp, g, a, dims, keepdim), a.shape)
 
 
 def _count(shape, dims) -> int:
@@ -30,6 +45,23 @@ def _count(shape, dims) -> int:
         n *= shape[d]
     return n
 
+
+def _safe_div(xp, num, den):
+    # num / den, and 0 where den == 0 (the gradient of a norm at the origin is taken as 0). The inner where
+    # keeps the unused branch finite, so the second derivative has no 0 * inf either.
+    return xp.where(den == 0, 0.0, num / xp.where(den == 0, 1.0, den))
+
+
+def _narrow(xp, a, dim, start, stop):
+    return xp.getitem(a, (slice(None),) * dim + (slice(start, stop),))
+
+
+def _rev_cumsum(xp, g, dim):
+    # sum_{j >= k} g_j: the adjoint of cumsum.
+    return xp.reverse_dim(xp.cumsum(xp.reverse_dim(g, dim), dim), dim)
+
+
+# ----- sum, nansum, mean ---------------------------------------------------------------------------
 
 sum_p = defprim("sum", "SumBackward1", lambda xp, a, dims, keepdim: xp.sum(a, dims, keepdim),
                 vjp=lambda xp, g, out, a, dims, keepdim: _expand_back(xp, g, a, dims, keepdim), jvp="linear")
@@ -41,41 +73,292 @@ mean_p = defprim("mean", "MeanBackward1", lambda xp, a, dims, keepdim: xp.mean(a
 sum_to_p = defprim("sum_to", "SumToSizeBackward0", lambda xp, a, shape: xp.sum_to(a, shape),
                    vjp=lambda xp, g, out, a, shape: xp.expand(g, a.shape), jvp="linear")
 
+# nansum: NaNs count as zero, and get a zero gradient.
+nansum_p = defprim(
+    "nansum", "NansumBackward0", lambda xp, a, dims, keepdim: xp.nansum(a, dims, keepdim),
+    vjp=lambda xp, g, out, a, dims, keepdim: xp.where(xp.isnan(a), 0.0, _expand_back(xp, g, a, dims, keepdim)),
+    jvp=lambda xp, t, out, a, dims, keepdim: xp.sum(xp.where(xp.isnan(a), 0.0, t), dims, keepdim),
+    saves=(0,))
+
+
+# ----- prod ----------------------------------------------------------------------------------------
+
+def _prod_others(xp, a, dim):
+    """prod_{i != k} a_i along ``dim`` for every k, exact with zeros: the exclusive cumulative products from
+    the left times those from the right (PyTorch's prod_safe_zeros_backward)."""
+    n = a.shape[dim]
+    if n == 1:
+        return xp.ones_like(a)
+    ones = xp.ones_like(_narrow(xp, a, dim, 0, 1))
+    left = xp.cumprod(xp.cat([ones, _narrow(xp, a, dim, 0, n - 1)], dim), dim)
+    right = xp.reverse_dim(xp.cumprod(xp.cat([ones, xp.reverse_dim(_narrow(xp, a, dim, 1, n), dim)], dim), dim), dim)
+    return left * right
+
+
+def _prod_vjp(xp, g, out, a, dim, keepdim):
+    if a.ndim == 0:
+        return g
+    if dim is None:   # the product of every element: the rule along one flattened dim
+        flat = _prod_vjp(xp, xp.reshape(g, (1,)), xp.reshape(out, (1,)), xp.reshape(a, (-1,)), 0, True)
+        return xp.reshape(flat, a.shape)
+    if not keepdim:
+        g, out = xp.unsqueeze(g, dim), xp.unsqueeze(out, dim)
+    if not bool(xp.any(a == 0)):
+        return g * (out / a)
+    return g * _prod_others(xp, a, dim)
+
+
+def _prod_jvp(xp, t, out, a, dim, keepdim):
+    # PyTorch's: (prod_backward(ones, a, out) * t).sum(dim, keepdim)
+    if a.ndim == 0:
+        return t
+    w = _prod_vjp(xp, xp.ones_like(out), out, a, dim, keepdim)
+    return xp.sum(w * t, tuple(range(a.ndim)) if dim is None else (dim,), keepdim and dim is not None)
+
+
+prod_p = defprim("prod", "ProdBackward1", lambda xp, a, dim, keepdim: xp.prod(a, dim, keepdim),
+                 vjp=_prod_vjp, jvp=_prod_jvp, saves=(0,), saves_out=True)
+
+
+# ----- std, var ------------------------------------------------------------------------------------
+
+def _var_grad(xp, g, a, dims, keepdim, correction):
+    # PyTorch's var_backward: (2 / (N - correction)) * grad * (a - mean(a))
+    dof = _count(a.shape, dims) - correction
+    scale = 2.0 / dof if dof != 0 else _INF
+    return (scale * _unreduce(xp, g, a, dims, keepdim)) * (a - xp.mean(a, dims, True))
+
 
 def _std_vjp(xp, g, out, a, dims, keepdim, correction):
-    centered = a - xp.mean(a, dims, True)
-    n = _count(a.shape, dims)
-    if not keepdim:
-        g, out = xp.reshape(g, reduced_shape(a.shape, dims)), xp.reshape(out, reduced_shape(a.shape, dims))
-    # a constant input has std 0: PyTorch takes the gradient there as 0
-    return centered * _safe_div(xp, g, out * (n - correction))
+    # std_backward: var_backward(grad / (2 * std)), with 0 where std == 0 (a constant input)
+    return _var_grad(xp, _safe_div(xp, g, 2 * out), a, dims, keepdim, correction)
 
 
-def _std_jvp(xp, t, out, a, dims, keepdim, correction):
-    centered = a - xp.mean(a, dims, True)
-    return xp.sum(centered * t, dims, keepdim) / (out * (_count(a.shape, dims) - correction))
+def _var_jvp(xp, t, out, a, dims, keepdim, correction):
+    return xp.sum(_var_grad(xp, 1.0, a, dims, True, correction) * t, dims, keepdim)
 
 
 std_p = defprim("std", "StdBackward0", lambda xp, a, dims, keepdim, correction: xp.std(a, dims, correction, keepdim),
-                vjp=_std_vjp, jvp=_std_jvp, saves=(0,), saves_out=True)
+                vjp=_std_vjp, jvp=lambda xp, t, out, a, dims, keepdim, correction:
+                _safe_div(xp, _var_jvp(xp, t, out, a, dims, keepdim, correction), 2 * out),
+                saves=(0,), saves_out=True)
+
+var_p = defprim("var", "VarBackward0", lambda xp, a, dims, keepdim, correction: xp.var(a, dims, correction, keepdim),
+                vjp=lambda xp, g, out, a, dims, keepdim, correction: _var_grad(xp, g, a, dims, keepdim, correction),
+                jvp=_var_jvp, saves=(0,))
 
 
-def _safe_div(xp, num, den):
-    # num / den, and 0 where den == 0 (the gradient of a norm at the origin is taken as 0).
-    return xp.where(den == 0, 0.0, num / xp.where(den == 0, 1.0, den))
+# ----- norms ---------------------------------------------------------------------------------------
+
+def _norm_grad(xp, g, x, ord, norm, dims, split_ties=True):
+    """PyTorch's norm_backward: d||x||_ord / dx times ``g``; ``g`` and ``norm`` keep the reduced dims.
+    ``split_ties=False`` is cdist's inf-norm convention (every maximal entry gets the whole gradient)."""
+    if ord == 0:
+        return None
+    if ord == 1:
+        return xp.sign(x) * g
+    if ord == 2:
+        return g * _safe_div(xp, x, norm)
+    if ord in (_INF, -_INF):
+        ax = xp.abs(x)
+        mask = (ax == norm) | xp.isnan(ax)
+        if not split_ties:
+            return xp.sign(x) * (g * mask)
+        return xp.sign(x) * ((g / xp.sum(mask, dims, True)) * mask)
+    if ord < 1:
+        scaled = xp.sign(x) * xp.where(x == 0, 0.0, xp.pow(xp.abs(x), ord - 1))
+        return scaled * g * xp.pow(norm, 1 - ord)
+    if ord < 2:
+        return xp.sign(x) * xp.pow(xp.abs(x), ord - 1) * _safe_div(xp, g, xp.pow(norm, ord - 1))
+    return x * xp.pow(xp.abs(x), ord - 2) * _safe_div(xp, g, xp.pow(norm, ord - 1))
 
 
-def _norm_vjp(xp, g, out, a, dims, keepdim):
-    if not keepdim:
-        g, out = xp.reshape(g, reduced_shape(a.shape, dims)), xp.reshape(out, reduced_shape(a.shape, dims))
-    return a * _safe_div(xp, g, out)
+def _norm_tangent(xp, t, x, ord, norm, dims, keepdim):
+    """PyTorch's norm_jvp: the tangent of ||x||_ord for the tangent ``t`` of x (``norm`` as returned)."""
+    if ord == 0:
+        return None
+    if ord == 1:
+        return xp.sum(xp.sign(x) * t, dims, keepdim)
+    if ord == 2:
+        return _safe_div(xp, xp.sum(x * t, dims, keepdim), norm)
+    if ord in (_INF, -_INF):
+        nk = _unreduce(xp, norm, x, dims, keepdim)
+        mask = (xp.abs(x) == nk) | (xp.isnan(x) & xp.isnan(nk))
+        return xp.sum(xp.sign(x) * t * mask / xp.sum(mask, dims, True), dims, keepdim)
+    if ord < 1:
+        s = xp.sum(xp.where(x == 0, 0.0, xp.pow(xp.abs(x), ord - 1)) * (xp.sign(x) * t), dims, keepdim)
+        return s * xp.pow(norm, 1 - ord)
+    if ord < 2:
+        s = xp.sum(xp.pow(xp.abs(x), ord - 1) * (xp.sign(x) * t), dims, keepdim)
+    else:
+        s = xp.sum(xp.pow(xp.abs(x), ord - 2) * (x * t), dims, keepdim)
+    return _safe_div(xp, s, xp.pow(norm, ord - 1))
 
 
-norm_p = defprim("norm", "LinalgVectorNormBackward0", lambda xp, a, dims, keepdim: xp.vector_norm(a, 2, dims, keepdim),
-                 vjp=_norm_vjp,
-                 jvp=lambda xp, t, out, a, dims, keepdim: _safe_div(xp, xp.sum(a * t, dims, keepdim), out),
+def _vector_norm_vjp(xp, g, out, a, ord, dims, keepdim):
+    return _norm_grad(xp, _unreduce(xp, g, a, dims, keepdim), a, ord, _unreduce(xp, out, a, dims, keepdim), dims)
+
+
+norm_p = defprim("vector_norm", "LinalgVectorNormBackward0",
+                 lambda xp, a, ord, dims, keepdim: xp.vector_norm(a, ord, dims, keepdim),
+                 vjp=_vector_norm_vjp,
+                 jvp=lambda xp, t, out, a, ord, dims, keepdim: _norm_tangent(xp, t, a, ord, out, dims, keepdim),
                  saves=(0,), saves_out=True)
 
+
+def _all_dims(x):
+    return tuple(range(x.ndim))
+
+
+def _dist_vjp(sign):
+    def rule(xp, g, out, a, b, p):
+        d = a - b
+        r = _norm_grad(xp, g, d, p, out, _all_dims(d))
+        return r if r is None or sign > 0 else -r
+    return rule
+
+
+def _dist_jvp(sign):
+    def rule(xp, t, out, a, b, p):
+        d = a - b
+        r = _norm_tangent(xp, t if sign > 0 else -t, d, p, out, _all_dims(d), False)
+        return r
+    return rule
+
+
+def _dist_forward(xp, a, b, p):
+    d = a - b
+    return xp.vector_norm(d, p, _all_dims(d))
+
+
+dist_p = defprim("dist", "DistBackward0", _dist_forward,
+                 vjp=(_dist_vjp(1), _dist_vjp(-1)), jvp=(_dist_jvp(1), _dist_jvp(-1)), saves=(0, 1), saves_out=True,
+                 promote="standard")
+
+
+def _cdist_diff(xp, x1, x2):
+    return xp.unsqueeze(x1, -2) - xp.unsqueeze(x2, -3)    # (..., P, R, M)
+
+
+def _cdist_grads(xp, g, out, x1, x2, p):
+    d = _cdist_diff(xp, x1, x2)
+    last = (d.ndim - 1,)
+    return _norm_grad(xp, xp.unsqueeze(g, -1), d, p, xp.unsqueeze(out, -1), last, split_ties=False)
+
+
+def _cdist_vjp1(xp, g, out, x1, x2, p):
+    G = _cdist_grads(xp, g, out, x1, x2, p)
+    return None if G is None else xp.sum(G, -2)
+
+
+def _cdist_vjp2(xp, g, out, x1, x2, p):
+    G = _cdist_grads(xp, g, out, x1, x2, p)
+    return None if G is None else -xp.sum(G, -3)
+
+
+def _cdist_jvp(which):
+    def rule(xp, t, out, x1, x2, p):
+        d = _cdist_diff(xp, x1, x2)
+        td = xp.unsqueeze(t, -2) if which == 0 else -xp.unsqueeze(t, -3)
+        return _norm_tangent(xp, td, d, p, out, (d.ndim - 1,), False)
+    return rule
+
+
+def _cdist_forward(xp, x1, x2, p):
+    d = _cdist_diff(xp, x1, x2)
+    return xp.vector_norm(d, p, (d.ndim - 1,))
+
+
+cdist_p = defprim("cdist", "CdistBackward0", _cdist_forward,
+                  vjp=(_cdist_vjp1, _cdist_vjp2), jvp=(_cdist_jvp(0), _cdist_jvp(1)), saves=(0, 1), saves_out=True)
+
+
+# ----- logsumexp, scans ----------------------------------------------------------------------------
+
+logsumexp_p = defprim(
+    "logsumexp", "LogsumexpBackward0", lambda xp, a, dims, keepdim: xp.logsumexp(a, dims, keepdim),
+    vjp=lambda xp, g, out, a, dims, keepdim:
+        _unreduce(xp, g, a, dims, keepdim) * xp.exp(a - _unreduce(xp, out, a, dims, keepdim)),
+    jvp=lambda xp, t, out, a, dims, keepdim:
+        xp.sum(t * xp.exp(a - _unreduce(xp, out, a, dims, keepdim)), dims, keepdim),
+    saves=(0,), saves_out=True, promote="float")
+
+cumsum_p = defprim("cumsum", "CumsumBackward0", lambda xp, a, dim: xp.cumsum(a, dim),
+                   vjp=lambda xp, g, out, a, dim: _rev_cumsum(xp, g, dim) if a.ndim else g, jvp="linear")
+
+
+def _cumprod_vjp(xp, g, out, a, dim):
+    if a.ndim == 0 or a.shape[dim] <= 1:
+        return g
+    if not bool(xp.any(a == 0)):
+        return _rev_cumsum(xp, out * g, dim) / a
+    # A zero in the input (PyTorch's cumprod_backward handles it too): d out_j / d a_k is the product of
+    # a_i over i <= j, i != k, for j >= k. All k at once: the cumprod of n copies of the row, copy k with
+    # a_k replaced by 1. O(n^2), exact with any number of zeros, and differentiable again.
+    row = xp.unsqueeze(xp.transpose(a, dim, -1), -2)              # (..., 1, n)
+    gr = xp.unsqueeze(xp.transpose(g, dim, -1), -2)               # (..., 1, n)
+    j = xp.cumsum(xp.ones_like(row), -1)                          # 1..n along the last dim
+    k = xp.transpose(j, -1, -2)                                   # 1..n along the copies
+    excl = xp.cumprod(xp.where(j == k, 1.0, row), -1)             # (..., n, n)
+    terms = xp.where(j >= k, gr * excl, 0.0)
+    return xp.transpose(xp.sum(terms, -1), -1, dim)
+
+
+def _cumprod_jvp(xp, t, out, a, dim):
+    if a.ndim == 0 or a.shape[dim] <= 1:
+        return t
+    if not bool(xp.any(a == 0)):
+        return xp.cumsum(t / a, dim) * out
+    row = xp.unsqueeze(xp.transpose(a, dim, -1), -2)
+    tr = xp.transpose(xp.unsqueeze(xp.transpose(t, dim, -1), -2), -1, -2)   # t_k along the copies
+    j = xp.cumsum(xp.ones_like(row), -1)
+    k = xp.transpose(j, -1, -2)
+    excl = xp.cumprod(xp.where(j == k, 1.0, row), -1)
+    terms = xp.where(j >= k, tr * excl, 0.0)                      # [k, j]: t_k d out_j / d a_k
+    return xp.transpose(xp.sum(terms, -2), -1, dim)
+
+
+cumprod_p = defprim("cumprod", "CumprodBackward0", lambda xp, a, dim: xp.cumprod(a, dim),
+                    vjp=_cumprod_vjp, jvp=_cumprod_jvp, saves=(0,), saves_out=True)
+
+
+def _log_parts(xp, g):
+    """log(g) where g > 0 and log(-g) where g < 0, else the lowest finite value (not -inf: -inf - -inf would
+    make NaNs in the next derivative, which the where() of that derivative then hides)."""
+    lowest = -65504.0 if "16" in str(g.dtype) else -3.0e38
+    log_abs = xp.log(xp.abs(g))
+    return xp.where(g > 0, log_abs, lowest), xp.where(g < 0, log_abs, lowest)
+
+
+def _logcumsumexp_vjp(xp, g, out, a, dim):
+    if a.ndim == 0:
+        return g
+    # grad_k = sum_{j >= k} g_j exp(a_k - out_j), in TensorFlow's stable form, as PyTorch: the positive and
+    # negative parts of g are carried as logarithms through a reversed logcumsumexp.
+    pos, neg = _log_parts(xp, g)
+
+    def rev(x):
+        return xp.reverse_dim(xp.logcumsumexp(xp.reverse_dim(x, dim), dim), dim)
+    return xp.exp(rev(pos - out) + a) - xp.exp(rev(neg - out) + a)
+
+
+def _logcumsumexp_jvp(xp, t, out, a, dim):
+    if a.ndim == 0:
+        return t
+    # tangent_j = sum_{k <= j} t_k exp(a_k - out_j), stable in the same way (PyTorch's form, cumsum(t * w) /
+    # cumsum(w) with w = exp(a - max), is 0/0 where exp underflows).
+    pos, neg = _log_parts(xp, t)
+    return xp.exp(xp.logcumsumexp(pos + a, dim) - out) - xp.exp(xp.logcumsumexp(neg + a, dim) - out)
+
+
+logcumsumexp_p = defprim("logcumsumexp", "LogcumsumexpBackward0", lambda xp, a, dim: xp.logcumsumexp(a, dim),
+                         vjp=_logcumsumexp_vjp, jvp=_logcumsumexp_jvp, saves=(0,), saves_out=True)
+
+flip_p = defprim("reverse_dim", "FlipBackward0", lambda xp, a, dim: xp.reverse_dim(a, dim),
+                 vjp=lambda xp, g, out, a, dim: xp.reverse_dim(g, dim), jvp="linear")
+
+
+# ----- selections: max/min along a dim, cummax/cummin ---------------------------------------------
 
 def _evenly_distribute(xp, g, a, out):
     # max()/min() over everything: ties share the gradient evenly; a NaN maximum is every NaN element's.
@@ -94,14 +377,13 @@ min_all_p = defprim("min", "MinBackward1", lambda xp, a: xp.amin(a),
 def _even_share(xp, g, a, out, dims, keepdim):
     # amax/amin: ties share the gradient evenly, as in PyTorch (a NaN maximum gives NaN gradients, as there).
     # (g * mask first: on Tensors a bool mask divided by its count would be float32, whatever g is.)
-    if not keepdim:
-        g, out = xp.reshape(g, reduced_shape(a.shape, dims)), xp.reshape(out, reduced_shape(a.shape, dims))
+    g, out = _unreduce(xp, g, a, dims, keepdim), _unreduce(xp, out, a, dims, keepdim)
     mask = a == out
     return g * mask / xp.sum(mask, dims, True)
 
 
 def _even_share_jvp(xp, t, out, a, dims, keepdim):
-    mask = a == (out if keepdim else xp.reshape(out, reduced_shape(a.shape, dims)))
+    mask = a == _unreduce(xp, out, a, dims, keepdim)
     return xp.sum(t * mask, dims, keepdim) / xp.sum(mask, dims, keepdim)
 
 
@@ -136,95 +418,388 @@ select_along_p = defprim(
         xp.put_along_dim_zeros(g if keepdim else xp.unsqueeze(g, dim), indices, dim, a.shape),
     jvp="linear")
 
+# cummax/cummin values: the input gathered at the running arg-extremum (indices repeat, so backward adds).
+gather_p = defprim("gather", "GatherBackward0", lambda xp, a, indices, dim: xp.gather_dim(a, indices, dim),
+                   vjp=lambda xp, g, out, a, indices, dim: xp.scatter_add_zeros(g, indices, dim, a.shape),
+                   jvp="linear")
+scatter_add_zeros_p = defprim(
+    "scatter_add", "ScatterAddBackward0",
+    lambda xp, g, indices, dim, shape: xp.scatter_add_zeros(g, indices, dim, shape),
+    vjp=lambda xp, g, out, a, indices, dim, shape: xp.gather_dim(g, indices, dim), jvp="linear")
+
 graph("take_along_dim", lambda x, indices, dim: apply(take_along_dim_p, (x,), {"indices": indices, "dim": dim}))
 graph("put_along_dim_zeros", lambda g, indices, dim, shape: apply(
     put_along_dim_zeros_p, (g,), {"indices": indices, "dim": dim, "shape": shape}))
+graph("gather_dim", lambda x, indices, dim: apply(gather_p, (x,), {"indices": indices, "dim": dim}))
+graph("scatter_add_zeros", lambda g, indices, dim, shape: apply(
+    scatter_add_zeros_p, (g,), {"indices": indices, "dim": dim, "shape": shape}))
+graph("reverse_dim", lambda x, dim: apply(flip_p, (x,), {"dim": dim}))
 
 
-# ----- public functions ------------------------------------------------------------------------
+# ----- argument checking ---------------------------------------------------------------------------
+
+def _np_aliases(fn):
+    """PyTorch's NumPy-style keyword aliases: ``axis=`` for ``dim=``, ``keepdims=`` for ``keepdim=``."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        for alias, name in (("axis", "dim"), ("keepdims", "keepdim")):
+            if alias in kwargs:
+                if name in kwargs or (name == "dim" and len(args) > 1):
+                    raise TypeError(f"{fn.__name__}() got multiple values for argument '{name}'")
+                kwargs[name] = kwargs.pop(alias)
+        return fn(*args, **kwargs)
+    return wrapper
+
 
 def _reduce_args(input, dim, keepdim, op):
     check_tensor(input, op)
+    check_bool(keepdim, op, "keepdim")
     if isinstance(dim, (list, tuple)) and len(dim) == 0:
         dim = None   # PyTorch: an empty dim list reduces over every dim
-    return normalize_dims(dim, input._data.ndim, op) if input._data.ndim else ()
+    return normalize_dims(dim, input._data.ndim, op)
 
+
+def _int_dim(input, dim, op) -> int:
+    """A single dim (scans, aminmax): an int in range; a 0-d input takes 0 and -1."""
+    if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):
+        raise TypeError(f"{op}(): argument 'dim' must be int, not {type(dim).__name__}")
+    return wrap_dim(dim, input._data.ndim, op)
+
+
+def _check_dtype(dtype, op):
+    if dtype is not None and not isinstance(dtype, D.dtype):
+        raise TypeError(f"{op}(): argument 'dtype' must be torch.dtype, not {type(dtype).__name__}")
+    return dtype
+
+
+def _cast(input, dtype):
+    from .shape import to_dtype
+    return input if dtype is None else to_dtype(input, dtype)
+
+
+def _need_float(input, op, msg=None):
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(msg or f"{op}(): expected input to have floating point or complex dtype but got "
+                                  f"{dtype_word(input._data.dtype)}")
+
+
+_INT64 = np.dtype(np.int64)
+
+
+def _integral_to_int64(input):
+    """Sums and products of integral and bool tensors are int64 (PyTorch's promotion for reductions)."""
+    return _INT64 if input._data.dtype.kind in "iub" and input._data.dtype != _INT64 else None
+
+
+# ----- public functions: sum, nansum, mean, nanmean, prod -------------------------------------------
 
 _SUM0 = node_class("SumBackward0", PrimNode)
 _MEAN0 = node_class("MeanBackward0", PrimNode)
+_PROD0 = node_class("ProdBackward0", PrimNode)
 _MAX0 = node_class("MaxBackward0", PrimNode)
 _MIN0 = node_class("MinBackward0", PrimNode)
+_CUMMIN = node_class("CumminBackward0", PrimNode)
+_CUMMAX = node_class("CummaxBackward0", PrimNode)
+_STD_MEAN = node_class("StdMeanBackward0", PrimNode)
+_VAR_MEAN = node_class("VarMeanBackward0", PrimNode)
+_AMINMAX = node_class("AminmaxBackward0", PrimNode)
 
 
 @register(method=True)
-def sum(input, dim=None, keepdim=False, *, dtype=None):
+@_np_aliases
+def sum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    """Sum over ``dim`` (all dims by default); integral and bool inputs sum to int64."""
     dims = _reduce_args(input, dim, keepdim, "sum")
-    if dtype is not None:
-        input = input.to(dtype)
+    input = _cast(input, _check_dtype(dtype, "sum"))
     node = sum_p.node_cls if dim is not None else _SUM0
-    return apply(sum_p, (input,), {"dims": dims, "keepdim": keepdim}, node)
+    return apply(sum_p, (input,), {"dims": dims, "keepdim": keepdim}, node, dtype=_integral_to_int64(input))
+
+
+@register(method=True, graph=True)
+@_np_aliases
+def nansum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    """Sum over ``dim`` with NaNs counted as zero."""
+    dims = _reduce_args(input, dim, keepdim, "nansum")
+    input = _cast(input, _check_dtype(dtype, "nansum"))
+    return apply(nansum_p, (input,), {"dims": dims, "keepdim": keepdim}, dtype=_integral_to_int64(input))
 
 
 @register(method=True)
-def mean(input, dim=None, keepdim=False, *, dtype=None):
+@_np_aliases
+def mean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    """Mean over ``dim`` (all dims by default); the input must be floating (or ``dtype`` given)."""
     dims = _reduce_args(input, dim, keepdim, "mean")
-    if dtype is not None:
-        input = input.to(dtype)
-    if not input.dtype.is_floating_point:
-        raise RuntimeError(
-            f"mean(): could not infer output dtype. Input dtype must be either a floating point or complex "
-            f"dtype. Got: {dtype_word(input._data.dtype)}")
+    input = _cast(input, _check_dtype(dtype, "mean"))
+    _need_float(input, "mean", "mean(): could not infer output dtype. Input dtype must be either a floating point "
+                               f"or complex dtype. Got: {dtype_word(input._data.dtype)}")
     node = mean_p.node_cls if dim is not None else _MEAN0
     return apply(mean_p, (input,), {"dims": dims, "keepdim": keepdim}, node)
 
 
-graph("sum", lambda x, dim=None, keepdim=False: sum(x, dim, keepdim))
-graph("mean", lambda x, dim=None, keepdim=False: mean(x, dim, keepdim))
-
-
 @register(method=True)
-def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+@_np_aliases
+def nanmean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    """Mean over ``dim`` of the non-NaN elements (PyTorch's composite: nansum / count, so DivBackward0)."""
+    check_tensor(input, "nanmean")
+    _need_float(input if dtype is None else _cast(input, _check_dtype(dtype, "nanmean")), "nanmean")
+    total = nansum(input, dim, keepdim, dtype=dtype)
+    count = sum(input == input, dim, keepdim)
+    return total / count
+
+
+@register(method=True, graph=True)
+@_np_aliases
+def prod(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    """Product over one ``dim`` (all elements by default); exact gradients with zeros, as PyTorch's."""
+    check_tensor(input, "prod")
+    check_bool(keepdim, "prod", "keepdim")
+    if dim is not None:
+        if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):
+            raise TypeError(f"prod(): argument 'dim' must be int, not {type(dim).__name__}")
+    node = prod_p.node_cls if dim is not None else _PROD0
+    if dim is not None:   # a 0-d input has no dim to reduce (0 and -1 name it)
+        dim = wrap_dim(dim, input._data.ndim, "prod") if input._data.ndim else None
+    input = _cast(input, _check_dtype(dtype, "prod"))
+    return apply(prod_p, (input,), {"dim": dim, "keepdim": keepdim and dim is not None}, node,
+                 dtype=_integral_to_int64(input))
+
+
+# ----- std, var, std_mean, var_mean ---------------------------------------------------------------
+
+def _std_args(input, dim, unbiased, keepdim, correction, op):
+    check_tensor(input, op)
     if isinstance(dim, bool):   # std(x, False): the legacy positional ``unbiased``
         dim, unbiased = None, dim
-    dims = _reduce_args(input, dim, keepdim, "std")
+    if unbiased is not None and not isinstance(unbiased, bool):
+        raise TypeError(f"{op}(): argument 'unbiased' must be bool, not {type(unbiased).__name__}")
+    if correction is not None:
+        if unbiased is not None:
+            raise RuntimeError(f"{op}: Cannot pass both correction and unbiased arguments")
+        correction = scalar_or_tensor(correction, op, "correction")
+        if isinstance(correction, Tensor) or isinstance(correction, bool):
+            raise TypeError(f"{op}(): argument 'correction' must be Number, not {type(correction).__name__}")
+    dims = _reduce_args(input, dim, keepdim, op)
     if not input.dtype.is_floating_point:
         raise RuntimeError("std and var only support floating point and complex dtypes")
     if correction is None:
         correction = 0 if unbiased is False else 1
     if _count(input._data.shape, dims) - correction <= 0:
-        warnings.warn("std(): degrees of freedom is <= 0. Correction should be strictly less than the reduction "
-                      "factor (input numel divided by output numel).", UserWarning, stacklevel=2)
-    return apply(std_p, (input,), {"dims": dims, "keepdim": keepdim, "correction": correction})
-
-
-graph("std", lambda x, dim, correction, keepdim=False: std(x, dim, correction=correction, keepdim=keepdim))
-graph("var", lambda x, dim, correction, keepdim=False: std(x, dim, correction=correction, keepdim=keepdim) ** 2)
+        warnings.warn(f"{op}(): degrees of freedom is <= 0. Correction should be strictly less than the reduction "
+                      "factor (input numel divided by output numel).", UserWarning, stacklevel=3)
+    return {"dims": dims, "keepdim": keepdim, "correction": correction}
 
 
 @register(method=True)
-def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
-    if p not in ("fro", 2, 2.0, None):
-        raise NotImplementedError(f"ember: norm(p={p!r}) is not supported yet; only the 2-norm is")
-    dims = _reduce_args(input, dim, keepdim, "norm")
-    if not input.dtype.is_floating_point:
-        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. "
-                           f"Got {dtype_word(input._data.dtype)}")
-    return apply(norm_p, (input,), {"dims": dims, "keepdim": keepdim})
+@_np_aliases
+def std(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None) -> Tensor:
+    """Standard deviation over ``dim``; ``correction`` (default 1) or the legacy ``unbiased``."""
+    return apply(std_p, (input,), _std_args(input, dim, unbiased, keepdim, correction, "std"))
 
 
-graph("vector_norm", lambda x, ord, dim, keepdim=False: norm(x, ord, dim, keepdim))
+@register(method=True)
+@_np_aliases
+def var(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None) -> Tensor:
+    """Variance over ``dim``; ``correction`` (default 1) or the legacy ``unbiased``."""
+    return apply(var_p, (input,), _std_args(input, dim, unbiased, keepdim, correction, "var"))
 
 
-def _return_type(name):
-    base = namedtuple(name, ["values", "indices"])
+@register
+@_np_aliases
+def std_mean(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None) -> tuple:
+    """``(std, mean)`` over ``dim``."""
+    params = _std_args(input, dim, unbiased, keepdim, correction, "std_mean")
+    mp = {"dims": params["dims"], "keepdim": keepdim}
+    return apply(std_p, (input,), params, _STD_MEAN), apply(mean_p, (input,), mp, _STD_MEAN)
+
+
+@register
+@_np_aliases
+def var_mean(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None) -> tuple:
+    """``(var, mean)`` over ``dim``."""
+    params = _std_args(input, dim, unbiased, keepdim, correction, "var_mean")
+    mp = {"dims": params["dims"], "keepdim": keepdim}
+    return apply(var_p, (input,), params, _VAR_MEAN), apply(mean_p, (input,), mp, _VAR_MEAN)
+
+
+graph("std", lambda x, dim, correction, keepdim=False: std(x, dim, correction=correction, keepdim=keepdim))
+graph("var", lambda x, dim, correction, keepdim=False: var(x, dim, correction=correction, keepdim=keepdim))
+
+
+# ----- norms ---------------------------------------------------------------------------------------
+
+def _check_ord(ord, op="linalg_vector_norm"):
+    if isinstance(ord, bool) or not isinstance(ord, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{op}(): argument 'ord' (position 2) must be Number, not {type(ord).__name__}")
+    return float(ord)
+
+
+@register(name="vector_norm", module=False, submodule="linalg", graph=True)
+def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    """The ``ord``-norm of ``x`` over ``dim`` (all elements by default): 0, 1, 2, inf, -inf or any float."""
+    check_tensor(x, "linalg.vector_norm", "x")
+    ord = _check_ord(ord)
+    dims = _reduce_args(x, dim, keepdim, "linalg.vector_norm")
+    word = dtype_word(x._data.dtype)
+    if not x.dtype.is_floating_point:
+        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got {word}")
+    if _check_dtype(dtype, "linalg.vector_norm") is not None:
+        if not dtype.is_floating_point or D.promote_types(x.dtype, dtype) != dtype:
+            raise RuntimeError(f"linalg.vector_norm: the dtype of the input ({word}) should be convertible without "
+                               f"narrowing to the specified dtype ({dtype_word(dtype.np)})")
+        x = _cast(x, dtype)
+    if ord < 0 or ord == _INF:
+        shape = x._data.shape
+        name = "inf" if ord == _INF else "-inf" if ord == -_INF else f"{ord:g}"
+        if dim is None and x._data.size == 0:
+            raise RuntimeError(f"linalg.vector_norm cannot compute the {name} norm on an empty tensor because the "
+                               "operation does not have an identity")
+        for d in dims:
+            if shape[d] == 0:
+                raise RuntimeError(f"linalg.vector_norm cannot compute the {name} norm on the dimension {d}because "
+                                   "this dimension is empty and the operation does not have an identity")
+    ord = int(ord) if abs(ord) < _INF and ord == int(ord) else ord
+    return apply(norm_p, (x,), {"ord": ord, "dims": dims, "keepdim": keepdim})
+
+
+def _svdvals(A):
+    fn = SUBMODULES["linalg"].get("svdvals")
+    if fn is None:
+        raise NotImplementedError("ember: matrix norms 'nuc', 2 and -2 need linalg.svdvals, which ember does not "
+                                  "have yet")
+    return fn(A)
+
+
+@register(name="matrix_norm", module=False, submodule="linalg")
+def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dtype=None) -> Tensor:
+    """The matrix norm of ``A`` over the two dims ``dim``: 'fro', 'nuc', inf, -inf, 1, -1, 2, -2."""
+    op = "linalg.matrix_norm"
+    check_tensor(A, op, "A")
+    check_bool(keepdim, op, "keepdim")
+    if A._data.ndim < 2:
+        raise RuntimeError(f"{op}: The input tensor A must have at least 2 dimensions.")
+    if not A.dtype.is_floating_point:
+        raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. Got "
+                           f"{dtype_word(A._data.dtype)}")
+    if not isinstance(dim, (tuple, list)) or len(dim) != 2:
+        raise RuntimeError(f"{op}: dim must be a 2-tuple. Got {' '.join(map(str, dim)) if isinstance(dim, (tuple, list)) else dim}")
+    d0, d1 = (wrap_dim(d, A._data.ndim, op) for d in dim)
+    if d0 == d1:
+        raise RuntimeError(f"{op}: dims must be different. Got ({dim[0]}, {dim[1]})")
+    A = _cast(A, _check_dtype(dtype, op))
+    if isinstance(ord, str):
+        if ord == "fro":
+            return vector_norm(A, 2, (d0, d1), keepdim)
+        if ord != "nuc":
+            raise RuntimeError(f"{op}: Order {ord} not supported.")
+    elif isinstance(ord, bool) or not isinstance(ord, (int, float)) or ord not in (1, -1, 2, -2, _INF, -_INF):
+        raise RuntimeError(f"{op}: Order {ord} not supported.")
+    if ord in ("nuc", 2, -2):
+        # the singular values of the matrices moved to the last two dims
+        from .shape import permute
+        rest = [i for i in range(A._data.ndim) if i not in (d0, d1)]
+        s = _svdvals(permute(A, rest + [d0, d1]))
+        r = sum(s, -1) if ord == "nuc" else amax(s, -1) if ord == 2 else amin(s, -1)
+        if keepdim:
+            from .shape import unsqueeze
+            for d in sorted((d0, d1)):
+                r = unsqueeze(r, d)
+        return r
+    # 1 / -1: the max / min over columns of the column sums; inf / -inf: the same over rows
+    inner, outer = (d0, d1) if abs(ord) == 1 else (d1, d0)
+    if not keepdim and inner < outer:
+        outer -= 1
+    s = vector_norm(A, 1, inner, keepdim)
+    return (amax if ord > 0 else amin)(s, outer, keepdim)
+
+
+@register(method=True)
+def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Tensor:
+    """``torch.norm``: a vector norm (p a number, or 'fro' over at most two dims) or the nuclear norm."""
+    check_tensor(input, "norm")
+    if isinstance(dim, int) and not isinstance(dim, bool):
+        dim = (dim,)
+    if p is None:
+        p = "fro"
+    if isinstance(p, str):
+        if p == "fro" and (dim is None or len(dim) <= 2):
+            return vector_norm(input, 2, dim, keepdim, dtype=dtype)
+        if p == "nuc" or p == "fro":
+            if dim is None:
+                dim = tuple(range(input._data.ndim))
+            return matrix_norm(input, p, dim, keepdim, dtype=dtype)
+        raise RuntimeError(f"linalg.matrix_norm: Order {p} not supported.")
+    return vector_norm(input, p, dim, keepdim, dtype=dtype)
+
+
+@register(method=True)
+def dist(input: Tensor, other: Tensor, p=2) -> Tensor:
+    """The ``p``-norm of ``input - other`` (broadcast)."""
+    check_tensor(input, "dist")
+    check_tensor(other, "dist", "other", 2)
+    if isinstance(p, bool) or not isinstance(p, (int, float, np.integer, np.floating)):
+        raise TypeError(f"dist(): argument 'p' (position 3) must be Number, not {type(p).__name__}")
+    for x in (input, other):
+        if not x.dtype.is_floating_point:
+            raise RuntimeError(f"norm(): input dtype should be either floating point or complex. Got "
+                               f"{dtype_word(x._data.dtype)} instead.")
+    p = float(p)
+    return apply(dist_p, (input, other), {"p": int(p) if abs(p) < _INF and p == int(p) else p})
+
+
+@register
+def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode=None) -> Tensor:
+    """The ``p``-norm distances between the rows of ``x1`` (..., P, M) and of ``x2`` (..., R, M)."""
+    check_tensor(x1, "cdist", "x1")
+    check_tensor(x2, "cdist", "x2", 2)
+    if isinstance(p, bool) or not isinstance(p, (int, float, np.integer, np.floating)):
+        raise TypeError(f"cdist(): argument 'p' must be float, not {type(p).__name__}")
+    for name, x in (("X1", x1), ("X2", x2)):
+        if x._data.ndim < 2:
+            raise RuntimeError(f"cdist only supports at least 2D tensors, {name} got: {x._data.ndim}D")
+        if not x.dtype.is_floating_point:
+            raise RuntimeError(f"cdist only supports floating-point dtypes, {name} got: {dtype_word(x._data.dtype)}")
+    if x1._data.shape[-1] != x2._data.shape[-1]:
+        raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: {x1._data.shape[-1]} "
+                           f"X2: {x2._data.shape[-1]}")
+    if x1._data.dtype != x2._data.dtype:
+        raise RuntimeError(f"expected scalar type {dtype_word(x1._data.dtype)} but found "
+                           f"{dtype_word(x2._data.dtype)}")
+    if p < 0:
+        raise RuntimeError("cdist only supports non-negative p values")
+    b1, b2 = x1._data.shape[:-2], x2._data.shape[:-2]
+    try:
+        np.broadcast_shapes(b1, b2)
+    except ValueError:
+        from ._primitive import broadcast_error
+        raise broadcast_error((b1, b2)) from None
+    p = float(p)
+    return apply(cdist_p, (x1, x2), {"p": int(p) if p < _INF and p == int(p) else p})
+
+
+# ----- logsumexp, max/min, amax/amin, aminmax, argmax/argmin -----------------------------------------
+
+@register(method=True, graph=True)
+@_np_aliases
+def logsumexp(input: Tensor, dim, keepdim: bool = False) -> Tensor:
+    """log(sum(exp(input))) over ``dim``, computed stably; integral inputs give the default float dtype."""
+    dims = _reduce_args(input, dim, keepdim, "logsumexp")
+    return apply(logsumexp_p, (input,), {"dims": dims, "keepdim": keepdim})
+
+
+def _return_type(name, fields=("values", "indices")):
+    base = namedtuple(name, fields)
 
     def __repr__(self):
-        return f"torch.return_types.{name}(\nvalues={self.values!r},\nindices={self.indices!r})"
+        body = ",\n".join(f"{f}={v!r}" for f, v in zip(fields, self))
+        return f"torch.return_types.{name}(\n{body})"
     return type(name, (base,), {"__slots__": (), "__repr__": __repr__, "__str__": __repr__})
 
 
 MaxResult = _return_type("max")
 MinResult = _return_type("min")
+CummaxResult = _return_type("cummax")
+CumminResult = _return_type("cummin")
+AminmaxResult = _return_type("aminmax", ("min", "max"))
 
 
 def _extremum(input, dim, keepdim, other, op, np_arg):
@@ -239,8 +814,10 @@ def _extremum(input, dim, keepdim, other, op, np_arg):
             raise RuntimeError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0. "
                                f"Specify the reduction dim with the 'dim' argument.")
         return apply(max_all_p if op == "max" else min_all_p, (input,))
-    dims = _reduce_args(input, dim, keepdim, op)
-    d = dims[0] if dims else 0
+    check_bool(keepdim, op, "keepdim")
+    if isinstance(dim, (list, tuple)):
+        raise TypeError(f"{op}(): argument 'dim' must be int, not {type(dim).__name__}")
+    d = _int_dim(input, dim, op)
     if input._data.ndim and input._data.shape[d] == 0:
         raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")
     if not input._data.ndim:   # a 0-d input is gathered as shape (1,), its result is 0-d with or without keepdim
@@ -254,31 +831,44 @@ def _extremum(input, dim, keepdim, other, op, np_arg):
 
 
 @register(method=True)
-def max(input, dim=None, keepdim=False, *, other=None):
+@_np_aliases
+def max(input: Tensor, dim=None, keepdim: bool = False, *, other=None):
+    """The maximum of all elements, or ``(values, indices)`` along ``dim``, or ``maximum(input, other)``."""
     return _extremum(input, dim, keepdim, other, "max", np.argmax)
 
 
 @register(method=True)
-def min(input, dim=None, keepdim=False, *, other=None):
+@_np_aliases
+def min(input: Tensor, dim=None, keepdim: bool = False, *, other=None):
+    """The minimum of all elements, or ``(values, indices)`` along ``dim``, or ``minimum(input, other)``."""
     return _extremum(input, dim, keepdim, other, "min", np.argmin)
 
 
-def _amax(prim, op, input, dim, keepdim):
-    dims = _reduce_args(input, dim if dim != () else None, keepdim, op)
+def _amax(prim, op, input, dim, keepdim, node=None):
+    every = dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0)
+    dims = _reduce_args(input, None if every else dim, keepdim, op)
     shape = input._data.shape
-    if input._data.size == 0 and any(shape[d] == 0 for d in dims):
-        raise IndexError(f"{op}(): Expected reduction dim {dims[0]} to have non-zero size.")
-    return apply(prim, (input,), {"dims": dims, "keepdim": keepdim})
+    if input._data.size == 0:
+        if every:
+            raise RuntimeError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0. Specify "
+                               "the reduction dim with the 'dim' argument.")
+        for d in dims:
+            if shape[d] == 0:
+                raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")
+    return apply(prim, (input,), {"dims": dims, "keepdim": keepdim}, node)
 
 
 @register(method=True)
-def amax(input, dim=(), keepdim=False):
+@_np_aliases
+def amax(input: Tensor, dim=(), keepdim: bool = False) -> Tensor:
     """Maximum over ``dim`` (all dims by default); ties share the gradient evenly."""
     return _amax(amax_p, "amax", input, dim, keepdim)
 
 
 @register(method=True)
-def amin(input, dim=(), keepdim=False):
+@_np_aliases
+def amin(input: Tensor, dim=(), keepdim: bool = False) -> Tensor:
+    """Minimum over ``dim`` (all dims by default); ties share the gradient evenly."""
     return _amax(amin_p, "amin", input, dim, keepdim)
 
 
@@ -287,33 +877,179 @@ graph("amin", lambda x, dim=None, keepdim=False: amin(x, () if dim is None else 
 
 
 @register(method=True)
-def argmax(input, dim=None, keepdim=False):
+def aminmax(input: Tensor, *, dim=None, keepdim: bool = False):
+    """``(min, max)`` over ``dim`` (an int; all elements by default); ties share the gradient evenly."""
+    check_tensor(input, "aminmax")
+    check_bool(keepdim, "aminmax", "keepdim")
     if dim is None:
-        return make(np.asarray(np.argmax(input._data)))
-    return max(input, dim, keepdim).indices
+        if input._data.size == 0:
+            raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the operation has no "
+                               "identity.")
+        dims = tuple(range(input._data.ndim))
+    else:
+        d = _int_dim(input, dim, "aminmax")
+        if input._data.ndim and input._data.shape[d] == 0:
+            raise IndexError(f"aminmax: Expected reduction dim {d} to have non-zero size.")
+        dims = (d,) if input._data.ndim else ()
+    params = {"dims": dims, "keepdim": keepdim}
+    return AminmaxResult(apply(amin_p, (input,), params, _AMINMAX), apply(amax_p, (input,), params, _AMINMAX))
+
+
+def _arg(input, dim, keepdim, op, np_arg):
+    check_tensor(input, op)
+    check_bool(keepdim, op, "keepdim")
+    if input._data.dtype == np.bool_:
+        raise RuntimeError(f"{op}(): does not support bool input")
+    if dim is None:
+        if input._data.size == 0:
+            raise IndexError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0.")
+        r = np.asarray(np_arg(input._data))
+        return make(r.reshape((1,) * input._data.ndim) if keepdim else r)
+    d = _int_dim(input, dim, op)
+    if input._data.ndim and input._data.shape[d] == 0:
+        raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")
+    if not input._data.ndim:
+        return make(np.zeros((), dtype=np.int64))
+    return make(np.asarray(np_arg(input._data, axis=d, keepdims=keepdim)))
 
 
 @register(method=True)
-def argmin(input, dim=None, keepdim=False):
-    if dim is None:
-        return make(np.asarray(np.argmin(input._data)))
-    return min(input, dim, keepdim).indices
+@_np_aliases
+def argmax(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    """The index of the maximum (of the flattened input by default); the first one on ties."""
+    return _arg(input, dim, keepdim, "argmax", np.argmax)
 
 
-@register(module=False, method=True)
-def sum_to_size(input, *size):
-    shape = tuple(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list)) else tuple(size)
-    return apply(sum_to_p, (input,), {"shape": shape})
+@register(method=True)
+@_np_aliases
+def argmin(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    """The index of the minimum (of the flattened input by default); the first one on ties."""
+    return _arg(input, dim, keepdim, "argmin", np.argmin)
 
 
-graph("sum_to", lambda x, shape: sum_to_size(x, shape))
+# ----- scans: cumsum, cumprod, cummax, cummin, logcumsumexp, diff ------------------------------------
+
+@register(method=True, graph=True)
+@_np_aliases
+def cumsum(input: Tensor, dim: int, *, dtype=None) -> Tensor:
+    """Cumulative sum along ``dim``; integral and bool inputs give int64."""
+    check_tensor(input, "cumsum")
+    d = _int_dim(input, dim, "cumsum")
+    input = _cast(input, _check_dtype(dtype, "cumsum"))
+    return apply(cumsum_p, (input,), {"dim": d}, dtype=_integral_to_int64(input))
 
 
-@register(name="any", method=True)
-def any_(input, dim=None, keepdim=False):
-    return make(np.asarray(np.any(input._data, axis=dim, keepdims=keepdim)))
+@register(method=True, graph=True)
+@_np_aliases
+def cumprod(input: Tensor, dim: int, *, dtype=None) -> Tensor:
+    """Cumulative product along ``dim``; exact gradients with zeros, as PyTorch's."""
+    check_tensor(input, "cumprod")
+    d = _int_dim(input, dim, "cumprod")
+    input = _cast(input, _check_dtype(dtype, "cumprod"))
+    return apply(cumprod_p, (input,), {"dim": d}, dtype=_integral_to_int64(input))
+
+
+def _cum_extremum(input, dim, op, largest, result, node):
+    check_tensor(input, op)
+    d = _int_dim(input, dim, op)
+    idx = _cum_extremum_indices(input._data, d, largest)
+    values = apply(gather_p, (input,), {"indices": idx, "dim": d}, node)
+    return result(values, make(idx))
+
+
+@register(method=True)
+@_np_aliases
+def cummax(input: Tensor, dim: int):
+    """``(values, indices)`` of the running maximum along ``dim`` (an equal value moves the index on)."""
+    return _cum_extremum(input, dim, "cummax", True, CummaxResult, _CUMMAX)
+
+
+@register(method=True)
+@_np_aliases
+def cummin(input: Tensor, dim: int):
+    """``(values, indices)`` of the running minimum along ``dim`` (an equal value moves the index on)."""
+    return _cum_extremum(input, dim, "cummin", False, CumminResult, _CUMMIN)
+
+
+@register(method=True, graph=True)
+@_np_aliases
+def logcumsumexp(input: Tensor, dim: int) -> Tensor:
+    """log(cumsum(exp(input))) along ``dim``, computed stably."""
+    check_tensor(input, "logcumsumexp")
+    d = _int_dim(input, dim, "logcumsumexp")
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"logcumsumexp_out_cpu\" not implemented for '{dtype_word(input._data.dtype)}'")
+    return apply(logcumsumexp_p, (input,), {"dim": d})
+
+
+@register(method=True)
+def diff(input: Tensor, n: int = 1, dim: int = -1, prepend=None, append=None) -> Tensor:
+    """The ``n``-th forward difference along ``dim`` (after concatenating ``prepend`` and ``append``)."""
+    from .shape import cat
+    check_tensor(input, "diff")
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise TypeError(f"diff(): argument 'n' (position 2) must be int, not {type(n).__name__}")
+    if input._data.ndim == 0:
+        raise RuntimeError("diff expects input to be at least one-dimensional")
+    if n < 0:
+        raise RuntimeError(f"order must be non-negative but got {n}")
+    d = _int_dim(input, dim, "diff")
+    parts = []
+    for name, t in (("prepend", prepend), (None, input), ("append", append)):
+        if t is None:
+            continue
+        if name is not None:
+            check_tensor(t, "diff", name)
+            if t._data.ndim != input._data.ndim:
+                raise RuntimeError("diff expects prepend or append to be the same dimension as input")
+        parts.append(t)
+    x = parts[0] if len(parts) == 1 else cat(parts, d)
+    for _ in range(n):
+        size = x._data.shape[d]
+        if size == 0:
+            break
+        hi = x[(slice(None),) * d + (slice(1, None),)]
+        lo = x[(slice(None),) * d + (slice(None, size - 1),)]
+        x = (hi ^ lo) if x._data.dtype == np.bool_ else hi - lo
+    return x
+
+
+# ----- all, any ------------------------------------------------------------------------------------
+
+def _logical_reduce(input, dim, keepdim, op, kernel):
+    check_tensor(input, op)
+    dims = _reduce_args(input, dim, keepdim, op)
+    r = np.asarray(kernel(input._data, axis=dims, keepdims=keepdim))
+    return make(r.astype(np.uint8) if input._data.dtype == np.uint8 else r)
+
+
+@register(name="any", method=True, graph="any")
+@_np_aliases
+def any_(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    """Whether any element over ``dim`` is nonzero (bool; uint8 for a uint8 input)."""
+    return _logical_reduce(input, dim, keepdim, "any", np.any)
 
 
 @register(name="all", method=True)
-def all_(input, dim=None, keepdim=False):
-    return make(np.asarray(np.all(input._data, axis=dim, keepdims=keepdim)))
+@_np_aliases
+def all_(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    """Whether every element over ``dim`` is nonzero (bool; uint8 for a uint8 input)."""
+    return _logical_reduce(input, dim, keepdim, "all", np.all)
+
+
+# ----- sum_to_size ---------------------------------------------------------------------------------
+
+@register(module=False, method=True)
+def sum_to_size(input: Tensor, *size) -> Tensor:
+    """Sum ``input`` down to ``size`` (which must expand to the input's shape)."""
+    shape = tuple(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list)) else tuple(size)
+    have = input._data.shape
+    lead = len(have) - len(shape)
+    if lead < 0 or not all(s == 1 or s == h for s, h in zip(shape, have[lead:])):
+        raise RuntimeError(f"size {{{list(shape)}}} is not expandable to size {{{list(have)}}}.")
+    return apply(sum_to_p, (input,), {"shape": shape})
+
+
+graph("sum", lambda x, dim=None, keepdim=False: sum(x, dim, keepdim))
+graph("mean", lambda x, dim=None, keepdim=False: mean(x, dim, keepdim))
+graph("sum_to", lambda x, shape: sum_to_size(x, shape))
