@@ -48,6 +48,26 @@ def _with_grad(fn, nan=True):
     return op
 
 
+def _node_codes(m, t):
+    """The name of ``t``'s grad_fn as a tensor of character codes (compared with torch's by the forward test)."""
+    name = type(t.grad_fn).__name__ if t.grad_fn is not None else ""
+    return m.tensor([ord(c) for c in name], dtype=m.int64)
+
+
+def _recorded(fn):
+    """An op returning ``fn``'s outputs on an input that requires grad, plus the names of their nodes: for the ops
+    whose outputs PyTorch records but cannot differentiate (their gradient tests cannot run)."""
+    def op(m, a, **kw):
+        res = fn(m, a.detach().requires_grad_(), **kw)
+        outs = list(res) if isinstance(res, tuple) else [res]
+        return tuple(o.detach() for o in outs) + tuple(_node_codes(m, o) for o in outs)
+    return op
+
+
+def _bincount_weights(m, a, **kw):
+    return m.bincount(m.tensor([0, 1, 1, 3, 0])[:a.shape[0]], weights=a, **kw)
+
+
 def _sort(m, a, **kw):
     return m.sort(a, **kw)
 
@@ -289,6 +309,12 @@ OPS: list = [
     OpInfo("unique_nan", lambda m, a, **kw: _tied(m, a).unique(**kw),
            _u([((12,), {"return_inverse": True, "return_counts": True})]), "round", **NO_GRAD),
     OpInfo("unique_consecutive", _unique_consecutive, _consecutive_samples, dtypes=ALL, **NO_GRAD),
+    OpInfo("unique_recorded", _recorded(_unique),
+           lambda rng: [Sample((_ints(rng, (3, 4)),), kw) for kw in ({}, {"return_counts": True}, {"dim": 0})],
+           **NO_GRAD),
+    OpInfo("unique_consecutive_recorded", _recorded(_unique_consecutive),
+           lambda rng: [Sample((_ints(rng, (3, 4), 0, 2),), kw) for kw in ({"return_inverse": True}, {"dim": 1})],
+           **NO_GRAD),
     # --- nonzero, argwhere, count_nonzero --------------------------------------------------------------
     OpInfo("nonzero", lambda m, a, **kw: m.nonzero(a, **kw), _nonzero_samples, dtypes=ALL, **NO_GRAD),
     OpInfo("argwhere", lambda m, a: a.argwhere(), lambda rng: [Sample((_ints(rng, s, -1, 2),)) for s in
@@ -297,7 +323,9 @@ OPS: list = [
            **NO_GRAD),
     # --- bincount, histc ---------------------------------------------------------------------------------
     OpInfo("bincount", _bincount, _bincount_samples, dtypes=ALL, **NO_GRAD),
+    OpInfo("bincount_recorded", _recorded(_bincount_weights), [((5,), {}), ((5,), {"minlength": 6})], **NO_GRAD),
     OpInfo("histc", lambda m, a, **kw: m.histc(a, **kw), _histc_samples, dtypes=ALL, **NO_GRAD),
+    OpInfo("histc_recorded", _recorded(lambda m, a, **kw: m.histc(a, **kw)), [((6,), {"bins": 3})], **NO_GRAD),
     OpInfo("histc_nonfinite", lambda m, a, **kw: m.histc(a, **kw),
            lambda rng: [Sample((np.array([1.0, v]),), {"bins": 3}) for v in (np.inf, -np.inf, np.nan)], **NO_GRAD),
     # --- searchsorted, bucketize -------------------------------------------------------------------------

@@ -124,13 +124,29 @@ ModeResult = _return_type("mode")
 
 # ----- argument checks -----------------------------------------------------------------------------
 
-def _dim(input: Tensor, dim, op: str) -> int:
-    """``dim`` wrapped to a non-negative axis (0 for a 0-d input, which accepts 0 and -1)."""
+_NOT_GIVEN = object()   # an argument left out (PyTorch tells some overloads apart by it)
+
+
+def _dim(input: Tensor, dim, op: str, pos: int = 2) -> int:
+    """One ``dim`` wrapped to a non-negative axis (0 for a 0-d input, which accepts 0 and -1)."""
+    if dim is None or isinstance(dim, (list, tuple)):
+        raise TypeError(f"{op}(): argument 'dim' (position {pos}) must be int, not {type(dim).__name__}")
     dims = normalize_dims(dim, input._data.ndim, op)
     return dims[0] if dims else 0
 
 
+def _alias(value, alias, default, op: str, name: str, alias_name: str):
+    """PyTorch's NumPy-style keyword aliases (``axis`` for ``dim``, ``keepdims`` for ``keepdim``)."""
+    if alias is _NOT_GIVEN:
+        return default if value is _NOT_GIVEN else value
+    if value is not _NOT_GIVEN:
+        raise TypeError(f"{op}() got multiple values for argument '{name}' (also given as '{alias_name}')")
+    return alias
+
+
 def _int_arg(value, op: str, arg: str, pos: int | None = None) -> int:
+    if isinstance(value, Tensor) and value._data.size == 1 and value._data.dtype.kind in "iu":
+        return int(value._data.reshape(()))   # an integer tensor of one element is an int to PyTorch
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
         where = f" (position {pos})" if pos is not None else ""
         raise TypeError(f"{op}(): argument '{arg}'{where} must be int, not {type(value).__name__}")
@@ -178,9 +194,6 @@ def _sort_indices(a: np.ndarray, d: int, descending: bool, stable: bool) -> np.n
     return idx
 
 
-_NOT_GIVEN = object()   # sort(stable=...) given at all is PyTorch's other overload (SortBackward1)
-
-
 def _sort_args(input, dim, descending, stable, op):
     check_tensor(input, op)
     d = _dim(input, dim, op)
@@ -190,9 +203,12 @@ def _sort_args(input, dim, descending, stable, op):
 
 
 @register(method=True)
-def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool | None = _NOT_GIVEN) -> SortResult:
+def sort(input: Tensor, dim: int = _NOT_GIVEN, descending: bool = False, stable: bool | None = _NOT_GIVEN, *,
+         axis: int = _NOT_GIVEN) -> SortResult:
     """Sorted values along ``dim`` and their indices (NaN sorts above every number)."""
+    # sort(stable=...) given at all is PyTorch's other overload, whose node is SortBackward1
     node = "SortBackward0" if stable is _NOT_GIVEN else "SortBackward1"
+    dim = _alias(dim, axis, -1, "sort", "dim", "axis")
     d, descending, stable = _sort_args(input, dim, descending, stable, "sort")
     idx = _sort_indices(input._data, d, descending, stable)
     values = _values(input, idx, d, True, node)
@@ -200,8 +216,10 @@ def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool | 
 
 
 @register(method=True)
-def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
+def argsort(input: Tensor, dim: int = _NOT_GIVEN, descending: bool = False, stable: bool = False, *,
+            axis: int = _NOT_GIVEN) -> Tensor:
     """The indices that sort ``input`` along ``dim``."""
+    dim = _alias(dim, axis, -1, "argsort", "dim", "axis")
     d, descending, stable = _sort_args(input, dim, descending, stable, "argsort")
     return make(_sort_indices(input._data, d, descending, stable))
 
@@ -216,11 +234,12 @@ def msort(input: Tensor) -> Tensor:
 # ----- topk, kthvalue ------------------------------------------------------------------------------
 
 @register(method=True)
-def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> TopkResult:
+def topk(input: Tensor, k: int, dim: int = _NOT_GIVEN, largest: bool = True, sorted: bool = True, *,
+         axis: int = _NOT_GIVEN) -> TopkResult:
     """The ``k`` largest (or smallest) values along ``dim`` and their indices."""
     check_tensor(input, "topk")
     k = _int_arg(k, "topk", "k", 2)
-    d = _dim(input, dim, "topk")
+    d = _dim(input, _alias(dim, axis, -1, "topk", "dim", "axis"), "topk", 3)
     largest = check_bool(largest, "topk", "largest")
     sorted_ = check_bool(sorted, "topk", "sorted")
     a = input._data
@@ -246,12 +265,13 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
 
 
 @register(method=True)
-def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> KthvalueResult:
+def kthvalue(input: Tensor, k: int, dim: int = _NOT_GIVEN, keepdim: bool = _NOT_GIVEN, *, axis: int = _NOT_GIVEN,
+             keepdims: bool = _NOT_GIVEN) -> KthvalueResult:
     """The ``k``-th smallest value along ``dim`` (k counts from 1) and its index."""
     check_tensor(input, "kthvalue")
     k = _int_arg(k, "kthvalue", "k", 2)
-    d = _dim(input, dim, "kthvalue")
-    keepdim = check_bool(keepdim, "kthvalue", "keepdim")
+    d = _dim(input, _alias(dim, axis, -1, "kthvalue", "dim", "axis"), "kthvalue", 3)
+    keepdim = check_bool(_alias(keepdim, keepdims, False, "kthvalue", "keepdim", "keepdims"), "kthvalue", "keepdim")
     a = input._data
     _nonempty_dim(input, d, "kthvalue")
     n = a.shape[d] if a.ndim else 1
@@ -279,8 +299,10 @@ def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> Kth
 # ----- median, nanmedian, mode ---------------------------------------------------------------------
 
 def _median_dim(input, dim, keepdim, op, ignore_nan):
+    if dim is _NOT_GIVEN:
+        raise TypeError(f'{op}() missing 1 required positional arguments: "dim"')
     d = _dim(input, dim, op)
-    keepdim = check_bool(keepdim, op, "keepdim")
+    keepdim = check_bool(False if keepdim is _NOT_GIVEN else keepdim, op, "keepdim")
     _nonempty_dim(input, d, op)
     _refuse_dtype(input, "median_out", "b")
     a = input._data
@@ -308,10 +330,13 @@ def _median_dim(input, dim, keepdim, op, ignore_nan):
 
 
 @register(method=True)
-def median(input: Tensor, dim: int | None = None, keepdim: bool = False):
+def median(input: Tensor, dim: int = _NOT_GIVEN, keepdim: bool = _NOT_GIVEN, *, axis: int = _NOT_GIVEN,
+           keepdims: bool = _NOT_GIVEN):
     """The lower median of all elements, or along ``dim`` with its index (NaN if the slice holds one)."""
     check_tensor(input, "median")
-    if dim is None:
+    dim = _alias(dim, axis, _NOT_GIVEN, "median", "dim", "axis")
+    keepdim = _alias(keepdim, keepdims, _NOT_GIVEN, "median", "keepdim", "keepdims")
+    if dim is _NOT_GIVEN and keepdim is _NOT_GIVEN:   # median() of all elements; median(x, None) is an error
         if input._data.size:
             _refuse_dtype(input, "median_cpu", "b")
         return apply(median_all_p, (input,))
@@ -319,10 +344,13 @@ def median(input: Tensor, dim: int | None = None, keepdim: bool = False):
 
 
 @register(method=True)
-def nanmedian(input: Tensor, dim: int | None = None, keepdim: bool = False):
+def nanmedian(input: Tensor, dim: int = _NOT_GIVEN, keepdim: bool = _NOT_GIVEN, *, axis: int = _NOT_GIVEN,
+           keepdims: bool = _NOT_GIVEN):
     """``median`` ignoring NaN (NaN only where a slice has nothing else)."""
     check_tensor(input, "nanmedian")
-    if dim is None:
+    dim = _alias(dim, axis, _NOT_GIVEN, "nanmedian", "dim", "axis")
+    keepdim = _alias(keepdim, keepdims, _NOT_GIVEN, "nanmedian", "keepdim", "keepdims")
+    if dim is _NOT_GIVEN and keepdim is _NOT_GIVEN:   # median() of all elements; median(x, None) is an error
         if input._data.size:
             _refuse_dtype(input, "median_cpu", "b")
         return apply(nanmedian_all_p, (input,))
@@ -330,11 +358,12 @@ def nanmedian(input: Tensor, dim: int | None = None, keepdim: bool = False):
 
 
 @register(method=True)
-def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> ModeResult:
+def mode(input: Tensor, dim: int = _NOT_GIVEN, keepdim: bool = _NOT_GIVEN, *, axis: int = _NOT_GIVEN,
+         keepdims: bool = _NOT_GIVEN) -> ModeResult:
     """The most frequent value along ``dim`` (the smallest of equally frequent ones) and an index of it."""
     check_tensor(input, "mode")
-    d = _dim(input, dim, "mode")
-    keepdim = check_bool(keepdim, "mode", "keepdim")
+    d = _dim(input, _alias(dim, axis, -1, "mode", "dim", "axis"), "mode")
+    keepdim = check_bool(_alias(keepdim, keepdims, False, "mode", "keepdim", "keepdims"), "mode", "keepdim")
     _nonempty_dim(input, d, "mode")
     a = input._data
     if a.ndim == 0:
@@ -371,10 +400,10 @@ def _quantile(op, input, q, dim, keepdim, interpolation, ignore_nan):
     check_tensor(input, op)
     if isinstance(q, Tensor):
         q_t = q
-    elif isinstance(q, (int, float, np.integer, np.floating)) and not isinstance(q, (bool, np.bool_)):
+    elif isinstance(q, (bool, int, float, np.integer, np.floating, np.bool_)):
         if not 0 <= q <= 1:
             raise RuntimeError(f"quantile() q must be in the range [0, 1] but got {q}")
-        q_t = None
+        q, q_t = float(q), None
     else:
         raise TypeError(f"{op}(): argument 'q' must be Tensor or float, not {type(q).__name__}")
     keepdim = check_bool(keepdim, op, "keepdim")
@@ -396,7 +425,7 @@ def _quantile(op, input, q, dim, keepdim, interpolation, ignore_nan):
         with np.errstate(invalid="ignore"):
             if not np.all((q_t._data >= 0) & (q_t._data <= 1)):
                 raise RuntimeError("quantile() q values must be in the range [0, 1]")
-    d = None if dim is None else _dim(input, dim, op)
+    d = None if dim is None else _dim(input, dim, op, 3)
 
     # The reduced elements along the last dim: rows of shape R + (n,).
     if d is None or a.ndim == 0:
@@ -443,16 +472,22 @@ def _quantile(op, input, q, dim, keepdim, interpolation, ignore_nan):
 
 
 @register(method=True)
-def quantile(input: Tensor, q, dim: int | None = None, keepdim: bool = False, *,
-             interpolation: str = "linear") -> Tensor:
+def quantile(input: Tensor, q, dim: int | None = _NOT_GIVEN, keepdim: bool = _NOT_GIVEN, *,
+             interpolation: str = "linear", axis: int | None = _NOT_GIVEN,
+             keepdims: bool = _NOT_GIVEN) -> Tensor:
     """The ``q``-quantiles (float or 0-d/1-d tensor) of all elements or along ``dim``."""
+    dim = _alias(dim, axis, None, "quantile", "dim", "axis")
+    keepdim = _alias(keepdim, keepdims, False, "quantile", "keepdim", "keepdims")
     return _quantile("quantile", input, q, dim, keepdim, interpolation, False)
 
 
 @register(method=True)
-def nanquantile(input: Tensor, q, dim: int | None = None, keepdim: bool = False, *,
-                interpolation: str = "linear") -> Tensor:
+def nanquantile(input: Tensor, q, dim: int | None = _NOT_GIVEN, keepdim: bool = _NOT_GIVEN, *,
+                interpolation: str = "linear", axis: int | None = _NOT_GIVEN,
+                keepdims: bool = _NOT_GIVEN) -> Tensor:
     """``quantile`` ignoring NaN."""
+    dim = _alias(dim, axis, None, "nanquantile", "dim", "axis")
+    keepdim = _alias(keepdim, keepdims, False, "nanquantile", "keepdim", "keepdims")
     return _quantile("nanquantile", input, q, dim, keepdim, interpolation, True)
 
 
@@ -482,13 +517,15 @@ def _unique_flat(a: np.ndarray):
     return sv[new], inverse.reshape(a.shape), counts
 
 
-def _unique_dim_args(input, dim, op):
+def _unique_dim_args(input, dim, op, word):
     a = input._data
+    if isinstance(dim, (bool, list, tuple)) or not isinstance(dim, (int, np.integer)):
+        raise TypeError(f"{op}(): argument 'dim' must be int, not {type(dim).__name__}")
     if a.ndim == 0:
         raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
     d = _dim(input, dim, op)
     if a.size == 0 and any(s == 0 for i, s in enumerate(a.shape) if i != d):
-        raise RuntimeError(f"There are 0 sized dimensions, and they aren't selected, so {op} cannot be applied")
+        raise RuntimeError(f"There are 0 sized dimensions, and they aren't selected, so {word} cannot be applied")
     return d
 
 
@@ -509,7 +546,7 @@ def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False, ret
     if dim is None:
         vals, inverse, counts = _unique_flat(a)
         return _pack(_record_nondiff(unique_p, input, vals), inverse, counts, return_inverse, return_counts)
-    d = _unique_dim_args(input, dim, "unique")
+    d = _unique_dim_args(input, dim, "unique_dim", "unique")
     if a.shape[d] == 0:
         vals, inverse, counts = a.copy(), np.zeros(0, np.int64), np.zeros(0, np.int64)
     else:
@@ -530,7 +567,7 @@ def unique_consecutive(input: Tensor, return_inverse: bool = False, return_count
         flat, shape = a.reshape(-1), a.shape
         d = 0
     else:
-        d = _unique_dim_args(input, dim, "unique_consecutive")
+        d = _unique_dim_args(input, dim, "unique_consecutive", "unique")
         flat, shape = np.moveaxis(a, d, 0).reshape(a.shape[d], -1), (a.shape[d],)
     m = flat.shape[0]
     new = np.ones(m, dtype=bool)
@@ -575,9 +612,10 @@ def argwhere(input: Tensor) -> Tensor:
 
 
 @register(method=True)
-def count_nonzero(input: Tensor, dim=None) -> Tensor:
+def count_nonzero(input: Tensor, dim=_NOT_GIVEN, *, axis=_NOT_GIVEN) -> Tensor:
     """The number of nonzero elements, over all dims or over ``dim`` (an int or a tuple of ints)."""
     check_tensor(input, "count_nonzero")
+    dim = _alias(dim, axis, None, "count_nonzero", "dim", "axis")
     a = input._data
     if isinstance(dim, (list, tuple)) and len(dim) == 0:
         dim = None
