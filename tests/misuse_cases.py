@@ -899,21 +899,7 @@ XFAIL_PATTERNS: dict[str, str] = {
     # elementwise.py
     r"val-fill_-str": f"{_ELEM}: fill_ value must be Number or Tensor (TypeError)",
     # reduction.py
-    r"dim-(sum|mean|std|norm|amax|amin|argmax|argmin|max|min)(\.m)?-0d-(pos|neg)|dim-[a-z]+-0d-list-oor":
-        f"{_RED}: _reduce_args skips normalize_dims() for 0-d inputs (normalize_dims now handles ndim == 0: "
-        "call it unconditionally)",
-    r"badarg-(argmax|argmin)-.*": f"{_RED}: argmax/argmin do not check_tensor() their input",
-    r"valid-(sum-axis.*|sum-keepdims|mean-axis|mean-keepdims|std-axis|amax-axis|max-axis|max-keepdims)":
-        f"{_RED}: accept PyTorch's NumPy-style aliases axis= and keepdims=",
-    r"dtype-argmax-bool": f"{_RED}: argmax/argmin refuse bool input (RuntimeError)",
-    r"val-(sum-keepdim-(str|int)|max-keepdim-str)": f"{_RED}: keepdim must be a bool (_util.check_bool)",
-    r"val-sum-dtype-str": f"{_RED}: sum/mean dtype= must be a dtype (TypeError)",
-    r"val-norm-p-str.*": f"{_RED}: norm supports only the 2-norm (p='nuc' and bad p values)",
-    r"shape-sum_to_size": f"{_RED}: sum_to_size must check that the size is expandable (NumPy reshape text leaks)",
     # ember/__init__.py and _methods.py
-    r"badarg-(any|all)-.*": "ember/__init__.py: any/all/numel/is_floating_point do not "
-                                                    "check their input is a Tensor",
-    r"dim-(any|all\.m)-(2d-(pos|neg|far|str|float|bool)|0d-(pos|neg))": f"{_METH}: Tensor.any/all call np.any/np.all directly (dims unchecked, NumPy errors)",
     r"val-type-(str|bad)": f"{_METH}: Tensor.type() with a type string ('torch.DoubleTensor')",
     r"val-to-int": f"{_METH}: Tensor.to(int) is a device index (RuntimeError on a CPU-only build)",
     r"badmeth-(expand_as|view_as|reshape_as)-.*": f"{_METH}: expand_as/view_as/reshape_as do not check 'other'",
@@ -928,7 +914,6 @@ XFAIL_PATTERNS: dict[str, str] = {
     # indexing.py
     # elsewhere
     r"msg-reshape-neg2": f"{_SHAPE}: reshape(-2, 3) message drops 'at index 0 of shape [-2, 3]'",
-    r"msg-sum-0d-dim": f"{_RED}: 0-d dims unchecked (see dim-*-0d-*)",
     r"badarg-broadcast_to-0-.*": f"{_SHAPE}: broadcast_to's message names expand()",
     r"createval-new_zeros-dtype-str": f"{_METH}: new_zeros' message names zeros()",
 }
