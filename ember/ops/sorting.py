@@ -8,8 +8,10 @@ computed on raw arrays, in PyTorch's order: NaN sorts above every number, and wh
 PyTorch's C++ algorithm reports (see ``ember/_numpy_sorting.py``), so gradients reach the same elements.
 
 PyTorch's default ``sort(stable=False)``, ``topk``, ``kthvalue`` and ``mode`` leave tied elements in an order
-that depends on the algorithm; ember reproduces it for slices of up to ``EXACT_TIES_LIMIT`` elements. Longer
-slices with ties get the stable order (the documented ``stable=True`` one), which may differ from PyTorch's.
+that depends on the algorithm; ember reproduces it by running the slices that hold ties through a Python model
+of that algorithm, as long as they hold at most ``EXACT_TIES_LIMIT`` elements in all (about 0.5 s of work). Past
+that, they get the stable order (``stable=True``'s), which may differ from PyTorch's among tied elements
+(values are the same; indices, and so which tied element a gradient reaches, may not be).
 """
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ from ._primitive import PrimNode, apply, defprim
 from ._registry import graph, register
 from ._util import check_bool, check_tensor, dtype_word, normalize_dims
 
-EXACT_TIES_LIMIT = 1 << 16   # longest slice whose ties are ordered by the model of PyTorch's C++ algorithm
+EXACT_TIES_LIMIT = 1 << 16   # elements with ties per call ordered by the model of PyTorch's C++ algorithm
 
 # ----- primitives ----------------------------------------------------------------------------------
 
@@ -175,8 +177,10 @@ def _reduced_indices(idx: np.ndarray, d: int, keepdim: bool, ndim: int) -> Tenso
     return make(idx if keepdim else np.squeeze(idx, d))
 
 
-def _exact(n: int) -> bool:
-    return n <= EXACT_TIES_LIMIT
+def _exact(n: int, redo: np.ndarray) -> bool:
+    """Whether the slices ``redo`` marks (each of length ``n``) are few enough to run through the Python model of
+    PyTorch's algorithm (at most ``EXACT_TIES_LIMIT`` elements in all); if not, they keep the stable order."""
+    return n * int(np.count_nonzero(redo)) <= EXACT_TIES_LIMIT
 
 
 # ----- sort, argsort, msort ------------------------------------------------------------------------
@@ -186,11 +190,12 @@ def _sort_indices(a: np.ndarray, d: int, descending: bool, stable: bool) -> np.n
         return np.zeros((), dtype=np.int64)
     idx = _stable_argsort(a, d, descending)
     n = a.shape[d]
-    if not stable and 16 < n and _exact(n):
+    if not stable and 16 < n:
         # std::sort leaves ties in its own order beyond 16 elements (insertion sort, stable, below)
         ties = _has_ties(np.take_along_axis(a, idx, d), d)
-        for sl in _slices_where(ties, d):
-            idx[sl] = _sort_row_unstable(a[sl], descending)
+        if _exact(n, ties):
+            for sl in _slices_where(ties, d):
+                idx[sl] = _sort_row_unstable(a[sl], descending)
     return idx
 
 
@@ -252,15 +257,16 @@ def topk(input: Tensor, k: int, dim: int = _NOT_GIVEN, largest: bool = True, sor
         return TopkResult(_values(input, np.zeros((), np.int64), 0, True, "TopkBackward0"),
                           make(np.zeros((), np.int64)))
     idx = np.take(_stable_argsort(a, d, largest), np.arange(k), axis=d)
-    if k and _exact(n):
+    if k:
         # partial_sort (k * 64 <= n) returns the stable order unless values tie; nth_element orders the
         # unsorted head its own way, and sorts the first k - 1 only.
         if k * 64 <= n or sorted_:
             redo = _has_ties(np.sort(a, axis=d), d)
         else:
             redo = np.ones(a.shape[:d] + (1,) + a.shape[d + 1:], dtype=bool)
-        for sl in _slices_where(redo, d):
-            idx[sl] = _topk_row(a[sl], k, largest, sorted_)
+        if _exact(n, redo):
+            for sl in _slices_where(redo, d):
+                idx[sl] = _topk_row(a[sl], k, largest, sorted_)
     return TopkResult(_values(input, idx, d, True, "TopkBackward0"), make(idx))
 
 
@@ -283,12 +289,13 @@ def kthvalue(input: Tensor, k: int, dim: int = _NOT_GIVEN, keepdim: bool = _NOT_
         _refuse_dtype(input, "kthvalue_cpu", "b")
         order = _stable_argsort(a, d, False)
         idx = np.take(order, [k - 1], axis=d)
-        if n > 1 and _exact(n):
+        if n > 1:
             # the k-th value tied with another: PyTorch's quickselect decides which index it reports
             sv = np.take_along_axis(a, order, d)
             kth = np.take(sv, [k - 1], axis=d)
             same = (sv == kth) | (np.isnan(sv) & np.isnan(kth)) if a.dtype.kind == "f" else sv == kth
-            for sl in _slices_where(np.sum(same, axis=d, keepdims=True) > 1, d):
+            redo = np.sum(same, axis=d, keepdims=True) > 1
+            for sl in _slices_where(redo if _exact(n, redo) else redo[:0], d):
                 pos = list(sl)
                 pos[d] = slice(0, 1)
                 idx[tuple(pos)] = _quickselect_row(a[sl], k - 1)
@@ -375,11 +382,12 @@ def mode(input: Tensor, dim: int = _NOT_GIVEN, keepdim: bool = _NOT_GIVEN, *, ax
         redo = _has_ties(np.sort(a, axis=d), d)
         if a.dtype.kind == "f":
             redo |= np.any(np.isnan(a), axis=d, keepdims=True)
+        exact = _exact(n, redo)
         for sl in _slices_where(redo, d):
             row = a[sl]
             pos = list(sl)
             pos[d] = slice(0, 1)
-            idx[tuple(pos)] = _mode_row(row)[1] if _exact(n) else _mode_stable(row)
+            idx[tuple(pos)] = _mode_row(row)[1] if exact else _mode_stable(row)
     return ModeResult(_values(input, idx, d, keepdim, "ModeBackward0"), _reduced_indices(idx, d, keepdim, a.ndim))
 
 
