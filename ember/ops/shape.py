@@ -1,18 +1,31 @@
-"""Shape ops: reshape/view, permute/transpose, squeeze/unsqueeze, expand, cat, stack, clone, casts.
+"""Shape ops: reshape/view, permute/transpose, squeeze/unsqueeze, expand, slicing and splitting, joining,
+flips and rolls, repeats, triangles and diagonals, meshgrid/combinations, clone, casts.
 
-View ops return tensors that share memory and the version counter with their input.
+View ops (reshape when it can, permute, expand, slice, select, diagonal, unfold) return tensors that share
+memory and the version counter with their input; their forwards return NumPy views, so that
+``view_replay`` can re-run them on the base. Everything else returns new memory, as in PyTorch.
 """
 from __future__ import annotations
 
+import itertools
+import math
+import warnings
+from typing import Sequence
+
 import numpy as np
 
+from .. import _creation as C
 from .. import _dtype as D
-from .._device import check_device
-from .._tensor import Tensor, make, wrap_dim
-from ..autograd.graph import node_class
-from ._primitive import PrimNode, apply, defprim
+from .._device import NAMESPACES, check_device
+from .._tensor import Size, Tensor, _new, make, wrap_dim
+from ..autograd import grad_mode as _gm
+from ..autograd.graph import Node, _seq, node_class
+from ._primitive import PrimNode, apply, defprim, graph_ns
 from ._registry import graph, method, register
-from ._util import check_tensor
+from ._views import apply_inplace, check_inplace, edge_of
+from ._util import check_bool, check_tensor
+
+# ----- primitives --------------------------------------------------------------------------------
 
 reshape_p = defprim("reshape", "ViewBackward0", lambda xp, a, shape: xp.reshape(a, shape),
                     vjp=lambda xp, g, out, a, shape: xp.reshape(g, a.shape), jvp="linear", is_view=True)
@@ -22,6 +35,83 @@ permute_p = defprim("permute", "PermuteBackward0", lambda xp, a, dims: xp.permut
 
 expand_p = defprim("expand", "ExpandBackward0", lambda xp, a, shape: xp.expand(a, shape),
                    vjp=lambda xp, g, out, a, shape: xp.sum_to(g, a.shape), jvp="linear", is_view=True)
+
+# narrow, tensor_split, split's pieces: a range along one dim (SliceBackward0); select: one index (a dim less).
+slice_p = defprim("slice", "SliceBackward0",
+                  lambda xp, a, dim, start, stop, step: xp.slice_dim(a, dim, start, stop, step),
+                  vjp=lambda xp, g, out, a, dim, start, stop, step: xp.slice_scatter_zeros(g, dim, start, stop, step,
+                                                                                           a.shape),
+                  jvp="linear", is_view=True)
+slice_scatter_p = defprim("slice_scatter_zeros", "SliceBackwardBackward0",
+                          lambda xp, g, dim, start, stop, step, shape: xp.slice_scatter_zeros(g, dim, start, stop,
+                                                                                              step, shape),
+                          vjp=lambda xp, g, out, a, dim, start, stop, step, shape: xp.slice_dim(g, dim, start, stop,
+                                                                                                step),
+                          jvp="linear")
+select_p = defprim("select", "SelectBackward0", lambda xp, a, dim, index: xp.select_dim(a, dim, index),
+                   vjp=lambda xp, g, out, a, dim, index: xp.select_scatter_zeros(g, dim, index, a.shape),
+                   jvp="linear", is_view=True)
+select_scatter_p = defprim("select_scatter_zeros", "SelectBackwardBackward0",
+                           lambda xp, g, dim, index, shape: xp.select_scatter_zeros(g, dim, index, shape),
+                           vjp=lambda xp, g, out, a, dim, index, shape: xp.select_dim(g, dim, index), jvp="linear")
+
+diagonal_p = defprim("diagonal", "DiagonalBackward0",
+                     lambda xp, a, offset, dim1, dim2: xp.diagonal(a, offset, dim1, dim2),
+                     vjp=lambda xp, g, out, a, offset, dim1, dim2: xp.diag_scatter_zeros(g, offset, dim1, dim2,
+                                                                                         a.shape),
+                     jvp="linear", is_view=True)
+# diag(2-d) copies the diagonal (PyTorch: diagonal_copy, whose node carries the _copy suffix).
+diagonal_copy_p = defprim("diagonal_copy", "DiagonalBackward0_copy",
+                          lambda xp, a, offset, dim1, dim2: xp.clone(xp.diagonal(a, offset, dim1, dim2)),
+                          vjp=diagonal_p.vjps, jvp="linear")
+diag_embed_p = defprim("diag_embed", "DiagEmbedBackward0",
+                       lambda xp, a, offset, dim1, dim2, shape: xp.diag_scatter_zeros(a, offset, dim1, dim2, shape),
+                       vjp=lambda xp, g, out, a, offset, dim1, dim2, shape: xp.diagonal(g, offset, dim1, dim2),
+                       jvp="linear")
+trace_p = defprim("trace", "TraceBackward0", lambda xp, a: xp.trace(a),
+                  vjp=lambda xp, g, out, a: xp.diag_scatter_zeros(xp.expand(g, (min(a.shape),)), 0, 0, 1, a.shape),
+                  jvp="linear")
+
+unfold_p = defprim("unfold", "UnfoldBackward0",
+                   lambda xp, a, dimension, size, step: xp.unfold(a, dimension, size, step),
+                   vjp=lambda xp, g, out, a, dimension, size, step: xp.unfold_backward(g, a.shape, dimension, size,
+                                                                                       step),
+                   jvp="linear", is_view=True)
+unfold_backward_p = defprim("unfold_backward", "UnfoldBackwardBackward0",
+                            lambda xp, g, shape, dimension, size, step: xp.unfold_backward(g, shape, dimension, size,
+                                                                                           step),
+                            vjp=lambda xp, g, out, a, shape, dimension, size, step: xp.unfold(g, dimension, size, step),
+                            jvp="linear")
+
+flip_p = defprim("flip", "FlipBackward0", lambda xp, a, dims: xp.flip(a, dims),
+                 vjp=lambda xp, g, out, a, dims: xp.flip(g, dims), jvp="linear")
+roll_p = defprim("roll", "RollBackward0", lambda xp, a, shifts, dims: xp.roll(a, shifts, dims),
+                 vjp=lambda xp, g, out, a, shifts, dims: xp.roll(g, _negate(shifts), dims), jvp="linear")
+rot90_p = defprim("rot90", "Rot90Backward0", lambda xp, a, k, dims: xp.rot90(a, k, dims),
+                  vjp=lambda xp, g, out, a, k, dims: xp.rot90(g, -k, dims), jvp="linear")
+tril_p = defprim("tril", "TrilBackward0", lambda xp, a, diagonal: xp.tril(a, diagonal),
+                 vjp=lambda xp, g, out, a, diagonal: xp.tril(g, diagonal), jvp="linear")
+triu_p = defprim("triu", "TriuBackward0", lambda xp, a, diagonal: xp.triu(a, diagonal),
+                 vjp=lambda xp, g, out, a, diagonal: xp.triu(g, diagonal), jvp="linear")
+
+
+def _repeat_vjp(xp, g, out, a, sizes):
+    # out is a grid of copies of a (padded with leading 1-dims): split each dim into (copies, size), sum copies
+    padded = (1,) * (len(sizes) - a.ndim) + tuple(a.shape)
+    g = xp.reshape(g, tuple(itertools.chain.from_iterable(zip(sizes, padded))))
+    return xp.reshape(xp.sum(g, tuple(range(0, 2 * len(sizes), 2)), False), a.shape)
+
+
+repeat_p = defprim("repeat", "RepeatBackward0", lambda xp, a, sizes: xp.repeat(a, sizes), vjp=_repeat_vjp,
+                   jvp="linear")
+
+# index_select along one dim (repeat_interleave with a tensor of repeats, combinations)
+gather_rows_p = defprim("gather_rows", "IndexSelectBackward0", lambda xp, a, dim, index: xp.gather_rows(a, dim, index),
+                        vjp=lambda xp, g, out, a, dim, index: xp.scatter_rows_zeros(g, dim, index, a.shape),
+                        jvp="linear")
+scatter_rows_p = defprim("scatter_rows_zeros", "IndexAddBackward0",
+                         lambda xp, g, dim, index, shape: xp.scatter_rows_zeros(g, dim, index, shape),
+                         vjp=lambda xp, g, out, a, dim, index, shape: xp.gather_rows(g, dim, index), jvp="linear")
 
 clone_p = defprim("clone", "CloneBackward0", lambda xp, a: xp.clone(a), vjp=lambda xp, g, out, a: g, jvp="linear")
 
@@ -37,32 +127,107 @@ def _inverse(dims):
     return tuple(inv)
 
 
+def _negate(shifts):
+    return tuple(-s for s in shifts) if isinstance(shifts, tuple) else -shifts
+
+
 def _cat_vjp(i):
     def rule(xp, g, out, *inputs, dim, bounds, legacy):
-        gi = xp.getitem(g, (slice(None),) * dim + (slice(bounds[i], bounds[i + 1]),))
+        gi = xp.slice_dim(g, dim, bounds[i], bounds[i + 1], 1)
         return xp.reshape(gi, (0,)) if i in legacy else gi   # a skipped legacy (0,) input
     return rule
 
 
 def _stack_vjp(i):
-    return lambda xp, g, out, *inputs, dim: xp.getitem(g, (slice(None),) * dim + (i,))
+    return lambda xp, g, out, *inputs, dim: xp.select_dim(g, dim, i)
 
 
 def _node(name):
     return node_class(name, PrimNode)
 
 
-# ----- shape parsing -------------------------------------------------------------------------
+# ----- split / chunk / unbind: one node, several outputs ------------------------------------------
 
-def _shape_arg(shape, op="view"):
+class _MultiViewNode(Node):
+    """The one backward node of split/chunk/unbind (PyTorch's SplitBackward0, UnbindBackward0): the pieces'
+    gradients, zeros for the pieces that got none, joined back along ``dim``."""
+
+    __slots__ = ("_dim", "_bounds", "_shape", "_dtype")
+
+    def apply(self, grads, create_graph, needed):
+        n = len(self._bounds) - 1 if self._bounds is not None else self._shape[self._dim]
+        grads = list(grads) + [None] * (n - len(grads))
+        if create_graph:
+            return [graph_ns.split_backward(grads, self._dim, self._bounds, self._shape, self._dtype)]
+        xp = NAMESPACES[type(next(g for g in grads if g is not None))]
+        return [xp.split_backward(grads, self._dim, self._bounds, self._shape, self._dtype)]
+
+
+_MULTI = {name: type(name, (_MultiViewNode,), {"__slots__": ()})
+          for name in ("SplitBackward0", "SplitWithSizesBackward0", "UnbindBackward0")}
+
+
+def _split_backward_graph(grads, dim, bounds, shape, dtype):
+    dt = D._FROM_NP[np.dtype(dtype)]
+    if bounds is None:
+        piece = shape[:dim] + shape[dim + 1:]
+        return stack([g if g is not None else C.zeros(piece, dtype=dt) for g in grads], dim)
+    parts = []
+    for i, g in enumerate(grads):
+        parts.append(g if g is not None else
+                     C.zeros(shape[:dim] + (bounds[i + 1] - bounds[i],) + shape[dim + 1:], dtype=dt))
+    return cat(parts, dim)
+
+
+graph("split_backward", _split_backward_graph)
+
+
+def _multi_view(input: Tensor, prim, params: list, node_name: str, dim: int, bounds) -> tuple:
+    """The pieces (views of ``input``), sharing one backward node as PyTorch's multi-output view ops do."""
+    pieces = tuple(apply(prim, (input,), p) for p in params)
+    if pieces and pieces[0].grad_fn is not None:
+        node = _new(_MULTI[node_name])
+        node.next_functions = pieces[0].grad_fn.next_functions
+        node._seq = next(_seq)
+        node._dim, node._bounds = dim, bounds
+        node._shape, node._dtype = input._data.shape, input._data.dtype
+        for i, p in enumerate(pieces):
+            p.grad_fn, p._output_nr = node, i
+    return pieces
+
+
+# ----- argument parsing ----------------------------------------------------------------------------
+
+def _is_int(v) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+
+def _int(v, op: str, arg: str) -> int:
+    if isinstance(v, Tensor) and v._data.ndim == 0 and v._data.dtype.kind in "iu":
+        return int(v._data)
+    if not _is_int(v):
+        raise TypeError(f"{op}(): argument '{arg}' must be int, not {type(v).__name__}")
+    return int(v)
+
+
+def _int_list(v, op: str, arg: str) -> tuple:
+    """An int or a sequence of ints (PyTorch's IntArrayRef) as a tuple."""
+    if isinstance(v, (tuple, list)):
+        return tuple(_int(x, op, arg) for x in v)
+    if isinstance(v, Tensor) and v._data.ndim == 1 and v._data.dtype.kind in "iu":
+        return tuple(int(x) for x in v._data)
+    return (_int(v, op, arg),)
+
+
+def _shape_arg(shape, op="view", arg="size"):
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
     out = []
     for s in shape:
-        if isinstance(s, Tensor):
+        if isinstance(s, Tensor) and s._data.ndim == 0 and s._data.dtype.kind in "iu":
             s = s.item()
-        if not isinstance(s, (int, np.integer)) or isinstance(s, bool):
-            raise TypeError(f"{op}(): argument 'size' must be tuple of ints, but found element of type "
+        if not _is_int(s):
+            raise TypeError(f"{op}(): argument '{arg}' must be tuple of ints, but found element of type "
                             f"{type(s).__name__}")
         out.append(int(s))
     return tuple(out)
@@ -72,10 +237,10 @@ def _infer_shape(shape, numel):
     if shape.count(-1) > 1:
         raise RuntimeError("only one dimension can be inferred")
     known = 1
-    for s in shape:
+    for i, s in enumerate(shape):
         if s != -1:
             if s < 0:
-                raise RuntimeError(f"invalid shape dimension {s}")
+                raise RuntimeError(f"invalid shape dimension {s} at index {i} of shape {list(shape)}")
             known *= s
     if -1 in shape:
         if known == 0 or numel % known:
@@ -86,20 +251,59 @@ def _infer_shape(shape, numel):
     return shape
 
 
-# ----- public functions ------------------------------------------------------------------------
+def _dim_kw(dim, axis, op, default=0):
+    """``dim`` or its NumPy-style alias ``axis`` (PyTorch accepts either)."""
+    if axis is not None:
+        if dim is not None and dim is not default:
+            raise TypeError(f"{op}() got multiple values for argument 'dim'")
+        return axis
+    return default if dim is None else dim
+
+
+# ----- reshape, view, flatten ------------------------------------------------------------------------
 
 @register(method=True, graph=True)
-def reshape(input, *shape):
+def reshape(input: Tensor, *shape) -> Tensor:
+    """``input`` with the given shape (a view when the memory layout allows, else a copy)."""
     check_tensor(input, "reshape")
-    shape = _infer_shape(_shape_arg(shape, "reshape"), input._data.size)
+    if not shape:
+        raise TypeError('reshape() missing 1 required positional arguments: "shape"')
+    shape = _infer_shape(_shape_arg(shape, "reshape", "shape"), input._data.size)
     node = None if input._data.flags.c_contiguous else _node("UnsafeViewBackward0")
     return apply(reshape_p, (input,), {"shape": shape}, node)
 
 
+def _view_dtype(input: Tensor, dtype: D.dtype) -> Tensor:
+    # A reinterpretation of the bits: PyTorch records no history (the result does not require grad).
+    a = input._data
+    old, new = a.dtype.itemsize, dtype.itemsize
+    src, dst = D.type_word(a.dtype), D.type_word(dtype.np)
+    if old != new:
+        if a.ndim == 0:
+            raise RuntimeError(f"self.dim() cannot be 0 to view {src} as {dst} (different element sizes)")
+        if a.strides[-1] != a.itemsize and a.shape[-1] != 1:
+            raise RuntimeError(f"self.stride(-1) must be 1 to view {src} as {dst} (different element sizes), but "
+                               f"got {a.strides[-1] // a.itemsize}")
+        if new > old and (a.shape[-1] * old) % new:
+            raise RuntimeError(f"self.size(-1) must be divisible by {new // old} to view {src} as {dst} (different "
+                               f"element sizes), but got {a.shape[-1]}")
+    t = make(a.view(dtype.np))
+    t._vc = input._vc
+    return t
+
+
 @register(module=False, method=True)
-def view(input, *shape):
+def view(input: Tensor, *shape, size=None) -> Tensor:
+    """A view of ``input`` with another shape (``view(dtype)``: the same bits as another dtype)."""
+    if size is not None:
+        if shape:
+            raise TypeError("view() got multiple values for argument 'size'")
+        shape = (size,)
+    if not shape:
+        raise TypeError("view() received an invalid combination of arguments - got (), but expected one of:\n"
+                        " * (torch.dtype dtype)\n * (tuple of ints size)")
     if len(shape) == 1 and isinstance(shape[0], D.dtype):
-        raise NotImplementedError("ember: view(dtype) is not supported yet")
+        return _view_dtype(input, shape[0])
     shape = _infer_shape(_shape_arg(shape, "view"), input._data.size)
     if not input._data.flags.c_contiguous and input._data.size > 1:
         try:
@@ -111,12 +315,26 @@ def view(input, *shape):
     return apply(reshape_p, (input,), {"shape": shape})
 
 
+@register(module=False, method=True)
+def view_as(input: Tensor, other: Tensor) -> Tensor:
+    check_tensor(other, "view_as", "other")
+    return view(input, other._data.shape)
+
+
+@register(module=False, method=True)
+def reshape_as(input: Tensor, other: Tensor) -> Tensor:
+    check_tensor(other, "reshape_as", "other")
+    return reshape(input, other._data.shape)
+
+
 @register(method=True)
-def flatten(input, start_dim=0, end_dim=-1):
+def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    """Dims ``start_dim`` to ``end_dim`` merged into one."""
+    check_tensor(input, "flatten")
     nd = input._data.ndim
+    s, e = wrap_dim(start_dim, nd, "flatten"), wrap_dim(end_dim, nd, "flatten")
     if nd == 0:
         return reshape(input, 1)
-    s, e = wrap_dim(start_dim, nd, "flatten"), wrap_dim(end_dim, nd, "flatten")
     if s > e:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
     if s == e:
@@ -125,13 +343,42 @@ def flatten(input, start_dim=0, end_dim=-1):
     return reshape(input, shp[:s] + (-1,) + shp[e + 1:])
 
 
+@register(method=True)
+def unflatten(input: Tensor, dim: int, sizes) -> Tensor:
+    """Dim ``dim`` split into ``sizes`` (one of them may be -1)."""
+    check_tensor(input, "unflatten")
+    nd = input._data.ndim
+    d = wrap_dim(dim, nd, "unflatten")
+    sizes = _shape_arg((sizes,), "unflatten", "sizes")
+    if not sizes:
+        raise RuntimeError("unflatten: sizes must be non-empty")
+    n = input._data.shape[d] if nd else 1
+    known = math.prod(s for s in sizes if s != -1)
+    if sizes.count(-1) > 1 or (-1 in sizes and (known == 0 or n % known)) or (-1 not in sizes and known != n):
+        raise RuntimeError(f"unflatten: Provided sizes {list(sizes)} don't multiply up to the size of dim {dim} "
+                           f"({n}) in the input tensor")
+    shp = input._data.shape
+    return view(input, shp[:d] + sizes + shp[d + 1:])
+
+
+@register(method=True)
+def ravel(input: Tensor) -> Tensor:
+    """``input`` as 1-d (a view when contiguous, else a copy)."""
+    check_tensor(input, "ravel")
+    return apply(reshape_p, (input,), {"shape": (input._data.size,)})
+
+
+# ----- squeeze, unsqueeze ----------------------------------------------------------------------------
+
 def _squeeze_like(input, shape, name):
     return apply(reshape_p, (input,), {"shape": shape}, _node(name))
 
 
 @register(method=True, graph=True)
-def squeeze(input, dim=None):
+def squeeze(input: Tensor, dim=None, *, axis=None) -> Tensor:
+    """``input`` without its size-1 dims (or those of ``dim``, an int or a tuple)."""
     check_tensor(input, "squeeze")
+    dim = _dim_kw(dim, axis, "squeeze", None)
     shp = input._data.shape
     if dim is None:
         return _squeeze_like(input, tuple(s for s in shp if s != 1), "SqueezeBackward0")
@@ -143,17 +390,26 @@ def squeeze(input, dim=None):
 
 
 @register(method=True, graph=True)
-def unsqueeze(input, dim):
+def unsqueeze(input: Tensor, dim: int = None, *, axis=None) -> Tensor:
+    """``input`` with a size-1 dim inserted at ``dim``."""
     check_tensor(input, "unsqueeze")
+    if dim is None and axis is None:
+        raise TypeError('unsqueeze() missing 1 required positional arguments: "dim"')
+    dim = _dim_kw(dim, axis, "unsqueeze", None)
     shp = input._data.shape
     d = wrap_dim(dim, len(shp) + 1, "unsqueeze")
     return _squeeze_like(input, shp[:d] + (1,) + shp[d:], "UnsqueezeBackward0")
 
 
+# ----- permute, transpose, movedim ---------------------------------------------------------------------
+
 @register(method=True)
-def permute(input, *dims):
+def permute(input: Tensor, *dims) -> Tensor:
+    """``input`` with its dims reordered."""
     check_tensor(input, "permute")
-    dims = _shape_arg(dims, "permute")
+    if not dims:
+        raise TypeError('permute() missing 1 required positional arguments: "dims"')
+    dims = _shape_arg(dims, "permute", "dims")
     nd = input._data.ndim
     if len(dims) != nd:
         raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does not match the "
@@ -170,7 +426,8 @@ def _permute(input, dims, node):
 
 
 @register(method=True, aliases=("swapaxes", "swapdims"), graph=True)
-def transpose(input, dim0, dim1):
+def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
+    """``input`` with dims ``dim0`` and ``dim1`` swapped."""
     check_tensor(input, "transpose")
     nd = input._data.ndim
     if nd == 0:
@@ -182,8 +439,39 @@ def transpose(input, dim0, dim1):
     return _permute(input, tuple(dims), _node("TransposeBackward0"))
 
 
+@register(method=True, aliases=("moveaxis",))
+def movedim(input: Tensor, source, destination) -> Tensor:
+    """Dims ``source`` moved to positions ``destination`` (ints or sequences), the others keeping their order."""
+    check_tensor(input, "movedim")
+    nd = input._data.ndim
+    if nd == 0:
+        wrap_dim(_int(source, "movedim", "source"), 0, "movedim")
+        wrap_dim(_int(destination, "movedim", "destination"), 0, "movedim")
+        return apply(reshape_p, (input,), {"shape": ()}, _node("AliasBackward0"))
+    src = _int_list(source, "movedim", "source")
+    dst = _int_list(destination, "movedim", "destination")
+    if len(src) != len(dst):
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({list(src)} dims) should contain "
+                           f"the same number of dims as destination ({list(dst)} dims)")
+    src = tuple(wrap_dim(d, nd, "movedim") for d in src)
+    dst = tuple(wrap_dim(d, nd, "movedim") for d in dst)
+    if len(set(src)) != len(src):
+        raise RuntimeError(f"movedim: repeated dim in `source` ({list(source) if isinstance(source, (list, tuple)) else [source]})")
+    if len(set(dst)) != len(dst):
+        raise RuntimeError(f"movedim: repeated dim in `destination` "
+                           f"({list(destination) if isinstance(destination, (list, tuple)) else [destination]})")
+    order = [None] * nd
+    for s, d in zip(src, dst):
+        order[d] = s
+    rest = iter(i for i in range(nd) if i not in src)
+    order = tuple(o if o is not None else next(rest) for o in order)
+    return _permute(input, order, None)
+
+
 @register(method=True)
-def t(input):
+def t(input: Tensor) -> Tensor:
+    """A matrix transposed (0-d and 1-d tensors as they are)."""
+    check_tensor(input, "t")
     nd = input._data.ndim
     if nd > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {nd}D")
@@ -193,7 +481,6 @@ def t(input):
 def _T(self):
     nd = self._data.ndim
     if nd not in (0, 2):
-        import warnings
         warnings.warn("The use of `x.T` on tensors of dimension other than 2 to reverse their shape is "
                       "deprecated and it will throw an error in a future release. Consider `x.mT` to transpose "
                       "batches of matrices or `x.permute(*torch.arange(x.ndim - 1, -1, -1))` to reverse the "
@@ -207,10 +494,63 @@ def _mT(self):
     return transpose(self, -2, -1)
 
 
+# ----- in-place view ops: t_, transpose_, squeeze_, unsqueeze_ -------------------------------------------
+
+def _inplace_view(self: Tensor, fn, node_name: str, *args) -> Tensor:
+    """``self`` becomes ``fn(self, *args)`` (a view of itself with new sizes): PyTorch's in-place view ops."""
+    recording = _gm._state.enabled and self._requires_grad
+    check_inplace(self, recording)
+    r = fn(self, *args)
+    self._data = r._data
+    self._vc[0] += 1
+    if self._base is not None and r._base is not None:
+        self._view_steps, self._view_v = r._view_steps, self._vc[0]
+    if r.grad_fn is not None:
+        r.grad_fn.__class__ = _node(node_name)   # PyTorch names the in-place variant's node apart (TBackward1)
+        self.grad_fn, self._output_nr = r.grad_fn, 0
+    self._fw_grad = r._fw_grad
+    return self
+
+
 @register(module=False, method=True)
-def expand(input, *sizes):
-    check_tensor(input, "expand")
-    sizes = _shape_arg(sizes, "expand")
+def t_(self: Tensor) -> Tensor:
+    check_tensor(self, "t_")
+    return _inplace_view(self, t, "TBackward1")
+
+
+@register(module=False, method=True, aliases=("swapaxes_", "swapdims_"))
+def transpose_(self: Tensor, dim0: int, dim1: int) -> Tensor:
+    check_tensor(self, "transpose_")
+    return _inplace_view(self, transpose, "TransposeBackward1", dim0, dim1)
+
+
+@register(module=False, method=True)
+def squeeze_(self: Tensor, dim=None) -> Tensor:
+    check_tensor(self, "squeeze_")
+    name = "SqueezeBackward3" if dim is None else "SqueezeBackward5" if isinstance(dim, (tuple, list)) else \
+        "SqueezeBackward4"
+    return _inplace_view(self, squeeze, name, dim)
+
+
+@register(module=False, method=True)
+def unsqueeze_(self: Tensor, dim: int) -> Tensor:
+    check_tensor(self, "unsqueeze_")
+    return _inplace_view(self, unsqueeze, "UnsqueezeBackward1", dim)
+
+
+# ----- expand, broadcast ----------------------------------------------------------------------------------
+
+@register(module=False, method=True)
+def expand(input: Tensor, *sizes) -> Tensor:
+    """A view of ``input`` with size-1 dims repeated (no copy); -1 keeps a size."""
+    return _expand(input, sizes, "expand")
+
+
+def _expand(input, sizes, op):
+    check_tensor(input, op)
+    if not sizes:
+        raise TypeError(f'{op}() missing 1 required positional arguments: "size"')
+    sizes = _shape_arg(sizes, op)
     shp = input._data.shape
     if len(sizes) < len(shp):
         raise RuntimeError(f"expand({input.type()}{{{list(shp)}}}, size={list(sizes)}): the number of sizes "
@@ -218,6 +558,10 @@ def expand(input, *sizes):
                            f"the tensor ({len(shp)})")
     lead = len(sizes) - len(shp)
     new = list(sizes)
+    for i, want in enumerate(sizes[:lead]):
+        if want < 0:
+            raise RuntimeError(f"The expanded size of the tensor ({want}) isn't allowed in a leading, non-existing "
+                               f"dimension {i}")
     for i, s in reversed(tuple(enumerate(shp))):   # PyTorch reports the last mismatching dim
         want = sizes[lead + i]
         if want == -1:
@@ -226,18 +570,449 @@ def expand(input, *sizes):
             raise RuntimeError(f"The expanded size of the tensor ({want}) must match the existing size ({s}) at "
                                f"non-singleton dimension {lead + i}.  Target sizes: {list(sizes)}.  Tensor sizes: "
                                f"{list(shp)}")
+        elif want < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {want}: {list(sizes)}")
     return apply(expand_p, (input,), {"shape": tuple(new)})
 
 
 @register(module=False, method=True)
-def expand_as(input, other):
+def expand_as(input: Tensor, other: Tensor) -> Tensor:
+    check_tensor(other, "expand_as", "other")
     return expand(input, other._data.shape)
 
 
 @register(method=True)
-def broadcast_to(input, shape):
-    return expand(input, shape)
+def broadcast_to(input: Tensor, size) -> Tensor:
+    """``input`` expanded to ``size``."""
+    return _expand(input, (size,), "broadcast_to")
 
+
+def _broadcast_shape(shapes, op="broadcast_shapes") -> tuple:
+    n = max((len(s) for s in shapes), default=0)
+    out = [1] * n
+    for k, s in enumerate(shapes):
+        for i, v in enumerate(s):
+            j = n - len(s) + i
+            if out[j] == 1:
+                out[j] = v
+            elif v != 1 and v != out[j]:
+                raise RuntimeError(f"The size of tensor a ({out[j]}) must match the size of tensor b ({v}) at "
+                                   f"non-singleton dimension {j}" if op == "broadcast_tensors" else
+                                   f"Shape mismatch: objects cannot be broadcast to a single shape.  Mismatch is "
+                                   f"between arg {k} and a previous arg at dimension {j - n}: {v} vs {out[j]}")
+    return tuple(out)
+
+
+@register
+def broadcast_shapes(*shapes) -> Size:
+    """The shape tensors of ``shapes`` broadcast to (ints count as 1-d shapes)."""
+    parsed = []
+    for s in shapes:
+        if _is_int(s):
+            parsed.append((int(s),))
+        elif isinstance(s, (tuple, list)):
+            parsed.append(tuple(_int(v, "broadcast_shapes", "shapes") for v in s))
+        else:
+            raise RuntimeError(f"Input shapes should be of type ints, a tuple of ints, or a list of ints, got "
+                               f"{s!r}")
+    for s in parsed:
+        for v in s:
+            if v < 0:
+                raise RuntimeError(f"Trying to create tensor with negative dimension {v}: {list(s)}")
+    return Size(_broadcast_shape(parsed))
+
+
+def _tensors(args, op: str) -> tuple:
+    """``f(a, b)`` or ``f([a, b])``: the tensors, each checked."""
+    if len(args) == 1 and isinstance(args[0], (tuple, list)):
+        args = tuple(args[0])
+    for i, x in enumerate(args):
+        if not isinstance(x, Tensor):
+            raise TypeError(f"expected Tensor as element {i} in argument 0, but got {type(x).__name__}")
+    return tuple(args)
+
+
+@register
+def broadcast_tensors(*tensors) -> tuple:
+    """The tensors expanded to their common shape (those already of that shape as they are)."""
+    tensors = _tensors(tensors, "broadcast_tensors")
+    shape = _broadcast_shape([x._data.shape for x in tensors], "broadcast_tensors")
+    return tuple(x if x._data.shape == shape else apply(expand_p, (x,), {"shape": shape}) for x in tensors)
+
+
+def _atleast(n: int, fn, args):
+    if len(args) == 1 and isinstance(args[0], Tensor):
+        return fn(args[0])
+    if len(args) == 1 and isinstance(args[0], (tuple, list)):
+        args = tuple(args[0])
+    for i, x in enumerate(args):
+        if not isinstance(x, Tensor):
+            raise TypeError(f"atleast_{n}d(): argument 'tensors' must be tuple of Tensors, but found element of "
+                            f"type {type(x).__name__} at pos {i}")
+    return tuple(fn(x) for x in args)
+
+
+def _atleast_1d(x):
+    return apply(reshape_p, (x,), {"shape": (1,)}) if x._data.ndim == 0 else x
+
+
+def _atleast_2d(x):
+    nd = x._data.ndim
+    if nd == 0:
+        return apply(reshape_p, (x,), {"shape": (1, 1)})
+    return unsqueeze(x, 0) if nd == 1 else x
+
+
+def _atleast_3d(x):
+    nd = x._data.ndim
+    if nd == 0:
+        return apply(reshape_p, (x,), {"shape": (1, 1, 1)})
+    if nd == 1:
+        return unsqueeze(unsqueeze(x, 0), -1)
+    return unsqueeze(x, -1) if nd == 2 else x
+
+
+@register
+def atleast_1d(*tensors):
+    """Each tensor with at least 1 dim (0-d ones become shape (1,))."""
+    return _atleast(1, _atleast_1d, tensors)
+
+
+@register
+def atleast_2d(*tensors):
+    """Each tensor with at least 2 dims (new dims in front)."""
+    return _atleast(2, _atleast_2d, tensors)
+
+
+@register
+def atleast_3d(*tensors):
+    """Each tensor with at least 3 dims (a 1-d (n,) becomes (1, n, 1), a 2-d (m, n) becomes (m, n, 1))."""
+    return _atleast(3, _atleast_3d, tensors)
+
+
+# ----- repeat, tile, repeat_interleave ----------------------------------------------------------------------
+
+@register(module=False, method=True, graph=True)
+def repeat(input: Tensor, *sizes) -> Tensor:
+    """``input`` tiled ``sizes`` times along each dim (leading new dims for extra sizes)."""
+    check_tensor(input, "repeat")
+    if not sizes:
+        raise TypeError('repeat() missing 1 required positional arguments: "repeats"')   # even for 0-d input
+    sizes = _shape_arg(sizes, "repeat", "repeats")
+    if len(sizes) < input._data.ndim:
+        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of dimensions of "
+                           "tensor")
+    for s in sizes:
+        if s < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(sizes)}")
+    return apply(repeat_p, (input,), {"sizes": sizes})
+
+
+@register(method=True)
+def tile(input: Tensor, dims) -> Tensor:
+    """``input`` tiled ``dims`` times (missing leading counts are 1)."""
+    check_tensor(input, "tile")
+    dims = _shape_arg((dims,), "tile", "dims")
+    return repeat(input, (1,) * (input._data.ndim - len(dims)) + dims)
+
+
+@register(method=True)
+def repeat_interleave(input: Tensor, repeats=None, dim: int | None = None, *, output_size: int | None = None):
+    """Each element (or slice along ``dim``) repeated ``repeats`` times, one after the other.
+    ``repeat_interleave(repeats_tensor)``: the indices ``0, 1, ...`` repeated (``repeats[i]`` times each)."""
+    check_tensor(input, "repeat_interleave")
+    if repeats is None:   # torch.repeat_interleave(counts): the indices, each repeated its count
+        if input._data.ndim != 1 or input._data.dtype.kind not in "iu":
+            raise RuntimeError("repeat_interleave only accept 1D vector as repeat")
+        if (input._data < 0).any():
+            raise RuntimeError("repeats can not be negative")
+        return make(np.repeat(np.arange(input._data.shape[0], dtype=np.int64), input._data))
+    if dim is None:
+        input, d = reshape(input, -1), 0
+    else:
+        d = wrap_dim(dim, input._data.ndim, "repeat_interleave")
+    if input._data.ndim == 0:
+        input = reshape(input, 1)
+    n = input._data.shape[d]
+    if isinstance(repeats, Tensor):   # PyTorch: an index_select of the repeated indices (even for one count)
+        r = repeats._data
+        if r.dtype.kind not in "iu":
+            raise RuntimeError("repeat_interleave: repeats must be an integral tensor")
+        if r.ndim > 1:
+            raise RuntimeError("repeats must be 0-dim or 1-dim tensor")
+        if r.ndim == 0 or r.shape[0] == 1:
+            r = np.broadcast_to(r.reshape(-1), (n,))
+        if r.shape[0] != n:
+            raise RuntimeError(f"repeats must have the same size as input along dim, but got repeats.size(0) = "
+                               f"{r.shape[0]} and input.size(0) = {n}")
+        if (r < 0).any():
+            raise RuntimeError("repeats can not be negative")
+        if output_size is not None and output_size != int(r.sum()):
+            raise RuntimeError(f"repeat_interleave: Invalid output_size, expected {int(r.sum())} but got "
+                               f"{output_size}")
+        index = np.repeat(np.arange(n, dtype=np.int64), r)
+        return apply(gather_rows_p, (input,), {"dim": d, "index": index})
+    repeats = _int(repeats, "repeat_interleave", "repeats")
+    if repeats < 0:
+        raise RuntimeError("Repeats must be non-negative")
+    if output_size is not None and output_size != n * repeats:
+        raise RuntimeError(f"repeat_interleave: Invalid output_size, expected {n * repeats} but got {output_size}")
+    shp = input._data.shape
+    # PyTorch: unsqueeze, expand, clone, then a view merging the two dims (hence ViewBackward0)
+    wide = clone(expand(unsqueeze(input, d + 1), shp[:d + 1] + (repeats,) + shp[d + 1:]))
+    return apply(reshape_p, (wide,), {"shape": shp[:d] + (n * repeats,) + shp[d + 1:]})
+
+
+# ----- flip, roll, rot90 ---------------------------------------------------------------------------------------
+
+@register(method=True, graph=True)
+def flip(input: Tensor, *dims) -> Tensor:
+    """``input`` reversed along ``dims`` (a copy)."""
+    check_tensor(input, "flip")
+    if not dims:
+        raise TypeError('flip() missing 1 required positional arguments: "dims"')
+    dims = _shape_arg(dims, "flip", "dims")
+    nd = input._data.ndim
+    wrapped = tuple(wrap_dim(d, nd, "flip") for d in dims)
+    if len(set(wrapped)) != len(wrapped):
+        raise RuntimeError(f"dims has duplicates, original flip dims size={len(dims)}, but unique flip dims "
+                           f"size={len(set(wrapped))}")
+    return apply(flip_p, (input,), {"dims": wrapped if nd else ()})
+
+
+@register(method=True)
+def fliplr(input: Tensor) -> Tensor:
+    check_tensor(input, "fliplr")
+    if input._data.ndim < 2:
+        raise RuntimeError("Input must be >= 2-d.")
+    return apply(flip_p, (input,), {"dims": (1,)})
+
+
+@register(method=True)
+def flipud(input: Tensor) -> Tensor:
+    check_tensor(input, "flipud")
+    if input._data.ndim < 1:
+        raise RuntimeError("Input must be >= 1-d.")
+    return apply(flip_p, (input,), {"dims": (0,)})
+
+
+@register(method=True, graph=True)
+def roll(input: Tensor, shifts, dims=None) -> Tensor:
+    """``input``'s elements shifted ``shifts`` places along ``dims`` (wrapping around); no dims: flattened."""
+    check_tensor(input, "roll")
+    shifts = _int_list(shifts, "roll", "shifts")
+    nd = input._data.ndim
+    if dims is None or (isinstance(dims, (tuple, list)) and len(dims) == 0):
+        if len(shifts) != 1:
+            raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:0")
+        return apply(roll_p, (input,), {"shifts": shifts[0], "dims": None})
+    dims = _int_list(dims, "roll", "dims")
+    if len(shifts) != len(dims):
+        raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:{len(dims)}")
+    dims = tuple(wrap_dim(d, nd, "roll") for d in dims)
+    if nd == 0:
+        return apply(roll_p, (input,), {"shifts": shifts[0], "dims": None})
+    return apply(roll_p, (input,), {"shifts": shifts, "dims": dims})
+
+
+@register(method=True, graph=True)
+def rot90(input: Tensor, k: int = 1, dims=(0, 1)) -> Tensor:
+    """``input`` rotated by 90 degrees ``k`` times in the plane of ``dims``, from the first towards the second."""
+    check_tensor(input, "rot90")
+    k = _int(k, "rot90", "k")
+    dims = _int_list(dims, "rot90", "dims")
+    nd = input._data.ndim
+    if len(dims) != 2:
+        raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
+    if nd < 2:
+        raise RuntimeError(f"expected total dims >= 2, but got total dims = {nd}")
+    d0, d1 = wrap_dim(dims[0], nd, "rot90"), wrap_dim(dims[1], nd, "rot90")
+    if d0 == d1:
+        raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {d0} and dim1 = {d1}")
+    return apply(rot90_p, (input,), {"k": k % 4, "dims": (d0, d1)})
+
+
+# ----- narrow, select, split, chunk, unbind, tensor_split ----------------------------------------------------
+
+def _slice(input, d, start, stop, node=None):
+    return apply(slice_p, (input,), {"dim": d, "start": start, "stop": stop, "step": 1}, node)
+
+
+@register(method=True)
+def narrow(input: Tensor, dim: int, start, length: int) -> Tensor:
+    """``length`` entries of ``input`` from ``start`` along ``dim`` (a view)."""
+    check_tensor(input, "narrow")
+    nd = input._data.ndim
+    if nd == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    d = wrap_dim(dim, nd, "narrow")
+    start, length = _int(start, "narrow", "start"), _int(length, "narrow", "length")
+    if length < 0:
+        raise RuntimeError("narrow(): length must be non-negative.")
+    n = input._data.shape[d]
+    if start < -n or start > n:
+        raise IndexError(f"start out of range (expected to be in range of [{-n}, {n}], but got {start})")
+    if start < 0:
+        start += n
+    if start + length > n:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({n}).")
+    return _slice(input, d, start, start + length)
+
+
+@register(method=True)
+def select(input: Tensor, dim: int, index: int) -> Tensor:
+    """``input`` at ``index`` along ``dim``, that dim removed (a view)."""
+    check_tensor(input, "select")
+    nd = input._data.ndim
+    if nd == 0:
+        raise IndexError("select() cannot be applied to a 0-dim tensor.")
+    d = wrap_dim(dim, nd, "select")
+    index = _int(index, "select", "index")
+    n = input._data.shape[d]
+    if index < -n or index >= n:
+        raise IndexError(f"select(): index {index} out of range for tensor of size {list(input._data.shape)} at "
+                         f"dimension {d}")
+    return apply(select_p, (input,), {"dim": d, "index": index + n if index < 0 else index})
+
+
+def _pieces(input, d, bounds, name):
+    params = [{"dim": d, "start": bounds[i], "stop": bounds[i + 1], "step": 1} for i in range(len(bounds) - 1)]
+    return _multi_view(input, slice_p, params, name, d, tuple(bounds))
+
+
+@register(method=True)
+def split(tensor: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
+    """Pieces of ``split_size`` along ``dim`` (the last one smaller), or of the listed sizes (views)."""
+    check_tensor(tensor, "split")
+    nd = tensor._data.ndim
+    if nd == 0:
+        raise RuntimeError("split expects at least a 1-dimensional tensor")
+    d = wrap_dim(dim, nd, "split")
+    n = tensor._data.shape[d]
+    if isinstance(split_size_or_sections, (list, tuple)):
+        sizes = _shape_arg((split_size_or_sections,), "split_with_sizes", "split_sizes")
+        for s in sizes:
+            if s < 0:
+                raise RuntimeError(f"split_with_sizes expects split_sizes have only non-negative entries, but got "
+                                   f"split_sizes={list(sizes)}")
+        if sum(sizes) != n:
+            raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size at "
+                               f"dimension {d}), but got split_sizes={list(sizes)}")
+        return _pieces(tensor, d, [0] + list(itertools.accumulate(sizes)), "SplitWithSizesBackward0")
+    size = _int(split_size_or_sections, "split", "split_size")
+    if size < 0:
+        raise RuntimeError(f"split expects split_size be non-negative, but got split_size={size}")
+    if size == 0 and n != 0:
+        raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {n}")
+    count = max(1, -(-n // size)) if size else 1
+    bounds = [min(i * size, n) for i in range(count)] + [n]
+    return _pieces(tensor, d, bounds, "SplitBackward0")
+
+
+@register(method=True)
+def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
+    """At most ``chunks`` pieces of equal size along ``dim`` (the last one smaller)."""
+    check_tensor(input, "chunk")
+    chunks = _int(chunks, "chunk", "chunks")
+    if input._data.ndim == 0:
+        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
+    if chunks <= 0:
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    d = wrap_dim(dim, input._data.ndim, "chunk")
+    n = input._data.shape[d]
+    if n == 0:   # PyTorch: chunks empty pieces, from split_with_sizes
+        return _pieces(input, d, [0] * (chunks + 1), "SplitWithSizesBackward0")
+    return split(input, -(-n // chunks), d)
+
+
+@register(method=True)
+def unbind(input: Tensor, dim: int = 0) -> tuple:
+    """The slices of ``input`` along ``dim`` (views), that dim removed."""
+    check_tensor(input, "unbind")
+    nd = input._data.ndim
+    if nd == 0:
+        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+    d = wrap_dim(dim, nd, "unbind")
+    params = [{"dim": d, "index": i} for i in range(input._data.shape[d])]
+    return _multi_view(input, select_p, params, "UnbindBackward0", d, None)
+
+
+def _iter(self):
+    if self._data.ndim == 0:
+        raise TypeError("iteration over a 0-d tensor")
+    return iter(unbind(self, 0))
+
+
+@register(method=True)
+def tensor_split(input: Tensor, indices_or_sections, dim: int = 0) -> tuple:
+    """``sections`` nearly equal pieces along ``dim`` (the first ones one larger), or pieces cut at
+    ``indices``: separate views (SliceBackward0 each)."""
+    return _tensor_split(input, indices_or_sections, dim, "tensor_split")
+
+
+def _tensor_split(input, ios, dim, op):
+    check_tensor(input, op)
+    nd = input._data.ndim
+    if nd == 0:
+        raise RuntimeError(f"tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims")
+    d = wrap_dim(dim, nd, op)
+    n = input._data.shape[d]
+    if isinstance(ios, Tensor):
+        if ios._data.dtype.kind not in "iu":
+            raise RuntimeError(f"tensor_split expected tensor_indices_or_sections to have integer dtype, but got "
+                               f"{ios.dtype}")
+        if ios._data.ndim > 1:
+            raise RuntimeError(f"tensor_split expected tensor_indices_or_sections to be a zero-dimensional or "
+                               f"one-dimensional tensor, but got a tensor with {ios._data.ndim} dims")
+        ios = int(ios._data) if ios._data.ndim == 0 else [int(v) for v in ios._data]
+    if isinstance(ios, (list, tuple)):
+        idx = [_int(v, op, "indices") for v in ios]
+        starts = [0] + idx
+        stops = idx + [n]
+        bounds = [(min(max(a + n if a < 0 else a, 0), n), min(max(b + n if b < 0 else b, 0), n))
+                  for a, b in zip(starts, stops)]
+    else:
+        k = _int(ios, op, "sections")
+        if k <= 0:
+            raise RuntimeError(f"number of sections must be larger than 0, got {k}")
+        q, r = divmod(n, k)
+        sizes = [q + 1] * r + [q] * (k - r)
+        acc = [0] + list(itertools.accumulate(sizes))
+        bounds = list(zip(acc[:-1], acc[1:]))
+    return tuple(_slice(input, d, a, b) for a, b in bounds)
+
+
+def _split_dim(input, ios, dim, op, min_nd):
+    check_tensor(input, op)
+    nd = input._data.ndim
+    if nd < min_nd:
+        raise RuntimeError(f"torch.{op} requires a tensor with at least {min_nd} dimension, but got a tensor with "
+                           f"{nd} dimensions!")
+    if _is_int(ios):
+        n = input._data.shape[dim]
+        if ios == 0 or n % ios:
+            raise RuntimeError(f"torch.{op} attempted to split along dimension {dim}, but the size of the dimension "
+                               f"{n} is not divisible by the split_size {ios}!")
+    return _tensor_split(input, ios, dim, op)
+
+
+@register(method=True)
+def hsplit(input: Tensor, indices_or_sections) -> tuple:
+    check_tensor(input, "hsplit")
+    return _split_dim(input, indices_or_sections, 1 if input._data.ndim > 1 else 0, "hsplit", 1)
+
+
+@register(method=True)
+def vsplit(input: Tensor, indices_or_sections) -> tuple:
+    return _split_dim(input, indices_or_sections, 0, "vsplit", 2)
+
+
+@register(method=True)
+def dsplit(input: Tensor, indices_or_sections) -> tuple:
+    return _split_dim(input, indices_or_sections, 2, "dsplit", 3)
+
+
+# ----- cat, stack and friends --------------------------------------------------------------------------
 
 def _as_tensor_list(tensors, op):
     if isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple)):
@@ -263,8 +1038,11 @@ def _variadic(name, node_name, forward, rule, n):
 
 
 @register(aliases=("concat", "concatenate"))
-def cat(tensors, dim=0):
+def cat(tensors, dim: int = 0, *, axis=None, out=None) -> Tensor:
+    """The tensors joined along ``dim`` (legacy empty (0,) tensors are skipped)."""
+    _no_out(out, "cat")
     tensors = _as_tensor_list(tensors, "cat")
+    dim = _dim_kw(dim, axis, "cat")
     if not tensors:
         raise ValueError("torch.cat(): expected a non-empty list of Tensors")
     # PyTorch skips legacy empty 1-d tensors of shape (0,) in cat.
@@ -294,9 +1072,17 @@ def cat(tensors, dim=0):
     return apply(p, tensors, {"dim": d, "bounds": tuple(bounds), "legacy": legacy})
 
 
+def _no_out(out, op):
+    if out is not None:
+        raise NotImplementedError(f"ember: {op}(out=...) is not supported; use the returned tensor")
+
+
 @register
-def stack(tensors, dim=0):
+def stack(tensors, dim: int = 0, *, axis=None, out=None) -> Tensor:
+    """The tensors (all of one shape) joined along a new dim ``dim``."""
+    _no_out(out, "stack")
     tensors = _as_tensor_list(tensors, "stack")
+    dim = _dim_kw(dim, axis, "stack")
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")
     shp = tensors[0]._data.shape
@@ -310,14 +1096,275 @@ def stack(tensors, dim=0):
     return apply(p, tensors, {"dim": d})
 
 
+@register
+def hstack(tensors, *, out=None) -> Tensor:
+    """The tensors joined along dim 1 (dim 0 for 1-d tensors)."""
+    _no_out(out, "hstack")
+    ts = _atleast(1, _atleast_1d, (_as_tensor_list(tensors, "hstack"),))
+    return cat(ts, 0 if ts and ts[0]._data.ndim == 1 else 1)
+
+
+@register(aliases=("row_stack",))
+def vstack(tensors, *, out=None) -> Tensor:
+    """The tensors, made at least 2-d, joined along dim 0."""
+    _no_out(out, "vstack")
+    return cat(_atleast(2, _atleast_2d, (_as_tensor_list(tensors, "vstack"),)), 0)
+
+
+@register
+def dstack(tensors, *, out=None) -> Tensor:
+    """The tensors, made at least 3-d, joined along dim 2."""
+    _no_out(out, "dstack")
+    return cat(_atleast(3, _atleast_3d, (_as_tensor_list(tensors, "dstack"),)), 2)
+
+
+@register
+def column_stack(tensors, *, out=None) -> Tensor:
+    """0-d and 1-d tensors as columns, 2-d ones as they are, joined along dim 1."""
+    _no_out(out, "column_stack")
+    ts = _as_tensor_list(tensors, "column_stack")
+    if not ts:
+        raise RuntimeError("column_stack expects a non-empty TensorList")
+    cols = tuple(apply(reshape_p, (x,), {"shape": (x._data.size, 1)}) if x._data.ndim <= 1 else x for x in ts)
+    return cat(cols, 1)
+
+
+# ----- triangles, diagonals, trace ----------------------------------------------------------------------
+
+def _tri(input, diagonal, prim, op):
+    check_tensor(input, op)
+    if input._data.ndim < 2:
+        raise RuntimeError(f"{op}: input tensor must have at least 2 dimensions")
+    return apply(prim, (input,), {"diagonal": _int(diagonal, op, "diagonal")})
+
+
 @register(method=True, graph=True)
-def clone(input, *, memory_format=None):
+def tril(input: Tensor, diagonal: int = 0) -> Tensor:
+    """The lower triangle (on and below diagonal ``diagonal``) of the last two dims; zeros above."""
+    return _tri(input, diagonal, tril_p, "tril")
+
+
+@register(method=True, graph=True)
+def triu(input: Tensor, diagonal: int = 0) -> Tensor:
+    """The upper triangle (on and above diagonal ``diagonal``) of the last two dims; zeros below."""
+    return _tri(input, diagonal, triu_p, "triu")
+
+
+def _tri_(self, diagonal, prim, op):
+    check_tensor(self, op)
+    if self._data.ndim < 2:
+        raise RuntimeError(f"{op}: input tensor must have at least 2 dimensions")
+    return apply_inplace(prim, self, (), {"diagonal": _int(diagonal, op, "diagonal")})
+
+
+@register(module=False, method=True)
+def tril_(self: Tensor, diagonal: int = 0) -> Tensor:
+    return _tri_(self, diagonal, tril_p, "tril_")
+
+
+@register(module=False, method=True)
+def triu_(self: Tensor, diagonal: int = 0) -> Tensor:
+    return _tri_(self, diagonal, triu_p, "triu_")
+
+
+def _diag_dims(nd, offset, dim1, dim2, op):
+    offset = _int(offset, op, "offset")
+    d1, d2 = wrap_dim(dim1, nd, op), wrap_dim(dim2, nd, op)
+    if d1 == d2:
+        raise RuntimeError(f"{op}(): dimensions must be different, but got dim1 = {d1} and dim2 = {d2}" if op ==
+                           "diag_embed" else f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    return offset, d1, d2
+
+
+@register(method=True, graph=True)
+def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+    """The diagonal ``offset`` of dims ``dim1``/``dim2``, as a new last dim (a view)."""
+    check_tensor(input, "diagonal")
+    nd = input._data.ndim
+    offset, d1, d2 = _diag_dims(nd, offset, dim1, dim2, "diagonal")
+    return apply(diagonal_p, (input,), {"offset": offset, "dim1": d1, "dim2": d2})
+
+
+def _embed_shape(shape, offset, d1, d2):
+    n = shape[-1] + abs(offset)
+    rest = list(shape[:-1])
+    out = []
+    for i in range(len(shape) + 1):
+        out.append(n if i in (d1, d2) else rest.pop(0))
+    return tuple(out)
+
+
+@register(method=True)
+def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
+    """A tensor whose diagonal ``offset`` over the new dims ``dim1``/``dim2`` holds ``input``'s last dim."""
+    check_tensor(input, "diag_embed")
+    nd = input._data.ndim + 1
+    offset, d1, d2 = _diag_dims(nd, offset, dim1, dim2, "diag_embed")
+    shp = input._data.shape if input._data.ndim else (1,)
+    x = input if input._data.ndim else reshape(input, 1)
+    shape = _embed_shape(shp, offset, d1, d2)
+    return apply(diag_embed_p, (x,), {"offset": offset, "dim1": d1, "dim2": d2, "shape": shape})
+
+
+@register(method=True)
+def diag(input: Tensor, diagonal: int = 0) -> Tensor:
+    """1-d input: a matrix with it on diagonal ``diagonal``; 2-d input: that diagonal, copied."""
+    check_tensor(input, "diag")
+    nd = input._data.ndim
+    diagonal = _int(diagonal, "diag", "diagonal")
+    if nd == 1:
+        return diag_embed(input, diagonal, 0, 1)
+    if nd == 2:
+        return apply(diagonal_copy_p, (input,), {"offset": diagonal, "dim1": 0, "dim2": 1})
+    raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {nd}D")
+
+
+@register(method=True)
+def diagflat(input: Tensor, offset: int = 0) -> Tensor:
+    """A matrix with ``input``'s elements (flattened) on diagonal ``offset``."""
+    check_tensor(input, "diagflat")
+    return diag_embed(flatten(input) if input._data.ndim != 1 else input, offset, 0, 1)
+
+
+@register(method=True, graph=True)
+def trace(input: Tensor) -> Tensor:
+    """The sum of a matrix's diagonal (integer matrices give int64)."""
+    check_tensor(input, "trace")
+    if input._data.ndim != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input._data.ndim}")
+    if input._data.dtype.kind == "b":
+        raise NotImplementedError('"trace" not implemented for \'Bool\'')
+    return apply(trace_p, (input,))
+
+
+# ----- meshgrid, cartesian_prod, combinations -----------------------------------------------------------
+
+@register
+def meshgrid(*tensors, indexing: str | None = None) -> tuple:
+    """Grids of coordinates from 1-d tensors: output i varies along dim i ('ij') or with the first two swapped
+    ('xy')."""
+    ts = _tensors(tensors, "meshgrid")
+    if indexing is None:
+        warnings.warn("torch.meshgrid: in an upcoming release, it will be required to pass the indexing argument.",
+                      UserWarning, stacklevel=2)
+        indexing = "ij"
+    if indexing not in ("ij", "xy"):
+        raise RuntimeError(f'torch.meshgrid: indexing must be one of "xy" or "ij", but received: {indexing}')
+    if not ts:
+        raise RuntimeError("meshgrid expects a non-empty TensorList")
+    for x in ts:
+        if x._data.ndim > 1:
+            raise RuntimeError(f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list but got: {x}")
+    dtypes = {x._data.dtype for x in ts}
+    if len(dtypes) > 1:
+        raise RuntimeError("meshgrid expects all tensors to have the same dtype")
+    swap = indexing == "xy" and len(ts) >= 2
+    order = list(range(len(ts)))
+    if swap:
+        order[0], order[1] = 1, 0
+    sizes = [ts[i]._data.size for i in order]
+    out = []
+    for i, x in enumerate(ts):
+        pos = order.index(i)
+        shape = [1] * len(ts)
+        shape[pos] = x._data.size
+        out.append(apply(expand_p, (view(x, tuple(shape)),), {"shape": tuple(sizes)}))
+    return tuple(out)
+
+
+@register
+def cartesian_prod(*tensors) -> Tensor:
+    """Every combination of one element from each 1-d tensor, as rows."""
+    ts = _tensors(tensors, "cartesian_prod")
+    for x in ts:
+        if x._data.ndim != 1:
+            raise RuntimeError(f"Expect a 1D vector, but got shape {list(x._data.shape)}")
+    if len(ts) == 1:
+        return ts[0]
+    grids = meshgrid(*ts, indexing="ij")
+    return stack([reshape(g, -1) for g in grids], 1)
+
+
+@register
+def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> Tensor:
+    """The ``r``-element combinations of a 1-d tensor's elements, as rows (in order)."""
+    check_tensor(input, "combinations")
+    r = _int(r, "combinations", "r")
+    with_replacement = check_bool(with_replacement, "combinations", "with_replacement")
+    if input._data.ndim != 1:
+        raise RuntimeError(f"Expect a 1D vector, but got shape {list(input._data.shape)}")
+    if r < 0:
+        raise RuntimeError(f"Expect a non-negative number, but got {r}")
+    if r == 0:
+        return C.empty(0, dtype=input.dtype)
+    n = input._data.shape[0]
+    gen = itertools.combinations_with_replacement if with_replacement else itertools.combinations
+    idx = np.array(list(gen(range(n), r)), dtype=np.int64).reshape(-1, r)
+    return stack([apply(gather_rows_p, (input,), {"dim": 0, "index": np.ascontiguousarray(idx[:, k])})
+                  for k in range(r)], 1)
+
+
+# ----- unfold, clone, contiguous ------------------------------------------------------------------------
+
+@register(module=False, method=True, graph=True)
+def unfold(input: Tensor, dimension: int, size: int, step: int) -> Tensor:
+    """Windows of ``size`` every ``step`` along ``dimension``, as a new last dim (a view)."""
+    check_tensor(input, "unfold")
+    nd = input._data.ndim
+    d = wrap_dim(dimension, nd, "unfold")
+    size, step = _int(size, "unfold", "size"), _int(step, "unfold", "step")
+    n = input._data.shape[d] if nd else 1
+    if size > n:
+        raise RuntimeError(f"maximum size for tensor at dimension {d} is {n} but size is {size}")
+    if size < 0:
+        raise RuntimeError(f"size is {size} but must be >= 0")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    return apply(unfold_p, (input,), {"dimension": d, "size": size, "step": step})
+
+
+class memory_format:
+    """A memory layout request (``torch.preserve_format``, ...); ember's tensors are always strided."""
+
+    __slots__ = ("_name",)
+
+    def __init__(self, name: str):
+        self._name = name
+
+    def __repr__(self) -> str:
+        return "torch." + self._name
+
+
+preserve_format = memory_format("preserve_format")
+contiguous_format = memory_format("contiguous_format")
+channels_last = memory_format("channels_last")
+channels_last_3d = memory_format("channels_last_3d")
+# (not in the op registry, whose entries are functions the op database calls: ember/__init__.py exports them)
+
+
+def _check_memory_format(input, fmt, op):
+    if fmt is None or fmt is preserve_format or fmt is contiguous_format:
+        return
+    if not isinstance(fmt, memory_format):
+        raise TypeError(f"{op}(): argument 'memory_format' must be torch.memory_format, not {type(fmt).__name__}")
+    rank = 4 if fmt is channels_last else 5
+    if input._data.ndim != rank:
+        raise RuntimeError(f"required rank {rank} tensor to use {fmt._name} format")
+    raise NotImplementedError(f"ember: {op}(memory_format={fmt!r}) is not supported (tensors are always "
+                              f"contiguous or strided views)")
+
+
+@register(method=True, graph=True)
+def clone(input: Tensor, *, memory_format=None) -> Tensor:
+    """A copy of ``input`` with its own memory (gradients flow back unchanged)."""
     check_tensor(input, "clone")
+    _check_memory_format(input, memory_format, "clone")
     return apply(clone_p, (input,))
 
 
 @register(module=False, method=True)
-def contiguous(input, memory_format=None):
+def contiguous(input: Tensor, memory_format=None) -> Tensor:
+    _check_memory_format(input, memory_format, "contiguous")
     if input._data.flags.c_contiguous:
         return input
     return apply(clone_p, (input,))
@@ -326,7 +1373,10 @@ def contiguous(input, memory_format=None):
 def to_dtype(input, dtype: D.dtype, copy=False):
     if dtype is input.dtype and not copy:
         return input
-    return apply(cast_p, (input,), {"dtype": dtype.np})
+    r = apply(cast_p, (input,), {"dtype": dtype.np})
+    if not dtype.is_floating_point:   # integral results are not differentiable: no history, as PyTorch
+        r.grad_fn, r._requires_grad, r._fw_grad = None, False, None
+    return r
 
 
 graph("expand", lambda x, shape: expand(x, shape))
@@ -334,22 +1384,36 @@ graph("permute", lambda x, dims: permute(x, dims))
 graph("cast", lambda x, dtype: apply(cast_p, (x,), {"dtype": dtype}))
 graph("cat", lambda xs, dim: cat(xs, dim))
 graph("stack", lambda xs, dim: stack(xs, dim))
+graph("slice_dim", lambda x, dim, start, stop, step=1: apply(slice_p, (x,), {"dim": dim, "start": start,
+                                                                             "stop": stop, "step": step}))
+graph("slice_scatter_zeros", lambda g, dim, start, stop, step, shape: apply(
+    slice_scatter_p, (g,), {"dim": dim, "start": start, "stop": stop, "step": step, "shape": shape}))
+graph("select_dim", lambda x, dim, index: apply(select_p, (x,), {"dim": dim, "index": index}))
+graph("select_scatter_zeros", lambda g, dim, index, shape: apply(select_scatter_p, (g,), {"dim": dim, "index": index,
+                                                                                           "shape": shape}))
+graph("diag_scatter_zeros", lambda g, offset, dim1, dim2, shape: apply(
+    diag_embed_p, (g,), {"offset": offset, "dim1": dim1, "dim2": dim2, "shape": shape}))
+graph("unfold_backward", lambda g, shape, dimension, size, step: apply(
+    unfold_backward_p, (g,), {"shape": shape, "dimension": dimension, "size": size, "step": step}))
+graph("gather_rows", lambda x, dim, index: apply(gather_rows_p, (x,), {"dim": dim, "index": index}))
+graph("scatter_rows_zeros", lambda g, dim, index, shape: apply(scatter_rows_p, (g,), {"dim": dim, "index": index,
+                                                                                       "shape": shape}))
 method("T", property(_T))
 method("mT", property(_mT))
 method("H", property(_T))
 method("mH", property(_mT))
+method("__iter__", _iter)
 
 
 # ----- conversions -------------------------------------------------------------------------------
 
-@register(module=False, method=True)
-def view_as(input, other):
-    return view(input, other._data.shape)
+def _legacy_types() -> dict:
+    return {C.FloatTensor: D.float32, C.DoubleTensor: D.float64, C.HalfTensor: D.float16, C.LongTensor: D.int64,
+            C.IntTensor: D.int32, C.BoolTensor: D.bool}
 
 
-@register(module=False, method=True)
-def reshape_as(input, other):
-    return reshape(input, other._data.shape)
+_TYPE_NAMES = {f"torch.{D.type_word(d.np)}Tensor": d for d in (D.float32, D.float64, D.float16, D.int64, D.int32,
+                                                               D.bool, D.int16, D.int8, D.uint8)}
 
 
 @register(module=False, method=True)
@@ -358,6 +1422,7 @@ def to(self, *args, **kwargs):
     dtype = kwargs.pop("dtype", None)
     copy = kwargs.pop("copy", False)
     kwargs.pop("non_blocking", None)
+    kwargs.pop("memory_format", None)
     device = kwargs.pop("device", None)
     if kwargs:
         raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
@@ -366,6 +1431,8 @@ def to(self, *args, **kwargs):
             dtype = a
         elif isinstance(a, Tensor):
             dtype = a.dtype
+        elif _is_int(a):
+            raise RuntimeError("Cannot access accelerator device when none is available.")
         elif a is not None and not isinstance(a, bool):
             device = a
     if device is not None:
@@ -387,22 +1454,31 @@ for _name, _dt in (("float", D.float32), ("double", D.float64), ("half", D.float
 
 
 @register(name="type", module=False, method=True)
-def type_(self, dtype=None):
+def type_(self, dtype=None, non_blocking: bool = False):
+    """The type's name (``'torch.FloatTensor'``), or a copy cast to ``dtype`` (a dtype, a legacy tensor type
+    or its name)."""
     if dtype is None:
         return "torch." + D.type_word(self._data.dtype) + "Tensor"
+    if isinstance(dtype, str):
+        if dtype not in _TYPE_NAMES:
+            raise ValueError(f"invalid type: {dtype!r}")
+        dtype = _TYPE_NAMES[dtype]
+    elif not isinstance(dtype, D.dtype):
+        dt = _legacy_types().get(dtype)
+        if dt is None:
+            raise TypeError(f"type(): argument 'dtype' must be torch.dtype, not {type(dtype).__name__}")
+        dtype = dt
     return to_dtype(self, dtype)
 
 
-def _new_like(fill):
-    def fn(self, *size, dtype=None, requires_grad=False, device=None):
+def _new_like(fill, name):
+    def fn(self, *size, dtype=None, requires_grad=False, device=None, layout=None, pin_memory=False):
+        if dtype is not None and not isinstance(dtype, D.dtype):
+            raise TypeError(f"{name}(): argument 'dtype' must be torch.dtype, not {type(dtype).__name__}")
         return fill(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+    fn.__name__ = name
     return fn
 
 
-def _bind_new_like():
-    from .. import _creation as C
-    for _name, _fill in (("new_zeros", C.zeros), ("new_ones", C.ones), ("new_empty", C.empty)):
-        method(_name, _new_like(_fill))
-
-
-_bind_new_like()
+for _name, _fill in (("new_zeros", C.zeros), ("new_ones", C.ones), ("new_empty", C.empty)):
+    method(_name, _new_like(_fill, _name))
