@@ -9,7 +9,8 @@ __version__ = "0.1.0"
 from . import _dtype
 from ._device import device
 from ._dtype import (bool, double, dtype, float, float16, float32, float64, get_default_dtype, half, int,
-                     int8, int16, int32, int64, long, promote_types, result_type, set_default_dtype, short, uint8)
+                     int8, int16, int32, int64, long, promote_types, result_type, set_default_dtype, short, uint8,
+                     can_cast, finfo, iinfo)
 from ._tensor import Size, Tensor
 from . import autograd
 from .autograd import enable_grad, inference_mode, no_grad, set_grad_enabled
@@ -19,7 +20,8 @@ from .autograd import forward_ad
 from . import cuda, nn
 from ._creation import (BoolTensor, DoubleTensor, FloatTensor, HalfTensor, IntTensor, LongTensor,
                         arange, as_tensor, empty, empty_like, eye, from_numpy, full, full_like,
-                        linspace, ones, ones_like, tensor, zeros, zeros_like)
+                        linspace, ones, ones_like, tensor, zeros, zeros_like, logspace, tril_indices,
+                        triu_indices, asarray, frombuffer)
 from ._random import (Generator, bernoulli, default_generator, get_rng_state, initial_seed, manual_seed,
                       multinomial, normal, rand, rand_like, randint, randint_like, randn, randn_like, random,
                       randperm, seed, set_rng_state)

@@ -9,6 +9,7 @@ from . import _dtype as D
 from ._device import check_device
 from ._device import device as _device_type
 from ._tensor import Tensor, _sizes_from_args, make
+from .ops._registry import method as _register_method
 # The generator and the random creation functions (PyTorch's exact stream) live in _random.
 from ._random import (Generator, default_generator, initial_seed, manual_seed, rand, rand_like,  # noqa: F401
                       randint, randn, randn_like, seed)
@@ -329,7 +330,182 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False,
         raise RuntimeError("number of steps must be non-negative")
     if dtype is D.bool:
         raise NotImplementedError("\"linspace_cpu\" not implemented for 'Bool'")
-    return _finish(np.linspace(start, end, steps).astype(dtype.np), rg, device)
+    return _finish(_linspace(start, end, steps, dtype.np), rg, device)
+
+
+_C_INT_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t",
+                "bool": "bool"}
+
+
+def _checked_int(v, npd):
+    """A bound converted to an integral dtype as PyTorch's Scalar conversion does, refusing overflow."""
+    info = np.iinfo(npd) if npd.kind != "b" else None
+    lo, hi = (0, 1) if info is None else (info.min, info.max)
+    if npd.kind == "u" and isinstance(v, int):
+        lo = -hi   # negative integers wrap around (two's complement) for unsigned types
+    if not lo <= v <= hi:
+        raise RuntimeError(f"value cannot be converted to type {_C_INT_NAMES[npd.name]} without overflow")
+    return v
+
+
+def _fma(a, b, c):
+    """``a * b + c`` rounded once, as the FMA instruction PyTorch's compiled kernels use (float64 by
+    error-free transformations: Dekker's product and Knuth's sum)."""
+    p = a * b
+    split = 134217729.0   # 2**27 + 1
+    t = split * a
+    ah = t - (t - a)
+    al = a - ah
+    t = split * b
+    bh = t - (t - b)
+    bl = b - bh
+    perr = ((ah * bh - p) + ah * bl + al * bh) + al * bl   # p + perr == a * b exactly
+    s = p + c
+    v = s - p
+    serr = (p - (s - v)) + (c - v)                         # s + serr == p + c exactly
+    return s + (serr + perr)
+
+
+def _linspace(start, end, steps: int, npd) -> np.ndarray:
+    """PyTorch's CPU kernel to the last bit: ``start + step * i`` for the first half and
+    ``end - step * (steps - 1 - i)`` for the second (so both ends are exact), each a fused multiply-add;
+    floats compute in their own dtype (float16 in float32), integers in double, truncated."""
+    npd = np.dtype(npd)
+    if steps <= 1:
+        return np.full(steps, start, dtype=np.float64).astype(npd)
+    if npd.kind in "iub":
+        # the bounds are cast to the output type first (truncated; negative integers wrap for uint8)
+        s, e = (float(np.array(int(_checked_int(v, npd))).astype(npd)) for v in (start, end))
+        step = (e - s) / (steps - 1)
+    else:
+        work = np.float32 if npd == np.float16 else npd.type
+        s, e = npd.type(start), npd.type(end)
+        step = npd.type((work(e) - work(s)) / work(steps - 1))   # float16's step is rounded to float16
+        s, e, step = float(s), float(e), float(step)
+    i = np.arange(steps, dtype=np.float64)
+    first = np.arange(steps) < steps // 2
+    with np.errstate(over="ignore", invalid="ignore"):
+        if npd.kind == "f" and npd.itemsize < 8:
+            # the product of a float32 and a small integer is exact in float64: one rounding to float32
+            out = np.where(first, s + step * i, e - step * (steps - 1 - i)).astype(np.float32)
+        else:
+            out = np.where(first, _fma(np.full(steps, step), i, np.full(steps, s)),
+                           _fma(np.full(steps, -step), steps - 1 - i, np.full(steps, e)))
+        return np.trunc(out).astype(npd) if npd.kind in "iub" else out.astype(npd)
+
+
+def logspace(start, end, steps, base: float = 10.0, *, dtype=None, device=None, requires_grad=False,
+             out=None) -> Tensor:
+    """``base ** linspace(start, end, steps)``, computed in double as PyTorch's CPU kernel."""
+    start = _check_number(start, "logspace", "start", 1)
+    end = _check_number(end, "logspace", "end", 2)
+    steps = _check_int(steps, "logspace", "steps", 3)
+    base = _check_number(base, "logspace", "base", 4)
+    dtype = _check_dtype(dtype, "logspace", D._default_float)
+    rg = _check_bool(requires_grad, "logspace")
+    _check_device(device, "logspace")
+    if out is not None:
+        raise NotImplementedError("ember: logspace(out=...) is not supported yet")
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    if dtype is D.bool:
+        raise NotImplementedError("\"logspace_cpu\" not implemented for 'Bool'")
+    if dtype.is_floating_point:
+        start, end = dtype.np.type(start), dtype.np.type(end)
+    else:
+        start, end = int(start), int(end)
+    if steps == 1:
+        data = np.full(1, float(base) ** float(start))
+    else:
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            step = (float(end) - float(start)) / (steps - 1)
+            i = np.arange(steps, dtype=np.float64)
+            expo = np.where(i < steps // 2, float(start) + step * i, float(end) - step * (steps - 1 - i))
+            data = np.power(float(base), expo)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return _finish(data[:steps].astype(dtype.np), rg, device)
+
+
+def _tri_indices(name, fn, row, col, offset, dtype, device):
+    row = _check_int(row, name, "row", 1)
+    col = _check_int(col, name, "col", 2)
+    offset = _check_int(offset, name, "offset", 3)
+    dtype = _check_dtype(dtype, name, D.int64)
+    _check_device(device, name)
+    if row < 0 or col < 0:
+        raise RuntimeError(f"row must be non-negative, got{row}" if row < 0 else f"col must be non-negative, got{col}")
+    if dtype not in (D.int64, D.int32):
+        raise NotImplementedError("\"" + name + "\" not implemented for '" + D.type_word(dtype.np) + "'")
+    r, c = fn(row, offset, col)
+    return _finish(np.stack([r, c]).astype(dtype.np).reshape(2, -1), False, device)
+
+
+def tril_indices(row: int, col: int, offset: int = 0, *, dtype=None, device=None, layout=None) -> Tensor:
+    """The (row, col) indices of the lower triangle of a ``row`` x ``col`` matrix, row by row."""
+    return _tri_indices("tril_indices", np.tril_indices, row, col, offset, dtype, device)
+
+
+def triu_indices(row: int, col: int, offset: int = 0, *, dtype=None, device=None, layout=None) -> Tensor:
+    """The (row, col) indices of the upper triangle of a ``row`` x ``col`` matrix, row by row."""
+    return _tri_indices("triu_indices", np.triu_indices, row, col, offset, dtype, device)
+
+
+def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad: bool = False) -> Tensor:
+    """A tensor from ``obj``, sharing memory with it when it is a tensor or array of the right dtype
+    (unless ``copy=True``); ``copy=False`` raises where a copy would be needed."""
+    dtype = _check_dtype(dtype, "asarray")
+    rg = _check_bool(requires_grad, "asarray")
+    _check_device(device, "asarray")
+    if isinstance(obj, Tensor):
+        t = obj if dtype is None or dtype is obj.dtype else None
+        if t is None:
+            if copy is False:
+                raise ValueError("can't alias tensor of a different dtype without a copy")
+            t = obj.to(dtype)
+        elif copy:
+            t = obj.clone()
+        if rg:
+            t = t.detach().requires_grad_() if t is obj else t.requires_grad_()
+        return t
+    if isinstance(obj, np.ndarray) and copy is not True:
+        D.from_numpy_dtype(obj.dtype)
+        if dtype is not None and obj.dtype != dtype.np:
+            if copy is False:
+                raise ValueError("can't alias NumPy array of a different dtype without a copy")
+            return _finish(obj.astype(dtype.np), rg, device)
+        return _finish(obj, rg, device)
+    if copy is False and not isinstance(obj, np.ndarray):
+        raise ValueError(f"can't alias Python object of type {type(obj).__name__} without copying")
+    return tensor(obj, dtype=dtype, device=device, requires_grad=rg)
+
+
+def frombuffer(buffer, *, dtype, count: int = -1, offset: int = 0, requires_grad: bool = False) -> Tensor:
+    """A 1-d tensor sharing memory with a Python buffer (``bytes``, ``bytearray``, ``array.array``, ...)."""
+    dtype = _check_dtype(dtype, "frombuffer")
+    rg = _check_bool(requires_grad, "frombuffer")
+    try:
+        data = np.frombuffer(buffer, dtype=dtype.np, count=count, offset=offset)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"frombuffer(): {e}") from None
+    return _finish(data, rg, None)
+
+
+def _new_tensor(self, data, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+    return tensor(data, dtype=dtype or self.dtype, device=device, requires_grad=requires_grad)
+
+
+def _new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+    return full(size, fill_value, dtype=dtype or self.dtype, device=device, requires_grad=requires_grad)
+
+
+def _type_as(self, other) -> Tensor:
+    if not isinstance(other, Tensor):
+        raise TypeError(f"type_as(): argument 'other' (position 1) must be Tensor, not {type(other).__name__}")
+    return self.to(other.dtype)
+
+
+for _name, _fn in (("new_tensor", _new_tensor), ("new_full", _new_full), ("type_as", _type_as)):
+    _register_method(_name, _fn)
 
 
 _NO_M = object()

@@ -159,3 +159,50 @@ def result_type(*operands) -> dtype:
             raise TypeError(f"result_type(): expected Tensors or Numbers, got "
                             f"({', '.join(type(o).__name__ for o in operands)})")
     return result_type_of(tuple(key))
+
+
+def can_cast(from_: dtype, to: dtype) -> bool:
+    """PyTorch's casting rule for in-place ops and ``out=``: no float to integral, nothing but bool to bool."""
+    for i, d in enumerate((from_, to)):
+        if not isinstance(d, dtype):
+            raise TypeError(f"can_cast(): argument '{('from_', 'to')[i]}' (position {i + 1}) must be torch.dtype, "
+                            f"not {type(d).__name__}")
+    return from_._cat <= to._cat or (from_._cat == _INT and to._cat == _INT)
+
+
+class finfo:
+    """Machine limits of a floating dtype, as ``torch.finfo``."""
+
+    def __init__(self, type: dtype | None = None):
+        type = _default_float if type is None else type
+        if not isinstance(type, dtype) or not type.is_floating_point:
+            raise TypeError(f"torch.finfo() requires a floating point input type. Use torch.iinfo to handle "
+                            f"'torch.finfo'")
+        f = np.finfo(type.np)
+        self.bits = f.bits
+        self.eps = builtins_float(f.eps)
+        self.max = builtins_float(f.max)
+        self.min = builtins_float(f.min)
+        self.tiny = self.smallest_normal = builtins_float(f.tiny)
+        self.resolution = 10.0 ** -f.precision
+        self.dtype = type._name
+
+    def __repr__(self) -> str:
+        return (f"finfo(resolution={self.resolution:g}, min={self.min:g}, max={self.max:g}, eps={self.eps:g}, "
+                f"smallest_normal={self.smallest_normal:g}, tiny={self.tiny:g}, dtype={self.dtype})")
+
+
+class iinfo:
+    """Machine limits of an integral dtype, as ``torch.iinfo``."""
+
+    def __init__(self, type: dtype):
+        if not isinstance(type, dtype) or type.is_floating_point:
+            raise TypeError("torch.iinfo() requires an integer input type. Use torch.finfo to handle 'torch.iinfo'")
+        i = np.iinfo(type.np) if type is not bool else None
+        self.bits = 8 if i is None else i.bits
+        self.max = 1 if i is None else builtins_int(i.max)
+        self.min = 0 if i is None else builtins_int(i.min)
+        self.dtype = type._name
+
+    def __repr__(self) -> str:
+        return f"iinfo(min={self.min:g}, max={self.max:g}, dtype={self.dtype})"
