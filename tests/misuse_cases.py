@@ -900,22 +900,9 @@ XFAIL_PATTERNS: dict[str, str] = {
     r"val-fill_-str": f"{_ELEM}: fill_ value must be Number or Tensor (TypeError)",
     # reduction.py
     # ember/__init__.py and _methods.py
-    r"val-type-(str|bad)": f"{_METH}: Tensor.type() with a type string ('torch.DoubleTensor')",
-    r"val-to-int": f"{_METH}: Tensor.to(int) is a device index (RuntimeError on a CPU-only build)",
-    r"badmeth-(expand_as|view_as|reshape_as)-.*": f"{_METH}: expand_as/view_as/reshape_as do not check 'other'",
     # shape.py
-    r"badarg-(flatten|t)-.*": f"{_SHAPE}: flatten/t do not check_tensor() their input",
-    r"dim-flatten-0d-(pos|neg)": f"{_SHAPE}: flatten ignores start/end dims on 0-d inputs",
-    r"kw-(squeeze|unsqueeze|cat|stack)-axis": f"{_SHAPE}: accept PyTorch's axis= alias for dim=",
-    r"kw-view-size-kw": f"{_SHAPE}: view(size=...) keyword",
-    r"nargs-(reshape|view|permute|expand)-0": f"{_SHAPE}: reshape()/view()/permute()/expand() with no sizes is a "
-                                              "TypeError (missing argument)",
-    r"val-view-dtype": f"{_SHAPE}: view(dtype) not implemented",
     # indexing.py
     # elsewhere
-    r"msg-reshape-neg2": f"{_SHAPE}: reshape(-2, 3) message drops 'at index 0 of shape [-2, 3]'",
-    r"badarg-broadcast_to-0-.*": f"{_SHAPE}: broadcast_to's message names expand()",
-    r"createval-new_zeros-dtype-str": f"{_METH}: new_zeros' message names zeros()",
 }
 
 
