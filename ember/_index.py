@@ -195,14 +195,18 @@ def convert(index, shape: tuple, tensors_advanced: bool = False) -> Index:
     for it in items:
         kind = it[0]
         if kind == "int":
-            n = shape[src]
             i = it[1]
+            if src >= ndim:   # only after a second Ellipsis, which PyTorch lets skip dims again
+                raise IndexError(f"index {i} is out of bounds for dimension {ndim} with size 0")
+            n = shape[src]
             if not -n <= i < n:
                 raise IndexError(f"index {i} is out of bounds for dimension {src} with size {n}")
             basic.append(i)
             src += 1
             last = int
         elif kind == "slice":
+            if src >= ndim:
+                raise IndexError(f"too many indices for tensor of dimension {ndim}")
             s = it[1]
             basic.append(s)
             view_shape.append(len(range(*s.indices(shape[src]))))
@@ -219,20 +223,24 @@ def convert(index, shape: tuple, tensors_advanced: bool = False) -> Index:
             adv[len(view_shape)] = np.zeros(1 if it[1] else 0, np.int64)
             view_shape.append(1)
         elif kind == "ellipsis":
-            if not ellipsis_seen:   # PyTorch accepts more than one; the later ones take no dims
-                k = ndim - specified
+            k = ndim - specified
+            if not ellipsis_seen:
                 basic.append(Ellipsis)
                 view_shape.extend(shape[src:src + k])
-                src += k
                 ellipsis_seen = True
+            # PyTorch accepts more than one Ellipsis: each skips the unspecified dims again, so an index
+            # after a second one points past the last dim.
+            src += k
         else:
             arr = it[1]
             k = arr.ndim if arr.dtype == np.bool_ else 1
+            if src + k > ndim:
+                raise IndexError(f"too many indices for tensor of dimension {ndim}")
             basic.extend([_FULL] * k)
             adv[len(view_shape)] = arr
             view_shape.extend(shape[src:src + k])
             src += k
-    view_shape.extend(shape[src:])
+    view_shape.extend(shape[min(src, ndim):])
     view_shape = tuple(view_shape)
     if not ellipsis_seen:
         basic.append(Ellipsis)   # x[1] on a 1-d array would give NumPy a scalar; x[1, ...] is a 0-d view

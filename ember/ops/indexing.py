@@ -139,8 +139,7 @@ scatter_reduce_p = defprim(
 
 
 def _not_implemented(*args, **kwargs):
-    raise NotImplementedError("the derivative for 'scatter' is not implemented. scatter with the reduce argument "
-                              "is not differentiable; use scatter_reduce")
+    raise RuntimeError("derivative for aten::scatter is not implemented")
 
 
 # scatter(..., reduce='add'|'multiply'): PyTorch records a node that refuses to differentiate.
@@ -201,6 +200,12 @@ def setitem(self: Tensor, index, value) -> None:
     """``self[index] = value``: the value broadcasts to the indexed region and is cast to self's dtype."""
     ix = convert(index, self._data.shape)
     value = _fit_value(_assign_value(value, self), ix)
+    if not ix.basic and isinstance(value, Tensor) and value._data.dtype != self._data.dtype and not (
+            isinstance(index, Tensor) and index._data.dtype == np.bool_ and not value._data.ndim):
+        # an advanced index writes with index_put_, which takes no other dtype (a mask and a 0-d value
+        # are masked_fill_, which casts)
+        raise RuntimeError(f"Index put requires the source and destination dtypes match, got {_word(self)} for the "
+                           f"destination and {_word(value)} for the source.")
     if not _needs_graph(self, value):
         check_inplace(self, False)
         view, sub = _view_of(self._data, ix.np_index)
@@ -750,7 +755,7 @@ def _mask(self: Tensor, mask, op: str, inplace: bool, message: str, pos: int = 2
     check_tensor(mask, op, "mask", pos)
     if mask._data.dtype != np.bool_:
         raise RuntimeError(message.format(c=D.c_type_name(mask._data.dtype), word=_word(mask)))
-    shapes = (self._data.shape, mask._data.shape)
+    shapes = (mask._data.shape, self._data.shape)
     err = broadcast_error(shapes)
     if err is not None:
         raise err
