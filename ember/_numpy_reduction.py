@@ -14,33 +14,49 @@ __all__: list = ["nansum", "prod", "cumsum", "cumprod", "logcumsumexp", "logsume
                  "scatter_add_zeros", "vector_norm", "any"]
 
 
+def _f32(kernel):
+    """float16 accumulates in float32 and rounds once at the end, as PyTorch's CPU kernels."""
+    def fn(x, *args, **kwargs):
+        if x.dtype == np.float16:
+            return kernel(x.astype(np.float32), *args, **kwargs).astype(np.float16)
+        return kernel(x, *args, **kwargs)
+    fn.__name__, fn.__doc__ = kernel.__name__, kernel.__doc__
+    return fn
+
+
 def _empty_over(x, dim) -> bool:
     return builtins.any(x.shape[d] == 0 for d in dim)
 
 
+@_f32
 def nansum(x, dim, keepdim=False):
     return np.nansum(x, axis=dim, keepdims=keepdim)
 
 
+@_f32
 def prod(x, dim=None, keepdim=False):
     """The product over ``dim`` (an int, or None for all elements)."""
     return np.prod(x, axis=dim, keepdims=keepdim)
 
 
+@_f32
 def cumsum(x, dim):
     return np.cumsum(x, axis=dim) if x.ndim else x.copy()
 
 
+@_f32
 def cumprod(x, dim):
     return np.cumprod(x, axis=dim) if x.ndim else x.copy()
 
 
+@_f32
 def logcumsumexp(x, dim):
     # logaddexp(a, b) = max + log1p(exp(-|a - b|)): stable, and -inf + -inf stays -inf.
     with np.errstate(invalid="ignore", over="ignore"):
         return np.logaddexp.accumulate(x, axis=dim) if x.ndim else x.copy()
 
 
+@_f32
 def logsumexp(x, dim, keepdim=False):
     """log(sum(exp(x))) over ``dim``, stable: the maximum is taken out first (0 where it is infinite, so
     that all -inf gives -inf and an inf gives inf rather than nan). Over an empty dim: -inf."""

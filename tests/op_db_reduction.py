@@ -204,6 +204,12 @@ OPS: list = [
            _samples([(s, dict(k, ord=o)) for o in ("fro", 1, -1, INF, -INF) for s, k in
                      [((3, 4), {}), ((2, 3, 4), {"keepdim": True}), ((3, 2, 4), {"dim": (0, 2)}),
                       ((2, 3, 4), {"dim": (-1, 0)})]]), dtypes=FLOAT + ("int64",)),
+    # the singular-value norms (through linalg.svdvals): distinct singular values
+    OpInfo("matrix_norm_svd", lambda m, a, ord="fro", **kw: m.linalg.matrix_norm(a, ord, **kw),
+           _samples([(s, dict(k, ord=o)) for o in ("nuc", 2, -2) for s, k in
+                     [((3, 4), {}), ((2, 3, 4), {"keepdim": True}), ((3, 2, 4), {"dim": (0, 2)})]])),
+    OpInfo("norm_nuc", lambda m, a, **kw: m.norm(a, "nuc", **kw),
+           _samples([((3, 4), {}), ((2, 3, 4), {"dim": (2, 0), "keepdim": True})])),
     OpInfo("matrix_norm_errors", lambda m, a, ord="fro", **kw: m.linalg.matrix_norm(a, ord, **kw),
            _samples([((3, 4), {"ord": 3}), ((3,), {}), ((3, 4), {"ord": "foo"}), ((3, 4), {"dim": (1, 1)}),
                      ((3, 4), {"dim": (0, 1, 1)}), ((3, 4), {"ord": 1, "dim": (0, 2)})]), **NO_GRAD),
@@ -261,6 +267,8 @@ OPS: list = [
     OpInfo("cumsum_dtype", lambda m, a, dim: a.cumsum(dim, dtype=m.float64), _samples([((3, 4), {"dim": 0})]),
            dtypes=ALL),
     OpInfo("cumprod", lambda m, a, dim: a.cumprod(dim), _cumprod_samples, dtypes=ALL),
+    OpInfo("cumsum_", lambda m, a, dim: (a * 1).cumsum_(dim), _samples(ONE_DIM[:5]), dtypes=ALL),
+    OpInfo("cumprod_", lambda m, a, dim: a.clone().cumprod_(dim), _cumprod_samples),
     OpInfo("cummax", lambda m, a, dim: m.cummax(a, dim), _samples(ONE_DIM, "distinct"), dtypes=ALL),
     OpInfo("cummin", lambda m, a, dim: a.cummin(dim), _samples(ONE_DIM[:5], "distinct"), dtypes=ALL),
     OpInfo("logcumsumexp", lambda m, a, dim: m.logcumsumexp(a, dim), _samples(ONE_DIM), dtypes=ALL),

@@ -695,14 +695,12 @@ def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dt
         raise RuntimeError(f"{op}: Order {ord} not supported.")
     if ord in ("nuc", 2, -2):
         # the singular values of the matrices moved to the last two dims
-        from .shape import permute
-        rest = [i for i in range(A._data.ndim) if i not in (d0, d1)]
-        s = _svdvals(permute(A, rest + [d0, d1]))
+        from .shape import permute, unsqueeze
+        perm = [i for i in range(A._data.ndim) if i not in (d0, d1)] + [d0, d1]
+        s = _svdvals(permute(A, perm))
         r = sum(s, -1) if ord == "nuc" else amax(s, -1) if ord == 2 else amin(s, -1)
-        if keepdim:
-            from .shape import unsqueeze
-            for d in sorted((d0, d1)):
-                r = unsqueeze(r, d)
+        if keepdim:   # as PyTorch: two trailing size-1 dims, permuted back into place
+            r = permute(unsqueeze(unsqueeze(r, -1), -1), [perm.index(i) for i in range(A._data.ndim)])
         return r
     # 1 / -1: the max / min over columns of the column sums; inf / -inf: the same over rows
     inner, outer = (d0, d1) if abs(ord) == 1 else (d1, d0)
@@ -947,6 +945,23 @@ def cumprod(input: Tensor, dim: int, *, dtype=None) -> Tensor:
     d = _int_dim(input, dim, "cumprod")
     input = _cast(input, _check_dtype(dtype, "cumprod"))
     return apply(cumprod_p, (input,), {"dim": d}, dtype=_integral_to_int64(input))
+
+
+def _cum_inplace(prim, op):
+    def fn(self: Tensor, dim: int, *, dtype=None) -> Tensor:
+        from ._views import apply_inplace
+        check_tensor(self, op)
+        d = _int_dim(self, dim, op)
+        if _check_dtype(dtype, op) is not None and dtype is not self.dtype:
+            raise RuntimeError(f"{op}: dtype {dtype} does not match the tensor's dtype {self.dtype}")
+        return apply_inplace(prim, self, (), {"dim": d})
+    fn.__name__ = op
+    fn.__doc__ = f"In-place {op[:-1]} along ``dim``."
+    return fn
+
+
+register(_cum_inplace(cumsum_p, "cumsum_"), name="cumsum_", module=False, method=True)
+register(_cum_inplace(cumprod_p, "cumprod_"), name="cumprod_", module=False, method=True)
 
 
 def _cum_extremum(input, dim, op, largest, result, node):
