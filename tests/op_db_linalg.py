@@ -156,5 +156,151 @@ OPS = [
            _shapes(((4, 3), (4, 3)), ((1, 3), (2, 3)), (((3, 2), (3, 2)), {"dim": 0}))),
     _errors("cross_errors", lambda m, a, b: m.linalg.cross(a, b), [((4, 2), (4, 2)), ((2, 3), (4, 3))]),
 ]
+
+# ----- decompositions and solvers -------------------------------------------------------------------------
+
+def _near_eye(rng, shape, scale=0.3, flip=False):
+    """A (batch of) well-conditioned matrices: the identity times 2 plus small noise (flip: det < 0)."""
+    n = shape[-1]
+    a = draw(rng, shape) * scale + 2 * np.eye(n)
+    if flip and n:
+        a[..., 0, :] *= -1
+    return a
+
+
+def _mats(*cases, flip=False):
+    """(shape of A, other shapes..., kwargs): A near the identity, the others from 'real'."""
+    def make(rng):
+        out = []
+        for c in cases:
+            kw = c[-1] if isinstance(c[-1], dict) else {}
+            shapes = c[:-1] if kw or isinstance(c[-1], dict) else c
+            out.append(Sample((_near_eye(rng, shapes[0], flip=flip),) + tuple(draw(rng, s) for s in shapes[1:]),
+                              dict(kw)))
+        return out
+    return make
+
+
+def _spd(m, a):
+    # a symmetric positive-definite matrix made of any square a
+    return a @ a.mT + a.shape[-1] * m.eye(a.shape[-1], dtype=a.dtype)
+
+
+def _sym(m, a):
+    return (a + a.mT) / 2
+
+
+def _sign_fix(m, v):
+    # the sign making each column's first entry positive: the loss is then invariant to LAPACK's choice
+    return m.sign(v[..., :1, :])
+
+
+def _eigh(m, a, UPLO="L"):
+    lam, v = m.linalg.eigh(_sym(m, a), UPLO)
+    return lam, v * _sign_fix(m, v)
+
+
+def _svd(m, a):
+    u, s, vh = m.linalg.svd(a, full_matrices=False)
+    sg = _sign_fix(m, u)
+    return u * sg, s, vh * sg.mT
+
+
+def _svd_full(m, a):
+    u, s, vh = m.linalg.svd(a)
+    return u.abs(), s, vh.abs()
+
+
+def _legacy_svd(m, a):
+    u, s, v = m.svd(a)
+    sg = _sign_fix(m, u)
+    return u * sg, s, v * sg
+
+
+def _qr(m, a, mode="reduced"):
+    return tuple(m.linalg.qr(a, mode=mode))
+
+
+def _chol_solve(m, b, a, upper=False):
+    return m.cholesky_solve(b, m.linalg.cholesky(_spd(m, a), upper=upper), upper=upper)
+
+
+def _solve_tri(m, a, b, **kw):
+    return m.linalg.solve_triangular(a, b, **kw)
+
+
+def _matrix_exp_samples(rng):
+    return [Sample((draw(rng, s) * k,)) for s, k in [((3, 3), 0.5), ((2, 2, 2), 0.5), ((4, 4), 3.0), ((1, 1), 1.0),
+                                                     ((0, 0), 1.0)]]
+
+
+def _lstsq(m, a, b, **kw):
+    r = m.linalg.lstsq(a, b, **kw)
+    return r.solution
+
+
+SVD_SHAPES = [((3, 3),), ((4, 2),), ((2, 4),), ((2, 3, 2),)]
+
+OPS += [
+    OpInfo("linalg_det", lambda m, a: m.linalg.det(a), _mats(((3, 3),), ((2, 2, 2),), ((1, 1),), ((4, 4),))),
+    OpInfo("det_neg", lambda m, a: a.det(), _mats(((3, 3),), flip=True)),
+    _errors("det_errors", lambda m, a: m.linalg.det(a), [((3,),), ((2, 3),)], dtypes=F_I),
+    OpInfo("linalg_slogdet", lambda m, a: tuple(m.linalg.slogdet(a)), _mats(((3, 3),), ((2, 2, 2),)), ),
+    OpInfo("slogdet_neg", lambda m, a: tuple(m.slogdet(a)), _mats(((3, 3),), flip=True)),
+    OpInfo("logdet", lambda m, a: m.logdet(a), _mats(((3, 3),), ((2, 2, 2),))),
+    OpInfo("logdet_neg", lambda m, a: a.logdet(), _mats(((3, 3),), flip=True), **NO_GRAD),
+    OpInfo("linalg_inv", lambda m, a: m.linalg.inv(a), _mats(((3, 3),), ((2, 2, 2),), ((1, 1),), ((0, 0),))),
+    OpInfo("inverse", lambda m, a: a.inverse(), _mats(((3, 3),))),
+    _errors("inv_errors", lambda m, a: m.linalg.inv(a), [((2, 3),), ((3,),)], dtypes=F_I),
+    OpInfo("linalg_solve", lambda m, a, b, **kw: m.linalg.solve(a, b, **kw),
+           _mats(((3, 3), (3, 2)), ((3, 3), (3,)), ((2, 3, 3), (3, 1)), ((3, 3), (2, 3, 2)), ((2, 3, 3), (2, 3)),
+                 ((3, 3), (2, 3), {"left": False}))),
+    _errors("solve_errors", lambda m, a, b: m.linalg.solve(a, b), [((3, 3), (2, 2)), ((2, 3), (2,)),
+                                                                    ((2, 3, 3), (3, 3, 1))]),
+    OpInfo("solve_triangular", _solve_tri,
+           _mats(((3, 3), (3, 2), {"upper": False}), ((3, 3), (3, 2), {"upper": True}),
+                 ((2, 3, 3), (3, 1), {"upper": True, "unitriangular": True}),
+                 ((3, 3), (2, 3), {"upper": False, "left": False}))),
+    OpInfo("triangular_solve", lambda m, b, a, **kw: tuple(m.triangular_solve(b, a, **kw)),
+           _shapes((((3, 2), (3, 3)), {}), (((3, 2), (3, 3)), {"upper": False, "transpose": True}))),
+    OpInfo("linalg_cholesky", lambda m, a, **kw: m.linalg.cholesky(_spd(m, a), **kw),
+           _shapes(((3, 3),), ((2, 2, 2),), (((3, 3),), {"upper": True}), ((1, 1),))),
+    _errors("cholesky_errors", lambda m, a: m.linalg.cholesky(a), [((2, 3),)]),
+    OpInfo("cholesky_solve", lambda m, b, a, **kw: _chol_solve(m, b, a, **kw),
+           _shapes(((3, 2), (3, 3)), (((3, 1), (3, 3)), {"upper": True}), ((2, 3, 2), (3, 3)))),
+    OpInfo("linalg_qr", _qr, _shapes(((3, 3),), ((4, 2),), ((2, 4),), ((2, 3, 2),), (((2, 3),), {"mode": "complete"}))),
+    OpInfo("linalg_qr_forward", _qr, _shapes((((4, 2),), {"mode": "complete"}), (((4, 2),), {"mode": "r"})),
+           **NO_GRAD),
+    _errors("qr_errors", lambda m, a: m.linalg.qr(a, mode="x"), [((2, 2),)]),
+    OpInfo("linalg_eigh", _eigh, _shapes(((3, 3),), ((2, 2, 2),), (((4, 4),), {"UPLO": "U"}), ((1, 1),))),
+    OpInfo("linalg_eigvalsh", lambda m, a: m.linalg.eigvalsh(_sym(m, a)), _shapes(((3, 3),), ((2, 2, 2),))),
+    _errors("eigh_errors", lambda m, a: m.linalg.eigh(a), [((2, 3),)], dtypes=F_I),
+    OpInfo("linalg_svd", _svd, _shapes(*SVD_SHAPES)),
+    OpInfo("linalg_svd_full", _svd_full, _shapes(((4, 2),), ((2, 3),), ((2, 2),)), **NO_GRAD),
+    OpInfo("svd", _legacy_svd, _shapes(((3, 2),))),
+    OpInfo("linalg_svdvals", lambda m, a: m.linalg.svdvals(a), _shapes(*SVD_SHAPES)),
+    _errors("svd_errors", lambda m, a: m.linalg.svd(a), [((3,),)], dtypes=F_I),
+    OpInfo("linalg_pinv", lambda m, a: m.linalg.pinv(a), _shapes(*SVD_SHAPES)),
+    OpInfo("pinverse", lambda m, a: a.pinverse(), _shapes(((3, 2),))),
+    OpInfo("matrix_exp", lambda m, a: m.linalg.matrix_exp(a), _matrix_exp_samples),
+    OpInfo("matrix_exp_method", lambda m, a: a.matrix_exp(), _shapes(((2, 2),))),
+    OpInfo("matrix_power", lambda m, a, n: m.linalg.matrix_power(a, n),
+           _mats(*[((3, 3), {"n": k}) for k in (0, 1, 2, 3, 5, -1, -2)], ((2, 2, 2), {"n": 4}))),
+    _errors("matrix_power_errors", lambda m, a: a.matrix_power(2), [((2, 3),), ((3,),)], dtypes=F_I),
+    OpInfo("linalg_lstsq", _lstsq, _shapes(((4, 3), (4, 2)), ((2, 3), (2, 2)), ((2, 4, 3), (2, 4)), ((4, 3), (4,)),
+                                           ((2, 4, 3), (1, 4, 2)))),
+    _errors("lstsq_errors", _lstsq, [((2, 4, 3), (4, 1)), ((4, 3), (3, 2))]),
+    OpInfo("linalg_lstsq_outputs", lambda m, a, b, driver: tuple(m.linalg.lstsq(a, b, driver=driver)),
+           _shapes(*[(((4, 3), (4, 2)), {"driver": d}) for d in ("gelsy", "gelsd", "gelss", "gels")]), **NO_GRAD),
+    OpInfo("matrix_rank", lambda m, a: m.linalg.matrix_rank(a), _shapes(((3, 3),), ((2, 4, 3),)), **NO_GRAD),
+    OpInfo("linalg_norm", lambda m, a, **kw: m.linalg.norm(a, **kw),
+           _shapes(((3, 4),), ((5,),), (((3, 4),), {"ord": "fro"}), (((3, 4),), {"ord": "nuc"}),
+                   (((3, 4),), {"ord": 2}), (((2, 3, 4),), {"dim": (1, 2)}), (((2, 3, 4),), {"dim": 1}))),
+    OpInfo("linalg_cond", lambda m, a, **kw: m.linalg.cond(a, **kw), _mats(((3, 3),), ((2, 3, 3),), ((3, 3), {"p": -2}))),
+    # torch's own backward through cond(p='fro' / 1) fails (its inverse is modified in place): values only
+    OpInfo("linalg_cond_p", lambda m, a, **kw: m.linalg.cond(a, **kw), _mats(((3, 3), {"p": "fro"}), ((3, 3), {"p": 1})),
+           **NO_GRAD),
+]
+
 HYP_UNARY: list = []    # names of entries whose single input hypothesis draws shapes for
 HYP_BINARY: list = []   # names of entries whose two broadcasting inputs hypothesis draws shapes for

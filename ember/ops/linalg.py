@@ -1498,14 +1498,14 @@ def svd(input: Tensor, some: bool = True, compute_uv: bool = True, *, out=None):
 
 
 def _pinv_vjp(xp, g, p, a):
-    """PyTorch's pinv_backward: gA = -P^T G P^T + (I - A P)^T... written without the identity."""
+    """The VJP of P = pinv(A): -P^T G P^T + (I - A P) G^T P P^T + P^T P G^T (I - P A), without the identity."""
     pt = _mT(xp, p)
     gt = _mT(xp, g)
     ga = -xp.matmul(xp.matmul(pt, g), pt)
     k = xp.matmul(gt, xp.matmul(p, pt))                                  # G^T P P^T
     ga = ga + k - xp.matmul(xp.matmul(a, p), k)
     h = xp.matmul(xp.matmul(pt, p), gt)                                  # P^T P G^T
-    return ga + h - xp.matmul(xp.matmul(h, a), p)
+    return ga + h - xp.matmul(xp.matmul(h, p), a)
 
 
 def _pinv_jvp(xp, t, p, a):
@@ -1605,6 +1605,8 @@ def linalg_matrix_power(A: Tensor, n: int, *, out=None) -> Tensor:
     if n < 0:
         _check_float(A, "linalg.inv")
         a, n = linalg_inv(A), -n
+        if n == 1:
+            return a
     if n == 1:
         return a.clone()
     if n == 2:
@@ -1678,11 +1680,15 @@ def linalg_lstsq(A: Tensor, B: Tensor, rcond=None, *, driver: str | None = None)
         driver = "gelsy"
     if driver not in _DRIVERS:
         raise RuntimeError(f"{op}: parameter `driver` should be one of (gels, gelsy, gelsd, gelss)")
-    vec = B._data.ndim == A._data.ndim - 1
+    vec = B._data.ndim == A._data.ndim - 1   # PyTorch's rule for lstsq (not solve's)
     m, n = A._data.shape[-2:]
     bm = B._data.shape[-1] if vec else B._data.shape[-2]
     if bm != m:
         raise RuntimeError(f"{op}: input.size(-2) should match other.size(-{1 if vec else 2})")
+    bb = B._data.shape[:-1] if vec else B._data.shape[:-2]
+    if not _broadcastable(A._data.shape[:-2], bb):
+        raise RuntimeError(f"The size of tensor a ({A._data.shape[0]}) must match the size of tensor b ({bb[0]}) at "
+                           f"non-singleton dimension 0")
     x = apply(lstsq_p, (A, B), {"vec": vec})
     dt = A._data.dtype
     batch = np.broadcast_shapes(A._data.shape[:-2], B._data.shape[:-1] if vec else B._data.shape[:-2])
@@ -1774,9 +1780,8 @@ def linalg_cond(A: Tensor, p=None, *, out=None) -> Tensor:
     _check_float(A, "linalg.cond")
     if p is None or p in (2, -2):
         s = linalg_svdvals(A)
-        first = s[..., 0]
-        last = s[..., -1]
-        return first / last if p != -2 else last / first
+        first, last = s[..., :1], s[..., -1:]
+        return (first / last if p != -2 else last / first).squeeze(-1)
     if A._data.shape[-1] != A._data.shape[-2]:
         m, n = A._data.shape[-2:]
         raise RuntimeError(f"linalg.cond(ord={p}): A must be batches of square matrices, but they are {m} by {n} "
