@@ -191,8 +191,12 @@ def _multi_view(input: Tensor, prim, params: list, node_name: str, dim: int, bou
         node._seq = next(_seq)
         node._dim, node._bounds = dim, bounds
         node._shape, node._dtype = input._data.shape, input._data.dtype
+        op = node_name[:-len("Backward0")]
         for i, p in enumerate(pieces):
             p.grad_fn, p._output_nr = node, i
+            # PyTorch refuses in-place ops on these views while recording ("Output 0 of Split is a view and is
+            # being modified inplace..."); ember/ops/_views.check_inplace reads this mark.
+            p._multi_view_op = op
     return pieces
 
 
