@@ -190,9 +190,11 @@ def logit(x, eps=None):
 
 def xlogy(x, y):
     """x * log(y), 0 where x == 0 (unless y is nan), as PyTorch."""
+    dt = np.result_type(x, y)   # Python scalars are weak: xlogy(float32, 2.5) is float32
+    x, y = np.asarray(x, dtype=dt), np.asarray(y, dtype=dt)
     with np.errstate(divide="ignore", invalid="ignore"):
         r = np.multiply(x, np.log(y))
-        return np.where(np.isnan(y), np.asarray(y, dtype=r.dtype), np.where(np.equal(x, 0), r.dtype.type(0), r))
+        return np.where(np.isnan(y), y, np.where(np.equal(x, 0), dt.type(0), r))
 
 
 def logaddexp(x, y):

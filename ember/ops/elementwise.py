@@ -135,7 +135,7 @@ round_decimals_p = _unary_prim("round", "RoundBackward1", lambda xp, a, decimals
 floor_p = _unary_prim("floor", "FloorBackward0", lambda xp, a: xp.floor(a), _zero, (), promote=None)
 ceil_p = _unary_prim("ceil", "CeilBackward0", lambda xp, a: xp.ceil(a), _zero, (), promote=None)
 trunc_p = _unary_prim("trunc", "TruncBackward0", lambda xp, a: xp.trunc(a), _zero, (), promote=None)
-frac_p = defprim("frac", "FracBackward0", lambda xp, a: xp.frac(a), vjp=lambda xp, g, out, a: g, jvp="linear")
+frac_p = defprim("frac", "FracBackward0", lambda xp, a: xp.frac(a), vjp=lambda xp, g, out, a: g, jvp="elementwise")
 
 exp_p = _unary_prim("exp", "ExpBackward0", lambda xp, a: xp.exp(a), lambda xp, g, out, a: g * out, (), True)
 exp2_p = _unary_prim("exp2", "Exp2Backward0", lambda xp, a: xp.exp2(a), lambda xp, g, out, a: g * (out * _LN2),
@@ -245,6 +245,9 @@ logaddexp2_p = defprim("logaddexp2", "Logaddexp2Backward0", lambda xp, a, b: xp.
 
 
 def _xlogy_self(xp, g, out, a, b):
+    if isinstance(b, (int, float)):   # a scalar other: log(b) in double precision, as PyTorch's wrapped number
+        lb = math.log(b) if b > 0 else -math.inf if b == 0 else math.nan
+        return g * math.nan if b != b else xp.where(a != 0, g * lb, g * 0.0)
     return g * xp.xlogy(a != 0, b)
 
 
@@ -398,6 +401,9 @@ def _fit_int(s: int, like, op: str, wrap: bool = True) -> int:
     if not -(1 << 63) <= s < (1 << 64):
         raise OverflowError("int too big to convert")
     dt = like._data.dtype
+    if dt.kind == "b" and s >= 1 << 63:
+        raise RuntimeError("Promotion for uint16, uint32, uint64 types is not supported, attempted to promote Bool "
+                           "and UInt64")
     if dt.kind not in "iu":
         return s
     info = np.iinfo(dt)
@@ -504,7 +510,8 @@ def rsub(input: Tensor, other, *, alpha=1) -> Tensor:
     """``other - alpha * input``."""
     input, other = _binary_args(input, other, "rsub")
     check_sub(input, other)
-    return apply(sub_p, (other, _scaled(input, alpha, "rsub")), _EMPTY, _RSUB_NODE)
+    node = _RSUB_TENSOR_NODE if isinstance(other, Tensor) else _RSUB_NODE
+    return apply(sub_p, (other, _scaled(input, alpha, "rsub")), _EMPTY, node)
 
 
 @register(method=True, aliases=("multiply",))
@@ -647,6 +654,22 @@ def _register_inplace(fn, name, aliases=()):
         register(fn, name=n + "_", module=n + "_" in _MODULE_INPLACE, method=True)
 
 
+def _no_inplace_derivative(name):
+    # PyTorch declares no derivative for these in-place ops: their node raises at backward.
+    node = node_class(name.capitalize() + "Backward1", PrimNode)
+
+    class NotImplementedNode(node):
+        __slots__ = ()
+
+        def apply(self, grads, create_graph, needed):
+            raise NotImplementedError(f"the derivative for 'inplace version of {name}' is not implemented.")
+    NotImplementedNode.__name__ = NotImplementedNode.__qualname__ = node.__name__
+    return NotImplementedNode
+
+
+_NO_INPLACE_DERIVATIVE = {n: _no_inplace_derivative(n) for n in ("asinh", "acosh", "atanh")}
+
+
 def _unary(prim, name, same_dtype=False, aliases=(), special=(), register_as=True):
     """A unary op: ``ember.<name>``, ``Tensor.<name>``, the in-place ``Tensor.<name>_`` (and ``ember.<name>_``
     where PyTorch has it), ``ember.special.<s>`` for each name in ``special``. Float ops compute integral
@@ -668,11 +691,13 @@ def _unary(prim, name, same_dtype=False, aliases=(), special=(), register_as=Tru
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise ``{name}``, differentiable to any order."
 
+    inplace_node = _NO_INPLACE_DERIVATIVE.get(name)
+
     def inplace(self: Tensor) -> Tensor:
         check_tensor(self, name + "_")
         if self._data.dtype.kind != "f":
             fn(self)   # the dtype errors of the out-of-place op come first
-        return apply_inplace(prim, self, ())
+        return apply_inplace(prim, self, (), _EMPTY, inplace_node)
     inplace.__name__ = inplace.__qualname__ = name + "_"
     if register_as is None:   # the caller registers a wrapper (round with decimals=)
         return fn
@@ -751,7 +776,14 @@ def iround(self: Tensor, *, decimals: int = 0) -> Tensor:
 
 
 register(round, method=True, graph=True)
-register(round, module=False, submodule="special", submodule_name="round")
+@register(module=False, submodule="special", submodule_name="round")
+def special_round(input: Tensor, *, decimals: int = 0) -> Tensor:
+    """torch.special.round: round() that always records RoundBackward1 (the decimals overload)."""
+    check_tensor(input, "round")
+    _decimals(decimals, "round")
+    if input._data.dtype.kind != "f":
+        return round(input, decimals=decimals)
+    return apply(round_decimals_p, (input,), {"decimals": decimals})
 _register_inplace(iround, "round")
 graph("round_decimals", lambda a, decimals: apply(round_decimals_p, (a,), {"decimals": decimals}))
 
@@ -805,7 +837,10 @@ method("polygamma", lambda self, n: polygamma(n, self))
 @method("polygamma_")
 def ipolygamma(self: Tensor, n: int) -> Tensor:
     polygamma(n, self)
-    return apply_inplace(polygamma_p, self, (), {"n": int(n)})
+    return apply_inplace(polygamma_p, self, (), {"n": int(n)}, _POLYGAMMA_INPLACE_NODE)
+
+
+_POLYGAMMA_INPLACE_NODE = node_class("PolygammaBackward1", PrimNode)
 
 
 def _num_or_none(v, op, arg):
@@ -964,9 +999,11 @@ def _addc_args(input, tensor1, tensor2, value, op):
                            "integer inputs and as (input + value * tensor1 / tensor2) for float inputs. The future "
                            "addcdiv behavior is just the latter implementation: (input + value * tensor1 / tensor2), "
                            "for all dtypes.")
-    d = promote(input, tensor1, tensor2)
-    if d.np.kind in "iub" and isinstance(value, float):
-        raise RuntimeError("For integral input tensors, argument value must not be a floating point number.")
+    d = promote(input, tensor1, tensor2).np
+    if d.kind == "b":
+        raise _not_implemented(op.rstrip("_") + "_cpu_out", d)
+    if d.kind in "iu" and isinstance(value, float):
+        value = int(value)   # PyTorch converts the value to the integral result type (truncation)
     return (input, tensor1, tensor2), {"value": value}
 
 
@@ -1160,17 +1197,20 @@ gt = _compare(np.greater, "gt", ("greater",))
 ge = _compare(np.greater_equal, "ge", ("greater_equal",))
 
 
-def _bitwise(ufunc, name, kernel, tensor_first=True):
+def _bitwise(ufunc, name, kernel, shift=False):
     def fn(input, other) -> Tensor:
-        if not isinstance(input, Tensor) and isinstance(other, Tensor):
+        if not isinstance(input, Tensor) and isinstance(other, Tensor):   # scalar << tensor
             input = _operand(input, name, other, "self")
-            a, b = _raw_pair(other, input, name)
-            a, b = b, a
         else:
-            a, b = _raw_pair(input, other, name)
-        d = np.result_type(a, b) if isinstance(b, np.ndarray) or isinstance(a, np.ndarray) else None
-        if d is not None and d.kind == "f":
+            check_tensor(input, name)
+            other = _operand(other, name, input)
+        d = promote(input, other).np
+        if d.kind == "f" or (shift and d.kind == "b"):
             raise _not_implemented(kernel, d)
+        a, b = (np.asarray(x._data if isinstance(x, Tensor) else x).astype(d, copy=False) for x in (input, other))
+        err = broadcast_error((a.shape, b.shape))
+        if err is not None:
+            raise err
         return make(np.asarray(ufunc(a, b)))
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise ``{name}`` of integer or bool tensors."
@@ -1193,8 +1233,8 @@ bitwise_or = _bitwise(np.bitwise_or, "bitwise_or", "bitwise_or_cpu")
 bitwise_xor = _bitwise(np.bitwise_xor, "bitwise_xor", "bitwise_xor_cpu")
 
 
-bitwise_left_shift = _bitwise(_K.bitwise_left_shift, "bitwise_left_shift", "lshift_cpu")
-bitwise_right_shift = _bitwise(_K.bitwise_right_shift, "bitwise_right_shift", "rshift_cpu")
+bitwise_left_shift = _bitwise(_K.bitwise_left_shift, "bitwise_left_shift", "lshift_cpu", shift=True)
+bitwise_right_shift = _bitwise(_K.bitwise_right_shift, "bitwise_right_shift", "rshift_cpu", shift=True)
 
 
 @register(method=True)
@@ -1301,10 +1341,8 @@ def _close_args(input, other, rtol, atol, equal_nan, op):
 def _isclose(input, other, rtol, atol, equal_nan, op) -> np.ndarray:
     rtol, atol = _close_args(input, other, rtol, atol, equal_nan, op)
     a, b = input._data, other._data
-    if a.dtype.kind == "b":
-        return np.asarray(a == b)
     with np.errstate(all="ignore"):
-        if a.dtype.kind in "iu":
+        if a.dtype.kind in "iub":
             a, b = a.astype(np.float64), b.astype(np.float64)
         return np.asarray(np.isclose(a, b, rtol=rtol, atol=atol, equal_nan=bool(equal_nan)))
 
@@ -1416,6 +1454,7 @@ _inplace_of(heaviside, "heaviside_", lambda o: heaviside_p)
 # ----- operators --------------------------------------------------------------------------------------------
 
 _RSUB_NODE = node_class("RsubBackward1", PrimNode)
+_RSUB_TENSOR_NODE = node_class("RsubBackward0", PrimNode)
 
 
 def _operator(fn, prim=None):
