@@ -1135,7 +1135,10 @@ def cholesky(input: Tensor, upper: bool = False, *, out=None) -> Tensor:
     """Deprecated form of ``linalg.cholesky`` (with PyTorch's warning)."""
     warnings.warn("torch.cholesky is deprecated in favor of torch.linalg.cholesky and will be removed in a future "
                   "PyTorch release.", UserWarning, stacklevel=2)
-    return linalg_cholesky(input, upper=upper, out=out)
+    _no_out(out, "cholesky")
+    _check_matrix(input, "linalg.cholesky")
+    upper = check_bool(upper, "cholesky", "upper")
+    return apply(cholesky_p, (input,), {"upper": upper}, _node("CholeskyBackward0"))
 
 
 def _cholsolve_vjp_b(xp, g, out, b, l, upper):
