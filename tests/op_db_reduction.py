@@ -275,6 +275,12 @@ OPS: list = [
     OpInfo("logcumsumexp_large", lambda m, a, dim: (a * 300).logcumsumexp(dim), _samples([((3, 4), {"dim": 1})])),
     OpInfo("diff", _diff, _diff_samples, dtypes=ALL),
     OpInfo("diff_errors", _diff, _diff_error_samples, dtypes=ALL, **NO_GRAD),
+    OpInfo("sum_to_size", lambda m, a, size: a.sum_to_size(*size),
+           _samples([((2, 3, 4), {"size": (3, 1)}), ((3, 4), {"size": (1, 4)}), ((), {"size": ((),)}),
+                     ((3, 4), {"size": ((3, 4),)}), ((0, 3), {"size": (1, 3)})]), dtypes=ALL),
+    OpInfo("sum_to_size_errors", lambda m, a, size: a.sum_to_size(*size),
+           _samples([((2, 3), {"size": (4,)}), ((3,), {"size": (2, 3)}), ((3,), {"size": ()}), ((), {"size": (1,)})]),
+           **NO_GRAD),
     # --- all / any ---------------------------------------------------------------------------------------------
     OpInfo("any", lambda m, a, **kw: m.any(a, **kw),
            _samples([((3, 4), {}), ((3, 4), {"dim": 1}), ((2, 3, 4), {"dim": (0, 2), "keepdim": True}), ((), {}),

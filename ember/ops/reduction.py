@@ -396,10 +396,6 @@ def _amax_prim(name, node_name, forward):
 amax_p = _amax_prim("amax", "AmaxBackward0", lambda xp, a, dims, keepdim: xp.amax(a, dims, keepdim))
 amin_p = _amax_prim("amin", "AminBackward0", lambda xp, a, dims, keepdim: xp.amin(a, dims, keepdim))
 
-take_along_dim_p = defprim(
-    "take_along_dim", "TakeAlongDimBackward0", lambda xp, a, indices, dim: xp.take_along_dim(a, indices, dim),
-    vjp=lambda xp, g, out, a, indices, dim: xp.put_along_dim_zeros(g, indices, dim, a.shape), jvp="linear")
-
 put_along_dim_zeros_p = defprim(
     "put_along_dim_zeros", "ScatterBackward0",
     lambda xp, g, indices, dim, shape: xp.put_along_dim_zeros(g, indices, dim, shape),
@@ -427,7 +423,8 @@ scatter_add_zeros_p = defprim(
     lambda xp, g, indices, dim, shape: xp.scatter_add_zeros(g, indices, dim, shape),
     vjp=lambda xp, g, out, a, indices, dim, shape: xp.gather_dim(g, indices, dim), jvp="linear")
 
-graph("take_along_dim", lambda x, indices, dim: apply(take_along_dim_p, (x,), {"indices": indices, "dim": dim}))
+# (take_along_dim is gather_dim: the backward of max(dim)'s backward)
+graph("take_along_dim", lambda x, indices, dim: apply(gather_p, (x,), {"indices": indices, "dim": dim}))
 graph("put_along_dim_zeros", lambda g, indices, dim, shape: apply(
     put_along_dim_zeros_p, (g,), {"indices": indices, "dim": dim, "shape": shape}))
 graph("gather_dim", lambda x, indices, dim: apply(gather_p, (x,), {"indices": indices, "dim": dim}))
@@ -1057,12 +1054,21 @@ def all_(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
 @register(module=False, method=True)
 def sum_to_size(input: Tensor, *size) -> Tensor:
     """Sum ``input`` down to ``size`` (which must expand to the input's shape)."""
+    if not size:
+        raise TypeError('sum_to_size() missing 1 required positional arguments: "size"')
     shape = tuple(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list)) else tuple(size)
     have = input._data.shape
     lead = len(have) - len(shape)
     if lead < 0 or not all(s == 1 or s == h for s, h in zip(shape, have[lead:])):
         raise RuntimeError(f"size {{{list(shape)}}} is not expandable to size {{{list(have)}}}.")
-    return apply(sum_to_p, (input,), {"shape": shape})
+    if not shape:
+        return sum(input)
+    if shape == have:
+        return input
+    # PyTorch's at::sum_to: a keepdim sum (int64 for integral inputs), viewed without the leading dims
+    dims = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape) if s == 1 and have[lead + i] != 1)
+    r = sum(input, dims, True) if dims else input
+    return r.view(shape) if lead else r
 
 
 graph("sum", lambda x, dim=None, keepdim=False: sum(x, dim, keepdim))
