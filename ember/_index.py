@@ -50,9 +50,14 @@ def view_of(x, index):
     return x, index
 
 
+_TENSOR: list = []   # ember.Tensor, looked up once (ember._tensor imports this module's users)
+
+
 def _is_tensor(obj) -> bool:
-    from ._tensor import Tensor
-    return isinstance(obj, Tensor)
+    if not _TENSOR:
+        from ._tensor import Tensor
+        _TENSOR.append(Tensor)
+    return isinstance(obj, _TENSOR[0])
 
 
 def _as_sequence_tuple(index) -> bool:
@@ -102,6 +107,7 @@ def _tensor_index(t) -> np.ndarray:
     raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
 
 
+_PLAIN = (int, type(None))
 _BAD_TYPE = ("only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are valid "
              "indices (got {})")
 
@@ -113,7 +119,16 @@ def _items(index, tensors_advanced: bool) -> list:
         index = tuple(index) if _as_sequence_tuple(index) else (index,)
     out = []
     for ix in index:
-        if _is_tensor(ix):
+        t = type(ix)
+        if t is int and _INT64_MIN <= ix <= _INT64_MAX:   # the common cases first
+            out.append(("int", ix))
+        elif t is slice and type(ix.start) in _PLAIN and type(ix.stop) in _PLAIN and ix.step is None:
+            out.append(("slice", ix))
+        elif ix is None:
+            out.append(("none",))
+        elif ix is Ellipsis:
+            out.append(("ellipsis",))
+        elif _is_tensor(ix):
             arr = ix._data
             if arr.ndim == 0 and not tensors_advanced and arr.dtype.kind in "iu" and arr.dtype != np.uint8:
                 if arr.dtype not in (np.int64, np.int32):
@@ -277,17 +292,17 @@ def _check_advanced(adv: dict, view_shape: tuple) -> tuple:
             d += arr.ndim
             continue
         n = view_shape[d]
-        if arr.size:
+        if arr.size and (arr.max() >= n or arr.min() < -n):
             bad = (arr >= n) | (arr < -n)
-            if bad.any():
-                v = int(arr[bad].flat[0]) if arr.ndim else int(arr)
-                raise IndexError(f"index {v} is out of bounds for dimension {ordinal} with size {n}")
+            v = int(arr[bad].flat[0]) if arr.ndim else int(arr)
+            raise IndexError(f"index {v} is out of bounds for dimension {ordinal} with size {n}")
         out.append(arr)
         shapes.append(arr.shape)
         ordinal += 1
         d += 1
     try:
-        np.broadcast_shapes(*shapes)
+        if len(shapes) > 1:
+            np.broadcast_shapes(*shapes)
     except ValueError:
         raise IndexError("shape mismatch: indexing tensors could not be broadcast together with shapes "
                          + ", ".join(str(list(s)) for s in shapes)) from None
