@@ -6,6 +6,9 @@ import numpy as np
 from . import _numpy_ns
 
 
+_DEVICE_TYPES = ["cpu", "cuda", "meta", "mps"]
+
+
 class device:
     """A tensor's device, as ``torch.device``: ``device('cpu')``, ``device(type='cpu')``."""
 
@@ -19,7 +22,7 @@ class device:
         if ":" in type:
             type, _, idx = type.partition(":")
             index = int(idx)
-        if type not in ("cpu", "cuda", "meta", "mps"):
+        if type not in _DEVICE_TYPES:
             raise RuntimeError(
                 f"Expected one of cpu, cuda, meta, mps device type at start of device string: {type}")
         self.type = type
@@ -62,3 +65,29 @@ def check_device(d) -> device:
 NAMESPACES = {t: _numpy_ns for t in (np.ndarray, np.float16, np.float32, np.float64, np.int8, np.int16,
                                      np.int32, np.int64, np.uint8, np.bool_)}
 
+
+def register_backend(namespace) -> None:
+    """Make ``namespace`` (a module like ``ember._numpy_ns`` with a ``backend``) the raw namespace of the
+    array types it declares: tensors holding such arrays then run on it (a CuPy backend calls this)."""
+    for t in namespace.backend.array_types:
+        NAMESPACES[t] = namespace
+    if namespace.backend.device_type not in _DEVICE_TYPES:
+        _DEVICE_TYPES.append(namespace.backend.device_type)
+
+
+def backend_of(array):
+    """The device backend of a raw array (see ``_numpy_ns._Backend``)."""
+    return NAMESPACES[type(array)].backend
+
+
+
+_DEVICES: dict = {}
+
+
+def device_of(array) -> device:
+    """The device a raw array lives on: a tensor's device follows from its array's type."""
+    kind = NAMESPACES[type(array)].backend.device_type
+    d = _DEVICES.get(kind)
+    if d is None:
+        d = _DEVICES[kind] = device(kind)
+    return d

@@ -21,6 +21,45 @@ _warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"ember(\.|$)
 
 _this = _sys.modules[__name__]  # view_replay hands this namespace to the recorded view ops
 
+
+class _Backend:
+    """What the op machinery, the engine and Tensor need from the device beyond the rules' functions:
+    moving data in and out of its arrays. Everything outside this module reaches NumPy through here."""
+
+    device_type = "cpu"
+    array_types = (np.ndarray,)
+    forward_errors = (ValueError, IndexError, TypeError, np.exceptions.AxisError)
+
+    asarray = staticmethod(np.asarray)
+    may_share_memory = staticmethod(np.may_share_memory)
+    zeros = staticmethod(np.zeros)
+    zeros_like = staticmethod(np.zeros_like)
+    ones_like = staticmethod(np.ones_like)
+
+    @staticmethod
+    def copy(x, dtype=None):
+        return np.array(x, dtype=dtype, copy=True)
+
+    @staticmethod
+    def copyto(dst, src) -> None:
+        np.copyto(dst, src, casting="unsafe")
+
+    @staticmethod
+    def add_into(dst, src) -> None:
+        np.add(dst, src, out=dst, casting="unsafe")
+
+    @staticmethod
+    def quiet():
+        """A context in which floating-point exceptions are silent (PyTorch never warns about them)."""
+        return np.errstate(all="ignore")
+
+    @staticmethod
+    def to_numpy(x) -> np.ndarray:
+        return x
+
+
+backend = _Backend()
+
 exp = np.exp
 sin = np.sin
 cos = np.cos

@@ -13,7 +13,7 @@ import numpy as np
 
 from . import _dtype as D
 from . import _formatting
-from ._device import cpu
+from ._device import cpu, device_of
 from ._hooks import add_hook
 from ._state import _state as _gm_state
 
@@ -166,11 +166,11 @@ class Tensor:
 
     @property
     def device(self):
-        return cpu
+        return device_of(self._data)
 
     @property
     def is_cuda(self) -> bool:
-        return False
+        return self.device.type == "cuda"
 
     def cpu(self) -> Tensor:
         return self

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import heapq
 import threading
+from contextlib import nullcontext
 
-import numpy as np
 
+from .._device import backend_of
 from .._tensor import Tensor, make
 from . import grad_mode as _gm
 from ..ops._views import edge_of
@@ -62,7 +63,7 @@ def _root_grads(tensors, grad_tensors, create_graph, op):
         if g is None:
             if t._data.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            g = make(np.ones_like(t._data))
+            g = make(backend_of(t._data).ones_like(t._data))
         elif g._data.shape != t._data.shape:
             raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {g.shape} and output[{i}] "
                                f"has a shape of {t.shape}.")
@@ -141,17 +142,17 @@ def _accumulate(t: Tensor, g, create_graph: bool) -> None:
         if create_graph:
             m.grad = g.clone()   # its own memory: g may be shared with other leaves or a broadcast view
         else:
-            m.grad = make(np.array(g, dtype=t._data.dtype, copy=True))
+            m.grad = make(backend_of(g).copy(g, t._data.dtype))
     elif create_graph:
         m.grad = m.grad + (g if create_graph else make(g))
     else:
         gd = m.grad._data
-        np.add(gd, g, out=gd, casting="unsafe")
+        backend_of(gd).add_into(gd, g)
         m.grad._vc[0] += 1
 
 
 def _store_retained(t: Tensor, g, create_graph: bool) -> None:
-    gt = g.clone() if create_graph else make(np.array(g, copy=True))
+    gt = g.clone() if create_graph else make(backend_of(g).copy(g))
     with _accumulate_lock:
         m = t._get_meta()
         m.grad = gt if m.grad is None else m.grad + gt
@@ -184,7 +185,9 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, targets=None, ac
     heapq.heapify(heap)
     heappop, heappush, pop_buffer = heapq.heappop, heapq.heappush, buffers.pop
     # Rules compute masked-off inf/nan on purpose (PyTorch's where-formulas); NumPy must not warn.
-    with _gm.set_grad_enabled(create_graph), np.errstate(all="ignore"):
+    g0 = roots[0][1] if roots else None
+    quiet = backend_of(g0._data if create_graph else g0).quiet() if g0 is not None else nullcontext()
+    with _gm.set_grad_enabled(create_graph), quiet:
         while heap:
             node = heappop(heap)[1]
             grads = pop_buffer(node, None)
@@ -351,9 +354,9 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
             if not allow_unused:
                 raise RuntimeError(f"The differentiated Tensor at index {i} appears to not have been used in the "
                                    "graph. Set allow_unused=True if this is the desired behavior.")
-            result.append(make(np.zeros_like(t._data)) if materialize_grads else None)
+            result.append(make(backend_of(t._data).zeros_like(t._data)) if materialize_grads else None)
         else:
-            result.append(g if create_graph else make(np.array(g, dtype=t._data.dtype, copy=True)))
+            result.append(g if create_graph else make(backend_of(g).copy(g, t._data.dtype)))
     return tuple(result)
 
 

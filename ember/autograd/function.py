@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _numpy_ns
+from .._device import NAMESPACES, backend_of
 from .._tensor import Tensor, make
 from . import grad_mode as _gm
 from ..ops._views import edge_of
@@ -70,7 +70,7 @@ class BackwardCFunction(Node, FunctionCtx):
         for i, (shape, dt) in enumerate(shapes):
             g = grads[i] if i < len(grads) else None
             if g is None:
-                gts.append(make(np.zeros(shape, dt)) if materialize else None)
+                gts.append(make(self._backend.zeros(shape, dt)) if materialize else None)
             else:
                 gts.append(g if create_graph else make(g))
         with _gm.set_grad_enabled(create_graph):
@@ -107,7 +107,7 @@ class BackwardCFunction(Node, FunctionCtx):
                     raise RuntimeError(f"Function {type(self).__name__} returned an invalid gradient at index {i} - "
                                        f"got {list(r._data.shape)} but expected shape compatible with "
                                        f"{list(shape)}")
-                g = r.sum_to_size(shape) if create_graph else _numpy_ns.sum_to(g, shape)
+                g = r.sum_to_size(shape) if create_graph else NAMESPACES[type(g)].sum_to(g, shape)
             out.append(g)
         return out
 
@@ -177,6 +177,8 @@ class Function:
             wrapped.append(o)
             meta.append((o._data.shape, o._data.dtype))
         node._out_meta = tuple(meta)
+        first = next((o for o in wrapped if isinstance(o, Tensor)), None)
+        node._backend = backend_of(first._data) if first is not None else None
         saved = node.__dict__.get("_saved")
         if saved is not None:
             # A saved output must not hold its grad_fn (this node): that would be a reference cycle

@@ -37,7 +37,7 @@ __all__ = ["Primitive", "apply", "graph_ns", "raw_names", "graph_names", "EXPORT
 
 
 def raw_names() -> set:
-    return {n for n in vars(_numpy_ns) if not n.startswith("_") and n not in ("np", "annotations")}
+    return {n for n in vars(_numpy_ns) if not n.startswith("_") and n not in ("np", "annotations", "backend")}
 
 
 def graph_names() -> set:

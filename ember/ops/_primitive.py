@@ -37,7 +37,7 @@ from ..autograd import grad_mode as _gm
 from ..autograd.graph import FREED, FREED_MESSAGE, Node, _seq, grad_accumulator, modified_message, node_class
 from ._util import promote_float, promote_standard
 
-_ndarray = np.ndarray
+_ndarray = np.ndarray   # the fast path's type check only: every array operation goes through xp
 _state = _gm._state
 fwd_state = _gm.fwd_state
 _EMPTY: dict = {}
@@ -281,17 +281,17 @@ def apply(prim: Primitive, args: tuple, params: dict = _EMPTY, node_cls=None, dt
             datas.append(a)
     try:
         out = prim.forward(xp, *datas, **params)
-    except (ValueError, IndexError, TypeError, np.exceptions.AxisError) as e:
+    except xp.backend.forward_errors as e:
         raise _forward_error(prim, args, e) from None
-    if type(out) is not _ndarray:
-        out = np.asarray(out)
+    if type(out) is not _ndarray and type(out) not in xp.backend.array_types:
+        out = xp.backend.asarray(out)   # a NumPy scalar from a 0-d computation
     # make()/make_view() inlined: this runs once per op.
     t = _new(Tensor)
     t._data = out
     t._output_nr = 0
     t._meta = None
     t._fw_grad = None
-    if prim.is_view and np.may_share_memory(out, datas[0]):   # reshape may have had to copy
+    if prim.is_view and xp.backend.may_share_memory(out, datas[0]):   # reshape may have had to copy
         base = args[0]
         if base._inference:
             t._inference = True   # a view of an inference tensor is one, inside the mode or not

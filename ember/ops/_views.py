@@ -12,6 +12,7 @@ import numpy as np
 
 from .. import _dtype as D
 from .._creation import zeros_like as graph_zeros_like
+from .._device import backend_of
 from .._tensor import Tensor, make
 from ..autograd.graph import grad_accumulator, type_name_of
 from ._primitive import _EMPTY, KEEP_DTYPE, Primitive, _record, _state, apply, defprim, fwd_state
@@ -81,7 +82,7 @@ def apply_inplace(prim: Primitive, self: Tensor, others: tuple, params: dict = _
     if r._data.shape != self._data.shape:
         raise RuntimeError(f"output with shape {list(self._data.shape)} doesn't match the broadcast shape "
                            f"{list(r._data.shape)}")
-    np.copyto(self._data, r._data, casting="unsafe")
+    backend_of(self._data).copyto(self._data, r._data)
     self._vc[0] += 1
     old_fn, old_nr = self.grad_fn, self._output_nr
     if recording and is_view:
