@@ -612,10 +612,14 @@ def broadcast_shapes(*shapes) -> Size:
     """The shape tensors of ``shapes`` broadcast to (ints count as 1-d shapes)."""
     parsed = []
     for s in shapes:
-        if _is_int(s):
+        if s is None:
+            parsed.append(())
+        elif _is_int(s):
             parsed.append((int(s),))
         elif isinstance(s, (tuple, list)):
             parsed.append(tuple(_int(v, "broadcast_shapes", "shapes") for v in s))
+        elif isinstance(s, str):
+            raise TypeError(f"broadcast_shapes(): expected ints or sequences of ints, got {s!r}")
         else:
             raise RuntimeError(f"Input shapes should be of type ints, a tuple of ints, or a list of ints, got "
                                f"{s!r}")
@@ -720,12 +724,17 @@ def tile(input: Tensor, dims) -> Tensor:
     return repeat(input, (1,) * (input._data.ndim - len(dims)) + dims)
 
 
+_COUNTS = object()   # repeat_interleave(counts): no repeats given
+
+
 @register(method=True)
-def repeat_interleave(input: Tensor, repeats=None, dim: int | None = None, *, output_size: int | None = None):
+def repeat_interleave(input: Tensor, repeats=_COUNTS, dim: int | None = None, *, output_size: int | None = None):
     """Each element (or slice along ``dim``) repeated ``repeats`` times, one after the other.
     ``repeat_interleave(repeats_tensor)``: the indices ``0, 1, ...`` repeated (``repeats[i]`` times each)."""
     check_tensor(input, "repeat_interleave")
-    if repeats is None:   # torch.repeat_interleave(counts): the indices, each repeated its count
+    if repeats is None:
+        raise TypeError("repeat_interleave(): argument 'repeats' must be Tensor or int, not NoneType")
+    if repeats is _COUNTS:   # torch.repeat_interleave(counts): the indices, each repeated its count
         if input._data.ndim != 1 or input._data.dtype.kind not in "iu":
             raise RuntimeError("repeat_interleave only accept 1D vector as repeat")
         if (input._data < 0).any():
@@ -1252,6 +1261,8 @@ def meshgrid(*tensors, indexing: str | None = None) -> tuple:
         warnings.warn("torch.meshgrid: in an upcoming release, it will be required to pass the indexing argument.",
                       UserWarning, stacklevel=2)
         indexing = "ij"
+    if not isinstance(indexing, str):
+        raise TypeError(f"meshgrid(): argument 'indexing' must be str, not {type(indexing).__name__}")
     if indexing not in ("ij", "xy"):
         raise RuntimeError(f'torch.meshgrid: indexing must be one of "xy" or "ij", but received: {indexing}')
     if not ts:
