@@ -3,7 +3,7 @@
 Two kinds of code live here:
   * ``gather_along`` / ``scatter_along_zeros``: the differentiable pair the sorting primitives are built on
     (values picked along a dim at given indices, and their gradient scattered back, repeated indices
-    accumulating); ``ember.ops.sorting`` registers their graph twins under the same names.
+    accumulating), and ``median_all``; ``ember.ops.sorting`` registers their graph twins under the same names.
   * helpers the public ops call directly (not part of ``xp``, hence the leading underscore): PyTorch's
     orders, including the order it leaves tied elements in. PyTorch's CPU kernels are C++ standard-library
     algorithms (``std::sort``, ``std::nth_element``, ``std::partial_sort`` of libstdc++) and a quickselect of
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["gather_along", "scatter_along_zeros"]
+__all__ = ["gather_along", "scatter_along_zeros", "median_all"]
 
 
 # ----- the differentiable pair --------------------------------------------------------------------
@@ -45,6 +45,24 @@ def scatter_along_zeros(g, indices, dim, keepdim, shape):
     out = np.zeros(shape, dtype=g.dtype)
     np.add.at(out, _along_index(indices, dim), np.broadcast_to(g, indices.shape))
     return out
+
+
+def median_all(x, ignore_nan=False):
+    """The lower median of all elements (NaN if one is NaN, unless ``ignore_nan``; NaN for no elements, which
+    PyTorch casts to the smallest integer, or True, for integral and bool inputs)."""
+    flat = x.reshape(-1)
+    if x.dtype.kind == "f":
+        nan = np.isnan(flat)
+        if ignore_nan:
+            flat = flat[~nan]
+        elif nan.any():
+            return np.array(np.nan, dtype=x.dtype)
+        if flat.size == 0:
+            return np.array(np.nan, dtype=x.dtype)
+    elif flat.size == 0:
+        return np.array(True if x.dtype.kind == "b" else np.iinfo(x.dtype).min, dtype=x.dtype)
+    k = (flat.size - 1) // 2
+    return np.asarray(np.partition(flat, k)[k])
 
 
 # ----- orders -------------------------------------------------------------------------------------

@@ -61,23 +61,9 @@ def _median_all_prim(name, node_name, forward):
                    jvp=lambda xp, t, out, a: xp.sum(_evenly(xp, t, a, out)), saves=(0,), saves_out=True)
 
 
-def _median_all(a: np.ndarray, ignore_nan: bool) -> np.ndarray:
-    flat = a.reshape(-1)
-    if a.dtype.kind == "f":
-        nan = np.isnan(flat)
-        if ignore_nan:
-            flat = flat[~nan]
-        elif nan.any():
-            return np.array(np.nan, dtype=a.dtype)
-        if flat.size == 0:
-            return np.array(np.nan, dtype=a.dtype)
-    elif flat.size == 0:   # PyTorch's NaN cast to the integer type: its smallest value (True for bool)
-        return np.array(True if a.dtype.kind == "b" else np.iinfo(a.dtype).min, dtype=a.dtype)
-    return np.asarray(np.partition(flat, (flat.size - 1) // 2)[(flat.size - 1) // 2])
-
-
-median_all_p = _median_all_prim("median", "MedianBackward0", lambda xp, a: _median_all(a, False))
-nanmedian_all_p = _median_all_prim("nanmedian", "NanmedianBackward0", lambda xp, a: _median_all(a, True))
+median_all_p = _median_all_prim("median", "MedianBackward0", lambda xp, a: xp.median_all(a, False))
+nanmedian_all_p = _median_all_prim("nanmedian", "NanmedianBackward0", lambda xp, a: xp.median_all(a, True))
+graph("median_all", lambda x, ignore_nan=False: apply(nanmedian_all_p if ignore_nan else median_all_p, (x,)))
 
 # quantile's result is reshaped last, in place, in PyTorch: its node is that squeeze's.
 quantile_out_p = defprim("quantile", "SqueezeBackward4", lambda xp, a, shape: xp.reshape(a, shape),
