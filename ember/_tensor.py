@@ -202,6 +202,9 @@ class Tensor:
 
     # Set on the instance for tensors made inside inference_mode (PyTorch's inference tensors).
     _inference = False
+    # Set on the views that a multi-output view op returns (split, unbind: the op's name); PyTorch refuses
+    # in-place ops on them while recording.
+    _multi_view_op = None
 
     def is_inference(self) -> bool:
         """Whether this tensor was made inside ``inference_mode``: it can never join an autograd graph."""

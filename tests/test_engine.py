@@ -676,9 +676,7 @@ _SAVED_OPS = {"mul": "a * b", "div": "a / b", "exp": "a.exp()", "sin": "a.sin()"
               "matmul": "a @ b.t()", "norm": "a.norm()", "std": "a.std()", "maximum": "lib.maximum(a, b)",
               "where": "lib.where(a > 1, a, b)", "index": "a[[0, 1]]", "rdiv": "2 / a", "neg": "-a",
               "add": "a + b", "amax": "a.amax(0)", "min": "a.min()", "add_scalar": "a + 2"}
-_SAVED_XFAIL = {
-    ("rdiv", "a"): "ember's 2 / x saves x; torch computes reciprocal(x) * 2 and saves only internal values",
-}
+_SAVED_XFAIL: dict = {}   # (op, which): reason, for known differences (none today)
 
 
 def _saved_cases():

@@ -178,8 +178,6 @@ def test_multi_output_views_gradients(op):
     check(f)
 
 
-@pytest.mark.xfail(strict=True, reason="ember/ops/_views.py: check_inplace must refuse in-place ops on outputs of "
-                   "multi-output views while recording (shape.py marks them: tensor._multi_view_op)")
 @pytest.mark.parametrize("op", ["split", "chunk", "unbind", "iter"])
 def test_multi_output_views_refuse_inplace(op):
     # PyTorch: "Output 0 of SplitBackward0 is a view and is being modified inplace. This view is the output of

@@ -437,9 +437,6 @@ def test_len_iter():
     same(lambda lib: [t * 2 for t in lib.tensor([[1.0, 2], [3, 4]], requires_grad=True)])
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "iterating a tensor gives SelectBackward0 nodes; torch iterates via unbind (UnbindBackward0), and "
-    "ember/ops has no unbind"))
 def test_iter_grad_fn_is_unbind():
     same(lambda lib: [t.grad_fn.name() for t in lib.tensor([[1.0, 2], [3, 4]], requires_grad=True)])
     same(lambda lib: [float(v) for v in lib.tensor([1.5, 2.5])])

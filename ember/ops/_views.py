@@ -53,6 +53,11 @@ def check_inplace(self: Tensor, recording: bool) -> None:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
     base = self._base
     if base is not None:
+        if self._multi_view_op is not None:
+            raise RuntimeError(f"Output {self._output_nr} of {self._multi_view_op} is a view and is being modified "
+                               "inplace. This view is the output of a function that returns multiple views. Such "
+                               "functions do not allow the output views to be modified inplace. You should replace "
+                               "the inplace operation by an out-of-place one.")
         if base.grad_fn is None and base._requires_grad:
             raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place "
                                "operation.")
