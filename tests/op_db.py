@@ -465,6 +465,11 @@ def _stale_view_samples(rng):
 OP_DB += [
     OpInfo("inplace_through_view", _inplace_through_view, _view_samples),
     OpInfo("stale_view", _stale_view, _stale_view_samples),
+    # conversions that make new tensors from a tensor's dtype
+    OpInfo("type_as", lambda m, a, b: a.type_as(b.double()) * b, BINARY[:4], dtypes=ALL),
+    OpInfo("new_tensor", lambda m, a: a + a.new_tensor([[1.5]]), UNARY[:3], dtypes=ALL, supports_grad=False,
+           supports_gradgrad=False, supports_fwd=False),
+    OpInfo("new_full", lambda m, a: a.new_full((2, 1), 2.5) * a.sum(), UNARY[1:4], dtypes=FLOAT),
 ]
 
 
