@@ -20,6 +20,18 @@ __all__ = ["tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "asinh", "aco
 _PI = math.pi
 
 
+def _half_in_float(fn):
+    """float16 computes in float32 and rounds once, as PyTorch's CPU kernels (opmath) do."""
+    def k(*args, **kwargs):
+        if any(getattr(a, "dtype", None) == np.float16 for a in args):
+            args = tuple(a.astype(np.float32) if getattr(a, "dtype", None) == np.float16 else a for a in args)
+            return fn(*args, **kwargs).astype(np.float16)
+        return fn(*args, **kwargs)
+    k.__name__ = fn.__name__
+    k.__doc__ = fn.__doc__
+    return k
+
+
 def _quiet(fn):
     """A NumPy ufunc made silent about overflow, 0/0 and domain errors (PyTorch returns inf/nan silently)."""
     def k(*args):
@@ -55,6 +67,7 @@ def reciprocal(x):
         return np.reciprocal(x)
 
 
+@_half_in_float
 def rsqrt(x):
     with np.errstate(divide="ignore", invalid="ignore"):
         return 1 / np.sqrt(x)
@@ -97,6 +110,7 @@ def frac(x):
         return x - np.trunc(x)
 
 
+@_half_in_float
 def round_decimals(x, decimals):
     """PyTorch's round(decimals=d): nearbyint(x * 10^d) / 10^d (d < 0: nearbyint(x / 10^-d) * 10^-d)."""
     with np.errstate(all="ignore"):
@@ -152,6 +166,7 @@ def heaviside(x, values):
     return np.where(x == 0, values, (x > 0).astype(np.result_type(x, values)))
 
 
+@_half_in_float
 def lerp(a, b, w):
     # PyTorch's two-sided formula: exact at w == 0 and at w == 1.
     with np.errstate(invalid="ignore", over="ignore"):
@@ -181,6 +196,7 @@ def bitwise_right_shift(x, y):
 
 # ----- log/exp combinations ------------------------------------------------------------------------
 
+@_half_in_float
 def logit(x, eps=None):
     with np.errstate(divide="ignore", invalid="ignore"):
         if eps is not None and eps >= 0:
@@ -188,6 +204,7 @@ def logit(x, eps=None):
         return np.log(x / (1 - x))
 
 
+@_half_in_float
 def xlogy(x, y):
     """x * log(y), 0 where x == 0 (unless y is nan), as PyTorch."""
     dt = np.result_type(x, y)   # Python scalars are weak: xlogy(float32, 2.5) is float32
@@ -197,6 +214,7 @@ def xlogy(x, y):
         return np.where(np.isnan(y), y, np.where(np.equal(x, 0), dt.type(0), r))
 
 
+@_half_in_float
 def logaddexp(x, y):
     with np.errstate(invalid="ignore", over="ignore"):
         m = np.maximum(x, y)
@@ -204,6 +222,7 @@ def logaddexp(x, y):
         return np.where(np.isinf(x) & (x == y), x, r)
 
 
+@_half_in_float
 def logaddexp2(x, y):
     with np.errstate(invalid="ignore", over="ignore"):
         m = np.maximum(x, y)
@@ -211,6 +230,7 @@ def logaddexp2(x, y):
         return np.where(np.isinf(x) & (x == y), x, r)
 
 
+@_half_in_float
 def sinc(x):
     with np.errstate(invalid="ignore", divide="ignore"):
         y = x * x.dtype.type(_PI)

@@ -283,6 +283,39 @@ def _iop(a, b, name):
     return getattr(a, name)(b)
 
 
+def _int(m, a):
+    """Float inputs (as the coverage run passes them) as int64; integral and bool inputs as they are."""
+    return a.to(m.int64) if a.is_floating_point() else a
+
+
+def _bitwise_all(m, a, b):
+    return (a & b, a | b, a ^ b, ~a, m.bitwise_and(a, b), a.bitwise_or(b), m.bitwise_xor(a, b), m.bitwise_not(a),
+            a.bitwise_and(b), m.bitwise_or(a, b), a.bitwise_xor(b), a.bitwise_not())
+
+
+def _bitwise_scalar(a, s):
+    return (a & s, s | a, a ^ s, s ^ a, s & a, a | s)
+
+
+def _bitwise_inplace(a, b):
+    return (_iop(a * 1, b, "__iand__"), _iop(a * 1, b, "__ior__"), _iop(a * 1, b, "__ixor__"),
+            (a * 1).bitwise_and_(b), (a * 1).bitwise_or_(b), (a * 1).bitwise_xor_(b), (a * 1).bitwise_not_())
+
+
+def _shifts(m, a, b):
+    return (a << b, a >> b, m.bitwise_left_shift(a, b), a.bitwise_right_shift(b), a.bitwise_left_shift(b),
+            m.bitwise_right_shift(a, b))
+
+
+def _shifts_scalar(m, a, s):
+    return (a << s, a >> s, s << a, s >> a, m.bitwise_left_shift(s, a))
+
+
+def _shifts_inplace(a, s):
+    return (_iop(a * 1, s, "__ilshift__"), _iop(a * 1, s, "__irshift__"), (a * 1).bitwise_left_shift_(s),
+            (a * 1).bitwise_right_shift_(s))
+
+
 # ----- integer wrap-around and scalar operands --------------------------------------------------------------------
 
 _BIG = [2 ** 40, -2 ** 33, 2 ** 63, 300]
@@ -337,23 +370,23 @@ OPS += [
     _nograd("logical", lambda m, a, b: (m.logical_and(a, b), m.logical_or(a, b), a.logical_xor(b)), SHORT_BINARY),
     _nograd("logical_", lambda m, a, b: ((a * 1).logical_and_(b), (a * 1).logical_or_(b), (a * 1).logical_xor_(b)),
             [((3, 4), (4,))]),
-    _nograd("bitwise", lambda m, a, b: (a & b, a | b, a ^ b, ~a, m.bitwise_and(a, b), a.bitwise_or(b),
-                                        m.bitwise_xor(a, b), m.bitwise_not(a)), SHORT_BINARY, dtypes=ALL),
-    _nograd("bitwise_scalar", lambda m, a, s: (a & s, s | a, a ^ s, s ^ a, s & a, a | s), scalar_samples(SHORT, s=[3, True]),
-            dtypes=ALL),
-    _nograd("bitwise_", lambda m, a, b: (_iop(a * 1, b, "__iand__"), _iop(a * 1, b, "__ior__"), _iop(a * 1, b, "__ixor__"),
-                                         (a * 1).bitwise_and_(b), (a * 1).bitwise_or_(b), (a * 1).bitwise_xor_(b),
-                                         (a * 1).bitwise_not_()), [((3, 4), (4,))], dtypes=("int64", "int32", "bool")),
-    _nograd("shift", lambda m, a, b: (a << b, a >> b, m.bitwise_left_shift(a, b), a.bitwise_right_shift(b)),
+    _nograd("bitwise", lambda m, a, b: _bitwise_all(m, _int(m, a), _int(m, b)), SHORT_BINARY, dtypes=INT + ("bool",)),
+    _nograd("bitwise_float", lambda m, a, b: a & b, SHORT_BINARY[:2], dtypes=FLOAT + ("float16",)),
+    _nograd("bitwise_not_float", lambda m, a: ~a, SHORT[:2], dtypes=FLOAT),
+    _nograd("shift_float", lambda m, a, b: a << b, SHORT_BINARY[:2], dtypes=FLOAT + ("bool",)),
+    _nograd("bitwise_scalar", lambda m, a, s: _bitwise_scalar(_int(m, a), s), scalar_samples(SHORT, s=[3, True]),
+            dtypes=INT + ("bool",)),
+    _nograd("bitwise_", lambda m, a, b: _bitwise_inplace(_int(m, a), _int(m, b)), [((3, 4), (4,))],
+            dtypes=("int64", "int32", "bool")),
+    _nograd("shift", lambda m, a, b: _shifts(m, _int(m, a), _int(m, b)),
             lambda rng: [Sample((np.asarray(rng.integers(-20, 20, sa), dtype=np.float64),
-                                 np.asarray(rng.integers(-2, 70, sb) / 2)))
-                         for sa, sb in [((3, 4), (4,)), ((), ()), ((6,), (6,))]], dtypes=ALL),
-    _nograd("shift_scalar", lambda m, a, s: (a << s, a >> s, s << a, s >> a, m.bitwise_left_shift(s, a)),
-            lambda rng: [Sample((rng.integers(0, 10, (5,)).astype(np.float64),), {"s": s}) for s in (1, 3, 70)],
-            dtypes=("int64", "int32", "float32")),
-    _nograd("shift_", lambda m, a, s: (_iop(a * 1, s, "__ilshift__"), _iop(a * 1, s, "__irshift__"),
-                                       (a * 1).bitwise_left_shift_(s), (a * 1).bitwise_right_shift_(s)),
-            scalar_samples(SHORT[:2], s=[2]), dtypes=("int64", "int32")),
+                                 np.asarray(rng.integers(-2, 70, sb), dtype=np.float64)))
+                         for sa, sb in [((3, 4), (4,)), ((), ()), ((6,), (6,))]], dtypes=INT),
+    _nograd("shift_scalar", lambda m, a, s: _shifts_scalar(m, _int(m, a), s),
+            lambda rng: [Sample((np.asarray(rng.integers(0, 10, (5,)), dtype=np.float64),), {"s": s})
+                         for s in (1, 3, 70)], dtypes=INT),
+    _nograd("shift_", lambda m, a, s: _shifts_inplace(_int(m, a), s), scalar_samples(SHORT[:2], s=[2]),
+            dtypes=("int64", "int32")),
     _nograd("isclose", lambda m, a, b: (m.isclose(a, b), a.isclose(b, rtol=0.1, atol=0.5),
                                         m.isclose(a, b, equal_nan=True), m.tensor(m.allclose(a, b)),
                                         m.tensor(a.allclose(b, 0.5, 1.0)), m.tensor(m.equal(a, b)),

@@ -1519,6 +1519,12 @@ def _ioperator(fn):
     return op
 
 
+def _invert(self):
+    if self._data.dtype.kind == "f":   # PyTorch checks this in Python, before the kernel
+        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
+    return bitwise_not(self)
+
+
 def _bitwise_inplace(name):
     return lambda self, other: getattr(self, name + "_")(other)
 
@@ -1545,5 +1551,5 @@ for _name, _fn in {
         "__rlshift__": _roperator(bitwise_left_shift), "__rrshift__": _roperator(bitwise_right_shift),
         "__ilshift__": _ioperator(_bitwise_inplace("bitwise_left_shift")),
         "__irshift__": _ioperator(_bitwise_inplace("bitwise_right_shift")),
-        "__invert__": bitwise_not}.items():
+        "__invert__": _invert}.items():
     method(_name, _fn)
