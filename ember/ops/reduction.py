@@ -70,9 +70,6 @@ mean_p = defprim("mean", "MeanBackward1", lambda xp, a, dims, keepdim: xp.mean(a
                  vjp=lambda xp, g, out, a, dims, keepdim: _expand_back(xp, g, a, dims, keepdim) / _count(a.shape, dims),
                  jvp="linear")
 
-sum_to_p = defprim("sum_to", "SumToSizeBackward0", lambda xp, a, shape: xp.sum_to(a, shape),
-                   vjp=lambda xp, g, out, a, shape: xp.expand(g, a.shape), jvp="linear")
-
 # nansum: NaNs count as zero, and get a zero gradient.
 nansum_p = defprim(
     "nansum", "NansumBackward0", lambda xp, a, dims, keepdim: xp.nansum(a, dims, keepdim),
