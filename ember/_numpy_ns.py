@@ -200,16 +200,6 @@ def std(x, dim, correction, keepdim=False):
 isnan = np.isnan
 
 
-def vector_norm(x, ord, dim, keepdim=False):
-    """The ``ord``-norm over ``dim``; float16 accumulates in float32, as PyTorch's CPU kernel."""
-    w = x.astype(np.float32) if x.dtype == np.float16 else x
-    if ord == 2:
-        r = np.sqrt(np.sum(w * w, axis=dim, keepdims=keepdim))
-    else:
-        raise NotImplementedError(f"vector_norm(ord={ord})")
-    return r.astype(x.dtype, copy=False)
-
-
 def sum_to(x, shape):
     """Sum a broadcast gradient back down to ``shape`` (the one place broadcasting is undone)."""
     if x.shape == shape:
