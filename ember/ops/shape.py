@@ -1037,17 +1037,30 @@ def _as_tensor_list(tensors, op):
     return tuple(tensors)
 
 
-_cat_nodes: dict = {}
+class _PerInput(tuple):
+    """The VJP rules of a variadic op (cat, stack): ``rules[i]`` is input i's rule, for any number of inputs, so
+    one primitive serves every arity."""
+
+    def __new__(cls, make_rule):
+        self = super().__new__(cls)
+        self._make = make_rule
+        self._cache = {}
+        return self
+
+    def __getitem__(self, i):
+        r = self._cache.get(i)
+        if r is None:
+            r = self._cache[i] = self._make(i)
+        return r
 
 
-def _variadic(name, node_name, forward, rule, n):
-    """The primitive of ``name`` for ``n`` inputs (one VJP rule per input), made once per n."""
-    key = (name, n)
-    p = _cat_nodes.get(key)
-    if p is None:
-        p = _cat_nodes[key] = defprim(name, node_name, forward, vjp=tuple(rule(i) for i in range(n)), jvp="linear",
-                                      promote="standard")
-    return p
+def _cat_forward(xp, *arrays, dim, bounds, legacy):
+    return xp.cat([a for a in arrays if a.shape != (0,) or len(arrays) == 1], dim)
+
+
+cat_p = defprim("cat", "CatBackward0", _cat_forward, vjp=_PerInput(_cat_vjp), jvp="linear", promote="standard")
+stack_p = defprim("stack", "StackBackward0", lambda xp, *arrays, dim: xp.stack(arrays, dim), vjp=_PerInput(_stack_vjp),
+                  jvp="linear", promote="standard")
 
 
 @register(aliases=("concat", "concatenate"))
@@ -1077,12 +1090,8 @@ def cat(tensors, dim: int = 0, *, axis=None, out=None) -> Tensor:
     bounds = [0]
     for x in tensors:
         bounds.append(bounds[-1] + (x._data.shape[d] if x._data.ndim == ref._data.ndim else 0))
-    n = len(tensors)
-    p = _variadic("cat", "CatBackward0",
-                  lambda xp, *arrays, dim, bounds, legacy: xp.cat([a for a in arrays if a.shape != (0,) or
-                                                                   len(arrays) == 1], dim), _cat_vjp, n)
     legacy = tuple(i for i, x in enumerate(tensors) if x._data.ndim != ref._data.ndim)
-    return apply(p, tensors, {"dim": d, "bounds": tuple(bounds), "legacy": legacy})
+    return apply(cat_p, tensors, {"dim": d, "bounds": tuple(bounds), "legacy": legacy})
 
 
 def _no_out(out, op):
@@ -1104,9 +1113,7 @@ def stack(tensors, dim: int = 0, *, axis=None, out=None) -> Tensor:
             raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(shp)} at entry 0 and "
                                f"{list(x._data.shape)} at entry {i}")
     d = wrap_dim(dim, len(shp) + 1, "stack")
-    p = _variadic("stack", "StackBackward0", lambda xp, *arrays, dim: xp.stack(arrays, dim), _stack_vjp,
-                  len(tensors))
-    return apply(p, tensors, {"dim": d})
+    return apply(stack_p, tensors, {"dim": d})
 
 
 @register
