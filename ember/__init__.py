@@ -30,6 +30,8 @@ from .ops import EXPORTS as _EXPORTS
 # Every op is registered once, in its family file (ember/ops); its public names come from there.
 globals().update(_EXPORTS)
 from . import linalg, special  # noqa: E402  (the torch.linalg and torch.special namespaces)
+from .ops.shape import (channels_last, channels_last_3d, contiguous_format, memory_format,  # noqa: E402
+                        preserve_format)
 
 
 def is_tensor(obj) -> bool:

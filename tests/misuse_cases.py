@@ -897,7 +897,6 @@ _ENG = "ember/autograd/engine.py"
 _CMP = "eq|ne|lt|le|gt|ge|equal|allclose|isclose"
 XFAIL_PATTERNS: dict[str, str] = {
     # elementwise.py
-    r"val-fill_-str": f"{_ELEM}: fill_ value must be Number or Tensor (TypeError)",
     # reduction.py
     # ember/__init__.py and _methods.py
     # shape.py

@@ -227,6 +227,8 @@ def setitem(self: Tensor, index, value) -> None:
 @register(method=True)
 def fill_(self: Tensor, value) -> Tensor:
     """Fill ``self`` with ``value`` (a number or a 0-d tensor) in place."""
+    if not isinstance(value, (Tensor, bool, int, float, np.number, np.bool_)):
+        raise TypeError(f"fill_(): argument 'value' must be Number or Tensor, not {type(value).__name__}")
     if isinstance(value, Tensor):
         if value._data.ndim:
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
