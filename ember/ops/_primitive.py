@@ -55,7 +55,7 @@ class Primitive:
     """One differentiable op: forward, per-input VJP and JVP rules, and what backward must save."""
 
     __slots__ = ("name", "node_cls", "forward", "vjps", "jvps", "jvp_kind", "saves", "saves_out", "is_view",
-                 "promote")
+                 "promote", "_reads", "_blank")
 
     def __init__(self, name, node_name, forward, vjp, jvp=None, saves=(), saves_out=False, is_view=False,
                  promote=None):
@@ -76,6 +76,8 @@ class Primitive:
         self.saves_out = saves_out
         self.is_view = is_view  # output may alias input 0's memory (then it shares its version counter)
         self.promote = _PROMOTE[promote]
+        self._reads = None   # which inputs the VJP rules read at all (worked out on first backward)
+        self._blank = None   # the rules' arguments when they read no input
 
     def __repr__(self) -> str:
         return f"<primitive {self.name}>"
@@ -130,6 +132,51 @@ def _unsaved(shape, dtype) -> Unsaved:
 
 
 _OUT_NOT_SAVED = _unsaved(None, None)
+_NOT_READ = _unsaved(None, None)   # an input no rule of the primitive reads
+
+
+_LOADS = frozenset(("LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_AND_CLEAR", "LOAD_DEREF", "LOAD_CLOSURE",
+                    "LOAD_FAST_LOAD_FAST", "LOAD_FAST_BORROW", "LOAD_FAST_BORROW_LOAD_FAST_BORROW"))
+
+
+def _rule_reads(rule, j: int) -> bool:
+    """Whether VJP rule ``rule(xp, g, out, *inputs, **params)`` can read input ``j`` (conservative: True
+    unless its code provably never loads that parameter)."""
+    code = getattr(rule, "__code__", None)
+    if code is None or code.co_flags & 0x04:   # not a plain function, or *inputs
+        return True
+    k = 3 + j
+    if k >= code.co_argcount:
+        return True
+    name = code.co_varnames[k]
+    if name in code.co_cellvars:
+        return True
+    import dis
+    for ins in dis.get_instructions(code):
+        if ins.opname in _LOADS and (ins.argval == name or (isinstance(ins.argval, tuple) and name in ins.argval)):
+            return True
+    return False
+
+
+def _reads(prim: Primitive) -> tuple:
+    """Per input: does some VJP rule read it? An input no rule reads reaches the rules as a placeholder, so
+    backward builds no stand-in for it (the hot path of nodes like add, tanh, exp)."""
+    if type(prim.vjps) is not tuple:   # rules made per input on demand (cat, stack): assume each reads all
+        prim._reads = _READS_ALL
+        return _READS_ALL
+    reads = tuple(any(r is not None and _rule_reads(r, j) for r in prim.vjps) for j in range(len(prim.vjps)))
+    prim._reads = reads
+    if reads and not any(reads):
+        prim._blank = [_NOT_READ] * len(reads)
+    return reads
+
+
+class _ReadsAll:
+    def __getitem__(self, i) -> bool:
+        return True
+
+
+_READS_ALL = _ReadsAll()
 
 
 def _rule_error(prim, kind, i, args, e) -> Exception | None:
@@ -160,9 +207,10 @@ def _wrong_shape(prim, i, got, want) -> RuntimeError | None:
 class PrimNode(Node):
     """The backward node of a primitive; subclassed once per PyTorch name (``MulBackward0``).
 
-    ``_in`` holds what the rules see of each input: an ``Unsaved`` stand-in (shape, dtype) per tensor
-    input and the value of each Python scalar. ``_saved`` holds ``(tensor, version)`` for each tensor
-    input the rules read (None for the others), or None when they read none.
+    ``_in`` holds ``(shape, dtype)`` for each tensor input and the value of each Python scalar input;
+    ``_saved`` holds ``(tensor, version)`` for each tensor input the declaration saves (None for the
+    others), or None when it saves none. Rules see a saved input's value, an unsaved tensor input as an
+    ``Unsaved`` stand-in (shape and dtype only), and a scalar input's value.
     """
 
     __slots__ = ("_prim", "_params", "_saved", "_in", "_out", "_out_vc", "_out_v")
@@ -172,16 +220,24 @@ class PrimNode(Node):
             self._saved = FREED
             self._out = None
 
-    def _unpack(self, graph: bool) -> list:
+    def _args(self, graph: bool, reads: tuple) -> list:
+        """What the rules get for each input (see the class docstring)."""
+        saved = self._saved
         args = []
-        for sv, stand_in in zip(self._saved, self._in):
-            if sv is None:
-                args.append(stand_in)
+        for i, m in enumerate(self._in):
+            if not reads[i]:
+                args.append(_NOT_READ)
                 continue
-            t, v = sv
-            if t._vc[0] != v:
-                raise RuntimeError(modified_message(t, v))
-            args.append(t if graph else t._data)
+            sv = None if saved is None else saved[i]
+            if sv is not None:
+                t, v = sv
+                if t._vc[0] != v:
+                    raise RuntimeError(modified_message(t, v))
+                args.append(t if graph else t._data)
+            elif type(m) is tuple:
+                args.append(_unsaved(m[0], m[1]))
+            else:
+                args.append(m)
         return args
 
     def _unpack_out(self, graph: bool):
@@ -198,19 +254,49 @@ class PrimNode(Node):
     def apply(self, grads, create_graph, needed):
         g = grads[0]
         prim = self._prim
-        saved = self._saved
-        if saved is None:
-            args = self._in
-        elif saved is FREED:
+        if self._saved is FREED:
             raise RuntimeError(FREED_MESSAGE)
-        else:
-            args = self._unpack(create_graph)
+        args = prim._blank
+        if args is None:
+            args = self._args(create_graph, prim._reads or _reads(prim))
+            if prim._blank is not None:   # worked out just now: no rule reads any input
+                args = prim._blank
         out = self._unpack_out(create_graph) if prim.saves_out else _OUT_NOT_SAVED
         params = self._params
         vjps = prim.vjps
         in_ = self._in
         res = []
-        xp = graph_ns if create_graph else NAMESPACES[type(g)]
+        if create_graph:
+            return self._apply_graph(g, out, args, needed)
+        # Plain backward on raw arrays: the hot path (the create_graph twin below does the same on Tensors).
+        xp = NAMESPACES[type(g)]
+        i = 0
+        for node, _ in self.next_functions:
+            if node is None or (needed is not None and not needed[i]):
+                res.append(None)
+                i += 1
+                continue
+            try:
+                gi = vjps[i](xp, g, out, *args, **params)
+            except (_UnsavedRead, TypeError) as e:
+                raise _rule_error(prim, "VJP", i, args, e) or e from None
+            if gi is not None:
+                shape, dt = in_[i]
+                if gi.shape != shape:
+                    gi = self._fit(xp, i, gi, gi.shape, shape)
+                if gi.dtype != dt:
+                    gi = gi.astype(dt)
+            res.append(gi)
+            i += 1
+        return res
+
+    def _apply_graph(self, g, out, args, needed):
+        prim = self._prim
+        params = self._params
+        vjps = prim.vjps
+        in_ = self._in
+        res = []
+        xp = graph_ns
         for i, (node, _) in enumerate(self.next_functions):
             if node is None or (needed is not None and not needed[i]):
                 res.append(None)
@@ -218,22 +304,13 @@ class PrimNode(Node):
             try:
                 gi = vjps[i](xp, g, out, *args, **params)
             except (_UnsavedRead, TypeError) as e:
-                err = _rule_error(prim, "VJP", i, args, e)
-                if err is None:
-                    raise
-                raise err from None
+                raise _rule_error(prim, "VJP", i, args, e) or e from None
             if gi is not None:
-                spec = in_[i]
-                if create_graph:
-                    if gi._data.shape != spec.shape:
-                        gi = self._fit(xp, i, gi, gi._data.shape, spec.shape)
-                    if gi._data.dtype != spec.dtype:
-                        gi = xp.cast(gi, spec.dtype)
-                else:
-                    if gi.shape != spec.shape:
-                        gi = self._fit(xp, i, gi, gi.shape, spec.shape)
-                    if gi.dtype != spec.dtype:
-                        gi = gi.astype(spec.dtype)
+                shape, dt = in_[i]
+                if gi._data.shape != shape:
+                    gi = self._fit(xp, i, gi, gi._data.shape, shape)
+                if gi._data.dtype != dt:
+                    gi = xp.cast(gi, dt)
             res.append(gi)
         return res
 
@@ -324,9 +401,6 @@ def _record(t: Tensor, prim: Primitive, args: tuple, params: dict, node_cls) -> 
     node = _new(node_cls or prim.node_cls)
     edges = []
     meta = []
-    saves = prim.saves
-    saved = [] if saves else None
-    i = 0
     for a in args:
         if isinstance(a, Tensor):
             fn = a.grad_fn
@@ -337,29 +411,30 @@ def _record(t: Tensor, prim: Primitive, args: tuple, params: dict, node_cls) -> 
             else:
                 edges.append(_NO_EDGE)
             d = a._data
-            u = _new(Unsaved)   # _unsaved() inlined
-            u.shape = d.shape
-            u.dtype = d.dtype
-            meta.append(u)
-            if saved is not None:
-                if i in saves:
-                    if a._inference:
-                        raise RuntimeError(INFERENCE_SAVE_MESSAGE)
-                    saved.append((a, a._vc[0]))
-                else:
-                    saved.append(None)
+            meta.append((d.shape, d.dtype))
         else:
             edges.append(_NO_EDGE)
             meta.append(a)
-            if saved is not None:
-                saved.append(None)
-        i += 1
     node.next_functions = tuple(edges)
     node._seq = next(_seq)
     node._prim = prim
     node._params = params
     node._in = meta
-    node._saved = saved
+    saves = prim.saves
+    if saves:
+        saved = []
+        i = 0
+        for a in args:
+            if i in saves and isinstance(a, Tensor):
+                if a._inference:
+                    raise RuntimeError(INFERENCE_SAVE_MESSAGE)
+                saved.append((a, a._vc[0]))
+            else:
+                saved.append(None)
+            i += 1
+        node._saved = saved
+    else:
+        node._saved = None
     if prim.saves_out:
         node._out = t._data
         node._out_vc = t._vc
