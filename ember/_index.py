@@ -8,6 +8,8 @@ basic part, a view, then the advanced part (arrays and full slices only, where N
 result dims is PyTorch's).
 
 Every check happens here, before NumPy sees the index, so errors carry PyTorch's types and messages.
+Index arrays from tensors stay on their device: their values are read through the device's namespace
+(bounds, mask counts), and shapes are computed from shapes only.
 """
 from __future__ import annotations
 
@@ -37,10 +39,35 @@ class Index:
         self.np_index, self.basic, self.last, self.view_shape, self.adv = np_index, basic, last, view_shape, adv
 
     def result_shape(self) -> tuple:
-        """The shape of ``x[index]`` (computed on a zero-stride stand-in: no data is read)."""
+        """The shape of ``x[index]`` (NumPy's placement rule applied to zero-stride stand-ins of the view and of
+        the index arrays, of their shapes: no data is read, and device arrays stay where they are)."""
         if self.basic:
             return self.view_shape
-        return np.broadcast_to(np.zeros((), np.bool_), self.view_shape)[self.adv].shape
+        stand_in = []
+        for a in self.adv:
+            if type(a) is slice:
+                stand_in.append(a)
+            elif a.dtype == np.bool_:   # a k-dim mask is k index arrays of its count of True values
+                stand_in.extend([np.broadcast_to(np.intp(0), (_count(a),))] * a.ndim)
+            else:
+                stand_in.append(np.broadcast_to(np.intp(0), a.shape))
+        return np.broadcast_to(np.zeros((), np.bool_), self.view_shape)[tuple(stand_in)].shape
+
+
+_NAMESPACES: list = []   # ember._device.NAMESPACES, looked up once (_device imports this module's users)
+
+
+def _xp(arr):
+    """The raw namespace of an index array's device."""
+    if not _NAMESPACES:
+        from ._device import NAMESPACES
+        _NAMESPACES.append(NAMESPACES)
+    return _NAMESPACES[0][type(arr)]
+
+
+def _count(mask) -> int:
+    """The number of True values of a bool index array (on its device)."""
+    return int(_xp(mask).sum(mask))
 
 
 def view_of(x, index):
@@ -287,14 +314,14 @@ def _check_advanced(adv: dict, view_shape: tuple) -> tuple:
                     raise IndexError(f"The shape of the mask {list(arr.shape)} at index {j} does not match the shape "
                                      f"of the indexed tensor {list(view_shape)} at index {d + j}")
             out.append(arr)
-            shapes.append((int(np.count_nonzero(arr)),))
+            shapes.append((_count(arr),))
             ordinal += arr.ndim
             d += arr.ndim
             continue
         n = view_shape[d]
-        if arr.size and (arr.max() >= n or arr.min() < -n):
+        if arr.size and (_xp(arr).amax(arr) >= n or _xp(arr).amin(arr) < -n):
             bad = (arr >= n) | (arr < -n)
-            v = int(arr[bad].flat[0]) if arr.ndim else int(arr)
+            v = int(arr[bad].reshape(-1)[0]) if arr.ndim else int(arr)
             raise IndexError(f"index {v} is out of bounds for dimension {ordinal} with size {n}")
         out.append(arr)
         shapes.append(arr.shape)

@@ -15,7 +15,11 @@ __all__ = ["tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "asinh", "aco
            "log2", "log10", "log1p", "reciprocal", "rsqrt", "erf", "erfc", "erfinv", "lgamma", "digamma",
            "polygamma", "sinc", "logit", "xlogy", "hypot", "logaddexp", "logaddexp2", "copysign", "fmod",
            "div_rounded", "floor", "ceil", "trunc", "frac", "round_decimals", "nan_to_num", "isfinite", "isinf",
-           "fmax", "fmin", "lerp", "sgn", "deg2rad", "rad2deg", "heaviside", "bitwise_left_shift", "bitwise_right_shift"]
+           "fmax", "fmin", "lerp", "sgn", "deg2rad", "rad2deg", "heaviside", "bitwise_left_shift", "bitwise_right_shift",
+           # not differentiable: the comparisons, logic and predicates the public functions reach through xp
+           "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor", "logical_not",
+           "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "isposinf", "isneginf", "isreal", "signbit",
+           "isclose"]
 
 _PI = math.pi
 
@@ -407,3 +411,47 @@ def polygamma(n: int, x):
         else:
             r = (1.0 if n % 2 else -1.0) * math.exp(math.lgamma(n + 1.0)) * _zeta(n + 1.0, w)
     return r.astype(x.dtype, copy=False)
+
+
+# ----- comparisons, logic and predicates (not differentiable) --------------------------------------------
+# The public functions reach these through the device's namespace (xp), so another device brings its own.
+# Like NumPy's ufuncs they may return a NumPy scalar for 0-d inputs; the callers make arrays of them.
+
+eq = np.equal
+ne = np.not_equal
+lt = np.less
+le = np.less_equal
+gt = np.greater
+ge = np.greater_equal
+logical_and = np.logical_and
+logical_or = np.logical_or
+logical_xor = np.logical_xor
+logical_not = np.logical_not
+bitwise_and = np.bitwise_and
+bitwise_or = np.bitwise_or
+bitwise_xor = np.bitwise_xor
+bitwise_not = np.invert
+
+
+def isposinf(x):
+    return np.isposinf(x) if x.dtype.kind == "f" else np.zeros(x.shape, dtype=np.bool_)
+
+
+def isneginf(x):
+    return np.isneginf(x) if x.dtype.kind == "f" else np.zeros(x.shape, dtype=np.bool_)
+
+
+def isreal(x):
+    return np.ones(x.shape, dtype=np.bool_)
+
+
+def signbit(x):
+    return np.signbit(x) if x.dtype.kind != "b" else np.zeros(x.shape, dtype=np.bool_)
+
+
+def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """|a - b| <= atol + rtol * |b| (integral inputs compare in float64, as PyTorch's)."""
+    with np.errstate(all="ignore"):
+        if a.dtype.kind in "iub":
+            a, b = a.astype(np.float64), b.astype(np.float64)
+        return np.isclose(a, b, rtol=rtol, atol=atol, equal_nan=bool(equal_nan))

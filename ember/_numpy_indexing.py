@@ -10,7 +10,7 @@ import numpy as np
 
 from ._index import view_of as _view_of
 
-__all__: list = ["index_put_add", "scatter_reduce"]
+__all__: list = ["index_put_add", "scatter_reduce", "nonzero_tuple"]
 
 
 def index_put_add(x, index, v):
@@ -60,3 +60,11 @@ def scatter_reduce(x, src, index, reduce, include_self):
         else:
             out = np.floor_divide(out, count).astype(out.dtype, copy=False)
     return out
+
+
+def nonzero_tuple(x):
+    """The indices of the nonzero elements, one int64 array per dim (a 0-d input counts as 1-d, as in PyTorch's
+    ``nonzero(as_tuple=True)``). Not differentiable."""
+    if x.ndim == 0:
+        return (np.zeros(int(x != 0), np.int64),)
+    return tuple(i.astype(np.int64, copy=False) for i in np.nonzero(x))

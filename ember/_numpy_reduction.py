@@ -11,7 +11,7 @@ import builtins
 import numpy as np
 
 __all__: list = ["nansum", "prod", "cumsum", "cumprod", "logcumsumexp", "logsumexp", "reverse_dim", "gather_dim",
-                 "scatter_add_zeros", "vector_norm", "any"]
+                 "scatter_add_zeros", "vector_norm", "any", "all", "argmax", "argmin", "cum_extremum_indices"]
 
 
 def _f32(kernel):
@@ -109,7 +109,7 @@ def vector_norm(x, ord, dim, keepdim=False):
     return np.asarray(r).astype(x.dtype, copy=False)
 
 
-def _cum_extremum_indices(x, dim, largest):
+def cum_extremum_indices(x, dim, largest):
     """The indices of cummax (``largest``) / cummin along ``dim``: PyTorch's conventions, an equal value moves
     the index forward, a NaN is the extremum from where it appears (a later NaN moves the index again)."""
     if x.ndim == 0:
@@ -133,3 +133,17 @@ def _cum_extremum_indices(x, dim, largest):
 
 def any(x, dim=None, keepdim=False):  # noqa: A001 (torch.any's name)
     return np.any(x, axis=dim, keepdims=keepdim)
+
+
+def all(x, dim=None, keepdim=False):  # noqa: A001 (torch.all's name)
+    return np.all(x, axis=dim, keepdims=keepdim)
+
+
+def argmax(x, dim=None, keepdim=False):
+    """The index of the first maximum over ``dim`` (of the flattened input for None), int64."""
+    return np.argmax(x, axis=dim, keepdims=keepdim)
+
+
+def argmin(x, dim=None, keepdim=False):
+    """The index of the first minimum over ``dim`` (of the flattened input for None), int64."""
+    return np.argmin(x, axis=dim, keepdims=keepdim)

@@ -12,7 +12,7 @@ from numpy.lib.stride_tricks import as_strided as _as_strided
 
 __all__ = ["slice_dim", "slice_scatter_zeros", "select_dim", "select_scatter_zeros", "diagonal",
            "diag_scatter_zeros", "flip", "roll", "rot90", "tril", "triu", "repeat", "trace", "unfold",
-           "unfold_backward", "gather_rows", "scatter_rows_zeros", "split_backward"]
+           "unfold_backward", "gather_rows", "scatter_rows_zeros", "split_backward", "repeat_index"]
 
 
 def _along(dim: int, ix) -> tuple:
@@ -147,3 +147,8 @@ def split_backward(grads, dim, bounds, shape, dtype):
         if g is not None:
             out[_along(dim, slice(bounds[i], bounds[i + 1]) if bounds is not None else i)] = g
     return out
+
+
+def repeat_index(counts):
+    """``0, 1, ...`` each repeated ``counts[i]`` times (int64): repeat_interleave's index. Not differentiable."""
+    return np.repeat(np.arange(counts.shape[0], dtype=np.int64), counts)

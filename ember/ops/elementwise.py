@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from .. import _dtype as D
-from .. import _numpy_elementwise as _K
+from .._device import NAMESPACES, backend_of
 from .._tensor import Tensor, make
 from ..autograd.graph import node_class
 from ._primitive import _EMPTY, KEEP_DTYPE, PrimNode, apply, broadcast_error, defprim
@@ -1105,8 +1105,9 @@ def where(condition: Tensor, input=None, other=None):
     """``where(cond, x, y)``: x where cond holds, else y (tensors or scalars). ``where(cond)`` gives the
     indices of the nonzero elements."""
     check_tensor(condition, "where", "condition")
+    xp = NAMESPACES[type(condition._data)]
     if input is None and other is None:
-        return tuple(make(i) for i in np.nonzero(condition._data))
+        return tuple(make(i) for i in xp.nonzero_tuple(condition._data))
     if condition._data.dtype.kind != "b":
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype "
                            f"{D.type_word(condition._data.dtype)}")
@@ -1114,7 +1115,7 @@ def where(condition: Tensor, input=None, other=None):
     other = scalar_or_tensor(other, "where", "other")
     if not isinstance(input, Tensor) and not isinstance(other, Tensor):
         d = promote(input, other).np   # both scalars: PyTorch's scalar result type (where(c, 1, 0) is int64)
-        return make(np.where(condition._data, np.asarray(input, dtype=d), np.asarray(other, dtype=d)))
+        return _made(xp.where(condition._data, d.type(input), d.type(other)))
     if type(input) is int:
         input = _fit_int(input, other, "where", wrap=False)
     if type(other) is int:
@@ -1138,6 +1139,14 @@ def _graph_where(cond, a, b):
 
 
 # ----- comparisons and logic (not differentiable) ----------------------------------------------------------
+# The kernels come from the namespace of the tensors' device (``xp.eq``, ``xp.logical_and``, ...), never from
+# NumPy directly; each public op is also graph_ns's twin of its kernel.
+
+def _made(r) -> Tensor:
+    """A tensor of a kernel's result, on its device (NumPy gives 0-d results as NumPy scalars)."""
+    be = NAMESPACES[type(r)].backend
+    return make(r if type(r) in be.array_types else be.asarray(r))
+
 
 def _raw_pair(input, other, op, scalar_other=True):
     """The raw operands of a non-differentiable binary op, cast to PyTorch's common dtype."""
@@ -1151,7 +1160,7 @@ def _raw_pair(input, other, op, scalar_other=True):
     b = other._data if isinstance(other, Tensor) else other
     if d is not None:
         a = a.astype(d, copy=False)
-        if isinstance(b, np.ndarray):
+        if isinstance(other, Tensor):
             b = b.astype(d, copy=False)
     if isinstance(other, Tensor):
         err = broadcast_error((a.shape, b.shape))
@@ -1160,10 +1169,11 @@ def _raw_pair(input, other, op, scalar_other=True):
     return a, b
 
 
-def _compare(ufunc, name, aliases=()):
+def _compare(name, aliases=()):
     def fn(input: Tensor, other) -> Tensor:
         a, b = _raw_pair(input, other, name)
-        return make(np.asarray(ufunc(a, b)))
+        xp = NAMESPACES[type(a)]
+        return _made(getattr(xp, name)(a, b))
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise ``{name}`` comparison: a bool tensor (not differentiable)."
 
@@ -1172,7 +1182,7 @@ def _compare(ufunc, name, aliases=()):
         _write_inplace(self, r, name + "_")
         return self
     inplace.__name__ = inplace.__qualname__ = name + "_"
-    register(fn, method=True, aliases=aliases)
+    register(fn, method=True, aliases=aliases, graph=True)
     for n in (name,) + aliases:
         register(inplace, name=n + "_", module=False, method=True)
     return fn
@@ -1185,19 +1195,19 @@ def _write_inplace(self: Tensor, r: Tensor, op: str) -> None:
     if r._data.shape != self._data.shape:
         raise RuntimeError(f"output with shape {list(self._data.shape)} doesn't match the broadcast shape "
                            f"{list(r._data.shape)}")
-    np.copyto(self._data, r._data, casting="unsafe")
+    NAMESPACES[type(self._data)].backend.copyto(self._data, r._data)
     self._vc[0] += 1
 
 
-eq = _compare(np.equal, "eq")
-ne = _compare(np.not_equal, "ne", ("not_equal",))
-lt = _compare(np.less, "lt", ("less",))
-le = _compare(np.less_equal, "le", ("less_equal",))
-gt = _compare(np.greater, "gt", ("greater",))
-ge = _compare(np.greater_equal, "ge", ("greater_equal",))
+eq = _compare("eq")
+ne = _compare("ne", ("not_equal",))
+lt = _compare("lt", ("less",))
+le = _compare("le", ("less_equal",))
+gt = _compare("gt", ("greater",))
+ge = _compare("ge", ("greater_equal",))
 
 
-def _bitwise(ufunc, name, kernel, shift=False):
+def _bitwise(name, kernel, shift=False):
     def fn(input, other) -> Tensor:
         if not isinstance(input, Tensor) and isinstance(other, Tensor):   # scalar << tensor
             input = _operand(input, name, other, "self")
@@ -1207,11 +1217,16 @@ def _bitwise(ufunc, name, kernel, shift=False):
         d = promote(input, other).np
         if d.kind == "f" or (shift and d.kind == "b"):
             raise _not_implemented(kernel, d)
-        a, b = (np.asarray(x._data if isinstance(x, Tensor) else x).astype(d, copy=False) for x in (input, other))
+        xp = NAMESPACES[type((input if isinstance(input, Tensor) else other)._data)]
+        be = backend_of((input if isinstance(input, Tensor) else other)._data)
+        # a scalar operand becomes a 0-d array of the common dtype on the tensor's device (NumPy would
+        # refuse a Python int beyond the dtype's range)
+        a, b = (x._data.astype(d, copy=False) if isinstance(x, Tensor) else be.asarray(np.asarray(x).astype(d))
+                for x in (input, other))
         err = broadcast_error((a.shape, b.shape))
         if err is not None:
             raise err
-        return make(np.asarray(ufunc(a, b)))
+        return _made(getattr(xp, name)(a, b))
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise ``{name}`` of integer or bool tensors."
 
@@ -1223,27 +1238,28 @@ def _bitwise(ufunc, name, kernel, shift=False):
         _write_inplace(self, r, name + "_")
         return self
     inplace.__name__ = inplace.__qualname__ = name + "_"
-    register(fn, method=True, graph=name in ("bitwise_left_shift", "bitwise_right_shift"))
+    register(fn, method=True, graph=True)
     register(inplace, name=name + "_", module=False, method=True)
     return fn
 
 
-bitwise_and = _bitwise(np.bitwise_and, "bitwise_and", "bitwise_and_cpu")
-bitwise_or = _bitwise(np.bitwise_or, "bitwise_or", "bitwise_or_cpu")
-bitwise_xor = _bitwise(np.bitwise_xor, "bitwise_xor", "bitwise_xor_cpu")
+bitwise_and = _bitwise("bitwise_and", "bitwise_and_cpu")
+bitwise_or = _bitwise("bitwise_or", "bitwise_or_cpu")
+bitwise_xor = _bitwise("bitwise_xor", "bitwise_xor_cpu")
 
 
-bitwise_left_shift = _bitwise(_K.bitwise_left_shift, "bitwise_left_shift", "lshift_cpu", shift=True)
-bitwise_right_shift = _bitwise(_K.bitwise_right_shift, "bitwise_right_shift", "rshift_cpu", shift=True)
+bitwise_left_shift = _bitwise("bitwise_left_shift", "lshift_cpu", shift=True)
+bitwise_right_shift = _bitwise("bitwise_right_shift", "rshift_cpu", shift=True)
 
 
-@register(method=True)
+@register(method=True, graph=True)
 def bitwise_not(input: Tensor) -> Tensor:
     """``~input`` of an integer or bool tensor."""
     check_tensor(input, "bitwise_not")
     if input._data.dtype.kind == "f":
         raise _not_implemented("bitwise_not_cpu", input._data.dtype)
-    return make(np.asarray(np.invert(input._data)))
+    xp = NAMESPACES[type(input._data)]
+    return _made(xp.bitwise_not(input._data))
 
 
 @register(name="bitwise_not_", module=False, method=True)
@@ -1252,10 +1268,11 @@ def ibitwise_not(self: Tensor) -> Tensor:
     return self
 
 
-def _logical(ufunc, name):
+def _logical(name):
     def fn(input: Tensor, other: Tensor) -> Tensor:
         a, b = _raw_pair(input, other, name, scalar_other=False)
-        return make(np.asarray(ufunc(a, b)))
+        xp = NAMESPACES[type(a)]
+        return _made(getattr(xp, name)(a, b))
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise ``{name}`` (nonzero is true): a bool tensor."
 
@@ -1263,21 +1280,22 @@ def _logical(ufunc, name):
         _write_inplace(self, fn(self, other), name + "_")
         return self
     inplace.__name__ = inplace.__qualname__ = name + "_"
-    register(fn, method=True)
+    register(fn, method=True, graph=True)
     register(inplace, name=name + "_", module=False, method=True)
     return fn
 
 
-logical_and = _logical(np.logical_and, "logical_and")
-logical_or = _logical(np.logical_or, "logical_or")
-logical_xor = _logical(np.logical_xor, "logical_xor")
+logical_and = _logical("logical_and")
+logical_or = _logical("logical_or")
+logical_xor = _logical("logical_xor")
 
 
-@register(method=True)
+@register(method=True, graph=True)
 def logical_not(input: Tensor) -> Tensor:
     """``input == 0``: a bool tensor."""
     check_tensor(input, "logical_not")
-    return make(np.asarray(np.logical_not(input._data)))
+    xp = NAMESPACES[type(input._data)]
+    return _made(xp.logical_not(input._data))
 
 
 @register(name="logical_not_", module=False, method=True)
@@ -1286,30 +1304,23 @@ def ilogical_not(self: Tensor) -> Tensor:
     return self
 
 
-def _predicate(fn_np, name, graph=False):
+def _predicate(name):
     def fn(input: Tensor) -> Tensor:
         check_tensor(input, name)
-        return make(np.asarray(fn_np(input._data)))
+        xp = NAMESPACES[type(input._data)]
+        return _made(getattr(xp, name)(input._data))
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"``{name}``: a bool tensor."
-    return register(fn, method=True, graph=graph)
+    return register(fn, method=True, graph=True)
 
 
-def _float_pred(f, int_value):
-    def k(x):
-        if x.dtype.kind != "f":
-            return np.full(x.shape, int_value)
-        return f(x)
-    return k
-
-
-isnan = _predicate(np.isnan, "isnan", graph=True)
-isinf = _predicate(np.isinf, "isinf", graph=True)
-isfinite = _predicate(np.isfinite, "isfinite", graph=True)
-isposinf = _predicate(_float_pred(np.isposinf, False), "isposinf")
-isneginf = _predicate(_float_pred(np.isneginf, False), "isneginf")
-isreal = _predicate(lambda x: np.ones(x.shape, dtype=bool), "isreal")
-signbit = _predicate(lambda x: np.signbit(x) if x.dtype.kind != "b" else np.zeros(x.shape, dtype=bool), "signbit")
+isnan = _predicate("isnan")
+isinf = _predicate("isinf")
+isfinite = _predicate("isfinite")
+isposinf = _predicate("isposinf")
+isneginf = _predicate("isneginf")
+isreal = _predicate("isreal")
+signbit = _predicate("signbit")
 
 
 def _tol(v, op, arg):
@@ -1338,25 +1349,24 @@ def _close_args(input, other, rtol, atol, equal_nan, op):
     return rtol, atol
 
 
-def _isclose(input, other, rtol, atol, equal_nan, op) -> np.ndarray:
+def _isclose(input, other, rtol, atol, equal_nan, op):
+    """(the device's namespace, the raw isclose result)."""
     rtol, atol = _close_args(input, other, rtol, atol, equal_nan, op)
-    a, b = input._data, other._data
-    with np.errstate(all="ignore"):
-        if a.dtype.kind in "iub":
-            a, b = a.astype(np.float64), b.astype(np.float64)
-        return np.asarray(np.isclose(a, b, rtol=rtol, atol=atol, equal_nan=bool(equal_nan)))
+    xp = NAMESPACES[type(input._data)]
+    return xp, xp.isclose(input._data, other._data, rtol, atol, bool(equal_nan))
 
 
-@register(method=True)
+@register(method=True, graph=True)
 def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Tensor:
     """``|input - other| <= atol + rtol * |other|``, elementwise: a bool tensor."""
-    return make(_isclose(input, other, rtol, atol, equal_nan, "isclose"))
+    return _made(_isclose(input, other, rtol, atol, equal_nan, "isclose")[1])
 
 
 @register(method=True)
 def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
     """Whether every element of ``isclose(input, other, ...)`` holds."""
-    return bool(np.all(_isclose(input, other, rtol, atol, equal_nan, "allclose")))
+    xp, r = _isclose(input, other, rtol, atol, equal_nan, "allclose")
+    return bool(xp.all(r))
 
 
 @register(method=True)
@@ -1364,7 +1374,10 @@ def equal(input: Tensor, other: Tensor) -> bool:
     """Whether both tensors have the same shape and elements."""
     check_tensor(input, "equal")
     check_tensor(other, "equal", "other", 2)
-    return input._data.shape == other._data.shape and bool(np.array_equal(input._data, other._data))
+    if input._data.shape != other._data.shape:
+        return False
+    xp = NAMESPACES[type(input._data)]
+    return bool(xp.all(xp.eq(input._data, other._data)))
 
 
 # ----- in-place variants ---------------------------------------------------------------------------------

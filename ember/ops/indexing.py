@@ -18,8 +18,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _dtype as D
+from .._device import NAMESPACES
 from .._index import Index, SplitIndex, check_value_shape, convert, view_of as _view_of
-from .._tensor import Tensor, wrap_dim
+from .._tensor import Tensor, make, wrap_dim
 from ..autograd.graph import node_class
 from ._primitive import PrimNode, _state, apply, broadcast_error, defprim, fwd_state
 from ._registry import graph, register
@@ -154,6 +155,8 @@ graph("fill_index", lambda x, index, value: apply(fill_index_p, (x,), {"index": 
 graph("index_put_add", lambda x, index, v: apply(index_add_p, (x, v), {"index": index, "alpha": 1}))
 graph("scatter_reduce", lambda x, s, index, reduce, include_self: apply(
     scatter_reduce_p, (x, s), {"index": index, "reduce": reduce, "include_self": include_self}))
+# not differentiable: the device's kernel on the tensor's data
+graph("nonzero_tuple", lambda x: tuple(make(i) for i in NAMESPACES[type(x._data)].nonzero_tuple(x._data)))
 
 
 # ----- x[index] and x[index] = value ---------------------------------------------------------------
@@ -256,7 +259,7 @@ def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
                            f"{self._data.ndim - 1}") from None
     if not _needs_graph(self, src):
         check_inplace(self, False)
-        np.copyto(self._data, src._data, casting="unsafe")
+        NAMESPACES[type(self._data)].backend.copyto(self._data, src._data)
         self._vc[0] += 1
         return self
     return apply_inplace(index_put_p, self, (src,), {"index": (Ellipsis,)}, _node("CopyBackwards"))
@@ -283,13 +286,13 @@ def _as_dim(dim, ndim: int, op: str) -> int:
     return wrap_dim(dim, ndim, op)
 
 
-def _bounds(idx: np.ndarray, n: int, negative: bool):
-    """The first out-of-range value of ``idx`` for a dim of size ``n``, or None."""
+def _bounds(idx, n: int, negative: bool):
+    """The first out-of-range value of ``idx`` (a device array) for a dim of size ``n``, or None."""
     if not idx.size:
         return None
     bad = (idx >= n) | (idx < (-n if negative else 0))
-    if bad.any():
-        return int(idx[bad].flat[0])
+    if NAMESPACES[type(idx)].any(bad):
+        return int(idx[bad].reshape(-1)[0])
     return None
 
 
@@ -306,7 +309,8 @@ def _grid_index(idx: np.ndarray, dim: int, ndim: int):
         return SplitIndex(((None, Ellipsis), (idx.reshape(idx.shape),)))
     if idx.ndim == 0:
         return (idx,)
-    grids = list(np.ogrid[tuple(slice(0, n) for n in idx.shape)])
+    to_device = NAMESPACES[type(idx)].backend.asarray
+    grids = [to_device(g) for g in np.ogrid[tuple(slice(0, n) for n in idx.shape)]]   # ranges: host data
     grids[dim] = idx
     return tuple(grids)
 
@@ -642,8 +646,10 @@ def _index_fill(self, dim, index, value, inplace, op):
         raise IndexError(f"index {bad} is out of bounds for dimension {d} with size {n}")
     # Filling is idempotent: the unique positions give the same result, and the value's gradient counts
     # each filled slice once (PyTorch's index_select over the unique indices).
-    uniq = np.unique(np.where(idx < 0, idx + n, idx))
-    ix = _dim_index(uniq, d, self._data.ndim)
+    xp = NAMESPACES[type(idx)]
+    hit = NAMESPACES[type(idx)].backend.zeros((n,), dtype=np.bool_)
+    hit[idx] = True   # negative indices wrap
+    ix = _dim_index(xp.nonzero_tuple(hit)[0], d, self._data.ndim)
     if isinstance(value, Tensor):
         prim, args, params, node = index_put_p, (value,), {"index": ix}, _node("IndexFillBackward1")
     else:
@@ -767,7 +773,7 @@ def _mask(self: Tensor, mask, op: str, inplace: bool, message: str, pos: int = 2
             raise RuntimeError(f"output with shape {list(self._data.shape)} doesn't match the broadcast shape "
                                f"{list(out_shape)}")
         self = self.expand(*out_shape)
-    return self, (np.broadcast_to(mask._data, out_shape),)
+    return self, (NAMESPACES[type(mask._data)].expand(mask._data, out_shape),)
 
 
 def _masked_fill(self, mask, value, inplace, op):
@@ -827,7 +833,7 @@ def _masked_scatter(self, mask, source, inplace, op):
     if self._data.dtype != source._data.dtype:
         raise RuntimeError(f"masked_scatter: expected self and source to have same dtypes but got{_word(self)} and "
                            f"{_word(source)}")
-    count = int(np.count_nonzero(ix[0]))
+    count = int(NAMESPACES[type(ix[0])].sum(ix[0]))
     if count > source._data.size:
         raise RuntimeError("Number of elements of source < number of ones in mask")
     params = {"index": ix, "count": count}

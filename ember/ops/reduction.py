@@ -17,7 +17,7 @@ from collections import namedtuple
 import numpy as np
 
 from .. import _dtype as D
-from .._numpy_reduction import _cum_extremum_indices
+from .._device import NAMESPACES
 from .._tensor import Tensor, make, wrap_dim
 from ..autograd.graph import node_class
 from ._primitive import PrimNode, apply, defprim
@@ -794,7 +794,13 @@ CumminResult = _return_type("cummin")
 AminmaxResult = _return_type("aminmax", ("min", "max"))
 
 
-def _extremum(input, dim, keepdim, other, op, np_arg):
+def _made(r) -> Tensor:
+    """A tensor of a kernel's result, on its device (NumPy gives 0-d results as NumPy scalars)."""
+    be = NAMESPACES[type(r)].backend
+    return make(r if type(r) in be.array_types else be.asarray(r))
+
+
+def _extremum(input, dim, keepdim, other, op):
     from .elementwise import maximum, minimum
     check_tensor(input, op)
     if isinstance(dim, Tensor):
@@ -815,7 +821,8 @@ def _extremum(input, dim, keepdim, other, op, np_arg):
     if not input._data.ndim:   # a 0-d input is gathered as shape (1,), its result is 0-d with or without keepdim
         from .shape import reshape
         input, keepdim = reshape(input, 1), False
-    idx = np.expand_dims(np_arg(input._data, axis=d), d)
+    xp = NAMESPACES[type(input._data)]
+    idx = (xp.argmax if op == "max" else xp.argmin)(input._data, d, True)
     node = _MAX0 if op == "max" else _MIN0
     values = apply(select_along_p, (input,), {"indices": idx, "dim": d, "keepdim": keepdim}, node)
     indices = make(idx if keepdim else idx.reshape(values._data.shape))
@@ -826,14 +833,14 @@ def _extremum(input, dim, keepdim, other, op, np_arg):
 @_np_aliases
 def max(input: Tensor, dim=None, keepdim: bool = False, *, other=None):
     """The maximum of all elements, or ``(values, indices)`` along ``dim``, or ``maximum(input, other)``."""
-    return _extremum(input, dim, keepdim, other, "max", np.argmax)
+    return _extremum(input, dim, keepdim, other, "max")
 
 
 @register(method=True)
 @_np_aliases
 def min(input: Tensor, dim=None, keepdim: bool = False, *, other=None):
     """The minimum of all elements, or ``(values, indices)`` along ``dim``, or ``minimum(input, other)``."""
-    return _extremum(input, dim, keepdim, other, "min", np.argmin)
+    return _extremum(input, dim, keepdim, other, "min")
 
 
 def _amax(prim, op, input, dim, keepdim, node=None):
@@ -887,7 +894,7 @@ def aminmax(input: Tensor, *, dim=None, keepdim: bool = False):
     return AminmaxResult(apply(amin_p, (input,), params, _AMINMAX), apply(amax_p, (input,), params, _AMINMAX))
 
 
-def _arg(input, dim, keepdim, op, np_arg):
+def _arg(input, dim, keepdim, op):
     check_tensor(input, op)
     check_bool(keepdim, op, "keepdim")
     if input._data.dtype == np.bool_:
@@ -895,28 +902,32 @@ def _arg(input, dim, keepdim, op, np_arg):
     if dim is None:
         if input._data.size == 0:
             raise IndexError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0.")
-        r = np.asarray(np_arg(input._data))
-        return make(r.reshape((1,) * input._data.ndim) if keepdim else r)
+    xp = NAMESPACES[type(input._data)]
+    kernel = getattr(xp, op)
+    if dim is None:
+        if input._data.size == 0:
+            raise IndexError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0.")
+        return _made(kernel(input._data, None, keepdim))
     d = _int_dim(input, dim, op)
     if input._data.ndim and input._data.shape[d] == 0:
         raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")
     if not input._data.ndim:
-        return make(np.zeros((), dtype=np.int64))
-    return make(np.asarray(np_arg(input._data, axis=d, keepdims=keepdim)))
+        return make(NAMESPACES[type(input._data)].backend.zeros((), dtype=_INT64))
+    return _made(kernel(input._data, d, keepdim))
 
 
-@register(method=True)
+@register(method=True, graph=True)
 @_np_aliases
 def argmax(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     """The index of the maximum (of the flattened input by default); the first one on ties."""
-    return _arg(input, dim, keepdim, "argmax", np.argmax)
+    return _arg(input, dim, keepdim, "argmax")
 
 
-@register(method=True)
+@register(method=True, graph=True)
 @_np_aliases
 def argmin(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     """The index of the minimum (of the flattened input by default); the first one on ties."""
-    return _arg(input, dim, keepdim, "argmin", np.argmin)
+    return _arg(input, dim, keepdim, "argmin")
 
 
 # ----- scans: cumsum, cumprod, cummax, cummin, logcumsumexp, diff ------------------------------------
@@ -961,7 +972,7 @@ register(_cum_inplace(cumprod_p, "cumprod_"), name="cumprod_", module=False, met
 def _cum_extremum(input, dim, op, largest, result, node):
     check_tensor(input, op)
     d = _int_dim(input, dim, op)
-    idx = _cum_extremum_indices(input._data, d, largest)
+    idx = NAMESPACES[type(input._data)].cum_extremum_indices(input._data, d, largest)
     values = apply(gather_p, (input,), {"indices": idx, "dim": d}, node)
     return result(values, make(idx))
 
@@ -978,6 +989,10 @@ def cummax(input: Tensor, dim: int):
 def cummin(input: Tensor, dim: int):
     """``(values, indices)`` of the running minimum along ``dim`` (an equal value moves the index on)."""
     return _cum_extremum(input, dim, "cummin", False, CumminResult, _CUMMIN)
+
+
+# not differentiable: graph_ns's twin of the kernel is the indices of the public op
+graph("cum_extremum_indices", lambda x, dim, largest: (cummax if largest else cummin)(x, dim)[1])
 
 
 @register(method=True, graph=True)
@@ -1025,25 +1040,28 @@ def diff(input: Tensor, n: int = 1, dim: int = -1, prepend=None, append=None) ->
 
 # ----- all, any ------------------------------------------------------------------------------------
 
-def _logical_reduce(input, dim, keepdim, op, kernel):
+def _logical_reduce(input, dim, keepdim, op):
     check_tensor(input, op)
     dims = _reduce_args(input, dim, keepdim, op)
-    r = np.asarray(kernel(input._data, axis=dims, keepdims=keepdim))
-    return make(r.astype(np.uint8) if input._data.dtype == np.uint8 else r)
+    xp = NAMESPACES[type(input._data)]
+    r = getattr(xp, op)(input._data, dims, keepdim)
+    if input._data.dtype == np.uint8:
+        r = r.astype(np.uint8)
+    return _made(r)
 
 
 @register(name="any", method=True, graph="any")
 @_np_aliases
 def any_(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     """Whether any element over ``dim`` is nonzero (bool; uint8 for a uint8 input)."""
-    return _logical_reduce(input, dim, keepdim, "any", np.any)
+    return _logical_reduce(input, dim, keepdim, "any")
 
 
-@register(name="all", method=True)
+@register(name="all", method=True, graph="all")
 @_np_aliases
 def all_(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     """Whether every element over ``dim`` is nonzero (bool; uint8 for a uint8 input)."""
-    return _logical_reduce(input, dim, keepdim, "all", np.all)
+    return _logical_reduce(input, dim, keepdim, "all")
 
 
 # ----- sum_to_size ---------------------------------------------------------------------------------

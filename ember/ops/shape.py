@@ -168,14 +168,16 @@ _MULTI = {name: type(name, (_MultiViewNode,), {"__slots__": ()})
 
 
 def _split_backward_graph(grads, dim, bounds, shape, dtype):
-    dt = D._FROM_NP[np.dtype(dtype)]
+    like = next(g for g in grads if g is not None)   # the missing gradients are zeros on its device
+
+    def zeros(s):
+        return _on_device_of(like, C.zeros(s, dtype=D._FROM_NP[np.dtype(dtype)]))
     if bounds is None:
         piece = shape[:dim] + shape[dim + 1:]
-        return stack([g if g is not None else C.zeros(piece, dtype=dt) for g in grads], dim)
+        return stack([g if g is not None else zeros(piece) for g in grads], dim)
     parts = []
     for i, g in enumerate(grads):
-        parts.append(g if g is not None else
-                     C.zeros(shape[:dim] + (bounds[i + 1] - bounds[i],) + shape[dim + 1:], dtype=dt))
+        parts.append(g if g is not None else zeros(shape[:dim] + (bounds[i + 1] - bounds[i],) + shape[dim + 1:]))
     return cat(parts, dim)
 
 
@@ -235,6 +237,26 @@ def _shape_arg(shape, op="view", arg="size"):
                             f"{type(s).__name__}")
         out.append(int(s))
     return tuple(out)
+
+
+def _viewable(shape: tuple, strides: tuple, new: tuple) -> bool:
+    """Whether an array of ``shape`` and ``strides`` can be viewed as ``new`` without a copy (PyTorch's
+    computeStride: each run of dims contiguous with each other must be split or merged whole)."""
+    view_d = len(new) - 1
+    base = strides[-1]
+    tensor_numel = view_numel = 1
+    for d in range(len(shape) - 1, -1, -1):
+        tensor_numel *= shape[d]
+        if d == 0 or (shape[d - 1] != 1 and strides[d - 1] != tensor_numel * base):
+            while view_d >= 0 and (view_numel < tensor_numel or new[view_d] == 1):
+                view_numel *= new[view_d]
+                view_d -= 1
+            if view_numel != tensor_numel:
+                return False
+            if d > 0:
+                base = strides[d - 1]
+                tensor_numel = view_numel = 1
+    return view_d == -1
 
 
 def _infer_shape(shape, numel):
@@ -310,12 +332,9 @@ def view(input: Tensor, *shape, size=None) -> Tensor:
         return _view_dtype(input, shape[0])
     shape = _infer_shape(_shape_arg(shape, "view"), input._data.size)
     if not input._data.flags.c_contiguous and input._data.size > 1:
-        try:
-            np.reshape(input._data, shape, copy=False)
-        except ValueError:
+        if not _viewable(input._data.shape, input._data.strides, shape):
             raise RuntimeError("view size is not compatible with input tensor's size and stride (at least one "
-                               "dimension spans across two contiguous subspaces). Use .reshape(...) instead."
-                               ) from None
+                               "dimension spans across two contiguous subspaces). Use .reshape(...) instead.")
     return apply(reshape_p, (input,), {"shape": shape})
 
 
@@ -737,9 +756,10 @@ def repeat_interleave(input: Tensor, repeats=_COUNTS, dim: int | None = None, *,
     if repeats is _COUNTS:   # torch.repeat_interleave(counts): the indices, each repeated its count
         if input._data.ndim != 1 or input._data.dtype.kind not in "iu":
             raise RuntimeError("repeat_interleave only accept 1D vector as repeat")
-        if (input._data < 0).any():
+        xp = NAMESPACES[type(input._data)]
+        if xp.any(input._data < 0):
             raise RuntimeError("repeats can not be negative")
-        return make(np.repeat(np.arange(input._data.shape[0], dtype=np.int64), input._data))
+        return make(xp.repeat_index(input._data))
     if dim is None:
         input, d = reshape(input, -1), 0
     else:
@@ -753,17 +773,18 @@ def repeat_interleave(input: Tensor, repeats=_COUNTS, dim: int | None = None, *,
             raise RuntimeError("repeat_interleave: repeats must be an integral tensor")
         if r.ndim > 1:
             raise RuntimeError("repeats must be 0-dim or 1-dim tensor")
+        xp = NAMESPACES[type(r)]
         if r.ndim == 0 or r.shape[0] == 1:
-            r = np.broadcast_to(r.reshape(-1), (n,))
+            r = xp.expand(r.reshape(-1), (n,))
         if r.shape[0] != n:
             raise RuntimeError(f"repeats must have the same size as input along dim, but got repeats.size(0) = "
                                f"{r.shape[0]} and input.size(0) = {n}")
-        if (r < 0).any():
+        if xp.any(r < 0):
             raise RuntimeError("repeats can not be negative")
-        if output_size is not None and output_size != int(r.sum()):
-            raise RuntimeError(f"repeat_interleave: Invalid output_size, expected {int(r.sum())} but got "
+        if output_size is not None and output_size != int(xp.sum(r)):
+            raise RuntimeError(f"repeat_interleave: Invalid output_size, expected {int(xp.sum(r))} but got "
                                f"{output_size}")
-        index = np.repeat(np.arange(n, dtype=np.int64), r)
+        index = xp.repeat_index(r)
         return apply(gather_rows_p, (input,), {"dim": d, "index": index})
     repeats = _int(repeats, "repeat_interleave", "repeats")
     if repeats < 0:
@@ -1317,12 +1338,13 @@ def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> T
         raise RuntimeError(f"Expect a 1D vector, but got shape {list(input._data.shape)}")
     if r < 0:
         raise RuntimeError(f"Expect a non-negative number, but got {r}")
+    be = NAMESPACES[type(input._data)].backend
     if r == 0:
-        return C.empty(0, dtype=input.dtype)
+        return make(be.zeros((0,), dtype=input._data.dtype))
     n = input._data.shape[0]
     gen = itertools.combinations_with_replacement if with_replacement else itertools.combinations
-    idx = np.array(list(gen(range(n), r)), dtype=np.int64).reshape(-1, r)
-    return stack([apply(gather_rows_p, (input,), {"dim": 0, "index": np.ascontiguousarray(idx[:, k])})
+    idx = np.array(list(gen(range(n), r)), dtype=np.int64).reshape(-1, r)   # host data, then to the device
+    return stack([apply(gather_rows_p, (input,), {"dim": 0, "index": be.asarray(np.ascontiguousarray(idx[:, k]))})
                   for k in range(r)], 1)
 
 
@@ -1420,6 +1442,8 @@ graph("unfold_backward", lambda g, shape, dimension, size, step: apply(
 graph("gather_rows", lambda x, dim, index: apply(gather_rows_p, (x,), {"dim": dim, "index": index}))
 graph("scatter_rows_zeros", lambda g, dim, index, shape: apply(scatter_rows_p, (g,), {"dim": dim, "index": index,
                                                                                        "shape": shape}))
+# not differentiable: the device's kernel on the counts' data
+graph("repeat_index", lambda counts: make(NAMESPACES[type(counts._data)].repeat_index(counts._data)))
 method("T", property(_T))
 method("mT", property(_mT))
 method("H", property(_T))
@@ -1493,11 +1517,19 @@ def type_(self, dtype=None, non_blocking: bool = False):
     return to_dtype(self, dtype)
 
 
+def _on_device_of(like: Tensor, t: Tensor) -> Tensor:
+    """``t`` (a new leaf made by a creation function) on ``like``'s device."""
+    be = NAMESPACES[type(like._data)].backend
+    if type(t._data) in be.array_types:
+        return t
+    return make(be.asarray(t._data)).requires_grad_(t._requires_grad)
+
+
 def _new_like(fill, name):
     def fn(self, *size, dtype=None, requires_grad=False, device=None, layout=None, pin_memory=False):
         if dtype is not None and not isinstance(dtype, D.dtype):
             raise TypeError(f"{name}(): argument 'dtype' must be torch.dtype, not {type(dtype).__name__}")
-        return fill(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+        return _on_device_of(self, fill(*size, dtype=dtype or self.dtype, requires_grad=requires_grad))
     fn.__name__ = name
     return fn
 
