@@ -112,7 +112,19 @@ SIGS.update({
 
 
 # Aliases may name their canonical op in messages (abs for absolute): PyTorch's own kernels do too.
-ALIASES = {"absolute", "negative", "subtract", "multiply", "divide", "true_divide", "concat"}
+def _aliases() -> set:
+    """Registered names whose function is registered under another name first: its messages name that op."""
+    from ember.ops._registry import EXPORTS, SUBMODULES
+    first: dict = {}
+    out = set()
+    for table in [EXPORTS] + list(SUBMODULES.values()):
+        for n, f in table.items():
+            if getattr(f, "__name__", n) != n or first.setdefault(id(f), n) != n:
+                out.add(n)
+    return out
+
+
+ALIASES = _aliases()
 
 
 def _call(name, build, pos, bad):
@@ -885,11 +897,58 @@ for _n, _f in VALID_NOGRAD.items():
     case(f"validv-{_n}", _f)
 
 
-# ----- expected failures: fixes that belong to files being rewritten by others ---------------------------
-# id pattern (regex, full match) -> where the fix belongs. Strict: a fixed case must be unmarked.
+# ----- every registered op, from the registry: a non-tensor where the first tensor goes ----------------------
+# (so that an op added later is in the catalogue without anyone listing it)
+
+def _registered():
+    from ember.ops._registry import EXPORTS, SUBMODULES
+    out = [("", n) for n in EXPORTS]
+    out += [(f"{m}.", n) for m, table in SUBMODULES.items() for n in table]
+    return out
+
+
+def _resolve(L, prefix, name):
+    obj = L
+    for part in (prefix + name).split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+for _prefix, _name in _registered():
+    try:
+        _torch_has = _resolve(__import__("torch"), _prefix, _name) is not None
+    except (AttributeError, ImportError):
+        _torch_has = False
+    if not _torch_has or isinstance(_resolve(ember, _prefix, _name), type) or _name.endswith("_"):
+        continue
+    _op = None if _name in ALIASES else _name
+    for _bad in ("None", "str"):
+        case(f"registry-{_prefix}{_name}-{_bad}",
+             lambda L, p=_prefix, n=_name, b=_bad: _resolve(L, p, n)(BAD[b](L)), op=_op)
+        case(f"registry-{_prefix}{_name}-tensor-{_bad}",
+             lambda L, p=_prefix, n=_name, b=_bad: _resolve(L, p, n)(m22(L), BAD[b](L)), op=_op)
+
+
+# ----- expected failures ----------------------------------------------------------------------------------
 # Known defects, as {regex on the case id: reason naming the file where the fix belongs}; each becomes a strict
-# xfail, so that a fix shows up as a failure until its line here is removed. (None open today.)
-XFAIL_PATTERNS: dict[str, str] = {}
+# xfail, so that a fix shows up as a failure until its line here is removed.
+XFAIL_PATTERNS: dict[str, str] = {
+    r"registry-where-tensor-(None|str)": "ember/ops/elementwise.py: where(cond, None) / where(cond, 'a') must be "
+                                         "PyTorch's TypeError (where(cond) alone is the nonzero form)",
+    r"registry-einsum-(None|str)": "ember/ops/linalg.py: einsum with no operands is PyTorch's ValueError",
+    r"registry-(inverse|pinverse)-(None|str)": "ember/ops/linalg.py: the legacy names must name themselves "
+                                               "(inverse(), pinverse()) and their argument 'input'",
+    r"registry-(qr|svd)-tensor-(None|str)": "ember/ops/linalg.py: legacy qr/svd 'some' must be a bool",
+    r"registry-pinverse-tensor-(None|str)": "ember/ops/linalg.py: pinverse's rcond must be a float",
+    r"registry-linalg\.matrix_rank-tensor-None": "ember/ops/linalg.py: matrix_rank(A, None) is a TypeError",
+    r"registry-linalg\.matrix_norm-tensor-None": "ember/ops/reduction.py: matrix_norm(A, None) is a TypeError",
+    r"registry-nanmean-tensor-str": "ember/ops/reduction.py: nanmean's dim message names nansum",
+    r"registry-(prod|logsumexp|max|min)-tensor-None": "ember/ops/reduction.py: a positional dim of None is a "
+                                                       "TypeError for prod/logsumexp/max/min",
+    r"registry-squeeze-tensor-None": "ember/ops/shape.py: squeeze(x, None) is a TypeError",
+    r"registry-dsplit-tensor-(None|str)": "ember/ops/shape.py: dsplit's bad sections argument is a TypeError",
+    r"registry-diagflat-tensor-(None|str)": "ember/ops/shape.py: diagflat's messages name diag_embed",
+}
 
 
 def xfail_reason(case_id: str) -> str | None:
