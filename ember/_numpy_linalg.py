@@ -10,7 +10,8 @@ import numpy as np
 
 __all__ = ["einsum", "cross", "tri_mask", "eye_like", "linalg_inv", "linalg_det", "linalg_slogdet", "linalg_solve",
            "linalg_cholesky", "cholesky_solve", "linalg_qr", "linalg_eigh", "linalg_svd", "linalg_svdvals",
-           "linalg_pinv", "matrix_exp", "solve_triangular"]
+           "linalg_pinv", "matrix_exp", "solve_triangular", "linalg_lu_factor_ex", "linalg_lu", "lu_unpack",
+           "linalg_lu_solve", "det_backward", "slogdet_backward"]
 
 
 class LinAlgError(RuntimeError):
@@ -234,3 +235,163 @@ def solve_triangular(a, b, upper, left=True, unitriangular=False):
     if left:
         return np.linalg.solve(t, b)
     return np.swapaxes(np.linalg.solve(np.swapaxes(t, -1, -2), np.swapaxes(b, -1, -2)), -1, -2)
+
+
+# ----- LU with partial pivoting (NumPy has none) ------------------------------------------------------
+
+def _flat(x, tail):
+    """``x`` as (batch, *tail) with the batch dims flattened (works for empty shapes too)."""
+    return x.reshape((int(np.prod(x.shape[:x.ndim - len(tail)], dtype=np.int64)),) + tuple(tail))
+
+
+# Each output of an LU op is its own primitive and the rules refactor A: the last few factorizations are
+# kept (keyed by A's bytes, so an in-place change of A misses), so one op call factors A once.
+_LU_CACHE: dict = {}
+
+
+def linalg_lu_factor_ex(a, pivot=True):
+    """``_lu_factor_ex`` through a small cache of recent results (copies are returned)."""
+    key = (a.dtype.str, a.shape, bool(pivot), a.tobytes())
+    hit = _LU_CACHE.get(key)
+    if hit is None:
+        hit = _lu_factor_ex(a, pivot)
+        if len(_LU_CACHE) >= 4:
+            _LU_CACHE.clear()
+        _LU_CACHE[key] = hit
+    return tuple(x.copy() for x in hit)
+
+
+def _lu_factor_ex(a, pivot=True):
+    """(LU, pivots, info) as LAPACK's getrf: partial pivoting, the pivot of column j being the first row
+    of largest absolute value at or below j (idamax); L's unit diagonal is implicit. pivots are 1-based
+    int32; info is the 1-based index of the first exactly zero pivot (0 if none). A zero column is not
+    scaled and the elimination goes on, as in LAPACK, so singular matrices factor too. Computes in the
+    input's dtype, one vectorised step per column for the whole batch."""
+    if not pivot:
+        raise LinAlgError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    batch = a.shape[:-2]
+    lu = _flat(a, (m, n)).copy()
+    nb = lu.shape[0]
+    piv = np.empty((nb, k), np.int32)
+    info = np.zeros(nb, np.int32)
+    rows = np.arange(nb)
+    tiny = np.finfo(lu.dtype).tiny if lu.dtype.kind == "f" else 0
+    with np.errstate(all="ignore"):
+        for j in range(k):
+            p = j + np.argmax(np.abs(lu[:, j:, j]), axis=1)
+            piv[:, j] = p + 1
+            swap = p != j
+            if swap.any():
+                r, pr = rows[swap], p[swap]
+                top = lu[r, j].copy()
+                lu[r, j] = lu[r, pr]
+                lu[r, pr] = top
+            d = lu[:, j, j]
+            zero = d == 0
+            if zero.any():
+                info[zero & (info == 0)] = j + 1
+            if j + 1 < m:
+                # LAPACK multiplies by the reciprocal, dividing only when it would overflow; a zero pivot
+                # leaves its (all-zero) column alone
+                dd = np.where(zero, 1, d)[:, None]
+                col = lu[:, j + 1:, j]
+                lu[:, j + 1:, j] = np.where(np.abs(dd) >= tiny, col * (1 / dd), col / dd)
+                if j + 1 < n:
+                    lu[:, j + 1:, j + 1:] -= lu[:, j + 1:, j:j + 1] * lu[:, j:j + 1, j + 1:]
+    return lu.reshape(a.shape), piv.reshape(batch + (k,)), info.reshape(batch)
+
+
+def _perm(piv, m):
+    """The row permutation the sequential swaps ``piv`` (1-based, (B, k)) make of range(m): row i of
+    P^T A is row perm[i] of A."""
+    nb, k = piv.shape
+    perm = np.broadcast_to(np.arange(m), (nb, m)).copy()
+    rows = np.arange(nb)
+    for i in range(k):
+        p = piv[:, i].astype(np.intp) - 1
+        top = perm[rows, i].copy()
+        perm[rows, i] = perm[rows, p]
+        perm[rows, p] = top
+    return perm
+
+
+def lu_unpack(lu, piv, unpack_data=True, unpack_pivots=True):
+    """(P, L, U) with A = P L U from the packed LU and its pivots; what is not unpacked is empty."""
+    m, n = lu.shape[-2:]
+    k = min(m, n)
+    batch = lu.shape[:-2]
+    empty = np.zeros((0,), lu.dtype)
+    P = L = U = empty
+    if unpack_pivots:
+        perm = _perm(_flat(np.broadcast_to(piv, batch + (k,)), (k,)), m)
+        Pf = np.zeros((perm.shape[0], m, m), lu.dtype)
+        Pf[np.arange(perm.shape[0])[:, None], perm, np.arange(m)[None, :]] = 1
+        P = Pf.reshape(batch + (m, m))
+    if unpack_data:
+        L = np.tril(lu[..., :, :k], -1) + np.eye(m, k, dtype=lu.dtype)
+        U = np.triu(lu[..., :k, :])
+    return P, L, U
+
+
+def linalg_lu(a, pivot=True):
+    """(P, L, U) with A = P L U; L is m x k with a unit diagonal, U is k x n (k = min(m, n))."""
+    lu, piv, _ = linalg_lu_factor_ex(a, pivot)
+    return lu_unpack(lu, piv)
+
+
+def _subst(t, b, lower, unit):
+    """T^-1 B by substitution, for triangular T (only its triangle is read) and B broadcast together:
+    no singularity check (a zero diagonal gives inf/nan, as LAPACK's trsm)."""
+    n = t.shape[-1]
+    x = np.array(np.broadcast_to(b, np.broadcast_shapes(t.shape[:-2], b.shape[:-2]) + b.shape[-2:]))
+    order = range(n) if lower else range(n - 1, -1, -1)
+    for j in order:
+        if not unit:
+            x[..., j, :] /= t[..., j, j, None]
+        rest = slice(j + 1, None) if lower else slice(0, j)
+        x[..., rest, :] -= t[..., rest, j, None] * x[..., j, None, :]
+    return x
+
+
+def linalg_lu_solve(lu, piv, b, left=True, adjoint=False):
+    """X with A X = B (A^T X = B if ``adjoint``; X A = B or X A^T = B if not ``left``), A = P L U given
+    packed as (LU, pivots); batch dims broadcast."""
+    if not left:   # X A = B  <=>  A^T X^T = B^T
+        return np.swapaxes(linalg_lu_solve(lu, piv, np.swapaxes(b, -1, -2), True, not adjoint), -1, -2)
+    n = lu.shape[-1]
+    batch = np.broadcast_shapes(lu.shape[:-2], b.shape[:-2])
+    with np.errstate(all="ignore"):
+        perm = _perm(_flat(piv, (n,)), n).reshape(lu.shape[:-2] + (n,))
+        if not adjoint:   # U^-1 L^-1 P^T B
+            pb = np.take_along_axis(np.broadcast_to(b, batch + b.shape[-2:]),
+                                    np.broadcast_to(perm, batch + (n,))[..., None], -2)
+            return _subst(lu, _subst(lu, pb, True, True), False, False)
+        # A^T = U^T L^T P^T: X = P L^-T U^-T B
+        lt = np.swapaxes(lu, -1, -2)
+        z = _subst(lt, _subst(lt, b, True, False), False, True)
+        z = np.broadcast_to(z, batch + z.shape[-2:])
+        x = np.empty_like(z)
+        np.put_along_axis(x, np.broadcast_to(perm, batch + (n,))[..., None], z, -2)
+        return x
+
+
+def det_backward(g, det, a):
+    """The gradient of det at A for the upstream gradient g, as PyTorch's plain backward: g det A^-T from
+    the LU, a zero pivot replaced by eps (so an exactly singular A gets a zero gradient)."""
+    lu, piv, _ = linalg_lu_factor_ex(a)
+    eps = np.finfo(a.dtype).eps
+    n = a.shape[-1]
+    i = np.arange(n)
+    lu[..., i, i] = np.where(lu[..., i, i] == 0, eps, lu[..., i, i])
+    d = (g * det)[..., None, None] * np.eye(n, dtype=a.dtype)
+    return linalg_lu_solve(lu, piv, d, adjoint=True)
+
+
+def slogdet_backward(g, a):
+    """The gradient of log|det| at A, g A^-T, from the LU as PyTorch's plain backward (no singularity
+    check: a singular A gives inf/nan)."""
+    lu, piv, _ = linalg_lu_factor_ex(a)
+    d = g[..., None, None] * np.eye(a.shape[-1], dtype=a.dtype)
+    return linalg_lu_solve(lu, piv, d, adjoint=True)

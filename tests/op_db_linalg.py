@@ -311,3 +311,96 @@ OPS += [
 
 HYP_UNARY: list = []    # names of entries whose single input hypothesis draws shapes for
 HYP_BINARY: list = []   # names of entries whose two broadcasting inputs hypothesis draws shapes for
+
+# ----- LU ---------------------------------------------------------------------------------------------------
+
+def _pivoted(rng, shape):
+    """Well-conditioned matrices that need row exchanges: 2 I (m x n) plus small noise, rows shuffled, so
+    each column's pivot wins by a wide margin (the pivots are locally constant, as the derivatives assume)."""
+    m, n = shape[-2:]
+    a = draw(rng, shape) * 0.3 + 2 * np.eye(m, n)
+    return a[..., rng.permutation(m), :]
+
+
+def _lu_samples(*cases):
+    """(shape of A, other shapes..., kwargs): A from _pivoted, the others from 'real'."""
+    def make(rng):
+        out = []
+        for c in cases:
+            kw = c[-1] if isinstance(c[-1], dict) else {}
+            shapes = c[:-1] if isinstance(c[-1], dict) else c
+            out.append(Sample((_pivoted(rng, shapes[0]),) + tuple(draw(rng, s) for s in shapes[1:]), dict(kw)))
+        return out
+    return make
+
+
+def _lu_solve_samples(rng):
+    """A packed LU (unit-lower part and upper part of a well-conditioned matrix), its pivots and B."""
+    out = []
+    for lu_shape, b_shape, kw in [((3, 3), (3, 2), {}), ((3, 3), (3, 2), {"adjoint": True}),
+                                  ((3, 3), (2, 3), {"left": False}), ((3, 3), (2, 3), {"left": False, "adjoint": True}),
+                                  ((2, 3, 3), (3, 1), {}), ((3, 3), (2, 3, 2), {"adjoint": True}),
+                                  ((2, 1, 2, 2), (3, 2, 2), {"left": False}), ((1, 1), (1, 3), {}), ((0, 0), (0, 2), {})]:
+        n = lu_shape[-1]
+        lu = draw(rng, lu_shape) * 0.3 + 2 * np.eye(n)
+        piv = np.stack([rng.integers(i, n, lu_shape[:-2]) + 1 for i in range(n)], -1).astype(np.int32) if n else \
+            np.zeros(lu_shape[:-1], np.int32)
+        out.append(Sample((lu, draw(rng, b_shape)), dict(kw, piv=piv)))
+    return out
+
+
+def _lu_solve(m, lu, b, piv, **kw):
+    return m.linalg.lu_solve(lu, m.tensor(piv), b, **kw)
+
+
+def _lu_solve_through_factor(m, a, b, **kw):
+    LU, piv = m.linalg.lu_factor(a)
+    return m.linalg.lu_solve(LU, piv, b, **kw)
+
+
+def _lu_ties(m, a, op="lu_factor_ex"):
+    # integer-valued matrices: ties between candidate pivots (LAPACK takes the first) and singular ones
+    return tuple(getattr(m.linalg, op)(m.round(a)))
+
+
+LU_SHAPES = [((3, 3),), ((2, 3, 3),), ((4, 2),), ((2, 4),), ((1, 1),), ((2, 1, 4, 3),), ((0, 2),), ((3, 0),)]
+
+OPS += [
+    OpInfo("linalg_lu_factor", lambda m, a: tuple(m.linalg.lu_factor(a)), _lu_samples(*LU_SHAPES)),
+    OpInfo("linalg_lu_factor_ex", lambda m, a: tuple(m.linalg.lu_factor_ex(a)), _lu_samples(((3, 3),), ((2, 5, 3),))),
+    # P has no history (torch.autograd.grad refuses it): the gradient entries take L and U
+    OpInfo("linalg_lu", lambda m, a: tuple(m.linalg.lu(a))[1:], _lu_samples(*LU_SHAPES)),
+    OpInfo("linalg_lu_P", lambda m, a: tuple(m.linalg.lu(a)), _lu_samples(((3, 3),), ((2, 4, 2),)), **NO_GRAD),
+    OpInfo("lu_factor_ex_ties", _lu_ties, _shapes(((4, 4),), ((3, 5),), ((5, 3),), ((3, 4, 4),), ((2, 2),)), **NO_GRAD),
+    OpInfo("lu_ties", lambda m, a: _lu_ties(m, a, "lu"), _shapes(((4, 4),), ((5, 3),), ((3, 3, 3),)), **NO_GRAD),
+    OpInfo("lu_factor_ex_zero", lambda m, a: tuple(m.linalg.lu_factor_ex(a * 0)), _shapes(((3, 3),), ((2, 3),)),
+           **NO_GRAD),
+    _errors("lu_factor_errors", lambda m, a, **kw: m.linalg.lu_factor(a, **kw),
+            [((3,),), (((3, 3),), {"pivot": False}), (((2, 3),), {"pivot": 1})], dtypes=F_I),
+    _errors("lu_factor_singular", lambda m, a: m.linalg.lu_factor(m.round(a) * 0), [((3, 3),), ((2, 2, 2),)]),
+    _errors("lu_errors", lambda m, a, **kw: m.linalg.lu(a, **kw), [((3,),), (((3, 3),), {"pivot": False})],
+            dtypes=F_I),
+    OpInfo("lu_unpack", lambda m, a, **kw: tuple(m.lu_unpack(*m.linalg.lu_factor(a), **kw))[1:],
+           _lu_samples(((3, 3),), ((4, 2),), ((2, 2, 4),), ((4, 2), {"unpack_pivots": False}))),
+    OpInfo("lu_unpack_P", lambda m, a, **kw: tuple(m.lu_unpack(*m.linalg.lu_factor(a), **kw)),
+           _lu_samples(((3, 3),), ((2, 2, 4),), ((3, 3), {"unpack_data": False})), **NO_GRAD),
+    _errors("lu_unpack_errors", lambda m, a, piv: m.lu_unpack(a, m.tensor(np.array(piv, np.int32))),
+            [(((3, 3),), {"piv": [4, 1, 1]}), (((3,),), {"piv": [1, 1, 1]}), (((3, 3),), {"piv": [0, 2, 3]})]),
+    OpInfo("linalg_lu_solve", _lu_solve, _lu_solve_samples),
+    OpInfo("lu_solve_through_factor", _lu_solve_through_factor,
+           _lu_samples(((3, 3), (3, 2)), ((3, 3), (2, 3), {"left": False}), ((2, 3, 3), (3, 1), {"adjoint": True}),
+                       ((3, 3), (2, 3), {"left": False, "adjoint": True}))),
+    OpInfo("lu_solve_legacy", lambda m, a, b: m.lu_solve(b, *m.linalg.lu_factor(a)), _lu_samples(((3, 3), (3, 2)))),
+    OpInfo("lu_solve_method", lambda m, a, b: b.lu_solve(*m.linalg.lu_factor(a)), _lu_samples(((2, 2, 2), (2, 2, 1)))),
+    OpInfo("lu_legacy", lambda m, a: tuple(m.lu(a)), _lu_samples(((3, 3),), ((2, 4),))),
+    OpInfo("lu_legacy_infos", lambda m, a: tuple(a.lu(get_infos=True)), _lu_samples(((4, 3),))),
+    _errors("lu_solve_errors", lambda m, lu, b, **kw: _lu_solve(m, lu, b, **kw),
+            [(((3, 3), (3,)), {"piv": np.array([1, 2, 3], np.int32)}),
+             (((3, 3), (4, 2)), {"piv": np.array([1, 2, 3], np.int32)}),
+             (((3, 3), (3, 2)), {"piv": np.array([1, 2, 3]), "left": False}),
+             (((3, 3), (3, 2)), {"piv": np.array([1, 2, 3], np.int64)}),
+             (((3, 3), (3, 2)), {"piv": np.array([1, 2], np.int32)}),
+             (((2, 3), (3, 2)), {"piv": np.array([1, 2], np.int32)}),
+             (((2, 3, 3), (3, 3, 2)), {"piv": np.ones((2, 3), np.int32)}),
+             (((3, 3), (3, 2)), {"piv": np.array([1, 2, 3], np.int32), "adjoint": 1})], dtypes=F_I),
+]

@@ -23,7 +23,7 @@ from .._dtype import c_type_name
 from .._numpy_linalg import LinAlgError
 from .._tensor import Tensor, make
 from ..autograd.graph import node_class
-from ._primitive import PrimNode, apply, defprim
+from ._primitive import PrimNode, apply, defprim, graph_ns
 from ._registry import SUBMODULES, graph, method, register
 from ._util import check_bool, check_tensor, dtype_word
 from ._views import apply_inplace
@@ -889,22 +889,71 @@ def _inv_T(xp, a):
     return _mT(xp, xp.linalg_inv(a))
 
 
-def _det_vjp(xp, g, out, a):
-    return xp.unsqueeze(xp.unsqueeze(g * out, -1), -1) * _inv_T(xp, a)
-
-
 def _det_jvp(xp, t, out, a):
-    return out * xp.sum(_inv_T(xp, a) * t, (-2, -1))
+    # tr(adj(A) dA); PyTorch's forward mode gives 0 where det(A) is exactly 0 (its LU with eps pivots times 0)
+    d = xp.sum(xp.det_backward(xp.ones_like(out), out, a) * t, (-2, -1))
+    return xp.where(out == 0, 0.0, d)
 
 
-det_p = defprim("det", "LinalgDetBackward0", lambda xp, a: xp.linalg_det(a), vjp=_det_vjp, jvp=_det_jvp,
-                saves=(0,), saves_out=True)
+# The VJP is xp.det_backward: in plain backward PyTorch's no-grad formula (g det A^-T from the LU, a zero
+# pivot replaced by eps: an exactly singular A gets a zero gradient), under create_graph its grad-mode one
+# (a solve, or the adjugate through the SVD where |det| < 100 eps), so both match PyTorch.
+det_p = defprim("det", "LinalgDetBackward0", lambda xp, a: xp.linalg_det(a),
+                vjp=lambda xp, g, out, a: xp.det_backward(g, out, a), jvp=_det_jvp, saves=(0,), saves_out=True)
+
+
+def _eye_times(xp, v, a):
+    # v[..., None, None] * I
+    return xp.unsqueeze(xp.unsqueeze(v, -1), -1) * _eye(xp, a)
+
+
+@graph("det_backward")
+def _det_backward_graph(g, det, a):
+    """PyTorch's linalg_det_backward with grad mode on (differentiable): solve(A^T, g det I) where
+    |det| >= 100 eps, else the adjugate U diag(prod_{j != i} s_j) Vh det(U) det(Vh) g from the SVD."""
+    from .reduction import _prod_others
+    xp = graph_ns
+    n = a._data.shape[-1]
+    if a._data.size == 0:
+        return xp.zeros_like(a)
+    eps = float(np.finfo(a._data.dtype).eps)
+    g = g + xp.zeros_like(det)   # the batch shape of det
+    mask = np.abs(det._data) < 100 * eps
+
+    def non_singular(a, d, g):
+        return xp.linalg_solve(_mT(xp, a), _eye_times(xp, g * d, a))
+
+    def singular(a, d, g):
+        u, s, vh = xp.linalg_svd(a)
+        alpha = xp.linalg_det(u) * xp.linalg_det(vh) * g
+        dd = xp.unsqueeze(alpha, -1) * _prod_others(xp, s, s.ndim - 1)
+        return xp.matmul(u * xp.unsqueeze(dd, -2), vh)
+
+    if not mask.any():
+        return non_singular(a, det, g)
+    if mask.all():
+        return singular(a, det, g)
+    # a batch with both kinds: each formula on its own elements, put back in order
+    batch = a._data.shape[:-2]
+    flat = lambda x, tail: xp.reshape(x, (-1,) + tail)   # noqa: E731
+    fa, fd, fg = flat(a, (n, n)), flat(det, ()), flat(g, ())
+    m = mask.reshape(-1)
+    i_s, i_n = np.flatnonzero(m), np.flatnonzero(~m)
+    pick = lambda x, i: xp.getitem(x, (i,))   # noqa: E731
+    r = xp.cat([singular(pick(fa, i_s), pick(fd, i_s), pick(fg, i_s)),
+                non_singular(pick(fa, i_n), pick(fd, i_n), pick(fg, i_n))], 0)
+    order = np.argsort(np.concatenate([i_s, i_n]))
+    return xp.reshape(pick(r, order), batch + (n, n))
+
 
 slogdet_sign_p = defprim("slogdet_sign", "LinalgSlogdetBackward0", lambda xp, a: xp.linalg_slogdet(a)[0],
                          vjp=lambda xp, g, out, a: None, jvp=lambda xp, t, out, a: None)
+# VJP: g A^-T, from the LU in plain backward (no singularity check: inf/nan, as PyTorch), through a solve
+# under create_graph (a singular A raises, as PyTorch's linalg.solve).
 slogdet_abs_p = defprim("slogdet", "LinalgSlogdetBackward0", lambda xp, a: xp.linalg_slogdet(a)[1],
-                        vjp=lambda xp, g, out, a: xp.unsqueeze(xp.unsqueeze(g, -1), -1) * _inv_T(xp, a),
+                        vjp=lambda xp, g, out, a: xp.slogdet_backward(g, a),
                         jvp=lambda xp, t, out, a: xp.sum(_inv_T(xp, a) * t, (-2, -1)), saves=(0,))
+graph("slogdet_backward", lambda g, a: linalg_solve(_mT(graph_ns, a), _eye_times(graph_ns, g, a)))
 
 inv_p = defprim("inv", "LinalgInvExBackward0", lambda xp, a: xp.linalg_inv(a),
                 vjp=lambda xp, g, out, a: -xp.matmul(xp.matmul(_mT(xp, out), g), _mT(xp, out)),
@@ -1790,6 +1839,371 @@ def linalg_cond(A: Tensor, p=None, *, out=None) -> Tensor:
         raise RuntimeError(f"linalg.cond(ord={p}): A must be batches of square matrices, but they are {m} by {n} "
                            f"matrices")
     return linalg_matrix_norm(A, p) * linalg_matrix_norm(linalg_inv(A), p)
+
+
+# ======================================================================================================
+# LU: lu_factor, lu_factor_ex, lu, lu_unpack, lu_solve (and the legacy lu, lu_solve)
+# ======================================================================================================
+# The factorization is the kernel's (LAPACK's getrf pivots, _numpy_linalg.linalg_lu_factor_ex). Outputs
+# that carry a gradient (the packed LU; L and U) are one primitive each whose rules are PyTorch's
+# (FunctionsManual.cpp: lu_factor_ex_backward/_jvp, linalg_lu_backward/_jvp, linalg_lu_solve_LU/_jvp,
+# lu_unpack_backward); pivots, info and P are integer or constant outputs without history.
+
+def _narrow(xp, x, dim, n):
+    # the first n entries along dim (dim is -1 or -2)
+    return x if x.shape[dim] == n else xp.slice_dim(x, x.ndim + dim, 0, n)
+
+
+def _pad(xp, x, dim, size):
+    # x followed by zeros along dim, up to size
+    if x.shape[dim] == size:
+        return x
+    shape = tuple(x.shape)
+    shape = shape[:dim] + (size,) + (shape[dim + 1:] if dim == -2 else ())
+    return xp.slice_scatter_zeros(x, x.ndim + dim, 0, x.shape[dim], 1, shape)
+
+
+def _lu_vjp(xp, gL, gU, P, L, U, pivot):
+    """PyTorch's linalg_lu_backward: the gradient of A = P L U from those of L (m x k) and U (k x n)."""
+    m, n = L.shape[-2], U.shape[-1]
+    k = min(m, n)
+    LH, UH = _mT(xp, L), _mT(xp, U)
+    if m == n:
+        ga = None if gL is None else xp.tril(xp.matmul(LH, gL), -1)
+        if gU is not None:
+            t = xp.triu(xp.matmul(gU, UH))
+            ga = t if ga is None else ga + t
+        ga = xp.solve_triangular(UH, ga, upper=False, left=False)
+        ga = xp.solve_triangular(LH, ga, upper=True, unitriangular=True)
+    elif m < n:   # wide: A = P L (U1 | U2)
+        ga = None if gL is None else xp.matmul(LH, gL)
+        if gU is not None:
+            t = xp.matmul(xp.triu(gU), UH)
+            ga = -t if ga is None else ga - t
+        ga = xp.solve_triangular(_mT(xp, _narrow(xp, U, -1, k)), xp.tril(ga, -1), upper=False, left=False)
+        if gU is not None:
+            ga = xp.cat([ga + xp.triu(_narrow(xp, gU, -1, k)), xp.slice_dim(gU, gU.ndim - 1, k, n)], -1)
+        ga = xp.solve_triangular(LH, ga, upper=True, unitriangular=True)
+        if gU is None:
+            ga = _pad(xp, ga, -1, n)
+    else:         # tall: A = P (L1 ; L2) U
+        ga = None if gU is None else xp.matmul(gU, UH)
+        if gL is not None:
+            t = xp.matmul(LH, xp.tril(gL, -1))
+            ga = -t if ga is None else ga - t
+        ga = xp.solve_triangular(_mT(xp, _narrow(xp, L, -2, k)), xp.triu(ga), upper=True, unitriangular=True)
+        if gL is not None:
+            ga = xp.cat([ga + xp.tril(_narrow(xp, gL, -2, k), -1), xp.slice_dim(gL, gL.ndim - 2, k, m)], -2)
+        ga = xp.solve_triangular(UH, ga, upper=False, left=False)
+        if gL is None:
+            ga = _pad(xp, ga, -2, m)
+    return xp.matmul(P, ga) if pivot else ga
+
+
+def _lu_jvp(xp, dA, P, L, U, pivot):
+    """PyTorch's linalg_lu_jvp: (dL, dU) for the tangent dA."""
+    m, n = dA.shape[-2:]
+    k = min(m, n)
+    pda = xp.matmul(_mT(xp, P), dA) if pivot else dA
+    L1, U1 = _narrow(xp, L, -2, k), _narrow(xp, U, -1, k)
+    dK = xp.solve_triangular(L1, _narrow(xp, _narrow(xp, pda, -2, k), -1, k), upper=False, unitriangular=True)
+    dK = xp.solve_triangular(U1, dK, upper=True, left=False)            # L1^-1 P^T dA1 U1^-1
+    low, up = xp.tril(dK, -1), xp.triu(dK)
+    dL, dU = xp.matmul(L1, low), xp.matmul(up, U1)
+    if m < n:
+        dU2 = xp.solve_triangular(L1, xp.slice_dim(pda, pda.ndim - 1, k, n), upper=False, unitriangular=True) - \
+            xp.matmul(low, xp.slice_dim(U, U.ndim - 1, k, n))
+        dU = xp.cat([dU, dU2], -1)
+    elif m > n:
+        dL2 = xp.solve_triangular(U1, xp.slice_dim(pda, pda.ndim - 2, k, m), upper=True, left=False) - \
+            xp.matmul(xp.slice_dim(L, L.ndim - 2, k, m), up)
+        dL = xp.cat([dL, dL2], -2)
+    return dL, dU
+
+
+def _lu_factor_vjp(xp, g, out, a, pivot):
+    lu, piv, _ = xp.linalg_lu_factor_ex(a, pivot=pivot)
+    P, L, U = xp.lu_unpack(lu, piv, True, pivot)
+    k = min(a.shape[-2:])
+    return _lu_vjp(xp, _narrow(xp, g, -1, k), _narrow(xp, g, -2, k), P, L, U, pivot)
+
+
+def _lu_factor_jvp(xp, t, out, a, pivot):
+    lu, piv, _ = xp.linalg_lu_factor_ex(a, pivot=pivot)
+    P, L, U = xp.lu_unpack(lu, piv, True, pivot)
+    dL, dU = _lu_jvp(xp, t, P, L, U, pivot)
+    m, n = a.shape[-2:]
+    # the packed tangent: dL below the diagonal, dU on and above it
+    return dL + _pad(xp, dU, -2, m) if m >= n else dU + _pad(xp, dL, -1, n)
+
+
+lu_factor_p = defprim("lu_factor", "LinalgLuFactorExBackward0",
+                      lambda xp, a, pivot: xp.linalg_lu_factor_ex(a, pivot)[0],
+                      vjp=_lu_factor_vjp, jvp=_lu_factor_jvp, saves=(0,))
+
+
+def _lu_L_vjp(xp, g, out, a, pivot):
+    P, L, U = xp.linalg_lu(a, pivot=pivot)
+    return _lu_vjp(xp, g, None, P, L, U, pivot)
+
+
+def _lu_U_vjp(xp, g, out, a, pivot):
+    P, L, U = xp.linalg_lu(a, pivot=pivot)
+    return _lu_vjp(xp, None, g, P, L, U, pivot)
+
+
+def _lu_out_jvp(which):
+    def rule(xp, t, out, a, pivot):
+        P, L, U = xp.linalg_lu(a, pivot=pivot)
+        return _lu_jvp(xp, t, P, L, U, pivot)[which]
+    return rule
+
+
+lu_L_p = defprim("lu_L", "LinalgLuBackward0", lambda xp, a, pivot: xp.linalg_lu(a, pivot)[1],
+                 vjp=_lu_L_vjp, jvp=_lu_out_jvp(0), saves=(0,))
+lu_U_p = defprim("lu_U", "LinalgLuBackward0", lambda xp, a, pivot: xp.linalg_lu(a, pivot)[2],
+                 vjp=_lu_U_vjp, jvp=_lu_out_jvp(1), saves=(0,))
+
+
+def _unpack_L_vjp(xp, g, out, lu):
+    # PyTorch's lu_unpack_backward: L reads LU's strict lower triangle (of its first k columns)
+    return _pad(xp, xp.tril(g, -1), -1, lu.shape[-1])
+
+
+def _unpack_U_vjp(xp, g, out, lu):
+    return _pad(xp, xp.triu(g), -2, lu.shape[-2])
+
+
+unpack_L_p = defprim("lu_unpack_L", "LuUnpackBackward0", lambda xp, lu: xp.lu_unpack(lu, None, True, False)[1],
+                     vjp=_unpack_L_vjp,
+                     jvp=lambda xp, t, out, lu: xp.tril(_narrow(xp, t, -1, min(lu.shape[-2:])), -1))
+unpack_U_p = defprim("lu_unpack_U", "LuUnpackBackward0", lambda xp, lu: xp.lu_unpack(lu, None, True, False)[2],
+                     vjp=_unpack_U_vjp, jvp=lambda xp, t, out, lu: xp.triu(_narrow(xp, t, -2, min(lu.shape[-2:]))))
+
+
+def _lu_solve_vjp_lu(xp, g, out, lu, piv, b, left, adjoint):
+    """PyTorch's linalg_lu_solve_LU: the gradient of X = lu_solve(LU, pivots, B) with respect to LU."""
+    P, L, U = xp.lu_unpack(lu, piv, True, left == adjoint)
+    if left != adjoint:
+        gR = xp.solve_triangular(_mT(xp, U), -xp.matmul(g if left else _mT(xp, g), _mT(xp, out) if left else out),
+                                 upper=False)
+        gL = xp.solve_triangular(_mT(xp, L), xp.matmul(gR, _mT(xp, U)), upper=True, unitriangular=True)
+        return xp.tril(gL, -1) + xp.triu(gR)
+    gR = -xp.matmul(xp.matmul(xp.matmul(_mT(xp, P), out if left else _mT(xp, out)), _mT(xp, g) if left else g), P)
+    gR = xp.solve_triangular(_mT(xp, L), gR, upper=True, left=False, unitriangular=True)
+    gU = xp.solve_triangular(_mT(xp, U), xp.matmul(_mT(xp, L), gR), upper=False, left=False)
+    return xp.tril(gR, -1) + xp.triu(gU)
+
+
+def _lu_solve_jvp_lu(xp, t, out, lu, piv, b, left, adjoint):
+    """PyTorch's linalg_lu_solve_jvp for the tangent of LU (that of B is a solve)."""
+    if left != adjoint:
+        R = xp.solve_triangular(lu, xp.tril(t, -1), upper=False, unitriangular=True)
+        U = xp.triu(lu)
+        R = -xp.solve_triangular(U, xp.triu(t) + xp.matmul(R, U), upper=True)
+        return xp.matmul(R, out) if left else xp.matmul(out, _mT(xp, R))
+    P, L, U = xp.lu_unpack(lu, piv)
+    V = _mT(xp, out) if left else out
+    R = xp.solve_triangular(U, xp.matmul(L, xp.triu(t)), upper=True, left=False) + xp.tril(t, -1)
+    R = xp.matmul(xp.solve_triangular(L, -xp.matmul(xp.matmul(V, P), R), upper=False, left=False,
+                                      unitriangular=True), _mT(xp, P))
+    return _mT(xp, R) if left else R
+
+
+lu_solve_p = defprim(
+    "lu_solve", "LinalgLuSolveBackward0",
+    lambda xp, lu, piv, b, left, adjoint: xp.linalg_lu_solve(lu, piv, b, left=left, adjoint=adjoint),
+    vjp=(_lu_solve_vjp_lu, lambda xp, g, out, lu, piv, b, left, adjoint: None,
+         lambda xp, g, out, lu, piv, b, left, adjoint: xp.linalg_lu_solve(lu, piv, g, left=left, adjoint=not adjoint)),
+    jvp=(_lu_solve_jvp_lu, None,
+         lambda xp, t, out, lu, piv, b, left, adjoint: xp.linalg_lu_solve(lu, piv, t, left=left, adjoint=adjoint)),
+    saves=(0, 1), saves_out=True)
+
+LUFactorResult = _return_type("linalg_lu_factor", ("LU", "pivots"))
+LUFactorExResult = _return_type("linalg_lu_factor_ex", ("LU", "pivots", "info"))
+LUResult = _return_type("linalg_lu", ("P", "L", "U"))
+LUUnpackResult = _return_type("lu_unpack", ("P", "L", "U"))
+LUWithInfo = _return_type("_lu_with_info", ("LU", "pivots", "info"))
+
+
+def _check_lu_input(A, op, arg="A"):
+    check_tensor(A, op.split(".")[-1], arg)
+    if A._data.ndim < 2:
+        raise RuntimeError(f"torch.{op.split('.')[-1] if op.startswith('linalg.lu_factor') else op}: Expected tensor "
+                           f"with 2 or more dimensions. Got size: {list(A._data.shape)} instead")
+    k = A._data.dtype
+    if k.kind != "f" or k == np.float16:
+        raise NotImplementedError(f"\"lu_cpu\" not implemented for '{dtype_word(k)}'")
+
+
+def _check_pivot(pivot, op):
+    if not check_bool(pivot, op, "pivot"):
+        raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
+    return True
+
+
+def _lu_factor_ex(A, pivot, op):
+    """(LU tensor, pivots tensor, info array) for the checked input."""
+    check_bool(pivot, op.replace(".", "_"), "pivot")   # argument types first, as PyTorch's binding
+    _check_lu_input(A, "linalg.lu_factor" if op != "linalg.lu" else op)
+    pivot = _check_pivot(pivot, op.replace(".", "_"))
+    from .._numpy_linalg import linalg_lu_factor_ex as kernel
+    _, piv, info = kernel(A._data, pivot)
+    return apply(lu_factor_p, (A,), {"pivot": pivot}), make(piv), info
+
+
+@register(submodule="linalg", module=False, name="lu_factor_ex", graph="linalg_lu_factor_ex")
+def linalg_lu_factor_ex(A: Tensor, *, pivot: bool = True, check_errors: bool = False, out=None):
+    """LU factorization with partial pivoting, packed: (LU, pivots (1-based, int32), info (0, or the first
+    zero pivot's 1-based index)); a singular matrix is not an error unless ``check_errors``."""
+    _no_out(out, "linalg.lu_factor_ex")
+    lu, piv, info = _lu_factor_ex(A, pivot, "linalg.lu_factor_ex")
+    if check_bool(check_errors, "linalg_lu_factor_ex", "check_errors"):
+        _raise_lu_info(info, "torch.linalg.lu_factor_ex")
+    return LUFactorExResult(lu, piv, make(info))
+
+
+def _raise_lu_info(info, op):
+    bad = np.flatnonzero(info.reshape(-1))
+    if bad.size:
+        i = int(info.reshape(-1)[bad[0]])
+        where = f"(Batch element {bad[0]}): " if info.ndim else ""
+        raise RuntimeError(f"{op}: {where}U[{i},{i}] is zero and using it on lu_solve would result in a division by "
+                           f"zero. If you still want to perform the factorization, consider calling linalg.lu(A, pivot) "
+                           f"or linalg.lu_factor_ex(A, pivot)")
+
+
+@register(submodule="linalg", module=False, name="lu_factor")
+def linalg_lu_factor(A: Tensor, *, pivot: bool = True, out=None):
+    """LU factorization with partial pivoting, packed: (LU, pivots); an exactly singular A (a zero pivot)
+    raises, as PyTorch."""
+    _no_out(out, "linalg.lu_factor")
+    lu, piv, info = _lu_factor_ex(A, pivot, "linalg.lu_factor")
+    _raise_lu_info(info, "torch.linalg.lu_factor")
+    return LUFactorResult(lu, piv)
+
+
+@register(submodule="linalg", module=False, name="lu", graph="linalg_lu")
+def linalg_lu(A: Tensor, *, pivot: bool = True, out=None):
+    """A = P L U with partial pivoting: P a permutation matrix, L (m x k) unit lower triangular, U (k x n)
+    upper triangular, k = min(m, n)."""
+    _no_out(out, "linalg.lu")
+    check_bool(pivot, "linalg_lu", "pivot")
+    _check_lu_input(A, "linalg.lu")
+    pivot = _check_pivot(pivot, "linalg_lu")
+    from .._numpy_linalg import linalg_lu as kernel
+    P = kernel(A._data, pivot)[0]
+    p = {"pivot": pivot}
+    return LUResult(make(P), apply(lu_L_p, (A,), p), apply(lu_U_p, (A,), p))
+
+
+@register(name="lu_unpack", graph="lu_unpack")
+def lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True, unpack_pivots: bool = True, *,
+              out=None):
+    """(P, L, U) from a packed LU factorization and its pivots (what is not unpacked is empty)."""
+    _no_out(out, "lu_unpack")
+    check_tensor(LU_data, "lu_unpack", "LU_data")
+    check_tensor(LU_pivots, "lu_unpack", "LU_pivots", 2)
+    unpack_data = check_bool(unpack_data, "lu_unpack", "unpack_data")
+    unpack_pivots = check_bool(unpack_pivots, "lu_unpack", "unpack_pivots")
+    a = LU_data._data
+    if a.ndim < 2:
+        raise RuntimeError(f"torch.lu_unpack: Expected tensor with 2 or more dimensions. Got size: {list(a.shape)} "
+                           f"instead")
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    piv = LU_pivots._data
+    if unpack_pivots:
+        if piv.dtype != np.int32:
+            raise RuntimeError("torch.lu_unpack: LU_pivots is expected to be a contiguous tensor of torch.int32 dtype.\n"
+                               "Note: this function is intended to be used with the output produced by "
+                               "torch.linalg.lu_factor")
+        if piv.shape != a.shape[:-2] + (k,) or (piv.size and (piv.min() < 1 or piv.max() > m)):
+            raise RuntimeError("pivots passed to lu_unpack must be between 1 and LU.size(-2) inclusive.Did you "
+                               "properly pass the result of lu_factor?")
+    from .._numpy_linalg import lu_unpack as kernel
+    P = kernel(a, piv, False, unpack_pivots)[0]
+    empty = make(np.zeros((0,), a.dtype))
+    if not unpack_data:
+        return LUUnpackResult(make(P), empty, empty)
+    return LUUnpackResult(make(P), apply(unpack_L_p, (LU_data,)), apply(unpack_U_p, (LU_data,)))
+
+
+def _check_lu_solve(LU, pivots, B, left, adjoint, op="linalg.lu_solve"):
+    check_tensor(LU, "linalg_lu_solve", "LU")
+    check_tensor(pivots, "linalg_lu_solve", "pivots", 2)
+    check_tensor(B, "linalg_lu_solve", "B", 3)
+    left = check_bool(left, "linalg_lu_solve", "left")
+    adjoint = check_bool(adjoint, "linalg_lu_solve", "adjoint")
+    a, b, p = LU._data, B._data, pivots._data
+    if a.ndim < 2:
+        raise RuntimeError(f"torch.{op}: The input tensor A must have at least 2 dimensions.")
+    if b.ndim < 2:
+        raise RuntimeError(f"{op}: The input tensor B must have at least 2 dimensions.")
+    if a.dtype != b.dtype:
+        raise RuntimeError(f"{op}: Expected LU and B to have the same dtype, but found LU of type {dtype_word(a.dtype)} "
+                           f"and B of type {dtype_word(b.dtype)} instead")
+    if a.shape[-1] != a.shape[-2]:
+        raise RuntimeError(f"torch.{op}: A must be batches of square matrices, but they are {a.shape[-2]} by "
+                           f"{a.shape[-1]} matrices")
+    _check_float(LU, f"torch.{op}")
+    n = a.shape[-1]
+    if (b.shape[-2] if left else b.shape[-1]) != n:
+        eq = "AX = B" if left else "XA = B"
+        raise RuntimeError(f"{op}: Incompatible shapes of A and B for the equation {eq} ({n}x{n} and "
+                           f"{b.shape[-2]}x{b.shape[-1]})")
+    if p.dtype != np.int32:
+        raise RuntimeError(f"{op}: pivots should be a Tensor of scalar type torch.int32")
+    if p.ndim == 0 or p.shape[-1] != n:
+        raise RuntimeError(f"{op}: Number of pivots per batch should be same as the dimension of the matrix")
+    if p.shape != a.shape[:-1]:
+        raise RuntimeError(f"{op}: Expected LU.shape[:-1] and pivots.shape to be the same, but got pivots with shape "
+                           f"{list(p.shape)} instead")
+    if not _broadcastable(a.shape[:-2], b.shape[:-2]):
+        err = np.broadcast_shapes   # noqa: F841  (the message below is PyTorch's)
+        ba, bb = a.shape[:-2], b.shape[:-2]
+        k = max(len(ba), len(bb))
+        pa, pb = (1,) * (k - len(ba)) + tuple(ba), (1,) * (k - len(bb)) + tuple(bb)
+        i = next(i for i in range(k - 1, -1, -1) if pa[i] != pb[i] and 1 not in (pa[i], pb[i]))
+        raise RuntimeError(f"The size of tensor a ({pa[i]}) must match the size of tensor b ({pb[i]}) at "
+                           f"non-singleton dimension {i}")
+    if p.size and (p.min() < 1 or p.max() > n):
+        raise RuntimeError(f"{op}: pivots must be between 1 and LU.size(-2) = {n}")
+    return left, adjoint
+
+
+@register(submodule="linalg", module=False, name="lu_solve", graph="linalg_lu_solve")
+def linalg_lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True, adjoint: bool = False,
+                    out=None) -> Tensor:
+    """X with A X = B for A = P L U given as ``lu_factor``'s (LU, pivots); ``adjoint``: A^T X = B;
+    ``left=False``: X A = B. Batch dims broadcast."""
+    _no_out(out, "linalg.lu_solve")
+    left, adjoint = _check_lu_solve(LU, pivots, B, left, adjoint)
+    return apply(lu_solve_p, (LU, pivots, B), {"left": left, "adjoint": adjoint})
+
+
+@register(method=True, name="lu_solve")
+def lu_solve(input: Tensor, LU_data: Tensor, LU_pivots: Tensor, *, out=None) -> Tensor:
+    """Deprecated form of ``linalg.lu_solve(LU_data, LU_pivots, input)`` (with PyTorch's warning)."""
+    warnings.warn("torch.lu_solve is deprecated in favor of torch.linalg.lu_solveand will be removed in a future "
+                  "PyTorch release.\nNote that torch.linalg.lu_solve has its arguments reversed.\nX = "
+                  "torch.lu_solve(B, LU, pivots)\nshould be replaced with\nX = torch.linalg.lu_solve(LU, pivots, B)",
+                  UserWarning, stacklevel=2)
+    return linalg_lu_solve(LU_data, LU_pivots, input, out=out)
+
+
+@register(method=True, name="lu")
+def lu(A: Tensor, pivot: bool = True, get_infos: bool = False, out=None):
+    """Deprecated: (LU, pivots) as ``linalg.lu_factor`` but never raising on a singular A; with
+    ``get_infos``, (LU, pivots, info)."""
+    warnings.warn("torch.lu is deprecated in favor of torch.linalg.lu_factor / torch.linalg.lu_factor_ex and will be "
+                  "removed in a future PyTorch release.", UserWarning, stacklevel=2)
+    _no_out(out, "lu")
+    lu_, piv, info = _lu_factor_ex(A, pivot, "linalg.lu_factor")
+    if check_bool(get_infos, "lu", "get_infos"):
+        return LUWithInfo(lu_, piv, make(info))
+    return lu_, piv
+
 
 
 register(matmul, name="matmul", module=False, submodule="linalg")   # torch.linalg.matmul
