@@ -67,7 +67,7 @@ def _xp(arr):
 
 def _count(mask) -> int:
     """The number of True values of a bool index array (on its device)."""
-    return int(_xp(mask).sum(mask))
+    return _xp(mask).mask_count(mask)
 
 
 def view_of(x, index):
@@ -319,7 +319,7 @@ def _check_advanced(adv: dict, view_shape: tuple) -> tuple:
             d += arr.ndim
             continue
         n = view_shape[d]
-        if arr.size and (_xp(arr).amax(arr) >= n or _xp(arr).amin(arr) < -n):
+        if not _xp(arr).in_range(arr, -n, n):
             bad = (arr >= n) | (arr < -n)
             v = int(arr[bad].reshape(-1)[0]) if arr.ndim else int(arr)
             raise IndexError(f"index {v} is out of bounds for dimension {ordinal} with size {n}")

@@ -10,7 +10,7 @@ import numpy as np
 
 from ._index import view_of as _view_of
 
-__all__: list = ["index_put_add", "scatter_reduce", "nonzero_tuple"]
+__all__: list = ["index_put_add", "scatter_reduce", "nonzero_tuple", "mask_count", "in_range"]
 
 
 def index_put_add(x, index, v):
@@ -60,6 +60,16 @@ def scatter_reduce(x, src, index, reduce, include_self):
         else:
             out = np.floor_divide(out, count).astype(out.dtype, copy=False)
     return out
+
+
+def mask_count(mask) -> int:
+    """The number of True values of a bool array, as a Python int. Not differentiable."""
+    return int(np.count_nonzero(mask))
+
+
+def in_range(idx, lo: int, hi: int) -> bool:
+    """Whether every value of an integer array lies in ``[lo, hi)`` (an empty array does). Not differentiable."""
+    return not idx.size or bool(lo <= idx.min() and idx.max() < hi)
 
 
 def nonzero_tuple(x):

@@ -1144,6 +1144,8 @@ def _graph_where(cond, a, b):
 
 def _made(r) -> Tensor:
     """A tensor of a kernel's result, on its device (NumPy gives 0-d results as NumPy scalars)."""
+    if type(r) is np.ndarray:   # the common case, before the device lookup
+        return make(r)
     be = NAMESPACES[type(r)].backend
     return make(r if type(r) in be.array_types else be.asarray(r))
 
@@ -1217,12 +1219,12 @@ def _bitwise(name, kernel, shift=False):
         d = promote(input, other).np
         if d.kind == "f" or (shift and d.kind == "b"):
             raise _not_implemented(kernel, d)
-        xp = NAMESPACES[type((input if isinstance(input, Tensor) else other)._data)]
-        be = backend_of((input if isinstance(input, Tensor) else other)._data)
+        t = input if isinstance(input, Tensor) else other
+        xp = NAMESPACES[type(t._data)]
         # a scalar operand becomes a 0-d array of the common dtype on the tensor's device (NumPy would
         # refuse a Python int beyond the dtype's range)
-        a, b = (x._data.astype(d, copy=False) if isinstance(x, Tensor) else be.asarray(np.asarray(x).astype(d))
-                for x in (input, other))
+        a, b = (x._data.astype(d, copy=False) if isinstance(x, Tensor) else
+                backend_of(t._data).asarray(np.asarray(x).astype(d)) for x in (input, other))
         err = broadcast_error((a.shape, b.shape))
         if err is not None:
             raise err

@@ -157,6 +157,8 @@ graph("scatter_reduce", lambda x, s, index, reduce, include_self: apply(
     scatter_reduce_p, (x, s), {"index": index, "reduce": reduce, "include_self": include_self}))
 # not differentiable: the device's kernel on the tensor's data
 graph("nonzero_tuple", lambda x: tuple(make(i) for i in NAMESPACES[type(x._data)].nonzero_tuple(x._data)))
+graph("mask_count", lambda mask: NAMESPACES[type(mask._data)].mask_count(mask._data))
+graph("in_range", lambda idx, lo, hi: NAMESPACES[type(idx._data)].in_range(idx._data, lo, hi))
 
 
 # ----- x[index] and x[index] = value ---------------------------------------------------------------
@@ -288,12 +290,10 @@ def _as_dim(dim, ndim: int, op: str) -> int:
 
 def _bounds(idx, n: int, negative: bool):
     """The first out-of-range value of ``idx`` (a device array) for a dim of size ``n``, or None."""
-    if not idx.size:
+    lo = -n if negative else 0
+    if NAMESPACES[type(idx)].in_range(idx, lo, n):
         return None
-    bad = (idx >= n) | (idx < (-n if negative else 0))
-    if NAMESPACES[type(idx)].any(bad):
-        return int(idx[bad].reshape(-1)[0])
-    return None
+    return int(idx[(idx >= n) | (idx < lo)].reshape(-1)[0])
 
 
 def _dims1(shape: tuple) -> tuple:
@@ -833,7 +833,7 @@ def _masked_scatter(self, mask, source, inplace, op):
     if self._data.dtype != source._data.dtype:
         raise RuntimeError(f"masked_scatter: expected self and source to have same dtypes but got{_word(self)} and "
                            f"{_word(source)}")
-    count = int(NAMESPACES[type(ix[0])].sum(ix[0]))
+    count = NAMESPACES[type(ix[0])].mask_count(ix[0])
     if count > source._data.size:
         raise RuntimeError("Number of elements of source < number of ones in mask")
     params = {"index": ix, "count": count}

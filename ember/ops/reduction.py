@@ -796,6 +796,8 @@ AminmaxResult = _return_type("aminmax", ("min", "max"))
 
 def _made(r) -> Tensor:
     """A tensor of a kernel's result, on its device (NumPy gives 0-d results as NumPy scalars)."""
+    if type(r) is np.ndarray:   # the common case, before the device lookup
+        return make(r)
     be = NAMESPACES[type(r)].backend
     return make(r if type(r) in be.array_types else be.asarray(r))
 
