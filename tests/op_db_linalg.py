@@ -340,7 +340,8 @@ def _lu_solve_samples(rng):
     for lu_shape, b_shape, kw in [((3, 3), (3, 2), {}), ((3, 3), (3, 2), {"adjoint": True}),
                                   ((3, 3), (2, 3), {"left": False}), ((3, 3), (2, 3), {"left": False, "adjoint": True}),
                                   ((2, 3, 3), (3, 1), {}), ((3, 3), (2, 3, 2), {"adjoint": True}),
-                                  ((2, 1, 2, 2), (3, 2, 2), {"left": False}), ((1, 1), (1, 3), {}), ((0, 0), (0, 2), {})]:
+                                  ((2, 1, 2, 2), (3, 2, 2), {"left": False}), ((1, 1), (1, 3), {}),
+                                  ((0, 0), (0, 2), {})]:
         n = lu_shape[-1]
         lu = draw(rng, lu_shape) * 0.3 + 2 * np.eye(n)
         piv = np.stack([rng.integers(i, n, lu_shape[:-2]) + 1 for i in range(n)], -1).astype(np.int32) if n else \
@@ -403,4 +404,38 @@ OPS += [
              (((2, 3), (3, 2)), {"piv": np.array([1, 2], np.int32)}),
              (((2, 3, 3), (3, 3, 2)), {"piv": np.ones((2, 3), np.int32)}),
              (((3, 3), (3, 2)), {"piv": np.array([1, 2, 3], np.int32), "adjoint": 1})], dtypes=F_I),
+]
+
+# ----- det / slogdet at singular matrices -------------------------------------------------------------------
+
+def _singular(m, a):
+    # a zero last row: det is exactly 0 in any elimination order (a copied row is not: rounding)
+    return m.cat([a[..., :-1, :], a[..., :1, :] * 0], -2)
+
+
+def _det_grad_at_singular(m, a, create_graph=False, mixed=False):
+    """The gradient of det at a singular matrix made of ``a``: PyTorch's plain backward gives zero, its
+    create_graph backward the adjugate (through the SVD), itself differentiable in ``a``."""
+    s = _singular(m, a)
+    if mixed:   # a batch with a singular and a regular matrix
+        s = m.stack([s, a + 2 * m.eye(a.shape[-1], dtype=a.dtype)])
+    if not s.requires_grad:
+        s = s.detach().requires_grad_()
+    with m.enable_grad():   # central differences evaluate the op under no_grad
+        (g,) = m.autograd.grad(m.linalg.det(s).sum(), s, create_graph=create_graph)
+    return g
+
+
+def _slogdet_grad_at_singular(m, a):
+    s = _singular(m, a).detach().requires_grad_()
+    return m.autograd.grad(m.linalg.slogdet(s)[1], s)[0]
+
+
+OPS += [
+    OpInfo("det_singular_grad", _det_grad_at_singular, _shapes(((3, 3),), ((2, 2),), ((2, 3, 3),)), **NO_GRAD),
+    # the create_graph gradient is a smooth function of a (the adjugate): its own derivatives are checked
+    # (forward mode: the inner autograd.grad needs a graph, which dual inputs do not make)
+    OpInfo("det_singular_grad_create_graph", lambda m, a, **kw: _det_grad_at_singular(m, a, True, **kw),
+           _shapes(((3, 3),), ((2, 2),), (((3, 3),), {"mixed": True})), supports_fwd=False),
+    OpInfo("slogdet_singular_grad", _slogdet_grad_at_singular, _shapes(((2, 2),)), **NO_GRAD),
 ]

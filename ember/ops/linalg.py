@@ -913,7 +913,6 @@ def _det_backward_graph(g, det, a):
     |det| >= 100 eps, else the adjugate U diag(prod_{j != i} s_j) Vh det(U) det(Vh) g from the SVD."""
     from .reduction import _prod_others
     xp = graph_ns
-    n = a._data.shape[-1]
     if a._data.size == 0:
         return xp.zeros_like(a)
     eps = float(np.finfo(a._data.dtype).eps)
@@ -933,17 +932,11 @@ def _det_backward_graph(g, det, a):
         return non_singular(a, det, g)
     if mask.all():
         return singular(a, det, g)
-    # a batch with both kinds: each formula on its own elements, put back in order
-    batch = a._data.shape[:-2]
-    flat = lambda x, tail: xp.reshape(x, (-1,) + tail)   # noqa: E731
-    fa, fd, fg = flat(a, (n, n)), flat(det, ()), flat(g, ())
-    m = mask.reshape(-1)
-    i_s, i_n = np.flatnonzero(m), np.flatnonzero(~m)
-    pick = lambda x, i: xp.getitem(x, (i,))   # noqa: E731
-    r = xp.cat([singular(pick(fa, i_s), pick(fd, i_s), pick(fg, i_s)),
-                non_singular(pick(fa, i_n), pick(fd, i_n), pick(fg, i_n))], 0)
-    order = np.argsort(np.concatenate([i_s, i_n]))
-    return xp.reshape(pick(r, order), batch + (n, n))
+    # a batch with both kinds: each formula on its own elements, written into place (PyTorch's masked_fmap,
+    # whose index_put_ the result's node is)
+    m, nm = make(mask), make(~mask)
+    out = xp.zeros_like(a).index_put((m,), singular(a[m], det[m], g[m]))
+    return out.index_put((nm,), non_singular(a[nm], det[nm], g[nm]))
 
 
 slogdet_sign_p = defprim("slogdet_sign", "LinalgSlogdetBackward0", lambda xp, a: xp.linalg_slogdet(a)[0],
@@ -2069,8 +2062,8 @@ def _raise_lu_info(info, op):
         i = int(info.reshape(-1)[bad[0]])
         where = f"(Batch element {bad[0]}): " if info.ndim else ""
         raise RuntimeError(f"{op}: {where}U[{i},{i}] is zero and using it on lu_solve would result in a division by "
-                           f"zero. If you still want to perform the factorization, consider calling linalg.lu(A, pivot) "
-                           f"or linalg.lu_factor_ex(A, pivot)")
+                           f"zero. If you still want to perform the factorization, consider calling "
+                           f"linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)")
 
 
 @register(submodule="linalg", module=False, name="lu_factor")
@@ -2115,8 +2108,8 @@ def lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True, unpa
     piv = LU_pivots._data
     if unpack_pivots:
         if piv.dtype != np.int32:
-            raise RuntimeError("torch.lu_unpack: LU_pivots is expected to be a contiguous tensor of torch.int32 dtype.\n"
-                               "Note: this function is intended to be used with the output produced by "
+            raise RuntimeError("torch.lu_unpack: LU_pivots is expected to be a contiguous tensor of torch.int32 "
+                               "dtype.\nNote: this function is intended to be used with the output produced by "
                                "torch.linalg.lu_factor")
         if piv.shape != a.shape[:-2] + (k,) or (piv.size and (piv.min() < 1 or piv.max() > m)):
             raise RuntimeError("pivots passed to lu_unpack must be between 1 and LU.size(-2) inclusive.Did you "
@@ -2141,8 +2134,8 @@ def _check_lu_solve(LU, pivots, B, left, adjoint, op="linalg.lu_solve"):
     if b.ndim < 2:
         raise RuntimeError(f"{op}: The input tensor B must have at least 2 dimensions.")
     if a.dtype != b.dtype:
-        raise RuntimeError(f"{op}: Expected LU and B to have the same dtype, but found LU of type {dtype_word(a.dtype)} "
-                           f"and B of type {dtype_word(b.dtype)} instead")
+        raise RuntimeError(f"{op}: Expected LU and B to have the same dtype, but found LU of type "
+                           f"{dtype_word(a.dtype)} and B of type {dtype_word(b.dtype)} instead")
     if a.shape[-1] != a.shape[-2]:
         raise RuntimeError(f"torch.{op}: A must be batches of square matrices, but they are {a.shape[-2]} by "
                            f"{a.shape[-1]} matrices")
@@ -2160,7 +2153,6 @@ def _check_lu_solve(LU, pivots, B, left, adjoint, op="linalg.lu_solve"):
         raise RuntimeError(f"{op}: Expected LU.shape[:-1] and pivots.shape to be the same, but got pivots with shape "
                            f"{list(p.shape)} instead")
     if not _broadcastable(a.shape[:-2], b.shape[:-2]):
-        err = np.broadcast_shapes   # noqa: F841  (the message below is PyTorch's)
         ba, bb = a.shape[:-2], b.shape[:-2]
         k = max(len(ba), len(bb))
         pa, pb = (1,) * (k - len(ba)) + tuple(ba), (1,) * (k - len(bb)) + tuple(bb)
