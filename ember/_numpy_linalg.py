@@ -280,7 +280,10 @@ def _lu_factor_ex(a, pivot=True):
     tiny = np.finfo(lu.dtype).tiny if lu.dtype.kind == "f" else 0
     with np.errstate(all="ignore"):
         for j in range(k):
-            p = j + np.argmax(np.abs(lu[:, j:, j]), axis=1)
+            col = np.abs(lu[:, j:, j])
+            # idamax: the first largest |x|; a NaN never compares larger, so it wins only in first place
+            nan = np.isnan(col)
+            p = j + np.where(nan[:, 0] if col.shape[1] else False, 0, np.argmax(np.where(nan, -1, col), axis=1))
             piv[:, j] = p + 1
             swap = p != j
             if swap.any():

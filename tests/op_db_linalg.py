@@ -374,6 +374,9 @@ OPS += [
     OpInfo("linalg_lu_P", lambda m, a: tuple(m.linalg.lu(a)), _lu_samples(((3, 3),), ((2, 4, 2),)), **NO_GRAD),
     OpInfo("lu_factor_ex_ties", _lu_ties, _shapes(((4, 4),), ((3, 5),), ((5, 3),), ((3, 4, 4),), ((2, 2),)), **NO_GRAD),
     OpInfo("lu_ties", lambda m, a: _lu_ties(m, a, "lu"), _shapes(((4, 4),), ((5, 3),), ((3, 3, 3),)), **NO_GRAD),
+    # NaN: LAPACK's idamax skips it unless it comes first in the column
+    OpInfo("lu_factor_ex_nan", lambda m, a: tuple(m.linalg.lu_factor_ex(m.where(a > 1.2, float("nan"), a))),
+           _shapes(((4, 4),), ((3, 3, 3),)), **NO_GRAD),
     OpInfo("lu_factor_ex_zero", lambda m, a: tuple(m.linalg.lu_factor_ex(a * 0)), _shapes(((3, 3),), ((2, 3),)),
            **NO_GRAD),
     _errors("lu_factor_errors", lambda m, a, **kw: m.linalg.lu_factor(a, **kw),

@@ -1,6 +1,6 @@
 """Linear algebra: matrix products (matmul and its family, einsum, tensordot, kron, cross) and the
 decompositions and solvers of ``torch.linalg`` (det, slogdet, inv, solve, cholesky, qr, eigh, svd, pinv,
-matrix_exp, lstsq, solve_triangular, ...).
+matrix_exp, lstsq, solve_triangular, lu_factor, lu, lu_solve, ...).
 
 Products are one primitive each (``matmul``, ``einsum``, ``addprod``); the node PyTorch records depends on
 the op and on its internal path (``MmBackward0``, ``BmmBackward0``, ``UnsafeViewBackward0``...), so each
