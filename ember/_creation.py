@@ -11,8 +11,7 @@ from ._device import device as _device_type
 from ._tensor import Tensor, _sizes_from_args, make
 from .ops._registry import method as _register_method
 # The generator and the random creation functions (PyTorch's exact stream) live in _random.
-from ._random import (Generator, default_generator, initial_seed, manual_seed, rand, rand_like,  # noqa: F401
-                      randint, randn, randn_like, seed)
+from ._random import _finish
 
 
 _NUMBER = (bool, int, float, np.bool_, np.number)
@@ -66,14 +65,6 @@ def _check_input(input, op: str) -> Tensor:
     return input
 
 
-def _finish(data: np.ndarray, requires_grad: bool, device) -> Tensor:
-    check_device(device)
-    t = make(data)
-    if requires_grad:
-        if data.dtype.kind != "f":
-            raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
-        t._requires_grad = True
-    return t
 
 
 def _infer_np(data, float_dtype=None):
@@ -318,19 +309,25 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False,
         if isinstance(v, Tensor) and v._data.ndim:
             raise RuntimeError(f"linspace only supports 0-dimensional start and end tensors, but got {a} with "
                                f"{v._data.ndim} dimension(s).")
-    start = _check_number(start, "linspace", "start", 1)
-    end = _check_number(end, "linspace", "end", 2)
-    steps = _check_int(steps, "linspace", "steps", 3)
-    dtype = _check_dtype(dtype, "linspace", D._default_float)
-    rg = _check_bool(requires_grad, "linspace")
-    _check_device(device, "linspace")
+    start, end, steps, dtype, rg = _space_args("linspace", start, end, steps, dtype, requires_grad, device, out)
+    return _finish(_linspace(start, end, steps, dtype.np), rg, device)
+
+
+def _space_args(op, start, end, steps, dtype, requires_grad, device, out):
+    """The checks linspace and logspace share, as PyTorch makes them."""
+    start = _check_number(start, op, "start", 1)
+    end = _check_number(end, op, "end", 2)
+    steps = _check_int(steps, op, "steps", 3)
+    dtype = _check_dtype(dtype, op, D._default_float)
+    rg = _check_bool(requires_grad, op)
+    _check_device(device, op)
     if out is not None:
-        raise NotImplementedError("ember: linspace(out=...) is not supported yet")
+        raise NotImplementedError(f"ember: {op}(out=...) is not supported yet")
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     if dtype is D.bool:
-        raise NotImplementedError("\"linspace_cpu\" not implemented for 'Bool'")
-    return _finish(_linspace(start, end, steps, dtype.np), rg, device)
+        raise NotImplementedError(f"\"{op}_cpu\" not implemented for 'Bool'")
+    return start, end, steps, dtype, rg
 
 
 _C_INT_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t",
@@ -397,19 +394,8 @@ def _linspace(start, end, steps: int, npd) -> np.ndarray:
 def logspace(start, end, steps, base: float = 10.0, *, dtype=None, device=None, requires_grad=False,
              out=None) -> Tensor:
     """``base ** linspace(start, end, steps)``, computed in double as PyTorch's CPU kernel."""
-    start = _check_number(start, "logspace", "start", 1)
-    end = _check_number(end, "logspace", "end", 2)
-    steps = _check_int(steps, "logspace", "steps", 3)
+    start, end, steps, dtype, rg = _space_args("logspace", start, end, steps, dtype, requires_grad, device, out)
     base = _check_number(base, "logspace", "base", 4)
-    dtype = _check_dtype(dtype, "logspace", D._default_float)
-    rg = _check_bool(requires_grad, "logspace")
-    _check_device(device, "logspace")
-    if out is not None:
-        raise NotImplementedError("ember: logspace(out=...) is not supported yet")
-    if steps < 0:
-        raise RuntimeError("number of steps must be non-negative")
-    if dtype is D.bool:
-        raise NotImplementedError("\"logspace_cpu\" not implemented for 'Bool'")
     if dtype.is_floating_point:
         start, end = dtype.np.type(start), dtype.np.type(end)
     else:

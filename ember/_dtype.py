@@ -176,8 +176,8 @@ class finfo:
     def __init__(self, type: dtype | None = None):
         type = _default_float if type is None else type
         if not isinstance(type, dtype) or not type.is_floating_point:
-            raise TypeError(f"torch.finfo() requires a floating point input type. Use torch.iinfo to handle "
-                            f"'torch.finfo'")
+            raise TypeError("torch.finfo() requires a floating point input type. Use torch.iinfo to handle "
+                            "'torch.finfo'")
         f = np.finfo(type.np)
         self.bits = f.bits
         self.eps = builtins_float(f.eps)

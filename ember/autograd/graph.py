@@ -9,8 +9,6 @@ from __future__ import annotations
 import itertools
 import weakref
 
-import numpy as np
-
 from .. import _tensor
 from .._dtype import type_word
 from .._hooks import add_hook
