@@ -274,6 +274,10 @@ def reduction_cases(draw, name):
     tag = "dim=()" if dim == () else ""
     if name in ("std", "var") and (dim is None or n == 0) and x.size - kw["correction"] <= 0:
         tag = "no_dof"
+    if name == "logsumexp" and dim == () and not keepdim and n and x.size:
+        tag = "dim=()"
+    if name == "prod" and n == 0 and dim not in (None, 0, -1):
+        tag = "0d_dim_range"
     # torch 2.13's var_backward/std_backward with dim=() (all dims) divide by 1 - correction instead of
     # numel - correction (its _safe_size of no dims is 1): torch's gradient is wrong there, check ember's by
     # central differences only.
@@ -440,7 +444,8 @@ def cat_cases(draw, name):
         d = draw(st.integers(-n - 1, n))
         arrays = [values(rng, shape) for _ in range(k)]
         fn = lambda m, *xs: m.stack(xs, dim=d)  # noqa: E731
-    return Case(fn, arrays, f"{name} {[a.shape for a in arrays]} dim={d}")
+    legacy = name == "cat" and len(arrays) > 1 and all(a.shape == (0,) for a in arrays)
+    return Case(fn, arrays, f"{name} {[a.shape for a in arrays]} dim={d}", tag="all_legacy_empty" if legacy else "")
 
 
 @st.composite
@@ -544,10 +549,15 @@ def test_shape(name, data, seed, dtype, noncontig):
 # ----- indexing ------------------------------------------------------------------------------------------------
 
 @st.composite
-def basic_index(draw, shape):
-    """A basic index: ints, slices (with steps), None and at most one Ellipsis, fitting ``shape``."""
+def basic_index(draw, shape, rng=None):
+    """A basic index: ints, slices (with steps), None and at most one Ellipsis, fitting ``shape``. With ``rng``:
+    mixed, some of the ints and slices become integer arrays (broadcasting together) and a bool scalar may
+    appear, so that basic and advanced indices interleave."""
     n = len(shape)
-    kinds = draw(st.lists(st.sampled_from(["int", "slice", "none", "ellipsis"]), max_size=5))
+    kinds = draw(st.lists(st.sampled_from(["int", "slice", "none", "ellipsis"] + (["bool"] if rng else [])),
+                          max_size=5))
+    if rng is not None:
+        base = tuple(draw(shapes(max_dims=2, min_side=1, max_side=3)))
     out, consuming, seen_ellipsis = [], 0, False
     for k in kinds:
         if k == "ellipsis" and seen_ellipsis or k in ("int", "slice") and consuming == n:
@@ -564,11 +574,18 @@ def basic_index(draw, shape):
     for k in out:
         if k == "none":
             idx.append(None)
+        elif k == "bool":
+            idx.append(draw(st.booleans()))
         elif k == "ellipsis":
             idx.append(Ellipsis)
         else:
             s = shape[next(dims)]
-            if k == "int" and s > 0:
+            if rng is not None and draw(st.booleans()):     # an int array, its shape broadcasting to base
+                ashape = tuple(b if draw(st.booleans()) else 1 for b in base)[draw(st.integers(0, len(base))):]
+                arr = rng.integers(-s, s, ashape) if s else np.zeros(ashape, dtype=np.int64)
+                # out of bounds on an empty dim (torch's IndexError) unless the array is empty too
+                idx.append(("arr" if s or not arr.size else "arr_oob", arr.astype(np.int64)))
+            elif k == "int" and s > 0:
                 idx.append(draw(st.integers(-s, s - 1)))
             else:
                 bound = st.one_of(st.none(), st.integers(-s - 2, s + 2))
@@ -615,13 +632,15 @@ def getitem_cases(draw, name):
     shape = tuple(draw(shapes(max_dims=4)))
     rng = np.random.default_rng(draw(SEEDS))
     x = values(rng, shape)
-    if name == "getitem_basic":
-        idx = draw(basic_index(shape))
+    if name in ("getitem_basic", "getitem_mixed"):
+        idx = draw(basic_index(shape, rng if name == "getitem_mixed" else None))
         desc = idx
     else:
         idx, desc = draw(advanced_index(shape, rng, mask=name == "getitem_mask"))
     fn = lambda m, a: a[_materialize(m, idx)]  # noqa: E731
-    return Case(fn, [x], f"{name} x{shape}[{desc}]")
+    parts = idx if isinstance(idx, tuple) else (idx,)
+    oob_but_false = any(p is False for p in parts) and any(isinstance(p, tuple) and p[0] == "arr_oob" for p in parts)
+    return Case(fn, [x], f"{name} x{shape}[{desc}]", tag="false_oob" if oob_but_false else "")
 
 
 @st.composite
@@ -681,7 +700,7 @@ def gather_cases(draw, name):
     return Case(fn, [x], f"take_along_dim x{shape} dim={d} index{ishape}")
 
 
-INDEX_OPS = {"getitem_basic": getitem_cases, "getitem_int_arrays": getitem_cases, "getitem_mask": getitem_cases, "gather": gather_cases,
+INDEX_OPS = {"getitem_basic": getitem_cases, "getitem_mixed": getitem_cases, "getitem_int_arrays": getitem_cases, "getitem_mask": getitem_cases, "gather": gather_cases,
              "scatter_add": gather_cases, "index_select": gather_cases, "index_add": gather_cases,
              "take_along_dim": gather_cases}
 
@@ -795,6 +814,11 @@ def sorting_cases(draw, name):
     method = draw(st.booleans())
     if name == "sort":
         kw = dict(dim=d, descending=draw(st.booleans()), stable=draw(st.booleans()))
+    elif name == "sort_stable_ties":    # ties: a stable sort's permutation (and so its gradient) is still unique
+        x = np.random.default_rng(draw(SEEDS)).integers(-2, 3, shape).astype(np.float64)
+        kw = dict(dim=d, descending=draw(st.booleans()), stable=True)
+        fn = lambda m, a: tuple(meth_or_fn(m, "sort", a, method=method, **kw))  # noqa: E731
+        return Case(fn, [x], f"sort{shape} ties {kw} method={method}", gradcheck=False)
     elif name == "argsort":
         kw = dict(dim=d, descending=draw(st.booleans()))
     elif name == "topk":
@@ -809,7 +833,7 @@ def sorting_cases(draw, name):
     return Case(fn, [x], f"{name}{shape} {kw} method={method}")
 
 
-SORTING_OPS = ["sort", "argsort", "topk", "kthvalue", "median", "msort", "cummax", "cummin"]
+SORTING_OPS = ["sort", "sort_stable_ties", "argsort", "topk", "kthvalue", "median", "msort", "cummax", "cummin"]
 
 
 @pytest.mark.parametrize("name", SORTING_OPS)
@@ -853,6 +877,21 @@ KNOWN_BUGS = {
     "std:no_dof": ("std backward over all dims with numel - correction < 0: std(tensor([0.5, 1.5]), correction=3) "
                    "gives grad [0, -0] in ember, torch [nan, nan] (its var_backward's where(x == mean, nan, inf))",
                    lambda m, a: m.std(a, correction=3), [np.array([0.5, 1.5])]),
+    "logsumexp:dim=()": ("ember.logsumexp(x, dim=()) reduces over every dim; torch 2.13 raises RuntimeError (output "
+                         "with shape [] doesn't match the broadcast shape [1]) for an x of 1 or more dims and "
+                         "elements with keepdim=False",
+                         lambda m, a: m.logsumexp(a, dim=()), [np.zeros((2, 3))]),
+    "prod:0d_dim_range": ("ember.prod on a 0-d tensor accepts any dim: prod(tensor(0.5), 1) returns 0.5; torch raises "
+                          "IndexError: Dimension out of range (expected to be in range of [-1, 0], but got 1)",
+                          lambda m, a: m.prod(a, 1), [np.array(0.5)]),
+    "cat:all_legacy_empty": ("ember.cat of two or more 1-d empty tensors (legacy empties, skipped by torch's shape "
+                             "checks) raises NumPy's RuntimeError 'need at least one array to concatenate' "
+                             "(and IndexError for dim=1); torch returns an empty (0,) tensor of the promoted dtype",
+                             lambda m, a, b: m.cat([a, b], 0), [np.zeros(0), np.zeros(0)]),
+    "getitem_mixed:false_oob": ("indexing with a False scalar and an out-of-range integer array, "
+                                "x[tensor([5]), False] for x of shape (3, 2): torch gathers nothing and returns an "
+                                "empty (0, 2) tensor without a bounds check; ember raises IndexError",
+                                lambda m, a: a[m.tensor([5]), False], [np.ones((3, 2))]),
     "roll:0d_dims": ("ember.roll on a 0-d tensor with explicit dims (roll(x, 1, 0)) returns x; torch raises "
                      "IndexError: Dimension specified as 0 but tensor has no dimensions",
                      lambda m, a: m.roll(a, 1, 0), [np.array(0.5)]),
