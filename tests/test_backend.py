@@ -5,6 +5,11 @@ ufuncs raise), so any NumPy call on tensor data that bypasses the device's names
 ``backend`` fails here. The namespace for it wraps ember's NumPy namespace, unwrapping on the way in
 and wrapping on the way out, as a device's kernels would. Ops are run on both backends and must agree;
 results and gradients must stay on the strict device.
+
+Every op-database entry of the core (tests/op_db.py) and of the elementwise, reduction, shape and indexing
+families runs here, forward and first-order backward, in float64 (gradients where the entry has them) and in
+one integral dtype it lists (forward only); an entry whose sample raises on the CPU must raise the same
+exception type on the strict device. ``LEAKS`` lists the entries that still leak, each with the place.
 """
 from __future__ import annotations
 
