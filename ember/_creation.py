@@ -6,7 +6,7 @@ import warnings
 import numpy as np
 
 from . import _dtype as D
-from ._device import check_device
+from ._device import backend_of, check_device
 from ._device import device as _device_type
 from ._tensor import Tensor, _sizes_from_args, make
 from .ops._registry import method as _register_method
@@ -222,7 +222,8 @@ empty = _creator("empty", np.zeros)
 _INT64 = (-2 ** 63, 2 ** 63)
 
 
-def _fill_array(shape, fill_value, dtype: D.dtype, op: str) -> np.ndarray:
+def _fill_array(shape, fill_value, dtype: D.dtype, op: str, like=None) -> np.ndarray:
+    """An array of ``shape`` filled with ``fill_value``, on ``like``'s device (the CPU without one)."""
     if isinstance(fill_value, int) and not isinstance(fill_value, bool) and \
             not _INT64[0] <= fill_value < _INT64[1]:
         if not -2 ** 64 < fill_value < 2 ** 64:   # PyTorch's scalar holds at most 64 bits
@@ -232,6 +233,8 @@ def _fill_array(shape, fill_value, dtype: D.dtype, op: str) -> np.ndarray:
     if dtype.np.kind in "iu" and isinstance(fill_value, float) and not np.isfinite(fill_value):
         raise RuntimeError(f"value cannot be converted to type {dtype.np.name}_t without overflow")
     with np.errstate(over="ignore", invalid="ignore"):   # 1e300 -> inf in float32, silently as PyTorch
+        if like is not None:
+            return backend_of(like).full(shape, fill_value, dtype=dtype.np)
         return np.full(shape, fill_value, dtype=dtype.np)
 
 
@@ -255,15 +258,16 @@ def _like(name, fill):
         npd = _check_dtype(dtype, name, input.dtype).np
         rg = _check_bool(requires_grad, name)
         _check_device(device, name)
-        return _finish(fill(input._data.shape, npd), rg, device)
+        be = backend_of(input._data)   # on input's device
+        return _finish(getattr(be, fill)(input._data, dtype=npd), rg, device)
     fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"A new tensor shaped like ``input`` (and of its dtype unless given), filled by {fill.__name__}."
+    fn.__doc__ = f"A new tensor shaped like ``input`` (and of its dtype unless given), filled as {fill}."
     return fn
 
 
-zeros_like = _like("zeros_like", np.zeros)
-ones_like = _like("ones_like", np.ones)
-empty_like = _like("empty_like", np.zeros)
+zeros_like = _like("zeros_like", "zeros_like")
+ones_like = _like("ones_like", "ones_like")
+empty_like = _like("empty_like", "zeros_like")
 
 
 def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False, memory_format=None) -> Tensor:
@@ -272,7 +276,7 @@ def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False
     dtype = _check_dtype(dtype, "full_like", input.dtype)
     rg = _check_bool(requires_grad, "full_like")
     _check_device(device, "full_like")
-    return _finish(_fill_array(input._data.shape, fill_value, dtype, "full_like"), rg, device)
+    return _finish(_fill_array(input._data.shape, fill_value, dtype, "full_like", input._data), rg, device)
 
 
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False, out=None) -> Tensor:
@@ -481,7 +485,13 @@ def _new_tensor(self, data, *, dtype=None, device=None, requires_grad=False) -> 
 
 
 def _new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False) -> Tensor:
-    return full(size, fill_value, dtype=dtype or self.dtype, device=device, requires_grad=requires_grad)
+    if device is not None:
+        return full(size, fill_value, dtype=dtype or self.dtype, device=device, requires_grad=requires_grad)
+    dtype = _check_dtype(dtype, "new_full", self.dtype)
+    shape = _sizes_from_args((tuple(size) if isinstance(size, (tuple, list)) else size,), "new_full")
+    fill_value = _check_number(fill_value, "new_full", "fill_value", 2)
+    return _finish(_fill_array(shape, fill_value, dtype, "new_full", self._data),
+                   _check_bool(requires_grad, "new_full"), None)
 
 
 def _type_as(self, other) -> Tensor:

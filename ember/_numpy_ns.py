@@ -33,6 +33,7 @@ class _Backend:
     asarray = staticmethod(np.asarray)
     may_share_memory = staticmethod(np.may_share_memory)
     zeros = staticmethod(np.zeros)
+    full = staticmethod(np.full)
     zeros_like = staticmethod(np.zeros_like)
     ones_like = staticmethod(np.ones_like)
 

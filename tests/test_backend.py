@@ -90,7 +90,7 @@ def _make_namespace():
         device_type="strict", array_types=(StrictArray,), forward_errors=base.forward_errors + (LeakedToNumPy,),
         asarray=lambda x: wrap(np.asarray(unwrap(x))),
         may_share_memory=lambda a, b: np.may_share_memory(unwrap(a), unwrap(b)),
-        zeros=_device_op(np.zeros), zeros_like=_device_op(np.zeros_like), ones_like=_device_op(np.ones_like),
+        zeros=_device_op(np.zeros), zeros_like=_device_op(np.zeros_like), ones_like=_device_op(np.ones_like), full=_device_op(np.full),
         copy=_device_op(base.copy), copyto=lambda d, s: base.copyto(unwrap(d), unwrap(s)),
         add_into=lambda d, s: base.add_into(unwrap(d), unwrap(s)), quiet=base.quiet, to_numpy=unwrap)
     ns.backend = be
@@ -148,10 +148,7 @@ ENTRIES = [op.name for op in OP_DB if _FAMILY_OF.get(op.name, "core") in ("core"
 
 # Entries that still reach NumPy directly on a strict-device array (or leave the device), with the place they
 # do it. Each is a strict xfail: once fixed, it must be removed from here.
-LEAKS: dict[str, str] = {
-    "matmul": "ember/ops/linalg.py _should_fold calls np.swapaxes on the operand's array (linalg family)",
-    "new_full": "ember/_creation.py _new_full builds the tensor with full() on the CPU, not on self's device",
-}
+LEAKS: dict[str, str] = {}
 
 
 def _entry_params():

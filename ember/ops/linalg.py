@@ -19,6 +19,7 @@ from collections import namedtuple
 
 import numpy as np
 
+from .._device import NAMESPACES
 from .._dtype import c_type_name
 from .._numpy_linalg import LinAlgError
 from .._tensor import Tensor, make
@@ -134,7 +135,7 @@ def _should_fold(a, b) -> bool:
         return True
     if na == 2:
         return False
-    t1 = a._data if larger else np.swapaxes(b._data, -1, -2)
+    t1 = a._data if larger else NAMESPACES[type(b._data)].transpose(b._data, -1, -2)
     if t1.size == 0:
         return True
     # t1 folds into a matrix without a copy when its leading dims are contiguous (ember's arrays are
