@@ -6,7 +6,6 @@ follow PyTorch's tools/autograd/derivatives.yaml, including its conventions at k
 """
 from __future__ import annotations
 
-import builtins
 import math
 
 import numpy as np
@@ -1044,7 +1043,7 @@ _CLAMP_NODES = {("min", False): node_class("ClampMinBackward0", PrimNode),
 def _clamp_args(input, min, max, op):
     check_tensor(input, op)
     if min is None and max is None:
-        raise RuntimeError(f"torch.clamp: At least one of 'min' or 'max' must not be None")
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     tensor_bounds = isinstance(min, Tensor) or isinstance(max, Tensor)
     min, max = (_operand(b, op, input, arg, wrap=False) if b is not None else None
                 for b, arg in ((min, "min"), (max, "max")))

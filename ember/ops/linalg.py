@@ -801,7 +801,7 @@ def _cross(input, other, dim, op):
         raise RuntimeError(f"{op}: expected input and other to have the same dtype, but got "
                            f"{dtype_word(input._data.dtype)} and {dtype_word(other._data.dtype)}")
     if not _broadcastable(input._data.shape, other._data.shape):
-        raise RuntimeError(f"The size of tensor a must match the size of tensor b")
+        raise RuntimeError("The size of tensor a must match the size of tensor b")
     shape = np.broadcast_shapes(input._data.shape, other._data.shape)
     if dim is None:   # the legacy torch.cross default: the first dim of size 3
         dim = next((i for i, s in enumerate(shape) if s == 3), None)
@@ -1414,15 +1414,6 @@ def linalg_eigvalsh(A: Tensor, UPLO: str = "L", *, out=None) -> Tensor:
 # svd, svdvals, pinv
 # ======================================================================================================
 
-def _narrow(xp, u, vh, k):
-    m, n = u.shape[-2], vh.shape[-1]
-    if u.shape[-1] != k:
-        u = xp.getitem(u, (Ellipsis, slice(None), slice(0, k)))
-    if vh.shape[-2] != k:
-        vh = xp.getitem(vh, (Ellipsis, slice(0, k), slice(None)))
-    return u, vh
-
-
 def _svd_vjp(xp, gu, gs, gvh, a, full):
     """PyTorch's svd_backward (real case): the gradient through U, S and Vh of the reduced SVD."""
     m, n = a.shape[-2:]
@@ -1640,7 +1631,7 @@ def linalg_matrix_power(A: Tensor, n: int, *, out=None) -> Tensor:
         raise TypeError(f"matrix_power(): argument 'n' (position 2) must be int, not {type(n).__name__}")
     n = int(n)
     if A._data.ndim < 2:
-        raise RuntimeError(f"linalg.matrix_power: The input tensor A must have at least 2 dimensions.")
+        raise RuntimeError("linalg.matrix_power: The input tensor A must have at least 2 dimensions.")
     if A._data.shape[-1] != A._data.shape[-2]:
         m, k = A._data.shape[-2:]
         raise RuntimeError(f"linalg.matrix_power: A must be batches of square matrices, but they are {m} by {k} "

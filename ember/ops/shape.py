@@ -10,7 +10,6 @@ from __future__ import annotations
 import itertools
 import math
 import warnings
-from typing import Sequence
 
 import numpy as np
 
@@ -22,7 +21,7 @@ from ..autograd import grad_mode as _gm
 from ..autograd.graph import Node, _seq, node_class
 from ._primitive import PrimNode, apply, defprim, graph_ns
 from ._registry import graph, method, register
-from ._views import apply_inplace, check_inplace, edge_of
+from ._views import apply_inplace, check_inplace
 from ._util import check_bool, check_tensor
 
 # ----- primitives --------------------------------------------------------------------------------
@@ -988,7 +987,7 @@ def _tensor_split(input, ios, dim, op):
     check_tensor(input, op)
     nd = input._data.ndim
     if nd == 0:
-        raise RuntimeError(f"tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims")
+        raise RuntimeError("tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims")
     d = wrap_dim(dim, nd, op)
     n = input._data.shape[d]
     if isinstance(ios, Tensor):
