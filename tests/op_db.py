@@ -139,11 +139,12 @@ def draw(rng, shape, domain="real"):
 def to_dtype(a: np.ndarray, dtype: str) -> np.ndarray:
     """``a`` (float64 from a domain) as ``dtype``. Integer casts keep the sign and never make a zero out of a
     nonzero value (ceil away from 0 of 2x), so positive/nonzero domains stay valid."""
-    if dtype in FLOAT:
-        return a.astype(dtype)
-    if dtype == "bool":
-        return a > 0
-    return np.where(a >= 0, np.ceil(a * 2), np.floor(a * 2)).astype(dtype)
+    with np.errstate(over="ignore", invalid="ignore"):   # samples with inf/nan on purpose
+        if dtype in FLOAT + ("float16",):
+            return a.astype(dtype)
+        if dtype == "bool":
+            return a > 0
+        return np.where(a >= 0, np.ceil(a * 2), np.floor(a * 2)).astype(dtype)
 
 
 # ----- shapes ------------------------------------------------------------------------------------
