@@ -37,7 +37,7 @@ from hypothesis.extra.numpy import array_shapes, mutually_broadcastable_shapes  
 
 sys.path.insert(0, os.path.dirname(__file__))
 import ember  # noqa: E402
-from op_db import draw as draw_values  # noqa: E402
+from op_db import draw as draw_values, to_dtype  # noqa: E402
 from test_ops import GRADCHECK_TOL, assert_close, is_float, mk, needs_torch, npy, outs_of, torch  # noqa: E402
 
 SLOW = os.environ.get("EMBER_SLOW") == "1"
@@ -59,12 +59,12 @@ class Case:
     gradcheck: bool = True       # and with central differences (small inputs only)
     dtypes: tuple = ("float32", "float64")
     torch_grad_wrong: bool = False    # torch's backward raises or is wrong here (a torch bug): differences only
-    tag: str = ""                # names a known ember bug this draw reaches (see KNOWN_BUGS)
+    tag: str = ""                # known ember bugs this draw may reach, comma-separated (see KNOWN_BUGS)
     noncontig: bool = False      # the op sees its (2-d or more) inputs in a non-contiguous layout
 
 
 def _as(a: np.ndarray, dtype: str) -> np.ndarray:
-    return a.astype(dtype) if a.dtype.kind == "f" else a
+    return to_dtype(a, dtype) if a.dtype.kind == "f" else a      # int: sign kept, no new zeros
 
 
 def _strided(x):
@@ -167,9 +167,12 @@ def check(case: Case, seed: int, dtype: str = "float64", noncontig: bool = False
                                    **GRADCHECK_TOL)
 
 
-def skip_known_bugs(name: str, case: Case, noncontig: bool) -> None:
-    """Leave out the draws that reach a known ember bug (each has a strict-xfail reproducer in KNOWN_BUGS)."""
-    keys = {f"{name}:{case.tag}", f"{name}:{case.tag}+noncontig" if noncontig else ""}
+def skip_known_bugs(name: str, case: Case, noncontig: bool, dtype: str) -> None:
+    """Leave out the draws that reach a known ember bug (each has a strict-xfail reproducer in KNOWN_BUGS):
+    keys ``op:tag``, ``op:tag+noncontig`` (only with non-contiguous inputs), ``op:tag+<dtype>``."""
+    keys = set()
+    for t in filter(None, case.tag.split(",")):
+        keys |= {f"{name}:{t}", f"{name}:{t}+{dtype}"} | ({f"{name}:{t}+noncontig"} if noncontig else set())
     assume(not keys & set(KNOWN_BUGS))
 
 
@@ -181,6 +184,7 @@ def xfail(reason):
 
 SEEDS = st.integers(0, 2 ** 32 - 1)
 DTYPES = st.sampled_from(["float32", "float64"])
+DTYPES_INT = st.sampled_from(["float32", "float64", "int64"])   # int64: values, dtypes and errors only
 
 
 def shapes(min_dims=0, max_dims=3, min_side=0, max_side=4):
@@ -271,18 +275,19 @@ def reduction_cases(draw, name):
         fn = lambda m, a: meth_or_fn(m, name, a, method=method, **kw)  # noqa: E731
     else:
         fn = lambda m, a: meth_or_fn(m, name, a, dim=dim, keepdim=keepdim, method=method, **kw)  # noqa: E731
-    tag = "dim=()" if dim == () else ""
+    tags = ["dim=()"] if dim == () and name in ("all", "any") else []
     if name in ("std", "var") and (dim is None or n == 0) and x.size - kw["correction"] <= 0:
-        tag = "no_dof"
+        tags.append("no_dof")
     if name == "logsumexp" and dim == () and not keepdim and n and x.size:
-        tag = "dim=()"
-    if name == "prod" and n == 0 and dim not in (None, 0, -1):
-        tag = "0d_dim_range"
+        tags.append("dim=()")
+    if isinstance(dim, int) and not (-max(n, 1) <= dim < max(n, 1)):
+        tags.append("0d_dim_range" if n == 0 and name == "prod" else "dim_range")
     # torch 2.13's var_backward/std_backward with dim=() (all dims) divide by 1 - correction instead of
     # numel - correction (its _safe_size of no dims is 1): torch's gradient is wrong there, check ember's by
     # central differences only.
     return Case(fn, [x], f"{name}{shape} dim={dim} keepdim={keepdim} {kw} method={method}",
-                dtypes=("bool",) if domain == "bool" else ("float32", "float64"), tag=tag,
+                dtypes=("bool",) if domain == "bool" else ("float32", "float64") if domain == "with_nans"
+                else ("float32", "float64", "int64"), tag=",".join(tags),
                 torch_grad_wrong=name in ("std", "var") and dim == ())
 
 
@@ -291,8 +296,9 @@ def reduction_cases(draw, name):
 @given(data=st.data(), seed=SEEDS, noncontig=st.booleans())
 def test_reduction(name, data, seed, noncontig):
     case = data.draw(reduction_cases(name))
-    skip_known_bugs(name, case, noncontig)
-    check(case, seed, data.draw(st.sampled_from(case.dtypes)), noncontig)
+    dtype = data.draw(st.sampled_from(case.dtypes))
+    skip_known_bugs(name, case, noncontig, dtype)
+    check(case, seed, dtype, noncontig)
 
 
 # ----- shape ops ---------------------------------------------------------------------------------------------
@@ -539,10 +545,10 @@ SHAPE_OPS = {
 
 @pytest.mark.parametrize("name", list(SHAPE_OPS))
 @HYP
-@given(data=st.data(), seed=SEEDS, dtype=DTYPES, noncontig=st.booleans())
+@given(data=st.data(), seed=SEEDS, dtype=DTYPES_INT, noncontig=st.booleans())
 def test_shape(name, data, seed, dtype, noncontig):
     case = data.draw(SHAPE_OPS[name](name))
-    skip_known_bugs(name, case, noncontig)
+    skip_known_bugs(name, case, noncontig, dtype)
     check(case, seed, dtype, noncontig)
 
 
@@ -685,7 +691,8 @@ def gather_cases(draw, name):
         fn = lambda m, a, s: meth_or_fn(m, "index_add", a, d, m.tensor(index), s, alpha=alpha,  # noqa: E731
                                         method=method)
         return Case(fn, [x, src], f"index_add x{shape} dim={d} index{index.shape} alpha={alpha}",
-                    tag="0d_source" if src.ndim == 0 and index.size != 1 else "")
+                    tag=",".join((["0d_source"] if src.ndim == 0 and index.size != 1 else []) +
+                                 (["float_alpha"] if alpha != int(alpha) else [])))
     # take_along_dim: indices broadcast against x in every dim but d; or d=None on the flattened input
     if draw(st.booleans()):
         numel = x.size
@@ -707,10 +714,10 @@ INDEX_OPS = {"getitem_basic": getitem_cases, "getitem_mixed": getitem_cases, "ge
 
 @pytest.mark.parametrize("name", list(INDEX_OPS))
 @HYP
-@given(data=st.data(), seed=SEEDS, dtype=DTYPES, noncontig=st.booleans())
+@given(data=st.data(), seed=SEEDS, dtype=DTYPES_INT, noncontig=st.booleans())
 def test_indexing(name, data, seed, dtype, noncontig):
     case = data.draw(INDEX_OPS[name](name))
-    skip_known_bugs(name, case, noncontig)
+    skip_known_bugs(name, case, noncontig, dtype)
     check(case, seed, dtype, noncontig)
 
 
@@ -795,10 +802,10 @@ LINALG_OPS = ["matmul", "bmm", "einsum", "tensordot", "det", "inv", "slogdet", "
 
 @pytest.mark.parametrize("name", LINALG_OPS)
 @HYP
-@given(data=st.data(), seed=SEEDS, dtype=DTYPES, noncontig=st.booleans())
+@given(data=st.data(), seed=SEEDS, dtype=DTYPES_INT, noncontig=st.booleans())
 def test_linalg(name, data, seed, dtype, noncontig):
     case = data.draw(linalg_cases(name))
-    skip_known_bugs(name, case, noncontig)
+    skip_known_bugs(name, case, noncontig, dtype)
     check(case, seed, dtype, noncontig)
 
 
@@ -841,7 +848,7 @@ SORTING_OPS = ["sort", "sort_stable_ties", "argsort", "topk", "kthvalue", "media
 @given(data=st.data(), seed=SEEDS, dtype=DTYPES, noncontig=st.booleans())
 def test_sorting(name, data, seed, dtype, noncontig):
     case = data.draw(sorting_cases(name))
-    skip_known_bugs(name, case, noncontig)
+    skip_known_bugs(name, case, noncontig, dtype)
     check(case, seed, dtype, noncontig)
 
 
@@ -892,6 +899,16 @@ KNOWN_BUGS = {
                                 "x[tensor([5]), False] for x of shape (3, 2): torch gathers nothing and returns an "
                                 "empty (0, 2) tensor without a bounds check; ember raises IndexError",
                                 lambda m, a: a[m.tensor([5]), False], [np.ones((3, 2))]),
+    "index_add:float_alpha+int64": ("ember.index_add on integral tensors with a float alpha multiplies by the "
+                                    "float alpha and then casts; torch casts alpha to the tensor's dtype first "
+                                    "(truncation): index_add(tensor([2, 0]), 0, tensor([0, 1]), tensor([-2, 3]), "
+                                    "alpha=2.5) is [-2, 6] in torch, [-3, 7] in ember",
+                                    lambda m, a, s: m.index_add(a, 0, m.tensor([0, 1]), s, alpha=2.5),
+                                    [np.array([2, 0]), np.array([-2, 3])]),
+    **{f"{op}:dim_range+int64": (f"ember.{op} of an integral tensor with an out-of-range dim raises IndexError "
+                                 f"(dim checked first); torch raises RuntimeError (dtype checked first)",
+                                 (lambda op: lambda m, a: getattr(m, op)(a, dim=2))(op), [np.array([1, 2])])
+       for op in ("mean", "std", "var", "norm")},
     "roll:0d_dims": ("ember.roll on a 0-d tensor with explicit dims (roll(x, 1, 0)) returns x; torch raises "
                      "IndexError: Dimension specified as 0 but tensor has no dimensions",
                      lambda m, a: m.roll(a, 1, 0), [np.array(0.5)]),
