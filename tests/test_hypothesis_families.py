@@ -451,7 +451,8 @@ def cat_cases(draw, name):
         arrays = [values(rng, shape) for _ in range(k)]
         fn = lambda m, *xs: m.stack(xs, dim=d)  # noqa: E731
     legacy = name == "cat" and len(arrays) > 1 and all(a.shape == (0,) for a in arrays)
-    return Case(fn, arrays, f"{name} {[a.shape for a in arrays]} dim={d}", tag="all_legacy_empty" if legacy else "")
+    return Case(fn, arrays, f"{name} {[a.shape for a in arrays]} dim={d}",
+                tag="all_legacy_empty" if legacy else "")
 
 
 @st.composite
@@ -508,7 +509,8 @@ def diag_cases(draw, name):
     if name == "diagonal":
         d1, d2 = draw(st.permutations(range(n)))[:2]
         d1, d2 = (d - n if draw(st.booleans()) else d for d in (d1, d2))
-        fn = lambda m, a: meth_or_fn(m, "diagonal", a, offset=offset, dim1=d1, dim2=d2, method=method)  # noqa: E731
+        fn = lambda m, a: meth_or_fn(m, "diagonal", a, offset=offset,  # noqa: E731
+                                     dim1=d1, dim2=d2, method=method)
         desc = (offset, d1, d2)
     else:
         fn = lambda m, a: meth_or_fn(m, name, a, offset, method=method)  # noqa: E731
@@ -645,7 +647,8 @@ def getitem_cases(draw, name):
         idx, desc = draw(advanced_index(shape, rng, mask=name == "getitem_mask"))
     fn = lambda m, a: a[_materialize(m, idx)]  # noqa: E731
     parts = idx if isinstance(idx, tuple) else (idx,)
-    oob_but_false = any(p is False for p in parts) and any(isinstance(p, tuple) and p[0] == "arr_oob" for p in parts)
+    oob_but_false = any(p is False for p in parts) and \
+        any(isinstance(p, tuple) and p[0] == "arr_oob" for p in parts)
     return Case(fn, [x], f"{name} x{shape}[{desc}]", tag="false_oob" if oob_but_false else "")
 
 
@@ -707,9 +710,9 @@ def gather_cases(draw, name):
     return Case(fn, [x], f"take_along_dim x{shape} dim={d} index{ishape}")
 
 
-INDEX_OPS = {"getitem_basic": getitem_cases, "getitem_mixed": getitem_cases, "getitem_int_arrays": getitem_cases, "getitem_mask": getitem_cases, "gather": gather_cases,
-             "scatter_add": gather_cases, "index_select": gather_cases, "index_add": gather_cases,
-             "take_along_dim": gather_cases}
+INDEX_OPS = {"getitem_basic": getitem_cases, "getitem_mixed": getitem_cases, "getitem_int_arrays": getitem_cases,
+             "getitem_mask": getitem_cases, "gather": gather_cases, "scatter_add": gather_cases,
+             "index_select": gather_cases, "index_add": gather_cases, "take_along_dim": gather_cases}
 
 
 @pytest.mark.parametrize("name", list(INDEX_OPS))
