@@ -4,8 +4,10 @@
 a shape together with the arguments that must fit it (dims, permutations, split sizes, indices, batch
 shapes, ``k`` ...), then compare ember with torch:
 
-  * forward: values, shapes and dtypes of every output, in the drawn dtype (float32 or float64); when
-    torch raises for a draw, ember must raise the same exception type;
+  * forward: values, shapes and dtypes of every output, in the drawn dtype (float32, float64, and int64
+    where the family takes integers); when torch raises for a draw, ember must raise the same exception type
+    (out-of-range dims, too-long narrows, one-past-the-end selects and topk's k are drawn on purpose);
+  * inputs of 2 or more dims are drawn contiguous or not (a transposed view of a transposed copy);
   * gradients: first-order VJP vs torch in float64 with a random upstream gradient;
   * central differences: the ember VJP vs numeric differences of ember's own forward, on small inputs.
 
