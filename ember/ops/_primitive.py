@@ -262,13 +262,13 @@ class PrimNode(Node):
             if prim._blank is not None:   # worked out just now: no rule reads any input
                 args = prim._blank
         out = self._unpack_out(create_graph) if prim.saves_out else _OUT_NOT_SAVED
+        if create_graph:
+            return self._apply_graph(g, out, args, needed)
+        # Plain backward on raw arrays: the hot path (the create_graph twin below does the same on Tensors).
         params = self._params
         vjps = prim.vjps
         in_ = self._in
         res = []
-        if create_graph:
-            return self._apply_graph(g, out, args, needed)
-        # Plain backward on raw arrays: the hot path (the create_graph twin below does the same on Tensors).
         xp = NAMESPACES[type(g)]
         i = 0
         for node, _ in self.next_functions:
