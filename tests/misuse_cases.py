@@ -933,21 +933,10 @@ for _prefix, _name in _registered():
 # Known defects, as {regex on the case id: reason naming the file where the fix belongs}; each becomes a strict
 # xfail, so that a fix shows up as a failure until its line here is removed.
 XFAIL_PATTERNS: dict[str, str] = {
-    r"registry-where-tensor-(None|str)": "ember/ops/elementwise.py: where(cond, None) / where(cond, 'a') must be "
-                                         "PyTorch's TypeError (where(cond) alone is the nonzero form)",
-    r"registry-einsum-(None|str)": "ember/ops/linalg.py: einsum with no operands is PyTorch's ValueError",
-    r"registry-(inverse|pinverse)-(None|str)": "ember/ops/linalg.py: the legacy names must name themselves "
-                                               "(inverse(), pinverse()) and their argument 'input'",
-    r"registry-(qr|svd)-tensor-(None|str)": "ember/ops/linalg.py: legacy qr/svd 'some' must be a bool",
-    r"registry-pinverse-tensor-(None|str)": "ember/ops/linalg.py: pinverse's rcond must be a float",
-    r"registry-linalg\.matrix_rank-tensor-None": "ember/ops/linalg.py: matrix_rank(A, None) is a TypeError",
     r"registry-linalg\.matrix_norm-tensor-None": "ember/ops/reduction.py: matrix_norm(A, None) is a TypeError",
     r"registry-nanmean-tensor-str": "ember/ops/reduction.py: nanmean's dim message names nansum",
     r"registry-(prod|logsumexp|max|min)-tensor-None": "ember/ops/reduction.py: a positional dim of None is a "
                                                        "TypeError for prod/logsumexp/max/min",
-    r"registry-squeeze-tensor-None": "ember/ops/shape.py: squeeze(x, None) is a TypeError",
-    r"registry-dsplit-tensor-(None|str)": "ember/ops/shape.py: dsplit's bad sections argument is a TypeError",
-    r"registry-diagflat-tensor-(None|str)": "ember/ops/shape.py: diagflat's messages name diag_embed",
 }
 
 

@@ -1099,14 +1099,28 @@ def iclamp_max(self: Tensor, max) -> Tensor:
 
 # ----- where --------------------------------------------------------------------------------------------
 
+_WHERE_UNSET = object()     # where(cond) alone (the nonzero form) vs an explicit where(cond, None)
+_WHERE_FORMS = ("where() received an invalid combination of arguments - got ({}), but expected one of:\n"
+                " * (Tensor condition)\n"
+                " * (Tensor condition, Tensor input, Tensor other, *, Tensor out = None)\n"
+                " * (Tensor condition, Number self, Tensor other)\n"
+                " * (Tensor condition, Tensor input, Number other)\n"
+                " * (Tensor condition, Number self, Number other)\n")
+
+
 @register
-def where(condition: Tensor, input=None, other=None):
+def where(condition: Tensor, input=_WHERE_UNSET, other=_WHERE_UNSET):
     """``where(cond, x, y)``: x where cond holds, else y (tensors or scalars). ``where(cond)`` gives the
     indices of the nonzero elements."""
     check_tensor(condition, "where", "condition")
     xp = NAMESPACES[type(condition._data)]
-    if input is None and other is None:
-        return tuple(make(i) for i in xp.nonzero_tuple(condition._data))
+    if input is _WHERE_UNSET or other is _WHERE_UNSET or input is None or other is None:
+        if input is _WHERE_UNSET and other is _WHERE_UNSET:
+            return tuple(make(i) for i in xp.nonzero_tuple(condition._data))
+        got = ["Tensor"] + [type(v).__name__ if k is None else f"{k}={type(v).__name__}"
+                            for k, v in ((None, input), ("other" if input is _WHERE_UNSET else None, other))
+                            if v is not _WHERE_UNSET]
+        raise TypeError(_WHERE_FORMS.format(", ".join(got)))
     if condition._data.dtype.kind != "b":
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype "
                            f"{D.type_word(condition._data.dtype)}")

@@ -439,16 +439,51 @@ def _einsum_node(subs, out) -> str:
     return "ViewBackward0"
 
 
+_EINSUM_ARGS = ("einsum(): must specify the equation string and at least one operand, or at least one operand "
+                "and its subscripts list")
+
+
+def _einsum_subscript(n) -> str:
+    """One subscript of einsum's sublist format as a letter (0-25: A-Z, 26-51: a-z), as PyTorch's einsum."""
+    if n is Ellipsis:
+        return "..."
+    if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
+        raise TypeError(f"einsum(): subscripts in a subscript list must be int or Ellipsis, not {type(n).__name__}")
+    if 0 <= n < 26:
+        return chr(ord("A") + n)
+    if 26 <= n < 52:
+        return chr(ord("a") + n - 26)
+    raise ValueError("einsum(): subscript in subscript list is not within the valid range [0, 52)")
+
+
+def _einsum_sublist(s) -> str:
+    try:
+        items = list(s)
+    except TypeError:
+        raise TypeError(f"einsum(): a subscript list must be a sequence of ints, not {type(s).__name__}") from None
+    return "".join(_einsum_subscript(n) for n in items)
+
+
 @register
-def einsum(equation: str, *operands) -> Tensor:
+def einsum(*args) -> Tensor:
     """Einstein summation (PyTorch's equations: implicit or explicit output, ellipsis, repeated
-    subscripts for diagonals, broadcasting of size-1 dims); 3+ operands contract in an optimised order."""
+    subscripts for diagonals, broadcasting of size-1 dims); 3+ operands contract in an optimised order.
+    ``einsum(op0, sublist0, op1, sublist1, ..., [out_sublist])`` is the sublist format."""
+    if len(args) < 2:
+        raise ValueError(_EINSUM_ARGS)
+    if isinstance(args[0], Tensor):      # sublist format: operands interleaved with their subscript lists
+        equation = ",".join(_einsum_sublist(s) for s in args[1::2])
+        if len(args) % 2 == 1:
+            equation += "->" + _einsum_sublist(args[-1])
+            operands = args[:-1:2]
+        else:
+            operands = args[::2]
+    else:
+        equation, operands = args[0], args[1:]
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        return einsum(equation, *operands[0])
     if not isinstance(equation, str):
         raise TypeError(f"einsum(): argument 'equation' (position 1) must be str, not {type(equation).__name__}")
-    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
-        operands = tuple(operands[0])
-    if not operands:
-        raise RuntimeError("einsum(): must provide at least one operand")
     for i, op in enumerate(operands):
         if not isinstance(op, Tensor):
             raise TypeError(f"einsum(): argument 'tensors' must be tuple of Tensors, but found element of type "
@@ -1006,6 +1041,7 @@ def linalg_inv(A: Tensor, *, out=None) -> Tensor:
 @register(method=True)
 def inverse(input: Tensor, *, out=None) -> Tensor:
     """Alias of ``linalg.inv``."""
+    check_tensor(input, "inverse")
     return linalg_inv(input, out=out)
 
 
@@ -1340,6 +1376,8 @@ def qr(input: Tensor, some: bool = True, *, out=None):
     """Deprecated form of ``linalg.qr`` (``some=False`` is mode 'complete')."""
     warnings.warn("torch.qr is deprecated in favor of torch.linalg.qr and will be removed in a future PyTorch "
                   "release.", UserWarning, stacklevel=2)
+    check_tensor(input, "qr")
+    some = check_bool(some, "qr", "some")
     return QRLegacy(*linalg_qr(input, "reduced" if some else "complete", out=out))
 
 
@@ -1522,6 +1560,9 @@ def linalg_svdvals(A: Tensor, *, driver=None, out=None) -> Tensor:
 def svd(input: Tensor, some: bool = True, compute_uv: bool = True, *, out=None):
     """Legacy SVD: (U, S, V) with V, not Vh; ``some=False`` gives full U and V."""
     _no_out(out, "svd")
+    check_tensor(input, "svd")
+    some = check_bool(some, "svd", "some")
+    compute_uv = check_bool(compute_uv, "svd", "compute_uv")
     _check_matrix(input, "linalg.svd", square=False, arg="A")
     if not compute_uv:
         s = linalg_svdvals(input)
@@ -1587,7 +1628,10 @@ def linalg_pinv(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False, out
 @register(method=True)
 def pinverse(input: Tensor, rcond: float = 1e-15) -> Tensor:
     """Legacy form of ``linalg.pinv`` with a relative tolerance ``rcond``."""
-    return linalg_pinv(input, rtol=rcond)
+    check_tensor(input, "pinverse")
+    if not isinstance(rcond, (int, float, np.integer, np.floating, Tensor)):
+        raise TypeError(f"pinverse(): argument 'rcond' must be float, not {type(rcond).__name__}")
+    return linalg_pinv(input, rtol=float(rcond) if isinstance(rcond, (bool, np.bool_)) else rcond)
 
 
 # ======================================================================================================
@@ -1748,13 +1792,29 @@ def linalg_lstsq(A: Tensor, B: Tensor, rcond=None, *, driver: str | None = None)
     return LstsqResult(x, residuals, make(np.broadcast_to(rank, batch).copy()), make(s.astype(dt)))
 
 
+_NO_TOL = object()     # matrix_rank's tol left out (an explicit tol=None is PyTorch's TypeError)
+_RANK_FORMS = ("linalg_matrix_rank() received an invalid combination of arguments - got ({}), but expected one of:\n"
+               " * (Tensor input, *, Tensor atol = None, Tensor rtol = None, bool hermitian = False, "
+               "Tensor out = None)\n"
+               " * (Tensor input, *, float atol = None, float rtol = None, bool hermitian = False, "
+               "Tensor out = None)\n"
+               " * (Tensor input, Tensor tol, bool hermitian = False, *, Tensor out = None)\n"
+               " * (Tensor input, float tol, bool hermitian = False, *, Tensor out = None)\n")
+
+
 @register(submodule="linalg", module=False, name="matrix_rank")
-def linalg_matrix_rank(A: Tensor, tol=None, *, atol=None, rtol=None, hermitian: bool = False, out=None) -> Tensor:
+def linalg_matrix_rank(A: Tensor, tol=_NO_TOL, hermitian: bool = False, *, atol=None, rtol=None,
+                       out=None) -> Tensor:
     """The number of singular values above max(atol, rtol * s_max) (int64)."""
     _no_out(out, "linalg.matrix_rank")
+    if tol is not _NO_TOL and (tol is None or atol is not None or rtol is not None
+                               or not isinstance(tol, (int, float, np.integer, np.floating, Tensor))):
+        got = ["Tensor" if isinstance(A, Tensor) else type(A).__name__, type(tol).__name__]
+        got += [f"{k}={type(v).__name__}" for k, v in (("atol", atol), ("rtol", rtol)) if v is not None]
+        raise TypeError(_RANK_FORMS.format(", ".join(got)))
     _check_matrix(A, "linalg.matrix_rank", square=False)
     hermitian = check_bool(hermitian, "linalg_matrix_rank", "hermitian")
-    if tol is not None:
+    if tol is not _NO_TOL:
         atol, rtol = tol, 0.0
     atol = _tol(atol, "linalg_matrix_rank", "atol")
     rtol = _tol(rtol, "linalg_matrix_rank", "rtol")
