@@ -369,9 +369,7 @@ def permute_cases(draw, name):
             dst = dst[0] if draw(st.booleans()) else dst
         fn = lambda m, a: meth_or_fn(m, "movedim", a, src, dst, method=method)  # noqa: E731
         desc = (src, dst)
-        tag = "mixed" if isinstance(src, int) != isinstance(dst, int) else \
-            "0d_tuple" if n == 0 and isinstance(src, tuple) else ""
-    return Case(fn, [x], f"{name}{shape} {desc} method={method}", tag=tag if name == "movedim" else "")
+    return Case(fn, [x], f"{name}{shape} {desc} method={method}")
 
 
 @st.composite
@@ -394,8 +392,6 @@ def flip_roll_cases(draw, name):
                 shifts, dims = shifts[0], dims[0]
         fn = lambda m, a: meth_or_fn(m, "roll", a, shifts, dims, method=method)  # noqa: E731
         desc = (shifts, dims)
-        if n == 0 and dims is not None:
-            return Case(fn, [x], f"roll{shape} {desc} method={method}", tag="0d_dims")
     return Case(fn, [x], f"{name}{shape} {desc} method={method}")
 
 
@@ -452,9 +448,7 @@ def cat_cases(draw, name):
         d = draw(st.integers(-n - 1, n))
         arrays = [values(rng, shape) for _ in range(k)]
         fn = lambda m, *xs: m.stack(xs, dim=d)  # noqa: E731
-    legacy = name == "cat" and len(arrays) > 1 and all(a.shape == (0,) for a in arrays)
-    return Case(fn, arrays, f"{name} {[a.shape for a in arrays]} dim={d}",
-                tag="all_legacy_empty" if legacy else "")
+    return Case(fn, arrays, f"{name} {[a.shape for a in arrays]} dim={d}")
 
 
 @st.composite
@@ -862,12 +856,6 @@ def test_sorting(name, data, seed, dtype, noncontig):
 # below fail until the bug is fixed, then the strict xfail turns red and the entry goes.
 
 KNOWN_BUGS = {
-    "movedim:0d_tuple": ("ember.movedim on a 0-d tensor refuses tuple dims (TypeError: argument 'source' must be "
-                         "int, not tuple); torch accepts movedim(x, (), ()) and movedim(x, (0,), (-1,))",
-                         lambda m, a: m.movedim(a, (0,), (-1,)), [np.array(0.5)]),
-    "movedim:mixed": ("ember.movedim accepts one int and one tuple (movedim(x, (0,), 1)); torch raises TypeError "
-                      "(source and destination must both be ints or both sequences)",
-                      lambda m, a: m.movedim(a, (0,), 1), [np.ones((2, 3))]),
     "all:dim=()": ("ember.all(x, dim=()) reduces over every dim; torch reduces over none (an elementwise "
                    "x != 0, of x's shape): torch.all(torch.zeros(2, 3, dtype=bool), dim=()) has shape (2, 3)",
                    lambda m, a: m.all(a, dim=()), [np.zeros((2, 3), dtype=bool)]),
@@ -896,10 +884,6 @@ KNOWN_BUGS = {
     "prod:0d_dim_range": ("ember.prod on a 0-d tensor accepts any dim: prod(tensor(0.5), 1) returns 0.5; torch raises "
                           "IndexError: Dimension out of range (expected to be in range of [-1, 0], but got 1)",
                           lambda m, a: m.prod(a, 1), [np.array(0.5)]),
-    "cat:all_legacy_empty": ("ember.cat of two or more 1-d empty tensors (legacy empties, skipped by torch's shape "
-                             "checks) raises NumPy's RuntimeError 'need at least one array to concatenate' "
-                             "(and IndexError for dim=1); torch returns an empty (0,) tensor of the promoted dtype",
-                             lambda m, a, b: m.cat([a, b], 0), [np.zeros(0), np.zeros(0)]),
     "getitem_mixed:false_oob": ("indexing with a False scalar and an out-of-range integer array, "
                                 "x[tensor([5]), False] for x of shape (3, 2): torch gathers nothing and returns an "
                                 "empty (0, 2) tensor without a bounds check; ember raises IndexError",
@@ -914,9 +898,6 @@ KNOWN_BUGS = {
                                  f"(dim checked first); torch raises RuntimeError (dtype checked first)",
                                  (lambda op: lambda m, a: getattr(m, op)(a, dim=2))(op), [np.array([1, 2])])
        for op in ("mean", "std", "var", "norm")},
-    "roll:0d_dims": ("ember.roll on a 0-d tensor with explicit dims (roll(x, 1, 0)) returns x; torch raises "
-                     "IndexError: Dimension specified as 0 but tensor has no dimensions",
-                     lambda m, a: m.roll(a, 1, 0), [np.array(0.5)]),
 }
 
 

@@ -396,16 +396,23 @@ def _squeeze_like(input, shape, name):
     return apply(reshape_p, (input,), {"shape": shape}, _node(name))
 
 
+_ALL = object()   # squeeze's default: every size-1 dim (an explicit dim=None is PyTorch's TypeError)
+
+
 @register(method=True, graph=True)
-def squeeze(input: Tensor, dim=None, *, axis=None) -> Tensor:
+def squeeze(input: Tensor, dim=_ALL, *, axis=_ALL) -> Tensor:
     """``input`` without its size-1 dims (or those of ``dim``, an int or a tuple)."""
     check_tensor(input, "squeeze")
-    dim = _dim_kw(dim, axis, "squeeze", None)
+    if axis is not _ALL:
+        if dim is not _ALL:
+            raise TypeError("squeeze() got multiple values for argument 'dim'")
+        dim = axis
     shp = input._data.shape
-    if dim is None:
+    if dim is _ALL:
         return _squeeze_like(input, tuple(s for s in shp if s != 1), "SqueezeBackward0")
-    dims = dim if isinstance(dim, (tuple, list)) else (dim,)
-    dims = {wrap_dim(d, len(shp), "squeeze") for d in dims}
+    dims = tuple(dim) if isinstance(dim, (tuple, list)) else (_int(dim, "squeeze", "dim"),)
+    dims = {wrap_dim(d._data.item() if isinstance(d, Tensor) and d._data.ndim == 0 and d._data.dtype.kind in "iu"
+                     else d, len(shp), "squeeze") for d in dims}
     new = tuple(s for i, s in enumerate(shp) if not (i in dims and s == 1))
     return _squeeze_like(input, new, "SqueezeBackward1" if not isinstance(dim, (tuple, list)) else
                          "SqueezeBackward2")
@@ -466,12 +473,15 @@ def movedim(input: Tensor, source, destination) -> Tensor:
     """Dims ``source`` moved to positions ``destination`` (ints or sequences), the others keeping their order."""
     check_tensor(input, "movedim")
     nd = input._data.ndim
-    if nd == 0:
-        wrap_dim(_int(source, "movedim", "source"), 0, "movedim")
-        wrap_dim(_int(destination, "movedim", "destination"), 0, "movedim")
-        return apply(reshape_p, (input,), {"shape": ()}, _node("AliasBackward0"))
-    src = _int_list(source, "movedim", "source")
-    dst = _int_list(destination, "movedim", "destination")
+    seq = isinstance(source, (tuple, list))
+    if seq != isinstance(destination, (tuple, list)):
+        raise TypeError(f"movedim() received an invalid combination of arguments - got (Tensor, "
+                        f"{type(source).__name__}, {type(destination).__name__}), but expected one of: "
+                        f"(Tensor input, int source, int destination) or (Tensor input, tuple of ints source, "
+                        f"tuple of ints destination)")
+    src = tuple(_int(d, "movedim", "source") for d in source) if seq else (_int(source, "movedim", "source"),)
+    dst = (tuple(_int(d, "movedim", "destination") for d in destination) if seq else
+           (_int(destination, "movedim", "destination"),))
     if len(src) != len(dst):
         raise RuntimeError(f"movedim: Invalid source or destination dims: source ({list(src)} dims) should contain "
                            f"the same number of dims as destination ({list(dst)} dims)")
@@ -482,6 +492,8 @@ def movedim(input: Tensor, source, destination) -> Tensor:
     if len(set(dst)) != len(dst):
         raise RuntimeError(f"movedim: repeated dim in `destination` "
                            f"({list(destination) if isinstance(destination, (list, tuple)) else [destination]})")
+    if nd == 0:
+        return apply(reshape_p, (input,), {"shape": ()}, _node("AliasBackward0"))
     order = [None] * nd
     for s, d in zip(src, dst):
         order[d] = s
@@ -547,9 +559,11 @@ def transpose_(self: Tensor, dim0: int, dim1: int) -> Tensor:
 
 
 @register(module=False, method=True)
-def squeeze_(self: Tensor, dim=None) -> Tensor:
+def squeeze_(self: Tensor, dim=_ALL) -> Tensor:
     check_tensor(self, "squeeze_")
-    name = "SqueezeBackward3" if dim is None else "SqueezeBackward5" if isinstance(dim, (tuple, list)) else \
+    if dim is None:
+        raise TypeError("squeeze_(): argument 'dim' must be int or tuple of ints, not NoneType")
+    name = "SqueezeBackward3" if dim is _ALL else "SqueezeBackward5" if isinstance(dim, (tuple, list)) else \
         "SqueezeBackward4"
     return _inplace_view(self, squeeze, name, dim)
 
@@ -842,9 +856,9 @@ def roll(input: Tensor, shifts, dims=None) -> Tensor:
     dims = _int_list(dims, "roll", "dims")
     if len(shifts) != len(dims):
         raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:{len(dims)}")
-    dims = tuple(wrap_dim(d, nd, "roll") for d in dims)
     if nd == 0:
-        return apply(roll_p, (input,), {"shifts": shifts[0], "dims": None})
+        raise IndexError(f"Dimension specified as {dims[0]} but tensor has no dimensions")
+    dims = tuple(wrap_dim(d, nd, "roll") for d in dims)
     return apply(roll_p, (input,), {"shifts": shifts, "dims": dims})
 
 
@@ -1017,6 +1031,11 @@ def _tensor_split(input, ios, dim, op):
 
 def _split_dim(input, ios, dim, op, min_nd):
     check_tensor(input, op)
+    # the argument's type is checked first, as PyTorch's argument parser does
+    if isinstance(ios, (list, tuple)):
+        ios = [_int(v, op, "indices") for v in ios]
+    elif not isinstance(ios, Tensor):
+        ios = _int(ios, op, "sections")
     nd = input._data.ndim
     if nd < min_nd:
         raise RuntimeError(f"torch.{op} requires a tensor with at least {min_nd} dimension, but got a tensor with "
@@ -1075,7 +1094,8 @@ class _PerInput(tuple):
 
 
 def _cat_forward(xp, *arrays, dim, bounds, legacy):
-    return xp.cat([a for a in arrays if a.shape != (0,) or len(arrays) == 1], dim)
+    kept = [a for a in arrays if a.shape != (0,)]
+    return xp.cat(kept if kept else list(arrays), dim)   # all legacy empties: an empty (0,) result
 
 
 cat_p = defprim("cat", "CatBackward0", _cat_forward, vjp=_PerInput(_cat_vjp), jvp="linear", promote="standard")
@@ -1092,7 +1112,11 @@ def cat(tensors, dim: int = 0, *, axis=None, out=None) -> Tensor:
     if not tensors:
         raise ValueError("torch.cat(): expected a non-empty list of Tensors")
     # PyTorch skips legacy empty 1-d tensors of shape (0,) in cat.
-    ref = next((x for x in tensors if x._data.shape != (0,)), tensors[0])
+    ref = next((x for x in tensors if x._data.shape != (0,)), None)
+    if ref is None:   # only legacy empties: PyTorch skips every shape check (dim too) and returns an empty (0,)
+        if not _is_int(dim):
+            wrap_dim(dim, 1, "cat")
+        return apply(cat_p, tensors, {"dim": 0, "bounds": (0,) * (len(tensors) + 1), "legacy": ()})
     if ref._data.ndim == 0:
         raise RuntimeError("zero-dimensional tensor (at position 0) cannot be concatenated")
     d = wrap_dim(dim, ref._data.ndim, "cat")
@@ -1263,6 +1287,7 @@ def diag(input: Tensor, diagonal: int = 0) -> Tensor:
 def diagflat(input: Tensor, offset: int = 0) -> Tensor:
     """A matrix with ``input``'s elements (flattened) on diagonal ``offset``."""
     check_tensor(input, "diagflat")
+    offset = _int(offset, "diagflat", "offset")
     return diag_embed(flatten(input) if input._data.ndim != 1 else input, offset, 0, 1)
 
 
