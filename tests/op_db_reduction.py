@@ -171,6 +171,11 @@ OPS: list = [
     # no degrees of freedom: nan (and PyTorch's warning)
     OpInfo("var_dof0", _kw_call(lambda m, a, **kw: a.var(**kw)),
            _samples([((), {}), ((1, 3), {"dim": 0}), ((3,), {"correction": 3}), ((0, 3), {})]), dtypes=ALL, **NO_GRAD),
+    # ... and their gradients with no dim given: PyTorch's grad * where(x == mean, nan, inf)
+    OpInfo("var_dof0_grad", _kw_call(lambda m, a, **kw: (a.var(**kw), a.std(**kw))),
+           _samples([((), {}), ((2,), {"correction": 2}), ((2,), {"correction": 3}), ((), {"dim": 0, "correction": 2}),
+                     ((2,), {"dim": 0, "correction": 2})]),
+           supports_gradgrad=False, supports_fwd=False),   # (inf/nan values: no central differences of tangents)
     OpInfo("var_positional", lambda m, a: m.var(a, 1, False, True), [((3, 4),)]),
     OpInfo("std_legacy", lambda m, a: m.std(a, False), [((3, 4),), ((5,),)]),
     OpInfo("std_mean", _kw_call(lambda m, a, **kw: m.std_mean(a, **kw)),
@@ -230,8 +235,12 @@ OPS: list = [
     # --- logsumexp ---------------------------------------------------------------------------------------------
     OpInfo("logsumexp", lambda m, a, dim, **kw: m.logsumexp(a, dim, **kw),
            _samples([((3, 4), {"dim": 1}), ((2, 3, 4), {"dim": (0, 2)}), ((3, 4), {"dim": -1, "keepdim": True}),
-                     ((), {"dim": 0}), ((2, 1, 3), {"dim": (0, 1, 2)}), ((0, 3), {"dim": 1})]),
+                     ((), {"dim": 0}), ((2, 1, 3), {"dim": (0, 1, 2)}), ((0, 3), {"dim": 1}),
+                     ((2, 3), {"dim": (), "keepdim": True}), ((), {"dim": ()})]),
            dtypes=ALL),
+    # dim=() without keepdim: torch 2.13 reduces over every dim, then fails to fit the 0-d result (RuntimeError)
+    OpInfo("logsumexp_no_dims", lambda m, a, dim, **kw: m.logsumexp(a, dim, **kw),
+           _samples([((2, 3), {"dim": ()}), ((1,), {"dim": []})]), **NO_GRAD),
     OpInfo("logsumexp_empty", lambda m, a, dim, **kw: m.logsumexp(a, dim, **kw),
            _samples([((0, 3), {"dim": 0}), ((2, 0), {"dim": 1}), ((2, 0), {"dim": (0, 1), "keepdim": True})]),
            **NO_GRAD),
@@ -284,10 +293,12 @@ OPS: list = [
     # --- all / any ---------------------------------------------------------------------------------------------
     OpInfo("any", lambda m, a, **kw: m.any(a, **kw),
            _samples([((3, 4), {}), ((3, 4), {"dim": 1}), ((2, 3, 4), {"dim": (0, 2), "keepdim": True}), ((), {}),
-                     ((), {"dim": 0}), ((0, 3), {"dim": 0}), ((0, 3), {})]), dtypes=ALL, supports_grad=False),
+                     ((), {"dim": 0}), ((0, 3), {"dim": 0}), ((0, 3), {}), ((2, 3), {"dim": ()}),
+                     ((0, 3), {"dim": [], "keepdim": True})]), dtypes=ALL, supports_grad=False),
     OpInfo("all", lambda m, a, **kw: a.all(**kw),
            _samples([((3, 4), {}), ((3, 4), {"dim": -1}), ((2, 3, 4), {"dim": (1,), "keepdim": True}),
-                     ((0, 3), {"dim": 1})]), dtypes=ALL, supports_grad=False),
+                     ((0, 3), {"dim": 1}), ((2, 3), {"dim": ()}), ((), {"dim": ()})]), dtypes=ALL,
+           supports_grad=False),
 ]
 HYP_UNARY: list = []    # names of entries whose single input hypothesis draws shapes for
 HYP_BINARY: list = []   # names of entries whose two broadcasting inputs hypothesis draws shapes for

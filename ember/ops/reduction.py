@@ -119,29 +119,40 @@ prod_p = defprim("prod", "ProdBackward1", lambda xp, a, dim, keepdim: xp.prod(a,
 
 # ----- std, var ------------------------------------------------------------------------------------
 
-def _var_grad(xp, g, a, dims, keepdim, correction):
-    # PyTorch's var_backward: (2 / (N - correction)) * grad * (a - mean(a))
+def _var_grad(xp, g, a, dims, keepdim, correction, every):
+    # PyTorch's var_backward: (2 / (N - correction)) * grad * (a - mean(a)). With no dim given (``every``: dim
+    # None, or a 0-d input) and N - correction <= 0, PyTorch takes grad * where(a == mean, nan, inf) instead
+    # (FunctionsManual.cpp): inf * 0 is nan, inf * c is inf, whatever the sign of a - mean.
+    # (With dim=() PyTorch takes N = 1, the size of no dims, while the forward reduces over every dim: a wrong
+    # gradient, 2 / (1 - correction) * grad * (a - mean). ember keeps the true derivative, N = numel.)
     dof = _count(a.shape, dims) - correction
+    gu = _unreduce(xp, g, a, dims, keepdim)
+    if every and dof <= 0:
+        return gu * xp.where(a == xp.mean(a, dims, True), math.nan, _INF)
     scale = 2.0 / dof if dof != 0 else _INF
-    return (scale * _unreduce(xp, g, a, dims, keepdim)) * (a - xp.mean(a, dims, True))
+    return (scale * gu) * (a - xp.mean(a, dims, True))
 
 
-def _std_vjp(xp, g, out, a, dims, keepdim, correction):
+def _std_vjp(xp, g, out, a, dims, keepdim, correction, every):
     # std_backward: var_backward(grad / (2 * std)), with 0 where std == 0 (a constant input)
-    return _var_grad(xp, _safe_div(xp, g, 2 * out), a, dims, keepdim, correction)
+    return _var_grad(xp, _safe_div(xp, g, 2 * out), a, dims, keepdim, correction, every)
 
 
-def _var_jvp(xp, t, out, a, dims, keepdim, correction):
-    return xp.sum(_var_grad(xp, 1.0, a, dims, True, correction) * t, dims, keepdim)
+def _var_jvp(xp, t, out, a, dims, keepdim, correction, every):
+    return xp.sum(_var_grad(xp, 1.0, a, dims, True, correction, every) * t, dims, keepdim)
 
 
-std_p = defprim("std", "StdBackward0", lambda xp, a, dims, keepdim, correction: xp.std(a, dims, correction, keepdim),
-                vjp=_std_vjp, jvp=lambda xp, t, out, a, dims, keepdim, correction:
-                _safe_div(xp, _var_jvp(xp, t, out, a, dims, keepdim, correction), 2 * out),
+# ``every``: no dim was given (or the input is 0-d), which only changes the gradient when N - correction <= 0
+std_p = defprim("std", "StdBackward0",
+                lambda xp, a, dims, keepdim, correction, every: xp.std(a, dims, correction, keepdim),
+                vjp=_std_vjp, jvp=lambda xp, t, out, a, dims, keepdim, correction, every:
+                _safe_div(xp, _var_jvp(xp, t, out, a, dims, keepdim, correction, every), 2 * out),
                 saves=(0,), saves_out=True)
 
-var_p = defprim("var", "VarBackward0", lambda xp, a, dims, keepdim, correction: xp.var(a, dims, correction, keepdim),
-                vjp=lambda xp, g, out, a, dims, keepdim, correction: _var_grad(xp, g, a, dims, keepdim, correction),
+var_p = defprim("var", "VarBackward0",
+                lambda xp, a, dims, keepdim, correction, every: xp.var(a, dims, correction, keepdim),
+                vjp=lambda xp, g, out, a, dims, keepdim, correction, every:
+                _var_grad(xp, g, a, dims, keepdim, correction, every),
                 jvp=_var_jvp, saves=(0,))
 
 
@@ -445,12 +456,29 @@ def _np_aliases(fn):
     return wrapper
 
 
-def _reduce_args(input, dim, keepdim, op):
+def _reduce_args(input, dim, keepdim, op, check_dtype=None):
+    """The dims to reduce, normalized. ``check_dtype()`` (ops that refuse some dtypes: mean, std, var, norms)
+    runs before an out-of-range dim is reported, as PyTorch checks the dtype first (after the dims' type)."""
     check_tensor(input, op)
     check_bool(keepdim, op, "keepdim")
     if isinstance(dim, (list, tuple)) and len(dim) == 0:
         dim = None   # PyTorch: an empty dim list reduces over every dim
-    return normalize_dims(dim, input._data.ndim, op)
+    if check_dtype is None:
+        return normalize_dims(dim, input._data.ndim, op)
+    try:
+        return normalize_dims(dim, input._data.ndim, op)
+    except IndexError:
+        check_dtype()
+        raise
+
+
+_NO_DIM = object()   # the default dim of max/min/prod: a dim of None given explicitly is PyTorch's TypeError
+
+
+def _no_none_dim(dim, op, want="int"):
+    if dim is None:
+        raise TypeError(f"{op}(): argument 'dim' must be {want}, not NoneType")
+    return None if dim is _NO_DIM else dim
 
 
 def _int_dim(input, dim, op) -> int:
@@ -522,10 +550,15 @@ def nansum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Ten
 @_np_aliases
 def mean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     """Mean over ``dim`` (all dims by default); the input must be floating (or ``dtype`` given)."""
-    dims = _reduce_args(input, dim, keepdim, "mean")
-    input = _cast(input, _check_dtype(dtype, "mean"))
-    _need_float(input, "mean", "mean(): could not infer output dtype. Input dtype must be either a floating point "
-                               f"or complex dtype. Got: {dtype_word(input._data.dtype)}")
+    _check_dtype(dtype, "mean")
+
+    def check():
+        if not (input.dtype if dtype is None else dtype).is_floating_point:
+            raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a floating point "
+                               f"or complex dtype. Got: {dtype_word((input.dtype if dtype is None else dtype).np)}")
+    dims = _reduce_args(input, dim, keepdim, "mean", check)
+    check()
+    input = _cast(input, dtype)
     node = mean_p.node_cls if dim is not None else _MEAN0
     return apply(mean_p, (input,), {"dims": dims, "keepdim": keepdim}, node)
 
@@ -535,6 +568,8 @@ def mean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tenso
 def nanmean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     """Mean over ``dim`` of the non-NaN elements (PyTorch's composite: nansum / count, so DivBackward0)."""
     check_tensor(input, "nanmean")
+    if dim is not None and not (isinstance(dim, (int, np.integer, list, tuple)) and not isinstance(dim, bool)):
+        raise TypeError(f"nanmean(): argument 'dim' must be tuple of ints, not {type(dim).__name__}")
     _need_float(input if dtype is None else _cast(input, _check_dtype(dtype, "nanmean")), "nanmean")
     total = nansum(input, dim, keepdim, dtype=dtype)
     count = sum(input == input, dim, keepdim)
@@ -543,16 +578,18 @@ def nanmean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Te
 
 @register(method=True, graph=True)
 @_np_aliases
-def prod(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+def prod(input: Tensor, dim=_NO_DIM, keepdim: bool = False, *, dtype=None) -> Tensor:
     """Product over one ``dim`` (all elements by default); exact gradients with zeros, as PyTorch's."""
     check_tensor(input, "prod")
     check_bool(keepdim, "prod", "keepdim")
+    dim = _no_none_dim(dim, "prod")
     if dim is not None:
         if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):
             raise TypeError(f"prod(): argument 'dim' must be int, not {type(dim).__name__}")
     node = prod_p.node_cls if dim is not None else _PROD0
     if dim is not None:   # a 0-d input has no dim to reduce (0 and -1 name it)
-        dim = wrap_dim(dim, input._data.ndim, "prod") if input._data.ndim else None
+        dim = wrap_dim(dim, input._data.ndim, "prod")
+        dim = dim if input._data.ndim else None
     input = _cast(input, _check_dtype(dtype, "prod"))
     return apply(prod_p, (input,), {"dim": dim, "keepdim": keepdim and dim is not None}, node,
                  dtype=_integral_to_int64(input))
@@ -572,15 +609,19 @@ def _std_args(input, dim, unbiased, keepdim, correction, op):
         correction = scalar_or_tensor(correction, op, "correction")
         if isinstance(correction, Tensor) or isinstance(correction, bool):
             raise TypeError(f"{op}(): argument 'correction' must be Number, not {type(correction).__name__}")
-    dims = _reduce_args(input, dim, keepdim, op)
-    if not input.dtype.is_floating_point:
-        raise RuntimeError("std and var only support floating point and complex dtypes")
+    def check():
+        if not input.dtype.is_floating_point:
+            raise RuntimeError(f"{op if op.endswith('_mean') else 'std and var'} only support floating point and "
+                               "complex dtypes")
+    every = dim is None or input._data.ndim == 0   # PyTorch's var_backward: "no dim" (not dim=())
+    dims = _reduce_args(input, dim, keepdim, op, check)
+    check()
     if correction is None:
         correction = 0 if unbiased is False else 1
     if _count(input._data.shape, dims) - correction <= 0:
         warnings.warn(f"{op}(): degrees of freedom is <= 0. Correction should be strictly less than the reduction "
                       "factor (input numel divided by output numel).", UserWarning, stacklevel=3)
-    return {"dims": dims, "keepdim": keepdim, "correction": correction}
+    return {"dims": dims, "keepdim": keepdim, "correction": correction, "every": every}
 
 
 @register(method=True)
@@ -632,10 +673,13 @@ def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=None
     """The ``ord``-norm of ``x`` over ``dim`` (all elements by default): 0, 1, 2, inf, -inf or any float."""
     check_tensor(x, "linalg.vector_norm", "x")
     ord = _check_ord(ord)
-    dims = _reduce_args(x, dim, keepdim, "linalg.vector_norm")
     word = dtype_word(x._data.dtype)
-    if not x.dtype.is_floating_point:
-        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got {word}")
+
+    def check():
+        if not x.dtype.is_floating_point:
+            raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got {word}")
+    dims = _reduce_args(x, dim, keepdim, "linalg.vector_norm", check)
+    check()
     if _check_dtype(dtype, "linalg.vector_norm") is not None:
         if not dtype.is_floating_point or D.promote_types(x.dtype, dtype) != dtype:
             raise RuntimeError(f"linalg.vector_norm: the dtype of the input ({word}) should be convertible without "
@@ -668,6 +712,8 @@ def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dt
     """The matrix norm of ``A`` over the two dims ``dim``: 'fro', 'nuc', inf, -inf, 1, -1, 2, -2."""
     op = "linalg.matrix_norm"
     check_tensor(A, op, "A")
+    if ord is None or isinstance(ord, bool) or not isinstance(ord, (str, int, float, np.integer, np.floating)):
+        raise TypeError(f"linalg_matrix_norm(): argument 'ord' must be Number or str, not {type(ord).__name__}")
     check_bool(keepdim, op, "keepdim")
     if A._data.ndim < 2:
         raise RuntimeError(f"{op}: The input tensor A must have at least 2 dimensions.")
@@ -774,7 +820,13 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode=None) -> Tensor:
 @_np_aliases
 def logsumexp(input: Tensor, dim, keepdim: bool = False) -> Tensor:
     """log(sum(exp(input))) over ``dim``, computed stably; integral inputs give the default float dtype."""
+    _no_none_dim(dim, "logsumexp", "tuple of ints")
     dims = _reduce_args(input, dim, keepdim, "logsumexp")
+    shape = input._data.shape
+    if isinstance(dim, (list, tuple)) and not dim and not keepdim and shape and input._data.size:
+        # PyTorch 2.13 reduces dim=() over every dim into a 0-d output, then fails to fit it to the keepdim shape
+        raise RuntimeError(f"logsumexp(): output with shape [] doesn't match the broadcast shape "
+                           f"[{', '.join('1' * len(shape))}]")
     return apply(logsumexp_p, (input,), {"dims": dims, "keepdim": keepdim})
 
 
@@ -805,6 +857,7 @@ def _made(r) -> Tensor:
 def _extremum(input, dim, keepdim, other, op):
     from .elementwise import maximum, minimum
     check_tensor(input, op)
+    dim = _no_none_dim(dim, op)
     if isinstance(dim, Tensor):
         other, dim = dim, None
     if other is not None:
@@ -833,14 +886,14 @@ def _extremum(input, dim, keepdim, other, op):
 
 @register(method=True)
 @_np_aliases
-def max(input: Tensor, dim=None, keepdim: bool = False, *, other=None):
+def max(input: Tensor, dim=_NO_DIM, keepdim: bool = False, *, other=None):
     """The maximum of all elements, or ``(values, indices)`` along ``dim``, or ``maximum(input, other)``."""
     return _extremum(input, dim, keepdim, other, "max")
 
 
 @register(method=True)
 @_np_aliases
-def min(input: Tensor, dim=None, keepdim: bool = False, *, other=None):
+def min(input: Tensor, dim=_NO_DIM, keepdim: bool = False, *, other=None):
     """The minimum of all elements, or ``(values, indices)`` along ``dim``, or ``minimum(input, other)``."""
     return _extremum(input, dim, keepdim, other, "min")
 
@@ -1044,7 +1097,11 @@ def diff(input: Tensor, n: int = 1, dim: int = -1, prepend=None, append=None) ->
 
 def _logical_reduce(input, dim, keepdim, op):
     check_tensor(input, op)
-    dims = _reduce_args(input, dim, keepdim, op)
+    if isinstance(dim, (list, tuple)) and not dim:   # PyTorch: all/any over no dims (x != 0), unlike sum
+        check_bool(keepdim, op, "keepdim")
+        dims = ()
+    else:
+        dims = _reduce_args(input, dim, keepdim, op)
     xp = NAMESPACES[type(input._data)]
     r = getattr(xp, op)(input._data, dims, keepdim)
     if input._data.dtype == np.uint8:
