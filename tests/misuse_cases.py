@@ -933,10 +933,6 @@ for _prefix, _name in _registered():
 # Known defects, as {regex on the case id: reason naming the file where the fix belongs}; each becomes a strict
 # xfail, so that a fix shows up as a failure until its line here is removed.
 XFAIL_PATTERNS: dict[str, str] = {
-    r"registry-linalg\.matrix_norm-tensor-None": "ember/ops/reduction.py: matrix_norm(A, None) is a TypeError",
-    r"registry-nanmean-tensor-str": "ember/ops/reduction.py: nanmean's dim message names nansum",
-    r"registry-(prod|logsumexp|max|min)-tensor-None": "ember/ops/reduction.py: a positional dim of None is a "
-                                                       "TypeError for prod/logsumexp/max/min",
 }
 
 

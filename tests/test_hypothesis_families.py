@@ -277,13 +277,7 @@ def reduction_cases(draw, name):
         fn = lambda m, a: meth_or_fn(m, name, a, method=method, **kw)  # noqa: E731
     else:
         fn = lambda m, a: meth_or_fn(m, name, a, dim=dim, keepdim=keepdim, method=method, **kw)  # noqa: E731
-    tags = ["dim=()"] if dim == () and name in ("all", "any") else []
-    if name in ("std", "var") and (dim is None or n == 0) and x.size - kw["correction"] <= 0:
-        tags.append("no_dof")
-    if name == "logsumexp" and dim == () and not keepdim and n and x.size:
-        tags.append("dim=()")
-    if isinstance(dim, int) and not (-max(n, 1) <= dim < max(n, 1)):
-        tags.append("0d_dim_range" if n == 0 and name == "prod" else "dim_range")
+    tags = []
     # torch 2.13's var_backward/std_backward with dim=() (all dims) divide by 1 - correction instead of
     # numel - correction (its _safe_size of no dims is 1): torch's gradient is wrong there, check ember's by
     # central differences only.
@@ -856,11 +850,6 @@ def test_sorting(name, data, seed, dtype, noncontig):
 # below fail until the bug is fixed, then the strict xfail turns red and the entry goes.
 
 KNOWN_BUGS = {
-    "all:dim=()": ("ember.all(x, dim=()) reduces over every dim; torch reduces over none (an elementwise "
-                   "x != 0, of x's shape): torch.all(torch.zeros(2, 3, dtype=bool), dim=()) has shape (2, 3)",
-                   lambda m, a: m.all(a, dim=()), [np.zeros((2, 3), dtype=bool)]),
-    "any:dim=()": ("ember.any(x, dim=()) reduces over every dim; torch reduces over none (shape kept)",
-                   lambda m, a: m.any(a, dim=(), keepdim=True), [np.ones((0,), dtype=bool)]),
     "index_add:0d_source": ("ember.index_add with a 0-d source and an index of numel != 1 raises RuntimeError; "
                             "torch raises IndexError (Dimension specified as 0 but tensor has no dimensions)",
                             lambda m, a, s: m.index_add(a, 0, m.tensor([0, 1]), s),
@@ -869,21 +858,6 @@ KNOWN_BUGS = {
                                       "flattens with x.view(-1) and raises RuntimeError (view size is not "
                                       "compatible ...) for a non-contiguous x such as a transposed matrix",
                                       lambda m, a: m.take_along_dim(a.t(), m.tensor([0, 3])), [np.ones((2, 3))]),
-    "var:no_dof": ("var backward over all dims (dim=None or a 0-d input) with numel - correction <= 0: torch "
-                   "returns grad * where(x == x.mean(), nan, inf) (FunctionsManual.cpp var_backward), ember applies "
-                   "2 / (n - correction) * (x - mean): var(tensor(0.5), 0, correction=2) gives grad -0. (torch nan), "
-                   "var(tensor([0.5, 1.5]), correction=2) gives [-inf, inf] (torch [inf, inf])",
-                   lambda m, a: m.var(a, dim=0, correction=2), [np.array(0.5)]),
-    "std:no_dof": ("std backward over all dims with numel - correction < 0: std(tensor([0.5, 1.5]), correction=3) "
-                   "gives grad [0, -0] in ember, torch [nan, nan] (its var_backward's where(x == mean, nan, inf))",
-                   lambda m, a: m.std(a, correction=3), [np.array([0.5, 1.5])]),
-    "logsumexp:dim=()": ("ember.logsumexp(x, dim=()) reduces over every dim; torch 2.13 raises RuntimeError (output "
-                         "with shape [] doesn't match the broadcast shape [1]) for an x of 1 or more dims and "
-                         "elements with keepdim=False",
-                         lambda m, a: m.logsumexp(a, dim=()), [np.zeros((2, 3))]),
-    "prod:0d_dim_range": ("ember.prod on a 0-d tensor accepts any dim: prod(tensor(0.5), 1) returns 0.5; torch raises "
-                          "IndexError: Dimension out of range (expected to be in range of [-1, 0], but got 1)",
-                          lambda m, a: m.prod(a, 1), [np.array(0.5)]),
     "getitem_mixed:false_oob": ("indexing with a False scalar and an out-of-range integer array, "
                                 "x[tensor([5]), False] for x of shape (3, 2): torch gathers nothing and returns an "
                                 "empty (0, 2) tensor without a bounds check; ember raises IndexError",
@@ -894,10 +868,6 @@ KNOWN_BUGS = {
                                     "alpha=2.5) is [-2, 6] in torch, [-3, 7] in ember",
                                     lambda m, a, s: m.index_add(a, 0, m.tensor([0, 1]), s, alpha=2.5),
                                     [np.array([2, 0]), np.array([-2, 3])]),
-    **{f"{op}:dim_range+int64": (f"ember.{op} of an integral tensor with an out-of-range dim raises IndexError "
-                                 f"(dim checked first); torch raises RuntimeError (dtype checked first)",
-                                 (lambda op: lambda m, a: getattr(m, op)(a, dim=2))(op), [np.array([1, 2])])
-       for op in ("mean", "std", "var", "norm")},
 }
 
 
