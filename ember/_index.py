@@ -134,6 +134,19 @@ def _tensor_index(t) -> np.ndarray:
     raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
 
 
+def raw_index(index):
+    """A NumPy index that may hold tensors (an index built inside a derivative rule under ``create_graph``) with
+    each tensor as public indexing reads it: its data as a long or bool array (a 0-d integer one stays 0-d,
+    an int to NumPy). Without this NumPy would call a one-element tensor's ``__index__`` and drop its dim."""
+    if type(index) is SplitIndex:
+        return index
+    if _is_tensor(index):
+        return _tensor_index(index)
+    if type(index) is tuple and any(_is_tensor(i) for i in index):
+        return tuple(_tensor_index(i) if _is_tensor(i) else i for i in index)
+    return index
+
+
 _PLAIN = (int, type(None))
 _BAD_TYPE = ("only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are valid "
              "indices (got {})")
@@ -302,10 +315,13 @@ def _check_advanced(adv: dict, view_shape: tuple) -> tuple:
     shapes = []
     ordinal = 0     # PyTorch numbers the dims of an out-of-range index among the indexed dims only
     d = 0
+    bad_dims = []   # (position in out, size, ordinal) of the index arrays with values out of range
+    sliced_empty = False    # a dim that is not indexed has size 0
     while d < len(view_shape):
         arr = adv.get(d)
         if arr is None:
             out.append(_FULL)
+            sliced_empty = sliced_empty or view_shape[d] == 0
             d += 1
             continue
         if arr.dtype == np.bool_:
@@ -320,9 +336,7 @@ def _check_advanced(adv: dict, view_shape: tuple) -> tuple:
             continue
         n = view_shape[d]
         if not _xp(arr).in_range(arr, -n, n):
-            bad = (arr >= n) | (arr < -n)
-            v = int(arr[bad].reshape(-1)[0]) if arr.ndim else int(arr)
-            raise IndexError(f"index {v} is out of bounds for dimension {ordinal} with size {n}")
+            bad_dims.append((len(out), n, ordinal))
         out.append(arr)
         shapes.append(arr.shape)
         ordinal += 1
@@ -333,6 +347,17 @@ def _check_advanced(adv: dict, view_shape: tuple) -> tuple:
     except ValueError:
         raise IndexError("shape mismatch: indexing tensors could not be broadcast together with shapes "
                          + ", ".join(str(list(s)) for s in shapes)) from None
+    if bad_dims:
+        # PyTorch's index kernel checks bounds as it gathers: a result without elements (an index broadcast to
+        # size 0, as with a False, or a size-0 dim left) checks nothing. NumPy would, so the out-of-range
+        # arrays of such an index become zeros.
+        if not sliced_empty and 0 not in np.broadcast_shapes(*shapes):
+            i, n, ordinal = bad_dims[0]
+            arr = out[i]
+            v = int(arr[(arr >= n) | (arr < -n)].reshape(-1)[0]) if arr.ndim else int(arr)
+            raise IndexError(f"index {v} is out of bounds for dimension {ordinal} with size {n}")
+        for i, _, _ in bad_dims:
+            out[i] = out[i] * 0
     return tuple(out)
 
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import _dtype as D
 from .._device import NAMESPACES
-from .._index import Index, SplitIndex, check_value_shape, convert, view_of as _view_of
+from .._index import Index, SplitIndex, check_value_shape, convert, raw_index, view_of as _view_of
 from .._tensor import Tensor, make, wrap_dim
 from ..autograd.graph import node_class
 from ._primitive import PrimNode, _state, apply, broadcast_error, defprim, fwd_state
@@ -149,12 +149,14 @@ scatter_legacy_p = defprim(
     lambda xp, a, s, index, reduce: xp.scatter_reduce(a, s, index, reduce, True),
     vjp=(_not_implemented, _not_implemented), jvp=(_not_implemented, _not_implemented))
 
-graph("getitem", lambda x, index: apply(getitem_p, (x,), {"index": index}))
-graph("index_put_zeros", lambda g, index, shape: apply(index_put_zeros_p, (g,), {"index": index, "shape": shape}))
-graph("fill_index", lambda x, index, value: apply(fill_index_p, (x,), {"index": index, "value": value}))
-graph("index_put_add", lambda x, index, v: apply(index_add_p, (x, v), {"index": index, "alpha": 1}))
+# Indices reaching these from rules are NumPy indices; a tensor in one is read as public indexing reads it.
+graph("getitem", lambda x, index: apply(getitem_p, (x,), {"index": raw_index(index)}))
+graph("index_put_zeros", lambda g, index, shape: apply(index_put_zeros_p, (g,), {"index": raw_index(index),
+                                                                                 "shape": shape}))
+graph("fill_index", lambda x, index, value: apply(fill_index_p, (x,), {"index": raw_index(index), "value": value}))
+graph("index_put_add", lambda x, index, v: apply(index_add_p, (x, v), {"index": raw_index(index), "alpha": 1}))
 graph("scatter_reduce", lambda x, s, index, reduce, include_self: apply(
-    scatter_reduce_p, (x, s), {"index": index, "reduce": reduce, "include_self": include_self}))
+    scatter_reduce_p, (x, s), {"index": raw_index(index), "reduce": reduce, "include_self": include_self}))
 # not differentiable: the device's kernel on the tensor's data
 graph("nonzero_tuple", lambda x: tuple(make(i) for i in NAMESPACES[type(x._data)].nonzero_tuple(x._data)))
 graph("mask_count", lambda mask: NAMESPACES[type(mask._data)].mask_count(mask._data))
@@ -487,7 +489,7 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Te
     if indices._data.dtype != np.int64:
         raise RuntimeError(f"torch.take_along_dim(): dtype of indices should be Long but got {_word(indices)}")
     if dim is None:
-        return gather(input.reshape(-1), 0, indices.reshape(-1))
+        return gather(input.view(-1), 0, indices.view(-1))   # PyTorch's view(-1): a non-viewable layout raises
     if not input._data.ndim:
         raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
     d = _as_dim(dim, input._data.ndim, "take_along_dim")
@@ -555,6 +557,42 @@ def _source_checks(self: Tensor, d: int, idx: np.ndarray, source: Tensor, op: st
     return ss, sv, n_src
 
 
+def _index_source_checks(self: Tensor, d: int, idx: np.ndarray, source: Tensor, name: str) -> None:
+    """index_add/index_reduce: PyTorch's index_func_meta_impl checks, in its order. Its message for a wrong
+    number of indices reads ``source.size(dim)``, which raises IndexError itself for a 0-d source."""
+    ss, sv = self._data.shape, source._data.shape
+    if d != 0 and d >= len(sv):
+        raise RuntimeError(f"{name}(): Indexing dim {d} is out of bounds of the source tensor with dim {len(sv)}")
+    n_src = sv[d] if sv else 1
+    if idx.size != n_src:
+        if not sv:
+            raise IndexError(f"Dimension specified as {d} but tensor has no dimensions")
+        raise RuntimeError(f"{name}(): Number of indices ({idx.size}) should be equal to source.size(dim): "
+                           f"({n_src}), for dim: {d}")
+    if len(sv) != len(ss) or any(a != b for k, (a, b) in enumerate(zip(ss, sv)) if k != d):
+        raise RuntimeError(f"source tensor shape must match self tensor shape, excluding the specified dimension. "
+                           f"Got self.shape = {list(ss)} source.shape = {list(sv)}")
+
+
+_C_TYPE = {"int8": "int8_t", "uint8": "uint8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t",
+           "float16": "c10::Half", "float32": "float", "float64": "double"}
+
+
+def _alpha_as(alpha, dtype: np.dtype):
+    """``alpha`` converted to ``dtype`` as PyTorch's checked_convert does: integral dtypes truncate a float alpha
+    (after a range check on its value), every dtype but bool refuses a finite value out of its range."""
+    if dtype.kind == "b" or isinstance(alpha, (bool, np.bool_)):
+        return alpha
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        if not (info.min <= alpha <= info.max):   # also nan and inf
+            raise RuntimeError(f"value cannot be converted to type {_C_TYPE[dtype.name]} without overflow")
+        return int(alpha)
+    if dtype.kind == "f" and abs(alpha) > np.finfo(dtype).max and abs(alpha) != float("inf") and alpha == alpha:
+        raise RuntimeError(f"value cannot be converted to type {_C_TYPE[dtype.name]} without overflow")
+    return alpha
+
+
 def _index_add(self, dim, index, source, alpha, inplace, op):
     check_tensor(self, op, "input", 1)
     d, idx = _vector_index(self, dim, index, op, ("int64", "int32"), "index_add_(): Expected dtype int32/int64 for "
@@ -563,15 +601,9 @@ def _index_add(self, dim, index, source, alpha, inplace, op):
     if type(alpha) not in (bool, int, float) and not isinstance(alpha, (np.integer, np.floating)):
         raise TypeError(f"{op}(): argument 'alpha' must be Number, not {type(alpha).__name__}")
     _same_dtype(self, source, "index_add_(): self ({self}) and source ({other}) must have the same scalar type")
-    ss, sv, n_src = _source_checks(self, d, idx, source, op)
-    if idx.size != n_src:
-        raise RuntimeError(f"index_add_(): Number of indices ({idx.size}) should be equal to source.size(dim): "
-                           f"({n_src}), for dim: {d}")
-    if self._data.ndim and (source._data.ndim != self._data.ndim or any(
-            a != b for k, (a, b) in enumerate(zip(ss, sv)) if k != d)):
-        raise RuntimeError(f"source tensor shape must match self tensor shape, excluding the specified dimension. "
-                           f"Got self.shape = {list(ss)} source.shape = {list(sv)}")
-    n = _dims1(ss)[d]
+    _index_source_checks(self, d, idx, source, "index_add_")
+    alpha = _alpha_as(alpha, self._data.dtype)
+    n = _dims1(self._data.shape)[d]
     bad = _bounds(idx, n, negative=False)
     if bad is not None:
         raise RuntimeError(f"index {bad} is out of bounds for dimension {d} with size {n}")
@@ -680,15 +712,8 @@ def _index_reduce(self, dim, index, source, reduce, include_self, inplace, op):
                            "index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {reduce}.")
     include_self = check_bool(include_self, op, "include_self")
     _same_dtype(self, source, "index_reduce_(): self ({self}) and source ({other}) must have the same scalar type")
-    ss, sv, n_src = _source_checks(self, d, idx, source, op)
-    if idx.size != n_src:
-        raise RuntimeError(f"index_reduce_(): Number of indices ({idx.size}) should be equal to source.size(dim): "
-                           f"({n_src}), for dim: {d}")
-    if self._data.ndim and (source._data.ndim != self._data.ndim or any(
-            a != b for k, (a, b) in enumerate(zip(ss, sv)) if k != d)):
-        raise RuntimeError(f"source tensor shape must match self tensor shape, excluding the specified dimension. "
-                           f"Got self.shape = {list(ss)} source.shape = {list(sv)}")
-    if _bounds(idx, _dims1(ss)[d], negative=False) is not None:
+    _index_source_checks(self, d, idx, source, "index_reduce_")
+    if _bounds(idx, _dims1(self._data.shape)[d], negative=False) is not None:
         raise IndexError("index out of range in self")
     params = {"index": _dim_index(idx, d, self._data.ndim), "reduce": reduce, "include_self": include_self}
     node = _node("IndexReduceBackward0")
