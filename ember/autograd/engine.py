@@ -7,7 +7,6 @@ Gradients flow as raw arrays in plain backward and as Tensors under ``create_gra
 from __future__ import annotations
 
 import heapq
-import threading
 from contextlib import nullcontext
 
 
@@ -15,7 +14,7 @@ from .._device import backend_of
 from .._tensor import Tensor, make
 from . import grad_mode as _gm
 from ..ops._views import edge_of
-from .graph import AccumulateGrad
+from .graph import ACCUMULATE_LOCK
 
 
 def _as_tuple(x):
@@ -113,47 +112,9 @@ def _needed_nodes(order, deps, targets):
     return needed
 
 
-def _leaf_hooks(t: Tensor, g, create_graph: bool):
-    """Run a leaf's tensor hooks (PyTorch: tensor pre-hooks of its AccumulateGrad) on ``g``."""
-    m = t._meta
-    if m is not None and m.hooks and g is not None:
-        for fn in list(m.hooks.values()):
-            r = fn(_wrap(g, create_graph))
-            if r is not None:
-                g = _unwrap(r, create_graph, g, fn)
-    return g
-
-
-_accumulate_lock = threading.Lock()
-
-
-def _accumulate_leaf(t: Tensor, g, create_graph: bool) -> None:
-    with _accumulate_lock:   # backward may run in several threads at once; NumPy's add releases the GIL
-        _accumulate(t, g, create_graph)
-    m = t._meta
-    if m.post_acc_hooks:
-        for fn in list(m.post_acc_hooks.values()):
-            fn(t)
-
-
-def _accumulate(t: Tensor, g, create_graph: bool) -> None:
-    m = t._get_meta()
-    if m.grad is None:
-        if create_graph:
-            m.grad = g.clone()   # its own memory: g may be shared with other leaves or a broadcast view
-        else:
-            m.grad = make(backend_of(g).copy(g, t._data.dtype))
-    elif create_graph:
-        m.grad = m.grad + (g if create_graph else make(g))
-    else:
-        gd = m.grad._data
-        backend_of(gd).add_into(gd, g)
-        m.grad._vc[0] += 1
-
-
 def _store_retained(t: Tensor, g, create_graph: bool) -> None:
     gt = g.clone() if create_graph else make(backend_of(g).copy(g))
-    with _accumulate_lock:
+    with ACCUMULATE_LOCK:
         m = t._get_meta()
         m.grad = gt if m.grad is None else m.grad + gt
 
@@ -194,7 +155,7 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, targets=None, ac
             out = None
             if grads is not None:
                 if (needed is None and node._tensor_hooks is None and node._retained is None and
-                        node._pre_hooks is None and node._hooks is None and type(node) is not AccumulateGrad):
+                        node._pre_hooks is None and node._hooks is None):
                     out = node.apply(grads, create_graph, None)   # the common case: nothing to intercept
                 else:
                     out = _run_node(node, grads, create_graph, needed, target_nodes, captured, accumulate)
@@ -233,33 +194,21 @@ def _run_node(node, grads, create_graph, needed, target_nodes, captured, accumul
             t = ref()
             if t is not None and nr < len(grads) and grads[nr] is not None:
                 _store_retained(t, grads[nr], create_graph)
-    is_acc = isinstance(node, AccumulateGrad)
-    if is_acc:
-        grads[0] = _leaf_hooks(node.variable, grads[0], create_graph)
     mask = None
-    is_target = target_nodes is not None and node in target_nodes
-    if is_target:
+    if target_nodes is not None and node in target_nodes:
         # As PyTorch: the gradient of a target is captured after tensor hooks, before node pre-hooks,
-        # and the node itself runs only if it accumulates or some other target lies below it.
+        # and the node itself runs only if it accumulates (and backward accumulates) or some other target
+        # lies below it.
         for nr, g in enumerate(grads):
-            key = (node, nr)
-            captured[key] = g
-        if is_acc:
-            if not accumulate:
-                return None
-        else:
-            mask = tuple(n is not None and n in needed for n, _ in node.next_functions)
-            if not any(mask):
-                return None
+            captured[(node, nr)] = g
+        mask = tuple(n is not None and n in needed for n, _ in node.next_functions)
+        if not any(mask) and not (accumulate and node.accumulates):
+            return None
     if node._pre_hooks:
         for fn in list(node._pre_hooks.values()):
             r = fn(tuple(None if g is None else _wrap(g, create_graph) for g in grads))
             if r is not None:
                 grads = [None if g is None else _unwrap(g, create_graph) for g in r]
-    if is_acc:
-        if accumulate and (needed is None or is_target) and grads[0] is not None:
-            _accumulate_leaf(node.variable, grads[0], create_graph)
-        return None
     if needed is not None and node not in needed:
         return None
     if needed is not None and mask is None:

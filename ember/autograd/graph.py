@@ -7,9 +7,11 @@ gradients of its inputs (``apply``). Leaves that require grad end in an ``Accumu
 from __future__ import annotations
 
 import itertools
+import threading
 import weakref
 
 from .. import _tensor
+from .._device import backend_of
 from .._dtype import type_word
 from .._hooks import add_hook
 
@@ -31,6 +33,7 @@ class Node:
     __slots__ = ("next_functions", "_seq", "__weakref__", "__dict__")
 
     num_outputs = 1
+    accumulates = False   # see AccumulateGrad
     _hooks = _pre_hooks = _tensor_hooks = _retained = _metadata = None
     _qualified_name = None   # name() of the nodes PyTorch implements in C++ namespaces
 
@@ -90,17 +93,52 @@ class Node:
 
 
 class AccumulateGrad(Node):
-    """The node at a leaf that requires grad: adds incoming gradients into ``variable.grad``."""
+    """The node at a leaf that requires grad: adds incoming gradients into ``variable.grad``.
+
+    An ordinary node to the engine: its apply accumulates, and the leaf's tensor hooks are its tensor
+    hooks (PyTorch: tensor pre-hooks of the AccumulateGrad), so the engine runs them as any node's."""
 
     __slots__ = ("variable",)
     _qualified_name = "torch::autograd::AccumulateGrad"
+    accumulates = True   # the engine runs it for a target only when backward accumulates (not in grad())
 
     def __init__(self, variable):
         super().__init__(())
         self.variable = variable
 
+    @property
+    def _tensor_hooks(self):
+        m = self.variable._meta
+        return {0: m.hooks} if m is not None and m.hooks else None
+
     def apply(self, grads, create_graph, needed):
-        raise AssertionError("the engine accumulates leaf gradients itself")
+        g = grads[0]
+        if g is not None:
+            accumulate_grad(self.variable, g, create_graph)
+        return []
+
+
+ACCUMULATE_LOCK = threading.Lock()   # backward may run in several threads at once; NumPy's add releases the GIL
+
+
+def accumulate_grad(t, g, create_graph: bool) -> None:
+    """Add gradient ``g`` (a raw array, or a Tensor under create_graph) into leaf ``t``'s ``.grad``."""
+    with ACCUMULATE_LOCK:
+        m = t._get_meta()
+        if m.grad is None:
+            if create_graph:
+                m.grad = g.clone()   # its own memory: g may be shared with other leaves or a broadcast view
+            else:
+                m.grad = _tensor.make(backend_of(g).copy(g, t._data.dtype))
+        elif create_graph:
+            m.grad = m.grad + g
+        else:
+            gd = m.grad._data
+            backend_of(gd).add_into(gd, g)
+            m.grad._vc[0] += 1
+    if m.post_acc_hooks:
+        for fn in list(m.post_acc_hooks.values()):
+            fn(t)
 
 
 def grad_accumulator(t) -> AccumulateGrad:

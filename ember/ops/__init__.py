@@ -15,6 +15,7 @@ from . import linalg as L
 from . import reduction as R
 from . import shape as S
 from . import sorting as O
+from . import _primitive
 from ._primitive import Primitive, apply, graph_ns
 from . import _views
 from ._registry import EXPORTS, GRAPH, METHODS, graph
@@ -32,6 +33,8 @@ for _name, _fn in GRAPH.items():
     setattr(graph_ns, _name, _fn)
 
 FAMILIES = (E, R, S, I, L, O)
+# The op table's primitives: every one declared by the families (the random fills make theirs on first use).
+DECLARED = tuple(_primitive.PRIMITIVES)
 
 __all__ = ["Primitive", "apply", "graph_ns", "raw_names", "graph_names", "EXPORTS", "METHODS", "FAMILIES"]
 
