@@ -85,6 +85,10 @@ def _infer_np(data, float_dtype=None):
         k = arr.dtype.kind
     if k in "USO":
         raise _bad_data_error(data)
+    if float_dtype is None and k in "fiub" and isinstance(data, (list, tuple)):
+        dt = _numpy_scalar_dtype(data)
+        if dt is not None:   # NumPy scalars keep their dtype in PyTorch's inference
+            return arr.astype(dt.np, copy=False)
     if k == "f":
         with np.errstate(over="ignore"):   # 1e40 -> inf in float32, silently as PyTorch
             return arr.astype(float_dtype or D._default_float.np, copy=False)
@@ -98,6 +102,28 @@ def _infer_np(data, float_dtype=None):
 
 
 _SCALARS = (bool, int, float, np.bool_, np.number)
+
+
+def _numpy_scalar_dtype(data):
+    """PyTorch's dtype for nested data holding NumPy scalars: every element's own type (Python floats the
+    default float, ints int64, NumPy scalars their dtype) promoted together; None without NumPy scalars."""
+    result, seen, stack = None, False, [data]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, (list, tuple)):
+            stack.extend(x)
+            continue
+        if isinstance(x, np.generic):
+            seen = True
+            d = D._FROM_NP.get(x.dtype)
+            if d is None:
+                return None
+        elif isinstance(x, (bool, int, float)):
+            d = D._scalar_dtype(x)
+        else:
+            return None
+        result = d if result is None else D.promote_types(result, d)
+    return result if seen else None
 
 
 def _bad_data_error(data) -> Exception:

@@ -37,9 +37,9 @@ def warns_same(fn, category=UserWarning):
     "[[1, 2], [3, 4]]", "[[1.5], [2.5]]", "[]", "[[]]", "()", "((1, 2), (3, 4))", "[[[1]], [[2]]]",
     "2 ** 62", "[1e40]", "np.array([1, 2], dtype=np.int32)", "np.array([1., 2.])",
     "np.array([1., 2.], dtype=np.float32)", "np.array([1, 2], dtype=np.float16)", "np.float64(1.5)",
-    "np.int64(2)", pytest.param("[np.float64(1.5)]", marks=pytest.mark.xfail(strict=True, reason=(
-        "ember/_creation.py infers list data via np.array then casts floats to the default dtype; torch "
-        "keeps NumPy scalars' dtypes (float64 here), which needs a per-element walk"))),
+    "np.int64(2)", "[np.float64(1.5)]", "[np.float64(1.5), 2.0]", "[2.0, np.float32(1.5)]", "[np.float16(1)]",
+    "[np.int32(3)]", "[np.int32(3), 2]", "[[np.float64(1.0)], [2.0]]", "[1, np.float64(2)]", "[np.bool_(True)]",
+    "[True, np.float32(2)]",
     "np.array(True)", "np.array([[1, 2]], dtype=np.int16)",
     "np.array([1, 2], dtype=np.uint8)", "np.array([1, 2], dtype=np.int8)", "np.arange(6).reshape(2, 3).T",
 ])
