@@ -107,23 +107,21 @@ _SCALARS = (bool, int, float, np.bool_, np.number)
 def _numpy_scalar_dtype(data):
     """PyTorch's dtype for nested data holding NumPy scalars: every element's own type (Python floats the
     default float, ints int64, NumPy scalars their dtype) promoted together; None without NumPy scalars."""
-    result, seen, stack = None, False, [data]
-    while stack:
-        x = stack.pop()
-        if isinstance(x, (list, tuple)):
-            stack.extend(x)
-            continue
-        if isinstance(x, np.generic):
-            seen = True
-            d = D._FROM_NP.get(x.dtype)
+    types = set(map(type, np.array(data, dtype=object).ravel()))   # C loops: cheap even for long lists
+    if not any(issubclass(t, np.generic) for t in types):
+        return None
+    result = None
+    for t in types:
+        if issubclass(t, np.generic):
+            d = D._FROM_NP.get(np.dtype(t))
             if d is None:
                 return None
-        elif isinstance(x, (bool, int, float)):
-            d = D._scalar_dtype(x)
+        elif t in (bool, int, float):
+            d = D._scalar_dtype(t())
         else:
             return None
         result = d if result is None else D.promote_types(result, d)
-    return result if seen else None
+    return result
 
 
 def _bad_data_error(data) -> Exception:
