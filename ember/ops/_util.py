@@ -106,3 +106,21 @@ def normalize_dims(dim, ndim: int, op: str) -> tuple:
         return tuple(sorted(dims)) if ndim else ()
     d = wrap_dim(dim, ndim, op)
     return (d,) if ndim else ()
+
+
+def return_type(name: str, fields: tuple = ("values", "indices")) -> type:
+    """A namedtuple printing as PyTorch's ``torch.return_types.<name>(...)`` (max, sort, linalg_slogdet, ...)."""
+    from collections import namedtuple
+    base = namedtuple(name, fields)
+
+    def __repr__(self):
+        body = ",\n".join(f"{f}={v!r}" for f, v in zip(fields, self))
+        return f"torch.return_types.{name}(\n{body})"
+    return type(name, (base,), {"__slots__": (), "__repr__": __repr__, "__str__": __repr__,
+                                "__module__": "torch.return_types"})
+
+
+def no_out(out, op: str) -> None:
+    """``out=`` is refused with a clear error (ember always returns a new tensor)."""
+    if out is not None:
+        raise NotImplementedError(f"ember: {op}(out=...) is not supported; use the returned tensor")

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections import namedtuple
 
 import numpy as np
 
@@ -26,7 +25,7 @@ from .._tensor import Tensor, make
 from ..autograd.graph import node_class
 from ._primitive import PrimNode, apply, defprim, graph_ns
 from ._registry import SUBMODULES, graph, method, register
-from ._util import check_bool, check_tensor, dtype_word
+from ._util import check_bool, check_tensor, dtype_word, no_out, return_type
 from ._views import apply_inplace
 
 register(LinAlgError, name="LinAlgError", module=False, submodule="linalg")
@@ -40,14 +39,7 @@ def _mT(xp, x):
     return xp.transpose(x, -1, -2)
 
 
-def _return_type(name: str, fields: tuple) -> type:
-    """A namedtuple printing as PyTorch's ``torch.return_types.<name>(...)``."""
-    base = namedtuple(name, fields)
-
-    def __repr__(self):
-        body = ",\n".join(f"{f}={getattr(self, f)!r}" for f in fields)
-        return f"torch.return_types.{name}(\n{body})"
-    return type(name, (base,), {"__slots__": (), "__repr__": __repr__, "__str__": __repr__})
+_return_type = return_type
 
 
 # ======================================================================================================
@@ -912,9 +904,7 @@ def _check_same_dtype(A, B, op, a="A", b="B"):
                            f"{dtype_word(B._data.dtype)} and {a}.dtype = {dtype_word(A._data.dtype)}")
 
 
-def _no_out(out, op):
-    if out is not None:
-        raise NotImplementedError(f"ember: {op}(out=...) is not supported")
+_no_out = no_out
 
 
 # ======================================================================================================

@@ -12,7 +12,6 @@ from __future__ import annotations
 import functools
 import math
 import warnings
-from collections import namedtuple
 
 import numpy as np
 
@@ -22,7 +21,8 @@ from .._tensor import Tensor, make, wrap_dim
 from ..autograd.graph import node_class
 from ._primitive import PrimNode, apply, defprim
 from ._registry import SUBMODULES, graph, register
-from ._util import check_bool, check_tensor, dtype_word, normalize_dims, reduced_shape, scalar_or_tensor
+from ._util import (check_bool, check_tensor, dtype_word, normalize_dims, reduced_shape, return_type,
+                    scalar_or_tensor)
 
 _INF = math.inf
 
@@ -830,13 +830,7 @@ def logsumexp(input: Tensor, dim, keepdim: bool = False) -> Tensor:
     return apply(logsumexp_p, (input,), {"dims": dims, "keepdim": keepdim})
 
 
-def _return_type(name, fields=("values", "indices")):
-    base = namedtuple(name, fields)
-
-    def __repr__(self):
-        body = ",\n".join(f"{f}={v!r}" for f, v in zip(fields, self))
-        return f"torch.return_types.{name}(\n{body})"
-    return type(name, (base,), {"__slots__": (), "__repr__": __repr__, "__str__": __repr__})
+_return_type = return_type
 
 
 MaxResult = _return_type("max")

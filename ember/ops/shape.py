@@ -22,7 +22,7 @@ from ..autograd.graph import Node, _seq, node_class
 from ._primitive import PrimNode, apply, defprim, graph_ns
 from ._registry import graph, method, register
 from ._views import apply_inplace, check_inplace
-from ._util import check_bool, check_tensor
+from ._util import check_bool, check_tensor, no_out
 
 # ----- primitives --------------------------------------------------------------------------------
 
@@ -1138,9 +1138,7 @@ def cat(tensors, dim: int = 0, *, axis=None, out=None) -> Tensor:
     return apply(cat_p, tensors, {"dim": d, "bounds": tuple(bounds), "legacy": legacy})
 
 
-def _no_out(out, op):
-    if out is not None:
-        raise NotImplementedError(f"ember: {op}(out=...) is not supported; use the returned tensor")
+_no_out = no_out
 
 
 @register

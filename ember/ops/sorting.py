@@ -15,7 +15,6 @@ that, they get the stable order (``stable=True``'s), which may differ from PyTor
 """
 from __future__ import annotations
 
-from collections import namedtuple
 
 import numpy as np
 
@@ -25,7 +24,7 @@ from .._tensor import Tensor, make
 from ..autograd.graph import node_class
 from ._primitive import PrimNode, apply, defprim
 from ._registry import graph, register
-from ._util import check_bool, check_tensor, dtype_word, normalize_dims
+from ._util import check_bool, check_tensor, dtype_word, normalize_dims, return_type
 
 EXACT_TIES_LIMIT = 1 << 16   # elements with ties per call ordered by the model of PyTorch's C++ algorithm
 
@@ -93,13 +92,7 @@ _NODES = {n: node_class(n, PrimNode) for n in (
 
 # ----- result types --------------------------------------------------------------------------------
 
-def _return_type(name: str):
-    base = namedtuple(name, ["values", "indices"])
-
-    def __repr__(self):
-        return f"torch.return_types.{name}(\nvalues={self.values!r},\nindices={self.indices!r})"
-    return type(name, (base,), {"__slots__": (), "__repr__": __repr__, "__str__": __repr__,
-                                "__module__": "torch.return_types"})
+_return_type = return_type
 
 
 SortResult = _return_type("sort")
