@@ -55,10 +55,10 @@ class Primitive:
     """One differentiable op: forward, per-input VJP and JVP rules, and what backward must save."""
 
     __slots__ = ("name", "node_cls", "forward", "vjps", "jvps", "jvp_kind", "saves", "saves_out", "is_view",
-                 "promote", "_reads", "_blank")
+                 "promote", "edge_pos", "_reads", "_blank")
 
     def __init__(self, name, node_name, forward, vjp, jvp=None, saves=(), saves_out=False, is_view=False,
-                 promote=None):
+                 promote=None, scalar_args=()):
         self.name = name
         self.node_cls = node_class(node_name, PrimNode)
         self.forward = forward
@@ -76,6 +76,9 @@ class Primitive:
         self.saves_out = saves_out
         self.is_view = is_view  # output may alias input 0's memory (then it shares its version counter)
         self.promote = _PROMOTE[promote]
+        # PyTorch gives a node no edge for a Scalar argument (pow(x, 2), clamp(x, 0, 1)): the inputs at
+        # ``scalar_args`` (always Python scalars) get none, and edge k of a node is input edge_pos[k].
+        self.edge_pos = tuple(j for j in range(len(self.vjps)) if j not in scalar_args) if scalar_args else None
         self._reads = None   # which inputs the VJP rules read at all (worked out on first backward)
         self._blank = None   # the rules' arguments when they read no input
 
@@ -87,9 +90,10 @@ PRIMITIVES: list = []   # every primitive declared, in order (the op database's 
 
 
 def defprim(name, node_name, forward, vjp, jvp=None, *, saves=(), saves_out=False, is_view=False,
-            promote=None) -> Primitive:
-    """Declare a primitive (see the module docstring); ``node_name`` is PyTorch's name of its backward."""
-    p = Primitive(name, node_name, forward, vjp, jvp, saves, saves_out, is_view, promote)
+            promote=None, scalar_args=()) -> Primitive:
+    """Declare a primitive (see the module docstring); ``node_name`` is PyTorch's name of its backward;
+    ``scalar_args``: positions of inputs that are PyTorch ``Scalar`` arguments (no graph edge)."""
+    p = Primitive(name, node_name, forward, vjp, jvp, saves, saves_out, is_view, promote, scalar_args)
     PRIMITIVES.append(p)
     return p
 
@@ -270,12 +274,14 @@ class PrimNode(Node):
         in_ = self._in
         res = []
         xp = NAMESPACES[type(g)]
-        i = 0
+        pos = prim.edge_pos
+        k = 0
         for node, _ in self.next_functions:
-            if node is None or (needed is not None and not needed[i]):
+            if node is None or (needed is not None and not needed[k]):
                 res.append(None)
-                i += 1
+                k += 1
                 continue
+            i = k if pos is None else pos[k]   # the input this edge belongs to
             try:
                 gi = vjps[i](xp, g, out, *args, **params)
             except (_UnsavedRead, TypeError) as e:
@@ -287,7 +293,7 @@ class PrimNode(Node):
                 if gi.dtype != dt:
                     gi = gi.astype(dt)
             res.append(gi)
-            i += 1
+            k += 1
         return res
 
     def _apply_graph(self, g, out, args, needed):
@@ -297,10 +303,12 @@ class PrimNode(Node):
         in_ = self._in
         res = []
         xp = graph_ns
-        for i, (node, _) in enumerate(self.next_functions):
-            if node is None or (needed is not None and not needed[i]):
+        pos = prim.edge_pos
+        for k, (node, _) in enumerate(self.next_functions):
+            if node is None or (needed is not None and not needed[k]):
                 res.append(None)
                 continue
+            i = k if pos is None else pos[k]
             try:
                 gi = vjps[i](xp, g, out, *args, **params)
             except (_UnsavedRead, TypeError) as e:
@@ -415,7 +423,8 @@ def _record(t: Tensor, prim: Primitive, args: tuple, params: dict, node_cls) -> 
         else:
             edges.append(_NO_EDGE)
             meta.append(a)
-    node.next_functions = tuple(edges)
+    pos = prim.edge_pos
+    node.next_functions = tuple(edges) if pos is None else tuple(edges[j] for j in pos)
     node._seq = next(_seq)
     node._prim = prim
     node._params = params

@@ -66,14 +66,16 @@ remainder_p = defprim("remainder", "RemainderBackward1", lambda xp, a, b: xp.rem
                       vjp=(lambda xp, g, out, a, b: g, lambda xp, g, out, a, b: -g * xp.div_rounded(a, b, "floor")),
                       jvp="elementwise", saves=(0, 1), promote="standard")
 remainder_scalar_p = defprim("remainder", "RemainderBackward0", lambda xp, a, b: xp.remainder(a, b),
-                             vjp=(lambda xp, g, out, a, b: g, None), jvp="elementwise", promote="standard")
+                             vjp=(lambda xp, g, out, a, b: g, None), jvp="elementwise", promote="standard",
+                             scalar_args=(1,))
 rremainder_p = defprim("remainder", "NotImplemented", lambda xp, a, b: xp.remainder(a, b),
                        vjp=(None, _not_differentiable("remainder")), jvp="elementwise", promote="standard")
 fmod_p = defprim("fmod", "FmodBackward1", lambda xp, a, b: xp.fmod(a, b),
                  vjp=(lambda xp, g, out, a, b: g, lambda xp, g, out, a, b: -g * xp.div_rounded(a, b, "trunc")),
                  jvp="elementwise", saves=(0, 1), promote="standard")
 fmod_scalar_p = defprim("fmod", "FmodBackward0", lambda xp, a, b: xp.fmod(a, b),
-                        vjp=(lambda xp, g, out, a, b: g, None), jvp="elementwise", promote="standard")
+                        vjp=(lambda xp, g, out, a, b: g, None), jvp="elementwise", promote="standard",
+                        scalar_args=(1,))
 
 neg_p = defprim("neg", "NegBackward0", lambda xp, a: -a, vjp=lambda xp, g, out, a: -g, jvp="linear")
 
@@ -86,7 +88,8 @@ def _pow_scalar_grad(xp, g, out, a, p):
 
 
 pow_scalar_p = defprim("pow", "PowBackward0", lambda xp, a, p: xp.pow(a, p),
-                       vjp=(_pow_scalar_grad, None), jvp="elementwise", saves=(0,), promote="standard")
+                       vjp=(_pow_scalar_grad, None), jvp="elementwise", saves=(0,), promote="standard",
+                       scalar_args=(1,))
 
 
 # The special points are masked with where(), as PyTorch's formulas do, so that the mask is differentiated
@@ -113,7 +116,8 @@ def _rpow_grad(xp, g, out, base, b):
 
 
 rpow_p = defprim("pow", "PowBackward2", lambda xp, base, b: xp.pow(base, b),
-                 vjp=(None, _rpow_grad), jvp="elementwise", saves=(1,), saves_out=True, promote="standard")
+                 vjp=(None, _rpow_grad), jvp="elementwise", saves=(1,), saves_out=True, promote="standard",
+                 scalar_args=(0,))
 
 # ----- primitives: unary ---------------------------------------------------------------------------------
 
@@ -257,9 +261,9 @@ def _xlogy_other(xp, g, out, a, b):
 xlogy_p = defprim("xlogy", "XlogyBackward0", lambda xp, a, b: xp.xlogy(a, b), vjp=(_xlogy_self, _xlogy_other),
                   jvp="elementwise", saves=(0, 1), promote="float")
 xlogy_rscalar_p = defprim("xlogy", "XlogyBackward1", lambda xp, a, b: xp.xlogy(a, b), vjp=(None, _xlogy_other),
-                          jvp="elementwise", saves=(1,), promote="float")
+                          jvp="elementwise", saves=(1,), promote="float", scalar_args=(0,))
 xlogy_scalar_p = defprim("xlogy", "XlogyBackward2", lambda xp, a, b: xp.xlogy(a, b), vjp=(_xlogy_self, None),
-                         jvp="elementwise", saves=(0,), promote="float")
+                         jvp="elementwise", saves=(0,), promote="float", scalar_args=(1,))
 
 
 def _copysign_self(xp, g, out, a, b):
@@ -270,7 +274,7 @@ copysign_p = defprim("copysign", "CopysignBackward0", lambda xp, a, b: xp.copysi
                      vjp=(_copysign_self, _zero), jvp="elementwise", saves=(0,), saves_out=True, promote="float")
 copysign_scalar_p = defprim("copysign", "CopysignBackward1", lambda xp, a, b: xp.copysign(a, b),
                             vjp=(_copysign_self, None), jvp="elementwise", saves=(0,), saves_out=True,
-                            promote="float")
+                            promote="float", scalar_args=(1,))
 heaviside_p = defprim("heaviside", "NotImplemented", lambda xp, a, b: xp.heaviside(a, b),
                       vjp=(_not_differentiable("heaviside"),) * 2, jvp="elementwise")
 
@@ -285,7 +289,8 @@ def _clamp_grad(xp, g, out, a, lo, hi):
 
 # Scalar bounds are inputs (not params) so that the declared promotion sees them: clamp(int_tensor, 0.5).
 clamp_p = defprim("clamp", "ClampBackward1", lambda xp, a, lo, hi: xp.clamp(a, lo, hi),
-                  vjp=(_clamp_grad, None, None), jvp="elementwise", saves=(0,), promote="standard")
+                  vjp=(_clamp_grad, None, None), jvp="elementwise", saves=(0,), promote="standard",
+                  scalar_args=(1, 2))
 
 
 def _max_grad(xp, g, a, b):
@@ -359,7 +364,7 @@ def _lerp_weight_grad(xp, g, out, a, b, w):
 
 lerp_p = defprim("lerp", "LerpBackward0", lambda xp, a, b, w: xp.lerp(a, b, w),
                  vjp=(lambda xp, g, out, a, b, w: g * (1 - w), lambda xp, g, out, a, b, w: g * w, None),
-                 jvp="elementwise")
+                 jvp="elementwise", scalar_args=(2,))
 lerp_tensor_p = defprim("lerp", "LerpBackward1", lambda xp, a, b, w: xp.lerp(a, b, w),
                         vjp=(lambda xp, g, out, a, b, w: g * (1 - w), lambda xp, g, out, a, b, w: g * w,
                              _lerp_weight_grad),
@@ -504,13 +509,19 @@ def sub(input: Tensor, other, *, alpha=1) -> Tensor:
     return apply(sub_p, (input, _scaled(other, alpha, "sub")))
 
 
+# other - self for a Scalar other: PyTorch's RsubBackward1, whose only edge is self's
+rsub_scalar_p = defprim("rsub", "RsubBackward1", lambda xp, s, a: s - a,
+                        vjp=(None, lambda xp, g, out, s, a: -g), jvp="linear", promote="standard", scalar_args=(0,))
+
+
 @register(method=True)
 def rsub(input: Tensor, other, *, alpha=1) -> Tensor:
     """``other - alpha * input``."""
     input, other = _binary_args(input, other, "rsub")
     check_sub(input, other)
-    node = _RSUB_TENSOR_NODE if isinstance(other, Tensor) else _RSUB_NODE
-    return apply(sub_p, (other, _scaled(input, alpha, "rsub")), _EMPTY, node)
+    if isinstance(other, Tensor):
+        return apply(sub_p, (other, _scaled(input, alpha, "rsub")), _EMPTY, _RSUB_TENSOR_NODE)
+    return apply(rsub_scalar_p, (other, _scaled(input, alpha, "rsub")))
 
 
 @register(method=True, aliases=("multiply",))
@@ -1481,7 +1492,6 @@ _inplace_of(heaviside, "heaviside_", lambda o: heaviside_p)
 
 # ----- operators --------------------------------------------------------------------------------------------
 
-_RSUB_NODE = node_class("RsubBackward1", PrimNode)
 _RSUB_TENSOR_NODE = node_class("RsubBackward0", PrimNode)
 
 
@@ -1559,7 +1569,7 @@ def _bitwise_inplace(name):
 
 for _name, _fn in {
         "__add__": _operator(add, add_p), "__radd__": _operator(add, add_p), "__iadd__": _ioperator(iadd),
-        "__sub__": _operator(sub, sub_p), "__rsub__": _reflected(sub_p, "RsubBackward1", check_sub),
+        "__sub__": _operator(sub, sub_p), "__rsub__": _reflected(rsub_scalar_p, "RsubBackward1", check_sub),
         "__isub__": _ioperator(isub),
         "__mul__": _operator(mul, mul_p), "__rmul__": _operator(mul, mul_p), "__imul__": _ioperator(imul),
         "__truediv__": _operator(div, div_p), "__rtruediv__": _rtruediv, "__itruediv__": _ioperator(idiv),
