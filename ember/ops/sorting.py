@@ -315,32 +315,29 @@ def _median_dim(input, dim, keepdim, op, ignore_nan):
     return result(_values(input, idx, d, keepdim, node), _reduced_indices(idx, d, keepdim, a.ndim))
 
 
+def _median(input, dim, keepdim, axis, keepdims, op: str, all_p, nan: bool):
+    check_tensor(input, op)
+    dim = _alias(dim, axis, _NOT_GIVEN, op, "dim", "axis")
+    keepdim = _alias(keepdim, keepdims, _NOT_GIVEN, op, "keepdim", "keepdims")
+    if dim is _NOT_GIVEN and keepdim is _NOT_GIVEN:   # median() of all elements; median(x, None) is an error
+        if input._data.size:
+            _refuse_dtype(input, "median_cpu", "b")
+        return apply(all_p, (input,))
+    return _median_dim(input, dim, keepdim, op, nan)
+
+
 @register(method=True)
 def median(input: Tensor, dim: int = _NOT_GIVEN, keepdim: bool = _NOT_GIVEN, *, axis: int = _NOT_GIVEN,
            keepdims: bool = _NOT_GIVEN):
     """The lower median of all elements, or along ``dim`` with its index (NaN if the slice holds one)."""
-    check_tensor(input, "median")
-    dim = _alias(dim, axis, _NOT_GIVEN, "median", "dim", "axis")
-    keepdim = _alias(keepdim, keepdims, _NOT_GIVEN, "median", "keepdim", "keepdims")
-    if dim is _NOT_GIVEN and keepdim is _NOT_GIVEN:   # median() of all elements; median(x, None) is an error
-        if input._data.size:
-            _refuse_dtype(input, "median_cpu", "b")
-        return apply(median_all_p, (input,))
-    return _median_dim(input, dim, keepdim, "median", False)
+    return _median(input, dim, keepdim, axis, keepdims, "median", median_all_p, False)
 
 
 @register(method=True)
 def nanmedian(input: Tensor, dim: int = _NOT_GIVEN, keepdim: bool = _NOT_GIVEN, *, axis: int = _NOT_GIVEN,
-           keepdims: bool = _NOT_GIVEN):
+              keepdims: bool = _NOT_GIVEN):
     """``median`` ignoring NaN (NaN only where a slice has nothing else)."""
-    check_tensor(input, "nanmedian")
-    dim = _alias(dim, axis, _NOT_GIVEN, "nanmedian", "dim", "axis")
-    keepdim = _alias(keepdim, keepdims, _NOT_GIVEN, "nanmedian", "keepdim", "keepdims")
-    if dim is _NOT_GIVEN and keepdim is _NOT_GIVEN:   # median() of all elements; median(x, None) is an error
-        if input._data.size:
-            _refuse_dtype(input, "median_cpu", "b")
-        return apply(nanmedian_all_p, (input,))
-    return _median_dim(input, dim, keepdim, "nanmedian", True)
+    return _median(input, dim, keepdim, axis, keepdims, "nanmedian", nanmedian_all_p, True)
 
 
 @register(method=True)
