@@ -6,6 +6,7 @@ and ``forward_ad`` are the public ways to change it.
 from __future__ import annotations
 
 import threading
+import weakref
 
 
 class _State(threading.local):
@@ -18,9 +19,18 @@ _state = _State()
 
 
 class _ForwardADState:
-    """``level > 0`` inside ``forward_ad.dual_level()``, where ops propagate tangents."""
+    """``level > 0`` inside ``forward_ad.dual_level()``, where ops propagate tangents.
+
+    ``tensors`` holds weak references to every tensor given a tangent at this level, so that leaving
+    the level takes all their tangents away (PyTorch: tangents do not outlive their level)."""
 
     level = 0
+    tensors: list = []
 
 
 fwd_state = _ForwardADState()
+
+
+def track_tangent(t) -> None:
+    """Record that tensor ``t`` got a tangent at the current level (forward mode only: not the hot path)."""
+    fwd_state.tensors.append(weakref.ref(t))

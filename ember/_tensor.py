@@ -404,7 +404,7 @@ class Tensor:
     def __repr__(self) -> str:
         suffixes = ()
         if self.grad_fn is not None:
-            suffixes = (f"grad_fn=<{self.grad_fn.name()}>",)
+            suffixes = (f"grad_fn=<{type(self.grad_fn).__name__}>",)
         elif self._requires_grad:
             suffixes = ("requires_grad=True",)
         return _formatting.format_tensor(self._data, self.dtype._name, D._default_float._name, suffixes)

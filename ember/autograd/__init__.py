@@ -1,8 +1,9 @@
 """ember.autograd: the engine, grad modes, graph nodes and custom Functions."""
-from . import grad_mode, graph
+from . import forward_ad, grad_mode, graph
 from .engine import backward, grad
-from .function import Function, FunctionCtx
+from .function import Function, FunctionCtx, once_differentiable
 from .grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled
+from .variable import Variable
 
-__all__ = ["backward", "grad", "Function", "FunctionCtx", "no_grad", "enable_grad", "set_grad_enabled",
-           "inference_mode", "grad_mode", "graph"]
+__all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable", "no_grad", "enable_grad",
+           "set_grad_enabled", "inference_mode", "grad_mode", "graph", "forward_ad", "Variable"]

@@ -33,6 +33,7 @@ import numpy as np
 
 from .._device import NAMESPACES
 from .._tensor import Tensor, _new, make
+from .._state import track_tangent
 from ..autograd import grad_mode as _gm
 from ..autograd.graph import FREED, FREED_MESSAGE, Node, _seq, grad_accumulator, modified_message, node_class
 from ._util import promote_float, promote_standard
@@ -253,6 +254,11 @@ class PrimNode(Node):
         t = make(self._out)
         t.grad_fn = self
         t._requires_grad = True
+        if fwd_state.level:
+            h = self.__dict__.get("_out_fw")
+            if h is not None and h._fw_grad is not None:
+                t._fw_grad = h._fw_grad
+                track_tangent(t)
         return t
 
     def apply(self, grads, create_graph, needed):
@@ -352,8 +358,11 @@ def apply(prim: Primitive, args: tuple, params: dict = _EMPTY, node_cls=None, dt
     xp = None
     for a in args:
         if isinstance(a, Tensor):
-            if a._base is not None and a._vc[0] != a._view_v and _state.enabled:
-                refresh_view(a)
+            if a._base is not None and a._vc[0] != a._view_v:
+                if _state.enabled:
+                    refresh_view(a)
+                elif fwd_state.level:
+                    refresh_tangent(a)
             d = a._data
             if xp is None:
                 xp = NAMESPACES[type(d)]
@@ -490,8 +499,20 @@ def _forward_tangent(t: Tensor, prim: Primitive, args: tuple, params: dict) -> N
             if tangent._data.dtype != t._data.dtype:
                 tangent = graph_ns.cast(tangent, t._data.dtype)
             t._fw_grad = tangent
+            track_tangent(t)
+            if prim.saves_out and t.grad_fn is not None:
+                # the saved output must come back with its tangent (forward-over-reverse: the tangent of
+                # a gradient computed with create_graph uses it); held apart so that no cycle forms
+                t.grad_fn.__dict__["_out_fw"] = _tangent_holder(t)
     finally:
         fwd_state.level = level
+
+
+def _tangent_holder(t: Tensor) -> Tensor:
+    h = make(t._data)
+    h._fw_grad = t._fw_grad
+    track_tangent(h)   # cleared with every other tangent when the level exits
+    return h
 
 
 def _tangent_or_zero(a):
@@ -532,4 +553,4 @@ def _forward_error(prim, args, e) -> Exception:
     return kind(f"{prim.name}(): {e} (arguments: {_describe(args)})")
 
 
-from ._views import refresh_view  # noqa: E402  (the view machinery is built on apply/_record)
+from ._views import refresh_tangent, refresh_view  # noqa: E402  (the view machinery is built on apply/_record)

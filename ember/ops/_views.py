@@ -13,6 +13,7 @@ import numpy as np
 from .. import _dtype as D
 from .._creation import zeros_like as graph_zeros_like
 from .._device import backend_of
+from .._state import track_tangent
 from .._tensor import Tensor, make
 from ..autograd.graph import grad_accumulator, type_name_of
 from ._primitive import _EMPTY, KEEP_DTYPE, Primitive, _record, _state, apply, defprim, fwd_state
@@ -120,6 +121,7 @@ def _inplace_tangent(self: Tensor, r: Tensor, is_view: bool) -> None:
     if not is_view:
         if rt is not None:
             self._fw_grad = rt
+            track_tangent(self)
         return
     base = self._base
     if rt is None and base._fw_grad is None:
@@ -128,7 +130,9 @@ def _inplace_tangent(self: Tensor, r: Tensor, is_view: bool) -> None:
         bt = base._fw_grad if base._fw_grad is not None else graph_zeros_like(base)
         base._fw_grad = apply(copy_slices_p, (bt, rt if rt is not None else graph_zeros_like(r)),
                               {"steps": self._view_steps})
+    track_tangent(base)
     self._fw_grad = rt if rt is not None else _view_tangent(self)
+    track_tangent(self)
 
 
 class _primal_level:
@@ -181,6 +185,15 @@ def refresh_view(v: Tensor) -> None:
         v.grad_fn, v._output_nr, v._requires_grad = stand_in.grad_fn, 0, True
     if fwd_state.level and base._fw_grad is not None:
         v._fw_grad = _view_tangent(v)   # the base's tangent changed with its values
+        track_tangent(v)
+
+
+def refresh_tangent(v: Tensor) -> None:
+    """Forward mode without recording: a stale view's tangent follows its base's (its history is left
+    to be rebuilt when grad mode records again)."""
+    if v._base._fw_grad is not None:
+        v._fw_grad = _view_tangent(v)
+        track_tangent(v)
 
 
 def _rebase_view(v: Tensor, r: Tensor) -> None:

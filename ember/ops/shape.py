@@ -16,6 +16,7 @@ import numpy as np
 from .. import _creation as C
 from .. import _dtype as D
 from .._device import NAMESPACES, check_device
+from .._state import track_tangent
 from .._tensor import Size, Tensor, _new, make, wrap_dim
 from ..autograd import grad_mode as _gm
 from ..autograd.graph import Node, _seq, node_class
@@ -543,6 +544,8 @@ def _inplace_view(self: Tensor, fn, node_name: str, *args) -> Tensor:
         r.grad_fn.__class__ = _node(node_name)   # PyTorch names the in-place variant's node apart (TBackward1)
         self.grad_fn, self._output_nr = r.grad_fn, 0
     self._fw_grad = r._fw_grad
+    if r._fw_grad is not None:
+        track_tangent(self)
     return self
 
 
