@@ -3,6 +3,9 @@ from . import grad_mode, graph
 from .engine import backward, grad
 from .function import Function, FunctionCtx
 from .grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled
+# As in PyTorch, the name ``gradcheck`` is the function; the module stays in sys.modules.
+from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "no_grad", "enable_grad", "set_grad_enabled",
-           "inference_mode", "grad_mode", "graph"]
+           "inference_mode", "grad_mode", "graph",
+           "gradcheck", "gradgradcheck", "GradcheckError"]
