@@ -358,7 +358,8 @@ def _fast_fail_details(func, inputs, func_out, ii, j, rtol, atol, eps, use_forwa
     else:
         analytical = _analytical_jacobians(inputs, func_out[j], float("inf"), False)[ii]
     max_diff = (numerical - analytical).abs().max() if numerical.numel() else 0.0
-    msg = ("\nThe quantities above are v^T J u for random unit vectors u and v (fast mode, see "
+    what = "J u for a random unit vector u" if use_forward_ad else "v^T J u for random unit vectors u and v"
+    msg = (f"\nThe quantities above are {what} (fast mode, see "
            "https://github.com/pytorch/pytorch/issues/53876); below, the numerical and analytical Jacobians "
            "are recomputed in slow mode:\n\n"
            f"Numerical:\n {numerical}\n"
