@@ -109,7 +109,8 @@ def _check_inputs(inputs: tuple, eps: float, stacklevel: int) -> None:
                 f"eps={eps:g}. "
                 "Pass float64 inputs, e.g. x.double() or torch.randn(..., dtype=torch.float64).",
                 stacklevel=stacklevel)
-        if not all(st > 0 or sz <= 1 for st, sz in zip(inp.stride(), inp.shape)):
+        # (An empty tensor overlaps nothing, whatever strides its array reports.)
+        if inp.numel() and not all(st > 0 or sz <= 1 for st, sz in zip(inp.stride(), inp.shape)):
             raise RuntimeError(
                 f"The {idx}th input has a dimension with stride 0. gradcheck only supports inputs that are "
                 "non-overlapping to be able to compute the numerical gradients correctly. You should call "
