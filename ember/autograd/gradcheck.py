@@ -457,7 +457,7 @@ def _test_undefined_backward_mode(func, inputs: tuple) -> None:
         warnings.warn("Backwards compatibility: New undefined gradient support checking feature is enabled by "
                       "default, but it may break existing callers of this function. If this is true for you, you "
                       "can call this function with \"check_undefined_grad=False\" to disable the feature",
-                      stacklevel=4)
+                      stacklevel=6)   # warn_bc < check < this < _gradcheck < gradcheck < the caller
 
     def check(outs):
         zeros = [_torch.zeros_like(o) for o in outs]
@@ -520,7 +520,7 @@ def _test_batched_grad(inputs: tuple, output: Tensor, output_idx: int) -> None:
     def vjp(v, batched=False):
         res = _grad(output, diff_inputs, v, retain_graph=True, allow_unused=True, is_grads_batched=batched)
         lead = (v.shape[0],) if batched else ()
-        return [_torch.zeros((), dtype=x.dtype).expand(*lead, *x.shape) if r is None else r
+        return [_torch.zeros((), dtype=x.dtype).expand((*lead, *x.shape)) if r is None else r
                 for r, x in zip(res, diff_inputs)]
 
     # As PyTorch, from the global generator.
@@ -675,4 +675,4 @@ def gradgradcheck(
                       check_undefined_grad=check_undefined_grad, check_grad_dtypes=check_grad_dtypes,
                       check_batched_grad=check_batched_grad, check_batched_forward_grad=False,
                       check_forward_ad=check_fwd_over_rev, check_backward_ad=check_rev_over_rev,
-                      fast_mode=fast_mode, stacklevel=5)
+                      fast_mode=fast_mode, stacklevel=4)
