@@ -202,10 +202,10 @@ def _check_vjps(rows: list[list], diff_inputs: list, check_grad_dtypes: bool) ->
                 raise GradcheckError("Gradient has dtype mismatch")
 
 
-def _analytical_reverse(inputs: tuple, output: Tensor, grad_outputs_fn: Callable, n_cols: int,
-                        nondet_tol: float, check_grad_dtypes: bool) -> list[Tensor]:
-    """One (input numel, n_cols) matrix per input that requires grad, column k the VJP with the
-    k-th grad_output; computed twice, and the two must agree within ``nondet_tol`` (reentrancy)."""
+def _analytical_reverse(inputs: tuple, output: Tensor, grad_outputs_fn: Callable, nondet_tol: float,
+                        check_grad_dtypes: bool) -> list[Tensor]:
+    """One (input numel, number of grad_outputs) matrix per input that requires grad, column k the VJP
+    with the k-th grad_output; computed twice, and the two must agree within ``nondet_tol`` (reentrancy)."""
     diff_inputs = [inputs[i] for i in _diff_positions(inputs)]
     mats = []
     for _ in range(2):
@@ -238,8 +238,7 @@ def _unit_grad_outputs(output: Tensor) -> Callable[[], list]:
 
 def _analytical_jacobians(inputs: tuple, output: Tensor, nondet_tol: float,
                           check_grad_dtypes: bool) -> list[Tensor]:
-    return _analytical_reverse(inputs, output, _unit_grad_outputs(output), output.numel(), nondet_tol,
-                               check_grad_dtypes)
+    return _analytical_reverse(inputs, output, _unit_grad_outputs(output), nondet_tol, check_grad_dtypes)
 
 
 def _forward_tangents(func: Callable, inputs: tuple, outputs_at: list[int], tangent_fill) -> list[list]:
@@ -404,7 +403,7 @@ def _fast_gradcheck(func, func_out, inputs, eps, rtol, atol, check_grad_dtypes, 
         analytical = [[None] * len(out_at) for _ in in_at]
         for oi, (j, v) in enumerate(zip(out_at, all_v)):
             o = func_out[j]
-            vJ = _analytical_reverse(inputs, o, lambda: [v.reshape(o.shape)], 1, nondet_tol, check_grad_dtypes)
+            vJ = _analytical_reverse(inputs, o, lambda: [v.reshape(o.shape)], nondet_tol, check_grad_dtypes)
             for ii, (m, u) in enumerate(zip(vJ, all_u)):
                 analytical[ii][oi] = (m.reshape(-1) * u).sum()
 
