@@ -488,3 +488,14 @@ def test_float32_warning_from_gradgradcheck_points_at_caller():
     # x, and the float32 grad_output drawn for its float32 output: inputs #0 and #1 of the checked function.
     assert sorted(str(r.message).split()[1] for r in ours) == ["#0", "#1"]
     assert all(r.filename == __file__ for r in ours)
+
+
+def test_batched_forward_grad_is_refused_clearly():
+    """PyTorch runs this check through vmap, which ember does not have: a clear refusal, not a wrong pass."""
+    x = data(ember)[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # torch's vmap fallback warnings
+        assert torch.autograd.gradcheck(torch.exp, data(torch)[0], check_forward_ad=True,
+                                        check_batched_forward_grad=True)
+    with pytest.raises(NotImplementedError, match="vmap"):
+        ember.autograd.gradcheck(ember.exp, (x,), check_forward_ad=True, check_batched_forward_grad=True)
