@@ -1,0 +1,677 @@
+"""Gradient checking: ``gradcheck`` and ``gradgradcheck``, as PyTorch's ``torch.autograd.gradcheck``.
+
+Analytical derivatives (reverse mode, and forward mode with ``check_forward_ad``) are compared with
+central differences of the function itself. Slow mode compares whole Jacobians, built one column per
+perturbed input element (numerical), one row per output element (reverse mode) or one column per
+input element (forward mode). Fast mode compares the scalars ``v^T J u`` for random unit vectors
+``u`` and ``v``: one directional difference, one VJP or JVP per input/output pair, however large.
+
+As in PyTorch, inputs are perturbed in place through ``.data`` (no version bump, so the function
+may save them) and Jacobians are laid out ``(input numel, output numel)``.
+Complex and sparse inputs, which ember does not have, are not handled.
+"""
+from __future__ import annotations
+
+import warnings
+from itertools import product
+from typing import Callable, Sequence
+
+import ember as _torch
+
+from .._tensor import Tensor
+from . import forward_ad as fwAD
+from .engine import grad as _grad
+from .function import Function
+from .grad_mode import no_grad
+
+__all__ = ["gradcheck", "gradgradcheck", "GradcheckError"]
+
+
+class GradcheckError(RuntimeError):
+    """Raised by :func:`gradcheck` and :func:`gradgradcheck` when a check fails."""
+
+
+# ----- small helpers ----------------------------------------------------------------------------
+
+def _as_tuple(x) -> tuple:
+    if isinstance(x, tuple):
+        return x
+    if isinstance(x, list):
+        return tuple(x)
+    return (x,)
+
+
+def _is_float(t) -> bool:
+    return isinstance(t, Tensor) and t.is_floating_point()
+
+
+def _needs_grad(t) -> bool:
+    return isinstance(t, Tensor) and t.requires_grad
+
+
+def _diff_positions(values) -> list[int]:
+    """Positions of the tensors that require grad."""
+    return [i for i, v in enumerate(values) if _needs_grad(v)]
+
+
+def _differentiable_outputs(out) -> tuple:
+    return tuple(o for o in _as_tuple(out) if _needs_grad(o))
+
+
+def _indices(t: Tensor):
+    """Every index of ``t``, in row-major (flattened) order."""
+    return product(*[range(n) for n in t.shape])
+
+
+def _allclose(a: Tensor, b: Tensor, rtol: float, atol: float) -> bool:
+    dt = _torch.promote_types(a.dtype, b.dtype)
+    return bool(_torch.allclose(a.to(dtype=dt), b.to(dtype=dt), rtol, atol))
+
+
+def _stack_columns(cols: list, n_rows: int, like: Tensor, dtype) -> Tensor:
+    """The matrix whose columns are ``cols`` (each flat, ``n_rows`` long); ``None`` columns are zero."""
+    with no_grad():
+        cols = [like.new_zeros((n_rows,), dtype=dtype) if c is None else c.reshape(-1).to(dtype=dtype)
+                for c in cols]
+        if not cols:
+            return like.new_zeros((n_rows, 0), dtype=dtype)
+        return _torch.stack(cols, dim=1)
+
+
+def _stack_rows(rows: list, n_cols: int, like: Tensor, dtype) -> Tensor:
+    with no_grad():
+        if not rows:
+            return like.new_zeros((0, n_cols), dtype=dtype)
+        return _torch.stack([r.reshape(-1).to(dtype=dtype) for r in rows], dim=0)
+
+
+def _notallclose_msg(analytical, numerical, output_idx: int, input_idx: int, forward: bool = False) -> str:
+    mode = "computed with forward mode " if forward else ""
+    return (f"Jacobian {mode}mismatch for output {output_idx:d} with respect to input {input_idx:d},\n"
+            f"numerical:{numerical}\nanalytical:{analytical}\n")
+
+
+# ----- input checks -------------------------------------------------------------------------------
+
+def _check_inputs(inputs: tuple, eps: float, stacklevel: int) -> None:
+    any_requires_grad = False
+    for idx, inp in enumerate(inputs):
+        if not _needs_grad(inp):
+            continue
+        if inp.dtype != _torch.float64:
+            # PyTorch's warning, and (beyond it) why and what to do: this is the most common
+            # cause of a gradcheck that fails on a correct function.
+            warnings.warn(
+                f"Input #{idx} requires gradient and is not a double precision floating point or complex. "
+                "This check will likely fail if all the inputs are not of double precision floating point "
+                f"or complex. Input #{idx} is {inp.dtype}: its rounding error (relative "
+                f"{_torch.finfo(inp.dtype).eps:.1e}) limits the accuracy of central differences taken with "
+                f"eps={eps:g}. "
+                "Pass float64 inputs, e.g. x.double() or torch.randn(..., dtype=torch.float64).",
+                stacklevel=stacklevel)
+        # (An empty tensor overlaps nothing, whatever strides its array reports.)
+        if inp.numel() and not all(st > 0 or sz <= 1 for st, sz in zip(inp.stride(), inp.shape)):
+            raise RuntimeError(
+                f"The {idx}th input has a dimension with stride 0. gradcheck only supports inputs that are "
+                "non-overlapping to be able to compute the numerical gradients correctly. You should call "
+                ".contiguous on the input before passing it to gradcheck.")
+        any_requires_grad = True
+    if not any_requires_grad:
+        raise ValueError("gradcheck expects at least one input tensor to require gradient, but none of them "
+                         "have requires_grad=True.")
+
+
+# ----- numerical derivatives (central differences) ----------------------------------------------------
+
+def _evaluator(func: Callable, inputs: tuple) -> Callable[[], tuple]:
+    """``func(*inputs)`` as a tuple of copies: an output may alias an input that is perturbed next."""
+    def run():
+        return tuple(o.detach().clone() if isinstance(o, Tensor) else o for o in _as_tuple(func(*inputs)))
+    return run
+
+
+def _check_same_dtype_and_shape(a: Tensor, b: Tensor, eps: float, idx=None) -> None:
+    on_index = f"on index {idx} " if idx is not None else ""
+    if a.shape != b.shape:
+        raise AssertionError(f"Expected `func` to return outputs with the same shape when inputs are perturbed "
+                             f"{on_index}by {eps}, but got: shapes {a.shape} and {b.shape}.")
+    if a.dtype != b.dtype:
+        raise AssertionError(f"Expected `func` to return outputs with the same dtype when inputs are perturbed "
+                             f"{on_index}by {eps}, but got: dtypes {a.dtype} and {b.dtype}.")
+
+
+def _central_difference(run: Callable, entry: Tensor, step, eps: float, idx=None) -> list:
+    """(f(x + step) - f(x - step)) / (2 eps), flattened, for every output of ``run`` (None if not a float
+    tensor), where ``entry`` is (a view of) the input's ``.data`` and is restored afterwards."""
+    with no_grad():
+        orig = entry.clone()
+        entry.copy_(orig - step)
+    try:
+        before = run()
+        with no_grad():
+            entry.copy_(orig + step)
+        after = run()
+    finally:
+        with no_grad():
+            entry.copy_(orig)
+    cols = []
+    for a, b in zip(before, after):
+        if not (_is_float(a) and _is_float(b)):
+            cols.append(None)
+            continue
+        _check_same_dtype_and_shape(a, b, eps, idx)
+        cols.append(((b - a) / (2 * eps)).reshape(-1))
+    return cols
+
+
+def _numerical_jacobians(func: Callable, inputs: tuple, outputs: tuple, eps: float) -> dict:
+    """{(output position, input position): (input numel, output numel) Jacobian} for every float output
+    and every input that requires grad, one input element at a time."""
+    run = _evaluator(func, inputs)
+    jac = {}
+    for i in _diff_positions(inputs):
+        x = inputs[i]
+        data = x.data   # no version bump, and no graph: the function may have saved x
+        cols = [_central_difference(run, data[idx], eps, eps, idx) for idx in _indices(x)]
+        for j, o in enumerate(outputs):
+            if _is_float(o):
+                jac[(j, i)] = _stack_rows([c[j] for c in cols], o.numel(), o, o.dtype)
+    return jac
+
+
+# ----- analytical derivatives -------------------------------------------------------------------------
+
+def _vjp_rows(output: Tensor, diff_inputs: list, grad_outputs) -> list[list]:
+    """[input][k]: the gradients of ``output`` w.r.t. each input for each grad_output in turn."""
+    per_input = [[] for _ in diff_inputs]
+    for g in grad_outputs:
+        res = _grad(output, diff_inputs, g, retain_graph=True, allow_unused=True)
+        for lst, r in zip(per_input, res):
+            lst.append(None if r is None else r.detach().clone())
+    return per_input
+
+
+def _check_vjps(rows: list[list], diff_inputs: list, check_grad_dtypes: bool) -> None:
+    for inp, grads in zip(diff_inputs, rows):
+        for g in grads:
+            if g is None:
+                continue
+            if g.shape != inp.shape:
+                raise GradcheckError("Analytical gradient has incorrect size")
+            if g.dtype != inp.dtype and check_grad_dtypes:
+                raise GradcheckError("Gradient has dtype mismatch")
+
+
+def _analytical_reverse(inputs: tuple, output: Tensor, grad_outputs_fn: Callable, nondet_tol: float,
+                        check_grad_dtypes: bool) -> list[Tensor]:
+    """One (input numel, number of grad_outputs) matrix per input that requires grad, column k the VJP
+    with the k-th grad_output; computed twice, and the two must agree within ``nondet_tol`` (reentrancy)."""
+    diff_inputs = [inputs[i] for i in _diff_positions(inputs)]
+    mats = []
+    for _ in range(2):
+        rows = _vjp_rows(output, diff_inputs, grad_outputs_fn())
+        _check_vjps(rows, diff_inputs, check_grad_dtypes)
+        mats.append([_stack_columns(r, x.numel(), x, x.dtype) for r, x in zip(rows, diff_inputs)])
+    for a, b in zip(*mats):
+        if a.numel() and float((a - b).abs().max()) > nondet_tol:
+            raise GradcheckError(
+                "Backward is not reentrant, i.e., running backward with same input and grad_output multiple "
+                "times gives different values, although analytical gradient matches numerical gradient."
+                f"The tolerance for nondeterminism was {nondet_tol}.\n\n"
+                "If the function uses non-deterministic operations, this failure may be expected: pass "
+                "nondet_tol=<tolerance> to gradcheck/gradgradcheck.")
+    return mats[0]
+
+
+def _unit_grad_outputs(output: Tensor) -> Callable[[], list]:
+    """The one-hot grad_outputs that pick each row of the Jacobian in turn."""
+    def make():
+        out = []
+        for k in range(output.numel()):
+            with no_grad():
+                g = _torch.zeros(output.numel(), dtype=output.dtype)
+                g[k] = 1.0
+            out.append(g.reshape(output.shape))
+        return out
+    return make
+
+
+def _analytical_jacobians(inputs: tuple, output: Tensor, nondet_tol: float,
+                          check_grad_dtypes: bool) -> list[Tensor]:
+    return _analytical_reverse(inputs, output, _unit_grad_outputs(output), nondet_tol, check_grad_dtypes)
+
+
+def _forward_tangents(func: Callable, inputs: tuple, outputs_at: list[int], tangent_fill) -> list[list]:
+    """Run ``func`` on dual inputs; ``tangent_fill(k, tangent)`` yields once per evaluation after filling
+    the tangent of the k-th differentiable input in place. Returns [k][evaluation][output] tangents."""
+    diff = _diff_positions(inputs)
+    res = []
+    with fwAD.dual_level():
+        duals = list(inputs)
+        tangents = []
+        for i in diff:
+            d = fwAD.make_dual(inputs[i].detach(), _torch.zeros_like(inputs[i]))
+            duals[i] = d
+            # As PyTorch: read the tangent back, the dual may not hold the very tensor we gave it.
+            tangents.append(fwAD.unpack_dual(d).tangent)
+        for k, t in enumerate(tangents):
+            per_eval = []
+            for _ in tangent_fill(k, t):
+                outs = _as_tuple(func(*duals))
+                cols = []
+                for j in outputs_at:
+                    tan = fwAD.unpack_dual(outs[j]).tangent
+                    # Copy: a tangent may be a view of the input tangent we are about to refill.
+                    cols.append(None if tan is None else tan.detach().reshape(-1).clone())
+                per_eval.append(cols)
+            res.append(per_eval)
+    return res
+
+
+def _one_hot_fill(k: int, t: Tensor):
+    for idx in _indices(t):
+        with no_grad():
+            t[idx] = 1.0
+        yield
+        with no_grad():
+            t[idx] = 0.0
+
+
+def _forward_jacobians(func: Callable, inputs: tuple, outputs: tuple) -> dict:
+    """{(output position, input position): Jacobian} by forward mode, one input element at a time."""
+    float_at = [j for j, o in enumerate(outputs) if _is_float(o)]
+    diff = _diff_positions(inputs)
+    cols = _forward_tangents(func, inputs, float_at, _one_hot_fill)
+    jac = {}
+    for k, i in enumerate(diff):
+        for n, j in enumerate(float_at):
+            o = outputs[j]
+            jac[(j, i)] = _stack_rows([ev[n] if ev[n] is not None else o.new_zeros((o.numel(),))
+                                       for ev in cols[k]], o.numel(), o, o.dtype)
+    return jac
+
+
+# ----- slow mode ------------------------------------------------------------------------------------
+
+def _check_no_differentiable_outputs(func, inputs, func_out, eps) -> None:
+    for jac in _numerical_jacobians(func, inputs, func_out, eps).values():
+        if bool((jac != 0).any()):
+            raise GradcheckError("Numerical gradient for function expected to be zero")
+
+
+def _slow_gradcheck(func, func_out, inputs, eps, rtol, atol, check_grad_dtypes, nondet_tol, use_forward_ad):
+    func_out = _as_tuple(func_out)
+    out_at = _diff_positions(func_out)
+    if not out_at:
+        _check_no_differentiable_outputs(func, inputs, func_out, eps)
+        return
+    numerical = _numerical_jacobians(func, inputs, func_out, eps)
+    in_at = _diff_positions(inputs)
+    if use_forward_ad:
+        analytical = _forward_jacobians(func, inputs, func_out)
+        for oi, j in enumerate(out_at):
+            for ii, i in enumerate(in_at):
+                a, n = analytical[(j, i)], numerical[(j, i)]
+                if not _allclose(a, n, rtol, atol):
+                    raise GradcheckError(_notallclose_msg(a, n, oi, ii, forward=True))
+        return
+    for oi, j in enumerate(out_at):
+        analytical = _analytical_jacobians(inputs, func_out[j], nondet_tol, check_grad_dtypes)
+        for ii, (i, a) in enumerate(zip(in_at, analytical)):
+            n = numerical[(j, i)]
+            if not _allclose(a, n, rtol, atol):
+                raise GradcheckError(_notallclose_msg(a, n, oi, ii))
+
+
+# ----- fast mode ------------------------------------------------------------------------------------
+
+def _random_unit_vectors(inputs: tuple, outputs: tuple, use_forward_ad: bool):
+    """PyTorch's u (one per differentiable input) and v (one per differentiable output): uniform [0, 1)
+    draws from a fresh generator, normalised. A private generator leaves the user's RNG state alone,
+    and the same seed gives the same vectors as PyTorch."""
+    g = _torch.Generator()
+
+    def vec(t: Tensor) -> Tensor:
+        v = _torch.rand(t.numel(), generator=g).to(dtype=t.dtype)
+        return v / v.norm()
+
+    all_u = [vec(inputs[i]) for i in _diff_positions(inputs)]
+    all_v = None if use_forward_ad else [vec(o) for o in outputs]
+    return all_u, all_v
+
+
+def _numerical_Ju(func, inputs: tuple, u: Tensor, i: int, eps: float) -> list:
+    """J u for every output of ``func`` w.r.t. input ``i``: one central difference along ``u``."""
+    x = inputs[i]
+    data = x.data
+    step = u.reshape(x.shape) * eps
+    return _central_difference(_evaluator(func, inputs), data, step, eps)
+
+
+def _fast_fail_details(func, inputs, func_out, ii, j, rtol, atol, eps, use_forward_ad) -> str:
+    """Slow mode's full Jacobians for the failing pair (``ii``-th differentiable input, output at
+    position ``j``), so the message shows where they differ."""
+    i = _diff_positions(inputs)[ii]
+    numerical = _numerical_jacobians(func, inputs, func_out, eps)[(j, i)]
+    if use_forward_ad:
+        analytical = _forward_jacobians(func, inputs, func_out)[(j, i)]
+    else:
+        analytical = _analytical_jacobians(inputs, func_out[j], float("inf"), False)[ii]
+    max_diff = (numerical - analytical).abs().max() if numerical.numel() else 0.0
+    what = "J u for a random unit vector u" if use_forward_ad else "v^T J u for random unit vectors u and v"
+    msg = (f"\nThe quantities above are {what} (fast mode, see "
+           "https://github.com/pytorch/pytorch/issues/53876); below, the numerical and analytical Jacobians "
+           "are recomputed in slow mode:\n\n"
+           f"Numerical:\n {numerical}\n"
+           f"Analytical:\n{analytical}\n\n"
+           f"The max per-element difference (slow mode) is: {max_diff}.\n")
+    if _allclose(analytical, numerical, rtol, atol):
+        msg += ("\nFast gradcheck failed but the element-wise differences are small: slow mode would have "
+                "passed. Call gradcheck/gradgradcheck with fast_mode=False for this function.")
+    return msg
+
+
+def _fast_gradcheck(func, func_out, inputs, eps, rtol, atol, check_grad_dtypes, nondet_tol, use_forward_ad):
+    func_out = _as_tuple(func_out)
+    out_at = _diff_positions(func_out)
+    outputs = tuple(func_out[j] for j in out_at)
+    in_at = _diff_positions(inputs)
+    all_u, all_v = _random_unit_vectors(inputs, outputs, use_forward_ad)
+
+    # numerical[ii][oi]: J u (forward mode) or v^T J u (backward mode)
+    numerical = []
+    for i, u in zip(in_at, all_u):
+        Ju = _numerical_Ju(func, inputs, u, i, eps)
+        if not out_at and not use_forward_ad:
+            for c in Ju:
+                if c is not None and c.numel() and float(c.abs().max()) > nondet_tol:
+                    raise GradcheckError("Numerical gradient for function expected to be zero")
+        Ju = [Ju[j] for j in out_at]
+        numerical.append(Ju if use_forward_ad else [(v * c).sum() for v, c in zip(all_v, Ju)])
+
+    if use_forward_ad:
+        def fill(k, t):
+            with no_grad():
+                t.copy_(all_u[k].reshape(t.shape))
+            yield
+            with no_grad():
+                t.zero_()
+        tans = _forward_tangents(func, inputs, out_at, fill)
+        analytical = [[c if c is not None else func_out[j].new_zeros((func_out[j].numel(),))
+                       for c, j in zip(tans[k][0], out_at)] for k in range(len(in_at))]
+    else:
+        analytical = [[None] * len(out_at) for _ in in_at]
+        for oi, (j, v) in enumerate(zip(out_at, all_v)):
+            o = func_out[j]
+            vJ = _analytical_reverse(inputs, o, lambda: [v.reshape(o.shape)], nondet_tol, check_grad_dtypes)
+            for ii, (m, u) in enumerate(zip(vJ, all_u)):
+                analytical[ii][oi] = (m.reshape(-1) * u).sum()
+
+    for ii, u in enumerate(all_u):
+        for oi in range(len(out_at)):
+            a, n = analytical[ii][oi], numerical[ii][oi]
+            # |v^T (A - N) u| may reach atol * sum(u) * sum(v) when every entry differs by atol.
+            scale = float(u.sum()) * (1.0 if all_v is None else float(all_v[oi].sum()))
+            if not _allclose(a, n, rtol, atol * scale):
+                raise GradcheckError(_notallclose_msg(a, n, oi, ii, forward=use_forward_ad) + _fast_fail_details(
+                    func, inputs, func_out, ii, out_at[oi], rtol, atol, eps, use_forward_ad))
+
+
+# ----- the other checks ------------------------------------------------------------------------------
+
+def _test_backward_mul_by_grad_output(outputs: tuple, inputs: tuple) -> None:
+    diff_inputs = [inputs[i] for i in _diff_positions(inputs)]
+    if not outputs:
+        return
+    zeros = [_torch.zeros_like(o) for o in outputs]
+    grads = _grad(outputs, diff_inputs, zeros, allow_unused=True)
+    for gi, di in zip(grads, diff_inputs):
+        if gi is None:
+            continue
+        if not bool(gi.eq(0).all()):
+            raise GradcheckError("backward not multiplied by grad_output")
+        if gi.dtype != di.dtype:
+            raise GradcheckError("grad is incorrect type")
+        if gi.shape != di.shape:
+            raise GradcheckError("grad is incorrect size")
+
+
+class _UndefinedGrad(Function):
+    """Identity whose backward passes no gradient at all: ember's undefined gradient (PyTorch's
+    ``UndefinedGrad``), which every backward below must treat as zero."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, grad):
+        return None
+
+
+def _test_undefined_backward_mode(func, inputs: tuple) -> None:
+    diff_inputs = [inputs[i] for i in _diff_positions(inputs)]
+
+    def warn_bc():
+        warnings.warn("Backwards compatibility: New undefined gradient support checking feature is enabled by "
+                      "default, but it may break existing callers of this function. If this is true for you, you "
+                      "can call this function with \"check_undefined_grad=False\" to disable the feature",
+                      stacklevel=6)   # warn_bc < check < this < _gradcheck < gradcheck < the caller
+
+    def check(outs):
+        zeros = [_torch.zeros_like(o) for o in outs]
+        try:
+            grads = _grad(outs, diff_inputs, zeros, allow_unused=True)
+        except RuntimeError as e:
+            warn_bc()
+            raise GradcheckError("Expected backward function to handle undefined output grads. An output "
+                                 "gradient may be undefined (None) and must be treated as zero: a custom "
+                                 "Function's backward gets None there after ctx.set_materialize_grads(False).") \
+                from e
+        for g in grads:
+            if g is not None and not bool(g.eq(0).all()):
+                warn_bc()
+                raise GradcheckError("Expected all input grads to be undefined or zero when all output grads "
+                                     "are undefined or zero.")
+
+    outs = [o for o in _differentiable_outputs(func(*inputs))]
+    check([_UndefinedGrad.apply(o) for o in outs])
+    if len(outs) > 1:
+        # One undefined output gradient at a time must work too.
+        for k in range(len(outs)):
+            fresh = _differentiable_outputs(func(*inputs))
+            check([_UndefinedGrad.apply(o) if n == k else o for n, o in enumerate(fresh)])
+
+
+def _test_undefined_forward_mode(func, outputs: tuple, inputs: tuple) -> None:
+    """A tangent left undefined must act as a zero tangent."""
+    diff = _diff_positions(inputs)
+    all_u, _ = _random_unit_vectors(inputs, outputs, True)
+    with fwAD.dual_level():
+        duals = list(inputs)
+        for i, u in zip(diff, all_u):
+            duals[i] = fwAD.make_dual(inputs[i].detach(), u.reshape(inputs[i].shape).clone())
+        for i in diff:
+            keep = duals[i]
+            duals[i] = fwAD.make_dual(inputs[i].detach(), _torch.zeros_like(inputs[i]))
+            outs1 = [o for o in _as_tuple(func(*duals)) if _is_float(o)]
+            duals[i] = inputs[i].detach()
+            outs2 = [o for o in _as_tuple(func(*duals)) if _is_float(o)]
+            duals[i] = keep
+            for n, (o1, o2) in enumerate(zip(outs1, outs2)):
+                t1, t2 = fwAD.unpack_dual(o1).tangent, fwAD.unpack_dual(o2).tangent
+                if t1 is not None and t2 is not None and not _allclose(t1, t2, 1e-5, 1e-8):
+                    raise GradcheckError(f"Mismatch in tangent values for output with index: {n} when input: "
+                                         f"{inputs[i]} has an undefined tangent value.  Got: {t1} but "
+                                         f"expected: {t2}")
+
+
+_BATCHED_MSG = (
+    "gradcheck or gradgradcheck failed while testing batched gradient computation "
+    "(autograd.grad(..., is_grads_batched=True)). If the function cannot support batched gradients, "
+    "call gradcheck/gradgradcheck with check_batched_grad=False.")
+
+
+def _test_batched_grad(inputs: tuple, output: Tensor, output_idx: int) -> None:
+    """Two VJPs one at a time must equal the same two VJPs as one batched backward pass."""
+    diff_inputs = [inputs[i] for i in _diff_positions(inputs)]
+
+    def vjp(v, batched=False):
+        res = _grad(output, diff_inputs, v, retain_graph=True, allow_unused=True, is_grads_batched=batched)
+        lead = (v.shape[0],) if batched else ()
+        return [_torch.zeros((), dtype=x.dtype).expand((*lead, *x.shape)) if r is None else r
+                for r, x in zip(res, diff_inputs)]
+
+    # As PyTorch, from the global generator.
+    grad_outputs = [_torch.randn_like(output) for _ in range(2)]
+    expected = [_torch.stack(shards) for shards in zip(*[vjp(g) for g in grad_outputs])]
+    try:
+        result = vjp(_torch.stack(grad_outputs), batched=True)
+    except RuntimeError as ex:   # NotImplementedError is one too
+        raise GradcheckError(f"While computing batched gradients, got: {ex}\n\n{_BATCHED_MSG}") from ex
+    for input_idx, (res, exp) in enumerate(zip(result, expected)):
+        if not _torch.allclose(res, exp):
+            raise GradcheckError(f"For output {output_idx} and input {input_idx}:\n\n{_BATCHED_MSG}\n\n"
+                                 f"Got:\n{res}\n\nExpected:\n{exp}")
+
+
+# ----- public API -------------------------------------------------------------------------------------
+
+def gradcheck(
+    func: Callable[..., Tensor | Sequence[Tensor]],
+    inputs: Tensor | Sequence[Tensor],
+    *,
+    eps: float = 1e-6,
+    atol: float = 1e-5,
+    rtol: float = 1e-3,
+    raise_exception: bool = True,
+    nondet_tol: float = 0.0,
+    check_undefined_grad: bool = True,
+    check_grad_dtypes: bool = False,
+    check_batched_grad: bool = False,
+    check_batched_forward_grad: bool = False,
+    check_forward_ad: bool = False,
+    check_backward_ad: bool = True,
+    fast_mode: bool = False,
+    masked: bool | None = None,
+) -> bool:
+    """Check the gradients of ``func`` at ``inputs`` against central differences.
+
+    Every input tensor with ``requires_grad=True`` (use float64) is checked; the comparison is
+    ``allclose(analytical, numerical, rtol, atol)``. Raises :class:`GradcheckError` showing both
+    Jacobians on failure, or returns False with ``raise_exception=False``. ``masked`` concerns sparse
+    tensors, which ember does not have, and is ignored.
+    """
+    return _gradcheck(func, inputs, eps=eps, atol=atol, rtol=rtol, raise_exception=raise_exception,
+                      nondet_tol=nondet_tol, check_undefined_grad=check_undefined_grad,
+                      check_grad_dtypes=check_grad_dtypes, check_batched_grad=check_batched_grad,
+                      check_batched_forward_grad=check_batched_forward_grad, check_forward_ad=check_forward_ad,
+                      check_backward_ad=check_backward_ad, fast_mode=fast_mode, stacklevel=4)
+
+
+def _gradcheck(func, inputs, *, eps, atol, rtol, raise_exception, nondet_tol, check_undefined_grad,
+               check_grad_dtypes, check_batched_grad, check_batched_forward_grad, check_forward_ad,
+               check_backward_ad, fast_mode, stacklevel) -> bool:
+    if not (check_forward_ad or check_backward_ad):
+        raise AssertionError("Expected at least one of check_forward_ad or check_backward_ad to be True")
+    if check_batched_grad and not check_backward_ad:
+        raise AssertionError("Setting check_batched_grad=True requires check_backward_ad to be True")
+    if check_batched_forward_grad and not check_forward_ad:
+        raise AssertionError("Setting check_batched_forward_grad=True requires check_forward_ad to be True")
+    try:
+        inputs = _as_tuple(inputs)
+        _check_inputs(inputs, eps, stacklevel)
+        func_out = func(*inputs)
+        outputs = _differentiable_outputs(func_out)
+        check = _fast_gradcheck if fast_mode else _slow_gradcheck
+        if check_backward_ad:
+            check(func, func_out, inputs, eps, rtol, atol, check_grad_dtypes, nondet_tol, False)
+        if check_forward_ad:
+            check(func, func_out, inputs, eps, rtol, atol, check_grad_dtypes, nondet_tol, True)
+            if check_undefined_grad:
+                _test_undefined_forward_mode(func, outputs, inputs)
+        if check_batched_forward_grad:
+            raise NotImplementedError("ember has no vmap: check_batched_forward_grad=True is not supported")
+        if not check_backward_ad:
+            return True
+        if check_batched_grad:
+            for k, o in enumerate(outputs):
+                _test_batched_grad(inputs, o, k)
+        _test_backward_mul_by_grad_output(outputs, inputs)
+        if check_undefined_grad:
+            _test_undefined_backward_mode(func, inputs)
+        return True
+    except GradcheckError:
+        if raise_exception:
+            raise
+        return False
+
+
+def _random_grad_output(x: Tensor, noncontiguous: bool) -> Tensor:
+    """``torch.testing.make_tensor(x.shape, dtype=..., low=-1, high=1, requires_grad=True,
+    noncontiguous=...)``: uniform [-1, 1) from the global generator, in the same draw order."""
+    dtype = x.dtype if x.is_floating_point() else _torch.float64
+    shape = tuple(x.shape)
+    noncontiguous = noncontiguous and x.numel() > 1
+    if noncontiguous:
+        shape = shape[:-1] + (2 * shape[-1],)   # the odd elements below: non-contiguous, not identical
+    t = _torch.empty(shape, dtype=dtype).uniform_(-1, 1)
+    if noncontiguous:
+        t = t[..., 1::2]
+    return t.requires_grad_(True)
+
+
+def gradgradcheck(
+    func: Callable[..., Tensor | Sequence[Tensor]],
+    inputs: Tensor | Sequence[Tensor],
+    grad_outputs: Tensor | Sequence[Tensor | None] | None = None,
+    *,
+    eps: float = 1e-6,
+    atol: float = 1e-5,
+    rtol: float = 1e-3,
+    gen_non_contig_grad_outputs: bool = False,
+    raise_exception: bool = True,
+    nondet_tol: float = 0.0,
+    check_undefined_grad: bool = True,
+    check_grad_dtypes: bool = False,
+    check_batched_grad: bool = False,
+    check_fwd_over_rev: bool = False,
+    check_rev_over_rev: bool = True,
+    fast_mode: bool = False,
+    masked: bool = False,
+) -> bool:
+    """Check second derivatives: :func:`gradcheck` of ``(inputs, grad_outputs) -> d<func, grad_outputs>/d inputs``
+    computed with ``create_graph=True``. Without ``grad_outputs``, random ones are drawn (uniform in
+    [-1, 1), from the global generator, as PyTorch draws them)."""
+    if not (check_fwd_over_rev or check_rev_over_rev):
+        raise AssertionError("Expected at least one of check_fwd_over_rev or check_rev_over_rev to be True")
+    if check_undefined_grad and not check_rev_over_rev:
+        raise AssertionError("Setting check_undefined_grad=True requires check_rev_over_rev to be True")
+    if check_batched_grad and not check_rev_over_rev:
+        raise AssertionError("Setting check_batched_grad=True requires check_rev_over_rev to be True")
+    tupled_inputs = _as_tuple(inputs)
+    if grad_outputs is None:
+        outs = _differentiable_outputs(func(*tupled_inputs))
+        tupled_grad_outputs = tuple(_random_grad_output(o, gen_non_contig_grad_outputs) for o in outs)
+    else:
+        tupled_grad_outputs = _as_tuple(grad_outputs)
+    n_out = len(tupled_grad_outputs)
+    # Remember which arguments require grad: the forward-mode check passes detached copies, and
+    # the first-order gradient must still be taken with respect to them.
+    diff_in = set(_diff_positions(tupled_inputs))
+    diff_go = set(_diff_positions(tupled_grad_outputs))
+
+    def first_order_grads(*args):
+        xs = tuple(x.requires_grad_() if i in diff_in else x for i, x in enumerate(args[:len(args) - n_out]))
+        outs = _differentiable_outputs(func(*xs))
+        gos = tuple(g.requires_grad_() if i in diff_go else g for i, g in enumerate(args[len(args) - n_out:]))
+        wrt = tuple(x for i, x in enumerate(xs) if i in diff_in)
+        grads = _grad(outs, wrt, gos, create_graph=True, allow_unused=True)
+        return tuple(g for g in grads if g is not None)
+
+    return _gradcheck(first_order_grads, tupled_inputs + tupled_grad_outputs, eps=eps, atol=atol, rtol=rtol,
+                      raise_exception=raise_exception, nondet_tol=nondet_tol,
+                      check_undefined_grad=check_undefined_grad, check_grad_dtypes=check_grad_dtypes,
+                      check_batched_grad=check_batched_grad, check_batched_forward_grad=False,
+                      check_forward_ad=check_fwd_over_rev, check_backward_ad=check_rev_over_rev,
+                      fast_mode=fast_mode, stacklevel=4)

@@ -1,0 +1,501 @@
+"""ember.autograd.gradcheck / gradgradcheck, run against torch's on the same programs, and over the op database.
+
+Every program below is written once against a module ``m`` (torch or ember) and run on both: the results
+(True / False), the exception types and the key message text must agree; for slow mode the whole
+GradcheckError message (both Jacobians, printed) is compared.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import time
+import warnings
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+sys.path.insert(0, os.path.dirname(__file__))
+import ember  # noqa: E402
+from op_db import OP_DB  # noqa: E402
+
+torch.set_num_threads(1)
+SLOW = os.environ.get("EMBER_SLOW") == "1"
+LIBS = pytest.mark.parametrize("m", [torch, ember], ids=["torch", "ember"])
+
+
+# ----- programs, written once for both libraries --------------------------------------------------
+
+@functools.lru_cache(maxsize=None)
+def fns(m):
+    """Custom Functions (some deliberately wrong) defined against module ``m``."""
+    class BadReLU(m.autograd.Function):       # backward doubles the gradient
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x.clamp(min=0)
+
+        @staticmethod
+        def backward(ctx, g):
+            x, = ctx.saved_tensors
+            return 2 * g * (x > 0).to(g.dtype)
+
+    class NotMulByGrad(m.autograd.Function):  # right Jacobian, but a zero grad_output gives ones
+        @staticmethod
+        def forward(ctx, x):
+            return x * 3
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 3 if bool(g.abs().sum() > 0) else m.ones_like(g)
+
+    class Noisy(m.autograd.Function):         # backward is not deterministic
+        @staticmethod
+        def forward(ctx, x):
+            return x * 3
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * (3 + m.rand(g.shape, dtype=g.dtype) * 1e-9)
+
+    class TwoOutNoneUnsafe(m.autograd.Function):   # forgets that an output gradient may be None
+        @staticmethod
+        def forward(ctx, x):
+            ctx.set_materialize_grads(False)
+            return x * 2, x * 3
+
+        @staticmethod
+        def backward(ctx, g1, g2):
+            return g1 * 2 + g2 * 3
+
+    class TwoOutNoneSafe(m.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.set_materialize_grads(False)
+            return x * 2, x * 3
+
+        @staticmethod
+        def backward(ctx, g1, g2):
+            r = None
+            if g1 is not None:
+                r = g1 * 2
+            if g2 is not None:
+                r = g2 * 3 if r is None else r + g2 * 3
+            return r
+
+    class SquareDetachedBackward(m.autograd.Function):   # first derivative right, second one zero
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x ** 2
+
+        @staticmethod
+        def backward(ctx, g):
+            x, = ctx.saved_tensors
+            return g * 2 * x.detach()
+
+    class Square(m.autograd.Function):        # differentiable backward: gradgradcheck passes
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x ** 2
+
+        @staticmethod
+        def backward(ctx, g):
+            x, = ctx.saved_tensors
+            return g * 2 * x
+
+    def wrong_tangent(a):
+        """2a, whose forward-mode tangent is 3 times the input's: reverse mode stays right."""
+        p, t = m.autograd.forward_ad.unpack_dual(a)
+        if t is not None:
+            return m.autograd.forward_ad.make_dual(p * 2, t * 3)
+        return a * 2
+
+    return dict(BadReLU=BadReLU, NotMulByGrad=NotMulByGrad, Noisy=Noisy, TwoOutNoneUnsafe=TwoOutNoneUnsafe,
+                TwoOutNoneSafe=TwoOutNoneSafe, SquareDetachedBackward=SquareDetachedBackward, Square=Square,
+                wrong_tangent=wrong_tangent)
+
+
+def data(m):
+    m.manual_seed(0)
+    x = m.randn(3, 2, dtype=m.float64, requires_grad=True)
+    y = m.randn(2, 4, dtype=m.float64, requires_grad=True)
+    s = m.randn((), dtype=m.float64, requires_grad=True)
+    e = m.randn(0, 3, dtype=m.float64, requires_grad=True)
+    return x, y, s, e
+
+
+def run(m, prog):
+    """("ok", result) or ("raise", exception type name, message)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return ("ok", prog(m))
+        except Exception as e:  # noqa: BLE001
+            return ("raise", type(e).__name__, str(e))
+
+
+def gc(m, f, inputs, **kw):
+    return m.autograd.gradcheck(f, inputs, **kw)
+
+
+def ggc(m, f, inputs, *args, **kw):
+    return m.autograd.gradgradcheck(f, inputs, *args, **kw)
+
+
+PASSING = {
+    "elementwise": lambda m: gc(m, lambda a: a.sin() * a.exp(), data(m)[:1]),
+    "matmul": lambda m: gc(m, m.matmul, data(m)[:2]),
+    "matmul_fast": lambda m: gc(m, lambda a, b: (a @ b).tanh(), data(m)[:2], fast_mode=True),
+    "tuple_in_out": lambda m: gc(m, lambda a, b: (a @ b, a.sum() * b), data(m)[:2]),
+    "non_tensor_inputs": lambda m: gc(m, lambda a, k, b, name: a * k + b.sum(), (data(m)[0], 3.0, data(m)[1], "x")),
+    "unused_input": lambda m: gc(m, lambda a, b: a * 2, data(m)[:2]),
+    "unused_input_fast": lambda m: gc(m, lambda a, b: a * 2, data(m)[:2], fast_mode=True),
+    "output_not_requiring_grad": lambda m: gc(m, lambda a: (a.detach() * 2, a * 3), data(m)[:1]),
+    "constant_output": lambda m: gc(m, lambda a: m.ones(3, dtype=m.float64), data(m)[:1]),
+    "identity": lambda m: gc(m, lambda a: a, data(m)[:1]),
+    "list_inputs": lambda m: gc(m, lambda a, b: a * b, [data(m)[2], data(m)[0]]),
+    "single_tensor_input": lambda m: gc(m, m.tanh, data(m)[0]),
+    "empty_input": lambda m: gc(m, lambda a: a * 2, (data(m)[3],)),
+    "int_output_mixed_in": lambda m: gc(m, lambda a: a.max(dim=1), data(m)[:1]),
+    "multi_output_op": lambda m: gc(m, lambda a: m.std_mean(a, dim=0), data(m)[:1]),
+    "custom_function_none_grads": lambda m: gc(m, fns(m)["TwoOutNoneSafe"].apply, data(m)[:1]),
+    "nondet_tol": lambda m: gc(m, lambda a: fns(m)["Noisy"].apply(a), data(m)[:1], nondet_tol=1e-6,
+                               check_undefined_grad=False),
+    "forward_ad": lambda m: gc(m, lambda a, b: (a @ b).tanh(), data(m)[:2], check_forward_ad=True),
+    "forward_ad_fast": lambda m: gc(m, lambda a, b: (a @ b).tanh(), data(m)[:2], check_forward_ad=True,
+                                    fast_mode=True),
+    "forward_ad_only": lambda m: gc(m, lambda a: a.exp(), data(m)[:1], check_forward_ad=True,
+                                    check_backward_ad=False),
+    "gradgrad_elementwise": lambda m: ggc(m, lambda a: a.sin() * a, data(m)[:1]),
+    "gradgrad_matmul": lambda m: ggc(m, lambda a, b: (a @ b).tanh(), data(m)[:2]),
+    "gradgrad_given_grad_outputs": lambda m: ggc(m, lambda a: a.exp(), data(m)[:1],
+                                                 (m.ones(3, 2, dtype=m.float64, requires_grad=True),)),
+    "gradgrad_noncontiguous": lambda m: ggc(m, lambda a: a.exp(), data(m)[:1], gen_non_contig_grad_outputs=True),
+    "gradgrad_fast": lambda m: ggc(m, lambda a: a.sin() * a, data(m)[:1], fast_mode=True),
+    "gradgrad_custom_function": lambda m: ggc(m, fns(m)["Square"].apply, data(m)[:1]),
+    "gradgrad_fwd_over_rev": lambda m: ggc(m, lambda a: a.sin() * a, data(m)[:1], check_fwd_over_rev=True),
+}
+
+
+@pytest.mark.parametrize("name", list(PASSING))
+def test_passing_programs(name):
+    t, e = run(torch, PASSING[name]), run(ember, PASSING[name])
+    assert t == ("ok", True), t
+    assert e == t
+
+
+def _bad(kind):
+    return {
+        "slow": lambda m: gc(m, fns(m)["BadReLU"].apply, data(m)[:1]),
+        "fast": lambda m: gc(m, fns(m)["BadReLU"].apply, data(m)[:1], fast_mode=True),
+        "forward": lambda m: gc(m, fns(m)["wrong_tangent"], data(m)[:1], check_forward_ad=True),
+        "forward_fast": lambda m: gc(m, fns(m)["wrong_tangent"], data(m)[:1], check_forward_ad=True,
+                                     fast_mode=True),
+        "second_input": lambda m: gc(m, lambda a, b: (a.sum() * b, fns(m)["BadReLU"].apply(b)), data(m)[:2]),
+        "gradgrad": lambda m: ggc(m, fns(m)["SquareDetachedBackward"].apply, data(m)[:1]),
+        "gradgrad_fast": lambda m: ggc(m, fns(m)["SquareDetachedBackward"].apply, data(m)[:1], fast_mode=True),
+    }[kind]
+
+
+@pytest.mark.parametrize("kind", ["slow", "forward", "second_input", "gradgrad"])
+def test_mismatch_message_matches_torch(kind):
+    """Slow mode: the same GradcheckError, message included (both Jacobians as printed tensors)."""
+    t, e = run(torch, _bad(kind)), run(ember, _bad(kind))
+    assert t[:2] == ("raise", "GradcheckError")
+    assert e == t
+    mode = "computed with forward mode " if kind == "forward" else ""
+    pair = "output 1 with respect to input 1" if kind == "second_input" else "output 0 with respect to input 0"
+    assert e[2].startswith(f"Jacobian {mode}mismatch for {pair},\nnumerical:tensor(")
+    assert "\nanalytical:tensor(" in e[2]
+
+
+@pytest.mark.parametrize("kind", ["fast", "forward_fast", "gradgrad_fast"])
+def test_fast_mode_mismatch(kind):
+    """Fast mode: the same projected values, then the slow-mode Jacobians of the failing pair."""
+    t, e = run(torch, _bad(kind)), run(ember, _bad(kind))
+    assert t[:2] == e[:2] == ("raise", "GradcheckError")
+    t_lines, e_lines = t[2].splitlines(), e[2].splitlines()
+    assert e_lines[0] == t_lines[0]
+    for k in (1, 2):   # numerical:<value>, analytical:<value>
+        tk, ek = t_lines[k].split(":", 1), e_lines[k].split(":", 1)
+        assert ek[0] == tk[0]
+        if tk[1].startswith("tensor"):
+            assert ek[1] == tk[1]
+        else:
+            assert float(ek[1]) == pytest.approx(float(tk[1]), rel=1e-9)
+    # The slow-mode recomputation: identical printed Jacobians and max difference.
+    t_tail, e_tail = t[2].split("Numerical:\n", 1)[1], e[2].split("Numerical:\n", 1)[1]
+    assert e_tail.split("\n\n")[0] == t_tail.split("\n\n")[0]
+    assert e[2].split("The max per-element difference")[1].splitlines()[0] == \
+        t[2].split("The max per-element difference")[1].splitlines()[0]
+
+
+@pytest.mark.parametrize("kind", ["slow", "fast", "forward", "forward_fast", "gradgrad", "gradgrad_fast"])
+def test_raise_exception_false_returns_false(kind):
+    def prog(m):
+        f = _bad(kind)
+        return f(_NoRaise(m))
+    assert run(torch, prog) == run(ember, prog) == ("ok", False)
+
+
+class _NoRaise:
+    """Module ``m`` whose gradcheck/gradgradcheck default to raise_exception=False."""
+
+    def __init__(self, m):
+        self._m = m
+        self.autograd = type("A", (), {
+            "gradcheck": staticmethod(functools.partial(m.autograd.gradcheck, raise_exception=False)),
+            "gradgradcheck": staticmethod(functools.partial(m.autograd.gradgradcheck, raise_exception=False)),
+            "forward_ad": m.autograd.forward_ad, "Function": m.autograd.Function})
+
+    def __getattr__(self, name):
+        return getattr(self._m, name)
+
+
+def test_gradcheck_error_type():
+    from ember.autograd.gradcheck import GradcheckError
+    assert GradcheckError is ember.autograd.GradcheckError
+    assert issubclass(GradcheckError, RuntimeError)
+    with pytest.raises(GradcheckError):
+        ember.autograd.gradcheck(fns(ember)["BadReLU"].apply, data(ember)[:1])
+
+
+def test_module_and_function_names_as_torch():
+    """``torch.autograd.gradcheck`` is the function; the module lives on in sys.modules."""
+    for m in (torch, ember):
+        assert callable(m.autograd.gradcheck) and not isinstance(m.autograd.gradcheck, type(sys))
+        mod = sys.modules[f"{m.__name__}.autograd.gradcheck"]
+        assert mod.gradcheck is m.autograd.gradcheck
+        assert mod.gradgradcheck is m.autograd.gradgradcheck
+        assert issubclass(mod.GradcheckError, RuntimeError)
+    import inspect
+    for name in ("gradcheck", "gradgradcheck"):
+        tp = inspect.signature(getattr(torch.autograd, name)).parameters
+        ep = inspect.signature(getattr(ember.autograd, name)).parameters
+        assert list(ep) == list(tp)
+        assert {k: (p.default, p.kind) for k, p in ep.items()} == {k: (p.default, p.kind) for k, p in tp.items()}
+
+
+ERRORS = {
+    "none_requires_grad": lambda m: gc(m, lambda a: a * 2, (data(m)[0].detach(),)),
+    "stride_0": lambda m: gc(m, lambda a: a * 2,
+                             (m.randn(3, dtype=m.float64).expand(2, 3).requires_grad_(),)),
+    "no_check_at_all": lambda m: gc(m, lambda a: a, data(m)[:1], check_backward_ad=False),
+    "batched_without_backward": lambda m: gc(m, lambda a: a, data(m)[:1], check_forward_ad=True,
+                                             check_backward_ad=False, check_batched_grad=True),
+    "not_multiplied_by_grad_output": lambda m: gc(m, fns(m)["NotMulByGrad"].apply, data(m)[:1]),
+    "not_reentrant": lambda m: gc(m, fns(m)["Noisy"].apply, data(m)[:1]),
+    "undefined_output_grad_unsupported": lambda m: gc(m, fns(m)["TwoOutNoneUnsafe"].apply, data(m)[:1]),
+    "depends_but_not_differentiable": lambda m: gc(m, lambda a: a.detach() * 2, data(m)[:1]),
+    "depends_but_not_differentiable_fast": lambda m: gc(m, lambda a: a.detach() * 2, data(m)[:1],
+                                                        fast_mode=True),
+    "gradgrad_undefined_without_rev": lambda m: ggc(m, lambda a: a, data(m)[:1], check_rev_over_rev=False),
+}
+
+
+@pytest.mark.parametrize("name", list(ERRORS))
+def test_errors_match_torch(name):
+    t, e = run(torch, ERRORS[name]), run(ember, ERRORS[name])
+    assert t[0] == "raise"
+    assert e[:2] == t[:2], (e, t)
+    assert e[2].splitlines()[0] == t[2].splitlines()[0]
+
+
+@LIBS
+def test_float32_input_warns(m):
+    x = m.randn(4, dtype=m.float32, requires_grad=True)
+    with pytest.warns(UserWarning, match="Input #1 requires gradient and is not a double precision") as rec:
+        assert m.autograd.gradcheck(lambda k, a: a * k, (2.0, x), eps=1e-3, atol=1e-2, rtol=1e-2)
+    if m is ember:
+        w = [r for r in rec if "double precision" in str(r.message)][0]
+        assert "float64" in str(w.message) and "eps=0.001" in str(w.message)
+        assert w.filename == __file__          # points at the caller, not into gradcheck.py
+
+
+def test_float64_inputs_do_not_warn():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert ember.autograd.gradcheck(lambda a: a * 2, data(ember)[:1])
+
+
+def test_gradgradcheck_draws_grad_outputs_as_torch():
+    """Random grad_outputs come from the global generator, in torch's order: the stream after matches."""
+    def prog(m):
+        x = data(m)[0]
+        m.manual_seed(5)
+        assert m.autograd.gradgradcheck(lambda a: a.exp(), (x,), gen_non_contig_grad_outputs=True)
+        return m.rand(3).tolist()
+    assert run(ember, prog) == run(torch, prog)
+
+
+def test_fast_mode_cost_does_not_grow_with_input_size():
+    calls = []
+
+    def f(a):
+        calls.append(1)
+        return ember.tanh(a * a.sum())
+
+    def count(n, fast):
+        calls.clear()
+        x = ember.randn(n, dtype=ember.float64, requires_grad=True)
+        assert ember.autograd.gradcheck(f, (x,), fast_mode=fast)
+        return len(calls)
+
+    assert count(10, True) == count(200, True)
+    assert count(200, False) >= 2 * 200 > 10 * count(200, True)
+
+
+def test_fast_mode_much_faster_on_a_large_input():
+    ember.manual_seed(0)
+    x = ember.randn(300, dtype=ember.float64, requires_grad=True)
+    W = ember.randn(300, 300, dtype=ember.float64) / 20
+
+    def f(a):
+        return ember.tanh(W @ (a.sin() * a))
+
+    def timed(fast):
+        t0 = time.perf_counter()
+        assert ember.autograd.gradcheck(f, (x,), fast_mode=fast)
+        return time.perf_counter() - t0
+
+    timed(True)
+    assert timed(False) > 5 * timed(True)
+
+
+def test_inputs_restored_and_user_rng_untouched():
+    x = data(ember)[0]
+    before = x.detach().clone()
+    ember.manual_seed(3)
+    state = ember.get_rng_state()
+    assert ember.autograd.gradcheck(lambda a: a.exp(), (x,), fast_mode=True, check_forward_ad=True)
+    assert ember.equal(x.detach(), before) and x._version == 0
+    assert ember.equal(ember.get_rng_state(), state)
+
+
+def test_check_batched_grad():
+    x = ember.randn(3, dtype=ember.float64, requires_grad=True)
+    try:
+        ember.autograd.grad(x * 2, x, ember.ones(2, 3, dtype=ember.float64), is_grads_batched=True)
+    except NotImplementedError:
+        pytest.skip("autograd.grad(is_grads_batched=True) is not in this branch yet")
+
+    def prog(m):
+        m.manual_seed(0)
+        a = m.randn(3, 2, dtype=m.float64, requires_grad=True)
+        b = m.randn(2, 4, dtype=m.float64, requires_grad=True)
+        ok = m.autograd.gradcheck(lambda p, q: ((p @ q).sin(), p * 2), (a, b), check_batched_grad=True)
+        return ok, m.rand(2).tolist()   # the check draws its grad_outputs from the global generator
+    assert run(ember, prog) == run(torch, prog)
+
+
+# ----- forward-over-reverse (gradgradcheck(check_fwd_over_rev=True)) ----------------------------------
+
+@pytest.mark.xfail(strict=True, reason="ember: forward-over-reverse loses the tangent of a saved output "
+                                       "(tan, exp, sigmoid... save their result); issue 6 part 2")
+def test_fwd_over_rev_through_saved_output():
+    x = data(ember)[0]
+    assert ember.autograd.gradgradcheck(ember.tan, (x,), check_fwd_over_rev=True)
+
+
+# ----- the op database -----------------------------------------------------------------------------------
+
+def _op_cases():
+    """Each differentiable op's smallest non-empty sample (every sample under EMBER_SLOW=1)."""
+    out = []
+    for op in OP_DB:
+        if not op.supports_grad:
+            continue
+        samples = [s for s in op.sample_inputs() if s.args]
+        if not SLOW:
+            nonempty = [s for s in samples if all(a.size for a in s.args)]
+            samples = [min(nonempty, key=lambda s: sum(a.size for a in s.args))] if nonempty else []
+        for s in samples:
+            out.append(pytest.param(op, s, id=f"{op.name}-{s.desc}"))
+    return out
+
+
+def _op_call(op, sample, m=ember):
+    xs = tuple(m.tensor(np.array(a)).requires_grad_() for a in sample.args)
+
+    def f(*args):
+        return op.op(m, *args, **sample.kwargs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        outs = f(*xs)
+    outs = outs if isinstance(outs, tuple) else (outs,)
+    diff = [o for o in outs if isinstance(o, m.Tensor) and o.requires_grad]
+    if not diff:
+        pytest.skip("no differentiable output")
+    if not all(bool(m.isfinite(o).all()) for o in diff):
+        # allclose without equal_nan, as PyTorch's: gradcheck cannot pass on inf/nan values.
+        pytest.skip("non-finite output")
+    # Lower-precision outputs (float32/float16 casts) round the central differences.
+    tol = {} if all(o.dtype == m.float64 for o in diff) else dict(atol=1e-2, rtol=1e-2)
+    return f, xs, dict(eps=op.eps, **tol)
+
+
+def _check_like_torch(op, sample, check: str, **kw):
+    """ember's check passes, or fails exactly as torch's does on the same sample (e.g. the second derivative
+    of max at a tie, which central differences cannot see)."""
+    def attempt(m):
+        f, xs, tol = _op_call(op, sample, m)
+        m.manual_seed(0)   # gradgradcheck draws its grad_outputs
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                return getattr(m.autograd, check)(f, xs, **tol, **kw), None
+            except Exception as e:  # noqa: BLE001
+                return None, e
+    ok, err = attempt(ember)
+    if ok:
+        return
+    _, t_err = attempt(torch)
+    assert t_err is not None, f"ember's {check} failed, torch's passes: {err!r}"
+    assert type(err).__name__ == type(t_err).__name__, (err, t_err)
+    assert str(err).splitlines()[0] == str(t_err).splitlines()[0]
+
+
+@pytest.mark.parametrize("op,sample", _op_cases())
+def test_op_db_gradcheck(op, sample):
+    if op.xfail_reason("gradcheck", sample.desc):
+        f, xs, kw = _op_call(op, sample)
+        with pytest.raises((ember.autograd.GradcheckError, RuntimeError)):
+            ember.autograd.gradcheck(f, xs, **kw)
+        return
+    _check_like_torch(op, sample, "gradcheck", check_forward_ad=op.supports_fwd)
+
+
+@pytest.mark.parametrize("op,sample", [c for c in _op_cases() if c.values[0].supports_gradgrad])
+def test_op_db_gradgradcheck(op, sample):
+    if op.xfail_reason("gradgrad_numeric", sample.desc):
+        f, xs, kw = _op_call(op, sample)
+        with pytest.raises(ember.autograd.GradcheckError):
+            ember.autograd.gradgradcheck(f, xs, **kw)
+        return
+    _check_like_torch(op, sample, "gradgradcheck")
+
+
+def test_float32_warning_from_gradgradcheck_points_at_caller():
+    x = ember.randn(3, dtype=ember.float32, requires_grad=True)
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        ember.autograd.gradgradcheck(lambda a: a * a, (x,), eps=1e-2, atol=1e-1, rtol=1e-1)
+    ours = [r for r in rec if "double precision" in str(r.message)]
+    # x, and the float32 grad_output drawn for its float32 output: inputs #0 and #1 of the checked function.
+    assert sorted(str(r.message).split()[1] for r in ours) == ["#0", "#1"]
+    assert all(r.filename == __file__ for r in ours)
+
+
+def test_batched_forward_grad_is_refused_clearly():
+    """PyTorch runs this check through vmap, which ember does not have: a clear refusal, not a wrong pass."""
+    x = data(ember)[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # torch's vmap fallback warnings
+        assert torch.autograd.gradcheck(torch.exp, data(torch)[0], check_forward_ad=True,
+                                        check_batched_forward_grad=True)
+    with pytest.raises(NotImplementedError, match="vmap"):
+        ember.autograd.gradcheck(ember.exp, (x,), check_forward_ad=True, check_batched_forward_grad=True)
