@@ -107,6 +107,16 @@ def fns(m):
             x, = ctx.saved_tensors
             return g * 2 * x
 
+    class NoJvp(m.autograd.Function):         # no jvp: forward mode must refuse it
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * 3
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 3
+
     def wrong_tangent(a):
         """2a, whose forward-mode tangent is 3 times the input's: reverse mode stays right."""
         p, t = m.autograd.forward_ad.unpack_dual(a)
@@ -116,7 +126,7 @@ def fns(m):
 
     return dict(BadReLU=BadReLU, NotMulByGrad=NotMulByGrad, Noisy=Noisy, TwoOutNoneUnsafe=TwoOutNoneUnsafe,
                 TwoOutNoneSafe=TwoOutNoneSafe, SquareDetachedBackward=SquareDetachedBackward, Square=Square,
-                wrong_tangent=wrong_tangent)
+                NoJvp=NoJvp, wrong_tangent=wrong_tangent)
 
 
 def data(m):
@@ -294,6 +304,17 @@ ERRORS = {
     "depends_but_not_differentiable_fast": lambda m: gc(m, lambda a: a.detach() * 2, data(m)[:1],
                                                         fast_mode=True),
     "gradgrad_undefined_without_rev": lambda m: ggc(m, lambda a: a, data(m)[:1], check_rev_over_rev=False),
+    # A custom Function without jvp under forward mode: PyTorch's NotImplementedError, not a GradcheckError,
+    # so raise_exception=False does not turn it into False.
+    "function_without_jvp": lambda m: gc(m, fns(m)["NoJvp"].apply, data(m)[:1], check_forward_ad=True),
+    "function_without_jvp_fast": lambda m: gc(m, fns(m)["NoJvp"].apply, data(m)[:1], check_forward_ad=True,
+                                              fast_mode=True),
+    "function_without_jvp_forward_only": lambda m: gc(m, fns(m)["NoJvp"].apply, data(m)[:1],
+                                                      check_forward_ad=True, check_backward_ad=False),
+    "function_without_jvp_no_raise": lambda m: gc(m, fns(m)["NoJvp"].apply, data(m)[:1], check_forward_ad=True,
+                                                  raise_exception=False),
+    "function_without_jvp_fwd_over_rev": lambda m: ggc(m, fns(m)["NoJvp"].apply, data(m)[:1],
+                                                       check_fwd_over_rev=True),
 }
 
 
@@ -303,6 +324,17 @@ def test_errors_match_torch(name):
     assert t[0] == "raise"
     assert e[:2] == t[:2], (e, t)
     assert e[2].splitlines()[0] == t[2].splitlines()[0]
+
+
+def test_function_without_jvp_leaves_no_dual_level_open():
+    """After the NotImplementedError, forward mode works again: the check's dual level was exited."""
+    with pytest.raises(NotImplementedError, match="jvp"):
+        ember.autograd.gradcheck(fns(ember)["NoJvp"].apply, data(ember)[:1], check_forward_ad=True)
+    fwAD = ember.autograd.forward_ad
+    x = data(ember)[0].detach()
+    with fwAD.dual_level():
+        d = fwAD.make_dual(x, ember.ones_like(x))
+        assert ember.allclose(fwAD.unpack_dual(d.exp()).tangent, x.exp())
 
 
 @LIBS
@@ -366,6 +398,25 @@ def test_fast_mode_much_faster_on_a_large_input():
     assert timed(False) > 5 * timed(True)
 
 
+@pytest.mark.parametrize("fast", [False, True], ids=["slow", "fast"])
+def test_reverse_and_forward_checks_share_central_differences(fast):
+    """With check_forward_ad, the function is evaluated once, then twice per central difference (one per
+    input element, or one along u in fast mode), then once per forward-mode JVP: the reverse-mode check
+    reuses the differences instead of taking them again."""
+    x = data(ember)[0]
+    calls = []
+
+    def f(a):
+        calls.append(1)
+        return a.exp()
+    for kw in ({}, dict(check_forward_ad=True)):
+        calls.clear()
+        assert ember.autograd.gradcheck(f, (x,), check_undefined_grad=False, fast_mode=fast, **kw)
+        n_diff = 1 if fast else x.numel()
+        n_jvp = n_diff if kw else 0
+        assert len(calls) == 1 + 2 * n_diff + n_jvp
+
+
 def test_inputs_restored_and_user_rng_untouched():
     x = data(ember)[0]
     before = x.detach().clone()
@@ -394,11 +445,11 @@ def test_check_batched_grad():
 
 # ----- forward-over-reverse (gradgradcheck(check_fwd_over_rev=True)) ----------------------------------
 
-@pytest.mark.xfail(strict=True, reason="ember: forward-over-reverse loses the tangent of a saved output "
-                                       "(tan, exp, sigmoid... save their result); issue 6 part 2")
 def test_fwd_over_rev_through_saved_output():
+    """tan, exp, sigmoid... save their result for backward: forward-over-reverse needs its tangent."""
     x = data(ember)[0]
-    assert ember.autograd.gradgradcheck(ember.tan, (x,), check_fwd_over_rev=True)
+    for f in (ember.tan, ember.exp, ember.sigmoid, ember.tanh, ember.sqrt):
+        assert ember.autograd.gradgradcheck(f, (x.abs().detach().requires_grad_(),), check_fwd_over_rev=True)
 
 
 # ----- the op database -----------------------------------------------------------------------------------
@@ -471,12 +522,16 @@ def test_op_db_gradcheck(op, sample):
 
 @pytest.mark.parametrize("op,sample", [c for c in _op_cases() if c.values[0].supports_gradgrad])
 def test_op_db_gradgradcheck(op, sample):
+    """Second derivatives by reverse-over-reverse and forward-over-reverse (Hessian-vector products through
+    every op's backward graph, dual tangents through saved tensors). Where torch has no forward AD for an op
+    (index_reduce, cholesky) or its check fails (copy_, scatter_reduce prod, triangular_solve, logcumsumexp),
+    ember's must still pass: ``_check_like_torch`` consults torch only when ember's check fails."""
     if op.xfail_reason("gradgrad_numeric", sample.desc):
         f, xs, kw = _op_call(op, sample)
         with pytest.raises(ember.autograd.GradcheckError):
             ember.autograd.gradgradcheck(f, xs, **kw)
         return
-    _check_like_torch(op, sample, "gradgradcheck")
+    _check_like_torch(op, sample, "gradgradcheck", check_fwd_over_rev=True)
 
 
 def test_float32_warning_from_gradgradcheck_points_at_caller():

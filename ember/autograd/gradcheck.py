@@ -299,13 +299,18 @@ def _check_no_differentiable_outputs(func, inputs, func_out, eps) -> None:
             raise GradcheckError("Numerical gradient for function expected to be zero")
 
 
-def _slow_gradcheck(func, func_out, inputs, eps, rtol, atol, check_grad_dtypes, nondet_tol, use_forward_ad):
+def _slow_gradcheck(func, func_out, inputs, eps, rtol, atol, check_grad_dtypes, nondet_tol, use_forward_ad,
+                    cache: dict):
     func_out = _as_tuple(func_out)
     out_at = _diff_positions(func_out)
     if not out_at:
         _check_no_differentiable_outputs(func, inputs, func_out, eps)
         return
-    numerical = _numerical_jacobians(func, inputs, func_out, eps)
+    # The reverse- and forward-mode checks compare with the same central differences: take them once
+    # (one evaluation pair per input element, the bulk of a slow check's cost).
+    if "numerical" not in cache:
+        cache["numerical"] = _numerical_jacobians(func, inputs, func_out, eps)
+    numerical = cache["numerical"]
     in_at = _diff_positions(inputs)
     if use_forward_ad:
         analytical = _forward_jacobians(func, inputs, func_out)
@@ -371,7 +376,8 @@ def _fast_fail_details(func, inputs, func_out, ii, j, rtol, atol, eps, use_forwa
     return msg
 
 
-def _fast_gradcheck(func, func_out, inputs, eps, rtol, atol, check_grad_dtypes, nondet_tol, use_forward_ad):
+def _fast_gradcheck(func, func_out, inputs, eps, rtol, atol, check_grad_dtypes, nondet_tol, use_forward_ad,
+                    cache: dict):
     func_out = _as_tuple(func_out)
     out_at = _diff_positions(func_out)
     outputs = tuple(func_out[j] for j in out_at)
@@ -381,7 +387,10 @@ def _fast_gradcheck(func, func_out, inputs, eps, rtol, atol, check_grad_dtypes, 
     # numerical[ii][oi]: J u (forward mode) or v^T J u (backward mode)
     numerical = []
     for i, u in zip(in_at, all_u):
-        Ju = _numerical_Ju(func, inputs, u, i, eps)
+        # u is the same draw in both modes (forward mode draws no v): share J u between them.
+        if ("Ju", i) not in cache:
+            cache[("Ju", i)] = _numerical_Ju(func, inputs, u, i, eps)
+        Ju = cache[("Ju", i)]
         if not out_at and not use_forward_ad:
             for c in Ju:
                 if c is not None and c.numel() and float(c.abs().max()) > nondet_tol:
@@ -584,10 +593,11 @@ def _gradcheck(func, inputs, *, eps, atol, rtol, raise_exception, nondet_tol, ch
         func_out = func(*inputs)
         outputs = _differentiable_outputs(func_out)
         check = _fast_gradcheck if fast_mode else _slow_gradcheck
+        cache: dict = {}
         if check_backward_ad:
-            check(func, func_out, inputs, eps, rtol, atol, check_grad_dtypes, nondet_tol, False)
+            check(func, func_out, inputs, eps, rtol, atol, check_grad_dtypes, nondet_tol, False, cache)
         if check_forward_ad:
-            check(func, func_out, inputs, eps, rtol, atol, check_grad_dtypes, nondet_tol, True)
+            check(func, func_out, inputs, eps, rtol, atol, check_grad_dtypes, nondet_tol, True, cache)
             if check_undefined_grad:
                 _test_undefined_forward_mode(func, outputs, inputs)
         if check_batched_forward_grad:
