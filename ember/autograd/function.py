@@ -10,6 +10,7 @@ from .._device import NAMESPACES, backend_of
 from .._tensor import Tensor, make
 from . import grad_mode as _gm
 from ..ops._views import edge_of
+from .anomaly_mode import record_stack
 from .graph import FREED, FREED_MESSAGE, Node, modified_message
 
 
@@ -154,6 +155,7 @@ class Function:
         if not recording:
             return outputs
         Node.__init__(node, tuple(edge_of(a) if isinstance(a, Tensor) else (None, 0) for a in args))
+        record_stack(node)   # anomaly mode: the forward traceback
         node._in_meta = tuple((a._data.shape, a._data.dtype) if isinstance(a, Tensor) else None for a in args)
         to_save = node.__dict__.pop("_to_save", None)
         if to_save is not None:

@@ -34,6 +34,7 @@ import numpy as np
 from .._device import NAMESPACES
 from .._tensor import Tensor, _new, make
 from ..autograd import grad_mode as _gm
+from ..autograd.anomaly_mode import _anomaly, record_stack
 from ..autograd.graph import FREED, FREED_MESSAGE, Node, _seq, grad_accumulator, modified_message, node_class
 from ._util import promote_float, promote_standard
 
@@ -450,6 +451,8 @@ def _record(t: Tensor, prim: Primitive, args: tuple, params: dict, node_cls) -> 
         node._out_v = 0
     else:
         node._out = None
+    if _anomaly.enabled:
+        record_stack(node)   # the forward traceback (off: this one test is all it costs)
     t.grad_fn = node
     t._requires_grad = True
 
