@@ -1,9 +1,10 @@
 """ember.autograd: the engine, grad modes, graph nodes and custom Functions."""
 from . import anomaly_mode, grad_mode, graph
 from .anomaly_mode import detect_anomaly, set_detect_anomaly
+from ._explain import explain
 from .engine import backward, grad
 from .function import Function, FunctionCtx
 from .grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled
 
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "no_grad", "enable_grad", "set_grad_enabled",
-           "inference_mode", "grad_mode", "graph", "detect_anomaly", "set_detect_anomaly", "anomaly_mode"]
+           "inference_mode", "grad_mode", "graph", "detect_anomaly", "set_detect_anomaly", "anomaly_mode", "explain"]

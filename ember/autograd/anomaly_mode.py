@@ -18,13 +18,13 @@ a node is made and nothing in the engine's loop.
 from __future__ import annotations
 
 import functools
-import linecache
-import os
 import sys
 import threading
 import traceback
 import warnings
 from collections import OrderedDict
+
+from .._origin import last_frame, site, user_frame
 
 __all__ = ["detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled", "is_anomaly_check_nan_enabled",
            "set_anomaly_enabled"]
@@ -117,24 +117,6 @@ class set_detect_anomaly:
 
 # ----- where things happened ----------------------------------------------------------------------
 
-_EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-_NN_DIR = _EMBER_DIR + "nn" + os.sep
-
-
-def _internal(filename: str) -> bool:
-    """A frame of ember's own machinery (ops, autograd, Tensor), which PyTorch runs in C++ and so never
-    shows in a forward traceback. ember.nn stays visible, as torch/nn does."""
-    return filename.startswith(_EMBER_DIR) and not filename.startswith(_NN_DIR)
-
-
-def user_frame(depth: int = 1):
-    """The innermost frame outside ember's machinery, starting ``depth`` frames above the caller."""
-    f = sys._getframe(depth + 1)
-    while f is not None and _internal(f.f_code.co_filename):
-        f = f.f_back
-    return f
-
-
 def stack_here() -> list:
     """The forward stack as PyTorch stores it (``traceback.format_list``), ember's own frames left off."""
     frames = traceback.extract_stack(user_frame(1))
@@ -152,27 +134,6 @@ def record_stack(node) -> None:
     parent = _current.node
     if parent is not None:
         md["parent_"] = parent
-
-
-def site(filename: str, lineno: int, name: str | None = None) -> str:
-    """``file:line in name: source`` for messages."""
-    where = f"{filename}:{lineno}" + (f" in {name}" if name else "")
-    src = linecache.getline(filename, lineno).strip()
-    return f"{where}: {src}" if src else where
-
-
-def last_frame(stack) -> str | None:
-    """The innermost frame of a recorded traceback as ``file:line in name: source``."""
-    if not stack:
-        return None
-    first = stack[-1].strip().splitlines()[0].strip()   # 'File "x.py", line 3, in f'
-    try:
-        fname = first.split('"')[1]
-        rest = first.split('", line ')[1]
-        lineno_s, _, name = rest.partition(", in ")
-        return site(fname, int(lineno_s), name or None)
-    except (IndexError, ValueError):
-        return first
 
 
 # ----- in-place ops: where each version of a tensor's memory was made -------------------------------

@@ -401,6 +401,8 @@ def apply(prim: Primitive, args: tuple, params: dict = _EMPTY, node_cls=None, dt
         # PyTorch: a view made under no_grad of a tensor that requires grad requires grad too (with no
         # history: _record gives it no edge).
         t._requires_grad = rg and prim.is_view and t._base is not None
+        if rg:
+            t._origin = prim   # cut from the graph by no_grad: autograd.explain names the op
     if fwd_state.level:
         _forward_tangent(t, prim, args, params)
     return t
