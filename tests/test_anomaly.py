@@ -340,5 +340,40 @@ def test_version_error_without_the_mode_is_unchanged():
         c.add_(1)
         c.sum().backward()
     (_, et, _), (_, ee, _) = both(prog)
-    assert str(et) == str(ee)
+    assert str(ee) == str(et) + "\nIt was saved for backward by ExpBackward0."
     assert "set_detect_anomaly(True, check_nan=False)" in str(ee)
+
+
+def test_version_error_names_the_saver_of_an_input():
+    # torch names the tensor's current history (the in-place Add); ember adds the node that needed it (Sin)
+    def prog(lib):
+        a = lib.ones(3, requires_grad=True)
+        b = a * 2
+        c = b.sin()
+        b.add_(1)
+        c.sum().backward()
+    (_, et, _), (_, ee, _) = both(prog)
+    assert "which is output 0 of Add," in str(et)
+    assert str(ee) == str(et) + "\nIt was saved for backward by SinBackward0."
+
+
+def test_version_error_in_custom_function_names_it():
+    def prog(lib):
+        class Square(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(x)
+                return x * x
+
+            @staticmethod
+            def backward(ctx, g):
+                x, = ctx.saved_tensors
+                return 2 * x * g
+        a = lib.ones(3, requires_grad=True)
+        b = a * 1
+        y = Square.apply(b)
+        b.mul_(2)
+        y.sum().backward()
+    (_, et, _), (_, ee, _) = both(prog)
+    assert type(et) is type(ee) is RuntimeError
+    assert str(ee) == str(et) + "\nIt was saved for backward by SquareBackward."

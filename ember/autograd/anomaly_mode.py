@@ -183,8 +183,7 @@ def version_error_hint(vc, expected: int, saver=None) -> str:
     if saver is not None:
         md = saver._metadata
         at = last_frame(md.get("traceback_")) if md else None
-        if at:
-            lines.append(f"It was saved for backward by {saver.name()} at {at}")
+        lines.append(f"It was saved for backward by {saver.name()}" + (f" at {at}" if at else "."))
     if vc is not None:
         mod = _modified_at(vc, expected)
         if mod is not None and mod[1] is not None:

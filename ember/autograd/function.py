@@ -45,7 +45,7 @@ class FunctionCtx:
             if isinstance(t, _SavedOutput):
                 t = t.unpack(self)
             if t is not None and t._vc[0] != v:
-                raise RuntimeError(modified_message(t, v))
+                raise RuntimeError(modified_message(t, v, saver=self))
             out.append(t)
         return tuple(out)
 

@@ -237,7 +237,7 @@ class PrimNode(Node):
             if sv is not None:
                 t, v = sv
                 if t._vc[0] != v:
-                    raise RuntimeError(modified_message(t, v))
+                    raise RuntimeError(modified_message(t, v, saver=self))
                 args.append(t if graph else t._data)
             elif type(m) is tuple:
                 args.append(_unsaved(m[0], m[1]))
