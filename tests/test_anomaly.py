@@ -132,6 +132,33 @@ def test_node_records_the_forward_traceback_as_torch():
     assert re_[1][-2] == rt[1][-2]
 
 
+def test_leaf_accumulator_records_where_it_joined_the_graph():
+    def prog(lib):
+        with lib.autograd.set_detect_anomaly(True):
+            x = lib.ones(2, requires_grad=True)
+            y = x * 2  # LINE-ACC
+        acc = y.grad_fn.next_functions[0][0]
+        return acc.name(), acc.metadata["traceback_"][-1]
+    (rt, _, _), (re_, _, _) = both(prog)
+    assert rt == re_ and "LINE-ACC" in re_[1]
+
+
+def test_error_in_a_hook_is_reported_for_its_node():
+    def prog(lib):
+        with lib.autograd.set_detect_anomaly(True):
+            x = lib.ones(2, requires_grad=True)
+
+            def hook(g):
+                raise KeyError("h")
+            x.register_hook(hook)
+            (x * 1).sum().backward()
+    (_, et, wt), (_, ee, we) = both(prog)
+    assert type(et) is type(ee) is KeyError
+    first = "Error detected in torch::autograd::AccumulateGrad. Traceback of forward call that caused the error:"
+    assert [m.splitlines()[0] for m in we if m.startswith("Error")] == [first]
+    assert any(m.startswith(first) for m in wt)
+
+
 def test_no_recording_when_off():
     for lib in LIBS:
         assert _sqrt_node(lib).metadata == {}

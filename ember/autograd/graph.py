@@ -14,7 +14,7 @@ from .. import _tensor
 from .._device import backend_of
 from .._dtype import type_word
 from .._hooks import add_hook
-from .anomaly_mode import _anomaly, version_error_hint
+from .anomaly_mode import _anomaly, record_stack, version_error_hint
 
 _seq = itertools.count()
 
@@ -149,6 +149,8 @@ def grad_accumulator(t) -> AccumulateGrad:
     if acc is None:
         acc = AccumulateGrad(t)
         m.acc = weakref.ref(acc)
+        if _anomaly.enabled:
+            record_stack(acc)   # as PyTorch: where the leaf first joined a graph
     return acc
 
 
