@@ -6,6 +6,7 @@ Gradients flow as raw arrays in plain backward and as Tensors under ``create_gra
 """
 from __future__ import annotations
 
+import functools
 import heapq
 from contextlib import nullcontext
 
@@ -14,6 +15,7 @@ from .._device import backend_of
 from .._tensor import Tensor, make
 from . import grad_mode as _gm
 from ..ops._views import edge_of
+from .anomaly_mode import _anomaly, run_node_checked
 from .graph import ACCUMULATE_LOCK
 
 
@@ -148,17 +150,20 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, targets=None, ac
     # Rules compute masked-off inf/nan on purpose (PyTorch's where-formulas); NumPy must not warn.
     g0 = roots[0][1] if roots else None
     quiet = backend_of(g0._data if create_graph else g0).quiet() if g0 is not None else nullcontext()
+    # Anomaly mode sends every node through _run_node, wrapped in its checks; off, the loop is as before.
+    plain = needed is None and not _anomaly.enabled
+    run_node = functools.partial(run_node_checked, _run_node) if _anomaly.enabled else _run_node
     with _gm.set_grad_enabled(create_graph), quiet:
         while heap:
             node = heappop(heap)[1]
             grads = pop_buffer(node, None)
             out = None
             if grads is not None:
-                if (needed is None and node._tensor_hooks is None and node._retained is None and
+                if (plain and node._tensor_hooks is None and node._retained is None and
                         node._pre_hooks is None and node._hooks is None):
                     out = node.apply(grads, create_graph, None)   # the common case: nothing to intercept
                 else:
-                    out = _run_node(node, grads, create_graph, needed, target_nodes, captured, accumulate)
+                    out = run_node(node, grads, create_graph, needed, target_nodes, captured, accumulate)
                 if not retain_graph:
                     node._release()
             for i, (nxt, nr) in enumerate(node.next_functions):

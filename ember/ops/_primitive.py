@@ -35,6 +35,7 @@ from .._device import NAMESPACES
 from .._tensor import Tensor, _new, make
 from .._state import track_tangent
 from ..autograd import grad_mode as _gm
+from ..autograd.anomaly_mode import _anomaly, record_stack
 from ..autograd.graph import FREED, FREED_MESSAGE, Node, _seq, grad_accumulator, modified_message, node_class
 from ._util import promote_float, promote_standard
 
@@ -237,7 +238,7 @@ class PrimNode(Node):
             if sv is not None:
                 t, v = sv
                 if t._vc[0] != v:
-                    raise RuntimeError(modified_message(t, v))
+                    raise RuntimeError(modified_message(t, v, saver=self))
                 args.append(t if graph else t._data)
             elif type(m) is tuple:
                 args.append(_unsaved(m[0], m[1]))
@@ -409,6 +410,8 @@ def apply(prim: Primitive, args: tuple, params: dict = _EMPTY, node_cls=None, dt
         # PyTorch: a view made under no_grad of a tensor that requires grad requires grad too (with no
         # history: _record gives it no edge).
         t._requires_grad = rg and prim.is_view and t._base is not None
+        if rg:
+            t._origin = prim   # cut from the graph by no_grad: autograd.explain names the op
     if fwd_state.level:
         _forward_tangent(t, prim, args, params)
     return t
@@ -459,6 +462,8 @@ def _record(t: Tensor, prim: Primitive, args: tuple, params: dict, node_cls) -> 
         node._out_v = 0
     else:
         node._out = None
+    if _anomaly.enabled:
+        record_stack(node)   # the forward traceback (off: this one test is all it costs)
     t.grad_fn = node
     t._requires_grad = True
 
