@@ -412,6 +412,8 @@ def apply(prim: Primitive, args: tuple, params: dict = _EMPTY, node_cls=None, dt
         t._requires_grad = rg and prim.is_view and t._base is not None
         if rg:
             t._origin = prim   # cut from the graph by no_grad: autograd.explain names the op
+        if _state.inference and t._base is None:
+            t._inference = True   # made inside inference_mode (a view shares its base's kind)
     if fwd_state.level:
         _forward_tangent(t, prim, args, params)
     return t
