@@ -45,7 +45,6 @@ SKIP = {
     "s000_16_pitfall_devices.py": "needs cuda devices",
     "s000_18_exercise_debug.py": "needs nn.Linear, optim.SGD",
     "s001_21_gradcheck.py": "needs torch.autograd.gradcheck",
-    "s001_24_jacobian_hessian.py": "needs torch.autograd.functional.jacobian/hessian",
     "s001_25_checkpoint.py": "needs torch.utils.checkpoint",
 }
 
