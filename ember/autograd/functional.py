@@ -240,15 +240,15 @@ def _jacfwd(func, inputs, strict: bool, vectorize: bool):
                 primals = [u.primal for u in unpacked]
             for col, tg in zip(columns, tangents):
                 col.append(tg)
+    # Lists, not tuples, as PyTorch's forward mode returns them (its nesting otherwise as reverse mode's).
     res = []
     for col, out in zip(columns, primals):
         stacked = ember.stack(col, 0)   # (sum(numels), *out.shape)
         per_input = []
         for jac, t in zip(stacked.split(numels, 0), inputs):
-            jac = jac.permute(*range(1, jac.ndim), 0).reshape(tuple(out.shape) + tuple(t.shape))
-            per_input.append(jac)
-        res.append(tuple(per_input))
-    return _nest(tuple(res), (out_tuple, in_tuple))
+            per_input.append(jac.permute(*range(1, jac.ndim), 0).reshape(tuple(out.shape) + tuple(t.shape)))
+        res.append(per_input)
+    return _nest(res, (out_tuple, in_tuple))
 
 
 def jacobian(func: Callable, inputs, create_graph: bool = False, strict: bool = False, vectorize: bool = False,
