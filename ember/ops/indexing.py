@@ -22,7 +22,7 @@ from .._device import NAMESPACES
 from .._index import Index, SplitIndex, check_value_shape, convert, raw_index, view_of as _view_of
 from .._tensor import Tensor, make, wrap_dim
 from ..autograd.graph import node_class
-from ._primitive import batch_safe, PrimNode, _state, apply, broadcast_error, defprim, fwd_state
+from ._primitive import PrimNode, _state, apply, batch_safe, broadcast_error, defprim, fwd_state
 from ._registry import graph, register
 from ._util import check_bool, check_tensor, scalar_or_tensor
 from ._views import apply_inplace, check_inplace

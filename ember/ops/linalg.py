@@ -23,7 +23,7 @@ from .._dtype import c_type_name
 from .._numpy_linalg import LinAlgError
 from .._tensor import Tensor, make
 from ..autograd.graph import node_class
-from ._primitive import batch_rule, batch_safe, PrimNode, apply, defprim, graph_ns
+from ._primitive import PrimNode, apply, batch_rule, batch_safe, defprim, graph_ns
 from ._registry import SUBMODULES, graph, method, register
 from ._util import check_bool, check_tensor, dtype_word, no_out, return_type
 from ._views import apply_inplace
@@ -2252,8 +2252,13 @@ batch_safe(slogdet_sign_p, slogdet_abs_p, inv_p, solve_tri_p, cholesky_p, choles
            unpack_L_p, unpack_U_p, lu_solve_p)
 
 
-
 # matmul's rules batch as written, except for a dot product of two vectors (a 0-d output).
-batch_rule(matmul_p, (
-    lambda xp, g, out, a, b: xp.unsqueeze(g, -1) * b if a.ndim == 1 and b.ndim == 1 else _matmul_grad_a(xp, g, out, a, b),
-    lambda xp, g, out, a, b: xp.unsqueeze(g, -1) * a if a.ndim == 1 and b.ndim == 1 else _matmul_grad_b(xp, g, out, a, b)))
+def _matmul_batched(rule, other):
+    def batched(xp, g, out, a, b):
+        if a.ndim == 1 and b.ndim == 1:
+            return xp.unsqueeze(g, -1) * (b if other == 1 else a)
+        return rule(xp, g, out, a, b)
+    return batched
+
+
+batch_rule(matmul_p, (_matmul_batched(_matmul_grad_a, 1), _matmul_batched(_matmul_grad_b, 0)))

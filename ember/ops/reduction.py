@@ -19,7 +19,7 @@ from .. import _dtype as D
 from .._device import NAMESPACES
 from .._tensor import Tensor, make, wrap_dim
 from ..autograd.graph import node_class
-from ._primitive import batch_rule, batch_safe, PrimNode, apply, defprim
+from ._primitive import PrimNode, apply, batch_rule, batch_safe, defprim
 from ._registry import SUBMODULES, graph, register
 from ._util import (check_bool, check_tensor, dtype_word, normalize_dims, reduced_shape, return_type,
                     scalar_or_tensor)

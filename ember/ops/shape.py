@@ -19,7 +19,7 @@ from .._device import NAMESPACES, check_device
 from .._tensor import Size, Tensor, _new, make, wrap_dim
 from ..autograd import grad_mode as _gm
 from ..autograd.graph import Node, _seq, node_class
-from ._primitive import batch_rule, batch_safe, PrimNode, apply, defprim, graph_ns
+from ._primitive import PrimNode, apply, batch_rule, batch_safe, defprim, graph_ns
 from ._registry import graph, method, register
 from ._views import apply_inplace, check_inplace
 from ._util import check_bool, check_tensor, no_out
