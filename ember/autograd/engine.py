@@ -231,26 +231,25 @@ def _run_node(node, grads, create_graph, needed, target_nodes, captured, accumul
             if batched:
                 grads = _rows_apply(lambda gs: _pre_hook_grads(fn, gs, create_graph), grads, create_graph)
                 continue
-            grads = _pre_hook_grads(fn, grads, create_graph)
+            r = fn(tuple(None if g is None else _wrap(g, create_graph) for g in grads))
+            if r is not None:
+                grads = [None if g is None else _unwrap(g, create_graph) for g in r]
     if needed is not None and node not in needed:
         return None
     if needed is not None and mask is None:
         mask = tuple(n is not None and n in needed for n, _ in node.next_functions)
     if all(g is None for g in grads):
         return None
-    if batched:
-        apply_batched = getattr(node, "apply_batched", None)
-        out = NotImplemented if apply_batched is None else apply_batched(grads, create_graph, mask)
-        if out is NotImplemented:   # no batched rule: this node alone runs once per row
-            out = _rows_apply(lambda gs: node.apply(gs, create_graph, mask), grads, create_graph)
-    else:
-        out = node.apply(grads, create_graph, mask)
+    out = _apply_batched(node, grads, create_graph, mask) if batched else node.apply(grads, create_graph, mask)
     if node._hooks:
         for fn in list(node._hooks.values()):
             if batched:
                 out = _rows_apply2(lambda o, gs: _post_hook_grads(fn, o, gs, create_graph), out, grads, create_graph)
                 continue
-            out = _post_hook_grads(fn, out, grads, create_graph)
+            r = fn(tuple(None if g is None else _wrap(g, create_graph) for g in out),
+                   tuple(None if g is None else _wrap(g, create_graph) for g in grads))
+            if r is not None:
+                out = [None if g is None else _unwrap(g, create_graph) for g in r]
     return out
 
 
@@ -270,7 +269,18 @@ def _post_hook_grads(fn, out, grads, create_graph):
     return out if r is None else [None if g is None else _unwrap(g, create_graph) for g in r]
 
 
-# ----- batched gradients, one row at a time (the fallback for nodes with no batched rule) -----
+# ----- batched gradients (autograd.grad(is_grads_batched=True)) ------------------------------
+
+def _apply_batched(node, grads, create_graph, mask):
+    """A node on batched gradients: all rows at once where it has a batched rule (``apply_batched``),
+    else this node alone runs once per row (always correct: the fallback for custom Functions, nodes
+    that override ``apply`` and primitives not declared batch-safe)."""
+    apply_batched = getattr(node, "apply_batched", None)
+    out = NotImplemented if apply_batched is None else apply_batched(grads, create_graph, mask)
+    if out is NotImplemented:
+        out = _rows_apply(lambda gs: node.apply(gs, create_graph, mask), grads, create_graph)
+    return out
+
 
 def _row(g, b):
     return None if g is None else g[b]
@@ -358,7 +368,12 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, only_inputs=True,
          allow_unused=None, is_grads_batched=False, materialize_grads=False) -> tuple:
-    """d(outputs)/d(inputs), weighted by ``grad_outputs``, returned instead of accumulated."""
+    """d(outputs)/d(inputs), weighted by ``grad_outputs``, returned instead of accumulated.
+
+    ``is_grads_batched=True``: dimension 0 of every grad_output is a batch of B vectors, and the result is
+    the B vector-Jacobian products stacked, from one backward pass: primitives declared batch-safe run once
+    on the whole batch, any other node (and hooks, custom Functions) once per row, seeing one row's gradient
+    as under PyTorch's vmap."""
     if allow_unused is None:
         allow_unused = materialize_grads
     elif materialize_grads and not allow_unused:
