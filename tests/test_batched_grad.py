@@ -326,10 +326,10 @@ def test_node_hooks_see_one_row():
     res, seen = {}, {}
     for m in (torch, ember):
         shapes = seen.setdefault(m.__name__, set())
-        x = m.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        x = m.tensor([1.0, 2.0, 3.0], dtype=m.float64, requires_grad=True)
         z = x.exp() * 2
         z.grad_fn.register_prehook(lambda go, s=shapes: s.add(("pre", tuple(go[0].shape))) or (go[0] * 3,))
         z.grad_fn.register_hook(lambda gi, go, s=shapes: s.add(("post", tuple(gi[0].shape))) or (gi[0] + 1, None))
-        res[m] = m.autograd.grad(z, x, m.arange(6.0).reshape(2, 3), is_grads_batched=True)[0]
+        res[m] = m.autograd.grad(z, x, m.arange(6.0, dtype=m.float64).reshape(2, 3), is_grads_batched=True)[0]
     _close(res[ember], res[torch])
     assert seen["ember"] == seen["torch"] == {("pre", (3,)), ("post", (3,))}
