@@ -181,12 +181,13 @@ def test_bench_programs_run_no_node_row_by_row(row_nodes):
     row_nodes.clear()
     (hess,) = ember.autograd.grad(g, x, ember.eye(8, dtype=ember.float64), is_grads_batched=True)
     assert row_nodes == []
-    # and a node with no batched rule (cumsum) does run row by row, alone
-    (c,) = ember.autograd.grad(ember.cumsum(x, 0).exp(), x, ember.eye(8, dtype=ember.float64),
-                               is_grads_batched=True)
-    assert row_nodes == ["CumsumBackward0"] * 8
-    cs = np.exp(np.cumsum(x.detach().numpy()))
-    np.testing.assert_allclose(c.numpy(), np.tril(np.ones((8, 8))) * cs[:, None], rtol=1e-12)
+    # and a node with no batched rule (cumprod) does run row by row, alone
+    eye = ember.eye(8, dtype=ember.float64)
+    p = ember.cumprod(x, 0).exp()
+    (c,) = ember.autograd.grad(p, x, eye, is_grads_batched=True, retain_graph=True)
+    assert row_nodes == ["CumprodBackward0"] * 8
+    rows = [ember.autograd.grad(p, x, eye[i], retain_graph=True)[0].numpy() for i in range(8)]
+    np.testing.assert_allclose(c.numpy(), np.stack(rows), rtol=1e-12)
     np.testing.assert_allclose(jac.numpy(), (1 - y.detach().numpy() ** 2)[:, None] * W.numpy(), rtol=1e-12)
 
 
@@ -333,3 +334,25 @@ def test_node_hooks_see_one_row():
         res[m] = m.autograd.grad(z, x, m.arange(6.0, dtype=m.float64).reshape(2, 3), is_grads_batched=True)[0]
     _close(res[ember], res[torch])
     assert seen["ember"] == seen["torch"] == {("pre", (3,)), ("post", (3,))}
+
+
+def test_custom_function_rows_under_create_graph():
+    """A custom Function runs row by row; with create_graph its rows stack into a differentiable result."""
+    res = {}
+    for m in (torch, ember):
+        class Cube(m.autograd.Function):
+            @staticmethod
+            def forward(ctx, a):
+                ctx.save_for_backward(a)
+                return a ** 3
+
+            @staticmethod
+            def backward(ctx, g):
+                (a,) = ctx.saved_tensors
+                return 3 * a * a * g
+        x = m.tensor([0.5, -1.0, 2.0], dtype=m.float64, requires_grad=True)
+        v = m.tensor(_rng("cube").standard_normal((4, 3)), requires_grad=True)
+        (g,) = m.autograd.grad(Cube.apply(x).sin(), x, v, is_grads_batched=True, create_graph=True)
+        res[m] = (g,) + m.autograd.grad((g ** 2).sum(), (x, v))
+    for e, t in zip(res[ember], res[torch]):
+        _close(e, t, rtol=1e-10)

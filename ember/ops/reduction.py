@@ -1157,6 +1157,15 @@ def _expand_back_batched(xp, g, a, dims, keepdim):
     return xp.expand(t, lead + tuple(a.shape))
 
 
+def _bd(dim: int) -> int:   # an axis of the unbatched rule, in the batched gradient
+    return dim + 1 if dim >= 0 else dim
+
+
 batch_rule(sum_p, lambda xp, g, out, a, dims, keepdim: _expand_back_batched(xp, g, a, dims, keepdim))
 batch_rule(mean_p, lambda xp, g, out, a, dims, keepdim: _expand_back_batched(xp, g, a, dims, keepdim)
            / _count(a.shape, dims))
+batch_rule(logsumexp_p, lambda xp, g, out, a, dims, keepdim: (
+    g if keepdim else xp.reshape(g, (g.shape[0],) + reduced_shape(a.shape, dims)))
+    * xp.exp(a - _unreduce(xp, out, a, dims, keepdim)))
+batch_rule(cumsum_p, lambda xp, g, out, a, dim: _rev_cumsum(xp, g, _bd(dim)) if a.ndim else g)
+batch_rule(flip_p, lambda xp, g, out, a, dim: xp.reverse_dim(g, _bd(dim)))

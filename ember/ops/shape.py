@@ -1578,7 +1578,8 @@ def _bshape(g, shape) -> tuple:
 
 batch_rule(reshape_p, lambda xp, g, out, a, shape: xp.reshape(g, _bshape(g, a.shape)))
 batch_rule(permute_p, lambda xp, g, out, a, dims: xp.permute(g, (0,) + tuple(d + 1 for d in _inverse(dims))))
-batch_rule(expand_p, lambda xp, g, out, a, shape: g)   # the engine sums (B, shape) down to (B, a.shape)
+batch_rule(expand_p, lambda xp, g, out, a, shape: g)
+batch_rule(flip_p, lambda xp, g, out, a, dims: xp.flip(g, tuple(_bd(d) for d in dims)))   # the engine sums (B, shape) down to (B, a.shape)
 batch_rule(slice_p, lambda xp, g, out, a, dim, start, stop, step: xp.slice_scatter_zeros(
     g, _bd(dim), start, stop, step, _bshape(g, a.shape)))
 batch_rule(slice_scatter_p, lambda xp, g, out, a, dim, start, stop, step, shape: xp.slice_dim(
