@@ -12,6 +12,8 @@ import ember
 
 torch = pytest.importorskip("torch")
 MODS = (torch, ember)
+# torch's forward mode (vmap) warns about torch.jit.script internally
+pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")
 
 
 def _rng(*keys):
