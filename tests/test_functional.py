@@ -131,11 +131,8 @@ def test_hessian(name, create_graph, vectorize):
 HESS_FWD = {
     "one_input": (lambda m: lambda x: (x ** 3).sum() + x[0] * x[1] * x[2], [(4,)]),
     "two_inputs": (lambda m: lambda x, y: (x * y[:, None]).sum() * (y ** 2).sum(), [(3,), (2,)]),
-    # forward-over-reverse through a rule that reads the op's saved output (tanh, exp, prod): the
-    # output's tangent is not carried into the backward graph yet (issue 6, part 2: forward mode)
-    "saved_output": pytest.param(lambda m: lambda x: (m.tanh(x) ** 2).sum(), [(4,)],
-                                 marks=pytest.mark.xfail(strict=True, reason="forward-over-reverse through a "
-                                                                             "saved output")),
+    # forward-over-reverse through a rule that reads the op's saved output (tanh, exp, prod)
+    "saved_output": (lambda m: lambda x: (m.tanh(x) ** 2).sum(), [(4,)]),
 }
 
 
