@@ -15,6 +15,7 @@ from ._tensor import Size, Tensor
 from . import autograd
 from .autograd import enable_grad, inference_mode, no_grad, set_grad_enabled
 from .autograd.grad_mode import is_grad_enabled, is_inference_mode_enabled
+from .autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled, set_anomaly_enabled
 from . import ops
 from .autograd import forward_ad
 from . import cuda, nn

@@ -15,6 +15,7 @@ from . import _dtype as D
 from . import _formatting
 from ._device import cpu, device_of
 from ._hooks import add_hook
+from ._origin import created_at, user_site
 from ._state import _state as _gm_state
 
 _new = object.__new__
@@ -62,7 +63,15 @@ _NON_LEAF_GRAD_WARNING = (
     "won't be populated during autograd.backward(). If you indeed want the .grad field to be populated "
     "for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor "
     "by mistake, make sure you access the leaf Tensor instead. See github.com/pytorch/pytorch/pull/30531 "
-    "for more informations.")
+    "for more information.")
+
+
+def _non_leaf_grad_warning(t) -> str:
+    """PyTorch's warning, then (ember) where the tensor was made, when anomaly mode recorded it."""
+    at = created_at(t.grad_fn)
+    where = f" It was created by {t.grad_fn.name()} at {at}." if at else ""
+    return (_NON_LEAF_GRAD_WARNING + f"\n[ember]{where} torch.autograd.explain(tensor) tells why a .grad is None "
+            "and which leaf holds the gradient.")
 
 
 def _is_int(s) -> bool:
@@ -101,7 +110,11 @@ class Tensor:
     __slots__ = ("_data", "_requires_grad", "grad_fn", "_output_nr", "_vc", "_base", "_view_steps", "_view_v",
                  "_view_nograd",
                  "_meta",
-                 "_fw_grad", "__weakref__", "__dict__")
+                 "_fw_grad", "__weakref__", "__dict__",
+                 # How a tensor that does not require grad was cut from the graph, for autograd.explain: set
+                 # by detach()/.data and by ops run under no_grad on inputs that require grad; unset (no cost)
+                 # on other tensors, so read it with getattr(t, "_origin", None).
+                 "_origin")
 
     def __init__(self, *args, **kwargs):
         if kwargs.pop("device", None) not in (None, "cpu", cpu):
@@ -126,6 +139,7 @@ class Tensor:
         # are invisible to autograd), unlike detach().
         t = self.detach()
         t._vc = [0]
+        t._origin = (".data", t._origin[1])
         return t
 
     @data.setter
@@ -262,7 +276,7 @@ class Tensor:
     def grad(self) -> Tensor | None:
         m = self._meta
         if self.grad_fn is not None and (m is None or (not m.retains_grad and m.grad is None)):
-            warnings.warn(_NON_LEAF_GRAD_WARNING, UserWarning, stacklevel=2)
+            warnings.warn(_non_leaf_grad_warning(self), UserWarning, stacklevel=2)
             return None
         return None if m is None else m.grad
 
@@ -327,6 +341,7 @@ class Tensor:
         t._base = None
         t._meta = None
         t._fw_grad = None
+        t._origin = ("detach()", user_site())   # for autograd.explain; detach is rare enough to afford it
         return t
 
     def detach_(self) -> Tensor:

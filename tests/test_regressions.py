@@ -62,3 +62,20 @@ def test_inplace_on_a_view_made_under_no_grad_raises():
         x.sum().backward()
         return a.grad
     raises_same(f)
+
+
+def test_results_made_in_inference_mode_are_inference_tensors():
+    def f(lib):
+        x = lib.ones(2)
+        with lib.inference_mode():
+            y, z, w, s = x * 2, lib.ones(2), x[0:1], x.sum()
+            x.add_(1)
+            v = x.view(2)
+        return [t.is_inference() for t in (y, z, w, s, x, v)]
+    same(f)
+
+    def saved(lib):
+        with lib.inference_mode():
+            y = lib.ones(2) * 2
+        (y * lib.ones(2, requires_grad=True)).sum().backward()
+    raises_same(saved, msg="Inference tensors cannot be saved for backward")

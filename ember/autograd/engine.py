@@ -6,6 +6,7 @@ Gradients flow as raw arrays in plain backward and as Tensors under ``create_gra
 """
 from __future__ import annotations
 
+import functools
 import heapq
 from contextlib import nullcontext
 
@@ -14,6 +15,7 @@ from .._device import backend_of
 from .._tensor import Tensor, make
 from . import grad_mode as _gm
 from ..ops._views import edge_of
+from .anomaly_mode import _anomaly, run_node_checked
 from .graph import ACCUMULATE_LOCK
 
 
@@ -41,7 +43,7 @@ def _unwrap(t, create_graph, like=None, hook=None):
     return t if create_graph else t._data
 
 
-def _root_grads(tensors, grad_tensors, create_graph, op):
+def _root_grads(tensors, grad_tensors, create_graph, op, batched=False):
     roots = []
     if grad_tensors is None:
         grad_tensors = (None,) * len(tensors)
@@ -62,7 +64,25 @@ def _root_grads(tensors, grad_tensors, create_graph, op):
         if g is None:
             if t._data.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            if batched:
+                # PyTorch makes ones_like(output) and then fails to map over its dimension 0.
+                raise ValueError(f"vmap(vjp, in_dims=0, ...)(<inputs>): Got in_dim=0 for some input, but that "
+                                 f"input is a Tensor of dimensionality {t._data.ndim} so expected in_dim to "
+                                 f"satisfy 0 <= in_dim < {t._data.ndim}." if t._data.ndim == 0 else
+                                 "ember: autograd.grad(is_grads_batched=True) needs a batched grad_output for "
+                                 f"output {i}")
             g = make(backend_of(t._data).ones_like(t._data))
+        elif batched:
+            if g._data.ndim == 0:
+                raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
+                                 "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
+            if g._data.shape[1:] != t._data.shape:
+                raise RuntimeError(
+                    "If `is_grads_batched=True`, we interpret the first dimension of each grad_output as the "
+                    "batch dimension. The sizes of the remaining dimensions are expected to match the shape of "
+                    f"corresponding output, but a mismatch was detected: grad_output[{i}] has a shape of "
+                    f"{g[0].shape} and output[{i}] has a shape of {t.shape}. If you only want some tensors in "
+                    "`grad_output` to be considered batched, consider using vmap.")
         elif g._data.shape != t._data.shape:
             raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {g.shape} and output[{i}] "
                                f"has a shape of {t.shape}.")
@@ -119,10 +139,11 @@ def _store_retained(t: Tensor, g, create_graph: bool) -> None:
         m.grad = gt if m.grad is None else m.grad + gt
 
 
-def run_backward(roots, retain_graph: bool, create_graph: bool, targets=None, accumulate=True):
+def run_backward(roots, retain_graph: bool, create_graph: bool, targets=None, accumulate=True, batched=False):
     """Back-propagate ``roots`` [((node, nr), grad)]. With ``targets`` [(node, nr)], return the
     gradients arriving at those edges, computing only what they need; leaves are then left alone
-    unless ``accumulate``."""
+    unless ``accumulate``. ``batched`` (with ``targets`` only): every gradient has a leading batch
+    dimension (``autograd.grad(is_grads_batched=True)``)."""
     root_nodes = [e[0] for e, _ in roots if e[0] is not None]
     deps, order = _topo_order(root_nodes)
     needed = None
@@ -148,17 +169,20 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, targets=None, ac
     # Rules compute masked-off inf/nan on purpose (PyTorch's where-formulas); NumPy must not warn.
     g0 = roots[0][1] if roots else None
     quiet = backend_of(g0._data if create_graph else g0).quiet() if g0 is not None else nullcontext()
+    # Anomaly mode sends every node through _run_node, wrapped in its checks; off, the loop is as before.
+    plain = needed is None and not _anomaly.enabled
+    run_node = functools.partial(run_node_checked, _run_node) if _anomaly.enabled else _run_node
     with _gm.set_grad_enabled(create_graph), quiet:
         while heap:
             node = heappop(heap)[1]
             grads = pop_buffer(node, None)
             out = None
             if grads is not None:
-                if (needed is None and node._tensor_hooks is None and node._retained is None and
+                if (plain and node._tensor_hooks is None and node._retained is None and
                         node._pre_hooks is None and node._hooks is None):
                     out = node.apply(grads, create_graph, None)   # the common case: nothing to intercept
                 else:
-                    out = _run_node(node, grads, create_graph, needed, target_nodes, captured, accumulate)
+                    out = run_node(node, grads, create_graph, needed, target_nodes, captured, accumulate, batched)
                 if not retain_graph:
                     node._release()
             for i, (nxt, nr) in enumerate(node.next_functions):
@@ -180,16 +204,19 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, targets=None, ac
     return captured
 
 
-def _run_node(node, grads, create_graph, needed, target_nodes, captured, accumulate):
+def _run_node(node, grads, create_graph, needed, target_nodes, captured, accumulate, batched=False):
     th = node._tensor_hooks
     if th:
         for nr, hooks in th.items():
             if nr < len(grads) and grads[nr] is not None:
                 for fn in list(hooks.values()):
+                    if batched:   # as under PyTorch's vmap, a hook sees one row's gradient
+                        grads[nr] = _by_rows(lambda g: _hook_grad(fn, g, create_graph), grads[nr], create_graph)
+                        continue
                     r = fn(_wrap(grads[nr], create_graph))
                     if r is not None:
                         grads[nr] = _unwrap(r, create_graph, grads[nr], fn)
-    if node._retained:
+    if node._retained and not batched:   # (PyTorch leaves a batched retained .grad unusable; ember skips it)
         for nr, ref in node._retained.items():
             t = ref()
             if t is not None and nr < len(grads) and grads[nr] is not None:
@@ -206,6 +233,9 @@ def _run_node(node, grads, create_graph, needed, target_nodes, captured, accumul
             return None
     if node._pre_hooks:
         for fn in list(node._pre_hooks.values()):
+            if batched:
+                grads = _rows_apply(lambda gs: _pre_hook_grads(fn, gs, create_graph), grads, create_graph)
+                continue
             r = fn(tuple(None if g is None else _wrap(g, create_graph) for g in grads))
             if r is not None:
                 grads = [None if g is None else _unwrap(g, create_graph) for g in r]
@@ -215,14 +245,86 @@ def _run_node(node, grads, create_graph, needed, target_nodes, captured, accumul
         mask = tuple(n is not None and n in needed for n, _ in node.next_functions)
     if all(g is None for g in grads):
         return None
-    out = node.apply(grads, create_graph, mask)
+    out = _apply_batched(node, grads, create_graph, mask) if batched else node.apply(grads, create_graph, mask)
     if node._hooks:
         for fn in list(node._hooks.values()):
+            if batched:
+                out = _rows_apply2(lambda o, gs: _post_hook_grads(fn, o, gs, create_graph), out, grads, create_graph)
+                continue
             r = fn(tuple(None if g is None else _wrap(g, create_graph) for g in out),
                    tuple(None if g is None else _wrap(g, create_graph) for g in grads))
             if r is not None:
                 out = [None if g is None else _unwrap(g, create_graph) for g in r]
     return out
+
+
+def _hook_grad(fn, g, create_graph):
+    r = fn(_wrap(g, create_graph))
+    return g if r is None else _unwrap(r, create_graph, g, fn)
+
+
+def _pre_hook_grads(fn, grads, create_graph):
+    r = fn(tuple(None if g is None else _wrap(g, create_graph) for g in grads))
+    return grads if r is None else [None if g is None else _unwrap(g, create_graph) for g in r]
+
+
+def _post_hook_grads(fn, out, grads, create_graph):
+    r = fn(tuple(None if g is None else _wrap(g, create_graph) for g in out),
+           tuple(None if g is None else _wrap(g, create_graph) for g in grads))
+    return out if r is None else [None if g is None else _unwrap(g, create_graph) for g in r]
+
+
+# ----- batched gradients (autograd.grad(is_grads_batched=True)) ------------------------------
+
+def _apply_batched(node, grads, create_graph, mask):
+    """A node on batched gradients: all rows at once where it has a batched rule (``apply_batched``),
+    else this node alone runs once per row (always correct: the fallback for custom Functions, nodes
+    that override ``apply`` and primitives not declared batch-safe)."""
+    apply_batched = getattr(node, "apply_batched", None)
+    out = NotImplemented if apply_batched is None else apply_batched(grads, create_graph, mask)
+    if out is NotImplemented:
+        out = _rows_apply(lambda gs: node.apply(gs, create_graph, mask), grads, create_graph)
+    return out
+
+
+def _row(g, b):
+    return None if g is None else g[b]
+
+
+def _stack_rows(rows, create_graph):
+    """One batched gradient from per-row gradients (None rows are zeros; all None stays None)."""
+    like = next((r for r in rows if r is not None), None)
+    if like is None:
+        return None
+    if create_graph:
+        from ..ops._primitive import graph_ns
+        return graph_ns.stack([r if r is not None else graph_ns.zeros_like(like) for r in rows], 0)
+    from .._device import NAMESPACES
+    xp = NAMESPACES[type(like)]
+    return xp.stack([r if r is not None else xp.zeros_like(like) for r in rows], 0)
+
+
+def _batch_size(grads, create_graph) -> int:
+    g = next(g for g in grads if g is not None)
+    return (g._data if create_graph else g).shape[0]
+
+
+def _by_rows(fn, g, create_graph):
+    return _stack_rows([fn(g[b]) for b in range(_batch_size((g,), create_graph))], create_graph)
+
+
+def _rows_apply(fn, grads, create_graph):
+    """``fn`` (gradients of one row -> a list of gradients) run on each row, its results stacked."""
+    outs = [fn([_row(g, b) for g in grads]) for b in range(_batch_size(grads, create_graph))]
+    n = max((len(o) for o in outs), default=0)
+    return [_stack_rows([o[i] if i < len(o) else None for o in outs], create_graph) for i in range(n)]
+
+
+def _rows_apply2(fn, out, grads, create_graph):
+    outs = [fn([_row(g, b) for g in out], [_row(g, b) for g in grads])
+            for b in range(_batch_size(grads, create_graph))]
+    n = max((len(o) for o in outs), default=0)
+    return [_stack_rows([o[i] if i < len(o) else None for o in outs], create_graph) for i in range(n)]
 
 
 # ----- public entry points -------------------------------------------------------------------
@@ -271,9 +373,12 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, only_inputs=True,
          allow_unused=None, is_grads_batched=False, materialize_grads=False) -> tuple:
-    """d(outputs)/d(inputs), weighted by ``grad_outputs``, returned instead of accumulated."""
-    if is_grads_batched:
-        raise NotImplementedError("ember: autograd.grad(is_grads_batched=True) is not supported yet")
+    """d(outputs)/d(inputs), weighted by ``grad_outputs``, returned instead of accumulated.
+
+    ``is_grads_batched=True``: dimension 0 of every grad_output is a batch of B vectors, and the result is
+    the B vector-Jacobian products stacked, from one backward pass: primitives declared batch-safe run once
+    on the whole batch, any other node (and hooks, custom Functions) once per row, seeing one row's gradient
+    as under PyTorch's vmap."""
     if allow_unused is None:
         allow_unused = materialize_grads
     elif materialize_grads and not allow_unused:
@@ -293,9 +398,13 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     for t in inputs:
         if not t._requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
-    roots = _root_grads(outputs, grad_outputs, create_graph, "grad")
+    is_grads_batched = bool(is_grads_batched)
+    roots = _root_grads(outputs, grad_outputs, create_graph, "grad", is_grads_batched)
+    if is_grads_batched:
+        _check_batch_sizes(roots, create_graph)
     edges = [edge_of(t) for t in inputs]
-    captured = run_backward(roots, retain_graph, create_graph, targets=edges, accumulate=False)
+    captured = run_backward(roots, retain_graph, create_graph, targets=edges, accumulate=False,
+                            batched=is_grads_batched)
     result = []
     for i, (t, e) in enumerate(zip(inputs, edges)):
         g = captured.get(e)
@@ -307,6 +416,16 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         else:
             result.append(g if create_graph else make(backend_of(g).copy(g, t._data.dtype)))
     return tuple(result)
+
+
+def _check_batch_sizes(roots, create_graph) -> None:
+    """All batched grad_outputs share one batch size, which is not 0 (PyTorch's vmap errors)."""
+    sizes = [(g._data if create_graph else g).shape[0] for _, g in roots]
+    if len(set(sizes)) > 1:
+        raise ValueError(f"vmap: Expected all tensors to have the same size in the mapped dimension, got sizes "
+                         f"{sizes} for the mapped dimension")
+    if sizes and sizes[0] == 0:
+        raise IndexError("index 0 is out of bounds for dimension 0 with size 0")
 
 
 def _tensor_backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None) -> None:

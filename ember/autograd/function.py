@@ -18,6 +18,7 @@ from .._state import fwd_state, track_tangent
 from .._tensor import Tensor, make
 from . import grad_mode as _gm
 from ..ops._views import _rebase_view, check_inplace, edge_of
+from .anomaly_mode import record_stack
 from .graph import FREED, FREED_MESSAGE, Node, modified_message, node_class
 
 _NO_JVP = ("You must implement the jvp function for custom autograd.Function to use it with forward mode AD.")
@@ -66,7 +67,7 @@ class FunctionCtx:
             if isinstance(t, _SavedOutput):
                 t = t.unpack(self)
             if t is not None and t._vc[0] != v:
-                raise RuntimeError(modified_message(t, v))
+                raise RuntimeError(modified_message(t, v, saver=self))
             out.append(t)
         return tuple(out)
 
@@ -289,6 +290,7 @@ def _wrap_outputs(ctx, args: tuple, outs: tuple, executable: bool) -> list:
     input_ids = {id(a) for a in args if isinstance(a, Tensor)}
     if executable:
         Node.__init__(ctx, tuple(edge_of(a) for a in args if isinstance(a, Tensor)))
+        record_stack(ctx)   # anomaly mode: the forward traceback
         ctx._in_meta = tuple((a._data.shape, a._data.dtype) if isinstance(a, Tensor) else None for a in args)
     wrapped, meta = [], []
     for i, o in enumerate(outs):

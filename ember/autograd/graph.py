@@ -14,6 +14,7 @@ from .. import _tensor
 from .._device import backend_of
 from .._dtype import type_word
 from .._hooks import add_hook
+from .anomaly_mode import _anomaly, record_stack, version_error_hint
 
 _seq = itertools.count()
 
@@ -148,6 +149,8 @@ def grad_accumulator(t) -> AccumulateGrad:
     if acc is None:
         acc = AccumulateGrad(t)
         m.acc = weakref.ref(acc)
+        if _anomaly.enabled:
+            record_stack(acc)   # as PyTorch: where the leaf first joined a graph
     return acc
 
 
@@ -172,18 +175,27 @@ def _type_name(arr) -> str:
     return f"torch.{type_name_of(arr.dtype)}Tensor"
 
 
-def modified_message(t, expected, out_data=None, current=None, node=None) -> str:
-    """PyTorch's error for a saved tensor changed in place; it names the op (``Exp``, not ``ExpBackward0``)."""
+def modified_message(t, expected, out_data=None, current=None, node=None, saver=None) -> str:
+    """PyTorch's error for a saved tensor changed in place; it names the op (``Exp``, not ``ExpBackward0``).
+    ``saver``: the node that saved ``t`` (``node`` for a saved output); beyond PyTorch, the message names it."""
     if t is not None:
-        data, current = t._data, t._vc[0]
+        data, current, vc = t._data, t._vc[0], t._vc
         which = f", which is output {t._output_nr} of {_op_name(t.grad_fn)}," if t.grad_fn is not None else ""
     else:
-        data = out_data
+        data, vc = out_data, getattr(node, "_out_vc", None)
         which = f", which is output 0 of {_op_name(node)},"
+    saver = saver if saver is not None else node
+    if _anomaly.enabled:
+        # PyTorch's hint under anomaly mode, then the lines that saved and modified the tensor
+        hint = version_error_hint(vc, expected, saver)
+    else:
+        hint = ("Hint: enable anomaly detection to find the operation that failed to compute its gradient, with "
+                "torch.autograd.set_detect_anomaly(True, check_nan=False).")
+        if saver is not None:
+            hint += f"\nIt was saved for backward by {saver.name()}."
     return ("one of the variables needed for gradient computation has been modified by an inplace "
             f"operation: [{_type_name(data)} {list(data.shape)}]{which} is at version {current}; expected "
-            f"version {expected} instead. Hint: enable anomaly detection to find the operation that failed to "
-            "compute its gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False).")
+            f"version {expected} instead. " + hint)
 
 
 def _op_name(node) -> str:

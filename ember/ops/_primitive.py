@@ -35,6 +35,7 @@ from .._device import NAMESPACES
 from .._tensor import Tensor, _new, make
 from .._state import track_tangent
 from ..autograd import grad_mode as _gm
+from ..autograd.anomaly_mode import _anomaly, record_stack
 from ..autograd.graph import FREED, FREED_MESSAGE, Node, _seq, grad_accumulator, modified_message, node_class
 from ._util import promote_float, promote_standard
 
@@ -56,7 +57,7 @@ class Primitive:
     """One differentiable op: forward, per-input VJP and JVP rules, and what backward must save."""
 
     __slots__ = ("name", "node_cls", "forward", "vjps", "jvps", "jvp_kind", "saves", "saves_out", "is_view",
-                 "promote", "edge_pos", "_reads", "_blank")
+                 "promote", "edge_pos", "_reads", "_blank", "batch")
 
     def __init__(self, name, node_name, forward, vjp, jvp=None, saves=(), saves_out=False, is_view=False,
                  promote=None, scalar_args=()):
@@ -82,12 +83,32 @@ class Primitive:
         self.edge_pos = tuple(j for j in range(len(self.vjps)) if j not in scalar_args) if scalar_args else None
         self._reads = None   # which inputs the VJP rules read at all (worked out on first backward)
         self._blank = None   # the rules' arguments when they read no input
+        # autograd.grad(is_grads_batched=True): False (the default, safe): backward runs this primitive's
+        # node once per row of the batch; True: its VJP rules broadcast over a leading batch dimension of
+        # the gradient as written, so the node runs once for the whole batch (see batch_safe).
+        self.batch = False
 
     def __repr__(self) -> str:
         return f"<primitive {self.name}>"
 
 
 PRIMITIVES: list = []   # every primitive declared, in order (the op database's coverage test reads it)
+
+
+def batch_safe(*prims: Primitive) -> None:
+    """Declare that these primitives' VJP rules, raw and graph, broadcast over a leading batch dimension
+    of the gradient (every input's gradient then comes back as (B,) + a shape that sums to the input's).
+    ``tests/test_batched_grad.py`` checks each declared primitive against row-by-row backward on every
+    op-database sample; an undeclared primitive runs row by row, which is always correct."""
+    for p in prims:
+        p.batch = True
+
+
+def batch_rule(prim: Primitive, vjp) -> None:
+    """Give ``prim`` batched VJP rules (one per input, or a per-input object as for cat): the same
+    signature as its ``vjp``, but ``g`` has a leading batch dimension. For rules that need the batch
+    dimension named (positive axes, reshapes to the input's shape, dot products)."""
+    prim.batch = vjp if isinstance(vjp, tuple) or not callable(vjp) else (vjp,)
 
 
 def defprim(name, node_name, forward, vjp, jvp=None, *, saves=(), saves_out=False, is_view=False,
@@ -237,7 +258,7 @@ class PrimNode(Node):
             if sv is not None:
                 t, v = sv
                 if t._vc[0] != v:
-                    raise RuntimeError(modified_message(t, v))
+                    raise RuntimeError(modified_message(t, v, saver=self))
                 args.append(t if graph else t._data)
             elif type(m) is tuple:
                 args.append(_unsaved(m[0], m[1]))
@@ -328,6 +349,56 @@ class PrimNode(Node):
             res.append(gi)
         return res
 
+    def apply_batched(self, grads, create_graph, needed):
+        """``apply`` for gradients with a leading batch dimension (``autograd.grad(is_grads_batched=True)``),
+        all rows at once; ``NotImplemented`` when the primitive is not declared batch-safe (or the node
+        overrides ``apply``): the engine then runs ``apply`` row by row."""
+        prim = self._prim
+        if not prim.batch or type(self).apply is not PrimNode.apply:
+            return NotImplemented
+        if self._saved is FREED:
+            raise RuntimeError(FREED_MESSAGE)
+        g = grads[0]
+        if g is None:   # a multi-output primitive whose first output got no gradient: rows handle it
+            return NotImplemented
+        args = prim._blank
+        if args is None:
+            args = self._args(create_graph, prim._reads or _reads(prim))
+            if prim._blank is not None:
+                args = prim._blank
+        out = self._unpack_out(create_graph) if prim.saves_out else _OUT_NOT_SAVED
+        xp = graph_ns if create_graph else NAMESPACES[type(g)]
+        batch = (g._data if create_graph else g).shape[0]
+        params = self._params
+        vjps = prim.vjps if prim.batch is True else prim.batch
+        pos = prim.edge_pos
+        res = []
+        for k, (node, _) in enumerate(self.next_functions):
+            if node is None or (needed is not None and not needed[k]):
+                res.append(None)
+                continue
+            i = k if pos is None else pos[k]
+            try:
+                gi = vjps[i](xp, g, out, *args, **params)
+            except (_UnsavedRead, TypeError) as e:
+                raise _rule_error(prim, "VJP", i, args, e) or e from None
+            if gi is not None:
+                shape, dt = self._in[i]
+                got = (gi._data if create_graph else gi).shape
+                want = (batch,) + tuple(shape)
+                if got != want:
+                    # Undo broadcasting below the batch dimension: (B, extra..., s...) -> (B, shape).
+                    lead = len(got) - len(want)
+                    if lead < 0 or got[0] != batch or _wrong_shape(prim, i, got[lead + 1:], shape) is not None:
+                        raise RuntimeError(f"ember: primitive '{prim.name}' is declared batch-safe, but its VJP "
+                                           f"rule for input {i} returned a gradient of shape {list(got)} for a "
+                                           f"batch of {batch} and an input of shape {list(shape)}")
+                    gi = xp.reshape(xp.sum_to(gi, (batch,) + (1,) * lead + tuple(shape)), want)
+                if (gi._data if create_graph else gi).dtype != dt:
+                    gi = xp.cast(gi, dt) if create_graph else gi.astype(dt)
+            res.append(gi)
+        return res
+
     def _fit(self, xp, i, gi, got, want):
         err = _wrong_shape(self._prim, i, got, want)
         if err is not None:
@@ -409,6 +480,10 @@ def apply(prim: Primitive, args: tuple, params: dict = _EMPTY, node_cls=None, dt
         # PyTorch: a view made under no_grad of a tensor that requires grad requires grad too (with no
         # history: _record gives it no edge).
         t._requires_grad = rg and prim.is_view and t._base is not None
+        if rg:
+            t._origin = prim   # cut from the graph by no_grad: autograd.explain names the op
+        if _state.inference and t._base is None:
+            t._inference = True   # made inside inference_mode (a view shares its base's kind)
     if fwd_state.level:
         _forward_tangent(t, prim, args, params)
     return t
@@ -459,6 +534,8 @@ def _record(t: Tensor, prim: Primitive, args: tuple, params: dict, node_cls) -> 
         node._out_v = 0
     else:
         node._out = None
+    if _anomaly.enabled:
+        record_stack(node)   # the forward traceback (off: this one test is all it costs)
     t.grad_fn = node
     t._requires_grad = True
 

@@ -15,6 +15,7 @@ from .._creation import zeros_like as graph_zeros_like
 from .._device import backend_of
 from .._state import track_tangent
 from .._tensor import Tensor, make
+from ..autograd.anomaly_mode import _anomaly, record_inplace
 from ..autograd.graph import grad_accumulator, type_name_of
 from ._primitive import _EMPTY, KEEP_DTYPE, Primitive, _record, _state, apply, defprim, fwd_state
 
@@ -90,6 +91,8 @@ def apply_inplace(prim: Primitive, self: Tensor, others: tuple, params: dict = _
                            f"{list(r._data.shape)}")
     backend_of(self._data).copyto(self._data, r._data)
     self._vc[0] += 1
+    if _anomaly.enabled:
+        record_inplace(self._vc)   # so a version error can name this line
     old_fn, old_nr = self.grad_fn, self._output_nr
     if recording and is_view:
         _rebase_view(self, r)

@@ -14,7 +14,7 @@ from .. import _dtype as D
 from .._device import NAMESPACES, backend_of
 from .._tensor import Tensor, make
 from ..autograd.graph import node_class
-from ._primitive import _EMPTY, KEEP_DTYPE, PrimNode, apply, broadcast_error, defprim
+from ._primitive import _EMPTY, KEEP_DTYPE, PrimNode, apply, batch_safe, broadcast_error, defprim
 from ._registry import graph, method, register
 from ._util import check_tensor, compute_dtype, promote, scalar_or_tensor
 from ._views import apply_inplace
@@ -1591,3 +1591,17 @@ for _name, _fn in {
         "__irshift__": _ioperator(_bitwise_inplace("bitwise_right_shift")),
         "__invert__": _invert}.items():
     method(_name, _fn)
+
+
+# ----- autograd.grad(is_grads_batched=True) ----------------------------------------------------------
+# The primitives whose VJP rules broadcast over a leading batch dimension as written (tests/test_batched_grad.py
+# checks each against row-by-row backward on every op-database sample): backward runs them once for the whole
+# batch. Every other primitive of this family runs row by row, which is always correct.
+batch_safe(add_p, sub_p, mul_p, div_p, div_mode_p, remainder_p, remainder_scalar_p, fmod_p, fmod_scalar_p, neg_p,
+           pow_scalar_p, pow_tensor_p, rpow_p, abs_p, sign_p, sgn_p, round_p, round_decimals_p, floor_p, ceil_p,
+           trunc_p, frac_p, exp_p, exp2_p, expm1_p, log_p, log2_p, log10_p, log1p_p, sqrt_p, rsqrt_p, reciprocal_p,
+           sin_p, cos_p, tan_p, asin_p, acos_p, atan_p, sinh_p, cosh_p, tanh_p, asinh_p, acosh_p, atanh_p,
+           sigmoid_p, erf_p, erfc_p, erfinv_p, lgamma_p, digamma_p, polygamma_p, sinc_p, logit_p, deg2rad_p,
+           rad2deg_p, nan_to_num_p, relu_p, atan2_p, hypot_p, logaddexp_p, logaddexp2_p, xlogy_p, xlogy_rscalar_p,
+           xlogy_scalar_p, copysign_p, copysign_scalar_p, clamp_p, maximum_p, minimum_p, fmax_p, fmin_p,
+           clamp_tensor_p, where_p, lerp_p, lerp_tensor_p, addcmul_p, addcdiv_p, rsub_scalar_p)

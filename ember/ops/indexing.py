@@ -22,7 +22,7 @@ from .._device import NAMESPACES
 from .._index import Index, SplitIndex, check_value_shape, convert, raw_index, view_of as _view_of
 from .._tensor import Tensor, make, wrap_dim
 from ..autograd.graph import node_class
-from ._primitive import PrimNode, _state, apply, broadcast_error, defprim, fwd_state
+from ._primitive import PrimNode, _state, apply, batch_safe, broadcast_error, defprim, fwd_state
 from ._registry import graph, register
 from ._util import check_bool, check_tensor, scalar_or_tensor
 from ._views import apply_inplace, check_inplace
@@ -967,3 +967,10 @@ def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) 
 def put_(self: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
     """In-place ``put``."""
     return _put(self, index, source, accumulate, True, "put_")
+
+
+# ----- autograd.grad(is_grads_batched=True) ----------------------------------------------------------
+# The primitives whose VJP rules broadcast over a leading batch dimension as written (tests/test_batched_grad.py
+# checks each against row-by-row backward on every op-database sample): backward runs them once for the whole
+# batch. Every other primitive of this family runs row by row, which is always correct.
+batch_safe(fill_p)

@@ -23,7 +23,7 @@ from .._dtype import c_type_name
 from .._numpy_linalg import LinAlgError
 from .._tensor import Tensor, make
 from ..autograd.graph import node_class
-from ._primitive import PrimNode, apply, defprim, graph_ns
+from ._primitive import PrimNode, apply, batch_rule, batch_safe, defprim, graph_ns
 from ._registry import SUBMODULES, graph, method, register
 from ._util import check_bool, check_tensor, dtype_word, no_out, return_type
 from ._views import apply_inplace
@@ -2241,3 +2241,24 @@ def lu(A: Tensor, pivot: bool = True, get_infos: bool = False, out=None):
 
 
 register(matmul, name="matmul", module=False, submodule="linalg")   # torch.linalg.matmul
+
+
+# ----- autograd.grad(is_grads_batched=True) ----------------------------------------------------------
+# The primitives whose VJP rules broadcast over a leading batch dimension as written (tests/test_batched_grad.py
+# checks each against row-by-row backward on every op-database sample): backward runs them once for the whole
+# batch. Every other primitive of this family runs row by row, which is always correct.
+batch_safe(slogdet_sign_p, slogdet_abs_p, inv_p, solve_tri_p, cholesky_p, cholesky_solve_p, qr_r_p, eigh_vals_p,
+           eigh_vecs_p, svd_u_p, svd_s_p, svd_vh_p, pinv_p, eye_of_p, lstsq_p, lu_factor_p, lu_L_p, lu_U_p,
+           unpack_L_p, unpack_U_p, lu_solve_p)
+
+
+# matmul's rules batch as written, except for a dot product of two vectors (a 0-d output).
+def _matmul_batched(rule, other):
+    def batched(xp, g, out, a, b):
+        if a.ndim == 1 and b.ndim == 1:
+            return xp.unsqueeze(g, -1) * (b if other == 1 else a)
+        return rule(xp, g, out, a, b)
+    return batched
+
+
+batch_rule(matmul_p, (_matmul_batched(_matmul_grad_a, 1), _matmul_batched(_matmul_grad_b, 0)))

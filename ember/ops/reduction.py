@@ -19,7 +19,7 @@ from .. import _dtype as D
 from .._device import NAMESPACES
 from .._tensor import Tensor, make, wrap_dim
 from ..autograd.graph import node_class
-from ._primitive import PrimNode, apply, defprim
+from ._primitive import PrimNode, apply, batch_rule, batch_safe, defprim
 from ._registry import SUBMODULES, graph, register
 from ._util import (check_bool, check_tensor, dtype_word, normalize_dims, reduced_shape, return_type,
                     scalar_or_tensor)
@@ -1142,3 +1142,30 @@ def sum_to_size(input: Tensor, *size) -> Tensor:
 graph("sum", lambda x, dim=None, keepdim=False: sum(x, dim, keepdim))
 graph("mean", lambda x, dim=None, keepdim=False: mean(x, dim, keepdim))
 graph("sum_to", lambda x, shape: sum_to_size(x, shape))
+
+
+# ----- autograd.grad(is_grads_batched=True) ----------------------------------------------------------
+# The primitives whose VJP rules broadcast over a leading batch dimension as written (tests/test_batched_grad.py
+# checks each against row-by-row backward on every op-database sample): backward runs them once for the whole
+# batch. Every other primitive of this family runs row by row, which is always correct.
+batch_safe(cdist_p)
+
+
+def _expand_back_batched(xp, g, a, dims, keepdim):
+    lead = (g.shape[0],)
+    t = g if keepdim else xp.reshape(g, lead + reduced_shape(a.shape, dims))
+    return xp.expand(t, lead + tuple(a.shape))
+
+
+def _bd(dim: int) -> int:   # an axis of the unbatched rule, in the batched gradient
+    return dim + 1 if dim >= 0 else dim
+
+
+batch_rule(sum_p, lambda xp, g, out, a, dims, keepdim: _expand_back_batched(xp, g, a, dims, keepdim))
+batch_rule(mean_p, lambda xp, g, out, a, dims, keepdim: _expand_back_batched(xp, g, a, dims, keepdim)
+           / _count(a.shape, dims))
+batch_rule(logsumexp_p, lambda xp, g, out, a, dims, keepdim: (
+    g if keepdim else xp.reshape(g, (g.shape[0],) + reduced_shape(a.shape, dims)))
+    * xp.exp(a - _unreduce(xp, out, a, dims, keepdim)))
+batch_rule(cumsum_p, lambda xp, g, out, a, dim: _rev_cumsum(xp, g, _bd(dim)) if a.ndim else g)
+batch_rule(flip_p, lambda xp, g, out, a, dim: xp.reverse_dim(g, _bd(dim)))

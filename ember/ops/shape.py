@@ -20,7 +20,7 @@ from .._state import track_tangent
 from .._tensor import Size, Tensor, _new, make, wrap_dim
 from ..autograd import grad_mode as _gm
 from ..autograd.graph import Node, _seq, node_class
-from ._primitive import PrimNode, apply, defprim, graph_ns
+from ._primitive import PrimNode, apply, batch_rule, batch_safe, defprim, graph_ns
 from ._registry import graph, method, register
 from ._views import apply_inplace, check_inplace
 from ._util import check_bool, check_tensor, no_out
@@ -1561,3 +1561,41 @@ def _new_like(fill, name):
 
 for _name, _fill in (("new_zeros", C.zeros), ("new_ones", C.ones), ("new_empty", C.empty)):
     method(_name, _new_like(_fill, _name))
+
+
+# ----- autograd.grad(is_grads_batched=True) ----------------------------------------------------------
+# The primitives whose VJP rules broadcast over a leading batch dimension as written (tests/test_batched_grad.py
+# checks each against row-by-row backward on every op-database sample): backward runs them once for the whole
+# batch. Every other primitive of this family runs row by row, which is always correct.
+batch_safe(tril_p, triu_p, clone_p, cast_p)
+
+
+# Batched rules: the same VJPs with the batch dimension named (axes >= 0 shift by one; shapes gain it).
+def _bd(dim: int) -> int:
+    return dim + 1 if dim >= 0 else dim
+
+
+def _bshape(g, shape) -> tuple:
+    return (g.shape[0],) + tuple(shape)
+
+
+batch_rule(reshape_p, lambda xp, g, out, a, shape: xp.reshape(g, _bshape(g, a.shape)))
+batch_rule(permute_p, lambda xp, g, out, a, dims: xp.permute(g, (0,) + tuple(d + 1 for d in _inverse(dims))))
+batch_rule(expand_p, lambda xp, g, out, a, shape: g)
+batch_rule(flip_p, lambda xp, g, out, a, dims: xp.flip(g, tuple(_bd(d) for d in dims)))   # the engine sums (B, shape) down to (B, a.shape)
+batch_rule(slice_p, lambda xp, g, out, a, dim, start, stop, step: xp.slice_scatter_zeros(
+    g, _bd(dim), start, stop, step, _bshape(g, a.shape)))
+batch_rule(slice_scatter_p, lambda xp, g, out, a, dim, start, stop, step, shape: xp.slice_dim(
+    g, _bd(dim), start, stop, step))
+batch_rule(select_p, lambda xp, g, out, a, dim, index: xp.select_scatter_zeros(g, _bd(dim), index,
+                                                                               _bshape(g, a.shape)))
+batch_rule(select_scatter_p, lambda xp, g, out, a, dim, index, shape: xp.select_dim(g, _bd(dim), index))
+def _cat_vjp_batched(i):
+    def rule(xp, g, out, *inputs, dim, bounds, legacy):
+        gi = xp.slice_dim(g, _bd(dim), bounds[i], bounds[i + 1], 1)
+        return xp.reshape(gi, (g.shape[0], 0)) if i in legacy else gi
+    return rule
+
+
+batch_rule(cat_p, _PerInput(_cat_vjp_batched))
+batch_rule(stack_p, _PerInput(lambda i: lambda xp, g, out, *inputs, dim: xp.select_dim(g, _bd(dim), i)))
