@@ -14,7 +14,7 @@ from .._device import backend_of
 from .._tensor import Tensor, make
 from . import grad_mode as _gm
 from ..ops._views import edge_of
-from .graph import ACCUMULATE_LOCK
+from .graph import ACCUMULATE_LOCK, GraphTask, _task_ids, _tls
 
 
 def _as_tuple(x):
@@ -148,7 +148,11 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, targets=None, ac
     # Rules compute masked-off inf/nan on purpose (PyTorch's where-formulas); NumPy must not warn.
     g0 = roots[0][1] if roots else None
     quiet = backend_of(g0._data if create_graph else g0).quiet() if g0 is not None else nullcontext()
-    with _gm.set_grad_enabled(create_graph), quiet:
+    # What hooks may ask about this backward (register_multi_grad_hook, checkpoint): set per run, not per node.
+    task = GraphTask.__new__(GraphTask)
+    task.id, task._deps, task._roots, task._needed = next(_task_ids), deps, root_nodes, needed
+    outer_task, _tls.task = getattr(_tls, "task", None), task
+    with _gm.set_grad_enabled(create_graph), quiet, _TaskScope(outer_task):
         while heap:
             node = heappop(heap)[1]
             grads = pop_buffer(node, None)
@@ -178,6 +182,21 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, targets=None, ac
                 if d == 0:
                     heappush(heap, (-nxt._seq, nxt))
     return captured
+
+
+class _TaskScope:
+    """Restores the enclosing backward's task when this one ends (backward may run inside backward)."""
+
+    __slots__ = ("outer",)
+
+    def __init__(self, outer):
+        self.outer = outer
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _tls.task = self.outer
 
 
 def _run_node(node, grads, create_graph, needed, target_nodes, captured, accumulate):

@@ -34,7 +34,8 @@ import numpy as np
 from .._device import NAMESPACES
 from .._tensor import Tensor, _new, make
 from ..autograd import grad_mode as _gm
-from ..autograd.graph import FREED, FREED_MESSAGE, Node, _seq, grad_accumulator, modified_message, node_class
+from ..autograd.graph import (FREED, FREED_MESSAGE, HOOKS_ON, Node, SavedTensor, _seq, current_hooks, grad_accumulator,
+                              modified_message, node_class, pack_saved)
 from ._util import promote_float, promote_standard
 
 _ndarray = np.ndarray   # the fast path's type check only: every array operation goes through xp
@@ -227,6 +228,8 @@ class PrimNode(Node):
     def _args(self, graph: bool, reads: tuple) -> list:
         """What the rules get for each input (see the class docstring)."""
         saved = self._saved
+        if type(saved) is _Hooked:
+            return self._args_hooked(graph, reads)
         args = []
         for i, m in enumerate(self._in):
             if not reads[i]:
@@ -244,7 +247,32 @@ class PrimNode(Node):
                 args.append(m)
         return args
 
+    def _args_hooked(self, graph: bool, reads: tuple) -> list:
+        """_args for a node that saved through saved-tensor hooks: each saved input comes from its unpack
+        hook (as PyTorch, the version check is then the hooks' business, not autograd's)."""
+        saved = self._saved
+        args = []
+        for i, m in enumerate(self._in):
+            sv = saved[i]
+            if not reads[i]:
+                args.append(_NOT_READ)
+            elif sv is not None:
+                t, v = sv
+                if type(t) is SavedTensor:
+                    args.append(t.unpack() if graph else t.unpack_data())
+                else:
+                    if t._vc[0] != v:
+                        raise RuntimeError(modified_message(t, v))
+                    args.append(t if graph else t._data)
+            elif type(m) is tuple:
+                args.append(_unsaved(m[0], m[1]))
+            else:
+                args.append(m)
+        return args
+
     def _unpack_out(self, graph: bool):
+        if type(self._out) is SavedTensor:
+            return self._out.unpack(self) if graph else self._out.unpack_data()
         vc = self._out_vc
         if vc[0] != self._out_v:
             raise RuntimeError(modified_message(None, self._out_v, self._out, vc[0], self))
@@ -444,14 +472,33 @@ def _record(t: Tensor, prim: Primitive, args: tuple, params: dict, node_cls) -> 
         node._saved = saved
     else:
         node._saved = None
+    t.grad_fn = node
+    t._requires_grad = True
     if prim.saves_out:
         node._out = t._data
         node._out_vc = t._vc
         node._out_v = 0
     else:
         node._out = None
-    t.grad_fn = node
-    t._requires_grad = True
+    if HOOKS_ON and (saves or prim.saves_out):
+        _pack_all(node, t, current_hooks())
+
+
+class _Hooked(list):
+    """A node's saved inputs when some went through saved-tensor hooks (backward's cue to unpack)."""
+
+    __slots__ = ()
+
+
+def _pack_all(node, t: Tensor, hooks) -> None:
+    """Saved-tensor hooks are active: keep pack(tensor) for each saved input, then the output."""
+    if hooks is None:   # hooks pushed in another thread only
+        return
+    if node._saved is not None:
+        node._saved = _Hooked(None if sv is None else (pack_saved(sv[0], False, hooks), sv[1])
+                              for sv in node._saved)
+    if node._out is not None:
+        node._out = pack_saved(t, True, hooks)
 
 
 def _forward_tangent(t: Tensor, prim: Primitive, args: tuple, params: dict) -> None:
