@@ -46,7 +46,6 @@ SKIP = {
     "s000_18_exercise_debug.py": "needs nn.Linear, optim.SGD",
     "s001_21_gradcheck.py": "needs torch.autograd.gradcheck",
     "s001_24_jacobian_hessian.py": "needs torch.autograd.functional.jacobian/hessian",
-    "s001_25_checkpoint.py": "needs torch.utils.checkpoint",
 }
 
 # Lines matching these patterns are always compared with numbers masked, even when the

@@ -364,10 +364,13 @@ class _MultiHandle:
 class GraphTask:
     """One run of the engine (a backward() or grad() call), as hooks may ask about it."""
 
-    __slots__ = ("id", "_deps", "_roots", "_needed")
+    __slots__ = ("id", "_deps", "_roots", "_needed", "_accumulate")
 
     def will_execute(self, node) -> bool:
         """Whether this backward runs ``node`` (``torch._C._will_engine_execute_node``)."""
+        if node is not None and node.accumulates and not self._accumulate:
+            raise RuntimeError("A leaf node was passed to _will_engine_execute_node but we are currently running "
+                               "autograd.grad(). This is currently not supported.")
         if node is None or (node not in self._deps and node not in self._roots):
             return False
         return self._needed is None or node in self._needed

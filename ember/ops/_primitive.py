@@ -56,10 +56,10 @@ class Primitive:
     """One differentiable op: forward, per-input VJP and JVP rules, and what backward must save."""
 
     __slots__ = ("name", "node_cls", "forward", "vjps", "jvps", "jvp_kind", "saves", "saves_out", "is_view",
-                 "promote", "edge_pos", "_reads", "_blank")
+                 "promote", "edge_pos", "saved_names", "_reads", "_blank")
 
     def __init__(self, name, node_name, forward, vjp, jvp=None, saves=(), saves_out=False, is_view=False,
-                 promote=None, scalar_args=()):
+                 promote=None, scalar_args=(), saved_names=None):
         self.name = name
         self.node_cls = node_class(node_name, PrimNode)
         self.forward = forward
@@ -80,6 +80,8 @@ class Primitive:
         # PyTorch gives a node no edge for a Scalar argument (pow(x, 2), clamp(x, 0, 1)): the inputs at
         # ``scalar_args`` (always Python scalars) get none, and edge k of a node is input edge_pos[k].
         self.edge_pos = tuple(j for j in range(len(self.vjps)) if j not in scalar_args) if scalar_args else None
+        # PyTorch's names of the inputs (grad_fn._saved_<name>), by position; None: the generic ones
+        self.saved_names = saved_names
         self._reads = None   # which inputs the VJP rules read at all (worked out on first backward)
         self._blank = None   # the rules' arguments when they read no input
 
@@ -91,10 +93,13 @@ PRIMITIVES: list = []   # every primitive declared, in order (the op database's 
 
 
 def defprim(name, node_name, forward, vjp, jvp=None, *, saves=(), saves_out=False, is_view=False,
-            promote=None, scalar_args=()) -> Primitive:
+            promote=None, scalar_args=(), saved_names=None) -> Primitive:
     """Declare a primitive (see the module docstring); ``node_name`` is PyTorch's name of its backward;
-    ``scalar_args``: positions of inputs that are PyTorch ``Scalar`` arguments (no graph edge)."""
-    p = Primitive(name, node_name, forward, vjp, jvp, saves, saves_out, is_view, promote, scalar_args)
+    ``scalar_args``: positions of inputs that are PyTorch ``Scalar`` arguments (no graph edge);
+    ``saved_names``: PyTorch's name of each input, as ``grad_fn._saved_<name>`` shows it, where the
+    generic ones (``self``, ``other``, ``input2``...) are wrong."""
+    p = Primitive(name, node_name, forward, vjp, jvp, saves, saves_out, is_view, promote, scalar_args,
+                  saved_names)
     PRIMITIVES.append(p)
     return p
 
@@ -350,12 +355,134 @@ class PrimNode(Node):
             res.append(gi)
         return res
 
+    # ----- inspection: grad_fn._saved_<name>, grad_fn._raw_saved_<name> ---------------------------
+    def __getattr__(self, name: str):
+        # Only reached when normal lookup fails: no cost on the hot path.
+        raw = name.startswith("_raw_saved_")
+        if not raw and not name.startswith("_saved_"):
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+        key = name[11:] if raw else name[7:]
+        slots = saved_slots(self._prim, len(self._in))
+        where = slots.get(key)
+        if where is None and not raw:
+            if key.endswith("_sym_sizes"):   # PyTorch keeps an unsaved input's sizes under this name
+                i = slots.get(key[:-10])
+                if type(i) is int and type(self._in[i]) is tuple:
+                    return tuple(self._in[i][0])
+            params = self._params
+            for k in params:
+                if slots.get(("param", k), k) == key:
+                    return params[k]
+        if where is None or type(where) is tuple:
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+        if where == "out":
+            if not self._prim.saves_out:
+                raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+            if self._saved is FREED:
+                raise RuntimeError(FREED_MESSAGE)
+            return RawSaved(self, "out") if raw else self._unpack_out(True)
+        m = self._in[where]
+        if type(m) is not tuple:   # a Python scalar input (pow's exponent): its value
+            if raw:
+                raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+            return m
+        if where not in self._prim.saves:
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+        if self._saved is FREED:
+            raise RuntimeError(FREED_MESSAGE)
+        return RawSaved(self, where) if raw else _saved_value(self, where)
+
     def _fit(self, xp, i, gi, got, want):
         err = _wrong_shape(self._prim, i, got, want)
         if err is not None:
             raise err
         return xp.sum_to(gi, want)
 
+
+_GENERIC_NAMES = {0: "self", 1: "other", "dims": "dim"}
+_saved_slots_cache: dict = {}
+
+
+def saved_slots(prim: Primitive, n_inputs: int) -> dict:
+    """Where a primitive's ``_saved_<name>`` attributes come from: ``{name: input position}``, ``{"result":
+    "out"}`` when it saves its output, and ``{("param", key): name}`` for keyword parameters PyTorch names
+    differently (others keep their own name). Names: ``saved_names`` given to defprim (a tuple of input
+    names, or a dict of positions and parameter keys), else ``self``, ``other``, ``input2``..., ``dim``."""
+    key = (prim, n_inputs)
+    slots = _saved_slots_cache.get(key)
+    if slots is None:
+        names = dict(_GENERIC_NAMES)
+        given = prim.saved_names
+        if given is not None:
+            names.update(enumerate(given) if isinstance(given, tuple) else given)
+        slots = {}
+        for i in range(n_inputs):
+            nm = names.get(i, f"input{i}")
+            if nm is not None:
+                slots[nm] = i
+        for k, nm in names.items():
+            if type(k) is str:
+                slots[("param", k)] = nm
+        if prim.saves_out:
+            slots["result"] = "out"
+        _saved_slots_cache[key] = slots
+    return slots
+
+
+def _saved_value(node: PrimNode, i: int):
+    """What ``_saved_<input>`` shows: the saved tensor itself (PyTorch: the same object), or what the
+    unpack hook gives back."""
+    t, v = node._saved[i]
+    if type(t) is SavedTensor:
+        return t.unpack()
+    if t._vc[0] != v:
+        raise RuntimeError(modified_message(t, v))
+    return t
+
+
+class RawSaved:
+    """``grad_fn._raw_saved_<name>`` (``torch._C._autograd.SavedTensor``): the saved value, to unpack or to
+    give a pair of pack/unpack hooks of its own."""
+
+    __slots__ = ("_node", "_slot")
+
+    def __init__(self, node: PrimNode, slot):
+        self._node, self._slot = node, slot
+
+    def _entry(self):
+        node = self._node
+        return node._out if self._slot == "out" else node._saved[self._slot][0]
+
+    def unpack(self):
+        node = self._node
+        if node._saved is FREED:
+            raise RuntimeError(FREED_MESSAGE)
+        return node._unpack_out(True) if self._slot == "out" else _saved_value(node, self._slot)
+
+    def register_hooks(self, pack_hook, unpack_hook) -> None:
+        if not callable(pack_hook) or not callable(unpack_hook):
+            raise TypeError("register_hooks(): incompatible function arguments: pack_hook and unpack_hook must "
+                            "be callable")
+        node = self._node
+        if node._saved is FREED:
+            raise RuntimeError(REGISTER_FREED_MESSAGE)
+        if type(self._entry()) is SavedTensor:
+            raise RuntimeError("Calling register_hooks on a saved tensor whose hooks have already been set. "
+                               "Hint: only one pair of hooks is allowed at a time.")
+        hooks = (pack_hook, unpack_hook)
+        if self._slot == "out":
+            node._out = pack_saved(node._unpack_out(True), True, hooks)
+        else:
+            saved = node._saved if type(node._saved) is _Hooked else _Hooked(node._saved)
+            t, v = saved[self._slot]
+            saved[self._slot] = (pack_saved(t, False, hooks), v)
+            node._saved = saved
+
+
+REGISTER_FREED_MESSAGE = (
+    "Calling register_hooks on a saved tensor after it has been freed. Saved intermediate values of the graph are "
+    "freed when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to backward "
+    "through the graph a second time or if you need to access saved tensors after calling backward.")
 
 _NO_EDGE = (None, 0)
 INFERENCE_SAVE_MESSAGE = (
