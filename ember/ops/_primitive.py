@@ -372,7 +372,8 @@ class PrimNode(Node):
             params = self._params
             for k in params:
                 if slots.get(("param", k), k) == key:
-                    return params[k]
+                    v = params[k]
+                    return make(v) if type(v) is _ndarray else v   # index arrays: as tensors, as PyTorch
         if where is None or type(where) is tuple:
             raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
         if where == "out":
