@@ -350,7 +350,8 @@ def _clamp_t_hi(xp, g, out, a, lo, hi):
 
 
 clamp_tensor_p = defprim("clamp", "ClampBackward0", _clamp_t, vjp=(_clamp_t_self, _clamp_t_lo, _clamp_t_hi),
-                         jvp="elementwise", saves=(0, 1, 2), promote="standard", saved_names=("self", "min", "max"))
+                         jvp="elementwise", saves=(0, 1, 2), promote="standard",
+                         saved_names=("self", "min", "max"))
 
 where_p = defprim("where", "WhereBackward0", lambda xp, a, b, cond: xp.where(cond, a, b),
                   vjp=(lambda xp, g, out, a, b, cond: xp.where(cond, g, 0.0),
