@@ -430,3 +430,28 @@ def test_pack_hook_keeps_holders_only():
     assert seen == ["_Holder"]
     y.sum().backward()
     assert fn._saved is not None and fn._out is None   # released after backward
+
+
+@pytest.mark.parametrize("reentrant", MODES)
+def test_custom_function_inside_checkpoint(reentrant):
+    def f(lib):
+        class Cube(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(x)
+                return x ** 3
+
+            @staticmethod
+            def backward(ctx, g):
+                x, = ctx.saved_tensors
+                return 3 * x * x * g
+        calls = []
+        x, w = leaf(lib, X), leaf(lib, W)
+
+        def g(a, b):
+            calls.append(1)
+            return Cube.apply((a @ b).sin()).sum(0)
+        y = cp(lib).checkpoint(g, x, w, use_reentrant=reentrant)
+        y.sum().backward()
+        return len(calls), x.grad, w.grad
+    same(f)

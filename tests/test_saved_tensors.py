@@ -201,24 +201,47 @@ def test_save_on_cpu_is_transparent():
     same(f)
 
 
-def test_custom_function_saved_tensors_ignore_hooks_until_wired():
-    # Not a PyTorch comparison: documents that ember's custom Functions do not call the hooks yet
-    # (ctx.save_for_backward must call graph.pack_saved; see the report). The result stays correct.
-    class Sq(ember.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            ctx.save_for_backward(x)
-            return x * x
+def test_custom_function_saved_tensors_go_through_hooks():
+    def f(lib):
+        class SqExp(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, k):
+                y = (x * x).exp()
+                ctx.save_for_backward(x, y)   # an input and an output
+                return y * k
 
-        @staticmethod
-        def backward(ctx, g):
-            x, = ctx.saved_tensors
-            return 2 * x * g
-    x = ember.tensor(X, requires_grad=True)
-    with ember.autograd.graph.saved_tensors_hooks(lambda t: t, lambda p: p):
-        y = Sq.apply(x)
-    y.sum().backward()
-    assert x.grad.tolist() == [2 * v for v in X]
+            @staticmethod
+            def backward(ctx, g):
+                x, y = ctx.saved_tensors
+                return g * 2 * x * y * 3, None
+        log = []
+        x = leaf(lib, X)
+        with lib.autograd.graph.saved_tensors_hooks(*recorder(log)):
+            z = SqExp.apply(x, 3)
+        packed = list(log)
+        z.sum().backward()
+        return packed, log, x.grad
+    same(f)
+
+
+def test_custom_function_unpack_result_is_used():
+    def f(lib):
+        class Sq(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(x)
+                return x * x
+
+            @staticmethod
+            def backward(ctx, g):
+                x, = ctx.saved_tensors
+                return 2 * x * g
+        x = leaf(lib, X)
+        with lib.autograd.graph.saved_tensors_hooks(lambda t: t.detach() * 10, lambda p: p):
+            y = Sq.apply(x)
+        y.sum().backward()
+        return x.grad
+    same(f)
 
 
 # ----- raw saved tensors: register_hooks ---------------------------------------------------------
@@ -420,3 +443,27 @@ def test_packed_values_die_with_the_graph():
     assert len(refs) == 2 and all(r() is not None for r in refs)
     y.backward()
     assert all(r() is None for r in refs)   # released with the nodes' saved values
+
+
+def test_custom_function_saving_its_output_through_hooks():
+    def f(lib):
+        class Exp(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                y = x.exp()
+                ctx.save_for_backward(y)
+                return y
+
+            @staticmethod
+            def backward(ctx, g):
+                y, = ctx.saved_tensors
+                return g * y
+        got = []
+        x = leaf(lib, X)
+        with lib.autograd.graph.saved_tensors_hooks(lambda t: (got.append(t), t)[1], lambda p: p):
+            y = Exp.apply(x)
+        same_object = got[0] is y
+        g, = lib.autograd.grad(y.sum(), x, create_graph=True)
+        g2, = lib.autograd.grad(g.sum(), x)
+        return same_object, g, g2
+    same(f)

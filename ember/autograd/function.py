@@ -10,7 +10,7 @@ from .._device import NAMESPACES, backend_of
 from .._tensor import Tensor, make
 from . import grad_mode as _gm
 from ..ops._views import edge_of
-from .graph import FREED, FREED_MESSAGE, Node, modified_message
+from .graph import FREED, FREED_MESSAGE, HOOKS_ON, Node, SavedTensor, current_hooks, modified_message, pack_saved
 
 
 class FunctionCtx:
@@ -41,6 +41,9 @@ class FunctionCtx:
             raise RuntimeError(FREED_MESSAGE)
         out = []
         for t, v in saved:
+            if type(t) is SavedTensor:   # saved through saved-tensor hooks: no version check (as PyTorch)
+                out.append(t.unpack(self))
+                continue
             if isinstance(t, _SavedOutput):
                 t = t.unpack(self)
             if t is not None and t._vc[0] != v:
@@ -184,7 +187,11 @@ class Function:
             # A saved output must not hold its grad_fn (this node): that would be a reference cycle
             # keeping the whole graph alive until gc runs. Keep its data and rebuild it on unpack.
             outs_by_id = {id(o): o for o in wrapped if isinstance(o, Tensor) and o.grad_fn is node}
-            if outs_by_id:
+            hooks = current_hooks() if HOOKS_ON else None
+            if hooks is not None:   # saved_tensors_hooks: keep pack(tensor) instead (graph.pack_saved)
+                node._saved = tuple((None if t is None else pack_saved(t, id(t) in outs_by_id, hooks), v)
+                                    for t, v in saved)
+            elif outs_by_id:
                 node._saved = tuple((_SavedOutput(t), v) if t is not None and id(t) in outs_by_id else (t, v)
                                     for t, v in saved)
         return wrapped[0] if single else tuple(wrapped)
