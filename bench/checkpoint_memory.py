@@ -11,7 +11,8 @@ before the step (the weights and the input):
 * peak: the highest allocation during forward + backward (this includes the weights' gradients, which
   checkpointing does not change: with wide layers and a small batch they dominate);
 
-and the wall time (median of repeats; tracemalloc is off while timing). Variants:
+and the wall time: the fastest of ``--repeats`` steps, the variants interleaved round by round
+(tracemalloc off). Variants:
 
 * plain:  every activation saved for backward stays alive until backward reaches it;
 * checkpoint_sequential(segments=k), non-reentrant and reentrant: only each segment's input is kept;
@@ -61,10 +62,10 @@ def step(fns, x, segments, reentrant, kept=None):
     loss.backward()
 
 
-def measure(args, segments, reentrant):
+def measure_memory(args, segments, reentrant):
+    """(kept, peak, gradients) of one step, by tracemalloc."""
     ws, x, fns = build(args.layers, args.batch, args.width)
     step(fns, x, segments, reentrant)   # warm-up (also checks it runs)
-    grads = [w.grad.clone() for w in ws]
     for w in ws:
         w.grad = None
     gc.collect()
@@ -74,17 +75,24 @@ def measure(args, segments, reentrant):
     kept = []
     step(fns, x, segments, reentrant, kept)
     peak = tracemalloc.get_traced_memory()[1] - base
-    kept = kept[0] - base
     tracemalloc.stop()
-    times = []
+    return kept[0] - base, peak, [w.grad for w in ws]
+
+
+def measure_times(args, variants) -> list:
+    """Fastest of ``repeats`` timed steps per variant, the variants interleaved round by round (so that
+    load from other processes spreads over all of them)."""
+    nets = [build(args.layers, args.batch, args.width) for _ in variants]
+    best = [float("inf")] * len(variants)
     for _ in range(args.repeats):
-        for w in ws:
-            w.grad = None
-        gc.collect()
-        t0 = time.perf_counter()
-        step(fns, x, segments, reentrant)
-        times.append(time.perf_counter() - t0)
-    return kept, peak, statistics.median(times), grads, [w.grad for w in ws]
+        for k, ((_, seg, reent), (ws, x, fns)) in enumerate(zip(variants, nets)):
+            for w in ws:
+                w.grad = None
+            gc.collect()
+            t0 = time.perf_counter()
+            step(fns, x, seg, reent)
+            best[k] = min(best[k], time.perf_counter() - t0)
+    return best
 
 
 def main(argv=None) -> None:
@@ -93,7 +101,7 @@ def main(argv=None) -> None:
     p.add_argument("--batch", type=int, default=4096)
     p.add_argument("--width", type=int, default=256)
     p.add_argument("--segments", type=int, nargs="*", default=[2, 4, 8])
-    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--repeats", type=int, default=5)
     args = p.parse_args(argv)
     act_mb = args.batch * args.width * 4 / 2 ** 20
     print(f"{args.layers} layers of tanh(x @ W_i), x: {args.batch} x {args.width} float32 "
@@ -105,14 +113,13 @@ def main(argv=None) -> None:
         variants.append((f"checkpoint_sequential({k}), use_reentrant=True", k, True))
     print(f"{'variant':<48} {'kept MiB':>9} {'vs plain':>9} {'peak MiB':>9} {'vs plain':>9} {'time s':>7} "
           f"{'vs plain':>9} {'max |dgrad|':>12}")
-    ref = None
-    for name, seg, reent in variants:
-        kept, peak, t, g_warm, g = measure(args, seg, reent)
-        if ref is None:
-            ref = (kept, peak, t, g)
-        diff = max(float((a - b).abs().max()) for a, b in zip(g, ref[3]))
-        print(f"{name:<48} {kept / 2 ** 20:9.1f} {kept / ref[0]:8.2f}x {peak / 2 ** 20:9.1f} {peak / ref[1]:8.2f}x "
-              f"{t:7.2f} {t / ref[2]:8.2f}x {diff:12.1e}")
+    mems = [measure_memory(args, seg, reent) for _, seg, reent in variants]
+    times = measure_times(args, variants)
+    kept0, peak0, g0 = mems[0]
+    for (name, _, _), (kept, peak, g), t in zip(variants, mems, times):
+        diff = max(float((a - b).abs().max()) for a, b in zip(g, g0))
+        print(f"{name:<48} {kept / 2 ** 20:9.1f} {kept / kept0:8.2f}x {peak / 2 ** 20:9.1f} {peak / peak0:8.2f}x "
+              f"{t:7.2f} {t / times[0]:8.2f}x {diff:12.1e}")
 
 if __name__ == "__main__":
     main()
