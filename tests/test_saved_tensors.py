@@ -179,6 +179,24 @@ def test_disable_saved_tensors_hooks():
     raises_same(f, msg="no hooks here", exact_msg=True)
 
 
+def test_disable_inside_hooks():
+    def f(lib):
+        with lib.autograd.graph.saved_tensors_hooks(lambda t: t, lambda p: p):
+            with lib.autograd.graph.disable_saved_tensors_hooks("cannot disable now"):
+                pass
+    raises_same(f, msg="cannot disable now", exact_msg=True)
+
+
+def test_disable_nested_restores_the_outer_message():
+    def f(lib):
+        with lib.autograd.graph.disable_saved_tensors_hooks("outer"):
+            with lib.autograd.graph.disable_saved_tensors_hooks("inner"):
+                pass
+            with lib.autograd.graph.saved_tensors_hooks(lambda t: t, lambda p: p):
+                pass
+    raises_same(f, msg="outer", exact_msg=True)
+
+
 def test_disable_then_enable_again():
     def f(lib):
         log = []

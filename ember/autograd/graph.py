@@ -258,12 +258,15 @@ class save_on_cpu(saved_tensors_hooks):
 
 
 class disable_saved_tensors_hooks:
-    """Context manager: pushing saved-tensor hooks inside it raises RuntimeError(error_message)."""
+    """Context manager: pushing saved-tensor hooks inside it raises RuntimeError(error_message), as
+    does entering it while hooks are in force."""
 
     def __init__(self, error_message: str):
         self.error_message = error_message
 
     def __enter__(self):
+        if current_hooks() is not None:   # as PyTorch: hooks already in force cannot be disabled
+            raise RuntimeError(self.error_message)
         self._prev = getattr(_tls, "disabled", None)
         _tls.disabled = self.error_message
         return self
