@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import gc
 import os
-import statistics
 import sys
 import time
 import tracemalloc
