@@ -453,3 +453,20 @@ def test_custom_function_inside_checkpoint(reentrant):
         y.sum().backward()
         return len(calls), x.grad, w.grad
     same(f)
+
+
+@pytest.mark.parametrize("reentrant", MODES)
+def test_parameters_captured_by_the_function(reentrant):
+    # only the closure's weight requires grad: non-reentrant gives its gradient; reentrant (as in PyTorch)
+    # builds no graph when no input requires grad
+    def f(lib):
+        x = leaf(lib, X, rg=False)
+        w = leaf(lib, W)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            y = cp(lib).checkpoint(lambda a: (a @ w).tanh().exp(), x, use_reentrant=reentrant)
+        if not y.requires_grad:
+            return "no graph", y
+        y.sum().backward()
+        return y, w.grad
+    same(f)
