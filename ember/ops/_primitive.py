@@ -100,6 +100,7 @@ def defprim(name, node_name, forward, vjp, jvp=None, *, saves=(), saves_out=Fals
     generic ones (``self``, ``other``, ``input2``...) are wrong."""
     p = Primitive(name, node_name, forward, vjp, jvp, saves, saves_out, is_view, promote, scalar_args,
                   saved_names)
+    install_saved_attrs(p)
     PRIMITIVES.append(p)
     return p
 
@@ -355,12 +356,10 @@ class PrimNode(Node):
             res.append(gi)
         return res
 
-    # ----- inspection: grad_fn._saved_<name>, grad_fn._raw_saved_<name> ---------------------------
-    def __getattr__(self, name: str):
-        # Only reached when normal lookup fails: no cost on the hot path.
+    def _saved_attr(self, name: str):
+        """``grad_fn._saved_<key>`` / ``_raw_saved_<key>`` (installed on each node class as properties:
+        a ``__getattr__`` would slow every attribute access on nodes, the engine's hot path)."""
         raw = name.startswith("_raw_saved_")
-        if not raw and not name.startswith("_saved_"):
-            raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
         key = name[11:] if raw else name[7:]
         slots = saved_slots(self._prim, len(self._in))
         where = slots.get(key)
@@ -400,6 +399,35 @@ class PrimNode(Node):
         return xp.sum_to(gi, want)
 
 
+def _attr_property(name: str) -> property:
+    return property(lambda node: node._saved_attr(name), doc=f"PyTorch's grad_fn.{name}")
+
+
+def install_saved_attrs(prim: Primitive, cls: type | None = None) -> None:
+    """Give the primitive's node class a property for each ``_saved_<name>`` / ``_raw_saved_<name>`` its
+    nodes may show (inputs by their PyTorch names, ``result``, sizes, parameters); a node class shared by
+    several primitives gets the union, and each property checks its own node's primitive. ``cls``: a node
+    class an op passes to ``apply`` in place of the primitive's own."""
+    cls = cls or prim.node_cls
+    _INSTALLED.add((cls, prim))
+    fwd = getattr(prim.forward, "__code__", None)
+    if type(prim.vjps) is tuple:
+        n = len(prim.vjps)
+        params = fwd.co_varnames[1 + n:fwd.co_argcount + fwd.co_kwonlyargcount] if fwd is not None else ()
+    else:   # one rule per input, made on demand (cat, stack): any number of inputs, params keyword-only
+        n = 2
+        params = fwd.co_varnames[fwd.co_argcount:fwd.co_argcount + fwd.co_kwonlyargcount] if fwd is not None else ()
+    slots = saved_slots(prim, n)
+    names = [k for k in slots if type(k) is str]
+    names += [k + "_sym_sizes" for k in slots if type(k) is str and k != "result"]
+    names += [slots.get(("param", p), p) for p in params]
+    for key in names:
+        for attr in ("_saved_" + key, "_raw_saved_" + key):
+            if attr not in cls.__dict__:
+                setattr(cls, attr, _attr_property(attr))
+
+
+_INSTALLED: set = set()   # (node class, primitive) pairs whose _saved_ properties are in place
 _GENERIC_NAMES = {0: "self", 1: "other", "dims": "dim"}
 _saved_slots_cache: dict = {}
 
@@ -562,7 +590,12 @@ def apply(prim: Primitive, args: tuple, params: dict = _EMPTY, node_cls=None, dt
 
 
 def _record(t: Tensor, prim: Primitive, args: tuple, params: dict, node_cls) -> None:
-    node = _new(node_cls or prim.node_cls)
+    if node_cls is None:
+        node = _new(prim.node_cls)
+    else:
+        if (node_cls, prim) not in _INSTALLED:
+            install_saved_attrs(prim, node_cls)
+        node = _new(node_cls)
     edges = []
     meta = []
     for a in args:
