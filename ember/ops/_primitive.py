@@ -56,7 +56,7 @@ class Primitive:
     """One differentiable op: forward, per-input VJP and JVP rules, and what backward must save."""
 
     __slots__ = ("name", "node_cls", "forward", "vjps", "jvps", "jvp_kind", "saves", "saves_out", "is_view",
-                 "promote", "edge_pos", "saved_names", "_reads", "_blank")
+                 "promote", "edge_pos", "saved_names", "param_names", "_reads", "_blank")
 
     def __init__(self, name, node_name, forward, vjp, jvp=None, saves=(), saves_out=False, is_view=False,
                  promote=None, scalar_args=(), saved_names=None):
@@ -82,6 +82,14 @@ class Primitive:
         self.edge_pos = tuple(j for j in range(len(self.vjps)) if j not in scalar_args) if scalar_args else None
         # PyTorch's names of the inputs (grad_fn._saved_<name>), by position; None: the generic ones
         self.saved_names = saved_names
+        # the keyword parameters the forward takes (after xp and the inputs), for grad_fn._saved_<param>
+        code = getattr(forward, "__code__", None)
+        if code is None:
+            self.param_names = ()
+        elif type(self.vjps) is tuple:
+            self.param_names = code.co_varnames[1 + len(self.vjps):code.co_argcount + code.co_kwonlyargcount]
+        else:   # one rule per input, made on demand (cat, stack): any number of inputs, params keyword-only
+            self.param_names = code.co_varnames[code.co_argcount:code.co_argcount + code.co_kwonlyargcount]
         self._reads = None   # which inputs the VJP rules read at all (worked out on first backward)
         self._blank = None   # the rules' arguments when they read no input
 
@@ -410,17 +418,11 @@ def install_saved_attrs(prim: Primitive, cls: type | None = None) -> None:
     class an op passes to ``apply`` in place of the primitive's own."""
     cls = cls or prim.node_cls
     _INSTALLED.add((cls, prim))
-    fwd = getattr(prim.forward, "__code__", None)
-    if type(prim.vjps) is tuple:
-        n = len(prim.vjps)
-        params = fwd.co_varnames[1 + n:fwd.co_argcount + fwd.co_kwonlyargcount] if fwd is not None else ()
-    else:   # one rule per input, made on demand (cat, stack): any number of inputs, params keyword-only
-        n = 2
-        params = fwd.co_varnames[fwd.co_argcount:fwd.co_argcount + fwd.co_kwonlyargcount] if fwd is not None else ()
+    n = len(prim.vjps) if type(prim.vjps) is tuple else 2
     slots = saved_slots(prim, n)
     names = [k for k in slots if type(k) is str]
     names += [k + "_sym_sizes" for k in slots if type(k) is str and k != "result"]
-    names += [slots.get(("param", p), p) for p in params]
+    names += [slots.get(("param", p), p) for p in prim.param_names]
     for key in names:
         for attr in ("_saved_" + key, "_raw_saved_" + key):
             if attr not in cls.__dict__:
