@@ -51,3 +51,5 @@ def is_floating_point(input: Tensor) -> bool:
 
 def numel(input: Tensor) -> int:
     return _check(input, "numel").numel()
+
+from . import utils  # noqa: E402  (torch.utils.checkpoint; built on autograd)

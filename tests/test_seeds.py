@@ -44,7 +44,6 @@ SKIP = {
     "s000_13_gradient_modification.py": "needs torch.nn.utils.clip_grad_norm_",
     "s000_16_pitfall_devices.py": "needs cuda devices",
     "s000_18_exercise_debug.py": "needs nn.Linear, optim.SGD",
-    "s001_25_checkpoint.py": "needs torch.utils.checkpoint",
 }
 
 # Lines matching these patterns are always compared with numbers masked, even when the

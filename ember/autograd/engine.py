@@ -16,7 +16,7 @@ from .._tensor import Tensor, make
 from . import grad_mode as _gm
 from ..ops._views import edge_of
 from .anomaly_mode import _anomaly, run_node_checked
-from .graph import ACCUMULATE_LOCK
+from .graph import ACCUMULATE_LOCK, GraphTask, _task_ids, _tls
 
 
 def _as_tuple(x):
@@ -172,7 +172,12 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, targets=None, ac
     # Anomaly mode sends every node through _run_node, wrapped in its checks; off, the loop is as before.
     plain = needed is None and not _anomaly.enabled
     run_node = functools.partial(run_node_checked, _run_node) if _anomaly.enabled else _run_node
-    with _gm.set_grad_enabled(create_graph), quiet:
+    # What hooks may ask about this backward (register_multi_grad_hook, checkpoint): set per run, not per node.
+    task = GraphTask.__new__(GraphTask)
+    task.id, task._deps, task._roots, task._needed = next(_task_ids), deps, root_nodes, needed
+    task._accumulate = accumulate
+    outer_task, _tls.task = getattr(_tls, "task", None), task
+    with _gm.set_grad_enabled(create_graph), quiet, _TaskScope(outer_task):
         while heap:
             node = heappop(heap)[1]
             grads = pop_buffer(node, None)
@@ -202,6 +207,21 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, targets=None, ac
                 if d == 0:
                     heappush(heap, (-nxt._seq, nxt))
     return captured
+
+
+class _TaskScope:
+    """Restores the enclosing backward's task when this one ends (backward may run inside backward)."""
+
+    __slots__ = ("outer",)
+
+    def __init__(self, outer):
+        self.outer = outer
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _tls.task = self.outer
 
 
 def _run_node(node, grads, create_graph, needed, target_nodes, captured, accumulate, batched=False):

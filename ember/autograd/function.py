@@ -19,7 +19,8 @@ from .._tensor import Tensor, make
 from . import grad_mode as _gm
 from ..ops._views import _rebase_view, check_inplace, edge_of
 from .anomaly_mode import record_stack
-from .graph import FREED, FREED_MESSAGE, Node, modified_message, node_class
+from .graph import (FREED, FREED_MESSAGE, HOOKS_ON, Node, SavedTensor, current_hooks, modified_message, node_class,
+                    pack_saved)
 
 _NO_JVP = ("You must implement the jvp function for custom autograd.Function to use it with forward mode AD.")
 
@@ -64,6 +65,9 @@ class FunctionCtx:
             raise RuntimeError(FREED_MESSAGE)
         out = []
         for t, v in saved:
+            if type(t) is SavedTensor:   # saved through saved-tensor hooks: no version check (as PyTorch)
+                out.append(t.unpack(self))
+                continue
             if isinstance(t, _SavedOutput):
                 t = t.unpack(self)
             if t is not None and t._vc[0] != v:
@@ -329,10 +333,15 @@ def _wrap_outputs(ctx, args: tuple, outs: tuple, executable: bool) -> list:
     own = {id(o) for o in wrapped if isinstance(o, Tensor) and o.grad_fn is ctx}
     to_save = d.pop("_to_save", None)
     if to_save is not None:
-        # A saved output must not hold its grad_fn (this node): that would be a reference cycle keeping
-        # the whole graph alive until gc runs. Keep its data and rebuild it on unpack, as PyTorch does.
-        ctx._saved = tuple((None, 0) if t is None else
-                           ((_SavedOutput(t) if id(t) in own else t), t._vc[0]) for t in to_save)
+        hooks = current_hooks() if HOOKS_ON else None
+        if hooks is not None:   # saved_tensors_hooks: keep pack(tensor) instead (graph.pack_saved)
+            ctx._saved = tuple((None, 0) if t is None else (pack_saved(t, id(t) in own, hooks), t._vc[0])
+                               for t in to_save)
+        else:
+            # A saved output must not hold its grad_fn (this node): that would be a reference cycle keeping
+            # the whole graph alive until gc runs. Keep its data and rebuild it on unpack, as PyTorch does.
+            ctx._saved = tuple((None, 0) if t is None else
+                               ((_SavedOutput(t) if id(t) in own else t), t._vc[0]) for t in to_save)
     _detach_output_attrs(ctx, own)
     return wrapped
 

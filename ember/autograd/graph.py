@@ -202,3 +202,254 @@ def _op_name(node) -> str:
     name = node.name()
     i = name.rfind("Backward")
     return name[:i] if i > 0 else name
+
+
+# ----- saved-tensor hooks ----------------------------------------------------------------------
+# torch.autograd.graph.saved_tensors_hooks: while (pack, unpack) is pushed, a node saving a tensor for
+# backward keeps pack(tensor) instead, and backward uses unpack(packed). The stack is per thread, as in
+# PyTorch; HOOKS_ON counts pushes in all threads, so the recording hot path pays one truth test.
+
+_tls = threading.local()
+HOOKS_ON: list = []   # one entry per pushed pair of hooks, any thread (the cheap flag the recorder tests)
+
+
+def _stack() -> list:
+    s = getattr(_tls, "stack", None)
+    if s is None:
+        s = _tls.stack = []
+    return s
+
+
+def current_hooks():
+    """The innermost (pack, unpack) pair of this thread, or None."""
+    s = getattr(_tls, "stack", None)
+    return s[-1] if s else None
+
+
+def _check_hook(fn, what: str) -> None:
+    if not callable(fn):
+        raise TypeError(f"saved_tensors_hooks(): {what} must be callable, got {type(fn).__name__}")
+
+
+class saved_tensors_hooks:
+    """Context manager: tensors saved for backward inside it are stored as ``pack_hook(tensor)`` and
+    given back to backward as ``unpack_hook(packed)`` (which must return a Tensor). Innermost wins."""
+
+    def __init__(self, pack_hook, unpack_hook):
+        self.pack_hook = pack_hook
+        self.unpack_hook = unpack_hook
+
+    def __enter__(self):
+        msg = getattr(_tls, "disabled", None)
+        if msg is not None:
+            raise RuntimeError(msg)
+        _check_hook(self.pack_hook, "pack_hook")
+        _check_hook(self.unpack_hook, "unpack_hook")
+        _stack().append((self.pack_hook, self.unpack_hook))
+        HOOKS_ON.append(None)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _stack().pop()
+        HOOKS_ON.pop()
+
+
+class save_on_cpu(saved_tensors_hooks):
+    """Saved tensors are kept on the CPU and moved back to their device for backward. ember's arrays
+    all live on the CPU, so this keeps them as they are (a copy on a GPU device would go here)."""
+
+    def __init__(self, pin_memory: bool = False, device_type: str = "cuda"):
+        def pack(t):
+            return (t.device, t)
+
+        def unpack(packed):
+            device, t = packed
+            return t if t.device == device else t.to(device)
+
+        super().__init__(pack, unpack)
+
+
+class disable_saved_tensors_hooks:
+    """Context manager: pushing saved-tensor hooks inside it raises RuntimeError(error_message), as
+    does entering it while hooks are in force."""
+
+    def __init__(self, error_message: str):
+        self.error_message = error_message
+
+    def __enter__(self):
+        if current_hooks() is not None:   # as PyTorch: hooks already in force cannot be disabled
+            raise RuntimeError(self.error_message)
+        self._prev = getattr(_tls, "disabled", None)
+        _tls.disabled = self.error_message
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _tls.disabled = self._prev
+
+
+UNPACK_TYPE_MESSAGE = "Output of saved tensor unpack_hook expected to be a Tensor but got result of type {}"
+
+
+class SavedTensor:
+    """A tensor a node saved through hooks (``torch._C._autograd.SavedTensor``): the packed value, the
+    unpack hook, and what is needed to put the unpacked tensor back in the graph where the original was."""
+
+    __slots__ = ("_packed", "_unpack_hook", "_grad_fn", "_output_nr", "_requires_grad", "_acc", "_is_output")
+
+    def unpack_data(self):
+        """The raw array backward needs (plain backward: no graph)."""
+        return self._unpacked()._data
+
+    def _unpacked(self):
+        r = self._unpack_hook(self._packed)
+        if not isinstance(r, _tensor.Tensor):
+            raise TypeError(UNPACK_TYPE_MESSAGE.format(type(r).__name__))
+        return r
+
+    def unpack(self, node=None):
+        """The saved tensor, attached to the graph as the original was (its grad_fn, or its leaf's
+        gradient accumulator; an output of ``node`` gets ``node`` as grad_fn)."""
+        r = self._unpacked()
+        t = _tensor.make(r._data)
+        t._vc = r._vc
+        if self._is_output:
+            if node is not None:
+                t.grad_fn, t._output_nr, t._requires_grad = node, self._output_nr, True
+        elif self._grad_fn is not None:
+            t.grad_fn, t._output_nr, t._requires_grad = self._grad_fn, self._output_nr, True
+        elif self._requires_grad:
+            t._requires_grad = True
+            acc = self._acc() if self._acc is not None else None
+            if acc is not None:
+                t._get_meta().acc = weakref.ref(acc)
+        return t
+
+
+def pack_saved(t, is_output: bool = False, hooks=None) -> SavedTensor:
+    """Pack tensor ``t`` with the current (or the given) hooks; call only when hooks are active
+    (``HOOKS_ON`` and ``current_hooks()`` not None). Custom Functions call this in save_for_backward."""
+    pack, unpack = hooks or current_hooks()
+    s = SavedTensor.__new__(SavedTensor)
+    s._is_output = is_output
+    s._output_nr = t._output_nr
+    s._requires_grad = t._requires_grad
+    s._grad_fn = None if is_output else t.grad_fn
+    s._acc = None
+    if not is_output and t.grad_fn is None and t._requires_grad:
+        m = t._meta
+        s._acc = m.acc if m is not None else None
+    s._unpack_hook = unpack
+    s._packed = pack(t)
+    return s
+
+
+def unpack_saved(s: SavedTensor, node=None):
+    """The tensor for a saved entry packed by ``pack_saved`` (see ``SavedTensor.unpack``)."""
+    return s.unpack(node)
+
+
+def increment_version(tensor) -> None:
+    """Bump the version counter of ``tensor`` (or of each tensor in an iterable), as an in-place op
+    done outside autograd's sight would have to."""
+    if isinstance(tensor, _tensor.Tensor):
+        tensor = (tensor,)
+    for t in tensor:
+        t._vc[0] += 1
+
+
+# ----- multi-grad hooks ------------------------------------------------------------------------
+
+class _MultiHandle:
+    """The handle of register_multi_grad_hook: removes the per-tensor hooks."""
+
+    def __init__(self, handles):
+        self.handles = handles
+
+    def remove(self) -> None:
+        for h in self.handles:
+            h.remove()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.remove()
+
+
+class GraphTask:
+    """One run of the engine (a backward() or grad() call), as hooks may ask about it."""
+
+    __slots__ = ("id", "_deps", "_roots", "_needed", "_accumulate")
+
+    def will_execute(self, node) -> bool:
+        """Whether this backward runs ``node`` (``torch._C._will_engine_execute_node``)."""
+        if node is not None and node.accumulates and not self._accumulate:
+            raise RuntimeError("A leaf node was passed to _will_engine_execute_node but we are currently running "
+                               "autograd.grad(). This is currently not supported.")
+        if node is None or (node not in self._deps and node not in self._roots):
+            return False
+        return self._needed is None or node in self._needed
+
+
+_task_ids = itertools.count()
+
+
+def current_task():
+    """The innermost backward running in this thread, or None (``_current_graph_task_id() == -1``)."""
+    return getattr(_tls, "task", None)
+
+
+def _edge_node(t):
+    return t.grad_fn if t.grad_fn is not None else grad_accumulator(t) if t._requires_grad else None
+
+
+def register_multi_grad_hook(tensors, fn, *, mode: str = "all"):
+    """Run ``fn`` on the gradients of ``tensors`` in one backward.
+
+    ``mode="all"``: once per backward, after the gradients of every tensor this backward computes,
+    with a list holding each tensor's gradient (None for those it does not compute).
+    ``mode="any"``: once per backward, with the first gradient computed among the tensors.
+    """
+    if mode not in ("all", "any"):
+        raise ValueError(f"Expects mode to be one of ('all', 'any') but got {mode}")
+    tensors = tuple(tensors)
+    lock = threading.Lock()
+    if mode == "all":
+        nodes = [_edge_node(t) for t in tensors]
+        state: dict = {}   # backward id -> [buffer, calls so far, calls expected]
+
+        def make_hook(idx):
+            def hook(grad):
+                task = current_task()
+                if task is None:
+                    raise AssertionError("expected this hook to be called inside a backward call")
+                with lock:
+                    entry = state.get(task.id)
+                    if entry is None:
+                        expected = sum(map(task.will_execute, nodes))
+                        entry = state[task.id] = [[None] * len(tensors), 0, expected]
+                    entry[0][idx] = grad
+                    entry[1] += 1
+                    done = entry[1] == entry[2]
+                    if done:
+                        del state[task.id]
+                if done:
+                    fn(entry[0])
+            return hook
+
+        handles = tuple(t.register_hook(make_hook(i)) for i, t in enumerate(tensors))
+    else:
+        ran: set = set()
+
+        def wrapped(grad):
+            task = current_task()
+            if task is None:
+                raise AssertionError("expected this hook to be called inside a backward call")
+            with lock:
+                if task.id in ran:
+                    return
+                ran.add(task.id)
+            fn(grad)
+
+        handles = tuple(t.register_hook(wrapped) for t in tensors if t.requires_grad)
+    return _MultiHandle(handles)

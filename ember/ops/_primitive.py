@@ -36,7 +36,8 @@ from .._tensor import Tensor, _new, make
 from .._state import track_tangent
 from ..autograd import grad_mode as _gm
 from ..autograd.anomaly_mode import _anomaly, record_stack
-from ..autograd.graph import FREED, FREED_MESSAGE, Node, _seq, grad_accumulator, modified_message, node_class
+from ..autograd.graph import (FREED, FREED_MESSAGE, HOOKS_ON, Node, SavedTensor, _seq, current_hooks, grad_accumulator,
+                              modified_message, node_class, pack_saved)
 from ._util import promote_float, promote_standard
 
 _ndarray = np.ndarray   # the fast path's type check only: every array operation goes through xp
@@ -57,10 +58,10 @@ class Primitive:
     """One differentiable op: forward, per-input VJP and JVP rules, and what backward must save."""
 
     __slots__ = ("name", "node_cls", "forward", "vjps", "jvps", "jvp_kind", "saves", "saves_out", "is_view",
-                 "promote", "edge_pos", "_reads", "_blank", "batch")
+                 "promote", "edge_pos", "saved_names", "param_names", "_reads", "_blank", "batch")
 
     def __init__(self, name, node_name, forward, vjp, jvp=None, saves=(), saves_out=False, is_view=False,
-                 promote=None, scalar_args=()):
+                 promote=None, scalar_args=(), saved_names=None):
         self.name = name
         self.node_cls = node_class(node_name, PrimNode)
         self.forward = forward
@@ -81,6 +82,16 @@ class Primitive:
         # PyTorch gives a node no edge for a Scalar argument (pow(x, 2), clamp(x, 0, 1)): the inputs at
         # ``scalar_args`` (always Python scalars) get none, and edge k of a node is input edge_pos[k].
         self.edge_pos = tuple(j for j in range(len(self.vjps)) if j not in scalar_args) if scalar_args else None
+        # PyTorch's names of the inputs (grad_fn._saved_<name>), by position; None: the generic ones
+        self.saved_names = saved_names
+        # the keyword parameters the forward takes (after xp and the inputs), for grad_fn._saved_<param>
+        code = getattr(forward, "__code__", None)
+        if code is None:
+            self.param_names = ()
+        elif type(self.vjps) is tuple:
+            self.param_names = code.co_varnames[1 + len(self.vjps):code.co_argcount + code.co_kwonlyargcount]
+        else:   # one rule per input, made on demand (cat, stack): any number of inputs, params keyword-only
+            self.param_names = code.co_varnames[code.co_argcount:code.co_argcount + code.co_kwonlyargcount]
         self._reads = None   # which inputs the VJP rules read at all (worked out on first backward)
         self._blank = None   # the rules' arguments when they read no input
         # autograd.grad(is_grads_batched=True): False (the default, safe): backward runs this primitive's
@@ -112,10 +123,14 @@ def batch_rule(prim: Primitive, vjp) -> None:
 
 
 def defprim(name, node_name, forward, vjp, jvp=None, *, saves=(), saves_out=False, is_view=False,
-            promote=None, scalar_args=()) -> Primitive:
+            promote=None, scalar_args=(), saved_names=None) -> Primitive:
     """Declare a primitive (see the module docstring); ``node_name`` is PyTorch's name of its backward;
-    ``scalar_args``: positions of inputs that are PyTorch ``Scalar`` arguments (no graph edge)."""
-    p = Primitive(name, node_name, forward, vjp, jvp, saves, saves_out, is_view, promote, scalar_args)
+    ``scalar_args``: positions of inputs that are PyTorch ``Scalar`` arguments (no graph edge);
+    ``saved_names``: PyTorch's name of each input, as ``grad_fn._saved_<name>`` shows it, where the
+    generic ones (``self``, ``other``, ``input2``...) are wrong."""
+    p = Primitive(name, node_name, forward, vjp, jvp, saves, saves_out, is_view, promote, scalar_args,
+                  saved_names)
+    install_saved_attrs(p)
     PRIMITIVES.append(p)
     return p
 
@@ -249,6 +264,8 @@ class PrimNode(Node):
     def _args(self, graph: bool, reads: tuple) -> list:
         """What the rules get for each input (see the class docstring)."""
         saved = self._saved
+        if type(saved) is _Hooked:
+            return self._args_hooked(graph, reads)
         args = []
         for i, m in enumerate(self._in):
             if not reads[i]:
@@ -266,7 +283,32 @@ class PrimNode(Node):
                 args.append(m)
         return args
 
+    def _args_hooked(self, graph: bool, reads: tuple) -> list:
+        """_args for a node that saved through saved-tensor hooks: each saved input comes from its unpack
+        hook (as PyTorch, the version check is then the hooks' business, not autograd's)."""
+        saved = self._saved
+        args = []
+        for i, m in enumerate(self._in):
+            sv = saved[i]
+            if not reads[i]:
+                args.append(_NOT_READ)
+            elif sv is not None:
+                t, v = sv
+                if type(t) is SavedTensor:
+                    args.append(t.unpack() if graph else t.unpack_data())
+                else:
+                    if t._vc[0] != v:
+                        raise RuntimeError(modified_message(t, v))
+                    args.append(t if graph else t._data)
+            elif type(m) is tuple:
+                args.append(_unsaved(m[0], m[1]))
+            else:
+                args.append(m)
+        return args
+
     def _unpack_out(self, graph: bool):
+        if type(self._out) is SavedTensor:
+            return self._out.unpack(self) if graph else self._out.unpack_data()
         vc = self._out_vc
         if vc[0] != self._out_v:
             raise RuntimeError(modified_message(None, self._out_v, self._out, vc[0], self))
@@ -399,12 +441,156 @@ class PrimNode(Node):
             res.append(gi)
         return res
 
+    def _saved_attr(self, name: str):
+        """``grad_fn._saved_<key>`` / ``_raw_saved_<key>`` (installed on each node class as properties:
+        a ``__getattr__`` would slow every attribute access on nodes, the engine's hot path)."""
+        raw = name.startswith("_raw_saved_")
+        key = name[11:] if raw else name[7:]
+        slots = saved_slots(self._prim, len(self._in))
+        where = slots.get(key)
+        if where is None and not raw:
+            if key.endswith("_sym_sizes"):   # PyTorch keeps an unsaved input's sizes under this name
+                i = slots.get(key[:-10])
+                if type(i) is int and type(self._in[i]) is tuple:
+                    return tuple(self._in[i][0])
+            params = self._params
+            for k in params:
+                if slots.get(("param", k), k) == key:
+                    v = params[k]
+                    return make(v) if type(v) is _ndarray else v   # index arrays: as tensors, as PyTorch
+        if where is None or type(where) is tuple:
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+        if where == "out":
+            if not self._prim.saves_out:
+                raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+            if self._saved is FREED:
+                raise RuntimeError(FREED_MESSAGE)
+            return RawSaved(self, "out") if raw else self._unpack_out(True)
+        m = self._in[where]
+        if type(m) is not tuple:   # a Python scalar input (pow's exponent): its value
+            if raw:
+                raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+            return m
+        if where not in self._prim.saves:
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+        if self._saved is FREED:
+            raise RuntimeError(FREED_MESSAGE)
+        return RawSaved(self, where) if raw else _saved_value(self, where)
+
     def _fit(self, xp, i, gi, got, want):
         err = _wrong_shape(self._prim, i, got, want)
         if err is not None:
             raise err
         return xp.sum_to(gi, want)
 
+
+def _attr_property(name: str) -> property:
+    return property(lambda node: node._saved_attr(name), doc=f"PyTorch's grad_fn.{name}")
+
+
+def install_saved_attrs(prim: Primitive, cls: type | None = None) -> None:
+    """Give the primitive's node class a property for each ``_saved_<name>`` / ``_raw_saved_<name>`` its
+    nodes may show (inputs by their PyTorch names, ``result``, sizes, parameters); a node class shared by
+    several primitives gets the union, and each property checks its own node's primitive. ``cls``: a node
+    class an op passes to ``apply`` in place of the primitive's own."""
+    cls = cls or prim.node_cls
+    _INSTALLED.add((cls, prim))
+    n = len(prim.vjps) if type(prim.vjps) is tuple else 2
+    slots = saved_slots(prim, n)
+    names = [k for k in slots if type(k) is str]
+    names += [k + "_sym_sizes" for k in slots if type(k) is str and k != "result"]
+    names += [slots.get(("param", p), p) for p in prim.param_names]
+    for key in names:
+        for attr in ("_saved_" + key, "_raw_saved_" + key):
+            if attr not in cls.__dict__:
+                setattr(cls, attr, _attr_property(attr))
+
+
+_INSTALLED: set = set()   # (node class, primitive) pairs whose _saved_ properties are in place
+_GENERIC_NAMES = {0: "self", 1: "other", "dims": "dim"}
+_saved_slots_cache: dict = {}
+
+
+def saved_slots(prim: Primitive, n_inputs: int) -> dict:
+    """Where a primitive's ``_saved_<name>`` attributes come from: ``{name: input position}``, ``{"result":
+    "out"}`` when it saves its output, and ``{("param", key): name}`` for keyword parameters PyTorch names
+    differently (others keep their own name). Names: ``saved_names`` given to defprim (a tuple of input
+    names, or a dict of positions and parameter keys), else ``self``, ``other``, ``input2``..., ``dim``."""
+    key = (prim, n_inputs)
+    slots = _saved_slots_cache.get(key)
+    if slots is None:
+        names = dict(_GENERIC_NAMES)
+        given = prim.saved_names
+        if given is not None:
+            names.update(enumerate(given) if isinstance(given, tuple) else given)
+        slots = {}
+        for i in range(n_inputs):
+            nm = names.get(i, f"input{i}")
+            if nm is not None:
+                slots[nm] = i
+        for k, nm in names.items():
+            if type(k) is str:
+                slots[("param", k)] = nm
+        if prim.saves_out:
+            slots["result"] = "out"
+        _saved_slots_cache[key] = slots
+    return slots
+
+
+def _saved_value(node: PrimNode, i: int):
+    """What ``_saved_<input>`` shows: the saved tensor itself (PyTorch: the same object), or what the
+    unpack hook gives back."""
+    t, v = node._saved[i]
+    if type(t) is SavedTensor:
+        return t.unpack()
+    if t._vc[0] != v:
+        raise RuntimeError(modified_message(t, v))
+    return t
+
+
+class RawSaved:
+    """``grad_fn._raw_saved_<name>`` (``torch._C._autograd.SavedTensor``): the saved value, to unpack or to
+    give a pair of pack/unpack hooks of its own."""
+
+    __slots__ = ("_node", "_slot")
+
+    def __init__(self, node: PrimNode, slot):
+        self._node, self._slot = node, slot
+
+    def _entry(self):
+        node = self._node
+        return node._out if self._slot == "out" else node._saved[self._slot][0]
+
+    def unpack(self):
+        node = self._node
+        if node._saved is FREED:
+            raise RuntimeError(FREED_MESSAGE)
+        return node._unpack_out(True) if self._slot == "out" else _saved_value(node, self._slot)
+
+    def register_hooks(self, pack_hook, unpack_hook) -> None:
+        if not callable(pack_hook) or not callable(unpack_hook):
+            raise TypeError("register_hooks(): incompatible function arguments: pack_hook and unpack_hook must "
+                            "be callable")
+        node = self._node
+        if node._saved is FREED:
+            raise RuntimeError(REGISTER_FREED_MESSAGE)
+        if type(self._entry()) is SavedTensor:
+            raise RuntimeError("Calling register_hooks on a saved tensor whose hooks have already been set. "
+                               "Hint: only one pair of hooks is allowed at a time.")
+        hooks = (pack_hook, unpack_hook)
+        if self._slot == "out":
+            node._out = pack_saved(node._unpack_out(True), True, hooks)
+        else:
+            saved = node._saved if type(node._saved) is _Hooked else _Hooked(node._saved)
+            t, v = saved[self._slot]
+            saved[self._slot] = (pack_saved(t, False, hooks), v)
+            node._saved = saved
+
+
+REGISTER_FREED_MESSAGE = (
+    "Calling register_hooks on a saved tensor after it has been freed. Saved intermediate values of the graph are "
+    "freed when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to backward "
+    "through the graph a second time or if you need to access saved tensors after calling backward.")
 
 _NO_EDGE = (None, 0)
 INFERENCE_SAVE_MESSAGE = (
@@ -490,7 +676,12 @@ def apply(prim: Primitive, args: tuple, params: dict = _EMPTY, node_cls=None, dt
 
 
 def _record(t: Tensor, prim: Primitive, args: tuple, params: dict, node_cls) -> None:
-    node = _new(node_cls or prim.node_cls)
+    if node_cls is None:
+        node = _new(prim.node_cls)
+    else:
+        if (node_cls, prim) not in _INSTALLED:
+            install_saved_attrs(prim, node_cls)
+        node = _new(node_cls)
     edges = []
     meta = []
     for a in args:
@@ -528,6 +719,8 @@ def _record(t: Tensor, prim: Primitive, args: tuple, params: dict, node_cls) -> 
         node._saved = saved
     else:
         node._saved = None
+    t.grad_fn = node
+    t._requires_grad = True
     if prim.saves_out:
         node._out = t._data
         node._out_vc = t._vc
@@ -536,8 +729,25 @@ def _record(t: Tensor, prim: Primitive, args: tuple, params: dict, node_cls) -> 
         node._out = None
     if _anomaly.enabled:
         record_stack(node)   # the forward traceback (off: this one test is all it costs)
-    t.grad_fn = node
-    t._requires_grad = True
+    if HOOKS_ON and (saves or prim.saves_out):
+        _pack_all(node, t, current_hooks())
+
+
+class _Hooked(list):
+    """A node's saved inputs when some went through saved-tensor hooks (backward's cue to unpack)."""
+
+    __slots__ = ()
+
+
+def _pack_all(node, t: Tensor, hooks) -> None:
+    """Saved-tensor hooks are active: keep pack(tensor) for each saved input, then the output."""
+    if hooks is None:   # hooks pushed in another thread only
+        return
+    if node._saved is not None:
+        node._saved = _Hooked(None if sv is None else (pack_saved(sv[0], False, hooks), sv[1])
+                              for sv in node._saved)
+    if node._out is not None:
+        node._out = pack_saved(t, True, hooks)
 
 
 def _forward_tangent(t: Tensor, prim: Primitive, args: tuple, params: dict) -> None:

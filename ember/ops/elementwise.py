@@ -89,7 +89,7 @@ def _pow_scalar_grad(xp, g, out, a, p):
 
 pow_scalar_p = defprim("pow", "PowBackward0", lambda xp, a, p: xp.pow(a, p),
                        vjp=(_pow_scalar_grad, None), jvp="elementwise", saves=(0,), promote="standard",
-                       scalar_args=(1,))
+                       scalar_args=(1,), saved_names=("self", "exponent"))
 
 
 # The special points are masked with where(), as PyTorch's formulas do, so that the mask is differentiated
@@ -106,7 +106,7 @@ def _pow_base_grad(xp, g, out, a, b):
 
 pow_tensor_p = defprim("pow", "PowBackward1", lambda xp, a, b: xp.pow(a, b),
                        vjp=(_pow_base_grad, _pow_exponent_grad), jvp="elementwise", saves=(0, 1), saves_out=True,
-                       promote="standard")
+                       promote="standard", saved_names=("self", "exponent"))
 
 
 def _rpow_grad(xp, g, out, base, b):
@@ -117,7 +117,7 @@ def _rpow_grad(xp, g, out, base, b):
 
 rpow_p = defprim("pow", "PowBackward2", lambda xp, base, b: xp.pow(base, b),
                  vjp=(None, _rpow_grad), jvp="elementwise", saves=(1,), saves_out=True, promote="standard",
-                 scalar_args=(0,))
+                 scalar_args=(0,), saved_names=("self", "exponent"))
 
 # ----- primitives: unary ---------------------------------------------------------------------------------
 
@@ -290,7 +290,7 @@ def _clamp_grad(xp, g, out, a, lo, hi):
 # Scalar bounds are inputs (not params) so that the declared promotion sees them: clamp(int_tensor, 0.5).
 clamp_p = defprim("clamp", "ClampBackward1", lambda xp, a, lo, hi: xp.clamp(a, lo, hi),
                   vjp=(_clamp_grad, None, None), jvp="elementwise", saves=(0,), promote="standard",
-                  scalar_args=(1, 2))
+                  scalar_args=(1, 2), saved_names=("self", "min", "max"))
 
 
 def _max_grad(xp, g, a, b):
@@ -350,7 +350,8 @@ def _clamp_t_hi(xp, g, out, a, lo, hi):
 
 
 clamp_tensor_p = defprim("clamp", "ClampBackward0", _clamp_t, vjp=(_clamp_t_self, _clamp_t_lo, _clamp_t_hi),
-                         jvp="elementwise", saves=(0, 1, 2), promote="standard")
+                         jvp="elementwise", saves=(0, 1, 2), promote="standard",
+                         saved_names=("self", "min", "max"))
 
 where_p = defprim("where", "WhereBackward0", lambda xp, a, b, cond: xp.where(cond, a, b),
                   vjp=(lambda xp, g, out, a, b, cond: xp.where(cond, g, 0.0),
@@ -364,22 +365,22 @@ def _lerp_weight_grad(xp, g, out, a, b, w):
 
 lerp_p = defprim("lerp", "LerpBackward0", lambda xp, a, b, w: xp.lerp(a, b, w),
                  vjp=(lambda xp, g, out, a, b, w: g * (1 - w), lambda xp, g, out, a, b, w: g * w, None),
-                 jvp="elementwise", scalar_args=(2,))
+                 jvp="elementwise", scalar_args=(2,), saved_names=("self", "end", "weight"))
 lerp_tensor_p = defprim("lerp", "LerpBackward1", lambda xp, a, b, w: xp.lerp(a, b, w),
                         vjp=(lambda xp, g, out, a, b, w: g * (1 - w), lambda xp, g, out, a, b, w: g * w,
                              _lerp_weight_grad),
-                        jvp="elementwise", saves=(0, 1, 2))
+                        jvp="elementwise", saves=(0, 1, 2), saved_names=("self", "end", "weight"))
 
 addcmul_p = defprim("addcmul", "AddcmulBackward0", lambda xp, a, t1, t2, value: a + (t1 * t2) * value,
                     vjp=(lambda xp, g, out, a, t1, t2, value: g,
                          lambda xp, g, out, a, t1, t2, value: g * (t2 * value),
                          lambda xp, g, out, a, t1, t2, value: g * (t1 * value)),
-                    jvp="elementwise", saves=(1, 2), promote="standard")
+                    jvp="elementwise", saves=(1, 2), promote="standard", saved_names=("self", "tensor1", "tensor2"))
 addcdiv_p = defprim("addcdiv", "AddcdivBackward0", lambda xp, a, t1, t2, value: a + (t1 / t2) * value,
                     vjp=(lambda xp, g, out, a, t1, t2, value: g,
                          lambda xp, g, out, a, t1, t2, value: g * (value / t2),
                          lambda xp, g, out, a, t1, t2, value: -g * ((t1 * value) / (t2 * t2))),
-                    jvp="elementwise", saves=(1, 2), promote="standard")
+                    jvp="elementwise", saves=(1, 2), promote="standard", saved_names=("self", "tensor1", "tensor2"))
 
 # ----- argument checks ------------------------------------------------------------------------------------
 

@@ -67,7 +67,8 @@ def _matmul_grad_b(xp, g, out, a, b):
 
 
 matmul_p = defprim("matmul", "MmBackward0", lambda xp, a, b: xp.matmul(a, b),
-                   vjp=(_matmul_grad_a, _matmul_grad_b), jvp="multilinear", saves=(0, 1))
+                   vjp=(_matmul_grad_a, _matmul_grad_b), jvp="multilinear", saves=(0, 1),
+                   saved_names=("self", "mat2"))
 
 
 def _same_dtype(a, b):
@@ -692,7 +693,8 @@ def _addprod_jvp_b(xp, t, out, c, a, b, eq, beta, alpha):
 
 addprod_p = defprim("addprod", "AddmmBackward0", _addprod_fwd,
                     vjp=(_addprod_vjp_c, _addprod_vjp_ab(0), _addprod_vjp_ab(1)),
-                    jvp=(_addprod_jvp_c, _addprod_jvp_a, _addprod_jvp_b), saves=(1, 2))
+                    jvp=(_addprod_jvp_c, _addprod_jvp_a, _addprod_jvp_b), saves=(1, 2),
+                    saved_names=("self", "mat1", "mat2"))
 
 _ADD_OPS = {   # op: (equation, node, (name of arg 1, arg 2), their ranks)
     "addmm": ("ij,jk->ik", "AddmmBackward0", ("mat1", "mat2"), (2, 2)),

@@ -20,7 +20,7 @@ from .._state import track_tangent
 from .._tensor import Size, Tensor, _new, make, wrap_dim
 from ..autograd import grad_mode as _gm
 from ..autograd.graph import Node, _seq, node_class
-from ._primitive import PrimNode, apply, batch_rule, batch_safe, defprim, graph_ns
+from ._primitive import PrimNode, apply, batch_rule, batch_safe, defprim, graph_ns, install_saved_attrs
 from ._registry import graph, method, register
 from ._views import apply_inplace, check_inplace
 from ._util import check_bool, check_tensor, no_out
@@ -541,7 +541,8 @@ def _inplace_view(self: Tensor, fn, node_name: str, *args) -> Tensor:
     if self._base is not None and r._base is not None:
         self._view_steps, self._view_v = r._view_steps, self._vc[0]
     if r.grad_fn is not None:
-        r.grad_fn.__class__ = _node(node_name)   # PyTorch names the in-place variant's node apart (TBackward1)
+        cls = r.grad_fn.__class__ = _node(node_name)   # PyTorch names the in-place variant's node apart (TBackward1)
+        install_saved_attrs(r.grad_fn._prim, cls)   # its grad_fn._saved_* properties
         self.grad_fn, self._output_nr = r.grad_fn, 0
     self._fw_grad = r._fw_grad
     if r._fw_grad is not None:
