@@ -1,15 +1,37 @@
-"""ember.autograd: the engine, grad modes, graph nodes and custom Functions."""
-from . import anomaly_mode, forward_ad, functional, grad_mode, graph
+"""ember.autograd: the engine, grad modes, graph nodes and custom Functions.
+
+``functional`` and ``explain`` are imported on first use, so ``import ember`` does not pay for them.
+"""
+import importlib
+
+from . import anomaly_mode, forward_ad, grad_mode, graph
 from .anomaly_mode import detect_anomaly, set_detect_anomaly
-from ._explain import explain
 from .engine import backward, grad
 from .function import Function, FunctionCtx, once_differentiable
 from .grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled
 from .variable import Variable
-# As in PyTorch, the name ``gradcheck`` is the function; the module stays in sys.modules.
+# As in PyTorch, the name ``gradcheck`` is the function (imported eagerly: a later ``import
+# ember.autograd.gradcheck`` then finds the module loaded and leaves the name alone).
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable", "no_grad", "enable_grad",
            "set_grad_enabled", "inference_mode", "grad_mode", "graph", "forward_ad", "functional", "Variable",
            "gradcheck", "gradgradcheck", "GradcheckError",
            "detect_anomaly", "set_detect_anomaly", "anomaly_mode", "explain"]
+
+# name -> (module, attribute or None for the module itself)
+_LAZY = {"functional": ("functional", None), "explain": ("_explain", "explain")}
+
+
+def __getattr__(name: str):
+    spec = _LAZY.get(name)
+    if spec is None:
+        raise AttributeError(f"module 'ember.autograd' has no attribute '{name}'")
+    module = importlib.import_module("." + spec[0], __name__)
+    value = module if spec[1] is None else getattr(module, spec[1])
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

@@ -1,4 +1,10 @@
-"""ember.utils: utilities built on autograd (``torch.utils``): activation checkpointing."""
-from . import checkpoint
+"""ember.utils: utilities built on autograd (``torch.utils``): activation checkpointing (imported on first use)."""
+import importlib
 
-__all__ = ["checkpoint"]
+__all__ = ["checkpoint", "hooks"]
+
+
+def __getattr__(name: str):
+    if name in __all__:
+        return importlib.import_module("." + name, __name__)
+    raise AttributeError(f"module 'ember.utils' has no attribute '{name}'")
