@@ -307,3 +307,4 @@ from ._numpy_shape import *  # noqa: E402,F401,F403
 from ._numpy_indexing import *  # noqa: E402,F401,F403
 from ._numpy_linalg import *  # noqa: E402,F401,F403
 from ._numpy_sorting import *  # noqa: E402,F401,F403
+from ._numpy_nn import *  # noqa: E402,F401,F403

@@ -24,6 +24,14 @@ from ember.ops._registry import SUBMODULES  # noqa: E402
 BEGIN, END = "<!-- op-table:begin -->", "<!-- op-table:end -->"
 
 
+def _submodule(dotted: str):
+    """ember.<dotted> (``nn.functional`` is two levels down)."""
+    obj = ember
+    for part in dotted.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
 def _entries_calling():
     """{id(public function): [OpInfo, ...]}: which database entries call each public function."""
     from op_db import OP_DB
@@ -50,7 +58,7 @@ def _entries_calling():
         orig = ember.Tensor.__dict__[name]
         patched.append((ember.Tensor, name, orig))
         setattr(ember.Tensor, name, property(recorder(fn)) if isinstance(f, property) else recorder(fn))
-    for mod, table in [(ember, EXPORTS)] + [(getattr(ember, m), t) for m, t in SUBMODULES.items()]:
+    for mod, table in [(ember, EXPORTS)] + [(_submodule(m), t) for m, t in SUBMODULES.items()]:
         for name, f in table.items():
             patched.append((mod, name, getattr(mod, name)))
             setattr(mod, name, recorder(f))

@@ -15,6 +15,10 @@ from . import linalg as L
 from . import reduction as R
 from . import shape as S
 from . import sorting as O
+from . import nn_activation as NA
+from . import nn_conv as NC
+from . import nn_loss as NL
+from . import nn_norm as NN
 from . import _primitive
 from ._primitive import Primitive, apply, graph_ns
 from . import _views
@@ -32,7 +36,7 @@ for _name, _fn in METHODS.items():
 for _name, _fn in GRAPH.items():
     setattr(graph_ns, _name, _fn)
 
-FAMILIES = (E, R, S, I, L, O)
+FAMILIES = (E, R, S, I, L, O, NA, NL, NN, NC)
 # The op table's primitives: every one declared by the families (the random fills make theirs on first use).
 DECLARED = tuple(_primitive.PRIMITIVES)
 

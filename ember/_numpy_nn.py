@@ -1,0 +1,4 @@
+"""NumPy kernels of torch.nn.functional's primitives (part of the raw namespace ``_numpy_ns``).
+
+Each nn family may keep its kernels in a file of its own (``_numpy_nn_<family>.py``), imported here."""
+from __future__ import annotations
