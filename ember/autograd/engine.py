@@ -176,6 +176,7 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, targets=None, ac
     task = GraphTask.__new__(GraphTask)
     task.id, task._deps, task._roots, task._needed = next(_task_ids), deps, root_nodes, needed
     task._accumulate = accumulate
+    task._batched = batched
     outer_task, _tls.task = getattr(_tls, "task", None), task
     with _gm.set_grad_enabled(create_graph), quiet, _TaskScope(outer_task):
         while heap:

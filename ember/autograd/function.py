@@ -17,10 +17,11 @@ from .._dtype import _FROM_NP
 from .._state import fwd_state, track_tangent
 from .._tensor import Tensor, make
 from . import grad_mode as _gm
+from ..ops._primitive import INFERENCE_SAVE_MESSAGE
 from ..ops._views import _rebase_view, check_inplace, edge_of
 from .anomaly_mode import record_stack
 from .graph import (FREED, FREED_MESSAGE, HOOKS_ON, Node, SavedTensor, current_hooks, modified_message, node_class,
-                    pack_saved)
+                    pack_saved, set_saved_tangent)
 
 _NO_JVP = ("You must implement the jvp function for custom autograd.Function to use it with forward mode AD.")
 
@@ -333,6 +334,8 @@ def _wrap_outputs(ctx, args: tuple, outs: tuple, executable: bool) -> list:
     own = {id(o) for o in wrapped if isinstance(o, Tensor) and o.grad_fn is ctx}
     to_save = d.pop("_to_save", None)
     if to_save is not None:
+        if any(t is not None and t._inference for t in to_save):
+            raise RuntimeError(INFERENCE_SAVE_MESSAGE)
         hooks = current_hooks() if HOOKS_ON else None
         if hooks is not None:   # saved_tensors_hooks: keep pack(tensor) instead (graph.pack_saved)
             ctx._saved = tuple((None, 0) if t is None else (pack_saved(t, id(t) in own, hooks), t._vc[0])
@@ -403,6 +406,9 @@ def _forward_tangents(ctx, cls, args: tuple, wrapped: list) -> None:
         track_tangent(o)
     # saved outputs come back with their tangents (forward-over-reverse through the Function's backward)
     d = ctx.__dict__
+    for s, _ in d.get("_saved", ()):
+        if type(s) is SavedTensor and s._is_output and wrapped[s._output_nr]._fw_grad is not None:
+            set_saved_tangent(s, wrapped[s._output_nr]._fw_grad)   # saved through saved-tensor hooks
     held = [s for s, _ in d.get("_saved", ()) if isinstance(s, _SavedOutput)]
     held += list(d.get("_output_attrs", {}).values())
     for s in held:

@@ -14,6 +14,7 @@ from .. import _tensor
 from .._device import backend_of
 from .._dtype import type_word
 from .._hooks import add_hook
+from .._state import _state as _gm_state, fwd_state, track_tangent
 from .anomaly_mode import _anomaly, record_stack, version_error_hint
 
 _seq = itertools.count()
@@ -294,7 +295,7 @@ class SavedTensor:
     """A tensor a node saved through hooks (``torch._C._autograd.SavedTensor``): the packed value, the
     unpack hook, and what is needed to put the unpacked tensor back in the graph where the original was."""
 
-    __slots__ = ("_packed", "_unpack_hook", "_grad_fn", "_output_nr", "_requires_grad", "_acc", "_is_output")
+    __slots__ = ("_packed", "_unpack_hook", "_grad_fn", "_output_nr", "_requires_grad", "_acc", "_is_output", "_fw")
 
     def unpack_data(self):
         """The raw array backward needs (plain backward: no graph)."""
@@ -322,6 +323,10 @@ class SavedTensor:
             acc = self._acc() if self._acc is not None else None
             if acc is not None:
                 t._get_meta().acc = weakref.ref(acc)
+        fw = self._fw
+        if fw is not None and fw._fw_grad is not None and fwd_state.level:
+            t._fw_grad = fw._fw_grad   # forward mode: the tangent comes back too (forward-over-reverse)
+            track_tangent(t)
         return t
 
 
@@ -339,8 +344,23 @@ def pack_saved(t, is_output: bool = False, hooks=None) -> SavedTensor:
         m = t._meta
         s._acc = m.acc if m is not None else None
     s._unpack_hook = unpack
-    s._packed = pack(t)
+    s._fw = None
+    if t._fw_grad is not None:
+        set_saved_tangent(s, t._fw_grad)
+    prev, _gm_state.enabled = _gm_state.enabled, False   # as PyTorch: the pack hook records no graph
+    try:
+        s._packed = pack(t)
+    finally:
+        _gm_state.enabled = prev
     return s
+
+
+def set_saved_tangent(s: SavedTensor, tangent) -> None:
+    """Keep ``tangent`` for the tensor saved in ``s`` (cleared with its dual level)."""
+    h = _tensor.make(tangent._data)
+    h._fw_grad = tangent
+    track_tangent(h)
+    s._fw = h
 
 
 def unpack_saved(s: SavedTensor, node=None):
@@ -379,7 +399,7 @@ class _MultiHandle:
 class GraphTask:
     """One run of the engine (a backward() or grad() call), as hooks may ask about it."""
 
-    __slots__ = ("id", "_deps", "_roots", "_needed", "_accumulate")
+    __slots__ = ("id", "_deps", "_roots", "_needed", "_accumulate", "_batched")
 
     def will_execute(self, node) -> bool:
         """Whether this backward runs ``node`` (``torch._C._will_engine_execute_node``)."""

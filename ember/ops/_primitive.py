@@ -308,15 +308,18 @@ class PrimNode(Node):
 
     def _unpack_out(self, graph: bool):
         if type(self._out) is SavedTensor:
-            return self._out.unpack(self) if graph else self._out.unpack_data()
-        vc = self._out_vc
-        if vc[0] != self._out_v:
-            raise RuntimeError(modified_message(None, self._out_v, self._out, vc[0], self))
-        if not graph:
-            return self._out
-        t = make(self._out)
-        t.grad_fn = self
-        t._requires_grad = True
+            if not graph:
+                return self._out.unpack_data()
+            t = self._out.unpack(self)
+        else:
+            vc = self._out_vc
+            if vc[0] != self._out_v:
+                raise RuntimeError(modified_message(None, self._out_v, self._out, vc[0], self))
+            if not graph:
+                return self._out
+            t = make(self._out)
+            t.grad_fn = self
+            t._requires_grad = True
         if fwd_state.level:
             h = self.__dict__.get("_out_fw")
             if h is not None and h._fw_grad is not None:

@@ -213,9 +213,19 @@ class _Frame:
         hooks = _graph.current_hooks() if _graph.HOOKS_ON else None
         self.saved_args = [_graph.pack_saved(a, False, hooks) if hooks is not None and isinstance(a, Tensor)
                            else a for a in args]
+        # As PyTorch (which saves them with save_for_backward): an input changed in place after the forward
+        # would be recomputed from its new value, a silently wrong gradient; the version check refuses it.
+        self.versions = [a._vc[0] if isinstance(a, Tensor) else None for a in args]
 
     def get_inputs(self) -> list:
-        return [a.unpack() if isinstance(a, _graph.SavedTensor) else a for a in self.saved_args]
+        out = []
+        for a, v in zip(self.saved_args, self.versions):
+            if isinstance(a, _graph.SavedTensor):
+                a = a.unpack()
+            elif isinstance(a, Tensor) and a._vc[0] != v:
+                raise RuntimeError(_graph.modified_message(a, v))
+            out.append(a)
+        return out
 
     def check_recomputed(self, gid) -> None:
         n = self.counter.get(gid, 0)
@@ -293,7 +303,8 @@ class _CheckpointHooks(_graph.saved_tensors_hooks):
                     "once. If you are calling ctx.saved_tensors in backward, make sure to do so only once. "
                     "Otherwise please open an issue with details on your use case.")
             value = holder.values[gid]
-            holder.values[gid] = None   # recomputed tensors live until unpacked, even with retain_graph
+            if task is None or not task._batched:   # a batched backward may run a node once per row
+                holder.values[gid] = None   # recomputed tensors live until unpacked, even with retain_graph
             return value
 
         super().__init__(pack, unpack)
