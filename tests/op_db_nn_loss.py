@@ -136,6 +136,189 @@ def _ce_big_samples(reduction):
     return make
 
 
+
+# ----- pointwise regression losses ----------------------------------------------------------------------------
+
+_PAIRS = [((3, 4), (3, 4)), ((), ()), ((3, 4), (4,)), ((2, 1, 3), (2, 3)), ((0, 3), (0, 3))]
+
+
+def _pair_samples(doms=("grid_a", "grid_b"), kws=({},), reductions=REDUCTIONS, pairs=None, empty_mean=False):
+    def make(rng):
+        out = []
+        for sa, sb in pairs or _PAIRS:
+            for red in reductions:
+                if 0 in sa and red == "mean" and not empty_mean:
+                    continue
+                for kw in kws:
+                    out.append(Sample((draw(rng, sa, doms[0]), draw(rng, sb, doms[1])), dict(kw, reduction=red)))
+        return out
+    return make
+
+
+def _loss(name):
+    def op(m, a, b, weight=None, **kw):
+        f = getattr(m.nn.functional, name)
+        return f(a, b, **kw) if weight is None else f(a, b, weight=m.tensor(weight).to(a.dtype), **kw)
+    return op
+
+
+def _weighted_samples(rng):
+    return [Sample((draw(rng, (3, 4), "grid_a"), draw(rng, (3, 4), "grid_b")),
+                   {"weight": rng.uniform(0.5, 2, (3, 4)), "reduction": r}) for r in REDUCTIONS]
+
+
+def _legacy_samples(rng):
+    return [Sample((draw(rng, (3, 4), "grid_a"), draw(rng, (3, 4), "grid_b")), kw)
+            for kw in ({"size_average": False}, {"reduce": False}, {"size_average": True, "reduce": True})]
+
+
+def _pointwise_error_samples(rng):
+    a, b = draw(rng, (3, 4)), draw(rng, (3, 4))
+    return [Sample((a, b), {"reduction": "avg"}), Sample((a, b[:, :2].copy()), {}),
+            Sample((a, b), {"weight": np.ones(4)}), Sample((a, b), {"reduction": "elementwise_mean"}),
+            Sample((a, b), {"weight": np.ones((3, 4)), "reduction": "avg"}), Sample((a[:0], b[:0]), {})]
+
+
+def _int_target(name, **kw):
+    def op(m, a, b):
+        return getattr(m.nn.functional, name)(a, (b > 0).to(m.int64), **kw)
+    return op
+
+
+def _int_both(name):
+    def op(m, a, b):
+        return getattr(m.nn.functional, name)((a > 0).to(m.int64), (b > 0).to(m.int64))
+    return op
+
+
+def _mixed_dtype(name):
+    def op(m, a, b, **kw):
+        return getattr(m.nn.functional, name)(a.float(), b.double(), **kw)
+    return op
+
+
+# ----- binary cross entropy ------------------------------------------------------------------------------
+
+def _unit(rng, shape):
+    return np.asarray(rng.uniform(0.05, 0.95, shape))
+
+
+def _bce_samples(rng):
+    out = []
+    for shape in ((3, 4), (), (5,), (2, 1, 3), (0, 2)):
+        for red in REDUCTIONS:
+            if 0 in shape and red == "mean":
+                continue
+            out.append(Sample((_unit(rng, shape), _unit(rng, shape)), {"reduction": red}))
+    out += [Sample((_unit(rng, (3, 4)), _unit(rng, (3, 4))), {"weight": rng.uniform(0.5, 2, w), "reduction": r})
+            for w, r in (((3, 4), "mean"), ((4,), "sum"), ((1, 4), "none"))]
+    return out
+
+
+def _bce_edge_samples(rng):
+    # probabilities of exactly 0 and 1: the clamped logs keep the loss finite (forward only: the gradient is
+    # PyTorch's clamped one, with no central differences at the boundary)
+    x = np.array([0.0, 1.0, 0.5, 1.0, 0.0])
+    y = np.array([1.0, 0.0, 0.5, 1.0, 0.0])
+    return [Sample((x, y), {"reduction": r}) for r in REDUCTIONS]
+
+
+def _bce_error_samples(rng):
+    x, y = _unit(rng, (3, 4)), _unit(rng, (3, 4))
+    return [Sample((x + 1, y), {}), Sample((x, y + 1), {}), Sample((x, y[0].copy()), {}),
+            Sample((x, y), {"reduction": "avg"}), Sample((x, y), {"weight": np.ones(5)}),
+            Sample((x, y), {"size_average": False}), Sample((x, y), {"weight": np.ones((2, 3, 4))})]
+
+
+def _bce_logits(m, a, b, weight=None, pos_weight=None, **kw):
+    return m.nn.functional.binary_cross_entropy_with_logits(
+        a, b, None if weight is None else m.tensor(weight).to(a.dtype), **kw,
+        pos_weight=None if pos_weight is None else m.tensor(pos_weight).to(a.dtype))
+
+
+def _bce_logits_samples(rng):
+    out = []
+    for shape in ((3, 4), (), (5,), (2, 1, 3), (0, 2)):
+        for red in REDUCTIONS:
+            if 0 in shape and red == "mean":
+                continue
+            out.append(Sample((np.asarray(draw(rng, shape) * 2), _unit(rng, shape)), {"reduction": red}))
+    out += [Sample((draw(rng, (3, 4)) * 2, _unit(rng, (3, 4))), kw) for kw in (
+        {"weight": rng.uniform(0.5, 2, (3, 4))}, {"weight": rng.uniform(0.5, 2, (4,)), "reduction": "sum"},
+        {"pos_weight": rng.uniform(0.5, 3, (4,))}, {"pos_weight": rng.uniform(0.5, 3, (3, 4)), "reduction": "none"},
+        {"pos_weight": rng.uniform(0.5, 3, ()), "weight": rng.uniform(0.5, 2, (3, 1)), "reduction": "sum"})]
+    return out
+
+
+def _bce_logits_big_samples(rng):
+    # logits of magnitude 1e4 with 0/1 targets: finite losses, gradients sigmoid(x) - y
+    x = rng.choice([-1.0, 1.0], (3, 4)) * rng.uniform(0.5, 1.0, (3, 4)) * 1e4
+    y = (rng.random((3, 4)) > 0.5).astype(np.float64)
+    return [Sample((x, y), {"reduction": "none"}), Sample((x, y), {"reduction": "none",
+                                                                  "pos_weight": np.array([1.0, 2.0, 0.5, 4.0])})]
+
+
+def _bce_logits_error_samples(rng):
+    x, y = draw(rng, (3, 4)), _unit(rng, (3, 4))
+    return [Sample((x, y[0].copy()), {}), Sample((x, y), {"reduction": "avg"}), Sample((x, y), {"weight": np.ones(5)}),
+            Sample((x, y), {"pos_weight": np.ones((2, 3, 4))}), Sample((x, y), {"reduce": False})]
+
+
+# ----- kl_div, poisson_nll_loss, gaussian_nll_loss ---------------------------------------------------------
+
+def _kl(m, a, b, **kw):
+    return m.nn.functional.kl_div(a, b, **kw)
+
+
+def _kl_samples(rng):
+    out = []
+    for sa in ((3, 4), (5,), (), (2, 3, 2)):
+        for red in REDUCTIONS + ("batchmean",):
+            out.append(Sample((draw(rng, sa), draw(rng, sa, "positive")), {"reduction": red}))
+            out.append(Sample((draw(rng, sa), draw(rng, sa)), {"reduction": red, "log_target": True}))
+    out.append(Sample((draw(rng, (3, 4)), draw(rng, (4,), "positive")), {"reduction": "sum"}))
+    out.append(Sample((draw(rng, (3, 4)), draw(rng, (3, 4), "positive")), {"size_average": False}))
+    return out
+
+
+def _poisson(m, a, b, **kw):
+    return m.nn.functional.poisson_nll_loss(a, b, **kw)
+
+
+def _poisson_samples(rng):
+    out = []
+    for shape in ((3, 4), (), (5,)):
+        for red in REDUCTIONS:
+            out.append(Sample((draw(rng, shape), draw(rng, shape, "positive")), {"reduction": red}))
+            out.append(Sample((draw(rng, shape, "positive"), draw(rng, shape, "positive")),
+                              {"reduction": red, "log_input": False, "full": True}))
+    out.append(Sample((draw(rng, (3, 4)), draw(rng, (3, 4), "positive") * 2), {"full": True}))
+    out.append(Sample((draw(rng, (3, 4), "positive"), draw(rng, (3, 4), "positive")), {"log_input": False, "eps": 0.1}))
+    out.append(Sample((draw(rng, (3, 4)), draw(rng, (3, 4), "positive")), {"reduce": False}))
+    return out
+
+
+def _gauss(m, a, b, v=None, var=None, **kw):
+    return m.nn.functional.gaussian_nll_loss(a, b, v if var is None else var, **kw)
+
+
+def _gauss_samples(rng):
+    out = []
+    for sa, sv in (((3, 4), (3, 4)), ((3, 4), (3,)), ((3, 4), (3, 1)), ((2, 3, 2), (2, 1, 2)), ((5,), (5,))):
+        for red in REDUCTIONS:
+            out.append(Sample((draw(rng, sa), draw(rng, sa), draw(rng, sv, "positive")), {"reduction": red}))
+    out.append(Sample((draw(rng, (3, 4)), draw(rng, (3, 4)), draw(rng, (3, 4), "positive")), {"full": True}))
+    out.append(Sample((draw(rng, (3, 4)), draw(rng, (3, 4))), {"var": 0.7, "reduction": "sum"}))
+    return out
+
+
+def _gauss_error_samples(rng):
+    a, b = draw(rng, (3, 4)), draw(rng, (3, 4))
+    v = draw(rng, (3, 4), "positive")
+    return [Sample((a, b, -v), {}), Sample((a, b, v[:2].copy()), {}), Sample((a, b, v), {"reduction": "avg"}),
+            Sample((a, b), {"var": -1.0}), Sample((a, b, v), {"eps": 1.0}), Sample((a, b, v[:, :2].copy()), {})]
+
+
 OPS: list = [
     OpInfo("nll_loss", _nll, _class_samples()),
     OpInfo("nll_loss_errors", _nll, _nll_error_samples, dtypes=FLOAT + ("float16",), **NO_GRAD),
@@ -149,6 +332,50 @@ OPS: list = [
     OpInfo("cross_entropy_big", _ce, _ce_big_samples("mean")),
     OpInfo("cross_entropy_big_none", _ce, _ce_big_samples("none"), dtypes=FLOAT + ("float16",)),
     OpInfo("cross_entropy_errors", _ce, _ce_error_samples, **NO_GRAD),
+    OpInfo("mse_loss", _loss("mse_loss"), _pair_samples()),
+    OpInfo("mse_loss_weight", _loss("mse_loss"), _weighted_samples),
+    OpInfo("mse_loss_legacy", _loss("mse_loss"), _legacy_samples),
+    OpInfo("mse_loss_errors", _loss("mse_loss"), _pointwise_error_samples, **NO_GRAD),
+    OpInfo("mse_loss_int_target", _int_target("mse_loss"), [((3, 4), (3, 4))]),
+    OpInfo("mse_loss_int", _int_both("mse_loss"), [((3, 4), (3, 4))], **NO_GRAD),
+    # float32 input, float64 target: computed in float64 (values and dtypes; float32 defeats central differences)
+    OpInfo("mse_loss_mixed", _mixed_dtype("mse_loss"), [((3, 4), (3, 4)), ((3, 4), (4,))], **NO_GRAD),
+    OpInfo("l1_loss", _loss("l1_loss"), _pair_samples()),
+    OpInfo("l1_loss_weight", _loss("l1_loss"), _weighted_samples),
+    OpInfo("l1_loss_legacy", _loss("l1_loss"), _legacy_samples),
+    OpInfo("l1_loss_errors", _loss("l1_loss"), _pointwise_error_samples, **NO_GRAD),
+    OpInfo("l1_loss_int", _int_both("l1_loss"), [((3, 4), (3, 4))], **NO_GRAD),
+    OpInfo("smooth_l1_loss", _loss("smooth_l1_loss"), _pair_samples(kws=({}, {"beta": 0.4}, {"beta": 0.0}))),
+    OpInfo("smooth_l1_loss_legacy", _loss("smooth_l1_loss"), _legacy_samples),
+    OpInfo("smooth_l1_loss_errors", _loss("smooth_l1_loss"),
+           lambda rng: _pointwise_error_samples(rng)[:2] + [Sample((draw(rng, (3,)), draw(rng, (3,))), {"beta": -1.0})],
+           **NO_GRAD),
+    OpInfo("smooth_l1_loss_mixed", _mixed_dtype("smooth_l1_loss"), [((3, 4), (3, 4))], **NO_GRAD),
+    OpInfo("smooth_l1_loss_int", _int_both("smooth_l1_loss"), [((3, 4), (3, 4))], **NO_GRAD),
+    OpInfo("huber_loss", _loss("huber_loss"), _pair_samples(kws=({}, {"delta": 0.4}, {"delta": 2.0}))),
+    OpInfo("huber_loss_weight", _loss("huber_loss"),
+           lambda rng: [Sample(s.args, dict(s.kwargs, delta=0.4)) for s in _weighted_samples(rng)]),
+    OpInfo("huber_loss_errors", _loss("huber_loss"),
+           lambda rng: _pointwise_error_samples(rng) + [Sample((draw(rng, (3,)), draw(rng, (3,))), {"delta": d})
+                                                        for d in (0.0, -1.0)], **NO_GRAD),
+    OpInfo("huber_loss_int", _int_both("huber_loss"), [((3, 4), (3, 4))], **NO_GRAD),
+    OpInfo("binary_cross_entropy", _loss("binary_cross_entropy"), _bce_samples),
+    OpInfo("binary_cross_entropy_edges", _loss("binary_cross_entropy"), _bce_edge_samples, **NO_GRAD),
+    OpInfo("binary_cross_entropy_errors", _loss("binary_cross_entropy"), _bce_error_samples, **NO_GRAD),
+    OpInfo("binary_cross_entropy_mixed", _mixed_dtype("binary_cross_entropy"),
+           lambda rng: [Sample((_unit(rng, (3,)), _unit(rng, (3,))))], **NO_GRAD),
+    OpInfo("binary_cross_entropy_with_logits", _bce_logits, _bce_logits_samples),
+    OpInfo("binary_cross_entropy_with_logits_big", _bce_logits, _bce_logits_big_samples,
+           dtypes=FLOAT + ("float16",)),
+    OpInfo("binary_cross_entropy_with_logits_errors", _bce_logits, _bce_logits_error_samples, **NO_GRAD),
+    OpInfo("kl_div", _kl, _kl_samples),
+    OpInfo("kl_div_errors", _kl, lambda rng: [Sample((draw(rng, (3,)), draw(rng, (3,), "positive")),
+                                                     {"reduction": "avg"})], **NO_GRAD),
+    OpInfo("poisson_nll_loss", _poisson, _poisson_samples),
+    OpInfo("poisson_nll_loss_errors", _poisson, lambda rng: [Sample((draw(rng, (3,)), draw(rng, (3,), "positive")),
+                                                                    {"reduction": "avg"})], **NO_GRAD),
+    OpInfo("gaussian_nll_loss", _gauss, _gauss_samples),
+    OpInfo("gaussian_nll_loss_errors", _gauss, _gauss_error_samples, **NO_GRAD),
 ]
 HYP_BINARY: list = []
 HYP_UNARY: list = []

@@ -15,12 +15,12 @@ import warnings
 import numpy as np
 
 from .. import _dtype as D
-from .._tensor import Tensor, wrap_dim
+from .._tensor import Tensor, make, wrap_dim
 from ..autograd import grad_mode as _gm
 from ..autograd.graph import node_class
-from ._primitive import PrimNode, apply, defprim
+from ._primitive import PrimNode, apply, broadcast_error, defprim, graph_ns
 from ._registry import graph, register
-from ._util import check_tensor
+from ._util import check_tensor, promote
 
 _F = dict(module=False, submodule="nn.functional")
 
@@ -326,3 +326,407 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
         return _ce_label_smoothing(input, target, weight, reduction, ignore_index, label_smoothing)
     class_dim = 0 if input._data.ndim == 1 else 1
     return _nll_loss_nd(_log_softmax(input, class_dim), target, weight, reduction, ignore_index)
+
+
+# ----- pointwise losses: one fused primitive each (reduction inside), as PyTorch's kernels ---------------------
+
+def _const(xp, arr):
+    """A constant array (a weight) as the namespace's operand: itself on raw arrays, a tensor under
+    create_graph / forward mode (where the rules run on Tensors)."""
+    return make(arr) if xp is graph_ns and arr is not None else arr
+
+
+def _scaled(xp, x, w):
+    return x if w is None else x * _const(xp, w)
+
+
+def _pointwise_loss(name: str, node: str, elem, d_input, d_target, saved_names=("self", "target")):
+    """A loss ``reduce(elem(input, target))`` over inputs of one shape; ``d_input``/``d_target`` are the
+    elementwise partial derivatives (written against xp, so they differentiate again). ``p`` is the
+    loss's own parameters (beta, delta, weights), ``None`` when it has none."""
+    def forward(xp, a, b, reduction, p):
+        return _reduce(xp, elem(xp, a, b, p), reduction)
+
+    def vjp(d):
+        return lambda xp, g, out, a, b, reduction, p: _unreduce(xp, g, a.shape, reduction) * d(xp, a, b, p)
+
+    def jvp(d):
+        return lambda xp, t, out, a, b, reduction, p: _reduce(xp, t * d(xp, a, b, p), reduction)
+
+    return defprim(name, node, forward, vjp=(vjp(d_input), vjp(d_target)), jvp=(jvp(d_input), jvp(d_target)),
+                   saves=(0, 1), saved_names=saved_names)
+
+
+mse_p = _pointwise_loss("mse_loss", "MseLossBackward0", lambda xp, a, b, p: (a - b) * (a - b),
+                        lambda xp, a, b, p: (a - b) * 2, lambda xp, a, b, p: (b - a) * 2)
+
+
+def _smooth_l1(xp, a, b, beta):
+    d = a - b
+    z = xp.abs(d)
+    return xp.where(z < beta, d * d * (0.5 / beta), z - 0.5 * beta)
+
+
+def _smooth_l1_d(xp, a, b, beta):
+    d = a - b
+    return xp.where(d < -beta, -1.0, xp.where(d > beta, 1.0, d / beta))
+
+
+smooth_l1_p = _pointwise_loss("smooth_l1_loss", "SmoothL1LossBackward0", _smooth_l1, _smooth_l1_d,
+                              lambda xp, a, b, beta: -_smooth_l1_d(xp, a, b, beta))
+
+
+def _huber(xp, a, b, delta):
+    d = a - b
+    z = xp.abs(d)
+    return xp.where(z < delta, d * d * 0.5, (z - 0.5 * delta) * delta)
+
+
+def _huber_d(xp, a, b, delta):
+    d = a - b
+    return xp.where(d < -delta, -delta, xp.where(d > delta, delta, d))
+
+
+huber_p = _pointwise_loss("huber_loss", "HuberLossBackward0", _huber, _huber_d,
+                          lambda xp, a, b, delta: -_huber_d(xp, a, b, delta))
+
+
+# binary_cross_entropy: PyTorch clamps each log at -100 (so x = 0 or 1 gives a finite loss) and the
+# derivative's denominator x (1 - x) at 1e-12; ``p`` is the weight (an array, not differentiable).
+def _bce(xp, a, b, w):
+    log_x = xp.clamp(xp.log(a), -100.0, None)
+    log_1mx = xp.clamp(xp.log(1 - a), -100.0, None)
+    return _scaled(xp, (b - 1) * log_1mx - b * log_x, w)
+
+
+bce_p = _pointwise_loss(
+    "binary_cross_entropy", "BinaryCrossEntropyBackward0", _bce,
+    lambda xp, a, b, w: _scaled(xp, (a - b) / xp.clamp((1 - a) * a, 1e-12, None), w),
+    lambda xp, a, b, w: _scaled(xp, xp.log(1 - a) - xp.log(a), w))
+
+
+# binary_cross_entropy_with_logits: (1 - y) x + (1 + (pw - 1) y) softplus(-x), softplus(-x) written
+# max(-x, 0) + log1p(exp(-|x|)): finite for logits of any magnitude. ``p`` is (weight, pos_weight).
+def _softplus_neg(xp, a):
+    return xp.relu(-a) + xp.log1p(xp.exp(-xp.abs(a)))
+
+
+def _log_weight(xp, b, pw):
+    return None if pw is None else (_const(xp, pw) - 1) * b + 1
+
+
+def _bce_logits(xp, a, b, p):
+    w, pw = p
+    if a.dtype == _HALF:   # computed in float32, as PyTorch's CPU kernels do
+        return xp.cast(_bce_logits(xp, xp.cast(a, _SINGLE), xp.cast(b, _SINGLE), p), _HALF)
+    lw = _log_weight(xp, b, pw)
+    sp = _softplus_neg(xp, a)
+    return _scaled(xp, (1 - b) * a + (sp if lw is None else lw * sp), w)
+
+
+def _bce_logits_d_input(xp, a, b, p):
+    w, pw = p
+    if pw is None:
+        return _scaled(xp, xp.sigmoid(a) - b, w)
+    t = _const(xp, pw) * b
+    return _scaled(xp, (t + 1 - b) * xp.sigmoid(a) - t, w)
+
+
+def _bce_logits_d_target(xp, a, b, p):
+    w, pw = p
+    if pw is None:
+        return _scaled(xp, -a, w)
+    return _scaled(xp, (_const(xp, pw) - 1) * _softplus_neg(xp, a) - a, w)
+
+
+bce_logits_p = _pointwise_loss("binary_cross_entropy_with_logits", "BinaryCrossEntropyWithLogitsBackward0",
+                               _bce_logits, _bce_logits_d_input, _bce_logits_d_target)
+_HALF = np.dtype(np.float16)
+_SINGLE = np.dtype(np.float32)
+
+
+def _check_target(target, fn: str) -> None:
+    if not isinstance(target, Tensor):
+        raise TypeError(f"{fn}(): argument 'target' (position 2) must be Tensor, not {type(target).__name__}")
+
+
+def _warn_broadcast(input: Tensor, target: Tensor) -> None:
+    if input._data.shape != target._data.shape:
+        warnings.warn(f"Using a target size ({_size(target._data.shape)}) that is different to the input size "
+                      f"({_size(input._data.shape)}). This will likely lead to incorrect results due to "
+                      "broadcasting. Please ensure they have the same size.", stacklevel=3)
+
+
+def _fused(prim, input, target, reduction, p, kernel: str) -> Tensor:
+    """Apply a pointwise loss primitive to broadcast operands of one floating dtype (PyTorch's promotion)."""
+    from .shape import broadcast_tensors
+    input, target = broadcast_tensors(input, target)
+    dt = promote(input, target)
+    if not dt.is_floating_point:
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{D.type_word(dt.np)}\'')
+    if input._data.dtype != dt.np:
+        input = input.to(dt)
+    if target._data.dtype != dt.np:
+        target = target.to(dt)
+    return apply(prim, (input, target), {"reduction": reduction, "p": p})
+
+
+def _weighted(loss: Tensor, weight, input: Tensor, reduction: str, mean_by_weight: bool) -> Tensor:
+    """The Python-level weighted forms of mse/l1/huber: loss * weight, reduced (mean: / sum(weight) for
+    mse and l1, .mean() for huber)."""
+    from .reduction import sum as _sum
+    check_tensor(weight, "mul", "other", 2)
+    if weight._data.shape != input._data.shape:
+        raise ValueError("Weights and input must have the same size.")
+    weighted = loss * weight
+    if reduction == "none":
+        return weighted
+    if reduction == "sum":
+        return _sum(weighted)
+    if reduction == "mean":
+        return _sum(weighted) / _sum(weight) if mean_by_weight else weighted.mean()
+    raise ValueError(f"Invalid reduction mode: {reduction}. Expected one of 'none', 'mean', 'sum'.")
+
+
+@register(**_F)
+def mse_loss(input: Tensor, target: Tensor, size_average: bool | None = None, reduce: bool | None = None,
+             reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
+    """Mean squared error ``(input - target) ** 2``, reduced (optionally weighted elementwise)."""
+    check_tensor(input, "mse_loss", "input", 1)
+    _check_target(target, "mse_loss")
+    _warn_broadcast(input, target)
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce)
+    if weight is not None:
+        from .shape import broadcast_tensors
+        a, b = broadcast_tensors(input, target)
+        return _weighted((a - b) ** 2, weight, input, reduction, True)
+    return _fused(mse_p, input, target, _check_reduction(reduction), None, "mse_cpu")
+
+
+@register(**_F)
+def l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None, reduce: bool | None = None,
+            reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
+    """Mean absolute error ``|input - target|``, reduced (PyTorch's composite: AbsBackward0 under it)."""
+    check_tensor(input, "l1_loss", "input", 1)
+    _check_target(target, "l1_loss")
+    _warn_broadcast(input, target)
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce)
+    from .shape import broadcast_tensors
+    a, b = broadcast_tensors(input, target)
+    if weight is not None:
+        return _weighted((a - b).abs(), weight, input, reduction, True)
+    return _l1(a, b, _check_reduction(reduction))
+
+
+def _l1(a: Tensor, b: Tensor, reduction: str) -> Tensor:
+    loss = (a - b).abs()
+    if reduction == "mean":
+        return loss.mean()
+    return loss.sum() if reduction == "sum" else loss
+
+
+@register(**_F)
+def smooth_l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None, reduce: bool | None = None,
+                   reduction: str = "mean", beta: float = 1.0) -> Tensor:
+    """0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (d = input - target); beta = 0 is l1_loss."""
+    check_tensor(input, "smooth_l1_loss", "input", 1)
+    _check_target(target, "smooth_l1_loss")
+    _warn_broadcast(input, target)
+    reduction = _reduction(size_average, reduce, reduction)
+    beta = float(beta)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    if beta == 0.0:
+        from .shape import broadcast_tensors
+        return _l1(*broadcast_tensors(input, target), reduction)
+    return _fused(smooth_l1_p, input, target, reduction, beta, "smooth_l1_cpu")
+
+
+@register(**_F)
+def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,
+               weight: Tensor | None = None) -> Tensor:
+    """0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta) (d = input - target), reduced."""
+    check_tensor(input, "huber_loss", "input", 1)
+    _check_target(target, "huber_loss")
+    _warn_broadcast(input, target)
+    delta = float(delta)
+    if weight is not None:
+        check_tensor(weight, "huber_loss", "weight", 5)
+        if weight._data.shape != input._data.shape:
+            raise ValueError("Weights and input must have the same size.")
+        if delta <= 0:
+            raise RuntimeError("huber_loss does not support non-positive values for delta.")
+        loss = _fused(huber_p, input, target, "none", delta, "huber_cpu")
+        return _weighted(loss, weight, input, reduction, False)
+    reduction = _check_reduction(reduction)
+    if delta <= 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    return _fused(huber_p, input, target, reduction, delta, "huber_cpu")
+
+
+def _weight_array(weight, fn: str, arg: str, pos: int, like: Tensor):
+    if weight is None:
+        return None
+    check_tensor(weight, fn, arg, pos)
+    if weight.requires_grad and _gm._state.enabled:
+        raise RuntimeError(f"The function '{fn}' is not differentiable with respect to argument '{arg}'. This input "
+                           "cannot have requires_grad True.")
+    return weight._data
+
+
+@register(**_F)
+def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                         size_average: bool | None = None, reduce: bool | None = None,
+                         reduction: str = "mean") -> Tensor:
+    """-w (y log x + (1 - y) log(1 - x)), each log clamped at -100 as PyTorch, reduced."""
+    check_tensor(input, "binary_cross_entropy", "input", 1)
+    _check_target(target, "binary_cross_entropy")
+    reduction = _reduction(size_average, reduce, reduction)
+    x, y = input._data, target._data
+    if x.shape != y.shape:
+        raise ValueError(f"Using a target size ({_size(y.shape)}) that is different to the input size "
+                         f"({_size(x.shape)}) is deprecated. Please ensure they have the same size.")
+    if weight is not None:
+        check_tensor(weight, "binary_cross_entropy", "weight", 3)
+        from .shape import broadcast_shapes
+        weight = weight.expand(broadcast_shapes(y.shape, weight._data.shape))
+    for t in (target, weight):
+        if t is not None and t._data.dtype != x.dtype:
+            raise RuntimeError(f"Found dtype {D.type_word(t._data.dtype)} but expected {D.type_word(x.dtype)}")
+    if x.dtype.kind != "f":
+        raise NotImplementedError(f'"binary_cross_entropy" not implemented for \'{D.type_word(x.dtype)}\'')
+    w = _weight_array(weight, "binary_cross_entropy", "weight", 3, input)
+    if w is not None and w.shape != x.shape:
+        raise RuntimeError(f"output with shape {_dims(x.shape)} doesn't match the broadcast shape "
+                           f"{_dims(w.shape)}")
+    if not ((x >= 0) & (x <= 1)).all():
+        raise RuntimeError("all elements of input should be between 0 and 1")
+    if not ((y >= 0) & (y <= 1)).all():
+        raise RuntimeError("all elements of target should be between 0 and 1")
+    return apply(bce_p, (input, target), {"reduction": reduction, "p": w})
+
+
+@register(**_F)
+def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                                     size_average: bool | None = None, reduce: bool | None = None,
+                                     reduction: str = "mean", pos_weight: Tensor | None = None) -> Tensor:
+    """binary_cross_entropy(sigmoid(input), target) in one stable step (pos_weight scales the positive term)."""
+    check_tensor(input, "binary_cross_entropy_with_logits", "input", 1)
+    _check_target(target, "binary_cross_entropy_with_logits")
+    reduction = _reduction(size_average, reduce, reduction)
+    if input._data.shape != target._data.shape:
+        raise ValueError(f"Target size ({_size(target._data.shape)}) must be the same as input size "
+                         f"({_size(input._data.shape)})")
+    fn = "binary_cross_entropy_with_logits"
+    w = _weight_array(weight, fn, "weight", 3, input)
+    pw = _weight_array(pos_weight, fn, "pos_weight", 4, input)
+    dt = promote(*(t for t in (input, target, weight, pos_weight) if t is not None))
+    if not dt.is_floating_point:
+        raise NotImplementedError(f'"{fn}" not implemented for \'{D.type_word(dt.np)}\'')
+    shape = input._data.shape
+    for extra in (w, pw):
+        if extra is not None and broadcast_error((shape, extra.shape)) is None:
+            full = np.broadcast_shapes(shape, extra.shape)
+            if full != shape:
+                raise RuntimeError(f"output with shape {_dims(shape)} doesn't match the broadcast shape "
+                                   f"{_dims(full)}")
+        elif extra is not None:
+            raise broadcast_error((shape, extra.shape))
+    if input._data.dtype != dt.np:
+        input = input.to(dt)
+    if target._data.dtype != dt.np:
+        target = target.to(dt)
+    p = (None if w is None else w.astype(dt.np, copy=False), None if pw is None else pw.astype(dt.np, copy=False))
+    return apply(bce_logits_p, (input, target), {"reduction": reduction, "p": p})
+
+
+# ----- composites: kl_div, poisson_nll_loss, gaussian_nll_loss (PyTorch builds them from other ops) -------------
+
+def _apply_loss_reduction(loss: Tensor, reduction: str) -> Tensor:
+    if reduction == "mean":
+        return loss.mean()
+    return loss.sum() if reduction == "sum" else loss
+
+
+@register(**_F)
+def kl_div(input: Tensor, target: Tensor, size_average: bool | None = None, reduce: bool | None = None,
+           reduction: str = "mean", log_target: bool = False) -> Tensor:
+    """The Kullback-Leibler divergence of ``target`` from ``input`` (log-probabilities): target * (log target -
+    input) pointwise; ``reduction='batchmean'`` divides the sum by the batch size."""
+    check_tensor(input, "kl_div", "input", 1)
+    check_tensor(target, "kl_div", "target", 2)
+    if size_average is not None or reduce is not None:
+        enum = _legacy_reduction(size_average, reduce)
+    else:
+        if reduction == "mean":
+            warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the support size."
+                          "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
+                          "'mean' will be changed to behave the same as 'batchmean' in the next major release.",
+                          stacklevel=2)
+        enum = "sum" if reduction == "batchmean" else _check_reduction(reduction)
+    from .elementwise import xlogy
+    if log_target:
+        loss = target.exp() * (target - input)
+    else:
+        loss = xlogy(target, target) - target * input
+    reduced = _apply_loss_reduction(loss, enum)
+    if reduction == "batchmean" and input._data.ndim != 0 and size_average is None and reduce is None:
+        reduced = reduced / input._data.shape[0]
+    return reduced
+
+
+@register(**_F)
+def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full: bool = False,
+                     size_average: bool | None = None, eps: float = 1e-8, reduce: bool | None = None,
+                     reduction: str = "mean") -> Tensor:
+    """Poisson negative log likelihood: exp(input) - target * input (log_input), else input - target *
+    log(input + eps); ``full`` adds Stirling's approximation of log(target!) where target > 1."""
+    check_tensor(input, "poisson_nll_loss", "input", 1)
+    check_tensor(target, "poisson_nll_loss", "target", 2)
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce)
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if log_input:
+        loss = input.exp() - target * input
+    else:
+        loss = input - target * (input + eps).log()
+    if full:
+        stirling = target * target.log() - target + _mul_s((target * (2 * math.pi)).log(), 0.5)
+        loss = loss + stirling.masked_fill(target <= 1, 0)
+    return _apply_loss_reduction(loss, reduction)
+
+
+@register(**_F)
+def gaussian_nll_loss(input: Tensor, target: Tensor, var, full: bool = False, eps: float = 1e-6,
+                      reduction: str = "mean") -> Tensor:
+    """Gaussian negative log likelihood 0.5 (log var + (input - target)^2 / var), var clamped at ``eps``
+    (without gradient through the clamp, as PyTorch); var may omit the last dim or have one of size 1."""
+    from .._creation import ones_like
+    from ..autograd.grad_mode import no_grad
+    check_tensor(input, "gaussian_nll_loss", "input", 1)
+    if isinstance(var, float):
+        if var < 0:
+            raise ValueError("var has negative entry/entries")
+        var = var * ones_like(input)
+    elif bool((var < 0).any()):
+        raise ValueError("var has negative entry/entries")
+    if var._data.shape != input._data.shape:
+        ishape, vshape = input._data.shape, var._data.shape
+        if ishape[:-1] == vshape:
+            var = var.unsqueeze(-1)
+        elif len(ishape) == len(vshape) and sum(y for x, y in zip(ishape, vshape) if x != y) == 1:
+            pass
+        else:
+            raise ValueError("var is of incorrect size")
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not valid")
+    var = var.clone()
+    with no_grad():
+        var.clamp_(min=eps)
+    loss = 0.5 * (var.log() + (input - target) ** 2 / var)
+    if full:
+        loss += 0.5 * math.log(2 * math.pi)
+    return _apply_loss_reduction(loss, reduction)
