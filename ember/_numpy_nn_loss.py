@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["nll_loss_forward", "nll_loss_backward", "loss_log_softmax"]
+__all__ = ["nll_loss_forward", "nll_loss_backward", "loss_log_softmax", "multi_margin_loss_forward",
+           "multi_margin_loss_backward", "multilabel_margin_loss_forward", "multilabel_margin_loss_backward"]
 
 
 def _class_axis(ndim: int) -> int:
@@ -61,3 +62,87 @@ def loss_log_softmax(x, dim):
         s = w - m
         r = s - np.log(np.sum(np.exp(s), axis=dim, keepdims=True))
     return r.astype(x.dtype, copy=False)
+
+
+def _reduce_rows(loss, reduction):
+    if reduction == "mean":
+        return np.asarray(np.mean(loss) if loss.size else np.nan, dtype=loss.dtype)
+    if reduction == "sum":
+        return np.asarray(np.sum(loss), dtype=loss.dtype)
+    return loss
+
+
+def _rows_grad(g, n, reduction, dtype):
+    """The incoming gradient per row (N, 1): spread (sum), divided by N (mean) or as it is (none)."""
+    g = np.asarray(g, dtype=dtype)
+    if reduction == "none":
+        return g.reshape(n, 1)
+    return np.broadcast_to(g / n if reduction == "mean" else g, (n, 1))
+
+
+def _margins(x2, t, margin):
+    """(N, C): margin - x[n, t[n]] + x[n, i], and the mask of i != t[n]."""
+    picked = np.take_along_axis(x2, t[:, None], 1)
+    others = np.arange(x2.shape[1])[None, :] != t[:, None]
+    return margin - picked + x2, others
+
+
+def multi_margin_loss_forward(x, target, p, margin, weight, reduction):
+    """sum over i != y of w[y] max(0, margin - x[y] + x[i]) ** p / C, per row; reduced."""
+    x2 = x.reshape(-1, x.shape[-1])
+    t = target.reshape(-1).astype(np.int64)
+    z, others = _margins(x2, t, margin)
+    h = np.where(others & (z > 0), z if p == 1 else z * z, 0)
+    if weight is not None:
+        h = h * weight[t][:, None]
+    loss = (np.sum(h, axis=1) / x2.shape[1]).astype(x.dtype, copy=False)
+    if x.ndim == 1:
+        loss = loss.reshape(target.shape)   # () or (1,), as the target
+    return _reduce_rows(loss, reduction)
+
+
+def multi_margin_loss_backward(g, x, target, p, margin, weight, reduction):
+    x2 = x.reshape(-1, x.shape[-1])
+    n, c = x2.shape
+    t = target.reshape(-1).astype(np.int64)
+    z, others = _margins(x2, t, margin)
+    d = np.where(others & (z > 0), 1.0 if p == 1 else 2 * z, 0).astype(x.dtype, copy=False)
+    if weight is not None:
+        d = d * weight[t][:, None]
+    d = d * (_rows_grad(g, n, reduction, x.dtype) / c)
+    grad = d.copy()
+    np.put_along_axis(grad, t[:, None], -np.sum(d, axis=1, keepdims=True), 1)
+    return grad.reshape(x.shape).astype(x.dtype, copy=False)
+
+
+def _label_counts(t2, c):
+    """(N, C): how often each class is listed before the first -1 of its row, and whether it is listed."""
+    valid = np.cumprod(t2 >= 0, axis=1).astype(bool)
+    counts = np.zeros(t2.shape, np.int64)
+    rows = np.broadcast_to(np.arange(t2.shape[0])[:, None], t2.shape)
+    np.add.at(counts, (rows[valid], t2[valid]), 1)
+    return counts[:, :c], counts[:, :c] > 0
+
+
+def multilabel_margin_loss_forward(x, target, reduction):
+    """sum over listed classes j and unlisted i of max(0, 1 - (x[j] - x[i])) / C, per row; reduced."""
+    x2 = x.reshape(-1, x.shape[-1])
+    c = x2.shape[1]
+    counts, listed = _label_counts(target.reshape(x2.shape).astype(np.int64), c)
+    z = 1 - x2[:, :, None] + x2[:, None, :]          # [n, j, i]
+    h = np.where((z > 0) & ~listed[:, None, :], z, 0) * counts[:, :, None]
+    loss = (np.sum(h, axis=(1, 2)) / c).astype(x.dtype, copy=False)
+    if x.ndim == 1:
+        loss = loss.reshape(())
+    return _reduce_rows(loss, reduction)
+
+
+def multilabel_margin_loss_backward(g, x, target, reduction):
+    x2 = x.reshape(-1, x.shape[-1])
+    n, c = x2.shape
+    counts, listed = _label_counts(target.reshape(x2.shape).astype(np.int64), c)
+    z = 1 - x2[:, :, None] + x2[:, None, :]
+    act = (((z > 0) & ~listed[:, None, :]) * counts[:, :, None]).astype(x.dtype)
+    grad = np.sum(act, axis=1) - np.sum(act, axis=2)
+    grad = grad * (_rows_grad(g, n, reduction, x.dtype) / c)
+    return grad.reshape(x.shape).astype(x.dtype, copy=False)

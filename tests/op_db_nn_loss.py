@@ -319,6 +319,148 @@ def _gauss_error_samples(rng):
             Sample((a, b), {"var": -1.0}), Sample((a, b, v), {"eps": 1.0}), Sample((a, b, v[:, :2].copy()), {})]
 
 
+# ----- margin and embedding losses ---------------------------------------------------------------------------
+
+PM = np.array([[1.0, -1.0, 1.0, -1.0], [-1.0, -1.0, 1.0, 1.0], [1.0, 1.0, -1.0, 1.0]])
+
+
+def _soft_margin(m, a, target, **kw):
+    return m.nn.functional.soft_margin_loss(a, m.tensor(target).to(a.dtype), **kw)
+
+
+def _soft_margin_samples(rng):
+    out = [Sample((draw(rng, (3, 4)),), {"target": PM, "reduction": r}) for r in REDUCTIONS]
+    out += [Sample((draw(rng, (3, 4)),), {"target": PM[0], "reduction": "none"}),
+            Sample((draw(rng, ()),), {"target": np.array(-1.0)}),
+            Sample((draw(rng, (3, 4)),), {"target": rng.uniform(-1, 1, (3, 4))}),
+            Sample((draw(rng, (3, 4)),), {"target": PM, "size_average": False})]
+    return out
+
+
+def _mlsm(m, a, b, weight=None, **kw):
+    return m.nn.functional.multilabel_soft_margin_loss(a, b, None if weight is None else m.tensor(weight).to(a.dtype),
+                                                       **kw)
+
+
+def _mlsm_samples(rng):
+    out = [Sample((draw(rng, (3, 4)), (rng.random((3, 4)) > 0.5) * 1.0), {"reduction": r}) for r in REDUCTIONS]
+    out += [Sample((draw(rng, (3, 4)), rng.uniform(0, 1, (3, 4))), {"weight": rng.uniform(0.5, 2, (4,))}),
+            Sample((draw(rng, (5,)), rng.uniform(0, 1, (5,))), {"reduction": "none"}),
+            Sample((draw(rng, (3, 4)) * 1e4, (rng.random((3, 4)) > 0.5) * 1.0), {"reduction": "none"})]
+    return out
+
+
+def _mrl(m, a, b, target, **kw):
+    return m.nn.functional.margin_ranking_loss(a, b, m.tensor(target).to(a.dtype), **kw)
+
+
+def _mrl_samples(rng):
+    out = [Sample((draw(rng, (4,)), draw(rng, (4,))), {"target": PM[0], "margin": mg, "reduction": r})
+           for r in REDUCTIONS for mg in (0.0, 0.3)]
+    out += [Sample((draw(rng, (3, 4)), draw(rng, (3, 4))), {"target": PM}), Sample((draw(rng, ()), draw(rng, ())),
+                                                                                    {"target": np.array(-1.0)})]
+    return out
+
+
+def _hinge(m, a, target, **kw):
+    return m.nn.functional.hinge_embedding_loss(a, m.tensor(target).to(a.dtype), **kw)
+
+
+def _hinge_samples(rng):
+    out = [Sample((draw(rng, (3, 4), "nonzero"),), {"target": PM, "margin": mg, "reduction": r})
+           for r in REDUCTIONS for mg in (1.0, 0.5)]
+    out.append(Sample((draw(rng, (3, 4), "nonzero"),), {"target": PM[0]}))
+    return out
+
+
+def _cos_emb(m, a, b, target, **kw):
+    return m.nn.functional.cosine_embedding_loss(a, b, m.tensor(target), **kw)
+
+
+def _cos_emb_samples(rng):
+    out = [Sample((draw(rng, (3, 4)), draw(rng, (3, 4))), {"target": np.array([1, -1, -1]), "margin": mg,
+                                                           "reduction": r})
+           for r in REDUCTIONS for mg in (0.0, -0.5)]
+    out += [Sample((draw(rng, (4,)), draw(rng, (4,))), {"target": np.array(t)}) for t in (1, -1)]
+    return out
+
+
+def _cos_emb_error_samples(rng):
+    a, b = draw(rng, (3, 4)), draw(rng, (3, 4))
+    return [Sample((a, b), {"target": np.ones((3, 4), np.int64)}), Sample((a[0], b[0]), {"target": np.ones(3, np.int64)}),
+            Sample((a, b), {"target": np.array(1)}), Sample((a, b), {"target": np.ones(3, np.int64), "reduction": "x"})]
+
+
+def _triplet(m, anchor, pos, neg, **kw):
+    return m.nn.functional.triplet_margin_loss(anchor, pos, neg, **kw)
+
+
+def _triplet_samples(rng):
+    out = [Sample((draw(rng, (3, 4)), draw(rng, (3, 4)), draw(rng, (3, 4))), dict(kw, reduction=r))
+           for r in REDUCTIONS for kw in ({}, {"margin": 2.0, "swap": True}, {"p": 1.0, "margin": 3.0})]
+    out += [Sample((draw(rng, (4,)), draw(rng, (4,)), draw(rng, (4,))), {"margin": 3.0}),
+            Sample((draw(rng, (3, 4)), draw(rng, (1, 4)), draw(rng, (3, 4))), {"margin": 3.0, "eps": 0.1})]
+    return out
+
+
+def _triplet_error_samples(rng):
+    a = draw(rng, (3, 4))
+    return [Sample((a, a, a[0]), {}), Sample((a, a, a), {"margin": 0.0}), Sample((a, a, a), {"reduction": "x"})]
+
+
+def _triplet_dist(m, a, pos, neg, dist=None, **kw):
+    fn = None if dist is None else lambda x, y: (x - y).abs().sum(-1)
+    return m.nn.functional.triplet_margin_with_distance_loss(a, pos, neg, distance_function=fn, **kw)
+
+
+def _triplet_dist_samples(rng):
+    out = [Sample((draw(rng, (3, 4)), draw(rng, (3, 4)), draw(rng, (3, 4))), dict(kw, reduction=r))
+           for r in REDUCTIONS for kw in ({}, {"margin": 2.0, "swap": True}, {"dist": "l1", "margin": 3.0})]
+    out.append(Sample((draw(rng, (3, 4)), draw(rng, (3, 4)), draw(rng, (3, 4))), {"dist": "l1", "swap": True,
+                                                                                   "margin": 2.5}))
+    return out
+
+
+def _mm(m, a, target, weight=None, **kw):
+    return m.nn.functional.multi_margin_loss(a, m.tensor(target), weight=None if weight is None else
+                                             m.tensor(weight).to(a.dtype), **kw)
+
+
+def _mm_samples(rng):
+    out = [Sample((draw(rng, (3, 4)),), dict(kw, target=np.array([3, 0, 1]), reduction=r)) for r in REDUCTIONS
+           for kw in ({}, {"p": 2, "margin": 0.5}, {"weight": rng.uniform(0.5, 2, 4), "margin": 1.5})]
+    out += [Sample((draw(rng, (5,)),), {"target": np.array(2)}), Sample((draw(rng, (5,)),), {"target": np.array([4]),
+                                                                                            "reduction": "none"})]
+    return out
+
+
+def _mm_error_samples(rng):
+    a = draw(rng, (3, 4))
+    return [Sample((a,), {"target": np.array([4, 0, 1])}), Sample((a,), {"target": np.array([3, 0, 1]), "p": 3}),
+            Sample((a,), {"target": np.array([3, 0])}), Sample((a,), {"target": np.array([3, 0, 1]), "weight": np.ones((2, 2))}),
+            Sample((a,), {"target": np.array([3, 0, 1]), "weight": np.ones(5)}),
+            Sample((a,), {"target": np.array([3, 0, 1]), "reduction": "x"}), Sample((a,), {"target": np.array([3.0, 0, 1])})]
+
+
+def _mlm(m, a, target, **kw):
+    return m.nn.functional.multilabel_margin_loss(a, m.tensor(target), **kw)
+
+
+def _mlm_samples(rng):
+    t = np.array([[3, 0, -1, 1], [0, 1, 2, 3], [-1, 0, 0, 0]])
+    t2 = np.array([[3, 3, 1, -1], [2, -1, 0, 0], [1, 0, 2, -1]])
+    out = [Sample((draw(rng, (3, 4)),), {"target": tt, "reduction": r}) for r in REDUCTIONS for tt in (t, t2)]
+    out.append(Sample((draw(rng, (4,)),), {"target": np.array([2, 0, -1, 1]), "reduction": "none"}))
+    return out
+
+
+def _mlm_error_samples(rng):
+    a = draw(rng, (3, 4))
+    return [Sample((a,), {"target": np.array([[4, 0, -1, 1]] * 3)}), Sample((a,), {"target": np.array([0, 1, 2, 3])}),
+            Sample((a,), {"target": np.zeros((3, 4)), "reduction": "sum"}),
+            Sample((a,), {"target": np.array([[-1, 4, 0, 0]] * 3)})]
+
+
 OPS: list = [
     OpInfo("nll_loss", _nll, _class_samples()),
     OpInfo("nll_loss_errors", _nll, _nll_error_samples, dtypes=FLOAT + ("float16",), **NO_GRAD),
@@ -376,6 +518,27 @@ OPS: list = [
                                                                     {"reduction": "avg"})], **NO_GRAD),
     OpInfo("gaussian_nll_loss", _gauss, _gauss_samples),
     OpInfo("gaussian_nll_loss_errors", _gauss, _gauss_error_samples, **NO_GRAD),
+    OpInfo("soft_margin_loss", _soft_margin, _soft_margin_samples),
+    OpInfo("soft_margin_loss_errors", _soft_margin, lambda rng: [
+        Sample((draw(rng, (4,)),), {"target": PM, "reduction": "sum"}), Sample((draw(rng, (3,)),), {"target": PM}),
+        Sample((draw(rng, (3, 4)),), {"target": PM, "reduction": "x"})], **NO_GRAD),
+    OpInfo("multilabel_soft_margin_loss", _mlsm, _mlsm_samples),
+    OpInfo("margin_ranking_loss", _mrl, _mrl_samples),
+    OpInfo("margin_ranking_loss_errors", _mrl, lambda rng: [
+        Sample((draw(rng, (4,)), draw(rng, (4,))), {"target": np.ones((1, 4))}),
+        Sample((draw(rng, (4,)), draw(rng, (3,))), {"target": np.ones(4)})], **NO_GRAD),
+    OpInfo("hinge_embedding_loss", _hinge, _hinge_samples),
+    OpInfo("cosine_embedding_loss", _cos_emb, _cos_emb_samples),
+    OpInfo("cosine_embedding_loss_errors", _cos_emb, _cos_emb_error_samples, **NO_GRAD),
+    OpInfo("triplet_margin_loss", _triplet, _triplet_samples),
+    OpInfo("triplet_margin_loss_errors", _triplet, _triplet_error_samples, **NO_GRAD),
+    OpInfo("triplet_margin_with_distance_loss", _triplet_dist, _triplet_dist_samples),
+    OpInfo("triplet_margin_with_distance_loss_errors", _triplet_dist, _triplet_error_samples, **NO_GRAD),
+    # PyTorch has no double backward for these two (derivative for aten::*_backward is not implemented)
+    OpInfo("multi_margin_loss", _mm, _mm_samples, supports_gradgrad=False),
+    OpInfo("multi_margin_loss_errors", _mm, _mm_error_samples, **NO_GRAD),
+    OpInfo("multilabel_margin_loss", _mlm, _mlm_samples, supports_gradgrad=False),
+    OpInfo("multilabel_margin_loss_errors", _mlm, _mlm_error_samples, **NO_GRAD),
 ]
 HYP_BINARY: list = []
 HYP_UNARY: list = []

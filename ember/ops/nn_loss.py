@@ -730,3 +730,328 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var, full: bool = False, ep
     if full:
         loss += 0.5 * math.log(2 * math.pi)
     return _apply_loss_reduction(loss, reduction)
+
+
+# ----- margin and embedding losses -------------------------------------------------------------------------------
+
+add_scalar_p = defprim("add", "AddBackward1", lambda xp, a, s: a + s, vjp=(lambda xp, g, out, a, s: g, None),
+                       jvp="elementwise", scalar_args=(1,), saved_names=("self", "other"))
+
+
+def _reduction_of(size_average, reduce, reduction) -> str:
+    """torch.nn._reduction.legacy_get_enum / get_enum, as a string."""
+    return _reduction(size_average, reduce, reduction)
+
+
+# soft_margin_loss: log(1 + exp(-y x)), one fused primitive (SoftMarginLossBackward0); the target is not
+# differentiable (PyTorch refuses a target that requires grad), so it is a parameter.
+def _soft_margin_d(xp, a, y):
+    z = xp.exp(-_const(xp, y) * a)
+    return -_const(xp, y) * z / (z + 1)
+
+
+soft_margin_p = defprim(
+    "soft_margin_loss", "SoftMarginLossBackward0",
+    lambda xp, a, y, reduction: _reduce(xp, xp.log1p(xp.exp(-y * a)), reduction),
+    vjp=lambda xp, g, out, a, y, reduction:
+        _unreduce(xp, g, _bshape(a.shape, y.shape), reduction) * _soft_margin_d(xp, a, y),
+    jvp=lambda xp, t, out, a, y, reduction: _reduce(xp, t * _soft_margin_d(xp, a, y), reduction),
+    saves=(0,), saved_names=("self",))
+
+
+def _bshape(a, b) -> tuple:
+    return tuple(np.broadcast_shapes(tuple(a), tuple(b)))
+
+
+def _target_no_grad(target: Tensor, fn: str) -> None:
+    if target.requires_grad and _gm._state.enabled:
+        raise RuntimeError(f"The function '{fn}' is not differentiable with respect to argument 'target'. This "
+                           "input cannot have requires_grad True.")
+
+
+@register(**_F)
+def soft_margin_loss(input: Tensor, target: Tensor, size_average: bool | None = None, reduce: bool | None = None,
+                     reduction: str = "mean") -> Tensor:
+    """The two-class logistic loss log(1 + exp(-target * input)), reduced."""
+    check_tensor(input, "soft_margin_loss", "input", 1)
+    check_tensor(target, "soft_margin_loss", "target", 2)
+    reduction = _reduction_of(size_average, reduce, reduction)
+    err = broadcast_error((input._data.shape, target._data.shape))
+    if err is not None:
+        raise err
+    full = _bshape(input._data.shape, target._data.shape)
+    if full != input._data.shape:
+        raise RuntimeError(f"output with shape {_dims(input._data.shape)} doesn't match the broadcast shape "
+                           f"{_dims(full)}")
+    dt = promote(input, target)
+    _check_float_dtype(dt, "soft_margin_loss")
+    _target_no_grad(target, "soft_margin_loss")
+    if input._data.dtype != dt.np:
+        input = input.to(dt)
+    return apply(soft_margin_p, (input,), {"y": target._data.astype(dt.np, copy=False), "reduction": reduction})
+
+
+def _check_float_dtype(dt, kernel: str) -> None:
+    if not dt.is_floating_point:
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{D.type_word(dt.np)}\'')
+
+
+# log_sigmoid for multilabel_soft_margin_loss (PyTorch's LogSigmoidBackward0; the activations family exports
+# F.logsigmoid): -softplus(-x) = -(max(-x, 0) + log1p(exp(-|x|))), finite at any magnitude.
+log_sigmoid_p = defprim("loss_log_sigmoid", "LogSigmoidBackward0", lambda xp, a: -_softplus_neg(xp, a),
+                        vjp=lambda xp, g, out, a: g * xp.sigmoid(-a), jvp="elementwise", saves=(0,),
+                        saved_names=("self",))
+
+
+@register(**_F)
+def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                                size_average: bool | None = None, reduce: bool | None = None,
+                                reduction: str = "mean") -> Tensor:
+    """-(y log sigmoid(x) + (1 - y) log sigmoid(-x)), weighted per class, averaged over the classes."""
+    check_tensor(input, "multilabel_soft_margin_loss", "input", 1)
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce)
+    loss = -(target * apply(log_sigmoid_p, (input,)) + (1 - target) * apply(log_sigmoid_p, (-input,)))
+    if weight is not None:
+        loss = loss * weight
+    class_dim = input.dim() - 1
+    c = input.size(class_dim)
+    loss = loss.sum(dim=class_dim) / c
+    if reduction == "none":
+        return loss
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    raise ValueError(f"{reduction} is not valid")
+
+
+@register(**_F)
+def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0,
+                        size_average: bool | None = None, reduce: bool | None = None,
+                        reduction: str = "mean") -> Tensor:
+    """max(0, -target * (input1 - input2) + margin), reduced."""
+    for i, (x, nm) in enumerate(((input1, "input1"), (input2, "input2"), (target, "target"))):
+        check_tensor(x, "margin_ranking_loss", nm, i + 1)
+    reduction = _reduction_of(size_average, reduce, reduction)
+    if not input1.dim() == input2.dim() == target.dim():
+        raise RuntimeError("margin_ranking_loss : All input tensors should have same dimension but got sizes: "
+                           f"input1: {_size(input1._data.shape)}, input2: {_size(input2._data.shape)}, target: "
+                           f"{_size(target._data.shape)} ")
+    out = apply(add_scalar_p, (-target * (input1 - input2), float(margin))).clamp_min(0)
+    return _apply_loss_reduction(out, reduction)
+
+
+@register(**_F)
+def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0, size_average: bool | None = None,
+                         reduce: bool | None = None, reduction: str = "mean") -> Tensor:
+    """input where target is 1, max(0, margin - input) where target is -1, reduced."""
+    from .._creation import zeros_like
+    from .elementwise import where
+    check_tensor(input, "hinge_embedding_loss", "input", 1)
+    check_tensor(target, "hinge_embedding_loss", "target", 2)
+    reduction = _reduction_of(size_average, reduce, reduction)
+    zeros = zeros_like(input)
+    margin_clamp = (margin - input).clamp_min(0)
+    output_margin = where(target != 1, margin_clamp, zeros)
+    output_self = where(target != -1, input, zeros)
+    return _apply_loss_reduction(output_margin + output_self, reduction)
+
+
+@register(**_F)
+def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0,
+                          size_average: bool | None = None, reduce: bool | None = None,
+                          reduction: str = "mean") -> Tensor:
+    """1 - cos(x1, x2) where target is 1, max(0, cos(x1, x2) - margin) where target is -1, reduced."""
+    from .._creation import zeros_like
+    from .elementwise import where
+    for i, (x, nm) in enumerate(((input1, "input1"), (input2, "input2"), (target, "target"))):
+        check_tensor(x, "cosine_embedding_loss", nm, i + 1)
+    reduction = _reduction_of(size_average, reduce, reduction)
+    targ_dim = target.dim()
+    if targ_dim not in (0, 1):
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    if targ_dim == 1 and input1.dim() != 2:
+        raise RuntimeError("1D target tensor expects 2D input tensors, but found inputs with sizes "
+                           f"{_dims(input1._data.shape)} and {_dims(input2._data.shape)}.")
+    if targ_dim == 0 and input1.dim() != 1:
+        raise RuntimeError("0D target tensor expects 1D input tensors, but found inputs with sizes "
+                           f"{_dims(input1._data.shape)} and {_dims(input2._data.shape)}.")
+    eps = 1e-12
+    prod_sum = (input1 * input2).sum(targ_dim)
+    mag_square1 = apply(add_scalar_p, ((input1 * input1).sum(targ_dim), eps))
+    mag_square2 = apply(add_scalar_p, ((input2 * input2).sum(targ_dim), eps))
+    denom = (mag_square1 * mag_square2).sqrt()
+    cos = prod_sum / denom
+    zeros = zeros_like(cos)
+    pos = 1 - cos
+    neg = apply(add_scalar_p, (cos, -float(margin))).clamp_min(0)
+    output = where(target == 1, pos, zeros) + where(target == -1, neg, zeros)
+    return _apply_loss_reduction(output, reduction)
+
+
+def _pairwise_distance(x1: Tensor, x2: Tensor, p: float, eps: float) -> Tensor:
+    """PyTorch's pairwise_distance: the p-norm of x1 - x2 + eps over the last dim."""
+    from .reduction import norm
+    dim = max(x1.dim(), x2.dim()) - 1
+    return norm(apply(add_scalar_p, (x1 - x2, eps)), p, dim)
+
+
+def _same_ndim(anchor: Tensor, positive: Tensor, negative: Tensor) -> None:
+    a, p, n = anchor.dim(), positive.dim(), negative.dim()
+    if not a == p == n:
+        raise RuntimeError("The anchor, positive, and negative tensors are expected to have the same number of "
+                           f"dimensions, but got: anchor {a}D, positive {p}D, and negative {n}D inputs")
+
+
+@register(**_F)
+def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, margin: float = 1.0, p: float = 2,
+                        eps: float = 1e-6, swap: bool = False, size_average: bool | None = None,
+                        reduce: bool | None = None, reduction: str = "mean") -> Tensor:
+    """max(0, margin + d(anchor, positive) - d(anchor, negative)) with the pairwise p-norm distance;
+    ``swap`` takes the smaller of d(anchor, negative) and d(positive, negative)."""
+    from .elementwise import minimum
+    for i, (x, nm) in enumerate(((anchor, "anchor"), (positive, "positive"), (negative, "negative"))):
+        check_tensor(x, "triplet_margin_loss", nm, i + 1)
+    reduction = _reduction_of(size_average, reduce, reduction)
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    _same_ndim(anchor, positive, negative)
+    dist_pos = _pairwise_distance(anchor, positive, p, eps)
+    dist_neg = _pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        dist_neg = minimum(dist_neg, _pairwise_distance(positive, negative, p, eps))
+    out = (apply(add_scalar_p, (dist_pos, float(margin))) - dist_neg).clamp_min(0)
+    return _apply_loss_reduction(out, reduction)
+
+
+@register(**_F)
+def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative: Tensor, *,
+                                      distance_function=None, margin: float = 1.0, swap: bool = False,
+                                      reduction: str = "mean") -> Tensor:
+    """triplet_margin_loss with any distance function (default: the pairwise Euclidean distance)."""
+    from .elementwise import minimum
+    for i, (x, nm) in enumerate(((anchor, "anchor"), (positive, "positive"), (negative, "negative"))):
+        check_tensor(x, "triplet_margin_with_distance_loss", nm, i + 1)
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    _same_ndim(anchor, positive, negative)
+    if distance_function is None:
+        def distance_function(x1, x2):
+            return _pairwise_distance(x1, x2, 2.0, 1e-6)
+    dist_pos = distance_function(anchor, positive)
+    dist_neg = distance_function(anchor, negative)
+    if swap:
+        dist_neg = minimum(dist_neg, distance_function(positive, negative))
+    loss = (margin + dist_pos - dist_neg).clamp_min(0)
+    return _apply_loss_reduction(loss, reduction)
+
+
+# ----- multi_margin_loss, multilabel_margin_loss: fused, first derivatives only (as PyTorch) -----------------
+
+def _no_double_backward(name):
+    def rule(xp, gg, out, *args, **params):
+        raise RuntimeError(f"derivative for aten::{name} is not implemented")
+    return rule
+
+
+multi_margin_p = defprim(
+    "multi_margin_loss", "MultiMarginLossBackward0",
+    lambda xp, a, target, p, margin, weight, reduction:
+        xp.multi_margin_loss_forward(a, target, p, margin, weight, reduction),
+    vjp=lambda xp, g, out, a, target, p, margin, weight, reduction:
+        xp.multi_margin_loss_backward(g, a, target, p, margin, weight, reduction),
+    jvp=lambda xp, t, out, a, target, p, margin, weight, reduction: _reduce(xp, xp.sum(
+        t * xp.multi_margin_loss_backward(xp.ones_like(xp.multi_margin_loss_forward(a, target, p, margin, weight,
+                                                                                   "none")),
+                                          a, target, p, margin, weight, "none"), -1), reduction),
+    saves=(0,), saved_names=("self",))
+multi_margin_backward_p = defprim(
+    "multi_margin_loss_backward", "NotImplemented",
+    lambda xp, g, a, target, p, margin, weight, reduction:
+        xp.multi_margin_loss_backward(g, a, target, p, margin, weight, reduction),
+    vjp=(_no_double_backward("multi_margin_loss_backward"),) * 2, saves=(0, 1))
+graph("multi_margin_loss_forward", lambda a, target, p, margin, weight, reduction: apply(
+    multi_margin_p, (a,), {"target": target, "p": p, "margin": margin, "weight": weight, "reduction": reduction}))
+graph("multi_margin_loss_backward", lambda g, a, target, p, margin, weight, reduction: apply(
+    multi_margin_backward_p, (g, a), {"target": target, "p": p, "margin": margin, "weight": weight,
+                                      "reduction": reduction}))
+
+multilabel_margin_p = defprim(
+    "multilabel_margin_loss", "MultilabelMarginLossBackward0",
+    lambda xp, a, target, reduction: xp.multilabel_margin_loss_forward(a, target, reduction),
+    vjp=lambda xp, g, out, a, target, reduction: xp.multilabel_margin_loss_backward(g, a, target, reduction),
+    jvp=lambda xp, t, out, a, target, reduction: _reduce(xp, xp.sum(
+        t * xp.multilabel_margin_loss_backward(xp.ones_like(xp.multilabel_margin_loss_forward(a, target, "none")),
+                                               a, target, "none"), -1), reduction),
+    saves=(0,), saved_names=("self",))
+multilabel_margin_backward_p = defprim(
+    "multilabel_margin_loss_backward", "NotImplemented",
+    lambda xp, g, a, target, reduction: xp.multilabel_margin_loss_backward(g, a, target, reduction),
+    vjp=(_no_double_backward("multilabel_margin_loss_backward"),) * 2, saves=(0, 1))
+graph("multilabel_margin_loss_forward", lambda a, target, reduction: apply(
+    multilabel_margin_p, (a,), {"target": target, "reduction": reduction}))
+graph("multilabel_margin_loss_backward", lambda g, a, target, reduction: apply(
+    multilabel_margin_backward_p, (g, a), {"target": target, "reduction": reduction}))
+
+
+def _margin_input(input: Tensor, fn: str) -> None:
+    x = input._data
+    if not (x.ndim == 1 and x.size > 0 or x.ndim == 2 and x.shape[1] > 0):
+        raise RuntimeError("Expected non-empty vector or matrix with optional 0-dim batch size, but got: "
+                           f"{_dims(x.shape)}")
+    _check_float(input, fn)
+
+
+@register(**_F)
+def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float = 1.0, weight: Tensor | None = None,
+                      size_average: bool | None = None, reduce: bool | None = None,
+                      reduction: str = "mean") -> Tensor:
+    """The multi-class hinge loss: sum over i != y of w[y] max(0, margin - x[y] + x[i]) ** p / C."""
+    check_tensor(input, "multi_margin_loss", "input", 1)
+    check_tensor(target, "multi_margin_loss", "target", 2)
+    reduction = _reduction_of(size_average, reduce, reduction)
+    if p != 1 and p != 2:
+        raise ValueError("only p == 1 and p == 2 supported")
+    if weight is not None:
+        check_tensor(weight, "multi_margin_loss", "weight", 5)
+        if weight.dim() != 1:
+            raise ValueError("weight must be one-dimensional")
+    _margin_input(input, "multi_margin_loss_cpu_kernel")
+    x, t = input._data, target._data
+    n_frames = 1 if x.ndim == 1 else x.shape[0]
+    c = x.shape[-1]
+    if t.ndim > 1 or t.size != n_frames:
+        raise RuntimeError(f"inconsistent target size, expected {n_frames} but got {_dims(t.shape)}")
+    if t.dtype.kind not in "iu":
+        raise RuntimeError(f"expected scalar type Long but found {D.type_word(t.dtype)}")
+    w = None
+    if weight is not None:
+        if weight._data.size != c:
+            raise RuntimeError(f"inconsistent weight size, expected {c} but got {_dims(weight._data.shape)}")
+        w = _weight_array(weight, "multi_margin_loss", "weight", 5, input).astype(x.dtype, copy=False)
+    if ((t < 0) | (t >= c)).any():
+        raise RuntimeError("target out of range")
+    return apply(multi_margin_p, (input,), {"target": t, "p": int(p), "margin": float(margin), "weight": w,
+                                            "reduction": reduction})
+
+
+@register(**_F)
+def multilabel_margin_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
+                           reduce: bool | None = None, reduction: str = "mean") -> Tensor:
+    """The multi-label hinge loss: over the classes listed in target (up to the first -1) and the others,
+    max(0, 1 - (x[listed] - x[other])) / C."""
+    check_tensor(input, "multilabel_margin_loss", "input", 1)
+    check_tensor(target, "multilabel_margin_loss", "target", 2)
+    reduction = _reduction_of(size_average, reduce, reduction)
+    _margin_input(input, "multilabel_margin_loss_forward_out_frame")
+    x, t = input._data, target._data
+    if t.shape != x.shape:
+        raise RuntimeError(f"inconsistent target size: {_dims(t.shape)} for input of size: {_dims(x.shape)}")
+    if t.dtype.kind not in "iu":
+        raise RuntimeError(f"expected scalar type Long but found {D.type_word(t.dtype)}")
+    if ((t >= x.shape[-1]) | (t < -1)).any():
+        raise RuntimeError("argument #2 'target' is out of range")
+    return apply(multilabel_margin_p, (input,), {"target": t, "reduction": reduction})
