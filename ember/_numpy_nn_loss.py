@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["nll_loss_forward", "nll_loss_backward", "loss_log_softmax", "multi_margin_loss_forward",
-           "multi_margin_loss_backward", "multilabel_margin_loss_forward", "multilabel_margin_loss_backward"]
+           "multi_margin_loss_backward", "multilabel_margin_loss_forward", "multilabel_margin_loss_backward",
+           "ctc_loss_forward", "ctc_loss_backward"]
 
 
 def _class_axis(ndim: int) -> int:
@@ -146,3 +147,88 @@ def multilabel_margin_loss_backward(g, x, target, reduction):
     grad = np.sum(act, axis=1) - np.sum(act, axis=2)
     grad = grad * (_rows_grad(g, n, reduction, x.dtype) / c)
     return grad.reshape(x.shape).astype(x.dtype, copy=False)
+
+
+# ----- ctc_loss: the alpha/beta recursions, vectorised over the batch and the label positions -----------------
+
+def _logsumexp3(a, b, c):
+    m = np.maximum(np.maximum(a, b), c)
+    m = np.where(np.isinf(m), 0, m)
+    with np.errstate(divide="ignore"):
+        return np.log(np.exp(a - m) + np.exp(b - m) + np.exp(c - m)) + m
+
+
+def _shift(x, k):
+    """x moved k places right along the last axis (k < 0: left), -inf shifted in."""
+    out = np.full_like(x, -np.inf)
+    if k > 0:
+        out[..., k:] = x[..., :-k]
+    else:
+        out[..., :k] = x[..., -k:]
+    return out
+
+
+def _ctc_tables(lp, ext, label_lengths, input_lengths, blank):
+    """log alpha and log beta (T, N, S) over the extended label sequences ``ext`` (blank, l1, blank, ...)."""
+    t_max, n, _ = lp.shape
+    s = ext.shape[1]
+    lpe = np.take_along_axis(lp, np.broadcast_to(ext[None], (t_max, n, s)), 2)
+    valid = np.arange(s)[None, :] < (2 * label_lengths + 1)[:, None]
+    skip = np.zeros((n, s), bool)
+    skip[:, 2:] = (ext[:, 2:] != blank) & (ext[:, 2:] != ext[:, :-2])
+    rows = np.arange(n)
+    alpha = np.full((t_max, n, s), -np.inf, lp.dtype)
+    alpha[0, :, 0] = lpe[0, :, 0]
+    if s > 1:
+        alpha[0, :, 1] = np.where(label_lengths > 0, lpe[0, :, 1], -np.inf)
+    for t in range(1, t_max):
+        prev = alpha[t - 1]
+        alpha[t] = np.where(valid, _logsumexp3(prev, _shift(prev, 1), np.where(skip, _shift(prev, 2), -np.inf))
+                            + lpe[t], -np.inf)
+    beta = np.full((t_max, n, s), -np.inf, lp.dtype)
+    last = 2 * label_lengths
+    skip_next = _shift(skip, -2).astype(bool)   # s -> s + 2 allowed
+    for t in range(t_max - 1, -1, -1):
+        start = np.full((n, s), -np.inf, lp.dtype)
+        start[rows, last] = lpe[t, rows, last]
+        has = label_lengths > 0
+        start[rows[has], last[has] - 1] = lpe[t, rows[has], last[has] - 1]
+        if t + 1 < t_max:
+            nxt = beta[t + 1]
+            rec = _logsumexp3(nxt, _shift(nxt, -1), np.where(skip_next, _shift(nxt, -2), -np.inf)) + lpe[t]
+        else:
+            rec = np.full((n, s), -np.inf, lp.dtype)
+        step = np.where((t == input_lengths - 1)[:, None], start, np.where((t < input_lengths - 1)[:, None], rec, -np.inf))
+        beta[t] = np.where(valid, step, -np.inf)
+    return alpha, beta
+
+
+def ctc_loss_forward(lp, ext, label_lengths, input_lengths, blank, zero_infinity):
+    """The negative log likelihood of each target sequence (N,), summed over all alignments."""
+    alpha, _ = _ctc_tables(lp, ext, label_lengths, input_lengths, blank)
+    rows = np.arange(lp.shape[1])
+    at_end = alpha[np.maximum(input_lengths - 1, 0), rows]            # (N, S)
+    last = 2 * label_lengths
+    end = at_end[rows, last]
+    before = np.where(label_lengths > 0, at_end[rows, np.maximum(last - 1, 0)], -np.inf)
+    return (-np.logaddexp(end, before)).astype(lp.dtype, copy=False)
+
+
+def ctc_loss_backward(g, lp, ext, label_lengths, input_lengths, blank, zero_infinity):
+    """PyTorch's gradient for log_probs: exp(lp) - exp(log(sum of alpha beta over the positions of each label)
+    + nll - lp), times g; zero past each input length (and for infinite losses with zero_infinity). Like
+    PyTorch's, it is the gradient through an implied log_softmax (the exp(lp) term vanishes behind one)."""
+    alpha, beta = _ctc_tables(lp, ext, label_lengths, input_lengths, blank)
+    nll = ctc_loss_forward(lp, ext, label_lengths, input_lengths, blank, zero_infinity)
+    ab = alpha + beta
+    m = np.max(ab, axis=2, keepdims=True)
+    m = np.where(np.isinf(m), 0, m)
+    onehot = (ext[:, :, None] == np.arange(lp.shape[2])[None, None, :]).astype(lp.dtype)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        acc = np.einsum("tns,nsc->tnc", np.exp(ab - m), onehot)
+        lcab = np.log(acc) + m
+        grad = (np.exp(lp) - np.exp(lcab + nll[None, :, None] - lp)) * np.asarray(g, lp.dtype)[None, :, None]
+    keep = np.arange(lp.shape[0])[:, None] < input_lengths[None, :]
+    if zero_infinity:
+        keep = keep & ~np.isinf(nll)[None, :]
+    return np.where(keep[:, :, None], grad, 0).astype(lp.dtype, copy=False)

@@ -461,6 +461,52 @@ def _mlm_error_samples(rng):
             Sample((a,), {"target": np.array([[-1, 4, 0, 0]] * 3)})]
 
 
+# ----- ctc_loss ------------------------------------------------------------------------------------------------
+# PyTorch's gradient for log_probs is the one through an implied log_softmax (exp(lp) - ...), so the samples
+# pass logits through log_softmax (written as x - logsumexp, which both libraries have): there it is the true
+# derivative, and central differences agree.
+
+_CTC_T = np.array([[1, 2, 2], [3, 0, 0], [1, 1, 3]])
+
+
+def _ctc(m, x, targets, input_lengths, target_lengths, **kw):
+    def arg(v):
+        return m.tensor(v) if isinstance(v, np.ndarray) else v
+    lp = x - x.logsumexp(-1, keepdim=True)
+    return m.nn.functional.ctc_loss(lp, m.tensor(targets), arg(input_lengths), arg(target_lengths), **kw)
+
+
+def _ctc_samples(rng):
+    il, tl = np.array([6, 4, 5]), np.array([3, 1, 2])
+    out = [Sample((draw(rng, (6, 3, 4)),), {"targets": _CTC_T, "input_lengths": il, "target_lengths": tl,
+                                            "reduction": r}) for r in REDUCTIONS]
+    out += [Sample((draw(rng, (6, 3, 4)),), kw) for kw in (
+        {"targets": np.array([1, 2, 2, 3, 1, 1]), "input_lengths": (6, 4, 5), "target_lengths": (3, 1, 2)},
+        {"targets": _CTC_T % 2, "input_lengths": il, "target_lengths": tl, "blank": 2, "reduction": "sum"},
+        {"targets": _CTC_T, "input_lengths": il, "target_lengths": np.array([0, 1, 2])},
+        {"targets": np.array([[1, 1, 1], [3, 0, 0], [1, 1, 3]]), "input_lengths": np.array([2, 2, 6]),
+         "target_lengths": tl, "zero_infinity": True, "reduction": "none"})]
+    out += [Sample((draw(rng, (5, 4)),), {"targets": np.array([1, 2, 2]), "input_lengths": np.array(5),
+                                          "target_lengths": np.array(3), "reduction": r}) for r in ("mean", "none")]
+    return out
+
+
+def _ctc_error_samples(rng):
+    x = draw(rng, (6, 3, 4))
+    il, tl = np.array([6, 4, 5]), np.array([3, 1, 2])
+    base = {"targets": _CTC_T, "input_lengths": il, "target_lengths": tl}
+    return [Sample((x,), dict(base, **kw)) for kw in (
+        {"target_lengths": np.array([4, 1, 1])}, {"input_lengths": np.array([7, 1, 1])},
+        {"input_lengths": np.array([6, 1])}, {"blank": 4}, {"reduction": "x"},
+        {"targets": np.array([[1, 1, 1], [3, 0, 0], [1, 1, 3]]), "input_lengths": np.array([2, 2, 6])})]
+
+
+def _ctc_double(m, x, **kw):
+    """The gradient taken with create_graph=True (its own backward is PyTorch's NotImplemented node)."""
+    x = x.detach().requires_grad_()
+    return m.autograd.grad(_ctc(m, x, **kw), x, create_graph=True)[0]
+
+
 OPS: list = [
     OpInfo("nll_loss", _nll, _class_samples()),
     OpInfo("nll_loss_errors", _nll, _nll_error_samples, dtypes=FLOAT + ("float16",), **NO_GRAD),
@@ -539,6 +585,9 @@ OPS: list = [
     OpInfo("multi_margin_loss_errors", _mm, _mm_error_samples, **NO_GRAD),
     OpInfo("multilabel_margin_loss", _mlm, _mlm_samples, supports_gradgrad=False),
     OpInfo("multilabel_margin_loss_errors", _mlm, _mlm_error_samples, **NO_GRAD),
+    OpInfo("ctc_loss", _ctc, _ctc_samples, supports_gradgrad=False, supports_fwd=False),
+    OpInfo("ctc_loss_errors", _ctc, _ctc_error_samples, **NO_GRAD),
+    OpInfo("ctc_loss_create_graph", _ctc_double, lambda rng: _ctc_samples(rng)[:1], **NO_GRAD),
 ]
 HYP_BINARY: list = []
 HYP_UNARY: list = []

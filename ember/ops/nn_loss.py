@@ -1055,3 +1055,99 @@ def multilabel_margin_loss(input: Tensor, target: Tensor, size_average: bool | N
     if ((t >= x.shape[-1]) | (t < -1)).any():
         raise RuntimeError("argument #2 'target' is out of range")
     return apply(multilabel_margin_p, (input,), {"target": t, "reduction": reduction})
+
+
+# ----- ctc_loss: fused (CtcLossBackward0); PyTorch has neither its double backward nor forward mode ---------------
+
+def _ctc_params(ext, label_lengths, input_lengths, blank, zero_infinity):
+    return {"ext": ext, "label_lengths": label_lengths, "input_lengths": input_lengths, "blank": blank,
+            "zero_infinity": zero_infinity}
+
+
+ctc_p = defprim(
+    "ctc_loss", "CtcLossBackward0",
+    lambda xp, lp, ext, label_lengths, input_lengths, blank, zero_infinity:
+        xp.ctc_loss_forward(lp, ext, label_lengths, input_lengths, blank, zero_infinity),
+    vjp=lambda xp, g, out, lp, ext, label_lengths, input_lengths, blank, zero_infinity:
+        xp.ctc_loss_backward(g, lp, ext, label_lengths, input_lengths, blank, zero_infinity),
+    saves=(0,), saved_names=("log_probs",))
+ctc_backward_p = defprim(
+    "ctc_loss_backward", "NotImplemented",
+    lambda xp, g, lp, ext, label_lengths, input_lengths, blank, zero_infinity:
+        xp.ctc_loss_backward(g, lp, ext, label_lengths, input_lengths, blank, zero_infinity),
+    vjp=(_no_double_backward("_ctc_loss_backward"),) * 2, saves=(0, 1))
+graph("ctc_loss_forward", lambda lp, ext, label_lengths, input_lengths, blank, zero_infinity: apply(
+    ctc_p, (lp,), _ctc_params(ext, label_lengths, input_lengths, blank, zero_infinity)))
+graph("ctc_loss_backward", lambda g, lp, ext, label_lengths, input_lengths, blank, zero_infinity: apply(
+    ctc_backward_p, (g, lp), _ctc_params(ext, label_lengths, input_lengths, blank, zero_infinity)))
+
+
+def _lengths(x, n_expected: int, what: str) -> np.ndarray:
+    if isinstance(x, Tensor):
+        vals = np.asarray(x._data).reshape(-1)
+    elif isinstance(x, (int, np.integer)):
+        vals = np.asarray([x])
+    else:
+        vals = np.asarray(list(x))
+    if vals.dtype.kind not in "iu":
+        raise RuntimeError(f"{what} must be integral")
+    if vals.size != n_expected:
+        raise RuntimeError(f"{what} must be of size batch_size")
+    return vals.astype(np.int64)
+
+
+@register(**_F)
+def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths, blank: int = 0,
+             reduction: str = "mean", zero_infinity: bool = False) -> Tensor:
+    """The Connectionist Temporal Classification loss of log_probs (T, N, C) (or (T, C)) against targets
+    (N, S) padded or concatenated 1-D, summed over all alignments (alpha/beta recursions in log space)."""
+    from .._creation import tensor as _tensor, zeros
+    from .elementwise import where
+    check_tensor(log_probs, "ctc_loss", "log_probs", 1)
+    check_tensor(targets, "ctc_loss", "targets", 2)
+    enum = _check_reduction(reduction)
+    batched = log_probs.dim() == 3
+    if log_probs.dim() not in (2, 3):
+        raise RuntimeError(f"ctc_loss(): log_probs must be 2-D or 3-D, got {log_probs.dim()}-D")
+    _check_float(log_probs, "ctc_loss_cpu")
+    lp = log_probs if batched else log_probs.unsqueeze(1)
+    t_max, n, c = lp._data.shape
+    tg = targets._data if batched else targets._data.reshape(1, -1)
+    if tg.dtype.kind not in "iuf":
+        raise RuntimeError(f"ctc_loss(): targets must be integral, got {D.type_word(tg.dtype)}")
+    tg = tg.astype(np.int64)
+    il = _lengths(input_lengths, n, "input_lengths")
+    tl = _lengths(target_lengths, n, "target_lengths")
+    if not 0 <= blank < c:
+        raise RuntimeError("blank must be in label range")
+    where_ = " (while checking arguments for ctc_loss_allocate_outputs)"
+    if tg.ndim == 2:
+        if n and tl.max(initial=0) > tg.shape[1]:
+            raise RuntimeError(f"Expected tensor to have size at least {int(tl.max())} at dimension 1, but got size "
+                               f"{tg.shape[1]} for argument #2 'targets'{where_}")
+        labels = tg[:, :max(int(tl.max(initial=0)), 0)]
+    else:
+        if tl.sum() > tg.size:
+            raise RuntimeError(f"Expected tensor to have size at least {int(tl.sum())} at dimension 0, but got size "
+                               f"{tg.size} for argument #2 'targets'{where_}")
+        width = int(tl.max(initial=0))
+        idx = np.cumsum(tl) - tl
+        pos = idx[:, None] + np.arange(width)[None, :]
+        labels = tg[np.minimum(pos, max(tg.size - 1, 0))] if tg.size else np.zeros((n, width), np.int64)
+    if (il > t_max).any():
+        raise RuntimeError(f"Expected input_lengths to have value at most {t_max}, but got value {int(il.max())}"
+                           f"{where_}")
+    width = labels.shape[1]
+    mask = np.arange(width)[None, :] < tl[:, None]
+    ext = np.full((n, 2 * width + 1), blank, np.int64)
+    ext[:, 1::2] = np.where(mask, labels, blank)
+    if ((ext < 0) | (ext >= c)).any():
+        raise IndexError("ctc_loss(): a target is out of the label range")
+    res = apply(ctc_p, (lp,), _ctc_params(ext, tl, il, int(blank), bool(zero_infinity)))
+    if zero_infinity:
+        res = where(res == math.inf, zeros((), dtype=res.dtype), res)
+    if enum == "mean":
+        return (res / _tensor(tl, dtype=res.dtype).clamp_min(1)).mean()
+    if enum == "sum":
+        return res.sum()
+    return res if batched else res.squeeze(0)
