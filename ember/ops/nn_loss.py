@@ -10,11 +10,13 @@ ember's ops the same way, so ``grad_fn`` and the graph below it are PyTorch's.
 from __future__ import annotations
 
 import math
+import sys
 import warnings
 
 import numpy as np
 
 from .. import _dtype as D
+from .._origin import internal
 from .._tensor import Tensor, make, wrap_dim
 from ..autograd import grad_mode as _gm
 from ..autograd.graph import node_class
@@ -27,13 +29,20 @@ _F = dict(module=False, submodule="nn.functional")
 
 # ----- reductions: PyTorch's names, the legacy arguments --------------------------------------------
 
+def _warn(message: str) -> None:
+    """A UserWarning attributed to the user's line (the first frame outside ember's machinery)."""
+    f, level = sys._getframe(1), 2
+    while f is not None and internal(f.f_code.co_filename):
+        f, level = f.f_back, level + 1
+    warnings.warn(message, UserWarning, stacklevel=level)
+
+
 def _legacy_reduction(size_average, reduce) -> str:
     """torch.nn._reduction.legacy_get_string, with its warning."""
     size_average = True if size_average is None else size_average
     reduce = True if reduce is None else reduce
     ret = "mean" if size_average and reduce else "sum" if reduce else "none"
-    warnings.warn(f"size_average and reduce args will be deprecated, please use reduction='{ret}' instead.",
-                  stacklevel=3)
+    _warn(f"size_average and reduce args will be deprecated, please use reduction='{ret}' instead.")
     return ret
 
 
@@ -47,8 +56,7 @@ def _reduction(size_average, reduce, reduction) -> str:
 
 def _check_reduction(reduction) -> str:
     if reduction == "elementwise_mean":
-        warnings.warn("reduction='elementwise_mean' is deprecated. Please use reduction='mean' instead.",
-                      stacklevel=3)
+        _warn("reduction='elementwise_mean' is deprecated. Please use reduction='mean' instead.")
         return "mean"
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(f"{reduction} is not a valid value for reduction")
@@ -452,9 +460,9 @@ def _check_target(target, fn: str) -> None:
 
 def _warn_broadcast(input: Tensor, target: Tensor) -> None:
     if input._data.shape != target._data.shape:
-        warnings.warn(f"Using a target size ({_size(target._data.shape)}) that is different to the input size "
+        _warn(f"Using a target size ({_size(target._data.shape)}) that is different to the input size "
                       f"({_size(input._data.shape)}). This will likely lead to incorrect results due to "
-                      "broadcasting. Please ensure they have the same size.", stacklevel=3)
+                      "broadcasting. Please ensure they have the same size.")
 
 
 def _fused(prim, input, target, reduction, p, kernel: str) -> Tensor:
@@ -566,7 +574,7 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
     return _fused(huber_p, input, target, reduction, delta, "huber_cpu")
 
 
-def _weight_array(weight, fn: str, arg: str, pos: int, like: Tensor):
+def _weight_array(weight, fn: str, arg: str, pos: int):
     if weight is None:
         return None
     check_tensor(weight, fn, arg, pos)
@@ -597,7 +605,7 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
             raise RuntimeError(f"Found dtype {D.type_word(t._data.dtype)} but expected {D.type_word(x.dtype)}")
     if x.dtype.kind != "f":
         raise NotImplementedError(f'"binary_cross_entropy" not implemented for \'{D.type_word(x.dtype)}\'')
-    w = _weight_array(weight, "binary_cross_entropy", "weight", 3, input)
+    w = _weight_array(weight, "binary_cross_entropy", "weight", 3)
     if w is not None and w.shape != x.shape:
         raise RuntimeError(f"output with shape {_dims(x.shape)} doesn't match the broadcast shape "
                            f"{_dims(w.shape)}")
@@ -620,8 +628,8 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
         raise ValueError(f"Target size ({_size(target._data.shape)}) must be the same as input size "
                          f"({_size(input._data.shape)})")
     fn = "binary_cross_entropy_with_logits"
-    w = _weight_array(weight, fn, "weight", 3, input)
-    pw = _weight_array(pos_weight, fn, "pos_weight", 4, input)
+    w = _weight_array(weight, fn, "weight", 3)
+    pw = _weight_array(pos_weight, fn, "pos_weight", 4)
     dt = promote(*(t for t in (input, target, weight, pos_weight) if t is not None))
     if not dt.is_floating_point:
         raise NotImplementedError(f'"{fn}" not implemented for \'{D.type_word(dt.np)}\'')
@@ -661,10 +669,9 @@ def kl_div(input: Tensor, target: Tensor, size_average: bool | None = None, redu
         enum = _legacy_reduction(size_average, reduce)
     else:
         if reduction == "mean":
-            warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the support size."
+            _warn("reduction: 'mean' divides the total loss by both the batch size and the support size."
                           "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
-                          "'mean' will be changed to behave the same as 'batchmean' in the next major release.",
-                          stacklevel=2)
+                          "'mean' will be changed to behave the same as 'batchmean' in the next major release.")
         enum = "sum" if reduction == "batchmean" else _check_reduction(reduction)
     from .elementwise import xlogy
     if log_target:
@@ -738,11 +745,6 @@ add_scalar_p = defprim("add", "AddBackward1", lambda xp, a, s: a + s, vjp=(lambd
                        jvp="elementwise", scalar_args=(1,), saved_names=("self", "other"))
 
 
-def _reduction_of(size_average, reduce, reduction) -> str:
-    """torch.nn._reduction.legacy_get_enum / get_enum, as a string."""
-    return _reduction(size_average, reduce, reduction)
-
-
 # soft_margin_loss: log(1 + exp(-y x)), one fused primitive (SoftMarginLossBackward0); the target is not
 # differentiable (PyTorch refuses a target that requires grad), so it is a parameter.
 def _soft_margin_d(xp, a, y):
@@ -775,7 +777,7 @@ def soft_margin_loss(input: Tensor, target: Tensor, size_average: bool | None = 
     """The two-class logistic loss log(1 + exp(-target * input)), reduced."""
     check_tensor(input, "soft_margin_loss", "input", 1)
     check_tensor(target, "soft_margin_loss", "target", 2)
-    reduction = _reduction_of(size_average, reduce, reduction)
+    reduction = _reduction(size_average, reduce, reduction)
     err = broadcast_error((input._data.shape, target._data.shape))
     if err is not None:
         raise err
@@ -833,7 +835,7 @@ def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: 
     """max(0, -target * (input1 - input2) + margin), reduced."""
     for i, (x, nm) in enumerate(((input1, "input1"), (input2, "input2"), (target, "target"))):
         check_tensor(x, "margin_ranking_loss", nm, i + 1)
-    reduction = _reduction_of(size_average, reduce, reduction)
+    reduction = _reduction(size_average, reduce, reduction)
     if not input1.dim() == input2.dim() == target.dim():
         raise RuntimeError("margin_ranking_loss : All input tensors should have same dimension but got sizes: "
                            f"input1: {_size(input1._data.shape)}, input2: {_size(input2._data.shape)}, target: "
@@ -850,7 +852,7 @@ def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0, siz
     from .elementwise import where
     check_tensor(input, "hinge_embedding_loss", "input", 1)
     check_tensor(target, "hinge_embedding_loss", "target", 2)
-    reduction = _reduction_of(size_average, reduce, reduction)
+    reduction = _reduction(size_average, reduce, reduction)
     zeros = zeros_like(input)
     margin_clamp = (margin - input).clamp_min(0)
     output_margin = where(target != 1, margin_clamp, zeros)
@@ -867,7 +869,7 @@ def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin
     from .elementwise import where
     for i, (x, nm) in enumerate(((input1, "input1"), (input2, "input2"), (target, "target"))):
         check_tensor(x, "cosine_embedding_loss", nm, i + 1)
-    reduction = _reduction_of(size_average, reduce, reduction)
+    reduction = _reduction(size_average, reduce, reduction)
     targ_dim = target.dim()
     if targ_dim not in (0, 1):
         raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
@@ -913,7 +915,7 @@ def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, marg
     from .elementwise import minimum
     for i, (x, nm) in enumerate(((anchor, "anchor"), (positive, "positive"), (negative, "negative"))):
         check_tensor(x, "triplet_margin_loss", nm, i + 1)
-    reduction = _reduction_of(size_average, reduce, reduction)
+    reduction = _reduction(size_average, reduce, reduction)
     if margin <= 0:
         raise ValueError(f"margin must be greater than 0, got {margin}")
     _same_ndim(anchor, positive, negative)
@@ -1012,7 +1014,7 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
     """The multi-class hinge loss: sum over i != y of w[y] max(0, margin - x[y] + x[i]) ** p / C."""
     check_tensor(input, "multi_margin_loss", "input", 1)
     check_tensor(target, "multi_margin_loss", "target", 2)
-    reduction = _reduction_of(size_average, reduce, reduction)
+    reduction = _reduction(size_average, reduce, reduction)
     if p != 1 and p != 2:
         raise ValueError("only p == 1 and p == 2 supported")
     if weight is not None:
@@ -1031,7 +1033,7 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
     if weight is not None:
         if weight._data.size != c:
             raise RuntimeError(f"inconsistent weight size, expected {c} but got {_dims(weight._data.shape)}")
-        w = _weight_array(weight, "multi_margin_loss", "weight", 5, input).astype(x.dtype, copy=False)
+        w = _weight_array(weight, "multi_margin_loss", "weight", 5).astype(x.dtype, copy=False)
     if ((t < 0) | (t >= c)).any():
         raise RuntimeError("target out of range")
     return apply(multi_margin_p, (input,), {"target": t, "p": int(p), "margin": float(margin), "weight": w,
@@ -1045,7 +1047,7 @@ def multilabel_margin_loss(input: Tensor, target: Tensor, size_average: bool | N
     max(0, 1 - (x[listed] - x[other])) / C."""
     check_tensor(input, "multilabel_margin_loss", "input", 1)
     check_tensor(target, "multilabel_margin_loss", "target", 2)
-    reduction = _reduction_of(size_average, reduce, reduction)
+    reduction = _reduction(size_average, reduce, reduction)
     _margin_input(input, "multilabel_margin_loss_forward_out_frame")
     x, t = input._data, target._data
     if t.shape != x.shape:
