@@ -198,7 +198,8 @@ def _ctc_tables(lp, ext, label_lengths, input_lengths, blank):
             rec = _logsumexp3(nxt, _shift(nxt, -1), np.where(skip_next, _shift(nxt, -2), -np.inf)) + lpe[t]
         else:
             rec = np.full((n, s), -np.inf, lp.dtype)
-        step = np.where((t == input_lengths - 1)[:, None], start, np.where((t < input_lengths - 1)[:, None], rec, -np.inf))
+        ends, inside = (t == input_lengths - 1)[:, None], (t < input_lengths - 1)[:, None]
+        step = np.where(ends, start, np.where(inside, rec, -np.inf))
         beta[t] = np.where(valid, step, -np.inf)
     return alpha, beta
 

@@ -120,6 +120,14 @@ def _ce_prob_samples(rng):
     return out
 
 
+def _ce_ls_weight_samples(rng):
+    out = [Sample((draw(rng, (4, 3)),), {"target": np.array([0, 2, 1, -100]), "label_smoothing": 0.3,
+                                         "weight": rng.uniform(0.5, 2, 3), "reduction": r}) for r in REDUCTIONS]
+    out.append(Sample((draw(rng, (2, 3, 2)),), {"target": np.array([[0, 2], [1, 1]]), "label_smoothing": 0.3,
+                                                "weight": rng.uniform(0.5, 2, 3), "ignore_index": 1}))
+    return out
+
+
 def _ce_big_samples(reduction):
     # logits of magnitude 1e4: log_softmax's form keeps the loss and its gradient finite. (float16 is
     # compared unreduced: PyTorch sums float16 losses in float16 in a cascade order of its own.)
@@ -511,11 +519,7 @@ OPS: list = [
     OpInfo("nll_loss", _nll, _class_samples()),
     OpInfo("nll_loss_errors", _nll, _nll_error_samples, dtypes=FLOAT + ("float16",), **NO_GRAD),
     OpInfo("cross_entropy", _ce, _class_samples(({}, {"label_smoothing": 0.25}))),
-    OpInfo("cross_entropy_ls_weight", _ce, (lambda rng: [Sample((draw(rng, (4, 3)),), {"target": np.array([0, 2, 1, -100]), "label_smoothing": 0.3,
-                                                       "weight": rng.uniform(0.5, 2, 3), "reduction": r})
-                         for r in REDUCTIONS] +
-            [Sample((draw(rng, (2, 3, 2)),), {"target": np.array([[0, 2], [1, 1]]), "label_smoothing": 0.3,
-                                               "weight": rng.uniform(0.5, 2, 3), "ignore_index": 1})])),
+    OpInfo("cross_entropy_ls_weight", _ce, _ce_ls_weight_samples),
     OpInfo("cross_entropy_probs", _ce_probs, _ce_prob_samples),
     OpInfo("cross_entropy_big", _ce, _ce_big_samples("mean")),
     OpInfo("cross_entropy_big_none", _ce, _ce_big_samples("none"), dtypes=FLOAT + ("float16",)),
