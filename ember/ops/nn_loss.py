@@ -1,6 +1,1155 @@
 """The op table, torch.nn.functional: losses.
 
 Registered with ``submodule="nn.functional"`` (``ember.nn.functional.<name>``); kernels in
-``ember/_numpy_nn.py`` (or a file of this family's own, re-exported there).
+``ember/_numpy_nn_loss.py``. Where PyTorch computes a loss with one fused kernel (``MseLossBackward0``,
+``NllLossBackward0``, ...) it is one primitive here, with the reduction inside it and VJP rules written
+against ``xp`` (so double backward works); where PyTorch composes a loss from other ops in Python or in
+ATen (l1_loss, cross_entropy with class probabilities, gaussian_nll_loss, ...), it is composed from
+ember's ops the same way, so ``grad_fn`` and the graph below it are PyTorch's.
 """
 from __future__ import annotations
+
+import math
+import sys
+import warnings
+
+import numpy as np
+
+from .. import _dtype as D
+from .._origin import internal
+from .._tensor import Tensor, make, wrap_dim
+from ..autograd import grad_mode as _gm
+from ..autograd.graph import node_class
+from ._primitive import PrimNode, apply, broadcast_error, defprim, graph_ns
+from ._registry import graph, register
+from ._util import check_tensor, promote
+
+_F = dict(module=False, submodule="nn.functional")
+
+
+# ----- reductions: PyTorch's names, the legacy arguments --------------------------------------------
+
+def _warn(message: str) -> None:
+    """A UserWarning attributed to the user's line (the first frame outside ember's machinery)."""
+    f, level = sys._getframe(1), 2
+    while f is not None and internal(f.f_code.co_filename):
+        f, level = f.f_back, level + 1
+    warnings.warn(message, UserWarning, stacklevel=level)
+
+
+def _legacy_reduction(size_average, reduce) -> str:
+    """torch.nn._reduction.legacy_get_string, with its warning."""
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    ret = "mean" if size_average and reduce else "sum" if reduce else "none"
+    _warn(f"size_average and reduce args will be deprecated, please use reduction='{ret}' instead.")
+    return ret
+
+
+def _reduction(size_average, reduce, reduction) -> str:
+    """The reduction a loss uses: the legacy pair if either is given, else ``reduction`` checked as
+    torch.nn._reduction.get_enum does (ValueError for an unknown string)."""
+    if size_average is not None or reduce is not None:
+        return _legacy_reduction(size_average, reduce)
+    return _check_reduction(reduction)
+
+
+def _check_reduction(reduction) -> str:
+    if reduction == "elementwise_mean":
+        _warn("reduction='elementwise_mean' is deprecated. Please use reduction='mean' instead.")
+        return "mean"
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    return reduction
+
+
+def _reduce(xp, loss, reduction):
+    if reduction == "mean":
+        return xp.mean(loss)
+    if reduction == "sum":
+        return xp.sum(loss)
+    return loss
+
+
+def _unreduce(xp, g, shape, reduction):
+    """The gradient of the reduction: ``g`` spread back over the elementwise loss of ``shape``."""
+    if reduction == "none":
+        return g
+    if reduction == "mean":
+        g = g / max(1, math.prod(shape))
+    return xp.expand(g, shape)
+
+
+def _size(shape) -> str:
+    return f"torch.Size([{', '.join(map(str, shape))}])"
+
+
+def _dims(shape) -> str:
+    return "[" + ", ".join(map(str, shape)) + "]"
+
+
+def _no_grad_weight(weight, fn: str) -> None:
+    if weight is not None and weight.requires_grad and _gm._state.enabled:
+        raise RuntimeError(f"The function '{fn}' is not differentiable with respect to argument 'weight'. This "
+                           "input cannot have requires_grad True.")
+
+
+def _check_float(input: Tensor, kernel: str) -> None:
+    if input._data.dtype.kind != "f":
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{D.type_word(input._data.dtype)}\'')
+
+
+# ----- Tensor-Scalar arithmetic as ATen's composites call it (mul.Scalar, div.Scalar) -------------------------
+# PyTorch's C++ composites (cross_entropy's label smoothing, ...) multiply by a Scalar: MulBackward1 /
+# DivBackward1, where Python's ``tensor * 0.5`` records MulBackward0.
+
+mul_scalar_p = defprim("mul", "MulBackward1", lambda xp, a, s: a * s, vjp=(lambda xp, g, out, a, s: g * s, None),
+                       jvp="elementwise", scalar_args=(1,), saved_names=("self", "other"))
+div_scalar_p = defprim("div", "DivBackward1", lambda xp, a, s: a / s, vjp=(lambda xp, g, out, a, s: g / s, None),
+                       jvp="elementwise", scalar_args=(1,), saved_names=("self", "other"))
+
+
+def _mul_s(a: Tensor, s) -> Tensor:
+    return apply(mul_scalar_p, (a, s))
+
+
+def _div_s(a: Tensor, s) -> Tensor:
+    return apply(div_scalar_p, (a, s))
+
+
+# ----- log_softmax (cross_entropy's; the activations family exports F.log_softmax) ---------------------
+
+def _log_softmax_vjp(xp, g, out, a, dim):
+    if a.ndim == 0:
+        return g - xp.exp(out) * g
+    return g - xp.exp(out) * xp.sum(g, dim, True)
+
+
+def _log_softmax_jvp(xp, t, out, a, dim):
+    if a.ndim == 0:
+        return t - xp.exp(out) * t
+    return t - xp.sum(xp.exp(out) * t, dim, True)
+
+
+# A private primitive with PyTorch's node name: cross_entropy's grad_fn chain is
+# NllLossBackward0 <- LogSoftmaxBackward0, as in PyTorch.
+log_softmax_p = defprim("loss_log_softmax", "LogSoftmaxBackward0",
+                        lambda xp, a, dim: xp.loss_log_softmax(a, dim),
+                        vjp=_log_softmax_vjp, jvp=_log_softmax_jvp, saves_out=True, saved_names=("self",))
+graph("loss_log_softmax", lambda a, dim: apply(log_softmax_p, (a,), {"dim": dim}))
+
+
+def _log_softmax(input: Tensor, dim: int) -> Tensor:
+    dim = wrap_dim(dim, input._data.ndim, "log_softmax")
+    if input._data.dtype.kind != "f":
+        kernel = "log_softmax_lastdim_kernel_impl" if dim == input._data.ndim - 1 or input._data.ndim == 0 \
+            else "log_softmax_kernel_impl"
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{D.type_word(input._data.dtype)}\'')
+    return apply(log_softmax_p, (input,), {"dim": dim})
+
+
+# ----- nll_loss ------------------------------------------------------------------------------------------
+
+def _nll_fwd(xp, a, target, weight, reduction, ignore_index):
+    return xp.nll_loss_forward(a, target, weight, reduction, ignore_index)
+
+
+# -x[n, target[n]] * w is linear in x: the JVP is the loss of the tangent; the VJP scatters g (its own VJP,
+# for double backward, is the loss again).
+nll_p = defprim("nll_loss", "NllLossBackward0", _nll_fwd,
+                vjp=lambda xp, g, out, a, target, weight, reduction, ignore_index:
+                    xp.nll_loss_backward(g, target, weight, reduction, ignore_index, a.shape),
+                jvp="linear", saved_names=("self",))
+nll_backward_p = defprim(
+    "nll_loss_backward", "NllLossBackwardBackward0",
+    lambda xp, g, target, weight, reduction, ignore_index, shape:
+        xp.nll_loss_backward(g, target, weight, reduction, ignore_index, shape),
+    vjp=lambda xp, gg, out, g, target, weight, reduction, ignore_index, shape:
+        xp.nll_loss_forward(gg, target, weight, reduction, ignore_index),
+    jvp="linear", saved_names=("grad_output",))
+_NLL2D = node_class("NllLoss2DBackward0", PrimNode)
+graph("nll_loss_forward", lambda a, target, weight, reduction, ignore_index: apply(
+    nll_p, (a,), {"target": target, "weight": weight, "reduction": reduction, "ignore_index": ignore_index}))
+graph("nll_loss_backward", lambda g, target, weight, reduction, ignore_index, shape: apply(
+    nll_backward_p, (g,), {"target": target, "weight": weight, "reduction": reduction,
+                           "ignore_index": ignore_index, "shape": shape}))
+
+
+def _nll_weight(weight, input: Tensor, n_classes: int, fn: str, prefix: str = ""):
+    if weight is None:
+        return None
+    check_tensor(weight, fn, "weight", 3)
+    if weight._data.ndim != 1 or weight._data.size != n_classes:
+        raise RuntimeError(f"{prefix}weight tensor should be defined either for all {n_classes} classes or no "
+                           f"classes but got weight tensor of shape: {_dims(weight._data.shape)}")
+    return weight
+
+
+def _nll_apply(input: Tensor, target: Tensor, weight, reduction: str, ignore_index: int, node=None) -> Tensor:
+    """nll_loss (1-d/2-d input) or nll_loss2d (4-d): the checks of PyTorch's kernel, then the primitive."""
+    x, t = input._data, target._data
+    n_classes = x.shape[1] if x.ndim > 1 else x.shape[0]
+    if x.ndim == 4:
+        if t.ndim != 3:
+            raise RuntimeError("only batches of spatial targets supported (3D tensors) but got targets of "
+                               f"dimension: {t.ndim}")
+        if (x.shape[0], x.shape[2], x.shape[3]) != t.shape:
+            raise RuntimeError(f"size mismatch (got input: {_dims(x.shape)} , target: {_dims(t.shape)}")
+    elif t.ndim > 1:
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    if t.dtype not in (np.int64, np.uint8):
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {D.type_word(t.dtype)}")
+    _check_float(input, "nll_loss_out_frame" if x.ndim < 4 else "nll_loss2d_out_frame")
+    weight = _nll_weight(weight, input, n_classes, "nll_loss")
+    if weight is not None and weight._data.dtype != x.dtype:
+        raise RuntimeError(f"expected scalar type {D.type_word(x.dtype)} but found {D.type_word(weight._data.dtype)}")
+    _no_grad_weight(weight, "nll_loss_forward" if x.ndim < 4 else "nll_loss2d_forward")
+    bad = (t != ignore_index) & ((t < 0) | (t >= n_classes))
+    if bad.any():
+        raise IndexError(f"Target {int(t[bad][0])} is out of bounds.")
+    if x.ndim == 1 and t.ndim == 1:   # PyTorch takes the one target of a 1-element batch
+        if t.size != 1:
+            raise ValueError(f"For 1D input, 1D target must have size 1, but got target size: {t.size}")
+        t = t.reshape(())
+    params = {"target": t, "weight": None if weight is None else weight._data, "reduction": reduction,
+              "ignore_index": ignore_index}
+    return apply(nll_p, (input,), params, node)
+
+
+def _nll_loss_nd(input: Tensor, target: Tensor, weight, reduction: str, ignore_index: int) -> Tensor:
+    """PyTorch's nll_loss_nd: (C), (N, C) -> nll_loss; (N, C, H, W) -> nll_loss2d; other K-dimensional
+    inputs are viewed as (N, C, 1, -1) for nll_loss2d, and the unreduced loss viewed back."""
+    x, t = input._data, target._data
+    if x.ndim < 1:
+        raise ValueError(f"Expected 1 or more dimensions (got {x.ndim})")
+    if x.ndim != 1 and (t.ndim == 0 or x.shape[0] != t.shape[0]):
+        got = t.shape[0] if t.ndim else 1
+        raise ValueError(f"Expected input batch_size ({x.shape[0]}) to match target batch_size ({got}).")
+    if x.ndim <= 2:
+        return _nll_apply(input, target, weight, reduction, ignore_index)
+    if x.ndim == 4:
+        return _nll_apply(input, target, weight, reduction, ignore_index, _NLL2D)
+    n, c = x.shape[0], x.shape[1]
+    out_size = (n,) + tuple(x.shape[2:])
+    if tuple(t.shape[1:]) != tuple(x.shape[2:]):
+        raise RuntimeError(f"Expected target size {_dims(out_size)}, got {_dims(t.shape)}")
+    input = input.contiguous().view(n, c, 1, -1) if x.size > 0 else input.contiguous().view(n, c, 0, 0)
+    target = target.contiguous().view(n, 1, -1) if t.size > 0 else target.contiguous().view(n, 0, 0)
+    out = _nll_apply(input, target, weight, reduction, ignore_index, _NLL2D)
+    return out if reduction != "none" else out.view(out_size)
+
+
+@register(**_F)
+def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average: bool | None = None,
+             ignore_index: int = -100, reduce: bool | None = None, reduction: str = "mean") -> Tensor:
+    """The negative log likelihood loss: ``-input[n, target[n], ...] * weight[target[n]]``, reduced."""
+    check_tensor(input, "nll_loss_nd", "input", 1)
+    check_tensor(target, "nll_loss_nd", "target", 2)
+    reduction = _reduction(size_average, reduce, reduction)
+    return _nll_loss_nd(input, target, weight, reduction, int(ignore_index))
+
+
+# ----- cross_entropy -------------------------------------------------------------------------------------
+
+def _class_shape(ndim: int, n_classes: int, class_dim: int) -> tuple:
+    return tuple(n_classes if i == class_dim else 1 for i in range(ndim))
+
+
+def _ce_prob_target(input: Tensor, target: Tensor, weight, reduction: str, label_smoothing: float) -> Tensor:
+    """Class probabilities: -(log_softmax(input) * target [* weight]) summed over the classes (PyTorch's
+    composite, so the graph is its Neg/Sum/Mul nodes)."""
+    class_dim = 0 if input._data.ndim == 1 else 1
+    n_classes = input._data.shape[class_dim]
+    if weight is not None:
+        check_tensor(weight, "cross_entropy_loss", "weight", 3)
+        if weight._data.ndim != 1 or weight._data.size != n_classes:
+            raise RuntimeError(f"cross_entropy: weight tensor should be defined either for all {n_classes} classes "
+                               f"or no classes but got weight tensor of shape: {_dims(weight._data.shape)}")
+    logp = _log_softmax(input, class_dim)
+    if label_smoothing > 0.0:
+        if label_smoothing > 1.0:
+            raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+        target = target * (1 - label_smoothing) + label_smoothing / n_classes
+    prod = logp * target
+    if weight is not None:
+        w = weight.view(*_class_shape(logp.ndim, n_classes, 1)) if logp.ndim > 1 else weight
+        prod = prod * w
+    if reduction == "mean":
+        if input._data.size == 0:
+            return -prod.sum().fill_(math.nan)
+        return _div_s(-prod.sum(), input._data.size // n_classes)
+    if reduction == "sum":
+        return -prod.sum()
+    return -prod.sum(class_dim)
+
+
+def _ce_label_smoothing(input: Tensor, target: Tensor, weight, reduction: str, ignore_index: int,
+                        label_smoothing: float) -> Tensor:
+    """Class indices with label smoothing: (1 - s) * nll + s / C * (the loss against uniform targets)."""
+    class_dim = 0 if input._data.ndim == 1 else 1
+    logp = _log_softmax(input, class_dim)
+    nll = _nll_loss_nd(logp, target, weight, reduction, ignore_index)
+    n_classes = logp._data.shape[class_dim]
+    if weight is not None:
+        smooth = -(logp * weight.view(*_class_shape(logp.ndim, n_classes, class_dim))).sum(class_dim)
+    else:
+        smooth = -logp.sum(class_dim)
+    ignore_mask = target == ignore_index
+    smooth = smooth.masked_fill(ignore_mask, 0.0)
+    if reduction == "mean":
+        if weight is not None:
+            ret = smooth.sum() / weight.gather(0, target.masked_select(~ignore_mask).flatten()).sum()
+        else:
+            ret = smooth.sum() / (~ignore_mask).sum()
+    elif reduction == "sum":
+        ret = smooth.sum()
+    else:
+        ret = smooth
+    return _mul_s(nll, 1 - label_smoothing) + _mul_s(ret, label_smoothing / n_classes)
+
+
+@register(**_F)
+def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average: bool | None = None,
+                  ignore_index: int = -100, reduce: bool | None = None, reduction: str = "mean",
+                  label_smoothing: float = 0.0) -> Tensor:
+    """nll_loss(log_softmax(input, class dim), target) for class indices; for class probabilities (target of
+    the input's shape) -sum(target * log_softmax(input)); optional label smoothing. Stable at any magnitude."""
+    check_tensor(input, "cross_entropy_loss", "input", 1)
+    check_tensor(target, "cross_entropy_loss", "target", 2)
+    reduction = _reduction(size_average, reduce, reduction)
+    ignore_index = int(ignore_index)
+    label_smoothing = float(label_smoothing)
+    if input._data.shape == target._data.shape:
+        if target._data.dtype.kind != "f":
+            raise RuntimeError("Expected floating point type for target with class probabilities, got "
+                               f"{D.type_word(target._data.dtype)}")
+        if ignore_index >= 0:
+            raise RuntimeError("ignore_index is not supported for floating point target")
+        return _ce_prob_target(input, target, weight, reduction, label_smoothing)
+    if weight is not None:
+        check_tensor(weight, "cross_entropy_loss", "weight", 3)
+    if label_smoothing > 0.0:
+        if label_smoothing > 1.0:
+            raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+        return _ce_label_smoothing(input, target, weight, reduction, ignore_index, label_smoothing)
+    class_dim = 0 if input._data.ndim == 1 else 1
+    return _nll_loss_nd(_log_softmax(input, class_dim), target, weight, reduction, ignore_index)
+
+
+# ----- pointwise losses: one fused primitive each (reduction inside), as PyTorch's kernels ---------------------
+
+def _const(xp, arr):
+    """A constant array (a weight) as the namespace's operand: itself on raw arrays, a tensor under
+    create_graph / forward mode (where the rules run on Tensors)."""
+    return make(arr) if xp is graph_ns and arr is not None else arr
+
+
+def _scaled(xp, x, w):
+    return x if w is None else x * _const(xp, w)
+
+
+def _pointwise_loss(name: str, node: str, elem, d_input, d_target, saved_names=("self", "target")):
+    """A loss ``reduce(elem(input, target))`` over inputs of one shape; ``d_input``/``d_target`` are the
+    elementwise partial derivatives (written against xp, so they differentiate again). ``p`` is the
+    loss's own parameters (beta, delta, weights), ``None`` when it has none."""
+    def forward(xp, a, b, reduction, p):
+        return _reduce(xp, elem(xp, a, b, p), reduction)
+
+    def vjp(d):
+        return lambda xp, g, out, a, b, reduction, p: _unreduce(xp, g, a.shape, reduction) * d(xp, a, b, p)
+
+    def jvp(d):
+        return lambda xp, t, out, a, b, reduction, p: _reduce(xp, t * d(xp, a, b, p), reduction)
+
+    return defprim(name, node, forward, vjp=(vjp(d_input), vjp(d_target)), jvp=(jvp(d_input), jvp(d_target)),
+                   saves=(0, 1), saved_names=saved_names)
+
+
+mse_p = _pointwise_loss("mse_loss", "MseLossBackward0", lambda xp, a, b, p: (a - b) * (a - b),
+                        lambda xp, a, b, p: (a - b) * 2, lambda xp, a, b, p: (b - a) * 2)
+
+
+def _smooth_l1(xp, a, b, beta):
+    d = a - b
+    z = xp.abs(d)
+    return xp.where(z < beta, d * d * (0.5 / beta), z - 0.5 * beta)
+
+
+def _smooth_l1_d(xp, a, b, beta):
+    d = a - b
+    return xp.where(d < -beta, -1.0, xp.where(d > beta, 1.0, d / beta))
+
+
+smooth_l1_p = _pointwise_loss("smooth_l1_loss", "SmoothL1LossBackward0", _smooth_l1, _smooth_l1_d,
+                              lambda xp, a, b, beta: -_smooth_l1_d(xp, a, b, beta))
+
+
+def _huber(xp, a, b, delta):
+    d = a - b
+    z = xp.abs(d)
+    return xp.where(z < delta, d * d * 0.5, (z - 0.5 * delta) * delta)
+
+
+def _huber_d(xp, a, b, delta):
+    d = a - b
+    return xp.where(d < -delta, -delta, xp.where(d > delta, delta, d))
+
+
+huber_p = _pointwise_loss("huber_loss", "HuberLossBackward0", _huber, _huber_d,
+                          lambda xp, a, b, delta: -_huber_d(xp, a, b, delta))
+
+
+# binary_cross_entropy: PyTorch clamps each log at -100 (so x = 0 or 1 gives a finite loss) and the
+# derivative's denominator x (1 - x) at 1e-12; ``p`` is the weight (an array, not differentiable).
+def _bce(xp, a, b, w):
+    log_x = xp.clamp(xp.log(a), -100.0, None)
+    log_1mx = xp.clamp(xp.log(1 - a), -100.0, None)
+    return _scaled(xp, (b - 1) * log_1mx - b * log_x, w)
+
+
+bce_p = _pointwise_loss(
+    "binary_cross_entropy", "BinaryCrossEntropyBackward0", _bce,
+    lambda xp, a, b, w: _scaled(xp, (a - b) / xp.clamp((1 - a) * a, 1e-12, None), w),
+    lambda xp, a, b, w: _scaled(xp, xp.log(1 - a) - xp.log(a), w))
+
+
+# binary_cross_entropy_with_logits: (1 - y) x + (1 + (pw - 1) y) softplus(-x), softplus(-x) written
+# max(-x, 0) + log1p(exp(-|x|)): finite for logits of any magnitude. ``p`` is (weight, pos_weight).
+def _softplus_neg(xp, a):
+    return xp.relu(-a) + xp.log1p(xp.exp(-xp.abs(a)))
+
+
+def _log_weight(xp, b, pw):
+    return None if pw is None else (_const(xp, pw) - 1) * b + 1
+
+
+def _bce_logits(xp, a, b, p):
+    w, pw = p
+    if a.dtype == _HALF:   # computed in float32, as PyTorch's CPU kernels do
+        return xp.cast(_bce_logits(xp, xp.cast(a, _SINGLE), xp.cast(b, _SINGLE), p), _HALF)
+    lw = _log_weight(xp, b, pw)
+    sp = _softplus_neg(xp, a)
+    return _scaled(xp, (1 - b) * a + (sp if lw is None else lw * sp), w)
+
+
+def _bce_logits_d_input(xp, a, b, p):
+    w, pw = p
+    if pw is None:
+        return _scaled(xp, xp.sigmoid(a) - b, w)
+    t = _const(xp, pw) * b
+    return _scaled(xp, (t + 1 - b) * xp.sigmoid(a) - t, w)
+
+
+def _bce_logits_d_target(xp, a, b, p):
+    w, pw = p
+    if pw is None:
+        return _scaled(xp, -a, w)
+    return _scaled(xp, (_const(xp, pw) - 1) * _softplus_neg(xp, a) - a, w)
+
+
+bce_logits_p = _pointwise_loss("binary_cross_entropy_with_logits", "BinaryCrossEntropyWithLogitsBackward0",
+                               _bce_logits, _bce_logits_d_input, _bce_logits_d_target)
+_HALF = np.dtype(np.float16)
+_SINGLE = np.dtype(np.float32)
+
+
+def _check_target(target, fn: str) -> None:
+    if not isinstance(target, Tensor):
+        raise TypeError(f"{fn}(): argument 'target' (position 2) must be Tensor, not {type(target).__name__}")
+
+
+def _warn_broadcast(input: Tensor, target: Tensor) -> None:
+    if input._data.shape != target._data.shape:
+        _warn(f"Using a target size ({_size(target._data.shape)}) that is different to the input size "
+                      f"({_size(input._data.shape)}). This will likely lead to incorrect results due to "
+                      "broadcasting. Please ensure they have the same size.")
+
+
+def _fused(prim, input, target, reduction, p, kernel: str) -> Tensor:
+    """Apply a pointwise loss primitive to broadcast operands of one floating dtype (PyTorch's promotion)."""
+    from .shape import broadcast_tensors
+    input, target = broadcast_tensors(input, target)
+    dt = promote(input, target)
+    if not dt.is_floating_point:
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{D.type_word(dt.np)}\'')
+    if input._data.dtype != dt.np:
+        input = input.to(dt)
+    if target._data.dtype != dt.np:
+        target = target.to(dt)
+    return apply(prim, (input, target), {"reduction": reduction, "p": p})
+
+
+def _weighted(loss: Tensor, weight, input: Tensor, reduction: str, mean_by_weight: bool) -> Tensor:
+    """The Python-level weighted forms of mse/l1/huber: loss * weight, reduced (mean: / sum(weight) for
+    mse and l1, .mean() for huber)."""
+    from .reduction import sum as _sum
+    check_tensor(weight, "mul", "other", 2)
+    if weight._data.shape != input._data.shape:
+        raise ValueError("Weights and input must have the same size.")
+    weighted = loss * weight
+    if reduction == "none":
+        return weighted
+    if reduction == "sum":
+        return _sum(weighted)
+    if reduction == "mean":
+        return _sum(weighted) / _sum(weight) if mean_by_weight else weighted.mean()
+    raise ValueError(f"Invalid reduction mode: {reduction}. Expected one of 'none', 'mean', 'sum'.")
+
+
+@register(**_F)
+def mse_loss(input: Tensor, target: Tensor, size_average: bool | None = None, reduce: bool | None = None,
+             reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
+    """Mean squared error ``(input - target) ** 2``, reduced (optionally weighted elementwise)."""
+    check_tensor(input, "mse_loss", "input", 1)
+    _check_target(target, "mse_loss")
+    _warn_broadcast(input, target)
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce)
+    if weight is not None:
+        from .shape import broadcast_tensors
+        a, b = broadcast_tensors(input, target)
+        return _weighted((a - b) ** 2, weight, input, reduction, True)
+    return _fused(mse_p, input, target, _check_reduction(reduction), None, "mse_cpu")
+
+
+@register(**_F)
+def l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None, reduce: bool | None = None,
+            reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
+    """Mean absolute error ``|input - target|``, reduced (PyTorch's composite: AbsBackward0 under it)."""
+    check_tensor(input, "l1_loss", "input", 1)
+    _check_target(target, "l1_loss")
+    _warn_broadcast(input, target)
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce)
+    from .shape import broadcast_tensors
+    a, b = broadcast_tensors(input, target)
+    if weight is not None:
+        return _weighted((a - b).abs(), weight, input, reduction, True)
+    return _l1(a, b, _check_reduction(reduction))
+
+
+def _l1(a: Tensor, b: Tensor, reduction: str) -> Tensor:
+    loss = (a - b).abs()
+    if reduction == "mean":
+        return loss.mean()
+    return loss.sum() if reduction == "sum" else loss
+
+
+@register(**_F)
+def smooth_l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None, reduce: bool | None = None,
+                   reduction: str = "mean", beta: float = 1.0) -> Tensor:
+    """0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (d = input - target); beta = 0 is l1_loss."""
+    check_tensor(input, "smooth_l1_loss", "input", 1)
+    _check_target(target, "smooth_l1_loss")
+    _warn_broadcast(input, target)
+    reduction = _reduction(size_average, reduce, reduction)
+    beta = float(beta)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    if beta == 0.0:
+        from .shape import broadcast_tensors
+        return _l1(*broadcast_tensors(input, target), reduction)
+    return _fused(smooth_l1_p, input, target, reduction, beta, "smooth_l1_cpu")
+
+
+@register(**_F)
+def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,
+               weight: Tensor | None = None) -> Tensor:
+    """0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta) (d = input - target), reduced."""
+    check_tensor(input, "huber_loss", "input", 1)
+    _check_target(target, "huber_loss")
+    _warn_broadcast(input, target)
+    delta = float(delta)
+    if weight is not None:
+        check_tensor(weight, "huber_loss", "weight", 5)
+        if weight._data.shape != input._data.shape:
+            raise ValueError("Weights and input must have the same size.")
+        if delta <= 0:
+            raise RuntimeError("huber_loss does not support non-positive values for delta.")
+        loss = _fused(huber_p, input, target, "none", delta, "huber_cpu")
+        return _weighted(loss, weight, input, reduction, False)
+    reduction = _check_reduction(reduction)
+    if delta <= 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    return _fused(huber_p, input, target, reduction, delta, "huber_cpu")
+
+
+def _weight_array(weight, fn: str, arg: str, pos: int):
+    if weight is None:
+        return None
+    check_tensor(weight, fn, arg, pos)
+    if weight.requires_grad and _gm._state.enabled:
+        raise RuntimeError(f"The function '{fn}' is not differentiable with respect to argument '{arg}'. This input "
+                           "cannot have requires_grad True.")
+    return weight._data
+
+
+@register(**_F)
+def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                         size_average: bool | None = None, reduce: bool | None = None,
+                         reduction: str = "mean") -> Tensor:
+    """-w (y log x + (1 - y) log(1 - x)), each log clamped at -100 as PyTorch, reduced."""
+    check_tensor(input, "binary_cross_entropy", "input", 1)
+    _check_target(target, "binary_cross_entropy")
+    reduction = _reduction(size_average, reduce, reduction)
+    x, y = input._data, target._data
+    if x.shape != y.shape:
+        raise ValueError(f"Using a target size ({_size(y.shape)}) that is different to the input size "
+                         f"({_size(x.shape)}) is deprecated. Please ensure they have the same size.")
+    if weight is not None:
+        check_tensor(weight, "binary_cross_entropy", "weight", 3)
+        from .shape import broadcast_shapes
+        weight = weight.expand(broadcast_shapes(y.shape, weight._data.shape))
+    for t in (target, weight):
+        if t is not None and t._data.dtype != x.dtype:
+            raise RuntimeError(f"Found dtype {D.type_word(t._data.dtype)} but expected {D.type_word(x.dtype)}")
+    if x.dtype.kind != "f":
+        raise NotImplementedError(f'"binary_cross_entropy" not implemented for \'{D.type_word(x.dtype)}\'')
+    w = _weight_array(weight, "binary_cross_entropy", "weight", 3)
+    if w is not None and w.shape != x.shape:
+        raise RuntimeError(f"output with shape {_dims(x.shape)} doesn't match the broadcast shape "
+                           f"{_dims(w.shape)}")
+    if not ((x >= 0) & (x <= 1)).all():
+        raise RuntimeError("all elements of input should be between 0 and 1")
+    if not ((y >= 0) & (y <= 1)).all():
+        raise RuntimeError("all elements of target should be between 0 and 1")
+    return apply(bce_p, (input, target), {"reduction": reduction, "p": w})
+
+
+@register(**_F)
+def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                                     size_average: bool | None = None, reduce: bool | None = None,
+                                     reduction: str = "mean", pos_weight: Tensor | None = None) -> Tensor:
+    """binary_cross_entropy(sigmoid(input), target) in one stable step (pos_weight scales the positive term)."""
+    check_tensor(input, "binary_cross_entropy_with_logits", "input", 1)
+    _check_target(target, "binary_cross_entropy_with_logits")
+    reduction = _reduction(size_average, reduce, reduction)
+    if input._data.shape != target._data.shape:
+        raise ValueError(f"Target size ({_size(target._data.shape)}) must be the same as input size "
+                         f"({_size(input._data.shape)})")
+    fn = "binary_cross_entropy_with_logits"
+    w = _weight_array(weight, fn, "weight", 3)
+    pw = _weight_array(pos_weight, fn, "pos_weight", 4)
+    dt = promote(*(t for t in (input, target, weight, pos_weight) if t is not None))
+    if not dt.is_floating_point:
+        raise NotImplementedError(f'"{fn}" not implemented for \'{D.type_word(dt.np)}\'')
+    shape = input._data.shape
+    for extra in (w, pw):
+        if extra is not None and broadcast_error((shape, extra.shape)) is None:
+            full = np.broadcast_shapes(shape, extra.shape)
+            if full != shape:
+                raise RuntimeError(f"output with shape {_dims(shape)} doesn't match the broadcast shape "
+                                   f"{_dims(full)}")
+        elif extra is not None:
+            raise broadcast_error((shape, extra.shape))
+    if input._data.dtype != dt.np:
+        input = input.to(dt)
+    if target._data.dtype != dt.np:
+        target = target.to(dt)
+    p = (None if w is None else w.astype(dt.np, copy=False), None if pw is None else pw.astype(dt.np, copy=False))
+    return apply(bce_logits_p, (input, target), {"reduction": reduction, "p": p})
+
+
+# ----- composites: kl_div, poisson_nll_loss, gaussian_nll_loss (PyTorch builds them from other ops) -------------
+
+def _apply_loss_reduction(loss: Tensor, reduction: str) -> Tensor:
+    if reduction == "mean":
+        return loss.mean()
+    return loss.sum() if reduction == "sum" else loss
+
+
+@register(**_F)
+def kl_div(input: Tensor, target: Tensor, size_average: bool | None = None, reduce: bool | None = None,
+           reduction: str = "mean", log_target: bool = False) -> Tensor:
+    """The Kullback-Leibler divergence of ``target`` from ``input`` (log-probabilities): target * (log target -
+    input) pointwise; ``reduction='batchmean'`` divides the sum by the batch size."""
+    check_tensor(input, "kl_div", "input", 1)
+    check_tensor(target, "kl_div", "target", 2)
+    if size_average is not None or reduce is not None:
+        enum = _legacy_reduction(size_average, reduce)
+    else:
+        if reduction == "mean":
+            _warn("reduction: 'mean' divides the total loss by both the batch size and the support size."
+                          "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
+                          "'mean' will be changed to behave the same as 'batchmean' in the next major release.")
+        enum = "sum" if reduction == "batchmean" else _check_reduction(reduction)
+    from .elementwise import xlogy
+    if log_target:
+        loss = target.exp() * (target - input)
+    else:
+        loss = xlogy(target, target) - target * input
+    reduced = _apply_loss_reduction(loss, enum)
+    if reduction == "batchmean" and input._data.ndim != 0 and size_average is None and reduce is None:
+        reduced = reduced / input._data.shape[0]
+    return reduced
+
+
+@register(**_F)
+def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full: bool = False,
+                     size_average: bool | None = None, eps: float = 1e-8, reduce: bool | None = None,
+                     reduction: str = "mean") -> Tensor:
+    """Poisson negative log likelihood: exp(input) - target * input (log_input), else input - target *
+    log(input + eps); ``full`` adds Stirling's approximation of log(target!) where target > 1."""
+    check_tensor(input, "poisson_nll_loss", "input", 1)
+    check_tensor(target, "poisson_nll_loss", "target", 2)
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce)
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if log_input:
+        loss = input.exp() - target * input
+    else:
+        loss = input - target * (input + eps).log()
+    if full:
+        stirling = target * target.log() - target + _mul_s((target * (2 * math.pi)).log(), 0.5)
+        loss = loss + stirling.masked_fill(target <= 1, 0)
+    return _apply_loss_reduction(loss, reduction)
+
+
+@register(**_F)
+def gaussian_nll_loss(input: Tensor, target: Tensor, var, full: bool = False, eps: float = 1e-6,
+                      reduction: str = "mean") -> Tensor:
+    """Gaussian negative log likelihood 0.5 (log var + (input - target)^2 / var), var clamped at ``eps``
+    (without gradient through the clamp, as PyTorch); var may omit the last dim or have one of size 1."""
+    from .._creation import ones_like
+    from ..autograd.grad_mode import no_grad
+    check_tensor(input, "gaussian_nll_loss", "input", 1)
+    if isinstance(var, float):
+        if var < 0:
+            raise ValueError("var has negative entry/entries")
+        var = var * ones_like(input)
+    elif bool((var < 0).any()):
+        raise ValueError("var has negative entry/entries")
+    if var._data.shape != input._data.shape:
+        ishape, vshape = input._data.shape, var._data.shape
+        if ishape[:-1] == vshape:
+            var = var.unsqueeze(-1)
+        elif len(ishape) == len(vshape) and sum(y for x, y in zip(ishape, vshape) if x != y) == 1:
+            pass
+        else:
+            raise ValueError("var is of incorrect size")
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not valid")
+    var = var.clone()
+    with no_grad():
+        var.clamp_(min=eps)
+    loss = 0.5 * (var.log() + (input - target) ** 2 / var)
+    if full:
+        loss += 0.5 * math.log(2 * math.pi)
+    return _apply_loss_reduction(loss, reduction)
+
+
+# ----- margin and embedding losses -------------------------------------------------------------------------------
+
+add_scalar_p = defprim("add", "AddBackward1", lambda xp, a, s: a + s, vjp=(lambda xp, g, out, a, s: g, None),
+                       jvp="elementwise", scalar_args=(1,), saved_names=("self", "other"))
+
+
+# soft_margin_loss: log(1 + exp(-y x)), one fused primitive (SoftMarginLossBackward0); the target is not
+# differentiable (PyTorch refuses a target that requires grad), so it is a parameter.
+def _soft_margin_d(xp, a, y):
+    z = xp.exp(-_const(xp, y) * a)
+    return -_const(xp, y) * z / (z + 1)
+
+
+soft_margin_p = defprim(
+    "soft_margin_loss", "SoftMarginLossBackward0",
+    lambda xp, a, y, reduction: _reduce(xp, xp.log1p(xp.exp(-y * a)), reduction),
+    vjp=lambda xp, g, out, a, y, reduction:
+        _unreduce(xp, g, _bshape(a.shape, y.shape), reduction) * _soft_margin_d(xp, a, y),
+    jvp=lambda xp, t, out, a, y, reduction: _reduce(xp, t * _soft_margin_d(xp, a, y), reduction),
+    saves=(0,), saved_names=("self",))
+
+
+def _bshape(a, b) -> tuple:
+    return tuple(np.broadcast_shapes(tuple(a), tuple(b)))
+
+
+def _target_no_grad(target: Tensor, fn: str) -> None:
+    if target.requires_grad and _gm._state.enabled:
+        raise RuntimeError(f"The function '{fn}' is not differentiable with respect to argument 'target'. This "
+                           "input cannot have requires_grad True.")
+
+
+@register(**_F)
+def soft_margin_loss(input: Tensor, target: Tensor, size_average: bool | None = None, reduce: bool | None = None,
+                     reduction: str = "mean") -> Tensor:
+    """The two-class logistic loss log(1 + exp(-target * input)), reduced."""
+    check_tensor(input, "soft_margin_loss", "input", 1)
+    check_tensor(target, "soft_margin_loss", "target", 2)
+    reduction = _reduction(size_average, reduce, reduction)
+    err = broadcast_error((input._data.shape, target._data.shape))
+    if err is not None:
+        raise err
+    full = _bshape(input._data.shape, target._data.shape)
+    if full != input._data.shape:
+        raise RuntimeError(f"output with shape {_dims(input._data.shape)} doesn't match the broadcast shape "
+                           f"{_dims(full)}")
+    dt = promote(input, target)
+    _check_float_dtype(dt, "soft_margin_loss")
+    _target_no_grad(target, "soft_margin_loss")
+    if input._data.dtype != dt.np:
+        input = input.to(dt)
+    return apply(soft_margin_p, (input,), {"y": target._data.astype(dt.np, copy=False), "reduction": reduction})
+
+
+def _check_float_dtype(dt, kernel: str) -> None:
+    if not dt.is_floating_point:
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{D.type_word(dt.np)}\'')
+
+
+# log_sigmoid for multilabel_soft_margin_loss (PyTorch's LogSigmoidBackward0; the activations family exports
+# F.logsigmoid): -softplus(-x) = -(max(-x, 0) + log1p(exp(-|x|))), finite at any magnitude.
+log_sigmoid_p = defprim("loss_log_sigmoid", "LogSigmoidBackward0", lambda xp, a: -_softplus_neg(xp, a),
+                        vjp=lambda xp, g, out, a: g * xp.sigmoid(-a), jvp="elementwise", saves=(0,),
+                        saved_names=("self",))
+
+
+@register(**_F)
+def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                                size_average: bool | None = None, reduce: bool | None = None,
+                                reduction: str = "mean") -> Tensor:
+    """-(y log sigmoid(x) + (1 - y) log sigmoid(-x)), weighted per class, averaged over the classes."""
+    check_tensor(input, "multilabel_soft_margin_loss", "input", 1)
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce)
+    loss = -(target * apply(log_sigmoid_p, (input,)) + (1 - target) * apply(log_sigmoid_p, (-input,)))
+    if weight is not None:
+        loss = loss * weight
+    class_dim = input.dim() - 1
+    c = input.size(class_dim)
+    loss = loss.sum(dim=class_dim) / c
+    if reduction == "none":
+        return loss
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    raise ValueError(f"{reduction} is not valid")
+
+
+@register(**_F)
+def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0,
+                        size_average: bool | None = None, reduce: bool | None = None,
+                        reduction: str = "mean") -> Tensor:
+    """max(0, -target * (input1 - input2) + margin), reduced."""
+    for i, (x, nm) in enumerate(((input1, "input1"), (input2, "input2"), (target, "target"))):
+        check_tensor(x, "margin_ranking_loss", nm, i + 1)
+    reduction = _reduction(size_average, reduce, reduction)
+    if not input1.dim() == input2.dim() == target.dim():
+        raise RuntimeError("margin_ranking_loss : All input tensors should have same dimension but got sizes: "
+                           f"input1: {_size(input1._data.shape)}, input2: {_size(input2._data.shape)}, target: "
+                           f"{_size(target._data.shape)} ")
+    out = apply(add_scalar_p, (-target * (input1 - input2), float(margin))).clamp_min(0)
+    return _apply_loss_reduction(out, reduction)
+
+
+@register(**_F)
+def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0, size_average: bool | None = None,
+                         reduce: bool | None = None, reduction: str = "mean") -> Tensor:
+    """input where target is 1, max(0, margin - input) where target is -1, reduced."""
+    from .._creation import zeros_like
+    from .elementwise import where
+    check_tensor(input, "hinge_embedding_loss", "input", 1)
+    check_tensor(target, "hinge_embedding_loss", "target", 2)
+    reduction = _reduction(size_average, reduce, reduction)
+    zeros = zeros_like(input)
+    margin_clamp = (margin - input).clamp_min(0)
+    output_margin = where(target != 1, margin_clamp, zeros)
+    output_self = where(target != -1, input, zeros)
+    return _apply_loss_reduction(output_margin + output_self, reduction)
+
+
+@register(**_F)
+def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0,
+                          size_average: bool | None = None, reduce: bool | None = None,
+                          reduction: str = "mean") -> Tensor:
+    """1 - cos(x1, x2) where target is 1, max(0, cos(x1, x2) - margin) where target is -1, reduced."""
+    from .._creation import zeros_like
+    from .elementwise import where
+    for i, (x, nm) in enumerate(((input1, "input1"), (input2, "input2"), (target, "target"))):
+        check_tensor(x, "cosine_embedding_loss", nm, i + 1)
+    reduction = _reduction(size_average, reduce, reduction)
+    targ_dim = target.dim()
+    if targ_dim not in (0, 1):
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    if targ_dim == 1 and input1.dim() != 2:
+        raise RuntimeError("1D target tensor expects 2D input tensors, but found inputs with sizes "
+                           f"{_dims(input1._data.shape)} and {_dims(input2._data.shape)}.")
+    if targ_dim == 0 and input1.dim() != 1:
+        raise RuntimeError("0D target tensor expects 1D input tensors, but found inputs with sizes "
+                           f"{_dims(input1._data.shape)} and {_dims(input2._data.shape)}.")
+    eps = 1e-12
+    prod_sum = (input1 * input2).sum(targ_dim)
+    mag_square1 = apply(add_scalar_p, ((input1 * input1).sum(targ_dim), eps))
+    mag_square2 = apply(add_scalar_p, ((input2 * input2).sum(targ_dim), eps))
+    denom = (mag_square1 * mag_square2).sqrt()
+    cos = prod_sum / denom
+    zeros = zeros_like(cos)
+    pos = 1 - cos
+    neg = apply(add_scalar_p, (cos, -float(margin))).clamp_min(0)
+    output = where(target == 1, pos, zeros) + where(target == -1, neg, zeros)
+    return _apply_loss_reduction(output, reduction)
+
+
+def _pairwise_distance(x1: Tensor, x2: Tensor, p: float, eps: float) -> Tensor:
+    """PyTorch's pairwise_distance: the p-norm of x1 - x2 + eps over the last dim."""
+    from .reduction import norm
+    dim = max(x1.dim(), x2.dim()) - 1
+    return norm(apply(add_scalar_p, (x1 - x2, eps)), p, dim)
+
+
+def _same_ndim(anchor: Tensor, positive: Tensor, negative: Tensor) -> None:
+    a, p, n = anchor.dim(), positive.dim(), negative.dim()
+    if not a == p == n:
+        raise RuntimeError("The anchor, positive, and negative tensors are expected to have the same number of "
+                           f"dimensions, but got: anchor {a}D, positive {p}D, and negative {n}D inputs")
+
+
+@register(**_F)
+def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, margin: float = 1.0, p: float = 2,
+                        eps: float = 1e-6, swap: bool = False, size_average: bool | None = None,
+                        reduce: bool | None = None, reduction: str = "mean") -> Tensor:
+    """max(0, margin + d(anchor, positive) - d(anchor, negative)) with the pairwise p-norm distance;
+    ``swap`` takes the smaller of d(anchor, negative) and d(positive, negative)."""
+    from .elementwise import minimum
+    for i, (x, nm) in enumerate(((anchor, "anchor"), (positive, "positive"), (negative, "negative"))):
+        check_tensor(x, "triplet_margin_loss", nm, i + 1)
+    reduction = _reduction(size_average, reduce, reduction)
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    _same_ndim(anchor, positive, negative)
+    dist_pos = _pairwise_distance(anchor, positive, p, eps)
+    dist_neg = _pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        dist_neg = minimum(dist_neg, _pairwise_distance(positive, negative, p, eps))
+    out = (apply(add_scalar_p, (dist_pos, float(margin))) - dist_neg).clamp_min(0)
+    return _apply_loss_reduction(out, reduction)
+
+
+@register(**_F)
+def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative: Tensor, *,
+                                      distance_function=None, margin: float = 1.0, swap: bool = False,
+                                      reduction: str = "mean") -> Tensor:
+    """triplet_margin_loss with any distance function (default: the pairwise Euclidean distance)."""
+    from .elementwise import minimum
+    for i, (x, nm) in enumerate(((anchor, "anchor"), (positive, "positive"), (negative, "negative"))):
+        check_tensor(x, "triplet_margin_with_distance_loss", nm, i + 1)
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    _same_ndim(anchor, positive, negative)
+    if distance_function is None:
+        def distance_function(x1, x2):
+            return _pairwise_distance(x1, x2, 2.0, 1e-6)
+    dist_pos = distance_function(anchor, positive)
+    dist_neg = distance_function(anchor, negative)
+    if swap:
+        dist_neg = minimum(dist_neg, distance_function(positive, negative))
+    loss = (margin + dist_pos - dist_neg).clamp_min(0)
+    return _apply_loss_reduction(loss, reduction)
+
+
+# ----- multi_margin_loss, multilabel_margin_loss: fused, first derivatives only (as PyTorch) -----------------
+
+def _no_double_backward(name):
+    def rule(xp, gg, out, *args, **params):
+        raise RuntimeError(f"derivative for aten::{name} is not implemented")
+    return rule
+
+
+multi_margin_p = defprim(
+    "multi_margin_loss", "MultiMarginLossBackward0",
+    lambda xp, a, target, p, margin, weight, reduction:
+        xp.multi_margin_loss_forward(a, target, p, margin, weight, reduction),
+    vjp=lambda xp, g, out, a, target, p, margin, weight, reduction:
+        xp.multi_margin_loss_backward(g, a, target, p, margin, weight, reduction),
+    jvp=lambda xp, t, out, a, target, p, margin, weight, reduction: _reduce(xp, xp.sum(
+        t * xp.multi_margin_loss_backward(xp.ones_like(xp.multi_margin_loss_forward(a, target, p, margin, weight,
+                                                                                   "none")),
+                                          a, target, p, margin, weight, "none"), -1), reduction),
+    saves=(0,), saved_names=("self",))
+multi_margin_backward_p = defprim(
+    "multi_margin_loss_backward", "NotImplemented",
+    lambda xp, g, a, target, p, margin, weight, reduction:
+        xp.multi_margin_loss_backward(g, a, target, p, margin, weight, reduction),
+    vjp=(_no_double_backward("multi_margin_loss_backward"),) * 2, saves=(0, 1))
+graph("multi_margin_loss_forward", lambda a, target, p, margin, weight, reduction: apply(
+    multi_margin_p, (a,), {"target": target, "p": p, "margin": margin, "weight": weight, "reduction": reduction}))
+graph("multi_margin_loss_backward", lambda g, a, target, p, margin, weight, reduction: apply(
+    multi_margin_backward_p, (g, a), {"target": target, "p": p, "margin": margin, "weight": weight,
+                                      "reduction": reduction}))
+
+multilabel_margin_p = defprim(
+    "multilabel_margin_loss", "MultilabelMarginLossBackward0",
+    lambda xp, a, target, reduction: xp.multilabel_margin_loss_forward(a, target, reduction),
+    vjp=lambda xp, g, out, a, target, reduction: xp.multilabel_margin_loss_backward(g, a, target, reduction),
+    jvp=lambda xp, t, out, a, target, reduction: _reduce(xp, xp.sum(
+        t * xp.multilabel_margin_loss_backward(xp.ones_like(xp.multilabel_margin_loss_forward(a, target, "none")),
+                                               a, target, "none"), -1), reduction),
+    saves=(0,), saved_names=("self",))
+multilabel_margin_backward_p = defprim(
+    "multilabel_margin_loss_backward", "NotImplemented",
+    lambda xp, g, a, target, reduction: xp.multilabel_margin_loss_backward(g, a, target, reduction),
+    vjp=(_no_double_backward("multilabel_margin_loss_backward"),) * 2, saves=(0, 1))
+graph("multilabel_margin_loss_forward", lambda a, target, reduction: apply(
+    multilabel_margin_p, (a,), {"target": target, "reduction": reduction}))
+graph("multilabel_margin_loss_backward", lambda g, a, target, reduction: apply(
+    multilabel_margin_backward_p, (g, a), {"target": target, "reduction": reduction}))
+
+
+def _margin_input(input: Tensor, fn: str) -> None:
+    x = input._data
+    if not (x.ndim == 1 and x.size > 0 or x.ndim == 2 and x.shape[1] > 0):
+        raise RuntimeError("Expected non-empty vector or matrix with optional 0-dim batch size, but got: "
+                           f"{_dims(x.shape)}")
+    _check_float(input, fn)
+
+
+@register(**_F)
+def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float = 1.0, weight: Tensor | None = None,
+                      size_average: bool | None = None, reduce: bool | None = None,
+                      reduction: str = "mean") -> Tensor:
+    """The multi-class hinge loss: sum over i != y of w[y] max(0, margin - x[y] + x[i]) ** p / C."""
+    check_tensor(input, "multi_margin_loss", "input", 1)
+    check_tensor(target, "multi_margin_loss", "target", 2)
+    reduction = _reduction(size_average, reduce, reduction)
+    if p != 1 and p != 2:
+        raise ValueError("only p == 1 and p == 2 supported")
+    if weight is not None:
+        check_tensor(weight, "multi_margin_loss", "weight", 5)
+        if weight.dim() != 1:
+            raise ValueError("weight must be one-dimensional")
+    _margin_input(input, "multi_margin_loss_cpu_kernel")
+    x, t = input._data, target._data
+    n_frames = 1 if x.ndim == 1 else x.shape[0]
+    c = x.shape[-1]
+    if t.ndim > 1 or t.size != n_frames:
+        raise RuntimeError(f"inconsistent target size, expected {n_frames} but got {_dims(t.shape)}")
+    if t.dtype.kind not in "iu":
+        raise RuntimeError(f"expected scalar type Long but found {D.type_word(t.dtype)}")
+    w = None
+    if weight is not None:
+        if weight._data.size != c:
+            raise RuntimeError(f"inconsistent weight size, expected {c} but got {_dims(weight._data.shape)}")
+        w = _weight_array(weight, "multi_margin_loss", "weight", 5).astype(x.dtype, copy=False)
+    if ((t < 0) | (t >= c)).any():
+        raise RuntimeError("target out of range")
+    return apply(multi_margin_p, (input,), {"target": t, "p": int(p), "margin": float(margin), "weight": w,
+                                            "reduction": reduction})
+
+
+@register(**_F)
+def multilabel_margin_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
+                           reduce: bool | None = None, reduction: str = "mean") -> Tensor:
+    """The multi-label hinge loss: over the classes listed in target (up to the first -1) and the others,
+    max(0, 1 - (x[listed] - x[other])) / C."""
+    check_tensor(input, "multilabel_margin_loss", "input", 1)
+    check_tensor(target, "multilabel_margin_loss", "target", 2)
+    reduction = _reduction(size_average, reduce, reduction)
+    _margin_input(input, "multilabel_margin_loss_forward_out_frame")
+    x, t = input._data, target._data
+    if t.shape != x.shape:
+        raise RuntimeError(f"inconsistent target size: {_dims(t.shape)} for input of size: {_dims(x.shape)}")
+    if t.dtype.kind not in "iu":
+        raise RuntimeError(f"expected scalar type Long but found {D.type_word(t.dtype)}")
+    if ((t >= x.shape[-1]) | (t < -1)).any():
+        raise RuntimeError("argument #2 'target' is out of range")
+    return apply(multilabel_margin_p, (input,), {"target": t, "reduction": reduction})
+
+
+# ----- ctc_loss: fused (CtcLossBackward0); PyTorch has neither its double backward nor forward mode ---------------
+
+def _ctc_params(ext, label_lengths, input_lengths, blank, zero_infinity):
+    return {"ext": ext, "label_lengths": label_lengths, "input_lengths": input_lengths, "blank": blank,
+            "zero_infinity": zero_infinity}
+
+
+ctc_p = defprim(
+    "ctc_loss", "CtcLossBackward0",
+    lambda xp, lp, ext, label_lengths, input_lengths, blank, zero_infinity:
+        xp.ctc_loss_forward(lp, ext, label_lengths, input_lengths, blank, zero_infinity),
+    vjp=lambda xp, g, out, lp, ext, label_lengths, input_lengths, blank, zero_infinity:
+        xp.ctc_loss_backward(g, lp, ext, label_lengths, input_lengths, blank, zero_infinity),
+    saves=(0,), saved_names=("log_probs",))
+ctc_backward_p = defprim(
+    "ctc_loss_backward", "NotImplemented",
+    lambda xp, g, lp, ext, label_lengths, input_lengths, blank, zero_infinity:
+        xp.ctc_loss_backward(g, lp, ext, label_lengths, input_lengths, blank, zero_infinity),
+    vjp=(_no_double_backward("_ctc_loss_backward"),) * 2, saves=(0, 1))
+graph("ctc_loss_forward", lambda lp, ext, label_lengths, input_lengths, blank, zero_infinity: apply(
+    ctc_p, (lp,), _ctc_params(ext, label_lengths, input_lengths, blank, zero_infinity)))
+graph("ctc_loss_backward", lambda g, lp, ext, label_lengths, input_lengths, blank, zero_infinity: apply(
+    ctc_backward_p, (g, lp), _ctc_params(ext, label_lengths, input_lengths, blank, zero_infinity)))
+
+
+def _lengths(x, n_expected: int, what: str) -> np.ndarray:
+    if isinstance(x, Tensor):
+        vals = np.asarray(x._data).reshape(-1)
+    elif isinstance(x, (int, np.integer)):
+        vals = np.asarray([x])
+    else:
+        vals = np.asarray(list(x))
+    if vals.dtype.kind not in "iu":
+        raise RuntimeError(f"{what} must be integral")
+    if vals.size != n_expected:
+        raise RuntimeError(f"{what} must be of size batch_size")
+    return vals.astype(np.int64)
+
+
+@register(**_F)
+def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths, blank: int = 0,
+             reduction: str = "mean", zero_infinity: bool = False) -> Tensor:
+    """The Connectionist Temporal Classification loss of log_probs (T, N, C) (or (T, C)) against targets
+    (N, S) padded or concatenated 1-D, summed over all alignments (alpha/beta recursions in log space)."""
+    from .._creation import tensor as _tensor, zeros
+    from .elementwise import where
+    check_tensor(log_probs, "ctc_loss", "log_probs", 1)
+    check_tensor(targets, "ctc_loss", "targets", 2)
+    enum = _check_reduction(reduction)
+    batched = log_probs.dim() == 3
+    if log_probs.dim() not in (2, 3):
+        raise RuntimeError(f"ctc_loss(): log_probs must be 2-D or 3-D, got {log_probs.dim()}-D")
+    _check_float(log_probs, "ctc_loss_cpu")
+    lp = log_probs if batched else log_probs.unsqueeze(1)
+    t_max, n, c = lp._data.shape
+    tg = targets._data if batched else targets._data.reshape(1, -1)
+    if tg.dtype.kind not in "iuf":
+        raise RuntimeError(f"ctc_loss(): targets must be integral, got {D.type_word(tg.dtype)}")
+    tg = tg.astype(np.int64)
+    il = _lengths(input_lengths, n, "input_lengths")
+    tl = _lengths(target_lengths, n, "target_lengths")
+    if not 0 <= blank < c:
+        raise RuntimeError("blank must be in label range")
+    where_ = " (while checking arguments for ctc_loss_allocate_outputs)"
+    if tg.ndim == 2:
+        if n and tl.max(initial=0) > tg.shape[1]:
+            raise RuntimeError(f"Expected tensor to have size at least {int(tl.max())} at dimension 1, but got size "
+                               f"{tg.shape[1]} for argument #2 'targets'{where_}")
+        labels = tg[:, :max(int(tl.max(initial=0)), 0)]
+    else:
+        if tl.sum() > tg.size:
+            raise RuntimeError(f"Expected tensor to have size at least {int(tl.sum())} at dimension 0, but got size "
+                               f"{tg.size} for argument #2 'targets'{where_}")
+        width = int(tl.max(initial=0))
+        idx = np.cumsum(tl) - tl
+        pos = idx[:, None] + np.arange(width)[None, :]
+        labels = tg[np.minimum(pos, max(tg.size - 1, 0))] if tg.size else np.zeros((n, width), np.int64)
+    if (il > t_max).any():
+        raise RuntimeError(f"Expected input_lengths to have value at most {t_max}, but got value {int(il.max())}"
+                           f"{where_}")
+    width = labels.shape[1]
+    mask = np.arange(width)[None, :] < tl[:, None]
+    ext = np.full((n, 2 * width + 1), blank, np.int64)
+    ext[:, 1::2] = np.where(mask, labels, blank)
+    if ((ext < 0) | (ext >= c)).any():
+        raise IndexError("ctc_loss(): a target is out of the label range")
+    res = apply(ctc_p, (lp,), _ctc_params(ext, tl, il, int(blank), bool(zero_infinity)))
+    if zero_infinity:
+        res = where(res == math.inf, zeros((), dtype=res.dtype), res)
+    if enum == "mean":
+        return (res / _tensor(tl, dtype=res.dtype).clamp_min(1)).mean()
+    if enum == "sum":
+        return res.sum()
+    return res if batched else res.squeeze(0)
