@@ -1,6 +1,649 @@
-"""The op table, torch.nn.functional: activations, softmax family, linear/bilinear/embedding/one_hot, dropout.
+"""The op table, torch.nn.functional: activations and the softmax family.
 
-Registered with ``submodule="nn.functional"`` (``ember.nn.functional.<name>``); kernels in
-``ember/_numpy_nn.py`` (or a file of this family's own, re-exported there).
+Registered with ``submodule="nn.functional"`` (``ember.nn.functional.<name>``), and as ``ember.<name>`` /
+``Tensor.<name>`` where PyTorch has those too; kernels in ``ember/_numpy_nn_activation.py``. Derivative
+formulas follow PyTorch's tools/autograd/derivatives.yaml; every rule is written against ``xp`` so that it
+is differentiable again. Node names are PyTorch's for the same call (in-place variants whose PyTorch node
+differs, ``LeakyReluBackward1``..., get theirs).
 """
 from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+
+from .. import _dtype as D
+from .._tensor import Tensor, wrap_dim
+from ..autograd.graph import node_class
+from . import elementwise as E
+from ._primitive import PrimNode, apply, batch_safe, defprim
+from ._registry import EXPORTS, graph, register
+from ._util import check_tensor
+from ._views import apply_inplace
+
+_F = "nn.functional"
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+_SQRT1_2 = 1.0 / math.sqrt(2.0)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+_KAPPA = math.sqrt(2.0 / math.pi)
+_ONE_SIXTH = float(np.float32(1.0 / 6.0))   # PyTorch's hardsigmoid_backward multiplies by a float constant
+
+
+def _fn(f=None, *, name=None, module=False, method=False):
+    """Register ``f`` as ``ember.nn.functional.<name>`` (and ``ember.<name>``/``Tensor.<name>`` if asked)."""
+    def deco(g):
+        return register(g, name=name, module=module, method=method, submodule=_F)
+    return deco if f is None else deco(f)
+
+
+def _graph_op(prim, name, params):
+    """``xp.<name>`` under create_graph: the primitive applied to a Tensor (mirrors the raw kernel)."""
+    def g(a, *args):
+        return apply(prim, (a,), dict(zip(params, args)))
+    g.__name__ = name
+    graph(name, g)
+
+
+def _not_implemented(kernel: str, t: Tensor) -> NotImplementedError:
+    return NotImplementedError(f"\"{kernel}\" not implemented for '{D.type_word(t._data.dtype)}'")
+
+
+def _float_input(input, op: str, kernel: str) -> Tensor:
+    """The input of a floating-point kernel: a Tensor, and integral/bool dtypes refused as PyTorch does."""
+    check_tensor(input, op)
+    if input._data.dtype.kind != "f":
+        raise _not_implemented(kernel, input)
+    return input
+
+
+def _number(v, op: str, arg: str, pos: int):
+    if isinstance(v, Tensor) and v._data.ndim == 0:
+        return v.item()
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        if hasattr(v, "__float__") and not isinstance(v, (str, bytes, bool)) and v is not None:
+            return float(v)
+        raise TypeError(f"{op}(): argument '{arg}' (position {pos}) must be Number, not {type(v).__name__}")
+    return v
+
+
+# ----- softmax, log_softmax ------------------------------------------------------------------------------
+
+def _sum_keep(xp, x, dims):
+    return xp.sum(x, dims, True) if dims else x
+
+
+softmax_p = defprim(
+    "softmax", "SoftmaxBackward0", lambda xp, a, dims: xp.softmax(a, dims),
+    vjp=lambda xp, g, out, a, dims: out * (g - _sum_keep(xp, g * out, dims)),
+    jvp=lambda xp, t, out, a, dims: out * (t - _sum_keep(xp, t * out, dims)),
+    saves_out=True, saved_names={"dims": "dim"})
+
+log_softmax_p = defprim(
+    "log_softmax", "LogSoftmaxBackward0", lambda xp, a, dims: xp.log_softmax(a, dims),
+    vjp=lambda xp, g, out, a, dims: g - xp.exp(out) * _sum_keep(xp, g, dims),
+    jvp=lambda xp, t, out, a, dims: t - _sum_keep(xp, xp.exp(out) * t, dims),
+    saves_out=True, saved_names={"dims": "dim"})
+
+_graph_op(softmax_p, "softmax", ("dims",))
+_graph_op(log_softmax_p, "log_softmax", ("dims",))
+
+
+def _softmax_dim(name: str, ndim: int, stacklevel: int) -> int:
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to include dim=X "
+                  f"as an argument.", stacklevel=stacklevel + 1)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def _softmax_apply(prim, input, dim, dtype, op: str) -> Tensor:
+    check_tensor(input, op)
+    if isinstance(dim, bool) or not isinstance(dim, int):
+        raise TypeError(f"{op}(): argument 'dim' (position 1) must be int, not {type(dim).__name__}")
+    if dtype is not None:
+        if not isinstance(dtype, D.dtype):
+            raise TypeError(f"{op}(): argument 'dtype' must be torch.dtype, not {type(dtype).__name__}")
+        input = input.to(dtype)
+    d = wrap_dim(dim, input._data.ndim, op)
+    if input._data.dtype.kind != "f" and input._data.size:   # PyTorch returns an empty integral input as it is
+        last = input._data.ndim == 0 or d == input._data.ndim - 1
+        raise _not_implemented(f"{op}_{'lastdim_' if last else ''}kernel_impl", input)
+    return apply(prim, (input,), {"dims": (d,) if input._data.ndim else ()})
+
+
+@_fn(name="softmax")
+def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=None) -> Tensor:
+    """exp(x) / sum(exp(x)) along ``dim``, computed with the maximum taken out (SoftmaxBackward0)."""
+    check_tensor(input, "softmax")
+    if dim is None:
+        dim = _softmax_dim("softmax", input.ndim, _stacklevel)
+    return _softmax_apply(softmax_p, input, dim, dtype, "softmax")
+
+
+@_fn(name="log_softmax")
+def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=None) -> Tensor:
+    """x - logsumexp(x) along ``dim``: finite for inputs of any magnitude (LogSoftmaxBackward0)."""
+    check_tensor(input, "log_softmax")
+    if dim is None:
+        dim = _softmax_dim("log_softmax", input.ndim, _stacklevel)
+    return _softmax_apply(log_softmax_p, input, dim, dtype, "log_softmax")
+
+
+@_fn(name="softmin")
+def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=None) -> Tensor:
+    """softmax(-x) along ``dim``."""
+    check_tensor(input, "softmin")
+    if dim is None:
+        dim = _softmax_dim("softmin", input.ndim, _stacklevel)
+    return _softmax_apply(softmax_p, -input, dim, dtype, "softmax")
+
+
+def torch_softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
+    """``torch.softmax`` / ``Tensor.softmax`` (``dim`` required)."""
+    return _softmax_apply(softmax_p, input, dim, dtype, "softmax")
+
+
+def torch_log_softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
+    """``torch.log_softmax`` / ``Tensor.log_softmax`` (``dim`` required)."""
+    return _softmax_apply(log_softmax_p, input, dim, dtype, "log_softmax")
+
+
+torch_softmax.__name__ = "softmax"
+torch_log_softmax.__name__ = "log_softmax"
+register(torch_softmax, name="softmax", method=True)
+register(torch_log_softmax, name="log_softmax", method=True)
+
+
+# ----- pointwise activations --------------------------------------------------------------------------------
+
+def _act(name, node, forward, params, vjp):
+    """An elementwise activation primitive: ``forward(xp, a, *params)`` calls the kernel ``xp.<name>``; the
+    VJP ``vjp(xp, g, out, a, *params)`` is linear in ``g``, so it is the JVP too."""
+    p = defprim(name, node, forward, vjp=vjp, jvp="elementwise", saves=(0,))
+    _graph_op(p, name, params)
+    return p
+
+
+def _leaky_vjp(xp, g, out, a, negative_slope):
+    return xp.where(a > 0, g, g * negative_slope)
+
+
+leaky_relu_p = _act("leaky_relu", "LeakyReluBackward0", lambda xp, a, negative_slope: xp.leaky_relu(a, negative_slope),
+                    ("negative_slope",), _leaky_vjp)
+
+
+def _elu_vjp(xp, g, out, a, alpha, scale, input_scale):
+    # negative side: d/da scale*alpha*(exp(a*s) - 1) = scale*alpha*s*exp(a*s); the exponent is masked too, so
+    # that exp never overflows on the positive side (its gradient there would be 0 * inf = nan)
+    neg = xp.exp(xp.where(a > 0, 0.0, a) * input_scale) * (alpha * scale * input_scale)
+    return xp.where(a > 0, g * scale, g * neg)
+
+
+elu_p = _act("elu", "EluBackward0", lambda xp, a, alpha, scale, input_scale: xp.elu(a, alpha, scale, input_scale),
+             ("alpha", "scale", "input_scale"), _elu_vjp)
+
+
+# elu_/celu_/selu_ (EluBackward1, CeluBackward1): PyTorch's rule reads the result, scale*alpha*(exp(a*s) - 1),
+# and adds scale*alpha back: alpha*scale*s*exp(a*s) = s*(out + alpha*scale).
+def _elu_result_vjp(xp, g, out, a, alpha, scale, input_scale):
+    return xp.where(out > 0, g * scale, g * ((out + alpha * scale) * input_scale))
+
+
+elu_result_p = defprim("elu", "EluBackward1",
+                       lambda xp, a, alpha, scale, input_scale: xp.elu(a, alpha, scale, input_scale),
+                       vjp=_elu_result_vjp, jvp="elementwise", saves_out=True)
+
+
+def _celu_scale(alpha) -> float:
+    # PyTorch's celu backward uses 1.0 / alpha.toFloat(): alpha rounded to float32 first
+    return 1.0 / float(np.float32(alpha))
+
+
+celu_p = defprim("celu", "CeluBackward0", lambda xp, a, alpha: xp.elu(a, alpha, 1.0, 1.0 / alpha),
+                 vjp=lambda xp, g, out, a, alpha: _elu_vjp(xp, g, out, a, alpha, 1.0, _celu_scale(alpha)),
+                 jvp="elementwise", saves=(0,))
+celu_result_p = defprim("celu", "CeluBackward1", lambda xp, a, alpha: xp.elu(a, alpha, 1.0, 1.0 / alpha),
+                        vjp=lambda xp, g, out, a, alpha: _elu_result_vjp(xp, g, out, a, alpha, 1.0, _celu_scale(alpha)),
+                        jvp="elementwise", saves_out=True)
+
+
+def _gelu_vjp(xp, g, out, a, approximate):
+    if approximate == "tanh":
+        a2 = a * a
+        t = xp.tanh((a + a2 * a * 0.044715) * _KAPPA)
+        d = (t + 1) * 0.5 + a * (1 - t * t) * ((a2 * (3 * 0.044715) + 1) * (0.5 * _KAPPA))
+        return g * d
+    cdf = (xp.erf(a * _SQRT1_2) + 1) * 0.5
+    pdf = xp.exp(a * a * -0.5) * _INV_SQRT_2PI
+    return g * (cdf + a * pdf)
+
+
+gelu_p = _act("gelu", "GeluBackward0", lambda xp, a, approximate: xp.gelu(a, approximate), ("approximate",),
+              _gelu_vjp)
+
+
+def _silu_vjp(xp, g, out, a):
+    s = xp.sigmoid(a)
+    return g * (s * (a * (1 - s) + 1))
+
+
+silu_p = _act("silu", "SiluBackward0", lambda xp, a: xp.silu(a), (), _silu_vjp)
+
+
+def _mish_vjp(xp, g, out, a):
+    # tanh(softplus(a)) with softplus = log1p(exp(a)) written through log_sigmoid: -log_sigmoid(-a)
+    tsp = xp.tanh(-xp.log_sigmoid(-a))
+    return g * (tsp + a * xp.sigmoid(a) * (1 - tsp * tsp))
+
+
+mish_p = _act("mish", "MishBackward0", lambda xp, a: xp.mish(a), (), _mish_vjp)
+
+
+def _softplus_vjp(xp, g, out, a, beta, threshold):
+    # z / (z + 1) with z = exp(beta a) is sigmoid(beta a): no inf / inf when exp overflows
+    return xp.where(a * beta > threshold, g, g * xp.sigmoid(a * beta))
+
+
+softplus_p = _act("softplus", "SoftplusBackward0", lambda xp, a, beta, threshold: xp.softplus(a, beta, threshold),
+                  ("beta", "threshold"), _softplus_vjp)
+
+
+def _hardtanh_vjp(xp, g, out, a, min_val, max_val):
+    return xp.where((a <= min_val) | (a >= max_val), 0.0, g)
+
+
+hardtanh_p = _act("hardtanh", "HardtanhBackward0", lambda xp, a, min_val, max_val: xp.hardtanh(a, min_val, max_val),
+                  ("min_val", "max_val"), _hardtanh_vjp)
+hardsigmoid_p = _act("hardsigmoid", "HardsigmoidBackward0", lambda xp, a: xp.hardsigmoid(a), (),
+                     lambda xp, g, out, a: xp.where((a > -3.0) & (a < 3.0), g * _ONE_SIXTH, 0.0))
+
+
+def _hardswish_vjp(xp, g, out, a):
+    return xp.where(a < -3.0, 0.0, xp.where(a <= 3.0, g * (a / 3.0 + 0.5), g))
+
+
+hardswish_p = _act("hardswish", "HardswishBackward0", lambda xp, a: xp.hardswish(a), (), _hardswish_vjp)
+hardshrink_p = _act("hardshrink", "HardshrinkBackward0", lambda xp, a, lambd: xp.hardshrink(a, lambd), ("lambd",),
+                    lambda xp, g, out, a, lambd: xp.where((a >= -lambd) & (a <= lambd), 0.0, g))
+softshrink_p = _act("softshrink", "SoftshrinkBackward0", lambda xp, a, lambd: xp.softshrink(a, lambd), ("lambd",),
+                    lambda xp, g, out, a, lambd: xp.where((a >= -lambd) & (a <= lambd), 0.0, g))
+log_sigmoid_p = _act("log_sigmoid", "LogSigmoidBackward0", lambda xp, a: xp.log_sigmoid(a), (),
+                     lambda xp, g, out, a: g * xp.sigmoid(-a))
+threshold_p = _act("threshold", "ThresholdBackward0", lambda xp, a, threshold, value: xp.threshold(a, threshold, value),
+                   ("threshold", "value"),
+                   lambda xp, g, out, a, threshold, value: xp.where(a <= threshold, 0.0, g))
+
+# In-place variants PyTorch records under a node of their own (rules identical: the input is saved as it
+# was before the write, as apply_inplace does for every primitive that reads its input).
+_NODE1 = {n: node_class(n, PrimNode) for n in ("LeakyReluBackward1", "ThresholdBackward1", "RreluWithNoiseBackward1")}
+
+
+def _inplace(prim, input, params, node=None):
+    return apply_inplace(prim, input, (), params, node)
+
+
+def _apply_act(prim, input, params, inplace, node=None, inplace_node=None):
+    if inplace:
+        return _inplace(prim, input, params, inplace_node)
+    return apply(prim, (input,), params, node)
+
+
+@_fn
+def relu(input: Tensor, inplace: bool = False) -> Tensor:
+    """max(x, 0); ``inplace`` writes into ``input`` (ReluBackward0 either way, as PyTorch)."""
+    check_tensor(input, "relu")
+    return EXPORTS["relu_"](input) if inplace else E.relu(input)
+
+
+register(EXPORTS["relu_"], name="relu_", module=False, submodule=_F)
+register(E.sigmoid, name="sigmoid", module=False, submodule=_F)
+register(E.tanh, name="tanh", module=False, submodule=_F)
+
+
+def _hardtanh_checked(input, min_val, max_val, op, kernel):
+    _float_or_int_ok(input, op)
+    min_val = _number(min_val, op, "min_val", 2)
+    max_val = _number(max_val, op, "max_val", 3)
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    return min_val, max_val
+
+
+def _float_or_int_ok(input, op):
+    check_tensor(input, op)
+    if input._data.dtype.kind == "b":
+        raise _not_implemented(f"{op}_cpu", input)
+
+
+def _hardtanh_any(input, min_val, max_val, inplace):
+    # integer inputs clamp exactly (PyTorch's hardtanh accepts them; they have no gradient)
+    params = {"min_val": min_val, "max_val": max_val}
+    if input._data.dtype.kind in "iu":
+        out = E.clamp(input, int(min_val), int(max_val))
+        if inplace:
+            input.copy_(out)
+            return input
+        return out
+    return _apply_act(hardtanh_p, input, params, inplace)
+
+
+@_fn
+def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Tensor:
+    """clamp(x, min_val, max_val), with zero gradient at and beyond the bounds (HardtanhBackward0)."""
+    min_val, max_val = _hardtanh_checked(input, min_val, max_val, "hardtanh", "hardtanh")
+    return _hardtanh_any(input, min_val, max_val, inplace)
+
+
+@_fn
+def hardtanh_(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
+    return hardtanh(input, min_val, max_val, inplace=True)
+
+
+@_fn
+def relu6(input: Tensor, inplace: bool = False) -> Tensor:
+    """min(max(x, 0), 6) (HardtanhBackward0, as PyTorch)."""
+    _float_or_int_ok(input, "relu6")
+    return _hardtanh_any(input, 0.0, 6.0, inplace)
+
+
+@_fn
+def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
+    """x where x > 0, else negative_slope * x (LeakyReluBackward0; in place LeakyReluBackward1)."""
+    _float_input(input, "leaky_relu", "leaky_relu_cpu")
+    s = _number(negative_slope, "leaky_relu", "negative_slope", 2)
+    return _apply_act(leaky_relu_p, input, {"negative_slope": s}, inplace, None, _NODE1["LeakyReluBackward1"])
+
+
+@_fn
+def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
+    return leaky_relu(input, negative_slope, inplace=True)
+
+
+def _elu(input, alpha, scale, input_scale, inplace, op):
+    _float_input(input, op, "elu_cpu")
+    params = {"alpha": alpha, "scale": scale, "input_scale": input_scale}
+    if inplace:
+        return _inplace(elu_result_p, input, params)
+    return apply(elu_p, (input,), params)
+
+
+@_fn
+def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """x where x > 0, else alpha * (exp(x) - 1) (EluBackward0; in place EluBackward1)."""
+    check_tensor(input, "elu")
+    return _elu(input, _number(alpha, "elu", "alpha", 2), 1.0, 1.0, inplace, "elu")
+
+
+@_fn
+def elu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    return elu(input, alpha, inplace=True)
+
+
+@_fn(module=True)
+def selu(input: Tensor, inplace: bool = False) -> Tensor:
+    """scale * elu(x, alpha) with the self-normalising constants (EluBackward0, as PyTorch)."""
+    return _elu(input, _SELU_ALPHA, _SELU_SCALE, 1.0, inplace, "selu")
+
+
+@_fn(module=True)
+def selu_(input: Tensor) -> Tensor:
+    return selu(input, inplace=True)
+
+
+@_fn(module=True)
+def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """max(0, x) + min(0, alpha * (exp(x / alpha) - 1)) (CeluBackward0; in place CeluBackward1)."""
+    check_tensor(input, "celu")
+    alpha = _number(alpha, "celu", "alpha", 2)
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError")
+    _float_input(input, "celu", "elu_cpu")
+    if inplace:
+        return _inplace(celu_result_p, input, {"alpha": alpha})
+    return apply(celu_p, (input,), {"alpha": alpha})
+
+
+@_fn(module=True)
+def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    return celu(input, alpha, inplace=True)
+
+
+@_fn
+def gelu(input: Tensor, approximate: str = "none") -> Tensor:
+    """x * Phi(x), or its tanh approximation (GeluBackward0)."""
+    check_tensor(input, "gelu")
+    if not isinstance(approximate, str):
+        raise TypeError(f"gelu(): argument 'approximate' must be str, not {type(approximate).__name__}")
+    if approximate not in ("none", "tanh"):
+        raise RuntimeError("approximate argument must be either none or tanh.")
+    _float_input(input, "gelu", "GeluKernelImpl")
+    return apply(gelu_p, (input,), {"approximate": approximate})
+
+
+@_fn
+def silu(input: Tensor, inplace: bool = False) -> Tensor:
+    """x * sigmoid(x) (SiluBackward0, in place too)."""
+    _float_input(input, "silu", "silu_cpu")
+    return _apply_act(silu_p, input, {}, inplace)
+
+
+@_fn
+def mish(input: Tensor, inplace: bool = False) -> Tensor:
+    """x * tanh(softplus(x)) (MishBackward0, in place too)."""
+    _float_input(input, "mish", "mish_cpu")
+    return _apply_act(mish_p, input, {}, inplace)
+
+
+@_fn
+def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    """log(1 + exp(beta x)) / beta, linear where beta x > threshold (SoftplusBackward0)."""
+    check_tensor(input, "softplus")
+    beta = _number(beta, "softplus", "beta", 2)
+    threshold = _number(threshold, "softplus", "threshold", 3)
+    _float_input(input, "softplus", "softplus_cpu")
+    return apply(softplus_p, (input,), {"beta": beta, "threshold": threshold})
+
+
+@_fn
+def softsign(input: Tensor) -> Tensor:
+    """x / (1 + |x|) (composed, as PyTorch: DivBackward0)."""
+    check_tensor(input, "softsign")
+    return input / (input.abs() + 1)
+
+
+@_fn
+def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
+    """relu6(x + 3) / 6 (HardsigmoidBackward0)."""
+    _float_input(input, "hardsigmoid", "hardsigmoid_cpu")
+    return _apply_act(hardsigmoid_p, input, {}, inplace)
+
+
+@_fn
+def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
+    """x * relu6(x + 3) / 6 (HardswishBackward0)."""
+    _float_input(input, "hardswish", "hardswish_cpu")
+    return _apply_act(hardswish_p, input, {}, inplace)
+
+
+def _lambd(input, lambd, op):
+    check_tensor(input, op)
+    lambd = _number(lambd, op, "lambd", 2)
+    _float_input(input, op, f"{op}_cpu")
+    return lambd
+
+
+@_fn(module=True, method=True)
+def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    """x where |x| > lambd, else 0 (HardshrinkBackward0)."""
+    return apply(hardshrink_p, (input,), {"lambd": _lambd(input, lambd, "hardshrink")})
+
+
+@_fn
+def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    """x - lambd, x + lambd or 0 (SoftshrinkBackward0); ``lambd`` must not be negative."""
+    lambd = _lambd(input, lambd, "softshrink")
+    if lambd < 0:
+        raise RuntimeError(f"lambda must be in range [0, 3.40282e+38] for input dtype "
+                           f"{D.type_word(input._data.dtype)}, but found {lambd}")
+    return apply(softshrink_p, (input,), {"lambd": lambd})
+
+
+@_fn
+def tanhshrink(input: Tensor) -> Tensor:
+    """x - tanh(x) (composed, as PyTorch: SubBackward0)."""
+    check_tensor(input, "tanhshrink")
+    return input - E.tanh(input)
+
+
+@_fn
+def logsigmoid(input: Tensor) -> Tensor:
+    """log(sigmoid(x)) = -softplus(-x), finite for inputs of any magnitude (LogSigmoidBackward0)."""
+    _float_input(input, "log_sigmoid", "log_sigmoid_cpu")
+    return apply(log_sigmoid_p, (input,))
+
+
+@_fn(module=True)
+def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
+    """x where x > threshold, else value (ThresholdBackward0; in place ThresholdBackward1)."""
+    check_tensor(input, "threshold")
+    th = _number(threshold, "threshold", "threshold", 2)
+    value = _number(value, "threshold", "value", 3)
+    if input._data.dtype.kind == "b":
+        raise _not_implemented("threshold_cpu", input)
+    return _apply_act(threshold_p, input, {"threshold": th, "value": value}, inplace, None,
+                      _NODE1["ThresholdBackward1"])
+
+
+@_fn(module=True)
+def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
+    return globals()["threshold"](input, threshold, value, inplace=True)
+
+
+# ----- glu -------------------------------------------------------------------------------------------------
+
+def _halves(xp, x, dim):
+    h = x.shape[dim] // 2
+    lead = (slice(None),) * dim
+    return xp.getitem(x, lead + (slice(0, h),)), xp.getitem(x, lead + (slice(h, None),))
+
+
+def _glu_vjp(xp, g, out, a, dim):
+    a1, a2 = _halves(xp, a, dim)
+    s = xp.sigmoid(a2)
+    return xp.cat([g * s, g * (a1 * s * (1 - s))], dim)
+
+
+def _glu_jvp(xp, t, out, a, dim):
+    a1, a2 = _halves(xp, a, dim)
+    t1, t2 = _halves(xp, t, dim)
+    s = xp.sigmoid(a2)
+    return t1 * s + t2 * (a1 * s * (1 - s))
+
+
+glu_p = defprim("glu", "GluBackward0", lambda xp, a, dim: xp.glu(a, dim), vjp=_glu_vjp, jvp=_glu_jvp, saves=(0,))
+_graph_op(glu_p, "glu", ("dim",))
+
+
+@_fn
+def glu(input: Tensor, dim: int = -1) -> Tensor:
+    """a * sigmoid(b) for the two halves a, b of ``input`` along ``dim`` (GluBackward0)."""
+    check_tensor(input, "glu")
+    if input._data.ndim == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    d = wrap_dim(dim, input._data.ndim, "glu")
+    if input._data.shape[d] % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size {input._data.shape[d]}")
+    _float_input(input, "glu", "glu_cpu")
+    return apply(glu_p, (input,), {"dim": d})
+
+
+# ----- prelu, rrelu ----------------------------------------------------------------------------------------
+
+prelu_p = defprim("prelu", "PreluKernelBackward0", lambda xp, a, w: xp.prelu(a, w),
+                  vjp=(lambda xp, g, out, a, w: xp.where(a > 0, g, g * w),
+                       lambda xp, g, out, a, w: xp.where(a > 0, 0.0, g * a)),
+                  jvp="elementwise", saves=(0, 1), saved_names=("self", "weight"))
+graph("prelu", lambda a, w: apply(prelu_p, (a, w)))
+
+
+@_fn(module=True, method=True)
+def prelu(input: Tensor, weight: Tensor) -> Tensor:
+    """x where x > 0, else weight * x, one weight per channel (dim 1) or one for all (PreluKernelBackward0)."""
+    check_tensor(input, "prelu")
+    check_tensor(weight, "prelu", "weight", 2)
+    if weight._data.ndim > 1:
+        raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = "
+                           f"{weight._data.ndim}")
+    n = weight._data.size
+    nd = input._data.ndim
+    if n != 1:
+        if nd == 0:
+            raise RuntimeError("Not allow zero-dim input tensor.")
+        channels = input._data.shape[1] if nd >= 2 else 1
+        if channels != n:
+            raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found parameter numbers = "
+                               f"{n} and channel size = {channels}.")
+    if input._data.dtype != weight._data.dtype:
+        raise RuntimeError(f"prelu: Type promoting not supported. Got {D.type_word(input._data.dtype)} and "
+                           f"{D.type_word(weight._data.dtype)}")
+    _float_input(input, "prelu", "prelu_cpu")
+    if weight._data.ndim != nd:
+        shape = [1] * nd
+        if nd >= 2:
+            shape[1] = n
+        weight = weight.view(shape)
+    return apply(prelu_p, (input, weight))
+
+
+rrelu_p = defprim("rrelu_with_noise", "RreluWithNoiseBackward0", lambda xp, a, noise: xp.rrelu_with_noise(a, noise),
+                  vjp=(lambda xp, g, out, a, noise: xp.where(a > 0, g, g * noise), None),
+                  jvp="elementwise", saves=(0, 1), scalar_args=(1,), saved_names=("self", "noise"))
+graph("rrelu_with_noise", lambda a, noise: apply(rrelu_p, (a, noise)))
+
+
+@_fn(module=True)
+def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
+          inplace: bool = False) -> Tensor:
+    """Randomized leaky ReLU: slopes drawn from U(lower, upper) for x <= 0 in training, their mean in eval
+    (RreluWithNoiseBackward0; in place RreluWithNoiseBackward1)."""
+    check_tensor(input, "rrelu")
+    lower = _number(lower, "rrelu", "lower", 2)
+    upper = _number(upper, "rrelu", "upper", 3)
+    if lower > upper:
+        raise RuntimeError(f"Lower bound should be less than or equal to the upper bound")
+    _float_input(input, "rrelu", "rrelu_with_noise_cpu")
+    if training:
+        from .._creation import empty_like
+        from ..autograd.grad_mode import no_grad
+        with no_grad():
+            noise = empty_like(input).uniform_(lower, upper)
+            noise = E.where(input > 0, 1.0, noise) if noise._data.size else noise
+        noise = noise.detach()
+    else:
+        noise = (lower + upper) / 2
+    if inplace:
+        return apply_inplace(rrelu_p, input, (noise,), {}, _NODE1["RreluWithNoiseBackward1"])
+    return apply(rrelu_p, (input, noise))
+
+
+@_fn(module=True)
+def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False) -> Tensor:
+    return rrelu(input, lower, upper, training, inplace=True)
+
+
+# ----- normalize ---------------------------------------------------------------------------------------------
+
+@_fn
+def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None) -> Tensor:
+    """input / max(||input||_p along dim, eps) (composed, as PyTorch: DivBackward0 over ExpandBackward0)."""
+    check_tensor(input, "normalize")
+    from .reduction import norm
+    denom = norm(input, p, dim, keepdim=True).clamp_min(eps).expand_as(input)
+    if out is not None:
+        raise NotImplementedError("ember: normalize(out=...) is not supported; use the returned tensor")
+    return input / denom
+
+
+# softmax/log_softmax name a positive dim in their rules: they run row by row under is_grads_batched.
+batch_safe(leaky_relu_p, elu_p, elu_result_p, celu_p, celu_result_p, gelu_p, silu_p, mish_p, softplus_p, hardtanh_p,
+           hardsigmoid_p, hardswish_p, hardshrink_p, softshrink_p, log_sigmoid_p, threshold_p)
