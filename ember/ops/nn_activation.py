@@ -379,18 +379,18 @@ def elu_(input: Tensor, alpha: float = 1.0) -> Tensor:
     return elu(input, alpha, inplace=True)
 
 
-@_fn(module=True)
+@_fn
 def selu(input: Tensor, inplace: bool = False) -> Tensor:
     """scale * elu(x, alpha) with the self-normalising constants (EluBackward0, as PyTorch)."""
     return _elu(input, _SELU_ALPHA, _SELU_SCALE, 1.0, inplace, "selu")
 
 
-@_fn(module=True)
+@_fn
 def selu_(input: Tensor) -> Tensor:
     return selu(input, inplace=True)
 
 
-@_fn(module=True)
+@_fn
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """max(0, x) + min(0, alpha * (exp(x / alpha) - 1)) (CeluBackward0; in place CeluBackward1)."""
     check_tensor(input, "celu")
@@ -403,13 +403,13 @@ def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     return apply(celu_p, (input,), {"alpha": alpha})
 
 
-@_fn(module=True)
+@_fn
 def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
     return celu(input, alpha, inplace=True)
 
 
 @_fn
-def gelu(input: Tensor, approximate: str = "none") -> Tensor:
+def gelu(input: Tensor, *, approximate: str = "none") -> Tensor:
     """x * Phi(x), or its tanh approximation (GeluBackward0)."""
     check_tensor(input, "gelu")
     if not isinstance(approximate, str):
@@ -502,7 +502,7 @@ def logsigmoid(input: Tensor) -> Tensor:
     return apply(log_sigmoid_p, (input,))
 
 
-@_fn(module=True)
+@_fn
 def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
     """x where x > threshold, else value (ThresholdBackward0; in place ThresholdBackward1)."""
     check_tensor(input, "threshold")
@@ -514,8 +514,39 @@ def threshold(input: Tensor, threshold: float, value: float, inplace: bool = Fal
                       _NODE1["ThresholdBackward1"])
 
 
-@_fn(module=True)
+@_fn
 def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
+    return globals()["threshold"](input, threshold, value, inplace=True)
+
+
+# torch.<name>: the same ops without ``inplace`` (their own signatures)
+@register(name="selu")
+def torch_selu(input: Tensor) -> Tensor:
+    return selu(input)
+
+
+@register(name="selu_")
+def torch_selu_(input: Tensor) -> Tensor:
+    return selu(input, inplace=True)
+
+
+@register(name="celu")
+def torch_celu(input: Tensor, alpha: float = 1.0) -> Tensor:
+    return celu(input, alpha)
+
+
+@register(name="celu_")
+def torch_celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    return celu(input, alpha, inplace=True)
+
+
+@register(name="threshold")
+def torch_threshold(input: Tensor, threshold: float, value: float) -> Tensor:
+    return globals()["threshold"](input, threshold, value)
+
+
+@register(name="threshold_")
+def torch_threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
     return globals()["threshold"](input, threshold, value, inplace=True)
 
 
@@ -601,7 +632,7 @@ rrelu_p = defprim("rrelu_with_noise", "RreluWithNoiseBackward0", lambda xp, a, n
 graph("rrelu_with_noise", lambda a, noise: apply(rrelu_p, (a, noise)))
 
 
-@_fn(module=True)
+@_fn
 def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
           inplace: bool = False) -> Tensor:
     """Randomized leaky ReLU: slopes drawn from U(lower, upper) for x <= 0 in training, their mean in eval
@@ -626,8 +657,20 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, trainin
     return apply(rrelu_p, (input, noise))
 
 
-@_fn(module=True)
+@_fn
 def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False) -> Tensor:
+    return rrelu(input, lower, upper, training, inplace=True)
+
+
+@register(name="rrelu")
+def torch_rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
+                generator=None) -> Tensor:
+    return rrelu(input, lower, upper, training)
+
+
+@register(name="rrelu_")
+def torch_rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
+                 generator=None) -> Tensor:
     return rrelu(input, lower, upper, training, inplace=True)
 
 
