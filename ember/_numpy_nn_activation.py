@@ -34,23 +34,29 @@ def _t(x, v):
     return x.dtype.type(v)
 
 
-@_f32
-def softmax(x, dims):
-    """exp(x - max) / sum(exp(x - max)) over ``dims`` (one dim, or () for a 0-d input). A row of -inf (or one
-    holding +inf) gives nan, as PyTorch's."""
-    if x.size == 0:
-        return x.copy()
-    e = np.exp(x - np.max(x, axis=dims, keepdims=True))
-    return e / np.sum(e, axis=dims, keepdims=True)
+def _axis(x, dim):
+    return dim % x.ndim if x.ndim else None
 
 
 @_f32
-def log_softmax(x, dims):
-    """x - max - log(sum(exp(x - max))) over ``dims``: finite for inputs of any magnitude."""
+def softmax(x, dim):
+    """exp(x - max) / sum(exp(x - max)) over ``dim``. A row of -inf (or one holding +inf) gives nan, as
+    PyTorch's."""
     if x.size == 0:
         return x.copy()
-    s = x - np.max(x, axis=dims, keepdims=True)
-    return s - np.log(np.sum(np.exp(s), axis=dims, keepdims=True))
+    ax = _axis(x, dim)
+    e = np.exp(x - np.max(x, axis=ax, keepdims=True))
+    return e / np.sum(e, axis=ax, keepdims=True)
+
+
+@_f32
+def log_softmax(x, dim):
+    """x - max - log(sum(exp(x - max))) over ``dim``: finite for inputs of any magnitude."""
+    if x.size == 0:
+        return x.copy()
+    ax = _axis(x, dim)
+    s = x - np.max(x, axis=ax, keepdims=True)
+    return s - np.log(np.sum(np.exp(s), axis=ax, keepdims=True))
 
 
 @_f32
@@ -148,8 +154,8 @@ def prelu(x, weight):
         return np.where(x > 0, x, x * weight)
 
 
-def rrelu_with_noise(x, noise):
-    """x where x > 0, else x * noise (the slopes drawn, or their mean in eval)."""
+def rrelu_with_noise(x, noise, lower, upper, training):
+    """x where x > 0, else x * noise in training (the slopes drawn), x * (lower + upper) / 2 in eval."""
     with np.errstate(all="ignore"):
-        n = noise.astype(x.dtype, copy=False) if isinstance(noise, np.ndarray) else x.dtype.type(noise)
+        n = noise.astype(x.dtype, copy=False) if training else x.dtype.type((lower + upper) / 2)
         return np.where(x > 0, x, x * n)

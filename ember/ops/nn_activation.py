@@ -70,24 +70,26 @@ def _number(v, op: str, arg: str, pos: int):
 
 # ----- softmax, log_softmax ------------------------------------------------------------------------------
 
-def _sum_keep(xp, x, dims):
-    return xp.sum(x, dims, True) if dims else x
+def _sum_keep(xp, x, dim):
+    """sum over ``dim`` (as the user gave it), kept; a 0-d tensor is its own sum."""
+    return xp.sum(x, (dim % x.ndim,), True) if x.ndim else x
 
 
+# ``dim`` is kept as the user gave it (PyTorch's grad_fn._saved_dim shows -1 as it was passed).
 softmax_p = defprim(
-    "softmax", "SoftmaxBackward0", lambda xp, a, dims: xp.softmax(a, dims),
-    vjp=lambda xp, g, out, a, dims: out * (g - _sum_keep(xp, g * out, dims)),
-    jvp=lambda xp, t, out, a, dims: out * (t - _sum_keep(xp, t * out, dims)),
-    saves_out=True, saved_names={"dims": "dim"})
+    "softmax", "SoftmaxBackward0", lambda xp, a, dim: xp.softmax(a, dim),
+    vjp=lambda xp, g, out, a, dim: out * (g - _sum_keep(xp, g * out, dim)),
+    jvp=lambda xp, t, out, a, dim: out * (t - _sum_keep(xp, t * out, dim)),
+    saves_out=True)
 
 log_softmax_p = defprim(
-    "log_softmax", "LogSoftmaxBackward0", lambda xp, a, dims: xp.log_softmax(a, dims),
-    vjp=lambda xp, g, out, a, dims: g - xp.exp(out) * _sum_keep(xp, g, dims),
-    jvp=lambda xp, t, out, a, dims: t - _sum_keep(xp, xp.exp(out) * t, dims),
-    saves_out=True, saved_names={"dims": "dim"})
+    "log_softmax", "LogSoftmaxBackward0", lambda xp, a, dim: xp.log_softmax(a, dim),
+    vjp=lambda xp, g, out, a, dim: g - xp.exp(out) * _sum_keep(xp, g, dim),
+    jvp=lambda xp, t, out, a, dim: t - _sum_keep(xp, xp.exp(out) * t, dim),
+    saves_out=True)
 
-_graph_op(softmax_p, "softmax", ("dims",))
-_graph_op(log_softmax_p, "log_softmax", ("dims",))
+_graph_op(softmax_p, "softmax", ("dim",))
+_graph_op(log_softmax_p, "log_softmax", ("dim",))
 
 
 def _softmax_dim(name: str, ndim: int, stacklevel: int) -> int:
@@ -108,7 +110,7 @@ def _softmax_apply(prim, input, dim, dtype, op: str) -> Tensor:
     if input._data.dtype.kind != "f" and input._data.size:   # PyTorch returns an empty integral input as it is
         last = input._data.ndim == 0 or d == input._data.ndim - 1
         raise _not_implemented(f"{op}_{'lastdim_' if last else ''}kernel_impl", input)
-    return apply(prim, (input,), {"dims": (d,) if input._data.ndim else ()})
+    return apply(prim, (input,), {"dim": dim})
 
 
 @_fn(name="softmax")
@@ -167,6 +169,20 @@ def _act(name, node, forward, params, vjp):
 def _leaky_vjp(xp, g, out, a, negative_slope):
     return xp.where(a > 0, g, g * negative_slope)
 
+
+def _leaky_result_vjp(xp, g, out, a, negative_slope):
+    if negative_slope < 0:   # the sign of the result no longer tells the side of the input
+        raise RuntimeError("In-place leakyReLu backward calculation is triggered with a negative slope which is not "
+                           "supported. This is caused by calling in-place forward function with a negative slope, "
+                           "please call out-of-place version instead. File an issue at "
+                           "https://github.com/pytorch/pytorch if you do require supporting in-place leakRelu "
+                           "backward calculation with negative slope")
+    return xp.where(out > 0, g, g * negative_slope)
+
+
+leaky_relu_result_p = defprim("leaky_relu", "LeakyReluBackward1",
+                              lambda xp, a, negative_slope: xp.leaky_relu(a, negative_slope),
+                              vjp=_leaky_result_vjp, jvp="elementwise", saves_out=True)
 
 leaky_relu_p = _act("leaky_relu", "LeakyReluBackward0", lambda xp, a, negative_slope: xp.leaky_relu(a, negative_slope),
                     ("negative_slope",), _leaky_vjp)
@@ -275,16 +291,16 @@ threshold_p = _act("threshold", "ThresholdBackward0", lambda xp, a, threshold, v
 
 # In-place variants PyTorch records under a node of their own (rules identical: the input is saved as it
 # was before the write, as apply_inplace does for every primitive that reads its input).
-_NODE1 = {n: node_class(n, PrimNode) for n in ("LeakyReluBackward1", "ThresholdBackward1", "RreluWithNoiseBackward1")}
+_NODE1 = {n: node_class(n, PrimNode) for n in ("ThresholdBackward1",)}
 
 
 def _inplace(prim, input, params, node=None):
     return apply_inplace(prim, input, (), params, node)
 
 
-def _apply_act(prim, input, params, inplace, node=None, inplace_node=None):
+def _apply_act(prim, input, params, inplace, node=None, inplace_node=None, inplace_prim=None):
     if inplace:
-        return _inplace(prim, input, params, inplace_node)
+        return _inplace(inplace_prim or prim, input, params, inplace_node)
     return apply(prim, (input,), params, node)
 
 
@@ -351,7 +367,7 @@ def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = Fals
     """x where x > 0, else negative_slope * x (LeakyReluBackward0; in place LeakyReluBackward1)."""
     _float_input(input, "leaky_relu", "leaky_relu_cpu")
     s = _number(negative_slope, "leaky_relu", "negative_slope", 2)
-    return _apply_act(leaky_relu_p, input, {"negative_slope": s}, inplace, None, _NODE1["LeakyReluBackward1"])
+    return _apply_act(leaky_relu_p, input, {"negative_slope": s}, inplace, None, None, leaky_relu_result_p)
 
 
 @_fn
@@ -553,6 +569,7 @@ def torch_threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
 # ----- glu -------------------------------------------------------------------------------------------------
 
 def _halves(xp, x, dim):
+    dim = dim % x.ndim
     h = x.shape[dim] // 2
     lead = (slice(None),) * dim
     return xp.getitem(x, lead + (slice(0, h),)), xp.getitem(x, lead + (slice(h, None),))
@@ -585,7 +602,7 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
     if input._data.shape[d] % 2:
         raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size {input._data.shape[d]}")
     _float_input(input, "glu", "glu_cpu")
-    return apply(glu_p, (input,), {"dim": d})
+    return apply(glu_p, (input,), {"dim": dim})
 
 
 # ----- prelu, rrelu ----------------------------------------------------------------------------------------
@@ -626,35 +643,51 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
     return apply(prelu_p, (input, weight))
 
 
-rrelu_p = defprim("rrelu_with_noise", "RreluWithNoiseBackward0", lambda xp, a, noise: xp.rrelu_with_noise(a, noise),
-                  vjp=(lambda xp, g, out, a, noise: xp.where(a > 0, g, g * noise), None),
-                  jvp="elementwise", saves=(0, 1), scalar_args=(1,), saved_names=("self", "noise"))
-graph("rrelu_with_noise", lambda a, noise: apply(rrelu_p, (a, noise)))
+def _rrelu_vjp(xp, g, out, a, noise, lower, upper, training):
+    if training:
+        return xp.where(a > 0, g, g * noise)
+    return xp.where(a > 0, g, g * ((lower + upper) / 2))
+
+
+# noise: the slopes drawn in training (1 where the input is positive), unused in eval; no edge, as PyTorch's
+rrelu_p = defprim("rrelu_with_noise", "RreluWithNoiseBackward0",
+                  lambda xp, a, noise, lower, upper, training: xp.rrelu_with_noise(a, noise, lower, upper, training),
+                  vjp=(_rrelu_vjp, None), jvp="elementwise", saves=(0, 1), scalar_args=(1,),
+                  saved_names=("self", "noise"))
+# rrelu_ (RreluWithNoiseBackward1) reads the result: its sign is the input's for the positive slopes drawn
+rrelu_result_p = defprim("rrelu_with_noise", "RreluWithNoiseBackward1",
+                         lambda xp, a, noise, lower, upper, training:
+                             xp.rrelu_with_noise(a, noise, lower, upper, training),
+                         vjp=(lambda xp, g, out, a, noise, lower, upper, training:
+                              _rrelu_vjp(xp, g, out, out, noise, lower, upper, training), None),
+                         jvp="elementwise", saves=(1,), saves_out=True, scalar_args=(1,),
+                         saved_names=("self", "noise"))
+graph("rrelu_with_noise", lambda a, noise, lower, upper, training:
+      apply(rrelu_p, (a, noise), {"lower": lower, "upper": upper, "training": training}))
 
 
 @_fn
 def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
-          inplace: bool = False) -> Tensor:
+          inplace: bool = False, *, generator=None) -> Tensor:
     """Randomized leaky ReLU: slopes drawn from U(lower, upper) for x <= 0 in training, their mean in eval
     (RreluWithNoiseBackward0; in place RreluWithNoiseBackward1)."""
     check_tensor(input, "rrelu")
     lower = _number(lower, "rrelu", "lower", 2)
     upper = _number(upper, "rrelu", "upper", 3)
     if lower > upper:
-        raise RuntimeError(f"Lower bound should be less than or equal to the upper bound")
+        raise RuntimeError("Lower bound should be less than or equal to the upper bound")
     _float_input(input, "rrelu", "rrelu_with_noise_cpu")
-    if training:
-        from .._creation import empty_like
-        from ..autograd.grad_mode import no_grad
-        with no_grad():
-            noise = empty_like(input).uniform_(lower, upper)
-            noise = E.where(input > 0, 1.0, noise) if noise._data.size else noise
-        noise = noise.detach()
-    else:
-        noise = (lower + upper) / 2
+    from .._creation import zeros_like
+    from ..autograd.grad_mode import no_grad
+    with no_grad():
+        noise = zeros_like(input)
+        if training:
+            noise.uniform_(lower, upper, generator=generator)
+            noise = E.where(input > 0, 1.0, noise)
+    params = {"lower": lower, "upper": upper, "training": bool(training)}
     if inplace:
-        return apply_inplace(rrelu_p, input, (noise,), {}, _NODE1["RreluWithNoiseBackward1"])
-    return apply(rrelu_p, (input, noise))
+        return apply_inplace(rrelu_result_p, input, (noise,), params)
+    return apply(rrelu_p, (input, noise), params)
 
 
 @_fn
@@ -665,13 +698,13 @@ def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, traini
 @register(name="rrelu")
 def torch_rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
                 generator=None) -> Tensor:
-    return rrelu(input, lower, upper, training)
+    return rrelu(input, lower, upper, training, generator=generator)
 
 
 @register(name="rrelu_")
 def torch_rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
                  generator=None) -> Tensor:
-    return rrelu(input, lower, upper, training, inplace=True)
+    return rrelu(input, lower, upper, training, inplace=True, generator=generator)
 
 
 # ----- normalize ---------------------------------------------------------------------------------------------
@@ -688,5 +721,5 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, o
 
 
 # softmax/log_softmax name a positive dim in their rules: they run row by row under is_grads_batched.
-batch_safe(leaky_relu_p, elu_p, elu_result_p, celu_p, celu_result_p, gelu_p, silu_p, mish_p, softplus_p, hardtanh_p,
+batch_safe(leaky_relu_p, leaky_relu_result_p, elu_p, elu_result_p, celu_p, celu_result_p, gelu_p, silu_p, mish_p, softplus_p, hardtanh_p,
            hardsigmoid_p, hardswish_p, hardshrink_p, softshrink_p, log_sigmoid_p, threshold_p)
