@@ -723,3 +723,168 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, o
 # softmax/log_softmax name a positive dim in their rules: they run row by row under is_grads_batched.
 batch_safe(leaky_relu_p, leaky_relu_result_p, elu_p, elu_result_p, celu_p, celu_result_p, gelu_p, silu_p, mish_p, softplus_p, hardtanh_p,
            hardsigmoid_p, hardswish_p, hardshrink_p, softshrink_p, log_sigmoid_p, threshold_p)
+
+
+# ----- linear, bilinear ------------------------------------------------------------------------------------
+
+def _node(name: str) -> type:
+    return node_class(name, PrimNode)
+
+
+@_fn
+def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """input @ weight.T + bias, through the ops PyTorch's kernel uses (MmBackward0/AddmmBackward0 on a 2-D view,
+    so that the graph is PyTorch's node for node)."""
+    from . import linalg as L
+    from .shape import reshape_p
+    check_tensor(input, "linear")
+    check_tensor(weight, "linear", "weight", 2)
+    if bias is not None:
+        check_tensor(bias, "linear", "bias", 3)
+    nd = input._data.ndim
+    if nd == 0 or weight._data.ndim == 0:
+        raise RuntimeError(f"both arguments to linear need to be at least 1D, but they are {nd}D and "
+                           f"{weight._data.ndim}D")
+    wt = weight.t()
+    if weight._data.ndim == 1:
+        if bias is not None and nd >= 2:
+            raise RuntimeError("mat2 must be a matrix, got 1-D tensor")
+        out = L.matmul(input, wt)
+        return out if bias is None else out + bias
+    if nd == 2:
+        return L.addmm(bias, input, wt) if bias is not None else L.mm(input, wt)
+    if nd == 1:
+        if bias is not None:
+            return L.addmm(bias, input.view(1, -1), wt).view(-1)
+        out = L.mm(input.unsqueeze(0), wt)
+        return out.squeeze_(0)   # SqueezeBackward4, as PyTorch
+    lead = input._data.shape[:-1]
+    flat = input.reshape(-1, input._data.shape[-1])
+    if bias is not None:
+        return L.addmm(bias, flat, wt).view(*lead, weight._data.shape[0])
+    out = L.mm(flat, wt)
+    return apply(reshape_p, (out,), {"shape": lead + (weight._data.shape[0],)}, _node("UnsafeViewBackward0"))
+
+
+def _trilinear_vjp(k):
+    eqs = ("bo,oij,bj->bi", "bo,bi,bj->oij", "bo,oij,bi->bj")
+
+    def rule(xp, g, out, a, w, b):
+        ops = ((w, b), (a, b), (w, a))[k]
+        return xp.einsum(eqs[k], g, *ops)
+    return rule
+
+
+# out[b, o] = sum_ij x1[b, i] W[o, i, j] x2[b, j]; linear in each input alone
+trilinear_p = defprim("trilinear", "TrilinearBackward0", lambda xp, a, w, b: xp.einsum("bi,oij,bj->bo", a, w, b),
+                      vjp=(_trilinear_vjp(0), _trilinear_vjp(1), _trilinear_vjp(2)), jvp="multilinear",
+                      saves=(0, 1, 2), promote="standard", saved_names=("i1", "i2", "i3"))
+
+
+@_fn(module=True)
+def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """x1^T A x2 + b over the last dims of ``input1``/``input2`` (TrilinearBackward0 under a view, as PyTorch)."""
+    check_tensor(input1, "bilinear", "input1", 1)
+    check_tensor(input2, "bilinear", "input2", 2)
+    check_tensor(weight, "bilinear", "weight", 3)
+    if bias is not None:
+        check_tensor(bias, "bilinear", "bias", 4)
+    s1, s2, sw = input1._data.shape, input2._data.shape, weight._data.shape
+    if input1._data.ndim != input2._data.ndim:
+        raise RuntimeError(f"bilinear(): input dimensions do not match: got {input1._data.ndim} and "
+                           f"{input2._data.ndim}")
+    if s1[:-1] != s2[:-1]:
+        raise RuntimeError(f"bilinear(): input batch dimensions do not match: got {list(s1[:-1])} and "
+                           f"{list(s2[:-1])}")
+    if weight._data.ndim != 3:
+        raise RuntimeError(f"bilinear(): weight must be three-dimensional, but got {weight._data.ndim} dimensions")
+    if s1[-1] != sw[1]:
+        raise RuntimeError(f"bilinear(): input1 size does not match weight size: got {s1[-1]} but expected {sw[1]}")
+    if s2[-1] != sw[2]:
+        raise RuntimeError(f"bilinear(): input2 size does not match weight size: got {s2[-1]} but expected {sw[2]}")
+    if bias is not None and (bias._data.ndim != 1 or bias._data.shape[0] != sw[0]):
+        raise RuntimeError(f"bilinear(): bias size does not match weight size: got "
+                           f"{bias._data.shape[-1] if bias._data.ndim else 0} but expected {sw[0]}")
+    a = input1.reshape(-1, s1[-1])
+    b = input2.reshape(-1, s2[-1])
+    out = apply(trilinear_p, (a, weight, b)).view(*s1[:-1], sw[0])
+    return out if bias is None else out + bias
+
+
+# ----- embedding, one_hot ----------------------------------------------------------------------------------
+
+def _embedding_vjp(xp, g, out, w, indices, padding_idx):
+    if padding_idx >= 0:   # the padding row gets no gradient: its positions are left out
+        keep = indices != padding_idx
+        return xp.index_put_zeros(xp.getitem(g, (keep,)), (indices[keep],), w.shape)
+    return xp.index_put_zeros(g, (indices,), w.shape)
+
+
+# indices are a parameter (an integer array), not an input: PyTorch gives them no edge
+embedding_p = defprim("embedding", "EmbeddingBackward0", lambda xp, w, indices, padding_idx: xp.getitem(w, (indices,)),
+                      vjp=_embedding_vjp, jvp="linear")
+
+
+@_fn(name="embedding")
+def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max_norm: float | None = None,
+              norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
+    """Rows of ``weight`` at the indices ``input`` (EmbeddingBackward0); ``padding_idx``'s row gets no gradient;
+    ``max_norm`` renormalises the rows used, in place and without recording, as PyTorch."""
+    check_tensor(input, "embedding")
+    check_tensor(weight, "embedding", "weight", 2)
+    if weight._data.ndim != 2:
+        raise RuntimeError("'weight' must be 2-D")
+    n = weight._data.shape[0]
+    if padding_idx is not None:
+        if padding_idx > 0:
+            assert padding_idx < n, "Padding_idx must be within num_embeddings"
+        elif padding_idx < 0:
+            assert padding_idx >= -n, "Padding_idx must be within num_embeddings"
+            padding_idx = n + padding_idx
+    else:
+        padding_idx = -1
+    if input._data.dtype.kind not in "iu":
+        raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the following scalar types: "
+                           f"Long, Int; but got {input.type()} instead (while checking arguments for embedding)")
+    idx = input._data.astype(np.int64)
+    if idx.size and (idx.min() < 0 or idx.max() >= n):
+        raise IndexError("index out of range in self")
+    if scale_grad_by_freq or sparse:
+        raise NotImplementedError("ember: embedding(scale_grad_by_freq=True / sparse=True) is not built yet")
+    if max_norm is not None:
+        _embedding_renorm_(weight, idx, max_norm, norm_type)
+    return apply(embedding_p, (weight,), {"indices": idx, "padding_idx": padding_idx})
+
+
+def _embedding_renorm_(weight: Tensor, idx, max_norm: float, norm_type: float) -> None:
+    """PyTorch's embedding_renorm_: each row used whose norm exceeds max_norm is scaled to max_norm (in place,
+    not recorded; the version counter moves, so a graph that saved the weight notices)."""
+    rows = np.unique(idx)
+    w = weight._data
+    with np.errstate(all="ignore"):
+        norms = np.linalg.norm(w[rows].astype(np.float64), ord=norm_type, axis=1)
+        scale = np.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
+        w[rows] = (w[rows] * scale[:, None]).astype(w.dtype)
+    weight._vc[0] += 1
+
+
+@_fn
+def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
+    """int64 one-hot encoding with ``num_classes`` (inferred as max + 1 when -1)."""
+    check_tensor(tensor, "one_hot", "input")
+    if isinstance(num_classes, bool) or not isinstance(num_classes, (int, np.integer)):
+        raise TypeError(f"one_hot(): argument 'num_classes' (position 2) must be int, not "
+                        f"{type(num_classes).__name__}")
+    d = tensor._data
+    if d.dtype != np.int64:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    if num_classes == -1:
+        if d.size == 0:
+            raise RuntimeError("Can not infer total number of classes from empty tensor.")
+        num_classes = int(d.max()) + 1
+    if d.size and d.min() < 0:
+        raise RuntimeError("Class values must be non-negative.")
+    if d.size and d.max() >= num_classes:
+        raise RuntimeError("Class values must be smaller than num_classes.")
+    from .._tensor import make
+    return make((d[..., None] == np.arange(num_classes)).astype(np.int64))
