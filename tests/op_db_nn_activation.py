@@ -312,5 +312,57 @@ OPS += [
            supports_gradgrad=False, supports_fwd=False),
 ]
 
+
+
+_DROPOUT_SHAPES = {"dropout1d": [(2, 3, 4), (3, 4)], "dropout2d": [(2, 3, 2, 2), (3, 2, 2)],
+                   "dropout3d": [(2, 3, 1, 2, 2), (3, 1, 2, 2)]}
+
+
+def _dropout_samples(name):
+    """The deterministic cases (random masks are compared with torch's in tests/test_nn_dropout.py): p=0 and
+    eval return the input itself, p=1 gives zeros (MulBackward0)."""
+    def samples(rng):
+        out = []
+        for shape in _DROPOUT_SHAPES.get(name, [(2, 3, 4), (3,), (0, 2)]):
+            for kw in ({"p": 0.0, "training": True}, {"p": 0.5, "training": False}, {"p": 1.0, "training": True}):
+                out.append(Sample((draw(rng, shape),), dict(kw)))
+        return out
+    return samples
+
+
+def _dropout_call(name, inplace=False):
+    def op(m, a, p, training):
+        x = a * 1 if inplace else a
+        return getattr(F(m), name)(x, p, training, inplace) * 1   # * 1: eval returns the input itself
+    return op
+
+
+def _torch_dropout_call(name):
+    def op(m, a, p, training):
+        x = a * 1 if name.endswith("_") else a
+        return getattr(m, name)(x, p, training) * 1
+    return op
+
+
+def _dropout_errors(rng):
+    return [Sample((draw(rng, (2, 3)),), {"case": c}) for c in
+            ("p_neg", "p_big", "d1_4d", "torch_p", "feature_1d")]
+
+
+def _dropout_error_call(m, a, case):
+    return {"p_neg": lambda: F(m).dropout(a, -0.1), "p_big": lambda: F(m).alpha_dropout(a, 1.5, True),
+            "d1_4d": lambda: F(m).dropout1d(a.reshape(1, 1, 2, 3)), "torch_p": lambda: m.dropout(a, 2.0, True),
+            "feature_1d": lambda: m.feature_dropout(a.reshape(6), 0.5, True)}[case]()
+
+
+OPS += [OpInfo(f"nn_{n}" + ("_inplace" if ip else ""), _dropout_call(n, ip), _dropout_samples(n))
+        for n in ("dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout")
+        for ip in (False, True)]
+OPS += [OpInfo(f"torch_{n}", _torch_dropout_call(n), _dropout_samples(n))
+        for n in ("dropout", "dropout_", "alpha_dropout", "alpha_dropout_", "feature_dropout", "feature_dropout_",
+                  "feature_alpha_dropout", "feature_alpha_dropout_")]
+OPS.append(OpInfo("nn_dropout_errors", _dropout_error_call, _dropout_errors, supports_grad=False,
+                  supports_gradgrad=False, supports_fwd=False))
+
 HYP_BINARY: list = []
 HYP_UNARY: list = []

@@ -888,3 +888,148 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
         raise RuntimeError("Class values must be smaller than num_classes.")
     from .._tensor import make
     return make((d[..., None] == np.arange(num_classes)).astype(np.int64))
+
+
+# ----- dropout -------------------------------------------------------------------------------------------------
+# PyTorch's CPU kernel (_dropout_impl): noise = empty_like(input).bernoulli_(1 - p) (one draw per element, or per
+# (sample, channel) for the feature variants), scaled by 1 / (1 - p), then input * noise. The noise comes from
+# ember's bernoulli_, which follows PyTorch's stream, so the same seed gives PyTorch's mask.
+
+_ALPHA = 1.7580993408473766   # -scale * alpha of SELU: the value alpha dropout drops to
+
+
+def _check_p(p, exc=ValueError) -> float:
+    if isinstance(p, Tensor):
+        p = p.item()
+    if p < 0.0 or p > 1.0:
+        raise exc(f"dropout probability has to be between 0 and 1, but got {p}")
+    return p
+
+
+def _dropout_impl(input: Tensor, p: float, train, feature: bool, alpha: bool, inplace: bool) -> Tensor:
+    from .._creation import empty, zeros
+    from ..autograd.grad_mode import no_grad
+    check_tensor(input, "dropout")
+    if p == 0 or not train or input._data.size == 0:
+        return input   # the very same tensor, as PyTorch
+    if p == 1:
+        z = zeros((), dtype=input.dtype)
+        return input.mul_(z) if inplace else input * z
+    shape = input._data.shape
+    if feature:
+        if len(shape) < 2:
+            raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+        shape = shape[:2] + (1,) * (len(shape) - 2)
+    with no_grad():
+        noise = empty(shape, dtype=input.dtype).bernoulli_(1 - p)
+        half = noise.dtype == D.float16
+        if half:   # PyTorch scales float16 noise in float32 (its opmath type) and rounds once
+            noise = noise.float()
+        if alpha:
+            a = 1.0 / math.sqrt((_ALPHA * _ALPHA * p + 1) * (1 - p))
+            b = noise.add(-1).mul_(_ALPHA * a).add_(_ALPHA * a * p)
+            noise.mul_(a)
+            if half:
+                b = b.half()
+        else:
+            noise.div_(1 - p)
+        if half:
+            noise = noise.half()
+    out = input.mul_(noise) if inplace else input * noise
+    return out.add_(b) if alpha else out
+
+
+@_fn
+def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    """Zero each element with probability ``p`` and scale the rest by 1 / (1 - p) in training; ``p=0`` and eval
+    return ``input`` itself."""
+    check_tensor(input, "dropout")
+    return _dropout_impl(input, _check_p(p), training, False, False, inplace)
+
+
+@_fn
+def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False, inplace: bool = False) -> Tensor:
+    """Dropout for SELU networks: dropped elements take SELU's negative saturation value, then an affine map
+    keeps mean and variance."""
+    check_tensor(input, "alpha_dropout")
+    return _dropout_impl(input, _check_p(p), training, False, True, inplace)
+
+
+@_fn
+def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False, inplace: bool = False) -> Tensor:
+    """alpha_dropout of whole channels (one draw per sample and channel)."""
+    check_tensor(input, "feature_alpha_dropout")
+    return _dropout_impl(input, _check_p(p), training, True, True, inplace)
+
+
+@_fn
+def dropout1d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    """Channel-wise dropout of (N, C, L) or (C, L) inputs."""
+    check_tensor(input, "dropout1d")
+    p = _check_p(p)
+    nd = input._data.ndim
+    if nd not in (2, 3):
+        raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {nd}D input. Note that dropout1d "
+                           f"exists to provide channel-wise dropout on inputs with 1 spatial dimension, a channel "
+                           f"dimension, and an optional batch dimension (i.e. 2D or 3D inputs).")
+    return _feature_dropout_unbatched(input, p, training, inplace, nd == 3)
+
+
+def _feature_dropout_unbatched(input, p, training, inplace, batched):
+    if not batched:
+        input = input.unsqueeze_(0) if inplace else input.unsqueeze(0)
+    result = _dropout_impl(input, p, training, True, False, inplace)
+    if not batched:
+        result = result.squeeze_(0) if inplace else result.squeeze(0)
+    return result
+
+
+@_fn
+def dropout2d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    """Channel-wise dropout of (N, C, H, W) inputs (3-D inputs are taken as (N, C, L), with PyTorch's warning)."""
+    check_tensor(input, "dropout2d")
+    p = _check_p(p)
+    nd = input._data.ndim
+    if nd not in (3, 4):
+        warnings.warn(f"dropout2d: Received a {nd}-D input to dropout2d, which is deprecated and will result in an "
+                      f"error in a future release. To retain the behavior and silence this warning, please use "
+                      f"dropout instead. Note that dropout2d exists to provide channel-wise dropout on inputs with 2 "
+                      f"spatial dimensions, a channel dimension, and an optional batch dimension (i.e. 3D or 4D "
+                      f"inputs).", stacklevel=2)
+    if nd == 3:
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout "
+                      "behavior is desired - input is interpreted as shape (N, C, L), where C is the channel dim. "
+                      "This behavior will change in a future release to interpret the input as one without a batch "
+                      "dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise dropout behavior, please "
+                      "switch to using dropout1d instead.", stacklevel=2)
+    return _dropout_impl(input, p, training, True, False, inplace)
+
+
+@_fn
+def dropout3d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    """Channel-wise dropout of (N, C, D, H, W) or (C, D, H, W) inputs."""
+    check_tensor(input, "dropout3d")
+    p = _check_p(p)
+    nd = input._data.ndim
+    if nd not in (4, 5):
+        warnings.warn(f"dropout3d: Received a {nd}-D input to dropout3d, which is deprecated and will result in an "
+                      f"error in a future release. To retain the behavior and silence this warning, please use "
+                      f"dropout instead. Note that dropout3d exists to provide channel-wise dropout on inputs with 3 "
+                      f"spatial dimensions, a channel dimension, and an optional batch dimension (i.e. 4D or 5D "
+                      f"inputs).", stacklevel=2)
+    return _feature_dropout_unbatched(input, p, training, inplace, nd == 5)
+
+
+def _torch_dropout(alpha: bool, feature: bool, inplace: bool, name: str):
+    def fn(input: Tensor, p: float, train: bool) -> Tensor:
+        check_tensor(input, name)
+        return _dropout_impl(input, _check_p(p, RuntimeError), train, feature, alpha, inplace)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"``torch.{name}(input, p, train)`` (``p`` and ``train`` required)."
+    return register(fn, name=name)
+
+
+for _a, _f, _n in ((False, False, "dropout"), (True, False, "alpha_dropout"), (False, True, "feature_dropout"),
+                   (True, True, "feature_alpha_dropout")):
+    _torch_dropout(_a, _f, False, _n)
+    _torch_dropout(_a, _f, True, _n + "_")
