@@ -363,6 +363,10 @@ OPS += [OpInfo(f"torch_{n}", _torch_dropout_call(n), _dropout_samples(n))
                   "feature_alpha_dropout", "feature_alpha_dropout_")]
 OPS.append(OpInfo("nn_dropout_errors", _dropout_error_call, _dropout_errors, supports_grad=False,
                   supports_gradgrad=False, supports_fwd=False))
+# gumbel_softmax draws noise: its samples are compared with torch's (same seed) in tests/test_nn_dropout.py; here
+# the sum over dim, which is 1 whatever the draw (and whose gradient is zero)
+OPS.append(OpInfo("nn_gumbel_softmax_sum", lambda m, a, **kw: F(m).gumbel_softmax(a, **kw).sum(kw.get("dim", -1)),
+                  [(((3, 4),), {}), (((3, 4),), {"hard": True}), (((2, 3),), {"dim": 0, "tau": 0.5})]))
 
 HYP_BINARY: list = []
 HYP_UNARY: list = []

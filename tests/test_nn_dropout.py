@@ -113,3 +113,20 @@ def test_rrelu_training_draws_slopes_within_bounds_and_matches_its_gradient():
     np.testing.assert_allclose(gn[neg], slopes)
     np.testing.assert_array_equal(gn[xn > 0], 1.0)
     assert type(y.grad_fn).__name__ == "RreluWithNoiseBackward0"
+
+
+@pytest.mark.parametrize("kw", [{}, {"tau": 0.5}, {"hard": True}, {"hard": True, "dim": 0, "tau": 2.0}])
+def test_gumbel_softmax_same_seed_same_sample_and_grads(kw):
+    x = np.random.default_rng(3).standard_normal((4, 5))
+    outs = []
+    for lib, F in ((torch, TF), (ember, EF)):
+        lib.manual_seed(11)
+        t = lib.tensor(x, requires_grad=True)
+        y = F.gumbel_softmax(t, **kw)
+        g = np.random.default_rng(4).standard_normal(y.shape)
+        (gx,) = lib.autograd.grad(y, t, lib.tensor(g))
+        outs.append((y.detach().numpy(), gx.numpy(), type(y.grad_fn).__name__))
+    (ty, tg, tn), (ey, eg, en) = outs
+    np.testing.assert_allclose(ey, ty, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(eg, tg, rtol=1e-10, atol=1e-12)
+    assert en == tn

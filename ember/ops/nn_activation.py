@@ -1033,3 +1033,22 @@ for _a, _f, _n in ((False, False, "dropout"), (True, False, "alpha_dropout"), (F
                    (True, True, "feature_alpha_dropout")):
     _torch_dropout(_a, _f, False, _n)
     _torch_dropout(_a, _f, True, _n + "_")
+
+
+# ----- gumbel_softmax ---------------------------------------------------------------------------------------
+
+@_fn
+def gumbel_softmax(logits: Tensor, tau: float = 1, hard: bool = False, eps: float = 1e-10, dim: int = -1) -> Tensor:
+    """softmax((logits + g) / tau) with g ~ Gumbel(0, 1) drawn as PyTorch draws it (-log of exponential_()), so the
+    same seed gives PyTorch's sample; ``hard``: the one-hot argmax with the soft sample's gradient."""
+    from .._creation import empty_like, zeros_like
+    check_tensor(logits, "gumbel_softmax", "logits")
+    if eps != 1e-10:
+        warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
+    gumbels = -empty_like(logits).exponential_().log()
+    y_soft = torch_softmax((logits + gumbels) / tau, dim)
+    if not hard:
+        return y_soft
+    index = y_soft.max(dim, keepdim=True)[1]
+    y_hard = zeros_like(logits).scatter_(dim, index, 1.0)
+    return y_hard - y_soft.detach() + y_soft
