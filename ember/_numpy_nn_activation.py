@@ -13,7 +13,7 @@ from ._numpy_elementwise import erf as _erf
 
 __all__: list = ["softmax", "log_softmax", "leaky_relu", "elu", "gelu", "silu", "mish", "softplus", "hardtanh",
                  "hardsigmoid", "hardswish", "hardshrink", "softshrink", "log_sigmoid", "threshold", "glu",
-                 "prelu", "rrelu_with_noise"]
+                 "prelu", "rrelu_with_noise", "index_bounds", "one_hot", "embedding_renorm_"]
 
 _SQRT1_2 = 1.0 / math.sqrt(2.0)
 _KAPPA = math.sqrt(2.0 / math.pi)
@@ -159,3 +159,23 @@ def rrelu_with_noise(x, noise, lower, upper, training):
     with np.errstate(all="ignore"):
         n = noise.astype(x.dtype, copy=False) if training else x.dtype.type((lower + upper) / 2)
         return np.where(x > 0, x, x * n)
+
+
+def index_bounds(x):
+    """(min, max) of an integer array as Python ints, or None when it is empty. Not differentiable."""
+    return None if x.size == 0 else (int(x.min()), int(x.max()))
+
+
+def one_hot(x, num_classes):
+    """int64 one-hot rows of the integer array ``x`` (a new last dim of ``num_classes``). Not differentiable."""
+    return (x[..., None] == np.arange(num_classes)).astype(np.int64)
+
+
+def embedding_renorm_(w, idx, max_norm, norm_type):
+    """PyTorch's embedding_renorm_: each row of ``w`` indexed by ``idx`` whose ``norm_type``-norm exceeds
+    ``max_norm`` is scaled by max_norm / (norm + 1e-7), in place. Not differentiable."""
+    rows = np.unique(idx)
+    with np.errstate(all="ignore"):
+        norms = np.linalg.norm(w[rows].astype(np.float64), ord=norm_type, axis=1)
+        scale = np.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
+        w[rows] = (w[rows] * scale[:, None]).astype(w.dtype)

@@ -14,7 +14,8 @@ import warnings
 import numpy as np
 
 from .. import _dtype as D
-from .._tensor import Tensor, wrap_dim
+from .._device import NAMESPACES
+from .._tensor import Tensor, make, wrap_dim
 from ..autograd.graph import node_class
 from . import elementwise as E
 from ._primitive import PrimNode, apply, batch_safe, defprim
@@ -846,8 +847,9 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
     if input._data.dtype.kind not in "iu":
         raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the following scalar types: "
                            f"Long, Int; but got {input.type()} instead (while checking arguments for embedding)")
-    idx = input._data.astype(np.int64)
-    if idx.size and (idx.min() < 0 or idx.max() >= n):
+    xp = NAMESPACES[type(input._data)]
+    idx = xp.cast(input._data, np.int64)
+    if not xp.in_range(idx, 0, n):
         raise IndexError("index out of range in self")
     if scale_grad_by_freq or sparse:
         raise NotImplementedError("ember: embedding(scale_grad_by_freq=True / sparse=True) is not built yet")
@@ -857,15 +859,15 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
 
 
 def _embedding_renorm_(weight: Tensor, idx, max_norm: float, norm_type: float) -> None:
-    """PyTorch's embedding_renorm_: each row used whose norm exceeds max_norm is scaled to max_norm (in place,
-    not recorded; the version counter moves, so a graph that saved the weight notices)."""
-    rows = np.unique(idx)
-    w = weight._data
-    with np.errstate(all="ignore"):
-        norms = np.linalg.norm(w[rows].astype(np.float64), ord=norm_type, axis=1)
-        scale = np.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
-        w[rows] = (w[rows] * scale[:, None]).astype(w.dtype)
+    """PyTorch's embedding_renorm_: the rows used whose norm exceeds max_norm are scaled to max_norm, in place and
+    not recorded; the version counter moves, so a graph that saved the weight notices."""
+    NAMESPACES[type(weight._data)].embedding_renorm_(weight._data, idx, max_norm, norm_type)
     weight._vc[0] += 1
+
+
+graph("embedding_renorm_", lambda w, idx, max_norm, norm_type: _embedding_renorm_(w, idx, max_norm, norm_type))
+graph("index_bounds", lambda x: NAMESPACES[type(x._data)].index_bounds(x._data))
+graph("one_hot", lambda x, num_classes: make(NAMESPACES[type(x._data)].one_hot(x._data, num_classes)))
 
 
 @_fn
@@ -878,16 +880,17 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     d = tensor._data
     if d.dtype != np.int64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    xp = NAMESPACES[type(d)]
+    bounds = xp.index_bounds(d)
     if num_classes == -1:
-        if d.size == 0:
+        if bounds is None:
             raise RuntimeError("Can not infer total number of classes from empty tensor.")
-        num_classes = int(d.max()) + 1
-    if d.size and d.min() < 0:
+        num_classes = bounds[1] + 1
+    if bounds is not None and bounds[0] < 0:
         raise RuntimeError("Class values must be non-negative.")
-    if d.size and d.max() >= num_classes:
+    if bounds is not None and bounds[1] >= num_classes:
         raise RuntimeError("Class values must be smaller than num_classes.")
-    from .._tensor import make
-    return make((d[..., None] == np.arange(num_classes)).astype(np.int64))
+    return make(xp.one_hot(d, num_classes))
 
 
 # ----- dropout -------------------------------------------------------------------------------------------------
@@ -907,7 +910,7 @@ def _check_p(p, exc=ValueError) -> float:
 
 
 def _dropout_impl(input: Tensor, p: float, train, feature: bool, alpha: bool, inplace: bool) -> Tensor:
-    from .._creation import empty, zeros
+    from .._creation import empty_like, zeros
     from ..autograd.grad_mode import no_grad
     check_tensor(input, "dropout")
     if p == 0 or not train or input._data.size == 0:
@@ -921,7 +924,9 @@ def _dropout_impl(input: Tensor, p: float, train, feature: bool, alpha: bool, in
             raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
         shape = shape[:2] + (1,) * (len(shape) - 2)
     with no_grad():
-        noise = empty(shape, dtype=input.dtype).bernoulli_(1 - p)
+        # on input's device: a like-tensor of input itself, or of its first element per (sample, channel)
+        noise = empty_like(input if not feature else input[(slice(None), slice(None)) + (slice(0, 1),) *
+                                                            (len(shape) - 2)]).bernoulli_(1 - p)
         half = noise.dtype == D.float16
         if half:   # PyTorch scales float16 noise in float32 (its opmath type) and rounds once
             noise = noise.float()
