@@ -42,7 +42,8 @@ def _softmax_samples(rng):
 
 def _masked_samples(rng):
     mask = np.array([[False, True, False, True], [True, False, False, False], [False, False, False, True]])
-    return [Sample((draw(rng, (3, 4)),), {"dim": 1, "mask": mask}), Sample((draw(rng, (3, 4)),), {"dim": 0, "mask": mask})]
+    return [Sample((draw(rng, (3, 4)),), {"dim": 1, "mask": mask}),
+            Sample((draw(rng, (3, 4)),), {"dim": 0, "mask": mask})]
 
 
 def _fully_masked_samples(rng):

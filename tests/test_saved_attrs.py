@@ -39,6 +39,7 @@ NOT_SAVED = {
     "IndexAddBackward0": {"_saved_source"},
     "IndexCopyBackward0": {"_saved_source"},
     "IndexReduceBackward0": {"_saved_source"},
+    "LogSigmoidBackward0": {"_saved_buffer"},   # PyTorch's kernel keeps a buffer; ember's rule recomputes sigmoid(-x)
     "LinalgCholeskyExBackward0": {"_saved_L"},
     "LinalgDetBackward0": {"_saved_A", "_saved_LU", "_saved_pivots"},
     "LinalgEighBackward0": {"_saved_eigenvalues", "_saved_eigenvectors"},
@@ -71,6 +72,7 @@ NOT_SAVED = {
 # inputs, alpha of add/sub, the pieces of slicing and indexing that ember's node holds as one index).
 NOT_EXPOSED = {
     "AddBackward0": {"_saved_alpha"},
+    "EmbeddingBackward0": {"_saved_scale_grad_by_freq", "_saved_sparse", "_saved_weight_sym_argsize_0"},
     "SubBackward0": {"_saved_alpha"},
     "RsubBackward0": {"_saved_alpha"},
     "RsubBackward1": {"_saved_alpha"},

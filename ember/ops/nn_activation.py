@@ -721,9 +721,10 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, o
     return input / denom
 
 
-# softmax/log_softmax name a positive dim in their rules: they run row by row under is_grads_batched.
-batch_safe(leaky_relu_p, leaky_relu_result_p, elu_p, elu_result_p, celu_p, celu_result_p, gelu_p, silu_p, mish_p, softplus_p, hardtanh_p,
-           hardsigmoid_p, hardswish_p, hardshrink_p, softshrink_p, log_sigmoid_p, threshold_p)
+# The elementwise activations broadcast over a leading batch dimension of the gradient as written. softmax,
+# log_softmax, glu and prelu locate their dim from the gradient's ndim: they run row by row under is_grads_batched.
+batch_safe(leaky_relu_p, leaky_relu_result_p, elu_p, elu_result_p, celu_p, celu_result_p, gelu_p, silu_p, mish_p,
+           softplus_p, hardtanh_p, hardsigmoid_p, hardswish_p, hardshrink_p, softshrink_p, log_sigmoid_p, threshold_p)
 
 
 # ----- linear, bilinear ------------------------------------------------------------------------------------
