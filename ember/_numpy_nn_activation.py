@@ -13,7 +13,8 @@ from ._numpy_elementwise import erf as _erf
 
 __all__: list = ["softmax", "log_softmax", "leaky_relu", "elu", "gelu", "silu", "mish", "softplus", "hardtanh",
                  "hardsigmoid", "hardswish", "hardshrink", "softshrink", "log_sigmoid", "threshold", "glu",
-                 "prelu", "rrelu_with_noise", "index_bounds", "one_hot", "embedding_renorm_"]
+                 "prelu", "rrelu_with_noise", "index_bounds", "one_hot", "embedding_renorm_",
+                 "embedding_bag", "bag_ids", "embedding_bag_argmax"]
 
 _SQRT1_2 = 1.0 / math.sqrt(2.0)
 _KAPPA = math.sqrt(2.0 / math.pi)
@@ -179,3 +180,39 @@ def embedding_renorm_(w, idx, max_norm, norm_type):
         norms = np.linalg.norm(w[rows].astype(np.float64), ord=norm_type, axis=1)
         scale = np.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
         w[rows] = (w[rows] * scale[:, None]).astype(w.dtype)
+
+
+def bag_ids(n, offsets, include_last_offset):
+    """The bag of each of ``n`` indices, from the start ``offsets`` of the bags (int64). Not differentiable."""
+    offs = offsets[:-1] if include_last_offset else offsets
+    return np.searchsorted(offs, np.arange(n), side="right").astype(np.int64) - 1
+
+
+def embedding_bag(w, psw, inv_count, indices, bags, nbags, mode, keep):
+    """Per bag: the sum (weighted by ``psw``), mean or max of the rows ``w[indices]`` kept by ``keep`` (padding left
+    out); empty bags give 0. ``inv_count``: 1 / (number of rows kept) per bag, for the mean."""
+    rows = w[indices[keep]]
+    b = bags[keep]
+    if psw is not None:
+        rows = rows * psw[keep][:, None]
+    if mode == "max":
+        out = np.full((nbags, w.shape[1]), -np.inf, dtype=w.dtype)
+        np.maximum.at(out, b, rows)
+        return np.where(np.isneginf(out), w.dtype.type(0), out)
+    out = np.zeros((nbags, w.shape[1]), dtype=w.dtype)
+    np.add.at(out, b, rows)
+    return out * inv_count[:, None] if mode == "mean" else out
+
+
+def embedding_bag_argmax(w, indices, bags, nbags, keep):
+    """For mode='max': (bag, column, weight row) of each maximum, the first position in its bag winning ties, as
+    PyTorch's max_indices. Not differentiable."""
+    n = indices.shape[0]
+    rows = w[indices]
+    out = np.full((nbags, w.shape[1]), -np.inf, dtype=w.dtype)
+    np.maximum.at(out, bags[keep], rows[keep])
+    hit = keep[:, None] & (rows == out[bags])
+    first = np.full(out.shape, n, dtype=np.int64)
+    np.minimum.at(first, bags, np.where(hit, np.arange(n)[:, None], n))
+    bag, col = np.nonzero(first < n)
+    return bag, col, indices[first[bag, col]]

@@ -369,5 +369,64 @@ OPS.append(OpInfo("nn_dropout_errors", _dropout_error_call, _dropout_errors, sup
 OPS.append(OpInfo("nn_gumbel_softmax_sum", lambda m, a, **kw: F(m).gumbel_softmax(a, **kw).sum(kw.get("dim", -1)),
                   [(((3, 4),), {}), (((3, 4),), {"hard": True}), (((2, 3),), {"dim": 0, "tau": 0.5})]))
 
+
+def _bag_samples(rng):
+    i1 = np.array([0, 2, 4, 5, 4, 1])
+    cases = [(i1, np.array([0, 2, 2]), {"mode": "sum"}), (i1, np.array([0, 2, 2]), {}),
+             (i1, np.array([0, 2, 2]), {"mode": "max"}), (i1, np.array([0, 3]), {"padding_idx": 4}),
+             (i1, np.array([0, 3]), {"mode": "max", "padding_idx": -2}),
+             (i1, np.array([0, 2, 2, 6]), {"include_last_offset": True, "mode": "sum"}),
+             (np.array([[0, 3, 3], [5, 1, 0]]), None, {"mode": "mean"}),
+             (np.array([[0, 3, 3], [5, 1, 0]]), None, {"mode": "max"}),
+             (np.zeros((0,), np.int64), np.array([0, 0]), {}), (i1, np.array([0, 4]), {"max_norm": 1.0})]
+    out = []
+    for idx, off, kw in cases:
+        w = rng.permutation(18).reshape(6, 3) * 0.3 - 2.5   # distinct values: the maxima are stable
+        out.append(Sample((w,), dict(kw, idx=idx, off=off)))
+    return out
+
+
+def _bag(m, w, idx, off, **kw):
+    if "max_norm" in kw:
+        w = w * 1
+    return F(m).embedding_bag(m.tensor(idx), w, None if off is None else m.tensor(off), **kw)
+
+
+def _bag_psw_samples(rng):
+    return [Sample((draw(rng, (6, 3)), draw(rng, (6,))), {"idx": np.array([0, 2, 4, 5, 4, 1]),
+                                                          "off": np.array([0, 2, 2])}),
+            Sample((draw(rng, (6, 3)), draw(rng, (2, 3))), {"idx": np.array([[0, 3, 3], [5, 1, 0]]), "off": None})]
+
+
+def _bag_psw(m, w, psw, idx, off):
+    return F(m).embedding_bag(m.tensor(idx), w, None if off is None else m.tensor(off), mode="sum",
+                              per_sample_weights=psw)
+
+
+def _bag_errors(rng):
+    return [Sample((draw(rng, (6, 3)),), {"case": c}) for c in
+            ("mode", "offsets_none", "offsets_2d_input", "offset0", "offset_last", "psw_mean", "psw_shape", "range")]
+
+
+def _bag_error_call(m, w, case):
+    f, t = F(m), m.tensor
+    i = t([0, 2])
+    return {"mode": lambda: f.embedding_bag(i, w, t([0]), mode="x"), "offsets_none": lambda: f.embedding_bag(i, w),
+            "offsets_2d_input": lambda: f.embedding_bag(t([[0, 2]]), w, t([0])),
+            "offset0": lambda: f.embedding_bag(i, w, t([1, 1])), "offset_last": lambda: f.embedding_bag(i, w, t([0, 3])),
+            "psw_mean": lambda: f.embedding_bag(i, w, t([0]), per_sample_weights=m.ones(2, dtype=w.dtype)),
+            "psw_shape": lambda: f.embedding_bag(i, w, t([0]), mode="sum", per_sample_weights=m.ones(3, dtype=w.dtype)),
+            "range": lambda: f.embedding_bag(t([0, 7]), w, t([0]))}[case]()
+
+
+OPS += [
+    # torch has no double backward for embedding_bag (ember's rules are differentiable; not compared)
+    OpInfo("nn_embedding_bag", _bag, _bag_samples, supports_gradgrad=False,
+           xfails=(XFail("gradcheck", _RENORM, "9:"), XFail("fwd_ad", _RENORM, "9:"))),
+    OpInfo("nn_embedding_bag_psw", _bag_psw, _bag_psw_samples, supports_gradgrad=False),
+    OpInfo("nn_embedding_bag_errors", _bag_error_call, _bag_errors, supports_grad=False, supports_gradgrad=False,
+           supports_fwd=False),
+]
+
 HYP_BINARY: list = []
 HYP_UNARY: list = []

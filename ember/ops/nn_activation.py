@@ -871,6 +871,132 @@ graph("index_bounds", lambda x: NAMESPACES[type(x._data)].index_bounds(x._data))
 graph("one_hot", lambda x, num_classes: make(NAMESPACES[type(x._data)].one_hot(x._data, num_classes)))
 
 
+def _bag_rows(xp, g, indices, bags, keep):
+    """The gradient of each kept row: its bag's gradient (kept rows only)."""
+    return xp.getitem(g, (bags[keep],))
+
+
+def _bag_weight_vjp(xp, g, out, w, psw, inv_count, indices, bags, nbags, mode, keep, argmax):
+    gr = _bag_rows(xp, g, indices, bags, keep)
+    if mode == "mean":
+        gr = gr * xp.unsqueeze(xp.getitem(inv_count, (bags[keep],)), 1)
+    elif mode == "max":   # each maximum's gradient goes to the row that gave it (the first one on ties)
+        bag, col, row = argmax
+        return xp.index_put_zeros(xp.getitem(g, (bag, col)), (row, col), w.shape)
+    if psw is not None:
+        gr = gr * xp.unsqueeze(xp.getitem(psw, (keep,)), 1)
+    return xp.index_put_zeros(gr, (indices[keep],), w.shape)
+
+
+def _bag_psw_vjp(xp, g, out, w, psw, inv_count, indices, bags, nbags, mode, keep, argmax):
+    gr = _bag_rows(xp, g, indices, bags, keep)
+    d = xp.sum(gr * xp.getitem(w, (indices[keep],)), (1,))
+    return xp.index_put_zeros(d, (keep,), psw.shape)
+
+
+def _bag_weight_jvp(xp, t, out, w, psw, inv_count, indices, bags, nbags, mode, keep, argmax):
+    if mode == "max":
+        bag, col, row = argmax
+        return xp.index_put_zeros(xp.getitem(t, (row, col)), (bag, col), (nbags, w.shape[1]))
+    return xp.embedding_bag(t, psw, inv_count, indices, bags, nbags, mode, keep)
+
+
+def _bag_psw_jvp(xp, t, out, w, psw, inv_count, indices, bags, nbags, mode, keep, argmax):
+    return xp.embedding_bag(w, t, inv_count, indices, bags, nbags, mode, keep)
+
+
+# inputs: weight, per_sample_weights (or None), 1 / count per bag (a constant: no edge); the index arrays are
+# parameters
+embedding_bag_p = defprim(
+    "embedding_bag", "EmbeddingBagBackward0",
+    lambda xp, w, psw, inv_count, indices, bags, nbags, mode, keep, argmax:
+        xp.embedding_bag(w, psw, inv_count, indices, bags, nbags, mode, keep),
+    vjp=(_bag_weight_vjp, _bag_psw_vjp, None), jvp=(_bag_weight_jvp, _bag_psw_jvp, None), saves=(0, 1, 2),
+    scalar_args=(2,), saved_names=("weight", "per_sample_weights", None))
+graph("embedding_bag", lambda w, psw, inv_count, indices, bags, nbags, mode, keep: apply(
+    embedding_bag_p, (w, psw, inv_count), {"indices": indices, "bags": bags, "nbags": nbags, "mode": mode,
+                                           "keep": keep, "argmax": None}))
+graph("embedding_bag_argmax", lambda w, indices, bags, nbags, keep: NAMESPACES[type(w._data)].embedding_bag_argmax(
+    w._data, indices, bags, nbags, keep))
+graph("bag_ids", lambda n, offsets, include_last_offset: NAMESPACES[type(offsets)].bag_ids(n, offsets,
+                                                                                          include_last_offset))
+
+
+@_fn(name="embedding_bag")
+def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, max_norm: float | None = None,
+                  norm_type: float = 2, scale_grad_by_freq: bool = False, mode: str = "mean", sparse: bool = False,
+                  per_sample_weights: Tensor | None = None, include_last_offset: bool = False,
+                  padding_idx: int | None = None) -> Tensor:
+    """Sums, means or maxima of bags of embedding rows (EmbeddingBagBackward0): a 2-D ``input`` holds one bag per
+    row; a 1-D one is cut into bags at ``offsets``. Rows at ``padding_idx`` are left out of every bag."""
+    check_tensor(input, "embedding_bag")
+    check_tensor(weight, "embedding_bag", "weight", 2)
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError("mode has to be one of sum, mean or max")
+    if per_sample_weights is not None:
+        check_tensor(per_sample_weights, "embedding_bag", "per_sample_weights")
+        if tuple(per_sample_weights.shape) != tuple(input.shape):
+            raise ValueError(f"embedding_bag: If per_sample_weights ({per_sample_weights.shape}) is not None, then it "
+                             f"must have the same shape as the input ({input.shape})")
+        if mode != "sum":
+            raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "
+                                      f"supported for mode='sum' (got mode='{mode}'). Please open a feature request "
+                                      f"on GitHub.")
+    if weight._data.ndim != 2:
+        raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension {weight._data.ndim}")
+    if scale_grad_by_freq or sparse:
+        raise NotImplementedError("ember: embedding_bag(scale_grad_by_freq=True / sparse=True) is not built yet")
+    xp = NAMESPACES[type(input._data)]
+    n_emb = weight._data.shape[0]
+    if input._data.ndim == 2:
+        if offsets is not None:
+            raise ValueError(f"if input is 2D, then offsets has to be None, as input is treated is a mini-batch of "
+                             f"fixed length sequences. However, found offsets of type {type(offsets)}")
+        nb, length = input._data.shape
+        idx = xp.reshape(input._data, (-1,))
+        bags = xp.backend.asarray(np.repeat(np.arange(nb, dtype=np.int64), length))
+        psw = per_sample_weights.reshape(-1) if per_sample_weights is not None else None
+    elif input._data.ndim == 1:
+        if offsets is None:
+            raise ValueError("offsets has to be a 1D Tensor but got None")
+        check_tensor(offsets, "embedding_bag", "offsets", 3)
+        if offsets._data.ndim != 1:
+            raise ValueError("offsets has to be a 1D Tensor")
+        bounds = xp.index_bounds(offsets._data)
+        if bounds is not None:
+            first = int(offsets._data[0])
+            if first != 0:
+                raise RuntimeError(f"offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start "
+                                   f"from position 0. However, got {first}")
+            last = int(offsets._data[-1])
+            if last > input._data.shape[0]:
+                raise RuntimeError(f"offsets[-1] can not be greater than input's length {input._data.shape[0]} but "
+                                   f"got offsets[-1] of {last}")
+        nb = offsets._data.shape[0] - (1 if include_last_offset else 0)
+        idx = input._data
+        bags = xp.bag_ids(idx.shape[0], xp.cast(offsets._data, np.int64), include_last_offset)
+        psw = per_sample_weights
+    else:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension {input._data.ndim}")
+    if input._data.dtype.kind not in "iu":
+        raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the following scalar types: "
+                           f"Long, Int; but got {input.type()} instead (while checking arguments for embedding_bag)")
+    idx = xp.cast(idx, np.int64)
+    if not xp.in_range(idx, 0, n_emb):
+        raise RuntimeError(f"embedding_bag: an index of input is not in the valid range [0, {n_emb})")
+    if padding_idx is not None and padding_idx < 0:
+        padding_idx += n_emb
+    keep = idx != padding_idx if padding_idx is not None else idx >= 0
+    if max_norm is not None:
+        _embedding_renorm_(weight, idx, max_norm, norm_type)
+    counts = np.bincount(np.asarray(xp.backend.to_numpy(bags))[np.asarray(xp.backend.to_numpy(keep))],
+                         minlength=nb)[:nb]
+    inv = make(xp.backend.asarray((1.0 / np.maximum(counts, 1)).astype(weight._data.dtype)))
+    argmax = xp.embedding_bag_argmax(weight._data, idx, bags, nb, keep) if mode == "max" else None
+    return apply(embedding_bag_p, (weight, psw, inv),
+                 {"indices": idx, "bags": bags, "nbags": nb, "mode": mode, "keep": keep, "argmax": argmax})
+
+
 @_fn
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     """int64 one-hot encoding with ``num_classes`` (inferred as max + 1 when -1)."""
