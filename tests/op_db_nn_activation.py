@@ -413,7 +413,8 @@ def _bag_error_call(m, w, case):
     i = t([0, 2])
     return {"mode": lambda: f.embedding_bag(i, w, t([0]), mode="x"), "offsets_none": lambda: f.embedding_bag(i, w),
             "offsets_2d_input": lambda: f.embedding_bag(t([[0, 2]]), w, t([0])),
-            "offset0": lambda: f.embedding_bag(i, w, t([1, 1])), "offset_last": lambda: f.embedding_bag(i, w, t([0, 3])),
+            "offset0": lambda: f.embedding_bag(i, w, t([1, 1])),
+            "offset_last": lambda: f.embedding_bag(i, w, t([0, 3])),
             "psw_mean": lambda: f.embedding_bag(i, w, t([0]), per_sample_weights=m.ones(2, dtype=w.dtype)),
             "psw_shape": lambda: f.embedding_bag(i, w, t([0]), mode="sum", per_sample_weights=m.ones(3, dtype=w.dtype)),
             "range": lambda: f.embedding_bag(t([0, 7]), w, t([0]))}[case]()
