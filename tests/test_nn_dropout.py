@@ -130,3 +130,23 @@ def test_gumbel_softmax_same_seed_same_sample_and_grads(kw):
     np.testing.assert_allclose(ey, ty, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(eg, tg, rtol=1e-10, atol=1e-12)
     assert en == tn
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("inplace", [False, True])
+def test_rrelu_training_same_seed_same_slopes_as_torch(dtype, inplace):
+    # PyTorch draws one double per element <= 0, in order (bounds in the input's compute type)
+    x = np.random.default_rng(6).standard_normal((30, 20)).astype(dtype)
+    x[0, :3] = 0.0
+    res = []
+    for lib, F in ((torch, TF), (ember, EF)):
+        lib.manual_seed(2)
+        a = lib.tensor(x, requires_grad=True)
+        y = F.rrelu(a * 1, 0.05, 0.45, training=True, inplace=inplace)
+        (g,) = lib.autograd.grad(y, a, lib.tensor(np.full(x.shape, 0.3, dtype)))
+        res.append((y.detach().numpy(), g.numpy(), type(y.grad_fn).__name__, lib.rand(2).numpy()))
+    (ty, tg, tn, tr), (ey, eg, en, er) = res
+    np.testing.assert_array_equal(ey, ty)
+    np.testing.assert_array_equal(eg, tg)
+    np.testing.assert_array_equal(er, tr)   # the generator advanced as PyTorch's
+    assert en == tn

@@ -135,6 +135,8 @@ _CORRECTION = "ember keeps the correction as the number it used (1), PyTorch Non
 VALUE_DIFFERS = {
     ("EmbeddingBagBackward0", "_saved_mode"): "ember keeps the mode's name, PyTorch its number",
     ("EmbeddingBagBackward0", "_saved_weight"): "PyTorch saves an undefined weight where its backward needs none",
+    ("RreluWithNoiseBackward0", "_saved_noise"): "in eval PyTorch's noise is left uninitialised (empty_like)",
+    ("RreluWithNoiseBackward1", "_saved_noise"): "in eval PyTorch's noise is left uninitialised (empty_like)",
     **{(n, "_saved_dim"): _DIMS for n in (
         "AmaxBackward0", "AminBackward0", "AminmaxBackward0", "CatBackward0", "CummaxBackward0", "CumminBackward0",
         "CumprodBackward0", "CumsumBackward0", "KthvalueBackward0", "LinalgCrossBackward0",

@@ -670,21 +670,32 @@ graph("rrelu_with_noise", lambda a, noise, lower, upper, training:
 @_fn
 def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
           inplace: bool = False, *, generator=None) -> Tensor:
-    """Randomized leaky ReLU: slopes drawn from U(lower, upper) for x <= 0 in training, their mean in eval
-    (RreluWithNoiseBackward0; in place RreluWithNoiseBackward1)."""
+    """Randomized leaky ReLU: slopes drawn from U(lower, upper) for x <= 0 in training (PyTorch's draws for the same
+    seed), their mean in eval (RreluWithNoiseBackward0; in place RreluWithNoiseBackward1)."""
     check_tensor(input, "rrelu")
     lower = _number(lower, "rrelu", "lower", 2)
     upper = _number(upper, "rrelu", "upper", 3)
     if lower > upper:
         raise RuntimeError("Lower bound should be less than or equal to the upper bound")
     _float_input(input, "rrelu", "rrelu_with_noise_cpu")
-    from .._creation import zeros_like
+    if training and input.dtype == D.float16:
+        raise _not_implemented("rrelu_with_noise_out_cpu", input)
+    from .._creation import empty, zeros_like
     from ..autograd.grad_mode import no_grad
     with no_grad():
         noise = zeros_like(input)
         if training:
-            noise.uniform_(lower, upper, generator=generator)
-            noise = E.where(input > 0, 1.0, noise)
+            # PyTorch's CPU kernel draws one double from U(lower, upper) per element <= 0, in order; 1 elsewhere
+            neg = input <= 0
+            k = int(neg.sum().item())
+            # at::uniform_real_distribution<double>: a 53-bit draw scaled to [0, 1), then * (upper - lower) + lower,
+            # with the bounds in the input's compute type (float32 bounds for a float32 input), rounded to it after
+            f32 = input.dtype != D.float64
+            lo, hi = (float(np.float32(lower)), float(np.float32(upper))) if f32 else (lower, upper)
+            bits = empty((k,), dtype=D.float64).random_(0, 2 ** 53, generator=generator)
+            slopes = bits * (2.0 ** -53) * (hi - lo) + lo
+            noise = E.where(neg, 0.0, 1.0).to(input.dtype)
+            noise[neg] = slopes.to(input.dtype)
     params = {"lower": lower, "upper": upper, "training": bool(training)}
     if inplace:
         return apply_inplace(rrelu_result_p, input, (noise,), params)
