@@ -35,10 +35,12 @@ NOT_SAVED = {
     "CumminBackward0": {"_saved_self"},
     "DivBackward2": {"_saved_other", "_saved_self"},
     "DotBackward0": {"_saved_tensor"},
+    "EmbeddingBagBackward0": {"_saved_offsets", "_saved_result1", "_saved_result2", "_saved_result3"},
     "GatherBackward0": {"_saved_self"},
     "IndexAddBackward0": {"_saved_source"},
     "IndexCopyBackward0": {"_saved_source"},
     "IndexReduceBackward0": {"_saved_source"},
+    "LogSigmoidBackward0": {"_saved_buffer"},   # PyTorch's kernel keeps a buffer; ember's rule recomputes sigmoid(-x)
     "LinalgCholeskyExBackward0": {"_saved_L"},
     "LinalgDetBackward0": {"_saved_A", "_saved_LU", "_saved_pivots"},
     "LinalgEighBackward0": {"_saved_eigenvalues", "_saved_eigenvectors"},
@@ -71,6 +73,9 @@ NOT_SAVED = {
 # inputs, alpha of add/sub, the pieces of slicing and indexing that ember's node holds as one index).
 NOT_EXPOSED = {
     "AddBackward0": {"_saved_alpha"},
+    "EmbeddingBackward0": {"_saved_scale_grad_by_freq", "_saved_sparse", "_saved_weight_sym_argsize_0"},
+    "EmbeddingBagBackward0": {"_saved_padding_idx", "_saved_scale_grad_by_freq", "_saved_sparse",
+                              "_saved_weight_sym_argsize_0"},
     "SubBackward0": {"_saved_alpha"},
     "RsubBackward0": {"_saved_alpha"},
     "RsubBackward1": {"_saved_alpha"},
@@ -128,6 +133,10 @@ _SIZES = "ember's node is made at another step of the op (of another input shape
 _KEEPDIM = "ember keeps a reduction's indices with the reduced dim kept (size 1), PyTorch without it"
 _CORRECTION = "ember keeps the correction as the number it used (1), PyTorch None when it was not passed"
 VALUE_DIFFERS = {
+    ("EmbeddingBagBackward0", "_saved_mode"): "ember keeps the mode's name, PyTorch its number",
+    ("EmbeddingBagBackward0", "_saved_weight"): "PyTorch saves an undefined weight where its backward needs none",
+    ("RreluWithNoiseBackward0", "_saved_noise"): "in eval PyTorch's noise is left uninitialised (empty_like)",
+    ("RreluWithNoiseBackward1", "_saved_noise"): "in eval PyTorch's noise is left uninitialised (empty_like)",
     **{(n, "_saved_dim"): _DIMS for n in (
         "AmaxBackward0", "AminBackward0", "AminmaxBackward0", "CatBackward0", "CummaxBackward0", "CumminBackward0",
         "CumprodBackward0", "CumsumBackward0", "KthvalueBackward0", "LinalgCrossBackward0",

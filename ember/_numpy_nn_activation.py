@@ -1,0 +1,218 @@
+"""NumPy kernels of torch.nn.functional's activations and softmax family (part of the raw 'cpu' namespace).
+
+Every name in ``__all__`` is also in ``graph_ns`` (registered in ``ember/ops/nn_activation.py``). float16
+inputs compute in float32 and round once, as PyTorch's CPU kernels do (its "opmath" type).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ._numpy_elementwise import erf as _erf
+
+__all__: list = ["softmax", "log_softmax", "leaky_relu", "elu", "gelu", "silu", "mish", "softplus", "hardtanh",
+                 "hardsigmoid", "hardswish", "hardshrink", "softshrink", "log_sigmoid", "threshold", "glu",
+                 "prelu", "rrelu_with_noise", "index_bounds", "one_hot", "embedding_renorm_",
+                 "embedding_bag", "bag_ids", "embedding_bag_argmax"]
+
+_SQRT1_2 = 1.0 / math.sqrt(2.0)
+_KAPPA = math.sqrt(2.0 / math.pi)
+
+
+def _f32(kernel):
+    """float16 computes in float32 and rounds once at the end; floating-point warnings stay silent."""
+    def fn(x, *args, **kwargs):
+        with np.errstate(all="ignore"):
+            if x.dtype == np.float16:
+                return kernel(x.astype(np.float32), *args, **kwargs).astype(np.float16)
+            return np.asarray(kernel(x, *args, **kwargs), dtype=x.dtype)
+    fn.__name__, fn.__doc__ = kernel.__name__, kernel.__doc__
+    return fn
+
+
+def _t(x, v):
+    return x.dtype.type(v)
+
+
+def _axis(x, dim):
+    return dim % x.ndim if x.ndim else None
+
+
+@_f32
+def softmax(x, dim):
+    """exp(x - max) / sum(exp(x - max)) over ``dim``. A row of -inf (or one holding +inf) gives nan, as
+    PyTorch's."""
+    if x.size == 0:
+        return x.copy()
+    ax = _axis(x, dim)
+    e = np.exp(x - np.max(x, axis=ax, keepdims=True))
+    return e / np.sum(e, axis=ax, keepdims=True)
+
+
+@_f32
+def log_softmax(x, dim):
+    """x - max - log(sum(exp(x - max))) over ``dim``: finite for inputs of any magnitude."""
+    if x.size == 0:
+        return x.copy()
+    ax = _axis(x, dim)
+    s = x - np.max(x, axis=ax, keepdims=True)
+    return s - np.log(np.sum(np.exp(s), axis=ax, keepdims=True))
+
+
+@_f32
+def leaky_relu(x, negative_slope):
+    return np.where(x > 0, x, x * _t(x, negative_slope))
+
+
+@_f32
+def elu(x, alpha, scale, input_scale):
+    neg = np.expm1(x * _t(x, input_scale)) * _t(x, alpha * scale)
+    return np.where(x > 0, x * _t(x, scale), neg)
+
+
+@_f32
+def gelu(x, approximate):
+    if approximate == "tanh":
+        inner = _t(x, _KAPPA) * (x + _t(x, 0.044715) * x * x * x)
+        return _t(x, 0.5) * x * (1 + np.tanh(inner))
+    return _t(x, 0.5) * x * (1 + _erf(x * _t(x, _SQRT1_2)))
+
+
+def _sigmoid(x):
+    return 1 / (1 + np.exp(-x))
+
+
+@_f32
+def silu(x):
+    return x * _sigmoid(x)
+
+
+def _softplus(x):
+    # log(1 + exp(x)) without overflow: max(x, 0) + log1p(exp(-|x|))
+    return np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x)))
+
+
+@_f32
+def mish(x):
+    return x * np.tanh(_softplus(x))
+
+
+@_f32
+def softplus(x, beta, threshold):
+    """log1p(exp(beta x)) / beta, and x itself where beta x > threshold (PyTorch's kernel)."""
+    bx = x * _t(x, beta)
+    return np.where(bx > threshold, x, np.log1p(np.exp(bx)) / _t(x, beta))
+
+
+@_f32
+def hardtanh(x, min_val, max_val):
+    return np.minimum(np.maximum(x, _t(x, min_val)), _t(x, max_val))
+
+
+@_f32
+def hardsigmoid(x):
+    return np.minimum(np.maximum(x + 3, 0), 6) / 6
+
+
+@_f32
+def hardswish(x):
+    return x * (np.minimum(np.maximum(x + 3, 0), 6) / 6)
+
+
+@_f32
+def hardshrink(x, lambd):
+    return np.where((x >= -lambd) & (x <= lambd), _t(x, 0), x)
+
+
+@_f32
+def softshrink(x, lambd):
+    lam = _t(x, lambd)
+    return np.where(x > lam, x - lam, np.where(x < -lam, x + lam, _t(x, 0)))
+
+
+@_f32
+def log_sigmoid(x):
+    """-softplus(-x) = min(x, 0) - log1p(exp(-|x|)): finite for inputs of any magnitude."""
+    return np.minimum(x, 0) - np.log1p(np.exp(-np.abs(x)))
+
+
+def threshold(x, threshold, value):
+    with np.errstate(all="ignore"):
+        return np.where(x <= threshold, np.asarray(value).astype(x.dtype), x)
+
+
+@_f32
+def glu(x, dim):
+    a, b = np.split(x, 2, axis=dim)
+    return a * _sigmoid(b)
+
+
+def prelu(x, weight):
+    with np.errstate(all="ignore"):
+        if x.dtype == np.float16:
+            return np.where(x > 0, x, x.astype(np.float32) * weight.astype(np.float32)).astype(np.float16)
+        return np.where(x > 0, x, x * weight)
+
+
+def rrelu_with_noise(x, noise, lower, upper, training):
+    """x where x > 0, else x * noise in training (the slopes drawn), x * (lower + upper) / 2 in eval."""
+    with np.errstate(all="ignore"):
+        n = noise.astype(x.dtype, copy=False) if training else x.dtype.type((lower + upper) / 2)
+        return np.where(x > 0, x, x * n)
+
+
+def index_bounds(x):
+    """(min, max) of an integer array as Python ints, or None when it is empty. Not differentiable."""
+    return None if x.size == 0 else (int(x.min()), int(x.max()))
+
+
+def one_hot(x, num_classes):
+    """int64 one-hot rows of the integer array ``x`` (a new last dim of ``num_classes``). Not differentiable."""
+    return (x[..., None] == np.arange(num_classes)).astype(np.int64)
+
+
+def embedding_renorm_(w, idx, max_norm, norm_type):
+    """PyTorch's embedding_renorm_: each row of ``w`` indexed by ``idx`` whose ``norm_type``-norm exceeds
+    ``max_norm`` is scaled by max_norm / (norm + 1e-7), in place. Not differentiable."""
+    rows = np.unique(idx)
+    with np.errstate(all="ignore"):
+        norms = np.linalg.norm(w[rows].astype(np.float64), ord=norm_type, axis=1)
+        scale = np.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
+        w[rows] = (w[rows] * scale[:, None]).astype(w.dtype)
+
+
+def bag_ids(n, offsets, include_last_offset):
+    """The bag of each of ``n`` indices, from the start ``offsets`` of the bags (int64). Not differentiable."""
+    offs = offsets[:-1] if include_last_offset else offsets
+    return np.searchsorted(offs, np.arange(n), side="right").astype(np.int64) - 1
+
+
+def embedding_bag(w, psw, inv_count, indices, bags, nbags, mode, keep):
+    """Per bag: the sum (weighted by ``psw``), mean or max of the rows ``w[indices]`` kept by ``keep`` (padding left
+    out); empty bags give 0. ``inv_count``: 1 / (number of rows kept) per bag, for the mean."""
+    rows = w[indices[keep]]
+    b = bags[keep]
+    if psw is not None:
+        rows = rows * psw[keep][:, None]
+    if mode == "max":
+        out = np.full((nbags, w.shape[1]), -np.inf, dtype=w.dtype)
+        np.maximum.at(out, b, rows)
+        return np.where(np.isneginf(out), w.dtype.type(0), out)
+    out = np.zeros((nbags, w.shape[1]), dtype=w.dtype)
+    np.add.at(out, b, rows)
+    return out * inv_count[:, None] if mode == "mean" else out
+
+
+def embedding_bag_argmax(w, indices, bags, nbags, keep):
+    """For mode='max': (bag, column, weight row) of each maximum, the first position in its bag winning ties, as
+    PyTorch's max_indices. Not differentiable."""
+    n = indices.shape[0]
+    rows = w[indices]
+    out = np.full((nbags, w.shape[1]), -np.inf, dtype=w.dtype)
+    np.maximum.at(out, bags[keep], rows[keep])
+    hit = keep[:, None] & (rows == out[bags])
+    first = np.full(out.shape, n, dtype=np.int64)
+    np.minimum.at(first, bags, np.where(hit, np.arange(n)[:, None], n))
+    bag, col = np.nonzero(first < n)
+    return bag, col, indices[first[bag, col]]
