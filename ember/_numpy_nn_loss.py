@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["nll_loss_forward", "nll_loss_backward", "loss_log_softmax", "multi_margin_loss_forward",
+__all__ = ["nll_loss_forward", "nll_loss_backward", "multi_margin_loss_forward",
            "multi_margin_loss_backward", "multilabel_margin_loss_forward", "multilabel_margin_loss_backward",
            "ctc_loss_forward", "ctc_loss_backward"]
 
@@ -50,19 +50,6 @@ def nll_loss_backward(g, target, weight, reduction, ignore_index, shape):
     out = np.zeros(shape, dtype=g.dtype)
     np.put_along_axis(out, np.expand_dims(safe, axis), np.expand_dims(vals, axis), axis)
     return out
-
-
-def loss_log_softmax(x, dim):
-    """x - logsumexp(x) along ``dim``, stable at any magnitude (float16 computed in float32)."""
-    w = x.astype(np.float32) if x.dtype == np.float16 else x
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        if w.size == 0:
-            return x.copy()
-        m = np.max(w, axis=dim, keepdims=True)
-        m = np.where(np.isfinite(m), m, 0).astype(w.dtype, copy=False)
-        s = w - m
-        r = s - np.log(np.sum(np.exp(s), axis=dim, keepdims=True))
-    return r.astype(x.dtype, copy=False)
 
 
 def _reduce_rows(loss, reduction):

@@ -24,6 +24,11 @@ SLOW = bool(os.environ.get("EMBER_SLOW"))
 # Tensors PyTorch saves that ember does not: its rule for the node is written differently (it saves other
 # values, or recomputes them), or the node gets its value through params that are not tensors.
 NOT_SAVED = {
+    # nn losses: ember's fused rules recompute what PyTorch keeps (the log-probabilities' total weight, ...)
+    "NllLossBackward0": {"_saved_self", "_saved_total_weight"},
+    "BinaryCrossEntropyWithLogitsBackward0": {"_saved_pos_weight"},
+    "MultilabelMarginLossBackward0": {"_saved_is_target"},
+    "SoftMarginLossBackward0": {"_saved_target"},
     "AddbmmBackward0": {"_saved_batch1", "_saved_batch2"},
     "AddmvBackward0": {"_saved_mat", "_saved_vec"},
     "AddrBackward0": {"_saved_vec1", "_saved_vec2"},
@@ -72,6 +77,10 @@ NOT_SAVED = {
 # Non-tensor values PyTorch keeps that ember's node has no parameter for (sizes and strides it keeps of
 # inputs, alpha of add/sub, the pieces of slicing and indexing that ember's node holds as one index).
 NOT_EXPOSED = {
+    "BinaryCrossEntropyBackward0": {"_saved_weight"},
+    "BinaryCrossEntropyWithLogitsBackward0": {"_saved_pos_weight", "_saved_weight"},
+    "HuberLossBackward0": {"_saved_delta"},
+    "SmoothL1LossBackward0": {"_saved_beta"},
     "AddBackward0": {"_saved_alpha"},
     "EmbeddingBackward0": {"_saved_scale_grad_by_freq", "_saved_sparse", "_saved_weight_sym_argsize_0"},
     "EmbeddingBagBackward0": {"_saved_padding_idx", "_saved_scale_grad_by_freq", "_saved_sparse",
@@ -129,10 +138,15 @@ _DIMS = "ember keeps dims (and offsets) normalized to the tensor's dimensions; P
 _ONLY_NEEDED = "PyTorch saves an input only when the other input's gradient needs it (else None)"
 _SCALAR = "PyTorch wraps a Python scalar operand in a 0-d tensor; ember keeps the scalar"
 _INDEX = "ember's node holds the whole index (a tuple for its view/scatter machinery), PyTorch the index tensor"
+_REDUCTION = "PyTorch keeps reduction as its enum's int (none=0, mean=1, sum=2); ember's node keeps the string"
 _SIZES = "ember's node is made at another step of the op (of another input shape) than PyTorch's"
 _KEEPDIM = "ember keeps a reduction's indices with the reduced dim kept (size 1), PyTorch without it"
 _CORRECTION = "ember keeps the correction as the number it used (1), PyTorch None when it was not passed"
 VALUE_DIFFERS = {
+    **{(n, "_saved_reduction"): _REDUCTION for n in (
+        "BinaryCrossEntropyBackward0", "BinaryCrossEntropyWithLogitsBackward0", "HuberLossBackward0",
+        "MseLossBackward0", "MultiMarginLossBackward0", "MultilabelMarginLossBackward0", "NllLossBackward0",
+        "SmoothL1LossBackward0", "SoftMarginLossBackward0")},
     ("EmbeddingBagBackward0", "_saved_mode"): "ember keeps the mode's name, PyTorch its number",
     ("EmbeddingBagBackward0", "_saved_weight"): "PyTorch saves an undefined weight where its backward needs none",
     ("RreluWithNoiseBackward0", "_saved_noise"): "in eval PyTorch's noise is left uninitialised (empty_like)",

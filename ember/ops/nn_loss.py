@@ -23,6 +23,7 @@ from ..autograd.graph import node_class
 from ._primitive import PrimNode, apply, broadcast_error, defprim, graph_ns
 from ._registry import graph, register
 from ._util import check_tensor, promote
+from .nn_activation import log_sigmoid_p, log_softmax_p
 
 _F = dict(module=False, submodule="nn.functional")
 
@@ -117,27 +118,8 @@ def _div_s(a: Tensor, s) -> Tensor:
     return apply(div_scalar_p, (a, s))
 
 
-# ----- log_softmax (cross_entropy's; the activations family exports F.log_softmax) ---------------------
-
-def _log_softmax_vjp(xp, g, out, a, dim):
-    if a.ndim == 0:
-        return g - xp.exp(out) * g
-    return g - xp.exp(out) * xp.sum(g, dim, True)
-
-
-def _log_softmax_jvp(xp, t, out, a, dim):
-    if a.ndim == 0:
-        return t - xp.exp(out) * t
-    return t - xp.sum(xp.exp(out) * t, dim, True)
-
-
-# A private primitive with PyTorch's node name: cross_entropy's grad_fn chain is
-# NllLossBackward0 <- LogSoftmaxBackward0, as in PyTorch.
-log_softmax_p = defprim("loss_log_softmax", "LogSoftmaxBackward0",
-                        lambda xp, a, dim: xp.loss_log_softmax(a, dim),
-                        vjp=_log_softmax_vjp, jvp=_log_softmax_jvp, saves_out=True, saved_names=("self",))
-graph("loss_log_softmax", lambda a, dim: apply(log_softmax_p, (a,), {"dim": dim}))
-
+# ----- log_softmax: the activations family's primitive (cross_entropy's grad_fn chain is
+# NllLossBackward0 <- LogSoftmaxBackward0, as in PyTorch) -----------------------------------------
 
 def _log_softmax(input: Tensor, dim: int) -> Tensor:
     dim = wrap_dim(dim, input._data.ndim, "log_softmax")
@@ -796,13 +778,6 @@ def soft_margin_loss(input: Tensor, target: Tensor, size_average: bool | None = 
 def _check_float_dtype(dt, kernel: str) -> None:
     if not dt.is_floating_point:
         raise NotImplementedError(f'"{kernel}" not implemented for \'{D.type_word(dt.np)}\'')
-
-
-# log_sigmoid for multilabel_soft_margin_loss (PyTorch's LogSigmoidBackward0; the activations family exports
-# F.logsigmoid): -softplus(-x) = -(max(-x, 0) + log1p(exp(-|x|))), finite at any magnitude.
-log_sigmoid_p = defprim("loss_log_sigmoid", "LogSigmoidBackward0", lambda xp, a: -_softplus_neg(xp, a),
-                        vjp=lambda xp, g, out, a: g * xp.sigmoid(-a), jvp="elementwise", saves=(0,),
-                        saved_names=("self",))
 
 
 @register(**_F)
