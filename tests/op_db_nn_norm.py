@@ -1,6 +1,165 @@
-"""Op database entries of torch.nn.functional: normalisation, distances and attention."""
+"""Op database entries of torch.nn.functional: normalisation, distances and attention.
+
+Running statistics (batch_norm, instance_norm) are side effects the database cannot compare: the calls
+here make fresh buffers each time; tests/test_nn_norm.py checks the updates against torch."""
 from __future__ import annotations
+
+import numpy as np
+
+from op_db import OpInfo, Sample, XFail, draw
 
 OPS: list = []
 HYP_BINARY: list = []
 HYP_UNARY: list = []
+
+
+def _F(m):
+    return m.nn.functional
+
+
+def _samples(cases):
+    """cases: (shapes, kwargs, domain per input or None); inputs drawn from ``domain`` (default real)."""
+    def make(rng):
+        out = []
+        for shapes, kw, *dom in cases:
+            doms = dom[0] if dom else ("real",) * len(shapes)
+            out.append(Sample(tuple(draw(rng, s, d) for s, d in zip(shapes, doms)), dict(kw)))
+        return out
+    return make
+
+
+def _offset(shape, mean, seed=0):
+    rng = np.random.default_rng(seed)
+    return mean + rng.uniform(-2, 2, shape)
+
+
+# ----- layer_norm ---------------------------------------------------------------------------------------
+
+def _layer_norm(m, x, *wb, shape, eps=1e-5, nw=None):
+    w, b = (tuple(wb) + (None, None))[:2]
+    if nw == "b":   # bias only
+        w, b = None, wb[0]
+    return _F(m).layer_norm(x, shape, w, b, eps)
+
+
+OPS += [
+    OpInfo("nn_layer_norm", _layer_norm, _samples([
+        (((2, 3, 4), (4,), (4,)), {"shape": (4,)}),
+        (((3, 4),), {"shape": (4,)}),
+        (((2, 3, 2), (3, 2)), {"shape": (3, 2)}),
+        (((2, 3),), {"shape": [2, 3], "eps": 1e-3}),
+        (((3, 4), (4,)), {"shape": (4,), "nw": "b"}),
+        (((5,), (5,), (5,)), {"shape": (5,)}),
+        (((0, 3), (3,), (3,)), {"shape": (3,)}),
+        (((2, 1), (1,), (1,)), {"shape": (1,)}),
+    ]), xfails=(XFail("gradgrad", "torch 2.13's own double backward raises with a bias and no weight (\"Expected a "
+                                  "proper Tensor but got None\"); the same rule is checked on the other samples", "4:"),)),
+    # large offsets: statistics stay exact (float64 values compared with torch's)
+    OpInfo("nn_layer_norm_offset", lambda m, x, w, b: _F(m).layer_norm(x + 1e4, (4,), w, b),
+           _samples([(((2, 4), (4,), (4,)), {})]), dtypes=("float64",), supports_gradgrad=False),
+]
+
+
+# ----- batch_norm -----------------------------------------------------------------------------------------
+
+def _batch_norm(m, x, *wb, training, rm=None, rv=None, momentum=0.1, eps=1e-5, nw=False):
+    w, b = (tuple(wb) + (None, None))[:2]
+    dt = x.dtype
+    rmt = None if rm is None else m.tensor(rm).to(dt)
+    rvt = None if rv is None else m.tensor(rv).to(dt)
+    return _F(m).batch_norm(x, rmt, rvt, w, b, training, momentum, eps)
+
+
+def _bn_samples(rng):
+    def rs(c):
+        return {"rm": rng.uniform(-1, 1, c), "rv": rng.uniform(0.5, 2, c)}
+    cases = [((4, 3), (3,), (3,), {"training": True, **rs(3)}),
+             ((2, 3, 4), (3,), (3,), {"training": True, **rs(3), "momentum": 0.3}),
+             ((2, 2, 2, 3), None, None, {"training": True}),
+             ((3, 2), None, None, {"training": True, "eps": 1e-3}),
+             ((2, 3, 2), (3,), (3,), {"training": False, **rs(3)}),
+             ((4, 3), None, None, {"training": False, **rs(3)}),
+             ((2, 2, 2, 2), (2,), (2,), {"training": False, **rs(2), "eps": 0.1})]
+    out = []
+    for xs, ws, bs, kw in cases:
+        args = (draw(rng, xs),) + tuple(draw(rng, s) for s in (ws, bs) if s is not None)
+        out.append(Sample(args, kw))
+    return out
+
+
+OPS += [
+    OpInfo("nn_batch_norm", _batch_norm, _bn_samples),
+]
+
+
+# ----- group_norm -----------------------------------------------------------------------------------------
+
+def _group_norm(m, x, *wb, groups, eps=1e-5):
+    w, b = (tuple(wb) + (None, None))[:2]
+    return _F(m).group_norm(x, groups, w, b, eps)
+
+
+OPS += [
+    OpInfo("nn_group_norm", _group_norm, _samples([
+        (((2, 4, 3), (4,), (4,)), {"groups": 2}),
+        (((2, 4), (4,), (4,)), {"groups": 2}),
+        (((1, 6, 2, 2),), {"groups": 3}),
+        (((2, 3, 2), (3,), (3,)), {"groups": 1, "eps": 1e-3}),
+        (((2, 4, 2), (4,)), {"groups": 4}),
+        (((0, 2, 3), (2,), (2,)), {"groups": 1}),
+    ])),
+]
+
+
+# ----- instance_norm --------------------------------------------------------------------------------------
+
+def _instance_norm(m, x, *wb, use_input_stats=True, rm=None, rv=None, momentum=0.1, eps=1e-5):
+    w, b = (tuple(wb) + (None, None))[:2]
+    dt = x.dtype
+    rmt = None if rm is None else m.tensor(rm).to(dt)
+    rvt = None if rv is None else m.tensor(rv).to(dt)
+    return _F(m).instance_norm(x, rmt, rvt, w, b, use_input_stats, momentum, eps)
+
+
+def _in_samples(rng):
+    def rs(c):
+        return {"rm": rng.uniform(-1, 1, c), "rv": rng.uniform(0.5, 2, c)}
+    cases = [((2, 3, 4), (3,), (3,), {}),
+             ((2, 2, 2, 3), None, None, {}),
+             ((1, 3, 5), (3,), (3,), {**rs(3), "momentum": 0.2}),
+             ((2, 3, 4), (3,), (3,), {**rs(3), "use_input_stats": False}),
+             ((2, 2, 3), None, None, {**rs(2), "use_input_stats": False, "eps": 0.1})]
+    out = []
+    for xs, ws, bs, kw in cases:
+        args = (draw(rng, xs),) + tuple(draw(rng, s) for s in (ws, bs) if s is not None)
+        out.append(Sample(args, kw))
+    return out
+
+
+OPS += [
+    OpInfo("nn_instance_norm", _instance_norm, _in_samples),
+]
+
+
+# ----- rms_norm, local_response_norm ---------------------------------------------------------------------
+
+def _rms_norm(m, x, *w, shape, eps=None):
+    return _F(m).rms_norm(x, shape, w[0] if w else None, eps)
+
+
+OPS += [
+    OpInfo("nn_rms_norm", _rms_norm, _samples([
+        (((2, 3, 4), (4,)), {"shape": (4,)}),
+        (((3, 4),), {"shape": [4]}),
+        (((2, 3, 2), (3, 2)), {"shape": (3, 2), "eps": 1e-3}),
+        (((5,),), {"shape": (5,), "eps": 0.5}),
+        (((0, 3), (3,)), {"shape": (3,)}),
+    ])),
+    OpInfo("nn_local_response_norm", lambda m, x, **kw: _F(m).local_response_norm(x, **kw), _samples([
+        (((2, 5, 3),), {"size": 3}),
+        (((1, 4, 2, 2),), {"size": 2, "alpha": 0.1, "beta": 0.5, "k": 2.0}),
+        (((2, 3, 2),), {"size": 1, "alpha": 0.5}),
+        (((1, 3, 2, 1, 2),), {"size": 4, "alpha": 0.2}),
+        (((2, 0, 3),), {"size": 2}),
+    ])),
+]

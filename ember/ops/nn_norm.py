@@ -1,6 +1,497 @@
 """The op table, torch.nn.functional: normalisation, distances and attention.
 
-Registered with ``submodule="nn.functional"`` (``ember.nn.functional.<name>``); kernels in
-``ember/_numpy_nn.py`` (or a file of this family's own, re-exported there).
+Registered with ``submodule="nn.functional"`` (``ember.nn.functional.<name>``).
+
+* ``layer_norm``, ``batch_norm``, ``group_norm`` are one fused primitive each (PyTorch's
+  ``NativeLayerNormBackward0``, ``NativeBatchNormBackward0``, ``NativeGroupNormBackward0``), all three
+  the same computation: normalise over some axes of a (possibly regrouped) input, then scale and shift
+  per channel. Their rules recompute the statistics from the saved input and are written against
+  ``xp``, so they are differentiable again (PyTorch has double backward for all three).
+* ``instance_norm`` is batch norm on the input viewed as (1, N*C, ...), as PyTorch builds it;
+  ``rms_norm`` and ``local_response_norm`` are composites, as PyTorch's CPU graphs are.
+* Statistics accumulate in float64 (float16 and float32 inputs: the result is rounded once), so inputs with
+  large offsets (mean 1e4) keep their precision.
 """
 from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+from .. import _dtype as D
+from .._tensor import Tensor
+from ._primitive import apply, defprim
+from ._registry import register
+from ._util import check_tensor
+from .elementwise import rsqrt
+from .shape import cat
+from .._creation import zeros
+
+_F = "nn.functional"
+
+
+# ----- the shared normalisation core ----------------------------------------------------------------
+# Parameters of every normalisation primitive:
+#   group: the shape the input is viewed as for its statistics (group norm: (N, G, -1)), or None;
+#   axes:  the axes of that view the statistics reduce over;
+#   wshape: the shape weight and bias are viewed as to broadcast against the input ((C, 1, 1) for channels
+#          in dim 1), or None when they broadcast as they are (layer norm);
+#   eps, and acc: the dtype the rules compute in (float64: see the module docstring).
+
+def _acc(x: Tensor):
+    return np.float64
+
+
+def _xhat(xp, x, group, axes, eps, acc):
+    """The normalised input (in the grouped view) and 1 / std."""
+    x = xp.cast(x, acc)
+    xg = x if group is None else xp.reshape(x, group)
+    mean = xp.mean(xg, axes, True)
+    xc = xg - mean
+    rstd = xp.rsqrt(xp.mean(xc * xc, axes, True) + eps)
+    return xc * rstd, rstd
+
+
+def _param(xp, w, wshape, acc):
+    w = xp.cast(w, acc)
+    return w if wshape is None else xp.reshape(w, wshape)
+
+
+def _to_param(xp, g, w, wshape):
+    """A gradient of the input's shape summed down to a parameter's shape."""
+    if wshape is None:
+        return xp.sum_to(g, w.shape)
+    return xp.reshape(xp.sum_to(g, wshape), w.shape)
+
+
+def _norm_forward(xp, x, w, b, group, axes, wshape, eps, acc):
+    xh, _ = _xhat(xp, x, group, axes, eps, acc)
+    y = xp.reshape(xh, x.shape)
+    if w is not None:
+        y = y * _param(xp, w, wshape, acc)
+    if b is not None:
+        y = y + _param(xp, b, wshape, acc)
+    return xp.cast(y, x.dtype)
+
+
+def _xhat_adjoint(xp, gg, xh, rstd, axes):
+    # d xhat: the Jacobian of (x - mean) * rstd is symmetric, so the same map serves VJP and JVP.
+    return rstd * (gg - xp.mean(gg, axes, True) - xh * xp.mean(gg * xh, axes, True))
+
+
+def _norm_vjp_x(xp, g, out, x, w, b, group, axes, wshape, eps, acc):
+    xh, rstd = _xhat(xp, x, group, axes, eps, acc)
+    g = xp.cast(g, acc)
+    if w is not None:
+        g = g * _param(xp, w, wshape, acc)
+    gg = g if group is None else xp.reshape(g, group)
+    return xp.reshape(_xhat_adjoint(xp, gg, xh, rstd, axes), x.shape)
+
+
+def _norm_vjp_w(xp, g, out, x, w, b, group, axes, wshape, eps, acc):
+    xh, _ = _xhat(xp, x, group, axes, eps, acc)
+    return _to_param(xp, xp.cast(g, acc) * xp.reshape(xh, x.shape), w, wshape)
+
+
+def _norm_vjp_b(xp, g, out, x, w, b, group, axes, wshape, eps, acc):
+    return _to_param(xp, xp.cast(g, acc), b, wshape)
+
+
+def _norm_jvp_x(xp, t, out, x, w, b, group, axes, wshape, eps, acc):
+    xh, rstd = _xhat(xp, x, group, axes, eps, acc)
+    t = xp.cast(t, acc)
+    tg = t if group is None else xp.reshape(t, group)
+    r = xp.reshape(_xhat_adjoint(xp, tg, xh, rstd, axes), x.shape)
+    return r if w is None else r * _param(xp, w, wshape, acc)
+
+
+def _norm_jvp_w(xp, t, out, x, w, b, group, axes, wshape, eps, acc):
+    xh, _ = _xhat(xp, x, group, axes, eps, acc)
+    return xp.reshape(xh, x.shape) * _param(xp, t, wshape, acc)
+
+
+def _norm_jvp_b(xp, t, out, x, w, b, group, axes, wshape, eps, acc):
+    return _param(xp, t, wshape, acc)
+
+
+def _norm_prim(name, node_name):
+    return defprim(name, node_name, _norm_forward, vjp=(_norm_vjp_x, _norm_vjp_w, _norm_vjp_b),
+                   jvp=(_norm_jvp_x, _norm_jvp_w, _norm_jvp_b), saves=(0, 1),
+                   saved_names=("input", "weight", "bias"))
+
+
+layer_norm_p = _norm_prim("native_layer_norm", "NativeLayerNormBackward0")
+group_norm_p = _norm_prim("native_group_norm", "NativeGroupNormBackward0")
+batch_norm_p = _norm_prim("native_batch_norm", "NativeBatchNormBackward0")
+
+
+# Batch norm in evaluation mode: the running statistics are constants (inputs 3 and 4, with no graph edge,
+# as PyTorch's node has none for them): y = (x - running_mean) / sqrt(running_var + eps) * w + b.
+
+def _eval_stats(xp, rm, rv, wshape, eps, acc):
+    return _param(xp, rm, wshape, acc), xp.rsqrt(_param(xp, rv, wshape, acc) + eps)
+
+
+def _bn_eval_forward(xp, x, w, b, rm, rv, wshape, eps, acc):
+    mean, rstd = _eval_stats(xp, rm, rv, wshape, eps, acc)
+    y = (xp.cast(x, acc) - mean) * rstd
+    if w is not None:
+        y = y * _param(xp, w, wshape, acc)
+    if b is not None:
+        y = y + _param(xp, b, wshape, acc)
+    return xp.cast(y, x.dtype)
+
+
+def _bn_eval_vjp_x(xp, g, out, x, w, b, rm, rv, wshape, eps, acc):
+    _, rstd = _eval_stats(xp, rm, rv, wshape, eps, acc)
+    g = xp.cast(g, acc) * rstd
+    return g if w is None else g * _param(xp, w, wshape, acc)
+
+
+def _bn_eval_vjp_w(xp, g, out, x, w, b, rm, rv, wshape, eps, acc):
+    mean, rstd = _eval_stats(xp, rm, rv, wshape, eps, acc)
+    return _to_param(xp, xp.cast(g, acc) * ((xp.cast(x, acc) - mean) * rstd), w, wshape)
+
+
+def _bn_eval_vjp_b(xp, g, out, x, w, b, rm, rv, wshape, eps, acc):
+    return _to_param(xp, xp.cast(g, acc), b, wshape)
+
+
+def _bn_eval_jvp_w(xp, t, out, x, w, b, rm, rv, wshape, eps, acc):
+    mean, rstd = _eval_stats(xp, rm, rv, wshape, eps, acc)
+    return (xp.cast(x, acc) - mean) * rstd * _param(xp, t, wshape, acc)
+
+
+batch_norm_eval_p = defprim(
+    "native_batch_norm_eval", "NativeBatchNormBackward0", _bn_eval_forward,
+    vjp=(_bn_eval_vjp_x, _bn_eval_vjp_w, _bn_eval_vjp_b, None, None),
+    jvp=(_bn_eval_vjp_x, _bn_eval_jvp_w, lambda xp, t, out, x, w, b, rm, rv, wshape, eps, acc:
+         _param(xp, t, wshape, acc), None, None),
+    saves=(0, 1, 3, 4), scalar_args=(3, 4),
+    saved_names=("input", "weight", "bias", "running_mean", "running_var"))
+
+
+# ----- argument checks ------------------------------------------------------------------------------------
+
+def _shape_list(shape) -> str:
+    return "[" + ", ".join(str(s) for s in shape) + "]"
+
+
+def _int_tuple(value, op: str, arg: str, pos: int) -> tuple:
+    """A sequence of ints (PyTorch refuses a bare int, None or a string where a shape goes)."""
+    if isinstance(value, Tensor) or not isinstance(value, (list, tuple)) or not all(
+            isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in value):
+        raise TypeError(f"{op}(): argument '{arg}' (position {pos}) must be tuple of ints, not "
+                        f"{type(value).__name__}")
+    return tuple(int(v) for v in value)
+
+
+def _optional_tensor(x, op: str, arg: str, pos: int):
+    if x is not None and not isinstance(x, Tensor):
+        raise TypeError(f"{op}(): argument '{arg}' (position {pos}) must be Tensor, not {type(x).__name__}")
+    return x
+
+
+def _float_arg(x, op: str, arg: str, pos: int) -> float:
+    if isinstance(x, bool) or not isinstance(x, numbers.Real) or isinstance(x, Tensor):
+        raise TypeError(f"{op}(): argument '{arg}' (position {pos}) must be float, not {type(x).__name__}")
+    return float(x)
+
+
+def _check_floating(x: Tensor, kernel: str) -> None:
+    if x._data.dtype.kind != "f":
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{D.type_word(x._data.dtype)}\'')
+
+
+def _check_param_dtypes(x: Tensor, params, op: str) -> None:
+    """PyTorch's CPU kernels: every parameter has the input's dtype, or float32 for a float16 input."""
+    dts = {p._data.dtype for p in params if p is not None}
+    if not dts:
+        return
+    xd = x._data.dtype
+    if dts == {xd} or (xd == np.float16 and dts == {np.dtype(np.float32)}):
+        return
+    want = D.type_word(np.dtype(np.float32) if xd == np.float16 and len(dts) > 1 else xd)
+    raise RuntimeError(f"{op}: mixed dtype (CPU): expect parameter to have scalar type of {want}")
+
+
+def _channel_shape(x: Tensor) -> tuple:
+    # weight/bias of channel dim 1, viewed to broadcast against the input
+    return (x._data.shape[1],) + (1,) * (x._data.ndim - 2)
+
+
+# ----- layer_norm --------------------------------------------------------------------------------------------
+
+@register(module=True, submodule=_F)
+def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None, bias: Tensor | None = None,
+               eps: float = 1e-5, cudnn_enable: bool = True) -> Tensor:
+    """Normalise over the last ``len(normalized_shape)`` dims, then scale by ``weight`` and shift by ``bias``."""
+    check_tensor(input, "layer_norm")
+    shape = _int_tuple(normalized_shape, "layer_norm", "normalized_shape", 2)
+    _optional_tensor(weight, "layer_norm", "weight", 3)
+    _optional_tensor(bias, "layer_norm", "bias", 4)
+    eps = _float_arg(eps, "layer_norm", "eps", 5)
+    if not shape:
+        raise RuntimeError("Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one "
+                           "element, but got normalized_shape = []")
+    for p, name in ((weight, "weight"), (bias, "bias")):
+        if p is not None and tuple(p._data.shape) != shape:
+            raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got {name} of shape "
+                               f"{_shape_list(p._data.shape)} and normalized_shape = {_shape_list(shape)}")
+    xs = input._data.shape
+    k = len(shape)
+    if len(xs) < k or tuple(xs[len(xs) - k:]) != shape:
+        raise RuntimeError(f"Given normalized_shape={_shape_list(shape)}, expected input with shape "
+                           f"[*, {', '.join(map(str, shape))}], but got input of size{_shape_list(xs)}")
+    _check_floating(input, "LayerNormKernelImpl")
+    _check_param_dtypes(input, (weight, bias), "layer_norm")
+    axes = tuple(range(len(xs) - k, len(xs)))
+    return apply(layer_norm_p, (input, weight, bias),
+                 {"group": None, "axes": axes, "wshape": None, "eps": eps, "acc": _acc(input)})
+
+
+# ----- batch_norm --------------------------------------------------------------------------------------------
+
+def _verify_batch_size(shape) -> None:
+    n = shape[0]
+    for s in shape[2:]:
+        n *= s
+    if n == 1:
+        raise ValueError(f"Expected more than 1 value per channel when training, got input size "
+                         f"torch.Size({list(shape)})")
+
+
+def _update_running(running: Tensor | None, stat: np.ndarray, momentum: float) -> None:
+    """running = (1 - momentum) * running + momentum * stat, in place, outside autograd (as PyTorch, whose
+    kernel writes the buffer without counting a version)."""
+    if running is None:
+        return
+    r = running._data
+    new = (1.0 - momentum) * r.astype(np.float64) + momentum * stat
+    np.copyto(r, new.reshape(r.shape), casting="unsafe")
+
+
+def _batch_stats(x: np.ndarray, axes: tuple) -> tuple:
+    """The batch mean and the unbiased variance PyTorch keeps in the running estimate, in float64."""
+    w = x.astype(np.float64)
+    n = 1
+    for a in axes:
+        n *= x.shape[a]
+    mean = w.mean(axis=axes)
+    sq = ((w - mean.reshape((1, -1) + (1,) * (x.ndim - 2))) ** 2).sum(axis=axes)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        var = sq / (n - 1) if n > 1 else np.full_like(sq, np.nan)
+    return mean, var
+
+
+@register(module=True, submodule=_F)
+def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None,
+               weight: Tensor | None = None, bias: Tensor | None = None, training: bool = False,
+               momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """Normalise each channel (dim 1) over the batch and every other dim; in training, with the batch's
+    statistics (and the running estimates updated in place), else with the running estimates."""
+    op = "batch_norm"
+    check_tensor(input, op)
+    _optional_tensor(running_mean, op, "running_mean", 4)
+    _optional_tensor(running_var, op, "running_var", 5)
+    _optional_tensor(weight, op, "weight", 2)
+    _optional_tensor(bias, op, "bias", 3)
+    momentum = _float_arg(momentum, op, "momentum", 7)
+    eps = _float_arg(eps, op, "eps", 8)
+    xs = input._data.shape
+    if training:
+        if input._data.ndim < 2:
+            raise IndexError(f"Dimension out of range (expected to be in range of [-1, 0], but got 1)")
+        _verify_batch_size(xs)
+    elif running_mean is None or running_var is None:
+        raise RuntimeError(f"running_{'mean' if running_mean is None else 'var'} must be defined in evaluation mode")
+    if input._data.ndim < 2:
+        raise RuntimeError(f"batch_norm: expected a 2-d or higher input (N, C, ...), got {input._data.ndim}-d")
+    c = xs[1]
+    for p, name in ((weight, "weight"), (bias, "bias"), (running_mean, "running_mean"),
+                    (running_var, "running_var")):
+        if p is not None and p._data.size != c:
+            raise RuntimeError(f"{name} should contain {c} elements not {p._data.size}")
+    _check_floating(input, "batch_norm")
+    _check_param_dtypes(input, (weight, bias, running_mean, running_var), op)
+    wshape = _channel_shape(input)
+    axes = (0,) + tuple(range(2, input._data.ndim))
+    if training:
+        out = apply(batch_norm_p, (input, weight, bias),
+                    {"group": None, "axes": axes, "wshape": wshape, "eps": eps, "acc": _acc(input)})
+        if running_mean is not None or running_var is not None:
+            mean, var = _batch_stats(input._data, axes)
+            _update_running(running_mean, mean, momentum)
+            _update_running(running_var, var, momentum)
+        return out
+    return apply(batch_norm_eval_p, (input, weight, bias, running_mean, running_var),
+                 {"wshape": wshape, "eps": eps, "acc": _acc(input)})
+
+
+# ----- group_norm ----------------------------------------------------------------------------------------
+
+@register(module=True, submodule=_F)
+def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bias: Tensor | None = None,
+               eps: float = 1e-5) -> Tensor:
+    """Split the channels (dim 1) into ``num_groups`` groups and normalise each group of each sample."""
+    op = "group_norm"
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    if input._data.ndim < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input._data.ndim}")
+    if isinstance(num_groups, bool) or not isinstance(num_groups, numbers.Integral):
+        raise TypeError(f"{op}(): argument 'num_groups' (position 2) must be int, not {type(num_groups).__name__}")
+    num_groups = int(num_groups)
+    _optional_tensor(weight, op, "weight", 3)
+    _optional_tensor(bias, op, "bias", 4)
+    eps = _float_arg(eps, op, "eps", 5)
+    xs = input._data.shape
+    n, c = xs[0], xs[1]
+    if num_groups == 0:
+        raise ZeroDivisionError("integer division or modulo by zero")
+    spatial = 1
+    for s in xs[2:]:
+        spatial *= s
+    _verify_batch_size((n * num_groups, c // num_groups * spatial))   # PyTorch's check, on the grouped view
+    if num_groups < 0 or c % num_groups != 0:
+        raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of "
+                           f"shape {_shape_list(xs)} and num_groups={num_groups}")
+    for p in (weight, bias):
+        if p is not None and (p._data.ndim != 1 or p._data.size != c):
+            raise RuntimeError(f"Expected weight to be a vector of size equal to the number of channels in input, "
+                               f"but got weight of shape {_shape_list(p._data.shape)} and input of shape "
+                               f"{_shape_list(xs)}")
+    _check_floating(input, "group_norm")
+    _check_param_dtypes(input, (weight, bias), op)
+    return apply(group_norm_p, (input, weight, bias),
+                 {"group": (n, num_groups, c // num_groups * spatial), "axes": (2,), "wshape": _channel_shape(input), "eps": eps,
+                  "acc": _acc(input)})
+
+
+# ----- instance_norm -------------------------------------------------------------------------------------
+
+@register(module=True, submodule=_F)
+def instance_norm(input: Tensor, running_mean: Tensor | None = None, running_var: Tensor | None = None,
+                  weight: Tensor | None = None, bias: Tensor | None = None, use_input_stats: bool = True,
+                  momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """Normalise each channel of each sample over its spatial dims: batch norm of the input viewed as
+    (1, N*C, ...), as PyTorch computes it (so its graph is View -> NativeBatchNorm -> View)."""
+    op = "instance_norm"
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    xs = input._data.shape
+    if use_input_stats:
+        spatial = 1
+        for s in xs[2:]:
+            spatial *= s
+        if spatial == 1:
+            raise ValueError(f"Expected more than 1 spatial element when training, got input size "
+                             f"torch.Size({list(xs)})")
+    for p, name, pos in ((running_mean, "running_mean", 2), (running_var, "running_var", 3),
+                         (weight, "weight", 4), (bias, "bias", 5)):
+        _optional_tensor(p, op, name, pos)
+    momentum = _float_arg(momentum, op, "momentum", 7)
+    eps = _float_arg(eps, op, "eps", 8)
+    if not use_input_stats and (running_mean is None or running_var is None):
+        raise RuntimeError("Expected running_mean and running_var to be defined when use_input_stats is false")
+    n, c = xs[0], xs[1]
+    for p, name in ((weight, "weight"), (bias, "bias"), (running_mean, "running_mean"),
+                    (running_var, "running_var")):
+        if p is not None and p._data.size != c:
+            raise RuntimeError(f"{name} should contain {c} elements not {p._data.size}")
+    _check_floating(input, "batch_norm")
+    _check_param_dtypes(input, (weight, bias, running_mean, running_var), op)
+    flat = (1, n * c) + tuple(xs[2:])
+    x = input.reshape(flat)
+    w = None if weight is None else weight.repeat(n)
+    b = None if bias is None else bias.repeat(n)
+    wshape = (n * c,) + (1,) * (len(xs) - 2)
+    if use_input_stats:
+        axes = tuple(range(2, len(flat)))
+        out = apply(batch_norm_p, (x, w, b),
+                    {"group": None, "axes": (0,) + axes, "wshape": wshape, "eps": eps, "acc": _acc(input)})
+        if running_mean is not None or running_var is not None:
+            # each (sample, channel) updates its copy of the channel's estimate; the channel keeps their mean
+            mean, var = _batch_stats(x._data, (0,) + axes)
+            for running, stat in ((running_mean, mean), (running_var, var)):
+                if running is not None:
+                    _update_running(running, stat.reshape(n, c).mean(axis=0), momentum)
+                    running._vc[0] += 1   # PyTorch copies the result in (copy_), which counts a version
+    else:
+        rm = running_mean.repeat(n)
+        rv = running_var.repeat(n)
+        out = apply(batch_norm_eval_p, (x, w, b, rm, rv), {"wshape": wshape, "eps": eps, "acc": _acc(input)})
+    return out.view(xs)
+
+
+# ----- rms_norm ------------------------------------------------------------------------------------------
+
+@register(module=True, submodule=_F)
+def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None, eps: float | None = None) -> Tensor:
+    """x / sqrt(mean(x**2 over the last dims) + eps) * weight, composed as PyTorch's CPU graph is
+    (float16 computes in float32; ``eps`` defaults to the machine epsilon of that dtype)."""
+    op = "rms_norm"
+    check_tensor(input, op)
+    shape = _int_tuple(normalized_shape, op, "normalized_shape", 2)
+    _optional_tensor(weight, op, "weight", 3)
+    if eps is not None:
+        eps = _float_arg(eps, op, "eps", 4)
+    if not shape:
+        raise RuntimeError("Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one "
+                           "element, but got normalized_shape = []")
+    if weight is not None and tuple(weight._data.shape) != shape:
+        raise RuntimeError(f"Expected weight to be of same shape as normalized_shape, but got weight of shape "
+                           f"{_shape_list(weight._data.shape)} and normalized_shape = {_shape_list(shape)}")
+    xs = input._data.shape
+    k = len(shape)
+    if len(xs) < k or tuple(xs[len(xs) - k:]) != shape:
+        raise RuntimeError(f"Given normalized_shape={_shape_list(shape)}, expected input with shape "
+                           f"[*{', '.join(map(str, shape))}], but got input of size{_shape_list(xs)}")
+    _check_floating(input, op)
+    dtype = input.dtype
+    x = input.float() if input._data.dtype == np.float16 else input
+    if eps is None:
+        eps = float(np.finfo(x._data.dtype).eps)
+    dims = tuple(range(len(xs) - k, len(xs)))
+    out = x * rsqrt(x.pow(2).mean(dims, keepdim=True) + eps)
+    if weight is not None:
+        out = out * weight
+    return out if out.dtype == dtype else out.to(dtype)
+
+
+# ----- local_response_norm ---------------------------------------------------------------------------------
+
+@register(module=False, submodule=_F)
+def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0) -> Tensor:
+    """x / (k + alpha * mean of x**2 over a window of ``size`` neighbouring channels) ** beta (the window
+    padded with zeros, size // 2 before and (size - 1) // 2 after, and divided by ``size`` throughout)."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"local_response_norm(): argument 'input' must be Tensor, not {type(input).__name__}")
+    nd = input._data.ndim
+    if nd < 3:
+        raise ValueError(f"Expected 3D or higher dimensionality input (got {nd} dimensions)")
+    if isinstance(size, bool) or not isinstance(size, numbers.Integral):
+        raise TypeError(f"local_response_norm(): argument 'size' must be int, not {type(size).__name__}")
+    size = int(size)
+    if size <= 0:
+        raise RuntimeError(f"kernel size should be greater than zero, but got kH: {size} kW: 1")
+    if input._data.size == 0:
+        return input
+    sq = input * input
+    xs = input._data.shape
+    before, after = size // 2, (size - 1) // 2
+    parts = []
+    if before:
+        parts.append(zeros((xs[0], before) + tuple(xs[2:]), dtype=sq.dtype))
+    parts.append(sq)
+    if after:
+        parts.append(zeros((xs[0], after) + tuple(xs[2:]), dtype=sq.dtype))
+    padded = cat(parts, 1) if len(parts) > 1 else sq
+    c = xs[1]
+    # the window sums: `size` shifted slices (a loop over the window, not over elements)
+    div = padded[:, 0:c]
+    for j in range(1, size):
+        div = div + padded[:, j:j + c]
+    div = (div / size * alpha + k).pow(beta)
+    return input / div
