@@ -163,3 +163,45 @@ OPS += [
         (((2, 0, 3),), {"size": 2}),
     ])),
 ]
+
+
+# ----- distances --------------------------------------------------------------------------------------------
+
+def _pdist_tie_samples(rng):
+    # inf-norm ties and a repeated row (zero distance): PyTorch's conventions for both
+    x = np.array([[0.0, 1.0], [1.0, 0.0], [0.0, 1.0], [0.5, 2.0]])
+    return [Sample((x,), {"p": float("inf")})]
+
+
+OPS += [
+    OpInfo("nn_cosine_similarity", lambda m, a, b, **kw: _F(m).cosine_similarity(a, b, **kw), _samples([
+        (((3, 4), (3, 4)), {}),
+        (((2, 3, 4), (3, 4)), {"dim": -1}),
+        (((3, 4), (4,)), {"dim": 1, "eps": 1e-6}),
+        (((3, 2), (2, 3, 2)), {"dim": 0}),
+        (((5,), (5,)), {"dim": 0}),
+    ])),
+    OpInfo("nn_pairwise_distance", lambda m, a, b, **kw: _F(m).pairwise_distance(a, b, **kw), _samples([
+        (((3, 4), (3, 4)), {}),
+        (((3, 4), (4,)), {"keepdim": True}),
+        (((2, 3), (2, 3)), {"p": 1.0}),
+        (((2, 3), (2, 3)), {"p": 3.0, "eps": 0.1}),
+        (((4,), (4,)), {"p": 0.5}),
+        (((2, 3), (1, 3)), {"p": float("inf")}),
+        (((), ()), {}),
+    ], ), domain=("grid_a", "grid_b")),
+    OpInfo("nn_pdist", lambda m, a, **kw: _F(m).pdist(a, **kw), _samples([
+        (((4, 3),), {}),
+        (((3, 2),), {"p": 1.0}),
+        (((4, 2),), {"p": 3.0}),
+        (((3, 3),), {"p": 0.5}),
+        (((3, 2),), {"p": float("inf")}, ("distinct",)),
+        (((1, 3),), {}),
+        (((3, 2),), {"p": 0.0}),
+    ]), supports_gradgrad=False),   # torch has no double backward for pdist (_pdist_backward: not_implemented)
+    OpInfo("nn_pdist_ties", lambda m, a, **kw: _F(m).pdist(a, **kw), _pdist_tie_samples, supports_gradgrad=False,
+           xfails=(XFail("gradcheck", "ties of the inf-norm and a zero distance: not differentiable there; "
+                                      "the gradient is PyTorch's convention (test_grad)"),
+                   XFail("fwd_ad", "the same kinks: the tangent is PyTorch's convention, not the difference "
+                                   "quotient"))),
+]

@@ -30,6 +30,11 @@ from .._creation import zeros
 
 _F = "nn.functional"
 
+# at::add(Tensor, Scalar) as PyTorch's C++ composites call it: AddBackward1, whose node has no edge for the
+# scalar (a Python ``x + eps`` records AddBackward0 with two)
+add_scalar_p = defprim("add_scalar", "AddBackward1", lambda xp, a, s: a + s, vjp=(lambda xp, g, out, a, s: g, None),
+                       jvp="elementwise", promote="standard", scalar_args=(1,), saved_names=("self", "other"))
+
 
 # ----- the shared normalisation core ----------------------------------------------------------------
 # Parameters of every normalisation primitive:
@@ -454,7 +459,7 @@ def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None, eps:
     if eps is None:
         eps = float(np.finfo(x._data.dtype).eps)
     dims = tuple(range(len(xs) - k, len(xs)))
-    out = x * rsqrt(x.pow(2).mean(dims, keepdim=True) + eps)
+    out = x * rsqrt(apply(add_scalar_p, (x.pow(2).mean(dims, keepdim=True), eps)))
     if weight is not None:
         out = out * weight
     return out if out.dtype == dtype else out.to(dtype)
@@ -495,3 +500,126 @@ def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: flo
         div = div + padded[:, j:j + c]
     div = (div / size * alpha + k).pow(beta)
     return input / div
+
+
+# ----- distances: cosine_similarity, pairwise_distance, pdist ------------------------------------------------
+
+def _common_float(x1: Tensor, x2: Tensor):
+    from ._util import promote
+    d = promote(x1, x2)
+    if not d.is_floating_point:
+        raise RuntimeError(f"expected common dtype to be floating point, yet common dtype is {D.type_word(d.np)}")
+    return d
+
+
+@register(module=True, submodule=_F)
+def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
+    """sum(x1 / max(||x1||, eps) * x2 / max(||x2||, eps)) over ``dim``, as PyTorch 2.x computes it: each input
+    divided by its own norm first (no overflow of the product of norms); the clamp at ``eps`` is made without
+    recording, so the gradient flows through the unclamped norm, as in PyTorch."""
+    op = "cosine_similarity"
+    check_tensor(x1, op, "x1", 1)
+    check_tensor(x2, op, "x2", 2)
+    if isinstance(dim, bool) or not isinstance(dim, numbers.Integral):
+        raise TypeError(f"{op}(): argument 'dim' (position 3) must be int, not {type(dim).__name__}")
+    eps = _float_arg(eps, op, "eps", 4)
+    dtype = _common_float(x1, x2)
+    if x1._data.shape != x2._data.shape:
+        from .shape import broadcast_tensors
+        x1, x2 = broadcast_tensors(x1, x2)
+    if x1.dtype != dtype:
+        x1 = x1.to(dtype)
+    if x2.dtype != dtype:
+        x2 = x2.to(dtype)
+    from ..autograd.grad_mode import no_grad
+    from .reduction import vector_norm
+    n1 = vector_norm(x1, 2, dim, True).clone()
+    n2 = vector_norm(x2, 2, dim, True).clone()
+    with no_grad():
+        n1.clamp_min_(eps)
+        n2.clamp_min_(eps)
+    return ((x1 / n1) * (x2 / n2)).sum(dim)
+
+
+_NORM1 = None
+
+
+def _norm_backward1():
+    # at::norm(Tensor, p, dim, keepdim)'s node (pairwise_distance calls it from C++; torch.norm from Python
+    # records LinalgVectorNormBackward0): the same primitive under PyTorch's name for it
+    global _NORM1
+    if _NORM1 is None:
+        from ..autograd.graph import node_class
+        from ._primitive import PrimNode
+        _NORM1 = node_class("NormBackward1", PrimNode)
+    return _NORM1
+
+
+@register(module=True, submodule=_F)
+def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False) -> Tensor:
+    """The ``p``-norm of ``x1 - x2 + eps`` over the last dim (PyTorch adds ``eps`` to the difference)."""
+    op = "pairwise_distance"
+    check_tensor(x1, op, "x1", 1)
+    check_tensor(x2, op, "x2", 2)
+    p = _float_arg(p, op, "p", 3)
+    eps = _float_arg(eps, op, "eps", 4)
+    from .reduction import norm_p
+    d = apply(add_scalar_p, (x1 - x2, eps))
+    nd = d._data.ndim
+    dims = (nd - 1,) if nd else ()
+    if (p < 0 or p == math.inf) and nd and d._data.shape[-1] == 0:
+        name = "inf" if p == math.inf else f"{p:g}"
+        raise RuntimeError(f"linalg.vector_norm cannot compute the {name} norm on the dimension {nd - 1}because "
+                           "this dimension is empty and the operation does not have an identity")
+    ordv = int(p) if p != math.inf and p == int(p) else p
+    return apply(norm_p, (d,), {"ord": ordv, "dims": dims, "keepdim": keepdim}, _norm_backward1())
+
+
+def _pdist_pairs(n: int):
+    i, j = np.triu_indices(n, 1)
+    return i, j
+
+
+def _pdist_forward(xp, x, p):
+    i, j = _pdist_pairs(x.shape[0])
+    return xp.vector_norm(xp.getitem(x, i) - xp.getitem(x, j), p, (1,), False)
+
+
+def _pdist_vjp(xp, g, out, x, p):
+    from .reduction import _norm_grad
+    n = x.shape[0]
+    if n < 2:
+        return xp.zeros_like(x)
+    i, j = _pdist_pairs(n)
+    d = xp.getitem(x, i) - xp.getitem(x, j)
+    # PyTorch's pdist backward takes every maximal entry of an inf-norm (no splitting of ties), as cdist's
+    G = _norm_grad(xp, xp.unsqueeze(g, 1), d, p, xp.unsqueeze(out, 1), (1,), split_ties=False)
+    if G is None:
+        return None
+    return xp.index_put_zeros(G, (i,), x.shape) - xp.index_put_zeros(G, (j,), x.shape)
+
+
+def _pdist_jvp(xp, t, out, x, p):
+    from .reduction import _norm_tangent
+    i, j = _pdist_pairs(x.shape[0])
+    d = xp.getitem(x, i) - xp.getitem(x, j)
+    return _norm_tangent(xp, xp.getitem(t, i) - xp.getitem(t, j), d, p, out, (1,), False)
+
+
+pdist_p = defprim("pdist", "PdistBackward0", _pdist_forward, vjp=_pdist_vjp, jvp=_pdist_jvp, saves=(0,),
+                  saves_out=True, saved_names=("self",))
+
+
+@register(module=True, submodule=_F)
+def pdist(input: Tensor, p: float = 2) -> Tensor:
+    """The ``p``-norm distances between the rows of a 2-d input, pairs (i < j) in row-major order."""
+    check_tensor(input, "pdist")
+    p = _float_arg(p, "pdist", "p", 2)
+    if input._data.ndim != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input._data.ndim}D")
+    if input._data.dtype.kind != "f":
+        raise RuntimeError("pdist only supports floating-point dtypes")
+    if p < 0:
+        raise RuntimeError("pdist only supports non-negative p values")
+    ordv = int(p) if p != math.inf and p == int(p) else p
+    return apply(pdist_p, (input,), {"p": ordv})
