@@ -623,3 +623,102 @@ def pdist(input: Tensor, p: float = 2) -> Tensor:
         raise RuntimeError("pdist only supports non-negative p values")
     ordv = int(p) if p != math.inf and p == int(p) else p
     return apply(pdist_p, (input,), {"p": ordv})
+
+
+# ----- attention ---------------------------------------------------------------------------------------------
+
+def _safe_softmax_forward(xp, x, dim, acc):
+    """softmax along ``dim``, 0 in rows that are entirely -inf (PyTorch's _safe_softmax: a fully masked query
+    attends to nothing rather than giving NaN)."""
+    xa = xp.cast(x, acc)
+    m = xp.amax(xa, dim, True)
+    dead = xp.isneginf(m)
+    e = xp.exp(xa - xp.where(dead, 0.0, m))
+    s = xp.sum(e, dim, True)
+    out = xp.where(dead, 0.0, e / xp.where(dead, 1.0, s))
+    return xp.cast(out, x.dtype)
+
+
+def _safe_softmax_vjp(xp, g, out, x, dim, acc):
+    o = xp.cast(out, acc)
+    g = xp.cast(g, acc)
+    return o * (g - xp.sum(g * o, dim, True))
+
+
+safe_softmax_p = defprim("_safe_softmax", "SafeSoftmaxBackward0", _safe_softmax_forward, vjp=_safe_softmax_vjp,
+                         jvp="elementwise", saves_out=True)
+
+_TYPE_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "int64": "long int", "int32": "int",
+               "int16": "short int", "int8": "signed char", "uint8": "unsigned char", "bool": "bool"}
+
+
+def _tname(t: Tensor) -> str:
+    return _TYPE_NAMES.get(t._data.dtype.name, t._data.dtype.name)
+
+
+@register(module=False, submodule=_F)
+def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor | None = None,
+                                 dropout_p: float = 0.0, is_causal: bool = False, scale: float | None = None,
+                                 enable_gqa: bool = False) -> Tensor:
+    """softmax(Q K^T * scale + mask) V, PyTorch's math path: Q and K each scaled by sqrt(scale); a bool mask
+    keeps the True positions; ``is_causal`` keeps the lower triangle (aligned top-left); a fully masked query row gives zeros (PyTorch's safe
+    softmax); ``dropout_p`` drops attention weights with PyTorch's generator stream (``bernoulli_(1 - p)``);
+    ``enable_gqa`` repeats the key/value heads (dim -3) to the number of query heads."""
+    op = "scaled_dot_product_attention"
+    check_tensor(query, op, "query", 1)
+    check_tensor(key, op, "key", 2)
+    check_tensor(value, op, "value", 3)
+    _optional_tensor(attn_mask, op, "attn_mask", 4)
+    dropout_p = _float_arg(dropout_p, op, "dropout_p", 5)
+    if scale is not None:
+        scale = _float_arg(scale, op, "scale", 7)
+    q, k, v = query, key, value
+    if q._data.ndim < 2 or k._data.ndim < 2 or v._data.ndim < 2:
+        raise RuntimeError(f"Expected query, key, and value to all be  at least 2 dimensional, but got query.dim: "
+                           f"{q._data.ndim} key.dim: {k._data.ndim} and value.dim: {v._data.ndim} instead.")
+    if not (q._data.dtype == k._data.dtype == v._data.dtype):
+        raise RuntimeError(f"Expected query, key, and value to have the same dtype, but got query.dtype: {_tname(q)} "
+                           f"key.dtype: {_tname(k)} and value.dtype: {_tname(v)} instead.")
+    if q._data.dtype.kind != "f":
+        raise RuntimeError(f"{op}: expected floating-point query, key and value, but got {_tname(q)}")
+    if attn_mask is not None and attn_mask._data.dtype != np.bool_ and attn_mask._data.dtype != q._data.dtype:
+        raise RuntimeError(f"Expected attn_mask dtype to be bool or float or to match query dtype, but got "
+                           f"attn_mask.dtype: {_tname(attn_mask)} and  query.dtype: {_tname(q)} instead.")
+    if not (0.0 <= dropout_p <= 1.0):
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {dropout_p}")
+    from .linalg import matmul
+    from .shape import repeat_interleave
+    from .elementwise import where
+    from .._creation import ones, empty_like
+    L, S = q._data.shape[-2], k._data.shape[-2]
+    if scale is None:
+        scale = 1.0 / math.sqrt(q._data.shape[-1]) if q._data.shape[-1] else math.inf
+    if enable_gqa and q._data.ndim >= 3 and k._data.ndim >= 3 and q._data.shape[-3] != k._data.shape[-3]:
+        hq, hk, hv = q._data.shape[-3], k._data.shape[-3], v._data.shape[-3]
+        if hk == 0 or hv == 0 or hq % hk or hq % hv:
+            raise RuntimeError("Number of heads in key and value must divide the number of heads in query")
+        k = repeat_interleave(k, hq // hk, -3)
+        v = repeat_interleave(v, hq // hv, -3)
+    sf = math.sqrt(abs(scale))
+    attn = matmul(q * (-sf if scale < 0 else sf), k.transpose(-2, -1) * sf)
+    mask = attn_mask
+    if is_causal:
+        if mask is not None:
+            # (PyTorch 2.13's fused CPU kernel, for float32 inputs, applies both; its math path refuses)
+            raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when "
+                               "is_causal=True")
+        mask = ones(L, S, dtype=D.bool).tril()
+    if mask is not None:
+        if mask._data.dtype == np.bool_:
+            from .._creation import zeros
+            mask = zeros(mask._data.shape, dtype=q.dtype).masked_fill(~mask, -math.inf)
+        attn = attn + mask
+    attn = apply(safe_softmax_p, (attn,), {"dim": -1, "acc": np.float32 if attn._data.dtype == np.float16
+                                           else attn._data.dtype})
+    if dropout_p > 0.0:
+        if dropout_p == 1.0:
+            attn = attn * 0.0
+        else:
+            noise = empty_like(attn).bernoulli_(1.0 - dropout_p)
+            attn = attn * (noise / (1.0 - dropout_p))
+    return matmul(attn, v)
