@@ -290,7 +290,7 @@ def _batch_stats(x: np.ndarray, axes: tuple) -> tuple:
     return mean, var
 
 
-@register(module=True, submodule=_F)
+@register(module=False, submodule=_F)   # torch.batch_norm takes another argument order
 def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None,
                weight: Tensor | None = None, bias: Tensor | None = None, training: bool = False,
                momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
@@ -338,7 +338,7 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
 
 @register(module=True, submodule=_F)
 def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bias: Tensor | None = None,
-               eps: float = 1e-5) -> Tensor:
+               eps: float = 1e-5, cudnn_enabled: bool = True) -> Tensor:
     """Split the channels (dim 1) into ``num_groups`` groups and normalise each group of each sample."""
     op = "group_norm"
     if not isinstance(input, Tensor):
@@ -376,7 +376,7 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bia
 
 # ----- instance_norm -------------------------------------------------------------------------------------
 
-@register(module=True, submodule=_F)
+@register(module=False, submodule=_F)   # torch.instance_norm takes another argument order
 def instance_norm(input: Tensor, running_mean: Tensor | None = None, running_var: Tensor | None = None,
                   weight: Tensor | None = None, bias: Tensor | None = None, use_input_stats: bool = True,
                   momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
