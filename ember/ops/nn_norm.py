@@ -305,6 +305,8 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     momentum = _float_arg(momentum, op, "momentum", 7)
     eps = _float_arg(eps, op, "eps", 8)
     xs = input._data.shape
+    if (running_mean is None) != (running_var is None):
+        raise ValueError("running_mean and running_var must either both be None or neither be None")
     if training:
         if input._data.ndim < 2:
             raise IndexError(f"Dimension out of range (expected to be in range of [-1, 0], but got 1)")
