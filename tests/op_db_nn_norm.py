@@ -245,3 +245,52 @@ OPS += [
                          "math path's graph", "6:"),
         XFail("gradgrad", "torch's fused CPU flash kernel has no double backward (ember's has)", "6:"))),
 ]
+
+
+# ----- multi_head_attention_forward ------------------------------------------------------------------------
+
+def _mha(m, q, k, v, w_in, b_in, w_out, b_out, *bias_kv, heads, kpm=None, mask=None, **kw):
+    bk, bv = bias_kv if bias_kv else (None, None)
+    if kpm is not None:
+        kw["key_padding_mask"] = m.tensor(kpm) if kpm.dtype == np.bool_ else m.tensor(kpm).to(q.dtype)
+    if mask is not None:
+        kw["attn_mask"] = m.tensor(mask) if mask.dtype == np.bool_ else m.tensor(mask).to(q.dtype)
+    out, weights = _F(m).multi_head_attention_forward(q, k, v, q.shape[-1], heads, w_in, b_in, bk, bv,
+                                                      kw.pop("add_zero_attn", False), 0.0, w_out, b_out, **kw)
+    return out if weights is None else (out, weights)
+
+
+def _mha_samples(rng):
+    E = 4
+    L, S, N = 3, 2, 2
+    kpm = np.array([[False, True], [False, False]])
+    bmask = np.array([[False, True], [False, False], [True, False]])
+    fmask = rng.uniform(-1, 1, (L, S))
+    cases = [((L, N, E), (S, N, E), {"heads": 2}),
+             ((L, N, E), (S, N, E), {"heads": 2, "need_weights": False}),
+             ((L, N, E), (S, N, E), {"heads": 2, "kpm": kpm}),
+             ((L, N, E), (S, N, E), {"heads": 1, "mask": bmask, "need_weights": False}),
+             ((L, N, E), (S, N, E), {"heads": 2, "average_attn_weights": False, "mask": fmask}),
+             ((L, E), (S, E), {"heads": 2}),
+             ((L, N, E), (S, N, E), {"heads": 2, "bias_kv": True, "add_zero_attn": True, "kpm": kpm}),
+             ((L, N, E), (S, N, E), {"heads": 2, "mask": fmask, "kpm": kpm, "need_weights": False}),
+             ((L, N, E), (L, N, E), {"heads": 2, "mask": np.triu(np.ones((L, L), bool), 1), "is_causal": True,
+                                     "need_weights": False})]
+    out = []
+    for qs, ks, kw in cases:
+        kw = dict(kw)
+        args = [draw(rng, qs), draw(rng, ks), draw(rng, ks), draw(rng, (3 * E, E)) * 0.5, draw(rng, (3 * E,)),
+                draw(rng, (E, E)) * 0.5, draw(rng, (E,))]
+        if kw.pop("bias_kv", False):
+            args += [draw(rng, (1, 1, E)), draw(rng, (1, 1, E))]
+        out.append(Sample(tuple(args), kw))
+    return out
+
+
+OPS += [
+    # Samples 1, 3, 7 and 8 (need_weights=False) reach torch's fused CPU attention kernel, which has no double
+    # backward.
+    OpInfo("nn_multi_head_attention_forward", _mha, _mha_samples, xfails=tuple(
+        XFail("gradgrad", "torch's fused CPU attention kernel has no double backward (ember's has)", f"{i}:")
+        for i in (1, 3, 7, 8))),
+]

@@ -287,3 +287,37 @@ def test_registered_where_torch_has_them():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert not hasattr(ember, "scaled_dot_product_attention")
+
+
+# ----- multi_head_attention_forward as nn.MultiheadAttention calls it ---------------------------------------
+
+@pytest.mark.parametrize("kw", [{}, {"need_weights": False}, {"average_attn_weights": False},
+                                {"key_padding_mask": np.array([[False, False, True], [False, False, False]])},
+                                {"attn_mask": np.triu(np.ones((4, 3), bool), 1), "need_weights": False}])
+@pytest.mark.parametrize("dropout", [0.0, 0.3])
+def test_mha_matches_torchs_module(kw, dropout):
+    E, heads = 6, 3
+    tm = torch.nn.MultiheadAttention(E, heads, dropout=dropout, bias=True, dtype=torch.float64)
+    q, k = RNG.standard_normal((4, 2, E)), RNG.standard_normal((3, 2, E))
+    tkw = {n: torch.tensor(v) for n, v in kw.items() if isinstance(v, np.ndarray)}
+    tkw.update({n: v for n, v in kw.items() if not isinstance(v, np.ndarray)})
+    ekw = {n: ember.tensor(v) for n, v in kw.items() if isinstance(v, np.ndarray)}
+    ekw.update({n: v for n, v in kw.items() if not isinstance(v, np.ndarray)})
+    torch.manual_seed(3)
+    tq, tk = torch.tensor(q, requires_grad=True), torch.tensor(k)
+    t_out, t_w = tm(tq, tk, tk, **tkw)
+    params = {n: ember.tensor(p.detach().numpy(), requires_grad=True) for n, p in tm.named_parameters()}
+    ember.manual_seed(3)
+    eq, ek = ember.tensor(q, requires_grad=True), ember.tensor(k)
+    e_out, e_w = ember.nn.functional.multi_head_attention_forward(
+        eq, ek, ek, E, heads, params["in_proj_weight"], params["in_proj_bias"], None, None, False, dropout,
+        params["out_proj.weight"], params["out_proj.bias"], training=True, **ekw)
+    close(e_out, t_out, 1e-10, 1e-12)
+    assert (e_w is None) == (t_w is None)
+    if t_w is not None:
+        close(e_w, t_w, 1e-10, 1e-12)
+    g = RNG.standard_normal(tuple(t_out.shape))
+    tg = torch.autograd.grad(t_out, [tq] + [p for _, p in tm.named_parameters()], torch.tensor(g))
+    eg = ember.autograd.grad(e_out, [eq] + list(params.values()), ember.tensor(g))
+    for a, b in zip(eg, tg):
+        close(a, b, 1e-9, 1e-11)

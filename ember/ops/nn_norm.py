@@ -650,6 +650,31 @@ def _safe_softmax_vjp(xp, g, out, x, dim, acc):
 safe_softmax_p = defprim("_safe_softmax", "SafeSoftmaxBackward0", _safe_softmax_forward, vjp=_safe_softmax_vjp,
                          jvp="elementwise", saves_out=True)
 
+
+def _softmax_forward(xp, x, dim, acc):
+    # the plain softmax multi_head_attention_forward's weights path uses: a fully masked row is NaN, as in PyTorch
+    xa = xp.cast(x, acc)
+    e = xp.exp(xa - xp.amax(xa, dim, True))
+    return xp.cast(e / xp.sum(e, dim, True), x.dtype)
+
+
+# (private: F.softmax itself belongs to the activations family)
+mha_softmax_p = defprim("_mha_softmax", "SoftmaxBackward0", _softmax_forward, vjp=_safe_softmax_vjp,
+                        jvp="elementwise", saves_out=True)
+
+
+def _acc_of(t: Tensor):
+    return np.float32 if t._data.dtype == np.float16 else t._data.dtype
+
+
+def _dropout_weights(attn: Tensor, p: float) -> Tensor:
+    """PyTorch's CPU dropout: noise = bernoulli_(1 - p) / (1 - p) drawn from the generator, then input * noise."""
+    from .._creation import empty_like, zeros_like
+    if p == 1.0:
+        return attn * zeros_like(attn)
+    noise = empty_like(attn).bernoulli_(1.0 - p)
+    return attn * (noise / (1.0 - p))
+
 _TYPE_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "int64": "long int", "int32": "int",
                "int16": "short int", "int8": "signed char", "uint8": "unsigned char", "bool": "bool"}
 
@@ -691,7 +716,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     from .linalg import matmul
     from .shape import repeat_interleave
     from .elementwise import where
-    from .._creation import ones, empty_like
+    from .._creation import ones
     L, S = q._data.shape[-2], k._data.shape[-2]
     if scale is None:
         scale = 1.0 / math.sqrt(q._data.shape[-1]) if q._data.shape[-1] else math.inf
@@ -715,12 +740,226 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
             from .._creation import zeros
             mask = zeros(mask._data.shape, dtype=q.dtype).masked_fill(~mask, -math.inf)
         attn = attn + mask
-    attn = apply(safe_softmax_p, (attn,), {"dim": -1, "acc": np.float32 if attn._data.dtype == np.float16
-                                           else attn._data.dtype})
+    attn = apply(safe_softmax_p, (attn,), {"dim": -1, "acc": _acc_of(attn)})
     if dropout_p > 0.0:
-        if dropout_p == 1.0:
-            attn = attn * 0.0
-        else:
-            noise = empty_like(attn).bernoulli_(1.0 - dropout_p)
-            attn = attn * (noise / (1.0 - dropout_p))
+        attn = _dropout_weights(attn, dropout_p)
     return matmul(attn, v)
+
+
+# ----- multi_head_attention_forward ----------------------------------------------------------------------------
+# As far as nn.MultiheadAttention needs it, following torch/nn/functional.py step by step: inputs (L, N, E) or
+# unbatched (L, E), packed or separate in-projections, bias_k/bias_v, add_zero_attn, key_padding_mask and
+# attn_mask (bool or float), need_weights (the explicit softmax path, whose weights are returned, averaged over
+# the heads or not) or scaled_dot_product_attention, dropout in training. PyTorch raises AssertionError for
+# shape misuse here, and so does ember.
+
+def _linear(x: Tensor, w: Tensor, b: Tensor | None) -> Tensor:
+    # x @ w.T + b as PyTorch's linear records it for a 2-d x (addmm); F.linear belongs to another family
+    from .linalg import addmm, matmul
+    if b is not None and x.dim() == 2:
+        return addmm(b, x, w.t())
+    y = matmul(x, w.t())
+    return y if b is None else y + b
+
+
+def _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads) -> bool:
+    qd, kd, vd = query.dim(), key.dim(), value.dim()
+    if qd == 3:
+        if kd != 3 or vd != 3:
+            raise AssertionError(f"For batched (3-D) `query`, expected `key` and `value` to be 3-D but found {kd}-D "
+                                 f"and {vd}-D tensors respectively")
+        if key_padding_mask is not None and key_padding_mask.dim() != 2:
+            raise AssertionError(f"For batched (3-D) `query`, expected `key_padding_mask` to be `None` or 2-D but "
+                                 f"found {key_padding_mask.dim()}-D tensor instead")
+        if attn_mask is not None and attn_mask.dim() not in (2, 3):
+            raise AssertionError(f"For batched (3-D) `query`, expected `attn_mask` to be `None`, 2-D or 3-D but "
+                                 f"found {attn_mask.dim()}-D tensor instead")
+        return True
+    if qd == 2:
+        if kd != 2 or vd != 2:
+            raise AssertionError(f"For unbatched (2-D) `query`, expected `key` and `value` to be 2-D but found "
+                                 f"{kd}-D and {vd}-D tensors respectively")
+        if key_padding_mask is not None and key_padding_mask.dim() != 1:
+            raise AssertionError(f"For unbatched (2-D) `query`, expected `key_padding_mask` to be `None` or 1-D "
+                                 f"but found {key_padding_mask.dim()}-D tensor instead")
+        if attn_mask is not None:
+            if attn_mask.dim() not in (2, 3):
+                raise AssertionError(f"For unbatched (2-D) `query`, expected `attn_mask` to be `None`, 2-D or 3-D "
+                                     f"but found {attn_mask.dim()}-D tensor instead")
+            want = (num_heads, query.shape[0], key.shape[0])
+            if attn_mask.dim() == 3 and tuple(attn_mask.shape) != want:
+                raise AssertionError(f"Expected `attn_mask` shape to be {want} but got {attn_mask.shape}")
+        return False
+    raise AssertionError(f"query should be unbatched 2D or batched 3D tensor but received {qd}-D query tensor")
+
+
+def _canonical_mask(mask, name: str, dtype):
+    """A bool mask as a float one (-inf where True); float masks pass unchanged."""
+    if mask is None:
+        return None
+    if mask._data.dtype != np.bool_ and mask._data.dtype.kind != "f":
+        raise AssertionError(f"only bool and floating types of {name} are supported")
+    if mask._data.dtype == np.bool_:
+        from .._creation import zeros
+        return zeros(mask._data.shape, dtype=dtype).masked_fill(mask, -math.inf)
+    return mask
+
+
+def _pad_last(mask: Tensor) -> Tensor:
+    # one more key position (bias_k or the zero attention), never masked
+    from .._creation import zeros
+    return cat([mask, zeros(tuple(mask.shape[:-1]) + (1,), dtype=mask.dtype)], -1)
+
+
+@register(module=False, submodule=_F)
+def multi_head_attention_forward(query: Tensor, key: Tensor, value: Tensor, embed_dim_to_check: int, num_heads: int,
+                                 in_proj_weight: Tensor | None, in_proj_bias: Tensor | None,
+                                 bias_k: Tensor | None, bias_v: Tensor | None, add_zero_attn: bool,
+                                 dropout_p: float, out_proj_weight: Tensor, out_proj_bias: Tensor | None,
+                                 training: bool = True, key_padding_mask: Tensor | None = None,
+                                 need_weights: bool = True, attn_mask: Tensor | None = None,
+                                 use_separate_proj_weight: bool = False, q_proj_weight: Tensor | None = None,
+                                 k_proj_weight: Tensor | None = None, v_proj_weight: Tensor | None = None,
+                                 static_k: Tensor | None = None, static_v: Tensor | None = None,
+                                 average_attn_weights: bool = True, is_causal: bool = False):
+    """Multi-head attention over (L, N, E) inputs (or unbatched (L, E)): returns ``(output, weights)``, the
+    weights ``None`` unless ``need_weights`` (then (N, L, S), or (N, heads, L, S) without averaging)."""
+    for t, name in ((query, "query"), (key, "key"), (value, "value")):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"multi_head_attention_forward(): argument '{name}' must be Tensor, not "
+                            f"{type(t).__name__}")
+    from .linalg import matmul
+    is_batched = _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads)
+    if not is_batched:
+        query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
+        if key_padding_mask is not None:
+            key_padding_mask = key_padding_mask.unsqueeze(0)
+    tgt_len, bsz, embed_dim = query.shape
+    src_len = key.shape[0]
+    key_padding_mask = _canonical_mask(key_padding_mask, "key_padding_mask", query.dtype)
+    if is_causal and attn_mask is None:
+        raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the Transformer module "
+                           "method `generate_square_subsequent_mask` to create this mask.")
+    if is_causal and key_padding_mask is None and not need_weights:
+        attn_mask = None   # scaled_dot_product_attention makes the causal mask itself
+    else:
+        attn_mask = _canonical_mask(attn_mask, "attn_mask", query.dtype)
+        if key_padding_mask is not None:
+            is_causal = False
+    if embed_dim != embed_dim_to_check:
+        raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but got {embed_dim}")
+    head_dim = embed_dim // num_heads
+    if head_dim * num_heads != embed_dim:
+        raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
+    if use_separate_proj_weight:
+        if tuple(key.shape[:2]) != tuple(value.shape[:2]):
+            raise AssertionError(f"key's sequence and batch dims {key.shape[:2]} do not match value's "
+                                 f"{value.shape[:2]}")
+        for w, name in ((q_proj_weight, "q_proj_weight"), (k_proj_weight, "k_proj_weight"),
+                        (v_proj_weight, "v_proj_weight")):
+            if w is None:
+                raise AssertionError(f"use_separate_proj_weight is True but {name} is None")
+        b_q = b_k = b_v = None
+        if in_proj_bias is not None:
+            b_q, b_k, b_v = in_proj_bias.chunk(3)
+        q, k, v = (_linear(query, q_proj_weight, b_q), _linear(key, k_proj_weight, b_k),
+                   _linear(value, v_proj_weight, b_v))
+    else:
+        if tuple(key.shape) != tuple(value.shape):
+            raise AssertionError(f"key shape {key.shape} does not match value shape {value.shape}")
+        if in_proj_weight is None:
+            raise AssertionError("use_separate_proj_weight is False but in_proj_weight is None")
+        w_q, w_k, w_v = in_proj_weight.chunk(3)
+        b_q = b_k = b_v = None
+        if in_proj_bias is not None:
+            b_q, b_k, b_v = in_proj_bias.chunk(3)
+        q, k, v = _linear(query, w_q, b_q), _linear(key, w_k, b_k), _linear(value, w_v, b_v)
+    if attn_mask is not None:
+        if attn_mask.dim() == 2:
+            if tuple(attn_mask.shape) != (tgt_len, src_len):
+                raise RuntimeError(f"The shape of the 2D attn_mask is {attn_mask.shape}, but should be "
+                                   f"{(tgt_len, src_len)}.")
+            attn_mask = attn_mask.unsqueeze(0)
+        elif attn_mask.dim() == 3:
+            if tuple(attn_mask.shape) != (bsz * num_heads, tgt_len, src_len):
+                raise RuntimeError(f"The shape of the 3D attn_mask is {attn_mask.shape}, but should be "
+                                   f"{(bsz * num_heads, tgt_len, src_len)}.")
+        else:
+            raise RuntimeError(f"attn_mask's dimension {attn_mask.dim()} is not supported")
+    if bias_k is not None and bias_v is not None:
+        if static_k is not None:
+            raise AssertionError("bias cannot be added to static key.")
+        if static_v is not None:
+            raise AssertionError("bias cannot be added to static value.")
+        k = cat([k, bias_k.repeat(1, bsz, 1)])
+        v = cat([v, bias_v.repeat(1, bsz, 1)])
+        if attn_mask is not None:
+            attn_mask = _pad_last(attn_mask)
+        if key_padding_mask is not None:
+            key_padding_mask = _pad_last(key_padding_mask)
+    elif bias_k is not None:
+        raise AssertionError("bias_k is set but bias_v is None")
+    elif bias_v is not None:
+        raise AssertionError("bias_v is set but bias_k is None")
+    q = q.reshape(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
+    for which, static in (("k", static_k), ("v", static_v)):
+        if static is not None:
+            if static.shape[0] != bsz * num_heads:
+                raise AssertionError(f"expecting static_{which}.size(0) of {bsz * num_heads}, but got "
+                                     f"{static.shape[0]}")
+            if static.shape[2] != head_dim:
+                raise AssertionError(f"expecting static_{which}.size(2) of {head_dim}, but got {static.shape[2]}")
+    k = static_k if static_k is not None else k.reshape(k.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
+    v = static_v if static_v is not None else v.reshape(v.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
+    if add_zero_attn:
+        from .._creation import zeros
+        k = cat([k, zeros((bsz * num_heads, 1, head_dim), dtype=k.dtype)], 1)
+        v = cat([v, zeros((bsz * num_heads, 1, head_dim), dtype=v.dtype)], 1)
+        if attn_mask is not None:
+            attn_mask = _pad_last(attn_mask)
+        if key_padding_mask is not None:
+            key_padding_mask = _pad_last(key_padding_mask)
+    src_len = k.shape[1]
+    if key_padding_mask is not None:
+        if key_padding_mask.shape[0] != bsz:
+            raise AssertionError(f"Expected key_padded_mask.shape[0] to be {bsz}, but got {key_padding_mask.shape[0]}")
+        if key_padding_mask.shape[1] != src_len:
+            raise AssertionError(f"Expected key_padded_mask.shape[1] to be {src_len}, but got "
+                                 f"{key_padding_mask.shape[1]}")
+        key_padding_mask = key_padding_mask.reshape(bsz, 1, 1, src_len).expand(-1, num_heads, -1, -1).reshape(
+            bsz * num_heads, 1, src_len)
+        attn_mask = key_padding_mask if attn_mask is None else attn_mask + key_padding_mask
+    if not training:
+        dropout_p = 0.0
+    if need_weights:
+        if is_causal and attn_mask is None:
+            raise AssertionError("FIXME: is_causal not implemented for need_weights")
+        E = q.shape[-1]
+        weights = matmul(q * math.sqrt(1.0 / float(E)), k.transpose(-2, -1))
+        if attn_mask is not None:
+            weights = attn_mask + weights
+        weights = apply(mha_softmax_p, (weights,), {"dim": -1, "acc": _acc_of(weights)})
+        if dropout_p > 0.0:
+            weights = _dropout_weights(weights, dropout_p)
+        out = matmul(weights, v).transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
+        out = _linear(out, out_proj_weight, out_proj_bias).view(tgt_len, bsz, -1)
+        weights = weights.view(bsz, num_heads, tgt_len, src_len)
+        if average_attn_weights:
+            weights = weights.mean(dim=1)
+        if not is_batched:
+            out, weights = out.squeeze(1), weights.squeeze(0)
+        return out, weights
+    if attn_mask is not None:
+        if attn_mask.shape[0] == 1 and attn_mask.dim() == 3:
+            attn_mask = attn_mask.unsqueeze(0)
+        else:
+            attn_mask = attn_mask.reshape(bsz, num_heads, -1, src_len)
+    q = q.reshape(bsz, num_heads, tgt_len, head_dim)
+    k = k.reshape(bsz, num_heads, src_len, head_dim)
+    v = v.reshape(bsz, num_heads, src_len, head_dim)
+    out = scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)
+    out = out.permute(2, 0, 1, 3).reshape(bsz * tgt_len, embed_dim)
+    out = _linear(out, out_proj_weight, out_proj_bias).view(tgt_len, bsz, -1)
+    if not is_batched:
+        out = out.squeeze(1)
+    return out, None
