@@ -52,8 +52,9 @@ OPS += [
         (((5,), (5,), (5,)), {"shape": (5,)}),
         (((0, 3), (3,), (3,)), {"shape": (3,)}),
         (((2, 1), (1,), (1,)), {"shape": (1,)}),
-    ]), xfails=(XFail("gradgrad", "torch 2.13's own double backward raises with a bias and no weight (\"Expected a "
-                                  "proper Tensor but got None\"); the same rule is checked on the other samples", "4:"),)),
+    ]), xfails=(XFail("gradgrad", "torch 2.13's own double backward raises with a bias and no weight (\"Expected "
+                                  "a proper Tensor but got None\"); the same rule is checked on the other samples",
+                      "4:"),)),
     # large offsets: statistics stay exact (float64 values compared with torch's)
     OpInfo("nn_layer_norm_offset", lambda m, x, w, b: _F(m).layer_norm(x + 1e4, (4,), w, b),
            _samples([(((2, 4), (4,), (4,)), {})]), dtypes=("float64",), supports_gradgrad=False),

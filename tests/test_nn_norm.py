@@ -177,7 +177,8 @@ def test_sdpa_dropout_draws_torchs_stream():
     # the dropped weights are zero and the kept ones scaled by 1 / (1 - p): the rows no longer sum to 1
     ember.manual_seed(5)
     q, k, v = (ember.tensor(a) for a in arrays)
-    full = ember.nn.functional.scaled_dot_product_attention(q, k, ember.eye(5, dtype=ember.float64).expand(2, 5, 5), dropout_p=0.5)
+    eye = ember.eye(5, dtype=ember.float64).expand(2, 5, 5)
+    full = ember.nn.functional.scaled_dot_product_attention(q, k, eye, dropout_p=0.5)
     vals = np.unique(np.round(full.numpy(), 12))
     assert (full.numpy() == 0).any() and not np.allclose(full.numpy().sum(-1), 1)
     assert len(vals) > 1

@@ -20,13 +20,13 @@ import numbers
 import numpy as np
 
 from .. import _dtype as D
+from .._device import NAMESPACES
 from .._tensor import Tensor
 from ._primitive import apply, defprim
 from ._registry import register
 from ._util import check_tensor
 from .elementwise import rsqrt
 from .shape import cat
-from .._creation import zeros
 
 _F = "nn.functional"
 
@@ -38,7 +38,7 @@ add_scalar_p = defprim("add_scalar", "AddBackward1", lambda xp, a, s: a + s, vjp
 
 # ----- the shared normalisation core ----------------------------------------------------------------
 # Parameters of every normalisation primitive:
-#   group: the shape the input is viewed as for its statistics (group norm: (N, G, -1)), or None;
+#   view: the shape the input is viewed as for its statistics (group norm: (N, G, C // G * spatial)), or None;
 #   axes:  the axes of that view the statistics reduce over;
 #   wshape: the shape weight and bias are viewed as to broadcast against the input ((C, 1, 1) for channels
 #          in dim 1), or None when they broadcast as they are (layer norm);
@@ -48,10 +48,10 @@ def _acc(x: Tensor):
     return np.float64
 
 
-def _xhat(xp, x, group, axes, eps, acc):
+def _xhat(xp, x, view, axes, eps, acc):
     """The normalised input (in the grouped view) and 1 / std."""
     x = xp.cast(x, acc)
-    xg = x if group is None else xp.reshape(x, group)
+    xg = x if view is None else xp.reshape(x, view)
     mean = xp.mean(xg, axes, True)
     xc = xg - mean
     rstd = xp.rsqrt(xp.mean(xc * xc, axes, True) + eps)
@@ -70,8 +70,8 @@ def _to_param(xp, g, w, wshape):
     return xp.reshape(xp.sum_to(g, wshape), w.shape)
 
 
-def _norm_forward(xp, x, w, b, group, axes, wshape, eps, acc):
-    xh, _ = _xhat(xp, x, group, axes, eps, acc)
+def _norm_forward(xp, x, w, b, view, axes, wshape, eps, acc):
+    xh, _ = _xhat(xp, x, view, axes, eps, acc)
     y = xp.reshape(xh, x.shape)
     if w is not None:
         y = y * _param(xp, w, wshape, acc)
@@ -85,38 +85,38 @@ def _xhat_adjoint(xp, gg, xh, rstd, axes):
     return rstd * (gg - xp.mean(gg, axes, True) - xh * xp.mean(gg * xh, axes, True))
 
 
-def _norm_vjp_x(xp, g, out, x, w, b, group, axes, wshape, eps, acc):
-    xh, rstd = _xhat(xp, x, group, axes, eps, acc)
+def _norm_vjp_x(xp, g, out, x, w, b, view, axes, wshape, eps, acc):
+    xh, rstd = _xhat(xp, x, view, axes, eps, acc)
     g = xp.cast(g, acc)
     if w is not None:
         g = g * _param(xp, w, wshape, acc)
-    gg = g if group is None else xp.reshape(g, group)
+    gg = g if view is None else xp.reshape(g, view)
     return xp.reshape(_xhat_adjoint(xp, gg, xh, rstd, axes), x.shape)
 
 
-def _norm_vjp_w(xp, g, out, x, w, b, group, axes, wshape, eps, acc):
-    xh, _ = _xhat(xp, x, group, axes, eps, acc)
+def _norm_vjp_w(xp, g, out, x, w, b, view, axes, wshape, eps, acc):
+    xh, _ = _xhat(xp, x, view, axes, eps, acc)
     return _to_param(xp, xp.cast(g, acc) * xp.reshape(xh, x.shape), w, wshape)
 
 
-def _norm_vjp_b(xp, g, out, x, w, b, group, axes, wshape, eps, acc):
+def _norm_vjp_b(xp, g, out, x, w, b, view, axes, wshape, eps, acc):
     return _to_param(xp, xp.cast(g, acc), b, wshape)
 
 
-def _norm_jvp_x(xp, t, out, x, w, b, group, axes, wshape, eps, acc):
-    xh, rstd = _xhat(xp, x, group, axes, eps, acc)
+def _norm_jvp_x(xp, t, out, x, w, b, view, axes, wshape, eps, acc):
+    xh, rstd = _xhat(xp, x, view, axes, eps, acc)
     t = xp.cast(t, acc)
-    tg = t if group is None else xp.reshape(t, group)
+    tg = t if view is None else xp.reshape(t, view)
     r = xp.reshape(_xhat_adjoint(xp, tg, xh, rstd, axes), x.shape)
     return r if w is None else r * _param(xp, w, wshape, acc)
 
 
-def _norm_jvp_w(xp, t, out, x, w, b, group, axes, wshape, eps, acc):
-    xh, _ = _xhat(xp, x, group, axes, eps, acc)
+def _norm_jvp_w(xp, t, out, x, w, b, view, axes, wshape, eps, acc):
+    xh, _ = _xhat(xp, x, view, axes, eps, acc)
     return xp.reshape(xh, x.shape) * _param(xp, t, wshape, acc)
 
 
-def _norm_jvp_b(xp, t, out, x, w, b, group, axes, wshape, eps, acc):
+def _norm_jvp_b(xp, t, out, x, w, b, view, axes, wshape, eps, acc):
     return _param(xp, t, wshape, acc)
 
 
@@ -253,7 +253,7 @@ def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None, bi
     _check_param_dtypes(input, (weight, bias), "layer_norm")
     axes = tuple(range(len(xs) - k, len(xs)))
     return apply(layer_norm_p, (input, weight, bias),
-                 {"group": None, "axes": axes, "wshape": None, "eps": eps, "acc": _acc(input)})
+                 {"view": None, "axes": axes, "wshape": None, "eps": eps, "acc": _acc(input)})
 
 
 # ----- batch_norm --------------------------------------------------------------------------------------------
@@ -267,27 +267,29 @@ def _verify_batch_size(shape) -> None:
                          f"torch.Size({list(shape)})")
 
 
-def _update_running(running: Tensor | None, stat: np.ndarray, momentum: float) -> None:
+def _update_running(running: Tensor | None, stat, momentum: float) -> None:
     """running = (1 - momentum) * running + momentum * stat, in place, outside autograd (as PyTorch, whose
     kernel writes the buffer without counting a version)."""
     if running is None:
         return
     r = running._data
-    new = (1.0 - momentum) * r.astype(np.float64) + momentum * stat
-    np.copyto(r, new.reshape(r.shape), casting="unsafe")
+    xp = NAMESPACES[type(r)]
+    new = (1.0 - momentum) * xp.cast(r, np.float64) + momentum * stat
+    xp.backend.copyto(r, xp.reshape(new, r.shape))
 
 
-def _batch_stats(x: np.ndarray, axes: tuple) -> tuple:
-    """The batch mean and the unbiased variance PyTorch keeps in the running estimate, in float64."""
-    w = x.astype(np.float64)
+def _batch_stats(x, axes: tuple) -> tuple:
+    """The batch mean and the unbiased variance PyTorch keeps in the running estimate, in float64 (the callers
+    make sure more than one value goes into each)."""
+    xp = NAMESPACES[type(x)]
+    w = xp.cast(x, np.float64)
     n = 1
     for a in axes:
         n *= x.shape[a]
-    mean = w.mean(axis=axes)
-    sq = ((w - mean.reshape((1, -1) + (1,) * (x.ndim - 2))) ** 2).sum(axis=axes)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        var = sq / (n - 1) if n > 1 else np.full_like(sq, np.nan)
-    return mean, var
+    mean = xp.mean(w, axes, True)
+    c = w - mean
+    var = xp.sum(c * c, axes, False) / (n - 1)
+    return xp.reshape(mean, var.shape), var
 
 
 @register(module=False, submodule=_F)   # torch.batch_norm takes another argument order
@@ -309,7 +311,7 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
         raise ValueError("running_mean and running_var must either both be None or neither be None")
     if training:
         if input._data.ndim < 2:
-            raise IndexError(f"Dimension out of range (expected to be in range of [-1, 0], but got 1)")
+            raise IndexError("Dimension out of range (expected to be in range of [-1, 0], but got 1)")
         _verify_batch_size(xs)
     elif running_mean is None or running_var is None:
         raise RuntimeError(f"running_{'mean' if running_mean is None else 'var'} must be defined in evaluation mode")
@@ -326,7 +328,7 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     axes = (0,) + tuple(range(2, input._data.ndim))
     if training:
         out = apply(batch_norm_p, (input, weight, bias),
-                    {"group": None, "axes": axes, "wshape": wshape, "eps": eps, "acc": _acc(input)})
+                    {"view": None, "axes": axes, "wshape": wshape, "eps": eps, "acc": _acc(input)})
         if running_mean is not None or running_var is not None:
             mean, var = _batch_stats(input._data, axes)
             _update_running(running_mean, mean, momentum)
@@ -372,8 +374,8 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bia
     _check_floating(input, "group_norm")
     _check_param_dtypes(input, (weight, bias), op)
     return apply(group_norm_p, (input, weight, bias),
-                 {"group": (n, num_groups, c // num_groups * spatial), "axes": (2,), "wshape": _channel_shape(input), "eps": eps,
-                  "acc": _acc(input)})
+                 {"view": (n, num_groups, c // num_groups * spatial), "axes": (2,), "wshape": _channel_shape(input),
+                  "eps": eps, "acc": _acc(input)})
 
 
 # ----- instance_norm -------------------------------------------------------------------------------------
@@ -417,13 +419,14 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None, running_var
     if use_input_stats:
         axes = tuple(range(2, len(flat)))
         out = apply(batch_norm_p, (x, w, b),
-                    {"group": None, "axes": (0,) + axes, "wshape": wshape, "eps": eps, "acc": _acc(input)})
+                    {"view": None, "axes": (0,) + axes, "wshape": wshape, "eps": eps, "acc": _acc(input)})
         if running_mean is not None or running_var is not None:
             # each (sample, channel) updates its copy of the channel's estimate; the channel keeps their mean
             mean, var = _batch_stats(x._data, (0,) + axes)
             for running, stat in ((running_mean, mean), (running_var, var)):
                 if running is not None:
-                    _update_running(running, stat.reshape(n, c).mean(axis=0), momentum)
+                    xp = NAMESPACES[type(stat)]
+                    _update_running(running, xp.mean(xp.reshape(stat, (n, c)), (0,), False), momentum)
                     running._vc[0] += 1   # PyTorch copies the result in (copy_), which counts a version
     else:
         rm = running_mean.repeat(n)
@@ -490,10 +493,10 @@ def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: flo
     before, after = size // 2, (size - 1) // 2
     parts = []
     if before:
-        parts.append(zeros((xs[0], before) + tuple(xs[2:]), dtype=sq.dtype))
+        parts.append(sq.new_zeros((xs[0], before) + tuple(xs[2:])))
     parts.append(sq)
     if after:
-        parts.append(zeros((xs[0], after) + tuple(xs[2:]), dtype=sq.dtype))
+        parts.append(sq.new_zeros((xs[0], after) + tuple(xs[2:])))
     padded = cat(parts, 1) if len(parts) > 1 else sq
     c = xs[1]
     # the window sums: `size` shifted slices (a loop over the window, not over elements)
@@ -688,9 +691,10 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
                                  dropout_p: float = 0.0, is_causal: bool = False, scale: float | None = None,
                                  enable_gqa: bool = False) -> Tensor:
     """softmax(Q K^T * scale + mask) V, PyTorch's math path: Q and K each scaled by sqrt(scale); a bool mask
-    keeps the True positions; ``is_causal`` keeps the lower triangle (aligned top-left); a fully masked query row gives zeros (PyTorch's safe
-    softmax); ``dropout_p`` drops attention weights with PyTorch's generator stream (``bernoulli_(1 - p)``);
-    ``enable_gqa`` repeats the key/value heads (dim -3) to the number of query heads."""
+    keeps the True positions; ``is_causal`` keeps the lower triangle (aligned top-left); a fully masked query
+    row gives zeros (PyTorch's safe softmax); ``dropout_p`` drops attention weights with PyTorch's generator
+    stream (``bernoulli_(1 - p)``); ``enable_gqa`` repeats the key/value heads (dim -3) to the number of query
+    heads."""
     op = "scaled_dot_product_attention"
     check_tensor(query, op, "query", 1)
     check_tensor(key, op, "key", 2)
@@ -715,8 +719,6 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {dropout_p}")
     from .linalg import matmul
     from .shape import repeat_interleave
-    from .elementwise import where
-    from .._creation import ones
     L, S = q._data.shape[-2], k._data.shape[-2]
     if scale is None:
         scale = 1.0 / math.sqrt(q._data.shape[-1]) if q._data.shape[-1] else math.inf
@@ -734,11 +736,10 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
             # (PyTorch 2.13's fused CPU kernel, for float32 inputs, applies both; its math path refuses)
             raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when "
                                "is_causal=True")
-        mask = ones(L, S, dtype=D.bool).tril()
+        mask = q.new_ones((L, S), dtype=D.bool).tril()
     if mask is not None:
         if mask._data.dtype == np.bool_:
-            from .._creation import zeros
-            mask = zeros(mask._data.shape, dtype=q.dtype).masked_fill(~mask, -math.inf)
+            mask = q.new_zeros(mask._data.shape).masked_fill(~mask, -math.inf)
         attn = attn + mask
     attn = apply(safe_softmax_p, (attn,), {"dim": -1, "acc": _acc_of(attn)})
     if dropout_p > 0.0:
@@ -800,15 +801,13 @@ def _canonical_mask(mask, name: str, dtype):
     if mask._data.dtype != np.bool_ and mask._data.dtype.kind != "f":
         raise AssertionError(f"only bool and floating types of {name} are supported")
     if mask._data.dtype == np.bool_:
-        from .._creation import zeros
-        return zeros(mask._data.shape, dtype=dtype).masked_fill(mask, -math.inf)
+        return mask.new_zeros(mask._data.shape, dtype=dtype).masked_fill(mask, -math.inf)
     return mask
 
 
 def _pad_last(mask: Tensor) -> Tensor:
     # one more key position (bias_k or the zero attention), never masked
-    from .._creation import zeros
-    return cat([mask, zeros(tuple(mask.shape[:-1]) + (1,), dtype=mask.dtype)], -1)
+    return cat([mask, mask.new_zeros(tuple(mask.shape[:-1]) + (1,))], -1)
 
 
 @register(module=False, submodule=_F)
@@ -912,9 +911,8 @@ def multi_head_attention_forward(query: Tensor, key: Tensor, value: Tensor, embe
     k = static_k if static_k is not None else k.reshape(k.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
     v = static_v if static_v is not None else v.reshape(v.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
     if add_zero_attn:
-        from .._creation import zeros
-        k = cat([k, zeros((bsz * num_heads, 1, head_dim), dtype=k.dtype)], 1)
-        v = cat([v, zeros((bsz * num_heads, 1, head_dim), dtype=v.dtype)], 1)
+        k = cat([k, k.new_zeros((bsz * num_heads, 1, head_dim))], 1)
+        v = cat([v, v.new_zeros((bsz * num_heads, 1, head_dim))], 1)
         if attn_mask is not None:
             attn_mask = _pad_last(attn_mask)
         if key_padding_mask is not None:
