@@ -295,3 +295,44 @@ OPS += [
         XFail("gradgrad", "torch's fused CPU attention kernel has no double backward (ember's has)", f"{i}:")
         for i in (1, 3, 7, 8))),
 ]
+
+
+# ----- torch.batch_norm and torch.instance_norm: ATen's argument order, no Python-level size checks ------
+
+def _aten_norm(name):
+    def op(m, x, *wb, training, rm=None, rv=None, momentum=0.1, eps=1e-5):
+        w, b = (tuple(wb) + (None, None))[:2]
+        rmt = None if rm is None else m.tensor(rm).to(x.dtype)
+        rvt = None if rv is None else m.tensor(rv).to(x.dtype)
+        return getattr(m, name)(x, w, b, rmt, rvt, training, momentum, eps, False)
+    return op
+
+
+def _aten_bn_samples(rng):
+    cases = [((4, 3), (3,), (3,), {"training": True, "rm": np.zeros(3), "rv": np.ones(3)}),
+             ((2, 3, 2), None, None, {"training": False, "rm": rng.uniform(-1, 1, 3), "rv": rng.uniform(0.5, 2, 3)}),
+             ((2, 2, 2), (2,), (2,), {"training": True, "momentum": 0.5, "eps": 1e-3})]
+    return [Sample((draw(rng, xs),) + tuple(draw(rng, s) for s in (ws, bs) if s is not None), kw)
+            for xs, ws, bs, kw in cases]
+
+
+def _aten_in_samples(rng):
+    cases = [((2, 3, 4), (3,), (3,), {"training": True}),
+             ((2, 2, 3), (2,), (2,), {"training": False, "rm": rng.uniform(-1, 1, 2), "rv": rng.uniform(0.5, 2, 2)})]
+    return [Sample((draw(rng, xs),) + tuple(draw(rng, s) for s in (ws, bs) if s is not None), kw)
+            for xs, ws, bs, kw in cases]
+
+
+def _aten_single_samples(rng):
+    # one value per channel: it normalises to 0 (F's Python-level check refuses it; ATen's functions do not)
+    return [Sample((draw(rng, (1, 3)), draw(rng, (3,)), draw(rng, (3,))), {"name": "batch_norm", "training": True}),
+            Sample((draw(rng, (2, 3)),), {"name": "instance_norm", "training": True})]
+
+
+OPS += [
+    OpInfo("batch_norm_aten", _aten_norm("batch_norm"), _aten_bn_samples),
+    OpInfo("instance_norm_aten", _aten_norm("instance_norm"), _aten_in_samples),
+    # float64 only: torch's float32 result there is rounding noise of size 1e-5
+    OpInfo("norm_aten_single_value", lambda m, *a, name, **kw: _aten_norm(name)(m, *a, **kw), _aten_single_samples,
+           dtypes=("float64",)),
+]

@@ -285,6 +285,9 @@ def test_pdist_double_backward_by_central_differences(p):
 def test_registered_where_torch_has_them():
     for name in ("layer_norm", "group_norm", "rms_norm", "cosine_similarity", "pairwise_distance", "pdist"):
         assert getattr(ember, name) is getattr(ember.nn.functional, name)
+    # torch.batch_norm / torch.instance_norm take ATen's argument order: other functions than F's
+    assert ember.batch_norm is not ember.nn.functional.batch_norm
+    assert ember.instance_norm is not ember.nn.functional.instance_norm
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert not hasattr(ember, "scaled_dot_product_attention")

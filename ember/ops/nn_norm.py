@@ -292,12 +292,25 @@ def _batch_stats(x, axes: tuple) -> tuple:
     return xp.reshape(mean, var.shape), var
 
 
-@register(module=False, submodule=_F)   # torch.batch_norm takes another argument order
+@register(module=False, submodule=_F)
 def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None,
                weight: Tensor | None = None, bias: Tensor | None = None, training: bool = False,
                momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
     """Normalise each channel (dim 1) over the batch and every other dim; in training, with the batch's
     statistics (and the running estimates updated in place), else with the running estimates."""
+    return _batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps, True)
+
+
+@register(name="batch_norm")
+def _aten_batch_norm(input: Tensor, weight: Tensor | None, bias: Tensor | None, running_mean: Tensor | None,
+                     running_var: Tensor | None, training: bool, momentum: float, eps: float,
+                     cudnn_enabled: bool) -> Tensor:
+    """``torch.batch_norm``: F.batch_norm's computation in ATen's argument order, without F's check that a
+    channel has more than one value in training (one value normalises to 0)."""
+    return _batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps, False)
+
+
+def _batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps, python_checks: bool):
     op = "batch_norm"
     check_tensor(input, op)
     _optional_tensor(running_mean, op, "running_mean", 4)
@@ -310,9 +323,10 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     if (running_mean is None) != (running_var is None):
         raise ValueError("running_mean and running_var must either both be None or neither be None")
     if training:
-        if input._data.ndim < 2:
+        if input._data.ndim < 2 and python_checks:
             raise IndexError("Dimension out of range (expected to be in range of [-1, 0], but got 1)")
-        _verify_batch_size(xs)
+        if python_checks:
+            _verify_batch_size(xs)
     elif running_mean is None or running_var is None:
         raise RuntimeError(f"running_{'mean' if running_mean is None else 'var'} must be defined in evaluation mode")
     if input._data.ndim < 2:
@@ -380,17 +394,32 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bia
 
 # ----- instance_norm -------------------------------------------------------------------------------------
 
-@register(module=False, submodule=_F)   # torch.instance_norm takes another argument order
+@register(module=False, submodule=_F)
 def instance_norm(input: Tensor, running_mean: Tensor | None = None, running_var: Tensor | None = None,
                   weight: Tensor | None = None, bias: Tensor | None = None, use_input_stats: bool = True,
                   momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
     """Normalise each channel of each sample over its spatial dims: batch norm of the input viewed as
     (1, N*C, ...), as PyTorch computes it (so its graph is View -> NativeBatchNorm -> View)."""
-    op = "instance_norm"
     if not isinstance(input, Tensor):
-        raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+        raise TypeError(f"instance_norm(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    return _instance_norm(input, running_mean, running_var, weight, bias, use_input_stats, momentum, eps, True)
+
+
+@register(name="instance_norm")
+def _aten_instance_norm(input: Tensor, weight: Tensor | None, bias: Tensor | None, running_mean: Tensor | None,
+                        running_var: Tensor | None, use_input_stats: bool, momentum: float, eps: float,
+                        cudnn_enabled: bool) -> Tensor:
+    """``torch.instance_norm``: F.instance_norm in ATen's argument order, without F's spatial-size check."""
+    check_tensor(input, "instance_norm")
+    return _instance_norm(input, running_mean, running_var, weight, bias, use_input_stats, momentum, eps, False)
+
+
+def _instance_norm(input, running_mean, running_var, weight, bias, use_input_stats, momentum, eps,
+                   python_checks: bool):
+    op = "instance_norm"
     xs = input._data.shape
-    if use_input_stats:
+    if use_input_stats and python_checks:
         spatial = 1
         for s in xs[2:]:
             spatial *= s
