@@ -325,3 +325,72 @@ def test_mha_matches_torchs_module(kw, dropout):
     eg = ember.autograd.grad(e_out, [eq] + list(params.values()), ember.tensor(g))
     for a, b in zip(eg, tg):
         close(a, b, 1e-9, 1e-11)
+
+
+# ----- edge cases against torch: same exception type, or the same values --------------------------------------
+
+_A = np.random.default_rng(1).standard_normal((2, 3, 4))
+_B = np.random.default_rng(2).standard_normal((3, 2))
+EDGE = {
+    "gn_groups_gt_C": lambda L: L.nn.functional.group_norm(L.ones(2, 4, 3), 8),
+    "gn_neg": lambda L: L.nn.functional.group_norm(L.ones(2, 4, 3), -2),
+    "gn_float_groups": lambda L: L.nn.functional.group_norm(L.ones(2, 4, 3), 2.0),
+    "ln_size": lambda L: L.nn.functional.layer_norm(L.tensor(_A[0, :2, :3]), L.Size([3])),
+    "ln_const_eps0": lambda L: L.nn.functional.layer_norm(L.ones(2, 3), (3,), eps=0.0),
+    "ln_int_eps": lambda L: L.nn.functional.layer_norm(L.ones(2, 3), (3,), eps=1),
+    "ln_weight_int": lambda L: L.nn.functional.layer_norm(L.ones(2, 3), (3,), L.ones(3, dtype=L.int64)),
+    "bn_half_eval": lambda L: L.nn.functional.batch_norm(L.tensor(np.arange(6.).reshape(2, 3)).half(), L.zeros(3),
+                                                         L.ones(3)),
+    "bn_1d_eval": lambda L: L.nn.functional.batch_norm(L.ones(3), L.zeros(3), L.ones(3)),
+    "in_weight_only": lambda L: L.nn.functional.instance_norm(L.tensor(_A), weight=L.ones(3) * 2),
+    "in_bad_weight": lambda L: L.nn.functional.instance_norm(L.ones(2, 3, 4), weight=L.ones(4)),
+    "sdpa_neg_scale": lambda L: L.nn.functional.scaled_dot_product_attention(*[L.tensor(_A)] * 3, scale=-0.5),
+    "sdpa_zero_scale": lambda L: L.nn.functional.scaled_dot_product_attention(*[L.tensor(_A)] * 3, scale=0.0),
+    "sdpa_gqa_3d": lambda L: L.nn.functional.scaled_dot_product_attention(L.ones(4, 3, 2), L.ones(2, 5, 2),
+                                                                          L.ones(2, 5, 2), enable_gqa=True),
+    "sdpa_heads_mismatch": lambda L: L.nn.functional.scaled_dot_product_attention(
+        L.ones(1, 4, 3, 2), L.ones(1, 2, 5, 2), L.ones(1, 2, 5, 2)),
+    "sdpa_mask_bad_shape": lambda L: L.nn.functional.scaled_dot_product_attention(
+        L.ones(2, 3, 4), L.ones(2, 5, 4), L.ones(2, 5, 4), attn_mask=L.ones(4, 5, dtype=L.bool)),
+    "sdpa_dropout_neg": lambda L: L.nn.functional.scaled_dot_product_attention(L.ones(2, 3, 4), L.ones(2, 5, 4),
+                                                                               L.ones(2, 5, 4), dropout_p=-0.1),
+    "sdpa_dropout_big": lambda L: L.nn.functional.scaled_dot_product_attention(L.ones(2, 3, 4), L.ones(2, 5, 4),
+                                                                               L.ones(2, 5, 4), dropout_p=1.5),
+    "sdpa_dropout_one": lambda L: L.nn.functional.scaled_dot_product_attention(L.ones(2, 3, 4), L.ones(2, 5, 4),
+                                                                               L.ones(2, 5, 4), dropout_p=1.0),
+    "cos_dim_oor": lambda L: L.nn.functional.cosine_similarity(L.ones(2, 3), L.ones(2, 3), dim=2),
+    "cos_0d": lambda L: L.nn.functional.cosine_similarity(L.tensor(2.), L.tensor(3.), dim=0),
+    "cos_int": lambda L: L.nn.functional.cosine_similarity(L.ones(2, 3, dtype=L.int64), L.ones(2, 3)),
+    "pd_int": lambda L: L.nn.functional.pairwise_distance(L.ones(2, 3, dtype=L.int64), L.zeros(2, 3, dtype=L.int64)),
+    "pd_bcast_err": lambda L: L.nn.functional.pairwise_distance(L.ones(2, 3), L.ones(4, 3)),
+    "pdist_half": lambda L: L.nn.functional.pdist(L.ones(3, 2).half()),
+    "pdist_p_int": lambda L: L.nn.functional.pdist(L.tensor(_B), 1),
+    "rms_half_w_float": lambda L: L.nn.functional.rms_norm(L.ones(2, 3).half(), (3,), L.ones(3)),
+    "rms_eps_int": lambda L: L.nn.functional.rms_norm(L.ones(2, 3), (3,), None, 1),
+    "lrn_float_size": lambda L: L.nn.functional.local_response_norm(L.ones(1, 3, 2), 2.0),
+    "lrn_int": lambda L: L.nn.functional.local_response_norm(L.ones(1, 3, 2, dtype=L.int64), 2),
+    "mha_bad_embed": lambda L: L.nn.functional.multi_head_attention_forward(
+        L.ones(3, 2, 4), L.ones(3, 2, 4), L.ones(3, 2, 4), 5, 2, L.ones(12, 4), None, None, None, False, 0.0,
+        L.ones(4, 4), None)[0],
+}
+
+
+def _outcome(lib, fn):
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            r = fn(lib)
+        return "ok", r.detach().numpy().astype(np.float64), str(r.dtype)
+    except Exception as e:  # noqa: BLE001 - compared below
+        return "err", type(e).__name__, str(e)
+
+
+@pytest.mark.parametrize("name", list(EDGE))
+def test_edge_case_parity(name):
+    t, e = _outcome(torch, EDGE[name]), _outcome(ember, EDGE[name])
+    assert t[0] == e[0], (t, e)
+    if t[0] == "err":
+        assert t[1] == e[1], (t, e)
+    else:
+        assert t[2] == e[2]
+        np.testing.assert_allclose(e[1], t[1], rtol=1e-3, atol=1e-3, equal_nan=True)

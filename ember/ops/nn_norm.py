@@ -653,6 +653,8 @@ def pdist(input: Tensor, p: float = 2) -> Tensor:
         raise RuntimeError(f"pdist only supports 2D tensors, got: {input._data.ndim}D")
     if input._data.dtype.kind != "f":
         raise RuntimeError("pdist only supports floating-point dtypes")
+    if input._data.dtype == np.float16:
+        raise NotImplementedError("\"pdist\" not implemented for 'Half'")
     if p < 0:
         raise RuntimeError("pdist only supports non-negative p values")
     ordv = int(p) if p != math.inf and p == int(p) else p
@@ -744,8 +746,8 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     if attn_mask is not None and attn_mask._data.dtype != np.bool_ and attn_mask._data.dtype != q._data.dtype:
         raise RuntimeError(f"Expected attn_mask dtype to be bool or float or to match query dtype, but got "
                            f"attn_mask.dtype: {_tname(attn_mask)} and  query.dtype: {_tname(q)} instead.")
-    if not (0.0 <= dropout_p <= 1.0):
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {dropout_p}")
+    if dropout_p > 1.0:   # (a negative p means no dropout, as in PyTorch)
+        raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {dropout_p}")
     from .linalg import matmul
     from .shape import repeat_interleave
     L, S = q._data.shape[-2], k._data.shape[-2]
