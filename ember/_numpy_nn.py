@@ -2,3 +2,5 @@
 
 Each nn family may keep its kernels in a file of its own (``_numpy_nn_<family>.py``), imported here."""
 from __future__ import annotations
+
+from ._numpy_nn_norm import *  # noqa: E402,F401,F403

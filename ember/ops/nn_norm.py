@@ -9,8 +9,8 @@ Registered with ``submodule="nn.functional"`` (``ember.nn.functional.<name>``).
   ``xp``, so they are differentiable again (PyTorch has double backward for all three).
 * ``instance_norm`` is batch norm on the input viewed as (1, N*C, ...), as PyTorch builds it;
   ``rms_norm`` and ``local_response_norm`` are composites, as PyTorch's CPU graphs are.
-* Statistics accumulate in float64 (float16 and float32 inputs: the result is rounded once), so inputs with
-  large offsets (mean 1e4) keep their precision.
+* Statistics accumulate in float64 and the mean is removed in two steps (``norm_xhat``), so inputs with
+  large offsets (mean 1e4) keep their precision; float16 computes in float32.
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from .. import _dtype as D
 from .._device import NAMESPACES
 from .._tensor import Tensor
 from ._primitive import apply, defprim
-from ._registry import register
+from ._registry import graph, register
 from ._util import check_tensor
 from .elementwise import rsqrt
 from .shape import cat
@@ -45,16 +45,26 @@ add_scalar_p = defprim("add_scalar", "AddBackward1", lambda xp, a, s: a + s, vjp
 #   eps, and acc: the dtype the rules compute in (float64: see the module docstring).
 
 def _acc(x: Tensor):
-    return np.float64
+    # float16 computes in float32, as PyTorch's CPU kernels; sums accumulate in float64 (norm_xhat)
+    return np.float64 if x._data.dtype == np.float64 else np.float32
 
 
 def _xhat(xp, x, view, axes, eps, acc):
     """The normalised input (in the grouped view) and 1 / std."""
-    x = xp.cast(x, acc)
-    xg = x if view is None else xp.reshape(x, view)
-    mean = xp.mean(xg, axes, True)
-    xc = xg - mean
-    rstd = xp.rsqrt(xp.mean(xc * xc, axes, True) + eps)
+    return xp.norm_xhat(xp.cast(x, acc), view, axes, eps)
+
+
+@graph("norm_xhat")
+def _norm_xhat_graph(x: Tensor, view, axes, eps):
+    """norm_xhat (ember/_numpy_nn_norm.py), differentiable: the same two-step centring, where the first step
+    subtracts a constant (the detached mean), so the derivative is that of (x - mean(x)) * rstd."""
+    xg = x if view is None else x.reshape(view)
+    from ..autograd.grad_mode import no_grad
+    with no_grad():
+        c = xg.detach().mean(axes, keepdim=True)
+    xc = xg - c
+    xc = xc - xc.mean(axes, keepdim=True)
+    rstd = rsqrt((xc * xc).mean(axes, keepdim=True) + eps)
     return xc * rstd, rstd
 
 
