@@ -434,6 +434,7 @@ STRUCTURE_DIFFERS = {
     'min_dim': (3,),
     'multi_dot': (0, 1, 2, 3, 4),
     'nanquantile': (0, 1, 2, 3, 4, 5, 6, 7),
+    'nn_scaled_dot_product_attention': (0, 2, 3, 4, 5, 6, 7, 8, 9),
     'outer': (0, 1, 2),
     'outer_method': (0,),
     'quantile': (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12),

@@ -181,6 +181,21 @@ VALUE_DIFFERS = {
         "StdBackward0", "StdMeanBackward0", "VarBackward0", "VarMeanBackward0")},
 }
 
+# nn.functional normalisation and distances (ember/ops/nn_norm.py): the fused norm nodes recompute mean and rstd
+# (PyTorch's result1, result2) from the saved input, keep the running buffers out of the training node (they
+# are constants in evaluation mode only, updated in place in training), read sizes from the input; the bias is
+# never read by a rule. pairwise_distance's NormBackward1 is the vector-norm primitive, which keeps p as `ord`.
+for _n in ("NativeLayerNormBackward0", "NativeGroupNormBackward0", "NativeBatchNormBackward0"):
+    NOT_SAVED.setdefault(_n, set()).update({"_saved_result1", "_saved_result2"})
+NOT_SAVED["NativeLayerNormBackward0"].add("_saved_bias")
+NOT_SAVED["NativeBatchNormBackward0"].update({"_saved_running_mean", "_saved_running_var"})
+NOT_EXPOSED.update({
+    "NativeLayerNormBackward0": {"_saved_normalized_shape"},
+    "NativeGroupNormBackward0": {"_saved_C", "_saved_HxW", "_saved_N", "_saved_group"},
+    "NativeBatchNormBackward0": {"_saved_training", "_saved_running_mean", "_saved_running_var"},   # (None)
+    "NormBackward1": {"_saved_p"},
+})
+VALUE_DIFFERS[("NormBackward1", "_saved_dim")] = _DIMS
 
 def _val(v):
     if isinstance(v, (torch.Tensor, ember.Tensor)):

@@ -1,6 +1,1004 @@
 """The op table, torch.nn.functional: normalisation, distances and attention.
 
-Registered with ``submodule="nn.functional"`` (``ember.nn.functional.<name>``); kernels in
-``ember/_numpy_nn.py`` (or a file of this family's own, re-exported there).
+Registered with ``submodule="nn.functional"`` (``ember.nn.functional.<name>``).
+
+* ``layer_norm``, ``batch_norm``, ``group_norm`` are one fused primitive each (PyTorch's
+  ``NativeLayerNormBackward0``, ``NativeBatchNormBackward0``, ``NativeGroupNormBackward0``), all three
+  the same computation: normalise over some axes of a (possibly regrouped) input, then scale and shift
+  per channel. Their rules recompute the statistics from the saved input and are written against
+  ``xp``, so they are differentiable again (PyTorch has double backward for all three).
+* ``instance_norm`` is batch norm on the input viewed as (1, N*C, ...), as PyTorch builds it;
+  ``rms_norm`` and ``local_response_norm`` are composites, as PyTorch's CPU graphs are.
+* Statistics accumulate in float64 and the mean is removed in two steps (``norm_xhat``), so inputs with
+  large offsets (mean 1e4) keep their precision; float16 computes in float32.
 """
 from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+from .. import _dtype as D
+from .._device import NAMESPACES
+from .._tensor import Tensor
+from ._primitive import apply, defprim
+from ._registry import graph, register
+from ._util import check_tensor
+from .elementwise import rsqrt
+from .shape import cat
+
+_F = "nn.functional"
+
+# at::add(Tensor, Scalar) as PyTorch's C++ composites call it: AddBackward1, whose node has no edge for the
+# scalar (a Python ``x + eps`` records AddBackward0 with two)
+add_scalar_p = defprim("add_scalar", "AddBackward1", lambda xp, a, s: a + s, vjp=(lambda xp, g, out, a, s: g, None),
+                       jvp="elementwise", promote="standard", scalar_args=(1,), saved_names=("self", "other"))
+
+
+# ----- the shared normalisation core ----------------------------------------------------------------
+# Parameters of every normalisation primitive:
+#   view: the shape the input is viewed as for its statistics (group norm: (N, G, C // G * spatial)), or None;
+#   axes:  the axes of that view the statistics reduce over;
+#   wshape: the shape weight and bias are viewed as to broadcast against the input ((C, 1, 1) for channels
+#          in dim 1), or None when they broadcast as they are (layer norm);
+#   eps, and acc: the dtype the rules compute in (float64: see the module docstring).
+
+def _acc(x: Tensor):
+    # float16 computes in float32, as PyTorch's CPU kernels; sums accumulate in float64 (norm_xhat)
+    return np.float64 if x._data.dtype == np.float64 else np.float32
+
+
+def _xhat(xp, x, view, axes, eps, acc):
+    """The normalised input (in the grouped view) and 1 / std."""
+    return xp.norm_xhat(xp.cast(x, acc), view, axes, eps)
+
+
+@graph("norm_xhat")
+def _norm_xhat_graph(x: Tensor, view, axes, eps):
+    """norm_xhat (ember/_numpy_nn_norm.py), differentiable: the same two-step centring, where the first step
+    subtracts a constant (the detached mean), so the derivative is that of (x - mean(x)) * rstd."""
+    xg = x if view is None else x.reshape(view)
+    from ..autograd.grad_mode import no_grad
+    with no_grad():
+        c = xg.detach().mean(axes, keepdim=True)
+    xc = xg - c
+    xc = xc - xc.mean(axes, keepdim=True)
+    rstd = rsqrt((xc * xc).mean(axes, keepdim=True) + eps)
+    return xc * rstd, rstd
+
+
+def _param(xp, w, wshape, acc):
+    w = xp.cast(w, acc)
+    return w if wshape is None else xp.reshape(w, wshape)
+
+
+def _to_param(xp, g, w, wshape):
+    """A gradient of the input's shape summed down to a parameter's shape."""
+    if wshape is None:
+        return xp.sum_to(g, w.shape)
+    return xp.reshape(xp.sum_to(g, wshape), w.shape)
+
+
+def _norm_forward(xp, x, w, b, view, axes, wshape, eps, acc):
+    xh, _ = _xhat(xp, x, view, axes, eps, acc)
+    y = xp.reshape(xh, x.shape)
+    if w is not None:
+        y = y * _param(xp, w, wshape, acc)
+    if b is not None:
+        y = y + _param(xp, b, wshape, acc)
+    return xp.cast(y, x.dtype)
+
+
+def _xhat_adjoint(xp, gg, xh, rstd, axes):
+    # d xhat: the Jacobian of (x - mean) * rstd is symmetric, so the same map serves VJP and JVP.
+    return rstd * (gg - xp.mean(gg, axes, True) - xh * xp.mean(gg * xh, axes, True))
+
+
+def _norm_vjp_x(xp, g, out, x, w, b, view, axes, wshape, eps, acc):
+    xh, rstd = _xhat(xp, x, view, axes, eps, acc)
+    g = xp.cast(g, acc)
+    if w is not None:
+        g = g * _param(xp, w, wshape, acc)
+    gg = g if view is None else xp.reshape(g, view)
+    return xp.reshape(_xhat_adjoint(xp, gg, xh, rstd, axes), x.shape)
+
+
+def _norm_vjp_w(xp, g, out, x, w, b, view, axes, wshape, eps, acc):
+    xh, _ = _xhat(xp, x, view, axes, eps, acc)
+    return _to_param(xp, xp.cast(g, acc) * xp.reshape(xh, x.shape), w, wshape)
+
+
+def _norm_vjp_b(xp, g, out, x, w, b, view, axes, wshape, eps, acc):
+    return _to_param(xp, xp.cast(g, acc), b, wshape)
+
+
+def _norm_jvp_x(xp, t, out, x, w, b, view, axes, wshape, eps, acc):
+    xh, rstd = _xhat(xp, x, view, axes, eps, acc)
+    t = xp.cast(t, acc)
+    tg = t if view is None else xp.reshape(t, view)
+    r = xp.reshape(_xhat_adjoint(xp, tg, xh, rstd, axes), x.shape)
+    return r if w is None else r * _param(xp, w, wshape, acc)
+
+
+def _norm_jvp_w(xp, t, out, x, w, b, view, axes, wshape, eps, acc):
+    xh, _ = _xhat(xp, x, view, axes, eps, acc)
+    return xp.reshape(xh, x.shape) * _param(xp, t, wshape, acc)
+
+
+def _norm_jvp_b(xp, t, out, x, w, b, view, axes, wshape, eps, acc):
+    return _param(xp, t, wshape, acc)
+
+
+def _norm_prim(name, node_name):
+    return defprim(name, node_name, _norm_forward, vjp=(_norm_vjp_x, _norm_vjp_w, _norm_vjp_b),
+                   jvp=(_norm_jvp_x, _norm_jvp_w, _norm_jvp_b), saves=(0, 1),
+                   saved_names=("input", "weight", "bias"))
+
+
+layer_norm_p = _norm_prim("native_layer_norm", "NativeLayerNormBackward0")
+group_norm_p = _norm_prim("native_group_norm", "NativeGroupNormBackward0")
+batch_norm_p = _norm_prim("native_batch_norm", "NativeBatchNormBackward0")
+
+
+# Batch norm in evaluation mode: the running statistics are constants (inputs 3 and 4, with no graph edge,
+# as PyTorch's node has none for them): y = (x - running_mean) / sqrt(running_var + eps) * w + b.
+
+def _eval_stats(xp, rm, rv, wshape, eps, acc):
+    return _param(xp, rm, wshape, acc), xp.rsqrt(_param(xp, rv, wshape, acc) + eps)
+
+
+def _bn_eval_forward(xp, x, w, b, rm, rv, wshape, eps, acc):
+    mean, rstd = _eval_stats(xp, rm, rv, wshape, eps, acc)
+    y = (xp.cast(x, acc) - mean) * rstd
+    if w is not None:
+        y = y * _param(xp, w, wshape, acc)
+    if b is not None:
+        y = y + _param(xp, b, wshape, acc)
+    return xp.cast(y, x.dtype)
+
+
+def _bn_eval_vjp_x(xp, g, out, x, w, b, rm, rv, wshape, eps, acc):
+    _, rstd = _eval_stats(xp, rm, rv, wshape, eps, acc)
+    g = xp.cast(g, acc) * rstd
+    return g if w is None else g * _param(xp, w, wshape, acc)
+
+
+def _bn_eval_vjp_w(xp, g, out, x, w, b, rm, rv, wshape, eps, acc):
+    mean, rstd = _eval_stats(xp, rm, rv, wshape, eps, acc)
+    return _to_param(xp, xp.cast(g, acc) * ((xp.cast(x, acc) - mean) * rstd), w, wshape)
+
+
+def _bn_eval_vjp_b(xp, g, out, x, w, b, rm, rv, wshape, eps, acc):
+    return _to_param(xp, xp.cast(g, acc), b, wshape)
+
+
+def _bn_eval_jvp_w(xp, t, out, x, w, b, rm, rv, wshape, eps, acc):
+    mean, rstd = _eval_stats(xp, rm, rv, wshape, eps, acc)
+    return (xp.cast(x, acc) - mean) * rstd * _param(xp, t, wshape, acc)
+
+
+batch_norm_eval_p = defprim(
+    "native_batch_norm_eval", "NativeBatchNormBackward0", _bn_eval_forward,
+    vjp=(_bn_eval_vjp_x, _bn_eval_vjp_w, _bn_eval_vjp_b, None, None),
+    jvp=(_bn_eval_vjp_x, _bn_eval_jvp_w, lambda xp, t, out, x, w, b, rm, rv, wshape, eps, acc:
+         _param(xp, t, wshape, acc), None, None),
+    saves=(0, 1, 3, 4), scalar_args=(3, 4),
+    saved_names=("input", "weight", "bias", "running_mean", "running_var"))
+
+
+# ----- argument checks ------------------------------------------------------------------------------------
+
+def _shape_list(shape) -> str:
+    return "[" + ", ".join(str(s) for s in shape) + "]"
+
+
+def _int_tuple(value, op: str, arg: str, pos: int) -> tuple:
+    """A sequence of ints (PyTorch refuses a bare int, None or a string where a shape goes)."""
+    if isinstance(value, Tensor) or not isinstance(value, (list, tuple)) or not all(
+            isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in value):
+        raise TypeError(f"{op}(): argument '{arg}' (position {pos}) must be tuple of ints, not "
+                        f"{type(value).__name__}")
+    return tuple(int(v) for v in value)
+
+
+def _optional_tensor(x, op: str, arg: str, pos: int):
+    if x is not None and not isinstance(x, Tensor):
+        raise TypeError(f"{op}(): argument '{arg}' (position {pos}) must be Tensor, not {type(x).__name__}")
+    return x
+
+
+def _float_arg(x, op: str, arg: str, pos: int) -> float:
+    if isinstance(x, bool) or not isinstance(x, numbers.Real) or isinstance(x, Tensor):
+        raise TypeError(f"{op}(): argument '{arg}' (position {pos}) must be float, not {type(x).__name__}")
+    return float(x)
+
+
+def _check_floating(x: Tensor, kernel: str) -> None:
+    if x._data.dtype.kind != "f":
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{D.type_word(x._data.dtype)}\'')
+
+
+def _check_param_dtypes(x: Tensor, params, op: str) -> None:
+    """PyTorch's CPU kernels: every parameter has the input's dtype, or float32 for a float16 input."""
+    dts = {p._data.dtype for p in params if p is not None}
+    if not dts:
+        return
+    xd = x._data.dtype
+    if dts == {xd} or (xd == np.float16 and dts == {np.dtype(np.float32)}):
+        return
+    want = D.type_word(np.dtype(np.float32) if xd == np.float16 and len(dts) > 1 else xd)
+    raise RuntimeError(f"{op}: mixed dtype (CPU): expect parameter to have scalar type of {want}")
+
+
+def _channel_shape(x: Tensor) -> tuple:
+    # weight/bias of channel dim 1, viewed to broadcast against the input
+    return (x._data.shape[1],) + (1,) * (x._data.ndim - 2)
+
+
+# ----- layer_norm --------------------------------------------------------------------------------------------
+
+@register(module=True, submodule=_F)
+def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None, bias: Tensor | None = None,
+               eps: float = 1e-5, cudnn_enable: bool = True) -> Tensor:
+    """Normalise over the last ``len(normalized_shape)`` dims, then scale by ``weight`` and shift by ``bias``."""
+    check_tensor(input, "layer_norm")
+    shape = _int_tuple(normalized_shape, "layer_norm", "normalized_shape", 2)
+    _optional_tensor(weight, "layer_norm", "weight", 3)
+    _optional_tensor(bias, "layer_norm", "bias", 4)
+    eps = _float_arg(eps, "layer_norm", "eps", 5)
+    if not shape:
+        raise RuntimeError("Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one "
+                           "element, but got normalized_shape = []")
+    for p, name in ((weight, "weight"), (bias, "bias")):
+        if p is not None and tuple(p._data.shape) != shape:
+            raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got {name} of shape "
+                               f"{_shape_list(p._data.shape)} and normalized_shape = {_shape_list(shape)}")
+    xs = input._data.shape
+    k = len(shape)
+    if len(xs) < k or tuple(xs[len(xs) - k:]) != shape:
+        raise RuntimeError(f"Given normalized_shape={_shape_list(shape)}, expected input with shape "
+                           f"[*, {', '.join(map(str, shape))}], but got input of size{_shape_list(xs)}")
+    _check_floating(input, "LayerNormKernelImpl")
+    _check_param_dtypes(input, (weight, bias), "layer_norm")
+    axes = tuple(range(len(xs) - k, len(xs)))
+    return apply(layer_norm_p, (input, weight, bias),
+                 {"view": None, "axes": axes, "wshape": None, "eps": eps, "acc": _acc(input)})
+
+
+# ----- batch_norm --------------------------------------------------------------------------------------------
+
+def _verify_batch_size(shape) -> None:
+    n = shape[0]
+    for s in shape[2:]:
+        n *= s
+    if n == 1:
+        raise ValueError(f"Expected more than 1 value per channel when training, got input size "
+                         f"torch.Size({list(shape)})")
+
+
+def _update_running(running: Tensor | None, stat, momentum: float) -> None:
+    """running = (1 - momentum) * running + momentum * stat, in place, outside autograd (as PyTorch, whose
+    kernel writes the buffer without counting a version)."""
+    if running is None:
+        return
+    r = running._data
+    xp = NAMESPACES[type(r)]
+    new = (1.0 - momentum) * xp.cast(r, np.float64) + momentum * stat
+    xp.backend.copyto(r, xp.reshape(new, r.shape))
+
+
+def _batch_stats(x, axes: tuple) -> tuple:
+    """The batch mean and the unbiased variance PyTorch keeps in the running estimate, in float64 (the callers
+    make sure more than one value goes into each)."""
+    xp = NAMESPACES[type(x)]
+    w = xp.cast(x, np.float64)
+    n = 1
+    for a in axes:
+        n *= x.shape[a]
+    mean = xp.mean(w, axes, True)
+    c = w - mean
+    var = xp.sum(c * c, axes, False) / (n - 1)
+    return xp.reshape(mean, var.shape), var
+
+
+@register(module=False, submodule=_F)
+def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None,
+               weight: Tensor | None = None, bias: Tensor | None = None, training: bool = False,
+               momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """Normalise each channel (dim 1) over the batch and every other dim; in training, with the batch's
+    statistics (and the running estimates updated in place), else with the running estimates."""
+    return _batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps, True)
+
+
+@register(name="batch_norm")
+def _aten_batch_norm(input: Tensor, weight: Tensor | None, bias: Tensor | None, running_mean: Tensor | None,
+                     running_var: Tensor | None, training: bool, momentum: float, eps: float,
+                     cudnn_enabled: bool) -> Tensor:
+    """``torch.batch_norm``: F.batch_norm's computation in ATen's argument order, without F's check that a
+    channel has more than one value in training (one value normalises to 0)."""
+    return _batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps, False)
+
+
+def _batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps, python_checks: bool):
+    op = "batch_norm"
+    check_tensor(input, op)
+    _optional_tensor(running_mean, op, "running_mean", 4)
+    _optional_tensor(running_var, op, "running_var", 5)
+    _optional_tensor(weight, op, "weight", 2)
+    _optional_tensor(bias, op, "bias", 3)
+    momentum = _float_arg(momentum, op, "momentum", 7)
+    eps = _float_arg(eps, op, "eps", 8)
+    xs = input._data.shape
+    if (running_mean is None) != (running_var is None):
+        raise ValueError("running_mean and running_var must either both be None or neither be None")
+    if training:
+        if input._data.ndim < 2 and python_checks:
+            raise IndexError("Dimension out of range (expected to be in range of [-1, 0], but got 1)")
+        if python_checks:
+            _verify_batch_size(xs)
+    elif running_mean is None or running_var is None:
+        raise RuntimeError(f"running_{'mean' if running_mean is None else 'var'} must be defined in evaluation mode")
+    if input._data.ndim < 2:
+        raise RuntimeError(f"batch_norm: expected a 2-d or higher input (N, C, ...), got {input._data.ndim}-d")
+    c = xs[1]
+    for p, name in ((weight, "weight"), (bias, "bias"), (running_mean, "running_mean"),
+                    (running_var, "running_var")):
+        if p is not None and p._data.size != c:
+            raise RuntimeError(f"{name} should contain {c} elements not {p._data.size}")
+    _check_floating(input, "batch_norm")
+    _check_param_dtypes(input, (weight, bias, running_mean, running_var), op)
+    wshape = _channel_shape(input)
+    axes = (0,) + tuple(range(2, input._data.ndim))
+    if training:
+        out = apply(batch_norm_p, (input, weight, bias),
+                    {"view": None, "axes": axes, "wshape": wshape, "eps": eps, "acc": _acc(input)})
+        if running_mean is not None or running_var is not None:
+            mean, var = _batch_stats(input._data, axes)
+            _update_running(running_mean, mean, momentum)
+            _update_running(running_var, var, momentum)
+        return out
+    return apply(batch_norm_eval_p, (input, weight, bias, running_mean, running_var),
+                 {"wshape": wshape, "eps": eps, "acc": _acc(input)})
+
+
+# ----- group_norm ----------------------------------------------------------------------------------------
+
+@register(module=True, submodule=_F)
+def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bias: Tensor | None = None,
+               eps: float = 1e-5, cudnn_enabled: bool = True) -> Tensor:
+    """Split the channels (dim 1) into ``num_groups`` groups and normalise each group of each sample."""
+    op = "group_norm"
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    if input._data.ndim < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input._data.ndim}")
+    if isinstance(num_groups, bool) or not isinstance(num_groups, numbers.Integral):
+        raise TypeError(f"{op}(): argument 'num_groups' (position 2) must be int, not {type(num_groups).__name__}")
+    num_groups = int(num_groups)
+    _optional_tensor(weight, op, "weight", 3)
+    _optional_tensor(bias, op, "bias", 4)
+    eps = _float_arg(eps, op, "eps", 5)
+    xs = input._data.shape
+    n, c = xs[0], xs[1]
+    if num_groups == 0:
+        raise ZeroDivisionError("integer division or modulo by zero")
+    spatial = 1
+    for s in xs[2:]:
+        spatial *= s
+    _verify_batch_size((n * num_groups, c // num_groups * spatial))   # PyTorch's check, on the grouped view
+    if num_groups < 0 or c % num_groups != 0:
+        raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of "
+                           f"shape {_shape_list(xs)} and num_groups={num_groups}")
+    for p in (weight, bias):
+        if p is not None and (p._data.ndim != 1 or p._data.size != c):
+            raise RuntimeError(f"Expected weight to be a vector of size equal to the number of channels in input, "
+                               f"but got weight of shape {_shape_list(p._data.shape)} and input of shape "
+                               f"{_shape_list(xs)}")
+    _check_floating(input, "group_norm")
+    _check_param_dtypes(input, (weight, bias), op)
+    return apply(group_norm_p, (input, weight, bias),
+                 {"view": (n, num_groups, c // num_groups * spatial), "axes": (2,), "wshape": _channel_shape(input),
+                  "eps": eps, "acc": _acc(input)})
+
+
+# ----- instance_norm -------------------------------------------------------------------------------------
+
+@register(module=False, submodule=_F)
+def instance_norm(input: Tensor, running_mean: Tensor | None = None, running_var: Tensor | None = None,
+                  weight: Tensor | None = None, bias: Tensor | None = None, use_input_stats: bool = True,
+                  momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """Normalise each channel of each sample over its spatial dims: batch norm of the input viewed as
+    (1, N*C, ...), as PyTorch computes it (so its graph is View -> NativeBatchNorm -> View)."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"instance_norm(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    return _instance_norm(input, running_mean, running_var, weight, bias, use_input_stats, momentum, eps, True)
+
+
+@register(name="instance_norm")
+def _aten_instance_norm(input: Tensor, weight: Tensor | None, bias: Tensor | None, running_mean: Tensor | None,
+                        running_var: Tensor | None, use_input_stats: bool, momentum: float, eps: float,
+                        cudnn_enabled: bool) -> Tensor:
+    """``torch.instance_norm``: F.instance_norm in ATen's argument order, without F's spatial-size check."""
+    check_tensor(input, "instance_norm")
+    return _instance_norm(input, running_mean, running_var, weight, bias, use_input_stats, momentum, eps, False)
+
+
+def _instance_norm(input, running_mean, running_var, weight, bias, use_input_stats, momentum, eps,
+                   python_checks: bool):
+    op = "instance_norm"
+    xs = input._data.shape
+    if use_input_stats and python_checks:
+        spatial = 1
+        for s in xs[2:]:
+            spatial *= s
+        if spatial == 1:
+            raise ValueError(f"Expected more than 1 spatial element when training, got input size "
+                             f"torch.Size({list(xs)})")
+    for p, name, pos in ((running_mean, "running_mean", 2), (running_var, "running_var", 3),
+                         (weight, "weight", 4), (bias, "bias", 5)):
+        _optional_tensor(p, op, name, pos)
+    momentum = _float_arg(momentum, op, "momentum", 7)
+    eps = _float_arg(eps, op, "eps", 8)
+    if not use_input_stats and (running_mean is None or running_var is None):
+        raise RuntimeError("Expected running_mean and running_var to be defined when use_input_stats is false")
+    n, c = xs[0], xs[1]
+    for p, name in ((weight, "weight"), (bias, "bias"), (running_mean, "running_mean"),
+                    (running_var, "running_var")):
+        if p is not None and p._data.size != c:
+            raise RuntimeError(f"{name} should contain {c} elements not {p._data.size}")
+    _check_floating(input, "batch_norm")
+    _check_param_dtypes(input, (weight, bias, running_mean, running_var), op)
+    flat = (1, n * c) + tuple(xs[2:])
+    x = input.reshape(flat)
+    w = None if weight is None else weight.repeat(n)
+    b = None if bias is None else bias.repeat(n)
+    wshape = (n * c,) + (1,) * (len(xs) - 2)
+    if use_input_stats:
+        axes = tuple(range(2, len(flat)))
+        out = apply(batch_norm_p, (x, w, b),
+                    {"view": None, "axes": (0,) + axes, "wshape": wshape, "eps": eps, "acc": _acc(input)})
+        if running_mean is not None or running_var is not None:
+            # each (sample, channel) updates its copy of the channel's estimate; the channel keeps their mean
+            mean, var = _batch_stats(x._data, (0,) + axes)
+            for running, stat in ((running_mean, mean), (running_var, var)):
+                if running is not None:
+                    xp = NAMESPACES[type(stat)]
+                    _update_running(running, xp.mean(xp.reshape(stat, (n, c)), (0,), False), momentum)
+                    running._vc[0] += 1   # PyTorch copies the result in (copy_), which counts a version
+    else:
+        rm = running_mean.repeat(n)
+        rv = running_var.repeat(n)
+        out = apply(batch_norm_eval_p, (x, w, b, rm, rv), {"wshape": wshape, "eps": eps, "acc": _acc(input)})
+    return out.view(xs)
+
+
+# ----- rms_norm ------------------------------------------------------------------------------------------
+
+@register(module=True, submodule=_F)
+def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None, eps: float | None = None) -> Tensor:
+    """x / sqrt(mean(x**2 over the last dims) + eps) * weight, composed as PyTorch's CPU graph is
+    (float16 computes in float32; ``eps`` defaults to the machine epsilon of that dtype)."""
+    op = "rms_norm"
+    check_tensor(input, op)
+    shape = _int_tuple(normalized_shape, op, "normalized_shape", 2)
+    _optional_tensor(weight, op, "weight", 3)
+    if eps is not None:
+        eps = _float_arg(eps, op, "eps", 4)
+    if not shape:
+        raise RuntimeError("Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one "
+                           "element, but got normalized_shape = []")
+    if weight is not None and tuple(weight._data.shape) != shape:
+        raise RuntimeError(f"Expected weight to be of same shape as normalized_shape, but got weight of shape "
+                           f"{_shape_list(weight._data.shape)} and normalized_shape = {_shape_list(shape)}")
+    xs = input._data.shape
+    k = len(shape)
+    if len(xs) < k or tuple(xs[len(xs) - k:]) != shape:
+        raise RuntimeError(f"Given normalized_shape={_shape_list(shape)}, expected input with shape "
+                           f"[*{', '.join(map(str, shape))}], but got input of size{_shape_list(xs)}")
+    _check_floating(input, op)
+    dtype = input.dtype
+    x = input.float() if input._data.dtype == np.float16 else input
+    if eps is None:
+        eps = float(np.finfo(x._data.dtype).eps)
+    dims = tuple(range(len(xs) - k, len(xs)))
+    out = x * rsqrt(apply(add_scalar_p, (x.pow(2).mean(dims, keepdim=True), eps)))
+    if weight is not None:
+        out = out * weight
+    return out if out.dtype == dtype else out.to(dtype)
+
+
+# ----- local_response_norm ---------------------------------------------------------------------------------
+
+@register(module=False, submodule=_F)
+def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0) -> Tensor:
+    """x / (k + alpha * mean of x**2 over a window of ``size`` neighbouring channels) ** beta (the window
+    padded with zeros, size // 2 before and (size - 1) // 2 after, and divided by ``size`` throughout)."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"local_response_norm(): argument 'input' must be Tensor, not {type(input).__name__}")
+    nd = input._data.ndim
+    if nd < 3:
+        raise ValueError(f"Expected 3D or higher dimensionality input (got {nd} dimensions)")
+    if isinstance(size, bool) or not isinstance(size, numbers.Integral):
+        raise TypeError(f"local_response_norm(): argument 'size' must be int, not {type(size).__name__}")
+    size = int(size)
+    if size <= 0:
+        raise RuntimeError(f"kernel size should be greater than zero, but got kH: {size} kW: 1")
+    if input._data.size == 0:
+        return input
+    sq = input * input
+    xs = input._data.shape
+    before, after = size // 2, (size - 1) // 2
+    parts = []
+    if before:
+        parts.append(sq.new_zeros((xs[0], before) + tuple(xs[2:])))
+    parts.append(sq)
+    if after:
+        parts.append(sq.new_zeros((xs[0], after) + tuple(xs[2:])))
+    padded = cat(parts, 1) if len(parts) > 1 else sq
+    c = xs[1]
+    # the window sums: `size` shifted slices (a loop over the window, not over elements)
+    div = padded[:, 0:c]
+    for j in range(1, size):
+        div = div + padded[:, j:j + c]
+    div = (div / size * alpha + k).pow(beta)
+    return input / div
+
+
+# ----- distances: cosine_similarity, pairwise_distance, pdist ------------------------------------------------
+
+def _common_float(x1: Tensor, x2: Tensor):
+    from ._util import promote
+    d = promote(x1, x2)
+    if not d.is_floating_point:
+        raise RuntimeError(f"expected common dtype to be floating point, yet common dtype is {D.type_word(d.np)}")
+    return d
+
+
+@register(module=True, submodule=_F)
+def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
+    """sum(x1 / max(||x1||, eps) * x2 / max(||x2||, eps)) over ``dim``, as PyTorch 2.x computes it: each input
+    divided by its own norm first (no overflow of the product of norms); the clamp at ``eps`` is made without
+    recording, so the gradient flows through the unclamped norm, as in PyTorch."""
+    op = "cosine_similarity"
+    check_tensor(x1, op, "x1", 1)
+    check_tensor(x2, op, "x2", 2)
+    if isinstance(dim, bool) or not isinstance(dim, numbers.Integral):
+        raise TypeError(f"{op}(): argument 'dim' (position 3) must be int, not {type(dim).__name__}")
+    eps = _float_arg(eps, op, "eps", 4)
+    dtype = _common_float(x1, x2)
+    if x1._data.shape != x2._data.shape:
+        from .shape import broadcast_tensors
+        x1, x2 = broadcast_tensors(x1, x2)
+    if x1.dtype != dtype:
+        x1 = x1.to(dtype)
+    if x2.dtype != dtype:
+        x2 = x2.to(dtype)
+    from ..autograd.grad_mode import no_grad
+    from .reduction import vector_norm
+    n1 = vector_norm(x1, 2, dim, True).clone()
+    n2 = vector_norm(x2, 2, dim, True).clone()
+    with no_grad():
+        n1.clamp_min_(eps)
+        n2.clamp_min_(eps)
+    return ((x1 / n1) * (x2 / n2)).sum(dim)
+
+
+_NORM1 = None
+
+
+def _norm_backward1():
+    # at::norm(Tensor, p, dim, keepdim)'s node (pairwise_distance calls it from C++; torch.norm from Python
+    # records LinalgVectorNormBackward0): the same primitive under PyTorch's name for it
+    global _NORM1
+    if _NORM1 is None:
+        from ..autograd.graph import node_class
+        from ._primitive import PrimNode
+        _NORM1 = node_class("NormBackward1", PrimNode)
+    return _NORM1
+
+
+@register(module=True, submodule=_F)
+def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False) -> Tensor:
+    """The ``p``-norm of ``x1 - x2 + eps`` over the last dim (PyTorch adds ``eps`` to the difference)."""
+    op = "pairwise_distance"
+    check_tensor(x1, op, "x1", 1)
+    check_tensor(x2, op, "x2", 2)
+    p = _float_arg(p, op, "p", 3)
+    eps = _float_arg(eps, op, "eps", 4)
+    from .reduction import norm_p
+    d = apply(add_scalar_p, (x1 - x2, eps))
+    nd = d._data.ndim
+    dims = (nd - 1,) if nd else ()
+    if (p < 0 or p == math.inf) and nd and d._data.shape[-1] == 0:
+        name = "inf" if p == math.inf else f"{p:g}"
+        raise RuntimeError(f"linalg.vector_norm cannot compute the {name} norm on the dimension {nd - 1}because "
+                           "this dimension is empty and the operation does not have an identity")
+    ordv = int(p) if p != math.inf and p == int(p) else p
+    return apply(norm_p, (d,), {"ord": ordv, "dims": dims, "keepdim": keepdim}, _norm_backward1())
+
+
+def _pdist_pairs(n: int):
+    i, j = np.triu_indices(n, 1)
+    return i, j
+
+
+def _pdist_forward(xp, x, p):
+    i, j = _pdist_pairs(x.shape[0])
+    return xp.vector_norm(xp.getitem(x, i) - xp.getitem(x, j), p, (1,), False)
+
+
+def _pdist_vjp(xp, g, out, x, p):
+    from .reduction import _norm_grad
+    n = x.shape[0]
+    if n < 2:
+        return xp.zeros_like(x)
+    i, j = _pdist_pairs(n)
+    d = xp.getitem(x, i) - xp.getitem(x, j)
+    # PyTorch's pdist backward takes every maximal entry of an inf-norm (no splitting of ties), as cdist's
+    G = _norm_grad(xp, xp.unsqueeze(g, 1), d, p, xp.unsqueeze(out, 1), (1,), split_ties=False)
+    if G is None:
+        return None
+    return xp.index_put_zeros(G, (i,), x.shape) - xp.index_put_zeros(G, (j,), x.shape)
+
+
+def _pdist_jvp(xp, t, out, x, p):
+    from .reduction import _norm_tangent
+    i, j = _pdist_pairs(x.shape[0])
+    d = xp.getitem(x, i) - xp.getitem(x, j)
+    return _norm_tangent(xp, xp.getitem(t, i) - xp.getitem(t, j), d, p, out, (1,), False)
+
+
+pdist_p = defprim("pdist", "PdistBackward0", _pdist_forward, vjp=_pdist_vjp, jvp=_pdist_jvp, saves=(0,),
+                  saves_out=True, saved_names=("self",))
+
+
+@register(module=True, submodule=_F)
+def pdist(input: Tensor, p: float = 2) -> Tensor:
+    """The ``p``-norm distances between the rows of a 2-d input, pairs (i < j) in row-major order."""
+    check_tensor(input, "pdist")
+    p = _float_arg(p, "pdist", "p", 2)
+    if input._data.ndim != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input._data.ndim}D")
+    if input._data.dtype.kind != "f":
+        raise RuntimeError("pdist only supports floating-point dtypes")
+    if input._data.dtype == np.float16:
+        raise NotImplementedError("\"pdist\" not implemented for 'Half'")
+    if p < 0:
+        raise RuntimeError("pdist only supports non-negative p values")
+    ordv = int(p) if p != math.inf and p == int(p) else p
+    return apply(pdist_p, (input,), {"p": ordv})
+
+
+# ----- attention ---------------------------------------------------------------------------------------------
+
+def _safe_softmax_forward(xp, x, dim, acc):
+    """softmax along ``dim``, 0 in rows that are entirely -inf (PyTorch's _safe_softmax: a fully masked query
+    attends to nothing rather than giving NaN)."""
+    xa = xp.cast(x, acc)
+    m = xp.amax(xa, dim, True)
+    dead = xp.isneginf(m)
+    e = xp.exp(xa - xp.where(dead, 0.0, m))
+    s = xp.sum(e, dim, True)
+    out = xp.where(dead, 0.0, e / xp.where(dead, 1.0, s))
+    return xp.cast(out, x.dtype)
+
+
+def _safe_softmax_vjp(xp, g, out, x, dim, acc):
+    o = xp.cast(out, acc)
+    g = xp.cast(g, acc)
+    return o * (g - xp.sum(g * o, dim, True))
+
+
+safe_softmax_p = defprim("_safe_softmax", "SafeSoftmaxBackward0", _safe_softmax_forward, vjp=_safe_softmax_vjp,
+                         jvp="elementwise", saves_out=True)
+
+
+def _softmax_forward(xp, x, dim, acc):
+    # the plain softmax multi_head_attention_forward's weights path uses: a fully masked row is NaN, as in PyTorch
+    xa = xp.cast(x, acc)
+    e = xp.exp(xa - xp.amax(xa, dim, True))
+    return xp.cast(e / xp.sum(e, dim, True), x.dtype)
+
+
+# (private: F.softmax itself belongs to the activations family)
+mha_softmax_p = defprim("_mha_softmax", "SoftmaxBackward0", _softmax_forward, vjp=_safe_softmax_vjp,
+                        jvp="elementwise", saves_out=True)
+
+
+def _acc_of(t: Tensor):
+    return np.float32 if t._data.dtype == np.float16 else t._data.dtype
+
+
+def _dropout_weights(attn: Tensor, p: float) -> Tensor:
+    """PyTorch's CPU dropout: noise = bernoulli_(1 - p) / (1 - p) drawn from the generator, then input * noise."""
+    from .._creation import empty_like, zeros_like
+    if p == 1.0:
+        return attn * zeros_like(attn)
+    noise = empty_like(attn).bernoulli_(1.0 - p)
+    return attn * (noise / (1.0 - p))
+
+_TYPE_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "int64": "long int", "int32": "int",
+               "int16": "short int", "int8": "signed char", "uint8": "unsigned char", "bool": "bool"}
+
+
+def _tname(t: Tensor) -> str:
+    return _TYPE_NAMES.get(t._data.dtype.name, t._data.dtype.name)
+
+
+@register(module=False, submodule=_F)
+def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor | None = None,
+                                 dropout_p: float = 0.0, is_causal: bool = False, scale: float | None = None,
+                                 enable_gqa: bool = False) -> Tensor:
+    """softmax(Q K^T * scale + mask) V, PyTorch's math path: Q and K each scaled by sqrt(scale); a bool mask
+    keeps the True positions; ``is_causal`` keeps the lower triangle (aligned top-left); a fully masked query
+    row gives zeros (PyTorch's safe softmax); ``dropout_p`` drops attention weights with PyTorch's generator
+    stream (``bernoulli_(1 - p)``); ``enable_gqa`` repeats the key/value heads (dim -3) to the number of query
+    heads."""
+    op = "scaled_dot_product_attention"
+    check_tensor(query, op, "query", 1)
+    check_tensor(key, op, "key", 2)
+    check_tensor(value, op, "value", 3)
+    _optional_tensor(attn_mask, op, "attn_mask", 4)
+    dropout_p = _float_arg(dropout_p, op, "dropout_p", 5)
+    if scale is not None:
+        scale = _float_arg(scale, op, "scale", 7)
+    q, k, v = query, key, value
+    if q._data.ndim < 2 or k._data.ndim < 2 or v._data.ndim < 2:
+        raise RuntimeError(f"Expected query, key, and value to all be  at least 2 dimensional, but got query.dim: "
+                           f"{q._data.ndim} key.dim: {k._data.ndim} and value.dim: {v._data.ndim} instead.")
+    if not (q._data.dtype == k._data.dtype == v._data.dtype):
+        raise RuntimeError(f"Expected query, key, and value to have the same dtype, but got query.dtype: {_tname(q)} "
+                           f"key.dtype: {_tname(k)} and value.dtype: {_tname(v)} instead.")
+    if q._data.dtype.kind != "f":
+        raise RuntimeError(f"{op}: expected floating-point query, key and value, but got {_tname(q)}")
+    if attn_mask is not None and attn_mask._data.dtype != np.bool_ and attn_mask._data.dtype != q._data.dtype:
+        raise RuntimeError(f"Expected attn_mask dtype to be bool or float or to match query dtype, but got "
+                           f"attn_mask.dtype: {_tname(attn_mask)} and  query.dtype: {_tname(q)} instead.")
+    if dropout_p > 1.0:   # (a negative p means no dropout, as in PyTorch)
+        raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {dropout_p}")
+    from .linalg import matmul
+    from .shape import repeat_interleave
+    L, S = q._data.shape[-2], k._data.shape[-2]
+    if scale is None:
+        scale = 1.0 / math.sqrt(q._data.shape[-1]) if q._data.shape[-1] else math.inf
+    if enable_gqa and q._data.ndim >= 3 and k._data.ndim >= 3 and q._data.shape[-3] != k._data.shape[-3]:
+        hq, hk, hv = q._data.shape[-3], k._data.shape[-3], v._data.shape[-3]
+        if hk == 0 or hv == 0 or hq % hk or hq % hv:
+            raise RuntimeError("Number of heads in key and value must divide the number of heads in query")
+        k = repeat_interleave(k, hq // hk, -3)
+        v = repeat_interleave(v, hq // hv, -3)
+    sf = math.sqrt(abs(scale))
+    attn = matmul(q * (-sf if scale < 0 else sf), k.transpose(-2, -1) * sf)
+    mask = attn_mask
+    if is_causal:
+        if mask is not None:
+            # (PyTorch 2.13's fused CPU kernel, for float32 inputs, applies both; its math path refuses)
+            raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when "
+                               "is_causal=True")
+        mask = q.new_ones((L, S), dtype=D.bool).tril()
+    if mask is not None:
+        if mask._data.dtype == np.bool_:
+            mask = q.new_zeros(mask._data.shape).masked_fill(~mask, -math.inf)
+        attn = attn + mask
+    attn = apply(safe_softmax_p, (attn,), {"dim": -1, "acc": _acc_of(attn)})
+    if dropout_p > 0.0:
+        attn = _dropout_weights(attn, dropout_p)
+    return matmul(attn, v)
+
+
+# ----- multi_head_attention_forward ----------------------------------------------------------------------------
+# As far as nn.MultiheadAttention needs it, following torch/nn/functional.py step by step: inputs (L, N, E) or
+# unbatched (L, E), packed or separate in-projections, bias_k/bias_v, add_zero_attn, key_padding_mask and
+# attn_mask (bool or float), need_weights (the explicit softmax path, whose weights are returned, averaged over
+# the heads or not) or scaled_dot_product_attention, dropout in training. PyTorch raises AssertionError for
+# shape misuse here, and so does ember.
+
+def _linear(x: Tensor, w: Tensor, b: Tensor | None) -> Tensor:
+    # x @ w.T + b as PyTorch's linear records it for a 2-d x (addmm); F.linear belongs to another family
+    from .linalg import addmm, matmul
+    if b is not None and x.dim() == 2:
+        return addmm(b, x, w.t())
+    y = matmul(x, w.t())
+    return y if b is None else y + b
+
+
+def _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads) -> bool:
+    qd, kd, vd = query.dim(), key.dim(), value.dim()
+    if qd == 3:
+        if kd != 3 or vd != 3:
+            raise AssertionError(f"For batched (3-D) `query`, expected `key` and `value` to be 3-D but found {kd}-D "
+                                 f"and {vd}-D tensors respectively")
+        if key_padding_mask is not None and key_padding_mask.dim() != 2:
+            raise AssertionError(f"For batched (3-D) `query`, expected `key_padding_mask` to be `None` or 2-D but "
+                                 f"found {key_padding_mask.dim()}-D tensor instead")
+        if attn_mask is not None and attn_mask.dim() not in (2, 3):
+            raise AssertionError(f"For batched (3-D) `query`, expected `attn_mask` to be `None`, 2-D or 3-D but "
+                                 f"found {attn_mask.dim()}-D tensor instead")
+        return True
+    if qd == 2:
+        if kd != 2 or vd != 2:
+            raise AssertionError(f"For unbatched (2-D) `query`, expected `key` and `value` to be 2-D but found "
+                                 f"{kd}-D and {vd}-D tensors respectively")
+        if key_padding_mask is not None and key_padding_mask.dim() != 1:
+            raise AssertionError(f"For unbatched (2-D) `query`, expected `key_padding_mask` to be `None` or 1-D "
+                                 f"but found {key_padding_mask.dim()}-D tensor instead")
+        if attn_mask is not None:
+            if attn_mask.dim() not in (2, 3):
+                raise AssertionError(f"For unbatched (2-D) `query`, expected `attn_mask` to be `None`, 2-D or 3-D "
+                                     f"but found {attn_mask.dim()}-D tensor instead")
+            want = (num_heads, query.shape[0], key.shape[0])
+            if attn_mask.dim() == 3 and tuple(attn_mask.shape) != want:
+                raise AssertionError(f"Expected `attn_mask` shape to be {want} but got {attn_mask.shape}")
+        return False
+    raise AssertionError(f"query should be unbatched 2D or batched 3D tensor but received {qd}-D query tensor")
+
+
+def _canonical_mask(mask, name: str, dtype):
+    """A bool mask as a float one (-inf where True); float masks pass unchanged."""
+    if mask is None:
+        return None
+    if mask._data.dtype != np.bool_ and mask._data.dtype.kind != "f":
+        raise AssertionError(f"only bool and floating types of {name} are supported")
+    if mask._data.dtype == np.bool_:
+        return mask.new_zeros(mask._data.shape, dtype=dtype).masked_fill(mask, -math.inf)
+    return mask
+
+
+def _pad_last(mask: Tensor) -> Tensor:
+    # one more key position (bias_k or the zero attention), never masked
+    return cat([mask, mask.new_zeros(tuple(mask.shape[:-1]) + (1,))], -1)
+
+
+@register(module=False, submodule=_F)
+def multi_head_attention_forward(query: Tensor, key: Tensor, value: Tensor, embed_dim_to_check: int, num_heads: int,
+                                 in_proj_weight: Tensor | None, in_proj_bias: Tensor | None,
+                                 bias_k: Tensor | None, bias_v: Tensor | None, add_zero_attn: bool,
+                                 dropout_p: float, out_proj_weight: Tensor, out_proj_bias: Tensor | None,
+                                 training: bool = True, key_padding_mask: Tensor | None = None,
+                                 need_weights: bool = True, attn_mask: Tensor | None = None,
+                                 use_separate_proj_weight: bool = False, q_proj_weight: Tensor | None = None,
+                                 k_proj_weight: Tensor | None = None, v_proj_weight: Tensor | None = None,
+                                 static_k: Tensor | None = None, static_v: Tensor | None = None,
+                                 average_attn_weights: bool = True, is_causal: bool = False):
+    """Multi-head attention over (L, N, E) inputs (or unbatched (L, E)): returns ``(output, weights)``, the
+    weights ``None`` unless ``need_weights`` (then (N, L, S), or (N, heads, L, S) without averaging)."""
+    for t, name in ((query, "query"), (key, "key"), (value, "value")):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"multi_head_attention_forward(): argument '{name}' must be Tensor, not "
+                            f"{type(t).__name__}")
+    from .linalg import matmul
+    is_batched = _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads)
+    if not is_batched:
+        query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
+        if key_padding_mask is not None:
+            key_padding_mask = key_padding_mask.unsqueeze(0)
+    tgt_len, bsz, embed_dim = query.shape
+    src_len = key.shape[0]
+    key_padding_mask = _canonical_mask(key_padding_mask, "key_padding_mask", query.dtype)
+    if is_causal and attn_mask is None:
+        raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the Transformer module "
+                           "method `generate_square_subsequent_mask` to create this mask.")
+    if is_causal and key_padding_mask is None and not need_weights:
+        attn_mask = None   # scaled_dot_product_attention makes the causal mask itself
+    else:
+        attn_mask = _canonical_mask(attn_mask, "attn_mask", query.dtype)
+        if key_padding_mask is not None:
+            is_causal = False
+    if embed_dim != embed_dim_to_check:
+        raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but got {embed_dim}")
+    head_dim = embed_dim // num_heads
+    if head_dim * num_heads != embed_dim:
+        raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
+    if use_separate_proj_weight:
+        if tuple(key.shape[:2]) != tuple(value.shape[:2]):
+            raise AssertionError(f"key's sequence and batch dims {key.shape[:2]} do not match value's "
+                                 f"{value.shape[:2]}")
+        for w, name in ((q_proj_weight, "q_proj_weight"), (k_proj_weight, "k_proj_weight"),
+                        (v_proj_weight, "v_proj_weight")):
+            if w is None:
+                raise AssertionError(f"use_separate_proj_weight is True but {name} is None")
+        b_q = b_k = b_v = None
+        if in_proj_bias is not None:
+            b_q, b_k, b_v = in_proj_bias.chunk(3)
+        q, k, v = (_linear(query, q_proj_weight, b_q), _linear(key, k_proj_weight, b_k),
+                   _linear(value, v_proj_weight, b_v))
+    else:
+        if tuple(key.shape) != tuple(value.shape):
+            raise AssertionError(f"key shape {key.shape} does not match value shape {value.shape}")
+        if in_proj_weight is None:
+            raise AssertionError("use_separate_proj_weight is False but in_proj_weight is None")
+        w_q, w_k, w_v = in_proj_weight.chunk(3)
+        b_q = b_k = b_v = None
+        if in_proj_bias is not None:
+            b_q, b_k, b_v = in_proj_bias.chunk(3)
+        q, k, v = _linear(query, w_q, b_q), _linear(key, w_k, b_k), _linear(value, w_v, b_v)
+    if attn_mask is not None:
+        if attn_mask.dim() == 2:
+            if tuple(attn_mask.shape) != (tgt_len, src_len):
+                raise RuntimeError(f"The shape of the 2D attn_mask is {attn_mask.shape}, but should be "
+                                   f"{(tgt_len, src_len)}.")
+            attn_mask = attn_mask.unsqueeze(0)
+        elif attn_mask.dim() == 3:
+            if tuple(attn_mask.shape) != (bsz * num_heads, tgt_len, src_len):
+                raise RuntimeError(f"The shape of the 3D attn_mask is {attn_mask.shape}, but should be "
+                                   f"{(bsz * num_heads, tgt_len, src_len)}.")
+        else:
+            raise RuntimeError(f"attn_mask's dimension {attn_mask.dim()} is not supported")
+    if bias_k is not None and bias_v is not None:
+        if static_k is not None:
+            raise AssertionError("bias cannot be added to static key.")
+        if static_v is not None:
+            raise AssertionError("bias cannot be added to static value.")
+        k = cat([k, bias_k.repeat(1, bsz, 1)])
+        v = cat([v, bias_v.repeat(1, bsz, 1)])
+        if attn_mask is not None:
+            attn_mask = _pad_last(attn_mask)
+        if key_padding_mask is not None:
+            key_padding_mask = _pad_last(key_padding_mask)
+    elif bias_k is not None:
+        raise AssertionError("bias_k is set but bias_v is None")
+    elif bias_v is not None:
+        raise AssertionError("bias_v is set but bias_k is None")
+    q = q.reshape(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
+    for which, static in (("k", static_k), ("v", static_v)):
+        if static is not None:
+            if static.shape[0] != bsz * num_heads:
+                raise AssertionError(f"expecting static_{which}.size(0) of {bsz * num_heads}, but got "
+                                     f"{static.shape[0]}")
+            if static.shape[2] != head_dim:
+                raise AssertionError(f"expecting static_{which}.size(2) of {head_dim}, but got {static.shape[2]}")
+    k = static_k if static_k is not None else k.reshape(k.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
+    v = static_v if static_v is not None else v.reshape(v.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
+    if add_zero_attn:
+        k = cat([k, k.new_zeros((bsz * num_heads, 1, head_dim))], 1)
+        v = cat([v, v.new_zeros((bsz * num_heads, 1, head_dim))], 1)
+        if attn_mask is not None:
+            attn_mask = _pad_last(attn_mask)
+        if key_padding_mask is not None:
+            key_padding_mask = _pad_last(key_padding_mask)
+    src_len = k.shape[1]
+    if key_padding_mask is not None:
+        if key_padding_mask.shape[0] != bsz:
+            raise AssertionError(f"Expected key_padded_mask.shape[0] to be {bsz}, but got {key_padding_mask.shape[0]}")
+        if key_padding_mask.shape[1] != src_len:
+            raise AssertionError(f"Expected key_padded_mask.shape[1] to be {src_len}, but got "
+                                 f"{key_padding_mask.shape[1]}")
+        key_padding_mask = key_padding_mask.reshape(bsz, 1, 1, src_len).expand(-1, num_heads, -1, -1).reshape(
+            bsz * num_heads, 1, src_len)
+        attn_mask = key_padding_mask if attn_mask is None else attn_mask + key_padding_mask
+    if not training:
+        dropout_p = 0.0
+    if need_weights:
+        if is_causal and attn_mask is None:
+            raise AssertionError("FIXME: is_causal not implemented for need_weights")
+        E = q.shape[-1]
+        weights = matmul(q * math.sqrt(1.0 / float(E)), k.transpose(-2, -1))
+        if attn_mask is not None:
+            weights = attn_mask + weights
+        weights = apply(mha_softmax_p, (weights,), {"dim": -1, "acc": _acc_of(weights)})
+        if dropout_p > 0.0:
+            weights = _dropout_weights(weights, dropout_p)
+        out = matmul(weights, v).transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
+        out = _linear(out, out_proj_weight, out_proj_bias).view(tgt_len, bsz, -1)
+        weights = weights.view(bsz, num_heads, tgt_len, src_len)
+        if average_attn_weights:
+            weights = weights.mean(dim=1)
+        if not is_batched:
+            out, weights = out.squeeze(1), weights.squeeze(0)
+        return out, weights
+    if attn_mask is not None:
+        if attn_mask.shape[0] == 1 and attn_mask.dim() == 3:
+            attn_mask = attn_mask.unsqueeze(0)
+        else:
+            attn_mask = attn_mask.reshape(bsz, num_heads, -1, src_len)
+    q = q.reshape(bsz, num_heads, tgt_len, head_dim)
+    k = k.reshape(bsz, num_heads, src_len, head_dim)
+    v = v.reshape(bsz, num_heads, src_len, head_dim)
+    out = scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)
+    out = out.permute(2, 0, 1, 3).reshape(bsz * tgt_len, embed_dim)
+    out = _linear(out, out_proj_weight, out_proj_bias).view(tgt_len, bsz, -1)
+    if not is_batched:
+        out = out.squeeze(1)
+    return out, None

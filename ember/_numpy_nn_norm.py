@@ -1,0 +1,26 @@
+"""NumPy kernels of the nn normalisation family (part of the raw namespace ``_numpy_ns``)."""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["norm_xhat"]
+
+
+def norm_xhat(x, view, axes, eps):
+    """``((x - mean) * rstd, rstd)`` over ``axes`` of ``x`` viewed as ``view`` (None: as it is), in x's dtype.
+
+    Sums accumulate in float64 without a float64 copy of ``x``, and the mean is removed in two steps: first its
+    rounding to x's dtype (the subtraction is exact for values near it), then the small remainder. So an input
+    with a large offset (mean 1e4 in float32) keeps its precision, as if computed in float64."""
+    xg = x if view is None else x.reshape(view)
+    with np.errstate(all="ignore"):
+        if xg.size == 0:   # nothing to normalise: NaN statistics, as PyTorch's, without NumPy's warning
+            shape = tuple(1 if i in axes else s for i, s in enumerate(xg.shape))
+            rstd = np.full(shape, np.nan, dtype=x.dtype)
+            return xg * rstd, rstd
+        m = np.mean(xg, axis=axes, keepdims=True, dtype=np.float64).astype(x.dtype)
+        xc = xg - m
+        d = np.mean(xc, axis=axes, keepdims=True, dtype=np.float64)
+        var = np.mean(np.square(xc), axis=axes, keepdims=True, dtype=np.float64) - d * d
+        rstd = (1.0 / np.sqrt(np.maximum(var, 0.0) + eps)).astype(x.dtype)
+        return (xc - d.astype(x.dtype)) * rstd, rstd
