@@ -2,3 +2,4 @@
 
 Each nn family may keep its kernels in a file of its own (``_numpy_nn_<family>.py``), imported here."""
 from __future__ import annotations
+from ._numpy_nn_conv import *  # noqa: F401,F403

@@ -1,0 +1,195 @@
+"""NumPy kernels of the convolution / pooling family (part of the raw namespace ``_numpy_ns``).
+
+Everything is N-d generic over the spatial dims (1, 2 or 3). A convolution is one GEMM per group over an
+im2col copy of a strided window view of the padded input; its input gradient (= the transposed
+convolution) is one GEMM followed by a col2im that loops over the kernel offsets (prod(kernel) strided
+slice additions, never over pixels); its weight gradient is one GEMM.
+
+Conventions: ``pads`` is a tuple of (lo, hi) pairs, one per spatial dim; ``size`` the spatial size of a
+transposed convolution's (cropped) output; indices of max pooling are flat indices into the input's
+spatial dims (PyTorch's).
+"""
+from __future__ import annotations
+
+import math as _math
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided as _as_strided
+
+
+def _padded(x, pads, value=0):
+    """``x`` (N, C, *S) with ``pads`` added around its spatial dims (a new array only when needed)."""
+    if not any(lo or hi for lo, hi in pads):
+        return x
+    shape = x.shape[:2] + tuple(s + lo + hi for s, (lo, hi) in zip(x.shape[2:], pads))
+    out = np.full(shape, value, dtype=x.dtype) if value else np.zeros(shape, dtype=x.dtype)
+    out[(slice(None), slice(None)) + tuple(slice(lo, lo + s) for s, (lo, _) in zip(x.shape[2:], pads))] = x
+    return out
+
+
+def _windows(xp_, kernel, stride, dilation, out_size):
+    """The read-only view (N, C, *L, *K) of the windows of the padded input ``xp_``."""
+    st = xp_.strides
+    d = len(kernel)
+    shape = xp_.shape[:2] + tuple(out_size) + tuple(kernel)
+    strides = st[:2] + tuple(st[2 + i] * stride[i] for i in range(d)) + tuple(st[2 + i] * dilation[i]
+                                                                           for i in range(d))
+    return _as_strided(xp_, shape, strides, writeable=False)
+
+
+def _out_size(padded, kernel, stride, dilation):
+    return tuple((p - dl * (k - 1) - 1) // s + 1 for p, k, s, dl in zip(padded, kernel, stride, dilation))
+
+
+def _cols(x, kernel, stride, pads, dilation, groups, out_size):
+    """im2col: (G, Cg*prod(K), N*prod(L)), one contiguous copy of the windows."""
+    N, C = x.shape[:2]
+    d = len(kernel)
+    win = _windows(_padded(x, pads), kernel, stride, dilation, out_size)
+    perm = (1,) + tuple(range(2 + d, 2 + 2 * d)) + (0,) + tuple(range(2, 2 + d))
+    return win.transpose(perm).reshape(groups, (C // groups) * _math.prod(kernel), N * _math.prod(out_size))
+
+
+def conv_nd(x, w, b, stride, pads, dilation, groups):
+    """The convolution of ``x`` (N, C, *S) with ``w`` (O, C/groups, *K), plus ``b`` (O,) or None."""
+    N = x.shape[0]
+    O = w.shape[0]
+    kernel = w.shape[2:]
+    d = len(kernel)
+    out_size = _out_size([s + lo + hi for s, (lo, hi) in zip(x.shape[2:], pads)], kernel, stride, dilation)
+    cols = _cols(x, kernel, stride, pads, dilation, groups, out_size)
+    out = np.matmul(w.reshape(groups, O // groups, -1), cols)              # (G, Og, N*L): the GEMM
+    out = out.reshape((O, N) + out_size).swapaxes(0, 1)
+    if b is not None:
+        out = out + b.reshape((1, O) + (1,) * d)
+    return np.ascontiguousarray(out)
+
+
+def _col2im(cols, kernel, stride, dilation, full, lo, size):
+    """Sum the columns (C, *K, N, *L) into a zero buffer (C, N, *full), one strided slice per kernel
+    offset; crop the window [lo, lo + size) of each spatial dim; return (N, C, *size)."""
+    C = cols.shape[0]
+    d = len(kernel)
+    N = cols.shape[1 + d]
+    out_size = cols.shape[2 + d:]
+    buf = np.zeros((C, N) + tuple(full), dtype=cols.dtype)
+    lead = (slice(None), slice(None))
+    for k in np.ndindex(*kernel):
+        sl = tuple(slice(k[i] * dilation[i], k[i] * dilation[i] + stride[i] * (out_size[i] - 1) + 1, stride[i])
+                   for i in range(d))
+        buf[lead + sl] += cols[(slice(None),) + k]
+    buf = buf[lead + tuple(slice(l, l + s) for l, s in zip(lo, size))]
+    return np.ascontiguousarray(buf.swapaxes(0, 1))
+
+
+def conv_transpose_nd(x, w, b, stride, pads, dilation, groups, size):
+    """The transposed convolution (the input gradient of ``conv_nd``): ``x`` (N, O, *L), ``w``
+    (O, C/groups, *K), output (N, C, *size), plus ``b`` (C,) or None."""
+    N, O = x.shape[:2]
+    out_size = x.shape[2:]
+    Cg = w.shape[1]
+    kernel = w.shape[2:]
+    d = len(kernel)
+    Og = O // groups
+    gm = x.reshape((N, groups, Og, _math.prod(out_size))).transpose(1, 2, 0, 3).reshape(groups, Og, -1)
+    wm = w.reshape(groups, Og, -1).transpose(0, 2, 1)                     # (G, Cg*K, Og)
+    cols = np.matmul(wm, gm).reshape((groups * Cg,) + tuple(kernel) + (N,) + tuple(out_size))
+    full = tuple(s + lo + hi for s, (lo, hi) in zip(size, pads))
+    out = _col2im(cols, kernel, stride, dilation, full, [lo for lo, _ in pads], size)
+    if b is not None:
+        out = out + b.reshape((1, -1) + (1,) * d)
+    return out
+
+
+def conv_weight_nd(x, gy, wshape, stride, pads, dilation, groups):
+    """The weight gradient of ``conv_nd``: ``x`` (N, C, *S) against the output gradient ``gy`` (N, O, *L)."""
+    N, O = gy.shape[:2]
+    out_size = gy.shape[2:]
+    kernel = tuple(wshape[2:])
+    cols = _cols(x, kernel, stride, pads, dilation, groups, out_size)      # (G, Cg*K, N*L)
+    gm = gy.reshape((N, groups, O // groups, _math.prod(out_size))).transpose(1, 2, 0, 3).reshape(
+        groups, O // groups, -1)
+    return np.matmul(gm, cols.transpose(0, 2, 1)).reshape(wshape)
+
+
+# ----- pooling ------------------------------------------------------------------------------------------
+
+def pool_gather(x, indices):
+    """``x`` (N, C, *S) read at flat spatial ``indices`` (N, C, *L)."""
+    N, C = x.shape[:2]
+    flat = x.reshape(N, C, -1)
+    return np.take_along_axis(flat, indices.reshape(N, C, -1), 2).reshape(indices.shape)
+
+
+def pool_scatter(g, indices, shape):
+    """Zeros of ``shape`` (N, C, *S) with ``g`` (N, C, *L) added at flat spatial ``indices``."""
+    N, C = shape[:2]
+    S = _math.prod(shape[2:])
+    if g.size == 0 or S == 0:
+        return np.zeros(shape, dtype=g.dtype)
+    rows = (np.arange(N * C).reshape(N, C, *(1,) * (g.ndim - 2)) * S + indices).ravel()
+    out = np.bincount(rows, weights=g.ravel(), minlength=N * C * S)
+    return out.astype(g.dtype, copy=False).reshape(shape)
+
+
+def _pool_divisor(size, kernel, stride, pads, out_size, count_include_pad, divisor_override, dtype):
+    """PyTorch's avg-pool divisor for every output position, (*L), as a product of per-dim counts."""
+    if divisor_override:
+        return np.asarray(divisor_override, dtype=dtype)
+    div = np.ones((), dtype=dtype)
+    for i, (s, k, st, (lo, _), L) in enumerate(zip(size, kernel, stride, pads, out_size)):
+        start = np.arange(L) * st - lo
+        end = np.minimum(start + k, s + lo)
+        n = end - start
+        if not count_include_pad:
+            n = np.minimum(end, s) - np.maximum(start, 0)
+        shp = [1] * len(size)
+        shp[i] = L
+        div = div * n.reshape(shp).astype(dtype)
+    return div
+
+
+def avg_pool_nd(x, kernel, stride, pads, out_size, count_include_pad, divisor_override):
+    """Average pooling of ``x`` (N, C, *S): zero padding ``pads`` (lo, hi with the ceil-mode extra)."""
+    win = _windows(_padded(x, pads), kernel, stride, (1,) * len(kernel), out_size)
+    d = len(kernel)
+    acc = np.float64 if x.dtype.kind != "f" else x.dtype
+    s = win.sum(axis=tuple(range(2 + d, 2 + 2 * d)), dtype=acc)
+    div = _pool_divisor(x.shape[2:], kernel, stride, pads, out_size, count_include_pad, divisor_override, acc)
+    out = s / div
+    if x.dtype.kind != "f":
+        out = np.trunc(out)   # integer average pooling truncates (PyTorch: C++ integer division)
+    return out.astype(x.dtype, copy=False)
+
+
+def avg_pool_backward(g, size, kernel, stride, pads, count_include_pad, divisor_override):
+    """The gradient of ``avg_pool_nd``: ``g`` (N, C, *L) spread back over each window of (N, C, *size)."""
+    d = len(kernel)
+    out_size = g.shape[2:]
+    div = _pool_divisor(size, kernel, stride, pads, out_size, count_include_pad, divisor_override, g.dtype)
+    gd = (g / div).astype(g.dtype, copy=False)
+    # (C, *K, N, *L) columns: the same value at every kernel offset
+    cols = np.broadcast_to(gd.swapaxes(0, 1).reshape((g.shape[1],) + (1,) * d + (g.shape[0],) + out_size),
+                           (g.shape[1],) + tuple(kernel) + (g.shape[0],) + out_size)
+    full = tuple(s + lo + hi for s, (lo, hi) in zip(size, pads))
+    return _col2im(cols, kernel, stride, (1,) * d, full, [lo for lo, _ in pads], size)
+
+
+def _max_pool_indices(x, kernel, stride, pads, dilation, out_size):
+    """Flat spatial indices (N, C, *L) of the first maximum of each window (NaN counts as the maximum)."""
+    d = len(kernel)
+    low = -np.inf if x.dtype.kind == "f" else (np.iinfo(x.dtype).min if x.dtype.kind in "iu" else False)
+    win = _windows(_padded(x, pads, low), kernel, stride, dilation, out_size)
+    flat = win.reshape(win.shape[:2 + d] + (-1,))
+    k = np.argmax(flat, axis=-1)                                            # first maximum, as PyTorch
+    size = x.shape[2:]
+    idx = np.zeros(k.shape, dtype=np.int64)
+    rest = k
+    for i in range(d - 1, -1, -1):   # unravel the kernel offset, dims last to first
+        ki = rest % kernel[i]
+        rest = rest // kernel[i]
+        shp = [1] * d
+        shp[i] = out_size[i]
+        pos = (np.arange(out_size[i]) * stride[i] - pads[i][0]).reshape(shp) + ki * dilation[i]
+        idx = idx + pos * _math.prod(size[i + 1:])
+    return idx
