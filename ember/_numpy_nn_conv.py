@@ -114,65 +114,33 @@ def conv_weight_nd(x, gy, wshape, stride, pads, dilation, groups):
 
 # ----- pooling ------------------------------------------------------------------------------------------
 
-def pool_gather(x, indices):
-    """``x`` (N, C, *S) read at flat spatial ``indices`` (N, C, *L)."""
-    N, C = x.shape[:2]
-    flat = x.reshape(N, C, -1)
-    return np.take_along_axis(flat, indices.reshape(N, C, -1), 2).reshape(indices.shape)
+def pool_gather(x, indices, sd):
+    """``x`` (..., *S) read at flat spatial ``indices`` (..., *L); ``sd``: the number of spatial dims."""
+    if x.size == 0 or indices.size == 0:
+        return np.zeros(indices.shape, dtype=x.dtype)
+    lead = _math.prod(x.shape[:x.ndim - sd])
+    flat = x.reshape(lead, -1)
+    return np.take_along_axis(flat, indices.reshape(lead, -1), 1).reshape(indices.shape)
 
 
-def pool_scatter(g, indices, shape):
-    """Zeros of ``shape`` (N, C, *S) with ``g`` (N, C, *L) added at flat spatial ``indices``."""
-    N, C = shape[:2]
-    S = _math.prod(shape[2:])
+def pool_scatter(g, indices, shape, sd):
+    """Zeros of ``shape`` (..., *S) with ``g`` (..., *L) added at flat spatial ``indices``."""
+    S = _math.prod(shape[len(shape) - sd:])
+    lead = _math.prod(shape[:len(shape) - sd])
     if g.size == 0 or S == 0:
         return np.zeros(shape, dtype=g.dtype)
-    rows = (np.arange(N * C).reshape(N, C, *(1,) * (g.ndim - 2)) * S + indices).ravel()
-    out = np.bincount(rows, weights=g.ravel(), minlength=N * C * S)
+    rows = (np.arange(lead).reshape(lead, 1) * S + indices.reshape(lead, -1)).ravel()
+    out = np.bincount(rows, weights=g.ravel(), minlength=lead * S)
     return out.astype(g.dtype, copy=False).reshape(shape)
 
 
-def _pool_divisor(size, kernel, stride, pads, out_size, count_include_pad, divisor_override, dtype):
-    """PyTorch's avg-pool divisor for every output position, (*L), as a product of per-dim counts."""
-    if divisor_override:
-        return np.asarray(divisor_override, dtype=dtype)
-    div = np.ones((), dtype=dtype)
-    for i, (s, k, st, (lo, _), L) in enumerate(zip(size, kernel, stride, pads, out_size)):
-        start = np.arange(L) * st - lo
-        end = np.minimum(start + k, s + lo)
-        n = end - start
-        if not count_include_pad:
-            n = np.minimum(end, s) - np.maximum(start, 0)
-        shp = [1] * len(size)
-        shp[i] = L
-        div = div * n.reshape(shp).astype(dtype)
-    return div
-
-
-def avg_pool_nd(x, kernel, stride, pads, out_size, count_include_pad, divisor_override):
-    """Average pooling of ``x`` (N, C, *S): zero padding ``pads`` (lo, hi with the ceil-mode extra)."""
-    win = _windows(_padded(x, pads), kernel, stride, (1,) * len(kernel), out_size)
-    d = len(kernel)
-    acc = np.float64 if x.dtype.kind != "f" else x.dtype
-    s = win.sum(axis=tuple(range(2 + d, 2 + 2 * d)), dtype=acc)
-    div = _pool_divisor(x.shape[2:], kernel, stride, pads, out_size, count_include_pad, divisor_override, acc)
-    out = s / div
-    if x.dtype.kind != "f":
-        out = np.trunc(out)   # integer average pooling truncates (PyTorch: C++ integer division)
-    return out.astype(x.dtype, copy=False)
-
-
-def avg_pool_backward(g, size, kernel, stride, pads, count_include_pad, divisor_override):
-    """The gradient of ``avg_pool_nd``: ``g`` (N, C, *L) spread back over each window of (N, C, *size)."""
-    d = len(kernel)
-    out_size = g.shape[2:]
-    div = _pool_divisor(size, kernel, stride, pads, out_size, count_include_pad, divisor_override, g.dtype)
-    gd = (g / div).astype(g.dtype, copy=False)
-    # (C, *K, N, *L) columns: the same value at every kernel offset
-    cols = np.broadcast_to(gd.swapaxes(0, 1).reshape((g.shape[1],) + (1,) * d + (g.shape[0],) + out_size),
-                           (g.shape[1],) + tuple(kernel) + (g.shape[0],) + out_size)
-    full = tuple(s + lo + hi for s, (lo, hi) in zip(size, pads))
-    return _col2im(cols, kernel, stride, (1,) * d, full, [lo for lo, _ in pads], size)
+def dim_matrices(x, mats):
+    """``x`` (N, C, *S) with matrix ``mats[i]`` (L_i, S_i) applied along spatial dim i: separable linear
+    pooling (average pooling, adaptive average pooling) as one small GEMM per dim."""
+    first = x.ndim - len(mats)   # the matrices act on the last len(mats) dims (batched or not)
+    for i, a in enumerate(mats):
+        x = np.moveaxis(np.matmul(np.moveaxis(x, first + i, -1), a.T.astype(x.dtype, copy=False)), -1, first + i)
+    return np.ascontiguousarray(x)
 
 
 def _max_pool_indices(x, kernel, stride, pads, dilation, out_size):
@@ -180,7 +148,7 @@ def _max_pool_indices(x, kernel, stride, pads, dilation, out_size):
     d = len(kernel)
     low = -np.inf if x.dtype.kind == "f" else (np.iinfo(x.dtype).min if x.dtype.kind in "iu" else False)
     win = _windows(_padded(x, pads, low), kernel, stride, dilation, out_size)
-    flat = win.reshape(win.shape[:2 + d] + (-1,))
+    flat = win.reshape(win.shape[:2 + d] + (_math.prod(kernel),))
     k = np.argmax(flat, axis=-1)                                            # first maximum, as PyTorch
     size = x.shape[2:]
     idx = np.zeros(k.shape, dtype=np.int64)
@@ -192,4 +160,41 @@ def _max_pool_indices(x, kernel, stride, pads, dilation, out_size):
         shp[i] = out_size[i]
         pos = (np.arange(out_size[i]) * stride[i] - pads[i][0]).reshape(shp) + ki * dilation[i]
         idx = idx + pos * _math.prod(size[i + 1:])
+    return idx
+
+
+def _adaptive_bounds(S: int, L: int):
+    """PyTorch's adaptive windows along one dim: start = floor(i*S/L), end = ceil((i+1)*S/L)."""
+    i = np.arange(L)
+    return (i * S) // L, -((-(i + 1) * S) // L)
+
+
+def _adaptive_max_indices(x, out_size):
+    """Flat spatial indices (N, C, *L) of the first maximum of each adaptive window."""
+    d = len(out_size)
+    size = x.shape[2:]
+    per_dim = []
+    for S, L in zip(size, out_size):
+        start, end = _adaptive_bounds(S, L)
+        kmax = int((end - start).max()) if L else 1
+        # window positions, the last one repeated where a window is shorter (a repeat never wins a tie)
+        per_dim.append(np.minimum(start[:, None] + np.arange(kmax), end[:, None] - 1))
+    index = [slice(None), slice(None)]
+    for i, p in enumerate(per_dim):   # positions of dim i broadcast as (L_0..L_d-1, K_0..K_d-1)
+        shp = [1] * (2 * d)
+        shp[i], shp[d + i] = p.shape
+        index.append(p.reshape(shp))
+    win = x[tuple(index)]
+    flat = win.reshape(win.shape[:2 + d] + (_math.prod(win.shape[2 + d:]),))
+    k = np.argmax(flat, axis=-1)
+    idx = np.zeros(k.shape, dtype=np.int64)
+    rest = k
+    for i in range(d - 1, -1, -1):
+        kd = per_dim[i].shape[1]
+        ki = rest % kd
+        rest = rest // kd
+        shp = [1] * d
+        shp[i] = out_size[i]
+        lsel = np.arange(out_size[i]).reshape(shp)
+        idx = idx + per_dim[i][lsel, ki] * _math.prod(size[i + 1:])
     return idx

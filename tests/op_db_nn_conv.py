@@ -87,6 +87,65 @@ def _conv_dtype_mismatch(m, a, b):
     return m.nn.functional.conv1d(a, b.double())
 
 
+# ----- pooling ------------------------------------------------------------------------------------------
+
+def _d(shape_kw):
+    """Samples of one input from the 'distinct' domain (max pooling: no ties, stable under perturbation)."""
+    def make(rng):
+        return [Sample((draw(rng, shape, "distinct"),), dict(kw)) for shape, kw in shape_kw]
+    return make
+
+
+def _pool_idx(name):
+    """The pooled values, and the indices as a second output (compared, not differentiated)."""
+    def op(m, x, **kw):
+        out, idx = getattr(m.nn.functional, name)(x, return_indices=True, **kw)
+        return out, idx
+    return op
+
+
+MAXPOOL2D = [((2, 3, 6, 5), {"kernel_size": 2}),
+             ((2, 2, 7, 6), {"kernel_size": 3, "stride": 2, "padding": 1, "ceil_mode": True}),
+             ((1, 2, 7, 7), {"kernel_size": (2, 3), "stride": (1, 2), "dilation": (2, 1)}),
+             ((3, 5, 5), {"kernel_size": 2, "stride": 1}),
+             ((0, 2, 4, 4), {"kernel_size": 2})]
+MAXPOOL1D = [((2, 3, 7), {"kernel_size": 2}), ((2, 3, 8), {"kernel_size": 3, "stride": 2, "padding": 1,
+                                                            "ceil_mode": True, "dilation": 1}),
+             ((3, 9), {"kernel_size": 3, "dilation": 2})]
+MAXPOOL3D = [((1, 2, 4, 5, 4), {"kernel_size": 2}), ((2, 1, 5, 4, 5), {"kernel_size": (2, 3, 2), "stride": 2,
+                                                                        "padding": 1})]
+AVGPOOL2D = [((2, 3, 6, 5), {"kernel_size": 2}),
+             ((2, 2, 7, 6), {"kernel_size": 3, "stride": 2, "padding": 1, "ceil_mode": True}),
+             ((2, 2, 7, 6), {"kernel_size": 3, "stride": 2, "padding": 1, "count_include_pad": False,
+                             "ceil_mode": True}),
+             ((1, 2, 5, 5), {"kernel_size": (2, 3), "divisor_override": 3, "padding": 1}),
+             ((3, 4, 5), {"kernel_size": 2, "stride": 1})]
+AVGPOOL1D = [((2, 3, 7), {"kernel_size": 3, "stride": 2, "padding": 1}),
+             ((3, 8), {"kernel_size": 3, "ceil_mode": True, "count_include_pad": False, "padding": 1})]
+AVGPOOL3D = [((1, 2, 4, 5, 4), {"kernel_size": 2}), ((2, 1, 5, 4, 5), {"kernel_size": (2, 3, 2), "stride": 2,
+                                                                        "padding": 1})]
+ADAPTIVE2D = [((2, 3, 7, 6), {"output_size": (3, 4)}), ((2, 3, 5, 5), {"output_size": 5}),
+              ((3, 5, 4), {"output_size": (2, None)}), ((1, 2, 3, 4), {"output_size": (5, 7)})]
+ADAPTIVE1D = [((2, 3, 7), {"output_size": 3}), ((3, 5), {"output_size": 5}), ((2, 2, 4), {"output_size": 6})]
+ADAPTIVE3D = [((1, 2, 4, 5, 3), {"output_size": (2, 3, 2)})]
+
+POOL_ERRORS = [
+    (((1, 1, 4, 4),), {"kernel_size": 2, "padding": 2}),
+    (((1, 1, 4, 4),), {"kernel_size": 5}),
+    (((4, 4),), {"kernel_size": 2}),
+    (((1, 1, 4, 4),), {"kernel_size": 0}),
+    (((1, 1, 4, 4),), {"kernel_size": 2, "stride": 0}),
+]
+
+
+def _pool_ops(name, samples, idx=False, ints=True, domain="distinct"):
+    mk = _d(samples) if domain == "distinct" else _shapes(*[((s,), kw) for s, kw in samples])
+    out = [OpInfo(f"nn.functional.{name}", _f(name), mk, dtypes=F_I if ints else FLOAT)]
+    if idx:
+        out.append(OpInfo(f"nn.functional.{name}_indices", _pool_idx(name), mk))
+    return out
+
+
 OPS = [
     OpInfo("nn.functional.conv1d", _f("conv1d"), _shapes(*CONV1D), dtypes=F_I),
     OpInfo("nn.functional.conv2d", _f("conv2d"), _shapes(*CONV2D), dtypes=F_I),
@@ -98,6 +157,20 @@ OPS = [
     _errors("nn.functional.conv_transpose1d_errors", _f("conv_transpose1d"), CONVT_ERRORS),
     OpInfo("nn.functional.conv1d_dtype_errors", _conv_dtype_mismatch, _shapes((((2, 4, 8), (5, 4, 3)), {})),
            dtypes=("float32",), **NO_GRAD),
+    *_pool_ops("max_pool1d", MAXPOOL1D, idx=True),
+    *_pool_ops("max_pool2d", MAXPOOL2D, idx=True),
+    *_pool_ops("max_pool3d", MAXPOOL3D, idx=True),
+    *_pool_ops("avg_pool1d", AVGPOOL1D, domain="real"),
+    *_pool_ops("avg_pool2d", AVGPOOL2D, domain="real"),
+    *_pool_ops("avg_pool3d", AVGPOOL3D, domain="real"),
+    *_pool_ops("adaptive_avg_pool1d", ADAPTIVE1D, ints=False, domain="real"),
+    *_pool_ops("adaptive_avg_pool2d", ADAPTIVE2D, ints=False, domain="real"),
+    *_pool_ops("adaptive_avg_pool3d", ADAPTIVE3D, ints=False, domain="real"),
+    *_pool_ops("adaptive_max_pool1d", ADAPTIVE1D, idx=True),
+    *_pool_ops("adaptive_max_pool2d", ADAPTIVE2D, idx=True),
+    *_pool_ops("adaptive_max_pool3d", ADAPTIVE3D, idx=True),
+    _errors("nn.functional.max_pool2d_errors", _f("max_pool2d"), POOL_ERRORS),
+    _errors("nn.functional.avg_pool2d_errors", _f("avg_pool2d"), POOL_ERRORS[1:]),
 ]
 HYP_BINARY: list = []
 HYP_UNARY: list = []

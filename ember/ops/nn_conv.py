@@ -17,7 +17,10 @@ from __future__ import annotations
 
 import math
 
-from .._numpy_nn_conv import _max_pool_indices
+import numpy as np
+
+from .._numpy_nn_conv import _adaptive_bounds, _adaptive_max_indices, _max_pool_indices
+from .._numpy_nn_conv import dim_matrices as _dim_matrices_raw
 from .._tensor import Tensor, make
 from ..autograd.graph import node_class
 from ._primitive import PrimNode, apply, defprim
@@ -287,3 +290,334 @@ def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
     """3-d transposed convolution."""
     return _conv_transpose("conv_transpose3d", 3, input, weight, bias, stride, padding, output_padding, groups,
                            dilation)
+
+
+# ----- pooling primitives ---------------------------------------------------------------------------------
+
+def _node(name: str) -> type:
+    return node_class(name, PrimNode)
+
+
+# max pooling: the input read at the indices of each window's maximum (found before, in the public function)
+max_pool_p = defprim(
+    "max_pool", "MaxPool2DWithIndicesBackward0",
+    lambda xp, x, indices, sd: xp.pool_gather(x, indices, sd),
+    vjp=lambda xp, g, out, x, indices, sd: xp.pool_scatter(g, indices, tuple(x.shape), sd),
+    jvp="linear")
+pool_scatter_p = defprim(
+    "pool_scatter", "MaxPool2DWithIndicesBackwardBackward0",
+    lambda xp, g, indices, shape, sd: xp.pool_scatter(g, indices, shape, sd),
+    vjp=lambda xp, g, out, gy, indices, shape, sd: xp.pool_gather(g, indices, sd),
+    jvp="linear")
+graph("pool_gather", lambda x, indices, sd: apply(max_pool_p, (x,), {"indices": indices, "sd": sd}))
+graph("pool_scatter", lambda g, indices, shape, sd: apply(pool_scatter_p, (g,), {"indices": indices,
+                                                                                 "shape": tuple(shape), "sd": sd}))
+
+# separable linear pooling (avg_pool, adaptive_avg_pool): one matrix per spatial dim; the VJP is the same
+# op with the transposed matrices
+dim_matrices_p = defprim(
+    "dim_matrices", "AvgPool2DBackward0",
+    lambda xp, x, mats: xp.dim_matrices(x, mats),
+    vjp=lambda xp, g, out, x, mats: xp.dim_matrices(g, tuple(a.T for a in mats)),
+    jvp="linear")
+graph("dim_matrices", lambda x, mats: apply(dim_matrices_p, (x,), {"mats": tuple(mats)}))
+
+_POOL_NODES = {name: _node(name) for name in (
+    "MaxPool2DWithIndicesBackward0", "MaxPool3DWithIndicesBackward0", "AvgPool2DBackward0", "AvgPool3DBackward0",
+    "AdaptiveAvgPool2DBackward0", "AdaptiveAvgPool3DBackward0", "AdaptiveMaxPool2DBackward0",
+    "AdaptiveMaxPool3DBackward0")}
+
+
+# ----- pooling ---------------------------------------------------------------------------------------------
+
+def _pool_input(op, input, d):
+    check_tensor(input, op, "input", 1)
+    if input.ndim not in (d + 1, d + 2) or any(s == 0 for s in input.shape[-d - 1:]) and input.ndim == d + 1:
+        raise RuntimeError(f"non-empty {d + 1}D or {d + 2}D (batch mode) tensor expected for input")
+    if input.ndim == d + 2 and any(s == 0 for s in input.shape[1:]):
+        raise RuntimeError(f"Expected {d + 1}D or {d + 2}D (batch mode) tensor with optional 0 dim batch size "
+                           f"for input, but got:{_size_str(input.shape)}")
+    return input.ndim == d + 2
+
+
+def _pool_geometry(op, size, kernel_size, stride, padding, dilation, ceil_mode, d, avg):
+    """(kernel, stride, pad, dilation, out_size, pads with the ceil-mode extra) as PyTorch computes them."""
+    kernel = _ntuple(kernel_size, d, "kernel_size", op)
+    stride = kernel if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0) else \
+        _ntuple(stride, d, "stride", op)
+    pad = _ntuple(padding, d, "padding", op)
+    dil = _ntuple(dilation, d, "dilation", op)
+    if any(k <= 0 for k in kernel):
+        raise RuntimeError(f"kernel_size must be greater than zero, but got {list(kernel)}" if not avg else
+                           "kernel size should be greater than zero, but got " +
+                           " ".join(f"k{'dhw'[3 - d + i]}: {k}" for i, k in enumerate(kernel)))
+    if any(s <= 0 for s in stride):
+        raise RuntimeError("stride should not be zero" if any(s == 0 for s in stride) else
+                           f"stride should be greater than zero, but got {list(stride)}")
+    if any(v <= 0 for v in dil):
+        raise RuntimeError(f"dilation should be greater than zero, but got {list(dil)}")
+    for p, k, dl in zip(pad, kernel, dil):
+        if p < 0:
+            raise RuntimeError("pad must be non-negative")
+        if avg and p > k // 2:
+            raise RuntimeError(f"pad should be at most half of kernel size, but got pad={p} and kernel_size={k}")
+        if not avg and p > ((k - 1) * dl + 1) // 2:
+            raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={p}, "
+                               f"kernel_size={k} and dilation={dl}")
+    out = []
+    for S, k, s, p, dl in zip(size, kernel, stride, pad, dil):
+        num = S + 2 * p - dl * (k - 1) - 1 + (s - 1 if ceil_mode else 0)
+        L = num // s + 1
+        if ceil_mode and (L - 1) * s >= S + p:
+            L -= 1
+        out.append(L)
+    if any(L <= 0 for L in out):
+        raise RuntimeError(f"Given input size: ({'x'.join(map(str, ('?',) + tuple(size)))}). Calculated output "
+                           f"size: ({'x'.join(map(str, ('?',) + tuple(out)))}). Output size is too small")
+    pads = tuple((p, max(p, (L - 1) * s + dl * (k - 1) + 1 - S - p))
+                 for S, k, s, p, dl, L in zip(size, kernel, stride, pad, dil, out))
+    return kernel, stride, pad, dil, tuple(out), pads
+
+
+def _max_pool(op, d, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
+    batched = _pool_input(op, input, d)
+    x = input._data if batched else input._data[None]
+    kernel, stride, _, dil, out_size, pads = _pool_geometry(op, tuple(x.shape[2:]), kernel_size, stride, padding,
+                                                            dilation, ceil_mode, d, False)
+    if x.dtype == bool:
+        raise RuntimeError(f'"max_pool{d}d" not implemented for \'Bool\'')
+    idx = _max_pool_indices(x, kernel, stride, pads, dil, out_size)
+    if not batched:
+        idx = idx[0]
+    out = apply(max_pool_p, (input,), {"indices": idx, "sd": d},
+                _POOL_NODES[f"MaxPool{max(d, 2)}DWithIndicesBackward0"])
+    return (out, make(idx)) if return_indices else out
+
+
+@register(submodule=_NN)
+def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
+               return_indices: bool = False):
+    """2-d max pooling over (N, C, H, W) or (C, H, W); ties go to the first maximum in the window."""
+    return _max_pool("max_pool2d", 2, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+@register(submodule=_NN)
+def max_pool3d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
+               return_indices: bool = False):
+    """3-d max pooling over (N, C, D, H, W) or (C, D, H, W)."""
+    return _max_pool("max_pool3d", 3, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+def _as_2d(v, fill):
+    """A 1-d pooling argument as its 2-d one (PyTorch runs 1-d pooling as 2-d over (1, L))."""
+    if v is None or (isinstance(v, (list, tuple)) and len(v) == 0):
+        return v
+    if isinstance(v, (list, tuple)):
+        return (fill,) + tuple(v)
+    return (fill, v)
+
+
+@register(submodule=_NN)
+def max_pool1d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
+               return_indices: bool = False):
+    """1-d max pooling over (N, C, L) or (C, L) (as PyTorch: 2-d pooling of the input unsqueezed at -2)."""
+    check_tensor(input, "max_pool1d", "input", 1)
+    if input.ndim not in (2, 3) or input.shape[-1] == 0:
+        raise RuntimeError("max_pool1d() Expected 2D or 3D input tensor, but got " + _size_str(input.shape))
+    for name, v in (("kernel_size", kernel_size), ("stride", stride), ("padding", padding), ("dilation", dilation)):
+        if isinstance(v, (list, tuple)) and len(v) > 1:
+            raise RuntimeError(f"max_pool1d() {name} must be an int or int list of size 1 but got size {len(v)}")
+    if input._data.dtype.kind != "f" and not return_indices:
+        raise NotImplementedError(f'"max_pool1d_impl" not implemented for \'{_TYPE_NAMES[str(input._data.dtype)]}\'')
+    res = _max_pool("max_pool1d", 2, input.unsqueeze(-2), _as_2d(kernel_size, 1), _as_2d(stride, 1),
+                    _as_2d(padding, 0), _as_2d(dilation, 1), ceil_mode, True)
+    out, ind = res[0].squeeze(-2), res[1].squeeze(-2)
+    return (out, ind) if return_indices else out
+
+
+def _pool_matrix(S, L, k, s, p, count_include_pad, dtype, divide=True):
+    """The (L, S) averaging matrix of one spatial dim: ones over each window's part inside the input, divided
+    by PyTorch's per-dim count (not divided: a summing matrix)."""
+    start = np.arange(L) * s - p
+    end = np.minimum(start + k, S + p)
+    count = end - start
+    lo, hi = np.maximum(start, 0), np.minimum(end, S)
+    if not count_include_pad:
+        count = hi - lo
+    pos = np.arange(S)
+    inside = (pos >= lo[:, None]) & (pos < hi[:, None])
+    if divide is None:
+        return np.maximum(count, 1)
+    if not divide:
+        return inside.astype(dtype)
+    return inside / np.maximum(count, 1)[:, None].astype(dtype)
+
+
+def _avg_pool(op, d, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override,
+              node):
+    check_tensor(input, op, "input", 1)
+    if 0 < input.ndim < d + 1:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-input.ndim}, {input.ndim - 1}], "
+                         f"but got {-(d + 1)})")
+    batched = _pool_input(op, input, d)
+    x = input if batched else input._data[None]
+    kernel, stride, pad, _, out_size, _ = _pool_geometry(op, tuple(x.shape[2:]), kernel_size, stride, padding, 1,
+                                                         ceil_mode, d, True)
+    size = tuple(x.shape[2:])
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
+    x = input._data
+    dt = x.dtype if x.dtype.kind == "f" else np.float64
+    mats = [_pool_matrix(S, L, k, s, p, count_include_pad, dt, divide=divisor_override is None)
+            for S, L, k, s, p in zip(size, out_size, kernel, stride, pad)]
+    if divisor_override is not None:   # sums over the windows, divided by the override
+        mats[0] = mats[0] / divisor_override
+    mats = tuple(m.astype(dt) for m in mats)
+    if x.dtype.kind != "f":
+        if x.dtype == bool:
+            raise RuntimeError(f'"avg_pool{d}d" not implemented for \'Bool\'')
+        # exact integer sums over exact counts, truncated as PyTorch's integer division
+        sums = [_pool_matrix(S, L, k, s, p, count_include_pad, dt, divide=False)
+                for S, L, k, s, p in zip(size, out_size, kernel, stride, pad)]
+        div = divisor_override
+        if div is None:
+            div = 1
+            for i, (S, L, k, s, p) in enumerate(zip(size, out_size, kernel, stride, pad)):
+                shp = [1] * d
+                shp[i] = L
+                div = div * _pool_matrix(S, L, k, s, p, count_include_pad, dt, divide=None).reshape(shp)
+        raw = np.trunc(_dim_matrices_raw(input._data.astype(np.float64), tuple(sums)) / div)
+        return make(raw.astype(x.dtype))
+    return apply(dim_matrices_p, (input,), {"mats": mats}, _POOL_NODES[node])
+
+
+@register(submodule=_NN)
+def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+               count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
+    """2-d average pooling over (N, C, H, W) or (C, H, W)."""
+    return _avg_pool("avg_pool2d", 2, input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                     divisor_override, "AvgPool2DBackward0")
+
+
+@register(submodule=_NN)
+def avg_pool3d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+               count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
+    """3-d average pooling over (N, C, D, H, W) or (C, D, H, W)."""
+    return _avg_pool("avg_pool3d", 3, input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                     divisor_override, "AvgPool3DBackward0")
+
+
+@register(submodule=_NN)
+def avg_pool1d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+               count_include_pad: bool = True) -> Tensor:
+    """1-d average pooling over (N, C, L) or (C, L) (as PyTorch: 2-d pooling over (1, L))."""
+    check_tensor(input, "avg_pool1d", "input", 1)
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"avg_pool1d() Expected 2D or 3D input tensor, but got {_size_str(input.shape)}")
+    out = _avg_pool("avg_pool1d", 2, input.unsqueeze(-2), _as_2d(kernel_size, 1), _as_2d(stride, 1),
+                    _as_2d(padding, 0), ceil_mode, count_include_pad, None, "AvgPool2DBackward0")
+    return out.squeeze(-2)
+
+
+def _adaptive_size(op, output_size, size, d):
+    if isinstance(output_size, int) or output_size is None:
+        out = (output_size,) * d
+    else:
+        out = tuple(output_size)
+        if len(out) == 1:
+            out = out * d
+    if len(out) != d:
+        raise RuntimeError(f"{op}: output_size must be {d}")
+    return tuple(S if o is None else o for o, S in zip(out, size))
+
+
+def _adaptive_input(op, input, d):
+    check_tensor(input, op, "input", 1)
+    if input.ndim not in (d + 1, d + 2) or any(s == 0 for s in input.shape[-d:]):
+        raise RuntimeError(f"{op}(): Expected {d + 1}D or {d + 2}D tensor, but got {_size_str(input.shape)}")
+    return input.ndim == d + 2
+
+
+def _adaptive_avg(op, d, input, output_size):
+    batched = _adaptive_input(op, input, d)
+    x = input if batched else input._data[None]
+    out_size = _adaptive_size(op, output_size, x.shape[2:], d)
+    dt = input._data.dtype if input._data.dtype.kind == "f" else np.float64
+    mats = []
+    for S, L in zip(x.shape[2:], out_size):
+        start, end = _adaptive_bounds(S, L)
+        pos = np.arange(S)
+        inside = (pos >= start[:, None]) & (pos < end[:, None])
+        mats.append((inside / (end - start)[:, None]).astype(dt))
+    if input._data.dtype.kind != "f":
+        raise RuntimeError(f'"adaptive_avg_pool{d}d" not implemented for \'{_TYPE_NAMES[str(input._data.dtype)]}\'')
+    return apply(dim_matrices_p, (input,), {"mats": tuple(mats)},
+                 _POOL_NODES[f"AdaptiveAvgPool{max(d, 2)}DBackward0"])
+
+
+@register(submodule=_NN)
+def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
+    """2-d adaptive average pooling to ``output_size`` (an int, a pair, None keeps a size)."""
+    return _adaptive_avg("adaptive_avg_pool2d", 2, input, output_size)
+
+
+@register(submodule=_NN)
+def adaptive_avg_pool3d(input: Tensor, output_size) -> Tensor:
+    """3-d adaptive average pooling."""
+    return _adaptive_avg("adaptive_avg_pool3d", 3, input, output_size)
+
+
+@register(submodule=_NN)
+def adaptive_avg_pool1d(input: Tensor, output_size) -> Tensor:
+    """1-d adaptive average pooling (as PyTorch: 2-d over (1, L))."""
+    check_tensor(input, "adaptive_avg_pool1d", "input", 1)
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"adaptive_avg_pool1d(): Expected 2D or 3D tensor, but got {_size_str(input.shape)}")
+    size = output_size if isinstance(output_size, int) else _single(output_size, "adaptive_avg_pool1d")
+    return _adaptive_avg("adaptive_avg_pool2d", 2, input.unsqueeze(-2), (1, size)).squeeze(-2)
+
+
+def _single(v, op):
+    v = tuple(v)
+    if len(v) != 1:
+        raise RuntimeError(f"{op}: output_size must be 1")
+    return v[0]
+
+
+def _adaptive_max(op, d, input, output_size, return_indices):
+    batched = _adaptive_input(op, input, d)
+    x = input._data if batched else input._data[None]
+    out_size = _adaptive_size(op, output_size, x.shape[2:], d)
+    if x.dtype.kind != "f":
+        kernel = "adaptive_max_pool2d" if d == 2 else "adaptive_max_pool3d_cpu"
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{_TYPE_NAMES[str(x.dtype)]}\'')
+    idx = _adaptive_max_indices(x, out_size)
+    if not batched:
+        idx = idx[0]
+    out = apply(max_pool_p, (input,), {"indices": idx, "sd": d},
+                _POOL_NODES[f"AdaptiveMaxPool{max(d, 2)}DBackward0"])
+    return (out, make(idx)) if return_indices else out
+
+
+@register(submodule=_NN)
+def adaptive_max_pool2d(input: Tensor, output_size, return_indices: bool = False):
+    """2-d adaptive max pooling (ties: the first maximum)."""
+    return _adaptive_max("adaptive_max_pool2d", 2, input, output_size, return_indices)
+
+
+@register(submodule=_NN)
+def adaptive_max_pool3d(input: Tensor, output_size, return_indices: bool = False):
+    """3-d adaptive max pooling."""
+    return _adaptive_max("adaptive_max_pool3d", 3, input, output_size, return_indices)
+
+
+@register(submodule=_NN)
+def adaptive_max_pool1d(input: Tensor, output_size, return_indices: bool = False):
+    """1-d adaptive max pooling (as PyTorch: 2-d over (1, L))."""
+    check_tensor(input, "adaptive_max_pool1d", "input", 1)
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"adaptive_max_pool1d(): Expected 2D or 3D tensor, but got {_size_str(input.shape)}")
+    size = output_size if isinstance(output_size, int) else _single(output_size, "adaptive_max_pool1d")
+    out, ind = _adaptive_max("adaptive_max_pool2d", 2, input.unsqueeze(-2), (1, size), True)
+    out, ind = out.squeeze(-2), ind.squeeze(-2)
+    return (out, ind) if return_indices else out
