@@ -143,24 +143,58 @@ def dim_matrices(x, mats):
     return np.ascontiguousarray(x)
 
 
+def _running_argmax(views, lowest, first):
+    """PyTorch's max-pool scan: over the window offsets in order, take a value when it is greater than the
+    maximum so far or NaN (so ties keep the first maximum, NaN the last NaN). ``views`` yields (values,
+    flat indices) per offset; ``first``: the index kept when nothing beats ``lowest``."""
+    best = None
+    idx = first
+    for v, pos in views:
+        if best is None:
+            best = np.full(v.shape, lowest, dtype=v.dtype)
+            idx = np.broadcast_to(idx, v.shape).copy()
+        take = v > best
+        if v.dtype.kind == "f":
+            take |= np.isnan(v)
+        np.copyto(best, v, where=take)
+        np.copyto(idx, np.broadcast_to(pos, v.shape), where=take)
+    return idx
+
+
+def _flat(per_dim, size):
+    """Flat spatial index from per-dim positions (each broadcastable over the output's spatial dims)."""
+    out = 0
+    for i, p in enumerate(per_dim):
+        out = out + p * _math.prod(size[i + 1:])
+    return np.asarray(out, dtype=np.int64)
+
+
+def _lowest(dtype):
+    return -np.inf if dtype.kind == "f" else (np.iinfo(dtype).min if dtype.kind in "iu" else False)
+
+
 def _max_pool_indices(x, kernel, stride, pads, dilation, out_size):
-    """Flat spatial indices (N, C, *L) of the first maximum of each window (NaN counts as the maximum)."""
+    """Flat spatial indices (N, C, *L) of each window's maximum, PyTorch's way (see _running_argmax): one
+    vectorised step per kernel offset, never a loop over pixels."""
     d = len(kernel)
-    low = -np.inf if x.dtype.kind == "f" else (np.iinfo(x.dtype).min if x.dtype.kind in "iu" else False)
-    win = _windows(_padded(x, pads, low), kernel, stride, dilation, out_size)
-    flat = win.reshape(win.shape[:2 + d] + (_math.prod(kernel),))
-    k = np.argmax(flat, axis=-1)                                            # first maximum, as PyTorch
+    low = _lowest(x.dtype)
+    xp_ = _padded(x, pads, low)
     size = x.shape[2:]
-    idx = np.zeros(k.shape, dtype=np.int64)
-    rest = k
-    for i in range(d - 1, -1, -1):   # unravel the kernel offset, dims last to first
-        ki = rest % kernel[i]
-        rest = rest // kernel[i]
+    starts = []
+    for i in range(d):
         shp = [1] * d
         shp[i] = out_size[i]
-        pos = (np.arange(out_size[i]) * stride[i] - pads[i][0]).reshape(shp) + ki * dilation[i]
-        idx = idx + pos * _math.prod(size[i + 1:])
-    return idx
+        starts.append((np.arange(out_size[i]) * stride[i] - pads[i][0]).reshape(shp))
+    # the first in-bounds position of each window: PyTorch's index when nothing beats the lowest value
+    first = _flat([np.where(st < 0, st + dl * -(-(-st) // dl), st) for st, dl in zip(starts, dilation)], size)
+
+    def views():
+        lead = (slice(None), slice(None))
+        for k in np.ndindex(*kernel):
+            sl = tuple(slice(k[i] * dilation[i], k[i] * dilation[i] + stride[i] * (out_size[i] - 1) + 1, stride[i])
+                       for i in range(d))
+            yield xp_[lead + sl], _flat([st + k[i] * dilation[i] for i, st in enumerate(starts)], size)
+    return _running_argmax(views(), low, first)
 
 
 def _adaptive_bounds(S: int, L: int):
@@ -170,7 +204,7 @@ def _adaptive_bounds(S: int, L: int):
 
 
 def _adaptive_max_indices(x, out_size):
-    """Flat spatial indices (N, C, *L) of the first maximum of each adaptive window."""
+    """Flat spatial indices (N, C, *L) of each adaptive window's maximum, PyTorch's way (_running_argmax)."""
     d = len(out_size)
     size = x.shape[2:]
     per_dim = []
@@ -179,22 +213,15 @@ def _adaptive_max_indices(x, out_size):
         kmax = int((end - start).max()) if L else 1
         # window positions, the last one repeated where a window is shorter (a repeat never wins a tie)
         per_dim.append(np.minimum(start[:, None] + np.arange(kmax), end[:, None] - 1))
-    index = [slice(None), slice(None)]
-    for i, p in enumerate(per_dim):   # positions of dim i broadcast as (L_0..L_d-1, K_0..K_d-1)
-        shp = [1] * (2 * d)
-        shp[i], shp[d + i] = p.shape
-        index.append(p.reshape(shp))
-    win = x[tuple(index)]
-    flat = win.reshape(win.shape[:2 + d] + (_math.prod(win.shape[2 + d:]),))
-    k = np.argmax(flat, axis=-1)
-    idx = np.zeros(k.shape, dtype=np.int64)
-    rest = k
-    for i in range(d - 1, -1, -1):
-        kd = per_dim[i].shape[1]
-        ki = rest % kd
-        rest = rest // kd
-        shp = [1] * d
-        shp[i] = out_size[i]
-        lsel = np.arange(out_size[i]).reshape(shp)
-        idx = idx + per_dim[i][lsel, ki] * _math.prod(size[i + 1:])
+    first = _flat([p[:, 0].reshape([L if j == i else 1 for j in range(d)]) for i, (p, L) in
+                   enumerate(zip(per_dim, out_size))], size)
+
+    def views():
+        for k in np.ndindex(*[p.shape[1] for p in per_dim]):
+            pos = [p[:, k[i]].reshape([L if j == i else 1 for j in range(d)]) for i, (p, L) in
+                   enumerate(zip(per_dim, out_size))]
+            index = (slice(None), slice(None)) + tuple(np.broadcast_arrays(*pos)) if d > 1 else \
+                (slice(None), slice(None), pos[0])
+            yield x[index], _flat(pos, size)
+    idx = _running_argmax(views(), _lowest(x.dtype), first)
     return idx

@@ -146,6 +146,17 @@ def _pool_ops(name, samples, idx=False, ints=True, domain="distinct"):
     return out
 
 
+def _ties(rng):
+    """Few distinct values, so windows tie: the indices must be PyTorch's (first maximum)."""
+    return [Sample((rng.integers(-1, 2, shape).astype(np.float64),), kw) for shape, kw in
+            [((2, 3, 6, 6), {"kernel_size": 3, "stride": 2, "padding": 1}), ((2, 2, 5, 7), {"kernel_size": 2}),
+             ((1, 2, 6, 6), {"kernel_size": 2, "dilation": 2, "ceil_mode": True, "stride": 3})]]
+
+
+def _ties_adaptive(rng):
+    return [Sample((rng.integers(-1, 2, (2, 3, 7, 5)).astype(np.float64),), {"output_size": (3, 4)})]
+
+
 OPS = [
     OpInfo("nn.functional.conv1d", _f("conv1d"), _shapes(*CONV1D), dtypes=F_I),
     OpInfo("nn.functional.conv2d", _f("conv2d"), _shapes(*CONV2D), dtypes=F_I),
@@ -169,6 +180,8 @@ OPS = [
     *_pool_ops("adaptive_max_pool1d", ADAPTIVE1D, idx=True),
     *_pool_ops("adaptive_max_pool2d", ADAPTIVE2D, idx=True),
     *_pool_ops("adaptive_max_pool3d", ADAPTIVE3D, idx=True),
+    OpInfo("nn.functional.max_pool2d_ties", _pool_idx("max_pool2d"), _ties, **NO_GRAD),
+    OpInfo("nn.functional.adaptive_max_pool2d_ties", _pool_idx("adaptive_max_pool2d"), _ties_adaptive, **NO_GRAD),
     _errors("nn.functional.max_pool2d_errors", _f("max_pool2d"), POOL_ERRORS),
     _errors("nn.functional.avg_pool2d_errors", _f("avg_pool2d"), POOL_ERRORS[1:]),
 ]

@@ -379,7 +379,18 @@ def _pool_geometry(op, size, kernel_size, stride, padding, dilation, ceil_mode, 
     return kernel, stride, pad, dil, tuple(out), pads
 
 
+def _parse_pool_args(op, d, kernel_size, stride, padding, dilation=1):
+    """Argument types first, as PyTorch's parser (a TypeError before any shape check)."""
+    _ntuple(kernel_size, d, "kernel_size", op)
+    if stride is not None and not (isinstance(stride, (list, tuple)) and len(stride) == 0):
+        _ntuple(stride, d, "stride", op)
+    _ntuple(padding, d, "padding", op)
+    _ntuple(dilation, d, "dilation", op)
+
+
 def _max_pool(op, d, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
+    check_tensor(input, op, "input", 1)
+    _parse_pool_args(op, d, kernel_size, stride, padding, dilation)
     batched = _pool_input(op, input, d)
     x = input._data if batched else input._data[None]
     kernel, stride, _, dil, out_size, pads = _pool_geometry(op, tuple(x.shape[2:]), kernel_size, stride, padding,
@@ -394,14 +405,14 @@ def _max_pool(op, d, input, kernel_size, stride, padding, dilation, ceil_mode, r
     return (out, make(idx)) if return_indices else out
 
 
-@register(submodule=_NN)
+@register(module=False, submodule=_NN)
 def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
                return_indices: bool = False):
     """2-d max pooling over (N, C, H, W) or (C, H, W); ties go to the first maximum in the window."""
     return _max_pool("max_pool2d", 2, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
 
 
-@register(submodule=_NN)
+@register(module=False, submodule=_NN)
 def max_pool3d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
                return_indices: bool = False):
     """3-d max pooling over (N, C, D, H, W) or (C, D, H, W)."""
@@ -417,7 +428,7 @@ def _as_2d(v, fill):
     return (fill, v)
 
 
-@register(submodule=_NN)
+@register(module=False, submodule=_NN)
 def max_pool1d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
                return_indices: bool = False):
     """1-d max pooling over (N, C, L) or (C, L) (as PyTorch: 2-d pooling of the input unsqueezed at -2)."""
@@ -456,6 +467,7 @@ def _pool_matrix(S, L, k, s, p, count_include_pad, dtype, divide=True):
 def _avg_pool(op, d, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override,
               node):
     check_tensor(input, op, "input", 1)
+    _parse_pool_args(op, d, kernel_size, stride, padding)
     if 0 < input.ndim < d + 1:
         raise IndexError(f"Dimension out of range (expected to be in range of [{-input.ndim}, {input.ndim - 1}], "
                          f"but got {-(d + 1)})")
@@ -491,7 +503,7 @@ def _avg_pool(op, d, input, kernel_size, stride, padding, ceil_mode, count_inclu
     return apply(dim_matrices_p, (input,), {"mats": mats}, _POOL_NODES[node])
 
 
-@register(submodule=_NN)
+@register(module=False, submodule=_NN)
 def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
                count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
     """2-d average pooling over (N, C, H, W) or (C, H, W)."""
@@ -499,7 +511,7 @@ def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bo
                      divisor_override, "AvgPool2DBackward0")
 
 
-@register(submodule=_NN)
+@register(module=False, submodule=_NN)
 def avg_pool3d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
                count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
     """3-d average pooling over (N, C, D, H, W) or (C, D, H, W)."""
@@ -520,10 +532,18 @@ def avg_pool1d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bo
 
 
 def _adaptive_size(op, output_size, size, d):
-    if isinstance(output_size, int) or output_size is None:
+    if isinstance(output_size, int) and not isinstance(output_size, bool):
         out = (output_size,) * d
     else:
-        out = tuple(output_size)
+        try:
+            out = tuple(output_size)
+        except TypeError:
+            raise TypeError(f"{op}(): argument 'output_size' must be tuple of ints, not "
+                            f"{type(output_size).__name__}") from None
+        if isinstance(output_size, str) or not all(o is None or (isinstance(o, int) and not isinstance(o, bool))
+                                                   for o in out):
+            raise TypeError(f"{op}(): argument 'output_size' must be tuple of ints, not "
+                            f"{type(output_size).__name__}")
         if len(out) == 1:
             out = out * d
     if len(out) != d:
@@ -531,15 +551,18 @@ def _adaptive_size(op, output_size, size, d):
     return tuple(S if o is None else o for o, S in zip(out, size))
 
 
-def _adaptive_input(op, input, d):
+def _adaptive_input(op, input, d, output_size):
     check_tensor(input, op, "input", 1)
+    _adaptive_size(op, output_size, (1,) * d, d)   # argument types first, as PyTorch
+    if input.ndim < d + 1 and not (isinstance(output_size, int) and not isinstance(output_size, bool)):
+        raise ValueError(f"Input dimension should be at least {d + 1}")
     if input.ndim not in (d + 1, d + 2) or any(s == 0 for s in input.shape[-d:]):
         raise RuntimeError(f"{op}(): Expected {d + 1}D or {d + 2}D tensor, but got {_size_str(input.shape)}")
     return input.ndim == d + 2
 
 
 def _adaptive_avg(op, d, input, output_size):
-    batched = _adaptive_input(op, input, d)
+    batched = _adaptive_input(op, input, d, output_size)
     x = input if batched else input._data[None]
     out_size = _adaptive_size(op, output_size, x.shape[2:], d)
     dt = input._data.dtype if input._data.dtype.kind == "f" else np.float64
@@ -555,13 +578,13 @@ def _adaptive_avg(op, d, input, output_size):
                  _POOL_NODES[f"AdaptiveAvgPool{max(d, 2)}DBackward0"])
 
 
-@register(submodule=_NN)
+@register(module=False, submodule=_NN)
 def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
     """2-d adaptive average pooling to ``output_size`` (an int, a pair, None keeps a size)."""
     return _adaptive_avg("adaptive_avg_pool2d", 2, input, output_size)
 
 
-@register(submodule=_NN)
+@register(module=False, submodule=_NN)
 def adaptive_avg_pool3d(input: Tensor, output_size) -> Tensor:
     """3-d adaptive average pooling."""
     return _adaptive_avg("adaptive_avg_pool3d", 3, input, output_size)
@@ -574,10 +597,13 @@ def adaptive_avg_pool1d(input: Tensor, output_size) -> Tensor:
     if input.ndim not in (2, 3):
         raise RuntimeError(f"adaptive_avg_pool1d(): Expected 2D or 3D tensor, but got {_size_str(input.shape)}")
     size = output_size if isinstance(output_size, int) else _single(output_size, "adaptive_avg_pool1d")
+    _adaptive_size("adaptive_avg_pool1d", size, (1,), 1)
     return _adaptive_avg("adaptive_avg_pool2d", 2, input.unsqueeze(-2), (1, size)).squeeze(-2)
 
 
 def _single(v, op):
+    if v is None or isinstance(v, str):
+        raise TypeError(f"{op}(): argument 'output_size' must be tuple of ints, not {type(v).__name__}")
     v = tuple(v)
     if len(v) != 1:
         raise RuntimeError(f"{op}: output_size must be 1")
@@ -585,7 +611,7 @@ def _single(v, op):
 
 
 def _adaptive_max(op, d, input, output_size, return_indices):
-    batched = _adaptive_input(op, input, d)
+    batched = _adaptive_input(op, input, d, output_size)
     x = input._data if batched else input._data[None]
     out_size = _adaptive_size(op, output_size, x.shape[2:], d)
     if x.dtype.kind != "f":
@@ -599,25 +625,26 @@ def _adaptive_max(op, d, input, output_size, return_indices):
     return (out, make(idx)) if return_indices else out
 
 
-@register(submodule=_NN)
+@register(module=False, submodule=_NN)
 def adaptive_max_pool2d(input: Tensor, output_size, return_indices: bool = False):
     """2-d adaptive max pooling (ties: the first maximum)."""
     return _adaptive_max("adaptive_max_pool2d", 2, input, output_size, return_indices)
 
 
-@register(submodule=_NN)
+@register(module=False, submodule=_NN)
 def adaptive_max_pool3d(input: Tensor, output_size, return_indices: bool = False):
     """3-d adaptive max pooling."""
     return _adaptive_max("adaptive_max_pool3d", 3, input, output_size, return_indices)
 
 
-@register(submodule=_NN)
+@register(module=False, submodule=_NN)
 def adaptive_max_pool1d(input: Tensor, output_size, return_indices: bool = False):
     """1-d adaptive max pooling (as PyTorch: 2-d over (1, L))."""
     check_tensor(input, "adaptive_max_pool1d", "input", 1)
     if input.ndim not in (2, 3):
         raise RuntimeError(f"adaptive_max_pool1d(): Expected 2D or 3D tensor, but got {_size_str(input.shape)}")
     size = output_size if isinstance(output_size, int) else _single(output_size, "adaptive_max_pool1d")
+    _adaptive_size("adaptive_max_pool1d", size, (1,), 1)
     out, ind = _adaptive_max("adaptive_max_pool2d", 2, input.unsqueeze(-2), (1, size), True)
     out, ind = out.squeeze(-2), ind.squeeze(-2)
     return (out, ind) if return_indices else out
