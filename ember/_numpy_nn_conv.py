@@ -50,6 +50,14 @@ def _cols(x, kernel, stride, pads, dilation, groups, out_size):
     return win.transpose(perm).reshape(groups, (C // groups) * _math.prod(kernel), N * _math.prod(out_size))
 
 
+def _gemm(a, b):
+    """Per-group products (G, m, k) @ (G, k, n) as 2-d BLAS calls (NumPy's stacked matmul may fall back to
+    a slow loop for transposed operands)."""
+    if a.shape[0] == 1:
+        return np.matmul(a[0], b[0])[None]
+    return np.stack([np.matmul(a[i], b[i]) for i in range(a.shape[0])])
+
+
 def conv_nd(x, w, b, stride, pads, dilation, groups):
     """The convolution of ``x`` (N, C, *S) with ``w`` (O, C/groups, *K), plus ``b`` (O,) or None."""
     N = x.shape[0]
@@ -58,7 +66,7 @@ def conv_nd(x, w, b, stride, pads, dilation, groups):
     d = len(kernel)
     out_size = _out_size([s + lo + hi for s, (lo, hi) in zip(x.shape[2:], pads)], kernel, stride, dilation)
     cols = _cols(x, kernel, stride, pads, dilation, groups, out_size)
-    out = np.matmul(w.reshape(groups, O // groups, -1), cols)              # (G, Og, N*L): the GEMM
+    out = _gemm(w.reshape(groups, O // groups, -1), cols)              # (G, Og, N*L): the GEMM
     out = out.reshape((O, N) + out_size).swapaxes(0, 1)
     if b is not None:
         out = out + b.reshape((1, O) + (1,) * d)
@@ -93,7 +101,7 @@ def conv_transpose_nd(x, w, b, stride, pads, dilation, groups, size):
     Og = O // groups
     gm = x.reshape((N, groups, Og, _math.prod(out_size))).transpose(1, 2, 0, 3).reshape(groups, Og, -1)
     wm = w.reshape(groups, Og, -1).transpose(0, 2, 1)                     # (G, Cg*K, Og)
-    cols = np.matmul(wm, gm).reshape((groups * Cg,) + tuple(kernel) + (N,) + tuple(out_size))
+    cols = _gemm(wm, gm).reshape((groups * Cg,) + tuple(kernel) + (N,) + tuple(out_size))
     full = tuple(s + lo + hi for s, (lo, hi) in zip(size, pads))
     out = _col2im(cols, kernel, stride, dilation, full, [lo for lo, _ in pads], size)
     if b is not None:
@@ -109,12 +117,12 @@ def conv_weight_nd(x, gy, wshape, stride, pads, dilation, groups):
     cols = _cols(x, kernel, stride, pads, dilation, groups, out_size)      # (G, Cg*K, N*L)
     gm = gy.reshape((N, groups, O // groups, _math.prod(out_size))).transpose(1, 2, 0, 3).reshape(
         groups, O // groups, -1)
-    return np.matmul(gm, cols.transpose(0, 2, 1)).reshape(wshape)
+    return _gemm(gm, cols.transpose(0, 2, 1)).reshape(wshape)
 
 
 # ----- pooling ------------------------------------------------------------------------------------------
 
-def pool_gather(x, indices, sd):
+def pool_gather(x, indices, sd, unique=False):
     """``x`` (..., *S) read at flat spatial ``indices`` (..., *L); ``sd``: the number of spatial dims."""
     if x.size == 0 or indices.size == 0:
         return np.zeros(indices.shape, dtype=x.dtype)
@@ -123,13 +131,18 @@ def pool_gather(x, indices, sd):
     return np.take_along_axis(flat, indices.reshape(lead, -1), 1).reshape(indices.shape)
 
 
-def pool_scatter(g, indices, shape, sd):
-    """Zeros of ``shape`` (..., *S) with ``g`` (..., *L) added at flat spatial ``indices``."""
+def pool_scatter(g, indices, shape, sd, unique=False):
+    """Zeros of ``shape`` (..., *S) with ``g`` (..., *L) added at flat spatial ``indices`` (``unique``: no
+    index repeats within a row, e.g. max pooling with non-overlapping windows: a plain assignment)."""
     S = _math.prod(shape[len(shape) - sd:])
     lead = _math.prod(shape[:len(shape) - sd])
     if g.size == 0 or S == 0:
         return np.zeros(shape, dtype=g.dtype)
     rows = (np.arange(lead).reshape(lead, 1) * S + indices.reshape(lead, -1)).ravel()
+    if unique:
+        out = np.zeros(lead * S, dtype=g.dtype)
+        out[rows] = g.ravel()
+        return out.reshape(shape)
     out = np.bincount(rows, weights=g.ravel(), minlength=lead * S)
     return out.astype(g.dtype, copy=False).reshape(shape)
 
@@ -143,22 +156,22 @@ def dim_matrices(x, mats):
     return np.ascontiguousarray(x)
 
 
-def _running_argmax(views, lowest, first):
+def _running_argmax(views, lowest):
     """PyTorch's max-pool scan: over the window offsets in order, take a value when it is greater than the
-    maximum so far or NaN (so ties keep the first maximum, NaN the last NaN). ``views`` yields (values,
-    flat indices) per offset; ``first``: the index kept when nothing beats ``lowest``."""
+    maximum so far or NaN (so ties keep the first maximum, NaN the last NaN). ``views`` yields the values at
+    each offset; returns the winning offset's number (-1 where nothing beat ``lowest``)."""
     best = None
-    idx = first
-    for v, pos in views:
+    kbest = None
+    for k, v in enumerate(views):
         if best is None:
             best = np.full(v.shape, lowest, dtype=v.dtype)
-            idx = np.broadcast_to(idx, v.shape).copy()
+            kbest = np.full(v.shape, -1, dtype=np.int64)
         take = v > best
         if v.dtype.kind == "f":
             take |= np.isnan(v)
         np.copyto(best, v, where=take)
-        np.copyto(idx, np.broadcast_to(pos, v.shape), where=take)
-    return idx
+        np.copyto(kbest, k, where=take)
+    return kbest
 
 
 def _flat(per_dim, size):
@@ -185,16 +198,21 @@ def _max_pool_indices(x, kernel, stride, pads, dilation, out_size):
         shp = [1] * d
         shp[i] = out_size[i]
         starts.append((np.arange(out_size[i]) * stride[i] - pads[i][0]).reshape(shp))
-    # the first in-bounds position of each window: PyTorch's index when nothing beats the lowest value
-    first = _flat([np.where(st < 0, st + dl * -(-(-st) // dl), st) for st, dl in zip(starts, dilation)], size)
-
-    def views():
-        lead = (slice(None), slice(None))
-        for k in np.ndindex(*kernel):
-            sl = tuple(slice(k[i] * dilation[i], k[i] * dilation[i] + stride[i] * (out_size[i] - 1) + 1, stride[i])
-                       for i in range(d))
-            yield xp_[lead + sl], _flat([st + k[i] * dilation[i] for i, st in enumerate(starts)], size)
-    return _running_argmax(views(), low, first)
+    lead = (slice(None), slice(None))
+    views = (xp_[lead + tuple(slice(k[i] * dilation[i], k[i] * dilation[i] + stride[i] * (out_size[i] - 1) + 1,
+                                    stride[i]) for i in range(d))] for k in np.ndindex(*kernel))
+    kbest = _running_argmax(views, low)
+    # the winning offset as per-dim positions; where nothing won (all lowest), PyTorch's index is the
+    # window's first in-bounds position
+    pos = []
+    rest = kbest
+    for i in range(d - 1, -1, -1):
+        ki = rest % kernel[i]
+        rest = rest // kernel[i]
+        st = starts[i]
+        first = np.where(st < 0, st + dilation[i] * -(st // dilation[i]), st)
+        pos.append(np.where(kbest < 0, first, st + ki * dilation[i]))
+    return _flat(pos[::-1], size)
 
 
 def _adaptive_bounds(S: int, L: int):
@@ -213,15 +231,20 @@ def _adaptive_max_indices(x, out_size):
         kmax = int((end - start).max()) if L else 1
         # window positions, the last one repeated where a window is shorter (a repeat never wins a tie)
         per_dim.append(np.minimum(start[:, None] + np.arange(kmax), end[:, None] - 1))
-    first = _flat([p[:, 0].reshape([L if j == i else 1 for j in range(d)]) for i, (p, L) in
-                   enumerate(zip(per_dim, out_size))], size)
+    shapes = [[L if j == i else 1 for j in range(d)] for i, L in enumerate(out_size)]
+    ks = [p.shape[1] for p in per_dim]
 
     def views():
-        for k in np.ndindex(*[p.shape[1] for p in per_dim]):
-            pos = [p[:, k[i]].reshape([L if j == i else 1 for j in range(d)]) for i, (p, L) in
-                   enumerate(zip(per_dim, out_size))]
-            index = (slice(None), slice(None)) + tuple(np.broadcast_arrays(*pos)) if d > 1 else \
-                (slice(None), slice(None), pos[0])
-            yield x[index], _flat(pos, size)
-    idx = _running_argmax(views(), _lowest(x.dtype), first)
+        for k in np.ndindex(*ks):
+            pos = [p[:, k[i]].reshape(shp) for i, (p, shp) in enumerate(zip(per_dim, shapes))]
+            yield x[(slice(None), slice(None)) + tuple(np.broadcast_arrays(*pos))]
+    kbest = np.maximum(_running_argmax(views(), _lowest(x.dtype)), 0)   # nothing won: the first position
+    pos = []
+    rest = kbest
+    for i in range(d - 1, -1, -1):
+        ki = rest % ks[i]
+        rest = rest // ks[i]
+        lsel = np.arange(out_size[i]).reshape(shapes[i])
+        pos.append(per_dim[i][lsel, ki])
+    idx = _flat(pos[::-1], size)
     return idx

@@ -301,17 +301,18 @@ def _node(name: str) -> type:
 # max pooling: the input read at the indices of each window's maximum (found before, in the public function)
 max_pool_p = defprim(
     "max_pool", "MaxPool2DWithIndicesBackward0",
-    lambda xp, x, indices, sd: xp.pool_gather(x, indices, sd),
-    vjp=lambda xp, g, out, x, indices, sd: xp.pool_scatter(g, indices, tuple(x.shape), sd),
+    lambda xp, x, indices, sd, unique: xp.pool_gather(x, indices, sd),
+    vjp=lambda xp, g, out, x, indices, sd, unique: xp.pool_scatter(g, indices, tuple(x.shape), sd, unique),
     jvp="linear")
 pool_scatter_p = defprim(
     "pool_scatter", "MaxPool2DWithIndicesBackwardBackward0",
-    lambda xp, g, indices, shape, sd: xp.pool_scatter(g, indices, shape, sd),
-    vjp=lambda xp, g, out, gy, indices, shape, sd: xp.pool_gather(g, indices, sd),
+    lambda xp, g, indices, shape, sd, unique: xp.pool_scatter(g, indices, shape, sd, unique),
+    vjp=lambda xp, g, out, gy, indices, shape, sd, unique: xp.pool_gather(g, indices, sd, unique),
     jvp="linear")
-graph("pool_gather", lambda x, indices, sd: apply(max_pool_p, (x,), {"indices": indices, "sd": sd}))
-graph("pool_scatter", lambda g, indices, shape, sd: apply(pool_scatter_p, (g,), {"indices": indices,
-                                                                                 "shape": tuple(shape), "sd": sd}))
+graph("pool_gather", lambda x, indices, sd, unique=False: apply(
+    max_pool_p, (x,), {"indices": indices, "sd": sd, "unique": unique}))
+graph("pool_scatter", lambda g, indices, shape, sd, unique=False: apply(
+    pool_scatter_p, (g,), {"indices": indices, "shape": tuple(shape), "sd": sd, "unique": unique}))
 
 # separable linear pooling (avg_pool, adaptive_avg_pool): one matrix per spatial dim; the VJP is the same
 # op with the transposed matrices
@@ -400,7 +401,9 @@ def _max_pool(op, d, input, kernel_size, stride, padding, dilation, ceil_mode, r
     idx = _max_pool_indices(x, kernel, stride, pads, dil, out_size)
     if not batched:
         idx = idx[0]
-    out = apply(max_pool_p, (input,), {"indices": idx, "sd": d},
+    # non-overlapping windows: no index repeats, the gradient is a plain assignment
+    unique = all(s >= dl * (k - 1) + 1 for s, dl, k in zip(stride, dil, kernel))
+    out = apply(max_pool_p, (input,), {"indices": idx, "sd": d, "unique": unique},
                 _POOL_NODES[f"MaxPool{max(d, 2)}DWithIndicesBackward0"])
     return (out, make(idx)) if return_indices else out
 
@@ -620,7 +623,7 @@ def _adaptive_max(op, d, input, output_size, return_indices):
     idx = _adaptive_max_indices(x, out_size)
     if not batched:
         idx = idx[0]
-    out = apply(max_pool_p, (input,), {"indices": idx, "sd": d},
+    out = apply(max_pool_p, (input,), {"indices": idx, "sd": d, "unique": False},
                 _POOL_NODES[f"AdaptiveMaxPool{max(d, 2)}DBackward0"])
     return (out, make(idx)) if return_indices else out
 
