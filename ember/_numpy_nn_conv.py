@@ -165,12 +165,12 @@ def _running_argmax(views, lowest):
     for k, v in enumerate(views):
         if best is None:
             best = np.full(v.shape, lowest, dtype=v.dtype)
-            kbest = np.full(v.shape, -1, dtype=np.int64)
+            kbest = np.full(v.shape, -1, dtype=np.int32)
         take = v > best
         if v.dtype.kind == "f":
             take |= np.isnan(v)
-        np.copyto(best, v, where=take)
-        np.copyto(kbest, k, where=take)
+        best = np.where(take, v, best)
+        kbest = np.where(take, np.int32(k), kbest)
     return kbest
 
 
@@ -204,15 +204,14 @@ def _max_pool_indices(x, kernel, stride, pads, dilation, out_size):
     kbest = _running_argmax(views, low)
     # the winning offset as per-dim positions; where nothing won (all lowest), PyTorch's index is the
     # window's first in-bounds position
+    offsets = np.array(list(np.ndindex(*kernel)), dtype=np.int64).reshape(-1, d)   # offset number -> (k_0..)
     pos = []
-    rest = kbest
-    for i in range(d - 1, -1, -1):
-        ki = rest % kernel[i]
-        rest = rest // kernel[i]
+    for i in range(d):
         st = starts[i]
         first = np.where(st < 0, st + dilation[i] * -(st // dilation[i]), st)
+        ki = np.take(offsets[:, i], np.maximum(kbest, 0))
         pos.append(np.where(kbest < 0, first, st + ki * dilation[i]))
-    return _flat(pos[::-1], size)
+    return _flat(pos, size)
 
 
 def _adaptive_bounds(S: int, L: int):
@@ -239,12 +238,10 @@ def _adaptive_max_indices(x, out_size):
             pos = [p[:, k[i]].reshape(shp) for i, (p, shp) in enumerate(zip(per_dim, shapes))]
             yield x[(slice(None), slice(None)) + tuple(np.broadcast_arrays(*pos))]
     kbest = np.maximum(_running_argmax(views(), _lowest(x.dtype)), 0)   # nothing won: the first position
+    offsets = np.array(list(np.ndindex(*ks)), dtype=np.int64).reshape(-1, d)
     pos = []
-    rest = kbest
-    for i in range(d - 1, -1, -1):
-        ki = rest % ks[i]
-        rest = rest // ks[i]
+    for i in range(d):
         lsel = np.arange(out_size[i]).reshape(shapes[i])
-        pos.append(per_dim[i][lsel, ki])
-    idx = _flat(pos[::-1], size)
+        pos.append(per_dim[i][lsel, np.take(offsets[:, i], kbest)])
+    idx = _flat(pos, size)
     return idx
