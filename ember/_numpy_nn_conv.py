@@ -245,3 +245,67 @@ def _adaptive_max_indices(x, out_size):
         pos.append(per_dim[i][lsel, np.take(offsets[:, i], kbest)])
     idx = _flat(pos, size)
     return idx
+
+
+# ----- padding --------------------------------------------------------------------------------------------
+
+def _pad_slices(shape, pads):
+    """(source, destination) slices of the last len(pads) dims for a constant pad by (lo, hi) pairs, which
+    may be negative (cropping)."""
+    src, dst = [], []
+    for s, (lo, hi) in zip(shape[len(shape) - len(pads):], pads):
+        a, b = max(-lo, 0), s - max(-hi, 0)
+        src.append(slice(a, max(a, b)))
+        dst.append(slice(max(lo, 0), max(lo, 0) + max(b - a, 0)))
+    return (Ellipsis,) + tuple(src), (Ellipsis,) + tuple(dst)
+
+
+def constant_pad(x, pads, value):
+    """``x`` padded with ``value`` by (lo, hi) pairs over its last len(pads) dims (negative: cropped)."""
+    lead = x.ndim - len(pads)
+    shape = x.shape[:lead] + tuple(s + lo + hi for s, (lo, hi) in zip(x.shape[lead:], pads))
+    out = np.full(shape, value, dtype=x.dtype)
+    src, dst = _pad_slices(x.shape, pads)
+    out[dst] = x[src]
+    return out
+
+
+def constant_pad_backward(g, pads, shape):
+    """The gradient of ``constant_pad``: the unpadded part of ``g`` in zeros of the input's ``shape``."""
+    out = np.zeros(shape, dtype=g.dtype)
+    src, dst = _pad_slices(shape, pads)
+    out[src] = g[dst]
+    return out
+
+
+def pad_gather(x, idx):
+    """``x`` read at index vector ``idx[i]`` along each of its last len(idx) dims (reflect, replicate and
+    circular padding are such index maps)."""
+    lead = x.ndim - len(idx)
+    for i, ix in enumerate(idx):
+        x = np.take(x, ix, axis=lead + i)
+    return x
+
+
+def pad_gather_backward(g, idx, shape):
+    """The gradient of ``pad_gather``: each dim's index map transposed, one vectorised slab addition per
+    position outside the identity run (the padding), the interior copied in one go."""
+    lead = len(shape) - len(idx)
+    for i in range(len(idx) - 1, -1, -1):
+        ix = np.asarray(idx[i])
+        ax = lead + i
+        S = shape[ax]
+        out = np.zeros(g.shape[:ax] + (S,) + g.shape[ax + 1:], dtype=g.dtype)
+        # the interior: the longest run where ix[j] = ix[j0] + (j - j0)
+        run = np.flatnonzero(np.diff(ix) != 1)
+        starts = np.concatenate(([0], run + 1))
+        ends = np.concatenate((run + 1, [len(ix)]))
+        k = int(np.argmax(ends - starts)) if len(ix) else 0
+        j0, j1 = (int(starts[k]), int(ends[k])) if len(ix) else (0, 0)
+        pre = (slice(None),) * ax
+        if j1 > j0:
+            out[pre + (slice(int(ix[j0]), int(ix[j0]) + j1 - j0),)] += g[pre + (slice(j0, j1),)]
+        for j in list(range(j0)) + list(range(j1, len(ix))):
+            out[pre + (int(ix[j]),)] += g[pre + (j,)]
+        g = out
+    return g

@@ -651,3 +651,118 @@ def adaptive_max_pool1d(input: Tensor, output_size, return_indices: bool = False
     out, ind = _adaptive_max("adaptive_max_pool2d", 2, input.unsqueeze(-2), (1, size), True)
     out, ind = out.squeeze(-2), ind.squeeze(-2)
     return (out, ind) if return_indices else out
+
+
+# ----- padding ---------------------------------------------------------------------------------------------
+
+constant_pad_p = defprim(
+    "constant_pad_nd", "ConstantPadNdBackward0",
+    lambda xp, x, pads, value: xp.constant_pad(x, pads, value),
+    vjp=lambda xp, g, out, x, pads, value: xp.constant_pad_backward(g, pads, tuple(x.shape)),
+    jvp=lambda xp, t, out, x, pads, value: xp.constant_pad(t, pads, 0))
+constant_pad_backward_p = defprim(
+    "constant_pad_backward", "ConstantPadNdBackwardBackward0",
+    lambda xp, g, pads, shape: xp.constant_pad_backward(g, pads, shape),
+    vjp=lambda xp, g, out, gy, pads, shape: xp.constant_pad(g, pads, 0),
+    jvp="linear")
+graph("constant_pad", lambda x, pads, value: apply(constant_pad_p, (x,), {"pads": tuple(pads), "value": value}))
+graph("constant_pad_backward", lambda g, pads, shape: apply(constant_pad_backward_p, (g,), {
+    "pads": tuple(pads), "shape": tuple(shape)}))
+
+pad_gather_p = defprim(
+    "pad_gather", "ReflectionPad2DBackward0",
+    lambda xp, x, idx: xp.pad_gather(x, idx),
+    vjp=lambda xp, g, out, x, idx: xp.pad_gather_backward(g, idx, tuple(x.shape)),
+    jvp="linear")
+pad_gather_backward_p = defprim(
+    "pad_gather_backward", "ReflectionPad2DBackwardBackward0",
+    lambda xp, g, idx, shape: xp.pad_gather_backward(g, idx, shape),
+    vjp=lambda xp, g, out, gy, idx, shape: xp.pad_gather(g, idx),
+    jvp="linear")
+graph("pad_gather", lambda x, idx: apply(pad_gather_p, (x,), {"idx": tuple(idx)}))
+graph("pad_gather_backward", lambda g, idx, shape: apply(pad_gather_backward_p, (g,), {
+    "idx": tuple(idx), "shape": tuple(shape)}))
+
+_PAD_NODES = {f"{kind}{k}DBackward0": _node(f"{kind}{k}DBackward0")
+              for kind in ("ReflectionPad", "ReplicationPad") for k in (1, 2, 3)}
+_PAD_NODES["circular"] = _node("CircularPadBackward0")
+
+
+def _pad_index(mode: str, S: int, lo: int, hi: int):
+    p = np.arange(-lo, S + hi)
+    if mode == "reflect":
+        p = np.abs(p)
+        p = np.where(p > S - 1, 2 * (S - 1) - p, p)
+    elif mode == "replicate":
+        p = np.clip(p, 0, S - 1)
+    else:   # circular: PyTorch crops (negative pads) first, then wraps within what is left
+        a, b = max(-lo, 0), S - max(-hi, 0)
+        p = np.arange(-max(lo, 0), b - a + max(hi, 0)) % max(b - a, 1) + a
+    return p.astype(np.int64)
+
+
+@register(module=False, submodule=_NN)
+def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) -> Tensor:
+    """Pad the last len(pad)/2 dims of ``input``: ``pad`` = (left of the last dim, right of the last dim,
+    left of the one before, ...); negative values crop. Modes: constant (``value``, default 0), reflect,
+    replicate, circular."""
+    check_tensor(input, "pad", "input", 1)
+    try:
+        pads_flat = tuple(pad)
+    except TypeError:
+        raise TypeError(f"pad(): argument 'pad' (position 2) must be tuple of ints, not {type(pad).__name__}") \
+            from None
+    if not all(isinstance(p, int) and not isinstance(p, bool) for p in pads_flat):
+        raise TypeError("pad(): argument 'pad' (position 2) must be tuple of ints, but found element of type "
+                        f"{type(next(p for p in pads_flat if not isinstance(p, int) or isinstance(p, bool))).__name__}")
+    if not isinstance(mode, str):
+        raise TypeError(f"pad(): argument 'mode' (position 3) must be str, not {type(mode).__name__}")
+    if len(pads_flat) % 2:
+        raise RuntimeError("Padding length must be divisible by 2")
+    k = len(pads_flat) // 2
+    if k > input.ndim:
+        raise RuntimeError("Padding length should be less than or equal to two times the input dimension but got "
+                           f"padding length {len(pads_flat)} and input of dimension {input.ndim}")
+    # (lo, hi) per padded dim, in the tensor's order (torch lists the last dim first)
+    pads = tuple((pads_flat[2 * j], pads_flat[2 * j + 1]) for j in range(k))[::-1]
+    shape = tuple(input.shape)
+    if mode == "constant":
+        if value is not None and not isinstance(value, (int, float, bool)):
+            raise TypeError(f"pad(): argument 'value' (position 4) must be float, not {type(value).__name__}")
+        for i, (s, (lo, hi)) in enumerate(zip(shape[input.ndim - k:], pads)):
+            if s + lo + hi < 0:
+                raise RuntimeError(f"The input size {s}, plus negative padding {lo} and {hi} resulted in a negative "
+                                   f"output size, which is invalid. Check dimension {input.ndim - k + i} of your "
+                                   "input.")
+        v = 0 if value is None else value
+        if input._data.dtype.kind in "iub" and isinstance(v, float) and v != int(v):
+            v = int(v)
+        return apply(constant_pad_p, (input,), {"pads": pads, "value": v})
+    if mode not in ("reflect", "replicate", "circular"):
+        raise NotImplementedError(f"Unrecognised padding mode {mode}")
+    if value is not None and value != 0:
+        raise RuntimeError(f'Padding mode "{mode}" doesn\'t take in value argument')
+    if not (1 <= k <= 3) or input.ndim not in (k + 1, k + 2):
+        raise NotImplementedError(f"Padding size {len(pads_flat)} is not supported for {input.ndim}D input tensor.")
+    if any(s == 0 for s in shape[1:]) or (input.ndim == k + 1 and any(s == 0 for s in shape)):
+        raise RuntimeError(f"Expected {k + 1}D or {k + 2}D (batch mode) tensor with possibly 0 batch size and other "
+                           f"non-zero dimensions for input, but got: {_size_str(shape)}")
+    spatial = shape[input.ndim - k:]
+    for i, (s, (lo, hi)) in enumerate(zip(spatial, pads)):
+        if mode == "reflect" and (lo >= s or hi >= s):
+            raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding input dimension, "
+                               f"but got: padding ({lo}, {hi}) at dimension {input.ndim - k + i} of input "
+                               f"{_size_str(shape)}")
+        if mode == "circular" and (lo > s or hi > s):
+            raise RuntimeError("Padding value causes wrapping around more than once.")
+        if s + lo + hi <= 0:
+            raise RuntimeError(f"input (H: {s}) is too small. Calculated output H: {s + lo + hi}")
+    idx = tuple(_pad_index(mode, s, lo, hi) for s, (lo, hi) in zip(spatial, pads))
+    node = _PAD_NODES["circular" if mode == "circular" else
+                      f"{'ReflectionPad' if mode == 'reflect' else 'ReplicationPad'}{k}DBackward0"]
+    if input._data.dtype.kind != "f" and mode != "circular":
+        from .._numpy_nn_conv import pad_gather as _raw_gather
+        if input._data.dtype == bool:
+            raise RuntimeError(f'"{mode}_pad{k}d" not implemented for \'Bool\'')
+        return make(_raw_gather(input._data, idx))
+    return apply(pad_gather_p, (input,), {"idx": idx}, node)
