@@ -309,3 +309,58 @@ def pad_gather_backward(g, idx, shape):
             out[pre + (int(ix[j]),)] += g[pre + (j,)]
         g = out
     return g
+
+
+# ----- unfold / fold (im2col / col2im), pixel and channel shuffles ----------------------------------------
+
+def im2col(x, kernel, dilation, pads, stride):
+    """F.unfold: (N, C, *S) -> (N, C*prod(kernel), L) columns of the sliding blocks ((C, *S): unbatched)."""
+    if x.ndim == len(kernel) + 1:
+        return im2col(x[None], kernel, dilation, pads, stride)[0]
+    N, C = x.shape[:2]
+    d = len(kernel)
+    out_size = _out_size([s + lo + hi for s, (lo, hi) in zip(x.shape[2:], pads)], kernel, stride, dilation)
+    win = _windows(_padded(x, pads), kernel, stride, dilation, out_size)
+    perm = (0, 1) + tuple(range(2 + d, 2 + 2 * d)) + tuple(range(2, 2 + d))
+    return win.transpose(perm).reshape(N, C * _math.prod(kernel), _math.prod(out_size))
+
+
+def col2im(cols, size, kernel, dilation, pads, stride):
+    """F.fold: (N, C*prod(kernel), L) -> (N, C, *size), overlapping blocks summed ((C*K, L): unbatched)."""
+    if cols.ndim == 2:
+        return col2im(cols[None], size, kernel, dilation, pads, stride)[0]
+    N, CK = cols.shape[:2]
+    d = len(kernel)
+    C = CK // _math.prod(kernel)
+    out_size = _out_size([s + lo + hi for s, (lo, hi) in zip(size, pads)], kernel, stride, dilation)
+    c = cols.reshape((N, C) + tuple(kernel) + tuple(out_size))
+    c = c.transpose((1,) + tuple(range(2, 2 + d)) + (0,) + tuple(range(2 + d, 2 + 2 * d)))   # (C, *K, N, *L)
+    full = tuple(s + lo + hi for s, (lo, hi) in zip(size, pads))
+    return _col2im(c, kernel, stride, dilation, full, [lo for lo, _ in pads], size)
+
+
+def pixel_shuffle(x, r):
+    """(*, C*r*r, H, W) -> (*, C, H*r, W*r)."""
+    *lead, C, H, W = x.shape
+    c = C // (r * r)
+    y = x.reshape(tuple(lead) + (c, r, r, H, W))
+    k = len(lead)
+    y = y.transpose(tuple(range(k)) + (k, k + 3, k + 1, k + 4, k + 2))
+    return y.reshape(tuple(lead) + (c, H * r, W * r))
+
+
+def pixel_unshuffle(x, r):
+    """(*, C, H*r, W*r) -> (*, C*r*r, H, W)."""
+    *lead, C, H, W = x.shape
+    h, w = H // r, W // r
+    y = x.reshape(tuple(lead) + (C, h, r, w, r))
+    k = len(lead)
+    y = y.transpose(tuple(range(k)) + (k, k + 2, k + 4, k + 1, k + 3))
+    return y.reshape(tuple(lead) + (C * r * r, h, w))
+
+
+def channel_shuffle(x, groups):
+    """(N, C, *) with the channels regrouped: (groups, C/groups) transposed."""
+    N, C = x.shape[:2]
+    rest = x.shape[2:]
+    return x.reshape((N, groups, C // groups) + rest).swapaxes(1, 2).reshape(x.shape)

@@ -178,6 +178,24 @@ PAD_ERRORS = [((1, 2, 3), {"pad": (3, 3), "mode": "reflect"}), ((1, 2, 3), {"pad
 CIRCULAR = "torch pads circularly through slice copies (CopySlices nodes); ember gathers in one node"
 
 
+# ----- unfold / fold, shuffles ---------------------------------------------------------------------------
+
+UNFOLD = [((2, 3, 5, 6), {"kernel_size": (2, 3), "padding": 1, "stride": 2}),
+          ((3, 5, 6), {"kernel_size": 2, "dilation": 2}), ((1, 2, 4, 4), {"kernel_size": 1})]
+FOLD = [((2, 12, 12), {"output_size": (4, 5), "kernel_size": (2, 2)}),
+        ((12, 9), {"output_size": 5, "kernel_size": 2, "stride": 2, "padding": 1}),
+        ((1, 6, 2), {"output_size": (4, 5), "kernel_size": (1, 3), "dilation": (1, 2), "stride": (2, 1)})]
+FOLD_ERRORS = [((2, 12, 7), {"output_size": (4, 5), "kernel_size": (2, 2)}),
+               ((2, 11, 12), {"output_size": (4, 5), "kernel_size": (2, 2)}),
+               ((2, 12, 12), {"output_size": (4, 5), "kernel_size": 0})]
+UNFOLD_ERRORS = [((2, 3, 5), {"kernel_size": 2}), ((1, 2, 3, 3), {"kernel_size": 4}),
+                 ((1, 2, 3, 3), {"kernel_size": 2, "stride": 0})]
+
+
+def _fold(m, x, **kw):
+    return m.nn.functional.fold(x, **kw)
+
+
 OPS = [
     OpInfo("nn.functional.conv1d", _f("conv1d"), _shapes(*CONV1D), dtypes=F_I),
     OpInfo("nn.functional.conv2d", _f("conv2d"), _shapes(*CONV2D), dtypes=F_I),
@@ -212,6 +230,26 @@ OPS = [
            _shapes(*[((sh,), dict(kw, mode="circular")) for sh, kw in PAD_MODES]), dtypes=F_I,
            xfails=(XFail("grad_fn", CIRCULAR),)),  # structure: STRUCTURE_DIFFERS in test_ops.py
     _errors("nn.functional.pad_errors", _pad, [((sh,), kw) for sh, kw in PAD_ERRORS]),
+    OpInfo("nn.functional.unfold", _f("unfold"), _shapes(*[((sh,), kw) for sh, kw in UNFOLD]), dtypes=F_I),
+    OpInfo("nn.functional.fold", _fold, _shapes(*[((sh,), kw) for sh, kw in FOLD]), dtypes=F_I),
+    _errors("nn.functional.unfold_errors", _f("unfold"), [((sh,), kw) for sh, kw in UNFOLD_ERRORS]),
+    _errors("nn.functional.fold_errors", _fold, [((sh,), kw) for sh, kw in FOLD_ERRORS]),
+    OpInfo("nn.functional.pixel_shuffle", _f("pixel_shuffle"),
+           _shapes((((2, 8, 3, 3),), {"upscale_factor": 2}), (((4, 2, 3),), {"upscale_factor": 1}),
+                   (((2, 1, 9, 2, 2),), {"upscale_factor": 3})), dtypes=F_I),
+    OpInfo("nn.functional.pixel_unshuffle", _f("pixel_unshuffle"),
+           _shapes((((2, 2, 4, 6),), {"downscale_factor": 2}), (((1, 3, 6),), {"downscale_factor": 3})), dtypes=F_I),
+    OpInfo("nn.functional.channel_shuffle", _f("channel_shuffle"),
+           _shapes((((2, 6, 3, 3),), {"groups": 2}), (((2, 6, 3),), {"groups": 3}), (((1, 4, 2, 2, 2),), {"groups": 4})),
+           dtypes=F_I),
+    _errors("nn.functional.shuffle_errors", lambda m, x, fn, **kw: getattr(m.nn.functional, fn)(x, **kw),
+            [(((2, 5, 3, 3),), {"fn": "pixel_shuffle", "upscale_factor": 2}),
+             (((2, 8, 3, 3),), {"fn": "pixel_shuffle", "upscale_factor": 0}),
+             (((8, 3),), {"fn": "pixel_shuffle", "upscale_factor": 2}),
+             (((2, 2, 5, 4),), {"fn": "pixel_unshuffle", "downscale_factor": 2}),
+             (((2, 5, 3),), {"fn": "channel_shuffle", "groups": 2}),
+             (((2, 6, 3),), {"fn": "channel_shuffle", "groups": 0}),
+             (((2, 6),), {"fn": "channel_shuffle", "groups": 2})]),
     _errors("nn.functional.max_pool2d_errors", _f("max_pool2d"), POOL_ERRORS),
     _errors("nn.functional.avg_pool2d_errors", _f("avg_pool2d"), POOL_ERRORS[1:]),
 ]

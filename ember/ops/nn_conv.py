@@ -766,3 +766,162 @@ def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) 
             raise RuntimeError(f'"{mode}_pad{k}d" not implemented for \'Bool\'')
         return make(_raw_gather(input._data, idx))
     return apply(pad_gather_p, (input,), {"idx": idx}, node)
+
+
+# ----- unfold / fold, pixel and channel shuffles ---------------------------------------------------------
+
+im2col_p = defprim(
+    "im2col", "Im2ColBackward0",
+    lambda xp, x, kernel, dilation, pads, stride: xp.im2col(x, kernel, dilation, pads, stride),
+    vjp=lambda xp, g, out, x, kernel, dilation, pads, stride:
+    xp.col2im(g, tuple(x.shape[-len(kernel):]), kernel, dilation, pads, stride),
+    jvp="linear")
+col2im_p = defprim(
+    "col2im", "Col2ImBackward0",
+    lambda xp, x, size, kernel, dilation, pads, stride: xp.col2im(x, size, kernel, dilation, pads, stride),
+    vjp=lambda xp, g, out, x, size, kernel, dilation, pads, stride: xp.im2col(g, kernel, dilation, pads, stride),
+    jvp="linear")
+graph("im2col", lambda x, kernel, dilation, pads, stride: apply(
+    im2col_p, (x,), {"kernel": kernel, "dilation": dilation, "pads": pads, "stride": stride}))
+graph("col2im", lambda x, size, kernel, dilation, pads, stride: apply(
+    col2im_p, (x,), {"size": tuple(size), "kernel": kernel, "dilation": dilation, "pads": pads, "stride": stride}))
+
+
+def _fold_args(op, kernel_size, dilation, padding, stride):
+    kernel = _ntuple(kernel_size, 2, "kernel_size", op)
+    dil = _ntuple(dilation, 2, "dilation", op)
+    pad = _ntuple(padding, 2, "padding", op)
+    st = _ntuple(stride, 2, "stride", op)
+    if any(k <= 0 for k in kernel):
+        raise RuntimeError(f"kernel size should be greater than zero, but got kernel_height: {kernel[0]} "
+                           f"kernel_width: {kernel[1]}")
+    if any(s <= 0 for s in st):
+        raise RuntimeError(f"stride should be greater than zero, but got stride_height: {st[0]} stride_width: {st[1]}")
+    if any(v <= 0 for v in dil):
+        raise RuntimeError(f"dilation should be greater than zero, but got dilation_height: {dil[0]} "
+                           f"dilation_width: {dil[1]}")
+    if any(p < 0 for p in pad):
+        raise RuntimeError(f"padding should be non-negative, but got pad_height: {pad[0]} pad_width: {pad[1]}")
+    return kernel, dil, tuple((p, p) for p in pad), st
+
+
+def _float_only(input: Tensor, kernel: str) -> None:
+    if input._data.dtype.kind != "f":
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{_TYPE_NAMES[str(input._data.dtype)]}\'')
+
+
+def _blocks(size, kernel, dil, pads, st):
+    return [(s + 2 * p - dl * (k - 1) - 1) // sd + 1 for s, k, dl, (p, _), sd in zip(size, kernel, dil, pads, st)]
+
+
+@register(module=False, submodule=_NN)
+def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
+    """im2col: the sliding (kernel_size) blocks of (N, C, H, W) (or (C, H, W)) as columns (N, C*kh*kw, L)."""
+    check_tensor(input, "unfold", "input", 1)
+    kernel, dil, pads, st = _fold_args("unfold", kernel_size, dilation, padding, stride)
+    if input.ndim not in (3, 4) or any(s == 0 for s in input.shape[-3:]):
+        raise RuntimeError(f"Expected 3D or 4D (batch mode) tensor with possibly 0 batch size and other non-zero "
+                           f"dimensions for input, but got: {_size_str(input.shape)}")
+    blocks = _blocks(input.shape[-2:], kernel, dil, pads, st)
+    if any(b < 1 for b in blocks):
+        raise RuntimeError(f"Given input with spatial size ({input.shape[-2]}, {input.shape[-1]}), kernel_size="
+                           f"({kernel[0]}, {kernel[1]}), dilation=({dil[0]}, {dil[1]}), padding=({pads[0][0]}, "
+                           f"{pads[1][0]}), calculated shape of the array of sliding blocks as ({blocks[0]}, "
+                           f"{blocks[1]}), but its components must be at least one.")
+    _float_only(input, "im2col_out_cpu")
+    return apply(im2col_p, (input,), {"kernel": kernel, "dilation": dil, "pads": pads, "stride": st})
+
+
+@register(module=False, submodule=_NN)
+def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
+    """col2im: columns (N, C*kh*kw, L) summed back into (N, C, *output_size) (overlaps add up)."""
+    check_tensor(input, "fold", "input", 1)
+    size = _ntuple(output_size, 2, "output_size", "fold")
+    kernel, dil, pads, st = _fold_args("fold", kernel_size, dilation, padding, stride)
+    if input.ndim not in (2, 3) or any(s == 0 for s in input.shape[-2:]):
+        raise RuntimeError(f"Expected 2D or 3D (batch mode) tensor with possibly 0 batch size and non-zero "
+                           f"dimensions for input, but got: {_size_str(input.shape)}")
+    CK = input.shape[-2]
+    if CK % (kernel[0] * kernel[1]):
+        raise RuntimeError(f"Expected size of input's dimension 1 to be divisible by the product of kernel_size, "
+                           f"but got input.size(1)={CK} and kernel_size=({kernel[0]}, {kernel[1]})")
+    blocks = _blocks(size, kernel, dil, pads, st)
+    if blocks[0] * blocks[1] != input.shape[-1] or any(b < 1 for b in blocks):
+        raise RuntimeError(f"Given output_size=({size[0]}, {size[1]}), kernel_size=({kernel[0]}, {kernel[1]}), "
+                           f"dilation=({dil[0]}, {dil[1]}), padding=({pads[0][0]}, {pads[1][0]}), stride=({st[0]}, "
+                           f"{st[1]}), expected size of input's dimension {input.ndim - 1} to match the calculated "
+                           f"number of sliding blocks {blocks[0]} * {blocks[1]} = {blocks[0] * blocks[1]}, but got "
+                           f"input.size({input.ndim - 1})={input.shape[-1]}.")
+    _float_only(input, "col2im_out_cpu")
+    return apply(col2im_p, (input,), {"size": size, "kernel": kernel, "dilation": dil, "pads": pads, "stride": st})
+
+
+pixel_shuffle_p = defprim(
+    "pixel_shuffle", "PixelShuffleBackward0",
+    lambda xp, x, upscale_factor: xp.pixel_shuffle(x, upscale_factor),
+    vjp=lambda xp, g, out, x, upscale_factor: xp.pixel_unshuffle(g, upscale_factor), jvp="linear")
+pixel_unshuffle_p = defprim(
+    "pixel_unshuffle", "PixelUnshuffleBackward0",
+    lambda xp, x, downscale_factor: xp.pixel_unshuffle(x, downscale_factor),
+    vjp=lambda xp, g, out, x, downscale_factor: xp.pixel_shuffle(g, downscale_factor), jvp="linear")
+channel_shuffle_p = defprim(
+    "channel_shuffle", "ChannelShuffleBackward0",
+    lambda xp, x, groups: xp.channel_shuffle(x, groups),
+    vjp=lambda xp, g, out, x, groups: xp.channel_shuffle(g, x.shape[1] // groups), jvp="linear")
+graph("pixel_shuffle", lambda x, r: apply(pixel_shuffle_p, (x,), {"upscale_factor": r}))
+graph("pixel_unshuffle", lambda x, r: apply(pixel_unshuffle_p, (x,), {"downscale_factor": r}))
+graph("channel_shuffle", lambda x, groups: apply(channel_shuffle_p, (x,), {"groups": groups}))
+
+
+def _factor(v, op, what):
+    if not isinstance(v, int) or isinstance(v, bool):
+        raise TypeError(f"{op}(): argument '{what}' (position 2) must be int, not {type(v).__name__}")
+    if v <= 0:
+        raise RuntimeError(f"{op} expects a positive {what}, but got {v}")
+    return v
+
+
+@register(submodule=_NN)
+def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
+    """(*, C*r^2, H, W) -> (*, C, H*r, W*r): channels rearranged into space."""
+    check_tensor(input, "pixel_shuffle", "input", 1)
+    r = _factor(upscale_factor, "pixel_shuffle", "upscale_factor")
+    if input.ndim < 3:
+        raise RuntimeError(f"pixel_shuffle expects input to have at least 3 dimensions, but got input with "
+                           f"{input.ndim} dimension(s)")
+    if input.shape[-3] % (r * r):
+        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of "
+                           f"upscale_factor, but input.size(-3)={input.shape[-3]} is not divisible by {r * r}")
+    return apply(pixel_shuffle_p, (input,), {"upscale_factor": r})
+
+
+@register(submodule=_NN)
+def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
+    """(*, C, H*r, W*r) -> (*, C*r^2, H, W): the inverse of pixel_shuffle."""
+    check_tensor(input, "pixel_unshuffle", "input", 1)
+    r = _factor(downscale_factor, "pixel_unshuffle", "downscale_factor")
+    if input.ndim < 3:
+        raise RuntimeError(f"pixel_unshuffle expects input to have at least 3 dimensions, but got input with "
+                           f"{input.ndim} dimension(s)")
+    for name, s in (("height", input.shape[-2]), ("width", input.shape[-1])):
+        if s % r:
+            raise RuntimeError(f"pixel_unshuffle expects {name} to be divisible by downscale_factor, but input.size("
+                               f"{-2 if name == 'height' else -1})={s} is not divisible by {r}")
+    return apply(pixel_unshuffle_p, (input,), {"downscale_factor": r})
+
+
+@register(submodule=_NN)
+def channel_shuffle(input: Tensor, groups: int) -> Tensor:
+    """(N, C, *) with its channels split into ``groups`` groups and interleaved (ShuffleNet)."""
+    check_tensor(input, "channel_shuffle", "input", 1)
+    if not isinstance(groups, int) or isinstance(groups, bool):
+        raise TypeError(f"channel_shuffle(): argument 'groups' (position 2) must be int, not {type(groups).__name__}")
+    if input.ndim < 3:
+        raise RuntimeError(f"channel_shuffle expects input to have at least 3 dimensions, but got input with "
+                           f"{input.ndim} dimension(s)")
+    if groups <= 0:
+        raise RuntimeError(f"Number of groups to divide channels in must be positive. Value of groups:{groups}")
+    if input.shape[1] % groups:
+        raise RuntimeError(f"Number of channels must be divisible by groups. Got {input.shape[1]} channels and "
+                           f"{groups} groups.")
+    return apply(channel_shuffle_p, (input,), {"groups": groups})
