@@ -196,6 +196,37 @@ def _fold(m, x, **kw):
     return m.nn.functional.fold(x, **kw)
 
 
+# ----- interpolate ---------------------------------------------------------------------------------------
+
+def _interp_samples(mode, shape, linear):
+    kws = [{"size": tuple(2 * s - 1 for s in shape[2:])}, {"scale_factor": 1.7}, {"scale_factor": 0.6},
+           {"scale_factor": 2.0}, {"scale_factor": 1.7, "recompute_scale_factor": True}]
+    if linear:
+        kws += [dict(kw, align_corners=True) for kw in kws[:3]]
+    return [((shape,), dict(kw, mode=mode)) for kw in kws]
+
+
+def _interp(m, x, **kw):
+    return m.nn.functional.interpolate(x, **kw)
+
+
+INTERP = {"nearest1d": _interp_samples("nearest", (2, 3, 7), False),
+          "nearest2d": _interp_samples("nearest", (2, 2, 5, 6), False),
+          "nearest3d": _interp_samples("nearest", (1, 2, 3, 4, 3), False),
+          "nearest_exact": _interp_samples("nearest-exact", (2, 2, 5, 6), False),
+          "linear": _interp_samples("linear", (2, 3, 7), True),
+          "bilinear": _interp_samples("bilinear", (2, 2, 5, 6), True),
+          "bicubic": _interp_samples("bicubic", (1, 2, 5, 6), True),
+          "trilinear": _interp_samples("trilinear", (1, 2, 3, 4, 3), True),
+          "area": [(((2, 2, 5, 6),), {"size": (3, 4), "mode": "area"}),
+                   (((2, 2, 7),), {"scale_factor": 0.5, "mode": "area"})]}
+INTERP_ERRORS = [(((2, 3, 7),), {"size": 4, "mode": "bilinear"}),
+                 (((2, 3, 7),), {"size": 4, "mode": "nearest", "align_corners": True}),
+                 (((2, 3, 7),), {"size": 4, "scale_factor": 2.0}), (((2, 3, 7),), {}),
+                 (((2, 3, 7),), {"size": (4, 4)}), (((2, 3, 7),), {"size": 4, "mode": "foo"}),
+                 (((2, 3, 7),), {"size": 4, "recompute_scale_factor": True})]
+
+
 OPS = [
     OpInfo("nn.functional.conv1d", _f("conv1d"), _shapes(*CONV1D), dtypes=F_I),
     OpInfo("nn.functional.conv2d", _f("conv2d"), _shapes(*CONV2D), dtypes=F_I),
@@ -250,6 +281,14 @@ OPS = [
              (((2, 5, 3),), {"fn": "channel_shuffle", "groups": 2}),
              (((2, 6, 3),), {"fn": "channel_shuffle", "groups": 0}),
              (((2, 6),), {"fn": "channel_shuffle", "groups": 2})]),
+    *[OpInfo(f"nn.functional.interpolate_{k}", _interp, _shapes(*v)) for k, v in INTERP.items()],
+    _errors("nn.functional.interpolate_errors", _interp, INTERP_ERRORS),
+    OpInfo("nn.functional.upsample", lambda m, x, **kw: m.nn.functional.upsample(x, **kw),
+           _shapes((((2, 2, 4, 5),), {"scale_factor": 2.0, "mode": "bilinear", "align_corners": False}))),
+    OpInfo("nn.functional.upsample_nearest", lambda m, x, **kw: m.nn.functional.upsample_nearest(x, **kw),
+           _shapes((((2, 2, 4, 5),), {"size": (5, 7)}))),
+    OpInfo("nn.functional.upsample_bilinear", lambda m, x, **kw: m.nn.functional.upsample_bilinear(x, **kw),
+           _shapes((((2, 2, 4, 5),), {"scale_factor": 2.0}))),
     _errors("nn.functional.max_pool2d_errors", _f("max_pool2d"), POOL_ERRORS),
     _errors("nn.functional.avg_pool2d_errors", _f("avg_pool2d"), POOL_ERRORS[1:]),
 ]

@@ -925,3 +925,181 @@ def channel_shuffle(input: Tensor, groups: int) -> Tensor:
         raise RuntimeError(f"Number of channels must be divisible by groups. Got {input.shape[1]} channels and "
                            f"{groups} groups.")
     return apply(channel_shuffle_p, (input,), {"groups": groups})
+
+
+# ----- interpolate ---------------------------------------------------------------------------------------------
+# Every mode but 'area' is separable: one (out, in) matrix per spatial dim, applied with the dim_matrices
+# primitive (its VJP applies the transposed matrices), recorded under PyTorch's node name. The matrices
+# follow ATen's index formulas (UpSample.h), in the input's precision (float32 opmath for float32).
+
+_UPSAMPLE_NODES = {}
+
+
+def _upsample_node(name: str) -> type:
+    if name not in _UPSAMPLE_NODES:
+        _UPSAMPLE_NODES[name] = _node(name)
+    return _UPSAMPLE_NODES[name]
+
+
+def _scale_value(scale, S, L, dt):
+    return dt(1.0 / scale) if scale is not None and scale > 0 else dt(S) / dt(L)
+
+
+def _linear_scale(scale, S, L, align_corners, dt):
+    if align_corners:
+        return dt(S - 1) / dt(L - 1) if L > 1 else dt(0)
+    return _scale_value(scale, S, L, dt)
+
+
+def _source_index(scale, L, align_corners, cubic, dt):
+    dst = np.arange(L, dtype=dt)
+    if align_corners:
+        return scale * dst
+    src = scale * (dst + dt(0.5)) - dt(0.5)
+    return src if cubic else np.maximum(src, dt(0))
+
+
+def _interp_matrix(mode, S, L, scale, align_corners, dt):
+    m = np.zeros((L, S), dtype=dt)
+    rows = np.arange(L)
+    if mode in ("nearest", "nearest-exact"):
+        if mode == "nearest" and L == S:
+            src = rows
+        elif mode == "nearest" and L == 2 * S:
+            src = rows >> 1
+        else:
+            sc = np.float32(_scale_value(scale, S, L, np.float32))
+            off = np.float32(0.5) if mode == "nearest-exact" else np.float32(0)
+            src = np.minimum(np.floor((rows.astype(np.float32) + off) * sc).astype(np.int64), S - 1)
+        m[rows, src] = 1
+        return m
+    if mode == "linear":
+        sc = _linear_scale(scale, S, L, align_corners, dt)
+        src = _source_index(sc, L, align_corners, False, dt)
+        i0 = src.astype(np.int64)
+        i1 = i0 + (i0 < S - 1)
+        lam1 = src - i0.astype(dt)
+        np.add.at(m, (rows, i0), dt(1) - lam1)
+        np.add.at(m, (rows, i1), lam1)
+        return m
+    # bicubic, A = -0.75, taps at floor(x)-1 .. floor(x)+2 clamped to the border
+    sc = _linear_scale(scale, S, L, align_corners, dt)
+    src = _source_index(sc, L, align_corners, True, dt)
+    i = np.floor(src)
+    t = src - i
+    A = dt(-0.75)
+
+    def cc1(x):
+        return ((A + 2) * x - (A + 3)) * x * x + 1
+
+    def cc2(x):
+        return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A
+    coeffs = (cc2(t + 1), cc1(t), cc1(1 - t), cc2(2 - t))
+    for k, c in enumerate(coeffs):
+        idx = np.clip(i.astype(np.int64) - 1 + k, 0, S - 1)
+        np.add.at(m, (rows, idx), c.astype(dt))
+    return m
+
+
+_MODES = ("nearest", "linear", "bilinear", "bicubic", "trilinear", "area", "nearest-exact")
+
+
+@register(module=False, submodule=_NN)
+def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "nearest", align_corners: bool | None = None,
+                recompute_scale_factor: bool | None = None, antialias: bool = False) -> Tensor:
+    """Resize the spatial dims of (N, C, *S) by ``size`` or ``scale_factor``: nearest, nearest-exact, linear,
+    bilinear, bicubic, trilinear (ATen's index formulas) or area (adaptive average pooling)."""
+    check_tensor(input, "interpolate", "input", 1)
+    if mode in ("nearest", "area", "nearest-exact"):
+        if align_corners is not None:
+            raise ValueError("align_corners option can only be set with the interpolating modes: "
+                             "linear | bilinear | bicubic | trilinear")
+    elif align_corners is None:
+        align_corners = False
+    dim = input.ndim - 2
+    if size is not None and scale_factor is not None:
+        raise ValueError("only one of size or scale_factor should be defined")
+    if size is not None:
+        scales = None
+        if isinstance(size, (list, tuple)):
+            if len(size) != dim:
+                raise ValueError("Input and output must have the same number of spatial dimensions, but got input "
+                                 f"with spatial dimensions of {list(input.shape[2:])} and output size of {size}. "
+                                 "Please provide input tensor in (N, C, d1, d2, ...,dK) format and output size in "
+                                 "(o1, o2, ...,oK) format.")
+            if not all(isinstance(s, int) and not isinstance(s, bool) for s in size):
+                raise TypeError("expected size to be one of int or Tuple[int] or Tuple[int, int] or Tuple[int, int, "
+                                f"int], but got size with types {[type(s) for s in size]}")
+            out_size = list(size)
+        else:
+            out_size = [size] * dim
+    elif scale_factor is not None:
+        out_size = None
+        if isinstance(scale_factor, (list, tuple)):
+            if len(scale_factor) != dim:
+                raise ValueError("Input and scale_factor must have the same number of spatial dimensions, but got "
+                                 f"input with spatial dimensions of {list(input.shape[2:])} and scale_factor of "
+                                 f"shape {scale_factor}. Please provide input tensor in (N, C, d1, d2, ...,dK) "
+                                 "format and scale_factor in (s1, s2, ...,sK) format.")
+            scales = list(scale_factor)
+        else:
+            scales = [scale_factor] * dim
+    else:
+        raise ValueError("either size or scale_factor should be defined")
+    if recompute_scale_factor and size is not None:
+        raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
+    if mode == "area" and out_size is None:
+        recompute_scale_factor = True
+    if out_size is None:
+        out_size = [int(math.floor(float(s) * float(f))) for s, f in zip(input.shape[2:], scales)]
+        if recompute_scale_factor:
+            scales = None
+    if antialias:
+        raise NotImplementedError("ember: interpolate(antialias=True) is not implemented")
+    want = {"nearest": None, "nearest-exact": None, "area": None, "linear": 1, "bilinear": 2, "bicubic": 2,
+            "trilinear": 3}
+    if mode not in want:
+        raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) for "
+                                  f"the modes: nearest | linear | bilinear | bicubic | trilinear | area | "
+                                  f"nearest-exact (got {mode})")
+    if not 1 <= dim <= 3 or (want[mode] is not None and want[mode] != dim):
+        if want[mode] is not None and 1 <= dim <= 3:
+            raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs {want[mode] + 2}D input")
+        raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) for "
+                                  f"the modes: nearest | linear | bilinear | bicubic | trilinear | area | "
+                                  f"nearest-exact (got {mode})")
+    if mode == "area":
+        fn = {1: adaptive_avg_pool1d, 2: adaptive_avg_pool2d, 3: adaptive_avg_pool3d}[dim]
+        return fn(input, out_size if dim > 1 else out_size[0])
+    if any(s <= 0 for s in out_size) or any(s <= 0 for s in input.shape[2:]):
+        raise RuntimeError(f"Input and output sizes should be greater than 0, but got input ({', '.join(map(str, input.shape[2:]))}) "
+                           f"and output ({', '.join(map(str, out_size))})")
+    if input._data.dtype.kind != "f":
+        name = {"nearest": "upsample_nearest", "nearest-exact": "_upsample_nearest_exact"}.get(mode, f"upsample_{mode}")
+        raise NotImplementedError(f'"{name}{dim}d_out_frame" not implemented for \'{_TYPE_NAMES[str(input._data.dtype)]}\'')
+    dt = input._data.dtype.type
+    kind = "linear" if mode in ("linear", "bilinear", "trilinear") else mode
+    mats = tuple(_interp_matrix(kind, S, L, None if scales is None else scales[i], align_corners, dt)
+                 for i, (S, L) in enumerate(zip(input.shape[2:], out_size)))
+    node = {"nearest": f"UpsampleNearest{dim}DBackward0", "nearest-exact": f"UpsampleNearestExact{dim}DBackward0",
+            "linear": "UpsampleLinear1DBackward0", "bilinear": "UpsampleBilinear2DBackward0",
+            "bicubic": "UpsampleBicubic2DBackward0", "trilinear": "UpsampleTrilinear3DBackward0"}[mode]
+    return apply(dim_matrices_p, (input,), {"mats": mats}, _upsample_node(node))
+
+
+@register(module=False, submodule=_NN)
+def upsample(input: Tensor, size=None, scale_factor=None, mode: str = "nearest", align_corners: bool | None = None):
+    """Deprecated alias of ``interpolate``."""
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+@register(module=False, submodule=_NN)
+def upsample_nearest(input: Tensor, size=None, scale_factor=None) -> Tensor:
+    """Deprecated: ``interpolate(..., mode='nearest')``."""
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+@register(module=False, submodule=_NN)
+def upsample_bilinear(input: Tensor, size=None, scale_factor=None) -> Tensor:
+    """Deprecated: ``interpolate(..., mode='bilinear', align_corners=True)``."""
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
