@@ -227,6 +227,34 @@ INTERP_ERRORS = [(((2, 3, 7),), {"size": 4, "mode": "bilinear"}),
                  (((2, 3, 7),), {"size": 4, "recompute_scale_factor": True})]
 
 
+# ----- lp pooling, max unpooling ---------------------------------------------------------------------------
+
+def _positive(cases):
+    def make(rng):
+        return [Sample((draw(rng, shape, "positive"),), dict(kw)) for shape, kw in cases]
+    return make
+
+
+def _unpool(name):
+    def op(m, x, indices, **kw):
+        return getattr(m.nn.functional, name)(x, m.tensor(indices), **kw)
+    return op
+
+
+def _unpool_samples(cases):
+    """Values and the indices max pooling would give (distinct per row: windows do not overlap)."""
+    def make(rng):
+        out = []
+        for in_shape, k, kw in cases:
+            import torch
+            pool = {1: torch.nn.functional.max_pool1d, 2: torch.nn.functional.max_pool2d,
+                    3: torch.nn.functional.max_pool3d}[len(in_shape) - 2]
+            _, idx = pool(torch.tensor(draw(rng, in_shape, "distinct")), k, return_indices=True)
+            out.append(Sample((draw(rng, tuple(idx.shape)),), dict(kw, indices=idx.numpy(), kernel_size=k)))
+        return out
+    return make
+
+
 OPS = [
     OpInfo("nn.functional.conv1d", _f("conv1d"), _shapes(*CONV1D), dtypes=F_I),
     OpInfo("nn.functional.conv2d", _f("conv2d"), _shapes(*CONV2D), dtypes=F_I),
@@ -289,6 +317,20 @@ OPS = [
            _shapes((((2, 2, 4, 5),), {"size": (5, 7)}))),
     OpInfo("nn.functional.upsample_bilinear", lambda m, x, **kw: m.nn.functional.upsample_bilinear(x, **kw),
            _shapes((((2, 2, 4, 5),), {"scale_factor": 2.0}))),
+    OpInfo("nn.functional.lp_pool2d", _f("lp_pool2d"),
+           _positive([((2, 3, 6, 5), {"norm_type": 2, "kernel_size": 2}),
+                      ((2, 2, 7, 6), {"norm_type": 3.0, "kernel_size": (3, 2), "stride": 2, "ceil_mode": True})])),
+    OpInfo("nn.functional.lp_pool1d", _f("lp_pool1d"),
+           _positive([((2, 3, 7), {"norm_type": 2, "kernel_size": 3}),
+                      ((3, 8), {"norm_type": 1.5, "kernel_size": 2, "stride": 1})])),
+    OpInfo("nn.functional.lp_pool_inf", _f("lp_pool2d"),
+           _d([((2, 3, 6, 5), {"norm_type": float("inf"), "kernel_size": 2})])),
+    OpInfo("nn.functional.max_unpool2d", _unpool("max_unpool2d"),
+           _unpool_samples([((2, 3, 6, 4), 2, {}), ((2, 2, 7, 6), 2, {"output_size": (7, 6)}),
+                            ((1, 3, 4, 4), 2, {"stride": 2})])),
+    OpInfo("nn.functional.max_unpool1d", _unpool("max_unpool1d"),
+           _unpool_samples([((2, 3, 8), 2, {}), ((2, 3, 7), 2, {"output_size": (7,)})])),
+    OpInfo("nn.functional.max_unpool3d", _unpool("max_unpool3d"), _unpool_samples([((1, 2, 4, 4, 4), 2, {})])),
     _errors("nn.functional.max_pool2d_errors", _f("max_pool2d"), POOL_ERRORS),
     _errors("nn.functional.avg_pool2d_errors", _f("avg_pool2d"), POOL_ERRORS[1:]),
 ]

@@ -1103,3 +1103,118 @@ def upsample_nearest(input: Tensor, size=None, scale_factor=None) -> Tensor:
 def upsample_bilinear(input: Tensor, size=None, scale_factor=None) -> Tensor:
     """Deprecated: ``interpolate(..., mode='bilinear', align_corners=True)``."""
     return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+# ----- lp pooling, max unpooling -------------------------------------------------------------------------------
+
+@register(module=False, submodule=_NN)
+def lp_pool1d(input: Tensor, norm_type: float, kernel_size: int, stride=None, ceil_mode: bool = False) -> Tensor:
+    """Power-average pooling: (sum over the window of x^p)^(1/p), as PyTorch composes it from avg_pool1d."""
+    if isinstance(norm_type, (int, float)) and abs(norm_type) == float("inf"):
+        if norm_type > 0:
+            return max_pool1d(input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+        return -max_pool1d(-input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+    check_tensor(input, "lp_pool1d", "input", 1)
+    out = avg_pool1d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    from .. import abs as _abs, relu as _relu, sign as _sign
+    return (_sign(out) * _relu(_abs(out))).mul(kernel_size).pow(1.0 / norm_type)
+
+
+@register(module=False, submodule=_NN)
+def lp_pool2d(input: Tensor, norm_type: float, kernel_size, stride=None, ceil_mode: bool = False) -> Tensor:
+    """2-d power-average pooling (PyTorch's composition of avg_pool2d, sign, relu and pow)."""
+    if isinstance(norm_type, (int, float)) and abs(norm_type) == float("inf"):
+        if norm_type > 0:
+            return max_pool2d(input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+        return -max_pool2d(-input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+    check_tensor(input, "lp_pool2d", "input", 1)
+    kw, kh = _ntuple(kernel_size, 2, "kernel_size", "lp_pool2d")
+    out = avg_pool2d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    from .. import abs as _abs, relu as _relu, sign as _sign
+    return (_sign(out) * _relu(_abs(out))).mul(kw * kh).pow(1.0 / norm_type)
+
+
+max_unpool_p = defprim(
+    "max_unpool", "MaxUnpool2DBackward0",
+    lambda xp, x, indices, shape, sd: xp.pool_scatter(x, indices, shape, sd, True),
+    vjp=lambda xp, g, out, x, indices, shape, sd: xp.pool_gather(g, indices, sd),
+    jvp="linear")
+
+
+def _max_unpool(op, d, input, indices, kernel_size, stride, padding, output_size):
+    check_tensor(input, op, "input", 1)
+    check_tensor(indices, op, "indices", 2)
+    kernel = _ntuple(kernel_size, d, "kernel_size", op)
+    st = kernel if stride is None else _ntuple(stride, d, "stride", op)
+    pad = _ntuple(padding, d, "padding", op)
+    default = [(input.shape[-d + i] - 1) * st[i] + kernel[i] - 2 * pad[i] for i in range(d)]
+    if output_size is None:
+        size = default
+    else:
+        size = list(output_size)
+        if len(size) == d + 2:
+            size = size[2:]
+        if len(size) != d:
+            raise ValueError(f"output_size should be a sequence containing {d} or {d + 2} elements, but it has a "
+                             f"length of '{len(size)}'")
+        for i in range(d):
+            if not default[i] - st[i] < size[i] < default[i] + st[i]:
+                raise ValueError(f'invalid output_size "{output_size}" (dim {i} must be between '
+                                 f"{default[i] - st[i]} and {default[i] + st[i]})")
+    for i in range(d):
+        if size[i] < 0:
+            raise ValueError(f"max_unpooling: output_size must contain non-negative spatial dimensions, but got "
+                             f"output_size[{i}]={size[i]}")
+    return size
+
+
+def _unpool_apply(input, indices, size, node):
+    if indices._data.dtype != np.int64:
+        raise RuntimeError(f"elements in indices should be type int64 but got: {_dtype_name(indices)}")
+    if tuple(indices.shape) != tuple(input.shape):
+        raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor "
+                           f"({_size_str(input.shape)}) but got indices tensor with shape: "
+                           f"{_size_str(indices.shape)}")
+    k = len(size)
+    idx = indices._data
+    total = math.prod(size)
+    if idx.size and (idx.min() < 0 or idx.max() >= total):
+        bad = int(idx.max() if idx.max() >= total else idx.min())
+        raise RuntimeError(f"Found an invalid max index: {bad} (output volumes are of size "
+                           f"{'x'.join(map(str, size))}")
+    shape = tuple(input.shape[:input.ndim - k]) + tuple(size)
+    return apply(max_unpool_p, (input,), {"indices": idx, "shape": shape, "sd": k}, _upsample_node(node))
+
+
+def _dtype_name(t: Tensor) -> str:
+    return _TYPE_NAMES.get(str(t._data.dtype), str(t._data.dtype))
+
+
+@register(module=False, submodule=_NN)
+def max_unpool2d(input: Tensor, indices: Tensor, kernel_size, stride=None, padding=0, output_size=None) -> Tensor:
+    """The partial inverse of max_pool2d: each value put back at its index, zeros elsewhere."""
+    size = _max_unpool("max_unpool2d", 2, input, indices, kernel_size, stride, padding, output_size)
+    if input.ndim not in (3, 4):
+        raise RuntimeError(f"Input to max_unpooling2d should be a 3d or 4d Tensor, but got a tensor with "
+                           f"{input.ndim} dimensions.")
+    return _unpool_apply(input, indices, size, "MaxUnpool2DBackward0")
+
+
+@register(module=False, submodule=_NN)
+def max_unpool3d(input: Tensor, indices: Tensor, kernel_size, stride=None, padding=0, output_size=None) -> Tensor:
+    """The partial inverse of max_pool3d."""
+    size = _max_unpool("max_unpool3d", 3, input, indices, kernel_size, stride, padding, output_size)
+    if input.ndim not in (4, 5):
+        raise RuntimeError(f"Input to max_unpooling3d should be a 4d or 5d Tensor, but got a tensor with "
+                           f"{input.ndim} dimensions.")
+    return _unpool_apply(input, indices, size, "MaxUnpool3DBackward0")
+
+
+@register(module=False, submodule=_NN)
+def max_unpool1d(input: Tensor, indices: Tensor, kernel_size, stride=None, padding=0, output_size=None) -> Tensor:
+    """The partial inverse of max_pool1d (as PyTorch: 2-d unpooling over (L, 1))."""
+    size = _max_unpool("max_unpool1d", 1, input, indices, kernel_size, stride, padding, output_size)
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"Input to max_unpooling2d should be a 3d or 4d Tensor, but got a tensor with "
+                           f"{input.ndim + 1} dimensions.")
+    return _unpool_apply(input.unsqueeze(-1), indices.unsqueeze(-1), size + [1], "MaxUnpool2DBackward0").squeeze(-1)
