@@ -43,6 +43,7 @@ CONV2D = [
     (((1, 4, 5, 5), (4, 2, 2, 2), (4,)), {"groups": 2, "stride": 2}),
     (((3, 5, 4), (2, 3, 3, 3)), {"padding": 1}),                      # unbatched
     (((2, 2, 5, 5), (3, 2, 3, 3)), {"padding": "same", "dilation": 2}),
+    (((2, 2, 5, 4), (3, 2, 2, 3)), {"padding": "same"}),                # even kernel: constant_pad_nd first
     (((2, 3, 4, 4), (2, 3, 1, 1), (2,)), {}),                         # 1x1
 ]
 CONV3D = [

@@ -199,7 +199,9 @@ def _conv(op, d, input, weight, bias, stride, padding, dilation, groups):
             if any(s != 1 for s in stride):
                 raise RuntimeError("padding='same' is not supported for strided convolutions")
             tot = [dl * (k - 1) for dl, k in zip(dilation, kernel)]
-            pads = tuple((t // 2, t - t // 2) for t in tot)
+            pads = tuple((t // 2, t // 2) for t in tot)
+            if any(t % 2 for t in tot):   # as PyTorch: the odd extra padded on the right by constant_pad_nd first
+                x = apply(constant_pad_p, (x,), {"pads": tuple((0, t % 2) for t in tot), "value": 0})
         else:
             raise RuntimeError(f"Invalid padding string: '{padding}'")
     else:
