@@ -364,3 +364,35 @@ def channel_shuffle(x, groups):
     N, C = x.shape[:2]
     rest = x.shape[2:]
     return x.reshape((N, groups, C // groups) + rest).swapaxes(1, 2).reshape(x.shape)
+
+
+# ----- affine_grid, grid_sample ------------------------------------------------------------------------------
+
+def _base_grid(size, align_corners, dtype):
+    """(*spatial, d+1): the normalised coordinates (x, y[, z], 1) of every output location, x fastest."""
+    axes = []
+    for s in size[2:][::-1]:   # x (width) first
+        if s <= 1:
+            v = np.zeros(max(s, 0), dtype=dtype)
+        else:
+            v = np.linspace(-1, 1, s, dtype=dtype)
+            if not align_corners:
+                v = v * dtype.type((s - 1) / s)
+        axes.append(v)
+    mesh = np.meshgrid(*axes[::-1], indexing="ij")          # spatial order (D, H, W)
+    coords = [m for m in mesh[::-1]]                         # x, y, z
+    return np.stack(coords + [np.ones_like(mesh[0])], axis=-1)
+
+
+def affine_grid(theta, size, align_corners):
+    """(N, *spatial, d) sampling grid: the base grid transformed by each theta (N, d, d+1)."""
+    base = _base_grid(size, align_corners, theta.dtype).reshape(-1, theta.shape[2])
+    out = np.matmul(base, theta.swapaxes(1, 2))             # (N, S, d)
+    return out.reshape((theta.shape[0],) + tuple(size[2:]) + (theta.shape[1],))
+
+
+def affine_grid_backward(g, size, align_corners):
+    """The gradient of ``affine_grid`` with respect to theta: (N, d, d+1)."""
+    d = g.shape[-1]
+    base = _base_grid(size, align_corners, g.dtype).reshape(-1, d + 1)
+    return np.matmul(g.reshape(g.shape[0], -1, d).swapaxes(1, 2), base)

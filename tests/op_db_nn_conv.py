@@ -332,6 +332,13 @@ OPS = [
     OpInfo("nn.functional.max_unpool1d", _unpool("max_unpool1d"),
            _unpool_samples([((2, 3, 8), 2, {}), ((2, 3, 7), 2, {"output_size": (7,)})])),
     OpInfo("nn.functional.max_unpool3d", _unpool("max_unpool3d"), _unpool_samples([((1, 2, 4, 4, 4), 2, {})])),
+    OpInfo("nn.functional.affine_grid", _f("affine_grid"),
+           _shapes((((2, 2, 3),), {"size": (2, 3, 4, 5)}), (((2, 2, 3),), {"size": (2, 1, 3, 2), "align_corners": True}),
+                   (((2, 3, 4),), {"size": (2, 3, 2, 4, 3), "align_corners": False}),
+                   (((1, 2, 3),), {"size": (1, 1, 1, 3), "align_corners": False}))),
+    _errors("nn.functional.affine_grid_errors", _f("affine_grid"),
+            [(((2, 2, 3),), {"size": (2, 3, 4)}), (((2, 3, 4),), {"size": (2, 3, 4, 5)}),
+             (((2, 2, 3),), {"size": (2, 3, 0, 5)})]),
     _errors("nn.functional.max_pool2d_errors", _f("max_pool2d"), POOL_ERRORS),
     _errors("nn.functional.avg_pool2d_errors", _f("avg_pool2d"), POOL_ERRORS[1:]),
 ]

@@ -1220,3 +1220,49 @@ def max_unpool1d(input: Tensor, indices: Tensor, kernel_size, stride=None, paddi
         raise RuntimeError(f"Input to max_unpooling2d should be a 3d or 4d Tensor, but got a tensor with "
                            f"{input.ndim + 1} dimensions.")
     return _unpool_apply(input.unsqueeze(-1), indices.unsqueeze(-1), size + [1], "MaxUnpool2DBackward0").squeeze(-1)
+
+
+# ----- affine_grid -----------------------------------------------------------------------------------------------
+
+affine_grid_p = defprim(
+    "affine_grid", "AffineGridGeneratorBackward0",
+    lambda xp, theta, size, align_corners: xp.affine_grid(theta, size, align_corners),
+    vjp=lambda xp, g, out, theta, size, align_corners: xp.affine_grid_backward(g, size, align_corners),
+    jvp="linear")
+affine_grid_backward_p = defprim(
+    "affine_grid_backward", "AffineGridGeneratorBackwardBackward0",
+    lambda xp, g, size, align_corners: xp.affine_grid_backward(g, size, align_corners),
+    vjp=lambda xp, g, out, gy, size, align_corners: xp.affine_grid(g, size, align_corners),
+    jvp="linear")
+graph("affine_grid", lambda theta, size, align_corners: apply(
+    affine_grid_p, (theta,), {"size": tuple(size), "align_corners": align_corners}))
+graph("affine_grid_backward", lambda g, size, align_corners: apply(
+    affine_grid_backward_p, (g,), {"size": tuple(size), "align_corners": align_corners}))
+
+
+@register(module=False, submodule=_NN)
+def affine_grid(theta: Tensor, size, align_corners: bool | None = None) -> Tensor:
+    """The sampling grid (N, H, W, 2) (or (N, D, H, W, 3)) of the affine maps ``theta`` (N, 2, 3) (or (N, 3, 4))
+    over an output of ``size``, in normalised [-1, 1] coordinates (for grid_sample)."""
+    check_tensor(theta, "affine_grid", "theta", 1)
+    if align_corners is None:
+        align_corners = False
+    if theta._data.dtype.kind != "f":
+        raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
+    size = list(size)
+    if len(size) == 4:
+        if theta.ndim != 3 or tuple(theta.shape[-2:]) != (2, 3):
+            raise ValueError(f"Expected a batch of 2D affine matrices of shape Nx2x3 for size "
+                             f"torch.Size({size}). Got {_size_str(theta.shape).join(('torch.Size(', ')'))}.")
+    elif len(size) == 5:
+        if theta.ndim != 3 or tuple(theta.shape[-2:]) != (3, 4):
+            raise ValueError(f"Expected a batch of 3D affine matrices of shape Nx3x4 for size "
+                             f"torch.Size({size}). Got {_size_str(theta.shape).join(('torch.Size(', ')'))}.")
+    else:
+        raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D affine transforms, "
+                                  f"respectively. Got size torch.Size({size}).")
+    if min(size) <= 0:
+        raise ValueError(f"Expected non-zero, positive output size. Got torch.Size({size})")
+    if theta.shape[0] != size[0]:
+        raise RuntimeError(f"affine_grid: expected theta's batch size {theta.shape[0]} to match size[0]={size[0]}")
+    return apply(affine_grid_p, (theta,), {"size": tuple(size), "align_corners": bool(align_corners)})
