@@ -256,6 +256,23 @@ def _unpool_samples(cases):
     return make
 
 
+# ----- grid_sample ------------------------------------------------------------------------------------------
+
+def _grid_sample(m, x, grid, **kw):
+    return m.nn.functional.grid_sample(x, grid, **kw)
+
+
+def _grid_samples(mode):
+    def make(rng):
+        out = []
+        for pm in ("zeros", "border", "reflection"):
+            for ac in (False, True):
+                out.append(Sample((draw(rng, (2, 3, 5, 6)), rng.uniform(-1.2, 1.2, (2, 4, 3, 2))),
+                                  {"mode": mode, "padding_mode": pm, "align_corners": ac}))
+        return out
+    return make
+
+
 OPS = [
     OpInfo("nn.functional.conv1d", _f("conv1d"), _shapes(*CONV1D), dtypes=F_I),
     OpInfo("nn.functional.conv2d", _f("conv2d"), _shapes(*CONV2D), dtypes=F_I),
@@ -339,6 +356,12 @@ OPS = [
     _errors("nn.functional.affine_grid_errors", _f("affine_grid"),
             [(((2, 2, 3),), {"size": (2, 3, 4)}), (((2, 3, 4),), {"size": (2, 3, 4, 5)}),
              (((2, 2, 3),), {"size": (2, 3, 0, 5)})]),
+    *[OpInfo(f"nn.functional.grid_sample_{mode}", _grid_sample, _grid_samples(mode), supports_fwd=False)
+      for mode in ("bilinear", "nearest")],
+    _errors("nn.functional.grid_sample_errors", _grid_sample,
+            [(((2, 3, 5, 6), (2, 4, 3, 1)), {}), (((2, 3, 5, 6), (1, 4, 3, 2)), {}),
+             (((2, 3, 5, 6), (2, 4, 3, 2)), {"mode": "foo"}), (((2, 3, 5, 6), (2, 4, 3, 2)), {"padding_mode": "foo"}),
+             (((2, 3, 5), (2, 4, 2)), {})]),
     _errors("nn.functional.max_pool2d_errors", _f("max_pool2d"), POOL_ERRORS),
     _errors("nn.functional.avg_pool2d_errors", _f("avg_pool2d"), POOL_ERRORS[1:]),
 ]

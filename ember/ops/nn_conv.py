@@ -1266,3 +1266,176 @@ def affine_grid(theta: Tensor, size, align_corners: bool | None = None) -> Tenso
     if theta.shape[0] != size[0]:
         raise RuntimeError(f"affine_grid: expected theta's batch size {theta.shape[0]} to match size[0]={size[0]}")
     return apply(affine_grid_p, (theta,), {"size": tuple(size), "align_corners": bool(align_corners)})
+
+
+# ----- grid_sample (2-d: bilinear, nearest; zeros, border, reflection padding) ---------------------------------
+# The sampling position along each axis is a piecewise-affine function of the grid (unnormalise, then clip or
+# reflect: ATen's GridSampler.h): pixel = A * grid + B with A, B constant on each piece, read from the grid's
+# values. The rules rebuild the corner weights from the grid with xp arithmetic (so they are differentiable
+# in the grid), and read and write the input through pool_gather / pool_scatter (differentiable too): the
+# gradients are differentiable again, as PyTorch's GridSampler2DBackwardBackward0.
+
+def _raw(a):
+    return a._data if isinstance(a, Tensor) else a
+
+
+def _const(xp, arr):
+    """A constant array in the rule's namespace (a Tensor under create_graph)."""
+    return make(np.ascontiguousarray(arr)) if type(xp).__name__ == "SimpleNamespace" else arr
+
+
+def _gs_axis(coord, size, padding, align):
+    """(pixel position, A, B) along one axis for normalised coordinates ``coord`` (pixel = A*coord + B)."""
+    dt = coord.dtype.type
+    scale = dt((size - 1) / 2) if align else dt(size / 2)
+    shift = dt((size - 1) / 2)
+    c = coord * scale + shift
+    a = np.ones_like(c)
+    if padding == "reflection":
+        lo2, hi2 = (0, 2 * (size - 1)) if align else (-1, 2 * size - 1)
+        if lo2 == hi2:
+            c = np.zeros_like(c)
+            a = np.zeros_like(c)
+        else:
+            mn, span = dt(lo2 / 2), dt((hi2 - lo2) / 2)
+            t = c - mn
+            s1 = np.where(t < 0, dt(-1), dt(1))
+            t = np.abs(t)
+            extra = np.fmod(t, span)
+            even = np.floor(t / span) % 2 == 0
+            c = np.where(even, extra + mn, span - extra + mn)
+            a = np.where(even, s1, -s1)
+    if padding in ("border", "reflection"):
+        inside = (c > 0) & (c < size - 1)
+        a = np.where(inside, a, dt(0))
+        c = np.clip(c, 0, size - 1)
+    A = (a * scale).astype(coord.dtype)
+    return c.astype(coord.dtype), A, (c - A * coord).astype(coord.dtype)
+
+
+def _gs_plan(inp_shape, grid, mode, padding, align):
+    """The corners: (flat index (N, C, Ho, Wo), in-bounds mask (N, Ho, Wo), dx, dy) per corner, dx/dy the corner's
+    offset from floor (bilinear) or None (nearest); and the axis maps (A, B) for x and y."""
+    N, C, H, W = inp_shape
+    g = _raw(grid)
+    ix, Ax, Bx = _gs_axis(g[..., 0], W, padding, align)
+    iy, Ay, By = _gs_axis(g[..., 1], H, padding, align)
+    if mode == "nearest":
+        bases = [(np.rint(iy), np.rint(ix), None, None)]
+    else:
+        x0, y0 = np.floor(ix), np.floor(iy)
+        bases = [(y0 + dy, x0 + dx, dx, dy) for dy in (0, 1) for dx in (0, 1)]
+    corners = []
+    for yy, xx, dx, dy in bases:
+        mask = (xx >= 0) & (xx <= W - 1) & (yy >= 0) & (yy <= H - 1)
+        flat = (np.clip(yy, 0, H - 1).astype(np.int64) * W + np.clip(xx, 0, W - 1).astype(np.int64))
+        idx = np.ascontiguousarray(np.broadcast_to(flat[:, None], (N, C) + flat.shape[1:]))
+        corners.append((idx, mask.astype(g.dtype), dx, dy))
+    x0 = np.floor(ix) if mode != "nearest" else None
+    y0 = np.floor(iy) if mode != "nearest" else None
+    return corners, (Ax, Bx, x0), (Ay, By, y0)
+
+
+def _gs_weights(xp, grid, xmap, ymap):
+    """The fractional offsets (wx1, wy1) = (ix - floor(ix), iy - floor(iy)), differentiable in the grid."""
+    Ax, Bx, x0 = xmap
+    Ay, By, y0 = ymap
+    gx = xp.getitem(grid, (Ellipsis, 0))
+    gy = xp.getitem(grid, (Ellipsis, 1))
+    wx1 = gx * _const(xp, Ax) + _const(xp, Bx - x0)
+    wy1 = gy * _const(xp, Ay) + _const(xp, By - y0)
+    return wx1, wy1
+
+
+def _gs_corner_weight(wx1, wy1, dx, dy):
+    return (wx1 if dx else 1 - wx1) * (wy1 if dy else 1 - wy1)
+
+
+def _grid_sample_fwd(xp, inp, grid, mode, padding_mode, align_corners):
+    corners, xmap, ymap = _gs_plan(inp.shape, grid, mode, padding_mode, align_corners)
+    if mode == "nearest":
+        idx, mask, _, _ = corners[0]
+        return xp.pool_gather(inp, idx, 2) * mask[:, None]
+    wx1, wy1 = _gs_weights(xp, grid, xmap, ymap)
+    out = 0
+    for idx, mask, dx, dy in corners:
+        out = out + xp.pool_gather(inp, idx, 2) * (_gs_corner_weight(wx1, wy1, dx, dy) * mask)[:, None]
+    return out
+
+
+def _grid_sample_vjp_input(xp, g, out, inp, grid, mode, padding_mode, align_corners):
+    corners, xmap, ymap = _gs_plan(inp.shape, grid, mode, padding_mode, align_corners)
+    shape = tuple(inp.shape)
+    if mode == "nearest":
+        idx, mask, _, _ = corners[0]
+        return xp.pool_scatter(g * _const(xp, mask[:, None]), idx, shape, 2)
+    wx1, wy1 = _gs_weights(xp, grid, xmap, ymap)
+    res = None
+    for idx, mask, dx, dy in corners:
+        w = _gs_corner_weight(wx1, wy1, dx, dy) * _const(xp, mask)
+        part = xp.pool_scatter(g * xp.unsqueeze(w, 1), idx, shape, 2)
+        res = part if res is None else res + part
+    return res
+
+
+def _grid_sample_vjp_grid(xp, g, out, inp, grid, mode, padding_mode, align_corners):
+    if mode == "nearest":
+        return xp.zeros_like(grid)   # piecewise constant in the grid (PyTorch returns zeros too)
+    corners, xmap, ymap = _gs_plan(inp.shape, grid, mode, padding_mode, align_corners)
+    wx1, wy1 = _gs_weights(xp, grid, xmap, ymap)
+    dix = diy = None
+    for idx, mask, dx, dy in corners:
+        v = xp.pool_gather(inp, idx, 2) * _const(xp, mask[:, None])
+        # d(corner weight)/d(ix) and d/d(iy)
+        wdx = (wy1 if dy else 1 - wy1) * (1 if dx else -1)
+        wdy = (wx1 if dx else 1 - wx1) * (1 if dy else -1)
+        px = v * xp.unsqueeze(wdx, 1)
+        py = v * xp.unsqueeze(wdy, 1)
+        dix = px if dix is None else dix + px
+        diy = py if diy is None else diy + py
+    gx = xp.sum(g * dix, 1) * _const(xp, xmap[0])
+    gy = xp.sum(g * diy, 1) * _const(xp, ymap[0])
+    return xp.stack([gx, gy], -1)
+
+
+grid_sample_p = defprim(
+    "grid_sampler_2d", "GridSampler2DBackward0",
+    lambda xp, inp, grid, mode, padding_mode, align_corners:
+    _grid_sample_fwd(xp, inp, grid, mode, padding_mode, align_corners),
+    vjp=(_grid_sample_vjp_input, _grid_sample_vjp_grid), saves=(0, 1))
+
+
+@register(module=False, submodule=_NN)
+def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mode: str = "zeros",
+                align_corners: bool | None = None) -> Tensor:
+    """Sample (N, C, H, W) at the normalised [-1, 1] positions of ``grid`` (N, Ho, Wo, 2): bilinear or nearest,
+    with zeros, border or reflection padding (2-d only; bicubic and 3-d are not built yet)."""
+    check_tensor(input, "grid_sample", "input", 1)
+    check_tensor(grid, "grid_sample", "grid", 2)
+    if mode not in ("bilinear", "nearest", "bicubic"):
+        raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or 'bicubic', "
+                         f"but got: '{mode}'")
+    if padding_mode not in ("zeros", "border", "reflection"):
+        raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or "
+                         f"'reflection', but got: '{padding_mode}'")
+    if align_corners is None:
+        align_corners = False
+    if input._data.dtype != grid._data.dtype:
+        raise RuntimeError(f"expected scalar type {_dtype_name(input)} but found {_dtype_name(grid)}")
+    if grid.shape[-1] != input.ndim - 2:
+        raise RuntimeError(f"grid_sampler(): expected grid to have size {input.ndim - 2} in last dimension, but got "
+                           f"grid with sizes {_size_str(grid.shape)}")
+    if input.ndim != 4 or grid.ndim != 4:
+        if input.ndim == 5:
+            raise NotImplementedError("ember: 3-d grid_sample (5-d input) is not implemented yet")
+        raise RuntimeError(f"grid_sampler(): expected 4D or 5D input and grid with same number of dimensions, but "
+                           f"got input with sizes {_size_str(input.shape)} and grid with sizes {_size_str(grid.shape)}")
+    if input.shape[0] != grid.shape[0]:
+        raise RuntimeError(f"grid_sampler(): expected grid and input to have same batch size, but got input with "
+                           f"sizes {_size_str(input.shape)} and grid with sizes {_size_str(grid.shape)}")
+    if mode == "bicubic":
+        raise NotImplementedError("ember: grid_sample(mode='bicubic') is not implemented yet")
+    if input._data.dtype.kind != "f":
+        raise RuntimeError(f'"grid_sampler_2d_cpu" not implemented for \'{_dtype_name(input)}\'')
+    return apply(grid_sample_p, (input, grid), {"mode": mode, "padding_mode": padding_mode,
+                                                 "align_corners": bool(align_corners)})
