@@ -1,4 +1,5 @@
-"""Op database entries of torch.nn.functional: convolution, pooling, padding, interpolation, grid sampling, pixel shuffle, unfold/fold."""
+"""Op database entries of torch.nn.functional: convolution, pooling, padding, interpolation, grid sampling,
+pixel shuffle, unfold/fold."""
 from __future__ import annotations
 
 import numpy as np  # noqa: F401

@@ -129,9 +129,13 @@ def _check_dtypes(input: Tensor, weight: Tensor, bias) -> None:
         raise RuntimeError(f"Input type ({_tensor_type(input)}) and weight type ({_tensor_type(weight)}) should "
                            "be the same")
     if bias is not None and bias._data.dtype != input._data.dtype:
-        raise RuntimeError(f"Input type ({input._data.dtype.name.replace('float32', 'float').replace('float64', 'double')}) "
-                           f"and bias type ({bias._data.dtype.name.replace('float32', 'float').replace('float64', 'double')}) "
-                           "should be the same")
+        raise RuntimeError(f"Input type ({_scalar_word(input)}) and bias type ({_scalar_word(bias)}) should be the "
+                           "same")
+
+
+def _scalar_word(t: Tensor) -> str:
+    """PyTorch's C++ scalar name (float, double, long, ...)."""
+    return {"float32": "float", "float64": "double", "int64": "long"}.get(t._data.dtype.name, t._data.dtype.name)
 
 
 _TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long", "int32": "Int",
@@ -152,7 +156,7 @@ def _conv_args(op, input, weight, bias, d, transposed):
                            f"of size: {_size_str(input.shape)}")
     batched = input.ndim == d + 2
     if weight.ndim != d + 2:
-        raise RuntimeError(f"weight should have at least three dimensions" if weight.ndim < 3 else
+        raise RuntimeError("weight should have at least three dimensions" if weight.ndim < 3 else
                            f"Expected {weight.ndim}-dimensional input for {weight.ndim}-dimensional weight "
                            f"{_size_str(weight.shape)}, but got {input.ndim}-dimensional input of size "
                            f"{_size_str(input.shape)} instead")
@@ -1074,11 +1078,12 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
         fn = {1: adaptive_avg_pool1d, 2: adaptive_avg_pool2d, 3: adaptive_avg_pool3d}[dim]
         return fn(input, out_size if dim > 1 else out_size[0])
     if any(s <= 0 for s in out_size) or any(s <= 0 for s in input.shape[2:]):
-        raise RuntimeError(f"Input and output sizes should be greater than 0, but got input ({', '.join(map(str, input.shape[2:]))}) "
-                           f"and output ({', '.join(map(str, out_size))})")
+        raise RuntimeError("Input and output sizes should be greater than 0, but got input "
+                           f"({', '.join(map(str, input.shape[2:]))}) and output ({', '.join(map(str, out_size))})")
     if input._data.dtype.kind != "f":
         name = {"nearest": "upsample_nearest", "nearest-exact": "_upsample_nearest_exact"}.get(mode, f"upsample_{mode}")
-        raise NotImplementedError(f'"{name}{dim}d_out_frame" not implemented for \'{_TYPE_NAMES[str(input._data.dtype)]}\'')
+        raise NotImplementedError(f'"{name}{dim}d_out_frame" not implemented for '
+                                  f'\'{_TYPE_NAMES[str(input._data.dtype)]}\'')
     dt = input._data.dtype.type
     kind = "linear" if mode in ("linear", "bilinear", "trilinear") else mode
     mats = tuple(_interp_matrix(kind, S, L, None if scales is None else scales[i], align_corners, dt)
