@@ -156,22 +156,30 @@ def dim_matrices(x, mats):
     return np.ascontiguousarray(x)
 
 
-def _running_argmax(views, lowest):
+def _running_argmax(views, lowest, count, full=False):
     """PyTorch's max-pool scan: over the window offsets in order, take a value when it is greater than the
     maximum so far or NaN (so ties keep the first maximum, NaN the last NaN). ``views`` yields the values at
-    each offset; returns the winning offset's number (-1 where nothing beat ``lowest``)."""
+    each offset; returns the winning offset's number (-1 where nothing beat ``lowest``). ``full``: every
+    offset of every window is inside the input (no padding), so the first offset starts the scan; ``count``:
+    the number of offsets."""
     best = None
     kbest = None
+    kt = np.int16 if count < 32766 else np.int32
     for k, v in enumerate(views):
         if best is None:
+            if full:
+                best = v.copy()
+                kbest = np.ones(v.shape, dtype=kt)
+                continue
             best = np.full(v.shape, lowest, dtype=v.dtype)
-            kbest = np.full(v.shape, -1, dtype=np.int32)
+            kbest = np.zeros(v.shape, dtype=kt)
         take = v > best
         if v.dtype.kind == "f":
-            take |= np.isnan(v)
-        best = np.where(take, v, best)
-        kbest = np.where(take, np.int32(k), kbest)
-    return kbest
+            take |= v != v   # NaN
+        best = np.maximum(best, v)   # NaN propagates: a NaN maximum stays, as in the scan
+        # offsets only grow, so "the latest taker" is a running maximum of k + 1 where taken (0: none yet)
+        kbest = np.maximum(kbest, take.view(np.int8) * kt(k + 1))
+    return kbest - 1
 
 
 def _flat(per_dim, size):
@@ -201,7 +209,8 @@ def _max_pool_indices(x, kernel, stride, pads, dilation, out_size):
     lead = (slice(None), slice(None))
     views = (xp_[lead + tuple(slice(k[i] * dilation[i], k[i] * dilation[i] + stride[i] * (out_size[i] - 1) + 1,
                                     stride[i]) for i in range(d))] for k in np.ndindex(*kernel))
-    kbest = _running_argmax(views, low)
+    full = not any(lo or hi for lo, hi in pads)
+    kbest = _running_argmax(views, low, _math.prod(kernel), full)
     # the winning offset as per-dim positions; where nothing won (all lowest), PyTorch's index is the
     # window's first in-bounds position
     offsets = np.array(list(np.ndindex(*kernel)), dtype=np.int64).reshape(-1, d)   # offset number -> (k_0..)
@@ -237,7 +246,7 @@ def _adaptive_max_indices(x, out_size):
         for k in np.ndindex(*ks):
             pos = [p[:, k[i]].reshape(shp) for i, (p, shp) in enumerate(zip(per_dim, shapes))]
             yield x[(slice(None), slice(None)) + tuple(np.broadcast_arrays(*pos))]
-    kbest = np.maximum(_running_argmax(views(), _lowest(x.dtype)), 0)   # nothing won: the first position
+    kbest = np.maximum(_running_argmax(views(), _lowest(x.dtype), _math.prod(ks)), 0)   # nothing won: the first position
     offsets = np.array(list(np.ndindex(*ks)), dtype=np.int64).reshape(-1, d)
     pos = []
     for i in range(d):

@@ -155,6 +155,14 @@ def _ties(rng):
              ((1, 2, 6, 6), {"kernel_size": 2, "dilation": 2, "ceil_mode": True, "stride": 3})]]
 
 
+def _nan_inf(rng):
+    """NaN and -inf in the windows: PyTorch's scan keeps the last NaN, and an all -inf window its first position."""
+    n, i = np.nan, np.inf
+    rows = [[n, 1.0, n, 2.0, -i, -i, 3.0, n], [-i, -i, -i, -i, 1.0, 1.0, n, 2.0]]
+    return [Sample((np.array([rows]),), kw) for kw in
+            [{"kernel_size": 4}, {"kernel_size": 3, "stride": 1, "padding": 1}, {"kernel_size": 2}]]
+
+
 def _ties_adaptive(rng):
     return [Sample((rng.integers(-1, 2, (2, 3, 7, 5)).astype(np.float64),), {"output_size": (3, 4)})]
 
@@ -297,6 +305,7 @@ OPS = [
     *_pool_ops("adaptive_max_pool1d", ADAPTIVE1D, idx=True),
     *_pool_ops("adaptive_max_pool2d", ADAPTIVE2D, idx=True),
     *_pool_ops("adaptive_max_pool3d", ADAPTIVE3D, idx=True),
+    OpInfo("nn.functional.max_pool1d_nan_inf", _pool_idx("max_pool1d"), _nan_inf, **NO_GRAD),
     OpInfo("nn.functional.max_pool2d_ties", _pool_idx("max_pool2d"), _ties, **NO_GRAD),
     OpInfo("nn.functional.adaptive_max_pool2d_ties", _pool_idx("adaptive_max_pool2d"), _ties_adaptive, **NO_GRAD),
     OpInfo("nn.functional.pad", _pad, _shapes(*[((sh,), kw) for sh, kw in PAD_CONSTANT]), dtypes=F_I),
