@@ -217,6 +217,9 @@ def _max_pool_indices(x, kernel, stride, pads, dilation, out_size):
     pos = []
     for i in range(d):
         st = starts[i]
+        if full:   # every window has a winner
+            pos.append(st + np.take(offsets[:, i] * dilation[i], kbest))
+            continue
         first = np.where(st < 0, st + dilation[i] * -(st // dilation[i]), st)
         ki = np.take(offsets[:, i], np.maximum(kbest, 0))
         pos.append(np.where(kbest < 0, first, st + ki * dilation[i]))
