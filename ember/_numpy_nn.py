@@ -4,5 +4,6 @@ Each nn family keeps its kernels in a file of its own (``_numpy_nn_<family>.py``
 from __future__ import annotations
 
 from ._numpy_nn_activation import *  # noqa: F401,F403
+from ._numpy_nn_conv import *  # noqa: F401,F403
 from ._numpy_nn_loss import *  # noqa: F401,F403
 from ._numpy_nn_norm import *  # noqa: F401,F403

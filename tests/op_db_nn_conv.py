@@ -1,6 +1,379 @@
-"""Op database entries of torch.nn.functional: convolution, pooling, padding, interpolation, grid sampling, pixel shuffle, unfold/fold."""
+"""Op database entries of torch.nn.functional: convolution, pooling, padding, interpolation, grid sampling,
+pixel shuffle, unfold/fold."""
 from __future__ import annotations
 
-OPS: list = []
+import numpy as np  # noqa: F401
+
+from op_db import FLOAT, OpInfo, Sample, XFail, draw  # noqa: F401
+
+NO_GRAD = dict(supports_grad=False, supports_gradgrad=False, supports_fwd=False)
+F_I = FLOAT + ("int64",)
+
+
+def _shapes(*cases):
+    """Samples from (shapes, kwargs) pairs, values from the 'real' domain."""
+    def make(rng):
+        return [Sample(tuple(draw(rng, s) for s in shapes), dict(kw)) for shapes, kw in cases]
+    return make
+
+
+def _f(name):
+    """``m.nn.functional.<name>(*tensors, **kwargs)``."""
+    return lambda m, *ts, **kw: getattr(m.nn.functional, name)(*ts, **kw)
+
+
+def _errors(name, fn, cases, dtypes=FLOAT):
+    return OpInfo(name, fn, _shapes(*cases), dtypes=dtypes, **NO_GRAD)
+
+
+# ----- convolution --------------------------------------------------------------------------------------
+
+CONV1D = [
+    (((2, 3, 7), (4, 3, 3)), {}),
+    (((2, 3, 7), (4, 3, 3), (4,)), {"stride": 2, "padding": 1}),
+    (((1, 4, 9), (6, 2, 3), (6,)), {"stride": 2, "padding": 2, "dilation": 2, "groups": 2}),
+    (((3, 6), (2, 3, 2)), {}),                                       # unbatched
+    (((2, 2, 5), (3, 2, 3)), {"padding": "same"}),
+    (((2, 2, 5), (3, 2, 3)), {"padding": "valid"}),
+    (((2, 4, 6), (4, 1, 3)), {"groups": 4, "padding": (1,)}),        # depthwise
+    (((0, 2, 5), (3, 2, 3)), {}),                                    # empty batch
+]
+CONV2D = [
+    (((2, 3, 5, 6), (4, 3, 3, 2)), {}),
+    (((2, 3, 6, 5), (4, 3, 3, 3), (4,)), {"stride": (2, 1), "padding": (1, 2), "dilation": (1, 2)}),
+    (((1, 4, 5, 5), (4, 2, 2, 2), (4,)), {"groups": 2, "stride": 2}),
+    (((3, 5, 4), (2, 3, 3, 3)), {"padding": 1}),                      # unbatched
+    (((2, 2, 5, 5), (3, 2, 3, 3)), {"padding": "same", "dilation": 2}),
+    (((2, 2, 5, 4), (3, 2, 2, 3)), {"padding": "same"}),                # even kernel: constant_pad_nd first
+    (((2, 3, 4, 4), (2, 3, 1, 1), (2,)), {}),                         # 1x1
+]
+CONV3D = [
+    (((1, 2, 4, 5, 4), (3, 2, 2, 3, 2)), {}),
+    (((2, 2, 4, 4, 5), (2, 1, 3, 2, 3), (2,)), {"stride": (1, 2, 2), "padding": 1, "groups": 2}),
+]
+CONVT1D = [
+    (((2, 4, 5), (4, 3, 3)), {}),
+    (((2, 4, 5), (4, 3, 3), (6,)), {"stride": 2, "padding": 1, "output_padding": 1, "groups": 2}),
+    (((2, 3, 4), (3, 2, 2), (2,)), {"stride": 3, "dilation": 2, "output_padding": 1}),
+    (((3, 4), (3, 2, 3)), {"padding": 1}),                            # unbatched
+]
+CONVT2D = [
+    (((2, 3, 4, 3), (3, 2, 3, 2)), {}),
+    (((1, 4, 3, 4), (4, 1, 2, 3), (2,)), {"stride": (2, 3), "padding": (1, 0), "groups": 2, "dilation": (2, 1),
+                                          "output_padding": (1, 2)}),
+]
+CONVT3D = [
+    (((1, 2, 3, 2, 3), (2, 2, 2, 2, 2), (2,)), {"stride": 2, "padding": 1}),
+]
+
+CONV_ERRORS = [
+    (((2, 4, 8), (5, 3, 3)), {}),                                     # channels
+    (((2, 4, 8), (5, 4, 3)), {"groups": 2}),                          # out channels not divisible
+    (((2, 4, 8), (5, 4, 9)), {}),                                     # kernel bigger than input
+    (((2, 4, 8), (5, 4, 3, 3)), {}),                                  # weight rank
+    (((8,), (5, 4, 3)), {}),                                          # input rank
+    (((2, 4, 8), (5, 4, 3)), {"stride": 2, "padding": "same"}),
+    (((2, 4, 8), (5, 4, 3)), {"padding": "foo"}),
+    (((2, 4, 8), (5, 4, 3)), {"stride": 0}),
+    (((2, 4, 8), (5, 4, 3)), {"padding": -1}),
+    (((2, 4, 8), (5, 4, 3), (4,)), {}),                               # bias size
+    (((2, 4, 8), (5, 4, 3)), {"groups": 0}),
+]
+CONVT_ERRORS = [
+    (((2, 4, 8), (4, 3, 3)), {"output_padding": 1}),
+    (((2, 4, 8), (5, 3, 3)), {}),
+]
+
+
+def _conv_dtype_mismatch(m, a, b):
+    return m.nn.functional.conv1d(a, b.double())
+
+
+# ----- pooling ------------------------------------------------------------------------------------------
+
+def _d(shape_kw):
+    """Samples of one input from the 'distinct' domain (max pooling: no ties, stable under perturbation)."""
+    def make(rng):
+        return [Sample((draw(rng, shape, "distinct"),), dict(kw)) for shape, kw in shape_kw]
+    return make
+
+
+def _pool_idx(name):
+    """The pooled values, and the indices as a second output (compared, not differentiated)."""
+    def op(m, x, **kw):
+        out, idx = getattr(m.nn.functional, name)(x, return_indices=True, **kw)
+        return out, idx
+    return op
+
+
+MAXPOOL2D = [((2, 3, 6, 5), {"kernel_size": 2}),
+             ((2, 2, 7, 6), {"kernel_size": 3, "stride": 2, "padding": 1, "ceil_mode": True}),
+             ((1, 2, 7, 7), {"kernel_size": (2, 3), "stride": (1, 2), "dilation": (2, 1)}),
+             ((3, 5, 5), {"kernel_size": 2, "stride": 1}),
+             ((0, 2, 4, 4), {"kernel_size": 2})]
+MAXPOOL1D = [((2, 3, 7), {"kernel_size": 2}), ((2, 3, 8), {"kernel_size": 3, "stride": 2, "padding": 1,
+                                                            "ceil_mode": True, "dilation": 1}),
+             ((3, 9), {"kernel_size": 3, "dilation": 2})]
+MAXPOOL3D = [((1, 2, 4, 5, 4), {"kernel_size": 2}), ((2, 1, 5, 4, 5), {"kernel_size": (2, 3, 2), "stride": 2,
+                                                                        "padding": 1})]
+AVGPOOL2D = [((2, 3, 6, 5), {"kernel_size": 2}),
+             ((2, 2, 7, 6), {"kernel_size": 3, "stride": 2, "padding": 1, "ceil_mode": True}),
+             ((2, 2, 7, 6), {"kernel_size": 3, "stride": 2, "padding": 1, "count_include_pad": False,
+                             "ceil_mode": True}),
+             ((1, 2, 5, 5), {"kernel_size": (2, 3), "divisor_override": 3, "padding": 1}),
+             ((3, 4, 5), {"kernel_size": 2, "stride": 1})]
+AVGPOOL1D = [((2, 3, 7), {"kernel_size": 3, "stride": 2, "padding": 1}),
+             ((3, 8), {"kernel_size": 3, "ceil_mode": True, "count_include_pad": False, "padding": 1})]
+AVGPOOL3D = [((1, 2, 4, 5, 4), {"kernel_size": 2}), ((2, 1, 5, 4, 5), {"kernel_size": (2, 3, 2), "stride": 2,
+                                                                        "padding": 1})]
+ADAPTIVE2D = [((2, 3, 7, 6), {"output_size": (3, 4)}), ((2, 3, 5, 5), {"output_size": 5}),
+              ((3, 5, 4), {"output_size": (2, None)}), ((1, 2, 3, 4), {"output_size": (5, 7)})]
+ADAPTIVE1D = [((2, 3, 7), {"output_size": 3}), ((3, 5), {"output_size": 5}), ((2, 2, 4), {"output_size": 6})]
+ADAPTIVE3D = [((1, 2, 4, 5, 3), {"output_size": (2, 3, 2)})]
+
+POOL_ERRORS = [
+    (((1, 1, 4, 4),), {"kernel_size": 2, "padding": 2}),
+    (((1, 1, 4, 4),), {"kernel_size": 5}),
+    (((4, 4),), {"kernel_size": 2}),
+    (((1, 1, 4, 4),), {"kernel_size": 0}),
+    (((1, 1, 4, 4),), {"kernel_size": 2, "stride": 0}),
+]
+
+
+def _pool_ops(name, samples, idx=False, ints=True, domain="distinct"):
+    mk = _d(samples) if domain == "distinct" else _shapes(*[((s,), kw) for s, kw in samples])
+    out = [OpInfo(f"nn.functional.{name}", _f(name), mk, dtypes=F_I if ints else FLOAT)]
+    if idx:
+        out.append(OpInfo(f"nn.functional.{name}_indices", _pool_idx(name), mk))
+    return out
+
+
+def _ties(rng):
+    """Few distinct values, so windows tie: the indices must be PyTorch's (first maximum)."""
+    return [Sample((rng.integers(-1, 2, shape).astype(np.float64),), kw) for shape, kw in
+            [((2, 3, 6, 6), {"kernel_size": 3, "stride": 2, "padding": 1}), ((2, 2, 5, 7), {"kernel_size": 2}),
+             ((1, 2, 6, 6), {"kernel_size": 2, "dilation": 2, "ceil_mode": True, "stride": 3})]]
+
+
+def _nan_inf(rng):
+    """NaN and -inf in the windows: PyTorch's scan keeps the last NaN, and an all -inf window its first position."""
+    n, i = np.nan, np.inf
+    rows = [[n, 1.0, n, 2.0, -i, -i, 3.0, n], [-i, -i, -i, -i, 1.0, 1.0, n, 2.0]]
+    return [Sample((np.array([rows]),), kw) for kw in
+            [{"kernel_size": 4}, {"kernel_size": 3, "stride": 1, "padding": 1}, {"kernel_size": 2}]]
+
+
+def _ties_adaptive(rng):
+    return [Sample((rng.integers(-1, 2, (2, 3, 7, 5)).astype(np.float64),), {"output_size": (3, 4)})]
+
+
+# ----- padding ------------------------------------------------------------------------------------------
+
+def _pad(m, x, **kw):
+    return m.nn.functional.pad(x, **kw)
+
+
+PAD_CONSTANT = [((2, 3, 5), {"pad": (1, 2)}), ((2, 3, 4), {"pad": (2, 1, -1, 3), "value": 1.5}),
+                ((1, 2, 3, 4, 3), {"pad": (1, 1, 2, 0, 1, 2, 1, 0)}), ((3,), {"pad": (0, 2)}),
+                ((2, 5), {"pad": (-2, -1)}), ((0, 3), {"pad": (1, 1)})]
+PAD_MODES = [((2, 3, 5), {"pad": (1, 2)}), ((2, 3, 5, 4), {"pad": (2, 1, -1, 3)}),
+             ((1, 2, 3, 4, 5), {"pad": (1, 1, 2, 0, 1, 2)}), ((2, 4), {"pad": (2, 1)}),
+             ((3, 4, 4), {"pad": (1, 1, 1, 1)}), ((1, 1, 2, 3, 4), {"pad": (-1, 2, 1, 1, 0, 1)})]
+PAD_ERRORS = [((1, 2, 3), {"pad": (3, 3), "mode": "reflect"}), ((1, 2, 3), {"pad": (1,)}),
+              ((1, 2, 3), {"pad": (1, 1, 1, 1, 1, 1, 1, 1)}), ((1, 2, 3), {"pad": (1, 1), "mode": "foo"}),
+              ((1, 2, 3), {"pad": (4, 2), "mode": "circular"}), ((3,), {"pad": (1, 1), "mode": "reflect"}),
+              ((1, 2, 3), {"pad": (1, 1), "mode": "reflect", "value": 2.5}),
+              ((2, 3, 0), {"pad": (1, 1), "mode": "replicate"}), ((2, 3), {"pad": (-2, -2)}),
+              ((2, 3), {"pad": (1, 1, 1, 1, 1, 1)})]
+CIRCULAR = "torch pads circularly through slice copies (CopySlices nodes); ember gathers in one node"
+
+
+# ----- unfold / fold, shuffles ---------------------------------------------------------------------------
+
+UNFOLD = [((2, 3, 5, 6), {"kernel_size": (2, 3), "padding": 1, "stride": 2}),
+          ((3, 5, 6), {"kernel_size": 2, "dilation": 2}), ((1, 2, 4, 4), {"kernel_size": 1})]
+FOLD = [((2, 12, 12), {"output_size": (4, 5), "kernel_size": (2, 2)}),
+        ((12, 9), {"output_size": 5, "kernel_size": 2, "stride": 2, "padding": 1}),
+        ((1, 6, 2), {"output_size": (4, 5), "kernel_size": (1, 3), "dilation": (1, 2), "stride": (2, 1)})]
+FOLD_ERRORS = [((2, 12, 7), {"output_size": (4, 5), "kernel_size": (2, 2)}),
+               ((2, 11, 12), {"output_size": (4, 5), "kernel_size": (2, 2)}),
+               ((2, 12, 12), {"output_size": (4, 5), "kernel_size": 0})]
+UNFOLD_ERRORS = [((2, 3, 5), {"kernel_size": 2}), ((1, 2, 3, 3), {"kernel_size": 4}),
+                 ((1, 2, 3, 3), {"kernel_size": 2, "stride": 0})]
+
+
+def _fold(m, x, **kw):
+    return m.nn.functional.fold(x, **kw)
+
+
+# ----- interpolate ---------------------------------------------------------------------------------------
+
+def _interp_samples(mode, shape, linear):
+    kws = [{"size": tuple(2 * s - 1 for s in shape[2:])}, {"scale_factor": 1.7}, {"scale_factor": 0.6},
+           {"scale_factor": 2.0}, {"scale_factor": 1.7, "recompute_scale_factor": True}]
+    if linear:
+        kws += [dict(kw, align_corners=True) for kw in kws[:3]]
+    return [((shape,), dict(kw, mode=mode)) for kw in kws]
+
+
+def _interp(m, x, **kw):
+    return m.nn.functional.interpolate(x, **kw)
+
+
+INTERP = {"nearest1d": _interp_samples("nearest", (2, 3, 7), False),
+          "nearest2d": _interp_samples("nearest", (2, 2, 5, 6), False),
+          "nearest3d": _interp_samples("nearest", (1, 2, 3, 4, 3), False),
+          "nearest_exact": _interp_samples("nearest-exact", (2, 2, 5, 6), False),
+          "linear": _interp_samples("linear", (2, 3, 7), True),
+          "bilinear": _interp_samples("bilinear", (2, 2, 5, 6), True),
+          "bicubic": _interp_samples("bicubic", (1, 2, 5, 6), True),
+          "trilinear": _interp_samples("trilinear", (1, 2, 3, 4, 3), True),
+          "area": [(((2, 2, 5, 6),), {"size": (3, 4), "mode": "area"}),
+                   (((2, 2, 7),), {"scale_factor": 0.5, "mode": "area"})]}
+INTERP_ERRORS = [(((2, 3, 7),), {"size": 4, "mode": "bilinear"}),
+                 (((2, 3, 7),), {"size": 4, "mode": "nearest", "align_corners": True}),
+                 (((2, 3, 7),), {"size": 4, "scale_factor": 2.0}), (((2, 3, 7),), {}),
+                 (((2, 3, 7),), {"size": (4, 4)}), (((2, 3, 7),), {"size": 4, "mode": "foo"}),
+                 (((2, 3, 7),), {"size": 4, "recompute_scale_factor": True})]
+
+
+# ----- lp pooling, max unpooling ---------------------------------------------------------------------------
+
+def _positive(cases):
+    def make(rng):
+        return [Sample((draw(rng, shape, "positive"),), dict(kw)) for shape, kw in cases]
+    return make
+
+
+def _unpool(name):
+    def op(m, x, indices, **kw):
+        return getattr(m.nn.functional, name)(x, m.tensor(indices), **kw)
+    return op
+
+
+def _unpool_samples(cases):
+    """Values and the indices max pooling would give (distinct per row: windows do not overlap)."""
+    def make(rng):
+        out = []
+        for in_shape, k, kw in cases:
+            import torch
+            pool = {1: torch.nn.functional.max_pool1d, 2: torch.nn.functional.max_pool2d,
+                    3: torch.nn.functional.max_pool3d}[len(in_shape) - 2]
+            _, idx = pool(torch.tensor(draw(rng, in_shape, "distinct")), k, return_indices=True)
+            out.append(Sample((draw(rng, tuple(idx.shape)),), dict(kw, indices=idx.numpy(), kernel_size=k)))
+        return out
+    return make
+
+
+# ----- grid_sample ------------------------------------------------------------------------------------------
+
+def _grid_sample(m, x, grid, **kw):
+    return m.nn.functional.grid_sample(x, grid, **kw)
+
+
+def _grid_samples(mode):
+    def make(rng):
+        out = []
+        for pm in ("zeros", "border", "reflection"):
+            for ac in (False, True):
+                out.append(Sample((draw(rng, (2, 3, 5, 6)), rng.uniform(-1.2, 1.2, (2, 4, 3, 2))),
+                                  {"mode": mode, "padding_mode": pm, "align_corners": ac}))
+        return out
+    return make
+
+
+OPS = [
+    OpInfo("nn.functional.conv1d", _f("conv1d"), _shapes(*CONV1D), dtypes=F_I),
+    OpInfo("nn.functional.conv2d", _f("conv2d"), _shapes(*CONV2D), dtypes=F_I),
+    OpInfo("nn.functional.conv3d", _f("conv3d"), _shapes(*CONV3D)),
+    OpInfo("nn.functional.conv_transpose1d", _f("conv_transpose1d"), _shapes(*CONVT1D), dtypes=F_I),
+    OpInfo("nn.functional.conv_transpose2d", _f("conv_transpose2d"), _shapes(*CONVT2D)),
+    OpInfo("nn.functional.conv_transpose3d", _f("conv_transpose3d"), _shapes(*CONVT3D)),
+    _errors("nn.functional.conv1d_errors", _f("conv1d"), CONV_ERRORS),
+    _errors("nn.functional.conv_transpose1d_errors", _f("conv_transpose1d"), CONVT_ERRORS),
+    OpInfo("nn.functional.conv1d_dtype_errors", _conv_dtype_mismatch, _shapes((((2, 4, 8), (5, 4, 3)), {})),
+           dtypes=("float32",), **NO_GRAD),
+    *_pool_ops("max_pool1d", MAXPOOL1D, idx=True),
+    *_pool_ops("max_pool2d", MAXPOOL2D, idx=True),
+    *_pool_ops("max_pool3d", MAXPOOL3D, idx=True),
+    *_pool_ops("avg_pool1d", AVGPOOL1D, domain="real"),
+    *_pool_ops("avg_pool2d", AVGPOOL2D, domain="real"),
+    *_pool_ops("avg_pool3d", AVGPOOL3D, domain="real"),
+    *_pool_ops("adaptive_avg_pool1d", ADAPTIVE1D, ints=False, domain="real"),
+    *_pool_ops("adaptive_avg_pool2d", ADAPTIVE2D, ints=False, domain="real"),
+    *_pool_ops("adaptive_avg_pool3d", ADAPTIVE3D, ints=False, domain="real"),
+    *_pool_ops("adaptive_max_pool1d", ADAPTIVE1D, idx=True),
+    *_pool_ops("adaptive_max_pool2d", ADAPTIVE2D, idx=True),
+    *_pool_ops("adaptive_max_pool3d", ADAPTIVE3D, idx=True),
+    OpInfo("nn.functional.max_pool1d_nan_inf", _pool_idx("max_pool1d"), _nan_inf, **NO_GRAD),
+    OpInfo("nn.functional.max_pool2d_ties", _pool_idx("max_pool2d"), _ties, **NO_GRAD),
+    OpInfo("nn.functional.adaptive_max_pool2d_ties", _pool_idx("adaptive_max_pool2d"), _ties_adaptive, **NO_GRAD),
+    OpInfo("nn.functional.pad", _pad, _shapes(*[((sh,), kw) for sh, kw in PAD_CONSTANT]), dtypes=F_I),
+    OpInfo("nn.functional.pad_reflect", _pad, _shapes(*[((sh,), dict(kw, mode="reflect")) for sh, kw in PAD_MODES]),
+           dtypes=F_I),
+    OpInfo("nn.functional.pad_replicate", _pad,
+           _shapes(*[((sh,), dict(kw, mode="replicate")) for sh, kw in PAD_MODES]), dtypes=F_I),
+    OpInfo("nn.functional.pad_circular", _pad,
+           _shapes(*[((sh,), dict(kw, mode="circular")) for sh, kw in PAD_MODES]), dtypes=F_I,
+           xfails=(XFail("grad_fn", CIRCULAR),)),  # structure: STRUCTURE_DIFFERS in test_ops.py
+    _errors("nn.functional.pad_errors", _pad, [((sh,), kw) for sh, kw in PAD_ERRORS]),
+    OpInfo("nn.functional.unfold", _f("unfold"), _shapes(*[((sh,), kw) for sh, kw in UNFOLD]), dtypes=F_I),
+    OpInfo("nn.functional.fold", _fold, _shapes(*[((sh,), kw) for sh, kw in FOLD]), dtypes=F_I),
+    _errors("nn.functional.unfold_errors", _f("unfold"), [((sh,), kw) for sh, kw in UNFOLD_ERRORS]),
+    _errors("nn.functional.fold_errors", _fold, [((sh,), kw) for sh, kw in FOLD_ERRORS]),
+    OpInfo("nn.functional.pixel_shuffle", _f("pixel_shuffle"),
+           _shapes((((2, 8, 3, 3),), {"upscale_factor": 2}), (((4, 2, 3),), {"upscale_factor": 1}),
+                   (((2, 1, 9, 2, 2),), {"upscale_factor": 3})), dtypes=F_I),
+    OpInfo("nn.functional.pixel_unshuffle", _f("pixel_unshuffle"),
+           _shapes((((2, 2, 4, 6),), {"downscale_factor": 2}), (((1, 3, 6),), {"downscale_factor": 3})), dtypes=F_I),
+    OpInfo("nn.functional.channel_shuffle", _f("channel_shuffle"),
+           _shapes((((2, 6, 3, 3),), {"groups": 2}), (((2, 6, 3),), {"groups": 3}), (((1, 4, 2, 2, 2),), {"groups": 4})),
+           dtypes=F_I),
+    _errors("nn.functional.shuffle_errors", lambda m, x, fn, **kw: getattr(m.nn.functional, fn)(x, **kw),
+            [(((2, 5, 3, 3),), {"fn": "pixel_shuffle", "upscale_factor": 2}),
+             (((2, 8, 3, 3),), {"fn": "pixel_shuffle", "upscale_factor": 0}),
+             (((8, 3),), {"fn": "pixel_shuffle", "upscale_factor": 2}),
+             (((2, 2, 5, 4),), {"fn": "pixel_unshuffle", "downscale_factor": 2}),
+             (((2, 5, 3),), {"fn": "channel_shuffle", "groups": 2}),
+             (((2, 6, 3),), {"fn": "channel_shuffle", "groups": 0}),
+             (((2, 6),), {"fn": "channel_shuffle", "groups": 2})]),
+    *[OpInfo(f"nn.functional.interpolate_{k}", _interp, _shapes(*v)) for k, v in INTERP.items()],
+    _errors("nn.functional.interpolate_errors", _interp, INTERP_ERRORS),
+    OpInfo("nn.functional.upsample", lambda m, x, **kw: m.nn.functional.upsample(x, **kw),
+           _shapes((((2, 2, 4, 5),), {"scale_factor": 2.0, "mode": "bilinear", "align_corners": False}))),
+    OpInfo("nn.functional.upsample_nearest", lambda m, x, **kw: m.nn.functional.upsample_nearest(x, **kw),
+           _shapes((((2, 2, 4, 5),), {"size": (5, 7)}))),
+    OpInfo("nn.functional.upsample_bilinear", lambda m, x, **kw: m.nn.functional.upsample_bilinear(x, **kw),
+           _shapes((((2, 2, 4, 5),), {"scale_factor": 2.0}))),
+    OpInfo("nn.functional.lp_pool2d", _f("lp_pool2d"),
+           _positive([((2, 3, 6, 5), {"norm_type": 2, "kernel_size": 2}),
+                      ((2, 2, 7, 6), {"norm_type": 3.0, "kernel_size": (3, 2), "stride": 2, "ceil_mode": True})])),
+    OpInfo("nn.functional.lp_pool1d", _f("lp_pool1d"),
+           _positive([((2, 3, 7), {"norm_type": 2, "kernel_size": 3}),
+                      ((3, 8), {"norm_type": 1.5, "kernel_size": 2, "stride": 1})])),
+    OpInfo("nn.functional.lp_pool_inf", _f("lp_pool2d"),
+           _d([((2, 3, 6, 5), {"norm_type": float("inf"), "kernel_size": 2})])),
+    OpInfo("nn.functional.max_unpool2d", _unpool("max_unpool2d"),
+           _unpool_samples([((2, 3, 6, 4), 2, {}), ((2, 2, 7, 6), 2, {"output_size": (7, 6)}),
+                            ((1, 3, 4, 4), 2, {"stride": 2})])),
+    OpInfo("nn.functional.max_unpool1d", _unpool("max_unpool1d"),
+           _unpool_samples([((2, 3, 8), 2, {}), ((2, 3, 7), 2, {"output_size": (7,)})])),
+    OpInfo("nn.functional.max_unpool3d", _unpool("max_unpool3d"), _unpool_samples([((1, 2, 4, 4, 4), 2, {})])),
+    OpInfo("nn.functional.affine_grid", _f("affine_grid"),
+           _shapes((((2, 2, 3),), {"size": (2, 3, 4, 5)}), (((2, 2, 3),), {"size": (2, 1, 3, 2), "align_corners": True}),
+                   (((2, 3, 4),), {"size": (2, 3, 2, 4, 3), "align_corners": False}),
+                   (((1, 2, 3),), {"size": (1, 1, 1, 3), "align_corners": False}))),
+    _errors("nn.functional.affine_grid_errors", _f("affine_grid"),
+            [(((2, 2, 3),), {"size": (2, 3, 4)}), (((2, 3, 4),), {"size": (2, 3, 4, 5)}),
+             (((2, 2, 3),), {"size": (2, 3, 0, 5)})]),
+    *[OpInfo(f"nn.functional.grid_sample_{mode}", _grid_sample, _grid_samples(mode), supports_fwd=False)
+      for mode in ("bilinear", "nearest")],
+    _errors("nn.functional.grid_sample_errors", _grid_sample,
+            [(((2, 3, 5, 6), (2, 4, 3, 1)), {}), (((2, 3, 5, 6), (1, 4, 3, 2)), {}),
+             (((2, 3, 5, 6), (2, 4, 3, 2)), {"mode": "foo"}), (((2, 3, 5, 6), (2, 4, 3, 2)), {"padding_mode": "foo"}),
+             (((2, 3, 5), (2, 4, 2)), {})]),
+    _errors("nn.functional.max_pool2d_errors", _f("max_pool2d"), POOL_ERRORS),
+    _errors("nn.functional.avg_pool2d_errors", _f("avg_pool2d"), POOL_ERRORS[1:]),
+]
 HYP_BINARY: list = []
 HYP_UNARY: list = []

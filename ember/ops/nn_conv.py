@@ -1,6 +1,1452 @@
-"""The op table, torch.nn.functional: convolution, pooling, padding, interpolation, grid sampling, pixel shuffle, unfold/fold.
+"""The op table, torch.nn.functional: convolution and pooling.
 
 Registered with ``submodule="nn.functional"`` (``ember.nn.functional.<name>``); kernels in
-``ember/_numpy_nn.py`` (or a file of this family's own, re-exported there).
+``ember/_numpy_nn_conv.py``.
+
+Convolution is three bilinear primitives, N-d generic, each the others' derivatives:
+  * ``convolution``    y = conv(x, w) + b                      (PyTorch's ConvolutionBackward0)
+  * ``conv_transpose`` x' = conv_transpose(y, w) + b           (the input gradient of conv; ConvolutionBackward0
+                                                                for F.conv_transpose*d)
+  * ``conv_weight``    w' = conv_weight(x, y)                  (the weight gradient of conv)
+Their VJPs call each other through ``xp``, so gradients of any order are convolutions again.
+Pooling: ``max_pool`` picks the input at indices found in the forward (its gradient scatters back through
+``pool_scatter``, whose own gradient is ``pool_gather``); ``avg_pool`` is linear, its gradient
+``avg_pool_backward`` is linear too and each is the other's VJP.
 """
 from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+
+from .._numpy_nn_conv import _adaptive_bounds, _adaptive_max_indices, _max_pool_indices
+from .._numpy_nn_conv import dim_matrices as _dim_matrices_raw
+from .._tensor import Tensor, make
+from ..autograd.graph import node_class
+from ._primitive import PrimNode, apply, defprim
+from ._registry import graph, register
+from ._util import check_tensor
+
+_NN = "nn.functional"
+_BB = node_class("ConvolutionBackwardBackward0", PrimNode)
+
+
+# ----- convolution primitives ---------------------------------------------------------------------------
+
+def _bias_grad(xp, g):
+    return xp.sum(g, (0,) + tuple(range(2, g.ndim)))
+
+
+def _bias_tangent(xp, t, out):
+    return xp.expand(xp.reshape(t, (1, t.shape[0]) + (1,) * (out.ndim - 2)), tuple(out.shape))
+
+
+conv_p = defprim(
+    "convolution", "ConvolutionBackward0",
+    lambda xp, x, w, b, stride, pads, dilation, groups: xp.conv_nd(x, w, b, stride, pads, dilation, groups),
+    vjp=(lambda xp, g, out, x, w, b, stride, pads, dilation, groups:
+         xp.conv_transpose_nd(g, w, None, stride, pads, dilation, groups, tuple(x.shape[2:])),
+         lambda xp, g, out, x, w, b, stride, pads, dilation, groups:
+         xp.conv_weight_nd(x, g, tuple(w.shape), stride, pads, dilation, groups),
+         lambda xp, g, out, x, w, b, stride, pads, dilation, groups: _bias_grad(xp, g)),
+    jvp=(lambda xp, t, out, x, w, b, stride, pads, dilation, groups:
+         xp.conv_nd(t, w, None, stride, pads, dilation, groups),
+         lambda xp, t, out, x, w, b, stride, pads, dilation, groups:
+         xp.conv_nd(x, t, None, stride, pads, dilation, groups),
+         lambda xp, t, out, x, w, b, stride, pads, dilation, groups: _bias_tangent(xp, t, out)),
+    saves=(0, 1), saved_names=("input", "weight", "bias"))
+
+conv_transpose_p = defprim(
+    "conv_transpose", "ConvolutionBackward0",
+    lambda xp, x, w, b, stride, pads, dilation, groups, size:
+    xp.conv_transpose_nd(x, w, b, stride, pads, dilation, groups, size),
+    vjp=(lambda xp, g, out, x, w, b, stride, pads, dilation, groups, size:
+         xp.conv_nd(g, w, None, stride, pads, dilation, groups),
+         lambda xp, g, out, x, w, b, stride, pads, dilation, groups, size:
+         xp.conv_weight_nd(g, x, tuple(w.shape), stride, pads, dilation, groups),
+         lambda xp, g, out, x, w, b, stride, pads, dilation, groups, size: _bias_grad(xp, g)),
+    jvp=(lambda xp, t, out, x, w, b, stride, pads, dilation, groups, size:
+         xp.conv_transpose_nd(t, w, None, stride, pads, dilation, groups, size),
+         lambda xp, t, out, x, w, b, stride, pads, dilation, groups, size:
+         xp.conv_transpose_nd(x, t, None, stride, pads, dilation, groups, size),
+         lambda xp, t, out, x, w, b, stride, pads, dilation, groups, size: _bias_tangent(xp, t, out)),
+    saves=(0, 1), saved_names=("input", "weight", "bias"))
+
+conv_weight_p = defprim(
+    "conv_weight", "ConvolutionBackwardBackward0",
+    lambda xp, x, gy, wshape, stride, pads, dilation, groups:
+    xp.conv_weight_nd(x, gy, wshape, stride, pads, dilation, groups),
+    vjp=(lambda xp, g, out, x, gy, wshape, stride, pads, dilation, groups:
+         xp.conv_transpose_nd(gy, g, None, stride, pads, dilation, groups, tuple(x.shape[2:])),
+         lambda xp, g, out, x, gy, wshape, stride, pads, dilation, groups:
+         xp.conv_nd(x, g, None, stride, pads, dilation, groups)),
+    jvp="multilinear", saves=(0, 1))
+
+
+def _conv_params(stride, pads, dilation, groups):
+    return {"stride": stride, "pads": pads, "dilation": dilation, "groups": groups}
+
+
+# Under create_graph these record PyTorch's double-backward node name.
+graph("conv_nd", lambda x, w, b, stride, pads, dilation, groups: apply(
+    conv_p, (x, w, b), _conv_params(stride, pads, dilation, groups), _BB))
+graph("conv_transpose_nd", lambda x, w, b, stride, pads, dilation, groups, size: apply(
+    conv_transpose_p, (x, w, b), dict(_conv_params(stride, pads, dilation, groups), size=tuple(size)), _BB))
+graph("conv_weight_nd", lambda x, gy, wshape, stride, pads, dilation, groups: apply(
+    conv_weight_p, (x, gy), dict(_conv_params(stride, pads, dilation, groups), wshape=tuple(wshape))))
+
+
+# ----- argument checking ----------------------------------------------------------------------------------
+
+def _ntuple(v, d: int, name: str, op: str) -> tuple:
+    """An int or a sequence of ``d`` ints (a 1-sequence repeats), as PyTorch's int[d] arguments."""
+    if isinstance(v, bool) or v is None:
+        raise TypeError(f"{op}(): argument '{name}' must be tuple of ints, not {type(v).__name__}")
+    if isinstance(v, int):
+        return (v,) * d
+    if isinstance(v, Tensor) and v.ndim == 0:
+        return (int(v.item()),) * d
+    try:
+        vals = tuple(v)
+    except TypeError:
+        raise TypeError(f"{op}(): argument '{name}' must be tuple of ints, not {type(v).__name__}") from None
+    if not all(isinstance(i, int) and not isinstance(i, bool) for i in vals):
+        raise TypeError(f"{op}(): argument '{name}' must be tuple of ints, but found element of type "
+                        f"{type(next(i for i in vals if not isinstance(i, int) or isinstance(i, bool))).__name__}")
+    if len(vals) == 1:
+        return vals * d
+    if len(vals) != d:
+        raise RuntimeError(f"{op}(): argument '{name}' expected {d} ints, got {len(vals)}")
+    return vals
+
+
+def _size_str(shape) -> str:
+    return "[" + ", ".join(map(str, shape)) + "]"
+
+
+def _check_dtypes(input: Tensor, weight: Tensor, bias) -> None:
+    if input._data.dtype != weight._data.dtype:
+        raise RuntimeError(f"Input type ({_tensor_type(input)}) and weight type ({_tensor_type(weight)}) should "
+                           "be the same")
+    if bias is not None and bias._data.dtype != input._data.dtype:
+        raise RuntimeError(f"Input type ({_scalar_word(input)}) and bias type ({_scalar_word(bias)}) should be the "
+                           "same")
+
+
+def _scalar_word(t: Tensor) -> str:
+    """PyTorch's C++ scalar name (float, double, long, ...)."""
+    return {"float32": "float", "float64": "double", "int64": "long"}.get(t._data.dtype.name, t._data.dtype.name)
+
+
+_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long", "int32": "Int",
+               "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool", "bfloat16": "BFloat16"}
+
+
+def _tensor_type(t: Tensor) -> str:
+    return f"torch.{_TYPE_NAMES.get(str(t._data.dtype), str(t._data.dtype))}Tensor"
+
+
+def _conv_args(op, input, weight, bias, d, transposed):
+    check_tensor(input, op, "input", 1)
+    check_tensor(weight, op, "weight", 2)
+    if bias is not None and not isinstance(bias, Tensor):
+        raise TypeError(f"{op}(): argument 'bias' (position 3) must be Tensor, not {type(bias).__name__}")
+    if input.ndim not in (d + 1, d + 2):
+        raise RuntimeError(f"Expected {d + 1}D (unbatched) or {d + 2}D (batched) input to {op}, but got input "
+                           f"of size: {_size_str(input.shape)}")
+    batched = input.ndim == d + 2
+    if weight.ndim != d + 2:
+        raise RuntimeError("weight should have at least three dimensions" if weight.ndim < 3 else
+                           f"Expected {weight.ndim}-dimensional input for {weight.ndim}-dimensional weight "
+                           f"{_size_str(weight.shape)}, but got {input.ndim}-dimensional input of size "
+                           f"{_size_str(input.shape)} instead")
+    _check_dtypes(input, weight, bias)
+    return batched
+
+
+def _check_groups(op, input_shape, weight, bias, groups, transposed):
+    if not isinstance(groups, int) or isinstance(groups, bool):
+        raise TypeError(f"{op}(): argument 'groups' must be int, not {type(groups).__name__}")
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    ws = tuple(weight.shape)
+    if ws[0] % groups and not transposed:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
+                           f"but got weight of size [{_size_str(ws)}] instead")
+    C = input_shape[1]
+    want = ws[0] if transposed else ws[1] * groups
+    if C != want:
+        kind = "transposed=1" if transposed else f"groups={groups}"
+        raise RuntimeError(f"Given {kind}, weight of size {_size_str(ws)}, expected input{_size_str(input_shape)} "
+                           f"to have {want} channels, but got {C} channels instead")
+    out_ch = ws[1] * groups if transposed else ws[0]
+    if bias is not None and (bias.ndim != 1 or bias.shape[0] != out_ch):
+        raise RuntimeError(f"Given weight of size {_size_str(ws)}, expected bias to be 1-dimensional with "
+                           f"{out_ch} elements, but got bias of size {_size_str(bias.shape)} instead")
+
+
+def _conv(op, d, input, weight, bias, stride, padding, dilation, groups):
+    batched = _conv_args(op, input, weight, bias, d, False)
+    x = input if batched else input.unsqueeze(0)
+    _check_groups(op, tuple(x.shape), weight, bias, groups, False)
+    stride = _ntuple(stride, d, "stride", op)
+    dilation = _ntuple(dilation, d, "dilation", op)
+    kernel = tuple(weight.shape[2:])
+    if any(s <= 0 for s in stride):
+        raise RuntimeError("non-positive stride is not supported")
+    if any(s <= 0 for s in dilation):
+        raise RuntimeError("dilation should be greater than zero")
+    if isinstance(padding, str):
+        if padding == "valid":
+            pads = ((0, 0),) * d
+        elif padding == "same":
+            if any(s != 1 for s in stride):
+                raise RuntimeError("padding='same' is not supported for strided convolutions")
+            tot = [dl * (k - 1) for dl, k in zip(dilation, kernel)]
+            pads = tuple((t // 2, t // 2) for t in tot)
+            if any(t % 2 for t in tot):   # as PyTorch: the odd extra padded on the right by constant_pad_nd first
+                x = apply(constant_pad_p, (x,), {"pads": tuple((0, t % 2) for t in tot), "value": 0})
+        else:
+            raise RuntimeError(f"Invalid padding string: '{padding}'")
+    else:
+        p = _ntuple(padding, d, "padding", op)
+        if any(v < 0 for v in p):
+            raise RuntimeError("negative padding is not supported")
+        pads = tuple((v, v) for v in p)
+    padded = [s + lo + hi for s, (lo, hi) in zip(x.shape[2:], pads)]
+    eff = [dl * (k - 1) + 1 for dl, k in zip(dilation, kernel)]
+    if any(p < e for p, e in zip(padded, eff)):
+        raise RuntimeError(f"Calculated padded input size per channel: ({' x '.join(map(str, padded))}). "
+                           f"Kernel size: ({' x '.join(map(str, eff))}). Kernel size can't be greater than "
+                           "actual input size")
+    out = apply(conv_p, (x, weight, bias), _conv_params(stride, pads, dilation, groups))
+    return out if batched else out.squeeze(0)
+
+
+@register(submodule=_NN)
+def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0, dilation=1,
+           groups: int = 1) -> Tensor:
+    """1-d convolution over (N, C, L) or (C, L) inputs (PyTorch's cross-correlation)."""
+    return _conv("conv1d", 1, input, weight, bias, stride, padding, dilation, groups)
+
+
+@register(submodule=_NN)
+def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0, dilation=1,
+           groups: int = 1) -> Tensor:
+    """2-d convolution over (N, C, H, W) or (C, H, W) inputs."""
+    return _conv("conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
+
+
+@register(submodule=_NN)
+def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0, dilation=1,
+           groups: int = 1) -> Tensor:
+    """3-d convolution over (N, C, D, H, W) or (C, D, H, W) inputs."""
+    return _conv("conv3d", 3, input, weight, bias, stride, padding, dilation, groups)
+
+
+def _conv_transpose(op, d, input, weight, bias, stride, padding, output_padding, groups, dilation):
+    batched = _conv_args(op, input, weight, bias, d, True)
+    x = input if batched else input.unsqueeze(0)
+    _check_groups(op, tuple(x.shape), weight, bias, groups, True)
+    stride = _ntuple(stride, d, "stride", op)
+    dilation = _ntuple(dilation, d, "dilation", op)
+    if isinstance(padding, str):
+        raise TypeError(f"{op}(): argument 'padding' must be tuple of ints, not str")
+    pad = _ntuple(padding, d, "padding", op)
+    opad = _ntuple(output_padding, d, "output_padding", op)
+    if any(s <= 0 for s in stride):
+        raise RuntimeError("non-positive stride is not supported")
+    if any(s <= 0 for s in dilation):
+        raise RuntimeError("dilation should be greater than zero")
+    if any(v < 0 for v in pad):
+        raise RuntimeError("negative padding is not supported")
+    if any(o >= s and o >= dl for o, s, dl in zip(opad, stride, dilation)) or any(o < 0 for o in opad):
+        raise RuntimeError(f"output padding must be smaller than either stride or dilation, but got "
+                           f"output_padding: {list(opad)} stride: {list(stride)} dilation: {list(dilation)}")
+    kernel = tuple(weight.shape[2:])
+    size = tuple((L - 1) * s - 2 * p + dl * (k - 1) + o + 1
+                 for L, s, p, dl, k, o in zip(x.shape[2:], stride, pad, dilation, kernel, opad))
+    if any(s <= 0 for s in size):
+        raise RuntimeError(f"Given input size per channel: ({' x '.join(map(str, x.shape[2:]))}). Calculated "
+                           f"output size per channel: ({' x '.join(map(str, size))}). Output size is too small")
+    out = apply(conv_transpose_p, (x, weight, bias),
+                dict(_conv_params(stride, tuple((p, p) for p in pad), dilation, groups), size=size))
+    return out if batched else out.squeeze(0)
+
+
+@register(submodule=_NN)
+def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
+                     output_padding=0, groups: int = 1, dilation=1) -> Tensor:
+    """1-d transposed convolution (the gradient of conv1d with respect to its input)."""
+    return _conv_transpose("conv_transpose1d", 1, input, weight, bias, stride, padding, output_padding, groups,
+                           dilation)
+
+
+@register(submodule=_NN)
+def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
+                     output_padding=0, groups: int = 1, dilation=1) -> Tensor:
+    """2-d transposed convolution."""
+    return _conv_transpose("conv_transpose2d", 2, input, weight, bias, stride, padding, output_padding, groups,
+                           dilation)
+
+
+@register(submodule=_NN)
+def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
+                     output_padding=0, groups: int = 1, dilation=1) -> Tensor:
+    """3-d transposed convolution."""
+    return _conv_transpose("conv_transpose3d", 3, input, weight, bias, stride, padding, output_padding, groups,
+                           dilation)
+
+
+# ----- pooling primitives ---------------------------------------------------------------------------------
+
+def _node(name: str) -> type:
+    return node_class(name, PrimNode)
+
+
+# max pooling: the input read at the indices of each window's maximum (found before, in the public function)
+max_pool_p = defprim(
+    "max_pool", "MaxPool2DWithIndicesBackward0",
+    lambda xp, x, indices, sd, unique: xp.pool_gather(x, indices, sd),
+    vjp=lambda xp, g, out, x, indices, sd, unique: xp.pool_scatter(g, indices, tuple(x.shape), sd, unique),
+    jvp="linear")
+pool_scatter_p = defprim(
+    "pool_scatter", "MaxPool2DWithIndicesBackwardBackward0",
+    lambda xp, g, indices, shape, sd, unique: xp.pool_scatter(g, indices, shape, sd, unique),
+    vjp=lambda xp, g, out, gy, indices, shape, sd, unique: xp.pool_gather(g, indices, sd, unique),
+    jvp="linear")
+graph("pool_gather", lambda x, indices, sd, unique=False: apply(
+    max_pool_p, (x,), {"indices": indices, "sd": sd, "unique": unique}))
+graph("pool_scatter", lambda g, indices, shape, sd, unique=False: apply(
+    pool_scatter_p, (g,), {"indices": indices, "shape": tuple(shape), "sd": sd, "unique": unique}))
+
+# separable linear pooling (avg_pool, adaptive_avg_pool): one matrix per spatial dim; the VJP is the same
+# op with the transposed matrices
+dim_matrices_p = defprim(
+    "dim_matrices", "AvgPool2DBackward0",
+    lambda xp, x, mats: xp.dim_matrices(x, mats),
+    vjp=lambda xp, g, out, x, mats: xp.dim_matrices(g, tuple(a.T for a in mats)),
+    jvp="linear")
+graph("dim_matrices", lambda x, mats: apply(dim_matrices_p, (x,), {"mats": tuple(mats)}))
+
+_POOL_NODES = {name: _node(name) for name in (
+    "MaxPool2DWithIndicesBackward0", "MaxPool3DWithIndicesBackward0", "AvgPool2DBackward0", "AvgPool3DBackward0",
+    "AdaptiveAvgPool2DBackward0", "AdaptiveAvgPool3DBackward0", "AdaptiveMaxPool2DBackward0",
+    "AdaptiveMaxPool3DBackward0")}
+
+
+# ----- pooling ---------------------------------------------------------------------------------------------
+
+def _pool_input(op, input, d):
+    check_tensor(input, op, "input", 1)
+    if input.ndim not in (d + 1, d + 2) or any(s == 0 for s in input.shape[-d - 1:]) and input.ndim == d + 1:
+        raise RuntimeError(f"non-empty {d + 1}D or {d + 2}D (batch mode) tensor expected for input")
+    if input.ndim == d + 2 and any(s == 0 for s in input.shape[1:]):
+        raise RuntimeError(f"Expected {d + 1}D or {d + 2}D (batch mode) tensor with optional 0 dim batch size "
+                           f"for input, but got:{_size_str(input.shape)}")
+    return input.ndim == d + 2
+
+
+def _pool_geometry(op, size, kernel_size, stride, padding, dilation, ceil_mode, d, avg):
+    """(kernel, stride, pad, dilation, out_size, pads with the ceil-mode extra) as PyTorch computes them."""
+    kernel = _ntuple(kernel_size, d, "kernel_size", op)
+    stride = kernel if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0) else \
+        _ntuple(stride, d, "stride", op)
+    pad = _ntuple(padding, d, "padding", op)
+    dil = _ntuple(dilation, d, "dilation", op)
+    if any(k <= 0 for k in kernel):
+        raise RuntimeError(f"kernel_size must be greater than zero, but got {list(kernel)}" if not avg else
+                           "kernel size should be greater than zero, but got " +
+                           " ".join(f"k{'dhw'[3 - d + i]}: {k}" for i, k in enumerate(kernel)))
+    if any(s <= 0 for s in stride):
+        raise RuntimeError("stride should not be zero" if any(s == 0 for s in stride) else
+                           f"stride should be greater than zero, but got {list(stride)}")
+    if any(v <= 0 for v in dil):
+        raise RuntimeError(f"dilation should be greater than zero, but got {list(dil)}")
+    for p, k, dl in zip(pad, kernel, dil):
+        if p < 0:
+            raise RuntimeError("pad must be non-negative")
+        if avg and p > k // 2:
+            raise RuntimeError(f"pad should be at most half of kernel size, but got pad={p} and kernel_size={k}")
+        if not avg and p > ((k - 1) * dl + 1) // 2:
+            raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={p}, "
+                               f"kernel_size={k} and dilation={dl}")
+    out = []
+    for S, k, s, p, dl in zip(size, kernel, stride, pad, dil):
+        num = S + 2 * p - dl * (k - 1) - 1 + (s - 1 if ceil_mode else 0)
+        L = num // s + 1
+        if ceil_mode and (L - 1) * s >= S + p:
+            L -= 1
+        out.append(L)
+    if any(L <= 0 for L in out):
+        raise RuntimeError(f"Given input size: ({'x'.join(map(str, ('?',) + tuple(size)))}). Calculated output "
+                           f"size: ({'x'.join(map(str, ('?',) + tuple(out)))}). Output size is too small")
+    pads = tuple((p, max(p, (L - 1) * s + dl * (k - 1) + 1 - S - p))
+                 for S, k, s, p, dl, L in zip(size, kernel, stride, pad, dil, out))
+    return kernel, stride, pad, dil, tuple(out), pads
+
+
+def _parse_pool_args(op, d, kernel_size, stride, padding, dilation=1):
+    """Argument types first, as PyTorch's parser (a TypeError before any shape check)."""
+    _ntuple(kernel_size, d, "kernel_size", op)
+    if stride is not None and not (isinstance(stride, (list, tuple)) and len(stride) == 0):
+        _ntuple(stride, d, "stride", op)
+    _ntuple(padding, d, "padding", op)
+    _ntuple(dilation, d, "dilation", op)
+
+
+def _max_pool(op, d, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
+    check_tensor(input, op, "input", 1)
+    _parse_pool_args(op, d, kernel_size, stride, padding, dilation)
+    batched = _pool_input(op, input, d)
+    x = input._data if batched else input._data[None]
+    kernel, stride, _, dil, out_size, pads = _pool_geometry(op, tuple(x.shape[2:]), kernel_size, stride, padding,
+                                                            dilation, ceil_mode, d, False)
+    if x.dtype == bool:
+        raise RuntimeError(f'"max_pool{d}d" not implemented for \'Bool\'')
+    idx = _max_pool_indices(x, kernel, stride, pads, dil, out_size)
+    if not batched:
+        idx = idx[0]
+    # non-overlapping windows: no index repeats, the gradient is a plain assignment
+    unique = all(s >= dl * (k - 1) + 1 for s, dl, k in zip(stride, dil, kernel))
+    out = apply(max_pool_p, (input,), {"indices": idx, "sd": d, "unique": unique},
+                _POOL_NODES[f"MaxPool{max(d, 2)}DWithIndicesBackward0"])
+    return (out, make(idx)) if return_indices else out
+
+
+@register(module=False, submodule=_NN)
+def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
+               return_indices: bool = False):
+    """2-d max pooling over (N, C, H, W) or (C, H, W); ties go to the first maximum in the window."""
+    return _max_pool("max_pool2d", 2, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+@register(module=False, submodule=_NN)
+def max_pool3d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
+               return_indices: bool = False):
+    """3-d max pooling over (N, C, D, H, W) or (C, D, H, W)."""
+    return _max_pool("max_pool3d", 3, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+def _as_2d(v, fill):
+    """A 1-d pooling argument as its 2-d one (PyTorch runs 1-d pooling as 2-d over (1, L))."""
+    if v is None or (isinstance(v, (list, tuple)) and len(v) == 0):
+        return v
+    if isinstance(v, (list, tuple)):
+        return (fill,) + tuple(v)
+    return (fill, v)
+
+
+@register(module=False, submodule=_NN)
+def max_pool1d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
+               return_indices: bool = False):
+    """1-d max pooling over (N, C, L) or (C, L) (as PyTorch: 2-d pooling of the input unsqueezed at -2)."""
+    check_tensor(input, "max_pool1d", "input", 1)
+    if input.ndim not in (2, 3) or input.shape[-1] == 0:
+        raise RuntimeError("max_pool1d() Expected 2D or 3D input tensor, but got " + _size_str(input.shape))
+    for name, v in (("kernel_size", kernel_size), ("stride", stride), ("padding", padding), ("dilation", dilation)):
+        if isinstance(v, (list, tuple)) and len(v) > 1:
+            raise RuntimeError(f"max_pool1d() {name} must be an int or int list of size 1 but got size {len(v)}")
+    if input._data.dtype.kind != "f" and not return_indices:
+        raise NotImplementedError(f'"max_pool1d_impl" not implemented for \'{_TYPE_NAMES[str(input._data.dtype)]}\'')
+    res = _max_pool("max_pool1d", 2, input.unsqueeze(-2), _as_2d(kernel_size, 1), _as_2d(stride, 1),
+                    _as_2d(padding, 0), _as_2d(dilation, 1), ceil_mode, True)
+    out, ind = res[0].squeeze(-2), res[1].squeeze(-2)
+    return (out, ind) if return_indices else out
+
+
+def _pool_matrix(S, L, k, s, p, count_include_pad, dtype, divide=True):
+    """The (L, S) averaging matrix of one spatial dim: ones over each window's part inside the input, divided
+    by PyTorch's per-dim count (not divided: a summing matrix)."""
+    start = np.arange(L) * s - p
+    end = np.minimum(start + k, S + p)
+    count = end - start
+    lo, hi = np.maximum(start, 0), np.minimum(end, S)
+    if not count_include_pad:
+        count = hi - lo
+    pos = np.arange(S)
+    inside = (pos >= lo[:, None]) & (pos < hi[:, None])
+    if divide is None:
+        return np.maximum(count, 1)
+    if not divide:
+        return inside.astype(dtype)
+    return inside / np.maximum(count, 1)[:, None].astype(dtype)
+
+
+def _avg_pool(op, d, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override,
+              node):
+    check_tensor(input, op, "input", 1)
+    _parse_pool_args(op, d, kernel_size, stride, padding)
+    if 0 < input.ndim < d + 1:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-input.ndim}, {input.ndim - 1}], "
+                         f"but got {-(d + 1)})")
+    batched = _pool_input(op, input, d)
+    x = input if batched else input._data[None]
+    kernel, stride, pad, _, out_size, _ = _pool_geometry(op, tuple(x.shape[2:]), kernel_size, stride, padding, 1,
+                                                         ceil_mode, d, True)
+    size = tuple(x.shape[2:])
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
+    x = input._data
+    dt = x.dtype if x.dtype.kind == "f" else np.float64
+    mats = [_pool_matrix(S, L, k, s, p, count_include_pad, dt, divide=divisor_override is None)
+            for S, L, k, s, p in zip(size, out_size, kernel, stride, pad)]
+    if divisor_override is not None:   # sums over the windows, divided by the override
+        mats[0] = mats[0] / divisor_override
+    mats = tuple(m.astype(dt) for m in mats)
+    if x.dtype.kind != "f":
+        if x.dtype == bool:
+            raise RuntimeError(f'"avg_pool{d}d" not implemented for \'Bool\'')
+        # exact integer sums over exact counts, truncated as PyTorch's integer division
+        sums = [_pool_matrix(S, L, k, s, p, count_include_pad, dt, divide=False)
+                for S, L, k, s, p in zip(size, out_size, kernel, stride, pad)]
+        div = divisor_override
+        if div is None:
+            div = 1
+            for i, (S, L, k, s, p) in enumerate(zip(size, out_size, kernel, stride, pad)):
+                shp = [1] * d
+                shp[i] = L
+                div = div * _pool_matrix(S, L, k, s, p, count_include_pad, dt, divide=None).reshape(shp)
+        raw = np.trunc(_dim_matrices_raw(input._data.astype(np.float64), tuple(sums)) / div)
+        return make(raw.astype(x.dtype))
+    return apply(dim_matrices_p, (input,), {"mats": mats}, _POOL_NODES[node])
+
+
+@register(module=False, submodule=_NN)
+def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+               count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
+    """2-d average pooling over (N, C, H, W) or (C, H, W)."""
+    return _avg_pool("avg_pool2d", 2, input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                     divisor_override, "AvgPool2DBackward0")
+
+
+@register(module=False, submodule=_NN)
+def avg_pool3d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+               count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
+    """3-d average pooling over (N, C, D, H, W) or (C, D, H, W)."""
+    return _avg_pool("avg_pool3d", 3, input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                     divisor_override, "AvgPool3DBackward0")
+
+
+@register(submodule=_NN)
+def avg_pool1d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+               count_include_pad: bool = True) -> Tensor:
+    """1-d average pooling over (N, C, L) or (C, L) (as PyTorch: 2-d pooling over (1, L))."""
+    check_tensor(input, "avg_pool1d", "input", 1)
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"avg_pool1d() Expected 2D or 3D input tensor, but got {_size_str(input.shape)}")
+    out = _avg_pool("avg_pool1d", 2, input.unsqueeze(-2), _as_2d(kernel_size, 1), _as_2d(stride, 1),
+                    _as_2d(padding, 0), ceil_mode, count_include_pad, None, "AvgPool2DBackward0")
+    return out.squeeze(-2)
+
+
+def _adaptive_size(op, output_size, size, d):
+    if isinstance(output_size, int) and not isinstance(output_size, bool):
+        out = (output_size,) * d
+    else:
+        try:
+            out = tuple(output_size)
+        except TypeError:
+            raise TypeError(f"{op}(): argument 'output_size' must be tuple of ints, not "
+                            f"{type(output_size).__name__}") from None
+        if isinstance(output_size, str) or not all(o is None or (isinstance(o, int) and not isinstance(o, bool))
+                                                   for o in out):
+            raise TypeError(f"{op}(): argument 'output_size' must be tuple of ints, not "
+                            f"{type(output_size).__name__}")
+        if len(out) == 1:
+            out = out * d
+    if len(out) != d:
+        raise RuntimeError(f"{op}: output_size must be {d}")
+    return tuple(S if o is None else o for o, S in zip(out, size))
+
+
+def _adaptive_input(op, input, d, output_size):
+    check_tensor(input, op, "input", 1)
+    _adaptive_size(op, output_size, (1,) * d, d)   # argument types first, as PyTorch
+    if input.ndim < d + 1 and not (isinstance(output_size, int) and not isinstance(output_size, bool)):
+        raise ValueError(f"Input dimension should be at least {d + 1}")
+    if input.ndim not in (d + 1, d + 2) or any(s == 0 for s in input.shape[-d:]):
+        raise RuntimeError(f"{op}(): Expected {d + 1}D or {d + 2}D tensor, but got {_size_str(input.shape)}")
+    return input.ndim == d + 2
+
+
+def _adaptive_avg(op, d, input, output_size):
+    batched = _adaptive_input(op, input, d, output_size)
+    x = input if batched else input._data[None]
+    out_size = _adaptive_size(op, output_size, x.shape[2:], d)
+    dt = input._data.dtype if input._data.dtype.kind == "f" else np.float64
+    mats = []
+    for S, L in zip(x.shape[2:], out_size):
+        start, end = _adaptive_bounds(S, L)
+        pos = np.arange(S)
+        inside = (pos >= start[:, None]) & (pos < end[:, None])
+        mats.append((inside / (end - start)[:, None]).astype(dt))
+    if input._data.dtype.kind != "f":
+        raise RuntimeError(f'"adaptive_avg_pool{d}d" not implemented for \'{_TYPE_NAMES[str(input._data.dtype)]}\'')
+    return apply(dim_matrices_p, (input,), {"mats": tuple(mats)},
+                 _POOL_NODES[f"AdaptiveAvgPool{max(d, 2)}DBackward0"])
+
+
+@register(module=False, submodule=_NN)
+def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
+    """2-d adaptive average pooling to ``output_size`` (an int, a pair, None keeps a size)."""
+    return _adaptive_avg("adaptive_avg_pool2d", 2, input, output_size)
+
+
+@register(module=False, submodule=_NN)
+def adaptive_avg_pool3d(input: Tensor, output_size) -> Tensor:
+    """3-d adaptive average pooling."""
+    return _adaptive_avg("adaptive_avg_pool3d", 3, input, output_size)
+
+
+@register(submodule=_NN)
+def adaptive_avg_pool1d(input: Tensor, output_size) -> Tensor:
+    """1-d adaptive average pooling (as PyTorch: 2-d over (1, L))."""
+    check_tensor(input, "adaptive_avg_pool1d", "input", 1)
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"adaptive_avg_pool1d(): Expected 2D or 3D tensor, but got {_size_str(input.shape)}")
+    size = output_size if isinstance(output_size, int) else _single(output_size, "adaptive_avg_pool1d")
+    _adaptive_size("adaptive_avg_pool1d", size, (1,), 1)
+    return _adaptive_avg("adaptive_avg_pool2d", 2, input.unsqueeze(-2), (1, size)).squeeze(-2)
+
+
+def _single(v, op):
+    if v is None or isinstance(v, str):
+        raise TypeError(f"{op}(): argument 'output_size' must be tuple of ints, not {type(v).__name__}")
+    v = tuple(v)
+    if len(v) != 1:
+        raise RuntimeError(f"{op}: output_size must be 1")
+    return v[0]
+
+
+def _adaptive_max(op, d, input, output_size, return_indices):
+    batched = _adaptive_input(op, input, d, output_size)
+    x = input._data if batched else input._data[None]
+    out_size = _adaptive_size(op, output_size, x.shape[2:], d)
+    if x.dtype.kind != "f":
+        kernel = "adaptive_max_pool2d" if d == 2 else "adaptive_max_pool3d_cpu"
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{_TYPE_NAMES[str(x.dtype)]}\'')
+    idx = _adaptive_max_indices(x, out_size)
+    if not batched:
+        idx = idx[0]
+    out = apply(max_pool_p, (input,), {"indices": idx, "sd": d, "unique": False},
+                _POOL_NODES[f"AdaptiveMaxPool{max(d, 2)}DBackward0"])
+    return (out, make(idx)) if return_indices else out
+
+
+@register(module=False, submodule=_NN)
+def adaptive_max_pool2d(input: Tensor, output_size, return_indices: bool = False):
+    """2-d adaptive max pooling (ties: the first maximum)."""
+    return _adaptive_max("adaptive_max_pool2d", 2, input, output_size, return_indices)
+
+
+@register(module=False, submodule=_NN)
+def adaptive_max_pool3d(input: Tensor, output_size, return_indices: bool = False):
+    """3-d adaptive max pooling."""
+    return _adaptive_max("adaptive_max_pool3d", 3, input, output_size, return_indices)
+
+
+@register(module=False, submodule=_NN)
+def adaptive_max_pool1d(input: Tensor, output_size, return_indices: bool = False):
+    """1-d adaptive max pooling (as PyTorch: 2-d over (1, L))."""
+    check_tensor(input, "adaptive_max_pool1d", "input", 1)
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"adaptive_max_pool1d(): Expected 2D or 3D tensor, but got {_size_str(input.shape)}")
+    size = output_size if isinstance(output_size, int) else _single(output_size, "adaptive_max_pool1d")
+    _adaptive_size("adaptive_max_pool1d", size, (1,), 1)
+    out, ind = _adaptive_max("adaptive_max_pool2d", 2, input.unsqueeze(-2), (1, size), True)
+    out, ind = out.squeeze(-2), ind.squeeze(-2)
+    return (out, ind) if return_indices else out
+
+
+# ----- padding ---------------------------------------------------------------------------------------------
+
+constant_pad_p = defprim(
+    "constant_pad_nd", "ConstantPadNdBackward0",
+    lambda xp, x, pads, value: xp.constant_pad(x, pads, value),
+    vjp=lambda xp, g, out, x, pads, value: xp.constant_pad_backward(g, pads, tuple(x.shape)),
+    jvp=lambda xp, t, out, x, pads, value: xp.constant_pad(t, pads, 0))
+constant_pad_backward_p = defprim(
+    "constant_pad_backward", "ConstantPadNdBackwardBackward0",
+    lambda xp, g, pads, shape: xp.constant_pad_backward(g, pads, shape),
+    vjp=lambda xp, g, out, gy, pads, shape: xp.constant_pad(g, pads, 0),
+    jvp="linear")
+graph("constant_pad", lambda x, pads, value: apply(constant_pad_p, (x,), {"pads": tuple(pads), "value": value}))
+graph("constant_pad_backward", lambda g, pads, shape: apply(constant_pad_backward_p, (g,), {
+    "pads": tuple(pads), "shape": tuple(shape)}))
+
+pad_gather_p = defprim(
+    "pad_gather", "ReflectionPad2DBackward0",
+    lambda xp, x, idx: xp.pad_gather(x, idx),
+    vjp=lambda xp, g, out, x, idx: xp.pad_gather_backward(g, idx, tuple(x.shape)),
+    jvp="linear")
+pad_gather_backward_p = defprim(
+    "pad_gather_backward", "ReflectionPad2DBackwardBackward0",
+    lambda xp, g, idx, shape: xp.pad_gather_backward(g, idx, shape),
+    vjp=lambda xp, g, out, gy, idx, shape: xp.pad_gather(g, idx),
+    jvp="linear")
+graph("pad_gather", lambda x, idx: apply(pad_gather_p, (x,), {"idx": tuple(idx)}))
+graph("pad_gather_backward", lambda g, idx, shape: apply(pad_gather_backward_p, (g,), {
+    "idx": tuple(idx), "shape": tuple(shape)}))
+
+_PAD_NODES = {f"{kind}{k}DBackward0": _node(f"{kind}{k}DBackward0")
+              for kind in ("ReflectionPad", "ReplicationPad") for k in (1, 2, 3)}
+_PAD_NODES["circular"] = _node("CircularPadBackward0")
+
+
+def _pad_index(mode: str, S: int, lo: int, hi: int):
+    p = np.arange(-lo, S + hi)
+    if mode == "reflect":
+        p = np.abs(p)
+        p = np.where(p > S - 1, 2 * (S - 1) - p, p)
+    elif mode == "replicate":
+        p = np.clip(p, 0, S - 1)
+    else:   # circular: PyTorch crops (negative pads) first, then wraps within what is left
+        a, b = max(-lo, 0), S - max(-hi, 0)
+        p = np.arange(-max(lo, 0), b - a + max(hi, 0)) % max(b - a, 1) + a
+    return p.astype(np.int64)
+
+
+@register(module=False, submodule=_NN)
+def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) -> Tensor:
+    """Pad the last len(pad)/2 dims of ``input``: ``pad`` = (left of the last dim, right of the last dim,
+    left of the one before, ...); negative values crop. Modes: constant (``value``, default 0), reflect,
+    replicate, circular."""
+    check_tensor(input, "pad", "input", 1)
+    try:
+        pads_flat = tuple(pad)
+    except TypeError:
+        raise TypeError(f"pad(): argument 'pad' (position 2) must be tuple of ints, not {type(pad).__name__}") \
+            from None
+    if not all(isinstance(p, int) and not isinstance(p, bool) for p in pads_flat):
+        raise TypeError("pad(): argument 'pad' (position 2) must be tuple of ints, but found element of type "
+                        f"{type(next(p for p in pads_flat if not isinstance(p, int) or isinstance(p, bool))).__name__}")
+    if not isinstance(mode, str):
+        raise TypeError(f"pad(): argument 'mode' (position 3) must be str, not {type(mode).__name__}")
+    if len(pads_flat) % 2:
+        raise RuntimeError("Padding length must be divisible by 2")
+    k = len(pads_flat) // 2
+    if k > input.ndim:
+        raise RuntimeError("Padding length should be less than or equal to two times the input dimension but got "
+                           f"padding length {len(pads_flat)} and input of dimension {input.ndim}")
+    # (lo, hi) per padded dim, in the tensor's order (torch lists the last dim first)
+    pads = tuple((pads_flat[2 * j], pads_flat[2 * j + 1]) for j in range(k))[::-1]
+    shape = tuple(input.shape)
+    if mode == "constant":
+        if value is not None and not isinstance(value, (int, float, bool)):
+            raise TypeError(f"pad(): argument 'value' (position 4) must be float, not {type(value).__name__}")
+        for i, (s, (lo, hi)) in enumerate(zip(shape[input.ndim - k:], pads)):
+            if s + lo + hi < 0:
+                raise RuntimeError(f"The input size {s}, plus negative padding {lo} and {hi} resulted in a negative "
+                                   f"output size, which is invalid. Check dimension {input.ndim - k + i} of your "
+                                   "input.")
+        v = 0 if value is None else value
+        if input._data.dtype.kind in "iub" and isinstance(v, float) and v != int(v):
+            v = int(v)
+        return apply(constant_pad_p, (input,), {"pads": pads, "value": v})
+    if mode not in ("reflect", "replicate", "circular"):
+        raise NotImplementedError(f"Unrecognised padding mode {mode}")
+    if value is not None and value != 0:
+        raise RuntimeError(f'Padding mode "{mode}" doesn\'t take in value argument')
+    if not (1 <= k <= 3) or input.ndim not in (k + 1, k + 2):
+        raise NotImplementedError(f"Padding size {len(pads_flat)} is not supported for {input.ndim}D input tensor.")
+    if any(s == 0 for s in shape[1:]) or (input.ndim == k + 1 and any(s == 0 for s in shape)):
+        raise RuntimeError(f"Expected {k + 1}D or {k + 2}D (batch mode) tensor with possibly 0 batch size and other "
+                           f"non-zero dimensions for input, but got: {_size_str(shape)}")
+    spatial = shape[input.ndim - k:]
+    for i, (s, (lo, hi)) in enumerate(zip(spatial, pads)):
+        if mode == "reflect" and (lo >= s or hi >= s):
+            raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding input dimension, "
+                               f"but got: padding ({lo}, {hi}) at dimension {input.ndim - k + i} of input "
+                               f"{_size_str(shape)}")
+        if mode == "circular" and (lo > s or hi > s):
+            raise RuntimeError("Padding value causes wrapping around more than once.")
+        if s + lo + hi <= 0:
+            raise RuntimeError(f"input (H: {s}) is too small. Calculated output H: {s + lo + hi}")
+    idx = tuple(_pad_index(mode, s, lo, hi) for s, (lo, hi) in zip(spatial, pads))
+    node = _PAD_NODES["circular" if mode == "circular" else
+                      f"{'ReflectionPad' if mode == 'reflect' else 'ReplicationPad'}{k}DBackward0"]
+    if input._data.dtype.kind != "f" and mode != "circular":
+        from .._numpy_nn_conv import pad_gather as _raw_gather
+        if input._data.dtype == bool:
+            raise RuntimeError(f'"{mode}_pad{k}d" not implemented for \'Bool\'')
+        return make(_raw_gather(input._data, idx))
+    return apply(pad_gather_p, (input,), {"idx": idx}, node)
+
+
+# ----- unfold / fold, pixel and channel shuffles ---------------------------------------------------------
+
+im2col_p = defprim(
+    "im2col", "Im2ColBackward0",
+    lambda xp, x, kernel, dilation, pads, stride: xp.im2col(x, kernel, dilation, pads, stride),
+    vjp=lambda xp, g, out, x, kernel, dilation, pads, stride:
+    xp.col2im(g, tuple(x.shape[-len(kernel):]), kernel, dilation, pads, stride),
+    jvp="linear")
+col2im_p = defprim(
+    "col2im", "Col2ImBackward0",
+    lambda xp, x, size, kernel, dilation, pads, stride: xp.col2im(x, size, kernel, dilation, pads, stride),
+    vjp=lambda xp, g, out, x, size, kernel, dilation, pads, stride: xp.im2col(g, kernel, dilation, pads, stride),
+    jvp="linear")
+graph("im2col", lambda x, kernel, dilation, pads, stride: apply(
+    im2col_p, (x,), {"kernel": kernel, "dilation": dilation, "pads": pads, "stride": stride}))
+graph("col2im", lambda x, size, kernel, dilation, pads, stride: apply(
+    col2im_p, (x,), {"size": tuple(size), "kernel": kernel, "dilation": dilation, "pads": pads, "stride": stride}))
+
+
+def _fold_args(op, kernel_size, dilation, padding, stride):
+    kernel = _ntuple(kernel_size, 2, "kernel_size", op)
+    dil = _ntuple(dilation, 2, "dilation", op)
+    pad = _ntuple(padding, 2, "padding", op)
+    st = _ntuple(stride, 2, "stride", op)
+    if any(k <= 0 for k in kernel):
+        raise RuntimeError(f"kernel size should be greater than zero, but got kernel_height: {kernel[0]} "
+                           f"kernel_width: {kernel[1]}")
+    if any(s <= 0 for s in st):
+        raise RuntimeError(f"stride should be greater than zero, but got stride_height: {st[0]} stride_width: {st[1]}")
+    if any(v <= 0 for v in dil):
+        raise RuntimeError(f"dilation should be greater than zero, but got dilation_height: {dil[0]} "
+                           f"dilation_width: {dil[1]}")
+    if any(p < 0 for p in pad):
+        raise RuntimeError(f"padding should be non-negative, but got pad_height: {pad[0]} pad_width: {pad[1]}")
+    return kernel, dil, tuple((p, p) for p in pad), st
+
+
+def _float_only(input: Tensor, kernel: str) -> None:
+    if input._data.dtype.kind != "f":
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{_TYPE_NAMES[str(input._data.dtype)]}\'')
+
+
+def _blocks(size, kernel, dil, pads, st):
+    return [(s + 2 * p - dl * (k - 1) - 1) // sd + 1 for s, k, dl, (p, _), sd in zip(size, kernel, dil, pads, st)]
+
+
+@register(module=False, submodule=_NN)
+def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
+    """im2col: the sliding (kernel_size) blocks of (N, C, H, W) (or (C, H, W)) as columns (N, C*kh*kw, L)."""
+    check_tensor(input, "unfold", "input", 1)
+    kernel, dil, pads, st = _fold_args("unfold", kernel_size, dilation, padding, stride)
+    if input.ndim not in (3, 4) or any(s == 0 for s in input.shape[-3:]):
+        raise RuntimeError(f"Expected 3D or 4D (batch mode) tensor with possibly 0 batch size and other non-zero "
+                           f"dimensions for input, but got: {_size_str(input.shape)}")
+    blocks = _blocks(input.shape[-2:], kernel, dil, pads, st)
+    if any(b < 1 for b in blocks):
+        raise RuntimeError(f"Given input with spatial size ({input.shape[-2]}, {input.shape[-1]}), kernel_size="
+                           f"({kernel[0]}, {kernel[1]}), dilation=({dil[0]}, {dil[1]}), padding=({pads[0][0]}, "
+                           f"{pads[1][0]}), calculated shape of the array of sliding blocks as ({blocks[0]}, "
+                           f"{blocks[1]}), but its components must be at least one.")
+    _float_only(input, "im2col_out_cpu")
+    return apply(im2col_p, (input,), {"kernel": kernel, "dilation": dil, "pads": pads, "stride": st})
+
+
+@register(module=False, submodule=_NN)
+def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
+    """col2im: columns (N, C*kh*kw, L) summed back into (N, C, *output_size) (overlaps add up)."""
+    check_tensor(input, "fold", "input", 1)
+    size = _ntuple(output_size, 2, "output_size", "fold")
+    kernel, dil, pads, st = _fold_args("fold", kernel_size, dilation, padding, stride)
+    if input.ndim not in (2, 3) or any(s == 0 for s in input.shape[-2:]):
+        raise RuntimeError(f"Expected 2D or 3D (batch mode) tensor with possibly 0 batch size and non-zero "
+                           f"dimensions for input, but got: {_size_str(input.shape)}")
+    CK = input.shape[-2]
+    if CK % (kernel[0] * kernel[1]):
+        raise RuntimeError(f"Expected size of input's dimension 1 to be divisible by the product of kernel_size, "
+                           f"but got input.size(1)={CK} and kernel_size=({kernel[0]}, {kernel[1]})")
+    blocks = _blocks(size, kernel, dil, pads, st)
+    if blocks[0] * blocks[1] != input.shape[-1] or any(b < 1 for b in blocks):
+        raise RuntimeError(f"Given output_size=({size[0]}, {size[1]}), kernel_size=({kernel[0]}, {kernel[1]}), "
+                           f"dilation=({dil[0]}, {dil[1]}), padding=({pads[0][0]}, {pads[1][0]}), stride=({st[0]}, "
+                           f"{st[1]}), expected size of input's dimension {input.ndim - 1} to match the calculated "
+                           f"number of sliding blocks {blocks[0]} * {blocks[1]} = {blocks[0] * blocks[1]}, but got "
+                           f"input.size({input.ndim - 1})={input.shape[-1]}.")
+    _float_only(input, "col2im_out_cpu")
+    return apply(col2im_p, (input,), {"size": size, "kernel": kernel, "dilation": dil, "pads": pads, "stride": st})
+
+
+pixel_shuffle_p = defprim(
+    "pixel_shuffle", "PixelShuffleBackward0",
+    lambda xp, x, upscale_factor: xp.pixel_shuffle(x, upscale_factor),
+    vjp=lambda xp, g, out, x, upscale_factor: xp.pixel_unshuffle(g, upscale_factor), jvp="linear")
+pixel_unshuffle_p = defprim(
+    "pixel_unshuffle", "PixelUnshuffleBackward0",
+    lambda xp, x, downscale_factor: xp.pixel_unshuffle(x, downscale_factor),
+    vjp=lambda xp, g, out, x, downscale_factor: xp.pixel_shuffle(g, downscale_factor), jvp="linear")
+channel_shuffle_p = defprim(
+    "channel_shuffle", "ChannelShuffleBackward0",
+    lambda xp, x, groups: xp.channel_shuffle(x, groups),
+    vjp=lambda xp, g, out, x, groups: xp.channel_shuffle(g, x.shape[1] // groups), jvp="linear")
+graph("pixel_shuffle", lambda x, r: apply(pixel_shuffle_p, (x,), {"upscale_factor": r}))
+graph("pixel_unshuffle", lambda x, r: apply(pixel_unshuffle_p, (x,), {"downscale_factor": r}))
+graph("channel_shuffle", lambda x, groups: apply(channel_shuffle_p, (x,), {"groups": groups}))
+
+
+def _factor(v, op, what):
+    if not isinstance(v, int) or isinstance(v, bool):
+        raise TypeError(f"{op}(): argument '{what}' (position 2) must be int, not {type(v).__name__}")
+    if v <= 0:
+        raise RuntimeError(f"{op} expects a positive {what}, but got {v}")
+    return v
+
+
+@register(submodule=_NN)
+def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
+    """(*, C*r^2, H, W) -> (*, C, H*r, W*r): channels rearranged into space."""
+    check_tensor(input, "pixel_shuffle", "input", 1)
+    r = _factor(upscale_factor, "pixel_shuffle", "upscale_factor")
+    if input.ndim < 3:
+        raise RuntimeError(f"pixel_shuffle expects input to have at least 3 dimensions, but got input with "
+                           f"{input.ndim} dimension(s)")
+    if input.shape[-3] % (r * r):
+        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of "
+                           f"upscale_factor, but input.size(-3)={input.shape[-3]} is not divisible by {r * r}")
+    return apply(pixel_shuffle_p, (input,), {"upscale_factor": r})
+
+
+@register(submodule=_NN)
+def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
+    """(*, C, H*r, W*r) -> (*, C*r^2, H, W): the inverse of pixel_shuffle."""
+    check_tensor(input, "pixel_unshuffle", "input", 1)
+    r = _factor(downscale_factor, "pixel_unshuffle", "downscale_factor")
+    if input.ndim < 3:
+        raise RuntimeError(f"pixel_unshuffle expects input to have at least 3 dimensions, but got input with "
+                           f"{input.ndim} dimension(s)")
+    for name, s in (("height", input.shape[-2]), ("width", input.shape[-1])):
+        if s % r:
+            raise RuntimeError(f"pixel_unshuffle expects {name} to be divisible by downscale_factor, but input.size("
+                               f"{-2 if name == 'height' else -1})={s} is not divisible by {r}")
+    return apply(pixel_unshuffle_p, (input,), {"downscale_factor": r})
+
+
+@register(submodule=_NN)
+def channel_shuffle(input: Tensor, groups: int) -> Tensor:
+    """(N, C, *) with its channels split into ``groups`` groups and interleaved (ShuffleNet)."""
+    check_tensor(input, "channel_shuffle", "input", 1)
+    if not isinstance(groups, int) or isinstance(groups, bool):
+        raise TypeError(f"channel_shuffle(): argument 'groups' (position 2) must be int, not {type(groups).__name__}")
+    if input.ndim < 3:
+        raise RuntimeError(f"channel_shuffle expects input to have at least 3 dimensions, but got input with "
+                           f"{input.ndim} dimension(s)")
+    if groups <= 0:
+        raise RuntimeError(f"Number of groups to divide channels in must be positive. Value of groups:{groups}")
+    if input.shape[1] % groups:
+        raise RuntimeError(f"Number of channels must be divisible by groups. Got {input.shape[1]} channels and "
+                           f"{groups} groups.")
+    return apply(channel_shuffle_p, (input,), {"groups": groups})
+
+
+# ----- interpolate ---------------------------------------------------------------------------------------------
+# Every mode but 'area' is separable: one (out, in) matrix per spatial dim, applied with the dim_matrices
+# primitive (its VJP applies the transposed matrices), recorded under PyTorch's node name. The matrices
+# follow ATen's index formulas (UpSample.h), in the input's precision (float32 opmath for float32).
+
+_UPSAMPLE_NODES = {}
+
+
+def _upsample_node(name: str) -> type:
+    if name not in _UPSAMPLE_NODES:
+        _UPSAMPLE_NODES[name] = _node(name)
+    return _UPSAMPLE_NODES[name]
+
+
+def _scale_value(scale, S, L, dt):
+    return dt(1.0 / scale) if scale is not None and scale > 0 else dt(S) / dt(L)
+
+
+def _linear_scale(scale, S, L, align_corners, dt):
+    if align_corners:
+        return dt(S - 1) / dt(L - 1) if L > 1 else dt(0)
+    return _scale_value(scale, S, L, dt)
+
+
+def _source_index(scale, L, align_corners, cubic, dt):
+    dst = np.arange(L, dtype=dt)
+    if align_corners:
+        return scale * dst
+    src = scale * (dst + dt(0.5)) - dt(0.5)
+    return src if cubic else np.maximum(src, dt(0))
+
+
+def _interp_matrix(mode, S, L, scale, align_corners, dt):
+    m = np.zeros((L, S), dtype=dt)
+    rows = np.arange(L)
+    if mode in ("nearest", "nearest-exact"):
+        if mode == "nearest" and L == S:
+            src = rows
+        elif mode == "nearest" and L == 2 * S:
+            src = rows >> 1
+        else:
+            sc = np.float32(_scale_value(scale, S, L, np.float32))
+            off = np.float32(0.5) if mode == "nearest-exact" else np.float32(0)
+            src = np.minimum(np.floor((rows.astype(np.float32) + off) * sc).astype(np.int64), S - 1)
+        m[rows, src] = 1
+        return m
+    if mode == "linear":
+        sc = _linear_scale(scale, S, L, align_corners, dt)
+        src = _source_index(sc, L, align_corners, False, dt)
+        i0 = src.astype(np.int64)
+        i1 = i0 + (i0 < S - 1)
+        lam1 = src - i0.astype(dt)
+        np.add.at(m, (rows, i0), dt(1) - lam1)
+        np.add.at(m, (rows, i1), lam1)
+        return m
+    # bicubic, A = -0.75, taps at floor(x)-1 .. floor(x)+2 clamped to the border
+    sc = _linear_scale(scale, S, L, align_corners, dt)
+    src = _source_index(sc, L, align_corners, True, dt)
+    i = np.floor(src)
+    t = src - i
+    A = dt(-0.75)
+
+    def cc1(x):
+        return ((A + 2) * x - (A + 3)) * x * x + 1
+
+    def cc2(x):
+        return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A
+    coeffs = (cc2(t + 1), cc1(t), cc1(1 - t), cc2(2 - t))
+    for k, c in enumerate(coeffs):
+        idx = np.clip(i.astype(np.int64) - 1 + k, 0, S - 1)
+        np.add.at(m, (rows, idx), c.astype(dt))
+    return m
+
+
+_MODES = ("nearest", "linear", "bilinear", "bicubic", "trilinear", "area", "nearest-exact")
+
+
+@register(module=False, submodule=_NN)
+def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "nearest", align_corners: bool | None = None,
+                recompute_scale_factor: bool | None = None, antialias: bool = False) -> Tensor:
+    """Resize the spatial dims of (N, C, *S) by ``size`` or ``scale_factor``: nearest, nearest-exact, linear,
+    bilinear, bicubic, trilinear (ATen's index formulas) or area (adaptive average pooling)."""
+    check_tensor(input, "interpolate", "input", 1)
+    if mode in ("nearest", "area", "nearest-exact"):
+        if align_corners is not None:
+            raise ValueError("align_corners option can only be set with the interpolating modes: "
+                             "linear | bilinear | bicubic | trilinear")
+    elif align_corners is None:
+        align_corners = False
+    dim = input.ndim - 2
+    if size is not None and scale_factor is not None:
+        raise ValueError("only one of size or scale_factor should be defined")
+    if size is not None:
+        scales = None
+        if isinstance(size, (list, tuple)):
+            if len(size) != dim:
+                raise ValueError("Input and output must have the same number of spatial dimensions, but got input "
+                                 f"with spatial dimensions of {list(input.shape[2:])} and output size of {size}. "
+                                 "Please provide input tensor in (N, C, d1, d2, ...,dK) format and output size in "
+                                 "(o1, o2, ...,oK) format.")
+            if not all(isinstance(s, int) and not isinstance(s, bool) for s in size):
+                raise TypeError("expected size to be one of int or Tuple[int] or Tuple[int, int] or Tuple[int, int, "
+                                f"int], but got size with types {[type(s) for s in size]}")
+            out_size = list(size)
+        else:
+            out_size = [size] * dim
+    elif scale_factor is not None:
+        out_size = None
+        if isinstance(scale_factor, (list, tuple)):
+            if len(scale_factor) != dim:
+                raise ValueError("Input and scale_factor must have the same number of spatial dimensions, but got "
+                                 f"input with spatial dimensions of {list(input.shape[2:])} and scale_factor of "
+                                 f"shape {scale_factor}. Please provide input tensor in (N, C, d1, d2, ...,dK) "
+                                 "format and scale_factor in (s1, s2, ...,sK) format.")
+            scales = list(scale_factor)
+        else:
+            scales = [scale_factor] * dim
+    else:
+        raise ValueError("either size or scale_factor should be defined")
+    if recompute_scale_factor and size is not None:
+        raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
+    if mode == "area" and out_size is None:
+        recompute_scale_factor = True
+    if out_size is None:
+        out_size = [int(math.floor(float(s) * float(f))) for s, f in zip(input.shape[2:], scales)]
+        if recompute_scale_factor:
+            scales = None
+    if antialias:
+        raise NotImplementedError("ember: interpolate(antialias=True) is not implemented")
+    want = {"nearest": None, "nearest-exact": None, "area": None, "linear": 1, "bilinear": 2, "bicubic": 2,
+            "trilinear": 3}
+    if mode not in want:
+        raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) for "
+                                  f"the modes: nearest | linear | bilinear | bicubic | trilinear | area | "
+                                  f"nearest-exact (got {mode})")
+    if not 1 <= dim <= 3 or (want[mode] is not None and want[mode] != dim):
+        if want[mode] is not None and 1 <= dim <= 3:
+            raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs {want[mode] + 2}D input")
+        raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) for "
+                                  f"the modes: nearest | linear | bilinear | bicubic | trilinear | area | "
+                                  f"nearest-exact (got {mode})")
+    if mode == "area":
+        fn = {1: adaptive_avg_pool1d, 2: adaptive_avg_pool2d, 3: adaptive_avg_pool3d}[dim]
+        return fn(input, out_size if dim > 1 else out_size[0])
+    if any(s <= 0 for s in out_size) or any(s <= 0 for s in input.shape[2:]):
+        raise RuntimeError("Input and output sizes should be greater than 0, but got input "
+                           f"({', '.join(map(str, input.shape[2:]))}) and output ({', '.join(map(str, out_size))})")
+    if input._data.dtype.kind != "f":
+        name = {"nearest": "upsample_nearest", "nearest-exact": "_upsample_nearest_exact"}.get(mode, f"upsample_{mode}")
+        raise NotImplementedError(f'"{name}{dim}d_out_frame" not implemented for '
+                                  f'\'{_TYPE_NAMES[str(input._data.dtype)]}\'')
+    dt = input._data.dtype.type
+    kind = "linear" if mode in ("linear", "bilinear", "trilinear") else mode
+    mats = tuple(_interp_matrix(kind, S, L, None if scales is None else scales[i], align_corners, dt)
+                 for i, (S, L) in enumerate(zip(input.shape[2:], out_size)))
+    node = {"nearest": f"UpsampleNearest{dim}DBackward0", "nearest-exact": f"UpsampleNearestExact{dim}DBackward0",
+            "linear": "UpsampleLinear1DBackward0", "bilinear": "UpsampleBilinear2DBackward0",
+            "bicubic": "UpsampleBicubic2DBackward0", "trilinear": "UpsampleTrilinear3DBackward0"}[mode]
+    return apply(dim_matrices_p, (input,), {"mats": mats}, _upsample_node(node))
+
+
+@register(module=False, submodule=_NN)
+def upsample(input: Tensor, size=None, scale_factor=None, mode: str = "nearest", align_corners: bool | None = None):
+    """Deprecated alias of ``interpolate``."""
+    warnings.warn("`nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+@register(module=False, submodule=_NN)
+def upsample_nearest(input: Tensor, size=None, scale_factor=None) -> Tensor:
+    """Deprecated: ``interpolate(..., mode='nearest')``."""
+    warnings.warn("`nn.functional.upsample_nearest` is deprecated. Use `nn.functional.interpolate` instead.",
+                  stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+@register(module=False, submodule=_NN)
+def upsample_bilinear(input: Tensor, size=None, scale_factor=None) -> Tensor:
+    """Deprecated: ``interpolate(..., mode='bilinear', align_corners=True)``."""
+    warnings.warn("`nn.functional.upsample_bilinear` is deprecated. Use `nn.functional.interpolate` instead.",
+                  stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+# ----- lp pooling, max unpooling -------------------------------------------------------------------------------
+
+@register(module=False, submodule=_NN)
+def lp_pool1d(input: Tensor, norm_type: float, kernel_size: int, stride=None, ceil_mode: bool = False) -> Tensor:
+    """Power-average pooling: (sum over the window of x^p)^(1/p), as PyTorch composes it from avg_pool1d."""
+    if isinstance(norm_type, (int, float)) and abs(norm_type) == float("inf"):
+        if norm_type > 0:
+            return max_pool1d(input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+        return -max_pool1d(-input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+    check_tensor(input, "lp_pool1d", "input", 1)
+    out = avg_pool1d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    from .. import abs as _abs, relu as _relu, sign as _sign
+    return (_sign(out) * _relu(_abs(out))).mul(kernel_size).pow(1.0 / norm_type)
+
+
+@register(module=False, submodule=_NN)
+def lp_pool2d(input: Tensor, norm_type: float, kernel_size, stride=None, ceil_mode: bool = False) -> Tensor:
+    """2-d power-average pooling (PyTorch's composition of avg_pool2d, sign, relu and pow)."""
+    if isinstance(norm_type, (int, float)) and abs(norm_type) == float("inf"):
+        if norm_type > 0:
+            return max_pool2d(input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+        return -max_pool2d(-input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+    check_tensor(input, "lp_pool2d", "input", 1)
+    kw, kh = _ntuple(kernel_size, 2, "kernel_size", "lp_pool2d")
+    out = avg_pool2d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    from .. import abs as _abs, relu as _relu, sign as _sign
+    return (_sign(out) * _relu(_abs(out))).mul(kw * kh).pow(1.0 / norm_type)
+
+
+max_unpool_p = defprim(
+    "max_unpool", "MaxUnpool2DBackward0",
+    lambda xp, x, indices, shape, sd: xp.pool_scatter(x, indices, shape, sd, True),
+    vjp=lambda xp, g, out, x, indices, shape, sd: xp.pool_gather(g, indices, sd),
+    jvp="linear")
+
+
+def _max_unpool(op, d, input, indices, kernel_size, stride, padding, output_size):
+    check_tensor(input, op, "input", 1)
+    check_tensor(indices, op, "indices", 2)
+    kernel = _ntuple(kernel_size, d, "kernel_size", op)
+    st = kernel if stride is None else _ntuple(stride, d, "stride", op)
+    pad = _ntuple(padding, d, "padding", op)
+    default = [(input.shape[-d + i] - 1) * st[i] + kernel[i] - 2 * pad[i] for i in range(d)]
+    if output_size is None:
+        size = default
+    else:
+        size = list(output_size)
+        if len(size) == d + 2:
+            size = size[2:]
+        if len(size) != d:
+            raise ValueError(f"output_size should be a sequence containing {d} or {d + 2} elements, but it has a "
+                             f"length of '{len(size)}'")
+        for i in range(d):
+            if not default[i] - st[i] < size[i] < default[i] + st[i]:
+                raise ValueError(f'invalid output_size "{output_size}" (dim {i} must be between '
+                                 f"{default[i] - st[i]} and {default[i] + st[i]})")
+    for i in range(d):
+        if size[i] < 0:
+            raise ValueError(f"max_unpooling: output_size must contain non-negative spatial dimensions, but got "
+                             f"output_size[{i}]={size[i]}")
+    return size
+
+
+def _unpool_apply(input, indices, size, node):
+    if indices._data.dtype != np.int64:
+        raise RuntimeError(f"elements in indices should be type int64 but got: {_dtype_name(indices)}")
+    if tuple(indices.shape) != tuple(input.shape):
+        raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor "
+                           f"({_size_str(input.shape)}) but got indices tensor with shape: "
+                           f"{_size_str(indices.shape)}")
+    k = len(size)
+    idx = indices._data
+    total = math.prod(size)
+    if idx.size and (idx.min() < 0 or idx.max() >= total):
+        bad = int(idx.max() if idx.max() >= total else idx.min())
+        raise RuntimeError(f"Found an invalid max index: {bad} (output volumes are of size "
+                           f"{'x'.join(map(str, size))}")
+    shape = tuple(input.shape[:input.ndim - k]) + tuple(size)
+    return apply(max_unpool_p, (input,), {"indices": idx, "shape": shape, "sd": k}, _upsample_node(node))
+
+
+def _dtype_name(t: Tensor) -> str:
+    return _TYPE_NAMES.get(str(t._data.dtype), str(t._data.dtype))
+
+
+@register(module=False, submodule=_NN)
+def max_unpool2d(input: Tensor, indices: Tensor, kernel_size, stride=None, padding=0, output_size=None) -> Tensor:
+    """The partial inverse of max_pool2d: each value put back at its index, zeros elsewhere."""
+    size = _max_unpool("max_unpool2d", 2, input, indices, kernel_size, stride, padding, output_size)
+    if input.ndim not in (3, 4):
+        raise RuntimeError(f"Input to max_unpooling2d should be a 3d or 4d Tensor, but got a tensor with "
+                           f"{input.ndim} dimensions.")
+    return _unpool_apply(input, indices, size, "MaxUnpool2DBackward0")
+
+
+@register(module=False, submodule=_NN)
+def max_unpool3d(input: Tensor, indices: Tensor, kernel_size, stride=None, padding=0, output_size=None) -> Tensor:
+    """The partial inverse of max_pool3d."""
+    size = _max_unpool("max_unpool3d", 3, input, indices, kernel_size, stride, padding, output_size)
+    if input.ndim not in (4, 5):
+        raise RuntimeError(f"Input to max_unpooling3d should be a 4d or 5d Tensor, but got a tensor with "
+                           f"{input.ndim} dimensions.")
+    return _unpool_apply(input, indices, size, "MaxUnpool3DBackward0")
+
+
+@register(module=False, submodule=_NN)
+def max_unpool1d(input: Tensor, indices: Tensor, kernel_size, stride=None, padding=0, output_size=None) -> Tensor:
+    """The partial inverse of max_pool1d (as PyTorch: 2-d unpooling over (L, 1))."""
+    size = _max_unpool("max_unpool1d", 1, input, indices, kernel_size, stride, padding, output_size)
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"Input to max_unpooling2d should be a 3d or 4d Tensor, but got a tensor with "
+                           f"{input.ndim + 1} dimensions.")
+    return _unpool_apply(input.unsqueeze(-1), indices.unsqueeze(-1), size + [1], "MaxUnpool2DBackward0").squeeze(-1)
+
+
+# ----- affine_grid -----------------------------------------------------------------------------------------------
+
+affine_grid_p = defprim(
+    "affine_grid", "AffineGridGeneratorBackward0",
+    lambda xp, theta, size, align_corners: xp.affine_grid(theta, size, align_corners),
+    vjp=lambda xp, g, out, theta, size, align_corners: xp.affine_grid_backward(g, size, align_corners),
+    jvp="linear")
+affine_grid_backward_p = defprim(
+    "affine_grid_backward", "AffineGridGeneratorBackwardBackward0",
+    lambda xp, g, size, align_corners: xp.affine_grid_backward(g, size, align_corners),
+    vjp=lambda xp, g, out, gy, size, align_corners: xp.affine_grid(g, size, align_corners),
+    jvp="linear")
+graph("affine_grid", lambda theta, size, align_corners: apply(
+    affine_grid_p, (theta,), {"size": tuple(size), "align_corners": align_corners}))
+graph("affine_grid_backward", lambda g, size, align_corners: apply(
+    affine_grid_backward_p, (g,), {"size": tuple(size), "align_corners": align_corners}))
+
+
+@register(module=False, submodule=_NN)
+def affine_grid(theta: Tensor, size, align_corners: bool | None = None) -> Tensor:
+    """The sampling grid (N, H, W, 2) (or (N, D, H, W, 3)) of the affine maps ``theta`` (N, 2, 3) (or (N, 3, 4))
+    over an output of ``size``, in normalised [-1, 1] coordinates (for grid_sample)."""
+    check_tensor(theta, "affine_grid", "theta", 1)
+    if align_corners is None:
+        align_corners = False
+    if theta._data.dtype.kind != "f":
+        raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
+    size = list(size)
+    if len(size) == 4:
+        if theta.ndim != 3 or tuple(theta.shape[-2:]) != (2, 3):
+            raise ValueError(f"Expected a batch of 2D affine matrices of shape Nx2x3 for size "
+                             f"torch.Size({size}). Got {_size_str(theta.shape).join(('torch.Size(', ')'))}.")
+    elif len(size) == 5:
+        if theta.ndim != 3 or tuple(theta.shape[-2:]) != (3, 4):
+            raise ValueError(f"Expected a batch of 3D affine matrices of shape Nx3x4 for size "
+                             f"torch.Size({size}). Got {_size_str(theta.shape).join(('torch.Size(', ')'))}.")
+    else:
+        raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D affine transforms, "
+                                  f"respectively. Got size torch.Size({size}).")
+    if min(size) <= 0:
+        raise ValueError(f"Expected non-zero, positive output size. Got torch.Size({size})")
+    if theta.shape[0] != size[0]:
+        raise RuntimeError(f"affine_grid: expected theta's batch size {theta.shape[0]} to match size[0]={size[0]}")
+    return apply(affine_grid_p, (theta,), {"size": tuple(size), "align_corners": bool(align_corners)})
+
+
+# ----- grid_sample (2-d: bilinear, nearest; zeros, border, reflection padding) ---------------------------------
+# The sampling position along each axis is a piecewise-affine function of the grid (unnormalise, then clip or
+# reflect: ATen's GridSampler.h): pixel = A * grid + B with A, B constant on each piece, read from the grid's
+# values. The rules rebuild the corner weights from the grid with xp arithmetic (so they are differentiable
+# in the grid), and read and write the input through pool_gather / pool_scatter (differentiable too): the
+# gradients are differentiable again, as PyTorch's GridSampler2DBackwardBackward0.
+
+def _raw(a):
+    return a._data if isinstance(a, Tensor) else a
+
+
+def _const(xp, arr):
+    """A constant array in the rule's namespace (a Tensor under create_graph)."""
+    return make(np.ascontiguousarray(arr)) if type(xp).__name__ == "SimpleNamespace" else arr
+
+
+def _gs_axis(coord, size, padding, align):
+    """(pixel position, A, B) along one axis for normalised coordinates ``coord`` (pixel = A*coord + B)."""
+    dt = coord.dtype.type
+    scale = dt((size - 1) / 2) if align else dt(size / 2)
+    shift = dt((size - 1) / 2)
+    c = coord * scale + shift
+    a = np.ones_like(c)
+    if padding == "reflection":
+        lo2, hi2 = (0, 2 * (size - 1)) if align else (-1, 2 * size - 1)
+        if lo2 == hi2:
+            c = np.zeros_like(c)
+            a = np.zeros_like(c)
+        else:
+            mn, span = dt(lo2 / 2), dt((hi2 - lo2) / 2)
+            t = c - mn
+            s1 = np.where(t < 0, dt(-1), dt(1))
+            t = np.abs(t)
+            extra = np.fmod(t, span)
+            even = np.floor(t / span) % 2 == 0
+            c = np.where(even, extra + mn, span - extra + mn)
+            a = np.where(even, s1, -s1)
+    if padding in ("border", "reflection"):
+        inside = (c > 0) & (c < size - 1)
+        a = np.where(inside, a, dt(0))
+        c = np.clip(c, 0, size - 1)
+    A = (a * scale).astype(coord.dtype)
+    return c.astype(coord.dtype), A, (c - A * coord).astype(coord.dtype)
+
+
+def _gs_plan(inp_shape, grid, mode, padding, align):
+    """The corners: (flat index (N, C, Ho, Wo), in-bounds mask (N, Ho, Wo), dx, dy) per corner, dx/dy the corner's
+    offset from floor (bilinear) or None (nearest); and the axis maps (A, B) for x and y."""
+    N, C, H, W = inp_shape
+    g = _raw(grid)
+    ix, Ax, Bx = _gs_axis(g[..., 0], W, padding, align)
+    iy, Ay, By = _gs_axis(g[..., 1], H, padding, align)
+    if mode == "nearest":
+        bases = [(np.rint(iy), np.rint(ix), None, None)]
+    else:
+        x0, y0 = np.floor(ix), np.floor(iy)
+        bases = [(y0 + dy, x0 + dx, dx, dy) for dy in (0, 1) for dx in (0, 1)]
+    corners = []
+    for yy, xx, dx, dy in bases:
+        mask = (xx >= 0) & (xx <= W - 1) & (yy >= 0) & (yy <= H - 1)
+        flat = (np.clip(yy, 0, H - 1).astype(np.int64) * W + np.clip(xx, 0, W - 1).astype(np.int64))
+        idx = np.ascontiguousarray(np.broadcast_to(flat[:, None], (N, C) + flat.shape[1:]))
+        corners.append((idx, mask.astype(g.dtype), dx, dy))
+    x0 = np.floor(ix) if mode != "nearest" else None
+    y0 = np.floor(iy) if mode != "nearest" else None
+    return corners, (Ax, Bx, x0), (Ay, By, y0)
+
+
+def _gs_weights(xp, grid, xmap, ymap):
+    """The fractional offsets (wx1, wy1) = (ix - floor(ix), iy - floor(iy)), differentiable in the grid."""
+    Ax, Bx, x0 = xmap
+    Ay, By, y0 = ymap
+    gx = xp.getitem(grid, (Ellipsis, 0))
+    gy = xp.getitem(grid, (Ellipsis, 1))
+    wx1 = gx * _const(xp, Ax) + _const(xp, Bx - x0)
+    wy1 = gy * _const(xp, Ay) + _const(xp, By - y0)
+    return wx1, wy1
+
+
+def _gs_corner_weight(wx1, wy1, dx, dy):
+    return (wx1 if dx else 1 - wx1) * (wy1 if dy else 1 - wy1)
+
+
+def _grid_sample_fwd(xp, inp, grid, mode, padding_mode, align_corners):
+    corners, xmap, ymap = _gs_plan(inp.shape, grid, mode, padding_mode, align_corners)
+    if mode == "nearest":
+        idx, mask, _, _ = corners[0]
+        return xp.pool_gather(inp, idx, 2) * mask[:, None]
+    wx1, wy1 = _gs_weights(xp, grid, xmap, ymap)
+    out = 0
+    for idx, mask, dx, dy in corners:
+        out = out + xp.pool_gather(inp, idx, 2) * (_gs_corner_weight(wx1, wy1, dx, dy) * mask)[:, None]
+    return out
+
+
+def _grid_sample_vjp_input(xp, g, out, inp, grid, mode, padding_mode, align_corners):
+    corners, xmap, ymap = _gs_plan(inp.shape, grid, mode, padding_mode, align_corners)
+    shape = tuple(inp.shape)
+    if mode == "nearest":
+        idx, mask, _, _ = corners[0]
+        return xp.pool_scatter(g * _const(xp, mask[:, None]), idx, shape, 2)
+    wx1, wy1 = _gs_weights(xp, grid, xmap, ymap)
+    res = None
+    for idx, mask, dx, dy in corners:
+        w = _gs_corner_weight(wx1, wy1, dx, dy) * _const(xp, mask)
+        part = xp.pool_scatter(g * xp.unsqueeze(w, 1), idx, shape, 2)
+        res = part if res is None else res + part
+    return res
+
+
+def _grid_sample_vjp_grid(xp, g, out, inp, grid, mode, padding_mode, align_corners):
+    if mode == "nearest":
+        return xp.zeros_like(grid)   # piecewise constant in the grid (PyTorch returns zeros too)
+    corners, xmap, ymap = _gs_plan(inp.shape, grid, mode, padding_mode, align_corners)
+    wx1, wy1 = _gs_weights(xp, grid, xmap, ymap)
+    dix = diy = None
+    for idx, mask, dx, dy in corners:
+        v = xp.pool_gather(inp, idx, 2) * _const(xp, mask[:, None])
+        # d(corner weight)/d(ix) and d/d(iy)
+        wdx = (wy1 if dy else 1 - wy1) * (1 if dx else -1)
+        wdy = (wx1 if dx else 1 - wx1) * (1 if dy else -1)
+        px = v * xp.unsqueeze(wdx, 1)
+        py = v * xp.unsqueeze(wdy, 1)
+        dix = px if dix is None else dix + px
+        diy = py if diy is None else diy + py
+    gx = xp.sum(g * dix, 1) * _const(xp, xmap[0])
+    gy = xp.sum(g * diy, 1) * _const(xp, ymap[0])
+    return xp.stack([gx, gy], -1)
+
+
+grid_sample_p = defprim(
+    "grid_sampler_2d", "GridSampler2DBackward0",
+    lambda xp, inp, grid, mode, padding_mode, align_corners:
+    _grid_sample_fwd(xp, inp, grid, mode, padding_mode, align_corners),
+    vjp=(_grid_sample_vjp_input, _grid_sample_vjp_grid), saves=(0, 1))
+
+
+@register(module=False, submodule=_NN)
+def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mode: str = "zeros",
+                align_corners: bool | None = None) -> Tensor:
+    """Sample (N, C, H, W) at the normalised [-1, 1] positions of ``grid`` (N, Ho, Wo, 2): bilinear or nearest,
+    with zeros, border or reflection padding (2-d only; bicubic and 3-d are not built yet)."""
+    check_tensor(input, "grid_sample", "input", 1)
+    check_tensor(grid, "grid_sample", "grid", 2)
+    if mode not in ("bilinear", "nearest", "bicubic"):
+        raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or 'bicubic', "
+                         f"but got: '{mode}'")
+    if padding_mode not in ("zeros", "border", "reflection"):
+        raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or "
+                         f"'reflection', but got: '{padding_mode}'")
+    if align_corners is None:
+        align_corners = False
+    if input._data.dtype != grid._data.dtype:
+        raise RuntimeError(f"expected scalar type {_dtype_name(input)} but found {_dtype_name(grid)}")
+    if grid.shape[-1] != input.ndim - 2:
+        raise RuntimeError(f"grid_sampler(): expected grid to have size {input.ndim - 2} in last dimension, but got "
+                           f"grid with sizes {_size_str(grid.shape)}")
+    if input.ndim != 4 or grid.ndim != 4:
+        if input.ndim == 5:
+            raise NotImplementedError("ember: 3-d grid_sample (5-d input) is not implemented yet")
+        raise RuntimeError(f"grid_sampler(): expected 4D or 5D input and grid with same number of dimensions, but "
+                           f"got input with sizes {_size_str(input.shape)} and grid with sizes {_size_str(grid.shape)}")
+    if input.shape[0] != grid.shape[0]:
+        raise RuntimeError(f"grid_sampler(): expected grid and input to have same batch size, but got input with "
+                           f"sizes {_size_str(input.shape)} and grid with sizes {_size_str(grid.shape)}")
+    if mode == "bicubic":
+        raise NotImplementedError("ember: grid_sample(mode='bicubic') is not implemented yet")
+    if input._data.dtype.kind != "f":
+        raise RuntimeError(f'"grid_sampler_2d_cpu" not implemented for \'{_dtype_name(input)}\'')
+    return apply(grid_sample_p, (input, grid), {"mode": mode, "padding_mode": padding_mode,
+                                                 "align_corners": bool(align_corners)})
