@@ -511,6 +511,17 @@ def sub(input: Tensor, other, *, alpha=1) -> Tensor:
 
 
 # other - self for a Scalar other: PyTorch's RsubBackward1, whose only edge is self's
+# at::add/mul/div(Tensor, Scalar) as PyTorch's C++ composites call them (cross_entropy's label smoothing,
+# the normalisations' eps, ...): AddBackward1 / MulBackward1 / DivBackward1, whose node has no edge for the
+# scalar (Python's ``x + eps`` records AddBackward0 with two).
+add_scalar_p = defprim("add_scalar", "AddBackward1", lambda xp, a, s: a + s, vjp=(lambda xp, g, out, a, s: g, None),
+                       jvp="elementwise", promote="standard", scalar_args=(1,), saved_names=("self", "other"))
+mul_scalar_p = defprim("mul_scalar", "MulBackward1", lambda xp, a, s: a * s,
+                       vjp=(lambda xp, g, out, a, s: g * s, None), jvp="elementwise", promote="standard",
+                       scalar_args=(1,), saved_names=("self", "other"))
+div_scalar_p = defprim("div_scalar", "DivBackward1", lambda xp, a, s: a / s,
+                       vjp=(lambda xp, g, out, a, s: g / s, None), jvp="elementwise", promote="float",
+                       scalar_args=(1,), saved_names=("self", "other"))
 rsub_scalar_p = defprim("rsub", "RsubBackward1", lambda xp, s, a: s - a,
                         vjp=(None, lambda xp, g, out, s, a: -g), jvp="linear", promote="standard", scalar_args=(0,))
 

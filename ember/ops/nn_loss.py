@@ -23,6 +23,7 @@ from ..autograd.graph import node_class
 from ._primitive import PrimNode, apply, broadcast_error, defprim, graph_ns
 from ._registry import graph, register
 from ._util import check_tensor, promote
+from .elementwise import add_scalar_p, div_scalar_p, mul_scalar_p
 from .nn_activation import log_sigmoid_p, log_softmax_p
 
 _F = dict(module=False, submodule="nn.functional")
@@ -100,15 +101,9 @@ def _check_float(input: Tensor, kernel: str) -> None:
         raise NotImplementedError(f'"{kernel}" not implemented for \'{D.type_word(input._data.dtype)}\'')
 
 
-# ----- Tensor-Scalar arithmetic as ATen's composites call it (mul.Scalar, div.Scalar) -------------------------
+# ----- Tensor-Scalar arithmetic as ATen's composites call it (mul.Scalar, div.Scalar: elementwise family) -----
 # PyTorch's C++ composites (cross_entropy's label smoothing, ...) multiply by a Scalar: MulBackward1 /
 # DivBackward1, where Python's ``tensor * 0.5`` records MulBackward0.
-
-mul_scalar_p = defprim("mul", "MulBackward1", lambda xp, a, s: a * s, vjp=(lambda xp, g, out, a, s: g * s, None),
-                       jvp="elementwise", scalar_args=(1,), saved_names=("self", "other"))
-div_scalar_p = defprim("div", "DivBackward1", lambda xp, a, s: a / s, vjp=(lambda xp, g, out, a, s: g / s, None),
-                       jvp="elementwise", scalar_args=(1,), saved_names=("self", "other"))
-
 
 def _mul_s(a: Tensor, s) -> Tensor:
     return apply(mul_scalar_p, (a, s))
@@ -722,9 +717,6 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var, full: bool = False, ep
 
 
 # ----- margin and embedding losses -------------------------------------------------------------------------------
-
-add_scalar_p = defprim("add", "AddBackward1", lambda xp, a, s: a + s, vjp=(lambda xp, g, out, a, s: g, None),
-                       jvp="elementwise", scalar_args=(1,), saved_names=("self", "other"))
 
 
 # soft_margin_loss: log(1 + exp(-y x)), one fused primitive (SoftMarginLossBackward0); the target is not

@@ -25,16 +25,11 @@ from .._tensor import Tensor
 from ._primitive import apply, defprim
 from ._registry import graph, register
 from ._util import check_tensor
-from .elementwise import rsqrt
+from .elementwise import add_scalar_p, rsqrt
+from .nn_activation import softmax_p
 from .shape import cat
 
 _F = "nn.functional"
-
-# at::add(Tensor, Scalar) as PyTorch's C++ composites call it: AddBackward1, whose node has no edge for the
-# scalar (a Python ``x + eps`` records AddBackward0 with two)
-add_scalar_p = defprim("add_scalar", "AddBackward1", lambda xp, a, s: a + s, vjp=(lambda xp, g, out, a, s: g, None),
-                       jvp="elementwise", promote="standard", scalar_args=(1,), saved_names=("self", "other"))
-
 
 # ----- the shared normalisation core ----------------------------------------------------------------
 # Parameters of every normalisation primitive:
@@ -695,18 +690,6 @@ safe_softmax_p = defprim("_safe_softmax", "SafeSoftmaxBackward0", _safe_softmax_
                          jvp="elementwise", saves_out=True)
 
 
-def _softmax_forward(xp, x, dim, acc):
-    # the plain softmax multi_head_attention_forward's weights path uses: a fully masked row is NaN, as in PyTorch
-    xa = xp.cast(x, acc)
-    e = xp.exp(xa - xp.amax(xa, dim, True))
-    return xp.cast(e / xp.sum(e, dim, True), x.dtype)
-
-
-# (private: F.softmax itself belongs to the activations family)
-mha_softmax_p = defprim("_mha_softmax", "SoftmaxBackward0", _softmax_forward, vjp=_safe_softmax_vjp,
-                        jvp="elementwise", saves_out=True)
-
-
 def _acc_of(t: Tensor):
     return np.float32 if t._data.dtype == np.float16 else t._data.dtype
 
@@ -977,7 +960,7 @@ def multi_head_attention_forward(query: Tensor, key: Tensor, value: Tensor, embe
         weights = matmul(q * math.sqrt(1.0 / float(E)), k.transpose(-2, -1))
         if attn_mask is not None:
             weights = attn_mask + weights
-        weights = apply(mha_softmax_p, (weights,), {"dim": -1, "acc": _acc_of(weights)})
+        weights = apply(softmax_p, (weights,), {"dim": -1})   # the activations family's SoftmaxBackward0
         if dropout_p > 0.0:
             weights = _dropout_weights(weights, dropout_p)
         out = matmul(weights, v).transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
