@@ -769,7 +769,9 @@ def _forward_tangent(t: Tensor, prim: Primitive, args: tuple, params: dict) -> N
                     c = apply(prim, args[:i] + (a._fw_grad,) + args[i + 1:], params)
                     tangent = c if tangent is None else tangent + c
         elif prim.jvps is None:
-            raise NotImplementedError(f"ember: forward-mode AD is not implemented for {prim.name}")
+            # PyTorch's words (the few primitives without a JVP are those PyTorch has none for either)
+            raise NotImplementedError(f"Trying to use forward AD with {prim.name} that does not support it because "
+                                      "it has not been implemented yet.")
         else:
             primal_out = make(t._data)
             for i, a in enumerate(args):
