@@ -276,7 +276,8 @@ hardsigmoid_p = _act("hardsigmoid", "HardsigmoidBackward0", lambda xp, a: xp.har
 
 
 def _hardswish_vjp(xp, g, out, a):
-    return xp.where(a < -3.0, 0.0, xp.where(a <= 3.0, g * (a / 3.0 + 0.5), g))
+    # PyTorch's kinks: 0 at x = -3, 1 at x = 3 (so the second derivative there is 0)
+    return xp.where(a <= -3.0, 0.0, xp.where(a < 3.0, g * (a / 3.0 + 0.5), g))
 
 
 hardswish_p = _act("hardswish", "HardswishBackward0", lambda xp, a: xp.hardswish(a), (), _hardswish_vjp)

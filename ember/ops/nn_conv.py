@@ -57,12 +57,20 @@ conv_p = defprim(
          lambda xp, t, out, x, w, b, stride, pads, dilation, groups: _bias_tangent(xp, t, out)),
     saves=(0, 1), saved_names=("input", "weight", "bias"))
 
+def _crop_to(xp, r, shape):
+    """The input gradient of a transposed convolution whose output_padding reaches past a stride (allowed when
+    dilation > stride): the convolution of the gradient is larger than the input; the extra rows had no input."""
+    if tuple(r.shape) == tuple(shape):
+        return r
+    return xp.getitem(r, (slice(None), slice(None)) + tuple(slice(0, s) for s in shape[2:]))
+
+
 conv_transpose_p = defprim(
     "conv_transpose", "ConvolutionBackward0",
     lambda xp, x, w, b, stride, pads, dilation, groups, size:
     xp.conv_transpose_nd(x, w, b, stride, pads, dilation, groups, size),
     vjp=(lambda xp, g, out, x, w, b, stride, pads, dilation, groups, size:
-         xp.conv_nd(g, w, None, stride, pads, dilation, groups),
+         _crop_to(xp, xp.conv_nd(g, w, None, stride, pads, dilation, groups), x.shape),
          lambda xp, g, out, x, w, b, stride, pads, dilation, groups, size:
          xp.conv_weight_nd(g, x, tuple(w.shape), stride, pads, dilation, groups),
          lambda xp, g, out, x, w, b, stride, pads, dilation, groups, size: _bias_grad(xp, g)),
@@ -981,6 +989,9 @@ def _interp_matrix(mode, S, L, scale, align_corners, dt):
         m[rows, src] = 1
         return m
     if mode == "linear":
+        if L == S:   # PyTorch copies a dim whose size is unchanged, whatever scale_factor was given
+            m[rows, rows] = 1
+            return m
         sc = _linear_scale(scale, S, L, align_corners, dt)
         src = _source_index(sc, L, align_corners, False, dt)
         i0 = src.astype(np.int64)

@@ -21,6 +21,7 @@ import numpy as np
 
 from .. import _dtype as D
 from .._device import NAMESPACES
+from .._state import _state as _gm_state
 from .._tensor import Tensor
 from ._primitive import apply, defprim
 from ._registry import graph, register
@@ -268,8 +269,9 @@ def _verify_batch_size(shape) -> None:
     for s in shape[2:]:
         n *= s
     if n == 1:
-        raise ValueError(f"Expected more than 1 value per channel when training, got input size "
-                         f"torch.Size({list(shape)})")
+        # PyTorch prints the input's torch.Size, or the list it built (group_norm's grouped shape)
+        size = list(shape) if isinstance(shape, list) else f"torch.Size({list(shape)})"
+        raise ValueError(f"Expected more than 1 value per channel when training, got input size {size}")
 
 
 def _update_running(running: Tensor | None, stat, momentum: float) -> None:
@@ -320,6 +322,10 @@ def _batch_norm(input, running_mean, running_var, weight, bias, training, moment
     check_tensor(input, op)
     _optional_tensor(running_mean, op, "running_mean", 4)
     _optional_tensor(running_var, op, "running_var", 5)
+    for name, r in (("running_mean", running_mean), ("running_var", running_var)):
+        if r is not None and r._requires_grad and _gm_state.enabled:
+            raise RuntimeError(f"The function 'native_batch_norm' is not differentiable with respect to argument "
+                               f"'{name}'. This input cannot have requires_grad True.")
     _optional_tensor(weight, op, "weight", 2)
     _optional_tensor(bias, op, "bias", 3)
     momentum = _float_arg(momentum, op, "momentum", 7)
@@ -381,7 +387,7 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bia
     spatial = 1
     for s in xs[2:]:
         spatial *= s
-    _verify_batch_size((n * num_groups, c // num_groups * spatial))   # PyTorch's check, on the grouped view
+    _verify_batch_size([n * c // num_groups, num_groups] + list(xs[2:]))   # PyTorch's check, as its F builds it
     if num_groups < 0 or c % num_groups != 0:
         raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of "
                            f"shape {_shape_list(xs)} and num_groups={num_groups}")
@@ -633,8 +639,8 @@ def _pdist_vjp(xp, g, out, x, p):
     d = xp.getitem(x, i) - xp.getitem(x, j)
     # PyTorch's pdist backward takes every maximal entry of an inf-norm (no splitting of ties), as cdist's
     G = _norm_grad(xp, xp.unsqueeze(g, 1), d, p, xp.unsqueeze(out, 1), (1,), split_ties=False)
-    if G is None:
-        return None
+    if G is None:   # p = 0: the "norm" counts non-zeros, a zero gradient (PyTorch gives zeros, not None)
+        return xp.zeros_like(x)
     return xp.index_put_zeros(G, (i,), x.shape) - xp.index_put_zeros(G, (j,), x.shape)
 
 
