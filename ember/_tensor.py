@@ -353,6 +353,10 @@ class Tensor:
         return self
 
     # ----- conversion ------------------------------------------------------------------------
+    # As PyTorch's: a NumPy scalar on the left of an operator (np.float64(0.5) * t) defers to the Tensor's
+    # reflected operator instead of turning the tensor into an array.
+    __array_priority__ = 1000
+
     def numpy(self, *, force: bool = False) -> np.ndarray:
         if self._requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. "

@@ -57,3 +57,16 @@ def test_interpolate_keeps_an_unchanged_dim(mode):
         y.sum().backward()
         return y, x.grad
     same(f)
+
+
+def test_numpy_scalar_on_the_left_of_an_operator():
+    import numpy as np
+
+    def f(lib):
+        t = lib.tensor([1.0, 2.0], requires_grad=True)
+        y = np.float64(0.5) * t + np.float32(2.0)
+        y.sum().backward()
+        m = lib.tensor([0.5, 1.0])
+        loss = F(lib).gaussian_nll_loss(m, lib.tensor([0.0, 1.5]), np.float64(0.7))
+        return y, t.grad, type(y).__name__, loss
+    same(f)
