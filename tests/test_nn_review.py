@@ -49,6 +49,15 @@ def test_batch_norm_refuses_running_stats_that_require_grad(training):
     raises_same(f, msg="is not differentiable with respect to argument 'running_mean'")
 
 
+@pytest.mark.parametrize("dims", [1, 2, 3])
+@pytest.mark.parametrize("scale_factor", [1.001, 2.0001, 0.7, 3.3])
+def test_interpolate_nearest_uses_the_scale_factor_as_pytorch(dims, scale_factor):
+    def f(lib):
+        x = lib.arange(float(5 ** dims)).reshape((1, 1) + (5,) * dims)
+        return F(lib).interpolate(x, scale_factor=scale_factor, mode="nearest")
+    same(f)
+
+
 @pytest.mark.parametrize("mode", ["linear", "nearest-exact"])
 def test_interpolate_keeps_an_unchanged_dim(mode):
     def f(lib):

@@ -974,13 +974,13 @@ def _source_index(scale, L, align_corners, cubic, dt):
     return src if cubic else np.maximum(src, dt(0))
 
 
-def _interp_matrix(mode, S, L, scale, align_corners, dt):
+def _interp_matrix(mode, S, L, scale, align_corners, dt, exact_sizes=False):
     m = np.zeros((L, S), dtype=dt)
     rows = np.arange(L)
     if mode in ("nearest", "nearest-exact"):
-        if mode == "nearest" and L == S:
+        if exact_sizes and L == S:   # PyTorch's 2-d nearest kernel: same size is a copy, whatever the scale
             src = rows
-        elif mode == "nearest" and L == 2 * S:
+        elif exact_sizes and L == 2 * S:   # ... and twice the size takes every row twice
             src = rows >> 1
         else:
             sc = np.float32(_scale_value(scale, S, L, np.float32))
@@ -1098,7 +1098,10 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
                                   f'\'{_TYPE_NAMES[str(input._data.dtype)]}\'')
     dt = input._data.dtype.type
     kind = "linear" if mode in ("linear", "bilinear", "trilinear") else mode
-    mats = tuple(_interp_matrix(kind, S, L, None if scales is None else scales[i], align_corners, dt)
+    # PyTorch 2.13's CPU kernels: nearest uses the scale_factor given, except that the 2-d kernel copies a dim of
+    # the same size and doubles one of twice the size whatever the scale (1-d and 3-d do not)
+    exact_sizes = mode == "nearest" and dim == 2
+    mats = tuple(_interp_matrix(kind, S, L, None if scales is None else scales[i], align_corners, dt, exact_sizes)
                  for i, (S, L) in enumerate(zip(input.shape[2:], out_size)))
     node = {"nearest": f"UpsampleNearest{dim}DBackward0", "nearest-exact": f"UpsampleNearestExact{dim}DBackward0",
             "linear": "UpsampleLinear1DBackward0", "bilinear": "UpsampleBilinear2DBackward0",
