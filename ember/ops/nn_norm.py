@@ -687,17 +687,12 @@ def _safe_softmax_forward(xp, x, dim, acc):
 
 
 def _safe_softmax_vjp(xp, g, out, x, dim, acc):
-    o = xp.cast(out, acc)
-    g = xp.cast(g, acc)
-    return o * (g - xp.sum(g * o, dim, True))
+    # softmax's rule (the activations family's), in the accumulation dtype: masked rows have out = 0, so 0 there
+    return softmax_p.vjps[0](xp, xp.cast(g, acc), xp.cast(out, acc), x, dim)
 
 
 safe_softmax_p = defprim("_safe_softmax", "SafeSoftmaxBackward0", _safe_softmax_forward, vjp=_safe_softmax_vjp,
                          jvp="elementwise", saves_out=True)
-
-
-def _acc_of(t: Tensor):
-    return np.float32 if t._data.dtype == np.float16 else t._data.dtype
 
 
 def _dropout_weights(attn: Tensor, p: float) -> Tensor:
@@ -771,7 +766,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
         if mask._data.dtype == np.bool_:
             mask = q.new_zeros(mask._data.shape).masked_fill(~mask, -math.inf)
         attn = attn + mask
-    attn = apply(safe_softmax_p, (attn,), {"dim": -1, "acc": _acc_of(attn)})
+    attn = apply(safe_softmax_p, (attn,), {"dim": -1, "acc": _acc(attn)})
     if dropout_p > 0.0:
         attn = _dropout_weights(attn, dropout_p)
     return matmul(attn, v)
