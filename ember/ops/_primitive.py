@@ -58,7 +58,7 @@ class Primitive:
     """One differentiable op: forward, per-input VJP and JVP rules, and what backward must save."""
 
     __slots__ = ("name", "node_cls", "forward", "vjps", "jvps", "jvp_kind", "saves", "saves_out", "is_view",
-                 "promote", "edge_pos", "saved_names", "param_names", "_reads", "_blank", "batch")
+                 "promote", "edge_pos", "saved_names", "param_names", "_reads", "_blank", "batch", "_when")
 
     def __init__(self, name, node_name, forward, vjp, jvp=None, saves=(), saves_out=False, is_view=False,
                  promote=None, scalar_args=(), saved_names=None):
@@ -94,6 +94,7 @@ class Primitive:
             self.param_names = code.co_varnames[code.co_argcount:code.co_argcount + code.co_kwonlyargcount]
         self._reads = None   # which inputs the VJP rules read at all (worked out on first backward)
         self._blank = None   # the rules' arguments when they read no input
+        self._when = None    # per saved input: the inputs whose rules read it (worked out on first record)
         # autograd.grad(is_grads_batched=True): False (the default, safe): backward runs this primitive's
         # node once per row of the batch; True: its VJP rules broadcast over a leading batch dimension of
         # the gradient as written, so the node runs once for the whole batch (see batch_safe).
@@ -113,6 +114,21 @@ def batch_safe(*prims: Primitive) -> None:
     op-database sample; an undeclared primitive runs row by row, which is always correct."""
     for p in prims:
         p.batch = True
+
+
+def save_always(*prims: Primitive, inputs: tuple | None = None) -> None:
+    """Declare that PyTorch's nodes of these primitives keep their saved ``inputs`` (default: all) whenever
+    they are recorded: it computes the input gradients in one grouped formula (convolution, the
+    normalisations, prelu). By default a declared input is saved only when a gradient whose rule reads it
+    may be needed."""
+    for p in prims:
+        if inputs is None:
+            p._when = _ALWAYS
+        else:
+            when = list(p._when or _save_when(p))
+            for j in inputs:
+                when[j] = None
+            p._when = tuple(when)
 
 
 def batch_rule(prim: Primitive, vjp) -> None:
@@ -180,9 +196,13 @@ _LOADS = frozenset(("LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_AND_CLEAR", "LOAD
                     "LOAD_FAST_LOAD_FAST", "LOAD_FAST_BORROW", "LOAD_FAST_BORROW_LOAD_FAST_BORROW"))
 
 
-def _rule_reads(rule, j: int) -> bool:
+_META = frozenset(("shape", "ndim", "dtype"))
+
+
+def _rule_reads(rule, j: int, values: bool = False) -> bool:
     """Whether VJP rule ``rule(xp, g, out, *inputs, **params)`` can read input ``j`` (conservative: True
-    unless its code provably never loads that parameter)."""
+    unless its code provably never loads that parameter). ``values``: whether it can read more than the
+    input's ``shape``/``ndim``/``dtype`` (which an unsaved input's stand-in has)."""
     code = getattr(rule, "__code__", None)
     if code is None or code.co_flags & 0x04:   # not a plain function, or *inputs
         return True
@@ -193,9 +213,12 @@ def _rule_reads(rule, j: int) -> bool:
     if name in code.co_cellvars:
         return True
     import dis
-    for ins in dis.get_instructions(code):
-        if ins.opname in _LOADS and (ins.argval == name or (isinstance(ins.argval, tuple) and name in ins.argval)):
-            return True
+    ins = list(dis.get_instructions(code))
+    for k, i in enumerate(ins):
+        if i.opname in _LOADS and (i.argval == name or (isinstance(i.argval, tuple) and name in i.argval)):
+            if not (values and type(i.argval) is str and k + 1 < len(ins) and ins[k + 1].opname == "LOAD_ATTR"
+                    and ins[k + 1].argval in _META):
+                return True
     return False
 
 
@@ -210,6 +233,33 @@ def _reads(prim: Primitive) -> tuple:
     if reads and not any(reads):
         prim._blank = [_NOT_READ] * len(reads)
     return reads
+
+
+def _save_when(prim: Primitive) -> tuple:
+    """Per input ``j``: None to save it whenever the node is recorded, else the inputs whose VJP rules read
+    it: PyTorch saves ``other`` for ``self * other`` only when ``self`` requires grad, so modifying an input
+    in place that no needed gradient reads is no error (``h @ W_frozen``, then ``h.relu_()``)."""
+    vjps = prim.vjps
+    if type(vjps) is not tuple:
+        when = _ALWAYS
+    else:
+        ruled = [i for i, r in enumerate(vjps) if r is not None and (prim.edge_pos is None or i in prim.edge_pos)]
+        when = []
+        for j in range(len(vjps)):
+            readers = tuple(i for i in ruled if _rule_reads(vjps[i], j, values=True))
+            # no rule reads it provably: keep the declaration's word (and the cost of checking nothing)
+            when.append(None if not readers or len(readers) == len(ruled) else readers)
+        when = tuple(when)
+    prim._when = when
+    return when
+
+
+class _Always:
+    def __getitem__(self, i) -> None:
+        return None
+
+
+_ALWAYS = _Always()
 
 
 class _ReadsAll:
@@ -543,7 +593,10 @@ def saved_slots(prim: Primitive, n_inputs: int) -> dict:
 def _saved_value(node: PrimNode, i: int):
     """What ``_saved_<input>`` shows: the saved tensor itself (PyTorch: the same object), or what the
     unpack hook gives back."""
-    t, v = node._saved[i]
+    sv = node._saved[i]
+    if sv is None:   # not saved: no input whose gradient reads it required grad (PyTorch: None)
+        return None
+    t, v = sv
     if type(t) is SavedTensor:
         return t.unpack()
     if t._vc[0] != v:
@@ -709,10 +762,22 @@ def _record(t: Tensor, prim: Primitive, args: tuple, params: dict, node_cls) -> 
     node._in = meta
     saves = prim.saves
     if saves:
+        when = prim._when or _save_when(prim)
+        if node_cls is not None and node_cls.apply is not PrimNode.apply:
+            when = _ALWAYS   # a node of its own reads what it likes
         saved = []
         i = 0
         for a in args:
             if i in saves and isinstance(a, Tensor):
+                w = when[i]
+                if w is not None:
+                    for k in w:
+                        if edges[k] is not _NO_EDGE:
+                            break
+                    else:   # no input whose gradient reads it needs a gradient
+                        saved.append(None)
+                        i += 1
+                        continue
                 if a._inference:
                     raise RuntimeError(INFERENCE_SAVE_MESSAGE)
                 saved.append((a, a._vc[0]))

@@ -14,7 +14,7 @@ from .. import _dtype as D
 from .._device import NAMESPACES, backend_of
 from .._tensor import Tensor, make
 from ..autograd.graph import node_class
-from ._primitive import _EMPTY, KEEP_DTYPE, PrimNode, apply, batch_safe, broadcast_error, defprim
+from ._primitive import _EMPTY, KEEP_DTYPE, PrimNode, apply, batch_safe, broadcast_error, defprim, save_always
 from ._registry import graph, method, register
 from ._util import check_tensor, compute_dtype, promote, scalar_or_tensor
 from ._views import apply_inplace
@@ -381,6 +381,7 @@ addcdiv_p = defprim("addcdiv", "AddcdivBackward0", lambda xp, a, t1, t2, value: 
                          lambda xp, g, out, a, t1, t2, value: g * (value / t2),
                          lambda xp, g, out, a, t1, t2, value: -g * ((t1 * value) / (t2 * t2))),
                     jvp="elementwise", saves=(1, 2), promote="standard", saved_names=("self", "tensor1", "tensor2"))
+save_always(lerp_tensor_p, addcdiv_p, inputs=(2,))   # PyTorch's nodes keep weight and tensor2 regardless
 
 # ----- argument checks ------------------------------------------------------------------------------------
 

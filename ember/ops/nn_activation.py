@@ -18,7 +18,7 @@ from .._device import NAMESPACES
 from .._tensor import Tensor, make, wrap_dim
 from ..autograd.graph import node_class
 from . import elementwise as E
-from ._primitive import PrimNode, apply, batch_safe, defprim
+from ._primitive import PrimNode, apply, batch_safe, defprim, save_always
 from ._registry import EXPORTS, graph, register
 from ._util import check_tensor
 from ._views import apply_inplace
@@ -613,6 +613,7 @@ prelu_p = defprim("prelu", "PreluKernelBackward0", lambda xp, a, w: xp.prelu(a, 
                   vjp=(lambda xp, g, out, a, w: xp.where(a > 0, g, g * w),
                        lambda xp, g, out, a, w: xp.where(a > 0, 0.0, g * a)),
                   jvp="elementwise", saves=(0, 1), saved_names=("self", "weight"))
+save_always(prelu_p)   # PyTorch's _prelu_kernel_backward is one formula for both inputs
 graph("prelu", lambda a, w: apply(prelu_p, (a, w)))
 
 
@@ -925,6 +926,7 @@ embedding_bag_p = defprim(
         xp.embedding_bag(w, psw, inv_count, indices, bags, nbags, mode, keep),
     vjp=(_bag_weight_vjp, _bag_psw_vjp, None), jvp=(_bag_weight_jvp, _bag_psw_jvp, None), saves=(0, 1, 2),
     scalar_args=(2,), saved_names=("weight", "per_sample_weights", None))
+save_always(embedding_bag_p, inputs=(1,))   # PyTorch keeps per_sample_weights regardless
 graph("embedding_bag", lambda w, psw, inv_count, indices, bags, nbags, mode, keep: apply(
     embedding_bag_p, (w, psw, inv_count), {"indices": indices, "bags": bags, "nbags": nbags, "mode": mode,
                                            "keep": keep, "argmax": None}))

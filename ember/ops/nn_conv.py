@@ -24,7 +24,7 @@ from .._numpy_nn_conv import _adaptive_bounds, _adaptive_max_indices, _max_pool_
 from .._numpy_nn_conv import dim_matrices as _dim_matrices_raw
 from .._tensor import Tensor, make
 from ..autograd.graph import node_class
-from ._primitive import PrimNode, apply, defprim
+from ._primitive import PrimNode, apply, defprim, save_always
 from ._registry import graph, register
 from ._util import check_tensor
 
@@ -56,6 +56,8 @@ conv_p = defprim(
          xp.conv_nd(x, t, None, stride, pads, dilation, groups),
          lambda xp, t, out, x, w, b, stride, pads, dilation, groups: _bias_tangent(xp, t, out)),
     saves=(0, 1), saved_names=("input", "weight", "bias"))
+save_always(conv_p)   # PyTorch's convolution_backward is one formula for all three inputs
+
 
 def _crop_to(xp, r, shape):
     """The input gradient of a transposed convolution whose output_padding reaches past a stride (allowed when
@@ -80,6 +82,7 @@ conv_transpose_p = defprim(
          xp.conv_transpose_nd(x, t, None, stride, pads, dilation, groups, size),
          lambda xp, t, out, x, w, b, stride, pads, dilation, groups, size: _bias_tangent(xp, t, out)),
     saves=(0, 1), saved_names=("input", "weight", "bias"))
+save_always(conv_transpose_p)
 
 conv_weight_p = defprim(
     "conv_weight", "ConvolutionBackwardBackward0",
