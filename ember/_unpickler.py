@@ -195,10 +195,10 @@ class WeightsUnpickler:
                     stack.append(set())
                 elif op == b"\x90":
                     items, stack = stack, metastack.pop()
-                    _target(stack, set, "add items to").update(items)
+                    _hashable(_target(stack, set, "add items to").update, items)
                 elif op == b"\x91":
                     items, stack = stack, metastack.pop()
-                    stack.append(frozenset(items))
+                    stack.append(_hashable(frozenset, items))
                 elif op == b"0":
                     if stack:
                         stack.pop()
@@ -237,7 +237,10 @@ class WeightsUnpickler:
                         raise UnpicklingError(f"Trying to call reduce for unrecognized function {func!r}")
                     if type(args) is not tuple:
                         raise UnpicklingError(f"REDUCE arguments must be a tuple, got {type(args).__name__}")
-                    stack[-1] = func(*args)
+                    try:
+                        stack[-1] = func(*args)
+                    except TypeError as e:          # a wrong argument count or type
+                        raise UnpicklingError(f"bad arguments for {func!r}: {e}") from None
                 elif op == b"\x81":                    # NEWOBJ
                     args = stack.pop()
                     cls = stack.pop()
@@ -265,9 +268,6 @@ class WeightsUnpickler:
             except IndexError:
                 raise UnpicklingError(f"data.pkl is malformed: stack underflow at opcode "
                                       f"{_OP_NAMES.get(op, op)} (byte {at})") from None
-            except TypeError as e:             # unhashable key, wrong argument count
-                raise UnpicklingError(f"data.pkl is malformed at opcode {_OP_NAMES.get(op, op)} (byte {at}): "
-                                      f"{e}") from None
 
     def _find_global(self, module: str, name: str):
         module = _MODULE_RENAMES.get(module, module)
@@ -289,6 +289,13 @@ def _is_in(obj, allowed: set) -> bool:
         return False
 
 
+def _hashable(fn, items):
+    try:
+        return fn(items)
+    except TypeError as e:
+        raise UnpicklingError(f"data.pkl is malformed: {e}") from None     # an unhashable item
+
+
 def _target(stack: list, types, what: str):
     obj = stack[-1]
     if type(obj) not in (types if isinstance(types, tuple) else (types,)):
@@ -300,8 +307,11 @@ def _target(stack: list, types, what: str):
 def _pairs(d: dict, items: list) -> dict:
     if len(items) % 2:
         raise UnpicklingError("data.pkl is malformed: odd number of items for a dict")
-    for i in range(0, len(items), 2):
-        d[items[i]] = items[i + 1]
+    try:
+        for i in range(0, len(items), 2):
+            d[items[i]] = items[i + 1]
+    except TypeError as e:
+        raise UnpicklingError(f"data.pkl is malformed: {e}") from None     # an unhashable key
     return d
 
 
