@@ -303,6 +303,8 @@ class _Pickler:
     def _tensor(self, t: Tensor, path: str, requires_grad: bool | None = None) -> None:
         """``_rebuild_tensor_v2(storage, offset, size, stride, requires_grad, OrderedDict())``."""
         a = t._data
+        if isinstance(a, np.generic):          # a 0-d result kept as a NumPy scalar
+            a = np.asarray(a)
         if not isinstance(a, np.ndarray):
             raise TypeError(f"ember.save: the tensor at {path or 'the top'} is on device '{t.device}'; only cpu "
                             "tensors can be saved so far")

@@ -337,6 +337,23 @@ def test_round_trip_paths_buffers_and_sharing(tmp_path):
         assert ember.load(fh)[0].tolist() == [1.0, 1.0]
 
 
+def test_storages_of_numpy_memory(tmp_path):
+    fortran = np.asfortranarray(np.arange(6.0).reshape(2, 3))
+    t = ember.from_numpy(fortran)
+    got = ember.load(_saved({"t": t, "col": t[:, 1]}))
+    assert got["t"].stride() == (1, 2) and got["t"].tolist() == t.tolist()
+    assert got["col"].tolist() == [1.0, 4.0] and np.shares_memory(got["t"]._data, got["col"]._data)
+    flipped = ember.from_numpy(np.arange(5.0)[::-1])          # negative strides: saved as a copy of its own
+    assert ember.load(_saved(flipped)).tolist() == [4.0, 3.0, 2.0, 1.0, 0.0]
+
+
+def test_one_storage_seen_as_two_dtypes_is_refused_as_torch_refuses(torch):
+    for lib in (torch, ember):
+        x = lib.zeros(4)
+        with pytest.raises(RuntimeError, match="view the same data as different types"):
+            lib.save([x, x.view(lib.int32)], io.BytesIO())
+
+
 def test_save_refuses_objects_weights_only_cannot_read(tmp_path):
     path = tmp_path / "bad.pt"
     for bad in ({"f": lambda x: x}, {"a": np.ones(2)}, [object()], {"nt": os.stat_result(range(10))}):
