@@ -99,8 +99,10 @@ def _root_of(a: np.ndarray) -> np.ndarray:
 def _layout_in(a: np.ndarray, root: np.ndarray) -> tuple[int, tuple] | None:
     """``a``'s (offset, strides) in elements within ``root``'s memory, or None when it has none."""
     isz = a.itemsize
-    if a.size == 0 or root.nbytes % isz or not (root.flags.c_contiguous or root.flags.f_contiguous):
-        return None if a is not root or a.size else (0, _contiguous_strides(a.shape))
+    if a.size == 0:                 # an empty tensor gets an empty storage of its own
+        return (0, _contiguous_strides(a.shape)) if a is root else None
+    if root.nbytes % isz or not (root.flags.c_contiguous or root.flags.f_contiguous):
+        return None
     lo = root.__array_interface__["data"][0]
     ptr = a.__array_interface__["data"][0]
     if (ptr - lo) % isz or ptr < lo:
@@ -246,14 +248,28 @@ class _Pickler:
         elif isinstance(obj, device):
             self._reduce("torch", "device", [obj.type] if obj.index is None else [obj.type, obj.index], path)
         elif isinstance(obj, Parameter):
-            self._global("torch._utils", "_rebuild_parameter")
+            state = _attributes(obj)
+            self._global("torch._utils", "_rebuild_parameter_with_state" if state else "_rebuild_parameter")
+            self.out += _MARK
             self._tensor(obj, path, False)           # the Parameter's .data, which does not require grad
             self.out += _TRUE if obj.requires_grad else _FALSE
             self._reduce("collections", "OrderedDict", [], path)
-            self.out += _TUPLE_N[3] + _REDUCE
+            if state:
+                self.save(state, path + ".__dict__")
+            self.out += _TUPLE + _REDUCE
             self._put(obj)
         elif isinstance(obj, Tensor):
-            self._tensor(obj, path)          # a non-leaf loads as a leaf that requires grad, as in PyTorch
+            state = _attributes(obj)
+            if state:       # PyTorch's form for a tensor carrying Python attributes
+                self._global("torch._tensor", "_rebuild_from_type_v2")
+                self.out += _MARK
+                self._global("torch._utils", "_rebuild_tensor_v2")
+                self._global("torch", "Tensor")
+                self._tensor(obj, path, args_only=True)
+                self.save(state, path + ".__dict__")
+                self.out += _TUPLE + _REDUCE
+            else:
+                self._tensor(obj, path)      # a non-leaf loads as a leaf that requires grad, as in PyTorch
             self._put(obj)
         elif isinstance(obj, Size):
             self._reduce("torch", "Size", [tuple(obj)], path)
@@ -300,8 +316,9 @@ class _Pickler:
         self._items(state.items(), path + ".__dict__")
         self.out += _BUILD
 
-    def _tensor(self, t: Tensor, path: str, requires_grad: bool | None = None) -> None:
-        """``_rebuild_tensor_v2(storage, offset, size, stride, requires_grad, OrderedDict())``."""
+    def _tensor(self, t: Tensor, path: str, requires_grad: bool | None = None, args_only: bool = False) -> None:
+        """``_rebuild_tensor_v2(storage, offset, size, stride, requires_grad, OrderedDict())`` (or only the
+        tuple of its arguments)."""
         a = t._data
         if isinstance(a, np.generic):          # a 0-d result kept as a NumPy scalar
             a = np.asarray(a)
@@ -309,7 +326,8 @@ class _Pickler:
             raise TypeError(f"ember.save: the tensor at {path or 'the top'} is on device '{t.device}'; only cpu "
                             "tensors can be saved so far")
         key, dt, numel, offset, size, stride = self.storages.locate(a)
-        self._global("torch._utils", "_rebuild_tensor_v2")
+        if not args_only:
+            self._global("torch._utils", "_rebuild_tensor_v2")
         self.out += _MARK
         # the persistent id: ('storage', torch.<Type>Storage, key, 'cpu', numel)
         self.out += _MARK
@@ -324,7 +342,14 @@ class _Pickler:
         self._tuple_of(list(stride), path)
         self.out += _TRUE if (t.requires_grad if requires_grad is None else requires_grad) else _FALSE
         self._reduce("collections", "OrderedDict", [], path)   # backward hooks: never saved
-        self.out += _TUPLE + _REDUCE
+        self.out += _TUPLE if args_only else _TUPLE + _REDUCE
+
+
+def _attributes(t: Tensor) -> dict:
+    """The Python attributes a user set on a tensor (``t.note = ...``), which PyTorch saves with it;
+    ember's own instance attributes start with an underscore and stay behind."""
+    d = getattr(t, "__dict__", None)
+    return {k: v for k, v in d.items() if not k.startswith("_")} if d else {}
 
 
 class _CountingWriter:
@@ -537,7 +562,8 @@ def _set_state(t: Tensor, state) -> Tensor:
     if not isinstance(state, dict):
         raise UnpicklingError(f"a tensor's state must be a dict, got {type(state).__name__}")
     for k, v in state.items():
-        if type(k) is not str or k.startswith("_") or hasattr(type(t), k):
+        # a plain attribute only: never one of ember's own (slots, properties, methods, class defaults)
+        if type(k) is not str or k.startswith("__") or hasattr(type(t), k):
             raise UnpicklingError(f"ember.load refuses to set the tensor attribute {k!r} from a file")
         t.__dict__[k] = v
     return t

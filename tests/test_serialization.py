@@ -186,13 +186,14 @@ def test_torch_tensor_attributes_and_plain_values(torch, tmp_path):
     t.note = "hello"
     obj = {"t": t, "bytes": b"\x00\xffab", "set": {1, 2}, "complex": 1 + 2j, "size": torch.Size([2, 3]),
            "nested": [(1, [2.5, None]), {"k": True}], "big": 2**80, "neg": -(2**40), "dtype": torch.float64}
-    torch.save(obj, tmp_path / "p.pt")
-    got = ember.load(tmp_path / "p.pt")
-    assert got["t"].note == "hello" and got["t"].tolist() == [1.0, 1.0]
-    for k in ("bytes", "set", "complex", "nested", "big", "neg"):
-        assert got[k] == obj[k]
-    assert isinstance(got["size"], ember.Size) and got["size"] == (2, 3)
-    assert got["dtype"] is ember.float64
+    for protocol in (2, 4, 5):          # 2 is torch.save's default; 4 and 5 bring FRAME, MEMOIZE, STACK_GLOBAL
+        torch.save(obj, tmp_path / "p.pt", pickle_protocol=protocol)
+        got = ember.load(tmp_path / "p.pt")
+        assert got["t"].note == "hello" and got["t"].tolist() == [1.0, 1.0]
+        for k in ("bytes", "set", "complex", "nested", "big", "neg"):
+            assert got[k] == obj[k]
+        assert isinstance(got["size"], ember.Size) and got["size"] == (2, 3)
+        assert got["dtype"] is ember.float64
 
 
 def test_torch_dtypes_ember_lacks_are_named(torch, tmp_path):
@@ -243,6 +244,11 @@ def test_ember_file_loads_in_torch(torch, tmp_path):
         "size": ember.Size([1, 2]), "set": {3, 4}, "dtype": ember.int16, "big": -(2**77), "c": 3 - 1j,
     })
     obj["od"]._metadata = OrderedDict([("", {"version": 1})])
+    obj["noted"] = ember.ones(2)
+    obj["noted"].note = "hi"
+    obj["many"] = [{"i": i, "t": ember.tensor(i)} for i in range(300)]       # memo indices past 255
+    obj["tagged"] = ember.nn.Parameter(ember.zeros(1))
+    obj["tagged"].tag = 3
     path = tmp_path / "ember.pt"
     ember.save(obj, path)
     got = torch.load(path, weights_only=True)
@@ -263,6 +269,8 @@ def test_ember_file_loads_in_torch(torch, tmp_path):
     assert got["nested"] == obj["nested"] and got["size"] == torch.Size([1, 2]) and got["dtype"] is torch.int16
     assert got["optim"]["param_groups"] == obj["optim"]["param_groups"]
     assert (got["set"], got["big"], got["c"]) == ({3, 4}, -(2**77), 3 - 1j)
+    assert [(d["i"], d["t"].item()) for d in got["many"]] == [(i, i) for i in range(300)]
+    assert got["noted"].note == "hi" and got["tagged"].tag == 3 and isinstance(got["tagged"], torch.nn.Parameter)
     # the same bytes from a buffer, and torch's own round trip of the loaded object
     assert torch.load(io.BytesIO(path.read_bytes()), weights_only=True)["view"].tolist() == obj["view"].tolist()
 
@@ -311,8 +319,11 @@ def test_round_trip_paths_buffers_and_sharing(tmp_path):
     base = ember.arange(12.).reshape(3, 4)
     p = ember.nn.Parameter(ember.ones(2))
     shared = [1, 2]
-    obj = {"base": base, "t": base.t(), "row": base[2], "p": p, "p_again": p, "i": ember.tensor([1, 2], dtype=ember.int32),
-           "l": shared, "l_again": shared, 7: "int key", ("a", 1): ember.tensor(True)}
+    obj = {"base": base, "t": base.t(), "row": base[2], "p": p, "p_again": p,
+           "i": ember.tensor([1, 2], dtype=ember.int32),
+           "l": shared, "l_again": shared, 7: "int key", ("a", 1): ember.tensor(True), "noted": ember.ones(1)}
+    obj["noted"].note = {"by": "user"}
+    p.tag = "w"
     cyc = []
     cyc.append(cyc)
     obj["cycle"] = cyc
@@ -325,6 +336,7 @@ def test_round_trip_paths_buffers_and_sharing(tmp_path):
         assert got["p"] is got["p_again"] and isinstance(got["p"], ember.nn.Parameter) and got["p"].requires_grad
         assert got["l"] is got["l_again"] and got["cycle"][0] is got["cycle"]
         assert got[7] == "int key" and got[("a", 1)].item() is True and got["i"].dtype is ember.int32
+        assert got["noted"].note == {"by": "user"} and got["p"].tag == "w"
         got["base"][2, 1] = -5.0
         assert got["row"][1].item() == -5.0 and got["t"][1, 2].item() == -5.0
         assert base[2, 1].item() == 9.0            # the saved tensor is untouched
