@@ -9,7 +9,6 @@ nested pickle cannot overflow the stack (and nesting is capped anyway).
 """
 from __future__ import annotations
 
-import codecs
 import struct
 from collections import Counter, OrderedDict
 from pickle import UnpicklingError
@@ -317,8 +316,9 @@ def _pairs(d: dict, items: list) -> dict:
 
 # ----- the small constructors a checkpoint may call besides tensors -----------------------------------
 def _codecs_encode(obj, encoding="utf-8", errors="strict"):
-    # protocol 2 writes bytes as _codecs.encode(str, 'latin1'); other codecs are not needed.
-    if type(obj) is not str or codecs.lookup(encoding).name not in ("iso8859-1", "utf-8") or errors != "strict":
+    # protocol 2 writes bytes as _codecs.encode(str, 'latin1'); no other codec is looked up (a lookup can
+    # import a module)
+    if type(obj) is not str or encoding not in ("latin1", "latin-1", "utf-8", "utf8") or errors != "strict":
         raise UnpicklingError("_codecs.encode is allowed only as encode(str, 'latin1') (how pickle writes bytes)")
     return obj.encode(encoding)
 
