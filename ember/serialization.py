@@ -420,10 +420,11 @@ def save(obj: object, f: FileLike, pickle_module: Any = None, pickle_protocol: i
     ``torch.load(f, weights_only=True)`` reads the file back: tensors of every ember dtype (views of
     one tensor are stored once and load sharing memory), Parameters, dicts, OrderedDicts (with a
     state dict's ``_metadata``), lists, tuples, sets, strings, bytes, numbers, ``None``, ``Size``,
-    dtypes. Other objects raise ``TypeError`` before anything is written, since ``weights_only``
-    loading could not read them back. The pickle is always written in protocol 2 (``torch.save``'s
-    default, the one ``weights_only`` reads); ``pickle_protocol`` above 2 is accepted and changes
-    nothing, since the pickle holds only small metadata.
+    dtypes. A view saves its whole memory block, as PyTorch saves a view's whole storage (``clone()``
+    it first to save only its elements). Other objects raise ``TypeError`` before anything is
+    written, since ``weights_only`` loading could not read them back. The pickle is always written
+    in protocol 2 (``torch.save``'s default, the one ``weights_only`` reads); ``pickle_protocol``
+    above 2 is accepted and changes nothing, since the pickle holds only small metadata.
     """
     import pickle
 
@@ -842,7 +843,9 @@ def load(f: FileLike, map_location: Any = None, pickle_module: Any = None, *, we
     cpu device, a dict of location tags, or ``fn(storage, location)`` returning the storage or None;
     storages saved on another device need it, as on a CPU-only PyTorch. ``mmap=True`` (with a path)
     maps the storages from the file copy-on-write instead of reading them. Tensors that shared a
-    storage when saved share memory again; Parameters keep ``requires_grad``.
+    storage when saved share memory again; Parameters keep ``requires_grad``. PyTorch's legacy
+    (pre-1.6, non-zip) format and TorchScript archives are refused with a ``RuntimeError``; dtypes
+    ember lacks (bfloat16, complex, ...) raise a ``RuntimeError`` naming them.
     """
     import io
     import pickle
