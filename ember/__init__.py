@@ -53,3 +53,6 @@ def numel(input: Tensor) -> int:
     return _check(input, "numel").numel()
 
 from . import utils  # noqa: E402  (torch.utils.checkpoint; built on autograd)
+from .serialization import load, save  # noqa: E402  (PyTorch's checkpoint format; zipfile/pickle load lazily)
+from ._safetensors import load_safetensors, save_safetensors  # noqa: E402  (the safetensors package, lazily)
+
