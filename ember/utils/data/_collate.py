@@ -76,7 +76,7 @@ def default_convert(data: Any) -> Any:
     return data
 
 
-def collate(batch: list, *, collate_fn_map: dict | None = None) -> Any:
+def collate(batch: list | tuple, *, collate_fn_map: dict | None = None) -> Any:
     """Collate ``batch`` (a list of samples of one structure), dispatching leaves through ``collate_fn_map``:
     first by exact type, then by the first key (in insertion order) the element is an instance of."""
     elem = batch[0]
@@ -92,12 +92,12 @@ def collate(batch: list, *, collate_fn_map: dict | None = None) -> Any:
         return _rebuild(elem, {k: collate([d[k] for d in batch], collate_fn_map=collate_fn_map) for k in elem},
                         "map")
     if isinstance(elem, tuple) and hasattr(elem, "_fields"):        # namedtuple: field by field
-        return elem_type(*(collate(list(s), collate_fn_map=collate_fn_map) for s in zip(*batch)))
+        return elem_type(*(collate(s, collate_fn_map=collate_fn_map) for s in zip(*batch)))
     if isinstance(elem, collections.abc.Sequence):
         size = len(elem)
         if any(len(e) != size for e in batch):
             raise RuntimeError("each element in list of batch should be of equal size")
-        columns = [collate(list(s), collate_fn_map=collate_fn_map) for s in zip(*batch)]
+        columns = [collate(s, collate_fn_map=collate_fn_map) for s in zip(*batch)]
         if isinstance(elem, tuple):
             return columns                  # tuples collate to lists, as PyTorch's (backwards compatibility)
         return _rebuild(elem, columns, "seq")
