@@ -389,12 +389,104 @@ def test_loader_setattr_frozen_and_len_errors():
             len(lib.utils.data.DataLoader(Stream.make(lib, 3, with_len=False)))
 
 
+# ---------------------------------------------------------------- worker processes
+
+def _aug_dataset(lib):
+    """A dataset drawing from ember/torch, NumPy and random in __getitem__, reporting its worker."""
+    import random
+    D = lib.utils.data
+
+    class Aug(D.Dataset):
+        def __len__(self):
+            return 10
+
+        def __getitem__(self, i):
+            info = D.get_worker_info()
+            return (i, lib.rand(2), float(np.random.rand()), random.random(),
+                    -1 if info is None else info.id, 0 if info is None else info.seed - info.id)
+    return Aug()
+
+
+@pytest.mark.parametrize("kw", [dict(num_workers=2), dict(num_workers=2, persistent_workers=True),
+                                dict(num_workers=1, prefetch_factor=1, timeout=30)])
+def test_workers_match_torch(kw):
+    # same batches, same per-worker seeds (so the same random draws inside the dataset), same state after
+    def fn(lib):
+        dl = lib.utils.data.DataLoader(_aug_dataset(lib), batch_size=3, shuffle=True, **kw)
+        return [list(dl), list(dl), len(dl)]
+    both(fn, seed=5)
+
+
+def test_workers_iterable_dataset_sharded_and_duplicated():
+    def fn(lib):
+        D = lib.utils.data
+
+        class Range(D.IterableDataset):
+            def __init__(self):
+                self.start, self.end = 3, 10
+
+            def __iter__(self):
+                return iter(range(self.start, self.end))
+
+        def shard(worker_id):
+            info = D.get_worker_info()
+            ds, per = info.dataset, -(-(10 - 3) // info.num_workers)
+            ds.start = 3 + worker_id * per
+            ds.end = min(ds.start + per, 10)
+        return [list(D.DataLoader(Range(), num_workers=2)),
+                list(D.DataLoader(Range(), num_workers=2, batch_size=2, worker_init_fn=shard)),
+                list(D.DataLoader(Range(), num_workers=2, batch_size=2, drop_last=True, worker_init_fn=shard))]
+    both(fn)
+
+
+@pytest.mark.parametrize("etype", [ValueError, KeyError])
+def test_workers_reraise(etype):
+    def fn(lib):
+        D = lib.utils.data
+
+        class Bad(D.Dataset):
+            def __len__(self):
+                return 6
+
+            def __getitem__(self, i):
+                if i == 4:
+                    raise etype("bad sample 4")
+                return i
+        return list(D.DataLoader(Bad(), batch_size=2, num_workers=2))
+    tm, em = errors(fn)
+    for m in (tm, em):
+        assert "Caught " + etype.__name__ + " in DataLoader worker process 0" in m and "bad sample 4" in m
+
+
+def test_workers_abandoned_pass_and_dead_worker():
+    D = ember.utils.data
+    dl = D.DataLoader(list(range(50)), batch_size=2, num_workers=2, persistent_workers=True)
+    it = iter(dl)
+    next(it)
+    assert [b.tolist() for b in dl][:2] == [[0, 1], [2, 3]]     # stale results of the first pass dropped
+    del it, dl
+
+    class Dies(D.Dataset):
+        def __len__(self):
+            return 4
+
+        def __getitem__(self, i):
+            import os
+            os._exit(3)
+    with pytest.raises(RuntimeError, match="exited unexpectedly"):
+        list(D.DataLoader(Dies(), num_workers=1))
+
+
+@pytest.mark.parametrize("ctx", ["nope", 3])
+def test_multiprocessing_context_errors(ctx):
+    tm, em = errors(lambda lib: lib.utils.data.DataLoader([1], num_workers=1, multiprocessing_context=ctx))
+    assert tm.split("[")[0] == em.split("[")[0]
+
+
 # ---------------------------------------------------------------- ember only
 
-def test_workers_refused_clearly_and_worker_info():
+def test_worker_info_and_pin_memory():
     D = ember.utils.data
-    with pytest.raises(NotImplementedError, match="num_workers=0"):
-        D.DataLoader(list(range(4)), num_workers=2)
     assert D.get_worker_info() is None
     with pytest.warns(UserWarning, match="pin_memory"):
         list(D.DataLoader(list(range(2)), pin_memory=True))

@@ -2,7 +2,8 @@
 
 Random sampling draws from ember's PyTorch-exact generator in PyTorch's order: with the same seed, a
 shuffled ``DataLoader``, ``RandomSampler``, ``random_split`` and ``WeightedRandomSampler`` give PyTorch's
-indices and leave the generator where PyTorch leaves it. Loading runs in the main process only.
+indices and leave the generator where PyTorch leaves it. ``num_workers > 0`` loads in worker processes
+seeded as PyTorch seeds its workers.
 """
 from .dataloader import DataLoader, _DatasetKind, default_collate, default_convert, get_worker_info
 from .dataset import (ChainDataset, ConcatDataset, Dataset, IterableDataset, StackDataset, Subset, TensorDataset,
