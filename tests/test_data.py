@@ -435,8 +435,18 @@ def test_workers_iterable_dataset_sharded_and_duplicated():
             ds.end = min(ds.start + per, 10)
         return [list(D.DataLoader(Range(), num_workers=2)),
                 list(D.DataLoader(Range(), num_workers=2, batch_size=2, worker_init_fn=shard)),
-                list(D.DataLoader(Range(), num_workers=2, batch_size=2, drop_last=True, worker_init_fn=shard))]
+                list(D.DataLoader(Range(), num_workers=2, batch_size=2, drop_last=True, worker_init_fn=shard)),
+                [list(dl) for dl in [D.DataLoader(Range(), num_workers=2, batch_size=3, worker_init_fn=shard,
+                                                  persistent_workers=True)] for _ in range(2)]]
     both(fn)
+
+
+def test_workers_unbatched_and_out_of_order():
+    D = ember.utils.data
+    ds = list(range(9))
+    assert [int(v) for v in D.DataLoader(ds, batch_size=None, num_workers=2)] == ds
+    got = [b.tolist() for b in D.DataLoader(ds, batch_size=2, num_workers=2, in_order=False)]
+    assert sorted(got) == [[0, 1], [2, 3], [4, 5], [6, 7], [8]]
 
 
 @pytest.mark.parametrize("etype", [ValueError, KeyError])
@@ -452,7 +462,13 @@ def test_workers_reraise(etype):
                 if i == 4:
                     raise etype("bad sample 4")
                 return i
-        return list(D.DataLoader(Bad(), batch_size=2, num_workers=2))
+        it = iter(D.DataLoader(Bad(), batch_size=2, num_workers=2))
+        try:
+            return list(it)
+        finally:
+            # now, not when the traceback's cycle is collected: torch's workers then miss their final
+            # message and wait out two 5 s timeouts
+            it._shutdown_workers()
     tm, em = errors(fn)
     for m in (tm, em):
         assert "Caught " + etype.__name__ + " in DataLoader worker process 0" in m and "bad sample 4" in m
@@ -465,6 +481,20 @@ def test_workers_abandoned_pass_and_dead_worker():
     next(it)
     assert [b.tolist() for b in dl][:2] == [[0, 1], [2, 3]]     # stale results of the first pass dropped
     del it, dl
+
+    # an iterator collected in a reference cycle (its queues finalised first) still stops its workers
+    import gc
+    import time
+    it = iter(D.DataLoader(list(range(50)), batch_size=2, num_workers=2))
+    next(it)
+    workers = list(it._workers)
+    it.cycle = it
+    del it
+    gc.collect()
+    t0 = time.monotonic()
+    while any(w.is_alive() for w in workers) and time.monotonic() - t0 < 5:
+        time.sleep(0.05)
+    assert [w.exitcode for w in workers] == [0, 0]      # exited by themselves, not terminated
 
     class Dies(D.Dataset):
         def __len__(self):

@@ -21,7 +21,8 @@ import numpy as np
 
 import ember
 
-_POLL_S = 1.0               # how often a blocked worker or main process checks that its peer is alive
+_POLL_S = 1.0               # how often the main process, waiting for a batch, checks its workers are alive
+_WORKER_POLL_S = 0.2        # how often an idle worker checks the main process and the shutdown event
 _worker_info = None         # this process's WorkerInfo; None in the main process
 
 
@@ -117,8 +118,12 @@ def _worker_loop(dataset_kind: int, dataset, index_queue, data_queue, done_event
         parent = os.getppid()
         while os.getppid() == parent:                   # stop if the main process died
             try:
-                r = index_queue.get(timeout=_POLL_S)
+                r = index_queue.get(timeout=_WORKER_POLL_S)
             except queue.Empty:
+                if done_event.is_set():
+                    # shut down without our final None: it can be lost when the main process's iterator is
+                    # collected in a cycle (its queue's feeder thread is finalised before the iterator)
+                    break
                 continue
             if isinstance(r, _ResumeIteration):
                 data_queue.put((r, None))
