@@ -198,6 +198,14 @@ def test_random_sampler(replacement, num_samples):
     both(fn)
 
 
+def test_random_sampler_dataset_sized():
+    # an MNIST-sized permutation, then the loader's state
+    def fn(lib):
+        dl = lib.utils.data.DataLoader(range(60000), batch_size=1000, shuffle=True, collate_fn=lambda b: b[:3])
+        return list(dl)[-2:]
+    both(fn, seed=2024)
+
+
 def test_subset_random_and_weighted_samplers():
     w = np.random.RandomState(0).rand(40).tolist()
 

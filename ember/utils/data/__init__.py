@@ -5,7 +5,7 @@ shuffled ``DataLoader``, ``RandomSampler``, ``random_split`` and ``WeightedRando
 indices and leave the generator where PyTorch leaves it. ``num_workers > 0`` loads in worker processes
 seeded as PyTorch seeds its workers.
 """
-from .dataloader import DataLoader, _DatasetKind, default_collate, default_convert, get_worker_info
+from .dataloader import DataLoader, _DatasetKind, default_collate, default_convert, get_worker_info  # noqa: F401
 from .dataset import (ChainDataset, ConcatDataset, Dataset, IterableDataset, StackDataset, Subset, TensorDataset,
                       random_split)
 from .sampler import (BatchSampler, RandomSampler, Sampler, SequentialSampler, SubsetRandomSampler,

@@ -289,10 +289,10 @@ class _BaseDataLoaderIter:
         self._num_workers = loader.num_workers
         if loader.pin_memory and loader.pin_memory_device:
             warnings.warn("pin_memory_device is deprecated, the current accelerator will be used as the device,"
-                          f"ignore pin_memory_device='{loader.pin_memory_device}'.", stacklevel=4)
+                          f"ignore pin_memory_device='{loader.pin_memory_device}'.", stacklevel=5)
         if loader.pin_memory:
             warnings.warn("'pin_memory' argument is set as true but no accelerator is found, then device pinned "
-                          "memory won't be used.", stacklevel=4)
+                          "memory won't be used.", stacklevel=5)   # the user's ``for`` line
         self._timeout = loader.timeout
         self._collate_fn = loader.collate_fn
         self._sampler_iter = iter(self._index_sampler)
@@ -363,7 +363,6 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
 
     def __init__(self, loader: DataLoader) -> None:
         super().__init__(loader)
-        self._shutdown = True                 # nothing to shut down until the workers exist
         self._prefetch_factor = loader.prefetch_factor
         self._in_order = loader.in_order
         ctx = loader.multiprocessing_context or multiprocessing.get_context()
@@ -371,6 +370,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         self._workers_done_event = ctx.Event()
         self._index_queues: list = []
         self._workers: list = []
+        self._workers_status = [False] * self._num_workers   # set by _reset; until then nothing to signal
         self._shutdown = False
         for i in range(self._num_workers):
             index_queue = ctx.Queue()
@@ -517,6 +517,8 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                     w.join(timeout=_worker._POLL_S)
 
     def __del__(self) -> None:
+        if getattr(self, "_shutdown", True):     # __init__ failed before any worker existed
+            return
         try:
             self._shutdown_workers()
         except Exception:       # interpreter teardown: modules may already be gone
