@@ -1,7 +1,7 @@
-"""ember.utils: utilities built on autograd (``torch.utils``): activation checkpointing (imported on first use)."""
+"""ember.utils: utilities built on autograd (``torch.utils``): activation checkpointing, hooks, data loading (each imported on first use)."""
 import importlib
 
-__all__ = ["checkpoint", "hooks"]
+__all__ = ["checkpoint", "data", "hooks"]
 
 
 def __getattr__(name: str):
