@@ -111,6 +111,83 @@ for _n, _shape in (("Dropout1d", (2, 4, 3)), ("Dropout2d", (2, 4, 3, 2)), ("Drop
     CASES.append(Case(_n, (lambda n: lambda nn: getattr(nn, n)(0.4))(_n), (lambda s: lambda: [R(*s)])(_shape),
                       seeded=True))
 
+CASES += [
+    Case("Conv1d", lambda nn: nn.Conv1d(2, 4, 3, stride=2, padding=1), lambda: [R(2, 2, 7)]),
+    Case("Conv1d_same_reflect", lambda nn: nn.Conv1d(2, 2, 3, padding="same", padding_mode="reflect", bias=False),
+         lambda: [R(2, 2, 6)]),
+    Case("Conv2d", lambda nn: nn.Conv2d(2, 4, (3, 2), dilation=(1, 2), groups=2), lambda: [R(2, 2, 5, 6)]),
+    Case("Conv2d_circular", lambda nn: nn.Conv2d(3, 2, 3, padding=1, padding_mode="circular"), lambda: [R(1, 3, 4, 4)]),
+    Case("Conv2d_replicate_valid", lambda nn: nn.Conv2d(3, 2, 2, padding=(1, 0), padding_mode="replicate"),
+         lambda: [R(1, 3, 4, 4)]),
+    Case("Conv2d_unbatched", lambda nn: nn.Conv2d(2, 3, 2, padding="valid"), lambda: [R(2, 4, 4)]),
+    Case("Conv3d", lambda nn: nn.Conv3d(2, 2, 2, stride=(1, 2, 1)), lambda: [R(1, 2, 3, 4, 3)]),
+    Case("ConvTranspose1d", lambda nn: nn.ConvTranspose1d(2, 3, 3, stride=2, padding=1, output_padding=1),
+         lambda: [R(2, 2, 4)]),
+    Case("ConvTranspose2d", lambda nn: nn.ConvTranspose2d(4, 2, (2, 3), stride=(2, 1), groups=2, dilation=(1, 2)),
+         lambda: [R(1, 4, 3, 3)]),
+    Case("ConvTranspose3d", lambda nn: nn.ConvTranspose3d(2, 2, 2, bias=False), lambda: [R(1, 2, 2, 3, 2)]),
+    Case("MaxPool1d", lambda nn: nn.MaxPool1d(3, 2, padding=1), lambda: [R(2, 3, 7)]),
+    Case("MaxPool2d", lambda nn: nn.MaxPool2d(2, ceil_mode=True, return_indices=True), lambda: [R(2, 2, 5, 5)]),
+    Case("MaxPool2d_dil", lambda nn: nn.MaxPool2d((2, 3), stride=1, dilation=(2, 1)), lambda: [R(1, 2, 5, 5)]),
+    Case("MaxPool3d", lambda nn: nn.MaxPool3d(2), lambda: [R(1, 2, 4, 4, 4)]),
+    Case("AvgPool1d", lambda nn: nn.AvgPool1d(3, 2, 1, count_include_pad=False), lambda: [R(2, 3, 7)]),
+    Case("AvgPool2d", lambda nn: nn.AvgPool2d(2, ceil_mode=True, divisor_override=3), lambda: [R(2, 2, 5, 5)]),
+    Case("AvgPool3d", lambda nn: nn.AvgPool3d((2, 1, 2), padding=(1, 0, 0)), lambda: [R(1, 2, 4, 3, 4)]),
+    Case("AdaptiveAvgPool1d", lambda nn: nn.AdaptiveAvgPool1d(3), lambda: [R(2, 3, 7)]),
+    Case("AdaptiveAvgPool2d", lambda nn: nn.AdaptiveAvgPool2d((2, None)), lambda: [R(2, 2, 5, 4)]),
+    Case("AdaptiveAvgPool3d", lambda nn: nn.AdaptiveAvgPool3d(2), lambda: [R(1, 2, 3, 4, 5)]),
+    Case("AdaptiveMaxPool1d", lambda nn: nn.AdaptiveMaxPool1d(3), lambda: [R(2, 3, 7)]),
+    Case("AdaptiveMaxPool2d", lambda nn: nn.AdaptiveMaxPool2d((3, 2), return_indices=True), lambda: [R(2, 2, 5, 4)]),
+    Case("AdaptiveMaxPool3d", lambda nn: nn.AdaptiveMaxPool3d(2), lambda: [R(1, 2, 3, 4, 5)]),
+    Case("LPPool1d", lambda nn: nn.LPPool1d(2, 3, 2), lambda: [R(2, 3, 7, lo=0.1)]),
+    Case("LPPool2d", lambda nn: nn.LPPool2d(3, 2), lambda: [R(2, 2, 4, 4, lo=0.1)]),
+    Case("LPPool3d", lambda nn: nn.LPPool3d(2, 2), lambda: [R(1, 2, 4, 4, 4, lo=0.1)]),
+    Case("BatchNorm1d", lambda nn: nn.BatchNorm1d(3), lambda: [R(4, 3)]),
+    Case("BatchNorm1d_3d_cma", lambda nn: nn.BatchNorm1d(3, momentum=None), lambda: [R(4, 3, 2)]),
+    Case("BatchNorm2d", lambda nn: nn.BatchNorm2d(3, momentum=0.3, eps=1e-3), lambda: [R(2, 3, 2, 2)]),
+    Case("BatchNorm2d_noaffine_notrack", lambda nn: nn.BatchNorm2d(3, affine=False, track_running_stats=False),
+         lambda: [R(2, 3, 2, 2)]),
+    Case("BatchNorm3d_nobias", lambda nn: nn.BatchNorm3d(2, bias=False), lambda: [R(2, 2, 2, 2, 2)]),
+    Case("InstanceNorm1d", lambda nn: nn.InstanceNorm1d(3), lambda: [R(2, 3, 5)]),
+    Case("InstanceNorm2d_affine_track", lambda nn: nn.InstanceNorm2d(3, affine=True, track_running_stats=True),
+         lambda: [R(2, 3, 3, 2)]),
+    Case("InstanceNorm3d_unbatched", lambda nn: nn.InstanceNorm3d(2, affine=True), lambda: [R(2, 2, 3, 2)]),
+    Case("LayerNorm", lambda nn: nn.LayerNorm((3, 2)), lambda: [R(4, 3, 2)]),
+    Case("LayerNorm_nobias", lambda nn: nn.LayerNorm(3, bias=False, eps=1e-3), lambda: [R(4, 3)]),
+    Case("LayerNorm_noaffine", lambda nn: nn.LayerNorm(3, elementwise_affine=False), lambda: [R(4, 3)]),
+    Case("GroupNorm", lambda nn: nn.GroupNorm(2, 4), lambda: [R(2, 4, 3)]),
+    Case("RMSNorm", lambda nn: nn.RMSNorm([2, 3], eps=1e-5), lambda: [R(4, 2, 3)]),
+    Case("LocalResponseNorm", lambda nn: nn.LocalResponseNorm(3, alpha=0.1), lambda: [R(2, 5, 3)]),
+    Case("Embedding", lambda nn: nn.Embedding(6, 3, padding_idx=-2), lambda: [I(2, 4, high=6)]),
+    Case("Embedding_maxnorm", lambda nn: nn.Embedding(6, 3, max_norm=1.0, norm_type=1.5), lambda: [I(2, 4, high=6)]),
+    Case("Embedding_pretrained", lambda nn: nn.Embedding.from_pretrained(nn_t(nn, R(5, 2)), freeze=False),
+         lambda: [I(3, high=5)]),
+    Case("EmbeddingBag", lambda nn: nn.EmbeddingBag(6, 3, mode="sum"),
+         lambda: [I(7, high=6), np.array([0, 2, 2, 5])], double=False),
+    Case("EmbeddingBag_max", lambda nn: nn.EmbeddingBag(6, 3, mode="max", padding_idx=1), lambda: [I(2, 4, high=6)],
+         double=False),
+    Case("CosineSimilarity", lambda nn: nn.CosineSimilarity(dim=0), lambda: [R(3, 4), R(3, 4, seed=4)]),
+    Case("PairwiseDistance", lambda nn: nn.PairwiseDistance(p=3, keepdim=True), lambda: [R(3, 4), R(3, 4, seed=4)]),
+    Case("PixelShuffle", lambda nn: nn.PixelShuffle(2), lambda: [R(1, 8, 2, 3)]),
+    Case("PixelUnshuffle", lambda nn: nn.PixelUnshuffle(2), lambda: [R(1, 2, 4, 6)]),
+    Case("ChannelShuffle", lambda nn: nn.ChannelShuffle(2), lambda: [R(1, 4, 2, 3)]),
+    Case("Upsample_nearest", lambda nn: nn.Upsample(scale_factor=2), lambda: [R(1, 2, 3, 3)]),
+    Case("Upsample_bilinear", lambda nn: nn.Upsample(size=(5, 4), mode="bilinear"), lambda: [R(1, 2, 3, 3)]),
+    Case("UpsamplingBilinear2d", lambda nn: nn.UpsamplingBilinear2d(scale_factor=2), lambda: [R(1, 2, 3, 3)]),
+    Case("UpsamplingNearest2d", lambda nn: nn.UpsamplingNearest2d(size=5), lambda: [R(1, 2, 3, 3)]),
+    Case("Fold", lambda nn: nn.Fold((4, 5), 2, stride=(2, 1)), lambda: [R(2, 8, 8)]),
+    Case("Unfold", lambda nn: nn.Unfold((2, 3), padding=1, dilation=(1, 2)), lambda: [R(2, 2, 4, 4)]),
+]
+for _n, _a, _shape in (("ZeroPad1d", (2,), (2, 3)), ("ZeroPad2d", ((1, 0, 2, 1),), (1, 2, 3)),
+                       ("ZeroPad3d", (1,), (1, 2, 2, 2)), ("ConstantPad1d", ((1, 2), 0.5), (2, 2, 3)),
+                       ("ConstantPad2d", (1, -1.0), (1, 2, 3)), ("ConstantPad3d", ((1, 0, 0, 1, 1, 0), 2.0), (1, 2, 2, 2)),
+                       ("ReflectionPad1d", (2,), (2, 2, 4)), ("ReflectionPad2d", ((1, 0, 2, 1),), (1, 2, 3, 4)),
+                       ("ReflectionPad3d", (1,), (1, 1, 2, 3, 3)), ("ReplicationPad1d", ((0, 2),), (2, 2, 3)),
+                       ("ReplicationPad2d", (1,), (1, 2, 3, 3)), ("ReplicationPad3d", ((1, 0, 0, 1, 1, 0),), (1, 1, 2, 2, 2)),
+                       ("CircularPad1d", (1,), (2, 2, 3)), ("CircularPad2d", ((1, 0, 2, 1),), (1, 2, 3, 3)),
+                       ("CircularPad3d", (1,), (1, 1, 2, 2, 2))):
+    CASES.append(Case(_n, (lambda n, a: lambda nn: getattr(nn, n)(*a))(_n, _a), (lambda s: lambda: [R(*s)])(_shape)))
+
 
 def nn_t(nn, a):
     """A float32 tensor of ``a`` in the library ``nn`` belongs to."""
@@ -162,6 +239,9 @@ def _run(case, lib, train, double):
     if case.seeded:
         lib.manual_seed(123)
     out = m(*ins)
+    extra = []
+    if isinstance(out, tuple):   # (values, indices)
+        out, extra = out[0], [o.numpy() for o in out[1:]]
     g_out = lib.tensor(np.random.default_rng(7).uniform(-1, 1, tuple(out.shape)))
     params = [p for p in m.parameters()]
     leaves = [ins[i] for i in grad_idx] + params
@@ -177,7 +257,7 @@ def _run(case, lib, train, double):
     out.backward(g_out)
     res = [out.detach().numpy()]
     res += [None if t.grad is None else t.grad.numpy() for t in leaves]
-    res += [b.numpy() for b in m.buffers()]
+    res += [b.numpy() for b in m.buffers()] + extra
     return res
 
 

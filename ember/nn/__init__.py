@@ -34,7 +34,8 @@ _family("modules.dropout", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "Al
 _family("modules.conv", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d")
 _family("modules.pooling", "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d",
         "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
-        "AdaptiveMaxPool3d", "LPPool1d", "LPPool2d", "LPPool3d")
+        "AdaptiveMaxPool3d", "LPPool1d", "LPPool2d", "LPPool3d", "MaxUnpool1d", "MaxUnpool2d",
+        "MaxUnpool3d")
 _family("modules.normalization", "LayerNorm", "GroupNorm", "RMSNorm", "LocalResponseNorm")
 _family("modules.batchnorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d")
 _family("modules.instancenorm", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d")
