@@ -53,3 +53,4 @@ def numel(input: Tensor) -> int:
     return _check(input, "numel").numel()
 
 from . import utils  # noqa: E402  (torch.utils.checkpoint; built on autograd)
+from . import func  # noqa: E402,F401  (torch.func.functional_call; a small module)
