@@ -295,3 +295,38 @@ def test_double_backward(case):
     except RuntimeError as exc:
         pytest.skip(f"torch has no double backward here: {exc}")
     _compare(case, t, _run(case, ember, True, True))
+
+
+def test_lazy_linear_becomes_linear_with_torchs_draws():
+    def run(lib):
+        lib.manual_seed(0)
+        m = lib.nn.LazyLinear(3)
+        before = repr(m)
+        lib.manual_seed(1)
+        y = m(lib.ones(2, 4))
+        return before, repr(m), type(m).__name__, m.weight.detach().numpy(), m.bias.detach().numpy(), y.detach().numpy()
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # PyTorch warns that lazy modules are experimental
+        t, e = run(torch), run(ember)
+    assert t[:3] == e[:3]
+    for a, b in zip(t[3:], e[3:]):
+        np.testing.assert_array_equal(b, a)
+
+
+def test_layer_errors_match_torch():
+    from parity import raises_same
+    for fn in (lambda lib: lib.nn.Conv2d(3, 2, 3, groups=2), lambda lib: lib.nn.Conv2d(2, 3, 3, groups=2),
+               lambda lib: lib.nn.Conv2d(2, 2, 3, padding="full"), lambda lib: lib.nn.Conv2d(2, 2, 3, stride=2, padding="same"),
+               lambda lib: lib.nn.ConvTranspose2d(2, 2, 3, padding_mode="reflect"),
+               lambda lib: lib.nn.ConvTranspose1d(2, 2, 3, stride=2)(lib.ones(1, 2, 4), output_size=[20]),
+               lambda lib: lib.nn.Dropout(1.5), lambda lib: lib.nn.GroupNorm(3, 4),
+               lambda lib: lib.nn.BatchNorm2d(3)(lib.ones(2, 3)), lambda lib: lib.nn.InstanceNorm1d(3, affine=True)(lib.ones(2, 4, 5)),
+               lambda lib: lib.nn.Softmax2d()(lib.ones(2)), lambda lib: lib.nn.MultiMarginLoss(p=3),
+               lambda lib: lib.nn.TripletMarginLoss(margin=0), lambda lib: lib.nn.HuberLoss(delta="x"),
+               lambda lib: lib.nn.Embedding(3, 2, padding_idx=5), lambda lib: lib.nn.Embedding.from_pretrained(lib.ones(3)),
+               lambda lib: lib.nn.CircularPad2d(1)(lib.ones(2)), lambda lib: lib.nn.Bilinear(0, 2, 2),
+               lambda lib: lib.nn.Unflatten(1, (2, "a"))):
+        raises_same(fn, exact_msg=True)
+    # (PyTorch prints a set here, whose order varies between runs)
+    raises_same(lambda lib: lib.nn.Conv1d(2, 2, 3, padding_mode="mirror"), msg="but got padding_mode='mirror'")

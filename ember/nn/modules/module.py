@@ -792,6 +792,7 @@ class Module:
             raise
 
     __call__ = _call_impl
+    _wrapped_call_impl = _call_impl
 
     # ----- state dicts -------------------------------------------------------------------------
     def _save_to_state_dict(self, destination: dict, prefix: str, keep_vars: bool) -> None:
