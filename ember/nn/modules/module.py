@@ -318,8 +318,6 @@ class Module:
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(f"cannot assign '{typename(tensor)}' object to buffer '{name}' "
                             "(torch Tensor or None required)")
-        if isinstance(tensor, Buffer):
-            persistent = tensor.persistent
         self._buffers[name] = tensor
         if persistent:
             self._non_persistent_buffers_set.discard(name)
