@@ -9,13 +9,13 @@ import importlib
 from . import functional
 from .parameter import Buffer, Parameter
 
-# public name -> the module of ember.nn that defines it
-_LAZY: dict[str, str] = {}
+# public name -> the module(s) of ember.nn that may define it, tried in order
+_LAZY: dict[str, tuple[str, ...]] = {}
 
 
-def _family(module: str, *names: str) -> None:
+def _family(module: str | tuple[str, ...], *names: str) -> None:
     for n in names:
-        _LAZY[n] = module
+        _LAZY[n] = (module,) if isinstance(module, str) else module
 
 
 _family("modules.module", "Module")
@@ -29,7 +29,8 @@ _family("modules.activation", "Threshold", "ReLU", "RReLU", "Hardtanh", "ReLU6",
 _family("modules.loss", "L1Loss", "NLLLoss", "PoissonNLLLoss", "GaussianNLLLoss", "KLDivLoss", "MSELoss", "BCELoss",
         "BCEWithLogitsLoss", "HingeEmbeddingLoss", "MultiLabelMarginLoss", "SmoothL1Loss", "HuberLoss",
         "SoftMarginLoss", "CrossEntropyLoss", "MultiLabelSoftMarginLoss", "CosineEmbeddingLoss",
-        "MarginRankingLoss", "MultiMarginLoss", "TripletMarginLoss", "TripletMarginWithDistanceLoss", "CTCLoss")
+        "MarginRankingLoss", "MultiMarginLoss", "TripletMarginLoss", "TripletMarginWithDistanceLoss", "CTCLoss",
+        "NLLLoss2d")
 _family("modules.dropout", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout")
 _family("modules.conv", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d")
 _family("modules.pooling", "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d",
@@ -48,6 +49,12 @@ _family("modules.pixelshuffle", "PixelShuffle", "PixelUnshuffle")
 _family("modules.channelshuffle", "ChannelShuffle")
 _family("modules.upsampling", "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d")
 _family("modules.fold", "Fold", "Unfold")
+_BUILT = tuple(_LAZY)
+# recurrent and attention layers (their own files)
+_family("modules.rnn", "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell")
+_family(("modules.activation", "modules.transformer"), "MultiheadAttention")
+_family("modules.transformer", "Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
+        "TransformerDecoderLayer")
 
 _SUBMODULES = ("init", "utils", "modules")
 
@@ -55,19 +62,24 @@ _SUBMODULES = ("init", "utils", "modules")
 def __getattr__(name: str):
     if name in _SUBMODULES:
         return importlib.import_module(f".{name}", __name__)
-    mod = _LAZY.get(name)
-    if mod is None:
-        raise AttributeError(f"module 'ember.nn' has no attribute '{name}'")
-    try:
-        value = getattr(importlib.import_module(f".{mod}", __name__), name)
-    except (ImportError, AttributeError):
-        raise AttributeError(f"module 'ember.nn' has no attribute '{name}' (not built yet)") from None
-    globals()[name] = value
-    return value
+    for mod in _LAZY.get(name, ()):
+        try:
+            module = importlib.import_module(f".{mod}", __name__)
+        except ModuleNotFoundError as e:
+            if e.name != f"{__name__}.{mod}":   # a missing dependency inside the file is a real error
+                raise
+            continue
+        if hasattr(module, name):
+            value = globals()[name] = getattr(module, name)
+            return value
+    if name in _LAZY:
+        raise AttributeError(f"module 'ember.nn' has no attribute '{name}' (not built yet)")
+    raise AttributeError(f"module 'ember.nn' has no attribute '{name}'")
 
 
 def __dir__():
     return sorted(set(globals()) | set(_LAZY) | set(_SUBMODULES))
 
 
-__all__ = ["Parameter", "Buffer", "functional", *_LAZY]
+# (the recurrent and attention layers join __all__ when their files exist)
+__all__ = ["Parameter", "Buffer", "functional", *_BUILT]
