@@ -55,4 +55,4 @@ def numel(input: Tensor) -> int:
 from . import utils  # noqa: E402  (torch.utils.checkpoint; built on autograd)
 from .serialization import load, save  # noqa: E402  (PyTorch's checkpoint format; zipfile/pickle load lazily)
 from ._safetensors import load_safetensors, save_safetensors  # noqa: E402  (the safetensors package, lazily)
-
+from . import func  # noqa: E402,F401  (torch.func.functional_call; a small module)

@@ -41,7 +41,6 @@ TORCH_SEEDS = (0, 12345)  # first run = the script exactly as written
 # removes the entry.
 SKIP = {
     "s000_12_training_loop.py": "needs nn.Linear, nn.MSELoss, optim.SGD",
-    "s000_13_gradient_modification.py": "needs torch.nn.utils.clip_grad_norm_",
     "s000_16_pitfall_devices.py": "needs cuda devices",
     "s000_18_exercise_debug.py": "needs nn.Linear, optim.SGD",
 }

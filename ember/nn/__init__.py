@@ -1,5 +1,85 @@
-"""ember.nn: ``Parameter`` and ``functional`` so far (modules, losses and optimisers are a later issue)."""
-from . import functional
-from .parameter import Parameter
+"""ember.nn: Module and its layers, Parameter/Buffer, ``functional``, ``init`` and ``utils``.
 
-__all__ = ["Parameter", "functional"]
+Layers are imported on first use (PEP 562 ``__getattr__``), so ``import ember`` stays fast.
+"""
+from __future__ import annotations
+
+import importlib
+
+from . import functional
+from .parameter import Buffer, Parameter
+
+# public name -> the module(s) of ember.nn that may define it, tried in order
+_LAZY: dict[str, tuple[str, ...]] = {}
+
+
+def _family(module: str | tuple[str, ...], *names: str) -> None:
+    for n in names:
+        _LAZY[n] = (module,) if isinstance(module, str) else module
+
+
+_family("modules.module", "Module")
+_family("modules.container", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict")
+_family("modules.linear", "Identity", "Linear", "Bilinear", "LazyLinear")
+_family("modules.flatten", "Flatten", "Unflatten")
+_family("modules.activation", "Threshold", "ReLU", "RReLU", "Hardtanh", "ReLU6", "Sigmoid", "Hardsigmoid", "Tanh",
+        "SiLU", "Mish", "Hardswish", "ELU", "CELU", "SELU", "GLU", "GELU", "Hardshrink", "LeakyReLU", "LogSigmoid",
+        "Softplus", "Softshrink", "PReLU", "Softsign", "Tanhshrink", "Softmin", "Softmax", "Softmax2d",
+        "LogSoftmax")
+_family("modules.loss", "L1Loss", "NLLLoss", "PoissonNLLLoss", "GaussianNLLLoss", "KLDivLoss", "MSELoss", "BCELoss",
+        "BCEWithLogitsLoss", "HingeEmbeddingLoss", "MultiLabelMarginLoss", "SmoothL1Loss", "HuberLoss",
+        "SoftMarginLoss", "CrossEntropyLoss", "MultiLabelSoftMarginLoss", "CosineEmbeddingLoss",
+        "MarginRankingLoss", "MultiMarginLoss", "TripletMarginLoss", "TripletMarginWithDistanceLoss", "CTCLoss",
+        "NLLLoss2d")
+_family("modules.dropout", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout")
+_family("modules.conv", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d")
+_family("modules.pooling", "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d",
+        "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
+        "AdaptiveMaxPool3d", "LPPool1d", "LPPool2d", "LPPool3d", "MaxUnpool1d", "MaxUnpool2d",
+        "MaxUnpool3d")
+_family("modules.normalization", "LayerNorm", "GroupNorm", "RMSNorm", "LocalResponseNorm")
+_family("modules.batchnorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d")
+_family("modules.instancenorm", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d")
+_family("modules.sparse", "Embedding", "EmbeddingBag")
+_family("modules.distance", "PairwiseDistance", "CosineSimilarity")
+_family("modules.padding", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d", "ConstantPad1d", "ConstantPad2d",
+        "ConstantPad3d", "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d",
+        "ReplicationPad2d", "ReplicationPad3d", "CircularPad1d", "CircularPad2d", "CircularPad3d")
+_family("modules.pixelshuffle", "PixelShuffle", "PixelUnshuffle")
+_family("modules.channelshuffle", "ChannelShuffle")
+_family("modules.upsampling", "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d")
+_family("modules.fold", "Fold", "Unfold")
+_BUILT = tuple(_LAZY)
+# recurrent and attention layers (their own files)
+_family("modules.rnn", "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell")
+_family(("modules.activation", "modules.transformer"), "MultiheadAttention")
+_family("modules.transformer", "Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
+        "TransformerDecoderLayer")
+
+_SUBMODULES = ("init", "utils", "modules")
+
+
+def __getattr__(name: str):
+    if name in _SUBMODULES:
+        return importlib.import_module(f".{name}", __name__)
+    for mod in _LAZY.get(name, ()):
+        try:
+            module = importlib.import_module(f".{mod}", __name__)
+        except ModuleNotFoundError as e:
+            if e.name != f"{__name__}.{mod}":   # a missing dependency inside the file is a real error
+                raise
+            continue
+        if hasattr(module, name):
+            value = globals()[name] = getattr(module, name)
+            return value
+    if name in _LAZY:
+        raise AttributeError(f"module 'ember.nn' has no attribute '{name}' (not built yet)")
+    raise AttributeError(f"module 'ember.nn' has no attribute '{name}'")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY) | set(_SUBMODULES))
+
+
+# (the recurrent and attention layers join __all__ when their files exist)
+__all__ = ["Parameter", "Buffer", "functional", *_BUILT]

@@ -1,0 +1,114 @@
+"""BatchNorm1d/2d/3d: batch statistics in training, running statistics (buffers) in eval."""
+from __future__ import annotations
+
+from ... import _creation
+from ... import _dtype as D
+from ..._tensor import Tensor
+from .. import functional as F
+from .. import init
+from ..parameter import Parameter
+from .module import Module
+
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d"]
+
+
+class _NormBase(Module):
+    """Common base of batch and instance norm: affine parameters and running-statistics buffers."""
+
+    _version = 2
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
+                 track_running_stats: bool = True, device=None, dtype=None, *, bias: bool = True) -> None:
+        super().__init__()
+        fk = {"device": device, "dtype": dtype}
+        self.num_features = num_features
+        self.eps = eps
+        self.momentum = momentum
+        self.affine = affine
+        self.track_running_stats = track_running_stats
+        if self.affine:
+            self.weight = Parameter(_creation.empty(num_features, **fk))
+            if bias:
+                self.bias = Parameter(_creation.empty(num_features, **fk))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        if self.track_running_stats:
+            self.register_buffer("running_mean", _creation.zeros(num_features, **fk))
+            self.register_buffer("running_var", _creation.ones(num_features, **fk))
+            self.register_buffer("num_batches_tracked", _creation.tensor(0, dtype=D.long, device=device))
+        else:
+            self.register_buffer("running_mean", None)
+            self.register_buffer("running_var", None)
+            self.register_buffer("num_batches_tracked", None)
+        self.reset_parameters()
+
+    def reset_running_stats(self) -> None:
+        if self.track_running_stats:
+            self.running_mean.zero_()
+            self.running_var.fill_(1)
+            self.num_batches_tracked.zero_()
+
+    def reset_parameters(self) -> None:
+        self.reset_running_stats()
+        if self.affine:
+            init.ones_(self.weight)
+            if self.bias is not None:
+                init.zeros_(self.bias)
+
+    def _check_input_dim(self, input: Tensor) -> None:
+        raise NotImplementedError
+
+    def extra_repr(self) -> str:
+        return ("{num_features}, eps={eps}, momentum={momentum}, affine={affine}, bias={use_bias}, "
+                "track_running_stats={track_running_stats}".format(**self.__dict__, use_bias=self.bias is not None))
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                              error_msgs) -> None:
+        version = local_metadata.get("version", None)
+        # checkpoints from before num_batches_tracked existed (version < 2) load without it
+        if (version is None or version < 2) and self.track_running_stats:
+            key = prefix + "num_batches_tracked"
+            if key not in state_dict:
+                state_dict[key] = (self.num_batches_tracked if self.num_batches_tracked is not None
+                                   else _creation.tensor(0, dtype=D.long))
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                                      error_msgs)
+
+
+class _BatchNorm(_NormBase):
+    def forward(self, input: Tensor) -> Tensor:
+        self._check_input_dim(input)
+        exponential_average_factor = 0.0 if self.momentum is None else self.momentum
+        if self.training and self.track_running_stats and self.num_batches_tracked is not None:
+            self.num_batches_tracked.add_(1)
+            if self.momentum is None:   # a cumulative moving average
+                exponential_average_factor = 1.0 / float(self.num_batches_tracked)
+            else:
+                exponential_average_factor = self.momentum
+        # batch statistics in training, and in eval when there are no running statistics
+        bn_training = True if self.training else (self.running_mean is None and self.running_var is None)
+        use_running = not self.training or self.track_running_stats
+        return F.batch_norm(input, self.running_mean if use_running else None,
+                            self.running_var if use_running else None, self.weight, self.bias, bn_training,
+                            exponential_average_factor, self.eps)
+
+
+class BatchNorm1d(_BatchNorm):
+    def _check_input_dim(self, input: Tensor) -> None:
+        if input.dim() != 2 and input.dim() != 3:
+            raise ValueError(f"expected 2D or 3D input (got {input.dim()}D input)")
+
+
+class BatchNorm2d(_BatchNorm):
+    def _check_input_dim(self, input: Tensor) -> None:
+        if input.dim() != 4:
+            raise ValueError(f"expected 4D input (got {input.dim()}D input)")
+
+
+class BatchNorm3d(_BatchNorm):
+    def _check_input_dim(self, input: Tensor) -> None:
+        if input.dim() != 5:
+            raise ValueError(f"expected 5D input (got {input.dim()}D input)")

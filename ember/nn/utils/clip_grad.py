@@ -1,0 +1,106 @@
+"""Gradient clipping: clip_grad_norm_, clip_grad_value_, get_total_norm, clip_grads_with_norm_ (PyTorch's
+arithmetic: per-tensor norms, then the norm of those norms; the scale max_norm / (total + 1e-6) clamped to 1)."""
+from __future__ import annotations
+
+import functools
+import types
+import warnings
+from collections.abc import Iterable
+
+from ... import _creation
+from ..._tensor import Tensor
+from ...autograd.grad_mode import no_grad
+
+__all__ = ["clip_grad_norm", "clip_grad_norm_", "clip_grad_value_", "get_total_norm", "clip_grads_with_norm_"]
+
+_tensor_or_tensors = Tensor | Iterable[Tensor]
+
+
+def _no_grad(func):
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        with no_grad():
+            return func(*args, **kwargs)
+    return wrapper
+
+
+@_no_grad
+def get_total_norm(tensors: _tensor_or_tensors, norm_type: float = 2.0, error_if_nonfinite: bool = False,
+                   foreach: bool | None = None) -> Tensor:
+    """The ``norm_type``-norm of all ``tensors`` together (as if concatenated into one vector)."""
+    from ... import linalg, stack
+    tensors = [tensors] if isinstance(tensors, Tensor) else list(tensors)
+    norm_type = float(norm_type)
+    if len(tensors) == 0:
+        return _creation.tensor(0.0)
+    # ``foreach`` picks PyTorch's fused kernels; ember has one path, with the same arithmetic.
+    norms = [linalg.vector_norm(g, norm_type) for g in tensors]
+    total_norm = linalg.vector_norm(stack(_promote(norms)), norm_type)
+    if error_if_nonfinite and (total_norm.isnan() | total_norm.isinf()).item():
+        raise RuntimeError(f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, so "
+                           "it cannot be clipped. To disable this error and scale the gradients by the non-finite "
+                           "norm anyway, set `error_if_nonfinite=False`")
+    return total_norm
+
+
+def _promote(norms: list[Tensor]) -> list[Tensor]:
+    # PyTorch stacks the per-tensor norms, which promotes mixed dtypes
+    from ... import promote_types
+    dt = norms[0].dtype
+    for n in norms[1:]:
+        dt = promote_types(dt, n.dtype)
+    return [n.to(dt) for n in norms]
+
+
+@_no_grad
+def clip_grads_with_norm_(parameters: _tensor_or_tensors, max_norm: float, total_norm: Tensor,
+                          foreach: bool | None = None) -> None:
+    """Scale the gradients of ``parameters`` by ``min(1, max_norm / (total_norm + 1e-6))`` in place."""
+    from ... import clamp
+    if isinstance(parameters, Tensor):
+        parameters = [parameters]
+    grads = [p.grad for p in parameters if p.grad is not None]
+    max_norm = float(max_norm)
+    if len(grads) == 0:
+        return
+    clip_coef = max_norm / (total_norm + 1e-6)
+    clip_coef_clamped = clamp(clip_coef, max=1.0)
+    for g in grads:
+        g.mul_(clip_coef_clamped)
+
+
+@_no_grad
+def clip_grad_norm_(parameters: _tensor_or_tensors, max_norm: float, norm_type: float = 2.0,
+                    error_if_nonfinite: bool = False, foreach: bool | None = None) -> Tensor:
+    """Rescale the gradients so that their total ``norm_type``-norm is at most ``max_norm``; returns the total
+    norm before clipping."""
+    if isinstance(parameters, Tensor):
+        parameters = [parameters]
+    else:
+        is_generator = isinstance(parameters, types.GeneratorType)
+        parameters = list(parameters)
+        if is_generator and len(parameters) == 0:
+            warnings.warn("`parameters` is an empty generator, no gradient clipping will occur.", stacklevel=3)
+    grads = [p.grad for p in parameters if p.grad is not None]
+    total_norm = get_total_norm(grads, norm_type, error_if_nonfinite, foreach)
+    clip_grads_with_norm_(parameters, max_norm, total_norm, foreach)
+    return total_norm
+
+
+def clip_grad_norm(parameters: _tensor_or_tensors, max_norm: float, norm_type: float = 2.0,
+                   error_if_nonfinite: bool = False, foreach: bool | None = None) -> Tensor:
+    """Deprecated alias of clip_grad_norm_."""
+    warnings.warn("`torch.nn.utils.clip_grad_norm` is now deprecated in favor of `torch.nn.utils.clip_grad_norm_`.",
+                  FutureWarning, stacklevel=2)
+    return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach)
+
+
+@_no_grad
+def clip_grad_value_(parameters: _tensor_or_tensors, clip_value: float, foreach: bool | None = None) -> None:
+    """Clamp every gradient to [-clip_value, clip_value] in place."""
+    if isinstance(parameters, Tensor):
+        parameters = [parameters]
+    clip_value = float(clip_value)
+    for p in parameters:
+        if p.grad is not None:
+            p.grad.clamp_(min=-clip_value, max=clip_value)
