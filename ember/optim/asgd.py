@@ -3,6 +3,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
+
+from .. import _dtype as D
 from .._tensor import Tensor
 from .optimizer import Optimizer, _bump, _check_capturable, _scalar, _to_scalar, _zeros_like
 
@@ -69,7 +72,9 @@ class ASGD(Optimizer):
                 else:
                     ax[...] = a
                 step = float(state["step"]._data)
-                # Rounded to the scalar dtype (float32 by default) as PyTorch's copy_ into the state does.
-                state["eta"]._data[...] = lr / (1 + lambd * lr * step) ** alpha
-                state["mu"]._data[...] = 1 / max(1, step - t0)
+                # PyTorch makes each new value a tensor of the default dtype (torch.as_tensor) before copying it
+                # into the state, so it is rounded to float32 even when a loaded state holds float64.
+                dflt = D.get_default_dtype().np
+                state["eta"]._data[...] = np.asarray(lr / (1 + lambd * lr * step) ** alpha, dtype=dflt)
+                state["mu"]._data[...] = np.asarray(1 / max(1, step - t0), dtype=dflt)
         return loss
