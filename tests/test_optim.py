@@ -268,7 +268,7 @@ def _lbfgs_run(lib, kw, steps, params=None, opt=None):
         return loss
 
     for _ in range(steps):
-        losses.append(float(opt.step(closure)))
+        losses.append(opt.step(closure).item())
     return [w, b], opt, losses
 
 
