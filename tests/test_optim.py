@@ -194,6 +194,26 @@ def test_state_dict_round_trip(name, kw, g2):
             np.testing.assert_allclose(to_np(b), to_np(a), rtol=tol, atol=tol)
 
 
+FOREACH = [("SGD", dict(lr=0.05, momentum=0.9)), ("Adam", dict(lr=0.05, amsgrad=True, weight_decay=0.1)),
+           ("AdamW", dict(lr=0.05)), ("NAdam", dict(lr=0.05, weight_decay=0.1, decoupled_weight_decay=True)),
+           ("RAdam", dict(lr=0.05)), ("Rprop", dict()), ("Adagrad", dict(lr=0.1, lr_decay=0.01)),
+           ("RMSprop", dict(centered=True, momentum=0.5)), ("Adadelta", dict()), ("Adamax", dict())]
+
+
+@pytest.mark.parametrize("name,kw", FOREACH, ids=[n for n, _ in FOREACH])
+def test_foreach_runs_the_same_rule(name, kw):
+    """foreach=True runs ember's single-tensor rule; it equals PyTorch's multi-tensor kernels."""
+    kw = dict(kw, foreach=True)
+    pt, pe = make_params(torch), make_params(ember)
+    ot, oe = make_opt(torch, name, kw, pt), make_opt(ember, name, kw, pe)
+    for _ in range(STEPS):
+        one_step(torch, ot, pt)
+        one_step(ember, oe, pe)
+    for a, b in zip(pt, pe):
+        np.testing.assert_allclose(to_np(b), to_np(a), rtol=1e-10, atol=1e-12)
+    assert [p._version for p in pe] == [p._version for p in pt]
+
+
 @pytest.mark.parametrize("name", ["Adam", "SGD", "NAdam", "ASGD", "Adagrad"])
 def test_float32_and_scalar_state_dtype(name):
     """float32 parameters; scalar state (step, mu_product, eta, mu) in float32, or float64 when that is the

@@ -46,9 +46,9 @@ class Adadelta(Optimizer):
         loss = self._closure_loss(closure)
         for group in self.param_groups:
             lr, rho, eps, wd = _to_scalar(group["lr"]), group["rho"], group["eps"], group["weight_decay"]
-            params = self._params_with_grad(group, "Adadelta")
+            params = self._params_with_grad(group)
             if params:
-                _check_capturable("Adadelta", group["capturable"])
+                _check_capturable(group["capturable"])
             for p in params:
                 state = self.state[p]
                 if len(state) == 0:

@@ -64,7 +64,7 @@ class Adagrad(Optimizer):
         loss = self._closure_loss(closure)
         for group in self.param_groups:
             lr, wd, lr_decay, eps = _to_scalar(group["lr"]), group["weight_decay"], group["lr_decay"], group["eps"]
-            for p in self._params_with_grad(group, "Adagrad"):
+            for p in self._params_with_grad(group):
                 if group["fused"]:
                     _fused_check(p)
                 state = self.state[p]

@@ -7,23 +7,10 @@ import numpy as np
 
 from .. import _dtype as D
 from .._tensor import Tensor
-from .optimizer import (Optimizer, _bump, _check_capturable, _check_fused_flags, _fused_check, _get_scalar_dtype,
-                        _lerp_, _scalar, _to_scalar, _zeros_like)
+from .optimizer import (Optimizer, _bump, _check_capturable, _check_fused_flags, _check_lr_betas_eps_wd, _fused_check,
+                        _get_scalar_dtype, _lerp_, _scalar, _to_scalar, _zeros_like)
 
 __all__ = ["Adam"]
-
-
-def _check_betas_eps(lr, betas, eps, weight_decay) -> None:
-    if not 0.0 <= lr:
-        raise ValueError(f"Invalid learning rate: {lr}")
-    if not 0.0 <= eps:
-        raise ValueError(f"Invalid epsilon value: {eps}")
-    if not 0.0 <= betas[0] < 1.0:
-        raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-    if not 0.0 <= betas[1] < 1.0:
-        raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-    if not 0.0 <= weight_decay:
-        raise ValueError(f"Invalid weight_decay value: {weight_decay}")
 
 
 def _step_tensor(group: dict) -> Tensor:
@@ -56,7 +43,7 @@ class Adam(Optimizer):
                 raise ValueError("lr as a Tensor is not supported for capturable=False and foreach=True")
             if lr.numel() != 1:
                 raise ValueError("Tensor lr must be 1-element")
-        _check_betas_eps(lr, betas, eps, weight_decay)
+        _check_lr_betas_eps_wd(lr, betas, eps, weight_decay)
         if not ((isinstance(betas[0], float) and isinstance(betas[1], float))
                 or (isinstance(betas[0], Tensor) and isinstance(betas[1], Tensor))):
             raise ValueError("betas must be either both floats or both Tensors")
@@ -88,12 +75,11 @@ class Adam(Optimizer):
     def step(self, closure: Callable | None = None):
         """One Adam step over every parameter that has a gradient."""
         loss = self._closure_loss(closure)
-        name = type(self).__name__
         for group in self.param_groups:
             beta1, beta2 = (_to_scalar(b) for b in group["betas"])
             lr, wd, eps = _to_scalar(group["lr"]), _to_scalar(group["weight_decay"]), group["eps"]
             amsgrad = group["amsgrad"]
-            for p in self._params_with_grad(group, name):
+            for p in self._params_with_grad(group):
                 state = self.state[p]
                 if len(state) == 0:
                     if group["fused"]:
@@ -103,7 +89,7 @@ class Adam(Optimizer):
                     state["exp_avg_sq"] = _zeros_like(p)
                     if amsgrad:
                         state["max_exp_avg_sq"] = _zeros_like(p)
-                _check_capturable(name, group["capturable"])
+                _check_capturable(group["capturable"])
                 a = p._data
                 g = p.grad._data
                 g = -g if group["maximize"] else g

@@ -7,24 +7,10 @@ import numpy as np
 
 from .._tensor import Tensor
 from .adam import _upgrade_steps
-from .optimizer import Optimizer, _bump, _check_capturable, _lerp_, _scalar, _to_scalar, _zeros_like
+from .optimizer import (Optimizer, _bump, _check_capturable, _check_lr_betas_eps_wd, _lerp_, _scalar, _to_scalar,
+                        _zeros_like)
 
 __all__ = ["Adamax"]
-
-
-def _check_common(lr, betas, eps, weight_decay) -> None:
-    if isinstance(lr, Tensor) and lr.numel() != 1:
-        raise ValueError("Tensor lr must be 1-element")
-    if not 0.0 <= lr:
-        raise ValueError(f"Invalid learning rate: {lr}")
-    if not 0.0 <= eps:
-        raise ValueError(f"Invalid epsilon value: {eps}")
-    if not 0.0 <= betas[0] < 1.0:
-        raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-    if not 0.0 <= betas[1] < 1.0:
-        raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-    if not 0.0 <= weight_decay:
-        raise ValueError(f"Invalid weight_decay value: {weight_decay}")
 
 
 class Adamax(Optimizer):
@@ -33,7 +19,7 @@ class Adamax(Optimizer):
     def __init__(self, params, lr: float | Tensor = 2e-3, betas=(0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0, foreach: bool | None = None, *, maximize: bool = False,
                  differentiable: bool = False, capturable: bool = False) -> None:
-        _check_common(lr, betas, eps, weight_decay)
+        _check_lr_betas_eps_wd(lr, betas, eps, weight_decay)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, foreach=foreach, maximize=maximize,
                         differentiable=differentiable, capturable=capturable)
         super().__init__(params, defaults)
@@ -53,13 +39,13 @@ class Adamax(Optimizer):
         for group in self.param_groups:
             beta1, beta2 = group["betas"]
             lr, wd, eps = _to_scalar(group["lr"]), group["weight_decay"], group["eps"]
-            for p in self._params_with_grad(group, "Adamax"):
+            for p in self._params_with_grad(group):
                 state = self.state[p]
                 if len(state) == 0:
                     state["step"] = _scalar(0.0)
                     state["exp_avg"] = _zeros_like(p)
                     state["exp_inf"] = _zeros_like(p)
-                _check_capturable("Adamax", group["capturable"])
+                _check_capturable(group["capturable"])
                 a = p._data
                 g = p.grad._data
                 g = -g if group["maximize"] else g

@@ -48,14 +48,14 @@ class ASGD(Optimizer):
         for group in self.param_groups:
             lr, wd = _to_scalar(group["lr"]), group["weight_decay"]
             lambd, alpha, t0 = group["lambd"], group["alpha"], group["t0"]
-            for p in self._params_with_grad(group, "ASGD"):
+            for p in self._params_with_grad(group):
                 state = self.state[p]
                 if len(state) == 0:
                     state["step"] = _scalar(0.0)
                     state["eta"] = _scalar(lr)
                     state["mu"] = _scalar(1.0)
                     state["ax"] = _zeros_like(p)
-                _check_capturable("ASGD", group["capturable"])
+                _check_capturable(group["capturable"])
                 a = p._data
                 g = p.grad._data
                 g = -g if group["maximize"] else g

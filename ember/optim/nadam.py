@@ -7,8 +7,8 @@ import numpy as np
 
 from .._tensor import Tensor
 from .adam import _upgrade_steps
-from .adamax import _check_common
-from .optimizer import Optimizer, _bump, _check_capturable, _lerp_, _scalar, _to_scalar, _zeros_like
+from .optimizer import (Optimizer, _bump, _check_capturable, _check_lr_betas_eps_wd, _lerp_, _scalar, _to_scalar,
+                        _zeros_like)
 
 __all__ = ["NAdam"]
 
@@ -20,7 +20,7 @@ class NAdam(Optimizer):
                  weight_decay: float = 0, momentum_decay: float = 4e-3, decoupled_weight_decay: bool = False, *,
                  foreach: bool | None = None, maximize: bool = False, capturable: bool = False,
                  differentiable: bool = False) -> None:
-        _check_common(lr, betas, eps, weight_decay)
+        _check_lr_betas_eps_wd(lr, betas, eps, weight_decay)
         if not 0.0 <= momentum_decay:
             raise ValueError(f"Invalid momentum_decay value: {momentum_decay}")
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, momentum_decay=momentum_decay,
@@ -49,14 +49,14 @@ class NAdam(Optimizer):
             beta1, beta2 = group["betas"]
             lr, wd, eps = _to_scalar(group["lr"]), group["weight_decay"], group["eps"]
             momentum_decay = group["momentum_decay"]
-            for p in self._params_with_grad(group, "NAdam"):
+            for p in self._params_with_grad(group):
                 state = self.state[p]
                 if len(state) == 0:
                     state["step"] = _scalar(0.0)
                     state["mu_product"] = _scalar(1.0)
                     state["exp_avg"] = _zeros_like(p)
                     state["exp_avg_sq"] = _zeros_like(p)
-                _check_capturable("NAdam", group["capturable"])
+                _check_capturable(group["capturable"])
                 a = p._data
                 g = p.grad._data
                 g = -g if group["maximize"] else g

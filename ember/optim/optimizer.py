@@ -89,7 +89,23 @@ def _lerp_(a: np.ndarray, b: np.ndarray, w: float) -> None:
         np.copyto(a, b - (b - a) * (1 - w))
 
 
-def _check_capturable(name: str, capturable: bool) -> None:
+def _check_lr_betas_eps_wd(lr, betas, eps, weight_decay) -> None:
+    """The checks Adam, Adamax, NAdam and RAdam share, in PyTorch's order and words."""
+    if isinstance(lr, Tensor) and lr.numel() != 1:
+        raise ValueError("Tensor lr must be 1-element")
+    if not 0.0 <= lr:
+        raise ValueError(f"Invalid learning rate: {lr}")
+    if not 0.0 <= eps:
+        raise ValueError(f"Invalid epsilon value: {eps}")
+    if not 0.0 <= betas[0] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+    if not 0.0 <= betas[1] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+    if not 0.0 <= weight_decay:
+        raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+
+
+def _check_capturable(capturable: bool) -> None:
     # PyTorch's capturable kernels run only on accelerators; on the CPU its step raises this.
     if capturable:
         raise AssertionError("If capturable=True, params and state_steps must be on supported devices: "
@@ -429,13 +445,8 @@ class Optimizer:
         with enable_grad():
             return closure()
 
-    def _params_with_grad(self, group: dict, name: str, sparse_msg: str | None = None):
+    @staticmethod
+    def _params_with_grad(group: dict) -> list[Tensor]:
         """The group's parameters that have a gradient (PyTorch skips the others)."""
         _check_differentiable(group)
-        out = []
-        for p in group["params"]:
-            if p.grad is not None:
-                if getattr(p.grad, "is_sparse", False) and sparse_msg:
-                    raise RuntimeError(sparse_msg)
-                out.append(p)
-        return out
+        return [p for p in group["params"] if p.grad is not None]

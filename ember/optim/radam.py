@@ -7,8 +7,8 @@ import numpy as np
 
 from .._tensor import Tensor
 from .adam import _upgrade_steps
-from .adamax import _check_common
-from .optimizer import Optimizer, _bump, _check_capturable, _lerp_, _scalar, _to_scalar, _zeros_like
+from .optimizer import (Optimizer, _bump, _check_capturable, _check_lr_betas_eps_wd, _lerp_, _scalar, _to_scalar,
+                        _zeros_like)
 
 __all__ = ["RAdam"]
 
@@ -19,7 +19,7 @@ class RAdam(Optimizer):
     def __init__(self, params, lr: float | Tensor = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0, decoupled_weight_decay: bool = False, *, foreach: bool | None = None,
                  maximize: bool = False, capturable: bool = False, differentiable: bool = False) -> None:
-        _check_common(lr, betas, eps, weight_decay)
+        _check_lr_betas_eps_wd(lr, betas, eps, weight_decay)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, maximize=maximize, foreach=foreach,
                         capturable=capturable, decoupled_weight_decay=decoupled_weight_decay,
                         differentiable=differentiable)
@@ -41,13 +41,13 @@ class RAdam(Optimizer):
         for group in self.param_groups:
             beta1, beta2 = group["betas"]
             lr, wd, eps = _to_scalar(group["lr"]), group["weight_decay"], group["eps"]
-            for p in self._params_with_grad(group, "RAdam"):
+            for p in self._params_with_grad(group):
                 state = self.state[p]
                 if len(state) == 0:
                     state["step"] = _scalar(0.0)
                     state["exp_avg"] = _zeros_like(p)
                     state["exp_avg_sq"] = _zeros_like(p)
-                _check_capturable("RAdam", group["capturable"])
+                _check_capturable(group["capturable"])
                 a = p._data
                 g = p.grad._data
                 g = -g if group["maximize"] else g

@@ -52,7 +52,7 @@ class RMSprop(Optimizer):
         for group in self.param_groups:
             lr, wd = _to_scalar(group["lr"]), group["weight_decay"]
             alpha, eps, momentum = group["alpha"], group["eps"], group["momentum"]
-            for p in self._params_with_grad(group, "RMSprop"):
+            for p in self._params_with_grad(group):
                 state = self.state[p]
                 if len(state) == 0:
                     state["step"] = _scalar(0.0)
@@ -61,7 +61,7 @@ class RMSprop(Optimizer):
                         state["momentum_buffer"] = _zeros_like(p)
                     if group["centered"]:
                         state["grad_avg"] = _zeros_like(p)
-                _check_capturable("RMSprop", group["capturable"])
+                _check_capturable(group["capturable"])
                 a = p._data
                 g = p.grad._data
                 g = -g if group["maximize"] else g

@@ -44,13 +44,13 @@ class Rprop(Optimizer):
         for group in self.param_groups:
             etaminus, etaplus = group["etas"]
             step_size_min, step_size_max = group["step_sizes"]
-            for p in self._params_with_grad(group, "Rprop"):
+            for p in self._params_with_grad(group):
                 state = self.state[p]
                 if len(state) == 0:
                     state["step"] = _scalar(0.0)
                     state["prev"] = _zeros_like(p)
                     state["step_size"] = _full_like(p.grad, _to_scalar(group["lr"]))
-                _check_capturable("Rprop", group["capturable"])
+                _check_capturable(group["capturable"])
                 a = p._data
                 g = p.grad._data
                 g = -g if group["maximize"] else g

@@ -49,7 +49,7 @@ class SGD(Optimizer):
             lr = _to_scalar(group["lr"])
             wd = _to_scalar(group["weight_decay"])
             momentum, dampening = group["momentum"], group["dampening"]
-            for p in self._params_with_grad(group, "SGD"):
+            for p in self._params_with_grad(group):
                 if group["fused"]:
                     _fused_check(p)
                 a = p._data
