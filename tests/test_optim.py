@@ -554,3 +554,30 @@ def test_import_is_lazy():
     subprocess.run([sys.executable, "-c", code], check=True)
     with pytest.raises(AttributeError):
         ember.optim.NoSuchOptimizer  # noqa: B018
+
+
+SHAPE_CASES = [("SGD", dict(lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.1)),
+               ("Adam", dict(amsgrad=True, maximize=True, weight_decay=0.1)), ("AdamW", {}),
+               ("RMSprop", dict(centered=True, momentum=0.3)), ("Adagrad", {}), ("Adadelta", {}), ("Adamax", {}),
+               ("NAdam", {}), ("RAdam", {}), ("ASGD", dict(t0=1)), ("Rprop", {}), ("LBFGS", {})]
+
+
+@pytest.mark.parametrize("name,kw", SHAPE_CASES, ids=[n for n, _ in SHAPE_CASES])
+def test_scalar_empty_and_strided_parameters(name, kw):
+    """0-d, empty and transposed (non-contiguous) parameters, updated in place."""
+    def run(lib, shape, transposed):
+        base = lib.tensor(np.linspace(-1, 1, int(np.prod(shape))).reshape(shape), dtype=lib.float64)
+        p = (base.t() if transposed else base.clone()).requires_grad_()
+        opt = getattr(lib.optim, name)([p], **kw)
+
+        def closure():
+            opt.zero_grad()
+            loss = (lib.sin(p * 3) + p ** 2).sum()
+            loss.backward()
+            return loss
+        for _ in range(5):
+            opt.step(closure)
+        return p
+    # PyTorch's LBFGS cannot view a transposed gradient as flat; ember's can (not compared).
+    for shape, transposed in [((), False), ((0,), False)] + ([] if name == "LBFGS" else [((3, 4), True)]):
+        same(lambda lib: run(lib, shape, transposed), rtol=1e-10, atol=1e-12)

@@ -56,13 +56,14 @@ class Rprop(Optimizer):
                 g = -g if group["maximize"] else g
                 prev, step_size = state["prev"]._data, state["step_size"]._data
                 state["step"]._data += 1
-                sign = np.sign(g * prev)
+                # np.array: 0-d inputs give NumPy scalars, which cannot be assigned into.
+                sign = np.array(np.sign(g * prev))
                 sign[sign > 0] = etaplus
                 sign[sign < 0] = etaminus
                 sign[sign == 0] = 1
                 step_size *= sign
                 np.minimum(np.maximum(step_size, step_size_min), step_size_max, out=step_size)
-                g = g.copy()
+                g = np.array(g, copy=True)
                 g[sign == etaminus] = 0
                 a += -1 * np.sign(g) * step_size
                 _bump(p)
