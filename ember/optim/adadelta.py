@@ -7,7 +7,8 @@ import numpy as np
 
 from .._tensor import Tensor
 from .adam import _upgrade_steps
-from .optimizer import Optimizer, _bump, _check_capturable, _scalar, _to_scalar, _zeros_like
+from .optimizer import (Optimizer, _add_scaled, _add_scaled_, _addcmul_, _bump, _check_capturable, _scalar, _to_scalar,
+                        _zeros_like)
 
 __all__ = ["Adadelta"]
 
@@ -60,16 +61,16 @@ class Adadelta(Optimizer):
                 state["step"]._data += 1
                 g = -g if group["maximize"] else g
                 if wd != 0:
-                    g = g + wd * a
+                    g = _add_scaled(g, wd, a)
                 sq, acc = state["square_avg"]._data, state["acc_delta"]._data
                 sq *= rho
-                sq += (1 - rho) * g * g
+                _addcmul_(sq, g, g, 1 - rho)
                 std = np.sqrt(sq + eps)
                 delta = np.sqrt(acc + eps)
                 delta /= std
                 delta *= g
                 acc *= rho
-                acc += (1 - rho) * delta * delta
-                a += -lr * delta
+                _addcmul_(acc, delta, delta, 1 - rho)
+                _add_scaled_(a, -lr, delta)
                 _bump(p)
         return loss

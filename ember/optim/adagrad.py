@@ -6,8 +6,8 @@ from collections.abc import Callable
 import numpy as np
 
 from .._tensor import Tensor
-from .optimizer import (Optimizer, _bump, _check_fused_flags, _fused_check, _full_like, _get_scalar_dtype, _scalar,
-                        _to_scalar)
+from .optimizer import (Optimizer, _add_scaled, _addcmul_, _bump, _check_fused_flags, _fused_check, _full_like,
+                        _get_scalar_dtype, _scalar, _to_scalar)
 
 __all__ = ["Adagrad"]
 
@@ -76,10 +76,10 @@ class Adagrad(Optimizer):
                 step = float(state["step"]._data)
                 g = -g if group["maximize"] else g
                 if wd != 0:
-                    g = g + wd * a
+                    g = _add_scaled(g, wd, a)
                 clr = lr / (1 + (step - 1) * lr_decay)
                 s = state["sum"]._data
-                s += 1 * g * g
+                _addcmul_(s, g, g, 1)
                 std = np.sqrt(s) + eps
                 a += -clr * g / std
                 _bump(p)

@@ -7,8 +7,8 @@ import numpy as np
 
 from .. import _dtype as D
 from .._tensor import Tensor
-from .optimizer import (Optimizer, _bump, _check_capturable, _check_fused_flags, _check_lr_betas_eps_wd, _fused_check,
-                        _get_scalar_dtype, _lerp_, _scalar, _to_scalar, _zeros_like)
+from .optimizer import (Optimizer, _add_scaled, _addcmul_, _bump, _check_capturable, _check_fused_flags, _check_lr_betas_eps_wd,
+                        _fused_check, _get_scalar_dtype, _lerp_, _scalar, _to_scalar, _zeros_like)
 
 __all__ = ["Adam"]
 
@@ -100,10 +100,10 @@ class Adam(Optimizer):
                         a *= 1 - lr * wd
                         _bump(p)
                     else:
-                        g = g + wd * a
+                        g = _add_scaled(g, wd, a)
                 _lerp_(m, g, 1 - beta1)
                 v *= beta2
-                v += (1 - beta2) * g * g
+                _addcmul_(v, g, g, 1 - beta2)
                 step = float(state["step"]._data)
                 bias_correction1 = 1 - beta1 ** step
                 bias_correction2 = 1 - beta2 ** step

@@ -7,8 +7,8 @@ import numpy as np
 
 from .._tensor import Tensor
 from .adam import _upgrade_steps
-from .optimizer import (Optimizer, _bump, _check_capturable, _check_lr_betas_eps_wd, _lerp_, _scalar, _to_scalar,
-                        _zeros_like)
+from .optimizer import (Optimizer, _add_scaled, _bump, _check_capturable, _check_lr_betas_eps_wd, _lerp_, _scalar,
+                        _to_scalar, _zeros_like)
 
 __all__ = ["Adamax"]
 
@@ -51,7 +51,7 @@ class Adamax(Optimizer):
                 g = -g if group["maximize"] else g
                 state["step"]._data += 1
                 if wd != 0:
-                    g = g + wd * a
+                    g = _add_scaled(g, wd, a)
                 m, u = state["exp_avg"]._data, state["exp_inf"]._data
                 _lerp_(m, g, 1 - beta1)
                 u *= beta2

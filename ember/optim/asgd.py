@@ -7,7 +7,8 @@ import numpy as np
 
 from .. import _dtype as D
 from .._tensor import Tensor
-from .optimizer import Optimizer, _bump, _check_capturable, _scalar, _to_scalar, _zeros_like
+from .optimizer import (Optimizer, _add_scaled, _add_scaled_, _bump, _check_capturable, _scalar, _to_scalar,
+                        _zeros_like)
 
 __all__ = ["ASGD"]
 
@@ -61,10 +62,10 @@ class ASGD(Optimizer):
                 g = -g if group["maximize"] else g
                 state["step"]._data += 1
                 if wd != 0:
-                    g = g + wd * a
+                    g = _add_scaled(g, wd, a)
                 eta_value = float(state["eta"]._data)
                 a *= 1 - lambd * eta_value
-                a += -eta_value * g
+                _add_scaled_(a, -eta_value, g)
                 _bump(p, 2)
                 ax, mu = state["ax"]._data, state["mu"]._data
                 if float(mu) != 1:

@@ -7,8 +7,8 @@ import numpy as np
 
 from .._tensor import Tensor
 from .adam import _upgrade_steps
-from .optimizer import (Optimizer, _bump, _check_capturable, _check_lr_betas_eps_wd, _lerp_, _scalar, _to_scalar,
-                        _zeros_like)
+from .optimizer import (Optimizer, _add_scaled, _addcmul_, _bump, _check_capturable, _check_lr_betas_eps_wd, _lerp_,
+                        _scalar, _to_scalar, _zeros_like)
 
 __all__ = ["NAdam"]
 
@@ -70,14 +70,14 @@ class NAdam(Optimizer):
                         a *= 1 - lr * wd
                         _bump(p)
                     else:
-                        g = g + wd * a
+                        g = _add_scaled(g, wd, a)
                 mu = beta1 * (1.0 - 0.5 * 0.96 ** (step * momentum_decay))
                 mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * momentum_decay))
                 # In the scalar dtype (float32 by default), rounded every step as in PyTorch.
                 mu_product *= mu
                 _lerp_(m, g, 1 - beta1)
                 v *= beta2
-                v += (1 - beta2) * g * g
+                _addcmul_(v, g, g, 1 - beta2)
                 denom = np.sqrt(v / bias_correction2)
                 mu_prod = float(mu_product)
                 mu_product_next = mu_prod * mu_next

@@ -81,12 +81,52 @@ def _bump(t: Tensor, n: int = 1) -> None:
     t._vc[0] += n
 
 
+# PyTorch's CPU kernels for add(alpha=), addcmul and lerp use a fused multiply-add: x*y + z rounded once.
+# For float32 (and float16) that is the float64 result rounded back, since a product of two float32 numbers is
+# exact in float64; it makes ember's float32 steps equal PyTorch's to the bit. float64 keeps plain NumPy
+# arithmetic (two roundings: within an ulp of PyTorch's), as NumPy has no fast wider type.
+def _fma(x, y, z: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """``x * y + z`` in ``z``'s dtype, rounded once for float32/float16; written into ``out`` if given."""
+    dt = z.dtype
+    if dt.itemsize < 8:
+        x = x.astype(np.float64) if isinstance(x, np.ndarray) else np.float64(dt.type(x))
+        y = y.astype(np.float64) if isinstance(y, np.ndarray) else np.float64(dt.type(y))
+        r = x * y
+        r += z
+    else:
+        r = x * y + z
+    if out is None:
+        return np.asarray(r).astype(dt, copy=False)
+    np.copyto(out, r, casting="unsafe")
+    return out
+
+
+def _add_scaled(a: np.ndarray, alpha: float, x: np.ndarray) -> np.ndarray:
+    """``a.add(x, alpha=alpha)``: a new array."""
+    return _fma(alpha, x, a)
+
+
+def _add_scaled_(a: np.ndarray, alpha: float, x: np.ndarray) -> None:
+    """``a.add_(x, alpha=alpha)`` in place."""
+    _fma(alpha, x, a, out=a)
+
+
+def _addcmul(a: np.ndarray, t1: np.ndarray, t2: np.ndarray, value: float) -> np.ndarray:
+    """``a.addcmul(t1, t2, value=value)``: ``a + (value * t1) * t2``, a new array."""
+    return _fma(value * t1, t2, a)
+
+
+def _addcmul_(a: np.ndarray, t1: np.ndarray, t2: np.ndarray, value: float) -> None:
+    """``a.addcmul_(t1, t2, value=value)`` in place."""
+    _fma(value * t1, t2, a, out=a)
+
+
 def _lerp_(a: np.ndarray, b: np.ndarray, w: float) -> None:
     """``a.lerp_(b, w)`` with PyTorch's two-sided formula (exact at both ends)."""
     if abs(w) < 0.5:
-        a += w * (b - a)
+        _fma(w, b - a, a, out=a)
     else:
-        np.copyto(a, b - (b - a) * (1 - w))
+        _fma(-(b - a), 1 - a.dtype.type(w) if a.dtype.itemsize < 8 else 1 - w, b, out=a)
 
 
 def _check_lr_betas_eps_wd(lr, betas, eps, weight_decay) -> None:

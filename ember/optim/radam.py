@@ -7,8 +7,8 @@ import numpy as np
 
 from .._tensor import Tensor
 from .adam import _upgrade_steps
-from .optimizer import (Optimizer, _bump, _check_capturable, _check_lr_betas_eps_wd, _lerp_, _scalar, _to_scalar,
-                        _zeros_like)
+from .optimizer import (Optimizer, _add_scaled, _addcmul_, _bump, _check_capturable, _check_lr_betas_eps_wd, _lerp_,
+                        _scalar, _to_scalar, _zeros_like)
 
 __all__ = ["RAdam"]
 
@@ -59,10 +59,10 @@ class RAdam(Optimizer):
                         a *= 1 - lr * wd
                         _bump(p)
                     else:
-                        g = g + wd * a
+                        g = _add_scaled(g, wd, a)
                 _lerp_(m, g, 1 - beta1)
                 v *= beta2
-                v += (1 - beta2) * g * g
+                _addcmul_(v, g, g, 1 - beta2)
                 bias_correction1 = 1 - beta1 ** step
                 bias_correction2 = 1 - beta2 ** step
                 bias_corrected_exp_avg = m / bias_correction1

@@ -7,7 +7,8 @@ import numpy as np
 
 from .._tensor import Tensor
 from .adam import _upgrade_steps
-from .optimizer import Optimizer, _bump, _check_capturable, _lerp_, _scalar, _to_scalar, _zeros_like
+from .optimizer import (Optimizer, _add_scaled, _add_scaled_, _addcmul, _addcmul_, _bump, _check_capturable, _lerp_,
+                        _scalar, _to_scalar, _zeros_like)
 
 __all__ = ["RMSprop"]
 
@@ -67,14 +68,14 @@ class RMSprop(Optimizer):
                 g = -g if group["maximize"] else g
                 state["step"]._data += 1
                 if wd != 0:
-                    g = g + wd * a
+                    g = _add_scaled(g, wd, a)
                 sq = state["square_avg"]._data
                 sq *= alpha
-                sq += (1 - alpha) * g * g
+                _addcmul_(sq, g, g, 1 - alpha)
                 if group["centered"]:
                     ga = state["grad_avg"]._data
                     _lerp_(ga, g, 1 - alpha)
-                    avg = np.sqrt(sq + -1 * ga * ga)
+                    avg = np.sqrt(_addcmul(sq, ga, ga, -1))
                 else:
                     avg = np.sqrt(sq)
                 avg += eps
@@ -82,7 +83,7 @@ class RMSprop(Optimizer):
                     buf = state["momentum_buffer"]._data
                     buf *= momentum
                     buf += g / avg
-                    a += -lr * buf
+                    _add_scaled_(a, -lr, buf)
                 else:
                     a += -lr * g / avg
                 _bump(p)

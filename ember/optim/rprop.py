@@ -7,7 +7,7 @@ import numpy as np
 
 from .._tensor import Tensor
 from .adam import _upgrade_steps
-from .optimizer import Optimizer, _bump, _check_capturable, _full_like, _scalar, _to_scalar, _zeros_like
+from .optimizer import (Optimizer, _bump, _check_capturable, _full_like, _scalar, _to_scalar, _zeros_like)
 
 __all__ = ["Rprop"]
 

@@ -6,7 +6,7 @@ from collections.abc import Callable
 import numpy as np
 
 from .._tensor import Tensor, make
-from .optimizer import Optimizer, _bump, _check_fused_flags, _fused_check, _to_scalar
+from .optimizer import Optimizer, _add_scaled, _add_scaled_, _bump, _check_fused_flags, _fused_check, _to_scalar
 
 __all__ = ["SGD"]
 
@@ -56,7 +56,7 @@ class SGD(Optimizer):
                 g = p.grad._data
                 g = -g if group["maximize"] else g
                 if wd != 0:
-                    g = g + wd * a
+                    g = _add_scaled(g, wd, a)
                 if momentum != 0:
                     state = self.state[p]
                     buf = state.get("momentum_buffer")
@@ -65,10 +65,10 @@ class SGD(Optimizer):
                     else:
                         b = buf._data
                         b *= momentum
-                        b += (1 - dampening) * g
+                        _add_scaled_(b, 1 - dampening, g)
                         _bump(buf, 2)
                     state["momentum_buffer"] = buf
-                    g = g + momentum * buf._data if group["nesterov"] else buf._data
-                a -= lr * g
+                    g = _add_scaled(g, momentum, buf._data) if group["nesterov"] else buf._data
+                _add_scaled_(a, -lr, g)
                 _bump(p)
         return loss
