@@ -7,8 +7,9 @@ import numpy as np
 
 from .. import _dtype as D
 from .._tensor import Tensor
-from .optimizer import (Optimizer, _add_scaled, _addcmul_, _bump, _check_capturable, _check_fused_flags, _check_lr_betas_eps_wd,
-                        _fused_check, _get_scalar_dtype, _lerp_, _scalar, _to_scalar, _zeros_like)
+from .optimizer import (Optimizer, _add_scaled, _addcmul_, _bump, _check_capturable, _check_fused_flags,
+                        _check_lr_betas_eps_wd, _fused_check, _get_scalar_dtype, _lerp_, _scalar, _to_scalar,
+                        _zeros_like)
 
 __all__ = ["Adam"]
 

@@ -82,9 +82,10 @@ def _bump(t: Tensor, n: int = 1) -> None:
 
 
 # PyTorch's CPU kernels for add(alpha=), addcmul and lerp use a fused multiply-add: x*y + z rounded once.
-# For float32 (and float16) that is the float64 result rounded back, since a product of two float32 numbers is
-# exact in float64; it makes ember's float32 steps equal PyTorch's to the bit. float64 keeps plain NumPy
-# arithmetic (two roundings: within an ulp of PyTorch's), as NumPy has no fast wider type.
+# For float32 that is the float64 result rounded back, since a product of two float32 numbers is exact in
+# float64; it makes ember's float32 steps equal PyTorch's to the bit. float64 keeps plain NumPy arithmetic
+# (two roundings: within an ulp of PyTorch's), as NumPy has no fast wider type. (float16 parameters take the
+# float32 route but NumPy rounds their scalars to float16 where PyTorch computes in float32: close, not exact.)
 def _fma(x, y, z: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """``x * y + z`` in ``z``'s dtype, rounded once for float32/float16; written into ``out`` if given."""
     dt = z.dtype
