@@ -95,6 +95,9 @@ CASES = [
     ("Rprop", dict(), {}),
     ("Rprop", dict(lr=0.05, etas=(0.3, 1.5), step_sizes=(1e-3, 0.2)), {}),
     ("Rprop", dict(lr=0.05, maximize=True), {}),
+    ("Adafactor", dict(), {}),
+    ("Adafactor", dict(lr=0.05, weight_decay=0.1, beta2_decay=-0.5, eps=(1e-20, 1e-2), d=1.5), {}),
+    ("Adafactor", dict(lr=0.05, maximize=True), dict(lr=0.01)),
 ]
 IDS = [f"{n}-{'-'.join(f'{k}={v}' for k, v in kw.items()) or 'default'}{'-g2' if g else ''}" for n, kw, g in CASES]
 
@@ -347,6 +350,8 @@ ERRORS = [
     ("ASGD", dict(lr=-1.0)), ("ASGD", dict(weight_decay=-1.0)),
     ("Rprop", dict(lr=-1.0)), ("Rprop", dict(etas=(1.2, 0.5))), ("Rprop", dict(etas=(0.0, 1.2))),
     ("LBFGS", dict(lr=-1.0)),
+    ("Adafactor", dict(lr=-1.0)), ("Adafactor", dict(beta2_decay=0.5)), ("Adafactor", dict(eps=(-1.0, 1e-3))),
+    ("Adafactor", dict(eps=(None, -1.0))), ("Adafactor", dict(d=0.5)), ("Adafactor", dict(weight_decay=-1.0)),
 ]
 
 
@@ -559,7 +564,7 @@ def test_import_is_lazy():
 SHAPE_CASES = [("SGD", dict(lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.1)),
                ("Adam", dict(amsgrad=True, maximize=True, weight_decay=0.1)), ("AdamW", {}),
                ("RMSprop", dict(centered=True, momentum=0.3)), ("Adagrad", {}), ("Adadelta", {}), ("Adamax", {}),
-               ("NAdam", {}), ("RAdam", {}), ("ASGD", dict(t0=1)), ("Rprop", {}), ("LBFGS", {})]
+               ("NAdam", {}), ("RAdam", {}), ("ASGD", dict(t0=1)), ("Rprop", {}), ("LBFGS", {}), ("Adafactor", {})]
 
 
 @pytest.mark.parametrize("name,kw", SHAPE_CASES, ids=[n for n, _ in SHAPE_CASES])

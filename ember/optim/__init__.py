@@ -7,10 +7,11 @@ import importlib
 _WHERE = {
     "Optimizer": "optimizer", "SGD": "sgd", "Adam": "adam", "AdamW": "adamw", "RMSprop": "rmsprop",
     "Adagrad": "adagrad", "Adadelta": "adadelta", "Adamax": "adamax", "NAdam": "nadam", "RAdam": "radam",
-    "ASGD": "asgd", "Rprop": "rprop", "LBFGS": "lbfgs",
+    "ASGD": "asgd", "Rprop": "rprop", "LBFGS": "lbfgs", "Adafactor": "adafactor",
 }
 _SUBMODULES = ("optimizer", "sgd", "adam", "adamw", "rmsprop", "adagrad", "adadelta", "adamax", "nadam", "radam",
-               "asgd", "rprop", "lbfgs", "lr_scheduler")
+               "asgd", "rprop", "lbfgs", "adafactor",
+               "lr_scheduler")
 
 __all__ = list(_WHERE) + ["lr_scheduler"]
 
