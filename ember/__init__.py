@@ -35,6 +35,7 @@ from .ops.shape import (channels_last, channels_last_3d, contiguous_format, memo
                         preserve_format)
 from . import optim  # noqa: E402  (torch.optim; its optimizers load on first use)
 
+
 def is_tensor(obj) -> bool:
     return isinstance(obj, Tensor)
 
