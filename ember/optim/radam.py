@@ -70,7 +70,8 @@ class RAdam(Optimizer):
                 rho_t = rho_inf - 2 * step * beta2 ** step / bias_correction2
                 if rho_t > 5.0:
                     rect = ((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5
-                    adaptive_lr = bias_correction2 ** 0.5 / (np.sqrt(v) + eps)
+                    # PyTorch's number / tensor is reciprocal() * number (two roundings).
+                    adaptive_lr = (1 / (np.sqrt(v) + eps)) * bias_correction2 ** 0.5
                     a -= bias_corrected_exp_avg * lr * adaptive_lr * rect
                 else:
                     a -= bias_corrected_exp_avg * lr
