@@ -33,6 +33,7 @@ globals().update(_EXPORTS)
 from . import linalg, special  # noqa: E402  (the torch.linalg and torch.special namespaces)
 from .ops.shape import (channels_last, channels_last_3d, contiguous_format, memory_format,  # noqa: E402
                         preserve_format)
+from . import optim  # noqa: E402  (torch.optim; its optimizers load on first use)
 
 
 def is_tensor(obj) -> bool:

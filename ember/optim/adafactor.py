@@ -1,0 +1,98 @@
+"""Adafactor (Shazeer & Stern) as PyTorch 2.13 builds it: factored second moments for matrices, a relative
+step size, update clipping by ``d``: PyTorch's single-tensor rule."""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from .. import _dtype as D
+from .._tensor import Tensor, make
+from .optimizer import Optimizer, _add_scaled_, _bump, _lerp_, _scalar, _to_scalar
+
+__all__ = ["Adafactor"]
+
+
+def _norm(x: np.ndarray, axis=None, keepdims: bool = False):
+    return np.sqrt(np.sum(x * x, axis=axis, keepdims=keepdims))
+
+
+class Adafactor(Optimizer):
+    """Memory-light Adam-like optimizer: a matrix keeps only row and column second-moment statistics."""
+
+    def __init__(self, params, lr: float | Tensor = 1e-2, beta2_decay: float = -0.8, eps=(None, 1e-3),
+                 d: float = 1.0, weight_decay: float = 0.0, *, foreach: bool | None = None,
+                 maximize: bool = False) -> None:
+        if isinstance(lr, Tensor) and lr.numel() != 1:
+            raise ValueError("Tensor lr must be 1-element")
+        if not 0.0 <= lr:
+            raise ValueError(f"Learning rate should be >= 0 but is: {lr}")
+        if not 0.0 >= beta2_decay:
+            raise ValueError(f"beta2_decay should be <= 0 but is: {beta2_decay}")
+        if eps[0] is not None and not 0.0 <= eps[0]:
+            raise ValueError(f"epsilon1 should be >= 0 but is: {eps[0]}")
+        if not 0.0 <= eps[1]:
+            raise ValueError(f"epsilon2 should be >= 0 but is: {eps[1]}")
+        if not 1.0 <= d:
+            raise ValueError(f"Clipping threshold d should be >= 1 but is: {d}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"weight_decay should be >= 0 but is: {weight_decay}")
+        defaults = dict(lr=lr, beta2_decay=beta2_decay, eps=eps, d=d, weight_decay=weight_decay, foreach=foreach,
+                        maximize=maximize)
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("foreach", None)
+            for p in group["params"]:
+                st = self.state.get(p, [])
+                if len(st) != 0 and not isinstance(st["step"], Tensor):
+                    st["step"] = _scalar(float(st["step"]))
+
+    def step(self, closure: Callable | None = None):
+        """One Adafactor step over every parameter that has a gradient."""
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            lr, wd, d = _to_scalar(group["lr"]), group["weight_decay"], group["d"]
+            beta2_decay = group["beta2_decay"]
+            eps1, eps2 = group["eps"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                g = p.grad._data
+                if len(state) == 0:
+                    state["step"] = _scalar(0.0)
+                    if g.ndim > 1:
+                        state["row_var"] = make(np.zeros(g.shape[:-1] + (1,), dtype=g.dtype))
+                        state["col_var"] = make(np.zeros(g.shape[:-2] + (1, g.shape[-1]), dtype=g.dtype))
+                    else:
+                        state["variance"] = make(np.zeros_like(g))
+                a = p._data
+                g = -g if group["maximize"] else g
+                e1 = D.finfo(p.dtype).eps if eps1 is None else eps1
+                state["step"]._data += 1
+                step = float(state["step"]._data)
+                one_minus_beta2_t = step ** beta2_decay
+                rho_t = min(lr, 1 / step ** 0.5)
+                alpha = max(eps2, float(_norm(a)) / a.size ** 0.5) * rho_t
+                if wd != 0:
+                    a *= 1 - lr * wd
+                    _bump(p)
+                if g.ndim > 1:
+                    row_var, col_var = state["row_var"]._data, state["col_var"]._data
+                    _lerp_(row_var, _norm(g, axis=-1, keepdims=True) ** 2 / g.shape[-1], one_minus_beta2_t)
+                    _lerp_(col_var, _norm(g, axis=-2, keepdims=True) ** 2 / g.shape[-2], one_minus_beta2_t)
+                    var_estimate = row_var @ col_var
+                    var_estimate /= np.maximum(row_var.mean(axis=-2, keepdims=True), e1)
+                else:
+                    variance = state["variance"]._data
+                    _lerp_(variance, g * g, one_minus_beta2_t)
+                    var_estimate = variance.copy()
+                update = 1 / np.sqrt(np.maximum(var_estimate, e1 * e1))
+                update *= g
+                denom = max(1.0, float(_norm(update)) / (update.size ** 0.5 * d))
+                _add_scaled_(a, -alpha / denom, update)
+                _bump(p)
+        return loss

@@ -1,0 +1,121 @@
+"""Adam (Kingma & Ba) with amsgrad, maximize, L2 or decoupled weight decay: PyTorch's single-tensor rule."""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from .. import _dtype as D
+from .._tensor import Tensor
+from .optimizer import (Optimizer, _add_scaled, _addcmul_, _bump, _check_capturable, _check_fused_flags,
+                        _check_lr_betas_eps_wd, _fused_check, _get_scalar_dtype, _lerp_, _scalar, _to_scalar,
+                        _zeros_like)
+
+__all__ = ["Adam"]
+
+
+def _step_tensor(group: dict) -> Tensor:
+    """A fresh ``step`` counter: float32 for fused/capturable kernels, else the scalar dtype."""
+    if group.get("capturable") or group.get("fused"):
+        return _scalar(0.0, D.float32)
+    return _scalar(0.0)
+
+
+def _upgrade_steps(opt: Optimizer, fused_key: bool = True) -> None:
+    """State dicts from old PyTorch versions kept ``step`` as a number; make it a tensor."""
+    for group in opt.param_groups:
+        for p in group["params"]:
+            st = opt.state.get(p, [])
+            if len(st) != 0 and not isinstance(st["step"], Tensor):
+                fast = group.get("capturable") or (fused_key and group.get("fused"))
+                st["step"] = _scalar(float(st["step"]), _get_scalar_dtype(is_fused=group.get("fused")) if fast
+                                     else None)
+
+
+class Adam(Optimizer):
+    """Adam: bias-corrected first and second moment estimates of the gradient."""
+
+    def __init__(self, params, lr: float | Tensor = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0, amsgrad: bool = False, *, foreach: bool | None = None,
+                 maximize: bool = False, capturable: bool = False, differentiable: bool = False,
+                 fused: bool | None = None, decoupled_weight_decay: bool = False) -> None:
+        if isinstance(lr, Tensor):
+            if foreach and not capturable:
+                raise ValueError("lr as a Tensor is not supported for capturable=False and foreach=True")
+            if lr.numel() != 1:
+                raise ValueError("Tensor lr must be 1-element")
+        _check_lr_betas_eps_wd(lr, betas, eps, weight_decay)
+        if not ((isinstance(betas[0], float) and isinstance(betas[1], float))
+                or (isinstance(betas[0], Tensor) and isinstance(betas[1], Tensor))):
+            raise ValueError("betas must be either both floats or both Tensors")
+        for i in (0, 1):
+            if isinstance(betas[i], Tensor):
+                if not capturable and foreach:
+                    raise ValueError(f"betas[{i}] as a Tensor is not supported for capturable=False and foreach=True")
+                if betas[i].numel() != 1:
+                    raise ValueError(f"Tensor betas[{i}] must be 1-element")
+        betas = tuple(b.squeeze() if isinstance(b, Tensor) and b.dim() != 0 else b for b in betas)
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad, maximize=maximize,
+                        foreach=foreach, capturable=capturable, differentiable=differentiable, fused=fused,
+                        decoupled_weight_decay=decoupled_weight_decay)
+        super().__init__(params, defaults)
+        _check_fused_flags(self, fused, foreach, differentiable)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("amsgrad", False)
+            group.setdefault("maximize", False)
+            group.setdefault("foreach", None)
+            group.setdefault("capturable", False)
+            group.setdefault("differentiable", False)
+            group.setdefault("decoupled_weight_decay", False)
+            group.setdefault("fused", None)
+        _upgrade_steps(self)
+
+    def step(self, closure: Callable | None = None):
+        """One Adam step over every parameter that has a gradient."""
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            beta1, beta2 = (_to_scalar(b) for b in group["betas"])
+            lr, wd, eps = _to_scalar(group["lr"]), _to_scalar(group["weight_decay"]), group["eps"]
+            amsgrad = group["amsgrad"]
+            for p in self._params_with_grad(group):
+                state = self.state[p]
+                if len(state) == 0:
+                    if group["fused"]:
+                        _fused_check(p)
+                    state["step"] = _step_tensor(group)
+                    state["exp_avg"] = _zeros_like(p)
+                    state["exp_avg_sq"] = _zeros_like(p)
+                    if amsgrad:
+                        state["max_exp_avg_sq"] = _zeros_like(p)
+                _check_capturable(group["capturable"])
+                a = p._data
+                g = p.grad._data
+                g = -g if group["maximize"] else g
+                m, v = state["exp_avg"]._data, state["exp_avg_sq"]._data
+                state["step"]._data += 1
+                if wd != 0:
+                    if group["decoupled_weight_decay"]:
+                        a *= 1 - lr * wd
+                        _bump(p)
+                    else:
+                        g = _add_scaled(g, wd, a)
+                _lerp_(m, g, 1 - beta1)
+                v *= beta2
+                _addcmul_(v, g, g, 1 - beta2)
+                step = float(state["step"]._data)
+                bias_correction1 = 1 - beta1 ** step
+                bias_correction2 = 1 - beta2 ** step
+                step_size = lr / bias_correction1
+                bias_correction2_sqrt = bias_correction2 ** 0.5
+                if amsgrad:
+                    vmax = state["max_exp_avg_sq"]._data
+                    np.maximum(vmax, v, out=vmax)
+                    denom = np.sqrt(vmax) / bias_correction2_sqrt + eps
+                else:
+                    denom = np.sqrt(v) / bias_correction2_sqrt + eps
+                a += -step_size * m / denom
+                _bump(p)
+        return loss

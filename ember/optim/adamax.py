@@ -1,0 +1,62 @@
+"""Adamax: Adam with the infinity norm (Kingma & Ba, section 7): PyTorch's single-tensor rule."""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from .._tensor import Tensor
+from .adam import _upgrade_steps
+from .optimizer import (Optimizer, _add_scaled, _bump, _check_capturable, _check_lr_betas_eps_wd, _lerp_, _scalar,
+                        _to_scalar, _zeros_like)
+
+__all__ = ["Adamax"]
+
+
+class Adamax(Optimizer):
+    """Adam's first moment over a running maximum of gradient magnitudes."""
+
+    def __init__(self, params, lr: float | Tensor = 2e-3, betas=(0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0, foreach: bool | None = None, *, maximize: bool = False,
+                 differentiable: bool = False, capturable: bool = False) -> None:
+        _check_lr_betas_eps_wd(lr, betas, eps, weight_decay)
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, foreach=foreach, maximize=maximize,
+                        differentiable=differentiable, capturable=capturable)
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("foreach", None)
+            group.setdefault("maximize", False)
+            group.setdefault("differentiable", False)
+            group.setdefault("capturable", False)
+        _upgrade_steps(self, fused_key=False)
+
+    def step(self, closure: Callable | None = None):
+        """One Adamax step over every parameter that has a gradient."""
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            beta1, beta2 = group["betas"]
+            lr, wd, eps = _to_scalar(group["lr"]), group["weight_decay"], group["eps"]
+            for p in self._params_with_grad(group):
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = _scalar(0.0)
+                    state["exp_avg"] = _zeros_like(p)
+                    state["exp_inf"] = _zeros_like(p)
+                _check_capturable(group["capturable"])
+                a = p._data
+                g = p.grad._data
+                g = -g if group["maximize"] else g
+                state["step"]._data += 1
+                if wd != 0:
+                    g = _add_scaled(g, wd, a)
+                m, u = state["exp_avg"]._data, state["exp_inf"]._data
+                _lerp_(m, g, 1 - beta1)
+                u *= beta2
+                np.maximum(u, np.abs(g) + eps, out=u)
+                clr = lr / (1 - beta1 ** float(state["step"]._data))
+                a += -clr * m / u
+                _bump(p)
+        return loss

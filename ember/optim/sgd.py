@@ -1,0 +1,74 @@
+"""SGD with momentum, dampening, Nesterov momentum, weight decay and maximize (PyTorch's update rule)."""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from .._tensor import Tensor, make
+from .optimizer import Optimizer, _add_scaled, _add_scaled_, _bump, _check_fused_flags, _fused_check, _to_scalar
+
+__all__ = ["SGD"]
+
+
+class SGD(Optimizer):
+    """Stochastic gradient descent: ``p -= lr * (momentum buffer or gradient)``."""
+
+    def __init__(self, params, lr: float | Tensor = 1e-3, momentum: float = 0, dampening: float = 0,
+                 weight_decay: float | Tensor = 0, nesterov: bool = False, *, maximize: bool = False,
+                 foreach: bool | None = None, differentiable: bool = False, fused: bool | None = None) -> None:
+        if isinstance(lr, Tensor) and lr.numel() != 1:
+            raise ValueError("Tensor lr must be 1-element")
+        if lr < 0.0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if momentum < 0.0:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if weight_decay < 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
+                        nesterov=nesterov, maximize=maximize, foreach=foreach, differentiable=differentiable,
+                        fused=fused)
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        super().__init__(params, defaults)
+        _check_fused_flags(self, fused, foreach, differentiable)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("nesterov", False)
+            group.setdefault("maximize", False)
+            group.setdefault("foreach", None)
+            group.setdefault("differentiable", False)
+            group.setdefault("fused", False)
+
+    def step(self, closure: Callable | None = None):
+        """One SGD step over every parameter that has a gradient."""
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            lr = _to_scalar(group["lr"])
+            wd = _to_scalar(group["weight_decay"])
+            momentum, dampening = group["momentum"], group["dampening"]
+            for p in self._params_with_grad(group):
+                if group["fused"]:
+                    _fused_check(p)
+                a = p._data
+                g = p.grad._data
+                g = -g if group["maximize"] else g
+                if wd != 0:
+                    g = _add_scaled(g, wd, a)
+                if momentum != 0:
+                    state = self.state[p]
+                    buf = state.get("momentum_buffer")
+                    if buf is None:
+                        buf = make(np.array(g, dtype=a.dtype, copy=True))
+                    else:
+                        b = buf._data
+                        b *= momentum
+                        _add_scaled_(b, 1 - dampening, g)
+                        _bump(buf, 2)
+                    state["momentum_buffer"] = buf
+                    g = _add_scaled(g, momentum, buf._data) if group["nesterov"] else buf._data
+                _add_scaled_(a, -lr, g)
+                _bump(p)
+        return loss
