@@ -48,6 +48,10 @@ _family("modules.pixelshuffle", "PixelShuffle", "PixelUnshuffle")
 _family("modules.channelshuffle", "ChannelShuffle")
 _family("modules.upsampling", "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d")
 _family("modules.fold", "Fold", "Unfold")
+_family("modules.rnn", "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell")
+_family("modules.activation_mha", "MultiheadAttention")
+_family("modules.transformer", "Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
+        "TransformerDecoderLayer")
 
 _SUBMODULES = ("init", "utils", "modules")
 
