@@ -371,3 +371,14 @@ def test_module_machinery():
     m2 = ember.nn.GRU(3, 4).double()
     assert m2.weight_ih_l0.dtype == ember.float64
     assert m2(ember.randn(2, 1, 3, dtype=ember.float64))[0].dtype == ember.float64
+
+
+def test_load_pytorch_state_dict():
+    torch.manual_seed(1)
+    tm = torch.nn.LSTM(3, 5, num_layers=2, proj_size=2, bidirectional=True, batch_first=True).double()
+    em = ember.nn.LSTM(3, 5, num_layers=2, proj_size=2, bidirectional=True, batch_first=True).double()
+    res = em.load_state_dict({k: ember.tensor(v.numpy()) for k, v in tm.state_dict().items()})
+    assert not res.missing_keys and not res.unexpected_keys
+    x = R(2, 4, 3)
+    for a, b in zip(_flat(tm(torch.tensor(x))), _flat(em(ember.tensor(x)))):
+        _close(a, b, "output after load_state_dict")

@@ -278,3 +278,13 @@ def test_errors():
         t = lib.tensor(x)
         return lib.nn.MultiheadAttention(8, 2)(t, t, t, attn_mask=lib.zeros(4, 5))
     same(bad_shape, msg="The shape of the 2D attn_mask is")
+
+
+def test_load_pytorch_state_dict():
+    torch.manual_seed(1)
+    tm = torch.nn.Transformer(8, 2, 1, 1, 16, dropout=0.0, batch_first=True).double()
+    em = ember.nn.Transformer(8, 2, 1, 1, 16, dropout=0.0, batch_first=True).double()
+    res = em.load_state_dict({k: ember.tensor(v.numpy()) for k, v in tm.state_dict().items()})
+    assert not res.missing_keys and not res.unexpected_keys
+    src, tgt = R(2, 5, 8), R(2, 3, 8, seed=1)
+    _close(tm(torch.tensor(src), torch.tensor(tgt)), em(ember.tensor(src), ember.tensor(tgt)), "after load")
