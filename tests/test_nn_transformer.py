@@ -288,3 +288,20 @@ def test_load_pytorch_state_dict():
     assert not res.missing_keys and not res.unexpected_keys
     src, tgt = R(2, 5, 8), R(2, 3, 8, seed=1)
     _close(tm(torch.tensor(src), torch.tensor(tgt)), em(ember.tensor(src), ember.tensor(tgt)), "after load")
+
+
+def test_double_backward_encoder_layer():
+    # PyTorch's fused CPU attention has no double backward: compare with its math kernel
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    x = R(2, 4, 8)
+    tm, em = _pair(MODULES[5][1])
+    res = []
+    for lib, m in ((torch, tm), (ember, em)):
+        t = lib.tensor(x, requires_grad=True)
+        leaves = [t] + list(m.parameters())
+        with sdpa_kernel(SDPBackend.MATH):
+            out = m(t, is_causal=True, src_mask=lib.tensor(_causal_bool(4)))
+            gs = lib.autograd.grad(out.pow(2).sum(), leaves, create_graph=True)
+            res.append(lib.autograd.grad(sum((g * g).sum() for g in gs), leaves))
+    for a, b in zip(*res):
+        _close(a, b, "second derivative", atol=1e-8)
