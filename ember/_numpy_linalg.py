@@ -36,7 +36,9 @@ def einsum(eq: str, *ops, sizes=None):
     with np.errstate(all="ignore"):
         r = np.einsum(ins + "->" + core, *ops, optimize="greedy" if optimize else False)
     if core == out:
-        return r
+        # C order, as PyTorch's results: the optimized path can return a transposed layout, and layout decides
+        # which element each random draw lands on (dropout after a Linear)
+        return r if r.ndim < 2 or r.flags.c_contiguous else np.ascontiguousarray(r)
     dim = dict(sizes or {})
     for s, op in zip(subs, ops):
         for c, n in zip(s, op.shape):

@@ -9,13 +9,13 @@ import importlib
 from . import functional
 from .parameter import Buffer, Parameter
 
-# public name -> the module(s) of ember.nn that may define it, tried in order
-_LAZY: dict[str, tuple[str, ...]] = {}
+# public name -> the module of ember.nn that defines it
+_LAZY: dict[str, str] = {}
 
 
-def _family(module: str | tuple[str, ...], *names: str) -> None:
+def _family(module: str, *names: str) -> None:
     for n in names:
-        _LAZY[n] = (module,) if isinstance(module, str) else module
+        _LAZY[n] = module
 
 
 _family("modules.module", "Module")
@@ -49,10 +49,8 @@ _family("modules.pixelshuffle", "PixelShuffle", "PixelUnshuffle")
 _family("modules.channelshuffle", "ChannelShuffle")
 _family("modules.upsampling", "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d")
 _family("modules.fold", "Fold", "Unfold")
-_BUILT = tuple(_LAZY)
-# recurrent and attention layers (their own files)
 _family("modules.rnn", "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell")
-_family(("modules.activation", "modules.transformer"), "MultiheadAttention")
+_family("modules.activation_mha", "MultiheadAttention")
 _family("modules.transformer", "Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
         "TransformerDecoderLayer")
 
@@ -62,18 +60,10 @@ _SUBMODULES = ("init", "utils", "modules")
 def __getattr__(name: str):
     if name in _SUBMODULES:
         return importlib.import_module(f".{name}", __name__)
-    for mod in _LAZY.get(name, ()):
-        try:
-            module = importlib.import_module(f".{mod}", __name__)
-        except ModuleNotFoundError as e:
-            if e.name != f"{__name__}.{mod}":   # a missing dependency inside the file is a real error
-                raise
-            continue
-        if hasattr(module, name):
-            value = globals()[name] = getattr(module, name)
-            return value
-    if name in _LAZY:
-        raise AttributeError(f"module 'ember.nn' has no attribute '{name}' (not built yet)")
+    mod = _LAZY.get(name)
+    if mod is not None:
+        value = globals()[name] = getattr(importlib.import_module(f".{mod}", __name__), name)
+        return value
     raise AttributeError(f"module 'ember.nn' has no attribute '{name}'")
 
 
@@ -81,5 +71,4 @@ def __dir__():
     return sorted(set(globals()) | set(_LAZY) | set(_SUBMODULES))
 
 
-# (the recurrent and attention layers join __all__ when their files exist)
-__all__ = ["Parameter", "Buffer", "functional", *_BUILT]
+__all__ = ["Parameter", "Buffer", "functional", *_LAZY]

@@ -1,0 +1,227 @@
+"""torch.nn.utils.rnn: padding and packing variable-length sequences.
+
+A ``PackedSequence`` holds the time steps of a batch of sequences sorted by decreasing length, step after step:
+``data`` is ``(sum(lengths), *)`` and ``batch_sizes[t]`` says how many sequences are still running at step ``t``.
+Packing and unpacking are single gathers (index arrays built with NumPy), so gradients flow through them.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ... import _creation
+from ... import _dtype as D
+from ..._tensor import Tensor
+
+__all__ = ["PackedSequence", "invert_permutation", "pack_padded_sequence", "pad_packed_sequence", "pad_sequence",
+           "unpad_sequence", "pack_sequence", "unpack_sequence"]
+
+
+class PackedSequence_(NamedTuple):
+    data: Tensor
+    batch_sizes: Tensor
+    sorted_indices: Tensor | None
+    unsorted_indices: Tensor | None
+
+
+class PackedSequence(PackedSequence_):
+    """The packed form of a batch of sequences (made by ``pack_padded_sequence`` / ``pack_sequence``)."""
+
+    def __new__(cls, data: Tensor, batch_sizes: Tensor | None = None, sorted_indices: Tensor | None = None,
+                unsorted_indices: Tensor | None = None) -> PackedSequence:
+        if unsorted_indices is None:
+            unsorted_indices = invert_permutation(sorted_indices)
+        if batch_sizes is None:
+            if not (isinstance(data, (list, tuple)) and len(data) == 2):
+                raise AssertionError("Expected data to be a list or tuple of length 2")
+            data, batch_sizes = data[0], data[1]
+        return super().__new__(cls, data, batch_sizes, sorted_indices, unsorted_indices)
+
+    def to(self, *args: Any, **kwargs: Any) -> PackedSequence:
+        data = self.data.to(*args, **kwargs)
+        if data is self.data:
+            return self
+        # indices stay int64: only follow the data's device
+        move = (lambda t: None if t is None else t.to(data.device))
+        return type(self)(data, self.batch_sizes, move(self.sorted_indices), move(self.unsorted_indices))
+
+    def cpu(self, *args: Any, **kwargs: Any) -> PackedSequence:
+        return self.to("cpu")
+
+    def pin_memory(self) -> PackedSequence:
+        return self
+
+    def double(self) -> PackedSequence:
+        return self.to(dtype=D.float64)
+
+    def float(self) -> PackedSequence:
+        return self.to(dtype=D.float32)
+
+    def half(self) -> PackedSequence:
+        return self.to(dtype=D.float16)
+
+    def long(self) -> PackedSequence:
+        return self.to(dtype=D.int64)
+
+    def int(self) -> PackedSequence:
+        return self.to(dtype=D.int32)
+
+    def short(self) -> PackedSequence:
+        return self.to(dtype=D.int16)
+
+    def char(self) -> PackedSequence:
+        return self.to(dtype=D.int8)
+
+    def byte(self) -> PackedSequence:
+        return self.to(dtype=D.uint8)
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.data.is_cuda
+
+    def is_pinned(self) -> bool:
+        return False
+
+
+def invert_permutation(permutation: Tensor | None) -> Tensor | None:
+    """The permutation that undoes ``permutation`` (``None`` stays ``None``)."""
+    if permutation is None:
+        return None
+    p = permutation.detach().numpy()
+    inv = np.empty_like(p)
+    inv[p] = np.arange(p.size, dtype=p.dtype)
+    return _creation.tensor(inv, dtype=permutation.dtype, device=permutation.device)
+
+
+def _int_list(t: Tensor) -> list[int]:
+    return [int(v) for v in np.asarray(t.detach().numpy()).reshape(-1)]
+
+
+def pack_padded_sequence(input: Tensor, lengths: Tensor | list[int], batch_first: bool = False,
+                         enforce_sorted: bool = True) -> PackedSequence:
+    """Packs a padded batch ``(T, B, *)`` (``(B, T, *)`` if ``batch_first``) of sequences of the given lengths."""
+    from ... import sort
+    if not isinstance(lengths, Tensor):
+        lengths = _creation.as_tensor(lengths, dtype=D.int64)
+    else:
+        lengths = lengths.to(dtype=D.int64)
+    sorted_indices = None
+    if not enforce_sorted:
+        lengths, sorted_indices = sort(lengths, descending=True)
+        input = input.index_select(0 if batch_first else 1, sorted_indices)
+    if lengths.dim() != 1:
+        raise RuntimeError(f"pack_padded_sequence: 'lengths' should be a 1D tensor, but got {lengths.dim()}D")
+    if input.numel() == 0:
+        raise RuntimeError("Cannot pack empty tensors.")
+    lens = np.asarray(lengths.numpy())
+    batch = input.shape[0] if batch_first else input.shape[1]
+    if lens.size != batch:
+        raise RuntimeError(f"Expected `len(lengths)` to be equal to batch_size, but got {lens.size} "
+                           f"(batch_size={batch})")
+    if lens[-1] <= 0:
+        raise RuntimeError("Length of all samples has to be greater than 0, but found an element in 'lengths' "
+                           "that is <= 0")
+    if np.any(lens[1:] > lens[:-1]):
+        raise RuntimeError("`lengths` array must be sorted in decreasing order when `enforce_sorted` is True. You "
+                           "can pass `enforce_sorted=False` to pack_padded_sequence and/or pack_sequence to "
+                           "sidestep this requirement if you do not need ONNX exportability.")
+    steps = input.shape[1] if batch_first else input.shape[0]
+    if lens[0] > steps:
+        raise RuntimeError(f"pack_padded_sequence: the longest length {int(lens[0])} exceeds the padded "
+                           f"sequence length {steps}")
+    # (step, sequence) of every packed row, step-major: np.nonzero walks the (T, B) mask row by row
+    t_idx, b_idx = np.nonzero(np.arange(lens[0])[:, None] < lens[None, :])
+    index = (_creation.tensor(b_idx), _creation.tensor(t_idx)) if batch_first else \
+        (_creation.tensor(t_idx), _creation.tensor(b_idx))
+    data = input[index]
+    batch_sizes = _creation.tensor((lens[None, :] > np.arange(lens[0])[:, None]).sum(1).astype(np.int64))
+    return PackedSequence(data, batch_sizes, sorted_indices, None)
+
+
+def _padded_index(batch_sizes: list[int], steps: int) -> np.ndarray:
+    """(steps, B): the packed row of each (step, sequence), or the row after the last (the padding row)."""
+    sizes = np.asarray(batch_sizes, dtype=np.int64)
+    n = int(sizes.sum())
+    mask = np.zeros((steps, int(sizes[0]) if sizes.size else 0), dtype=bool)
+    mask[:sizes.size] = np.arange(mask.shape[1])[None, :] < sizes[:, None]
+    idx = np.full(mask.shape, n, dtype=np.int64)
+    idx[mask] = np.arange(n)
+    return idx
+
+
+def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False, padding_value: float = 0.0,
+                        total_length: int | None = None) -> tuple[Tensor, Tensor]:
+    """The inverse of ``pack_padded_sequence``: ``(padded, lengths)`` in the batch's original order."""
+    from ... import cat
+    sizes = _int_list(sequence.batch_sizes)
+    max_len = len(sizes)
+    if total_length is not None:
+        if total_length < max_len:
+            raise ValueError(f"Expected total_length to be at least the length of the longest sequence in input, "
+                             f"but got total_length={total_length} and max sequence length being {max_len}")
+        max_len = total_length
+    data = sequence.data
+    idx = _padded_index(sizes, max_len)
+    if batch_first:
+        idx = idx.T
+    pad_row = data.new_full((1,) + tuple(data.shape[1:]), padding_value)
+    padded = cat([data, pad_row])[_creation.tensor(np.ascontiguousarray(idx))]
+    s = np.asarray(sizes, dtype=np.int64)
+    lengths = _creation.tensor((s[:, None] > np.arange(s[0] if s.size else 0)[None, :]).sum(0).astype(np.int64))
+    if sequence.unsorted_indices is not None:
+        return (padded.index_select(0 if batch_first else 1, sequence.unsorted_indices),
+                lengths[sequence.unsorted_indices])
+    return padded, lengths
+
+
+def pad_sequence(sequences: Tensor | list[Tensor], batch_first: bool = False, padding_value: float = 0.0,
+                 padding_side: str = "right") -> Tensor:
+    """Stacks sequences ``(L_i, *)`` into ``(T, B, *)`` (``(B, T, *)`` if ``batch_first``), padding each to the
+    longest on the ``padding_side``."""
+    from ... import cat, stack
+    if not isinstance(sequences, Iterable):
+        raise RuntimeError(f"pad_sequence: Expected iterable for input sequences, but got arg of type: "
+                           f"{type(sequences)}")
+    sequences = tuple(sequences)
+    if not sequences:
+        raise RuntimeError("received an empty list of sequences")
+    if padding_side not in ("left", "right"):
+        raise RuntimeError(f"Expected padding_side to be one of left or right, but got {padding_side}.")
+    max_len = max(s.shape[0] for s in sequences)
+    trailing = tuple(sequences[0].shape[1:])
+    first = sequences[0]
+    rows = []
+    for s in sequences:
+        if tuple(s.shape[1:]) != trailing:
+            raise RuntimeError(f"pad_sequence: every sequence must have the trailing shape {trailing} of the "
+                               f"first, but got {tuple(s.shape)}")
+        s = s.to(first.dtype)
+        gap = max_len - s.shape[0]
+        if gap:
+            pad = first.new_full((gap,) + trailing, padding_value)
+            s = cat([s, pad] if padding_side == "right" else [pad, s])
+        rows.append(s)
+    return stack(rows, 0 if batch_first else 1)
+
+
+def unpad_sequence(padded_sequences: Tensor, lengths: Tensor, batch_first: bool = False) -> list[Tensor]:
+    """The sequences of a padded batch, each cut to its length. (PyTorch transposes its argument in place when
+    ``batch_first`` is False; ember leaves it untouched.)"""
+    if not batch_first:
+        padded_sequences = padded_sequences.transpose(0, 1)
+    return [padded_sequences[i, :n] for i, n in enumerate(_int_list(lengths) if isinstance(lengths, Tensor)
+                                                            else [int(v) for v in lengths])]
+
+
+def pack_sequence(sequences: list[Tensor], enforce_sorted: bool = True) -> PackedSequence:
+    """Packs a list of sequences ``(L_i, *)``."""
+    lengths = _creation.as_tensor([v.size(0) for v in sequences])
+    return pack_padded_sequence(pad_sequence(sequences), lengths, enforce_sorted=enforce_sorted)
+
+
+def unpack_sequence(packed_sequences: PackedSequence) -> list[Tensor]:
+    """The list of sequences a ``PackedSequence`` holds, in their original order."""
+    padded, lengths = pad_packed_sequence(packed_sequences, batch_first=True)
+    return unpad_sequence(padded, lengths, batch_first=True)
