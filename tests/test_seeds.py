@@ -40,9 +40,7 @@ TORCH_SEEDS = (0, 12345)  # first run = the script exactly as written
 # Scripts that need features ember does not have yet.  A later issue builds them and
 # removes the entry.
 SKIP = {
-    "s000_12_training_loop.py": "needs nn.Linear, nn.MSELoss, optim.SGD",
     "s000_16_pitfall_devices.py": "needs cuda devices",
-    "s000_18_exercise_debug.py": "needs nn.Linear, optim.SGD",
 }
 
 # Lines matching these patterns are always compared with numbers masked, even when the
