@@ -6,6 +6,8 @@ Decompositions return tuples of arrays in PyTorch's order (``linalg_svd`` gives 
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 __all__ = ["einsum", "cross", "tri_mask", "eye_like", "linalg_inv", "linalg_det", "linalg_slogdet", "linalg_solve",
@@ -33,8 +35,12 @@ def einsum(eq: str, *ops, sizes=None):
     uniq = "".join(dict.fromkeys(out))
     core = "".join(c for c in uniq if c in present)
     optimize = len(ops) > 2 or (len(ops) == 2 and ops[0].size * ops[1].size > 4096)
-    with np.errstate(all="ignore"):
-        r = np.einsum(ins + "->" + core, *ops, optimize="greedy" if optimize else False)
+    r = None
+    if optimize and len(ops) == 2:
+        r = _as_matmul(ins, core, *ops)
+    if r is None:
+        with np.errstate(all="ignore"):
+            r = np.einsum(ins + "->" + core, *ops, optimize="greedy" if optimize else False)
     if core == out:
         # C order, as PyTorch's results: the optimized path can return a transposed layout, and layout decides
         # which element each random draw lands on (dropout after a Linear)
@@ -48,6 +54,49 @@ def einsum(eq: str, *ops, sizes=None):
     view = np.einsum(out + "->" + uniq, full)   # a writeable view of the (diagonal) positions
     view[...] = r.reshape([dim[c] if c in present else 1 for c in uniq])
     return full
+
+
+_PLANS: dict = {}
+
+
+def _plan(ins: str, out: str):
+    """How a two-operand contraction is one batched matmul: the operands' axis orders (batch, free, contracted),
+    the sizes of each group and the result's axis order; None when it is not one (a letter repeated or summed
+    within one operand)."""
+    s1, s2 = ins.split(",")
+    if len(set(s1)) != len(s1) or len(set(s2)) != len(s2) or len(set(out)) != len(out):
+        return None
+    b = [c for c in out if c in s1 and c in s2]
+    i = [c for c in s1 if c in out and c not in s2]
+    k = [c for c in s2 if c in out and c not in s1]
+    j = [c for c in s1 if c in s2 and c not in out]
+    if set(s1) != set(b + i + j) or set(s2) != set(b + j + k) or set(out) != set(b + i + k):
+        return None
+    res = b + i + k
+    return ([s1.index(c) for c in b + i + j], [s2.index(c) for c in b + j + k], [res.index(c) for c in out],
+            len(b), len(i), len(j))
+
+
+def _as_matmul(ins: str, out: str, x, y):
+    """``einsum(ins->out, x, y)`` as one BLAS matmul (NumPy's optimized einsum gets there with more overhead),
+    or None where the equation is no plain (batched) product."""
+    key = (ins, out)
+    plan = _PLANS.get(key, False)
+    if plan is False:
+        plan = _PLANS[key] = _plan(ins, out)
+    if plan is None:
+        return None
+    pa, pb, po, nb, ni, nj = plan
+    a, b = x.transpose(pa), y.transpose(pb)
+    batch = a.shape[:nb]
+    if b.shape[:nb] != batch:   # size-1 batch axes against longer ones: einsum's business
+        return None
+    free_a, inner, free_b = a.shape[nb:nb + ni], a.shape[nb + ni:], b.shape[nb + nj:]
+    m, n, q = math.prod(free_a), math.prod(inner), math.prod(free_b)
+    with np.errstate(all="ignore"):
+        r = np.matmul(a.reshape(batch + (m, n)), b.reshape(batch + (n, q)))
+    r = r.reshape(batch + free_a + free_b).transpose(po)
+    return r if r.flags.c_contiguous else np.ascontiguousarray(r)
 
 
 def cross(a, b, dim):
