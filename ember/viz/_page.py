@@ -156,6 +156,7 @@ document.addEventListener('keydown', ev => {
   else if (ev.key === 'ArrowLeft') { stop(); go(s - 1); }
   else if (ev.key === ' ') play();
   else if (ev.key === 'Home') { stop(); go(0); }
+  else if (ev.key === 'End') { stop(); go(total()); }
   else return;
   ev.preventDefault();
 });

@@ -83,14 +83,22 @@ def dot_source(outputs: Any, params: Any = None, show_saved: bool = False, show_
         mod = module_of(fn) if (group_modules and fn is not None) else None
         (grouped.setdefault(mod, []) if mod else lines).append(line)
 
-    roots = []
-    for t in outs:
+    roots, tail = [], []
+    work = [(t, "darkolivegreen1") for t in outs]
+    while work:   # the outputs, and (as torchviz) the base of an output that is a view, dotted
+        t, colour = work.pop(0)
         tid, new = nid(t)
-        if new:
-            name = pnames.get(id(t), pnames.get(id(t.grad_fn), ""))
-            emit(f"{tid} [label={_q(_tensor_label(t, name))} fillcolor=darkolivegreen1]")
+        if not new:
+            continue
+        name = pnames.get(id(t), pnames.get(id(t.grad_fn), ""))
+        emit(f"{tid} [label={_q(_tensor_label(t, name))} fillcolor={colour}]")
         if t.grad_fn is not None:
             roots.append(t.grad_fn)
+            tail.append((t.grad_fn, tid, ""))
+        is_view = getattr(t, "_is_view", None)
+        if is_view is not None and is_view() and t._base is not None:
+            work.append((t._base, "darkolivegreen3"))
+            tail.append((t._base, tid, " [style=dotted]"))
     nodes = collect(roots)
     for fn in nodes:
         fid, _ = nid(fn)
@@ -114,9 +122,8 @@ def dot_source(outputs: Any, params: Any = None, show_saved: bool = False, show_
         emit(f"{fid} [label={_q(label)}]", fn)
         for _, nxt in next_nodes(fn):
             lines.append(f"{nid(nxt)[0]} -> {fid}")
-    for t in outs:
-        if t.grad_fn is not None:
-            lines.append(f"{ids[id(t.grad_fn)]} -> {ids[id(t)]}")
+    for src, tid, style in tail:
+        lines.append(f"{ids[id(src)]} -> {tid}{style}")
     if group_modules and not grouped:
         warnings.warn("make_dot(group_modules=True): no node carries a module name; run the forward inside "
                       "`with ember.viz.record_modules(model):` to draw the modules' boxes", stacklevel=3)
