@@ -140,6 +140,7 @@ def test_dot_show_saved_and_attrs():
     value = line.split("self_sym_sizes:")[1].split("\n")[0].strip()
     assert value == "(2, 3..."
     assert "exponent" not in viz.make_dot(z).source
+    assert "exponent" in viz.make_dot(z, None, True).source   # torchviz's positional order
 
 
 def _clusters(src):

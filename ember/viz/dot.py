@@ -227,12 +227,12 @@ def _graphviz_digraph(source: str):
     return Digraph(body=[ln + "\n" for ln in body])
 
 
-def make_dot(output: Any, params: Any = None, show_saved: bool = False, show_attrs: bool = False,
-             max_attr_chars: int = 50, group_modules: bool = False):
+def make_dot(output: Any, params: Any = None, show_attrs: bool = False, show_saved: bool = False,
+             max_attr_chars: int = 50, *, group_modules: bool = False):
     """The autograd graph of ``output`` (a tensor, or a tuple/list of tensors) as a ``graphviz.Digraph``
     when the ``graphviz`` package is installed (the ``viz`` extra), else a ``DotGraph``; both have the DOT
     text in ``.source`` and render with ``.pipe(format=...)`` / ``.render(...)`` when Graphviz's programs
-    are installed.
+    are installed. The arguments are torchviz's, in its order (``group_modules`` is ember's, keyword-only).
 
     ``params``: names for leaves, a dict ``{name: tensor}`` or a module (its ``named_parameters()``);
     other leaves are named after the caller's variables holding them. ``show_saved``: the tensors each
