@@ -182,6 +182,9 @@ def test_dot_group_modules_two_layer_model():
     # the same structure as without boxes, and no boxes unless asked
     assert canon(src) == canon(viz.make_dot(loss, params=dict(model.named_parameters())).source)
     assert "cluster" not in viz.make_dot(loss).source
+    # record_modules also names the parameters' leaves, for pictures drawn without params=
+    labels = [lab.split("\n")[0] for lab, fill in parse_dot(viz.make_dot(loss).source)[0].values() if fill == "lightblue"]
+    assert sorted(labels) == ["0.bias", "0.weight", "2.bias", "2.weight"]
 
 
 def test_dot_group_modules_nested_and_unrecorded():
@@ -330,7 +333,8 @@ def test_to_html_marks_inputs_without_grad(tmp_path):
     y = x * z.detach()
     d = page_data(viz.to_html(y, str(tmp_path / "p.html"), inputs={"x": x, "z": z}))
     assert [e["label"] for e in d["extra"]] == ["z"]
-    assert "detach" in d["extra"][0]["why"]
+    why = d["extra"][0]["why"]
+    assert "detach" in why and why.startswith("z: ") and "y does not depend on z" in why
 
 
 def test_cli_records_the_scripts_last_backward(tmp_path, capsys):
@@ -354,3 +358,14 @@ def test_cli_records_the_scripts_last_backward(tmp_path, capsys):
     empty = tmp_path / "none.py"
     empty.write_text("x = 1\n")
     assert main([str(empty), "--out", str(tmp_path / "n.html")]) == 1
+
+
+def test_to_html_several_outputs(tmp_path):
+    x = ember.tensor([1.0], requires_grad=True)
+    a, b = x * 2, x * 3
+    d = page_data(viz.to_html((a, b), str(tmp_path / "two.html"), inputs=[x]))
+    assert sum(n["out"] for n in d["nodes"]) == 2 and d["extra"] == []
+    leaf = next(s for s in d["bwd"] if "leafgrad" in s)
+    assert leaf["leafgrad"] == "5"
+    with pytest.raises(ValueError, match="no grad_fn"):
+        viz.to_html(x, str(tmp_path / "leaf.html"))

@@ -10,6 +10,7 @@ import sys
 from typing import Any, Iterable
 
 MODULE_KEY = "ember.viz.module"   # node.metadata key holding the qualified name of the module that made it
+PARAM_KEY = "ember.viz.param"     # an AccumulateGrad's metadata: its parameter's qualified name ("0.weight")
 _SAVED = "_saved_"
 
 
@@ -190,3 +191,12 @@ def module_of(fn: Any) -> str | None:
     except (AttributeError, RuntimeError):
         return None
     return md.get(MODULE_KEY) if md else None
+
+
+def param_name_of(fn: Any) -> str | None:
+    """The qualified parameter name ``record_modules`` gave a leaf's AccumulateGrad node, if any."""
+    try:
+        md = fn.metadata
+    except (AttributeError, RuntimeError):
+        return None
+    return md.get(PARAM_KEY) if md else None

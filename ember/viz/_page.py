@@ -44,6 +44,8 @@ const ins = N.map(() => []), outs = N.map(() => []);
 E.forEach((e, i) => { ins[e.to].push(i); outs[e.from].push(i); });
 let mode = 'steps', s = 0, timer = null, sel = null;
 const name = n => n.leaf ? n.label : (n.var || n.label);
+// boxes and edges show the start of long texts; the status line and the details show them whole
+const clip = (t, k) => t.length > k ? t.slice(0, k - 1) + '\u2026' : t;
 const total = () => mode === 'steps' ? nf + nb : D.acc.length;
 const bstep = i => D.bwd[bwdAt[i] - nf - 1];
 
@@ -61,12 +63,12 @@ function renderSteps() {
     const shown = fwdAt[i] <= s;
     nEl[i].classList.toggle('pending', !shown);
     nEl[i].classList.toggle('cur', i === cur);
-    vEl[i].textContent = shown ? '= ' + N[i].value : '';
-    gEl[i].textContent = gradText(i);
+    vEl[i].textContent = shown ? clip('= ' + N[i].value, 20) : '';
+    gEl[i].textContent = clip(gradText(i), 20);
   }
   for (let i = 0; i < E.length; i++) {
     const f = flowAt[i], on = !!f && f[0] <= s;
-    egEl[i].textContent = on ? f[1] : '';
+    egEl[i].textContent = on ? clip(f[1], 14) : '';
     eEl[i].classList.toggle('done', on);
     eEl[i].classList.toggle('flow', !!f && f[0] === s);
     eEl[i].classList.toggle('pending', fwdAt[E[i].to] > s);
@@ -94,8 +96,8 @@ function renderAcc() {
   const leaves = N.map((n, i) => i).filter(i => N[i].leaf);
   for (let i = 0; i < N.length; i++) {
     nEl[i].classList.remove('pending'); nEl[i].classList.toggle('cur', N[i].leaf && s > 0);
-    vEl[i].textContent = '= ' + N[i].value;
-    gEl[i].textContent = N[i].leaf ? name(N[i]) + '.grad = ' + (s === 0 ? 'None' : D.acc[s - 1][i]) : '';
+    vEl[i].textContent = clip('= ' + N[i].value, 20);
+    gEl[i].textContent = N[i].leaf ? clip(name(N[i]) + '.grad = ' + (s === 0 ? 'None' : D.acc[s - 1][i]), 20) : '';
   }
   for (let i = 0; i < E.length; i++) { egEl[i].textContent = ''; eEl[i].classList.remove('done', 'flow', 'pending'); }
   $('phase').textContent = 'Phase: Accumulation (' + s + '/' + D.acc.length + ')';

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ._graph import MODULE_KEY, is_leaf_node, is_tensor, next_nodes, sequence_nr
+from ._graph import MODULE_KEY, PARAM_KEY, is_leaf_node, is_tensor, next_nodes, sequence_nr
 
 SMALL = 64   # tensors with at most this many elements are shown with their values
 
@@ -77,7 +77,7 @@ class record_modules:
         for qual, m in model.named_modules():
             if not qual:
                 continue
-            own = {id(p) for p in m.parameters(recurse=False)}
+            own = {id(p): f"{qual}.{n}" for n, p in m.named_parameters(recurse=False)}
             self.handles.append(m.register_forward_pre_hook(self._pre_hook(m)))
             self.handles.append(m.register_forward_hook(self._hook(m, qual, own)))
 
@@ -86,7 +86,7 @@ class record_modules:
             self._starts[id(m)].append(_next_seq())
         return pre
 
-    def _hook(self, m, qual: str, own: set):
+    def _hook(self, m, qual: str, own: dict):
         def hook(module, args, output):
             starts = self._starts[id(m)]
             if not starts:
@@ -104,6 +104,8 @@ class record_modules:
                     continue   # made before this forward: not this module's
                 md = fn.metadata
                 md.setdefault(MODULE_KEY, qual)   # an inner module tagged it first: keep the innermost
+                if leaf and id(fn.variable) in own:
+                    md[PARAM_KEY] = own[id(fn.variable)]
                 if not leaf:
                     stack.extend(n for _, n in next_nodes(fn))
             return None

@@ -12,7 +12,7 @@ import warnings
 from typing import Any
 
 from ._graph import (as_list, caller_names, collect, dtype_str, is_leaf_node, is_tensor, module_of, next_nodes,
-                     node_name, param_names, saved_entries, size_str)
+                     node_name, param_name_of, param_names, saved_entries, size_str)
 
 __all__ = ["make_dot", "DotGraph", "GraphvizNotFound"]
 
@@ -116,7 +116,8 @@ def dot_source(outputs: Any, params: Any = None, show_saved: bool = False, show_
             vid, _ = nid(var)
             if id(var) not in leaf_done:   # also when drawn as a saved tensor already: a leaf is blue
                 leaf_done.add(id(var))
-                emit(f"{vid} [label={_q(_tensor_label(var, pnames.get(id(var), '')))} fillcolor=lightblue]", fn)
+                name = pnames.get(id(var)) or param_name_of(fn) or ""
+                emit(f"{vid} [label={_q(_tensor_label(var, name))} fillcolor=lightblue]", fn)
             lines.append(f"{vid} -> {fid}")
         label = _attrs_label(fn, max_attr_chars) if show_attrs else node_name(fn)
         emit(f"{fid} [label={_q(label)}]", fn)

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import html as _html
 import json
+import keyword
 from typing import Any
 
 from ._graph import (as_list, caller_names, collect, is_leaf_node, is_tensor, module_of, next_nodes, node_name,
-                     saved_entries, sequence_nr, topo_inputs_first)
+                     param_name_of, saved_entries, sequence_nr, topo_inputs_first)
 from ._page import CSS, JS
 from ._record import Recorder, current_recorders, snap
 
@@ -111,7 +112,7 @@ def build(roots: list, out_snaps: dict, names: dict, run, accum: list, inputs: d
         leaf = is_leaf_node(fn)
         if leaf:
             var = fn.variable
-            label = names.get(id(var)) or "leaf"
+            label = names.get(id(var)) or param_name_of(fn) or "leaf"
             value = snap(var)
         else:
             label = node_name(fn)
@@ -167,14 +168,25 @@ def build(roots: list, out_snaps: dict, names: dict, run, accum: list, inputs: d
         for name, t in inputs.items():
             if id(t) in in_graph:   # backward reaches it: its .grad is on the page
                 continue
-            extra.append({"label": name, "why": _explain(t, outputs)})
+            extra.append({"label": name, "why": _explain(t, name, outputs, names)})
     return {"nodes": jn, "edges": edges, "fwd": fwd, "bwd": bwd, "acc": acc, "extra": extra, "note": note}
 
 
-def _explain(t: Any, outputs: list | None) -> str:
+def _explain(t: Any, name: str, outputs: list | None, names: dict) -> str:
+    """``autograd.explain``'s reason, worded with the user's names (explain reads them from its caller's
+    variables: here a namespace holding the tensor and the output under those names)."""
     try:
         from ..autograd import explain
-        return str(explain(t, outputs[0] if outputs else None))
+        out = outputs[0] if outputs else None
+        oname = names.get(id(out.grad_fn)) if out is not None else None
+        ok = lambda s: bool(s) and s.isidentifier() and not keyword.iskeyword(s)  # noqa: E731
+        ns = {"_explain": explain, "_t": t, "_o": out}
+        call = "_explain(_t, _o)"
+        if ok(name):
+            ns[name] = t
+        if ok(oname) and oname != name:
+            ns[oname] = out
+        return str(eval(call, ns))   # noqa: S307 - a fixed expression over our own namespace
     except Exception as e:  # noqa: BLE001 - the page still shows the leaf
         return f"(explain failed: {e})"
 
