@@ -213,12 +213,15 @@ def test_dot_long_chain_no_recursion():
     assert s.depth == 3001 and s.nodes_by_type["MulBackward0"] == 3000
 
 
-def test_render_needs_graphviz_and_says_how(monkeypatch):
+def test_render_svg_png_or_say_how_to_install_graphviz(monkeypatch):
     y = seed_poly(ember)
     g = viz.make_dot(y)
     if shutil.which("dot"):
         assert b"<svg" in g.pipe(format="svg")[:400]
         assert "<svg" in g._repr_svg_()
+        assert g.pipe(format="png")[:4] == b"\x89PNG"
+        own = viz.DotGraph(g.source)
+        assert own.pipe("png")[:4] == b"\x89PNG" and "<svg" in own._repr_html_()
     monkeypatch.setenv("PATH", "/nonexistent")
     monkeypatch.setattr(shutil, "which", lambda *a, **k: None)
     for graph in (g, viz.DotGraph(g.source)):
