@@ -7,6 +7,7 @@ the seed example's screenshot is also written to docs/viz-seed-example.png for t
 import os
 import shutil
 import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,12 @@ ARTIFACTS = Path(__file__).parent / "artifacts"
 DOCS_PNG = Path(__file__).parent.parent / "docs" / "viz-seed-example.png"
 
 
+def _skip(reason):
+    # also a warning: pytest -q lists warnings at the end, skip reasons only with -rs
+    warnings.warn(f"ember.viz browser test skipped: {reason}", stacklevel=2)
+    pytest.skip(reason)
+
+
 def _chromium():
     for c in (os.environ.get("EMBER_CHROMIUM"), "chromium", "chromium-browser", "google-chrome"):
         if c and shutil.which(c):
@@ -27,17 +34,19 @@ def _chromium():
 
 @pytest.fixture(scope="module")
 def browser():
-    sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright for Python is not installed "
-                                   "(pip install playwright): the page is not tested in a browser")
+    try:
+        from playwright import sync_api
+    except ImportError:
+        _skip("Playwright for Python is not installed (pip install playwright): the page is not tested in a browser")
     exe = _chromium()
     if exe is None:
-        pytest.skip("no Chromium binary (apt-get install chromium, or set EMBER_CHROMIUM): the page is not "
-                    "tested in a browser")
+        _skip("no Chromium binary (apt-get install chromium, or set EMBER_CHROMIUM): the page is not tested in a "
+              "browser")
     with sync_api.sync_playwright() as p:
         try:
             b = p.chromium.launch(executable_path=exe, args=["--no-sandbox", "--disable-gpu"])
         except Exception as e:  # noqa: BLE001 - a broken install: say so, do not fail the suite
-            pytest.skip(f"Chromium at {exe} does not start under Playwright: {e}")
+            _skip(f"Chromium at {exe} does not start under Playwright: {e}")
         yield b
         b.close()
 
