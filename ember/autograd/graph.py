@@ -18,6 +18,7 @@ from .._state import _state as _gm_state, fwd_state, track_tangent
 from .anomaly_mode import _anomaly, record_stack, version_error_hint
 
 _seq = itertools.count()
+NODE_OBSERVERS: list = []   # fn(node, tensor) called as each op node is made (ember.viz.record); empty: one test
 
 FREED = ("freed",)   # what a node's saved values become once backward has released them
 FREED_MESSAGE = (
@@ -473,3 +474,13 @@ def register_multi_grad_hook(tensors, fn, *, mode: str = "all"):
 
         handles = tuple(t.register_hook(wrapped) for t in tensors if t.requires_grad)
     return _MultiHandle(handles)
+
+
+# ----- statistics ------------------------------------------------------------------------------
+
+def summary(output, top: int = 5):
+    """ember's own: nodes by type, saved tensors and their bytes, depth, leaves, the largest saved
+    tensors and the node that saved each, and a hint when the graph keeps growing (``total_loss += loss``).
+    ``print()`` the result for a table. See ``ember.autograd._summary``."""
+    from ._summary import summary as _summary
+    return _summary(output, top)

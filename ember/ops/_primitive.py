@@ -36,8 +36,8 @@ from .._tensor import Tensor, _new, make
 from .._state import track_tangent
 from ..autograd import grad_mode as _gm
 from ..autograd.anomaly_mode import _anomaly, record_stack
-from ..autograd.graph import (FREED, FREED_MESSAGE, HOOKS_ON, Node, SavedTensor, _seq, current_hooks, grad_accumulator,
-                              modified_message, node_class, pack_saved)
+from ..autograd.graph import (FREED, FREED_MESSAGE, HOOKS_ON, NODE_OBSERVERS, Node, SavedTensor, _seq, current_hooks,
+                              grad_accumulator, modified_message, node_class, pack_saved)
 from ._util import promote_float, promote_standard
 
 _ndarray = np.ndarray   # the fast path's type check only: every array operation goes through xp
@@ -797,6 +797,9 @@ def _record(t: Tensor, prim: Primitive, args: tuple, params: dict, node_cls) -> 
         node._out = None
     if _anomaly.enabled:
         record_stack(node)   # the forward traceback (off: this one test is all it costs)
+    if NODE_OBSERVERS:
+        for observe in NODE_OBSERVERS:   # ember.viz.record(): the forward value of each new node
+            observe(node, t)
     if HOOKS_ON and (saves or prim.saves_out):
         _pack_all(node, t, current_hooks())
 

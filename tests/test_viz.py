@@ -1,0 +1,374 @@
+"""ember.viz (make_dot, to_html, record, the CLI) and autograd.graph.summary.
+
+The browser half (the page stepped through in headless Chromium) is tests/test_viz_browser.py."""
+import collections
+import json
+import re
+import shutil
+
+import pytest
+
+import ember
+import ember.viz as viz
+from ember.autograd.graph import summary
+
+# ----- reading DOT back: structure, not layout ------------------------------------------------------
+
+_NODE = re.compile(r'^\s*(\w+) \[label=("(?:[^"\\]|\\.)*"|[^\s\]]+)([^\]]*)\]', re.M)
+_EDGE = re.compile(r'^\s*(\w+) -> (\w+)', re.M)
+
+
+def parse_dot(src):
+    """({node id: (label, fillcolor or None)}, [(src, dst)]); a node declared twice keeps its last
+    declaration, as Graphviz does. Labels may hold real newlines (the graphviz package writes them)."""
+    nodes = {}
+    for i, label, rest in _NODE.findall(src):
+        fill = re.search(r"fillcolor=(\w+)", rest)
+        nodes[i] = (label.strip('"').replace("\\n", "\n"), fill.group(1) if fill else None)
+    return nodes, _EDGE.findall(src)
+
+
+def canon(src, colours=True):
+    """Multisets of node kinds and of edges between kinds: an op by its name, a tensor by colour and
+    shape (ids and layout left out)."""
+    nodes, edges = parse_dot(src)
+
+    def kind(i):
+        label, fill = nodes[i]
+        if fill is None:
+            return label.split("\n")[0]
+        shape = re.search(r"\([\d, ]*\)", label).group(0)
+        return (fill if colours else "tensor") + shape
+
+    return collections.Counter(map(kind, nodes)), collections.Counter((kind(a), kind(b)) for a, b in edges)
+
+
+def ops(src):
+    return collections.Counter({k: n for k, n in canon(src)[0].items() if "(" not in k})
+
+
+# ----- the seeds' programs, for ember and torch alike --------------------------------------------
+
+def seed_poly(lib):
+    x = lib.tensor([2.0], requires_grad=True)
+    return x ** 2 + 3 * x
+
+
+def seed_chain(lib):
+    x = lib.tensor([2.0], requires_grad=True)
+    y = lib.tensor([3.0], requires_grad=True)
+    return (x + y) ** 2
+
+
+def seed_weights(lib):
+    lib.manual_seed(0)
+    a = lib.randn((3, 3), requires_grad=True)
+    w1, w2, w3, w4 = (lib.randn((3, 3), requires_grad=True) for _ in range(4))
+    b = w1 * a
+    c = w2 * a
+    d = w3 * b + w4 * c
+    return 10 - d
+
+
+def test_dot_seed_poly_structure():
+    src = viz.make_dot(seed_poly(ember)).source
+    nodes, edges = canon(src)
+    assert ops(src) == {"AddBackward0": 1, "PowBackward0": 1, "MulBackward0": 1, "AccumulateGrad": 1}
+    assert nodes["lightblue(1)"] == 1 and nodes["darkolivegreen1(1)"] == 1
+    assert edges == {("lightblue(1)", "AccumulateGrad"): 1, ("AccumulateGrad", "PowBackward0"): 1,
+                     ("AccumulateGrad", "MulBackward0"): 1, ("PowBackward0", "AddBackward0"): 1,
+                     ("MulBackward0", "AddBackward0"): 1, ("AddBackward0", "darkolivegreen1(1)"): 1}
+
+
+def test_dot_seed_chain_and_weights_structure():
+    _, edges = canon(viz.make_dot(seed_chain(ember)).source)
+    assert edges[("AccumulateGrad", "AddBackward0")] == 2 and edges[("AddBackward0", "PowBackward0")] == 1
+    src = viz.make_dot(seed_weights(ember)).source
+    assert ops(src) == {"AccumulateGrad": 5, "MulBackward0": 4, "AddBackward0": 1, "RsubBackward1": 1}
+    nodes, edges = canon(src)
+    assert nodes["lightblue(3, 3)"] == 5
+    assert edges[("AccumulateGrad", "MulBackward0")] == 6   # a feeds two products, each w one
+    assert edges[("MulBackward0", "MulBackward0")] == 2     # w3*b and w4*c read b and c
+
+
+def test_dot_leaves_named_after_variables_and_params():
+    x = ember.tensor([2.0], requires_grad=True)
+    w = ember.ones(2, requires_grad=True)
+    y = (x * w).sum()
+    labels = [lab for lab, _ in parse_dot(viz.make_dot(y).source)[0].values()]
+    assert any(lab.startswith("x\n") for lab in labels) and any(lab.startswith("w\n") for lab in labels)
+    assert any(lab.startswith("y\n") for lab in labels)
+    labels = [lab for lab, _ in parse_dot(viz.make_dot(y, params={"weight": w}).source)[0].values()]
+    assert any(lab.startswith("weight\n") and "float32" in lab for lab in labels)
+
+
+def view_output(lib):
+    x = lib.ones(2, 3, requires_grad=True)
+    return (x * 2).view(6), x.exp(), x.sum()
+
+
+@pytest.mark.parametrize("prog", [seed_poly, seed_chain, seed_weights, view_output])
+def test_dot_agrees_with_torchviz(prog):
+    torch = pytest.importorskip("torch")
+    torchviz = pytest.importorskip("torchviz")
+    assert canon(viz.make_dot(prog(ember)).source) == canon(torchviz.make_dot(prog(torch)).source)
+
+
+@pytest.mark.parametrize("prog", [seed_chain, seed_weights])
+def test_dot_show_saved_agrees_with_torchviz(prog):
+    # colours left out: torchviz colours a leaf that is also saved by whichever node it visits last
+    torch = pytest.importorskip("torch")
+    torchviz = pytest.importorskip("torchviz")
+    ours = canon(viz.make_dot(prog(ember), show_saved=True).source, colours=False)
+    theirs = canon(torchviz.make_dot(prog(torch), show_saved=True).source, colours=False)
+    assert ours == theirs
+
+
+def test_dot_show_saved_and_attrs():
+    x = ember.tensor([2.0], requires_grad=True)
+    y = x.exp() * 2
+    nodes, edges = parse_dot(viz.make_dot(y, show_saved=True).source)
+    saved = [lab for lab, fill in nodes.values() if fill == "orange"]
+    assert any(lab.startswith("result\n") for lab in saved)   # ExpBackward0 keeps its output
+    assert not [lab for lab, fill in parse_dot(viz.make_dot(y).source)[0].values() if fill == "orange"]
+    x = ember.ones(2, 3, 4, 5, requires_grad=True)
+    z = x.reshape(120).pow(3)
+    src = viz.make_dot(z, show_attrs=True).source
+    assert "exponent" in src and "self_sym_sizes" in src
+    cut = viz.make_dot(z, show_attrs=True, max_attr_chars=8).source
+    line = next(ln for ln in parse_dot(cut)[0].values() if ln[0].startswith("ViewBackward0"))[0]
+    value = line.split("self_sym_sizes:")[1].split("\n")[0].strip()
+    assert value == "(2, 3..."
+    assert "exponent" not in viz.make_dot(z).source
+    assert "exponent" in viz.make_dot(z, None, True).source   # torchviz's positional order
+
+
+def _clusters(src):
+    """{cluster label: (parent label, [node labels directly inside])} from the DOT text."""
+    out, stack = {}, [None]
+    nodes = parse_dot(src)[0]
+    for ln in src.splitlines():
+        s = ln.strip()
+        if s.startswith("subgraph cluster_"):
+            stack.append("?")
+        elif s.startswith("label=") and stack[-1] == "?":
+            name = re.match(r'label="([^"]*)"', s).group(1)
+            stack[-1] = name
+            out[name] = (stack[-2], [])
+        elif s == "}" and len(stack) > 1:
+            stack.pop()
+        else:
+            m = re.match(r"(\w+) \[label", s)
+            if m and stack[-1] is not None:
+                out[stack[-1]][1].append(nodes[m.group(1)][0].split("\n")[0])
+    return out
+
+
+def test_dot_group_modules_two_layer_model():
+    ember.manual_seed(0)
+    nn = ember.nn
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 1))
+    x = ember.randn(5, 3)
+    with viz.record_modules(model):
+        loss = model(x).sum()
+    src = viz.make_dot(loss, params=dict(model.named_parameters()), group_modules=True).source
+    cl = _clusters(src)
+    assert set(cl) == {"0", "1", "2"}
+    assert sorted(cl["0"][1]) == sorted(["0.weight", "0.bias", "AccumulateGrad", "AccumulateGrad",
+                                         "AddmmBackward0", "TBackward0"])
+    assert cl["1"][1] == ["ReluBackward0"]
+    assert "AddmmBackward0" in cl["2"][1] and "2.weight" in cl["2"][1]
+    assert "SumBackward0" not in sum((v[1] for v in cl.values()), [])   # made outside any module
+    # the same structure as without boxes, and no boxes unless asked
+    assert canon(src) == canon(viz.make_dot(loss, params=dict(model.named_parameters())).source)
+    assert "cluster" not in viz.make_dot(loss).source
+    # record_modules also names the parameters' leaves, for pictures drawn without params=
+    labels = [lab.split("\n")[0] for lab, fill in parse_dot(viz.make_dot(loss).source)[0].values() if fill == "lightblue"]
+    assert sorted(labels) == ["0.bias", "0.weight", "2.bias", "2.weight"]
+
+
+def test_dot_group_modules_nested_and_unrecorded():
+    nn = ember.nn
+    model = nn.Sequential(nn.Sequential(nn.Linear(2, 2), nn.Tanh()), nn.Linear(2, 1))
+    with viz.record_modules(model) as rec:
+        assert len(rec.handles) == 2 * 4   # a pre-hook and a hook per submodule, none on the root
+        out = model(ember.randn(3, 2)).mean()
+    cl = _clusters(viz.make_dot(out, group_modules=True).source)
+    assert cl["0.0"][0] == "0" and cl["0.1"][0] == "0" and cl["1"][0] is None
+    assert cl["0.1"][1] == ["TanhBackward0"]
+    del out   # its graph held the parameters' AccumulateGrad nodes, tagged for good
+    out2 = model(ember.randn(3, 2)).mean()   # after the with block: hooks removed, nothing tagged
+    with pytest.warns(UserWarning, match="record_modules"):
+        assert "cluster" not in viz.make_dot(out2, group_modules=True).source
+
+
+def test_dot_long_chain_no_recursion():
+    x = ember.tensor([1.0], requires_grad=True)
+    y = x
+    for _ in range(3000):
+        y = y * 1.0
+    src = viz.make_dot(y).source
+    assert ops(src)["MulBackward0"] == 3000
+    s = summary(y)
+    assert s.depth == 3001 and s.nodes_by_type["MulBackward0"] == 3000
+
+
+def test_render_svg_png_or_say_how_to_install_graphviz(monkeypatch):
+    y = seed_poly(ember)
+    g = viz.make_dot(y)
+    if shutil.which("dot"):
+        assert b"<svg" in g.pipe(format="svg")[:400]
+        assert "<svg" in g._repr_svg_()
+        assert g.pipe(format="png")[:4] == b"\x89PNG"
+        own = viz.DotGraph(g.source)
+        assert own.pipe("png")[:4] == b"\x89PNG" and "<svg" in own._repr_html_()
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.setattr(shutil, "which", lambda *a, **k: None)
+    for graph in (g, viz.DotGraph(g.source)):
+        with pytest.raises(viz.GraphvizNotFound, match="apt-get install graphviz"):
+            graph.pipe(format="png")
+
+
+def test_make_dot_without_graphviz_package(monkeypatch):
+    import builtins
+    real = builtins.__import__
+
+    def fake(name, *a, **k):
+        if name == "graphviz":
+            raise ImportError("no graphviz")
+        return real(name, *a, **k)
+
+    monkeypatch.setattr(builtins, "__import__", fake)
+    g = viz.make_dot(seed_poly(ember))
+    assert isinstance(g, viz.DotGraph) and g.source.startswith("digraph {")
+
+
+# ----- summary ---------------------------------------------------------------------------------------
+
+def test_summary_seed_counts_bytes_depth():
+    x = ember.tensor([2.0], requires_grad=True)
+    s = summary(x ** 2 + 3 * x)
+    assert dict(s.nodes_by_type) == {"AddBackward0": 1, "PowBackward0": 1, "MulBackward0": 1, "AccumulateGrad": 1}
+    assert s.num_nodes == 4 and s.depth == 3 and len(s.leaves) == 1
+    assert s.num_saved == 1 and s.saved_bytes == 4   # PowBackward0 keeps x (one float32)
+    w = ember.randn(64, 32, requires_grad=True)
+    h = ember.randn(10, 64)
+    out = (h @ w).exp().sum()
+    s = summary(out)
+    # mm keeps h (needed for w's gradient; w is not needed: h needs no grad), exp keeps its 10x32 output
+    assert s.saved_bytes == 10 * 64 * 4 + 10 * 32 * 4
+    assert s.largest_saved[0][:3] == (10 * 64 * 4, "MmBackward0", "self")
+    assert "MmBackward0.self" in str(s)
+
+
+def test_summary_spots_growing_graph():
+    w = ember.randn(4, 4, requires_grad=True)
+    sizes, total = [], 0
+    for _ in range(12):
+        loss = (w * w).sum()
+        total += loss   # the leak: every iteration's graph stays reachable from total
+        sizes.append(summary(total).num_nodes)
+    assert all(b > a for a, b in zip(sizes, sizes[1:]))
+    s = summary(total)
+    assert s.add_chain >= 11 and any("total_loss += loss" in h for h in s.hints)
+    fixed = 0.0
+    for _ in range(12):
+        loss = (w * w).sum()
+        fixed += loss.item()
+    assert summary(loss).hints == [] and summary(loss).num_nodes == 3
+
+
+# ----- to_html: what the page is given ------------------------------------------------------------------
+
+def page_data(path):
+    text = open(path, encoding="utf-8").read()
+    assert "http://" not in text.replace("http://www.w3.org/2000/svg", "") and "https://" not in text
+    m = re.search(r'<script id="data" type="application/json">(.*?)</script>', text, re.S)
+    return json.loads(m.group(1))
+
+
+def test_to_html_seed_steps_come_from_the_engine(tmp_path):
+    x = ember.tensor([2.0], requires_grad=True)
+    with viz.record():
+        y = x ** 2 + 3 * x
+    # the order the engine really runs, seen through hooks of our own
+    order = []
+    for fn in (y.grad_fn, *[e[0] for e in y.grad_fn.next_functions]):
+        fn.register_prehook(lambda g, fn=fn: order.append(type(fn).__name__))
+    acc = y.grad_fn.next_functions[0][0].next_functions[0][0]
+    acc.register_prehook(lambda g: order.append("AccumulateGrad"))
+    d = page_data(viz.to_html(y, str(tmp_path / "seed.html")))
+    assert x.grad is None   # the page's own backward runs leave .grad as it was
+    names = [d["nodes"][s["n"]]["label"] for s in d["bwd"]]
+    labels = [n["label"] for n in d["nodes"]]
+    assert [("AccumulateGrad" if lab == "x" else lab) for lab in names] == order[:4]
+    values = {n["label"]: n["value"] for n in d["nodes"]}
+    assert values["x"] == "2" and values["PowBackward0"] == "4" and values["MulBackward0"] == "6"
+    assert values["AddBackward0"] == "10" and "y" in [n["var"] for n in d["nodes"]]
+    assert [labels[i] for i in d["fwd"]] == ["PowBackward0", "MulBackward0", "AddBackward0"]
+    leaf = next(s for s in d["bwd"] if "leafgrad" in s)
+    assert leaf["grad"] == "7" and leaf["leafgrad"] == "7"
+    sent = {labels[s["n"]]: sorted(s["flows"].values()) for s in d["bwd"]}
+    assert sent == {"AddBackward0": ["1", "1"], "PowBackward0": ["4"], "MulBackward0": ["3"], "x": []}
+    xi = labels.index("x")
+    assert [a[str(xi)] for a in d["acc"]] == ["7", "14", "21"]
+
+
+def test_to_html_keeps_users_grad_and_runs_without_record(tmp_path):
+    x = ember.tensor([1.0, 2.0], requires_grad=True)
+    x.grad = ember.tensor([5.0, 5.0])
+    kept = x.grad
+    y = (x * x).sum()
+    d = page_data(viz.to_html(y, str(tmp_path / "p.html")))
+    assert x.grad is kept and kept.tolist() == [5.0, 5.0]
+    mul = next(n for n in d["nodes"] if n["label"] == "MulBackward0")
+    assert "value not recorded" in mul["value"] and mul["shape"] == [2]   # shape known from the backward
+    xi = next(n["id"] for n in d["nodes"] if n["leaf"])
+    assert d["acc"][2][str(xi)] == "[ 6., 12.]"
+    y.backward()
+    with pytest.raises(RuntimeError, match="record"):
+        viz.to_html(y, str(tmp_path / "q.html"))
+
+
+def test_to_html_marks_inputs_without_grad(tmp_path):
+    x = ember.tensor([1.0], requires_grad=True)
+    z = ember.tensor([3.0], requires_grad=True)
+    y = x * z.detach()
+    d = page_data(viz.to_html(y, str(tmp_path / "p.html"), inputs={"x": x, "z": z}))
+    assert [e["label"] for e in d["extra"]] == ["z"]
+    why = d["extra"][0]["why"]
+    assert "detach" in why and why.startswith("z: ") and "y does not depend on z" in why
+
+
+def test_cli_records_the_scripts_last_backward(tmp_path, capsys):
+    from ember.viz.__main__ import main
+    script = tmp_path / "tiny.py"
+    script.write_text("import ember as torch\n"
+                      "x = torch.tensor([2.0], requires_grad=True)\n"
+                      "for step in range(2):\n"
+                      "    loss = x ** 2 + 3 * x\n"
+                      "    loss.backward()\n"
+                      "print('grad', x.grad.item())\n")
+    out = tmp_path / "graph.html"
+    assert main([str(script), "--out", str(out)]) == 0
+    assert "grad 14.0" in capsys.readouterr().out
+    d = page_data(out)
+    values = {n["label"]: n["value"] for n in d["nodes"]}
+    assert values["x"] == "2" and values["PowBackward0"] == "4" and values["AddBackward0"] == "10"
+    leaf = next(s for s in d["bwd"] if "leafgrad" in s)
+    assert leaf["grad"] == "7" and leaf["leafgrad"] == "14"   # the second backward, accumulated
+    assert "loss" in [n["var"] for n in d["nodes"]] and d["acc"] == []
+    empty = tmp_path / "none.py"
+    empty.write_text("x = 1\n")
+    assert main([str(empty), "--out", str(tmp_path / "n.html")]) == 1
+
+
+def test_to_html_several_outputs(tmp_path):
+    x = ember.tensor([1.0], requires_grad=True)
+    a, b = x * 2, x * 3
+    d = page_data(viz.to_html((a, b), str(tmp_path / "two.html"), inputs=[x]))
+    assert sum(n["out"] for n in d["nodes"]) == 2 and d["extra"] == []
+    leaf = next(s for s in d["bwd"] if "leafgrad" in s)
+    assert leaf["leafgrad"] == "5"
+    with pytest.raises(ValueError, match="no grad_fn"):
+        viz.to_html(x, str(tmp_path / "leaf.html"))
