@@ -1464,3 +1464,200 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mod
         raise RuntimeError(f'"grid_sampler_2d_cpu" not implemented for \'{_dtype_name(input)}\'')
     return apply(grid_sample_p, (input, grid), {"mode": mode, "padding_mode": padding_mode,
                                                  "align_corners": bool(align_corners)})
+
+
+# ----- pooling with indices (always a pair), lp_pool3d ----------------------------------------------------------
+# F.max_poolNd_with_indices and F.adaptive_max_poolNd_with_indices return (values, indices) whatever
+# return_indices says, as PyTorch's; torch.max_pool1d_with_indices and torch.adaptive_max_pool1d are the
+# same pair without the flag.
+
+@register(module=False, submodule=_NN, name="max_pool1d_with_indices")
+def _f_max_pool1d_with_indices(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
+                               ceil_mode: bool = False, return_indices: bool = False) -> tuple[Tensor, Tensor]:
+    """1-d max pooling: (values, indices)."""
+    check_tensor(input, "max_pool1d_with_indices", "input", 1)
+    _ntuple(kernel_size, 1, "kernel_size", "max_pool1d_with_indices")
+    return max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+@register(name="max_pool1d_with_indices")
+def _max_pool1d_with_indices(input: Tensor, kernel_size, stride=(), padding=0, dilation=1,
+                             ceil_mode: bool = False) -> tuple[Tensor, Tensor]:
+    """torch.max_pool1d_with_indices: 1-d max pooling, (values, indices)."""
+    check_tensor(input, "max_pool1d_with_indices", "input", 1)
+    _ntuple(kernel_size, 1, "kernel_size", "max_pool1d_with_indices")
+    return max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+@register(module=False, submodule=_NN)
+def max_pool2d_with_indices(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
+                            return_indices: bool = False) -> tuple[Tensor, Tensor]:
+    """2-d max pooling: (values, indices)."""
+    return _max_pool("max_pool2d_with_indices", 2, input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+@register(module=False, submodule=_NN)
+def max_pool3d_with_indices(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
+                            return_indices: bool = False) -> tuple[Tensor, Tensor]:
+    """3-d max pooling: (values, indices)."""
+    return _max_pool("max_pool3d_with_indices", 3, input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def _adaptive_max1d_pair(input, output_size):
+    check_tensor(input, "adaptive_max_pool1d", "input", 1)
+    if output_size is None or isinstance(output_size, (str, bool, float)):
+        raise TypeError(f"adaptive_max_pool1d(): argument 'output_size' (position 2) must be tuple of ints, not "
+                        f"{type(output_size).__name__}")
+    return adaptive_max_pool1d(input, output_size, True)
+
+
+@register(module=False, submodule=_NN, name="adaptive_max_pool1d_with_indices")
+def _f_adaptive_max_pool1d_with_indices(input: Tensor, output_size, return_indices: bool = False
+                                        ) -> tuple[Tensor, Tensor]:
+    """1-d adaptive max pooling: (values, indices)."""
+    return _adaptive_max1d_pair(input, output_size)
+
+
+@register(name="adaptive_max_pool1d")
+def _torch_adaptive_max_pool1d(input: Tensor, output_size) -> tuple[Tensor, Tensor]:
+    """torch.adaptive_max_pool1d: 1-d adaptive max pooling, (values, indices) (F's returns the values only)."""
+    return _adaptive_max1d_pair(input, output_size)
+
+
+@register(module=False, submodule=_NN)
+def adaptive_max_pool2d_with_indices(input: Tensor, output_size, return_indices: bool = False
+                                     ) -> tuple[Tensor, Tensor]:
+    """2-d adaptive max pooling: (values, indices)."""
+    return _adaptive_max("adaptive_max_pool2d", 2, input, output_size, True)
+
+
+@register(module=False, submodule=_NN)
+def adaptive_max_pool3d_with_indices(input: Tensor, output_size, return_indices: bool = False
+                                     ) -> tuple[Tensor, Tensor]:
+    """3-d adaptive max pooling: (values, indices)."""
+    return _adaptive_max("adaptive_max_pool3d", 3, input, output_size, True)
+
+
+@register(module=False, submodule=_NN)
+def lp_pool3d(input: Tensor, norm_type: float, kernel_size, stride=None, ceil_mode: bool = False) -> Tensor:
+    """3-d power-average pooling (PyTorch's composition of avg_pool3d, sign, relu and pow)."""
+    if isinstance(norm_type, (int, float)) and abs(norm_type) == float("inf"):
+        if norm_type > 0:
+            return max_pool3d(input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+        return -max_pool3d(-input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+    check_tensor(input, "lp_pool3d", "input", 1)
+    kd, kw, kh = _ntuple(kernel_size, 3, "kernel_size", "lp_pool3d")
+    out = avg_pool3d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    from .. import abs as _abs, relu as _relu, sign as _sign
+    return (_sign(out) * _relu(_abs(out))).mul(kd * kw * kh).pow(1.0 / norm_type)
+
+
+# ----- fractional max pooling ------------------------------------------------------------------------------------
+# Windows of a fixed size at pseudo-random starts (one uniform sample per plane and dim, drawn as PyTorch's
+# F draws them: torch.rand(N, C, d, dtype=input.dtype), so the same seed gives PyTorch's windows). The result is
+# max pooling at the indices found, so the gradient is max pooling's scatter, recorded under PyTorch's node.
+
+_FRACTIONAL_NODES = {d: _node(f"FractionalMaxPool{d}DBackward0") for d in (2, 3)}
+_DIM_WORDS = {2: ("height", "width"), 3: ("time", "height", "width")}
+
+
+def _fractional(d, input, kernel_size, output_size, output_ratio, _random_samples):
+    from .._numpy_nn_conv2 import _fractional_max_indices
+    op = f"fractional_max_pool{d}d"
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    if output_size is None and output_ratio is None:
+        raise ValueError(f"{op} requires specifying either an output_size or an output_ratio")
+    if output_size is None:
+        if d == 2 and len(output_ratio) > 2:   # len() of a bare float raises PyTorch's TypeError too
+            raise ValueError(f"{op} requires output_ratio to either be a single Int or tuple of Ints.")
+        # PyTorch's _pair/_triple: an iterable as it is, a number repeated
+        ratio = tuple(output_ratio) if isinstance(output_ratio, (list, tuple)) else (output_ratio,) * d
+        if len(ratio) < d:
+            raise IndexError("tuple index out of range")
+        output_size = [int(input.shape[i - d] * ratio[i]) for i in range(d)]
+    if input.ndim < d + 1:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-input.ndim}, {input.ndim - 1}], "
+                         f"but got {-(d + 1)})")
+    samples = _random_samples
+    if samples is None:
+        from .._random import rand
+        samples = rand(1 if input.ndim == d + 1 else input.shape[0], input.shape[-d - 1], d, dtype=input.dtype)
+    check_tensor(samples, op, "random_samples", 4)
+    kernel = _ntuple(kernel_size, d, "kernel_size", op)
+    size = _ntuple(output_size, d, "output_size", op) if not isinstance(output_size, (list, tuple)) or \
+        len(output_size) in (1, d) else None
+    three = "" if d == 2 else " three"
+    if isinstance(kernel_size, (list, tuple)) and len(kernel_size) not in (1, d):
+        raise RuntimeError(f"{op}: kernel_size must either be a single Int or tuple of{three} Ints")
+    if size is None:
+        raise RuntimeError(f"{op}: output_size must either be a single Int or tuple of{three} Ints")
+    where = op if d == 2 else f"{op}_out"
+    if input.ndim not in (d + 1, d + 2):
+        raise RuntimeError(f"{where}(): Expected {d + 1}D or {d + 2}D tensor, but got: {_size_str(input.shape)}")
+    for i in range(input.ndim - d - 1, input.ndim):
+        if input.shape[i] == 0:
+            raise RuntimeError(f"{where}(): Expected input to have non-zero size for non-batch dimensions, but got"
+                               f"{_size_str(input.shape)} with dimension {i} being empty.")
+    if samples._data.dtype != input._data.dtype:
+        raise RuntimeError("Expect _random_samples to have the same dtype as input")
+    if samples.ndim != 3:
+        raise RuntimeError(f"Expect _random_samples to have 3 dimensions, got {samples.ndim}")
+    batched = input.ndim == d + 2
+    N, C = (input.shape[0], input.shape[1]) if batched else (1, input.shape[0])
+    if samples.shape[0] < N:
+        raise RuntimeError("Expect _random_samples.size(0) no less then input batch size.")
+    if samples.shape[1] != C:
+        raise RuntimeError("Expect _random_samples.size(1) equals to input channel size.")
+    if samples.shape[2] != d:
+        raise RuntimeError(f"Expect _random_samples.size(2) equals to {d}; got {samples.shape[2]}.")
+    if any(o < 0 for o in size):
+        raise RuntimeError(f"Trying to create tensor with negative dimension {min(size)}: "
+                           f"{_size_str(input.shape[:input.ndim - d] + size)}")
+    if any(k <= 0 for k in kernel):
+        raise RuntimeError(f"ember: {op}(): kernel_size must be greater than zero, but got {list(kernel)}")
+    for word, S, L, k in zip(_DIM_WORDS[d], input.shape[-d:], size, kernel):
+        if L + k - 1 > S or (d == 3 and L + k - 1 == S):   # ATen's 3-d check is strict, its 2-d one not
+            raise RuntimeError(f"{where}(): pool {word} {k} too large relative to input {word} {S}")
+    if input._data.dtype.kind != "f":
+        raise NotImplementedError(f'"{op}_out_frame" not implemented for \'{_TYPE_NAMES[str(input._data.dtype)]}\'')
+    x = input._data if batched else input._data[None]
+    order = (1, 0) if d == 2 else (0, 1, 2)
+    idx = _fractional_max_indices(x, kernel, size, samples._data, order)
+    if not batched:
+        idx = idx[0]
+    out = apply(max_pool_p, (input,), {"indices": idx, "sd": d, "unique": False}, _FRACTIONAL_NODES[d])
+    return out, make(idx)
+
+
+@register(module=False, submodule=_NN)
+def fractional_max_pool2d_with_indices(input: Tensor, kernel_size, output_size=None, output_ratio=None,
+                                       return_indices: bool = False, _random_samples: Tensor | None = None
+                                       ) -> tuple[Tensor, Tensor]:
+    """2-d fractional max pooling (Graham, 2014): (values, indices)."""
+    return _fractional(2, input, kernel_size, output_size, output_ratio, _random_samples)
+
+
+@register(module=False, submodule=_NN)
+def fractional_max_pool2d(input: Tensor, kernel_size, output_size=None, output_ratio=None,
+                          return_indices: bool = False, _random_samples: Tensor | None = None):
+    """2-d fractional max pooling over (N, C, H, W) or (C, H, W): windows of ``kernel_size`` at random starts,
+    ``output_size`` or ``output_ratio`` of the input; ``_random_samples`` (N, C, 2) fixes the starts."""
+    out = _fractional(2, input, kernel_size, output_size, output_ratio, _random_samples)
+    return out if return_indices else out[0]
+
+
+@register(module=False, submodule=_NN)
+def fractional_max_pool3d_with_indices(input: Tensor, kernel_size, output_size=None, output_ratio=None,
+                                       return_indices: bool = False, _random_samples: Tensor | None = None
+                                       ) -> tuple[Tensor, Tensor]:
+    """3-d fractional max pooling: (values, indices)."""
+    return _fractional(3, input, kernel_size, output_size, output_ratio, _random_samples)
+
+
+@register(module=False, submodule=_NN)
+def fractional_max_pool3d(input: Tensor, kernel_size, output_size=None, output_ratio=None,
+                          return_indices: bool = False, _random_samples: Tensor | None = None):
+    """3-d fractional max pooling over (N, C, T, H, W) or (C, T, H, W); ``_random_samples`` (N, C, 3)."""
+    out = _fractional(3, input, kernel_size, output_size, output_ratio, _random_samples)
+    return out if return_indices else out[0]
