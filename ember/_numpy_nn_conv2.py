@@ -62,3 +62,96 @@ def _fractional_max_indices(x, kernel, out_size, samples, order):
         best = np.where(take, v, best)
         best_idx = np.where(take, idx, best_idx)
     return best_idx.reshape((N, C) + tuple(out_size))
+
+
+# ----- nearest interpolation whose backward is not its forward's transpose ------------------------------------
+
+def upsample_nearest(x, mats, bmats):
+    """Nearest interpolation forward: ``mats`` (one (L, S) 0/1 matrix per spatial dim) applied to ``x``."""
+    from ._numpy_nn_conv import dim_matrices
+    return dim_matrices(x, mats)
+
+
+def upsample_nearest_backward(g, mats, bmats):
+    """Its backward: the transposes of ``bmats``, PyTorch's backward index mapping (which copies a dim of the
+    same size and halves the index of one of twice the size, whatever scale_factor the forward used)."""
+    from ._numpy_nn_conv import dim_matrices
+    return dim_matrices(g, tuple(b.T for b in bmats))
+
+
+# ----- uint8 bilinear / bicubic interpolation ------------------------------------------------------------------
+# PyTorch resizes uint8 images its own way (not the float kernel then a cast): one pass per spatial dim whose size
+# changes, the last dim first, each with int16 fixed-point weights and the result rounded and clamped to 0..255
+# before the next pass (ATen's separable uint8 path, after Pillow).
+
+def _uint8_filter(x, cubic):
+    x = np.abs(x)
+    if not cubic:
+        return np.maximum(1.0 - x, 0.0)
+    a = -0.75   # the float kernels' constant (antialias=False)
+    near = ((a + 2) * x - (a + 3)) * x * x + 1
+    far = ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+    return np.where(x < 1.0, near, np.where(x < 2.0, far, 0.0))
+
+
+def _uint8_taps(S: int, L: int, scale, align_corners: bool, cubic: bool):
+    """(first input index (L,), taps (L, n) int64, int16 weights (L, n), precision) of one dim, in float64 as
+    ATen computes them; taps past an edge fold onto the edge sample's weight."""
+    n = 4 if cubic else 2
+    if align_corners:
+        sc = (S - 1) / (L - 1) if L > 1 else 0.0
+    else:
+        sc = 1.0 / scale if scale is not None and scale > 0 else S / L
+    i = np.arange(L, dtype=np.float64)
+    if align_corners:
+        real = sc * i
+    else:
+        real = sc * (i + 0.5) - 0.5
+        if not cubic:
+            real = np.maximum(real, 0.0)
+    idx = np.minimum(np.floor(real.astype(np.float32)).astype(np.int64), S - 1)   # ATen's floorf
+    lam = np.clip(real - idx, 0.0, 1.0)
+    support = n // 2
+    lo = idx - support + 1
+    first = np.maximum(lo, 0)
+    size = np.clip(np.minimum(idx + support + 1, S) - first, 0, n)
+    w = np.zeros((L, n))
+    wmax = np.zeros(L)
+    slot = np.zeros(L, dtype=np.int64)
+    rows = np.arange(L)
+    for j in range(n):   # n <= 4 taps: the edge folding of ATen's loop, vectorised over the outputs
+        v = _uint8_filter(j + 1 - support - lam, cubic)
+        pos = lo + j
+        slot = np.where(pos <= 0, 0, np.where(pos >= S - 1, size - 1, slot))
+        w[rows, slot] += v
+        wmax = np.maximum(wmax, w[rows, slot])
+        slot = slot + 1
+    top = wmax.max() if L else 0.0
+    prec = 0
+    while prec < 22 and int(0.5 + top * (1 << (prec + 1))) < (1 << 15):
+        prec += 1
+    v = w * (1 << prec)
+    w16 = np.where(v < 0, np.trunc(v - 0.5), np.trunc(v + 0.5)).astype(np.int64)
+    w16[np.arange(n)[None, :] >= size[:, None]] = 0   # taps past the window's size are not read
+    taps = np.minimum(first[:, None] + np.arange(n)[None, :], S - 1)
+    return taps, w16, prec
+
+
+def _uint8_resize(x, out_size, scales, align_corners: bool, cubic: bool):
+    """``x`` uint8 (N, C, *S) resized to ``out_size`` (bilinear or bicubic), PyTorch's uint8 way."""
+    d = len(out_size)
+    if tuple(x.shape[2:]) == tuple(out_size):
+        return x.copy()
+    y = x.astype(np.int64)
+    for k in reversed(range(d)):   # the last spatial dim first, then the others
+        ax = 2 + k
+        S, L = y.shape[ax], out_size[k]
+        if S == L:
+            continue
+        taps, w16, prec = _uint8_taps(S, L, None if scales is None else scales[k], align_corners, cubic)
+        moved = np.moveaxis(y, ax, -1)
+        acc = np.full(moved.shape[:-1] + (L,), 1 << (prec - 1), dtype=np.int64)
+        for j in range(taps.shape[1]):
+            acc += moved[..., taps[:, j]] * w16[:, j]
+        y = np.moveaxis(np.clip(acc >> prec, 0, 255), -1, ax)
+    return y.astype(np.uint8)

@@ -591,7 +591,8 @@ def _adaptive_avg(op, d, input, output_size):
         inside = (pos >= start[:, None]) & (pos < end[:, None])
         mats.append((inside / (end - start)[:, None]).astype(dt))
     if input._data.dtype.kind != "f":
-        raise RuntimeError(f'"adaptive_avg_pool{d}d" not implemented for \'{_TYPE_NAMES[str(input._data.dtype)]}\'')
+        kernel = "adaptive_avg_pool2d" if d == 2 else "adaptive_avg_pool3d_cpu"
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{_TYPE_NAMES[str(input._data.dtype)]}\'')
     return apply(dim_matrices_p, (input,), {"mats": tuple(mats)},
                  _POOL_NODES[f"AdaptiveAvgPool{max(d, 2)}DBackward0"])
 
@@ -834,6 +835,12 @@ def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tenso
     """im2col: the sliding (kernel_size) blocks of (N, C, H, W) (or (C, H, W)) as columns (N, C*kh*kw, L)."""
     check_tensor(input, "unfold", "input", 1)
     kernel, dil, pads, st = _fold_args("unfold", kernel_size, dilation, padding, stride)
+    # PyTorch's shape check reads input.size(1), then input.size(2), before it checks the rank
+    if input.ndim == 0:
+        raise IndexError("Dimension specified as 1 but tensor has no dimensions")
+    if input.ndim == 1 or (input.ndim == 2 and input.shape[1] != 0):
+        bad = input.ndim
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-bad}, {bad - 1}], but got {bad})")
     if input.ndim not in (3, 4) or any(s == 0 for s in input.shape[-3:]):
         raise RuntimeError(f"Expected 3D or 4D (batch mode) tensor with possibly 0 batch size and other non-zero "
                            f"dimensions for input, but got: {_size_str(input.shape)}")
@@ -1019,6 +1026,26 @@ def _interp_matrix(mode, S, L, scale, align_corners, dt, exact_sizes=False):
     return m
 
 
+# mode='nearest': PyTorch's backward maps output to input indices its own way (the 2-d kernel's same-size and
+# double-size shortcuts, in every dim count), so for 1-d and 3-d inputs the gradient is not the forward's transpose.
+# Two primitives, each the other's VJP, as PyTorch's upsample_nearest / upsample_nearest_backward.
+upsample_nearest_p = defprim(
+    "upsample_nearest", "UpsampleNearest2DBackward0",
+    lambda xp, x, mats, bmats: xp.upsample_nearest(x, mats, bmats),
+    vjp=lambda xp, g, out, x, mats, bmats: xp.upsample_nearest_backward(g, mats, bmats),
+    jvp="linear")
+upsample_nearest_backward_p = defprim(
+    "upsample_nearest_backward", "UpsampleNearest2DBackwardBackward0",
+    lambda xp, g, mats, bmats: xp.upsample_nearest_backward(g, mats, bmats),
+    vjp=lambda xp, gg, out, g, mats, bmats: xp.upsample_nearest(gg, mats, bmats),
+    jvp="linear")
+graph("upsample_nearest", lambda x, mats, bmats: apply(
+    upsample_nearest_p, (x,), {"mats": tuple(mats), "bmats": tuple(bmats)},
+    _upsample_node(f"UpsampleNearest{len(mats)}DBackward0")))
+graph("upsample_nearest_backward", lambda g, mats, bmats: apply(
+    upsample_nearest_backward_p, (g,), {"mats": tuple(mats), "bmats": tuple(bmats)},
+    _upsample_node(f"UpsampleNearest{len(mats)}DBackwardBackward0")))
+
 _MODES = ("nearest", "linear", "bilinear", "bicubic", "trilinear", "area", "nearest-exact")
 
 
@@ -1092,21 +1119,40 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
     if any(s <= 0 for s in out_size) or any(s <= 0 for s in input.shape[2:]):
         raise RuntimeError("Input and output sizes should be greater than 0, but got input "
                            f"({', '.join(map(str, input.shape[2:]))}) and output ({', '.join(map(str, out_size))})")
+    if input._data.dtype == np.uint8 and mode in ("nearest", "nearest-exact", "bilinear", "bicubic"):
+        return make(_interpolate_uint8(input._data, mode, out_size, scales, align_corners, dim))
     if input._data.dtype.kind != "f":
         name = {"nearest": "upsample_nearest", "nearest-exact": "_upsample_nearest_exact"}.get(mode, f"upsample_{mode}")
         raise NotImplementedError(f'"{name}{dim}d_out_frame" not implemented for '
                                   f'\'{_TYPE_NAMES[str(input._data.dtype)]}\'')
     dt = input._data.dtype.type
     kind = "linear" if mode in ("linear", "bilinear", "trilinear") else mode
-    # PyTorch 2.13's CPU kernels: nearest uses the scale_factor given, except that the 2-d kernel copies a dim of
-    # the same size and doubles one of twice the size whatever the scale (1-d and 3-d do not)
-    exact_sizes = mode == "nearest" and dim == 2
+    # PyTorch 2.13's CPU kernels: nearest uses the scale_factor given, except that the 2-d kernel for small outputs
+    # (out height + width <= 128, its channels-last kernel) copies a dim of the same size and doubles one of twice
+    # the size whatever the scale (1-d, 3-d and larger 2-d outputs do not; the backward always does)
+    exact_sizes = mode == "nearest" and dim == 2 and sum(out_size) <= 128
     mats = tuple(_interp_matrix(kind, S, L, None if scales is None else scales[i], align_corners, dt, exact_sizes)
                  for i, (S, L) in enumerate(zip(input.shape[2:], out_size)))
     node = {"nearest": f"UpsampleNearest{dim}DBackward0", "nearest-exact": f"UpsampleNearestExact{dim}DBackward0",
             "linear": "UpsampleLinear1DBackward0", "bilinear": "UpsampleBilinear2DBackward0",
             "bicubic": "UpsampleBicubic2DBackward0", "trilinear": "UpsampleTrilinear3DBackward0"}[mode]
+    if mode == "nearest":
+        bmats = tuple(_interp_matrix(kind, S, L, None if scales is None else scales[i], align_corners, dt, True)
+                      for i, (S, L) in enumerate(zip(input.shape[2:], out_size)))
+        return apply(upsample_nearest_p, (input,), {"mats": mats, "bmats": bmats}, _upsample_node(node))
     return apply(dim_matrices_p, (input,), {"mats": mats}, _upsample_node(node))
+
+
+def _interpolate_uint8(x, mode, out_size, scales, align_corners, dim):
+    """uint8 images (no gradient): nearest picks as the float kernels do (indices in float32); bilinear and bicubic
+    are PyTorch's fixed-point separable passes (_numpy_nn_conv2._uint8_resize)."""
+    from .._numpy_nn_conv2 import _uint8_resize
+    if mode in ("bilinear", "bicubic"):
+        return _uint8_resize(x, tuple(out_size), scales, bool(align_corners), mode == "bicubic")
+    exact_sizes = mode == "nearest" and dim == 2 and sum(out_size) <= 128
+    mats = tuple(_interp_matrix(mode, S, L, None if scales is None else scales[i], None, np.float32, exact_sizes)
+                 for i, (S, L) in enumerate(zip(x.shape[2:], out_size)))
+    return _dim_matrices_raw(x.astype(np.float64), mats).round().astype(np.uint8)
 
 
 @register(module=False, submodule=_NN)
