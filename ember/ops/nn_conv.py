@@ -92,6 +92,36 @@ conv_weight_p = defprim(
     jvp="multilinear", saves=(0, 1))
 
 
+def _conv_transposed(node) -> bool:
+    return node._prim is conv_transpose_p
+
+
+def _conv_padding(node) -> tuple:
+    return tuple(lo for lo, _ in node._params["pads"])   # symmetric: 'same' pads an odd remainder first
+
+
+def _conv_output_padding(node) -> tuple:
+    """A transposed convolution's output_padding: its output size less the size its other arguments give."""
+    if not _conv_transposed(node):
+        return (0,) * len(node._params["stride"])
+    p = node._params
+    x_shape, w_shape = node._in[0][0], node._in[1][0]
+    return tuple(o - ((L - 1) * s - 2 * lo + dl * (k - 1) + 1) for o, L, s, (lo, _), dl, k in
+                 zip(p["size"], x_shape[2:], p["stride"], p["pads"], p["dilation"], w_shape[2:]))
+
+
+def _conv_bias_sizes(node) -> tuple:
+    b = node._in[2]
+    return tuple(b[0]) if type(b) is tuple else (0,)   # PyTorch shows [0] for no bias
+
+
+# PyTorch's ConvolutionBackward0 shows its call's arguments; stride, dilation, groups, input and weight come from
+# the primitives' parameters and saves, these from what the node holds
+for _name, _fn in (("_saved_transposed", _conv_transposed), ("_saved_padding", _conv_padding),
+                   ("_saved_output_padding", _conv_output_padding), ("_saved_bias_sym_sizes_opt", _conv_bias_sizes)):
+    setattr(conv_p.node_cls, _name, property(_fn, doc=f"PyTorch's grad_fn.{_name}"))
+
+
 def _conv_params(stride, pads, dilation, groups):
     return {"stride": stride, "pads": pads, "dilation": dilation, "groups": groups}
 
@@ -1029,19 +1059,34 @@ def _interp_matrix(mode, S, L, scale, align_corners, dt, exact_sizes=False):
 # mode='nearest': PyTorch's backward maps output to input indices its own way (the 2-d kernel's same-size and
 # double-size shortcuts, in every dim count), so for 1-d and 3-d inputs the gradient is not the forward's transpose.
 # Two primitives, each the other's VJP, as PyTorch's upsample_nearest / upsample_nearest_backward.
+# output_size and scales are what the node shows (grad_fn._saved_output_size, _saved_scales_h, ...), as PyTorch's.
 upsample_nearest_p = defprim(
     "upsample_nearest", "UpsampleNearest2DBackward0",
-    lambda xp, x, mats, bmats: xp.upsample_nearest(x, mats, bmats),
-    vjp=lambda xp, g, out, x, mats, bmats: xp.upsample_nearest_backward(g, mats, bmats),
+    lambda xp, x, mats, bmats, output_size, scales: xp.upsample_nearest(x, mats, bmats),
+    vjp=lambda xp, g, out, x, mats, bmats, output_size, scales: xp.upsample_nearest_backward(g, mats, bmats),
     jvp="linear")
 upsample_nearest_backward_p = defprim(
     "upsample_nearest_backward", "UpsampleNearest2DBackwardBackward0",
     lambda xp, g, mats, bmats: xp.upsample_nearest_backward(g, mats, bmats),
     vjp=lambda xp, gg, out, g, mats, bmats: xp.upsample_nearest(gg, mats, bmats),
     jvp="linear")
-graph("upsample_nearest", lambda x, mats, bmats: apply(
-    upsample_nearest_p, (x,), {"mats": tuple(mats), "bmats": tuple(bmats)},
+graph("upsample_nearest", lambda x, mats, bmats, output_size=None, scales=None: apply(
+    upsample_nearest_p, (x,), {"mats": tuple(mats), "bmats": tuple(bmats), "output_size": output_size,
+                               "scales": scales},
     _upsample_node(f"UpsampleNearest{len(mats)}DBackward0")))
+
+
+def _nearest_scale(i):
+    def get(node):
+        sc = node._params["scales"]
+        return None if sc is None or sc[i] is None else float(sc[i])
+    return property(get)
+
+
+_upsample_node("UpsampleNearest1DBackward0")._saved_scales = _nearest_scale(0)
+for _d in (2, 3):
+    for _i, _c in enumerate("dhw"[3 - _d:]):
+        setattr(_upsample_node(f"UpsampleNearest{_d}DBackward0"), f"_saved_scales_{_c}", _nearest_scale(_i))
 graph("upsample_nearest_backward", lambda g, mats, bmats: apply(
     upsample_nearest_backward_p, (g,), {"mats": tuple(mats), "bmats": tuple(bmats)},
     _upsample_node(f"UpsampleNearest{len(mats)}DBackwardBackward0")))
@@ -1139,7 +1184,9 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
     if mode == "nearest":
         bmats = tuple(_interp_matrix(kind, S, L, None if scales is None else scales[i], align_corners, dt, True)
                       for i, (S, L) in enumerate(zip(input.shape[2:], out_size)))
-        return apply(upsample_nearest_p, (input,), {"mats": mats, "bmats": bmats}, _upsample_node(node))
+        return apply(upsample_nearest_p, (input,), {"mats": mats, "bmats": bmats, "output_size": tuple(out_size),
+                                                     "scales": None if scales is None else tuple(scales)},
+                     _upsample_node(node))
     return apply(dim_matrices_p, (input,), {"mats": mats}, _upsample_node(node))
 
 
@@ -1473,7 +1520,13 @@ grid_sample_p = defprim(
     "grid_sampler_2d", "GridSampler2DBackward0",
     lambda xp, inp, grid, mode, padding_mode, align_corners:
     _grid_sample_fwd(xp, inp, grid, mode, padding_mode, align_corners),
-    vjp=(_grid_sample_vjp_input, _grid_sample_vjp_grid), saves=(0, 1))
+    vjp=(_grid_sample_vjp_input, _grid_sample_vjp_grid), saves=(0, 1),
+    saved_names={0: "input", 1: "grid"})
+# PyTorch shows the modes as its enums' ints
+_GS_MODES = {"bilinear": 0, "nearest": 1, "bicubic": 2}
+_GS_PADDING = {"zeros": 0, "border": 1, "reflection": 2}
+grid_sample_p.node_cls._saved_interpolation_mode = property(lambda node: _GS_MODES[node._params["mode"]])
+grid_sample_p.node_cls._saved_padding_mode = property(lambda node: _GS_PADDING[node._params["padding_mode"]])
 
 
 @register(module=False, submodule=_NN)
@@ -1707,3 +1760,10 @@ def fractional_max_pool3d(input: Tensor, kernel_size, output_size=None, output_r
     """3-d fractional max pooling over (N, C, T, H, W) or (C, T, H, W); ``_random_samples`` (N, C, 3)."""
     out = _fractional(3, input, kernel_size, output_size, output_ratio, _random_samples)
     return out if return_indices else out[0]
+
+
+# PyTorch's max-pooling nodes show the indices they saved as _saved_result1 (ember's nodes hold them as a parameter)
+for _cls in (_POOL_NODES["MaxPool2DWithIndicesBackward0"], _POOL_NODES["MaxPool3DWithIndicesBackward0"],
+             _POOL_NODES["AdaptiveMaxPool2DBackward0"], _POOL_NODES["AdaptiveMaxPool3DBackward0"],
+             *_FRACTIONAL_NODES.values()):
+    _cls._saved_result1 = property(lambda node: make(node._params["indices"]), doc="PyTorch's grad_fn._saved_result1")
