@@ -64,17 +64,19 @@ def _fractional_max_indices(x, kernel, out_size, samples, order):
     return best_idx.reshape((N, C) + tuple(out_size))
 
 
-# ----- nearest interpolation whose backward is not its forward's transpose ------------------------------------
+# ----- resampling whose backward is not its forward's transpose ------------------------------------------------
 
-def upsample_nearest(x, mats, bmats):
-    """Nearest interpolation forward: ``mats`` (one (L, S) 0/1 matrix per spatial dim) applied to ``x``."""
+def resample(x, mats, bmats, node):
+    """Resampling forward: ``mats`` (one (L, S) matrix per spatial dim) applied to ``x``; ``node`` names the op
+    (nearest or antialiased interpolation, see ember/ops/nn_conv.py)."""
     from ._numpy_nn_conv import dim_matrices
     return dim_matrices(x, mats)
 
 
-def upsample_nearest_backward(g, mats, bmats):
-    """Its backward: the transposes of ``bmats``, PyTorch's backward index mapping (which copies a dim of the
-    same size and halves the index of one of twice the size, whatever scale_factor the forward used)."""
+def resample_backward(g, mats, bmats, node):
+    """Its backward: the transposes of ``bmats``, PyTorch's backward weights (for nearest: its backward index
+    mapping, which copies a dim of the same size and halves the index of one of twice the size whatever
+    scale_factor the forward used; antialiasing: the weights even where the forward copied a dim)."""
     from ._numpy_nn_conv import dim_matrices
     return dim_matrices(g, tuple(b.T for b in bmats))
 

@@ -224,3 +224,40 @@ def test_results_are_arrays_not_views_of_the_input():
     y[0, 0, 0, 0] = 99
     assert u[0, 0, 0, 0].item() == 0
     assert_same(y.shape, (1, 1, 3, 4))
+
+
+# ----- interpolate(antialias=True): bilinear, bicubic, lanczos ------------------------------------------------------
+
+AA_CASES = [{"size": (5, 7)}, {"size": (20, 9)}, {"scale_factor": 0.37}, {"size": (5, 7), "align_corners": True},
+            {"scale_factor": (0.5, 1.3)}, {"size": (13, 4)}, {"scale_factor": 1.05}, {"scale_factor": (1.05, 0.5)},
+            {"size": (1, 1)}]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic", "lanczos"])
+@pytest.mark.parametrize("kw", AA_CASES)
+def test_interpolate_antialias(dtype, mode, kw):
+    """Values, gradients (PyTorch's backward weights even a dim its forward copied), their gradients, node names
+    and what the node shows."""
+    if mode == "lanczos" and kw.get("align_corners"):
+        pytest.skip("lanczos refuses align_corners (tested below)")
+    x0 = np.random.default_rng(0).standard_normal((2, 3, 13, 17))
+
+    def fn(m):
+        x = m.tensor(x0, dtype=getattr(m, dtype), requires_grad=True)
+        y = m.nn.functional.interpolate(x, mode=mode, antialias=True, **kw)
+        w = (m.arange(y.numel(), dtype=y.dtype).reshape(tuple(y.shape)) % 7).requires_grad_()
+        gx, = m.autograd.grad((y * w).sum(), x, create_graph=True)
+        gw, = m.autograd.grad((gx * gx).sum(), w)
+        g = y.grad_fn
+        return (y, gx, gw, type(g).__name__, type(gx.grad_fn).__name__, g._saved_output_size, g._saved_scales_h,
+                g._saved_scales_w)
+    same(fn, rtol=1e-4 if dtype == "float32" else 1e-7, atol=1e-5 if dtype == "float32" else 1e-9)
+
+
+@pytest.mark.parametrize("kw", [{"mode": "lanczos", "size": 4}, {"mode": "lanczos", "size": (4, 4), "align_corners": True},
+                                {"mode": "nearest", "size": (4, 4), "antialias": True},
+                                {"mode": "trilinear", "size": (4, 4, 4), "antialias": True}])
+def test_interpolate_antialias_errors(kw):
+    x0 = np.zeros((1, 2, 6, 6, 6) if kw["mode"] == "trilinear" else (1, 2, 6, 6))
+    raises_same(lambda m: m.nn.functional.interpolate(m.tensor(x0), **kw), exact_msg=True)

@@ -232,6 +232,8 @@ for _n, _d in _UPSAMPLE.items():
                                                 {f"_saved_scales_{c}" for c in "dhw"[3 - int(_d):]})
     if "Nearest" not in _n:
         NOT_EXPOSED[_n].add("_saved_align_corners")
+for _n in ("UpsampleBilinear2DAaBackward0", "UpsampleBicubic2DAaBackward0", "UpsampleLanczos2DAaBackward0"):
+    NOT_EXPOSED[_n] = {"_saved_align_corners"}   # the weights hold it; output_size and the scales are shown
 
 
 def _val(v):

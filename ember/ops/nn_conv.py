@@ -1056,40 +1056,50 @@ def _interp_matrix(mode, S, L, scale, align_corners, dt, exact_sizes=False):
     return m
 
 
-# mode='nearest': PyTorch's backward maps output to input indices its own way (the 2-d kernel's same-size and
-# double-size shortcuts, in every dim count), so for 1-d and 3-d inputs the gradient is not the forward's transpose.
-# Two primitives, each the other's VJP, as PyTorch's upsample_nearest / upsample_nearest_backward.
-# output_size and scales are what the node shows (grad_fn._saved_output_size, _saved_scales_h, ...), as PyTorch's.
-upsample_nearest_p = defprim(
-    "upsample_nearest", "UpsampleNearest2DBackward0",
-    lambda xp, x, mats, bmats, output_size, scales: xp.upsample_nearest(x, mats, bmats),
-    vjp=lambda xp, g, out, x, mats, bmats, output_size, scales: xp.upsample_nearest_backward(g, mats, bmats),
+# Resampling whose backward is not its forward's transpose: mode='nearest' (PyTorch's backward maps output to input
+# indices its own way: the 2-d kernel's same-size and double-size shortcuts, in every dim count) and antialiasing
+# (the forward copies a dim of unchanged size, the backward applies its weights for the scale given). Two
+# primitives, each the other's VJP, as PyTorch's upsample_* / upsample_*_backward: ``mats`` (one (L, S) matrix per
+# spatial dim) forward, the transposes of ``bmats`` backward. ``node``: the forward node's name (the double
+# backward's is derived from it); output_size and scales are what the node shows (grad_fn._saved_output_size,
+# _saved_scales_h, ...), as PyTorch's.
+resample_p = defprim(
+    "resample", "UpsampleNearest2DBackward0",
+    lambda xp, x, mats, bmats, output_size, scales, node: xp.resample(x, mats, bmats, node),
+    vjp=lambda xp, g, out, x, mats, bmats, output_size, scales, node: xp.resample_backward(g, mats, bmats, node),
     jvp="linear")
-upsample_nearest_backward_p = defprim(
-    "upsample_nearest_backward", "UpsampleNearest2DBackwardBackward0",
-    lambda xp, g, mats, bmats: xp.upsample_nearest_backward(g, mats, bmats),
-    vjp=lambda xp, gg, out, g, mats, bmats: xp.upsample_nearest(gg, mats, bmats),
+resample_backward_p = defprim(
+    "resample_backward", "UpsampleNearest2DBackwardBackward0",
+    lambda xp, g, mats, bmats, node: xp.resample_backward(g, mats, bmats, node),
+    vjp=lambda xp, gg, out, g, mats, bmats, node: xp.resample(gg, mats, bmats, node),
     jvp="linear")
-graph("upsample_nearest", lambda x, mats, bmats, output_size=None, scales=None: apply(
-    upsample_nearest_p, (x,), {"mats": tuple(mats), "bmats": tuple(bmats), "output_size": output_size,
-                               "scales": scales},
-    _upsample_node(f"UpsampleNearest{len(mats)}DBackward0")))
+graph("resample", lambda x, mats, bmats, node, output_size=None, scales=None: apply(
+    resample_p, (x,), {"mats": tuple(mats), "bmats": tuple(bmats), "output_size": output_size, "scales": scales,
+                       "node": node}, _upsample_node(node)))
+graph("resample_backward", lambda g, mats, bmats, node: apply(
+    resample_backward_p, (g,), {"mats": tuple(mats), "bmats": tuple(bmats), "node": node},
+    _upsample_node(node.replace("Backward0", "BackwardBackward0"))))
 
 
-def _nearest_scale(i):
+def _resample(input, mats, bmats, out_size, scales, node):
+    return apply(resample_p, (input,), {"mats": mats, "bmats": bmats, "output_size": tuple(out_size),
+                                        "scales": None if scales is None else tuple(scales), "node": node},
+                 _upsample_node(node))
+
+
+def _scale_attr(i):
     def get(node):
         sc = node._params["scales"]
         return None if sc is None or sc[i] is None else float(sc[i])
     return property(get)
 
 
-_upsample_node("UpsampleNearest1DBackward0")._saved_scales = _nearest_scale(0)
-for _d in (2, 3):
+_upsample_node("UpsampleNearest1DBackward0")._saved_scales = _scale_attr(0)
+for _name, _d in (("UpsampleNearest2DBackward0", 2), ("UpsampleNearest3DBackward0", 3),
+                  ("UpsampleBilinear2DAaBackward0", 2), ("UpsampleBicubic2DAaBackward0", 2),
+                  ("UpsampleLanczos2DAaBackward0", 2)):
     for _i, _c in enumerate("dhw"[3 - _d:]):
-        setattr(_upsample_node(f"UpsampleNearest{_d}DBackward0"), f"_saved_scales_{_c}", _nearest_scale(_i))
-graph("upsample_nearest_backward", lambda g, mats, bmats: apply(
-    upsample_nearest_backward_p, (g,), {"mats": tuple(mats), "bmats": tuple(bmats)},
-    _upsample_node(f"UpsampleNearest{len(mats)}DBackwardBackward0")))
+        setattr(_upsample_node(_name), f"_saved_scales_{_c}", _scale_attr(_i))
 
 _MODES = ("nearest", "linear", "bilinear", "bicubic", "trilinear", "area", "nearest-exact")
 
@@ -1144,26 +1154,33 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
         out_size = [int(math.floor(float(s) * float(f))) for s, f in zip(input.shape[2:], scales)]
         if recompute_scale_factor:
             scales = None
-    if antialias:
-        raise NotImplementedError("ember: interpolate(antialias=True) is not implemented")
+    if antialias and not (mode in ("bilinear", "bicubic", "lanczos") and input.ndim == 4):
+        raise ValueError("Anti-alias option is restricted to bilinear, bicubic, and lanczos modes and requires a 4-D "
+                         "tensor as input")
     want = {"nearest": None, "nearest-exact": None, "area": None, "linear": 1, "bilinear": 2, "bicubic": 2,
-            "trilinear": 3}
+            "trilinear": 3, "lanczos": 2}
+    modes = "nearest | linear | bilinear | bicubic | trilinear | lanczos | area | nearest-exact"
     if mode not in want:
         raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) for "
-                                  f"the modes: nearest | linear | bilinear | bicubic | trilinear | area | "
-                                  f"nearest-exact (got {mode})")
+                                  f"the modes: {modes} (got {mode})")
     if not 1 <= dim <= 3 or (want[mode] is not None and want[mode] != dim):
-        if want[mode] is not None and 1 <= dim <= 3:
+        if want[mode] is not None and 1 <= dim <= 3 and mode != "lanczos":
             raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs {want[mode] + 2}D input")
         raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) for "
-                                  f"the modes: nearest | linear | bilinear | bicubic | trilinear | area | "
-                                  f"nearest-exact (got {mode})")
+                                  f"the modes: {modes} (got {mode})")
+    if mode == "lanczos":
+        if align_corners:
+            raise ValueError("Lanczos mode does not support align_corners=True")
+        if not antialias:
+            raise ValueError("Lanczos mode requires antialias=True")
     if mode == "area":
         fn = {1: adaptive_avg_pool1d, 2: adaptive_avg_pool2d, 3: adaptive_avg_pool3d}[dim]
         return fn(input, out_size if dim > 1 else out_size[0])
     if any(s <= 0 for s in out_size) or any(s <= 0 for s in input.shape[2:]):
         raise RuntimeError("Input and output sizes should be greater than 0, but got input "
                            f"({', '.join(map(str, input.shape[2:]))}) and output ({', '.join(map(str, out_size))})")
+    if antialias:
+        return _interpolate_aa(input, mode, out_size, scales, align_corners)
     if input._data.dtype == np.uint8 and mode in ("nearest", "nearest-exact", "bilinear", "bicubic"):
         return make(_interpolate_uint8(input._data, mode, out_size, scales, align_corners, dim))
     if input._data.dtype.kind != "f":
@@ -1184,10 +1201,65 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
     if mode == "nearest":
         bmats = tuple(_interp_matrix(kind, S, L, None if scales is None else scales[i], align_corners, dt, True)
                       for i, (S, L) in enumerate(zip(input.shape[2:], out_size)))
-        return apply(upsample_nearest_p, (input,), {"mats": mats, "bmats": bmats, "output_size": tuple(out_size),
-                                                     "scales": None if scales is None else tuple(scales)},
-                     _upsample_node(node))
+        return _resample(input, mats, bmats, out_size, scales, node)
     return apply(dim_matrices_p, (input,), {"mats": mats}, _upsample_node(node))
+
+
+def _aa_filter(x, mode):
+    """The antialiasing filters (Pillow's): triangle, Keys cubic with a = -0.5, Lanczos-3."""
+    x = np.abs(x)
+    if mode == "bilinear":
+        return np.maximum(1.0 - x, 0.0)
+    if mode == "bicubic":
+        a = -0.5
+        return np.where(x < 1, ((a + 2) * x - (a + 3)) * x * x + 1,
+                        np.where(x < 2, ((a * x - 5 * a) * x + 8 * a) * x - 4 * a, 0.0))
+    px = np.pi * np.where(x == 0, 1.0, x)
+    sinc = np.where(x == 0, 1.0, np.sin(px) / px)
+    sinc3 = np.where(x == 0, 1.0, np.sin(px / 3) / (px / 3))
+    return np.where(x < 3, sinc * sinc3, 0.0)
+
+
+def _aa_matrix(mode, S, L, scale, align_corners, dt):
+    """The (L, S) weights of antialiased resizing along one dim, ATen's: each output averages the inputs under
+    the filter stretched by the downsampling factor (support n/2 * scale), centred at scale * (i + 0.5), the
+    weights normalised to sum 1. A dim of unchanged size is copied."""
+    n = {"bilinear": 2, "bicubic": 4, "lanczos": 6}[mode]
+    if align_corners:
+        sc = (S - 1) / (L - 1) if L > 1 else 0.0
+    else:
+        sc = 1.0 / scale if scale is not None and scale > 0 else S / L
+    support = n * 0.5 * sc if sc >= 1.0 else n * 0.5
+    width = int(math.ceil(support)) * 2 + 1
+    inv = 1.0 / sc if sc >= 1.0 else 1.0
+    center = sc * (np.arange(L) + 0.5)
+    xmin = np.maximum(np.trunc(center - support + 0.5).astype(np.int64), 0)   # C++ casts truncate
+    xsize = np.clip(np.minimum(np.trunc(center + support + 0.5).astype(np.int64), S) - xmin, 0, width)
+    j = np.arange(width)
+    inside = j[None, :] < xsize[:, None]
+    w = np.where(inside, _aa_filter((j[None, :] + xmin[:, None] - center[:, None] + 0.5) * inv, mode), 0.0)
+    total = w.sum(1, keepdims=True)
+    w = np.where(total != 0, w / np.where(total != 0, total, 1.0), w)
+    m = np.zeros((L, S))
+    rows, taps = np.nonzero(inside)
+    m[rows, xmin[rows] + taps] = w[rows, taps]
+    return m.astype(dt)
+
+
+def _interpolate_aa(input, mode, out_size, scales, align_corners):
+    """interpolate(antialias=True) for float (N, C, H, W): separable, one weight matrix per dim (linear, so the
+    gradient is the transposed matrices), under PyTorch's Aa node names."""
+    if input._data.dtype.kind != "f":
+        raise NotImplementedError(f"ember: interpolate(antialias=True) on {_TYPE_NAMES[str(input._data.dtype)]} "
+                                  "tensors is not implemented (float only)")
+    dt = input._data.dtype.type
+    bmats = tuple(_aa_matrix(mode, S, L, None if scales is None else scales[i], bool(align_corners), dt)
+                  for i, (S, L) in enumerate(zip(input.shape[2:], out_size)))
+    # the forward copies a dim whose size is unchanged; the backward applies the weights all the same
+    mats = tuple(np.eye(L, dtype=dt) if S == L else b for S, L, b in zip(input.shape[2:], out_size, bmats))
+    node = {"bilinear": "UpsampleBilinear2DAaBackward0", "bicubic": "UpsampleBicubic2DAaBackward0",
+            "lanczos": "UpsampleLanczos2DAaBackward0"}[mode]
+    return _resample(input, mats, bmats, out_size, scales, node)
 
 
 def _interpolate_uint8(x, mode, out_size, scales, align_corners, dim):
