@@ -513,3 +513,26 @@ OPS += [
              (((2, 3, 7, 6),), {"size": 4, "mode": "lanczos", "antialias": True, "align_corners": True}),
              (((2, 3, 7),), {"size": 4, "mode": "lanczos", "antialias": True})]),
 ]
+
+
+# ----- grid_sample on 5-d input (3-d sampling) ----------------------------------------------------------------
+
+def _grid_samples3d(mode):
+    def make(rng):
+        out = []
+        for pm in ("zeros", "border", "reflection"):
+            for ac in (False, True):
+                out.append(Sample((draw(rng, (2, 2, 3, 4, 5)), rng.uniform(-1.2, 1.2, (2, 2, 3, 2, 3))),
+                                  {"mode": mode, "padding_mode": pm, "align_corners": ac}))
+        return out
+    return make
+
+
+OPS += [
+    *[OpInfo(f"nn.functional.grid_sample3d_{mode}", _grid_sample, _grid_samples3d(mode), supports_fwd=False)
+      for mode in ("bilinear", "nearest")],
+    _errors("nn.functional.grid_sample3d_errors", _grid_sample,
+            [(((2, 3, 4, 5, 6), (2, 3, 4, 5, 3)), {"mode": "bicubic"}), (((2, 3, 4, 5, 6), (2, 3, 4, 3)), {}),
+             (((2, 3, 4, 5, 6), (2, 3, 4, 5, 2)), {}), (((2, 3, 4, 5, 6), (1, 3, 4, 5, 3)), {}),
+             (((2, 3, 0, 5, 6), (2, 3, 4, 5, 3)), {}), (((2, 3, 5), (2, 4, 1)), {})]),
+]

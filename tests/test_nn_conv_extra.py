@@ -261,3 +261,36 @@ def test_interpolate_antialias(dtype, mode, kw):
 def test_interpolate_antialias_errors(kw):
     x0 = np.zeros((1, 2, 6, 6, 6) if kw["mode"] == "trilinear" else (1, 2, 6, 6))
     raises_same(lambda m: m.nn.functional.interpolate(m.tensor(x0), **kw), exact_msg=True)
+
+
+# ----- grid_sample on 5-d input ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("mode", ["bilinear", "nearest"])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align_corners", [False, True])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_grid_sample_3d(mode, padding_mode, align_corners, dtype):
+    rng = np.random.default_rng(0)
+    x0, g0 = rng.standard_normal((2, 3, 4, 5, 6)), rng.uniform(-1.2, 1.2, (2, 3, 4, 2, 3))
+
+    def fn(m):
+        x = m.tensor(x0, dtype=getattr(m, dtype), requires_grad=True)
+        g = m.tensor(g0, dtype=getattr(m, dtype), requires_grad=True)
+        y = m.nn.functional.grid_sample(x, g, mode=mode, padding_mode=padding_mode, align_corners=align_corners)
+        w = m.arange(y.numel(), dtype=y.dtype).reshape(tuple(y.shape)) % 5
+        gx, gg = m.autograd.grad((y * w).sum(), (x, g), create_graph=True)
+        out = [y, gx, gg, type(y.grad_fn).__name__, y.grad_fn._saved_interpolation_mode,
+               y.grad_fn._saved_padding_mode]
+        if mode == "bilinear" and dtype == "float64":   # float32: sums of ~1e3 terms cancel to ~1
+            out.append(m.autograd.grad((gx * gx).sum() + (gg * gg).sum(), (x, g)))
+        return out
+    tol = {"rtol": 1e-4, "atol": 1e-4} if dtype == "float32" else {"rtol": 1e-7, "atol": 1e-9}
+    same(fn, **tol)
+
+
+@pytest.mark.parametrize("xs,gs,kw", [((2, 3, 4, 5, 6), (2, 3, 4, 5, 3), {"mode": "bicubic"}),
+                                      ((2, 3, 4, 5, 6), (2, 3, 4, 3), {}), ((2, 3, 5, 6), (2, 3, 4, 5, 2), {}),
+                                      ((2, 3, 0, 5, 6), (2, 3, 4, 5, 3), {}), ((2, 3, 5), (2, 4, 1), {})])
+def test_grid_sample_3d_errors(xs, gs, kw):
+    raises_same(lambda m: m.nn.functional.grid_sample(m.zeros(xs), m.zeros(gs), align_corners=False, **kw),
+                exact_msg=True)

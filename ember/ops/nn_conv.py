@@ -15,6 +15,7 @@ Pooling: ``max_pool`` picks the input at indices found in the forward (its gradi
 """
 from __future__ import annotations
 
+import itertools
 import math
 import warnings
 
@@ -1504,66 +1505,77 @@ def _gs_axis(coord, size, padding, align):
 
 
 def _gs_plan(inp_shape, grid, mode, padding, align):
-    """The corners: (flat index (N, C, Ho, Wo), in-bounds mask (N, Ho, Wo), dx, dy) per corner, dx/dy the corner's
-    offset from floor (bilinear) or None (nearest); and the axis maps (A, B) for x and y."""
-    N, C, H, W = inp_shape
+    """The corners: (flat index (N, C, *out), in-bounds mask (N, *out), offsets) per corner, the offsets (0 or 1
+    per grid component x, y[, z]) from floor (bilinear) or None (nearest); and the axis maps (A, B, floor) per
+    component. Component k addresses spatial dim d-1-k (x the width); corners run with x fastest, as PyTorch sums
+    them (nw, ne, sw, se; then the bottom plane in 3-d)."""
+    sizes = tuple(inp_shape[2:])
+    d = len(sizes)
     g = _raw(grid)
-    ix, Ax, Bx = _gs_axis(g[..., 0], W, padding, align)
-    iy, Ay, By = _gs_axis(g[..., 1], H, padding, align)
+    axes = [_gs_axis(g[..., k], sizes[d - 1 - k], padding, align) for k in range(d)]
     if mode == "nearest":
-        bases = [(np.rint(iy), np.rint(ix), None, None)]
+        bases = [(tuple(np.rint(c) for c, _, _ in axes), None)]
     else:
-        x0, y0 = np.floor(ix), np.floor(iy)
-        bases = [(y0 + dy, x0 + dx, dx, dy) for dy in (0, 1) for dx in (0, 1)]
+        floors = [np.floor(c) for c, _, _ in axes]
+        bases = [(tuple(f + o for f, o in zip(floors, offs[::-1])), offs[::-1])
+                 for offs in itertools.product((0, 1), repeat=d)]
+    N, C = inp_shape[:2]
     corners = []
-    for yy, xx, dx, dy in bases:
-        mask = (xx >= 0) & (xx <= W - 1) & (yy >= 0) & (yy <= H - 1)
-        flat = (np.clip(yy, 0, H - 1).astype(np.int64) * W + np.clip(xx, 0, W - 1).astype(np.int64))
+    for pos, offs in bases:
+        mask = np.ones(g.shape[:-1], dtype=bool)
+        flat = 0
+        for k, p in enumerate(pos):
+            S = sizes[d - 1 - k]
+            mask &= (p >= 0) & (p <= S - 1)
+            flat = flat + np.clip(p, 0, S - 1).astype(np.int64) * math.prod(sizes[d - k:])
         idx = np.ascontiguousarray(np.broadcast_to(flat[:, None], (N, C) + flat.shape[1:]))
-        corners.append((idx, mask.astype(g.dtype), dx, dy))
-    x0 = np.floor(ix) if mode != "nearest" else None
-    y0 = np.floor(iy) if mode != "nearest" else None
-    return corners, (Ax, Bx, x0), (Ay, By, y0)
+        corners.append((idx, mask.astype(g.dtype), offs))
+    maps = [(A, B, np.floor(c) if mode != "nearest" else None) for c, A, B in axes]
+    return corners, maps
 
 
-def _gs_weights(xp, grid, xmap, ymap):
-    """The fractional offsets (wx1, wy1) = (ix - floor(ix), iy - floor(iy)), differentiable in the grid."""
-    Ax, Bx, x0 = xmap
-    Ay, By, y0 = ymap
-    gx = xp.getitem(grid, (Ellipsis, 0))
-    gy = xp.getitem(grid, (Ellipsis, 1))
-    wx1 = gx * _const(xp, Ax) + _const(xp, Bx - x0)
-    wy1 = gy * _const(xp, Ay) + _const(xp, By - y0)
-    return wx1, wy1
+def _gs_weights(xp, grid, maps):
+    """The fractional offsets w_k = pixel_k - floor(pixel_k) per grid component, differentiable in the grid."""
+    return [xp.getitem(grid, (Ellipsis, k)) * _const(xp, A) + _const(xp, B - f) for k, (A, B, f) in enumerate(maps)]
 
 
-def _gs_corner_weight(wx1, wy1, dx, dy):
-    return (wx1 if dx else 1 - wx1) * (wy1 if dy else 1 - wy1)
+def _gs_corner_weight(ws, offs, skip=None):
+    """The corner's weight: the product over components of w_k (offset 1) or 1 - w_k (offset 0); ``skip``: leave
+    that component out (its derivative is +-1)."""
+    out = None
+    for k, (w, o) in enumerate(zip(ws, offs)):
+        if k == skip:
+            continue
+        f = w if o else 1 - w
+        out = f if out is None else out * f
+    return out
 
 
 def _grid_sample_fwd(xp, inp, grid, mode, padding_mode, align_corners):
-    corners, xmap, ymap = _gs_plan(inp.shape, grid, mode, padding_mode, align_corners)
+    corners, maps = _gs_plan(inp.shape, grid, mode, padding_mode, align_corners)
+    sd = inp.ndim - 2
     if mode == "nearest":
-        idx, mask, _, _ = corners[0]
-        return xp.pool_gather(inp, idx, 2) * mask[:, None]
-    wx1, wy1 = _gs_weights(xp, grid, xmap, ymap)
+        idx, mask, _ = corners[0]
+        return xp.pool_gather(inp, idx, sd) * mask[:, None]
+    ws = _gs_weights(xp, grid, maps)
     out = 0
-    for idx, mask, dx, dy in corners:
-        out = out + xp.pool_gather(inp, idx, 2) * (_gs_corner_weight(wx1, wy1, dx, dy) * mask)[:, None]
+    for idx, mask, offs in corners:
+        out = out + xp.pool_gather(inp, idx, sd) * (_gs_corner_weight(ws, offs) * mask)[:, None]
     return out
 
 
 def _grid_sample_vjp_input(xp, g, out, inp, grid, mode, padding_mode, align_corners):
-    corners, xmap, ymap = _gs_plan(inp.shape, grid, mode, padding_mode, align_corners)
+    corners, maps = _gs_plan(inp.shape, grid, mode, padding_mode, align_corners)
     shape = tuple(inp.shape)
+    sd = len(shape) - 2
     if mode == "nearest":
-        idx, mask, _, _ = corners[0]
-        return xp.pool_scatter(g * _const(xp, mask[:, None]), idx, shape, 2)
-    wx1, wy1 = _gs_weights(xp, grid, xmap, ymap)
+        idx, mask, _ = corners[0]
+        return xp.pool_scatter(g * _const(xp, mask[:, None]), idx, shape, sd)
+    ws = _gs_weights(xp, grid, maps)
     res = None
-    for idx, mask, dx, dy in corners:
-        w = _gs_corner_weight(wx1, wy1, dx, dy) * _const(xp, mask)
-        part = xp.pool_scatter(g * xp.unsqueeze(w, 1), idx, shape, 2)
+    for idx, mask, offs in corners:
+        w = _gs_corner_weight(ws, offs) * _const(xp, mask)
+        part = xp.pool_scatter(g * xp.unsqueeze(w, 1), idx, shape, sd)
         res = part if res is None else res + part
     return res
 
@@ -1571,21 +1583,17 @@ def _grid_sample_vjp_input(xp, g, out, inp, grid, mode, padding_mode, align_corn
 def _grid_sample_vjp_grid(xp, g, out, inp, grid, mode, padding_mode, align_corners):
     if mode == "nearest":
         return xp.zeros_like(grid)   # piecewise constant in the grid (PyTorch returns zeros too)
-    corners, xmap, ymap = _gs_plan(inp.shape, grid, mode, padding_mode, align_corners)
-    wx1, wy1 = _gs_weights(xp, grid, xmap, ymap)
-    dix = diy = None
-    for idx, mask, dx, dy in corners:
-        v = xp.pool_gather(inp, idx, 2) * _const(xp, mask[:, None])
-        # d(corner weight)/d(ix) and d/d(iy)
-        wdx = (wy1 if dy else 1 - wy1) * (1 if dx else -1)
-        wdy = (wx1 if dx else 1 - wx1) * (1 if dy else -1)
-        px = v * xp.unsqueeze(wdx, 1)
-        py = v * xp.unsqueeze(wdy, 1)
-        dix = px if dix is None else dix + px
-        diy = py if diy is None else diy + py
-    gx = xp.sum(g * dix, 1) * _const(xp, xmap[0])
-    gy = xp.sum(g * diy, 1) * _const(xp, ymap[0])
-    return xp.stack([gx, gy], -1)
+    corners, maps = _gs_plan(inp.shape, grid, mode, padding_mode, align_corners)
+    sd = inp.ndim - 2
+    ws = _gs_weights(xp, grid, maps)
+    parts = [None] * sd
+    for idx, mask, offs in corners:
+        v = xp.pool_gather(inp, idx, sd) * _const(xp, mask[:, None])
+        for k in range(sd):   # d(corner weight)/d(pixel_k): the other components' factors, signed
+            wk = _gs_corner_weight(ws, offs, skip=k)
+            p = v * xp.unsqueeze(wk if offs[k] else -wk, 1)
+            parts[k] = p if parts[k] is None else parts[k] + p
+    return xp.stack([xp.sum(g * parts[k], 1) * _const(xp, maps[k][0]) for k in range(sd)], -1)
 
 
 grid_sample_p = defprim(
@@ -1594,18 +1602,26 @@ grid_sample_p = defprim(
     _grid_sample_fwd(xp, inp, grid, mode, padding_mode, align_corners),
     vjp=(_grid_sample_vjp_input, _grid_sample_vjp_grid), saves=(0, 1),
     saved_names={0: "input", 1: "grid"})
+grid_sample3d_p = defprim(
+    "grid_sampler_3d", "GridSampler3DBackward0",
+    lambda xp, inp, grid, mode, padding_mode, align_corners:
+    _grid_sample_fwd(xp, inp, grid, mode, padding_mode, align_corners),
+    vjp=(_grid_sample_vjp_input, _grid_sample_vjp_grid), saves=(0, 1),
+    saved_names={0: "input", 1: "grid"})
 # PyTorch shows the modes as its enums' ints
 _GS_MODES = {"bilinear": 0, "nearest": 1, "bicubic": 2}
 _GS_PADDING = {"zeros": 0, "border": 1, "reflection": 2}
-grid_sample_p.node_cls._saved_interpolation_mode = property(lambda node: _GS_MODES[node._params["mode"]])
-grid_sample_p.node_cls._saved_padding_mode = property(lambda node: _GS_PADDING[node._params["padding_mode"]])
+for _p in (grid_sample_p, grid_sample3d_p):
+    _p.node_cls._saved_interpolation_mode = property(lambda node: _GS_MODES[node._params["mode"]])
+    _p.node_cls._saved_padding_mode = property(lambda node: _GS_PADDING[node._params["padding_mode"]])
 
 
 @register(module=False, submodule=_NN)
 def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mode: str = "zeros",
                 align_corners: bool | None = None) -> Tensor:
-    """Sample (N, C, H, W) at the normalised [-1, 1] positions of ``grid`` (N, Ho, Wo, 2): bilinear or nearest,
-    with zeros, border or reflection padding (2-d only; bicubic and 3-d are not built yet)."""
+    """Sample (N, C, H, W) at the normalised [-1, 1] positions of ``grid`` (N, Ho, Wo, 2), or (N, C, D, H, W) at
+    ``grid`` (N, Do, Ho, Wo, 3): bilinear or nearest, with zeros, border or reflection padding (bicubic is not
+    built yet)."""
     check_tensor(input, "grid_sample", "input", 1)
     check_tensor(grid, "grid_sample", "grid", 2)
     if mode not in ("bilinear", "nearest", "bicubic"):
@@ -1621,18 +1637,28 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mod
     if grid.shape[-1] != input.ndim - 2:
         raise RuntimeError(f"grid_sampler(): expected grid to have size {input.ndim - 2} in last dimension, but got "
                            f"grid with sizes {_size_str(grid.shape)}")
-    if input.ndim != 4 or grid.ndim != 4:
-        if input.ndim == 5:
-            raise NotImplementedError("ember: 3-d grid_sample (5-d input) is not implemented yet")
-        raise RuntimeError(f"grid_sampler(): expected 4D or 5D input and grid with same number of dimensions, but "
+    if input.ndim not in (4, 5) or grid.ndim != input.ndim:
+        want = "4D" if input.ndim == 4 else "5D"   # PyTorch's wording: any other rank is "5D"
+        raise RuntimeError(f"grid_sampler(): expected {want} input and grid with same number of dimensions, but "
                            f"got input with sizes {_size_str(input.shape)} and grid with sizes {_size_str(grid.shape)}")
     if input.shape[0] != grid.shape[0]:
         raise RuntimeError(f"grid_sampler(): expected grid and input to have same batch size, but got input with "
                            f"sizes {_size_str(input.shape)} and grid with sizes {_size_str(grid.shape)}")
+    for i in range(2, input.ndim):
+        if input.shape[i] == 0:
+            raise RuntimeError(f"grid_sampler(): expected input to have non-empty spatial dimensions, but input has "
+                               f"sizes {_size_str(input.shape)} with dimension {i} being empty")
     if mode == "bicubic":
+        if input.ndim == 5:
+            raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
         raise NotImplementedError("ember: grid_sample(mode='bicubic') is not implemented yet")
     if input._data.dtype.kind != "f":
+        if input.ndim == 5:
+            raise NotImplementedError(f'"grid_sampler3d_cpu" not implemented for \'{_dtype_name(input)}\'')
         raise RuntimeError(f'"grid_sampler_2d_cpu" not implemented for \'{_dtype_name(input)}\'')
+    if input.ndim == 5:
+        return apply(grid_sample3d_p, (input, grid), {"mode": mode, "padding_mode": padding_mode,
+                                                       "align_corners": bool(align_corners)})
     return apply(grid_sample_p, (input, grid), {"mode": mode, "padding_mode": padding_mode,
                                                  "align_corners": bool(align_corners)})
 
