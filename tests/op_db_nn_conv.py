@@ -536,3 +536,4 @@ OPS += [
              (((2, 3, 4, 5, 6), (2, 3, 4, 5, 2)), {}), (((2, 3, 4, 5, 6), (1, 3, 4, 5, 3)), {}),
              (((2, 3, 0, 5, 6), (2, 3, 4, 5, 3)), {}), (((2, 3, 5), (2, 4, 1)), {})]),
 ]
+OPS.append(OpInfo("nn.functional.grid_sample_bicubic", _grid_sample, _grid_samples("bicubic"), supports_fwd=False))

@@ -294,3 +294,25 @@ def test_grid_sample_3d(mode, padding_mode, align_corners, dtype):
 def test_grid_sample_3d_errors(xs, gs, kw):
     raises_same(lambda m: m.nn.functional.grid_sample(m.zeros(xs), m.zeros(gs), align_corners=False, **kw),
                 exact_msg=True)
+
+
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align_corners", [False, True])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_grid_sample_bicubic(padding_mode, align_corners, dtype):
+    """16 taps, each padded on its own; values, both gradients and (float64) their gradients."""
+    rng = np.random.default_rng(1)
+    x0, g0 = rng.standard_normal((2, 3, 5, 6)), rng.uniform(-1.3, 1.3, (2, 4, 3, 2))
+
+    def fn(m):
+        x = m.tensor(x0, dtype=getattr(m, dtype), requires_grad=True)
+        g = m.tensor(g0, dtype=getattr(m, dtype), requires_grad=True)
+        y = m.nn.functional.grid_sample(x, g, mode="bicubic", padding_mode=padding_mode, align_corners=align_corners)
+        w = m.arange(y.numel(), dtype=y.dtype).reshape(tuple(y.shape)) % 5
+        gx, gg = m.autograd.grad((y * w).sum(), (x, g), create_graph=True)
+        out = [y, gx, gg, type(y.grad_fn).__name__, y.grad_fn._saved_interpolation_mode]
+        if dtype == "float64":
+            out.append(m.autograd.grad((gx * gx).sum() + (gg * gg).sum(), (x, g)))
+        return out
+    tol = {"rtol": 1e-4, "atol": 1e-4} if dtype == "float32" else {"rtol": 1e-7, "atol": 1e-9}
+    same(fn, **tol)

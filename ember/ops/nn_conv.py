@@ -1551,7 +1551,116 @@ def _gs_corner_weight(ws, offs, skip=None):
     return out
 
 
+# bicubic (2-d): 4 x 4 taps around floor(pixel), each tap's coordinate padded on its own (PyTorch's
+# get_value_bounded: the source position is never clipped, a tap past the border reads the border or its mirror,
+# or zero), weights the cubic convolution coefficients (A = -0.75) of the fractional offsets, rows first.
+
+def _gs_tap(coord, size, padding, align):
+    """A tap's integer coordinate after padding (reflect, then clip; or clip) and its in-bounds mask."""
+    if padding == "reflection":
+        lo2, hi2 = (0, 2 * (size - 1)) if align else (-1, 2 * size - 1)
+        if lo2 == hi2:
+            coord = np.zeros_like(coord)
+        else:
+            mn, span = lo2 / 2, (hi2 - lo2) / 2
+            t = np.abs(coord - mn)
+            extra = np.fmod(t, span)
+            coord = np.where(np.floor(t / span) % 2 == 0, extra + mn, span - extra + mn)
+    if padding in ("border", "reflection"):
+        coord = np.clip(coord, 0, size - 1)
+    ic = np.trunc(coord)   # C++'s cast to int64 truncates
+    return ic, (ic >= 0) & (ic <= size - 1)
+
+
+def _gs_bicubic_plan(inp_shape, grid, padding, align):
+    """The 16 taps as (flat index (N, C, Ho, Wo), mask (N, Ho, Wo), i, j) (i the x tap, j the y tap) and the
+    maps (A, B - floor) of the fractional offsets t = A * grid + (B - floor) for x and y."""
+    N, C, H, W = inp_shape
+    g = _raw(grid)
+    maps, floors = [], []
+    for k, size in ((0, W), (1, H)):
+        c, A, B = _gs_axis(g[..., k], size, "zeros", align)   # unnormalised, never clipped
+        f = np.floor(c)
+        floors.append(f)
+        maps.append((A, B - f))
+    taps = []
+    for j in range(4):
+        yy, my = _gs_tap(floors[1] - 1 + j, H, padding, align)
+        for i in range(4):
+            xx, mx = _gs_tap(floors[0] - 1 + i, W, padding, align)
+            mask = mx & my
+            flat = np.clip(yy, 0, H - 1).astype(np.int64) * W + np.clip(xx, 0, W - 1).astype(np.int64)
+            idx = np.ascontiguousarray(np.broadcast_to(flat[:, None], (N, C) + flat.shape[1:]))
+            taps.append((idx, mask.astype(g.dtype), i, j))
+    return taps, maps
+
+
+def _cubic_coeffs(t):
+    """PyTorch's cubic convolution coefficients (A = -0.75) of the 4 taps at offsets -1, 0, 1, 2 from floor."""
+    A = -0.75
+
+    def near(x):
+        return ((A + 2) * x - (A + 3)) * x * x + 1
+
+    def far(x):
+        return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A
+    return [far(t + 1), near(t), near(1 - t), far(2 - t)]
+
+
+def _cubic_coeffs_grad(t):
+    """d/dt of _cubic_coeffs."""
+    A = -0.75
+
+    def dnear(x):
+        return (3 * (A + 2) * x - 2 * (A + 3)) * x
+
+    def dfar(x):
+        return (3 * A * x - 10 * A) * x + 8 * A
+    return [dfar(t + 1), dnear(t), -dnear(1 - t), -dfar(2 - t)]
+
+
+def _gs_bicubic_offsets(xp, grid, maps):
+    return [xp.getitem(grid, (Ellipsis, k)) * _const(xp, A) + _const(xp, B) for k, (A, B) in enumerate(maps)]
+
+
+def _gs_bicubic(xp, inp, grid, padding_mode, align_corners, want):
+    """The forward (``want`` 'out'), or the pieces of the grid gradient: d out / d tx and d out / d ty per
+    channel ('grid')."""
+    taps, maps = _gs_bicubic_plan(inp.shape, grid, padding_mode, align_corners)
+    tx, ty = _gs_bicubic_offsets(xp, grid, maps)
+    cx, cy = _cubic_coeffs(tx), _cubic_coeffs(ty)
+    if want == "grid":
+        dx, dy = _cubic_coeffs_grad(tx), _cubic_coeffs_grad(ty)
+    rows, drows, rows_dy = [], [], []
+    for j in range(4):
+        row = drow = None
+        for idx, mask, i, jj in taps[4 * j:4 * j + 4]:
+            v = xp.pool_gather(inp, idx, 2) * _const(xp, mask[:, None])
+            term = v * xp.unsqueeze(cx[i], 1)
+            row = term if row is None else row + term
+            if want == "grid":
+                dterm = v * xp.unsqueeze(dx[i], 1)
+                drow = dterm if drow is None else drow + dterm
+        rows.append(row)
+        drows.append(drow)
+    if want == "out":
+        out = None
+        for j in range(4):
+            term = rows[j] * xp.unsqueeze(cy[j], 1)
+            out = term if out is None else out + term
+        return out
+    dtx = dty = None
+    for j in range(4):
+        a = drows[j] * xp.unsqueeze(cy[j], 1)
+        b = rows[j] * xp.unsqueeze(dy[j], 1)
+        dtx = a if dtx is None else dtx + a
+        dty = b if dty is None else dty + b
+    return dtx, dty, maps
+
+
 def _grid_sample_fwd(xp, inp, grid, mode, padding_mode, align_corners):
+    if mode == "bicubic":
+        return _gs_bicubic(xp, inp, grid, padding_mode, align_corners, "out")
     corners, maps = _gs_plan(inp.shape, grid, mode, padding_mode, align_corners)
     sd = inp.ndim - 2
     if mode == "nearest":
@@ -1565,8 +1674,17 @@ def _grid_sample_fwd(xp, inp, grid, mode, padding_mode, align_corners):
 
 
 def _grid_sample_vjp_input(xp, g, out, inp, grid, mode, padding_mode, align_corners):
-    corners, maps = _gs_plan(inp.shape, grid, mode, padding_mode, align_corners)
     shape = tuple(inp.shape)
+    if mode == "bicubic":
+        taps, maps = _gs_bicubic_plan(shape, grid, padding_mode, align_corners)
+        tx, ty = _gs_bicubic_offsets(xp, grid, maps)
+        cx, cy = _cubic_coeffs(tx), _cubic_coeffs(ty)
+        res = None
+        for idx, mask, i, j in taps:
+            part = xp.pool_scatter(g * xp.unsqueeze(cx[i] * cy[j] * _const(xp, mask), 1), idx, shape, 2)
+            res = part if res is None else res + part
+        return res
+    corners, maps = _gs_plan(inp.shape, grid, mode, padding_mode, align_corners)
     sd = len(shape) - 2
     if mode == "nearest":
         idx, mask, _ = corners[0]
@@ -1583,6 +1701,10 @@ def _grid_sample_vjp_input(xp, g, out, inp, grid, mode, padding_mode, align_corn
 def _grid_sample_vjp_grid(xp, g, out, inp, grid, mode, padding_mode, align_corners):
     if mode == "nearest":
         return xp.zeros_like(grid)   # piecewise constant in the grid (PyTorch returns zeros too)
+    if mode == "bicubic":
+        dtx, dty, maps = _gs_bicubic(xp, inp, grid, padding_mode, align_corners, "grid")
+        return xp.stack([xp.sum(g * dtx, 1) * _const(xp, maps[0][0]), xp.sum(g * dty, 1) * _const(xp, maps[1][0])],
+                        -1)
     corners, maps = _gs_plan(inp.shape, grid, mode, padding_mode, align_corners)
     sd = inp.ndim - 2
     ws = _gs_weights(xp, grid, maps)
@@ -1620,8 +1742,8 @@ for _p in (grid_sample_p, grid_sample3d_p):
 def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mode: str = "zeros",
                 align_corners: bool | None = None) -> Tensor:
     """Sample (N, C, H, W) at the normalised [-1, 1] positions of ``grid`` (N, Ho, Wo, 2), or (N, C, D, H, W) at
-    ``grid`` (N, Do, Ho, Wo, 3): bilinear or nearest, with zeros, border or reflection padding (bicubic is not
-    built yet)."""
+    ``grid`` (N, Do, Ho, Wo, 3): bilinear or nearest (and bicubic in 2-d), with zeros, border or reflection
+    padding."""
     check_tensor(input, "grid_sample", "input", 1)
     check_tensor(grid, "grid_sample", "grid", 2)
     if mode not in ("bilinear", "nearest", "bicubic"):
@@ -1651,7 +1773,6 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mod
     if mode == "bicubic":
         if input.ndim == 5:
             raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
-        raise NotImplementedError("ember: grid_sample(mode='bicubic') is not implemented yet")
     if input._data.dtype.kind != "f":
         if input.ndim == 5:
             raise NotImplementedError(f'"grid_sampler3d_cpu" not implemented for \'{_dtype_name(input)}\'')
