@@ -157,3 +157,26 @@ def _uint8_resize(x, out_size, scales, align_corners: bool, cubic: bool):
             acc += moved[..., taps[:, j]] * w16[:, j]
         y = np.moveaxis(np.clip(acc >> prec, 0, 255), -1, ax)
     return y.astype(np.uint8)
+
+
+def _uint8_resize_weights(x, mats):
+    """``x`` uint8 (N, C, *S) resized by float64 weight matrices ``mats`` (one (L, S) per spatial dim; antialiased
+    resizing), PyTorch's uint8 way: the last dim first, a dim of unchanged size skipped, each pass with the weights
+    rounded to int16 at the largest precision that keeps the largest weight under 2^15, its result rounded and
+    clamped to 0..255."""
+    y = x.astype(np.int64)
+    d = len(mats)
+    for k in reversed(range(d)):
+        ax = 2 + k
+        m = mats[k]
+        if m.shape[0] == m.shape[1] == y.shape[ax]:
+            continue
+        top = m.max() if m.size else 0.0
+        prec = 0
+        while prec < 22 and int(0.5 + top * (1 << (prec + 1))) < (1 << 15):
+            prec += 1
+        v = m * (1 << prec)
+        w16 = np.where(v < 0, np.trunc(v - 0.5), np.trunc(v + 0.5)).astype(np.int64)
+        acc = np.moveaxis(y, ax, -1) @ w16.T + (1 << (prec - 1))
+        y = np.moveaxis(np.clip(acc >> prec, 0, 255), -1, ax)
+    return y.astype(np.uint8)

@@ -316,3 +316,15 @@ def test_grid_sample_bicubic(padding_mode, align_corners, dtype):
         return out
     tol = {"rtol": 1e-4, "atol": 1e-4} if dtype == "float32" else {"rtol": 1e-7, "atol": 1e-9}
     same(fn, **tol)
+
+
+@pytest.mark.parametrize("channels", [3, 5])   # PyTorch's AVX kernel (C <= 4) and its generic one
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic", "lanczos"])
+@pytest.mark.parametrize("kw", [{"size": (5, 7)}, {"scale_factor": 0.37}, {"size": (5, 7), "align_corners": True},
+                                {"size": (20, 9)}, {"scale_factor": (1.05, 0.5)}, {"size": (13, 17)},
+                                {"size": (40, 50)}])
+def test_interpolate_antialias_uint8(channels, mode, kw):
+    if mode == "lanczos" and kw.get("align_corners"):
+        pytest.skip("lanczos refuses align_corners")
+    u = np.random.default_rng(0).integers(0, 256, (2, channels, 13, 17)).astype(np.uint8)
+    same(lambda m: m.nn.functional.interpolate(m.tensor(u), mode=mode, antialias=True, **kw), rtol=0, atol=0)

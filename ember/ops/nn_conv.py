@@ -1250,9 +1250,16 @@ def _aa_matrix(mode, S, L, scale, align_corners, dt):
 def _interpolate_aa(input, mode, out_size, scales, align_corners):
     """interpolate(antialias=True) for float (N, C, H, W): separable, one weight matrix per dim (linear, so the
     gradient is the transposed matrices), under PyTorch's Aa node names."""
+    if input._data.dtype == np.uint8:
+        from .._numpy_nn_conv2 import _uint8_resize_weights
+        if tuple(input.shape[2:]) == tuple(out_size):
+            return make(input._data.copy())
+        return make(_uint8_resize_weights(input._data, tuple(
+            _aa_matrix(mode, S, L, None if scales is None else scales[i], bool(align_corners), np.float64)
+            for i, (S, L) in enumerate(zip(input.shape[2:], out_size)))))
     if input._data.dtype.kind != "f":
         raise NotImplementedError(f"ember: interpolate(antialias=True) on {_TYPE_NAMES[str(input._data.dtype)]} "
-                                  "tensors is not implemented (float only)")
+                                  "tensors is not implemented (float and uint8 only)")
     dt = input._data.dtype.type
     bmats = tuple(_aa_matrix(mode, S, L, None if scales is None else scales[i], bool(align_corners), dt)
                   for i, (S, L) in enumerate(zip(input.shape[2:], out_size)))
