@@ -328,3 +328,11 @@ def test_interpolate_antialias_uint8(channels, mode, kw):
         pytest.skip("lanczos refuses align_corners")
     u = np.random.default_rng(0).integers(0, 256, (2, channels, 13, 17)).astype(np.uint8)
     same(lambda m: m.nn.functional.interpolate(m.tensor(u), mode=mode, antialias=True, **kw), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("d,ks,size", [(2, (2, 2, 2), 3), (2, 2, (3, 3, 3)), (3, (2, 2), 3), (3, 2, (3, 3)),
+                                       (2, (2,), (3,)), (3, (2,), (3,)), (2, 2, (3,)), (2, (), 3)])
+def test_fractional_max_pool_argument_lengths(d, ks, size):
+    shape = (1, 2, 7, 8) if d == 2 else (1, 2, 7, 8, 9)
+    raises_same(lambda m: getattr(m.nn.functional, f"fractional_max_pool{d}d")(m.ones(shape), ks, output_size=size),
+                exact_msg=True)

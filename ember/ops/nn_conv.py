@@ -1909,14 +1909,14 @@ def _fractional(d, input, kernel_size, output_size, output_ratio, _random_sample
         from .._random import rand
         samples = rand(1 if input.ndim == d + 1 else input.shape[0], input.shape[-d - 1], d, dtype=input.dtype)
     check_tensor(samples, op, "random_samples", 4)
-    kernel = _ntuple(kernel_size, d, "kernel_size", op)
-    size = _ntuple(output_size, d, "output_size", op) if not isinstance(output_size, (list, tuple)) or \
-        len(output_size) in (1, d) else None
     three = "" if d == 2 else " three"
-    if isinstance(kernel_size, (list, tuple)) and len(kernel_size) not in (1, d):
-        raise RuntimeError(f"{op}: kernel_size must either be a single Int or tuple of{three} Ints")
-    if size is None:
-        raise RuntimeError(f"{op}: output_size must either be a single Int or tuple of{three} Ints")
+    for name, v in (("kernel_size", kernel_size), ("output_size", output_size)):
+        if isinstance(v, (list, tuple)) and len(v) != d:   # (a 1-tuple too: PyTorch passes it on as it is)
+            if len(v):
+                _ntuple(v[:1], d, name, op)   # element types first, as PyTorch's parser
+            raise RuntimeError(f"{op}: {name} must either be a single Int or tuple of{three} Ints")
+    kernel = _ntuple(kernel_size, d, "kernel_size", op)
+    size = _ntuple(output_size, d, "output_size", op)
     where = op if d == 2 else f"{op}_out"
     if input.ndim not in (d + 1, d + 2):
         raise RuntimeError(f"{where}(): Expected {d + 1}D or {d + 2}D tensor, but got: {_size_str(input.shape)}")
