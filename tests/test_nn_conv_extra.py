@@ -336,3 +336,18 @@ def test_fractional_max_pool_argument_lengths(d, ks, size):
     shape = (1, 2, 7, 8) if d == 2 else (1, 2, 7, 8, 9)
     raises_same(lambda m: getattr(m.nn.functional, f"fractional_max_pool{d}d")(m.ones(shape), ks, output_size=size),
                 exact_msg=True)
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+@pytest.mark.parametrize("kw", [{"scale_factor": (1.0, 1.5)}, {"scale_factor": (1.05, 1.5)}, {"scale_factor": (1.5, 1.1)},
+                                {"size": (5, 9)}, {"size": (5, 9), "align_corners": True},
+                                {"scale_factor": (1.05, 0.6), "align_corners": True}])
+def test_interpolate_gradient_along_an_unchanged_dim(mode, kw):
+    """A dim whose size does not change (whatever scale_factor says): PyTorch's values and gradients."""
+    x0 = np.random.default_rng(3).standard_normal((2, 2, 5, 6))
+
+    def fn(m):
+        x = m.tensor(x0, requires_grad=True)
+        y = m.nn.functional.interpolate(x, mode=mode, **kw)
+        return y, _weighted_grad(m, x, y)
+    same(fn, rtol=1e-10, atol=1e-12)
