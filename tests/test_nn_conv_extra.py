@@ -351,3 +351,19 @@ def test_interpolate_gradient_along_an_unchanged_dim(mode, kw):
         y = m.nn.functional.interpolate(x, mode=mode, **kw)
         return y, _weighted_grad(m, x, y)
     same(fn, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "uint8"])
+@pytest.mark.parametrize("mode", ["nearest", "nearest-exact"])
+@pytest.mark.parametrize("shape,sf", [((1, 1, 70), 2.3), ((1, 1, 97, 70), 2.3), ((1, 1, 70, 4, 5), 2.3),
+                                      ((1, 1, 49, 70), 10 / 7), ((1, 1, 13, 5), 2.3)])
+def test_interpolate_nearest_index_precision(dtype, mode, shape, sf):
+    """PyTorch's generic nearest kernel computes source indices in the input's precision (float64 for float64),
+    its small 2-d kernel and every backward in float32: exact values and gradients."""
+    x0 = np.random.default_rng(0).standard_normal(shape) * 50 + 100
+
+    def fn(m):
+        x = m.tensor(x0, dtype=getattr(m, dtype), requires_grad=dtype != "uint8")
+        y = m.nn.functional.interpolate(x, scale_factor=sf, mode=mode)
+        return (y,) if dtype == "uint8" else (y, _weighted_grad(m, x, y))
+    same(fn, rtol=0, atol=0)

@@ -226,8 +226,8 @@ _UPSAMPLE = {"UpsampleNearest1DBackward0": "1", "UpsampleLinear1DBackward0": "1"
              "UpsampleBilinear2DBackward0": "2", "UpsampleBicubic2DBackward0": "2",
              "UpsampleNearest3DBackward0": "3", "UpsampleTrilinear3DBackward0": "3"}
 for _n, _d in _UPSAMPLE.items():
-    if _n.startswith("UpsampleNearest") and "Exact" not in _n:
-        continue   # nearest has a node of its own (its backward is not the forward's transpose), with them all
+    if _n.startswith("UpsampleNearest"):
+        continue   # the nearest modes have a node of their own (the backward is not the forward's transpose)
     NOT_EXPOSED[_n] = {"_saved_output_size"} | ({"_saved_scales"} if _d == "1" else
                                                 {f"_saved_scales_{c}" for c in "dhw"[3 - int(_d):]})
     if "Nearest" not in _n:

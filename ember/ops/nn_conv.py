@@ -1012,14 +1012,23 @@ def _source_index(scale, L, align_corners, cubic, dt):
     return src if cubic else np.maximum(src, dt(0))
 
 
-def _interp_matrix(mode, S, L, scale, align_corners, dt, exact_sizes=False):
+def _interp_matrix(mode, S, L, scale, align_corners, dt, exact_sizes=False, generic=False):
+    """The (L, S) matrix of one spatial dim. Nearest modes have two index formulas in PyTorch: ``generic`` (its
+    generic kernel: the source index in the input's precision, then floorf) and the nearest_idx one (its 2-d
+    small-output kernel and every backward: float32 arithmetic; ``exact_sizes``: a same-size dim copies and a
+    double-size one halves its index whatever the scale, mode 'nearest' only)."""
     m = np.zeros((L, S), dtype=dt)
     rows = np.arange(L)
     if mode in ("nearest", "nearest-exact"):
-        if exact_sizes and L == S:   # PyTorch's 2-d nearest kernel: same size is a copy, whatever the scale
+        if exact_sizes and L == S:
             src = rows
-        elif exact_sizes and L == 2 * S:   # ... and twice the size takes every row twice
+        elif exact_sizes and L == 2 * S:
             src = rows >> 1
+        elif generic:
+            sc = _scale_value(scale, S, L, dt)
+            r = rows.astype(dt)
+            real = r * sc if mode == "nearest" else np.maximum(sc * (r + dt(0.5)) - dt(0.5), dt(0)) + dt(0.5)
+            src = np.minimum(np.floor(real.astype(np.float32)).astype(np.int64), S - 1)   # floorf
         else:
             sc = np.float32(_scale_value(scale, S, L, np.float32))
             off = np.float32(0.5) if mode == "nearest-exact" else np.float32(0)
@@ -1096,7 +1105,9 @@ def _scale_attr(i):
 
 
 _upsample_node("UpsampleNearest1DBackward0")._saved_scales = _scale_attr(0)
+_upsample_node("UpsampleNearestExact1DBackward0")._saved_scales = _scale_attr(0)
 for _name, _d in (("UpsampleNearest2DBackward0", 2), ("UpsampleNearest3DBackward0", 3),
+                  ("UpsampleNearestExact2DBackward0", 2), ("UpsampleNearestExact3DBackward0", 3),
                   ("UpsampleBilinear2DAaBackward0", 2), ("UpsampleBicubic2DAaBackward0", 2),
                   ("UpsampleLanczos2DAaBackward0", 2)):
     for _i, _c in enumerate("dhw"[3 - _d:]):
@@ -1190,17 +1201,20 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
                                   f'\'{_TYPE_NAMES[str(input._data.dtype)]}\'')
     dt = input._data.dtype.type
     kind = "linear" if mode in ("linear", "bilinear", "trilinear") else mode
-    # PyTorch 2.13's CPU kernels: nearest uses the scale_factor given, except that the 2-d kernel for small outputs
-    # (out height + width <= 128, its channels-last kernel) copies a dim of the same size and doubles one of twice
-    # the size whatever the scale (1-d, 3-d and larger 2-d outputs do not; the backward always does)
-    exact_sizes = mode == "nearest" and dim == 2 and sum(out_size) <= 128
-    mats = tuple(_interp_matrix(kind, S, L, None if scales is None else scales[i], align_corners, dt, exact_sizes)
+    # PyTorch 2.13's CPU kernels: nearest uses the scale_factor given; the 2-d kernel for small outputs (out height +
+    # width <= 128, its channels-last kernel) computes indices in float32 and, mode 'nearest', copies a dim of the
+    # same size and doubles one of twice the size whatever the scale; 1-d, 3-d and larger 2-d outputs go through
+    # the generic kernel (indices in the input's precision). The backward always takes the small kernel's way.
+    small = dim == 2 and sum(out_size) <= 128
+    mats = tuple(_interp_matrix(kind, S, L, None if scales is None else scales[i], align_corners, dt,
+                                mode == "nearest" and small, not small)
                  for i, (S, L) in enumerate(zip(input.shape[2:], out_size)))
     node = {"nearest": f"UpsampleNearest{dim}DBackward0", "nearest-exact": f"UpsampleNearestExact{dim}DBackward0",
             "linear": "UpsampleLinear1DBackward0", "bilinear": "UpsampleBilinear2DBackward0",
             "bicubic": "UpsampleBicubic2DBackward0", "trilinear": "UpsampleTrilinear3DBackward0"}[mode]
-    if mode == "nearest":
-        bmats = tuple(_interp_matrix(kind, S, L, None if scales is None else scales[i], align_corners, dt, True)
+    if mode in ("nearest", "nearest-exact"):
+        bmats = tuple(_interp_matrix(kind, S, L, None if scales is None else scales[i], align_corners, dt,
+                                     mode == "nearest")
                       for i, (S, L) in enumerate(zip(input.shape[2:], out_size)))
         return _resample(input, mats, bmats, out_size, scales, node)
     return apply(dim_matrices_p, (input,), {"mats": mats}, _upsample_node(node))
@@ -1276,8 +1290,9 @@ def _interpolate_uint8(x, mode, out_size, scales, align_corners, dim):
     from .._numpy_nn_conv2 import _uint8_resize
     if mode in ("bilinear", "bicubic"):
         return _uint8_resize(x, tuple(out_size), scales, bool(align_corners), mode == "bicubic")
-    exact_sizes = mode == "nearest" and dim == 2 and sum(out_size) <= 128
-    mats = tuple(_interp_matrix(mode, S, L, None if scales is None else scales[i], None, np.float32, exact_sizes)
+    small = dim == 2 and sum(out_size) <= 128   # as interpolate's; uint8 indices are computed in float32
+    mats = tuple(_interp_matrix(mode, S, L, None if scales is None else scales[i], None, np.float32,
+                                mode == "nearest" and small, not small)
                  for i, (S, L) in enumerate(zip(x.shape[2:], out_size)))
     return _dim_matrices_raw(x.astype(np.float64), mats).round().astype(np.uint8)
 
