@@ -1,7 +1,9 @@
-"""NumPy helpers of the convolution / pooling family's later additions: fractional max pooling.
+"""NumPy kernels of the convolution / pooling family's later additions (part of the raw namespace ``_numpy_ns``):
+fractional max pooling's windows, the resampling pair whose backward is not the forward's transpose (nearest and
+antialiased interpolation), and PyTorch's uint8 image resizing.
 
-Private helpers (underscored) that the public functions in ``ember/ops/nn_conv.py`` call before recording a
-primitive; the gradients reuse the max-pooling primitives (``pool_gather`` / ``pool_scatter``).
+Underscored helpers are called by the public functions in ``ember/ops/nn_conv.py`` before (or instead of)
+recording a primitive; ``resample`` / ``resample_backward`` are the kernels derivative rules call as ``xp.*``.
 """
 from __future__ import annotations
 

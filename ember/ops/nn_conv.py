@@ -1653,7 +1653,7 @@ def _gs_bicubic(xp, inp, grid, padding_mode, align_corners, want):
     cx, cy = _cubic_coeffs(tx), _cubic_coeffs(ty)
     if want == "grid":
         dx, dy = _cubic_coeffs_grad(tx), _cubic_coeffs_grad(ty)
-    rows, drows, rows_dy = [], [], []
+    rows, drows = [], []
     for j in range(4):
         row = drow = None
         for idx, mask, i, jj in taps[4 * j:4 * j + 4]:
