@@ -93,36 +93,6 @@ conv_weight_p = defprim(
     jvp="multilinear", saves=(0, 1))
 
 
-def _conv_transposed(node) -> bool:
-    return node._prim is conv_transpose_p
-
-
-def _conv_padding(node) -> tuple:
-    return tuple(lo for lo, _ in node._params["pads"])   # symmetric: 'same' pads an odd remainder first
-
-
-def _conv_output_padding(node) -> tuple:
-    """A transposed convolution's output_padding: its output size less the size its other arguments give."""
-    if not _conv_transposed(node):
-        return (0,) * len(node._params["stride"])
-    p = node._params
-    x_shape, w_shape = node._in[0][0], node._in[1][0]
-    return tuple(o - ((L - 1) * s - 2 * lo + dl * (k - 1) + 1) for o, L, s, (lo, _), dl, k in
-                 zip(p["size"], x_shape[2:], p["stride"], p["pads"], p["dilation"], w_shape[2:]))
-
-
-def _conv_bias_sizes(node) -> tuple:
-    b = node._in[2]
-    return tuple(b[0]) if type(b) is tuple else (0,)   # PyTorch shows [0] for no bias
-
-
-# PyTorch's ConvolutionBackward0 shows its call's arguments; stride, dilation, groups, input and weight come from
-# the primitives' parameters and saves, these from what the node holds
-for _name, _fn in (("_saved_transposed", _conv_transposed), ("_saved_padding", _conv_padding),
-                   ("_saved_output_padding", _conv_output_padding), ("_saved_bias_sym_sizes_opt", _conv_bias_sizes)):
-    setattr(conv_p.node_cls, _name, property(_fn, doc=f"PyTorch's grad_fn.{_name}"))
-
-
 def _conv_params(stride, pads, dilation, groups):
     return {"stride": stride, "pads": pads, "dilation": dilation, "groups": groups}
 
@@ -2008,3 +1978,35 @@ for _cls in (_POOL_NODES["MaxPool2DWithIndicesBackward0"], _POOL_NODES["MaxPool3
              _POOL_NODES["AdaptiveMaxPool2DBackward0"], _POOL_NODES["AdaptiveMaxPool3DBackward0"],
              *_FRACTIONAL_NODES.values()):
     _cls._saved_result1 = property(lambda node: make(node._params["indices"]), doc="PyTorch's grad_fn._saved_result1")
+
+
+# ----- what PyTorch's nodes show (grad_fn._saved_*) ------------------------------------------------------------
+
+def _conv_transposed(node) -> bool:
+    return node._prim is conv_transpose_p
+
+
+def _conv_padding(node) -> tuple:
+    return tuple(lo for lo, _ in node._params["pads"])   # symmetric: 'same' pads an odd remainder first
+
+
+def _conv_output_padding(node) -> tuple:
+    """A transposed convolution's output_padding: its output size less the size its other arguments give."""
+    if not _conv_transposed(node):
+        return (0,) * len(node._params["stride"])
+    p = node._params
+    x_shape, w_shape = node._in[0][0], node._in[1][0]
+    return tuple(o - ((L - 1) * s - 2 * lo + dl * (k - 1) + 1) for o, L, s, (lo, _), dl, k in
+                 zip(p["size"], x_shape[2:], p["stride"], p["pads"], p["dilation"], w_shape[2:]))
+
+
+def _conv_bias_sizes(node) -> tuple:
+    b = node._in[2]
+    return tuple(b[0]) if type(b) is tuple else (0,)   # PyTorch shows [0] for no bias
+
+
+# PyTorch's ConvolutionBackward0 shows its call's arguments; stride, dilation, groups, input and weight come from
+# the primitives' parameters and saves, these from what the node holds
+for _name, _fn in (("_saved_transposed", _conv_transposed), ("_saved_padding", _conv_padding),
+                   ("_saved_output_padding", _conv_output_padding), ("_saved_bias_sym_sizes_opt", _conv_bias_sizes)):
+    setattr(conv_p.node_cls, _name, property(_fn, doc=f"PyTorch's grad_fn.{_name}"))
