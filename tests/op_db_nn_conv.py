@@ -537,3 +537,6 @@ OPS += [
              (((2, 3, 0, 5, 6), (2, 3, 4, 5, 3)), {}), (((2, 3, 5), (2, 4, 1)), {})]),
 ]
 OPS.append(OpInfo("nn.functional.grid_sample_bicubic", _grid_sample, _grid_samples("bicubic"), supports_fwd=False))
+OPS += [OpInfo(f"max_pool{d}d", (lambda d: lambda m, x, **kw: getattr(m, f"max_pool{d}d")(x, **kw))(d), _d(cases),
+               dtypes=F_I if d < 3 else FLOAT)
+        for d, cases in ((1, MAXPOOL1D), (2, MAXPOOL2D), (3, MAXPOOL3D))]

@@ -1799,6 +1799,19 @@ def _max_pool1d_with_indices(input: Tensor, kernel_size, stride=(), padding=0, d
     return max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
+def _torch_max_pool(d):
+    def fn(input: Tensor, kernel_size, stride=(), padding=0, dilation=1, ceil_mode: bool = False) -> Tensor:
+        f = {1: max_pool1d, 2: max_pool2d, 3: max_pool3d}[d]
+        return f(input, kernel_size, stride, padding, dilation, ceil_mode)
+    fn.__name__ = fn.__qualname__ = f"max_pool{d}d"
+    fn.__doc__ = f"torch.max_pool{d}d: {d}-d max pooling, the values only (F.max_pool{d}d's positional order)."
+    return fn
+
+
+for _d in (1, 2, 3):
+    register(_torch_max_pool(_d), name=f"max_pool{_d}d")
+
+
 @register(module=False, submodule=_NN)
 def max_pool2d_with_indices(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
                             return_indices: bool = False) -> tuple[Tensor, Tensor]:
