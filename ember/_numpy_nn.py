@@ -5,5 +5,6 @@ from __future__ import annotations
 
 from ._numpy_nn_activation import *  # noqa: F401,F403
 from ._numpy_nn_conv import *  # noqa: F401,F403
+from ._numpy_nn_conv2 import *  # noqa: F401,F403
 from ._numpy_nn_loss import *  # noqa: F401,F403
 from ._numpy_nn_norm import *  # noqa: F401,F403

@@ -377,3 +377,166 @@ OPS = [
 ]
 HYP_BINARY: list = []
 HYP_UNARY: list = []
+
+
+# ----- pooling with indices, lp_pool3d, fractional max pooling ------------------------------------------------
+
+def _pair_op(fn_path):
+    """``m.<fn_path>(x, **kw)``, a (values, indices) pair."""
+    def op(m, x, **kw):
+        f = m
+        for part in fn_path.split("."):
+            f = getattr(f, part)
+        return f(x, **kw)
+    return op
+
+
+def _frac(name):
+    """Fractional max pooling with the samples given (kwarg ``samples``, cast to the input's dtype)."""
+    def op(m, x, samples=None, **kw):
+        rs = None if samples is None else m.tensor(samples, dtype=x.dtype)
+        return getattr(m.nn.functional, name)(x, _random_samples=rs, **kw)
+    return op
+
+
+def _frac_samples(d, cases, domain="distinct"):
+    def make(rng):
+        out = []
+        for shape, kw in cases:
+            n = shape[0] if len(shape) == d + 2 else 1
+            out.append(Sample((draw(rng, shape, domain),),
+                              dict(kw, samples=rng.uniform(0, 1, (n, shape[-d - 1], d)))))
+        return out
+    return make
+
+
+FRAC2D = [((2, 3, 9, 8), {"kernel_size": 2, "output_size": 4}),
+          ((2, 2, 9, 11), {"kernel_size": (3, 2), "output_size": (5, 7)}),
+          ((2, 3, 10, 9), {"kernel_size": 2, "output_ratio": (0.5, 0.7)}),
+          ((3, 7, 6), {"kernel_size": 3, "output_size": (1, 4)}),
+          ((1, 2, 6, 6), {"kernel_size": 2, "output_size": 5})]     # overlapping windows
+FRAC3D = [((2, 2, 6, 7, 5), {"kernel_size": 2, "output_size": 3}),
+          ((1, 2, 7, 7, 8), {"kernel_size": (3, 2, 2), "output_size": (4, 5, 6)}),
+          ((2, 6, 6, 7), {"kernel_size": 2, "output_ratio": 0.5})]
+FRAC2D_ERRORS = [((2, 3, 7, 8), {"kernel_size": 2, "output_size": 7}),
+                 ((2, 3, 7, 8), {"kernel_size": 2, "output_size": (3, 3, 3)}),
+                 ((2, 3, 7, 8), {"kernel_size": (2, 2, 2), "output_size": 3}),
+                 ((2, 3, 7, 8), {"kernel_size": 2}),
+                 ((2, 3, 7, 8), {"kernel_size": 2, "output_ratio": (0.5, 0.5, 0.5)}),
+                 ((2, 3, 7, 8), {"kernel_size": 2, "output_ratio": 0.5}),
+                 ((1, 2, 3, 7, 8), {"kernel_size": 2, "output_size": 3}),
+                 ((7, 8), {"kernel_size": 2, "output_size": 3}),
+                 ((2, 0, 7, 8), {"kernel_size": 2, "output_size": 3}),
+                 ((2, 3, 7, 8), {"kernel_size": 2, "output_size": -1})]
+
+
+def _frac_bad_samples(d):
+    """Samples of the wrong shape: PyTorch's checks of _random_samples."""
+    shape = (2, 3, 7, 8) if d == 2 else (2, 3, 7, 8, 6)
+
+    def make(rng):
+        x = draw(rng, shape, "distinct")
+        return [Sample((x,), {"kernel_size": 2, "output_size": 3, "samples": rng.uniform(0, 1, s)})
+                for s in [(1, 3, d), (2, 4, d), (2, 3, d + 1), (2, 3), (3, 3, d), (2, 3, d, 1)]]
+    return make
+
+
+OPS += [
+    OpInfo("nn.functional.max_pool1d_with_indices", _pair_op("nn.functional.max_pool1d_with_indices"), _d(MAXPOOL1D),
+           dtypes=F_I),
+    OpInfo("max_pool1d_with_indices", _pair_op("max_pool1d_with_indices"), _d(MAXPOOL1D), dtypes=F_I),
+    OpInfo("nn.functional.max_pool2d_with_indices", _pair_op("nn.functional.max_pool2d_with_indices"),
+           _d(MAXPOOL2D), dtypes=F_I),
+    OpInfo("nn.functional.max_pool3d_with_indices", _pair_op("nn.functional.max_pool3d_with_indices"),
+           _d(MAXPOOL3D)),
+    OpInfo("nn.functional.adaptive_max_pool1d_with_indices",
+           _pair_op("nn.functional.adaptive_max_pool1d_with_indices"), _d(ADAPTIVE1D)),
+    OpInfo("adaptive_max_pool1d", _pair_op("adaptive_max_pool1d"), _d(ADAPTIVE1D)),
+    OpInfo("nn.functional.adaptive_max_pool2d_with_indices",
+           _pair_op("nn.functional.adaptive_max_pool2d_with_indices"), _d(ADAPTIVE2D)),
+    OpInfo("nn.functional.adaptive_max_pool3d_with_indices",
+           _pair_op("nn.functional.adaptive_max_pool3d_with_indices"), _d(ADAPTIVE3D)),
+    OpInfo("nn.functional.lp_pool3d", _f("lp_pool3d"),
+           _positive([((1, 2, 4, 5, 4), {"norm_type": 2, "kernel_size": 2}),
+                      ((2, 1, 5, 4, 5), {"norm_type": 1.5, "kernel_size": (2, 3, 2), "stride": 2, "ceil_mode": True}),
+                      ((2, 4, 4, 4), {"norm_type": 3.0, "kernel_size": 2, "stride": 1})])),
+    OpInfo("nn.functional.lp_pool3d_inf", _f("lp_pool3d"),
+           _d([((1, 2, 4, 5, 4), {"norm_type": float("inf"), "kernel_size": 2})])),
+    OpInfo("nn.functional.fractional_max_pool2d", _frac("fractional_max_pool2d"), _frac_samples(2, FRAC2D)),
+    OpInfo("nn.functional.fractional_max_pool2d_indices",
+           lambda m, x, **kw: _frac("fractional_max_pool2d")(m, x, return_indices=True, **kw),
+           _frac_samples(2, FRAC2D)),
+    OpInfo("nn.functional.fractional_max_pool2d_with_indices", _frac("fractional_max_pool2d_with_indices"),
+           _frac_samples(2, FRAC2D[:2])),
+    OpInfo("nn.functional.fractional_max_pool3d", _frac("fractional_max_pool3d"), _frac_samples(3, FRAC3D)),
+    OpInfo("nn.functional.fractional_max_pool3d_indices",
+           lambda m, x, **kw: _frac("fractional_max_pool3d")(m, x, return_indices=True, **kw),
+           _frac_samples(3, FRAC3D)),
+    OpInfo("nn.functional.fractional_max_pool3d_with_indices", _frac("fractional_max_pool3d_with_indices"),
+           _frac_samples(3, FRAC3D[:1])),
+    _errors("nn.functional.fractional_max_pool2d_errors", _frac("fractional_max_pool2d"),
+            [((sh,), kw) for sh, kw in FRAC2D_ERRORS]),
+    OpInfo("nn.functional.fractional_max_pool2d_sample_errors", _frac("fractional_max_pool2d"),
+           _frac_bad_samples(2), **NO_GRAD),
+    OpInfo("nn.functional.fractional_max_pool3d_sample_errors", _frac("fractional_max_pool3d"),
+           _frac_bad_samples(3), **NO_GRAD),
+    _errors("nn.functional.fractional_max_pool3d_errors", _frac("fractional_max_pool3d"),
+            [(((2, 3, 7, 8, 6),), {"kernel_size": 2, "output_size": 7}),
+             (((2, 3, 7, 8, 6),), {"kernel_size": 2, "output_size": (3, 3)}),
+             (((2, 3, 7, 8, 6),), {"kernel_size": (2, 2), "output_size": 3}),
+             (((2, 3, 7, 8, 6),), {"kernel_size": 2, "output_ratio": (0.5, 0.5)}),
+             (((3, 7, 8),), {"kernel_size": 2, "output_size": 3}),
+             (((2, 0, 7, 8, 6),), {"kernel_size": 2, "output_size": 3})]),
+]
+
+
+# ----- interpolate with antialias (bilinear, bicubic, lanczos) ----------------------------------------------------
+
+def _aa_samples(mode):
+    kws = [{"size": (3, 4)}, {"scale_factor": 0.45}, {"scale_factor": (1.05, 0.5)}, {"size": (9, 5)}]
+    if mode != "lanczos":
+        kws.append({"size": (3, 4), "align_corners": True})
+    return [(((2, 2, 7, 9),), dict(kw, mode=mode, antialias=True)) for kw in kws]
+
+
+# sample 2 keeps the height (scale 1.05): PyTorch's forward copies that dim but its backward applies the
+# antialiasing weights for the scale given, so the gradient is not the forward's derivative (ember follows PyTorch)
+_AA_NOT_DERIVATIVE = "PyTorch's antialiased backward weights a dim its forward copied (scale_factor 1.05, same size)"
+OPS += [
+    *[OpInfo(f"nn.functional.interpolate_{m}_antialias", _interp, _shapes(*_aa_samples(m)),
+             xfails=tuple(XFail(t, _AA_NOT_DERIVATIVE, "2:") for t in ("gradcheck", "gradgrad_numeric", "fwd_ad")))
+      for m in ("bilinear", "bicubic", "lanczos")],
+    _errors("nn.functional.interpolate_antialias_errors", _interp,
+            [(((2, 3, 7),), {"size": 4, "mode": "linear", "antialias": True}),
+             (((2, 3, 7, 6),), {"size": 4, "mode": "nearest", "antialias": True}),
+             (((2, 3, 7, 6),), {"size": 4, "mode": "lanczos"}),
+             (((2, 3, 7, 6),), {"size": 4, "mode": "lanczos", "antialias": True, "align_corners": True}),
+             (((2, 3, 7),), {"size": 4, "mode": "lanczos", "antialias": True})]),
+]
+
+
+# ----- grid_sample on 5-d input (3-d sampling) ----------------------------------------------------------------
+
+def _grid_samples3d(mode):
+    def make(rng):
+        out = []
+        for pm in ("zeros", "border", "reflection"):
+            for ac in (False, True):
+                out.append(Sample((draw(rng, (2, 2, 3, 4, 5)), rng.uniform(-1.2, 1.2, (2, 2, 3, 2, 3))),
+                                  {"mode": mode, "padding_mode": pm, "align_corners": ac}))
+        return out
+    return make
+
+
+OPS += [
+    *[OpInfo(f"nn.functional.grid_sample3d_{mode}", _grid_sample, _grid_samples3d(mode), supports_fwd=False)
+      for mode in ("bilinear", "nearest")],
+    _errors("nn.functional.grid_sample3d_errors", _grid_sample,
+            [(((2, 3, 4, 5, 6), (2, 3, 4, 5, 3)), {"mode": "bicubic"}), (((2, 3, 4, 5, 6), (2, 3, 4, 3)), {}),
+             (((2, 3, 4, 5, 6), (2, 3, 4, 5, 2)), {}), (((2, 3, 4, 5, 6), (1, 3, 4, 5, 3)), {}),
+             (((2, 3, 0, 5, 6), (2, 3, 4, 5, 3)), {}), (((2, 3, 5), (2, 4, 1)), {})]),
+]
+OPS.append(OpInfo("nn.functional.grid_sample_bicubic", _grid_sample, _grid_samples("bicubic"), supports_fwd=False))
+OPS += [OpInfo(f"max_pool{d}d", (lambda d: lambda m, x, **kw: getattr(m, f"max_pool{d}d")(x, **kw))(d), _d(cases),
+               dtypes=F_I if d < 3 else FLOAT)
+        for d, cases in ((1, MAXPOOL1D), (2, MAXPOOL2D), (3, MAXPOOL3D))]

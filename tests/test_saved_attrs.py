@@ -17,14 +17,7 @@ import pytest
 torch = pytest.importorskip("torch")
 sys.path.insert(0, os.path.dirname(__file__))
 import ember  # noqa: E402
-from op_db import OP_DB as _ALL_OPS  # noqa: E402
-import op_db_nn_conv  # noqa: E402
-
-# Families whose nodes do not expose PyTorch's _saved_* yet (kernel sizes, strides, padding, the pooled indices):
-# left out of the comparison as a whole rather than listed attribute by attribute.
-NOT_COVERED = {op.name: "nn convolution/pooling/padding/sampling nodes: _saved_* not exposed yet"
-               for op in op_db_nn_conv.OPS}
-OP_DB = [op for op in _ALL_OPS if op.name not in NOT_COVERED]
+from op_db import OP_DB  # noqa: E402
 
 SLOW = bool(os.environ.get("EMBER_SLOW"))
 
@@ -203,6 +196,45 @@ NOT_EXPOSED.update({
     "NormBackward1": {"_saved_p"},
 })
 VALUE_DIFFERS[("NormBackward1", "_saved_dim")] = _DIMS
+
+# nn.functional convolution and pooling (ember/ops/nn_conv.py). ConvolutionBackward0 shows all of PyTorch's; the
+# pooling, padding and resampling nodes hold what their rules need (the pooled indices, the per-dim averaging or
+# interpolation matrices, a gather index) rather than the call's arguments, and read no input values.
+_POOL_ARGS = {"_saved_ceil_mode", "_saved_dilation", "_saved_kernel_size", "_saved_padding", "_saved_stride"}
+for _n in ("MaxPool2DWithIndicesBackward0", "MaxPool3DWithIndicesBackward0", "AdaptiveMaxPool2DBackward0",
+           "AdaptiveMaxPool3DBackward0", "FractionalMaxPool2DBackward0", "FractionalMaxPool3DBackward0"):
+    NOT_SAVED[_n] = {"_saved_self"}   # the indices (result1) are the node's parameter; no input value is read
+for _n in ("MaxPool2DWithIndicesBackward0", "MaxPool3DWithIndicesBackward0"):
+    NOT_EXPOSED[_n] = set(_POOL_ARGS)
+for _n in ("FractionalMaxPool2DBackward0", "FractionalMaxPool3DBackward0"):
+    NOT_EXPOSED[_n] = {"_saved_kernel_size", "_saved_output_size"}
+for _n in ("AvgPool2DBackward0", "AvgPool3DBackward0"):
+    NOT_SAVED[_n] = {"_saved_self"}
+    NOT_EXPOSED[_n] = (_POOL_ARGS - {"_saved_dilation"}) | {"_saved_count_include_pad", "_saved_divisor_override"}
+for _n in ("AdaptiveAvgPool2DBackward0", "AdaptiveAvgPool3DBackward0"):
+    NOT_SAVED[_n] = {"_saved_self"}
+for _k in ("Reflection", "Replication"):
+    for _d in (1, 2, 3):
+        NOT_SAVED[f"{_k}Pad{_d}DBackward0"] = {"_saved_self"}
+        NOT_EXPOSED[f"{_k}Pad{_d}DBackward0"] = {"_saved_padding"}
+NOT_EXPOSED["ConstantPadNdBackward0"] = {"_saved_pad"}
+NOT_EXPOSED["Im2ColBackward0"] = {"_saved_kernel_size", "_saved_padding", "_saved_self_sym_argsize_minus_1",
+                                  "_saved_self_sym_argsize_minus_2"}
+NOT_EXPOSED["Col2ImBackward0"] = {"_saved_kernel_size", "_saved_padding"}
+_UPSAMPLE = {"UpsampleNearest1DBackward0": "1", "UpsampleLinear1DBackward0": "1",
+             "UpsampleNearest2DBackward0": "2", "UpsampleNearestExact2DBackward0": "2",
+             "UpsampleBilinear2DBackward0": "2", "UpsampleBicubic2DBackward0": "2",
+             "UpsampleNearest3DBackward0": "3", "UpsampleTrilinear3DBackward0": "3"}
+for _n, _d in _UPSAMPLE.items():
+    if _n.startswith("UpsampleNearest"):
+        continue   # the nearest modes have a node of their own (the backward is not the forward's transpose)
+    NOT_EXPOSED[_n] = {"_saved_output_size"} | ({"_saved_scales"} if _d == "1" else
+                                                {f"_saved_scales_{c}" for c in "dhw"[3 - int(_d):]})
+    if "Nearest" not in _n:
+        NOT_EXPOSED[_n].add("_saved_align_corners")
+for _n in ("UpsampleBilinear2DAaBackward0", "UpsampleBicubic2DAaBackward0", "UpsampleLanczos2DAaBackward0"):
+    NOT_EXPOSED[_n] = {"_saved_align_corners"}   # the weights hold it; output_size and the scales are shown
+
 
 def _val(v):
     if isinstance(v, (torch.Tensor, ember.Tensor)):

@@ -15,6 +15,7 @@ Pooling: ``max_pool`` picks the input at indices found in the forward (its gradi
 """
 from __future__ import annotations
 
+import itertools
 import math
 import warnings
 
@@ -594,7 +595,8 @@ def _adaptive_avg(op, d, input, output_size):
         inside = (pos >= start[:, None]) & (pos < end[:, None])
         mats.append((inside / (end - start)[:, None]).astype(dt))
     if input._data.dtype.kind != "f":
-        raise RuntimeError(f'"adaptive_avg_pool{d}d" not implemented for \'{_TYPE_NAMES[str(input._data.dtype)]}\'')
+        kernel = "adaptive_avg_pool2d" if d == 2 else "adaptive_avg_pool3d_cpu"
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{_TYPE_NAMES[str(input._data.dtype)]}\'')
     return apply(dim_matrices_p, (input,), {"mats": tuple(mats)},
                  _POOL_NODES[f"AdaptiveAvgPool{max(d, 2)}DBackward0"])
 
@@ -837,6 +839,12 @@ def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tenso
     """im2col: the sliding (kernel_size) blocks of (N, C, H, W) (or (C, H, W)) as columns (N, C*kh*kw, L)."""
     check_tensor(input, "unfold", "input", 1)
     kernel, dil, pads, st = _fold_args("unfold", kernel_size, dilation, padding, stride)
+    # PyTorch's shape check reads input.size(1), then input.size(2), before it checks the rank
+    if input.ndim == 0:
+        raise IndexError("Dimension specified as 1 but tensor has no dimensions")
+    if input.ndim == 1 or (input.ndim == 2 and input.shape[1] != 0):
+        bad = input.ndim
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-bad}, {bad - 1}], but got {bad})")
     if input.ndim not in (3, 4) or any(s == 0 for s in input.shape[-3:]):
         raise RuntimeError(f"Expected 3D or 4D (batch mode) tensor with possibly 0 batch size and other non-zero "
                            f"dimensions for input, but got: {_size_str(input.shape)}")
@@ -977,14 +985,23 @@ def _source_index(scale, L, align_corners, cubic, dt):
     return src if cubic else np.maximum(src, dt(0))
 
 
-def _interp_matrix(mode, S, L, scale, align_corners, dt, exact_sizes=False):
+def _interp_matrix(mode, S, L, scale, align_corners, dt, exact_sizes=False, generic=False):
+    """The (L, S) matrix of one spatial dim. Nearest modes have two index formulas in PyTorch: ``generic`` (its
+    generic kernel: the source index in the input's precision, then floorf) and the nearest_idx one (its 2-d
+    small-output kernel and every backward: float32 arithmetic; ``exact_sizes``: a same-size dim copies and a
+    double-size one halves its index whatever the scale, mode 'nearest' only)."""
     m = np.zeros((L, S), dtype=dt)
     rows = np.arange(L)
     if mode in ("nearest", "nearest-exact"):
-        if exact_sizes and L == S:   # PyTorch's 2-d nearest kernel: same size is a copy, whatever the scale
+        if exact_sizes and L == S:
             src = rows
-        elif exact_sizes and L == 2 * S:   # ... and twice the size takes every row twice
+        elif exact_sizes and L == 2 * S:
             src = rows >> 1
+        elif generic:
+            sc = _scale_value(scale, S, L, dt)
+            r = rows.astype(dt)
+            real = r * sc if mode == "nearest" else np.maximum(sc * (r + dt(0.5)) - dt(0.5), dt(0)) + dt(0.5)
+            src = np.minimum(np.floor(real.astype(np.float32)).astype(np.int64), S - 1)   # floorf
         else:
             sc = np.float32(_scale_value(scale, S, L, np.float32))
             off = np.float32(0.5) if mode == "nearest-exact" else np.float32(0)
@@ -1021,6 +1038,53 @@ def _interp_matrix(mode, S, L, scale, align_corners, dt, exact_sizes=False):
         np.add.at(m, (rows, idx), c.astype(dt))
     return m
 
+
+# Resampling whose backward is not its forward's transpose: mode='nearest' (PyTorch's backward maps output to input
+# indices its own way: the 2-d kernel's same-size and double-size shortcuts, in every dim count) and antialiasing
+# (the forward copies a dim of unchanged size, the backward applies its weights for the scale given). Two
+# primitives, each the other's VJP, as PyTorch's upsample_* / upsample_*_backward: ``mats`` (one (L, S) matrix per
+# spatial dim) forward, the transposes of ``bmats`` backward. ``node``: the forward node's name (the double
+# backward's is derived from it); output_size and scales are what the node shows (grad_fn._saved_output_size,
+# _saved_scales_h, ...), as PyTorch's.
+resample_p = defprim(
+    "resample", "UpsampleNearest2DBackward0",
+    lambda xp, x, mats, bmats, output_size, scales, node: xp.resample(x, mats, bmats, node),
+    vjp=lambda xp, g, out, x, mats, bmats, output_size, scales, node: xp.resample_backward(g, mats, bmats, node),
+    jvp="linear")
+resample_backward_p = defprim(
+    "resample_backward", "UpsampleNearest2DBackwardBackward0",
+    lambda xp, g, mats, bmats, node: xp.resample_backward(g, mats, bmats, node),
+    vjp=lambda xp, gg, out, g, mats, bmats, node: xp.resample(gg, mats, bmats, node),
+    jvp="linear")
+graph("resample", lambda x, mats, bmats, node, output_size=None, scales=None: apply(
+    resample_p, (x,), {"mats": tuple(mats), "bmats": tuple(bmats), "output_size": output_size, "scales": scales,
+                       "node": node}, _upsample_node(node)))
+graph("resample_backward", lambda g, mats, bmats, node: apply(
+    resample_backward_p, (g,), {"mats": tuple(mats), "bmats": tuple(bmats), "node": node},
+    _upsample_node(node.replace("Backward0", "BackwardBackward0"))))
+
+
+def _resample(input, mats, bmats, out_size, scales, node):
+    return apply(resample_p, (input,), {"mats": mats, "bmats": bmats, "output_size": tuple(out_size),
+                                        "scales": None if scales is None else tuple(scales), "node": node},
+                 _upsample_node(node))
+
+
+def _scale_attr(i):
+    def get(node):
+        sc = node._params["scales"]
+        return None if sc is None or sc[i] is None else float(sc[i])
+    return property(get)
+
+
+_upsample_node("UpsampleNearest1DBackward0")._saved_scales = _scale_attr(0)
+_upsample_node("UpsampleNearestExact1DBackward0")._saved_scales = _scale_attr(0)
+for _name, _d in (("UpsampleNearest2DBackward0", 2), ("UpsampleNearest3DBackward0", 3),
+                  ("UpsampleNearestExact2DBackward0", 2), ("UpsampleNearestExact3DBackward0", 3),
+                  ("UpsampleBilinear2DAaBackward0", 2), ("UpsampleBicubic2DAaBackward0", 2),
+                  ("UpsampleLanczos2DAaBackward0", 2)):
+    for _i, _c in enumerate("dhw"[3 - _d:]):
+        setattr(_upsample_node(_name), f"_saved_scales_{_c}", _scale_attr(_i))
 
 _MODES = ("nearest", "linear", "bilinear", "bicubic", "trilinear", "area", "nearest-exact")
 
@@ -1075,41 +1139,135 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
         out_size = [int(math.floor(float(s) * float(f))) for s, f in zip(input.shape[2:], scales)]
         if recompute_scale_factor:
             scales = None
-    if antialias:
-        raise NotImplementedError("ember: interpolate(antialias=True) is not implemented")
+    if antialias and not (mode in ("bilinear", "bicubic", "lanczos") and input.ndim == 4):
+        raise ValueError("Anti-alias option is restricted to bilinear, bicubic, and lanczos modes and requires a 4-D "
+                         "tensor as input")
     want = {"nearest": None, "nearest-exact": None, "area": None, "linear": 1, "bilinear": 2, "bicubic": 2,
-            "trilinear": 3}
+            "trilinear": 3, "lanczos": 2}
+    modes = "nearest | linear | bilinear | bicubic | trilinear | lanczos | area | nearest-exact"
     if mode not in want:
         raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) for "
-                                  f"the modes: nearest | linear | bilinear | bicubic | trilinear | area | "
-                                  f"nearest-exact (got {mode})")
+                                  f"the modes: {modes} (got {mode})")
     if not 1 <= dim <= 3 or (want[mode] is not None and want[mode] != dim):
-        if want[mode] is not None and 1 <= dim <= 3:
+        if want[mode] is not None and 1 <= dim <= 3 and mode != "lanczos":
             raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs {want[mode] + 2}D input")
         raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) for "
-                                  f"the modes: nearest | linear | bilinear | bicubic | trilinear | area | "
-                                  f"nearest-exact (got {mode})")
+                                  f"the modes: {modes} (got {mode})")
+    if mode == "lanczos":
+        if align_corners:
+            raise ValueError("Lanczos mode does not support align_corners=True")
+        if not antialias:
+            raise ValueError("Lanczos mode requires antialias=True")
     if mode == "area":
         fn = {1: adaptive_avg_pool1d, 2: adaptive_avg_pool2d, 3: adaptive_avg_pool3d}[dim]
         return fn(input, out_size if dim > 1 else out_size[0])
     if any(s <= 0 for s in out_size) or any(s <= 0 for s in input.shape[2:]):
         raise RuntimeError("Input and output sizes should be greater than 0, but got input "
                            f"({', '.join(map(str, input.shape[2:]))}) and output ({', '.join(map(str, out_size))})")
+    if antialias:
+        return _interpolate_aa(input, mode, out_size, scales, align_corners)
+    if input._data.dtype == np.uint8 and mode in ("nearest", "nearest-exact", "bilinear", "bicubic"):
+        return make(_interpolate_uint8(input._data, mode, out_size, scales, align_corners, dim))
     if input._data.dtype.kind != "f":
         name = {"nearest": "upsample_nearest", "nearest-exact": "_upsample_nearest_exact"}.get(mode, f"upsample_{mode}")
         raise NotImplementedError(f'"{name}{dim}d_out_frame" not implemented for '
                                   f'\'{_TYPE_NAMES[str(input._data.dtype)]}\'')
     dt = input._data.dtype.type
     kind = "linear" if mode in ("linear", "bilinear", "trilinear") else mode
-    # PyTorch 2.13's CPU kernels: nearest uses the scale_factor given, except that the 2-d kernel copies a dim of
-    # the same size and doubles one of twice the size whatever the scale (1-d and 3-d do not)
-    exact_sizes = mode == "nearest" and dim == 2
-    mats = tuple(_interp_matrix(kind, S, L, None if scales is None else scales[i], align_corners, dt, exact_sizes)
+    # PyTorch 2.13's CPU kernels: nearest uses the scale_factor given; the 2-d kernel for small outputs (out height +
+    # width <= 128, its channels-last kernel) computes indices in float32 and, mode 'nearest', copies a dim of the
+    # same size and doubles one of twice the size whatever the scale; 1-d, 3-d and larger 2-d outputs go through
+    # the generic kernel (indices in the input's precision). The backward always takes the small kernel's way.
+    small = dim == 2 and sum(out_size) <= 128
+    mats = tuple(_interp_matrix(kind, S, L, None if scales is None else scales[i], align_corners, dt,
+                                mode == "nearest" and small, not small)
                  for i, (S, L) in enumerate(zip(input.shape[2:], out_size)))
     node = {"nearest": f"UpsampleNearest{dim}DBackward0", "nearest-exact": f"UpsampleNearestExact{dim}DBackward0",
             "linear": "UpsampleLinear1DBackward0", "bilinear": "UpsampleBilinear2DBackward0",
             "bicubic": "UpsampleBicubic2DBackward0", "trilinear": "UpsampleTrilinear3DBackward0"}[mode]
+    if mode in ("nearest", "nearest-exact"):
+        bmats = tuple(_interp_matrix(kind, S, L, None if scales is None else scales[i], align_corners, dt,
+                                     mode == "nearest")
+                      for i, (S, L) in enumerate(zip(input.shape[2:], out_size)))
+        return _resample(input, mats, bmats, out_size, scales, node)
     return apply(dim_matrices_p, (input,), {"mats": mats}, _upsample_node(node))
+
+
+def _aa_filter(x, mode):
+    """The antialiasing filters (Pillow's): triangle, Keys cubic with a = -0.5, Lanczos-3."""
+    x = np.abs(x)
+    if mode == "bilinear":
+        return np.maximum(1.0 - x, 0.0)
+    if mode == "bicubic":
+        a = -0.5
+        return np.where(x < 1, ((a + 2) * x - (a + 3)) * x * x + 1,
+                        np.where(x < 2, ((a * x - 5 * a) * x + 8 * a) * x - 4 * a, 0.0))
+    px = np.pi * np.where(x == 0, 1.0, x)
+    sinc = np.where(x == 0, 1.0, np.sin(px) / px)
+    sinc3 = np.where(x == 0, 1.0, np.sin(px / 3) / (px / 3))
+    return np.where(x < 3, sinc * sinc3, 0.0)
+
+
+def _aa_matrix(mode, S, L, scale, align_corners, dt):
+    """The (L, S) weights of antialiased resizing along one dim, ATen's: each output averages the inputs under
+    the filter stretched by the downsampling factor (support n/2 * scale), centred at scale * (i + 0.5), the
+    weights normalised to sum 1. A dim of unchanged size is copied."""
+    n = {"bilinear": 2, "bicubic": 4, "lanczos": 6}[mode]
+    if align_corners:
+        sc = (S - 1) / (L - 1) if L > 1 else 0.0
+    else:
+        sc = 1.0 / scale if scale is not None and scale > 0 else S / L
+    support = n * 0.5 * sc if sc >= 1.0 else n * 0.5
+    width = int(math.ceil(support)) * 2 + 1
+    inv = 1.0 / sc if sc >= 1.0 else 1.0
+    center = sc * (np.arange(L) + 0.5)
+    xmin = np.maximum(np.trunc(center - support + 0.5).astype(np.int64), 0)   # C++ casts truncate
+    xsize = np.clip(np.minimum(np.trunc(center + support + 0.5).astype(np.int64), S) - xmin, 0, width)
+    j = np.arange(width)
+    inside = j[None, :] < xsize[:, None]
+    w = np.where(inside, _aa_filter((j[None, :] + xmin[:, None] - center[:, None] + 0.5) * inv, mode), 0.0)
+    total = w.sum(1, keepdims=True)
+    w = np.where(total != 0, w / np.where(total != 0, total, 1.0), w)
+    m = np.zeros((L, S))
+    rows, taps = np.nonzero(inside)
+    m[rows, xmin[rows] + taps] = w[rows, taps]
+    return m.astype(dt)
+
+
+def _interpolate_aa(input, mode, out_size, scales, align_corners):
+    """interpolate(antialias=True) for float (N, C, H, W): separable, one weight matrix per dim (linear, so the
+    gradient is the transposed matrices), under PyTorch's Aa node names."""
+    if input._data.dtype == np.uint8:
+        from .._numpy_nn_conv2 import _uint8_resize_weights
+        if tuple(input.shape[2:]) == tuple(out_size):
+            return make(input._data.copy())
+        return make(_uint8_resize_weights(input._data, tuple(
+            _aa_matrix(mode, S, L, None if scales is None else scales[i], bool(align_corners), np.float64)
+            for i, (S, L) in enumerate(zip(input.shape[2:], out_size)))))
+    if input._data.dtype.kind != "f":
+        raise NotImplementedError(f"ember: interpolate(antialias=True) on {_TYPE_NAMES[str(input._data.dtype)]} "
+                                  "tensors is not implemented (float and uint8 only)")
+    dt = input._data.dtype.type
+    bmats = tuple(_aa_matrix(mode, S, L, None if scales is None else scales[i], bool(align_corners), dt)
+                  for i, (S, L) in enumerate(zip(input.shape[2:], out_size)))
+    # the forward copies a dim whose size is unchanged; the backward applies the weights all the same
+    mats = tuple(np.eye(L, dtype=dt) if S == L else b for S, L, b in zip(input.shape[2:], out_size, bmats))
+    node = {"bilinear": "UpsampleBilinear2DAaBackward0", "bicubic": "UpsampleBicubic2DAaBackward0",
+            "lanczos": "UpsampleLanczos2DAaBackward0"}[mode]
+    return _resample(input, mats, bmats, out_size, scales, node)
+
+
+def _interpolate_uint8(x, mode, out_size, scales, align_corners, dim):
+    """uint8 images (no gradient): nearest picks as the float kernels do (indices in float32); bilinear and bicubic
+    are PyTorch's fixed-point separable passes (_numpy_nn_conv2._uint8_resize)."""
+    from .._numpy_nn_conv2 import _uint8_resize
+    if mode in ("bilinear", "bicubic"):
+        return _uint8_resize(x, tuple(out_size), scales, bool(align_corners), mode == "bicubic")
+    small = dim == 2 and sum(out_size) <= 128   # as interpolate's; uint8 indices are computed in float32
+    mats = tuple(_interp_matrix(mode, S, L, None if scales is None else scales[i], None, np.float32,
+                                mode == "nearest" and small, not small)
+                 for i, (S, L) in enumerate(zip(x.shape[2:], out_size)))
+    return _dim_matrices_raw(x.astype(np.float64), mats).round().astype(np.uint8)
 
 
 @register(module=False, submodule=_NN)
@@ -1342,66 +1500,195 @@ def _gs_axis(coord, size, padding, align):
 
 
 def _gs_plan(inp_shape, grid, mode, padding, align):
-    """The corners: (flat index (N, C, Ho, Wo), in-bounds mask (N, Ho, Wo), dx, dy) per corner, dx/dy the corner's
-    offset from floor (bilinear) or None (nearest); and the axis maps (A, B) for x and y."""
+    """The corners: (flat index (N, C, *out), in-bounds mask (N, *out), offsets) per corner, the offsets (0 or 1
+    per grid component x, y[, z]) from floor (bilinear) or None (nearest); and the axis maps (A, B, floor) per
+    component. Component k addresses spatial dim d-1-k (x the width); corners run with x fastest, as PyTorch sums
+    them (nw, ne, sw, se; then the bottom plane in 3-d)."""
+    sizes = tuple(inp_shape[2:])
+    d = len(sizes)
+    g = _raw(grid)
+    axes = [_gs_axis(g[..., k], sizes[d - 1 - k], padding, align) for k in range(d)]
+    if mode == "nearest":
+        bases = [(tuple(np.rint(c) for c, _, _ in axes), None)]
+    else:
+        floors = [np.floor(c) for c, _, _ in axes]
+        bases = [(tuple(f + o for f, o in zip(floors, offs[::-1])), offs[::-1])
+                 for offs in itertools.product((0, 1), repeat=d)]
+    N, C = inp_shape[:2]
+    corners = []
+    for pos, offs in bases:
+        mask = np.ones(g.shape[:-1], dtype=bool)
+        flat = 0
+        for k, p in enumerate(pos):
+            S = sizes[d - 1 - k]
+            mask &= (p >= 0) & (p <= S - 1)
+            flat = flat + np.clip(p, 0, S - 1).astype(np.int64) * math.prod(sizes[d - k:])
+        idx = np.ascontiguousarray(np.broadcast_to(flat[:, None], (N, C) + flat.shape[1:]))
+        corners.append((idx, mask.astype(g.dtype), offs))
+    maps = [(A, B, np.floor(c) if mode != "nearest" else None) for c, A, B in axes]
+    return corners, maps
+
+
+def _gs_weights(xp, grid, maps):
+    """The fractional offsets w_k = pixel_k - floor(pixel_k) per grid component, differentiable in the grid."""
+    return [xp.getitem(grid, (Ellipsis, k)) * _const(xp, A) + _const(xp, B - f) for k, (A, B, f) in enumerate(maps)]
+
+
+def _gs_corner_weight(ws, offs, skip=None):
+    """The corner's weight: the product over components of w_k (offset 1) or 1 - w_k (offset 0); ``skip``: leave
+    that component out (its derivative is +-1)."""
+    out = None
+    for k, (w, o) in enumerate(zip(ws, offs)):
+        if k == skip:
+            continue
+        f = w if o else 1 - w
+        out = f if out is None else out * f
+    return out
+
+
+# bicubic (2-d): 4 x 4 taps around floor(pixel), each tap's coordinate padded on its own (PyTorch's
+# get_value_bounded: the source position is never clipped, a tap past the border reads the border or its mirror,
+# or zero), weights the cubic convolution coefficients (A = -0.75) of the fractional offsets, rows first.
+
+def _gs_tap(coord, size, padding, align):
+    """A tap's integer coordinate after padding (reflect, then clip; or clip) and its in-bounds mask."""
+    if padding == "reflection":
+        lo2, hi2 = (0, 2 * (size - 1)) if align else (-1, 2 * size - 1)
+        if lo2 == hi2:
+            coord = np.zeros_like(coord)
+        else:
+            mn, span = lo2 / 2, (hi2 - lo2) / 2
+            t = np.abs(coord - mn)
+            extra = np.fmod(t, span)
+            coord = np.where(np.floor(t / span) % 2 == 0, extra + mn, span - extra + mn)
+    if padding in ("border", "reflection"):
+        coord = np.clip(coord, 0, size - 1)
+    ic = np.trunc(coord)   # C++'s cast to int64 truncates
+    return ic, (ic >= 0) & (ic <= size - 1)
+
+
+def _gs_bicubic_plan(inp_shape, grid, padding, align):
+    """The 16 taps as (flat index (N, C, Ho, Wo), mask (N, Ho, Wo), i, j) (i the x tap, j the y tap) and the
+    maps (A, B - floor) of the fractional offsets t = A * grid + (B - floor) for x and y."""
     N, C, H, W = inp_shape
     g = _raw(grid)
-    ix, Ax, Bx = _gs_axis(g[..., 0], W, padding, align)
-    iy, Ay, By = _gs_axis(g[..., 1], H, padding, align)
-    if mode == "nearest":
-        bases = [(np.rint(iy), np.rint(ix), None, None)]
-    else:
-        x0, y0 = np.floor(ix), np.floor(iy)
-        bases = [(y0 + dy, x0 + dx, dx, dy) for dy in (0, 1) for dx in (0, 1)]
-    corners = []
-    for yy, xx, dx, dy in bases:
-        mask = (xx >= 0) & (xx <= W - 1) & (yy >= 0) & (yy <= H - 1)
-        flat = (np.clip(yy, 0, H - 1).astype(np.int64) * W + np.clip(xx, 0, W - 1).astype(np.int64))
-        idx = np.ascontiguousarray(np.broadcast_to(flat[:, None], (N, C) + flat.shape[1:]))
-        corners.append((idx, mask.astype(g.dtype), dx, dy))
-    x0 = np.floor(ix) if mode != "nearest" else None
-    y0 = np.floor(iy) if mode != "nearest" else None
-    return corners, (Ax, Bx, x0), (Ay, By, y0)
+    maps, floors = [], []
+    for k, size in ((0, W), (1, H)):
+        c, A, B = _gs_axis(g[..., k], size, "zeros", align)   # unnormalised, never clipped
+        f = np.floor(c)
+        floors.append(f)
+        maps.append((A, B - f))
+    taps = []
+    for j in range(4):
+        yy, my = _gs_tap(floors[1] - 1 + j, H, padding, align)
+        for i in range(4):
+            xx, mx = _gs_tap(floors[0] - 1 + i, W, padding, align)
+            mask = mx & my
+            flat = np.clip(yy, 0, H - 1).astype(np.int64) * W + np.clip(xx, 0, W - 1).astype(np.int64)
+            idx = np.ascontiguousarray(np.broadcast_to(flat[:, None], (N, C) + flat.shape[1:]))
+            taps.append((idx, mask.astype(g.dtype), i, j))
+    return taps, maps
 
 
-def _gs_weights(xp, grid, xmap, ymap):
-    """The fractional offsets (wx1, wy1) = (ix - floor(ix), iy - floor(iy)), differentiable in the grid."""
-    Ax, Bx, x0 = xmap
-    Ay, By, y0 = ymap
-    gx = xp.getitem(grid, (Ellipsis, 0))
-    gy = xp.getitem(grid, (Ellipsis, 1))
-    wx1 = gx * _const(xp, Ax) + _const(xp, Bx - x0)
-    wy1 = gy * _const(xp, Ay) + _const(xp, By - y0)
-    return wx1, wy1
+def _cubic_coeffs(t):
+    """PyTorch's cubic convolution coefficients (A = -0.75) of the 4 taps at offsets -1, 0, 1, 2 from floor."""
+    A = -0.75
+
+    def near(x):
+        return ((A + 2) * x - (A + 3)) * x * x + 1
+
+    def far(x):
+        return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A
+    return [far(t + 1), near(t), near(1 - t), far(2 - t)]
 
 
-def _gs_corner_weight(wx1, wy1, dx, dy):
-    return (wx1 if dx else 1 - wx1) * (wy1 if dy else 1 - wy1)
+def _cubic_coeffs_grad(t):
+    """d/dt of _cubic_coeffs."""
+    A = -0.75
+
+    def dnear(x):
+        return (3 * (A + 2) * x - 2 * (A + 3)) * x
+
+    def dfar(x):
+        return (3 * A * x - 10 * A) * x + 8 * A
+    return [dfar(t + 1), dnear(t), -dnear(1 - t), -dfar(2 - t)]
+
+
+def _gs_bicubic_offsets(xp, grid, maps):
+    return [xp.getitem(grid, (Ellipsis, k)) * _const(xp, A) + _const(xp, B) for k, (A, B) in enumerate(maps)]
+
+
+def _gs_bicubic(xp, inp, grid, padding_mode, align_corners, want):
+    """The forward (``want`` 'out'), or the pieces of the grid gradient: d out / d tx and d out / d ty per
+    channel ('grid')."""
+    taps, maps = _gs_bicubic_plan(inp.shape, grid, padding_mode, align_corners)
+    tx, ty = _gs_bicubic_offsets(xp, grid, maps)
+    cx, cy = _cubic_coeffs(tx), _cubic_coeffs(ty)
+    if want == "grid":
+        dx, dy = _cubic_coeffs_grad(tx), _cubic_coeffs_grad(ty)
+    rows, drows = [], []
+    for j in range(4):
+        row = drow = None
+        for idx, mask, i, jj in taps[4 * j:4 * j + 4]:
+            v = xp.pool_gather(inp, idx, 2) * _const(xp, mask[:, None])
+            term = v * xp.unsqueeze(cx[i], 1)
+            row = term if row is None else row + term
+            if want == "grid":
+                dterm = v * xp.unsqueeze(dx[i], 1)
+                drow = dterm if drow is None else drow + dterm
+        rows.append(row)
+        drows.append(drow)
+    if want == "out":
+        out = None
+        for j in range(4):
+            term = rows[j] * xp.unsqueeze(cy[j], 1)
+            out = term if out is None else out + term
+        return out
+    dtx = dty = None
+    for j in range(4):
+        a = drows[j] * xp.unsqueeze(cy[j], 1)
+        b = rows[j] * xp.unsqueeze(dy[j], 1)
+        dtx = a if dtx is None else dtx + a
+        dty = b if dty is None else dty + b
+    return dtx, dty, maps
 
 
 def _grid_sample_fwd(xp, inp, grid, mode, padding_mode, align_corners):
-    corners, xmap, ymap = _gs_plan(inp.shape, grid, mode, padding_mode, align_corners)
+    if mode == "bicubic":
+        return _gs_bicubic(xp, inp, grid, padding_mode, align_corners, "out")
+    corners, maps = _gs_plan(inp.shape, grid, mode, padding_mode, align_corners)
+    sd = inp.ndim - 2
     if mode == "nearest":
-        idx, mask, _, _ = corners[0]
-        return xp.pool_gather(inp, idx, 2) * mask[:, None]
-    wx1, wy1 = _gs_weights(xp, grid, xmap, ymap)
+        idx, mask, _ = corners[0]
+        return xp.pool_gather(inp, idx, sd) * mask[:, None]
+    ws = _gs_weights(xp, grid, maps)
     out = 0
-    for idx, mask, dx, dy in corners:
-        out = out + xp.pool_gather(inp, idx, 2) * (_gs_corner_weight(wx1, wy1, dx, dy) * mask)[:, None]
+    for idx, mask, offs in corners:
+        out = out + xp.pool_gather(inp, idx, sd) * (_gs_corner_weight(ws, offs) * mask)[:, None]
     return out
 
 
 def _grid_sample_vjp_input(xp, g, out, inp, grid, mode, padding_mode, align_corners):
-    corners, xmap, ymap = _gs_plan(inp.shape, grid, mode, padding_mode, align_corners)
     shape = tuple(inp.shape)
+    if mode == "bicubic":
+        taps, maps = _gs_bicubic_plan(shape, grid, padding_mode, align_corners)
+        tx, ty = _gs_bicubic_offsets(xp, grid, maps)
+        cx, cy = _cubic_coeffs(tx), _cubic_coeffs(ty)
+        res = None
+        for idx, mask, i, j in taps:
+            part = xp.pool_scatter(g * xp.unsqueeze(cx[i] * cy[j] * _const(xp, mask), 1), idx, shape, 2)
+            res = part if res is None else res + part
+        return res
+    corners, maps = _gs_plan(inp.shape, grid, mode, padding_mode, align_corners)
+    sd = len(shape) - 2
     if mode == "nearest":
-        idx, mask, _, _ = corners[0]
-        return xp.pool_scatter(g * _const(xp, mask[:, None]), idx, shape, 2)
-    wx1, wy1 = _gs_weights(xp, grid, xmap, ymap)
+        idx, mask, _ = corners[0]
+        return xp.pool_scatter(g * _const(xp, mask[:, None]), idx, shape, sd)
+    ws = _gs_weights(xp, grid, maps)
     res = None
-    for idx, mask, dx, dy in corners:
-        w = _gs_corner_weight(wx1, wy1, dx, dy) * _const(xp, mask)
-        part = xp.pool_scatter(g * xp.unsqueeze(w, 1), idx, shape, 2)
+    for idx, mask, offs in corners:
+        w = _gs_corner_weight(ws, offs) * _const(xp, mask)
+        part = xp.pool_scatter(g * xp.unsqueeze(w, 1), idx, shape, sd)
         res = part if res is None else res + part
     return res
 
@@ -1409,35 +1696,49 @@ def _grid_sample_vjp_input(xp, g, out, inp, grid, mode, padding_mode, align_corn
 def _grid_sample_vjp_grid(xp, g, out, inp, grid, mode, padding_mode, align_corners):
     if mode == "nearest":
         return xp.zeros_like(grid)   # piecewise constant in the grid (PyTorch returns zeros too)
-    corners, xmap, ymap = _gs_plan(inp.shape, grid, mode, padding_mode, align_corners)
-    wx1, wy1 = _gs_weights(xp, grid, xmap, ymap)
-    dix = diy = None
-    for idx, mask, dx, dy in corners:
-        v = xp.pool_gather(inp, idx, 2) * _const(xp, mask[:, None])
-        # d(corner weight)/d(ix) and d/d(iy)
-        wdx = (wy1 if dy else 1 - wy1) * (1 if dx else -1)
-        wdy = (wx1 if dx else 1 - wx1) * (1 if dy else -1)
-        px = v * xp.unsqueeze(wdx, 1)
-        py = v * xp.unsqueeze(wdy, 1)
-        dix = px if dix is None else dix + px
-        diy = py if diy is None else diy + py
-    gx = xp.sum(g * dix, 1) * _const(xp, xmap[0])
-    gy = xp.sum(g * diy, 1) * _const(xp, ymap[0])
-    return xp.stack([gx, gy], -1)
+    if mode == "bicubic":
+        dtx, dty, maps = _gs_bicubic(xp, inp, grid, padding_mode, align_corners, "grid")
+        return xp.stack([xp.sum(g * dtx, 1) * _const(xp, maps[0][0]), xp.sum(g * dty, 1) * _const(xp, maps[1][0])],
+                        -1)
+    corners, maps = _gs_plan(inp.shape, grid, mode, padding_mode, align_corners)
+    sd = inp.ndim - 2
+    ws = _gs_weights(xp, grid, maps)
+    parts = [None] * sd
+    for idx, mask, offs in corners:
+        v = xp.pool_gather(inp, idx, sd) * _const(xp, mask[:, None])
+        for k in range(sd):   # d(corner weight)/d(pixel_k): the other components' factors, signed
+            wk = _gs_corner_weight(ws, offs, skip=k)
+            p = v * xp.unsqueeze(wk if offs[k] else -wk, 1)
+            parts[k] = p if parts[k] is None else parts[k] + p
+    return xp.stack([xp.sum(g * parts[k], 1) * _const(xp, maps[k][0]) for k in range(sd)], -1)
 
 
 grid_sample_p = defprim(
     "grid_sampler_2d", "GridSampler2DBackward0",
     lambda xp, inp, grid, mode, padding_mode, align_corners:
     _grid_sample_fwd(xp, inp, grid, mode, padding_mode, align_corners),
-    vjp=(_grid_sample_vjp_input, _grid_sample_vjp_grid), saves=(0, 1))
+    vjp=(_grid_sample_vjp_input, _grid_sample_vjp_grid), saves=(0, 1),
+    saved_names={0: "input", 1: "grid"})
+grid_sample3d_p = defprim(
+    "grid_sampler_3d", "GridSampler3DBackward0",
+    lambda xp, inp, grid, mode, padding_mode, align_corners:
+    _grid_sample_fwd(xp, inp, grid, mode, padding_mode, align_corners),
+    vjp=(_grid_sample_vjp_input, _grid_sample_vjp_grid), saves=(0, 1),
+    saved_names={0: "input", 1: "grid"})
+# PyTorch shows the modes as its enums' ints
+_GS_MODES = {"bilinear": 0, "nearest": 1, "bicubic": 2}
+_GS_PADDING = {"zeros": 0, "border": 1, "reflection": 2}
+for _p in (grid_sample_p, grid_sample3d_p):
+    _p.node_cls._saved_interpolation_mode = property(lambda node: _GS_MODES[node._params["mode"]])
+    _p.node_cls._saved_padding_mode = property(lambda node: _GS_PADDING[node._params["padding_mode"]])
 
 
 @register(module=False, submodule=_NN)
 def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mode: str = "zeros",
                 align_corners: bool | None = None) -> Tensor:
-    """Sample (N, C, H, W) at the normalised [-1, 1] positions of ``grid`` (N, Ho, Wo, 2): bilinear or nearest,
-    with zeros, border or reflection padding (2-d only; bicubic and 3-d are not built yet)."""
+    """Sample (N, C, H, W) at the normalised [-1, 1] positions of ``grid`` (N, Ho, Wo, 2), or (N, C, D, H, W) at
+    ``grid`` (N, Do, Ho, Wo, 3): bilinear or nearest (and bicubic in 2-d), with zeros, border or reflection
+    padding."""
     check_tensor(input, "grid_sample", "input", 1)
     check_tensor(grid, "grid_sample", "grid", 2)
     if mode not in ("bilinear", "nearest", "bicubic"):
@@ -1453,17 +1754,275 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mod
     if grid.shape[-1] != input.ndim - 2:
         raise RuntimeError(f"grid_sampler(): expected grid to have size {input.ndim - 2} in last dimension, but got "
                            f"grid with sizes {_size_str(grid.shape)}")
-    if input.ndim != 4 or grid.ndim != 4:
-        if input.ndim == 5:
-            raise NotImplementedError("ember: 3-d grid_sample (5-d input) is not implemented yet")
-        raise RuntimeError(f"grid_sampler(): expected 4D or 5D input and grid with same number of dimensions, but "
+    if input.ndim not in (4, 5) or grid.ndim != input.ndim:
+        want = "4D" if input.ndim == 4 else "5D"   # PyTorch's wording: any other rank is "5D"
+        raise RuntimeError(f"grid_sampler(): expected {want} input and grid with same number of dimensions, but "
                            f"got input with sizes {_size_str(input.shape)} and grid with sizes {_size_str(grid.shape)}")
     if input.shape[0] != grid.shape[0]:
         raise RuntimeError(f"grid_sampler(): expected grid and input to have same batch size, but got input with "
                            f"sizes {_size_str(input.shape)} and grid with sizes {_size_str(grid.shape)}")
+    for i in range(2, input.ndim):
+        if input.shape[i] == 0:
+            raise RuntimeError(f"grid_sampler(): expected input to have non-empty spatial dimensions, but input has "
+                               f"sizes {_size_str(input.shape)} with dimension {i} being empty")
     if mode == "bicubic":
-        raise NotImplementedError("ember: grid_sample(mode='bicubic') is not implemented yet")
+        if input.ndim == 5:
+            raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
     if input._data.dtype.kind != "f":
+        if input.ndim == 5:
+            raise NotImplementedError(f'"grid_sampler3d_cpu" not implemented for \'{_dtype_name(input)}\'')
         raise RuntimeError(f'"grid_sampler_2d_cpu" not implemented for \'{_dtype_name(input)}\'')
+    if input.ndim == 5:
+        return apply(grid_sample3d_p, (input, grid), {"mode": mode, "padding_mode": padding_mode,
+                                                       "align_corners": bool(align_corners)})
     return apply(grid_sample_p, (input, grid), {"mode": mode, "padding_mode": padding_mode,
                                                  "align_corners": bool(align_corners)})
+
+
+# ----- pooling with indices (always a pair), lp_pool3d ----------------------------------------------------------
+# F.max_poolNd_with_indices and F.adaptive_max_poolNd_with_indices return (values, indices) whatever
+# return_indices says, as PyTorch's; torch.max_pool1d_with_indices and torch.adaptive_max_pool1d are the
+# same pair without the flag.
+
+@register(module=False, submodule=_NN, name="max_pool1d_with_indices")
+def _f_max_pool1d_with_indices(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
+                               ceil_mode: bool = False, return_indices: bool = False) -> tuple[Tensor, Tensor]:
+    """1-d max pooling: (values, indices)."""
+    check_tensor(input, "max_pool1d_with_indices", "input", 1)
+    _ntuple(kernel_size, 1, "kernel_size", "max_pool1d_with_indices")
+    return max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+@register(name="max_pool1d_with_indices")
+def _max_pool1d_with_indices(input: Tensor, kernel_size, stride=(), padding=0, dilation=1,
+                             ceil_mode: bool = False) -> tuple[Tensor, Tensor]:
+    """torch.max_pool1d_with_indices: 1-d max pooling, (values, indices)."""
+    check_tensor(input, "max_pool1d_with_indices", "input", 1)
+    _ntuple(kernel_size, 1, "kernel_size", "max_pool1d_with_indices")
+    return max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def _torch_max_pool(d):
+    def fn(input: Tensor, kernel_size, stride=(), padding=0, dilation=1, ceil_mode: bool = False) -> Tensor:
+        f = {1: max_pool1d, 2: max_pool2d, 3: max_pool3d}[d]
+        return f(input, kernel_size, stride, padding, dilation, ceil_mode)
+    fn.__name__ = fn.__qualname__ = f"max_pool{d}d"
+    fn.__doc__ = f"torch.max_pool{d}d: {d}-d max pooling, the values only (F.max_pool{d}d's positional order)."
+    return fn
+
+
+for _d in (1, 2, 3):
+    register(_torch_max_pool(_d), name=f"max_pool{_d}d")
+
+
+@register(module=False, submodule=_NN)
+def max_pool2d_with_indices(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
+                            return_indices: bool = False) -> tuple[Tensor, Tensor]:
+    """2-d max pooling: (values, indices)."""
+    return _max_pool("max_pool2d_with_indices", 2, input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+@register(module=False, submodule=_NN)
+def max_pool3d_with_indices(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
+                            return_indices: bool = False) -> tuple[Tensor, Tensor]:
+    """3-d max pooling: (values, indices)."""
+    return _max_pool("max_pool3d_with_indices", 3, input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def _adaptive_max1d_pair(input, output_size):
+    check_tensor(input, "adaptive_max_pool1d", "input", 1)
+    if output_size is None or isinstance(output_size, (str, bool, float)):
+        raise TypeError(f"adaptive_max_pool1d(): argument 'output_size' (position 2) must be tuple of ints, not "
+                        f"{type(output_size).__name__}")
+    return adaptive_max_pool1d(input, output_size, True)
+
+
+@register(module=False, submodule=_NN, name="adaptive_max_pool1d_with_indices")
+def _f_adaptive_max_pool1d_with_indices(input: Tensor, output_size, return_indices: bool = False
+                                        ) -> tuple[Tensor, Tensor]:
+    """1-d adaptive max pooling: (values, indices)."""
+    return _adaptive_max1d_pair(input, output_size)
+
+
+@register(name="adaptive_max_pool1d")
+def _torch_adaptive_max_pool1d(input: Tensor, output_size) -> tuple[Tensor, Tensor]:
+    """torch.adaptive_max_pool1d: 1-d adaptive max pooling, (values, indices) (F's returns the values only)."""
+    return _adaptive_max1d_pair(input, output_size)
+
+
+@register(module=False, submodule=_NN)
+def adaptive_max_pool2d_with_indices(input: Tensor, output_size, return_indices: bool = False
+                                     ) -> tuple[Tensor, Tensor]:
+    """2-d adaptive max pooling: (values, indices)."""
+    return _adaptive_max("adaptive_max_pool2d", 2, input, output_size, True)
+
+
+@register(module=False, submodule=_NN)
+def adaptive_max_pool3d_with_indices(input: Tensor, output_size, return_indices: bool = False
+                                     ) -> tuple[Tensor, Tensor]:
+    """3-d adaptive max pooling: (values, indices)."""
+    return _adaptive_max("adaptive_max_pool3d", 3, input, output_size, True)
+
+
+@register(module=False, submodule=_NN)
+def lp_pool3d(input: Tensor, norm_type: float, kernel_size, stride=None, ceil_mode: bool = False) -> Tensor:
+    """3-d power-average pooling (PyTorch's composition of avg_pool3d, sign, relu and pow)."""
+    if isinstance(norm_type, (int, float)) and abs(norm_type) == float("inf"):
+        if norm_type > 0:
+            return max_pool3d(input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+        return -max_pool3d(-input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+    check_tensor(input, "lp_pool3d", "input", 1)
+    kd, kw, kh = _ntuple(kernel_size, 3, "kernel_size", "lp_pool3d")
+    out = avg_pool3d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    from .. import abs as _abs, relu as _relu, sign as _sign
+    return (_sign(out) * _relu(_abs(out))).mul(kd * kw * kh).pow(1.0 / norm_type)
+
+
+# ----- fractional max pooling ------------------------------------------------------------------------------------
+# Windows of a fixed size at pseudo-random starts (one uniform sample per plane and dim, drawn as PyTorch's
+# F draws them: torch.rand(N, C, d, dtype=input.dtype), so the same seed gives PyTorch's windows). The result is
+# max pooling at the indices found, so the gradient is max pooling's scatter, recorded under PyTorch's node.
+
+_FRACTIONAL_NODES = {d: _node(f"FractionalMaxPool{d}DBackward0") for d in (2, 3)}
+_DIM_WORDS = {2: ("height", "width"), 3: ("time", "height", "width")}
+
+
+def _fractional(d, input, kernel_size, output_size, output_ratio, _random_samples):
+    from .._numpy_nn_conv2 import _fractional_max_indices
+    op = f"fractional_max_pool{d}d"
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    if output_size is None and output_ratio is None:
+        raise ValueError(f"{op} requires specifying either an output_size or an output_ratio")
+    if output_size is None:
+        if d == 2 and len(output_ratio) > 2:   # len() of a bare float raises PyTorch's TypeError too
+            raise ValueError(f"{op} requires output_ratio to either be a single Int or tuple of Ints.")
+        # PyTorch's _pair/_triple: an iterable as it is, a number repeated
+        ratio = tuple(output_ratio) if isinstance(output_ratio, (list, tuple)) else (output_ratio,) * d
+        if len(ratio) < d:
+            raise IndexError("tuple index out of range")
+        output_size = [int(input.shape[i - d] * ratio[i]) for i in range(d)]
+    if input.ndim < d + 1:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-input.ndim}, {input.ndim - 1}], "
+                         f"but got {-(d + 1)})")
+    samples = _random_samples
+    if samples is None:
+        from .._random import rand
+        samples = rand(1 if input.ndim == d + 1 else input.shape[0], input.shape[-d - 1], d, dtype=input.dtype)
+    check_tensor(samples, op, "random_samples", 4)
+    three = "" if d == 2 else " three"
+    for name, v in (("kernel_size", kernel_size), ("output_size", output_size)):
+        if isinstance(v, (list, tuple)) and len(v) != d:   # (a 1-tuple too: PyTorch passes it on as it is)
+            if len(v):
+                _ntuple(v[:1], d, name, op)   # element types first, as PyTorch's parser
+            raise RuntimeError(f"{op}: {name} must either be a single Int or tuple of{three} Ints")
+    kernel = _ntuple(kernel_size, d, "kernel_size", op)
+    size = _ntuple(output_size, d, "output_size", op)
+    where = op if d == 2 else f"{op}_out"
+    if input.ndim not in (d + 1, d + 2):
+        raise RuntimeError(f"{where}(): Expected {d + 1}D or {d + 2}D tensor, but got: {_size_str(input.shape)}")
+    for i in range(input.ndim - d - 1, input.ndim):
+        if input.shape[i] == 0:
+            raise RuntimeError(f"{where}(): Expected input to have non-zero size for non-batch dimensions, but got"
+                               f"{_size_str(input.shape)} with dimension {i} being empty.")
+    if samples._data.dtype != input._data.dtype:
+        raise RuntimeError("Expect _random_samples to have the same dtype as input")
+    if samples.ndim != 3:
+        raise RuntimeError(f"Expect _random_samples to have 3 dimensions, got {samples.ndim}")
+    batched = input.ndim == d + 2
+    N, C = (input.shape[0], input.shape[1]) if batched else (1, input.shape[0])
+    if samples.shape[0] < N:
+        raise RuntimeError("Expect _random_samples.size(0) no less then input batch size.")
+    if samples.shape[1] != C:
+        raise RuntimeError("Expect _random_samples.size(1) equals to input channel size.")
+    if samples.shape[2] != d:
+        raise RuntimeError(f"Expect _random_samples.size(2) equals to {d}; got {samples.shape[2]}.")
+    if any(o < 0 for o in size):
+        raise RuntimeError(f"Trying to create tensor with negative dimension {min(size)}: "
+                           f"{_size_str(input.shape[:input.ndim - d] + size)}")
+    if any(k <= 0 for k in kernel):
+        raise RuntimeError(f"ember: {op}(): kernel_size must be greater than zero, but got {list(kernel)}")
+    for word, S, L, k in zip(_DIM_WORDS[d], input.shape[-d:], size, kernel):
+        if L + k - 1 > S or (d == 3 and L + k - 1 == S):   # ATen's 3-d check is strict, its 2-d one not
+            raise RuntimeError(f"{where}(): pool {word} {k} too large relative to input {word} {S}")
+    if input._data.dtype.kind != "f":
+        raise NotImplementedError(f'"{op}_out_frame" not implemented for \'{_TYPE_NAMES[str(input._data.dtype)]}\'')
+    x = input._data if batched else input._data[None]
+    order = (1, 0) if d == 2 else (0, 1, 2)
+    idx = _fractional_max_indices(x, kernel, size, samples._data, order)
+    if not batched:
+        idx = idx[0]
+    out = apply(max_pool_p, (input,), {"indices": idx, "sd": d, "unique": False}, _FRACTIONAL_NODES[d])
+    return out, make(idx)
+
+
+@register(module=False, submodule=_NN)
+def fractional_max_pool2d_with_indices(input: Tensor, kernel_size, output_size=None, output_ratio=None,
+                                       return_indices: bool = False, _random_samples: Tensor | None = None
+                                       ) -> tuple[Tensor, Tensor]:
+    """2-d fractional max pooling (Graham, 2014): (values, indices)."""
+    return _fractional(2, input, kernel_size, output_size, output_ratio, _random_samples)
+
+
+@register(module=False, submodule=_NN)
+def fractional_max_pool2d(input: Tensor, kernel_size, output_size=None, output_ratio=None,
+                          return_indices: bool = False, _random_samples: Tensor | None = None):
+    """2-d fractional max pooling over (N, C, H, W) or (C, H, W): windows of ``kernel_size`` at random starts,
+    ``output_size`` or ``output_ratio`` of the input; ``_random_samples`` (N, C, 2) fixes the starts."""
+    out = _fractional(2, input, kernel_size, output_size, output_ratio, _random_samples)
+    return out if return_indices else out[0]
+
+
+@register(module=False, submodule=_NN)
+def fractional_max_pool3d_with_indices(input: Tensor, kernel_size, output_size=None, output_ratio=None,
+                                       return_indices: bool = False, _random_samples: Tensor | None = None
+                                       ) -> tuple[Tensor, Tensor]:
+    """3-d fractional max pooling: (values, indices)."""
+    return _fractional(3, input, kernel_size, output_size, output_ratio, _random_samples)
+
+
+@register(module=False, submodule=_NN)
+def fractional_max_pool3d(input: Tensor, kernel_size, output_size=None, output_ratio=None,
+                          return_indices: bool = False, _random_samples: Tensor | None = None):
+    """3-d fractional max pooling over (N, C, T, H, W) or (C, T, H, W); ``_random_samples`` (N, C, 3)."""
+    out = _fractional(3, input, kernel_size, output_size, output_ratio, _random_samples)
+    return out if return_indices else out[0]
+
+
+# PyTorch's max-pooling nodes show the indices they saved as _saved_result1 (ember's nodes hold them as a parameter)
+for _cls in (_POOL_NODES["MaxPool2DWithIndicesBackward0"], _POOL_NODES["MaxPool3DWithIndicesBackward0"],
+             _POOL_NODES["AdaptiveMaxPool2DBackward0"], _POOL_NODES["AdaptiveMaxPool3DBackward0"],
+             *_FRACTIONAL_NODES.values()):
+    _cls._saved_result1 = property(lambda node: make(node._params["indices"]), doc="PyTorch's grad_fn._saved_result1")
+
+
+# ----- what PyTorch's nodes show (grad_fn._saved_*) ------------------------------------------------------------
+
+def _conv_transposed(node) -> bool:
+    return node._prim is conv_transpose_p
+
+
+def _conv_padding(node) -> tuple:
+    return tuple(lo for lo, _ in node._params["pads"])   # symmetric: 'same' pads an odd remainder first
+
+
+def _conv_output_padding(node) -> tuple:
+    """A transposed convolution's output_padding: its output size less the size its other arguments give."""
+    if not _conv_transposed(node):
+        return (0,) * len(node._params["stride"])
+    p = node._params
+    x_shape, w_shape = node._in[0][0], node._in[1][0]
+    return tuple(o - ((L - 1) * s - 2 * lo + dl * (k - 1) + 1) for o, L, s, (lo, _), dl, k in
+                 zip(p["size"], x_shape[2:], p["stride"], p["pads"], p["dilation"], w_shape[2:]))
+
+
+def _conv_bias_sizes(node) -> tuple:
+    b = node._in[2]
+    return tuple(b[0]) if type(b) is tuple else (0,)   # PyTorch shows [0] for no bias
+
+
+# PyTorch's ConvolutionBackward0 shows its call's arguments; stride, dilation, groups, input and weight come from
+# the primitives' parameters and saves, these from what the node holds
+for _name, _fn in (("_saved_transposed", _conv_transposed), ("_saved_padding", _conv_padding),
+                   ("_saved_output_padding", _conv_output_padding), ("_saved_bias_sym_sizes_opt", _conv_bias_sizes)):
+    setattr(conv_p.node_cls, _name, property(_fn, doc=f"PyTorch's grad_fn.{_name}"))
