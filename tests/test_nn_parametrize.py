@@ -131,7 +131,6 @@ def test_remove_parametrizations_restores_plain_parameter():
         out = {}
         for leave in (True, False):
             m = lib.nn.Linear(3, 3)
-            orig = m.parametrizations.weight.original if False else None
             P(lib).register_parametrization(m, "weight", symmetric(lib))
             orig = m.parametrizations.weight.original
             w = m.weight.detach().clone()
@@ -496,3 +495,33 @@ def test_exports_match_torch():
         assert getattr(ember.nn.utils, name).__name__ == f"ember.nn.utils.{name}"
     assert ember.nn.utils.parametrize.__all__ == torch.nn.utils.parametrize.__all__
     assert ember.nn.utils.parametrizations.__all__ == torch.nn.utils.parametrizations.__all__
+
+
+def test_state_dict_round_trip_and_dtype_conversion():
+    def fn(lib):
+        lib.manual_seed(0)
+        make = lambda: lib.nn.Sequential(PS(lib).spectral_norm(lib.nn.Linear(3, 4)),  # noqa: E731
+                                         PS(lib).weight_norm(lib.nn.Linear(4, 2)))
+        a, b = make(), make()
+        x = lib.randn(2, 3)
+        a(x)   # one power-iteration step moves a's u, v
+        res = b.load_state_dict(a.state_dict())
+        a.eval(), b.eval()
+        d = make().double()
+        return dict(res=(res.missing_keys, res.unexpected_keys), a=a(x), b=b(x), sd=_sd(b),
+                    dtypes=[str(v.dtype) for v in d.state_dict().values()], d=d(x.double()),
+                    wdtype=str(d[0].weight.dtype))
+    same(fn)
+
+
+@pytest.mark.parametrize("omap,shape,triv", [("householder", (2, 4, 3), False), ("cayley", (2, 3, 5), True),
+                                             ("householder", (2, 3, 5), True)])
+def test_orthogonal_batched_parameter(omap, shape, triv):
+    def fn(lib):
+        lib.manual_seed(0)
+        m = lib.nn.Module()
+        m.w = lib.nn.Parameter(lib.randn(*shape))
+        PS(lib).orthogonal(m, "w", orthogonal_map=omap, use_trivialization=triv)
+        m.w.sin().sum().backward()
+        return dict(w=m.w, g=m.parametrizations.w.original.grad)
+    same(fn, atol=1e-5)
