@@ -1725,6 +1725,7 @@ grid_sample3d_p = defprim(
     _grid_sample_fwd(xp, inp, grid, mode, padding_mode, align_corners),
     vjp=(_grid_sample_vjp_input, _grid_sample_vjp_grid), saves=(0, 1),
     saved_names={0: "input", 1: "grid"})
+save_always(grid_sample_p, grid_sample3d_p)   # PyTorch's grid_sampler_*_backward: one formula for both inputs
 # PyTorch shows the modes as its enums' ints
 _GS_MODES = {"bilinear": 0, "nearest": 1, "bicubic": 2}
 _GS_PADDING = {"zeros": 0, "border": 1, "reflection": 2}
