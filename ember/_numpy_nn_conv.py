@@ -1,9 +1,10 @@
 """NumPy kernels of the convolution / pooling family (part of the raw namespace ``_numpy_ns``).
 
-Everything is N-d generic over the spatial dims (1, 2 or 3). A convolution is one GEMM per group over an
-im2col copy of a strided window view of the padded input; its input gradient (= the transposed
-convolution) is one GEMM followed by a col2im that loops over the kernel offsets (prod(kernel) strided
-slice additions, never over pixels); its weight gradient is one GEMM.
+Everything is N-d generic over the spatial dims (1, 2 or 3). A convolution is a GEMM over an im2col copy of
+a strided window view of the padded input, taken a chunk of samples at a time; its input gradient (= the
+transposed convolution) is a GEMM followed by a col2im that loops over the kernel offsets (prod(kernel)
+slice additions, never over pixels); its weight gradient is a GEMM summed over the chunks. Stride 1 (the
+common case) uses "wide" columns, see _wide.
 
 Conventions: ``pads`` is a tuple of (lo, hi) pairs, one per spatial dim; ``size`` the spatial size of a
 transposed convolution's (cropped) output; indices of max pooling are flat indices into the input's
@@ -41,37 +42,197 @@ def _out_size(padded, kernel, stride, dilation):
     return tuple((p - dl * (k - 1) - 1) // s + 1 for p, k, s, dl in zip(padded, kernel, stride, dilation))
 
 
-def _cols(x, kernel, stride, pads, dilation, groups, out_size):
-    """im2col: (G, Cg*prod(K), N*prod(L)), one contiguous copy of the windows."""
+# Memory: the column matrices are built and consumed a chunk of samples at a time (_CHUNK_BYTES of columns
+# at most, one sample at least): a whole-batch im2col copy is prod(kernel) times the input, and fresh pages
+# cost more than the arithmetic here (each is faulted in and zeroed by the OS; a step of a small CNN spent a
+# third of its time so), besides falling out of the cache before the GEMM reads them.
+_CHUNK_BYTES = 1 << 19
+
+
+def _chunks(N: int, per_sample: int):
+    """Sample ranges [n0, n1) covering range(N), each holding about _CHUNK_BYTES of ``per_sample`` bytes."""
+    step = max(1, min(N, _CHUNK_BYTES // max(per_sample, 1)))
+    return [(n0, min(N, n0 + step)) for n0 in range(0, N, step)]
+
+
+def _cols(x, kernel, stride, pads, dilation, out_size):
+    """im2col: (N, C*prod(K), prod(L)), one contiguous copy of the windows, sample by sample, so that the
+    convolution's GEMM gives (N, O, L), its output layout, with no transposed copy before or after."""
     N, C = x.shape[:2]
     d = len(kernel)
     win = _windows(_padded(x, pads), kernel, stride, dilation, out_size)
-    perm = (1,) + tuple(range(2 + d, 2 + 2 * d)) + (0,) + tuple(range(2, 2 + d))
-    return win.transpose(perm).reshape(groups, (C // groups) * _math.prod(kernel), N * _math.prod(out_size))
+    perm = (0, 1) + tuple(range(2 + d, 2 + 2 * d)) + tuple(range(2, 2 + d))
+    return win.transpose(perm).reshape(N, C * _math.prod(kernel), _math.prod(out_size))
 
 
-def _gemm(a, b):
-    """Per-group products (G, m, k) @ (G, k, n) as 2-d BLAS calls (NumPy's stacked matmul may fall back to
-    a slow loop for transposed operands)."""
-    if a.shape[0] == 1:
-        return np.matmul(a[0], b[0])[None]
-    return np.stack([np.matmul(a[i], b[i]) for i in range(a.shape[0])])
+# Stride 1 runs on "wide" columns: output position l sits at the flat index of its window's origin in the
+# padded input (row pitch = the padded width, not the output's), so a kernel offset is one flat shift. A
+# window copy or a col2im addition is then one contiguous run per (sample, channel) instead of one short run
+# per output row (NumPy's per-row overhead dominated those), at the price of (padded width - output width)
+# unused columns per row in the GEMMs. In the gradients the unused columns hold zeros, which add nothing as
+# long as what multiplies them is finite (checked: a non-finite weight or input takes the compact path).
+
+def _wide(grid, out_size):
+    """(flat strides of ``grid`` in elements, the wide length T covering every output position)."""
+    ps = tuple(_math.prod(grid[i + 1:]) for i in range(len(grid)))
+    return ps, sum((L - 1) * p for L, p in zip(out_size, ps)) + 1
+
+
+def _wide_ok(stride, grid, out_size, kernel, dilation):
+    return all(s == 1 for s in stride) and all(P >= L + dl * (k - 1) for P, L, k, dl in
+                                               zip(grid, out_size, kernel, dilation))
+
+
+def _cols_wide(xp_, kernel, dilation, ps, T):
+    """(N, C*prod(K), T): the wide columns of the contiguous padded input ``xp_`` (N, C, *grid)."""
+    N, C = xp_.shape[:2]
+    it = xp_.itemsize
+    view = _as_strided(xp_, (N, C) + tuple(kernel) + (T,),
+                       xp_.strides[:2] + tuple(dl * p * it for dl, p in zip(dilation, ps)) + (it,), writeable=False)
+    return view.reshape(N, C * _math.prod(kernel), T)
+
+
+def _wide_view(a, ps, out_size, writeable=False):
+    """The (N, C, *L) positions of wide rows ``a`` (N, C, T) as a strided view."""
+    it = a.itemsize
+    return _as_strided(a, a.shape[:2] + tuple(out_size), a.strides[:2] + tuple(p * it for p in ps),
+                       writeable=writeable)
+
+
+def _spread(g, ps, T):
+    """``g`` (N, C, *L) laid out on wide rows (N, C, T), zeros between."""
+    out = np.zeros(g.shape[:2] + (T,), dtype=g.dtype)
+    _wide_view(out, ps, g.shape[2:], writeable=True)[...] = g
+    return out
+
+
+def _stacked(w, cols, groups, transpose_w=False):
+    """The per-sample, per-group GEMM: w (O, Cg*K) [transposed: (Cg*K, O) per group] times cols (N, C*K, T)
+    [(N, O, T)]: NumPy hands each 2-d product to BLAS; the result (N, rows, T) needs no transposed copy."""
+    N, _, T = cols.shape
+    O = w.shape[0]
+    if groups == 1:
+        wm = w.reshape(O, -1)
+        return np.matmul(wm.T if transpose_w else wm, cols)
+    wm = w.reshape(groups, O // groups, -1)
+    out = np.matmul(wm.transpose(0, 2, 1) if transpose_w else wm, cols.reshape(N, groups, cols.shape[1] // groups, T))
+    return out.reshape(N, out.shape[1] * out.shape[2], T)
 
 
 def conv_nd(x, w, b, stride, pads, dilation, groups):
     """The convolution of ``x`` (N, C, *S) with ``w`` (O, C/groups, *K), plus ``b`` (O,) or None."""
-    N = x.shape[0]
+    N, C = x.shape[:2]
     O = w.shape[0]
-    kernel = w.shape[2:]
-    d = len(kernel)
-    out_size = _out_size([s + lo + hi for s, (lo, hi) in zip(x.shape[2:], pads)], kernel, stride, dilation)
-    cols = _cols(x, kernel, stride, pads, dilation, groups, out_size)
-    out = _gemm(w.reshape(groups, O // groups, -1), cols)              # (G, Og, N*L): the GEMM
-    out = out.reshape((O, N) + out_size).swapaxes(0, 1)
+    kernel = tuple(w.shape[2:])
+    K = _math.prod(kernel)
+    grid = tuple(s + lo + hi for s, (lo, hi) in zip(x.shape[2:], pads))
+    out_size = _out_size(grid, kernel, stride, dilation)
+    out = np.empty((N, O) + out_size, dtype=np.result_type(x, w))
+    if _wide_ok(stride, grid, out_size, kernel, dilation):
+        ps, T = _wide(grid, out_size)
+        for n0, n1 in _chunks(N, C * K * T * x.itemsize):
+            cols = _cols_wide(np.ascontiguousarray(_padded(x[n0:n1], pads)), kernel, dilation, ps, T)
+            out[n0:n1] = _wide_view(_stacked(w, cols, groups), ps, out_size)
+    else:
+        flat = out.reshape(N, O, _math.prod(out_size))
+        for n0, n1 in _chunks(N, C * K * flat.shape[2] * x.itemsize):
+            flat[n0:n1] = _stacked(w, _cols(x[n0:n1], kernel, stride, pads, dilation, out_size), groups)
     if b is not None:
-        out = out + b.reshape((1, O) + (1,) * d)
-    return np.ascontiguousarray(out)
+        out += b.reshape((O,) + (1,) * len(kernel))
+    return out
 
+
+def _col2im_nc(out, cols, stride, dilation, lo):
+    """Add the columns (N, C, *K, *L) into ``out`` (N, C, *size), window origins at ``-lo``: one strided
+    slice addition per kernel offset (never a loop over pixels), each clipped to the rows it reaches
+    inside ``size``, so neither a padded buffer nor a cropping copy is needed."""
+    d = out.ndim - 2
+    size = out.shape[2:]
+    kernel = cols.shape[2:2 + d]
+    out_size = cols.shape[2 + d:]
+    lead = (slice(None), slice(None))
+    for k in np.ndindex(*kernel):
+        src, dst = [], []
+        for i in range(d):
+            off = k[i] * dilation[i] - lo[i]          # where column 0 of this offset lands
+            l0 = max(0, -(off // stride[i]))
+            l1 = min(out_size[i], (size[i] - 1 - off) // stride[i] + 1)
+            if l1 <= l0:
+                break
+            src.append(slice(l0, l1))
+            dst.append(slice(off + l0 * stride[i], off + (l1 - 1) * stride[i] + 1, stride[i]))
+        else:
+            out[lead + tuple(dst)] += cols[lead + k + tuple(src)]
+
+
+def conv_transpose_nd(x, w, b, stride, pads, dilation, groups, size):
+    """The transposed convolution (the input gradient of ``conv_nd``): ``x`` (N, O, *L), ``w``
+    (O, C/groups, *K), output (N, C, *size), plus ``b`` (C,) or None."""
+    N, O = x.shape[:2]
+    out_size = tuple(x.shape[2:])
+    kernel = tuple(w.shape[2:])
+    K = _math.prod(kernel)
+    C = groups * w.shape[1]
+    size = tuple(size)
+    grid = tuple(s + lo + hi for s, (lo, hi) in zip(size, pads))
+    out = np.zeros((N, C) + size, dtype=np.result_type(x, w))
+    if _wide_ok(stride, grid, out_size, kernel, dilation) and np.isfinite(w).all():
+        ps, T = _wide(grid, out_size)
+        P = _math.prod(grid)
+        offs = [sum(ki * dl * p for ki, dl, p in zip(k, dilation, ps)) for k in np.ndindex(*kernel)]
+        padded = any(lo or hi for lo, hi in pads)
+        crop = (slice(None), slice(None)) + tuple(slice(lo, lo + s) for s, (lo, _) in zip(size, pads))
+        for n0, n1 in _chunks(N, C * K * T * out.itemsize):
+            cols = _stacked(w, _spread(x[n0:n1], ps, T), groups, transpose_w=True).reshape(n1 - n0, C, K, T)
+            buf = np.zeros((n1 - n0, C, P), dtype=out.dtype) if padded else out[n0:n1].reshape(n1 - n0, C, P)
+            for j, off in enumerate(offs):   # one contiguous shifted addition per kernel offset
+                buf[:, :, off:off + T] += cols[:, :, j]
+            if padded:
+                out[n0:n1] = buf.reshape((n1 - n0, C) + grid)[crop]
+    else:
+        L = _math.prod(out_size)
+        for n0, n1 in _chunks(N, C * K * L * out.itemsize):
+            cols = _stacked(w, x[n0:n1].reshape(n1 - n0, O, L), groups, transpose_w=True)
+            _col2im_nc(out[n0:n1], cols.reshape((n1 - n0, C) + kernel + out_size), stride, dilation,
+                       [lo for lo, _ in pads])
+    if b is not None:
+        out += b.reshape((-1,) + (1,) * len(kernel))
+    return out
+
+
+def conv_weight_nd(x, gy, wshape, stride, pads, dilation, groups):
+    """The weight gradient of ``conv_nd``: ``x`` (N, C, *S) against the output gradient ``gy`` (N, O, *L);
+    one stacked GEMM per chunk of samples (per sample, per group), summed over the batch."""
+    N, O = gy.shape[:2]
+    C = x.shape[1]
+    out_size = tuple(gy.shape[2:])
+    kernel = tuple(wshape[2:])
+    K = _math.prod(kernel)
+    grid = tuple(s + lo + hi for s, (lo, hi) in zip(x.shape[2:], pads))
+    wide = _wide_ok(stride, grid, out_size, kernel, dilation)
+    while True:
+        dw = np.zeros((groups, O // groups, (C // groups) * K), dtype=np.result_type(x, gy))
+        if wide:
+            ps, T = _wide(grid, out_size)
+        else:
+            T = _math.prod(out_size)
+        for n0, n1 in _chunks(N, C * K * T * dw.itemsize):
+            if wide:
+                cols = _cols_wide(np.ascontiguousarray(_padded(x[n0:n1], pads)), kernel, dilation, ps, T)
+                g = _spread(gy[n0:n1], ps, T)
+            else:
+                cols = _cols(x[n0:n1], kernel, stride, pads, dilation, out_size)
+                g = gy[n0:n1].reshape(n1 - n0, O, T)
+            B = n1 - n0
+            dw += np.matmul(g.reshape(B, groups, O // groups, T),
+                            cols.reshape(B, groups, (C // groups) * K, T).transpose(0, 1, 3, 2)).sum(0)
+        # a non-finite input in an unused wide column gives 0 * inf = NaN: redo those the compact way
+        if not wide or np.isfinite(dw).all() or np.isfinite(x).all():
+            return dw.reshape(wshape)
+        wide = False
+
+
+# ----- F.fold's col2im (layout (C, *K, N, *L)) -------------------------------------------------------
 
 def _col2im(cols, kernel, stride, dilation, full, lo, size):
     """Sum the columns (C, *K, N, *L) into a zero buffer (C, N, *full), one strided slice per kernel
@@ -90,36 +251,6 @@ def _col2im(cols, kernel, stride, dilation, full, lo, size):
     return np.ascontiguousarray(buf.swapaxes(0, 1))
 
 
-def conv_transpose_nd(x, w, b, stride, pads, dilation, groups, size):
-    """The transposed convolution (the input gradient of ``conv_nd``): ``x`` (N, O, *L), ``w``
-    (O, C/groups, *K), output (N, C, *size), plus ``b`` (C,) or None."""
-    N, O = x.shape[:2]
-    out_size = x.shape[2:]
-    Cg = w.shape[1]
-    kernel = w.shape[2:]
-    d = len(kernel)
-    Og = O // groups
-    gm = x.reshape((N, groups, Og, _math.prod(out_size))).transpose(1, 2, 0, 3).reshape(groups, Og, -1)
-    wm = w.reshape(groups, Og, -1).transpose(0, 2, 1)                     # (G, Cg*K, Og)
-    cols = _gemm(wm, gm).reshape((groups * Cg,) + tuple(kernel) + (N,) + tuple(out_size))
-    full = tuple(s + lo + hi for s, (lo, hi) in zip(size, pads))
-    out = _col2im(cols, kernel, stride, dilation, full, [lo for lo, _ in pads], size)
-    if b is not None:
-        out = out + b.reshape((1, -1) + (1,) * d)
-    return out
-
-
-def conv_weight_nd(x, gy, wshape, stride, pads, dilation, groups):
-    """The weight gradient of ``conv_nd``: ``x`` (N, C, *S) against the output gradient ``gy`` (N, O, *L)."""
-    N, O = gy.shape[:2]
-    out_size = gy.shape[2:]
-    kernel = tuple(wshape[2:])
-    cols = _cols(x, kernel, stride, pads, dilation, groups, out_size)      # (G, Cg*K, N*L)
-    gm = gy.reshape((N, groups, O // groups, _math.prod(out_size))).transpose(1, 2, 0, 3).reshape(
-        groups, O // groups, -1)
-    return _gemm(gm, cols.transpose(0, 2, 1)).reshape(wshape)
-
-
 # ----- pooling ------------------------------------------------------------------------------------------
 
 def pool_gather(x, indices, sd, unique=False):
@@ -127,8 +258,11 @@ def pool_gather(x, indices, sd, unique=False):
     if x.size == 0 or indices.size == 0:
         return np.zeros(indices.shape, dtype=x.dtype)
     lead = _math.prod(x.shape[:x.ndim - sd])
-    flat = x.reshape(lead, -1)
-    return np.take_along_axis(flat, indices.reshape(lead, -1), 1).reshape(indices.shape)
+    S = _math.prod(x.shape[x.ndim - sd:])
+    L = indices.size // lead
+    # one flat take (take_along_axis indexes with two broadcast arrays: slower)
+    rows = np.add(indices.reshape(lead, L), np.arange(0, lead * S, S, dtype=np.int64).reshape(lead, 1))
+    return x.reshape(-1).take(rows).reshape(indices.shape)
 
 
 def pool_scatter(g, indices, shape, sd, unique=False):
@@ -194,6 +328,42 @@ def _lowest(dtype):
     return -np.inf if dtype.kind == "f" else (np.iinfo(dtype).min if dtype.kind in "iu" else False)
 
 
+def _first_max_indices(views, kernel, stride, dilation, out_size, size):
+    """The scan of _running_argmax when no window holds a NaN or padding, in fewer passes: the windows'
+    maximum, then the number of leading offsets (in window order) below it, i.e. the first offset equal to
+    it (ties: the first maximum). None when a window holds a NaN (PyTorch's scan then picks the last NaN:
+    the caller runs the scan)."""
+    K = len(views)
+    shape = views[0].shape
+    N = shape[0]
+    kbest = np.empty(shape, dtype=np.uint8 if K < 256 else np.int64)
+    for n0, n1 in _chunks(N, K * views[0][:1].size * views[0].itemsize):
+        # this chunk's window values offset-major and contiguous: every pass below then runs over long rows
+        # (strided views of small pooled maps loop over short rows, one per output row: slower)
+        w = np.stack([v[n0:n1] for v in views])
+        m = np.maximum(w[0], w[-1])
+        for v in w[1:-1]:
+            np.maximum(m, v, out=m)
+        if m.dtype.kind == "f" and np.isnan(m).any():
+            return None
+        below = np.ones(m.shape, dtype=np.uint8)     # every offset so far is below the maximum
+        kb = kbest[n0:n1]
+        kb[...] = 0
+        for v in w[:-1]:
+            below &= (v != m).view(np.uint8)
+            kb += below
+    d = len(kernel)
+    pitch = [_math.prod(size[i + 1:]) for i in range(d)]   # flat strides of the input's spatial dims
+    origin = 0
+    for i in range(d):
+        shp = [1] * d
+        shp[i] = out_size[i]
+        origin = origin + (np.arange(out_size[i], dtype=np.int64) * (stride[i] * pitch[i])).reshape(shp)
+    offs = np.array([sum(k[i] * dilation[i] * pitch[i] for i in range(d)) for k in np.ndindex(*kernel)],
+                    dtype=np.int64)
+    return np.add(offs.take(kbest), origin)
+
+
 def _max_pool_indices(x, kernel, stride, pads, dilation, out_size):
     """Flat spatial indices (N, C, *L) of each window's maximum, PyTorch's way (see _running_argmax): one
     vectorised step per kernel offset, never a loop over pixels."""
@@ -210,6 +380,12 @@ def _max_pool_indices(x, kernel, stride, pads, dilation, out_size):
     views = (xp_[lead + tuple(slice(k[i] * dilation[i], k[i] * dilation[i] + stride[i] * (out_size[i] - 1) + 1,
                                     stride[i]) for i in range(d))] for k in np.ndindex(*kernel))
     full = not any(lo or hi for lo, hi in pads)
+    if full:
+        idx = _first_max_indices(list(views), kernel, stride, dilation, out_size, size)
+        if idx is not None:
+            return idx
+        views = (xp_[lead + tuple(slice(k[i] * dilation[i], k[i] * dilation[i] + stride[i] * (out_size[i] - 1) + 1,
+                                        stride[i]) for i in range(d))] for k in np.ndindex(*kernel))
     kbest = _running_argmax(views, low, _math.prod(kernel), full)
     # the winning offset as per-dim positions; where nothing won (all lowest), PyTorch's index is the
     # window's first in-bounds position
