@@ -49,9 +49,16 @@ def _out_size(padded, kernel, stride, dilation):
 _CHUNK_BYTES = 1 << 19
 
 
+def _chunk_size(N: int, per_sample: int) -> int:
+    """Samples per chunk: about _CHUNK_BYTES of ``per_sample`` bytes, at least one."""
+    return max(1, min(N, _CHUNK_BYTES // max(per_sample, 1)))
+
+
 def _chunks(N: int, per_sample: int):
-    """Sample ranges [n0, n1) covering range(N), each holding about _CHUNK_BYTES of ``per_sample`` bytes."""
-    step = max(1, min(N, _CHUNK_BYTES // max(per_sample, 1)))
+    """Sample ranges [n0, n1) covering range(N), each holding about _CHUNK_BYTES of ``per_sample`` bytes.
+    The kernels allocate each chunk's buffers once and reuse them: a fresh allocation per chunk can be
+    handed back to the OS between chunks and faulted in again."""
+    step = _chunk_size(N, per_sample)
     return [(n0, min(N, n0 + step)) for n0 in range(0, N, step)]
 
 
@@ -83,13 +90,36 @@ def _wide_ok(stride, grid, out_size, kernel, dilation):
                                                zip(grid, out_size, kernel, dilation))
 
 
-def _cols_wide(xp_, kernel, dilation, ps, T):
-    """(N, C*prod(K), T): the wide columns of the contiguous padded input ``xp_`` (N, C, *grid)."""
+def _cols_wide(xp_, kernel, dilation, ps, T, out):
+    """The wide columns (N, C*prod(K), T) of the contiguous padded input ``xp_`` (N, C, *grid), written into
+    ``out`` (at least N rows; the rest untouched) and returned."""
     N, C = xp_.shape[:2]
     it = xp_.itemsize
     view = _as_strided(xp_, (N, C) + tuple(kernel) + (T,),
                        xp_.strides[:2] + tuple(dl * p * it for dl, p in zip(dilation, ps)) + (it,), writeable=False)
-    return view.reshape(N, C * _math.prod(kernel), T)
+    cols = out[:N]
+    np.copyto(cols.reshape(view.shape), view)
+    return cols
+
+
+class _Chunked:
+    """The samples [n0, n1) of ``x`` (N, C, *S), padded by ``pads`` and contiguous, one chunk after another
+    in the same buffer (its border zeros written once)."""
+
+    def __init__(self, x, pads, step):
+        self.x, self.pads = x, pads
+        self.inner = (slice(None), slice(None)) + tuple(slice(lo, lo + s) for s, (lo, _) in zip(x.shape[2:], pads))
+        self.padded = any(lo or hi for lo, hi in pads)
+        if self.padded:
+            self.buf = np.zeros((step,) + x.shape[1:2] + tuple(s + lo + hi for s, (lo, hi) in zip(x.shape[2:], pads)),
+                                dtype=x.dtype)
+
+    def __call__(self, n0, n1):
+        if not self.padded:
+            return np.ascontiguousarray(self.x[n0:n1])
+        b = self.buf[:n1 - n0]
+        b[self.inner] = self.x[n0:n1]
+        return b
 
 
 def _wide_view(a, ps, out_size, writeable=False):
@@ -99,24 +129,28 @@ def _wide_view(a, ps, out_size, writeable=False):
                        writeable=writeable)
 
 
-def _spread(g, ps, T):
-    """``g`` (N, C, *L) laid out on wide rows (N, C, T), zeros between."""
-    out = np.zeros(g.shape[:2] + (T,), dtype=g.dtype)
-    _wide_view(out, ps, g.shape[2:], writeable=True)[...] = g
-    return out
+def _spread(g, ps, T, out):
+    """``g`` (N, C, *L) laid out on wide rows: written into ``out`` (at least N rows of (C, T), zeros
+    between the positions, which every call writes the same) and returned."""
+    w = out[:g.shape[0]]
+    _wide_view(w, ps, g.shape[2:], writeable=True)[...] = g
+    return w
 
 
-def _stacked(w, cols, groups, transpose_w=False):
+def _stacked(w, cols, groups, transpose_w=False, out=None):
     """The per-sample, per-group GEMM: w (O, Cg*K) [transposed: (Cg*K, O) per group] times cols (N, C*K, T)
-    [(N, O, T)]: NumPy hands each 2-d product to BLAS; the result (N, rows, T) needs no transposed copy."""
+    [(N, O, T)]: NumPy hands each 2-d product to BLAS; the result (N, rows, T) needs no transposed copy.
+    ``out``: a buffer of at least N rows to write it into."""
     N, _, T = cols.shape
     O = w.shape[0]
     if groups == 1:
         wm = w.reshape(O, -1)
-        return np.matmul(wm.T if transpose_w else wm, cols)
+        return np.matmul(wm.T if transpose_w else wm, cols, out=None if out is None else out[:N])
     wm = w.reshape(groups, O // groups, -1)
-    out = np.matmul(wm.transpose(0, 2, 1) if transpose_w else wm, cols.reshape(N, groups, cols.shape[1] // groups, T))
-    return out.reshape(N, out.shape[1] * out.shape[2], T)
+    a = wm.transpose(0, 2, 1) if transpose_w else wm
+    res = None if out is None else out[:N].reshape(N, groups, a.shape[1], T)
+    res = np.matmul(a, cols.reshape(N, groups, cols.shape[1] // groups, T), out=res)
+    return res.reshape(N, res.shape[1] * res.shape[2], T)
 
 
 def conv_nd(x, w, b, stride, pads, dilation, groups):
@@ -130,9 +164,13 @@ def conv_nd(x, w, b, stride, pads, dilation, groups):
     out = np.empty((N, O) + out_size, dtype=np.result_type(x, w))
     if _wide_ok(stride, grid, out_size, kernel, dilation):
         ps, T = _wide(grid, out_size)
+        step = _chunk_size(N, C * K * T * x.itemsize)
+        chunk = _Chunked(x, pads, step)
+        cbuf = np.empty((step, C * K, T), dtype=x.dtype)
+        obuf = np.empty((step, O, T), dtype=out.dtype)
         for n0, n1 in _chunks(N, C * K * T * x.itemsize):
-            cols = _cols_wide(np.ascontiguousarray(_padded(x[n0:n1], pads)), kernel, dilation, ps, T)
-            out[n0:n1] = _wide_view(_stacked(w, cols, groups), ps, out_size)
+            cols = _cols_wide(chunk(n0, n1), kernel, dilation, ps, T, cbuf)
+            out[n0:n1] = _wide_view(_stacked(w, cols, groups, out=obuf), ps, out_size)
     else:
         flat = out.reshape(N, O, _math.prod(out_size))
         for n0, n1 in _chunks(N, C * K * flat.shape[2] * x.itemsize):
@@ -182,13 +220,22 @@ def conv_transpose_nd(x, w, b, stride, pads, dilation, groups, size):
         offs = [sum(ki * dl * p for ki, dl, p in zip(k, dilation, ps)) for k in np.ndindex(*kernel)]
         padded = any(lo or hi for lo, hi in pads)
         crop = (slice(None), slice(None)) + tuple(slice(lo, lo + s) for s, (lo, _) in zip(size, pads))
+        step = _chunk_size(N, C * K * T * out.itemsize)
+        gbuf = np.zeros((step, O, T), dtype=x.dtype)
+        cbuf = np.empty((step, C * K, T), dtype=out.dtype)
+        pbuf = np.empty((step, C, P), dtype=out.dtype) if padded else None
         for n0, n1 in _chunks(N, C * K * T * out.itemsize):
-            cols = _stacked(w, _spread(x[n0:n1], ps, T), groups, transpose_w=True).reshape(n1 - n0, C, K, T)
-            buf = np.zeros((n1 - n0, C, P), dtype=out.dtype) if padded else out[n0:n1].reshape(n1 - n0, C, P)
+            B = n1 - n0
+            cols = _stacked(w, _spread(x[n0:n1], ps, T, gbuf), groups, transpose_w=True, out=cbuf).reshape(B, C, K, T)
+            if padded:
+                buf = pbuf[:B]
+                buf[...] = 0
+            else:
+                buf = out[n0:n1].reshape(B, C, P)
             for j, off in enumerate(offs):   # one contiguous shifted addition per kernel offset
                 buf[:, :, off:off + T] += cols[:, :, j]
             if padded:
-                out[n0:n1] = buf.reshape((n1 - n0, C) + grid)[crop]
+                out[n0:n1] = buf.reshape((B, C) + grid)[crop]
     else:
         L = _math.prod(out_size)
         for n0, n1 in _chunks(N, C * K * L * out.itemsize):
@@ -216,10 +263,15 @@ def conv_weight_nd(x, gy, wshape, stride, pads, dilation, groups):
             ps, T = _wide(grid, out_size)
         else:
             T = _math.prod(out_size)
+        if wide:
+            step = _chunk_size(N, C * K * T * dw.itemsize)
+            chunk = _Chunked(x, pads, step)
+            cbuf = np.empty((step, C * K, T), dtype=x.dtype)
+            gbuf = np.zeros((step, O, T), dtype=gy.dtype)
         for n0, n1 in _chunks(N, C * K * T * dw.itemsize):
             if wide:
-                cols = _cols_wide(np.ascontiguousarray(_padded(x[n0:n1], pads)), kernel, dilation, ps, T)
-                g = _spread(gy[n0:n1], ps, T)
+                cols = _cols_wide(chunk(n0, n1), kernel, dilation, ps, T, cbuf)
+                g = _spread(gy[n0:n1], ps, T, gbuf)
             else:
                 cols = _cols(x[n0:n1], kernel, stride, pads, dilation, out_size)
                 g = gy[n0:n1].reshape(n1 - n0, O, T)
@@ -337,10 +389,12 @@ def _first_max_indices(views, kernel, stride, dilation, out_size, size):
     shape = views[0].shape
     N = shape[0]
     kbest = np.empty(shape, dtype=np.uint8 if K < 256 else np.int64)
-    for n0, n1 in _chunks(N, K * views[0][:1].size * views[0].itemsize):
+    per = K * views[0][:1].size * views[0].itemsize
+    wbuf = np.empty((K, _chunk_size(N, per)) + shape[1:], dtype=views[0].dtype)
+    for n0, n1 in _chunks(N, per):
         # this chunk's window values offset-major and contiguous: every pass below then runs over long rows
         # (strided views of small pooled maps loop over short rows, one per output row: slower)
-        w = np.stack([v[n0:n1] for v in views])
+        w = np.stack([v[n0:n1] for v in views], out=wbuf[:, :n1 - n0])
         m = np.maximum(w[0], w[-1])
         for v in w[1:-1]:
             np.maximum(m, v, out=m)
@@ -361,7 +415,9 @@ def _first_max_indices(views, kernel, stride, dilation, out_size, size):
         origin = origin + (np.arange(out_size[i], dtype=np.int64) * (stride[i] * pitch[i])).reshape(shp)
     offs = np.array([sum(k[i] * dilation[i] * pitch[i] for i in range(d)) for k in np.ndindex(*kernel)],
                     dtype=np.int64)
-    return np.add(offs.take(kbest), origin)
+    idx = offs.take(kbest)
+    idx += origin
+    return idx
 
 
 def _max_pool_indices(x, kernel, stride, pads, dilation, out_size):
