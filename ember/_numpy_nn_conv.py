@@ -46,7 +46,7 @@ def _out_size(padded, kernel, stride, dilation):
 # at most, one sample at least): a whole-batch im2col copy is prod(kernel) times the input, and fresh pages
 # cost more than the arithmetic here (each is faulted in and zeroed by the OS; a step of a small CNN spent a
 # third of its time so), besides falling out of the cache before the GEMM reads them.
-_CHUNK_BYTES = 1 << 19
+_CHUNK_BYTES = 1 << 21
 
 
 def _chunk_size(N: int, per_sample: int) -> int:
@@ -90,18 +90,6 @@ def _wide_ok(stride, grid, out_size, kernel, dilation):
                                                zip(grid, out_size, kernel, dilation))
 
 
-def _cols_wide(xp_, kernel, dilation, ps, T, out):
-    """The wide columns (N, C*prod(K), T) of the contiguous padded input ``xp_`` (N, C, *grid), written into
-    ``out`` (at least N rows; the rest untouched) and returned."""
-    N, C = xp_.shape[:2]
-    it = xp_.itemsize
-    view = _as_strided(xp_, (N, C) + tuple(kernel) + (T,),
-                       xp_.strides[:2] + tuple(dl * p * it for dl, p in zip(dilation, ps)) + (it,), writeable=False)
-    cols = out[:N]
-    np.copyto(cols.reshape(view.shape), view)
-    return cols
-
-
 class _Chunked:
     """The samples [n0, n1) of ``x`` (N, C, *S), padded by ``pads`` and contiguous, one chunk after another
     in the same buffer (its border zeros written once)."""
@@ -122,35 +110,55 @@ class _Chunked:
         return b
 
 
-def _wide_view(a, ps, out_size, writeable=False):
-    """The (N, C, *L) positions of wide rows ``a`` (N, C, T) as a strided view."""
+def _cols_rows(xp_, kernel, dilation, ps, T, buf):
+    """The wide columns of the contiguous padded chunk ``xp_`` (B, C, *grid) as one matrix (C*prod(K), B*T),
+    each sample's T columns side by side, written into the first B*T columns of ``buf`` (C*prod(K), >= B*T),
+    so that a convolution over the chunk is a single GEMM."""
+    B, C = xp_.shape[:2]
+    it = xp_.itemsize
+    view = _as_strided(xp_, (B, C) + tuple(kernel) + (T,),
+                       xp_.strides[:2] + tuple(dl * p * it for dl, p in zip(dilation, ps)) + (it,), writeable=False)
+    cols = buf[:, :B * T]
+    d = len(kernel)
+    np.copyto(cols.reshape((C,) + tuple(kernel) + (B, T)),
+              view.transpose((1,) + tuple(range(2, 2 + d)) + (0, 2 + d)))
+    return cols
+
+
+def _rows_view(a, B, T, ps, out_size, writeable=False):
+    """The (R, B, *L) output positions of the wide rows ``a`` (R, >= B*T), B samples of T columns each."""
     it = a.itemsize
-    return _as_strided(a, a.shape[:2] + tuple(out_size), a.strides[:2] + tuple(p * it for p in ps),
+    return _as_strided(a, (a.shape[0], B) + tuple(out_size), (a.strides[0], T * it) + tuple(p * it for p in ps),
                        writeable=writeable)
 
 
-def _spread(g, ps, T, out):
-    """``g`` (N, C, *L) laid out on wide rows: written into ``out`` (at least N rows of (C, T), zeros
-    between the positions, which every call writes the same) and returned."""
-    w = out[:g.shape[0]]
-    _wide_view(w, ps, g.shape[2:], writeable=True)[...] = g
-    return w
-
-
-def _stacked(w, cols, groups, transpose_w=False, out=None):
-    """The per-sample, per-group GEMM: w (O, Cg*K) [transposed: (Cg*K, O) per group] times cols (N, C*K, T)
-    [(N, O, T)]: NumPy hands each 2-d product to BLAS; the result (N, rows, T) needs no transposed copy.
-    ``out``: a buffer of at least N rows to write it into."""
-    N, _, T = cols.shape
+def _group_mm(w, m, groups, transpose_w=False, out=None):
+    """w (O, Cg*K) [transposed: (Cg*K, O) per group] times m (rows, n) split into groups of rows: one GEMM
+    per group, the results stacked back as rows."""
     O = w.shape[0]
     if groups == 1:
         wm = w.reshape(O, -1)
-        return np.matmul(wm.T if transpose_w else wm, cols, out=None if out is None else out[:N])
+        return np.matmul(wm.T if transpose_w else wm, m, out=out)
     wm = w.reshape(groups, O // groups, -1)
     a = wm.transpose(0, 2, 1) if transpose_w else wm
-    res = None if out is None else out[:N].reshape(N, groups, a.shape[1], T)
-    res = np.matmul(a, cols.reshape(N, groups, cols.shape[1] // groups, T), out=res)
-    return res.reshape(N, res.shape[1] * res.shape[2], T)
+    res = np.matmul(a, m.reshape(groups, m.shape[0] // groups, m.shape[1]),
+                    out=None if out is None else out.reshape(groups, a.shape[1], out.shape[1]))
+    return res.reshape(groups * a.shape[1], m.shape[1])
+
+
+def _stacked(w, cols, groups, transpose_w=False):
+    """The per-sample, per-group GEMM (the strided convolutions): w (O, Cg*K) [transposed: (Cg*K, O) per
+    group] times cols (N, C*K, L) [(N, O, L)]: NumPy hands each 2-d product to BLAS; the result (N, rows, L)
+    is the output's layout, no transposed copy."""
+    N, _, L = cols.shape
+    O = w.shape[0]
+    if groups == 1:
+        wm = w.reshape(O, -1)
+        return np.matmul(wm.T if transpose_w else wm, cols)
+    wm = w.reshape(groups, O // groups, -1)
+    a = wm.transpose(0, 2, 1) if transpose_w else wm
+    res = np.matmul(a, cols.reshape(N, groups, cols.shape[1] // groups, L))
+    return res.reshape(N, res.shape[1] * res.shape[2], L)
 
 
 def conv_nd(x, w, b, stride, pads, dilation, groups):
@@ -166,15 +174,21 @@ def conv_nd(x, w, b, stride, pads, dilation, groups):
         ps, T = _wide(grid, out_size)
         step = _chunk_size(N, C * K * T * x.itemsize)
         chunk = _Chunked(x, pads, step)
-        cbuf = np.empty((step, C * K, T), dtype=x.dtype)
-        obuf = np.empty((step, O, T), dtype=out.dtype)
+        cbuf = np.empty((C * K, step * T), dtype=x.dtype)
+        obuf = np.empty((O, step * T), dtype=out.dtype)
         for n0, n1 in _chunks(N, C * K * T * x.itemsize):
-            cols = _cols_wide(chunk(n0, n1), kernel, dilation, ps, T, cbuf)
-            out[n0:n1] = _wide_view(_stacked(w, cols, groups, out=obuf), ps, out_size)
-    else:
-        flat = out.reshape(N, O, _math.prod(out_size))
-        for n0, n1 in _chunks(N, C * K * flat.shape[2] * x.itemsize):
-            flat[n0:n1] = _stacked(w, _cols(x[n0:n1], kernel, stride, pads, dilation, out_size), groups)
+            B = n1 - n0
+            cols = _cols_rows(chunk(n0, n1), kernel, dilation, ps, T, cbuf)
+            res = _group_mm(w, cols, groups, out=obuf[:, :B * T])        # the chunk's one GEMM: (O, B*T)
+            res = _rows_view(res, B, T, ps, out_size).swapaxes(0, 1)
+            if b is None:
+                out[n0:n1] = res
+            else:   # the bias added while the output is copied out of the wide rows
+                np.add(res, b.reshape((O,) + (1,) * len(kernel)), out=out[n0:n1])
+        return out
+    flat = out.reshape(N, O, _math.prod(out_size))
+    for n0, n1 in _chunks(N, C * K * flat.shape[2] * x.itemsize):
+        flat[n0:n1] = _stacked(w, _cols(x[n0:n1], kernel, stride, pads, dilation, out_size), groups)
     if b is not None:
         out += b.reshape((O,) + (1,) * len(kernel))
     return out
@@ -221,19 +235,22 @@ def conv_transpose_nd(x, w, b, stride, pads, dilation, groups, size):
         padded = any(lo or hi for lo, hi in pads)
         crop = (slice(None), slice(None)) + tuple(slice(lo, lo + s) for s, (lo, _) in zip(size, pads))
         step = _chunk_size(N, C * K * T * out.itemsize)
-        gbuf = np.zeros((step, O, T), dtype=x.dtype)
-        cbuf = np.empty((step, C * K, T), dtype=out.dtype)
+        gbuf = np.zeros((O, step * T), dtype=x.dtype)     # zeros between the positions, never written
+        cbuf = np.empty((C * K, step * T), dtype=out.dtype)
         pbuf = np.empty((step, C, P), dtype=out.dtype) if padded else None
         for n0, n1 in _chunks(N, C * K * T * out.itemsize):
             B = n1 - n0
-            cols = _stacked(w, _spread(x[n0:n1], ps, T, gbuf), groups, transpose_w=True, out=cbuf).reshape(B, C, K, T)
+            g = gbuf[:, :B * T]
+            _rows_view(g, B, T, ps, out_size, writeable=True)[...] = x[n0:n1].swapaxes(0, 1)
+            cols = _group_mm(w, g, groups, transpose_w=True, out=cbuf[:, :B * T])   # (C*K, B*T): one GEMM
+            cols = cols.reshape(C, K, B, T)
             if padded:
                 buf = pbuf[:B]
                 buf[...] = 0
             else:
                 buf = out[n0:n1].reshape(B, C, P)
-            for j, off in enumerate(offs):   # one contiguous shifted addition per kernel offset
-                buf[:, :, off:off + T] += cols[:, :, j]
+            for j, off in enumerate(offs):   # one shifted addition per kernel offset, contiguous runs of T
+                buf[:, :, off:off + T] += cols[:, j].swapaxes(0, 1)
             if padded:
                 out[n0:n1] = buf.reshape((B, C) + grid)[crop]
     else:
@@ -248,40 +265,42 @@ def conv_transpose_nd(x, w, b, stride, pads, dilation, groups, size):
 
 
 def conv_weight_nd(x, gy, wshape, stride, pads, dilation, groups):
-    """The weight gradient of ``conv_nd``: ``x`` (N, C, *S) against the output gradient ``gy`` (N, O, *L);
-    one stacked GEMM per chunk of samples (per sample, per group), summed over the batch."""
+    """The weight gradient of ``conv_nd``: ``x`` (N, C, *S) against the output gradient ``gy`` (N, O, *L):
+    one GEMM per chunk of samples (stride 1; else per sample), summed over the chunks."""
     N, O = gy.shape[:2]
     C = x.shape[1]
     out_size = tuple(gy.shape[2:])
     kernel = tuple(wshape[2:])
     K = _math.prod(kernel)
     grid = tuple(s + lo + hi for s, (lo, hi) in zip(x.shape[2:], pads))
-    wide = _wide_ok(stride, grid, out_size, kernel, dilation)
-    while True:
-        dw = np.zeros((groups, O // groups, (C // groups) * K), dtype=np.result_type(x, gy))
-        if wide:
-            ps, T = _wide(grid, out_size)
-        else:
-            T = _math.prod(out_size)
-        if wide:
-            step = _chunk_size(N, C * K * T * dw.itemsize)
-            chunk = _Chunked(x, pads, step)
-            cbuf = np.empty((step, C * K, T), dtype=x.dtype)
-            gbuf = np.zeros((step, O, T), dtype=gy.dtype)
-        for n0, n1 in _chunks(N, C * K * T * dw.itemsize):
-            if wide:
-                cols = _cols_wide(chunk(n0, n1), kernel, dilation, ps, T, cbuf)
-                g = _spread(gy[n0:n1], ps, T, gbuf)
-            else:
-                cols = _cols(x[n0:n1], kernel, stride, pads, dilation, out_size)
-                g = gy[n0:n1].reshape(n1 - n0, O, T)
+    dtype = np.result_type(x, gy)
+    if _wide_ok(stride, grid, out_size, kernel, dilation):
+        ps, T = _wide(grid, out_size)
+        step = _chunk_size(N, C * K * T * dtype.itemsize)
+        chunk = _Chunked(x, pads, step)
+        cbuf = np.empty((C * K, step * T), dtype=x.dtype)
+        gbuf = np.zeros((O, step * T), dtype=gy.dtype)    # zeros between the positions, never written
+        dw = np.zeros((groups, O // groups, (C // groups) * K), dtype=dtype)
+        for n0, n1 in _chunks(N, C * K * T * dtype.itemsize):
             B = n1 - n0
-            dw += np.matmul(g.reshape(B, groups, O // groups, T),
-                            cols.reshape(B, groups, (C // groups) * K, T).transpose(0, 1, 3, 2)).sum(0)
-        # a non-finite input in an unused wide column gives 0 * inf = NaN: redo those the compact way
-        if not wide or np.isfinite(dw).all() or np.isfinite(x).all():
+            cols = _cols_rows(chunk(n0, n1), kernel, dilation, ps, T, cbuf)
+            g = gbuf[:, :B * T]
+            _rows_view(g, B, T, ps, out_size, writeable=True)[...] = gy[n0:n1].swapaxes(0, 1)
+            dw += np.matmul(g.reshape(groups, O // groups, B * T),
+                            cols.reshape(groups, (C // groups) * K, B * T).swapaxes(1, 2))
+        # the unused wide columns hold zeros in g; against a non-finite input there they give NaN: redo
+        # those the compact way
+        if np.isfinite(dw).all() or np.isfinite(x).all():
             return dw.reshape(wshape)
-        wide = False
+    dw = np.zeros((groups, O // groups, (C // groups) * K), dtype=dtype)
+    T = _math.prod(out_size)
+    for n0, n1 in _chunks(N, C * K * T * dtype.itemsize):
+        B = n1 - n0
+        cols = _cols(x[n0:n1], kernel, stride, pads, dilation, out_size)
+        g = gy[n0:n1].reshape(B, O, T)
+        dw += np.matmul(g.reshape(B, groups, O // groups, T),
+                        cols.reshape(B, groups, (C // groups) * K, T).transpose(0, 1, 3, 2)).sum(0)
+    return dw.reshape(wshape)
 
 
 # ----- F.fold's col2im (layout (C, *K, N, *L)) -------------------------------------------------------
