@@ -44,8 +44,8 @@ def _out_size(padded, kernel, stride, dilation):
 
 # Memory: the column matrices are built and consumed a chunk of samples at a time (_CHUNK_BYTES of columns
 # at most, one sample at least): a whole-batch im2col copy is prod(kernel) times the input, and fresh pages
-# cost more than the arithmetic here (each is faulted in and zeroed by the OS; a step of a small CNN spent a
-# third of its time so), besides falling out of the cache before the GEMM reads them.
+# cost more than the arithmetic here (each is faulted in and zeroed by the OS: about a quarter of a small
+# CNN's training step, see bench/NOTES.md), besides falling out of the cache before the GEMM reads them.
 _CHUNK_BYTES = 1 << 21
 
 
