@@ -3,6 +3,7 @@
     python bench/cnn.py             # full run
     python bench/cnn.py --quick     # fewer repeats
     python bench/cnn.py --profile   # also a cProfile of ember's CNN step (top functions by own time)
+    python bench/cnn.py --threads 1 --only cnn --repeats 60   # one workload, NumPy's BLAS and torch at 1 thread
 
 Workloads (float32):
 
@@ -14,7 +15,10 @@ Workloads (float32):
   input and weight gradients.
 
 torch runs with ``torch.set_num_threads(n)``, n = the threads NumPy's BLAS uses (as bench/overhead.py), so
-neither side gets more cores than the other. Each cell is the median of timed repeats after warm-up.
+neither side gets more cores than the other; ``--threads n`` sets both (NumPy's BLAS through threadpoolctl).
+Each cell is the median (and the best) of timed repeats after warm-up; ``--interleave`` alternates the two
+libraries' repeats so that on a shared machine both see the same load (each then also runs amid the
+other's leftovers in the caches and in the C allocator's heap, which changes ember's page faults).
 This is a benchmark, not a test: it never asserts.
 """
 from __future__ import annotations
@@ -69,25 +73,36 @@ def conv_step(lib, x, w):
     return [xt.grad.numpy(), wt.grad.numpy()]
 
 
-def timeit(fn, warmup: int, repeats: int) -> tuple[float, float]:
-    """(median, best) of ``repeats`` timed runs after ``warmup`` untimed ones. The best is reported too: on
-    a shared machine it is the least disturbed by other processes."""
-    for _ in range(warmup):
-        fn()
-    ts = []
-    for _ in range(repeats):
+def timeit(fns, warmup: int, repeats: int, interleave: bool = True) -> list[tuple[float, float]]:
+    """(median, best) per function of ``repeats`` timed runs after ``warmup`` untimed ones. Interleaved:
+    the functions run in turn, so that each sees the same load on a shared machine (but also the other's
+    leftovers in the caches and the allocator); else one function's runs after the other's. The best is
+    reported too: it is the least disturbed by other processes."""
+    ts = [[] for _ in fns]
+    order = [i for _ in range(warmup + repeats) for i in range(len(fns))] if interleave else \
+        [i for i in range(len(fns)) for _ in range(warmup + repeats)]
+    for i in order:
         t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts), min(ts)
+        fns[i]()
+        ts[i].append(time.perf_counter() - t0)
+    return [(statistics.median(t[warmup:]), min(t[warmup:])) for t in ts]
 
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer repeats")
     ap.add_argument("--profile", action="store_true", help="cProfile ember's CNN step")
+    ap.add_argument("--threads", type=int, default=None, help="threads for NumPy's BLAS and torch (default: "
+                    "NumPy's BLAS setting)")
+    ap.add_argument("--only", choices=("cnn", "conv"), default=None, help="run one workload")
+    ap.add_argument("--repeats", type=int, default=None, help="timed repeats of each workload")
+    ap.add_argument("--interleave", action="store_true", help="alternate ember's and torch's repeats "
+                    "(default: all of ember's, then all of torch's)")
     args = ap.parse_args(argv)
 
+    if args.threads is not None:
+        from threadpoolctl import threadpool_limits
+        threadpool_limits(args.threads, user_api="blas")
     threads, how = numpy_blas_threads()
     print(f"python {sys.version.split()[0]}, numpy {np.__version__}, ember {ember.__version__}, "
           f"torch {torch.__version__ if torch else '(not installed: column skipped)'}")
@@ -103,25 +118,26 @@ def main(argv=None) -> None:
     wc = (rng.standard_normal((64, 64, 3, 3)) / 24).astype(np.float32)
     reps = (2, 5) if args.quick else (3, 15)
     creps = (1, 3) if args.quick else (1, 5)
+    if args.repeats:
+        reps, creps = (reps[0], args.repeats), (creps[0], args.repeats)
 
     def run(lib):
         x, y = lib.tensor(xb), lib.tensor(yb)
         return (lambda: cnn_step(lib, params, x, y)), (lambda: conv_step(lib, xc, wc))
 
-    rows = []
     e_cnn, e_conv = run(ember)
-    t_cnn = (timeit(e_cnn, *reps), None)
-    t_conv = (timeit(e_conv, *creps), None)
-    if torch is not None:
-        c_cnn, c_conv = run(torch)
-        t_cnn = (t_cnn[0], timeit(c_cnn, *reps))
-        t_conv = (t_conv[0], timeit(c_conv, *creps))
-        # sanity, not an assertion: both compute the same gradients
-        d1 = max(float(np.max(np.abs(a - b))) for a, b in zip(e_cnn(), c_cnn()))
-        d2 = max(float(np.max(np.abs(a - b)) / max(1.0, float(np.max(np.abs(b))))) for a, b in
-                 zip(e_conv(), c_conv()))
-        print(f"max gradient difference ember vs torch: cnn step {d1:.1e}, conv2d (relative) {d2:.1e}")
-    rows = [("cnn step (64x1x28x28)", *t_cnn), ("conv2d fwd+bwd (32x64x56x56, 3x3)", *t_conv)]
+    libs = [(e_cnn, e_conv)] + ([run(torch)] if torch is not None else [])
+    rows = []
+    for k, (name, r) in enumerate((("cnn step (64x1x28x28)", reps), ("conv2d fwd+bwd (32x64x56x56, 3x3)", creps))):
+        if args.only is not None and args.only != ("cnn", "conv")[k]:
+            continue
+        fns = [lib[k] for lib in libs]
+        ts = timeit(fns, *r, interleave=args.interleave)
+        rows.append((name, ts[0], ts[1] if len(ts) > 1 else None))
+        if torch is not None:   # sanity, not an assertion: both compute the same gradients
+            got, want = fns[0](), fns[1]()
+            d = max(float(np.max(np.abs(a - b)) / max(1.0, float(np.max(np.abs(b))))) for a, b in zip(got, want))
+            print(f"max gradient difference ember vs torch, {name}: {d:.1e} (relative to the largest)")
     print()
     header = f"{'workload':<36}{'':>6}{'ember ms':>10}{'torch ms':>10}{'ember/torch':>13}"
     print(header)

@@ -1,9 +1,10 @@
 """NumPy kernels of the convolution / pooling family (part of the raw namespace ``_numpy_ns``).
 
-Everything is N-d generic over the spatial dims (1, 2 or 3). A convolution is one GEMM per group over an
-im2col copy of a strided window view of the padded input; its input gradient (= the transposed
-convolution) is one GEMM followed by a col2im that loops over the kernel offsets (prod(kernel) strided
-slice additions, never over pixels); its weight gradient is one GEMM.
+Everything is N-d generic over the spatial dims (1, 2 or 3). A convolution is a GEMM over an im2col copy of
+a strided window view of the padded input, taken a chunk of samples at a time; its input gradient (= the
+transposed convolution) is a GEMM followed by a col2im that loops over the kernel offsets (prod(kernel)
+slice additions, never over pixels); its weight gradient is a GEMM summed over the chunks. Stride 1 (the
+common case) uses "wide" columns, see _wide.
 
 Conventions: ``pads`` is a tuple of (lo, hi) pairs, one per spatial dim; ``size`` the spatial size of a
 transposed convolution's (cropped) output; indices of max pooling are flat indices into the input's
@@ -41,37 +42,268 @@ def _out_size(padded, kernel, stride, dilation):
     return tuple((p - dl * (k - 1) - 1) // s + 1 for p, k, s, dl in zip(padded, kernel, stride, dilation))
 
 
-def _cols(x, kernel, stride, pads, dilation, groups, out_size):
-    """im2col: (G, Cg*prod(K), N*prod(L)), one contiguous copy of the windows."""
+# Memory: the column matrices are built and consumed a chunk of samples at a time (_CHUNK_BYTES of columns
+# at most, one sample at least): a whole-batch im2col copy is prod(kernel) times the input, and fresh pages
+# cost more than the arithmetic here (each is faulted in and zeroed by the OS: about a quarter of a small
+# CNN's training step, see bench/NOTES.md), besides falling out of the cache before the GEMM reads them.
+_CHUNK_BYTES = 1 << 21
+
+
+def _chunk_size(N: int, per_sample: int) -> int:
+    """Samples per chunk: about _CHUNK_BYTES of ``per_sample`` bytes, at least one."""
+    return max(1, min(N, _CHUNK_BYTES // max(per_sample, 1)))
+
+
+def _chunks(N: int, per_sample: int):
+    """Sample ranges [n0, n1) covering range(N), each holding about _CHUNK_BYTES of ``per_sample`` bytes.
+    The kernels allocate each chunk's buffers once and reuse them: a fresh allocation per chunk can be
+    handed back to the OS between chunks and faulted in again."""
+    step = _chunk_size(N, per_sample)
+    return [(n0, min(N, n0 + step)) for n0 in range(0, N, step)]
+
+
+def _cols(x, kernel, stride, pads, dilation, out_size):
+    """im2col: (N, C*prod(K), prod(L)), one contiguous copy of the windows, sample by sample, so that the
+    convolution's GEMM gives (N, O, L), its output layout, with no transposed copy before or after."""
     N, C = x.shape[:2]
     d = len(kernel)
     win = _windows(_padded(x, pads), kernel, stride, dilation, out_size)
-    perm = (1,) + tuple(range(2 + d, 2 + 2 * d)) + (0,) + tuple(range(2, 2 + d))
-    return win.transpose(perm).reshape(groups, (C // groups) * _math.prod(kernel), N * _math.prod(out_size))
+    perm = (0, 1) + tuple(range(2 + d, 2 + 2 * d)) + tuple(range(2, 2 + d))
+    return win.transpose(perm).reshape(N, C * _math.prod(kernel), _math.prod(out_size))
 
 
-def _gemm(a, b):
-    """Per-group products (G, m, k) @ (G, k, n) as 2-d BLAS calls (NumPy's stacked matmul may fall back to
-    a slow loop for transposed operands)."""
-    if a.shape[0] == 1:
-        return np.matmul(a[0], b[0])[None]
-    return np.stack([np.matmul(a[i], b[i]) for i in range(a.shape[0])])
+# Stride 1 runs on "wide" columns: output position l sits at the flat index of its window's origin in the
+# padded input (row pitch = the padded width, not the output's), so a kernel offset is one flat shift. A
+# window copy or a col2im addition is then one contiguous run per (sample, channel) instead of one short run
+# per output row (NumPy's per-row overhead dominated those), at the price of (padded width - output width)
+# unused columns per row in the GEMMs. In the gradients the unused columns hold zeros, which add nothing as
+# long as what multiplies them is finite (checked: a non-finite weight or input takes the compact path).
+
+def _wide(grid, out_size):
+    """(flat strides of ``grid`` in elements, the wide length T covering every output position)."""
+    ps = tuple(_math.prod(grid[i + 1:]) for i in range(len(grid)))
+    return ps, sum((L - 1) * p for L, p in zip(out_size, ps)) + 1
+
+
+def _wide_ok(stride, grid, out_size, kernel, dilation):
+    return all(s == 1 for s in stride) and all(P >= L + dl * (k - 1) for P, L, k, dl in
+                                               zip(grid, out_size, kernel, dilation))
+
+
+class _Chunked:
+    """The samples [n0, n1) of ``x`` (N, C, *S), padded by ``pads`` and contiguous, one chunk after another
+    in the same buffer (its border zeros written once)."""
+
+    def __init__(self, x, pads, step):
+        self.x, self.pads = x, pads
+        self.inner = (slice(None), slice(None)) + tuple(slice(lo, lo + s) for s, (lo, _) in zip(x.shape[2:], pads))
+        self.padded = any(lo or hi for lo, hi in pads)
+        if self.padded:
+            self.buf = np.zeros((step,) + x.shape[1:2] + tuple(s + lo + hi for s, (lo, hi) in zip(x.shape[2:], pads)),
+                                dtype=x.dtype)
+
+    def __call__(self, n0, n1):
+        if not self.padded:
+            return np.ascontiguousarray(self.x[n0:n1])
+        b = self.buf[:n1 - n0]
+        b[self.inner] = self.x[n0:n1]
+        return b
+
+
+def _cols_rows(xp_, kernel, dilation, ps, T, buf):
+    """The wide columns of the contiguous padded chunk ``xp_`` (B, C, *grid) as one matrix (C*prod(K), B*T),
+    each sample's T columns side by side, written into the first B*T columns of ``buf`` (C*prod(K), >= B*T),
+    so that a convolution over the chunk is a single GEMM."""
+    B, C = xp_.shape[:2]
+    it = xp_.itemsize
+    view = _as_strided(xp_, (B, C) + tuple(kernel) + (T,),
+                       xp_.strides[:2] + tuple(dl * p * it for dl, p in zip(dilation, ps)) + (it,), writeable=False)
+    cols = buf[:, :B * T]
+    d = len(kernel)
+    np.copyto(cols.reshape((C,) + tuple(kernel) + (B, T)),
+              view.transpose((1,) + tuple(range(2, 2 + d)) + (0, 2 + d)))
+    return cols
+
+
+def _rows_view(a, B, T, ps, out_size, writeable=False):
+    """The (R, B, *L) output positions of the wide rows ``a`` (R, >= B*T), B samples of T columns each."""
+    it = a.itemsize
+    return _as_strided(a, (a.shape[0], B) + tuple(out_size), (a.strides[0], T * it) + tuple(p * it for p in ps),
+                       writeable=writeable)
+
+
+def _group_mm(w, m, groups, transpose_w=False, out=None):
+    """w (O, Cg*K) [transposed: (Cg*K, O) per group] times m (rows, n) split into groups of rows: one GEMM
+    per group, the results stacked back as rows."""
+    O = w.shape[0]
+    if groups == 1:
+        wm = w.reshape(O, -1)
+        return np.matmul(wm.T if transpose_w else wm, m, out=out)
+    wm = w.reshape(groups, O // groups, -1)
+    a = wm.transpose(0, 2, 1) if transpose_w else wm
+    res = np.matmul(a, m.reshape(groups, m.shape[0] // groups, m.shape[1]),
+                    out=None if out is None else out.reshape(groups, a.shape[1], out.shape[1]))
+    return res.reshape(groups * a.shape[1], m.shape[1])
+
+
+def _stacked(w, cols, groups, transpose_w=False):
+    """The per-sample, per-group GEMM (the strided convolutions): w (O, Cg*K) [transposed: (Cg*K, O) per
+    group] times cols (N, C*K, L) [(N, O, L)]: NumPy hands each 2-d product to BLAS; the result (N, rows, L)
+    is the output's layout, no transposed copy."""
+    N, _, L = cols.shape
+    O = w.shape[0]
+    if groups == 1:
+        wm = w.reshape(O, -1)
+        return np.matmul(wm.T if transpose_w else wm, cols)
+    wm = w.reshape(groups, O // groups, -1)
+    a = wm.transpose(0, 2, 1) if transpose_w else wm
+    res = np.matmul(a, cols.reshape(N, groups, cols.shape[1] // groups, L))
+    return res.reshape(N, res.shape[1] * res.shape[2], L)
 
 
 def conv_nd(x, w, b, stride, pads, dilation, groups):
     """The convolution of ``x`` (N, C, *S) with ``w`` (O, C/groups, *K), plus ``b`` (O,) or None."""
-    N = x.shape[0]
+    N, C = x.shape[:2]
     O = w.shape[0]
-    kernel = w.shape[2:]
-    d = len(kernel)
-    out_size = _out_size([s + lo + hi for s, (lo, hi) in zip(x.shape[2:], pads)], kernel, stride, dilation)
-    cols = _cols(x, kernel, stride, pads, dilation, groups, out_size)
-    out = _gemm(w.reshape(groups, O // groups, -1), cols)              # (G, Og, N*L): the GEMM
-    out = out.reshape((O, N) + out_size).swapaxes(0, 1)
+    kernel = tuple(w.shape[2:])
+    K = _math.prod(kernel)
+    grid = tuple(s + lo + hi for s, (lo, hi) in zip(x.shape[2:], pads))
+    out_size = _out_size(grid, kernel, stride, dilation)
+    out = np.empty((N, O) + out_size, dtype=np.result_type(x, w))
+    if _wide_ok(stride, grid, out_size, kernel, dilation):
+        ps, T = _wide(grid, out_size)
+        step = _chunk_size(N, C * K * T * x.itemsize)
+        chunk = _Chunked(x, pads, step)
+        cbuf = np.empty((C * K, step * T), dtype=x.dtype)
+        obuf = np.empty((O, step * T), dtype=out.dtype)
+        for n0, n1 in _chunks(N, C * K * T * x.itemsize):
+            B = n1 - n0
+            cols = _cols_rows(chunk(n0, n1), kernel, dilation, ps, T, cbuf)
+            res = _group_mm(w, cols, groups, out=obuf[:, :B * T])        # the chunk's one GEMM: (O, B*T)
+            res = _rows_view(res, B, T, ps, out_size).swapaxes(0, 1)
+            if b is None:
+                out[n0:n1] = res
+            else:   # the bias added while the output is copied out of the wide rows
+                np.add(res, b.reshape((O,) + (1,) * len(kernel)), out=out[n0:n1])
+        return out
+    flat = out.reshape(N, O, _math.prod(out_size))
+    for n0, n1 in _chunks(N, C * K * flat.shape[2] * x.itemsize):
+        flat[n0:n1] = _stacked(w, _cols(x[n0:n1], kernel, stride, pads, dilation, out_size), groups)
     if b is not None:
-        out = out + b.reshape((1, O) + (1,) * d)
-    return np.ascontiguousarray(out)
+        out += b.reshape((O,) + (1,) * len(kernel))
+    return out
 
+
+def _col2im_nc(out, cols, stride, dilation, lo):
+    """Add the columns (N, C, *K, *L) into ``out`` (N, C, *size), window origins at ``-lo``: one strided
+    slice addition per kernel offset (never a loop over pixels), each clipped to the rows it reaches
+    inside ``size``, so neither a padded buffer nor a cropping copy is needed."""
+    d = out.ndim - 2
+    size = out.shape[2:]
+    kernel = cols.shape[2:2 + d]
+    out_size = cols.shape[2 + d:]
+    lead = (slice(None), slice(None))
+    for k in np.ndindex(*kernel):
+        src, dst = [], []
+        for i in range(d):
+            off = k[i] * dilation[i] - lo[i]          # where column 0 of this offset lands
+            l0 = max(0, -(off // stride[i]))
+            l1 = min(out_size[i], (size[i] - 1 - off) // stride[i] + 1)
+            if l1 <= l0:
+                break
+            src.append(slice(l0, l1))
+            dst.append(slice(off + l0 * stride[i], off + (l1 - 1) * stride[i] + 1, stride[i]))
+        else:
+            out[lead + tuple(dst)] += cols[lead + k + tuple(src)]
+
+
+def conv_transpose_nd(x, w, b, stride, pads, dilation, groups, size):
+    """The transposed convolution (the input gradient of ``conv_nd``): ``x`` (N, O, *L), ``w``
+    (O, C/groups, *K), output (N, C, *size), plus ``b`` (C,) or None."""
+    N, O = x.shape[:2]
+    out_size = tuple(x.shape[2:])
+    kernel = tuple(w.shape[2:])
+    K = _math.prod(kernel)
+    C = groups * w.shape[1]
+    size = tuple(size)
+    grid = tuple(s + lo + hi for s, (lo, hi) in zip(size, pads))
+    out = np.zeros((N, C) + size, dtype=np.result_type(x, w))
+    if _wide_ok(stride, grid, out_size, kernel, dilation) and np.isfinite(w).all():
+        ps, T = _wide(grid, out_size)
+        P = _math.prod(grid)
+        offs = [sum(ki * dl * p for ki, dl, p in zip(k, dilation, ps)) for k in np.ndindex(*kernel)]
+        padded = any(lo or hi for lo, hi in pads)
+        crop = (slice(None), slice(None)) + tuple(slice(lo, lo + s) for s, (lo, _) in zip(size, pads))
+        step = _chunk_size(N, C * K * T * out.itemsize)
+        gbuf = np.zeros((O, step * T), dtype=x.dtype)     # zeros between the positions, never written
+        cbuf = np.empty((C * K, step * T), dtype=out.dtype)
+        pbuf = np.empty((step, C, P), dtype=out.dtype) if padded else None
+        for n0, n1 in _chunks(N, C * K * T * out.itemsize):
+            B = n1 - n0
+            g = gbuf[:, :B * T]
+            _rows_view(g, B, T, ps, out_size, writeable=True)[...] = x[n0:n1].swapaxes(0, 1)
+            cols = _group_mm(w, g, groups, transpose_w=True, out=cbuf[:, :B * T])   # (C*K, B*T): one GEMM
+            cols = cols.reshape(C, K, B, T)
+            if padded:
+                buf = pbuf[:B]
+                buf[...] = 0
+            else:
+                buf = out[n0:n1].reshape(B, C, P)
+            for j, off in enumerate(offs):   # one shifted addition per kernel offset, contiguous runs of T
+                buf[:, :, off:off + T] += cols[:, j].swapaxes(0, 1)
+            if padded:
+                out[n0:n1] = buf.reshape((B, C) + grid)[crop]
+    else:
+        L = _math.prod(out_size)
+        for n0, n1 in _chunks(N, C * K * L * out.itemsize):
+            cols = _stacked(w, x[n0:n1].reshape(n1 - n0, O, L), groups, transpose_w=True)
+            _col2im_nc(out[n0:n1], cols.reshape((n1 - n0, C) + kernel + out_size), stride, dilation,
+                       [lo for lo, _ in pads])
+    if b is not None:
+        out += b.reshape((-1,) + (1,) * len(kernel))
+    return out
+
+
+def conv_weight_nd(x, gy, wshape, stride, pads, dilation, groups):
+    """The weight gradient of ``conv_nd``: ``x`` (N, C, *S) against the output gradient ``gy`` (N, O, *L):
+    one GEMM per chunk of samples (stride 1; else per sample), summed over the chunks."""
+    N, O = gy.shape[:2]
+    C = x.shape[1]
+    out_size = tuple(gy.shape[2:])
+    kernel = tuple(wshape[2:])
+    K = _math.prod(kernel)
+    grid = tuple(s + lo + hi for s, (lo, hi) in zip(x.shape[2:], pads))
+    dtype = np.result_type(x, gy)
+    if _wide_ok(stride, grid, out_size, kernel, dilation):
+        ps, T = _wide(grid, out_size)
+        step = _chunk_size(N, C * K * T * dtype.itemsize)
+        chunk = _Chunked(x, pads, step)
+        cbuf = np.empty((C * K, step * T), dtype=x.dtype)
+        gbuf = np.zeros((O, step * T), dtype=gy.dtype)    # zeros between the positions, never written
+        dw = np.zeros((groups, O // groups, (C // groups) * K), dtype=dtype)
+        for n0, n1 in _chunks(N, C * K * T * dtype.itemsize):
+            B = n1 - n0
+            cols = _cols_rows(chunk(n0, n1), kernel, dilation, ps, T, cbuf)
+            g = gbuf[:, :B * T]
+            _rows_view(g, B, T, ps, out_size, writeable=True)[...] = gy[n0:n1].swapaxes(0, 1)
+            dw += np.matmul(g.reshape(groups, O // groups, B * T),
+                            cols.reshape(groups, (C // groups) * K, B * T).swapaxes(1, 2))
+        # the unused wide columns hold zeros in g; against a non-finite input there they give NaN: redo
+        # those the compact way
+        if np.isfinite(dw).all() or np.isfinite(x).all():
+            return dw.reshape(wshape)
+    dw = np.zeros((groups, O // groups, (C // groups) * K), dtype=dtype)
+    T = _math.prod(out_size)
+    for n0, n1 in _chunks(N, C * K * T * dtype.itemsize):
+        B = n1 - n0
+        cols = _cols(x[n0:n1], kernel, stride, pads, dilation, out_size)
+        g = gy[n0:n1].reshape(B, O, T)
+        dw += np.matmul(g.reshape(B, groups, O // groups, T),
+                        cols.reshape(B, groups, (C // groups) * K, T).transpose(0, 1, 3, 2)).sum(0)
+    return dw.reshape(wshape)
+
+
+# ----- F.fold's col2im (layout (C, *K, N, *L)) -------------------------------------------------------
 
 def _col2im(cols, kernel, stride, dilation, full, lo, size):
     """Sum the columns (C, *K, N, *L) into a zero buffer (C, N, *full), one strided slice per kernel
@@ -90,36 +322,6 @@ def _col2im(cols, kernel, stride, dilation, full, lo, size):
     return np.ascontiguousarray(buf.swapaxes(0, 1))
 
 
-def conv_transpose_nd(x, w, b, stride, pads, dilation, groups, size):
-    """The transposed convolution (the input gradient of ``conv_nd``): ``x`` (N, O, *L), ``w``
-    (O, C/groups, *K), output (N, C, *size), plus ``b`` (C,) or None."""
-    N, O = x.shape[:2]
-    out_size = x.shape[2:]
-    Cg = w.shape[1]
-    kernel = w.shape[2:]
-    d = len(kernel)
-    Og = O // groups
-    gm = x.reshape((N, groups, Og, _math.prod(out_size))).transpose(1, 2, 0, 3).reshape(groups, Og, -1)
-    wm = w.reshape(groups, Og, -1).transpose(0, 2, 1)                     # (G, Cg*K, Og)
-    cols = _gemm(wm, gm).reshape((groups * Cg,) + tuple(kernel) + (N,) + tuple(out_size))
-    full = tuple(s + lo + hi for s, (lo, hi) in zip(size, pads))
-    out = _col2im(cols, kernel, stride, dilation, full, [lo for lo, _ in pads], size)
-    if b is not None:
-        out = out + b.reshape((1, -1) + (1,) * d)
-    return out
-
-
-def conv_weight_nd(x, gy, wshape, stride, pads, dilation, groups):
-    """The weight gradient of ``conv_nd``: ``x`` (N, C, *S) against the output gradient ``gy`` (N, O, *L)."""
-    N, O = gy.shape[:2]
-    out_size = gy.shape[2:]
-    kernel = tuple(wshape[2:])
-    cols = _cols(x, kernel, stride, pads, dilation, groups, out_size)      # (G, Cg*K, N*L)
-    gm = gy.reshape((N, groups, O // groups, _math.prod(out_size))).transpose(1, 2, 0, 3).reshape(
-        groups, O // groups, -1)
-    return _gemm(gm, cols.transpose(0, 2, 1)).reshape(wshape)
-
-
 # ----- pooling ------------------------------------------------------------------------------------------
 
 def pool_gather(x, indices, sd, unique=False):
@@ -127,8 +329,11 @@ def pool_gather(x, indices, sd, unique=False):
     if x.size == 0 or indices.size == 0:
         return np.zeros(indices.shape, dtype=x.dtype)
     lead = _math.prod(x.shape[:x.ndim - sd])
-    flat = x.reshape(lead, -1)
-    return np.take_along_axis(flat, indices.reshape(lead, -1), 1).reshape(indices.shape)
+    S = _math.prod(x.shape[x.ndim - sd:])
+    L = indices.size // lead
+    # one flat take (take_along_axis indexes with two broadcast arrays: slower)
+    rows = np.add(indices.reshape(lead, L), np.arange(0, lead * S, S, dtype=np.int64).reshape(lead, 1))
+    return x.reshape(-1).take(rows).reshape(indices.shape)
 
 
 def pool_scatter(g, indices, shape, sd, unique=False):
@@ -194,6 +399,46 @@ def _lowest(dtype):
     return -np.inf if dtype.kind == "f" else (np.iinfo(dtype).min if dtype.kind in "iu" else False)
 
 
+def _first_max_indices(views, kernel, stride, dilation, out_size, size):
+    """The scan of _running_argmax when no window holds a NaN or padding, in fewer passes: the windows'
+    maximum, then the number of leading offsets (in window order) below it, i.e. the first offset equal to
+    it (ties: the first maximum). None when a window holds a NaN (PyTorch's scan then picks the last NaN:
+    the caller runs the scan)."""
+    K = len(views)
+    shape = views[0].shape
+    N = shape[0]
+    kbest = np.empty(shape, dtype=np.uint8 if K < 256 else np.int64)
+    per = K * views[0][:1].size * views[0].itemsize
+    wbuf = np.empty((K, _chunk_size(N, per)) + shape[1:], dtype=views[0].dtype)
+    for n0, n1 in _chunks(N, per):
+        # this chunk's window values offset-major and contiguous: every pass below then runs over long rows
+        # (strided views of small pooled maps loop over short rows, one per output row: slower)
+        w = np.stack([v[n0:n1] for v in views], out=wbuf[:, :n1 - n0])
+        m = np.maximum(w[0], w[-1])
+        for v in w[1:-1]:
+            np.maximum(m, v, out=m)
+        if m.dtype.kind == "f" and np.isnan(m).any():
+            return None
+        below = np.ones(m.shape, dtype=np.uint8)     # every offset so far is below the maximum
+        kb = kbest[n0:n1]
+        kb[...] = 0
+        for v in w[:-1]:
+            below &= (v != m).view(np.uint8)
+            kb += below
+    d = len(kernel)
+    pitch = [_math.prod(size[i + 1:]) for i in range(d)]   # flat strides of the input's spatial dims
+    origin = 0
+    for i in range(d):
+        shp = [1] * d
+        shp[i] = out_size[i]
+        origin = origin + (np.arange(out_size[i], dtype=np.int64) * (stride[i] * pitch[i])).reshape(shp)
+    offs = np.array([sum(k[i] * dilation[i] * pitch[i] for i in range(d)) for k in np.ndindex(*kernel)],
+                    dtype=np.int64)
+    idx = offs.take(kbest)
+    idx += origin
+    return idx
+
+
 def _max_pool_indices(x, kernel, stride, pads, dilation, out_size):
     """Flat spatial indices (N, C, *L) of each window's maximum, PyTorch's way (see _running_argmax): one
     vectorised step per kernel offset, never a loop over pixels."""
@@ -210,6 +455,12 @@ def _max_pool_indices(x, kernel, stride, pads, dilation, out_size):
     views = (xp_[lead + tuple(slice(k[i] * dilation[i], k[i] * dilation[i] + stride[i] * (out_size[i] - 1) + 1,
                                     stride[i]) for i in range(d))] for k in np.ndindex(*kernel))
     full = not any(lo or hi for lo, hi in pads)
+    if full:
+        idx = _first_max_indices(list(views), kernel, stride, dilation, out_size, size)
+        if idx is not None:
+            return idx
+        views = (xp_[lead + tuple(slice(k[i] * dilation[i], k[i] * dilation[i] + stride[i] * (out_size[i] - 1) + 1,
+                                        stride[i]) for i in range(d))] for k in np.ndindex(*kernel))
     kbest = _running_argmax(views, low, _math.prod(kernel), full)
     # the winning offset as per-dim positions; where nothing won (all lowest), PyTorch's index is the
     # window's first in-bounds position
