@@ -218,9 +218,11 @@ nan_to_num_p = _unary_prim("nan_to_num", "NanToNumBackward0",
                            lambda xp, g, out, a, nan, posinf, neginf: xp.where(xp.isfinite(a), g, 0.0),
                            promote=None)
 
-# where(out <= 0, 0, g), not g * (out > 0): the gradient passes at nan, as PyTorch's.
+# PyTorch's threshold_backward(g, result, 0): where(out <= 0, 0, g), not g * (out > 0), so the gradient passes
+# at nan; under create_graph it is a node of its own (ThresholdBackwardBackward0, in ops/nn_activation.py), so
+# that the gradient has a graph, as PyTorch's.
 relu_p = defprim("relu", "ReluBackward0", lambda xp, a: xp.relu(a),
-                 vjp=lambda xp, g, out, a: xp.where(out <= 0, 0.0, g), jvp="elementwise", saves_out=True)
+                 vjp=lambda xp, g, out, a: xp.threshold_backward(g, out, 0), jvp="elementwise", saves_out=True)
 
 # ----- primitives: binary math ---------------------------------------------------------------------------
 

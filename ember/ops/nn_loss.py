@@ -354,7 +354,8 @@ def _smooth_l1(xp, a, b, beta):
 
 def _smooth_l1_d(xp, a, b, beta):
     d = a - b
-    return xp.where(d < -beta, -1.0, xp.where(d > beta, 1.0, d / beta))
+    # at |d| = beta the slope is +-1 and its derivative 0, as PyTorch's smooth_l1_loss_double_backward
+    return xp.where(d <= -beta, -1.0, xp.where(d >= beta, 1.0, d / beta))
 
 
 smooth_l1_p = _pointwise_loss("smooth_l1_loss", "SmoothL1LossBackward0", _smooth_l1, _smooth_l1_d,
@@ -369,7 +370,8 @@ def _huber(xp, a, b, delta):
 
 def _huber_d(xp, a, b, delta):
     d = a - b
-    return xp.where(d < -delta, -delta, xp.where(d > delta, delta, d))
+    # at |d| = delta the slope is +-delta and its derivative 0, as PyTorch's huber_loss_double_backward
+    return xp.where(d <= -delta, -delta, xp.where(d >= delta, delta, d))
 
 
 huber_p = _pointwise_loss("huber_loss", "HuberLossBackward0", _huber, _huber_d,

@@ -1,0 +1,166 @@
+"""Activations and pointwise losses at exactly their kinks, against torch: the first derivative, its graph
+(create_graph=True: PyTorch's node, differentiable again), the second derivative in the input and in the
+upstream gradient, and the forward-mode tangent. The op database keeps its samples away from kinks (central
+differences need that); these points are the ones it leaves out."""
+import numpy as np
+import pytest
+
+from parity import same
+
+torch = pytest.importorskip("torch")
+
+
+def _arr(t):
+    if t is None:
+        return None
+    if isinstance(t, torch.Tensor) and t._is_zerotensor():   # torch's second derivatives may be ZeroTensors
+        return np.zeros(tuple(t.shape))
+    return np.array(t.tolist(), dtype=np.float64)
+
+
+def F(m):
+    return m.nn.functional
+
+
+def _w(m):
+    return m.tensor([0.25], dtype=m.float64)
+
+
+def _y(m, n):
+    return m.zeros(n, dtype=m.float64)
+
+
+# name: (function of (lib, x), points at and around the kinks, whether PyTorch's node name of the first
+# derivative is compared: the piecewise-linear ops get PyTorch's own nodes; elu, softplus and the losses compose
+# theirs from where/mul, with PyTorch's values)
+CASES = {
+    "relu": (lambda m, x: m.relu(x), [0.0, -1.0, 1.0, -0.0], True),
+    "F.relu": (lambda m, x: F(m).relu(x), [0.0, -1.0, 1.0], True),
+    "relu_": (lambda m, x: m.relu_(x * 1), [0.0, -1.0, 1.0], True),
+    "relu6": (lambda m, x: F(m).relu6(x), [0.0, 6.0, 3.0, -1.0, 7.0], True),
+    "leaky_relu": (lambda m, x: F(m).leaky_relu(x, 0.2), [0.0, -1.0, 1.0], True),
+    "leaky_relu_neg": (lambda m, x: F(m).leaky_relu(x, -0.5), [0.0, -1.0, 1.0], True),
+    "leaky_relu_": (lambda m, x: F(m).leaky_relu_(x * 1, 0.2), [0.0, -1.0, 1.0], True),
+    "hardtanh": (lambda m, x: F(m).hardtanh(x), [-1.0, 1.0, 0.0, -2.0, 2.0], True),
+    "hardtanh_": (lambda m, x: F(m).hardtanh_(x * 1, -0.5, 0.5), [-0.5, 0.5, 0.0], True),
+    "threshold": (lambda m, x: F(m).threshold(x, 0.5, 2.0), [0.5, 0.4, 0.6], True),
+    "threshold_": (lambda m, x: F(m).threshold_(x * 1, 0.5, 2.0), [0.5, 0.4, 0.6], True),
+    "hardshrink": (lambda m, x: F(m).hardshrink(x, 0.5), [0.5, -0.5, 0.0, 1.0, -1.0], True),
+    "softshrink": (lambda m, x: F(m).softshrink(x, 0.5), [0.5, -0.5, 0.0, 1.0, -1.0], True),
+    "rrelu_eval": (lambda m, x: F(m).rrelu(x), [0.0, -1.0, 1.0], True),
+    "rrelu_eval_": (lambda m, x: F(m).rrelu_(x * 1), [0.0, -1.0, 1.0], True),
+    "prelu": (lambda m, x: F(m).prelu(x, _w(m)), [0.0, -1.0, 1.0], True),
+    "hardswish": (lambda m, x: F(m).hardswish(x), [-3.0, 3.0, 0.0, -4.0, 4.0], True),
+    "elu": (lambda m, x: F(m).elu(x), [0.0, -1.0, 1.0], False),
+    "elu_alpha": (lambda m, x: F(m).elu(x, 0.5), [0.0, -1.0, 1.0], False),
+    "elu_": (lambda m, x: F(m).elu_(x * 1, 0.5), [0.0, -1.0, 1.0], False),
+    "selu": (lambda m, x: F(m).selu(x), [0.0, -1.0, 1.0], False),
+    "selu_": (lambda m, x: F(m).selu(x * 1, inplace=True), [0.0, -1.0, 1.0], False),
+    "celu": (lambda m, x: F(m).celu(x, 2.0), [0.0, -1.0, 1.0], False),
+    "celu_": (lambda m, x: F(m).celu(x * 1, 2.0, inplace=True), [0.0, -1.0, 1.0], False),
+    "softplus": (lambda m, x: F(m).softplus(x, 2.0, 3.0), [1.5, 1.0, 2.0], False),
+    "softplus_default": (lambda m, x: F(m).softplus(x), [20.0, 19.0, 21.0], False),
+    "smooth_l1": (lambda m, x: F(m).smooth_l1_loss(x, _y(m, 5), reduction="none", beta=0.5),
+                  [0.5, -0.5, 0.0, 1.0, -1.0], False),
+    "smooth_l1_mean": (lambda m, x: F(m).smooth_l1_loss(x, _y(m, 5), beta=0.5), [0.5, -0.5, 0.0, 1.0, -1.0],
+                       False),
+    "huber": (lambda m, x: F(m).huber_loss(x, _y(m, 5), reduction="none", delta=0.5),
+              [0.5, -0.5, 0.0, 1.0, -1.0], False),
+    "huber_sum": (lambda m, x: F(m).huber_loss(x, _y(m, 5), reduction="sum", delta=2.0),
+                  [2.0, -2.0, 0.0, 3.0, -3.0], False),
+    "l1": (lambda m, x: F(m).l1_loss(x, _y(m, 3), reduction="none"), [0.0, -0.5, 1.0], False),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_derivatives_at_kinks(name):
+    f, pts, compare_node = CASES[name]
+
+    def fn(m):
+        x = m.tensor(pts, dtype=m.float64, requires_grad=True)
+        y = f(m, x)
+        go = m.linspace(0.5, 1.5, y.numel(), dtype=m.float64).reshape(y.shape).requires_grad_()
+        g, = m.autograd.grad(y, x, go, create_graph=True)
+        node = type(g.grad_fn).__name__ if compare_node else g.grad_fn is not None
+        w = m.linspace(-1.0, 2.0, len(pts), dtype=m.float64)
+        gx, ggo = m.autograd.grad((g * w).sum(), (x, go), allow_unused=True)
+        return _arr(g), node, _arr(gx), _arr(ggo)
+    same(fn, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_tangents_at_kinks(name):
+    f, pts, _ = CASES[name]
+
+    def fn(m):
+        fw = m.autograd.forward_ad
+        with fw.dual_level():
+            x = fw.make_dual(m.tensor(pts, dtype=m.float64), m.linspace(-1.0, 2.0, len(pts), dtype=m.float64))
+            return _arr(fw.unpack_dual(f(m, x)).tangent)
+    same(fn, rtol=1e-12, atol=1e-12)
+
+
+def test_prelu_weight_derivatives_at_kinks():
+    # the weight's gradient and its derivatives, with one weight per channel
+    def fn(m):
+        x = m.tensor([[0.0, -1.0], [1.0, -0.0], [-2.0, 0.0]], dtype=m.float64, requires_grad=True)
+        w = m.tensor([0.25, -0.5], dtype=m.float64, requires_grad=True)
+        y = F(m).prelu(x, w)
+        go = m.linspace(0.5, 1.5, 6, dtype=m.float64).reshape(3, 2).requires_grad_()
+        gx, gw = m.autograd.grad(y, (x, w), go, create_graph=True)
+        s = (gx * m.linspace(-1.0, 1.0, 6, dtype=m.float64).reshape(3, 2)).sum() + (gw * m.tensor([2.0, 3.0],
+                                                                                            dtype=m.float64)).sum()
+        second = m.autograd.grad(s, (x, w, go), allow_unused=True)
+        fw = m.autograd.forward_ad
+        with fw.dual_level():
+            xd = fw.make_dual(x.detach(), m.ones(3, 2, dtype=m.float64))
+            wd = fw.make_dual(w.detach(), m.tensor([1.0, -1.0], dtype=m.float64))
+            tangent = fw.unpack_dual(F(m).prelu(xd, wd)).tangent
+        return (_arr(gx), _arr(gw), type(gx.grad_fn).__name__, type(gw.grad_fn).__name__,
+                [_arr(t) for t in second], _arr(tangent))
+    same(fn, rtol=1e-12, atol=1e-12)
+
+
+def test_relu_gradient_graph_backward():
+    # the issue's example: the gradient of relu has a graph; its backward gives zeros
+    def fn(m):
+        x = m.tensor([0.5, -1.0, 0.0, 2.0], requires_grad=True)
+        g, = m.autograd.grad(F(m).relu(x).sum(), x, create_graph=True)
+        g.sum().backward()
+        return (type(g.grad_fn).__name__, [type(n).__name__ if n is not None else None
+                                          for n, _ in g.grad_fn.next_functions], _arr(x.grad))
+    same(fn)
+
+
+def test_rrelu_training_gradient_graph():
+    def fn(m):
+        m.manual_seed(3)
+        x = m.tensor([0.5, -1.0, 0.0, 2.0, -3.0], dtype=m.float64, requires_grad=True)
+        g, = m.autograd.grad(F(m).rrelu(x, training=True).sum(), x, create_graph=True)
+        gg, = m.autograd.grad(g.sum(), x)
+        return _arr(g), type(g.grad_fn).__name__, _arr(gg)
+    same(fn, rtol=1e-12, atol=1e-12)
+
+
+def test_hardsigmoid_has_no_second_derivative():
+    # PyTorch records a NotImplemented node for hardsigmoid's gradient: backward through it raises
+    def node(m):
+        x = m.tensor([-3.0, 0.0, 3.0, 1.0], requires_grad=True)
+        g, = m.autograd.grad(F(m).hardsigmoid(x).sum(), x, create_graph=True)
+        return type(g.grad_fn).__name__, _arr(g)
+    same(node)
+
+    def second(m):
+        x = m.tensor([-3.0, 0.0, 3.0, 1.0], requires_grad=True)
+        g, = m.autograd.grad(F(m).hardsigmoid(x).sum(), x, create_graph=True)
+        return m.autograd.grad(g.sum(), x)
+    same(second, msg="derivative for aten::hardsigmoid_backward is not implemented")
+
+
+def test_plain_backward_makes_no_graph():
+    import ember
+    x = ember.tensor([0.5, -1.0, 0.0], requires_grad=True)
+    for f in (ember.relu, ember.nn.functional.leaky_relu, ember.nn.functional.hardtanh,
+              ember.nn.functional.hardshrink, ember.nn.functional.hardswish):
+        g, = ember.autograd.grad(f(x).sum(), x)
+        assert g.grad_fn is None and not g.requires_grad
