@@ -164,3 +164,28 @@ def test_plain_backward_makes_no_graph():
               ember.nn.functional.hardshrink, ember.nn.functional.hardswish):
         g, = ember.autograd.grad(f(x).sum(), x)
         assert g.grad_fn is None and not g.requires_grad
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_nll_loss_gradient_graph(reduction):
+    # nll_loss's gradient is constant in the input, but PyTorch's node for it has an edge to the input
+    def fn(m):
+        x = m.tensor([[0.5, -1.0, 0.0], [1.0, 2.0, -0.5]], dtype=m.float64, requires_grad=True)
+        y = F(m).nll_loss(x, m.tensor([0, 2]), reduction=reduction)
+        go = m.ones(y.shape, dtype=m.float64).requires_grad_()
+        g, = m.autograd.grad(y, x, go, create_graph=True)
+        gx, ggo = m.autograd.grad((g * m.arange(6.0, dtype=m.float64).reshape(2, 3)).sum(), (x, go))
+        return (_arr(g), type(g.grad_fn).__name__, [n is None for n, _ in g.grad_fn.next_functions], _arr(gx),
+                _arr(ggo))
+    same(fn, rtol=1e-12, atol=1e-12)
+
+
+def test_nll_loss_input_changed_in_place():
+    # the input is saved for backward, as PyTorch's: changing it in place makes backward raise
+    def fn(m):
+        x = m.tensor([[0.5, -1.0, 0.0], [1.0, 2.0, -0.5]], requires_grad=True)
+        y = x * 1
+        loss = F(m).nll_loss(y, m.tensor([0, 2]))
+        y.add_(1)
+        loss.backward()
+    same(fn, msg="modified by an inplace operation")

@@ -132,24 +132,26 @@ def _nll_fwd(xp, a, target, weight, reduction, ignore_index):
 
 
 # -x[n, target[n]] * w is linear in x: the JVP is the loss of the tangent; the VJP scatters g (its own VJP,
-# for double backward, is the loss again).
+# for double backward, is the loss again). The input is saved, as PyTorch's (its version is checked), and the
+# first derivative's node (NllLossBackwardBackward0) has an edge to it, with a zero gradient, as PyTorch's.
 nll_p = defprim("nll_loss", "NllLossBackward0", _nll_fwd,
                 vjp=lambda xp, g, out, a, target, weight, reduction, ignore_index:
-                    xp.nll_loss_backward(g, target, weight, reduction, ignore_index, a.shape),
-                jvp="linear", saved_names=("self",))
+                    xp.nll_loss_backward(g, a, target, weight, reduction, ignore_index),
+                jvp="linear", saves=(0,), saved_names=("self",))
 nll_backward_p = defprim(
     "nll_loss_backward", "NllLossBackwardBackward0",
-    lambda xp, g, target, weight, reduction, ignore_index, shape:
-        xp.nll_loss_backward(g, target, weight, reduction, ignore_index, shape),
-    vjp=lambda xp, gg, out, g, target, weight, reduction, ignore_index, shape:
-        xp.nll_loss_forward(gg, target, weight, reduction, ignore_index),
-    jvp="linear", saved_names=("grad_output",))
+    lambda xp, g, a, target, weight, reduction, ignore_index:
+        xp.nll_loss_backward(g, a, target, weight, reduction, ignore_index),
+    vjp=(lambda xp, gg, out, g, a, target, weight, reduction, ignore_index:
+         xp.nll_loss_forward(gg, target, weight, reduction, ignore_index),
+         lambda xp, gg, out, g, a, target, weight, reduction, ignore_index: xp.zeros_like(gg)),
+    jvp="linear", saved_names=("grad_output", "self"))
 _NLL2D = node_class("NllLoss2DBackward0", PrimNode)
 graph("nll_loss_forward", lambda a, target, weight, reduction, ignore_index: apply(
     nll_p, (a,), {"target": target, "weight": weight, "reduction": reduction, "ignore_index": ignore_index}))
-graph("nll_loss_backward", lambda g, target, weight, reduction, ignore_index, shape: apply(
-    nll_backward_p, (g,), {"target": target, "weight": weight, "reduction": reduction,
-                           "ignore_index": ignore_index, "shape": shape}))
+graph("nll_loss_backward", lambda g, a, target, weight, reduction, ignore_index: apply(
+    nll_backward_p, (g, a), {"target": target, "weight": weight, "reduction": reduction,
+                             "ignore_index": ignore_index}))
 
 
 def _nll_weight(weight, input: Tensor, n_classes: int, fn: str, prefix: str = ""):
