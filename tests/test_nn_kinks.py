@@ -189,3 +189,58 @@ def test_nll_loss_input_changed_in_place():
         y.add_(1)
         loss.backward()
     same(fn, msg="modified by an inplace operation")
+
+
+# ----- erf / erfc: vectorised (Cody's rational approximations), checked against the C library's ------------
+
+def _erf_points():
+    rng = np.random.default_rng(7)
+    return np.concatenate([
+        rng.standard_normal(40000) * 3, rng.uniform(-30.0, 30.0, 20000), np.linspace(-6.0, 6.0, 20001),
+        rng.standard_normal(5000) * 1e-3, 10.0 ** rng.uniform(-310.0, 0.0, 5000) * rng.choice([-1.0, 1.0], 5000),
+        # the ends of the approximation's ranges, and of float64
+        np.nextafter(0.46875, [0.0, 1.0]), np.nextafter(-0.46875, [0.0, -1.0]), np.nextafter(4.0, [0.0, 8.0]),
+        [0.0, -0.0, 0.46875, -0.46875, 4.0, -4.0, 26.0, 26.5, 26.6, 27.0, 27.3, 28.0, 40.0, 1e300, -1e300, 5e-324]])
+
+
+def test_erf_erfc_match_math_to_a_few_ulps():
+    import math
+    from ember._numpy_elementwise import erf, erfc
+    x = _erf_points()
+    for fn, ref_fn in ((erf, math.erf), (erfc, math.erfc)):
+        got = fn(x)
+        ref = np.array([ref_fn(v) for v in x])
+        normal = np.abs(ref) >= np.finfo(np.float64).tiny
+        rel = np.abs(got[normal] - ref[normal]) / np.abs(ref[normal])
+        assert rel.max() < 2e-15, (fn.__name__, x[normal][np.argmax(rel)], rel.max())
+        # erfc's far tail: subnormal or 0 as the C library's, never nan
+        assert np.all(np.abs(got[~normal] - ref[~normal]) <= 1e-320), fn.__name__
+
+
+def test_erf_erfc_special_values():
+    from ember._numpy_elementwise import erf, erfc
+    x = np.array([np.inf, -np.inf, np.nan, -0.0, 0.0])
+    np.testing.assert_array_equal(erf(x), [1.0, -1.0, np.nan, -0.0, 0.0])
+    assert np.signbit(erf(x)[3])
+    np.testing.assert_array_equal(erfc(x), [0.0, 2.0, np.nan, 1.0, 1.0])
+    # float16/32 inputs compute in float64 and round once; shapes and 0-d arrays are kept
+    for dt in (np.float16, np.float32):
+        a = np.linspace(-3, 3, 24, dtype=dt).reshape(2, 3, 4)
+        assert erf(a).dtype == dt and erf(a).shape == (2, 3, 4)
+        np.testing.assert_array_equal(erf(a), erf(a.astype(np.float64)).astype(dt))
+    assert erf(np.array(0.5)).shape == ()
+    # an array longer than one chunk, not contiguous
+    big = np.linspace(-5, 5, 100000)[::3]
+    np.testing.assert_array_equal(erf(big), np.concatenate([erf(big[:20000]), erf(big[20000:])]))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_exact_gelu_large_matches_torch(dtype):
+    # more elements than one chunk of the erf kernel
+    def fn(m):
+        m.manual_seed(0)
+        x = (m.randn(50000, dtype=getattr(m, dtype)) * 4).requires_grad_()
+        y = F(m).gelu(x)
+        y.sum().backward()
+        return y, x.grad
+    same(fn, rtol=1e-6, atol=1e-6)
