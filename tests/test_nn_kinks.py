@@ -244,3 +244,54 @@ def test_exact_gelu_large_matches_torch(dtype):
         y.sum().backward()
         return y, x.grad
     same(fn, rtol=1e-6, atol=1e-6)
+
+
+# ----- losses on other dtypes: PyTorch's result dtype, or its exception type and message --------------------------
+
+def _loss_calls(m, dx, dy):
+    f = F(m)
+    x = m.tensor([[0.2, -0.5, 0.9], [0.1, 0.4, -0.3]]).to(dx)
+    p = m.tensor([[0.2, 0.5, 0.9], [0.1, 0.4, 0.3]]).to(dx)
+    y = m.tensor([[1.0, 0.0, 1.0], [0.0, 1.0, 1.0]]).to(dy)
+    s = m.tensor([[1.0, -1.0, 1.0], [-1.0, 1.0, 1.0]]).to(dy)
+    t = m.tensor([0, 2])
+    lp = m.tensor([[[-1.2, -0.4, -2.0]], [[-0.3, -1.5, -2.2]]]).to(dx)
+    return {
+        "nll_loss": lambda: f.nll_loss(x, t), "cross_entropy": lambda: f.cross_entropy(x, t),
+        "cross_entropy_probs": lambda: f.cross_entropy(x, y), "mse_loss": lambda: f.mse_loss(x, y),
+        "l1_loss": lambda: f.l1_loss(x, y), "smooth_l1_loss": lambda: f.smooth_l1_loss(x, y),
+        "huber_loss": lambda: f.huber_loss(x, y), "binary_cross_entropy": lambda: f.binary_cross_entropy(p, y),
+        "bce_with_logits": lambda: f.binary_cross_entropy_with_logits(x, y),
+        "bce_with_logits_weight": lambda: f.binary_cross_entropy_with_logits(x, y, weight=m.ones(3).to(dy)),
+        "kl_div": lambda: f.kl_div(x, y, reduction="batchmean"), "poisson_nll_loss": lambda: f.poisson_nll_loss(x, y),
+        "gaussian_nll_loss": lambda: f.gaussian_nll_loss(x, y, p.abs() + 0.1),
+        "soft_margin_loss": lambda: f.soft_margin_loss(x, s),
+        "multilabel_soft_margin_loss": lambda: f.multilabel_soft_margin_loss(x, y),
+        "margin_ranking_loss": lambda: f.margin_ranking_loss(x[0], x[1], s[0]),
+        "hinge_embedding_loss": lambda: f.hinge_embedding_loss(x, s),
+        "hinge_embedding_loss_sum": lambda: f.hinge_embedding_loss(x, s, reduction="sum"),
+        "cosine_embedding_loss": lambda: f.cosine_embedding_loss(x, y, m.tensor([1, -1])),
+        "triplet_margin_loss": lambda: f.triplet_margin_loss(x, p, y),
+        "multi_margin_loss": lambda: f.multi_margin_loss(x, t),
+        "multilabel_margin_loss": lambda: f.multilabel_margin_loss(x, m.tensor([[0, -1, 1], [2, 1, -1]])),
+        "ctc_loss": lambda: f.ctc_loss(lp, m.tensor([[1]]), [2], [1]),
+    }
+
+
+_LOSSES = list(_loss_calls(torch, torch.float32, torch.float32))
+_DTYPE_PAIRS = [("float16", "float16"), ("int64", "int64"), ("int32", "int32"), ("bool", "bool"), ("uint8", "uint8"),
+                ("float32", "float16"), ("float16", "float32"), ("float32", "float64"), ("float32", "int64"),
+                ("int64", "float32"), ("float32", "bool")]
+
+
+@pytest.mark.parametrize("dx,dy", _DTYPE_PAIRS)
+@pytest.mark.parametrize("name", _LOSSES)
+def test_loss_dtypes(name, dx, dy):
+    import warnings
+
+    def fn(m):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = _loss_calls(m, getattr(m, dx), getattr(m, dy))[name]()
+        return str(out.dtype), out.detach().double()
+    same(fn, exact_msg=True, rtol=2e-3, atol=2e-3)
