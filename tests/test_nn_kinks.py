@@ -295,3 +295,22 @@ def test_loss_dtypes(name, dx, dy):
             out = _loss_calls(m, getattr(m, dx), getattr(m, dy))[name]()
         return str(out.dtype), out.detach().double()
     same(fn, exact_msg=True, rtol=2e-3, atol=2e-3)
+
+
+# ----- float16 tensor with a Python number (PyTorch: a wrapped number, computed in float32 for * and /) ----------
+
+@pytest.mark.parametrize("scalar", [0.3, 1e-5, 1 / 3, -7.77, 70000.0, 65519.0, 3, 70000, 1e-8, float("inf")])
+def test_float16_with_python_number(scalar):
+    vals = np.concatenate([np.random.default_rng(0).standard_normal(300) * 10, [1000.0, 0.1, 3.3, 0.7, 6e4, -6e4,
+                                                                               1e-4, 0.0, -0.0]]).astype(np.float16)
+
+    def fn(m):
+        a = m.tensor(vals)
+        g = m.tensor(np.linspace(0.1, 3.0, vals.size).astype(np.float16))
+        outs = [a * scalar, scalar * a, a / scalar, scalar / a, a + scalar, a - scalar, scalar - a,
+                m.mul(a, scalar), m.div(a, scalar), a.clone().mul_(scalar), a.clone().div_(scalar)]
+        x = a.clone().requires_grad_()
+        gx, = m.autograd.grad([(x * scalar), (x / scalar)], x, [g, g])
+        return outs + [gx]
+    rt = same(fn, rtol=0, atol=0)
+    assert rt[0] == "ok"
