@@ -15,7 +15,8 @@ __all__: list = ["softmax", "log_softmax", "leaky_relu", "elu", "gelu", "silu", 
                  "hardsigmoid", "hardswish", "hardshrink", "softshrink", "log_sigmoid", "threshold", "glu",
                  "prelu", "rrelu_with_noise", "threshold_backward", "hardtanh_backward", "leaky_relu_backward",
                  "hardshrink_backward", "softshrink_backward", "rrelu_with_noise_backward", "hardsigmoid_backward",
-                 "hardswish_backward", "prelu_backward_self", "prelu_backward_weight", "index_bounds", "one_hot", "embedding_renorm_",
+                 "hardswish_backward", "prelu_backward_self", "prelu_backward_weight", "elu_backward",
+                 "softplus_backward", "log_sigmoid_backward", "index_bounds", "one_hot", "embedding_renorm_",
                  "embedding_bag", "bag_ids", "embedding_bag_argmax"]
 
 _SQRT1_2 = 1.0 / math.sqrt(2.0)
@@ -208,6 +209,28 @@ def prelu_backward_self(g, x, w):
 
 def prelu_backward_weight(g, x, w):
     return np.where(x > 0, 0.0, g * x)
+
+
+# ----- first derivatives of elu, softplus, logsigmoid: g * f'(x) (their own nodes under create_graph) ------------
+
+def _sig(x):
+    from ._numpy_ns import sigmoid   # the namespace's (float16 computes in float32); imported late: no cycle
+    return sigmoid(x)
+
+
+def elu_backward(g, x, alpha, scale, input_scale):
+    # the exponent masked so that exp never overflows on the positive side (0 * inf = nan there)
+    neg = np.exp(np.where(x < 0, x, 0.0) * input_scale) * (alpha * scale * input_scale)
+    return np.where(x > 0, g * scale, g * neg)
+
+
+def softplus_backward(g, x, beta, threshold):
+    bx = x * beta
+    return np.where(bx > threshold, g, g * _sig(np.where(bx < threshold, bx, threshold)))
+
+
+def log_sigmoid_backward(g, x):
+    return g * _sig(-x)
 
 
 def index_bounds(x):

@@ -31,8 +31,8 @@ def _y(m, n):
 
 
 # name: (function of (lib, x), points at and around the kinks, whether PyTorch's node name of the first
-# derivative is compared: the piecewise-linear ops get PyTorch's own nodes; elu, softplus and the losses compose
-# theirs from where/mul, with PyTorch's values)
+# derivative is compared: the piecewise-linear ops, elu, softplus and logsigmoid get PyTorch's own nodes; the
+# in-place elu forms and the losses compose theirs from where/mul, with PyTorch's values)
 CASES = {
     "relu": (lambda m, x: m.relu(x), [0.0, -1.0, 1.0, -0.0], True),
     "F.relu": (lambda m, x: F(m).relu(x), [0.0, -1.0, 1.0], True),
@@ -51,15 +51,15 @@ CASES = {
     "rrelu_eval_": (lambda m, x: F(m).rrelu_(x * 1), [0.0, -1.0, 1.0], True),
     "prelu": (lambda m, x: F(m).prelu(x, _w(m)), [0.0, -1.0, 1.0], True),
     "hardswish": (lambda m, x: F(m).hardswish(x), [-3.0, 3.0, 0.0, -4.0, 4.0], True),
-    "elu": (lambda m, x: F(m).elu(x), [0.0, -1.0, 1.0], False),
-    "elu_alpha": (lambda m, x: F(m).elu(x, 0.5), [0.0, -1.0, 1.0], False),
+    "elu": (lambda m, x: F(m).elu(x), [0.0, -1.0, 1.0], True),
+    "elu_alpha": (lambda m, x: F(m).elu(x, 0.5), [0.0, -1.0, 1.0], True),
     "elu_": (lambda m, x: F(m).elu_(x * 1, 0.5), [0.0, -1.0, 1.0], False),
-    "selu": (lambda m, x: F(m).selu(x), [0.0, -1.0, 1.0], False),
+    "selu": (lambda m, x: F(m).selu(x), [0.0, -1.0, 1.0], True),
     "selu_": (lambda m, x: F(m).selu(x * 1, inplace=True), [0.0, -1.0, 1.0], False),
-    "celu": (lambda m, x: F(m).celu(x, 2.0), [0.0, -1.0, 1.0], False),
+    "celu": (lambda m, x: F(m).celu(x, 2.0), [0.0, -1.0, 1.0], True),
     "celu_": (lambda m, x: F(m).celu(x * 1, 2.0, inplace=True), [0.0, -1.0, 1.0], False),
-    "softplus": (lambda m, x: F(m).softplus(x, 2.0, 3.0), [1.5, 1.0, 2.0], False),
-    "softplus_default": (lambda m, x: F(m).softplus(x), [20.0, 19.0, 21.0], False),
+    "softplus": (lambda m, x: F(m).softplus(x, 2.0, 3.0), [1.5, 1.0, 2.0], True),
+    "softplus_default": (lambda m, x: F(m).softplus(x), [20.0, 19.0, 21.0], True),
     "smooth_l1": (lambda m, x: F(m).smooth_l1_loss(x, _y(m, 5), reduction="none", beta=0.5),
                   [0.5, -0.5, 0.0, 1.0, -1.0], False),
     "smooth_l1_mean": (lambda m, x: F(m).smooth_l1_loss(x, _y(m, 5), beta=0.5), [0.5, -0.5, 0.0, 1.0, -1.0],
@@ -69,6 +69,7 @@ CASES = {
     "huber_sum": (lambda m, x: F(m).huber_loss(x, _y(m, 5), reduction="sum", delta=2.0),
                   [2.0, -2.0, 0.0, 3.0, -3.0], False),
     "l1": (lambda m, x: F(m).l1_loss(x, _y(m, 3), reduction="none"), [0.0, -0.5, 1.0], False),
+    "logsigmoid": (lambda m, x: F(m).logsigmoid(x), [0.0, -30.0, 30.0, 1e4, -1e4], True),
 }
 
 

@@ -292,12 +292,25 @@ leaky_relu_p = _act("leaky_relu", "LeakyReluBackward0", lambda xp, a, negative_s
                     ("negative_slope",), _leaky_vjp)
 
 
+# elu's first derivative, PyTorch's elu_backward (EluBackwardBackward0 under create_graph): on the negative side
+# d/da scale*alpha*(exp(a*s) - 1) = scale*alpha*s*exp(a*s), and scale on the positive side; at a = 0 the slope
+# is the negative side's and its derivative 0 (PyTorch's elu_double_backward masks a < 0).
+def _elu_backward_self(xp, gg, out, g, a, alpha, scale, input_scale):
+    d2 = xp.exp(xp.where(a < 0, a, 0.0) * input_scale) * (alpha * scale * input_scale * input_scale)
+    return xp.where(a < 0, gg * g * d2, 0.0)
+
+
+elu_backward_p = defprim(
+    "elu_backward", "EluBackwardBackward0",
+    lambda xp, g, a, alpha, scale, input_scale: xp.elu_backward(g, a, alpha, scale, input_scale),
+    vjp=(lambda xp, gg, out, g, a, alpha, scale, input_scale: xp.elu_backward(gg, a, alpha, scale, input_scale),
+         _elu_backward_self), jvp="elementwise", saves=(0, 1))
+graph("elu_backward", lambda g, a, alpha, scale, input_scale: apply(
+    elu_backward_p, (g, a), {"alpha": alpha, "scale": scale, "input_scale": input_scale}))
+
+
 def _elu_vjp(xp, g, out, a, alpha, scale, input_scale):
-    # negative side: d/da scale*alpha*(exp(a*s) - 1) = scale*alpha*s*exp(a*s); the exponent is masked too, so
-    # that exp never overflows on the positive side (its gradient there would be 0 * inf = nan). The mask is
-    # a < 0: at a = 0 the slope is the negative side's, its derivative 0 (PyTorch's elu_double_backward)
-    neg = xp.exp(xp.where(a < 0, a, 0.0) * input_scale) * (alpha * scale * input_scale)
-    return xp.where(a > 0, g * scale, g * neg)
+    return xp.elu_backward(g, a, alpha, scale, input_scale)
 
 
 elu_p = _act("elu", "EluBackward0", lambda xp, a, alpha, scale, input_scale: xp.elu(a, alpha, scale, input_scale),
@@ -361,11 +374,26 @@ def _mish_vjp(xp, g, out, a):
 mish_p = _act("mish", "MishBackward0", lambda xp, a: xp.mish(a), (), _mish_vjp)
 
 
-def _softplus_vjp(xp, g, out, a, beta, threshold):
-    # z / (z + 1) with z = exp(beta a) is sigmoid(beta a): no inf / inf when exp overflows. Its argument is
-    # masked at beta a < threshold: at the kink the slope is sigmoid(threshold), its derivative 0 (PyTorch's)
+# softplus's first derivative, PyTorch's softplus_backward (SoftplusBackwardBackward0): z / (z + 1) with
+# z = exp(beta a) is sigmoid(beta a), no inf / inf when exp overflows; 1 where beta a > threshold. At the kink the
+# slope is sigmoid(threshold) and its derivative 0 (PyTorch's softplus_double_backward masks beta a < threshold).
+def _softplus_backward_self(xp, gg, out, g, a, beta, threshold):
     ba = a * beta
-    return xp.where(ba > threshold, g, g * xp.sigmoid(xp.where(ba < threshold, ba, threshold)))
+    s = xp.sigmoid(ba)
+    return xp.where(ba < threshold, gg * g * (s * (1 - s) * beta), 0.0)
+
+
+softplus_backward_p = defprim(
+    "softplus_backward", "SoftplusBackwardBackward0",
+    lambda xp, g, a, beta, threshold: xp.softplus_backward(g, a, beta, threshold),
+    vjp=(lambda xp, gg, out, g, a, beta, threshold: xp.softplus_backward(gg, a, beta, threshold),
+         _softplus_backward_self), jvp="elementwise", saves=(0, 1))
+graph("softplus_backward", lambda g, a, beta, threshold: apply(
+    softplus_backward_p, (g, a), {"beta": beta, "threshold": threshold}))
+
+
+def _softplus_vjp(xp, g, out, a, beta, threshold):
+    return xp.softplus_backward(g, a, beta, threshold)
 
 
 softplus_p = _act("softplus", "SoftplusBackward0", lambda xp, a, beta, threshold: xp.softplus(a, beta, threshold),
@@ -386,8 +414,15 @@ hardshrink_p = _act("hardshrink", "HardshrinkBackward0", lambda xp, a, lambd: xp
                     lambda xp, g, out, a, lambd: xp.hardshrink_backward(g, a, lambd))
 softshrink_p = _act("softshrink", "SoftshrinkBackward0", lambda xp, a, lambd: xp.softshrink(a, lambd), ("lambd",),
                     lambda xp, g, out, a, lambd: xp.softshrink_backward(g, a, lambd))
+# logsigmoid's first derivative g * sigmoid(-a), PyTorch's log_sigmoid_backward (LogSigmoidBackwardBackward0);
+# its derivative in a is -sigmoid(a) sigmoid(-a)
+log_sigmoid_backward_p = defprim(
+    "log_sigmoid_backward", "LogSigmoidBackwardBackward0", lambda xp, g, a: xp.log_sigmoid_backward(g, a),
+    vjp=(lambda xp, gg, out, g, a: xp.log_sigmoid_backward(gg, a),
+         lambda xp, gg, out, g, a: -(gg * g) * (xp.sigmoid(a) * xp.sigmoid(-a))), jvp="elementwise", saves=(0, 1))
+graph("log_sigmoid_backward", lambda g, a: apply(log_sigmoid_backward_p, (g, a)))
 log_sigmoid_p = _act("log_sigmoid", "LogSigmoidBackward0", lambda xp, a: xp.log_sigmoid(a), (),
-                     lambda xp, g, out, a: g * xp.sigmoid(-a))
+                     lambda xp, g, out, a: xp.log_sigmoid_backward(g, a))
 threshold_p = _act("threshold", "ThresholdBackward0", lambda xp, a, threshold, value: xp.threshold(a, threshold, value),
                    ("threshold", "value"),
                    lambda xp, g, out, a, threshold, value: xp.threshold_backward(g, a, threshold))
