@@ -16,11 +16,12 @@ __all__: list = ["softmax", "log_softmax", "leaky_relu", "elu", "gelu", "silu", 
                  "prelu", "rrelu_with_noise", "threshold_backward", "hardtanh_backward", "leaky_relu_backward",
                  "hardshrink_backward", "softshrink_backward", "rrelu_with_noise_backward", "hardsigmoid_backward",
                  "hardswish_backward", "prelu_backward_self", "prelu_backward_weight", "elu_backward",
-                 "softplus_backward", "log_sigmoid_backward", "index_bounds", "one_hot", "embedding_renorm_",
+                 "softplus_backward", "log_sigmoid_backward", "gelu_backward", "index_bounds", "one_hot", "embedding_renorm_",
                  "embedding_bag", "bag_ids", "embedding_bag_argmax"]
 
 _SQRT1_2 = 1.0 / math.sqrt(2.0)
 _KAPPA = math.sqrt(2.0 / math.pi)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 _ONE_SIXTH = float(np.float32(1.0 / 6.0))   # PyTorch's hardsigmoid_backward multiplies by a float constant
 
 
@@ -231,6 +232,16 @@ def softplus_backward(g, x, beta, threshold):
 
 def log_sigmoid_backward(g, x):
     return g * _sig(-x)
+
+
+def gelu_backward(g, x, approximate):
+    if approximate == "tanh":
+        x2 = x * x
+        t = np.tanh((x + x2 * x * 0.044715) * _KAPPA)
+        return g * ((t + 1) * 0.5 + x * (1 - t * t) * ((x2 * (3 * 0.044715) + 1) * (0.5 * _KAPPA)))
+    cdf = (_erf(x * _SQRT1_2) + 1) * 0.5
+    pdf = np.exp(x * x * -0.5) * _INV_SQRT_2PI
+    return g * (cdf + x * pdf)
 
 
 def index_bounds(x):

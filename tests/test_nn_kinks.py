@@ -31,7 +31,7 @@ def _y(m, n):
 
 
 # name: (function of (lib, x), points at and around the kinks, whether PyTorch's node name of the first
-# derivative is compared: the piecewise-linear ops, elu, softplus and logsigmoid get PyTorch's own nodes; the
+# derivative is compared: the piecewise-linear ops, elu, softplus, logsigmoid and gelu get PyTorch's own nodes; the
 # in-place elu forms and the losses compose theirs from where/mul, with PyTorch's values)
 CASES = {
     "relu": (lambda m, x: m.relu(x), [0.0, -1.0, 1.0, -0.0], True),
@@ -70,6 +70,8 @@ CASES = {
                   [2.0, -2.0, 0.0, 3.0, -3.0], False),
     "l1": (lambda m, x: F(m).l1_loss(x, _y(m, 3), reduction="none"), [0.0, -0.5, 1.0], False),
     "logsigmoid": (lambda m, x: F(m).logsigmoid(x), [0.0, -30.0, 30.0, 1e4, -1e4], True),
+    "gelu": (lambda m, x: F(m).gelu(x), [0.0, -0.5, 1.0, -6.0, 6.0, 1e4, -1e4], True),
+    "gelu_tanh": (lambda m, x: F(m).gelu(x, approximate="tanh"), [0.0, -0.5, 1.0, -6.0, 6.0, 1e4, -1e4], True),
 }
 
 

@@ -342,15 +342,29 @@ celu_result_p = defprim("celu", "CeluBackward1", lambda xp, a, alpha: xp.elu(a, 
                         jvp="elementwise", saves_out=True)
 
 
-def _gelu_vjp(xp, g, out, a, approximate):
+# gelu's first derivative, PyTorch's gelu_backward (GeluBackwardBackward0 under create_graph), and its
+# derivative: exact, Phi + x phi -> phi (2 - x^2); tanh form, with u = k (x + c x^3) and t = tanh(u):
+# 0.5 (1 + t) + 0.5 x (1 - t^2) u' -> (1 - t^2) (u' + 0.5 x u'' - x t u'^2)
+def _gelu_backward_self(xp, gg, out, g, a, approximate):
     if approximate == "tanh":
         a2 = a * a
         t = xp.tanh((a + a2 * a * 0.044715) * _KAPPA)
-        d = (t + 1) * 0.5 + a * (1 - t * t) * ((a2 * (3 * 0.044715) + 1) * (0.5 * _KAPPA))
-        return g * d
-    cdf = (xp.erf(a * _SQRT1_2) + 1) * 0.5
+        du = (a2 * (3 * 0.044715) + 1) * _KAPPA
+        d2u = a * (6 * 0.044715 * _KAPPA)
+        return gg * g * ((1 - t * t) * (du + a * d2u * 0.5 - a * t * du * du))
     pdf = xp.exp(a * a * -0.5) * _INV_SQRT_2PI
-    return g * (cdf + a * pdf)
+    return gg * g * (pdf * (2 - a * a))
+
+
+gelu_backward_p = defprim(
+    "gelu_backward", "GeluBackwardBackward0", lambda xp, g, a, approximate: xp.gelu_backward(g, a, approximate),
+    vjp=(lambda xp, gg, out, g, a, approximate: xp.gelu_backward(gg, a, approximate), _gelu_backward_self),
+    jvp="elementwise", saves=(0, 1))
+graph("gelu_backward", lambda g, a, approximate: apply(gelu_backward_p, (g, a), {"approximate": approximate}))
+
+
+def _gelu_vjp(xp, g, out, a, approximate):
+    return xp.gelu_backward(g, a, approximate)
 
 
 gelu_p = _act("gelu", "GeluBackward0", lambda xp, a, approximate: xp.gelu(a, approximate), ("approximate",),
