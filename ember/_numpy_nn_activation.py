@@ -16,8 +16,8 @@ __all__: list = ["softmax", "log_softmax", "leaky_relu", "elu", "gelu", "silu", 
                  "prelu", "rrelu_with_noise", "threshold_backward", "hardtanh_backward", "leaky_relu_backward",
                  "hardshrink_backward", "softshrink_backward", "rrelu_with_noise_backward", "hardsigmoid_backward",
                  "hardswish_backward", "prelu_backward_self", "prelu_backward_weight", "elu_backward",
-                 "softplus_backward", "log_sigmoid_backward", "gelu_backward", "index_bounds", "one_hot", "embedding_renorm_",
-                 "embedding_bag", "bag_ids", "embedding_bag_argmax"]
+                 "softplus_backward", "log_sigmoid_backward", "gelu_backward", "index_bounds", "one_hot",
+                 "embedding_renorm_", "embedding_bag", "bag_ids", "embedding_bag_argmax"]
 
 _SQRT1_2 = 1.0 / math.sqrt(2.0)
 _KAPPA = math.sqrt(2.0 / math.pi)

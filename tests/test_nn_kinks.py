@@ -31,8 +31,8 @@ def _y(m, n):
 
 
 # name: (function of (lib, x), points at and around the kinks, whether PyTorch's node name of the first
-# derivative is compared: the piecewise-linear ops, elu, softplus, logsigmoid and gelu get PyTorch's own nodes; the
-# in-place elu forms and the losses compose theirs from where/mul, with PyTorch's values)
+# derivative is compared: the piecewise-linear ops, elu, softplus, logsigmoid, gelu, mse, smooth_l1 and huber
+# get PyTorch's own nodes; the in-place elu forms and l1 compose theirs from where/mul, with PyTorch's values)
 CASES = {
     "relu": (lambda m, x: m.relu(x), [0.0, -1.0, 1.0, -0.0], True),
     "F.relu": (lambda m, x: F(m).relu(x), [0.0, -1.0, 1.0], True),
@@ -61,15 +61,16 @@ CASES = {
     "softplus": (lambda m, x: F(m).softplus(x, 2.0, 3.0), [1.5, 1.0, 2.0], True),
     "softplus_default": (lambda m, x: F(m).softplus(x), [20.0, 19.0, 21.0], True),
     "smooth_l1": (lambda m, x: F(m).smooth_l1_loss(x, _y(m, 5), reduction="none", beta=0.5),
-                  [0.5, -0.5, 0.0, 1.0, -1.0], False),
+                  [0.5, -0.5, 0.0, 1.0, -1.0], True),
     "smooth_l1_mean": (lambda m, x: F(m).smooth_l1_loss(x, _y(m, 5), beta=0.5), [0.5, -0.5, 0.0, 1.0, -1.0],
-                       False),
+                       True),
     "huber": (lambda m, x: F(m).huber_loss(x, _y(m, 5), reduction="none", delta=0.5),
-              [0.5, -0.5, 0.0, 1.0, -1.0], False),
+              [0.5, -0.5, 0.0, 1.0, -1.0], True),
     "huber_sum": (lambda m, x: F(m).huber_loss(x, _y(m, 5), reduction="sum", delta=2.0),
-                  [2.0, -2.0, 0.0, 3.0, -3.0], False),
+                  [2.0, -2.0, 0.0, 3.0, -3.0], True),
     "l1": (lambda m, x: F(m).l1_loss(x, _y(m, 3), reduction="none"), [0.0, -0.5, 1.0], False),
     "logsigmoid": (lambda m, x: F(m).logsigmoid(x), [0.0, -30.0, 30.0, 1e4, -1e4], True),
+    "mse": (lambda m, x: F(m).mse_loss(x, _y(m, 3), reduction="sum"), [0.0, -0.5, 1.0], True),
     "gelu": (lambda m, x: F(m).gelu(x), [0.0, -0.5, 1.0, -6.0, 6.0, 1e4, -1e4], True),
     "gelu_tanh": (lambda m, x: F(m).gelu(x, approximate="tanh"), [0.0, -0.5, 1.0, -6.0, 6.0, 1e4, -1e4], True),
 }

@@ -26,10 +26,8 @@ from ._views import apply_inplace
 _F = "nn.functional"
 _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
-_SQRT1_2 = 1.0 / math.sqrt(2.0)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 _KAPPA = math.sqrt(2.0 / math.pi)
-_ONE_SIXTH = float(np.float32(1.0 / 6.0))   # PyTorch's hardsigmoid_backward multiplies by a float constant
 
 
 def _fn(f=None, *, name=None, module=False, method=False):

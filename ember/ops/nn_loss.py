@@ -330,10 +330,16 @@ def _scaled(xp, x, w):
     return x if w is None else x * _const(xp, w)
 
 
-def _pointwise_loss(name: str, node: str, elem, d_input, d_target, saved_names=("self", "target")):
+def _pointwise_loss(name: str, node: str, elem, d_input, d_target, saved_names=("self", "target"), dd=None,
+                    backward_node=None):
     """A loss ``reduce(elem(input, target))`` over inputs of one shape; ``d_input``/``d_target`` are the
     elementwise partial derivatives (written against xp, so they differentiate again). ``p`` is the
-    loss's own parameters (beta, delta, weights), ``None`` when it has none."""
+    loss's own parameters (beta, delta, weights), ``None`` when it has none.
+
+    With ``dd`` (the second derivative in the input, for losses of ``input - target`` alone, even in it: mse,
+    smooth_l1, huber), each gradient is PyTorch's node of its own under create_graph (``backward_node``:
+    MseLossBackwardBackward0, ...): ``loss_backward(g, input, target)`` for the input and
+    ``loss_backward(g, target, input)`` for the target, as PyTorch's formulas call them."""
     def forward(xp, a, b, reduction, p):
         return _reduce(xp, elem(xp, a, b, p), reduction)
 
@@ -343,12 +349,41 @@ def _pointwise_loss(name: str, node: str, elem, d_input, d_target, saved_names=(
     def jvp(d):
         return lambda xp, t, out, a, b, reduction, p: _reduce(xp, t * d(xp, a, b, p), reduction)
 
-    return defprim(name, node, forward, vjp=(vjp(d_input), vjp(d_target)), jvp=(jvp(d_input), jvp(d_target)),
-                   saves=(0, 1), saved_names=saved_names)
+    if dd is None:
+        return defprim(name, node, forward, vjp=(vjp(d_input), vjp(d_target)), jvp=(jvp(d_input), jvp(d_target)),
+                       saves=(0, 1), saved_names=saved_names)
+
+    def backward(xp, g, a, b, reduction, p):
+        return _unreduce(xp, g, a.shape, reduction) * d_input(xp, a, b, p)
+
+    def second(sign):
+        def rule(xp, gg, out, g, a, b, reduction, p):
+            r = gg * _unreduce(xp, g, a.shape, reduction) * dd(xp, a, b, p)
+            return -r if sign < 0 else r
+        return rule
+
+    bprim = defprim(
+        name + "_backward", backward_node, backward,
+        vjp=(lambda xp, gg, out, g, a, b, reduction, p: _reduce(xp, gg * d_input(xp, a, b, p), reduction),
+             second(1), second(-1)),
+        jvp=(lambda xp, t, out, g, a, b, reduction, p: backward(xp, t, a, b, reduction, p), second(1), second(-1)),
+        saves=(0, 1, 2), saved_names=("grad_output", "self", "target"))
+
+    def call(xp, g, a, b, reduction, p):
+        # raw arrays: the formula itself; Tensors (create_graph, forward mode): the node
+        if xp is graph_ns:
+            return apply(bprim, (g, a, b), {"reduction": reduction, "p": p})
+        return backward(xp, g, a, b, reduction, p)
+
+    return defprim(name, node, forward,
+                   vjp=(lambda xp, g, out, a, b, reduction, p: call(xp, g, a, b, reduction, p),
+                        lambda xp, g, out, a, b, reduction, p: call(xp, g, b, a, reduction, p)),
+                   jvp=(jvp(d_input), jvp(d_target)), saves=(0, 1), saved_names=saved_names)
 
 
 mse_p = _pointwise_loss("mse_loss", "MseLossBackward0", lambda xp, a, b, p: (a - b) * (a - b),
-                        lambda xp, a, b, p: (a - b) * 2, lambda xp, a, b, p: (b - a) * 2)
+                        lambda xp, a, b, p: (a - b) * 2, lambda xp, a, b, p: (b - a) * 2,
+                        dd=lambda xp, a, b, p: 2.0, backward_node="MseLossBackwardBackward0")
 
 
 def _smooth_l1(xp, a, b, beta):
@@ -364,7 +399,9 @@ def _smooth_l1_d(xp, a, b, beta):
 
 
 smooth_l1_p = _pointwise_loss("smooth_l1_loss", "SmoothL1LossBackward0", _smooth_l1, _smooth_l1_d,
-                              lambda xp, a, b, beta: -_smooth_l1_d(xp, a, b, beta))
+                              lambda xp, a, b, beta: -_smooth_l1_d(xp, a, b, beta),
+                              dd=lambda xp, a, b, beta: xp.where(xp.abs(a - b) < beta, 1.0 / beta, 0.0),
+                              backward_node="SmoothL1LossBackwardBackward0")
 
 
 def _huber(xp, a, b, delta):
@@ -380,7 +417,9 @@ def _huber_d(xp, a, b, delta):
 
 
 huber_p = _pointwise_loss("huber_loss", "HuberLossBackward0", _huber, _huber_d,
-                          lambda xp, a, b, delta: -_huber_d(xp, a, b, delta))
+                          lambda xp, a, b, delta: -_huber_d(xp, a, b, delta),
+                          dd=lambda xp, a, b, delta: xp.where(xp.abs(a - b) < delta, 1.0, 0.0),
+                          backward_node="HuberLossBackwardBackward0")
 
 
 # binary_cross_entropy: PyTorch clamps each log at -100 (so x = 0 or 1 gives a finite loss) and the
