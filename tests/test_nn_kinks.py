@@ -31,8 +31,9 @@ def _y(m, n):
 
 
 # name: (function of (lib, x), points at and around the kinks, whether PyTorch's node name of the first
-# derivative is compared: the piecewise-linear ops, elu, softplus, logsigmoid, gelu, mse, smooth_l1 and huber
-# get PyTorch's own nodes; the in-place elu forms and l1 compose theirs from where/mul, with PyTorch's values)
+# derivative is compared: the piecewise-linear ops, elu, softplus, logsigmoid, gelu, softmax, log_softmax, mse,
+# smooth_l1 and huber get PyTorch's own nodes; the in-place elu forms and l1 compose theirs from where/mul, with
+# PyTorch's values)
 CASES = {
     "relu": (lambda m, x: m.relu(x), [0.0, -1.0, 1.0, -0.0], True),
     "F.relu": (lambda m, x: F(m).relu(x), [0.0, -1.0, 1.0], True),
@@ -71,6 +72,9 @@ CASES = {
     "l1": (lambda m, x: F(m).l1_loss(x, _y(m, 3), reduction="none"), [0.0, -0.5, 1.0], False),
     "logsigmoid": (lambda m, x: F(m).logsigmoid(x), [0.0, -30.0, 30.0, 1e4, -1e4], True),
     "mse": (lambda m, x: F(m).mse_loss(x, _y(m, 3), reduction="sum"), [0.0, -0.5, 1.0], True),
+    "softmax": (lambda m, x: F(m).softmax(x, 0), [0.0, -1.0, 2.0, 0.5], True),
+    "log_softmax": (lambda m, x: F(m).log_softmax(x, 0), [0.0, -1.0, 2.0, 0.5], True),
+    "cross_entropy": (lambda m, x: F(m).cross_entropy(x.reshape(2, 2), m.tensor([1, 0])), [0.0, -1.0, 2.0, 0.5], True),
     "gelu": (lambda m, x: F(m).gelu(x), [0.0, -0.5, 1.0, -6.0, 6.0, 1e4, -1e4], True),
     "gelu_tanh": (lambda m, x: F(m).gelu(x, approximate="tanh"), [0.0, -0.5, 1.0, -6.0, 6.0, 1e4, -1e4], True),
 }
