@@ -13,11 +13,16 @@ from ._numpy_elementwise import erf as _erf
 
 __all__: list = ["softmax", "log_softmax", "leaky_relu", "elu", "gelu", "silu", "mish", "softplus", "hardtanh",
                  "hardsigmoid", "hardswish", "hardshrink", "softshrink", "log_sigmoid", "threshold", "glu",
-                 "prelu", "rrelu_with_noise", "index_bounds", "one_hot", "embedding_renorm_",
-                 "embedding_bag", "bag_ids", "embedding_bag_argmax"]
+                 "prelu", "rrelu_with_noise", "threshold_backward", "hardtanh_backward", "leaky_relu_backward",
+                 "hardshrink_backward", "softshrink_backward", "rrelu_with_noise_backward", "hardsigmoid_backward",
+                 "hardswish_backward", "prelu_backward_self", "prelu_backward_weight", "elu_backward",
+                 "softplus_backward", "log_sigmoid_backward", "gelu_backward", "index_bounds", "one_hot",
+                 "embedding_renorm_", "embedding_bag", "bag_ids", "embedding_bag_argmax"]
 
 _SQRT1_2 = 1.0 / math.sqrt(2.0)
 _KAPPA = math.sqrt(2.0 / math.pi)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+_ONE_SIXTH = float(np.float32(1.0 / 6.0))   # PyTorch's hardsigmoid_backward multiplies by a float constant
 
 
 def _f32(kernel):
@@ -160,6 +165,83 @@ def rrelu_with_noise(x, noise, lower, upper, training):
     with np.errstate(all="ignore"):
         n = noise.astype(x.dtype, copy=False) if training else x.dtype.type((lower + upper) / 2)
         return np.where(x > 0, x, x * n)
+
+
+# ----- first derivatives of the piecewise-linear activations ---------------------------------------------------
+# Plain backward runs them on raw arrays; under create_graph ember's namespace gives each its own node
+# (ThresholdBackwardBackward0, ...), so that the gradient has a graph as PyTorch's does. Linear in ``g``;
+# a NaN input lets the gradient through, as PyTorch's kernels.
+
+def threshold_backward(g, x, threshold):
+    return np.where(x <= threshold, 0.0, g)
+
+
+def hardtanh_backward(g, x, min_val, max_val):
+    return np.where((x <= min_val) | (x >= max_val), 0.0, g)
+
+
+def leaky_relu_backward(g, x, negative_slope):
+    return np.where(x > 0, g, g * negative_slope)
+
+
+def hardshrink_backward(g, x, lambd):
+    return np.where((x >= -lambd) & (x <= lambd), 0.0, g)
+
+
+softshrink_backward = hardshrink_backward
+
+
+def rrelu_with_noise_backward(g, x, noise, lower, upper, training):
+    return np.where(x > 0, g, g * (noise if training else (lower + upper) / 2))
+
+
+def hardsigmoid_backward(g, x):
+    return np.where((x > -3.0) & (x < 3.0), g * _ONE_SIXTH, 0.0)
+
+
+def hardswish_backward(g, x):
+    # PyTorch's kinks: 0 at x = -3, 1 at x = 3
+    return np.where(x <= -3.0, 0.0, np.where(x < 3.0, g * (x / 3.0 + 0.5), g))
+
+
+def prelu_backward_self(g, x, w):
+    return np.where(x > 0, g, g * w)
+
+
+def prelu_backward_weight(g, x, w):
+    return np.where(x > 0, 0.0, g * x)
+
+
+# ----- first derivatives of elu, softplus, logsigmoid: g * f'(x) (their own nodes under create_graph) ------------
+
+def _sig(x):
+    from ._numpy_ns import sigmoid   # the namespace's (float16 computes in float32); imported late: no cycle
+    return sigmoid(x)
+
+
+def elu_backward(g, x, alpha, scale, input_scale):
+    # the exponent masked so that exp never overflows on the positive side (0 * inf = nan there)
+    neg = np.exp(np.where(x < 0, x, 0.0) * input_scale) * (alpha * scale * input_scale)
+    return np.where(x > 0, g * scale, g * neg)
+
+
+def softplus_backward(g, x, beta, threshold):
+    bx = x * beta
+    return np.where(bx > threshold, g, g * _sig(np.where(bx < threshold, bx, threshold)))
+
+
+def log_sigmoid_backward(g, x):
+    return g * _sig(-x)
+
+
+def gelu_backward(g, x, approximate):
+    if approximate == "tanh":
+        x2 = x * x
+        t = np.tanh((x + x2 * x * 0.044715) * _KAPPA)
+        return g * ((t + 1) * 0.5 + x * (1 - t * t) * ((x2 * (3 * 0.044715) + 1) * (0.5 * _KAPPA)))
+    cdf = (_erf(x * _SQRT1_2) + 1) * 0.5
+    pdf = np.exp(x * x * -0.5) * _INV_SQRT_2PI
+    return g * (cdf + x * pdf)
 
 
 def index_bounds(x):

@@ -40,8 +40,10 @@ def nll_loss_forward(x, target, weight, reduction, ignore_index):
         return np.asarray(total / np.sum(w, dtype=total.dtype), dtype=x.dtype)
 
 
-def nll_loss_backward(g, target, weight, reduction, ignore_index, shape):
-    """The gradient of ``nll_loss_forward`` for its input (linear in ``g``; its adjoint is the forward)."""
+def nll_loss_backward(g, x, target, weight, reduction, ignore_index):
+    """The gradient of ``nll_loss_forward`` for its input ``x`` (linear in ``g``, its adjoint is the forward;
+    ``x`` gives only its shape)."""
+    shape = x.shape
     axis = _class_axis(len(shape))
     safe, w = _picked(target, weight, ignore_index, g.dtype)
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -7,6 +7,7 @@ follow PyTorch's tools/autograd/derivatives.yaml, including its conventions at k
 from __future__ import annotations
 
 import math
+import operator
 
 import numpy as np
 
@@ -26,19 +27,51 @@ _HALF_SQRT_PI = 0.5 * math.sqrt(math.pi)
 
 # ----- primitives: arithmetic ------------------------------------------------------------------------
 
+# float16 * or / a Python number: PyTorch's CPU kernels keep the number as it was given (a wrapped number),
+# compute in float32 and round once; NumPy would round the number to float16 first (0.3 -> 0.30005,
+# 1e-5 -> 1.0014e-05, 70000 -> inf). (Its add and sub do round the number to float16 first, as NumPy.)
+# A number after a float16 array takes that path; everything else pays one type test.
+_F16 = np.dtype(np.float16)
+_F32 = np.dtype(np.float32)
+
+
+def _half_scalar(xp, op, a, s):
+    # s rounded to float32 (PyTorch's opmath type), kept a Python float: weak, so the op runs in float32
+    return xp.cast(op(xp.cast(a, _F32), float(np.float32(float(s)))), _F16)
+
+
+def _mul(xp, a, b):
+    # also the rules' g * b (under create_graph g is a Tensor, whose dtype is not NumPy's: the Tensor's own path)
+    if (type(b) is float or type(b) is int) and a.dtype is _F16:
+        return _half_scalar(xp, operator.mul, a, b)
+    return a * b
+
+
+def _div(xp, a, b):
+    if (type(b) is float or type(b) is int) and a.dtype is _F16:
+        return _half_scalar(xp, operator.truediv, a, b)
+    return xp.div(a, b)
+
+
+def _div_grad(xp, g, out, a, b):
+    if (type(b) is float or type(b) is int) and g.dtype is _F16:
+        return _half_scalar(xp, operator.truediv, g, b)
+    return g / b
+
+
 add_p = defprim("add", "AddBackward0", lambda xp, a, b: a + b,
                 vjp=(lambda xp, g, out, a, b: g, lambda xp, g, out, a, b: g), jvp="linear", promote="standard")
 
 sub_p = defprim("sub", "SubBackward0", lambda xp, a, b: a - b,
                 vjp=(lambda xp, g, out, a, b: g, lambda xp, g, out, a, b: -g), jvp="linear", promote="standard")
 
-mul_p = defprim("mul", "MulBackward0", lambda xp, a, b: a * b,
-                vjp=(lambda xp, g, out, a, b: g * b, lambda xp, g, out, a, b: g * a), jvp="multilinear",
-                saves=(0, 1), promote="standard")
+mul_p = defprim("mul", "MulBackward0", _mul,
+                vjp=(lambda xp, g, out, a, b: _mul(xp, g, b), lambda xp, g, out, a, b: _mul(xp, g, a)),
+                jvp="multilinear", saves=(0, 1), promote="standard")
 
 # d(a/b)/db = -(a/b)/b, divided twice rather than by b*b, which under- or overflows (PyTorch's order).
-div_p = defprim("div", "DivBackward0", lambda xp, a, b: xp.div(a, b),
-                vjp=(lambda xp, g, out, a, b: g / b, lambda xp, g, out, a, b: -g * ((a / b) / b)),
+div_p = defprim("div", "DivBackward0", _div,
+                vjp=(_div_grad, lambda xp, g, out, a, b: -g * ((a / b) / b)),
                 jvp="elementwise", saves=(0, 1), promote="float")
 
 
@@ -218,9 +251,11 @@ nan_to_num_p = _unary_prim("nan_to_num", "NanToNumBackward0",
                            lambda xp, g, out, a, nan, posinf, neginf: xp.where(xp.isfinite(a), g, 0.0),
                            promote=None)
 
-# where(out <= 0, 0, g), not g * (out > 0): the gradient passes at nan, as PyTorch's.
+# PyTorch's threshold_backward(g, result, 0): where(out <= 0, 0, g), not g * (out > 0), so the gradient passes
+# at nan; under create_graph it is a node of its own (ThresholdBackwardBackward0, in ops/nn_activation.py), so
+# that the gradient has a graph, as PyTorch's.
 relu_p = defprim("relu", "ReluBackward0", lambda xp, a: xp.relu(a),
-                 vjp=lambda xp, g, out, a: xp.where(out <= 0, 0.0, g), jvp="elementwise", saves_out=True)
+                 vjp=lambda xp, g, out, a: xp.threshold_backward(g, out, 0), jvp="elementwise", saves_out=True)
 
 # ----- primitives: binary math ---------------------------------------------------------------------------
 
@@ -517,12 +552,12 @@ def sub(input: Tensor, other, *, alpha=1) -> Tensor:
 # scalar (Python's ``x + eps`` records AddBackward0 with two).
 add_scalar_p = defprim("add_scalar", "AddBackward1", lambda xp, a, s: a + s, vjp=(lambda xp, g, out, a, s: g, None),
                        jvp="elementwise", promote="standard", scalar_args=(1,), saved_names=("self", "other"))
-mul_scalar_p = defprim("mul_scalar", "MulBackward1", lambda xp, a, s: a * s,
-                       vjp=(lambda xp, g, out, a, s: g * s, None), jvp="elementwise", promote="standard",
+mul_scalar_p = defprim("mul_scalar", "MulBackward1", _mul,
+                       vjp=(lambda xp, g, out, a, s: _mul(xp, g, s), None), jvp="elementwise", promote="standard",
                        scalar_args=(1,), saved_names=("self", "other"))
-div_scalar_p = defprim("div_scalar", "DivBackward1", lambda xp, a, s: a / s,
-                       vjp=(lambda xp, g, out, a, s: g / s, None), jvp="elementwise", promote="float",
-                       scalar_args=(1,), saved_names=("self", "other"))
+div_scalar_p = defprim("div_scalar", "DivBackward1", _div,
+                       vjp=(_div_grad, None), jvp="elementwise", promote="float", scalar_args=(1,),
+                       saved_names=("self", "other"))
 rsub_scalar_p = defprim("rsub", "RsubBackward1", lambda xp, s, a: s - a,
                         vjp=(None, lambda xp, g, out, s, a: -g), jvp="linear", promote="standard", scalar_args=(0,))
 

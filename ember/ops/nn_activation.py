@@ -18,7 +18,7 @@ from .._device import NAMESPACES
 from .._tensor import Tensor, make, wrap_dim
 from ..autograd.graph import node_class
 from . import elementwise as E
-from ._primitive import PrimNode, apply, batch_safe, defprim, save_always
+from ._primitive import PrimNode, apply, batch_safe, defprim, graph_ns, save_always
 from ._registry import EXPORTS, graph, register
 from ._util import check_tensor
 from ._views import apply_inplace
@@ -26,10 +26,8 @@ from ._views import apply_inplace
 _F = "nn.functional"
 _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
-_SQRT1_2 = 1.0 / math.sqrt(2.0)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 _KAPPA = math.sqrt(2.0 / math.pi)
-_ONE_SIXTH = float(np.float32(1.0 / 6.0))   # PyTorch's hardsigmoid_backward multiplies by a float constant
 
 
 def _fn(f=None, *, name=None, module=False, method=False):
@@ -76,16 +74,56 @@ def _sum_keep(xp, x, dim):
     return xp.sum(x, (dim % x.ndim,), True) if x.ndim else x
 
 
+# The first derivatives, PyTorch's _softmax_backward_data / _log_softmax_backward_data: on raw arrays the formula
+# itself, under create_graph a node of its own (SoftmaxBackwardDataBackward0, LogSoftmaxBackwardDataBackward0)
+# with edges to the gradient and to the output, as PyTorch's.
+def _softmax_bwd(xp, g, y, dim):
+    return y * (g - _sum_keep(xp, g * y, dim))
+
+
+def _log_softmax_bwd(xp, g, y, dim):
+    return g - xp.exp(y) * _sum_keep(xp, g, dim)
+
+
+def _softmax_backward(xp, g, y, dim):
+    if xp is graph_ns:
+        return apply(softmax_backward_p, (g, y), {"dim": dim})
+    return _softmax_bwd(xp, g, y, dim)
+
+
+def _log_softmax_backward(xp, g, y, dim):
+    if xp is graph_ns:
+        return apply(log_softmax_backward_p, (g, y), {"dim": dim})
+    return _log_softmax_bwd(xp, g, y, dim)
+
+
+# y (g - sum(g y)) is symmetric in g (its own adjoint); in y: gg g - sum(y g) gg - g sum(y gg) (PyTorch's
+# softmax_double_backward)
+softmax_backward_p = defprim(
+    "softmax_backward_data", "SoftmaxBackwardDataBackward0", _softmax_bwd,
+    vjp=(lambda xp, gg, out, g, y, dim: _softmax_backward(xp, gg, y, dim),
+         lambda xp, gg, out, g, y, dim: gg * g - _sum_keep(xp, y * g, dim) * gg - g * _sum_keep(xp, y * gg, dim)),
+    jvp=(lambda xp, t, out, g, y, dim: _softmax_backward(xp, t, y, dim),
+         lambda xp, t, out, g, y, dim: t * (g - _sum_keep(xp, g * y, dim)) - y * _sum_keep(xp, g * t, dim)),
+    saves=(0, 1), saved_names=("grad_output", "output"))
+log_softmax_backward_p = defprim(
+    "log_softmax_backward_data", "LogSoftmaxBackwardDataBackward0", _log_softmax_bwd,
+    vjp=(lambda xp, gg, out, g, y, dim: gg - _sum_keep(xp, gg * xp.exp(y), dim),
+         lambda xp, gg, out, g, y, dim: -(_sum_keep(xp, g, dim) * xp.exp(y) * gg)),
+    jvp=(lambda xp, t, out, g, y, dim: _log_softmax_backward(xp, t, y, dim),
+         lambda xp, t, out, g, y, dim: -(xp.exp(y) * t * _sum_keep(xp, g, dim))),
+    saves=(0, 1), saved_names=("grad_output", "output"))
+
 # ``dim`` is kept as the user gave it (PyTorch's grad_fn._saved_dim shows -1 as it was passed).
 softmax_p = defprim(
     "softmax", "SoftmaxBackward0", lambda xp, a, dim: xp.softmax(a, dim),
-    vjp=lambda xp, g, out, a, dim: out * (g - _sum_keep(xp, g * out, dim)),
+    vjp=lambda xp, g, out, a, dim: _softmax_backward(xp, g, out, dim),
     jvp=lambda xp, t, out, a, dim: out * (t - _sum_keep(xp, t * out, dim)),
     saves_out=True)
 
 log_softmax_p = defprim(
     "log_softmax", "LogSoftmaxBackward0", lambda xp, a, dim: xp.log_softmax(a, dim),
-    vjp=lambda xp, g, out, a, dim: g - xp.exp(out) * _sum_keep(xp, g, dim),
+    vjp=lambda xp, g, out, a, dim: _log_softmax_backward(xp, g, out, dim),
     jvp=lambda xp, t, out, a, dim: t - _sum_keep(xp, xp.exp(out) * t, dim),
     saves_out=True)
 
@@ -157,6 +195,109 @@ register(torch_softmax, name="softmax", method=True)
 register(torch_log_softmax, name="log_softmax", method=True)
 
 
+# ----- first derivatives of the piecewise-linear activations, differentiable -----------------------------------
+# Their VJP rules read the input only through comparisons, so written with xp.where their gradient would have no
+# graph under create_graph, and autograd.grad of it would raise. PyTorch records a node of its own for each
+# (ThresholdBackwardBackward0, ...), with edges to the upstream gradient and to the input: its derivative in the
+# gradient is the same function again, in the input zero. These primitives are those nodes; the rules call them
+# as xp.<name> (raw kernels in plain backward, so that path costs one call more, no graph).
+
+def _zeros_rule(xp, gg, out, g, a, *rest, **params):
+    # an explicit zero (not None): the input gets a zero gradient through this edge, as PyTorch's zeros_like(grad)
+    return xp.zeros_like(gg)
+
+
+def _backward_prim(name, node, forward, params, n_in=2, scalar_args=()):
+    """``name(g, x, *extra, *params)``: the first derivative of an activation, linear in ``g`` (input 0),
+    piecewise constant in ``x`` (input 1). Registered as ``xp.<name>`` in ember's namespace."""
+    def vjp_g(xp, gg, out, g, a, *rest, **kw):
+        return getattr(xp, name)(gg, a, *rest, *(kw[k] for k in params))
+
+    vjps = (vjp_g, _zeros_rule) + (None,) * (n_in - 2)
+    p = defprim(name, node, forward, vjp=vjps, jvp="elementwise", saves=tuple(range(1, n_in)),
+                scalar_args=scalar_args)
+
+    def in_graph(g, a, *args):
+        return apply(p, (g, a) + args[:n_in - 2], dict(zip(params, args[n_in - 2:])))
+    in_graph.__name__ = name
+    graph(name, in_graph)
+    return p
+
+
+threshold_backward_p = _backward_prim(
+    "threshold_backward", "ThresholdBackwardBackward0",
+    lambda xp, g, a, threshold: xp.threshold_backward(g, a, threshold), ("threshold",))
+hardtanh_backward_p = _backward_prim(
+    "hardtanh_backward", "HardtanhBackwardBackward0",
+    lambda xp, g, a, min_val, max_val: xp.hardtanh_backward(g, a, min_val, max_val), ("min_val", "max_val"))
+leaky_relu_backward_p = _backward_prim(
+    "leaky_relu_backward", "LeakyReluBackwardBackward0",
+    lambda xp, g, a, negative_slope: xp.leaky_relu_backward(g, a, negative_slope), ("negative_slope",))
+hardshrink_backward_p = _backward_prim(
+    "hardshrink_backward", "HardshrinkBackwardBackward0",
+    lambda xp, g, a, lambd: xp.hardshrink_backward(g, a, lambd), ("lambd",))
+softshrink_backward_p = _backward_prim(
+    "softshrink_backward", "SoftshrinkBackwardBackward0",
+    lambda xp, g, a, lambd: xp.softshrink_backward(g, a, lambd), ("lambd",))
+# noise: the slopes drawn in training, read but no edge (as rrelu_with_noise's own)
+rrelu_backward_p = _backward_prim(
+    "rrelu_with_noise_backward", "RreluWithNoiseBackwardBackward0",
+    lambda xp, g, a, noise, lower, upper, training: xp.rrelu_with_noise_backward(g, a, noise, lower, upper, training),
+    ("lower", "upper", "training"), n_in=3, scalar_args=(2,))
+
+
+def _hardswish_backward_self(xp, gg, out, g, a):
+    return xp.where((a > -3.0) & (a < 3.0), gg * g / 3.0, 0.0)
+
+
+# hardswish's first derivative is not piecewise constant: its derivative in the input is 1/3 between the kinks
+hardswish_backward_p = defprim(
+    "hardswish_backward", "HardswishBackwardBackward0", lambda xp, g, a: xp.hardswish_backward(g, a),
+    vjp=(lambda xp, gg, out, g, a: xp.hardswish_backward(gg, a), _hardswish_backward_self), jvp="elementwise",
+    saves=(0, 1))
+graph("hardswish_backward", lambda g, a: apply(hardswish_backward_p, (g, a)))
+
+
+def _hardsigmoid_no_derivative(xp, gg, out, g, a):
+    raise RuntimeError("derivative for aten::hardsigmoid_backward is not implemented")
+
+
+# PyTorch declares no derivative for hardsigmoid_backward: its node is 'NotImplemented', backward through it raises
+hardsigmoid_backward_p = defprim(
+    "hardsigmoid_backward", "NotImplemented", lambda xp, g, a: xp.hardsigmoid_backward(g, a),
+    vjp=(_hardsigmoid_no_derivative,) * 2, jvp=(_hardsigmoid_no_derivative,) * 2, saves=(1,))
+graph("hardsigmoid_backward", lambda g, a: apply(hardsigmoid_backward_p, (g, a)))
+
+
+# prelu's two gradients: one PreluKernelBackwardBackward0 node in PyTorch, two here (one per gradient, same
+# name); their derivatives are PyTorch's, which switch sides at x >= 0 (the first derivative at x > 0).
+def _prelu_bs_g(xp, gg, out, g, a, w):
+    return xp.where(a >= 0, gg, gg * w)
+
+
+def _prelu_bs_w(xp, gg, out, g, a, w):
+    return xp.where(a >= 0, 0.0, g * gg)
+
+
+def _prelu_bw_g(xp, gg, out, g, a, w):
+    return xp.where(a >= 0, 0.0, gg * a)
+
+
+def _prelu_bw_a(xp, gg, out, g, a, w):
+    return xp.where(a >= 0, 0.0, g * gg)
+
+
+prelu_backward_self_p = defprim(
+    "prelu_backward_self", "PreluKernelBackwardBackward0", lambda xp, g, a, w: xp.prelu_backward_self(g, a, w),
+    vjp=(_prelu_bs_g, _zeros_rule, _prelu_bs_w), jvp="elementwise", saves=(0, 1, 2))
+prelu_backward_weight_p = defprim(
+    "prelu_backward_weight", "PreluKernelBackwardBackward0", lambda xp, g, a, w: xp.prelu_backward_weight(g, a, w),
+    vjp=(_prelu_bw_g, _prelu_bw_a, lambda xp, gg, out, g, a, w: xp.zeros_like(gg)), jvp="elementwise",
+    saves=(0, 1))
+graph("prelu_backward_self", lambda g, a, w: apply(prelu_backward_self_p, (g, a, w)))
+graph("prelu_backward_weight", lambda g, a, w: apply(prelu_backward_weight_p, (g, a, w)))
+
+
 # ----- pointwise activations --------------------------------------------------------------------------------
 
 def _act(name, node, forward, params, vjp):
@@ -168,7 +309,7 @@ def _act(name, node, forward, params, vjp):
 
 
 def _leaky_vjp(xp, g, out, a, negative_slope):
-    return xp.where(a > 0, g, g * negative_slope)
+    return xp.leaky_relu_backward(g, a, negative_slope)
 
 
 def _leaky_result_vjp(xp, g, out, a, negative_slope):
@@ -178,7 +319,7 @@ def _leaky_result_vjp(xp, g, out, a, negative_slope):
                            "please call out-of-place version instead. File an issue at "
                            "https://github.com/pytorch/pytorch if you do require supporting in-place leakRelu "
                            "backward calculation with negative slope")
-    return xp.where(out > 0, g, g * negative_slope)
+    return xp.leaky_relu_backward(g, out, negative_slope)
 
 
 leaky_relu_result_p = defprim("leaky_relu", "LeakyReluBackward1",
@@ -189,11 +330,25 @@ leaky_relu_p = _act("leaky_relu", "LeakyReluBackward0", lambda xp, a, negative_s
                     ("negative_slope",), _leaky_vjp)
 
 
+# elu's first derivative, PyTorch's elu_backward (EluBackwardBackward0 under create_graph): on the negative side
+# d/da scale*alpha*(exp(a*s) - 1) = scale*alpha*s*exp(a*s), and scale on the positive side; at a = 0 the slope
+# is the negative side's and its derivative 0 (PyTorch's elu_double_backward masks a < 0).
+def _elu_backward_self(xp, gg, out, g, a, alpha, scale, input_scale):
+    d2 = xp.exp(xp.where(a < 0, a, 0.0) * input_scale) * (alpha * scale * input_scale * input_scale)
+    return xp.where(a < 0, gg * g * d2, 0.0)
+
+
+elu_backward_p = defprim(
+    "elu_backward", "EluBackwardBackward0",
+    lambda xp, g, a, alpha, scale, input_scale: xp.elu_backward(g, a, alpha, scale, input_scale),
+    vjp=(lambda xp, gg, out, g, a, alpha, scale, input_scale: xp.elu_backward(gg, a, alpha, scale, input_scale),
+         _elu_backward_self), jvp="elementwise", saves=(0, 1))
+graph("elu_backward", lambda g, a, alpha, scale, input_scale: apply(
+    elu_backward_p, (g, a), {"alpha": alpha, "scale": scale, "input_scale": input_scale}))
+
+
 def _elu_vjp(xp, g, out, a, alpha, scale, input_scale):
-    # negative side: d/da scale*alpha*(exp(a*s) - 1) = scale*alpha*s*exp(a*s); the exponent is masked too, so
-    # that exp never overflows on the positive side (its gradient there would be 0 * inf = nan)
-    neg = xp.exp(xp.where(a > 0, 0.0, a) * input_scale) * (alpha * scale * input_scale)
-    return xp.where(a > 0, g * scale, g * neg)
+    return xp.elu_backward(g, a, alpha, scale, input_scale)
 
 
 elu_p = _act("elu", "EluBackward0", lambda xp, a, alpha, scale, input_scale: xp.elu(a, alpha, scale, input_scale),
@@ -203,7 +358,8 @@ elu_p = _act("elu", "EluBackward0", lambda xp, a, alpha, scale, input_scale: xp.
 # elu_/celu_/selu_ (EluBackward1, CeluBackward1): PyTorch's rule reads the result, scale*alpha*(exp(a*s) - 1),
 # and adds scale*alpha back: alpha*scale*s*exp(a*s) = s*(out + alpha*scale).
 def _elu_result_vjp(xp, g, out, a, alpha, scale, input_scale):
-    return xp.where(out > 0, g * scale, g * ((out + alpha * scale) * input_scale))
+    # out masked at out < 0 as above: the derivative at 0 is 0, as PyTorch's
+    return xp.where(out > 0, g * scale, g * ((xp.where(out < 0, out, 0.0) + alpha * scale) * input_scale))
 
 
 elu_result_p = defprim("elu", "EluBackward1",
@@ -224,15 +380,29 @@ celu_result_p = defprim("celu", "CeluBackward1", lambda xp, a, alpha: xp.elu(a, 
                         jvp="elementwise", saves_out=True)
 
 
-def _gelu_vjp(xp, g, out, a, approximate):
+# gelu's first derivative, PyTorch's gelu_backward (GeluBackwardBackward0 under create_graph), and its
+# derivative: exact, Phi + x phi -> phi (2 - x^2); tanh form, with u = k (x + c x^3) and t = tanh(u):
+# 0.5 (1 + t) + 0.5 x (1 - t^2) u' -> (1 - t^2) (u' + 0.5 x u'' - x t u'^2)
+def _gelu_backward_self(xp, gg, out, g, a, approximate):
     if approximate == "tanh":
         a2 = a * a
         t = xp.tanh((a + a2 * a * 0.044715) * _KAPPA)
-        d = (t + 1) * 0.5 + a * (1 - t * t) * ((a2 * (3 * 0.044715) + 1) * (0.5 * _KAPPA))
-        return g * d
-    cdf = (xp.erf(a * _SQRT1_2) + 1) * 0.5
+        du = (a2 * (3 * 0.044715) + 1) * _KAPPA
+        d2u = a * (6 * 0.044715 * _KAPPA)
+        return gg * g * ((1 - t * t) * (du + a * d2u * 0.5 - a * t * du * du))
     pdf = xp.exp(a * a * -0.5) * _INV_SQRT_2PI
-    return g * (cdf + a * pdf)
+    return gg * g * (pdf * (2 - a * a))
+
+
+gelu_backward_p = defprim(
+    "gelu_backward", "GeluBackwardBackward0", lambda xp, g, a, approximate: xp.gelu_backward(g, a, approximate),
+    vjp=(lambda xp, gg, out, g, a, approximate: xp.gelu_backward(gg, a, approximate), _gelu_backward_self),
+    jvp="elementwise", saves=(0, 1))
+graph("gelu_backward", lambda g, a, approximate: apply(gelu_backward_p, (g, a), {"approximate": approximate}))
+
+
+def _gelu_vjp(xp, g, out, a, approximate):
+    return xp.gelu_backward(g, a, approximate)
 
 
 gelu_p = _act("gelu", "GeluBackward0", lambda xp, a, approximate: xp.gelu(a, approximate), ("approximate",),
@@ -256,9 +426,26 @@ def _mish_vjp(xp, g, out, a):
 mish_p = _act("mish", "MishBackward0", lambda xp, a: xp.mish(a), (), _mish_vjp)
 
 
+# softplus's first derivative, PyTorch's softplus_backward (SoftplusBackwardBackward0): z / (z + 1) with
+# z = exp(beta a) is sigmoid(beta a), no inf / inf when exp overflows; 1 where beta a > threshold. At the kink the
+# slope is sigmoid(threshold) and its derivative 0 (PyTorch's softplus_double_backward masks beta a < threshold).
+def _softplus_backward_self(xp, gg, out, g, a, beta, threshold):
+    ba = a * beta
+    s = xp.sigmoid(ba)
+    return xp.where(ba < threshold, gg * g * (s * (1 - s) * beta), 0.0)
+
+
+softplus_backward_p = defprim(
+    "softplus_backward", "SoftplusBackwardBackward0",
+    lambda xp, g, a, beta, threshold: xp.softplus_backward(g, a, beta, threshold),
+    vjp=(lambda xp, gg, out, g, a, beta, threshold: xp.softplus_backward(gg, a, beta, threshold),
+         _softplus_backward_self), jvp="elementwise", saves=(0, 1))
+graph("softplus_backward", lambda g, a, beta, threshold: apply(
+    softplus_backward_p, (g, a), {"beta": beta, "threshold": threshold}))
+
+
 def _softplus_vjp(xp, g, out, a, beta, threshold):
-    # z / (z + 1) with z = exp(beta a) is sigmoid(beta a): no inf / inf when exp overflows
-    return xp.where(a * beta > threshold, g, g * xp.sigmoid(a * beta))
+    return xp.softplus_backward(g, a, beta, threshold)
 
 
 softplus_p = _act("softplus", "SoftplusBackward0", lambda xp, a, beta, threshold: xp.softplus(a, beta, threshold),
@@ -266,30 +453,31 @@ softplus_p = _act("softplus", "SoftplusBackward0", lambda xp, a, beta, threshold
 
 
 def _hardtanh_vjp(xp, g, out, a, min_val, max_val):
-    return xp.where((a <= min_val) | (a >= max_val), 0.0, g)
+    return xp.hardtanh_backward(g, a, min_val, max_val)
 
 
 hardtanh_p = _act("hardtanh", "HardtanhBackward0", lambda xp, a, min_val, max_val: xp.hardtanh(a, min_val, max_val),
                   ("min_val", "max_val"), _hardtanh_vjp)
 hardsigmoid_p = _act("hardsigmoid", "HardsigmoidBackward0", lambda xp, a: xp.hardsigmoid(a), (),
-                     lambda xp, g, out, a: xp.where((a > -3.0) & (a < 3.0), g * _ONE_SIXTH, 0.0))
-
-
-def _hardswish_vjp(xp, g, out, a):
-    # PyTorch's kinks: 0 at x = -3, 1 at x = 3 (so the second derivative there is 0)
-    return xp.where(a <= -3.0, 0.0, xp.where(a < 3.0, g * (a / 3.0 + 0.5), g))
-
-
-hardswish_p = _act("hardswish", "HardswishBackward0", lambda xp, a: xp.hardswish(a), (), _hardswish_vjp)
+                     lambda xp, g, out, a: xp.hardsigmoid_backward(g, a))
+hardswish_p = _act("hardswish", "HardswishBackward0", lambda xp, a: xp.hardswish(a), (),
+                   lambda xp, g, out, a: xp.hardswish_backward(g, a))
 hardshrink_p = _act("hardshrink", "HardshrinkBackward0", lambda xp, a, lambd: xp.hardshrink(a, lambd), ("lambd",),
-                    lambda xp, g, out, a, lambd: xp.where((a >= -lambd) & (a <= lambd), 0.0, g))
+                    lambda xp, g, out, a, lambd: xp.hardshrink_backward(g, a, lambd))
 softshrink_p = _act("softshrink", "SoftshrinkBackward0", lambda xp, a, lambd: xp.softshrink(a, lambd), ("lambd",),
-                    lambda xp, g, out, a, lambd: xp.where((a >= -lambd) & (a <= lambd), 0.0, g))
+                    lambda xp, g, out, a, lambd: xp.softshrink_backward(g, a, lambd))
+# logsigmoid's first derivative g * sigmoid(-a), PyTorch's log_sigmoid_backward (LogSigmoidBackwardBackward0);
+# its derivative in a is -sigmoid(a) sigmoid(-a)
+log_sigmoid_backward_p = defprim(
+    "log_sigmoid_backward", "LogSigmoidBackwardBackward0", lambda xp, g, a: xp.log_sigmoid_backward(g, a),
+    vjp=(lambda xp, gg, out, g, a: xp.log_sigmoid_backward(gg, a),
+         lambda xp, gg, out, g, a: -(gg * g) * (xp.sigmoid(a) * xp.sigmoid(-a))), jvp="elementwise", saves=(0, 1))
+graph("log_sigmoid_backward", lambda g, a: apply(log_sigmoid_backward_p, (g, a)))
 log_sigmoid_p = _act("log_sigmoid", "LogSigmoidBackward0", lambda xp, a: xp.log_sigmoid(a), (),
-                     lambda xp, g, out, a: g * xp.sigmoid(-a))
+                     lambda xp, g, out, a: xp.log_sigmoid_backward(g, a))
 threshold_p = _act("threshold", "ThresholdBackward0", lambda xp, a, threshold, value: xp.threshold(a, threshold, value),
                    ("threshold", "value"),
-                   lambda xp, g, out, a, threshold, value: xp.where(a <= threshold, 0.0, g))
+                   lambda xp, g, out, a, threshold, value: xp.threshold_backward(g, a, threshold))
 
 # In-place variants PyTorch records under a node of their own (rules identical: the input is saved as it
 # was before the write, as apply_inplace does for every primitive that reads its input).
@@ -609,10 +797,13 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
 
 # ----- prelu, rrelu ----------------------------------------------------------------------------------------
 
+# the tangent switches sides at x >= 0, the gradient at x > 0 (PyTorch's formulas)
 prelu_p = defprim("prelu", "PreluKernelBackward0", lambda xp, a, w: xp.prelu(a, w),
-                  vjp=(lambda xp, g, out, a, w: xp.where(a > 0, g, g * w),
-                       lambda xp, g, out, a, w: xp.where(a > 0, 0.0, g * a)),
-                  jvp="elementwise", saves=(0, 1), saved_names=("self", "weight"))
+                  vjp=(lambda xp, g, out, a, w: xp.prelu_backward_self(g, a, w),
+                       lambda xp, g, out, a, w: xp.prelu_backward_weight(g, a, w)),
+                  jvp=(lambda xp, t, out, a, w: xp.where(a >= 0, t, t * w),
+                       lambda xp, t, out, a, w: xp.where(a >= 0, 0.0, t * a)),
+                  saves=(0, 1), saved_names=("self", "weight"))
 save_always(prelu_p)   # PyTorch's _prelu_kernel_backward is one formula for both inputs
 graph("prelu", lambda a, w: apply(prelu_p, (a, w)))
 
@@ -647,9 +838,7 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
 
 
 def _rrelu_vjp(xp, g, out, a, noise, lower, upper, training):
-    if training:
-        return xp.where(a > 0, g, g * noise)
-    return xp.where(a > 0, g, g * ((lower + upper) / 2))
+    return xp.rrelu_with_noise_backward(g, a, noise, lower, upper, training)
 
 
 # noise: the slopes drawn in training (1 where the input is positive), unused in eval; no edge, as PyTorch's
@@ -657,13 +846,14 @@ rrelu_p = defprim("rrelu_with_noise", "RreluWithNoiseBackward0",
                   lambda xp, a, noise, lower, upper, training: xp.rrelu_with_noise(a, noise, lower, upper, training),
                   vjp=(_rrelu_vjp, None), jvp="elementwise", saves=(0, 1), scalar_args=(1,),
                   saved_names=("self", "noise"))
-# rrelu_ (RreluWithNoiseBackward1) reads the result: its sign is the input's for the positive slopes drawn
-rrelu_result_p = defprim("rrelu_with_noise", "RreluWithNoiseBackward1",
+# rrelu_ (RreluWithNoiseBackward1) reads the result: its sign is the input's for the positive slopes drawn.
+# No JVP: PyTorch has none for rrelu_with_noise_ (forward mode raises its NotImplementedError)
+rrelu_result_p = defprim("rrelu_with_noise_", "RreluWithNoiseBackward1",
                          lambda xp, a, noise, lower, upper, training:
                              xp.rrelu_with_noise(a, noise, lower, upper, training),
                          vjp=(lambda xp, g, out, a, noise, lower, upper, training:
                               _rrelu_vjp(xp, g, out, out, noise, lower, upper, training), None),
-                         jvp="elementwise", saves=(1,), saves_out=True, scalar_args=(1,),
+                         saves=(1,), saves_out=True, scalar_args=(1,),
                          saved_names=("self", "noise"))
 graph("rrelu_with_noise", lambda a, noise, lower, upper, training:
       apply(rrelu_p, (a, noise), {"lower": lower, "upper": upper, "training": training}))

@@ -96,9 +96,12 @@ def _no_grad_weight(weight, fn: str) -> None:
                            "input cannot have requires_grad True.")
 
 
-def _check_float(input: Tensor, kernel: str) -> None:
-    if input._data.dtype.kind != "f":
-        raise NotImplementedError(f'"{kernel}" not implemented for \'{D.type_word(input._data.dtype)}\'')
+def _check_float(input: Tensor, kernel: str, half: bool = True) -> None:
+    """Refuse a dtype the kernel has no loop for: integral and bool, and float16 where ``half`` is False (the
+    kernels PyTorch dispatches over float32/float64 only: multi_margin_loss, multilabel_margin_loss, ctc_loss)."""
+    dt = input._data.dtype
+    if dt.kind != "f" or (not half and dt == _HALF):
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{D.type_word(dt)}\'')
 
 
 # ----- Tensor-Scalar arithmetic as ATen's composites call it (mul.Scalar, div.Scalar: elementwise family) -----
@@ -132,24 +135,26 @@ def _nll_fwd(xp, a, target, weight, reduction, ignore_index):
 
 
 # -x[n, target[n]] * w is linear in x: the JVP is the loss of the tangent; the VJP scatters g (its own VJP,
-# for double backward, is the loss again).
+# for double backward, is the loss again). The input is saved, as PyTorch's (its version is checked), and the
+# first derivative's node (NllLossBackwardBackward0) has an edge to it, with a zero gradient, as PyTorch's.
 nll_p = defprim("nll_loss", "NllLossBackward0", _nll_fwd,
                 vjp=lambda xp, g, out, a, target, weight, reduction, ignore_index:
-                    xp.nll_loss_backward(g, target, weight, reduction, ignore_index, a.shape),
-                jvp="linear", saved_names=("self",))
+                    xp.nll_loss_backward(g, a, target, weight, reduction, ignore_index),
+                jvp="linear", saves=(0,), saved_names=("self",))
 nll_backward_p = defprim(
     "nll_loss_backward", "NllLossBackwardBackward0",
-    lambda xp, g, target, weight, reduction, ignore_index, shape:
-        xp.nll_loss_backward(g, target, weight, reduction, ignore_index, shape),
-    vjp=lambda xp, gg, out, g, target, weight, reduction, ignore_index, shape:
-        xp.nll_loss_forward(gg, target, weight, reduction, ignore_index),
-    jvp="linear", saved_names=("grad_output",))
+    lambda xp, g, a, target, weight, reduction, ignore_index:
+        xp.nll_loss_backward(g, a, target, weight, reduction, ignore_index),
+    vjp=(lambda xp, gg, out, g, a, target, weight, reduction, ignore_index:
+         xp.nll_loss_forward(gg, target, weight, reduction, ignore_index),
+         lambda xp, gg, out, g, a, target, weight, reduction, ignore_index: xp.zeros_like(gg)),
+    jvp="linear", saved_names=("grad_output", "self"))
 _NLL2D = node_class("NllLoss2DBackward0", PrimNode)
 graph("nll_loss_forward", lambda a, target, weight, reduction, ignore_index: apply(
     nll_p, (a,), {"target": target, "weight": weight, "reduction": reduction, "ignore_index": ignore_index}))
-graph("nll_loss_backward", lambda g, target, weight, reduction, ignore_index, shape: apply(
-    nll_backward_p, (g,), {"target": target, "weight": weight, "reduction": reduction,
-                           "ignore_index": ignore_index, "shape": shape}))
+graph("nll_loss_backward", lambda g, a, target, weight, reduction, ignore_index: apply(
+    nll_backward_p, (g, a), {"target": target, "weight": weight, "reduction": reduction,
+                             "ignore_index": ignore_index}))
 
 
 def _nll_weight(weight, input: Tensor, n_classes: int, fn: str, prefix: str = ""):
@@ -325,10 +330,16 @@ def _scaled(xp, x, w):
     return x if w is None else x * _const(xp, w)
 
 
-def _pointwise_loss(name: str, node: str, elem, d_input, d_target, saved_names=("self", "target")):
+def _pointwise_loss(name: str, node: str, elem, d_input, d_target, saved_names=("self", "target"), dd=None,
+                    backward_node=None):
     """A loss ``reduce(elem(input, target))`` over inputs of one shape; ``d_input``/``d_target`` are the
     elementwise partial derivatives (written against xp, so they differentiate again). ``p`` is the
-    loss's own parameters (beta, delta, weights), ``None`` when it has none."""
+    loss's own parameters (beta, delta, weights), ``None`` when it has none.
+
+    With ``dd`` (the second derivative in the input, for losses of ``input - target`` alone, even in it: mse,
+    smooth_l1, huber), each gradient is PyTorch's node of its own under create_graph (``backward_node``:
+    MseLossBackwardBackward0, ...): ``loss_backward(g, input, target)`` for the input and
+    ``loss_backward(g, target, input)`` for the target, as PyTorch's formulas call them."""
     def forward(xp, a, b, reduction, p):
         return _reduce(xp, elem(xp, a, b, p), reduction)
 
@@ -338,12 +349,41 @@ def _pointwise_loss(name: str, node: str, elem, d_input, d_target, saved_names=(
     def jvp(d):
         return lambda xp, t, out, a, b, reduction, p: _reduce(xp, t * d(xp, a, b, p), reduction)
 
-    return defprim(name, node, forward, vjp=(vjp(d_input), vjp(d_target)), jvp=(jvp(d_input), jvp(d_target)),
-                   saves=(0, 1), saved_names=saved_names)
+    if dd is None:
+        return defprim(name, node, forward, vjp=(vjp(d_input), vjp(d_target)), jvp=(jvp(d_input), jvp(d_target)),
+                       saves=(0, 1), saved_names=saved_names)
+
+    def backward(xp, g, a, b, reduction, p):
+        return _unreduce(xp, g, a.shape, reduction) * d_input(xp, a, b, p)
+
+    def second(sign):
+        def rule(xp, gg, out, g, a, b, reduction, p):
+            r = gg * _unreduce(xp, g, a.shape, reduction) * dd(xp, a, b, p)
+            return -r if sign < 0 else r
+        return rule
+
+    bprim = defprim(
+        name + "_backward", backward_node, backward,
+        vjp=(lambda xp, gg, out, g, a, b, reduction, p: _reduce(xp, gg * d_input(xp, a, b, p), reduction),
+             second(1), second(-1)),
+        jvp=(lambda xp, t, out, g, a, b, reduction, p: backward(xp, t, a, b, reduction, p), second(1), second(-1)),
+        saves=(0, 1, 2), saved_names=("grad_output", "self", "target"))
+
+    def call(xp, g, a, b, reduction, p):
+        # raw arrays: the formula itself; Tensors (create_graph, forward mode): the node
+        if xp is graph_ns:
+            return apply(bprim, (g, a, b), {"reduction": reduction, "p": p})
+        return backward(xp, g, a, b, reduction, p)
+
+    return defprim(name, node, forward,
+                   vjp=(lambda xp, g, out, a, b, reduction, p: call(xp, g, a, b, reduction, p),
+                        lambda xp, g, out, a, b, reduction, p: call(xp, g, b, a, reduction, p)),
+                   jvp=(jvp(d_input), jvp(d_target)), saves=(0, 1), saved_names=saved_names)
 
 
 mse_p = _pointwise_loss("mse_loss", "MseLossBackward0", lambda xp, a, b, p: (a - b) * (a - b),
-                        lambda xp, a, b, p: (a - b) * 2, lambda xp, a, b, p: (b - a) * 2)
+                        lambda xp, a, b, p: (a - b) * 2, lambda xp, a, b, p: (b - a) * 2,
+                        dd=lambda xp, a, b, p: 2.0, backward_node="MseLossBackwardBackward0")
 
 
 def _smooth_l1(xp, a, b, beta):
@@ -354,11 +394,14 @@ def _smooth_l1(xp, a, b, beta):
 
 def _smooth_l1_d(xp, a, b, beta):
     d = a - b
-    return xp.where(d < -beta, -1.0, xp.where(d > beta, 1.0, d / beta))
+    # at |d| = beta the slope is +-1 and its derivative 0, as PyTorch's smooth_l1_loss_double_backward
+    return xp.where(d <= -beta, -1.0, xp.where(d >= beta, 1.0, d / beta))
 
 
 smooth_l1_p = _pointwise_loss("smooth_l1_loss", "SmoothL1LossBackward0", _smooth_l1, _smooth_l1_d,
-                              lambda xp, a, b, beta: -_smooth_l1_d(xp, a, b, beta))
+                              lambda xp, a, b, beta: -_smooth_l1_d(xp, a, b, beta),
+                              dd=lambda xp, a, b, beta: xp.where(xp.abs(a - b) < beta, 1.0 / beta, 0.0),
+                              backward_node="SmoothL1LossBackwardBackward0")
 
 
 def _huber(xp, a, b, delta):
@@ -369,11 +412,14 @@ def _huber(xp, a, b, delta):
 
 def _huber_d(xp, a, b, delta):
     d = a - b
-    return xp.where(d < -delta, -delta, xp.where(d > delta, delta, d))
+    # at |d| = delta the slope is +-delta and its derivative 0, as PyTorch's huber_loss_double_backward
+    return xp.where(d <= -delta, -delta, xp.where(d >= delta, delta, d))
 
 
 huber_p = _pointwise_loss("huber_loss", "HuberLossBackward0", _huber, _huber_d,
-                          lambda xp, a, b, delta: -_huber_d(xp, a, b, delta))
+                          lambda xp, a, b, delta: -_huber_d(xp, a, b, delta),
+                          dd=lambda xp, a, b, delta: xp.where(xp.abs(a - b) < delta, 1.0, 0.0),
+                          backward_node="HuberLossBackwardBackward0")
 
 
 # binary_cross_entropy: PyTorch clamps each log at -100 (so x = 0 or 1 gives a finite loss) and the
@@ -537,6 +583,12 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
     _check_target(target, "huber_loss")
     _warn_broadcast(input, target)
     delta = float(delta)
+    # PyTorch's kernel writes into a tensor like the input: the loss has the input's dtype
+    common = promote(input, target)
+    if common.is_floating_point and input._data.dtype != common.np:
+        if input._data.dtype.kind != "f":
+            raise _cast_error(common, input._data.dtype)
+        target = target.to(D.from_numpy_dtype(input._data.dtype))
     if weight is not None:
         check_tensor(weight, "huber_loss", "weight", 5)
         if weight._data.shape != input._data.shape:
@@ -607,9 +659,14 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
     fn = "binary_cross_entropy_with_logits"
     w = _weight_array(weight, fn, "weight", 3)
     pw = _weight_array(pos_weight, fn, "pos_weight", 4)
-    dt = promote(*(t for t in (input, target, weight, pos_weight) if t is not None))
-    if not dt.is_floating_point:
-        raise NotImplementedError(f'"{fn}" not implemented for \'{D.type_word(dt.np)}\'')
+    # PyTorch's kernel: log_sigmoid(input), then (1 - target).mul_(input).sub_(...) and mul_(weight) in place:
+    # its errors for other dtypes, and the loss in the target's dtype
+    _check_float(input, "log_sigmoid_cpu")
+    if target._data.dtype.kind == "b":
+        raise RuntimeError(_BOOL_SUB)
+    if target._data.dtype.kind != "f":
+        raise _cast_error(promote(input, target), target._data.dtype)
+    dt = D.from_numpy_dtype(target._data.dtype)
     shape = input._data.shape
     for extra in (w, pw):
         if extra is not None and broadcast_error((shape, extra.shape)) is None:
@@ -650,6 +707,8 @@ def kl_div(input: Tensor, target: Tensor, size_average: bool | None = None, redu
                           "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
                           "'mean' will be changed to behave the same as 'batchmean' in the next major release.")
         enum = "sum" if reduction == "batchmean" else _check_reduction(reduction)
+    if input._data.dtype.kind != "f" or target._data.dtype.kind != "f":
+        raise RuntimeError("kl_div: Integral inputs not supported.")
     from .elementwise import xlogy
     if log_target:
         loss = target.exp() * (target - input)
@@ -707,6 +766,9 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var, full: bool = False, ep
             raise ValueError("var is of incorrect size")
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(f"{reduction} is not valid")
+    if var._data.dtype.kind != "f":   # PyTorch's clamp_ words it with the C++ type name
+        raise RuntimeError(f"result type {D.type_word(D._default_float.np)} can't be cast to the desired output "
+                           f"type {D.c_type_name(var._data.dtype)}")
     var = var.clone()
     with no_grad():
         var.clamp_(min=eps)
@@ -759,8 +821,13 @@ def soft_margin_loss(input: Tensor, target: Tensor, size_average: bool | None = 
     if full != input._data.shape:
         raise RuntimeError(f"output with shape {_dims(input._data.shape)} doesn't match the broadcast shape "
                            f"{_dims(full)}")
-    dt = promote(input, target)
-    _check_float_dtype(dt, "soft_margin_loss")
+    # PyTorch's kernel: neg(input) into a tensor of the input's dtype, then mul_(target), exp_(), log1p_() in place:
+    # the result has the input's dtype, and an integral input cannot hold the result
+    if input._data.dtype.kind == "b":
+        raise RuntimeError(_BOOL_NEG)
+    if input._data.dtype.kind != "f":
+        raise _cast_error(_float_result(input, target), input._data.dtype)
+    dt = D.from_numpy_dtype(input._data.dtype)
     _target_no_grad(target, "soft_margin_loss")
     if input._data.dtype != dt.np:
         input = input.to(dt)
@@ -780,6 +847,7 @@ def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight: Tensor | 
     check_tensor(input, "multilabel_soft_margin_loss", "input", 1)
     if size_average is not None or reduce is not None:
         reduction = _legacy_reduction(size_average, reduce)
+    _check_float(input, "log_sigmoid_cpu")   # logsigmoid(input) is PyTorch's first step
     loss = -(target * apply(log_sigmoid_p, (input,)) + (1 - target) * apply(log_sigmoid_p, (-input,)))
     if weight is not None:
         loss = loss * weight
@@ -807,7 +875,8 @@ def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: 
         raise RuntimeError("margin_ranking_loss : All input tensors should have same dimension but got sizes: "
                            f"input1: {_size(input1._data.shape)}, input2: {_size(input2._data.shape)}, target: "
                            f"{_size(target._data.shape)} ")
-    out = apply(add_scalar_p, (-target * (input1 - input2), float(margin))).clamp_min(0)
+    diff = input1 - input2   # first, as PyTorch (its error for bool inputs is this subtraction's)
+    out = apply(add_scalar_p, (-target * diff, float(margin))).clamp_min(0)
     return _apply_loss_reduction(out, reduction)
 
 
@@ -821,7 +890,13 @@ def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0, siz
     check_tensor(target, "hinge_embedding_loss", "target", 2)
     reduction = _reduction(size_average, reduce, reduction)
     zeros = zeros_like(input)
-    margin_clamp = (margin - input).clamp_min(0)
+    if input._data.dtype.kind in "iub":
+        # PyTorch's C++ `margin - self` is empty_like(self).fill_(margin).sub_(self): the input's dtype (so
+        # an integral loss, whose mean then raises; bool refuses the subtraction)
+        from .._creation import full_like
+        margin_clamp = (full_like(input, margin) - input).clamp_min(0)
+    else:
+        margin_clamp = (margin - input).clamp_min(0)
     output_margin = where(target != 1, margin_clamp, zeros)
     output_self = where(target != -1, input, zeros)
     return _apply_loss_reduction(output_margin + output_self, reduction)
@@ -966,12 +1041,29 @@ graph("multilabel_margin_loss_backward", lambda g, a, target, reduction: apply(
     multilabel_margin_backward_p, (g, a), {"target": target, "reduction": reduction}))
 
 
-def _margin_input(input: Tensor, fn: str) -> None:
+_BOOL_NEG = ("Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, "
+             "use the `~` or `logical_not()` operator instead.")
+_BOOL_SUB = ("Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` "
+             "operator instead.")
+
+
+def _cast_error(result: D.dtype, out_np) -> RuntimeError:
+    """PyTorch's error for an in-place step whose result type cannot be stored in its output's dtype."""
+    return RuntimeError(f"result type {D.type_word(result.np)} can't be cast to the desired output type "
+                        f"{D.type_word(out_np)}")
+
+
+def _float_result(*xs) -> D.dtype:
+    """The result type of ``xs``, or the default float where that is integral (exp_ of an integer tensor)."""
+    dt = promote(*xs)
+    return dt if dt.is_floating_point else D._default_float
+
+
+def _margin_input(input: Tensor) -> None:
     x = input._data
     if not (x.ndim == 1 and x.size > 0 or x.ndim == 2 and x.shape[1] > 0):
         raise RuntimeError("Expected non-empty vector or matrix with optional 0-dim batch size, but got: "
                            f"{_dims(x.shape)}")
-    _check_float(input, fn)
 
 
 @register(**_F)
@@ -988,18 +1080,22 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
         check_tensor(weight, "multi_margin_loss", "weight", 5)
         if weight.dim() != 1:
             raise ValueError("weight must be one-dimensional")
-    _margin_input(input, "multi_margin_loss_cpu_kernel")
+    # PyTorch's order: shapes, then the kernel's dtypes (float32/float64), then the target's
+    _margin_input(input)
     x, t = input._data, target._data
     n_frames = 1 if x.ndim == 1 else x.shape[0]
     c = x.shape[-1]
     if t.ndim > 1 or t.size != n_frames:
-        raise RuntimeError(f"inconsistent target size, expected {n_frames} but got {_dims(t.shape)}")
+        raise RuntimeError(f"multi_margin_loss: target tensor should be 1-D with size equal to the number of input "
+                           f"samples (batch size). Expected target size [{n_frames}], but got {_dims(t.shape)}. "
+                           f"Input has shape {_dims(x.shape)}.")
+    if weight is not None and weight._data.size != c:
+        raise RuntimeError(f"inconsistent weight size, expected {c} but got {_dims(weight._data.shape)}")
+    _check_float(input, "multi_margin_loss_cpu_kernel", half=False)
     if t.dtype.kind not in "iu":
         raise RuntimeError(f"expected scalar type Long but found {D.type_word(t.dtype)}")
     w = None
     if weight is not None:
-        if weight._data.size != c:
-            raise RuntimeError(f"inconsistent weight size, expected {c} but got {_dims(weight._data.shape)}")
         w = _weight_array(weight, "multi_margin_loss", "weight", 5).astype(x.dtype, copy=False)
     if ((t < 0) | (t >= c)).any():
         raise RuntimeError("target out of range")
@@ -1015,10 +1111,11 @@ def multilabel_margin_loss(input: Tensor, target: Tensor, size_average: bool | N
     check_tensor(input, "multilabel_margin_loss", "input", 1)
     check_tensor(target, "multilabel_margin_loss", "target", 2)
     reduction = _reduction(size_average, reduce, reduction)
-    _margin_input(input, "multilabel_margin_loss_forward_out_frame")
+    _margin_input(input)
     x, t = input._data, target._data
     if t.shape != x.shape:
         raise RuntimeError(f"inconsistent target size: {_dims(t.shape)} for input of size: {_dims(x.shape)}")
+    _check_float(input, "multilabel_margin_loss_forward_out_frame", half=False)
     if t.dtype.kind not in "iu":
         raise RuntimeError(f"expected scalar type Long but found {D.type_word(t.dtype)}")
     if ((t >= x.shape[-1]) | (t < -1)).any():
@@ -1075,10 +1172,10 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths, 
     check_tensor(log_probs, "ctc_loss", "log_probs", 1)
     check_tensor(targets, "ctc_loss", "targets", 2)
     enum = _check_reduction(reduction)
+    _check_float(log_probs, "ctc_loss_cpu", half=False)   # before the shape checks, as PyTorch's kernel
     batched = log_probs.dim() == 3
     if log_probs.dim() not in (2, 3):
         raise RuntimeError(f"ctc_loss(): log_probs must be 2-D or 3-D, got {log_probs.dim()}-D")
-    _check_float(log_probs, "ctc_loss_cpu")
     lp = log_probs if batched else log_probs.unsqueeze(1)
     t_max, n, c = lp._data.shape
     tg = targets._data if batched else targets._data.reshape(1, -1)
