@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from ._numpy_elementwise import erf as _erf
+from ._numpy_elementwise import erf as _erf, zero_where
 
 __all__: list = ["softmax", "log_softmax", "leaky_relu", "elu", "gelu", "silu", "mish", "softplus", "hardtanh",
                  "hardsigmoid", "hardswish", "hardshrink", "softshrink", "log_sigmoid", "threshold", "glu",
@@ -173,11 +173,11 @@ def rrelu_with_noise(x, noise, lower, upper, training):
 # a NaN input lets the gradient through, as PyTorch's kernels.
 
 def threshold_backward(g, x, threshold):
-    return np.where(x <= threshold, 0.0, g)
+    return zero_where(x <= threshold, g)
 
 
 def hardtanh_backward(g, x, min_val, max_val):
-    return np.where((x <= min_val) | (x >= max_val), 0.0, g)
+    return zero_where((x <= min_val) | (x >= max_val), g)
 
 
 def leaky_relu_backward(g, x, negative_slope):
@@ -185,7 +185,7 @@ def leaky_relu_backward(g, x, negative_slope):
 
 
 def hardshrink_backward(g, x, lambd):
-    return np.where((x >= -lambd) & (x <= lambd), 0.0, g)
+    return zero_where((x >= -lambd) & (x <= lambd), g)
 
 
 softshrink_backward = hardshrink_backward

@@ -79,3 +79,28 @@ def test_results_made_in_inference_mode_are_inference_tensors():
             y = lib.ones(2) * 2
         (y * lib.ones(2, requires_grad=True)).sum().backward()
     raises_same(saved, msg="Inference tensors cannot be saved for backward")
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_zero_where_is_exact(dtype):
+    # the bitwise gradient mask of clamp/relu/threshold: inf, NaN and -0.0 of g kept where kept, +0.0 elsewhere
+    import numpy as np
+    from ember._numpy_elementwise import zero_where
+    g = np.array([1.5, -np.inf, np.nan, -0.0, 2.0, np.inf, np.nan, -3.0], dtype=dtype)
+    drop = np.array([False, False, False, False, True, True, True, True])
+    r = zero_where(drop, g)
+    ref = np.where(drop, 0.0, g).astype(dtype)
+    assert r.dtype == g.dtype
+    assert np.array_equal(r.view(f"u{g.itemsize}"), ref.view(f"u{g.itemsize}"))   # bit for bit, signs of zero too
+    assert np.array_equal(zero_where(drop[::2], g[::2]), ref[::2], equal_nan=True)   # strided
+
+
+def test_clamp_and_relu_gradients_at_nan_and_inf():
+    def f(lib):
+        x = lib.tensor([float("nan"), -1.0, 0.0, 2.0, float("inf")], requires_grad=True)
+        g = lib.tensor([1.0, float("inf"), 2.0, float("nan"), -0.0])
+        (gc,) = lib.autograd.grad(x.clamp(min=0), x, g)
+        (gr,) = lib.autograd.grad(lib.relu(x), x, g)
+        (gh,) = lib.autograd.grad(lib.nn.functional.hardtanh(x), x, g)
+        return gc, gr, gh
+    same(f)

@@ -315,11 +315,12 @@ heaviside_p = defprim("heaviside", "NotImplemented", lambda xp, a, b: xp.heavisi
 
 
 def _clamp_grad(xp, g, out, a, lo, hi):
+    # PyTorch: where(lo <= a <= hi, g, 0), so a NaN input gets no gradient
     if lo is None:
-        return xp.where(a <= hi, g, 0.0)
+        return xp.zero_where(~(a <= hi), g)
     if hi is None:
-        return xp.where(a >= lo, g, 0.0)
-    return xp.where((a >= lo) & (a <= hi), g, 0.0)
+        return xp.zero_where(~(a >= lo), g)
+    return xp.zero_where(~((a >= lo) & (a <= hi)), g)
 
 
 # Scalar bounds are inputs (not params) so that the declared promotion sees them: clamp(int_tensor, 0.5).
@@ -843,6 +844,7 @@ def special_round(input: Tensor, *, decimals: int = 0) -> Tensor:
         return round(input, decimals=decimals)
     return apply(round_decimals_p, (input,), {"decimals": decimals})
 _register_inplace(iround, "round")
+graph("zero_where", lambda drop, g: where(drop, 0.0, g))
 graph("round_decimals", lambda a, decimals: apply(round_decimals_p, (a,), {"decimals": decimals}))
 
 
