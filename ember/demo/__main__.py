@@ -45,7 +45,7 @@ def _plot(results: dict, path: str) -> None:
         ax_loss.plot(epochs, hist.loss, style, label=label)
         ax_acc.plot(epochs, hist.test_acc, style, label=label)
     ax_loss.set(title="training loss", xlabel="epoch", yscale="log")
-    ax_acc.set(title="test accuracy", xlabel="epoch", ylim=(0.8, 1.0))
+    ax_acc.set(title="test accuracy", xlabel="epoch", ylim=(0.7, 1.0))
     for ax in (ax_loss, ax_acc):
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
