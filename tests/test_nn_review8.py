@@ -79,3 +79,64 @@ def test_fused_attention_paths_nan_fully_masked_rows(masks, grad):
             d = layer.self_attn(x, x.clone(), x, key_padding_mask=kpm, attn_mask=am, need_weights=False)[0]
         return a.detach(), b.detach(), c.detach(), d.detach()
     same(fn, atol=1e-5)
+
+
+_LAZY = {
+    "LazyLinear": (lambda nn: nn.LazyLinear(4), lambda nn: nn.Linear(5, 4), (3, 5)),
+    "LazyLinear_nobias": (lambda nn: nn.LazyLinear(4, bias=False), lambda nn: nn.Linear(5, 4, bias=False), (3, 5)),
+    "LazyConv1d": (lambda nn: nn.LazyConv1d(4, 3), lambda nn: nn.Conv1d(2, 4, 3), (2, 2, 7)),
+    "LazyConv2d": (lambda nn: nn.LazyConv2d(4, 3, groups=2, padding=1), lambda nn: nn.Conv2d(2, 4, 3, groups=2,
+                                                                                            padding=1), (2, 2, 5, 5)),
+    "LazyConv3d": (lambda nn: nn.LazyConv3d(2, 2, bias=False), lambda nn: nn.Conv3d(3, 2, 2, bias=False),
+                   (1, 3, 3, 3, 3)),
+    "LazyConvTranspose1d": (lambda nn: nn.LazyConvTranspose1d(3, 2, stride=2),
+                            lambda nn: nn.ConvTranspose1d(2, 3, 2, stride=2), (2, 2, 4)),
+    "LazyConvTranspose2d": (lambda nn: nn.LazyConvTranspose2d(4, 3, groups=2),
+                            lambda nn: nn.ConvTranspose2d(2, 4, 3, groups=2), (2, 2, 3, 3)),
+    "LazyConvTranspose3d": (lambda nn: nn.LazyConvTranspose3d(2, 2), lambda nn: nn.ConvTranspose3d(3, 2, 2),
+                            (1, 3, 2, 2, 2)),
+    "LazyBatchNorm1d": (lambda nn: nn.LazyBatchNorm1d(), lambda nn: nn.BatchNorm1d(3), (4, 3)),
+    "LazyBatchNorm2d": (lambda nn: nn.LazyBatchNorm2d(momentum=0.3), lambda nn: nn.BatchNorm2d(3), (2, 3, 2, 2)),
+    "LazyBatchNorm3d": (lambda nn: nn.LazyBatchNorm3d(affine=False), lambda nn: nn.BatchNorm3d(3, affine=False),
+                        (2, 3, 2, 2, 2)),
+    "LazyInstanceNorm1d": (lambda nn: nn.LazyInstanceNorm1d(), lambda nn: nn.InstanceNorm1d(3), (2, 3, 4)),
+    "LazyInstanceNorm2d": (lambda nn: nn.LazyInstanceNorm2d(affine=True, track_running_stats=True),
+                           lambda nn: nn.InstanceNorm2d(3, affine=True, track_running_stats=True), (2, 3, 4, 4)),
+    "LazyInstanceNorm3d": (lambda nn: nn.LazyInstanceNorm3d(), lambda nn: nn.InstanceNorm3d(3), (2, 3, 2, 2, 2)),
+}
+
+
+@pytest.mark.parametrize("name", list(_LAZY))
+def test_lazy_modules_first_forward_and_load(name):
+    make, make_src, shape = _LAZY[name]
+
+    def first_forward(lib):  # same seed, same weights as PyTorch; then the ordinary class
+        lib.manual_seed(0)
+        m = make(lib.nn)
+        before = (type(m).__name__, repr(m), sorted(m.state_dict()))
+        x = lib.randn(*shape)
+        y = m(x)
+        return before[0], before[2], type(m).__name__, repr(m), y.detach(), tuple(
+            (k, v.detach()) for k, v in m.state_dict().items()), sum(1 for _ in m.parameters())
+
+    def load_then_forward(lib):  # load_state_dict before the first forward takes the checkpoint's shapes
+        lib.manual_seed(1)
+        src = make_src(lib.nn)
+        for t in src.parameters():
+            with lib.no_grad():
+                t.uniform_(-1, 1)
+        m = make(lib.nn)
+        m.load_state_dict(src.state_dict())
+        mid = (type(m).__name__, repr(m))
+        x = lib.randn(*shape)
+        src.train(m.training)
+        return mid, (m(x) - src(x)).abs().max().item(), type(m).__name__, repr(m)
+
+    same(first_forward, atol=1e-5)
+    same(load_then_forward, atol=1e-5)
+
+
+def test_lazy_errors_and_partial_load():
+    raises_same(lambda lib: lib.nn.LazyLinear(4).load_state_dict({"weight": lib.ones(4, 5)}), msg='"bias"')
+    raises_same(lambda lib: lib.nn.LazyConv2d(4, 3)(lib.ones(3, 3)), msg="Expected 3D (unbatched) or 4D (batched)")
+    raises_same(lambda lib: lib.nn.LazyConv2d(4, 3, groups=2)(lib.ones(1, 3, 4, 4)), msg="divisible by groups")
