@@ -140,3 +140,31 @@ def test_lazy_errors_and_partial_load():
     raises_same(lambda lib: lib.nn.LazyLinear(4).load_state_dict({"weight": lib.ones(4, 5)}), msg='"bias"')
     raises_same(lambda lib: lib.nn.LazyConv2d(4, 3)(lib.ones(3, 3)), msg="Expected 3D (unbatched) or 4D (batched)")
     raises_same(lambda lib: lib.nn.LazyConv2d(4, 3, groups=2)(lib.ones(1, 3, 4, 4)), msg="divisible by groups")
+
+
+_RNN_MISUSE = {
+    "pad_list_of_lists": lambda R, lib: R.pad_sequence([[1, 2], [3]]),
+    "pad_tensor_then_list": lambda R, lib: R.pad_sequence([lib.ones(2), [3]]),
+    "pad_ints": lambda R, lib: R.pad_sequence([1, 2]),
+    "pad_int": lambda R, lib: R.pad_sequence(3),
+    "pad_empty": lambda R, lib: R.pad_sequence([]),
+    "pad_0d": lambda R, lib: R.pad_sequence([lib.tensor(1.0), lib.tensor(2.0)]),
+    "pad_trailing": lambda R, lib: R.pad_sequence([lib.ones(2, 3), lib.ones(1, 2)]),
+    "pad_more_dims": lambda R, lib: R.pad_sequence([lib.ones(2), lib.ones(1, 3)]),
+    "pack_list_of_lists": lambda R, lib: R.pack_sequence([[1, 2], [3]]),
+    "pack_empty": lambda R, lib: R.pack_sequence([]),
+    "packpad_list_input": lambda R, lib: R.pack_padded_sequence([[1, 2], [3, 4]], [2, 1]),
+    "packpad_lengths_2d": lambda R, lib: R.pack_padded_sequence(lib.ones(2, 2), [[2], [1]]),
+    "packpad_lengths_0d": lambda R, lib: R.pack_padded_sequence(lib.ones(2, 2), 2),
+    "packpad_lengths_none": lambda R, lib: R.pack_padded_sequence(lib.ones(2, 2), None),
+}
+
+
+@pytest.mark.parametrize("case", list(_RNN_MISUSE))
+def test_rnn_utils_misuse(case):
+    raises_same(lambda lib: _RNN_MISUSE[case](lib.nn.utils.rnn, lib), exact_msg=True)
+
+
+def test_pad_sequence_broadcasts_like_a_copy():
+    same(lambda lib: lib.nn.utils.rnn.pad_sequence([lib.ones(2, 3), lib.full((1, 1), 2.0)], batch_first=True))
+    same(lambda lib: lib.nn.utils.rnn.pad_sequence([lib.ones(2, 3, 2), lib.full((1, 2), 2.0)]))
