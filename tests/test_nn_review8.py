@@ -168,3 +168,45 @@ def test_rnn_utils_misuse(case):
 def test_pad_sequence_broadcasts_like_a_copy():
     same(lambda lib: lib.nn.utils.rnn.pad_sequence([lib.ones(2, 3), lib.full((1, 1), 2.0)], batch_first=True))
     same(lambda lib: lib.nn.utils.rnn.pad_sequence([lib.ones(2, 3, 2), lib.full((1, 2), 2.0)]))
+
+
+_OPTS = {
+    "Adam": lambda O, p: O.Adam(p), "Adam_amsgrad": lambda O, p: O.Adam(p, amsgrad=True),
+    "Adam_fused": lambda O, p: O.Adam(p, fused=True), "AdamW": lambda O, p: O.AdamW(p),
+    "AdamW_fused": lambda O, p: O.AdamW(p, fused=True), "SGD": lambda O, p: O.SGD(p, lr=0.1),
+    "SGD_momentum": lambda O, p: O.SGD(p, lr=0.1, momentum=0.9),
+    "SGD_nesterov": lambda O, p: O.SGD(p, lr=0.1, momentum=0.9, nesterov=True),
+    "SGD_fused": lambda O, p: O.SGD(p, lr=0.1, momentum=0.9, fused=True), "RMSprop": lambda O, p: O.RMSprop(p),
+    "RMSprop_centered_momentum": lambda O, p: O.RMSprop(p, centered=True, momentum=0.5),
+    "Adagrad": lambda O, p: O.Adagrad(p), "Adagrad_fused": lambda O, p: O.Adagrad(p, fused=True),
+    "Adadelta": lambda O, p: O.Adadelta(p), "Adamax": lambda O, p: O.Adamax(p), "NAdam": lambda O, p: O.NAdam(p),
+    "RAdam": lambda O, p: O.RAdam(p), "ASGD": lambda O, p: O.ASGD(p), "Rprop": lambda O, p: O.Rprop(p),
+    "Adafactor": lambda O, p: O.Adafactor(p), "LBFGS": lambda O, p: O.LBFGS(p),
+}
+
+
+@pytest.mark.parametrize("conv", ["double", "half", "float"])
+@pytest.mark.parametrize("name", list(_OPTS))
+def test_optimizer_step_after_dtype_change(name, conv):
+    """State made before ``model.double()`` (etc.): PyTorch's lerp-based and fused steps raise, others run with
+    the state's dtype kept."""
+    def fn(lib):
+        lib.manual_seed(0)
+        m = lib.nn.Linear(2, 1)
+        if conv == "float":
+            m.double()
+        opt = _OPTS[name](lib.optim, m.parameters())
+        x = lib.ones(1, 2, dtype=m.weight.dtype)
+
+        def closure():
+            opt.zero_grad()
+            loss = m(x).sum()
+            loss.backward()
+            return loss
+        opt.step(closure)
+        getattr(m, conv)()
+        x = x.to(m.weight.dtype)
+        opt.step(closure)
+        state = opt.state[m.weight]
+        return m.weight.detach(), tuple(sorted((k, str(v.dtype)) for k, v in state.items() if hasattr(v, "dtype")))
+    same(fn, rtol=1e-12, atol=1e-15, exact_msg=True)
