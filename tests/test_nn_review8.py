@@ -210,3 +210,67 @@ def test_optimizer_step_after_dtype_change(name, conv):
         state = opt.state[m.weight]
         return m.weight.detach(), tuple(sorted((k, str(v.dtype)) for k, v in state.items() if hasattr(v, "dtype")))
     same(fn, rtol=1e-12, atol=1e-15, exact_msg=True)
+
+
+def _hook_log(lib, kind):
+    log = []
+
+    def show(t):
+        return None if t is None else t.detach()
+
+    class Two(lib.nn.Module):
+        def forward(self, a, b, k=3):
+            if kind == "unused_b":
+                return a * 2, b.detach()
+            if kind == "two_outputs":
+                return a * 2, a * 3
+            if kind == "int_arg":
+                return a * k
+            if kind == "index":
+                return a[b]
+            return a + b
+
+    m = Two()
+    m.register_full_backward_hook(lambda mod, gi, go: log.append(("hook", tuple(map(show, gi)), tuple(map(show, go)))))
+    m.register_full_backward_pre_hook(lambda mod, go: log.append(("pre", tuple(map(show, go)))))
+    a = lib.ones(3, requires_grad=True)
+    b = lib.full((3,), 2.0, requires_grad=kind == "unused_b")
+    if kind == "b_int":
+        out = m(a, 5)
+    elif kind == "int_arg":
+        out = m(a, b, 4)
+    elif kind == "index":
+        out = m(a, lib.tensor([0, 2]))
+    else:
+        out = m(a, b)
+    out = out[0] if isinstance(out, tuple) else out
+    (out * lib.arange(out.shape[0])).sum().backward()
+    return tuple(log), a.grad
+
+
+@pytest.mark.parametrize("kind", ["plain", "unused_b", "two_outputs", "int_arg", "b_int", "index"])
+def test_full_backward_hook_grad_input_zeros_for_inputs_without_grad(kind):
+    same(lambda lib: _hook_log(lib, kind))
+
+
+def test_full_backward_hook_with_inplace_relu_raises():
+    def fn(lib):
+        r = lib.nn.ReLU(inplace=True)
+        r.register_full_backward_hook(lambda *args: None)
+        return r(lib.randn(3, requires_grad=True) * 1)
+    raises_same(fn, exact_msg=True)
+
+    def custom(lib):  # the same rule for any custom Function that returns its input as is
+        class F(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x
+
+            @staticmethod
+            def backward(ctx, g):
+                return g
+        y = F.apply(lib.ones(2, requires_grad=True) * 1)
+        with lib.no_grad():
+            y.add_(1)  # allowed: not recorded
+        return y.add_(1)
+    raises_same(custom, exact_msg=True)
