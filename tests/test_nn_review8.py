@@ -274,3 +274,53 @@ def test_full_backward_hook_with_inplace_relu_raises():
             y.add_(1)  # allowed: not recorded
         return y.add_(1)
     raises_same(custom, exact_msg=True)
+
+
+def _swa_run(lib, mode):
+    from_lib = lib.optim.swa_utils
+    lib.manual_seed(0)
+    nn = lib.nn
+    model = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4), nn.ReLU(), nn.Linear(4, 2))
+    if mode == "double":
+        model.double()
+    kw = {}
+    if mode == "ema":
+        kw = {"multi_avg_fn": from_lib.get_ema_multi_avg_fn(0.9)}
+    elif mode == "ema_single":
+        kw = {"avg_fn": from_lib.get_ema_avg_fn(0.8)}
+    elif mode == "swa_multi":
+        kw = {"multi_avg_fn": from_lib.get_swa_multi_avg_fn()}
+    elif mode == "buffers":
+        kw = {"multi_avg_fn": from_lib.get_ema_multi_avg_fn(0.5), "use_buffers": True}
+    avg = from_lib.AveragedModel(model, **kw)
+    opt = lib.optim.SGD(model.parameters(), lr=0.5, momentum=0.9)
+    sched = from_lib.SWALR(opt, swa_lr=0.05, anneal_epochs=3, anneal_strategy="linear" if mode == "ema" else "cos")
+    data = [lib.randn(5, 3, dtype=model[0].weight.dtype) for _ in range(4)]
+    lrs = []
+    for x in data:
+        opt.zero_grad()
+        model(x).pow(2).mean().backward()
+        opt.step()
+        avg.update_parameters(model)
+        sched.step()
+        lrs.append(sched.get_last_lr()[0])
+    from_lib.update_bn(data, avg)
+    state = tuple((k, v.detach()) for k, v in avg.state_dict().items())
+    with lib.no_grad():
+        out = avg(data[0])
+    return tuple(lrs), state, out, sched.state_dict()["anneal_epochs"], avg.training
+
+
+@pytest.mark.parametrize("mode", ["swa", "double", "ema", "ema_single", "swa_multi", "buffers"])
+def test_swa_utils_step_for_step(mode):
+    same(lambda lib: _swa_run(lib, mode), rtol=1e-6, atol=1e-7)
+
+
+def test_swa_utils_errors():
+    raises_same(lambda lib: lib.optim.swa_utils.get_ema_avg_fn(1.5), exact_msg=True)
+    raises_same(lambda lib: lib.optim.swa_utils.SWALR(lib.optim.SGD([lib.ones(1, requires_grad=True)], lr=0.1), 0.1,
+                                                        anneal_strategy="exp"), exact_msg=True)
+    raises_same(lambda lib: lib.optim.swa_utils.SWALR(lib.optim.SGD([lib.ones(1, requires_grad=True)], lr=0.1), 0.1,
+                                                        anneal_epochs=-1), exact_msg=True)
+    raises_same(lambda lib: lib.optim.swa_utils.AveragedModel(lib.nn.Linear(1, 1), avg_fn=lambda *a: a[0],
+                                                                multi_avg_fn=lambda *a: None), exact_msg=True)
