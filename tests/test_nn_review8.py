@@ -324,3 +324,48 @@ def test_swa_utils_errors():
                                                         anneal_epochs=-1), exact_msg=True)
     raises_same(lambda lib: lib.optim.swa_utils.AveragedModel(lib.nn.Linear(1, 1), avg_fn=lambda *a: a[0],
                                                                 multi_avg_fn=lambda *a: None), exact_msg=True)
+
+
+def test_transformer_eval_padding_goes_through_nested_encoder():
+    def fn(lib):
+        lib.manual_seed(0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            t = lib.nn.Transformer(8, 2, 2, 2, 16, dropout=0.0, batch_first=True).eval()
+        src, tgt = lib.randn(2, 5, 8), lib.randn(2, 4, 8)
+        pad = lib.tensor([[False] * 5, [False] * 3 + [True] * 2])
+        with lib.no_grad():
+            return t(src, tgt, src_key_padding_mask=pad, memory_key_padding_mask=pad), t.encoder(
+                src, src_key_padding_mask=pad)
+    same(fn, atol=1e-5)
+
+
+def test_lazy_module_copies_before_first_forward():
+    import copy
+    import pickle
+
+    def fn(lib):
+        lib.manual_seed(0)
+        m = lib.nn.Sequential(lib.nn.LazyConv1d(3, 2), lib.nn.LazyBatchNorm1d())
+        p = pickle.loads(pickle.dumps(m))
+        x = lib.randn(2, 4, 5)
+        return p(x).detach(), repr(p), m[0].has_uninitialized_params()
+    same(fn, atol=1e-6)
+    raises_same(lambda lib: copy.deepcopy(lib.nn.LazyBatchNorm1d()), msg="Attempted to use an uninitialized parameter")
+
+    def copied(lib):
+        lib.manual_seed(0)
+        m = lib.nn.Sequential(lib.nn.LazyLinear(3), lib.nn.LazyConv1d(2, 2), lib.nn.LazyBatchNorm1d(
+            track_running_stats=False))
+        c = copy.deepcopy(m)
+        before = repr(c), c[0].has_uninitialized_params()
+        return before, c(lib.randn(2, 4, 5)).detach(), repr(c)
+    same(copied, atol=1e-6)
+
+    def loaded_then_copied(lib):  # materialised by load_state_dict: copies fine
+        lib.manual_seed(0)
+        m = lib.nn.LazyLinear(3)
+        m.load_state_dict(lib.nn.Linear(2, 3).state_dict())
+        c = copy.deepcopy(m)
+        return c(lib.ones(1, 2)).detach(), type(c).__name__
+    same(loaded_then_copied)

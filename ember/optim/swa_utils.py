@@ -102,7 +102,8 @@ class AveragedModel(Module):
 
     n_averaged: Tensor
 
-    def __init__(self, model: Module, device=None, avg_fn: Callable[[Tensor, Tensor, Tensor | int], Tensor] | None = None,
+    def __init__(self, model: Module, device=None,
+                 avg_fn: Callable[[Tensor, Tensor, Tensor | int], Tensor] | None = None,
                  multi_avg_fn: Callable[[PARAM_LIST, PARAM_LIST, Tensor | int], None] | None = None,
                  use_buffers: bool = False) -> None:
         super().__init__()

@@ -54,7 +54,8 @@ def _nan_fully_masked_rows(out: Tensor, attn_mask: Tensor | None, key_padding_ma
     n, length = out.shape[0], out.shape[1]
     merged = None
     if attn_mask is not None:
-        merged = attn_mask.reshape(n, -1, length, attn_mask.shape[-1]) if attn_mask.dim() == 3 else attn_mask[None, None]
+        merged = (attn_mask.reshape(n, -1, length, attn_mask.shape[-1]) if attn_mask.dim() == 3
+                  else attn_mask[None, None])
     if key_padding_mask is not None:
         kpm = key_padding_mask.reshape(n, 1, 1, -1)
         merged = kpm if merged is None else merged + kpm

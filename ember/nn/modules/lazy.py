@@ -83,6 +83,17 @@ class LazyModuleMixin:
         if module.cls_to_become is not None:
             module.__class__ = module.cls_to_become
 
+    def __deepcopy__(self, memo: dict):
+        # PyTorch's uninitialized buffers refuse deepcopy (its uninitialized parameters copy; pickling works)
+        if any(getattr(self, "_lazy_pending", {}).values()):
+            raise ValueError("Attempted to use an uninitialized parameter in <function Tensor.__deepcopy__>. This "
+                             "error happens when you are using a `LazyModule` or explicitly manipulating "
+                             "`torch.nn.parameter.UninitializedBuffer` objects. When using LazyModules Call "
+                             "`forward` with a dummy batch to initialize the parameters before calling torch "
+                             "functions")
+        import copy
+        return copy._reconstruct(self, memo, *self.__reduce_ex__(4))
+
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
                               error_msgs) -> None:
         # materialise first (the pre-hook may run only inside the base method); what stays uninitialised loads
