@@ -85,16 +85,16 @@ def _bump(t: Tensor, n: int = 1) -> None:
 # For float32 that is the float64 result rounded back, since a product of two float32 numbers is exact in
 # float64; it makes ember's float32 steps equal PyTorch's to the bit. float64 keeps plain NumPy arithmetic
 # (two roundings: within an ulp of PyTorch's), as NumPy has no fast wider type. (float16 parameters take the
-# float32 route; elsewhere NumPy rounds their scalars to float16 where PyTorch computes in float32: close.)
+# float32 route but NumPy rounds their scalars to float16 where PyTorch computes in float32: close, not exact.)
 def _fma(x, y, z: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """``x * y + z`` rounded once for float32/float16; written into ``out`` if given, else a new array. Mixed
     dtypes (state kept in float32 after ``model.double()``) compute in the promoted dtype, as PyTorch's kernels."""
     dt = z.dtype
     wide = np.result_type(dt, *(v.dtype for v in (x, y) if isinstance(v, np.ndarray)))
     if wide.itemsize < 8:
-        # scalars at PyTorch's opmath precision (float32 for float16 and float32 tensors)
-        x = x.astype(np.float64) if isinstance(x, np.ndarray) else np.float64(np.float32(x))
-        y = y.astype(np.float64) if isinstance(y, np.ndarray) else np.float64(np.float32(y))
+        # scalars rounded to the computation's dtype (the tensors' promoted dtype)
+        x = x.astype(np.float64) if isinstance(x, np.ndarray) else np.float64(wide.type(x))
+        y = y.astype(np.float64) if isinstance(y, np.ndarray) else np.float64(wide.type(y))
         r = x * y
         r += z
     else:
