@@ -20,7 +20,8 @@ _PADS = {
 
 
 @pytest.mark.parametrize("pad", list(_PADS))
-@pytest.mark.parametrize("mode", ["nested", "no_mask_check", "grad", "train", "norm", "float_mask", "layer"])
+@pytest.mark.parametrize("mode", ["nested", "no_mask_check", "grad", "train", "norm", "float_mask", "layer",
+                                  "not_nested"])
 def test_encoder_nested_path_zeroes_padding(pad, mode):
     def fn(lib):
         nn = lib.nn
@@ -29,7 +30,8 @@ def test_encoder_nested_path_zeroes_padding(pad, mode):
             warnings.simplefilter("ignore")
             layer = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True)
             enc = nn.TransformerEncoder(layer, 2, mask_check=mode != "no_mask_check",
-                                        norm=nn.LayerNorm(8) if mode == "norm" else None)
+                                        norm=nn.LayerNorm(8) if mode == "norm" else None,
+                                        enable_nested_tensor=mode != "not_nested")
         enc.train(mode == "train")
         if mode == "norm":
             with lib.no_grad():
