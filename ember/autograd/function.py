@@ -320,6 +320,9 @@ def _wrap_outputs(ctx, args: tuple, outs: tuple, executable: bool) -> list:
             o = _alias(o, executable and differentiable)
             if executable and differentiable:
                 o.grad_fn, o._output_nr = ctx, i
+                # PyTorch's CreationMeta::IN_CUSTOM_FUNCTION: an in-place op on it while recording is refused
+                # (ember/ops/_views.check_inplace reads this mark)
+                o._custom_fn_view = (type(ctx)._forward_cls.__name__, i)
         elif executable and differentiable:
             o.grad_fn, o._output_nr, o._requires_grad = ctx, i, True
         elif executable and o.grad_fn is None:

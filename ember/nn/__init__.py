@@ -20,7 +20,10 @@ def _family(module: str, *names: str) -> None:
 
 _family("modules.module", "Module")
 _family("modules.container", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict")
-_family("modules.linear", "Identity", "Linear", "Bilinear", "LazyLinear")
+_family("modules.linear", "Identity", "Linear", "Bilinear")
+_family("modules.lazy", "LazyLinear", "LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d",
+        "LazyConvTranspose2d", "LazyConvTranspose3d", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d",
+        "LazyInstanceNorm1d", "LazyInstanceNorm2d", "LazyInstanceNorm3d")
 _family("modules.flatten", "Flatten", "Unflatten")
 _family("modules.activation", "Threshold", "ReLU", "RReLU", "Hardtanh", "ReLU6", "Sigmoid", "Hardsigmoid", "Tanh",
         "SiLU", "Mish", "Hardswish", "ELU", "CELU", "SELU", "GLU", "GELU", "Hardshrink", "LeakyReLU", "LogSigmoid",

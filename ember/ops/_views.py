@@ -60,6 +60,13 @@ def check_inplace(self: Tensor, recording: bool) -> None:
                                "inplace. This view is the output of a function that returns multiple views. Such "
                                "functions do not allow the output views to be modified inplace. You should replace "
                                "the inplace operation by an out-of-place one.")
+        custom = getattr(self, "_custom_fn_view", None)
+        if custom is not None:
+            raise RuntimeError(f"Output {custom[1]} of {custom[0]} is a view and is being modified inplace. This view "
+                               "was created inside a custom Function (or because an input was returned as-is) and "
+                               "the autograd logic to handle view+inplace would override the custom backward "
+                               "associated with the custom Function, leading to incorrect gradients. This behavior "
+                               "is forbidden. You can fix this by cloning the output of the custom Function.")
         if base.grad_fn is None and base._requires_grad:
             raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place "
                                "operation.")

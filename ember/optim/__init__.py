@@ -11,9 +11,9 @@ _WHERE = {
 }
 _SUBMODULES = ("optimizer", "sgd", "adam", "adamw", "rmsprop", "adagrad", "adadelta", "adamax", "nadam", "radam",
                "asgd", "rprop", "lbfgs", "adafactor",
-               "lr_scheduler")
+               "lr_scheduler", "swa_utils")
 
-__all__ = list(_WHERE) + ["lr_scheduler"]
+__all__ = list(_WHERE) + ["lr_scheduler", "swa_utils"]
 
 
 def __getattr__(name: str):

@@ -6,7 +6,7 @@ from collections.abc import Callable
 import numpy as np
 
 from .._tensor import Tensor
-from .optimizer import (Optimizer, _add_scaled, _addcmul_, _bump, _check_fused_flags, _fused_check, _full_like,
+from .optimizer import (Optimizer, _add_scaled, _addcmul_, _bump, _check_fused_flags, _fused_check, _fused_state_check, _full_like,
                         _get_scalar_dtype, _scalar, _to_scalar)
 
 __all__ = ["Adagrad"]
@@ -73,6 +73,8 @@ class Adagrad(Optimizer):
                 a = p._data
                 g = p.grad._data
                 state["step"]._data += 1
+                if group["fused"]:
+                    _fused_state_check(p, state["sum"])
                 step = float(state["step"]._data)
                 g = -g if group["maximize"] else g
                 if wd != 0:

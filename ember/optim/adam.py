@@ -8,8 +8,8 @@ import numpy as np
 from .. import _dtype as D
 from .._tensor import Tensor
 from .optimizer import (Optimizer, _add_scaled, _addcmul_, _bump, _check_capturable, _check_fused_flags,
-                        _check_lr_betas_eps_wd, _fused_check, _get_scalar_dtype, _lerp_, _scalar, _to_scalar,
-                        _zeros_like)
+                        _check_lr_betas_eps_wd, _fused_check, _fused_state_check, _get_scalar_dtype, _lerp_, _scalar,
+                        _to_scalar, _zeros_like)
 
 __all__ = ["Adam"]
 
@@ -96,6 +96,8 @@ class Adam(Optimizer):
                 g = -g if group["maximize"] else g
                 m, v = state["exp_avg"]._data, state["exp_avg_sq"]._data
                 state["step"]._data += 1
+                if group["fused"]:
+                    _fused_state_check(p, state["exp_avg"], state["exp_avg_sq"], state.get("max_exp_avg_sq"))
                 if wd != 0:
                     if group["decoupled_weight_decay"]:
                         a *= 1 - lr * wd

@@ -87,17 +87,22 @@ def _bump(t: Tensor, n: int = 1) -> None:
 # (two roundings: within an ulp of PyTorch's), as NumPy has no fast wider type. (float16 parameters take the
 # float32 route but NumPy rounds their scalars to float16 where PyTorch computes in float32: close, not exact.)
 def _fma(x, y, z: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """``x * y + z`` in ``z``'s dtype, rounded once for float32/float16; written into ``out`` if given."""
+    """``x * y + z`` rounded once for float32/float16; written into ``out`` if given, else a new array. Mixed
+    dtypes (state kept in float32 after ``model.double()``) compute in the promoted dtype, as PyTorch's kernels."""
     dt = z.dtype
-    if dt.itemsize < 8:
-        x = x.astype(np.float64) if isinstance(x, np.ndarray) else np.float64(dt.type(x))
-        y = y.astype(np.float64) if isinstance(y, np.ndarray) else np.float64(dt.type(y))
+    wide = np.result_type(dt, *(v.dtype for v in (x, y) if isinstance(v, np.ndarray)))
+    if wide.itemsize < 8:
+        # scalars rounded to the computation's dtype (the tensors' promoted dtype)
+        x = x.astype(np.float64) if isinstance(x, np.ndarray) else np.float64(wide.type(x))
+        y = y.astype(np.float64) if isinstance(y, np.ndarray) else np.float64(wide.type(y))
         r = x * y
         r += z
     else:
+        x = x.astype(wide, copy=False) if isinstance(x, np.ndarray) else x
+        y = y.astype(wide, copy=False) if isinstance(y, np.ndarray) else y
         r = x * y + z
-    if out is None:
-        return np.asarray(r).astype(dt, copy=False)
+    if out is None:  # out of place: the promoted dtype, as PyTorch's ``a.add(b, alpha=)``
+        return np.asarray(r).astype(wide, copy=False)
     np.copyto(out, r, casting="unsafe")
     return out
 
@@ -122,8 +127,30 @@ def _addcmul_(a: np.ndarray, t1: np.ndarray, t2: np.ndarray, value: float) -> No
     _fma(value * t1, t2, a, out=a)
 
 
+# PyTorch's C++ names of the dtypes: what its kernels' dtype errors print (c10's toString and ScalarType names)
+_CPP_NAMES = {"float32": ("float", "Float"), "float64": ("double", "Double"), "float16": ("c10::Half", "Half"),
+              "bfloat16": ("c10::BFloat16", "BFloat16"), "complex64": ("c10::complex<float>", "ComplexFloat"),
+              "complex128": ("c10::complex<double>", "ComplexDouble")}
+
+
+def _cpp_name(dt: np.dtype, scalar_type: bool = False) -> str:
+    names = _CPP_NAMES.get(np.dtype(dt).name)
+    return names[scalar_type] if names else np.dtype(dt).name
+
+
+def _fused_state_check(p: Tensor, *states: Tensor | None) -> None:
+    """PyTorch's fused kernels need the state in the parameter's dtype (e.g. after ``model.double()``)."""
+    for st in states:
+        if st is not None and st._data.dtype != p._data.dtype:
+            raise RuntimeError(f"expected scalar type {_cpp_name(p._data.dtype, True)} but found "
+                               f"{_cpp_name(st._data.dtype, True)}")
+
+
 def _lerp_(a: np.ndarray, b: np.ndarray, w: float) -> None:
-    """``a.lerp_(b, w)`` with PyTorch's two-sided formula (exact at both ends)."""
+    """``a.lerp_(b, w)`` with PyTorch's two-sided formula (exact at both ends). Like PyTorch's lerp, it needs
+    ``b`` in ``a``'s dtype: state kept from before ``model.double()`` makes the next step raise."""
+    if b.dtype != a.dtype:
+        raise RuntimeError(f"expected dtype {_cpp_name(a.dtype)} for `end` but got dtype {_cpp_name(b.dtype)}")
     if abs(w) < 0.5:
         _fma(w, b - a, a, out=a)
     else:

@@ -6,7 +6,7 @@ from collections.abc import Callable
 import numpy as np
 
 from .._tensor import Tensor, make
-from .optimizer import Optimizer, _add_scaled, _add_scaled_, _bump, _check_fused_flags, _fused_check, _to_scalar
+from .optimizer import Optimizer, _add_scaled, _add_scaled_, _bump, _check_fused_flags, _fused_check, _fused_state_check, _to_scalar
 
 __all__ = ["SGD"]
 
@@ -63,6 +63,8 @@ class SGD(Optimizer):
                     if buf is None:
                         buf = make(np.array(g, dtype=a.dtype, copy=True))
                     else:
+                        if group["fused"]:
+                            _fused_state_check(p, buf)
                         b = buf._data
                         b *= momentum
                         _add_scaled_(b, 1 - dampening, g)

@@ -46,6 +46,27 @@ def _canonical_mask(mask: Tensor | None, mask_name: str, other_type, other_name:
     return mask
 
 
+def _nan_fully_masked_rows(out: Tensor, attn_mask: Tensor | None, key_padding_mask: Tensor | None,
+                           num_heads: int) -> Tensor:
+    """PyTorch's fused attention kernels (the MHA fast path, the fused encoder layer) take a softmax over keys that
+    are all masked as NaN, where the general path (scaled_dot_product_attention) gives zeros: a batch-first output
+    ``(N, L, E)`` gets NaN in those query rows, as PyTorch's does. ``attn_mask``/``key_padding_mask`` are float."""
+    n, length = out.shape[0], out.shape[1]
+    merged = None
+    if attn_mask is not None:
+        merged = (attn_mask.reshape(n, -1, length, attn_mask.shape[-1]) if attn_mask.dim() == 3
+                  else attn_mask[None, None])
+    if key_padding_mask is not None:
+        kpm = key_padding_mask.reshape(n, 1, 1, -1)
+        merged = kpm if merged is None else merged + kpm
+    if merged is None:
+        return out
+    rows = (merged == float("-inf")).all(-1).any(1)
+    if not bool(rows.any().item()):
+        return out
+    return out.masked_fill(rows.expand(n, length)[:, :, None], float("nan"))
+
+
 class MultiheadAttention(Module):
     """Attention over ``num_heads`` heads: ``softmax(Q K^T / sqrt(head_dim) + mask) V``, projected in and out."""
 
@@ -114,9 +135,11 @@ class MultiheadAttention(Module):
         """Returns ``(output, weights)``: output like ``query``, weights ``(N, L, S)`` averaged over the heads
         (``(N, heads, L, S)`` without averaging), or ``None`` unless ``need_weights``."""
         is_batched = query.dim() == 3
+        float_masks = any(m is not None and m.is_floating_point() for m in (attn_mask, key_padding_mask))
         key_padding_mask = _canonical_mask(key_padding_mask, "key_padding_mask", _none_or_dtype(attn_mask),
                                            "attn_mask", query.dtype)
         attn_mask = _canonical_mask(attn_mask, "attn_mask", None, "", query.dtype, check_other=False)
+        fused = not float_masks and self._takes_fast_path(query, key, value)
         if self.batch_first and is_batched:
             if key is value:
                 if query is key:
@@ -137,8 +160,26 @@ class MultiheadAttention(Module):
             v_proj_weight=self.v_proj_weight if separate else None,
             average_attn_weights=average_attn_weights, is_causal=is_causal)
         if self.batch_first and is_batched:
-            return out.transpose(1, 0), weights
+            out = out.transpose(1, 0)
+            if fused:
+                out = _nan_fully_masked_rows(out, attn_mask, key_padding_mask, self.num_heads)
         return out, weights
+
+    def _takes_fast_path(self, query: Tensor, key: Tensor, value: Tensor) -> bool:
+        """Whether PyTorch's ``MultiheadAttention.forward`` would call its fused kernel
+        (``_native_multi_head_attention``): the values are the general path's, except for fully masked rows."""
+        from ...autograd.grad_mode import is_grad_enabled
+        from .transformer import _fastpath_enabled
+        if not (_fastpath_enabled() and query.dim() == 3 and query is key and key is value):
+            return False
+        if self.in_proj_weight is None or self.in_proj_bias is None or query.dtype != self.in_proj_bias.dtype:
+            return False
+        if query.dtype != self.in_proj_weight.dtype or self.training or self.num_heads % 2 or not self.batch_first:
+            return False
+        if self.bias_k is not None or self.bias_v is not None or self.add_zero_attn or not self._qkv_same_embed_dim:
+            return False
+        args = (query, self.in_proj_weight, self.in_proj_bias, self.out_proj.weight, self.out_proj.bias)
+        return not (is_grad_enabled() and any(a is not None and a.requires_grad for a in args))
 
     def merge_masks(self, attn_mask: Tensor | None, key_padding_mask: Tensor | None,
                     query: Tensor) -> tuple[Tensor | None, int | None]:

@@ -1,4 +1,4 @@
-"""Identity, Linear, Bilinear, LazyLinear."""
+"""Identity, Linear, Bilinear (LazyLinear lives in lazy.py with the other Lazy* modules)."""
 from __future__ import annotations
 
 import math
@@ -11,7 +11,7 @@ from .. import init
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["Identity", "Linear", "Bilinear", "LazyLinear"]
+__all__ = ["Identity", "Linear", "Bilinear"]
 
 
 class Identity(Module):
@@ -84,39 +84,3 @@ class Bilinear(Module):
     def extra_repr(self) -> str:
         return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
                 f"out_features={self.out_features}, bias={self.bias is not None}")
-
-
-class LazyLinear(Linear):
-    """A Linear whose in_features is taken from the first input; it becomes a Linear then (as PyTorch's)."""
-
-    def __init__(self, out_features: int, bias: bool = True, device=None, dtype=None) -> None:
-        Module.__init__(self)
-        self.in_features = 0
-        self.out_features = out_features
-        self._factory = {"device": device, "dtype": dtype}
-        self.weight = Parameter(_creation.empty(0, device=device, dtype=dtype))
-        if bias:
-            self.bias = Parameter(_creation.empty(0, device=device, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
-        self.register_forward_pre_hook(LazyLinear._infer_parameters)
-
-    def reset_parameters(self) -> None:
-        if self.in_features != 0:
-            super().reset_parameters()
-
-    def _infer_parameters(self, args) -> None:
-        self.in_features = args[0].shape[-1]
-        with_bias = self.bias is not None
-        self.weight = Parameter(_creation.empty((self.out_features, self.in_features), **self._factory))
-        if with_bias:
-            self.bias = Parameter(_creation.empty(self.out_features, **self._factory))
-        self.reset_parameters()
-        for h in list(self._forward_pre_hooks):
-            if self._forward_pre_hooks[h] is LazyLinear._infer_parameters:
-                del self._forward_pre_hooks[h]
-        del self._factory
-        self.__class__ = Linear
-
-    def extra_repr(self) -> str:
-        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"

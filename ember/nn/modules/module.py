@@ -8,6 +8,7 @@ from collections import OrderedDict, namedtuple
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from ... import _creation
 from ... import _dtype as D
 from ..._hooks import RemovableHandle
 from ..._tensor import Tensor
@@ -150,6 +151,10 @@ class BackwardHook:
                 # The gradient reached the inputs without passing through the outputs (double backward).
                 return None
             res = self._pack_with_none(self.input_tensors_index, grad_input, self.n_inputs)
+            # PyTorch's BackwardHookFunction gets zeros for the gradients that do not exist (materialised) and
+            # returns them: an input tensor that does not require grad shows zeros, not None
+            res = tuple(_creation.zeros(*meta[0], dtype=meta[1]) if r is None and meta is not None else r
+                        for r, meta in zip(res, self.input_meta))
             for user_hook in self.user_hooks:
                 out = user_hook(self.module, res, self.grad_outputs)
                 if out is None:
@@ -185,6 +190,7 @@ class BackwardHook:
 
     def setup_input_hook(self, args):
         res, input_idx = self._apply_on_tensors(self._set_user_hook, args)
+        self.input_meta = [(tuple(a.shape), a.dtype) if isinstance(a, Tensor) else None for a in args]
         self.n_inputs = len(args)
         self.input_tensors_index = input_idx
         return res

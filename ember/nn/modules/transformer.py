@@ -1,9 +1,10 @@
 """Transformer, TransformerEncoder/Decoder and their layers, as PyTorch builds them.
 
-Only PyTorch's general path is implemented: its fused inference paths (``_transformer_encoder_layer_fwd``, the
-nested-tensor encoder) compute the same values, except that the nested-tensor encoder (eval mode, no autograd,
-batch-first, with ``src_key_padding_mask``) returns zeros at padded positions where the general path returns
-the layer's values there. ``enable_nested_tensor`` is accepted (and warned about as PyTorch does) but ignored.
+Only PyTorch's general path is computed. Its fused layer path (``_transformer_encoder_layer_fwd``) gives the same
+values, so nothing more is needed there. Its nested-tensor encoder path (taken under the same conditions as PyTorch:
+eval mode, no autograd through the weights, batch-first, ``src_key_padding_mask`` given and no ``mask``) differs in
+what it returns at padded positions: zeros (``to_padded_tensor(0.)``) before the final norm; ember reproduces that by
+running the general path and zeroing those positions.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from ... import _creation
 from ..._tensor import Tensor
 from .. import functional as F
 from ..init import xavier_uniform_
-from .activation_mha import MultiheadAttention, _canonical_mask, _none_or_dtype
+from .activation_mha import MultiheadAttention, _canonical_mask, _nan_fully_masked_rows, _none_or_dtype
 from .container import ModuleList
 from .dropout import Dropout
 from .linear import Linear
@@ -163,13 +164,56 @@ class TransformerEncoder(Module):
                                                "mask", src.dtype)
         mask = _canonical_mask(mask, "mask", None, "", src.dtype, check_other=False)
         output = src
-        batch_first = self.layers[0].self_attn.batch_first
+        first = self.layers[0]
+        batch_first = first.self_attn.batch_first
+        padded = None
+        if self._uses_nested_path(src, mask, src_key_padding_mask):
+            # PyTorch packs the unpadded prefix of each row into a nested tensor (row lengths = count of
+            # unpadded positions, trusting that they come first) and pads the result with zeros afterwards
+            lengths = (src_key_padding_mask == 0).sum(1)
+            if int(lengths.max().item()) == 0:
+                raise RuntimeError("to_padded_tensor: at least one constituent tensor should have non-zero numel")
+            padded = _creation.arange(src.shape[1])[None, :] >= lengths[:, None]
+            src_key_padding_mask = _canonical_mask(padded, "src_key_padding_mask", None, "", src.dtype)
         is_causal = _detect_is_causal_mask(mask, is_causal, _get_seq_len(src, batch_first))
         for mod in self.layers:
             output = mod(output, src_mask=mask, is_causal=is_causal, src_key_padding_mask=src_key_padding_mask)
+        if padded is not None:
+            output = output.masked_fill(padded[:, :, None], 0.0)
         if self.norm is not None:
             output = self.norm(output)
         return output
+
+
+    def _uses_nested_path(self, src: Tensor, mask: Tensor | None, key_padding_mask: Tensor | None) -> bool:
+        """Whether PyTorch's ``TransformerEncoder.forward`` would convert ``src`` to a nested tensor."""
+        from ...autograd.grad_mode import is_grad_enabled
+        first = self.layers[0]
+        if not _fastpath_enabled() or not getattr(self, "use_nested_tensor", False) or first.training:
+            return False
+        if src.dim() != 3 or key_padding_mask is None or mask is not None:
+            return False
+        if getattr(self, "mask_check", True):
+            keep = key_padding_mask == 0
+            lengths = keep.sum(1)
+            left_aligned = _creation.arange(src.shape[1])[None, :] < lengths[:, None]
+            if not bool((keep == left_aligned).all().item()):
+                return False
+        sa = first.self_attn
+        args = (src, sa.in_proj_weight, sa.in_proj_bias, sa.out_proj.weight, sa.out_proj.bias, first.norm1.weight,
+                first.norm1.bias, first.norm2.weight, first.norm2.bias, first.linear1.weight, first.linear1.bias,
+                first.linear2.weight, first.linear2.bias)
+        return not (is_grad_enabled() and any(a is not None and a.requires_grad for a in args))
+
+
+def _fastpath_enabled() -> bool:
+    """``torch.backends.mha.get_fastpath_enabled()`` where ember has it; PyTorch's default (True) otherwise."""
+    try:
+        from ... import backends
+    except ImportError:
+        return True
+    mha = getattr(backends, "mha", None)
+    return bool(mha.get_fastpath_enabled()) if mha is not None and hasattr(mha, "get_fastpath_enabled") else True
 
 
 class TransformerDecoder(Module):
@@ -235,6 +279,32 @@ class TransformerEncoderLayer(Module):
         src_key_padding_mask = _canonical_mask(src_key_padding_mask, "src_key_padding_mask",
                                                _none_or_dtype(src_mask), "src_mask", src.dtype)
         src_mask = _canonical_mask(src_mask, "src_mask", None, "", src.dtype, check_other=False)
+        if self._takes_fused_path(src):
+            out = self._general_forward(src, src_mask, src_key_padding_mask, is_causal)
+            return _nan_fully_masked_rows(out, src_mask, src_key_padding_mask, self.self_attn.num_heads)
+        return self._general_forward(src, src_mask, src_key_padding_mask, is_causal)
+
+    def _takes_fused_path(self, src: Tensor) -> bool:
+        """Whether PyTorch's layer would call its fused ``_transformer_encoder_layer_fwd`` (same values as the
+        general path, except NaN in fully masked rows)."""
+        from ...autograd.grad_mode import is_grad_enabled
+        sa = self.self_attn
+        if not _fastpath_enabled() or src.dim() != 3 or self.training or not sa.batch_first:
+            return False
+        if sa.in_proj_bias is None or not sa._qkv_same_embed_dim or not self.activation_relu_or_gelu:
+            return False
+        if self.norm1.eps != self.norm2.eps or sa.num_heads % 2 == 1:
+            return False
+        if any(len(getattr(m, "_forward_hooks", {})) + len(getattr(m, "_forward_pre_hooks", {}))
+               for m in self.modules()):
+            return False
+        args = (src, sa.in_proj_weight, sa.in_proj_bias, sa.out_proj.weight, sa.out_proj.bias, self.norm1.weight,
+                self.norm1.bias, self.norm2.weight, self.norm2.bias, self.linear1.weight, self.linear1.bias,
+                self.linear2.weight, self.linear2.bias)
+        return not (is_grad_enabled() and any(a is not None and a.requires_grad for a in args))
+
+    def _general_forward(self, src: Tensor, src_mask: Tensor | None, src_key_padding_mask: Tensor | None,
+                         is_causal: bool) -> Tensor:
         x = src
         if self.norm_first:
             x = x + self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal=is_causal)

@@ -103,6 +103,11 @@ def pack_padded_sequence(input: Tensor, lengths: Tensor | list[int], batch_first
                          enforce_sorted: bool = True) -> PackedSequence:
     """Packs a padded batch ``(T, B, *)`` (``(B, T, *)`` if ``batch_first``) of sequences of the given lengths."""
     from ... import sort
+    if not isinstance(input, Tensor):
+        raise TypeError(f"_pack_padded_sequence(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    if lengths is None:
+        raise TypeError("'NoneType' object cannot be interpreted as an integer")
     if not isinstance(lengths, Tensor):
         lengths = _creation.as_tensor(lengths, dtype=D.int64)
     else:
@@ -112,7 +117,8 @@ def pack_padded_sequence(input: Tensor, lengths: Tensor | list[int], batch_first
         lengths, sorted_indices = sort(lengths, descending=True)
         input = input.index_select(0 if batch_first else 1, sorted_indices)
     if lengths.dim() != 1:
-        raise RuntimeError(f"pack_padded_sequence: 'lengths' should be a 1D tensor, but got {lengths.dim()}D")
+        raise RuntimeError(f"'lengths' argument should be a 1D CPU int64 tensor, but got {lengths.dim()}D cpu Long "
+                           "tensor")
     if input.numel() == 0:
         raise RuntimeError("Cannot pack empty tensors.")
     lens = np.asarray(lengths.numpy())
@@ -185,18 +191,23 @@ def pad_sequence(sequences: Tensor | list[Tensor], batch_first: bool = False, pa
         raise RuntimeError(f"pad_sequence: Expected iterable for input sequences, but got arg of type: "
                            f"{type(sequences)}")
     sequences = tuple(sequences)
+    for i, s in enumerate(sequences):
+        if not isinstance(s, Tensor):
+            raise TypeError(f"expected Tensor as element {i} in argument 0, but got {type(s).__name__}")
     if not sequences:
         raise RuntimeError("received an empty list of sequences")
     if padding_side not in ("left", "right"):
         raise RuntimeError(f"Expected padding_side to be one of left or right, but got {padding_side}.")
+    if any(s.dim() == 0 for s in sequences):
+        raise RuntimeError("ArrayRef: invalid slice, N = 1; size = 0")
     max_len = max(s.shape[0] for s in sequences)
     trailing = tuple(sequences[0].shape[1:])
     first = sequences[0]
     rows = []
     for s in sequences:
         if tuple(s.shape[1:]) != trailing:
-            raise RuntimeError(f"pad_sequence: every sequence must have the trailing shape {trailing} of the "
-                               f"first, but got {tuple(s.shape)}")
+            # PyTorch copies each sequence into its slot, broadcasting as a copy does
+            s = s.expand(*_copy_shape(tuple(s.shape), (s.shape[0],) + trailing))
         s = s.to(first.dtype)
         gap = max_len - s.shape[0]
         if gap:
@@ -204,6 +215,21 @@ def pad_sequence(sequences: Tensor | list[Tensor], batch_first: bool = False, pa
             s = cat([s, pad] if padding_side == "right" else [pad, s])
         rows.append(s)
     return stack(rows, 0 if batch_first else 1)
+
+
+def _copy_shape(src: tuple, dst: tuple) -> tuple:
+    """``dst`` if ``src`` broadcasts to it, else PyTorch's size-mismatch error (dimensions compared from the last)."""
+    if len(src) <= len(dst):
+        for i in range(1, len(src) + 1):
+            if src[-i] not in (1, dst[-i]):
+                raise RuntimeError(f"The size of tensor a ({dst[-i]}) must match the size of tensor b ({src[-i]}) "
+                                   f"at non-singleton dimension {len(dst) - i}")
+        return dst
+    try:
+        wide = list(np.broadcast_shapes(src, dst))
+    except ValueError:
+        return _copy_shape(src[len(src) - len(dst):], dst)
+    raise RuntimeError(f"output with shape {list(dst)} doesn't match the broadcast shape {wide}")
 
 
 def unpad_sequence(padded_sequences: Tensor, lengths: Tensor, batch_first: bool = False) -> list[Tensor]:
