@@ -267,6 +267,7 @@ def test_summary_spots_growing_graph():
     for _ in range(12):
         loss = (w * w).sum()
         total += loss   # the leak: every iteration's graph stays reachable from total
+        loss.backward()
         sizes.append(summary(total).num_nodes)
     assert all(b > a for a, b in zip(sizes, sizes[1:]))
     s = summary(total)
@@ -515,3 +516,71 @@ def test_cli_writes_the_page_when_the_script_exits_or_raises(tmp_path, tail, cod
         assert main([str(script), "--out", str(out)]) == code
     leaf = next(s for s in page_data(out)["bwd"] if "leafgrad" in s)
     assert leaf["leafgrad"] == "7"
+
+
+def test_summary_running_total_either_side_and_no_false_positive():
+    ember.manual_seed(0)
+    m = ember.nn.Linear(4, 1)
+    X, Y = ember.randn(16, 4), ember.randn(16, 1)
+    total = 0
+    for _ in range(10):   # no backward: each addition still carries a whole forward pass
+        total = ((m(X) - Y) ** 2).mean() + total
+    s = summary(total)
+    assert s.add_chain >= 10 and any("total_loss += loss" in h for h in s.hints)
+    a = ember.randn(3, requires_grad=True)
+    t = a.sum()
+    for i in range(10):   # one legitimate 10-term sum, built in one step
+        t = t + (a * i).sum()
+    s = summary(t)
+    assert s.add_chain == 10 and s.hints == []
+
+
+def test_custom_function_saved_tensors_counted_and_drawn():
+    def prog(lib):
+        class MyFn(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, a, b):
+                ctx.save_for_backward(a, b)
+                return a * b
+
+            @staticmethod
+            def backward(ctx, g):
+                a, b = ctx.saved_tensors
+                return g * b, g * a
+        lib.manual_seed(0)
+        x = lib.randn(3, requires_grad=True)
+        w = lib.randn(4, 3, requires_grad=True)
+        return MyFn.apply(x.exp(), w).sum(), w
+
+    out, w = prog(ember)
+    s = summary(out)
+    # ExpBackward0 keeps its result, which the Function saved too (counted once); w is the Function's own
+    assert s.num_saved == 2 and s.saved_bytes == 3 * 4 + 12 * 4
+    assert any(n == "MyFnBackward" and a == "saved_tensors[1]" for _, n, a, _, _ in s.largest_saved)
+    src = viz.make_dot(out).source
+    nodes, edges = canon(src)
+    assert nodes["orange(3)"] == 1 and nodes["orange(4, 3)"] == 1   # as torchviz: the saved leaf turns orange
+    torch = pytest.importorskip("torch")
+    torchviz = pytest.importorskip("torchviz")
+    for kw in ({}, {"show_saved": True}):
+        assert canon(viz.make_dot(prog(ember)[0], **kw).source) == canon(torchviz.make_dot(prog(torch)[0], **kw).source)
+
+
+def test_dot_graph_size_grows_with_the_graph_as_torchviz():
+    x = ember.tensor([1.0], requires_grad=True)
+    small = viz.make_dot(x * 2).source
+    y = x
+    for _ in range(100):
+        y = y * 1.0
+    big = viz.make_dot(y).source
+
+    def size(src):
+        return re.search(r'size="([^"]+)"', src).group(1)
+    assert size(small) == "12,12"
+    torch = pytest.importorskip("torch")
+    torchviz = pytest.importorskip("torchviz")
+    t = torch.tensor([1.0], requires_grad=True)
+    u = t
+    for _ in range(100):
+        u = u * 1.0
+    assert size(big) == size(torchviz.make_dot(u).source) != "12,12"
