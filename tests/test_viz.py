@@ -584,3 +584,15 @@ def test_dot_graph_size_grows_with_the_graph_as_torchviz():
     for _ in range(100):
         u = u * 1.0
     assert size(big) == size(torchviz.make_dot(u).source) != "12,12"
+
+
+def test_dot_group_modules_leaves_the_input_outside():
+    nn = ember.nn
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 1))
+    x = ember.randn(5, 3, requires_grad=True)
+    with viz.record_modules(model):
+        loss = model(x).sum()
+    cl = _clusters(viz.make_dot(loss, params=dict(model.named_parameters()), group_modules=True).source)
+    assert sorted(cl["0"][1]) == sorted(["0.weight", "0.bias", "AccumulateGrad", "AccumulateGrad",
+                                         "AddmmBackward0", "TBackward0"])
+    assert "x" not in sum((v[1] for v in cl.values()), [])

@@ -100,7 +100,9 @@ class record_modules:
                     continue
                 seen.add(id(fn))
                 leaf = is_leaf_node(fn)
-                if sequence_nr(fn) < start and not (leaf and id(fn.variable) in own):
+                if leaf and id(fn.variable) not in own:
+                    continue   # the caller's input (its AccumulateGrad is made at first use): not this module's
+                if not leaf and sequence_nr(fn) < start:
                     continue   # made before this forward: not this module's
                 md = fn.metadata
                 md.setdefault(MODULE_KEY, qual)   # an inner module tagged it first: keep the innermost
