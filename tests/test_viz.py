@@ -438,6 +438,8 @@ def test_to_html_multi_output_nodes_get_one_gradient_per_output(tmp_path):
     assert st["grads"] == ["[1., 1.]", "[10., 10.]"]
     into = sorted((e["slot"], d["nodes"][e["to"]]["label"]) for e in d["edges"] if e["from"] == split["id"])
     assert into == [(0, "SumBackward0"), (1, "MulBackward0")]
+    d = page_data(viz.to_html((b, a), str(tmp_path / "o.html")))   # the node's outputs are the page's outputs
+    assert next(n for n in d["nodes"] if n["label"] == "SplitBackward0")["value"] == split["value"]
     d = page_data(viz.to_html(z, str(tmp_path / "f.html")))
     two = next(n for n in d["nodes"] if n["label"] == "TwoBackward")
     assert two["value"] == "output 0: [2., 4., 6., 8.]\noutput 1: [ 3.,  6.,  9., 12.]"

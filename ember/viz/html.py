@@ -330,8 +330,13 @@ def to_html(outputs: Any, path: str, inputs: Any = None) -> str:
     previous, play/pause, reset, arrow keys and space; clicking a node shows its details.
 
     The backward shown is the last one recorded by ``ember.viz.record()`` through these outputs, else one
-    run here (``retain_graph=True``; each leaf's ``.grad`` is put back as it was afterwards). Intermediate
-    values are known when the forward ran inside ``record()``; otherwise they show as shapes.
+    run here (``retain_graph=True``). The page's own runs (that one, and the accumulation mode's) leave
+    the program alone: the user's hooks on the graph (tensor hooks, node hooks, post-accumulate hooks,
+    recorders) do not fire, and no ``.grad`` changes, of leaves or of retained non-leaves; so its numbers
+    are those of the graph without the hooks. Intermediate values, and leaves' values as the forward read
+    them, are known when the forward ran inside ``record()``; otherwise intermediate results show as
+    shapes and leaves as they are now. A node with several outputs (split, unbind, a custom Function)
+    shows one value and one incoming gradient per output.
     ``inputs``: tensors (a dict by name, or a list) whose ``.grad`` you expect: those that stay None are
     marked with ``autograd.explain``'s reason."""
     outs = as_list(outputs)
@@ -351,7 +356,17 @@ def _write(outs: list, path: str, names: dict, inputs: dict | None = None, run=N
                              "there is no graph to show")
         roots.append(t.grad_fn)
     nodes = collect(roots)
-    out_snaps = {id(t.grad_fn): snap(t) for t in outs}
+    out_snaps: dict = {}
+    for t in outs:
+        nr = getattr(t, "_output_nr", 0)
+        if nr == 0 and not isinstance(out_snaps.get(id(t.grad_fn)), list):
+            out_snaps[id(t.grad_fn)] = snap(t)
+        else:   # outputs of one multi-output node: one value per output
+            was = out_snaps.get(id(t.grad_fn))
+            vals = was if isinstance(was, list) else [was]
+            vals += [None] * (nr + 1 - len(vals))
+            vals[nr] = snap(t)
+            out_snaps[id(t.grad_fn)] = vals
     for t in outs:
         names.setdefault(id(t.grad_fn), names.get(id(t), None) or "output")
     if run is None:
