@@ -20,8 +20,8 @@ from . import grad_mode as _gm
 from ..ops._primitive import INFERENCE_SAVE_MESSAGE
 from ..ops._views import _rebase_view, check_inplace, edge_of
 from .anomaly_mode import record_stack
-from .graph import (FREED, FREED_MESSAGE, HOOKS_ON, NODE_OBSERVERS, Node, SavedTensor, current_hooks, modified_message,
-                    node_class, pack_saved, set_saved_tangent)
+from .graph import (FREED, FREED_MESSAGE, HOOKS_ON, NODE_OBSERVERS, Node, SavedTensor, current_hooks,
+                    modified_message, node_class, pack_saved, set_saved_tangent)
 
 _NO_JVP = ("You must implement the jvp function for custom autograd.Function to use it with forward mode AD.")
 
