@@ -267,6 +267,7 @@ def test_summary_spots_growing_graph():
     for _ in range(12):
         loss = (w * w).sum()
         total += loss   # the leak: every iteration's graph stays reachable from total
+        loss.backward()
         sizes.append(summary(total).num_nodes)
     assert all(b > a for a, b in zip(sizes, sizes[1:]))
     s = summary(total)
@@ -298,7 +299,9 @@ def test_to_html_seed_steps_come_from_the_engine(tmp_path):
     acc = y.grad_fn.next_functions[0][0].next_functions[0][0]
     acc.register_prehook(lambda g: order.append("AccumulateGrad"))
     d = page_data(viz.to_html(y, str(tmp_path / "seed.html")))
-    assert x.grad is None   # the page's own backward runs leave .grad as it was
+    assert x.grad is None and order == []   # the page's own runs leave .grad as it was and fire no user hook
+    y.backward(retain_graph=True)   # the user's own backward: the order the page showed
+    x.grad = None
     names = [d["nodes"][s["n"]]["label"] for s in d["bwd"]]
     labels = [n["label"] for n in d["nodes"]]
     assert [("AccumulateGrad" if lab == "x" else lab) for lab in names] == order[:4]
@@ -372,3 +375,226 @@ def test_to_html_several_outputs(tmp_path):
     assert leaf["leafgrad"] == "5"
     with pytest.raises(ValueError, match="no grad_fn"):
         viz.to_html(x, str(tmp_path / "leaf.html"))
+
+
+# ----- the page's own backward runs leave the user's program alone (issue 9) ---------------------------
+
+def test_to_html_own_runs_fire_no_user_hook_and_change_nothing(tmp_path):
+    w = ember.nn.Parameter(ember.tensor([1.0]))
+    opt = ember.optim.SGD([w], lr=0.1)
+    h_post = w.register_post_accumulate_grad_hook(lambda p: (opt.step(), opt.zero_grad()))
+    calls = []
+    h = w * 3
+    h.retain_grad()
+    h.register_hook(lambda g: calls.append("h"))
+    w.register_hook(lambda g: calls.append("w"))
+    y = (h * h).sum()
+    y.grad_fn.register_prehook(lambda g: calls.append("pre"))
+    y.grad_fn.register_hook(lambda gi, go: calls.append("post"))
+    n_pre, n_post = len(y.grad_fn._pre_hooks), len(y.grad_fn._hooks)
+    for _ in range(3):
+        d = page_data(viz.to_html(y, str(tmp_path / "b.html")))
+    assert w.item() == 1.0 and calls == [] and w.grad is None and h.grad is None
+    # no recorder hook left behind, and the user's own hooks are still in place and still fire
+    assert (len(y.grad_fn._pre_hooks), len(y.grad_fn._hooks)) == (n_pre, n_post)
+    wi = next(n["id"] for n in d["nodes"] if n["leaf"])
+    assert [a[str(wi)] for a in d["acc"]] == ["18", "36", "54"]
+    h_post.remove()
+    y.backward()
+    assert sorted(calls) == ["h", "post", "pre", "w"] and h.grad.item() == 6.0 and w.grad.item() == 18.0
+
+
+def test_to_html_twice_inside_record_shows_the_same_page(tmp_path):
+    x = ember.tensor([2.0], requires_grad=True)
+    with viz.record():
+        y = x ** 2 + 3 * x
+        first = page_data(viz.to_html(y, str(tmp_path / "1.html")))
+        second = page_data(viz.to_html(y, str(tmp_path / "2.html")))
+    leaf = [next(s for s in d["bwd"] if "leafgrad" in s)["leafgrad"] for d in (first, second)]
+    assert leaf == ["7", "7"] and first["bwd"] == second["bwd"] and first["acc"] == second["acc"]
+
+
+def test_to_html_multi_output_nodes_get_one_gradient_per_output(tmp_path):
+    x = ember.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+
+    class Two(ember.autograd.Function):
+        @staticmethod
+        def forward(ctx, t):
+            return t * 2, t * 3
+
+        @staticmethod
+        def backward(ctx, g1, g2):
+            return g1 * 2 + g2 * 3
+
+    with viz.record():
+        a, b = x.split(2)
+        y = (b * 10).sum() + a.sum()
+        p, q = Two.apply(x)
+        z = (p + q * 2).sum()
+    d = page_data(viz.to_html(y, str(tmp_path / "s.html")))
+    split = next(n for n in d["nodes"] if n["label"] == "SplitBackward0")
+    assert split["value"] == "output 0: [1., 2.]\noutput 1: [3., 4.]"
+    st = next(s for s in d["bwd"] if s["n"] == split["id"])
+    assert st["grads"] == ["[1., 1.]", "[10., 10.]"]
+    into = sorted((e["slot"], d["nodes"][e["to"]]["label"]) for e in d["edges"] if e["from"] == split["id"])
+    assert into == [(0, "SumBackward0"), (1, "MulBackward0")]
+    d = page_data(viz.to_html((b, a), str(tmp_path / "o.html")))   # the node's outputs are the page's outputs
+    assert next(n for n in d["nodes"] if n["label"] == "SplitBackward0")["value"] == split["value"]
+    d = page_data(viz.to_html(z, str(tmp_path / "f.html")))
+    two = next(n for n in d["nodes"] if n["label"] == "TwoBackward")
+    assert two["value"] == "output 0: [2., 4., 6., 8.]\noutput 1: [ 3.,  6.,  9., 12.]"
+    assert next(s for s in d["bwd"] if s["n"] == two["id"])["grads"] == ["[1., 1., 1., 1.]", "[2., 2., 2., 2.]"]
+
+
+def test_to_html_leaf_value_is_the_one_the_forward_read(tmp_path):
+    w = ember.nn.Parameter(ember.tensor([1.0, 2.0]))
+    opt = ember.optim.SGD([w], lr=0.5)
+    with viz.record():
+        loss = (w * w).sum()
+        loss.backward(retain_graph=True)
+        opt.step()
+        loss2 = (w * 3).sum()
+    assert w.tolist() == [0.0, 0.0]
+    vals = [next(n["value"] for n in page_data(viz.to_html(t, str(tmp_path / "p.html")))["nodes"] if n["leaf"])
+            for t in (loss, loss2)]
+    assert vals == ["[1., 2.]", "[0., 0.]"]
+
+
+def test_to_html_non_scalar_accumulation_uses_the_recorded_gradient(tmp_path):
+    x = ember.tensor([1.0, 2.0], requires_grad=True)
+    with viz.record():
+        y = x * 3
+        y.backward(ember.tensor([1.0, 10.0]), retain_graph=True)
+    x.grad = None
+    d = page_data(viz.to_html(y, str(tmp_path / "n.html")))
+    xi = next(n["id"] for n in d["nodes"] if n["leaf"])
+    leaf = next(s for s in d["bwd"] if "leafgrad" in s)
+    assert leaf["leafgrad"] == "[ 3., 30.]" and d["acc"][0][str(xi)] == leaf["leafgrad"]
+
+
+def test_to_html_names_cannot_break_the_page(tmp_path):
+    x = ember.tensor([2.0], requires_grad=True)
+    y = x * 3
+    nasty = "<!--<script></script>&\u2028"
+    text = open(viz.to_html(y, str(tmp_path / "e.html"), inputs={nasty: x})).read()
+    script = re.search(r'<script id="data" type="application/json">(.*?)</script>', text, re.S).group(1)
+    assert "<" not in script and ">" not in script and "&" not in script
+    assert nasty in [n["label"] for n in json.loads(script)["nodes"]]
+
+
+def test_caller_names_leave_class_bodies_and_exec_locals_alone():
+    ns = {"ember": ember, "viz": viz}
+    loc = {}
+    exec("x = ember.tensor([1.0], requires_grad=True)\n"
+         "import tempfile, os\n"
+         "viz.to_html(x * 2, os.path.join(tempfile.mkdtemp(), 'a.html'))\n"
+         "after = x\n", ns, loc)
+    assert "x" in loc and loc["after"] is loc["x"]
+
+    class Holder:
+        import tempfile as _tf
+        import os as _os
+        t = ember.tensor([1.0], requires_grad=True)
+        viz.to_html(t * 2, _os.path.join(_tf.mkdtemp(), "b.html"))
+        kept = t
+    assert Holder.kept is Holder.t
+
+
+@pytest.mark.parametrize("tail, code", [("import sys\nsys.exit(main())\n", 0), ("main()\nimport sys\nsys.exit(3)\n", 3),
+                                        ("main()\nraise ValueError('boom after backward')\n", None)])
+def test_cli_writes_the_page_when_the_script_exits_or_raises(tmp_path, tail, code):
+    from ember.viz.__main__ import main
+    script = tmp_path / "s.py"
+    script.write_text("import ember as torch\n"
+                      "def main():\n"
+                      "    x = torch.tensor([2.0], requires_grad=True)\n"
+                      "    (x ** 2 + 3 * x).backward()\n"
+                      "    return 0\n" + tail)
+    out = tmp_path / "g.html"
+    if code is None:
+        with pytest.raises(ValueError, match="boom"):
+            main([str(script), "--out", str(out)])
+    else:
+        assert main([str(script), "--out", str(out)]) == code
+    leaf = next(s for s in page_data(out)["bwd"] if "leafgrad" in s)
+    assert leaf["leafgrad"] == "7"
+
+
+def test_summary_running_total_either_side_and_no_false_positive():
+    ember.manual_seed(0)
+    m = ember.nn.Linear(4, 1)
+    X, Y = ember.randn(16, 4), ember.randn(16, 1)
+    total = 0
+    for _ in range(10):   # no backward: each addition still carries a whole forward pass
+        total = ((m(X) - Y) ** 2).mean() + total
+    s = summary(total)
+    assert s.add_chain >= 10 and any("total_loss += loss" in h for h in s.hints)
+    a = ember.randn(3, requires_grad=True)
+    t = a.sum()
+    for i in range(10):   # one legitimate 10-term sum, built in one step
+        t = t + (a * i).sum()
+    s = summary(t)
+    assert s.add_chain == 10 and s.hints == []
+
+
+def test_custom_function_saved_tensors_counted_and_drawn():
+    def prog(lib):
+        class MyFn(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, a, b):
+                ctx.save_for_backward(a, b)
+                return a * b
+
+            @staticmethod
+            def backward(ctx, g):
+                a, b = ctx.saved_tensors
+                return g * b, g * a
+        lib.manual_seed(0)
+        x = lib.randn(3, requires_grad=True)
+        w = lib.randn(4, 3, requires_grad=True)
+        return MyFn.apply(x.exp(), w).sum(), w
+
+    out, w = prog(ember)
+    s = summary(out)
+    # ExpBackward0 keeps its result, which the Function saved too (counted once); w is the Function's own
+    assert s.num_saved == 2 and s.saved_bytes == 3 * 4 + 12 * 4
+    assert any(n == "MyFnBackward" and a == "saved_tensors[1]" for _, n, a, _, _ in s.largest_saved)
+    src = viz.make_dot(out).source
+    nodes, edges = canon(src)
+    assert nodes["orange(3)"] == 1 and nodes["orange(4, 3)"] == 1   # as torchviz: the saved leaf turns orange
+    torch = pytest.importorskip("torch")
+    torchviz = pytest.importorskip("torchviz")
+    for kw in ({}, {"show_saved": True}):
+        assert canon(viz.make_dot(prog(ember)[0], **kw).source) == canon(torchviz.make_dot(prog(torch)[0], **kw).source)
+
+
+def test_dot_graph_size_grows_with_the_graph_as_torchviz():
+    x = ember.tensor([1.0], requires_grad=True)
+    small = viz.make_dot(x * 2).source
+    y = x
+    for _ in range(100):
+        y = y * 1.0
+    big = viz.make_dot(y).source
+
+    def size(src):
+        return re.search(r'size="([^"]+)"', src).group(1)
+    assert size(small) == "12,12"
+    torch = pytest.importorskip("torch")
+    torchviz = pytest.importorskip("torchviz")
+    t = torch.tensor([1.0], requires_grad=True)
+    u = t
+    for _ in range(100):
+        u = u * 1.0
+    assert size(big) == size(torchviz.make_dot(u).source) != "12,12"
+
+
+def test_dot_group_modules_leaves_the_input_outside():
+    nn = ember.nn
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 1))
+    x = ember.randn(5, 3, requires_grad=True)
+    with viz.record_modules(model):
+        loss = model(x).sum()
+    cl = _clusters(viz.make_dot(loss, params=dict(model.named_parameters()), group_modules=True).source)
+    assert sorted(cl["0"][1]) == sorted(["0.weight", "0.bias", "AccumulateGrad", "AccumulateGrad",
+                                         "AddmmBackward0", "TBackward0"])
+    assert "x" not in sum((v[1] for v in cl.values()), [])

@@ -160,3 +160,39 @@ def test_page_for_300_nodes_renders_fast(page, tmp_path):
     assert node_text(page, "x", "g").startswith("x.grad = [")
     print(f"\n300-node page: loaded in {load * 1000:.0f} ms, {per_step:.2f} ms per step")
     assert page.errors == []
+
+
+def test_multi_output_node_gradients_per_output(page, tmp_path):
+    x = ember.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+    with viz.record():
+        a, b = x.split(2)
+        y = (b * 10).sum() + a.sum()
+    page.goto(Path(viz.to_html(y, str(tmp_path / "split.html"))).as_uri())
+    total = page.evaluate("window.emberViz.total")
+    status = None
+    for _ in range(total):
+        page.keyboard.press("ArrowRight")
+        if "SplitBackward0 receives" in page.inner_text("#status"):
+            status = page.inner_text("#status")
+            break
+    assert status is not None
+    # each output's gradient on its own: nothing sums flows that go to different outputs
+    assert "output 0: [1., 1.]" in status and "output 1: [10., 10.]" in status and " + " not in status
+    page.keyboard.press("End")
+    assert node_text(page, "x", "g").startswith("x.grad = [")
+    assert page.errors == []
+
+
+def test_names_with_markup_do_not_break_the_page(page, tmp_path):
+    x = ember.tensor([2.0], requires_grad=True)
+    z = ember.tensor([1.0], requires_grad=True)
+    y = x * 3 + z.detach()
+    nasty = "<!--<script>"
+    path = viz.to_html(y, str(tmp_path / "esc.html"), inputs={nasty: x, "</script><b>z": z})
+    page.goto(Path(path).as_uri())
+    page.wait_for_function("window.emberViz !== undefined", timeout=5000)
+    assert page.evaluate("document.querySelectorAll('g.node').length") == 3
+    page.keyboard.press("End")
+    assert node_text(page, nasty, "g") == f"{nasty}.grad = 3"[:19] + "\u2026"
+    assert "</script><b>z" in page.inner_text("#extra")
+    assert page.errors == []

@@ -10,6 +10,14 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 _LEAK_CHAIN = 8   # this many accumulating adds in a row from the output: a running total keeping graphs
+_TERM_NODES = 5   # ... when each addition brings at least this many nodes on average (a forward pass)
+
+
+def _is_freed(fn) -> bool:
+    """Whether a backward without retain_graph already released what ``fn`` saved."""
+    from .graph import FREED
+    saved = getattr(fn, "_saved", None)
+    return saved is FREED
 
 
 @dataclass
@@ -62,6 +70,12 @@ def _saved(fn, names_cache: dict) -> list:
             continue
         vals = v if isinstance(v, (tuple, list)) else (v,)
         out.extend((a[7:], x) for x in vals if hasattr(x, "_data") and hasattr(x, "grad_fn"))
+    if hasattr(cls, "saved_tensors"):   # a custom Function's ctx.save_for_backward
+        try:
+            vals = fn.saved_tensors
+        except (AttributeError, RuntimeError):   # freed by a backward
+            vals = ()
+        out.extend((f"saved_tensors[{i}]", x) for i, x in enumerate(vals) if x is not None and hasattr(x, "_data"))
     return out
 
 
@@ -95,8 +109,10 @@ def summary(output, top: int = 5) -> GraphSummary:
                 indeg[id(e[0])] += 1
     depth_of = {id(r): 1 for r in roots}
     ready = [fn for fn in order if indeg[id(fn)] == 0]
+    topo: list = []   # users before their inputs
     while ready:
         fn = ready.pop()
+        topo.append(fn)
         d = depth_of.get(id(fn), 1)
         for e in fn.next_functions:
             n = e[0]
@@ -122,14 +138,19 @@ def summary(output, top: int = 5) -> GraphSummary:
                 saved[key] = (int(t._data.nbytes), type(fn).__name__, attr, tuple(t.shape), t.dtype, t._data)
     largest = sorted((s[:5] for s in saved.values()), key=lambda s: -s[0])[:top]
 
-    # a running total: AddBackward0 nodes, each fed by the previous one (total = total + loss)
-    chain, fn = 0, roots[0] if len(roots) == 1 else None
-    while fn is not None and type(fn).__name__ == "AddBackward0":
-        chain += 1
-        fn = next((e[0] for e in fn.next_functions if e[0] is not None and type(e[0]).__name__ == "AddBackward0"),
-                  None)
+    # a running total: AddBackward0 nodes, each fed by the previous one through either input
+    # (total = total + loss, total = loss + total, total += loss): the longest such chain from the output
+    run: dict = {}
+    for fn in reversed(topo):   # inputs first
+        if type(fn).__name__ == "AddBackward0":
+            run[id(fn)] = 1 + max((run.get(id(e[0]), 0) for e in fn.next_functions if e[0] is not None), default=0)
+    chain = run.get(id(roots[0]), 0) if len(roots) == 1 else 0
+    # A sum of many small terms built in one step (t = t + (a * i).sum()) is a chain too; a running total of
+    # losses carries a whole forward pass per addition, or graphs that a backward already freed.
+    big_terms = len(order) >= _TERM_NODES * chain
+    freed = any(_is_freed(fn) for fn in order)
     hints = []
-    if chain >= _LEAK_CHAIN:
+    if chain >= _LEAK_CHAIN and (big_terms or freed):
         hints.append(f"the output ends in a chain of {chain} additions, each holding a graph of its own: this "
                      "looks like a running total (`total_loss += loss`) that keeps every iteration's graph alive; "
                      "accumulate `loss.item()` (or `loss.detach()`) instead")

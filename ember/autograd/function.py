@@ -20,8 +20,8 @@ from . import grad_mode as _gm
 from ..ops._primitive import INFERENCE_SAVE_MESSAGE
 from ..ops._views import _rebase_view, check_inplace, edge_of
 from .anomaly_mode import record_stack
-from .graph import (FREED, FREED_MESSAGE, HOOKS_ON, Node, SavedTensor, current_hooks, modified_message, node_class,
-                    pack_saved, set_saved_tangent)
+from .graph import (FREED, FREED_MESSAGE, HOOKS_ON, NODE_OBSERVERS, Node, SavedTensor, current_hooks,
+                    modified_message, node_class, pack_saved, set_saved_tangent)
 
 _NO_JVP = ("You must implement the jvp function for custom autograd.Function to use it with forward mode AD.")
 
@@ -349,6 +349,9 @@ def _wrap_outputs(ctx, args: tuple, outs: tuple, executable: bool) -> list:
             ctx._saved = tuple((None, 0) if t is None else
                                ((_SavedOutput(t) if id(t) in own else t), t._vc[0]) for t in to_save)
     _detach_output_attrs(ctx, own)
+    if NODE_OBSERVERS:   # ember.viz.record(): the custom Function's outputs
+        for observe in NODE_OBSERVERS:
+            observe(ctx, tuple(o if isinstance(o, Tensor) and o.grad_fn is ctx else None for o in wrapped))
     return wrapped
 
 

@@ -199,6 +199,9 @@ def _multi_view(input: Tensor, prim, params: list, node_name: str, dim: int, bou
             # PyTorch refuses in-place ops on these views while recording ("Output 0 of Split is a view and is
             # being modified inplace..."); ember/ops/_views.check_inplace reads this mark.
             p._multi_view_op = op
+        from ..autograd.graph import NODE_OBSERVERS
+        for observe in NODE_OBSERVERS:   # ember.viz.record(): the node's outputs
+            observe(node, pieces)
     return pieces
 
 

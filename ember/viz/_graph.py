@@ -12,6 +12,7 @@ from typing import Any, Iterable
 MODULE_KEY = "ember.viz.module"   # node.metadata key holding the qualified name of the module that made it
 PARAM_KEY = "ember.viz.param"     # an AccumulateGrad's metadata: its parameter's qualified name ("0.weight")
 _SAVED = "_saved_"
+_CO_OPTIMIZED = 0x1   # inspect.CO_OPTIMIZED: a function's frame (fast locals)
 
 
 def is_tensor(obj: Any) -> bool:
@@ -154,11 +155,14 @@ def caller_names(depth: int = 2) -> dict:
         return {}
     local = frame.f_locals
     names = names_in(local)
-    if type(local) is dict and local is not frame.f_globals:
-        # Python < 3.13 caches this snapshot on the frame: it would keep the caller's tensors (and their
-        # graphs) alive after a `del`. Emptying it is safe (the next read refills it); 3.13's proxy is
-        # not a dict and is left alone (clearing it would delete the variables).
+    if (sys.version_info < (3, 13) and frame.f_code.co_flags & _CO_OPTIMIZED and type(local) is dict
+            and local is not frame.f_globals):
+        # A function's frame on Python < 3.13 caches this snapshot of its fast locals on the frame: it
+        # would keep the caller's tensors (and their graphs) alive after a `del`. Only there is the dict a
+        # copy (the next read refills it); a class body's, a module's or exec's locals dict *is* the
+        # variables, and 3.13's proxy writes through: those are never touched.
         local.clear()
+    del local, frame
     return names
 
 

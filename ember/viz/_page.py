@@ -49,8 +49,15 @@ const clip = (t, k) => t.length > k ? t.slice(0, k - 1) + '\u2026' : t;
 const total = () => mode === 'steps' ? nf + nb : D.acc.length;
 const bstep = i => D.bwd[bwdAt[i] - nf - 1];
 
-function contributions(i, upto) {
-  return outs[i].filter(e => flowAt[e] && flowAt[e][0] <= upto).map(e => flowAt[e][1]);
+// the gradients that reached output ``slot`` of node i by step ``upto`` (only flows into the same output add up)
+function contributions(i, upto, slot) {
+  return outs[i].filter(e => (E[e].slot || 0) === slot && flowAt[e] && flowAt[e][0] <= upto).map(e => flowAt[e][1]);
+}
+// "a + b = c" for one output; for a node with several outputs, one such line per output
+function received(i, st, upto) {
+  const sum = (parts, g) => (parts.length > 1 ? parts.join(' + ') + ' = ' : '') + g;
+  if (!st.grads) return sum(contributions(i, upto, 0), st.grad);
+  return st.grads.map((g, k) => '\n  output ' + k + ': ' + sum(contributions(i, upto, k), g)).join('');
 }
 function gradText(i) {
   if (bwdAt[i] > s) return '';
@@ -81,9 +88,9 @@ function renderSteps() {
     msg = name(n) + ' = ' + n.value + '\ncomputed by ' + n.label + ' from ' + (ins[cur].map(e => name(N[E[e].from])).join(', ') || 'constants');
     if (s === nf) msg += '\nForward done. Next: backward, in the engine\'s order.';
   } else {
-    const st = D.bwd[s - nf - 1], n = N[st.n], parts = contributions(st.n, s);
+    const st = D.bwd[s - nf - 1], n = N[st.n];
     phase = 'Backward (' + (s - nf) + '/' + nb + ')';
-    msg = (n.leaf ? 'AccumulateGrad (' + name(n) + ')' : n.label) + ' receives grad ' + (parts.length > 1 ? parts.join(' + ') + ' = ' : '') + st.grad;
+    msg = (n.leaf ? 'AccumulateGrad (' + name(n) + ')' : n.label) + (st.grads ? ' receives grads' : ' receives grad ') + received(st.n, st, s);
     if (n.leaf) msg += '\n' + name(n) + '.grad = ' + (st.leafgrad === undefined ? st.grad : st.leafgrad);
     else msg += '\nsends ' + Object.keys(st.flows).map(e => st.flows[e] + ' \u2192 ' + name(N[E[e].from])).join(', ');
     if (s === nf + nb) { phase = 'Done'; msg += '\nBackward done.'; }
@@ -130,8 +137,8 @@ function details(i) {
   rows.push(['value', n.value]);
   n.saved.forEach(sv => rows.push(['saved ' + sv[0], sv[1]]));
   if (bwdAt[i] !== Infinity) {
-    const st = bstep(i), parts = contributions(i, Infinity);
-    rows.push(['gradient', (parts.length > 1 ? parts.join(' + ') + ' = ' : '') + st.grad]);
+    const st = bstep(i);
+    rows.push(['gradient', received(i, st, Infinity).replace(/^\n/, '')]);
     if (n.leaf) rows.push(['.grad', st.leafgrad === undefined ? st.grad : st.leafgrad]);
   }
   $('details').innerHTML = '<b>' + esc(name(n)) + '</b><table>' +

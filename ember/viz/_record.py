@@ -100,7 +100,9 @@ class record_modules:
                     continue
                 seen.add(id(fn))
                 leaf = is_leaf_node(fn)
-                if sequence_nr(fn) < start and not (leaf and id(fn.variable) in own):
+                if leaf and id(fn.variable) not in own:
+                    continue   # the caller's input (its AccumulateGrad is made at first use): not this module's
+                if not leaf and sequence_nr(fn) < start:
                     continue   # made before this forward: not this module's
                 md = fn.metadata
                 md.setdefault(MODULE_KEY, qual)   # an inner module tagged it first: keep the innermost
@@ -131,6 +133,7 @@ class Run:
     def __init__(self, task_id: int) -> None:
         self.task_id = task_id
         self.events: list = []
+        self.root_grads: dict = {}   # root node -> the gradients it was given (tensors)
 
     def executed(self) -> list:
         return [n for phase, n, _ in self.events if phase == "post"]
@@ -142,9 +145,13 @@ class Run:
         return [n for n in nodes if id(n) not in reached]
 
 
-def _task_id() -> int:
+def _task():
     from ..autograd.graph import current_task
-    task = current_task()
+    return current_task()
+
+
+def _task_id() -> int:
+    task = _task()
     return -1 if task is None else task.id
 
 
@@ -153,22 +160,55 @@ class Recorder:
 
     def __init__(self, max_runs: int = 8) -> None:
         self.values: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+        # AccumulateGrad -> [(sequence number of the node that read it, version, value)]
+        self.leaf_values: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
         self.runs: collections.deque = collections.deque(maxlen=max_runs)
         self.active = False
         self._hooked: "weakref.WeakSet" = weakref.WeakSet()
 
     # forward: told by ember's op recorder (autograd.graph.NODE_OBSERVERS)
     def observe(self, node, t) -> None:
+        """``t``: the new node's output, or a tuple of its outputs (multi-output views, custom Functions)."""
         if not self.active:
             return
-        self.values[node] = snap(t)
-        self.hook(node)
+        self.values[node] = [snap(o) if is_tensor(o) else None for o in t] if isinstance(t, (tuple, list)) \
+            else snap(t)
+        if node not in self._hooked:
+            self.hook(node)
+        seq = sequence_nr(node)
         for _, n in next_nodes(node):   # leaves' AccumulateGrad, custom Functions' nodes
             if n not in self._hooked:
                 self.hook(n)
+            if is_leaf_node(n):
+                self._leaf_seen(n, seq)
 
-    def hook(self, node) -> None:
-        """Log every backward run through ``node`` (a no-op once the recorder is stopped)."""
+    def _leaf_seen(self, acc, seq: int) -> None:
+        """The leaf's value as this forward reads it: a new snapshot only when its version changed (an
+        optimizer step between forwards), so a page shows the value its graph was computed from."""
+        var = acc.variable
+        vc = getattr(var, "_vc", None)
+        version = vc[0] if vc is not None else None
+        hist = self.leaf_values.get(acc)
+        if hist is None:
+            hist = self.leaf_values[acc] = []
+        elif hist[-1][1] == version:
+            return
+        hist.append((seq, version, snap(var)))
+
+    def leaf_value(self, acc, first_use: int) -> dict | None:
+        """The leaf's recorded value at the first node (``first_use``: its sequence number) that read it."""
+        hist = self.leaf_values.get(acc)
+        if not hist:
+            return None
+        best = hist[0][2]
+        for seq, _, s in hist:
+            if seq <= first_use:
+                best = s
+        return best
+
+    def hook(self, node) -> tuple:
+        """Log every backward run through ``node`` (a no-op once the recorder is stopped). Returns the
+        two hook handles."""
         self._hooked.add(node)
         ref = weakref.ref(self)
 
@@ -176,6 +216,11 @@ class Recorder:
             rec = ref()
             if rec is not None and rec.active:
                 rec._event("pre", node, {"grad_outputs": [snap(g) for g in grad_outputs]})
+                task = _task()
+                if task is not None and node in (task._roots or ()):
+                    # the gradient the run started from, so the page's own runs can use the same one
+                    rec.runs[-1].root_grads[node] = [None if g is None else g.detach().clone()
+                                                     for g in grad_outputs]
 
         def post(grad_inputs, grad_outputs):
             rec = ref()
@@ -185,8 +230,7 @@ class Recorder:
                     data["grad"] = snap(node.variable.grad)   # .grad after this accumulation
                 rec._event("post", node, data)
 
-        node.register_prehook(pre)
-        node.register_hook(post)
+        return node.register_prehook(pre), node.register_hook(post)
 
     def _event(self, phase: str, node, data: dict) -> None:
         tid = _task_id()

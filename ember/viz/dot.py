@@ -21,7 +21,6 @@ INSTALL_HINT = ("the Graphviz programs ('dot') are not installed or not on PATH:
                 "`conda install graphviz`; the DOT text is in `.source` without them")
 
 _NODE_ATTR = 'node [align=left fontname=monospace fontsize=10 height=0.2 ranksep=0.1 shape=box style=filled]'
-_GRAPH_ATTR = 'graph [size="12,12"]'
 
 
 class GraphvizNotFound(RuntimeError):
@@ -70,6 +69,7 @@ def dot_source(outputs: Any, params: Any = None, show_saved: bool = False, show_
     lines: list = []
     grouped: dict = {}   # module qualified name -> node lines inside its box
     leaf_done: set = set()
+    custom_saved: list = []
 
     def nid(obj) -> tuple[str, bool]:
         k = id(obj)
@@ -123,13 +123,35 @@ def dot_source(outputs: Any, params: Any = None, show_saved: bool = False, show_
         emit(f"{fid} [label={_q(label)}]", fn)
         for _, nxt in next_nodes(fn):
             lines.append(f"{nid(nxt)[0]} -> {fid}")
+        for t in _function_saved(fn):   # a custom Function's ctx.save_for_backward, drawn always (torchviz)
+            custom_saved.append((t, fid, fn))
+    for t, fid, fn in custom_saved:
+        # as torchviz: drawn after the nodes, so a saved leaf or output is redeclared orange (the last wins)
+        vid, _ = nid(t)
+        emit(f"{vid} [label={_q(_tensor_label(t, pnames.get(id(t), '')))} fillcolor=orange]", fn)
+        lines.append(f"{vid} -> {fid} [dir=none]")
     for src, tid, style in tail:
         lines.append(f"{ids[id(src)]} -> {tid}{style}")
     if group_modules and not grouped:
         warnings.warn("make_dot(group_modules=True): no node carries a module name; run the forward inside "
                       "`with ember.viz.record_modules(model):` to draw the modules' boxes", stacklevel=3)
     body = _clusters(grouped) + lines
-    return "digraph {\n\t" + _GRAPH_ATTR + "\n\t" + _NODE_ATTR + "\n" + "".join(f"\t{ln}\n" for ln in body) + "}\n"
+    # torchviz's resize_graph: 0.15 inch per node or edge statement, at least 12
+    rows = len(lines) + sum(len(v) for v in grouped.values())
+    size = max(12, rows * 0.15)
+    graph_attr = f'graph [size="{size},{size}"]'
+    return "digraph {\n\t" + graph_attr + "\n\t" + _NODE_ATTR + "\n" + "".join(f"\t{ln}\n" for ln in body) + "}\n"
+
+
+def _function_saved(fn: Any) -> list:
+    """The tensors a custom Function's backward node saved (``ctx.save_for_backward``); none once freed."""
+    if not hasattr(type(fn), "saved_tensors"):
+        return []
+    try:
+        vals = fn.saved_tensors
+    except (AttributeError, RuntimeError):
+        return []
+    return [t for t in vals if t is not None and is_tensor(t)]
 
 
 def _clusters(grouped: dict) -> list:

@@ -52,40 +52,88 @@ def _layout(nodes: list) -> dict:
     return xy
 
 
-def _own_backward(outputs: list, nodes: list, runs: int) -> tuple:
-    """Run backward ``runs`` times (retain_graph) with node hooks on every node, each leaf's ``.grad``
-    starting from None and given back afterwards. Returns (the first run, [leaf .grad after each run])."""
+_NODE_HOOKS = ("_hooks", "_pre_hooks", "_tensor_hooks", "_retained")
+
+
+class _Unhooked:
+    """The page's own backward runs must not touch what the user sees: while this is entered, the user's
+    node hooks, tensor hooks, retained-grad entries and post-accumulate hooks on the graph (``record()``'s
+    hooks among them) are taken off, and each leaf's ``.grad`` starts from None; on exit every one is put
+    back as it was (the same objects, so the user's handles still work) and whatever was registered
+    meanwhile is dropped."""
+
+    def __init__(self, nodes: list) -> None:
+        self.nodes = nodes
+        self.kept: list = []
+
+    def __enter__(self) -> "_Unhooked":
+        for fn in self.nodes:
+            d = getattr(fn, "__dict__", None)
+            if d is not None:
+                self.kept.append((d, {a: d.pop(a) for a in _NODE_HOOKS if a in d}))
+            if is_leaf_node(fn):
+                m = fn.variable._get_meta()
+                self.kept.append((m, (m.grad, m.hooks, m.post_acc_hooks)))
+                m.grad = m.hooks = m.post_acc_hooks = None
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for obj, was in reversed(self.kept):
+            if isinstance(was, dict):
+                for a in _NODE_HOOKS:
+                    obj.pop(a, None)
+                obj.update(was)
+            else:
+                obj.grad, obj.hooks, obj.post_acc_hooks = was
+        self.kept = []
+
+
+def _own_backward(outputs: list, nodes: list, runs: int, grads: list | None = None, hooked: bool = True) -> tuple:
+    """Run backward ``runs`` times (retain_graph) on the graph with the user's hooks off and each leaf's
+    ``.grad`` from None (see ``_Unhooked``): the first run logged through node hooks of our own (when
+    ``hooked``), and each leaf's ``.grad`` read after every run. Nothing the user can see changes: no user
+    hook fires, no ``.grad`` (of a leaf or a retained non-leaf) changes, no hook is left behind.
+    Returns (the first run or None, [{id(leaf): .grad after run k}])."""
     from ..autograd import backward
-    rec = Recorder(max_runs=runs)
-    rec.active = True
-    for fn in nodes:
-        rec.hook(fn)
+    rec = Recorder(max_runs=1)
     leaves = [fn.variable for fn in nodes if is_leaf_node(fn)]
-    kept = [t.grad for t in leaves]
-    for t in leaves:
-        t.grad = None
-    grads = [ones_like_for(t) for t in outputs]
+    if grads is None:
+        grads = [ones_like_for(t) for t in outputs]
     after: list = []
-    try:
-        for _ in range(runs):
-            backward(outputs, grads, retain_graph=True)
-            after.append({id(t): snap(t.grad) for t in leaves})
-    except RuntimeError as e:
-        if "second time" in str(e):
-            raise RuntimeError("to_html: the graph was already freed by a backward() without retain_graph=True; "
-                               "call to_html before backward, or run the program inside `with ember.viz.record():`"
-                               " so that its backward is recorded") from None
-        raise
-    finally:
-        rec.active = False
-        for t, g in zip(leaves, kept):
-            t.grad = g
+    with _Unhooked(nodes):
+        rec.active = hooked
+        handles = [h for fn in nodes for h in rec.hook(fn)] if hooked else []
+        try:
+            for _ in range(runs):
+                backward(outputs, grads, retain_graph=True)
+                rec.active = False
+                after.append({id(t): snap(t.grad) for t in leaves})
+        except RuntimeError as e:
+            if "second time" in str(e):
+                raise RuntimeError("to_html: the graph was already freed by a backward() without "
+                                   "retain_graph=True; call to_html before backward, or run the program inside "
+                                   "`with ember.viz.record():` so that its backward is recorded") from None
+            raise
+        finally:
+            rec.active = False
+            for h in handles:
+                h.remove()
     return (rec.runs[0] if rec.runs else None), after
 
 
 def ones_like_for(t: Any):
     from .. import ones_like   # a non-scalar output is given a gradient of ones
     return ones_like(t)
+
+
+def _edges(fn: Any) -> list:
+    """``[(k, (node, slot)), ...]``: the nodes ``fn`` sends gradients to, with the output slot of that
+    node the gradient is for (a multi-output node receives one gradient per output)."""
+    out = []
+    for k, edge in enumerate(getattr(fn, "next_functions", ()) or ()):
+        if edge is not None and edge[0] is not None:
+            out.append((k, (edge[0], int(edge[1]))))
+    return out
 
 
 def _text(s: dict | None, fallback: str = "") -> str:
@@ -104,8 +152,13 @@ def build(roots: list, out_snaps: dict, names: dict, run, accum: list, inputs: d
     shapes: dict = {}
     if run is not None:
         for phase, fn, data in run.events:
-            if phase == "pre" and data["grad_outputs"] and data["grad_outputs"][0] is not None:
-                shapes[id(fn)] = data["grad_outputs"][0]
+            if phase == "pre" and data["grad_outputs"] and id(fn) not in shapes:
+                shapes[id(fn)] = [None if g is None else g["shape"] for g in data["grad_outputs"]]
+    first_use: dict = {}   # a leaf's node -> the sequence number of the first node here that reads it
+    for fn in nodes:
+        for _, n in next_nodes(fn):
+            if is_leaf_node(n):
+                first_use[id(n)] = min(first_use.get(id(n), sequence_nr(fn)), sequence_nr(fn))
     jn: list = []
     for i, fn in enumerate(nodes):
         x, y = xy[id(fn)]
@@ -113,12 +166,17 @@ def build(roots: list, out_snaps: dict, names: dict, run, accum: list, inputs: d
         if leaf:
             var = fn.variable
             label = names.get(id(var)) or param_name_of(fn) or "leaf"
-            value = snap(var)
+            # its value when the forward read it (an optimizer may have changed it since), else now
+            value = next((v for r in recs if (v := r.leaf_value(fn, first_use.get(id(fn), -1))) is not None),
+                         None) or snap(var)
         else:
             label = node_name(fn)
             value = out_snaps.get(id(fn))
             if value is None:
                 value = next((r.values.get(fn) for r in recs if r.values.get(fn) is not None), None)
+        if isinstance(value, list):   # a multi-output node: one value per output
+            value = {"text": "\n".join(f"output {k}: {_text(v, '(not recorded)')}" for k, v in enumerate(value)),
+                     "shape": None}
         saved = []
         if not leaf:
             for k, v in saved_entries(fn):
@@ -126,7 +184,11 @@ def build(roots: list, out_snaps: dict, names: dict, run, accum: list, inputs: d
                     saved.append([k, _text(snap(v))])
                 elif not isinstance(v, (tuple, list)) or not any(is_tensor(u) for u in v):
                     saved.append([k, str(v)[:60]])
-        shape = value["shape"] if value else (shapes[id(fn)]["shape"] if id(fn) in shapes else None)
+        known = shapes.get(id(fn))
+        shape = value["shape"] if value else (known[0] if known and len(known) == 1 else None)
+        if value is None and known and len(known) > 1:
+            value = {"text": "\n".join(f"output {k}: {'?' if sh is None else tuple(sh)}, value not recorded"
+                                       for k, sh in enumerate(known)), "shape": None}
         jn.append({"id": i, "leaf": leaf, "label": label, "var": None if leaf else names.get(id(fn)),
                    "out": fn in roots, "x": x, "y": y, "value": _text(value, "(not recorded)" if shape is None
                                                                        else f"{tuple(shape)}, value not recorded"),
@@ -134,9 +196,9 @@ def build(roots: list, out_snaps: dict, names: dict, run, accum: list, inputs: d
     edges = []
     edge_of: dict = {}
     for fn in nodes:
-        for k, nxt in next_nodes(fn):
+        for k, (nxt, slot) in _edges(fn):
             edge_of[(id(fn), k)] = len(edges)
-            edges.append({"from": idx[id(nxt)], "to": idx[id(fn)], "k": k})
+            edges.append({"from": idx[id(nxt)], "to": idx[id(fn)], "k": k, "slot": slot})
     # forward: leaves are there from the start; ops in the order they were made (execution order)
     fwd = [idx[id(fn)] for fn in sorted(nodes, key=sequence_nr) if not is_leaf_node(fn)]
     bwd = []
@@ -147,15 +209,19 @@ def build(roots: list, out_snaps: dict, names: dict, run, accum: list, inputs: d
                 continue
             i = idx[id(fn)]
             if phase == "pre":
-                g = data["grad_outputs"][0] if data["grad_outputs"] else None
-                incoming[i] = _text(g, "None")
+                # one gradient per output of the node (split, unbind, custom Functions have several)
+                incoming[i] = [_text(g, "None") for g in data["grad_outputs"]] or ["None"]
                 continue
             flows = {}
             for k, g in enumerate(data["grad_inputs"]):
                 e = edge_of.get((id(fn), k))
                 if e is not None and g is not None:
                     flows[e] = _text(g)
-            step = {"n": i, "grad": incoming.get(i, ""), "flows": flows}
+            grads = incoming.get(i, [""])
+            step = {"n": i, "grad": grads[0] if len(grads) == 1 else
+                    "; ".join(f"output {k}: {g}" for k, g in enumerate(grads)), "flows": flows}
+            if len(grads) > 1:
+                step["grads"] = grads
             if "grad" in data:
                 step["leafgrad"] = _text(data["grad"], "None")
             bwd.append(step)
@@ -225,9 +291,18 @@ def _svg(data: dict) -> str:
     return "".join(parts)
 
 
+def _json_for_script(data: dict) -> str:
+    """JSON safe inside <script>: no "</script>", "<!--" or "<script" can close or confuse the element
+    (each "<", ">", "&" written as a \\u escape, which JSON.parse reads back), nor U+2028/U+2029."""
+    text = json.dumps(data, separators=(",", ":"))
+    for c, e in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
+        text = text.replace(c, e)
+    return text
+
+
 def page(data: dict, title: str = "ember graph") -> str:
     """The HTML text for ``data`` (see ``build``)."""
-    payload = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
+    payload = _json_for_script(data)
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{_html.escape(title)}</title>'
             f'<style>{CSS}</style></head><body>'
             '<header><b>ember</b> autograd graph'
@@ -255,8 +330,13 @@ def to_html(outputs: Any, path: str, inputs: Any = None) -> str:
     previous, play/pause, reset, arrow keys and space; clicking a node shows its details.
 
     The backward shown is the last one recorded by ``ember.viz.record()`` through these outputs, else one
-    run here (``retain_graph=True``; each leaf's ``.grad`` is put back as it was afterwards). Intermediate
-    values are known when the forward ran inside ``record()``; otherwise they show as shapes.
+    run here (``retain_graph=True``). The page's own runs (that one, and the accumulation mode's) leave
+    the program alone: the user's hooks on the graph (tensor hooks, node hooks, post-accumulate hooks,
+    recorders) do not fire, and no ``.grad`` changes, of leaves or of retained non-leaves; so its numbers
+    are those of the graph without the hooks. Intermediate values, and leaves' values as the forward read
+    them, are known when the forward ran inside ``record()``; otherwise intermediate results show as
+    shapes and leaves as they are now. A node with several outputs (split, unbind, a custom Function)
+    shows one value and one incoming gradient per output.
     ``inputs``: tensors (a dict by name, or a list) whose ``.grad`` you expect: those that stay None are
     marked with ``autograd.explain``'s reason."""
     outs = as_list(outputs)
@@ -276,7 +356,17 @@ def _write(outs: list, path: str, names: dict, inputs: dict | None = None, run=N
                              "there is no graph to show")
         roots.append(t.grad_fn)
     nodes = collect(roots)
-    out_snaps = {id(t.grad_fn): snap(t) for t in outs}
+    out_snaps: dict = {}
+    for t in outs:
+        nr = getattr(t, "_output_nr", 0)
+        if nr == 0 and not isinstance(out_snaps.get(id(t.grad_fn)), list):
+            out_snaps[id(t.grad_fn)] = snap(t)
+        else:   # outputs of one multi-output node: one value per output
+            was = out_snaps.get(id(t.grad_fn))
+            vals = was if isinstance(was, list) else [was]
+            vals += [None] * (nr + 1 - len(vals))
+            vals[nr] = snap(t)
+            out_snaps[id(t.grad_fn)] = vals
     for t in outs:
         names.setdefault(id(t.grad_fn), names.get(id(t), None) or "output")
     if run is None:
@@ -288,8 +378,13 @@ def _write(outs: list, path: str, names: dict, inputs: dict | None = None, run=N
     if run is None:
         run, accum = _own_backward(outs, nodes, ACCUMULATION_RUNS)
     else:
+        # the accumulation mode starts from the gradients the recorded backward was given
+        grads = None
+        rg = [run.root_grads.get(t.grad_fn) for t in outs]
+        if all(g is not None and len(g) > t._output_nr and g[t._output_nr] is not None for g, t in zip(rg, outs)):
+            grads = [g[t._output_nr] for g, t in zip(rg, outs)]
         try:
-            _, accum = _own_backward(outs, nodes, ACCUMULATION_RUNS)
+            _, accum = _own_backward(outs, nodes, ACCUMULATION_RUNS, grads, hooked=False)
         except RuntimeError:
             note = note or ("The accumulation mode needs the graph, which the program's backward freed "
                             "(run it with retain_graph=True to see it).")
