@@ -622,7 +622,7 @@ def _size(size, kw) -> tuple:
 
 
 def _finish(data: np.ndarray, requires_grad: bool, device) -> Tensor:
-    check_device(device)
+    check_device(device, creation=True)
     t = make(data)
     if requires_grad:
         if data.dtype.kind != "f":

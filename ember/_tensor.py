@@ -190,7 +190,9 @@ class Tensor:
         return self
 
     def cuda(self, device=None, non_blocking: bool = False) -> Tensor:
-        raise AssertionError("Torch not compiled with CUDA enabled (ember has no CUDA backend yet)")
+        from ._device import check_device
+        check_device("cuda" if device is None else device)   # raises: ember has no CUDA backend yet
+        return self
 
     def is_floating_point(self) -> bool:
         return self._data.dtype.kind == "f"

@@ -30,7 +30,66 @@ import numpy as np
 from . import _dtype as D
 from ._tensor import Size, Tensor, make
 
-__all__ = ["save", "load"]
+__all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals"]
+
+# Classes and functions the user marked safe for ``load`` (PyTorch's torch.serialization allow-list):
+# each item is the object itself or ``(object, "its.full.name")``.
+_marked_safe_globals: set = set()
+
+
+def add_safe_globals(safe_globals: list) -> None:
+    """Mark classes/functions as safe for ``load``: a checkpoint may then name them (by
+    ``{__module__}.{__qualname__}``, or the name given as ``(obj, "full.name")``), call them, create
+    instances and set their state. Only these exact objects; modules such as ``os`` stay blocked."""
+    global _marked_safe_globals
+    _marked_safe_globals = _marked_safe_globals.union(set(safe_globals))
+
+
+def get_safe_globals() -> list:
+    """The user's allow-list, as ``add_safe_globals`` received it."""
+    return list(_marked_safe_globals)
+
+
+def clear_safe_globals() -> None:
+    """Empty the user's allow-list."""
+    global _marked_safe_globals
+    _marked_safe_globals = set()
+
+
+def _remove_safe_globals(items: list) -> None:
+    global _marked_safe_globals
+    _marked_safe_globals = _marked_safe_globals - set(items)
+
+
+class safe_globals:
+    """Context manager: ``add_safe_globals(items)`` inside the block, removed again on exit."""
+
+    def __init__(self, safe_globals: list) -> None:
+        self.safe_globals = safe_globals
+
+    def __enter__(self) -> None:
+        add_safe_globals(self.safe_globals)
+
+    def __exit__(self, type, value, tb) -> None:
+        _remove_safe_globals(self.safe_globals)
+
+
+def _user_allowed_globals() -> dict[str, Any]:
+    """Full name -> object for the user's allow-list (looked up at each load, so later additions count)."""
+    out: dict[str, Any] = {}
+    for f in _marked_safe_globals:
+        if isinstance(f, tuple):
+            if len(f) != 2:
+                raise ValueError(f"Expected tuple of length 2 (global, str of callable full path), but got "
+                                 f"tuple of length: {len(f)}")
+            if type(f[1]) is not str:
+                raise TypeError(f"Expected second item in tuple to be str of callable full path, but got: "
+                                f"{type(f[1])}")
+            f, name = f
+            out[name] = f
+        else:
+            out[f"{f.__module__}.{f.__qualname__}"] = f
+    return out
 
 FileLike = Union[str, os.PathLike, BinaryIO]
 
@@ -949,7 +1008,8 @@ def _load_from(fh, rule, mmap_path: str | None, encoding: str):
     allowed, callables = _allowed()
     data = bytes(archive.read("data.pkl"))
     try:
-        return WeightsUnpickler(data, allowed, callables, persistent_load, encoding).load()
+        return WeightsUnpickler(data, allowed, callables, persistent_load, encoding,
+                                user=_user_allowed_globals()).load()
     except UnpicklingError as e:
         raise UnpicklingError(
             f"Weights only load failed. ember.load reads only tensors, containers and plain values from a "
