@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-__all__ = ["einsum", "cross", "tri_mask", "eye_like", "linalg_inv", "linalg_det", "linalg_slogdet", "linalg_solve",
+__all__ = ["einsum", "addprod_half", "cross", "tri_mask", "eye_like", "linalg_inv", "linalg_det", "linalg_slogdet", "linalg_solve",
            "linalg_cholesky", "cholesky_solve", "linalg_qr", "linalg_eigh", "linalg_svd", "linalg_svdvals",
            "linalg_pinv", "matrix_exp", "solve_triangular", "linalg_lu_factor_ex", "linalg_lu", "lu_unpack",
            "linalg_lu_solve", "det_backward", "slogdet_backward"]
@@ -54,6 +54,30 @@ def einsum(eq: str, *ops, sizes=None):
     view = np.einsum(out + "->" + uniq, full)   # a writeable view of the (diagonal) positions
     view[...] = r.reshape([dim[c] if c in present else 1 for c in uniq])
     return full
+
+
+
+def addprod_half(c, a, b, eq: str, beta, alpha):
+    """float16 ``beta * c + alpha * product(a, b)`` rounded as PyTorch's CPU kernels round it.
+    addmm/addmv/baddbmm: the product accumulates in float32, ``alpha * prod + beta * c`` is formed in float32
+    and rounded once. addr: element by element in float16 (each operation rounded, as ``Half`` arithmetic).
+    addbmm: ``beta * c`` rounded, then one rounded float32 addmm per batch, in order."""
+    f16, f32 = np.float16, np.float32
+    if eq == "i,j->ij":
+        prod = (a * f16(alpha))[:, None] * b[None, :]
+        return prod.astype(f16) if beta == 0 else (c * f16(beta) + prod).astype(f16)
+    if eq == "bij,bjk->ik":
+        shape = (a.shape[1], b.shape[2])
+        r = np.zeros(shape, f16) if beta == 0 else np.broadcast_to(c.astype(f32) * f32(beta), shape).astype(f16)
+        for i in range(a.shape[0]):   # one rounding per batch: PyTorch adds each batch's product in turn
+            r = (r.astype(f32) + f32(alpha) * einsum("ij,jk->ik", a[i].astype(f32), b[i].astype(f32))).astype(f16)
+        return r
+    prod = einsum(eq, a.astype(f32), b.astype(f32))
+    if alpha != 1:
+        prod = prod * f32(alpha)
+    if beta == 0:
+        return prod.astype(f16)
+    return (prod + c.astype(f32) * f32(beta)).astype(f16)
 
 
 _PLANS: dict = {}

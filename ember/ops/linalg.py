@@ -658,6 +658,8 @@ def outer(input: Tensor, vec2: Tensor) -> Tensor:
 # ======================================================================================================
 
 def _addprod_fwd(xp, c, a, b, eq, beta, alpha):
+    if a.dtype == np.float16:   # PyTorch accumulates in float32 and rounds once (addr, addbmm: see the kernel)
+        return xp.addprod_half(c, a, b, eq, beta, alpha)
     prod = xp.einsum(eq, a, b)
     if alpha != 1:
         prod = prod * alpha
@@ -690,6 +692,9 @@ def _addprod_jvp_a(xp, t, out, c, a, b, eq, beta, alpha):
 def _addprod_jvp_b(xp, t, out, c, a, b, eq, beta, alpha):
     return xp.einsum(eq, a, t) * alpha
 
+
+graph("addprod_half", lambda c, a, b, eq, beta, alpha: apply(addprod_p, (c, a, b),
+                                                              {"eq": eq, "beta": beta, "alpha": alpha}))
 
 addprod_p = defprim("addprod", "AddmmBackward0", _addprod_fwd,
                     vjp=(_addprod_vjp_c, _addprod_vjp_ab(0), _addprod_vjp_ab(1)),
