@@ -197,8 +197,11 @@ class Tensor:
     def is_floating_point(self) -> bool:
         return self._data.dtype.kind == "f"
 
-    def is_contiguous(self) -> bool:
-        return self._data.flags.c_contiguous
+    def is_contiguous(self, *, memory_format=None) -> bool:
+        if memory_format is None:
+            return self._data.flags.c_contiguous
+        from .ops.shape import _is_contiguous_as
+        return _is_contiguous_as(self, memory_format)
 
     def stride(self, dim: int | None = None):
         isz = self._data.itemsize
