@@ -66,7 +66,11 @@ def _matmul_grad_b(xp, g, out, a, b):
     return xp.matmul(_mT(xp, a), g)
 
 
-matmul_p = defprim("matmul", "MmBackward0", lambda xp, a, b: xp.matmul(a, b),
+# float16: PyTorch sums in float32 in its own order and rounds once (xp.half_matmul); other dtypes: BLAS.
+# (An identity test: NumPy's dtypes are singletons, and comparing a dtype with a type is slow.)
+_F16 = np.dtype(np.float16)
+matmul_p = defprim("matmul", "MmBackward0",
+                   lambda xp, a, b: xp.half_matmul(a, b) if a.dtype is _F16 else xp.matmul(a, b),
                    vjp=(_matmul_grad_a, _matmul_grad_b), jvp="multilinear", saves=(0, 1),
                    saved_names=("self", "mat2"))
 
@@ -676,7 +680,7 @@ def outer(input: Tensor, vec2: Tensor) -> Tensor:
 # ======================================================================================================
 
 def _addprod_fwd(xp, c, a, b, eq, beta, alpha):
-    if a.dtype == np.float16:   # PyTorch accumulates in float32 and rounds once (addr, addbmm: see the kernel)
+    if a.dtype is _F16:   # PyTorch accumulates in float32 and rounds once (addr, addbmm: see the kernel)
         return xp.addprod_half(c, a, b, eq, beta, alpha)
     prod = xp.einsum(eq, a, b)
     if alpha != 1:
@@ -711,6 +715,7 @@ def _addprod_jvp_b(xp, t, out, c, a, b, eq, beta, alpha):
     return xp.einsum(eq, a, t) * alpha
 
 
+graph("half_matmul", lambda a, b: matmul(a, b))
 graph("addprod_half", lambda c, a, b, eq, beta, alpha: apply(addprod_p, (c, a, b),
                                                               {"eq": eq, "beta": beta, "alpha": alpha}))
 
