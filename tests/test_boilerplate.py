@@ -55,7 +55,15 @@ DEVICE_CASES = {
     "device cuda:1:2": lambda L: L.device("cuda:1:2"),
     "device index -1": lambda L: L.device("cuda", -1),
     "is_cuda": lambda L: L.ones(1).is_cuda,
+    "Generator mps": lambda L: L.Generator(device="mps"),
+    "cpu:0": lambda L: L.ones(2).to("cpu:0").device.type,
 }
+
+
+def test_cuda_generator_refused():
+    for L in (torch, ember):
+        with pytest.raises(RuntimeError, match="Cannot get CUDA generator without ATen_cuda library"):
+            L.Generator(device="cuda")
 
 
 @pytest.mark.parametrize("name", DEVICE_CASES)
