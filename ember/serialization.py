@@ -361,13 +361,40 @@ class _Pickler:
         elif type(obj) is set:
             self._reduce("builtins", "set", [list(obj)], path)
             self._put(obj)
+        elif self._user_object(obj, path):
+            pass
         else:
             where = f" at {path}" if path else ""
             raise TypeError(
                 f"ember.save: cannot save an object of type {type(obj).__module__}.{type(obj).__qualname__}"
                 f"{where}. ember writes only what torch.load(weights_only=True) reads back: tensors, Parameters, "
                 "dict, OrderedDict, list, tuple, set, str, bytes, int, float, complex, bool, None, torch.Size, "
-                "dtypes and devices.")
+                "dtypes and devices, and instances of classes allowed with "
+                "ember.serialization.add_safe_globals.")
+
+    def _user_object(self, obj, path: str) -> bool:
+        """An instance of a class the user allowed (``add_safe_globals``), written as pickle's protocol 2
+        writes plain objects: ``cls.__new__(cls, *args)`` (NEWOBJ), then its state (BUILD). False when the
+        class is not allowed or pickles itself some other way."""
+        import copyreg
+        cls = type(obj)
+        names = [k for k, v in _user_allowed_globals().items() if v is cls]
+        if not names:
+            return False
+        rv = obj.__reduce_ex__(2)
+        if not (isinstance(rv, tuple) and 2 <= len(rv) <= 5 and rv[0] is copyreg.__newobj__
+                and rv[1] and rv[1][0] is cls and all(x is None for x in rv[3:5])):
+            return False
+        module, _, name = names[0].rpartition(".")
+        self._global(module, name)
+        self._tuple_of(list(rv[1][1:]), path)
+        self.out += b"\x81"                      # NEWOBJ
+        self._put(obj)
+        state = rv[2] if len(rv) > 2 else None
+        if state is not None:
+            self.save(state, path + ".__dict__")
+            self.out += _BUILD
+        return True
 
     def _items_state(self, obj, path: str) -> None:
         state = vars(obj)

@@ -542,3 +542,17 @@ def test_ema_update_with_foreach():
             L._foreach_add_(e, m, alpha=0.1)
         return [p.detach().clone() for p in ema.parameters()]
     both(lambda L: _plain(fn(L)))
+
+
+def test_save_user_objects_once_allowed(clean_globals):
+    obj = {"cfg": Config(0.5, "sgd"), "s": Slotted(3), "w": ember.ones(2)}
+    with pytest.raises(TypeError, match="add_safe_globals"):
+        ember.save(obj, io.BytesIO())
+    ember.serialization.add_safe_globals([Config, Slotted])
+    buf = io.BytesIO()
+    ember.save(obj, buf)
+    back = ember.load(io.BytesIO(buf.getvalue()))
+    assert back["cfg"] == Config(0.5, "sgd") and back["s"].a == 3 and back["w"].tolist() == [1.0, 1.0]
+    with torch.serialization.safe_globals([Config, Slotted]):     # the same file, read by torch
+        t = torch.load(io.BytesIO(buf.getvalue()), weights_only=True)
+    assert t["cfg"] == Config(0.5, "sgd") and t["s"].a == 3 and t["w"].tolist() == [1.0, 1.0]
