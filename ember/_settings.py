@@ -68,8 +68,11 @@ def is_deterministic_algorithms_warn_only_enabled() -> builtins.bool:
 def set_float32_matmul_precision(precision: str) -> None:
     """'highest', 'high' or 'medium'. Remembered only: NumPy's float32 matmul is always 'highest'.
     As in PyTorch, 'high'/'medium' also turn on ``backends.cuda.matmul.allow_tf32``; an unknown value
-    is ignored."""
+    is ignored with PyTorch's warning."""
     if precision not in ("highest", "high", "medium"):
+        import warnings
+        warnings.warn(f"{precision} is not one of 'highest', 'high', or 'medium'; the current "
+                      "setFloat32MatmulPrecision call has no effect.", UserWarning, stacklevel=2)
         return
     _state["precision"] = precision
     from .backends import cuda

@@ -180,7 +180,8 @@ def test_deterministic_and_precision_state():
         assert ember.are_deterministic_algorithms_enabled() and ember.is_deterministic_algorithms_warn_only_enabled()
         ember.set_float32_matmul_precision("high")
         assert ember.get_float32_matmul_precision() == "high" and ember.backends.cuda.matmul.allow_tf32
-        ember.set_float32_matmul_precision("nonsense")     # ignored, as PyTorch
+        with pytest.warns(UserWarning, match="is not one of 'highest', 'high', or 'medium'"):
+            ember.set_float32_matmul_precision("nonsense")     # ignored, as PyTorch
         assert ember.get_float32_matmul_precision() == "high"
     finally:
         ember.use_deterministic_algorithms(False)
