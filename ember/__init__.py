@@ -18,7 +18,11 @@ from .autograd.grad_mode import is_grad_enabled, is_inference_mode_enabled
 from .autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled, set_anomaly_enabled
 from . import ops
 from .autograd import forward_ad
-from . import cuda, nn
+from . import backends, cuda, nn
+from ._settings import (are_deterministic_algorithms_enabled, get_float32_matmul_precision,
+                        get_num_interop_threads, get_num_threads, is_deterministic_algorithms_warn_only_enabled,
+                        set_float32_matmul_precision, set_num_interop_threads, set_num_threads,
+                        use_deterministic_algorithms)
 from ._creation import (BoolTensor, DoubleTensor, FloatTensor, HalfTensor, IntTensor, LongTensor,
                         arange, as_tensor, empty, empty_like, eye, from_numpy, full, full_like,
                         linspace, ones, ones_like, tensor, zeros, zeros_like, logspace, tril_indices,
@@ -57,3 +61,4 @@ from . import utils  # noqa: E402  (torch.utils.checkpoint; built on autograd)
 from .serialization import load, save  # noqa: E402  (PyTorch's checkpoint format; zipfile/pickle load lazily)
 from ._safetensors import load_safetensors, save_safetensors  # noqa: E402  (the safetensors package, lazily)
 from . import func  # noqa: E402,F401  (torch.func.functional_call; a small module)
+from ._foreach import *  # noqa: E402,F401,F403  (torch._foreach_*: loops over the per-tensor ops)

@@ -41,7 +41,7 @@ def _check_dtype(dtype, op: str, default: D.dtype | None = None) -> D.dtype | No
 def _check_device(device, op: str) -> None:
     if device is not None and not isinstance(device, (str, int, _device_type)):
         raise TypeError(f"{op}(): argument 'device' must be torch.device, not {type(device).__name__}")
-    check_device(device)
+    check_device(device, creation=True)
 
 
 def _check_number(value, op: str, arg: str, pos: int):

@@ -21,7 +21,12 @@ class device:
             raise TypeError(f"device() received an invalid combination of arguments - got ({type!r})")
         if ":" in type:
             type, _, idx = type.partition(":")
+            # PyTorch accepts only a plain non-negative decimal index ('cuda:01', 'cuda:a' are invalid)
+            if not idx.isdigit() or (len(idx) > 1 and idx[0] == "0") or ":" in idx:
+                raise RuntimeError(f"Invalid device string: '{type}:{idx}'")
             index = int(idx)
+        elif index is not None and index < 0:
+            raise RuntimeError("Device index must not be negative")
         if type not in _DEVICE_TYPES:
             raise RuntimeError(
                 f"Expected one of cpu, cuda, meta, mps device type at start of device string: {type}")
@@ -48,16 +53,31 @@ class device:
 cpu = device("cpu")
 
 
-def check_device(d) -> device:
-    """Normalise a device argument; only 'cpu' has a backend so far."""
+def no_cuda() -> AssertionError:
+    """The error a CPU-only PyTorch raises wherever CUDA is asked for (ember has no CUDA backend yet)."""
+    return AssertionError("Torch not compiled with CUDA enabled")
+
+
+def check_device(d, creation: bool = False) -> device:
+    """Normalise a device argument; only 'cpu' has a backend so far. Other devices raise what a CPU-only
+    PyTorch raises: AssertionError for 'cuda', and for 'mps' a RuntimeError from ``.to`` but
+    NotImplementedError from creation functions (``creation=True``)."""
     if d is None:
         return cpu
+    if isinstance(d, int) and not isinstance(d, bool):   # a bare index means the accelerator
+        raise RuntimeError("Cannot access accelerator device when none is available.")
     d = d if isinstance(d, device) else device(d)
-    if d.type != "cpu":
-        raise RuntimeError(
-            f"ember has no backend for device '{d}' yet: only 'cpu' (NumPy) is built "
-            "(Torch not compiled with CUDA enabled)")
-    return cpu
+    if d.type == "cpu":
+        return cpu
+    if d.type == "cuda":
+        raise no_cuda()
+    if d.type == "mps":
+        if creation:
+            raise NotImplementedError(
+                "Could not run 'aten::empty.memory_format' with arguments from the 'MPS' backend "
+                "(ember has only the 'cpu' (NumPy) backend)")
+        raise RuntimeError("PyTorch is not linked with support for mps devices")
+    raise RuntimeError(f"ember has no backend for device '{d}' yet: only 'cpu' (NumPy) is built")
 
 
 # Array type -> the raw namespace of its device. A CuPy backend adds {cupy.ndarray: cupy namespace}.

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-__all__ = ["einsum", "cross", "tri_mask", "eye_like", "linalg_inv", "linalg_det", "linalg_slogdet", "linalg_solve",
+__all__ = ["einsum", "addprod_half", "half_matmul", "cross", "tri_mask", "eye_like", "linalg_inv", "linalg_det", "linalg_slogdet", "linalg_solve",
            "linalg_cholesky", "cholesky_solve", "linalg_qr", "linalg_eigh", "linalg_svd", "linalg_svdvals",
            "linalg_pinv", "matrix_exp", "solve_triangular", "linalg_lu_factor_ex", "linalg_lu", "lu_unpack",
            "linalg_lu_solve", "det_backward", "slogdet_backward"]
@@ -54,6 +54,110 @@ def einsum(eq: str, *ops, sizes=None):
     view = np.einsum(out + "->" + uniq, full)   # a writeable view of the (diagonal) positions
     view[...] = r.reshape([dim[c] if c in present else 1 for c in uniq])
     return full
+
+
+
+def _halve(p):
+    """Pairwise sum over the last axis, halving each time (PyTorch's vector-register reductions)."""
+    n = p.shape[-1]
+    while n > 1:
+        n //= 2
+        p = p[..., :n] + p[..., n:2 * n]
+    return p[..., 0]
+
+
+def _half_dot_rows(x, w):
+    """``x @ w.T`` for float16 x (m, K), w (n, K), in float32 as PyTorch's fp16 dot kernel sums (AVX2 build):
+    64 float lanes accumulate by fused multiply-add (exact products of halves), reduced pairwise; then a
+    16-wide tail into 8 lanes, reduced pairwise; then the rest one by one. Rows go in blocks to bound memory."""
+    f32 = np.float32
+    m, k = x.shape
+    n = w.shape[0]
+    x, w = x.astype(f32), w.astype(f32)
+    out = np.empty((m, n), f32)
+    la, lv = k - k % 64, k - k % 16
+    step = max(1, (1 << 22) // max(1, n * 64))
+    for r in range(0, m, step):
+        xb = x[r:r + step]
+        acc = np.zeros((xb.shape[0], n, 64), f32)
+        for j in range(0, la, 64):
+            acc += xb[:, None, j:j + 64] * w[None, :, j:j + 64]
+        tail = np.zeros((xb.shape[0], n, 8), f32)
+        for j in range(la, lv, 16):
+            tail += xb[:, None, j:j + 8] * w[None, :, j:j + 8]
+            tail += xb[:, None, j + 8:j + 16] * w[None, :, j + 8:j + 16]
+        s = _halve(acc) + _halve(tail)
+        for j in range(lv, k):
+            s = s + xb[:, None, j] * w[None, :, j]
+        out[r:r + step] = s
+    return out
+
+
+def _half_ilp4(a, b):
+    """``a @ b`` (batch dims broadcast) for float16 in float32 as PyTorch's generic gemm sums: four partial
+    sums over k mod 4 (the rest into the first), added in order."""
+    f32 = np.float32
+    k = a.shape[-1]
+    x, w = a.astype(f32), b.astype(f32)
+    nd = max(x.ndim, w.ndim)   # equal ranks, so the k axis moved to the front broadcasts batch against batch
+    x, w = x.reshape((1,) * (nd - x.ndim) + x.shape), w.reshape((1,) * (nd - w.ndim) + w.shape)
+    shape = np.broadcast_shapes(x.shape[:-2], w.shape[:-2]) + (x.shape[-2], w.shape[-1])
+    part = np.zeros((4,) + shape, f32)
+    full = k - k % 4
+    for i in range(0, full, 4):
+        part += np.moveaxis(x[..., :, i:i + 4], -1, 0)[..., None] * np.moveaxis(w[..., i:i + 4, :], -2, 0)[..., None, :]
+    for i in range(full, k):
+        part[0] += x[..., :, i, None] * w[..., None, i, :]
+    return ((part[0] + part[1]) + part[2]) + part[3]
+
+
+def _half_product32(a, b):
+    """float16 ``np.matmul(a, b)`` as PyTorch's CPU kernels sum it, still in float32: the dot-product kernel
+    where PyTorch's column-major gemm sees a transposed operand (``b`` a transposed matrix, as Linear's
+    ``weight.t()``, and matrix-vector products), the generic gemm otherwise."""
+    if a.ndim == 1 and b.ndim == 1:
+        return _half_dot_rows(a[None], b[None])[0, 0]
+    if b.ndim == 1:
+        k = a.shape[-1]
+        return _half_dot_rows(np.ascontiguousarray(a).reshape(-1, k), b[None])[:, 0].reshape(a.shape[:-1])
+    if a.ndim == 1:
+        return _half_product32(a[None], b)[..., 0, :]
+    if b.ndim == 2 and b.strides[0] < b.strides[1]:   # a transposed matrix: PyTorch's dot-product path
+        k = a.shape[-1]
+        r = _half_dot_rows(np.ascontiguousarray(a).reshape(-1, k), np.ascontiguousarray(b.T))
+        return r.reshape(a.shape[:-1] + (b.shape[-1],))
+    return _half_ilp4(a, b)
+
+
+def half_matmul(a, b):
+    """float16 ``np.matmul`` rounded once from PyTorch's float32 sums."""
+    return _half_product32(a, b).astype(np.float16)
+
+
+_HALF_EQS = {"ij,jk->ik": "mm", "ij,j->i": "mv", "bij,bjk->bik": "bmm"}
+
+
+def addprod_half(c, a, b, eq: str, beta, alpha):
+    """float16 ``beta * c + alpha * product(a, b)`` rounded as PyTorch's CPU kernels round it.
+    addmm/addmv/baddbmm: the product summed in float32 (see ``_half_product32``), ``alpha * prod + beta * c``
+    formed in float32 and rounded once. addr: element by element in float16 (each operation rounded, as
+    ``Half`` arithmetic). addbmm: ``beta * c`` rounded, then one rounded float32 addmm per batch, in order."""
+    f16, f32 = np.float16, np.float32
+    if eq == "i,j->ij":
+        prod = (a * f16(alpha))[:, None] * b[None, :]
+        return prod.astype(f16) if beta == 0 else (c * f16(beta) + prod).astype(f16)
+    if eq == "bij,bjk->ik":
+        shape = (a.shape[1], b.shape[2])
+        r = np.zeros(shape, f16) if beta == 0 else np.broadcast_to(c.astype(f32) * f32(beta), shape).astype(f16)
+        for i in range(a.shape[0]):   # one rounding per batch: PyTorch adds each batch's product in turn
+            r = (r.astype(f32) + f32(alpha) * _half_product32(a[i], b[i])).astype(f16)
+        return r
+    prod = _half_product32(a, b) if eq in _HALF_EQS else einsum(eq, a.astype(f32), b.astype(f32))
+    if alpha != 1:
+        prod = prod * f32(alpha)
+    if beta == 0:
+        return prod.astype(f16)
+    return (prod + c.astype(f32) * f32(beta)).astype(f16)
 
 
 _PLANS: dict = {}

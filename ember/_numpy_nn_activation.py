@@ -17,7 +17,7 @@ __all__: list = ["softmax", "log_softmax", "leaky_relu", "elu", "gelu", "silu", 
                  "hardshrink_backward", "softshrink_backward", "rrelu_with_noise_backward", "hardsigmoid_backward",
                  "hardswish_backward", "prelu_backward_self", "prelu_backward_weight", "elu_backward",
                  "softplus_backward", "log_sigmoid_backward", "gelu_backward", "index_bounds", "one_hot",
-                 "embedding_renorm_", "embedding_bag", "bag_ids", "embedding_bag_argmax"]
+                 "embedding_renorm_", "embedding_bag", "bag_ids", "embedding_bag_argmax", "embedding_freq_backward"]
 
 _SQRT1_2 = 1.0 / math.sqrt(2.0)
 _KAPPA = math.sqrt(2.0 / math.pi)
@@ -298,3 +298,55 @@ def embedding_bag_argmax(w, indices, bags, nbags, keep):
     np.minimum.at(first, bags, np.where(hit, np.arange(n)[:, None], n))
     bag, col = np.nonzero(first < n)
     return bag, col, indices[first[bag, col]]
+
+
+def _two_prod(a, b):
+    """a * b = p + e exactly (Dekker's product with Veltkamp's split), float64."""
+    p = a * b
+    split = 134217729.0   # 2**27 + 1
+    ca, cb = split * a, split * b
+    ah = ca - (ca - a)
+    bh = cb - (cb - b)
+    al, bl = a - ah, b - bh
+    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
+
+
+def _fma64(a, b, c):
+    """round(a * b + c) in float64 as one fused multiply-add, to within the rare double-rounding case."""
+    p, e = _two_prod(a, b)
+    s = p + c
+    bv = s - p
+    t = (p - (s - bv)) + (c - bv)     # c + p = s + t exactly
+    return s + (t + e)
+
+
+def embedding_freq_backward(g, inv, indices, padding_idx, num_weights):
+    """embedding(scale_grad_by_freq=True)'s weight gradient as PyTorch's CPU kernel makes it: position by
+    position, ``grad_weight[k] += inv[i] * g[i]`` as one fused multiply-add in float32/float64
+    (float16: product and sum each rounded). Positions of one index are taken in order, one occurrence rank at a
+    time, so the loop runs over the largest count, not over positions."""
+    d = g.shape[-1]
+    g2 = g.reshape(-1, d)
+    idx = indices.reshape(-1)
+    inv = inv.reshape(-1)
+    if padding_idx >= 0:
+        keep = idx != padding_idx
+        g2, idx, inv = g2[keep], idx[keep], inv[keep]
+    out = np.zeros((num_weights, d), dtype=g.dtype)
+    if idx.size == 0:
+        return out
+    order = np.argsort(idx, kind="stable")
+    sidx = idx[order]
+    starts = np.flatnonzero(np.r_[True, sidx[1:] != sidx[:-1]])
+    rank = np.empty(idx.size, dtype=np.int64)
+    rank[order] = np.arange(idx.size) - np.repeat(starts, np.diff(np.r_[starts, idx.size]))
+    for r in range(int(rank.max()) + 1):
+        sel = rank == r
+        k, gi, a = idx[sel], g2[sel], inv[sel][:, None]
+        if g.dtype == np.float64:
+            out[k] = _fma64(a, gi, out[k])
+        elif g.dtype == np.float32:   # the product is exact in float64, so one rounding as a fused add
+            out[k] = (out[k].astype(np.float64) + a.astype(np.float64) * gi.astype(np.float64)).astype(np.float32)
+        else:   # float16: product and sum each rounded to float16 (PyTorch's half kernel is not fused)
+            out[k] = out[k] + a.astype(g.dtype) * gi
+    return out

@@ -67,6 +67,11 @@ class Generator:
     """A CPU random generator with PyTorch's algorithm and state (mt19937 + a cached normal sample)."""
 
     def __init__(self, device="cpu") -> None:
+        kind = getattr(device, "type", device.partition(":")[0] if isinstance(device, str) else None)
+        if kind == "cuda":   # a CPU-only PyTorch's errors (ember has only the NumPy generator)
+            raise RuntimeError("Cannot get CUDA generator without ATen_cuda library (ember has no CUDA backend)")
+        if kind == "mps":
+            raise RuntimeError("Cannot execute getNewGenerator() without MPS backend.")
         check_device(device)
         self._seed = _DEFAULT_SEED
         self._bg = None       # NumPy's MT19937, made on first draw: importing numpy.random costs import time
@@ -622,7 +627,7 @@ def _size(size, kw) -> tuple:
 
 
 def _finish(data: np.ndarray, requires_grad: bool, device) -> Tensor:
-    check_device(device)
+    check_device(device, creation=True)
     t = make(data)
     if requires_grad:
         if data.dtype.kind != "f":

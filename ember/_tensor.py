@@ -190,13 +190,18 @@ class Tensor:
         return self
 
     def cuda(self, device=None, non_blocking: bool = False) -> Tensor:
-        raise AssertionError("Torch not compiled with CUDA enabled (ember has no CUDA backend yet)")
+        from ._device import check_device
+        check_device("cuda" if device is None else device)   # raises: ember has no CUDA backend yet
+        return self
 
     def is_floating_point(self) -> bool:
         return self._data.dtype.kind == "f"
 
-    def is_contiguous(self) -> bool:
-        return self._data.flags.c_contiguous
+    def is_contiguous(self, *, memory_format=None) -> bool:
+        if memory_format is None:
+            return self._data.flags.c_contiguous
+        from .ops.shape import _is_contiguous_as
+        return _is_contiguous_as(self, memory_format)
 
     def stride(self, dim: int | None = None):
         isz = self._data.itemsize

@@ -63,13 +63,17 @@ class WeightsUnpickler:
     """
 
     def __init__(self, data: bytes, allowed: dict[str, Any], callables: set, persistent_load: Callable,
-                 encoding: str = "utf-8"):
+                 encoding: str = "utf-8", user: dict[str, Any] | None = None):
         self._data = memoryview(data)
         self._pos = 0
         self._allowed = allowed
         self._callables = callables
         self._persistent_load = persistent_load
         self._encoding = encoding
+        # globals the user allowed (ember.serialization.add_safe_globals): full name -> class or function.
+        # Only these exact objects may be called (REDUCE), instantiated (NEWOBJ) or given state (BUILD).
+        self._user = user or {}
+        self._user_objs = _IdSet(self._user.values())
         self.memo: dict[int, Any] = {}
 
     # ----- reading the byte stream --------------------------------------------------------------
@@ -232,7 +236,7 @@ class WeightsUnpickler:
                 elif op == b"R":                       # REDUCE
                     args = stack.pop()
                     func = stack[-1]
-                    if not _is_in(func, self._callables):
+                    if not (_is_in(func, self._callables) or func in self._user_objs):
                         raise UnpicklingError(f"Trying to call reduce for unrecognized function {func!r}")
                     if type(args) is not tuple:
                         raise UnpicklingError(f"REDUCE arguments must be a tuple, got {type(args).__name__}")
@@ -243,6 +247,9 @@ class WeightsUnpickler:
                 elif op == b"\x81":                    # NEWOBJ
                     args = stack.pop()
                     cls = stack.pop()
+                    if cls in self._user_objs and isinstance(cls, type) and type(args) is tuple:
+                        stack.append(cls.__new__(cls, *args))
+                        continue
                     if not _is_in(cls, _NEWOBJ) or type(args) is not tuple or args:
                         raise UnpicklingError(f"Can only create new object for collections.OrderedDict or "
                                               f"collections.Counter (with no arguments), but got {cls!r}")
@@ -250,6 +257,9 @@ class WeightsUnpickler:
                 elif op == b"b":                       # BUILD
                     state = stack.pop()
                     inst = stack[-1]
+                    if type(inst) in self._user_objs:
+                        _build_user(inst, state)
+                        continue
                     if type(inst) not in (OrderedDict, Counter):
                         raise UnpicklingError(f"Can only build OrderedDict or Counter attributes, but got "
                                               f"{type(inst).__name__}")
@@ -273,12 +283,50 @@ class WeightsUnpickler:
         full = f"{module}.{name}"
         if module.split(".")[0] in _BLOCKED:
             raise UnpicklingError(f"Trying to load unsupported GLOBAL {full} whose module {module} is blocked.")
-        try:
+        if full in self._allowed:
             return self._allowed[full]
-        except KeyError:
-            raise UnpicklingError(f"Unsupported global: GLOBAL {full} was not an allowed global by default. "
-                                  "ember.load builds only tensors, Parameters, containers and plain values, "
-                                  "and never imports or calls anything a file names.") from None
+        if full in self._user:
+            return self._user[full]
+        raise UnpicklingError(f"Unsupported global: GLOBAL {full} was not an allowed global by default. "
+                              "ember.load builds only tensors, Parameters, containers and plain values, "
+                              "and never imports or calls anything a file names. Please use "
+                              f"`ember.serialization.add_safe_globals([{full}])` or the "
+                              f"`ember.serialization.safe_globals([{full}])` context manager to allowlist this "
+                              "global if you trust this class/function.")
+
+
+class _IdSet:
+    """Membership by identity: a hostile object's ``__eq__`` cannot make itself look allowed."""
+
+    __slots__ = ("_ids",)
+
+    def __init__(self, objs) -> None:
+        self._ids = {id(o) for o in objs}
+
+    def __contains__(self, obj) -> bool:
+        return id(obj) in self._ids
+
+
+def _build_user(inst, state) -> None:
+    """BUILD on an instance of a user-allowed class, as pickle's load_build: ``__setstate__`` if the
+    class has one, else ``(dict_state, slot_state)`` set as attributes."""
+    setstate = getattr(inst, "__setstate__", None)
+    # object.__setstate__ does not exist before Python 3.11; from 3.11 on it is the default behaviour
+    if setstate is not None and getattr(type(inst), "__setstate__", None) is not getattr(object, "__setstate__",
+                                                                                            None):
+        setstate(state)
+        return
+    slotstate = None
+    if isinstance(state, tuple) and len(state) == 2:
+        state, slotstate = state
+    if state:
+        if not isinstance(state, dict):
+            raise UnpicklingError(f"BUILD state of {type(inst).__name__} must be a dict, got "
+                                  f"{type(state).__name__}")
+        inst.__dict__.update(state)
+    if slotstate:
+        for k, v in slotstate.items():
+            setattr(inst, k, v)
 
 
 def _is_in(obj, allowed: set) -> bool:

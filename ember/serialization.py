@@ -30,7 +30,66 @@ import numpy as np
 from . import _dtype as D
 from ._tensor import Size, Tensor, make
 
-__all__ = ["save", "load"]
+__all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals"]
+
+# Classes and functions the user marked safe for ``load`` (PyTorch's torch.serialization allow-list):
+# each item is the object itself or ``(object, "its.full.name")``.
+_marked_safe_globals: set = set()
+
+
+def add_safe_globals(safe_globals: list) -> None:
+    """Mark classes/functions as safe for ``load``: a checkpoint may then name them (by
+    ``{__module__}.{__qualname__}``, or the name given as ``(obj, "full.name")``), call them, create
+    instances and set their state. Only these exact objects; modules such as ``os`` stay blocked."""
+    global _marked_safe_globals
+    _marked_safe_globals = _marked_safe_globals.union(set(safe_globals))
+
+
+def get_safe_globals() -> list:
+    """The user's allow-list, as ``add_safe_globals`` received it."""
+    return list(_marked_safe_globals)
+
+
+def clear_safe_globals() -> None:
+    """Empty the user's allow-list."""
+    global _marked_safe_globals
+    _marked_safe_globals = set()
+
+
+def _remove_safe_globals(items: list) -> None:
+    global _marked_safe_globals
+    _marked_safe_globals = _marked_safe_globals - set(items)
+
+
+class safe_globals:
+    """Context manager: ``add_safe_globals(items)`` inside the block, removed again on exit."""
+
+    def __init__(self, safe_globals: list) -> None:
+        self.safe_globals = safe_globals
+
+    def __enter__(self) -> None:
+        add_safe_globals(self.safe_globals)
+
+    def __exit__(self, type, value, tb) -> None:
+        _remove_safe_globals(self.safe_globals)
+
+
+def _user_allowed_globals() -> dict[str, Any]:
+    """Full name -> object for the user's allow-list (looked up at each load, so later additions count)."""
+    out: dict[str, Any] = {}
+    for f in _marked_safe_globals:
+        if isinstance(f, tuple):
+            if len(f) != 2:
+                raise ValueError(f"Expected tuple of length 2 (global, str of callable full path), but got "
+                                 f"tuple of length: {len(f)}")
+            if type(f[1]) is not str:
+                raise TypeError(f"Expected second item in tuple to be str of callable full path, but got: "
+                                f"{type(f[1])}")
+            f, name = f
+            out[name] = f
+        else:
+            out[f"{f.__module__}.{f.__qualname__}"] = f
+    return out
 
 FileLike = Union[str, os.PathLike, BinaryIO]
 
@@ -302,13 +361,40 @@ class _Pickler:
         elif type(obj) is set:
             self._reduce("builtins", "set", [list(obj)], path)
             self._put(obj)
+        elif self._user_object(obj, path):
+            pass
         else:
             where = f" at {path}" if path else ""
             raise TypeError(
                 f"ember.save: cannot save an object of type {type(obj).__module__}.{type(obj).__qualname__}"
                 f"{where}. ember writes only what torch.load(weights_only=True) reads back: tensors, Parameters, "
                 "dict, OrderedDict, list, tuple, set, str, bytes, int, float, complex, bool, None, torch.Size, "
-                "dtypes and devices.")
+                "dtypes and devices, and instances of classes allowed with "
+                "ember.serialization.add_safe_globals.")
+
+    def _user_object(self, obj, path: str) -> bool:
+        """An instance of a class the user allowed (``add_safe_globals``), written as pickle's protocol 2
+        writes plain objects: ``cls.__new__(cls, *args)`` (NEWOBJ), then its state (BUILD). False when the
+        class is not allowed or pickles itself some other way."""
+        import copyreg
+        cls = type(obj)
+        names = [k for k, v in _user_allowed_globals().items() if v is cls]
+        if not names:
+            return False
+        rv = obj.__reduce_ex__(2)
+        if not (isinstance(rv, tuple) and 2 <= len(rv) <= 5 and rv[0] is copyreg.__newobj__
+                and rv[1] and rv[1][0] is cls and all(x is None for x in rv[3:5])):
+            return False
+        module, _, name = names[0].rpartition(".")
+        self._global(module, name)
+        self._tuple_of(list(rv[1][1:]), path)
+        self.out += b"\x81"                      # NEWOBJ
+        self._put(obj)
+        state = rv[2] if len(rv) > 2 else None
+        if state is not None:
+            self.save(state, path + ".__dict__")
+            self.out += _BUILD
+        return True
 
     def _items_state(self, obj, path: str) -> None:
         state = vars(obj)
@@ -949,7 +1035,8 @@ def _load_from(fh, rule, mmap_path: str | None, encoding: str):
     allowed, callables = _allowed()
     data = bytes(archive.read("data.pkl"))
     try:
-        return WeightsUnpickler(data, allowed, callables, persistent_load, encoding).load()
+        return WeightsUnpickler(data, allowed, callables, persistent_load, encoding,
+                                user=_user_allowed_globals()).load()
     except UnpicklingError as e:
         raise UnpicklingError(
             f"Weights only load failed. ember.load reads only tensors, containers and plain values from a "

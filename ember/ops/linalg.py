@@ -66,7 +66,11 @@ def _matmul_grad_b(xp, g, out, a, b):
     return xp.matmul(_mT(xp, a), g)
 
 
-matmul_p = defprim("matmul", "MmBackward0", lambda xp, a, b: xp.matmul(a, b),
+# float16: PyTorch sums in float32 in its own order and rounds once (xp.half_matmul); other dtypes: BLAS.
+# (An identity test: NumPy's dtypes are singletons, and comparing a dtype with a type is slow.)
+_F16 = np.dtype(np.float16)
+matmul_p = defprim("matmul", "MmBackward0",
+                   lambda xp, a, b: xp.half_matmul(a, b) if a.dtype is _F16 else xp.matmul(a, b),
                    vjp=(_matmul_grad_a, _matmul_grad_b), jvp="multilinear", saves=(0, 1),
                    saved_names=("self", "mat2"))
 
@@ -142,9 +146,9 @@ def _check_matmul(a, b, op):
     na, nb = a._data.ndim, b._data.ndim
     if na == 0 or nb == 0:
         raise RuntimeError(f"both arguments to {op} need to be at least 1D, but they are {na}D and {nb}D")
-    _same_dtype(a, b)
     sa, sb = a._data.shape, b._data.shape
     if na == 1 and nb == 1:
+        _matmul_dtypes(a, b)   # dot checks dtypes first, the others after the shapes
         if sa[0] != sb[0]:
             raise RuntimeError(f"inconsistent tensor size, expected tensor [{sa[0]}] and src [{sb[0]}] to have the "
                                f"same number of elements, but got {sa[0]} and {sb[0]} elements respectively")
@@ -152,24 +156,42 @@ def _check_matmul(a, b, op):
     if nb == 1:
         if sa[-1] != sb[0]:
             raise RuntimeError(f"size mismatch, got input ({sa[-2]}), mat ({sa[-2]}x{sa[-1]}), vec ({sb[0]})")
+        _matmul_dtypes(a, b)
         return
     k = sa[-1]
+    if (na > 2 or nb > 2) and not _broadcastable(sa[:-2], sb[:-2]):
+        ba, bb = sa[:-2], sb[:-2]
+        n = max(len(ba), len(bb))
+        pa, pb = (1,) * (n - len(ba)) + tuple(ba), (1,) * (n - len(bb)) + tuple(bb)
+        i = next(i for i in range(n - 1, -1, -1) if pa[i] != pb[i] and 1 not in (pa[i], pb[i]))
+        raise RuntimeError(f"The size of tensor a ({pa[i]}) must match the size of tensor b ({pb[i]}) at "
+                           f"non-singleton dimension {i}")
     if sb[-2] != k:
-        if na > 2 and nb > 2:
+        if nb > 2:
             # PyTorch's bmm of the broadcast batches reports the batched shapes
             batch = np.broadcast_shapes(sa[:-2], sb[:-2]) if _broadcastable(sa[:-2], sb[:-2]) else sa[:-2]
             nbat = math.prod(batch)
             raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{nbat}, {k}] but "
                                f"got: [{nbat}, {sb[-2]}].")
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({_rows(sa)}x{k} and {sb[-2]}x{sb[-1]})")
-    if na > 2 or nb > 2:
-        if not _broadcastable(sa[:-2], sb[:-2]):
-            ba, bb = sa[:-2], sb[:-2]
-            n = max(len(ba), len(bb))
-            pa, pb = (1,) * (n - len(ba)) + tuple(ba), (1,) * (n - len(bb)) + tuple(bb)
-            i = next(i for i in range(n - 1, -1, -1) if pa[i] != pb[i] and 1 not in (pa[i], pb[i]))
-            raise RuntimeError(f"The size of tensor a ({pa[i]}) must match the size of tensor b ({pb[i]}) at "
-                               f"non-singleton dimension {i}")
+    _matmul_dtypes(a, b)
+
+
+def _matmul_dtypes(a, b) -> None:
+    """matmul's dtype-mismatch message is that of the kernel it folds to: dot, mv, mm or bmm."""
+    da, db = a._data.dtype, b._data.dtype
+    if da == db:
+        return
+    na, nb = a._data.ndim, b._data.ndim
+    if na == 1 and nb == 1:
+        raise RuntimeError(f"dot : expected both vectors to have same dtype, but found {dtype_word(da)} and "
+                           f"{dtype_word(db)}")
+    if nb == 1:   # mv's result takes the vector's dtype, and its message lists that first
+        raise RuntimeError(f"addmv input tensors must have the same dtype, but got {dtype_word(db)}, "
+                           f"{dtype_word(da)}, and {dtype_word(db)}")
+    if nb >= 3:   # folds to bmm
+        raise RuntimeError(f"expected scalar type {dtype_word(da)} but found {dtype_word(db)}")
+    _same_dtype(a, b)
 
 
 def _broadcastable(a, b) -> bool:
@@ -247,7 +269,7 @@ def mv(input: Tensor, vec: Tensor) -> Tensor:
     sa, sb = input._data.shape, vec._data.shape
     if sa[1] != sb[0]:
         raise RuntimeError(f"size mismatch, got input ({sa[0]}), mat ({sa[0]}x{sa[1]}), vec ({sb[0]})")
-    _same_dtype(input, vec)
+    _matmul_dtypes(input, vec)
     _no_bool(input, "addmv_impl_cpu")
     return _mm_like(input, vec, "MvBackward0")
 
@@ -658,6 +680,8 @@ def outer(input: Tensor, vec2: Tensor) -> Tensor:
 # ======================================================================================================
 
 def _addprod_fwd(xp, c, a, b, eq, beta, alpha):
+    if a.dtype is _F16:   # PyTorch accumulates in float32 and rounds once (addr, addbmm: see the kernel)
+        return xp.addprod_half(c, a, b, eq, beta, alpha)
     prod = xp.einsum(eq, a, b)
     if alpha != 1:
         prod = prod * alpha
@@ -691,6 +715,10 @@ def _addprod_jvp_b(xp, t, out, c, a, b, eq, beta, alpha):
     return xp.einsum(eq, a, t) * alpha
 
 
+graph("half_matmul", lambda a, b: matmul(a, b))
+graph("addprod_half", lambda c, a, b, eq, beta, alpha: apply(addprod_p, (c, a, b),
+                                                              {"eq": eq, "beta": beta, "alpha": alpha}))
+
 addprod_p = defprim("addprod", "AddmmBackward0", _addprod_fwd,
                     vjp=(_addprod_vjp_c, _addprod_vjp_ab(0), _addprod_vjp_ab(1)),
                     jvp=(_addprod_jvp_c, _addprod_jvp_a, _addprod_jvp_b), saves=(1, 2),
@@ -715,6 +743,23 @@ def _check_scalar(v, op, arg):
     return v
 
 
+def _addprod_dtypes(op, input, a, b):
+    """Each op's own dtype-mismatch message (PyTorch's kernels word them differently)."""
+    di, da, db = input._data.dtype, a._data.dtype, b._data.dtype
+    if di == da == db:
+        return
+    if op in ("addmm", "addbmm"):
+        if di != db:
+            raise RuntimeError(f"self and mat2 must have the same dtype, but got {dtype_word(di)} and "
+                               f"{dtype_word(db)}")
+        raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got {dtype_word(da)} and {dtype_word(db)}")
+    if op == "addmv":
+        raise RuntimeError(f"addmv input tensors must have the same dtype, but got {dtype_word(di)}, "
+                           f"{dtype_word(da)}, and {dtype_word(db)}")
+    raise RuntimeError(f"Input dtypes must be the same, got: input {c_type_name(di)}, batch1: {c_type_name(da)}, "
+                       f"batch2: {c_type_name(db)}")
+
+
 def _addprod_args(op, input, a, b, beta, alpha):
     eq, node, (n1, n2), (r1, r2) = _ADD_OPS[op]
     check_tensor(input, op)
@@ -722,6 +767,8 @@ def _addprod_args(op, input, a, b, beta, alpha):
     check_tensor(b, op, n2, 3)
     beta = _check_scalar(beta, op, "beta")
     alpha = _check_scalar(alpha, op, "alpha")
+    if op in ("addmm", "baddbmm"):   # these check dtypes before shapes
+        _addprod_dtypes(op, input, a, b)
     if a._data.ndim != r1 or b._data.ndim != r2:
         bad, r, name = (a, r1, n1) if a._data.ndim != r1 else (b, r2, n2)
         if op == "addr":
@@ -741,6 +788,10 @@ def _addprod_args(op, input, a, b, beta, alpha):
     if op == "addmv" and sa[1] != sb[0]:
         raise RuntimeError(f"size mismatch, got input ({input._data.shape[0] if input._data.ndim else 1}), mat "
                            f"({sa[0]}x{sa[1]}), vec ({sb[0]})")
+    if op == "addbmm" and sb[0] != sa[0]:
+        raise RuntimeError(f"batch1 and batch2 must have same number of batches, got {sa[0]} and {sb[0]}")
+    if op == "addbmm" and sb[1] != sa[2]:
+        raise RuntimeError(f"Incompatible matrix sizes for bmm ({sa[1]}x{sa[2]} and {sb[1]}x{sb[2]})")
     if op in ("addbmm", "baddbmm") and (sb[0] != sa[0] or sb[1] != sa[2]):
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{sa[0]}, {sa[2]}] but "
                            f"got: [{sb[0]}, {sb[1]}].")
@@ -751,12 +802,8 @@ def _addprod_args(op, input, a, b, beta, alpha):
                            f"({input._data.shape[-1] if input._data.ndim else 1}) at non-singleton dimension "
                            f"{len(prod_shape) - 1}.  Target sizes: {list(prod_shape)}.  Tensor sizes: "
                            f"{list(input._data.shape)}")
-    if a._data.dtype != b._data.dtype:
-        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {c_type_name(a._data.dtype)} != "
-                           f"{c_type_name(b._data.dtype)}")
-    if input._data.dtype != a._data.dtype:
-        raise RuntimeError(f"self and mat2 must have the same dtype, but got {dtype_word(input._data.dtype)} and "
-                           f"{dtype_word(a._data.dtype)}")
+    if op in ("addmv", "addbmm"):   # these check dtypes after shapes
+        _addprod_dtypes(op, input, a, b)
     kind = input._data.dtype.kind
     if kind == "b":
         raise NotImplementedError(f"\"{op}_impl_cpu_\" not implemented for 'Bool'")
@@ -775,6 +822,12 @@ def _addprod(op):
     def fn(input: Tensor, a: Tensor, b: Tensor, *, beta=1, alpha=1, out=None) -> Tensor:
         if out is not None:
             raise NotImplementedError(f"ember: {op}(out=...) is not supported")
+        if op == "addr" and all(isinstance(t, Tensor) for t in (input, a, b)) and \
+                not input._data.dtype == a._data.dtype == b._data.dtype:
+            # addr is an elementwise kernel: it promotes its operands as PyTorch's addition does
+            from .._dtype import result_type
+            dt = result_type(input, a, b)
+            input, a, b = input.to(dt), a.to(dt), b.to(dt)
         eq, node, beta, alpha = _addprod_args(op, input, a, b, beta, alpha)
         return apply(addprod_p, (input, a, b), {"eq": eq, "beta": beta, "alpha": alpha}, _node(node))
 

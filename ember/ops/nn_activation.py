@@ -1030,6 +1030,33 @@ embedding_p = defprim("embedding", "EmbeddingBackward0", lambda xp, w, indices, 
                       vjp=_embedding_vjp, jvp="linear")
 
 
+def _embedding_freq_vjp(xp, g, out, w, inv_count, indices, padding_idx):
+    # scale_grad_by_freq: each position's gradient times 1 / (how often its index occurs in the batch)
+    return xp.embedding_freq_backward(g, inv_count, indices, padding_idx, w.shape[0])
+
+
+# Under create_graph: the same sum from differentiable ops (PyTorch's own double backward leaves the 1 / count
+# factor out; ember keeps the true derivative).
+graph("embedding_freq_backward", lambda g, inv, indices, padding_idx, n: _embedding_vjp(
+    graph_ns, g * graph_ns.unsqueeze(inv, -1), None, _Shape((n, g.shape[-1])), indices, padding_idx))
+
+
+class _Shape:
+    __slots__ = ("shape",)
+
+    def __init__(self, shape) -> None:
+        self.shape = shape
+
+
+# embedding(scale_grad_by_freq=True): the same node, with the per-position factors as a constant input (no edge)
+embedding_freq_p = defprim(
+    "embedding", "EmbeddingBackward0",
+    lambda xp, w, inv_count, indices, padding_idx: xp.getitem(w, (indices,)),
+    vjp=(_embedding_freq_vjp, None),
+    jvp=(lambda xp, t, out, w, inv_count, indices, padding_idx: xp.getitem(t, (indices,)), None),
+    saves=(1,), scalar_args=(1,), saved_names=(None, None))
+
+
 @_fn(name="embedding")
 def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max_norm: float | None = None,
               norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
@@ -1055,10 +1082,18 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
     idx = xp.cast(input._data, np.int64)
     if not xp.in_range(idx, 0, n):
         raise IndexError("index out of range in self")
-    if scale_grad_by_freq or sparse:
-        raise NotImplementedError("ember: embedding(scale_grad_by_freq=True / sparse=True) is not built yet")
+    if sparse:
+        raise NotImplementedError("ember: embedding(sparse=True) needs sparse gradients, and ember has no sparse "
+                                  "tensors: use sparse=False (a dense gradient, the same values)")
     if max_norm is not None:
         _embedding_renorm_(weight, idx, max_norm, norm_type)
+    if scale_grad_by_freq:
+        # PyTorch counts every index in the batch (the padding index too) and scales each position's gradient
+        # by 1 / its index's count
+        counts = np.bincount(np.asarray(idx).ravel(), minlength=n)
+        inv = (1.0 / counts[np.asarray(idx)]).astype(weight._data.dtype)
+        return apply(embedding_freq_p, (weight, make(xp.backend.asarray(inv))),
+                     {"indices": idx, "padding_idx": padding_idx})
     return apply(embedding_p, (weight,), {"indices": idx, "padding_idx": padding_idx})
 
 
@@ -1148,8 +1183,11 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
                                       f"on GitHub.")
     if weight._data.ndim != 2:
         raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension {weight._data.ndim}")
-    if scale_grad_by_freq or sparse:
-        raise NotImplementedError("ember: embedding_bag(scale_grad_by_freq=True / sparse=True) is not built yet")
+    if sparse:
+        raise NotImplementedError("ember: embedding_bag(sparse=True) needs sparse gradients, and ember has no "
+                                  "sparse tensors: use sparse=False (a dense gradient, the same values)")
+    if scale_grad_by_freq:
+        raise NotImplementedError("ember: embedding_bag(scale_grad_by_freq=True) is not built yet")
     xp = NAMESPACES[type(input._data)]
     n_emb = weight._data.shape[0]
     if input._data.ndim == 2:

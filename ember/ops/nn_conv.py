@@ -360,8 +360,10 @@ def _pool_input(op, input, d):
     return input.ndim == d + 2
 
 
-def _pool_geometry(op, size, kernel_size, stride, padding, dilation, ceil_mode, d, avg):
-    """(kernel, stride, pad, dilation, out_size, pads with the ceil-mode extra) as PyTorch computes them."""
+def _pool_geometry(op, size, kernel_size, stride, padding, dilation, ceil_mode, d, avg, channels=None,
+                   invalid_1d=False):
+    """(kernel, stride, pad, dilation, out_size, pads with the ceil-mode extra) as PyTorch computes them.
+    ``channels`` goes into the too-small message; ``invalid_1d``: max_pool1d's own kernel and message."""
     kernel = _ntuple(kernel_size, d, "kernel_size", op)
     stride = kernel if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0) else \
         _ntuple(stride, d, "stride", op)
@@ -392,8 +394,11 @@ def _pool_geometry(op, size, kernel_size, stride, padding, dilation, ceil_mode, 
             L -= 1
         out.append(L)
     if any(L <= 0 for L in out):
-        raise RuntimeError(f"Given input size: ({'x'.join(map(str, ('?',) + tuple(size)))}). Calculated output "
-                           f"size: ({'x'.join(map(str, ('?',) + tuple(out)))}). Output size is too small")
+        if invalid_1d:
+            raise RuntimeError(f"max_pool1d() Invalid computed output size: {out[-1]}")
+        ch = "?" if channels is None else channels
+        raise RuntimeError(f"Given input size: ({'x'.join(map(str, (ch,) + tuple(size)))}). Calculated output "
+                           f"size: ({'x'.join(map(str, (ch,) + tuple(out)))}). Output size is too small")
     pads = tuple((p, max(p, (L - 1) * s + dl * (k - 1) + 1 - S - p))
                  for S, k, s, p, dl, L in zip(size, kernel, stride, pad, dil, out))
     return kernel, stride, pad, dil, tuple(out), pads
@@ -408,13 +413,13 @@ def _parse_pool_args(op, d, kernel_size, stride, padding, dilation=1):
     _ntuple(dilation, d, "dilation", op)
 
 
-def _max_pool(op, d, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
+def _max_pool(op, d, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, invalid_1d=False):
     check_tensor(input, op, "input", 1)
     _parse_pool_args(op, d, kernel_size, stride, padding, dilation)
     batched = _pool_input(op, input, d)
     x = input._data if batched else input._data[None]
     kernel, stride, _, dil, out_size, pads = _pool_geometry(op, tuple(x.shape[2:]), kernel_size, stride, padding,
-                                                            dilation, ceil_mode, d, False)
+                                                            dilation, ceil_mode, d, False, x.shape[1], invalid_1d)
     if x.dtype == bool:
         raise RuntimeError(f'"max_pool{d}d" not implemented for \'Bool\'')
     idx = _max_pool_indices(x, kernel, stride, pads, dil, out_size)
@@ -463,7 +468,7 @@ def max_pool1d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, c
     if input._data.dtype.kind != "f" and not return_indices:
         raise NotImplementedError(f'"max_pool1d_impl" not implemented for \'{_TYPE_NAMES[str(input._data.dtype)]}\'')
     res = _max_pool("max_pool1d", 2, input.unsqueeze(-2), _as_2d(kernel_size, 1), _as_2d(stride, 1),
-                    _as_2d(padding, 0), _as_2d(dilation, 1), ceil_mode, True)
+                    _as_2d(padding, 0), _as_2d(dilation, 1), ceil_mode, True, invalid_1d=not return_indices)
     out, ind = res[0].squeeze(-2), res[1].squeeze(-2)
     return (out, ind) if return_indices else out
 
@@ -496,7 +501,7 @@ def _avg_pool(op, d, input, kernel_size, stride, padding, ceil_mode, count_inclu
     batched = _pool_input(op, input, d)
     x = input if batched else input._data[None]
     kernel, stride, pad, _, out_size, _ = _pool_geometry(op, tuple(x.shape[2:]), kernel_size, stride, padding, 1,
-                                                         ceil_mode, d, True)
+                                                         ceil_mode, d, True, x.shape[1])
     size = tuple(x.shape[2:])
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError("divisor must be not zero")

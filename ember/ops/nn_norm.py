@@ -346,8 +346,9 @@ def _batch_norm(input, running_mean, running_var, weight, bias, training, moment
     if input._data.ndim < 2:
         raise RuntimeError(f"batch_norm: expected a 2-d or higher input (N, C, ...), got {input._data.ndim}-d")
     c = xs[1]
-    for p, name in ((weight, "weight"), (bias, "bias"), (running_mean, "running_mean"),
-                    (running_var, "running_var")):
+    # PyTorch's order: the running statistics first, then the affine parameters
+    for p, name in ((running_mean, "running_mean"), (running_var, "running_var"), (weight, "weight"),
+                    (bias, "bias")):
         if p is not None and p._data.size != c:
             raise RuntimeError(f"{name} should contain {c} elements not {p._data.size}")
     _check_floating(input, "batch_norm")

@@ -1415,29 +1415,68 @@ channels_last_3d = memory_format("channels_last_3d")
 # (not in the op registry, whose entries are functions the op database calls: ember/__init__.py exports them)
 
 
+_CL_ORDER = {"channels_last": (1, 3, 2, 0), "channels_last_3d": (1, 4, 3, 2, 0)}   # fastest-varying dim first
+
+
 def _check_memory_format(input, fmt, op):
+    """None for the default layouts, else the channels-last format asked for (its rank checked)."""
     if fmt is None or fmt is preserve_format or fmt is contiguous_format:
-        return
+        return None
     if not isinstance(fmt, memory_format):
         raise TypeError(f"{op}(): argument 'memory_format' must be torch.memory_format, not {type(fmt).__name__}")
-    rank = 4 if fmt is channels_last else 5
+    rank = len(_CL_ORDER[fmt._name])
     if input._data.ndim != rank:
         raise RuntimeError(f"required rank {rank} tensor to use {fmt._name} format")
-    raise NotImplementedError(f"ember: {op}(memory_format={fmt!r}) is not supported (tensors are always "
-                              f"contiguous or strided views)")
+    return fmt
+
+
+def _is_contiguous_as(input, fmt) -> bool:
+    """``Tensor.is_contiguous(memory_format=fmt)``: for channels-last, PyTorch's test on the strides (dims of
+    size 1 are skipped); the default formats mean C order."""
+    a = input._data
+    if fmt is None or fmt is contiguous_format or fmt is preserve_format:
+        return a.flags.c_contiguous
+    if not isinstance(fmt, memory_format):
+        raise TypeError(f"is_contiguous(): argument 'memory_format' must be torch.memory_format, not "
+                        f"{type(fmt).__name__}")
+    order = _CL_ORDER[fmt._name]
+    if a.ndim != len(order):
+        return False
+    expected = 1
+    for d in order:
+        n = a.shape[d]
+        if n != 1:
+            if a.strides[d] != expected * a.itemsize:
+                return False
+            expected *= n
+    return True
+
+
+def _relayout(t: Tensor, fmt) -> Tensor:
+    """``t`` (a fresh copy nothing else refers to) rewritten in channels-last order: the same values, strided
+    as PyTorch's channels-last tensors (NumPy keeps that order through elementwise ops)."""
+    a = t._data
+    if not isinstance(a, np.ndarray):
+        raise NotImplementedError(f"ember: memory_format={fmt!r} is built for the NumPy backend only")
+    perm = (0,) + tuple(range(2, a.ndim)) + (1,)
+    t._data = np.ascontiguousarray(a.transpose(perm)).transpose(np.argsort(perm))
+    return t
 
 
 @register(method=True, graph=True)
 def clone(input: Tensor, *, memory_format=None) -> Tensor:
     """A copy of ``input`` with its own memory (gradients flow back unchanged)."""
     check_tensor(input, "clone")
-    _check_memory_format(input, memory_format, "clone")
-    return apply(clone_p, (input,))
+    fmt = _check_memory_format(input, memory_format, "clone")
+    out = apply(clone_p, (input,))
+    return out if fmt is None else _relayout(out, fmt)
 
 
 @register(module=False, method=True)
 def contiguous(input: Tensor, memory_format=None) -> Tensor:
-    _check_memory_format(input, memory_format, "contiguous")
+    fmt = _check_memory_format(input, memory_format, "contiguous")
+    if fmt is not None:
+        return input if _is_contiguous_as(input, fmt) else _relayout(apply(clone_p, (input,)), fmt)
     if input._data.flags.c_contiguous:
         return input
     return apply(clone_p, (input,))
@@ -1497,7 +1536,7 @@ def to(self, *args, **kwargs):
     dtype = kwargs.pop("dtype", None)
     copy = kwargs.pop("copy", False)
     kwargs.pop("non_blocking", None)
-    kwargs.pop("memory_format", None)
+    fmt = kwargs.pop("memory_format", None)
     device = kwargs.pop("device", None)
     if kwargs:
         raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
@@ -1512,6 +1551,10 @@ def to(self, *args, **kwargs):
             device = a
     if device is not None:
         check_device(device)
+    fmt = _check_memory_format(self, fmt, "to")
+    if fmt is not None and not _is_contiguous_as(self, fmt):
+        # a new layout is a copy: ToCopyBackward0, as PyTorch
+        return _relayout(to_dtype(self, dtype or self.dtype, copy=True), fmt)
     if dtype is None:
         return clone(self) if copy else self
     return to_dtype(self, dtype, copy)
