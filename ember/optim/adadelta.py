@@ -6,9 +6,8 @@ from collections.abc import Callable
 import numpy as np
 
 from .._tensor import Tensor
-from .adam import _upgrade_steps
-from .optimizer import (Optimizer, _add_scaled, _add_scaled_, _addcmul_, _bump, _check_capturable, _scalar, _to_scalar,
-                        _zeros_like)
+from .optimizer import (Optimizer, _add_scaled_, _addcmul_, _bump, _check_capturable, _check_lr, _grad, _to_scalar,
+                        _upgrade_steps)
 
 __all__ = ["Adadelta"]
 
@@ -16,13 +15,12 @@ __all__ = ["Adadelta"]
 class Adadelta(Optimizer):
     """Step sizes from running averages of squared gradients and squared updates."""
 
+    _setstate_defaults = dict(foreach=None, maximize=False, differentiable=False, capturable=False)
+
     def __init__(self, params, lr: float | Tensor = 1.0, rho: float = 0.9, eps: float = 1e-6,
                  weight_decay: float = 0, foreach: bool | None = None, *, capturable: bool = False,
                  maximize: bool = False, differentiable: bool = False) -> None:
-        if isinstance(lr, Tensor) and lr.numel() != 1:
-            raise ValueError("Tensor lr must be 1-element")
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
+        _check_lr(lr)
         if not 0.0 <= rho <= 1.0:
             raise ValueError(f"Invalid rho value: {rho}")
         if not 0.0 <= eps:
@@ -33,14 +31,7 @@ class Adadelta(Optimizer):
                         capturable=capturable, foreach=foreach, differentiable=differentiable)
         super().__init__(params, defaults)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("capturable", False)
-        _upgrade_steps(self, fused_key=False)
+    _upgrade_state = _upgrade_steps
 
     def step(self, closure: Callable | None = None):
         """One Adadelta step over every parameter that has a gradient."""
@@ -51,17 +42,10 @@ class Adadelta(Optimizer):
             if params:
                 _check_capturable(group["capturable"])
             for p in params:
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = _scalar(0.0)
-                    state["square_avg"] = _zeros_like(p)
-                    state["acc_delta"] = _zeros_like(p)
+                state = self._lazy_state(p, "square_avg", "acc_delta")
                 a = p._data
-                g = p.grad._data
                 state["step"]._data += 1
-                g = -g if group["maximize"] else g
-                if wd != 0:
-                    g = _add_scaled(g, wd, a)
+                g = _grad(p, group["maximize"], wd)
                 sq, acc = state["square_avg"]._data, state["acc_delta"]._data
                 sq *= rho
                 _addcmul_(sq, g, g, 1 - rho)

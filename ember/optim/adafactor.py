@@ -20,6 +20,8 @@ def _norm(x: np.ndarray, axis=None, keepdims: bool = False):
 class Adafactor(Optimizer):
     """Memory-light Adam-like optimizer: a matrix keeps only row and column second-moment statistics."""
 
+    _setstate_defaults = dict(foreach=None)
+
     def __init__(self, params, lr: float | Tensor = 1e-2, beta2_decay: float = -0.8, eps=(None, 1e-3),
                  d: float = 1.0, weight_decay: float = 0.0, *, foreach: bool | None = None,
                  maximize: bool = False) -> None:
@@ -41,10 +43,8 @@ class Adafactor(Optimizer):
                         maximize=maximize)
         super().__init__(params, defaults)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
+    def _upgrade_state(self) -> None:
         for group in self.param_groups:
-            group.setdefault("foreach", None)
             for p in group["params"]:
                 st = self.state.get(p, [])
                 if len(st) != 0 and not isinstance(st["step"], Tensor):

@@ -6,8 +6,8 @@ from collections.abc import Callable
 import numpy as np
 
 from .._tensor import Tensor
-from .optimizer import (Optimizer, _add_scaled, _addcmul_, _bump, _check_fused_flags, _fused_check, _fused_state_check, _full_like,
-                        _get_scalar_dtype, _scalar, _to_scalar)
+from .optimizer import (Optimizer, _addcmul_, _bump, _check_fused_flags, _check_lr, _fused_check, _fused_state_check,
+                        _full_like, _get_scalar_dtype, _grad, _scalar, _to_scalar)
 
 __all__ = ["Adagrad"]
 
@@ -15,13 +15,12 @@ __all__ = ["Adagrad"]
 class Adagrad(Optimizer):
     """Per-coordinate learning rates from the sum of squared gradients (state made at construction)."""
 
+    _setstate_defaults = dict(foreach=None, maximize=False, differentiable=False, fused=None)
+
     def __init__(self, params, lr: float | Tensor = 1e-2, lr_decay: float = 0, weight_decay: float = 0,
                  initial_accumulator_value: float = 0, eps: float = 1e-10, foreach: bool | None = None, *,
                  maximize: bool = False, differentiable: bool = False, fused: bool | None = None) -> None:
-        if isinstance(lr, Tensor) and lr.numel() != 1:
-            raise ValueError("Tensor lr must be 1-element")
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
+        _check_lr(lr)
         if not 0.0 <= lr_decay:
             raise ValueError(f"Invalid lr_decay value: {lr_decay}")
         if not 0.0 <= weight_decay:
@@ -44,17 +43,12 @@ class Adagrad(Optimizer):
         state["step"] = _scalar(0.0, _get_scalar_dtype(is_fused=group["fused"]))
         state["sum"] = _full_like(p, self.defaults["initial_accumulator_value"])
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
+    def _upgrade_state(self) -> None:
         for group in self.param_groups:
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            fused = group.setdefault("fused", None)
             for p in group["params"]:
                 st = self.state.get(p, [])
                 if len(st) != 0 and not isinstance(st["step"], Tensor):
-                    st["step"] = _scalar(float(st["step"]), _get_scalar_dtype(is_fused=fused))
+                    st["step"] = _scalar(float(st["step"]), _get_scalar_dtype(is_fused=group["fused"]))
 
     def share_memory(self) -> None:
         """No-op in ember (one process); kept for PyTorch's API."""
@@ -71,14 +65,11 @@ class Adagrad(Optimizer):
                 if len(state) == 0:
                     self._init_state(p, group)
                 a = p._data
-                g = p.grad._data
                 state["step"]._data += 1
                 if group["fused"]:
                     _fused_state_check(p, state["sum"])
                 step = float(state["step"]._data)
-                g = -g if group["maximize"] else g
-                if wd != 0:
-                    g = _add_scaled(g, wd, a)
+                g = _grad(p, group["maximize"], wd)
                 clr = lr / (1 + (step - 1) * lr_decay)
                 s = state["sum"]._data
                 _addcmul_(s, g, g, 1)

@@ -7,9 +7,9 @@ import numpy as np
 
 from .. import _dtype as D
 from .._tensor import Tensor
-from .optimizer import (Optimizer, _add_scaled, _addcmul_, _bump, _check_capturable, _check_fused_flags,
-                        _check_lr_betas_eps_wd, _fused_check, _fused_state_check, _get_scalar_dtype, _lerp_, _scalar,
-                        _to_scalar, _zeros_like)
+from .optimizer import (Optimizer, _adam_weight_decay, _addcmul_, _bump, _check_capturable, _check_fused_flags,
+                        _check_lr_betas_eps_wd, _fused_check, _fused_state_check, _grad, _lerp_, _scalar, _to_scalar,
+                        _upgrade_steps, _zeros_like)
 
 __all__ = ["Adam"]
 
@@ -21,19 +21,11 @@ def _step_tensor(group: dict) -> Tensor:
     return _scalar(0.0)
 
 
-def _upgrade_steps(opt: Optimizer, fused_key: bool = True) -> None:
-    """State dicts from old PyTorch versions kept ``step`` as a number; make it a tensor."""
-    for group in opt.param_groups:
-        for p in group["params"]:
-            st = opt.state.get(p, [])
-            if len(st) != 0 and not isinstance(st["step"], Tensor):
-                fast = group.get("capturable") or (fused_key and group.get("fused"))
-                st["step"] = _scalar(float(st["step"]), _get_scalar_dtype(is_fused=group.get("fused")) if fast
-                                     else None)
-
-
 class Adam(Optimizer):
     """Adam: bias-corrected first and second moment estimates of the gradient."""
+
+    _setstate_defaults = dict(amsgrad=False, maximize=False, foreach=None, capturable=False, differentiable=False,
+                              decoupled_weight_decay=False, fused=None)
 
     def __init__(self, params, lr: float | Tensor = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0, amsgrad: bool = False, *, foreach: bool | None = None,
@@ -61,17 +53,7 @@ class Adam(Optimizer):
         super().__init__(params, defaults)
         _check_fused_flags(self, fused, foreach, differentiable)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("amsgrad", False)
-            group.setdefault("maximize", False)
-            group.setdefault("foreach", None)
-            group.setdefault("capturable", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("decoupled_weight_decay", False)
-            group.setdefault("fused", None)
-        _upgrade_steps(self)
+    _upgrade_state = _upgrade_steps
 
     def step(self, closure: Callable | None = None):
         """One Adam step over every parameter that has a gradient."""
@@ -92,18 +74,12 @@ class Adam(Optimizer):
                         state["max_exp_avg_sq"] = _zeros_like(p)
                 _check_capturable(group["capturable"])
                 a = p._data
-                g = p.grad._data
-                g = -g if group["maximize"] else g
+                g = _grad(p, group["maximize"])
                 m, v = state["exp_avg"]._data, state["exp_avg_sq"]._data
                 state["step"]._data += 1
                 if group["fused"]:
                     _fused_state_check(p, state["exp_avg"], state["exp_avg_sq"], state.get("max_exp_avg_sq"))
-                if wd != 0:
-                    if group["decoupled_weight_decay"]:
-                        a *= 1 - lr * wd
-                        _bump(p)
-                    else:
-                        g = _add_scaled(g, wd, a)
+                g = _adam_weight_decay(p, g, lr, wd, group["decoupled_weight_decay"])
                 _lerp_(m, g, 1 - beta1)
                 v *= beta2
                 _addcmul_(v, g, g, 1 - beta2)

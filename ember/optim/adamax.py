@@ -6,15 +6,16 @@ from collections.abc import Callable
 import numpy as np
 
 from .._tensor import Tensor
-from .adam import _upgrade_steps
-from .optimizer import (Optimizer, _add_scaled, _bump, _check_capturable, _check_lr_betas_eps_wd, _lerp_, _scalar,
-                        _to_scalar, _zeros_like)
+from .optimizer import (Optimizer, _bump, _check_capturable, _check_lr_betas_eps_wd, _grad, _lerp_, _to_scalar,
+                        _upgrade_steps)
 
 __all__ = ["Adamax"]
 
 
 class Adamax(Optimizer):
     """Adam's first moment over a running maximum of gradient magnitudes."""
+
+    _setstate_defaults = dict(foreach=None, maximize=False, differentiable=False, capturable=False)
 
     def __init__(self, params, lr: float | Tensor = 2e-3, betas=(0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0, foreach: bool | None = None, *, maximize: bool = False,
@@ -24,14 +25,7 @@ class Adamax(Optimizer):
                         differentiable=differentiable, capturable=capturable)
         super().__init__(params, defaults)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("capturable", False)
-        _upgrade_steps(self, fused_key=False)
+    _upgrade_state = _upgrade_steps
 
     def step(self, closure: Callable | None = None):
         """One Adamax step over every parameter that has a gradient."""
@@ -40,18 +34,11 @@ class Adamax(Optimizer):
             beta1, beta2 = group["betas"]
             lr, wd, eps = _to_scalar(group["lr"]), group["weight_decay"], group["eps"]
             for p in self._params_with_grad(group):
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = _scalar(0.0)
-                    state["exp_avg"] = _zeros_like(p)
-                    state["exp_inf"] = _zeros_like(p)
+                state = self._lazy_state(p, "exp_avg", "exp_inf")
                 _check_capturable(group["capturable"])
                 a = p._data
-                g = p.grad._data
-                g = -g if group["maximize"] else g
+                g = _grad(p, group["maximize"], wd)
                 state["step"]._data += 1
-                if wd != 0:
-                    g = _add_scaled(g, wd, a)
                 m, u = state["exp_avg"]._data, state["exp_inf"]._data
                 _lerp_(m, g, 1 - beta1)
                 u *= beta2

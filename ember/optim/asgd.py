@@ -7,7 +7,7 @@ import numpy as np
 
 from .. import _dtype as D
 from .._tensor import Tensor
-from .optimizer import (Optimizer, _add_scaled, _add_scaled_, _bump, _check_capturable, _scalar, _to_scalar,
+from .optimizer import (Optimizer, _add_scaled_, _bump, _check_capturable, _check_lr, _grad, _scalar, _to_scalar,
                         _zeros_like)
 
 __all__ = ["ASGD"]
@@ -16,26 +16,20 @@ __all__ = ["ASGD"]
 class ASGD(Optimizer):
     """SGD with a decaying step ``eta`` and a running average ``ax`` of the iterates."""
 
+    _setstate_defaults = dict(foreach=None, maximize=False, differentiable=False, capturable=False)
+
     def __init__(self, params, lr: float | Tensor = 1e-2, lambd: float = 1e-4, alpha: float = 0.75,
                  t0: float = 1e6, weight_decay: float = 0, foreach: bool | None = None, maximize: bool = False,
                  differentiable: bool = False, capturable: bool = False) -> None:
-        if isinstance(lr, Tensor) and lr.numel() != 1:
-            raise ValueError("Tensor lr must be 1-element")
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
+        _check_lr(lr)
         if not 0.0 <= weight_decay:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
         defaults = dict(lr=lr, lambd=lambd, alpha=alpha, t0=t0, weight_decay=weight_decay, foreach=foreach,
                         maximize=maximize, differentiable=differentiable, capturable=capturable)
         super().__init__(params, defaults)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
+    def _upgrade_state(self) -> None:
         for group in self.param_groups:
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("capturable", False)
             for p in group["params"]:
                 st = self.state.get(p, [])
                 if len(st) != 0:
@@ -58,11 +52,8 @@ class ASGD(Optimizer):
                     state["ax"] = _zeros_like(p)
                 _check_capturable(group["capturable"])
                 a = p._data
-                g = p.grad._data
-                g = -g if group["maximize"] else g
+                g = _grad(p, group["maximize"], wd)
                 state["step"]._data += 1
-                if wd != 0:
-                    g = _add_scaled(g, wd, a)
                 eta_value = float(state["eta"]._data)
                 a *= 1 - lambd * eta_value
                 _add_scaled_(a, -eta_value, g)

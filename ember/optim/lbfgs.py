@@ -10,7 +10,7 @@ from collections.abc import Callable
 from .. import cat
 from .._tensor import Tensor
 from ..autograd.grad_mode import enable_grad, no_grad
-from .optimizer import Optimizer, _to_scalar
+from .optimizer import Optimizer, _check_lr, _to_scalar
 
 __all__ = ["LBFGS"]
 
@@ -115,10 +115,7 @@ class LBFGS(Optimizer):
     def __init__(self, params, lr: float | Tensor = 1, max_iter: int = 20, max_eval: int | None = None,
                  tolerance_grad: float = 1e-7, tolerance_change: float = 1e-9, history_size: int = 100,
                  line_search_fn: str | None = None) -> None:
-        if isinstance(lr, Tensor) and lr.numel() != 1:
-            raise ValueError("Tensor lr must be 1-element")
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
+        _check_lr(lr)
         if max_eval is None:
             max_eval = max_iter * 5 // 4
         defaults = dict(lr=lr, max_iter=max_iter, max_eval=max_eval, tolerance_grad=tolerance_grad,

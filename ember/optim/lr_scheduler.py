@@ -360,7 +360,23 @@ class ExponentialLR(LRScheduler):
         return [base_lr * self.gamma ** self.last_epoch for base_lr in self.base_lrs]
 
 
-class SequentialLR(LRScheduler):
+class _CompositeScheduler(LRScheduler):
+    """A scheduler made of ``self._schedulers``: its state dict holds theirs (the optimizer left out)."""
+
+    def state_dict(self) -> dict[str, Any]:
+        state_dict = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
+        state_dict["_schedulers"] = [s.state_dict() for s in self._schedulers]
+        return state_dict
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        _schedulers = state_dict.pop("_schedulers")
+        self.__dict__.update(state_dict)
+        state_dict["_schedulers"] = _schedulers
+        for idx, s in enumerate(_schedulers):
+            self._schedulers[idx].load_state_dict(s)
+
+
+class SequentialLR(_CompositeScheduler):
     """Run ``schedulers`` one after another, switching at ``milestones``."""
 
     def __init__(self, optimizer: Optimizer, schedulers: list[LRScheduler], milestones: list[int],
@@ -400,18 +416,6 @@ class SequentialLR(LRScheduler):
         else:
             scheduler.step()
         self._last_lr = scheduler.get_last_lr()
-
-    def state_dict(self) -> dict[str, Any]:
-        state_dict = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
-        state_dict["_schedulers"] = [s.state_dict() for s in self._schedulers]
-        return state_dict
-
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        _schedulers = state_dict.pop("_schedulers")
-        self.__dict__.update(state_dict)
-        state_dict["_schedulers"] = _schedulers
-        for idx, s in enumerate(_schedulers):
-            self._schedulers[idx].load_state_dict(s)
 
 
 def _check_scheduler_list(self, optimizer, schedulers, empty_msg: str) -> None:
@@ -479,7 +483,7 @@ class CosineAnnealingLR(LRScheduler):
                 for base_lr in self.base_lrs]
 
 
-class ChainedScheduler(LRScheduler):
+class ChainedScheduler(_CompositeScheduler):
     """Step several schedulers of one optimizer together (their effects compose)."""
 
     def __init__(self, schedulers: Sequence[LRScheduler], optimizer: Optimizer | None = None) -> None:
@@ -496,18 +500,6 @@ class ChainedScheduler(LRScheduler):
         for scheduler in self._schedulers:
             scheduler.step()
         self._last_lr = _param_groups_val_list(self._schedulers[-1].optimizer, "lr")
-
-    def state_dict(self) -> dict[str, Any]:
-        state_dict = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
-        state_dict["_schedulers"] = [s.state_dict() for s in self._schedulers]
-        return state_dict
-
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        _schedulers = state_dict.pop("_schedulers")
-        self.__dict__.update(state_dict)
-        state_dict["_schedulers"] = _schedulers
-        for idx, s in enumerate(_schedulers):
-            self._schedulers[idx].load_state_dict(s)
 
 
 class ReduceLROnPlateau(LRScheduler):

@@ -6,15 +6,17 @@ from collections.abc import Callable
 import numpy as np
 
 from .._tensor import Tensor
-from .adam import _upgrade_steps
-from .optimizer import (Optimizer, _add_scaled, _addcmul_, _bump, _check_capturable, _check_lr_betas_eps_wd, _lerp_,
-                        _scalar, _to_scalar, _zeros_like)
+from .optimizer import (Optimizer, _adam_weight_decay, _addcmul_, _bump, _check_capturable, _check_lr_betas_eps_wd,
+                        _grad, _lerp_, _scalar, _to_scalar, _upgrade_steps, _zeros_like)
 
 __all__ = ["NAdam"]
 
 
 class NAdam(Optimizer):
     """Adam with a Nesterov look-ahead; ``mu_product`` is kept in the scalar dtype, as in PyTorch."""
+
+    _setstate_defaults = dict(maximize=False, foreach=None, capturable=False, differentiable=False,
+                              decoupled_weight_decay=False)
 
     def __init__(self, params, lr: float | Tensor = 2e-3, betas=(0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0, momentum_decay: float = 4e-3, decoupled_weight_decay: bool = False, *,
@@ -28,19 +30,13 @@ class NAdam(Optimizer):
                         capturable=capturable, differentiable=differentiable)
         super().__init__(params, defaults)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
+    def _upgrade_state(self) -> None:
         for group in self.param_groups:
-            group.setdefault("maximize", False)
-            group.setdefault("foreach", None)
-            group.setdefault("capturable", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("decoupled_weight_decay", False)
             for p in group["params"]:
                 st = self.state.get(p, [])
                 if len(st) != 0 and not isinstance(st["mu_product"], Tensor):
                     st["mu_product"] = _scalar(st["mu_product"])
-        _upgrade_steps(self, fused_key=False)
+        _upgrade_steps(self)
 
     def step(self, closure: Callable | None = None):
         """One NAdam step over every parameter that has a gradient."""
@@ -58,19 +54,13 @@ class NAdam(Optimizer):
                     state["exp_avg_sq"] = _zeros_like(p)
                 _check_capturable(group["capturable"])
                 a = p._data
-                g = p.grad._data
-                g = -g if group["maximize"] else g
+                g = _grad(p, group["maximize"])
                 m, v = state["exp_avg"]._data, state["exp_avg_sq"]._data
                 mu_product = state["mu_product"]._data
                 state["step"]._data += 1
                 step = float(state["step"]._data)
                 bias_correction2 = 1 - beta2 ** step
-                if wd != 0:
-                    if group["decoupled_weight_decay"]:
-                        a *= 1 - lr * wd
-                        _bump(p)
-                    else:
-                        g = _add_scaled(g, wd, a)
+                g = _adam_weight_decay(p, g, lr, wd, group["decoupled_weight_decay"])
                 mu = beta1 * (1.0 - 0.5 * 0.96 ** (step * momentum_decay))
                 mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * momentum_decay))
                 # In the scalar dtype (float32 by default), rounded every step as in PyTorch.

@@ -157,12 +157,17 @@ def _lerp_(a: np.ndarray, b: np.ndarray, w: float) -> None:
         _fma(-(b - a), 1 - a.dtype.type(w) if a.dtype.itemsize < 8 else 1 - w, b, out=a)
 
 
-def _check_lr_betas_eps_wd(lr, betas, eps, weight_decay) -> None:
-    """The checks Adam, Adamax, NAdam and RAdam share, in PyTorch's order and words."""
+def _check_lr(lr: float | Tensor) -> None:
+    """The learning-rate checks most optimizers start with, in PyTorch's words."""
     if isinstance(lr, Tensor) and lr.numel() != 1:
         raise ValueError("Tensor lr must be 1-element")
     if not 0.0 <= lr:
         raise ValueError(f"Invalid learning rate: {lr}")
+
+
+def _check_lr_betas_eps_wd(lr, betas, eps, weight_decay) -> None:
+    """The checks Adam, Adamax, NAdam and RAdam share, in PyTorch's order and words."""
+    _check_lr(lr)
     if not 0.0 <= eps:
         raise ValueError(f"Invalid epsilon value: {eps}")
     if not 0.0 <= betas[0] < 1.0:
@@ -256,6 +261,9 @@ class Optimizer:
     """Base class of all optimizers: ``params`` (tensors, ``(name, tensor)`` pairs or dicts of param groups)
     and ``defaults`` (the hyperparameters a group gets when it does not name them)."""
 
+    # Hyperparameters later PyTorch versions added: __setstate__ fills them in on groups loaded without them.
+    _setstate_defaults: dict[str, Any] = {}
+
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         step = cls.__dict__.get("step")
@@ -294,6 +302,15 @@ class Optimizer:
             if name not in self.__dict__:
                 setattr(self, name, OrderedDict())
         self.defaults.setdefault("differentiable", False)
+        # Groups saved before a hyperparameter existed get PyTorch's default for it, in PyTorch's key order.
+        if self._setstate_defaults:
+            for group in self.param_groups:
+                for key, value in self._setstate_defaults.items():
+                    group.setdefault(key, value)
+        self._upgrade_state()
+
+    def _upgrade_state(self) -> None:
+        """Convert per-parameter state that older versions saved as numbers (overridden where any was)."""
 
     def __repr__(self) -> str:
         format_string = self.__class__.__name__ + " ("
@@ -518,3 +535,47 @@ class Optimizer:
         """The group's parameters that have a gradient (PyTorch skips the others)."""
         _check_differentiable(group)
         return [p for p in group["params"] if p.grad is not None]
+
+    def _lazy_state(self, p: Tensor, *zero_keys: str) -> dict[str, Any]:
+        """p's state; on its first step a zero ``step`` counter, then a zero tensor like p for each key."""
+        state = self.state[p]
+        if len(state) == 0:
+            state["step"] = _scalar(0.0)
+            for key in zero_keys:
+                state[key] = _zeros_like(p)
+        return state
+
+
+def _upgrade_steps(opt: Optimizer) -> None:
+    """State dicts from old PyTorch versions kept ``step`` as a number; make it a tensor (an optimizer's
+    ``_upgrade_state`` where ``step`` is its only such entry)."""
+    for group in opt.param_groups:
+        for p in group["params"]:
+            st = opt.state.get(p, [])
+            if len(st) != 0 and not isinstance(st["step"], Tensor):
+                # Only optimizers with a ``fused`` option (Adam, AdamW) give fused groups the float32 step.
+                fast = group.get("capturable") or ("fused" in opt.defaults and group.get("fused"))
+                st["step"] = _scalar(float(st["step"]), _get_scalar_dtype(is_fused=group.get("fused")) if fast
+                                     else None)
+
+
+def _grad(p: Tensor, maximize: bool, weight_decay: float = 0) -> np.ndarray:
+    """p's gradient as the update uses it: negated under ``maximize``, then plus ``weight_decay * p`` (L2)."""
+    g = p.grad._data
+    g = -g if maximize else g
+    if weight_decay != 0:
+        g = _add_scaled(g, weight_decay, p._data)
+    return g
+
+
+def _adam_weight_decay(p: Tensor, g: np.ndarray, lr: float, weight_decay: float, decoupled: bool) -> np.ndarray:
+    """The Adam family's weight decay: decoupled (AdamW) shrinks p in place, else L2 adds ``weight_decay * p``
+    to the gradient; returns the gradient the moments use."""
+    if weight_decay != 0:
+        if decoupled:
+            a = p._data
+            a *= 1 - lr * weight_decay
+            _bump(p)
+        else:
+            g = _add_scaled(g, weight_decay, p._data)
+    return g

@@ -6,15 +6,17 @@ from collections.abc import Callable
 import numpy as np
 
 from .._tensor import Tensor
-from .adam import _upgrade_steps
-from .optimizer import (Optimizer, _add_scaled, _addcmul_, _bump, _check_capturable, _check_lr_betas_eps_wd, _lerp_,
-                        _scalar, _to_scalar, _zeros_like)
+from .optimizer import (Optimizer, _adam_weight_decay, _addcmul_, _check_capturable, _check_lr_betas_eps_wd, _bump,
+                        _grad, _lerp_, _to_scalar, _upgrade_steps)
 
 __all__ = ["RAdam"]
 
 
 class RAdam(Optimizer):
     """Adam whose adaptive step is switched on (and rectified) once its variance is tractable."""
+
+    _setstate_defaults = dict(foreach=None, maximize=False, differentiable=False, decoupled_weight_decay=False,
+                              capturable=False)
 
     def __init__(self, params, lr: float | Tensor = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0, decoupled_weight_decay: bool = False, *, foreach: bool | None = None,
@@ -25,15 +27,7 @@ class RAdam(Optimizer):
                         differentiable=differentiable)
         super().__init__(params, defaults)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("decoupled_weight_decay", False)
-            group.setdefault("capturable", False)
-        _upgrade_steps(self, fused_key=False)
+    _upgrade_state = _upgrade_steps
 
     def step(self, closure: Callable | None = None):
         """One RAdam step over every parameter that has a gradient."""
@@ -42,24 +36,14 @@ class RAdam(Optimizer):
             beta1, beta2 = group["betas"]
             lr, wd, eps = _to_scalar(group["lr"]), group["weight_decay"], group["eps"]
             for p in self._params_with_grad(group):
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = _scalar(0.0)
-                    state["exp_avg"] = _zeros_like(p)
-                    state["exp_avg_sq"] = _zeros_like(p)
+                state = self._lazy_state(p, "exp_avg", "exp_avg_sq")
                 _check_capturable(group["capturable"])
                 a = p._data
-                g = p.grad._data
-                g = -g if group["maximize"] else g
+                g = _grad(p, group["maximize"])
                 m, v = state["exp_avg"]._data, state["exp_avg_sq"]._data
                 state["step"]._data += 1
                 step = float(state["step"]._data)
-                if wd != 0:
-                    if group["decoupled_weight_decay"]:
-                        a *= 1 - lr * wd
-                        _bump(p)
-                    else:
-                        g = _add_scaled(g, wd, a)
+                g = _adam_weight_decay(p, g, lr, wd, group["decoupled_weight_decay"])
                 _lerp_(m, g, 1 - beta1)
                 v *= beta2
                 _addcmul_(v, g, g, 1 - beta2)

@@ -6,9 +6,8 @@ from collections.abc import Callable
 import numpy as np
 
 from .._tensor import Tensor
-from .adam import _upgrade_steps
-from .optimizer import (Optimizer, _add_scaled, _add_scaled_, _addcmul, _addcmul_, _bump, _check_capturable, _lerp_,
-                        _scalar, _to_scalar, _zeros_like)
+from .optimizer import (Optimizer, _add_scaled_, _addcmul, _addcmul_, _bump, _check_capturable, _check_lr, _grad,
+                        _lerp_, _scalar, _to_scalar, _upgrade_steps, _zeros_like)
 
 __all__ = ["RMSprop"]
 
@@ -16,13 +15,13 @@ __all__ = ["RMSprop"]
 class RMSprop(Optimizer):
     """Divide the gradient by a running root mean square of recent gradients."""
 
+    _setstate_defaults = dict(momentum=0, centered=False, foreach=None, maximize=False, differentiable=False,
+                              capturable=False)
+
     def __init__(self, params, lr: float | Tensor = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
                  weight_decay: float = 0, momentum: float = 0, centered: bool = False, capturable: bool = False,
                  foreach: bool | None = None, maximize: bool = False, differentiable: bool = False) -> None:
-        if isinstance(lr, Tensor) and lr.numel() != 1:
-            raise ValueError("Tensor lr must be 1-element")
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
+        _check_lr(lr)
         if not 0.0 <= eps:
             raise ValueError(f"Invalid epsilon value: {eps}")
         if not 0.0 <= momentum:
@@ -36,16 +35,7 @@ class RMSprop(Optimizer):
                         differentiable=differentiable)
         super().__init__(params, defaults)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("momentum", 0)
-            group.setdefault("centered", False)
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("capturable", False)
-        _upgrade_steps(self, fused_key=False)
+    _upgrade_state = _upgrade_steps
 
     def step(self, closure: Callable | None = None):
         """One RMSprop step over every parameter that has a gradient."""
@@ -64,11 +54,8 @@ class RMSprop(Optimizer):
                         state["grad_avg"] = _zeros_like(p)
                 _check_capturable(group["capturable"])
                 a = p._data
-                g = p.grad._data
-                g = -g if group["maximize"] else g
+                g = _grad(p, group["maximize"], wd)
                 state["step"]._data += 1
-                if wd != 0:
-                    g = _add_scaled(g, wd, a)
                 sq = state["square_avg"]._data
                 sq *= alpha
                 _addcmul_(sq, g, g, 1 - alpha)

@@ -6,8 +6,8 @@ from collections.abc import Callable
 import numpy as np
 
 from .._tensor import Tensor
-from .adam import _upgrade_steps
-from .optimizer import (Optimizer, _bump, _check_capturable, _full_like, _scalar, _to_scalar, _zeros_like)
+from .optimizer import (Optimizer, _bump, _check_capturable, _check_lr, _full_like, _grad, _scalar, _to_scalar,
+                        _upgrade_steps, _zeros_like)
 
 __all__ = ["Rprop"]
 
@@ -16,27 +16,19 @@ class Rprop(Optimizer):
     """Grow a coordinate's step by ``etas[1]`` while its gradient keeps its sign, shrink it by ``etas[0]``
     when the sign flips (and skip that coordinate's update once)."""
 
+    _setstate_defaults = dict(foreach=None, maximize=False, differentiable=False, capturable=False)
+
     def __init__(self, params, lr: float | Tensor = 1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *,
                  capturable: bool = False, foreach: bool | None = None, maximize: bool = False,
                  differentiable: bool = False) -> None:
-        if isinstance(lr, Tensor) and lr.numel() != 1:
-            raise ValueError("Tensor lr must be 1-element")
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
+        _check_lr(lr)
         if not 0.0 < etas[0] < 1.0 < etas[1]:
             raise ValueError(f"Invalid eta values: {etas[0]}, {etas[1]}")
         defaults = dict(lr=lr, etas=etas, step_sizes=step_sizes, foreach=foreach, maximize=maximize,
                         differentiable=differentiable, capturable=capturable)
         super().__init__(params, defaults)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("capturable", False)
-        _upgrade_steps(self, fused_key=False)
+    _upgrade_state = _upgrade_steps
 
     def step(self, closure: Callable | None = None):
         """One Rprop step over every parameter that has a gradient."""
@@ -52,8 +44,7 @@ class Rprop(Optimizer):
                     state["step_size"] = _full_like(p.grad, _to_scalar(group["lr"]))
                 _check_capturable(group["capturable"])
                 a = p._data
-                g = p.grad._data
-                g = -g if group["maximize"] else g
+                g = _grad(p, group["maximize"])
                 prev, step_size = state["prev"]._data, state["step_size"]._data
                 state["step"]._data += 1
                 # np.array: 0-d inputs give NumPy scalars, which cannot be assigned into.

@@ -6,13 +6,16 @@ from collections.abc import Callable
 import numpy as np
 
 from .._tensor import Tensor, make
-from .optimizer import Optimizer, _add_scaled, _add_scaled_, _bump, _check_fused_flags, _fused_check, _fused_state_check, _to_scalar
+from .optimizer import (Optimizer, _add_scaled, _add_scaled_, _bump, _check_fused_flags, _fused_check,
+                        _fused_state_check, _grad, _to_scalar)
 
 __all__ = ["SGD"]
 
 
 class SGD(Optimizer):
     """Stochastic gradient descent: ``p -= lr * (momentum buffer or gradient)``."""
+
+    _setstate_defaults = dict(nesterov=False, maximize=False, foreach=None, differentiable=False, fused=False)
 
     def __init__(self, params, lr: float | Tensor = 1e-3, momentum: float = 0, dampening: float = 0,
                  weight_decay: float | Tensor = 0, nesterov: bool = False, *, maximize: bool = False,
@@ -33,15 +36,6 @@ class SGD(Optimizer):
         super().__init__(params, defaults)
         _check_fused_flags(self, fused, foreach, differentiable)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("nesterov", False)
-            group.setdefault("maximize", False)
-            group.setdefault("foreach", None)
-            group.setdefault("differentiable", False)
-            group.setdefault("fused", False)
-
     def step(self, closure: Callable | None = None):
         """One SGD step over every parameter that has a gradient."""
         loss = self._closure_loss(closure)
@@ -53,10 +47,7 @@ class SGD(Optimizer):
                 if group["fused"]:
                     _fused_check(p)
                 a = p._data
-                g = p.grad._data
-                g = -g if group["maximize"] else g
-                if wd != 0:
-                    g = _add_scaled(g, wd, a)
+                g = _grad(p, group["maximize"], wd)
                 if momentum != 0:
                     state = self.state[p]
                     buf = state.get("momentum_buffer")
