@@ -6,7 +6,7 @@ from collections.abc import Callable
 import numpy as np
 
 from .._tensor import Tensor
-from .optimizer import (Optimizer, _adam_weight_decay, _addcmul_, _check_capturable, _check_lr_betas_eps_wd, _bump,
+from .optimizer import (Optimizer, _adam_weight_decay, _addcmul_, _bump, _check_capturable, _check_lr_betas_eps_wd,
                         _grad, _lerp_, _to_scalar, _upgrade_steps)
 
 __all__ = ["RAdam"]
