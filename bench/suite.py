@@ -306,7 +306,7 @@ def w_scalar(quick):
     ref = fns["numpy"]()
     errs = {n: relerr(f(), ref) for n, f in fns.items() if n != "numpy"}
     reps = 3 if quick else 9
-    return [("2. scalar 0-d MLP 16-48-48-1 (~10k nodes) fwd+bwd [numpy col = plain Python floats]",
+    return [("2. scalar 0-d MLP 16-48-48-1 (~6.4k ops + 3.2k leaves) fwd+bwd [numpy col = plain Python floats]",
              timed_interleaved(fns, reps), reps, errs, "numpy")]
 
 
@@ -641,7 +641,8 @@ def w_hessian(quick):
     rows.append(("7b. same, vectorize=True (autograd: its own hessian)",
                  {**base, **{k.replace("_vec", ""): v for k, v in times.items() if k.endswith("_vec")},
                   **({"autograd": times["autograd"]} if "autograd" in times else {})}, reps,
-                 {k.replace("_vec", ""): v for k, v in errs.items() if k.endswith("_vec")}, "numpy"))
+                 {**{k.replace("_vec", ""): v for k, v in errs.items() if k.endswith("_vec")},
+                  **({"autograd": errs["autograd"]} if "autograd" in errs else {})}, "numpy"))
 
     # HVP of the MLP loss with respect to its six parameters, v = a fixed random direction.
     params, x, y = mlp_data(np.random.default_rng(6))
@@ -807,7 +808,7 @@ def w_memory(quick, out_lines):
                      "**tracemalloc peak** (a second step) = peak of Python-traced allocations during a "
                      "further step: sees NumPy's buffers and Python objects, not torch's C++ allocations "
                      "(so it is meaningless for torch and shown only for the NumPy-based libraries). "
-                     "For scale: the inputs are 0.8 MB, the parameters 2.6 MB, the activations ~1.5 MB per layer.")
+                     "For scale: the inputs are 0.8 MB, the parameters 2.6 MB, each 256x512 activation 0.5 MB.")
     out_lines.append("")
     out_lines.append("| lib | peak RSS added MB | tracemalloc peak MB |")
     out_lines.append("|---|---:|---:|")
@@ -878,12 +879,62 @@ def main(argv=None) -> None:
         if want(key):
             t = time.time()
             lines = []
-            fn(args.quick, lines)
+            extra.setdefault("_data", {})[key] = fn(args.quick, lines)
             extra[title] = lines
             print(f"\n## {title}\n" + "\n".join(lines))
             print(f"  [{key}: {time.time() - t:.0f} s]", flush=True)
     load1 = os.getloadavg()
     write_results(args, rows, extra, threads, how, load0, load1, time.time() - start)
+
+
+def targets(rows, data) -> list[str]:
+    """Issue 10's targets, checked against this run's figures (met / missed by how much)."""
+    out = []
+
+    def ratio(name, times, lib, limit, what):
+        if lib not in times:
+            return
+        r = times["ember"] / times[lib]
+        verdict = "met" if r <= limit else f"**missed** (x{r / limit:.2f} over)"
+        out.append(f"| {what} | ember/{lib} <= {limit} | {r:.2f} | {verdict} |")
+    for name, times, *_ in rows:
+        if name.startswith("1.") and ("(1,)" in name or "(64,)" in name):
+            ratio(name, times, "torch", 0.5, name[3:])
+        if name.startswith("1.") and "(256, 256) fwd+bwd" in name:
+            ratio(name, times, "numpy", 1.1, name[3:])
+        if name.startswith("2."):
+            ratio(name, times, "torch", 0.5, "scalar MLP graph")
+            ratio(name, times, "autograd", 1.0, "scalar MLP graph")
+            ratio(name, times, "mygrad", 1.0, "scalar MLP graph")
+        if name.startswith("3."):
+            ratio(name, times, "numpy", 1.05, "MLP step")
+            ratio(name, times, "torch", 0.9, "MLP step")
+        if name.startswith("4a.") or name.startswith("5."):
+            ratio(name, times, "torch", 1.5, name.split(" (")[0].split(" d128")[0][4:])
+    lc = data.get("longchain") or {}
+    ns = sorted({n for (lib, n) in lc if lib == "ember"})
+    if len(ns) == 2:
+        a, b = lc[("ember", ns[0])], lc[("ember", ns[1])]
+        r = b["bwd"] / a["bwd"]
+        out.append(f"| chain {ns[0]:,} -> {ns[1]:,} nodes, backward | time ratio <= 2.2 | {r:.2f} | "
+                   f"{'met' if r <= 2.2 else '**missed**'} |")
+        back = b["rss_freed"] - b["rss0"]
+        out.append(f"| chain {ns[1]:,}: memory back to start after backward + del | RSS after del - at start "
+                   f"| {back / 2**20:.1f} MB (graph held {(b['rss_fwd'] - b['rss0']) / 2**20:.0f} MB) | "
+                   f"{'met' if back < 0.05 * (b['rss_fwd'] - b['rss0']) + 4 * 2**20 else '**missed**'} |")
+    mem = data.get("memory") or {}
+    if "ember" in mem and "torch" in mem:
+        e, t = mem["ember"]["rss"], mem["torch"]["rss"]
+        out.append(f"| MLP step peak memory (RSS added) | ember <= torch | {e / 2**20:.1f} vs {t / 2**20:.1f} MB | "
+                   f"{'met' if e <= t else f'**missed** (x{e / max(t, 1):.2f})'} |")
+    imp = data.get("import") or {}
+    if "ember" in imp:
+        t = imp["ember"][0]
+        out.append(f"| `import ember` | < 0.2 s | {t:.3f} s | {'met' if t < 0.2 else '**missed**'} |")
+    if not out:
+        return []
+    return ["", "## Issue 10's targets in this run", "", "| target | criterion | this run | verdict |",
+            "|---|---|---|---|"] + out
 
 
 def fmt_t(t):
@@ -935,8 +986,10 @@ def write_results(args, rows, extra, threads, how, load0, load1, elapsed):
         others = ", ".join(f"{k} {v:.0e}" for k, v in errs.items() if k != "ember")
         L.append(f"| {name} | {reps} | " + " | ".join(ts) + " | " + " | ".join(ratios) +
                  f" | {ref} | {e}; {others} |")
+    L += targets(rows, extra.get("_data", {}))
     for title, lines in extra.items():
-        L += ["", f"## {title}", ""] + lines
+        if title != "_data":
+            L += ["", f"## {title}", ""] + lines
     L += ["", "## Not covered", "",
           "- Hand-written NumPy for the CNN (4), the transformer layer (5) and the MLP HVP (7c): not written; "
           "those rows compare ember with torch (reference) only.",
