@@ -21,6 +21,7 @@ import gc
 import json
 import os
 import platform
+import re
 import statistics
 import subprocess
 import sys
@@ -807,7 +808,8 @@ def w_memory(quick, out_lines):
                      "(includes one-off costs of a first step, e.g. lazily imported modules). "
                      "**tracemalloc peak** (a second step) = peak of Python-traced allocations during a "
                      "further step: sees NumPy's buffers and Python objects, not torch's C++ allocations "
-                     "(so it is meaningless for torch and shown only for the NumPy-based libraries). "
+                     "(so it is meaningless for torch and shown only for the NumPy-based libraries). The kernel "
+                     "updates RSS counters in batches of page faults: differences under about 1 MB are noise. "
                      "For scale: the inputs are 0.8 MB, the parameters 2.6 MB, each 256x512 activation 0.5 MB.")
     out_lines.append("")
     out_lines.append("| lib | peak RSS added MB | tracemalloc peak MB |")
@@ -910,7 +912,7 @@ def targets(rows, data) -> list[str]:
             ratio(name, times, "numpy", 1.05, "MLP step")
             ratio(name, times, "torch", 0.9, "MLP step")
         if name.startswith("4a.") or name.startswith("5."):
-            ratio(name, times, "torch", 1.5, name.split(" (")[0].split(" d128")[0][4:])
+            ratio(name, times, "torch", 1.5, re.sub(r"^\S+ ", "", name.split(" (")[0].split(" d128")[0]))
     lc = data.get("longchain") or {}
     ns = sorted({n for (lib, n) in lc if lib == "ember"})
     if len(ns) == 2:
