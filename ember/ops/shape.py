@@ -19,7 +19,7 @@ from .._device import NAMESPACES, check_device
 from .._state import track_tangent
 from .._tensor import Size, Tensor, _new, make, wrap_dim
 from ..autograd import grad_mode as _gm
-from ..autograd.graph import Node, _seq, node_class
+from ..autograd.graph import NODE_OBSERVERS, Node, _seq, node_class
 from ._primitive import PrimNode, apply, batch_rule, batch_safe, defprim, graph_ns, install_saved_attrs
 from ._registry import graph, method, register
 from ._views import apply_inplace, check_inplace
@@ -199,7 +199,6 @@ def _multi_view(input: Tensor, prim, params: list, node_name: str, dim: int, bou
             # PyTorch refuses in-place ops on these views while recording ("Output 0 of Split is a view and is
             # being modified inplace..."); ember/ops/_views.check_inplace reads this mark.
             p._multi_view_op = op
-        from ..autograd.graph import NODE_OBSERVERS
         for observe in NODE_OBSERVERS:   # ember.viz.record(): the node's outputs
             observe(node, pieces)
     return pieces
