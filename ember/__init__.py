@@ -6,6 +6,8 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
+from . import _malloc
+_malloc.tune()   # glibc heap thresholds for array-heavy backward passes (see ember/_malloc.py)
 from . import _dtype
 from ._device import device
 from ._dtype import (bool, double, dtype, float, float16, float32, float64, get_default_dtype, half, int,

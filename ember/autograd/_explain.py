@@ -14,6 +14,7 @@ import numpy as np
 
 from .._origin import created_at, site
 from .._tensor import Tensor
+from ..ops._primitive import Unsaved
 
 __all__ = ["explain", "Explanation"]
 
@@ -219,9 +220,14 @@ def _cut_inputs(nodes, t: Tensor, names) -> list:
         for k, (nxt, _) in enumerate(edges):
             i = k if pos is None else pos[k]
             m = metas[i] if i < len(metas) else None
-            if nxt is not None or type(m) is not tuple:
+            if nxt is not None:
                 continue
-            shape, dt = m
+            if type(m) is tuple:
+                shape, dt = m
+            elif type(m) is Unsaved:   # a primitive's record of an input it did not save
+                shape, dt = m.shape, m.dtype
+            else:
+                continue
             if np.dtype(dt).kind not in "fc":
                 continue
             at = created_at(n)

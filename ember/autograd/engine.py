@@ -92,22 +92,27 @@ def _root_grads(tensors, grad_tensors, create_graph, op, batched=False):
     return roots
 
 
-def _topo_order(root_nodes):
-    """Dependency counts of every node reachable from the roots, and one topological order."""
+def _topo_order(root_nodes, with_order: bool = True):
+    """Dependency counts of every node reachable from the roots, and (``with_order``) one topological order."""
     deps = {}
     order = []
     seen = set(root_nodes)
     stack = list(seen)
+    push = stack.append
     while stack:
         n = stack.pop()
-        order.append(n)
+        if with_order:
+            order.append(n)
         for nxt, _ in n.next_functions:
             if nxt is None:
                 continue
-            deps[nxt] = deps.get(nxt, 0) + 1
-            if nxt not in seen:
-                seen.add(nxt)
-                stack.append(nxt)
+            d = deps.get(nxt)
+            if d is None:   # first edge into nxt: deps doubles as the seen-set of every non-root node
+                deps[nxt] = 1
+                if nxt not in seen:
+                    push(nxt)
+            else:
+                deps[nxt] = d + 1
     return deps, order
 
 
@@ -145,7 +150,7 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, targets=None, ac
     unless ``accumulate``. ``batched`` (with ``targets`` only): every gradient has a leading batch
     dimension (``autograd.grad(is_grads_batched=True)``)."""
     root_nodes = [e[0] for e, _ in roots if e[0] is not None]
-    deps, order = _topo_order(root_nodes)
+    deps, order = _topo_order(root_nodes, targets is not None)
     needed = None
     captured = None
     target_nodes = None
@@ -184,29 +189,34 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, targets=None, ac
             grads = pop_buffer(node, None)
             out = None
             if grads is not None:
-                if (plain and node._tensor_hooks is None and node._retained is None and
-                        node._pre_hooks is None and node._hooks is None):
+                if plain and not node._intercept:
                     out = node.apply(grads, create_graph, None)   # the common case: nothing to intercept
                 else:
                     out = run_node(node, grads, create_graph, needed, target_nodes, captured, accumulate, batched)
                 if not retain_graph:
                     node._release()
-            for i, (nxt, nr) in enumerate(node.next_functions):
-                if nxt is None:
-                    continue
-                if out is not None:
-                    g = out[i] if i < len(out) else None
-                    if g is not None:
-                        buf = buffers.get(nxt)
-                        if buf is None:
-                            buf = buffers[nxt] = [None] * (nr + 1)
-                        elif len(buf) <= nr:
-                            buf.extend([None] * (nr + 1 - len(buf)))
-                        buf[nr] = g if buf[nr] is None else buf[nr] + g
-                d = deps[nxt] - 1
-                deps[nxt] = d
-                if d == 0:
-                    heappush(heap, (-nxt._seq, nxt))
+            i = 0
+            for nxt, nr in node.next_functions:
+                if nxt is not None:
+                    if out is not None and i < len(out):
+                        g = out[i]
+                        if g is not None:
+                            buf = buffers.get(nxt)
+                            if buf is None:
+                                if nr == 0:
+                                    buffers[nxt] = [g]
+                                else:
+                                    buf = buffers[nxt] = [None] * (nr + 1)
+                                    buf[nr] = g
+                            else:
+                                if len(buf) <= nr:
+                                    buf.extend([None] * (nr + 1 - len(buf)))
+                                buf[nr] = g if buf[nr] is None else buf[nr] + g
+                    d = deps[nxt] - 1
+                    deps[nxt] = d
+                    if d == 0:
+                        heappush(heap, (-nxt._seq, nxt))
+                i += 1
     return captured
 
 

@@ -38,6 +38,9 @@ class Node:
     num_outputs = 1
     accumulates = False   # see AccumulateGrad
     _hooks = _pre_hooks = _tensor_hooks = _retained = _metadata = None
+    # True once any hook or retain_grad was registered on the node: the engine's one test per node for
+    # whether it must run the node through its hook machinery (never reset: an emptied hook dict is harmless)
+    _intercept = False
     _qualified_name = None   # name() of the nodes PyTorch implements in C++ namespaces
 
     def __init__(self, next_functions: tuple = ()):
@@ -73,22 +76,26 @@ class Node:
         """``fn(grad_inputs, grad_outputs)`` runs after this node; it may return new grad_inputs."""
         if self._hooks is None:
             self._hooks = {}
+            self.__dict__["_intercept"] = True   # (AccumulateGrad's is a property over this)
         return add_hook(self._hooks, fn)
 
     def register_prehook(self, fn):
         """``fn(grad_outputs)`` runs before this node; it may return new grad_outputs."""
         if self._pre_hooks is None:
             self._pre_hooks = {}
+            self.__dict__["_intercept"] = True
         return add_hook(self._pre_hooks, fn)
 
     def _register_tensor_hook(self, output_nr: int, fn):
         if self._tensor_hooks is None:
             self._tensor_hooks = {}
+            self.__dict__["_intercept"] = True
         return add_hook(self._tensor_hooks.setdefault(output_nr, {}), fn)
 
     def _retain_grad(self, output_nr: int, tensor_ref) -> None:
         if self._retained is None:
             self._retained = {}
+            self.__dict__["_intercept"] = True
         self._retained[output_nr] = tensor_ref
 
     def _release(self) -> None:
@@ -113,6 +120,11 @@ class AccumulateGrad(Node):
     def _tensor_hooks(self):
         m = self.variable._meta
         return {0: m.hooks} if m is not None and m.hooks else None
+
+    @property
+    def _intercept(self) -> bool:
+        m = self.variable._meta
+        return bool(m is not None and m.hooks) or self.__dict__.get("_intercept", False)
 
     def apply(self, grads, create_graph, needed):
         g = grads[0]

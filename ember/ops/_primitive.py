@@ -41,6 +41,7 @@ from ..autograd.graph import (FREED, FREED_MESSAGE, HOOKS_ON, NODE_OBSERVERS, No
 from ._util import promote_float, promote_standard
 
 _ndarray = np.ndarray   # the fast path's type check only: every array operation goes through xp
+_NP_NS = NAMESPACES[_ndarray]
 _state = _gm._state
 fwd_state = _gm.fwd_state
 _EMPTY: dict = {}
@@ -327,10 +328,8 @@ class PrimNode(Node):
                 if t._vc[0] != v:
                     raise RuntimeError(modified_message(t, v, saver=self))
                 args.append(t if graph else t._data)
-            elif type(m) is tuple:
-                args.append(_unsaved(m[0], m[1]))
             else:
-                args.append(m)
+                args.append(m)   # the stand-in of an unsaved tensor input, or a scalar input's value
         return args
 
     def _args_hooked(self, graph: bool, reads: tuple) -> list:
@@ -350,8 +349,6 @@ class PrimNode(Node):
                     if t._vc[0] != v:
                         raise RuntimeError(modified_message(t, v))
                     args.append(t if graph else t._data)
-            elif type(m) is tuple:
-                args.append(_unsaved(m[0], m[1]))
             else:
                 args.append(m)
         return args
@@ -387,34 +384,39 @@ class PrimNode(Node):
             args = self._args(create_graph, prim._reads or _reads(prim))
             if prim._blank is not None:   # worked out just now: no rule reads any input
                 args = prim._blank
-        out = self._unpack_out(create_graph) if prim.saves_out else _OUT_NOT_SAVED
         if create_graph:
+            out = self._unpack_out(True) if prim.saves_out else _OUT_NOT_SAVED
             return self._apply_graph(g, out, args, needed)
+        if prim.saves_out:
+            out = self._out
+            if type(out) is not _ndarray or self._out_vc[0] != self._out_v:
+                out = self._unpack_out(False)   # saved through hooks, another backend, or modified: the checks
+        else:
+            out = _OUT_NOT_SAVED
         # Plain backward on raw arrays: the hot path (the create_graph twin below does the same on Tensors).
         params = self._params
         vjps = prim.vjps
         in_ = self._in
         res = []
-        xp = NAMESPACES[type(g)]
+        xp = _NP_NS if type(g) is _ndarray else NAMESPACES[type(g)]
         pos = prim.edge_pos
         k = 0
         for node, _ in self.next_functions:
             if node is None or (needed is not None and not needed[k]):
                 res.append(None)
-                k += 1
-                continue
-            i = k if pos is None else pos[k]   # the input this edge belongs to
-            try:
-                gi = vjps[i](xp, g, out, *args, **params)
-            except (_UnsavedRead, TypeError) as e:
-                raise _rule_error(prim, "VJP", i, args, e) or e from None
-            if gi is not None:
-                shape, dt = in_[i]
-                if gi.shape != shape:
-                    gi = self._fit(xp, i, gi, gi.shape, shape)
-                if gi.dtype != dt:
-                    gi = gi.astype(dt)
-            res.append(gi)
+            else:
+                i = k if pos is None else pos[k]   # the input this edge belongs to
+                try:
+                    gi = vjps[i](xp, g, out, *args, **params)
+                except (_UnsavedRead, TypeError) as e:
+                    raise _rule_error(prim, "VJP", i, args, e) or e from None
+                if gi is not None:
+                    m = in_[i]
+                    if gi.shape != m.shape:
+                        gi = self._fit(xp, i, gi, gi.shape, m.shape)
+                    if gi.dtype != m.dtype:
+                        gi = gi.astype(m.dtype)
+                res.append(gi)
             k += 1
         return res
 
@@ -436,7 +438,7 @@ class PrimNode(Node):
             except (_UnsavedRead, TypeError) as e:
                 raise _rule_error(prim, "VJP", i, args, e) or e from None
             if gi is not None:
-                shape, dt = in_[i]
+                shape, dt = in_[i].shape, in_[i].dtype
                 if gi._data.shape != shape:
                     gi = self._fit(xp, i, gi, gi._data.shape, shape)
                 if gi._data.dtype != dt:
@@ -478,7 +480,7 @@ class PrimNode(Node):
             except (_UnsavedRead, TypeError) as e:
                 raise _rule_error(prim, "VJP", i, args, e) or e from None
             if gi is not None:
-                shape, dt = self._in[i]
+                shape, dt = self._in[i].shape, self._in[i].dtype
                 got = (gi._data if create_graph else gi).shape
                 want = (batch,) + tuple(shape)
                 if got != want:
@@ -504,8 +506,8 @@ class PrimNode(Node):
         if where is None and not raw:
             if key.endswith("_sym_sizes"):   # PyTorch keeps an unsaved input's sizes under this name
                 i = slots.get(key[:-10])
-                if type(i) is int and type(self._in[i]) is tuple:
-                    return tuple(self._in[i][0])
+                if type(i) is int and type(self._in[i]) is Unsaved:
+                    return tuple(self._in[i].shape)
             params = self._params
             for k in params:
                 if slots.get(("param", k), k) == key:
@@ -520,7 +522,7 @@ class PrimNode(Node):
                 raise RuntimeError(FREED_MESSAGE)
             return RawSaved(self, "out") if raw else self._unpack_out(True)
         m = self._in[where]
-        if type(m) is not tuple:   # a Python scalar input (pow's exponent): its value
+        if type(m) is not Unsaved:   # a Python scalar input (pow's exponent): its value
             if raw:
                 raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
             return m
@@ -678,7 +680,7 @@ def apply(prim: Primitive, args: tuple, params: dict = _EMPTY, node_cls=None, dt
                     refresh_tangent(a)
             d = a._data
             if xp is None:
-                xp = NAMESPACES[type(d)]
+                xp = _NP_NS if type(d) is _ndarray else NAMESPACES[type(d)]
             if dtype is not None and d.dtype != dtype:
                 d = d.astype(dtype)
             datas.append(d)
@@ -738,6 +740,8 @@ def _record(t: Tensor, prim: Primitive, args: tuple, params: dict, node_cls) -> 
         if (node_cls, prim) not in _INSTALLED:
             install_saved_attrs(prim, node_cls)
         node = _new(node_cls)
+    # Per input: its graph edge, and what backward knows of it unsaved (a stand-in with its shape and
+    # dtype; a scalar input's value).
     edges = []
     meta = []
     for a in args:
@@ -750,7 +754,10 @@ def _record(t: Tensor, prim: Primitive, args: tuple, params: dict, node_cls) -> 
             else:
                 edges.append(_NO_EDGE)
             d = a._data
-            meta.append((d.shape, d.dtype))
+            u = _new(Unsaved)
+            u.shape = d.shape
+            u.dtype = d.dtype
+            meta.append(u)
         else:
             edges.append(_NO_EDGE)
             meta.append(a)

@@ -25,7 +25,7 @@ from .._numpy_nn_conv import _adaptive_bounds, _adaptive_max_indices, _max_pool_
 from .._numpy_nn_conv import dim_matrices as _dim_matrices_raw
 from .._tensor import Tensor, make
 from ..autograd.graph import node_class
-from ._primitive import PrimNode, apply, defprim, save_always
+from ._primitive import PrimNode, Unsaved, apply, defprim, save_always
 from ._registry import graph, register
 from ._util import check_tensor
 
@@ -2017,14 +2017,14 @@ def _conv_output_padding(node) -> tuple:
     if not _conv_transposed(node):
         return (0,) * len(node._params["stride"])
     p = node._params
-    x_shape, w_shape = node._in[0][0], node._in[1][0]
+    x_shape, w_shape = node._in[0].shape, node._in[1].shape
     return tuple(o - ((L - 1) * s - 2 * lo + dl * (k - 1) + 1) for o, L, s, (lo, _), dl, k in
                  zip(p["size"], x_shape[2:], p["stride"], p["pads"], p["dilation"], w_shape[2:]))
 
 
 def _conv_bias_sizes(node) -> tuple:
     b = node._in[2]
-    return tuple(b[0]) if type(b) is tuple else (0,)   # PyTorch shows [0] for no bias
+    return tuple(b.shape) if type(b) is Unsaved else (0,)   # PyTorch shows [0] for no bias
 
 
 # PyTorch's ConvolutionBackward0 shows its call's arguments; stride, dilation, groups, input and weight come from
