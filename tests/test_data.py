@@ -705,3 +705,12 @@ def test_loader_generator_state_after_whole_epochs(n, epochs):
         s = lib.utils.data.RandomSampler(range(n), num_samples=2 * n, generator=g)
         return [out, list(s), lib.rand(3, generator=g), lib.randint(0, 1 << 30, (2,), generator=g)]
     both(fn)
+
+
+def test_tensor_dataset_in_workers_matches_torch():
+    def fn(lib):
+        D = lib.utils.data
+        ds = tds(lib, 11)
+        return [list(D.DataLoader(ds, batch_size=4, shuffle=True, num_workers=2)),
+                list(D.DataLoader(D.Subset(ds, list(range(1, 11))), batch_size=3, shuffle=True, num_workers=1))]
+    both(fn, seed=9)
