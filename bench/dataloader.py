@@ -57,8 +57,9 @@ def main():
             res[lib.__name__].append((w, c))
             outs.setdefault(r, []).append((n, chk, after))
     for name, v in res.items():
-        print(f"{name:6s} epoch wall median {statistics.median(x[0] for x in v) * 1e3:8.1f} ms  "
-              f"cpu median {statistics.median(x[1] for x in v) * 1e3:8.1f} ms  best wall {min(x[0] for x in v) * 1e3:8.1f} ms")
+        wall, cpu = [x[0] * 1e3 for x in v], [x[1] * 1e3 for x in v]
+        print(f"{name:6s} epoch wall median {statistics.median(wall):8.1f} ms  "
+              f"cpu median {statistics.median(cpu):8.1f} ms  best wall {min(wall):8.1f} ms")
     if len(libs) == 2:
         same = all(o[0] == o[1] for o in outs.values())
         print("same batches/labels and generator state after:", same)
