@@ -536,3 +536,181 @@ def test_import_stays_lazy():
     code = "import sys, ember; print('ember.utils.data' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+# ---------------------------------------------------------------- the TensorDataset batch fast path
+
+def _layout(t):
+    return (str(t.dtype), tuple(t.shape), t.stride(), t.is_contiguous(), t.requires_grad, t.is_leaf,
+            t.grad_fn is None)
+
+
+def _sources(lib):
+    base = lib.arange(7 * 6, dtype=lib.float64).reshape(7, 6)
+    return [
+        (base.to(lib.float32), lib.arange(7) % 3),                          # the common case
+        (base.t().contiguous().t(),),                                       # a non-contiguous source
+        (base[:, ::2], (base > 10), base.to(lib.int8), base.to(lib.uint8)), # strided view, bool, small ints
+        (base.reshape(7, 3, 2).transpose(1, 2), base[:, 0].to(lib.int32)),  # 3-d non-contiguous, int32
+        (base, base.to(lib.float16), base.to(lib.int16)),
+        (base[:, :1].expand(7, 5), base[0].expand(7, 6)),                  # zero-stride (expanded) views
+    ]
+
+
+@pytest.mark.parametrize("case", range(6))
+@pytest.mark.parametrize("shuffle", [True, False])
+def test_tensor_dataset_batches_match_torch(case, shuffle):
+    # same values, dtypes, shapes, strides and contiguity as torch's stack of rows
+    def fn(lib):
+        dl = lib.utils.data.DataLoader(lib.utils.data.TensorDataset(*_sources(lib)[case]), batch_size=3,
+                                       shuffle=shuffle)
+        batches = list(dl)
+        return [batches, [[_layout(t) for t in b] for b in batches], [type(b).__name__ for b in batches]]
+    both(fn, seed=case)
+
+
+def test_tensor_dataset_fast_path_equals_collated_rows():
+    # the gather itself against default_collate of the rows, field by field, including an empty feature
+    # dimension and inference mode
+    from ember.utils.data import dataloader as dlmod
+    D = ember.utils.data
+    srcs = _sources(ember) + [(ember.zeros(7, 0), ember.zeros(7, 2, 0, dtype=ember.int64))]
+    for tensors in srcs:
+        ds = D.TensorDataset(*tensors)
+        for idx in ([3, 0, 6], [-1, 2, -7], (4,), [5, 5, 5]):
+            for mode in (ember.enable_grad, ember.no_grad, ember.inference_mode):
+                with mode():
+                    fast = dlmod._tensor_batch(ds, idx)
+                    slow = D.default_collate([ds[i] for i in idx])
+                assert fast is not None and type(fast) is type(slow) is list
+                for f, s in zip(fast, slow):
+                    # strides aside: ember.stack keeps a non-contiguous input's layout where torch.stack (and
+                    # the gather) give a contiguous batch; test_tensor_dataset_batches_match_torch checks them
+                    assert _layout(f)[:2] + _layout(f)[4:] == _layout(s)[:2] + _layout(s)[4:]
+                    assert f.is_contiguous()
+                    assert f.is_inference() == s.is_inference()
+                    assert f._version == s._version and f._base is None and s._base is None
+                    np.testing.assert_array_equal(f.numpy(), s.numpy())
+                    assert f.numpy().flags.c_contiguous
+
+
+def test_tensor_dataset_fast_path_refuses():
+    # where the gather could differ, the ordinary path runs
+    from ember.utils.data import dataloader as dlmod
+    D = ember.utils.data
+    x, y = ember.arange(12.).reshape(6, 2), ember.arange(6)
+    ds = D.TensorDataset(x, y)
+    for idx in ([], [0, 6], [-7], [True, 1], [np.int64(1)], [1.0]):
+        assert dlmod._tensor_batch(ds, idx) is None, idx
+    assert dlmod._tensor_batch(D.TensorDataset(x.requires_grad_(True), y), [0, 1]) is None
+    assert dlmod._tensor_batch(D.TensorDataset(ember.nn.Parameter(ember.ones(6, 2))), [0, 1]) is None
+
+    class Rows(D.TensorDataset):
+        def __getitem__(self, i):
+            return super().__getitem__(i)
+    assert dlmod._tensor_batch(Rows(x.detach(), y), [0, 1]) is None
+
+    class Prop(D.TensorDataset):
+        @property
+        def tensors(self):
+            return self.__dict__["tensors"][:1]
+
+        @tensors.setter
+        def tensors(self, v):
+            self.__dict__["tensors"] = v
+    assert dlmod._tensor_batch(Prop(x.detach(), y), [0, 1]) is None
+    import ember.autograd.forward_ad as fwAD
+    with fwAD.dual_level():
+        assert dlmod._tensor_batch(D.TensorDataset(x.detach(), y), [0, 1]) is None
+
+
+def test_tensor_dataset_subclasses_and_requires_grad_match_torch():
+    def fn(lib):
+        D = lib.utils.data
+        calls = []
+
+        class Doubled(D.TensorDataset):
+            def __getitem__(self, i):
+                calls.append(i)
+                return tuple(t[i] * 2 for t in self.tensors)
+
+        class Batched(D.TensorDataset):
+            def __getitems__(self, idx):
+                calls.append(list(idx))
+                return [(self.tensors[0][i] + 100,) for i in idx]
+
+        class Kept(D.TensorDataset):         # keeps __getitem__: rows as TensorDataset's
+            pass
+        x = lib.arange(12, dtype=lib.float32).reshape(6, 2)
+        out = [list(D.DataLoader(cls(x, lib.arange(6)), batch_size=4, shuffle=True))
+               for cls in (Doubled, Batched, Kept)]
+        w = lib.arange(12, dtype=lib.float32).reshape(6, 2).requires_grad_(True)
+        xb, = next(iter(D.DataLoader(D.TensorDataset(w), batch_size=4, shuffle=True)))
+        (xb * lib.arange(1, 5).reshape(4, 1)).sum().backward()
+        return [out, calls, type(xb.grad_fn).__name__, xb.requires_grad, w.grad]
+    both(fn, seed=2)
+
+
+def test_tensor_dataset_index_errors_and_odd_batches_match_torch():
+    def fn(lib):
+        D = lib.utils.data
+        ds = tds(lib, 6)
+        return list(D.DataLoader(ds, batch_sampler=[[0, 1], [-1, -6], (2, 3), [4, 4, 4]]))
+    both(fn)
+    for bs in ([[0, 6]], [[-7]], [[]], [[0, 1.0]], [[True, 1]]):
+        errors(lambda lib: list(lib.utils.data.DataLoader(tds(lib, 6), batch_sampler=bs)))
+
+
+def test_tensor_dataset_custom_collate_map_respected():
+    # a collate function registered for tensors is used, fast path or not
+    for lib in LIBS:
+        collate = lib.utils.data._utils.collate if lib is torch else ember.utils.data._collate
+        fmap = collate.default_collate_fn_map
+        saved = dict(fmap)
+        fmap[lib.Tensor] = lambda batch, *, collate_fn_map=None: len(batch)
+        try:
+            out = list(lib.utils.data.DataLoader(tds(lib, 5), batch_size=2))
+        finally:
+            fmap.clear()
+            fmap.update(saved)
+        assert out == [[2, 2], [2, 2], [1, 1]], lib
+
+
+def test_subset_of_tensor_dataset_matches_torch():
+    def fn(lib):
+        D = lib.utils.data
+        ds = tds(lib, 20)
+        train, val = D.random_split(ds, [15, 5])
+        out = [list(D.DataLoader(train, batch_size=4, shuffle=True)), list(D.DataLoader(val, batch_size=2))]
+        out.append(list(D.DataLoader(D.Subset(ds, range(3, 11)), batch_size=3, shuffle=True)))
+        out.append(list(D.DataLoader(D.Subset(ds, lib.tensor([1, 0, 5])), batch_size=2)))
+        out.append(list(D.DataLoader(D.Subset(ds, [19, -1, 0]), batch_sampler=[[0, -1], [1, 2]])))
+        out.append(list(D.DataLoader(D.Subset(D.Subset(ds, list(range(10, 20))), [9, 0]), batch_size=2)))
+        return out
+    both(fn, seed=4)
+    errors(lambda lib: list(lib.utils.data.DataLoader(lib.utils.data.Subset(tds(lib, 5), [0, 1, 9]),
+                                                      batch_size=3)))
+    errors(lambda lib: list(lib.utils.data.DataLoader(lib.utils.data.Subset(tds(lib, 5), [0, 1]),
+                                                      batch_sampler=[[0, 2]])))
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 64])
+@pytest.mark.parametrize("epochs", [1, 2])
+def test_loader_generator_state_after_whole_epochs(n, epochs):
+    # the sampler's last, unused permutation advances the generator as torch's does
+    def fn(lib):
+        g = lib.Generator().manual_seed(11)
+        dl = lib.utils.data.DataLoader(tds(lib, n), batch_size=2, shuffle=True, generator=g)
+        out = [list(dl) for _ in range(epochs)]
+        s = lib.utils.data.RandomSampler(range(n), num_samples=2 * n, generator=g)
+        return [out, list(s), lib.rand(3, generator=g), lib.randint(0, 1 << 30, (2,), generator=g)]
+    both(fn)
+
+
+def test_tensor_dataset_in_workers_matches_torch():
+    def fn(lib):
+        D = lib.utils.data
+        ds = tds(lib, 11)
+        return [list(D.DataLoader(ds, batch_size=4, shuffle=True, num_workers=2)),
+                list(D.DataLoader(D.Subset(ds, list(range(1, 11))), batch_size=3, shuffle=True, num_workers=1))]
+    both(fn, seed=9)

@@ -140,6 +140,8 @@ default_collate_fn_map: dict[type | tuple[type, ...], Callable] = {
     str: collate_str_fn,
     bytes: collate_str_fn,
 }
+# the map as shipped: DataLoader's TensorDataset fast path applies only while default_collate still uses it
+_SHIPPED_COLLATE_FN_MAP = dict(default_collate_fn_map)
 
 
 def default_collate(batch: list) -> Any:

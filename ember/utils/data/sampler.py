@@ -52,6 +52,19 @@ def _fresh_generator() -> Generator:
     return Generator().manual_seed(seed)
 
 
+def _skip_randperm(n: int, gen) -> bool:
+    """Advance ``gen`` exactly as ``ember.randperm(n, generator=gen)`` does without building the permutation
+    (its Fisher-Yates path draws ``n - 1`` words, nothing for n < 2); False where that path does not apply."""
+    if type(gen) is not Generator or not 0 <= n < _RANDPERM_WORDS_LIMIT:
+        return False
+    if n > 1:
+        gen._words(n - 1)
+    return True
+
+
+_RANDPERM_WORDS_LIMIT = (2 ** 32 - 1) // 20   # ember.randperm's bound between its two paths
+
+
 class RandomSampler(Sampler[int]):
     """Indices in random order: a permutation (repeated if ``num_samples`` exceeds the length), or, with
     ``replacement``, ``num_samples`` independent draws (in chunks of 32, as PyTorch draws them)."""
@@ -87,7 +100,9 @@ class RandomSampler(Sampler[int]):
             for _ in range(total // n):
                 yield from ember.randperm(n, generator=gen).tolist()
             # ... and this last permutation even when no index of it is used
-            yield from ember.randperm(n, generator=gen).tolist()[:total % n]
+            rest = total % n
+            if rest or not _skip_randperm(n, gen):
+                yield from ember.randperm(n, generator=gen).tolist()[:rest]
 
     def __len__(self) -> int:
         return self.num_samples
