@@ -177,9 +177,24 @@ def _tensors_to_lists(data):
     return data
 
 
+_F64 = np.dtype(np.float64)
+_F32_MAX = float(np.finfo(np.float32).max)
+
+
 def tensor(data, dtype: D.dtype | None = None, device=None, requires_grad: bool = False,
            pin_memory: bool = False) -> Tensor:
     """A new tensor holding a copy of ``data`` (Python scalars, nested lists, NumPy arrays, tensors)."""
+    if type(data) is float and dtype is None and device is None and (requires_grad is False or requires_grad is True):
+        # one Python float (micrograd-style code makes thousands): straight to a 0-d array of the default dtype
+        npd = D._default_float.np
+        if npd is _F64 or abs(data) <= _F32_MAX or data != data:
+            arr = np.array(data, npd)
+        else:
+            with np.errstate(over="ignore"):   # 1e40 -> inf in float32, silently as PyTorch
+                arr = np.array(data, npd)
+        t = make(arr)
+        t._requires_grad = requires_grad
+        return t
     dtype = _check_dtype(dtype, "tensor")
     requires_grad = _check_bool(requires_grad, "tensor", none_ok=False)
     _check_device(device, "tensor")
