@@ -733,6 +733,44 @@ def apply(prim: Primitive, args: tuple, params: dict = _EMPTY, node_cls=None, dt
     return t
 
 
+_ONE = object()   # apply_fast's marker for "no second operand"
+
+
+def apply_fast(prim: Primitive, a: Tensor, b=_ONE) -> Tensor:
+    """``apply(prim, (a,) or (a, b), dtype=KEEP_DTYPE)`` for the hot wrappers (unary float ops, binary operators
+    on same-dtype floats): ``b`` is an exact Tensor or a Python scalar. Without views, forward AD or inference
+    mode it does apply's work with none of its general cases (casts, parameters, view bookkeeping, flags)."""
+    bt = type(b) is Tensor
+    if a._base is not None or fwd_state.level or _state.inference or prim.is_view or (bt and b._base is not None):
+        return apply(prim, (a,) if b is _ONE else (a, b), _EMPTY, None, KEEP_DTYPE)
+    d = a._data
+    xp = _NP_NS if type(d) is _ndarray else NAMESPACES[type(d)]
+    try:
+        if b is _ONE:
+            out = prim.forward(xp, d)
+        else:
+            out = prim.forward(xp, d, b._data if bt else b)
+    except xp.backend.forward_errors:
+        return apply(prim, (a,) if b is _ONE else (a, b), _EMPTY, None, KEEP_DTYPE)   # raises with its message
+    if type(out) is not _ndarray and type(out) not in xp.backend.array_types:
+        out = xp.backend.asarray(out)   # a NumPy scalar from a 0-d computation
+    t = _new(Tensor)
+    t._data = out
+    t._output_nr = 0
+    t._vc = [0]
+    t._base = None
+    t._meta = None
+    t._fw_grad = None
+    if a._requires_grad or (bt and b._requires_grad):
+        if _state.enabled:
+            _record(t, prim, (a,) if b is _ONE else (a, b), _EMPTY, None)
+            return t
+        t._origin = prim   # cut from the graph by no_grad: autograd.explain names the op
+    t.grad_fn = None
+    t._requires_grad = False
+    return t
+
+
 def _record(t: Tensor, prim: Primitive, args: tuple, params: dict, node_cls) -> None:
     if node_cls is None:
         node = _new(prim.node_cls)

@@ -15,7 +15,7 @@ from .. import _dtype as D
 from .._device import NAMESPACES, backend_of
 from .._tensor import Tensor, make
 from ..autograd.graph import node_class
-from ._primitive import _EMPTY, KEEP_DTYPE, PrimNode, apply, batch_safe, broadcast_error, defprim, save_always
+from ._primitive import _EMPTY, KEEP_DTYPE, PrimNode, apply, apply_fast, batch_safe, broadcast_error, defprim, save_always
 from ._registry import graph, method, register
 from ._util import check_tensor, compute_dtype, promote, scalar_or_tensor
 from ._views import apply_inplace
@@ -735,7 +735,7 @@ def _unary(prim, name, same_dtype=False, aliases=(), special=(), register_as=Tru
     inputs in the default float dtype; ``same_dtype`` ops keep the input's dtype."""
     def fn(input: Tensor) -> Tensor:
         if type(input) is Tensor and input._data.dtype.kind == "f":   # the common case, first
-            return apply(prim, (input,), _EMPTY, None, KEEP_DTYPE)
+            return apply_fast(prim, input)
         check_tensor(input, name)
         kind = input._data.dtype.kind
         if kind == "b" and same_dtype:
@@ -1554,7 +1554,7 @@ def _operator(fn, prim=None):
             to = type(other)
             if to is float or (to is int and -0x8000000000000000 <= other < 0x10000000000000000) or \
                     (to is Tensor and other._data.dtype == self._data.dtype):
-                return apply(prim, (self, other), _EMPTY, None, KEEP_DTYPE)
+                return apply_fast(prim, self, other)
         if not isinstance(other, (Tensor, bool, int, float, np.generic)):
             return NotImplemented
         return fn(self, other)
