@@ -1414,3 +1414,38 @@ def test_leaf_grad_and_hooks_do_not_keep_graph_alive():
         assert ref() is None
         assert x.grad is not None
     _no_gc(body)
+
+
+# ----- a leaf's first gradient taken without a copy when no one else holds it (issue 10) ------------------
+
+def test_first_grad_is_taken_only_when_unshared():
+    import numpy as np
+    x1 = ember.ones(3, requires_grad=True)
+    x2 = ember.ones(3, requires_grad=True)
+    (x1 + x2).sum().backward()          # AddBackward0 hands one array to both leaves
+    assert not np.shares_memory(x1.grad._data, x2.grad._data)
+    x1.grad += 1
+    assert x2.grad.tolist() == [1.0, 1.0, 1.0]
+
+
+def test_first_grad_not_taken_from_a_live_tensor_or_hook():
+    import numpy as np
+    x = ember.ones(3, requires_grad=True)
+    g = ember.full((3,), 2.0)
+    (x + 0.0).backward(g)               # the user's gradient passes through AddBackward0 to x
+    assert not np.shares_memory(x.grad._data, g._data)
+    seen = []
+    w = ember.ones(3, requires_grad=True)
+    w.register_hook(lambda t: seen.append(t))
+    (w * 3).sum().backward()
+    assert not np.shares_memory(w.grad._data, seen[0]._data)
+    w.grad.zero_()
+    assert seen[0].tolist() == [3.0, 3.0, 3.0]
+
+
+def test_first_grad_taken_is_correct_and_writable():
+    x = ember.ones(2, 3, requires_grad=True)
+    (x * 2).sum().backward()
+    assert x.grad.tolist() == [[2.0] * 3] * 2 and x.grad._data.flags.writeable
+    (x * 2).sum().backward()            # accumulates into the taken buffer
+    assert x.grad.tolist() == [[4.0] * 3] * 2

@@ -187,7 +187,7 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, targets=None, ac
         while heap:
             node = heappop(heap)[1]
             grads = pop_buffer(node, None)
-            out = None
+            out = g = None   # (the last routed gradient must not stay referenced: AccumulateGrad steals lone ones)
             if grads is not None:
                 if plain and not node._intercept:
                     out = node.apply(grads, create_graph, None)   # the common case: nothing to intercept

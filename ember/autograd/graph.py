@@ -9,6 +9,9 @@ from __future__ import annotations
 import itertools
 import threading
 import weakref
+from sys import getrefcount as _getrefcount
+
+from numpy import ndarray as _ndarray
 
 from .. import _tensor
 from .._device import backend_of
@@ -129,20 +132,28 @@ class AccumulateGrad(Node):
     def apply(self, grads, create_graph, needed):
         g = grads[0]
         if g is not None:
-            accumulate_grad(self.variable, g, create_graph)
+            # The engine's buffer list and this frame hold the only references (3 with getrefcount's own): a
+            # fresh array nobody else can see, which .grad may take instead of a copy (PyTorch steals it too).
+            owned = not create_graph and _getrefcount(g) == 3
+            accumulate_grad(self.variable, g, create_graph, owned)
         return []
 
 
 ACCUMULATE_LOCK = threading.Lock()   # backward may run in several threads at once; NumPy's add releases the GIL
 
 
-def accumulate_grad(t, g, create_graph: bool) -> None:
-    """Add gradient ``g`` (a raw array, or a Tensor under create_graph) into leaf ``t``'s ``.grad``."""
+def accumulate_grad(t, g, create_graph: bool, owned: bool = False) -> None:
+    """Add gradient ``g`` (a raw array, or a Tensor under create_graph) into leaf ``t``'s ``.grad``.
+    ``owned``: no one else holds the array ``g``, so a first gradient may be ``g`` itself when it has the
+    leaf's shape and dtype and its own writable, C-contiguous memory."""
     with ACCUMULATE_LOCK:
         m = t._get_meta()
         if m.grad is None:
             if create_graph:
                 m.grad = g.clone()   # its own memory: g may be shared with other leaves or a broadcast view
+            elif (owned and type(g) is _ndarray and g.base is None and g.dtype == t._data.dtype
+                  and g.shape == t._data.shape and g.flags.c_contiguous and g.flags.writeable):
+                m.grad = _tensor.make(g)
             else:
                 m.grad = _tensor.make(backend_of(g).copy(g, t._data.dtype))
         elif create_graph:
