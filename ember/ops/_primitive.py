@@ -189,6 +189,18 @@ def _unsaved(shape, dtype) -> Unsaved:
     return u
 
 
+# Stand-ins are shared per (shape, dtype): a node's record of its inputs then allocates nothing the cyclic
+# garbage collector must walk (a large live graph makes every full collection slower; bench/NOTES.md).
+_STAND_INS: dict = {}
+
+
+def _stand_in(key: tuple) -> Unsaved:
+    if len(_STAND_INS) >= 4096:   # many distinct shapes (variable-length data): start again
+        _STAND_INS.clear()
+    u = _STAND_INS[key] = _unsaved(*key)
+    return u
+
+
 _OUT_NOT_SAVED = _unsaved(None, None)
 _NOT_READ = _unsaved(None, None)   # an input no rule of the primitive reads
 
@@ -792,10 +804,9 @@ def _record(t: Tensor, prim: Primitive, args: tuple, params: dict, node_cls) -> 
             else:
                 edges.append(_NO_EDGE)
             d = a._data
-            u = _new(Unsaved)
-            u.shape = d.shape
-            u.dtype = d.dtype
-            meta.append(u)
+            key = (d.shape, d.dtype)
+            u = _STAND_INS.get(key)
+            meta.append(_stand_in(key) if u is None else u)
         else:
             edges.append(_NO_EDGE)
             meta.append(a)
