@@ -7,8 +7,8 @@ again page by page: on a chain of (256, 256) float32 steps backward made 28,000 
 where the same arithmetic on retained memory takes 20 ms (bench/NOTES.md, "Allocator"). A CNN step spent a
 quarter of its time in such faults.
 
-ember therefore fixes two thresholds: arrays up to 16 MiB come from the heap (larger ones keep their own
-mapping, returned to the OS when freed), and the heap's free top is trimmed once it exceeds 64 MiB (then
+ember therefore fixes two thresholds: arrays up to 32 MiB come from the heap (larger ones keep their own
+mapping, returned to the OS when freed), and the heap's free top is trimmed once it exceeds 128 MiB (then
 down to glibc's small pad, so memory still returns to the OS after a large graph is freed). PyTorch's own
 CPU tuning guide recommends a caching allocator (jemalloc, tcmalloc) for the same reason.
 
