@@ -4,7 +4,7 @@ Backward frees each node's saved arrays as it goes, while the gradients it compu
 same sizes. With glibc's default (dynamic) thresholds the heap's free top is handed back to the OS as soon as
 it exceeds twice the largest recent allocation, and every array allocated after that is faulted in and zeroed
 again page by page: on a chain of (256, 256) float32 steps backward made 28,000 minor page faults and took 94 ms,
-where the same arithmetic on retained memory takes 20 ms (bench/NOTES.md, "Allocator"). A CNN step spent a
+where the same arithmetic on retained memory takes 20 ms (bench/NOTES.md, "The C allocator"). A CNN step spent a
 quarter of its time in such faults.
 
 ember therefore fixes two thresholds: arrays up to 32 MiB come from the heap (larger ones keep their own
