@@ -108,9 +108,7 @@ class Tensor:
     # _view_steps/_view_v are set only on views (``_base`` not None): the view ops that lead from the
     # base to this view, and the version at which this view's grad_fn was last made from the base's.
     __slots__ = ("_data", "_requires_grad", "grad_fn", "_output_nr", "_vc", "_base", "_view_steps", "_view_v",
-                 "_view_nograd",
-                 "_meta",
-                 "_fw_grad", "__weakref__", "__dict__",
+                 "_view_nograd", "__weakref__", "__dict__",
                  # How a tensor that does not require grad was cut from the graph, for autograd.explain: set
                  # by detach()/.data and by ops run under no_grad on inputs that require grad; unset (no cost)
                  # on other tensors, so read it with getattr(t, "_origin", None).
@@ -221,6 +219,9 @@ class Tensor:
 
     # Set on the instance for tensors made inside inference_mode (PyTorch's inference tensors).
     _inference = False
+    # Rarely set, so class defaults rather than slots: making a tensor (once per op) writes neither.
+    _meta = None     # a leaf's .grad, hooks and retain_grad state (_Meta), made on first use
+    _fw_grad = None  # the forward-mode tangent, inside a dual_level
     # Set on the views that a multi-output view op returns (split, unbind: the op's name); PyTorch refuses
     # in-place ops on them while recording.
     _multi_view_op = None
@@ -344,8 +345,6 @@ class Tensor:
         t._output_nr = 0
         t._vc = self._vc
         t._base = None
-        t._meta = None
-        t._fw_grad = None
         t._origin = ("detach()", user_site())   # for autograd.explain; detach is rare enough to afford it
         return t
 
@@ -458,8 +457,6 @@ def _init(t: Tensor, data: np.ndarray) -> None:
     t._output_nr = 0
     t._vc = [0]
     t._base = None
-    t._meta = None
-    t._fw_grad = None
 
 
 def _rebuild(data, requires_grad):

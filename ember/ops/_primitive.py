@@ -710,8 +710,6 @@ def apply(prim: Primitive, args: tuple, params: dict = _EMPTY, node_cls=None, dt
     t = _new(Tensor)
     t._data = out
     t._output_nr = 0
-    t._meta = None
-    t._fw_grad = None
     if prim.is_view and xp.backend.may_share_memory(out, datas[0]):   # reshape may have had to copy
         base = args[0]
         if base._inference:
@@ -750,10 +748,11 @@ _ONE = object()   # apply_fast's marker for "no second operand"
 
 def apply_fast(prim: Primitive, a: Tensor, b=_ONE) -> Tensor:
     """``apply(prim, (a,) or (a, b), dtype=KEEP_DTYPE)`` for the hot wrappers (unary float ops, binary operators
-    on same-dtype floats): ``b`` is an exact Tensor or a Python scalar. Without views, forward AD or inference
-    mode it does apply's work with none of its general cases (casts, parameters, view bookkeeping, flags)."""
+    on same-dtype floats): ``b`` is an exact Tensor or a Python scalar, ``prim`` not a view op. Without views,
+    forward AD or inference mode it does apply's work with none of its general cases (casts, parameters, view
+    bookkeeping, flags)."""
     bt = type(b) is Tensor
-    if a._base is not None or fwd_state.level or _state.inference or prim.is_view or (bt and b._base is not None):
+    if a._base is not None or fwd_state.level or _state.inference or (bt and b._base is not None):
         return apply(prim, (a,) if b is _ONE else (a, b), _EMPTY, None, KEEP_DTYPE)
     d = a._data
     xp = _NP_NS if type(d) is _ndarray else NAMESPACES[type(d)]
@@ -771,8 +770,6 @@ def apply_fast(prim: Primitive, a: Tensor, b=_ONE) -> Tensor:
     t._output_nr = 0
     t._vc = [0]
     t._base = None
-    t._meta = None
-    t._fw_grad = None
     if a._requires_grad or (bt and b._requires_grad):
         if _state.enabled:
             _record(t, prim, (a,) if b is _ONE else (a, b), _EMPTY, None)

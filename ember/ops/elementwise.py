@@ -733,6 +733,9 @@ def _unary(prim, name, same_dtype=False, aliases=(), special=(), register_as=Tru
     """A unary op: ``ember.<name>``, ``Tensor.<name>``, the in-place ``Tensor.<name>_`` (and ``ember.<name>_``
     where PyTorch has it), ``ember.special.<s>`` for each name in ``special``. Float ops compute integral
     inputs in the default float dtype; ``same_dtype`` ops keep the input's dtype."""
+    if prim.is_view:
+        raise ValueError(f"_unary: {prim.name} is a view op; apply_fast does not handle views")
+
     def fn(input: Tensor) -> Tensor:
         if type(input) is Tensor and input._data.dtype.kind == "f":   # the common case, first
             return apply_fast(prim, input)
@@ -1549,6 +1552,9 @@ def _operator(fn, prim=None):
     """A binary operator method: NotImplemented for operand types it does not know, so Python can
     try the other side. With ``prim``, float tensors with a float/int scalar or a same-dtype tensor
     take a fast path: no promotion and no bool checks are needed there."""
+    if prim is not None and prim.is_view:
+        raise ValueError(f"_operator: {prim.name} is a view op; apply_fast does not handle views")
+
     def op(self, other):
         if prim is not None and self._data.dtype.kind == "f":
             to = type(other)
