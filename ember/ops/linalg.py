@@ -687,7 +687,12 @@ def _addprod_fwd(xp, c, a, b, eq, beta, alpha):
         prod = prod * alpha
     if beta == 0:   # PyTorch ignores input then (nan and inf in it do not propagate)
         return prod + xp.zeros_like(prod)
-    return prod + (c * beta if beta != 1 else c)
+    c = c * beta if beta != 1 else c
+    if type(prod) is np.ndarray and type(c) is np.ndarray and prod.dtype == c.dtype and c.ndim <= prod.ndim \
+            and all(n == 1 or n == m for n, m in zip(c.shape[::-1], prod.shape[::-1])):
+        prod += c   # the product is einsum's own new array: no second result-sized array (Linear's bias)
+        return prod
+    return prod + c
 
 
 def _addprod_vjp_c(xp, g, out, c, a, b, eq, beta, alpha):
