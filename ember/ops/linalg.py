@@ -332,6 +332,12 @@ def _einsum_vjp(k):
         # letters only operand k has are summed in the forward: the gradient is broadcast along them
         sz = {c: n for c, n in zip(subs[k], ops[k].shape) if c not in present}
         args = ops[:k] + ops[k + 1:] + (g,)
+        op = ops[k]
+        if (type(op) is np.ndarray and op.ndim == 2 and op.flags.f_contiguous and not op.flags.c_contiguous
+                and type(g) is np.ndarray and g.ndim == len(o) and not sz and len(set(subs[k])) == 2):
+            # a transposed operand (Linear's weight.t()) gets its gradient in its own layout, as PyTorch's
+            # mm_mat1/mat2_backward: the weight's gradient then comes out C-contiguous, like the weight
+            return xp.einsum(",".join(others + [o]) + "->" + subs[k][::-1], *args).T
         return xp.einsum(",".join(others + [o]) + "->" + subs[k], *args, sizes=sz or None)
     return rule
 
