@@ -702,7 +702,7 @@ def _addprod_fwd(xp, c, a, b, eq, beta, alpha):
 
 
 def _addprod_vjp_c(xp, g, out, c, a, b, eq, beta, alpha):
-    return g * beta
+    return g if beta == 1 else g * beta   # as add's rule: g itself (the engine copies before writing into one)
 
 
 def _addprod_vjp_ab(k):
