@@ -655,10 +655,14 @@ def _midpoint_cases():
     p = ((2 ** 22 + np.arange(16)) * 2.0 ** -149).astype(np.float32)
     g = np.full(16, -1047553 * 2.0 ** -130, np.float32)
     cases.append((p, g, 1025 * 2.0 ** -50))
+    # the same with a nan and infinities among them (a nan must not hide the subnormal check of its block)
+    p, g = p.copy(), g.copy()
+    p[3], p[5], g[6] = np.nan, np.inf, np.inf
+    cases.append((p, g, 1025 * 2.0 ** -50))
     return cases
 
 
-@pytest.mark.parametrize("case", range(5))
+@pytest.mark.parametrize("case", range(6))
 def test_float32_step_rounds_once_at_midpoints(case):
     """``p.add_(g, alpha=-lr)`` is one fused multiply-add in PyTorch: rounded once, also where the float64
     emulation's result is a float32 rounding midpoint (a double rounding would tie to even)."""

@@ -159,7 +159,7 @@ def _fma32(x, y, z: np.ndarray, out: np.ndarray) -> None:
         if not hit:                             # float32 subnormal (or zero) results keep fewer bits
             mag = u.view(np.float64)
             np.abs(t, out=mag)
-            hit = mag.min() < _TINY32
+            hit = np.fmin.reduce(mag) < _TINY32    # fmin: a NaN does not hide a subnormal result
         if hit:
             idx = np.flatnonzero(((bits & _LOW29) == _MID) | (np.abs(t) < _TINY32))
             xi = xa.astype(np.float64) if isinstance(xa, np.ndarray) else xa
