@@ -181,16 +181,33 @@ def _plan(ins: str, out: str):
             len(b), len(i), len(j))
 
 
+def _best_plan(ins: str, out: str):
+    """``_plan`` of the operands in the order whose product comes out in the result's axis order (so no
+    transposed copy is needed afterwards: ``g @ W`` rather than ``(W.T @ g.T).T``, as PyTorch's mm backward
+    computes it), and whether that order swaps them."""
+    plan = _plan(ins, out)
+    if plan is None:
+        return None
+    if plan[2] != sorted(plan[2]):
+        s1, s2 = ins.split(",")
+        other = _plan(s2 + "," + s1, out)
+        if other is not None and other[2] == sorted(other[2]):
+            return other, True
+    return plan, False
+
+
 def _as_matmul(ins: str, out: str, x, y):
     """``einsum(ins->out, x, y)`` as one BLAS matmul (NumPy's optimized einsum gets there with more overhead),
     or None where the equation is no plain (batched) product."""
     key = (ins, out)
-    plan = _PLANS.get(key, False)
-    if plan is False:
-        plan = _PLANS[key] = _plan(ins, out)
-    if plan is None:
+    entry = _PLANS.get(key, False)
+    if entry is False:
+        entry = _PLANS[key] = _best_plan(ins, out)
+    if entry is None:
         return None
-    pa, pb, po, nb, ni, nj = plan
+    (pa, pb, po, nb, ni, nj), swap = entry
+    if swap:
+        x, y = y, x
     a, b = x.transpose(pa), y.transpose(pb)
     batch = a.shape[:nb]
     if b.shape[:nb] != batch:   # size-1 batch axes against longer ones: einsum's business

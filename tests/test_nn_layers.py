@@ -330,3 +330,17 @@ def test_layer_errors_match_torch():
         raises_same(fn, exact_msg=True)
     # (PyTorch prints a set here, whose order varies between runs)
     raises_same(lambda lib: lib.nn.Conv1d(2, 2, 3, padding_mode="mirror"), msg="but got padding_mode='mirror'")
+
+
+def test_linear_weight_grad_has_the_weights_layout():
+    """PyTorch computes the gradient of ``weight.t()`` in that view's (column-major) layout, so the weight's
+    ``.grad`` comes out C-contiguous like the weight (strides as PyTorch's; the optimizer reads it as is)."""
+    torch = pytest.importorskip("torch")
+    for lib in (ember, torch):
+        lib.manual_seed(0)
+    res = []
+    for lib in (ember, torch):
+        lin = lib.nn.Linear(5, 3)
+        lin(lib.ones(4, 5)).sum().backward()
+        res.append((lin.weight.grad.stride(), lin.weight.grad.is_contiguous(), lin.bias.grad.stride()))
+    assert res[0] == res[1] == ((5, 1), True, (1,))

@@ -637,6 +637,48 @@ def test_float32_steps_from_the_same_gradients(name, kw, exact, monkeypatch):
     np.testing.assert_array_equal(run(ember), expected)
 
 
+def _midpoint_cases():
+    """float32 (p, g, lr) where ``p - lr*g`` in float64 lands exactly on a float32 rounding midpoint although the
+    exact value does not (so rounding the float64 result to float32 rounds twice, and wrongly), in float32's
+    normal and subnormal ranges, plus ordinary values around them. 1 + 2**-30 = (1025 / 2**10) * (1047553 / 2**20)
+    and 1 - 2**-30 = (1 + 2**-15) * (1 - 2**-15) are products of two float32 numbers."""
+    rng = np.random.default_rng(5)
+    odd_even = (1 + np.arange(16) * 2.0 ** -23).astype(np.float32)     # alternating last mantissa bits
+    cases = []
+    for lr, m in [(1025 / 1024, 1047553 * 2.0 ** -20), (1 + 2.0 ** -15, 1 - 2.0 ** -15)]:
+        for sign in (1, -1):
+            p = np.concatenate([odd_even, -odd_even, odd_even * 4, rng.standard_normal(16)]).astype(np.float32)
+            ulp = np.spacing(np.abs(p)).astype(np.float64)
+            g = -sign * m * ulp / 2 * np.sign(p)                          # lr*g = -+(half an ulp) * (1 +- 2**-30)
+            cases.append((p, g.astype(np.float32), lr))
+    # subnormal results: p near float32's smallest normal, lr*g = 2**-150 * (1 + 2**-30)
+    p = ((2 ** 22 + np.arange(16)) * 2.0 ** -149).astype(np.float32)
+    g = np.full(16, -1047553 * 2.0 ** -130, np.float32)
+    cases.append((p, g, 1025 * 2.0 ** -50))
+    # the same with a nan and infinities among them (a nan must not hide the subnormal check of its block)
+    p, g = p.copy(), g.copy()
+    p[3], p[5], g[6] = np.nan, np.inf, np.inf
+    cases.append((p, g, 1025 * 2.0 ** -50))
+    return cases
+
+
+@pytest.mark.parametrize("case", range(6))
+def test_float32_step_rounds_once_at_midpoints(case):
+    """``p.add_(g, alpha=-lr)`` is one fused multiply-add in PyTorch: rounded once, also where the float64
+    emulation's result is a float32 rounding midpoint (a double rounding would tie to even)."""
+    p, g, lr = _midpoint_cases()[case]
+
+    def run(lib):
+        w = lib.tensor(p.copy(), requires_grad=True)
+        w.grad = lib.tensor(g)
+        lib.optim.SGD([w], lr=lr).step()
+        return to_np(w)
+    expected = run(torch)
+    changed = expected != (p.astype(np.float64) - np.float64(np.float32(lr)) * g).astype(np.float32)
+    assert changed.sum() >= 8          # the cases do hit double roundings
+    np.testing.assert_array_equal(run(ember).view(np.uint32), expected.view(np.uint32))
+
+
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_training_loop_matches_torch(dtype):
     """A small MLP (functional layers) trained with AdamW and OneCycleLR (which also cycles beta1):

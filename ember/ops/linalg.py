@@ -332,6 +332,12 @@ def _einsum_vjp(k):
         # letters only operand k has are summed in the forward: the gradient is broadcast along them
         sz = {c: n for c, n in zip(subs[k], ops[k].shape) if c not in present}
         args = ops[:k] + ops[k + 1:] + (g,)
+        op = ops[k]
+        if (type(op) is np.ndarray and op.ndim == 2 and op.flags.f_contiguous and not op.flags.c_contiguous
+                and type(g) is np.ndarray and g.ndim == len(o) and not sz and len(set(subs[k])) == 2):
+            # a transposed operand (Linear's weight.t()) gets its gradient in its own layout, as PyTorch's
+            # mm_mat1/mat2_backward: the weight's gradient then comes out C-contiguous, like the weight
+            return xp.einsum(",".join(others + [o]) + "->" + subs[k][::-1], *args).T
         return xp.einsum(",".join(others + [o]) + "->" + subs[k], *args, sizes=sz or None)
     return rule
 
@@ -687,11 +693,16 @@ def _addprod_fwd(xp, c, a, b, eq, beta, alpha):
         prod = prod * alpha
     if beta == 0:   # PyTorch ignores input then (nan and inf in it do not propagate)
         return prod + xp.zeros_like(prod)
-    return prod + (c * beta if beta != 1 else c)
+    c = c * beta if beta != 1 else c
+    if type(prod) is np.ndarray and type(c) is np.ndarray and prod.dtype == c.dtype and c.ndim <= prod.ndim \
+            and all(n == 1 or n == m for n, m in zip(c.shape[::-1], prod.shape[::-1])):
+        prod += c   # the product is einsum's own new array: no second result-sized array (Linear's bias)
+        return prod
+    return prod + c
 
 
 def _addprod_vjp_c(xp, g, out, c, a, b, eq, beta, alpha):
-    return g * beta
+    return g if beta == 1 else g * beta   # as add's rule: g itself (the engine copies before writing into one)
 
 
 def _addprod_vjp_ab(k):
