@@ -42,7 +42,7 @@ def tune() -> bool:
         if not hasattr(libc, "gnu_get_libc_version"):
             return False   # not glibc (musl's mallopt does nothing)
         mallopt = libc.mallopt
-    except (OSError, AttributeError):
+    except (ImportError, OSError, AttributeError):   # no ctypes in this build, or no C library to find
         return False
     # the mmap threshold first: setting either one turns off glibc's dynamic adjustment of both
     TUNED = bool(mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD))

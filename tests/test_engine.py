@@ -1422,10 +1422,10 @@ def test_first_grad_is_taken_only_when_unshared():
     import numpy as np
     x1 = ember.ones(3, requires_grad=True)
     x2 = ember.ones(3, requires_grad=True)
-    (x1 + x2).sum().backward()          # AddBackward0 hands one array to both leaves
+    ((x1 + x2) * 2).backward(ember.ones(3))   # AddBackward0 hands one fresh array to both leaves
     assert not np.shares_memory(x1.grad._data, x2.grad._data)
     x1.grad += 1
-    assert x2.grad.tolist() == [1.0, 1.0, 1.0]
+    assert x2.grad.tolist() == [2.0, 2.0, 2.0]
 
 
 def test_first_grad_not_taken_from_a_live_tensor_or_hook():
@@ -1449,3 +1449,14 @@ def test_first_grad_taken_is_correct_and_writable():
     assert x.grad.tolist() == [[2.0] * 3] * 2 and x.grad._data.flags.writeable
     (x * 2).sum().backward()            # accumulates into the taken buffer
     assert x.grad.tolist() == [[4.0] * 3] * 2
+
+
+def test_first_grad_sole_count_is_measured():
+    from ember.autograd import graph
+    if graph._getrefcount is None:
+        return
+    held = [object()]
+    assert graph._sole_count(held) == graph._SOLE
+    other = held[0]   # a second holder must read differently
+    assert graph._sole_count(held) != graph._SOLE
+    del other

@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 import threading
 import weakref
-from sys import getrefcount as _getrefcount
+import sys
 
 from numpy import ndarray as _ndarray
 
@@ -130,14 +130,25 @@ class AccumulateGrad(Node):
         return bool(m is not None and m.hooks) or self.__dict__.get("_intercept", False)
 
     def apply(self, grads, create_graph, needed):
+        # Held by the engine's buffer list alone (counted before this frame binds it): a fresh array nobody
+        # else can see, which .grad may take instead of a copy (PyTorch steals such a gradient too).
+        owned = not create_graph and _getrefcount is not None and _getrefcount(grads[0]) == _SOLE
         g = grads[0]
         if g is not None:
-            # The engine's buffer list and this frame hold the only references (3 with getrefcount's own): a
-            # fresh array nobody else can see, which .grad may take instead of a copy (PyTorch steals it too).
-            owned = not create_graph and _getrefcount(g) == 3
             accumulate_grad(self.variable, g, create_graph, owned)
         return []
 
+
+_getrefcount = getattr(sys, "getrefcount", None)   # (PyPy has none: gradients are then always copied)
+
+
+def _sole_count(items: list) -> int:
+    return _getrefcount(items[0])
+
+
+# What getrefcount reads for a list's item that only the list holds, in the very form AccumulateGrad.apply
+# uses (measured, not assumed: CPython 3.14 counts borrowed stack references differently from 3.11).
+_SOLE = _sole_count([object()]) if _getrefcount is not None else -1
 
 ACCUMULATE_LOCK = threading.Lock()   # backward may run in several threads at once; NumPy's add releases the GIL
 

@@ -294,8 +294,12 @@ def _rule_error(prim, kind, i, args, e) -> Exception | None:
     if stand_in is _OUT_NOT_SAVED:
         what = "the output, which its declaration does not save (add saves_out=True)"
     else:
-        pos = next((j for j, a in enumerate(args) if a is stand_in), "?")
-        what = f"input {pos}, which its declaration does not save (add {pos} to saves=)"
+        # stand-ins are shared per (shape, dtype): inputs alike in both are all candidates
+        pos = [j for j, a in enumerate(args) if a is stand_in] or ["?"]
+        which = " or ".join(map(str, pos))
+        what = (f"input {which}, which its declaration does not save (add {which} to saves=)" if len(pos) == 1 else
+                f"one of inputs {which} (the same shape and dtype), which its declaration does not save "
+                f"(add the one it reads to saves=)")
     return RuntimeError(f"ember: the {kind} rule for input {i} of primitive '{prim.name}' reads {what}")
 
 
