@@ -184,8 +184,8 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, targets=None, ac
     task._batched = batched
     outer_task, _tls.task = getattr(_tls, "task", None), task
     with _gm.set_grad_enabled(create_graph), quiet, _TaskScope(outer_task):
-        while heap:
-            node = heappop(heap)[1]
+        node = heappop(heap)[1] if heap else None
+        while node is not None:
             grads = pop_buffer(node, None)
             out = g = None   # (the last routed gradient must not stay referenced: AccumulateGrad steals lone ones)
             if grads is not None:
@@ -196,6 +196,7 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, targets=None, ac
                 if not retain_graph:
                     node._release()
             i = 0
+            ready = None   # the first node this one made ready: run next without the heap if it is the newest
             for nxt, nr in node.next_functions:
                 if nxt is not None:
                     if out is not None and i < len(out):
@@ -215,8 +216,18 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, targets=None, ac
                     d = deps[nxt] - 1
                     deps[nxt] = d
                     if d == 0:
-                        heappush(heap, (-nxt._seq, nxt))
+                        if ready is None:
+                            ready = nxt
+                        else:
+                            heappush(heap, (-nxt._seq, nxt))
                 i += 1
+            # PyTorch's order: the ready node with the highest sequence number runs next
+            if ready is not None and (not heap or ready._seq > -heap[0][0]):
+                node = ready
+            else:
+                if ready is not None:
+                    heappush(heap, (-ready._seq, ready))
+                node = heappop(heap)[1] if heap else None
     return captured
 
 
