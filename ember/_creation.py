@@ -184,7 +184,7 @@ _F32_MAX = float(np.finfo(np.float32).max)
 def tensor(data, dtype: D.dtype | None = None, device=None, requires_grad: bool = False,
            pin_memory: bool = False) -> Tensor:
     """A new tensor holding a copy of ``data`` (Python scalars, nested lists, NumPy arrays, tensors)."""
-    if type(data) is float and dtype is None and device is None and (requires_grad is False or requires_grad is True):
+    if type(data) is float and dtype is None and device is None and (requires_grad is True or requires_grad is False):
         # one Python float (micrograd-style code makes thousands): straight to a 0-d array of the default dtype
         npd = D._default_float.np
         if npd is _F64 or abs(data) <= _F32_MAX or data != data:

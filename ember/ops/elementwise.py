@@ -15,7 +15,8 @@ from .. import _dtype as D
 from .._device import NAMESPACES, backend_of
 from .._tensor import Tensor, make
 from ..autograd.graph import node_class
-from ._primitive import _EMPTY, KEEP_DTYPE, PrimNode, apply, apply_fast, batch_safe, broadcast_error, defprim, save_always
+from ._primitive import (_EMPTY, KEEP_DTYPE, PrimNode, apply, apply_fast, batch_safe, broadcast_error, defprim,
+                         save_always)
 from ._registry import graph, method, register
 from ._util import check_tensor, compute_dtype, promote, scalar_or_tensor
 from ._views import apply_inplace
