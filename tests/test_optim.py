@@ -710,3 +710,44 @@ def test_training_loop_matches_torch(dtype):
         np.testing.assert_allclose(le, lt, rtol=1e-10)
     else:
         assert [f"{v:.4f}" for v in le] == [f"{v:.4f}" for v in lt]
+
+
+@pytest.mark.parametrize("name, kw", [
+    ("SGD", dict(lr=0.1, maximize=True, weight_decay=0.01)),
+    ("SGD", dict(lr=0.1, momentum=0.9, nesterov=True, maximize=True)),
+    ("Adam", dict(maximize=True, weight_decay=0.01)),
+    ("Adam", dict(maximize=True, betas=(0.4, 0.999))),
+    ("AdamW", dict(maximize=True)),
+    ("NAdam", dict(maximize=True, weight_decay=0.01)),
+    ("RAdam", dict(maximize=True, weight_decay=0.01)),
+    ("RMSprop", dict(maximize=True, centered=True, alpha=0.4)),
+    ("Adafactor", {}),
+])
+def test_zero_dim_float32_parameters_bit_exact(name, kw):
+    # a 0-d parameter's -g and g * g are NumPy scalars, not arrays: the fused multiply-add must take them
+    res = []
+    for lib in (ember, torch):
+        p = lib.tensor(0.5, requires_grad=True)
+        opt = getattr(lib.optim, name)([p], **kw)
+        for g in (0.25, -0.125, 3.0):
+            p.grad = lib.tensor(g)
+            opt.step()
+        res.append(p.detach().numpy().tobytes())
+    assert res[0] == res[1]
+
+
+def test_fma_with_exact_zero_results_bit_exact():
+    rng = np.random.default_rng(3)
+    v = rng.standard_normal(70001).astype(np.float32)
+    g = rng.standard_normal(70001).astype(np.float32)
+    v[::3] = 0.0
+    g[::3] = 0.0                     # exact zero results in every block
+    v[1::7] = 1e-39                  # and subnormal ones
+    out = []
+    for lib in (ember, torch):
+        p = lib.tensor(v, requires_grad=True)
+        opt = lib.optim.SGD([p], lr=0.01, weight_decay=0.001)
+        p.grad = lib.tensor(g)
+        opt.step()
+        out.append(p.detach().numpy().tobytes())
+    assert out[0] == out[1]

@@ -156,12 +156,15 @@ def _fma32(x, y, z: np.ndarray, out: np.ndarray) -> None:
         np.bitwise_and(bits, _LOW29, out=u)
         np.equal(u, _MID, out=f)                # float64 sum on a float32 midpoint: double-rounding risk
         hit = f.any()
-        if not hit:                             # float32 subnormal (or zero) results keep fewer bits
+        if not hit:                             # float32 subnormal results keep fewer bits
             mag = u.view(np.float64)
             np.abs(t, out=mag)
-            hit = np.fmin.reduce(mag) < _TINY32    # fmin: a NaN does not hide a subnormal result
+            # (an exact zero needs no fix: the float64 sum of an exact product is 0 only when x*y + z is;
+            # fmin: a NaN does not hide a subnormal result)
+            np.not_equal(mag, 0.0, out=f)
+            hit = np.fmin.reduce(mag, where=f, initial=np.inf) < _TINY32
         if hit:
-            idx = np.flatnonzero(((bits & _LOW29) == _MID) | (np.abs(t) < _TINY32))
+            idx = np.flatnonzero(((bits & _LOW29) == _MID) | ((np.abs(t) < _TINY32) & (t != 0)))
             xi = xa.astype(np.float64) if isinstance(xa, np.ndarray) else xa
             yi = ya.astype(np.float64) if isinstance(ya, np.ndarray) else ya
             _round_odd_fix(t, xi, yi, za, idx)
@@ -184,7 +187,7 @@ def _fma(x, y, z: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
             raise ValueError(f"non-broadcastable output operand with shape {out.shape} doesn't match the "
                              f"broadcast shape {shape}")
         # operands overlapping the output other than element for element: copies (it is written block by block)
-        zz = z.astype(np.float32, copy=False)
+        zz = np.asarray(z).astype(np.float32, copy=False)   # (a 0-d parameter's -g or g * g is a NumPy scalar)
         if out is not z and np.may_share_memory(out, zz):
             zz = zz.copy()
         xs, ys = (v.copy() if isinstance(v, np.ndarray) and v is not out and np.may_share_memory(out, v) else v
