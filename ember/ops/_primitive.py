@@ -747,26 +747,18 @@ def apply(prim: Primitive, args: tuple, params: dict = _EMPTY, node_cls=None, dt
     return t
 
 
-_ONE = object()   # apply_fast's marker for "no second operand"
-
-
-def apply_fast(prim: Primitive, a: Tensor, b=_ONE) -> Tensor:
-    """``apply(prim, (a,) or (a, b), dtype=KEEP_DTYPE)`` for the hot wrappers (unary float ops, binary operators
-    on same-dtype floats): ``b`` is an exact Tensor or a Python scalar, ``prim`` not a view op. Without views,
-    forward AD or inference mode it does apply's work with none of its general cases (casts, parameters, view
-    bookkeeping, flags)."""
-    bt = type(b) is Tensor
-    if a._base is not None or fwd_state.level or _state.inference or (bt and b._base is not None):
-        return apply(prim, (a,) if b is _ONE else (a, b), _EMPTY, None, KEEP_DTYPE)
+def apply_fast(prim: Primitive, a: Tensor) -> Tensor:
+    """``apply(prim, (a,), dtype=KEEP_DTYPE)`` for the unary float ops' wrapper (``prim`` not a view op). Without
+    views, forward AD or inference mode it does apply's work with none of its general cases (casts, parameters,
+    view bookkeeping, flags). ``fast_operator`` is its twin for binary operators."""
+    if a._base is not None or fwd_state.level or _state.inference:
+        return apply(prim, (a,), _EMPTY, None, KEEP_DTYPE)
     d = a._data
     xp = _NP_NS if type(d) is _ndarray else NAMESPACES[type(d)]
     try:
-        if b is _ONE:
-            out = prim.forward(xp, d)
-        else:
-            out = prim.forward(xp, d, b._data if bt else b)
+        out = prim.forward(xp, d)
     except xp.backend.forward_errors:
-        return apply(prim, (a,) if b is _ONE else (a, b), _EMPTY, None, KEEP_DTYPE)   # raises with its message
+        return apply(prim, (a,), _EMPTY, None, KEEP_DTYPE)   # raises with its message
     if type(out) is not _ndarray and type(out) not in xp.backend.array_types:
         out = xp.backend.asarray(out)   # a NumPy scalar from a 0-d computation
     t = _new(Tensor)
@@ -774,14 +766,60 @@ def apply_fast(prim: Primitive, a: Tensor, b=_ONE) -> Tensor:
     t._output_nr = 0
     t._vc = [0]
     t._base = None
-    if a._requires_grad or (bt and b._requires_grad):
+    if a._requires_grad:
         if _state.enabled:
-            _record(t, prim, (a,) if b is _ONE else (a, b), _EMPTY, None)
+            _record(t, prim, (a,), _EMPTY, None)
             return t
         t._origin = prim   # cut from the graph by no_grad: autograd.explain names the op
     t.grad_fn = None
     t._requires_grad = False
     return t
+
+
+def fast_operator(prim: Primitive, slow):
+    """The binary operator method (``Tensor.__mul__``) of ``prim`` (not a view op): for a float tensor and a
+    Python number or a tensor of its dtype, apply_fast's work written into the method itself (the operators are
+    the commonest ops: one call less each); ``slow(self, other)`` for everything else."""
+    fwd = prim.forward
+
+    def op(self, other):
+        d = self._data
+        if d.dtype.kind != "f":
+            return slow(self, other)
+        to = type(other)
+        if to is float or (to is int and -0x8000000000000000 <= other < 0x10000000000000000):
+            od = other
+            orq = False
+        elif to is Tensor and other._data.dtype == d.dtype:
+            if other._base is not None:
+                return apply(prim, (self, other), _EMPTY, None, KEEP_DTYPE)
+            od = other._data
+            orq = other._requires_grad
+        else:
+            return slow(self, other)
+        if self._base is not None or fwd_state.level or _state.inference:
+            return apply(prim, (self, other), _EMPTY, None, KEEP_DTYPE)
+        xp = _NP_NS if type(d) is _ndarray else NAMESPACES[type(d)]
+        try:
+            out = fwd(xp, d, od)
+        except xp.backend.forward_errors:
+            return apply(prim, (self, other), _EMPTY, None, KEEP_DTYPE)   # raises with its message
+        if type(out) is not _ndarray and type(out) not in xp.backend.array_types:
+            out = xp.backend.asarray(out)
+        t = _new(Tensor)
+        t._data = out
+        t._output_nr = 0
+        t._vc = [0]
+        t._base = None
+        if self._requires_grad or orq:
+            if _state.enabled:
+                _record(t, prim, (self, other), _EMPTY, None)
+                return t
+            t._origin = prim
+        t.grad_fn = None
+        t._requires_grad = False
+        return t
+    return op
 
 
 def _record(t: Tensor, prim: Primitive, args: tuple, params: dict, node_cls) -> None:

@@ -16,7 +16,7 @@ from .._device import NAMESPACES, backend_of
 from .._tensor import Tensor, make
 from ..autograd.graph import node_class
 from ._primitive import (_EMPTY, KEEP_DTYPE, PrimNode, apply, apply_fast, batch_safe, broadcast_error, defprim,
-                         save_always)
+                         fast_operator, save_always)
 from ._registry import graph, method, register
 from ._util import check_tensor, compute_dtype, promote, scalar_or_tensor
 from ._views import apply_inplace
@@ -1586,18 +1586,13 @@ def _operator(fn, prim=None):
     try the other side. With ``prim``, float tensors with a float/int scalar or a same-dtype tensor
     take a fast path: no promotion and no bool checks are needed there."""
     if prim is not None and prim.is_view:
-        raise ValueError(f"_operator: {prim.name} is a view op; apply_fast does not handle views")
+        raise ValueError(f"_operator: {prim.name} is a view op; fast_operator does not handle views")
 
     def op(self, other):
-        if prim is not None and self._data.dtype.kind == "f":
-            to = type(other)
-            if to is float or (to is int and -0x8000000000000000 <= other < 0x10000000000000000) or \
-                    (to is Tensor and other._data.dtype == self._data.dtype):
-                return apply_fast(prim, self, other)
         if not isinstance(other, (Tensor, bool, int, float, np.generic)):
             return NotImplemented
         return fn(self, other)
-    return op
+    return op if prim is None else fast_operator(prim, op)
 
 
 def _reflected(prim, node_name, check=None):
