@@ -747,39 +747,46 @@ def apply(prim: Primitive, args: tuple, params: dict = _EMPTY, node_cls=None, dt
     return t
 
 
-def apply_fast(prim: Primitive, a: Tensor) -> Tensor:
-    """``apply(prim, (a,), dtype=KEEP_DTYPE)`` for the unary float ops' wrapper (``prim`` not a view op). Without
-    views, forward AD or inference mode it does apply's work with none of its general cases (casts, parameters,
-    view bookkeeping, flags). ``fast_operator`` is its twin for binary operators."""
-    if a._base is not None or fwd_state.level or _state.inference:
-        return apply(prim, (a,), _EMPTY, None, KEEP_DTYPE)
-    d = a._data
-    xp = _NP_NS if type(d) is _ndarray else NAMESPACES[type(d)]
-    try:
-        out = prim.forward(xp, d)
-    except xp.backend.forward_errors:
-        return apply(prim, (a,), _EMPTY, None, KEEP_DTYPE)   # raises with its message
-    if type(out) is not _ndarray and type(out) not in xp.backend.array_types:
-        out = xp.backend.asarray(out)   # a NumPy scalar from a 0-d computation
-    t = _new(Tensor)
-    t._data = out
-    t._output_nr = 0
-    t._vc = [0]
-    t._base = None
-    if a._requires_grad:
-        if _state.enabled:
-            _record(t, prim, (a,), _EMPTY, None)
-            return t
-        t._origin = prim   # cut from the graph by no_grad: autograd.explain names the op
-    t.grad_fn = None
-    t._requires_grad = False
-    return t
+def fast_unary(prim: Primitive, slow):
+    """``ember.<op>(input)`` for a unary float op ``prim`` (not a view op): for an exact float Tensor that is no
+    view, with neither forward AD nor inference mode on, apply's work without its general cases (casts,
+    parameters, view bookkeeping, flags), written into the function itself; ``slow(input)`` (its argument and
+    dtype checks, then ``apply``) for anything else. ``fast_operator`` is its twin for binary operators."""
+    fwd = prim.forward
+
+    def fn(input: Tensor) -> Tensor:
+        if type(input) is not Tensor or input._data.dtype.kind != "f":
+            return slow(input)
+        if input._base is not None or fwd_state.level or _state.inference:
+            return apply(prim, (input,), _EMPTY, None, KEEP_DTYPE)
+        d = input._data
+        xp = _NP_NS if type(d) is _ndarray else NAMESPACES[type(d)]
+        try:
+            out = fwd(xp, d)
+        except xp.backend.forward_errors:
+            return apply(prim, (input,), _EMPTY, None, KEEP_DTYPE)   # raises with its message
+        if type(out) is not _ndarray and type(out) not in xp.backend.array_types:
+            out = xp.backend.asarray(out)   # a NumPy scalar from a 0-d computation
+        t = _new(Tensor)
+        t._data = out
+        t._output_nr = 0
+        t._vc = [0]
+        t._base = None
+        if input._requires_grad:
+            if _state.enabled:
+                _record(t, prim, (input,), _EMPTY, None)
+                return t
+            t._origin = prim   # cut from the graph by no_grad: autograd.explain names the op
+        t.grad_fn = None
+        t._requires_grad = False
+        return t
+    return fn
 
 
 def fast_operator(prim: Primitive, slow):
     """The binary operator method (``Tensor.__mul__``) of ``prim`` (not a view op): for a float tensor and a
-    Python number or a tensor of its dtype, apply_fast's work written into the method itself (the operators are
-    the commonest ops: one call less each); ``slow(self, other)`` for everything else."""
+    Python number or a tensor of its dtype, fast_unary's work for two operands; ``slow(self, other)`` for
+    everything else."""
     fwd = prim.forward
 
     def op(self, other):

@@ -15,8 +15,8 @@ from .. import _dtype as D
 from .._device import NAMESPACES, backend_of
 from .._tensor import Tensor, make
 from ..autograd.graph import node_class
-from ._primitive import (_EMPTY, KEEP_DTYPE, PrimNode, apply, apply_fast, batch_safe, broadcast_error, defprim,
-                         fast_operator, save_always)
+from ._primitive import (_EMPTY, KEEP_DTYPE, PrimNode, apply, batch_safe, broadcast_error, defprim, fast_operator,
+                         fast_unary, save_always)
 from ._registry import graph, method, register
 from ._util import check_tensor, compute_dtype, promote, scalar_or_tensor
 from ._views import apply_inplace
@@ -767,11 +767,9 @@ def _unary(prim, name, same_dtype=False, aliases=(), special=(), register_as=Tru
     where PyTorch has it), ``ember.special.<s>`` for each name in ``special``. Float ops compute integral
     inputs in the default float dtype; ``same_dtype`` ops keep the input's dtype."""
     if prim.is_view:
-        raise ValueError(f"_unary: {prim.name} is a view op; apply_fast does not handle views")
+        raise ValueError(f"_unary: {prim.name} is a view op; fast_unary does not handle views")
 
-    def fn(input: Tensor) -> Tensor:
-        if type(input) is Tensor and input._data.dtype.kind == "f":   # the common case, first
-            return apply_fast(prim, input)
+    def checked(input: Tensor) -> Tensor:   # all but the common case (fast_unary's)
         check_tensor(input, name)
         kind = input._data.dtype.kind
         if kind == "b" and same_dtype:
@@ -783,6 +781,7 @@ def _unary(prim, name, same_dtype=False, aliases=(), special=(), register_as=Tru
         if kind in "iu" and name == "frac":
             raise _not_implemented("frac_cpu", input._data.dtype)
         return apply(prim, (input,))
+    fn = fast_unary(prim, checked)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise ``{name}``, differentiable to any order."
 
