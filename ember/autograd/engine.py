@@ -131,9 +131,15 @@ def _needed_nodes(order, deps, targets):
                 if indeg[nxt] == 0:
                     ready.append(nxt)
     needed = set()
-    for n in reversed(topo):
-        if n in targets or any(nxt in needed for nxt, _ in n.next_functions if nxt is not None):
-            needed.add(n)
+    add = needed.add
+    for n in reversed(topo):   # children first: a node is needed if it is a target or feeds a needed node
+        if n in targets:
+            add(n)
+            continue
+        for nxt, _ in n.next_functions:
+            if nxt is not None and nxt in needed:
+                add(n)
+                break
     return needed
 
 
