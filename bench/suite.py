@@ -218,21 +218,25 @@ def scalar_params(rng):
     return ws, bs
 
 
-def scalar_lib(lib, ws, bs, xs):
-    """0-d tensors throughout: each weight is its own leaf (micrograd style). Returns the flat gradient."""
-    W = [[[lib.tensor(float(v), requires_grad=True) for v in row] for row in w] for w in ws]
-    B = [[lib.tensor(float(v), requires_grad=True) for v in b] for b in bs]
-    h = [lib.tensor(float(v)) for v in xs]
+def scalar_loss(W, B, h, tanh):
+    """The scalar MLP's loss from per-weight scalars (any library's): tanh layers, a linear last one, squared."""
     for li, (w, b) in enumerate(zip(W, B)):
         out = []
         for row, bj in zip(w, b):
             s = bj
             for wi, xi in zip(row, h):
                 s = s + wi * xi
-            out.append(s.tanh() if li < len(W) - 1 else s)
+            out.append(tanh(s) if li < len(W) - 1 else s)
         h = out
-    loss = h[0] * h[0]
-    loss.backward()
+    return h[0] * h[0]
+
+
+def scalar_lib(lib, ws, bs, xs):
+    """0-d tensors throughout: each weight is its own leaf (micrograd style). Returns the flat gradient."""
+    W = [[[lib.tensor(float(v), requires_grad=True) for v in row] for row in w] for w in ws]
+    B = [[lib.tensor(float(v), requires_grad=True) for v in b] for b in bs]
+    h = [lib.tensor(float(v)) for v in xs]
+    scalar_loss(W, B, h, lib.tanh).backward()
     return np.array([to_np(p.grad) for w, b in zip(W, B) for row in w for p in row]
                     + [to_np(p.grad) for b in B for p in b], dtype=np.float64).ravel()
 
@@ -241,33 +245,14 @@ def scalar_mygrad(ws, bs, xs):
     W = [[[mg.tensor(float(v)) for v in row] for row in w] for w in ws]
     B = [[mg.tensor(float(v)) for v in b] for b in bs]
     h = [mg.tensor(float(v), constant=True) for v in xs]
-    for li, (w, b) in enumerate(zip(W, B)):
-        out = []
-        for row, bj in zip(w, b):
-            s = bj
-            for wi, xi in zip(row, h):
-                s = s + wi * xi
-            out.append(mg.tanh(s) if li < len(W) - 1 else s)
-        h = out
-    loss = h[0] * h[0]
-    loss.backward()
+    scalar_loss(W, B, h, mg.tanh).backward()
     return np.array([float(p.grad) for w, b in zip(W, B) for row in w for p in row]
                     + [float(p.grad) for b in B for p in b])
 
 
 def scalar_hips(ws, bs, xs):
     def f(params):
-        Wl, Bl = params
-        h = list(xs)
-        for li, (w, b) in enumerate(zip(Wl, Bl)):
-            out = []
-            for row, bj in zip(w, b):
-                s = bj
-                for wi, xi in zip(row, h):
-                    s = s + wi * xi
-                out.append(anp.tanh(s) if li < len(Wl) - 1 else s)
-            h = out
-        return h[0] * h[0]
+        return scalar_loss(params[0], params[1], list(xs), anp.tanh)
     Wl = [[[float(v) for v in row] for row in w] for w in ws]
     Bl = [[float(v) for v in b] for b in bs]
     gW, gB = hips.grad(f)((Wl, Bl))

@@ -7,9 +7,9 @@ gradients of its inputs (``apply``). Leaves that require grad end in an ``Accumu
 from __future__ import annotations
 
 import itertools
+import sys
 import threading
 import weakref
-import sys
 
 from numpy import ndarray as _ndarray
 
