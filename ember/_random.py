@@ -32,6 +32,7 @@ import warnings
 import numpy as np
 
 from . import _dtype as D
+from . import _numpy_libm as libm   # the C library's log, sin, ...: what PyTorch's scalar transforms call
 from ._device import check_device
 from ._tensor import Tensor, _sizes_from_args, make
 from .ops._registry import method as _register_method
@@ -356,11 +357,11 @@ def _normal_pairs(gen: Generator, n: int, mean: float, std: float) -> np.ndarray
     pairs = (m + 1) // 2
     if pairs:
         u = _uniform01_f64(gen, 2 * pairs)
-        r = np.sqrt(-2.0 * np.log1p(-u[1::2]))
+        r = np.sqrt(-2.0 * libm.log1p(-u[1::2]))
         theta = 2.0 * math.pi * u[0::2]
         z = np.empty(2 * pairs)
-        z[0::2] = r * np.cos(theta)
-        z[1::2] = r * np.sin(theta)
+        z[0::2] = r * libm.cos(theta)
+        z[1::2] = r * libm.sin(theta)
         out[i:] = z[:m]
         if m % 2:
             gen._normal_double = float(z[-1])
@@ -441,9 +442,9 @@ def _box_muller_block(u: np.ndarray, np_dtype, mean: float, std: float) -> np.nd
         z = np.concatenate([r * c, r * s], axis=1)
         return _fma32(z, _F(std), _F(mean))
     if np_dtype == np.float64:   # PyTorch's scalar normal_fill_16 (libm log/cos/sin, FMA for std and mean)
-        r = np.sqrt(-2.0 * np.log(1.0 - u[:, :8]))
+        r = np.sqrt(-2.0 * libm.log(1.0 - u[:, :8]))
         theta = 2.0 * math.pi * u[:, 8:]
-        return np.concatenate([_fma64(r * np.cos(theta), std, mean), _fma64(r * np.sin(theta), std, mean)], 1)
+        return np.concatenate([_fma64(r * libm.cos(theta), std, mean), _fma64(r * libm.sin(theta), std, mean)], 1)
     raise AssertionError("float16 normals are computed as float32 blocks")   # see _normal_values
 
 
@@ -944,7 +945,7 @@ def exponential_(self: Tensor, lambd: float = 1, *, generator: Generator | None 
 
 def _exponential(gen: Generator, n: int, lambd: float, npd) -> np.ndarray:
     u = _uniform01_f64(gen, n)
-    return _cast_from_double(-1.0 / lambd * np.log1p(-u), npd)
+    return _cast_from_double(-1.0 / lambd * libm.log1p(-u), npd)
 
 
 def geometric_(self: Tensor, p: float, *, generator: Generator | None = None) -> Tensor:
@@ -952,8 +953,8 @@ def geometric_(self: Tensor, p: float, *, generator: Generator | None = None) ->
     if not 0 < p < 1:
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={_num(p)}")
     u = _uniform01_f64(_gen(generator), self._data.size)
-    with np.errstate(divide="ignore"):
-        vals = np.ceil(np.log(u) / np.log(1.0 - p))
+    with np.errstate(divide="ignore"):   # PyTorch: ceil(log(u) / log1p(-p)), with the C library's log and log1p
+        vals = np.ceil(libm.log(u) / math.log1p(-p))
     return _inplace(self, _write(self._data, _cast_from_double(vals, self._data.dtype)), "GeometricBackward0")
 
 
@@ -966,7 +967,7 @@ def cauchy_(self: Tensor, median: float = 0, sigma: float = 1, *, generator: Gen
         raise RuntimeError("Cauchy distribution is a continuous probability distribution. dtype must be a floating "
                            f"point but you specified {_SCALAR_NAMES[npd.name]}")
     u = _uniform01_f64(_gen(generator), self._data.size)
-    vals = _fma64(sigma, np.tan(math.pi * (u - 0.5)), median)
+    vals = _fma64(sigma, libm.tan(math.pi * (u - 0.5)), median)
     return _inplace(self, _write(self._data, _cast_from_double(vals, npd)), "CauchyBackward0")
 
 
@@ -976,7 +977,7 @@ def log_normal_(self: Tensor, mean: float = 1, std: float = 2, *, generator: Gen
         raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={_num(std)}")
     npd = _float_self(self, "log_normal_cpu")
     with np.errstate(over="ignore"):
-        vals = np.exp(_normal_pairs(_gen(generator), self._data.size, float(mean), float(std)))
+        vals = libm.exp(_normal_pairs(_gen(generator), self._data.size, float(mean), float(std)))
     return _inplace(self, _write(self._data, _cast_from_double(vals, npd)), "LogNormalBackward0")
 
 

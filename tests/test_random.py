@@ -494,3 +494,12 @@ def test_randn_speed():
     t = time.perf_counter()
     ember.randn(1000, 1000)
     assert time.perf_counter() - t < 1.0   # generous: a shared machine; typically ~40 ms
+
+
+def test_geometric_small_p():
+    """PyTorch divides by log1p(-p), not log(1 - p): they differ for small p."""
+    def case(T):
+        T.manual_seed(3)
+        return [T.empty(200, dtype=T.float64).geometric_(1e-9), T.empty(200, dtype=T.float64).geometric_(1e-5),
+                T.empty(200, dtype=T.float64).geometric_(0.9999)]
+    same(case)
