@@ -12,6 +12,7 @@ target) ``np.log`` differs from glibc in about 0.35% of inputs, ``np.log1p`` in 
 - else ``log`` takes a table-driven double-double evaluation, rounded once, whose few elements within
   a small band of a rounding midpoint are redone with ``math.log``: glibc's log is within 0.519 ulp, so
   it is the correctly rounded value everywhere else (checked against ``math.log`` on the same sample);
+- else ``exp`` likewise (glibc's exp is within 0.511 ulp);
 - else ``log1p`` takes fdlibm's algorithm step for step, which is glibc's log1p where glibc does not
   use its FMA build (checked the same way; glibc 2.36 on a CPU with FMA uses another build);
 - else each element goes through ``math.<name>`` (about 0.1 us an element).
@@ -365,5 +366,99 @@ def _log1p_block(x: np.ndarray) -> np.ndarray:
     return y
 
 
+# ----- exp: double-double evaluation, rounded once, guarded near rounding midpoints -------------------------
+#
+# x = (128 m + j) ln2/128 + r, |r| <= ln2/256: exp x = 2^m 2^(j/128) exp(r), with 2^(j/128) tabulated as
+# a pair of doubles (40-digit decimal powers), r carried as a pair (ln2/128 in three parts, the first
+# short enough that k times it is exact), exp(r) - 1 - r by its Taylor polynomial to r^7. The sum is
+# carried in double-double and rounded once, as for log: glibc's exp is within 0.511 ulp (0.509 in its
+# FMA build), so elements within 0.011 ulp of a rounding midpoint (plus margin: the double-double
+# value is within 1.3e-5 ulp, measured against 50-digit exponentials), about 4%, and inputs beyond
+# |x| > 708 (results near overflow or subnormal), are redone with math.exp. About 2.3x faster than
+# math.exp on every element.
+
+_EXP_BAND = 0.02
+_EXP_TABLE = None
+
+
+def _exp_table():
+    """2^(j/128) as hi (split in 26-bit halves) and lo; ln2/128 in three parts; 128/ln2."""
+    global _EXP_TABLE
+    if _EXP_TABLE is None:
+        import decimal
+        ctx = decimal.Context(prec=40)
+        ln2 = ctx.ln(decimal.Decimal(2))
+        step = ctx.divide(ln2, 128)
+        l1 = math.ldexp(round(math.ldexp(float(step), 42)), -42)        # 35 bits: k * l1 exact for |k| < 2^18
+        rest = ctx.subtract(step, decimal.Decimal(l1))
+        l2 = float(rest)
+        l3 = float(ctx.subtract(rest, decimal.Decimal(l2)))
+        hi, lo = np.empty(128), np.empty(128)
+        for j in range(128):
+            v = ctx.power(decimal.Decimal(2), ctx.divide(decimal.Decimal(j), 128))
+            hi[j] = float(v)
+            lo[j] = float(ctx.subtract(v, decimal.Decimal(hi[j])))
+        t = hi * _SPLIT
+        hh = t - (t - hi)
+        _EXP_TABLE = hi, hh, hi - hh, lo, (l1, l2, l3), float(ctx.divide(128, ln2))
+    return _EXP_TABLE
+
+
+def _exp_block(x: np.ndarray):
+    """(y, near): y the correctly rounded exp of x (|x| <= 708), near where it may not be glibc's."""
+    hi_t, hh_t, hl_t, lo_t, (l1, l2, l3), inv = _EXP_TABLE
+    kd = np.rint(x * inv)
+    k = kd.astype(np.int64)
+    j = k & 127
+    a, e = _two_sum(x, kd * -l1)                                  # x - k l1, exactly a + e
+    r_hi, r_lo = _two_sum(a, (e - kd * l2) - kd * l3)             # r = x - k ln2/128
+    # exp(r) - 1 - r = r^2 (1/2 + r/6 + ... + r^5/5040): the rest is below 2^-70 for |r| <= ln2/256
+    q = r_hi * (1.0 / 5040) + 1.0 / 720
+    for c in (1.0 / 120, 1.0 / 24, 1.0 / 6, 0.5):
+        q *= r_hi
+        q += c
+    q *= r_hi * r_hi
+    q += r_lo                                                     # now exp(r) - 1 - r_hi
+    th = hi_t.take(j)
+    t = r_hi * _SPLIT
+    rh = t - (t - r_hi)
+    rl = r_hi - rh
+    p = th * r_hi                                                 # T r_hi exactly as p + perr (Dekker)
+    hh = hh_t.take(j)
+    hl = hl_t.take(j)
+    perr = ((hh * rh - p) + hh * rl + hl * rh) + hl * rl
+    s = th + p                                                    # |T| >= 1 > |p|: Fast2Sum
+    e = p - (s - th)
+    tail = (e + perr) + (th * q + lo_t.take(j) * (1.0 + r_hi + q))
+    y = s + tail
+    err = tail - (y - s)
+    yb = y.view(np.int64)
+    ulp = (yb & _EXP_MASK).view(np.float64)
+    near = np.abs(err) >= ulp * ((0.5 - _EXP_BAND) * 2.0 ** -52)
+    near |= (yb & _MANT_MASK) == 0
+    scale = (((k >> 7) + 1023) << 52).view(np.float64)            # 2^m: y * 2^m is exact (a normal result)
+    return y * scale, near
+
+
+def _exp_guarded(x: np.ndarray) -> np.ndarray:
+    _exp_table()
+    x = np.ascontiguousarray(x, np.float64)
+    flat = x.ravel()
+    out = np.empty_like(flat)
+    redo = []
+    for j in range(0, flat.size, _CHUNK):
+        xb = flat[j:j + _CHUNK]
+        inside = np.abs(xb) <= 708.0                              # (False for NaN)
+        y, near = _exp_block(np.where(inside, xb, 0.0))
+        out[j:j + _CHUNK] = y
+        bad = np.flatnonzero(near | ~inside)
+        if bad.size:
+            redo.append(bad + j)
+    if redo:
+        idx = np.concatenate(redo)
+        out[idx] = _via_math("exp", flat[idx])
+    return out.reshape(x.shape)
+
+
 # NumPy evaluations tried (in this order) where NumPy's own ufunc is not the C library's
-_CANDIDATES = {"log": (_log_guarded,), "log1p": (_log1p_fdlibm,)}
+_CANDIDATES = {"log": (_log_guarded,), "log1p": (_log1p_fdlibm,), "exp": (_exp_guarded,)}

@@ -100,6 +100,17 @@ def test_guarded_log_large_random_sample():
     assert not bad.any(), (x[bad][:5], got[bad][:5], want[bad][:5])
 
 
+def test_guarded_exp_large_random_sample():
+    """The same for exp: normals as log_normal_ exponentiates them, and the whole finite range."""
+    rng = np.random.default_rng(20261129)
+    x = np.concatenate([rng.standard_normal(400_000) * 2 + 1, rng.uniform(-750, 712, 200_000),
+                        rng.uniform(-2.0 ** -20, 2.0 ** -20, 50_000), [708.0, -708.0, 709.78, -745.1, 0.0]])
+    got = libm._exp_guarded(x)
+    want = np.array([math.exp(v) if _in_domain("exp", v) else math.inf for v in x.tolist()])
+    bad = got != want
+    assert not bad.any(), (x[bad][:5], got[bad][:5], want[bad][:5])
+
+
 def _dispatch_env():
     env = dict(os.environ)
     env["NPY_DISABLE_CPU_FEATURES"] = "X86_V4 AVX512_ICL AVX512_SPR"   # NumPy 2.4's AVX-512 targets
