@@ -13,8 +13,6 @@ target) ``np.log`` differs from glibc in about 0.35% of inputs, ``np.log1p`` in 
   a small band of a rounding midpoint are redone with ``math.log``: glibc's log is within 0.519 ulp, so
   it is the correctly rounded value everywhere else (checked against ``math.log`` on the same sample);
 - else ``exp`` likewise (glibc's exp is within 0.511 ulp);
-- else ``log1p`` takes fdlibm's algorithm step for step, which is glibc's log1p where glibc does not
-  use its FMA build (checked the same way; glibc 2.36 on a CPU with FMA uses another build);
 - else each element goes through ``math.<name>`` (about 0.1 us an element).
 
 Each choice is made once per process, at first use, so an AVX2 machine keeps NumPy's speed.
@@ -45,13 +43,7 @@ HARD_CASES = {
     "sin": [],
     "cos": [],
 }
-# More check inputs: where glibc's FMA build of log1p (glibc 2.36, a CPU with FMA) differs from its
-# plain build (= fdlibm step for step), so that the check tells the two apart.
-_MORE_CASES = {
-    "log1p": ["-0x1.44f1575ee12dap-1", "-0x1.9f0906c4cc257p-1", "-0x1.b2491513de0e9p-3", "-0x1.2dc26b43291e8p-3",
-              "0x1.8c5f2b0f2c8b9p-2", "0x1.808da30f70f1cp-2", "0x1.e764159dd5e2cp-2", "0x1.ea8273457c8f7p+0",
-              "-0x1.1f0e8460f1272p-2"],
-}
+_MORE_CASES: dict = {}
 
 # The domain where ``math.<name>`` returns a float (elsewhere it raises: there NumPy's special values,
 # infinities and NaNs, are the C library's too), and the range the check sample spans.
@@ -283,89 +275,6 @@ def _log_guarded(x: np.ndarray) -> np.ndarray:
     return out.reshape(x.shape)
 
 
-# ----- log1p: fdlibm's algorithm, operation for operation ---------------------------------------------------
-#
-# glibc's log1p is fdlibm's s_log1p.c (within 1 ulp, so not nearly correctly rounded: no guard band
-# helps), compiled for x86-64 without fused multiply-adds. Its steps are done here on whole arrays,
-# each branch computed for the elements that take it, in the same order of operations, so that every
-# rounding is the same. The check at first use (and tests/test_libm.py, on 10^6 inputs) compares it
-# with math.log1p; on a C library that computes otherwise, math.log1p is called instead.
-#
-# Method and constants from fdlibm's s_log1p.c:
-#   Copyright (C) 1993 by Sun Microsystems, Inc. All rights reserved.
-#   Developed at SunPro, a Sun Microsystems, Inc. business.
-#   Permission to use, copy, modify, and distribute this
-#   software is freely granted, provided that this notice
-#   is preserved.
-# 1 + x = 2^k (1 + f) with sqrt(2)/2 < 1 + f < sqrt(2) (and a correction c for the rounding of 1 + x);
-# log1p(f) = f - (hfsq - s (hfsq + R(s^2))), s = f / (2 + f), hfsq = f^2 / 2, R a degree-7 polynomial
-# in s^2 (evaluated in Estrin's pairs); log1p(x) = k ln2_hi + (f - (hfsq - (s (hfsq + R) + (k ln2_lo + c)))).
-
-_LN2_HI_F = 6.93147180369123816490e-01
-_LN2_LO_F = 1.90821492927058770002e-10
-_LP = (6.666666666666735130e-01, 3.999999999940941908e-01, 2.857142874366239149e-01, 2.222219843214978396e-01,
-       1.818357216161805012e-01, 1.531383769920937332e-01, 1.479819860511658591e-01)
-
-
-def _high_word(x: np.ndarray) -> np.ndarray:
-    return (x.view(np.int64) >> 32).astype(np.int32)
-
-
-def _log1p_fdlibm(x: np.ndarray) -> np.ndarray:
-    x = np.ascontiguousarray(x, np.float64)
-    flat = x.ravel()
-    out = np.empty_like(flat)
-    for j in range(0, flat.size, _CHUNK):
-        out[j:j + _CHUNK] = _log1p_block(flat[j:j + _CHUNK])
-    return out.reshape(x.shape)
-
-
-def _log1p_block(x: np.ndarray) -> np.ndarray:
-    hx = _high_word(x)
-    ax = hx & 0x7FFFFFFF
-    special = (ax >= 0x3FF00000) & (hx < 0) | (hx >= 0x7FF00000) | np.isnan(x)   # x <= -1, inf, nan
-    tiny = (ax < 0x3E200000) & ~special                                          # |x| < 2^-29
-    # k = 0 (f = x) for -0.2929 < x < 0.41422; the others reduce 1 + x
-    kpath = ((hx >= 0x3FDA827A) | ((hx <= 0) & (hx > np.int32(-0x402D413D)))) & ~special & ~tiny
-    big = hx >= 0x43400000                                                       # x >= 2^53: 1 + x is x
-    xs = np.where(kpath, x, 0.5)                                                 # (0.5: a harmless stand-in)
-    u = np.where(big, xs, 1.0 + xs)
-    hu = _high_word(u)
-    k = (hu >> 20) - 1023
-    c = np.where(k > 0, 1.0 - (u - xs), xs - (u - 1.0)) / u
-    c = np.where(big, 0.0, c)
-    hu &= 0x000FFFFF
-    low = hu < 0x6A09E
-    top = np.where(low, hu | 0x3FF00000, hu | 0x3FE00000).astype(np.int64) << 32
-    u = ((u.view(np.int64) & 0xFFFFFFFF) | top).view(np.float64)                # 1 + f (or its half)
-    k = np.where(low, k, k + 1)
-    hu = np.where(low, hu, (0x00100000 - hu) >> 2)
-    f = np.where(kpath, u - 1.0, x)
-    k = np.where(kpath, k, 0)
-    hu = np.where(kpath, hu, 1)
-    c = np.where(kpath, c, 0.0)
-    kd = k.astype(np.float64)
-    hfsq = 0.5 * f * f
-    # the general case
-    s = f / (2.0 + f)
-    z = s * s
-    z2 = z * z
-    z4 = z2 * z2
-    R = z * _LP[0] + z2 * (_LP[1] + z * _LP[2]) + z4 * (_LP[3] + z * _LP[4]) + (z4 * z2) * (_LP[5] + z * _LP[6])
-    general = np.where(k == 0, f - (hfsq - s * (hfsq + R)),
-                       kd * _LN2_HI_F - ((hfsq - (s * (hfsq + R) + (kd * _LN2_LO_F + c))) - f))
-    # |f| < 2^-20 (hu == 0)
-    R0 = hfsq * (1.0 - 0.66666666666666666 * f)
-    small = np.where(k == 0, f - R0, kd * _LN2_HI_F - ((R0 - (kd * _LN2_LO_F + c)) - f))
-    small = np.where(f == 0.0, np.where(k == 0, 0.0, kd * _LN2_HI_F + (c + kd * _LN2_LO_F)), small)
-    y = np.where(hu == 0, small, general)
-    y = np.where(tiny, np.where(ax < 0x3C900000, x, x - x * x * 0.5), y)
-    if special.any():
-        idx = np.flatnonzero(special)
-        y[idx] = np.log1p(x[idx])      # -inf, NaN, +inf: the C library's special values
-    return y
-
-
 # ----- exp: double-double evaluation, rounded once, guarded near rounding midpoints -------------------------
 #
 # x = (128 m + j) ln2/128 + r, |r| <= ln2/256: exp x = 2^m 2^(j/128) exp(r), with 2^(j/128) tabulated as
@@ -461,4 +370,4 @@ def _exp_guarded(x: np.ndarray) -> np.ndarray:
 
 
 # NumPy evaluations tried (in this order) where NumPy's own ufunc is not the C library's
-_CANDIDATES = {"log": (_log_guarded,), "log1p": (_log1p_fdlibm,), "exp": (_exp_guarded,)}
+_CANDIDATES = {"log": (_log_guarded,), "exp": (_exp_guarded,)}

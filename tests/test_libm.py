@@ -171,16 +171,14 @@ def test_random_streams_with_avx2_dispatch():
 @pytest.mark.skipif(not (sys.platform.startswith("linux") and platform.machine() == "x86_64"
                          and platform.libc_ver()[0] == "glibc"), reason="glibc on x86-64 only")
 def test_random_streams_with_glibc_plain_build():
-    """glibc told not to use its FMA builds (GLIBC_TUNABLES): its log1p is then fdlibm's, step for step,
-    and ember picks the NumPy evaluation of it; torch (the same glibc) must still be matched."""
+    """glibc told not to use its FMA builds (GLIBC_TUNABLES): its results change in the last bit for some
+    inputs, and ember (which checks its kernels against math.* at first use) must still match torch."""
     pytest.importorskip("torch")
     env = dict(os.environ)
     env.pop("NPY_DISABLE_CPU_FEATURES", None)
     env["GLIBC_TUNABLES"] = "glibc.cpu.hwcaps=-FMA,-AVX2"
     out = _run_subprocess(env)
     assert "differ 0" in out and "kernel mismatches 0" in out, out
-    if "X86_V4" in out.splitlines()[0]:     # NumPy's log1p is not the C library's: fdlibm's steps are used
-        assert "('log1p', '_log1p_fdlibm')" in out, out
 
 
 def test_random_streams_with_native_dispatch():
