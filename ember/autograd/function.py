@@ -95,6 +95,10 @@ class BackwardCFunction(Node, FunctionCtx):
             return held[name].unpack(self)
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
+    @property
+    def num_outputs(self) -> int:
+        return len(self.__dict__.get("_out_meta", ()))
+
     def _release(self) -> None:
         if "_saved" in self.__dict__:
             self._saved = FREED
@@ -142,8 +146,12 @@ class BackwardCFunction(Node, FunctionCtx):
             if meta is None:
                 continue   # a non-tensor input has no edge
             node = self.next_functions[len(out)][0]
-            if r is None or node is None:
+            if r is None:
                 out.append(None)
+                continue
+            if node is None:
+                # as PyTorch: node hooks still see what backward returned for an input that needs no gradient
+                out.append(r if create_graph else r._data)
                 continue
             out.append(self._fit(name, i, r, meta, create_graph))
         return out
