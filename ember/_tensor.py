@@ -362,13 +362,14 @@ class Tensor:
     __array_priority__ = 1000
 
     def numpy(self, *, force: bool = False) -> np.ndarray:
-        if self._requires_grad and not force:
+        # As PyTorch: refused only while grad mode is on (a custom Function's forward runs with it off)
+        if self._requires_grad and not force and _gm_state.enabled:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. "
                                "Use tensor.detach().numpy() instead.")
         return self._data
 
     def __array__(self, dtype=None, copy=None):
-        if self._requires_grad:
+        if self._requires_grad and _gm_state.enabled:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. "
                                "Use tensor.detach().numpy() instead.")
         a = self._data

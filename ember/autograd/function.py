@@ -95,6 +95,16 @@ class BackwardCFunction(Node, FunctionCtx):
             return held[name].unpack(self)
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
+    def __delattr__(self, name):
+        # ``del ctx.result`` of an attribute kept by _detach_output_attrs (a value set again since shadows it:
+        # both go, so that the attribute is gone)
+        held = self.__dict__.get("_output_attrs")
+        if held is not None and name in held:
+            del held[name]
+            self.__dict__.pop(name, None)
+            return
+        super().__delattr__(name)
+
     @property
     def num_outputs(self) -> int:
         return len(self.__dict__.get("_out_meta", ()))
