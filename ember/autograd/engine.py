@@ -13,6 +13,7 @@ from contextlib import nullcontext
 
 from .._device import backend_of
 from .._dtype import type_word
+from .._origin import warn_once
 from .._tensor import Tensor, make
 from . import grad_mode as _gm
 from ..ops._views import edge_of
@@ -427,6 +428,13 @@ def _check_inputs(inputs) -> None:
             raise RuntimeError(f"all inputs have to be Tensors or GradientEdges, but got {type(t).__name__}")
 
 
+_CREATE_GRAPH_WARNING = (
+    "Using backward() with create_graph=True will create a reference cycle between the parameter and its gradient "
+    "which can cause a memory leak. We recommend using autograd.grad when creating the graph to avoid this. If you "
+    "have to use this function, make sure to reset the .grad fields of your parameters to None after use to break "
+    "the cycle and avoid the leak.")
+
+
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, grad_variables=None,
              inputs=None) -> None:
     """Accumulate d(tensors)/d(leaves), weighted by ``grad_tensors``, into the leaves' ``.grad``."""
@@ -440,6 +448,8 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     _check_flag(retain_graph, "retain_graph")
     _check_flag(create_graph, "create_graph")
     roots = _root_grads(tensors, grad_tensors, create_graph, "backward")
+    if create_graph:
+        warn_once("create_graph", _CREATE_GRAPH_WARNING)
     if inputs is None:
         run_backward(roots, retain_graph, create_graph)
         return

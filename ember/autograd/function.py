@@ -14,6 +14,7 @@ import numpy as np
 
 from .._device import NAMESPACES, backend_of
 from .._dtype import _FROM_NP
+from .._origin import warn_user
 from .._state import fwd_state, track_tangent
 from .._tensor import Tensor, make
 from . import grad_mode as _gm
@@ -323,6 +324,9 @@ def _wrap_outputs(ctx, args: tuple, outs: tuple, executable: bool) -> list:
             continue
         differentiable = id(o) not in non_diff and o._data.dtype.kind == "f"
         if id(o) in dirty_ids:
+            if executable and id(o) not in input_ids:
+                warn_user("ctx.mark_dirty() received a tensor that was not an input. Only input Tensors that have "
+                          "been mutated should be passed to ctx.mark_dirty().")
             o._vc[0] += 1   # PyTorch counts the Function's in-place write once more
             if executable and differentiable:
                 if o.grad_fn is None and o._requires_grad and o._base is None:
