@@ -41,8 +41,8 @@ def _type_string(arr) -> str:
     """PyTorch's ``Tensor::toString()``: ``torch.FloatTensor``, or ``CPUBoolType`` where no legacy name exists."""
     word = type_word(arr.dtype)
     dev = backend_of(arr).device_type
-    if word in _LEGACY_WORDS:
-        return f"torch.{word}Tensor" if dev == "cpu" else f"torch.{dev}.{word}Tensor"
+    if word in _LEGACY_WORDS and dev in ("cpu", "cuda"):
+        return f"torch.{word}Tensor" if dev == "cpu" else f"torch.cuda.{word}Tensor"
     return f"{dev.upper() if dev in ('cpu', 'cuda') else dev.capitalize()}{word}Type"
 
 
