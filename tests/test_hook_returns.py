@@ -240,3 +240,72 @@ def test_hook_checks_with_batched_grads():
         return lib.autograd.grad(y, x, lib.eye(2), is_grads_batched=True)
     same(lambda lib: fn(lib, lambda lib, g: g * 3))
     raises_same(lambda lib: fn(lib, lambda lib, g: g.double()), exact_msg=True)
+
+
+def _acc_node_hook(kind, ret):
+    def fn(lib):
+        x = lib.ones(2, requires_grad=True)
+        y = x * 2
+        node = y.grad_fn.next_functions[0][0]   # the leaf's AccumulateGrad
+        if kind == "pre":
+            node.register_prehook(lambda go: ret(lib, go))
+        else:
+            node.register_hook(lambda gi, go: ret(lib, gi))
+        y.sum().backward()
+        return x.grad
+    return fn
+
+
+def _copy_slices_hook(kind, ret):
+    def fn(lib):
+        x = lib.ones(4, requires_grad=True)
+        y = x * 1
+        y[:2].mul_(2)
+        if kind == "pre":
+            y.grad_fn.register_prehook(lambda go: ret(lib, go))
+        else:
+            y.grad_fn.register_hook(lambda gi, go: ret(lib, gi))
+        y.sum().backward()
+        return x.grad
+    return fn
+
+
+MORE = {
+    "accumulate_pre_size": _acc_node_hook("pre", lambda lib, go: (lib.ones(3),)),
+    "accumulate_pre_dtype": _acc_node_hook("pre", lambda lib, go: (go[0].double(),)),
+    "accumulate_pre_scaled": _acc_node_hook("pre", lambda lib, go: (go[0] * 5,)),
+    "accumulate_post_empty": _acc_node_hook("post", lambda lib, gi: ()),
+    "accumulate_post_count": _acc_node_hook("post", lambda lib, gi: (lib.ones(2),)),
+    "copy_slices_count": _copy_slices_hook("post", lambda lib, gi: (lib.ones(3),)),
+    "copy_slices_pre_size": _copy_slices_hook("pre", lambda lib, go: (lib.ones(3),)),
+}
+
+
+@pytest.mark.parametrize("case", MORE, ids=list(MORE))
+def test_more_node_hooks_as_torch(case):
+    same(MORE[case], exact_msg=True)
+
+
+def test_custom_function_pre_hook_sees_every_output():
+    """One gradient per output of a custom Function (non-tensor and non-differentiable outputs included)."""
+    def fn(lib, replace):
+        class F(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                i = lib.ones(2, dtype=lib.int64)
+                ctx.mark_non_differentiable(i)
+                return x * 2, 5, x * 3, i
+
+            @staticmethod
+            def backward(ctx, a, n, b, i):
+                return a + b
+        x = lib.ones(2, requires_grad=True)
+        a, n, b, i = F.apply(x)
+        seen = []
+        a.grad_fn.register_prehook(lambda go: seen.append(tuple(None if g is None else (str(g.dtype), tuple(g.shape))
+                                                                for g in go)) or replace(lib, go))
+        a.sum().backward()
+        return seen, x.grad
+    same(lambda lib: fn(lib, lambda lib, go: None))
+    same(lambda lib: fn(lib, lambda lib, go: (go[0] * 2, None, None, None)))
+    raises_same(lambda lib: fn(lib, lambda lib, go: (go[0], None, lib.ones(2), None)), exact_msg=True)
