@@ -8,7 +8,9 @@ import numpy as np
 from . import _dtype as D
 from ._device import backend_of, check_device
 from ._device import device as _device_type
-from ._tensor import Tensor, _sizes_from_args, make
+from ._origin import warn_once
+from ._state import _state as _gm_state
+from ._tensor import _SCALAR_WARNING, Tensor, _sizes_from_args, make
 from .ops._registry import method as _register_method
 # The generator and the random creation functions (PyTorch's exact stream) live in _random.
 from ._random import _finish
@@ -171,6 +173,8 @@ def _tensors_to_lists(data):
     if isinstance(data, Tensor):
         if data._data.size != 1:   # PyTorch reads each tensor inside nested data as one number
             raise ValueError("only one element tensors can be converted to Python scalars")
+        if data._requires_grad and _gm_state.enabled:   # as PyTorch, which reads each as float(tensor)
+            warn_once("scalar", _SCALAR_WARNING)
         return data._data.item()
     if isinstance(data, (list, tuple)):
         return [_tensors_to_lists(d) for d in data]

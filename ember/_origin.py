@@ -7,6 +7,7 @@ from __future__ import annotations
 import linecache
 import os
 import sys
+import warnings
 
 _EMBER_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _NN_DIR = _EMBER_DIR + "nn" + os.sep
@@ -57,3 +58,22 @@ def created_at(node) -> str | None:
     """Where ``node`` was made, if anomaly mode recorded it."""
     md = getattr(node, "_metadata", None)
     return last_frame(md.get("traceback_")) if md else None
+
+
+def warn_user(message: str, category: type = UserWarning) -> None:
+    """``warnings.warn`` attributed to the user's line that called into ember's machinery (where PyTorch's
+    C++ warnings surface)."""
+    level, f = 2, sys._getframe(1)
+    while f is not None and internal(f.f_code.co_filename):
+        f, level = f.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level)
+
+
+_WARNED: set = set()
+
+
+def warn_once(key: str, message: str, category: type = UserWarning) -> None:
+    """PyTorch's TORCH_WARN_ONCE: ``warn_user`` the first time only, in this process."""
+    if key not in _WARNED:
+        _WARNED.add(key)
+        warn_user(message, category)

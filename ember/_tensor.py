@@ -15,7 +15,7 @@ from . import _dtype as D
 from . import _formatting
 from ._device import cpu, device_of
 from ._hooks import add_hook
-from ._origin import created_at, user_site
+from ._origin import created_at, user_site, warn_once
 from ._state import _state as _gm_state
 
 _new = object.__new__
@@ -96,6 +96,11 @@ def _sizes_from_args(args, op: str = "size") -> tuple:
         if s < 0:
             raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(sizes)}")
     return sizes
+
+
+# PyTorch's TORCH_WARN_ONCE of float()/complex() (not int(), item() or bool()) of a tensor that requires grad
+_SCALAR_WARNING = ("Converting a tensor with requires_grad=True to a scalar may lead to unexpected behavior.\n"
+                   "Consider using tensor.detach() first.")
 
 
 class Tensor:
@@ -292,10 +297,19 @@ class Tensor:
             if not isinstance(value, Tensor):
                 raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type "
                                 f"{type(value).__name__}")
+            if value is self:
+                raise RuntimeError("can't assign Variable as its own grad")
             if value._data.dtype != self._data.dtype:
-                raise RuntimeError("assigned grad has data of a different type")
+                raise RuntimeError(
+                    f"attempting to assign a gradient with dtype '{D.c_type_name(value._data.dtype)}' to a tensor "
+                    f"with grad_dtype '{D.type_word(self._data.dtype)}'. The gradient must match the tensor's "
+                    "grad_dtype (defaults to the tensor's dtype). You can set the tensor's grad_dtype attribute "
+                    "with a specific dtype, or None to allow any dtype. Set grad_dtype with caution. Diverging the "
+                    "dtypes of a tensor and its gradient may break downstream systems that assume they match.")
             if value._data.shape != self._data.shape:
-                raise RuntimeError("assigned grad has data of a different size")
+                raise RuntimeError(f"attempting to assign a gradient of size '{list(value._data.shape)}' to a tensor "
+                                   f"of size '{list(self._data.shape)}'. Please ensure that the gradient and the "
+                                   "tensor are the same size")
         self._get_meta().grad = value
 
     @property
@@ -362,13 +376,14 @@ class Tensor:
     __array_priority__ = 1000
 
     def numpy(self, *, force: bool = False) -> np.ndarray:
-        if self._requires_grad and not force:
+        # As PyTorch: refused only while grad mode is on (a custom Function's forward runs with it off)
+        if self._requires_grad and not force and _gm_state.enabled:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. "
                                "Use tensor.detach().numpy() instead.")
         return self._data
 
     def __array__(self, dtype=None, copy=None):
-        if self._requires_grad:
+        if self._requires_grad and _gm_state.enabled:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. "
                                "Use tensor.detach().numpy() instead.")
         a = self._data
@@ -394,6 +409,8 @@ class Tensor:
     def __float__(self) -> float:
         if self._data.size != 1:
             raise ValueError("only one element tensors can be converted to Python scalars")
+        if self._requires_grad and _gm_state.enabled:
+            warn_once("scalar", _SCALAR_WARNING)
         return float(self._data.item())
 
     def __int__(self) -> int:
@@ -407,6 +424,8 @@ class Tensor:
         return int(self._data.item())
 
     def __complex__(self) -> complex:
+        if self._requires_grad and _gm_state.enabled and self._data.size == 1:
+            warn_once("scalar", _SCALAR_WARNING)
         return complex(self.item())
 
     def __len__(self) -> int:

@@ -243,3 +243,20 @@ def test_the_strict_backend_catches_a_leak():
         np.exp(x._data)
     with pytest.raises(LeakedToNumPy):
         np.concatenate([x._data, x._data])
+
+
+def test_hook_returning_a_tensor_of_another_device_is_refused():
+    """PyTorch's hook check compares device and dtype together: a CPU gradient for a device tensor is a
+    changed type (ember.autograd.engine.check_hook_value)."""
+    for leaf in (False, True):
+        x = on_device(np.ones(2)).requires_grad_()
+        y = x * 2
+        (x if leaf else y).register_hook(lambda g: ember.ones(2, dtype=ember.float64))
+        with pytest.raises(RuntimeError, match=r"^hook '<lambda>' has changed the type of value "
+                                               r"\(was StrictDoubleType got torch.DoubleTensor\)$"):
+            y.sum().backward()
+    x = on_device(np.ones(2)).requires_grad_()
+    y = x * 2
+    y.register_hook(lambda g: g * 3)   # the same device: accepted
+    y.sum().backward()
+    _same(x.grad, ember.full((2,), 6.0, dtype=ember.float64), "x.grad")

@@ -872,3 +872,189 @@ def test_forward_over_reverse_hessian_vector_products():
                 out.append(F.unpack_dual(g).tangent)
             return out
     same(f)
+
+
+# ----- numpy() inside forward, and ctx attributes (issue 16, item 3) -------------------------------
+
+def test_numpy_of_input_that_requires_grad_where_grad_mode_is_off():
+    """PyTorch refuses numpy() of a tensor that requires grad only while grad mode is on: inside a custom
+    Function's forward (PyTorch's docs on ctx.mark_dirty), under no_grad and inference_mode it works."""
+    def dirty(lib):
+        class Twice(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.mark_dirty(x)
+                x_npy = x.numpy()   # as PyTorch's docs: x_npy shares storage with x
+                x_npy *= 2
+                return x
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * 2
+        a = lib.ones(2, requires_grad=True)
+        y = Twice.apply(a.clone())
+        y.sum().backward()
+        return y.detach(), a.grad
+    same(dirty)
+
+    def modes(lib):
+        import numpy as np
+        x = lib.ones(2, requires_grad=True)
+        with lib.no_grad():
+            a, b = x.numpy(), np.asarray(x)
+        with lib.inference_mode():
+            c = x.numpy()
+        return a, b, c
+    same(modes)
+    raises_same(lambda lib: lib.ones(2, requires_grad=True).numpy(), exact_msg=True)
+
+
+def _exp_with_result_attr(lib):
+    class Fn(lib.autograd.Function):   # PyTorch's forward-mode AD tutorial
+        @staticmethod
+        def forward(ctx, foo):
+            result = lib.exp(foo)
+            ctx.result = result
+            return result
+
+        @staticmethod
+        def jvp(ctx, gI):
+            gO = gI * ctx.result
+            del ctx.result
+            return gO
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * ctx.result
+    return Fn
+
+
+def test_del_ctx_attribute_holding_the_output_in_jvp():
+    def fn(lib, requires_grad):
+        fwAD = lib.autograd.forward_ad
+        primal = lib.arange(3.0, dtype=lib.double).requires_grad_(requires_grad)
+        with fwAD.dual_level():
+            out = _exp_with_result_attr(lib).apply(fwAD.make_dual(primal, lib.ones(3, dtype=lib.double)))
+            return fwAD.unpack_dual(out).tangent.detach()
+    same(lambda lib: fn(lib, False))
+    same(lambda lib: fn(lib, True))
+
+
+def test_ctx_attributes_set_read_deleted_everywhere():
+    """Attributes set in forward or setup_context (outputs, inputs, plain values) read, deleted, set again and
+    deleted in backward, vjp, once_differentiable backward and outside, as PyTorch."""
+    def setup_style(lib):
+        seen = []
+
+        class G(lib.autograd.Function):
+            @staticmethod
+            def forward(x):
+                return x * 2
+
+            @staticmethod
+            def setup_context(ctx, inputs, output):
+                ctx.out, ctx.inp, ctx.k = output, inputs[0], 3
+
+            @staticmethod
+            def backward(ctx, g):
+                r = [hasattr(ctx, "out"), hasattr(ctx, "inp"), ctx.k, ctx.out.requires_grad]
+                del ctx.out, ctx.inp, ctx.k
+                r += [hasattr(ctx, "out"), hasattr(ctx, "inp"), hasattr(ctx, "k")]
+                for action in ("read", "del"):
+                    try:
+                        ctx.out if action == "read" else delattr(ctx, "out")
+                    except AttributeError as e:
+                        r.append(str(e))
+                ctx.out = 5
+                r.append(ctx.out)
+                del ctx.out
+                r.append(hasattr(ctx, "out"))
+                seen.append(r)
+                return g * 2
+        x = lib.ones(2, requires_grad=True)
+        G.apply(x).sum().backward()
+        return seen, x.grad
+    same(setup_style)
+
+    def kinds(lib, kind):
+        from importlib import import_module
+        once_differentiable = import_module(lib.__name__ + ".autograd.function").once_differentiable
+
+        def back(ctx, g):
+            r = (ctx.a.requires_grad, ctx.b.requires_grad, ctx.a.grad_fn is None)
+            del ctx.a, ctx.b
+            return g * 2
+
+        class M(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                a, b = x * 2, x * 3
+                ctx.mark_non_differentiable(b)
+                ctx.a, ctx.b = a, b
+                del ctx.a   # deleted and set again in forward
+                ctx.a = a
+                return a, b
+        if kind == "vjp":
+            M.vjp = staticmethod(lambda ctx, ga, gb: back(ctx, ga))
+        elif kind == "once":
+            M.backward = staticmethod(once_differentiable(lambda ctx, ga, gb: back(ctx, ga)))
+        else:
+            M.backward = staticmethod(lambda ctx, ga, gb: back(ctx, ga))
+        x = lib.ones(2, requires_grad=True)
+        a, b = M.apply(x)
+        r = [hasattr(a.grad_fn, "a"), hasattr(a.grad_fn, "b")]
+        a.sum().backward()
+        return r, x.grad
+    for kind in ("backward", "vjp", "once"):
+        same(lambda lib: kinds(lib, kind))
+
+    def outside(lib):
+        class H(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                y = x * 2
+                ctx.y = ctx.z = y
+                return y
+
+            @staticmethod
+            def backward(ctx, g):
+                return g
+        y = H.apply(lib.ones(2, requires_grad=True))
+        node = y.grad_fn
+        r = [hasattr(node, "z"), type(node.z).__name__]
+        del node.z
+        r.append(hasattr(node, "z"))
+        try:
+            del node.z
+        except AttributeError as e:
+            r.append(str(e))
+        return r
+    same(outside)
+
+
+def test_del_ctx_attribute_with_save_for_forward():
+    def fn(lib, requires_grad):
+        fwAD = lib.autograd.forward_ad
+
+        class SF(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                y = x.exp()
+                ctx.save_for_forward(y)
+                ctx.y, ctx.n = y, 1
+                return y
+
+            @staticmethod
+            def jvp(ctx, t):
+                y, = ctx.saved_tensors
+                del ctx.y, ctx.n
+                return t * y
+
+            @staticmethod
+            def backward(ctx, g):
+                return g
+        with fwAD.dual_level():
+            d = fwAD.make_dual(lib.ones(2, requires_grad=requires_grad), lib.ones(2))
+            return fwAD.unpack_dual(SF.apply(d)).tangent.detach()
+    same(lambda lib: fn(lib, False))
+    same(lambda lib: fn(lib, True))

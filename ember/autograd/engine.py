@@ -12,6 +12,8 @@ from contextlib import nullcontext
 
 
 from .._device import backend_of
+from .._dtype import type_word
+from .._origin import warn_once
 from .._tensor import Tensor, make
 from . import grad_mode as _gm
 from ..ops._views import edge_of
@@ -29,18 +31,53 @@ def _wrap(g, create_graph):
     return g if create_graph else make(g)
 
 
-def _unwrap(t, create_graph, like=None, hook=None):
-    """A hook's returned tensor as a gradient; like PyTorch, it may not change the size or dtype."""
-    if not isinstance(t, Tensor):
-        raise TypeError(f"hooks must return a Tensor or None, got {type(t).__name__}")
-    if like is not None:
-        ref = like._data if create_graph else like
-        if t._data.shape != ref.shape or t._data.dtype != ref.dtype:
-            name = getattr(hook, "__name__", "hook")
-            raise RuntimeError(f"hook '{name}' has changed the size or type of value: expected shape "
-                               f"{list(ref.shape)} and dtype {ref.dtype}, got shape {list(t._data.shape)} "
-                               f"and dtype {t._data.dtype}")
-    return t if create_graph else t._data
+def hook_name(hook) -> str:
+    """How PyTorch names a hook in its messages: its ``__name__``, else ``<unknown>``."""
+    name = getattr(hook, "__name__", None)
+    return name if isinstance(name, str) else "<unknown>"
+
+
+def _type_string(arr) -> str:
+    """PyTorch's ``Tensor::toString()``: ``torch.FloatTensor``, or ``CPUBoolType`` where no legacy name exists."""
+    word = type_word(arr.dtype)
+    dev = backend_of(arr).device_type
+    if word in _LEGACY_WORDS and dev in ("cpu", "cuda"):
+        return f"torch.{word}Tensor" if dev == "cpu" else f"torch.cuda.{word}Tensor"
+    return f"{dev.upper() if dev in ('cpu', 'cuda') else dev.capitalize()}{word}Type"
+
+
+_LEGACY_WORDS = frozenset(("Float", "Double", "Half", "Byte", "Char", "Short", "Int", "Long"))
+
+
+def check_hook_value(hook, prev, res, create_graph: bool):
+    """Validate one value ``res`` a hook returned in place of the gradient ``prev`` (a raw array, or a Tensor
+    under ``create_graph``) with PyTorch's checks and messages (python_hook.cpp's check_single_result): the
+    one check every hook's return goes through. Returns the value to use in ``prev``'s place (None: none)."""
+    if res is None:
+        return None
+    if prev is None:
+        raise RuntimeError("can't replace a None gradient with a non-None value")
+    if not isinstance(res, Tensor):
+        raise TypeError(f"expected Variable, but hook returned '{type(res).__name__}'")
+    ref = prev._data if create_graph else prev
+    got = res._data
+    if got.dtype != ref.dtype or backend_of(got) is not backend_of(ref):
+        raise RuntimeError(f"hook '{hook_name(hook)}' has changed the type of value (was {_type_string(ref)} "
+                           f"got {_type_string(got)})")
+    if got.shape != ref.shape:
+        raise RuntimeError(f"hook '{hook_name(hook)}' has changed the size of value")
+    return res if create_graph else got
+
+
+def check_hook_values(hook, prev, res, create_graph: bool) -> list:
+    """Validate the tuple a node hook or pre-hook returned in place of the gradients ``prev`` (PyTorch's
+    check_result: a tuple, of the same length, each value as ``check_hook_value``)."""
+    if not isinstance(res, tuple):
+        raise TypeError(f"expected tuple, but hook returned '{type(res).__name__}'")
+    if len(res) != len(prev):
+        raise RuntimeError(f"hook '{hook_name(hook)}' has returned an incorrect number of values "
+                           f"(got {len(res)}, but expected {len(prev)})")
+    return [check_hook_value(hook, p, r, create_graph) for p, r in zip(prev, res)]
 
 
 def _root_grads(tensors, grad_tensors, create_graph, op, batched=False):
@@ -263,7 +300,7 @@ def _run_node(node, grads, create_graph, needed, target_nodes, captured, accumul
                         continue
                     r = fn(_wrap(grads[nr], create_graph))
                     if r is not None:
-                        grads[nr] = _unwrap(r, create_graph, grads[nr], fn)
+                        grads[nr] = check_hook_value(fn, grads[nr], r, create_graph)
     if node._retained and not batched:   # (PyTorch leaves a batched retained .grad unusable; ember skips it)
         for nr, ref in node._retained.items():
             t = ref()
@@ -280,13 +317,16 @@ def _run_node(node, grads, create_graph, needed, target_nodes, captured, accumul
         if not any(mask) and not (accumulate and node.accumulates):
             return None
     if node._pre_hooks:
+        n = node.num_outputs   # as PyTorch, pre-hooks see one gradient per output of the node (None: none came)
+        if len(grads) < n:
+            grads = list(grads) + [None] * (n - len(grads))
         for fn in list(node._pre_hooks.values()):
             if batched:
                 grads = _rows_apply(lambda gs: _pre_hook_grads(fn, gs, create_graph), grads, create_graph)
                 continue
             r = fn(tuple(None if g is None else _wrap(g, create_graph) for g in grads))
             if r is not None:
-                grads = [None if g is None else _unwrap(g, create_graph) for g in r]
+                grads = check_hook_values(fn, grads, r, create_graph)
     if needed is not None and node not in needed:
         return None
     if needed is not None and mask is None:
@@ -302,24 +342,24 @@ def _run_node(node, grads, create_graph, needed, target_nodes, captured, accumul
             r = fn(tuple(None if g is None else _wrap(g, create_graph) for g in out),
                    tuple(None if g is None else _wrap(g, create_graph) for g in grads))
             if r is not None:
-                out = [None if g is None else _unwrap(g, create_graph) for g in r]
+                out = check_hook_values(fn, out, r, create_graph)
     return out
 
 
 def _hook_grad(fn, g, create_graph):
     r = fn(_wrap(g, create_graph))
-    return g if r is None else _unwrap(r, create_graph, g, fn)
+    return g if r is None else check_hook_value(fn, g, r, create_graph)
 
 
 def _pre_hook_grads(fn, grads, create_graph):
     r = fn(tuple(None if g is None else _wrap(g, create_graph) for g in grads))
-    return grads if r is None else [None if g is None else _unwrap(g, create_graph) for g in r]
+    return grads if r is None else check_hook_values(fn, grads, r, create_graph)
 
 
 def _post_hook_grads(fn, out, grads, create_graph):
     r = fn(tuple(None if g is None else _wrap(g, create_graph) for g in out),
            tuple(None if g is None else _wrap(g, create_graph) for g in grads))
-    return out if r is None else [None if g is None else _unwrap(g, create_graph) for g in r]
+    return out if r is None else check_hook_values(fn, out, r, create_graph)
 
 
 # ----- batched gradients (autograd.grad(is_grads_batched=True)) ------------------------------
@@ -388,6 +428,13 @@ def _check_inputs(inputs) -> None:
             raise RuntimeError(f"all inputs have to be Tensors or GradientEdges, but got {type(t).__name__}")
 
 
+_CREATE_GRAPH_WARNING = (
+    "Using backward() with create_graph=True will create a reference cycle between the parameter and its gradient "
+    "which can cause a memory leak. We recommend using autograd.grad when creating the graph to avoid this. If you "
+    "have to use this function, make sure to reset the .grad fields of your parameters to None after use to break "
+    "the cycle and avoid the leak.")
+
+
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, grad_variables=None,
              inputs=None) -> None:
     """Accumulate d(tensors)/d(leaves), weighted by ``grad_tensors``, into the leaves' ``.grad``."""
@@ -401,6 +448,8 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     _check_flag(retain_graph, "retain_graph")
     _check_flag(create_graph, "create_graph")
     roots = _root_grads(tensors, grad_tensors, create_graph, "backward")
+    if create_graph:
+        warn_once("create_graph", _CREATE_GRAPH_WARNING)
     if inputs is None:
         run_backward(roots, retain_graph, create_graph)
         return

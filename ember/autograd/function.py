@@ -14,6 +14,7 @@ import numpy as np
 
 from .._device import NAMESPACES, backend_of
 from .._dtype import _FROM_NP
+from .._origin import warn_user
 from .._state import fwd_state, track_tangent
 from .._tensor import Tensor, make
 from . import grad_mode as _gm
@@ -95,6 +96,20 @@ class BackwardCFunction(Node, FunctionCtx):
             return held[name].unpack(self)
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
+    def __delattr__(self, name):
+        # ``del ctx.result`` of an attribute kept by _detach_output_attrs (a value set again since shadows it:
+        # both go, so that the attribute is gone)
+        held = self.__dict__.get("_output_attrs")
+        if held is not None and name in held:
+            del held[name]
+            self.__dict__.pop(name, None)
+            return
+        super().__delattr__(name)
+
+    @property
+    def num_outputs(self) -> int:
+        return len(self.__dict__.get("_out_meta", ()))
+
     def _release(self) -> None:
         if "_saved" in self.__dict__:
             self._saved = FREED
@@ -142,8 +157,12 @@ class BackwardCFunction(Node, FunctionCtx):
             if meta is None:
                 continue   # a non-tensor input has no edge
             node = self.next_functions[len(out)][0]
-            if r is None or node is None:
+            if r is None:
                 out.append(None)
+                continue
+            if node is None:
+                # as PyTorch: node hooks still see what backward returned for an input that needs no gradient
+                out.append(r if create_graph else r._data)
                 continue
             out.append(self._fit(name, i, r, meta, create_graph))
         return out
@@ -305,6 +324,9 @@ def _wrap_outputs(ctx, args: tuple, outs: tuple, executable: bool) -> list:
             continue
         differentiable = id(o) not in non_diff and o._data.dtype.kind == "f"
         if id(o) in dirty_ids:
+            if executable and id(o) not in input_ids:
+                warn_user("ctx.mark_dirty() received a tensor that was not an input. Only input Tensors that have "
+                          "been mutated should be passed to ctx.mark_dirty().")
             o._vc[0] += 1   # PyTorch counts the Function's in-place write once more
             if executable and differentiable:
                 if o.grad_fn is None and o._requires_grad and o._base is None:

@@ -174,8 +174,11 @@ def accumulate_grad(t, g, create_graph: bool, owned: bool = False) -> None:
             backend_of(gd).add_into(gd, g)
             m.grad._vc[0] += 1
     if m.post_acc_hooks:
+        from .engine import check_hook_value
         for fn in list(m.post_acc_hooks.values()):
-            fn(t)
+            # as PyTorch: the return is checked as any hook's (against the tensor), then must be None
+            if check_hook_value(fn, t, fn(t), True) is not None:
+                raise RuntimeError("Tensor post accumulate grad hooks should return None.")
 
 
 def grad_accumulator(t) -> AccumulateGrad:
@@ -330,7 +333,8 @@ class SavedTensor:
     """A tensor a node saved through hooks (``torch._C._autograd.SavedTensor``): the packed value, the
     unpack hook, and what is needed to put the unpacked tensor back in the graph where the original was."""
 
-    __slots__ = ("_packed", "_unpack_hook", "_grad_fn", "_output_nr", "_requires_grad", "_acc", "_is_output", "_fw")
+    __slots__ = ("_packed", "_unpack_hook", "_grad_fn", "_output_nr", "_requires_grad", "_acc", "_is_output", "_fw",
+                 "_shape")
 
     def unpack_data(self):
         """The raw array backward needs (plain backward: no graph)."""
@@ -371,6 +375,7 @@ def pack_saved(t, is_output: bool = False, hooks=None) -> SavedTensor:
     pack, unpack = hooks or current_hooks()
     s = SavedTensor.__new__(SavedTensor)
     s._is_output = is_output
+    s._shape = t._data.shape   # (a built-in op's backward checks the unpacked tensor against it)
     s._output_nr = t._output_nr
     s._requires_grad = t._requires_grad
     s._grad_fn = None if is_output else t.grad_fn

@@ -312,6 +312,19 @@ def _wrong_shape(prim, i, got, want) -> RuntimeError | None:
                         f"shape {list(got)}, but the input has shape {list(want)}")
 
 
+def _unpack_checked(s: SavedTensor, graph: bool, node=None):
+    """A saved-tensor hook's unpacked value for a rule: as in PyTorch's formulas, one whose shape does not
+    broadcast with the saved tensor's fails with PyTorch's broadcast error (not NumPy's ValueError in the rule);
+    one that broadcasts, or has another dtype, is computed with as PyTorch does."""
+    v = s.unpack(node) if graph else s.unpack_data()
+    got = (v._data if graph else v).shape
+    if got != s._shape:
+        err = broadcast_error((s._shape, got))
+        if err is not None:
+            raise err
+    return v
+
+
 class PrimNode(Node):
     """The backward node of a primitive; subclassed once per PyTorch name (``MulBackward0``).
 
@@ -360,7 +373,7 @@ class PrimNode(Node):
             elif sv is not None:
                 t, v = sv
                 if type(t) is SavedTensor:
-                    args.append(t.unpack() if graph else t.unpack_data())
+                    args.append(_unpack_checked(t, graph))
                 else:
                     if t._vc[0] != v:
                         raise RuntimeError(modified_message(t, v))
@@ -372,8 +385,8 @@ class PrimNode(Node):
     def _unpack_out(self, graph: bool):
         if type(self._out) is SavedTensor:
             if not graph:
-                return self._out.unpack_data()
-            t = self._out.unpack(self)
+                return _unpack_checked(self._out, False)
+            t = _unpack_checked(self._out, True, self)
         else:
             vc = self._out_vc
             if vc[0] != self._out_v:

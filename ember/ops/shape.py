@@ -154,8 +154,12 @@ class _MultiViewNode(Node):
 
     __slots__ = ("_dim", "_bounds", "_shape", "_dtype")
 
+    @property
+    def num_outputs(self) -> int:
+        return len(self._bounds) - 1 if self._bounds is not None else self._shape[self._dim]
+
     def apply(self, grads, create_graph, needed):
-        n = len(self._bounds) - 1 if self._bounds is not None else self._shape[self._dim]
+        n = self.num_outputs
         grads = list(grads) + [None] * (n - len(grads))
         if create_graph:
             return [graph_ns.split_backward(grads, self._dim, self._bounds, self._shape, self._dtype)]
