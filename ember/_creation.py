@@ -167,6 +167,12 @@ def _has_tensor(data) -> bool:
     return False
 
 
+def _base_ndarray(a: np.ndarray) -> np.ndarray:
+    """An ndarray subclass (np.memmap, np.matrix, masked arrays) as a plain ndarray over the same memory:
+    ops find a tensor's device namespace by the exact type of its data, so only base ndarrays may be wrapped."""
+    return a if type(a) is np.ndarray else a.view(np.ndarray)
+
+
 def _tensors_to_lists(data):
     if isinstance(data, Tensor):
         if data._data.size != 1:   # PyTorch reads each tensor inside nested data as one number
@@ -227,7 +233,7 @@ def as_tensor(data, dtype: D.dtype | None = None, device=None) -> Tensor:
         return data if dtype is None or dtype is data.dtype else data.to(dtype)
     if isinstance(data, np.ndarray):
         D.from_numpy_dtype(data.dtype)
-        return make(data if dtype is None else data.astype(dtype.np, copy=False))
+        return make(_base_ndarray(data if dtype is None else data.astype(dtype.np, copy=False)))
     return tensor(data, dtype, device)
 
 
@@ -236,7 +242,7 @@ def from_numpy(ndarray: np.ndarray) -> Tensor:
     if not isinstance(ndarray, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
     D.from_numpy_dtype(ndarray.dtype)
-    return make(ndarray)
+    return make(_base_ndarray(ndarray))
 
 
 def _creator(name, np_fill):
@@ -498,6 +504,7 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad: bool = Fa
         return t
     if isinstance(obj, np.ndarray) and copy is not True:
         D.from_numpy_dtype(obj.dtype)
+        obj = _base_ndarray(obj)
         if dtype is not None and obj.dtype != dtype.np:
             if copy is False:
                 raise ValueError("can't alias NumPy array of a different dtype without a copy")
