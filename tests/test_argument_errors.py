@@ -144,3 +144,16 @@ def test_valid_dtype_device_layout_arguments_still_work():
         assert lib.nn.Linear(2, 2).to("cpu", lib.float64, False).weight.dtype is lib.float64
     with pytest.raises(NotImplementedError, match="strided"):
         ember.zeros(2, layout=ember.sparse_coo)
+
+
+def test_public_functions_pickle_by_name():
+    """The registry's wrappers and renamed copies are found again by pickle (DataLoader workers started
+    with spawn pickle functions such as a collate_fn's ember.stack or a partial of ember.clamp)."""
+    import functools
+    import pickle
+
+    fns = [ember.sum, ember.subtract, ember.clip, ember.Tensor.sum, ember.Tensor.clip, ember.arcsin,
+           ember.Tensor.arcsin, ember.nn.functional.conv2d, ember.linalg.matmul]
+    assert all(pickle.loads(pickle.dumps(f)) is f for f in fns)
+    p = pickle.loads(pickle.dumps(functools.partial(ember.clamp, min=0.0)))
+    assert p(ember.tensor([-1.0, 2.0])).tolist() == [0.0, 2.0]

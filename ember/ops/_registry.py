@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
 import types
 from typing import Callable
 
@@ -73,12 +74,24 @@ def _argument_errors(fn: Callable, public: str) -> Callable:
         w = types.FunctionType(fn.__code__, fn.__globals__, short, fn.__defaults__, fn.__closure__)
         w.__kwdefaults__ = fn.__kwdefaults__
         functools.update_wrapper(w, fn)        # the docstring, attributes and __wrapped__ (for introspection)
-        w.__name__ = w.__qualname__ = short
     else:
         return fn
+    w.__name__ = w.__qualname__ = short
+    # where pickle finds it again by name: ember.<name>, ember.<submodule>.<name>, or for a Tensor method
+    # ember._tensor_methods.<name> (Python's messages use the bare name, so Tensor.<name> cannot be it)
+    if public.startswith("Tensor."):
+        w.__module__ = _METHODS_MODULE.__name__
+        setattr(_METHODS_MODULE, short, w)
+    else:
+        w.__module__ = "ember" + ("." + public.rpartition(".")[0] if "." in public else "")
     w._ember_public = public
     _PUBLIC[key] = w
     return w
+
+
+_METHODS_MODULE = types.ModuleType("ember._tensor_methods", "Tensor methods with PyTorch's argument errors, by "
+                                   "name: where pickle finds them (see ember/ops/_registry.py).")
+sys.modules[_METHODS_MODULE.__name__] = _METHODS_MODULE
 
 
 def _is_binding_error(e: TypeError, fn: Callable) -> bool:
