@@ -12,7 +12,8 @@ from . import _dtype
 from ._device import device
 from ._dtype import (bool, double, dtype, float, float16, float32, float64, get_default_dtype, half, int,
                      int8, int16, int32, int64, long, promote_types, result_type, set_default_dtype, short, uint8,
-                     can_cast, finfo, iinfo)
+                     can_cast, finfo, iinfo, layout, strided, sparse_coo, sparse_csr, sparse_csc, sparse_bsr,
+                     sparse_bsc)
 from ._tensor import Size, Tensor
 from . import autograd
 from .autograd import enable_grad, inference_mode, no_grad, set_grad_enabled

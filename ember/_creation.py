@@ -46,6 +46,13 @@ def _check_device(device, op: str) -> None:
     check_device(device, creation=True)
 
 
+def _check_memory_format(value, op: str) -> None:
+    """A ``memory_format=`` argument of a creation function: a torch.memory_format or None."""
+    from .ops.shape import memory_format
+    if value is not None and not isinstance(value, memory_format):
+        raise TypeError(f"{op}(): argument 'memory_format' must be torch.memory_format, not {type(value).__name__}")
+
+
 def _check_number(value, op: str, arg: str, pos: int):
     """A Number argument (a 0-d tensor counts, as in PyTorch), as a Python scalar."""
     if isinstance(value, Tensor) and value._data.ndim == 0:
@@ -169,6 +176,12 @@ def _has_tensor(data) -> bool:
     return False
 
 
+def _base_ndarray(a: np.ndarray) -> np.ndarray:
+    """An ndarray subclass (np.memmap, np.matrix, masked arrays) as a plain ndarray over the same memory:
+    ops find a tensor's device namespace by the exact type of its data, so only base ndarrays may be wrapped."""
+    return a if type(a) is np.ndarray else a.view(np.ndarray)
+
+
 def _tensors_to_lists(data):
     if isinstance(data, Tensor):
         if data._data.size != 1:   # PyTorch reads each tensor inside nested data as one number
@@ -231,7 +244,7 @@ def as_tensor(data, dtype: D.dtype | None = None, device=None) -> Tensor:
         return data if dtype is None or dtype is data.dtype else data.to(dtype)
     if isinstance(data, np.ndarray):
         D.from_numpy_dtype(data.dtype)
-        return make(data if dtype is None else data.astype(dtype.np, copy=False))
+        return make(_base_ndarray(data if dtype is None else data.astype(dtype.np, copy=False)))
     return tensor(data, dtype, device)
 
 
@@ -240,7 +253,7 @@ def from_numpy(ndarray: np.ndarray) -> Tensor:
     if not isinstance(ndarray, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
     D.from_numpy_dtype(ndarray.dtype)
-    return make(ndarray)
+    return make(_base_ndarray(ndarray))
 
 
 def _creator(name, np_fill):
@@ -250,6 +263,7 @@ def _creator(name, np_fill):
         npd = _check_dtype(dtype, name, D._default_float).np
         rg = _check_bool(requires_grad, name)
         _check_device(device, name)
+        D.check_layout(layout, name)
         if out is not None:   # ignoring out= would be a silent wrong answer
             raise NotImplementedError(f"ember: {name}(out=...) is not supported yet")
         return _finish(np_fill(_sizes_from_args(size, name), npd), rg, device)
@@ -281,7 +295,8 @@ def _fill_array(shape, fill_value, dtype: D.dtype, op: str, like=None) -> np.nda
         return np.full(shape, fill_value, dtype=dtype.np)
 
 
-def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=None) -> Tensor:
+def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=None, layout=None,
+         pin_memory=False) -> Tensor:
     """A tensor of ``size`` filled with ``fill_value`` (its dtype inferred from the value)."""
     if not isinstance(size, (tuple, list)):
         raise TypeError(f"full(): argument 'size' (position 1) must be tuple of ints, not {type(size).__name__}")
@@ -289,6 +304,7 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=
     dtype = _check_dtype(dtype, "full", D._scalar_dtype(fill_value))
     rg = _check_bool(requires_grad, "full")
     _check_device(device, "full")
+    D.check_layout(layout, "full")
     if out is not None:
         raise NotImplementedError("ember: full(out=...) is not supported yet")
     return _finish(_fill_array(_sizes_from_args((tuple(size),), "full"), fill_value, dtype, "full"), rg, device)
@@ -301,6 +317,8 @@ def _like(name, fill):
         npd = _check_dtype(dtype, name, input.dtype).np
         rg = _check_bool(requires_grad, name)
         _check_device(device, name)
+        D.check_layout(layout, name)
+        _check_memory_format(memory_format, name)
         be = backend_of(input._data)   # on input's device
         return _finish(getattr(be, fill)(input._data, dtype=npd), rg, device)
     fn.__name__ = fn.__qualname__ = name
@@ -313,16 +331,20 @@ ones_like = _like("ones_like", "ones_like")
 empty_like = _like("empty_like", "zeros_like")
 
 
-def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False, memory_format=None) -> Tensor:
+def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False, memory_format=None,
+              layout=None, pin_memory=False) -> Tensor:
     _check_input(input, "full_like")
     fill_value = _check_number(fill_value, "full_like", "fill_value", 2)
     dtype = _check_dtype(dtype, "full_like", input.dtype)
     rg = _check_bool(requires_grad, "full_like")
     _check_device(device, "full_like")
+    D.check_layout(layout, "full_like")
+    _check_memory_format(memory_format, "full_like")
     return _finish(_fill_array(input._data.shape, fill_value, dtype, "full_like", input._data), rg, device)
 
 
-def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False, out=None) -> Tensor:
+def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False, out=None, layout=None,
+           pin_memory=False) -> Tensor:
     """``start, start + step, ...`` up to ``end`` (excluded); int64 when every bound is an integer."""
     if end is None:
         vals = [0, _check_number(start, "arange", "end", 1), _check_number(step, "arange", "step", 2)]
@@ -332,6 +354,7 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     dtype = _check_dtype(dtype, "arange")
     rg = _check_bool(requires_grad, "arange")
     _check_device(device, "arange")
+    D.check_layout(layout, "arange")
     if out is not None:
         raise NotImplementedError("ember: arange(out=...) is not supported yet")
     if not all(np.isfinite(v) for v in vals[:2]):
@@ -350,12 +373,14 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     return _finish(data.astype(dtype.np), rg, device)
 
 
-def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, out=None) -> Tensor:
+def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, out=None, layout=None,
+             pin_memory=False) -> Tensor:
     """``steps`` evenly spaced values from ``start`` to ``end`` (both included)."""
     for v, a in ((start, "start"), (end, "end")):
         if isinstance(v, Tensor) and v._data.ndim:
             raise RuntimeError(f"linspace only supports 0-dimensional start and end tensors, but got {a} with "
                                f"{v._data.ndim} dimension(s).")
+    D.check_layout(layout, "linspace")
     start, end, steps, dtype, rg = _space_args("linspace", start, end, steps, dtype, requires_grad, device, out)
     return _finish(_linspace(start, end, steps, dtype.np), rg, device)
 
@@ -439,8 +464,9 @@ def _linspace(start, end, steps: int, npd) -> np.ndarray:
 
 
 def logspace(start, end, steps, base: float = 10.0, *, dtype=None, device=None, requires_grad=False,
-             out=None) -> Tensor:
+             out=None, layout=None, pin_memory=False) -> Tensor:
     """``base ** linspace(start, end, steps)``, computed in double as PyTorch's CPU kernel."""
+    D.check_layout(layout, "logspace")
     start, end, steps, dtype, rg = _space_args("logspace", start, end, steps, dtype, requires_grad, device, out)
     base = _check_number(base, "logspace", "base", 4)
     if dtype.is_floating_point:
@@ -459,12 +485,13 @@ def logspace(start, end, steps, base: float = 10.0, *, dtype=None, device=None, 
         return _finish(data[:steps].astype(dtype.np), rg, device)
 
 
-def _tri_indices(name, fn, row, col, offset, dtype, device):
+def _tri_indices(name, fn, row, col, offset, dtype, device, layout=None):
     row = _check_int(row, name, "row", 1)
     col = _check_int(col, name, "col", 2)
     offset = _check_int(offset, name, "offset", 3)
     dtype = _check_dtype(dtype, name, D.int64)
     _check_device(device, name)
+    D.check_layout(layout, name)
     if row < 0 or col < 0:
         raise RuntimeError(f"row must be non-negative, got{row}" if row < 0 else f"col must be non-negative, got{col}")
     if dtype not in (D.int64, D.int32):
@@ -475,12 +502,12 @@ def _tri_indices(name, fn, row, col, offset, dtype, device):
 
 def tril_indices(row: int, col: int, offset: int = 0, *, dtype=None, device=None, layout=None) -> Tensor:
     """The (row, col) indices of the lower triangle of a ``row`` x ``col`` matrix, row by row."""
-    return _tri_indices("tril_indices", np.tril_indices, row, col, offset, dtype, device)
+    return _tri_indices("tril_indices", np.tril_indices, row, col, offset, dtype, device, layout)
 
 
 def triu_indices(row: int, col: int, offset: int = 0, *, dtype=None, device=None, layout=None) -> Tensor:
     """The (row, col) indices of the upper triangle of a ``row`` x ``col`` matrix, row by row."""
-    return _tri_indices("triu_indices", np.triu_indices, row, col, offset, dtype, device)
+    return _tri_indices("triu_indices", np.triu_indices, row, col, offset, dtype, device, layout)
 
 
 def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad: bool = False) -> Tensor:
@@ -502,6 +529,7 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad: bool = Fa
         return t
     if isinstance(obj, np.ndarray) and copy is not True:
         D.from_numpy_dtype(obj.dtype)
+        obj = _base_ndarray(obj)
         if dtype is not None and obj.dtype != dtype.np:
             if copy is False:
                 raise ValueError("can't alias NumPy array of a different dtype without a copy")
@@ -521,6 +549,9 @@ def frombuffer(buffer, *, dtype, count: int = -1, offset: int = 0, requires_grad
     except (TypeError, ValueError) as e:
         raise ValueError(f"frombuffer(): {e}") from None
     return _finish(data, rg, None)
+
+
+_register_method("layout", property(lambda self: D.strided, doc="Always ``torch.strided`` in ember."))
 
 
 def _new_tensor(self, data, *, dtype=None, device=None, requires_grad=False) -> Tensor:
@@ -550,13 +581,15 @@ for _name, _fn in (("new_tensor", _new_tensor), ("new_full", _new_full), ("type_
 _NO_M = object()
 
 
-def eye(n, m=_NO_M, *, dtype=None, device=None, requires_grad=False, out=None) -> Tensor:
+def eye(n, m=_NO_M, *, dtype=None, device=None, requires_grad=False, out=None, layout=None,
+        pin_memory=False) -> Tensor:
     """The ``n`` x ``m`` identity matrix (``m`` defaults to ``n``)."""
     n = _check_int(n, "eye", "n", 1)
     m = n if m is _NO_M else _check_int(m, "eye", "m", 2)
     dtype = _check_dtype(dtype, "eye", D._default_float)
     rg = _check_bool(requires_grad, "eye")
     _check_device(device, "eye")
+    D.check_layout(layout, "eye")
     if out is not None:
         raise NotImplementedError("ember: eye(out=...) is not supported yet")
     for v, a in ((n, "n"), (m, "m")):

@@ -1,6 +1,8 @@
 """Devices and the raw array namespace that belongs to each (NumPy for 'cpu')."""
 from __future__ import annotations
 
+import builtins
+
 import numpy as np
 
 from . import _numpy_ns
@@ -18,7 +20,9 @@ class device:
         if isinstance(type, device):
             type, index = type.type, type.index
         if not isinstance(type, str):
-            raise TypeError(f"device() received an invalid combination of arguments - got ({type!r})")
+            raise TypeError(f"device() received an invalid combination of arguments - got "
+                            f"({builtins.type(type).__name__}), but expected one of:\n * (torch.device device)\n"
+                            " * (str type, int index = -1)\n")
         if ":" in type:
             type, _, idx = type.partition(":")
             # PyTorch accepts only a plain non-negative decimal index ('cuda:01', 'cuda:a' are invalid)

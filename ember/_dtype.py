@@ -206,3 +206,38 @@ class iinfo:
 
     def __repr__(self) -> str:
         return f"iinfo(min={self.min:g}, max={self.max:g}, dtype={self.dtype})"
+
+
+class layout:
+    """A tensor's memory layout (``torch.layout``): every ember tensor is ``strided``; the sparse and
+    MKL-DNN layouts exist so that code naming them gets a clear refusal."""
+
+    __slots__ = ("_name",)
+
+    def __init__(self, name: str):
+        self._name = name
+
+    def __repr__(self) -> str:
+        return f"torch.{self._name}"
+
+    def __reduce__(self):
+        return self._name          # the module-level constant, as pickle finds it
+
+
+strided = layout("strided")
+sparse_coo = layout("sparse_coo")
+sparse_csr = layout("sparse_csr")
+sparse_csc = layout("sparse_csc")
+sparse_bsr = layout("sparse_bsr")
+sparse_bsc = layout("sparse_bsc")
+_mkldnn = layout("_mkldnn")
+
+
+def check_layout(value, op: str) -> None:
+    """A ``layout=`` argument: None or ``strided``; PyTorch's TypeError for anything that is no layout."""
+    if value is None or value is strided:
+        return
+    if not isinstance(value, layout):
+        raise TypeError(f"{op}(): argument 'layout' must be torch.layout, not {type(value).__name__}")
+    raise NotImplementedError(f"ember: {op}(layout={value!r}) is not supported: ember's tensors are all "
+                              "torch.strided")

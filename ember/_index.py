@@ -210,7 +210,8 @@ def _items(index, tensors_advanced: bool) -> list:
             if ix.ndim == 0 and ix.dtype.kind == "b":
                 out.append(("bool", bool(ix)))
             else:
-                out.append(("adv", ix.astype(np.bool_ if ix.dtype.kind == "b" else np.int64)))
+                # view(np.ndarray): a subclass index (np.memmap, np.matrix) is read as a plain array
+                out.append(("adv", ix.astype(np.bool_ if ix.dtype.kind == "b" else np.int64).view(np.ndarray)))
         elif isinstance(ix, (list, tuple, range, str)):
             out.append(("adv", _sequence_to_array(ix)))
         else:

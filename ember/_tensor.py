@@ -189,7 +189,13 @@ class Tensor:
     def is_cuda(self) -> bool:
         return self.device.type == "cuda"
 
-    def cpu(self) -> Tensor:
+    def cpu(self, memory_format=None) -> Tensor:
+        if memory_format is not None:      # PyTorch's cpu() copies only to change the layout
+            from .ops.shape import memory_format_type
+            if not isinstance(memory_format, memory_format_type):
+                raise TypeError(f"cpu(): argument 'memory_format' must be torch.memory_format, not "
+                                f"{type(memory_format).__name__}")
+            return self.contiguous(memory_format=memory_format)
         return self
 
     def cuda(self, device=None, non_blocking: bool = False) -> Tensor:

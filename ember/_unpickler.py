@@ -243,6 +243,8 @@ class WeightsUnpickler:
                     try:
                         stack[-1] = func(*args)
                     except TypeError as e:          # a wrong argument count or type
+                        if getattr(e, "pytorch_type", False):   # PyTorch's own TypeError (set_'s arguments)
+                            raise
                         raise UnpicklingError(f"bad arguments for {func!r}: {e}") from None
                 elif op == b"\x81":                    # NEWOBJ
                     args = stack.pop()

@@ -15,6 +15,13 @@ Loading never runs code from the file: ``data.pkl`` is read by ``ember._unpickle
 only tensors, Parameters, containers and plain values (PyTorch's ``weights_only=True``), and every
 size and offset is checked against the bytes really present before anything is allocated. A
 failure raises before ``load`` returns, so nothing half-loaded escapes.
+
+Limits (checked from the zip directory, before a record is read): records are stored or deflated (as
+PyTorch's reader, anything else is refused); the archive's ``version`` record must be a version PyTorch
+reads (1 to 10); a deflated record may not declare more than deflate's own 1032x bound; and a deflated
+``data.pkl`` may inflate to at most ``MAX_PICKLE_BYTES`` (256 MiB; a state dict's pickle is a few MB at
+most), so a small file cannot make ``load`` allocate gigabytes before it fails. Raise the module
+attribute ``ember.serialization.MAX_PICKLE_BYTES`` to load a larger one.
 """
 from __future__ import annotations
 
@@ -31,6 +38,18 @@ from . import _dtype as D
 from ._tensor import Size, Tensor, make
 
 __all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals"]
+
+# The most bytes a compressed data.pkl may inflate to (see the module docstring).
+MAX_PICKLE_BYTES = 256 << 20
+# The versions of PyTorch's zip format its reader accepts (caffe2 inline_container's kMin/kMax).
+_MIN_VERSION, _MAX_VERSION = 1, 10
+# Deflate cannot inflate more than about 1032 bytes per compressed byte: a record declaring more is forged.
+_DEFLATE_MAX_RATIO = 1032
+
+
+class PicklingError(__import__("pickle").PicklingError, TypeError):
+    """What ``save`` raises for an object it cannot write: a ``pickle.PicklingError`` as in PyTorch (code
+    catches that), and a ``TypeError`` as ember's earlier releases raised."""
 
 # Classes and functions the user marked safe for ``load`` (PyTorch's torch.serialization allow-list):
 # each item is the object itself or ``(object, "its.full.name")``.
@@ -365,7 +384,7 @@ class _Pickler:
             pass
         else:
             where = f" at {path}" if path else ""
-            raise TypeError(
+            raise PicklingError(
                 f"ember.save: cannot save an object of type {type(obj).__module__}.{type(obj).__qualname__}"
                 f"{where}. ember writes only what torch.load(weights_only=True) reads back: tensors, Parameters, "
                 "dict, OrderedDict, list, tuple, set, str, bytes, int, float, complex, bool, None, torch.Size, "
@@ -608,10 +627,17 @@ def _tensor_from_storage(storage, storage_offset, size, stride, dtype: D.dtype |
         raise UnpicklingError(f"a tensor must be rebuilt from a storage, got {type(storage).__name__}")
     dtype = storage.dtype if dtype is None else dtype
     offset = _as_int(storage_offset, "a storage offset")
-    if type(size) not in (tuple, list, Size) or type(stride) not in (tuple, list, Size):
-        raise RuntimeError("ember.load: a tensor's size and stride must be tuples: the file is corrupt")
-    size = tuple(_as_int(n, "a size") for n in size)
-    stride = tuple(_as_int(s, "a stride") for s in stride)
+    if stride is None and type(size) in (tuple, list, Size):   # PyTorch's set_: no stride means contiguous
+        stride = _contiguous_strides(tuple(size)) if all(type(n) is int for n in size) else ()
+    # PyTorch's set_ takes ints in a tuple, list or Size; anything else is its "invalid combination" TypeError
+    for what, v in (("size", size), ("stride", stride)):
+        if type(v) not in (tuple, list, Size) or not all(type(n) is int for n in v):
+            inner = f" of [{', '.join(sorted({type(n).__name__ for n in v}))}]" if type(v) in (tuple, list) else ""
+            e = TypeError(f"set_() received an invalid combination of arguments: {what} must be a tuple of ints, "
+                          f"got {type(v).__name__}{inner} (ember.load: the file is corrupt)")
+            e.pytorch_type = True    # the unpickler passes it on as PyTorch does, not as an UnpicklingError
+            raise e
+    size, stride = tuple(size), tuple(stride)
     if len(size) != len(stride):
         raise RuntimeError(f"ember.load: mismatch in length of strides and shape ({list(size)} vs {list(stride)}): "
                            "the file is corrupt")
@@ -865,12 +891,39 @@ class _Archive:
             raise RuntimeError(f"PytorchStreamReader failed locating file {name}: file not found "
                                "(ember.load: the file is truncated or not a PyTorch checkpoint)")
         import zipfile
+        if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):   # PyTorch's reader (miniz) too
+            raise RuntimeError(f"PytorchStreamReader failed retrieving file meta-data for {name}: unsupported "
+                               f"method (compression method {info.compress_type}; a checkpoint's records are stored "
+                               "or deflated). The checkpoint file is corrupted or was modified after saving.")
         stored = info.compress_type == zipfile.ZIP_STORED
         if (stored and info.compress_size != info.file_size) or info.header_offset + info.compress_size > self.length \
-                or (not stored and info.file_size > 1100 * info.compress_size + 1024):
+                or (not stored and info.file_size > _DEFLATE_MAX_RATIO * info.compress_size + 1024):
             raise RuntimeError(f"ember.load: record '{name}' declares {info.file_size} bytes, which the "
                                f"{self.length}-byte file cannot hold: the file is truncated or tampered")
+        if name == "data.pkl" and not stored and info.file_size > MAX_PICKLE_BYTES:
+            raise RuntimeError(f"ember.load: the compressed record 'data.pkl' would inflate to {info.file_size} bytes, "
+                               f"beyond ember.serialization.MAX_PICKLE_BYTES ({MAX_PICKLE_BYTES}); refused before "
+                               "inflating it (a decompression bomb, or raise MAX_PICKLE_BYTES if you trust the file)")
         return info
+
+    def check_version(self) -> None:
+        """Refuse a format version PyTorch's reader refuses, with its messages (``.data/version`` first)."""
+        import re
+
+        name = ".data/version" if ".data/version" in self.records else "version"
+        text = bytes(self.read(name)).decode("latin1")
+        m = re.match(r"[ \t\n\v\f\r]*[+-]?[0-9]+", text)    # C's stoll: leading blanks, sign, digits
+        version = int(m.group()) if m else None
+        if version is None or not -2 ** 63 <= version < 2 ** 63:
+            raise RuntimeError(f"Couldn't parse the version {text} as Long Long.")
+        if version < _MIN_VERSION:
+            raise RuntimeError(f"Attempted to read a PyTorch file with version {version}, but the minimum supported "
+                               f"version for reading is {_MIN_VERSION}. Your PyTorch script module file is too old. "
+                               "Please regenerate it with latest version of PyTorch to mitigate this issue.")
+        if version > _MAX_VERSION:
+            raise RuntimeError(f"Attempted to read a PyTorch file with version {version}, but the maximum supported "
+                               f"version for reading is {_MAX_VERSION}. The version of your PyTorch installation "
+                               "may be too old, please upgrade PyTorch to latest version to mitigate this issue.")
 
     def read(self, name: str, expected: int | None = None) -> np.ndarray:
         """The record's bytes as a writable uint8 array (CRC checked), or a private memory map of them."""
@@ -936,7 +989,7 @@ def load(f: FileLike, map_location: Any = None, pickle_module: Any = None, *, we
     import io
     import pickle
 
-    if pickle_module is not None and pickle_module is not pickle:
+    if pickle_module is not None and (weights_only is True or pickle_module is not pickle):
         raise RuntimeError("Can not safely load weights when explicit pickle_module is specified (ember.load "
                            "always uses its own weights-only unpickler)")
     unknown = set(pickle_load_args) - {"encoding"}
@@ -992,6 +1045,7 @@ def _load_from(fh, rule, mmap_path: str | None, encoding: str):
                            "save the model's state_dict() with torch.save instead")
     if "version" not in archive.records and ".data/version" not in archive.records:
         archive.info("version")     # raises PyTorch's "failed locating file version"
+    archive.check_version()
     byteorder = sys.byteorder
     if "byteorder" in archive.records:
         byteorder = bytes(archive.read("byteorder")).decode("ascii", "replace")

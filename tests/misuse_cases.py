@@ -119,6 +119,8 @@ def _aliases() -> set:
     out = set()
     for table in [EXPORTS] + list(SUBMODULES.values()):
         for n, f in table.items():
+            if getattr(f, "_ember_public", None) is not None:   # the registry's copy or wrapper for this name
+                f = f.__wrapped__
             if getattr(f, "__name__", n) != n or first.setdefault(id(f), n) != n:
                 out.add(n)
     return out

@@ -123,3 +123,36 @@ def test_result_type(operands):
                  "0d-f64": m.tensor(1.0, dtype=m.float64)}
         return table.get(spec, spec) if isinstance(spec, str) else spec
     same(lambda m: str(m.result_type(*(mk(m, o) for o in operands))))
+
+
+def _subclass_arrays(tmp_path):
+    """ndarray subclasses user code hands over: a memmap (nanoGPT's get_batch), np.matrix, a masked array."""
+    fn = tmp_path / "data.bin"
+    np.arange(10, dtype=np.int64).tofile(fn)
+    mm = np.memmap(fn, dtype=np.int64, mode="r+")
+    return {"memmap": lambda: mm[2:6].astype(np.int64), "memmap_view": lambda: mm[1:4],
+            "matrix": lambda: np.asmatrix(np.array([[1.0, 2.0], [3.0, 4.0]])),
+            "masked": lambda: np.ma.masked_array([1.0, 2.0, 3.0], mask=[0, 1, 0])}
+
+
+@pytest.mark.parametrize("kind", ["memmap", "memmap_view", "matrix", "masked"])
+@pytest.mark.parametrize("fn", ["from_numpy", "as_tensor", "asarray", "tensor"])
+def test_ndarray_subclasses_work_as_ndarrays(tmp_path, kind, fn):
+    make = _subclass_arrays(tmp_path)[kind]
+    same(lambda m: (lambda t: (t, t + 1, t.sum(), t * t, t.reshape(-1)[:2]))(getattr(m, fn)(make())))
+
+
+@pytest.mark.parametrize("fn", ["from_numpy", "as_tensor", "asarray"])
+def test_ndarray_subclasses_share_memory(tmp_path, fn):
+    a = _subclass_arrays(tmp_path)["memmap_view"]()
+    t = getattr(ember, fn)(a)
+    t[0] = 99
+    assert a[0] == 99 and type(t.numpy()) is np.ndarray
+
+
+def test_ndarray_subclass_as_index_and_in_collate(tmp_path):
+    mm = _subclass_arrays(tmp_path)["memmap_view"]()
+    same(lambda m: m.arange(20.0)[mm])
+    from ember.utils.data import default_collate
+    from torch.utils.data import default_collate as torch_collate
+    assert default_collate([mm, mm]).tolist() == torch_collate([mm, mm]).tolist()

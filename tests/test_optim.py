@@ -751,3 +751,35 @@ def test_fma_with_exact_zero_results_bit_exact():
         opt.step()
         out.append(p.detach().numpy().tobytes())
     assert out[0] == out[1]
+
+
+_MISMATCH_OPTS = {
+    "SGD": dict(lr=0.1, momentum=0.9), "SGD_nesterov": dict(lr=0.1, momentum=0.9, nesterov=True),
+    "Adam": {}, "Adam_amsgrad": dict(amsgrad=True), "AdamW": {}, "RMSprop": {},
+    "RMSprop_centered": dict(momentum=0.9, centered=True), "Adagrad": {}, "Adadelta": {}, "Adamax": {},
+    "NAdam": {}, "RAdam": {}, "ASGD": {}, "Rprop": {}, "Adafactor": {},
+}
+_MISMATCH_SHAPES = [((3,), (4,)), ((3,), (1,)), ((1,), (3,)), ((2, 3), (3, 2)), ((3,), (3, 1)), ((2, 3), (2, 4)),
+                    ((2, 3), (1, 3)), ((1, 3), (2, 3)), ((3, 1), (3,)), ((2, 1, 3), (2, 3))]
+
+
+@pytest.mark.parametrize("name", sorted(_MISMATCH_OPTS))
+def test_state_of_other_shapes_fails_at_step_as_in_torch(name):
+    """A state dict loaded for parameters of other shapes: the step raises PyTorch's RuntimeError (never
+    NumPy's broadcast ValueError), with PyTorch's message, or works where PyTorch's works."""
+    opt_name, kw = name.split("_")[0], _MISMATCH_OPTS[name]
+
+    def run(lib, src, dst):
+        a = lib.nn.Parameter(lib.ones(src))
+        oa = getattr(lib.optim, opt_name)([a], **kw)
+        a.grad = lib.ones(src)
+        oa.step()
+        b = lib.nn.Parameter(lib.ones(dst))
+        ob = getattr(lib.optim, opt_name)([b], **kw)
+        ob.load_state_dict(oa.state_dict())
+        b.grad = lib.ones(dst)
+        ob.step()
+        ob.step()
+        return b
+    for src, dst in _MISMATCH_SHAPES:
+        same(lambda m: run(m, src, dst), exact_msg=True)

@@ -582,3 +582,175 @@ def test_safetensors_with_torch_both_ways(torch, tmp_path):
     st.save_file({"a": torch.zeros(2, dtype=torch.bfloat16)}, tmp_path / "bf.safetensors")
     with pytest.raises(TypeError, match="BF16"):
         ember.load_safetensors(tmp_path / "bf.safetensors")
+
+
+# ======================================================================================================
+# archive records torch refuses: version, compression method, sizes; save/load argument rules
+# ======================================================================================================
+def _both_load(torch, data: bytes, tmp_path):
+    """(ember's, torch's) outcome of loading the same bytes: ('ok', value) or (exception type, message)."""
+    path = tmp_path / "f.pt"
+    path.write_bytes(data)
+    out = []
+    for lib in (ember, torch):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                out.append(("ok", lib.load(path)))
+        except Exception as e:              # noqa: BLE001 - compared below
+            out.append((type(e), str(e)))
+    return out
+
+
+def _with_record(good: bytes, name: str, data: bytes) -> bytes:
+    return _archive({k: (data if k == name else v) for k, v in _records(good).items()})
+
+
+@pytest.mark.parametrize("version", [b"99\n", b"abc\n", b"-1\n", b"0\n", b"11\n", b"", b"99999999999999999999\n",
+                                     b"1\n", b"10\n", b" 3\n", b"+5", b"3abc"])
+def test_version_record_is_checked_as_torch_checks_it(torch, tmp_path, version):
+    good = _saved({"w": ember.arange(3.0)}).getvalue()
+    e, t = _both_load(torch, _with_record(good, "version", version), tmp_path)
+    if version.startswith(b"9999"):        # torch leaks C++'s out_of_range as IndexError('stoull')
+        assert e[0] is RuntimeError and "Couldn't parse the version" in e[1]
+        return
+    assert e[0] is t[0], (e, t)
+    if t[0] == "ok":
+        assert e[1]["w"].tolist() == t[1]["w"].tolist()
+    else:
+        assert t[1].endswith(e[1]), (e[1], t[1])     # torch's text, less its "[enforce fail at ...] ." prefix
+        assert "supported version" in e[1] or "Couldn't parse" in e[1]
+
+
+def _set_method(data: bytes, suffix: str, method: int) -> bytes:
+    """The archive with ``suffix``'s compression method changed in its local header and central directory."""
+    b = bytearray(data)
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
+        for info in z.infolist():
+            if info.filename.endswith(suffix):
+                struct.pack_into("<H", b, info.header_offset + 8, method)
+    i = b.find(b"PK\x01\x02")
+    while i >= 0:
+        n = struct.unpack_from("<H", b, i + 28)[0]
+        if bytes(b[i + 46:i + 46 + n]).decode().endswith(suffix):
+            struct.pack_into("<H", b, i + 10, method)
+        i = b.find(b"PK\x01\x02", i + 4)
+    return bytes(b)
+
+
+@pytest.mark.parametrize("record", ["data.pkl", "data/0", "version", "byteorder"])
+@pytest.mark.parametrize("method", [99, 12, 14])
+def test_unsupported_compression_methods_raise_runtime_error(torch, tmp_path, record, method):
+    good = _saved({"w": ember.arange(3.0)}).getvalue()
+    e, t = _both_load(torch, _set_method(good, record, method), tmp_path)
+    assert e[0] is t[0] is RuntimeError, (e, t)
+    prefix = f"PytorchStreamReader failed retrieving file meta-data for {record}: unsupported method"
+    assert t[1].startswith(prefix) and e[1].startswith(prefix)
+
+
+def _deflated_pickle_archive(pkl_writer, pkl_size: int) -> bytes:
+    """A checkpoint whose data.pkl is deflated, streamed by ``pkl_writer(write)`` (``pkl_size`` bytes)."""
+    b = io.BytesIO()
+    with zipfile.ZipFile(b, "w", zipfile.ZIP_STORED) as z:
+        info = zipfile.ZipInfo("archive/data.pkl")
+        info.compress_type = zipfile.ZIP_DEFLATED
+        info.file_size = pkl_size
+        with z.open(info, "w", force_zip64=pkl_size > 2**31) as w:
+            pkl_writer(w.write)
+        z.writestr("archive/version", b"3\n")
+    return b.getvalue()
+
+
+def test_a_deflated_pickle_bomb_is_refused_before_inflating(monkeypatch):
+    import tracemalloc
+
+    # the default limit, from the zip directory alone: a data.pkl of ~1 MB declaring 1 GiB (within deflate's
+    # bound) is refused before a byte is inflated
+    pkl = pickle.dumps(np.random.default_rng(0).bytes(1 << 20), protocol=2)
+    data = bytearray(_deflated_pickle_archive(lambda w: w(pkl), len(pkl)))
+    cd = data.index(b"archive/data.pkl", data.index(b"PK\x01\x02")) - 46
+    struct.pack_into("<I", data, cd + 24, 1 << 30)
+    tracemalloc.start()
+    try:
+        with pytest.raises(RuntimeError, match="would inflate to 1073741824 bytes, beyond ember.serialization."
+                                               "MAX_PICKLE_BYTES"):
+            ember.load(io.BytesIO(bytes(data)))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 << 20, peak
+    # a real bomb (64 MiB of zeros in a ~64 KB record) against a lowered limit
+    monkeypatch.setattr(ember.serialization, "MAX_PICKLE_BYTES", 16 << 20)
+    chunk = bytes(1 << 22)
+
+    def bomb(write):
+        write(b"\x80\x02")
+        for _ in range(16):
+            write(chunk)
+    with pytest.raises(RuntimeError, match="MAX_PICKLE_BYTES"):
+        ember.load(io.BytesIO(_deflated_pickle_archive(bomb, 2 + 16 * len(chunk))))
+    # the documented limit: a deflated data.pkl just over it is refused, and loads once it is raised
+    payload = bytes(3 << 20)
+    pkl = pickle.dumps(payload, protocol=2)
+    small = _deflated_pickle_archive(lambda w: w(pkl), len(pkl))
+    monkeypatch.setattr(ember.serialization, "MAX_PICKLE_BYTES", 1 << 20)
+    with pytest.raises(RuntimeError, match="would inflate to"):
+        ember.load(io.BytesIO(small))
+    monkeypatch.setattr(ember.serialization, "MAX_PICKLE_BYTES", 256 << 20)
+    assert ember.load(io.BytesIO(small)) == payload
+
+
+def test_a_deflated_record_declaring_more_than_deflate_can_inflate_is_refused():
+    payload = bytes(1 << 20)
+    pkl = pickle.dumps(payload, protocol=2)
+    data = bytearray(_deflated_pickle_archive(lambda w: w(pkl), len(pkl)))
+    cd = data.index(b"archive/data.pkl", data.index(b"PK\x01\x02")) - 46
+    csize = struct.unpack_from("<I", data, cd + 20)[0]
+    assert len(pkl) < 1032 * csize            # a real deflate stream stays within deflate's bound
+    struct.pack_into("<I", data, cd + 24, 1040 * csize + 2048)     # declares more than it could inflate to
+    with pytest.raises(RuntimeError, match="cannot hold"):
+        ember.load(io.BytesIO(bytes(data)))
+
+
+def _torch_checkpoint_with_size(torch, size, stride):
+    """A checkpoint made by torch.save whose tensor is rebuilt with the given size and stride objects."""
+    t = torch.arange(3.0)
+
+    class Fake:
+        def __reduce__(self):
+            return (torch._utils._rebuild_tensor_v2, (t.untyped_storage(), 0, size, stride, False, OrderedDict()))
+    b = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.save({"a": Fake()}, b)
+    return b.getvalue()
+
+
+@pytest.mark.parametrize("size,stride", [([3], (1,)), ((3,), [1]), ([3], [1]), ((3,), None), ([3.0], (1,)),
+                                         ([[3]], (1,)), ([True], (1,)), ((3,), [1.5])])
+def test_tensor_size_and_stride_objects_as_torch_takes_them(torch, tmp_path, size, stride):
+    e, t = _both_load(torch, _torch_checkpoint_with_size(torch, size, stride), tmp_path)
+    assert e[0] is t[0], (e, t)
+    if t[0] == "ok":
+        assert e[1]["a"].tolist() == t[1]["a"].tolist()
+    else:
+        assert e[1].startswith("set_() received an invalid combination of arguments")
+
+
+def test_explicit_pickle_module_with_weights_only(torch, tmp_path):
+    path = tmp_path / "f.pt"
+    ember.save({"w": ember.ones(2)}, path)
+    for lib in (ember, torch):
+        with pytest.raises(RuntimeError, match="Can not safely load weights when explicit pickle_module is "
+                                               "specified"):
+            lib.load(path, pickle_module=pickle, weights_only=True)
+        assert lib.load(path, pickle_module=pickle)["w"].tolist() == [1.0, 1.0]
+
+
+@pytest.mark.parametrize("obj", [lambda x: x, {"f": lambda x: x}])
+def test_saving_a_lambda_raises_pickling_error(torch, obj):
+    for lib in (ember, torch):
+        with pytest.raises(pickle.PicklingError):
+            lib.save(obj, io.BytesIO())
+    with pytest.raises(TypeError):        # what ember raised before, still caught
+        ember.save(obj, io.BytesIO())

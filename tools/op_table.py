@@ -32,6 +32,11 @@ def _submodule(dotted: str):
     return obj
 
 
+def _op(f):
+    """The op itself, not the registry's per-name argument-error wrapper or renamed copy."""
+    return f.__wrapped__ if getattr(f, "_ember_public", None) is not None else f
+
+
 def _entries_calling():
     """{id(public function): [OpInfo, ...]}: which database entries call each public function."""
     from op_db import OP_DB
@@ -45,7 +50,7 @@ def _entries_calling():
         def wrapper(*a, **k):
             # only the calls an entry makes itself count, not those ember makes inside them
             if current[0] is not None and depth[0] == 0:
-                calls.setdefault(id(f), set()).add(current[0].name)
+                calls.setdefault(id(_op(f)), set()).add(current[0].name)
             depth[0] += 1
             try:
                 return f(*a, **k)
@@ -86,12 +91,14 @@ def rows():
     """(names, grad, gradgrad, fwd, dtypes) per public function."""
     names: dict = {}
     for name, f in EXPORTS.items():
+        f = _op(f)
         names.setdefault(id(f), (f, []))[1].append(f"`{name}`")
     for m, table in SUBMODULES.items():
         for name, f in table.items():
+            f = _op(f)
             names.setdefault(id(f), (f, []))[1].append(f"`{m}.{name}`")
     for name, f in METHODS.items():
-        f = f.fget if isinstance(f, property) else f
+        f = f.fget if isinstance(f, property) else _op(f)
         names.setdefault(id(f), (f, []))[1].append(f"`Tensor.{name}`")
     entries = _entries_calling()
     out = []

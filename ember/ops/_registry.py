@@ -11,6 +11,10 @@ operators (``METHODS``), the differentiable namespace derivative rules run on (`
 """
 from __future__ import annotations
 
+import functools
+import inspect
+import sys
+import types
 from typing import Callable
 
 EXPORTS: dict[str, Callable] = {}   # ember.<name>
@@ -19,10 +23,186 @@ METHODS: dict[str, Callable] = {}   # Tensor.<name>, operators included
 GRAPH: dict[str, Callable] = {}     # graph_ns.<name>: what rules call as xp.<name> under create_graph
 
 
-def _put(table: dict, name: str, fn: Callable) -> None:
+def _put(table: dict, name: str, fn: Callable, public: str | None = None) -> None:
+    """``table[name] = fn``; ``public``: the name users call it by ('sum', 'Tensor.sum', 'linalg.det'), for
+    which ``fn`` gets PyTorch's argument errors (see ``_argument_errors``)."""
+    if public is not None:
+        fn = _argument_errors(fn, public)
     if name in table and table[name] is not fn:
         raise AssertionError(f"ember: {name!r} is registered twice ({table[name]!r} and {fn!r})")
     table[name] = fn
+
+
+# ----- PyTorch's argument errors ------------------------------------------------------------------------
+# A call that does not bind (an unknown keyword, too many or missing arguments) raises Python's TypeError
+# in the caller's frame, before the op runs: "sum() got an unexpected keyword argument 'dims'". PyTorch
+# says the same for most ops (under its own name), but for ops its argument parser reads it lists the
+# signatures: "sum() received an invalid combination of arguments - got (dims=int, ), but expected one
+# of: ...". So each public name gets, once, here:
+# * ops PyTorch's parser reads (ops/_torch_signatures.py, generated from PyTorch): a wrapper that only
+#   forwards; its try costs nothing until a TypeError is raised, and the message is built then;
+# * ops whose function has another name (ember.subtract is sub, Tensor.clip is clamp): a copy of the
+#   function under the public name (same code, closure and defaults), so Python's own message names it,
+#   at no cost per call;
+# * the rest: the function itself.
+_PUBLIC: dict[tuple[int, str], Callable] = {}
+
+
+def _argument_errors(fn: Callable, public: str) -> Callable:
+    from ._torch_signatures import SIGNATURES
+
+    short = public.rpartition(".")[2]
+    if not inspect.isfunction(fn) or getattr(fn, "_ember_public", None) is not None or short.startswith("__"):
+        return fn       # not a Python function, already done, or an operator (Python's syntax binds those)
+    key = (id(fn), public)
+    w = _PUBLIC.get(key)
+    if w is not None:
+        return w
+    if public in SIGNATURES:
+        def w(*args, **kwargs):
+            try:
+                return fn(*args, **kwargs)
+            except TypeError as e:
+                if not _is_binding_error(e, fn):
+                    raise
+                err = _torch_argument_error(public, fn, args, kwargs, e)
+                err._ember_argument_error = True
+            raise err from None      # outside the except: no "during handling" chain
+
+        functools.update_wrapper(w, fn)
+    elif fn.__qualname__ != short:
+        w = types.FunctionType(fn.__code__, fn.__globals__, short, fn.__defaults__, fn.__closure__)
+        w.__kwdefaults__ = fn.__kwdefaults__
+        functools.update_wrapper(w, fn)        # the docstring, attributes and __wrapped__ (for introspection)
+    else:
+        return fn
+    w.__name__ = w.__qualname__ = short
+    # where pickle finds it again by name: ember.<name>, ember.<submodule>.<name>, or for a Tensor method
+    # ember._tensor_methods.<name> (Python's messages use the bare name, so Tensor.<name> cannot be it)
+    if public.startswith("Tensor."):
+        w.__module__ = _METHODS_MODULE.__name__
+        setattr(_METHODS_MODULE, short, w)
+    else:
+        w.__module__ = "ember" + ("." + public.rpartition(".")[0] if "." in public else "")
+    w._ember_public = public
+    _PUBLIC[key] = w
+    return w
+
+
+_METHODS_MODULE = types.ModuleType("ember._tensor_methods", "Tensor methods with PyTorch's argument errors, by "
+                                   "name: where pickle finds them (see ember/ops/_registry.py).")
+sys.modules[_METHODS_MODULE.__name__] = _METHODS_MODULE
+
+
+def _is_binding_error(e: TypeError, fn: Callable) -> bool:
+    """``e`` was raised by the call to ``fn`` itself (or by a ``functools.wraps`` wrapper's call to the
+    function it wraps) binding its arguments, not inside the op."""
+    if getattr(e, "_ember_argument_error", False):     # already PyTorch's, from an op called inside
+        return False
+    tb = e.__traceback__
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    code, f = tb.tb_frame.f_code, fn
+    while True:      # the innermost frame is ours or one of the wrappers the op is built from
+        inner = getattr(f, "__wrapped__", None)
+        if inner is None:
+            return code is _WRAPPER_CODE
+        if code is getattr(f, "__code__", None):
+            return True
+        f = inner
+
+
+def _typename(v) -> str:
+    """PyTorch's name for an argument's type in its messages."""
+    from .._device import device
+    from .._dtype import dtype
+    from .._tensor import Size, Tensor
+
+    if isinstance(v, Tensor):
+        return type(v).__name__ if type(v).__name__ == "Parameter" else "Tensor"
+    for cls, name in ((dtype, "torch.dtype"), (device, "torch.device"), (Size, "torch.Size")):
+        if isinstance(v, cls):
+            return name
+    t = type(v)
+    return t.__name__ if t.__module__ in ("builtins", "__main__") else f"{t.__module__.split('.')[0]}.{t.__name__}"
+
+
+def _torch_argument_error(public: str, fn: Callable, args: tuple, kwargs: dict, e: TypeError) -> TypeError:
+    from ._torch_signatures import SIGNATURES
+
+    if public not in SIGNATURES:     # PyTorch's message is Python's: under the op's public name
+        msg, own, short = str(e), f"{fn.__qualname__}()", public.rpartition(".")[2]
+        return TypeError(f"{short}(){msg[len(own):]}" if msg.startswith(own) else msg)
+    return invalid_arguments(public, args[1:] if public.startswith("Tensor.") else args, kwargs)
+
+
+def invalid_arguments(public: str, args: tuple, kwargs: dict) -> TypeError:
+    """PyTorch's TypeError for arguments none of its signatures of op ``public`` ('sum', 'Tensor.to')
+    takes (``args`` without self): the one plausible signature's own error where PyTorch's parser finds
+    one, else "received an invalid combination of arguments" with the signatures. Ops that read their
+    arguments themselves (``Tensor.to``) raise it too."""
+    from ._torch_signatures import SIGNATURES
+
+    tail, short = SIGNATURES[public], public.rpartition(".")[2]
+    # PyTorch's parser: where one signature alone takes this many arguments, that signature's own error
+    sigs = [_parse_signature(line[4:-1]) for line in tail.splitlines() if line.startswith(" * (")]
+    n = len(args) + len(kwargs)
+    plausible = [p for p in sigs if sum(not opt for _, _, opt in p) <= n <= len(p)]
+    if len(plausible) == 1:
+        msg = _signature_error(short, plausible[0], args, kwargs)
+        if msg is not None:
+            return TypeError(msg)
+    pos = [_typename(a) for a in args]
+    kw = [f"{k}={_typename(v)}" for k, v in sorted(kwargs.items())]
+    got = ", ".join(pos + kw) if pos else "".join(k + ", " for k in kw)
+    return TypeError(f"{short}() received an invalid combination of arguments - got ({got}), but expected {tail}")
+
+
+def _parse_signature(text: str) -> list[tuple[str, bool, bool]]:
+    """(name, keyword-only, optional) for each parameter of a PyTorch signature line."""
+    out, kw_only = [], False
+    for part in text.split(", ") if text else []:
+        if part == "*":
+            kw_only = True
+            continue
+        decl, _, default = part.partition(" = ")
+        out.append((decl.rsplit(" ", 1)[-1], kw_only, bool(default)))
+    return out
+
+
+def _signature_error(short: str, params: list, args: tuple, kwargs: dict) -> str | None:
+    """PyTorch's message when ``args``/``kwargs`` fail to bind to its one plausible signature (the arguments'
+    types are not checked here)."""
+    positional = [p for p in params if not p[1]]
+    if len(args) > len(positional):
+        lo = sum(not opt for _, _, opt in positional)
+        hi = len(positional)
+        takes = f"{hi} positional argument{'s' if hi != 1 else ''}" if lo == hi else \
+            f"from {lo} to {hi} positional arguments"
+        return f"{short}() takes {takes} but {len(args)} {'was' if len(args) == 1 else 'were'} given"
+    names = {name for name, _, _ in params}
+    for i, (name, kw_only, optional) in enumerate(params):
+        given = (not kw_only and i < len(args)) or name in kwargs
+        if not given and not optional:
+            return f'{short}() missing 1 required positional arguments: "{name}"'
+    for k in kwargs:
+        if k not in names:
+            return f"{short}() got an unexpected keyword argument '{k}'"
+    return None
+
+
+def _wrapper_code() -> object:
+    from . import _torch_signatures
+
+    _torch_signatures.SIGNATURES["_probe"] = ""
+    try:
+        return _argument_errors(lambda: None, "_probe").__code__
+    finally:
+        del _torch_signatures.SIGNATURES["_probe"]
+        _PUBLIC.clear()
+
+
+_WRAPPER_CODE = _wrapper_code()
 
 
 def register(fn: Callable | None = None, *, name: str | None = None, module: bool = True,
@@ -40,17 +220,19 @@ def register(fn: Callable | None = None, *, name: str | None = None, module: boo
     def deco(f: Callable) -> Callable:
         n = name or f.__name__
         if module:
-            _put(EXPORTS, n, f)
+            _put(EXPORTS, n, f, n)
             for a in aliases:
-                _put(EXPORTS, a, f)
+                _put(EXPORTS, a, f, a)
         if method:
-            _put(METHODS, n if method is True else method, f)
+            m = n if method is True else method
+            _put(METHODS, m, f, f"Tensor.{m}")
             for a in (aliases if method_aliases is None else method_aliases):
-                _put(METHODS, a, f)
+                _put(METHODS, a, f, f"Tensor.{a}")
         if graph:
             _put(GRAPH, n if graph is True else graph, f)
         if submodule is not None:
-            _put(SUBMODULES[submodule], submodule_name or n, f)
+            sn = submodule_name or n
+            _put(SUBMODULES[submodule], sn, f, f"{submodule}.{sn}")
         return f
     return deco if fn is None else deco(fn)
 
@@ -60,7 +242,7 @@ def method(name: str, fn: Callable | None = None):
     as a decorator ``@method(name)``."""
     if fn is None:
         return lambda f: method(name, f)
-    _put(METHODS, name, fn)
+    _put(METHODS, name, fn, f"Tensor.{name}")
     return fn
 
 

@@ -16,6 +16,7 @@ import numpy as np
 from .. import _creation as C
 from .. import _dtype as D
 from .._device import NAMESPACES, check_device
+from .._device import device as _device_type
 from .._state import track_tangent
 from .._tensor import Size, Tensor, _new, make, wrap_dim
 from ..autograd import grad_mode as _gm
@@ -1411,6 +1412,7 @@ class memory_format:
         return "torch." + self._name
 
 
+memory_format_type = memory_format     # for functions whose memory_format argument hides the class
 preserve_format = memory_format("preserve_format")
 contiguous_format = memory_format("contiguous_format")
 channels_last = memory_format("channels_last")
@@ -1533,25 +1535,64 @@ _TYPE_NAMES = {f"torch.{D.type_word(d.np)}Tensor": d for d in (D.float32, D.floa
                                                                D.bool, D.int16, D.int8, D.uint8)}
 
 
+_TO_KEYS = ({"device", "dtype", "non_blocking", "copy", "memory_format"},    # to(device, dtype, ...)
+            {"non_blocking", "copy", "memory_format"},                       # to(dtype, ...), to(tensor, ...)
+            {"dtype", "non_blocking", "copy", "memory_format"})              # to(non_blocking=, ...): dtype=
+
+
+def parse_to(args: tuple, kwargs: dict) -> tuple:
+    """(device, dtype, non_blocking, copy, memory_format) from the arguments of PyTorch's three ``to``
+    signatures: (device=None, dtype=None, non_blocking=False, copy=False), (dtype, non_blocking=False,
+    copy=False), (tensor, non_blocking=False, copy=False), each with ``*, memory_format=None``; anything
+    else is PyTorch's "invalid combination of arguments" TypeError (Module.to parses with it too)."""
+    from ._registry import invalid_arguments
+
+    def bad():
+        return invalid_arguments("Tensor.to", args, kwargs)
+
+    def as_dtype(v):
+        if isinstance(v, D.dtype):
+            return v
+        if v in (float, int, bool):     # PyTorch takes the Python types as dtypes
+            return {float: D.float64, int: D.int64, bool: D.bool}[v]
+        raise bad()
+
+    rest = list(args)
+    device = dtype = None
+    first = rest[0] if rest else None
+    if rest and (isinstance(first, D.dtype) or first in (float, int, bool)):
+        dtype, names, allowed = as_dtype(rest.pop(0)), ("non_blocking", "copy"), _TO_KEYS[1]
+    elif rest and isinstance(first, Tensor):
+        t = rest.pop(0)
+        device, dtype, names, allowed = t.device, t.dtype, ("non_blocking", "copy"), _TO_KEYS[1]
+    else:
+        names, allowed = ("device", "dtype", "non_blocking", "copy"), _TO_KEYS[0]
+    if len(rest) > len(names) or not set(kwargs) <= allowed:
+        raise bad()
+    given = dict(zip(names, rest))
+    if set(given) & set(kwargs):
+        raise bad()
+    given.update(kwargs)
+    if "device" in given:
+        device = given["device"]
+        if device is not None and not isinstance(device, (str, int, _device_type)):
+            raise bad()
+    if given.get("dtype") is not None:
+        dtype = as_dtype(given["dtype"])
+    non_blocking, copy = given.get("non_blocking", False), given.get("copy", False)
+    fmt = given.get("memory_format")
+    if not isinstance(non_blocking, bool) or not isinstance(copy, bool) or \
+            (fmt is not None and not isinstance(fmt, memory_format)):
+        raise bad()
+    return device, dtype, non_blocking, copy, fmt
+
+
 @register(module=False, method=True)
 def to(self, *args, **kwargs):
     """``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other_tensor)``; ``copy=``."""
-    dtype = kwargs.pop("dtype", None)
-    copy = kwargs.pop("copy", False)
-    kwargs.pop("non_blocking", None)
-    fmt = kwargs.pop("memory_format", None)
-    device = kwargs.pop("device", None)
-    if kwargs:
-        raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
-    for a in args:
-        if isinstance(a, D.dtype):
-            dtype = a
-        elif isinstance(a, Tensor):
-            dtype = a.dtype
-        elif _is_int(a):
-            raise RuntimeError("Cannot access accelerator device when none is available.")
-        elif a is not None and not isinstance(a, bool):
-            device = a
+    device, dtype, _, copy, fmt = parse_to(args, kwargs)
+    if _is_int(device):
+        raise RuntimeError("Cannot access accelerator device when none is available.")
     if device is not None:
         check_device(device)
     fmt = _check_memory_format(self, fmt, "to")
@@ -1564,7 +1605,10 @@ def to(self, *args, **kwargs):
 
 
 def _caster(dtype):
-    def fn(self, memory_format=None):
+    def fn(self, *, memory_format=None):
+        if memory_format is not None and not isinstance(memory_format, memory_format_type):
+            raise TypeError(f"{D.type_word(dtype.np).lower()}(): argument 'memory_format' must be "
+                            f"torch.memory_format, not {type(memory_format).__name__}")
         return to_dtype(self, dtype)
     return fn
 
@@ -1604,7 +1648,10 @@ def _new_like(fill, name):
     def fn(self, *size, dtype=None, requires_grad=False, device=None, layout=None, pin_memory=False):
         if dtype is not None and not isinstance(dtype, D.dtype):
             raise TypeError(f"{name}(): argument 'dtype' must be torch.dtype, not {type(dtype).__name__}")
-        return _on_device_of(self, fill(*size, dtype=dtype or self.dtype, requires_grad=requires_grad))
+        C._check_device(device, name)
+        D.check_layout(layout, name)
+        t = fill(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+        return t if device is not None else _on_device_of(self, t)
     fn.__name__ = name
     return fn
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from .. import _dtype as D
 from .._tensor import Tensor, make
-from .optimizer import Optimizer, _add_scaled_, _bump, _lerp_, _scalar, _to_scalar
+from .optimizer import Optimizer, _add_scaled_, _bump, _inplace_error, _lerp_, _scalar, _to_scalar
 
 __all__ = ["Adafactor"]
 
@@ -50,6 +50,32 @@ class Adafactor(Optimizer):
                 if len(st) != 0 and not isinstance(st["step"], Tensor):
                     st["step"] = _scalar(float(st["step"]))
 
+    def _expected_state_shape(self, p: Tensor, key, value: Tensor) -> tuple | None:
+        """Factored second moments: a row and a column of the last two dimensions for matrices."""
+        shape = tuple(p.shape)
+        if key == "row_var" and len(shape) > 1:
+            return shape[:-1] + (1,)
+        if key == "col_var" and len(shape) > 1:
+            return shape[:-2] + (1, shape[-1])
+        return super()._expected_state_shape(p, key, value)
+
+    def _state_shape_error(self) -> Exception | None:
+        """PyTorch's error in its order of updates: row_var and col_var in place, then their product times
+        the gradient, then the parameter."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                state = self.state.get(p, {})
+                if p.grad is None or len(p.shape) < 2 or not {"row_var", "col_var"} <= state.keys():
+                    continue
+                shape, row, col = tuple(p.shape), tuple(state["row_var"].shape), tuple(state["col_var"].shape)
+                err = _inplace_error(row, shape[:-1] + (1,)) or _inplace_error(col, shape[:-2] + (1, shape[-1]))
+                if err is None and len(row) >= 2 and len(col) >= 2:
+                    est = tuple(np.broadcast_shapes(row[:-2], col[:-2])) + (row[-2], col[-1])   # row_var @ col_var
+                    err = _inplace_error(est, shape) or _inplace_error(shape, est)
+                if err is not None:
+                    return err
+        return super()._state_shape_error()
+
     def step(self, closure: Callable | None = None):
         """One Adafactor step over every parameter that has a gradient."""
         loss = self._closure_loss(closure)
@@ -81,12 +107,16 @@ class Adafactor(Optimizer):
                     a *= 1 - lr * wd
                     _bump(p)
                 if g.ndim > 1:
+                    if "row_var" not in state or "col_var" not in state:   # a state loaded for a vector
+                        raise AssertionError("row_var and col_var should be defined when grad is multidimensional")
                     row_var, col_var = state["row_var"]._data, state["col_var"]._data
                     _lerp_(row_var, _norm(g, axis=-1, keepdims=True) ** 2 / g.shape[-1], one_minus_beta2_t)
                     _lerp_(col_var, _norm(g, axis=-2, keepdims=True) ** 2 / g.shape[-2], one_minus_beta2_t)
                     var_estimate = row_var @ col_var
                     var_estimate /= np.maximum(row_var.mean(axis=-2, keepdims=True), e1)
                 else:
+                    if "variance" not in state:
+                        raise AssertionError("variance should be defined when grad is a vector")
                     variance = state["variance"]._data
                     _lerp_(variance, g * g, one_minus_beta2_t)
                     var_estimate = variance.copy()

@@ -327,6 +327,30 @@ def register_optimizer_step_post_hook(hook: Callable) -> RemovableHandle:
 _in_step = threading.local()
 
 
+def _broadcast_error(a: tuple, b: tuple) -> Exception | None:
+    """PyTorch's error where shapes ``a`` and ``b`` do not broadcast (the last dimension checked first)."""
+    n = max(len(a), len(b))
+    for i in range(n - 1, -1, -1):
+        off = n - 1 - i
+        sa = a[len(a) - 1 - off] if off < len(a) else 1
+        sb = b[len(b) - 1 - off] if off < len(b) else 1
+        if sa != sb and sa != 1 and sb != 1:
+            return RuntimeError(f"The size of tensor a ({sa}) must match the size of tensor b ({sb}) at "
+                                f"non-singleton dimension {i}")
+    return None
+
+
+def _inplace_error(out: tuple, other: tuple) -> Exception | None:
+    """PyTorch's error for ``out op= other`` (an in-place update), or None where it works."""
+    err = _broadcast_error(out, other)
+    if err is not None:
+        return err
+    shape = tuple(np.broadcast_shapes(out, other))
+    if shape != out:
+        return RuntimeError(f"output with shape {list(out)} doesn't match the broadcast shape {list(shape)}")
+    return None
+
+
 def _hooked_step(func: Callable) -> Callable:
     """Wrap a ``step`` so the step pre- and post-hooks run around it (once, also when a subclass's step
     calls its parent's)."""
@@ -350,6 +374,13 @@ def _hooked_step(func: Callable) -> Callable:
         active.add(id(self))
         try:
             out = func(*args, **kwargs)
+        except (ValueError, IndexError) as e:
+            # NumPy's broadcast errors from a state loaded for parameters of other shapes: PyTorch's error
+            # instead (diagnosed only on failure: nothing is checked on a normal step)
+            err = self._state_shape_error()
+            if err is None:
+                raise
+            raise err from None
         finally:
             active.discard(id(self))
         for post_hook in chain(self._optimizer_step_post_hooks.values(), _global_optimizer_post_hooks.values()):
@@ -626,6 +657,36 @@ class Optimizer:
         self.param_groups.append(param_group)
 
     # ----- shared by the subclasses --------------------------------------------------------------
+    # The state's per-element tensors meet the gradient before the parameter is updated: PyTorch names the
+    # state as tensor a and the gradient as b (Rprop reads the gradient first and sets this False).
+    _state_first = True
+
+    def _expected_state_shape(self, p: Tensor, key, value: Tensor) -> tuple | None:
+        """The shape ``state[p][key]`` must have for ``p``; None where it need not match (0-d counters)."""
+        return None if value._data.ndim == 0 else tuple(p.shape)
+
+    def _state_shape_error(self) -> Exception | None:
+        """PyTorch's error for the first parameter whose loaded state does not fit its shape, or None."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                for key, value in self.state.get(p, {}).items():
+                    if not isinstance(value, Tensor):
+                        continue
+                    want = self._expected_state_shape(p, key, value)
+                    have = tuple(value.shape)
+                    if want is not None and have != want:
+                        return self._shape_error(have, want)
+        return None
+
+    def _shape_error(self, state: tuple, param: tuple) -> Exception:
+        """PyTorch's error for a ``state`` tensor updated in place with ``param``-shaped operands, then the
+        parameter updated with ``state``-shaped ones."""
+        if self._state_first:
+            return _inplace_error(state, param) or _inplace_error(param, state)
+        return _broadcast_error(param, state) or _inplace_error(state, param) or _inplace_error(param, state)
+
     def _closure_loss(self, closure):
         if closure is None:
             return None

@@ -17,6 +17,17 @@ class Rprop(Optimizer):
     when the sign flips (and skip that coordinate's update once)."""
 
     _setstate_defaults = dict(foreach=None, maximize=False, differentiable=False, capturable=False)
+    _state_first = False     # PyTorch's Rprop starts with grad.mul(prev)
+
+    def _shape_error(self, state: tuple, param: tuple) -> Exception:
+        err = super()._shape_error(state, param)
+        if len(state) == len(param) and "broadcast shape" in str(err) and \
+                all(s == q or q == 1 for s, q in zip(state, param)):
+            # the sign (state-shaped) then masks the parameter-shaped gradient: PyTorch's indexing error
+            i = next(k for k, (s, q) in enumerate(zip(state, param)) if s != q)
+            return IndexError(f"The shape of the mask {list(state)} at index {i} does not match the shape of the "
+                              f"indexed tensor {list(param)} at index {i}")
+        return err
 
     def __init__(self, params, lr: float | Tensor = 1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *,
                  capturable: bool = False, foreach: bool | None = None, maximize: bool = False,

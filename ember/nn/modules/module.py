@@ -237,30 +237,13 @@ class BackwardHook:
 
 
 def _parse_to(*args, **kwargs):
-    """(device, dtype, non_blocking) from Module.to's overloads: to(device, dtype), to(dtype), to(tensor)."""
+    """(device, dtype, non_blocking) from Module.to's overloads: to(device, dtype), to(dtype), to(tensor),
+    read as Tensor.to reads them (PyTorch's "invalid combination of arguments" TypeError otherwise)."""
     from ..._device import device as _device
-    device = kwargs.pop("device", None)
-    dtype = kwargs.pop("dtype", None)
-    non_blocking = kwargs.pop("non_blocking", False)
-    kwargs.pop("memory_format", None)
-    if kwargs:
-        raise TypeError(f"to() received an invalid combination of arguments - got unexpected keyword "
-                        f"arguments {sorted(kwargs)}")
-    rest = list(args)
-    if rest and isinstance(rest[0], Tensor):
-        t = rest.pop(0)
-        device, dtype = t.device, t.dtype
-    elif rest and isinstance(rest[0], D.dtype):
-        dtype = rest.pop(0)
-    elif rest and (isinstance(rest[0], (str, int)) or type(rest[0]).__name__ == "device"):
-        device = rest.pop(0)
-        if rest and isinstance(rest[0], D.dtype):
-            dtype = rest.pop(0)
-    if rest and isinstance(rest[0], bool):
-        non_blocking = rest.pop(0)
-    if rest:
-        raise TypeError(f"to() received an invalid combination of arguments - got "
-                        f"({', '.join(type(a).__name__ for a in args)})")
+    from ...ops.shape import parse_to
+    device, dtype, non_blocking, copy, _ = parse_to(args, kwargs)
+    if copy:
+        raise RuntimeError(".to() does not accept copy argument")
     if device is not None:
         device = _device(device)
     return device, dtype, non_blocking
