@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _dtype as D
-from .._device import NAMESPACES
+from .._device import NAMESPACES, fp_quiet, fp_restore
 from .._index import Index, SplitIndex, check_value_shape, convert, raw_index, view_of as _view_of
 from .._tensor import Tensor, make, wrap_dim
 from ..autograd.graph import node_class
@@ -216,7 +216,11 @@ def setitem(self: Tensor, index, value) -> None:
     if not _needs_graph(self, value):
         check_inplace(self, False)
         view, sub = _view_of(self._data, ix.np_index)
-        view[sub] = value._data if isinstance(value, Tensor) else value
+        fp = fp_quiet()   # 1e6 into float16 overflows: silently, as in PyTorch
+        try:
+            view[sub] = value._data if isinstance(value, Tensor) else value
+        finally:
+            fp_restore(fp)
         self._vc[0] += 1
         return
     if ix.basic and self.grad_fn is None and self._requires_grad and _state.enabled:
@@ -240,7 +244,9 @@ def fill_(self: Tensor, value) -> Tensor:
         if value._data.ndim:
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
                                f"{value._data.ndim} dimensions.")
-        value = value.item()
+        value = value.item()   # a tensor's value is cast as it is (1e5 into float16: inf); a number is checked
+    else:
+        value = D.checked_scalar(value, self._data.dtype)
     return apply_inplace(fill_p, self, (), {"value": value})
 
 
@@ -685,6 +691,7 @@ def _index_fill(self, dim, index, value, inplace, op):
     if isinstance(value, Tensor):
         prim, args, params, node = index_put_p, (value,), {"index": ix}, _node("IndexFillBackward1")
     else:
+        value = D.checked_scalar(value, self._data.dtype)
         prim, args, params, node = fill_index_p, (), {"index": ix, "value": value}, None
     if inplace:
         return apply_inplace(prim, self, args, params, node)
@@ -811,6 +818,7 @@ def _masked_fill(self, mask, value, inplace, op):
                                f"{value._data.ndim} dimension(s).")
         prim, args, params, node = index_put_p, (value,), {"index": ix}, _node("MaskedFillBackward1")
     else:
+        value = D.checked_scalar(value, self._data.dtype)
         prim, args, params, node = fill_index_p, (), {"index": ix, "value": value}, _node("MaskedFillBackward0")
     if inplace:
         return apply_inplace(prim, self, args, params, node)
