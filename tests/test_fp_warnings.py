@@ -91,6 +91,14 @@ CASES = [
                "torch.linalg.cond(torch.tensor([[1.0, 0.0], [0.0, 0.0]])), torch.cdist(b, -b), torch.dist(b, -b), "
                "F.normalize(z, dim=1), F.cosine_similarity(z, z)]"),
     ("linalg_inv_singular", "torch.linalg.inv(torch.zeros(2, 2))"),
+    ("histc_wide", "out = [torch.histc(torch.tensor([1e38, -1e38]), bins=3).sum(), "
+                   "torch.histc(torch.tensor([3e38, -3e38], dtype=torch.float64), bins=3)]"),
+    ("random_half", "torch.manual_seed(0); out = [torch.empty(3, dtype=torch.float16).normal_(0, 1e5), "
+                    "torch.nn.init.normal_(torch.empty(3, dtype=torch.float16), 0, 1e10), "
+                    "torch.empty(2, dtype=torch.float16).uniform_(-60000, 60000) * 4, "
+                    "torch.multinomial(torch.tensor([3e38, 3e38]), 4, replacement=True), "
+                    "torch.tensor([3e38, 3e38]).multinomial(4, replacement=True), torch.empty(3).cauchy_(0, 3e38), "
+                    "torch.normal(torch.tensor([3e38]), torch.tensor([3e38])), torch.normal(3e38, 3e38, (2,))]"),
     # backward, double backward, forward mode
     ("backward_zero", "x = torch.tensor([0.0, 1.0], requires_grad=True); "
                       "(x.sqrt() + x.log() + x.norm() + x.pow(0.5) + x.rsqrt() + 1 / x).sum().backward(); "
