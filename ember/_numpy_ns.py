@@ -22,19 +22,15 @@ from ._index import view_of as _view_of
 # NumPy 2 keeps the state in a context variable: setting it to a prepared "ignore" state and resetting its
 # token costs about 0.1 us (an np.errstate object costs about 0.8 us).
 _fp_var = getattr(getattr(getattr(np, "_core", None), "_ufunc_config", None), "_extobj_contextvar", None)
+# _fp_quiet() makes NumPy's floating-point exceptions silent and returns the token _fp_restore(token) takes; both
+# are C callables (a partial, a bound method): no Python frame per op. (The prepared state keeps the buffer size
+# and error callback NumPy had at import.)
 if _fp_var is not None:
     with np.errstate(all="ignore"):
-        _FP_IGNORE = _fp_var.get()
-    _fp_set = _fp_var.set
+        _fp_quiet = _functools.partial(_fp_var.set, _fp_var.get())
     _fp_restore = _fp_var.reset
-
-    def _fp_quiet():
-        """Make NumPy's floating-point exceptions silent; returns the token ``_fp_restore`` takes."""
-        return _fp_set(_FP_IGNORE)
 else:  # NumPy 1.x: a per-thread state that seterr sets and returns
-    def _fp_quiet():
-        """Make NumPy's floating-point exceptions silent; returns the token ``_fp_restore`` takes."""
-        return np.seterr(all="ignore")
+    _fp_quiet = _functools.partial(np.seterr, all="ignore")
 
     def _fp_restore(token) -> None:
         np.seterr(**token)
