@@ -116,6 +116,16 @@ CASES = [
                      "    d = fwAD.make_dual(torch.tensor([0.0, 1000.0]), torch.ones(2))\n"
                      "    out = [fwAD.unpack_dual(f(d)).tangent for f in (torch.sqrt, torch.log, torch.exp, "
                      "torch.rsqrt)]"),
+    # modules that compute on raw arrays outside the op table (running statistics), nan/inf positions
+    ("norm_running_stats", "x = torch.tensor([[3e38, float('inf')], [-3e38, 1.0], [0.0, 2.0]]); bn = nn.BatchNorm1d(2); "
+                           "y = bn(x); i = nn.InstanceNorm1d(2, track_running_stats=True); "
+                           "z = i(x.t().unsqueeze(0).contiguous()); out = [y, bn.running_mean, bn.running_var, z, "
+                           "i.running_mean, i.running_var]"),
+    ("grid_sample_nonfinite", "x = torch.arange(4.0).reshape(1, 1, 2, 2); "
+                              "g = torch.tensor([[[[float('nan'), 0.0], [0.5, float('inf')]]]]); "
+                              "out = [F.grid_sample(x, g, align_corners=False), F.grid_sample(x, g * 0 + 1e30, "
+                              "mode='nearest', align_corners=False), F.grid_sample(x, g, mode='bicubic', "
+                              "align_corners=False)]"),
     # optimizers, clipping, nn.init
     ("optimizers", "out = []\n"
                    "for cls in (torch.optim.SGD, torch.optim.Adam, torch.optim.AdamW, torch.optim.RMSprop, "
