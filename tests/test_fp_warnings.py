@@ -79,7 +79,10 @@ CASES = [
                         "dtype=torch.uint8), lambda: torch.tensor([1e10], dtype=torch.int32), "
                         "lambda: z.fill_(torch.tensor(1e5)), lambda: torch.full((2,), -1, dtype=torch.uint8), "
                         "lambda: torch.tensor([-1, 2.5], dtype=torch.int8), lambda: torch.tensor([16777217.0], "
-                        "dtype=torch.int64))]"),
+                        "dtype=torch.int64), lambda: i.__setitem__(0, float('inf')), lambda: i.__setitem__(m, 1e10), "
+                        "lambda: i.__setitem__([0], 2 ** 40), lambda: torch.zeros(2, dtype=torch.uint8).__setitem__(0, -1), "
+                        "lambda: z.__setitem__(0, 1e6), lambda: z.scatter(0, torch.tensor([0]), 1e6), "
+                        "lambda: i.scatter(0, torch.tensor([0]), float('nan')))]"),
     ("scalar_reads", "x = torch.tensor([float('inf'), float('nan')]); out = [x.tolist(), x[0].item(), float(x[1]), "
                      "bool(x[1])]"),
     # reductions and linalg

@@ -207,6 +207,8 @@ def setitem(self: Tensor, index, value) -> None:
     """``self[index] = value``: the value broadcasts to the indexed region and is cast to self's dtype."""
     ix = convert(index, self._data.shape)
     value = _fit_value(_assign_value(value, self), ix)
+    if not isinstance(value, Tensor) and self._data.dtype.kind in "iu":
+        value = D.checked_scalar(value, self._data.dtype)   # y[0] = inf: PyTorch's RuntimeError (floats take inf)
     if not ix.basic and isinstance(value, Tensor) and value._data.dtype != self._data.dtype and not (
             isinstance(index, Tensor) and index._data.dtype == np.bool_ and not value._data.ndim):
         # an advanced index writes with index_put_, which takes no other dtype (a mask and a 0-d value
@@ -404,6 +406,7 @@ def _scatter(self: Tensor, dim, index, src, value, reduce, inplace: bool, op: st
     elif reduce is not None:
         args, prim, params, node = (value,), scatter_legacy_p, {"index": ix, "reduce": _LEGACY[reduce]}, None
     else:
+        value = D.checked_scalar(value, self._data.dtype)
         args, prim, params, node = (), fill_index_p, {"index": ix, "value": value}, _node("ScatterBackward1")
     if inplace:
         return apply_inplace(prim, self, args, params, node)
