@@ -33,10 +33,13 @@ graph("view_scatter_zeros", lambda g, steps, shape: apply(_views.view_scatter_ze
                                                           {"steps": steps, "shape": shape}))
 
 
+# The random fills compute on raw arrays outside apply: normal_(0, 1e5) of float16 overflows in the cast to half,
+# silently as in PyTorch.
 _RANDOM_FILLS = set(_random.TENSOR_METHODS.values())
-for _name, _fn in METHODS.items():
+for _name, _fn in list(METHODS.items()):
     if _fn in _RANDOM_FILLS:
-        _fn = quietly(_fn)   # normal_(0, 1e5) of float16 overflows in the cast to half: silently, as in PyTorch
+        METHODS[_name] = quietly(_fn)
+for _name, _fn in METHODS.items():
     setattr(Tensor, _name, _fn)
 for _name, _fn in GRAPH.items():
     setattr(graph_ns, _name, _fn)
