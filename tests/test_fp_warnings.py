@@ -21,7 +21,8 @@ torch = pytest.importorskip("torch")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # the subprocesses import this ember
 
 # (name, code): the code sets ``out`` (a tensor, a number, a string or a list of them); ``torch``, ``nn``, ``F`` and
-# ``fwAD`` are ember's in the subprocess and PyTorch's here. A case whose code raises must raise the same type.
+# ``fwAD`` are ember's in the subprocess and PyTorch's here; ``np`` is NumPy and ``err(f)`` gives f's result or its
+# exception's type and message. A case whose code raises must raise the same type.
 CASES = [
     # the cases
     ("half_mul_cast", "out = torch.tensor([60000.0], dtype=torch.float16) * 2"),
