@@ -6,7 +6,7 @@ import warnings
 import numpy as np
 
 from . import _dtype as D
-from ._device import backend_of, check_device
+from ._device import backend_of, check_device, fp_quiet, fp_restore, quietly
 from ._device import device as _device_type
 from ._origin import warn_once
 from ._state import _state as _gm_state
@@ -230,12 +230,44 @@ def tensor(data, dtype: D.dtype | None = None, device=None, requires_grad: bool 
     else:
         if isinstance(data, (list, tuple)) and _has_tensor(data):
             data = _tensors_to_lists(data)
-        arr = _infer_np(data, dtype.np if dtype is not None and dtype.is_floating_point else None)
+        if dtype is None or dtype.is_floating_point:
+            arr = _infer_np(data, None if dtype is None else dtype.np)
+        else:   # Python numbers into an integral dtype: each checked, floats truncated from double (not float32)
+            arr = _infer_np(data, np.float64)
+            _check_ints_fit(arr, dtype.np)
     if dtype is not None:
-        arr = arr.astype(dtype.np, copy=False)
+        fp = fp_quiet()   # 1e300 into float16 is inf, silently as in PyTorch
+        try:
+            arr = arr.astype(dtype.np, copy=False)
+        finally:
+            fp_restore(fp)
     return _finish(arr, requires_grad, device)
 
 
+def _check_ints_fit(arr: np.ndarray, npd: np.dtype) -> None:
+    """PyTorch's check of Python numbers given for an integral dtype (``tensor([inf], dtype=torch.int32)``): nan,
+    inf and values out of the dtype's range are refused (an unsigned type takes negative integers down to -max,
+    which wrap, but no negative float)."""
+    if npd.kind not in "iu" or not arr.size:
+        return
+    info = np.iinfo(npd)
+    if arr.dtype.kind == "f":
+        lo, hi = (0 if npd.kind == "u" else info.min), info.max
+        fp = fp_quiet()
+        try:
+            ok = bool(np.all((arr >= lo) & (arr <= hi)))   # nan compares False
+        finally:
+            fp_restore(fp)
+    elif arr.dtype.kind in "iu":
+        lo = -int(info.max) if npd.kind == "u" else int(info.min)
+        ok = lo <= int(arr.min()) and int(arr.max()) <= info.max
+    else:
+        return
+    if not ok:
+        raise RuntimeError(f"value cannot be converted to type {npd.name} without overflow")
+
+
+@quietly
 def as_tensor(data, dtype: D.dtype | None = None, device=None) -> Tensor:
     """``data`` as a tensor, without a copy where it already is one (or a NumPy array) of that dtype."""
     dtype = _check_dtype(dtype, "as_tensor")
@@ -285,16 +317,14 @@ def _fill_array(shape, fill_value, dtype: D.dtype, op: str, like=None) -> np.nda
             not _INT64[0] <= fill_value < _INT64[1]:
         if not -2 ** 64 < fill_value < 2 ** 64:   # PyTorch's scalar holds at most 64 bits
             raise OverflowError("int too big to convert")
-        if not dtype.is_floating_point:
-            raise RuntimeError(f"value cannot be converted to type {dtype.np.name}_t without overflow")
-    if dtype.np.kind in "iu" and isinstance(fill_value, float) and not np.isfinite(fill_value):
-        raise RuntimeError(f"value cannot be converted to type {dtype.np.name}_t without overflow")
+    fill_value = D.checked_scalar(fill_value, dtype.np)   # 1e40 in float32, inf in int32: PyTorch's RuntimeError
     with np.errstate(over="ignore", invalid="ignore"):   # 1e300 -> inf in float32, silently as PyTorch
         if like is not None:
             return backend_of(like).full(shape, fill_value, dtype=dtype.np)
         return np.full(shape, fill_value, dtype=dtype.np)
 
 
+@quietly
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=None, layout=None,
          pin_memory=False) -> Tensor:
     """A tensor of ``size`` filled with ``fill_value`` (its dtype inferred from the value)."""
@@ -331,6 +361,7 @@ ones_like = _like("ones_like", "ones_like")
 empty_like = _like("empty_like", "zeros_like")
 
 
+@quietly
 def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False, memory_format=None,
               layout=None, pin_memory=False) -> Tensor:
     _check_input(input, "full_like")
@@ -343,6 +374,7 @@ def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False
     return _finish(_fill_array(input._data.shape, fill_value, dtype, "full_like", input._data), rg, device)
 
 
+@quietly
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False, out=None, layout=None,
            pin_memory=False) -> Tensor:
     """``start, start + step, ...`` up to ``end`` (excluded); int64 when every bound is an integer."""
@@ -373,6 +405,7 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     return _finish(data.astype(dtype.np), rg, device)
 
 
+@quietly
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, out=None, layout=None,
              pin_memory=False) -> Tensor:
     """``steps`` evenly spaced values from ``start`` to ``end`` (both included)."""
@@ -382,6 +415,9 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False,
                                f"{v._data.ndim} dimension(s).")
     D.check_layout(layout, "linspace")
     start, end, steps, dtype, rg = _space_args("linspace", start, end, steps, dtype, requires_grad, device, out)
+    if dtype.is_floating_point:
+        for v in (start, end):
+            D.checked_scalar(v, dtype.np)
     return _finish(_linspace(start, end, steps, dtype.np), rg, device)
 
 
@@ -463,6 +499,7 @@ def _linspace(start, end, steps: int, npd) -> np.ndarray:
         return np.trunc(out).astype(npd) if npd.kind in "iub" else out.astype(npd)
 
 
+@quietly
 def logspace(start, end, steps, base: float = 10.0, *, dtype=None, device=None, requires_grad=False,
              out=None, layout=None, pin_memory=False) -> Tensor:
     """``base ** linspace(start, end, steps)``, computed in double as PyTorch's CPU kernel."""
@@ -510,6 +547,7 @@ def triu_indices(row: int, col: int, offset: int = 0, *, dtype=None, device=None
     return _tri_indices("triu_indices", np.triu_indices, row, col, offset, dtype, device, layout)
 
 
+@quietly
 def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad: bool = False) -> Tensor:
     """A tensor from ``obj``, sharing memory with it when it is a tensor or array of the right dtype
     (unless ``copy=True``); ``copy=False`` raises where a copy would be needed."""
@@ -558,6 +596,7 @@ def _new_tensor(self, data, *, dtype=None, device=None, requires_grad=False) -> 
     return tensor(data, dtype=dtype or self.dtype, device=device, requires_grad=requires_grad)
 
 
+@quietly
 def _new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False) -> Tensor:
     if device is not None:
         return full(size, fill_value, dtype=dtype or self.dtype, device=device, requires_grad=requires_grad)

@@ -7,6 +7,12 @@ import numpy as np
 
 from . import _numpy_ns
 
+# NumPy's floating-point exceptions silent while ember computes, the caller's error state back after (PyTorch never
+# warns about overflow or 0/0; see _numpy_ns): ``token = fp_quiet()`` ... ``fp_restore(token)``, or ``@quietly``.
+# Only NumPy warns, so its switch serves every device.
+fp_quiet = _numpy_ns.backend.fp_quiet
+fp_restore = _numpy_ns.backend.fp_restore
+quietly = _numpy_ns.backend.quietly
 
 _DEVICE_TYPES = ["cpu", "cuda", "meta", "mps"]
 

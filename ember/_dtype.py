@@ -53,6 +53,35 @@ def c_type_name(np_dtype) -> str:
     return _WORDS[np.dtype(np_dtype).name][1]
 
 
+# The names PyTorch's checked scalar conversion gives in "value cannot be converted to type ... without overflow".
+_CHECKED_NAMES = {"float16": "c10::Half", "float32": "float", "float64": "double", "uint8": "uint8_t",
+                  "int8": "int8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t"}
+
+
+def checked_scalar(value, np_dtype):
+    """PyTorch's checked conversion of a Python number to a tensor's dtype (fill_, full, masked_fill, index_fill,
+    linspace, clamp): a RuntimeError, not a silent inf or a wrapped value, when a finite value is beyond a
+    floating dtype's range, or nan, inf or a value out of range meets an integral dtype (unsigned types take
+    negative integers down to -max: they come back wrapped, as NumPy refuses them). bool takes anything; inf and
+    nan stay themselves in a float. Returns the value to fill with."""
+    dt = np.dtype(np_dtype)
+    kind = dt.kind
+    if kind == "b" or isinstance(value, (_b.bool, np.bool_)) or not isinstance(value, (_b.int, _b.float, np.number)):
+        return value
+    if kind == "f":
+        v = _b.float(value)
+        if v == v and _b.abs(v) != _b.float("inf") and _b.abs(v) > _b.float(np.finfo(dt).max):
+            raise RuntimeError(f"value cannot be converted to type {_CHECKED_NAMES[dt.name]} without overflow")
+    elif kind in "iu":
+        info = np.iinfo(dt)
+        v = value if isinstance(value, (_b.int, np.integer)) else _b.float(value)
+        if not (-info.max if kind == "u" and not isinstance(v, _b.float) else info.min) <= v <= info.max:   # nan too
+            raise RuntimeError(f"value cannot be converted to type {_CHECKED_NAMES[dt.name]} without overflow")
+        if v < 0 and kind == "u":
+            return _b.int(v) + _b.int(info.max) + 1
+    return value
+
+
 float16 = half = dtype("float16", np.float16, _FLOAT)
 float32 = float = dtype("float32", np.float32, _FLOAT)
 float64 = double = dtype("float64", np.float64, _FLOAT)

@@ -29,6 +29,8 @@ import math
 
 import numpy as np
 
+from ._device import quietly
+
 __all__ = ["format_tensor"]
 
 # torch's default print options (torch._tensor_str.PRINT_OPTS).
@@ -178,6 +180,7 @@ def _add_suffixes(text: str, suffixes: list, indent: int) -> str:
     return "".join(pieces)
 
 
+@quietly   # printing inf, nan and float16 extremes computes with them: silently, as in PyTorch
 def format_tensor(
     data: np.ndarray,
     dtype_name: str,

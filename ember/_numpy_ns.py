@@ -7,17 +7,62 @@ the same names (a test checks it). A CuPy namespace for 'cuda' will mirror this 
 """
 from __future__ import annotations
 
+import functools as _functools
 import sys as _sys
-import warnings as _warnings
 
 import numpy as np
 
 from ._index import view_of as _view_of
 
-# NumPy reports floating-point exceptions (overflow, 0/0, log(0)) as RuntimeWarnings; PyTorch is silent.
-# Ignoring the ones raised from ember's own code costs nothing per op (an np.errstate per op would cost
-# about 0.4 us) and leaves the user's own NumPy warnings alone.
-_warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"ember(\.|$)")
+# NumPy reports floating-point exceptions (overflow, 0/0, log(0), inf/nan cast to an integer) as RuntimeWarnings;
+# PyTorch is silent. ember's entry points (apply and the operator fast paths, the engine, optimizer steps,
+# creation, casts, printing) switch NumPy's error state to "ignore" while they compute and put the caller's
+# state back before they return: the user's own NumPy code keeps its warnings, and no warnings filter (which
+# the user's filters override, and which depends on the frame a warning is attributed to) is involved.
+# NumPy 2 keeps the state in a context variable: setting it to a prepared "ignore" state and resetting its
+# token costs about 0.1 us (an np.errstate object costs about 0.8 us).
+_fp_var = getattr(getattr(getattr(np, "_core", None), "_ufunc_config", None), "_extobj_contextvar", None)
+# _fp_quiet() makes NumPy's floating-point exceptions silent and returns the token _fp_restore(token) takes; both
+# are C callables (a partial, a bound method): no Python frame per op. (The prepared state keeps the buffer size
+# and error callback NumPy had at import.)
+if _fp_var is not None:
+    with np.errstate(all="ignore"):
+        _fp_quiet = _functools.partial(_fp_var.set, _fp_var.get())
+    _fp_restore = _fp_var.reset
+else:  # NumPy 1.x: a per-thread state that seterr sets and returns
+    _fp_quiet = _functools.partial(np.seterr, all="ignore")
+
+    def _fp_restore(token) -> None:
+        np.seterr(**token)
+
+
+def _quietly(fn):
+    """``fn`` with NumPy's floating-point exceptions silent while it runs (an entry point's decorator)."""
+    @_functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        token = _fp_quiet()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _fp_restore(token)
+    return wrapper
+
+
+class _Quiet:
+    """``with quiet():`` -- _fp_quiet() on entry, _fp_restore on exit (reentrant: one token per entry)."""
+
+    __slots__ = ("tokens",)
+
+    def __init__(self):
+        self.tokens = []
+
+    def __enter__(self):
+        self.tokens.append(_fp_quiet())
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _fp_restore(self.tokens.pop())
+
 
 _this = _sys.modules[__name__]  # view_replay hands this namespace to the recorded view ops
 
@@ -43,16 +88,29 @@ class _Backend:
 
     @staticmethod
     def copyto(dst, src) -> None:
-        np.copyto(dst, src, casting="unsafe")
+        token = _fp_quiet()   # float64 -> float16 may overflow: silently, as in PyTorch
+        try:
+            np.copyto(dst, src, casting="unsafe")
+        finally:
+            _fp_restore(token)
 
     @staticmethod
     def add_into(dst, src) -> None:
-        np.add(dst, src, out=dst, casting="unsafe")
+        token = _fp_quiet()
+        try:
+            np.add(dst, src, out=dst, casting="unsafe")
+        finally:
+            _fp_restore(token)
 
     @staticmethod
     def quiet():
         """A context in which floating-point exceptions are silent (PyTorch never warns about them)."""
-        return np.errstate(all="ignore")
+        return _Quiet()
+
+    # The same as two calls, for the per-op paths: ``token = fp_quiet()`` ... ``fp_restore(token)``.
+    fp_quiet = staticmethod(_fp_quiet)
+    fp_restore = staticmethod(_fp_restore)
+    quietly = staticmethod(_quietly)   # a decorator: the function runs with them silent
 
     @staticmethod
     def to_numpy(x) -> np.ndarray:

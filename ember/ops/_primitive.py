@@ -31,7 +31,7 @@ import types
 
 import numpy as np
 
-from .._device import NAMESPACES
+from .._device import NAMESPACES, fp_quiet as _fp_quiet, fp_restore as _fp_restore
 from .._tensor import Tensor, _new, make
 from .._state import track_tangent
 from ..autograd import grad_mode as _gm
@@ -42,6 +42,8 @@ from ._util import promote_float, promote_standard
 
 _ndarray = np.ndarray   # the fast path's type check only: every array operation goes through xp
 _NP_NS = NAMESPACES[_ndarray]
+# _fp_quiet/_fp_restore: NumPy's floating-point exceptions are silent while an op computes, and the caller's error
+# state is back when it returns (PyTorch never warns about overflow or 0/0).
 _state = _gm._state
 fwd_state = _gm.fwd_state
 _EMPTY: dict = {}
@@ -700,27 +702,31 @@ def apply(prim: Primitive, args: tuple, params: dict = _EMPTY, node_cls=None, dt
     datas = []
     rg = False
     xp = None
-    for a in args:
-        if isinstance(a, Tensor):
-            if a._base is not None and a._vc[0] != a._view_v:
-                if _state.enabled:
-                    refresh_view(a)
-                elif fwd_state.level:
-                    refresh_tangent(a)
-            d = a._data
-            if xp is None:
-                xp = _NP_NS if type(d) is _ndarray else NAMESPACES[type(d)]
-            if dtype is not None and d.dtype != dtype:
-                d = d.astype(dtype)
-            datas.append(d)
-            if a._requires_grad:
-                rg = True
-        else:
-            datas.append(a)
+    fp = _fp_quiet()
     try:
-        out = prim.forward(xp, *datas, **params)
-    except xp.backend.forward_errors as e:
-        raise _forward_error(prim, args, e) from None
+        for a in args:
+            if isinstance(a, Tensor):
+                if a._base is not None and a._vc[0] != a._view_v:
+                    if _state.enabled:
+                        refresh_view(a)
+                    elif fwd_state.level:
+                        refresh_tangent(a)
+                d = a._data
+                if xp is None:
+                    xp = _NP_NS if type(d) is _ndarray else NAMESPACES[type(d)]
+                if dtype is not None and d.dtype != dtype:
+                    d = d.astype(dtype)   # float64 -> float16 may overflow: silently, as in PyTorch
+                datas.append(d)
+                if a._requires_grad:
+                    rg = True
+            else:
+                datas.append(a)
+        try:
+            out = prim.forward(xp, *datas, **params)
+        except xp.backend.forward_errors as e:
+            raise _forward_error(prim, args, e) from None
+    finally:
+        _fp_restore(fp)
     if type(out) is not _ndarray and type(out) not in xp.backend.array_types:
         out = xp.backend.asarray(out)   # a NumPy scalar from a 0-d computation
     # make()/make_view() inlined: this runs once per op.
@@ -756,7 +762,11 @@ def apply(prim: Primitive, args: tuple, params: dict = _EMPTY, node_cls=None, dt
         if _state.inference and t._base is None:
             t._inference = True   # made inside inference_mode (a view shares its base's kind)
     if fwd_state.level:
-        _forward_tangent(t, prim, args, params)
+        fp = _fp_quiet()
+        try:
+            _forward_tangent(t, prim, args, params)
+        finally:
+            _fp_restore(fp)
     return t
 
 
@@ -774,10 +784,13 @@ def fast_unary(prim: Primitive, slow):
             return apply(prim, (input,), _EMPTY, None, KEEP_DTYPE)
         d = input._data
         xp = _NP_NS if type(d) is _ndarray else NAMESPACES[type(d)]
+        fp = _fp_quiet()
         try:
             out = fwd(xp, d)
         except xp.backend.forward_errors:
             return apply(prim, (input,), _EMPTY, None, KEEP_DTYPE)   # raises with its message
+        finally:
+            _fp_restore(fp)
         if type(out) is not _ndarray and type(out) not in xp.backend.array_types:
             out = xp.backend.asarray(out)   # a NumPy scalar from a 0-d computation
         t = _new(Tensor)
@@ -820,10 +833,13 @@ def fast_operator(prim: Primitive, slow):
         if self._base is not None or fwd_state.level or _state.inference:
             return apply(prim, (self, other), _EMPTY, None, KEEP_DTYPE)
         xp = _NP_NS if type(d) is _ndarray else NAMESPACES[type(d)]
+        fp = _fp_quiet()
         try:
             out = fwd(xp, d, od)
         except xp.backend.forward_errors:
             return apply(prim, (self, other), _EMPTY, None, KEEP_DTYPE)   # raises with its message
+        finally:
+            _fp_restore(fp)
         if type(out) is not _ndarray and type(out) not in xp.backend.array_types:
             out = xp.backend.asarray(out)
         t = _new(Tensor)

@@ -1144,6 +1144,9 @@ def _clamp_args(input, min, max, op):
     min, max = (_operand(b, op, input, arg, wrap=False) if b is not None else None
                 for b, arg in ((min, "min"), (max, "max")))
     if not tensor_bounds:
+        if input._data.dtype.kind == "f":
+            for b in (min, max):
+                D.checked_scalar(b, input._data.dtype)   # clamp(max=1e40) of float32: PyTorch's RuntimeError
         kernel = "clamp_min_scalar_cpu" if max is None else "clamp_max_scalar_cpu" if min is None else \
             "clamp_scalar_cpu"
         _check_not_bool(promote(*(x for x in (input, min, max) if x is not None)).np, kernel)

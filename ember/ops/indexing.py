@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _dtype as D
-from .._device import NAMESPACES
+from .._device import NAMESPACES, fp_quiet, fp_restore
 from .._index import Index, SplitIndex, check_value_shape, convert, raw_index, view_of as _view_of
 from .._tensor import Tensor, make, wrap_dim
 from ..autograd.graph import node_class
@@ -207,6 +207,8 @@ def setitem(self: Tensor, index, value) -> None:
     """``self[index] = value``: the value broadcasts to the indexed region and is cast to self's dtype."""
     ix = convert(index, self._data.shape)
     value = _fit_value(_assign_value(value, self), ix)
+    if not isinstance(value, Tensor) and self._data.dtype.kind in "iu":
+        value = D.checked_scalar(value, self._data.dtype)   # y[0] = inf: PyTorch's RuntimeError (floats take inf)
     if not ix.basic and isinstance(value, Tensor) and value._data.dtype != self._data.dtype and not (
             isinstance(index, Tensor) and index._data.dtype == np.bool_ and not value._data.ndim):
         # an advanced index writes with index_put_, which takes no other dtype (a mask and a 0-d value
@@ -216,7 +218,11 @@ def setitem(self: Tensor, index, value) -> None:
     if not _needs_graph(self, value):
         check_inplace(self, False)
         view, sub = _view_of(self._data, ix.np_index)
-        view[sub] = value._data if isinstance(value, Tensor) else value
+        fp = fp_quiet()   # 1e6 into float16 overflows: silently, as in PyTorch
+        try:
+            view[sub] = value._data if isinstance(value, Tensor) else value
+        finally:
+            fp_restore(fp)
         self._vc[0] += 1
         return
     if ix.basic and self.grad_fn is None and self._requires_grad and _state.enabled:
@@ -240,7 +246,9 @@ def fill_(self: Tensor, value) -> Tensor:
         if value._data.ndim:
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
                                f"{value._data.ndim} dimensions.")
-        value = value.item()
+        value = value.item()   # a tensor's value is cast as it is (1e5 into float16: inf); a number is checked
+    else:
+        value = D.checked_scalar(value, self._data.dtype)
     return apply_inplace(fill_p, self, (), {"value": value})
 
 
@@ -398,6 +406,7 @@ def _scatter(self: Tensor, dim, index, src, value, reduce, inplace: bool, op: st
     elif reduce is not None:
         args, prim, params, node = (value,), scatter_legacy_p, {"index": ix, "reduce": _LEGACY[reduce]}, None
     else:
+        value = D.checked_scalar(value, self._data.dtype)
         args, prim, params, node = (), fill_index_p, {"index": ix, "value": value}, _node("ScatterBackward1")
     if inplace:
         return apply_inplace(prim, self, args, params, node)
@@ -685,6 +694,7 @@ def _index_fill(self, dim, index, value, inplace, op):
     if isinstance(value, Tensor):
         prim, args, params, node = index_put_p, (value,), {"index": ix}, _node("IndexFillBackward1")
     else:
+        value = D.checked_scalar(value, self._data.dtype)
         prim, args, params, node = fill_index_p, (), {"index": ix, "value": value}, None
     if inplace:
         return apply_inplace(prim, self, args, params, node)
@@ -811,6 +821,7 @@ def _masked_fill(self, mask, value, inplace, op):
                                f"{value._data.ndim} dimension(s).")
         prim, args, params, node = index_put_p, (value,), {"index": ix}, _node("MaskedFillBackward1")
     else:
+        value = D.checked_scalar(value, self._data.dtype)
         prim, args, params, node = fill_index_p, (), {"index": ix, "value": value}, _node("MaskedFillBackward0")
     if inplace:
         return apply_inplace(prim, self, args, params, node)

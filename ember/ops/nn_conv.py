@@ -1527,6 +1527,7 @@ def _gs_plan(inp_shape, grid, mode, padding, align):
         for k, p in enumerate(pos):
             S = sizes[d - 1 - k]
             mask &= (p >= 0) & (p <= S - 1)
+            p = np.where(p == p, p, 0)   # a nan position is masked off; its index only has to be valid
             flat = flat + np.clip(p, 0, S - 1).astype(np.int64) * math.prod(sizes[d - k:])
         idx = np.ascontiguousarray(np.broadcast_to(flat[:, None], (N, C) + flat.shape[1:]))
         corners.append((idx, mask.astype(g.dtype), offs))
@@ -1589,6 +1590,7 @@ def _gs_bicubic_plan(inp_shape, grid, padding, align):
         for i in range(4):
             xx, mx = _gs_tap(floors[0] - 1 + i, W, padding, align)
             mask = mx & my
+            yy, xx = np.where(yy == yy, yy, 0), np.where(xx == xx, xx, 0)   # nan: masked off, any valid index
             flat = np.clip(yy, 0, H - 1).astype(np.int64) * W + np.clip(xx, 0, W - 1).astype(np.int64)
             idx = np.ascontiguousarray(np.broadcast_to(flat[:, None], (N, C) + flat.shape[1:]))
             taps.append((idx, mask.astype(g.dtype), i, j))

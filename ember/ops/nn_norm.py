@@ -20,7 +20,7 @@ import numbers
 import numpy as np
 
 from .. import _dtype as D
-from .._device import NAMESPACES
+from .._device import NAMESPACES, quietly
 from .._state import _state as _gm_state
 from .._tensor import Tensor
 from ._primitive import apply, defprim, save_always
@@ -303,6 +303,7 @@ def _batch_stats(x, axes: tuple) -> tuple:
 
 
 @register(module=False, submodule=_F)
+@quietly   # the running statistics are updated on raw arrays, outside apply: inf and nan silently, as in PyTorch
 def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None,
                weight: Tensor | None = None, bias: Tensor | None = None, training: bool = False,
                momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
@@ -410,6 +411,7 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bia
 # ----- instance_norm -------------------------------------------------------------------------------------
 
 @register(module=False, submodule=_F)
+@quietly   # as batch_norm: the running statistics
 def instance_norm(input: Tensor, running_mean: Tensor | None = None, running_var: Tensor | None = None,
                   weight: Tensor | None = None, bias: Tensor | None = None, use_input_stats: bool = True,
                   momentum: float = 0.1, eps: float = 1e-5) -> Tensor:

@@ -656,12 +656,15 @@ def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0) -> Ten
             return "-nan" if v != v else ("inf" if v == np.inf else ("-inf" if v == -np.inf else f"{v:g}"))
         raise RuntimeError(f"torch.histc: range of [{fmt(lo)}, {fmt(hi)}] is not finite")
     flat = a.reshape(-1)
-    with np.errstate(invalid="ignore"):
+    with np.errstate(all="ignore"):
         keep = (flat >= lo) & (flat <= hi)
         x = flat[keep]
         # PyTorch's bin: (x - min) * bins / (max - min), computed in the input's dtype; max falls in the last bin
         t = a.dtype.type
-        pos = ((x - t(lo)) * t(bins) / (t(hi) - t(lo))).astype(np.int64)
+        pos = (x - t(lo)) * t(bins) / (t(hi) - t(lo))
+        if not np.isfinite(pos).all():   # a range near the dtype's limit overflows (PyTorch's bins are then
+            pos = (x.astype(np.float64) - lo) * bins / (hi - lo)   # undefined): the bins in double instead
+        pos = pos.astype(np.int64)
     pos = np.minimum(pos, bins - 1)
     return make(np.bincount(pos, minlength=bins).astype(a.dtype))
 

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from .. import _dtype as D
+from .._device import fp_quiet, fp_restore
 from .._hooks import RemovableHandle
 from .._tensor import Tensor, make
 
@@ -372,6 +373,7 @@ def _hooked_step(func: Callable) -> Callable:
                     raise RuntimeError(f"{func} must return None or a tuple of (new_args, new_kwargs), but got "
                                        f"{result}.")
         active.add(id(self))
+        fp = fp_quiet()   # inf/nan gradients make inf - inf or 0/0: silently, as in PyTorch
         try:
             out = func(*args, **kwargs)
         except (ValueError, IndexError) as e:
@@ -382,6 +384,7 @@ def _hooked_step(func: Callable) -> Callable:
                 raise
             raise err from None
         finally:
+            fp_restore(fp)
             active.discard(id(self))
         for post_hook in chain(self._optimizer_step_post_hooks.values(), _global_optimizer_post_hooks.values()):
             post_hook(self, args, kwargs)

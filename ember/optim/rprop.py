@@ -12,6 +12,12 @@ from .optimizer import (Optimizer, _bump, _check_capturable, _check_lr, _full_li
 __all__ = ["Rprop"]
 
 
+def _sign(x: np.ndarray) -> np.ndarray:
+    """PyTorch's sign: 0 for NaN (an inf gradient times a zero ``prev`` must not poison the step size)."""
+    s = np.sign(x)
+    return np.where(s != s, 0.0, s).astype(s.dtype)
+
+
 class Rprop(Optimizer):
     """Grow a coordinate's step by ``etas[1]`` while its gradient keeps its sign, shrink it by ``etas[0]``
     when the sign flips (and skip that coordinate's update once)."""
@@ -59,7 +65,7 @@ class Rprop(Optimizer):
                 prev, step_size = state["prev"]._data, state["step_size"]._data
                 state["step"]._data += 1
                 # np.array: 0-d inputs give NumPy scalars, which cannot be assigned into.
-                sign = np.array(np.sign(g * prev))
+                sign = np.array(_sign(g * prev))
                 sign[sign > 0] = etaplus
                 sign[sign < 0] = etaminus
                 sign[sign == 0] = 1
@@ -67,7 +73,7 @@ class Rprop(Optimizer):
                 np.minimum(np.maximum(step_size, step_size_min), step_size_max, out=step_size)
                 g = np.array(g, copy=True)
                 g[sign == etaminus] = 0
-                a += -1 * np.sign(g) * step_size
+                a += -1 * _sign(g) * step_size
                 _bump(p)
                 prev[...] = g
         return loss
