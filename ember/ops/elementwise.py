@@ -232,15 +232,29 @@ acos_p = _unary_prim("acos", "AcosBackward0", lambda xp, a: xp.acos(a),
 atan_p = _unary_prim("atan", "AtanBackward0", lambda xp, a: xp.atan(a), lambda xp, g, out, a: g / (a * a + 1))
 sinh_p = _unary_prim("sinh", "SinhBackward0", lambda xp, a: xp.sinh(a), lambda xp, g, out, a: g * xp.cosh(a))
 cosh_p = _unary_prim("cosh", "CoshBackward0", lambda xp, a: xp.cosh(a), lambda xp, g, out, a: g * xp.sinh(a))
-tanh_p = _unary_prim("tanh", "TanhBackward0", lambda xp, a: xp.tanh(a), lambda xp, g, out, a: g * (1 - out * out),
-                     (), True)
+tanh_p = _unary_prim("tanh", "TanhBackward0", lambda xp, a: xp.tanh(a),
+                     lambda xp, g, out, a: xp.tanh_backward(g, out), (), True)
 asinh_p = _unary_prim("asinh", "AsinhBackward0", lambda xp, a: xp.asinh(a),
                       lambda xp, g, out, a: g * xp.rsqrt(a * a + 1))
 acosh_p = _unary_prim("acosh", "AcoshBackward0", lambda xp, a: xp.acosh(a),
                       lambda xp, g, out, a: g * xp.rsqrt(a * a - 1))
 atanh_p = _unary_prim("atanh", "AtanhBackward0", lambda xp, a: xp.atanh(a), lambda xp, g, out, a: g / (1 - a * a))
 sigmoid_p = _unary_prim("sigmoid", "SigmoidBackward0", lambda xp, a: xp.sigmoid(a),
-                        lambda xp, g, out, a: g * (out * (1 - out)), (), True)
+                        lambda xp, g, out, a: xp.sigmoid_backward(g, out), (), True)
+
+# PyTorch's tanh_backward(g, out) = g (1 - out^2) and sigmoid_backward(g, out) = g (1 - out) out are kernels of
+# their own (their rounding: tanh's 1 - out^2 is one fused multiply-add), and nodes of their own under
+# create_graph (TanhBackwardBackward0, SigmoidBackwardBackward0); derivatives as in derivatives.yaml.
+tanh_backward_p = defprim(
+    "tanh_backward", "TanhBackwardBackward0", lambda xp, g, out: xp.tanh_backward(g, out),
+    vjp=(lambda xp, gg, r, g, out: xp.tanh_backward(gg, out), lambda xp, gg, r, g, out: gg * (out * -2 * g)),
+    jvp="elementwise", saves=(0, 1), saved_names=("grad_output", "output"))
+sigmoid_backward_p = defprim(
+    "sigmoid_backward", "SigmoidBackwardBackward0", lambda xp, g, out: xp.sigmoid_backward(g, out),
+    vjp=(lambda xp, gg, r, g, out: xp.sigmoid_backward(gg, out), lambda xp, gg, r, g, out: gg * g * (out * -2 + 1)),
+    jvp="elementwise", saves=(0, 1), saved_names=("grad_output", "output"))
+graph("tanh_backward", lambda g, out: apply(tanh_backward_p, (g, out)))
+graph("sigmoid_backward", lambda g, out: apply(sigmoid_backward_p, (g, out)))
 
 erf_p = _unary_prim("erf", "ErfBackward0", lambda xp, a: xp.erf(a),
                     lambda xp, g, out, a: g * (xp.exp(-(a * a)) * _TWO_OVER_SQRT_PI))
