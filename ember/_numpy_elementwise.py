@@ -50,19 +50,26 @@ _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
 
 
+# Tensors of this many elements and more keep NumPy's float32 kernels: their speed (the float64 path costs 3-40x
+# on a long tensor: 0.2 ms instead of 0.025 ms for a 256 x 256 tanh) rather than PyTorch's last bit. PyTorch's
+# grain size: beyond it its own loops split among threads.
+_EXACT_MAX = 32768
+
+
 def _rounded_once(uf, quiet=False):
-    """The ufunc ``uf`` with float32 inputs computed in float64 and rounded once to float32.
+    """The ufunc ``uf`` with float32 inputs (under _EXACT_MAX elements) computed in float64 and rounded once.
 
     PyTorch's float32 kernels for exp, log, sin, tanh, ... (MKL's VML, SLEEF, glibc) are within an ulp of the
     correctly rounded value and mostly equal to it; NumPy's own float32 kernels (its AVX-512 / AVX2 code) are an
     ulp off in 1-55% of inputs (bench/ulp_agreement.py). float64 then one rounding is correctly rounded but for
     rare double-rounding ties, and does not depend on NumPy's SIMD dispatch: a float64 kernel that differs in its
     last bit moves the float32 result only for a value within 2^-29 ulp of a tie. Costs about 0.6 us on a short
-    tensor, and 3-40x NumPy's float32 time on a long one (sin and cos most: NumPy's float64 ones are scalar).
+    tensor, and 3-40x NumPy's float32 time on a long one (sin and cos most: NumPy's float64 ones are scalar),
+    hence _EXACT_MAX.
     float16 keeps NumPy's kernel: it computes in float32 and rounds once, as PyTorch's, and float32's last bit
     hardly ever moves a float16 result (differences from PyTorch under 0.01%), at 1/30 of the cost."""
     def k(x):
-        if x.dtype is _F32:
+        if x.dtype is _F32 and x.size < _EXACT_MAX:
             if quiet:
                 with np.errstate(all="ignore"):
                     return uf(x, dtype=_F64).astype(_F32)
@@ -81,11 +88,10 @@ def _rounded_once(uf, quiet=False):
 # (two AVX-512 registers) and the C library's sinhf ... element by element for what is left: all of a tensor
 # under 32 elements, and the last n % 32 of a longer one; asinh and acosh always element by element. glibc's
 # float functions are not correctly rounded (sinhf, atanhf: up to 18% of inputs an ulp off), so ember calls the
-# same C functions there (ctypes), and rounds float64 once elsewhere. Up to torch's grain size (32768 elements,
-# beyond which its loop is split among threads, each part with a tail of its own), at ~0.3 us an element.
+# same C functions there (ctypes), and rounds float64 once elsewhere. Up to _EXACT_MAX elements (PyTorch's grain
+# size, beyond which its loop is split among threads, each part with a tail of its own), at ~0.3 us an element.
 
 _SCALAR_STEP = 32
-_SCALAR_MAX = 32768
 _LIBM: dict = {}
 
 
@@ -118,7 +124,7 @@ def _scalar_tail(uf, cname, vectorized=True):
     cr = _rounded_once(uf, quiet=True)
 
     def k(x):
-        if x.dtype is not _F32 or x.size == 0 or x.size >= _SCALAR_MAX:
+        if x.dtype is not _F32 or x.size == 0 or x.size >= _EXACT_MAX:
             return cr(x)
         f = _libm_f32(cname)
         if f is None:
@@ -183,9 +189,9 @@ def zero_where(drop, g):
 def tanh_backward(g, out):
     """g (1 - out^2), as PyTorch's kernel: in float32 its 1 - out*out compiles to one fused multiply-add (rounded
     once; float64 makes the product exact, and 1 - out^2 rounds at most once more, far from float32's ties);
-    float16 computes in float32 and rounds once."""
+    float16 computes in float32 and rounds once. From _EXACT_MAX elements on, plain float32 (speed)."""
     dt = out.dtype
-    if dt is _F32 or dt is _F16:
+    if (dt is _F32 or dt is _F16) and out.size < _EXACT_MAX:
         o = out.astype(_F64)
         t = (1.0 - o * o).astype(_F32)
         if dt is _F16:
