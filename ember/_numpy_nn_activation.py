@@ -9,14 +9,15 @@ import math
 
 import numpy as np
 
-from ._numpy_elementwise import _rounded_once, erf as _erf, zero_where
+from ._numpy_elementwise import _c_or_rounded, erf as _erf, zero_where
 
-# exp, expm1, log1p and tanh correctly rounded in float32 (PyTorch's C library and MKL kernels nearly are;
-# NumPy's float32 ones are an ulp off in 5-40% of inputs): see _numpy_elementwise._rounded_once
-_exp = _rounded_once(np.exp)
-_expm1 = _rounded_once(np.expm1)
-_log1p = _rounded_once(np.log1p)
-_tanh = _rounded_once(np.tanh)
+# exp, expm1, log1p and tanh of float32 as PyTorch's activation kernels compute them: the C library's expf ... on
+# short tensors (its scalar path), correctly rounded otherwise (its SLEEF and MKL kernels nearly are; NumPy's
+# float32 ones are an ulp off in 5-40% of inputs): see _numpy_elementwise._c_or_rounded
+_exp = _c_or_rounded(np.exp, "expf")
+_expm1 = _c_or_rounded(np.expm1, "expm1f")
+_log1p = _c_or_rounded(np.log1p, "log1pf")
+_tanh = _c_or_rounded(np.tanh, "tanhf")
 
 __all__: list = ["softmax", "log_softmax", "leaky_relu", "elu", "gelu", "silu", "mish", "softplus", "hardtanh",
                  "hardsigmoid", "hardswish", "hardshrink", "softshrink", "log_sigmoid", "threshold", "glu",
@@ -86,7 +87,7 @@ def elu(x, alpha, scale, input_scale):
 @_f32
 def gelu(x, approximate):
     if approximate == "tanh":
-        inner = _t(x, _KAPPA) * (x + _t(x, 0.044715) * x * x * x)
+        inner = _t(x, _KAPPA) * (x + _t(x, 0.044715) * (x * x * x))   # PyTorch's order
         return _t(x, 0.5) * x * (1 + _tanh(inner))
     return _t(x, 0.5) * x * (1 + _erf(x * _t(x, _SQRT1_2)))
 
@@ -100,14 +101,9 @@ def silu(x):
     return x / (1 + _exp(-x))   # PyTorch's form (not x * sigmoid(x): that rounds once more)
 
 
-def _softplus(x):
-    # log(1 + exp(x)) without overflow: max(x, 0) + log1p(exp(-|x|))
-    return np.maximum(x, 0) + _log1p(_exp(-np.abs(x)))
-
-
 @_f32
 def mish(x):
-    return x * _tanh(_softplus(x))
+    return x * _tanh(_log1p(_exp(x)))   # PyTorch's form (exp overflowing to inf gives x)
 
 
 @_f32
