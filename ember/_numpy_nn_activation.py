@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from ._numpy_elementwise import _c_or_rounded, erf as _erf, zero_where
+from ._numpy_elementwise import _c_or_rounded, _rounded_once, erf as _erf, zero_where
 
 # exp, expm1, log1p and tanh of float32 as PyTorch's activation kernels compute them: the C library's expf ... on
 # short tensors (its scalar path), correctly rounded otherwise (its SLEEF and MKL kernels nearly are; NumPy's
@@ -18,6 +18,8 @@ _exp = _c_or_rounded(np.exp, "expf")
 _expm1 = _c_or_rounded(np.expm1, "expm1f")
 _log1p = _c_or_rounded(np.log1p, "log1pf")
 _tanh = _c_or_rounded(np.tanh, "tanhf")
+_exp_cr = _rounded_once(np.exp, quiet=True)   # log_sigmoid: SLEEF on every length in PyTorch
+_log1p_cr = _rounded_once(np.log1p, quiet=True)
 
 __all__: list = ["softmax", "log_softmax", "leaky_relu", "elu", "gelu", "silu", "mish", "softplus", "hardtanh",
                  "hardsigmoid", "hardswish", "hardshrink", "softshrink", "log_sigmoid", "threshold", "glu",
@@ -142,7 +144,7 @@ def softshrink(x, lambd):
 @_f32
 def log_sigmoid(x):
     """-softplus(-x) = min(x, 0) - log1p(exp(-|x|)): finite for inputs of any magnitude."""
-    return np.minimum(x, 0) - _log1p(_exp(-np.abs(x)))
+    return np.minimum(x, 0) - _log1p_cr(_exp_cr(-np.abs(x)))
 
 
 def threshold(x, threshold, value):
