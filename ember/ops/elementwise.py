@@ -1698,7 +1698,8 @@ batch_safe(add_p, sub_p, mul_p, div_p, div_mode_p, remainder_p, remainder_scalar
            pow_scalar_p, pow_tensor_p, rpow_p, abs_p, sign_p, sgn_p, round_p, round_decimals_p, floor_p, ceil_p,
            trunc_p, frac_p, exp_p, exp2_p, expm1_p, log_p, log2_p, log10_p, log1p_p, sqrt_p, rsqrt_p, reciprocal_p,
            sin_p, cos_p, tan_p, asin_p, acos_p, atan_p, sinh_p, cosh_p, tanh_p, asinh_p, acosh_p, atanh_p,
-           sigmoid_p, tanh_backward_p, sigmoid_backward_p, erf_p, erfc_p, erfinv_p, lgamma_p, digamma_p, polygamma_p, sinc_p, logit_p, deg2rad_p,
+           sigmoid_p, tanh_backward_p, sigmoid_backward_p, erf_p, erfc_p, erfinv_p, lgamma_p, digamma_p,
+           polygamma_p, sinc_p, logit_p, deg2rad_p,
            rad2deg_p, nan_to_num_p, relu_p, atan2_p, hypot_p, logaddexp_p, logaddexp2_p, xlogy_p, xlogy_rscalar_p,
            xlogy_scalar_p, copysign_p, copysign_scalar_p, clamp_p, maximum_p, minimum_p, fmax_p, fmin_p,
            clamp_tensor_p, where_p, lerp_p, lerp_tensor_p, addcmul_p, addcdiv_p, rsub_scalar_p)
