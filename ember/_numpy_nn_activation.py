@@ -9,7 +9,17 @@ import math
 
 import numpy as np
 
-from ._numpy_elementwise import erf as _erf, zero_where
+from ._numpy_elementwise import _c_or_rounded, _rounded_once, erf as _erf, zero_where
+
+# exp, expm1, log1p and tanh of float32 as PyTorch's activation kernels compute them: the C library's expf ... on
+# short tensors (its scalar path), correctly rounded otherwise (its SLEEF and MKL kernels nearly are; NumPy's
+# float32 ones are an ulp off in 5-40% of inputs): see _numpy_elementwise._c_or_rounded
+_exp = _c_or_rounded(np.exp, "expf")
+_expm1 = _c_or_rounded(np.expm1, "expm1f")
+_log1p = _c_or_rounded(np.log1p, "log1pf")
+_tanh = _c_or_rounded(np.tanh, "tanhf")
+_exp_cr = _rounded_once(np.exp, quiet=True)   # log_sigmoid: SLEEF on every length in PyTorch
+_log1p_cr = _rounded_once(np.log1p, quiet=True)
 
 __all__: list = ["softmax", "log_softmax", "leaky_relu", "elu", "gelu", "silu", "mish", "softplus", "hardtanh",
                  "hardsigmoid", "hardswish", "hardshrink", "softshrink", "log_sigmoid", "threshold", "glu",
@@ -72,42 +82,37 @@ def leaky_relu(x, negative_slope):
 
 @_f32
 def elu(x, alpha, scale, input_scale):
-    neg = np.expm1(x * _t(x, input_scale)) * _t(x, alpha * scale)
+    neg = _expm1(x * _t(x, input_scale)) * _t(x, alpha * scale)
     return np.where(x > 0, x * _t(x, scale), neg)
 
 
 @_f32
 def gelu(x, approximate):
     if approximate == "tanh":
-        inner = _t(x, _KAPPA) * (x + _t(x, 0.044715) * x * x * x)
-        return _t(x, 0.5) * x * (1 + np.tanh(inner))
+        inner = _t(x, _KAPPA) * (x + _t(x, 0.044715) * (x * x * x))   # PyTorch's order
+        return _t(x, 0.5) * x * (1 + _tanh(inner))
     return _t(x, 0.5) * x * (1 + _erf(x * _t(x, _SQRT1_2)))
 
 
 def _sigmoid(x):
-    return 1 / (1 + np.exp(-x))
+    return 1 / (1 + _exp(-x))
 
 
 @_f32
 def silu(x):
-    return x * _sigmoid(x)
-
-
-def _softplus(x):
-    # log(1 + exp(x)) without overflow: max(x, 0) + log1p(exp(-|x|))
-    return np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x)))
+    return x / (1 + _exp(-x))   # PyTorch's form (not x * sigmoid(x): that rounds once more)
 
 
 @_f32
 def mish(x):
-    return x * np.tanh(_softplus(x))
+    return x * _tanh(_log1p(_exp(x)))   # PyTorch's form (exp overflowing to inf gives x)
 
 
 @_f32
 def softplus(x, beta, threshold):
     """log1p(exp(beta x)) / beta, and x itself where beta x > threshold (PyTorch's kernel)."""
     bx = x * _t(x, beta)
-    return np.where(bx > threshold, x, np.log1p(np.exp(bx)) / _t(x, beta))
+    return np.where(bx > threshold, x, _log1p(_exp(bx)) / _t(x, beta))
 
 
 @_f32
@@ -122,7 +127,7 @@ def hardsigmoid(x):
 
 @_f32
 def hardswish(x):
-    return x * (np.minimum(np.maximum(x + 3, 0), 6) / 6)
+    return x * np.minimum(np.maximum(x + 3, 0), 6) / 6   # PyTorch's order: (x * clamp) / 6
 
 
 @_f32
@@ -139,7 +144,7 @@ def softshrink(x, lambd):
 @_f32
 def log_sigmoid(x):
     """-softplus(-x) = min(x, 0) - log1p(exp(-|x|)): finite for inputs of any magnitude."""
-    return np.minimum(x, 0) - np.log1p(np.exp(-np.abs(x)))
+    return np.minimum(x, 0) - _log1p_cr(_exp_cr(-np.abs(x)))
 
 
 def threshold(x, threshold, value):

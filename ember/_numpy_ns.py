@@ -13,6 +13,7 @@ import sys as _sys
 import numpy as np
 
 from ._index import view_of as _view_of
+from ._numpy_elementwise import _rounded_once
 
 # NumPy reports floating-point exceptions (overflow, 0/0, log(0), inf/nan cast to an integer) as RuntimeWarnings;
 # PyTorch is silent. ember's entry points (apply and the operator fast paths, the engine, optimizer steps,
@@ -119,10 +120,10 @@ class _Backend:
 
 backend = _Backend()
 
-exp = np.exp
-sin = np.sin
-cos = np.cos
-tanh = np.tanh
+exp = _rounded_once(np.exp)   # exp(100)'s overflow in the float32 cast: silenced by the filter above
+sin = _rounded_once(np.sin)
+cos = _rounded_once(np.cos)
+tanh = _rounded_once(np.tanh)
 abs = np.abs
 maximum = np.maximum
 minimum = np.minimum
@@ -131,9 +132,7 @@ zeros_like = np.zeros_like
 ones_like = np.ones_like
 
 
-def log(x):
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.log(x)
+log = _rounded_once(np.log, quiet=True)
 
 
 def sqrt(x):
@@ -197,8 +196,9 @@ def sigmoid(x):
     # exp(-x) overflows to inf, where the result is 0 as in PyTorch. float16 computes in float32.
     if x.dtype == np.float16:
         return sigmoid(x.astype(np.float32)).astype(np.float16)
+    # exp correctly rounded, then float32 arithmetic: PyTorch's 1 / (1 + std::exp(-x)) (glibc's expf)
     with np.errstate(over="ignore"):
-        return 1 / (1 + np.exp(-x))
+        return 1 / (1 + exp(np.negative(x)))
 
 
 def relu(x):

@@ -232,15 +232,29 @@ acos_p = _unary_prim("acos", "AcosBackward0", lambda xp, a: xp.acos(a),
 atan_p = _unary_prim("atan", "AtanBackward0", lambda xp, a: xp.atan(a), lambda xp, g, out, a: g / (a * a + 1))
 sinh_p = _unary_prim("sinh", "SinhBackward0", lambda xp, a: xp.sinh(a), lambda xp, g, out, a: g * xp.cosh(a))
 cosh_p = _unary_prim("cosh", "CoshBackward0", lambda xp, a: xp.cosh(a), lambda xp, g, out, a: g * xp.sinh(a))
-tanh_p = _unary_prim("tanh", "TanhBackward0", lambda xp, a: xp.tanh(a), lambda xp, g, out, a: g * (1 - out * out),
-                     (), True)
+tanh_p = _unary_prim("tanh", "TanhBackward0", lambda xp, a: xp.tanh(a),
+                     lambda xp, g, out, a: xp.tanh_backward(g, out), (), True)
 asinh_p = _unary_prim("asinh", "AsinhBackward0", lambda xp, a: xp.asinh(a),
                       lambda xp, g, out, a: g * xp.rsqrt(a * a + 1))
 acosh_p = _unary_prim("acosh", "AcoshBackward0", lambda xp, a: xp.acosh(a),
                       lambda xp, g, out, a: g * xp.rsqrt(a * a - 1))
 atanh_p = _unary_prim("atanh", "AtanhBackward0", lambda xp, a: xp.atanh(a), lambda xp, g, out, a: g / (1 - a * a))
 sigmoid_p = _unary_prim("sigmoid", "SigmoidBackward0", lambda xp, a: xp.sigmoid(a),
-                        lambda xp, g, out, a: g * (out * (1 - out)), (), True)
+                        lambda xp, g, out, a: xp.sigmoid_backward(g, out), (), True)
+
+# PyTorch's tanh_backward(g, out) = g (1 - out^2) and sigmoid_backward(g, out) = g (1 - out) out are kernels of
+# their own (their rounding: tanh's 1 - out^2 is one fused multiply-add), and nodes of their own under
+# create_graph (TanhBackwardBackward0, SigmoidBackwardBackward0); derivatives as in derivatives.yaml.
+tanh_backward_p = defprim(
+    "tanh_backward", "TanhBackwardBackward0", lambda xp, g, out: xp.tanh_backward(g, out),
+    vjp=(lambda xp, gg, r, g, out: xp.tanh_backward(gg, out), lambda xp, gg, r, g, out: gg * (out * -2 * g)),
+    jvp="elementwise", saves=(0, 1), saved_names=("grad_output", "output"))
+sigmoid_backward_p = defprim(
+    "sigmoid_backward", "SigmoidBackwardBackward0", lambda xp, g, out: xp.sigmoid_backward(g, out),
+    vjp=(lambda xp, gg, r, g, out: xp.sigmoid_backward(gg, out), lambda xp, gg, r, g, out: gg * g * (out * -2 + 1)),
+    jvp="elementwise", saves=(0, 1), saved_names=("grad_output", "output"))
+graph("tanh_backward", lambda g, out: apply(tanh_backward_p, (g, out)))
+graph("sigmoid_backward", lambda g, out: apply(sigmoid_backward_p, (g, out)))
 
 erf_p = _unary_prim("erf", "ErfBackward0", lambda xp, a: xp.erf(a),
                     lambda xp, g, out, a: g * (xp.exp(-(a * a)) * _TWO_OVER_SQRT_PI))
@@ -1687,7 +1701,8 @@ batch_safe(add_p, sub_p, mul_p, div_p, div_mode_p, remainder_p, remainder_scalar
            pow_scalar_p, pow_tensor_p, rpow_p, abs_p, sign_p, sgn_p, round_p, round_decimals_p, floor_p, ceil_p,
            trunc_p, frac_p, exp_p, exp2_p, expm1_p, log_p, log2_p, log10_p, log1p_p, sqrt_p, rsqrt_p, reciprocal_p,
            sin_p, cos_p, tan_p, asin_p, acos_p, atan_p, sinh_p, cosh_p, tanh_p, asinh_p, acosh_p, atanh_p,
-           sigmoid_p, erf_p, erfc_p, erfinv_p, lgamma_p, digamma_p, polygamma_p, sinc_p, logit_p, deg2rad_p,
+           sigmoid_p, tanh_backward_p, sigmoid_backward_p, erf_p, erfc_p, erfinv_p, lgamma_p, digamma_p,
+           polygamma_p, sinc_p, logit_p, deg2rad_p,
            rad2deg_p, nan_to_num_p, relu_p, atan2_p, hypot_p, logaddexp_p, logaddexp2_p, xlogy_p, xlogy_rscalar_p,
            xlogy_scalar_p, copysign_p, copysign_scalar_p, clamp_p, maximum_p, minimum_p, fmax_p, fmin_p,
            clamp_tensor_p, where_p, lerp_p, lerp_tensor_p, addcmul_p, addcdiv_p, rsub_scalar_p)
