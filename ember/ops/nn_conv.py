@@ -183,7 +183,10 @@ def _check_groups(op, input_shape, weight, bias, groups, transposed):
     if groups <= 0:
         raise RuntimeError("non-positive groups is not supported")
     ws = tuple(weight.shape)
-    if ws[0] % groups and not transposed:
+    if ws[0] < groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be at least {groups} at dimension 0, "
+                           f"but got weight of size {_size_str(ws)} instead")
+    if ws[0] % groups:   # PyTorch prints this size in double brackets
         raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
                            f"but got weight of size [{_size_str(ws)}] instead")
     C = input_shape[1]
@@ -232,8 +235,30 @@ def _conv(op, d, input, weight, bias, stride, padding, dilation, groups):
         raise RuntimeError(f"Calculated padded input size per channel: ({' x '.join(map(str, padded))}). "
                            f"Kernel size: ({' x '.join(map(str, eff))}). Kernel size can't be greater than "
                            "actual input size")
+    _check_kernel(d, tuple(weight.shape), False, groups)
     out = apply(conv_p, (x, weight, bias), _conv_params(stride, pads, dilation, groups))
     return out if batched else out.squeeze(0)
+
+
+def _check_kernel(d, ws, transposed, groups):
+    """PyTorch's CPU kernels' checks of an empty kernel (and of a transposed weight with no output channels),
+    after the shape checks: a 1-d convolution runs as a 2-d one over (1, L), one group at a time."""
+    ws = (ws[0] // groups,) + ws[1:]
+    if d == 3:
+        if transposed and 0 in ws:
+            raise RuntimeError("non-empty 5D (n_output_plane x n_input_plane x kernel_depth x kernel_height x "
+                               f"kernel_width) tensor expected for weight, but got: {_size_str(ws)}")
+        if 0 in ws[2:]:
+            raise RuntimeError(f"kernel size should be greater than zero, but got: {' x '.join(map(str, ws[2:]))} "
+                               "(TxHxW)")
+        return
+    kh, kw = (1,) + ws[2:] if d == 1 else ws[2:]
+    if kh <= 0 or kw <= 0:
+        raise RuntimeError(f"kernel size should be greater than zero, but got kernel_height: {kh} "
+                           f"kernel_width: {kw}")
+    if transposed and ws[1] == 0:
+        shape = ws[:2] + (1,) + ws[2:] if d == 1 else ws
+        raise RuntimeError(f"non-empty 2D or 4D weight tensor expected, but got: {_size_str(shape)}")
 
 
 @register(submodule=_NN)
@@ -282,6 +307,7 @@ def _conv_transpose(op, d, input, weight, bias, stride, padding, output_padding,
     if any(s <= 0 for s in size):
         raise RuntimeError(f"Given input size per channel: ({' x '.join(map(str, x.shape[2:]))}). Calculated "
                            f"output size per channel: ({' x '.join(map(str, size))}). Output size is too small")
+    _check_kernel(d, tuple(weight.shape), True, groups)
     out = apply(conv_transpose_p, (x, weight, bias),
                 dict(_conv_params(stride, tuple((p, p) for p in pad), dilation, groups), size=size))
     return out if batched else out.squeeze(0)

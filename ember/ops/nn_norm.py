@@ -681,6 +681,8 @@ def pdist(input: Tensor, p: float = 2) -> Tensor:
 def _safe_softmax_forward(xp, x, dim, acc):
     """softmax along ``dim``, 0 in rows that are entirely -inf (PyTorch's _safe_softmax: a fully masked query
     attends to nothing rather than giving NaN)."""
+    if 0 in x.shape:   # no keys (or no queries): nothing to normalise, and amax of an empty row is undefined
+        return xp.zeros_like(x)
     xa = xp.cast(x, acc)
     m = xp.amax(xa, dim, True)
     dead = xp.isneginf(m)
