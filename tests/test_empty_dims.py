@@ -83,8 +83,31 @@ def test_reshape_infer_of_empty():
     lambda m, R: m.nn.functional.conv_transpose3d(R(2, 3, 5, 5, 5), R(3, 2, 0, 2, 2)),
     lambda m, R: m.nn.functional.conv_transpose2d(R(2, 3, 5, 5), R(3, 2, 2, 2), groups=2),
     lambda m, R: m.nn.functional.conv_transpose2d(R(2, 0, 5, 5), R(0, 3, 2, 2)),
+    # an empty spatial dim: only an empty batch or channel dim is computed
+    lambda m, R: m.nn.functional.conv1d(R(2, 3, 0), R(4, 3, 1), padding=1),
+    lambda m, R: m.nn.functional.conv2d(R(3, 0, 4), R(4, 3, 1, 1), padding=1),
+    lambda m, R: m.nn.functional.conv_transpose1d(R(2, 3, 0), R(3, 4, 1)),
+    lambda m, R: m.nn.functional.conv3d(R(2, 3, 0, 2, 2), R(4, 3, 1, 1, 1), padding=1),
+    lambda m, R: m.nn.functional.conv2d(R(0, 3, 0, 4), R(4, 3, 1, 1), padding=1),
+    lambda m, R: m.nn.functional.conv2d(R(2, 3, 0, 4), R(4, 3, 1, 1), padding="same"),
 ])
 def test_conv_empty_weight_errors(call):
     """Empty kernels and weights without output channels: torch's (float64 CPU kernel's) messages, no NumPy
     reshape error."""
     same(lambda m: call(m, lambda *s: m.randn(*s, dtype=m.float64)), exact_msg=True)
+
+
+@pytest.mark.parametrize("ord", [2, -2, "nuc", "fro", 1, -1, float("inf"), -float("inf")])
+@pytest.mark.parametrize("shape", [(3, 0), (0, 3), (0, 0), (2, 3, 0)])
+@pytest.mark.parametrize("kw", [{}, {"keepdim": True}, {"dim": (0, -1)}])
+def test_matrix_norm_of_empty(ord, shape, kw):
+    """A max over an empty dim gives PyTorch's zeros (which do not require grad); a min raises amin's error."""
+    def fn(m):
+        r = m.linalg.matrix_norm(m.ones(shape, requires_grad=True), ord, **kw)
+        return r, r.requires_grad
+    same(fn, exact_msg=True)
+
+
+@pytest.mark.parametrize("op", ["median", "nanmedian", "mode", "kthvalue"])
+def test_dim_reductions_over_empty_dim(op):
+    same(lambda m: getattr(m.zeros(3, 0), op)(*((1, 1) if op == "kthvalue" else (1,))), exact_msg=True)

@@ -235,9 +235,19 @@ def _conv(op, d, input, weight, bias, stride, padding, dilation, groups):
         raise RuntimeError(f"Calculated padded input size per channel: ({' x '.join(map(str, padded))}). "
                            f"Kernel size: ({' x '.join(map(str, eff))}). Kernel size can't be greater than "
                            "actual input size")
+    _check_empty_input(d, tuple(x.shape))
     _check_kernel(d, tuple(weight.shape), False, groups)
     out = apply(conv_p, (x, weight, bias), _conv_params(stride, pads, dilation, groups))
     return out if batched else out.squeeze(0)
+
+
+def _check_empty_input(d, shape):
+    """An empty input is computed only when its batch or channel dim is the empty one (PyTorch's message shows
+    a 1-d input as the 2-d one it runs)."""
+    if 0 in shape[2:] and shape[0] and shape[1]:
+        shown = shape[:2] + (1,) + shape[2:] if d == 1 else shape
+        raise RuntimeError(f"Only zero batch or zero channel inputs are supported, but got input shape: "
+                           f"{_size_str(shown)}")
 
 
 def _check_kernel(d, ws, transposed, groups):
@@ -302,6 +312,7 @@ def _conv_transpose(op, d, input, weight, bias, stride, padding, output_padding,
         raise RuntimeError(f"output padding must be smaller than either stride or dilation, but got "
                            f"output_padding: {list(opad)} stride: {list(stride)} dilation: {list(dilation)}")
     kernel = tuple(weight.shape[2:])
+    _check_empty_input(d, tuple(x.shape))
     size = tuple((L - 1) * s - 2 * p + dl * (k - 1) + o + 1
                  for L, s, p, dl, k, o in zip(x.shape[2:], stride, pad, dilation, kernel, opad))
     if any(s <= 0 for s in size):
