@@ -111,3 +111,66 @@ def test_matrix_norm_of_empty(ord, shape, kw):
 @pytest.mark.parametrize("op", ["median", "nanmedian", "mode", "kthvalue"])
 def test_dim_reductions_over_empty_dim(op):
     same(lambda m: getattr(m.zeros(3, 0), op)(*((1, 1) if op == "kthvalue" else (1,))), exact_msg=True)
+
+
+# ----- pooling / normalisation / resizing input checks with an empty dimension ---------------------------------
+
+_SHAPES = {1: [(1, 1, 0), (1, 0, 4), (0, 1, 4), (1, 0), (0, 4), (0, 0, 4), (2, 0, 0)],
+           2: [(1, 1, 0, 4), (1, 1, 4, 0), (1, 0, 4, 4), (0, 1, 4, 4), (1, 0, 4), (0, 4, 4), (1, 4, 0), (0, 0, 4, 4)],
+           3: [(1, 1, 0, 4, 4), (1, 1, 4, 4, 0), (1, 0, 4, 4, 4), (0, 1, 4, 4, 4), (1, 0, 4, 4), (0, 4, 4, 4),
+               (1, 4, 0, 4)]}
+_FNS = {
+    "adaptive_avg": lambda F, d, x: getattr(F, f"adaptive_avg_pool{d}d")(x, 2),
+    "adaptive_max": lambda F, d, x: getattr(F, f"adaptive_max_pool{d}d")(x, 2),
+    "avg": lambda F, d, x: getattr(F, f"avg_pool{d}d")(x, 2),
+    "max": lambda F, d, x: getattr(F, f"max_pool{d}d")(x, 2),
+    "max_indices": lambda F, d, x: getattr(F, f"max_pool{d}d")(x, 2, return_indices=True)[0],
+    "lp": lambda F, d, x: getattr(F, f"lp_pool{d}d")(x, 2, 2),
+    "instance_norm": lambda F, d, x: F.instance_norm(x),
+    "batch_norm": lambda F, d, x: F.batch_norm(x, None, None, training=True),
+    "group_norm": lambda F, d, x: F.group_norm(x, 1),
+    "local_response_norm": lambda F, d, x: F.local_response_norm(x, 2),
+    "interpolate": lambda F, d, x: F.interpolate(x, scale_factor=2),
+    "pad_reflect": lambda F, d, x: F.pad(x, (1, 1) * d, mode="reflect"),
+    "pad_replicate": lambda F, d, x: F.pad(x, (1, 1) * d, mode="replicate"),
+    "pad_circular": lambda F, d, x: F.pad(x, (1, 1) * d, mode="circular"),
+    "fractional": lambda F, d, x: getattr(F, f"fractional_max_pool{d}d")(x, 2, output_size=1),
+}
+
+
+@pytest.mark.parametrize("fn", list(_FNS))
+@pytest.mark.parametrize("d,shape", [(d, s) for d in (1, 2, 3) for s in _SHAPES[d]])
+def test_spatial_ops_with_an_empty_dim(fn, d, shape):
+    """Which empty dims each op computes (an empty batch, mostly) and PyTorch's message naming the empty one."""
+    if fn == "fractional" and d == 1:
+        pytest.skip("no 1-d fractional pooling")
+
+    def run(m):
+        m.manual_seed(0)
+        x = m.randn(*shape, dtype=m.float64, requires_grad=True)
+        out = _FNS[fn](m.nn.functional, d, x)
+        if fn == "adaptive_avg" and d < 3 and shape[-d - 1] == 0:
+            # not reproduced: PyTorch's adaptive_avg_pool2d_backward refuses the empty channel dim its forward took
+            return out
+        out.sum().backward()
+        return out, x.grad
+    same(run, exact_msg=True)
+
+
+@pytest.mark.parametrize("call", [
+    lambda F, m: F.adaptive_avg_pool2d(m.randn(4), 2), lambda F, m: F.adaptive_max_pool2d(m.randn(4, 4), 2),
+    lambda F, m: F.adaptive_max_pool2d(m.randn(1, 1, 1, 4, 4), 2),
+    lambda F, m: F.adaptive_avg_pool3d(m.randn(1, 1, 1, 1, 4, 4), 2),
+    lambda F, m: F.adaptive_avg_pool3d(m.randn(1, 1, 0, 1, 4, 4), 2),
+    lambda F, m: F.adaptive_max_pool1d(m.randn(4), 2), lambda F, m: F.adaptive_avg_pool1d(m.randn(4), 2),
+    lambda F, m: m.adaptive_max_pool1d(m.randn(1, 0), 2), lambda F, m: F.avg_pool3d(m.randn(4, 0, 4), 2),
+    lambda F, m: F.avg_pool2d(m.randn(1, 1, 1, 4, 4), 2), lambda F, m: F.max_pool2d(m.randn(1, 1, 1, 4, 4), 2),
+    lambda F, m: F.avg_pool1d(m.randn(4), 2), lambda F, m: F.max_pool1d(m.randn(4), 2),
+    lambda F, m: F.max_pool1d(m.randn(4), 2, return_indices=True), lambda F, m: F.max_pool1d(m.tensor(1.0), 2),
+    lambda F, m: F.max_pool1d(m.randn(1, 0, 4), 2, return_indices=True),
+    lambda F, m: F.interpolate(m.randn(1, 1, 0, 0, 0), size=3),
+    lambda F, m: F.interpolate(m.randn(1, 1, 0, 4), size=3, mode="bilinear", antialias=True),
+    lambda F, m: F.interpolate(m.randn(1, 0, 4, 4), size=3, mode="bicubic"),
+])
+def test_pooling_rank_and_empty_messages(call):
+    same(lambda m: call(m.nn.functional, m), exact_msg=True)

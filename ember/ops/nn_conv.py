@@ -388,13 +388,29 @@ _POOL_NODES = {name: _node(name) for name in (
 # ----- pooling ---------------------------------------------------------------------------------------------
 
 def _pool_input(op, input, d):
+    """PyTorch's input checks of (max/avg) pooling; True when the input is batched."""
     check_tensor(input, op, "input", 1)
-    if input.ndim not in (d + 1, d + 2) or any(s == 0 for s in input.shape[-d - 1:]) and input.ndim == d + 1:
+    n, shape = input.ndim, tuple(input.shape)
+    avg = op.startswith("avg")
+    optional_batch = (f"Expected {d + 1}D or {d + 2}D (batch mode) tensor with optional 0 dim batch size for "
+                      f"input, but got:{_size_str(shape)}")
+    if d == 2 and avg and n > d + 2:
+        raise RuntimeError(optional_batch)
+    if n not in (d + 1, d + 2):
         raise RuntimeError(f"non-empty {d + 1}D or {d + 2}D (batch mode) tensor expected for input")
-    if input.ndim == d + 2 and any(s == 0 for s in input.shape[1:]):
-        raise RuntimeError(f"Expected {d + 1}D or {d + 2}D (batch mode) tensor with optional 0 dim batch size "
-                           f"for input, but got:{_size_str(input.shape)}")
-    return input.ndim == d + 2
+    if 0 in (shape[1:] if n == d + 2 else shape):   # only the batch dim may be empty
+        if d == 3:   # PyTorch's 3-d kernels name themselves, and always "dimension 0"
+            name = "avg_pool3d" if avg else "max_pool3d_with_indices_out_cpu_template"
+            raise RuntimeError(f"{name}(): Expected input's non-batch dimensions to have positive length, but "
+                               f"input has a shape of {_size_str(shape)} and non-batch dimension 0 has length zero!")
+        raise RuntimeError(optional_batch)
+    return n == d + 2
+
+
+def _dims_error(n, op):
+    """PyTorch's checkDimRange message of the 1-d pooling functions (2 to 3 dims)."""
+    return RuntimeError(f"Expected 2 to 3 dimensions, but got {n}-dimensional tensor for argument #1 'self' (while "
+                        f"checking arguments for {op})")
 
 
 def _pool_geometry(op, size, kernel_size, stride, padding, dilation, ceil_mode, d, avg, channels=None,
@@ -497,8 +513,12 @@ def max_pool1d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, c
                return_indices: bool = False):
     """1-d max pooling over (N, C, L) or (C, L) (as PyTorch: 2-d pooling of the input unsqueezed at -2)."""
     check_tensor(input, "max_pool1d", "input", 1)
-    if input.ndim not in (2, 3) or input.shape[-1] == 0:
-        raise RuntimeError("max_pool1d() Expected 2D or 3D input tensor, but got " + _size_str(input.shape))
+    if return_indices:   # max_pool1d_with_indices: a 2-d pooling of the input unsqueezed, which checks emptiness
+        if input.ndim not in (2, 3):
+            raise _dims_error(input.ndim, "max_pool1d")
+    elif input.ndim not in (2, 3) or 0 in input.shape[input.ndim - 2:]:
+        raise RuntimeError("max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 dim batch size for "
+                           f"input, but got:{_size_str(input.shape)}")
     for name, v in (("kernel_size", kernel_size), ("stride", stride), ("padding", padding), ("dilation", dilation)):
         if isinstance(v, (list, tuple)) and len(v) > 1:
             raise RuntimeError(f"max_pool1d() {name} must be an int or int list of size 1 but got size {len(v)}")
@@ -532,7 +552,7 @@ def _avg_pool(op, d, input, kernel_size, stride, padding, ceil_mode, count_inclu
               node):
     check_tensor(input, op, "input", 1)
     _parse_pool_args(op, d, kernel_size, stride, padding)
-    if 0 < input.ndim < d + 1:
+    if d == 2 and 0 < input.ndim < d + 1:
         raise IndexError(f"Dimension out of range (expected to be in range of [{-input.ndim}, {input.ndim - 1}], "
                          f"but got {-(d + 1)})")
     batched = _pool_input(op, input, d)
@@ -589,7 +609,7 @@ def avg_pool1d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bo
     """1-d average pooling over (N, C, L) or (C, L) (as PyTorch: 2-d pooling over (1, L))."""
     check_tensor(input, "avg_pool1d", "input", 1)
     if input.ndim not in (2, 3):
-        raise RuntimeError(f"avg_pool1d() Expected 2D or 3D input tensor, but got {_size_str(input.shape)}")
+        raise _dims_error(input.ndim, "avg_pool1d")
     out = _avg_pool("avg_pool1d", 2, input.unsqueeze(-2), _as_2d(kernel_size, 1), _as_2d(stride, 1),
                     _as_2d(padding, 0), ceil_mode, count_include_pad, None, "AvgPool2DBackward0")
     return out.squeeze(-2)
@@ -620,9 +640,22 @@ def _adaptive_input(op, input, d, output_size):
     _adaptive_size(op, output_size, (1,) * d, d)   # argument types first, as PyTorch
     if input.ndim < d + 1 and not (isinstance(output_size, int) and not isinstance(output_size, bool)):
         raise ValueError(f"Input dimension should be at least {d + 1}")
-    if input.ndim not in (d + 1, d + 2) or any(s == 0 for s in input.shape[-d:]):
-        raise RuntimeError(f"{op}(): Expected {d + 1}D or {d + 2}D tensor, but got {_size_str(input.shape)}")
-    return input.ndim == d + 2
+    n, shape = input.ndim, tuple(input.shape)
+
+    def check_nonempty(dims):
+        for i in dims:
+            if shape[i] == 0:
+                raise RuntimeError(f"{op}(): Expected input to have non-zero size for non-batch dimensions, but "
+                                   f"input has sizes {_size_str(shape)} with dimension {i} being empty")
+
+    if op == "adaptive_avg_pool3d":   # checks the sizes before the rank
+        check_nonempty(range(1, n))
+    if n not in (d + 1, d + 2):
+        raise RuntimeError(f"{op}(): Expected {d + 1}D or {d + 2}D tensor, but got{':' if 'max' in op else ''} "
+                           f"{_size_str(shape)}")
+    # adaptive_avg_pool2d checks the spatial dims only (an unbatched input may have no channels)
+    check_nonempty(range(n - 2, n) if op == "adaptive_avg_pool2d" else range(1, n))
+    return n == d + 2
 
 
 def _adaptive_avg(op, d, input, output_size):
@@ -660,7 +693,7 @@ def adaptive_avg_pool1d(input: Tensor, output_size) -> Tensor:
     """1-d adaptive average pooling (as PyTorch: 2-d over (1, L))."""
     check_tensor(input, "adaptive_avg_pool1d", "input", 1)
     if input.ndim not in (2, 3):
-        raise RuntimeError(f"adaptive_avg_pool1d(): Expected 2D or 3D tensor, but got {_size_str(input.shape)}")
+        raise _dims_error(input.ndim, "adaptive_avg_pool1d")
     size = output_size if isinstance(output_size, int) else _single(output_size, "adaptive_avg_pool1d")
     _adaptive_size("adaptive_avg_pool1d", size, (1,), 1)
     return _adaptive_avg("adaptive_avg_pool2d", 2, input.unsqueeze(-2), (1, size)).squeeze(-2)
@@ -707,7 +740,12 @@ def adaptive_max_pool1d(input: Tensor, output_size, return_indices: bool = False
     """1-d adaptive max pooling (as PyTorch: 2-d over (1, L))."""
     check_tensor(input, "adaptive_max_pool1d", "input", 1)
     if input.ndim not in (2, 3):
-        raise RuntimeError(f"adaptive_max_pool1d(): Expected 2D or 3D tensor, but got {_size_str(input.shape)}")
+        raise _dims_error(input.ndim, "adaptive_max_pool1d")
+    for i in range(1, input.ndim):
+        if input.shape[i] == 0:
+            raise RuntimeError(f"adaptive_max_pool1d(): Expected input to have non-zero size for non-batch "
+                               f"dimensions, but input has sizes {_size_str(input.shape)} with dimension {i} being "
+                               "empty")
     size = output_size if isinstance(output_size, int) else _single(output_size, "adaptive_max_pool1d")
     _adaptive_size("adaptive_max_pool1d", size, (1,), 1)
     out, ind = _adaptive_max("adaptive_max_pool2d", 2, input.unsqueeze(-2), (1, size), True)
@@ -806,7 +844,8 @@ def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) 
         raise RuntimeError(f'Padding mode "{mode}" doesn\'t take in value argument')
     if not (1 <= k <= 3) or input.ndim not in (k + 1, k + 2):
         raise NotImplementedError(f"Padding size {len(pads_flat)} is not supported for {input.ndim}D input tensor.")
-    if any(s == 0 for s in shape[1:]) or (input.ndim == k + 1 and any(s == 0 for s in shape)):
+    if mode != "circular" and (any(s == 0 for s in shape[1:]) or (input.ndim == k + 1 and any(s == 0 for s in shape))):
+        # (circular padding is a composition in PyTorch: empty dims pass, its wrap-around check refuses empty sizes)
         raise RuntimeError(f"Expected {k + 1}D or {k + 2}D (batch mode) tensor with possibly 0 batch size and other "
                            f"non-zero dimensions for input, but got: {_size_str(shape)}")
     spatial = shape[input.ndim - k:]
@@ -1204,8 +1243,13 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
         fn = {1: adaptive_avg_pool1d, 2: adaptive_avg_pool2d, 3: adaptive_avg_pool3d}[dim]
         return fn(input, out_size if dim > 1 else out_size[0])
     if any(s <= 0 for s in out_size) or any(s <= 0 for s in input.shape[2:]):
-        raise RuntimeError("Input and output sizes should be greater than 0, but got input "
-                           f"({', '.join(map(str, input.shape[2:]))}) and output ({', '.join(map(str, out_size))})")
+        def sizes(v):
+            return ", ".join(f"{n}: {x}" for n, x in zip("DHW"[3 - dim:], v))
+        raise RuntimeError(f"Input and output sizes should be greater than 0, but got input ({sizes(input.shape[2:])})"
+                           f"{' and' if dim == 1 else ''} output ({sizes(out_size)})")
+    if input.shape[1] == 0:   # an empty batch is computed, no channels is refused
+        raise RuntimeError(f"Non-empty {input.ndim}D data tensor expected but got a tensor with sizes "
+                           f"{_size_str(input.shape)}")
     if antialias:
         return _interpolate_aa(input, mode, out_size, scales, align_corners)
     if input._data.dtype == np.uint8 and mode in ("nearest", "nearest-exact", "bilinear", "bicubic"):
@@ -1964,7 +2008,7 @@ def _fractional(d, input, kernel_size, output_size, output_ratio, _random_sample
     where = op if d == 2 else f"{op}_out"
     if input.ndim not in (d + 1, d + 2):
         raise RuntimeError(f"{where}(): Expected {d + 1}D or {d + 2}D tensor, but got: {_size_str(input.shape)}")
-    for i in range(input.ndim - d - 1, input.ndim):
+    for i in range(1, input.ndim):   # as PyTorch: from dim 1 (an unbatched input may have no channels)
         if input.shape[i] == 0:
             raise RuntimeError(f"{where}(): Expected input to have non-zero size for non-batch dimensions, but got"
                                f"{_size_str(input.shape)} with dimension {i} being empty.")

@@ -524,7 +524,8 @@ def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: flo
         raise TypeError(f"local_response_norm(): argument 'input' must be Tensor, not {type(input).__name__}")
     nd = input._data.ndim
     if nd < 3:
-        raise ValueError(f"Expected 3D or higher dimensionality input (got {nd} dimensions)")
+        # PyTorch's text, with the run of spaces its source's line continuation leaves in it
+        raise ValueError(f"Expected 3D or higher dimensionality                          input (got {nd} dimensions)")
     if isinstance(size, bool) or not isinstance(size, numbers.Integral):
         raise TypeError(f"local_response_norm(): argument 'size' must be int, not {type(size).__name__}")
     size = int(size)
