@@ -241,7 +241,60 @@ def fill_(self: Tensor, value) -> Tensor:
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
                                f"{value._data.ndim} dimensions.")
         value = value.item()
-    return apply_inplace(fill_p, self, (), {"value": value})
+    return apply_inplace(fill_p, self, (), {"value": _fill_value_as(value, self._data.dtype)})
+
+
+def _fill_value_as(value, dtype: np.dtype):
+    """A fill value converted as PyTorch's checked_convert does: an integer dtype takes an int in its range (an
+    unsigned one also a negative int down to -max, wrapping) or a float in its range (truncated); a float dtype
+    takes a finite value within its range, inf or nan; bool takes anything. Else PyTorch's overflow error."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, int) and not isinstance(value, bool) and not -(1 << 63) <= value < 1 << 64:
+        raise OverflowError("int too big to convert")   # PyTorch's Scalar holds at most 64 bits
+    if isinstance(value, bool) or dtype.kind == "b":
+        return value
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        if isinstance(value, int) and dtype.kind == "u" and -info.max <= value < 0:
+            return value & int(info.max)   # two's complement wrap, as PyTorch allows for unsigned types
+        if not info.min <= value <= info.max:   # also nan and inf
+            raise RuntimeError(f"value cannot be converted to type {_C_TYPE[dtype.name]} without overflow")
+        return int(value)
+    if dtype.kind == "f" and value == value and float("inf") != abs(value) > float(np.finfo(dtype).max):
+        raise RuntimeError(f"value cannot be converted to type {_C_TYPE[dtype.name]} without overflow")
+    return value
+
+
+@register(module=False, method=True)
+def fill_diagonal_(self: Tensor, fill_value, wrap: bool = False) -> Tensor:
+    """Fill the main diagonal (``self[i, i, ..., i]``) with ``fill_value`` in place; ``wrap``: a tall matrix's
+    diagonal starts again every ``ncols + 1`` rows. As PyTorch's kernel, a fill of diagonal views (so autograd
+    records CopySlices, and a leaf that requires grad is refused as a view of one)."""
+    if isinstance(fill_value, Tensor) and fill_value._data.ndim == 0:
+        fill_value = fill_value.item()
+    if isinstance(fill_value, np.generic):
+        fill_value = fill_value.item()
+    if not isinstance(fill_value, (bool, int, float)):
+        raise TypeError(f"fill_diagonal_(): argument 'fill_value' (position 1) must be Number, not "
+                        f"{type(fill_value).__name__}")
+    if not isinstance(wrap, bool):
+        raise TypeError(f"fill_diagonal_(): argument 'wrap' (position 2) must be bool, not {type(wrap).__name__}")
+    shape = self._data.shape
+    if len(shape) < 2:
+        raise RuntimeError("dimensions must larger than 1")
+    if len(shape) > 2 and any(n != shape[0] for n in shape[1:]):
+        raise RuntimeError("all dimensions of input must be of equal length")
+    diag = self.diagonal()
+    while diag.ndim > 1:   # x[i, i, ..., i]: the diagonal of the diagonal
+        diag = diag.diagonal(0, 0, -1)
+    diag.fill_(fill_value)
+    height, width = shape[0], shape[1]
+    if wrap and len(shape) == 2 and height > width + 1:
+        # the flat positions k * (width + 1) past the first block: a diagonal every width + 1 rows
+        for start in range(width + 1, height, width + 1):
+            self[start:start + width].diagonal().fill_(fill_value)
+    return self
 
 
 @register(method=True)
@@ -588,7 +641,7 @@ def _alpha_as(alpha, dtype: np.dtype):
         if not (info.min <= alpha <= info.max):   # also nan and inf
             raise RuntimeError(f"value cannot be converted to type {_C_TYPE[dtype.name]} without overflow")
         return int(alpha)
-    if dtype.kind == "f" and abs(alpha) > np.finfo(dtype).max and abs(alpha) != float("inf") and alpha == alpha:
+    if dtype.kind == "f" and abs(alpha) > float(np.finfo(dtype).max) and abs(alpha) != float("inf") and alpha == alpha:
         raise RuntimeError(f"value cannot be converted to type {_C_TYPE[dtype.name]} without overflow")
     return alpha
 
