@@ -355,11 +355,24 @@ def _node(name: str) -> type:
 
 
 # max pooling: the input read at the indices of each window's maximum (found before, in the public function)
+# As PyTorch's, the input gradients of max/avg pooling and reflection/replication padding take the input itself
+# (max_pool2d_with_indices_backward(grad, self, ...)), so under create_graph the gradient is connected to the
+# input, whose derivative there is zero: a second derivative with respect to the input is zeros, not "unused".
+# The input is saved for that (PyTorch saves it too).
 max_pool_p = defprim(
     "max_pool", "MaxPool2DWithIndicesBackward0",
     lambda xp, x, indices, sd, unique: xp.pool_gather(x, indices, sd),
-    vjp=lambda xp, g, out, x, indices, sd, unique: xp.pool_scatter(g, indices, tuple(x.shape), sd, unique),
-    jvp="linear")
+    vjp=lambda xp, g, out, x, indices, sd, unique: xp.pool_backward(g, x, indices, sd, unique),
+    jvp="linear", saves=(0,))
+pool_backward_p = defprim(
+    "pool_backward", "MaxPool2DWithIndicesBackwardBackward0",
+    lambda xp, g, x, indices, sd, unique: xp.pool_scatter(g, indices, tuple(x.shape), sd, unique),
+    vjp=(lambda xp, gg, out, g, x, indices, sd, unique: xp.pool_gather(gg, indices, sd, unique),
+         lambda xp, gg, out, g, x, indices, sd, unique: xp.zeros_like(gg)),
+    jvp=(lambda xp, t, out, g, x, indices, sd, unique: xp.pool_scatter(t, indices, tuple(x.shape), sd, unique),
+         lambda xp, t, out, g, x, indices, sd, unique: None))
+graph("pool_backward", lambda g, x, indices, sd, unique=False: apply(
+    pool_backward_p, (g, x), {"indices": indices, "sd": sd, "unique": unique}))
 pool_scatter_p = defprim(
     "pool_scatter", "MaxPool2DWithIndicesBackwardBackward0",
     lambda xp, g, indices, shape, sd, unique: xp.pool_scatter(g, indices, shape, sd, unique),
@@ -378,6 +391,20 @@ dim_matrices_p = defprim(
     vjp=lambda xp, g, out, x, mats: xp.dim_matrices(g, tuple(a.T for a in mats)),
     jvp="linear")
 graph("dim_matrices", lambda x, mats: apply(dim_matrices_p, (x,), {"mats": tuple(mats)}))
+# average pooling: the same forward, the gradient connected to the input as PyTorch's (see max_pool_p)
+avg_pool_p = defprim(
+    "avg_pool", "AvgPool2DBackward0",
+    lambda xp, x, mats: xp.dim_matrices(x, mats),
+    vjp=lambda xp, g, out, x, mats: xp.avg_pool_backward(g, x, mats),
+    jvp="linear", saves=(0,))
+avg_pool_backward_p = defprim(
+    "avg_pool_backward", "AvgPool2DBackwardBackward0",
+    lambda xp, g, x, mats: xp.dim_matrices(g, tuple(a.T for a in mats)),
+    vjp=(lambda xp, gg, out, g, x, mats: xp.dim_matrices(gg, mats),
+         lambda xp, gg, out, g, x, mats: xp.zeros_like(gg)),
+    jvp=(lambda xp, t, out, g, x, mats: xp.dim_matrices(t, tuple(a.T for a in mats)),
+         lambda xp, t, out, g, x, mats: None))
+graph("avg_pool_backward", lambda g, x, mats: apply(avg_pool_backward_p, (g, x), {"mats": tuple(mats)}))
 
 _POOL_NODES = {name: _node(name) for name in (
     "MaxPool2DWithIndicesBackward0", "MaxPool3DWithIndicesBackward0", "AvgPool2DBackward0", "AvgPool3DBackward0",
@@ -584,7 +611,7 @@ def _avg_pool(op, d, input, kernel_size, stride, padding, ceil_mode, count_inclu
                 div = div * _pool_matrix(S, L, k, s, p, count_include_pad, dt, divide=None).reshape(shp)
         raw = np.trunc(_dim_matrices_raw(input._data.astype(np.float64), tuple(sums)) / div)
         return make(raw.astype(x.dtype))
-    return apply(dim_matrices_p, (input,), {"mats": mats}, _POOL_NODES[node])
+    return apply(avg_pool_p, (input,), {"mats": mats}, _POOL_NODES[node])
 
 
 @register(module=False, submodule=_NN)
@@ -672,7 +699,9 @@ def _adaptive_avg(op, d, input, output_size):
     if input._data.dtype.kind != "f":
         kernel = "adaptive_avg_pool2d" if d == 2 else "adaptive_avg_pool3d_cpu"
         raise NotImplementedError(f'"{kernel}" not implemented for \'{_TYPE_NAMES[str(input._data.dtype)]}\'')
-    return apply(dim_matrices_p, (input,), {"mats": tuple(mats)},
+    if all(L == 1 for L in out_size):   # PyTorch computes this case as a mean (MeanBackward1)
+        return input.mean(tuple(range(-d, 0)), keepdim=True)
+    return apply(avg_pool_p, (input,), {"mats": tuple(mats)},
                  _POOL_NODES[f"AdaptiveAvgPool{max(d, 2)}DBackward0"])
 
 
@@ -774,6 +803,21 @@ pad_gather_p = defprim(
     lambda xp, x, idx: xp.pad_gather(x, idx),
     vjp=lambda xp, g, out, x, idx: xp.pad_gather_backward(g, idx, tuple(x.shape)),
     jvp="linear")
+# reflection and replication padding: the same forward, the gradient connected to the input (see max_pool_p);
+# circular padding is a composition of slices in PyTorch and keeps pad_gather_p
+pad_p = defprim(
+    "pad", "ReflectionPad2DBackward0",
+    lambda xp, x, idx: xp.pad_gather(x, idx),
+    vjp=lambda xp, g, out, x, idx: xp.pad_backward(g, x, idx),
+    jvp="linear", saves=(0,))
+pad_backward_p = defprim(
+    "pad_backward", "ReflectionPad2DBackwardBackward0",
+    lambda xp, g, x, idx: xp.pad_gather_backward(g, idx, tuple(x.shape)),
+    vjp=(lambda xp, gg, out, g, x, idx: xp.pad_gather(gg, idx),
+         lambda xp, gg, out, g, x, idx: xp.zeros_like(gg)),
+    jvp=(lambda xp, t, out, g, x, idx: xp.pad_gather_backward(t, idx, tuple(x.shape)),
+         lambda xp, t, out, g, x, idx: None))
+graph("pad_backward", lambda g, x, idx: apply(pad_backward_p, (g, x), {"idx": tuple(idx)}))
 pad_gather_backward_p = defprim(
     "pad_gather_backward", "ReflectionPad2DBackwardBackward0",
     lambda xp, g, idx, shape: xp.pad_gather_backward(g, idx, shape),
@@ -866,7 +910,7 @@ def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) 
         if input._data.dtype == bool:
             raise RuntimeError(f'"{mode}_pad{k}d" not implemented for \'Bool\'')
         return make(_raw_gather(input._data, idx))
-    return apply(pad_gather_p, (input,), {"idx": idx}, node)
+    return apply(pad_gather_p if mode == "circular" else pad_p, (input,), {"idx": idx}, node)
 
 
 # ----- unfold / fold, pixel and channel shuffles ---------------------------------------------------------

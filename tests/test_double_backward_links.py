@@ -1,0 +1,127 @@
+"""What a second derivative is connected to, op by op, against torch.
+
+PyTorch's backward formulas of some ops take the input itself (``max_pool2d_with_indices_backward(grad, self,
+...)``, ``avg_pool2d_backward(grad, self, ...)``), so a first derivative taken with ``create_graph=True`` is
+connected to the input even where it does not depend on it: the second derivative with respect to the input is
+then zeros, where an unconnected one would be "appears to not have been used in the graph" (or "does not require
+grad"). For every op-database sample, with every input requiring grad and upstream gradients that do not: each
+first derivative's requires_grad, and which inputs its second derivative reaches (None or a tensor, with
+allow_unused=True), must be torch's."""
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+import ember
+
+torch = pytest.importorskip("torch")
+sys.path.insert(0, os.path.dirname(__file__))
+from op_db import OP_DB  # noqa: E402
+
+# Known differences, by op name: (reason, sample-id prefixes or None for every sample)
+KNOWN = {
+    # PyTorch's first derivatives of these come out of one joint backward op (convolution_backward,
+    # native_layer_norm_backward, ...) that takes the input and weight, so even the bias gradient (a plain sum of
+    # the upstream gradient) is connected to them, with undefined (None) second derivatives; ember's is not
+    # connected, so grad(bias_grad.sum(), x, allow_unused=True) raises "does not require grad" where PyTorch
+    # returns None.
+    **{n: ("the bias gradient of a joint backward op", None) for n in (
+        "nn_layer_norm", "nn_batch_norm", "nn_instance_norm", "batch_norm_aten", "instance_norm_aten",
+        "norm_aten_single_value", "nn.functional.conv1d", "nn.functional.conv2d", "nn.functional.conv3d",
+        "nn.functional.conv_transpose1d", "nn.functional.conv_transpose2d", "nn.functional.conv_transpose3d")},
+    "nn.functional.grid_sample_nearest": ("nearest grid_sample's zero gradients are not connected", None),
+    "nn.functional.grid_sample3d_nearest": ("nearest grid_sample's zero gradients are not connected", None),
+    # empty or degenerate inputs, where PyTorch's kernels take shortcuts
+    "cumprod": ("empty input", ("6:",)), "cumprod_": ("empty input", ("6:",)),
+    "cummax": ("empty input", ("6:", "7:")), "logcumsumexp": ("empty input", ("6:", "7:")), "linalg_det": ("1x1 input", ("2:",)),
+    "matrix_power": ("n=0: PyTorch returns a constant zero gradient, ember None", ("0:",)),
+    # PyTorch has no double backward for its fused attention kernel
+    "nn_scaled_dot_product_attention": ("torch raises", None), "nn_multi_head_attention_forward": ("torch raises", None),
+}
+
+
+def _links(m, op, sample):
+    """Per input: '-' (no first derivative), 'c' (a constant one), else one letter per input for its second
+    derivative: N (None) or T (a tensor); or the error."""
+    xs = [m.tensor(np.array(a)).requires_grad_() for a in sample.args]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = op.op(m, *xs, **sample.kwargs)
+    outs = [o for o in (res if isinstance(res, tuple) else (res,)) if isinstance(o, m.Tensor) and o.requires_grad
+            and o.dtype in (m.float32, m.float64)]
+    if not outs:
+        return None
+    gos = [m.ones(o.shape, dtype=o.dtype) for o in outs]
+    first = m.autograd.grad(outs, xs, gos, create_graph=True, allow_unused=True)
+    sig = []
+    for g in first:
+        if g is None or not g.requires_grad:
+            sig.append("-" if g is None else "c")
+            continue
+        second = m.autograd.grad(g.sum(), xs, allow_unused=True, retain_graph=True)
+        sig.append("".join("N" if s is None else "T" for s in second))
+    return " ".join(sig)
+
+
+def _cases():
+    out = []
+    for op in OP_DB:
+        if op.supports_gradgrad:
+            out.append(pytest.param(op, id=op.name))
+    return out
+
+
+@pytest.mark.parametrize("op", _cases())
+def test_second_derivative_links(op):
+    reason, which = KNOWN.get(op.name, (None, None))
+    for s in op.sample_inputs():
+        if reason and (which is None or s.desc.startswith(which)):
+            continue
+        try:
+            t = _links(torch, op, s)
+        except Exception:  # noqa: BLE001 - torch refuses the sample: the forward tests cover it
+            continue
+        e = _links(ember, op, s)
+        assert e == t, f"sample {s.desc}: torch {t}, ember {e} (per input: -/c = no/constant first derivative; " \
+                       f"else N/T per input for the second)"
+
+
+def test_avg_pool2d_second_derivative_of_a_linear_op():
+    """The fuzzer's case: avg_pool2d on float64[2, 1, 2], kernel (1, 2), stride 2; the first derivative does not
+    depend on the input, the second is zeros (not 'appears to not have been used in the graph')."""
+    def fn(m):
+        v = m.tensor(np.arange(4.0).reshape(2, 1, 2), requires_grad=True)
+        y = m.nn.functional.avg_pool2d(v, kernel_size=(1, 2), stride=2)
+        (g,) = m.autograd.grad(y.sum(), v, create_graph=True)
+        (gg,) = m.autograd.grad((g * g).sum(), v)
+        return g.detach().numpy(), type(g.grad_fn).__name__, gg.numpy()
+    t, e = fn(torch), fn(ember)
+    np.testing.assert_array_equal(e[0], t[0])
+    np.testing.assert_array_equal(e[2], t[2])
+    assert e[1] == t[1] == "AvgPool2DBackwardBackward0"
+
+
+@pytest.mark.parametrize("call", [
+    lambda F, x: F.max_pool2d(x, 2), lambda F, x: F.adaptive_avg_pool2d(x, 1), lambda F, x: F.adaptive_avg_pool2d(x, 2),
+    lambda F, x: F.adaptive_max_pool2d(x, 1), lambda F, x: F.avg_pool2d(x, 2), lambda F, x: F.lp_pool2d(x, 1, 2),
+    lambda F, x: F.pad(x[0], (1, 1), mode="reflect"), lambda F, x: F.pad(x[0], (1, 1), mode="replicate"),
+    lambda F, x: F.interpolate(x, size=2, mode="area"),
+    lambda F, x: F.interpolate(x, size=3, mode="bilinear"),
+])
+def test_pooling_saves_its_input(call):
+    """The input is saved, as PyTorch saves it: changing it in place before backward is PyTorch's error."""
+    def fn(m):
+        x = m.ones(1, 1, 4, 4, requires_grad=True)
+        h = x * 1
+        y = call(m.nn.functional, h)
+        h.add_(1)
+        try:
+            y.sum().backward()
+        except RuntimeError as err:
+            return type(err).__name__, "modified by an inplace operation" in str(err)
+        return "ok", type(y.grad_fn).__name__
+    assert fn(ember) == fn(torch)
