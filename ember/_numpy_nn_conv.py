@@ -352,6 +352,11 @@ def pool_scatter(g, indices, shape, sd, unique=False):
     return out.astype(g.dtype, copy=False).reshape(shape)
 
 
+def grad_link(g, a, b, node):
+    """``g`` itself (see ember.ops.nn_conv.grad_link_p: under create_graph it is connected to ``a`` and ``b``)."""
+    return g
+
+
 def pool_backward(g, x, indices, sd, unique=False):
     """Max pooling's input gradient: ``g`` scattered into zeros of ``x``'s shape (``x`` is there for its shape,
     as PyTorch's backward takes the input: a second derivative is connected to it)."""

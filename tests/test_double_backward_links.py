@@ -4,7 +4,9 @@ PyTorch's backward formulas of some ops take the input itself (``max_pool2d_with
 ...)``, ``avg_pool2d_backward(grad, self, ...)``), so a first derivative taken with ``create_graph=True`` is
 connected to the input even where it does not depend on it: the second derivative with respect to the input is
 then zeros, where an unconnected one would be "appears to not have been used in the graph" (or "does not require
-grad"). For every op-database sample, with every input requiring grad and upstream gradients that do not: each
+grad"); likewise the bias gradient of a convolution or normalisation, which PyTorch computes in one op
+with the input and weight gradients, is connected to the input and weight (with None second derivatives). For
+every op-database sample, with every input requiring grad and upstream gradients that do not: each
 first derivative's requires_grad, and which inputs its second derivative reaches (None or a tensor, with
 allow_unused=True), must be torch's."""
 from __future__ import annotations
@@ -24,20 +26,12 @@ from op_db import OP_DB  # noqa: E402
 
 # Known differences, by op name: (reason, sample-id prefixes or None for every sample)
 KNOWN = {
-    # PyTorch's first derivatives of these come out of one joint backward op (convolution_backward,
-    # native_layer_norm_backward, ...) that takes the input and weight, so even the bias gradient (a plain sum of
-    # the upstream gradient) is connected to them, with undefined (None) second derivatives; ember's is not
-    # connected, so grad(bias_grad.sum(), x, allow_unused=True) raises "does not require grad" where PyTorch
-    # returns None.
-    **{n: ("the bias gradient of a joint backward op", None) for n in (
-        "nn_layer_norm", "nn_batch_norm", "nn_instance_norm", "batch_norm_aten", "instance_norm_aten",
-        "norm_aten_single_value", "nn.functional.conv1d", "nn.functional.conv2d", "nn.functional.conv3d",
-        "nn.functional.conv_transpose1d", "nn.functional.conv_transpose2d", "nn.functional.conv_transpose3d")},
     "nn.functional.grid_sample_nearest": ("nearest grid_sample's zero gradients are not connected", None),
     "nn.functional.grid_sample3d_nearest": ("nearest grid_sample's zero gradients are not connected", None),
     # empty or degenerate inputs, where PyTorch's kernels take shortcuts
     "cumprod": ("empty input", ("6:",)), "cumprod_": ("empty input", ("6:",)),
-    "cummax": ("empty input", ("6:", "7:")), "logcumsumexp": ("empty input", ("6:", "7:")), "linalg_det": ("1x1 input", ("2:",)),
+    "cummax": ("empty input", ("6:", "7:")), "logcumsumexp": ("empty input", ("6:", "7:")),
+    "linalg_det": ("1x1 input", ("2:",)), "nn.functional.conv1d": ("empty batch", ("7:",)),
     "matrix_power": ("n=0: PyTorch returns a constant zero gradient, ember None", ("0:",)),
     # PyTorch has no double backward for its fused attention kernel
     "nn_scaled_dot_product_attention": ("torch raises", None), "nn_multi_head_attention_forward": ("torch raises", None),
@@ -124,4 +118,34 @@ def test_pooling_saves_its_input(call):
         except RuntimeError as err:
             return type(err).__name__, "modified by an inplace operation" in str(err)
         return "ok", type(y.grad_fn).__name__
+    assert fn(ember) == fn(torch)
+
+
+@pytest.mark.parametrize("make,wshape,bshape", [
+    (lambda m, x, w, b: m.nn.functional.conv1d(x, w, b), (4, 3, 2), (4,)),
+    (lambda m, x, w, b: m.nn.functional.conv_transpose1d(x, w, b), (3, 4, 2), (4,)),
+    (lambda m, x, w, b: m.nn.functional.layer_norm(x, (5,), w, b), (5,), (5,)),
+    (lambda m, x, w, b: m.nn.functional.batch_norm(x, None, None, w, b, training=True), (3,), (3,)),
+    (lambda m, x, w, b: m.nn.functional.batch_norm(x, m.zeros(3, dtype=m.float64), m.ones(3, dtype=m.float64),
+                                                   w, b), (3,), (3,)),
+    (lambda m, x, w, b: m.nn.functional.group_norm(x, 1, w, b), (3,), (3,)),
+])
+def test_bias_gradient_links(make, wshape, bshape):
+    """grad(bias_grad.sum(), (x, w)): None with allow_unused (connected, no derivative), PyTorch's error without;
+    group norm's is a constant (PyTorch's composite double backward)."""
+    def fn(m):
+        x = m.tensor(np.linspace(-1, 1, 30).reshape(2, 3, 5), requires_grad=True)
+        w = m.tensor(np.linspace(0.5, 1.5, int(np.prod(wshape))).reshape(wshape), requires_grad=True)
+        b = m.tensor(np.linspace(-0.5, 0.5, int(np.prod(bshape))).reshape(bshape), requires_grad=True)
+        out = make(m, x, w, b)
+        gb = m.autograd.grad(out.sum(), b, create_graph=True)[0]
+        if not gb.requires_grad:
+            return "constant"
+        r = m.autograd.grad(gb.sum(), (x, w), allow_unused=True, retain_graph=True)
+        try:
+            m.autograd.grad(gb.sum(), (x, w))
+            raised = None
+        except RuntimeError as e:
+            raised = "appears to not have been used in the graph" in str(e)
+        return type(gb.grad_fn).__name__, r, raised
     assert fn(ember) == fn(torch)

@@ -35,8 +35,21 @@ _BB = node_class("ConvolutionBackwardBackward0", PrimNode)
 
 # ----- convolution primitives ---------------------------------------------------------------------------
 
-def _bias_grad(xp, g):
-    return xp.sum(g, (0,) + tuple(range(2, g.ndim)))
+def _bias_grad(xp, g, x=None, w=None):
+    gb = xp.sum(g, (0,) + tuple(range(2, g.ndim)))
+    return gb if x is None else xp.grad_link(gb, x, w, "ConvolutionBackwardBackward0")
+
+
+# PyTorch computes the input, weight and bias gradients of a convolution or a normalisation in one op that takes
+# the input and the weight (convolution_backward, native_layer_norm_backward, ...): under create_graph even the
+# bias gradient, a plain sum of the upstream gradient, is connected to them (with no derivative: a second
+# derivative reaches them as None, "not used" without allow_unused). grad_link gives ember's the same edges.
+grad_link_p = defprim(
+    "grad_link", "ConvolutionBackwardBackward0",
+    lambda xp, g, a, b: xp.clone(g),
+    vjp=(lambda xp, gg, out, g, a, b: gg, lambda xp, gg, out, g, a, b: None, lambda xp, gg, out, g, a, b: None),
+    jvp=(lambda xp, t, out, g, a, b: t, lambda xp, t, out, g, a, b: None, lambda xp, t, out, g, a, b: None))
+graph("grad_link", lambda g, a, b, node: apply(grad_link_p, (g, a, b), {}, node_class(node, PrimNode)))
 
 
 def _bias_tangent(xp, t, out):
@@ -50,7 +63,7 @@ conv_p = defprim(
          xp.conv_transpose_nd(g, w, None, stride, pads, dilation, groups, tuple(x.shape[2:])),
          lambda xp, g, out, x, w, b, stride, pads, dilation, groups:
          xp.conv_weight_nd(x, g, tuple(w.shape), stride, pads, dilation, groups),
-         lambda xp, g, out, x, w, b, stride, pads, dilation, groups: _bias_grad(xp, g)),
+         lambda xp, g, out, x, w, b, stride, pads, dilation, groups: _bias_grad(xp, g, x, w)),
     jvp=(lambda xp, t, out, x, w, b, stride, pads, dilation, groups:
          xp.conv_nd(t, w, None, stride, pads, dilation, groups),
          lambda xp, t, out, x, w, b, stride, pads, dilation, groups:
@@ -76,7 +89,7 @@ conv_transpose_p = defprim(
          _crop_to(xp, xp.conv_nd(g, w, None, stride, pads, dilation, groups), x.shape),
          lambda xp, g, out, x, w, b, stride, pads, dilation, groups, size:
          xp.conv_weight_nd(g, x, tuple(w.shape), stride, pads, dilation, groups),
-         lambda xp, g, out, x, w, b, stride, pads, dilation, groups, size: _bias_grad(xp, g)),
+         lambda xp, g, out, x, w, b, stride, pads, dilation, groups, size: _bias_grad(xp, g, x, w)),
     jvp=(lambda xp, t, out, x, w, b, stride, pads, dilation, groups, size:
          xp.conv_transpose_nd(t, w, None, stride, pads, dilation, groups, size),
          lambda xp, t, out, x, w, b, stride, pads, dilation, groups, size:
