@@ -32,13 +32,14 @@ KNOWN = {
     "cumprod": ("empty input", ("6:",)), "cumprod_": ("empty input", ("6:",)),
     "cummax": ("empty input", ("6:", "7:")), "logcumsumexp": ("empty input", ("6:", "7:")),
     "linalg_det": ("1x1 input", ("2:",)), "nn.functional.conv1d": ("empty batch", ("7:",)),
+    "cat": ("an empty input's constant gradient", ("3:", "6:")), "repeat": ("zero repeats", ("5:",)),
     "matrix_power": ("n=0: PyTorch returns a constant zero gradient, ember None", ("0:",)),
     # PyTorch has no double backward for its fused attention kernel
     "nn_scaled_dot_product_attention": ("torch raises", None), "nn_multi_head_attention_forward": ("torch raises", None),
 }
 
 
-def _links(m, op, sample):
+def _links(m, op, sample, upstream_requires_grad):
     """Per input: '-' (no first derivative), 'c' (a constant one), else one letter per input for its second
     derivative: N (None) or T (a tensor); or the error."""
     xs = [m.tensor(np.array(a)).requires_grad_() for a in sample.args]
@@ -49,7 +50,7 @@ def _links(m, op, sample):
             and o.dtype in (m.float32, m.float64)]
     if not outs:
         return None
-    gos = [m.ones(o.shape, dtype=o.dtype) for o in outs]
+    gos = [m.ones(o.shape, dtype=o.dtype, requires_grad=upstream_requires_grad) for o in outs]
     first = m.autograd.grad(outs, xs, gos, create_graph=True, allow_unused=True)
     sig = []
     for g in first:
@@ -69,17 +70,20 @@ def _cases():
     return out
 
 
+@pytest.mark.parametrize("upstream_requires_grad", [False, True])
 @pytest.mark.parametrize("op", _cases())
-def test_second_derivative_links(op):
+def test_second_derivative_links(op, upstream_requires_grad):
+    """(With an upstream gradient that requires grad, a first derivative that is a constant, zeros_like(grad) in
+    PyTorch's formulas for fill_, zero_, copy_, must not be connected to it either.)"""
     reason, which = KNOWN.get(op.name, (None, None))
     for s in op.sample_inputs():
         if reason and (which is None or s.desc.startswith(which)):
             continue
         try:
-            t = _links(torch, op, s)
+            t = _links(torch, op, s, upstream_requires_grad)
         except Exception:  # noqa: BLE001 - torch refuses the sample: the forward tests cover it
             continue
-        e = _links(ember, op, s)
+        e = _links(ember, op, s, upstream_requires_grad)
         assert e == t, f"sample {s.desc}: torch {t}, ember {e} (per input: -/c = no/constant first derivative; " \
                        f"else N/T per input for the second)"
 

@@ -59,10 +59,16 @@ fill_index_p = defprim(
     vjp=lambda xp, g, out, a, index, value: xp.fill_index(g, index, 0.0), jvp="elementwise")
 
 # x[index] = v as an op of (x, v): x's gradient is zero where it was overwritten.
+def _whole(index) -> bool:
+    """Whether a basic ``index`` selects everything (x[...] = v, x.copy_(v))."""
+    return all(i is Ellipsis or (type(i) is slice and i == slice(None)) for i in index)
+
+
 index_put_p = defprim(
     "index_put", "CopySlices",
     lambda xp, a, v, index: xp.fill_index(a, index, v),
-    vjp=(lambda xp, g, out, a, v, index: xp.fill_index(g, index, 0.0),
+    # overwriting all of a: PyTorch's gradient is zeros_like(grad), a constant (not connected to grad)
+    vjp=(lambda xp, g, out, a, v, index: xp.zeros_like(g) if _whole(index) else xp.fill_index(g, index, 0.0),
          lambda xp, g, out, a, v, index: xp.getitem(g, index)),
     jvp="linear")
 
@@ -76,7 +82,7 @@ index_add_p = defprim(
 
 # zero_() and fill_(): the old values are overwritten, so their gradient is zero.
 fill_p = defprim("fill", "FillBackward2", lambda xp, a, value: xp.fill_index(a, Ellipsis, value),
-                 vjp=lambda xp, g, out, a, value: xp.fill_index(g, Ellipsis, 0.0), jvp="elementwise")
+                 vjp=lambda xp, g, out, a, value: xp.zeros_like(g), jvp="elementwise")   # PyTorch's zeros_like(grad)
 
 
 # scatter_reduce / index_reduce. The derivative of out[p] with respect to x[p] (``cx``, x's shape) and to
