@@ -10,8 +10,9 @@ Convolution is three bilinear primitives, N-d generic, each the others' derivati
   * ``conv_weight``    w' = conv_weight(x, y)                  (the weight gradient of conv)
 Their VJPs call each other through ``xp``, so gradients of any order are convolutions again.
 Pooling: ``max_pool`` picks the input at indices found in the forward (its gradient scatters back through
-``pool_scatter``, whose own gradient is ``pool_gather``); ``avg_pool`` is linear, its gradient
-``avg_pool_backward`` is linear too and each is the other's VJP.
+``pool_backward``, whose own gradient is ``pool_gather``); ``avg_pool`` is linear, its gradient
+``avg_pool_backward`` is linear too and each is the other's VJP. As PyTorch's, these backward ops (and
+padding's) take the input as well, with a zero derivative, so a second derivative reaches the input.
 """
 from __future__ import annotations
 
