@@ -357,6 +357,11 @@ def grad_link(g, a, b, node):
     return g
 
 
+def grad_link_zero(g, a, b, node):
+    """``g`` itself (see ember.ops.nn_conv.grad_link_zero_p)."""
+    return g
+
+
 def pool_backward(g, x, indices, sd, unique=False):
     """Max pooling's input gradient: ``g`` scattered into zeros of ``x``'s shape (``x`` is there for its shape,
     as PyTorch's backward takes the input: a second derivative is connected to it)."""

@@ -26,8 +26,6 @@ from op_db import OP_DB  # noqa: E402
 
 # Known differences, by op name: (reason, sample-id prefixes or None for every sample)
 KNOWN = {
-    "nn.functional.grid_sample_nearest": ("nearest grid_sample's zero gradients are not connected", None),
-    "nn.functional.grid_sample3d_nearest": ("nearest grid_sample's zero gradients are not connected", None),
     # empty or degenerate inputs, where PyTorch's kernels take shortcuts
     "cumprod": ("empty input", ("6:",)), "cumprod_": ("empty input", ("6:",)),
     "cummax": ("empty input", ("6:", "7:")), "logcumsumexp": ("empty input", ("6:", "7:")),

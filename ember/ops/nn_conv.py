@@ -51,6 +51,15 @@ grad_link_p = defprim(
     vjp=(lambda xp, gg, out, g, a, b: gg, lambda xp, gg, out, g, a, b: None, lambda xp, gg, out, g, a, b: None),
     jvp=(lambda xp, t, out, g, a, b: t, lambda xp, t, out, g, a, b: None, lambda xp, t, out, g, a, b: None))
 graph("grad_link", lambda g, a, b, node: apply(grad_link_p, (g, a, b), {}, node_class(node, PrimNode)))
+# the same, with a zero derivative (not None) for ``b`` (nearest grid_sample's input gradient and its grid)
+grad_link_zero_p = defprim(
+    "grad_link_zero", "GridSampler2DBackwardBackward0",
+    lambda xp, g, a, b: xp.clone(g),
+    vjp=(lambda xp, gg, out, g, a, b: gg, lambda xp, gg, out, g, a, b: None,
+         lambda xp, gg, out, g, a, b: xp.zeros_like(b)),
+    jvp=(lambda xp, t, out, g, a, b: t, lambda xp, t, out, g, a, b: None, lambda xp, t, out, g, a, b: None),
+    saves=(2,))
+graph("grad_link_zero", lambda g, a, b, node: apply(grad_link_zero_p, (g, a, b), {}, node_class(node, PrimNode)))
 
 
 def _bias_tangent(xp, t, out):
@@ -1825,9 +1834,10 @@ def _grid_sample_vjp_input(xp, g, out, inp, grid, mode, padding_mode, align_corn
         return res
     corners, maps = _gs_plan(inp.shape, grid, mode, padding_mode, align_corners)
     sd = len(shape) - 2
-    if mode == "nearest":
+    if mode == "nearest":   # piecewise constant: connected to the grid (zero derivative) as PyTorch's
         idx, mask, _ = corners[0]
-        return xp.pool_scatter(g * _const(xp, mask[:, None]), idx, shape, sd)
+        return xp.grad_link_zero(xp.pool_scatter(g * _const(xp, mask[:, None]), idx, shape, sd), inp, grid,
+                                 f"GridSampler{sd}DBackwardBackward0")
     ws = _gs_weights(xp, grid, maps)
     res = None
     for idx, mask, offs in corners:
@@ -1838,8 +1848,8 @@ def _grid_sample_vjp_input(xp, g, out, inp, grid, mode, padding_mode, align_corn
 
 
 def _grid_sample_vjp_grid(xp, g, out, inp, grid, mode, padding_mode, align_corners):
-    if mode == "nearest":
-        return xp.zeros_like(grid)   # piecewise constant in the grid (PyTorch returns zeros too)
+    if mode == "nearest":   # piecewise constant in the grid: zeros (connected as PyTorch's, no derivative)
+        return xp.grad_link(xp.zeros_like(grid), inp, grid, f"GridSampler{inp.ndim - 2}DBackwardBackward0")
     if mode == "bicubic":
         dtx, dty, maps = _gs_bicubic(xp, inp, grid, padding_mode, align_corners, "grid")
         return xp.stack([xp.sum(g * dtx, 1) * _const(xp, maps[0][0]), xp.sum(g * dty, 1) * _const(xp, maps[1][0])],
