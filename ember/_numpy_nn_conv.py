@@ -352,6 +352,27 @@ def pool_scatter(g, indices, shape, sd, unique=False):
     return out.astype(g.dtype, copy=False).reshape(shape)
 
 
+def grad_link(g, a, b, node):
+    """``g`` itself (see ember.ops.nn_conv.grad_link_p: under create_graph it is connected to ``a`` and ``b``)."""
+    return g
+
+
+def grad_link_zero(g, a, b, node):
+    """``g`` itself (see ember.ops.nn_conv.grad_link_zero_p)."""
+    return g
+
+
+def pool_backward(g, x, indices, sd, unique=False):
+    """Max pooling's input gradient: ``g`` scattered into zeros of ``x``'s shape (``x`` is there for its shape,
+    as PyTorch's backward takes the input: a second derivative is connected to it)."""
+    return pool_scatter(g, indices, x.shape, sd, unique)
+
+
+def avg_pool_backward(g, x, mats):
+    """Average pooling's input gradient: the transposed matrices applied to ``g`` (``x``: see pool_backward)."""
+    return dim_matrices(g, tuple(a.T for a in mats))
+
+
 def dim_matrices(x, mats):
     """``x`` (N, C, *S) with matrix ``mats[i]`` (L_i, S_i) applied along spatial dim i: separable linear
     pooling (average pooling, adaptive average pooling) as one small GEMM per dim."""
@@ -548,6 +569,11 @@ def pad_gather(x, idx):
     for i, ix in enumerate(idx):
         x = np.take(x, ix, axis=lead + i)
     return x
+
+
+def pad_backward(g, x, idx):
+    """Reflection/replication padding's input gradient (``x``: see pool_backward)."""
+    return pad_gather_backward(g, idx, x.shape)
 
 
 def pad_gather_backward(g, idx, shape):

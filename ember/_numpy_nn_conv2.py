@@ -42,6 +42,8 @@ def _fractional_max_indices(x, kernel, out_size, samples, order):
     d = len(kernel)
     size = x.shape[2:]
     P = N * C
+    if P == 0:   # an empty batch: no windows (reshape(0, -1) is ambiguous)
+        return np.zeros((N, C) + tuple(out_size), np.int64)
     u = np.asarray(samples)[:N].reshape(P, d)
     starts = []
     for i in range(d):

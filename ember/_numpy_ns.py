@@ -335,6 +335,8 @@ def view_scatter_zeros(g, steps, shape):
     """Zeros of ``shape`` holding ``g`` in the region the view ``steps`` select."""
     out = np.zeros(shape, dtype=g.dtype)
     region = view_replay(out, steps)
+    if region.size == 0:   # an empty view: nothing to place (and it shares no memory to check)
+        return out
     if not np.shares_memory(region, out) or not region.flags.writeable:
         raise RuntimeError("ember: this view cannot be written through (it is an expand or a copy); clone() it "
                            "before modifying it in place")

@@ -280,7 +280,8 @@ def _setitem_samples(rng):
 def _matmul_shapes():
     return [((4,), (4,)), ((3, 4), (4,)), ((4,), (4, 5)), ((3, 4), (4, 5)), ((2, 3, 4), (2, 4, 5)),
             ((2, 3, 4), (4, 5)), ((3, 4), (2, 4, 5)), ((1, 3, 4), (2, 4, 5)), ((2, 1, 3, 4), (3, 4, 2)),
-            ((4,), (2, 4, 5)), ((2, 3, 4), (4,)), ((3, 0), (0, 4)), ((0, 4), (4, 2)), ((1, 1), (1, 1))]
+            ((4,), (2, 4, 5)), ((2, 3, 4), (4,)), ((3, 0), (0, 4)), ((0, 4), (4, 2)), ((1, 1), (1, 1)),
+            ((2, 3, 0), (0, 4)), ((0,), (0,)), ((2, 3, 0), (0,)), ((0,), (2, 0, 3)), ((2, 1, 3, 0), (4, 0, 5))]
 
 
 def _clamp_tensor_samples(rng):
@@ -426,6 +427,14 @@ OP_DB = [
            dtypes=ALL),
     unary("zero_", lambda m, a: a.clone().zero_()),
     OpInfo("fill_", lambda m, a, v: a.clone().fill_(v), scalar_samples(UNARY, v=[2.5, 3])),
+    OpInfo("fill_diagonal_", lambda m, a, v, wrap=False: (a * 1).fill_diagonal_(v, wrap),
+           [(((3, 3),), {"v": 2.5}), (((2, 4),), {"v": -1}), (((7, 3),), {"v": 2.5, "wrap": True}),
+            (((7, 3),), {"v": 0}), (((5, 2),), {"v": 1.5, "wrap": True}), (((3, 3, 3),), {"v": True}),
+            (((0, 0),), {"v": 1.0}), (((3, 0),), {"v": 1.0}), (((4, 3),), {"v": 2, "wrap": True})], dtypes=ALL),
+    OpInfo("fill_diagonal_errors", lambda m, a, v, wrap=False: (a * 1).fill_diagonal_(v, wrap),
+           [(((3,),), {"v": 1.0}), (((2, 3, 3),), {"v": 1.0}), (((3, 3),), {"v": 1.0, "wrap": 1}),
+            (((3, 3),), {"v": "a"}), (((2, 2),), {"v": 1e300})], dtypes=ALL, supports_grad=False,
+           supports_gradgrad=False, supports_fwd=False),
     binary("copy_", lambda m, a, b: (a * 2).copy_(b), shapes=INPLACE),
     OpInfo("setitem", lambda m, a, v, index: _setitem(m, a, v, index), _setitem_samples, dtypes=ALL),
     OpInfo("setitem_scalar", lambda m, a, index, value: _setitem_scalar(m, a, index, value),

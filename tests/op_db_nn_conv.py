@@ -127,9 +127,11 @@ AVGPOOL1D = [((2, 3, 7), {"kernel_size": 3, "stride": 2, "padding": 1}),
 AVGPOOL3D = [((1, 2, 4, 5, 4), {"kernel_size": 2}), ((2, 1, 5, 4, 5), {"kernel_size": (2, 3, 2), "stride": 2,
                                                                         "padding": 1})]
 ADAPTIVE2D = [((2, 3, 7, 6), {"output_size": (3, 4)}), ((2, 3, 5, 5), {"output_size": 5}),
-              ((3, 5, 4), {"output_size": (2, None)}), ((1, 2, 3, 4), {"output_size": (5, 7)})]
-ADAPTIVE1D = [((2, 3, 7), {"output_size": 3}), ((3, 5), {"output_size": 5}), ((2, 2, 4), {"output_size": 6})]
-ADAPTIVE3D = [((1, 2, 4, 5, 3), {"output_size": (2, 3, 2)})]
+              ((3, 5, 4), {"output_size": (2, None)}), ((1, 2, 3, 4), {"output_size": (5, 7)}),
+              ((2, 3, 5, 4), {"output_size": 1})]   # output size 1: PyTorch's avg computes a mean
+ADAPTIVE1D = [((2, 3, 7), {"output_size": 3}), ((3, 5), {"output_size": 5}), ((2, 2, 4), {"output_size": 6}),
+              ((2, 3, 7), {"output_size": 1})]
+ADAPTIVE3D = [((1, 2, 4, 5, 3), {"output_size": (2, 3, 2)}), ((1, 2, 4, 5, 3), {"output_size": 1})]
 
 POOL_ERRORS = [
     (((1, 1, 4, 4),), {"kernel_size": 2, "padding": 2}),

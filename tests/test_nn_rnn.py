@@ -382,3 +382,31 @@ def test_load_pytorch_state_dict():
     x = R(2, 4, 3)
     for a, b in zip(_flat(tm(torch.tensor(x))), _flat(em(ember.tensor(x)))):
         _close(a, b, "output after load_state_dict")
+
+
+@pytest.mark.parametrize("cls", ["RNN", "GRU", "LSTM"])
+@pytest.mark.parametrize("case", ["T0", "T0_batch_first", "T0_unbatched", "T0_no_batch", "T0_stacked_bidir",
+                                  "T0_hx", "B0", "B0_batch_first", "packed_empty", "packed_empty_hx"])
+def test_empty_sequences(cls, case):
+    """An empty sequence is refused as PyTorch's kernel refuses it; an empty batch runs; an empty
+    PackedSequence fails where PyTorch's does (reading batch_sizes[0])."""
+    def fn(m):
+        m.manual_seed(0)
+        kw = {"batch_first": True} if "batch_first" in case else {}
+        if "stacked" in case:
+            kw.update(num_layers=2, bidirectional=True)
+        mod = getattr(m.nn, cls)(3, 4, **kw)
+        shape = {"T0": (0, 2, 3), "T0_batch_first": (2, 0, 3), "T0_unbatched": (0, 3), "T0_no_batch": (0, 0, 3),
+                 "T0_stacked_bidir": (0, 2, 3), "T0_hx": (0, 2, 3), "B0": (5, 0, 3),
+                 "B0_batch_first": (0, 5, 3)}.get(case)
+        hx = None
+        if case.endswith("hx"):
+            h = m.zeros(1, 2, 4)
+            hx = (h, h) if cls == "LSTM" else h
+        if case.startswith("packed"):
+            x = m.nn.utils.rnn.PackedSequence(m.randn(0, 3), m.tensor([], dtype=m.int64))
+        else:
+            x = m.randn(*shape)
+        out, h = mod(x, hx)
+        return out.shape, tuple(t.shape for t in (h if isinstance(h, tuple) else (h,)))
+    same(fn, exact_msg=True)

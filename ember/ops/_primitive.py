@@ -733,7 +733,8 @@ def apply(prim: Primitive, args: tuple, params: dict = _EMPTY, node_cls=None, dt
     t = _new(Tensor)
     t._data = out
     t._output_nr = 0
-    if prim.is_view and xp.backend.may_share_memory(out, datas[0]):   # reshape may have had to copy
+    # reshape may have had to copy; an empty result shares no memory but is a view all the same, as PyTorch's
+    if prim.is_view and (xp.backend.may_share_memory(out, datas[0]) or out.size == 0):
         base = args[0]
         if base._inference:
             t._inference = True   # a view of an inference tensor is one, inside the mode or not

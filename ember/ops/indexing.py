@@ -59,10 +59,16 @@ fill_index_p = defprim(
     vjp=lambda xp, g, out, a, index, value: xp.fill_index(g, index, 0.0), jvp="elementwise")
 
 # x[index] = v as an op of (x, v): x's gradient is zero where it was overwritten.
+def _whole(index) -> bool:
+    """Whether a basic ``index`` selects everything (x[...] = v, x.copy_(v))."""
+    return all(i is Ellipsis or (type(i) is slice and i == slice(None)) for i in index)
+
+
 index_put_p = defprim(
     "index_put", "CopySlices",
     lambda xp, a, v, index: xp.fill_index(a, index, v),
-    vjp=(lambda xp, g, out, a, v, index: xp.fill_index(g, index, 0.0),
+    # overwriting all of a: PyTorch's gradient is zeros_like(grad), a constant (not connected to grad)
+    vjp=(lambda xp, g, out, a, v, index: xp.zeros_like(g) if _whole(index) else xp.fill_index(g, index, 0.0),
          lambda xp, g, out, a, v, index: xp.getitem(g, index)),
     jvp="linear")
 
@@ -76,7 +82,7 @@ index_add_p = defprim(
 
 # zero_() and fill_(): the old values are overwritten, so their gradient is zero.
 fill_p = defprim("fill", "FillBackward2", lambda xp, a, value: xp.fill_index(a, Ellipsis, value),
-                 vjp=lambda xp, g, out, a, value: xp.fill_index(g, Ellipsis, 0.0), jvp="elementwise")
+                 vjp=lambda xp, g, out, a, value: xp.zeros_like(g), jvp="elementwise")   # PyTorch's zeros_like(grad)
 
 
 # scatter_reduce / index_reduce. The derivative of out[p] with respect to x[p] (``cx``, x's shape) and to
@@ -250,6 +256,37 @@ def fill_(self: Tensor, value) -> Tensor:
     else:
         value = D.checked_scalar(value, self._data.dtype)
     return apply_inplace(fill_p, self, (), {"value": value})
+
+
+@register(module=False, method=True)
+def fill_diagonal_(self: Tensor, fill_value, wrap: bool = False) -> Tensor:
+    """Fill the main diagonal (``self[i, i, ..., i]``) with ``fill_value`` in place; ``wrap``: a tall matrix's
+    diagonal starts again every ``ncols + 1`` rows. As PyTorch's kernel, a fill of diagonal views (so autograd
+    records CopySlices, and a leaf that requires grad is refused as a view of one)."""
+    if isinstance(fill_value, Tensor) and fill_value._data.ndim == 0:
+        fill_value = fill_value.item()
+    if isinstance(fill_value, np.generic):
+        fill_value = fill_value.item()
+    if not isinstance(fill_value, (bool, int, float)):
+        raise TypeError(f"fill_diagonal_(): argument 'fill_value' (position 1) must be Number, not "
+                        f"{type(fill_value).__name__}")
+    if not isinstance(wrap, bool):
+        raise TypeError(f"fill_diagonal_(): argument 'wrap' (position 2) must be bool, not {type(wrap).__name__}")
+    shape = self._data.shape
+    if len(shape) < 2:
+        raise RuntimeError("dimensions must larger than 1")
+    if len(shape) > 2 and any(n != shape[0] for n in shape[1:]):
+        raise RuntimeError("all dimensions of input must be of equal length")
+    diag = self.diagonal()
+    while diag.ndim > 1:   # x[i, i, ..., i]: the diagonal of the diagonal
+        diag = diag.diagonal(0, 0, -1)
+    diag.fill_(fill_value)
+    height, width = shape[0], shape[1]
+    if wrap and len(shape) == 2 and height > width + 1:
+        # the flat positions k * (width + 1) past the first block: a diagonal every width + 1 rows
+        for start in range(width + 1, height, width + 1):
+            self[start:start + width].diagonal().fill_(fill_value)
+    return self
 
 
 @register(method=True)
@@ -597,7 +634,7 @@ def _alpha_as(alpha, dtype: np.dtype):
         if not (info.min <= alpha <= info.max):   # also nan and inf
             raise RuntimeError(f"value cannot be converted to type {_C_TYPE[dtype.name]} without overflow")
         return int(alpha)
-    if dtype.kind == "f" and abs(alpha) > np.finfo(dtype).max and abs(alpha) != float("inf") and alpha == alpha:
+    if dtype.kind == "f" and abs(alpha) > float(np.finfo(dtype).max) and abs(alpha) != float("inf") and alpha == alpha:
         raise RuntimeError(f"value cannot be converted to type {_C_TYPE[dtype.name]} without overflow")
     return alpha
 

@@ -825,6 +825,11 @@ def _addprod_args(op, input, a, b, beta, alpha):
                     raise RuntimeError(f"For integral input tensors, argument {n} must not be a floating point "
                                        f"number.")
         else:   # PyTorch's integral kernels truncate a float beta/alpha
+            inner = sa[0] * sa[2] if op == "addbmm" else sa[-1]
+            if op != "addmv" and inner == 0 and 0 not in prod_shape and isinstance(beta, float) and beta != 0:
+                # an empty contraction: PyTorch's kernel scales the input in place by the float beta
+                raise RuntimeError(f"result type Float can't be cast to the desired output type "
+                                   f"{dtype_word(input._data.dtype)}")
             beta, alpha = int(beta), int(alpha)
     return eq, node, beta, alpha
 

@@ -964,7 +964,11 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         out = L.mm(input.unsqueeze(0), wt)
         return out.squeeze_(0)   # SqueezeBackward4, as PyTorch
     lead = input._data.shape[:-1]
-    flat = input.reshape(-1, input._data.shape[-1])
+    rows = 1
+    for n in lead:
+        rows *= n
+    # the row count spelled out, as PyTorch folds: reshape(-1, 0) is ambiguous for an empty inner dimension
+    flat = input.reshape(rows, input._data.shape[-1])
     if bias is not None:
         return L.addmm(bias, flat, wt).view(*lead, weight._data.shape[0])
     out = L.mm(flat, wt)

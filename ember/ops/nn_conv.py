@@ -10,8 +10,9 @@ Convolution is three bilinear primitives, N-d generic, each the others' derivati
   * ``conv_weight``    w' = conv_weight(x, y)                  (the weight gradient of conv)
 Their VJPs call each other through ``xp``, so gradients of any order are convolutions again.
 Pooling: ``max_pool`` picks the input at indices found in the forward (its gradient scatters back through
-``pool_scatter``, whose own gradient is ``pool_gather``); ``avg_pool`` is linear, its gradient
-``avg_pool_backward`` is linear too and each is the other's VJP.
+``pool_backward``, whose own gradient is ``pool_gather``); ``avg_pool`` is linear, its gradient
+``avg_pool_backward`` is linear too and each is the other's VJP. As PyTorch's, these backward ops (and
+padding's) take the input as well, with a zero derivative, so a second derivative reaches the input.
 """
 from __future__ import annotations
 
@@ -35,8 +36,30 @@ _BB = node_class("ConvolutionBackwardBackward0", PrimNode)
 
 # ----- convolution primitives ---------------------------------------------------------------------------
 
-def _bias_grad(xp, g):
-    return xp.sum(g, (0,) + tuple(range(2, g.ndim)))
+def _bias_grad(xp, g, x=None, w=None):
+    gb = xp.sum(g, (0,) + tuple(range(2, g.ndim)))
+    return gb if x is None else xp.grad_link(gb, x, w, "ConvolutionBackwardBackward0")
+
+
+# PyTorch computes the input, weight and bias gradients of a convolution or a normalisation in one op that takes
+# the input and the weight (convolution_backward, native_layer_norm_backward, ...): under create_graph even the
+# bias gradient, a plain sum of the upstream gradient, is connected to them (with no derivative: a second
+# derivative reaches them as None, "not used" without allow_unused). grad_link gives ember's the same edges.
+grad_link_p = defprim(
+    "grad_link", "ConvolutionBackwardBackward0",
+    lambda xp, g, a, b: xp.clone(g),
+    vjp=(lambda xp, gg, out, g, a, b: gg, lambda xp, gg, out, g, a, b: None, lambda xp, gg, out, g, a, b: None),
+    jvp=(lambda xp, t, out, g, a, b: t, lambda xp, t, out, g, a, b: None, lambda xp, t, out, g, a, b: None))
+graph("grad_link", lambda g, a, b, node: apply(grad_link_p, (g, a, b), {}, node_class(node, PrimNode)))
+# the same, with a zero derivative (not None) for ``b`` (nearest grid_sample's input gradient and its grid)
+grad_link_zero_p = defprim(
+    "grad_link_zero", "GridSampler2DBackwardBackward0",
+    lambda xp, g, a, b: xp.clone(g),
+    vjp=(lambda xp, gg, out, g, a, b: gg, lambda xp, gg, out, g, a, b: None,
+         lambda xp, gg, out, g, a, b: xp.zeros_like(b)),
+    jvp=(lambda xp, t, out, g, a, b: t, lambda xp, t, out, g, a, b: None, lambda xp, t, out, g, a, b: None),
+    saves=(2,))
+graph("grad_link_zero", lambda g, a, b, node: apply(grad_link_zero_p, (g, a, b), {}, node_class(node, PrimNode)))
 
 
 def _bias_tangent(xp, t, out):
@@ -50,7 +73,7 @@ conv_p = defprim(
          xp.conv_transpose_nd(g, w, None, stride, pads, dilation, groups, tuple(x.shape[2:])),
          lambda xp, g, out, x, w, b, stride, pads, dilation, groups:
          xp.conv_weight_nd(x, g, tuple(w.shape), stride, pads, dilation, groups),
-         lambda xp, g, out, x, w, b, stride, pads, dilation, groups: _bias_grad(xp, g)),
+         lambda xp, g, out, x, w, b, stride, pads, dilation, groups: _bias_grad(xp, g, x, w)),
     jvp=(lambda xp, t, out, x, w, b, stride, pads, dilation, groups:
          xp.conv_nd(t, w, None, stride, pads, dilation, groups),
          lambda xp, t, out, x, w, b, stride, pads, dilation, groups:
@@ -76,7 +99,7 @@ conv_transpose_p = defprim(
          _crop_to(xp, xp.conv_nd(g, w, None, stride, pads, dilation, groups), x.shape),
          lambda xp, g, out, x, w, b, stride, pads, dilation, groups, size:
          xp.conv_weight_nd(g, x, tuple(w.shape), stride, pads, dilation, groups),
-         lambda xp, g, out, x, w, b, stride, pads, dilation, groups, size: _bias_grad(xp, g)),
+         lambda xp, g, out, x, w, b, stride, pads, dilation, groups, size: _bias_grad(xp, g, x, w)),
     jvp=(lambda xp, t, out, x, w, b, stride, pads, dilation, groups, size:
          xp.conv_transpose_nd(t, w, None, stride, pads, dilation, groups, size),
          lambda xp, t, out, x, w, b, stride, pads, dilation, groups, size:
@@ -183,7 +206,10 @@ def _check_groups(op, input_shape, weight, bias, groups, transposed):
     if groups <= 0:
         raise RuntimeError("non-positive groups is not supported")
     ws = tuple(weight.shape)
-    if ws[0] % groups and not transposed:
+    if ws[0] < groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be at least {groups} at dimension 0, "
+                           f"but got weight of size {_size_str(ws)} instead")
+    if ws[0] % groups:   # PyTorch prints this size in double brackets
         raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
                            f"but got weight of size [{_size_str(ws)}] instead")
     C = input_shape[1]
@@ -232,8 +258,40 @@ def _conv(op, d, input, weight, bias, stride, padding, dilation, groups):
         raise RuntimeError(f"Calculated padded input size per channel: ({' x '.join(map(str, padded))}). "
                            f"Kernel size: ({' x '.join(map(str, eff))}). Kernel size can't be greater than "
                            "actual input size")
+    _check_empty_input(d, tuple(x.shape))
+    _check_kernel(d, tuple(weight.shape), False, groups)
     out = apply(conv_p, (x, weight, bias), _conv_params(stride, pads, dilation, groups))
     return out if batched else out.squeeze(0)
+
+
+def _check_empty_input(d, shape):
+    """An empty input is computed only when its batch or channel dim is the empty one (PyTorch's message shows
+    a 1-d input as the 2-d one it runs)."""
+    if 0 in shape[2:] and shape[0] and shape[1]:
+        shown = shape[:2] + (1,) + shape[2:] if d == 1 else shape
+        raise RuntimeError(f"Only zero batch or zero channel inputs are supported, but got input shape: "
+                           f"{_size_str(shown)}")
+
+
+def _check_kernel(d, ws, transposed, groups):
+    """PyTorch's CPU kernels' checks of an empty kernel (and of a transposed weight with no output channels),
+    after the shape checks: a 1-d convolution runs as a 2-d one over (1, L), one group at a time."""
+    ws = (ws[0] // groups,) + ws[1:]
+    if d == 3:
+        if transposed and 0 in ws:
+            raise RuntimeError("non-empty 5D (n_output_plane x n_input_plane x kernel_depth x kernel_height x "
+                               f"kernel_width) tensor expected for weight, but got: {_size_str(ws)}")
+        if 0 in ws[2:]:
+            raise RuntimeError(f"kernel size should be greater than zero, but got: {' x '.join(map(str, ws[2:]))} "
+                               "(TxHxW)")
+        return
+    kh, kw = (1,) + ws[2:] if d == 1 else ws[2:]
+    if kh <= 0 or kw <= 0:
+        raise RuntimeError(f"kernel size should be greater than zero, but got kernel_height: {kh} "
+                           f"kernel_width: {kw}")
+    if transposed and ws[1] == 0:
+        shape = ws[:2] + (1,) + ws[2:] if d == 1 else ws
+        raise RuntimeError(f"non-empty 2D or 4D weight tensor expected, but got: {_size_str(shape)}")
 
 
 @register(submodule=_NN)
@@ -277,11 +335,13 @@ def _conv_transpose(op, d, input, weight, bias, stride, padding, output_padding,
         raise RuntimeError(f"output padding must be smaller than either stride or dilation, but got "
                            f"output_padding: {list(opad)} stride: {list(stride)} dilation: {list(dilation)}")
     kernel = tuple(weight.shape[2:])
+    _check_empty_input(d, tuple(x.shape))
     size = tuple((L - 1) * s - 2 * p + dl * (k - 1) + o + 1
                  for L, s, p, dl, k, o in zip(x.shape[2:], stride, pad, dilation, kernel, opad))
     if any(s <= 0 for s in size):
         raise RuntimeError(f"Given input size per channel: ({' x '.join(map(str, x.shape[2:]))}). Calculated "
                            f"output size per channel: ({' x '.join(map(str, size))}). Output size is too small")
+    _check_kernel(d, tuple(weight.shape), True, groups)
     out = apply(conv_transpose_p, (x, weight, bias),
                 dict(_conv_params(stride, tuple((p, p) for p in pad), dilation, groups), size=size))
     return out if batched else out.squeeze(0)
@@ -318,11 +378,24 @@ def _node(name: str) -> type:
 
 
 # max pooling: the input read at the indices of each window's maximum (found before, in the public function)
+# As PyTorch's, the input gradients of max/avg pooling and reflection/replication padding take the input itself
+# (max_pool2d_with_indices_backward(grad, self, ...)), so under create_graph the gradient is connected to the
+# input, whose derivative there is zero: a second derivative with respect to the input is zeros, not "unused".
+# The input is saved for that (PyTorch saves it too).
 max_pool_p = defprim(
     "max_pool", "MaxPool2DWithIndicesBackward0",
     lambda xp, x, indices, sd, unique: xp.pool_gather(x, indices, sd),
-    vjp=lambda xp, g, out, x, indices, sd, unique: xp.pool_scatter(g, indices, tuple(x.shape), sd, unique),
-    jvp="linear")
+    vjp=lambda xp, g, out, x, indices, sd, unique: xp.pool_backward(g, x, indices, sd, unique),
+    jvp="linear", saves=(0,))
+pool_backward_p = defprim(
+    "pool_backward", "MaxPool2DWithIndicesBackwardBackward0",
+    lambda xp, g, x, indices, sd, unique: xp.pool_scatter(g, indices, tuple(x.shape), sd, unique),
+    vjp=(lambda xp, gg, out, g, x, indices, sd, unique: xp.pool_gather(gg, indices, sd, unique),
+         lambda xp, gg, out, g, x, indices, sd, unique: xp.zeros_like(gg)),
+    jvp=(lambda xp, t, out, g, x, indices, sd, unique: xp.pool_scatter(t, indices, tuple(x.shape), sd, unique),
+         lambda xp, t, out, g, x, indices, sd, unique: None))
+graph("pool_backward", lambda g, x, indices, sd, unique=False: apply(
+    pool_backward_p, (g, x), {"indices": indices, "sd": sd, "unique": unique}))
 pool_scatter_p = defprim(
     "pool_scatter", "MaxPool2DWithIndicesBackwardBackward0",
     lambda xp, g, indices, shape, sd, unique: xp.pool_scatter(g, indices, shape, sd, unique),
@@ -341,6 +414,20 @@ dim_matrices_p = defprim(
     vjp=lambda xp, g, out, x, mats: xp.dim_matrices(g, tuple(a.T for a in mats)),
     jvp="linear")
 graph("dim_matrices", lambda x, mats: apply(dim_matrices_p, (x,), {"mats": tuple(mats)}))
+# average pooling: the same forward, the gradient connected to the input as PyTorch's (see max_pool_p)
+avg_pool_p = defprim(
+    "avg_pool", "AvgPool2DBackward0",
+    lambda xp, x, mats: xp.dim_matrices(x, mats),
+    vjp=lambda xp, g, out, x, mats: xp.avg_pool_backward(g, x, mats),
+    jvp="linear", saves=(0,))
+avg_pool_backward_p = defprim(
+    "avg_pool_backward", "AvgPool2DBackwardBackward0",
+    lambda xp, g, x, mats: xp.dim_matrices(g, tuple(a.T for a in mats)),
+    vjp=(lambda xp, gg, out, g, x, mats: xp.dim_matrices(gg, mats),
+         lambda xp, gg, out, g, x, mats: xp.zeros_like(gg)),
+    jvp=(lambda xp, t, out, g, x, mats: xp.dim_matrices(t, tuple(a.T for a in mats)),
+         lambda xp, t, out, g, x, mats: None))
+graph("avg_pool_backward", lambda g, x, mats: apply(avg_pool_backward_p, (g, x), {"mats": tuple(mats)}))
 
 _POOL_NODES = {name: _node(name) for name in (
     "MaxPool2DWithIndicesBackward0", "MaxPool3DWithIndicesBackward0", "AvgPool2DBackward0", "AvgPool3DBackward0",
@@ -351,13 +438,29 @@ _POOL_NODES = {name: _node(name) for name in (
 # ----- pooling ---------------------------------------------------------------------------------------------
 
 def _pool_input(op, input, d):
+    """PyTorch's input checks of (max/avg) pooling; True when the input is batched."""
     check_tensor(input, op, "input", 1)
-    if input.ndim not in (d + 1, d + 2) or any(s == 0 for s in input.shape[-d - 1:]) and input.ndim == d + 1:
+    n, shape = input.ndim, tuple(input.shape)
+    avg = op.startswith("avg")
+    optional_batch = (f"Expected {d + 1}D or {d + 2}D (batch mode) tensor with optional 0 dim batch size for "
+                      f"input, but got:{_size_str(shape)}")
+    if d == 2 and avg and n > d + 2:
+        raise RuntimeError(optional_batch)
+    if n not in (d + 1, d + 2):
         raise RuntimeError(f"non-empty {d + 1}D or {d + 2}D (batch mode) tensor expected for input")
-    if input.ndim == d + 2 and any(s == 0 for s in input.shape[1:]):
-        raise RuntimeError(f"Expected {d + 1}D or {d + 2}D (batch mode) tensor with optional 0 dim batch size "
-                           f"for input, but got:{_size_str(input.shape)}")
-    return input.ndim == d + 2
+    if 0 in (shape[1:] if n == d + 2 else shape):   # only the batch dim may be empty
+        if d == 3:   # PyTorch's 3-d kernels name themselves, and always "dimension 0"
+            name = "avg_pool3d" if avg else "max_pool3d_with_indices_out_cpu_template"
+            raise RuntimeError(f"{name}(): Expected input's non-batch dimensions to have positive length, but "
+                               f"input has a shape of {_size_str(shape)} and non-batch dimension 0 has length zero!")
+        raise RuntimeError(optional_batch)
+    return n == d + 2
+
+
+def _dims_error(n, op):
+    """PyTorch's checkDimRange message of the 1-d pooling functions (2 to 3 dims)."""
+    return RuntimeError(f"Expected 2 to 3 dimensions, but got {n}-dimensional tensor for argument #1 'self' (while "
+                        f"checking arguments for {op})")
 
 
 def _pool_geometry(op, size, kernel_size, stride, padding, dilation, ceil_mode, d, avg, channels=None,
@@ -460,8 +563,12 @@ def max_pool1d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, c
                return_indices: bool = False):
     """1-d max pooling over (N, C, L) or (C, L) (as PyTorch: 2-d pooling of the input unsqueezed at -2)."""
     check_tensor(input, "max_pool1d", "input", 1)
-    if input.ndim not in (2, 3) or input.shape[-1] == 0:
-        raise RuntimeError("max_pool1d() Expected 2D or 3D input tensor, but got " + _size_str(input.shape))
+    if return_indices:   # max_pool1d_with_indices: a 2-d pooling of the input unsqueezed, which checks emptiness
+        if input.ndim not in (2, 3):
+            raise _dims_error(input.ndim, "max_pool1d")
+    elif input.ndim not in (2, 3) or 0 in input.shape[input.ndim - 2:]:
+        raise RuntimeError("max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 dim batch size for "
+                           f"input, but got:{_size_str(input.shape)}")
     for name, v in (("kernel_size", kernel_size), ("stride", stride), ("padding", padding), ("dilation", dilation)):
         if isinstance(v, (list, tuple)) and len(v) > 1:
             raise RuntimeError(f"max_pool1d() {name} must be an int or int list of size 1 but got size {len(v)}")
@@ -495,7 +602,7 @@ def _avg_pool(op, d, input, kernel_size, stride, padding, ceil_mode, count_inclu
               node):
     check_tensor(input, op, "input", 1)
     _parse_pool_args(op, d, kernel_size, stride, padding)
-    if 0 < input.ndim < d + 1:
+    if d == 2 and 0 < input.ndim < d + 1:
         raise IndexError(f"Dimension out of range (expected to be in range of [{-input.ndim}, {input.ndim - 1}], "
                          f"but got {-(d + 1)})")
     batched = _pool_input(op, input, d)
@@ -527,7 +634,7 @@ def _avg_pool(op, d, input, kernel_size, stride, padding, ceil_mode, count_inclu
                 div = div * _pool_matrix(S, L, k, s, p, count_include_pad, dt, divide=None).reshape(shp)
         raw = np.trunc(_dim_matrices_raw(input._data.astype(np.float64), tuple(sums)) / div)
         return make(raw.astype(x.dtype))
-    return apply(dim_matrices_p, (input,), {"mats": mats}, _POOL_NODES[node])
+    return apply(avg_pool_p, (input,), {"mats": mats}, _POOL_NODES[node])
 
 
 @register(module=False, submodule=_NN)
@@ -552,7 +659,7 @@ def avg_pool1d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bo
     """1-d average pooling over (N, C, L) or (C, L) (as PyTorch: 2-d pooling over (1, L))."""
     check_tensor(input, "avg_pool1d", "input", 1)
     if input.ndim not in (2, 3):
-        raise RuntimeError(f"avg_pool1d() Expected 2D or 3D input tensor, but got {_size_str(input.shape)}")
+        raise _dims_error(input.ndim, "avg_pool1d")
     out = _avg_pool("avg_pool1d", 2, input.unsqueeze(-2), _as_2d(kernel_size, 1), _as_2d(stride, 1),
                     _as_2d(padding, 0), ceil_mode, count_include_pad, None, "AvgPool2DBackward0")
     return out.squeeze(-2)
@@ -583,9 +690,22 @@ def _adaptive_input(op, input, d, output_size):
     _adaptive_size(op, output_size, (1,) * d, d)   # argument types first, as PyTorch
     if input.ndim < d + 1 and not (isinstance(output_size, int) and not isinstance(output_size, bool)):
         raise ValueError(f"Input dimension should be at least {d + 1}")
-    if input.ndim not in (d + 1, d + 2) or any(s == 0 for s in input.shape[-d:]):
-        raise RuntimeError(f"{op}(): Expected {d + 1}D or {d + 2}D tensor, but got {_size_str(input.shape)}")
-    return input.ndim == d + 2
+    n, shape = input.ndim, tuple(input.shape)
+
+    def check_nonempty(dims):
+        for i in dims:
+            if shape[i] == 0:
+                raise RuntimeError(f"{op}(): Expected input to have non-zero size for non-batch dimensions, but "
+                                   f"input has sizes {_size_str(shape)} with dimension {i} being empty")
+
+    if op == "adaptive_avg_pool3d":   # checks the sizes before the rank
+        check_nonempty(range(1, n))
+    if n not in (d + 1, d + 2):
+        raise RuntimeError(f"{op}(): Expected {d + 1}D or {d + 2}D tensor, but got{':' if 'max' in op else ''} "
+                           f"{_size_str(shape)}")
+    # adaptive_avg_pool2d checks the spatial dims only (an unbatched input may have no channels)
+    check_nonempty(range(n - 2, n) if op == "adaptive_avg_pool2d" else range(1, n))
+    return n == d + 2
 
 
 def _adaptive_avg(op, d, input, output_size):
@@ -602,7 +722,9 @@ def _adaptive_avg(op, d, input, output_size):
     if input._data.dtype.kind != "f":
         kernel = "adaptive_avg_pool2d" if d == 2 else "adaptive_avg_pool3d_cpu"
         raise NotImplementedError(f'"{kernel}" not implemented for \'{_TYPE_NAMES[str(input._data.dtype)]}\'')
-    return apply(dim_matrices_p, (input,), {"mats": tuple(mats)},
+    if all(L == 1 for L in out_size):   # PyTorch computes this case as a mean (MeanBackward1)
+        return input.mean(tuple(range(-d, 0)), keepdim=True)
+    return apply(avg_pool_p, (input,), {"mats": tuple(mats)},
                  _POOL_NODES[f"AdaptiveAvgPool{max(d, 2)}DBackward0"])
 
 
@@ -623,7 +745,7 @@ def adaptive_avg_pool1d(input: Tensor, output_size) -> Tensor:
     """1-d adaptive average pooling (as PyTorch: 2-d over (1, L))."""
     check_tensor(input, "adaptive_avg_pool1d", "input", 1)
     if input.ndim not in (2, 3):
-        raise RuntimeError(f"adaptive_avg_pool1d(): Expected 2D or 3D tensor, but got {_size_str(input.shape)}")
+        raise _dims_error(input.ndim, "adaptive_avg_pool1d")
     size = output_size if isinstance(output_size, int) else _single(output_size, "adaptive_avg_pool1d")
     _adaptive_size("adaptive_avg_pool1d", size, (1,), 1)
     return _adaptive_avg("adaptive_avg_pool2d", 2, input.unsqueeze(-2), (1, size)).squeeze(-2)
@@ -670,7 +792,12 @@ def adaptive_max_pool1d(input: Tensor, output_size, return_indices: bool = False
     """1-d adaptive max pooling (as PyTorch: 2-d over (1, L))."""
     check_tensor(input, "adaptive_max_pool1d", "input", 1)
     if input.ndim not in (2, 3):
-        raise RuntimeError(f"adaptive_max_pool1d(): Expected 2D or 3D tensor, but got {_size_str(input.shape)}")
+        raise _dims_error(input.ndim, "adaptive_max_pool1d")
+    for i in range(1, input.ndim):
+        if input.shape[i] == 0:
+            raise RuntimeError(f"adaptive_max_pool1d(): Expected input to have non-zero size for non-batch "
+                               f"dimensions, but input has sizes {_size_str(input.shape)} with dimension {i} being "
+                               "empty")
     size = output_size if isinstance(output_size, int) else _single(output_size, "adaptive_max_pool1d")
     _adaptive_size("adaptive_max_pool1d", size, (1,), 1)
     out, ind = _adaptive_max("adaptive_max_pool2d", 2, input.unsqueeze(-2), (1, size), True)
@@ -699,6 +826,21 @@ pad_gather_p = defprim(
     lambda xp, x, idx: xp.pad_gather(x, idx),
     vjp=lambda xp, g, out, x, idx: xp.pad_gather_backward(g, idx, tuple(x.shape)),
     jvp="linear")
+# reflection and replication padding: the same forward, the gradient connected to the input (see max_pool_p);
+# circular padding is a composition of slices in PyTorch and keeps pad_gather_p
+pad_p = defprim(
+    "pad", "ReflectionPad2DBackward0",
+    lambda xp, x, idx: xp.pad_gather(x, idx),
+    vjp=lambda xp, g, out, x, idx: xp.pad_backward(g, x, idx),
+    jvp="linear", saves=(0,))
+pad_backward_p = defprim(
+    "pad_backward", "ReflectionPad2DBackwardBackward0",
+    lambda xp, g, x, idx: xp.pad_gather_backward(g, idx, tuple(x.shape)),
+    vjp=(lambda xp, gg, out, g, x, idx: xp.pad_gather(gg, idx),
+         lambda xp, gg, out, g, x, idx: xp.zeros_like(gg)),
+    jvp=(lambda xp, t, out, g, x, idx: xp.pad_gather_backward(t, idx, tuple(x.shape)),
+         lambda xp, t, out, g, x, idx: None))
+graph("pad_backward", lambda g, x, idx: apply(pad_backward_p, (g, x), {"idx": tuple(idx)}))
 pad_gather_backward_p = defprim(
     "pad_gather_backward", "ReflectionPad2DBackwardBackward0",
     lambda xp, g, idx, shape: xp.pad_gather_backward(g, idx, shape),
@@ -769,7 +911,8 @@ def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) 
         raise RuntimeError(f'Padding mode "{mode}" doesn\'t take in value argument')
     if not (1 <= k <= 3) or input.ndim not in (k + 1, k + 2):
         raise NotImplementedError(f"Padding size {len(pads_flat)} is not supported for {input.ndim}D input tensor.")
-    if any(s == 0 for s in shape[1:]) or (input.ndim == k + 1 and any(s == 0 for s in shape)):
+    if mode != "circular" and (any(s == 0 for s in shape[1:]) or (input.ndim == k + 1 and any(s == 0 for s in shape))):
+        # (circular padding is a composition in PyTorch: empty dims pass, its wrap-around check refuses empty sizes)
         raise RuntimeError(f"Expected {k + 1}D or {k + 2}D (batch mode) tensor with possibly 0 batch size and other "
                            f"non-zero dimensions for input, but got: {_size_str(shape)}")
     spatial = shape[input.ndim - k:]
@@ -790,7 +933,7 @@ def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) 
         if input._data.dtype == bool:
             raise RuntimeError(f'"{mode}_pad{k}d" not implemented for \'Bool\'')
         return make(_raw_gather(input._data, idx))
-    return apply(pad_gather_p, (input,), {"idx": idx}, node)
+    return apply(pad_gather_p if mode == "circular" else pad_p, (input,), {"idx": idx}, node)
 
 
 # ----- unfold / fold, pixel and channel shuffles ---------------------------------------------------------
@@ -1167,8 +1310,13 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
         fn = {1: adaptive_avg_pool1d, 2: adaptive_avg_pool2d, 3: adaptive_avg_pool3d}[dim]
         return fn(input, out_size if dim > 1 else out_size[0])
     if any(s <= 0 for s in out_size) or any(s <= 0 for s in input.shape[2:]):
-        raise RuntimeError("Input and output sizes should be greater than 0, but got input "
-                           f"({', '.join(map(str, input.shape[2:]))}) and output ({', '.join(map(str, out_size))})")
+        def sizes(v):
+            return ", ".join(f"{n}: {x}" for n, x in zip("DHW"[3 - dim:], v))
+        raise RuntimeError(f"Input and output sizes should be greater than 0, but got input ({sizes(input.shape[2:])})"
+                           f"{' and' if dim == 1 else ''} output ({sizes(out_size)})")
+    if input.shape[1] == 0:   # an empty batch is computed, no channels is refused
+        raise RuntimeError(f"Non-empty {input.ndim}D data tensor expected but got a tensor with sizes "
+                           f"{_size_str(input.shape)}")
     if antialias:
         return _interpolate_aa(input, mode, out_size, scales, align_corners)
     if input._data.dtype == np.uint8 and mode in ("nearest", "nearest-exact", "bilinear", "bicubic"):
@@ -1688,9 +1836,10 @@ def _grid_sample_vjp_input(xp, g, out, inp, grid, mode, padding_mode, align_corn
         return res
     corners, maps = _gs_plan(inp.shape, grid, mode, padding_mode, align_corners)
     sd = len(shape) - 2
-    if mode == "nearest":
+    if mode == "nearest":   # piecewise constant: connected to the grid (zero derivative) as PyTorch's
         idx, mask, _ = corners[0]
-        return xp.pool_scatter(g * _const(xp, mask[:, None]), idx, shape, sd)
+        return xp.grad_link_zero(xp.pool_scatter(g * _const(xp, mask[:, None]), idx, shape, sd), inp, grid,
+                                 f"GridSampler{sd}DBackwardBackward0")
     ws = _gs_weights(xp, grid, maps)
     res = None
     for idx, mask, offs in corners:
@@ -1701,8 +1850,8 @@ def _grid_sample_vjp_input(xp, g, out, inp, grid, mode, padding_mode, align_corn
 
 
 def _grid_sample_vjp_grid(xp, g, out, inp, grid, mode, padding_mode, align_corners):
-    if mode == "nearest":
-        return xp.zeros_like(grid)   # piecewise constant in the grid (PyTorch returns zeros too)
+    if mode == "nearest":   # piecewise constant in the grid: zeros (connected as PyTorch's, no derivative)
+        return xp.grad_link(xp.zeros_like(grid), inp, grid, f"GridSampler{inp.ndim - 2}DBackwardBackward0")
     if mode == "bicubic":
         dtx, dty, maps = _gs_bicubic(xp, inp, grid, padding_mode, align_corners, "grid")
         return xp.stack([xp.sum(g * dtx, 1) * _const(xp, maps[0][0]), xp.sum(g * dty, 1) * _const(xp, maps[1][0])],
@@ -1929,7 +2078,7 @@ def _fractional(d, input, kernel_size, output_size, output_ratio, _random_sample
     where = op if d == 2 else f"{op}_out"
     if input.ndim not in (d + 1, d + 2):
         raise RuntimeError(f"{where}(): Expected {d + 1}D or {d + 2}D tensor, but got: {_size_str(input.shape)}")
-    for i in range(input.ndim - d - 1, input.ndim):
+    for i in range(1, input.ndim):   # as PyTorch: from dim 1 (an unbatched input may have no channels)
         if input.shape[i] == 0:
             raise RuntimeError(f"{where}(): Expected input to have non-zero size for non-batch dimensions, but got"
                                f"{_size_str(input.shape)} with dimension {i} being empty.")

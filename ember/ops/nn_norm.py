@@ -109,6 +109,14 @@ def _norm_vjp_b(xp, g, out, x, w, b, view, axes, wshape, eps, acc):
     return _to_param(xp, xp.cast(g, acc), b, wshape)
 
 
+def _linked(rule, node):
+    """``rule``'s gradient connected to the input and weight, as the output of PyTorch's native_*_norm_backward
+    (one op taking both) is under create_graph (see nn_conv.grad_link_p); ``node``: its name."""
+    def linked(xp, g, out, x, w, b, *args, **params):
+        return xp.grad_link(rule(xp, g, out, x, w, b, *args, **params), x, w, node)
+    return linked
+
+
 def _norm_jvp_x(xp, t, out, x, w, b, view, axes, wshape, eps, acc):
     xh, rstd = _xhat(xp, x, view, axes, eps, acc)
     t = xp.cast(t, acc)
@@ -126,14 +134,16 @@ def _norm_jvp_b(xp, t, out, x, w, b, view, axes, wshape, eps, acc):
     return _param(xp, t, wshape, acc)
 
 
-def _norm_prim(name, node_name):
-    return defprim(name, node_name, _norm_forward, vjp=(_norm_vjp_x, _norm_vjp_w, _norm_vjp_b),
+def _norm_prim(name, node_name, link=True):
+    # group norm's double backward in PyTorch is a composition (its bias gradient a plain sum): no link
+    vjp_b = _linked(_norm_vjp_b, node_name.replace("Backward0", "BackwardBackward0")) if link else _norm_vjp_b
+    return defprim(name, node_name, _norm_forward, vjp=(_norm_vjp_x, _norm_vjp_w, vjp_b),
                    jvp=(_norm_jvp_x, _norm_jvp_w, _norm_jvp_b), saves=(0, 1),
                    saved_names=("input", "weight", "bias"))
 
 
 layer_norm_p = _norm_prim("native_layer_norm", "NativeLayerNormBackward0")
-group_norm_p = _norm_prim("native_group_norm", "NativeGroupNormBackward0")
+group_norm_p = _norm_prim("native_group_norm", "NativeGroupNormBackward0", link=False)
 batch_norm_p = _norm_prim("native_batch_norm", "NativeBatchNormBackward0")
 # PyTorch's native_*_norm_backward is one formula for input, weight and bias: it keeps both whenever recorded
 save_always(layer_norm_p, group_norm_p, batch_norm_p)
@@ -178,7 +188,8 @@ def _bn_eval_jvp_w(xp, t, out, x, w, b, rm, rv, wshape, eps, acc):
 
 batch_norm_eval_p = defprim(
     "native_batch_norm_eval", "NativeBatchNormBackward0", _bn_eval_forward,
-    vjp=(_bn_eval_vjp_x, _bn_eval_vjp_w, _bn_eval_vjp_b, None, None),
+    vjp=(_linked(_bn_eval_vjp_x, "NativeBatchNormBackwardBackward0"), _bn_eval_vjp_w,
+         _linked(_bn_eval_vjp_b, "NativeBatchNormBackwardBackward0"), None, None),
     jvp=(_bn_eval_vjp_x, _bn_eval_jvp_w, lambda xp, t, out, x, w, b, rm, rv, wshape, eps, acc:
          _param(xp, t, wshape, acc), None, None),
     saves=(0, 1, 3, 4), scalar_args=(3, 4),
@@ -526,7 +537,8 @@ def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: flo
         raise TypeError(f"local_response_norm(): argument 'input' must be Tensor, not {type(input).__name__}")
     nd = input._data.ndim
     if nd < 3:
-        raise ValueError(f"Expected 3D or higher dimensionality input (got {nd} dimensions)")
+        # PyTorch's text, with the run of spaces its source's line continuation leaves in it
+        raise ValueError(f"Expected 3D or higher dimensionality                          input (got {nd} dimensions)")
     if isinstance(size, bool) or not isinstance(size, numbers.Integral):
         raise TypeError(f"local_response_norm(): argument 'size' must be int, not {type(size).__name__}")
     size = int(size)
@@ -683,6 +695,8 @@ def pdist(input: Tensor, p: float = 2) -> Tensor:
 def _safe_softmax_forward(xp, x, dim, acc):
     """softmax along ``dim``, 0 in rows that are entirely -inf (PyTorch's _safe_softmax: a fully masked query
     attends to nothing rather than giving NaN)."""
+    if 0 in x.shape:   # no keys (or no queries): nothing to normalise, and amax of an empty row is undefined
+        return xp.zeros_like(x)
     xa = xp.cast(x, acc)
     m = xp.amax(xa, dim, True)
     dead = xp.isneginf(m)

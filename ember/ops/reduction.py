@@ -738,7 +738,12 @@ def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dt
         from .shape import permute, unsqueeze
         perm = [i for i in range(A._data.ndim) if i not in (d0, d1)] + [d0, d1]
         s = _svdvals(permute(A, perm))
-        r = sum(s, -1) if ord == "nuc" else amax(s, -1) if ord == 2 else amin(s, -1)
+        if s._data.shape[-1] == 0 and ord != "nuc":
+            if ord == -2:   # PyTorch's amin over the singular values' dim, named as it calls it
+                raise IndexError("amin(): Expected reduction dim -1 to have non-zero size.")
+            r = _empty_max(s, -1)
+        else:
+            r = sum(s, -1) if ord == "nuc" else amax(s, -1) if ord == 2 else amin(s, -1)
         if keepdim:   # as PyTorch: two trailing size-1 dims, permuted back into place
             r = permute(unsqueeze(unsqueeze(r, -1), -1), [perm.index(i) for i in range(A._data.ndim)])
         return r
@@ -747,7 +752,20 @@ def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dt
     if not keepdim and inner < outer:
         outer -= 1
     s = vector_norm(A, 1, inner, keepdim)
+    if s._data.shape[outer] == 0 and ord > 0:
+        return _empty_max(s, outer, keepdim)
     return (amax if ord > 0 else amin)(s, outer, keepdim)
+
+
+def _empty_max(s: Tensor, dim: int, keepdim: bool = False) -> Tensor:
+    """matrix_norm's max over an empty dim of non-negative values: PyTorch's kernel gives zeros (its identity)
+    that do not require grad."""
+    shape = list(s._data.shape)
+    if keepdim:
+        shape[dim] = 1
+    else:
+        del shape[dim]
+    return make(np.zeros(shape, s._data.dtype))
 
 
 @register(method=True)

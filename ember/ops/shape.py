@@ -276,6 +276,9 @@ def _infer_shape(shape, numel):
                 raise RuntimeError(f"invalid shape dimension {s} at index {i} of shape {list(shape)}")
             known *= s
     if -1 in shape:
+        if known == 0 and numel == 0:
+            raise RuntimeError(f"cannot reshape tensor of 0 elements into shape {list(shape)} because the "
+                               f"unspecified dimension size -1 can be any value and is ambiguous")
         if known == 0 or numel % known:
             raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
         return tuple(numel // known if s == -1 else s for s in shape)

@@ -289,7 +289,7 @@ def _median_dim(input, dim, keepdim, op, ignore_nan):
         raise TypeError(f'{op}() missing 1 required positional arguments: "dim"')
     d = _dim(input, dim, op)
     keepdim = check_bool(False if keepdim is _NOT_GIVEN else keepdim, op, "keepdim")
-    _nonempty_dim(input, d, op)
+    _nonempty_dim(input, d, "median")   # nanmedian's kernel is median's: PyTorch names median
     _refuse_dtype(input, "median_out", "b")
     a = input._data
     if a.ndim == 0:

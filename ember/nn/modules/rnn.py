@@ -290,6 +290,8 @@ class RNNBase(Module):
         """Runs the layers on (T, B, I) input (transposing batch-first input here) or packed data."""
         if sizes is None and self.batch_first:
             input = input.transpose(0, 1)
+        if sizes is None and input.size(0) == 0:   # PyTorch's kernel refuses an empty sequence
+            raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
         out, hidden = _rnn_layers(self.mode, input, sizes, hx, self._layer_weights(), self.num_layers,
                                   self.dropout, self.training, self.bidirectional)
         if sizes is None and self.batch_first:
@@ -308,7 +310,7 @@ class RNNBase(Module):
             input, batch_sizes, sorted_indices, unsorted_indices = input
             sizes = [int(v) for v in batch_sizes.tolist()]
             if hx is None:
-                hx = self._zeros(input, sizes[0], self.hidden_size)
+                hx = self._zeros(input, int(batch_sizes[0]), self.hidden_size)
             else:
                 hx = self.permute_hidden(hx, sorted_indices)
         else:
@@ -401,7 +403,8 @@ class LSTM(RNNBase):
             input, batch_sizes, sorted_indices, unsorted_indices = input
             sizes = [int(v) for v in batch_sizes.tolist()]
             if hx is None:
-                hx = (self._zeros(input, sizes[0], real_hidden_size), self._zeros(input, sizes[0], self.hidden_size))
+                batch = int(batch_sizes[0])   # PyTorch's IndexError for an empty PackedSequence
+                hx = (self._zeros(input, batch, real_hidden_size), self._zeros(input, batch, self.hidden_size))
             else:
                 hx = self.permute_hidden(hx, sorted_indices)
         else:
