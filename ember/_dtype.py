@@ -64,6 +64,8 @@ def checked_scalar(value, np_dtype):
     floating dtype's range, or nan, inf or a value out of range meets an integral dtype (unsigned types take
     negative integers down to -max: they come back wrapped, as NumPy refuses them). bool takes anything; inf and
     nan stay themselves in a float. Returns the value to fill with."""
+    if type(value) is _b.int and not -(1 << 63) <= value < 1 << 64:   # PyTorch's Scalar holds 64 bits at most
+        raise OverflowError("int too big to convert" if value > 0 else "can't convert negative int to unsigned")
     dt = np.dtype(np_dtype)
     kind = dt.kind
     if kind == "b" or isinstance(value, (_b.bool, np.bool_)) or not isinstance(value, (_b.int, _b.float, np.number)):
