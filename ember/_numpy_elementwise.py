@@ -70,10 +70,12 @@ def _rounded_once(uf, quiet=False):
     hardly ever moves a float16 result (differences from PyTorch under 0.01%), at 1/30 of the cost."""
     def k(x):
         if x.dtype is _F32 and x.size < _EXACT_MAX:
+            # x.astype(_F64) rather than uf(x, dtype=_F64): the same values, 0.1 us less (the dtype= keyword
+            # takes NumPy's slower type resolution)
             if quiet:
                 with np.errstate(all="ignore"):
-                    return uf(x, dtype=_F64).astype(_F32)
-            return uf(x, dtype=_F64).astype(_F32)
+                    return uf(x.astype(_F64)).astype(_F32)
+            return uf(x.astype(_F64)).astype(_F32)
         if quiet:
             with np.errstate(all="ignore"):
                 return uf(x)
