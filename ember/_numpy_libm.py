@@ -121,40 +121,16 @@ def _kernel(name: str):
     return k
 
 
-def log(x) -> np.ndarray:
-    """The C library's ``log`` of each element of a float64 array."""
-    with np.errstate(all="ignore"):
-        return _kernel("log")(np.asarray(x, np.float64))
+def _public(name: str):
+    def f(x) -> np.ndarray:
+        with np.errstate(all="ignore"):
+            return _kernel(name)(np.asarray(x, np.float64))
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = f"The C library's ``{name}`` of each element of a float64 array."
+    return f
 
 
-def log1p(x) -> np.ndarray:
-    """The C library's ``log1p`` of each element of a float64 array."""
-    with np.errstate(all="ignore"):
-        return _kernel("log1p")(np.asarray(x, np.float64))
-
-
-def exp(x) -> np.ndarray:
-    """The C library's ``exp`` of each element of a float64 array."""
-    with np.errstate(all="ignore"):
-        return _kernel("exp")(np.asarray(x, np.float64))
-
-
-def sin(x) -> np.ndarray:
-    """The C library's ``sin`` of each element of a float64 array."""
-    with np.errstate(all="ignore"):
-        return _kernel("sin")(np.asarray(x, np.float64))
-
-
-def cos(x) -> np.ndarray:
-    """The C library's ``cos`` of each element of a float64 array."""
-    with np.errstate(all="ignore"):
-        return _kernel("cos")(np.asarray(x, np.float64))
-
-
-def tan(x) -> np.ndarray:
-    """The C library's ``tan`` of each element of a float64 array."""
-    with np.errstate(all="ignore"):
-        return _kernel("tan")(np.asarray(x, np.float64))
+log, log1p, exp, sin, cos, tan = (_public(n) for n in __all__)
 
 
 # ----- log: double-double evaluation, rounded once, guarded near rounding midpoints -------------------------
