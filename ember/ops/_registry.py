@@ -133,7 +133,26 @@ def _torch_argument_error(public: str, fn: Callable, args: tuple, kwargs: dict, 
     if public not in SIGNATURES:     # PyTorch's message is Python's: under the op's public name
         msg, own, short = str(e), f"{fn.__qualname__}()", public.rpartition(".")[2]
         return TypeError(f"{short}(){msg[len(own):]}" if msg.startswith(own) else msg)
+    lacking = _lacking_keywords(public, fn, kwargs)
+    if lacking:   # PyTorch takes it, ember does not (yet): say so rather than list signatures that name it
+        return TypeError(f"{public.rpartition('.')[2]}(): ember does not support the argument "
+                         f"{', '.join(repr(k) for k in lacking)} yet (PyTorch's {public} takes it)")
     return invalid_arguments(public, args[1:] if public.startswith("Tensor.") else args, kwargs)
+
+
+def _lacking_keywords(public: str, fn: Callable, kwargs: dict) -> list[str]:
+    """The keywords of a call that one of PyTorch's signatures of ``public`` names but ``fn`` does not take."""
+    from ._torch_signatures import SIGNATURES
+
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return []
+    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        return []
+    torch_names = {name for line in SIGNATURES[public].splitlines() if line.startswith(" * (")
+                   for name, _, _ in _parse_signature(line[4:-1])}
+    return [k for k in kwargs if k in torch_names and k not in params]
 
 
 def invalid_arguments(public: str, args: tuple, kwargs: dict) -> TypeError:
