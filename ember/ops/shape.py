@@ -1548,6 +1548,12 @@ def parse_to(args: tuple, kwargs: dict) -> tuple:
     signatures: (device=None, dtype=None, non_blocking=False, copy=False), (dtype, non_blocking=False,
     copy=False), (tensor, non_blocking=False, copy=False), each with ``*, memory_format=None``; anything
     else is PyTorch's "invalid combination of arguments" TypeError (Module.to parses with it too)."""
+    if len(args) == 1 and not kwargs:   # the common calls, to(dtype) and to(device), without the parse below
+        first = args[0]
+        if isinstance(first, D.dtype):
+            return None, first, False, False, None
+        if isinstance(first, (str, _device_type)):
+            return first, None, False, False, None
     from ._registry import invalid_arguments
 
     def bad():
