@@ -58,12 +58,19 @@ _CHECKED_NAMES = {"float16": "c10::Half", "float32": "float", "float64": "double
                   "int8": "int8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t"}
 
 
+_FLOAT_MAX = {np.dtype(t): _b.float(np.finfo(t).max) for t in (np.float16, np.float32, np.float64)}
+
+
 def checked_scalar(value, np_dtype):
     """PyTorch's checked conversion of a Python number to a tensor's dtype (fill_, full, masked_fill, index_fill,
     linspace, clamp): a RuntimeError, not a silent inf or a wrapped value, when a finite value is beyond a
     floating dtype's range, or nan, inf or a value out of range meets an integral dtype (unsigned types take
     negative integers down to -max: they come back wrapped, as NumPy refuses them). bool takes anything; inf and
     nan stay themselves in a float. Returns the value to fill with."""
+    fmax = _FLOAT_MAX.get(np_dtype)
+    if fmax is not None and (type(value) is _b.float or type(value) is _b.int and -(1 << 63) <= value < 1 << 64) \
+            and -fmax <= value <= fmax:
+        return value   # the common case (clamp(0.0, 1.0) of a float tensor), without the general checks below
     if type(value) is _b.int and not -(1 << 63) <= value < 1 << 64:   # PyTorch's Scalar holds 64 bits at most
         raise OverflowError("int too big to convert" if value > 0 else "can't convert negative int to unsigned")
     dt = np.dtype(np_dtype)
