@@ -231,24 +231,31 @@ def _log_block(x: np.ndarray):
     return y, near
 
 
-def _log_guarded(x: np.ndarray) -> np.ndarray:
-    _log_table()
+def _guarded(name: str, block, valid, safe: float, x: np.ndarray) -> np.ndarray:
+    """``block`` (a double-double evaluation returning (y, near)) over ``x`` in cache-sized chunks; elements
+    near a rounding midpoint, or outside ``valid`` (evaluated at ``safe`` instead), are redone with math."""
     x = np.ascontiguousarray(x, np.float64)
     flat = x.ravel()
     out = np.empty_like(flat)
     redo = []
     for j in range(0, flat.size, _CHUNK):
         xb = flat[j:j + _CHUNK]
-        normal = (xb >= 2.2250738585072014e-308) & (xb <= 1.7976931348623157e308)
-        y, near = _log_block(np.where(normal, xb, 1.0))
+        ok = valid(xb)
+        y, near = block(np.where(ok, xb, safe))
         out[j:j + _CHUNK] = y
-        bad = np.flatnonzero(near | ~normal)
+        bad = np.flatnonzero(near | ~ok)
         if bad.size:
             redo.append(bad + j)
     if redo:
         idx = np.concatenate(redo)
-        out[idx] = _via_math("log", flat[idx])
+        out[idx] = _via_math(name, flat[idx])
     return out.reshape(x.shape)
+
+
+def _log_guarded(x: np.ndarray) -> np.ndarray:
+    _log_table()
+    return _guarded("log", _log_block, lambda xb: (xb >= 2.2250738585072014e-308) & (xb <= 1.7976931348623157e308),
+                    1.0, x)
 
 
 # ----- exp: double-double evaluation, rounded once, guarded near rounding midpoints -------------------------
@@ -327,22 +334,7 @@ def _exp_block(x: np.ndarray):
 
 def _exp_guarded(x: np.ndarray) -> np.ndarray:
     _exp_table()
-    x = np.ascontiguousarray(x, np.float64)
-    flat = x.ravel()
-    out = np.empty_like(flat)
-    redo = []
-    for j in range(0, flat.size, _CHUNK):
-        xb = flat[j:j + _CHUNK]
-        inside = np.abs(xb) <= 708.0                              # (False for NaN)
-        y, near = _exp_block(np.where(inside, xb, 0.0))
-        out[j:j + _CHUNK] = y
-        bad = np.flatnonzero(near | ~inside)
-        if bad.size:
-            redo.append(bad + j)
-    if redo:
-        idx = np.concatenate(redo)
-        out[idx] = _via_math("exp", flat[idx])
-    return out.reshape(x.shape)
+    return _guarded("exp", _exp_block, lambda xb: np.abs(xb) <= 708.0, 0.0, x)   # (False for NaN)
 
 
 # NumPy evaluations tried (in this order) where NumPy's own ufunc is not the C library's
