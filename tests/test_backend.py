@@ -247,7 +247,7 @@ def test_the_strict_backend_catches_a_leak():
 
 def test_hook_returning_a_tensor_of_another_device_is_refused():
     """PyTorch's hook check compares device and dtype together: a CPU gradient for a device tensor is a
-    changed type (ember.autograd.engine.check_hook_value)."""
+    changed type (ember.autograd.graph.check_hook_value)."""
     for leaf in (False, True):
         x = on_device(np.ones(2)).requires_grad_()
         y = x * 2

@@ -1,6 +1,6 @@
 """What a hook returns is checked as PyTorch checks it (python_hook.cpp): the type, device, size and count of
 the values, and None gradients that must stay None. Every kind of hook goes through the engine's one check
-(``ember.autograd.engine.check_hook_value``); each case is compared with torch, message included."""
+(``ember.autograd.graph.check_hook_value``); each case is compared with torch, message included."""
 import functools
 
 import pytest

@@ -12,13 +12,12 @@ from contextlib import nullcontext
 
 
 from .._device import backend_of
-from .._dtype import type_word
 from .._origin import warn_once
 from .._tensor import Tensor, make
 from . import grad_mode as _gm
 from ..ops._views import edge_of
 from .anomaly_mode import _anomaly, run_node_checked
-from .graph import ACCUMULATE_LOCK, GraphTask, _task_ids, _tls
+from .graph import ACCUMULATE_LOCK, GraphTask, _task_ids, _tls, check_hook_value, check_hook_values
 
 
 def _as_tuple(x):
@@ -29,55 +28,6 @@ def _as_tuple(x):
 
 def _wrap(g, create_graph):
     return g if create_graph else make(g)
-
-
-def hook_name(hook) -> str:
-    """How PyTorch names a hook in its messages: its ``__name__``, else ``<unknown>``."""
-    name = getattr(hook, "__name__", None)
-    return name if isinstance(name, str) else "<unknown>"
-
-
-def _type_string(arr) -> str:
-    """PyTorch's ``Tensor::toString()``: ``torch.FloatTensor``, or ``CPUBoolType`` where no legacy name exists."""
-    word = type_word(arr.dtype)
-    dev = backend_of(arr).device_type
-    if word in _LEGACY_WORDS and dev in ("cpu", "cuda"):
-        return f"torch.{word}Tensor" if dev == "cpu" else f"torch.cuda.{word}Tensor"
-    return f"{dev.upper() if dev in ('cpu', 'cuda') else dev.capitalize()}{word}Type"
-
-
-_LEGACY_WORDS = frozenset(("Float", "Double", "Half", "Byte", "Char", "Short", "Int", "Long"))
-
-
-def check_hook_value(hook, prev, res, create_graph: bool):
-    """Validate one value ``res`` a hook returned in place of the gradient ``prev`` (a raw array, or a Tensor
-    under ``create_graph``) with PyTorch's checks and messages (python_hook.cpp's check_single_result): the
-    one check every hook's return goes through. Returns the value to use in ``prev``'s place (None: none)."""
-    if res is None:
-        return None
-    if prev is None:
-        raise RuntimeError("can't replace a None gradient with a non-None value")
-    if not isinstance(res, Tensor):
-        raise TypeError(f"expected Variable, but hook returned '{type(res).__name__}'")
-    ref = prev._data if create_graph else prev
-    got = res._data
-    if got.dtype != ref.dtype or backend_of(got) is not backend_of(ref):
-        raise RuntimeError(f"hook '{hook_name(hook)}' has changed the type of value (was {_type_string(ref)} "
-                           f"got {_type_string(got)})")
-    if got.shape != ref.shape:
-        raise RuntimeError(f"hook '{hook_name(hook)}' has changed the size of value")
-    return res if create_graph else got
-
-
-def check_hook_values(hook, prev, res, create_graph: bool) -> list:
-    """Validate the tuple a node hook or pre-hook returned in place of the gradients ``prev`` (PyTorch's
-    check_result: a tuple, of the same length, each value as ``check_hook_value``)."""
-    if not isinstance(res, tuple):
-        raise TypeError(f"expected tuple, but hook returned '{type(res).__name__}'")
-    if len(res) != len(prev):
-        raise RuntimeError(f"hook '{hook_name(hook)}' has returned an incorrect number of values "
-                           f"(got {len(res)}, but expected {len(prev)})")
-    return [check_hook_value(hook, p, r, create_graph) for p, r in zip(prev, res)]
 
 
 def _root_grads(tensors, grad_tensors, create_graph, op, batched=False):

@@ -153,6 +153,57 @@ _SOLE = _sole_count([object()]) if _getrefcount is not None else -1
 ACCUMULATE_LOCK = threading.Lock()   # backward may run in several threads at once; NumPy's add releases the GIL
 
 
+# ----- what hooks return: one check for every kind of hook (the engine and AccumulateGrad call it) -----
+
+def hook_name(hook) -> str:
+    """How PyTorch names a hook in its messages: its ``__name__``, else ``<unknown>``."""
+    name = getattr(hook, "__name__", None)
+    return name if isinstance(name, str) else "<unknown>"
+
+
+def _type_string(arr) -> str:
+    """PyTorch's ``Tensor::toString()``: ``torch.FloatTensor``, or ``CPUBoolType`` where no legacy name exists."""
+    word = type_word(arr.dtype)
+    dev = backend_of(arr).device_type
+    if word in _LEGACY_WORDS and dev in ("cpu", "cuda"):
+        return f"torch.{word}Tensor" if dev == "cpu" else f"torch.cuda.{word}Tensor"
+    return f"{dev.upper() if dev in ('cpu', 'cuda') else dev.capitalize()}{word}Type"
+
+
+_LEGACY_WORDS = frozenset(("Float", "Double", "Half", "Byte", "Char", "Short", "Int", "Long"))
+
+
+def check_hook_value(hook, prev, res, create_graph: bool):
+    """Validate one value ``res`` a hook returned in place of the gradient ``prev`` (a raw array, or a Tensor
+    under ``create_graph``) with PyTorch's checks and messages (python_hook.cpp's check_single_result): the
+    one check every hook's return goes through. Returns the value to use in ``prev``'s place (None: none)."""
+    if res is None:
+        return None
+    if prev is None:
+        raise RuntimeError("can't replace a None gradient with a non-None value")
+    if not isinstance(res, _tensor.Tensor):
+        raise TypeError(f"expected Variable, but hook returned '{type(res).__name__}'")
+    ref = prev._data if create_graph else prev
+    got = res._data
+    if got.dtype != ref.dtype or backend_of(got) is not backend_of(ref):
+        raise RuntimeError(f"hook '{hook_name(hook)}' has changed the type of value (was {_type_string(ref)} "
+                           f"got {_type_string(got)})")
+    if got.shape != ref.shape:
+        raise RuntimeError(f"hook '{hook_name(hook)}' has changed the size of value")
+    return res if create_graph else got
+
+
+def check_hook_values(hook, prev, res, create_graph: bool) -> list:
+    """Validate the tuple a node hook or pre-hook returned in place of the gradients ``prev`` (PyTorch's
+    check_result: a tuple, of the same length, each value as ``check_hook_value``)."""
+    if not isinstance(res, tuple):
+        raise TypeError(f"expected tuple, but hook returned '{type(res).__name__}'")
+    if len(res) != len(prev):
+        raise RuntimeError(f"hook '{hook_name(hook)}' has returned an incorrect number of values "
+                           f"(got {len(res)}, but expected {len(prev)})")
+    return [check_hook_value(hook, p, r, create_graph) for p, r in zip(prev, res)]
+
+
 def accumulate_grad(t, g, create_graph: bool, owned: bool = False) -> None:
     """Add gradient ``g`` (a raw array, or a Tensor under create_graph) into leaf ``t``'s ``.grad``.
     ``owned``: no one else holds the array ``g``, so a first gradient may be ``g`` itself when it has the
@@ -174,7 +225,6 @@ def accumulate_grad(t, g, create_graph: bool, owned: bool = False) -> None:
             backend_of(gd).add_into(gd, g)
             m.grad._vc[0] += 1
     if m.post_acc_hooks:
-        from .engine import check_hook_value
         for fn in list(m.post_acc_hooks.values()):
             # as PyTorch: the return is checked as any hook's (against the tensor), then must be None
             if check_hook_value(fn, t, fn(t), True) is not None:
