@@ -33,10 +33,6 @@ from ._creation import (BoolTensor, DoubleTensor, FloatTensor, HalfTensor, IntTe
 from ._random import (Generator, bernoulli, default_generator, get_rng_state, initial_seed, manual_seed,
                       multinomial, normal, rand, rand_like, randint, randint_like, randn, randn_like, random,
                       randperm, seed, set_rng_state)
-from ._device import quietly as _quietly
-# The samplers that compute with the caller's numbers (inf means, huge weights): NumPy's overflow warnings silent
-# while they run, as PyTorch is (the Tensor methods get the same in ember.ops).
-bernoulli, multinomial, normal = _quietly(bernoulli), _quietly(multinomial), _quietly(normal)
 from .ops import EXPORTS as _EXPORTS
 
 # Every op is registered once, in its family file (ember/ops); its public names come from there.

@@ -33,7 +33,7 @@ import numpy as np
 
 from . import _dtype as D
 from . import _numpy_libm as libm   # the C library's log, sin, ...: what PyTorch's scalar transforms call
-from ._device import check_device
+from ._device import check_device, quietly
 from ._tensor import Tensor, _sizes_from_args, make
 from .ops._registry import method as _register_method
 
@@ -1169,11 +1169,16 @@ def _t_multinomial(self: Tensor, num_samples: int, replacement: bool = False, *,
     return multinomial(self, num_samples, replacement, generator=generator)
 
 
+# The samplers and fills compute on raw arrays outside apply, with the caller's numbers (inf means, huge
+# weights, normal_(0, 1e5) of float16 overflowing in the cast): NumPy's warnings silent while they run, as
+# PyTorch is. (The Tensor methods bernoulli and multinomial call the module functions.)
+bernoulli, multinomial, normal = quietly(bernoulli), quietly(multinomial), quietly(normal)
 TENSOR_METHODS = {
     "uniform_": uniform_, "normal_": normal_, "bernoulli_": bernoulli_, "exponential_": exponential_,
     "random_": random_, "geometric_": geometric_, "cauchy_": cauchy_, "log_normal_": log_normal_,
-    "bernoulli": _t_bernoulli, "multinomial": _t_multinomial,
 }
+TENSOR_METHODS = {name: quietly(fn) for name, fn in TENSOR_METHODS.items()}
+TENSOR_METHODS.update(bernoulli=_t_bernoulli, multinomial=_t_multinomial)
 
 for _name, _fn in TENSOR_METHODS.items():
     _register_method(_name, _fn)

@@ -7,9 +7,7 @@ derivative rules run on. ``ember/__init__.py`` exports ``EXPORTS``.
 from __future__ import annotations
 
 from .. import _numpy_ns
-from .. import _random
 from .._creation import ones_like, zeros_like
-from .._device import quietly
 from .._tensor import Tensor
 from . import elementwise as E
 from . import indexing as I
@@ -33,12 +31,6 @@ graph("view_scatter_zeros", lambda g, steps, shape: apply(_views.view_scatter_ze
                                                           {"steps": steps, "shape": shape}))
 
 
-# The random fills compute on raw arrays outside apply: normal_(0, 1e5) of float16 overflows in the cast to half,
-# silently as in PyTorch.
-_RANDOM_FILLS = set(_random.TENSOR_METHODS.values())
-for _name, _fn in list(METHODS.items()):
-    if _fn in _RANDOM_FILLS:
-        METHODS[_name] = quietly(_fn)
 for _name, _fn in METHODS.items():
     setattr(Tensor, _name, _fn)
 for _name, _fn in GRAPH.items():
