@@ -13,7 +13,7 @@ inputs); float16 takes every finite float16 value in the domain. Two ways of cal
 
 "differ" = not the same bits (two NaNs count as equal). Cost: ember's best time of one call on a 15-element
 tensor (us) and on 10^6 float32 elements (ms), no grad; ember keeps NumPy's float32 kernels from 32768
-elements on (ember/_numpy_elementwise.py, _EXACT_MAX), so "10^6 float64 path" is what the exact path would
+elements on (ember/devices/cpu/elementwise.py, _EXACT_MAX), so "10^6 float64 path" is what the exact path would
 cost there (and its ratio to NumPy's float32 kernel). "torch vs CR": how far PyTorch itself is from the
 correctly rounded value (float64, rounded once): what ember's float64 path gets on long tensors.
 This is a benchmark, not a test: it never asserts.

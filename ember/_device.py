@@ -3,18 +3,8 @@ from __future__ import annotations
 
 import builtins
 
-import numpy as np
-
-from . import _numpy_ns
-
-# NumPy's floating-point exceptions silent while ember computes, the caller's error state back after (PyTorch never
-# warns about overflow or 0/0; see _numpy_ns): ``token = fp_quiet()`` ... ``fp_restore(token)``, or ``@quietly``.
-# Only NumPy warns, so its switch serves every device.
-fp_quiet = _numpy_ns.backend.fp_quiet
-fp_restore = _numpy_ns.backend.fp_restore
-quietly = _numpy_ns.backend.quietly
-
-_DEVICE_TYPES = ["cpu", "cuda", "meta", "mps"]
+from .devices import DEVICE_TYPES as _DEVICE_TYPES, NAMESPACES, backend_of, device_type_of, fp_quiet, fp_restore
+from .devices import quietly, register_backend  # noqa: F401 (re-exported: the core's one door to the devices)
 
 
 class device:
@@ -88,27 +78,6 @@ def check_device(d, creation: bool = False) -> device:
                 "(ember has only the 'cpu' (NumPy) backend)")
         raise RuntimeError("PyTorch is not linked with support for mps devices")
     raise RuntimeError(f"ember has no backend for device '{d}' yet: only 'cpu' (NumPy) is built")
-
-
-# Array type -> the raw namespace of its device. A CuPy backend adds {cupy.ndarray: cupy namespace}.
-# NumPy scalars count too: raw gradients of 0-d tensors can come back as np.float32 and kin.
-NAMESPACES = {t: _numpy_ns for t in (np.ndarray, np.float16, np.float32, np.float64, np.int8, np.int16,
-                                     np.int32, np.int64, np.uint8, np.bool_)}
-
-
-def register_backend(namespace) -> None:
-    """Make ``namespace`` (a module like ``ember._numpy_ns`` with a ``backend``) the raw namespace of the
-    array types it declares: tensors holding such arrays then run on it (a CuPy backend calls this)."""
-    for t in namespace.backend.array_types:
-        NAMESPACES[t] = namespace
-    if namespace.backend.device_type not in _DEVICE_TYPES:
-        _DEVICE_TYPES.append(namespace.backend.device_type)
-
-
-def backend_of(array):
-    """The device backend of a raw array (see ``_numpy_ns._Backend``)."""
-    return NAMESPACES[type(array)].backend
-
 
 
 _DEVICES: dict = {}

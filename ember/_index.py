@@ -17,15 +17,10 @@ import operator
 
 import numpy as np
 
+from .devices.index import SplitIndex, view_of
+
 _INT64_MIN, _INT64_MAX = -(2 ** 63), 2 ** 63 - 1
 _FULL = slice(None)
-
-
-class SplitIndex(tuple):
-    """``(first, rest)``: ``x[first][rest]``. ``first`` holds only basic indices (ending with an
-    Ellipsis, so that ``x[first]`` is always a view, even a 0-d one), and writes through it reach ``x``."""
-
-    __slots__ = ()
 
 
 class Index:
@@ -68,13 +63,6 @@ def _xp(arr):
 def _count(mask) -> int:
     """The number of True values of a bool index array (on its device)."""
     return _xp(mask).mask_count(mask)
-
-
-def view_of(x, index):
-    """``(array, index)`` such that ``array[index]`` addresses ``x[index]`` with PyTorch's meaning."""
-    if type(index) is SplitIndex:
-        return x[index[0]], index[1]
-    return x, index
 
 
 _TENSOR: list = []   # ember.Tensor, looked up once (ember._tensor imports this module's users)

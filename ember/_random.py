@@ -32,7 +32,7 @@ import warnings
 import numpy as np
 
 from . import _dtype as D
-from . import _numpy_libm as libm   # the C library's log, sin, ...: what PyTorch's scalar transforms call
+from .devices.cpu import libm   # the C library's log, sin, ...: what PyTorch's scalar transforms call
 from ._device import check_device, quietly
 from ._tensor import Tensor, _sizes_from_args, make
 from .ops._registry import method as _register_method

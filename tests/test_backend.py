@@ -25,7 +25,8 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 import ember  # noqa: E402
-from ember import _device, _numpy_ns  # noqa: E402
+from ember import _device
+from ember.devices.cpu import namespace as _numpy_ns  # noqa: E402
 from ember.ops import raw_names  # noqa: E402
 from op_db import OP_DB, OPS, to_dtype  # noqa: E402
 

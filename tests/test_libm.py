@@ -1,4 +1,4 @@
-"""ember/_numpy_libm.py: the C library's float64 functions, bit for bit, whatever NumPy's SIMD dispatch.
+"""ember/devices/cpu/libm.py: the C library's float64 functions, bit for bit, whatever NumPy's SIMD dispatch.
 
 PyTorch's random transforms call the C library's log, log1p, exp, sin, cos and tan; NumPy's AVX-512
 kernels differ from it in the last bit for a fraction of inputs. These tests compare the kernels with
@@ -17,7 +17,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from ember import _numpy_libm as libm
+from ember.devices.cpu import libm
 
 NAMES = ["log", "log1p", "exp", "sin", "cos", "tan"]
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -121,7 +121,7 @@ def _dispatch_env():
 _SUBPROCESS = textwrap.dedent("""
     import numpy as np, torch, ember
     from numpy.lib.introspect import opt_func_info
-    from ember import _numpy_libm as libm
+    from ember.devices.cpu import libm
     info = opt_func_info(func_name="^(log|log1p|exp|sin|cos|tan)$")
     print("dispatch", sorted({v["dd"]["current"] for v in info.values()}))
     print("kernels", sorted((n, libm._kernel(n).__name__) for n in

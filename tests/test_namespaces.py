@@ -6,7 +6,7 @@ import inspect
 import numpy as np
 
 import ember
-from ember import _numpy_ns
+from ember.devices.cpu import namespace as _numpy_ns
 from ember.ops import graph_names, graph_ns, raw_names
 
 

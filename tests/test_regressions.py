@@ -85,7 +85,7 @@ def test_results_made_in_inference_mode_are_inference_tensors():
 def test_zero_where_is_exact(dtype):
     # the bitwise gradient mask of clamp/relu/threshold: inf, NaN and -0.0 of g kept where kept, +0.0 elsewhere
     import numpy as np
-    from ember._numpy_elementwise import zero_where
+    from ember.devices.cpu.elementwise import zero_where
     g = np.array([1.5, -np.inf, np.nan, -0.0, 2.0, np.inf, np.nan, -3.0], dtype=dtype)
     drop = np.array([False, False, False, False, True, True, True, True])
     r = zero_where(drop, g)

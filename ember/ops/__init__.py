@@ -6,7 +6,7 @@ derivative rules run on. ``ember/__init__.py`` exports ``EXPORTS``.
 """
 from __future__ import annotations
 
-from .. import _numpy_ns
+from ..devices.cpu import namespace as _cpu_ns
 from .._creation import ones_like, zeros_like
 from .._tensor import Tensor
 from . import elementwise as E
@@ -44,7 +44,7 @@ __all__ = ["Primitive", "apply", "graph_ns", "raw_names", "graph_names", "EXPORT
 
 
 def raw_names() -> set:
-    return {n for n in vars(_numpy_ns) if not n.startswith("_") and n not in ("np", "annotations", "backend")}
+    return {n for n in vars(_cpu_ns) if not n.startswith("_") and n not in ("np", "annotations", "backend")}
 
 
 def graph_names() -> set:

@@ -17,7 +17,7 @@ A primitive is declared with ``defprim``:
     PyTorch's result type; ``"float"``: the same, integral results computing in the default float).
 
 Rules are written against the namespace ``xp``. Plain ``backward()`` calls them with the raw
-namespace of the tensors' device (``ember._numpy_ns`` for 'cpu', looked up in ``_device.NAMESPACES``) on
+namespace of the tensors' device (``ember.devices.cpu.namespace`` for 'cpu', looked up in ``_device.NAMESPACES``) on
 raw arrays: NumPy speed, no graph. ``create_graph=True`` and forward-mode AD call the very same rules
 with ``graph_ns`` (ember's own differentiable functions) on Tensors, so every derivative is itself
 differentiable.

@@ -20,7 +20,7 @@ import numpy as np
 
 from .._device import NAMESPACES
 from .._dtype import c_type_name
-from .._numpy_linalg import LinAlgError
+from ..devices.cpu.linalg import LinAlgError
 from .._tensor import Tensor, make
 from ..autograd.graph import node_class
 from ._primitive import PrimNode, apply, batch_rule, batch_safe, defprim, graph_ns
@@ -1950,7 +1950,7 @@ def linalg_cond(A: Tensor, p=None, *, out=None) -> Tensor:
 # ======================================================================================================
 # LU: lu_factor, lu_factor_ex, lu, lu_unpack, lu_solve (and the legacy lu, lu_solve)
 # ======================================================================================================
-# The factorization is the kernel's (LAPACK's getrf pivots, _numpy_linalg.linalg_lu_factor_ex). Outputs
+# The factorization is the kernel's (LAPACK's getrf pivots, devices.cpu.linalg.linalg_lu_factor_ex). Outputs
 # that carry a gradient (the packed LU; L and U) are one primitive each whose rules are PyTorch's
 # (FunctionsManual.cpp: lu_factor_ex_backward/_jvp, linalg_lu_backward/_jvp, linalg_lu_solve_LU/_jvp,
 # lu_unpack_backward); pivots, info and P are integer or constant outputs without history.
@@ -2153,7 +2153,7 @@ def _lu_factor_ex(A, pivot, op):
     check_bool(pivot, op.replace(".", "_"), "pivot")   # argument types first, as PyTorch's binding
     _check_lu_input(A, "linalg.lu_factor" if op != "linalg.lu" else op)
     pivot = _check_pivot(pivot, op.replace(".", "_"))
-    from .._numpy_linalg import linalg_lu_factor_ex as kernel
+    from ..devices.cpu.linalg import linalg_lu_factor_ex as kernel
     _, piv, info = kernel(A._data, pivot)
     return apply(lu_factor_p, (A,), {"pivot": pivot}), make(piv), info
 
@@ -2197,7 +2197,7 @@ def linalg_lu(A: Tensor, *, pivot: bool = True, out=None):
     check_bool(pivot, "linalg_lu", "pivot")
     _check_lu_input(A, "linalg.lu")
     pivot = _check_pivot(pivot, "linalg_lu")
-    from .._numpy_linalg import linalg_lu as kernel
+    from ..devices.cpu.linalg import linalg_lu as kernel
     P = kernel(A._data, pivot)[0]
     p = {"pivot": pivot}
     return LUResult(make(P), apply(lu_L_p, (A,), p), apply(lu_U_p, (A,), p))
@@ -2227,7 +2227,7 @@ def lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True, unpa
         if piv.shape != a.shape[:-2] + (k,) or (piv.size and (piv.min() < 1 or piv.max() > m)):
             raise RuntimeError("pivots passed to lu_unpack must be between 1 and LU.size(-2) inclusive.Did you "
                                "properly pass the result of lu_factor?")
-    from .._numpy_linalg import lu_unpack as kernel
+    from ..devices.cpu.linalg import lu_unpack as kernel
     P = kernel(a, piv, False, unpack_pivots)[0]
     empty = make(np.zeros((0,), a.dtype))
     if not unpack_data:

@@ -1,7 +1,7 @@
 """The op table, torch.nn.functional: activations and the softmax family.
 
 Registered with ``submodule="nn.functional"`` (``ember.nn.functional.<name>``), and as ``ember.<name>`` /
-``Tensor.<name>`` where PyTorch has those too; kernels in ``ember/_numpy_nn_activation.py``. Derivative
+``Tensor.<name>`` where PyTorch has those too; kernels in ``ember/devices/cpu/nn_activation.py``. Derivative
 formulas follow PyTorch's tools/autograd/derivatives.yaml; every rule is written against ``xp`` so that it
 is differentiable again. Node names are PyTorch's for the same call (in-place variants whose PyTorch node
 differs, ``LeakyReluBackward1``..., get theirs).

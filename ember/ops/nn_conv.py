@@ -1,7 +1,7 @@
 """The op table, torch.nn.functional: convolution and pooling.
 
 Registered with ``submodule="nn.functional"`` (``ember.nn.functional.<name>``); kernels in
-``ember/_numpy_nn_conv.py``.
+``ember/devices/cpu/nn_conv.py``.
 
 Convolution is three bilinear primitives, N-d generic, each the others' derivatives:
   * ``convolution``    y = conv(x, w) + b                      (PyTorch's ConvolutionBackward0)
@@ -22,8 +22,8 @@ import warnings
 
 import numpy as np
 
-from .._numpy_nn_conv import _adaptive_bounds, _adaptive_max_indices, _max_pool_indices
-from .._numpy_nn_conv import dim_matrices as _dim_matrices_raw
+from ..devices.cpu.nn_conv import _adaptive_bounds, _adaptive_max_indices, _max_pool_indices
+from ..devices.cpu.nn_conv import dim_matrices as _dim_matrices_raw
 from .._tensor import Tensor, make
 from ..autograd.graph import node_class
 from ._primitive import PrimNode, Unsaved, apply, defprim, save_always
@@ -929,7 +929,7 @@ def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) 
     node = _PAD_NODES["circular" if mode == "circular" else
                       f"{'ReflectionPad' if mode == 'reflect' else 'ReplicationPad'}{k}DBackward0"]
     if input._data.dtype.kind != "f" and mode != "circular":
-        from .._numpy_nn_conv import pad_gather as _raw_gather
+        from ..devices.cpu.nn_conv import pad_gather as _raw_gather
         if input._data.dtype == bool:
             raise RuntimeError(f'"{mode}_pad{k}d" not implemented for \'Bool\'')
         return make(_raw_gather(input._data, idx))
@@ -1391,7 +1391,7 @@ def _interpolate_aa(input, mode, out_size, scales, align_corners):
     """interpolate(antialias=True) for float (N, C, H, W): separable, one weight matrix per dim (linear, so the
     gradient is the transposed matrices), under PyTorch's Aa node names."""
     if input._data.dtype == np.uint8:
-        from .._numpy_nn_conv2 import _uint8_resize_weights
+        from ..devices.cpu.nn_resample import _uint8_resize_weights
         if tuple(input.shape[2:]) == tuple(out_size):
             return make(input._data.copy())
         return make(_uint8_resize_weights(input._data, tuple(
@@ -1412,8 +1412,8 @@ def _interpolate_aa(input, mode, out_size, scales, align_corners):
 
 def _interpolate_uint8(x, mode, out_size, scales, align_corners, dim):
     """uint8 images (no gradient): nearest picks as the float kernels do (indices in float32); bilinear and bicubic
-    are PyTorch's fixed-point separable passes (_numpy_nn_conv2._uint8_resize)."""
-    from .._numpy_nn_conv2 import _uint8_resize
+    are PyTorch's fixed-point separable passes (nn_resample._uint8_resize)."""
+    from ..devices.cpu.nn_resample import _uint8_resize
     if mode in ("bilinear", "bicubic"):
         return _uint8_resize(x, tuple(out_size), scales, bool(align_corners), mode == "bicubic")
     small = dim == 2 and sum(out_size) <= 128   # as interpolate's; uint8 indices are computed in float32
@@ -2045,7 +2045,7 @@ _DIM_WORDS = {2: ("height", "width"), 3: ("time", "height", "width")}
 
 
 def _fractional(d, input, kernel_size, output_size, output_ratio, _random_samples):
-    from .._numpy_nn_conv2 import _fractional_max_indices
+    from ..devices.cpu.nn_resample import _fractional_max_indices
     op = f"fractional_max_pool{d}d"
     if not isinstance(input, Tensor):
         raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")

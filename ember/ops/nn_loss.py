@@ -1,7 +1,7 @@
 """The op table, torch.nn.functional: losses.
 
 Registered with ``submodule="nn.functional"`` (``ember.nn.functional.<name>``); kernels in
-``ember/_numpy_nn_loss.py``. Where PyTorch computes a loss with one fused kernel (``MseLossBackward0``,
+``ember/devices/cpu/nn_loss.py``. Where PyTorch computes a loss with one fused kernel (``MseLossBackward0``,
 ``NllLossBackward0``, ...) it is one primitive here, with the reduction inside it and VJP rules written
 against ``xp`` (so double backward works); where PyTorch composes a loss from other ops in Python or in
 ATen (l1_loss, cross_entropy with class probabilities, gaussian_nll_loss, ...), it is composed from

@@ -52,7 +52,7 @@ def _xhat(xp, x, view, axes, eps, acc):
 
 @graph("norm_xhat")
 def _norm_xhat_graph(x: Tensor, view, axes, eps):
-    """norm_xhat (ember/_numpy_nn_norm.py), differentiable: the same two-step centring, where the first step
+    """norm_xhat (ember/devices/cpu/nn_norm.py), differentiable: the same two-step centring, where the first step
     subtracts a constant (the detached mean), so the derivative is that of (x - mean(x)) * rstd."""
     xg = x if view is None else x.reshape(view)
     from ..autograd.grad_mode import no_grad

@@ -5,7 +5,7 @@ Every differentiable value these ops return is its input picked at indices along
 ``gather_p`` (forward ``xp.gather_along``, VJP ``xp.scatter_along_zeros``, linear JVP), recorded under the
 node name PyTorch gives each op (``SortBackward0``, ``TopkBackward0``, ...). The indices themselves are
 computed on raw arrays, in PyTorch's order: NaN sorts above every number, and where values tie, the index
-PyTorch's C++ algorithm reports (see ``ember/_numpy_sorting.py``), so gradients reach the same elements.
+PyTorch's C++ algorithm reports (see ``ember/devices/cpu/sorting.py``), so gradients reach the same elements.
 
 PyTorch's default ``sort(stable=False)``, ``topk``, ``kthvalue`` and ``mode`` leave tied elements in an order
 that depends on the algorithm; ember reproduces it by running the slices that hold ties through a Python model
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._numpy_sorting import (_binary_search, _has_ties, _mode_row, _quickselect_row, _slices_where,
+from ..devices.cpu.sorting import (_binary_search, _has_ties, _mode_row, _quickselect_row, _slices_where,
                               _sort_row_unstable, _stable_argsort, _topk_row)
 from .._tensor import Tensor, make
 from ..autograd.graph import node_class

@@ -1,4 +1,4 @@
-"""NumPy kernels of the 'linalg' family for the raw 'cpu' namespace (re-exported by ember._numpy_ns).
+"""NumPy kernels of the 'linalg' family for the raw 'cpu' namespace (re-exported by ember.devices.cpu.namespace).
 
 Every name in ``__all__`` has a differentiable twin of the same name in ``graph_ns`` (registered in
 ``ember/ops/linalg.py``), so derivative rules can call ``xp.<name>`` in plain and in graph mode.

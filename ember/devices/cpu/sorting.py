@@ -1,4 +1,4 @@
-"""NumPy kernels of the 'sorting' family for the raw 'cpu' namespace (re-exported by ember._numpy_ns).
+"""NumPy kernels of the 'sorting' family for the raw 'cpu' namespace (re-exported by ember.devices.cpu.namespace).
 
 Two kinds of code live here:
   * ``gather_along`` / ``scatter_along_zeros``: the differentiable pair the sorting primitives are built on

@@ -1,4 +1,4 @@
-"""NumPy kernels of the nn normalisation family (part of the raw namespace ``_numpy_ns``)."""
+"""NumPy kernels of the nn normalisation family (part of the raw namespace ``ember.devices.cpu.namespace``)."""
 from __future__ import annotations
 
 import numpy as np

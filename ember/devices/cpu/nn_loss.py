@@ -1,4 +1,4 @@
-"""NumPy kernels of torch.nn.functional's losses (part of the raw namespace ``_numpy_ns``).
+"""NumPy kernels of torch.nn.functional's losses (part of the raw namespace ``ember.devices.cpu.namespace``).
 
 Each kernel here has a differentiable twin of the same name in ``graph_ns`` (registered in
 ``ember/ops/nn_loss.py``), so derivative rules can call it as ``xp.<name>`` under ``create_graph``.

@@ -1,4 +1,4 @@
-"""NumPy kernels of the convolution / pooling family (part of the raw namespace ``_numpy_ns``).
+"""NumPy kernels of the convolution / pooling family (part of the raw namespace ``ember.devices.cpu.namespace``).
 
 Everything is N-d generic over the spatial dims (1, 2 or 3). A convolution is a GEMM over an im2col copy of
 a strided window view of the padded input, taken a chunk of samples at a time; its input gradient (= the

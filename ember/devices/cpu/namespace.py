@@ -1,9 +1,10 @@
-"""The raw array namespace for device 'cpu': thin NumPy functions that op rules call as ``xp.*``.
+"""The raw array namespace of device 'cpu': thin NumPy functions that op rules call as ``xp.*``.
 
 Plain ``backward()`` runs every derivative rule with this namespace on raw arrays: no Tensors,
 no graph. ``create_graph=True`` runs the very same rules with ember's own namespace
 (``ember.ops.graph_ns``) on Tensors, so gradients come out differentiable. Both namespaces export
 the same names (a test checks it). A CuPy namespace for 'cuda' will mirror this file.
+Each op family keeps its NumPy kernels in a file of its own beside this one; they are part of this namespace.
 """
 from __future__ import annotations
 
@@ -12,8 +13,7 @@ import sys as _sys
 
 import numpy as np
 
-from ._index import view_of as _view_of
-from ._numpy_elementwise import _rounded_once
+from ..index import view_of as _view_of
 
 # NumPy reports floating-point exceptions (overflow, 0/0, log(0), inf/nan cast to an integer) as RuntimeWarnings;
 # PyTorch is silent. ember's entry points (apply and the operator fast paths, the engine, optimizer steps,
@@ -70,10 +70,14 @@ _this = _sys.modules[__name__]  # view_replay hands this namespace to the record
 
 class _Backend:
     """What the op machinery, the engine and Tensor need from the device beyond the rules' functions:
-    moving data in and out of its arrays. Everything outside this module reaches NumPy through here."""
+    moving data in and out of its arrays. Everything outside ember.devices reaches the array library through here."""
 
     device_type = "cpu"
     array_types = (np.ndarray,)
+    # the types of raw arrays this device's kernels return: NumPy scalars count (raw gradients of 0-d tensors
+    # can come back as np.float32 and kin)
+    scalar_types = (np.ndarray, np.float16, np.float32, np.float64, np.int8, np.int16, np.int32, np.int64, np.uint8,
+                    np.bool_)
     forward_errors = (ValueError, IndexError, TypeError, np.exceptions.AxisError)
 
     asarray = staticmethod(np.asarray)
@@ -120,10 +124,6 @@ class _Backend:
 
 backend = _Backend()
 
-exp = _rounded_once(np.exp)   # exp(100)'s overflow in the float32 cast: silenced by the filter above
-sin = _rounded_once(np.sin)
-cos = _rounded_once(np.cos)
-tanh = _rounded_once(np.tanh)
 abs = np.abs
 maximum = np.maximum
 minimum = np.minimum
@@ -132,7 +132,6 @@ zeros_like = np.zeros_like
 ones_like = np.ones_like
 
 
-log = _rounded_once(np.log, quiet=True)
 
 
 def sqrt(x):
@@ -189,16 +188,6 @@ def sign(x):
     if r.dtype.kind == "f":
         r = np.where(r != r, r.dtype.type(0), r)   # PyTorch: sign(nan) is 0
     return r
-
-
-def sigmoid(x):
-    # PyTorch's form: exact in the negative tail (exp(-x) keeps its relative precision) until
-    # exp(-x) overflows to inf, where the result is 0 as in PyTorch. float16 computes in float32.
-    if x.dtype == np.float16:
-        return sigmoid(x.astype(np.float32)).astype(np.float16)
-    # exp correctly rounded, then float32 arithmetic: PyTorch's 1 / (1 + std::exp(-x)) (glibc's expf)
-    with np.errstate(over="ignore"):
-        return 1 / (1 + exp(np.negative(x)))
 
 
 def relu(x):
@@ -361,10 +350,10 @@ def stack(xs, dim):
 
 
 # Each op family keeps its own NumPy kernels in its own file; they are part of this namespace.
-from ._numpy_elementwise import *  # noqa: E402,F401,F403
-from ._numpy_reduction import *  # noqa: E402,F401,F403
-from ._numpy_shape import *  # noqa: E402,F401,F403
-from ._numpy_indexing import *  # noqa: E402,F401,F403
-from ._numpy_linalg import *  # noqa: E402,F401,F403
-from ._numpy_sorting import *  # noqa: E402,F401,F403
-from ._numpy_nn import *  # noqa: E402,F401,F403
+from .elementwise import *  # noqa: E402,F401,F403
+from .reduction import *  # noqa: E402,F401,F403
+from .shape import *  # noqa: E402,F401,F403
+from .indexing import *  # noqa: E402,F401,F403
+from .linalg import *  # noqa: E402,F401,F403
+from .sorting import *  # noqa: E402,F401,F403
+from .nn import *  # noqa: E402,F401,F403

@@ -1,4 +1,4 @@
-"""NumPy kernels of the 'reduction' family for the raw 'cpu' namespace (re-exported by ember._numpy_ns).
+"""NumPy kernels of the 'reduction' family for the raw 'cpu' namespace (re-exported by ember.devices.cpu.namespace).
 
 Every name in ``__all__`` is also in ``graph_ns`` (registered in ``ember/ops/reduction.py``), so the
 derivative rules that call it run in both namespaces. Helpers starting with ``_`` are used by the public

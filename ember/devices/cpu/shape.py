@@ -1,4 +1,4 @@
-"""NumPy kernels of the 'shape' family for the raw 'cpu' namespace (re-exported by ember._numpy_ns).
+"""NumPy kernels of the 'shape' family for the raw 'cpu' namespace (re-exported by ember.devices.cpu.namespace).
 
 Kernels that view (``slice_dim``, ``select_dim``, ``diagonal``, ``unfold``) return writeable NumPy views of
 their input, so that a view op's forward shares memory and can be replayed on its base; the others

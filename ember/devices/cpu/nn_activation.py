@@ -9,11 +9,11 @@ import math
 
 import numpy as np
 
-from ._numpy_elementwise import _c_or_rounded, _rounded_once, erf as _erf, zero_where
+from .elementwise import _c_or_rounded, _rounded_once, erf as _erf, sigmoid as _sig, zero_where
 
 # exp, expm1, log1p and tanh of float32 as PyTorch's activation kernels compute them: the C library's expf ... on
 # short tensors (its scalar path), correctly rounded otherwise (its SLEEF and MKL kernels nearly are; NumPy's
-# float32 ones are an ulp off in 5-40% of inputs): see _numpy_elementwise._c_or_rounded
+# float32 ones are an ulp off in 5-40% of inputs): see elementwise._c_or_rounded
 _exp = _c_or_rounded(np.exp, "expf")
 _expm1 = _c_or_rounded(np.expm1, "expm1f")
 _log1p = _c_or_rounded(np.log1p, "log1pf")
@@ -218,11 +218,6 @@ def prelu_backward_weight(g, x, w):
 
 
 # ----- first derivatives of elu, softplus, logsigmoid: g * f'(x) (their own nodes under create_graph) ------------
-
-def _sig(x):
-    from ._numpy_ns import sigmoid   # the namespace's (float16 computes in float32); imported late: no cycle
-    return sigmoid(x)
-
 
 def elu_backward(g, x, alpha, scale, input_scale):
     # the exponent masked so that exp never overflows on the positive side (0 * inf = nan there)

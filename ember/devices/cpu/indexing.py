@@ -1,4 +1,4 @@
-"""NumPy kernels of the 'indexing' family for the raw 'cpu' namespace (re-exported by ember._numpy_ns).
+"""NumPy kernels of the 'indexing' family for the raw 'cpu' namespace (re-exported by ember.devices.cpu.namespace).
 
 Indices here are NumPy indices (tuples of ints, slices, arrays, or a ``SplitIndex``) built and checked by
 ``ember/_index.py`` and ``ember/ops/indexing.py``: the kernels never see a PyTorch index or a bad one.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._index import view_of as _view_of
+from ..index import view_of as _view_of
 
 __all__: list = ["index_put_add", "scatter_reduce", "nonzero_tuple", "mask_count", "in_range"]
 

@@ -1,4 +1,4 @@
-"""NumPy kernels of the convolution / pooling family's later additions (part of the raw namespace ``_numpy_ns``):
+"""NumPy kernels of the convolution / pooling family's later additions (part of the raw namespace ``ember.devices.cpu.namespace``):
 fractional max pooling's windows, the resampling pair whose backward is not the forward's transpose (nearest and
 antialiased interpolation), and PyTorch's uint8 image resizing.
 
@@ -73,7 +73,7 @@ def _fractional_max_indices(x, kernel, out_size, samples, order):
 def resample(x, mats, bmats, node):
     """Resampling forward: ``mats`` (one (L, S) matrix per spatial dim) applied to ``x``; ``node`` names the op
     (nearest or antialiased interpolation, see ember/ops/nn_conv.py)."""
-    from ._numpy_nn_conv import dim_matrices
+    from .nn_conv import dim_matrices
     return dim_matrices(x, mats)
 
 
@@ -81,7 +81,7 @@ def resample_backward(g, mats, bmats, node):
     """Its backward: the transposes of ``bmats``, PyTorch's backward weights (for nearest: its backward index
     mapping, which copies a dim of the same size and halves the index of one of twice the size whatever
     scale_factor the forward used; antialiasing: the weights even where the forward copied a dim)."""
-    from ._numpy_nn_conv import dim_matrices
+    from .nn_conv import dim_matrices
     return dim_matrices(g, tuple(b.T for b in bmats))
 
 

@@ -1,4 +1,4 @@
-"""NumPy kernels of the 'elementwise' family for the raw 'cpu' namespace (re-exported by ember._numpy_ns).
+"""NumPy kernels of the 'elementwise' family for the raw 'cpu' namespace (re-exported by ember.devices.cpu.namespace).
 
 Every name here is also in ``graph_ns`` (the public op registered with ``graph=True``), so derivative
 rules may call it as ``xp.<name>`` in both namespaces. The special functions follow the algorithms of
@@ -19,7 +19,7 @@ __all__ = ["tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "asinh", "aco
            # not differentiable: the comparisons, logic and predicates the public functions reach through xp
            "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor", "logical_not",
            "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "isposinf", "isneginf", "isreal", "signbit",
-           "isclose"]
+           "isclose", "exp", "sin", "cos", "tanh", "log", "sigmoid"]
 
 _PI = math.pi
 
@@ -799,3 +799,20 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
         if a.dtype.kind in "iub":
             a, b = a.astype(np.float64), b.astype(np.float64)
         return np.isclose(a, b, rtol=rtol, atol=atol, equal_nan=bool(equal_nan))
+
+
+exp = _rounded_once(np.exp)   # exp(100)'s overflow in the float32 cast: silent under fp_quiet
+sin = _rounded_once(np.sin)
+cos = _rounded_once(np.cos)
+tanh = _rounded_once(np.tanh)
+log = _rounded_once(np.log, quiet=True)
+
+
+def sigmoid(x):
+    # PyTorch's form: exact in the negative tail (exp(-x) keeps its relative precision) until
+    # exp(-x) overflows to inf, where the result is 0 as in PyTorch. float16 computes in float32.
+    if x.dtype == np.float16:
+        return sigmoid(x.astype(np.float32)).astype(np.float16)
+    # exp correctly rounded, then float32 arithmetic: PyTorch's 1 / (1 + std::exp(-x)) (glibc's expf)
+    with np.errstate(over="ignore"):
+        return 1 / (1 + exp(np.negative(x)))
