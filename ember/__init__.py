@@ -26,13 +26,51 @@ from ._settings import (are_deterministic_algorithms_enabled, get_float32_matmul
                         get_num_interop_threads, get_num_threads, is_deterministic_algorithms_warn_only_enabled,
                         set_float32_matmul_precision, set_num_interop_threads, set_num_threads,
                         use_deterministic_algorithms)
-from ._creation import (BoolTensor, DoubleTensor, FloatTensor, HalfTensor, IntTensor, LongTensor,
-                        arange, as_tensor, empty, empty_like, eye, from_numpy, full, full_like,
-                        linspace, ones, ones_like, tensor, zeros, zeros_like, logspace, tril_indices,
-                        triu_indices, asarray, frombuffer)
-from ._random import (Generator, bernoulli, default_generator, get_rng_state, initial_seed, manual_seed,
-                      multinomial, normal, rand, rand_like, randint, randint_like, randn, randn_like, random,
-                      randperm, seed, set_rng_state)
+from .ops.creation import (
+    BoolTensor,
+    DoubleTensor,
+    FloatTensor,
+    HalfTensor,
+    IntTensor,
+    LongTensor,
+    arange,
+    as_tensor,
+    empty,
+    empty_like,
+    eye,
+    from_numpy,
+    full,
+    full_like,
+    linspace,
+    ones,
+    ones_like,
+    tensor,
+    zeros,
+    zeros_like,
+    logspace,
+    tril_indices,
+    triu_indices,
+    asarray,
+    frombuffer)
+from .ops.random import (
+    Generator,
+    bernoulli,
+    default_generator,
+    get_rng_state,
+    initial_seed,
+    manual_seed,
+    multinomial,
+    normal,
+    rand,
+    rand_like,
+    randint,
+    randint_like,
+    randn,
+    randn_like,
+    random,
+    randperm,
+    seed,
+    set_rng_state)
 from .ops import EXPORTS as _EXPORTS
 
 # Every op is registered once, in its family file (ember/ops); its public names come from there.
@@ -64,4 +102,4 @@ from . import utils  # noqa: E402  (torch.utils.checkpoint; built on autograd)
 from .serialization import load, save  # noqa: E402  (PyTorch's checkpoint format; zipfile/pickle load lazily)
 from ._safetensors import load_safetensors, save_safetensors  # noqa: E402  (the safetensors package, lazily)
 from . import func  # noqa: E402,F401  (torch.func.functional_call; a small module)
-from ._foreach import *  # noqa: E402,F401,F403  (torch._foreach_*: loops over the per-tensor ops)
+from .ops.foreach import *  # noqa: E402,F401,F403  (torch._foreach_*: loops over the per-tensor ops)

@@ -21,7 +21,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(__file__))
 import ember  # noqa: E402
 from ember.autograd import engine  # noqa: E402
-from ember.ops._primitive import PRIMITIVES, PrimNode  # noqa: E402
+from ember.autograd._primitive import PRIMITIVES, PrimNode  # noqa: E402
 from op_db import OP_DB  # noqa: E402
 
 SLOW = os.environ.get("EMBER_SLOW") == "1"

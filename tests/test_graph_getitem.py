@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import ember
-from ember.ops._primitive import graph_ns
+from ember.autograd._primitive import graph_ns
 
 T = ember.tensor
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import ember
-from ember.ops._primitive import Unsaved, apply, defprim, _reads, _rule_reads
+from ember.autograd._primitive import Unsaved, apply, defprim, _reads, _rule_reads
 from ember.ops._registry import EXPORTS, METHODS, SUBMODULES
 
 

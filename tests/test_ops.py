@@ -31,7 +31,7 @@ from hypothesis.extra.numpy import array_shapes, mutually_broadcastable_shapes  
 
 sys.path.insert(0, os.path.dirname(__file__))
 import ember  # noqa: E402
-from ember.ops._primitive import fwd_state  # noqa: E402
+from ember.autograd._primitive import fwd_state  # noqa: E402
 from op_db import FLOAT, HYP_BINARY, HYP_UNARY, OP_DB, OPS, draw, to_dtype  # noqa: E402
 
 if torch is not None:
@@ -334,7 +334,7 @@ def test_backward_hygiene(op, sample):
         for kind, j, a in arrays:
             assert not np.shares_memory(npy(g), a), f"the gradient of input {i} shares memory with {kind} {j}"
         arrays.append(("the gradient of input", i, npy(g)))
-    from ember.ops._primitive import PrimNode
+    from ember.autograd._primitive import PrimNode
     from ember.autograd.graph import FREED
     for n in nodes:
         if isinstance(n, PrimNode):

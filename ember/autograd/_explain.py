@@ -14,7 +14,7 @@ import numpy as np
 
 from .._origin import created_at, site
 from .._tensor import Tensor
-from ..ops._primitive import Unsaved
+from ._primitive import Unsaved
 
 __all__ = ["explain", "Explanation"]
 

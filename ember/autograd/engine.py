@@ -15,7 +15,7 @@ from .._device import backend_of
 from .._origin import warn_once
 from .._tensor import Tensor, make
 from . import grad_mode as _gm
-from ..ops._views import edge_of
+from ._views import edge_of
 from .anomaly_mode import _anomaly, run_node_checked
 from .graph import ACCUMULATE_LOCK, GraphTask, _task_ids, _tls, check_hook_value, check_hook_values
 
@@ -335,7 +335,7 @@ def _stack_rows(rows, create_graph):
     if like is None:
         return None
     if create_graph:
-        from ..ops._primitive import graph_ns
+        from ._primitive import graph_ns
         return graph_ns.stack([r if r is not None else graph_ns.zeros_like(like) for r in rows], 0)
     from .._device import NAMESPACES
     xp = NAMESPACES[type(like)]

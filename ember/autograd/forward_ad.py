@@ -10,7 +10,7 @@ from collections import namedtuple
 
 from .._state import fwd_state, track_tangent
 from .._tensor import Tensor
-from ..ops._views import refresh_tangent
+from ._views import refresh_tangent
 from . import grad_mode as _gm
 
 UnpackedDualTensor = namedtuple("UnpackedDualTensor", ["primal", "tangent"])

@@ -18,8 +18,8 @@ from .._origin import warn_user
 from .._state import fwd_state, track_tangent
 from .._tensor import Tensor, make
 from . import grad_mode as _gm
-from ..ops._primitive import INFERENCE_SAVE_MESSAGE
-from ..ops._views import _rebase_view, check_inplace, edge_of
+from ._primitive import INFERENCE_SAVE_MESSAGE
+from ._views import _rebase_view, check_inplace, edge_of
 from .anomaly_mode import record_stack
 from .graph import (FREED, FREED_MESSAGE, HOOKS_ON, NODE_OBSERVERS, Node, SavedTensor, current_hooks,
                     modified_message, node_class, pack_saved, set_saved_tangent)
@@ -343,7 +343,7 @@ def _wrap_outputs(ctx, args: tuple, outs: tuple, executable: bool) -> list:
             if executable and differentiable:
                 o.grad_fn, o._output_nr = ctx, i
                 # PyTorch's CreationMeta::IN_CUSTOM_FUNCTION: an in-place op on it while recording is refused
-                # (ember/ops/_views.check_inplace reads this mark)
+                # (ember/autograd/_views.check_inplace reads this mark)
                 o._custom_fn_view = (type(ctx)._forward_cls.__name__, i)
         elif executable and differentiable:
             o.grad_fn, o._output_nr, o._requires_grad = ctx, i, True
@@ -398,7 +398,7 @@ def _detach_output_attrs(ctx, own: set) -> None:
 
 def _forward_tangents(ctx, cls, args: tuple, wrapped: list) -> None:
     """Forward mode: the Function's ``jvp`` maps the inputs' tangents to the outputs' tangents."""
-    from .._creation import zeros_like
+    from ..ops.creation import zeros_like
     level, fwd_state.level = fwd_state.level, 0   # tangent arithmetic carries no tangents itself
     try:
         tin = []

@@ -6,7 +6,7 @@ import math
 import warnings
 from collections.abc import Callable
 
-from .. import _creation
+from ..ops import creation as _creation
 from .._tensor import Tensor
 from ..autograd.grad_mode import no_grad
 

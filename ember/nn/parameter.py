@@ -1,7 +1,7 @@
 """nn.Parameter (a leaf tensor that requires grad by default) and nn.Buffer (a tensor marked as module state)."""
 from __future__ import annotations
 
-from .._creation import empty
+from ..ops.creation import empty
 from .._tensor import Tensor, _init, _new
 
 

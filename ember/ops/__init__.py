@@ -7,7 +7,7 @@ derivative rules run on. ``ember/__init__.py`` exports ``EXPORTS``.
 from __future__ import annotations
 
 from ..devices.cpu import namespace as _cpu_ns
-from .._creation import ones_like, zeros_like
+from .creation import ones_like, zeros_like
 from .._tensor import Tensor
 from . import elementwise as E
 from . import indexing as I
@@ -19,9 +19,9 @@ from . import nn_activation as NA
 from . import nn_conv as NC
 from . import nn_loss as NL
 from . import nn_norm as NN
-from . import _primitive
-from ._primitive import Primitive, apply, graph_ns
-from . import _views
+from ..autograd import _primitive
+from ..autograd._primitive import Primitive, apply, graph_ns
+from ..autograd import _views
 from ._registry import EXPORTS, GRAPH, METHODS, graph
 
 graph("zeros_like", zeros_like)

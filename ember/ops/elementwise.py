@@ -15,11 +15,20 @@ from .. import _dtype as D
 from .._device import NAMESPACES, backend_of
 from .._tensor import Tensor, make
 from ..autograd.graph import node_class
-from ._primitive import (_EMPTY, KEEP_DTYPE, PrimNode, apply, batch_safe, broadcast_error, defprim, fast_operator,
-                         fast_unary, save_always)
+from ..autograd._primitive import (
+    _EMPTY,
+    KEEP_DTYPE,
+    PrimNode,
+    apply,
+    batch_safe,
+    broadcast_error,
+    defprim,
+    fast_operator,
+    fast_unary,
+    save_always)
 from ._registry import graph, method, register
-from ._util import check_tensor, compute_dtype, promote, scalar_or_tensor
-from ._views import apply_inplace
+from .._util import check_tensor, compute_dtype, promote, scalar_or_tensor
+from ..autograd._views import apply_inplace
 
 _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
@@ -1318,7 +1327,7 @@ def _compare(name, aliases=()):
 
 def _write_inplace(self: Tensor, r: Tensor, op: str) -> None:
     """Write a non-differentiable result into ``self`` (its history ends: PyTorch's zero gradient)."""
-    from ._views import check_inplace
+    from ..autograd._views import check_inplace
     check_inplace(self, self._requires_grad)
     if r._data.shape != self._data.shape:
         raise RuntimeError(f"output with shape {list(self._data.shape)} doesn't match the broadcast shape "

@@ -19,13 +19,13 @@ import numpy as np
 
 from .. import _dtype as D
 from .._device import NAMESPACES, fp_quiet, fp_restore
-from .._index import Index, SplitIndex, check_value_shape, convert, raw_index, view_of as _view_of
+from ._index import Index, SplitIndex, check_value_shape, convert, raw_index, view_of as _view_of
 from .._tensor import Tensor, make, wrap_dim
 from ..autograd.graph import node_class
-from ._primitive import PrimNode, _state, apply, batch_safe, broadcast_error, defprim, fwd_state
+from ..autograd._primitive import PrimNode, _state, apply, batch_safe, broadcast_error, defprim, fwd_state
 from ._registry import graph, register
-from ._util import check_bool, check_tensor, scalar_or_tensor
-from ._views import apply_inplace, check_inplace
+from .._util import check_bool, check_tensor, scalar_or_tensor
+from ..autograd._views import apply_inplace, check_inplace
 
 _FULL = slice(None)
 

@@ -23,10 +23,10 @@ from .._dtype import c_type_name
 from ..devices.cpu.linalg import LinAlgError
 from .._tensor import Tensor, make
 from ..autograd.graph import node_class
-from ._primitive import PrimNode, apply, batch_rule, batch_safe, defprim, graph_ns
+from ..autograd._primitive import PrimNode, apply, batch_rule, batch_safe, defprim, graph_ns
 from ._registry import SUBMODULES, graph, method, register
-from ._util import check_bool, check_tensor, dtype_word, no_out, return_type
-from ._views import apply_inplace
+from .._util import check_bool, check_tensor, dtype_word, no_out, return_type
+from ..autograd._views import apply_inplace
 
 register(LinAlgError, name="LinAlgError", module=False, submodule="linalg")
 

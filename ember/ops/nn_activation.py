@@ -18,10 +18,10 @@ from .._device import NAMESPACES
 from .._tensor import Tensor, make, wrap_dim
 from ..autograd.graph import node_class
 from . import elementwise as E
-from ._primitive import PrimNode, apply, batch_safe, defprim, graph_ns, save_always
+from ..autograd._primitive import PrimNode, apply, batch_safe, defprim, graph_ns, save_always
 from ._registry import EXPORTS, graph, register
-from ._util import check_tensor
-from ._views import apply_inplace
+from .._util import check_tensor
+from ..autograd._views import apply_inplace
 
 _F = "nn.functional"
 _SELU_ALPHA = 1.6732632423543772848170429916717
@@ -872,7 +872,7 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, trainin
     _float_input(input, "rrelu", "rrelu_with_noise_cpu")
     if training and input.dtype == D.float16:
         raise _not_implemented("rrelu_with_noise_out_cpu", input)
-    from .._creation import empty, zeros_like
+    from .creation import empty, zeros_like
     from ..autograd.grad_mode import no_grad
     with no_grad():
         noise = zeros_like(input)
@@ -1283,7 +1283,7 @@ def _check_p(p, exc=ValueError) -> float:
 
 
 def _dropout_impl(input: Tensor, p: float, train, feature: bool, alpha: bool, inplace: bool) -> Tensor:
-    from .._creation import empty_like, zeros
+    from .creation import empty_like, zeros
     from ..autograd.grad_mode import no_grad
     check_tensor(input, "dropout")
     if p == 0 or not train or input._data.size == 0:
@@ -1419,7 +1419,7 @@ for _a, _f, _n in ((False, False, "dropout"), (True, False, "alpha_dropout"), (F
 def gumbel_softmax(logits: Tensor, tau: float = 1, hard: bool = False, eps: float = 1e-10, dim: int = -1) -> Tensor:
     """softmax((logits + g) / tau) with g ~ Gumbel(0, 1) drawn as PyTorch draws it (-log of exponential_()), so the
     same seed gives PyTorch's sample; ``hard``: the one-hot argmax with the soft sample's gradient."""
-    from .._creation import empty_like, zeros_like
+    from .creation import empty_like, zeros_like
     check_tensor(logits, "gumbel_softmax", "logits")
     if eps != 1e-10:
         warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)

@@ -26,9 +26,9 @@ from ..devices.cpu.nn_conv import _adaptive_bounds, _adaptive_max_indices, _max_
 from ..devices.cpu.nn_conv import dim_matrices as _dim_matrices_raw
 from .._tensor import Tensor, make
 from ..autograd.graph import node_class
-from ._primitive import PrimNode, Unsaved, apply, defprim, save_always
+from ..autograd._primitive import PrimNode, Unsaved, apply, defprim, save_always
 from ._registry import graph, register
-from ._util import check_tensor
+from .._util import check_tensor
 
 _NN = "nn.functional"
 _BB = node_class("ConvolutionBackwardBackward0", PrimNode)
@@ -2064,7 +2064,7 @@ def _fractional(d, input, kernel_size, output_size, output_ratio, _random_sample
                          f"but got {-(d + 1)})")
     samples = _random_samples
     if samples is None:
-        from .._random import rand
+        from .random import rand
         samples = rand(1 if input.ndim == d + 1 else input.shape[0], input.shape[-d - 1], d, dtype=input.dtype)
     check_tensor(samples, op, "random_samples", 4)
     three = "" if d == 2 else " three"

@@ -20,9 +20,9 @@ from .._origin import internal
 from .._tensor import Tensor, make, wrap_dim
 from ..autograd import grad_mode as _gm
 from ..autograd.graph import node_class
-from ._primitive import PrimNode, apply, broadcast_error, defprim, graph_ns
+from ..autograd._primitive import PrimNode, apply, broadcast_error, defprim, graph_ns
 from ._registry import graph, register
-from ._util import check_tensor, promote
+from .._util import check_tensor, promote
 from .elementwise import add_scalar_p, div_scalar_p, mul_scalar_p
 from .nn_activation import log_sigmoid_p, log_softmax_p
 
@@ -747,7 +747,7 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var, full: bool = False, ep
                       reduction: str = "mean") -> Tensor:
     """Gaussian negative log likelihood 0.5 (log var + (input - target)^2 / var), var clamped at ``eps``
     (without gradient through the clamp, as PyTorch); var may omit the last dim or have one of size 1."""
-    from .._creation import ones_like
+    from .creation import ones_like
     from ..autograd.grad_mode import no_grad
     check_tensor(input, "gaussian_nll_loss", "input", 1)
     if isinstance(var, float):
@@ -884,7 +884,7 @@ def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: 
 def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0, size_average: bool | None = None,
                          reduce: bool | None = None, reduction: str = "mean") -> Tensor:
     """input where target is 1, max(0, margin - input) where target is -1, reduced."""
-    from .._creation import zeros_like
+    from .creation import zeros_like
     from .elementwise import where
     check_tensor(input, "hinge_embedding_loss", "input", 1)
     check_tensor(target, "hinge_embedding_loss", "target", 2)
@@ -893,7 +893,7 @@ def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0, siz
     if input._data.dtype.kind in "iub":
         # PyTorch's C++ `margin - self` is empty_like(self).fill_(margin).sub_(self): the input's dtype (so
         # an integral loss, whose mean then raises; bool refuses the subtraction)
-        from .._creation import full_like
+        from .creation import full_like
         margin_clamp = (full_like(input, margin) - input).clamp_min(0)
     else:
         margin_clamp = (margin - input).clamp_min(0)
@@ -907,7 +907,7 @@ def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin
                           size_average: bool | None = None, reduce: bool | None = None,
                           reduction: str = "mean") -> Tensor:
     """1 - cos(x1, x2) where target is 1, max(0, cos(x1, x2) - margin) where target is -1, reduced."""
-    from .._creation import zeros_like
+    from .creation import zeros_like
     from .elementwise import where
     for i, (x, nm) in enumerate(((input1, "input1"), (input2, "input2"), (target, "target"))):
         check_tensor(x, "cosine_embedding_loss", nm, i + 1)
@@ -1167,7 +1167,7 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths, 
              reduction: str = "mean", zero_infinity: bool = False) -> Tensor:
     """The Connectionist Temporal Classification loss of log_probs (T, N, C) (or (T, C)) against targets
     (N, S) padded or concatenated 1-D, summed over all alignments (alpha/beta recursions in log space)."""
-    from .._creation import tensor as _tensor, zeros
+    from .creation import tensor as _tensor, zeros
     from .elementwise import where
     check_tensor(log_probs, "ctc_loss", "log_probs", 1)
     check_tensor(targets, "ctc_loss", "targets", 2)

@@ -23,9 +23,9 @@ from .. import _dtype as D
 from .._device import NAMESPACES, quietly
 from .._state import _state as _gm_state
 from .._tensor import Tensor
-from ._primitive import apply, defprim, save_always
+from ..autograd._primitive import apply, defprim, save_always
 from ._registry import graph, register
-from ._util import check_tensor
+from .._util import check_tensor
 from .elementwise import add_scalar_p, rsqrt
 from .nn_activation import softmax_p
 from .shape import cat
@@ -568,7 +568,7 @@ def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: flo
 # ----- distances: cosine_similarity, pairwise_distance, pdist ------------------------------------------------
 
 def _common_float(x1: Tensor, x2: Tensor):
-    from ._util import promote
+    from .._util import promote
     d = promote(x1, x2)
     if not d.is_floating_point:
         raise RuntimeError(f"expected common dtype to be floating point, yet common dtype is {D.type_word(d.np)}")
@@ -613,7 +613,7 @@ def _norm_backward1():
     global _NORM1
     if _NORM1 is None:
         from ..autograd.graph import node_class
-        from ._primitive import PrimNode
+        from ..autograd._primitive import PrimNode
         _NORM1 = node_class("NormBackward1", PrimNode)
     return _NORM1
 
@@ -717,7 +717,7 @@ safe_softmax_p = defprim("_safe_softmax", "SafeSoftmaxBackward0", _safe_softmax_
 
 def _dropout_weights(attn: Tensor, p: float) -> Tensor:
     """PyTorch's CPU dropout: noise = bernoulli_(1 - p) / (1 - p) drawn from the generator, then input * noise."""
-    from .._creation import empty_like, zeros_like
+    from .creation import empty_like, zeros_like
     if p == 1.0:
         return attn * zeros_like(attn)
     noise = empty_like(attn).bernoulli_(1.0 - p)

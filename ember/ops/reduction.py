@@ -19,10 +19,9 @@ from .. import _dtype as D
 from .._device import NAMESPACES
 from .._tensor import Tensor, make, wrap_dim
 from ..autograd.graph import node_class
-from ._primitive import PrimNode, apply, batch_rule, batch_safe, defprim
+from ..autograd._primitive import PrimNode, apply, batch_rule, batch_safe, defprim
 from ._registry import SUBMODULES, graph, register
-from ._util import (check_bool, check_tensor, dtype_word, normalize_dims, reduced_shape, return_type,
-                    scalar_or_tensor)
+from .._util import check_bool, check_tensor, dtype_word, normalize_dims, reduced_shape, return_type, scalar_or_tensor
 
 _INF = math.inf
 
@@ -826,7 +825,7 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode=None) -> Tensor:
     try:
         np.broadcast_shapes(b1, b2)
     except ValueError:
-        from ._primitive import broadcast_error
+        from ..autograd._primitive import broadcast_error
         raise broadcast_error((b1, b2)) from None
     p = float(p)
     return apply(cdist_p, (x1, x2), {"p": int(p) if p < _INF and p == int(p) else p})
@@ -1021,7 +1020,7 @@ def cumprod(input: Tensor, dim: int, *, dtype=None) -> Tensor:
 
 def _cum_inplace(prim, op):
     def fn(self: Tensor, dim: int, *, dtype=None) -> Tensor:
-        from ._views import apply_inplace
+        from ..autograd._views import apply_inplace
         check_tensor(self, op)
         d = _int_dim(self, dim, op)
         if _check_dtype(dtype, op) is not None and dtype is not self.dtype:

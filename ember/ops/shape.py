@@ -13,7 +13,7 @@ import warnings
 
 import numpy as np
 
-from .. import _creation as C
+from . import creation as C
 from .. import _dtype as D
 from .._device import NAMESPACES, check_device
 from .._device import device as _device_type
@@ -21,10 +21,10 @@ from .._state import track_tangent
 from .._tensor import Size, Tensor, _new, make, wrap_dim
 from ..autograd import grad_mode as _gm
 from ..autograd.graph import NODE_OBSERVERS, Node, _seq, node_class
-from ._primitive import PrimNode, apply, batch_rule, batch_safe, defprim, graph_ns, install_saved_attrs
+from ..autograd._primitive import PrimNode, apply, batch_rule, batch_safe, defprim, graph_ns, install_saved_attrs
 from ._registry import graph, method, register
-from ._views import apply_inplace, check_inplace
-from ._util import check_bool, check_tensor, no_out
+from ..autograd._views import apply_inplace, check_inplace
+from .._util import check_bool, check_tensor, no_out
 
 # ----- primitives --------------------------------------------------------------------------------
 
@@ -202,7 +202,7 @@ def _multi_view(input: Tensor, prim, params: list, node_name: str, dim: int, bou
         for i, p in enumerate(pieces):
             p.grad_fn, p._output_nr = node, i
             # PyTorch refuses in-place ops on these views while recording ("Output 0 of Split is a view and is
-            # being modified inplace..."); ember/ops/_views.check_inplace reads this mark.
+            # being modified inplace..."); ember/autograd/_views.check_inplace reads this mark.
             p._multi_view_op = op
         for observe in NODE_OBSERVERS:   # ember.viz.record(): the node's outputs
             observe(node, pieces)

@@ -22,9 +22,9 @@ from ..devices.cpu.sorting import (_binary_search, _has_ties, _mode_row, _quicks
                               _sort_row_unstable, _stable_argsort, _topk_row)
 from .._tensor import Tensor, make
 from ..autograd.graph import node_class
-from ._primitive import PrimNode, apply, defprim
+from ..autograd._primitive import PrimNode, apply, defprim
 from ._registry import graph, register
-from ._util import check_bool, check_tensor, dtype_word, normalize_dims, return_type
+from .._util import check_bool, check_tensor, dtype_word, normalize_dims, return_type
 
 EXACT_TIES_LIMIT = 1 << 16   # elements with ties per call ordered by the model of PyTorch's C++ algorithm
 

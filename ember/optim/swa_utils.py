@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from copy import deepcopy
 from typing import Any
 
-from .. import _creation
+from ..ops import creation as _creation
 from .. import _dtype as D
 from .._tensor import Tensor
 from ..autograd import grad_mode as _gm

@@ -20,7 +20,7 @@ import warnings
 import weakref
 from typing import Any, Callable, Iterable
 
-from .. import _random
+from ..ops import random as _random
 from .._tensor import Tensor
 from ..autograd import grad_mode as _gm
 from ..autograd import graph as _graph

@@ -1,7 +1,7 @@
 """NumPy kernels of the 'indexing' family for the raw 'cpu' namespace (re-exported by ember.devices.cpu.namespace).
 
 Indices here are NumPy indices (tuples of ints, slices, arrays, or a ``SplitIndex``) built and checked by
-``ember/_index.py`` and ``ember/ops/indexing.py``: the kernels never see a PyTorch index or a bad one.
+``ember/ops/_index.py`` and ``ember/ops/indexing.py``: the kernels never see a PyTorch index or a bad one.
 Each name is also in ``graph_ns`` (registered in ``ember/ops/indexing.py``).
 """
 from __future__ import annotations

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import warnings
 
-from ... import _creation
+from ...ops import creation as _creation
 from ... import _dtype as D
 from ..._tensor import Tensor
 from .. import functional as F

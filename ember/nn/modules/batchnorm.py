@@ -1,7 +1,7 @@
 """BatchNorm1d/2d/3d: batch statistics in training, running statistics (buffers) in eval."""
 from __future__ import annotations
 
-from ... import _creation
+from ...ops import creation as _creation
 from ... import _dtype as D
 from ..._tensor import Tensor
 from .. import functional as F

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 
-from ... import _creation
+from ...ops import creation as _creation
 from ..._tensor import Tensor
 from ...autograd.grad_mode import no_grad
 from .. import functional as F

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ... import _creation
+from ...ops import creation as _creation
 from ..._tensor import Tensor
 from ...autograd import grad_mode as _gm
 from ..parameter import Parameter

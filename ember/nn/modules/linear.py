@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ... import _creation
+from ...ops import creation as _creation
 from ..._tensor import Tensor
 from .. import functional as F
 from .. import init

@@ -8,7 +8,7 @@ from collections import OrderedDict, namedtuple
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from ... import _creation
+from ...ops import creation as _creation
 from ... import _dtype as D
 from ..._hooks import RemovableHandle
 from ..._tensor import Tensor

@@ -13,7 +13,7 @@ import numbers
 import warnings
 from typing import Any
 
-from ... import _creation
+from ...ops import creation as _creation
 from ..._tensor import Tensor
 from .. import functional as F
 from .. import init

@@ -1,7 +1,7 @@
 """Embedding and EmbeddingBag (lookup tables), initialised N(0, 1) with the padding row zeroed."""
 from __future__ import annotations
 
-from ... import _creation
+from ...ops import creation as _creation
 from ..._tensor import Tensor
 from ...autograd.grad_mode import no_grad
 from .. import functional as F

@@ -13,7 +13,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from ... import _creation
+from ...ops import creation as _creation
 from ..._tensor import Tensor
 from .. import functional as F
 from ..init import xavier_uniform_

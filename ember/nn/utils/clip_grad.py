@@ -7,7 +7,7 @@ import types
 import warnings
 from collections.abc import Iterable
 
-from ... import _creation
+from ...ops import creation as _creation
 from ..._tensor import Tensor
 from ...autograd.grad_mode import no_grad
 

@@ -13,7 +13,7 @@ def skip_init(module_cls: type, *args: Any, **kwargs: Any):
     PyTorch) the random stream is untouched: later draws equal PyTorch's."""
     import inspect
 
-    from ... import _random
+    from ...ops import random as _random
     from ..modules.module import Module
     if not issubclass(module_cls, Module):
         raise RuntimeError(f"Expected a Module; got {module_cls}")

@@ -10,7 +10,8 @@ from enum import Enum, auto
 
 import numpy as np
 
-from ... import _creation, _random
+from ...ops import creation as _creation
+from ...ops import random as _random
 from ... import _dtype as D
 from ..._tensor import Tensor
 from ...autograd.grad_mode import no_grad

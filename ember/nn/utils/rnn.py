@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ... import _creation
+from ...ops import creation as _creation
 from ... import _dtype as D
 from ..._tensor import Tensor
 

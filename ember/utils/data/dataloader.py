@@ -26,7 +26,7 @@ from typing import Any, Callable, Generic, Iterable, TypeVar
 import numpy as np
 
 import ember
-from ..._random import Generator
+from ...ops.random import Generator
 from . import _worker
 from ..._state import fwd_state as _fwd_state
 from ..._tensor import Tensor, make

@@ -9,7 +9,7 @@ import warnings
 from typing import Generic, Iterable, Sequence, TypeVar  # typing's Iterable: a generic ABC base
 
 import ember
-from ..._random import Generator, default_generator
+from ...ops.random import Generator, default_generator
 from ..._tensor import Tensor
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "StackDataset", "ConcatDataset", "ChainDataset",

@@ -10,7 +10,7 @@ import itertools
 from typing import Generic, Iterable, Iterator, Sequence, Sized, TypeVar
 
 import ember
-from ..._random import Generator
+from ...ops.random import Generator
 
 __all__ = ["BatchSampler", "RandomSampler", "Sampler", "SequentialSampler", "SubsetRandomSampler",
            "WeightedRandomSampler"]

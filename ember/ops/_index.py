@@ -17,7 +17,7 @@ import operator
 
 import numpy as np
 
-from .devices.index import SplitIndex, view_of
+from ..devices.index import SplitIndex, view_of
 
 _INT64_MIN, _INT64_MAX = -(2 ** 63), 2 ** 63 - 1
 _FULL = slice(None)
@@ -55,7 +55,7 @@ _NAMESPACES: list = []   # ember._device.NAMESPACES, looked up once (_device imp
 def _xp(arr):
     """The raw namespace of an index array's device."""
     if not _NAMESPACES:
-        from ._device import NAMESPACES
+        from .._device import NAMESPACES
         _NAMESPACES.append(NAMESPACES)
     return _NAMESPACES[0][type(arr)]
 
@@ -70,7 +70,7 @@ _TENSOR: list = []   # ember.Tensor, looked up once (ember._tensor imports this 
 
 def _is_tensor(obj) -> bool:
     if not _TENSOR:
-        from ._tensor import Tensor
+        from .._tensor import Tensor
         _TENSOR.append(Tensor)
     return isinstance(obj, _TENSOR[0])
 
@@ -101,7 +101,7 @@ def _check_int(v) -> int:
 def _sequence_to_array(seq) -> np.ndarray:
     """A list used as an index: bools make a mask, anything numeric a long index (floats truncate, as
     PyTorch's indexing_tensor_from_data casts to long)."""
-    from ._creation import tensor
+    from .creation import tensor
     try:
         arr = tensor(seq)._data
     except TypeError as e:

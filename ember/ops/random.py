@@ -31,11 +31,11 @@ import warnings
 
 import numpy as np
 
-from . import _dtype as D
-from .devices.cpu import libm   # the C library's log, sin, ...: what PyTorch's scalar transforms call
-from ._device import check_device, quietly
-from ._tensor import Tensor, _sizes_from_args, make
-from .ops._registry import method as _register_method
+from .. import _dtype as D
+from ..devices.cpu import libm  # the C library's log, sin, ...: what PyTorch's scalar transforms call
+from .._device import check_device, quietly
+from .._tensor import Tensor, _sizes_from_args, make
+from ._registry import method as _register_method
 
 _N = 624                    # mt19937 state words
 _DEFAULT_SEED = 67280421310721   # what torch.Generator() starts from
@@ -87,7 +87,7 @@ class Generator:
 
     @property
     def device(self):
-        from ._device import device
+        from .._device import device
         return device("cpu")
 
     # ----- seeding and state ---------------------------------------------------------------------
@@ -821,7 +821,7 @@ def _inplace(self: Tensor, values: np.ndarray, node_name: str, others: tuple = (
     """Overwrite ``self`` with ``values`` (already in self's layout) as PyTorch's in-place random ops:
     a leaf that requires grad refuses, the version counter moves, and under autograd the op is recorded
     as a node whose gradient is zero."""
-    from .ops import _primitive as P
+    from . import _primitive as P
     V = _inplace_module()
     recording = P._state.enabled and (self._requires_grad or any(o._requires_grad for o in others))
     if recording or self._fw_grad is not None:
@@ -834,7 +834,7 @@ def _inplace(self: Tensor, values: np.ndarray, node_name: str, others: tuple = (
 
 
 def _inplace_module():
-    from .ops import _views   # the in-place machinery (imported late: ops is built on this module's users)
+    from . import _views  # the in-place machinery (imported late: ops is built on this module's users)
     return _views
 
 
@@ -851,7 +851,7 @@ def _fill_prim(node_name: str, n_others: int = 0):
     key = (node_name, n_others)
     prim = _PRIMS.get(key)
     if prim is None:
-        from .ops._primitive import defprim
+        from ..autograd._primitive import defprim
         n = 1 + n_others
         prim = _PRIMS[key] = defprim(
             "random_fill", node_name, lambda xp, a, *rest, value: xp.fill_index(a, Ellipsis, value),
@@ -864,7 +864,7 @@ def _make_prim(node_name: str, n_in: int):
     key = ("make", node_name, n_in)
     prim = _PRIMS.get(key)
     if prim is None:
-        from .ops._primitive import defprim
+        from ..autograd._primitive import defprim
         prim = _PRIMS[key] = defprim("random_sample", node_name, lambda xp, *ins, value: value,
                                      vjp=(_zero,) * n_in if n_in > 1 else _zero,
                                      jvp=(_zero,) * n_in if n_in > 1 else _zero)
@@ -873,7 +873,7 @@ def _make_prim(node_name: str, n_in: int):
 
 def _sampled(inputs: tuple, value: np.ndarray, node_name: str) -> Tensor:
     """A new tensor ``value`` computed from ``inputs``, recorded (zero gradient) if any requires grad."""
-    from .ops import _primitive as P
+    from . import _primitive as P
     if P._state.enabled and any(isinstance(t, Tensor) and t._requires_grad for t in inputs):
         return P.apply(_make_prim(node_name, len(inputs)), inputs, {"value": value})
     return make(value)

@@ -34,11 +34,22 @@ import numpy as np
 from .._device import NAMESPACES, fp_quiet as _fp_quiet, fp_restore as _fp_restore
 from .._tensor import Tensor, _new, make
 from .._state import track_tangent
-from ..autograd import grad_mode as _gm
-from ..autograd.anomaly_mode import _anomaly, record_stack
-from ..autograd.graph import (FREED, FREED_MESSAGE, HOOKS_ON, NODE_OBSERVERS, Node, SavedTensor, _seq, current_hooks,
-                              grad_accumulator, modified_message, node_class, pack_saved)
-from ._util import promote_float, promote_standard
+from . import grad_mode as _gm
+from .anomaly_mode import _anomaly, record_stack
+from .graph import (
+    FREED,
+    FREED_MESSAGE,
+    HOOKS_ON,
+    NODE_OBSERVERS,
+    Node,
+    SavedTensor,
+    _seq,
+    current_hooks,
+    grad_accumulator,
+    modified_message,
+    node_class,
+    pack_saved)
+from .._util import promote_float, promote_standard
 
 _ndarray = np.ndarray   # the fast path's type check only: every array operation goes through xp
 _NP_NS = NAMESPACES[_ndarray]
@@ -708,9 +719,9 @@ def apply(prim: Primitive, args: tuple, params: dict = _EMPTY, node_cls=None, dt
             if isinstance(a, Tensor):
                 if a._base is not None and a._vc[0] != a._view_v:
                     if _state.enabled:
-                        refresh_view(a)
+                        VIEW_REFRESH.history(a)
                     elif fwd_state.level:
-                        refresh_tangent(a)
+                        VIEW_REFRESH.tangent(a)
                 d = a._data
                 if xp is None:
                     xp = _NP_NS if type(d) is _ndarray else NAMESPACES[type(d)]
@@ -1045,4 +1056,10 @@ def _forward_error(prim, args, e) -> Exception:
     return kind(f"{prim.name}(): {e} (arguments: {_describe(args)})")
 
 
-from ._views import refresh_tangent, refresh_view  # noqa: E402  (the view machinery is built on apply/_record)
+
+class VIEW_REFRESH:
+    """How ``apply`` brings a stale view (its base was changed in place since) up to date. The view machinery
+    (``_views``) is built on ``apply`` and fills these slots when it is imported (``ember.autograd`` imports it):
+    a slot instead of an import, so that the two modules form no cycle."""
+    history = None   # refresh_view(v): rebuild the view's history from its base's
+    tangent = None   # refresh_tangent(v): rebuild its forward-mode tangent

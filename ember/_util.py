@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _dtype as D
-from .._dtype import type_word
-from .._tensor import Tensor, wrap_dim
+from . import _dtype as D
+from ._dtype import type_word
+from ._tensor import Tensor, wrap_dim
 
 _SCALARS = (bool, int, float)
 

@@ -5,15 +5,15 @@ import warnings
 
 import numpy as np
 
-from . import _dtype as D
-from ._device import backend_of, check_device, fp_quiet, fp_restore, quietly
-from ._device import device as _device_type
-from ._origin import warn_once
-from ._state import _state as _gm_state
-from ._tensor import _SCALAR_WARNING, Tensor, _sizes_from_args, make
-from .ops._registry import method as _register_method
+from .. import _dtype as D
+from .._device import backend_of, check_device, fp_quiet, fp_restore, quietly
+from .._device import device as _device_type
+from .._origin import warn_once
+from .._state import _state as _gm_state
+from .._tensor import _SCALAR_WARNING, Tensor, _sizes_from_args, make
+from ._registry import method as _register_method
 # The generator and the random creation functions (PyTorch's exact stream) live in _random.
-from ._random import _finish
+from .random import _finish
 
 
 _NUMBER = (bool, int, float, np.bool_, np.number)
@@ -48,7 +48,7 @@ def _check_device(device, op: str) -> None:
 
 def _check_memory_format(value, op: str) -> None:
     """A ``memory_format=`` argument of a creation function: a torch.memory_format or None."""
-    from .ops.shape import memory_format
+    from .shape import memory_format
     if value is not None and not isinstance(value, memory_format):
         raise TypeError(f"{op}(): argument 'memory_format' must be torch.memory_format, not {type(value).__name__}")
 
