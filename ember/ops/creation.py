@@ -48,7 +48,7 @@ def _check_device(device, op: str) -> None:
 
 def _check_memory_format(value, op: str) -> None:
     """A ``memory_format=`` argument of a creation function: a torch.memory_format or None."""
-    from .shape import memory_format
+    from .._dtype import memory_format
     if value is not None and not isinstance(value, memory_format):
         raise TypeError(f"{op}(): argument 'memory_format' must be torch.memory_format, not {type(value).__name__}")
 

@@ -821,7 +821,7 @@ def _inplace(self: Tensor, values: np.ndarray, node_name: str, others: tuple = (
     """Overwrite ``self`` with ``values`` (already in self's layout) as PyTorch's in-place random ops:
     a leaf that requires grad refuses, the version counter moves, and under autograd the op is recorded
     as a node whose gradient is zero."""
-    from . import _primitive as P
+    from ..autograd import _primitive as P
     V = _inplace_module()
     recording = P._state.enabled and (self._requires_grad or any(o._requires_grad for o in others))
     if recording or self._fw_grad is not None:
@@ -834,7 +834,7 @@ def _inplace(self: Tensor, values: np.ndarray, node_name: str, others: tuple = (
 
 
 def _inplace_module():
-    from . import _views  # the in-place machinery (imported late: ops is built on this module's users)
+    from ..autograd import _views   # the in-place machinery
     return _views
 
 
@@ -873,7 +873,7 @@ def _make_prim(node_name: str, n_in: int):
 
 def _sampled(inputs: tuple, value: np.ndarray, node_name: str) -> Tensor:
     """A new tensor ``value`` computed from ``inputs``, recorded (zero gradient) if any requires grad."""
-    from . import _primitive as P
+    from ..autograd import _primitive as P
     if P._state.enabled and any(isinstance(t, Tensor) and t._requires_grad for t in inputs):
         return P.apply(_make_prim(node_name, len(inputs)), inputs, {"value": value})
     return make(value)
