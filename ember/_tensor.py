@@ -13,7 +13,7 @@ import numpy as np
 
 from . import _dtype as D
 from . import _formatting
-from ._device import backend_of, cpu, device_of
+from ._device import backend_of, cpu, cpu_backend, device_of
 from ._hooks import add_hook
 from ._origin import created_at, user_site, warn_once
 from ._state import _state as _gm_state
@@ -127,10 +127,11 @@ class Tensor:
         npd = D._default_float.np
         if len(args) == 1 and isinstance(args[0], (str, bytes)):
             raise TypeError(f"new(): invalid data type '{type(args[0]).__name__}'")
+        backend = cpu_backend()   # the legacy constructor makes CPU tensors only, as PyTorch's
         if len(args) == 1 and not isinstance(args[0], (int, np.integer)):
-            data = np.array(args[0].tolist() if isinstance(args[0], Tensor) else args[0], dtype=npd)
+            data = backend.copy(args[0].tolist() if isinstance(args[0], Tensor) else args[0], dtype=npd)
         else:
-            data = np.zeros(_sizes_from_args(args or (0,)), dtype=npd)
+            data = backend.zeros(_sizes_from_args(args or (0,)), dtype=npd)
         _init(self, data)
 
     # ----- identity and metadata -------------------------------------------------------------
@@ -453,7 +454,8 @@ class Tensor:
             suffixes = (f"grad_fn=<{type(self.grad_fn).__name__}>",)
         elif self._requires_grad:
             suffixes = ("requires_grad=True",)
-        return _formatting.format_tensor(self._data, self.dtype._name, D._default_float._name, suffixes)
+        host = backend_of(self._data).to_numpy(self._data)   # printing formats a host copy
+        return _formatting.format_tensor(host, self.dtype._name, D._default_float._name, suffixes)
 
     __str__ = __repr__
 

@@ -12,54 +12,68 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent / "ember"
 
-# Host side: may use NumPy on host data.
-HOST = ("serialization/", "viz/", "demo/", "__main__.py", "utils/data/", "utils/tensorboard")
+# Host side: may use NumPy on host data. _formatting.py formats the host copy Tensor.__repr__ takes
+# (backend.to_numpy). _dtype.py describes ember's dtypes by NumPy dtype objects (metadata: names, sizes, ranges,
+# promotion), which a device translates to its own at its boundary; it computes on no array.
+HOST = ("serialization/", "viz/", "demo/", "__main__.py", "utils/data/", "utils/tensorboard", "_formatting.py",
+        "_dtype.py")
 
 # Not yet device-neutral: NumPy uses (attribute reads of the numpy module, names imported from it) per file.
 BUDGET = {
-    "_dtype.py": 30,
-    "_formatting.py": 16,
-    "_tensor.py": 11,
-    "_util.py": 2,
-    "autograd/_explain.py": 5,
-    "autograd/_primitive.py": 1,
-    "autograd/_views.py": 1,
-    "autograd/function.py": 1,
     "autograd/graph.py": 1,
-    "nn/utils/parametrizations.py": 11,
-    "nn/utils/rnn.py": 23,
-    "ops/_index.py": 39,
-    "ops/creation.py": 87,
-    "ops/elementwise.py": 31,
-    "ops/indexing.py": 31,
-    "ops/linalg.py": 57,
-    "ops/nn_activation.py": 18,
+    "nn/utils/parametrizations.py": 9,
+    "nn/utils/rnn.py": 22,
+    "ops/_index.py": 32,
+    "ops/creation.py": 69,
+    "ops/elementwise.py": 19,
+    "ops/indexing.py": 14,
+    "ops/linalg.py": 48,
+    "ops/nn_activation.py": 17,
     "ops/nn_conv.py": 112,
-    "ops/nn_loss.py": 24,
+    "ops/nn_loss.py": 22,
     "ops/nn_norm.py": 19,
-    "ops/random.py": 254,
-    "ops/reduction.py": 21,
-    "ops/shape.py": 9,
-    "ops/sorting.py": 143,
+    "ops/random.py": 218,
+    "ops/reduction.py": 9,
+    "ops/shape.py": 6,
+    "ops/sorting.py": 124,
     "optim/adadelta.py": 2,
-    "optim/adafactor.py": 10,
+    "optim/adafactor.py": 9,
     "optim/adagrad.py": 1,
     "optim/adam.py": 3,
     "optim/adamax.py": 2,
     "optim/asgd.py": 2,
     "optim/nadam.py": 1,
-    "optim/optimizer.py": 105,
+    "optim/optimizer.py": 60,
     "optim/radam.py": 1,
     "optim/rmsprop.py": 2,
-    "optim/rprop.py": 8,
+    "optim/rprop.py": 6,
     "optim/sgd.py": 1,
 }
 
 
+def _exempt(tree) -> set:
+    """Nodes that are type checks at the host boundary, not array work: the classes in ``isinstance(x, ...)``
+    (a user may pass NumPy scalars as arguments), and annotations."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "isinstance" \
+                and len(node.args) == 2:
+            out.update(id(n) for n in ast.walk(node.args[1]))
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            anns = [a.annotation for a in node.args.args + node.args.kwonlyargs + node.args.posonlyargs]
+            anns += [node.returns]
+            out.update(id(n) for a in anns if a is not None for n in ast.walk(a))
+        elif isinstance(node, ast.AnnAssign):
+            out.update(id(n) for n in ast.walk(node.annotation))
+    return out
+
+
 def numpy_uses(path: Path) -> int:
     """How many times ``path`` reads something from NumPy: ``np.x`` for every alias the module binds to numpy
-    (at any level), and every use of a name imported ``from numpy import ...``."""
+    (at any level), and every use of a name imported ``from numpy import ...``; type checks and annotations
+    excepted (see ``_exempt``)."""
     tree = ast.parse(path.read_text(), str(path))
+    exempt = _exempt(tree)
     aliases, names = set(), set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -70,6 +84,8 @@ def numpy_uses(path: Path) -> int:
             names.update(a.asname or a.name for a in node.names)
     count = 0
     for node in ast.walk(tree):
+        if id(node) in exempt:
+            continue
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases:
             count += 1
         elif isinstance(node, ast.Name) and node.id in names and isinstance(node.ctx, ast.Load):
@@ -108,5 +124,6 @@ def test_budget_is_kept_tight():
 def test_the_counter_sees_aliases_and_imported_names(tmp_path):
     p = tmp_path / "m.py"
     p.write_text("import numpy as xp\nfrom numpy import zeros as z\n"
-                 "def f(a):\n    import numpy\n    return xp.sum(a) + numpy.ones(2) + z(3)\n")
+                 "def f(a: xp.ndarray) -> xp.ndarray:\n    import numpy\n    if isinstance(a, (int, xp.integer)):\n"
+                 "        return a\n    return xp.sum(a) + numpy.ones(2) + z(3)\n")
     assert numpy_uses(p) == 3

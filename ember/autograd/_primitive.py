@@ -29,9 +29,7 @@ from __future__ import annotations
 
 import types
 
-import numpy as np
-
-from .._device import NAMESPACES, fp_quiet as _fp_quiet, fp_restore as _fp_restore
+from .._device import NAMESPACES, cpu_backend, fp_quiet as _fp_quiet, fp_restore as _fp_restore
 from .._tensor import Tensor, _new, make
 from .._state import track_tangent
 from . import grad_mode as _gm
@@ -51,7 +49,9 @@ from .graph import (
     pack_saved)
 from .._util import promote_float, promote_standard
 
-_ndarray = np.ndarray   # the fast path's type check only: every array operation goes through xp
+# The CPU device's arrays are looked up without a dict lookup (the common case); every array operation goes
+# through the namespace, xp.
+_ndarray = cpu_backend().array_types[0]
 _NP_NS = NAMESPACES[_ndarray]
 # _fp_quiet/_fp_restore: NumPy's floating-point exceptions are silent while an op computes, and the caller's error
 # state is back when it returns (PyTorch never warns about overflow or 0/0).

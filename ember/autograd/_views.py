@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import weakref
 
-import numpy as np
-
 from .. import _dtype as D
 from .._device import backend_of
 from .._state import track_tangent
@@ -82,7 +80,7 @@ def apply_inplace(prim: Primitive, self: Tensor, others: tuple, params: dict = _
     is_view = self._base is not None
     if recording and is_view and self._vc[0] != self._view_v:
         refresh_view(self)
-    if dtype is not None and dtype is not KEEP_DTYPE and D._FROM_NP[np.dtype(dtype)]._cat > self.dtype._cat:
+    if dtype is not None and dtype is not KEEP_DTYPE and D.from_numpy_dtype(dtype)._cat > self.dtype._cat:
         raise RuntimeError(f"result type {type_name_of(dtype)} can't be cast to the desired output type "
                            f"{type_name_of(self._data.dtype)}")
     src = self

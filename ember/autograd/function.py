@@ -10,13 +10,12 @@ import functools
 import inspect
 import warnings
 
-import numpy as np
-
 from .._device import NAMESPACES, backend_of
 from .._dtype import _FROM_NP
 from .._origin import warn_user
 from .._state import fwd_state, track_tangent
 from .._tensor import Tensor, make, zeros_of
+from .._util import broadcast_shape
 from . import grad_mode as _gm
 from ._primitive import INFERENCE_SAVE_MESSAGE
 from ._views import _rebase_view, check_inplace, edge_of
@@ -176,8 +175,8 @@ class BackwardCFunction(Node, FunctionCtx):
             # A broadcast (larger) gradient is summed back to the input's shape; the input's shape
             # must expand to it.
             try:
-                ok = np.broadcast_shapes(shape, got) == got
-            except ValueError:
+                ok = broadcast_shape((shape, got)) == tuple(got)
+            except RuntimeError:
                 ok = False
             if not ok:
                 raise RuntimeError(f"Function {name} returned an invalid gradient at index {i} - got {list(got)} "

@@ -15,6 +15,7 @@ import numpy as np
 
 from . import creation as C
 from .. import _dtype as D
+from .._util import broadcast_shape as _broadcast_shape
 from .._dtype import (_CL_ORDER, _is_contiguous_as, channels_last, channels_last_3d, contiguous_format,  # noqa: F401
                       memory_format, memory_format_type, preserve_format)
 from .._device import NAMESPACES, check_device
@@ -637,22 +638,6 @@ def expand_as(input: Tensor, other: Tensor) -> Tensor:
 def broadcast_to(input: Tensor, size) -> Tensor:
     """``input`` expanded to ``size``."""
     return _expand(input, (size,), "broadcast_to")
-
-
-def _broadcast_shape(shapes, op="broadcast_shapes") -> tuple:
-    n = max((len(s) for s in shapes), default=0)
-    out = [1] * n
-    for k, s in enumerate(shapes):
-        for i, v in enumerate(s):
-            j = n - len(s) + i
-            if out[j] == 1:
-                out[j] = v
-            elif v != 1 and v != out[j]:
-                raise RuntimeError(f"The size of tensor a ({out[j]}) must match the size of tensor b ({v}) at "
-                                   f"non-singleton dimension {j}" if op == "broadcast_tensors" else
-                                   f"Shape mismatch: objects cannot be broadcast to a single shape.  Mismatch is "
-                                   f"between arg {k} and a previous arg at dimension {j - n}: {v} vs {out[j]}")
-    return tuple(out)
 
 
 @register
