@@ -7,8 +7,9 @@ ember.nn.utils needs a few LAPACK pieces, through the namespace of the data's de
 names in ``__all__`` here out of its comparison).
 
 ``fma`` is the one fused multiply-add kernel every optimizer's ``add_(alpha=)``, ``addcmul_`` and ``lerp_`` goes
-through. It uses NumPy-only tools (bit views, ``out=``, per-thread scratch); a generic array-API version would
-compute ``x*y + z`` in float64 and find the float32 rounding midpoints with ``nextafter`` instead of bit masks.
+through. ``fma`` and ``fma_lerp_`` are NumPy's fast overrides of the array-API kernels in
+``ember/devices/common/optim.py`` (same bits: bit masks on a float64 scratch block instead of ``nextafter`` on
+whole arrays; tests/test_optim.py compares them).
 """
 from __future__ import annotations
 
