@@ -46,13 +46,16 @@ _TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "int6
                "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool", "bfloat16": "BFloat16"}
 
 
-def _tensor_type(t: Tensor) -> str:
-    return f"torch.{_TYPE_NAMES.get(str(t._data.dtype), str(t._data.dtype))}Tensor"
+def _dtype_word(t: Tensor) -> str:
+    """``t``'s dtype as ember names it ('float32', 'int64', ...)."""
+    return str(t.dtype).rpartition(".")[2]
 
 
 def _dtype_name(t: Tensor) -> str:
     """PyTorch's scalar type name of ``t`` ('Float', 'Long', ...)."""
-    return _TYPE_NAMES.get(str(t._data.dtype), str(t._data.dtype))
+    word = _dtype_word(t)
+    return _TYPE_NAMES.get(word, word)
+
 
 
 def _raw_twin(name: str):

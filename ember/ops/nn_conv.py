@@ -18,7 +18,7 @@ from .._tensor import Tensor
 from ..autograd.graph import node_class
 from ..autograd._primitive import PrimNode, Unsaved, apply, defprim, save_always
 from .._util import check_tensor
-from ._nn_spatial import _NN, _ntuple, _size_str, _tensor_type
+from ._nn_spatial import _NN, _dtype_name, _dtype_word, _ntuple, _size_str
 from ._registry import graph, register
 from .nn_pad import constant_pad_p
 
@@ -126,17 +126,23 @@ graph("conv_weight_nd", lambda x, gy, wshape, stride, pads, dilation, groups: ap
 # ----- argument checking ----------------------------------------------------------------------------------
 
 def _check_dtypes(input: Tensor, weight: Tensor, bias) -> None:
-    if input._data.dtype != weight._data.dtype:
+    if input.dtype is not weight.dtype:
         raise RuntimeError(f"Input type ({_tensor_type(input)}) and weight type ({_tensor_type(weight)}) should "
                            "be the same")
-    if bias is not None and bias._data.dtype != input._data.dtype:
+    if bias is not None and bias.dtype is not input.dtype:
         raise RuntimeError(f"Input type ({_scalar_word(input)}) and bias type ({_scalar_word(bias)}) should be the "
                            "same")
 
 
+def _tensor_type(t: Tensor) -> str:
+    """PyTorch's tensor type name of ``t`` ('torch.FloatTensor', ...)."""
+    return f"torch.{_dtype_name(t)}Tensor"
+
+
 def _scalar_word(t: Tensor) -> str:
     """PyTorch's C++ scalar name (float, double, long, ...)."""
-    return {"float32": "float", "float64": "double", "int64": "long"}.get(t._data.dtype.name, t._data.dtype.name)
+    word = _dtype_word(t)
+    return {"float32": "float", "float64": "double", "int64": "long"}.get(word, word)
 
 
 def _conv_args(op, input, weight, bias, d, transposed):

@@ -39,7 +39,7 @@ def affine_grid(theta: Tensor, size, align_corners: bool | None = None) -> Tenso
     check_tensor(theta, "affine_grid", "theta", 1)
     if align_corners is None:
         align_corners = False
-    if theta._data.dtype.kind != "f":
+    if not theta.dtype.is_floating_point:
         raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
     size = list(size)
     if len(size) == 4:
@@ -255,7 +255,7 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mod
                          f"'reflection', but got: '{padding_mode}'")
     if align_corners is None:
         align_corners = False
-    if input._data.dtype != grid._data.dtype:
+    if input.dtype is not grid.dtype:
         raise RuntimeError(f"expected scalar type {_dtype_name(input)} but found {_dtype_name(grid)}")
     if grid.shape[-1] != input.ndim - 2:
         raise RuntimeError(f"grid_sampler(): expected grid to have size {input.ndim - 2} in last dimension, but got "
@@ -274,7 +274,7 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mod
     if mode == "bicubic":
         if input.ndim == 5:
             raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
-    if input._data.dtype.kind != "f":
+    if not input.dtype.is_floating_point:
         if input.ndim == 5:
             raise NotImplementedError(f'"grid_sampler3d_cpu" not implemented for \'{_dtype_name(input)}\'')
         raise RuntimeError(f'"grid_sampler_2d_cpu" not implemented for \'{_dtype_name(input)}\'')

@@ -9,11 +9,12 @@ reaches the input.
 """
 from __future__ import annotations
 
+from .. import _dtype as D
 from .._device import NAMESPACES
 from .._tensor import Tensor, make
 from ..autograd._primitive import apply, defprim
 from .._util import check_tensor
-from ._nn_spatial import _NN, _TYPE_NAMES, _node, _ntuple, _size_str, not_differentiable
+from ._nn_spatial import _NN, _dtype_name, _node, _ntuple, _size_str, not_differentiable
 from ._registry import graph, register
 
 not_differentiable("pad_indices")
@@ -103,7 +104,7 @@ def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) 
                                    f"output size, which is invalid. Check dimension {input.ndim - k + i} of your "
                                    "input.")
         v = 0 if value is None else value
-        if input._data.dtype.kind in "iub" and isinstance(v, float) and v != int(v):
+        if not input.dtype.is_floating_point and isinstance(v, float) and v != int(v):
             v = int(v)
         return apply(constant_pad_p, (input,), {"pads": pads, "value": v})
     if mode not in ("reflect", "replicate", "circular"):
@@ -130,8 +131,8 @@ def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) 
     idx = xp.pad_indices(input._data, mode, pads)
     node = _PAD_NODES["circular" if mode == "circular" else
                       f"{'ReflectionPad' if mode == 'reflect' else 'ReplicationPad'}{k}DBackward0"]
-    if input._data.dtype.kind != "f" and mode != "circular":
-        if input._data.dtype == bool:
+    if not input.dtype.is_floating_point and mode != "circular":
+        if input.dtype is D.bool:
             raise RuntimeError(f'"{mode}_pad{k}d" not implemented for \'Bool\'')
         return make(xp.pad_gather(input._data, idx))   # integer padding: no gradient
     return apply(pad_gather_p if mode == "circular" else pad_p, (input,), {"idx": idx}, node)
@@ -175,8 +176,8 @@ def _fold_args(op, kernel_size, dilation, padding, stride):
 
 
 def _float_only(input: Tensor, kernel: str) -> None:
-    if input._data.dtype.kind != "f":
-        raise NotImplementedError(f'"{kernel}" not implemented for \'{_TYPE_NAMES[str(input._data.dtype)]}\'')
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{_dtype_name(input)}\'')
 
 
 def _blocks(size, kernel, dil, pads, st):

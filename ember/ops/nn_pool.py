@@ -14,11 +14,11 @@ from __future__ import annotations
 import math
 
 from .._device import NAMESPACES
-from .._dtype import int64
+from .. import _dtype as D
 from .._tensor import Tensor, make
 from ..autograd._primitive import apply, defprim
 from .._util import check_tensor
-from ._nn_spatial import _NN, _TYPE_NAMES, _dtype_name, _node, _ntuple, _size_str, not_differentiable
+from ._nn_spatial import _NN, _dtype_name, _node, _ntuple, _size_str, not_differentiable
 from ._registry import graph, register
 from .elementwise import abs as _abs, relu as _relu, sign as _sign
 from .random import rand
@@ -175,7 +175,7 @@ def _max_pool(op, d, input, kernel_size, stride, padding, dilation, ceil_mode, r
     x = input._data if batched else input._data[None]
     kernel, stride, _, dil, out_size, pads = _pool_geometry(op, tuple(x.shape[2:]), kernel_size, stride, padding,
                                                             dilation, ceil_mode, d, False, x.shape[1], invalid_1d)
-    if x.dtype == bool:
+    if input.dtype is D.bool:
         raise RuntimeError(f'"max_pool{d}d" not implemented for \'Bool\'')
     idx = NAMESPACES[type(x)].max_pool_indices(x, kernel, stride, pads, dil, out_size)
     if not batched:
@@ -224,8 +224,8 @@ def max_pool1d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, c
     for name, v in (("kernel_size", kernel_size), ("stride", stride), ("padding", padding), ("dilation", dilation)):
         if isinstance(v, (list, tuple)) and len(v) > 1:
             raise RuntimeError(f"max_pool1d() {name} must be an int or int list of size 1 but got size {len(v)}")
-    if input._data.dtype.kind != "f" and not return_indices:
-        raise NotImplementedError(f'"max_pool1d_impl" not implemented for \'{_TYPE_NAMES[str(input._data.dtype)]}\'')
+    if not input.dtype.is_floating_point and not return_indices:
+        raise NotImplementedError(f'"max_pool1d_impl" not implemented for \'{_dtype_name(input)}\'')
     res = _max_pool("max_pool1d", 2, input.unsqueeze(-2), _as_2d(kernel_size, 1), _as_2d(stride, 1),
                     _as_2d(padding, 0), _as_2d(dilation, 1), ceil_mode, True, invalid_1d=not return_indices)
     out, ind = res[0].squeeze(-2), res[1].squeeze(-2)
@@ -248,8 +248,8 @@ def _avg_pool(op, d, input, kernel_size, stride, padding, ceil_mode, count_inclu
         raise RuntimeError("divisor must be not zero")
     xp = NAMESPACES[type(input._data)]
     geometry = (size, out_size, kernel, stride, pad, count_include_pad, divisor_override)
-    if input._data.dtype.kind != "f":
-        if input._data.dtype == bool:
+    if not input.dtype.is_floating_point:
+        if input.dtype is D.bool:
             raise RuntimeError(f'"avg_pool{d}d" not implemented for \'Bool\'')
         return make(xp.avg_pool_integer(input._data, *geometry))   # integer pooling: no gradient
     mats = xp.avg_pool_matrices(input._data, *geometry)
@@ -331,9 +331,9 @@ def _adaptive_avg(op, d, input, output_size):
     batched = _adaptive_input(op, input, d, output_size)
     x = input if batched else input._data[None]
     out_size = _adaptive_size(op, output_size, x.shape[2:], d)
-    if input._data.dtype.kind != "f":
+    if not input.dtype.is_floating_point:
         kernel = "adaptive_avg_pool2d" if d == 2 else "adaptive_avg_pool3d_cpu"
-        raise NotImplementedError(f'"{kernel}" not implemented for \'{_TYPE_NAMES[str(input._data.dtype)]}\'')
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{_dtype_name(input)}\'')
     if all(L == 1 for L in out_size):   # PyTorch computes this case as a mean (MeanBackward1)
         return input.mean(tuple(range(-d, 0)), keepdim=True)
     mats = NAMESPACES[type(input._data)].adaptive_avg_matrices(input._data, out_size)
@@ -376,9 +376,9 @@ def _adaptive_max(op, d, input, output_size, return_indices):
     batched = _adaptive_input(op, input, d, output_size)
     x = input._data if batched else input._data[None]
     out_size = _adaptive_size(op, output_size, x.shape[2:], d)
-    if x.dtype.kind != "f":
+    if not input.dtype.is_floating_point:
         kernel = "adaptive_max_pool2d" if d == 2 else "adaptive_max_pool3d_cpu"
-        raise NotImplementedError(f'"{kernel}" not implemented for \'{_TYPE_NAMES[str(x.dtype)]}\'')
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{_dtype_name(input)}\'')
     idx = NAMESPACES[type(x)].adaptive_max_indices(x, out_size)
     if not batched:
         idx = idx[0]
@@ -479,7 +479,7 @@ def _max_unpool(op, d, input, indices, kernel_size, stride, padding, output_size
 
 
 def _unpool_apply(input, indices, size, node):
-    if indices.dtype != int64:
+    if indices.dtype is not D.int64:
         raise RuntimeError(f"elements in indices should be type int64 but got: {_dtype_name(indices)}")
     if tuple(indices.shape) != tuple(input.shape):
         raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor "
@@ -671,7 +671,7 @@ def _fractional(d, input, kernel_size, output_size, output_ratio, _random_sample
         if input.shape[i] == 0:
             raise RuntimeError(f"{where}(): Expected input to have non-zero size for non-batch dimensions, but got"
                                f"{_size_str(input.shape)} with dimension {i} being empty.")
-    if samples._data.dtype != input._data.dtype:
+    if samples.dtype is not input.dtype:
         raise RuntimeError("Expect _random_samples to have the same dtype as input")
     if samples.ndim != 3:
         raise RuntimeError(f"Expect _random_samples to have 3 dimensions, got {samples.ndim}")
@@ -691,8 +691,8 @@ def _fractional(d, input, kernel_size, output_size, output_ratio, _random_sample
     for word, S, L, k in zip(_DIM_WORDS[d], input.shape[-d:], size, kernel):
         if L + k - 1 > S or (d == 3 and L + k - 1 == S):   # ATen's 3-d check is strict, its 2-d one not
             raise RuntimeError(f"{where}(): pool {word} {k} too large relative to input {word} {S}")
-    if input._data.dtype.kind != "f":
-        raise NotImplementedError(f'"{op}_out_frame" not implemented for \'{_TYPE_NAMES[str(input._data.dtype)]}\'')
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f'"{op}_out_frame" not implemented for \'{_dtype_name(input)}\'')
     x = input._data if batched else input._data[None]
     order = (1, 0) if d == 2 else (0, 1, 2)
     idx = NAMESPACES[type(x)].fractional_max_indices(x, kernel, size, samples._data, order)

@@ -13,11 +13,11 @@ import math
 import warnings
 
 from .._device import NAMESPACES
-from .._dtype import uint8
+from .. import _dtype as D
 from .._tensor import Tensor, make
 from ..autograd._primitive import apply, defprim
 from .._util import check_tensor
-from ._nn_spatial import _NN, _TYPE_NAMES, _node, _size_str, not_differentiable
+from ._nn_spatial import _NN, _dtype_name, _node, _size_str, not_differentiable
 from ._registry import graph, register
 from .nn_pool import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d, dim_matrices_p
 
@@ -157,12 +157,12 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
     if antialias:
         return _interpolate_aa(input, mode, out_size, scales, align_corners)
     xp = NAMESPACES[type(input._data)]
-    if input.dtype == uint8 and mode in ("nearest", "nearest-exact", "bilinear", "bicubic"):
+    if input.dtype is D.uint8 and mode in ("nearest", "nearest-exact", "bilinear", "bicubic"):
         return make(xp.interpolate_uint8(input._data, mode, out_size, scales, align_corners))   # no gradient
-    if input._data.dtype.kind != "f":
+    if not input.dtype.is_floating_point:
         name = {"nearest": "upsample_nearest", "nearest-exact": "_upsample_nearest_exact"}.get(mode, f"upsample_{mode}")
         raise NotImplementedError(f'"{name}{dim}d_out_frame" not implemented for '
-                                  f'\'{_TYPE_NAMES[str(input._data.dtype)]}\'')
+                                  f'\'{_dtype_name(input)}\'')
     kind = "linear" if mode in ("linear", "bilinear", "trilinear") else mode
     # PyTorch 2.13's CPU kernels: nearest uses the scale_factor given; the 2-d kernel for small outputs (out height +
     # width <= 128, its channels-last kernel) computes indices in float32 and, mode 'nearest', copies a dim of the
@@ -184,10 +184,10 @@ def _interpolate_aa(input, mode, out_size, scales, align_corners):
     """interpolate(antialias=True) for float (N, C, H, W): separable, one weight matrix per dim (linear, so the
     gradient is the transposed matrices), under PyTorch's Aa node names; uint8 images PyTorch's way, no gradient."""
     xp = NAMESPACES[type(input._data)]
-    if input.dtype == uint8:
+    if input.dtype is D.uint8:
         return make(xp.interpolate_aa_uint8(input._data, mode, out_size, scales, align_corners))
-    if input._data.dtype.kind != "f":
-        raise NotImplementedError(f"ember: interpolate(antialias=True) on {_TYPE_NAMES[str(input._data.dtype)]} "
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"ember: interpolate(antialias=True) on {_dtype_name(input)} "
                                   "tensors is not implemented (float and uint8 only)")
     # the forward copies a dim whose size is unchanged; the backward applies the weights all the same
     mats, bmats = xp.interpolate_aa_matrices(input._data, mode, out_size, scales, align_corners)
