@@ -135,7 +135,7 @@ def _gs_bicubic(xp, inp, grid, padding_mode, align_corners, want):
     for j in range(4):
         row = drow = None
         for idx, mask, i, jj in taps[4 * j:4 * j + 4]:
-            v = xp.pool_gather(inp, idx, 2) * xp.unsqueeze(mask, 1)
+            v = xp.pool_gather(inp, idx, 2) * mask[:, None]
             term = v * xp.unsqueeze(cx[i], 1)
             row = term if row is None else row + term
             if want == "grid":
@@ -165,11 +165,11 @@ def _grid_sample_fwd(xp, inp, grid, mode, padding_mode, align_corners):
     sd = inp.ndim - 2
     if mode == "nearest":
         idx, mask, _ = corners[0]
-        return xp.pool_gather(inp, idx, sd) * xp.unsqueeze(mask, 1)
+        return xp.pool_gather(inp, idx, sd) * mask[:, None]
     ws = _gs_weights(xp, grid, maps)
     out = 0
     for idx, mask, offs in corners:
-        out = out + xp.pool_gather(inp, idx, sd) * xp.unsqueeze(_gs_corner_weight(ws, offs) * mask, 1)
+        out = out + xp.pool_gather(inp, idx, sd) * (_gs_corner_weight(ws, offs) * mask)[:, None]
     return out
 
 
@@ -188,7 +188,7 @@ def _grid_sample_vjp_input(xp, g, out, inp, grid, mode, padding_mode, align_corn
     sd = len(shape) - 2
     if mode == "nearest":   # piecewise constant: connected to the grid (zero derivative) as PyTorch's
         idx, mask, _ = corners[0]
-        return xp.grad_link_zero(xp.pool_scatter(g * xp.unsqueeze(mask, 1), idx, shape, sd), inp, grid,
+        return xp.grad_link_zero(xp.pool_scatter(g * mask[:, None], idx, shape, sd), inp, grid,
                                  f"GridSampler{sd}DBackwardBackward0")
     ws = _gs_weights(xp, grid, maps)
     res = None
@@ -210,7 +210,7 @@ def _grid_sample_vjp_grid(xp, g, out, inp, grid, mode, padding_mode, align_corne
     ws = _gs_weights(xp, grid, maps)
     parts = [None] * sd
     for idx, mask, offs in corners:
-        v = xp.pool_gather(inp, idx, sd) * xp.unsqueeze(mask, 1)
+        v = xp.pool_gather(inp, idx, sd) * mask[:, None]
         for k in range(sd):   # d(corner weight)/d(pixel_k): the other components' factors, signed
             wk = _gs_corner_weight(ws, offs, skip=k)
             p = v * xp.unsqueeze(wk if offs[k] else -wk, 1)
