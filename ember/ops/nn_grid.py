@@ -99,6 +99,10 @@ def _gs_corner_weight(ws, offs, skip=None):
     return out
 
 
+# bicubic (2-d): 4 x 4 taps around floor(pixel), each tap's coordinate padded on its own (PyTorch's
+# get_value_bounded: the source position is never clipped, a tap past the border reads the border or its mirror,
+# or zero), weights the cubic convolution coefficients (A = -0.75) of the fractional offsets, rows first.
+
 def _cubic_coeffs(t):
     """PyTorch's cubic convolution coefficients (A = -0.75) of the 4 taps at offsets -1, 0, 1, 2 from floor."""
     A = -0.75

@@ -109,6 +109,10 @@ def _gs_plan(inp_shape, grid, mode, padding, align):
     return corners, maps
 
 
+# bicubic (2-d): 4 x 4 taps around floor(pixel), each tap's coordinate padded on its own (PyTorch's
+# get_value_bounded: the source position is never clipped, a tap past the border reads the border or its mirror,
+# or zero), weights the cubic convolution coefficients (A = -0.75) of the fractional offsets, rows first.
+
 def _gs_tap(coord, size, padding, align):
     """A tap's integer coordinate after padding (reflect, then clip; or clip) and its in-bounds mask."""
     if padding == "reflection":
