@@ -1,5 +1,6 @@
 """Op database entries of torch.nn.functional: convolution, pooling, padding, interpolation, grid sampling,
-pixel shuffle, unfold/fold."""
+pixel shuffle, unfold/fold (the families of ember/ops/nn_conv.py, nn_pool.py, nn_pad.py, nn_resample.py and
+nn_grid.py)."""
 from __future__ import annotations
 
 import numpy as np  # noqa: F401

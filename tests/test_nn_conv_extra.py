@@ -367,3 +367,68 @@ def test_interpolate_nearest_index_precision(dtype, mode, shape, sf):
         y = m.nn.functional.interpolate(x, scale_factor=sf, mode=mode)
         return (y,) if dtype == "uint8" else (y, _weighted_grad(m, x, y))
     same(fn, rtol=0, atol=0)
+
+
+# ----- the families' op files reach arrays through the device only --------------------------------------------
+
+_SPATIAL_FAMILIES = ("nn_conv", "nn_pool", "nn_pad", "nn_resample", "nn_grid", "_nn_spatial")
+
+
+@pytest.mark.parametrize("family", _SPATIAL_FAMILIES)
+def test_spatial_family_calls_no_array_library(family):
+    """ember/ops/<family>.py imports neither NumPy nor a device's kernel file nor the root package: its array work
+    goes through the device namespace of the data (``xp``, ``NAMESPACES[type(t._data)]``)."""
+    import ast
+    import importlib
+    import inspect
+    mod = importlib.import_module(f"ember.ops.{family}")
+    tree = ast.parse(inspect.getsource(mod))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            assert not any(a.name.split(".")[0] == "numpy" for a in node.names), ast.unparse(node)
+        elif isinstance(node, ast.ImportFrom):
+            assert not (node.module or "").startswith(("numpy", "devices.cpu")), ast.unparse(node)
+            assert not (node.level == 2 and node.module is None and any(a.name[0] != "_" for a in node.names)), \
+                ast.unparse(node)   # from .. import <a name of the root package>
+        elif isinstance(node, ast.Name):
+            assert node.id != "np", f"{family}: line {node.lineno}"
+
+
+def test_not_differentiable_kernels_have_graph_twins():
+    """The kernels only the public functions call (window indices, weight matrices) are in both namespaces; under
+    graph_ns they run the device's raw kernel on the Tensor's data."""
+    from ember.devices.cpu import namespace as raw
+    from ember.ops import graph_ns
+    x = np.random.default_rng(0).standard_normal((2, 3, 7, 6))
+    t = ember.tensor(x)
+    args = ((3, 2), (2, 2), ((1, 1), (0, 1)), (1, 1), (4, 3))
+    np.testing.assert_array_equal(graph_ns.max_pool_indices(t, *args), raw.max_pool_indices(x, *args))
+    for a, b in zip(graph_ns.interpolate_matrices(t, "linear", (9, 4), None, False),
+                    raw.interpolate_matrices(x, "linear", (9, 4), None, False)):
+        np.testing.assert_array_equal(a, b)
+    grid = np.random.default_rng(1).uniform(-1.2, 1.2, (2, 4, 5, 2))
+    points, maps = graph_ns.grid_sample_plan(x.shape, ember.tensor(grid), "bilinear", "reflection", False)
+    raw_points, raw_maps = raw.grid_sample_plan(x.shape, grid, "bilinear", "reflection", False)
+    for (idx, mask, offs), (ridx, rmask, roffs) in zip(points, raw_points):
+        assert type(idx) is np.ndarray and isinstance(mask, ember.Tensor) and offs == roffs   # constants as Tensors
+        np.testing.assert_array_equal(idx, ridx)
+        np.testing.assert_array_equal(mask.numpy(), rmask)
+    for m, rm in zip(maps, raw_maps):
+        for a, b in zip(m, rm):
+            np.testing.assert_array_equal(a.numpy(), b)
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+def test_grid_sample_double_backward_through_the_grid(mode):
+    """grid_sample's rules are written with xp, so under create_graph its gradients are differentiable in the grid
+    and the input: PyTorch's second derivatives."""
+    rng = np.random.default_rng(5)
+    x0, g0 = rng.standard_normal((1, 2, 5, 6)), rng.uniform(-1.1, 1.1, (1, 3, 4, 2))
+
+    def fn(m):
+        x = m.tensor(x0, requires_grad=True)
+        g = m.tensor(g0, requires_grad=True)
+        y = m.nn.functional.grid_sample(x, g, mode=mode, padding_mode="border", align_corners=False)
+        gx, gg = m.autograd.grad((y * y).sum(), (x, g), create_graph=True)
+        return m.autograd.grad((gx * gx).sum() + (gg * gg).sum(), (x, g))
+    same(fn, rtol=1e-9, atol=1e-10)

@@ -16,7 +16,11 @@ from . import reduction as R
 from . import shape as S
 from . import sorting as O
 from . import nn_activation as NA
+from . import nn_pad as NP
 from . import nn_conv as NC
+from . import nn_pool as NPo
+from . import nn_resample as NRs
+from . import nn_grid as NG
 from . import nn_loss as NL
 from . import nn_norm as NN
 from ..autograd import _primitive
@@ -36,7 +40,7 @@ for _name, _fn in METHODS.items():
 for _name, _fn in GRAPH.items():
     setattr(graph_ns, _name, _fn)
 
-FAMILIES = (E, R, S, I, L, O, NA, NL, NN, NC)
+FAMILIES = (E, R, S, I, L, O, NA, NL, NN, NC, NPo, NP, NRs, NG)
 # The op table's primitives: every one declared by the families (the random fills make theirs on first use).
 DECLARED = tuple(_primitive.PRIMITIVES)
 

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from .nn_activation import *  # noqa: F401,F403
 from .nn_conv import *  # noqa: F401,F403
+from .nn_pool import *  # noqa: F401,F403
+from .nn_pad import *  # noqa: F401,F403
 from .nn_resample import *  # noqa: F401,F403
+from .nn_grid import *  # noqa: F401,F403
 from .nn_loss import *  # noqa: F401,F403
 from .nn_norm import *  # noqa: F401,F403

@@ -1,0 +1,164 @@
+"""NumPy kernels of affine_grid and grid_sample (part of the raw namespace ``ember.devices.cpu.namespace``).
+
+grid_sample's sampling position along each axis is a piecewise-affine function of the grid (unnormalise, then clip
+or reflect: ATen's GridSampler.h): pixel = A * grid + B with A, B constant on each piece. ``grid_sample_plan``
+reads the pieces off the grid's values: which input positions each output reads (flat indices, in-bounds masks)
+and the constants A and B - floor(pixel) that turn the grid into fractional offsets. It is not differentiable: the
+rules in ember/ops/nn_grid.py rebuild the weights from the grid with xp arithmetic, so they are.
+"""
+from __future__ import annotations
+
+import itertools as _itertools
+import math as _math
+
+import numpy as np
+
+__all__ = ["affine_grid", "affine_grid_backward",
+           "grid_sample_plan"]   # not differentiable (see above)
+
+
+def _base_grid(size, align_corners, dtype):
+    """(*spatial, d+1): the normalised coordinates (x, y[, z], 1) of every output location, x fastest."""
+    axes = []
+    for s in size[2:][::-1]:   # x (width) first
+        if s <= 1:
+            v = np.zeros(max(s, 0), dtype=dtype)
+        else:
+            v = np.linspace(-1, 1, s, dtype=dtype)
+            if not align_corners:
+                v = v * dtype.type((s - 1) / s)
+        axes.append(v)
+    mesh = np.meshgrid(*axes[::-1], indexing="ij")          # spatial order (D, H, W)
+    coords = [m for m in mesh[::-1]]                         # x, y, z
+    return np.stack(coords + [np.ones_like(mesh[0])], axis=-1)
+
+
+def affine_grid(theta, size, align_corners):
+    """(N, *spatial, d) sampling grid: the base grid transformed by each theta (N, d, d+1)."""
+    base = _base_grid(size, align_corners, theta.dtype).reshape(-1, theta.shape[2])
+    out = np.matmul(base, theta.swapaxes(1, 2))             # (N, S, d)
+    return out.reshape((theta.shape[0],) + tuple(size[2:]) + (theta.shape[1],))
+
+
+def affine_grid_backward(g, size, align_corners):
+    """The gradient of ``affine_grid`` with respect to theta: (N, d, d+1)."""
+    d = g.shape[-1]
+    base = _base_grid(size, align_corners, g.dtype).reshape(-1, d + 1)
+    return np.matmul(g.reshape(g.shape[0], -1, d).swapaxes(1, 2), base)
+
+
+# ----- grid_sample's plan --------------------------------------------------------------------------------------------
+
+def _gs_axis(coord, size, padding, align):
+    """(pixel position, A, B) along one axis for normalised coordinates ``coord`` (pixel = A*coord + B)."""
+    dt = coord.dtype.type
+    scale = dt((size - 1) / 2) if align else dt(size / 2)
+    shift = dt((size - 1) / 2)
+    c = coord * scale + shift
+    a = np.ones_like(c)
+    if padding == "reflection":
+        lo2, hi2 = (0, 2 * (size - 1)) if align else (-1, 2 * size - 1)
+        if lo2 == hi2:
+            c = np.zeros_like(c)
+            a = np.zeros_like(c)
+        else:
+            mn, span = dt(lo2 / 2), dt((hi2 - lo2) / 2)
+            t = c - mn
+            s1 = np.where(t < 0, dt(-1), dt(1))
+            t = np.abs(t)
+            extra = np.fmod(t, span)
+            even = np.floor(t / span) % 2 == 0
+            c = np.where(even, extra + mn, span - extra + mn)
+            a = np.where(even, s1, -s1)
+    if padding in ("border", "reflection"):
+        inside = (c > 0) & (c < size - 1)
+        a = np.where(inside, a, dt(0))
+        c = np.clip(c, 0, size - 1)
+    A = (a * scale).astype(coord.dtype)
+    return c.astype(coord.dtype), A, (c - A * coord).astype(coord.dtype)
+
+
+def _gs_plan(inp_shape, grid, mode, padding, align):
+    """The corners: (flat index (N, C, *out), in-bounds mask (N, *out), offsets) per corner, the offsets (0 or 1
+    per grid component x, y[, z]) from floor (bilinear) or None (nearest); and the axis maps (A, B - floor) per
+    component (nearest: (A, B), unused). Component k addresses spatial dim d-1-k (x the width); corners run with x fastest, as PyTorch sums
+    them (nw, ne, sw, se; then the bottom plane in 3-d)."""
+    sizes = tuple(inp_shape[2:])
+    d = len(sizes)
+    g = grid
+    axes = [_gs_axis(g[..., k], sizes[d - 1 - k], padding, align) for k in range(d)]
+    if mode == "nearest":
+        bases = [(tuple(np.rint(c) for c, _, _ in axes), None)]
+    else:
+        floors = [np.floor(c) for c, _, _ in axes]
+        bases = [(tuple(f + o for f, o in zip(floors, offs[::-1])), offs[::-1])
+                 for offs in _itertools.product((0, 1), repeat=d)]
+    N, C = inp_shape[:2]
+    corners = []
+    for pos, offs in bases:
+        mask = np.ones(g.shape[:-1], dtype=bool)
+        flat = 0
+        for k, p in enumerate(pos):
+            S = sizes[d - 1 - k]
+            mask &= (p >= 0) & (p <= S - 1)
+            p = np.where(p == p, p, 0)   # a nan position is masked off; its index only has to be valid
+            flat = flat + np.clip(p, 0, S - 1).astype(np.int64) * _math.prod(sizes[d - k:])
+        idx = np.ascontiguousarray(np.broadcast_to(flat[:, None], (N, C) + flat.shape[1:]))
+        corners.append((idx, mask.astype(g.dtype), offs))
+    maps = [(A, B - np.floor(c)) if mode != "nearest" else (A, B) for c, A, B in axes]
+    return corners, maps
+
+
+# bicubic (2-d): 4 x 4 taps around floor(pixel), each tap's coordinate padded on its own (PyTorch's
+# get_value_bounded: the source position is never clipped, a tap past the border reads the border or its mirror,
+# or zero), weights the cubic convolution coefficients (A = -0.75) of the fractional offsets, rows first.
+
+def _gs_tap(coord, size, padding, align):
+    """A tap's integer coordinate after padding (reflect, then clip; or clip) and its in-bounds mask."""
+    if padding == "reflection":
+        lo2, hi2 = (0, 2 * (size - 1)) if align else (-1, 2 * size - 1)
+        if lo2 == hi2:
+            coord = np.zeros_like(coord)
+        else:
+            mn, span = lo2 / 2, (hi2 - lo2) / 2
+            t = np.abs(coord - mn)
+            extra = np.fmod(t, span)
+            coord = np.where(np.floor(t / span) % 2 == 0, extra + mn, span - extra + mn)
+    if padding in ("border", "reflection"):
+        coord = np.clip(coord, 0, size - 1)
+    ic = np.trunc(coord)   # C++'s cast to int64 truncates
+    return ic, (ic >= 0) & (ic <= size - 1)
+
+
+def _gs_bicubic_plan(inp_shape, grid, padding, align):
+    """The 16 taps as (flat index (N, C, Ho, Wo), mask (N, Ho, Wo), i, j) (i the x tap, j the y tap) and the
+    maps (A, B - floor) of the fractional offsets t = A * grid + (B - floor) for x and y."""
+    N, C, H, W = inp_shape
+    g = grid
+    maps, floors = [], []
+    for k, size in ((0, W), (1, H)):
+        c, A, B = _gs_axis(g[..., k], size, "zeros", align)   # unnormalised, never clipped
+        f = np.floor(c)
+        floors.append(f)
+        maps.append((A, B - f))
+    taps = []
+    for j in range(4):
+        yy, my = _gs_tap(floors[1] - 1 + j, H, padding, align)
+        for i in range(4):
+            xx, mx = _gs_tap(floors[0] - 1 + i, W, padding, align)
+            mask = mx & my
+            yy, xx = np.where(yy == yy, yy, 0), np.where(xx == xx, xx, 0)   # nan: masked off, any valid index
+            flat = np.clip(yy, 0, H - 1).astype(np.int64) * W + np.clip(xx, 0, W - 1).astype(np.int64)
+            idx = np.ascontiguousarray(np.broadcast_to(flat[:, None], (N, C) + flat.shape[1:]))
+            taps.append((idx, mask.astype(g.dtype), i, j))
+    return taps, maps
+
+
+def grid_sample_plan(inp_shape, grid, mode: str, padding: str, align: bool):
+    """What grid_sample of an input of ``inp_shape`` reads at ``grid`` (N, *out, d): bilinear and nearest give
+    (corners, maps), corners (flat index (N, C, *out), mask (N, *out), offsets) and maps (A, B - floor) per grid
+    component (see _gs_plan); bicubic (2-d) gives (taps, maps), taps (flat index, mask, i, j) (see
+    _gs_bicubic_plan). The masks are in the grid's dtype."""
+    if mode == "bicubic":
+        return _gs_bicubic_plan(tuple(inp_shape), grid, padding, align)
+    return _gs_plan(tuple(inp_shape), grid, mode, padding, align)
