@@ -138,12 +138,12 @@ for _name in ("tensor", "as_tensor", "zeros", "ones", "full", "empty", "arange",
 
 # ----- the op database on the strict device ---------------------------------------------------------------
 # Every entry of the core (tests/op_db.py itself) and of the elementwise, reduction, shape, indexing, nn
-# activation and nn normalisation families runs forward and first-order backward on both backends; the results
-# must agree. The linalg, sorting, nn loss and nn convolution/pooling families are not covered yet (their
-# kernels still call NumPy directly).
+# activation, nn normalisation and nn convolution/pooling/padding/resampling/grid families runs forward and
+# first-order backward on both backends; the results must agree. The linalg, sorting and nn loss families are not
+# covered yet (their kernels still call NumPy directly).
 
-FAMILIES = ("elementwise", "reduction", "shape", "indexing", "nn_activation", "nn_norm")
-_OTHER_FAMILIES = ("linalg", "sorting", "nn_loss", "nn_conv")
+FAMILIES = ("elementwise", "reduction", "shape", "indexing", "nn_activation", "nn_norm", "nn_conv")
+_OTHER_FAMILIES = ("linalg", "sorting", "nn_loss")
 _FAMILY_OF = {op.name: fam for fam in FAMILIES + _OTHER_FAMILIES
               for op in importlib.import_module(f"op_db_{fam}").OPS}
 ENTRIES = [op.name for op in OP_DB if _FAMILY_OF.get(op.name, "core") in ("core",) + FAMILIES]

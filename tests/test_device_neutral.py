@@ -27,7 +27,6 @@ BUDGET = {
     "ops/indexing.py": 14,
     "ops/linalg.py": 48,
     "ops/nn_activation.py": 17,
-    "ops/nn_conv.py": 112,
     "ops/nn_loss.py": 22,
     "ops/nn_norm.py": 19,
     "ops/random.py": 218,
