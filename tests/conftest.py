@@ -1,8 +1,9 @@
 """Test-run configuration: the slow tiers carry the ``slow`` marker (registered in pyproject.toml).
 
 The default run (`python -m pytest -q -n 2`, what CI runs) is the whole suite, slow tiers included;
-``python -m pytest -q -m "not slow"`` leaves them out for a quick loop while editing (46,000 of the 60,000 tests,
-under a third of the time). ``EMBER_SLOW=1`` widens several of these tiers to exhaustive sweeps (every sample, every seed).
+``python -m pytest -q -m "not slow"`` leaves them out for a quick loop while editing (46,000 of the 60,000
+tests, under a third of the time). ``EMBER_SLOW=1`` widens several of these tiers to exhaustive sweeps (every
+sample, every seed).
 """
 from __future__ import annotations
 
