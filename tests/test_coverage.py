@@ -234,10 +234,9 @@ def recording():
     seen = Reached()
     saved_prims = [(p, p.forward, p.vjps, p.jvps) for p in DECLARED]
     for p in DECLARED:
-        if p._reads is None:
-            _primitive._reads(p)
-        if p._when is None:
-            _primitive._save_when(p)
+        for cache, work_out in (("_reads", "_reads"), ("_when", "_save_when")):
+            if getattr(p, cache, False) is None and hasattr(_primitive, work_out):
+                getattr(_primitive, work_out)(p)
 
     def prim_recorder(p, fwd):
         def forward(*args, **kwargs):
