@@ -48,3 +48,13 @@ def test_freed_graph_memory_is_reusable():
     e = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     out = subprocess.run([sys.executable, "-c", code], env=e, capture_output=True, text=True, check=True)
     assert float(out.stdout.strip()) < 20   # MB; the graph held about 50
+
+
+def test_readme_documents_the_setting_and_its_opt_out():
+    # the README's Speed section names what is set, the values, and the way out (kept in step with the code)
+    import ember._malloc as m
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+        speed = " ".join(f.read().split("## Speed", 1)[1].split("\n## ", 1)[0].split())
+    assert "EMBER_MALLOC_TUNING=0" in speed and "`MALLOC_*`" in speed
+    assert f"`M_MMAP_THRESHOLD` at {m.MMAP_THRESHOLD >> 20} MiB" in speed
+    assert f"`M_TRIM_THRESHOLD` at {m.TRIM_THRESHOLD >> 20} MiB" in speed

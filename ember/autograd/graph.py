@@ -7,6 +7,7 @@ gradients of its inputs (``apply``). Leaves that require grad end in an ``Accumu
 from __future__ import annotations
 
 import itertools
+import platform
 import sys
 import threading
 import weakref
@@ -132,14 +133,32 @@ class AccumulateGrad(Node):
     def apply(self, grads, create_graph, needed):
         # Held by the engine's buffer list alone (counted before this frame binds it): a fresh array nobody
         # else can see, which .grad may take instead of a copy (PyTorch steals such a gradient too).
-        owned = not create_graph and _getrefcount is not None and _getrefcount(grads[0]) == _SOLE
+        owned = not create_graph and STEAL_SOLE_GRADIENT and _getrefcount(grads[0]) == _SOLE
         g = grads[0]
         if g is not None:
             accumulate_grad(self.variable, g, create_graph, owned)
         return []
 
 
-_getrefcount = getattr(sys, "getrefcount", None)   # (PyPy has none: gradients are then always copied)
+_getrefcount = getattr(sys, "getrefcount", None)
+
+
+def _refcounts_mean_ownership() -> bool:
+    """Whether a reference count of one holder proves that no one else can see an object: only on CPython with
+    the GIL. Free-threaded CPython (3.13t, 3.14t; even with the GIL re-enabled at run time) splits counts
+    between threads and defers some, and PyPy has no reference counts (``getrefcount`` is missing or
+    emulated), so there a count says nothing about ownership and AccumulateGrad copies every gradient."""
+    if platform.python_implementation() != "CPython" or _getrefcount is None:
+        return False
+    is_gil_enabled = getattr(sys, "_is_gil_enabled", None)
+    if is_gil_enabled is None:
+        return True   # before 3.13: no free-threaded build exists
+    import sysconfig   # (here: only 3.13+ can be a free-threaded build, and the import costs ~1 ms)
+    return bool(is_gil_enabled()) and not sysconfig.get_config_var("Py_GIL_DISABLED")
+
+
+# Decided once, at import: may AccumulateGrad.apply take a gradient that only the engine holds as ``.grad``?
+STEAL_SOLE_GRADIENT = _refcounts_mean_ownership()
 
 
 def _sole_count(items: list) -> int:
