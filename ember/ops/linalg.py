@@ -14,19 +14,19 @@ differentiable public functions: every derivative is differentiable again. Real 
 from __future__ import annotations
 
 import math
+import numbers
 import warnings
 
-import numpy as np
-
-from .._device import NAMESPACES
+from ..devices import NAMESPACES
 from .._dtype import c_type_name
 from ..devices.cpu.linalg import LinAlgError
 from .._tensor import Tensor, make
 from ..autograd.graph import node_class
-from ..autograd._primitive import PrimNode, apply, batch_rule, batch_safe, defprim, graph_ns
-from ._registry import SUBMODULES, graph, method, register
-from .._util import check_bool, check_tensor, dtype_word, no_out, return_type
+from ..autograd._primitive import PrimNode, apply, batch_rule, batch_safe, broadcast_error, defprim, graph_ns
+from ._registry import SUBMODULES, graph, graph_raw, method, register
+from .._util import check_bool, check_tensor, dtype_word, no_out, return_type, scalar_or_tensor
 from ..autograd._views import apply_inplace
+from .shape import _broadcast_shape
 
 register(LinAlgError, name="LinAlgError", module=False, submodule="linalg")
 
@@ -66,11 +66,8 @@ def _matmul_grad_b(xp, g, out, a, b):
     return xp.matmul(_mT(xp, a), g)
 
 
-# float16: PyTorch sums in float32 in its own order and rounds once (xp.half_matmul); other dtypes: BLAS.
-# (An identity test: NumPy's dtypes are singletons, and comparing a dtype with a type is slow.)
-_F16 = np.dtype(np.float16)
-matmul_p = defprim("matmul", "MmBackward0",
-                   lambda xp, a, b: xp.half_matmul(a, b) if a.dtype is _F16 else xp.matmul(a, b),
+# float16: PyTorch sums in float32 in its own order and rounds once (see xp.matmul_forward); other dtypes: BLAS.
+matmul_p = defprim("matmul", "MmBackward0", lambda xp, a, b: xp.matmul_forward(a, b),
                    vjp=(_matmul_grad_a, _matmul_grad_b), jvp="multilinear", saves=(0, 1),
                    saved_names=("self", "mat2"))
 
@@ -169,7 +166,7 @@ def _check_matmul(a, b, op):
     if sb[-2] != k:
         if nb > 2:
             # PyTorch's bmm of the broadcast batches reports the batched shapes
-            batch = np.broadcast_shapes(sa[:-2], sb[:-2]) if _broadcastable(sa[:-2], sb[:-2]) else sa[:-2]
+            batch = _broadcast(sa[:-2], sb[:-2]) or sa[:-2]
             nbat = math.prod(batch)
             raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{nbat}, {k}] but "
                                f"got: [{nbat}, {sb[-2]}].")
@@ -195,11 +192,12 @@ def _matmul_dtypes(a, b) -> None:
 
 
 def _broadcastable(a, b) -> bool:
-    try:
-        np.broadcast_shapes(tuple(a), tuple(b))
-        return True
-    except ValueError:
-        return False
+    return broadcast_error((a, b)) is None
+
+
+def _broadcast(a, b) -> tuple | None:
+    """The shape two shapes broadcast to, None where they do not."""
+    return _broadcast_shape((a, b)) if _broadcastable(a, b) else None
 
 
 def _rows(shape):
@@ -333,8 +331,7 @@ def _einsum_vjp(k):
         sz = {c: n for c, n in zip(subs[k], ops[k].shape) if c not in present}
         args = ops[:k] + ops[k + 1:] + (g,)
         op = ops[k]
-        if (type(op) is np.ndarray and op.ndim == 2 and op.flags.f_contiguous and not op.flags.c_contiguous
-                and type(g) is np.ndarray and g.ndim == len(o) and not sz and len(set(subs[k])) == 2):
+        if xp.grad_in_own_layout(op, g, len(o)) and not sz and len(set(subs[k])) == 2:
             # a transposed operand (Linear's weight.t()) gets its gradient in its own layout, as PyTorch's
             # mm_mat1/mat2_backward: the weight's gradient then comes out C-contiguous, like the weight
             return xp.einsum(",".join(others + [o]) + "->" + subs[k][::-1], *args).T
@@ -468,7 +465,7 @@ def _einsum_subscript(n) -> str:
     """One subscript of einsum's sublist format as a letter (0-25: A-Z, 26-51: a-z), as PyTorch's einsum."""
     if n is Ellipsis:
         return "..."
-    if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
+    if not isinstance(n, numbers.Integral) or isinstance(n, bool):
         raise TypeError(f"einsum(): subscripts in a subscript list must be int or Ellipsis, not {type(n).__name__}")
     if 0 <= n < 26:
         return chr(ord("A") + n)
@@ -544,7 +541,7 @@ def tensordot(a: Tensor, b: Tensor, dims=2, out=None) -> Tensor:
     na, nb = a._data.ndim, b._data.ndim
     if isinstance(dims, Tensor):
         dims = dims.tolist()
-    if isinstance(dims, (int, np.integer)) and not isinstance(dims, bool):
+    if isinstance(dims, numbers.Integral) and not isinstance(dims, bool):
         if dims < 0:
             raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
         if dims > na or dims > nb:
@@ -686,19 +683,8 @@ def outer(input: Tensor, vec2: Tensor) -> Tensor:
 # ======================================================================================================
 
 def _addprod_fwd(xp, c, a, b, eq, beta, alpha):
-    if a.dtype is _F16:   # PyTorch accumulates in float32 and rounds once (addr, addbmm: see the kernel)
-        return xp.addprod_half(c, a, b, eq, beta, alpha)
-    prod = xp.einsum(eq, a, b)
-    if alpha != 1:
-        prod = prod * alpha
-    if beta == 0:   # PyTorch ignores input then (nan and inf in it do not propagate)
-        return prod + xp.zeros_like(prod)
-    c = c * beta if beta != 1 else c
-    if type(prod) is np.ndarray and type(c) is np.ndarray and prod.dtype == c.dtype and c.ndim <= prod.ndim \
-            and all(n == 1 or n == m for n, m in zip(c.shape[::-1], prod.shape[::-1])):
-        prod += c   # the product is einsum's own new array: no second result-sized array (Linear's bias)
-        return prod
-    return prod + c
+    # beta == 0 ignores input, as PyTorch; float16 is rounded as PyTorch's kernels round it (see xp.addprod)
+    return xp.addprod(c, a, b, eq, beta, alpha)
 
 
 def _addprod_vjp_c(xp, g, out, c, a, b, eq, beta, alpha):
@@ -726,9 +712,8 @@ def _addprod_jvp_b(xp, t, out, c, a, b, eq, beta, alpha):
     return xp.einsum(eq, a, t) * alpha
 
 
-graph("half_matmul", lambda a, b: matmul(a, b))
-graph("addprod_half", lambda c, a, b, eq, beta, alpha: apply(addprod_p, (c, a, b),
-                                                              {"eq": eq, "beta": beta, "alpha": alpha}))
+graph("matmul_forward", lambda a, b: matmul(a, b))
+graph("addprod", lambda c, a, b, eq, beta, alpha: apply(addprod_p, (c, a, b), {"eq": eq, "beta": beta, "alpha": alpha}))
 
 addprod_p = defprim("addprod", "AddmmBackward0", _addprod_fwd,
                     vjp=(_addprod_vjp_c, _addprod_vjp_ab(0), _addprod_vjp_ab(1)),
@@ -747,8 +732,10 @@ _ADD_OPS = {   # op: (equation, node, (name of arg 1, arg 2), their ranks)
 def _check_scalar(v, op, arg):
     if isinstance(v, Tensor) and v._data.ndim == 0:
         v = v.item()
-    if isinstance(v, np.generic):
-        v = v.item()
+    try:
+        v = scalar_or_tensor(v, op, arg)   # NumPy's scalars as Python's
+    except TypeError:
+        pass
     if not isinstance(v, (bool, int, float)):
         raise TypeError(f"{op}(): argument '{arg}' must be Number, not {type(v).__name__}")
     return v
@@ -807,8 +794,7 @@ def _addprod_args(op, input, a, b, beta, alpha):
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{sa[0]}, {sa[2]}] but "
                            f"got: [{sb[0]}, {sb[1]}].")
     prod_shape = _prod_shape(eq, a, b)
-    if not _broadcastable(input._data.shape, prod_shape) or \
-            np.broadcast_shapes(input._data.shape, prod_shape) != prod_shape:
+    if _broadcast(input._data.shape, prod_shape) != prod_shape:
         raise RuntimeError(f"The expanded size of the tensor ({prod_shape[-1]}) must match the existing size "
                            f"({input._data.shape[-1] if input._data.ndim else 1}) at non-singleton dimension "
                            f"{len(prod_shape) - 1}.  Target sizes: {list(prod_shape)}.  Tensor sizes: "
@@ -849,7 +835,7 @@ def _addprod(op):
 
     def inplace(self: Tensor, a: Tensor, b: Tensor, *, beta=1, alpha=1) -> Tensor:
         eq, node, beta, alpha = _addprod_args(op, self, a, b, beta, alpha)
-        if self._data.shape != np.broadcast_shapes(self._data.shape, _prod_shape(eq, a, b)):
+        if self._data.shape != _broadcast(self._data.shape, _prod_shape(eq, a, b)):
             raise RuntimeError(f"The expanded size of the tensor does not match the size of {op}_'s self "
                                f"{list(self._data.shape)}")
         return apply_inplace(addprod_p, self, (a, b), {"eq": eq, "beta": beta, "alpha": alpha}, _node(node))
@@ -900,7 +886,7 @@ def _cross(input, other, dim, op):
                            f"{dtype_word(input._data.dtype)} and {dtype_word(other._data.dtype)}")
     if not _broadcastable(input._data.shape, other._data.shape):
         raise RuntimeError("The size of tensor a must match the size of tensor b")
-    shape = np.broadcast_shapes(input._data.shape, other._data.shape)
+    shape = _broadcast(input._data.shape, other._data.shape)
     if dim is None:   # the legacy torch.cross default: the first dim of size 3
         dim = next((i for i, s in enumerate(shape) if s == 3), None)
         if dim is None:
@@ -933,7 +919,9 @@ def linalg_cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor:
 tri_mask_p = defprim("tri_mask", "TrilBackward0", lambda xp, x, upper, diag: xp.tri_mask(x, upper, diag),
                      vjp=lambda xp, g, out, x, upper, diag: xp.tri_mask(g, upper, diag), jvp="linear")
 graph("tri_mask", lambda x, upper, diag=1.0: apply(tri_mask_p, (x,), {"upper": upper, "diag": diag}))
-graph("eye_like", lambda x: make(np.eye(x.shape[-1], dtype=x._data.dtype)))
+graph_raw("eye_like", "near_singular", "lstsq_rank", "matrix_rank_of")
+# under create_graph the operands are tensors: the gradient is computed in the usual layout
+graph("grad_in_own_layout", lambda x, g, ndim: False)
 
 
 def _eye(xp, x):
@@ -955,7 +943,7 @@ def _check_float(A, op):
     k = A._data.dtype
     if k.kind != "f":
         raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. Got {dtype_word(k)}")
-    if k == np.float16:
+    if dtype_word(k) == "Half":
         raise RuntimeError(f"{op}: Low precision dtypes not supported. Got Half")
 
 
@@ -1012,9 +1000,9 @@ def _det_backward_graph(g, det, a):
     xp = graph_ns
     if a._data.size == 0:
         return xp.zeros_like(a)
-    eps = float(np.finfo(a._data.dtype).eps)
+    raw = NAMESPACES[type(det._data)]
     g = g + xp.zeros_like(det)   # the batch shape of det
-    mask = np.abs(det._data) < 100 * eps
+    mask = raw.near_singular(det._data)
 
     def non_singular(a, d, g):
         return xp.linalg_solve(_mT(xp, a), _eye_times(xp, g * d, a))
@@ -1025,9 +1013,9 @@ def _det_backward_graph(g, det, a):
         dd = xp.unsqueeze(alpha, -1) * _prod_others(xp, s, s.ndim - 1)
         return xp.matmul(u * xp.unsqueeze(dd, -2), vh)
 
-    if not mask.any():
+    if not raw.any(mask):
         return non_singular(a, det, g)
-    if mask.all():
+    if raw.all(mask):
         return singular(a, det, g)
     # a batch with both kinds: each formula on its own elements, written into place (PyTorch's masked_fmap,
     # whose index_put_ the result's node is)
@@ -1629,8 +1617,9 @@ def svd(input: Tensor, some: bool = True, compute_uv: bool = True, *, out=None):
         s = linalg_svdvals(input)
         m, n = input._data.shape[-2:]
         b = input._data.shape[:-2]
-        z = make(np.zeros(b + ((m, m) if not some else (m, min(m, n))), input._data.dtype))
-        zv = make(np.zeros(b + ((n, n) if not some else (n, min(m, n))), input._data.dtype))
+        zeros = NAMESPACES[type(input._data)].backend.zeros
+        z = make(zeros(b + ((m, m) if not some else (m, min(m, n))), input._data.dtype))
+        zv = make(zeros(b + ((n, n) if not some else (n, min(m, n))), input._data.dtype))
         return SVDLegacy(z, s, zv)
     u, s, vh = linalg_svd(input, full_matrices=not some)
     return SVDLegacy(u, s, vh.mT)
@@ -1690,9 +1679,9 @@ def linalg_pinv(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False, out
 def pinverse(input: Tensor, rcond: float = 1e-15) -> Tensor:
     """Legacy form of ``linalg.pinv`` with a relative tolerance ``rcond``."""
     check_tensor(input, "pinverse")
-    if not isinstance(rcond, (int, float, np.integer, np.floating, Tensor)):
+    if not isinstance(rcond, (numbers.Real, Tensor)):   # NumPy's numbers too
         raise TypeError(f"pinverse(): argument 'rcond' must be float, not {type(rcond).__name__}")
-    return linalg_pinv(input, rtol=float(rcond) if isinstance(rcond, (bool, np.bool_)) else rcond)
+    return linalg_pinv(input, rtol=float(rcond) if isinstance(rcond, bool) else rcond)
 
 
 # ======================================================================================================
@@ -1732,7 +1721,7 @@ def linalg_matrix_power(A: Tensor, n: int, *, out=None) -> Tensor:
     """A to the integer power n (n < 0: of the inverse), by repeated squaring as PyTorch."""
     _no_out(out, "linalg.matrix_power")
     check_tensor(A, "matrix_power", "A")
-    if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
+    if not isinstance(n, numbers.Integral) or isinstance(n, bool):
         raise TypeError(f"matrix_power(): argument 'n' (position 2) must be int, not {type(n).__name__}")
     n = int(n)
     if A._data.ndim < 2:
@@ -1833,24 +1822,22 @@ def linalg_lstsq(A: Tensor, B: Tensor, rcond=None, *, driver: str | None = None)
                            f"non-singleton dimension 0")
     x = apply(lstsq_p, (A, B), {"vec": vec})
     dt = A._data.dtype
-    batch = np.broadcast_shapes(A._data.shape[:-2], B._data.shape[:-1] if vec else B._data.shape[:-2])
-    with np.errstate(all="ignore"):
-        s = np.linalg.svd(A._data, compute_uv=False) if A._data.size else np.zeros(A._data.shape[:-2] + (0,), dt)
-    tol = (rcond if rcond is not None else np.finfo(dt).eps * max(m, n)) * (s[..., :1] if s.shape[-1] else 0)
-    rank = np.sum(s > tol, axis=-1).astype(np.int64) if s.shape[-1] else np.zeros(A._data.shape[:-2], np.int64)
-    empty = make(np.zeros((0,), dt))
+    xp = NAMESPACES[type(A._data)]
+    batch = _broadcast(A._data.shape[:-2], bb)
+    s, rank = xp.lstsq_rank(A._data, rcond)
+    empty = make(xp.backend.zeros((0,), dt))
     if driver == "gelsy":
-        return LstsqResult(x, empty, make(np.broadcast_to(rank, batch).copy()), empty)
+        return LstsqResult(x, empty, make(xp.backend.copy(xp.expand(rank, batch))), empty)
     residuals = empty
-    if m > n and np.all(rank == n):
+    if m > n and bool(xp.all(rank == n)):
         from .reduction import sum as _sum
         diff = matmul(A, x.unsqueeze(-1) if vec else x) - (B.unsqueeze(-1) if vec else B)
         residuals = _sum(diff * diff, -2)
         if vec:
             residuals = residuals.squeeze(-1)
     if driver == "gels":
-        return LstsqResult(x, residuals, make(np.zeros((0,), np.int64)), empty)
-    return LstsqResult(x, residuals, make(np.broadcast_to(rank, batch).copy()), make(s.astype(dt)))
+        return LstsqResult(x, residuals, make(xp.backend.zeros((0,), rank.dtype)), empty)
+    return LstsqResult(x, residuals, make(xp.backend.copy(xp.expand(rank, batch))), make(xp.backend.copy(s, dt)))
 
 
 _NO_TOL = object()     # matrix_rank's tol left out (an explicit tol=None is PyTorch's TypeError)
@@ -1869,7 +1856,7 @@ def linalg_matrix_rank(A: Tensor, tol=_NO_TOL, hermitian: bool = False, *, atol=
     """The number of singular values above max(atol, rtol * s_max) (int64)."""
     _no_out(out, "linalg.matrix_rank")
     if tol is not _NO_TOL and (tol is None or atol is not None or rtol is not None
-                               or not isinstance(tol, (int, float, np.integer, np.floating, Tensor))):
+                               or not isinstance(tol, (numbers.Real, Tensor))):
         got = ["Tensor" if isinstance(A, Tensor) else type(A).__name__, type(tol).__name__]
         got += [f"{k}={type(v).__name__}" for k, v in (("atol", atol), ("rtol", rtol)) if v is not None]
         raise TypeError(_RANK_FORMS.format(", ".join(got)))
@@ -1879,17 +1866,7 @@ def linalg_matrix_rank(A: Tensor, tol=_NO_TOL, hermitian: bool = False, *, atol=
         atol, rtol = tol, 0.0
     atol = _tol(atol, "linalg_matrix_rank", "atol")
     rtol = _tol(rtol, "linalg_matrix_rank", "rtol")
-    a = A._data
-    m, n = a.shape[-2:]
-    if rtol is None:
-        rtol = 0.0 if (atol is not None and atol > 0) else max(m, n) * np.finfo(a.dtype).eps
-    with np.errstate(all="ignore"):
-        if a.size == 0:
-            return make(np.zeros(a.shape[:-2], np.int64))
-        s = np.abs(np.linalg.eigvalsh(a)) if hermitian else np.linalg.svd(a, compute_uv=False)
-    smax = np.max(s, axis=-1, keepdims=True)
-    thr = np.maximum(atol or 0.0, rtol * smax)
-    return make(np.sum(s > thr, axis=-1).astype(np.int64))
+    return make(NAMESPACES[type(A._data)].matrix_rank_of(A._data, atol, rtol, hermitian))
 
 
 # ======================================================================================================
@@ -2138,7 +2115,7 @@ def _check_lu_input(A, op, arg="A"):
         raise RuntimeError(f"torch.{op.split('.')[-1] if op.startswith('linalg.lu_factor') else op}: Expected tensor "
                            f"with 2 or more dimensions. Got size: {list(A._data.shape)} instead")
     k = A._data.dtype
-    if k.kind != "f" or k == np.float16:
+    if k.kind != "f" or dtype_word(k) == "Half":
         raise NotImplementedError(f"\"lu_cpu\" not implemented for '{dtype_word(k)}'")
 
 
@@ -2153,8 +2130,7 @@ def _lu_factor_ex(A, pivot, op):
     check_bool(pivot, op.replace(".", "_"), "pivot")   # argument types first, as PyTorch's binding
     _check_lu_input(A, "linalg.lu_factor" if op != "linalg.lu" else op)
     pivot = _check_pivot(pivot, op.replace(".", "_"))
-    from ..devices.cpu.linalg import linalg_lu_factor_ex as kernel
-    _, piv, info = kernel(A._data, pivot)
+    _, piv, info = NAMESPACES[type(A._data)].linalg_lu_factor_ex(A._data, pivot)
     return apply(lu_factor_p, (A,), {"pivot": pivot}), make(piv), info
 
 
@@ -2170,10 +2146,13 @@ def linalg_lu_factor_ex(A: Tensor, *, pivot: bool = True, check_errors: bool = F
 
 
 def _raise_lu_info(info, op):
-    bad = np.flatnonzero(info.reshape(-1))
-    if bad.size:
-        i = int(info.reshape(-1)[bad[0]])
-        where = f"(Batch element {bad[0]}): " if info.ndim else ""
+    xp = NAMESPACES[type(info)]
+    flat = xp.reshape(info, (-1,))
+    bad = xp.nonzero_tuple(flat)[0]
+    if bad.shape[0]:
+        b = int(bad[0])
+        i = int(flat[b])
+        where = f"(Batch element {b}): " if info.ndim else ""
         raise RuntimeError(f"{op}: {where}U[{i},{i}] is zero and using it on lu_solve would result in a division by "
                            f"zero. If you still want to perform the factorization, consider calling "
                            f"linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)")
@@ -2197,8 +2176,7 @@ def linalg_lu(A: Tensor, *, pivot: bool = True, out=None):
     check_bool(pivot, "linalg_lu", "pivot")
     _check_lu_input(A, "linalg.lu")
     pivot = _check_pivot(pivot, "linalg_lu")
-    from ..devices.cpu.linalg import linalg_lu as kernel
-    P = kernel(A._data, pivot)[0]
+    P = NAMESPACES[type(A._data)].linalg_lu(A._data, pivot)[0]
     p = {"pivot": pivot}
     return LUResult(make(P), apply(lu_L_p, (A,), p), apply(lu_U_p, (A,), p))
 
@@ -2220,16 +2198,16 @@ def lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True, unpa
     k = min(m, n)
     piv = LU_pivots._data
     if unpack_pivots:
-        if piv.dtype != np.int32:
+        if dtype_word(piv.dtype) != "Int":
             raise RuntimeError("torch.lu_unpack: LU_pivots is expected to be a contiguous tensor of torch.int32 "
                                "dtype.\nNote: this function is intended to be used with the output produced by "
                                "torch.linalg.lu_factor")
-        if piv.shape != a.shape[:-2] + (k,) or (piv.size and (piv.min() < 1 or piv.max() > m)):
+        if piv.shape != a.shape[:-2] + (k,) or not NAMESPACES[type(piv)].in_range(piv, 1, m + 1):
             raise RuntimeError("pivots passed to lu_unpack must be between 1 and LU.size(-2) inclusive.Did you "
                                "properly pass the result of lu_factor?")
-    from ..devices.cpu.linalg import lu_unpack as kernel
-    P = kernel(a, piv, False, unpack_pivots)[0]
-    empty = make(np.zeros((0,), a.dtype))
+    xp = NAMESPACES[type(a)]
+    P = xp.lu_unpack(a, piv, False, unpack_pivots)[0]
+    empty = make(xp.backend.zeros((0,), a.dtype))
     if not unpack_data:
         return LUUnpackResult(make(P), empty, empty)
     return LUUnpackResult(make(P), apply(unpack_L_p, (LU_data,)), apply(unpack_U_p, (LU_data,)))
@@ -2258,7 +2236,7 @@ def _check_lu_solve(LU, pivots, B, left, adjoint, op="linalg.lu_solve"):
         eq = "AX = B" if left else "XA = B"
         raise RuntimeError(f"{op}: Incompatible shapes of A and B for the equation {eq} ({n}x{n} and "
                            f"{b.shape[-2]}x{b.shape[-1]})")
-    if p.dtype != np.int32:
+    if dtype_word(p.dtype) != "Int":
         raise RuntimeError(f"{op}: pivots should be a Tensor of scalar type torch.int32")
     if p.ndim == 0 or p.shape[-1] != n:
         raise RuntimeError(f"{op}: Number of pivots per batch should be same as the dimension of the matrix")
@@ -2272,7 +2250,7 @@ def _check_lu_solve(LU, pivots, B, left, adjoint, op="linalg.lu_solve"):
         i = next(i for i in range(k - 1, -1, -1) if pa[i] != pb[i] and 1 not in (pa[i], pb[i]))
         raise RuntimeError(f"The size of tensor a ({pa[i]}) must match the size of tensor b ({pb[i]}) at "
                            f"non-singleton dimension {i}")
-    if p.size and (p.min() < 1 or p.max() > n):
+    if not NAMESPACES[type(p)].in_range(p, 1, n + 1):
         raise RuntimeError(f"{op}: pivots must be between 1 and LU.size(-2) = {n}")
     return left, adjoint
 
