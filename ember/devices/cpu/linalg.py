@@ -1,7 +1,8 @@
 """NumPy kernels of the 'linalg' family for the raw 'cpu' namespace (re-exported by ember.devices.cpu.namespace).
 
-Every name in ``__all__`` has a differentiable twin of the same name in ``graph_ns`` (registered in
-``ember/ops/linalg.py``), so derivative rules can call ``xp.<name>`` in plain and in graph mode.
+Every name in ``__all__`` has a twin of the same name in ``graph_ns`` (registered in ``ember/ops/linalg/``:
+differentiable, or for the few that are not the kernel run on the tensors' data), so derivative rules and
+public functions can call ``xp.<name>`` in plain and in graph mode.
 Decompositions return tuples of arrays in PyTorch's order (``linalg_svd`` gives U, S, Vh).
 """
 from __future__ import annotations
