@@ -137,7 +137,7 @@ def _xp(t: Tensor):
 
 def _int_arg(value, op: str, arg: str, pos: int | None = None) -> int:
     if isinstance(value, Tensor) and value._data.size == 1 and value._data.dtype.kind in "iu":
-        return int(value.item())   # an integer tensor of one element is an int to PyTorch
+        return int(value._data.reshape(()))   # an integer tensor of one element is an int to PyTorch
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):   # NumPy's ints too, not its bool
         where = f" (position {pos})" if pos is not None else ""
         raise TypeError(f"{op}(): argument '{arg}'{where} must be int, not {type(value).__name__}")
