@@ -40,7 +40,7 @@ for _name, _fn in METHODS.items():
 for _name, _fn in GRAPH.items():
     setattr(graph_ns, _name, _fn)
 
-FAMILIES = (E, R, S, I, L, O, NA, NL, NN, NC, NPo, NP, NRs, NG)
+FAMILIES = (E, R, S, I, *L.MODULES, O, NA, NL, NN, NC, NPo, NP, NRs, NG)
 # The op table's primitives: every one declared by the families (the random fills make theirs on first use).
 DECLARED = tuple(_primitive.PRIMITIVES)
 

@@ -272,3 +272,27 @@ def graph(name: str, fn: Callable | None = None):
         return lambda f: graph(name, f)
     _put(GRAPH, name, fn)
     return fn
+
+
+def graph_raw(*names: str) -> None:
+    """The graph twins of raw kernels that are not differentiable (indices, counts, searches): each runs the
+    device's kernel ``xp.<name>`` on its tensor arguments' data and makes tensors of the arrays it returns
+    (in a tuple too), so that both namespaces export the name."""
+    from .._tensor import Tensor, make
+    from ..devices import NAMESPACES
+
+    def wrap(r):
+        if isinstance(r, tuple):
+            return tuple(wrap(x) for x in r)
+        return make(r) if type(r) in NAMESPACES else r
+
+    def twin_of(name):
+        def twin(*args, **kwargs):
+            raw = [a._data if isinstance(a, Tensor) else a for a in args]
+            xp = NAMESPACES[type(next(a for a in raw if type(a) in NAMESPACES))]
+            return wrap(getattr(xp, name)(*raw, **kwargs))
+        twin.__name__ = twin.__qualname__ = name
+        return twin
+
+    for name in names:
+        _put(GRAPH, name, twin_of(name))

@@ -1,7 +1,8 @@
 """NumPy kernels of the 'linalg' family for the raw 'cpu' namespace (re-exported by ember.devices.cpu.namespace).
 
-Every name in ``__all__`` has a differentiable twin of the same name in ``graph_ns`` (registered in
-``ember/ops/linalg.py``), so derivative rules can call ``xp.<name>`` in plain and in graph mode.
+Every name in ``__all__`` has a twin of the same name in ``graph_ns`` (registered in ``ember/ops/linalg/``:
+differentiable, or for the few that are not the kernel run on the tensors' data), so derivative rules and
+public functions can call ``xp.<name>`` in plain and in graph mode.
 Decompositions return tuples of arrays in PyTorch's order (``linalg_svd`` gives U, S, Vh).
 """
 from __future__ import annotations
@@ -10,10 +11,12 @@ import math
 
 import numpy as np
 
-__all__ = ["einsum", "addprod_half", "half_matmul", "cross", "tri_mask", "eye_like", "linalg_inv", "linalg_det", "linalg_slogdet", "linalg_solve",
-           "linalg_cholesky", "cholesky_solve", "linalg_qr", "linalg_eigh", "linalg_svd", "linalg_svdvals",
-           "linalg_pinv", "matrix_exp", "solve_triangular", "linalg_lu_factor_ex", "linalg_lu", "lu_unpack",
-           "linalg_lu_solve", "det_backward", "slogdet_backward"]
+__all__ = ["einsum", "matmul_forward", "addprod", "cross", "tri_mask", "eye_like", "linalg_inv", "linalg_det",
+           "linalg_slogdet", "linalg_solve", "linalg_cholesky", "cholesky_solve", "linalg_qr", "linalg_eigh",
+           "linalg_svd", "linalg_svdvals", "linalg_pinv", "matrix_exp", "solve_triangular", "linalg_lu_factor_ex",
+           "linalg_lu", "lu_unpack", "linalg_lu_solve", "det_backward", "slogdet_backward",
+           # not differentiable: layout, singularity and rank questions the public functions and rules ask
+           "grad_in_own_layout", "near_singular", "lstsq_rank", "matrix_rank_of"]
 
 
 class LinAlgError(RuntimeError):
@@ -134,6 +137,15 @@ def half_matmul(a, b):
     return _half_product32(a, b).astype(np.float16)
 
 
+# (An identity test: NumPy's dtypes are singletons, and comparing a dtype with a type is slow.)
+_F16 = np.dtype(np.float16)
+
+
+def matmul_forward(a, b):
+    """matmul's forward: BLAS; float16 as PyTorch sums it, in float32 in its own order, rounded once."""
+    return half_matmul(a, b) if a.dtype is _F16 else np.matmul(a, b)
+
+
 _HALF_EQS = {"ij,jk->ik": "mm", "ij,j->i": "mv", "bij,bjk->bik": "bmm"}
 
 
@@ -158,6 +170,32 @@ def addprod_half(c, a, b, eq: str, beta, alpha):
     if beta == 0:
         return prod.astype(f16)
     return (prod + c.astype(f32) * f32(beta)).astype(f16)
+
+
+def addprod(c, a, b, eq: str, beta, alpha):
+    """``beta * c + alpha * einsum(eq, a, b)``: the forward of addmm, addmv, addr, addbmm and baddbmm (float16 as
+    PyTorch rounds it, see ``addprod_half``). ``beta == 0`` ignores ``c`` (its nan and inf do not propagate)."""
+    if a.dtype is _F16:
+        return addprod_half(c, a, b, eq, beta, alpha)
+    prod = einsum(eq, a, b)
+    if alpha != 1:
+        prod = prod * alpha
+    if beta == 0:
+        return prod + np.zeros_like(prod)
+    c = c * beta if beta != 1 else c
+    if type(prod) is np.ndarray and type(c) is np.ndarray and prod.dtype == c.dtype and c.ndim <= prod.ndim \
+            and all(n == 1 or n == m for n, m in zip(c.shape[::-1], prod.shape[::-1])):
+        prod += c   # the product is einsum's own new array: no second result-sized array (Linear's bias)
+        return prod
+    return prod + c
+
+
+def grad_in_own_layout(x, g, ndim: int) -> bool:
+    """Whether ``x`` is a 2-d array laid out as a transposed C array (Linear's ``weight.t()``) and ``g`` an array
+    of ``ndim`` dims: einsum's VJP then computes ``x``'s gradient in ``x``'s own layout, as PyTorch's
+    mm_mat1/mat2_backward, so that the weight's gradient comes out C-contiguous like the weight."""
+    return type(x) is np.ndarray and x.ndim == 2 and x.flags.f_contiguous and not x.flags.c_contiguous \
+        and type(g) is np.ndarray and g.ndim == ndim
 
 
 _PLANS: dict = {}
@@ -562,6 +600,39 @@ def det_backward(g, det, a):
     lu[..., i, i] = np.where(lu[..., i, i] == 0, eps, lu[..., i, i])
     d = (g * det)[..., None, None] * np.eye(n, dtype=a.dtype)
     return linalg_lu_solve(lu, piv, d, adjoint=True)
+
+
+def near_singular(det):
+    """Where a determinant is below 100 eps of its dtype in magnitude (PyTorch's det backward takes the SVD
+    there)."""
+    return np.abs(det) < 100 * float(np.finfo(det.dtype).eps)
+
+
+def lstsq_rank(a, rcond):
+    """The singular values of ``a`` (descending) and its rank as gelsy, gelsd and gelss count it: the singular
+    values above ``rcond`` (None: eps * max(m, n)) times the largest (int64)."""
+    m, n = a.shape[-2:]
+    dt = a.dtype
+    with np.errstate(all="ignore"):
+        s = np.linalg.svd(a, compute_uv=False) if a.size else np.zeros(a.shape[:-2] + (0,), dt)
+    tol = (rcond if rcond is not None else np.finfo(dt).eps * max(m, n)) * (s[..., :1] if s.shape[-1] else 0)
+    rank = np.sum(s > tol, axis=-1).astype(np.int64) if s.shape[-1] else np.zeros(a.shape[:-2], np.int64)
+    return s, rank
+
+
+def matrix_rank_of(a, atol, rtol, hermitian: bool):
+    """The number of singular values (|eigenvalues| if ``hermitian``) above max(atol, rtol * s_max) (int64);
+    ``rtol`` None: 0 if ``atol`` > 0, else eps * max(m, n)."""
+    m, n = a.shape[-2:]
+    if rtol is None:
+        rtol = 0.0 if (atol is not None and atol > 0) else max(m, n) * np.finfo(a.dtype).eps
+    with np.errstate(all="ignore"):
+        if a.size == 0:
+            return np.zeros(a.shape[:-2], np.int64)
+        s = np.abs(np.linalg.eigvalsh(a)) if hermitian else np.linalg.svd(a, compute_uv=False)
+    smax = np.max(s, axis=-1, keepdims=True)
+    thr = np.maximum(atol or 0.0, rtol * smax)
+    return np.sum(s > thr, axis=-1).astype(np.int64)
 
 
 def slogdet_backward(g, a):

@@ -1,0 +1,82 @@
+"""What the linear algebra modules share: PyTorch's argument checks (floating, square, same dtype), shape
+broadcasting, the identity and triangle masks the decompositions' rules use, and ``linalg.LinAlgError``."""
+from __future__ import annotations
+
+from ...devices.cpu.linalg import LinAlgError
+from ...autograd.graph import node_class
+from ...autograd._primitive import PrimNode, apply, broadcast_error, defprim
+from .._registry import graph, graph_raw, register
+from ..._util import check_tensor, dtype_word, no_out
+from ..shape import _broadcast_shape
+
+
+register(LinAlgError, name="LinAlgError", module=False, submodule="linalg")
+
+
+def _node(name: str) -> type:
+    return node_class(name, PrimNode)
+
+
+def _mT(xp, x):
+    return xp.transpose(x, -1, -2)
+
+
+# ----- shapes ------------------------------------------------------------------------------------------
+
+def _broadcastable(a, b) -> bool:
+    return broadcast_error((a, b)) is None
+
+
+def _broadcast(a, b) -> tuple | None:
+    """The shape two shapes broadcast to, None where they do not."""
+    return _broadcast_shape((a, b)) if _broadcastable(a, b) else None
+
+
+# ----- the triangles and the identity of the decompositions' rules ----------------------------------------
+
+tri_mask_p = defprim("tri_mask", "TrilBackward0", lambda xp, x, upper, diag: xp.tri_mask(x, upper, diag),
+                     vjp=lambda xp, g, out, x, upper, diag: xp.tri_mask(g, upper, diag), jvp="linear")
+graph("tri_mask", lambda x, upper, diag=1.0: apply(tri_mask_p, (x,), {"upper": upper, "diag": diag}))
+graph_raw("eye_like")
+
+
+def _eye(xp, x):
+    return xp.eye_like(x)
+
+
+def _diag_embed(xp, v):
+    # (..., n) -> (..., n, n) with v on the diagonal
+    return xp.unsqueeze(v, -2) * _eye(xp, v)
+
+
+def _diagonal(xp, x):
+    return xp.sum(x * _eye(xp, x), -1)
+
+
+# ----- argument checks ----------------------------------------------------------------------------------
+
+def _check_float(A, op):
+    k = A._data.dtype
+    if k.kind != "f":
+        raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. Got {dtype_word(k)}")
+    if dtype_word(k) == "Half":
+        raise RuntimeError(f"{op}: Low precision dtypes not supported. Got Half")
+
+
+def _check_matrix(A, op, square=True, arg="A"):
+    check_tensor(A, op.split(".")[-1], arg)
+    if A._data.ndim < 2:
+        raise RuntimeError(f"{op}: The input tensor {arg} must have at least 2 dimensions.")
+    if square and A._data.shape[-1] != A._data.shape[-2]:
+        m, n = A._data.shape[-2:]
+        raise RuntimeError(f"{op}: {arg} must be batches of square matrices, but they are {m} by {n} matrices")
+    _check_float(A, op)
+
+
+def _check_same_dtype(A, B, op, a="A", b="B"):
+    if A._data.dtype != B._data.dtype:
+        raise RuntimeError(f"{op}: Expected {b} to have the same dtype as {a}, but got {b}.dtype = "
+                           f"{dtype_word(B._data.dtype)} and {a}.dtype = {dtype_word(A._data.dtype)}")
+
+
+_no_out = no_out

@@ -1,0 +1,641 @@
+"""Decompositions: cholesky, qr, eigh / eigvalsh, svd / svdvals, and LU (lu_factor, lu_factor_ex, lu, lu_unpack,
+the legacy lu), with the legacy forms torch.cholesky, torch.qr and torch.svd.
+
+A decomposition with several outputs is one primitive per output, each computing the decomposition
+(PyTorch's backward is linear in the output gradients, so the per-output VJPs add up to it). Rules call
+the decompositions again through ``xp`` (``xp.linalg_eigh``), which under ``create_graph`` are the
+differentiable public functions: every derivative is differentiable again.
+"""
+from __future__ import annotations
+
+import warnings
+
+from ...devices import NAMESPACES
+from ..._tensor import Tensor, make
+from ...autograd._primitive import apply, batch_safe, defprim
+from .._registry import register
+from ..._util import check_bool, check_tensor, dtype_word, return_type
+from ._common import _check_matrix, _diag_embed, _diagonal, _eye, _mT, _no_out, _node
+
+
+# ======================================================================================================
+# cholesky
+# ======================================================================================================
+
+def _chol_vjp(xp, g, out, a, upper):
+    L, gL = (_mT(xp, out), _mT(xp, g)) if upper else (out, g)
+    phi = xp.tri_mask(xp.matmul(_mT(xp, L), gL), False, 0.5)
+    x = xp.solve_triangular(_mT(xp, L), phi, upper=True)                 # L^-T phi
+    ga = xp.solve_triangular(L, x, upper=False, left=False)             # L^-T phi L^-1
+    return (ga + _mT(xp, ga)) * 0.5
+
+
+def _chol_jvp(xp, t, out, a, upper):
+    L = _mT(xp, out) if upper else out
+    x = xp.solve_triangular(L, t, upper=False)                          # L^-1 dA
+    x = xp.solve_triangular(_mT(xp, L), x, upper=True, left=False)      # L^-1 dA L^-T
+    dL = xp.matmul(L, xp.tri_mask(x, False, 0.5))
+    return _mT(xp, dL) if upper else dL
+
+
+cholesky_p = defprim("cholesky", "LinalgCholeskyExBackward0", lambda xp, a, upper: xp.linalg_cholesky(a, upper),
+                     vjp=_chol_vjp, jvp=_chol_jvp, saves_out=True)
+
+
+@register(submodule="linalg", module=False, name="cholesky", graph="linalg_cholesky")
+def linalg_cholesky(A: Tensor, *, upper: bool = False, out=None) -> Tensor:
+    """Cholesky factor L (A = L L^T) of a symmetric positive-definite matrix, reading A's lower triangle;
+    ``upper=True`` returns L^T."""
+    _no_out(out, "linalg.cholesky")
+    _check_matrix(A, "linalg.cholesky")
+    upper = check_bool(upper, "linalg.cholesky", "upper")
+    return apply(cholesky_p, (A,), {"upper": upper})
+
+
+@register(method=True)
+def cholesky(input: Tensor, upper: bool = False, *, out=None) -> Tensor:
+    """Deprecated form of ``linalg.cholesky`` (with PyTorch's warning)."""
+    warnings.warn("torch.cholesky is deprecated in favor of torch.linalg.cholesky and will be removed in a future "
+                  "PyTorch release.", UserWarning, stacklevel=2)
+    _no_out(out, "cholesky")
+    _check_matrix(input, "linalg.cholesky")
+    upper = check_bool(upper, "cholesky", "upper")
+    return apply(cholesky_p, (input,), {"upper": upper}, _node("CholeskyBackward0"))
+
+
+# ======================================================================================================
+# qr
+# ======================================================================================================
+
+def _copyltu(xp, m):
+    # the symmetric matrix with m's lower triangle (diagonal included)
+    low = xp.tri_mask(m, False, 1.0)
+    return low + _mT(xp, xp.tri_mask(m, False, 0.0))
+
+
+def _qr_vjp_tall(xp, gq, gr, q, r):
+    """m >= n: gA = (gQ + Q copyltu(M)) R^-T with M = R gR^T - gQ^T Q."""
+    m = 0
+    if gr is not None:
+        m = xp.matmul(r, _mT(xp, gr))
+    if gq is not None:
+        m = m - xp.matmul(_mT(xp, gq), q)
+    b = xp.matmul(q, _copyltu(xp, m))
+    if gq is not None:
+        b = b + gq
+    return xp.solve_triangular(_mT(xp, r), b, upper=False, left=False)
+
+
+def _qr_vjp(xp, gq, gr, a, mode):
+    if mode == "r":
+        raise RuntimeError("The derivative of linalg.qr depends on Q, which is not computed when mode='r'. Please "
+                           "use linalg.qr(A, mode='reduced') if you are going to differentiate through linalg.qr.")
+    m, n = a.shape[-2:]
+    if mode == "complete" and m > n:
+        raise RuntimeError("The QR decomposition is not differentiable when mode='complete' and nrows > ncols.")
+    q, r = xp.linalg_qr(a, mode)
+    if m >= n:
+        return _qr_vjp_tall(xp, gq, gr, q, r)
+    # m < n: A = [X | Y], R = [U | V] with X = Q U square
+    u = xp.getitem(r, (Ellipsis, slice(None), slice(0, m)))
+    gy = None
+    if gr is not None:
+        gu = xp.getitem(gr, (Ellipsis, slice(None), slice(0, m)))
+        gv = xp.getitem(gr, (Ellipsis, slice(None), slice(m, None)))
+        y = xp.getitem(a, (Ellipsis, slice(None), slice(m, None)))
+        gy = xp.matmul(q, gv)
+        extra = xp.matmul(y, _mT(xp, gv))
+        gq = extra if gq is None else gq + extra
+    else:
+        gu = None
+    gx = _qr_vjp_tall(xp, gq, gu, q, u)
+    if gy is None:
+        gy = xp.zeros_like(xp.getitem(a, (Ellipsis, slice(None), slice(m, None))))
+    return xp.cat([gx, gy], -1)
+
+
+def _qr_jvp_square(xp, da, q, r):
+    """m >= n: (dQ, dR) with C = Q^T dA R^-1, Omega = tril(C,-1) - tril(C,-1)^T, dR = (C - Omega) R."""
+    dar = xp.solve_triangular(r, da, upper=True, left=False)            # dA R^-1
+    c = xp.matmul(_mT(xp, q), dar)
+    low = xp.tri_mask(c, False, 0.0)
+    omega = low - _mT(xp, low)
+    dr = xp.matmul(c - omega, r)
+    dq = dar - xp.matmul(q, c - omega)
+    return dq, dr
+
+
+def _qr_jvp(xp, t, a, mode, which):
+    m, n = a.shape[-2:]
+    q, r = xp.linalg_qr(a, mode)
+    if m >= n:
+        if mode == "complete" and m > n:
+            raise RuntimeError("The QR decomposition is not differentiable when mode='complete' and nrows > ncols.")
+        return _qr_jvp_square(xp, t, q, r)[which]
+    u = xp.getitem(r, (Ellipsis, slice(None), slice(0, m)))
+    v = xp.getitem(r, (Ellipsis, slice(None), slice(m, None)))
+    dx = xp.getitem(t, (Ellipsis, slice(None), slice(0, m)))
+    dy = xp.getitem(t, (Ellipsis, slice(None), slice(m, None)))
+    dq, du = _qr_jvp_square(xp, dx, q, u)
+    if which == 0:
+        return dq
+    dv = xp.matmul(_mT(xp, q), dy - xp.matmul(dq, v))
+    return xp.cat([du, dv], -1)
+
+
+qr_q_p = defprim("qr_Q", "LinalgQrBackward0", lambda xp, a, mode: xp.linalg_qr(a, mode)[0],
+                 vjp=lambda xp, g, out, a, mode: _qr_vjp(xp, g, None, a, mode),
+                 jvp=lambda xp, t, out, a, mode: _qr_jvp(xp, t, a, mode, 0), saves=(0,))
+qr_r_p = defprim("qr_R", "LinalgQrBackward0", lambda xp, a, mode: xp.linalg_qr(a, mode)[1],
+                 vjp=lambda xp, g, out, a, mode: _qr_vjp(xp, None, g, a, mode),
+                 jvp=lambda xp, t, out, a, mode: _qr_jvp(xp, t, a, mode, 1), saves=(0,))
+
+QRResult = return_type("linalg_qr", ("Q", "R"))
+QRLegacy = return_type("qr", ("Q", "R"))
+
+
+@register(submodule="linalg", module=False, name="qr", graph="linalg_qr")
+def linalg_qr(A: Tensor, mode: str = "reduced", *, out=None):
+    """QR decomposition (Householder, LAPACK's signs); ``mode`` 'reduced', 'complete' or 'r'."""
+    _no_out(out, "linalg.qr")
+    _check_matrix(A, "linalg.qr", square=False)
+    if not isinstance(mode, str):
+        raise TypeError(f"linalg_qr(): argument 'mode' (position 2) must be str, not {type(mode).__name__}")
+    if mode not in ("reduced", "complete", "r"):
+        raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of 'reduced' (default), 'r', "
+                           f"or 'complete'")
+    return QRResult(apply(qr_q_p, (A,), {"mode": mode}), apply(qr_r_p, (A,), {"mode": mode}))
+
+
+@register(method=True)
+def qr(input: Tensor, some: bool = True, *, out=None):
+    """Deprecated form of ``linalg.qr`` (``some=False`` is mode 'complete')."""
+    warnings.warn("torch.qr is deprecated in favor of torch.linalg.qr and will be removed in a future PyTorch "
+                  "release.", UserWarning, stacklevel=2)
+    check_tensor(input, "qr")
+    some = check_bool(some, "qr", "some")
+    return QRLegacy(*linalg_qr(input, "reduced" if some else "complete", out=out))
+
+
+# ======================================================================================================
+# eigh, eigvalsh
+# ======================================================================================================
+
+def _eigh_gap(xp, lam):
+    # E_ij = lambda_j - lambda_i, with ones on the diagonal (so dividing by it leaves the diagonal alone)
+    e = xp.unsqueeze(lam, -2) - xp.unsqueeze(lam, -1)
+    return e + _eye(xp, e)
+
+
+def _eigh_vjp(xp, gl, gv, a, uplo):
+    lam, v = xp.linalg_eigh(a, uplo)
+    if gv is None:
+        inner = _diag_embed(xp, gl)
+    else:
+        vhgv = xp.matmul(_mT(xp, v), gv)
+        inner = (vhgv - _mT(xp, vhgv)) * 0.5 / _eigh_gap(xp, lam)
+        if gl is not None:
+            inner = inner + _diag_embed(xp, gl)
+    return xp.matmul(xp.matmul(v, inner), _mT(xp, v))
+
+
+def _eigh_jvp(xp, t, a, uplo, which):
+    lam, v = xp.linalg_eigh(a, uplo)
+    p = xp.matmul(xp.matmul(_mT(xp, v), t), v)
+    if which == 0:
+        return _diagonal(xp, p)
+    off = p / _eigh_gap(xp, lam)
+    off = off - off * _eye(xp, off)
+    return xp.matmul(v, off)
+
+
+eigh_vals_p = defprim("eigh_L", "LinalgEighBackward0", lambda xp, a, uplo: xp.linalg_eigh(a, uplo)[0],
+                      vjp=lambda xp, g, out, a, uplo: _eigh_vjp(xp, g, None, a, uplo),
+                      jvp=lambda xp, t, out, a, uplo: _eigh_jvp(xp, t, a, uplo, 0), saves=(0,))
+eigh_vecs_p = defprim("eigh_V", "LinalgEighBackward0", lambda xp, a, uplo: xp.linalg_eigh(a, uplo)[1],
+                      vjp=lambda xp, g, out, a, uplo: _eigh_vjp(xp, None, g, a, uplo),
+                      jvp=lambda xp, t, out, a, uplo: _eigh_jvp(xp, t, a, uplo, 1), saves=(0,))
+
+EighResult = return_type("linalg_eigh", ("eigenvalues", "eigenvectors"))
+
+
+def _check_uplo(UPLO, op):
+    if not isinstance(UPLO, str):
+        raise TypeError(f"{op}(): argument 'UPLO' (position 2) must be str, not {type(UPLO).__name__}")
+    if UPLO.upper() not in ("L", "U") or len(UPLO) != 1:
+        raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
+    return UPLO.upper()
+
+
+@register(submodule="linalg", module=False, name="eigh", graph="linalg_eigh")
+def linalg_eigh(A: Tensor, UPLO: str = "L", *, out=None):
+    """Eigenvalues (ascending) and orthonormal eigenvectors of a symmetric matrix, reading one triangle."""
+    _no_out(out, "linalg.eigh")
+    _check_matrix(A, "linalg.eigh")
+    uplo = _check_uplo(UPLO, "linalg_eigh")
+    return EighResult(apply(eigh_vals_p, (A,), {"uplo": uplo}), apply(eigh_vecs_p, (A,), {"uplo": uplo}))
+
+
+@register(submodule="linalg", module=False, name="eigvalsh")
+def linalg_eigvalsh(A: Tensor, UPLO: str = "L", *, out=None) -> Tensor:
+    """Eigenvalues (ascending) of a symmetric matrix."""
+    _no_out(out, "linalg.eigvalsh")
+    _check_matrix(A, "linalg.eigvalsh")
+    return apply(eigh_vals_p, (A,), {"uplo": _check_uplo(UPLO, "linalg_eigvalsh")})
+
+
+# ======================================================================================================
+# svd, svdvals
+# ======================================================================================================
+
+def _svd_vjp(xp, gu, gs, gvh, a, full):
+    """PyTorch's svd_backward (real case): the gradient through U, S and Vh of the reduced SVD."""
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    u, s, vh = xp.linalg_svd(a, False)
+    if full:
+        if gu is not None:
+            gu = xp.getitem(gu, (Ellipsis, slice(None), slice(0, k)))
+        if gvh is not None:
+            gvh = xp.getitem(gvh, (Ellipsis, slice(0, k), slice(None)))
+    if gu is None and gvh is None:
+        return xp.matmul(u * xp.unsqueeze(gs, -2), vh)
+    v = _mT(xp, vh)
+    gv = None if gvh is None else _mT(xp, gvh)
+    s2 = s * s
+    e = xp.unsqueeze(s2, -2) - xp.unsqueeze(s2, -1)
+    e = e + _eye(xp, e)
+    ret = 0
+    if gu is not None:
+        uhgu = xp.matmul(_mT(xp, u), gu)
+        ret = (uhgu - _mT(xp, uhgu)) * xp.unsqueeze(s, -2)
+    if gv is not None:
+        vhgv = xp.matmul(_mT(xp, v), gv)
+        ret = ret + xp.unsqueeze(s, -1) * (vhgv - _mT(xp, vhgv))
+    ret = ret / e
+    if gs is not None:
+        ret = ret + _diag_embed(xp, gs)
+    if m > n and gu is not None:
+        ga = xp.matmul(u, ret)
+        gusinv = gu / xp.unsqueeze(s, -2)
+        ga = ga + gusinv - xp.matmul(u, xp.matmul(_mT(xp, u), gusinv))
+        return xp.matmul(ga, vh)
+    if m < n and gv is not None:
+        ga = xp.matmul(ret, vh)
+        gvsinv = gv / xp.unsqueeze(s, -2)
+        ga = ga + _mT(xp, gvsinv) - xp.matmul(xp.matmul(_mT(xp, gvsinv), v), vh)
+        return xp.matmul(u, ga)
+    return xp.matmul(xp.matmul(u, ret), vh)
+
+
+def _svd_jvp(xp, t, a, full, which):
+    m, n = a.shape[-2:]
+    if full and m != n and which != 1:
+        raise NotImplementedError("linalg.svd: forward-mode AD of full_matrices=True is not supported for "
+                                  "non-square matrices; use full_matrices=False")
+    u, s, vh = xp.linalg_svd(a, False)
+    v = _mT(xp, vh)
+    dp = xp.matmul(xp.matmul(_mT(xp, u), t), v)
+    if which == 1:
+        return _diagonal(xp, dp)
+    s2 = s * s
+    e = xp.unsqueeze(s2, -2) - xp.unsqueeze(s2, -1)
+    f_inv = e + _eye(xp, e)
+    sr = xp.unsqueeze(s, -2)   # S on the right: X * sr == X @ diag(S)
+    sl = xp.unsqueeze(s, -1)
+    if which == 0:
+        x = (dp * sr + sl * _mT(xp, dp)) / f_inv
+        x = x - x * _eye(xp, x)
+        du = xp.matmul(u, x)
+        if m > n:
+            proj = xp.matmul(t, v) - xp.matmul(u, xp.matmul(_mT(xp, u), xp.matmul(t, v)))
+            du = du + proj / sr
+        return du
+    x = (sl * dp + _mT(xp, dp) * sr) / f_inv
+    x = x - x * _eye(xp, x)
+    dv = xp.matmul(v, x)
+    if n > m:
+        tu = xp.matmul(_mT(xp, t), u)
+        dv = dv + (tu - xp.matmul(v, xp.matmul(vh, tu))) / sr
+    return _mT(xp, dv)
+
+
+svd_u_p = defprim("svd_U", "LinalgSvdBackward0", lambda xp, a, full: xp.linalg_svd(a, full)[0],
+                  vjp=lambda xp, g, out, a, full: _svd_vjp(xp, g, None, None, a, full),
+                  jvp=lambda xp, t, out, a, full: _svd_jvp(xp, t, a, full, 0), saves=(0,))
+svd_s_p = defprim("svd_S", "LinalgSvdBackward0", lambda xp, a, full: xp.linalg_svdvals(a),
+                  vjp=lambda xp, g, out, a, full: _svd_vjp(xp, None, g, None, a, False),
+                  jvp=lambda xp, t, out, a, full: _svd_jvp(xp, t, a, False, 1), saves=(0,))
+svd_vh_p = defprim("svd_Vh", "LinalgSvdBackward0", lambda xp, a, full: xp.linalg_svd(a, full)[2],
+                   vjp=lambda xp, g, out, a, full: _svd_vjp(xp, None, None, g, a, full),
+                   jvp=lambda xp, t, out, a, full: _svd_jvp(xp, t, a, full, 2), saves=(0,))
+
+SVDResult = return_type("linalg_svd", ("U", "S", "Vh"))
+SVDLegacy = return_type("svd", ("U", "S", "V"))
+
+
+@register(submodule="linalg", module=False, name="svd", graph="linalg_svd")
+def linalg_svd(A: Tensor, full_matrices: bool = True, *, driver=None, out=None):
+    """Singular value decomposition A = U diag(S) Vh (LAPACK's signs), S descending."""
+    _no_out(out, "linalg.svd")
+    _check_matrix(A, "linalg.svd", square=False)
+    full = check_bool(full_matrices, "linalg_svd", "full_matrices")
+    p = {"full": full}
+    return SVDResult(apply(svd_u_p, (A,), p), apply(svd_s_p, (A,), p), apply(svd_vh_p, (A,), p))
+
+
+@register(submodule="linalg", module=False, name="svdvals", graph="linalg_svdvals")
+def linalg_svdvals(A: Tensor, *, driver=None, out=None) -> Tensor:
+    """The singular values of A, descending."""
+    _no_out(out, "linalg.svdvals")
+    _check_matrix(A, "linalg.svdvals", square=False)
+    return apply(svd_s_p, (A,), {"full": False})
+
+
+@register(method=True)
+def svd(input: Tensor, some: bool = True, compute_uv: bool = True, *, out=None):
+    """Legacy SVD: (U, S, V) with V, not Vh; ``some=False`` gives full U and V."""
+    _no_out(out, "svd")
+    check_tensor(input, "svd")
+    some = check_bool(some, "svd", "some")
+    compute_uv = check_bool(compute_uv, "svd", "compute_uv")
+    _check_matrix(input, "linalg.svd", square=False, arg="A")
+    if not compute_uv:
+        s = linalg_svdvals(input)
+        m, n = input._data.shape[-2:]
+        b = input._data.shape[:-2]
+        zeros = NAMESPACES[type(input._data)].backend.zeros
+        z = make(zeros(b + ((m, m) if not some else (m, min(m, n))), input._data.dtype))
+        zv = make(zeros(b + ((n, n) if not some else (n, min(m, n))), input._data.dtype))
+        return SVDLegacy(z, s, zv)
+    u, s, vh = linalg_svd(input, full_matrices=not some)
+    return SVDLegacy(u, s, vh.mT)
+
+
+# ======================================================================================================
+# LU: lu_factor, lu_factor_ex, lu, lu_unpack (and the legacy lu)
+# ======================================================================================================
+# The factorization is the kernel's (LAPACK's getrf pivots, devices.cpu.linalg.linalg_lu_factor_ex). Outputs
+# that carry a gradient (the packed LU; L and U) are one primitive each whose rules are PyTorch's
+# (FunctionsManual.cpp: lu_factor_ex_backward/_jvp, linalg_lu_backward/_jvp, lu_unpack_backward); pivots, info
+# and P are integer or constant outputs without history. lu_solve is in solvers.py.
+
+def _narrow(xp, x, dim, n):
+    # the first n entries along dim (dim is -1 or -2)
+    return x if x.shape[dim] == n else xp.slice_dim(x, x.ndim + dim, 0, n)
+
+
+def _pad(xp, x, dim, size):
+    # x followed by zeros along dim, up to size
+    if x.shape[dim] == size:
+        return x
+    shape = tuple(x.shape)
+    shape = shape[:dim] + (size,) + (shape[dim + 1:] if dim == -2 else ())
+    return xp.slice_scatter_zeros(x, x.ndim + dim, 0, x.shape[dim], 1, shape)
+
+
+def _lu_vjp(xp, gL, gU, P, L, U, pivot):
+    """PyTorch's linalg_lu_backward: the gradient of A = P L U from those of L (m x k) and U (k x n)."""
+    m, n = L.shape[-2], U.shape[-1]
+    k = min(m, n)
+    LH, UH = _mT(xp, L), _mT(xp, U)
+    if m == n:
+        ga = None if gL is None else xp.tril(xp.matmul(LH, gL), -1)
+        if gU is not None:
+            t = xp.triu(xp.matmul(gU, UH))
+            ga = t if ga is None else ga + t
+        ga = xp.solve_triangular(UH, ga, upper=False, left=False)
+        ga = xp.solve_triangular(LH, ga, upper=True, unitriangular=True)
+    elif m < n:   # wide: A = P L (U1 | U2)
+        ga = None if gL is None else xp.matmul(LH, gL)
+        if gU is not None:
+            t = xp.matmul(xp.triu(gU), UH)
+            ga = -t if ga is None else ga - t
+        ga = xp.solve_triangular(_mT(xp, _narrow(xp, U, -1, k)), xp.tril(ga, -1), upper=False, left=False)
+        if gU is not None:
+            ga = xp.cat([ga + xp.triu(_narrow(xp, gU, -1, k)), xp.slice_dim(gU, gU.ndim - 1, k, n)], -1)
+        ga = xp.solve_triangular(LH, ga, upper=True, unitriangular=True)
+        if gU is None:
+            ga = _pad(xp, ga, -1, n)
+    else:         # tall: A = P (L1 ; L2) U
+        ga = None if gU is None else xp.matmul(gU, UH)
+        if gL is not None:
+            t = xp.matmul(LH, xp.tril(gL, -1))
+            ga = -t if ga is None else ga - t
+        ga = xp.solve_triangular(_mT(xp, _narrow(xp, L, -2, k)), xp.triu(ga), upper=True, unitriangular=True)
+        if gL is not None:
+            ga = xp.cat([ga + xp.tril(_narrow(xp, gL, -2, k), -1), xp.slice_dim(gL, gL.ndim - 2, k, m)], -2)
+        ga = xp.solve_triangular(UH, ga, upper=False, left=False)
+        if gL is None:
+            ga = _pad(xp, ga, -2, m)
+    return xp.matmul(P, ga) if pivot else ga
+
+
+def _lu_jvp(xp, dA, P, L, U, pivot):
+    """PyTorch's linalg_lu_jvp: (dL, dU) for the tangent dA."""
+    m, n = dA.shape[-2:]
+    k = min(m, n)
+    pda = xp.matmul(_mT(xp, P), dA) if pivot else dA
+    L1, U1 = _narrow(xp, L, -2, k), _narrow(xp, U, -1, k)
+    dK = xp.solve_triangular(L1, _narrow(xp, _narrow(xp, pda, -2, k), -1, k), upper=False, unitriangular=True)
+    dK = xp.solve_triangular(U1, dK, upper=True, left=False)            # L1^-1 P^T dA1 U1^-1
+    low, up = xp.tril(dK, -1), xp.triu(dK)
+    dL, dU = xp.matmul(L1, low), xp.matmul(up, U1)
+    if m < n:
+        dU2 = xp.solve_triangular(L1, xp.slice_dim(pda, pda.ndim - 1, k, n), upper=False, unitriangular=True) - \
+            xp.matmul(low, xp.slice_dim(U, U.ndim - 1, k, n))
+        dU = xp.cat([dU, dU2], -1)
+    elif m > n:
+        dL2 = xp.solve_triangular(U1, xp.slice_dim(pda, pda.ndim - 2, k, m), upper=True, left=False) - \
+            xp.matmul(xp.slice_dim(L, L.ndim - 2, k, m), up)
+        dL = xp.cat([dL, dL2], -2)
+    return dL, dU
+
+
+def _lu_factor_vjp(xp, g, out, a, pivot):
+    lu, piv, _ = xp.linalg_lu_factor_ex(a, pivot=pivot)
+    P, L, U = xp.lu_unpack(lu, piv, True, pivot)
+    k = min(a.shape[-2:])
+    return _lu_vjp(xp, _narrow(xp, g, -1, k), _narrow(xp, g, -2, k), P, L, U, pivot)
+
+
+def _lu_factor_jvp(xp, t, out, a, pivot):
+    lu, piv, _ = xp.linalg_lu_factor_ex(a, pivot=pivot)
+    P, L, U = xp.lu_unpack(lu, piv, True, pivot)
+    dL, dU = _lu_jvp(xp, t, P, L, U, pivot)
+    m, n = a.shape[-2:]
+    # the packed tangent: dL below the diagonal, dU on and above it
+    return dL + _pad(xp, dU, -2, m) if m >= n else dU + _pad(xp, dL, -1, n)
+
+
+lu_factor_p = defprim("lu_factor", "LinalgLuFactorExBackward0",
+                      lambda xp, a, pivot: xp.linalg_lu_factor_ex(a, pivot)[0],
+                      vjp=_lu_factor_vjp, jvp=_lu_factor_jvp, saves=(0,))
+
+
+def _lu_L_vjp(xp, g, out, a, pivot):
+    P, L, U = xp.linalg_lu(a, pivot=pivot)
+    return _lu_vjp(xp, g, None, P, L, U, pivot)
+
+
+def _lu_U_vjp(xp, g, out, a, pivot):
+    P, L, U = xp.linalg_lu(a, pivot=pivot)
+    return _lu_vjp(xp, None, g, P, L, U, pivot)
+
+
+def _lu_out_jvp(which):
+    def rule(xp, t, out, a, pivot):
+        P, L, U = xp.linalg_lu(a, pivot=pivot)
+        return _lu_jvp(xp, t, P, L, U, pivot)[which]
+    return rule
+
+
+lu_L_p = defprim("lu_L", "LinalgLuBackward0", lambda xp, a, pivot: xp.linalg_lu(a, pivot)[1],
+                 vjp=_lu_L_vjp, jvp=_lu_out_jvp(0), saves=(0,))
+lu_U_p = defprim("lu_U", "LinalgLuBackward0", lambda xp, a, pivot: xp.linalg_lu(a, pivot)[2],
+                 vjp=_lu_U_vjp, jvp=_lu_out_jvp(1), saves=(0,))
+
+
+def _unpack_L_vjp(xp, g, out, lu):
+    # PyTorch's lu_unpack_backward: L reads LU's strict lower triangle (of its first k columns)
+    return _pad(xp, xp.tril(g, -1), -1, lu.shape[-1])
+
+
+def _unpack_U_vjp(xp, g, out, lu):
+    return _pad(xp, xp.triu(g), -2, lu.shape[-2])
+
+
+unpack_L_p = defprim("lu_unpack_L", "LuUnpackBackward0", lambda xp, lu: xp.lu_unpack(lu, None, True, False)[1],
+                     vjp=_unpack_L_vjp,
+                     jvp=lambda xp, t, out, lu: xp.tril(_narrow(xp, t, -1, min(lu.shape[-2:])), -1))
+unpack_U_p = defprim("lu_unpack_U", "LuUnpackBackward0", lambda xp, lu: xp.lu_unpack(lu, None, True, False)[2],
+                     vjp=_unpack_U_vjp, jvp=lambda xp, t, out, lu: xp.triu(_narrow(xp, t, -2, min(lu.shape[-2:]))))
+
+
+LUFactorResult = return_type("linalg_lu_factor", ("LU", "pivots"))
+LUFactorExResult = return_type("linalg_lu_factor_ex", ("LU", "pivots", "info"))
+LUResult = return_type("linalg_lu", ("P", "L", "U"))
+LUUnpackResult = return_type("lu_unpack", ("P", "L", "U"))
+LUWithInfo = return_type("_lu_with_info", ("LU", "pivots", "info"))
+
+
+def _check_lu_input(A, op, arg="A"):
+    check_tensor(A, op.split(".")[-1], arg)
+    if A._data.ndim < 2:
+        raise RuntimeError(f"torch.{op.split('.')[-1] if op.startswith('linalg.lu_factor') else op}: Expected tensor "
+                           f"with 2 or more dimensions. Got size: {list(A._data.shape)} instead")
+    k = A._data.dtype
+    if k.kind != "f" or dtype_word(k) == "Half":
+        raise NotImplementedError(f"\"lu_cpu\" not implemented for '{dtype_word(k)}'")
+
+
+def _check_pivot(pivot, op):
+    if not check_bool(pivot, op, "pivot"):
+        raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
+    return True
+
+
+def _lu_factor_ex(A, pivot, op):
+    """(LU tensor, pivots tensor, info array) for the checked input."""
+    check_bool(pivot, op.replace(".", "_"), "pivot")   # argument types first, as PyTorch's binding
+    _check_lu_input(A, "linalg.lu_factor" if op != "linalg.lu" else op)
+    pivot = _check_pivot(pivot, op.replace(".", "_"))
+    _, piv, info = NAMESPACES[type(A._data)].linalg_lu_factor_ex(A._data, pivot)
+    return apply(lu_factor_p, (A,), {"pivot": pivot}), make(piv), info
+
+
+@register(submodule="linalg", module=False, name="lu_factor_ex", graph="linalg_lu_factor_ex")
+def linalg_lu_factor_ex(A: Tensor, *, pivot: bool = True, check_errors: bool = False, out=None):
+    """LU factorization with partial pivoting, packed: (LU, pivots (1-based, int32), info (0, or the first
+    zero pivot's 1-based index)); a singular matrix is not an error unless ``check_errors``."""
+    _no_out(out, "linalg.lu_factor_ex")
+    lu, piv, info = _lu_factor_ex(A, pivot, "linalg.lu_factor_ex")
+    if check_bool(check_errors, "linalg_lu_factor_ex", "check_errors"):
+        _raise_lu_info(info, "torch.linalg.lu_factor_ex")
+    return LUFactorExResult(lu, piv, make(info))
+
+
+def _raise_lu_info(info, op):
+    xp = NAMESPACES[type(info)]
+    flat = xp.reshape(info, (-1,))
+    bad = xp.nonzero_tuple(flat)[0]
+    if bad.shape[0]:
+        b = int(bad[0])
+        i = int(flat[b])
+        where = f"(Batch element {b}): " if info.ndim else ""
+        raise RuntimeError(f"{op}: {where}U[{i},{i}] is zero and using it on lu_solve would result in a division by "
+                           f"zero. If you still want to perform the factorization, consider calling "
+                           f"linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)")
+
+
+@register(submodule="linalg", module=False, name="lu_factor")
+def linalg_lu_factor(A: Tensor, *, pivot: bool = True, out=None):
+    """LU factorization with partial pivoting, packed: (LU, pivots); an exactly singular A (a zero pivot)
+    raises, as PyTorch."""
+    _no_out(out, "linalg.lu_factor")
+    lu, piv, info = _lu_factor_ex(A, pivot, "linalg.lu_factor")
+    _raise_lu_info(info, "torch.linalg.lu_factor")
+    return LUFactorResult(lu, piv)
+
+
+@register(submodule="linalg", module=False, name="lu", graph="linalg_lu")
+def linalg_lu(A: Tensor, *, pivot: bool = True, out=None):
+    """A = P L U with partial pivoting: P a permutation matrix, L (m x k) unit lower triangular, U (k x n)
+    upper triangular, k = min(m, n)."""
+    _no_out(out, "linalg.lu")
+    check_bool(pivot, "linalg_lu", "pivot")
+    _check_lu_input(A, "linalg.lu")
+    pivot = _check_pivot(pivot, "linalg_lu")
+    P = NAMESPACES[type(A._data)].linalg_lu(A._data, pivot)[0]
+    p = {"pivot": pivot}
+    return LUResult(make(P), apply(lu_L_p, (A,), p), apply(lu_U_p, (A,), p))
+
+
+@register(name="lu_unpack", graph="lu_unpack")
+def lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True, unpack_pivots: bool = True, *,
+              out=None):
+    """(P, L, U) from a packed LU factorization and its pivots (what is not unpacked is empty)."""
+    _no_out(out, "lu_unpack")
+    check_tensor(LU_data, "lu_unpack", "LU_data")
+    check_tensor(LU_pivots, "lu_unpack", "LU_pivots", 2)
+    unpack_data = check_bool(unpack_data, "lu_unpack", "unpack_data")
+    unpack_pivots = check_bool(unpack_pivots, "lu_unpack", "unpack_pivots")
+    a = LU_data._data
+    if a.ndim < 2:
+        raise RuntimeError(f"torch.lu_unpack: Expected tensor with 2 or more dimensions. Got size: {list(a.shape)} "
+                           f"instead")
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    piv = LU_pivots._data
+    if unpack_pivots:
+        if dtype_word(piv.dtype) != "Int":
+            raise RuntimeError("torch.lu_unpack: LU_pivots is expected to be a contiguous tensor of torch.int32 "
+                               "dtype.\nNote: this function is intended to be used with the output produced by "
+                               "torch.linalg.lu_factor")
+        if piv.shape != a.shape[:-2] + (k,) or not NAMESPACES[type(piv)].in_range(piv, 1, m + 1):
+            raise RuntimeError("pivots passed to lu_unpack must be between 1 and LU.size(-2) inclusive.Did you "
+                               "properly pass the result of lu_factor?")
+    xp = NAMESPACES[type(a)]
+    P = xp.lu_unpack(a, piv, False, unpack_pivots)[0]
+    empty = make(xp.backend.zeros((0,), a.dtype))
+    if not unpack_data:
+        return LUUnpackResult(make(P), empty, empty)
+    return LUUnpackResult(make(P), apply(unpack_L_p, (LU_data,)), apply(unpack_U_p, (LU_data,)))
+
+
+@register(method=True, name="lu")
+def lu(A: Tensor, pivot: bool = True, get_infos: bool = False, out=None):
+    """Deprecated: (LU, pivots) as ``linalg.lu_factor`` but never raising on a singular A; with
+    ``get_infos``, (LU, pivots, info)."""
+    warnings.warn("torch.lu is deprecated in favor of torch.linalg.lu_factor / torch.linalg.lu_factor_ex and will be "
+                  "removed in a future PyTorch release.", UserWarning, stacklevel=2)
+    _no_out(out, "lu")
+    lu_, piv, info = _lu_factor_ex(A, pivot, "linalg.lu_factor")
+    if check_bool(get_infos, "lu", "get_infos"):
+        return LUWithInfo(lu_, piv, make(info))
+    return lu_, piv
+
+
+# ----- autograd.grad(is_grads_batched=True): the primitives whose VJP rules batch as written (see products.py)
+batch_safe(cholesky_p, qr_r_p, eigh_vals_p, eigh_vecs_p, svd_u_p, svd_s_p, svd_vh_p, lu_factor_p, lu_L_p, lu_U_p,
+           unpack_L_p, unpack_U_p)
