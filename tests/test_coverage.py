@@ -37,17 +37,10 @@ EXEMPT = {
 }
 
 # Rules the op database's run does not reach, and why: (primitive name, "VJP" | "JVP", input index) -> reason.
-_DROPPED_TANGENT = (
-    "KNOWN DEFECT (reported): ember records this op's output on a node only when the input requires grad "
-    "(ops/sorting.py, _record_nondiff), so a forward-AD tangent is silently dropped where torch raises "
-    "NotImplementedError ('Trying to use forward AD with ... that does not support it'); remove once fixed")
 UNREACHABLE = {
     ("lu_solve", "VJP", 1): "the pivots: an integer tensor, never differentiated (the rule only returns None)",
     **{("grad_link_zero", "JVP", i): "grid_sample has no forward AD (nor has PyTorch's), so its input and grid "
        "never carry a tangent into its double backward's link node (the rule only returns None)" for i in (1, 2)},
-    ("unique", "JVP", 0): _DROPPED_TANGENT,   # unique (Unique2Backward0) and unique(dim=) (UniqueDimBackward0)
-    ("unique_consecutive", "JVP", 0): _DROPPED_TANGENT,
-    ("bincount", "JVP", 0): _DROPPED_TANGENT,
 }
 
 

@@ -104,3 +104,24 @@ def test_clamp_and_relu_gradients_at_nan_and_inf():
         (gh,) = lib.autograd.grad(lib.nn.functional.hardtanh(x), x, g)
         return gc, gr, gh
     same(f)
+
+
+@pytest.mark.parametrize("case", ["unique", "unique_dim", "unique_consecutive", "bincount"])
+def test_forward_ad_through_ops_without_derivatives_raises_as_torch(case):
+    """unique, unique_consecutive and bincount(weights=) have no forward derivative: a tangent must raise
+    PyTorch's NotImplementedError, not vanish (it once did: their node was made only for requires_grad)."""
+    import torch
+    import torch.autograd.forward_ad as tfw
+    import ember.autograd.forward_ad as efw
+
+    def run(lib, fw):
+        x = lib.tensor([1.0, 2.0, 2.0])
+        with fw.dual_level():
+            d = fw.make_dual(x, lib.ones(3))
+            f = {"unique": lambda: lib.unique(d), "unique_dim": lambda: lib.unique(d, dim=0),
+                 "unique_consecutive": lambda: lib.unique_consecutive(d),
+                 "bincount": lambda: lib.bincount(lib.tensor([0, 1, 1]), weights=d)}[case]
+            with pytest.raises(NotImplementedError) as info:
+                f()
+        return str(info.value).splitlines()[0]
+    assert run(ember, efw) == run(torch, tfw)

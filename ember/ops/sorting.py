@@ -74,21 +74,27 @@ quantile_out_p = defprim("quantile", "SqueezeBackward4", lambda xp, a, shape: xp
                          vjp=lambda xp, g, out, a, shape: xp.reshape(g, a.shape), jvp="linear")
 
 
-def _no_derivative(name: str, node_name: str, error: type, message: str):
-    """A node for outputs PyTorch records but cannot differentiate (unique, bincount with weights)."""
-    def rule(xp, g, out, a, value):
+def _no_derivative(name: str, node_name: str, error: type, message: str, aten: str, why: str = ""):
+    """A node for outputs PyTorch records but cannot differentiate (unique, bincount with weights): backward
+    raises ``error(message)``, forward mode PyTorch's NotImplementedError naming the ATen op ``aten``."""
+    def vjp(xp, g, out, a, value):
         raise error(message)
-    return defprim(name, node_name, lambda xp, a, value: value, vjp=rule, jvp=rule)
+
+    def jvp(xp, t, out, a, value):
+        raise NotImplementedError(f"Trying to use forward AD with {aten} that does not support it{why}.")
+    return defprim(name, node_name, lambda xp, a, value: value, vjp=vjp, jvp=jvp)
 
 
+_NOT_YET = " because it has not been implemented yet"
 unique_p = _no_derivative("unique", "Unique2Backward0", NotImplementedError,
-                          "the derivative for '_unique2' is not implemented.")
+                          "the derivative for '_unique2' is not implemented.", "_unique2", _NOT_YET)
 unique_dim_p = _no_derivative("unique", "UniqueDimBackward0", NotImplementedError,
-                              "the derivative for 'unique_dim' is not implemented.")
+                              "the derivative for 'unique_dim' is not implemented.", "unique_dim", _NOT_YET)
 unique_consecutive_p = _no_derivative("unique_consecutive", "UniqueConsecutiveBackward0", NotImplementedError,
-                                      "the derivative for 'unique_consecutive' is not implemented.")
+                                      "the derivative for 'unique_consecutive' is not implemented.",
+                                      "unique_consecutive", _NOT_YET)
 bincount_p = _no_derivative("bincount", "NotImplemented", RuntimeError,
-                            "derivative for aten::bincount is not implemented")
+                            "derivative for aten::bincount is not implemented", "aten::bincount")
 
 _NODES = {n: node_class(n, PrimNode) for n in (
     "SortBackward0", "SortBackward1", "TopkBackward0", "KthvalueBackward0", "MedianBackward1", "NanmedianBackward1",
@@ -403,8 +409,8 @@ def nanquantile(input: Tensor, q, dim: int | None = _NOT_GIVEN, keepdim: bool = 
 
 def _record_nondiff(prim, input: Tensor, value) -> Tensor:
     """The raw ``value`` as an op's output: recorded (with a node that cannot be differentiated) if PyTorch
-    records it."""
-    if input.requires_grad and value.dtype.kind == "f":
+    records it (when the input requires grad or carries a forward-mode tangent, whose rules then raise)."""
+    if (input.requires_grad or input._fw_grad is not None) and value.dtype.kind == "f":
         return apply(prim, (input,), {"value": value})
     return make(value)
 
