@@ -144,11 +144,20 @@ def _bincount_weights_backward(m):
     m.bincount(m.tensor([0, 1, 1, 3, 0]), weights=w).sum().backward()
 
 
+def _bincount_weights_forward_ad(m):
+    import importlib
+    fw = importlib.import_module(f"{m.__name__}.autograd.forward_ad")
+    with fw.dual_level():
+        w = fw.make_dual(m.ones(5, dtype=m.float64), m.ones(5, dtype=m.float64))
+        m.bincount(m.tensor([0, 1, 1, 3, 0]), weights=w)
+
+
 # Programs for rules the op database cannot reach, run under the recorders too; each must do what it does in
 # torch (test_programs_beyond_the_database_match_torch).
 BEYOND_DATABASE = {
     # the database's bincount_recorded entry detaches bincount's outputs (it compares node names only)
     "bincount(weights=w).backward()": _bincount_weights_backward,
+    "bincount(weights=dual)": _bincount_weights_forward_ad,
 }
 
 
