@@ -28,6 +28,9 @@ from ._registry import graph, method, register
 from .._util import check_tensor, compute_dtype, promote, scalar_or_tensor
 from ..autograd._views import apply_inplace
 
+
+# ----- numbers at the API boundary: Python's, or an array library's scalars (np.float32(2.0)) ---------------
+
 def is_array_scalar(x) -> bool:
     """Whether ``x`` is an array library's scalar (``np.float32(2.0)``, ``np.bool_(True)``): it has ``.item()``
     but, unlike arrays and Tensors, no length."""
@@ -800,7 +803,7 @@ def _unary(prim, name, same_dtype=False, aliases=(), special=(), register_as=Tru
             if name == "relu":
                 raise RuntimeError("Boolean inputs not supported for relu")
             if name in ("sign", "sgn"):   # sign of a bool tensor is itself (NumPy has no bool sign loop)
-                return make(input._data.copy())
+                return make(NAMESPACES[type(input._data)].clone(input._data))
             _check_not_bool(input._data.dtype, _BOOL_UNSUPPORTED[name])
         if kind in "iu" and name == "frac":
             raise _not_implemented("frac_cpu", input._data.dtype)
@@ -1293,9 +1296,10 @@ def _raw_pair(input, other, op, scalar_other=True):
     a = input._data
     b = other._data if isinstance(other, Tensor) else other
     if d is not None:
-        a = a.astype(d, copy=False)
+        xp = NAMESPACES[type(a)]
+        a = xp.cast(a, d)
         if isinstance(other, Tensor):
-            b = b.astype(d, copy=False)
+            b = xp.cast(b, d)
     if isinstance(other, Tensor):
         err = broadcast_error((a.shape, b.shape))
         if err is not None:
@@ -1355,7 +1359,7 @@ def _bitwise(name, kernel, shift=False):
         xp = NAMESPACES[type(t._data)]
         # a scalar operand becomes a 0-d array of the common dtype on the tensor's device (NumPy would
         # refuse a Python int beyond the dtype's range)
-        a, b = (x._data.astype(d, copy=False) if isinstance(x, Tensor) else
+        a, b = (xp.cast(x._data, d) if isinstance(x, Tensor) else
                 xp.cast(xp.backend.asarray(x), d) for x in (input, other))
         err = broadcast_error((a.shape, b.shape))
         if err is not None:

@@ -22,7 +22,7 @@ from .._tensor import Tensor, make, wrap_dim
 from ..autograd.graph import node_class
 from ..autograd._primitive import PrimNode, _state, apply, batch_safe, broadcast_error, defprim, fwd_state
 from ._registry import graph, register
-from .elementwise import is_array_scalar, scalar_value
+from .elementwise import is_array_scalar, is_real, scalar_value
 from .shape import _broadcast_shape
 from .._util import check_bool, check_tensor, scalar_or_tensor
 from ..autograd._views import apply_inplace, check_inplace
@@ -630,7 +630,8 @@ def _alpha_as(alpha, dtype):
         if not (info.min <= alpha <= info.max):   # also nan and inf
             raise RuntimeError(f"value cannot be converted to type {_C_TYPE[dtype.name]} without overflow")
         return int(alpha)
-    if dtype.kind == "f" and abs(alpha) > D.finfo(D._FROM_NP[dtype]).max and abs(alpha) != float("inf") and alpha == alpha:
+    if dtype.kind == "f" and abs(alpha) > D.finfo(D._FROM_NP[dtype]).max and abs(alpha) != float("inf") \
+            and alpha == alpha:
         raise RuntimeError(f"value cannot be converted to type {_C_TYPE[dtype.name]} without overflow")
     return alpha
 
@@ -640,7 +641,7 @@ def _index_add(self, dim, index, source, alpha, inplace, op):
     d, idx = _vector_index(self, dim, index, op, ("int64", "int32"), "index_add_(): Expected dtype int32/int64 for "
                            "index", RuntimeError, "index_add_(): Index is supposed to be a vector")
     check_tensor(source, op, "source", 4)
-    if type(alpha) not in (bool, int, float) and not (is_array_scalar(alpha) and type(alpha.item()) in (int, float)):
+    if type(alpha) not in (bool, int, float) and not (is_array_scalar(alpha) and is_real(alpha)):
         raise TypeError(f"{op}(): argument 'alpha' must be Number, not {type(alpha).__name__}")
     _same_dtype(self, source, "index_add_(): self ({self}) and source ({other}) must have the same scalar type")
     _index_source_checks(self, d, idx, source, "index_add_")

@@ -186,8 +186,9 @@ def _nll_apply(input: Tensor, target: Tensor, weight, reduction: str, ignore_ind
     if weight is not None and weight._data.dtype != x.dtype:
         raise RuntimeError(f"expected scalar type {D.type_word(x.dtype)} but found {D.type_word(weight._data.dtype)}")
     _no_grad_weight(weight, "nll_loss_forward" if x.ndim < 4 else "nll_loss2d_forward")
+    xp = NAMESPACES[type(x)]
     bad = (t != ignore_index) & ((t < 0) | (t >= n_classes))
-    if bad.any():
+    if xp.any(bad):
         raise IndexError(f"Target {int(t[bad][0])} is out of bounds.")
     if x.ndim == 1 and t.ndim == 1:   # PyTorch takes the one target of a 1-element batch
         if t.size != 1:
@@ -638,9 +639,10 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     if w is not None and w.shape != x.shape:
         raise RuntimeError(f"output with shape {_dims(x.shape)} doesn't match the broadcast shape "
                            f"{_dims(w.shape)}")
-    if not ((x >= 0) & (x <= 1)).all():
+    xp = NAMESPACES[type(x)]
+    if not xp.all((x >= 0) & (x <= 1)):
         raise RuntimeError("all elements of input should be between 0 and 1")
-    if not ((y >= 0) & (y <= 1)).all():
+    if not xp.all((y >= 0) & (y <= 1)):
         raise RuntimeError("all elements of target should be between 0 and 1")
     return apply(bce_p, (input, target), {"reduction": reduction, "p": w})
 
@@ -680,7 +682,8 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
         input = input.to(dt)
     if target._data.dtype != dt.np:
         target = target.to(dt)
-    p = (None if w is None else w.astype(dt.np, copy=False), None if pw is None else pw.astype(dt.np, copy=False))
+    xp = NAMESPACES[type(input._data)]
+    p = (None if w is None else xp.cast(w, dt.np), None if pw is None else xp.cast(pw, dt.np))
     return apply(bce_logits_p, (input, target), {"reduction": reduction, "p": p})
 
 
@@ -831,7 +834,8 @@ def soft_margin_loss(input: Tensor, target: Tensor, size_average: bool | None = 
     _target_no_grad(target, "soft_margin_loss")
     if input._data.dtype != dt.np:
         input = input.to(dt)
-    return apply(soft_margin_p, (input,), {"y": target._data.astype(dt.np, copy=False), "reduction": reduction})
+    return apply(soft_margin_p, (input,), {"y": NAMESPACES[type(target._data)].cast(target._data, dt.np),
+                                              "reduction": reduction})
 
 
 def _check_float_dtype(dt, kernel: str) -> None:
@@ -1096,8 +1100,8 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
         raise RuntimeError(f"expected scalar type Long but found {D.type_word(t.dtype)}")
     w = None
     if weight is not None:
-        w = _weight_array(weight, "multi_margin_loss", "weight", 5).astype(x.dtype, copy=False)
-    if ((t < 0) | (t >= c)).any():
+        w = NAMESPACES[type(x)].cast(_weight_array(weight, "multi_margin_loss", "weight", 5), x.dtype)
+    if NAMESPACES[type(t)].any((t < 0) | (t >= c)):
         raise RuntimeError("target out of range")
     return apply(multi_margin_p, (input,), {"target": t, "p": int(p), "margin": float(margin), "weight": w,
                                             "reduction": reduction})
@@ -1118,7 +1122,7 @@ def multilabel_margin_loss(input: Tensor, target: Tensor, size_average: bool | N
     _check_float(input, "multilabel_margin_loss_forward_out_frame", half=False)
     if t.dtype.kind not in "iu":
         raise RuntimeError(f"expected scalar type Long but found {D.type_word(t.dtype)}")
-    if ((t >= x.shape[-1]) | (t < -1)).any():
+    if NAMESPACES[type(t)].any((t >= x.shape[-1]) | (t < -1)):
         raise RuntimeError("argument #2 'target' is out of range")
     return apply(multilabel_margin_p, (input,), {"target": t, "reduction": reduction})
 

@@ -17,9 +17,8 @@ from .. import _dtype as D
 from .._device import NAMESPACES
 from .._tensor import Tensor, make, wrap_dim
 from ..autograd.graph import node_class
-from ..autograd._primitive import PrimNode, apply, batch_rule, batch_safe, defprim
+from ..autograd._primitive import PrimNode, apply, batch_rule, batch_safe, broadcast_error, defprim
 from ._registry import SUBMODULES, graph, register
-from ..autograd._primitive import broadcast_error
 from .elementwise import _made, is_int, is_real
 from .._util import check_bool, check_tensor, dtype_word, normalize_dims, reduced_shape, return_type, scalar_or_tensor
 
