@@ -1371,15 +1371,14 @@ def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> T
         raise RuntimeError(f"Expect a 1D vector, but got shape {list(input._data.shape)}")
     if r < 0:
         raise RuntimeError(f"Expect a non-negative number, but got {r}")
-    be = NAMESPACES[type(input._data)].backend
+    xp = NAMESPACES[type(input._data)]
     if r == 0:
-        return make(be.zeros((0,), dtype=input._data.dtype))
+        return make(xp.backend.zeros((0,), dtype=input._data.dtype))
     n = input._data.shape[0]
     gen = itertools.combinations_with_replacement if with_replacement else itertools.combinations
-    combos = list(gen(range(n), r))   # host data, then to the device, one column per position
-    return stack([apply(gather_rows_p, (input,), {"dim": 0, "index": be.asarray([c[k] for c in combos],
-                                                                                 dtype=D.int64.np)})
-                  for k in range(r)], 1)
+    combos = list(gen(range(n), r))   # host data, then to the device, one int64 column per position
+    columns = [xp.cast(xp.backend.asarray([c[k] for c in combos]), D.int64.np) for k in range(r)]
+    return stack([apply(gather_rows_p, (input,), {"dim": 0, "index": col}) for col in columns], 1)
 
 
 # ----- unfold, clone, contiguous ------------------------------------------------------------------------
