@@ -9,10 +9,8 @@ from __future__ import annotations
 import math
 import operator
 
-import numpy as np
-
 from .. import _dtype as D
-from .._device import NAMESPACES, backend_of
+from .._device import NAMESPACES
 from .._tensor import Tensor, make
 from ..autograd.graph import node_class
 from ..autograd._primitive import (
@@ -30,6 +28,32 @@ from ._registry import graph, method, register
 from .._util import check_tensor, compute_dtype, promote, scalar_or_tensor
 from ..autograd._views import apply_inplace
 
+
+# ----- numbers at the API boundary: Python's, or an array library's scalars (np.float32(2.0)) ---------------
+
+def is_array_scalar(x) -> bool:
+    """Whether ``x`` is an array library's scalar (``np.float32(2.0)``, ``np.bool_(True)``): it has ``.item()``
+    but, unlike arrays and Tensors, no length."""
+    return hasattr(x, "item") and not hasattr(x, "__len__")
+
+
+def scalar_value(x):
+    """``x`` as the Python number it holds when it is an array library's scalar; anything else as it is."""
+    return x.item() if is_array_scalar(x) else x
+
+
+def is_int(x) -> bool:
+    """Whether ``x`` is an integer, Python's or an array library's (``np.int64(3)``), and no bool."""
+    v = scalar_value(x)
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def is_real(x) -> bool:
+    """Whether ``x`` is an int or a float, Python's or an array library's (``np.float32(0.5)``), and no bool."""
+    v = scalar_value(x)
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
 _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
@@ -38,34 +62,11 @@ _HALF_SQRT_PI = 0.5 * math.sqrt(math.pi)
 # ----- primitives: arithmetic ------------------------------------------------------------------------
 
 # float16 * or / a Python number: PyTorch's CPU kernels keep the number as it was given (a wrapped number),
-# compute in float32 and round once; NumPy would round the number to float16 first (0.3 -> 0.30005,
-# 1e-5 -> 1.0014e-05, 70000 -> inf). (Its add and sub do round the number to float16 first, as NumPy.)
-# A number after a float16 array takes that path; everything else pays one type test.
-_F16 = np.dtype(np.float16)
-_F32 = np.dtype(np.float32)
-
-
-def _half_scalar(xp, op, a, s):
-    # s rounded to float32 (PyTorch's opmath type), kept a Python float: weak, so the op runs in float32
-    return xp.cast(op(xp.cast(a, _F32), float(np.float32(float(s)))), _F16)
-
-
-# A Python float beside a float32/float64 array goes in as a cached 0-d array of the array's dtype: NumPy casts a
-# Python float to the array's dtype either way (the same result bit for bit, NaN signs, subnormals and overflow
-# included), but converting it costs a small op half its time (a * 1.01 on 64 elements: 0.85 -> 0.5 us).
-# Signed zeros and NaN cannot key a dict, and a float32 conversion out of range would warn: those stay floats.
-_WEAK = {np.dtype(np.float32): {}, np.dtype(np.float64): {}}
-_F32_MAX = float(np.finfo(np.float32).max)
-_ndarray = np.ndarray
-
-
-def _weak(cache: dict, b: float, dt):
-    if not b or b != b or (dt is _F32 and not -_F32_MAX <= b <= _F32_MAX):   # (this module's abs is ember.abs)
-        return b
-    if len(cache) >= 256:   # many distinct numbers (a schedule): start again
-        cache.clear()
-    c = cache[b] = np.array(b, dt)
-    return c
+# compute in float32 and round once (``xp.half_number_op``); NumPy would round the number to float16 first. (Its add
+# and sub do round the number to float16 first, as NumPy.) A float beside a float32/float64 array goes in as the
+# device's cached 0-d array (``xp.weak_number``). Under create_graph ``a`` is a Tensor: its dtype is never _F16,
+# and graph_ns's weak_number gives the number back.
+_F16 = D.float16.np
 
 
 def _scalar_kernel(op, half: bool = False):
@@ -73,16 +74,18 @@ def _scalar_kernel(op, half: bool = False):
     the plain path); ``half``: float16 OP a Python number as PyTorch's kernels (above)."""
     def kernel(xp, a, b):
         tb = type(b)
-        if tb is float and type(a) is _ndarray:
-            cache = _WEAK.get(a.dtype)
-            if cache is not None:
-                c = cache.get(b)
-                return op(a, c if c is not None else _weak(cache, b, a.dtype))
-        if half and (tb is float or tb is int) and a.dtype is _F16:
-            return _half_scalar(xp, op, a, b)
+        if tb is float:
+            if half and a.dtype is _F16:
+                return xp.half_number_op(op, a, b)
+            return op(a, xp.weak_number(a, b))
+        if half and tb is int and a.dtype is _F16:
+            return xp.half_number_op(op, a, b)
         return op(a, b)
     return kernel
 
+
+graph("weak_number", lambda a, b: b)
+graph("half_number_op", lambda op, a, s: op(a, s))
 
 _mul = _scalar_kernel(operator.mul, half=True)
 _add = _scalar_kernel(operator.add)
@@ -91,13 +94,13 @@ _sub = _scalar_kernel(operator.sub)
 
 def _div(xp, a, b):
     if (type(b) is float or type(b) is int) and a.dtype is _F16:
-        return _half_scalar(xp, operator.truediv, a, b)
+        return xp.half_number_op(operator.truediv, a, b)
     return xp.div(a, b)
 
 
 def _div_grad(xp, g, out, a, b):
     if (type(b) is float or type(b) is int) and g.dtype is _F16:
-        return _half_scalar(xp, operator.truediv, g, b)
+        return xp.half_number_op(operator.truediv, g, b)
     return g / b
 
 
@@ -490,6 +493,9 @@ def _check_not_bool(np_dtype, kernel):
         raise _not_implemented(kernel, np_dtype)
 
 
+_INT_RANGE = {d.np: (D.iinfo(d).min, D.iinfo(d).max) for d in (D.uint8, D.int8, D.int16, D.int32, D.int64)}
+
+
 def _fit_int(s: int, like, op: str, wrap: bool = True) -> int:
     """A Python int operand against tensor ``like``, as PyTorch converts it: beyond 64 bits is an
     OverflowError; an integer tensor's arithmetic wraps it to the tensor's width (``int32 + 2**40``), and
@@ -504,8 +510,8 @@ def _fit_int(s: int, like, op: str, wrap: bool = True) -> int:
                            "and UInt64")
     if dt.kind not in "iu":
         return s
-    info = np.iinfo(dt)
-    if info.min <= s <= info.max:
+    lo, hi = _INT_RANGE[dt]
+    if lo <= s <= hi:
         return s
     if not wrap:
         raise RuntimeError(f"value cannot be converted to type {D.c_type_name(dt)} without overflow")
@@ -565,8 +571,7 @@ def _scaled(other, alpha, op):
     """``alpha * other`` for add/sub's ``alpha=`` (a Python scalar stays one)."""
     if alpha == 1 and type(alpha) is not bool:
         return other
-    if isinstance(alpha, np.generic):
-        alpha = alpha.item()
+    alpha = scalar_value(alpha)
     if not isinstance(alpha, (bool, int, float)):
         raise TypeError(f"{op}(): argument 'alpha' must be Number, not {type(alpha).__name__}")
     if alpha == 1:
@@ -579,8 +584,7 @@ def _scaled(other, alpha, op):
 
 
 def _check_value(value, op: str, arg: str = "value"):
-    if isinstance(value, np.generic):
-        value = value.item()
+    value = scalar_value(value)
     if not isinstance(value, (bool, int, float)):
         raise TypeError(f"{op}(): argument '{arg}' must be Number, not {type(value).__name__}")
     return value
@@ -735,7 +739,7 @@ def float_power(input, exponent) -> Tensor:
 @register(name="float_power_", module=False, method=True)
 def ifloat_power(self: Tensor, exponent) -> Tensor:
     exponent = _operand(exponent, "float_power_", None, "exponent")
-    if self._data.dtype != np.float64:
+    if self._data.dtype != D.float64.np:
         raise RuntimeError(f"the base given to float_power_ has dtype {D.type_word(self._data.dtype)} but the "
                            f"operation's result requires dtype Double")
     if isinstance(exponent, Tensor):
@@ -799,7 +803,7 @@ def _unary(prim, name, same_dtype=False, aliases=(), special=(), register_as=Tru
             if name == "relu":
                 raise RuntimeError("Boolean inputs not supported for relu")
             if name in ("sign", "sgn"):   # sign of a bool tensor is itself (NumPy has no bool sign loop)
-                return make(input._data.copy())
+                return make(NAMESPACES[type(input._data)].clone(input._data))
             _check_not_bool(input._data.dtype, _BOOL_UNSUPPORTED[name])
         if kind in "iu" and name == "frac":
             raise _not_implemented("frac_cpu", input._data.dtype)
@@ -869,7 +873,7 @@ _register_inplace(lambda self: apply_inplace(neg_p, check_tensor(self, "neg_"), 
 
 
 def _decimals(decimals, op):
-    if isinstance(decimals, bool) or not isinstance(decimals, (int, np.integer)):
+    if not is_int(decimals):
         raise TypeError(f"{op}(): argument 'decimals' must be int, not {type(decimals).__name__}")
     return int(decimals)
 
@@ -909,8 +913,7 @@ graph("round_decimals", lambda a, decimals: apply(round_decimals_p, (a,), {"deci
 def _eps(eps, op):
     if eps is None:
         return None
-    if isinstance(eps, np.generic):
-        eps = eps.item()
+    eps = scalar_value(eps)
     if isinstance(eps, bool) or not isinstance(eps, (int, float)):
         raise TypeError(f"{op}(): argument 'eps' must be float, not {type(eps).__name__}")
     return float(eps)
@@ -933,7 +936,7 @@ def ilogit(self: Tensor, eps: float | None = None) -> Tensor:
 
 
 def _check_n(n, op):
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+    if not is_int(n):
         raise TypeError(f"{op}(): argument 'n' (position 1) must be int, not {type(n).__name__}")
     if n < 0:
         raise RuntimeError("polygamma(n, x) does not support negative n.")
@@ -1255,10 +1258,9 @@ def where(condition: Tensor, input=_WHERE_UNSET, other=_WHERE_UNSET):
         input = _fit_int(input, other, "where", wrap=False)
     if type(other) is int:
         other = _fit_int(other, input, "where", wrap=False)
-    try:
-        np.broadcast_shapes(condition._data.shape, *(x._data.shape for x in (input, other) if isinstance(x, Tensor)))
-    except ValueError:
-        shapes = [list(condition._data.shape)] + [list(x._data.shape) for x in (input, other) if isinstance(x, Tensor)]
+    shapes = [condition._data.shape] + [x._data.shape for x in (input, other) if isinstance(x, Tensor)]
+    if any(broadcast_error((a, b)) for i, a in enumerate(shapes) for b in shapes[i + 1:]):   # pairwise is enough
+        shapes = [list(s) for s in shapes]
         raise RuntimeError(f"where(): the shapes of condition, input and other do not broadcast: "
                            f"{', '.join(map(str, shapes))}") from None
     return apply(where_p, (input, other), {"cond": condition._data})
@@ -1279,8 +1281,6 @@ def _graph_where(cond, a, b):
 
 def _made(r) -> Tensor:
     """A tensor of a kernel's result, on its device (NumPy gives 0-d results as NumPy scalars)."""
-    if type(r) is np.ndarray:   # the common case, before the device lookup
-        return make(r)
     be = NAMESPACES[type(r)].backend
     return make(r if type(r) in be.array_types else be.asarray(r))
 
@@ -1296,9 +1296,10 @@ def _raw_pair(input, other, op, scalar_other=True):
     a = input._data
     b = other._data if isinstance(other, Tensor) else other
     if d is not None:
-        a = a.astype(d, copy=False)
+        xp = NAMESPACES[type(a)]
+        a = xp.cast(a, d)
         if isinstance(other, Tensor):
-            b = b.astype(d, copy=False)
+            b = xp.cast(b, d)
     if isinstance(other, Tensor):
         err = broadcast_error((a.shape, b.shape))
         if err is not None:
@@ -1358,8 +1359,8 @@ def _bitwise(name, kernel, shift=False):
         xp = NAMESPACES[type(t._data)]
         # a scalar operand becomes a 0-d array of the common dtype on the tensor's device (NumPy would
         # refuse a Python int beyond the dtype's range)
-        a, b = (x._data.astype(d, copy=False) if isinstance(x, Tensor) else
-                backend_of(t._data).asarray(np.asarray(x).astype(d)) for x in (input, other))
+        a, b = (xp.cast(x._data, d) if isinstance(x, Tensor) else
+                xp.cast(xp.backend.asarray(x), d) for x in (input, other))
         err = broadcast_error((a.shape, b.shape))
         if err is not None:
             raise err
@@ -1369,7 +1370,7 @@ def _bitwise(name, kernel, shift=False):
 
     def inplace(self: Tensor, other) -> Tensor:
         r = fn(self, other)
-        if r._data.dtype != self._data.dtype and np.result_type(r._data.dtype, self._data.dtype) != self._data.dtype:
+        if r.dtype is not self.dtype and D.promote_types(r.dtype, self.dtype) is not self.dtype:
             raise RuntimeError(f"result type {D.type_word(r._data.dtype)} can't be cast to the desired output type "
                                f"{D.type_word(self._data.dtype)}")
         _write_inplace(self, r, name + "_")
@@ -1461,8 +1462,7 @@ signbit = _predicate("signbit")
 
 
 def _tol(v, op, arg):
-    if isinstance(v, np.generic):
-        v = v.item()
+    v = scalar_value(v)
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise TypeError(f"{op}(): argument '{arg}' must be float, not {type(v).__name__}")
     return float(v)
@@ -1472,7 +1472,7 @@ def _close_args(input, other, rtol, atol, equal_nan, op):
     check_tensor(input, op)
     check_tensor(other, op, "other", 2)
     rtol, atol = _tol(rtol, op, "rtol"), _tol(atol, op, "atol")
-    if not isinstance(equal_nan, (bool, np.bool_)):
+    if not isinstance(scalar_value(equal_nan), bool):
         raise TypeError(f"{op}(): argument 'equal_nan' must be bool, not {type(equal_nan).__name__}")
     if input._data.dtype != other._data.dtype:
         raise RuntimeError(f"{input.dtype} did not match {other.dtype}")
@@ -1614,7 +1614,7 @@ def _operator(fn, prim=None):
         raise ValueError(f"_operator: {prim.name} is a view op; fast_operator does not handle views")
 
     def op(self, other):
-        if not isinstance(other, (Tensor, bool, int, float, np.generic)):
+        if not (isinstance(other, (Tensor, bool, int, float)) or is_array_scalar(other)):
             return NotImplemented
         return fn(self, other)
     return op if prim is None else fast_operator(prim, op)
@@ -1625,7 +1625,7 @@ def _reflected(prim, node_name, check=None):
     node = node_class(node_name, PrimNode)
 
     def fn(self, other):
-        if not isinstance(other, (Tensor, bool, int, float, np.generic)):
+        if not (isinstance(other, (Tensor, bool, int, float)) or is_array_scalar(other)):
             return NotImplemented
         other = _operand(other, prim.name, self)
         if check is not None:
@@ -1640,7 +1640,7 @@ _MUL_NODE = node_class("MulBackward0", PrimNode)
 def _rtruediv(self, other):
     # PyTorch computes ``2 / x`` as ``x.reciprocal() * 2``: MulBackward0 over ReciprocalBackward0, and
     # neither node saves x (modifying x in place afterwards is harmless, as there).
-    if not isinstance(other, (Tensor, bool, int, float, np.generic)):
+    if not (isinstance(other, (Tensor, bool, int, float)) or is_array_scalar(other)):
         return NotImplemented
     other = _operand(other, "div", self)
     r = reciprocal(self)
@@ -1650,7 +1650,7 @@ def _rtruediv(self, other):
 def _roperator(fn):
     """``other OP self`` through ``fn(other, self)`` (NotImplemented for unknown operand types)."""
     def op(self, other):
-        if not isinstance(other, (Tensor, bool, int, float, np.generic)):
+        if not (isinstance(other, (Tensor, bool, int, float)) or is_array_scalar(other)):
             return NotImplemented
         return fn(other, self)
     return op
@@ -1660,7 +1660,7 @@ def _ioperator(fn):
     """An in-place operator (``+=``): NotImplemented for unknown operand types, as PyTorch's (Python then
     tries ``__add__`` and the other operand, and raises its TypeError)."""
     def op(self, other):
-        if not isinstance(other, (Tensor, bool, int, float, np.generic)):
+        if not (isinstance(other, (Tensor, bool, int, float)) or is_array_scalar(other)):
             return NotImplemented
         return fn(self, other)
     return op

@@ -15,8 +15,6 @@ each with PyTorch's node name for the op. Repeated indices accumulate in every g
 """
 from __future__ import annotations
 
-import numpy as np
-
 from .. import _dtype as D
 from .._device import NAMESPACES, fp_quiet, fp_restore
 from ._index import Index, SplitIndex, check_value_shape, convert, raw_index, view_of as _view_of
@@ -24,6 +22,8 @@ from .._tensor import Tensor, make, wrap_dim
 from ..autograd.graph import node_class
 from ..autograd._primitive import PrimNode, _state, apply, batch_safe, broadcast_error, defprim, fwd_state
 from ._registry import graph, register
+from .elementwise import is_array_scalar, is_real, scalar_value
+from .shape import _broadcast_shape
 from .._util import check_bool, check_tensor, scalar_or_tensor
 from ..autograd._views import apply_inplace, check_inplace
 
@@ -167,6 +167,7 @@ graph("scatter_reduce", lambda x, s, index, reduce, include_self: apply(
 graph("nonzero_tuple", lambda x: tuple(make(i) for i in NAMESPACES[type(x._data)].nonzero_tuple(x._data)))
 graph("mask_count", lambda mask: NAMESPACES[type(mask._data)].mask_count(mask._data))
 graph("in_range", lambda idx, lo, hi: NAMESPACES[type(idx._data)].in_range(idx._data, lo, hi))
+graph("grid_index", lambda idx, dim: NAMESPACES[type(idx)].grid_index(idx, dim))   # raw index in and out
 
 
 # ----- x[index] and x[index] = value ---------------------------------------------------------------
@@ -186,7 +187,7 @@ def getitem(self: Tensor, index) -> Tensor:
 def _assign_value(value, self: Tensor):
     if isinstance(value, Tensor) or type(value) in (bool, int, float):
         return value
-    if isinstance(value, (np.bool_, np.integer, np.floating)):
+    if is_array_scalar(value) and type(value.item()) in (bool, int, float):   # np.float32(2.0) and kin
         return value.item()
     raise TypeError(f"can't assign a {type(value).__name__} to a {self.type()}")
 
@@ -216,7 +217,7 @@ def setitem(self: Tensor, index, value) -> None:
     if not isinstance(value, Tensor) and self._data.dtype.kind in "iu":
         value = D.checked_scalar(value, self._data.dtype)   # y[0] = inf: PyTorch's RuntimeError (floats take inf)
     if not ix.basic and isinstance(value, Tensor) and value._data.dtype != self._data.dtype and not (
-            isinstance(index, Tensor) and index._data.dtype == np.bool_ and not value._data.ndim):
+            isinstance(index, Tensor) and index._data.dtype.kind == "b" and not value._data.ndim):
         # an advanced index writes with index_put_, which takes no other dtype (a mask and a 0-d value
         # are masked_fill_, which casts)
         raise RuntimeError(f"Index put requires the source and destination dtypes match, got {_word(self)} for the "
@@ -246,7 +247,7 @@ def setitem(self: Tensor, index, value) -> None:
 @register(method=True)
 def fill_(self: Tensor, value) -> Tensor:
     """Fill ``self`` with ``value`` (a number or a 0-d tensor) in place."""
-    if not isinstance(value, (Tensor, bool, int, float, np.number, np.bool_)):
+    if not (isinstance(value, (Tensor, bool, int, float)) or is_array_scalar(value)):
         raise TypeError(f"fill_(): argument 'value' must be Number or Tensor, not {type(value).__name__}")
     if isinstance(value, Tensor):
         if value._data.ndim:
@@ -265,8 +266,7 @@ def fill_diagonal_(self: Tensor, fill_value, wrap: bool = False) -> Tensor:
     records CopySlices, and a leaf that requires grad is refused as a view of one)."""
     if isinstance(fill_value, Tensor) and fill_value._data.ndim == 0:
         fill_value = fill_value.item()
-    if isinstance(fill_value, np.generic):
-        fill_value = fill_value.item()
+    fill_value = scalar_value(fill_value)
     if not isinstance(fill_value, (bool, int, float)):
         raise TypeError(f"fill_diagonal_(): argument 'fill_value' (position 1) must be Number, not "
                         f"{type(fill_value).__name__}")
@@ -300,9 +300,7 @@ def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
     """Copy ``src`` (broadcast, cast) into ``self``."""
     if not isinstance(src, Tensor):
         raise TypeError(f"copy_(): argument 'src' (position 1) must be Tensor, not {type(src).__name__}")
-    try:
-        np.broadcast_shapes(src._data.shape, self._data.shape)
-    except ValueError:
+    if broadcast_error((src._data.shape, self._data.shape)) is not None:
         raise RuntimeError(f"The size of tensor a ({self._data.shape[-1] if self._data.ndim else 1}) must match "
                            f"the size of tensor b ({src._data.shape[-1]}) at non-singleton dimension "
                            f"{self._data.ndim - 1}") from None
@@ -320,10 +318,11 @@ def _word(t: Tensor) -> str:
     return D.type_word(t._data.dtype)
 
 
-def _check_index_dtype(index: Tensor, op: str, allowed: tuple, message: str, kind=RuntimeError) -> np.ndarray:
+def _check_index_dtype(index: Tensor, op: str, allowed: tuple, message: str, kind=RuntimeError):
+    """The index's raw array as int64, after the dtype check."""
     if index._data.dtype.name not in allowed:
         raise kind(message.format(word=_word(index)))
-    return index._data.astype(np.int64, copy=False)
+    return NAMESPACES[type(index._data)].cast(index._data, D.int64.np)
 
 
 def _same_dtype(self: Tensor, other: Tensor, message: str) -> None:
@@ -349,17 +348,14 @@ def _dims1(shape: tuple) -> tuple:
 
 # ----- gather / scatter --------------------------------------------------------------------------------
 
-def _grid_index(idx: np.ndarray, dim: int, ndim: int):
+def _grid_index(idx, dim: int, ndim: int):
     """The NumPy index addressing ``x[i_0, ..., idx[i], ..., i_n]`` for every position ``i`` of ``idx``
     (gather's and scatter's rule); a 0-d ``x`` is addressed as its 1-element view."""
     if ndim == 0:
         return SplitIndex(((None, Ellipsis), (idx.reshape(idx.shape),)))
     if idx.ndim == 0:
         return (idx,)
-    to_device = NAMESPACES[type(idx)].backend.asarray
-    grids = [to_device(g) for g in np.ogrid[tuple(slice(0, n) for n in idx.shape)]]   # ranges: host data
-    grids[dim] = idx
-    return tuple(grids)
+    return NAMESPACES[type(idx)].grid_index(idx, dim)
 
 
 def _scatter_checks(self: Tensor, dim, index: Tensor, src, op: str, dtype_op: str = "scatter"):
@@ -395,7 +391,7 @@ def _scatter_checks(self: Tensor, dim, index: Tensor, src, op: str, dtype_op: st
     return d, idx, _grid_index(idx, d, self._data.ndim)
 
 
-def _src_block(src: Tensor, idx: np.ndarray) -> Tensor:
+def _src_block(src: Tensor, idx) -> Tensor:
     """The part of ``src`` that scatter reads: its leading block of the index's shape."""
     shape = src._data.shape
     if shape == idx.shape:
@@ -532,7 +528,7 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Te
     input when ``dim`` is None."""
     check_tensor(input, "take_along_dim", "input", 1)
     check_tensor(indices, "take_along_dim", "indices", 2)
-    if indices._data.dtype != np.int64:
+    if indices._data.dtype != D.int64.np:
         raise RuntimeError(f"torch.take_along_dim(): dtype of indices should be Long but got {_word(indices)}")
     if dim is None:
         return gather(input.view(-1), 0, indices.view(-1))   # PyTorch's view(-1): a non-viewable layout raises
@@ -549,7 +545,7 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Te
         err = broadcast_error((tuple(sx), tuple(si)))
         if err is not None:
             raise err
-        common = list(np.broadcast_shapes(tuple(sx), tuple(si)))
+        common = list(_broadcast_shape((sx, si)))
         xs, ins = list(common), list(common)
         xs[d], ins[d] = input._data.shape[d], indices._data.shape[d]
         if tuple(xs) != input._data.shape:
@@ -561,7 +557,7 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Te
 
 # ----- index_select / index_add / index_copy / index_fill / index_reduce -----------------------------------
 
-def _dim_index(idx: np.ndarray, dim: int, ndim: int):
+def _dim_index(idx, dim: int, ndim: int):
     """The NumPy index of the slices ``x.select(dim, i)`` for ``i`` in ``idx`` (a vector)."""
     if ndim == 0:
         return SplitIndex(((None, Ellipsis), (idx.reshape(-1)[:1].reshape(()),)))
@@ -596,14 +592,14 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     return apply(getitem_p, (input,), {"index": _dim_index(idx, d, input._data.ndim)}, _node("IndexSelectBackward0"))
 
 
-def _source_checks(self: Tensor, d: int, idx: np.ndarray, source: Tensor, op: str):
+def _source_checks(self: Tensor, d: int, idx, source: Tensor, op: str):
     """index_add/index_copy/index_reduce: source has self's shape but ``len(index)`` along ``dim``."""
     ss, sv = self._data.shape, source._data.shape
     n_src = sv[d] if source._data.ndim else 1
     return ss, sv, n_src
 
 
-def _index_source_checks(self: Tensor, d: int, idx: np.ndarray, source: Tensor, name: str) -> None:
+def _index_source_checks(self: Tensor, d: int, idx, source: Tensor, name: str) -> None:
     """index_add/index_reduce: PyTorch's index_func_meta_impl checks, in its order. Its message for a wrong
     number of indices reads ``source.size(dim)``, which raises IndexError itself for a 0-d source."""
     ss, sv = self._data.shape, source._data.shape
@@ -624,17 +620,18 @@ _C_TYPE = {"int8": "int8_t", "uint8": "uint8_t", "int16": "int16_t", "int32": "i
            "float16": "c10::Half", "float32": "float", "float64": "double"}
 
 
-def _alpha_as(alpha, dtype: np.dtype):
+def _alpha_as(alpha, dtype):
     """``alpha`` converted to ``dtype`` as PyTorch's checked_convert does: integral dtypes truncate a float alpha
     (after a range check on its value), every dtype but bool refuses a finite value out of its range."""
-    if dtype.kind == "b" or isinstance(alpha, (bool, np.bool_)):
+    if dtype.kind == "b" or isinstance(scalar_value(alpha), bool):
         return alpha
     if dtype.kind in "iu":
-        info = np.iinfo(dtype)
+        info = D.iinfo(D._FROM_NP[dtype])
         if not (info.min <= alpha <= info.max):   # also nan and inf
             raise RuntimeError(f"value cannot be converted to type {_C_TYPE[dtype.name]} without overflow")
         return int(alpha)
-    if dtype.kind == "f" and abs(alpha) > float(np.finfo(dtype).max) and abs(alpha) != float("inf") and alpha == alpha:
+    if dtype.kind == "f" and abs(alpha) > D.finfo(D._FROM_NP[dtype]).max and abs(alpha) != float("inf") \
+            and alpha == alpha:
         raise RuntimeError(f"value cannot be converted to type {_C_TYPE[dtype.name]} without overflow")
     return alpha
 
@@ -644,7 +641,7 @@ def _index_add(self, dim, index, source, alpha, inplace, op):
     d, idx = _vector_index(self, dim, index, op, ("int64", "int32"), "index_add_(): Expected dtype int32/int64 for "
                            "index", RuntimeError, "index_add_(): Index is supposed to be a vector")
     check_tensor(source, op, "source", 4)
-    if type(alpha) not in (bool, int, float) and not isinstance(alpha, (np.integer, np.floating)):
+    if type(alpha) not in (bool, int, float) and not (is_array_scalar(alpha) and is_real(alpha)):
         raise TypeError(f"{op}(): argument 'alpha' must be Number, not {type(alpha).__name__}")
     _same_dtype(self, source, "index_add_(): self ({self}) and source ({other}) must have the same scalar type")
     _index_source_checks(self, d, idx, source, "index_add_")
@@ -725,7 +722,7 @@ def _index_fill(self, dim, index, value, inplace, op):
     # Filling is idempotent: the unique positions give the same result, and the value's gradient counts
     # each filled slice once (PyTorch's index_select over the unique indices).
     xp = NAMESPACES[type(idx)]
-    hit = NAMESPACES[type(idx)].backend.zeros((n,), dtype=np.bool_)
+    hit = NAMESPACES[type(idx)].backend.zeros((n,), dtype=D.bool.np)
     hit[idx] = True   # negative indices wrap
     ix = _dim_index(xp.nonzero_tuple(hit)[0], d, self._data.ndim)
     if isinstance(value, Tensor):
@@ -800,7 +797,7 @@ def _index_put(self, indices, values, accumulate, inplace, op):
     if self._data.dtype != values._data.dtype:
         raise RuntimeError(f"Index put requires the source and destination dtypes match, got {_word(self)} for the "
                            f"destination and {_word(values)} for the source.")
-    count = sum(t._data.ndim if t._data.dtype in (np.bool_, np.uint8) else 1 for t in indices)
+    count = sum(t._data.ndim if t._data.dtype in (D.bool.np, D.uint8.np) else 1 for t in indices)
     if count > self._data.ndim:
         raise IndexError(f"too many indices for tensor of dimension {self._data.ndim} (got {count})")
     ix = convert(tuple(indices), self._data.shape, tensors_advanced=True)
@@ -833,13 +830,13 @@ def index_put_(input: Tensor, indices, values: Tensor, accumulate: bool = False)
 def _mask(self: Tensor, mask, op: str, inplace: bool, message: str, pos: int = 2):
     """The mask as a bool array of the result's shape, and self expanded to it (out of place)."""
     check_tensor(mask, op, "mask", pos)
-    if mask._data.dtype != np.bool_:
+    if mask._data.dtype.kind != "b":
         raise RuntimeError(message.format(c=D.c_type_name(mask._data.dtype), word=_word(mask)))
     shapes = (mask._data.shape, self._data.shape)
     err = broadcast_error(shapes)
     if err is not None:
         raise err
-    out_shape = np.broadcast_shapes(*shapes)
+    out_shape = _broadcast_shape(shapes)
     if out_shape != self._data.shape:
         if inplace:
             raise RuntimeError(f"output with shape {list(self._data.shape)} doesn't match the broadcast shape "
@@ -932,7 +929,7 @@ def masked_select(input: Tensor, mask: Tensor) -> Tensor:
     """The elements of ``input`` where ``mask`` holds (the two broadcast), as a 1-d tensor."""
     check_tensor(input, "masked_select", "input", 1)
     check_tensor(mask, "masked_select", "mask", 2)
-    if mask._data.dtype != np.bool_:
+    if mask._data.dtype.kind != "b":
         raise RuntimeError("masked_select: expected BoolTensor for mask")
     input, ix = _mask(input, mask, "masked_select", False, "")
     if not input._data.ndim:   # NumPy's 0-d mask index would add a dim; the result is 1-d anyway
@@ -969,7 +966,7 @@ put_p = defprim(
     jvp="linear")
 
 
-def _flat_index(self: Tensor, index: Tensor, op: str) -> np.ndarray:
+def _flat_index(self: Tensor, index: Tensor, op: str):
     check_tensor(index, op, "index", 2)
     idx = _check_index_dtype(index, op, ("int64",), f"{op.rstrip('_')}(): Expected a long tensor for index, but got "
                                                     "{word}")

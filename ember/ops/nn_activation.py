@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import warnings
 
-import numpy as np
+import struct
 
 from .. import _dtype as D
 from .._device import NAMESPACES
@@ -367,9 +367,18 @@ elu_result_p = defprim("elu", "EluBackward1",
                        vjp=_elu_result_vjp, jvp="elementwise", saves_out=True)
 
 
+def _to_float(v) -> float:
+    """``v`` rounded to float32 (C++'s toFloat()), as a Python float: inf beyond float32's range."""
+    v = float(v)
+    try:
+        return struct.unpack("f", struct.pack("f", v))[0]
+    except OverflowError:   # (struct refuses what rounds to inf)
+        return math.copysign(math.inf, v)
+
+
 def _celu_scale(alpha) -> float:
     # PyTorch's celu backward uses 1.0 / alpha.toFloat(): alpha rounded to float32 first
-    return 1.0 / float(np.float32(alpha))
+    return 1.0 / _to_float(alpha)
 
 
 celu_p = defprim("celu", "CeluBackward0", lambda xp, a, alpha: xp.elu(a, alpha, 1.0, 1.0 / alpha),
@@ -883,7 +892,7 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, trainin
             # at::uniform_real_distribution<double>: a 53-bit draw scaled to [0, 1), then * (upper - lower) + lower,
             # with the bounds in the input's compute type (float32 bounds for a float32 input), rounded to it after
             f32 = input.dtype != D.float64
-            lo, hi = (float(np.float32(lower)), float(np.float32(upper))) if f32 else (lower, upper)
+            lo, hi = (_to_float(lower), _to_float(upper)) if f32 else (lower, upper)
             bits = empty((k,), dtype=D.float64).random_(0, 2 ** 53, generator=generator)
             slopes = bits * (2.0 ** -53) * (hi - lo) + lo
             noise = E.where(neg, 0.0, 1.0).to(input.dtype)
@@ -1083,7 +1092,7 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
         raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the following scalar types: "
                            f"Long, Int; but got {input.type()} instead (while checking arguments for embedding)")
     xp = NAMESPACES[type(input._data)]
-    idx = xp.cast(input._data, np.int64)
+    idx = xp.cast(input._data, D.int64.np)
     if not xp.in_range(idx, 0, n):
         raise IndexError("index out of range in self")
     if sparse:
@@ -1094,9 +1103,8 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
     if scale_grad_by_freq:
         # PyTorch counts every index in the batch (the padding index too) and scales each position's gradient
         # by 1 / its index's count
-        counts = np.bincount(np.asarray(idx).ravel(), minlength=n)
-        inv = (1.0 / counts[np.asarray(idx)]).astype(weight._data.dtype)
-        return apply(embedding_freq_p, (weight, make(xp.backend.asarray(inv))),
+        inv = xp.index_count_inverse(idx, n, weight._data.dtype)
+        return apply(embedding_freq_p, (weight, make(inv)),
                      {"indices": idx, "padding_idx": padding_idx})
     return apply(embedding_p, (weight,), {"indices": idx, "padding_idx": padding_idx})
 
@@ -1161,6 +1169,10 @@ graph("embedding_bag", lambda w, psw, inv_count, indices, bags, nbags, mode, kee
                                            "keep": keep, "argmax": None}))
 graph("embedding_bag_argmax", lambda w, indices, bags, nbags, keep: NAMESPACES[type(w._data)].embedding_bag_argmax(
     w._data, indices, bags, nbags, keep))
+graph("row_ids", lambda x: NAMESPACES[type(x)].row_ids(x))   # raw arrays in and out, as bag_ids
+graph("index_count_inverse", lambda idx, n, dtype: NAMESPACES[type(idx)].index_count_inverse(idx, n, dtype))
+graph("bag_count_inverse", lambda bags, keep, nbags, dtype: NAMESPACES[type(bags)].bag_count_inverse(bags, keep,
+                                                                                                      nbags, dtype))
 graph("bag_ids", lambda n, offsets, include_last_offset: NAMESPACES[type(offsets)].bag_ids(n, offsets,
                                                                                           include_last_offset))
 
@@ -1200,7 +1212,7 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
                              f"fixed length sequences. However, found offsets of type {type(offsets)}")
         nb, length = input._data.shape
         idx = xp.reshape(input._data, (-1,))
-        bags = xp.backend.asarray(np.repeat(np.arange(nb, dtype=np.int64), length))
+        bags = xp.row_ids(input._data)
         psw = per_sample_weights.reshape(-1) if per_sample_weights is not None else None
     elif input._data.ndim == 1:
         if offsets is None:
@@ -1220,14 +1232,14 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
                                    f"got offsets[-1] of {last}")
         nb = offsets._data.shape[0] - (1 if include_last_offset else 0)
         idx = input._data
-        bags = xp.bag_ids(idx.shape[0], xp.cast(offsets._data, np.int64), include_last_offset)
+        bags = xp.bag_ids(idx.shape[0], xp.cast(offsets._data, D.int64.np), include_last_offset)
         psw = per_sample_weights
     else:
         raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension {input._data.ndim}")
     if input._data.dtype.kind not in "iu":
         raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the following scalar types: "
                            f"Long, Int; but got {input.type()} instead (while checking arguments for embedding_bag)")
-    idx = xp.cast(idx, np.int64)
+    idx = xp.cast(idx, D.int64.np)
     if not xp.in_range(idx, 0, n_emb):
         raise RuntimeError(f"embedding_bag: an index of input is not in the valid range [0, {n_emb})")
     if padding_idx is not None and padding_idx < 0:
@@ -1235,9 +1247,7 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
     keep = idx != padding_idx if padding_idx is not None else idx >= 0
     if max_norm is not None:
         _embedding_renorm_(weight, idx, max_norm, norm_type)
-    counts = np.bincount(np.asarray(xp.backend.to_numpy(bags))[np.asarray(xp.backend.to_numpy(keep))],
-                         minlength=nb)[:nb]
-    inv = make(xp.backend.asarray((1.0 / np.maximum(counts, 1)).astype(weight._data.dtype)))
+    inv = make(xp.bag_count_inverse(bags, keep, nb, weight._data.dtype))
     argmax = xp.embedding_bag_argmax(weight._data, idx, bags, nb, keep) if mode == "max" else None
     return apply(embedding_bag_p, (weight, psw, inv),
                  {"indices": idx, "bags": bags, "nbags": nb, "mode": mode, "keep": keep, "argmax": argmax})
@@ -1247,11 +1257,11 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     """int64 one-hot encoding with ``num_classes`` (inferred as max + 1 when -1)."""
     check_tensor(tensor, "one_hot", "input")
-    if isinstance(num_classes, bool) or not isinstance(num_classes, (int, np.integer)):
+    if not E.is_int(num_classes):
         raise TypeError(f"one_hot(): argument 'num_classes' (position 2) must be int, not "
                         f"{type(num_classes).__name__}")
     d = tensor._data
-    if d.dtype != np.int64:
+    if d.dtype != D.int64.np:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
     xp = NAMESPACES[type(d)]
     bounds = xp.index_bounds(d)

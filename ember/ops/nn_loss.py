@@ -13,17 +13,17 @@ import math
 import sys
 import warnings
 
-import numpy as np
-
 from .. import _dtype as D
 from .._origin import internal
+from .._device import NAMESPACES
 from .._tensor import Tensor, make, wrap_dim
 from ..autograd import grad_mode as _gm
 from ..autograd.graph import node_class
 from ..autograd._primitive import PrimNode, apply, broadcast_error, defprim, graph_ns
 from ._registry import graph, register
+from .shape import _broadcast_shape
 from .._util import check_tensor, promote
-from .elementwise import add_scalar_p, div_scalar_p, mul_scalar_p
+from .elementwise import add_scalar_p, div_scalar_p, is_int, mul_scalar_p
 from .nn_activation import log_sigmoid_p, log_softmax_p
 
 _F = dict(module=False, submodule="nn.functional")
@@ -179,15 +179,16 @@ def _nll_apply(input: Tensor, target: Tensor, weight, reduction: str, ignore_ind
             raise RuntimeError(f"size mismatch (got input: {_dims(x.shape)} , target: {_dims(t.shape)}")
     elif t.ndim > 1:
         raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
-    if t.dtype not in (np.int64, np.uint8):
+    if t.dtype not in (D.int64.np, D.uint8.np):
         raise RuntimeError(f"expected target dtype to be Long or Byte, but got {D.type_word(t.dtype)}")
     _check_float(input, "nll_loss_out_frame" if x.ndim < 4 else "nll_loss2d_out_frame")
     weight = _nll_weight(weight, input, n_classes, "nll_loss")
     if weight is not None and weight._data.dtype != x.dtype:
         raise RuntimeError(f"expected scalar type {D.type_word(x.dtype)} but found {D.type_word(weight._data.dtype)}")
     _no_grad_weight(weight, "nll_loss_forward" if x.ndim < 4 else "nll_loss2d_forward")
+    xp = NAMESPACES[type(x)]
     bad = (t != ignore_index) & ((t < 0) | (t >= n_classes))
-    if bad.any():
+    if xp.any(bad):
         raise IndexError(f"Target {int(t[bad][0])} is out of bounds.")
     if x.ndim == 1 and t.ndim == 1:   # PyTorch takes the one target of a 1-element batch
         if t.size != 1:
@@ -472,8 +473,8 @@ def _bce_logits_d_target(xp, a, b, p):
 
 bce_logits_p = _pointwise_loss("binary_cross_entropy_with_logits", "BinaryCrossEntropyWithLogitsBackward0",
                                _bce_logits, _bce_logits_d_input, _bce_logits_d_target)
-_HALF = np.dtype(np.float16)
-_SINGLE = np.dtype(np.float32)
+_HALF = D.float16.np
+_SINGLE = D.float32.np
 
 
 def _check_target(target, fn: str) -> None:
@@ -638,9 +639,10 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     if w is not None and w.shape != x.shape:
         raise RuntimeError(f"output with shape {_dims(x.shape)} doesn't match the broadcast shape "
                            f"{_dims(w.shape)}")
-    if not ((x >= 0) & (x <= 1)).all():
+    xp = NAMESPACES[type(x)]
+    if not xp.all((x >= 0) & (x <= 1)):
         raise RuntimeError("all elements of input should be between 0 and 1")
-    if not ((y >= 0) & (y <= 1)).all():
+    if not xp.all((y >= 0) & (y <= 1)):
         raise RuntimeError("all elements of target should be between 0 and 1")
     return apply(bce_p, (input, target), {"reduction": reduction, "p": w})
 
@@ -670,7 +672,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
     shape = input._data.shape
     for extra in (w, pw):
         if extra is not None and broadcast_error((shape, extra.shape)) is None:
-            full = np.broadcast_shapes(shape, extra.shape)
+            full = _broadcast_shape((shape, extra.shape))
             if full != shape:
                 raise RuntimeError(f"output with shape {_dims(shape)} doesn't match the broadcast shape "
                                    f"{_dims(full)}")
@@ -680,7 +682,8 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
         input = input.to(dt)
     if target._data.dtype != dt.np:
         target = target.to(dt)
-    p = (None if w is None else w.astype(dt.np, copy=False), None if pw is None else pw.astype(dt.np, copy=False))
+    xp = NAMESPACES[type(input._data)]
+    p = (None if w is None else xp.cast(w, dt.np), None if pw is None else xp.cast(pw, dt.np))
     return apply(bce_logits_p, (input, target), {"reduction": reduction, "p": p})
 
 
@@ -798,7 +801,7 @@ soft_margin_p = defprim(
 
 
 def _bshape(a, b) -> tuple:
-    return tuple(np.broadcast_shapes(tuple(a), tuple(b)))
+    return _broadcast_shape((a, b))
 
 
 def _target_no_grad(target: Tensor, fn: str) -> None:
@@ -831,7 +834,8 @@ def soft_margin_loss(input: Tensor, target: Tensor, size_average: bool | None = 
     _target_no_grad(target, "soft_margin_loss")
     if input._data.dtype != dt.np:
         input = input.to(dt)
-    return apply(soft_margin_p, (input,), {"y": target._data.astype(dt.np, copy=False), "reduction": reduction})
+    return apply(soft_margin_p, (input,), {"y": NAMESPACES[type(target._data)].cast(target._data, dt.np),
+                                              "reduction": reduction})
 
 
 def _check_float_dtype(dt, kernel: str) -> None:
@@ -1096,8 +1100,8 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
         raise RuntimeError(f"expected scalar type Long but found {D.type_word(t.dtype)}")
     w = None
     if weight is not None:
-        w = _weight_array(weight, "multi_margin_loss", "weight", 5).astype(x.dtype, copy=False)
-    if ((t < 0) | (t >= c)).any():
+        w = NAMESPACES[type(x)].cast(_weight_array(weight, "multi_margin_loss", "weight", 5), x.dtype)
+    if NAMESPACES[type(t)].any((t < 0) | (t >= c)):
         raise RuntimeError("target out of range")
     return apply(multi_margin_p, (input,), {"target": t, "p": int(p), "margin": float(margin), "weight": w,
                                             "reduction": reduction})
@@ -1118,7 +1122,7 @@ def multilabel_margin_loss(input: Tensor, target: Tensor, size_average: bool | N
     _check_float(input, "multilabel_margin_loss_forward_out_frame", half=False)
     if t.dtype.kind not in "iu":
         raise RuntimeError(f"expected scalar type Long but found {D.type_word(t.dtype)}")
-    if ((t >= x.shape[-1]) | (t < -1)).any():
+    if NAMESPACES[type(t)].any((t >= x.shape[-1]) | (t < -1)):
         raise RuntimeError("argument #2 'target' is out of range")
     return apply(multilabel_margin_p, (input,), {"target": t, "reduction": reduction})
 
@@ -1144,22 +1148,25 @@ ctc_backward_p = defprim(
     vjp=(_no_double_backward("_ctc_loss_backward"),) * 2, saves=(0, 1))
 graph("ctc_loss_forward", lambda lp, ext, label_lengths, input_lengths, blank, zero_infinity: apply(
     ctc_p, (lp,), _ctc_params(ext, label_lengths, input_lengths, blank, zero_infinity)))
+graph("ctc_extended_targets", lambda tg, tl, blank: NAMESPACES[type(tg)].ctc_extended_targets(tg, tl, blank))
 graph("ctc_loss_backward", lambda g, lp, ext, label_lengths, input_lengths, blank, zero_infinity: apply(
     ctc_backward_p, (g, lp), _ctc_params(ext, label_lengths, input_lengths, blank, zero_infinity)))
 
 
-def _lengths(x, n_expected: int, what: str) -> np.ndarray:
+def _lengths(xp, x, n_expected: int, what: str):
+    """CTC's input or target lengths (a tensor, an int or a sequence of ints) as an int64 array of namespace
+    ``xp``, checked."""
     if isinstance(x, Tensor):
-        vals = np.asarray(x._data).reshape(-1)
-    elif isinstance(x, (int, np.integer)):
-        vals = np.asarray([x])
+        vals = xp.reshape(x._data, (-1,))
+    elif isinstance(x, int) or is_int(x):
+        vals = xp.backend.asarray([x])
     else:
-        vals = np.asarray(list(x))
+        vals = xp.backend.asarray(list(x))
     if vals.dtype.kind not in "iu":
         raise RuntimeError(f"{what} must be integral")
     if vals.size != n_expected:
         raise RuntimeError(f"{what} must be of size batch_size")
-    return vals.astype(np.int64)
+    return xp.backend.copy(vals, D.int64.np)
 
 
 @register(**_F)
@@ -1178,36 +1185,29 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths, 
         raise RuntimeError(f"ctc_loss(): log_probs must be 2-D or 3-D, got {log_probs.dim()}-D")
     lp = log_probs if batched else log_probs.unsqueeze(1)
     t_max, n, c = lp._data.shape
-    tg = targets._data if batched else targets._data.reshape(1, -1)
+    xp = NAMESPACES[type(lp._data)]
+    tg = targets._data if batched else xp.reshape(targets._data, (1, -1))
     if tg.dtype.kind not in "iuf":
         raise RuntimeError(f"ctc_loss(): targets must be integral, got {D.type_word(tg.dtype)}")
-    tg = tg.astype(np.int64)
-    il = _lengths(input_lengths, n, "input_lengths")
-    tl = _lengths(target_lengths, n, "target_lengths")
+    tg = xp.cast(tg, D.int64.np)
+    il = _lengths(xp, input_lengths, n, "input_lengths")
+    tl = _lengths(xp, target_lengths, n, "target_lengths")
     if not 0 <= blank < c:
         raise RuntimeError("blank must be in label range")
     where_ = " (while checking arguments for ctc_loss_allocate_outputs)"
+    longest = max(int(xp.amax(tl)), 0) if n else 0
     if tg.ndim == 2:
-        if n and tl.max(initial=0) > tg.shape[1]:
-            raise RuntimeError(f"Expected tensor to have size at least {int(tl.max())} at dimension 1, but got size "
+        if n and longest > tg.shape[1]:
+            raise RuntimeError(f"Expected tensor to have size at least {longest} at dimension 1, but got size "
                                f"{tg.shape[1]} for argument #2 'targets'{where_}")
-        labels = tg[:, :max(int(tl.max(initial=0)), 0)]
-    else:
-        if tl.sum() > tg.size:
-            raise RuntimeError(f"Expected tensor to have size at least {int(tl.sum())} at dimension 0, but got size "
-                               f"{tg.size} for argument #2 'targets'{where_}")
-        width = int(tl.max(initial=0))
-        idx = np.cumsum(tl) - tl
-        pos = idx[:, None] + np.arange(width)[None, :]
-        labels = tg[np.minimum(pos, max(tg.size - 1, 0))] if tg.size else np.zeros((n, width), np.int64)
-    if (il > t_max).any():
-        raise RuntimeError(f"Expected input_lengths to have value at most {t_max}, but got value {int(il.max())}"
+    elif int(xp.sum(tl)) > tg.size:
+        raise RuntimeError(f"Expected tensor to have size at least {int(xp.sum(tl))} at dimension 0, but got size "
+                           f"{tg.size} for argument #2 'targets'{where_}")
+    if n and int(xp.amax(il)) > t_max:
+        raise RuntimeError(f"Expected input_lengths to have value at most {t_max}, but got value {int(xp.amax(il))}"
                            f"{where_}")
-    width = labels.shape[1]
-    mask = np.arange(width)[None, :] < tl[:, None]
-    ext = np.full((n, 2 * width + 1), blank, np.int64)
-    ext[:, 1::2] = np.where(mask, labels, blank)
-    if ((ext < 0) | (ext >= c)).any():
+    ext = xp.ctc_extended_targets(tg, tl, blank)
+    if not xp.in_range(ext, 0, c):
         raise IndexError("ctc_loss(): a target is out of the label range")
     res = apply(ctc_p, (lp,), _ctc_params(ext, tl, il, int(blank), bool(zero_infinity)))
     if zero_infinity:

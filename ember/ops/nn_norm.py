@@ -17,8 +17,6 @@ from __future__ import annotations
 import math
 import numbers
 
-import numpy as np
-
 from .. import _dtype as D
 from .._device import NAMESPACES, quietly
 from .._state import _state as _gm_state
@@ -40,9 +38,12 @@ _F = "nn.functional"
 #          in dim 1), or None when they broadcast as they are (layer norm);
 #   eps, and acc: the dtype the rules compute in (float64: see the module docstring).
 
+_F16, _F32, _F64 = D.float16.np, D.float32.np, D.float64.np
+
+
 def _acc(x: Tensor):
     # float16 computes in float32, as PyTorch's CPU kernels; sums accumulate in float64 (norm_xhat)
-    return np.float64 if x._data.dtype == np.float64 else np.float32
+    return _F64 if x._data.dtype == _F64 else _F32
 
 
 def _xhat(xp, x, view, axes, eps, acc):
@@ -235,9 +236,9 @@ def _check_param_dtypes(x: Tensor, params, op: str) -> None:
     if not dts:
         return
     xd = x._data.dtype
-    if dts == {xd} or (xd == np.float16 and dts == {np.dtype(np.float32)}):
+    if dts == {xd} or (xd == _F16 and dts == {_F32}):
         return
-    want = D.type_word(np.dtype(np.float32) if xd == np.float16 and len(dts) > 1 else xd)
+    want = D.type_word(_F32 if xd == _F16 and len(dts) > 1 else xd)
     raise RuntimeError(f"{op}: mixed dtype (CPU): expect parameter to have scalar type of {want}")
 
 
@@ -295,7 +296,7 @@ def _update_running(running: Tensor | None, stat, momentum: float) -> None:
         return
     r = running._data
     xp = NAMESPACES[type(r)]
-    new = (1.0 - momentum) * xp.cast(r, np.float64) + momentum * stat
+    new = (1.0 - momentum) * xp.cast(r, _F64) + momentum * stat
     xp.backend.copyto(r, xp.reshape(new, r.shape))
 
 
@@ -303,7 +304,7 @@ def _batch_stats(x, axes: tuple) -> tuple:
     """The batch mean and the unbiased variance PyTorch keeps in the running estimate, in float64 (the callers
     make sure more than one value goes into each)."""
     xp = NAMESPACES[type(x)]
-    w = xp.cast(x, np.float64)
+    w = xp.cast(x, _F64)
     n = 1
     for a in axes:
         n *= x.shape[a]
@@ -517,9 +518,9 @@ def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None, eps:
                            f"[*{', '.join(map(str, shape))}], but got input of size{_shape_list(xs)}")
     _check_floating(input, op)
     dtype = input.dtype
-    x = input.float() if input._data.dtype == np.float16 else input
+    x = input.float() if input._data.dtype == _F16 else input
     if eps is None:
-        eps = float(np.finfo(x._data.dtype).eps)
+        eps = D.finfo(x.dtype).eps
     dims = tuple(range(len(xs) - k, len(xs)))
     out = x * rsqrt(apply(add_scalar_p, (x.pow(2).mean(dims, keepdim=True), eps)))
     if weight is not None:
@@ -638,13 +639,8 @@ def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
     return apply(norm_p, (d,), {"ord": ordv, "dims": dims, "keepdim": keepdim}, _norm_backward1())
 
 
-def _pdist_pairs(n: int):
-    i, j = np.triu_indices(n, 1)
-    return i, j
-
-
 def _pdist_forward(xp, x, p):
-    i, j = _pdist_pairs(x.shape[0])
+    i, j = xp.row_pairs(x)
     return xp.vector_norm(xp.getitem(x, i) - xp.getitem(x, j), p, (1,), False)
 
 
@@ -653,7 +649,7 @@ def _pdist_vjp(xp, g, out, x, p):
     n = x.shape[0]
     if n < 2:
         return xp.zeros_like(x)
-    i, j = _pdist_pairs(n)
+    i, j = xp.row_pairs(x)
     d = xp.getitem(x, i) - xp.getitem(x, j)
     # PyTorch's pdist backward takes every maximal entry of an inf-norm (no splitting of ties), as cdist's
     G = _norm_grad(xp, xp.unsqueeze(g, 1), d, p, xp.unsqueeze(out, 1), (1,), split_ties=False)
@@ -664,11 +660,12 @@ def _pdist_vjp(xp, g, out, x, p):
 
 def _pdist_jvp(xp, t, out, x, p):
     from .reduction import _norm_tangent
-    i, j = _pdist_pairs(x.shape[0])
+    i, j = xp.row_pairs(x)
     d = xp.getitem(x, i) - xp.getitem(x, j)
     return _norm_tangent(xp, xp.getitem(t, i) - xp.getitem(t, j), d, p, out, (1,), False)
 
 
+graph("row_pairs", lambda x: NAMESPACES[type(x._data)].row_pairs(x._data))   # raw index vectors
 pdist_p = defprim("pdist", "PdistBackward0", _pdist_forward, vjp=_pdist_vjp, jvp=_pdist_jvp, saves=(0,),
                   saves_out=True, saved_names=("self",))
 
@@ -682,7 +679,7 @@ def pdist(input: Tensor, p: float = 2) -> Tensor:
         raise RuntimeError(f"pdist only supports 2D tensors, got: {input._data.ndim}D")
     if input._data.dtype.kind != "f":
         raise RuntimeError("pdist only supports floating-point dtypes")
-    if input._data.dtype == np.float16:
+    if input._data.dtype == _F16:
         raise NotImplementedError("\"pdist\" not implemented for 'Half'")
     if p < 0:
         raise RuntimeError("pdist only supports non-negative p values")
@@ -757,7 +754,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
                            f"key.dtype: {_tname(k)} and value.dtype: {_tname(v)} instead.")
     if q._data.dtype.kind != "f":
         raise RuntimeError(f"{op}: expected floating-point query, key and value, but got {_tname(q)}")
-    if attn_mask is not None and attn_mask._data.dtype != np.bool_ and attn_mask._data.dtype != q._data.dtype:
+    if attn_mask is not None and attn_mask._data.dtype.kind != "b" and attn_mask._data.dtype != q._data.dtype:
         raise RuntimeError(f"Expected attn_mask dtype to be bool or float or to match query dtype, but got "
                            f"attn_mask.dtype: {_tname(attn_mask)} and  query.dtype: {_tname(q)} instead.")
     if dropout_p > 1.0:   # (a negative p means no dropout, as in PyTorch)
@@ -783,7 +780,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
                                "is_causal=True")
         mask = q.new_ones((L, S), dtype=D.bool).tril()
     if mask is not None:
-        if mask._data.dtype == np.bool_:
+        if mask._data.dtype.kind == "b":
             mask = q.new_zeros(mask._data.shape).masked_fill(~mask, -math.inf)
         attn = attn + mask
     attn = apply(safe_softmax_p, (attn,), {"dim": -1, "acc": _acc(attn)})
@@ -843,9 +840,9 @@ def _canonical_mask(mask, name: str, dtype):
     """A bool mask as a float one (-inf where True); float masks pass unchanged."""
     if mask is None:
         return None
-    if mask._data.dtype != np.bool_ and mask._data.dtype.kind != "f":
+    if mask._data.dtype.kind not in "bf":
         raise AssertionError(f"only bool and floating types of {name} are supported")
-    if mask._data.dtype == np.bool_:
+    if mask._data.dtype.kind == "b":
         return mask.new_zeros(mask._data.shape, dtype=dtype).masked_fill(mask, -math.inf)
     return mask
 

@@ -13,14 +13,13 @@ import functools
 import math
 import warnings
 
-import numpy as np
-
 from .. import _dtype as D
 from .._device import NAMESPACES
 from .._tensor import Tensor, make, wrap_dim
 from ..autograd.graph import node_class
-from ..autograd._primitive import PrimNode, apply, batch_rule, batch_safe, defprim
+from ..autograd._primitive import PrimNode, apply, batch_rule, batch_safe, broadcast_error, defprim
 from ._registry import SUBMODULES, graph, register
+from .elementwise import _made, is_int, is_real
 from .._util import check_bool, check_tensor, dtype_word, normalize_dims, reduced_shape, return_type, scalar_or_tensor
 
 _INF = math.inf
@@ -482,7 +481,7 @@ def _no_none_dim(dim, op, want="int"):
 
 def _int_dim(input, dim, op) -> int:
     """A single dim (scans, aminmax): an int in range; a 0-d input takes 0 and -1."""
-    if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):
+    if not is_int(dim):
         raise TypeError(f"{op}(): argument 'dim' must be int, not {type(dim).__name__}")
     return wrap_dim(dim, input._data.ndim, op)
 
@@ -504,7 +503,7 @@ def _need_float(input, op, msg=None):
                                   f"{dtype_word(input._data.dtype)}")
 
 
-_INT64 = np.dtype(np.int64)
+_INT64 = D.int64.np
 
 
 def _integral_to_int64(input):
@@ -567,7 +566,7 @@ def mean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tenso
 def nanmean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     """Mean over ``dim`` of the non-NaN elements (PyTorch's composite: nansum / count, so DivBackward0)."""
     check_tensor(input, "nanmean")
-    if dim is not None and not (isinstance(dim, (int, np.integer, list, tuple)) and not isinstance(dim, bool)):
+    if dim is not None and not (is_int(dim) or isinstance(dim, (list, tuple))):
         raise TypeError(f"nanmean(): argument 'dim' must be tuple of ints, not {type(dim).__name__}")
     _need_float(input if dtype is None else _cast(input, _check_dtype(dtype, "nanmean")), "nanmean")
     total = nansum(input, dim, keepdim, dtype=dtype)
@@ -583,7 +582,7 @@ def prod(input: Tensor, dim=_NO_DIM, keepdim: bool = False, *, dtype=None) -> Te
     check_bool(keepdim, "prod", "keepdim")
     dim = _no_none_dim(dim, "prod")
     if dim is not None:
-        if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):
+        if not is_int(dim):
             raise TypeError(f"prod(): argument 'dim' must be int, not {type(dim).__name__}")
     node = prod_p.node_cls if dim is not None else _PROD0
     if dim is not None:   # a 0-d input has no dim to reduce (0 and -1 name it)
@@ -662,7 +661,7 @@ graph("var", lambda x, dim, correction, keepdim=False: var(x, dim, correction=co
 # ----- norms ---------------------------------------------------------------------------------------
 
 def _check_ord(ord, op="linalg_vector_norm"):
-    if isinstance(ord, bool) or not isinstance(ord, (int, float, np.integer, np.floating)):
+    if not is_real(ord):
         raise TypeError(f"{op}(): argument 'ord' (position 2) must be Number, not {type(ord).__name__}")
     return float(ord)
 
@@ -711,7 +710,7 @@ def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dt
     """The matrix norm of ``A`` over the two dims ``dim``: 'fro', 'nuc', inf, -inf, 1, -1, 2, -2."""
     op = "linalg.matrix_norm"
     check_tensor(A, op, "A")
-    if ord is None or isinstance(ord, bool) or not isinstance(ord, (str, int, float, np.integer, np.floating)):
+    if not (is_real(ord) or isinstance(ord, str)):
         raise TypeError(f"linalg_matrix_norm(): argument 'ord' must be Number or str, not {type(ord).__name__}")
     check_bool(keepdim, op, "keepdim")
     if A._data.ndim < 2:
@@ -764,7 +763,7 @@ def _empty_max(s: Tensor, dim: int, keepdim: bool = False) -> Tensor:
         shape[dim] = 1
     else:
         del shape[dim]
-    return make(np.zeros(shape, s._data.dtype))
+    return make(NAMESPACES[type(s._data)].backend.zeros(tuple(shape), s._data.dtype))
 
 
 @register(method=True)
@@ -791,7 +790,7 @@ def dist(input: Tensor, other: Tensor, p=2) -> Tensor:
     """The ``p``-norm of ``input - other`` (broadcast)."""
     check_tensor(input, "dist")
     check_tensor(other, "dist", "other", 2)
-    if isinstance(p, bool) or not isinstance(p, (int, float, np.integer, np.floating)):
+    if not is_real(p):
         raise TypeError(f"dist(): argument 'p' (position 3) must be Number, not {type(p).__name__}")
     for x in (input, other):
         if not x.dtype.is_floating_point:
@@ -806,7 +805,7 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode=None) -> Tensor:
     """The ``p``-norm distances between the rows of ``x1`` (..., P, M) and of ``x2`` (..., R, M)."""
     check_tensor(x1, "cdist", "x1")
     check_tensor(x2, "cdist", "x2", 2)
-    if isinstance(p, bool) or not isinstance(p, (int, float, np.integer, np.floating)):
+    if not is_real(p):
         raise TypeError(f"cdist(): argument 'p' must be float, not {type(p).__name__}")
     for name, x in (("X1", x1), ("X2", x2)):
         if x._data.ndim < 2:
@@ -822,11 +821,9 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode=None) -> Tensor:
     if p < 0:
         raise RuntimeError("cdist only supports non-negative p values")
     b1, b2 = x1._data.shape[:-2], x2._data.shape[:-2]
-    try:
-        np.broadcast_shapes(b1, b2)
-    except ValueError:
-        from ..autograd._primitive import broadcast_error
-        raise broadcast_error((b1, b2)) from None
+    err = broadcast_error((b1, b2))
+    if err is not None:
+        raise err
     p = float(p)
     return apply(cdist_p, (x1, x2), {"p": int(p) if p < _INF and p == int(p) else p})
 
@@ -855,14 +852,6 @@ MinResult = _return_type("min")
 CummaxResult = _return_type("cummax")
 CumminResult = _return_type("cummin")
 AminmaxResult = _return_type("aminmax", ("min", "max"))
-
-
-def _made(r) -> Tensor:
-    """A tensor of a kernel's result, on its device (NumPy gives 0-d results as NumPy scalars)."""
-    if type(r) is np.ndarray:   # the common case, before the device lookup
-        return make(r)
-    be = NAMESPACES[type(r)].backend
-    return make(r if type(r) in be.array_types else be.asarray(r))
 
 
 def _extremum(input, dim, keepdim, other, op):
@@ -963,7 +952,7 @@ def aminmax(input: Tensor, *, dim=None, keepdim: bool = False):
 def _arg(input, dim, keepdim, op):
     check_tensor(input, op)
     check_bool(keepdim, op, "keepdim")
-    if input._data.dtype == np.bool_:
+    if input._data.dtype.kind == "b":
         raise RuntimeError(f"{op}(): does not support bool input")
     if dim is None:
         if input._data.size == 0:
@@ -1077,7 +1066,7 @@ def diff(input: Tensor, n: int = 1, dim: int = -1, prepend=None, append=None) ->
     """The ``n``-th forward difference along ``dim`` (after concatenating ``prepend`` and ``append``)."""
     from .shape import cat
     check_tensor(input, "diff")
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+    if not is_int(n):
         raise TypeError(f"diff(): argument 'n' (position 2) must be int, not {type(n).__name__}")
     if input._data.ndim == 0:
         raise RuntimeError("diff expects input to be at least one-dimensional")
@@ -1100,7 +1089,7 @@ def diff(input: Tensor, n: int = 1, dim: int = -1, prepend=None, append=None) ->
             break
         hi = x[(slice(None),) * d + (slice(1, None),)]
         lo = x[(slice(None),) * d + (slice(None, size - 1),)]
-        x = (hi ^ lo) if x._data.dtype == np.bool_ else hi - lo
+        x = (hi ^ lo) if x._data.dtype.kind == "b" else hi - lo
     return x
 
 
@@ -1115,8 +1104,8 @@ def _logical_reduce(input, dim, keepdim, op):
         dims = _reduce_args(input, dim, keepdim, op)
     xp = NAMESPACES[type(input._data)]
     r = getattr(xp, op)(input._data, dims, keepdim)
-    if input._data.dtype == np.uint8:
-        r = r.astype(np.uint8)
+    if input._data.dtype == D.uint8.np:
+        r = xp.cast(r, D.uint8.np)
     return _made(r)
 
 

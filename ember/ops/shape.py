@@ -11,8 +11,6 @@ import itertools
 import math
 import warnings
 
-import numpy as np
-
 from . import creation as C
 from .. import _dtype as D
 from .._util import broadcast_shape as _broadcast_shape
@@ -26,6 +24,7 @@ from ..autograd import grad_mode as _gm
 from ..autograd.graph import NODE_OBSERVERS, Node, _seq, node_class
 from ..autograd._primitive import PrimNode, apply, batch_rule, batch_safe, defprim, graph_ns, install_saved_attrs
 from ._registry import graph, method, register
+from .elementwise import is_int as _is_int
 from ..autograd._views import apply_inplace, check_inplace
 from .._util import check_bool, check_tensor, no_out
 
@@ -179,7 +178,7 @@ def _split_backward_graph(grads, dim, bounds, shape, dtype):
     like = next(g for g in grads if g is not None)   # the missing gradients are zeros on its device
 
     def zeros(s):
-        return _on_device_of(like, C.zeros(s, dtype=D._FROM_NP[np.dtype(dtype)]))
+        return _on_device_of(like, C.zeros(s, dtype=D.from_numpy_dtype(dtype)))
     if bounds is None:
         piece = shape[:dim] + shape[dim + 1:]
         return stack([g if g is not None else zeros(piece) for g in grads], dim)
@@ -213,10 +212,6 @@ def _multi_view(input: Tensor, prim, params: list, node_name: str, dim: int, bou
 
 
 # ----- argument parsing ----------------------------------------------------------------------------
-
-def _is_int(v) -> bool:
-    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
-
 
 def _int(v, op: str, arg: str) -> int:
     if isinstance(v, Tensor) and v._data.ndim == 0 and v._data.dtype.kind in "iu":
@@ -1361,14 +1356,14 @@ def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> T
         raise RuntimeError(f"Expect a 1D vector, but got shape {list(input._data.shape)}")
     if r < 0:
         raise RuntimeError(f"Expect a non-negative number, but got {r}")
-    be = NAMESPACES[type(input._data)].backend
+    xp = NAMESPACES[type(input._data)]
     if r == 0:
-        return make(be.zeros((0,), dtype=input._data.dtype))
+        return make(xp.backend.zeros((0,), dtype=input._data.dtype))
     n = input._data.shape[0]
     gen = itertools.combinations_with_replacement if with_replacement else itertools.combinations
-    idx = np.array(list(gen(range(n), r)), dtype=np.int64).reshape(-1, r)   # host data, then to the device
-    return stack([apply(gather_rows_p, (input,), {"dim": 0, "index": be.asarray(np.ascontiguousarray(idx[:, k]))})
-                  for k in range(r)], 1)
+    combos = list(gen(range(n), r))   # host data, then to the device, one int64 column per position
+    columns = [xp.cast(xp.backend.asarray([c[k] for c in combos]), D.int64.np) for k in range(r)]
+    return stack([apply(gather_rows_p, (input,), {"dim": 0, "index": col}) for col in columns], 1)
 
 
 # ----- unfold, clone, contiguous ------------------------------------------------------------------------
@@ -1410,11 +1405,10 @@ def _check_memory_format(input, fmt, op):
 def _relayout(t: Tensor, fmt) -> Tensor:
     """``t`` (a fresh copy nothing else refers to) rewritten in channels-last order: the same values, strided
     as PyTorch's channels-last tensors (NumPy keeps that order through elementwise ops)."""
-    a = t._data
-    if not isinstance(a, np.ndarray):
+    relayout = getattr(NAMESPACES[type(t._data)], "channels_last_copy", None)
+    if relayout is None:
         raise NotImplementedError(f"ember: memory_format={fmt!r} is built for the NumPy backend only")
-    perm = (0,) + tuple(range(2, a.ndim)) + (1,)
-    t._data = np.ascontiguousarray(a.transpose(perm)).transpose(np.argsort(perm))
+    t._data = relayout(t._data)
     return t
 
 
@@ -1448,6 +1442,7 @@ def to_dtype(input, dtype: D.dtype, copy=False):
 
 graph("expand", lambda x, shape: expand(x, shape))
 graph("permute", lambda x, dims: permute(x, dims))
+graph("channels_last_copy", lambda a: NAMESPACES[type(a)].channels_last_copy(a))   # raw array in and out
 graph("cast", lambda x, dtype: apply(cast_p, (x,), {"dtype": dtype}))
 graph("cat", lambda xs, dim: cat(xs, dim))
 graph("stack", lambda xs, dim: stack(xs, dim))

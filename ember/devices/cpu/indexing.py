@@ -10,7 +10,7 @@ import numpy as np
 
 from ..index import view_of as _view_of
 
-__all__: list = ["index_put_add", "scatter_reduce", "nonzero_tuple", "mask_count", "in_range"]
+__all__: list = ["index_put_add", "scatter_reduce", "nonzero_tuple", "mask_count", "in_range", "grid_index"]
 
 
 def index_put_add(x, index, v):
@@ -78,3 +78,11 @@ def nonzero_tuple(x):
     if x.ndim == 0:
         return (np.zeros(int(x != 0), np.int64),)
     return tuple(i.astype(np.int64, copy=False) for i in np.nonzero(x))
+
+
+def grid_index(idx, dim: int) -> tuple:
+    """The index addressing ``x[i_0, ..., idx[i], ..., i_n]`` for every position ``i`` of ``idx`` along ``dim``
+    (gather's and scatter's): ``idx`` itself at ``dim``, open ranges elsewhere. Not differentiable."""
+    grids = list(np.ogrid[tuple(slice(0, n) for n in idx.shape)])
+    grids[dim] = idx
+    return tuple(grids)

@@ -27,7 +27,8 @@ __all__: list = ["softmax", "log_softmax", "leaky_relu", "elu", "gelu", "silu", 
                  "hardshrink_backward", "softshrink_backward", "rrelu_with_noise_backward", "hardsigmoid_backward",
                  "hardswish_backward", "prelu_backward_self", "prelu_backward_weight", "elu_backward",
                  "softplus_backward", "log_sigmoid_backward", "gelu_backward", "index_bounds", "one_hot",
-                 "embedding_renorm_", "embedding_bag", "bag_ids", "embedding_bag_argmax", "embedding_freq_backward"]
+                 "embedding_renorm_", "embedding_bag", "bag_ids", "embedding_bag_argmax", "embedding_freq_backward",
+                 "row_ids", "index_count_inverse", "bag_count_inverse"]
 
 _SQRT1_2 = 1.0 / math.sqrt(2.0)
 _KAPPA = math.sqrt(2.0 / math.pi)
@@ -350,3 +351,23 @@ def embedding_freq_backward(g, inv, indices, padding_idx, num_weights):
         else:   # float16: product and sum each rounded to float16 (PyTorch's half kernel is not fused)
             out[k] = out[k] + a.astype(g.dtype) * gi
     return out
+
+
+def row_ids(x):
+    """The row of each element of the 2-d ``x``, flattened (the bags of a 2-d embedding_bag input; int64). Not
+    differentiable."""
+    return np.repeat(np.arange(x.shape[0], dtype=np.int64), x.shape[1])
+
+
+def index_count_inverse(idx, n: int, dtype):
+    """At each position of ``idx`` (integers in [0, n)), 1 / how often its index occurs in ``idx``, in ``dtype``
+    (embedding's scale_grad_by_freq). Not differentiable."""
+    counts = np.bincount(idx.ravel(), minlength=n)
+    return (1.0 / counts[idx]).astype(dtype)
+
+
+def bag_count_inverse(bags, keep, nbags: int, dtype):
+    """Per bag, 1 / the number of its indices that ``keep`` keeps (1 for an empty bag), in ``dtype`` (embedding_bag's
+    mean). Not differentiable."""
+    counts = np.bincount(bags[keep], minlength=nbags)[:nbags]
+    return (1.0 / np.maximum(counts, 1)).astype(dtype)

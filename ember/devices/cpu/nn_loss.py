@@ -9,7 +9,7 @@ import numpy as np
 
 __all__ = ["nll_loss_forward", "nll_loss_backward", "multi_margin_loss_forward",
            "multi_margin_loss_backward", "multilabel_margin_loss_forward", "multilabel_margin_loss_backward",
-           "ctc_loss_forward", "ctc_loss_backward"]
+           "ctc_loss_forward", "ctc_loss_backward", "ctc_extended_targets"]
 
 
 def _class_axis(ndim: int) -> int:
@@ -222,3 +222,23 @@ def ctc_loss_backward(g, lp, ext, label_lengths, input_lengths, blank, zero_infi
     if zero_infinity:
         keep = keep & ~np.isinf(nll)[None, :]
     return np.where(keep[:, :, None], grad, 0).astype(lp.dtype, copy=False)
+
+
+def ctc_extended_targets(targets, target_lengths, blank: int):
+    """CTC's extended label sequences, (N, 2 * S + 1) int64: each target with a blank before, between and after
+    its labels, padded with blanks (S the longest target). ``targets`` is int64, (N, S') padded or the 1-D
+    concatenation of the N sequences; the lengths have been checked against it. Not differentiable."""
+    n = target_lengths.shape[0]
+    width = int(target_lengths.max(initial=0))
+    if targets.ndim == 2:
+        labels = targets[:, :max(width, 0)]
+    else:
+        idx = np.cumsum(target_lengths) - target_lengths
+        pos = idx[:, None] + np.arange(width)[None, :]
+        labels = (targets[np.minimum(pos, max(targets.size - 1, 0))] if targets.size
+                  else np.zeros((n, width), np.int64))
+    width = labels.shape[1]
+    mask = np.arange(width)[None, :] < target_lengths[:, None]
+    ext = np.full((n, 2 * width + 1), blank, np.int64)
+    ext[:, 1::2] = np.where(mask, labels, blank)
+    return ext

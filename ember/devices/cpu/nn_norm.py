@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["norm_xhat"]
+__all__ = ["norm_xhat", "row_pairs"]
 
 
 def norm_xhat(x, view, axes, eps):
@@ -24,3 +24,9 @@ def norm_xhat(x, view, axes, eps):
         var = np.mean(np.square(xc), axis=axes, keepdims=True, dtype=np.float64) - d * d
         rstd = (1.0 / np.sqrt(np.maximum(var, 0.0) + eps)).astype(x.dtype)
         return (xc - d.astype(x.dtype)) * rstd, rstd
+
+
+def row_pairs(x) -> tuple:
+    """The pairs ``(i, j)``, ``i < j``, of the rows of the 2-d ``x`` in row-major order (pdist's): two int64 index
+    vectors. Not differentiable."""
+    return np.triu_indices(x.shape[0], 1)

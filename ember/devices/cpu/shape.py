@@ -12,7 +12,8 @@ from numpy.lib.stride_tricks import as_strided as _as_strided
 
 __all__ = ["slice_dim", "slice_scatter_zeros", "select_dim", "select_scatter_zeros", "diagonal",
            "diag_scatter_zeros", "flip", "roll", "rot90", "tril", "triu", "repeat", "trace", "unfold",
-           "unfold_backward", "gather_rows", "scatter_rows_zeros", "split_backward", "repeat_index"]
+           "unfold_backward", "gather_rows", "scatter_rows_zeros", "split_backward", "repeat_index",
+           "channels_last_copy"]
 
 
 def _along(dim: int, ix) -> tuple:
@@ -152,3 +153,11 @@ def split_backward(grads, dim, bounds, shape, dtype):
 def repeat_index(counts):
     """``0, 1, ...`` each repeated ``counts[i]`` times (int64): repeat_interleave's index. Not differentiable."""
     return np.repeat(np.arange(counts.shape[0], dtype=np.int64), counts)
+
+
+def channels_last_copy(a):
+    """A copy of ``a`` (rank 4 or 5) with the same values and shape, laid out channels-last in memory: dim 1
+    varies fastest, as PyTorch strides its channels-last tensors (NumPy keeps that order through elementwise ops).
+    Not differentiable."""
+    perm = (0,) + tuple(range(2, a.ndim)) + (1,)
+    return np.ascontiguousarray(a.transpose(perm)).transpose(np.argsort(perm))
