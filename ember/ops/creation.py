@@ -154,7 +154,7 @@ def _numpy_scalar_dtype(data):
     result = None
     for t in types:
         if issubclass(t, _HOST.host_scalar):
-            d = D._FROM_NP.get(_HOST.dtype(t))
+            d = D._FROM_NP.get(_HOST.host_dtype(t))
             if d is None:
                 return None
         elif t in (bool, int, float):

@@ -18,12 +18,12 @@ import types
 import warnings
 
 from .. import _dtype as D
-from .._device import backend_of, check_device, quietly
+from .._device import backend_of, check_device, cpu, quietly
 from .._tensor import Tensor, _sizes_from_args, make
 from ..autograd import _primitive as P
 from ..autograd import _views as V
 from ._registry import method as _register_method
-from .creation import _finish, device_backend
+from .creation import _check_input, _finish, device_backend
 
 # The generator's device (the CPU, as PyTorch's default generator): its random stream and samplers.
 _RNG = device_backend().random
@@ -52,8 +52,7 @@ class Generator:
 
     @property
     def device(self):
-        from .._device import device
-        return device("cpu")
+        return cpu
 
     # ----- seeding and state ---------------------------------------------------------------------
     def manual_seed(self, seed) -> Generator:
@@ -482,11 +481,6 @@ def randint(*args, generator: Generator | None = None, dtype=None, layout=None, 
     frm, to = _random_range(dt, low, high)
     data = _random_values(_gen(generator), math.prod(shape), dt, frm, to).reshape(shape)
     return _result(data, requires_grad, device) if out is None else _out(out, data)
-
-
-def _check_input(input, op: str) -> None:
-    if not isinstance(input, Tensor):
-        raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
 
 
 def rand_like(input: Tensor, *, generator: Generator | None = None, dtype=None, layout=None, device=None,

@@ -92,7 +92,6 @@ class _Backend:
     # ----- creation (ember/ops/creation.py checks the arguments; the kernels are in creation.py beside this)
     array = staticmethod(np.array)          # a copy of host data (nested lists, arrays, scalars), as np.array
     ones = staticmethod(np.ones)
-    empty = staticmethod(np.empty)
     eye = staticmethod(np.eye)
     frombuffer = staticmethod(np.frombuffer)
     arange = staticmethod(_creation.arange)
@@ -106,7 +105,7 @@ class _Backend:
     host_number = np.number
     host_integer = np.integer
     host_bool = np.bool_
-    dtype = staticmethod(np.dtype)
+    host_dtype = staticmethod(np.dtype)
     isfinite = staticmethod(_creation.isfinite)
     element_types = staticmethod(_creation.element_types)
     base_array = staticmethod(_creation.base_array)
