@@ -389,9 +389,6 @@ def cauchy(st: State, n: int, median: float, sigma: float, np_dtype) -> np.ndarr
 
 # ----- integers --------------------------------------------------------------------------------------------
 
-_FLOAT_DIGITS = {np.dtype(np.float16): 11, np.dtype(np.float32): 24, np.dtype(np.float64): 53}
-
-
 def _ints_from_to(st: State, n: int, np_dtype, rng: int, base: int) -> np.ndarray:
     """PyTorch's uniform_int_from_to: (draw % range) + from. PyTorch 2.13 takes 64-bit draws for ranges
     >= 2^28 (whatever the dtype), which keeps the modulo bias small; found by probing torch."""
@@ -416,7 +413,7 @@ def random(st: State, n: int, np_dtype, frm, to) -> np.ndarray:
         if np_dtype == np.bool_:
             return (st.words(n) & _U64(1)).astype(np.bool_)
         if np_dtype.kind == "f":
-            digits = _FLOAT_DIGITS[np_dtype]
+            digits = np.finfo(np_dtype).nmant + 1   # 11, 24, 53: the integers a float holds exactly up to 2^digits
             w = st.words64(n) if np_dtype == np.float64 else st.words(n)
             return _int64_to((w % _U64((1 << digits) + 1)).view(np.int64), np_dtype)
         if np_dtype == np.int64:
