@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import builtins
 
-from .devices import DEVICE_TYPES as _DEVICE_TYPES, NAMESPACES, backend_of, device_type_of, fp_quiet, fp_restore
+from .devices import DEVICE_TYPES as _DEVICE_TYPES, NAMESPACES, backend_of, fp_quiet, fp_restore  # noqa: F401
 from .devices import quietly, register_backend  # noqa: F401 (re-exported: the core's one door to the devices)
+from .devices import cpu_backend  # noqa: F401
 
 
 class device:

@@ -279,3 +279,45 @@ def check_layout(value, op: str) -> None:
         raise TypeError(f"{op}(): argument 'layout' must be torch.layout, not {type(value).__name__}")
     raise NotImplementedError(f"ember: {op}(layout={value!r}) is not supported: ember's tensors are all "
                               "torch.strided")
+
+
+class memory_format:
+    """A memory layout request (``torch.preserve_format``, ...); ember's tensors are always strided."""
+
+    __slots__ = ("_name",)
+
+    def __init__(self, name: str):
+        self._name = name
+
+    def __repr__(self) -> str:
+        return "torch." + self._name
+
+
+memory_format_type = memory_format     # for functions whose memory_format argument hides the class
+preserve_format = memory_format("preserve_format")
+contiguous_format = memory_format("contiguous_format")
+channels_last = memory_format("channels_last")
+channels_last_3d = memory_format("channels_last_3d")
+_CL_ORDER = {"channels_last": (1, 3, 2, 0), "channels_last_3d": (1, 4, 3, 2, 0)}   # fastest-varying dim first
+
+
+def _is_contiguous_as(input, fmt) -> bool:
+    """``Tensor.is_contiguous(memory_format=fmt)``: for channels-last, PyTorch's test on the strides (dims of
+    size 1 are skipped); the default formats mean C order."""
+    a = input._data
+    if fmt is None or fmt is contiguous_format or fmt is preserve_format:
+        return a.flags.c_contiguous
+    if not isinstance(fmt, memory_format):
+        raise TypeError(f"is_contiguous(): argument 'memory_format' must be torch.memory_format, not "
+                        f"{type(fmt).__name__}")
+    order = _CL_ORDER[fmt._name]
+    if a.ndim != len(order):
+        return False
+    expected = 1
+    for d in order:
+        n = a.shape[d]
+        if n != 1:
+            if a.strides[d] != expected * a.itemsize:
+                return False
+            expected *= n
+    return True

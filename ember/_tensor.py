@@ -13,7 +13,7 @@ import numpy as np
 
 from . import _dtype as D
 from . import _formatting
-from ._device import cpu, device_of
+from ._device import backend_of, cpu, cpu_backend, device_of
 from ._hooks import add_hook
 from ._origin import created_at, user_site, warn_once
 from ._state import _state as _gm_state
@@ -127,10 +127,11 @@ class Tensor:
         npd = D._default_float.np
         if len(args) == 1 and isinstance(args[0], (str, bytes)):
             raise TypeError(f"new(): invalid data type '{type(args[0]).__name__}'")
+        backend = cpu_backend()   # the legacy constructor makes CPU tensors only, as PyTorch's
         if len(args) == 1 and not isinstance(args[0], (int, np.integer)):
-            data = np.array(args[0].tolist() if isinstance(args[0], Tensor) else args[0], dtype=npd)
+            data = backend.copy(args[0].tolist() if isinstance(args[0], Tensor) else args[0], dtype=npd)
         else:
-            data = np.zeros(_sizes_from_args(args or (0,)), dtype=npd)
+            data = backend.zeros(_sizes_from_args(args or (0,)), dtype=npd)
         _init(self, data)
 
     # ----- identity and metadata -------------------------------------------------------------
@@ -191,8 +192,7 @@ class Tensor:
 
     def cpu(self, memory_format=None) -> Tensor:
         if memory_format is not None:      # PyTorch's cpu() copies only to change the layout
-            from .ops.shape import memory_format_type
-            if not isinstance(memory_format, memory_format_type):
+            if not isinstance(memory_format, D.memory_format):
                 raise TypeError(f"cpu(): argument 'memory_format' must be torch.memory_format, not "
                                 f"{type(memory_format).__name__}")
             return self.contiguous(memory_format=memory_format)
@@ -209,8 +209,7 @@ class Tensor:
     def is_contiguous(self, *, memory_format=None) -> bool:
         if memory_format is None:
             return self._data.flags.c_contiguous
-        from .ops.shape import _is_contiguous_as
-        return _is_contiguous_as(self, memory_format)
+        return D._is_contiguous_as(self, memory_format)
 
     def stride(self, dim: int | None = None):
         isz = self._data.itemsize
@@ -455,7 +454,8 @@ class Tensor:
             suffixes = (f"grad_fn=<{type(self.grad_fn).__name__}>",)
         elif self._requires_grad:
             suffixes = ("requires_grad=True",)
-        return _formatting.format_tensor(self._data, self.dtype._name, D._default_float._name, suffixes)
+        host = backend_of(self._data).to_numpy(self._data)   # printing formats a host copy
+        return _formatting.format_tensor(host, self.dtype._name, D._default_float._name, suffixes)
 
     __str__ = __repr__
 
@@ -496,6 +496,11 @@ def make(data: np.ndarray) -> Tensor:
     t = _new(Tensor)
     _init(t, data)
     return t
+
+
+def zeros_of(t: Tensor) -> Tensor:
+    """Constant zeros with ``t``'s shape, dtype and device (no graph): the tangent of an input that has none."""
+    return make(backend_of(t._data).zeros_like(t._data))
 
 
 def _wrap_dim(dim: int, ndim: int, op: str = "") -> int:

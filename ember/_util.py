@@ -124,3 +124,20 @@ def no_out(out, op: str) -> None:
     """``out=`` is refused with a clear error (ember always returns a new tensor)."""
     if out is not None:
         raise NotImplementedError(f"ember: {op}(out=...) is not supported; use the returned tensor")
+
+
+def broadcast_shape(shapes, op: str = "broadcast_shapes") -> tuple:
+    """The shape ``shapes`` broadcast to (pure shape arithmetic); PyTorch's RuntimeError where they do not."""
+    n = max((len(s) for s in shapes), default=0)
+    out = [1] * n
+    for k, s in enumerate(shapes):
+        for i, v in enumerate(s):
+            j = n - len(s) + i
+            if out[j] == 1:
+                out[j] = v
+            elif v != 1 and v != out[j]:
+                raise RuntimeError(f"The size of tensor a ({out[j]}) must match the size of tensor b ({v}) at "
+                                   f"non-singleton dimension {j}" if op == "broadcast_tensors" else
+                                   f"Shape mismatch: objects cannot be broadcast to a single shape.  Mismatch is "
+                                   f"between arg {k} and a previous arg at dimension {j - n}: {v} vs {out[j]}")
+    return tuple(out)

@@ -572,7 +572,7 @@ def test_tensor_dataset_batches_match_torch(case, shuffle):
 def test_tensor_dataset_fast_path_equals_collated_rows():
     # the gather itself against default_collate of the rows, field by field, including an empty feature
     # dimension and inference mode
-    from ember.utils.data import dataloader as dlmod
+    from ember.utils.data import _fetch as dlmod
     D = ember.utils.data
     srcs = _sources(ember) + [(ember.zeros(7, 0), ember.zeros(7, 2, 0, dtype=ember.int64))]
     for tensors in srcs:
@@ -596,7 +596,7 @@ def test_tensor_dataset_fast_path_equals_collated_rows():
 
 def test_tensor_dataset_fast_path_refuses():
     # where the gather could differ, the ordinary path runs
-    from ember.utils.data import dataloader as dlmod
+    from ember.utils.data import _fetch as dlmod
     D = ember.utils.data
     x, y = ember.arange(12.).reshape(6, 2), ember.arange(6)
     ds = D.TensorDataset(x, y)

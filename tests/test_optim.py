@@ -595,17 +595,12 @@ F32 = [("SGD", dict(lr=0.01), True), ("SGD", dict(lr=0.01, momentum=0.9, weight_
        ("RAdam", {}, False), ("Adadelta", {}, False)]
 
 
-class _TorchSqrtNumPy:
-    """NumPy with PyTorch's float32 sqrt, to show that the rest of each rule is PyTorch's to the bit."""
-
-    def __getattr__(self, name):
-        return self._sqrt if name == "sqrt" else getattr(np, name)
-
-    @staticmethod
-    def _sqrt(x):
-        if isinstance(x, np.ndarray) and x.dtype == np.float32:
-            return torch.from_numpy(np.ascontiguousarray(x)).sqrt().numpy()
-        return np.sqrt(x)
+def _torch_sqrt(x):
+    """PyTorch's float32 sqrt, in place of the device's kernel, to show that the rest of each rule is PyTorch's to
+    the bit."""
+    if isinstance(x, np.ndarray) and x.dtype == np.float32:
+        return torch.from_numpy(np.ascontiguousarray(x)).sqrt().numpy()
+    return np.sqrt(x)
 
 
 @pytest.mark.parametrize("name,kw,exact", F32, ids=[f"{n}-{kw}" for n, kw, _ in F32])
@@ -631,9 +626,8 @@ def test_float32_steps_from_the_same_gradients(name, kw, exact, monkeypatch):
         return
     # (centered RMSprop takes the sqrt of a difference, which magnifies that ulp)
     np.testing.assert_allclose(run(ember), expected, rtol=1e-4, atol=1e-6)
-    cls = getattr(ember.optim, name)
-    module = importlib.import_module(next(c for c in cls.__mro__ if "step" in c.__dict__).__module__)
-    monkeypatch.setattr(module, "np", _TorchSqrtNumPy())
+    # the optimizers take sqrt from the namespace of the parameters' device
+    monkeypatch.setattr(ember.devices.NAMESPACES[np.ndarray], "sqrt", _torch_sqrt)
     np.testing.assert_array_equal(run(ember), expected)
 
 
@@ -783,3 +777,64 @@ def test_state_of_other_shapes_fails_at_step_as_in_torch(name):
         return b
     for src, dst in _MISMATCH_SHAPES:
         same(lambda m: run(m, src, dst), exact_msg=True)
+
+
+def _fma_operands():
+    """(x, y, z) operand triples for the fused multiply-add: the midpoint cases (x the scalar -lr, and as an array),
+    random float32 with zeros, subnormals, infinities and nan, float16/float32/float64 mixes, overflow at float32's
+    largest number."""
+    rng = np.random.default_rng(11)
+    out = []
+    for p, g, lr in _midpoint_cases():
+        out += [(-lr, g, p), (np.full(p.shape, -lr, np.float32), g, p), (g, np.float32(-lr), p)]
+    v = rng.standard_normal(4000).astype(np.float32)
+    w = (rng.standard_normal(4000) * 1e-3).astype(np.float32)
+    v[::5], w[1::7], v[2::11] = 0.0, 1e-39, np.float32(3e38)
+    v[3], w[4], v[6], w[6] = np.nan, np.inf, np.inf, -np.inf
+    big = np.float32(np.finfo(np.float32).max)
+    out += [(0.3, w, v), (w, w, v), (1e-3, v, v), (v, 0.5, w), (big, np.ones(3, np.float32), np.full(3, big)),
+            (2.0 ** 103, np.float32([1, -1, 0.5]), np.float32([big, -big, big])),     # on the overflow midpoint
+            (2.0 ** 103 * (1 - 2.0 ** -23), np.float32([1, -1]), np.float32([big, -big])),
+            # x*y = 2**103 * (1 - 2**-30): float64 rounds big + x*y up to the overflow midpoint, float32 to big
+            (2.0 ** 103 * (1 + 2.0 ** -15), np.float32([1 - 2.0 ** -15, -(1 - 2.0 ** -15)]), np.float32([big, -big])),
+            (0.1, w.astype(np.float16), v), (0.1, w.astype(np.float16), v.astype(np.float16)),
+            (0.7, w.astype(np.float64), v), (0.7, w, v.astype(np.float64)), (1 / 3, v, w[:1])]
+    return out
+
+
+@pytest.mark.parametrize("case", range(len(_fma_operands())))
+def test_generic_fma_matches_the_cpu_kernel(case):
+    """The array-API fused multiply-add (ember/devices/common/optim.py) and the CPU device's NumPy override give the
+    same bits, out of place and into an output, on NumPy and (where installed) on array-api-strict arrays."""
+    from ember.devices.common import optim as generic
+    from ember.devices.cpu import optim as cpu
+    x, y, z = _fma_operands()[case]
+    want = cpu.fma(x, y, z)
+    assert generic.fma(x, y, z).tobytes() == want.tobytes()
+    if want.dtype == z.dtype and want.shape == z.shape:
+        a, b = z.copy(), z.copy()
+        cpu.fma(x, y, a, out=a)
+        generic.fma(x, y, b, out=b)
+        assert a.tobytes() == b.tobytes() == want.tobytes()
+    try:
+        import array_api_strict as xp
+    except ImportError:
+        return
+    if any(isinstance(v, np.ndarray) and v.dtype == np.float16 for v in (x, y, z)):
+        return   # (array-api-strict has no float16)
+    conv = (lambda v: xp.asarray(v) if isinstance(v, np.ndarray) else float(v))
+    got = generic.fma(conv(x), conv(y), conv(z))
+    assert np.asarray(got).tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("weight", [0.1, 0.5, 0.9, -0.3])
+def test_generic_lerp_matches_the_cpu_kernel(dtype, weight):
+    from ember.devices.common import optim as generic
+    from ember.devices.cpu import optim as cpu
+    rng = np.random.default_rng(2)
+    a0, end = rng.standard_normal(300).astype(dtype), rng.standard_normal(300).astype(dtype)
+    a, b = a0.copy(), a0.copy()
+    cpu.fma_lerp_(a, end, weight)
+    generic.fma_lerp_(b, end, weight)
+    assert a.tobytes() == b.tobytes()

@@ -1,6 +1,7 @@
 """ember.autograd: the engine, grad modes, graph nodes and custom Functions.
 
-``functional`` and ``explain`` are imported on first use, so ``import ember`` does not pay for them.
+``functional``, ``gradcheck`` and ``explain`` are built on the ops (a layer above this package): they are loaded
+on first use, by name, so that the ops can import the autograd machinery without an import cycle.
 """
 import importlib
 
@@ -10,9 +11,6 @@ from .engine import backward, grad
 from .function import Function, FunctionCtx, once_differentiable
 from .grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled
 from .variable import Variable
-# As in PyTorch, the name ``gradcheck`` is the function (imported eagerly: a later ``import
-# ember.autograd.gradcheck`` then finds the module loaded and leaves the name alone).
-from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable", "no_grad", "enable_grad",
            "set_grad_enabled", "inference_mode", "grad_mode", "graph", "forward_ad", "functional", "Variable",
@@ -20,7 +18,11 @@ __all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable",
            "detect_anomaly", "set_detect_anomaly", "anomaly_mode", "explain"]
 
 # name -> (module, attribute or None for the module itself)
-_LAZY = {"functional": ("functional", None), "explain": ("_explain", "explain")}
+# As in PyTorch, the name ``gradcheck`` is the function, not the module: ember/__init__.py resolves it when ember
+# is imported, so that a later ``import ember.autograd.gradcheck`` finds the module loaded and leaves the name alone.
+_LAZY = {"functional": ("functional", None), "explain": ("_explain", "explain"),
+         "gradcheck": ("gradcheck", "gradcheck"), "gradgradcheck": ("gradcheck", "gradgradcheck"),
+         "GradcheckError": ("gradcheck", "GradcheckError")}
 
 
 def __getattr__(name: str):

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import sys
 
-import numpy as np
-
+from .. import _dtype as D
+from .._device import backend_of
 from .._origin import created_at, site
 from .._tensor import Tensor
 from ._primitive import Unsaved
@@ -194,9 +194,9 @@ def _about_output(t: Tensor, output: Tensor, me: str, names) -> list:
 
 def _shares_memory(a: Tensor, b: Tensor) -> bool:
     da, db = a._data, b._data
-    if isinstance(da, np.ndarray) and isinstance(db, np.ndarray):
-        return np.may_share_memory(da, db)
-    return da is db
+    if type(da) is type(db):
+        return bool(backend_of(da).may_share_memory(da, db))
+    return False
 
 
 def _saved_input(node, i: int):
@@ -228,10 +228,10 @@ def _cut_inputs(nodes, t: Tensor, names) -> list:
                 shape, dt = m.shape, m.dtype
             else:
                 continue
-            if np.dtype(dt).kind not in "fc":
+            if not D.from_numpy_dtype(dt).is_floating_point:
                 continue
             at = created_at(n)
-            text = (f"input {i} of {n.name()} (shape {list(shape)}, {np.dtype(dt).name})"
+            text = (f"input {i} of {n.name()} (shape {list(shape)}, {D.from_numpy_dtype(dt)._name})"
                     + (f", made at {at}" if at else ""))
             v = _saved_input(n, i)
             if v is not None:   # the op kept the input itself: say what it is and how it was cut

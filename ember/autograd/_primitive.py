@@ -29,9 +29,7 @@ from __future__ import annotations
 
 import types
 
-import numpy as np
-
-from .._device import NAMESPACES, fp_quiet as _fp_quiet, fp_restore as _fp_restore
+from .._device import NAMESPACES, cpu_backend, fp_quiet as _fp_quiet, fp_restore as _fp_restore
 from .._tensor import Tensor, _new, make
 from .._state import track_tangent
 from . import grad_mode as _gm
@@ -51,7 +49,9 @@ from .graph import (
     pack_saved)
 from .._util import promote_float, promote_standard
 
-_ndarray = np.ndarray   # the fast path's type check only: every array operation goes through xp
+# The CPU device's arrays are looked up without a dict lookup (the common case); every array operation goes
+# through the namespace, xp.
+_ndarray = cpu_backend().array_types[0]
 _NP_NS = NAMESPACES[_ndarray]
 # _fp_quiet/_fp_restore: NumPy's floating-point exceptions are silent while an op computes, and the caller's error
 # state is back when it returns (PyTorch never warns about overflow or 0/0).
@@ -416,7 +416,11 @@ class PrimNode(Node):
                 track_tangent(t)
         return t
 
-    def apply(self, grads, create_graph, needed):
+    def apply(self, grads, create_graph, needed, batch: int = 0):
+        """The gradients of the node's inputs: the one loop that runs a primitive's VJP rules, three ways. Plain
+        backward (the hot path): raw arrays and the device's namespace. ``create_graph``: Tensors and graph_ns,
+        so the gradients are differentiable. ``batch`` rows (``is_grads_batched``, via ``apply_batched``):
+        gradients with a leading batch dimension, all rows at once."""
         g = grads[0]
         prim = self._prim
         if self._saved is FREED:
@@ -428,19 +432,19 @@ class PrimNode(Node):
                 args = prim._blank
         if create_graph:
             out = self._unpack_out(True) if prim.saves_out else _OUT_NOT_SAVED
-            return self._apply_graph(g, out, args, needed)
-        if prim.saves_out:
-            out = self._out
-            if type(out) is not _ndarray or self._out_vc[0] != self._out_v:
-                out = self._unpack_out(False)   # saved through hooks, another backend, or modified: the checks
+            xp = graph_ns
         else:
-            out = _OUT_NOT_SAVED
-        # Plain backward on raw arrays: the hot path (the create_graph twin below does the same on Tensors).
+            if prim.saves_out:
+                out = self._out
+                if type(out) is not _ndarray or self._out_vc[0] != self._out_v:
+                    out = self._unpack_out(False)   # saved through hooks, another backend, or modified: the checks
+            else:
+                out = _OUT_NOT_SAVED
+            xp = _NP_NS if type(g) is _ndarray else NAMESPACES[type(g)]
         params = self._params
-        vjps = prim.vjps
+        vjps = prim.vjps if not batch or prim.batch is True else prim.batch
         in_ = self._in
         res = []
-        xp = _NP_NS if type(g) is _ndarray else NAMESPACES[type(g)]
         pos = prim.edge_pos
         k = 0
         for node, _ in self.next_functions:
@@ -454,89 +458,27 @@ class PrimNode(Node):
                     raise _rule_error(prim, "VJP", i, args, e) or e from None
                 if gi is not None:
                     m = in_[i]
-                    if gi.shape != m.shape:
-                        gi = self._fit(xp, i, gi, gi.shape, m.shape)
-                    if gi.dtype != m.dtype:
-                        gi = gi.astype(m.dtype)
+                    d = gi._data if create_graph else gi
+                    if d.shape != (m.shape if not batch else (batch,) + tuple(m.shape)):
+                        gi = self._fit(xp, i, gi, d.shape, m.shape, batch)
+                    if d.dtype != m.dtype:
+                        gi = xp.cast(gi, m.dtype)
                 res.append(gi)
             k += 1
         return res
 
-    def _apply_graph(self, g, out, args, needed):
-        prim = self._prim
-        params = self._params
-        vjps = prim.vjps
-        in_ = self._in
-        res = []
-        xp = graph_ns
-        pos = prim.edge_pos
-        for k, (node, _) in enumerate(self.next_functions):
-            if node is None or (needed is not None and not needed[k]):
-                res.append(None)
-                continue
-            i = k if pos is None else pos[k]
-            try:
-                gi = vjps[i](xp, g, out, *args, **params)
-            except (_UnsavedRead, TypeError) as e:
-                raise _rule_error(prim, "VJP", i, args, e) or e from None
-            if gi is not None:
-                shape, dt = in_[i].shape, in_[i].dtype
-                if gi._data.shape != shape:
-                    gi = self._fit(xp, i, gi, gi._data.shape, shape)
-                if gi._data.dtype != dt:
-                    gi = xp.cast(gi, dt)
-            res.append(gi)
-        return res
+    _run_rules = apply   # the loop itself, for apply_batched (apply may be wrapped, e.g. by a test's spy)
 
     def apply_batched(self, grads, create_graph, needed):
         """``apply`` for gradients with a leading batch dimension (``autograd.grad(is_grads_batched=True)``),
         all rows at once; ``NotImplemented`` when the primitive is not declared batch-safe (or the node
         overrides ``apply``): the engine then runs ``apply`` row by row."""
-        prim = self._prim
-        if not prim.batch or type(self).apply is not PrimNode.apply:
+        if not self._prim.batch or type(self).apply is not PrimNode.apply:
             return NotImplemented
-        if self._saved is FREED:
-            raise RuntimeError(FREED_MESSAGE)
         g = grads[0]
         if g is None:   # a multi-output primitive whose first output got no gradient: rows handle it
             return NotImplemented
-        args = prim._blank
-        if args is None:
-            args = self._args(create_graph, prim._reads or _reads(prim))
-            if prim._blank is not None:
-                args = prim._blank
-        out = self._unpack_out(create_graph) if prim.saves_out else _OUT_NOT_SAVED
-        xp = graph_ns if create_graph else NAMESPACES[type(g)]
-        batch = (g._data if create_graph else g).shape[0]
-        params = self._params
-        vjps = prim.vjps if prim.batch is True else prim.batch
-        pos = prim.edge_pos
-        res = []
-        for k, (node, _) in enumerate(self.next_functions):
-            if node is None or (needed is not None and not needed[k]):
-                res.append(None)
-                continue
-            i = k if pos is None else pos[k]
-            try:
-                gi = vjps[i](xp, g, out, *args, **params)
-            except (_UnsavedRead, TypeError) as e:
-                raise _rule_error(prim, "VJP", i, args, e) or e from None
-            if gi is not None:
-                shape, dt = self._in[i].shape, self._in[i].dtype
-                got = (gi._data if create_graph else gi).shape
-                want = (batch,) + tuple(shape)
-                if got != want:
-                    # Undo broadcasting below the batch dimension: (B, extra..., s...) -> (B, shape).
-                    lead = len(got) - len(want)
-                    if lead < 0 or got[0] != batch or _wrong_shape(prim, i, got[lead + 1:], shape) is not None:
-                        raise RuntimeError(f"ember: primitive '{prim.name}' is declared batch-safe, but its VJP "
-                                           f"rule for input {i} returned a gradient of shape {list(got)} for a "
-                                           f"batch of {batch} and an input of shape {list(shape)}")
-                    gi = xp.reshape(xp.sum_to(gi, (batch,) + (1,) * lead + tuple(shape)), want)
-                if (gi._data if create_graph else gi).dtype != dt:
-                    gi = xp.cast(gi, dt) if create_graph else gi.astype(dt)
-            res.append(gi)
-        return res
+        return self._run_rules(grads, create_graph, needed, (g._data if create_graph else g).shape[0])
 
     def _saved_attr(self, name: str):
         """``grad_fn._saved_<key>`` / ``_raw_saved_<key>`` (installed on each node class as properties:
@@ -574,11 +516,23 @@ class PrimNode(Node):
             raise RuntimeError(FREED_MESSAGE)
         return RawSaved(self, where) if raw else _saved_value(self, where)
 
-    def _fit(self, xp, i, gi, got, want):
-        err = _wrong_shape(self._prim, i, got, want)
-        if err is not None:
-            raise err
-        return xp.sum_to(gi, want)
+    def _fit(self, xp, i, gi, got, shape, batch: int):
+        """A rule's gradient ``gi`` of shape ``got`` brought to the input's ``shape`` (below the ``batch``
+        dimension, if any) by undoing broadcasting; any other mismatch is an error naming the op."""
+        prim = self._prim
+        if not batch:
+            err = _wrong_shape(prim, i, got, shape)
+            if err is not None:
+                raise err
+            return xp.sum_to(gi, shape)
+        want = (batch,) + tuple(shape)
+        # Undo broadcasting below the batch dimension: (B, extra..., s...) -> (B, shape).
+        lead = len(got) - len(want)
+        if lead < 0 or got[0] != batch or _wrong_shape(prim, i, got[lead + 1:], shape) is not None:
+            raise RuntimeError(f"ember: primitive '{prim.name}' is declared batch-safe, but its VJP rule for input "
+                               f"{i} returned a gradient of shape {list(got)} for a batch of {batch} and an input "
+                               f"of shape {list(shape)}")
+        return xp.reshape(xp.sum_to(gi, (batch,) + (1,) * lead + tuple(shape)), want)
 
 
 def _attr_property(name: str) -> property:
@@ -700,10 +654,14 @@ INFERENCE_SAVE_MESSAGE = (
 
 
 def apply(prim: Primitive, args: tuple, params: dict = _EMPTY, node_cls=None, dtype=None) -> Tensor:
-    """Run ``prim`` on ``args`` (Tensors or Python scalars) and record it in the graph if needed.
+    """Run ``prim`` on ``args`` (Tensors or Python scalars) and record it in the graph if needed: the one place
+    an op's forward runs and its result is made and recorded.
 
     ``dtype`` (a NumPy dtype) is the computation dtype that array inputs of another dtype are cast to;
     by default the primitive's declared promotion decides it. ``KEEP_DTYPE``: cast nothing.
+    The fast paths below (``fast_unary``, ``fast_operator``) are apply for the common case, with the
+    preparation of its general cases (promotion, casts, stale views) skipped: they make their result with the
+    same ``_result``.
     """
     if dtype is None:
         if prim.promote is not None:
@@ -738,10 +696,16 @@ def apply(prim: Primitive, args: tuple, params: dict = _EMPTY, node_cls=None, dt
             raise _forward_error(prim, args, e) from None
     finally:
         _fp_restore(fp)
+    return _result(prim, args, params, node_cls, xp, out, datas, rg)
+
+
+def _result(prim: Primitive, args: tuple, params: dict, node_cls, xp, out, datas, rg: bool) -> Tensor:
+    """The tensor an op returns, made in this one place for apply and its fast paths: the forward's array ``out``
+    wrapped, with its view bookkeeping, its graph record (or the flags of a result outside the graph) and its
+    forward-mode tangent. ``rg``: whether some tensor input requires grad; ``datas``: the forward's inputs."""
     if type(out) is not _ndarray and type(out) not in xp.backend.array_types:
         out = xp.backend.asarray(out)   # a NumPy scalar from a 0-d computation
-    # make()/make_view() inlined: this runs once per op.
-    t = _new(Tensor)
+    t = _new(Tensor)   # make() inlined: this runs once per op
     t._data = out
     t._output_nr = 0
     # reshape may have had to copy; an empty result shares no memory but is a view all the same, as PyTorch's
@@ -783,17 +747,15 @@ def apply(prim: Primitive, args: tuple, params: dict = _EMPTY, node_cls=None, dt
 
 
 def fast_unary(prim: Primitive, slow):
-    """``ember.<op>(input)`` for a unary float op ``prim`` (not a view op): for an exact float Tensor that is no
-    view, with neither forward AD nor inference mode on, apply's work without its general cases (casts,
-    parameters, view bookkeeping, flags), written into the function itself; ``slow(input)`` (its argument and
-    dtype checks, then ``apply``) for anything else. ``fast_operator`` is its twin for binary operators."""
+    """``ember.<op>(input)`` for a unary float op ``prim`` (not a view op): ``apply`` with its arrays prepared, for a
+    float Tensor that is no view; ``slow(input)`` (its argument and dtype checks, then ``apply``) for anything else.
+    ``fast_operator`` is its twin for binary operators."""
+
     fwd = prim.forward
 
     def fn(input: Tensor) -> Tensor:
-        if type(input) is not Tensor or input._data.dtype.kind != "f":
+        if type(input) is not Tensor or input._base is not None or input._data.dtype.kind != "f":
             return slow(input)
-        if input._base is not None or fwd_state.level or _state.inference:
-            return apply(prim, (input,), _EMPTY, None, KEEP_DTYPE)
         d = input._data
         xp = _NP_NS if type(d) is _ndarray else NAMESPACES[type(d)]
         fp = _fp_quiet()
@@ -803,47 +765,30 @@ def fast_unary(prim: Primitive, slow):
             return apply(prim, (input,), _EMPTY, None, KEEP_DTYPE)   # raises with its message
         finally:
             _fp_restore(fp)
-        if type(out) is not _ndarray and type(out) not in xp.backend.array_types:
-            out = xp.backend.asarray(out)   # a NumPy scalar from a 0-d computation
-        t = _new(Tensor)
-        t._data = out
-        t._output_nr = 0
-        t._vc = [0]
-        t._base = None
-        if input._requires_grad:
-            if _state.enabled:
-                _record(t, prim, (input,), _EMPTY, None)
-                return t
-            t._origin = prim   # cut from the graph by no_grad: autograd.explain names the op
-        t.grad_fn = None
-        t._requires_grad = False
-        return t
+        return _result(prim, (input,), _EMPTY, None, xp, out, None, input._requires_grad)
     return fn
 
 
 def fast_operator(prim: Primitive, slow):
-    """The binary operator method (``Tensor.__mul__``) of ``prim`` (not a view op): for a float tensor and a
-    Python number or a tensor of its dtype, fast_unary's work for two operands; ``slow(self, other)`` for
-    everything else."""
+    """The binary operator method (``Tensor.__mul__``) of ``prim`` (not a view op): ``apply`` with its arrays
+    prepared, for a float tensor that is no view and a Python number or a tensor of its dtype that is no view; ``slow(self, other)``
+    for everything else."""
+
     fwd = prim.forward
 
     def op(self, other):
         d = self._data
-        if d.dtype.kind != "f":
+        if d.dtype.kind != "f" or self._base is not None:
             return slow(self, other)
         to = type(other)
         if to is float or (to is int and -0x8000000000000000 <= other < 0x10000000000000000):
             od = other
-            orq = False
-        elif to is Tensor and other._data.dtype == d.dtype:
-            if other._base is not None:
-                return apply(prim, (self, other), _EMPTY, None, KEEP_DTYPE)
+            rg = self._requires_grad
+        elif to is Tensor and other._data.dtype == d.dtype and other._base is None:
             od = other._data
-            orq = other._requires_grad
+            rg = self._requires_grad or other._requires_grad
         else:
             return slow(self, other)
-        if self._base is not None or fwd_state.level or _state.inference:
-            return apply(prim, (self, other), _EMPTY, None, KEEP_DTYPE)
         xp = _NP_NS if type(d) is _ndarray else NAMESPACES[type(d)]
         fp = _fp_quiet()
         try:
@@ -852,21 +797,7 @@ def fast_operator(prim: Primitive, slow):
             return apply(prim, (self, other), _EMPTY, None, KEEP_DTYPE)   # raises with its message
         finally:
             _fp_restore(fp)
-        if type(out) is not _ndarray and type(out) not in xp.backend.array_types:
-            out = xp.backend.asarray(out)
-        t = _new(Tensor)
-        t._data = out
-        t._output_nr = 0
-        t._vc = [0]
-        t._base = None
-        if self._requires_grad or orq:
-            if _state.enabled:
-                _record(t, prim, (self, other), _EMPTY, None)
-                return t
-            t._origin = prim
-        t.grad_fn = None
-        t._requires_grad = False
-        return t
+        return _result(prim, (self, other), _EMPTY, None, xp, out, None, rg)
     return op
 
 

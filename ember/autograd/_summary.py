@@ -13,13 +13,6 @@ _LEAK_CHAIN = 8   # this many accumulating adds in a row from the output: a runn
 _TERM_NODES = 5   # ... when each addition brings at least this many nodes on average (a forward pass)
 
 
-def _is_freed(fn) -> bool:
-    """Whether a backward without retain_graph already released what ``fn`` saved."""
-    from .graph import FREED
-    saved = getattr(fn, "_saved", None)
-    return saved is FREED
-
-
 @dataclass
 class GraphSummary:
     """The figures ``summary`` returns; ``print()`` it for a table."""
@@ -79,7 +72,7 @@ def _saved(fn, names_cache: dict) -> list:
     return out
 
 
-def summary(output, top: int = 5) -> GraphSummary:
+def summary(output, top: int = 5, freed_mark=None) -> GraphSummary:
     """Figures about the graph behind ``output`` (a tensor, or a tuple/list of tensors)."""
     from .._tensor import Tensor
     outs = [output] if isinstance(output, Tensor) else list(output)
@@ -148,7 +141,8 @@ def summary(output, top: int = 5) -> GraphSummary:
     # A sum of many small terms built in one step (t = t + (a * i).sum()) is a chain too; a running total of
     # losses carries a whole forward pass per addition, or graphs that a backward already freed.
     big_terms = len(order) >= _TERM_NODES * chain
-    freed = any(_is_freed(fn) for fn in order)
+    # whether a backward without retain_graph already released what some node saved (graph.FREED marks it)
+    freed = freed_mark is not None and any(getattr(fn, "_saved", None) is freed_mark for fn in order)
     hints = []
     if chain >= _LEAK_CHAIN and (big_terms or freed):
         hints.append(f"the output ends in a chain of {chain} additions, each holding a graph of its own: this "

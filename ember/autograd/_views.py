@@ -8,12 +8,10 @@ from __future__ import annotations
 
 import weakref
 
-import numpy as np
-
 from .. import _dtype as D
 from .._device import backend_of
 from .._state import track_tangent
-from .._tensor import Tensor, make
+from .._tensor import Tensor, make, zeros_of
 from .anomaly_mode import _anomaly, record_inplace
 from .graph import grad_accumulator, type_name_of
 from ._primitive import VIEW_REFRESH, _EMPTY, KEEP_DTYPE, Primitive, _record, _state, apply, defprim, fwd_state
@@ -82,7 +80,7 @@ def apply_inplace(prim: Primitive, self: Tensor, others: tuple, params: dict = _
     is_view = self._base is not None
     if recording and is_view and self._vc[0] != self._view_v:
         refresh_view(self)
-    if dtype is not None and dtype is not KEEP_DTYPE and D._FROM_NP[np.dtype(dtype)]._cat > self.dtype._cat:
+    if dtype is not None and dtype is not KEEP_DTYPE and D.from_numpy_dtype(dtype)._cat > self.dtype._cat:
         raise RuntimeError(f"result type {type_name_of(dtype)} can't be cast to the desired output type "
                            f"{type_name_of(self._data.dtype)}")
     src = self
@@ -136,17 +134,12 @@ def _inplace_tangent(self: Tensor, r: Tensor, is_view: bool) -> None:
     if rt is None and base._fw_grad is None:
         return
     with _primal_level():
-        bt = base._fw_grad if base._fw_grad is not None else _zeros_like(base)
-        base._fw_grad = apply(copy_slices_p, (bt, rt if rt is not None else _zeros_like(r)),
+        bt = base._fw_grad if base._fw_grad is not None else zeros_of(base)
+        base._fw_grad = apply(copy_slices_p, (bt, rt if rt is not None else zeros_of(r)),
                               {"steps": self._view_steps})
     track_tangent(base)
     self._fw_grad = rt if rt is not None else _view_tangent(self)
     track_tangent(self)
-
-
-def _zeros_like(t: Tensor) -> Tensor:
-    """A zero tangent of ``t``'s shape, dtype and device (a constant: no graph)."""
-    return make(backend_of(t._data).zeros_like(t._data))
 
 
 class _primal_level:

@@ -10,13 +10,12 @@ import functools
 import inspect
 import warnings
 
-import numpy as np
-
 from .._device import NAMESPACES, backend_of
 from .._dtype import _FROM_NP
 from .._origin import warn_user
 from .._state import fwd_state, track_tangent
-from .._tensor import Tensor, make
+from .._tensor import Tensor, make, zeros_of
+from .._util import broadcast_shape
 from . import grad_mode as _gm
 from ._primitive import INFERENCE_SAVE_MESSAGE
 from ._views import _rebase_view, check_inplace, edge_of
@@ -176,8 +175,8 @@ class BackwardCFunction(Node, FunctionCtx):
             # A broadcast (larger) gradient is summed back to the input's shape; the input's shape
             # must expand to it.
             try:
-                ok = np.broadcast_shapes(shape, got) == got
-            except ValueError:
+                ok = broadcast_shape((shape, got)) == tuple(got)
+            except RuntimeError:
                 ok = False
             if not ok:
                 raise RuntimeError(f"Function {name} returned an invalid gradient at index {i} - got {list(got)} "
@@ -398,7 +397,6 @@ def _detach_output_attrs(ctx, own: set) -> None:
 
 def _forward_tangents(ctx, cls, args: tuple, wrapped: list) -> None:
     """Forward mode: the Function's ``jvp`` maps the inputs' tangents to the outputs' tangents."""
-    from ..ops.creation import zeros_like
     level, fwd_state.level = fwd_state.level, 0   # tangent arithmetic carries no tangents itself
     try:
         tin = []
@@ -406,7 +404,7 @@ def _forward_tangents(ctx, cls, args: tuple, wrapped: list) -> None:
             if not isinstance(a, Tensor):
                 tin.append(None)
             else:
-                tin.append(a._fw_grad if a._fw_grad is not None else zeros_like(a))
+                tin.append(a._fw_grad if a._fw_grad is not None else zeros_of(a))
         ctx._in_jvp = True
         try:
             res = cls.jvp(ctx, *tin)

@@ -23,6 +23,7 @@ from .. import _tensor
 from . import forward_ad as fwAD
 from . import grad_mode as _gm
 from .engine import grad as _grad
+from ..ops import public as _torch   # the torch namespace of the op layer (the root imports this package)
 
 Tensor = _tensor.Tensor
 
@@ -136,18 +137,13 @@ def _fill_in_zeros(grads, refs, strict: bool, create_graph: bool, stage: str) ->
         if g is None:
             if strict:
                 raise RuntimeError(_FILL_STRICT[stage].format(i=i))
-            g = _tensor_module().zeros_like(refs[i])
+            g = _torch.zeros_like(refs[i])
         elif strict and create_graph and not g.requires_grad:
             what = "hessian" if "double" in stage else "jacobian"
             raise RuntimeError(f"The {what} of the user-provided function is independent of input {i}. This is not "
                                "allowed in strict mode when create_graph=True.")
         res.append(g)
     return tuple(res)
-
-
-def _tensor_module():
-    import ember
-    return ember
 
 
 def _v_or_single_element(v, against, against_is_tuple, fn_name, create_graph, what):
@@ -189,7 +185,7 @@ def jvp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool
         out_tuple, outputs = _as_tuple(func(*inputs), "outputs of the user-provided function", "jvp")
         _check_requires_grad(outputs, "outputs", strict)
         # u -> J^T u is linear in u; differentiating it with respect to u along v gives J v.
-        us = tuple(_tensor_module().zeros_like(o, requires_grad=True) for o in outputs)
+        us = tuple(_torch.zeros_like(o, requires_grad=True) for o in outputs)
         grad_inputs = _autograd_grad(outputs, inputs, us, create_graph=True)
         _check_requires_grad(grad_inputs, "grad_inputs", strict)
     with _gm.set_grad_enabled(True) if create_graph else nullcontext():
@@ -204,12 +200,11 @@ def _standard_basis(tensors, numels) -> tuple:
     """For each tensor, a (sum(numels), numel) block of the identity: row r is basis vector r of the
     concatenated (flattened) tensors, restricted to this tensor."""
     total = sum(numels)
-    ember = _tensor_module()
     chunks = []
     start = 0
     for t, n in zip(tensors, numels):
-        parts = [t.new_zeros((start, n)), ember.eye(n, dtype=t.dtype), t.new_zeros((total - start - n, n))]
-        chunks.append(ember.cat(parts, 0))
+        parts = [t.new_zeros((start, n)), _torch.eye(n, dtype=t.dtype), t.new_zeros((total - start - n, n))]
+        chunks.append(_torch.cat(parts, 0))
         start += n
     return tuple(chunks)
 
@@ -223,7 +218,6 @@ def _jacfwd(func, inputs, strict: bool, vectorize: bool):
     if not vectorize:
         raise NotImplementedError("Computing Jacobian using forward-AD or forward-over-reverse Hessian is only "
                                   "implemented for `vectorize=True`.")
-    ember = _tensor_module()
     numels = tuple(t.numel() for t in inputs)
     basis = _standard_basis(inputs, numels)
     columns = None   # per output: one tangent per input element
@@ -234,7 +228,7 @@ def _jacfwd(func, inputs, strict: bool, vectorize: bool):
             duals = tuple(fwAD.make_dual(t, b[k].view_as(t)) for t, b in zip(inputs, basis))
             out_tuple, outs = _as_tuple(func(*duals), "outputs", "jacobian")
             unpacked = [fwAD.unpack_dual(o) for o in outs]
-            tangents = [u.tangent if u.tangent is not None else ember.zeros_like(u.primal) for u in unpacked]
+            tangents = [u.tangent if u.tangent is not None else _torch.zeros_like(u.primal) for u in unpacked]
             if columns is None:
                 columns = [[] for _ in outs]
                 primals = [u.primal for u in unpacked]
@@ -243,7 +237,7 @@ def _jacfwd(func, inputs, strict: bool, vectorize: bool):
     # Lists, not tuples, as PyTorch's forward mode returns them (its nesting otherwise as reverse mode's).
     res = []
     for col, out in zip(columns, primals):
-        stacked = ember.stack(col, 0)   # (sum(numels), *out.shape)
+        stacked = _torch.stack(col, 0)   # (sum(numels), *out.shape)
         per_input = []
         for jac, t in zip(stacked.split(numels, 0), inputs):
             per_input.append(jac.permute(*range(1, jac.ndim), 0).reshape(tuple(out.shape) + tuple(t.shape)))
@@ -264,7 +258,6 @@ def jacobian(func: Callable, inputs, create_graph: bool = False, strict: bool = 
                                       '`strategy="forward-mode"` are not supported together (yet). Please either '
                                       'set `create_graph=False` or `strategy="reverse-mode"`.')
         return _jacfwd(func, inputs, strict, vectorize)
-    ember = _tensor_module()
     with _gm.enable_grad():
         in_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
         inputs = _preprocess(inputs, create_graph, need_graph=True)
@@ -282,7 +275,7 @@ def jacobian(func: Callable, inputs, create_graph: bool = False, strict: bool = 
             total = sum(numels)
             for i, r in enumerate(rows):
                 if r is None:
-                    rows[i] = ember.zeros_like(inputs[i]).expand((total,) + tuple(inputs[i].shape))
+                    rows[i] = _torch.zeros_like(inputs[i]).expand((total,) + tuple(inputs[i].shape))
             per_input = []
             for r, t in zip(rows, inputs):
                 per_input.append(tuple(jac.view(tuple(o.shape) + tuple(t.shape))
@@ -306,17 +299,16 @@ def jacobian(func: Callable, inputs, create_graph: bool = False, strict: bool = 
                         if strict:
                             raise RuntimeError(f"Output {i} of the user-provided function is independent of input "
                                                f"{j}. This is not allowed in strict mode.")
-                        cols[j].append(ember.zeros_like(t))
+                        cols[j].append(_torch.zeros_like(t))
             res.append(tuple(_stack_rows(c, t).view(tuple(out.shape) + tuple(t.shape))
                              for c, t in zip(cols, inputs)))
         return _nest(_postprocess(tuple(res), create_graph), (out_tuple, in_tuple))
 
 
 def _stack_rows(rows, like):
-    ember = _tensor_module()
     if not rows:   # an output with no elements
-        return ember.zeros((0,) + tuple(like.shape), dtype=like.dtype)
-    return ember.stack(rows, 0)
+        return _torch.zeros((0,) + tuple(like.shape), dtype=like.dtype)
+    return _torch.stack(rows, 0)
 
 
 # ----- hessian, vhp, hvp -------------------------------------------------------------------------------
@@ -378,7 +370,6 @@ def vhp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool
 
 def hvp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool = False):
     """``(func(inputs), H v)`` for a scalar function, by the double-backward trick (as PyTorch)."""
-    ember = _tensor_module()
     with _gm.enable_grad():
         in_tuple, inputs = _as_tuple(inputs, "inputs", "hvp")
         inputs = _preprocess(inputs, create_graph, need_graph=True)
@@ -387,7 +378,7 @@ def hvp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool
         out_tuple, outputs = _scalar_output(func, inputs, "hvp", strict)
         jac = _autograd_grad(outputs, inputs, create_graph=True)
         _check_requires_grad(jac, "jacobian", strict)
-        us = tuple(ember.zeros_like(t, requires_grad=True) for t in inputs)
+        us = tuple(_torch.zeros_like(t, requires_grad=True) for t in inputs)
         double_back = _autograd_grad(jac, inputs, us, create_graph=True)
         _check_requires_grad(jac, "hessian", strict)
     with _gm.set_grad_enabled(True if create_graph else _gm.is_grad_enabled()):

@@ -16,7 +16,7 @@ import warnings
 from itertools import product
 from typing import Callable, Sequence
 
-import ember as _torch
+from ..ops import public as _torch   # the torch namespace of the op layer (the root imports this package)
 
 from .._tensor import Tensor
 from . import forward_ad as fwAD

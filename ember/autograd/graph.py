@@ -572,4 +572,4 @@ def summary(output, top: int = 5):
     tensors and the node that saved each, and a hint when the graph keeps growing (``total_loss += loss``).
     ``print()`` the result for a table. See ``ember.autograd._summary``."""
     from ._summary import summary as _summary
-    return _summary(output, top)
+    return _summary(output, top, FREED)

@@ -19,8 +19,7 @@ class Variable(metaclass=_VariableMeta):
             warnings.warn("volatile was removed and now has no effect. Use `with torch.no_grad():` instead.",
                           UserWarning, stacklevel=2)
         if data is None:
-            from ..ops import creation as _creation
-            data = _creation.empty(0)
+            data = Tensor()   # empty, of the default dtype
         if not isinstance(data, Tensor):
             raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")
         t = data.detach()

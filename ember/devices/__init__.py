@@ -33,6 +33,11 @@ def register_backend(namespace) -> None:
         DEVICE_TYPES.append(namespace.backend.device_type)
 
 
+def cpu_backend():
+    """The backend of device 'cpu' (where the legacy constructors and host data land)."""
+    return _cpu.backend
+
+
 def backend_of(array):
     """The device backend of a raw array (see ``cpu.namespace._Backend``)."""
     return NAMESPACES[type(array)].backend

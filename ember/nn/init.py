@@ -58,7 +58,7 @@ def _norm_cdf(x: float) -> float:
 def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0,
                   generator=None) -> Tensor:
     """Fill with N(mean, std^2) truncated to [a, b], by PyTorch's rejection sampling (same draws)."""
-    from .. import where
+    from ..ops.public import where
     if (mean < a - 2 * std) or (mean > b + 2 * std):
         warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. "
                       "The distribution of values may be incorrect.", stacklevel=2)
@@ -132,7 +132,7 @@ def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:
         raise ValueError("dim 0 must be divisible by groups")
     out_per_group = sizes[0] // groups
     min_dim = min(out_per_group, sizes[1])
-    from .. import arange
+    from ..ops.public import arange
     with no_grad():
         tensor.zero_()
         d = arange(min_dim)
@@ -206,7 +206,7 @@ def orthogonal_(tensor: Tensor, gain: float = 1, generator=None) -> Tensor:
         raise ValueError("Only tensors with 2 or more dimensions are supported")
     if tensor.numel() == 0:
         return tensor
-    from .. import diag, linalg
+    from ..ops.public import diag, linalg
     rows = tensor.size(0)
     cols = tensor.numel() // rows
     with no_grad():
@@ -227,7 +227,7 @@ def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator=None) 
     from the default generator)."""
     if tensor.ndimension() != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
-    from .. import randperm
+    from ..ops.public import randperm
     rows, cols = tensor.shape
     num_zeros = math.ceil(sparsity * rows)
     with no_grad():

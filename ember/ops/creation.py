@@ -77,8 +77,7 @@ def _check_device(device, op: str):
 
 def _check_memory_format(value, op: str) -> None:
     """A ``memory_format=`` argument of a creation function: a torch.memory_format or None."""
-    from .shape import memory_format
-    if value is not None and not isinstance(value, memory_format):
+    if value is not None and not isinstance(value, D.memory_format):
         raise TypeError(f"{op}(): argument 'memory_format' must be torch.memory_format, not {type(value).__name__}")
 
 

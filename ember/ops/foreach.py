@@ -8,11 +8,13 @@ from __future__ import annotations
 import numbers
 from typing import Any, Sequence
 
+from .._tensor import Tensor
+from .reduction import vector_norm
+
 __all__: list = []
 
 
 def _tensors(op: str, xs, name: str = "self") -> list:
-    from .._tensor import Tensor
     if isinstance(xs, Tensor) or not isinstance(xs, (list, tuple)) or \
             not all(isinstance(t, Tensor) for t in xs):
         raise TypeError(f"{op}(): argument '{name}' must be tuple of Tensors, not {type(xs).__name__}")
@@ -23,7 +25,6 @@ def _tensors(op: str, xs, name: str = "self") -> list:
 
 def _others(op: str, self: list, other, name: str = "other", scalar_ok: bool = True) -> list:
     """``other`` as one entry per tensor: a Number, a list of Numbers or Tensors, or one (0-d) Tensor."""
-    from .._tensor import Tensor
     if isinstance(other, numbers.Number) or isinstance(other, Tensor):
         if not scalar_ok:
             raise TypeError(f"{op}(): argument '{name}' (position 2) must be tuple of Tensors, not "
@@ -82,7 +83,6 @@ for _n in ("clamp_min", "clamp_max"):
 def _extremum(name: str, clamp: str):
     """maximum/minimum: elementwise with tensors, a clamp with numbers (as PyTorch's foreach kernels)."""
     def pick(x, o, suffix=""):
-        from .._tensor import Tensor
         if isinstance(o, Tensor):
             r = getattr(x, name)(o)
             return x.copy_(r) if suffix else r
@@ -162,7 +162,6 @@ def _foreach_copy_(self: Sequence, src: Sequence, non_blocking: bool = False) ->
 
 
 def _foreach_norm(self: Sequence, ord: float = 2, dtype=None) -> tuple:
-    from ..linalg import vector_norm
     return tuple(vector_norm(x, ord, dtype=dtype) for x in _tensors("_foreach_norm", self))
 
 

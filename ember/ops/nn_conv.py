@@ -1457,7 +1457,7 @@ def lp_pool1d(input: Tensor, norm_type: float, kernel_size: int, stride=None, ce
         return -max_pool1d(-input.abs(), kernel_size, stride, 0, 1, ceil_mode)
     check_tensor(input, "lp_pool1d", "input", 1)
     out = avg_pool1d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
-    from .. import abs as _abs, relu as _relu, sign as _sign
+    from .elementwise import abs as _abs, relu as _relu, sign as _sign
     return (_sign(out) * _relu(_abs(out))).mul(kernel_size).pow(1.0 / norm_type)
 
 
@@ -1471,7 +1471,7 @@ def lp_pool2d(input: Tensor, norm_type: float, kernel_size, stride=None, ceil_mo
     check_tensor(input, "lp_pool2d", "input", 1)
     kw, kh = _ntuple(kernel_size, 2, "kernel_size", "lp_pool2d")
     out = avg_pool2d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
-    from .. import abs as _abs, relu as _relu, sign as _sign
+    from .elementwise import abs as _abs, relu as _relu, sign as _sign
     return (_sign(out) * _relu(_abs(out))).mul(kw * kh).pow(1.0 / norm_type)
 
 
@@ -2031,7 +2031,7 @@ def lp_pool3d(input: Tensor, norm_type: float, kernel_size, stride=None, ceil_mo
     check_tensor(input, "lp_pool3d", "input", 1)
     kd, kw, kh = _ntuple(kernel_size, 3, "kernel_size", "lp_pool3d")
     out = avg_pool3d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
-    from .. import abs as _abs, relu as _relu, sign as _sign
+    from .elementwise import abs as _abs, relu as _relu, sign as _sign
     return (_sign(out) * _relu(_abs(out))).mul(kd * kw * kh).pow(1.0 / norm_type)
 
 

@@ -15,6 +15,9 @@ import numpy as np
 
 from . import creation as C
 from .. import _dtype as D
+from .._util import broadcast_shape as _broadcast_shape
+from .._dtype import (_CL_ORDER, _is_contiguous_as, channels_last, channels_last_3d, contiguous_format,  # noqa: F401
+                      memory_format, memory_format_type, preserve_format)
 from .._device import NAMESPACES, check_device
 from .._device import device as _device_type
 from .._state import track_tangent
@@ -635,22 +638,6 @@ def expand_as(input: Tensor, other: Tensor) -> Tensor:
 def broadcast_to(input: Tensor, size) -> Tensor:
     """``input`` expanded to ``size``."""
     return _expand(input, (size,), "broadcast_to")
-
-
-def _broadcast_shape(shapes, op="broadcast_shapes") -> tuple:
-    n = max((len(s) for s in shapes), default=0)
-    out = [1] * n
-    for k, s in enumerate(shapes):
-        for i, v in enumerate(s):
-            j = n - len(s) + i
-            if out[j] == 1:
-                out[j] = v
-            elif v != 1 and v != out[j]:
-                raise RuntimeError(f"The size of tensor a ({out[j]}) must match the size of tensor b ({v}) at "
-                                   f"non-singleton dimension {j}" if op == "broadcast_tensors" else
-                                   f"Shape mismatch: objects cannot be broadcast to a single shape.  Mismatch is "
-                                   f"between arg {k} and a previous arg at dimension {j - n}: {v} vs {out[j]}")
-    return tuple(out)
 
 
 @register
@@ -1403,27 +1390,9 @@ def unfold(input: Tensor, dimension: int, size: int, step: int) -> Tensor:
     return apply(unfold_p, (input,), {"dimension": d, "size": size, "step": step})
 
 
-class memory_format:
-    """A memory layout request (``torch.preserve_format``, ...); ember's tensors are always strided."""
-
-    __slots__ = ("_name",)
-
-    def __init__(self, name: str):
-        self._name = name
-
-    def __repr__(self) -> str:
-        return "torch." + self._name
+# memory formats live with the layouts in the core (ember/_dtype.py): Tensor.is_contiguous needs them
 
 
-memory_format_type = memory_format     # for functions whose memory_format argument hides the class
-preserve_format = memory_format("preserve_format")
-contiguous_format = memory_format("contiguous_format")
-channels_last = memory_format("channels_last")
-channels_last_3d = memory_format("channels_last_3d")
-# (not in the op registry, whose entries are functions the op database calls: ember/__init__.py exports them)
-
-
-_CL_ORDER = {"channels_last": (1, 3, 2, 0), "channels_last_3d": (1, 4, 3, 2, 0)}   # fastest-varying dim first
 
 
 def _check_memory_format(input, fmt, op):
@@ -1436,28 +1405,6 @@ def _check_memory_format(input, fmt, op):
     if input._data.ndim != rank:
         raise RuntimeError(f"required rank {rank} tensor to use {fmt._name} format")
     return fmt
-
-
-def _is_contiguous_as(input, fmt) -> bool:
-    """``Tensor.is_contiguous(memory_format=fmt)``: for channels-last, PyTorch's test on the strides (dims of
-    size 1 are skipped); the default formats mean C order."""
-    a = input._data
-    if fmt is None or fmt is contiguous_format or fmt is preserve_format:
-        return a.flags.c_contiguous
-    if not isinstance(fmt, memory_format):
-        raise TypeError(f"is_contiguous(): argument 'memory_format' must be torch.memory_format, not "
-                        f"{type(fmt).__name__}")
-    order = _CL_ORDER[fmt._name]
-    if a.ndim != len(order):
-        return False
-    expected = 1
-    for d in order:
-        n = a.shape[d]
-        if n != 1:
-            if a.strides[d] != expected * a.itemsize:
-                return False
-            expected *= n
-    return True
 
 
 def _relayout(t: Tensor, fmt) -> Tensor:

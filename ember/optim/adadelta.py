@@ -3,9 +3,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import numpy as np
-
 from .._tensor import Tensor
+from ..devices import NAMESPACES
 from .optimizer import (Optimizer, _add_scaled_, _addcmul_, _bump, _check_capturable, _check_lr, _grad, _to_scalar,
                         _upgrade_steps)
 
@@ -44,13 +43,14 @@ class Adadelta(Optimizer):
             for p in params:
                 state = self._lazy_state(p, "square_avg", "acc_delta")
                 a = p._data
+                xp = NAMESPACES[type(a)]
                 state["step"]._data += 1
                 g = _grad(p, group["maximize"], wd)
                 sq, acc = state["square_avg"]._data, state["acc_delta"]._data
                 sq *= rho
                 _addcmul_(sq, g, g, 1 - rho)
-                std = np.sqrt(sq + eps)
-                delta = np.sqrt(acc + eps)
+                std = xp.sqrt(sq + eps)
+                delta = xp.sqrt(acc + eps)
                 delta /= std
                 delta *= g
                 acc *= rho

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import numpy as np
-
 from .. import _dtype as D
 from .._tensor import Tensor, make
+from ..devices import NAMESPACES
+from ..ops.shape import broadcast_shapes
 from .optimizer import Optimizer, _add_scaled_, _bump, _inplace_error, _lerp_, _scalar, _to_scalar
 
 __all__ = ["Adafactor"]
 
 
-def _norm(x: np.ndarray, axis=None, keepdims: bool = False):
-    return np.sqrt(np.sum(x * x, axis=axis, keepdims=keepdims))
+def _norm(xp, x, dim=None, keepdim: bool = False):
+    """The 2-norm of raw ``x`` (over ``dim``) with the kernels of its device ``xp``."""
+    return xp.sqrt(xp.sum(x * x, dim, keepdim))
 
 
 class Adafactor(Optimizer):
@@ -70,7 +71,7 @@ class Adafactor(Optimizer):
                 shape, row, col = tuple(p.shape), tuple(state["row_var"].shape), tuple(state["col_var"].shape)
                 err = _inplace_error(row, shape[:-1] + (1,)) or _inplace_error(col, shape[:-2] + (1, shape[-1]))
                 if err is None and len(row) >= 2 and len(col) >= 2:
-                    est = tuple(np.broadcast_shapes(row[:-2], col[:-2])) + (row[-2], col[-1])   # row_var @ col_var
+                    est = tuple(broadcast_shapes(row[:-2], col[:-2])) + (row[-2], col[-1])   # row_var @ col_var
                     err = _inplace_error(est, shape) or _inplace_error(shape, est)
                 if err is not None:
                     return err
@@ -88,13 +89,14 @@ class Adafactor(Optimizer):
                     continue
                 state = self.state[p]
                 g = p.grad._data
+                xp = NAMESPACES[type(g)]
                 if len(state) == 0:
                     state["step"] = _scalar(0.0)
                     if g.ndim > 1:
-                        state["row_var"] = make(np.zeros(g.shape[:-1] + (1,), dtype=g.dtype))
-                        state["col_var"] = make(np.zeros(g.shape[:-2] + (1, g.shape[-1]), dtype=g.dtype))
+                        state["row_var"] = make(xp.backend.zeros(g.shape[:-1] + (1,), dtype=g.dtype))
+                        state["col_var"] = make(xp.backend.zeros(g.shape[:-2] + (1, g.shape[-1]), dtype=g.dtype))
                     else:
-                        state["variance"] = make(np.zeros_like(g))
+                        state["variance"] = make(xp.zeros_like(g))
                 a = p._data
                 g = -g if group["maximize"] else g
                 e1 = D.finfo(p.dtype).eps if eps1 is None else eps1
@@ -102,7 +104,7 @@ class Adafactor(Optimizer):
                 step = float(state["step"]._data)
                 one_minus_beta2_t = step ** beta2_decay
                 rho_t = min(lr, 1 / step ** 0.5)
-                alpha = max(eps2, float(_norm(a)) / a.size ** 0.5) * rho_t
+                alpha = max(eps2, float(_norm(xp, a)) / a.size ** 0.5) * rho_t
                 if wd != 0:
                     a *= 1 - lr * wd
                     _bump(p)
@@ -110,19 +112,19 @@ class Adafactor(Optimizer):
                     if "row_var" not in state or "col_var" not in state:   # a state loaded for a vector
                         raise AssertionError("row_var and col_var should be defined when grad is multidimensional")
                     row_var, col_var = state["row_var"]._data, state["col_var"]._data
-                    _lerp_(row_var, _norm(g, axis=-1, keepdims=True) ** 2 / g.shape[-1], one_minus_beta2_t)
-                    _lerp_(col_var, _norm(g, axis=-2, keepdims=True) ** 2 / g.shape[-2], one_minus_beta2_t)
+                    _lerp_(row_var, _norm(xp, g, -1, True) ** 2 / g.shape[-1], one_minus_beta2_t)
+                    _lerp_(col_var, _norm(xp, g, -2, True) ** 2 / g.shape[-2], one_minus_beta2_t)
                     var_estimate = row_var @ col_var
-                    var_estimate /= np.maximum(row_var.mean(axis=-2, keepdims=True), e1)
+                    var_estimate /= xp.maximum(xp.mean(row_var, -2, True), e1)
                 else:
                     if "variance" not in state:
                         raise AssertionError("variance should be defined when grad is a vector")
                     variance = state["variance"]._data
                     _lerp_(variance, g * g, one_minus_beta2_t)
-                    var_estimate = variance.copy()
-                update = 1 / np.sqrt(np.maximum(var_estimate, e1 * e1))
+                    var_estimate = xp.clone(variance)
+                update = 1 / xp.sqrt(xp.maximum(var_estimate, e1 * e1))
                 update *= g
-                denom = max(1.0, float(_norm(update)) / (update.size ** 0.5 * d))
+                denom = max(1.0, float(_norm(xp, update)) / (update.size ** 0.5 * d))
                 _add_scaled_(a, -alpha / denom, update)
                 _bump(p)
         return loss

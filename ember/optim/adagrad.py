@@ -3,9 +3,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import numpy as np
-
 from .._tensor import Tensor
+from ..devices import NAMESPACES
 from .optimizer import (Optimizer, _addcmul_, _bump, _check_fused_flags, _check_lr, _fused_check, _fused_state_check,
                         _full_like, _get_scalar_dtype, _grad, _scalar, _to_scalar)
 
@@ -73,7 +72,7 @@ class Adagrad(Optimizer):
                 clr = lr / (1 + (step - 1) * lr_decay)
                 s = state["sum"]._data
                 _addcmul_(s, g, g, 1)
-                std = np.sqrt(s) + eps
+                std = NAMESPACES[type(s)].sqrt(s) + eps
                 a += -clr * g / std
                 _bump(p)
         return loss

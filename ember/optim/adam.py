@@ -3,10 +3,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import numpy as np
-
 from .. import _dtype as D
 from .._tensor import Tensor
+from ..devices import NAMESPACES
 from .optimizer import (Optimizer, _adam_weight_decay, _addcmul_, _bump, _check_capturable, _check_fused_flags,
                         _check_lr_betas_eps_wd, _fused_check, _fused_state_check, _grad, _lerp_, _scalar, _to_scalar,
                         _upgrade_steps, _zeros_like)
@@ -74,6 +73,7 @@ class Adam(Optimizer):
                         state["max_exp_avg_sq"] = _zeros_like(p)
                 _check_capturable(group["capturable"])
                 a = p._data
+                xp = NAMESPACES[type(a)]
                 g = _grad(p, group["maximize"])
                 m, v = state["exp_avg"]._data, state["exp_avg_sq"]._data
                 state["step"]._data += 1
@@ -90,10 +90,10 @@ class Adam(Optimizer):
                 bias_correction2_sqrt = bias_correction2 ** 0.5
                 if amsgrad:
                     vmax = state["max_exp_avg_sq"]._data
-                    np.maximum(vmax, v, out=vmax)
-                    denom = np.sqrt(vmax) / bias_correction2_sqrt + eps
+                    vmax[...] = xp.maximum(vmax, v)
+                    denom = xp.sqrt(vmax) / bias_correction2_sqrt + eps
                 else:
-                    denom = np.sqrt(v) / bias_correction2_sqrt + eps
+                    denom = xp.sqrt(v) / bias_correction2_sqrt + eps
                 a += -step_size * m / denom
                 _bump(p)
         return loss

@@ -3,9 +3,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import numpy as np
-
 from .._tensor import Tensor
+from ..devices import NAMESPACES
 from .optimizer import (Optimizer, _bump, _check_capturable, _check_lr_betas_eps_wd, _grad, _lerp_, _to_scalar,
                         _upgrade_steps)
 
@@ -42,7 +41,8 @@ class Adamax(Optimizer):
                 m, u = state["exp_avg"]._data, state["exp_inf"]._data
                 _lerp_(m, g, 1 - beta1)
                 u *= beta2
-                np.maximum(u, np.abs(g) + eps, out=u)
+                xp = NAMESPACES[type(u)]
+                u[...] = xp.maximum(u, xp.abs(g) + eps)
                 clr = lr / (1 - beta1 ** float(state["step"]._data))
                 a += -clr * m / u
                 _bump(p)

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import numpy as np
-
 from .. import _dtype as D
 from .._tensor import Tensor
+from ..devices import NAMESPACES
 from .optimizer import (Optimizer, _add_scaled_, _bump, _check_capturable, _check_lr, _grad, _scalar, _to_scalar,
                         _zeros_like)
 
@@ -67,6 +66,8 @@ class ASGD(Optimizer):
                 # PyTorch makes each new value a tensor of the default dtype (torch.as_tensor) before copying it
                 # into the state, so it is rounded to float32 even when a loaded state holds float64.
                 dflt = D.get_default_dtype().np
-                state["eta"]._data[...] = np.asarray(lr / (1 + lambd * lr * step) ** alpha, dtype=dflt)
-                state["mu"]._data[...] = np.asarray(1 / max(1, step - t0), dtype=dflt)
+                for key, value in (("eta", lr / (1 + lambd * lr * step) ** alpha), ("mu", 1 / max(1, step - t0))):
+                    st = state[key]._data
+                    be = NAMESPACES[type(st)].backend
+                    be.copyto(st, be.asarray(value, dtype=dflt))
         return loss

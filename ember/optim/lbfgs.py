@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .. import cat
 from .._tensor import Tensor
 from ..autograd.grad_mode import enable_grad, no_grad
+from ..ops.shape import cat
 from .optimizer import Optimizer, _check_lr, _to_scalar
 
 __all__ = ["LBFGS"]

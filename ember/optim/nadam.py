@@ -3,9 +3,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import numpy as np
-
 from .._tensor import Tensor
+from ..devices import NAMESPACES
 from .optimizer import (Optimizer, _adam_weight_decay, _addcmul_, _bump, _check_capturable, _check_lr_betas_eps_wd,
                         _grad, _lerp_, _scalar, _to_scalar, _upgrade_steps, _zeros_like)
 
@@ -68,7 +67,7 @@ class NAdam(Optimizer):
                 _lerp_(m, g, 1 - beta1)
                 v *= beta2
                 _addcmul_(v, g, g, 1 - beta2)
-                denom = np.sqrt(v / bias_correction2)
+                denom = NAMESPACES[type(v)].sqrt(v / bias_correction2)
                 mu_prod = float(mu_product)
                 mu_product_next = mu_prod * mu_next
                 denom += eps

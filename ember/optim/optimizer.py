@@ -1,6 +1,7 @@
 """The base ``Optimizer``: parameter groups, state, state dicts in PyTorch's layout, step hooks.
 
-The optimizers update their parameters in place on the raw NumPy arrays (no graph is ever built) and bump
+The optimizers update their parameters in place on the raw arrays (no graph is ever built), with the kernels of
+the arrays' device (``NAMESPACES[type(array)]``: ``fma`` for PyTorch's fused multiply-adds, ``sqrt``, ...) and bump
 each parameter's version counter once per in-place op PyTorch's single-tensor kernels run, so autograd's
 "modified by an inplace operation" checks see an optimizer step exactly as they would in PyTorch.
 """
@@ -15,12 +16,13 @@ from copy import deepcopy
 from itertools import chain
 from typing import Any
 
-import numpy as np
-
 from .. import _dtype as D
 from .._device import fp_quiet, fp_restore
 from .._hooks import RemovableHandle
 from .._tensor import Tensor, make
+from ..devices import NAMESPACES, backend_of
+from ..ops.creation import tensor
+from ..ops.shape import broadcast_shapes
 
 __all__ = ["Optimizer", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook", "required"]
 
@@ -57,23 +59,25 @@ def _get_scalar_dtype(is_fused: bool | None = None) -> D.dtype:
 
 
 def _scalar(value: float, dtype: D.dtype | None = None) -> Tensor:
-    """A 0-d state tensor (PyTorch keeps ``step`` and friends as tensors, not Python numbers)."""
-    dt = dtype if dtype is not None else _get_scalar_dtype()
-    return make(np.array(value, dtype=dt.np))
+    """A 0-d state tensor on the CPU (PyTorch keeps ``step`` and friends as tensors, not Python numbers)."""
+    return tensor(value, dtype=dtype if dtype is not None else _get_scalar_dtype())
 
 
 def _zeros_like(p: Tensor) -> Tensor:
-    return make(np.zeros(p._data.shape, dtype=p._data.dtype))
+    """Zeros of p's shape and dtype on p's device (C-contiguous, whatever p's strides)."""
+    a = p._data
+    return make(backend_of(a).zeros(a.shape, dtype=a.dtype))
 
 
 def _full_like(p: Tensor, value: float) -> Tensor:
-    return make(np.full(p._data.shape, value, dtype=p._data.dtype))
+    a = p._data
+    return make(backend_of(a).full(a.shape, value, dtype=a.dtype))
 
 
 def _to_scalar(x):
     """A hyperparameter as a Python number (a 1-element Tensor lr is read once per step)."""
     if isinstance(x, Tensor):
-        return x._data.reshape(()).item()
+        return x.item()
     return x
 
 
@@ -82,151 +86,29 @@ def _bump(t: Tensor, n: int = 1) -> None:
     t._vc[0] += n
 
 
-# PyTorch's CPU kernels for add(alpha=), addcmul and lerp use a fused multiply-add: x*y + z rounded once.
-# For float32 the product of two float32 numbers is exact in float64, so ``x*y + z`` in float64 is rounded once
-# there; rounding that to float32 is a second rounding, which differs from the single rounding only where the
-# float64 sum lands exactly on a float32 rounding midpoint (or in float32's subnormal range). Those rare
-# elements are found from the bits of the float64 sum and redone with round-to-odd (the TwoSum error decides
-# the direction), which makes the float64 -> float32 rounding exact: ember's float32 steps equal PyTorch's to the
-# bit. float64 keeps plain NumPy arithmetic (two roundings: within an ulp of PyTorch's), as NumPy has no fast
-# wider type. (float16 parameters take the float64 route but NumPy rounds their scalars to float16 where
-# PyTorch computes in float32: close, not exact.)
-_CHUNK = 32768                    # elements per block: the float64 scratch stays in the CPU cache
-_LOW29 = np.uint64(0x1FFFFFFF)    # the float64 mantissa bits below float32's
-_MID = np.uint64(0x10000000)      # ... of a float32 rounding midpoint
-_TINY32 = 2.0 ** -126             # float32's smallest normal: below it float32 keeps fewer bits
-_scratch = threading.local()
+# PyTorch's CPU kernels for add(alpha=), addcmul and lerp use a fused multiply-add (x*y + z rounded once); the
+# device's ``fma`` kernel gives the same bits (see ember/devices/cpu/optim.py).
+def _fma(x, y, z, out=None):
+    """``x * y + z`` rounded once, by the kernel of ``z``'s device."""
+    return NAMESPACES[type(z)].fma(x, y, z, out)
 
 
-def _scratch_arrays(n: int):
-    """Per-thread reusable buffers of ``n`` elements: float64 sum, uint64 bits, bool flags."""
-    s = getattr(_scratch, "bufs", None)
-    if s is None or s[0].size < n:
-        s = _scratch.bufs = (np.empty(n, np.float64), np.empty(n, np.uint64), np.empty(n, np.bool_))
-    return s[0][:n], s[1][:n], s[2][:n]
-
-
-def _round_odd_fix(t: np.ndarray, x, y, z: np.ndarray, idx: np.ndarray) -> None:
-    """Replace ``t[idx]`` (= fl64(x*y + z)) by the float64 sum rounded to odd, whose float32 rounding is the
-    exactly rounded ``x*y + z``. x, y are float64 (scalars or arrays like t), z the original float32 addend."""
-    a = z[idx].astype(np.float64)
-    b = (x[idx] if isinstance(x, np.ndarray) else x) * (y[idx] if isinstance(y, np.ndarray) else y)  # exact
-    s = t[idx]
-    bb = s - a
-    err = (a - (s - bb)) + (b - bb)            # TwoSum: s + err == a + b exactly
-    bits = s.view(np.uint64)
-    move = (err != 0) & ((bits & np.uint64(1)) == 0)
-    if move.any():
-        up = (err > 0) == (s > 0)              # away from zero: the bit pattern grows
-        bits[move & up] += np.uint64(1)
-        bits[move & ~up] -= np.uint64(1)
-        t[idx] = s
-
-
-def _fma32(x, y, z: np.ndarray, out: np.ndarray) -> None:
-    """``out = x*y + z`` rounded once to float32; x, y float32 scalars/arrays (already float64-typed scalars
-    or any float arrays of at most float32 precision), z and out float32 arrays of one shape (out may be z)."""
-    shape = out.shape
-    zz = np.broadcast_to(z, shape) if z.shape != shape else z
-    xs = [np.broadcast_to(v, shape) if isinstance(v, np.ndarray) and v.shape != shape else v for v in (x, y)]
-    n = out.size
-    if n == 0:
-        return
-    flat = [v.reshape(-1) if isinstance(v, np.ndarray) else v for v in (*xs, zz)]
-    o = out.reshape(-1) if out.flags.c_contiguous else None
-    if o is None or any(isinstance(v, np.ndarray) and not v.flags.c_contiguous for v in flat):
-        # strided operands: one pass over contiguous copies
-        flat = [np.ascontiguousarray(v).reshape(-1) if isinstance(v, np.ndarray) else v for v in flat]
-        res = np.empty(n, np.float32)
-        _fma32(flat[0], flat[1], flat[2], res)
-        out[...] = res.reshape(shape)
-        return
-    xf, yf, zf = flat
-    step = _CHUNK
-    t_all, u_all, f_all = _scratch_arrays(min(n, step))
-    for i in range(0, n, step):
-        j = min(i + step, n)
-        m = j - i
-        t, u, f = t_all[:m], u_all[:m], f_all[:m]
-        xa = xf[i:j] if isinstance(xf, np.ndarray) else xf
-        ya = yf[i:j] if isinstance(yf, np.ndarray) else yf
-        za = zf[i:j]
-        np.multiply(xa, ya, out=t, dtype=np.float64)  # exact: at most 48 significant bits
-        np.add(t, za, out=t)                    # rounded once, in float64
-        bits = t.view(np.uint64)
-        np.bitwise_and(bits, _LOW29, out=u)
-        np.equal(u, _MID, out=f)                # float64 sum on a float32 midpoint: double-rounding risk
-        hit = f.any()
-        if not hit:                             # float32 subnormal results keep fewer bits
-            mag = u.view(np.float64)
-            np.abs(t, out=mag)
-            # (an exact zero needs no fix: the float64 sum of an exact product is 0 only when x*y + z is;
-            # fmin: a NaN does not hide a subnormal result)
-            np.not_equal(mag, 0.0, out=f)
-            hit = np.fmin.reduce(mag, where=f, initial=np.inf) < _TINY32
-        if hit:
-            idx = np.flatnonzero(((bits & _LOW29) == _MID) | ((np.abs(t) < _TINY32) & (t != 0)))
-            xi = xa.astype(np.float64) if isinstance(xa, np.ndarray) else xa
-            yi = ya.astype(np.float64) if isinstance(ya, np.ndarray) else ya
-            _round_odd_fix(t, xi, yi, za, idx)
-        np.copyto(o[i:j], t, casting="unsafe")
-
-
-def _fma(x, y, z: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """``x * y + z`` rounded once for float32/float16; written into ``out`` if given, else a new array. Mixed
-    dtypes (state kept in float32 after ``model.double()``) compute in the promoted dtype, as PyTorch's kernels."""
-    dt = z.dtype
-    wide = np.result_type(dt, *(v.dtype for v in (x, y) if isinstance(v, np.ndarray)))
-    if wide == np.float32 and (out is None or out.dtype == np.float32):
-        # scalars rounded to float32 (the computation's dtype), then exact in float64
-        xs = x if isinstance(x, np.ndarray) else np.float64(np.float32(x))
-        ys = y if isinstance(y, np.ndarray) else np.float64(np.float32(y))
-        shape = np.broadcast_shapes(*(v.shape for v in (x, y, z) if isinstance(v, np.ndarray)))
-        if out is None:
-            out = np.empty(shape, np.float32)
-        elif out.shape != shape:
-            raise ValueError(f"non-broadcastable output operand with shape {out.shape} doesn't match the "
-                             f"broadcast shape {shape}")
-        # operands overlapping the output other than element for element: copies (it is written block by block)
-        zz = np.asarray(z).astype(np.float32, copy=False)   # (a 0-d parameter's -g or g * g is a NumPy scalar)
-        if out is not z and np.may_share_memory(out, zz):
-            zz = zz.copy()
-        xs, ys = (v.copy() if isinstance(v, np.ndarray) and v is not out and np.may_share_memory(out, v) else v
-                  for v in (xs, ys))
-        _fma32(xs, ys, zz, out)
-        return out
-    if wide.itemsize < 8:
-        # scalars rounded to the computation's dtype (the tensors' promoted dtype)
-        x = x.astype(np.float64) if isinstance(x, np.ndarray) else np.float64(wide.type(x))
-        y = y.astype(np.float64) if isinstance(y, np.ndarray) else np.float64(wide.type(y))
-        r = x * y
-        r += z
-    else:
-        x = x.astype(wide, copy=False) if isinstance(x, np.ndarray) else x
-        y = y.astype(wide, copy=False) if isinstance(y, np.ndarray) else y
-        r = x * y + z
-    if out is None:  # out of place: the promoted dtype, as PyTorch's ``a.add(b, alpha=)``
-        return np.asarray(r).astype(wide, copy=False)
-    np.copyto(out, r, casting="unsafe")
-    return out
-
-
-def _add_scaled(a: np.ndarray, alpha: float, x: np.ndarray) -> np.ndarray:
+def _add_scaled(a, alpha: float, x):
     """``a.add(x, alpha=alpha)``: a new array."""
     return _fma(alpha, x, a)
 
 
-def _add_scaled_(a: np.ndarray, alpha: float, x: np.ndarray) -> None:
+def _add_scaled_(a, alpha: float, x) -> None:
     """``a.add_(x, alpha=alpha)`` in place."""
     _fma(alpha, x, a, out=a)
 
 
-def _addcmul(a: np.ndarray, t1: np.ndarray, t2: np.ndarray, value: float) -> np.ndarray:
+def _addcmul(a, t1, t2, value: float):
     """``a.addcmul(t1, t2, value=value)``: ``a + (value * t1) * t2``, a new array."""
     return _fma(value * t1, t2, a)
 
 
-def _addcmul_(a: np.ndarray, t1: np.ndarray, t2: np.ndarray, value: float) -> None:
+def _addcmul_(a, t1, t2, value: float) -> None:
     """``a.addcmul_(t1, t2, value=value)`` in place."""
     _fma(value * t1, t2, a, out=a)
 
@@ -237,9 +119,10 @@ _CPP_NAMES = {"float32": ("float", "Float"), "float64": ("double", "Double"), "f
               "complex128": ("c10::complex<double>", "ComplexDouble")}
 
 
-def _cpp_name(dt: np.dtype, scalar_type: bool = False) -> str:
-    names = _CPP_NAMES.get(np.dtype(dt).name)
-    return names[scalar_type] if names else np.dtype(dt).name
+def _cpp_name(dt, scalar_type: bool = False) -> str:
+    """PyTorch's C++ name of a raw array's dtype (its ScalarType name if ``scalar_type``)."""
+    names = _CPP_NAMES.get(dt.name)
+    return names[scalar_type] if names else dt.name
 
 
 def _fused_state_check(p: Tensor, *states: Tensor | None) -> None:
@@ -250,15 +133,12 @@ def _fused_state_check(p: Tensor, *states: Tensor | None) -> None:
                                f"{_cpp_name(st._data.dtype, True)}")
 
 
-def _lerp_(a: np.ndarray, b: np.ndarray, w: float) -> None:
+def _lerp_(a, b, w: float) -> None:
     """``a.lerp_(b, w)`` with PyTorch's two-sided formula (exact at both ends). Like PyTorch's lerp, it needs
     ``b`` in ``a``'s dtype: state kept from before ``model.double()`` makes the next step raise."""
     if b.dtype != a.dtype:
         raise RuntimeError(f"expected dtype {_cpp_name(a.dtype)} for `end` but got dtype {_cpp_name(b.dtype)}")
-    if abs(w) < 0.5:
-        _fma(w, b - a, a, out=a)
-    else:
-        _fma(-(b - a), 1 - a.dtype.type(w) if a.dtype.itemsize < 8 else 1 - w, b, out=a)
+    NAMESPACES[type(a)].fma_lerp_(a, b, w)
 
 
 def _check_lr(lr: float | Tensor) -> None:
@@ -346,7 +226,7 @@ def _inplace_error(out: tuple, other: tuple) -> Exception | None:
     err = _broadcast_error(out, other)
     if err is not None:
         return err
-    shape = tuple(np.broadcast_shapes(out, other))
+    shape = tuple(broadcast_shapes(out, other))
     if shape != out:
         return RuntimeError(f"output with shape {list(out)} doesn't match the broadcast shape {list(shape)}")
     return None
@@ -726,7 +606,7 @@ def _upgrade_steps(opt: Optimizer) -> None:
                                      else None)
 
 
-def _grad(p: Tensor, maximize: bool, weight_decay: float = 0) -> np.ndarray:
+def _grad(p: Tensor, maximize: bool, weight_decay: float = 0):
     """p's gradient as the update uses it: negated under ``maximize``, then plus ``weight_decay * p`` (L2)."""
     g = p.grad._data
     g = -g if maximize else g
@@ -735,7 +615,7 @@ def _grad(p: Tensor, maximize: bool, weight_decay: float = 0) -> np.ndarray:
     return g
 
 
-def _adam_weight_decay(p: Tensor, g: np.ndarray, lr: float, weight_decay: float, decoupled: bool) -> np.ndarray:
+def _adam_weight_decay(p: Tensor, g, lr: float, weight_decay: float, decoupled: bool):
     """The Adam family's weight decay: decoupled (AdamW) shrinks p in place, else L2 adds ``weight_decay * p``
     to the gradient; returns the gradient the moments use."""
     if weight_decay != 0:

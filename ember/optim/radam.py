@@ -3,9 +3,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import numpy as np
-
 from .._tensor import Tensor
+from ..devices import NAMESPACES
 from .optimizer import (Optimizer, _adam_weight_decay, _addcmul_, _bump, _check_capturable, _check_lr_betas_eps_wd,
                         _grad, _lerp_, _to_scalar, _upgrade_steps)
 
@@ -55,7 +54,7 @@ class RAdam(Optimizer):
                 if rho_t > 5.0:
                     rect = ((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5
                     # PyTorch's number / tensor is reciprocal() * number (two roundings).
-                    adaptive_lr = (1 / (np.sqrt(v) + eps)) * bias_correction2 ** 0.5
+                    adaptive_lr = (1 / (NAMESPACES[type(v)].sqrt(v) + eps)) * bias_correction2 ** 0.5
                     a -= bias_corrected_exp_avg * lr * adaptive_lr * rect
                 else:
                     a -= bias_corrected_exp_avg * lr

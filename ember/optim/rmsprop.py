@@ -3,9 +3,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import numpy as np
-
 from .._tensor import Tensor
+from ..devices import NAMESPACES
 from .optimizer import (Optimizer, _add_scaled_, _addcmul, _addcmul_, _bump, _check_capturable, _check_lr, _grad,
                         _lerp_, _scalar, _to_scalar, _upgrade_steps, _zeros_like)
 
@@ -57,14 +56,15 @@ class RMSprop(Optimizer):
                 g = _grad(p, group["maximize"], wd)
                 state["step"]._data += 1
                 sq = state["square_avg"]._data
+                xp = NAMESPACES[type(sq)]
                 sq *= alpha
                 _addcmul_(sq, g, g, 1 - alpha)
                 if group["centered"]:
                     ga = state["grad_avg"]._data
                     _lerp_(ga, g, 1 - alpha)
-                    avg = np.sqrt(_addcmul(sq, ga, ga, -1))
+                    avg = xp.sqrt(_addcmul(sq, ga, ga, -1))
                 else:
-                    avg = np.sqrt(sq)
+                    avg = xp.sqrt(sq)
                 avg += eps
                 if momentum > 0:
                     buf = state["momentum_buffer"]._data

@@ -3,19 +3,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import numpy as np
-
 from .._tensor import Tensor
+from ..devices import NAMESPACES
 from .optimizer import (Optimizer, _bump, _check_capturable, _check_lr, _full_like, _grad, _scalar, _to_scalar,
                         _upgrade_steps, _zeros_like)
 
 __all__ = ["Rprop"]
-
-
-def _sign(x: np.ndarray) -> np.ndarray:
-    """PyTorch's sign: 0 for NaN (an inf gradient times a zero ``prev`` must not poison the step size)."""
-    s = np.sign(x)
-    return np.where(s != s, 0.0, s).astype(s.dtype)
 
 
 class Rprop(Optimizer):
@@ -64,16 +57,18 @@ class Rprop(Optimizer):
                 g = _grad(p, group["maximize"])
                 prev, step_size = state["prev"]._data, state["step_size"]._data
                 state["step"]._data += 1
-                # np.array: 0-d inputs give NumPy scalars, which cannot be assigned into.
-                sign = np.array(_sign(g * prev))
+                xp = NAMESPACES[type(a)]
+                # PyTorch's sign: 0 for NaN (an inf gradient times a zero ``prev`` must not poison the step size);
+                # a copy, to assign into (0-d inputs give NumPy scalars)
+                sign = xp.backend.copy(xp.sign(g * prev))
                 sign[sign > 0] = etaplus
                 sign[sign < 0] = etaminus
                 sign[sign == 0] = 1
                 step_size *= sign
-                np.minimum(np.maximum(step_size, step_size_min), step_size_max, out=step_size)
-                g = np.array(g, copy=True)
+                step_size[...] = xp.minimum(xp.maximum(step_size, step_size_min), step_size_max)
+                g = xp.backend.copy(g)
                 g[sign == etaminus] = 0
-                a += -1 * _sign(g) * step_size
+                a += -1 * xp.sign(g) * step_size
                 _bump(p)
                 prev[...] = g
         return loss

@@ -3,9 +3,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import numpy as np
-
 from .._tensor import Tensor, make
+from ..devices import backend_of
 from .optimizer import (Optimizer, _add_scaled, _add_scaled_, _bump, _check_fused_flags, _fused_check,
                         _fused_state_check, _grad, _to_scalar)
 
@@ -52,7 +51,7 @@ class SGD(Optimizer):
                     state = self.state[p]
                     buf = state.get("momentum_buffer")
                     if buf is None:
-                        buf = make(np.array(g, dtype=a.dtype, copy=True))
+                        buf = make(backend_of(g).copy(g, dtype=a.dtype))
                     else:
                         if group["fused"]:
                             _fused_state_check(p, buf)

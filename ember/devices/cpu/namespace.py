@@ -389,3 +389,4 @@ from .indexing import *  # noqa: E402,F401,F403
 from .linalg import *  # noqa: E402,F401,F403
 from .sorting import *  # noqa: E402,F401,F403
 from .nn import *  # noqa: E402,F401,F403
+from .optim import *  # noqa: E402,F401,F403

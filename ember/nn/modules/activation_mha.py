@@ -169,7 +169,6 @@ class MultiheadAttention(Module):
         """Whether PyTorch's ``MultiheadAttention.forward`` would call its fused kernel
         (``_native_multi_head_attention``): the values are the general path's, except for fully masked rows."""
         from ...autograd.grad_mode import is_grad_enabled
-        from .transformer import _fastpath_enabled
         if not (_fastpath_enabled() and query.dim() == 3 and query is key and key is value):
             return False
         if self.in_proj_weight is None or self.in_proj_bias is None or query.dtype != self.in_proj_bias.dtype:
@@ -198,3 +197,12 @@ class MultiheadAttention(Module):
                 merged = merged + key_padding_mask.view(batch_size, 1, 1, seq_len).expand(-1, self.num_heads, -1, -1)
         return merged, mask_type
 
+
+def _fastpath_enabled() -> bool:
+    """``torch.backends.mha.get_fastpath_enabled()`` where ember has it; PyTorch's default (True) otherwise."""
+    try:
+        from ... import backends
+    except ImportError:
+        return True
+    mha = getattr(backends, "mha", None)
+    return bool(mha.get_fastpath_enabled()) if mha is not None and hasattr(mha, "get_fastpath_enabled") else True

@@ -32,7 +32,7 @@ def _apply_permutation(tensor: Tensor, permutation: Tensor, dim: int = 1) -> Ten
 # ``xg`` is the input's projection W_ih x + b_ih (already computed for every step), ``h``/``c`` the state.
 
 def _hidden_gates(h: Tensor, w_hh: Tensor, b_hh: Tensor | None) -> Tensor:
-    from ... import addmm
+    from ...ops.public import addmm
     return h.matmul(w_hh.t()) if b_hh is None else addmm(b_hh, h, w_hh.t())
 
 
@@ -73,7 +73,7 @@ def _run_direction(step, xg_steps: list[Tensor], sizes: list[int], state0: tuple
     """Steps one direction of one layer through time. ``sizes[t]`` rows of the batch are running at step ``t``
     (the batch is sorted by decreasing length). Returns the outputs of each step (in time order) and the final
     state of every sequence (each taken at that sequence's last step)."""
-    from ... import cat
+    from ...ops.public import cat
     outs: list[Tensor] = [None] * len(xg_steps)   # type: ignore[list-item]
     if not reverse:
         state = state0
@@ -106,7 +106,7 @@ def _rnn_layers(mode: str, input: Tensor, sizes: list[int] | None, hx: tuple[Ten
     sizes. ``hx`` holds the initial states, each (layers * directions, B, H). ``weights[layer * D + d]`` is
     [w_ih, w_hh, b_ih, b_hh, w_hr] (absent ones None). Returns the last layer's output (same layout as the
     input) and the final states, stacked like ``hx``."""
-    from ... import cat, stack
+    from ...ops.public import cat, stack
     step = _STEPS[mode]
     dirs = 2 if bidirectional else 1
     finals: list[tuple[Tensor, ...]] = []
@@ -488,7 +488,7 @@ class RNNCellBase(Module):
             init.uniform_(weight, -stdv, stdv)
 
     def _step(self, step, input: Tensor, state: tuple[Tensor, ...]) -> tuple[Tensor, ...]:
-        from ... import addmm
+        from ...ops.public import addmm
         xg = input.matmul(self.weight_ih.t()) if self.bias_ih is None else addmm(self.bias_ih, input,
                                                                                    self.weight_ih.t())
         return step(xg, state, self.weight_hh, self.bias_hh, None)

@@ -17,7 +17,7 @@ from ...ops import creation as _creation
 from ..._tensor import Tensor
 from .. import functional as F
 from ..init import xavier_uniform_
-from .activation_mha import MultiheadAttention, _canonical_mask, _nan_fully_masked_rows, _none_or_dtype
+from .activation_mha import MultiheadAttention, _canonical_mask, _fastpath_enabled, _nan_fully_masked_rows, _none_or_dtype
 from .container import ModuleList
 from .dropout import Dropout
 from .linear import Linear
@@ -204,16 +204,6 @@ class TransformerEncoder(Module):
                 first.norm1.bias, first.norm2.weight, first.norm2.bias, first.linear1.weight, first.linear1.bias,
                 first.linear2.weight, first.linear2.bias)
         return not (is_grad_enabled() and any(a is not None and a.requires_grad for a in args))
-
-
-def _fastpath_enabled() -> bool:
-    """``torch.backends.mha.get_fastpath_enabled()`` where ember has it; PyTorch's default (True) otherwise."""
-    try:
-        from ... import backends
-    except ImportError:
-        return True
-    mha = getattr(backends, "mha", None)
-    return bool(mha.get_fastpath_enabled()) if mha is not None and hasattr(mha, "get_fastpath_enabled") else True
 
 
 class TransformerDecoder(Module):

@@ -8,7 +8,11 @@ import warnings
 from collections.abc import Iterable
 
 from ...ops import creation as _creation
+from ... import _dtype as D
 from ..._tensor import Tensor
+from ...ops.elementwise import clamp
+from ...ops.reduction import vector_norm
+from ...ops.shape import stack
 from ...autograd.grad_mode import no_grad
 
 __all__ = ["clip_grad_norm", "clip_grad_norm_", "clip_grad_value_", "get_total_norm", "clip_grads_with_norm_"]
@@ -28,14 +32,13 @@ def _no_grad(func):
 def get_total_norm(tensors: _tensor_or_tensors, norm_type: float = 2.0, error_if_nonfinite: bool = False,
                    foreach: bool | None = None) -> Tensor:
     """The ``norm_type``-norm of all ``tensors`` together (as if concatenated into one vector)."""
-    from ... import linalg, stack
     tensors = [tensors] if isinstance(tensors, Tensor) else list(tensors)
     norm_type = float(norm_type)
     if len(tensors) == 0:
         return _creation.tensor(0.0)
     # ``foreach`` picks PyTorch's fused kernels; ember has one path, with the same arithmetic.
-    norms = [linalg.vector_norm(g, norm_type) for g in tensors]
-    total_norm = linalg.vector_norm(stack(_promote(norms)), norm_type)
+    norms = [vector_norm(g, norm_type) for g in tensors]
+    total_norm = vector_norm(stack(_promote(norms)), norm_type)
     if error_if_nonfinite and (total_norm.isnan() | total_norm.isinf()).item():
         raise RuntimeError(f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, so "
                            "it cannot be clipped. To disable this error and scale the gradients by the non-finite "
@@ -45,10 +48,9 @@ def get_total_norm(tensors: _tensor_or_tensors, norm_type: float = 2.0, error_if
 
 def _promote(norms: list[Tensor]) -> list[Tensor]:
     # PyTorch stacks the per-tensor norms, which promotes mixed dtypes
-    from ... import promote_types
     dt = norms[0].dtype
     for n in norms[1:]:
-        dt = promote_types(dt, n.dtype)
+        dt = D.promote_types(dt, n.dtype)
     return [n.to(dt) for n in norms]
 
 
@@ -56,7 +58,6 @@ def _promote(norms: list[Tensor]) -> list[Tensor]:
 def clip_grads_with_norm_(parameters: _tensor_or_tensors, max_norm: float, total_norm: Tensor,
                           foreach: bool | None = None) -> None:
     """Scale the gradients of ``parameters`` by ``min(1, max_norm / (total_norm + 1e-6))`` in place."""
-    from ... import clamp
     if isinstance(parameters, Tensor):
         parameters = [parameters]
     grads = [p.grad for p in parameters if p.grad is not None]

@@ -4,6 +4,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..._tensor import Tensor
+from ...ops.shape import cat
 from ..modules.module import typename
 
 __all__ = ["parameters_to_vector", "vector_to_parameters"]
@@ -11,7 +12,6 @@ __all__ = ["parameters_to_vector", "vector_to_parameters"]
 
 def parameters_to_vector(parameters: Iterable[Tensor]) -> Tensor:
     """All parameters flattened and concatenated into one vector (a differentiable copy)."""
-    from ... import cat
     return cat([p.view(-1) for p in parameters])
 
 

@@ -5,6 +5,8 @@ import copy
 from typing import TYPE_CHECKING, TypeVar
 
 from ..._tensor import Tensor
+from ...ops.creation import ones_like, zeros_like
+from ...ops.elementwise import rsqrt
 from ..parameter import Parameter
 
 if TYPE_CHECKING:   # nn.utils imports this file eagerly: keep it light
@@ -32,7 +34,6 @@ def fuse_conv_bn_weights(conv_w: Tensor, conv_b: Tensor | None, bn_rm: Tensor, b
                          bn_w: Tensor | None, bn_b: Tensor | None,
                          transpose: bool = False) -> tuple[Parameter, Parameter]:
     """The weight and bias of the convolution equal to the convolution followed by the BatchNorm."""
-    from ... import ones_like, rsqrt, zeros_like
     conv_weight_dtype = conv_w.dtype
     conv_bias_dtype = conv_b.dtype if conv_b is not None else conv_weight_dtype
     if conv_b is None:
@@ -71,7 +72,6 @@ def fuse_linear_bn_eval(linear: LinearT, bn: Module) -> LinearT:
 def fuse_linear_bn_weights(linear_w: Tensor, linear_b: Tensor | None, bn_rm: Tensor, bn_rv: Tensor, bn_eps: float,
                            bn_w: Tensor, bn_b: Tensor) -> tuple[Parameter, Parameter]:
     """The weight and bias of the linear layer equal to the linear layer followed by the BatchNorm."""
-    from ... import rsqrt, zeros_like
     linear_weight_dtype = linear_w.dtype
     linear_bias_dtype = linear_b.dtype if linear_b is not None else linear_weight_dtype
     if linear_b is None:

@@ -8,13 +8,18 @@ from __future__ import annotations
 
 from enum import Enum, auto
 
-import numpy as np
-
 from ...ops import creation as _creation
 from ...ops import random as _random
 from ... import _dtype as D
-from ..._tensor import Tensor
+from ... import linalg
+from ..._tensor import Tensor, make
 from ...autograd.grad_mode import no_grad
+from ...devices import NAMESPACES
+from ...ops.creation import eye
+from ...ops.elementwise import allclose
+from ...ops.linalg import matrix_exp, mv, vdot
+from ...ops.reduction import vector_norm
+from ...ops.shape import cat
 from .. import functional as F
 from ..modules.module import Module
 from . import parametrize
@@ -26,14 +31,13 @@ __all__ = ["orthogonal", "spectral_norm", "weight_norm"]
 def _norm_except_dim(v: Tensor, pow: float = 2, dim: int = 0) -> Tensor:
     """PyTorch's norm_except_dim: the ``pow``-norm over every dim but ``dim``, kept as size-1 dims
     (``dim=-1`` means the norm of the whole tensor, a 0-d result, as PyTorch reads it)."""
-    from ... import linalg
     if dim == -1:
-        return linalg.vector_norm(v, pow)
+        return vector_norm(v, pow)
     d = dim % v.ndim if v.ndim else 0
     axes = tuple(a for a in range(v.ndim) if a != d)
     if not axes:   # a 1-d v: the norm of each single element
         return v.abs()
-    return linalg.vector_norm(v, pow, dim=axes, keepdim=True)
+    return vector_norm(v, pow, dim=axes, keepdim=True)
 
 
 def _weight_norm(v: Tensor, g: Tensor, dim: int = 0) -> Tensor:
@@ -118,14 +122,12 @@ class _SpectralNorm(Module):
         # or anyone holding them sees the new vectors.
         if weight_mat.ndim <= 1:
             raise AssertionError(f"Expected weight_mat to have more than 1 dimension, got {weight_mat.ndim}")
-        from ... import mv
         with no_grad():
             for _ in range(n_power_iterations):
                 self._u.copy_(F.normalize(mv(weight_mat, self._v), dim=0, eps=self.eps))
                 self._v.copy_(F.normalize(mv(weight_mat.H, self._u), dim=0, eps=self.eps))
 
     def forward(self, weight: Tensor) -> Tensor:
-        from ... import mv, vdot
         if weight.ndim == 1:
             return F.normalize(weight, dim=0, eps=self.eps)
         weight_mat = self._reshape_weight_to_matrix(weight)
@@ -159,32 +161,30 @@ def spectral_norm(module: Module, name: str = "weight", n_power_iterations: int 
 
 # ----- orthogonal -------------------------------------------------------------------------------------
 def _is_orthogonal(Q: Tensor) -> bool:
-    from ... import allclose, eye
     n, k = Q.size(-2), Q.size(-1)
     Id = eye(k, dtype=Q.dtype)
     eps = 10.0 * n * D.finfo(Q.dtype).eps
     return allclose(Q.mH @ Q, Id, atol=eps)
 
 
-def _geqrf(A: Tensor) -> tuple[np.ndarray, np.ndarray]:
-    """LAPACK's geqrf on a (batch of) matrices: R above the diagonal, the Householder vectors below, tau."""
-    a = A.detach().numpy()
-    h, tau = np.linalg.qr(a, mode="raw")
-    return np.swapaxes(h, -1, -2).copy(), tau
+def _geqrf(A: Tensor) -> tuple[Tensor, Tensor]:
+    """``torch.geqrf``: LAPACK's geqrf on a (batch of) matrices (R on and above the diagonal, the Householder
+    vectors below), and tau; not differentiable."""
+    a = A.detach()._data
+    h, tau = NAMESPACES[type(a)].geqrf(a)
+    return make(h), make(tau)
 
 
 def _make_orthogonal(A: Tensor) -> Tensor:
     """The Q of A's QR decomposition, with columns signed so that R's diagonal is positive."""
-    X, tau = _geqrf(A)
-    Q, _ = np.linalg.qr(A.detach().numpy())   # LAPACK's orgqr on the same reflectors
-    Q = Q * np.sign(np.diagonal(X, axis1=-2, axis2=-1))[..., None, :]
-    return _creation.tensor(Q, dtype=A.dtype)
+    X, _ = _geqrf(A)
+    Q = linalg.qr(A.detach()).Q   # LAPACK's orgqr on the same reflectors
+    return Q * X.diagonal(dim1=-2, dim2=-1).sign().unsqueeze(-2)
 
 
 def _householder_product(A: Tensor, tau: Tensor) -> Tensor:
     """linalg.householder_product, composed (differentiable): the first k columns of H_1 ... H_k, with
     H_i = I - tau_i v_i v_i^H and v_i column i of A below the diagonal, 1 on it. One step per column."""
-    from ... import eye
     n, k = A.size(-2), A.size(-1)
     V = A.tril(-1) + eye(n, k, dtype=A.dtype)
     Q = eye(n, k, dtype=A.dtype).expand(*A.shape[:-2], n, k)
@@ -212,7 +212,6 @@ class _Orthogonal(Module):
             self.register_buffer("base", None)
 
     def forward(self, X: Tensor) -> Tensor:
-        from ... import cat, eye, linalg, matrix_exp
         n, k = X.size(-2), X.size(-1)
         transposed = n < k
         if transposed:
@@ -260,13 +259,12 @@ class _Orthogonal(Module):
                 if self.orthogonal_map in (_OrthMaps.cayley, _OrthMaps.matrix_exp):
                     raise NotImplementedError("It is not possible to assign to the matrix exponential "
                                               "or the Cayley parametrizations when use_trivialization=False.")
-                a, tau = _geqrf(Q)
-                diag = np.diagonal(a, axis1=-2, axis2=-1)
-                sign = np.sign(diag)
-                sign = np.where(tau == 0.0, -sign, sign)
-                idx = np.arange(min(n, k))
-                a[..., idx, idx] = sign
-                A = _creation.tensor(a, dtype=Q.dtype)
+                A, tau = _geqrf(Q)
+                # the diagonal of R holds the signs of the columns; LAPACK's tau is exactly 0 where it used no
+                # reflection (the column's sign then flips)
+                diag = A.diagonal(dim1=-2, dim2=-1)
+                diag.sign_()
+                diag[tau == 0.0] *= -1
                 return A.mT if transpose else A
             # trivialization: base holds an orthogonal matrix, the parameter starts at the point mapping to I
             if n == k:
@@ -275,7 +273,6 @@ class _Orthogonal(Module):
                 else:
                     Q = Q.clone()
             else:
-                from ... import cat
                 N = _random.randn(*(Q.size()[:-2] + (n, n - k)), dtype=Q.dtype)
                 Q = cat([Q, N], dim=-1)
                 Q = _make_orthogonal(Q)

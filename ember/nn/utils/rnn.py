@@ -2,18 +2,19 @@
 
 A ``PackedSequence`` holds the time steps of a batch of sequences sorted by decreasing length, step after step:
 ``data`` is ``(sum(lengths), *)`` and ``batch_sizes[t]`` says how many sequences are still running at step ``t``.
-Packing and unpacking are single gathers (index arrays built with NumPy), so gradients flow through them.
+Packing and unpacking are single gathers (index tensors built with ember's ops), so gradients flow through them.
 """
 from __future__ import annotations
 
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
-import numpy as np
-
 from ...ops import creation as _creation
 from ... import _dtype as D
 from ..._tensor import Tensor
+from ...ops.reduction import cumsum
+from ...ops.shape import broadcast_shapes, cat, stack
+from ...ops.sorting import sort
 
 __all__ = ["PackedSequence", "invert_permutation", "pack_padded_sequence", "pad_packed_sequence", "pad_sequence",
            "unpad_sequence", "pack_sequence", "unpack_sequence"]
@@ -89,20 +90,19 @@ def invert_permutation(permutation: Tensor | None) -> Tensor | None:
     """The permutation that undoes ``permutation`` (``None`` stays ``None``)."""
     if permutation is None:
         return None
-    p = permutation.detach().numpy()
-    inv = np.empty_like(p)
-    inv[p] = np.arange(p.size, dtype=p.dtype)
-    return _creation.tensor(inv, dtype=permutation.dtype, device=permutation.device)
+    p = permutation.detach()
+    inv = _creation.empty_like(p)
+    inv[p] = _creation.arange(p.numel(), dtype=p.dtype, device=p.device)
+    return inv
 
 
 def _int_list(t: Tensor) -> list[int]:
-    return [int(v) for v in np.asarray(t.detach().numpy()).reshape(-1)]
+    return [int(v) for v in t.detach().reshape(-1).tolist()]
 
 
 def pack_padded_sequence(input: Tensor, lengths: Tensor | list[int], batch_first: bool = False,
                          enforce_sorted: bool = True) -> PackedSequence:
     """Packs a padded batch ``(T, B, *)`` (``(B, T, *)`` if ``batch_first``) of sequences of the given lengths."""
-    from ... import sort
     if not isinstance(input, Tensor):
         raise TypeError(f"_pack_padded_sequence(): argument 'input' (position 1) must be Tensor, not "
                         f"{type(input).__name__}")
@@ -121,15 +121,15 @@ def pack_padded_sequence(input: Tensor, lengths: Tensor | list[int], batch_first
                            "tensor")
     if input.numel() == 0:
         raise RuntimeError("Cannot pack empty tensors.")
-    lens = np.asarray(lengths.numpy())
+    lens = _int_list(lengths)
     batch = input.shape[0] if batch_first else input.shape[1]
-    if lens.size != batch:
-        raise RuntimeError(f"Expected `len(lengths)` to be equal to batch_size, but got {lens.size} "
+    if len(lens) != batch:
+        raise RuntimeError(f"Expected `len(lengths)` to be equal to batch_size, but got {len(lens)} "
                            f"(batch_size={batch})")
     if lens[-1] <= 0:
         raise RuntimeError("Length of all samples has to be greater than 0, but found an element in 'lengths' "
                            "that is <= 0")
-    if np.any(lens[1:] > lens[:-1]):
+    if any(b > a for a, b in zip(lens, lens[1:])):
         raise RuntimeError("`lengths` array must be sorted in decreasing order when `enforce_sorted` is True. You "
                            "can pass `enforce_sorted=False` to pack_padded_sequence and/or pack_sequence to "
                            "sidestep this requirement if you do not need ONNX exportability.")
@@ -137,30 +137,34 @@ def pack_padded_sequence(input: Tensor, lengths: Tensor | list[int], batch_first
     if lens[0] > steps:
         raise RuntimeError(f"pack_padded_sequence: the longest length {int(lens[0])} exceeds the padded "
                            f"sequence length {steps}")
-    # (step, sequence) of every packed row, step-major: np.nonzero walks the (T, B) mask row by row
-    t_idx, b_idx = np.nonzero(np.arange(lens[0])[:, None] < lens[None, :])
-    index = (_creation.tensor(b_idx), _creation.tensor(t_idx)) if batch_first else \
-        (_creation.tensor(t_idx), _creation.tensor(b_idx))
-    data = input[index]
-    batch_sizes = _creation.tensor((lens[None, :] > np.arange(lens[0])[:, None]).sum(1).astype(np.int64))
-    return PackedSequence(data, batch_sizes, sorted_indices, None)
+    # running[t, b]: sequence b still runs at step t; its nonzero entries, step-major, are the packed rows
+    running = _creation.arange(lens[0]).unsqueeze(1) < _creation.tensor(lens).unsqueeze(0)
+    t_idx, b_idx = running.nonzero(as_tuple=True)
+    data = input[(b_idx, t_idx) if batch_first else (t_idx, b_idx)]
+    return PackedSequence(data, running.sum(1), sorted_indices, None)
 
 
-def _padded_index(batch_sizes: list[int], steps: int) -> np.ndarray:
+def _running(batch_sizes: list[int]) -> Tensor:
+    """(len(batch_sizes), B) booleans: sequence b still runs at step t (``b < batch_sizes[t]``)."""
+    sizes = _creation.tensor(batch_sizes, dtype=D.int64)
+    return _creation.arange(batch_sizes[0] if batch_sizes else 0).unsqueeze(0) < sizes.unsqueeze(1)
+
+
+def _padded_index(batch_sizes: list[int], steps: int) -> Tensor:
     """(steps, B): the packed row of each (step, sequence), or the row after the last (the padding row)."""
-    sizes = np.asarray(batch_sizes, dtype=np.int64)
-    n = int(sizes.sum())
-    mask = np.zeros((steps, int(sizes[0]) if sizes.size else 0), dtype=bool)
-    mask[:sizes.size] = np.arange(mask.shape[1])[None, :] < sizes[:, None]
-    idx = np.full(mask.shape, n, dtype=np.int64)
-    idx[mask] = np.arange(n)
+    n = sum(batch_sizes)
+    running = _running(batch_sizes)
+    sizes = _creation.tensor(batch_sizes, dtype=D.int64)
+    rows = (cumsum(sizes, 0) - sizes).unsqueeze(1) + _creation.arange(running.shape[1]).unsqueeze(0)
+    idx = rows.masked_fill(~running, n)
+    if steps > len(batch_sizes):   # total_length beyond the longest sequence: padding rows only
+        idx = cat([idx, _creation.full((steps - len(batch_sizes), running.shape[1]), n, dtype=D.int64)])
     return idx
 
 
 def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False, padding_value: float = 0.0,
                         total_length: int | None = None) -> tuple[Tensor, Tensor]:
     """The inverse of ``pack_padded_sequence``: ``(padded, lengths)`` in the batch's original order."""
-    from ... import cat
     sizes = _int_list(sequence.batch_sizes)
     max_len = len(sizes)
     if total_length is not None:
@@ -173,9 +177,8 @@ def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False, pad
     if batch_first:
         idx = idx.T
     pad_row = data.new_full((1,) + tuple(data.shape[1:]), padding_value)
-    padded = cat([data, pad_row])[_creation.tensor(np.ascontiguousarray(idx))]
-    s = np.asarray(sizes, dtype=np.int64)
-    lengths = _creation.tensor((s[:, None] > np.arange(s[0] if s.size else 0)[None, :]).sum(0).astype(np.int64))
+    padded = cat([data, pad_row])[idx]
+    lengths = _running(sizes).sum(0)
     if sequence.unsorted_indices is not None:
         return (padded.index_select(0 if batch_first else 1, sequence.unsorted_indices),
                 lengths[sequence.unsorted_indices])
@@ -186,7 +189,6 @@ def pad_sequence(sequences: Tensor | list[Tensor], batch_first: bool = False, pa
                  padding_side: str = "right") -> Tensor:
     """Stacks sequences ``(L_i, *)`` into ``(T, B, *)`` (``(B, T, *)`` if ``batch_first``), padding each to the
     longest on the ``padding_side``."""
-    from ... import cat, stack
     if not isinstance(sequences, Iterable):
         raise RuntimeError(f"pad_sequence: Expected iterable for input sequences, but got arg of type: "
                            f"{type(sequences)}")
@@ -226,8 +228,8 @@ def _copy_shape(src: tuple, dst: tuple) -> tuple:
                                    f"at non-singleton dimension {len(dst) - i}")
         return dst
     try:
-        wide = list(np.broadcast_shapes(src, dst))
-    except ValueError:
+        wide = list(broadcast_shapes(src, dst))
+    except RuntimeError:
         return _copy_shape(src[len(src) - len(dst):], dst)
     raise RuntimeError(f"output with shape {list(dst)} doesn't match the broadcast shape {wide}")
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from ... import linalg
 from ...autograd.grad_mode import no_grad
+from ...ops.linalg import dot, mv
 from .. import functional as F
 from ..parameter import Parameter
 
@@ -43,7 +45,6 @@ class SpectralNorm:
         return weight_mat.reshape(height, -1)
 
     def compute_weight(self, module: Module, do_power_iteration: bool):
-        from ... import dot, mv
         weight = getattr(module, self.name + "_orig")
         u = getattr(module, self.name + "_u")
         v = getattr(module, self.name + "_v")
@@ -74,7 +75,6 @@ class SpectralNorm:
 
     def _solve_v_and_rescale(self, weight_mat, u, target_sigma):
         # the v (rescaled) with u^T W v = target_sigma, for version-0 state dicts that lack v
-        from ... import dot, linalg, mv
         v = linalg.multi_dot([weight_mat.t().mm(weight_mat).pinverse(), weight_mat.t(), u.unsqueeze(1)]).squeeze(1)
         return v.mul_(target_sigma / dot(u, mv(weight_mat, v)))
 

@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-import ember
+from ...ops import public as _torch   # the torch namespace of the op layer (the root imports this package)
 from ..._tensor import Tensor
 
 __all__ = ["default_collate", "default_convert", "collate", "default_collate_fn_map",
@@ -64,7 +64,7 @@ def default_convert(data: Any) -> Any:
     if _is_numpy_value(data):
         if isinstance(data, np.ndarray) and np_str_obj_array_pattern.search(data.dtype.str) is not None:
             return data
-        return ember.as_tensor(data)
+        return _torch.as_tensor(data)
     if isinstance(data, collections.abc.Mapping):
         return _rebuild(data, {k: default_convert(data[k]) for k in data}, "map")
     if isinstance(data, tuple) and hasattr(data, "_fields"):        # namedtuple
@@ -105,26 +105,26 @@ def collate(batch: list | tuple, *, collate_fn_map: dict | None = None) -> Any:
 
 
 def collate_tensor_fn(batch: list, *, collate_fn_map: dict | None = None) -> Tensor:
-    return ember.stack(batch, 0)
+    return _torch.stack(batch, 0)
 
 
 def collate_numpy_array_fn(batch: list, *, collate_fn_map: dict | None = None) -> Any:
     elem = batch[0]
     if np_str_obj_array_pattern.search(elem.dtype.str) is not None:
         raise TypeError(default_collate_err_msg_format.format(elem.dtype))
-    return collate([ember.as_tensor(b) for b in batch], collate_fn_map=collate_fn_map)
+    return collate([_torch.as_tensor(b) for b in batch], collate_fn_map=collate_fn_map)
 
 
 def collate_numpy_scalar_fn(batch: list, *, collate_fn_map: dict | None = None) -> Tensor:
-    return ember.as_tensor(batch)
+    return _torch.as_tensor(batch)
 
 
 def collate_float_fn(batch: list, *, collate_fn_map: dict | None = None) -> Tensor:
-    return ember.tensor(batch, dtype=ember.float64)
+    return _torch.tensor(batch, dtype=_torch.float64)
 
 
 def collate_int_fn(batch: list, *, collate_fn_map: dict | None = None) -> Tensor:
-    return ember.tensor(batch)
+    return _torch.tensor(batch)
 
 
 def collate_str_fn(batch: list, *, collate_fn_map: dict | None = None) -> list:

@@ -19,7 +19,8 @@ from typing import Any
 
 import numpy as np
 
-import ember
+from ...ops import public as _torch   # the torch namespace of the op layer (the root imports this package)
+from ._fetch import _DatasetKind, _make_fetcher
 
 _POLL_S = 1.0               # how often the main process, waiting for a batch, checks its workers are alive
 _WORKER_POLL_S = 0.2        # how often an idle worker checks the main process and the shutdown event
@@ -81,7 +82,7 @@ class ExceptionWrapper:
 def _seed_worker(base_seed: int, worker_id: int) -> int:
     seed = base_seed + worker_id
     random.seed(seed)
-    ember.manual_seed(seed)
+    _torch.manual_seed(seed)
     # PyTorch hashes (worker_id, base_seed) the way NumPy's SeedSequence does, so NumPy's own reproduces it
     entropy = [worker_id, base_seed & 0xFFFFFFFF, base_seed >> 32, 0]
     np.random.seed(np.random.SeedSequence(entropy).generate_state(4))
@@ -101,7 +102,6 @@ def _dump(obj: Any, worker_id: int) -> bytes:
 
 def _worker_loop(dataset_kind: int, dataset, index_queue, data_queue, done_event, auto_collation: bool,
                  collate_fn, drop_last: bool, base_seed: int, init_fn, worker_id: int, num_workers: int) -> None:
-    from .dataloader import _make_fetcher, _DatasetKind
     global _worker_info
     where = f"in DataLoader worker process {worker_id}"
     try:

@@ -8,7 +8,7 @@ import math
 import warnings
 from typing import Generic, Iterable, Sequence, TypeVar  # typing's Iterable: a generic ABC base
 
-import ember
+from ...ops import public as _torch   # the torch namespace of the op layer (the root imports this package)
 from ...ops.random import Generator, default_generator
 from ..._tensor import Tensor
 
@@ -205,6 +205,6 @@ def random_split(dataset: Dataset[_T], lengths: Sequence[int | float],
         lengths = _lengths_from_fractions(lengths, len(dataset))  # type: ignore[arg-type]
     if sum(lengths) != len(dataset):  # type: ignore[arg-type]
         raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
-    perm = ember.randperm(sum(lengths), generator=generator).tolist()  # type: ignore[arg-type]
+    perm = _torch.randperm(sum(lengths), generator=generator).tolist()  # type: ignore[arg-type]
     ends = itertools.accumulate(lengths)
     return [Subset(dataset, perm[end - length:end]) for end, length in zip(ends, lengths)]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 from typing import Generic, Iterable, Iterator, Sequence, Sized, TypeVar
 
-import ember
+from ...ops import public as _torch   # the torch namespace of the op layer (the root imports this package)
 from ...ops.random import Generator
 
 __all__ = ["BatchSampler", "RandomSampler", "Sampler", "SequentialSampler", "SubsetRandomSampler",
@@ -48,12 +48,12 @@ class SequentialSampler(Sampler[int]):
 
 def _fresh_generator() -> Generator:
     # PyTorch seeds a private generator from one int64 draw of the default generator
-    seed = int(ember.empty((), dtype=ember.int64).random_().item())
+    seed = int(_torch.empty((), dtype=_torch.int64).random_().item())
     return Generator().manual_seed(seed)
 
 
 def _skip_randperm(n: int, gen) -> bool:
-    """Advance ``gen`` exactly as ``ember.randperm(n, generator=gen)`` does without building the permutation
+    """Advance ``gen`` exactly as ``_torch.randperm(n, generator=gen)`` does without building the permutation
     (its Fisher-Yates path draws ``n - 1`` words, nothing for n < 2); False where that path does not apply."""
     if type(gen) is not Generator or not 0 <= n < _RANDPERM_WORDS_LIMIT:
         return False
@@ -62,7 +62,7 @@ def _skip_randperm(n: int, gen) -> bool:
     return True
 
 
-_RANDPERM_WORDS_LIMIT = (2 ** 32 - 1) // 20   # ember.randperm's bound between its two paths
+_RANDPERM_WORDS_LIMIT = (2 ** 32 - 1) // 20   # _torch.randperm's bound between its two paths
 
 
 class RandomSampler(Sampler[int]):
@@ -93,16 +93,16 @@ class RandomSampler(Sampler[int]):
         if self.replacement:
             full, rest = divmod(total, 32)
             for _ in range(full):
-                yield from ember.randint(high=n, size=(32,), dtype=ember.int64, generator=gen).tolist()
+                yield from _torch.randint(high=n, size=(32,), dtype=_torch.int64, generator=gen).tolist()
             # PyTorch draws this last chunk even when it is empty
-            yield from ember.randint(high=n, size=(rest,), dtype=ember.int64, generator=gen).tolist()
+            yield from _torch.randint(high=n, size=(rest,), dtype=_torch.int64, generator=gen).tolist()
         else:
             for _ in range(total // n):
-                yield from ember.randperm(n, generator=gen).tolist()
+                yield from _torch.randperm(n, generator=gen).tolist()
             # ... and this last permutation even when no index of it is used
             rest = total % n
             if rest or not _skip_randperm(n, gen):
-                yield from ember.randperm(n, generator=gen).tolist()[:rest]
+                yield from _torch.randperm(n, generator=gen).tolist()[:rest]
 
     def __len__(self) -> int:
         return self.num_samples
@@ -116,7 +116,7 @@ class SubsetRandomSampler(Sampler[int]):
         self.generator = generator
 
     def __iter__(self) -> Iterator[int]:
-        for i in ember.randperm(len(self.indices), generator=self.generator).tolist():
+        for i in _torch.randperm(len(self.indices), generator=self.generator).tolist():
             yield self.indices[i]
 
     def __len__(self) -> int:
@@ -133,7 +133,7 @@ class WeightedRandomSampler(Sampler[int]):
             raise ValueError(f"num_samples should be a positive integer value, but got num_samples={num_samples}")
         if not isinstance(replacement, bool):
             raise ValueError(f"replacement should be a boolean value, but got replacement={replacement}")
-        w = ember.as_tensor(weights, dtype=ember.double)
+        w = _torch.as_tensor(weights, dtype=_torch.double)
         if w.dim() != 1:
             raise ValueError(f"weights should be a 1d sequence but given weights have shape {tuple(w.shape)}")
         self.weights = w
@@ -142,7 +142,7 @@ class WeightedRandomSampler(Sampler[int]):
         self.generator = generator
 
     def __iter__(self) -> Iterator[int]:
-        drawn = ember.multinomial(self.weights, self.num_samples, self.replacement, generator=self.generator)
+        drawn = _torch.multinomial(self.weights, self.num_samples, self.replacement, generator=self.generator)
         yield from drawn.tolist()
 
     def __len__(self) -> int:

@@ -13,7 +13,7 @@ from typing import Any, BinaryIO, Union
 
 import numpy as np
 
-from ._tensor import Tensor, make
+from .._tensor import Tensor, make
 
 __all__ = ["save_safetensors", "load_safetensors"]
 
@@ -39,7 +39,7 @@ def _span(a: np.ndarray) -> tuple[int, int]:
 
 def _check_tensors(tensors) -> dict[str, np.ndarray]:
     """safetensors.torch's checks, in its words: a dict of tensors, none sharing memory, contiguous."""
-    from .serialization import _root_of
+    from . import _root_of
 
     if not isinstance(tensors, dict):
         raise ValueError(f"Expected a dict of [str, torch.Tensor] but received {type(tensors)}")
@@ -115,7 +115,7 @@ def _check_dtypes(codes: dict) -> None:
 
 def load_safetensors(filename: Union[str, os.PathLike, BinaryIO, bytes], device: Any = "cpu") -> dict[str, Tensor]:
     """Load a safetensors file (a path, a readable binary file, or its bytes) as a ``{name: tensor}`` dict."""
-    from ._device import check_device
+    from .._device import check_device
 
     check_device(device)
     sn = _import()

@@ -34,8 +34,8 @@ from typing import Any, BinaryIO, Callable, Union
 
 import numpy as np
 
-from . import _dtype as D
-from ._tensor import Size, Tensor, make
+from .. import _dtype as D
+from .._tensor import Size, Tensor, make
 
 __all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals"]
 
@@ -301,8 +301,8 @@ class _Pickler:
 
     # ----- objects
     def save(self, obj, path: str) -> None:
-        from ._device import device
-        from .nn.parameter import Parameter
+        from .._device import device
+        from ..nn.parameter import Parameter
 
         if obj is None:
             self.out += _NONE
@@ -597,7 +597,7 @@ class _Storage:
 
     @property
     def device(self):
-        from ._device import cpu
+        from .._device import cpu
         return cpu
 
     def cpu(self) -> _Storage:
@@ -723,7 +723,7 @@ def _rebuild_tensor_v3(storage, storage_offset, size, stride, requires_grad, bac
 
 def _rebuild_parameter(data, requires_grad, backward_hooks):
     from pickle import UnpicklingError
-    from .nn.parameter import Parameter
+    from ..nn.parameter import Parameter
 
     if not isinstance(data, Tensor) or type(requires_grad) is not bool:
         raise UnpicklingError("_rebuild_parameter expects (tensor, bool, hooks)")
@@ -742,7 +742,7 @@ _PARAMETER_CLASS = object.__new__(type("ParameterClass", (), {
 
 def _rebuild_from_type_v2(func, new_type, args, state):
     from pickle import UnpicklingError
-    from .nn.parameter import Parameter
+    from ..nn.parameter import Parameter
 
     if func not in (_rebuild_tensor, _rebuild_tensor_v2, _rebuild_tensor_v3, _rebuild_parameter) \
             or new_type not in (_TENSOR_CLASS, _PARAMETER_CLASS) or type(args) is not tuple:
@@ -765,7 +765,7 @@ def _size(*args):
 
 def _device_ctor(*args):
     from pickle import UnpicklingError
-    from ._device import device
+    from .._device import device
 
     if not 1 <= len(args) <= 2 or type(args[0]) is not str or (len(args) == 2 and type(args[1]) is not int):
         raise UnpicklingError("torch.device is allowed only as device(str) or device(str, int)")
@@ -816,7 +816,7 @@ def _allowed() -> tuple[dict, set]:
 
 def _location_rule(map_location) -> Callable[[_Storage, str], _Storage]:
     """``map_location`` as a function (storage, location tag) -> storage; ember has only the cpu."""
-    from ._device import device
+    from .._device import device
 
     def on_cpu(storage: _Storage, location: str) -> _Storage:
         loc = str(location)

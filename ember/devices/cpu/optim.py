@@ -1,0 +1,168 @@
+"""NumPy kernels of the optimizers and of torch.nn.utils for the raw 'cpu' namespace (re-exported by
+ember.devices.cpu.namespace).
+
+No derivative rule calls these: ember.optim updates parameters and state in place on their raw arrays, and
+ember.nn.utils needs a few LAPACK pieces, through the namespace of the data's device
+(``NAMESPACES[type(array)].fma``). graph_ns therefore has no twin of them (tests/test_namespaces.py leaves the
+names in ``__all__`` here out of its comparison).
+
+``fma`` is the one fused multiply-add kernel every optimizer's ``add_(alpha=)``, ``addcmul_`` and ``lerp_`` goes
+through. ``fma`` and ``fma_lerp_`` are NumPy's fast overrides of the array-API kernels in
+``ember/devices/common/optim.py`` (same bits: bit masks on a float64 scratch block instead of ``nextafter`` on
+whole arrays; tests/test_optim.py compares them).
+"""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+__all__ = ["fma", "fma_lerp_", "geqrf"]
+
+
+# PyTorch's CPU kernels for add(alpha=), addcmul and lerp use a fused multiply-add: x*y + z rounded once.
+# For float32 the product of two float32 numbers is exact in float64, so ``x*y + z`` in float64 is rounded once
+# there; rounding that to float32 is a second rounding, which differs from the single rounding only where the
+# float64 sum lands exactly on a float32 rounding midpoint (or in float32's subnormal range). Those rare
+# elements are found from the bits of the float64 sum and redone with round-to-odd (the TwoSum error decides
+# the direction), which makes the float64 -> float32 rounding exact: ember's float32 steps equal PyTorch's to the
+# bit. float64 keeps plain NumPy arithmetic (two roundings: within an ulp of PyTorch's), as NumPy has no fast
+# wider type. (float16 parameters take the float64 route but NumPy rounds their scalars to float16 where
+# PyTorch computes in float32: close, not exact.)
+_CHUNK = 32768                    # elements per block: the float64 scratch stays in the CPU cache
+_LOW29 = np.uint64(0x1FFFFFFF)    # the float64 mantissa bits below float32's
+_MID = np.uint64(0x10000000)      # ... of a float32 rounding midpoint
+_TINY32 = 2.0 ** -126             # float32's smallest normal: below it float32 keeps fewer bits
+_scratch = threading.local()
+
+
+def _scratch_arrays(n: int):
+    """Per-thread reusable buffers of ``n`` elements: float64 sum, uint64 bits, bool flags."""
+    s = getattr(_scratch, "bufs", None)
+    if s is None or s[0].size < n:
+        s = _scratch.bufs = (np.empty(n, np.float64), np.empty(n, np.uint64), np.empty(n, np.bool_))
+    return s[0][:n], s[1][:n], s[2][:n]
+
+
+def _round_odd_fix(t: np.ndarray, x, y, z: np.ndarray, idx: np.ndarray) -> None:
+    """Replace ``t[idx]`` (= fl64(x*y + z)) by the float64 sum rounded to odd, whose float32 rounding is the
+    exactly rounded ``x*y + z``. x, y are float64 (scalars or arrays like t), z the original float32 addend."""
+    a = z[idx].astype(np.float64)
+    b = (x[idx] if isinstance(x, np.ndarray) else x) * (y[idx] if isinstance(y, np.ndarray) else y)  # exact
+    s = t[idx]
+    bb = s - a
+    err = (a - (s - bb)) + (b - bb)            # TwoSum: s + err == a + b exactly
+    bits = s.view(np.uint64)
+    move = (err != 0) & ((bits & np.uint64(1)) == 0)
+    if move.any():
+        up = (err > 0) == (s > 0)              # away from zero: the bit pattern grows
+        bits[move & up] += np.uint64(1)
+        bits[move & ~up] -= np.uint64(1)
+        t[idx] = s
+
+
+def _fma32(x, y, z: np.ndarray, out: np.ndarray) -> None:
+    """``out = x*y + z`` rounded once to float32; x, y float32 scalars/arrays (already float64-typed scalars
+    or any float arrays of at most float32 precision), z and out float32 arrays of one shape (out may be z)."""
+    shape = out.shape
+    zz = np.broadcast_to(z, shape) if z.shape != shape else z
+    xs = [np.broadcast_to(v, shape) if isinstance(v, np.ndarray) and v.shape != shape else v for v in (x, y)]
+    n = out.size
+    if n == 0:
+        return
+    flat = [v.reshape(-1) if isinstance(v, np.ndarray) else v for v in (*xs, zz)]
+    o = out.reshape(-1) if out.flags.c_contiguous else None
+    if o is None or any(isinstance(v, np.ndarray) and not v.flags.c_contiguous for v in flat):
+        # strided operands: one pass over contiguous copies
+        flat = [np.ascontiguousarray(v).reshape(-1) if isinstance(v, np.ndarray) else v for v in flat]
+        res = np.empty(n, np.float32)
+        _fma32(flat[0], flat[1], flat[2], res)
+        out[...] = res.reshape(shape)
+        return
+    xf, yf, zf = flat
+    step = _CHUNK
+    t_all, u_all, f_all = _scratch_arrays(min(n, step))
+    for i in range(0, n, step):
+        j = min(i + step, n)
+        m = j - i
+        t, u, f = t_all[:m], u_all[:m], f_all[:m]
+        xa = xf[i:j] if isinstance(xf, np.ndarray) else xf
+        ya = yf[i:j] if isinstance(yf, np.ndarray) else yf
+        za = zf[i:j]
+        np.multiply(xa, ya, out=t, dtype=np.float64)  # exact: at most 48 significant bits
+        np.add(t, za, out=t)                    # rounded once, in float64
+        bits = t.view(np.uint64)
+        np.bitwise_and(bits, _LOW29, out=u)
+        np.equal(u, _MID, out=f)                # float64 sum on a float32 midpoint: double-rounding risk
+        hit = f.any()
+        if not hit:                             # float32 subnormal results keep fewer bits
+            mag = u.view(np.float64)
+            np.abs(t, out=mag)
+            # (an exact zero needs no fix: the float64 sum of an exact product is 0 only when x*y + z is;
+            # fmin: a NaN does not hide a subnormal result)
+            np.not_equal(mag, 0.0, out=f)
+            hit = np.fmin.reduce(mag, where=f, initial=np.inf) < _TINY32
+        if hit:
+            idx = np.flatnonzero(((bits & _LOW29) == _MID) | ((np.abs(t) < _TINY32) & (t != 0)))
+            xi = xa.astype(np.float64) if isinstance(xa, np.ndarray) else xa
+            yi = ya.astype(np.float64) if isinstance(ya, np.ndarray) else ya
+            _round_odd_fix(t, xi, yi, za, idx)
+        np.copyto(o[i:j], t, casting="unsafe")
+
+
+def fma(x, y, z: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """``x * y + z`` rounded once for float32 (x, y numbers or arrays, z an array); written into ``out`` if
+    given, else a new array. Mixed dtypes (state kept in float32 after ``model.double()``) compute in the promoted
+    dtype, as PyTorch's kernels."""
+    dt = z.dtype
+    wide = np.result_type(dt, *(v.dtype for v in (x, y) if isinstance(v, np.ndarray)))
+    if wide == np.float32 and (out is None or out.dtype == np.float32):
+        # scalars rounded to float32 (the computation's dtype), then exact in float64
+        xs = x if isinstance(x, np.ndarray) else np.float64(np.float32(x))
+        ys = y if isinstance(y, np.ndarray) else np.float64(np.float32(y))
+        shape = np.broadcast_shapes(*(v.shape for v in (x, y, z) if isinstance(v, np.ndarray)))
+        if out is None:
+            out = np.empty(shape, np.float32)
+        elif out.shape != shape:
+            raise ValueError(f"non-broadcastable output operand with shape {out.shape} doesn't match the "
+                             f"broadcast shape {shape}")
+        # operands overlapping the output other than element for element: copies (it is written block by block)
+        zz = np.asarray(z).astype(np.float32, copy=False)   # (a 0-d parameter's -g or g * g is a NumPy scalar)
+        if out is not z and np.may_share_memory(out, zz):
+            zz = zz.copy()
+        xs, ys = (v.copy() if isinstance(v, np.ndarray) and v is not out and np.may_share_memory(out, v) else v
+                  for v in (xs, ys))
+        _fma32(xs, ys, zz, out)
+        return out
+    if wide.itemsize < 8:
+        # scalars rounded to the computation's dtype (the tensors' promoted dtype)
+        x = x.astype(np.float64) if isinstance(x, np.ndarray) else np.float64(wide.type(x))
+        y = y.astype(np.float64) if isinstance(y, np.ndarray) else np.float64(wide.type(y))
+        r = x * y
+        r += z
+    else:
+        x = x.astype(wide, copy=False) if isinstance(x, np.ndarray) else x
+        y = y.astype(wide, copy=False) if isinstance(y, np.ndarray) else y
+        r = x * y + z
+    if out is None:  # out of place: the promoted dtype, as PyTorch's ``a.add(b, alpha=)``
+        return np.asarray(r).astype(wide, copy=False)
+    np.copyto(out, r, casting="unsafe")
+    return out
+
+
+def fma_lerp_(a: np.ndarray, end: np.ndarray, weight: float) -> None:
+    """``a.lerp_(end, weight)`` for a Python number ``weight``, with PyTorch's two-sided formula (exact at both
+    ends: ``a + w*(end - a)`` below one half, ``end - (1 - w)*(end - a)`` from there), each a fused
+    multiply-add. ``end`` has ``a``'s dtype (the caller checks)."""
+    if abs(weight) < 0.5:
+        fma(weight, end - a, a, out=a)
+    else:
+        # (1 - w) in the arrays' dtype where that is narrower than a Python float, as PyTorch's kernel
+        fma(-(end - a), 1 - a.dtype.type(weight) if a.dtype.itemsize < 8 else 1 - weight, end, out=a)
+
+
+def geqrf(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """LAPACK's geqrf on a (batch of) matrices, as ``torch.geqrf``: R on and above the diagonal, the Householder
+    vectors below it, and tau."""
+    h, tau = np.linalg.qr(a, mode="raw")
+    return np.swapaxes(h, -1, -2).copy(), tau
