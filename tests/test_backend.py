@@ -150,9 +150,7 @@ ENTRIES = [op.name for op in OP_DB if _FAMILY_OF.get(op.name, "core") in ("core"
 
 # Entries that still reach NumPy directly on a strict-device array (or leave the device), with the place they
 # do it. Each is a strict xfail: once fixed, it must be removed from here.
-LEAKS: dict[str, str] = {
-    "nn_gumbel_softmax_sum": "exponential_ fills through NumPy (ember/ops/random.py)",
-}
+LEAKS: dict[str, str] = {}
 
 
 def _entry_params():

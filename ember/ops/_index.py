@@ -9,15 +9,22 @@ result dims is PyTorch's).
 
 Every check happens here, before NumPy sees the index, so errors carry PyTorch's types and messages.
 Index arrays from tensors stay on their device: their values are read through the device's namespace
-(bounds, mask counts), and shapes are computed from shapes only.
+(bounds, mask counts) or their own operators, and shapes are computed from shapes only (in Python, by
+NumPy's placement rule). Python ints, slices and lists are parsed on the host.
 """
 from __future__ import annotations
 
 import operator
 
-import numpy as np
-
+from .. import _dtype as D
+from .._device import NAMESPACES
+from .._tensor import Tensor
 from ..devices.index import SplitIndex, view_of
+from .creation import device_backend, tensor
+
+# The host's (NumPy's) types: its scalars count as Python ints and bools, its arrays as index arrays.
+_HOST = device_backend()
+_BOOL, _INT64, _INT32, _UINT8 = D.bool.np, D.int64.np, D.int32.np, D.uint8.np
 
 _INT64_MIN, _INT64_MAX = -(2 ** 63), 2 ** 63 - 1
 _FULL = slice(None)
@@ -34,30 +41,48 @@ class Index:
         self.np_index, self.basic, self.last, self.view_shape, self.adv = np_index, basic, last, view_shape, adv
 
     def result_shape(self) -> tuple:
-        """The shape of ``x[index]`` (NumPy's placement rule applied to zero-stride stand-ins of the view and of
-        the index arrays, of their shapes: no data is read, and device arrays stay where they are)."""
+        """The shape of ``x[index]``, from shapes only (no data is read, and device arrays stay where they are):
+        NumPy's placement rule, which is PyTorch's for the advanced part. The index arrays' broadcast dims take
+        their place if the arrays are adjacent, else they come first; the full slices keep their dims."""
         if self.basic:
             return self.view_shape
-        stand_in = []
+        shapes = []         # the index arrays' shapes (a k-dim mask: k index arrays of its count of True values)
+        before, after = [], []   # the sizes of the sliced dims before the first array and after it
+        gap = False         # a slice between two arrays: the broadcast dims go first
+        d = 0
         for a in self.adv:
             if type(a) is slice:
-                stand_in.append(a)
-            elif a.dtype == np.bool_:   # a k-dim mask is k index arrays of its count of True values
-                stand_in.extend([np.broadcast_to(np.intp(0), (_count(a),))] * a.ndim)
+                (after if shapes else before).append(self.view_shape[d])
+                d += 1
+                continue
+            gap = gap or bool(after)
+            if a.dtype == _BOOL:
+                shapes.extend([(_count(a),)] * a.ndim)
+                d += a.ndim
             else:
-                stand_in.append(np.broadcast_to(np.intp(0), a.shape))
-        return np.broadcast_to(np.zeros((), np.bool_), self.view_shape)[tuple(stand_in)].shape
+                shapes.append(a.shape)
+                d += 1
+        rest = list(self.view_shape[d:])
+        adv = list(_broadcast_shapes(shapes))
+        return tuple(adv + before + after + rest if gap else before + adv + after + rest)
 
 
-_NAMESPACES: list = []   # ember._device.NAMESPACES, looked up once (_device imports this module's users)
+def _broadcast_shapes(shapes) -> tuple:
+    """The broadcast of the shapes (NumPy's ValueError where they do not broadcast)."""
+    ndim = max(map(len, shapes), default=0)
+    out = [1] * ndim
+    for shape in shapes:
+        for i, n in enumerate(shape, ndim - len(shape)):
+            if n != 1:
+                if out[i] != 1 and out[i] != n:
+                    raise ValueError("shape mismatch: objects cannot be broadcast to a single shape")
+                out[i] = n
+    return tuple(out)
 
 
 def _xp(arr):
     """The raw namespace of an index array's device."""
-    if not _NAMESPACES:
-        from .._device import NAMESPACES
-        _NAMESPACES.append(NAMESPACES)
-    return _NAMESPACES[0][type(arr)]
+    return NAMESPACES[type(arr)]
 
 
 def _count(mask) -> int:
@@ -65,14 +90,8 @@ def _count(mask) -> int:
     return _xp(mask).mask_count(mask)
 
 
-_TENSOR: list = []   # ember.Tensor, looked up once (ember._tensor imports this module's users)
-
-
 def _is_tensor(obj) -> bool:
-    if not _TENSOR:
-        from .._tensor import Tensor
-        _TENSOR.append(Tensor)
-    return isinstance(obj, _TENSOR[0])
+    return isinstance(obj, Tensor)
 
 
 def _as_sequence_tuple(index) -> bool:
@@ -80,12 +99,12 @@ def _as_sequence_tuple(index) -> bool:
     a sequence, a slice, Ellipsis or None (``x[[[0, 1], [1, 2]]]`` is ``x[[0, 1], [1, 2]]``)."""
     if isinstance(index, tuple):
         return True
-    if _is_tensor(index) or isinstance(index, (np.ndarray, str, bytes)) or not isinstance(index, (list, range)):
+    if _is_tensor(index) or isinstance(index, (_HOST.host_array, str, bytes)) or not isinstance(index, (list, range)):
         return isinstance(index, str)   # a str is a sequence of strs: PyTorch treats it as a tuple too
     if len(index) >= 32:
         return False
     for obj in index:
-        if _is_tensor(obj) or isinstance(obj, (list, tuple, range, np.ndarray, str, slice)) or obj is None \
+        if _is_tensor(obj) or isinstance(obj, (list, tuple, range, _HOST.host_array, str, slice)) or obj is None \
                 or obj is Ellipsis:
             return True
     return False
@@ -98,27 +117,24 @@ def _check_int(v) -> int:
     return v
 
 
-def _sequence_to_array(seq) -> np.ndarray:
+def _sequence_to_array(seq):
     """A list used as an index: bools make a mask, anything numeric a long index (floats truncate, as
     PyTorch's indexing_tensor_from_data casts to long)."""
-    from .creation import tensor
     try:
         arr = tensor(seq)._data
     except TypeError as e:
         if "str" in str(e) or isinstance(seq, str):
             raise TypeError("new(): invalid data type 'str'") from None
         raise
-    if arr.dtype == np.bool_ or arr.dtype == np.uint8:
-        return arr.astype(np.bool_)
-    return arr.astype(np.int64)
+    return _xp(arr).cast(arr, _BOOL if arr.dtype == _BOOL or arr.dtype == _UINT8 else _INT64)
 
 
-def _tensor_index(t) -> np.ndarray:
+def _tensor_index(t):
     arr = t._data
-    if arr.dtype == np.bool_ or arr.dtype == np.uint8:
-        return arr.astype(np.bool_, copy=False)
-    if arr.dtype == np.int64 or arr.dtype == np.int32:
-        return arr.astype(np.int64, copy=False)
+    if arr.dtype == _BOOL or arr.dtype == _UINT8:
+        return _xp(arr).cast(arr, _BOOL)
+    if arr.dtype == _INT64 or arr.dtype == _INT32:
+        return _xp(arr).cast(arr, _INT64)
     raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
 
 
@@ -158,17 +174,17 @@ def _items(index, tensors_advanced: bool) -> list:
             out.append(("ellipsis",))
         elif _is_tensor(ix):
             arr = ix._data
-            if arr.ndim == 0 and not tensors_advanced and arr.dtype.kind in "iu" and arr.dtype != np.uint8:
-                if arr.dtype not in (np.int64, np.int32):
+            if arr.ndim == 0 and not tensors_advanced and arr.dtype.kind in "iu" and arr.dtype != _UINT8:
+                if arr.dtype != _INT64 and arr.dtype != _INT32:
                     raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
                 out.append(("int", int(arr)))
-            elif arr.ndim == 0 and arr.dtype == np.bool_:
+            elif arr.ndim == 0 and arr.dtype == _BOOL:
                 out.append(("bool", bool(arr)))
             else:
                 out.append(("adv", _tensor_index(ix)))
-        elif isinstance(ix, (bool, np.bool_)):
+        elif isinstance(ix, (bool, _HOST.host_bool)):
             out.append(("bool", bool(ix)))
-        elif isinstance(ix, (int, np.integer)):
+        elif isinstance(ix, (int, _HOST.host_integer)):
             out.append(("int", _check_int(ix)))
         elif isinstance(ix, slice):
             bounds = []
@@ -192,14 +208,14 @@ def _items(index, tensors_advanced: bool) -> list:
             out.append(("none",))
         elif ix is Ellipsis:
             out.append(("ellipsis",))
-        elif isinstance(ix, np.ndarray):
+        elif isinstance(ix, _HOST.host_array):   # a NumPy array from the user: a host index array
             if ix.dtype.kind not in "iub":
                 raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
             if ix.ndim == 0 and ix.dtype.kind == "b":
                 out.append(("bool", bool(ix)))
             else:
-                # view(np.ndarray): a subclass index (np.memmap, np.matrix) is read as a plain array
-                out.append(("adv", ix.astype(np.bool_ if ix.dtype.kind == "b" else np.int64).view(np.ndarray)))
+                # a copy, as a base array: a subclass index (np.memmap, np.matrix) is read as a plain array
+                out.append(("adv", _HOST.base_array(ix.astype(_BOOL if ix.dtype.kind == "b" else _INT64))))
         elif isinstance(ix, (list, tuple, range, str)):
             out.append(("adv", _sequence_to_array(ix)))
         else:
@@ -220,7 +236,7 @@ def convert(index, shape: tuple, tensors_advanced: bool = False) -> Index:
         if it[0] in ("int", "slice"):
             specified += 1
         elif it[0] == "adv":
-            specified += it[1].ndim if it[1].dtype == np.bool_ else 1
+            specified += it[1].ndim if it[1].dtype == _BOOL else 1
     if specified > ndim:
         if ndim == 0 and len(items) == 1 and not isinstance(index, tuple):
             if items[0][0] == "int":
@@ -264,7 +280,7 @@ def convert(index, shape: tuple, tensors_advanced: bool = False) -> Index:
         elif kind == "bool":
             # PyTorch: unsqueeze, then index the new dim with [0] (True) or an empty index (False).
             basic.append(None)
-            adv[len(view_shape)] = np.zeros(1 if it[1] else 0, np.int64)
+            adv[len(view_shape)] = _HOST.zeros(1 if it[1] else 0, _INT64)
             view_shape.append(1)
         elif kind == "ellipsis":
             k = ndim - specified
@@ -277,7 +293,7 @@ def convert(index, shape: tuple, tensors_advanced: bool = False) -> Index:
             src += k
         else:
             arr = it[1]
-            k = arr.ndim if arr.dtype == np.bool_ else 1
+            k = arr.ndim if arr.dtype == _BOOL else 1
             if src + k > ndim:
                 raise IndexError(f"too many indices for tensor of dimension {ndim}")
             basic.extend([_FULL] * k)
@@ -313,7 +329,7 @@ def _check_advanced(adv: dict, view_shape: tuple) -> tuple:
             sliced_empty = sliced_empty or view_shape[d] == 0
             d += 1
             continue
-        if arr.dtype == np.bool_:
+        if arr.dtype == _BOOL:
             for j, n in enumerate(arr.shape):
                 if view_shape[d + j] != n:
                     raise IndexError(f"The shape of the mask {list(arr.shape)} at index {j} does not match the shape "
@@ -332,7 +348,7 @@ def _check_advanced(adv: dict, view_shape: tuple) -> tuple:
         d += 1
     try:
         if len(shapes) > 1:
-            np.broadcast_shapes(*shapes)
+            _broadcast_shapes(shapes)
     except ValueError:
         raise IndexError("shape mismatch: indexing tensors could not be broadcast together with shapes "
                          + ", ".join(str(list(s)) for s in shapes)) from None
@@ -340,7 +356,7 @@ def _check_advanced(adv: dict, view_shape: tuple) -> tuple:
         # PyTorch's index kernel checks bounds as it gathers: a result without elements (an index broadcast to
         # size 0, as with a False, or a size-0 dim left) checks nothing. NumPy would, so the out-of-range
         # arrays of such an index become zeros.
-        if not sliced_empty and 0 not in np.broadcast_shapes(*shapes):
+        if not sliced_empty and 0 not in _broadcast_shapes(shapes):
             i, n, ordinal = bad_dims[0]
             arr = out[i]
             v = int(arr[(arr >= n) | (arr < -n)].reshape(-1)[0]) if arr.ndim else int(arr)

@@ -1,22 +1,50 @@
-"""Tensor creation: tensor, zeros, ones, full, arange, linspace, eye, *_like (random ones live in _random)."""
+"""Tensor creation: tensor, zeros, ones, full, arange, linspace, eye, *_like (random ones live in ops/random.py).
+
+The arguments are checked here, with PyTorch's errors; the arrays come from the device's backend (the CPU's without
+a device argument), host data (Python numbers and lists, NumPy arrays) included.
+"""
 from __future__ import annotations
 
+import math
 import warnings
 
-import numpy as np
-
 from .. import _dtype as D
-from .._device import backend_of, check_device, fp_quiet, fp_restore, quietly
+from .._device import NAMESPACES, backend_of, check_device, fp_quiet, fp_restore, quietly
 from .._device import device as _device_type
 from .._origin import warn_once
 from .._state import _state as _gm_state
 from .._tensor import _SCALAR_WARNING, Tensor, _sizes_from_args, make
 from ._registry import method as _register_method
-# The generator and the random creation functions (PyTorch's exact stream) live in _random.
-from .random import _finish
+
+_BACKENDS: dict = {}
 
 
-_NUMBER = (bool, int, float, np.bool_, np.number)
+def device_backend(d: _device_type | None = None):
+    """The backend of device ``d`` (checked; None: the CPU), which makes the arrays of tensors created on it."""
+    kind = "cpu" if d is None else d.type
+    be = _BACKENDS.get(kind)
+    if be is None:
+        be = _BACKENDS[kind] = next(ns.backend for ns in NAMESPACES.values() if ns.backend.device_type == kind)
+    return be
+
+
+# The CPU's backend is the host's: its scalar and array types are what users pass as Python numbers and data.
+_HOST = device_backend()
+
+
+def _finish(data, requires_grad: bool, device) -> Tensor:
+    """A new tensor of ``data``, after the device argument's check; ``requires_grad`` for floating data only."""
+    check_device(device, creation=True)
+    t = make(data)
+    if requires_grad:
+        if not t.dtype.is_floating_point:
+            raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
+        t._requires_grad = True
+    return t
+
+
+_host_cast = NAMESPACES[_HOST.host_array].cast   # astype without a copy where the dtype is already right
+_NUMBER = (bool, int, float, _HOST.host_bool, _HOST.host_number)
 # PyTorch takes the Python types as dtypes too: float -> float64, int -> int64, bool -> bool.
 _PY_DTYPES = {float: D.float64, int: D.int64, bool: D.bool}
 
@@ -25,7 +53,7 @@ def _check_bool(value, op: str, arg: str = "requires_grad", none_ok: bool = True
     """A bool argument; a truthy string such as 'no' must not pass for True."""
     if value is None and none_ok:
         return False
-    if not isinstance(value, (bool, np.bool_)):
+    if not isinstance(value, (bool, _HOST.host_bool)):
         raise TypeError(f"{op}(): argument '{arg}' must be bool, not {type(value).__name__}")
     return bool(value)
 
@@ -40,16 +68,16 @@ def _check_dtype(dtype, op: str, default: D.dtype | None = None) -> D.dtype | No
     raise TypeError(f"{op}(): argument 'dtype' must be torch.dtype, not {type(dtype).__name__}")
 
 
-def _check_device(device, op: str) -> None:
+def _check_device(device, op: str):
+    """The backend of the ``device`` argument (checked; None: the CPU)."""
     if device is not None and not isinstance(device, (str, int, _device_type)):
         raise TypeError(f"{op}(): argument 'device' must be torch.device, not {type(device).__name__}")
-    check_device(device, creation=True)
+    return device_backend(check_device(device, creation=True))
 
 
 def _check_memory_format(value, op: str) -> None:
     """A ``memory_format=`` argument of a creation function: a torch.memory_format or None."""
-    from .._dtype import memory_format
-    if value is not None and not isinstance(value, memory_format):
+    if value is not None and not isinstance(value, D.memory_format):
         raise TypeError(f"{op}(): argument 'memory_format' must be torch.memory_format, not {type(value).__name__}")
 
 
@@ -59,11 +87,11 @@ def _check_number(value, op: str, arg: str, pos: int):
         return value._data.item()
     if not isinstance(value, _NUMBER):
         raise TypeError(f"{op}(): argument '{arg}' (position {pos}) must be Number, not {type(value).__name__}")
-    return value.item() if isinstance(value, np.generic) else value
+    return value.item() if isinstance(value, _HOST.host_scalar) else value
 
 
 def _check_int(value, op: str, arg: str, pos: int) -> int:
-    if not isinstance(value, (int, np.integer)) or isinstance(value, (bool, np.bool_)):
+    if not isinstance(value, (int, _HOST.host_integer)) or isinstance(value, (bool, _HOST.host_bool)):
         raise TypeError(f"{op}(): argument '{arg}' (position {pos}) must be int, not {type(value).__name__}")
     return int(value)
 
@@ -77,18 +105,18 @@ def _check_input(input, op: str) -> Tensor:
 
 
 def _infer_np(data, float_dtype=None):
-    """NumPy array for nested Python data, typed the way PyTorch infers: bool < int64 < default float.
+    """A host array for nested Python data, typed the way PyTorch infers: bool < int64 < default float.
     ``float_dtype``: the requested dtype when it is floating (floats go straight to it, unrounded)."""
     try:
-        arr = np.array(data)
+        arr = _HOST.array(data)
     except RuntimeError:   # tensors that require grad refuse __array__; go through tolist() below
-        arr = np.array(None)
+        arr = _HOST.array(None)
     except (ValueError, TypeError):
         raise _bad_data_error(data) from None
     k = arr.dtype.kind
     if k == "O":
         try:
-            arr = np.array(_tensors_to_lists(data))
+            arr = _HOST.array(_tensors_to_lists(data))
         except (ValueError, TypeError):
             raise _bad_data_error(data) from None
         k = arr.dtype.kind
@@ -97,32 +125,35 @@ def _infer_np(data, float_dtype=None):
     if float_dtype is None and k in "fiub" and isinstance(data, (list, tuple)):
         dt = _numpy_scalar_dtype(data)
         if dt is not None:   # NumPy scalars keep their dtype in PyTorch's inference
-            return arr.astype(dt.np, copy=False)
+            return _host_cast(arr, dt.np)
     if k == "f":
-        with np.errstate(over="ignore"):   # 1e40 -> inf in float32, silently as PyTorch
-            return arr.astype(float_dtype or D._default_float.np, copy=False)
+        fp = fp_quiet()   # 1e40 -> inf in float32, silently as PyTorch
+        try:
+            return _host_cast(arr, float_dtype or D._default_float.np)
+        finally:
+            fp_restore(fp)
     if k == "u" and arr.dtype.itemsize == 8:
         raise ValueError("Overflow when unpacking long long")
     if k in "iu":
-        return arr.astype(np.int64, copy=False)
+        return _host_cast(arr, D.int64.np)
     if k == "b":
         return arr
     raise TypeError(f"tensor(): unsupported data of dtype {arr.dtype}")
 
 
-_SCALARS = (bool, int, float, np.bool_, np.number)
+_SCALARS = _NUMBER
 
 
 def _numpy_scalar_dtype(data):
     """PyTorch's dtype for nested data holding NumPy scalars: every element's own type (Python floats the
     default float, ints int64, NumPy scalars their dtype) promoted together; None without NumPy scalars."""
-    types = set(map(type, np.array(data, dtype=object).ravel()))   # C loops: cheap even for long lists
-    if not any(issubclass(t, np.generic) for t in types):
+    types = _HOST.element_types(data)
+    if not any(issubclass(t, _HOST.host_scalar) for t in types):
         return None
     result = None
     for t in types:
-        if issubclass(t, np.generic):
-            d = D._FROM_NP.get(np.dtype(t))
+        if issubclass(t, _HOST.host_scalar):
+            d = D._FROM_NP.get(_HOST.host_dtype(t))
             if d is None:
                 return None
         elif t in (bool, int, float):
@@ -176,12 +207,6 @@ def _has_tensor(data) -> bool:
     return False
 
 
-def _base_ndarray(a: np.ndarray) -> np.ndarray:
-    """An ndarray subclass (np.memmap, np.matrix, masked arrays) as a plain ndarray over the same memory:
-    ops find a tensor's device namespace by the exact type of its data, so only base ndarrays may be wrapped."""
-    return a if type(a) is np.ndarray else a.view(np.ndarray)
-
-
 def _tensors_to_lists(data):
     if isinstance(data, Tensor):
         if data._data.size != 1:   # PyTorch reads each tensor inside nested data as one number
@@ -194,8 +219,8 @@ def _tensors_to_lists(data):
     return data
 
 
-_F64 = np.dtype(np.float64)
-_F32_MAX = float(np.finfo(np.float32).max)
+_F64 = D.float64.np
+_F32_MAX = D.finfo(D.float32).max
 
 
 def tensor(data, dtype: D.dtype | None = None, device=None, requires_grad: bool = False,
@@ -205,10 +230,13 @@ def tensor(data, dtype: D.dtype | None = None, device=None, requires_grad: bool 
         # one Python float (micrograd-style code makes thousands): straight to a 0-d array of the default dtype
         npd = D._default_float.np
         if npd is _F64 or abs(data) <= _F32_MAX or data != data:
-            arr = np.array(data, npd)
+            arr = _HOST.array(data, npd)
         else:
-            with np.errstate(over="ignore"):   # 1e40 -> inf in float32, silently as PyTorch
-                arr = np.array(data, npd)
+            fp = fp_quiet()   # 1e40 -> inf in float32, silently as PyTorch
+            try:
+                arr = _HOST.array(data, npd)
+            finally:
+                fp_restore(fp)
         t = make(arr)
         t._requires_grad = requires_grad
         return t
@@ -219,12 +247,12 @@ def tensor(data, dtype: D.dtype | None = None, device=None, requires_grad: bool 
         warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.clone().detach() "
                       "or sourceTensor.clone().detach().requires_grad_(True), rather than "
                       "torch.tensor(sourceTensor).", UserWarning, stacklevel=2)
-        arr = np.array(data._data, copy=True)
-    elif isinstance(data, np.ndarray):
+        arr = backend_of(data._data).copy(data._data)
+    elif isinstance(data, _HOST.host_array):
         D.from_numpy_dtype(data.dtype)
-        arr = np.array(data, copy=True)
-    elif isinstance(data, np.generic):
-        arr = np.array(data)
+        arr = _HOST.copy(data)
+    elif isinstance(data, _HOST.host_scalar):
+        arr = _HOST.array(data)
     elif isinstance(data, (str, bytes)):
         raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
     else:
@@ -233,38 +261,16 @@ def tensor(data, dtype: D.dtype | None = None, device=None, requires_grad: bool 
         if dtype is None or dtype.is_floating_point:
             arr = _infer_np(data, None if dtype is None else dtype.np)
         else:   # Python numbers into an integral dtype: each checked, floats truncated from double (not float32)
-            arr = _infer_np(data, np.float64)
-            _check_ints_fit(arr, dtype.np)
+            arr = _infer_np(data, D.float64.np)
+            if not _HOST.ints_fit(arr, dtype.np):   # tensor([inf], dtype=torch.int32): PyTorch's check
+                raise RuntimeError(f"value cannot be converted to type {dtype.np.name} without overflow")
     if dtype is not None:
         fp = fp_quiet()   # 1e300 into float16 is inf, silently as in PyTorch
         try:
-            arr = arr.astype(dtype.np, copy=False)
+            arr = NAMESPACES[type(arr)].cast(arr, dtype.np)
         finally:
             fp_restore(fp)
     return _finish(arr, requires_grad, device)
-
-
-def _check_ints_fit(arr: np.ndarray, npd: np.dtype) -> None:
-    """PyTorch's check of Python numbers given for an integral dtype (``tensor([inf], dtype=torch.int32)``): nan,
-    inf and values out of the dtype's range are refused (an unsigned type takes negative integers down to -max,
-    which wrap, but no negative float)."""
-    if npd.kind not in "iu" or not arr.size:
-        return
-    info = np.iinfo(npd)
-    if arr.dtype.kind == "f":
-        lo, hi = (0 if npd.kind == "u" else info.min), info.max
-        fp = fp_quiet()
-        try:
-            ok = bool(np.all((arr >= lo) & (arr <= hi)))   # nan compares False
-        finally:
-            fp_restore(fp)
-    elif arr.dtype.kind in "iu":
-        lo = -int(info.max) if npd.kind == "u" else int(info.min)
-        ok = lo <= int(arr.min()) and int(arr.max()) <= info.max
-    else:
-        return
-    if not ok:
-        raise RuntimeError(f"value cannot be converted to type {npd.name} without overflow")
 
 
 @quietly
@@ -274,54 +280,55 @@ def as_tensor(data, dtype: D.dtype | None = None, device=None) -> Tensor:
     _check_device(device, "as_tensor")
     if isinstance(data, Tensor):
         return data if dtype is None or dtype is data.dtype else data.to(dtype)
-    if isinstance(data, np.ndarray):
+    if isinstance(data, _HOST.host_array):
         D.from_numpy_dtype(data.dtype)
-        return make(_base_ndarray(data if dtype is None else data.astype(dtype.np, copy=False)))
+        return make(_HOST.base_array(data if dtype is None else _host_cast(data, dtype.np)))
     return tensor(data, dtype, device)
 
 
-def from_numpy(ndarray: np.ndarray) -> Tensor:
-    """A tensor sharing memory with ``ndarray``."""
-    if not isinstance(ndarray, np.ndarray):
+def from_numpy(ndarray) -> Tensor:
+    """A tensor sharing memory with ``ndarray`` (a NumPy array)."""
+    if not isinstance(ndarray, _HOST.host_array):
         raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
     D.from_numpy_dtype(ndarray.dtype)
-    return make(_base_ndarray(ndarray))
+    return make(_HOST.base_array(ndarray))
 
 
-def _creator(name, np_fill):
+def _creator(name, fill: str):
     def fn(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None, pin_memory=False):
         if not size:
             raise TypeError(f'{name}() missing 1 required positional arguments: "size"')
         npd = _check_dtype(dtype, name, D._default_float).np
         rg = _check_bool(requires_grad, name)
-        _check_device(device, name)
+        be = _check_device(device, name)
         D.check_layout(layout, name)
         if out is not None:   # ignoring out= would be a silent wrong answer
             raise NotImplementedError(f"ember: {name}(out=...) is not supported yet")
-        return _finish(np_fill(_sizes_from_args(size, name), npd), rg, device)
+        return _finish(getattr(be, fill)(_sizes_from_args(size, name), npd), rg, device)
     fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"A new tensor of the given size, filled by {np_fill.__name__} (default float dtype)."
+    fn.__doc__ = f"A new tensor of the given size, filled by {fill} (default float dtype)."
     return fn
 
 
-zeros = _creator("zeros", np.zeros)
-ones = _creator("ones", np.ones)
-empty = _creator("empty", np.zeros)
+zeros = _creator("zeros", "zeros")
+ones = _creator("ones", "ones")
+empty = _creator("empty", "zeros")
 
 _INT64 = (-2 ** 63, 2 ** 63)
 
 
-def _fill_array(shape, fill_value, dtype: D.dtype, op: str, like=None) -> np.ndarray:
-    """An array of ``shape`` filled with ``fill_value``, on ``like``'s device (the CPU without one)."""
+def _fill_array(shape, fill_value, dtype: D.dtype, op: str, be):
+    """An array of ``shape`` filled with ``fill_value``, made by the device backend ``be``."""
     if isinstance(fill_value, int) and not isinstance(fill_value, bool) and \
             not _INT64[0] <= fill_value < _INT64[1]:
         if not -2 ** 64 < fill_value < 2 ** 64:   # PyTorch's scalar holds at most 64 bits
             raise OverflowError("int too big to convert")
     fill_value = D.checked_scalar(fill_value, dtype.np)   # 1e40 in float32, inf in int32: PyTorch's RuntimeError
-    with np.errstate(over="ignore", invalid="ignore"):   # 1e300 -> inf in float32, silently as PyTorch
-        if like is not None:
-            return backend_of(like).full(shape, fill_value, dtype=dtype.np)
-        return np.full(shape, fill_value, dtype=dtype.np)
+    fp = fp_quiet()   # 1e300 -> inf in float32, silently as PyTorch
+    try:
+        return be.full(shape, fill_value, dtype=dtype.np)
+    finally:
+        fp_restore(fp)
 
 
 @quietly
@@ -333,11 +340,11 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=
     fill_value = _check_number(fill_value, "full", "fill_value", 2)
     dtype = _check_dtype(dtype, "full", D._scalar_dtype(fill_value))
     rg = _check_bool(requires_grad, "full")
-    _check_device(device, "full")
+    be = _check_device(device, "full")
     D.check_layout(layout, "full")
     if out is not None:
         raise NotImplementedError("ember: full(out=...) is not supported yet")
-    return _finish(_fill_array(_sizes_from_args((tuple(size),), "full"), fill_value, dtype, "full"), rg, device)
+    return _finish(_fill_array(_sizes_from_args((tuple(size),), "full"), fill_value, dtype, "full", be), rg, device)
 
 
 def _like(name, fill):
@@ -371,7 +378,8 @@ def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False
     _check_device(device, "full_like")
     D.check_layout(layout, "full_like")
     _check_memory_format(memory_format, "full_like")
-    return _finish(_fill_array(input._data.shape, fill_value, dtype, "full_like", input._data), rg, device)
+    return _finish(_fill_array(input._data.shape, fill_value, dtype, "full_like", backend_of(input._data)), rg,
+                   device)
 
 
 @quietly
@@ -385,11 +393,11 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
                                                                                     ("start", "end", "step")))]
     dtype = _check_dtype(dtype, "arange")
     rg = _check_bool(requires_grad, "arange")
-    _check_device(device, "arange")
+    be = _check_device(device, "arange")
     D.check_layout(layout, "arange")
     if out is not None:
         raise NotImplementedError("ember: arange(out=...) is not supported yet")
-    if not all(np.isfinite(v) for v in vals[:2]):
+    if not all(be.isfinite(v) for v in vals[:2]):
         raise RuntimeError(f"unsupported range: {vals[0]} -> {vals[1]}")
     if not vals[2] or vals[2] != vals[2]:   # zero or NaN
         raise RuntimeError("step must be nonzero")
@@ -399,10 +407,8 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
         dtype = D.int64 if all(isinstance(v, int) for v in vals) else D._default_float
     if dtype is D.bool:
         raise NotImplementedError("\"arange_cpu\" not implemented for 'Bool'")
-    n = max(0, int(np.ceil((vals[1] - vals[0]) / vals[2])))
-    data = (vals[0] + np.arange(n, dtype=np.float64) * vals[2]) if dtype.is_floating_point else \
-        np.arange(vals[0], vals[1], vals[2])
-    return _finish(data.astype(dtype.np), rg, device)
+    n = max(0, math.ceil((vals[1] - vals[0]) / vals[2]))
+    return _finish(be.arange(vals[0], vals[1], vals[2], n, dtype.np), rg, device)
 
 
 @quietly
@@ -414,11 +420,13 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False,
             raise RuntimeError(f"linspace only supports 0-dimensional start and end tensors, but got {a} with "
                                f"{v._data.ndim} dimension(s).")
     D.check_layout(layout, "linspace")
-    start, end, steps, dtype, rg = _space_args("linspace", start, end, steps, dtype, requires_grad, device, out)
-    if dtype.is_floating_point:
-        for v in (start, end):
+    start, end, steps, dtype, rg, be = _space_args("linspace", start, end, steps, dtype, requires_grad, device, out)
+    for v in (start, end):
+        if dtype.is_floating_point:
             D.checked_scalar(v, dtype.np)
-    return _finish(_linspace(start, end, steps, dtype.np), rg, device)
+        elif steps > 1:   # integers: the bounds are cast to the output type first
+            _checked_int(v, dtype)
+    return _finish(be.linspace(start, end, steps, dtype.np), rg, device)
 
 
 def _space_args(op, start, end, steps, dtype, requires_grad, device, out):
@@ -428,75 +436,29 @@ def _space_args(op, start, end, steps, dtype, requires_grad, device, out):
     steps = _check_int(steps, op, "steps", 3)
     dtype = _check_dtype(dtype, op, D._default_float)
     rg = _check_bool(requires_grad, op)
-    _check_device(device, op)
+    be = _check_device(device, op)
     if out is not None:
         raise NotImplementedError(f"ember: {op}(out=...) is not supported yet")
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     if dtype is D.bool:
         raise NotImplementedError(f"\"{op}_cpu\" not implemented for 'Bool'")
-    return start, end, steps, dtype, rg
+    return start, end, steps, dtype, rg, be
 
 
 _C_INT_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t",
                 "bool": "bool"}
 
 
-def _checked_int(v, npd):
+def _checked_int(v, dt: D.dtype):
     """A bound converted to an integral dtype as PyTorch's Scalar conversion does, refusing overflow."""
-    info = np.iinfo(npd) if npd.kind != "b" else None
+    info = D.iinfo(dt) if dt is not D.bool else None
     lo, hi = (0, 1) if info is None else (info.min, info.max)
-    if npd.kind == "u" and isinstance(v, int):
+    if dt is D.uint8 and isinstance(v, int):
         lo = -hi   # negative integers wrap around (two's complement) for unsigned types
     if not lo <= v <= hi:
-        raise RuntimeError(f"value cannot be converted to type {_C_INT_NAMES[npd.name]} without overflow")
+        raise RuntimeError(f"value cannot be converted to type {_C_INT_NAMES[dt.np.name]} without overflow")
     return v
-
-
-def _fma(a, b, c):
-    """``a * b + c`` rounded once, as the FMA instruction PyTorch's compiled kernels use (float64 by
-    error-free transformations: Dekker's product and Knuth's sum)."""
-    p = a * b
-    split = 134217729.0   # 2**27 + 1
-    t = split * a
-    ah = t - (t - a)
-    al = a - ah
-    t = split * b
-    bh = t - (t - b)
-    bl = b - bh
-    perr = ((ah * bh - p) + ah * bl + al * bh) + al * bl   # p + perr == a * b exactly
-    s = p + c
-    v = s - p
-    serr = (p - (s - v)) + (c - v)                         # s + serr == p + c exactly
-    return s + (serr + perr)
-
-
-def _linspace(start, end, steps: int, npd) -> np.ndarray:
-    """PyTorch's CPU kernel to the last bit: ``start + step * i`` for the first half and
-    ``end - step * (steps - 1 - i)`` for the second (so both ends are exact), each a fused multiply-add;
-    floats compute in their own dtype (float16 in float32), integers in double, truncated."""
-    npd = np.dtype(npd)
-    if steps <= 1:
-        return np.full(steps, start, dtype=np.float64).astype(npd)
-    if npd.kind in "iub":
-        # the bounds are cast to the output type first (truncated; negative integers wrap for uint8)
-        s, e = (float(np.array(int(_checked_int(v, npd))).astype(npd)) for v in (start, end))
-        step = (e - s) / (steps - 1)
-    else:
-        work = np.float32 if npd == np.float16 else npd.type
-        s, e = npd.type(start), npd.type(end)
-        step = npd.type((work(e) - work(s)) / work(steps - 1))   # float16's step is rounded to float16
-        s, e, step = float(s), float(e), float(step)
-    i = np.arange(steps, dtype=np.float64)
-    first = np.arange(steps) < steps // 2
-    with np.errstate(over="ignore", invalid="ignore"):
-        if npd.kind == "f" and npd.itemsize < 8:
-            # the product of a float32 and a small integer is exact in float64: one rounding to float32
-            out = np.where(first, s + step * i, e - step * (steps - 1 - i)).astype(np.float32)
-        else:
-            out = np.where(first, _fma(np.full(steps, step), i, np.full(steps, s)),
-                           _fma(np.full(steps, -step), steps - 1 - i, np.full(steps, e)))
-        return np.trunc(out).astype(npd) if npd.kind in "iub" else out.astype(npd)
 
 
 @quietly
@@ -504,47 +466,33 @@ def logspace(start, end, steps, base: float = 10.0, *, dtype=None, device=None, 
              out=None, layout=None, pin_memory=False) -> Tensor:
     """``base ** linspace(start, end, steps)``, computed in double as PyTorch's CPU kernel."""
     D.check_layout(layout, "logspace")
-    start, end, steps, dtype, rg = _space_args("logspace", start, end, steps, dtype, requires_grad, device, out)
+    start, end, steps, dtype, rg, be = _space_args("logspace", start, end, steps, dtype, requires_grad, device, out)
     base = _check_number(base, "logspace", "base", 4)
-    if dtype.is_floating_point:
-        start, end = dtype.np.type(start), dtype.np.type(end)
-    else:
-        start, end = int(start), int(end)
-    if steps == 1:
-        data = np.full(1, float(base) ** float(start))
-    else:
-        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            step = (float(end) - float(start)) / (steps - 1)
-            i = np.arange(steps, dtype=np.float64)
-            expo = np.where(i < steps // 2, float(start) + step * i, float(end) - step * (steps - 1 - i))
-            data = np.power(float(base), expo)
-    with np.errstate(over="ignore", invalid="ignore"):
-        return _finish(data[:steps].astype(dtype.np), rg, device)
+    return _finish(be.logspace(start, end, steps, float(base), dtype.np), rg, device)
 
 
-def _tri_indices(name, fn, row, col, offset, dtype, device, layout=None):
+def _tri_indices(name, upper: bool, row, col, offset, dtype, device, layout=None):
     row = _check_int(row, name, "row", 1)
     col = _check_int(col, name, "col", 2)
     offset = _check_int(offset, name, "offset", 3)
     dtype = _check_dtype(dtype, name, D.int64)
-    _check_device(device, name)
+    be = _check_device(device, name)
     D.check_layout(layout, name)
     if row < 0 or col < 0:
         raise RuntimeError(f"row must be non-negative, got{row}" if row < 0 else f"col must be non-negative, got{col}")
     if dtype not in (D.int64, D.int32):
         raise NotImplementedError("\"" + name + "\" not implemented for '" + D.type_word(dtype.np) + "'")
-    r, c = fn(row, offset, col)
-    return _finish(np.stack([r, c]).astype(dtype.np).reshape(2, -1), False, device)
+    return _finish(be.tri_indices(upper, row, col, offset, dtype.np), False, device)
 
 
 def tril_indices(row: int, col: int, offset: int = 0, *, dtype=None, device=None, layout=None) -> Tensor:
     """The (row, col) indices of the lower triangle of a ``row`` x ``col`` matrix, row by row."""
-    return _tri_indices("tril_indices", np.tril_indices, row, col, offset, dtype, device, layout)
+    return _tri_indices("tril_indices", False, row, col, offset, dtype, device, layout)
 
 
 def triu_indices(row: int, col: int, offset: int = 0, *, dtype=None, device=None, layout=None) -> Tensor:
     """The (row, col) indices of the upper triangle of a ``row`` x ``col`` matrix, row by row."""
-    return _tri_indices("triu_indices", np.triu_indices, row, col, offset, dtype, device, layout)
+    return _tri_indices("triu_indices", True, row, col, offset, dtype, device, layout)
 
 
 @quietly
@@ -565,15 +513,15 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad: bool = Fa
         if rg:
             t = t.detach().requires_grad_() if t is obj else t.requires_grad_()
         return t
-    if isinstance(obj, np.ndarray) and copy is not True:
+    if isinstance(obj, _HOST.host_array) and copy is not True:
         D.from_numpy_dtype(obj.dtype)
-        obj = _base_ndarray(obj)
+        obj = _HOST.base_array(obj)
         if dtype is not None and obj.dtype != dtype.np:
             if copy is False:
                 raise ValueError("can't alias NumPy array of a different dtype without a copy")
             return _finish(obj.astype(dtype.np), rg, device)
         return _finish(obj, rg, device)
-    if copy is False and not isinstance(obj, np.ndarray):
+    if copy is False and not isinstance(obj, _HOST.host_array):
         raise ValueError(f"can't alias Python object of type {type(obj).__name__} without copying")
     return tensor(obj, dtype=dtype, device=device, requires_grad=rg)
 
@@ -583,7 +531,7 @@ def frombuffer(buffer, *, dtype, count: int = -1, offset: int = 0, requires_grad
     dtype = _check_dtype(dtype, "frombuffer")
     rg = _check_bool(requires_grad, "frombuffer")
     try:
-        data = np.frombuffer(buffer, dtype=dtype.np, count=count, offset=offset)
+        data = _HOST.frombuffer(buffer, dtype=dtype.np, count=count, offset=offset)
     except (TypeError, ValueError) as e:
         raise ValueError(f"frombuffer(): {e}") from None
     return _finish(data, rg, None)
@@ -603,7 +551,7 @@ def _new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=
     dtype = _check_dtype(dtype, "new_full", self.dtype)
     shape = _sizes_from_args((tuple(size) if isinstance(size, (tuple, list)) else size,), "new_full")
     fill_value = _check_number(fill_value, "new_full", "fill_value", 2)
-    return _finish(_fill_array(shape, fill_value, dtype, "new_full", self._data),
+    return _finish(_fill_array(shape, fill_value, dtype, "new_full", backend_of(self._data)),
                    _check_bool(requires_grad, "new_full"), None)
 
 
@@ -627,19 +575,19 @@ def eye(n, m=_NO_M, *, dtype=None, device=None, requires_grad=False, out=None, l
     m = n if m is _NO_M else _check_int(m, "eye", "m", 2)
     dtype = _check_dtype(dtype, "eye", D._default_float)
     rg = _check_bool(requires_grad, "eye")
-    _check_device(device, "eye")
+    be = _check_device(device, "eye")
     D.check_layout(layout, "eye")
     if out is not None:
         raise NotImplementedError("ember: eye(out=...) is not supported yet")
     for v, a in ((n, "n"), (m, "m")):
         if v < 0:
             raise RuntimeError(f"{a} must be greater or equal to 0, got {v}")
-    return _finish(np.eye(n, m, dtype=dtype.np), rg, device)
+    return _finish(be.eye(n, m, dtype=dtype.np), rg, device)
 
 
 def _legacy(dtype):
     def ctor(*args):
-        if len(args) == 1 and not isinstance(args[0], (int, np.integer)):
+        if len(args) == 1 and not isinstance(args[0], (int, _HOST.host_integer)):
             return tensor(args[0], dtype=dtype)
         return zeros(*(args or (0,)), dtype=dtype)
     return ctor

@@ -14,6 +14,8 @@ import sys as _sys
 import numpy as np
 
 from ..index import view_of as _view_of
+from . import creation as _creation
+from . import random as _random
 
 # NumPy reports floating-point exceptions (overflow, 0/0, log(0), inf/nan cast to an integer) as RuntimeWarnings;
 # PyTorch is silent. ember's entry points (apply and the operator fast paths, the engine, optimizer steps,
@@ -86,6 +88,36 @@ class _Backend:
     full = staticmethod(np.full)
     zeros_like = staticmethod(np.zeros_like)
     ones_like = staticmethod(np.ones_like)
+
+    # ----- creation (ember/ops/creation.py checks the arguments; the kernels are in creation.py beside this)
+    array = staticmethod(np.array)          # a copy of host data (nested lists, arrays, scalars), as np.array
+    ones = staticmethod(np.ones)
+    eye = staticmethod(np.eye)
+    frombuffer = staticmethod(np.frombuffer)
+    arange = staticmethod(_creation.arange)
+    linspace = staticmethod(_creation.linspace)
+    logspace = staticmethod(_creation.logspace)
+    tri_indices = staticmethod(_creation.tri_indices)
+    # The host's (NumPy's) own types, which PyTorch's argument parsing and tensor() accept: its scalars as Python
+    # numbers, its arrays as data; the conversions of host data.
+    host_array = np.ndarray
+    host_scalar = np.generic
+    host_number = np.number
+    host_integer = np.integer
+    host_bool = np.bool_
+    host_dtype = staticmethod(np.dtype)
+    isfinite = staticmethod(_creation.isfinite)
+    element_types = staticmethod(_creation.element_types)
+    base_array = staticmethod(_creation.base_array)
+    ints_fit = staticmethod(_creation.ints_fit)
+
+    # ----- random: PyTorch's CPU generator (mt19937 stream, samplers), for ember/ops/random.py
+    random = _random
+
+    @staticmethod
+    def to_bytes(x) -> bytes:
+        """The bytes of an array's elements in C order."""
+        return x.tobytes()
 
     @staticmethod
     def copy(x, dtype=None):

@@ -1,0 +1,109 @@
+"""NumPy kernels of tensor creation for device 'cpu' (reached as ``backend.<name>``, see namespace.py's _Backend).
+
+``ember/ops/creation.py`` checks the arguments with PyTorch's errors and calls these for the arrays: ranges,
+evenly spaced values to PyTorch's last bit, identity matrices, triangle indices, and the conversion of host data
+(nested Python numbers, NumPy arrays and scalars) to arrays. The CPU is the host: its arrays are NumPy's.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .random import fma64
+
+
+def isfinite(v) -> bool:
+    """Whether a Python number is finite (NumPy's TypeError for integers beyond 64 bits)."""
+    return bool(np.isfinite(v))
+
+
+def element_types(data) -> set:
+    """The types of the numbers in nested data (C loops: cheap even for long lists)."""
+    return set(map(type, np.array(data, dtype=object).ravel()))
+
+
+def base_array(a: np.ndarray) -> np.ndarray:
+    """An ndarray subclass (np.memmap, np.matrix, masked arrays) as a plain ndarray over the same memory:
+    ops find a tensor's device namespace by the exact type of its data, so only base ndarrays may be wrapped."""
+    return a if type(a) is np.ndarray else a.view(np.ndarray)
+
+
+def ints_fit(arr: np.ndarray, np_dtype) -> bool:
+    """PyTorch's check of Python numbers given for an integral dtype (``tensor([inf], dtype=torch.int32)``): nan,
+    inf and values out of the dtype's range do not fit (an unsigned type takes negative integers down to -max,
+    which wrap, but no negative float)."""
+    if np_dtype.kind not in "iu" or not arr.size:
+        return True
+    info = np.iinfo(np_dtype)
+    if arr.dtype.kind == "f":
+        lo, hi = (0 if np_dtype.kind == "u" else info.min), info.max
+        with np.errstate(invalid="ignore"):
+            return bool(np.all((arr >= lo) & (arr <= hi)))   # nan compares False
+    if arr.dtype.kind in "iu":
+        lo = -int(info.max) if np_dtype.kind == "u" else int(info.min)
+        return lo <= int(arr.min()) and int(arr.max()) <= info.max
+    return True
+
+
+def arange(start, end, step, n: int, np_dtype) -> np.ndarray:
+    """``n`` values ``start + i * step`` (floating dtypes: computed in double), or NumPy's integer range."""
+    if np_dtype.kind == "f":
+        data = start + np.arange(n, dtype=np.float64) * step
+    else:
+        data = np.arange(start, end, step)
+    return data.astype(np_dtype)
+
+
+def linspace(start, end, steps: int, np_dtype) -> np.ndarray:
+    """PyTorch's CPU kernel to the last bit: ``start + step * i`` for the first half and
+    ``end - step * (steps - 1 - i)`` for the second (so both ends are exact), each a fused multiply-add;
+    floats compute in their own dtype (float16 in float32), integers in double, truncated (the bounds, checked,
+    cast to the output type first)."""
+    npd = np.dtype(np_dtype)
+    if steps <= 1:
+        return np.full(steps, start, dtype=np.float64).astype(npd)
+    if npd.kind in "iub":
+        # the bounds are cast to the output type first (truncated; negative integers wrap for uint8)
+        s, e = (float(np.array(int(v)).astype(npd)) for v in (start, end))
+        step = (e - s) / (steps - 1)
+    else:
+        work = np.float32 if npd == np.float16 else npd.type
+        s, e = npd.type(start), npd.type(end)
+        step = npd.type((work(e) - work(s)) / work(steps - 1))   # float16's step is rounded to float16
+        s, e, step = float(s), float(e), float(step)
+    i = np.arange(steps, dtype=np.float64)
+    first = np.arange(steps) < steps // 2
+    with np.errstate(over="ignore", invalid="ignore"):
+        if npd.kind == "f" and npd.itemsize < 8:
+            # the product of a float32 and a small integer is exact in float64: one rounding to float32
+            out = np.where(first, s + step * i, e - step * (steps - 1 - i)).astype(np.float32)
+        else:
+            out = np.where(first, fma64(np.full(steps, step), i, np.full(steps, s)),
+                           fma64(np.full(steps, -step), steps - 1 - i, np.full(steps, e)))
+        return np.trunc(out).astype(npd) if npd.kind in "iub" else out.astype(npd)
+
+
+def logspace(start, end, steps: int, base: float, np_dtype) -> np.ndarray:
+    """``base ** linspace(start, end, steps)``, computed in double as PyTorch's CPU kernel (``start`` and ``end``
+    first rounded to the output type, or truncated to integers)."""
+    npd = np.dtype(np_dtype)
+    if npd.kind == "f":
+        start, end = npd.type(start), npd.type(end)
+    else:
+        start, end = int(start), int(end)
+    if steps == 1:
+        data = np.full(1, float(base) ** float(start))
+    else:
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            step = (float(end) - float(start)) / (steps - 1)
+            i = np.arange(steps, dtype=np.float64)
+            expo = np.where(i < steps // 2, float(start) + step * i, float(end) - step * (steps - 1 - i))
+            data = np.power(float(base), expo)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return data[:steps].astype(np_dtype)
+
+
+def tri_indices(upper: bool, row: int, col: int, offset: int, np_dtype) -> np.ndarray:
+    """The (row, col) indices of the lower (upper) triangle of a ``row`` x ``col`` matrix, row by row, as a 2 x n
+    array."""
+    r, c = (np.triu_indices if upper else np.tril_indices)(row, offset, col)
+    return np.stack([r, c]).astype(np_dtype).reshape(2, -1)

@@ -1,0 +1,543 @@
+"""PyTorch's CPU random stream (mt19937) and its sampling kernels, draw for draw, on NumPy arrays.
+
+``ember.ops.random`` (torch.Generator, the public functions and their checks) reaches this file through the
+device backend (``backend.random``); everything here takes a ``State`` and plain arguments and returns NumPy
+arrays. The engine is NumPy's ``MT19937`` bit generator, whose state (624 words and a position) is PyTorch's;
+every sampler reads raw 32-bit words in bulk and transforms them with array ops, consuming them in PyTorch's
+order.
+
+How PyTorch turns words into numbers (reimplemented here):
+  * float32 uniform: one word, its low 24 bits times 2^-24 (float16 is sampled so, then rounded);
+    float64: two words (hi, lo) as one 64-bit value, its low 53 bits times 2^-53.
+    ``uniform_(a, b)`` is ``fma(x, b - a, a)`` in the tensor's type (float32 for float16).
+  * normal, >= 16 contiguous elements: fill with uniforms, then Box-Muller on blocks of 16 (8 cosines,
+    8 sines); if the size is not a multiple of 16, the last 16 elements are redrawn and redone.
+    float32 uses AVX2 code (Cephes polynomials for log and sincos, fused multiply-adds), emulated
+    here operation by operation; float16 uses it too, block by block (16 fresh uniforms per block).
+  * normal, fewer than 16 elements or non-contiguous: Box-Muller in float64, one pair at a time;
+    the unused sine is cached on the generator (part of its state).
+  * exponential, geometric, cauchy, log-normal, bernoulli(p float): float64 uniforms, then cast.
+  * random_/randint: word % range (+ from); 64-bit draws when the range is >= 2^28.
+  * randperm: Fisher-Yates with word % (n - i); multinomial: cumulative sums and a binary search
+    (with replacement), or ``p / Exp(1)`` and top-k (without).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import libm  # the C library's log, sin, ...: what PyTorch's scalar transforms call
+
+N = 624                     # mt19937 state words
+_U64 = np.uint64
+_M24 = _U64((1 << 24) - 1)
+_M53 = _U64((1 << 53) - 1)
+
+
+def mt_key(seed: int) -> list:
+    """mt19937's init_genrand on the seed's low 32 bits, as PyTorch seeds its engine: the 624 state words."""
+    s = seed & 0xFFFFFFFF
+    key = [s]
+    for j in range(1, N):
+        s = (1812433253 * (s ^ (s >> 30)) + j) & 0xFFFFFFFF
+        key.append(s)
+    return key
+
+
+class State:
+    """PyTorch's CPU generator state: mt19937 (624 words and a position) and the cached normal samples.
+
+    ``key`` (the words, Python ints) and ``pos`` as NumPy's MT19937 keeps them: ``pos == 624`` means the next
+    draw regenerates the words. ``fresh``: seeded and not drawn from (PyTorch then reports next = 0, not 624).
+    """
+
+    __slots__ = ("_bg", "_key", "_pos", "fresh", "normal_double", "normal_float")
+
+    def __init__(self, key: list, pos: int = N, fresh: bool = True, normal_double: float | None = None,
+                 normal_float: float | None = None) -> None:
+        self._bg = None       # NumPy's MT19937, made on first draw: importing numpy.random costs import time
+        self._key = key
+        self._pos = pos
+        self.fresh = fresh
+        self.normal_double = normal_double   # PyTorch's next_double_normal_sample
+        self.normal_float = normal_float     # next_float_normal_sample (only carried through get/set_state)
+
+    def key_pos(self) -> tuple[list, int]:
+        """The mt19937 words (Python ints) and the position."""
+        if self._bg is None:
+            return list(self._key), self._pos
+        st = self._bg.state["state"]
+        return st["key"].tolist(), int(st["pos"])
+
+    def _engine(self):
+        bg = self._bg
+        if bg is None:
+            import numpy.random   # noqa: F401  (lazy: keeps `import ember` fast)
+            bg = np.random.MT19937(0)
+            bg.state = {"bit_generator": "MT19937",
+                        "state": {"key": np.array(self._key, dtype=np.uint32), "pos": self._pos}}
+            self._bg = bg
+        return bg
+
+    def words(self, n: int) -> np.ndarray:
+        """``n`` consecutive 32-bit draws (as uint64), PyTorch's ``random()``."""
+        self.fresh = False
+        if n <= 0:
+            return np.empty(0, np.uint64)
+        return self._engine().random_raw(n)
+
+    def words64(self, n: int) -> np.ndarray:
+        """``n`` 64-bit draws, each two 32-bit draws (first = high half), PyTorch's ``random64()``."""
+        w = self.words(2 * n)
+        return (w[0::2] << _U64(32)) | w[1::2]
+
+
+# ----- layout: where PyTorch's serial kernels write sample k -------------------------------------------------
+
+def _axes_order(arr: np.ndarray) -> list:
+    return sorted(range(arr.ndim), key=lambda d: (-abs(arr.strides[d]), d))
+
+
+def write(like: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """A new array shaped and typed like ``like`` holding ``values`` in PyTorch's fill order: its elements in
+    memory order (TensorIterator walks the smallest stride fastest)."""
+    out = np.empty_like(like)
+    if out.flags.c_contiguous:
+        out.reshape(-1)[:] = values
+    else:
+        view = np.transpose(out, _axes_order(out))
+        view[...] = values.reshape(view.shape)
+    return out
+
+
+# ----- uniforms --------------------------------------------------------------------------------------------
+
+def _uniform01(st: State, n: int, np_dtype) -> np.ndarray:
+    """PyTorch's uniform samples in [0, 1): float64 for float64, else float32 (float16 is sampled as float32)."""
+    if np_dtype == np.float64:
+        return _uniform01_f64(st, n)
+    return (st.words(n) & _M24).astype(np.float32) * np.float32(2.0 ** -24)
+
+
+def _uniform01_f64(st: State, n: int) -> np.ndarray:
+    return (st.words64(n) & _M53).astype(np.float64) * 2.0 ** -53
+
+
+_MID_MASK = np.uint64((1 << 29) - 1)   # the float64 bits below float32's last place
+_MID = np.uint64(1 << 28)              # ... holding exactly half a float32 ulp
+
+
+def _fma32(a, b, c) -> np.ndarray:
+    """``a * b + c`` rounded once to float32, as the FMA instruction (float32 inputs).
+
+    The float64 product is exact; the float64 sum is exact unless the exponents are far apart, and
+    then rounding it to float32 can go wrong only if it landed exactly on a float32 midpoint: those
+    rare elements are redone with the sum's rounding error (TwoSum) as a tie-breaker."""
+    s = np.multiply(a, b, dtype=np.float64)
+    s += c
+    mid = (s.view(np.uint64) & _MID_MASK) == _MID
+    if mid.any():
+        idx = np.nonzero(mid)
+        p = (np.broadcast_to(np.asarray(a, np.float64), s.shape)[idx] *
+             np.broadcast_to(np.asarray(b, np.float64), s.shape)[idx])
+        cc = np.broadcast_to(np.asarray(c, np.float64), s.shape)[idx]
+        t = s[idx]
+        bp = t - p
+        err = (p - (t - bp)) + (cc - bp)
+        s[idx] = np.where(err == 0, t, np.nextafter(t, np.where(err > 0, np.inf, -np.inf)))
+    return s.astype(np.float32)
+
+
+def fma64(a, b, c):
+    """``a * b + c`` rounded once, as the FMA instruction PyTorch's compiled kernels use, in float64 by
+    error-free transformations (Dekker's product and Knuth's sum). Where the result overflows it is nan."""
+    p = a * b
+    split = 134217729.0   # 2**27 + 1
+    t = split * a
+    ah = t - (t - a)
+    al = a - ah
+    t = split * b
+    bh = t - (t - b)
+    bl = b - bh
+    perr = ((ah * bh - p) + ah * bl + al * bh) + al * bl   # p + perr == a * b exactly
+    s = p + c
+    v = s - p
+    serr = (p - (s - v)) + (c - v)                         # s + serr == p + c exactly
+    return s + (serr + perr)
+
+
+def _fma64(a, b, c) -> np.ndarray:
+    """``fma64`` on float64 arrays, ``a * b + c`` where it is not finite."""
+    a = np.asarray(a, np.float64)
+    b = np.asarray(b, np.float64)
+    c = np.asarray(c, np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        r = fma64(a, b, c)
+    return np.where(np.isfinite(r), r, a * b + c)
+
+
+def uniform(st: State, n: int, np_dtype, a: float, b: float) -> np.ndarray:
+    """``n`` samples of ``uniform_(a, b)`` in ``np_dtype``."""
+    x = _uniform01(st, n, np_dtype)
+    if np_dtype == np.float64:
+        return _fma64(x, b - a, a)
+    if np_dtype == np.float16:
+        # sampled in float32, rounded to half; a value that rounds up to `to` becomes `from`
+        fa, fb = np.float32(a), np.float32(b)
+        h = _fma32(x, fb - fa, fa).astype(np.float16)
+        return np.where(h == np.float16(b), np.float16(a), h)
+    fa, fb = np.float32(a), np.float32(b)
+    return _fma32(x, np.float32(fb - fa), fa)
+
+
+# ----- normals ---------------------------------------------------------------------------------------------
+
+def _normal_pairs(st: State, n: int, mean: float, std: float) -> np.ndarray:
+    """n samples of PyTorch's scalar normal_distribution<double>: Box-Muller one pair at a time, the
+    sine cached on the generator for the next call."""
+    out = np.empty(n, np.float64)
+    if n == 0:
+        return out
+    i = 0
+    if st.normal_double is not None:
+        out[0] = st.normal_double
+        st.normal_double = None
+        i = 1
+    m = n - i
+    pairs = (m + 1) // 2
+    if pairs:
+        u = _uniform01_f64(st, 2 * pairs)
+        r = np.sqrt(-2.0 * libm.log1p(-u[1::2]))
+        theta = 2.0 * math.pi * u[0::2]
+        z = np.empty(2 * pairs)
+        z[0::2] = r * libm.cos(theta)
+        z[1::2] = r * libm.sin(theta)
+        out[i:] = z[:m]
+        if m % 2:
+            st.normal_double = float(z[-1])
+    return _fma64(out, std, mean)
+
+
+# AVX2 log and sincos (Cephes polynomials, as in PyTorch's avx_mathfun.h), in float32, with the fused
+# multiply-adds the compiler makes of them. Verified bit for bit against PyTorch's randn.
+_F = np.float32
+_LOG_P = [_F(v) for v in (7.0376836292E-2, -1.1514610310E-1, 1.1676998740E-1, -1.2420140846E-1,
+                          1.4249322787E-1, -1.6668057665E-1, 2.0000714765E-1, -2.4999993993E-1,
+                          3.3333331174E-1)]
+
+
+def _avx_log(x: np.ndarray) -> np.ndarray:
+    xi = x.view(np.int32)    # (PyTorch clamps denormals first; inputs here are >= 2^-24)
+    e = ((xi >> 23) - 0x7F).astype(_F) + _F(1)
+    m = ((xi & ~np.int32(0x7F800000)) | np.int32(0x3F000000)).view(_F)   # mantissa in [0.5, 1)
+    small = m < _F(0.707106781186547524)
+    x = (m - _F(1)) + np.where(small, m, _F(0))
+    e = e - np.where(small, _F(1), _F(0))
+    z = x * x
+    y = np.full_like(x, _LOG_P[0])
+    for p in _LOG_P[1:]:
+        y = _fma32(y, x, p)
+    y = y * x
+    y = _fma32(y, z, e * _F(-2.12194440e-4))
+    y = _fma32(z, _F(-0.5), y)
+    x = x + y
+    return _fma32(e, _F(0.693359375), x)   # (inputs are in (0, 1]: no invalid-argument mask needed)
+
+
+def _avx_sincos(x: np.ndarray):
+    neg = np.signbit(x)
+    x = np.abs(x)
+    j = (x * _F(1.27323954473516)).astype(np.int32)
+    j = (j + 1) & ~np.int32(1)
+    y = j.astype(_F)
+    sin_sign = neg ^ ((j & 4) != 0)
+    poly = (j & 2) == 0
+    cos_sign = (~(j - 2) & 4) != 0
+    x = _fma32(y, _F(-0.78515625), x)
+    x = _fma32(y, _F(-2.4187564849853515625e-4), x)
+    x = _fma32(y, _F(-3.77489497744594108e-8), x)
+    z = x * x
+    yc = _fma32(np.full_like(x, _F(2.443315711809948E-005)), z, _F(-1.388731625493765E-003))
+    yc = _fma32(yc, z, _F(4.166664568298827E-002))
+    yc = yc * z
+    yc = _fma32(yc, z, -(z * _F(0.5)))
+    yc = yc + _F(1)
+    ys = _fma32(np.full_like(x, _F(-1.9515295891E-4)), z, _F(8.3321608736E-3))
+    ys = _fma32(ys, z, _F(-1.6666654611E-1))
+    ys = ys * z
+    ys = _fma32(ys, x, x)
+    s = np.where(poly, ys, yc)
+    c = np.where(poly, yc, ys)
+    return np.where(sin_sign, -s, s), np.where(cos_sign, -c, c)
+
+
+def _box_muller16(u: np.ndarray, np_dtype, mean: float, std: float) -> np.ndarray:
+    """PyTorch's normal_fill_16 on rows of 16 uniforms: 8 cosines then 8 sines. Done in chunks of rows so
+    the many temporaries stay in cache (about 1.6x faster on 10^6 samples)."""
+    rows = 8192
+    if len(u) <= rows:
+        return _box_muller_block(u, np_dtype, mean, std)
+    out = np.empty(u.shape, np_dtype)
+    for i in range(0, len(u), rows):
+        out[i:i + rows] = _box_muller_block(u[i:i + rows], np_dtype, mean, std)
+    return out
+
+
+def _box_muller_block(u: np.ndarray, np_dtype, mean: float, std: float) -> np.ndarray:
+    if np_dtype == np.float32:
+        u1 = _F(1) - u[:, :8]
+        u2 = u[:, 8:]
+        r = np.sqrt(_F(-2) * _avx_log(u1))
+        s, c = _avx_sincos(_F(2.0 * math.pi) * u2)
+        z = np.concatenate([r * c, r * s], axis=1)
+        return _fma32(z, _F(std), _F(mean))
+    if np_dtype == np.float64:   # PyTorch's scalar normal_fill_16 (libm log/cos/sin, FMA for std and mean)
+        r = np.sqrt(-2.0 * libm.log(1.0 - u[:, :8]))
+        theta = 2.0 * math.pi * u[:, 8:]
+        return np.concatenate([_fma64(r * libm.cos(theta), std, mean), _fma64(r * libm.sin(theta), std, mean)], 1)
+    raise AssertionError("float16 normals are computed as float32 blocks")   # see normal
+
+
+def normal(st: State, n: int, np_dtype, mean: float, std: float, contiguous: bool = True) -> np.ndarray:
+    """n normal samples in PyTorch's order for a tensor of n elements (the path depends on n and on whether
+    the tensor is contiguous)."""
+    if n >= 16 and contiguous:
+        full = n // 16 * 16
+        out = np.empty(n, np_dtype)
+        if np_dtype == np.float16:
+            # float16 goes through float32 blocks: 16 fresh uniforms per block, the last (partial) block
+            # computed whole and written over the last 16 elements
+            nblocks = -(-n // 16)
+            u = _uniform01(st, nblocks * 16, np.float32).reshape(-1, 16)
+            z = _box_muller16(u, np.float32, mean, std).astype(np.float16)
+            out[:full] = z[:full // 16].reshape(-1)
+            if n % 16:
+                out[n - 16:] = z[-1]
+            return out
+        u = _uniform01(st, n, np_dtype)
+        out[:full] = _box_muller16(u[:full].reshape(-1, 16), np_dtype, mean, std).reshape(-1)
+        if n % 16:
+            # PyTorch redraws the last 16 uniforms and redoes them (overwriting some finished ones)
+            tail = _uniform01(st, 16, np_dtype)
+            out[n - 16:] = _box_muller16(tail.reshape(1, 16), np_dtype, mean, std).reshape(-1)
+        return out
+    return _cast_from_double(_normal_pairs(st, n, mean, std), np_dtype)
+
+
+def normal_like(st: State, like: np.ndarray, mean: float, std: float) -> np.ndarray:
+    """``normal_(mean, std)`` of an array like ``like``: the samples in its fill order."""
+    if like.size == 0:
+        return like.copy()
+    return write(like, normal(st, like.size, like.dtype, mean, std, like.flags.c_contiguous))
+
+
+def check_std(std: np.ndarray) -> None:
+    """``normal(mean, std)``'s check of an array std."""
+    if std.size and not (std >= 0).all():
+        raise RuntimeError("normal expects all elements of std >= 0.0")
+
+
+def normal_tensor(st: State, mean, std, np_dtype) -> np.ndarray:
+    """``normal(mean, std)`` with an array mean and/or std (the other a float; std checked): N(0, std) plus mean,
+    or N(0, 1) times std plus mean, in PyTorch's order of operations."""
+    if not isinstance(std, np.ndarray):
+        z = normal(st, mean.size, np_dtype, 0.0, std).reshape(mean.shape)
+        return (z + mean).astype(np_dtype, copy=False)
+    shape = std.shape if not isinstance(mean, np.ndarray) else np.broadcast_shapes(mean.shape, std.shape)
+    z = normal(st, math.prod(shape), np_dtype, 0.0, 1.0).reshape(shape)
+    if not isinstance(mean, np.ndarray):
+        return (z * std).astype(np_dtype) + np.array(mean, np_dtype)
+    return ((z * std).astype(np_dtype) + mean).astype(np_dtype, copy=False)
+
+
+def log_normal(st: State, n: int, mean: float, std: float, np_dtype) -> np.ndarray:
+    """exp(Normal(mean, std)) samples (the scalar normal path, sharing its cached sample)."""
+    with np.errstate(over="ignore"):
+        vals = libm.exp(_normal_pairs(st, n, mean, std))
+    return _cast_from_double(vals, np_dtype)
+
+
+def _cast_from_double(x: np.ndarray, np_dtype) -> np.ndarray:
+    if np_dtype == np.float16:   # c10::Half is built from a float: double -> float -> half
+        return x.astype(np.float32).astype(np.float16)
+    with np.errstate(invalid="ignore", over="ignore"):
+        return x.astype(np_dtype)
+
+
+# ----- other continuous distributions ----------------------------------------------------------------------
+
+def exponential(st: State, n: int, lambd: float, np_dtype) -> np.ndarray:
+    """Exp(lambd) samples: -log1p(-u) / lambd in float64, then cast."""
+    u = _uniform01_f64(st, n)
+    return _cast_from_double(-1.0 / lambd * libm.log1p(-u), np_dtype)
+
+
+def geometric(st: State, n: int, p: float, np_dtype) -> np.ndarray:
+    """Geometric(p) samples (trials until the first success)."""
+    u = _uniform01_f64(st, n)
+    with np.errstate(divide="ignore"):   # PyTorch: ceil(log(u) / log1p(-p)), with the C library's log and log1p
+        vals = np.ceil(libm.log(u) / math.log1p(-p))
+    return _cast_from_double(vals, np_dtype)
+
+
+def cauchy(st: State, n: int, median: float, sigma: float, np_dtype) -> np.ndarray:
+    """Cauchy(median, sigma) samples."""
+    u = _uniform01_f64(st, n)
+    return _cast_from_double(_fma64(sigma, libm.tan(math.pi * (u - 0.5)), median), np_dtype)
+
+
+# ----- integers --------------------------------------------------------------------------------------------
+
+def _ints_from_to(st: State, n: int, np_dtype, rng: int, base: int) -> np.ndarray:
+    """PyTorch's uniform_int_from_to: (draw % range) + from. PyTorch 2.13 takes 64-bit draws for ranges
+    >= 2^28 (whatever the dtype), which keeps the modulo bias small; found by probing torch."""
+    wide = rng >= (1 << 28)
+    w = st.words64(n) if wide else st.words(n)
+    v = (w % _U64(rng)) + _U64(base & 0xFFFFFFFFFFFFFFFF)   # uint64 wrap-around, as in C++
+    return _int64_to(v.view(np.int64), np_dtype)
+
+
+def _int64_to(v: np.ndarray, np_dtype) -> np.ndarray:
+    if np_dtype == np.bool_:
+        return v != 0
+    if np_dtype == np.float16:
+        return v.astype(np.float32).astype(np.float16)
+    return v.astype(np_dtype)
+
+
+def random(st: State, n: int, np_dtype, frm, to) -> np.ndarray:
+    """Samples of ``random_(from, to)`` (``to`` exclusive, checked): ``frm is None`` means random_() without
+    bounds, ``to is None`` (with from = -2^63) the full 64-bit range."""
+    if frm is None:
+        if np_dtype == np.bool_:
+            return (st.words(n) & _U64(1)).astype(np.bool_)
+        if np_dtype.kind == "f":
+            digits = np.finfo(np_dtype).nmant + 1   # 11, 24, 53: the integers a float holds exactly up to 2^digits
+            w = st.words64(n) if np_dtype == np.float64 else st.words(n)
+            return _int64_to((w % _U64((1 << digits) + 1)).view(np.int64), np_dtype)
+        if np_dtype == np.int64:
+            return (st.words64(n) % _U64(1 << 63)).view(np.int64)
+        hi = int(np.iinfo(np_dtype).max) + 1
+        return (st.words(n) % _U64(hi)).astype(np_dtype)
+    if to is None:
+        return _int64_to(st.words64(n).view(np.int64), np_dtype)
+    return _ints_from_to(st, n, np_dtype, to - frm, frm)
+
+
+def bernoulli(st: State, n: int, p: float, np_dtype) -> np.ndarray:
+    """0/1 samples: 1 where a float64 uniform draw is < p."""
+    return _int64_to((_uniform01_f64(st, n) < p).astype(np.int64), np_dtype)
+
+
+def bernoulli_tensor(st: State, like: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """``bernoulli_(p)`` of an array like ``like`` with probabilities ``p`` (float32 or float64, broadcast to
+    it), read in the order ``like`` is filled: the samples in that order."""
+    if like.size == 0:
+        return like.copy()
+    pv = np.broadcast_to(p, like.shape)
+    flat_p = pv.reshape(-1) if like.flags.c_contiguous else np.transpose(pv, _axes_order(like)).reshape(-1)
+    if ((flat_p < 0) | (flat_p > 1)).any():
+        raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.  (Could this error "
+                           "message be improved?  If so, please report an enhancement request to PyTorch.)")
+    u = _uniform01(st, like.size, p.dtype)   # float p: float uniforms (one word); double p: double uniforms
+    return write(like, _int64_to((u < flat_p).astype(np.int64), like.dtype))
+
+
+def randperm(st: State, n: int, np_dtype) -> np.ndarray:
+    """A random permutation of 0..n-1 (PyTorch's Fisher-Yates)."""
+    if n < (2 ** 32 - 1) // 20:
+        # swap i with i + (draw % (n - i)): the draws are independent of the swaps, so draw them at once
+        targets = ((st.words(n - 1) % np.arange(n, 1, -1, dtype=np.uint64)).astype(np.int64)
+                   + np.arange(n - 1)) if n > 1 else np.empty(0, np.int64)
+        perm = _fisher_yates(targets, n)
+    else:
+        # PyTorch's large-n path (inside-out shuffle with 64-bit draws); a Python loop, slow
+        w = st.words64(n)
+        perm = [0] * n
+        for i in range(n):
+            z = int(w[i]) % (i + 1)
+            perm[i] = perm[z]
+            perm[z] = i
+    return _int64_to(np.asarray(perm, dtype=np.int64), np_dtype)
+
+
+def _fisher_yates(j: np.ndarray, n: int) -> np.ndarray:
+    """The result of ``for k in range(n - 1): swap(perm[k], perm[j[k]])`` on 0..n-1 (j[k] >= k), without
+    the sequential loop.
+
+    Step k fixes position k. Let carry(p) be the value at position p just before step p: it is the original
+    p, or, if earlier steps swapped with p, what the last of them (k < p) brought, which is carry(k). So
+    carry follows "last step targeting p" pointers back to a root (pointer jumping). Step k's final value
+    is carry(k) if j[k] == k; else what sits at j[k]: the original j[k], or carry(k') for the previous
+    step k' that targeted j[k]."""
+    res = np.arange(n, dtype=np.int64)
+    if n < 2:
+        return res
+    k = np.arange(n - 1)
+    swap = j != k
+    ks, js = k[swap], j[swap]
+    order = np.argsort(js, kind="stable")      # grouped by target, steps in order within a group
+    sj, sk = js[order], ks[order]
+    first = np.ones(len(sj), bool)
+    first[1:] = sj[1:] != sj[:-1]
+    last = np.ones(len(sj), bool)
+    last[:-1] = sj[1:] != sj[:-1]
+    carry = np.arange(n, dtype=np.int64)
+    carry[sj[last]] = sk[last]                 # pointer to the last step that targeted p
+    while True:
+        nxt = carry[carry]
+        if np.array_equal(nxt, carry):
+            break
+        carry = nxt
+    stay = k[~swap]
+    res[stay] = carry[stay]
+    prev = np.empty(len(sj), np.int64)
+    prev[first] = sj[first]
+    later = np.nonzero(~first)[0]
+    prev[later] = carry[sk[later - 1]]
+    res[sk] = prev
+    res[n - 1] = carry[n - 1]
+    return res
+
+
+def multinomial(st: State, probs: np.ndarray, num_samples: int, replacement: bool) -> np.ndarray:
+    """Indices (int64) sampled from the rows of ``probs`` (1-d or 2-d, floating, non-negative weights; the
+    arguments checked), as PyTorch's CPU kernel; PyTorch's errors for bad weights."""
+    n_cat = probs.shape[-1]
+    rows = probs.reshape(-1, n_cat)
+    shape = (num_samples,) if probs.ndim == 1 else (probs.shape[0], num_samples)
+    if math.prod(shape) == 0:
+        return np.empty(shape, np.int64)
+    if probs.dtype == np.float16 and not replacement:
+        raise RuntimeError("multinomial is not implemented for half on CPU")
+    if not replacement or num_samples == 1:
+        # PyTorch's fast path, also taken for a single sample with replacement
+        if not (np.all(probs < np.inf) and np.all(probs >= 0)):
+            raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+        if np.any(rows.sum(axis=1) == 0):
+            raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+        # Gumbel-top-k in PyTorch's form: argmax / top-k of p / q with q ~ Exp(1)
+        q = exponential(st, rows.size, 1.0, probs.dtype).reshape(rows.shape)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            key = (rows / q).astype(probs.dtype, copy=False)
+        idx = np.argsort(-key, axis=1, kind="stable")[:, :num_samples]
+        return np.ascontiguousarray(idx.reshape(shape), dtype=np.int64)
+    if (rows < 0).any():
+        raise RuntimeError("invalid multinomial distribution (encountering probability entry < 0)")
+    if not np.isfinite(rows).all():
+        raise RuntimeError("invalid multinomial distribution (encountering probability entry = infinity or NaN)")
+    cum = np.cumsum(rows, axis=1, dtype=rows.dtype)     # sequential sums in the input's type, as PyTorch
+    total = cum[:, -1:]
+    if not (total > 0).all():
+        raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+    cum = (cum / total).astype(rows.dtype)
+    cum[:, -1] = 1
+    u = _uniform01_f64(st, rows.shape[0] * num_samples).reshape(rows.shape[0], num_samples)
+    # PyTorch's binary search finds the first bucket with cum >= u: on a non-decreasing cum, the number
+    # of buckets with cum < u
+    if cum.size * num_samples <= 1 << 22:
+        result = (cum[:, None, :] < u[:, :, None]).sum(axis=2)
+    else:
+        result = np.stack([np.searchsorted(c.astype(np.float64), uu, side="left") for c, uu in zip(cum, u)])
+    return result.astype(np.int64).reshape(shape)
