@@ -93,7 +93,8 @@ def _make_namespace():
         may_share_memory=lambda a, b: np.may_share_memory(unwrap(a), unwrap(b)),
         zeros=_device_op(np.zeros), zeros_like=_device_op(np.zeros_like), ones_like=_device_op(np.ones_like), full=_device_op(np.full),
         copy=_device_op(base.copy), copyto=lambda d, s: base.copyto(unwrap(d), unwrap(s)),
-        add_into=lambda d, s: base.add_into(unwrap(d), unwrap(s)), quiet=base.quiet, to_numpy=unwrap)
+        add_into=lambda d, s: base.add_into(unwrap(d), unwrap(s)), quiet=base.quiet, to_numpy=unwrap,
+        can_adopt=lambda g, dtype, shape: False)
     ns.backend = be
     return ns
 

@@ -12,8 +12,6 @@ import sys
 import threading
 import weakref
 
-from numpy import ndarray as _ndarray
-
 from .. import _tensor
 from .._device import backend_of
 from .._dtype import type_word
@@ -232,8 +230,7 @@ def accumulate_grad(t, g, create_graph: bool, owned: bool = False) -> None:
         if m.grad is None:
             if create_graph:
                 m.grad = g.clone()   # its own memory: g may be shared with other leaves or a broadcast view
-            elif (owned and type(g) is _ndarray and g.base is None and g.dtype == t._data.dtype
-                  and g.shape == t._data.shape and g.flags.c_contiguous and g.flags.writeable):
+            elif owned and backend_of(g).can_adopt(g, t._data.dtype, t._data.shape):
                 m.grad = _tensor.make(g)
             else:
                 m.grad = _tensor.make(backend_of(g).copy(g, t._data.dtype))

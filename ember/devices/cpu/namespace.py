@@ -153,6 +153,13 @@ class _Backend:
     def to_numpy(x) -> np.ndarray:
         return x
 
+    @staticmethod
+    def can_adopt(g, dtype, shape) -> bool:
+        """Whether the array ``g``, which no one else holds, may become a leaf's ``.grad`` as it is (no copy): its
+        own writable, C-contiguous memory of that dtype and shape."""
+        return (type(g) is np.ndarray and g.base is None and g.dtype == dtype and g.shape == shape
+                and g.flags.c_contiguous and g.flags.writeable)
+
 
 backend = _Backend()
 
