@@ -191,3 +191,11 @@ def test_the_checker_sees_function_level_and_parent_package_imports(tmp_path):
 def test_lazy_submodules_of_autograd_still_resolve(name):
     import ember
     assert getattr(ember.autograd, name) is not None
+
+
+def test_every_module_imports():
+    """Modules loaded on first use (nn.utils, the optimizers, viz) import cleanly, not only ``import ember``."""
+    import importlib
+    for mod in sorted(MODULES):
+        if not mod.endswith("__main__"):
+            importlib.import_module(mod)

@@ -17,7 +17,7 @@ from ...autograd.grad_mode import no_grad
 from ...devices import NAMESPACES
 from ...ops.creation import eye
 from ...ops.elementwise import allclose
-from ...ops.linalg import matrix_exp, mv, vdot
+from ...ops.linalg.products import matrix_exp, mv, vdot
 from ...ops.reduction import vector_norm
 from ...ops.shape import cat
 from .. import functional as F

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ... import linalg
 from ...autograd.grad_mode import no_grad
-from ...ops.linalg import dot, mv
+from ...ops.linalg.products import dot, mv
 from .. import functional as F
 from ..parameter import Parameter
 
