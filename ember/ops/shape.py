@@ -16,7 +16,7 @@ from .. import _dtype as D
 from .._util import broadcast_shape as _broadcast_shape
 from .._dtype import (_CL_ORDER, _is_contiguous_as, channels_last, channels_last_3d, contiguous_format,  # noqa: F401
                       memory_format, memory_format_type, preserve_format)
-from .._device import NAMESPACES, check_device
+from .._device import NAMESPACES, check_device, move
 from .._device import device as _device_type
 from .._state import track_tangent
 from .._tensor import Size, Tensor, _new, make, wrap_dim
@@ -121,6 +121,18 @@ clone_p = defprim("clone", "CloneBackward0", lambda xp, a: xp.clone(a), vjp=lamb
 # The engine casts every gradient back to its input's dtype, so a cast's own rules are identities.
 cast_p = defprim("to", "ToCopyBackward0", lambda xp, a, dtype: xp.cast(a, dtype),
                  vjp=lambda xp, g, out, a, dtype: g, jvp="linear")
+
+
+def _moved(g, device: str, source: str):
+    """``g`` copied from device ``source`` to ``device``: a raw array, or a Tensor (differentiably)."""
+    if isinstance(g, Tensor):
+        return apply(to_device_p, (g,), {"device": device, "source": source})
+    return move(g, device)
+
+
+# A copy to another device (``to('strict')``); its gradient is copied back.
+to_device_p = defprim("to", "ToCopyBackward0", lambda xp, a, device, source: move(a, device),
+                      vjp=lambda xp, g, out, a, device, source: _moved(g, source, device), jvp="linear")
 
 
 def _inverse(dims):
@@ -1544,8 +1556,9 @@ def to(self, *args, **kwargs):
     device, dtype, _, copy, fmt = parse_to(args, kwargs)
     if _is_int(device):
         raise RuntimeError("Cannot access accelerator device when none is available.")
-    if device is not None:
-        check_device(device)
+    if device is not None and check_device(device) != self.device:   # a copy onto another device
+        self, copy = apply(to_device_p, (self,), {"device": check_device(device).type,
+                                                   "source": self.device.type}), False
     fmt = _check_memory_format(self, fmt, "to")
     if fmt is not None and not _is_contiguous_as(self, fmt):
         # a new layout is a copy: ToCopyBackward0, as PyTorch
