@@ -49,9 +49,10 @@ NOT_NEUTRAL: dict[str, str] = {
         fill_diagonal_ fill_diagonal_errors setitem""".split(),
         'ops/indexing.py: writes through a raw NumPy view'),
     **dict.fromkeys("""
-        linalg_lu linalg_lu_P linalg_lu_factor linalg_lu_factor_ex linalg_lu_solve lu_factor_ex_nan
-        lu_factor_ex_ties lu_factor_ex_zero lu_factor_singular lu_legacy lu_legacy_infos lu_solve_legacy
-        lu_solve_method lu_solve_through_factor lu_ties lu_unpack lu_unpack_P lu_unpack_errors matrix_rank""".split(),
+        det_singular_grad_create_graph linalg_lstsq linalg_lstsq_outputs linalg_lu linalg_lu_P
+        linalg_lu_factor linalg_lu_factor_ex linalg_lu_solve lu_factor_ex_nan lu_factor_ex_ties
+        lu_factor_ex_zero lu_factor_singular lu_legacy lu_legacy_infos lu_solve_legacy lu_solve_method
+        lu_solve_through_factor lu_ties lu_unpack lu_unpack_P lu_unpack_errors matrix_rank""".split(),
         'ops/linalg.py'),
     **dict.fromkeys("""
         nn_alpha_dropout nn_alpha_dropout_inplace nn_dropout nn_dropout1d nn_dropout1d_inplace nn_dropout2d
@@ -96,14 +97,12 @@ NOT_NEUTRAL: dict[str, str] = {
         nn_gumbel_softmax_sum""".split(),
         'ops/random.py'),
     **dict.fromkeys("""
-        meshgrid_errors""".split(),
-        'ops/shape.py'),
-    **dict.fromkeys("""
         argsort argsort_ties argwhere bincount bincount_recorded bucketize bucketize_scalar count_nonzero
-        histc histc_nonfinite histc_recorded kthvalue kthvalue_ties mode mode_ties msort msort_method
-        nanquantile nanquantile_nan nonzero quantile quantile_errors quantile_nan quantile_ties searchsorted
-        searchsorted_scalar sort sort_method sort_noncontig sort_ties topk topk_ties topk_unsorted unique
-        unique_consecutive unique_consecutive_recorded unique_nan unique_recorded""".split(),
+        histc histc_nonfinite histc_recorded kthvalue kthvalue_ties median median_ties mode mode_ties msort
+        msort_method nanmedian nanmedian_ties nanquantile nanquantile_nan nonzero quantile quantile_errors
+        quantile_nan quantile_ties searchsorted searchsorted_scalar sort sort_method sort_noncontig
+        sort_ties topk topk_ties topk_unsorted unique unique_consecutive unique_consecutive_recorded
+        unique_nan unique_recorded""".split(),
         'ops/sorting.py'),
 }
 # Entries that reach a kernel ember/devices/common has no array-API version of yet (NS.MISSING lists them all).
@@ -112,20 +111,17 @@ NO_KERNEL: dict[str, str] = {
         nn.functional.affine_grid""".split(),
         'affine_grid'),
     **dict.fromkeys("""
-        nn.functional.channel_shuffle""".split(),
-        'channel_shuffle'),
-    **dict.fromkeys("""
         nn.functional.fold""".split(),
         'col2im'),
-    **dict.fromkeys("""
-        nn.functional.pad""".split(),
-        'constant_pad'),
     **dict.fromkeys("""
         nn.functional.conv1d nn.functional.conv2d nn.functional.conv3d""".split(),
         'conv_nd'),
     **dict.fromkeys("""
         nn.functional.conv_transpose1d nn.functional.conv_transpose2d nn.functional.conv_transpose3d""".split(),
         'conv_transpose_nd'),
+    **dict.fromkeys("""
+        det_singular_grad""".split(),
+        'det_backward of a singular matrix'),
     **dict.fromkeys("""
         nn_embedding_bag nn_embedding_bag_psw""".split(),
         'embedding_bag'),
@@ -139,50 +135,8 @@ NO_KERNEL: dict[str, str] = {
         aliases lgamma lgamma_ lgamma_neg special_values_unary""".split(),
         'lgamma'),
     **dict.fromkeys("""
-        cholesky_legacy cholesky_legacy_fn cholesky_solve linalg_cholesky""".split(),
-        'linalg_cholesky'),
-    **dict.fromkeys("""
-        det_neg det_singular_grad det_singular_grad_create_graph linalg_det""".split(),
-        'linalg_det'),
-    **dict.fromkeys("""
-        linalg_eigh linalg_eigvalsh""".split(),
-        'linalg_eigh'),
-    **dict.fromkeys("""
-        inverse linalg_cond_p linalg_inv matrix_power""".split(),
-        'linalg_inv'),
-    **dict.fromkeys("""
-        linalg_lstsq linalg_lstsq_outputs linalg_pinv pinverse""".split(),
-        'linalg_pinv'),
-    **dict.fromkeys("""
-        linalg_qr linalg_qr_forward qr_legacy qr_legacy_fn""".split(),
-        'linalg_qr'),
-    **dict.fromkeys("""
-        linalg_slogdet logdet logdet_neg slogdet_neg slogdet_singular_grad""".split(),
-        'linalg_slogdet'),
-    **dict.fromkeys("""
-        linalg_solve""".split(),
-        'linalg_solve'),
-    **dict.fromkeys("""
-        linalg_svd linalg_svd_full svd""".split(),
-        'linalg_svd'),
-    **dict.fromkeys("""
-        linalg_cond linalg_norm linalg_svdvals matrix_norm_svd norm_nuc""".split(),
-        'linalg_svdvals'),
-    **dict.fromkeys("""
-        matrix_exp matrix_exp_method""".split(),
-        'matrix_exp'),
-    **dict.fromkeys("""
-        median median_errors median_ties nanmedian nanmedian_errors nanmedian_ties""".split(),
-        'median_all'),
-    **dict.fromkeys("""
         nn.functional.pad_circular nn.functional.pad_reflect nn.functional.pad_replicate""".split(),
         'pad_gather'),
-    **dict.fromkeys("""
-        nn.functional.pixel_shuffle""".split(),
-        'pixel_shuffle'),
-    **dict.fromkeys("""
-        nn.functional.pixel_unshuffle""".split(),
-        'pixel_unshuffle'),
     **dict.fromkeys("""
         digamma digamma_ digamma_neg polygamma polygamma_ polygamma_method""".split(),
         'polygamma'),
@@ -193,8 +147,8 @@ NO_KERNEL: dict[str, str] = {
         nn.functional.interpolate_nearest_exact nn.functional.upsample_nearest""".split(),
         'resample'),
     **dict.fromkeys("""
-        solve_triangular triangular_solve""".split(),
-        'solve_triangular'),
+        slogdet_singular_grad""".split(),
+        'slogdet_backward of a singular matrix'),
 }
 # Entries whose device results differ from the CPU's for a reason of the device, not of a kernel.
 DEVICE_LIMITS: dict[str, str] = {

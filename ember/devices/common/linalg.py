@@ -4,6 +4,9 @@
 product of all sizes: right for the derivative rules' small equations; a library with einsum overrides it)."""
 from __future__ import annotations
 
+import math
+
+from ..cpu.linalg import LinAlgError
 
 def kernels(k) -> dict:
     xp = k.xp
@@ -107,4 +110,216 @@ def kernels(k) -> dict:
         offs = offsets[:-1] if include_last_offset else offsets
         return xp.astype(xp.searchsorted(offs, xp.arange(n, dtype=offs.dtype), side="right"), xp.int64) - 1
 
-    return {n: f for n, f in locals().items() if not n.startswith("_") and n not in ("k", "xp") and callable(f)}
+    def median_all(x, ignore_nan=False):
+        flat = xp.reshape(x, (-1,))
+        if k.is_float(x):
+            nan = xp.isnan(flat)
+            if ignore_nan:
+                flat = flat[~nan]
+            elif bool(xp.any(nan)):
+                return xp.asarray(math.nan, dtype=x.dtype)
+            if flat.shape[0] == 0:
+                return xp.asarray(math.nan, dtype=x.dtype)
+        elif flat.shape[0] == 0:
+            return xp.asarray(True if x.dtype == xp.bool else xp.iinfo(x.dtype).min, dtype=x.dtype)
+        srt = xp.sort(xp.astype(flat, xp.uint8) if x.dtype == xp.bool else flat)
+        return xp.astype(srt[(flat.shape[0] - 1) // 2], x.dtype)
+
+    # ----- padding and shuffles -----------------------------------------------------------------------------
+    def _pad_slices(shape, pads):
+        from ..cpu.nn_conv import _pad_slices as slices   # pure slice arithmetic, shared with the cpu kernel
+        return slices(shape, pads)
+
+    def constant_pad(x, pads, value):
+        lead = x.ndim - len(pads)
+        shape = tuple(x.shape[:lead]) + tuple(s + lo + hi for s, (lo, hi) in zip(x.shape[lead:], pads))
+        out = xp.full(shape, value, dtype=x.dtype)
+        src, dst = _pad_slices(tuple(x.shape), pads)
+        out[dst] = x[src]
+        return out
+
+    def constant_pad_backward(g, pads, shape):
+        out = xp.zeros(tuple(shape), dtype=g.dtype)
+        src, dst = _pad_slices(tuple(shape), pads)
+        out[src] = g[dst]
+        return out
+
+    def pixel_shuffle(x, r):
+        *lead, c_, h, w = x.shape
+        c, n = c_ // (r * r), len(lead)
+        y = xp.reshape(x, tuple(lead) + (c, r, r, h, w))
+        y = xp.permute_dims(y, tuple(range(n)) + (n, n + 3, n + 1, n + 4, n + 2))
+        return xp.reshape(y, tuple(lead) + (c, h * r, w * r))
+
+    def pixel_unshuffle(x, r):
+        *lead, c, h_, w_ = x.shape
+        h, w, n = h_ // r, w_ // r, len(lead)
+        y = xp.reshape(x, tuple(lead) + (c, h, r, w, r))
+        y = xp.permute_dims(y, tuple(range(n)) + (n, n + 2, n + 4, n + 1, n + 3))
+        return xp.reshape(y, tuple(lead) + (c * r * r, h, w))
+
+    def channel_shuffle(x, groups):
+        n, c = x.shape[:2]
+        rest = tuple(x.shape[2:])
+        y = xp.reshape(x, (n, groups, c // groups) + rest)
+        order = (0, 2, 1) + tuple(range(3, y.ndim))
+        return xp.reshape(xp.permute_dims(y, order), tuple(x.shape))
+
+    # ----- decompositions and solvers: the standard's linalg extension ------------------------------------------
+    la = getattr(xp, "linalg", None)
+    _SINGULAR = "The solver failed because the input matrix is singular."
+    _T = xp.matrix_transpose if hasattr(xp, "matrix_transpose") else (lambda a: xp.swapaxes(a, -1, -2))
+
+    def _lapack(op, what):
+        """The library's LinAlgError (whatever module defines it) as ember's, with PyTorch's message."""
+        def deco(fn):
+            def kernel(*args, **kwargs):
+                if la is None:
+                    k.unsupported(fn.__name__)
+                try:
+                    return fn(*args, **kwargs)
+                except Exception as e:   # noqa: BLE001 (only LinAlgErrors are translated)
+                    if type(e).__name__ == "LinAlgError":
+                        raise LinAlgError(f"{op}: {what}") from None
+                    raise
+            kernel.__name__ = fn.__name__
+            return kernel
+        return deco
+
+    def _eye(n, like):
+        return xp.eye(n, dtype=like.dtype)
+
+    @_lapack("linalg.inv", "The inversion could not be completed because the input matrix is singular.")
+    def linalg_inv(a):
+        return la.inv(a)
+
+    @_lapack("linalg.det", _SINGULAR)
+    def linalg_det(a):
+        return la.det(a)
+
+    @_lapack("linalg.slogdet", _SINGULAR)
+    def linalg_slogdet(a):
+        r = la.slogdet(a)
+        return r[0], r[1]
+
+    @_lapack("torch.linalg.solve", _SINGULAR)
+    def linalg_solve(a, b, left=True):
+        if b.ndim == 1 or (b.ndim == a.ndim - 1 and tuple(b.shape) == tuple(a.shape[:-1])):
+            return la.solve(a, b[..., None])[..., 0]
+        if left:
+            return la.solve(a, b)
+        return _T(la.solve(_T(a), _T(b)))
+
+    def linalg_cholesky(a, upper=False):
+        try:
+            r = la.cholesky(a)
+        except Exception as e:   # noqa: BLE001
+            if type(e).__name__ != "LinAlgError":
+                raise
+            order = a.shape[-1]
+            for j in range(1, a.shape[-1] + 1):   # the first leading minor that is not positive-definite
+                try:
+                    la.cholesky(a[..., :j, :j])
+                except Exception:   # noqa: BLE001
+                    order = j
+                    break
+            raise LinAlgError(f"linalg.cholesky: The factorization could not be completed because the input is "
+                              f"not positive-definite (the leading minor of order {order} is not "
+                              f"positive-definite).") from None
+        return _T(r) if upper else r
+
+    @_lapack("torch.cholesky_solve", _SINGULAR)
+    def cholesky_solve(b, l, upper=False):
+        t = tri_mask(l, upper)
+        return la.solve(xp.matmul(_T(t), t) if upper else xp.matmul(t, _T(t)), b)
+
+    @_lapack("linalg.qr", _SINGULAR)
+    def linalg_qr(a, mode="reduced"):
+        if mode == "r":
+            return xp.zeros((0,), dtype=a.dtype), la.qr(a, mode="reduced")[1]
+        q, r = la.qr(a, mode=mode)
+        return q, r
+
+    @_lapack("linalg.eigh", "The algorithm failed to converge.")
+    def linalg_eigh(a, UPLO="L"):  # noqa: N803 (PyTorch's name)
+        n = a.shape[-1]
+        i, j = xp.arange(n)[:, None], xp.arange(n)[None, :]
+        tri = (j <= i) if UPLO == "L" else (j >= i)   # read one triangle only, as LAPACK
+        t = xp.where(tri, a, xp.zeros((), dtype=a.dtype))
+        w, v = la.eigh(t + _T(t) - xp.where(i == j, a, xp.zeros((), dtype=a.dtype)))
+        return w, v
+
+    _SVD = "The algorithm failed to converge because the input matrix is ill-conditioned or has too many " \
+        "repeated singular values."
+
+    @_lapack("linalg.svd", _SVD)
+    def linalg_svd(a, full_matrices=True):
+        if k.numel(a) == 0:
+            m, n = a.shape[-2:]
+            kk, b = min(m, n), tuple(a.shape[:-2])
+            u = xp.broadcast_to(_eye(m, a), b + (m, m)) if full_matrices else xp.zeros(b + (m, kk), dtype=a.dtype)
+            vh = xp.broadcast_to(_eye(n, a), b + (n, n)) if full_matrices else xp.zeros(b + (kk, n), dtype=a.dtype)
+            return xp.asarray(u, copy=True), xp.zeros(b + (kk,), dtype=a.dtype), xp.asarray(vh, copy=True)
+        u, s_, vh = la.svd(a, full_matrices=full_matrices)
+        return u, s_, vh
+
+    @_lapack("linalg.svd", _SVD)
+    def linalg_svdvals(a):
+        if k.numel(a) == 0:
+            return xp.zeros(tuple(a.shape[:-2]) + (min(a.shape[-2:]),), dtype=a.dtype)
+        return la.svdvals(a)
+
+    def linalg_pinv(a, atol=None, rtol=None, hermitian=False):
+        m, n = a.shape[-2:]
+        if k.numel(a) == 0:
+            return xp.zeros(tuple(a.shape[:-2]) + (n, m), dtype=a.dtype)
+        u, s_, vh = linalg_svd(a, full_matrices=False)
+        if rtol is None:
+            rtol = 0.0 if (atol is not None and atol > 0) else max(m, n) * xp.finfo(a.dtype).eps
+        tol = xp.maximum(xp.asarray(atol or 0.0, dtype=a.dtype), rtol * s_[..., :1])
+        keep = s_ > tol
+        sinv = xp.where(keep, 1 / xp.where(keep, s_, xp.ones_like(s_)), xp.zeros_like(s_))
+        return xp.matmul(_T(vh) * sinv[..., None, :], _T(u))
+
+    @_lapack("linalg.solve_triangular", _SINGULAR)
+    def solve_triangular(a, b, upper, left=True, unitriangular=False):
+        t = tri_mask(a, upper, 0.0 if unitriangular else 1.0)
+        if unitriangular:
+            t = t + _eye(a.shape[-1], a)
+        return la.solve(t, b) if left else _T(la.solve(_T(t), _T(b)))
+
+    def det_backward(g, det, a):
+        """g det A^-T (a singular A: its gradient through the pseudo-inverse-free solve may be inf/nan)."""
+        d = (g * det)[..., None, None] * _eye(a.shape[-1], a)
+        return la.solve(_T(a), d)
+
+    def slogdet_backward(g, a):
+        return la.solve(_T(a), g[..., None, None] * _eye(a.shape[-1], a))
+
+    def matrix_exp(a):
+        """Padé 13 with scaling and squaring (the cpu kernel's), in float64."""
+        from ..cpu.linalg import _PADE13 as b, _THETA13
+        if k.numel(a) == 0:
+            return xp.asarray(a, copy=True)
+        w = xp.astype(a, xp.float64)
+        n = w.shape[-1]
+        norm = float(xp.max(xp.sum(xp.abs(w), axis=-2)))
+        s_ = 0 if not math.isfinite(norm) or norm <= _THETA13 else int(math.ceil(math.log2(norm / _THETA13)))
+        w = w / 2.0 ** s_
+        eye = xp.eye(n, dtype=xp.float64)
+        w2 = w @ w
+        w4 = w2 @ w2
+        w6 = w4 @ w2
+        u = w @ (w6 @ (b[13] * w6 + b[11] * w4 + b[9] * w2) + b[7] * w6 + b[5] * w4 + b[3] * w2 + b[1] * eye)
+        v = w6 @ (b[12] * w6 + b[10] * w4 + b[8] * w2) + b[6] * w6 + b[4] * w4 + b[2] * w2 + b[0] * eye
+        try:
+            r = la.solve(v - u, v + u)
+        except Exception as e:   # noqa: BLE001
+            if type(e).__name__ != "LinAlgError":
+                raise
+            r = xp.full(tuple(w.shape), math.nan, dtype=xp.float64)
+        for _ in range(s_):
+            r = r @ r
+        return xp.astype(r, a.dtype)
+
+    return {n: f for n, f in locals().items() if not n.startswith("_") and n not in ("k", "xp", "la") and callable(f)}
