@@ -215,6 +215,17 @@ for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul"
     _f, _r = _binary(_op)
     setattr(DeviceArray, f"__{_name}__", _f)
     setattr(DeviceArray, f"__r{_name}__", _r)
+def _inplace(op):
+    def iop(self, o):
+        # NumPy's ``a += x``: the result cast back to a's dtype, into a's storage (rebound: see the module docstring)
+        r = getattr(self, f"__{op}__")(o)
+        self.a = self.xp.astype(r.a, self.a.dtype)
+        return self
+    return iop
+
+
+for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor", "lshift", "rshift"):
+    setattr(DeviceArray, f"__i{_name}__", _inplace(_name))
 for _name in ("lt", "le", "gt", "ge", "eq", "ne"):
     setattr(DeviceArray, f"__{_name}__", _binary(getattr(operator, _name))[0])
 for _name in ("neg", "pos", "abs", "invert"):

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..index import SplitIndex
 from . import elementwise, linalg, nn, reduction, shape, special
+from . import optim as _optim
 from .array import DeviceArray, _mixed, make_array_type
 
 FAMILIES = (elementwise, reduction, shape, linalg, special)   # and nn, which uses special's erf
@@ -203,8 +204,21 @@ def make_namespace(name: str, xp) -> types.ModuleType:
         base = xp.zeros(tuple(shape), dtype=g.a.dtype)
         return arr(kit.scatter_set(base, lambda lin: positions, g.a))
 
-    ns.view_replay, ns.view_scatter_zeros = view_replay, view_scatter_zeros
-    for n in ("view_replay", "view_scatter_zeros"):
+    # the optimizers' fused multiply-add (common/optim.py), in place by rebinding (a DeviceArray is the storage)
+    def fma(x, y, z, out=None):
+        r = _optim.fma(*(v.a if type(v) is arr else v for v in (x, y, z)))
+        if out is None:
+            return arr(r)
+        backend.copyto(out, arr(r))
+        return out
+
+    def fma_lerp_(a, end, weight: float) -> None:
+        work = xp.asarray(a.a, copy=True)
+        _optim.fma_lerp_(work, end.a, weight)
+        a.a = work
+
+    ns.view_replay, ns.view_scatter_zeros, ns.fma, ns.fma_lerp_ = view_replay, view_scatter_zeros, fma, fma_lerp_
+    for n in ("view_replay", "view_scatter_zeros", "fma", "fma_lerp_"):
         if n in missing:
             missing.remove(n)
     ns.backend = backend
