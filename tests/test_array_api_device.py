@@ -62,32 +62,6 @@ NOT_NEUTRAL: dict[str, str] = {
         torch_feature_dropout_""".split(),
         "ops/nn_activation.py: dropout's zeros are made on the cpu"),
     **dict.fromkeys("""
-        adaptive_max_pool1d max_pool1d max_pool1d_with_indices max_pool2d max_pool3d
-        nn.functional.adaptive_avg_pool1d nn.functional.adaptive_avg_pool2d
-        nn.functional.adaptive_avg_pool3d nn.functional.adaptive_max_pool1d
-        nn.functional.adaptive_max_pool1d_indices nn.functional.adaptive_max_pool1d_with_indices
-        nn.functional.adaptive_max_pool2d nn.functional.adaptive_max_pool2d_indices
-        nn.functional.adaptive_max_pool2d_ties nn.functional.adaptive_max_pool2d_with_indices
-        nn.functional.adaptive_max_pool3d nn.functional.adaptive_max_pool3d_indices
-        nn.functional.adaptive_max_pool3d_with_indices nn.functional.avg_pool1d nn.functional.avg_pool2d
-        nn.functional.avg_pool3d nn.functional.fractional_max_pool2d
-        nn.functional.fractional_max_pool2d_indices nn.functional.fractional_max_pool2d_sample_errors
-        nn.functional.fractional_max_pool2d_with_indices nn.functional.fractional_max_pool3d
-        nn.functional.fractional_max_pool3d_indices nn.functional.fractional_max_pool3d_sample_errors
-        nn.functional.fractional_max_pool3d_with_indices nn.functional.grid_sample3d_bilinear
-        nn.functional.grid_sample3d_nearest nn.functional.grid_sample_bicubic
-        nn.functional.grid_sample_bilinear nn.functional.grid_sample_nearest nn.functional.interpolate_area
-        nn.functional.interpolate_bicubic nn.functional.interpolate_bilinear
-        nn.functional.interpolate_linear nn.functional.interpolate_trilinear nn.functional.lp_pool1d
-        nn.functional.lp_pool2d nn.functional.lp_pool3d nn.functional.lp_pool3d_inf
-        nn.functional.lp_pool_inf nn.functional.max_pool1d nn.functional.max_pool1d_indices
-        nn.functional.max_pool1d_nan_inf nn.functional.max_pool1d_with_indices nn.functional.max_pool2d
-        nn.functional.max_pool2d_indices nn.functional.max_pool2d_ties nn.functional.max_pool2d_with_indices
-        nn.functional.max_pool3d nn.functional.max_pool3d_indices nn.functional.max_pool3d_with_indices
-        nn.functional.max_unpool1d nn.functional.max_unpool2d nn.functional.max_unpool3d
-        nn.functional.upsample nn.functional.upsample_bilinear""".split(),
-        'ops/nn_conv.py'),
-    **dict.fromkeys("""
         binary_cross_entropy binary_cross_entropy_edges binary_cross_entropy_errors cross_entropy
         cross_entropy_big cross_entropy_big_none cross_entropy_errors cross_entropy_ls_weight ctc_loss
         ctc_loss_create_graph ctc_loss_errors multi_margin_loss multi_margin_loss_errors
@@ -108,8 +82,23 @@ NOT_NEUTRAL: dict[str, str] = {
 # Entries that reach a kernel ember/devices/common has no array-API version of yet (NS.MISSING lists them all).
 NO_KERNEL: dict[str, str] = {
     **dict.fromkeys("""
+        nn.functional.adaptive_avg_pool1d nn.functional.adaptive_avg_pool2d
+        nn.functional.adaptive_avg_pool3d nn.functional.interpolate_area""".split(),
+        'adaptive_avg_matrices'),
+    **dict.fromkeys("""
+        adaptive_max_pool1d nn.functional.adaptive_max_pool1d nn.functional.adaptive_max_pool1d_indices
+        nn.functional.adaptive_max_pool1d_with_indices nn.functional.adaptive_max_pool2d
+        nn.functional.adaptive_max_pool2d_indices nn.functional.adaptive_max_pool2d_ties
+        nn.functional.adaptive_max_pool2d_with_indices nn.functional.adaptive_max_pool3d
+        nn.functional.adaptive_max_pool3d_indices nn.functional.adaptive_max_pool3d_with_indices""".split(),
+        'adaptive_max_indices'),
+    **dict.fromkeys("""
         nn.functional.affine_grid""".split(),
         'affine_grid'),
+    **dict.fromkeys("""
+        nn.functional.avg_pool1d nn.functional.avg_pool2d nn.functional.avg_pool3d nn.functional.lp_pool1d
+        nn.functional.lp_pool2d nn.functional.lp_pool3d""".split(),
+        'avg_pool_matrices'),
     **dict.fromkeys("""
         nn.functional.fold""".split(),
         'col2im'),
@@ -129,23 +118,49 @@ NO_KERNEL: dict[str, str] = {
         nn_embedding""".split(),
         'embedding_renorm_'),
     **dict.fromkeys("""
+        nn.functional.fractional_max_pool2d nn.functional.fractional_max_pool2d_indices
+        nn.functional.fractional_max_pool2d_sample_errors nn.functional.fractional_max_pool2d_with_indices
+        nn.functional.fractional_max_pool3d nn.functional.fractional_max_pool3d_indices
+        nn.functional.fractional_max_pool3d_sample_errors nn.functional.fractional_max_pool3d_with_indices""".split(),
+        'fractional_max_indices'),
+    **dict.fromkeys("""
+        nn.functional.grid_sample3d_bilinear nn.functional.grid_sample3d_nearest
+        nn.functional.grid_sample_bicubic nn.functional.grid_sample_bilinear
+        nn.functional.grid_sample_nearest""".split(),
+        'grid_sample_plan'),
+    **dict.fromkeys("""
         nn.functional.unfold nn.functional.unfold_errors""".split(),
         'im2col'),
+    **dict.fromkeys("""
+        nn.functional.interpolate_bicubic_antialias nn.functional.interpolate_bilinear_antialias
+        nn.functional.interpolate_lanczos_antialias""".split(),
+        'interpolate_aa_matrices'),
+    **dict.fromkeys("""
+        nn.functional.interpolate_bicubic nn.functional.interpolate_bilinear
+        nn.functional.interpolate_linear nn.functional.interpolate_nearest1d
+        nn.functional.interpolate_nearest2d nn.functional.interpolate_nearest3d
+        nn.functional.interpolate_nearest_exact nn.functional.interpolate_trilinear nn.functional.upsample
+        nn.functional.upsample_bilinear nn.functional.upsample_nearest""".split(),
+        'interpolate_matrices'),
     **dict.fromkeys("""
         aliases lgamma lgamma_ lgamma_neg special_values_unary""".split(),
         'lgamma'),
     **dict.fromkeys("""
+        max_pool1d max_pool1d_with_indices max_pool2d max_pool3d nn.functional.lp_pool3d_inf
+        nn.functional.lp_pool_inf nn.functional.max_pool1d nn.functional.max_pool1d_indices
+        nn.functional.max_pool1d_nan_inf nn.functional.max_pool1d_with_indices nn.functional.max_pool2d
+        nn.functional.max_pool2d_indices nn.functional.max_pool2d_ties nn.functional.max_pool2d_with_indices
+        nn.functional.max_pool3d nn.functional.max_pool3d_indices nn.functional.max_pool3d_with_indices""".split(),
+        'max_pool_indices'),
+    **dict.fromkeys("""
         nn.functional.pad_circular nn.functional.pad_reflect nn.functional.pad_replicate""".split(),
-        'pad_gather'),
+        'pad_indices'),
     **dict.fromkeys("""
         digamma digamma_ digamma_neg polygamma polygamma_ polygamma_method""".split(),
         'polygamma'),
     **dict.fromkeys("""
-        nn.functional.interpolate_bicubic_antialias nn.functional.interpolate_bilinear_antialias
-        nn.functional.interpolate_lanczos_antialias nn.functional.interpolate_nearest1d
-        nn.functional.interpolate_nearest2d nn.functional.interpolate_nearest3d
-        nn.functional.interpolate_nearest_exact nn.functional.upsample_nearest""".split(),
-        'resample'),
+        nn.functional.max_unpool1d nn.functional.max_unpool2d nn.functional.max_unpool3d""".split(),
+        'pool_scatter'),
     **dict.fromkeys("""
         slogdet_singular_grad""".split(),
         'slogdet_backward of a singular matrix'),

@@ -127,7 +127,7 @@ def kernels(k) -> dict:
 
     # ----- padding and shuffles -----------------------------------------------------------------------------
     def _pad_slices(shape, pads):
-        from ..cpu.nn_conv import _pad_slices as slices   # pure slice arithmetic, shared with the cpu kernel
+        from ..cpu.nn_pad import _pad_slices as slices   # pure slice arithmetic, shared with the cpu kernel
         return slices(shape, pads)
 
     def constant_pad(x, pads, value):
