@@ -49,10 +49,7 @@ NOT_NEUTRAL: dict[str, str] = {
         fill_diagonal_ fill_diagonal_errors setitem""".split(),
         'ops/indexing.py: writes through a raw NumPy view'),
     **dict.fromkeys("""
-        det_singular_grad_create_graph linalg_lstsq linalg_lstsq_outputs linalg_lu linalg_lu_P
-        linalg_lu_factor linalg_lu_factor_ex linalg_lu_solve lu_factor_ex_nan lu_factor_ex_ties
-        lu_factor_ex_zero lu_factor_singular lu_legacy lu_legacy_infos lu_solve_legacy lu_solve_method
-        lu_solve_through_factor lu_ties lu_unpack lu_unpack_P lu_unpack_errors matrix_rank""".split(),
+        lu_factor_singular""".split(),
         'ops/linalg.py'),
     **dict.fromkeys("""
         nn_alpha_dropout nn_alpha_dropout_inplace nn_dropout nn_dropout1d nn_dropout1d_inplace nn_dropout2d
@@ -62,21 +59,10 @@ NOT_NEUTRAL: dict[str, str] = {
         torch_feature_dropout_""".split(),
         "ops/nn_activation.py: dropout's zeros are made on the cpu"),
     **dict.fromkeys("""
-        binary_cross_entropy binary_cross_entropy_edges binary_cross_entropy_errors cross_entropy
-        cross_entropy_big cross_entropy_big_none cross_entropy_errors cross_entropy_ls_weight ctc_loss
-        ctc_loss_create_graph ctc_loss_errors multi_margin_loss multi_margin_loss_errors
-        multilabel_margin_loss multilabel_margin_loss_errors nll_loss nll_loss_errors""".split(),
+        cross_entropy_errors ctc_loss_create_graph ctc_loss_errors nll_loss_errors""".split(),
         'ops/nn_loss.py'),
     **dict.fromkeys("""
-        nn_gumbel_softmax_sum""".split(),
-        'ops/random.py'),
-    **dict.fromkeys("""
-        argsort argsort_ties argwhere bincount bincount_recorded bucketize bucketize_scalar count_nonzero
-        histc histc_nonfinite histc_recorded kthvalue kthvalue_ties median median_ties mode mode_ties msort
-        msort_method nanmedian nanmedian_ties nanquantile nanquantile_nan nonzero quantile quantile_errors
-        quantile_nan quantile_ties searchsorted searchsorted_scalar sort sort_method sort_noncontig
-        sort_ties topk topk_ties topk_unsorted unique unique_consecutive unique_consecutive_recorded
-        unique_nan unique_recorded""".split(),
+        nonzero""".split(),
         'ops/sorting.py'),
 }
 # Entries that reach a kernel ember/devices/common has no array-API version of yet (NS.MISSING lists them all).
@@ -100,6 +86,9 @@ NO_KERNEL: dict[str, str] = {
         nn.functional.lp_pool2d nn.functional.lp_pool3d""".split(),
         'avg_pool_matrices'),
     **dict.fromkeys("""
+        bincount bincount_recorded""".split(),
+        'bin_counts'),
+    **dict.fromkeys("""
         nn.functional.fold""".split(),
         'col2im'),
     **dict.fromkeys("""
@@ -109,7 +98,10 @@ NO_KERNEL: dict[str, str] = {
         nn.functional.conv_transpose1d nn.functional.conv_transpose2d nn.functional.conv_transpose3d""".split(),
         'conv_transpose_nd'),
     **dict.fromkeys("""
-        det_singular_grad""".split(),
+        ctc_loss""".split(),
+        'ctc_extended_targets'),
+    **dict.fromkeys("""
+        det_singular_grad det_singular_grad_create_graph""".split(),
         'det_backward of a singular matrix'),
     **dict.fromkeys("""
         nn_embedding_bag nn_embedding_bag_psw""".split(),
@@ -129,6 +121,9 @@ NO_KERNEL: dict[str, str] = {
         nn.functional.grid_sample_nearest""".split(),
         'grid_sample_plan'),
     **dict.fromkeys("""
+        histc histc_recorded""".split(),
+        'histc_counts'),
+    **dict.fromkeys("""
         nn.functional.unfold nn.functional.unfold_errors""".split(),
         'im2col'),
     **dict.fromkeys("""
@@ -143,8 +138,27 @@ NO_KERNEL: dict[str, str] = {
         nn.functional.upsample_bilinear nn.functional.upsample_nearest""".split(),
         'interpolate_matrices'),
     **dict.fromkeys("""
+        kthvalue kthvalue_ties""".split(),
+        'kthvalue_indices'),
+    **dict.fromkeys("""
         aliases lgamma lgamma_ lgamma_neg special_values_unary""".split(),
         'lgamma'),
+    **dict.fromkeys("""
+        linalg_lu linalg_lu_P lu_ties""".split(),
+        'linalg_lu'),
+    **dict.fromkeys("""
+        linalg_lu_factor linalg_lu_factor_ex lu_factor_ex_nan lu_factor_ex_ties lu_factor_ex_zero lu_legacy
+        lu_legacy_infos lu_solve_legacy lu_solve_method lu_solve_through_factor lu_unpack lu_unpack_P""".split(),
+        'linalg_lu_factor_ex'),
+    **dict.fromkeys("""
+        linalg_lu_solve""".split(),
+        'linalg_lu_solve'),
+    **dict.fromkeys("""
+        linalg_lstsq linalg_lstsq_outputs""".split(),
+        'lstsq_rank'),
+    **dict.fromkeys("""
+        matrix_rank""".split(),
+        'matrix_rank_of'),
     **dict.fromkeys("""
         max_pool1d max_pool1d_with_indices max_pool2d max_pool3d nn.functional.lp_pool3d_inf
         nn.functional.lp_pool_inf nn.functional.max_pool1d nn.functional.max_pool1d_indices
@@ -152,6 +166,21 @@ NO_KERNEL: dict[str, str] = {
         nn.functional.max_pool2d_indices nn.functional.max_pool2d_ties nn.functional.max_pool2d_with_indices
         nn.functional.max_pool3d nn.functional.max_pool3d_indices nn.functional.max_pool3d_with_indices""".split(),
         'max_pool_indices'),
+    **dict.fromkeys("""
+        median median_ties nanmedian nanmedian_ties""".split(),
+        'median_indices'),
+    **dict.fromkeys("""
+        mode mode_ties""".split(),
+        'mode_indices'),
+    **dict.fromkeys("""
+        multi_margin_loss""".split(),
+        'multi_margin_loss_forward'),
+    **dict.fromkeys("""
+        multilabel_margin_loss""".split(),
+        'multilabel_margin_loss_forward'),
+    **dict.fromkeys("""
+        cross_entropy cross_entropy_big cross_entropy_big_none cross_entropy_ls_weight nll_loss""".split(),
+        'nll_loss_forward'),
     **dict.fromkeys("""
         nn.functional.pad_circular nn.functional.pad_reflect nn.functional.pad_replicate""".split(),
         'pad_indices'),
@@ -164,6 +193,20 @@ NO_KERNEL: dict[str, str] = {
     **dict.fromkeys("""
         slogdet_singular_grad""".split(),
         'slogdet_backward of a singular matrix'),
+    **dict.fromkeys("""
+        argsort argsort_ties bucketize bucketize_scalar msort msort_method nanquantile nanquantile_nan
+        quantile quantile_nan quantile_ties searchsorted searchsorted_scalar sort sort_method sort_noncontig
+        sort_ties""".split(),
+        'sort_indices'),
+    **dict.fromkeys("""
+        topk topk_ties topk_unsorted""".split(),
+        'topk_indices'),
+    **dict.fromkeys("""
+        unique_consecutive unique_consecutive_recorded""".split(),
+        'unique_runs'),
+    **dict.fromkeys("""
+        unique unique_nan unique_recorded""".split(),
+        'unique_values'),
 }
 # Entries whose device results differ from the CPU's for a reason of the device, not of a kernel.
 DEVICE_LIMITS: dict[str, str] = {

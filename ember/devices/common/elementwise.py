@@ -374,4 +374,10 @@ def kernels(k) -> dict:
         close = close & xp.isfinite(a) & xp.isfinite(b) | (a == b)
         return close | (xp.isnan(a) & xp.isnan(b)) if equal_nan else close
 
+    def weak_number(a, b: float):
+        return b   # a Python float beside an array: the standard's rules already keep the array's dtype
+
+    def half_number_op(op, a, s):
+        k.unsupported("half_number_op")   # float16 only
+
     return {n: f for n, f in locals().items() if not n.startswith("_") and n not in ("k", "xp") and callable(f)}

@@ -165,6 +165,63 @@ def kernels(k) -> dict:
         order = (0, 2, 1) + tuple(range(3, y.ndim))
         return xp.reshape(xp.permute_dims(y, order), tuple(x.shape))
 
+    def matmul_forward(a, b):
+        return xp.matmul(a, b)
+
+    def addprod(c, a, b, eq: str, beta, alpha):
+        """``beta * c + alpha * einsum(eq, a, b)``; ``beta == 0`` ignores ``c``."""
+        prod = einsum(eq, a, b)
+        if alpha != 1:
+            prod = prod * alpha
+        if beta == 0:
+            return prod
+        return (c * beta if beta != 1 else c) + prod
+
+    def grad_in_own_layout(x, g, ndim: int) -> bool:
+        return False   # the standard has no memory layout
+
+    def near_singular(det):
+        return xp.abs(det) < 100 * float(xp.finfo(det.dtype).eps)
+
+    def channels_last_copy(a):
+        return xp.asarray(a, copy=True)   # the standard has no memory layout: the values are the copy
+
+    def _nonzero(x):
+        return x if x.dtype == xp.bool else x != 0
+
+    def nonzero_indices(x):
+        if x.ndim == 0:
+            return xp.zeros((int(bool(_nonzero(x))), 0), dtype=xp.int64)
+        return xp.astype(xp.stack(xp.nonzero(x), axis=1), xp.int64)
+
+    def nonzero_count(x, dims: tuple):
+        nz = xp.astype(_nonzero(x), xp.int64)
+        return xp.sum(nz, axis=tuple(dims) if x.ndim else None, dtype=xp.int64)
+
+    def row_ids(x):
+        return xp.repeat(xp.arange(x.shape[0], dtype=xp.int64), x.shape[1])
+
+    def row_pairs(x) -> tuple:
+        n = x.shape[0]
+        i, j = xp.arange(n)[:, None], xp.arange(n)[None, :]
+        r = xp.nonzero(xp.broadcast_to(j > i, (n, n)))
+        return xp.astype(r[0], xp.int64), xp.astype(r[1], xp.int64)
+
+    def _counts(idx, n: int):
+        """How often each of 0..n-1 occurs in ``idx`` (int64), in standard operations."""
+        flat = xp.reshape(idx, (-1,))
+        return xp.sum(xp.astype(flat[:, None] == xp.arange(n, dtype=flat.dtype)[None, :], xp.int64), axis=0)
+
+    def index_count_inverse(idx, n: int, dtype):
+        counts = _counts(idx, n)
+        return xp.astype(1.0 / xp.astype(xp.take(counts, xp.reshape(idx, (-1,))), xp.float64), k.lib(dtype)) \
+            if idx.ndim <= 1 else xp.reshape(index_count_inverse(xp.reshape(idx, (-1,)), n, dtype), tuple(idx.shape))
+
+    def bag_count_inverse(bags, keep, nbags: int, dtype):
+        counts = _counts(bags[keep], nbags)
+        return xp.astype(1.0 / xp.astype(xp.maximum(counts, xp.asarray(1, dtype=xp.int64)), xp.float64),
+                         k.lib(dtype))
+
     # ----- decompositions and solvers: the standard's linalg extension ------------------------------------------
     la = getattr(xp, "linalg", None)
     _SINGULAR = "The solver failed because the input matrix is singular."

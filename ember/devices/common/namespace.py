@@ -113,6 +113,15 @@ class _Backend:
     def to_numpy(x) -> np.ndarray:
         return x.host()
 
+    @staticmethod
+    def to_bytes(x) -> bytes:
+        """The bytes of an array's elements in C order (through a host copy)."""
+        return x.host().tobytes()
+
+    @staticmethod
+    def can_adopt(g, dtype, shape) -> bool:
+        return False   # a gradient is always copied into .grad here (adopting is the cpu's allocation shortcut)
+
 
 def _boundary(fn, arr: type, backend: _Backend):
     """``fn`` (a kernel on library arrays) as a namespace function on the device's arrays."""

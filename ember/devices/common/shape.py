@@ -222,6 +222,14 @@ def kernels(k) -> dict:
             r = r / xp.astype(c, x.dtype) if k.is_float(x) else xp.floor_divide(r, xp.astype(c, x.dtype))
         return xp.reshape(xp.where(count > 0, r, flat), shape)
 
+    def grid_index(idx, dim: int) -> tuple:
+        """``idx`` at ``dim`` and open ranges elsewhere: gather's and scatter's all-integer-arrays index."""
+        nd = idx.ndim
+        grids = [xp.reshape(xp.arange(n, dtype=xp.int64), (1,) * i + (n,) + (1,) * (nd - i - 1))
+                 for i, n in enumerate(idx.shape)]
+        grids[dim] = idx
+        return tuple(grids)
+
     def mask_count(mask) -> int:
         return int(xp.sum(xp.astype(mask, xp.int64)))
 
