@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import builtins
 
-from .devices import DEVICE_TYPES as _DEVICE_TYPES, NAMESPACES, backend_of, fp_quiet, fp_restore  # noqa: F401
-from .devices import quietly, register_backend  # noqa: F401 (re-exported: the core's one door to the devices)
+from .devices import DEVICE_TYPES as _DEVICE_TYPES, DEVICES, NAMESPACES, backend_of, fp_quiet, fp_restore  # noqa
+from .devices import move, quietly, register, register_backend  # noqa: F401 (re-exported: the core's door to devices)
 from .devices import cpu_backend  # noqa: F401
 
 
@@ -60,9 +60,10 @@ def no_cuda() -> AssertionError:
 
 
 def check_device(d, creation: bool = False) -> device:
-    """Normalise a device argument; only 'cpu' has a backend so far. Other devices raise what a CPU-only
-    PyTorch raises: AssertionError for 'cuda', and for 'mps' a RuntimeError from ``.to`` but
-    NotImplementedError from creation functions (``creation=True``)."""
+    """Normalise a device argument: 'cpu', or a device registered with ``ember.devices.register`` (whose tensors
+    are made on the CPU and moved with ``.to``: creation functions refuse it, ``creation=True``). Other devices
+    raise what a CPU-only PyTorch raises: AssertionError for 'cuda', and for 'mps' a RuntimeError from ``.to`` but
+    NotImplementedError from creation functions."""
     if d is None:
         return cpu
     if isinstance(d, int) and not isinstance(d, bool):   # a bare index means the accelerator
@@ -78,10 +79,22 @@ def check_device(d, creation: bool = False) -> device:
                 "Could not run 'aten::empty.memory_format' with arguments from the 'MPS' backend "
                 "(ember has only the 'cpu' (NumPy) backend)")
         raise RuntimeError("PyTorch is not linked with support for mps devices")
+    if d.type in DEVICES:
+        if creation:
+            raise NotImplementedError(f"ember: creation functions make tensors on the cpu only so far; create the "
+                                      f"tensor there and move it with .to('{d.type}')")
+        return _device_named(d.type)
     raise RuntimeError(f"ember has no backend for device '{d}' yet: only 'cpu' (NumPy) is built")
 
 
 _DEVICES: dict = {}
+
+
+def _device_named(kind: str) -> device:
+    d = _DEVICES.get(kind)
+    if d is None:
+        d = _DEVICES[kind] = device(kind)
+    return d
 
 
 def device_of(array) -> device:

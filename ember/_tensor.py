@@ -196,6 +196,8 @@ class Tensor:
                 raise TypeError(f"cpu(): argument 'memory_format' must be torch.memory_format, not "
                                 f"{type(memory_format).__name__}")
             return self.contiguous(memory_format=memory_format)
+        if device_of(self._data).type != "cpu":
+            return self.to("cpu")   # a copy from another device
         return self
 
     def cuda(self, device=None, non_blocking: bool = False) -> Tensor:
@@ -385,6 +387,9 @@ class Tensor:
         if self._requires_grad and not force and _gm_state.enabled:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. "
                                "Use tensor.detach().numpy() instead.")
+        if device_of(self._data).type != "cpu":
+            raise TypeError(f"can't convert {device_of(self._data)} device type tensor to numpy. Use Tensor.cpu() "
+                            "to copy the tensor to host memory first.")
         return self._data
 
     def __array__(self, dtype=None, copy=None):
@@ -450,10 +455,13 @@ class Tensor:
 
     def __repr__(self) -> str:
         suffixes = ()
+        d = device_of(self._data)
+        if d.type != "cpu":
+            suffixes = (f"device='{d}'",)
         if self.grad_fn is not None:
-            suffixes = (f"grad_fn=<{type(self.grad_fn).__name__}>",)
+            suffixes += (f"grad_fn=<{type(self.grad_fn).__name__}>",)
         elif self._requires_grad:
-            suffixes = ("requires_grad=True",)
+            suffixes += ("requires_grad=True",)
         host = backend_of(self._data).to_numpy(self._data)   # printing formats a host copy
         return _formatting.format_tensor(host, self.dtype._name, D._default_float._name, suffixes)
 

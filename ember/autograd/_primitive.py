@@ -704,7 +704,8 @@ def _result(prim: Primitive, args: tuple, params: dict, node_cls, xp, out, datas
     wrapped, with its view bookkeeping, its graph record (or the flags of a result outside the graph) and its
     forward-mode tangent. ``rg``: whether some tensor input requires grad; ``datas``: the forward's inputs."""
     if type(out) is not _ndarray and type(out) not in xp.backend.array_types:
-        out = xp.backend.asarray(out)   # a NumPy scalar from a 0-d computation
+        # a NumPy scalar from a 0-d computation (or another device's array: a copy between devices)
+        out = NAMESPACES.get(type(out), xp).backend.asarray(out)
     t = _new(Tensor)   # make() inlined: this runs once per op
     t._data = out
     t._output_nr = 0

@@ -2,7 +2,8 @@
 
 A device is a name ('cpu') and a raw array namespace: the module of functions derivative rules call as
 ``xp.*`` on raw arrays, with a ``backend`` object for what the machinery needs beyond the rules (moving data in
-and out of its arrays, the floating-point error state). ``cpu/`` is NumPy's. The registry below maps each array
+and out of its arrays, the floating-point error state). ``cpu/`` is NumPy's; ``common/`` makes a device from any
+library that follows the Python array API standard (``register(name, xp)``). The registry below maps each array
 type to the namespace of its device, so a tensor's device follows from its array's type.
 """
 from __future__ import annotations
@@ -24,11 +25,16 @@ DEVICE_TYPES = ["cpu", "cuda", "meta", "mps"]
 NAMESPACES = {t: _cpu for t in _cpu.backend.scalar_types}
 
 
+# Device type -> the raw namespace of that device (the devices tensors can be moved to with ``.to(name)``).
+DEVICES = {"cpu": _cpu}
+
+
 def register_backend(namespace) -> None:
     """Make ``namespace`` (a module like ``ember.devices.cpu.namespace`` with a ``backend``) the raw namespace of
     the array types it declares: tensors holding such arrays then run on it (a CuPy backend calls this)."""
     for t in namespace.backend.array_types:
         NAMESPACES[t] = namespace
+    DEVICES[namespace.backend.device_type] = namespace
     if namespace.backend.device_type not in DEVICE_TYPES:
         DEVICE_TYPES.append(namespace.backend.device_type)
 
@@ -36,6 +42,32 @@ def register_backend(namespace) -> None:
 def cpu_backend():
     """The backend of device 'cpu' (where the legacy constructors and host data land)."""
     return _cpu.backend
+
+
+def register(name: str, xp):
+    """Make a device ``name`` from ``xp``, a namespace that follows the Python array API standard
+    (``array_api_strict``, ``cupy``, ...): ``torch.device(name)`` parses, ``tensor.to(name)`` moves data there, and
+    ops on its tensors run ``xp``'s functions. Returns the device's raw namespace; ``namespace.MISSING`` names the
+    kernels it has no version of yet (they raise NotImplementedError)."""
+    from .common.namespace import make_namespace   # here: building a namespace is work no import of ember should pay for
+    if name in ("cpu", "cuda", "meta", "mps") or not name.isidentifier():
+        raise ValueError(f"register(): {name!r} is not a free device name")
+    namespace = make_namespace(name, xp)
+    old = DEVICES.get(name)
+    if old is not None:   # registered again: the new library replaces the old one
+        for t in old.backend.array_types:
+            NAMESPACES.pop(t, None)
+    register_backend(namespace)
+    return namespace
+
+
+def move(array, device_type: str):
+    """``array`` (of any registered device) copied onto device ``device_type``, through host memory."""
+    src = NAMESPACES[type(array)].backend
+    if src.device_type == device_type:
+        return array
+    dst = DEVICES[device_type].backend
+    return dst.asarray(src.to_numpy(array))
 
 
 def backend_of(array):

@@ -16,7 +16,7 @@ from .. import _dtype as D
 from .._util import broadcast_shape as _broadcast_shape
 from .._dtype import (_CL_ORDER, _is_contiguous_as, channels_last, channels_last_3d, contiguous_format,  # noqa: F401
                       memory_format, memory_format_type, preserve_format)
-from .._device import NAMESPACES, check_device
+from .._device import NAMESPACES, check_device, move
 from .._device import device as _device_type
 from .._state import track_tangent
 from .._tensor import Size, Tensor, _new, make, wrap_dim
@@ -118,9 +118,21 @@ scatter_rows_p = defprim("scatter_rows_zeros", "IndexAddBackward0",
 
 clone_p = defprim("clone", "CloneBackward0", lambda xp, a: xp.clone(a), vjp=lambda xp, g, out, a: g, jvp="linear")
 
-# The engine casts every gradient back to its input's dtype, so a cast's own rules are identities.
-cast_p = defprim("to", "ToCopyBackward0", lambda xp, a, dtype: xp.cast(a, dtype),
-                 vjp=lambda xp, g, out, a, dtype: g, jvp="linear")
+# The engine casts every gradient back to its input's dtype, so a cast's own rules are identities. A copy to
+# another device (``to('strict')``, params ``device`` and ``source``) is the same op, as in PyTorch; its gradient
+# is copied back.
+def _moved(g, device: str, source: str):
+    """``g`` copied from device ``source`` to ``device``: a raw array, or a Tensor (differentiably)."""
+    if isinstance(g, Tensor):
+        return apply(cast_p, (g,), {"dtype": g._data.dtype, "device": device, "source": source})
+    return move(g, device)
+
+
+cast_p = defprim("to", "ToCopyBackward0",
+                 lambda xp, a, dtype, device=None, source=None:
+                     xp.cast(a, dtype) if device is None else move(xp.cast(a, dtype), device),
+                 vjp=lambda xp, g, out, a, dtype, device=None, source=None:
+                     g if device is None else _moved(g, source, device), jvp="linear")
 
 
 def _inverse(dims):
@@ -1431,10 +1443,14 @@ def contiguous(input: Tensor, memory_format=None) -> Tensor:
     return apply(clone_p, (input,))
 
 
-def to_dtype(input, dtype: D.dtype, copy=False):
-    if dtype is input.dtype and not copy:
-        return input
-    r = apply(cast_p, (input,), {"dtype": dtype.np})
+def to_dtype(input, dtype: D.dtype, copy=False, device: str | None = None):
+    """``input`` cast to ``dtype`` (and copied onto device type ``device``, where given)."""
+    if device is None:
+        if dtype is input.dtype and not copy:
+            return input
+        r = apply(cast_p, (input,), {"dtype": dtype.np})
+    else:
+        r = apply(cast_p, (input,), {"dtype": dtype.np, "device": device, "source": input.device.type})
     if not dtype.is_floating_point:   # integral results are not differentiable: no history, as PyTorch
         r.grad_fn, r._requires_grad, r._fw_grad = None, False, None
     return r
@@ -1545,8 +1561,10 @@ def to(self, *args, **kwargs):
     if _is_int(device):
         raise RuntimeError("Cannot access accelerator device when none is available.")
     if device is not None:
-        check_device(device)
+        device = check_device(device)
     fmt = _check_memory_format(self, fmt, "to")
+    if device is not None and device != self.device:   # a copy onto another device: one ToCopyBackward0
+        return to_dtype(self, dtype or self.dtype, device=device.type)
     if fmt is not None and not _is_contiguous_as(self, fmt):
         # a new layout is a copy: ToCopyBackward0, as PyTorch
         return _relayout(to_dtype(self, dtype or self.dtype, copy=True), fmt)

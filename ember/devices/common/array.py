@@ -1,0 +1,268 @@
+"""The raw arrays of a device made from an array-API library, as ember's core sees them.
+
+ember's core speaks NumPy *dtype objects* as its dtype vocabulary (``t._data.dtype.kind``, ``D._FROM_NP[...]``),
+and reads ``shape``/``ndim``/``size``/``astype``/``item`` off raw arrays. A library that follows the Python array
+API standard has none of that metadata in NumPy's terms, so each registered device gets a subclass of
+``DeviceArray``: one library array (``.a``) plus that metadata. Every computation is the library's: operators
+forward to the library, and NumPy refuses to touch a DeviceArray (any NumPy call on it is a kernel that is not
+device-neutral, or tensors of two devices mixed in one op, and raises).
+
+A DeviceArray is the unit of storage: an in-place write (``backend.copyto``) rebinds ``.a`` rather than writing
+into the library's memory, so libraries with immutable arrays work, and no two DeviceArrays ever alias. The price:
+views on such a device are copies (writing through a view does not reach its base; see README).
+"""
+from __future__ import annotations
+
+import math
+import operator
+
+import numpy as np
+
+
+def _mixed(device_type: str) -> RuntimeError:
+    return RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, cpu and "
+                        f"{device_type}!")
+
+
+class NotDeviceNeutral(RuntimeError):
+    """NumPy was called on a device array: the calling kernel is not device-neutral yet."""
+
+
+class _Flags:
+    __slots__ = ()
+    writeable = True
+    c_contiguous = True   # the standard has no strides: every array counts as contiguous
+    f_contiguous = False
+
+
+_FLAGS = _Flags()
+
+
+class DeviceArray:
+    """One array of an array-API library, with NumPy dtype metadata (see the module docstring)."""
+
+    __slots__ = ("a",)
+    # set by each device's subclass (made by ``make_array_type``)
+    xp = None
+    device_type = ""
+    _to_np: dict = {}     # library dtype -> NumPy dtype
+    _to_lib: dict = {}    # NumPy dtype -> library dtype
+    _kit = None           # the device's Kit (indexing with NumPy's meaning)
+
+    def __init__(self, a):
+        self.a = a
+
+    # ----- metadata ----------------------------------------------------------------------------------------
+    @property
+    def dtype(self) -> np.dtype:
+        return self._to_np[self.a.dtype]
+
+    @property
+    def shape(self) -> tuple:
+        return tuple(self.a.shape)
+
+    @property
+    def ndim(self) -> int:
+        return self.a.ndim
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.a.shape)
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+    @property
+    def strides(self) -> tuple:
+        """C-contiguous strides in bytes (the standard exposes none; ember's arrays here are never strided)."""
+        out, step = [], self.dtype.itemsize
+        for n in reversed(self.shape):
+            out.append(step)
+            step *= max(n, 1)
+        return tuple(reversed(out))
+
+    flags = _FLAGS
+
+    @property
+    def T(self):
+        return type(self)(self.xp.permute_dims(self.a, tuple(range(self.a.ndim - 1, -1, -1))))
+
+    # ----- conversions -------------------------------------------------------------------------------------
+    def astype(self, dtype, copy: bool = True):
+        return type(self)(self.xp.astype(self.a, self._kit.lib(dtype), copy=copy))
+
+    def copy(self):
+        return type(self)(self.xp.asarray(self.a, copy=True))
+
+    def reshape(self, *shape):
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        return type(self)(self.xp.reshape(self.a, shape))
+
+    def host(self) -> np.ndarray:
+        """A NumPy copy on the host, through DLPack where the library offers it, else its ``__array__``."""
+        a = self.a
+        try:
+            return np.from_dlpack(a).copy()
+        except (TypeError, AttributeError, RuntimeError, BufferError, ValueError):
+            return np.array(a, copy=True)
+
+    def item(self):
+        if self.size != 1:
+            raise ValueError("can only convert an array of size 1 to a Python scalar")
+        return self.host().item()
+
+    def tolist(self):
+        return self.host().tolist()
+
+    def __bool__(self) -> bool:
+        return bool(self.a)
+
+    def __float__(self) -> float:
+        return float(self.a)
+
+    def __int__(self) -> int:
+        return int(self.a)
+
+    def __index__(self) -> int:
+        return operator.index(self.a)
+
+    def __len__(self) -> int:
+        if self.a.ndim == 0:
+            raise TypeError("len() of a 0-d array")
+        return self.a.shape[0]
+
+    def __iter__(self):
+        return (type(self)(self.a[i, ...]) for i in range(len(self)))
+
+    def __repr__(self) -> str:
+        return f"{self.device_type}:{self.host()!r}"
+
+    # ----- NumPy must not compute on device data ----------------------------------------------------------
+    def _numpy_refused(self, what: str, operands) -> Exception:
+        if any(isinstance(o, (np.ndarray, np.generic)) for o in operands):
+            return _mixed(self.device_type)
+        return NotDeviceNeutral(f"ember: NumPy's {what} was called on a '{self.device_type}' device array (a "
+                                "kernel that is not device-neutral yet)")
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        raise self._numpy_refused(f"{ufunc.__name__}", inputs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        flat = [x for a in args for x in (a if isinstance(a, (list, tuple)) else (a,))]
+        raise self._numpy_refused(f"{func.__name__}", flat)
+
+    def __array__(self, dtype=None, copy=None):
+        raise self._numpy_refused("asarray", ())
+
+    __hash__ = None
+
+
+def _other(self, o):
+    """The library operand for ``o``: a DeviceArray of the same device, or a Python scalar."""
+    t = type(o)
+    if t is type(self):
+        return o.a
+    if t in (int, float, bool, complex):
+        return o
+    if isinstance(o, (np.ndarray, np.generic)):
+        raise _mixed(self.device_type)
+    if isinstance(o, DeviceArray):
+        raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
+                           f"{o.device_type} and {self.device_type}!")
+    return o
+
+
+# NumPy's (and PyTorch's) bool arithmetic: + is or, * is and (the standard has no bool arithmetic)
+_BOOL_OPS = {operator.add: operator.or_, operator.mul: operator.and_}
+
+
+def _binary(op):
+    bool_op = _BOOL_OPS.get(op, op)
+
+    true_div = op is operator.truediv
+
+    def fwd(self, o):
+        a, o = self._kit.promote(self.a, _other(self, o))
+        if true_div and not self.xp.isdtype(a.dtype, "real floating"):   # NumPy: int / int is float64
+            a = self.xp.astype(a, self.xp.float64)
+            o = self.xp.astype(o, self.xp.float64) if hasattr(o, "dtype") else o
+        if a.dtype == self.xp.bool and getattr(o, "dtype", None) == self.xp.bool:
+            return type(self)(bool_op(a, o))
+        return type(self)(op(a, o))
+
+    def rev(self, o):
+        a, o = self._kit.promote(self.a, _other(self, o))
+        if true_div and not self.xp.isdtype(a.dtype, "real floating"):
+            a = self.xp.astype(a, self.xp.float64)
+            o = self.xp.astype(o, self.xp.float64) if hasattr(o, "dtype") else o
+        if not hasattr(o, "dtype"):
+            o = self.xp.asarray(o, dtype=a.dtype)
+        if a.dtype == self.xp.bool:
+            return type(self)(bool_op(o, a))
+        return type(self)(op(o, a))
+    return fwd, rev
+
+
+for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and", "or", "xor", "lshift",
+              "rshift"):
+    _op = getattr(operator, _name + "_" if _name in ("and", "or") else _name)
+    _f, _r = _binary(_op)
+    setattr(DeviceArray, f"__{_name}__", _f)
+    setattr(DeviceArray, f"__r{_name}__", _r)
+def _inplace(op):
+    def iop(self, o):
+        # NumPy's ``a += x``: the result cast back to a's dtype, into a's storage (rebound: see the module docstring)
+        r = getattr(self, f"__{op}__")(o)
+        self.a = self.xp.astype(r.a, self.a.dtype)
+        return self
+    return iop
+
+
+for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor", "lshift", "rshift"):
+    setattr(DeviceArray, f"__i{_name}__", _inplace(_name))
+for _name in ("lt", "le", "gt", "ge", "eq", "ne"):
+    setattr(DeviceArray, f"__{_name}__", _binary(getattr(operator, _name))[0])
+for _name in ("neg", "pos", "abs", "invert"):
+    setattr(DeviceArray, f"__{_name}__", (lambda op: lambda self: type(self)(op(self.a)))(getattr(operator, _name)))
+
+
+def _unwrap_index(self, index):
+    if isinstance(index, tuple):
+        return type(index)(_unwrap_index(self, i) for i in index)
+    if isinstance(index, DeviceArray):
+        return _other(self, index)
+    if isinstance(index, (np.ndarray, np.generic)):
+        raise _mixed(self.device_type)
+    return index
+
+
+def _getitem(self, index):
+    # NumPy's meaning (which ember's raw indices have): the kit turns it into the standard's indexing
+    return type(self)(self._kit.index(self.a, _unwrap_index(self, index)))
+
+
+def _setitem(self, index, value):
+    # the storage is the DeviceArray: write into a copy and rebind (see the module docstring)
+    value = _other(self, value)
+    self.a = self._kit.scatter_set(self.a, lambda lin: self._kit.index(lin, _unwrap_index(self, index)), value)
+
+
+DeviceArray.__getitem__ = _getitem
+DeviceArray.__setitem__ = _setitem
+
+
+def make_array_type(device_type: str, xp) -> type:
+    """A DeviceArray subclass for the device ``device_type`` of the array-API namespace ``xp``."""
+    from .kit import Kit
+    info = xp.__array_namespace_info__()
+    to_lib = {np.dtype(name): d for name, d in info.dtypes().items()}
+    to_np = {d: n for n, d in to_lib.items()}
+    return type(f"{device_type.capitalize()}Array", (DeviceArray,),
+                {"__slots__": (), "xp": xp, "device_type": device_type, "_to_np": to_np, "_to_lib": to_lib,
+                 "_kit": Kit(xp, device_type, to_lib, to_np)})

@@ -1,0 +1,382 @@
+"""Products and the small helpers of linear algebra and sorting rules in array-API standard operations.
+
+``einsum`` is generic: every operand broadcast over all the equation's letters, multiplied, summed (memory of the
+product of all sizes: right for the derivative rules' small equations; a library with einsum overrides it)."""
+from __future__ import annotations
+
+import math
+
+from ..cpu.linalg import LinAlgError
+
+def kernels(k) -> dict:
+    xp = k.xp
+
+    def _diag_letters(op, s: str):
+        """``op`` with subscripts ``s`` reduced to one axis per distinct letter (the diagonal of repeats)."""
+        uniq = "".join(dict.fromkeys(s))
+        if len(uniq) == len(s):
+            return op, s
+        n = len(uniq)
+        full = []
+        for c, size in zip(s, op.shape):
+            p = uniq.index(c)
+            full.append(xp.reshape(xp.arange(size, dtype=xp.int64), (1,) * p + (size,) + (1,) * (n - p - 1)))
+        return op[tuple(full)], uniq
+
+    def einsum(eq: str, *ops, sizes=None):
+        ins, out = eq.split("->")
+        subs = ins.split(",")
+        dim = dict(sizes or {})
+        for s, op in zip(subs, ops):
+            for c, n in zip(s, op.shape):
+                if n != 1 or c not in dim:
+                    dim[c] = n
+        letters = "".join(dict.fromkeys(ins.replace(",", "")))
+        prod = None
+        for s, op in zip(subs, ops):
+            op, s = _diag_letters(op, s)
+            order = [s.index(c) for c in letters if c in s]
+            t = xp.permute_dims(op, tuple(order))
+            shape = tuple(op.shape[s.index(c)] if c in s else 1 for c in letters)
+            t = xp.reshape(t, shape)
+            prod = t if prod is None else prod * t
+        uniq = "".join(dict.fromkeys(out))
+        summed = tuple(i for i, c in enumerate(letters) if c not in uniq)
+        r = xp.sum(prod, axis=summed, dtype=prod.dtype) if summed else prod
+        kept = [c for c in letters if c in uniq]
+        r = xp.broadcast_to(r, tuple(dim[c] for c in kept)) if r.ndim else r
+        # to ``out``'s order; a repeated output letter is zero off its diagonal; an absent one is broadcast
+        axes, mask, seen = [], None, {}
+        for c in out:
+            if c in seen:
+                n = dim[c]
+                eye = xp.arange(n)[:, None] == xp.arange(n)[None, :]
+                m = xp.reshape(eye, tuple(n if d in (seen[c], len(axes)) else 1 for d in range(len(out))))
+                mask = m if mask is None else mask & m
+            seen.setdefault(c, len(axes))
+            axes.append(c)
+        firsts = [c for i, c in enumerate(out) if seen[c] == i]
+        present = [c for c in firsts if c in kept]
+        r = xp.permute_dims(r, tuple(kept.index(c) for c in present)) if present else r
+        r = xp.reshape(r, tuple(dim[c] if (c in kept and seen[c] == i) else 1 for i, c in enumerate(out)))
+        r = xp.broadcast_to(r, tuple(dim[c] for c in out))
+        if mask is not None:
+            r = xp.where(mask, r, xp.zeros((), dtype=r.dtype))
+        return xp.asarray(r, copy=True)
+
+    def cross(a, b, dim):
+        a, b = k.promote(a, b)
+        # the standard's cross takes a negative axis only
+        return xp.linalg.cross(a, b, axis=dim - a.ndim if dim >= 0 else dim) if hasattr(xp, "linalg") else \
+            k.unsupported("cross")
+
+    def tri_mask(x, upper: bool, diag: float = 1.0):
+        n, m = x.shape[-2:]
+        i = xp.arange(n)[:, None]
+        j = xp.arange(m)[None, :]
+        off = xp.astype((j > i) if upper else (j < i), x.dtype)
+        return x * xp.where(i == j, xp.asarray(diag, dtype=x.dtype), off)
+
+    def eye_like(x):
+        return xp.eye(x.shape[-1], dtype=x.dtype)
+
+    def grad_link(g, a, b, node):
+        return g
+
+    def grad_link_zero(g, a, b, node):
+        return g
+
+    def dim_matrices(x, mats):
+        first = x.ndim - len(mats)
+        for i, a in enumerate(mats):
+            x = xp.moveaxis(xp.matmul(xp.moveaxis(x, first + i, -1), xp.astype(xp.matrix_transpose(a), x.dtype)),
+                            -1, first + i)
+        return x
+
+    def gather_along(x, indices, dim, keepdim=True):
+        if x.ndim == 0:
+            return xp.asarray(x, copy=True)
+        r = xp.take_along_axis(x, indices, axis=dim)
+        return r if keepdim else xp.squeeze(r, axis=dim)
+
+    def scatter_along_zeros(g, indices, dim, keepdim, shape):
+        if len(shape) == 0:
+            return xp.reshape(xp.asarray(g, copy=True), ())
+        if not keepdim:
+            g = xp.expand_dims(g, axis=dim)
+        return k.scatter_add(shape, lambda lin: xp.take_along_axis(lin, indices, axis=dim), g, g.dtype)
+
+    def bag_ids(n, offsets, include_last_offset):
+        offs = offsets[:-1] if include_last_offset else offsets
+        return xp.astype(xp.searchsorted(offs, xp.arange(n, dtype=offs.dtype), side="right"), xp.int64) - 1
+
+    def median_all(x, ignore_nan=False):
+        flat = xp.reshape(x, (-1,))
+        if k.is_float(x):
+            nan = xp.isnan(flat)
+            if ignore_nan:
+                flat = flat[~nan]
+            elif bool(xp.any(nan)):
+                return xp.asarray(math.nan, dtype=x.dtype)
+            if flat.shape[0] == 0:
+                return xp.asarray(math.nan, dtype=x.dtype)
+        elif flat.shape[0] == 0:
+            return xp.asarray(True if x.dtype == xp.bool else xp.iinfo(x.dtype).min, dtype=x.dtype)
+        srt = xp.sort(xp.astype(flat, xp.uint8) if x.dtype == xp.bool else flat)
+        return xp.astype(srt[(flat.shape[0] - 1) // 2], x.dtype)
+
+    # ----- padding and shuffles -----------------------------------------------------------------------------
+    def _pad_slices(shape, pads):
+        from ..cpu.nn_pad import _pad_slices as slices   # pure slice arithmetic, shared with the cpu kernel
+        return slices(shape, pads)
+
+    def constant_pad(x, pads, value):
+        lead = x.ndim - len(pads)
+        shape = tuple(x.shape[:lead]) + tuple(s + lo + hi for s, (lo, hi) in zip(x.shape[lead:], pads))
+        out = xp.full(shape, value, dtype=x.dtype)
+        src, dst = _pad_slices(tuple(x.shape), pads)
+        out[dst] = x[src]
+        return out
+
+    def constant_pad_backward(g, pads, shape):
+        out = xp.zeros(tuple(shape), dtype=g.dtype)
+        src, dst = _pad_slices(tuple(shape), pads)
+        out[src] = g[dst]
+        return out
+
+    def pixel_shuffle(x, r):
+        *lead, c_, h, w = x.shape
+        c, n = c_ // (r * r), len(lead)
+        y = xp.reshape(x, tuple(lead) + (c, r, r, h, w))
+        y = xp.permute_dims(y, tuple(range(n)) + (n, n + 3, n + 1, n + 4, n + 2))
+        return xp.reshape(y, tuple(lead) + (c, h * r, w * r))
+
+    def pixel_unshuffle(x, r):
+        *lead, c, h_, w_ = x.shape
+        h, w, n = h_ // r, w_ // r, len(lead)
+        y = xp.reshape(x, tuple(lead) + (c, h, r, w, r))
+        y = xp.permute_dims(y, tuple(range(n)) + (n, n + 2, n + 4, n + 1, n + 3))
+        return xp.reshape(y, tuple(lead) + (c * r * r, h, w))
+
+    def channel_shuffle(x, groups):
+        n, c = x.shape[:2]
+        rest = tuple(x.shape[2:])
+        y = xp.reshape(x, (n, groups, c // groups) + rest)
+        order = (0, 2, 1) + tuple(range(3, y.ndim))
+        return xp.reshape(xp.permute_dims(y, order), tuple(x.shape))
+
+    def matmul_forward(a, b):
+        return xp.matmul(a, b)
+
+    def addprod(c, a, b, eq: str, beta, alpha):
+        """``beta * c + alpha * einsum(eq, a, b)``; ``beta == 0`` ignores ``c``."""
+        prod = einsum(eq, a, b)
+        if alpha != 1:
+            prod = prod * alpha
+        if beta == 0:
+            return prod
+        return (c * beta if beta != 1 else c) + prod
+
+    def grad_in_own_layout(x, g, ndim: int) -> bool:
+        return False   # the standard has no memory layout
+
+    def near_singular(det):
+        return xp.abs(det) < 100 * float(xp.finfo(det.dtype).eps)
+
+    def channels_last_copy(a):
+        return xp.asarray(a, copy=True)   # the standard has no memory layout: the values are the copy
+
+    def _nonzero(x):
+        return x if x.dtype == xp.bool else x != 0
+
+    def nonzero_indices(x):
+        if x.ndim == 0:
+            return xp.zeros((int(bool(_nonzero(x))), 0), dtype=xp.int64)
+        return xp.astype(xp.stack(xp.nonzero(x), axis=1), xp.int64)
+
+    def nonzero_count(x, dims: tuple):
+        nz = xp.astype(_nonzero(x), xp.int64)
+        return xp.sum(nz, axis=tuple(dims) if x.ndim else None, dtype=xp.int64)
+
+    def row_ids(x):
+        return xp.repeat(xp.arange(x.shape[0], dtype=xp.int64), x.shape[1])
+
+    def row_pairs(x) -> tuple:
+        n = x.shape[0]
+        i, j = xp.arange(n)[:, None], xp.arange(n)[None, :]
+        r = xp.nonzero(xp.broadcast_to(j > i, (n, n)))
+        return xp.astype(r[0], xp.int64), xp.astype(r[1], xp.int64)
+
+    def _counts(idx, n: int):
+        """How often each of 0..n-1 occurs in ``idx`` (int64), in standard operations."""
+        flat = xp.reshape(idx, (-1,))
+        return xp.sum(xp.astype(flat[:, None] == xp.arange(n, dtype=flat.dtype)[None, :], xp.int64), axis=0)
+
+    def index_count_inverse(idx, n: int, dtype):
+        counts = _counts(idx, n)
+        return xp.astype(1.0 / xp.astype(xp.take(counts, xp.reshape(idx, (-1,))), xp.float64), k.lib(dtype)) \
+            if idx.ndim <= 1 else xp.reshape(index_count_inverse(xp.reshape(idx, (-1,)), n, dtype), tuple(idx.shape))
+
+    def bag_count_inverse(bags, keep, nbags: int, dtype):
+        counts = _counts(bags[keep], nbags)
+        return xp.astype(1.0 / xp.astype(xp.maximum(counts, xp.asarray(1, dtype=xp.int64)), xp.float64),
+                         k.lib(dtype))
+
+    # ----- decompositions and solvers: the standard's linalg extension ------------------------------------------
+    la = getattr(xp, "linalg", None)
+    _SINGULAR = "The solver failed because the input matrix is singular."
+    _T = xp.matrix_transpose if hasattr(xp, "matrix_transpose") else (lambda a: xp.swapaxes(a, -1, -2))
+
+    def _lapack(op, what):
+        """The library's LinAlgError (whatever module defines it) as ember's, with PyTorch's message."""
+        def deco(fn):
+            def kernel(*args, **kwargs):
+                if la is None:
+                    k.unsupported(fn.__name__)
+                try:
+                    return fn(*args, **kwargs)
+                except Exception as e:   # noqa: BLE001 (only LinAlgErrors are translated)
+                    if type(e).__name__ == "LinAlgError":
+                        raise LinAlgError(f"{op}: {what}") from None
+                    raise
+            kernel.__name__ = fn.__name__
+            return kernel
+        return deco
+
+    def _eye(n, like):
+        return xp.eye(n, dtype=like.dtype)
+
+    @_lapack("linalg.inv", "The inversion could not be completed because the input matrix is singular.")
+    def linalg_inv(a):
+        return la.inv(a)
+
+    @_lapack("linalg.det", _SINGULAR)
+    def linalg_det(a):
+        return la.det(a)
+
+    @_lapack("linalg.slogdet", _SINGULAR)
+    def linalg_slogdet(a):
+        r = la.slogdet(a)
+        return r[0], r[1]
+
+    @_lapack("torch.linalg.solve", _SINGULAR)
+    def linalg_solve(a, b, left=True):
+        if b.ndim == 1 or (b.ndim == a.ndim - 1 and tuple(b.shape) == tuple(a.shape[:-1])):
+            return la.solve(a, b[..., None])[..., 0]
+        if left:
+            return la.solve(a, b)
+        return _T(la.solve(_T(a), _T(b)))
+
+    def linalg_cholesky(a, upper=False):
+        try:
+            r = la.cholesky(a)
+        except Exception as e:   # noqa: BLE001
+            if type(e).__name__ != "LinAlgError":
+                raise
+            order = a.shape[-1]
+            for j in range(1, a.shape[-1] + 1):   # the first leading minor that is not positive-definite
+                try:
+                    la.cholesky(a[..., :j, :j])
+                except Exception:   # noqa: BLE001
+                    order = j
+                    break
+            raise LinAlgError(f"linalg.cholesky: The factorization could not be completed because the input is "
+                              f"not positive-definite (the leading minor of order {order} is not "
+                              f"positive-definite).") from None
+        return _T(r) if upper else r
+
+    @_lapack("torch.cholesky_solve", _SINGULAR)
+    def cholesky_solve(b, l, upper=False):
+        t = tri_mask(l, upper)
+        return la.solve(xp.matmul(_T(t), t) if upper else xp.matmul(t, _T(t)), b)
+
+    @_lapack("linalg.qr", _SINGULAR)
+    def linalg_qr(a, mode="reduced"):
+        if mode == "r":
+            return xp.zeros((0,), dtype=a.dtype), la.qr(a, mode="reduced")[1]
+        q, r = la.qr(a, mode=mode)
+        return q, r
+
+    @_lapack("linalg.eigh", "The algorithm failed to converge.")
+    def linalg_eigh(a, UPLO="L"):  # noqa: N803 (PyTorch's name)
+        n = a.shape[-1]
+        i, j = xp.arange(n)[:, None], xp.arange(n)[None, :]
+        tri = (j <= i) if UPLO == "L" else (j >= i)   # read one triangle only, as LAPACK
+        t = xp.where(tri, a, xp.zeros((), dtype=a.dtype))
+        w, v = la.eigh(t + _T(t) - xp.where(i == j, a, xp.zeros((), dtype=a.dtype)))
+        return w, v
+
+    _SVD = "The algorithm failed to converge because the input matrix is ill-conditioned or has too many " \
+        "repeated singular values."
+
+    @_lapack("linalg.svd", _SVD)
+    def linalg_svd(a, full_matrices=True):
+        if k.numel(a) == 0:
+            m, n = a.shape[-2:]
+            kk, b = min(m, n), tuple(a.shape[:-2])
+            u = xp.broadcast_to(_eye(m, a), b + (m, m)) if full_matrices else xp.zeros(b + (m, kk), dtype=a.dtype)
+            vh = xp.broadcast_to(_eye(n, a), b + (n, n)) if full_matrices else xp.zeros(b + (kk, n), dtype=a.dtype)
+            return xp.asarray(u, copy=True), xp.zeros(b + (kk,), dtype=a.dtype), xp.asarray(vh, copy=True)
+        u, s_, vh = la.svd(a, full_matrices=full_matrices)
+        return u, s_, vh
+
+    @_lapack("linalg.svd", _SVD)
+    def linalg_svdvals(a):
+        if k.numel(a) == 0:
+            return xp.zeros(tuple(a.shape[:-2]) + (min(a.shape[-2:]),), dtype=a.dtype)
+        return la.svdvals(a)
+
+    def linalg_pinv(a, atol=None, rtol=None, hermitian=False):
+        m, n = a.shape[-2:]
+        if k.numel(a) == 0:
+            return xp.zeros(tuple(a.shape[:-2]) + (n, m), dtype=a.dtype)
+        u, s_, vh = linalg_svd(a, full_matrices=False)
+        if rtol is None:
+            rtol = 0.0 if (atol is not None and atol > 0) else max(m, n) * xp.finfo(a.dtype).eps
+        tol = xp.maximum(xp.asarray(atol or 0.0, dtype=a.dtype), rtol * s_[..., :1])
+        keep = s_ > tol
+        sinv = xp.where(keep, 1 / xp.where(keep, s_, xp.ones_like(s_)), xp.zeros_like(s_))
+        return xp.matmul(_T(vh) * sinv[..., None, :], _T(u))
+
+    @_lapack("linalg.solve_triangular", _SINGULAR)
+    def solve_triangular(a, b, upper, left=True, unitriangular=False):
+        t = tri_mask(a, upper, 0.0 if unitriangular else 1.0)
+        if unitriangular:
+            t = t + _eye(a.shape[-1], a)
+        return la.solve(t, b) if left else _T(la.solve(_T(t), _T(b)))
+
+    def det_backward(g, det, a):
+        """g det A^-T (a singular A: its gradient through the pseudo-inverse-free solve may be inf/nan)."""
+        d = (g * det)[..., None, None] * _eye(a.shape[-1], a)
+        return la.solve(_T(a), d)
+
+    def slogdet_backward(g, a):
+        return la.solve(_T(a), g[..., None, None] * _eye(a.shape[-1], a))
+
+    def matrix_exp(a):
+        """Padé 13 with scaling and squaring (the cpu kernel's), in float64."""
+        from ..cpu.linalg import _PADE13 as b, _THETA13
+        if k.numel(a) == 0:
+            return xp.asarray(a, copy=True)
+        w = xp.astype(a, xp.float64)
+        n = w.shape[-1]
+        norm = float(xp.max(xp.sum(xp.abs(w), axis=-2)))
+        s_ = 0 if not math.isfinite(norm) or norm <= _THETA13 else int(math.ceil(math.log2(norm / _THETA13)))
+        w = w / 2.0 ** s_
+        eye = xp.eye(n, dtype=xp.float64)
+        w2 = w @ w
+        w4 = w2 @ w2
+        w6 = w4 @ w2
+        u = w @ (w6 @ (b[13] * w6 + b[11] * w4 + b[9] * w2) + b[7] * w6 + b[5] * w4 + b[3] * w2 + b[1] * eye)
+        v = w6 @ (b[12] * w6 + b[10] * w4 + b[8] * w2) + b[6] * w6 + b[4] * w4 + b[2] * w2 + b[0] * eye
+        try:
+            r = la.solve(v - u, v + u)
+        except Exception as e:   # noqa: BLE001
+            if type(e).__name__ != "LinAlgError":
+                raise
+            r = xp.full(tuple(w.shape), math.nan, dtype=xp.float64)
+        for _ in range(s_):
+            r = r @ r
+        return xp.astype(r, a.dtype)
+
+    return {n: f for n, f in locals().items() if not n.startswith("_") and n not in ("k", "xp", "la") and callable(f)}

@@ -1,0 +1,236 @@
+"""The raw namespace of a device made from an array-API library: ``make_namespace(name, xp)``.
+
+The result is a module with every name the 'cpu' namespace has (what derivative rules and kernels call as
+``xp.*``), plus its ``backend``. Its functions take and return the device's arrays (``DeviceArray``s, see
+array.py); each unwraps them, runs a kernel written against the standard (the family files beside this one), and
+wraps the result. A name with no kernel here raises NotImplementedError naming the kernel and the device
+(``MISSING`` lists them).
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+import types
+
+import numpy as np
+
+from ..index import SplitIndex
+from . import elementwise, linalg, nn, reduction, shape, special
+from . import optim as _optim
+from .array import DeviceArray, _mixed, make_array_type
+
+FAMILIES = (elementwise, reduction, shape, linalg, special)   # and nn, which uses special's erf
+# parameters that may hold host (NumPy) index arrays: PyTorch accepts CPU index tensors for a device tensor
+_HOST_OK = frozenset({"index", "indices", "steps"})
+
+
+def _cpu_names() -> list:
+    from ..cpu import namespace as cpu
+    return sorted(n for n in vars(cpu) if not n.startswith("_") and n not in ("np", "annotations", "backend"))
+
+
+class _Backend:
+    """What the machinery needs from the device beyond the rules (see ``cpu.namespace._Backend``)."""
+
+    forward_errors = (ValueError, IndexError, TypeError)
+
+    def __init__(self, name: str, xp, arr: type):
+        self.device_type = name
+        self.array_types = (arr,)
+        self.scalar_types = (arr,)
+        self.xp = xp
+        self._arr = arr
+
+    def asarray(self, x):
+        """``x`` (a device array, host NumPy data, or a Python scalar or list) on this device."""
+        if type(x) is self._arr:
+            return x
+        if isinstance(x, DeviceArray):
+            raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
+                               f"{x.device_type} and {self.device_type}!")
+        host = np.asarray(x)
+        lib = self._arr._to_lib[host.dtype]
+        try:
+            a = self.xp.from_dlpack(host if host.flags.c_contiguous else host.copy())
+        except (TypeError, AttributeError, RuntimeError, BufferError, ValueError):
+            a = self.xp.asarray(host.tolist(), dtype=lib)
+        return self._arr(a)
+
+    @staticmethod
+    def may_share_memory(a, b) -> bool:
+        return False   # a DeviceArray never aliases another (see array.py): views on this device are copies
+
+    def zeros(self, shape, dtype=np.float64):
+        return self._arr(self.xp.zeros(tuple(shape), dtype=self._arr._to_lib[np.dtype(dtype)]))
+
+    def full(self, shape, value, dtype=None):
+        if dtype is None:
+            return self.asarray(np.full(shape, value))
+        return self._arr(self.xp.full(tuple(shape), value, dtype=self._arr._to_lib[np.dtype(dtype)]))
+
+    def zeros_like(self, x, dtype=None):
+        return self._arr(self.xp.zeros_like(x.a, dtype=None if dtype is None else self._arr._to_lib[np.dtype(dtype)]))
+
+    def ones_like(self, x, dtype=None):
+        return self._arr(self.xp.ones_like(x.a, dtype=None if dtype is None else self._arr._to_lib[np.dtype(dtype)]))
+
+    def copy(self, x, dtype=None):
+        a = self.asarray(x).a
+        return self._arr(self.xp.astype(a, self._arr._to_lib[np.dtype(dtype)]) if dtype is not None else
+                         self.xp.asarray(a, copy=True))
+
+    def _cast_to(self, dst, src):
+        src = src.a if type(src) is self._arr else self.asarray(src).a
+        return self.xp.astype(self.xp.broadcast_to(src, tuple(dst.a.shape)), dst.a.dtype)
+
+    def copyto(self, dst, src) -> None:
+        """``dst[...] = src`` (cast, broadcast): rebinds ``dst``'s array (a DeviceArray is the storage)."""
+        dst.a = self.xp.asarray(self._cast_to(dst, src), copy=True)
+
+    def add_into(self, dst, src) -> None:
+        src = src.a if type(src) is self._arr else self.asarray(src).a
+        dst.a = self.xp.astype(dst.a + src, dst.a.dtype)
+
+    # floating-point exceptions: the standard has no error state, so these are no-ops
+    @staticmethod
+    def quiet():
+        return contextlib.nullcontext()
+
+    @staticmethod
+    def fp_quiet():
+        return None
+
+    @staticmethod
+    def fp_restore(token) -> None:
+        return None
+
+    @staticmethod
+    def quietly(fn):
+        return fn
+
+    @staticmethod
+    def to_numpy(x) -> np.ndarray:
+        return x.host()
+
+    @staticmethod
+    def to_bytes(x) -> bytes:
+        """The bytes of an array's elements in C order (through a host copy)."""
+        return x.host().tobytes()
+
+    @staticmethod
+    def can_adopt(g, dtype, shape) -> bool:
+        return False   # a gradient is always copied into .grad here (adopting is the cpu's allocation shortcut)
+
+
+def _boundary(fn, arr: type, backend: _Backend):
+    """``fn`` (a kernel on library arrays) as a namespace function on the device's arrays."""
+    name = fn.__name__
+    try:
+        params = list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        params = []
+
+    def down(v, host_ok: bool):
+        t = type(v)
+        if t is arr:
+            return v.a
+        if t in (tuple, list, SplitIndex):
+            return t(down(i, host_ok) for i in v)
+        if t is np.ndarray:
+            if host_ok:
+                return backend.asarray(v).a
+            raise _mixed(backend.device_type)
+        if isinstance(v, np.generic):   # a host scalar: its value, with its dtype where the value would lose it
+            if isinstance(v, np.floating) and v.dtype != np.float64:
+                return backend.xp.asarray(v.item(), dtype=arr._to_lib[v.dtype])
+            return v.item()
+        if isinstance(v, DeviceArray):
+            raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
+                               f"{v.device_type} and {backend.device_type}!")
+        return v
+
+    lib_type = None
+
+    def up(v):
+        nonlocal lib_type
+        if lib_type is None:
+            lib_type = type(backend.xp.asarray(0))
+        if type(v) is lib_type:
+            return arr(v)
+        if type(v) in (tuple, list):
+            return type(v)(up(i) for i in v)
+        return v
+
+    @functools.wraps(fn)
+    def op(*args, **kwargs):
+        args = tuple(down(a, i < len(params) and params[i] in _HOST_OK) for i, a in enumerate(args))
+        kwargs = {k: down(v, k in _HOST_OK) for k, v in kwargs.items()}
+        return up(fn(*args, **kwargs))
+    op.__name__ = name
+    return op
+
+
+def _missing(name: str, device_type: str):
+    def op(*args, **kwargs):
+        raise NotImplementedError(f"ember: the kernel '{name}' has no array-API version yet (device "
+                                  f"'{device_type}'; see ember/devices/common)")
+    op.__name__ = name
+    return op
+
+
+def make_namespace(name: str, xp) -> types.ModuleType:
+    """The raw namespace (a module, as ``ember.devices.cpu.namespace``) of device ``name`` computing with the
+    array-API namespace ``xp``."""
+    arr = make_array_type(name, xp)
+    backend = _Backend(name, xp, arr)
+    kit = arr._kit
+    kernels: dict = {}
+    for family in FAMILIES:
+        kernels.update(family.kernels(kit))
+    kernels.update(nn.kernels(kit, kernels["erf"]))
+    ns = types.ModuleType(f"ember.devices.{name}", f"ember's raw namespace of device '{name}' ({xp.__name__}).")
+    missing = []
+    for n in _cpu_names():
+        if n in kernels:
+            setattr(ns, n, _boundary(kernels[n], arr, backend))
+        else:
+            setattr(ns, n, _missing(n, name))
+            missing.append(n)
+
+    # views replay through this namespace itself (its functions take the device's arrays)
+    def view_replay(x, steps):
+        for prim, params in steps:
+            x = prim.forward(ns, x, **params)
+        return x
+
+    def view_scatter_zeros(g, steps, shape):
+        positions = view_replay(arr(kit.lin(shape)), steps).a
+        flat = xp.reshape(positions, (-1,))
+        if flat.shape[0] and xp.unique_values(flat).shape[0] != flat.shape[0]:
+            raise RuntimeError("ember: this view cannot be written through (it is an expand or a copy); clone() it "
+                               "before modifying it in place")
+        base = xp.zeros(tuple(shape), dtype=g.a.dtype)
+        return arr(kit.scatter_set(base, lambda lin: positions, g.a))
+
+    # the optimizers' fused multiply-add (common/optim.py), in place by rebinding (a DeviceArray is the storage)
+    def fma(x, y, z, out=None):
+        r = _optim.fma(*(v.a if type(v) is arr else v for v in (x, y, z)))
+        if out is None:
+            return arr(r)
+        backend.copyto(out, arr(r))
+        return out
+
+    def fma_lerp_(a, end, weight: float) -> None:
+        work = xp.asarray(a.a, copy=True)
+        _optim.fma_lerp_(work, end.a, weight)
+        a.a = work
+
+    ns.view_replay, ns.view_scatter_zeros, ns.fma, ns.fma_lerp_ = view_replay, view_scatter_zeros, fma, fma_lerp_
+    for n in ("view_replay", "view_scatter_zeros", "fma", "fma_lerp_"):
+        if n in missing:
+            missing.remove(n)
+    ns.backend = backend
+    ns.MISSING = tuple(missing)
+    ns.xp = xp
+    return ns

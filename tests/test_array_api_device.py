@@ -1,0 +1,443 @@
+"""Any library that follows the Python array API standard is a device: ``array_api_strict`` registered as
+device 'strict' runs the op database and a training step, and must agree with the CPU.
+
+array-api-strict is the reference implementation of the standard and nothing more: no float16, no NumPy-style
+fancy indexing, no scatter, no special functions. Each op-database entry runs on the CPU and on 'strict' (its
+inputs made on the CPU and moved with ``.to('strict')``) for every dtype of the entry that the library has,
+forward and first-order gradients; outputs and gradients must stay on the device and match the CPU's. An entry
+that raises on the CPU must raise the same exception type on the device.
+
+Entries that cannot pass yet are strict xfails generated from the lists below (each says where the NumPy call or
+the missing kernel is): when one starts to pass, the test fails until it is removed from its list.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import types
+import warnings
+
+import numpy as np
+import pytest
+
+array_api_strict = pytest.importorskip("array_api_strict")
+
+sys.path.insert(0, os.path.dirname(__file__))
+import ember  # noqa: E402
+from ember import devices  # noqa: E402
+from op_db import OP_DB, OPS, to_dtype  # noqa: E402
+
+NAME = "strict"
+NS = devices.register(NAME, array_api_strict)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _registered():
+    """The device registered again for these tests: another test module may have taken the name since import
+    (tests/test_backend.py registers a wrapped NumPy backend as 'strict')."""
+    global NS
+    NS = devices.register(NAME, array_api_strict)
+DTYPES = ("float32", "float64", "int64", "int32", "bool")   # the op database's dtypes the library has
+
+# ----- what does not run yet, and why ------------------------------------------------------------------------
+# Entries whose op (in the ember/ops file named) still calls NumPy on tensor data or makes data on the cpu.
+NOT_NEUTRAL: dict[str, str] = {
+    **dict.fromkeys("""
+        new_tensor""".split(),
+        'ops/creation.py: new_tensor makes its tensor on the cpu'),
+    **dict.fromkeys("""
+        fill_diagonal_ fill_diagonal_errors setitem""".split(),
+        'ops/indexing.py: writes through a raw NumPy view'),
+    **dict.fromkeys("""
+        lu_factor_singular""".split(),
+        'ops/linalg.py'),
+    **dict.fromkeys("""
+        nn_alpha_dropout nn_alpha_dropout_inplace nn_dropout nn_dropout1d nn_dropout1d_inplace nn_dropout2d
+        nn_dropout2d_inplace nn_dropout3d nn_dropout3d_inplace nn_dropout_inplace nn_feature_alpha_dropout
+        nn_feature_alpha_dropout_inplace torch_alpha_dropout torch_alpha_dropout_ torch_dropout
+        torch_dropout_ torch_feature_alpha_dropout torch_feature_alpha_dropout_ torch_feature_dropout
+        torch_feature_dropout_""".split(),
+        "ops/nn_activation.py: dropout's zeros are made on the cpu"),
+    **dict.fromkeys("""
+        cross_entropy_errors ctc_loss_create_graph ctc_loss_errors nll_loss_errors""".split(),
+        'ops/nn_loss.py'),
+    **dict.fromkeys("""
+        nonzero""".split(),
+        'ops/sorting.py'),
+}
+# Entries that reach a kernel ember/devices/common has no array-API version of yet (NS.MISSING lists them all).
+NO_KERNEL: dict[str, str] = {
+    **dict.fromkeys("""
+        nn.functional.adaptive_avg_pool1d nn.functional.adaptive_avg_pool2d
+        nn.functional.adaptive_avg_pool3d nn.functional.interpolate_area""".split(),
+        'adaptive_avg_matrices'),
+    **dict.fromkeys("""
+        adaptive_max_pool1d nn.functional.adaptive_max_pool1d nn.functional.adaptive_max_pool1d_indices
+        nn.functional.adaptive_max_pool1d_with_indices nn.functional.adaptive_max_pool2d
+        nn.functional.adaptive_max_pool2d_indices nn.functional.adaptive_max_pool2d_ties
+        nn.functional.adaptive_max_pool2d_with_indices nn.functional.adaptive_max_pool3d
+        nn.functional.adaptive_max_pool3d_indices nn.functional.adaptive_max_pool3d_with_indices""".split(),
+        'adaptive_max_indices'),
+    **dict.fromkeys("""
+        nn.functional.affine_grid""".split(),
+        'affine_grid'),
+    **dict.fromkeys("""
+        nn.functional.avg_pool1d nn.functional.avg_pool2d nn.functional.avg_pool3d nn.functional.lp_pool1d
+        nn.functional.lp_pool2d nn.functional.lp_pool3d""".split(),
+        'avg_pool_matrices'),
+    **dict.fromkeys("""
+        bincount bincount_recorded""".split(),
+        'bin_counts'),
+    **dict.fromkeys("""
+        nn.functional.fold""".split(),
+        'col2im'),
+    **dict.fromkeys("""
+        nn.functional.conv1d nn.functional.conv2d nn.functional.conv3d""".split(),
+        'conv_nd'),
+    **dict.fromkeys("""
+        nn.functional.conv_transpose1d nn.functional.conv_transpose2d nn.functional.conv_transpose3d""".split(),
+        'conv_transpose_nd'),
+    **dict.fromkeys("""
+        ctc_loss""".split(),
+        'ctc_extended_targets'),
+    **dict.fromkeys("""
+        det_singular_grad det_singular_grad_create_graph""".split(),
+        'det_backward of a singular matrix'),
+    **dict.fromkeys("""
+        nn_embedding_bag nn_embedding_bag_psw""".split(),
+        'embedding_bag'),
+    **dict.fromkeys("""
+        nn_embedding""".split(),
+        'embedding_renorm_'),
+    **dict.fromkeys("""
+        nn.functional.fractional_max_pool2d nn.functional.fractional_max_pool2d_indices
+        nn.functional.fractional_max_pool2d_sample_errors nn.functional.fractional_max_pool2d_with_indices
+        nn.functional.fractional_max_pool3d nn.functional.fractional_max_pool3d_indices
+        nn.functional.fractional_max_pool3d_sample_errors nn.functional.fractional_max_pool3d_with_indices""".split(),
+        'fractional_max_indices'),
+    **dict.fromkeys("""
+        nn.functional.grid_sample3d_bilinear nn.functional.grid_sample3d_nearest
+        nn.functional.grid_sample_bicubic nn.functional.grid_sample_bilinear
+        nn.functional.grid_sample_nearest""".split(),
+        'grid_sample_plan'),
+    **dict.fromkeys("""
+        histc histc_recorded""".split(),
+        'histc_counts'),
+    **dict.fromkeys("""
+        nn.functional.unfold nn.functional.unfold_errors""".split(),
+        'im2col'),
+    **dict.fromkeys("""
+        nn.functional.interpolate_bicubic_antialias nn.functional.interpolate_bilinear_antialias
+        nn.functional.interpolate_lanczos_antialias""".split(),
+        'interpolate_aa_matrices'),
+    **dict.fromkeys("""
+        nn.functional.interpolate_bicubic nn.functional.interpolate_bilinear
+        nn.functional.interpolate_linear nn.functional.interpolate_nearest1d
+        nn.functional.interpolate_nearest2d nn.functional.interpolate_nearest3d
+        nn.functional.interpolate_nearest_exact nn.functional.interpolate_trilinear nn.functional.upsample
+        nn.functional.upsample_bilinear nn.functional.upsample_nearest""".split(),
+        'interpolate_matrices'),
+    **dict.fromkeys("""
+        kthvalue kthvalue_ties""".split(),
+        'kthvalue_indices'),
+    **dict.fromkeys("""
+        aliases lgamma lgamma_ lgamma_neg special_values_unary""".split(),
+        'lgamma'),
+    **dict.fromkeys("""
+        linalg_lu linalg_lu_P lu_ties""".split(),
+        'linalg_lu'),
+    **dict.fromkeys("""
+        linalg_lu_factor linalg_lu_factor_ex lu_factor_ex_nan lu_factor_ex_ties lu_factor_ex_zero lu_legacy
+        lu_legacy_infos lu_solve_legacy lu_solve_method lu_solve_through_factor lu_unpack lu_unpack_P""".split(),
+        'linalg_lu_factor_ex'),
+    **dict.fromkeys("""
+        linalg_lu_solve""".split(),
+        'linalg_lu_solve'),
+    **dict.fromkeys("""
+        linalg_lstsq linalg_lstsq_outputs""".split(),
+        'lstsq_rank'),
+    **dict.fromkeys("""
+        matrix_rank""".split(),
+        'matrix_rank_of'),
+    **dict.fromkeys("""
+        max_pool1d max_pool1d_with_indices max_pool2d max_pool3d nn.functional.lp_pool3d_inf
+        nn.functional.lp_pool_inf nn.functional.max_pool1d nn.functional.max_pool1d_indices
+        nn.functional.max_pool1d_nan_inf nn.functional.max_pool1d_with_indices nn.functional.max_pool2d
+        nn.functional.max_pool2d_indices nn.functional.max_pool2d_ties nn.functional.max_pool2d_with_indices
+        nn.functional.max_pool3d nn.functional.max_pool3d_indices nn.functional.max_pool3d_with_indices""".split(),
+        'max_pool_indices'),
+    **dict.fromkeys("""
+        median median_ties nanmedian nanmedian_ties""".split(),
+        'median_indices'),
+    **dict.fromkeys("""
+        mode mode_ties""".split(),
+        'mode_indices'),
+    **dict.fromkeys("""
+        multi_margin_loss""".split(),
+        'multi_margin_loss_forward'),
+    **dict.fromkeys("""
+        multilabel_margin_loss""".split(),
+        'multilabel_margin_loss_forward'),
+    **dict.fromkeys("""
+        cross_entropy cross_entropy_big cross_entropy_big_none cross_entropy_ls_weight nll_loss""".split(),
+        'nll_loss_forward'),
+    **dict.fromkeys("""
+        nn.functional.pad_circular nn.functional.pad_reflect nn.functional.pad_replicate""".split(),
+        'pad_indices'),
+    **dict.fromkeys("""
+        digamma digamma_ digamma_neg polygamma polygamma_ polygamma_method""".split(),
+        'polygamma'),
+    **dict.fromkeys("""
+        nn.functional.max_unpool1d nn.functional.max_unpool2d nn.functional.max_unpool3d""".split(),
+        'pool_scatter'),
+    **dict.fromkeys("""
+        slogdet_singular_grad""".split(),
+        'slogdet_backward of a singular matrix'),
+    **dict.fromkeys("""
+        argsort argsort_ties bucketize bucketize_scalar msort msort_method nanquantile nanquantile_nan
+        quantile quantile_nan quantile_ties searchsorted searchsorted_scalar sort sort_method sort_noncontig
+        sort_ties""".split(),
+        'sort_indices'),
+    **dict.fromkeys("""
+        topk topk_ties topk_unsorted""".split(),
+        'topk_indices'),
+    **dict.fromkeys("""
+        unique_consecutive unique_consecutive_recorded""".split(),
+        'unique_runs'),
+    **dict.fromkeys("""
+        unique unique_nan unique_recorded""".split(),
+        'unique_values'),
+}
+# Entries whose device results differ from the CPU's for a reason of the device, not of a kernel.
+DEVICE_LIMITS: dict[str, str] = {
+    **dict.fromkeys("""
+        casts nn_activation_errors""".split(),
+        'array-api-strict has no float16'),
+    **dict.fromkeys("""
+        view_dtype view_dtype_errors""".split(),
+        'reinterpreting bits (Tensor.view(dtype)) is not in the array API standard'),
+    **dict.fromkeys("""
+        inplace_through_view stale_view""".split(),
+        'views are copies on a device made from an array-API library: a write through a view does '
+        'not reach its base'),
+}
+
+
+def _reason(name: str) -> str | None:
+    if name in NO_KERNEL:
+        return f"no array-API kernel yet ({NO_KERNEL[name]}, ember/devices/common)"
+    if name in DEVICE_LIMITS:
+        return DEVICE_LIMITS[name]
+    where = NOT_NEUTRAL.get(name)
+    return f"kernel not yet device-neutral ({where})" if where else None
+
+
+def _params():
+    out = []
+    for op in OP_DB:
+        reason = _reason(op.name)
+        out.append(pytest.param(op.name, marks=pytest.mark.xfail(strict=True, reason=reason)) if reason
+                   else op.name)
+    return out
+
+
+# ----- running an entry on both devices ----------------------------------------------------------------------
+def to_device(t):
+    """A CPU tensor (made by a creation function) moved onto the device, a leaf still."""
+    if isinstance(t, ember.Tensor) and t.device.type == "cpu":
+        d = t.detach().to(NAME)
+        return d.requires_grad_() if t.requires_grad else d
+    return t
+
+
+class _DeviceModule(types.ModuleType):
+    """``ember`` as the op database's lambdas see it on the device: the creation functions they call
+    (``m.tensor(index)``, ``m.ones(shape)``) make tensors on the CPU and move them; everything else is ember's."""
+
+    def __getattr__(self, name):
+        return getattr(ember, name)
+
+
+ON_DEVICE = _DeviceModule("ember_on_device")
+for _name in ("tensor", "as_tensor", "zeros", "ones", "full", "empty", "arange", "eye", "linspace", "randn", "rand",
+              "zeros_like", "ones_like", "full_like", "empty_like", "randn_like", "rand_like", "randint"):
+    setattr(ON_DEVICE, _name, (lambda f: lambda *a, **k: to_device(f(*a, **k)))(getattr(ember, _name)))
+
+
+def _outputs(res) -> list:
+    return list(res) if isinstance(res, (tuple, list)) else [res]
+
+
+def _run(op, sample, dtype, on_device: bool):
+    """(outputs, gradients) or the exception the op raised."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # inf and nan samples cast to integers
+        xs = [ember.tensor(to_dtype(a, dtype)) for a in sample.args]
+    grad = op.supports_grad and dtype in ("float32", "float64")
+    if on_device:
+        xs = [x.to(NAME) for x in xs]
+    if grad:
+        for x in xs:
+            x.requires_grad_()
+    ember.manual_seed(0)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            outs = _outputs(op.op(ON_DEVICE if on_device else ember, *xs, **sample.kwargs))
+            diff = [o for o in outs if isinstance(o, ember.Tensor) and o.requires_grad and o.grad_fn is not None]
+            grads = ember.autograd.grad([o.sum() for o in diff], xs, allow_unused=True) if diff else []
+    except Exception as e:  # noqa: BLE001  (compared with the other device's)
+        return e
+    return outs, grads
+
+
+def _tol(dtype):
+    return (1e-5, 1e-6) if dtype == np.float32 else (1e-10, 1e-12)
+
+
+def _same(got, ref, what):
+    if not isinstance(ref, ember.Tensor):
+        assert not isinstance(got, ember.Tensor) and got == ref, f"{what}: {got!r} != {ref!r}"
+        return
+    assert isinstance(got, ember.Tensor), what
+    assert got.device.type == NAME, f"{what} left the device ({got.device})"
+    assert got.dtype == ref.dtype and tuple(got.shape) == tuple(ref.shape), \
+        f"{what}: {got.dtype}{tuple(got.shape)} != {ref.dtype}{tuple(ref.shape)}"
+    a, b = got.detach().to("cpu").numpy(), ref.detach().numpy()
+    if a.dtype.kind == "f":
+        rtol, atol = _tol(a.dtype)
+        ok = np.isclose(a, b, rtol=rtol, atol=atol, equal_nan=True)
+    else:
+        ok = a == b
+    if not np.all(ok):
+        bad = np.argwhere(~np.asarray(ok))[:3].tolist()
+        raise AssertionError(f"{what}: values differ at {bad}: {a[~ok][:3]} (device) != {b[~ok][:3]} (cpu)")
+
+
+@pytest.mark.parametrize("name", _params())
+def test_op_database_on_an_array_api_device(name):
+    op = OPS[name]
+    for sample in op.sample_inputs():
+        for dtype in (d for d in op.dtypes if d in DTYPES):
+            where = f"{name} [{sample.desc}, {dtype}]"
+            ref = _run(op, sample, dtype, on_device=False)
+            got = _run(op, sample, dtype, on_device=True)
+            if isinstance(ref, Exception):
+                assert isinstance(got, Exception), f"{where}: the CPU raised {ref!r}, the device did not"
+                assert type(got) is type(ref), f"{where}: {got!r} on the device, {ref!r} on the CPU"
+                continue
+            if isinstance(got, Exception):
+                raise AssertionError(f"{where}: {type(got).__name__}: {got} on the device only") from None
+            (outs, grads), (ref_outs, ref_grads) = got, ref
+            assert len(outs) == len(ref_outs), where
+            for i, (o, r) in enumerate(zip(outs, ref_outs)):
+                _same(o, r, f"{where}: output {i}")
+            assert len(grads) == len(ref_grads), where
+            for i, (g, r) in enumerate(zip(grads, ref_grads)):
+                assert (g is None) == (r is None), f"{where}: gradient {i}"
+                if g is not None:
+                    _same(g, r, f"{where}: gradient of input {i}")
+
+
+def test_the_xfail_lists_name_real_entries():
+    assert set(NOT_NEUTRAL) | set(NO_KERNEL) | set(DEVICE_LIMITS) <= set(OPS)
+
+
+# ----- the device outside the op database ----------------------------------------------------------------------
+def test_tensors_move_to_the_device_and_back_with_gradients():
+    x = ember.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x.to(NAME)
+    assert y.device == ember.device(NAME) and str(y.device) == NAME and y.grad_fn.name() == "ToCopyBackward0"
+    z = y.exp().to(ember.device("cpu"))
+    assert z.device.type == "cpu"
+    z.sum().backward()
+    assert x.grad.device.type == "cpu"
+    np.testing.assert_allclose(x.grad.numpy(), np.exp([1.0, 2.0, 3.0]), rtol=1e-6)
+    assert x.to(NAME).to(NAME, ember.float64).dtype == ember.float64
+    assert x.to(NAME, ember.float64).dtype == ember.float64
+    assert repr(x.detach().to(NAME)) == "tensor([1., 2., 3.], device='strict')"
+    assert x.to(NAME).cpu().device.type == "cpu"
+    with pytest.raises(TypeError, match="can't convert strict device type tensor to numpy"):
+        x.detach().to(NAME).numpy()
+
+
+def test_double_backward_and_forward_mode_through_a_device_copy():
+    x = ember.tensor([1.0, 2.0], requires_grad=True)
+    g, = ember.autograd.grad((x.to(NAME) ** 3).sum(), x, create_graph=True)
+    assert g.device.type == "cpu" and g.grad_fn is not None
+    gg, = ember.autograd.grad(g.sum(), x)
+    np.testing.assert_allclose(gg.numpy(), [6.0, 12.0])
+    import ember.autograd.forward_ad as fwAD
+    with fwAD.dual_level():
+        d = fwAD.make_dual(ember.tensor([1.0, 2.0]), ember.tensor([1.0, 0.0]))
+        t = fwAD.unpack_dual(d.to(NAME).exp()).tangent
+    assert t.device.type == NAME
+    np.testing.assert_allclose(t.cpu().numpy(), [np.e, 0.0], rtol=1e-6)
+
+
+def test_mixing_devices_raises_pytorchs_error():
+    a, b = ember.ones(3), ember.ones(3).to(NAME)
+    msg = f"^Expected all tensors to be on the same device, but found at least two devices, cpu and {NAME}!$"
+    for f in (lambda: a + b, lambda: b + a, lambda: b * a, lambda: ember.cat([b, a])):
+        with pytest.raises(RuntimeError, match=msg):
+            f()
+
+
+def test_the_device_parses_and_creation_functions_refuse_it():
+    assert ember.device(NAME).type == NAME
+    with pytest.raises(NotImplementedError, match=r"\.to\('strict'\)"):
+        ember.zeros(3, device=NAME)
+    with pytest.raises(ValueError):
+        devices.register("cpu", array_api_strict)
+
+
+def test_a_missing_kernel_names_itself_and_the_device():
+    assert "lgamma" in NS.MISSING and "softmax" not in NS.MISSING
+    with pytest.raises(NotImplementedError, match=r"kernel 'lgamma' .*device 'strict'"):
+        ember.lgamma(ember.ones(2).to(NAME))
+
+
+def _mlp_losses(device: str, step) -> tuple:
+    ember.manual_seed(0)
+    model = ember.nn.Sequential(ember.nn.Linear(4, 8), ember.nn.ReLU(), ember.nn.Linear(8, 1)).to(device)
+    x, y = ember.randn(16, 4).to(device), ember.randn(16, 1).to(device)
+    losses = []
+    for _ in range(5):
+        model.zero_grad()
+        loss = ember.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        step(model)
+        losses.append(loss.item())
+    assert all(p.device.type == device and p.grad.device.type == device for p in model.parameters())
+    return losses, [p.detach().to("cpu").numpy() for p in model.parameters()]
+
+
+def _plain_sgd(model):
+    with ember.no_grad():
+        for p in model.parameters():
+            p.sub_(0.1 * p.grad)
+
+
+def test_a_training_step_on_the_device_matches_the_cpu():
+    """A small MLP (Linear, ReLU, MSE loss) trained five steps of plain SGD written with tensor ops."""
+    (cpu_losses, cpu_params), (dev_losses, dev_params) = (_mlp_losses(d, _plain_sgd) for d in ("cpu", NAME))
+    np.testing.assert_allclose(dev_losses, cpu_losses, rtol=1e-5)
+    for a, b in zip(dev_params, cpu_params):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+OPTIMIZERS = sorted(n for n in dir(ember.optim) if isinstance(getattr(ember.optim, n), type) and n != "LBFGS"
+                    and issubclass(getattr(ember.optim, n), ember.optim.Optimizer) and n != "Optimizer")
+
+
+@pytest.mark.parametrize("name", OPTIMIZERS)
+def test_every_optimizer_trains_on_the_device_as_on_the_cpu(name):
+    """Five steps of each optimizer (LBFGS, which needs a closure, aside) on the MLP: the same parameters."""
+    def run(device):
+        opt = {}
+        return _mlp_losses(device, lambda model: opt.setdefault(
+            "o", getattr(ember.optim, name)(model.parameters(), lr=0.01)).step())
+    (cpu_losses, cpu_params), (dev_losses, dev_params) = run("cpu"), run(NAME)
+    np.testing.assert_allclose(dev_losses, cpu_losses, rtol=1e-5)
+    for a, b in zip(dev_params, cpu_params):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
