@@ -82,3 +82,24 @@ def same(fn, *, msg=None, exact_msg=False, rtol=1e-5, atol=1e-6):
 def raises_same(fn, msg=None, exact_msg=False):
     r = same(fn, msg=msg, exact_msg=exact_msg)
     assert r[0] == "err", f"expected an exception, torch returned {r[1]!r}"
+
+
+def assert_same_run(got, ref, where: str, same, device: str) -> None:
+    """One op-database run on a device (``got``) against the CPU's (``ref``), each ``(outputs, gradients)`` or the
+    exception raised: the same exception type, or the same outputs and gradients, each pair compared by
+    ``same(device_tensor, cpu_tensor, what)`` (tests/test_backend.py, tests/test_array_api_device.py)."""
+    if isinstance(ref, Exception):
+        assert isinstance(got, Exception), f"{where}: the CPU raised {ref!r}, {device} did not"
+        assert type(got) is type(ref), f"{where}: {got!r} on {device}, {ref!r} on the CPU"
+        return
+    if isinstance(got, Exception):
+        raise AssertionError(f"{where}: {type(got).__name__}: {got} on {device} only") from None
+    (outs, grads), (ref_outs, ref_grads) = got, ref
+    assert len(outs) == len(ref_outs), where
+    for i, (o, r) in enumerate(zip(outs, ref_outs)):
+        same(o, r, f"{where}: output {i}")
+    assert len(grads) == len(ref_grads), where
+    for i, (g, r) in enumerate(zip(grads, ref_grads)):
+        assert (g is None) == (r is None), f"{where}: gradient {i}"
+        if g is not None:
+            same(g, r, f"{where}: gradient of input {i}")

@@ -26,6 +26,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 import ember  # noqa: E402
 from ember import devices  # noqa: E402
 from op_db import OP_DB, OPS, to_dtype  # noqa: E402
+from parity import assert_same_run  # noqa: E402
 
 NAME = "strict"
 NS = devices.register(NAME, array_api_strict)
@@ -322,21 +323,7 @@ def test_op_database_on_an_array_api_device(name):
             where = f"{name} [{sample.desc}, {dtype}]"
             ref = _run(op, sample, dtype, on_device=False)
             got = _run(op, sample, dtype, on_device=True)
-            if isinstance(ref, Exception):
-                assert isinstance(got, Exception), f"{where}: the CPU raised {ref!r}, the device did not"
-                assert type(got) is type(ref), f"{where}: {got!r} on the device, {ref!r} on the CPU"
-                continue
-            if isinstance(got, Exception):
-                raise AssertionError(f"{where}: {type(got).__name__}: {got} on the device only") from None
-            (outs, grads), (ref_outs, ref_grads) = got, ref
-            assert len(outs) == len(ref_outs), where
-            for i, (o, r) in enumerate(zip(outs, ref_outs)):
-                _same(o, r, f"{where}: output {i}")
-            assert len(grads) == len(ref_grads), where
-            for i, (g, r) in enumerate(zip(grads, ref_grads)):
-                assert (g is None) == (r is None), f"{where}: gradient {i}"
-                if g is not None:
-                    _same(g, r, f"{where}: gradient of input {i}")
+            assert_same_run(got, ref, where, _same, "the device")
 
 
 def test_the_xfail_lists_name_real_entries():

@@ -29,6 +29,7 @@ from ember import _device
 from ember.devices.cpu import namespace as _numpy_ns  # noqa: E402
 from ember.ops import raw_names  # noqa: E402
 from op_db import OP_DB, OPS, to_dtype  # noqa: E402
+from parity import assert_same_run  # noqa: E402
 
 
 class LeakedToNumPy(AssertionError):
@@ -217,20 +218,7 @@ def test_op_runs_on_a_second_backend(name):
             where = f"{name} [{sample.desc}, {dtype}]"
             ref = _run(op, sample, dtype, strict=False)
             got = _run(op, sample, dtype, strict=True)
-            if isinstance(ref, Exception):
-                assert isinstance(got, Exception), f"{where}: the CPU raised {ref!r}, the strict device did not"
-                assert type(got) is type(ref), f"{where}: {got!r} on the strict device, {ref!r} on the CPU"
-                continue
-            assert not isinstance(got, Exception), f"{where}: {got!r} on the strict device only"
-            (outs, grads), (ref_outs, ref_grads) = got, ref
-            assert len(outs) == len(ref_outs), where
-            for i, (o, r) in enumerate(zip(outs, ref_outs)):
-                _same(o, r, f"{where}: output {i}")
-            assert len(grads) == len(ref_grads), where
-            for i, (g, r) in enumerate(zip(grads, ref_grads)):
-                assert (g is None) == (r is None), f"{where}: gradient {i}"
-                if g is not None:
-                    _same(g, r, f"{where}: gradient of input {i}")
+            assert_same_run(got, ref, where, _same, "the strict device")
 
 
 def test_leaks_are_real_entries():
