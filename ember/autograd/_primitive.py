@@ -152,14 +152,20 @@ def batch_rule(prim: Primitive, vjp) -> None:
     prim.batch = vjp if isinstance(vjp, tuple) or not callable(vjp) else (vjp,)
 
 
-def defprim(name, node_name, forward, vjp, jvp=None, *, saves=(), saves_out=False, is_view=False,
+def default_node_name(name: str) -> str:
+    """PyTorch's usual name of an op's backward node: ``mul`` -> ``MulBackward0``, ``log_softmax`` ->
+    ``LogSoftmaxBackward0``. A primitive whose node PyTorch names otherwise declares ``node=``."""
+    return "".join(p[:1].upper() + p[1:] for p in name.split("_")) + "Backward0"
+
+
+def defprim(name, forward, vjp, jvp=None, *, node=None, saves=(), saves_out=False, is_view=False,
             promote=None, scalar_args=(), saved_names=None) -> Primitive:
-    """Declare a primitive (see the module docstring); ``node_name`` is PyTorch's name of its backward;
-    ``scalar_args``: positions of inputs that are PyTorch ``Scalar`` arguments (no graph edge);
-    ``saved_names``: PyTorch's name of each input, as ``grad_fn._saved_<name>`` shows it, where the
-    generic ones (``self``, ``other``, ``input2``...) are wrong."""
-    p = Primitive(name, node_name, forward, vjp, jvp, saves, saves_out, is_view, promote, scalar_args,
-                  saved_names)
+    """Declare a primitive (see the module docstring); ``node`` is PyTorch's name of its backward node when it is
+    not ``default_node_name(name)``; ``scalar_args``: positions of inputs that are PyTorch ``Scalar`` arguments
+    (no graph edge); ``saved_names``: PyTorch's name of each input, as ``grad_fn._saved_<name>`` shows it, where
+    the generic ones (``self``, ``other``, ``input2``...) are wrong."""
+    p = Primitive(name, node or default_node_name(name), forward, vjp, jvp, saves, saves_out, is_view, promote,
+                  scalar_args, saved_names)
     install_saved_attrs(p)
     PRIMITIVES.append(p)
     return p

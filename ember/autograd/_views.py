@@ -160,13 +160,13 @@ def _view_tangent(v: Tensor):
 # ----- rebuilding a view's history --------------------------------------------------------------
 
 view_replay_p = defprim(
-    "view_replay", "AsStridedBackward0", lambda xp, a, steps: xp.view_replay(a, steps),
-    vjp=lambda xp, g, out, a, steps: xp.view_scatter_zeros(g, steps, a.shape), jvp="linear")
+    "view_replay", lambda xp, a, steps: xp.view_replay(a, steps),
+    node="AsStridedBackward0", vjp=lambda xp, g, out, a, steps: xp.view_scatter_zeros(g, steps, a.shape), jvp="linear")
 
 view_scatter_zeros_p = defprim(
-    "view_scatter_zeros", "AsStridedScatterBackward0",
+    "view_scatter_zeros",
     lambda xp, g, steps, shape: xp.view_scatter_zeros(g, steps, shape),
-    vjp=lambda xp, g, out, a, steps, shape: xp.view_replay(g, steps), jvp="linear")
+    node="AsStridedScatterBackward0", vjp=lambda xp, g, out, a, steps, shape: xp.view_replay(g, steps), jvp="linear")
 
 
 def _outside_view(xp, g, steps):
@@ -175,9 +175,9 @@ def _outside_view(xp, g, steps):
 
 
 copy_slices_p = defprim(
-    "copy_slices", "CopySlices",
+    "copy_slices",
     lambda xp, base, r, steps: _outside_view(xp, base, steps) + xp.view_scatter_zeros(r, steps, base.shape),
-    vjp=(lambda xp, g, out, base, r, steps: _outside_view(xp, g, steps),
+    node="CopySlices", vjp=(lambda xp, g, out, base, r, steps: _outside_view(xp, g, steps),
          lambda xp, g, out, base, r, steps: xp.view_replay(g, steps)),
     jvp="linear")
 

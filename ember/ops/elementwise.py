@@ -104,18 +104,18 @@ def _div_grad(xp, g, out, a, b):
     return g / b
 
 
-add_p = defprim("add", "AddBackward0", _add,
+add_p = defprim("add", _add,
                 vjp=(lambda xp, g, out, a, b: g, lambda xp, g, out, a, b: g), jvp="linear", promote="standard")
 
-sub_p = defprim("sub", "SubBackward0", _sub,
+sub_p = defprim("sub", _sub,
                 vjp=(lambda xp, g, out, a, b: g, lambda xp, g, out, a, b: -g), jvp="linear", promote="standard")
 
-mul_p = defprim("mul", "MulBackward0", _mul,
+mul_p = defprim("mul", _mul,
                 vjp=(lambda xp, g, out, a, b: _mul(xp, g, b), lambda xp, g, out, a, b: _mul(xp, g, a)),
                 jvp="multilinear", saves=(0, 1), promote="standard")
 
 # d(a/b)/db = -(a/b)/b, divided twice rather than by b*b, which under- or overflows (PyTorch's order).
-div_p = defprim("div", "DivBackward0", _div,
+div_p = defprim("div", _div,
                 vjp=(_div_grad, lambda xp, g, out, a, b: -g * ((a / b) / b)),
                 jvp="elementwise", saves=(0, 1), promote="float")
 
@@ -130,32 +130,36 @@ def _zero(xp, g, out, *args, **params):
     return xp.zeros_like(g)
 
 
-floor_divide_p = defprim("floor_divide", "NotImplemented", lambda xp, a, b: xp.floor_divide(a, b),
+floor_divide_p = defprim("floor_divide", lambda xp, a, b: xp.floor_divide(a, b),
+                         node="NotImplemented",
                          vjp=(_not_differentiable("floor_divide"),) * 2, jvp="elementwise", promote="standard")
 
 # div(rounding_mode='trunc'/'floor'): piecewise constant, PyTorch's gradient is zero.
-div_mode_p = defprim("div", "DivBackward2", lambda xp, a, b, mode: xp.div_rounded(a, b, mode),
-                     vjp=(_zero, _zero), jvp="elementwise", promote="standard")
+div_mode_p = defprim("div", lambda xp, a, b, mode: xp.div_rounded(a, b, mode),
+                     node="DivBackward2", vjp=(_zero, _zero), jvp="elementwise", promote="standard")
 
 # remainder(a, b) = a - floor(a / b) * b and fmod(a, b) = a - trunc(a / b) * b: the quotient is piecewise
 # constant, so d/db is minus the rounded quotient (written with div_rounded, whose own derivative is zero,
 # so second derivatives work).
-remainder_p = defprim("remainder", "RemainderBackward1", lambda xp, a, b: xp.remainder(a, b),
+remainder_p = defprim("remainder", lambda xp, a, b: xp.remainder(a, b),
+                      node="RemainderBackward1",
                       vjp=(lambda xp, g, out, a, b: g, lambda xp, g, out, a, b: -g * xp.div_rounded(a, b, "floor")),
                       jvp="elementwise", saves=(0, 1), promote="standard")
-remainder_scalar_p = defprim("remainder", "RemainderBackward0", lambda xp, a, b: xp.remainder(a, b),
+remainder_scalar_p = defprim("remainder", lambda xp, a, b: xp.remainder(a, b),
                              vjp=(lambda xp, g, out, a, b: g, None), jvp="elementwise", promote="standard",
                              scalar_args=(1,))
-rremainder_p = defprim("remainder", "NotImplemented", lambda xp, a, b: xp.remainder(a, b),
+rremainder_p = defprim("remainder", lambda xp, a, b: xp.remainder(a, b),
+                       node="NotImplemented",
                        vjp=(None, _not_differentiable("remainder")), jvp="elementwise", promote="standard")
-fmod_p = defprim("fmod", "FmodBackward1", lambda xp, a, b: xp.fmod(a, b),
+fmod_p = defprim("fmod", lambda xp, a, b: xp.fmod(a, b),
+                 node="FmodBackward1",
                  vjp=(lambda xp, g, out, a, b: g, lambda xp, g, out, a, b: -g * xp.div_rounded(a, b, "trunc")),
                  jvp="elementwise", saves=(0, 1), promote="standard")
-fmod_scalar_p = defprim("fmod", "FmodBackward0", lambda xp, a, b: xp.fmod(a, b),
+fmod_scalar_p = defprim("fmod", lambda xp, a, b: xp.fmod(a, b),
                         vjp=(lambda xp, g, out, a, b: g, None), jvp="elementwise", promote="standard",
                         scalar_args=(1,))
 
-neg_p = defprim("neg", "NegBackward0", lambda xp, a: -a, vjp=lambda xp, g, out, a: -g, jvp="linear")
+neg_p = defprim("neg", lambda xp, a: -a, vjp=lambda xp, g, out, a: -g, jvp="linear")
 
 
 def _pow_scalar_grad(xp, g, out, a, p):
@@ -165,7 +169,7 @@ def _pow_scalar_grad(xp, g, out, a, p):
     return g * (xp.pow(a, p - 1) * p)
 
 
-pow_scalar_p = defprim("pow", "PowBackward0", lambda xp, a, p: xp.pow(a, p),
+pow_scalar_p = defprim("pow", lambda xp, a, p: xp.pow(a, p),
                        vjp=(_pow_scalar_grad, None), jvp="elementwise", saves=(0,), promote="standard",
                        scalar_args=(1,), saved_names=("self", "exponent"))
 
@@ -182,7 +186,8 @@ def _pow_base_grad(xp, g, out, a, b):
     return xp.where(b == 0, 0.0, g * (b * xp.pow(a, b - 1)))
 
 
-pow_tensor_p = defprim("pow", "PowBackward1", lambda xp, a, b: xp.pow(a, b),
+pow_tensor_p = defprim("pow", lambda xp, a, b: xp.pow(a, b),
+                       node="PowBackward1",
                        vjp=(_pow_base_grad, _pow_exponent_grad), jvp="elementwise", saves=(0, 1), saves_out=True,
                        promote="standard", saved_names=("self", "exponent"))
 
@@ -193,18 +198,19 @@ def _rpow_grad(xp, g, out, base, b):
     return g * (out * math.log(base))
 
 
-rpow_p = defprim("pow", "PowBackward2", lambda xp, base, b: xp.pow(base, b),
+rpow_p = defprim("pow", lambda xp, base, b: xp.pow(base, b),
+                 node="PowBackward2",
                  vjp=(None, _rpow_grad), jvp="elementwise", saves=(1,), saves_out=True, promote="standard",
                  scalar_args=(0,), saved_names=("self", "exponent"))
 
 # ----- primitives: unary ---------------------------------------------------------------------------------
 
-abs_p = defprim("abs", "AbsBackward0", lambda xp, a: xp.abs(a),
+abs_p = defprim("abs", lambda xp, a: xp.abs(a),
                 vjp=lambda xp, g, out, a: g * xp.sign(a), jvp="elementwise", saves=(0,))
 
 
 def _unary_prim(name, node, forward, rule, saves=(0,), saves_out=False, promote="float"):
-    return defprim(name, node, forward, vjp=rule, jvp="elementwise", saves=saves, saves_out=saves_out,
+    return defprim(name, forward, node=node, vjp=rule, jvp="elementwise", saves=saves, saves_out=saves_out,
                    promote=promote)
 
 
@@ -216,7 +222,7 @@ round_decimals_p = _unary_prim("round", "RoundBackward1", lambda xp, a, decimals
 floor_p = _unary_prim("floor", "FloorBackward0", lambda xp, a: xp.floor(a), _zero, (), promote=None)
 ceil_p = _unary_prim("ceil", "CeilBackward0", lambda xp, a: xp.ceil(a), _zero, (), promote=None)
 trunc_p = _unary_prim("trunc", "TruncBackward0", lambda xp, a: xp.trunc(a), _zero, (), promote=None)
-frac_p = defprim("frac", "FracBackward0", lambda xp, a: xp.frac(a), vjp=lambda xp, g, out, a: g, jvp="elementwise")
+frac_p = defprim("frac", lambda xp, a: xp.frac(a), vjp=lambda xp, g, out, a: g, jvp="elementwise")
 
 exp_p = _unary_prim("exp", "ExpBackward0", lambda xp, a: xp.exp(a), lambda xp, g, out, a: g * out, (), True)
 exp2_p = _unary_prim("exp2", "Exp2Backward0", lambda xp, a: xp.exp2(a), lambda xp, g, out, a: g * (out * _LN2),
@@ -258,11 +264,11 @@ sigmoid_p = _unary_prim("sigmoid", "SigmoidBackward0", lambda xp, a: xp.sigmoid(
 # their own (their rounding: tanh's 1 - out^2 is one fused multiply-add), and nodes of their own under
 # create_graph (TanhBackwardBackward0, SigmoidBackwardBackward0); derivatives as in derivatives.yaml.
 tanh_backward_p = defprim(
-    "tanh_backward", "TanhBackwardBackward0", lambda xp, g, out: xp.tanh_backward(g, out),
+    "tanh_backward", lambda xp, g, out: xp.tanh_backward(g, out),
     vjp=(lambda xp, gg, r, g, out: xp.tanh_backward(gg, out), lambda xp, gg, r, g, out: gg * (out * -2 * g)),
     jvp="elementwise", saves=(0, 1), saved_names=("grad_output", "output"))
 sigmoid_backward_p = defprim(
-    "sigmoid_backward", "SigmoidBackwardBackward0", lambda xp, g, out: xp.sigmoid_backward(g, out),
+    "sigmoid_backward", lambda xp, g, out: xp.sigmoid_backward(g, out),
     vjp=(lambda xp, gg, r, g, out: xp.sigmoid_backward(gg, out), lambda xp, gg, r, g, out: gg * g * (out * -2 + 1)),
     jvp="elementwise", saves=(0, 1), saved_names=("grad_output", "output"))
 graph("tanh_backward", lambda g, out: apply(tanh_backward_p, (g, out)))
@@ -313,7 +319,7 @@ nan_to_num_p = _unary_prim("nan_to_num", "NanToNumBackward0",
 # PyTorch's threshold_backward(g, result, 0): where(out <= 0, 0, g), not g * (out > 0), so the gradient passes
 # at nan; under create_graph it is a node of its own (ThresholdBackwardBackward0, in ops/nn_activation.py), so
 # that the gradient has a graph, as PyTorch's.
-relu_p = defprim("relu", "ReluBackward0", lambda xp, a: xp.relu(a),
+relu_p = defprim("relu", lambda xp, a: xp.relu(a),
                  vjp=lambda xp, g, out, a: xp.threshold_backward(g, out, 0), jvp="elementwise", saves_out=True)
 
 # ----- primitives: binary math ---------------------------------------------------------------------------
@@ -326,16 +332,16 @@ def _atan2_grad(which):
     return rule
 
 
-atan2_p = defprim("atan2", "Atan2Backward0", lambda xp, a, b: xp.atan2(a, b), vjp=(_atan2_grad(0), _atan2_grad(1)),
+atan2_p = defprim("atan2", lambda xp, a, b: xp.atan2(a, b), vjp=(_atan2_grad(0), _atan2_grad(1)),
                   jvp="elementwise", saves=(0, 1), promote="float")
-hypot_p = defprim("hypot", "HypotBackward0", lambda xp, a, b: xp.hypot(a, b),
+hypot_p = defprim("hypot", lambda xp, a, b: xp.hypot(a, b),
                   vjp=(lambda xp, g, out, a, b: g * (a / out), lambda xp, g, out, a, b: g * (b / out)),
                   jvp="elementwise", saves=(0, 1), saves_out=True, promote="standard")
-logaddexp_p = defprim("logaddexp", "LogaddexpBackward0", lambda xp, a, b: xp.logaddexp(a, b),
+logaddexp_p = defprim("logaddexp", lambda xp, a, b: xp.logaddexp(a, b),
                       vjp=(lambda xp, g, out, a, b: g / (xp.exp(b - a) + 1),
                            lambda xp, g, out, a, b: g / (xp.exp(a - b) + 1)),
                       jvp="elementwise", saves=(0, 1), promote="standard")
-logaddexp2_p = defprim("logaddexp2", "Logaddexp2Backward0", lambda xp, a, b: xp.logaddexp2(a, b),
+logaddexp2_p = defprim("logaddexp2", lambda xp, a, b: xp.logaddexp2(a, b),
                        vjp=(lambda xp, g, out, a, b: g / (xp.exp2(b - a) + 1),
                             lambda xp, g, out, a, b: g / (xp.exp2(a - b) + 1)),
                        jvp="elementwise", saves=(0, 1), promote="standard")
@@ -352,11 +358,13 @@ def _xlogy_other(xp, g, out, a, b):
     return g * (a / b)
 
 
-xlogy_p = defprim("xlogy", "XlogyBackward0", lambda xp, a, b: xp.xlogy(a, b), vjp=(_xlogy_self, _xlogy_other),
+xlogy_p = defprim("xlogy", lambda xp, a, b: xp.xlogy(a, b), vjp=(_xlogy_self, _xlogy_other),
                   jvp="elementwise", saves=(0, 1), promote="float")
-xlogy_rscalar_p = defprim("xlogy", "XlogyBackward1", lambda xp, a, b: xp.xlogy(a, b), vjp=(None, _xlogy_other),
+xlogy_rscalar_p = defprim("xlogy", lambda xp, a, b: xp.xlogy(a, b), node="XlogyBackward1",
+                                                                                      vjp=(None, _xlogy_other),
                           jvp="elementwise", saves=(1,), promote="float", scalar_args=(0,))
-xlogy_scalar_p = defprim("xlogy", "XlogyBackward2", lambda xp, a, b: xp.xlogy(a, b), vjp=(_xlogy_self, None),
+xlogy_scalar_p = defprim("xlogy", lambda xp, a, b: xp.xlogy(a, b), node="XlogyBackward2",
+                                                                                     vjp=(_xlogy_self, None),
                          jvp="elementwise", saves=(0,), promote="float", scalar_args=(1,))
 
 
@@ -364,13 +372,14 @@ def _copysign_self(xp, g, out, a, b):
     return g * xp.where(a == 0, 0.0, out / a)
 
 
-copysign_p = defprim("copysign", "CopysignBackward0", lambda xp, a, b: xp.copysign(a, b),
+copysign_p = defprim("copysign", lambda xp, a, b: xp.copysign(a, b),
                      vjp=(_copysign_self, _zero), jvp="elementwise", saves=(0,), saves_out=True, promote="float")
-copysign_scalar_p = defprim("copysign", "CopysignBackward1", lambda xp, a, b: xp.copysign(a, b),
+copysign_scalar_p = defprim("copysign", lambda xp, a, b: xp.copysign(a, b),
+                            node="CopysignBackward1",
                             vjp=(_copysign_self, None), jvp="elementwise", saves=(0,), saves_out=True,
                             promote="float", scalar_args=(1,))
-heaviside_p = defprim("heaviside", "NotImplemented", lambda xp, a, b: xp.heaviside(a, b),
-                      vjp=(_not_differentiable("heaviside"),) * 2, jvp="elementwise")
+heaviside_p = defprim("heaviside", lambda xp, a, b: xp.heaviside(a, b),
+                      node="NotImplemented", vjp=(_not_differentiable("heaviside"),) * 2, jvp="elementwise")
 
 
 def _clamp_grad(xp, g, out, a, lo, hi):
@@ -383,7 +392,8 @@ def _clamp_grad(xp, g, out, a, lo, hi):
 
 
 # Scalar bounds are inputs (not params) so that the declared promotion sees them: clamp(int_tensor, 0.5).
-clamp_p = defprim("clamp", "ClampBackward1", lambda xp, a, lo, hi: xp.clamp(a, lo, hi),
+clamp_p = defprim("clamp", lambda xp, a, lo, hi: xp.clamp(a, lo, hi),
+                  node="ClampBackward1",
                   vjp=(_clamp_grad, None, None), jvp="elementwise", saves=(0,), promote="standard",
                   scalar_args=(1, 2), saved_names=("self", "min", "max"))
 
@@ -394,12 +404,12 @@ def _max_grad(xp, g, a, b):
     return xp.where(a < b, 0.0, xp.where(a == b, g * 0.5, g))
 
 
-maximum_p = defprim("maximum", "MaximumBackward0", lambda xp, a, b: xp.maximum(a, b),
+maximum_p = defprim("maximum", lambda xp, a, b: xp.maximum(a, b),
                     vjp=(lambda xp, g, out, a, b: _max_grad(xp, g, a, b),
                          lambda xp, g, out, a, b: _max_grad(xp, g, b, a)),
                     jvp="elementwise", saves=(0, 1), promote="standard")
 
-minimum_p = defprim("minimum", "MinimumBackward0", lambda xp, a, b: xp.minimum(a, b),
+minimum_p = defprim("minimum", lambda xp, a, b: xp.minimum(a, b),
                     vjp=(lambda xp, g, out, a, b: _max_grad(xp, g, b, a),
                          lambda xp, g, out, a, b: _max_grad(xp, g, a, b)),
                     jvp="elementwise", saves=(0, 1), promote="standard")
@@ -410,11 +420,11 @@ def _fmax_mask(xp, a, b, ge):
     return ((a >= b) if ge else (a <= b)) | xp.isnan(b)
 
 
-fmax_p = defprim("fmax", "FmaxBackward0", lambda xp, a, b: xp.fmax(a, b),
+fmax_p = defprim("fmax", lambda xp, a, b: xp.fmax(a, b),
                  vjp=(lambda xp, g, out, a, b: xp.where(_fmax_mask(xp, a, b, True), g, 0.0),
                       lambda xp, g, out, a, b: xp.where(_fmax_mask(xp, a, b, True), 0.0, g)),
                  jvp="elementwise", saves=(0, 1), promote="standard")
-fmin_p = defprim("fmin", "FminBackward0", lambda xp, a, b: xp.fmin(a, b),
+fmin_p = defprim("fmin", lambda xp, a, b: xp.fmin(a, b),
                  vjp=(lambda xp, g, out, a, b: xp.where(_fmax_mask(xp, a, b, False), g, 0.0),
                       lambda xp, g, out, a, b: xp.where(_fmax_mask(xp, a, b, False), 0.0, g)),
                  jvp="elementwise", saves=(0, 1), promote="standard")
@@ -444,11 +454,11 @@ def _clamp_t_hi(xp, g, out, a, lo, hi):
     return xp.where((a > hi) | (hi < lo), g, 0.0) if lo is not None else xp.where(a > hi, g, 0.0)
 
 
-clamp_tensor_p = defprim("clamp", "ClampBackward0", _clamp_t, vjp=(_clamp_t_self, _clamp_t_lo, _clamp_t_hi),
+clamp_tensor_p = defprim("clamp", _clamp_t, vjp=(_clamp_t_self, _clamp_t_lo, _clamp_t_hi),
                          jvp="elementwise", saves=(0, 1, 2), promote="standard",
                          saved_names=("self", "min", "max"))
 
-where_p = defprim("where", "WhereBackward0", lambda xp, a, b, cond: xp.where(cond, a, b),
+where_p = defprim("where", lambda xp, a, b, cond: xp.where(cond, a, b),
                   vjp=(lambda xp, g, out, a, b, cond: xp.where(cond, g, 0.0),
                        lambda xp, g, out, a, b, cond: xp.where(cond, 0.0, g)),
                   jvp="linear", promote="standard")
@@ -458,20 +468,21 @@ def _lerp_weight_grad(xp, g, out, a, b, w):
     return g * (b - a)
 
 
-lerp_p = defprim("lerp", "LerpBackward0", lambda xp, a, b, w: xp.lerp(a, b, w),
+lerp_p = defprim("lerp", lambda xp, a, b, w: xp.lerp(a, b, w),
                  vjp=(lambda xp, g, out, a, b, w: g * (1 - w), lambda xp, g, out, a, b, w: g * w, None),
                  jvp="elementwise", scalar_args=(2,), saved_names=("self", "end", "weight"))
-lerp_tensor_p = defprim("lerp", "LerpBackward1", lambda xp, a, b, w: xp.lerp(a, b, w),
+lerp_tensor_p = defprim("lerp", lambda xp, a, b, w: xp.lerp(a, b, w),
+                        node="LerpBackward1",
                         vjp=(lambda xp, g, out, a, b, w: g * (1 - w), lambda xp, g, out, a, b, w: g * w,
                              _lerp_weight_grad),
                         jvp="elementwise", saves=(0, 1, 2), saved_names=("self", "end", "weight"))
 
-addcmul_p = defprim("addcmul", "AddcmulBackward0", lambda xp, a, t1, t2, value: a + (t1 * t2) * value,
+addcmul_p = defprim("addcmul", lambda xp, a, t1, t2, value: a + (t1 * t2) * value,
                     vjp=(lambda xp, g, out, a, t1, t2, value: g,
                          lambda xp, g, out, a, t1, t2, value: g * (t2 * value),
                          lambda xp, g, out, a, t1, t2, value: g * (t1 * value)),
                     jvp="elementwise", saves=(1, 2), promote="standard", saved_names=("self", "tensor1", "tensor2"))
-addcdiv_p = defprim("addcdiv", "AddcdivBackward0", lambda xp, a, t1, t2, value: a + (t1 / t2) * value,
+addcdiv_p = defprim("addcdiv", lambda xp, a, t1, t2, value: a + (t1 / t2) * value,
                     vjp=(lambda xp, g, out, a, t1, t2, value: g,
                          lambda xp, g, out, a, t1, t2, value: g * (value / t2),
                          lambda xp, g, out, a, t1, t2, value: -g * ((t1 * value) / (t2 * t2))),
@@ -611,15 +622,19 @@ def sub(input: Tensor, other, *, alpha=1) -> Tensor:
 # at::add/mul/div(Tensor, Scalar) as PyTorch's C++ composites call them (cross_entropy's label smoothing,
 # the normalisations' eps, ...): AddBackward1 / MulBackward1 / DivBackward1, whose node has no edge for the
 # scalar (Python's ``x + eps`` records AddBackward0 with two).
-add_scalar_p = defprim("add_scalar", "AddBackward1", lambda xp, a, s: a + s, vjp=(lambda xp, g, out, a, s: g, None),
+add_scalar_p = defprim("add_scalar", lambda xp, a, s: a + s, node="AddBackward1",
+                                                                             vjp=(lambda xp, g, out, a, s: g, None),
                        jvp="elementwise", promote="standard", scalar_args=(1,), saved_names=("self", "other"))
-mul_scalar_p = defprim("mul_scalar", "MulBackward1", _mul,
+mul_scalar_p = defprim("mul_scalar", _mul,
+                       node="MulBackward1",
                        vjp=(lambda xp, g, out, a, s: _mul(xp, g, s), None), jvp="elementwise", promote="standard",
                        scalar_args=(1,), saved_names=("self", "other"))
-div_scalar_p = defprim("div_scalar", "DivBackward1", _div,
+div_scalar_p = defprim("div_scalar", _div,
+                       node="DivBackward1",
                        vjp=(_div_grad, None), jvp="elementwise", promote="float", scalar_args=(1,),
                        saved_names=("self", "other"))
-rsub_scalar_p = defprim("rsub", "RsubBackward1", lambda xp, s, a: s - a,
+rsub_scalar_p = defprim("rsub", lambda xp, s, a: s - a,
+                        node="RsubBackward1",
                         vjp=(None, lambda xp, g, out, s, a: -g), jvp="linear", promote="standard", scalar_args=(0,))
 
 

@@ -45,18 +45,19 @@ def _getitem_vjp(xp, g, out, a, index):
 
 
 # Basic indexing (ints, slices, None, Ellipsis) gives a view; advanced indexing a copy. Same rules.
-getitem_view_p = defprim("getitem", "SliceBackward0", _getitem, _getitem_vjp, jvp="linear", is_view=True)
-getitem_p = defprim("index", "IndexBackward0", _getitem, _getitem_vjp, jvp="linear")
+getitem_view_p = defprim("getitem", _getitem, _getitem_vjp, node="SliceBackward0",
+                                                                              jvp="linear", is_view=True)
+getitem_p = defprim("index", _getitem, _getitem_vjp, jvp="linear")
 
 index_put_zeros_p = defprim(
-    "index_put_zeros", "IndexPutBackward0",
+    "index_put_zeros",
     lambda xp, g, index, shape: xp.index_put_zeros(g, index, shape),
-    vjp=lambda xp, g, out, a, index, shape: xp.getitem(g, index), jvp="linear")
+    node="IndexPutBackward0", vjp=lambda xp, g, out, a, index, shape: xp.getitem(g, index), jvp="linear")
 
 fill_index_p = defprim(
-    "fill_index", "IndexFillBackward0",
+    "fill_index",
     lambda xp, a, index, value: xp.fill_index(a, index, value),
-    vjp=lambda xp, g, out, a, index, value: xp.fill_index(g, index, 0.0), jvp="elementwise")
+    node="IndexFillBackward0", vjp=lambda xp, g, out, a, index, value: xp.fill_index(g, index, 0.0), jvp="elementwise")
 
 # x[index] = v as an op of (x, v): x's gradient is zero where it was overwritten.
 def _whole(index) -> bool:
@@ -65,23 +66,25 @@ def _whole(index) -> bool:
 
 
 index_put_p = defprim(
-    "index_put", "CopySlices",
+    "index_put",
     lambda xp, a, v, index: xp.fill_index(a, index, v),
     # overwriting all of a: PyTorch's gradient is zeros_like(grad), a constant (not connected to grad)
+    node="CopySlices",
     vjp=(lambda xp, g, out, a, v, index: xp.zeros_like(g) if _whole(index) else xp.fill_index(g, index, 0.0),
          lambda xp, g, out, a, v, index: xp.getitem(g, index)),
     jvp="linear")
 
 # x with alpha * v added at index (linear in x and v together).
 index_add_p = defprim(
-    "index_add", "IndexAddBackward0",
+    "index_add",
     lambda xp, a, v, index, alpha: xp.index_put_add(a, index, v if alpha == 1 else v * alpha),
     vjp=(lambda xp, g, out, a, v, index, alpha: g,
          lambda xp, g, out, a, v, index, alpha: xp.getitem(g, index) if alpha == 1 else xp.getitem(g, index) * alpha),
     jvp="linear")
 
 # zero_() and fill_(): the old values are overwritten, so their gradient is zero.
-fill_p = defprim("fill", "FillBackward2", lambda xp, a, value: xp.fill_index(a, Ellipsis, value),
+fill_p = defprim("fill", lambda xp, a, value: xp.fill_index(a, Ellipsis, value),
+                 node="FillBackward2",
                  vjp=lambda xp, g, out, a, value: xp.zeros_like(g), jvp="elementwise")   # PyTorch's zeros_like(grad)
 
 
@@ -140,7 +143,7 @@ def _reduce_jvp_s(xp, t, out, a, s, index, reduce, include_self):
 
 
 scatter_reduce_p = defprim(
-    "scatter_reduce", "ScatterReduceBackward0",
+    "scatter_reduce",
     lambda xp, a, s, index, reduce, include_self: xp.scatter_reduce(a, s, index, reduce, include_self),
     vjp=(_reduce_vjp_x, _reduce_vjp_s), jvp=(_reduce_jvp_x, _reduce_jvp_s), saves=(0, 1), saves_out=True)
 
@@ -151,9 +154,9 @@ def _not_implemented(*args, **kwargs):
 
 # scatter(..., reduce='add'|'multiply'): PyTorch records a node that refuses to differentiate.
 scatter_legacy_p = defprim(
-    "scatter", "NotImplemented",
+    "scatter",
     lambda xp, a, s, index, reduce: xp.scatter_reduce(a, s, index, reduce, True),
-    vjp=(_not_implemented, _not_implemented), jvp=(_not_implemented, _not_implemented))
+    node="NotImplemented", vjp=(_not_implemented, _not_implemented), jvp=(_not_implemented, _not_implemented))
 
 # Indices reaching these from rules are NumPy indices; a tensor in one is read as public indexing reads it.
 graph("getitem", lambda x, index: apply(getitem_p, (x,), {"index": raw_index(index)}))
@@ -890,7 +893,7 @@ def _masked_scatter_vjp_s(xp, g, out, a, s, index, count):
 
 
 masked_scatter_p = defprim(
-    "masked_scatter", "MaskedScatterBackward0", _masked_scatter_forward,
+    "masked_scatter", _masked_scatter_forward,
     vjp=(lambda xp, g, out, a, s, index, count: xp.fill_index(g, index, 0.0), _masked_scatter_vjp_s),
     jvp="linear")
 
@@ -944,7 +947,7 @@ def _flat(xp, a):
 
 
 take_p = defprim(
-    "take", "TakeBackward0", lambda xp, a, index: xp.getitem(_flat(xp, a), (index,)),
+    "take", lambda xp, a, index: xp.getitem(_flat(xp, a), (index,)),
     vjp=lambda xp, g, out, a, index: xp.reshape(xp.index_put_zeros(g, (index,), (_numel(a.shape),)), a.shape),
     jvp="linear")
 
@@ -960,7 +963,7 @@ def _put_vjp_x(xp, g, out, a, s, index, accumulate):
 
 
 put_p = defprim(
-    "put", "PutBackward0", _put_forward,
+    "put", _put_forward,
     vjp=(_put_vjp_x, lambda xp, g, out, a, s, index, accumulate: xp.reshape(xp.getitem(_flat(xp, g), (index,)),
                                                                            s.shape)),
     jvp="linear")

@@ -100,14 +100,14 @@ def _log_softmax_backward(xp, g, y, dim):
 # y (g - sum(g y)) is symmetric in g (its own adjoint); in y: gg g - sum(y g) gg - g sum(y gg) (PyTorch's
 # softmax_double_backward)
 softmax_backward_p = defprim(
-    "softmax_backward_data", "SoftmaxBackwardDataBackward0", _softmax_bwd,
+    "softmax_backward_data", _softmax_bwd,
     vjp=(lambda xp, gg, out, g, y, dim: _softmax_backward(xp, gg, y, dim),
          lambda xp, gg, out, g, y, dim: gg * g - _sum_keep(xp, y * g, dim) * gg - g * _sum_keep(xp, y * gg, dim)),
     jvp=(lambda xp, t, out, g, y, dim: _softmax_backward(xp, t, y, dim),
          lambda xp, t, out, g, y, dim: t * (g - _sum_keep(xp, g * y, dim)) - y * _sum_keep(xp, g * t, dim)),
     saves=(0, 1), saved_names=("grad_output", "output"))
 log_softmax_backward_p = defprim(
-    "log_softmax_backward_data", "LogSoftmaxBackwardDataBackward0", _log_softmax_bwd,
+    "log_softmax_backward_data", _log_softmax_bwd,
     vjp=(lambda xp, gg, out, g, y, dim: gg - _sum_keep(xp, gg * xp.exp(y), dim),
          lambda xp, gg, out, g, y, dim: -(_sum_keep(xp, g, dim) * xp.exp(y) * gg)),
     jvp=(lambda xp, t, out, g, y, dim: _log_softmax_backward(xp, t, y, dim),
@@ -116,13 +116,13 @@ log_softmax_backward_p = defprim(
 
 # ``dim`` is kept as the user gave it (PyTorch's grad_fn._saved_dim shows -1 as it was passed).
 softmax_p = defprim(
-    "softmax", "SoftmaxBackward0", lambda xp, a, dim: xp.softmax(a, dim),
+    "softmax", lambda xp, a, dim: xp.softmax(a, dim),
     vjp=lambda xp, g, out, a, dim: _softmax_backward(xp, g, out, dim),
     jvp=lambda xp, t, out, a, dim: out * (t - _sum_keep(xp, t * out, dim)),
     saves_out=True)
 
 log_softmax_p = defprim(
-    "log_softmax", "LogSoftmaxBackward0", lambda xp, a, dim: xp.log_softmax(a, dim),
+    "log_softmax", lambda xp, a, dim: xp.log_softmax(a, dim),
     vjp=lambda xp, g, out, a, dim: _log_softmax_backward(xp, g, out, dim),
     jvp=lambda xp, t, out, a, dim: t - _sum_keep(xp, xp.exp(out) * t, dim),
     saves_out=True)
@@ -214,7 +214,7 @@ def _backward_prim(name, node, forward, params, n_in=2, scalar_args=()):
         return getattr(xp, name)(gg, a, *rest, *(kw[k] for k in params))
 
     vjps = (vjp_g, _zeros_rule) + (None,) * (n_in - 2)
-    p = defprim(name, node, forward, vjp=vjps, jvp="elementwise", saves=tuple(range(1, n_in)),
+    p = defprim(name, forward, node=node, vjp=vjps, jvp="elementwise", saves=tuple(range(1, n_in)),
                 scalar_args=scalar_args)
 
     def in_graph(g, a, *args):
@@ -252,7 +252,7 @@ def _hardswish_backward_self(xp, gg, out, g, a):
 
 # hardswish's first derivative is not piecewise constant: its derivative in the input is 1/3 between the kinks
 hardswish_backward_p = defprim(
-    "hardswish_backward", "HardswishBackwardBackward0", lambda xp, g, a: xp.hardswish_backward(g, a),
+    "hardswish_backward", lambda xp, g, a: xp.hardswish_backward(g, a),
     vjp=(lambda xp, gg, out, g, a: xp.hardswish_backward(gg, a), _hardswish_backward_self), jvp="elementwise",
     saves=(0, 1))
 graph("hardswish_backward", lambda g, a: apply(hardswish_backward_p, (g, a)))
@@ -264,8 +264,8 @@ def _hardsigmoid_no_derivative(xp, gg, out, g, a):
 
 # PyTorch declares no derivative for hardsigmoid_backward: its node is 'NotImplemented', backward through it raises
 hardsigmoid_backward_p = defprim(
-    "hardsigmoid_backward", "NotImplemented", lambda xp, g, a: xp.hardsigmoid_backward(g, a),
-    vjp=(_hardsigmoid_no_derivative,) * 2, jvp=(_hardsigmoid_no_derivative,) * 2, saves=(1,))
+    "hardsigmoid_backward", lambda xp, g, a: xp.hardsigmoid_backward(g, a),
+    node="NotImplemented", vjp=(_hardsigmoid_no_derivative,) * 2, jvp=(_hardsigmoid_no_derivative,) * 2, saves=(1,))
 graph("hardsigmoid_backward", lambda g, a: apply(hardsigmoid_backward_p, (g, a)))
 
 
@@ -288,10 +288,12 @@ def _prelu_bw_a(xp, gg, out, g, a, w):
 
 
 prelu_backward_self_p = defprim(
-    "prelu_backward_self", "PreluKernelBackwardBackward0", lambda xp, g, a, w: xp.prelu_backward_self(g, a, w),
+    "prelu_backward_self", lambda xp, g, a, w: xp.prelu_backward_self(g, a, w),
+    node="PreluKernelBackwardBackward0",
     vjp=(_prelu_bs_g, _zeros_rule, _prelu_bs_w), jvp="elementwise", saves=(0, 1, 2))
 prelu_backward_weight_p = defprim(
-    "prelu_backward_weight", "PreluKernelBackwardBackward0", lambda xp, g, a, w: xp.prelu_backward_weight(g, a, w),
+    "prelu_backward_weight", lambda xp, g, a, w: xp.prelu_backward_weight(g, a, w),
+    node="PreluKernelBackwardBackward0",
     vjp=(_prelu_bw_g, _prelu_bw_a, lambda xp, gg, out, g, a, w: xp.zeros_like(gg)), jvp="elementwise",
     saves=(0, 1))
 graph("prelu_backward_self", lambda g, a, w: apply(prelu_backward_self_p, (g, a, w)))
@@ -303,7 +305,7 @@ graph("prelu_backward_weight", lambda g, a, w: apply(prelu_backward_weight_p, (g
 def _act(name, node, forward, params, vjp):
     """An elementwise activation primitive: ``forward(xp, a, *params)`` calls the kernel ``xp.<name>``; the
     VJP ``vjp(xp, g, out, a, *params)`` is linear in ``g``, so it is the JVP too."""
-    p = defprim(name, node, forward, vjp=vjp, jvp="elementwise", saves=(0,))
+    p = defprim(name, forward, node=node, vjp=vjp, jvp="elementwise", saves=(0,))
     _graph_op(p, name, params)
     return p
 
@@ -322,9 +324,9 @@ def _leaky_result_vjp(xp, g, out, a, negative_slope):
     return xp.leaky_relu_backward(g, out, negative_slope)
 
 
-leaky_relu_result_p = defprim("leaky_relu", "LeakyReluBackward1",
+leaky_relu_result_p = defprim("leaky_relu",
                               lambda xp, a, negative_slope: xp.leaky_relu(a, negative_slope),
-                              vjp=_leaky_result_vjp, jvp="elementwise", saves_out=True)
+                              node="LeakyReluBackward1", vjp=_leaky_result_vjp, jvp="elementwise", saves_out=True)
 
 leaky_relu_p = _act("leaky_relu", "LeakyReluBackward0", lambda xp, a, negative_slope: xp.leaky_relu(a, negative_slope),
                     ("negative_slope",), _leaky_vjp)
@@ -339,7 +341,7 @@ def _elu_backward_self(xp, gg, out, g, a, alpha, scale, input_scale):
 
 
 elu_backward_p = defprim(
-    "elu_backward", "EluBackwardBackward0",
+    "elu_backward",
     lambda xp, g, a, alpha, scale, input_scale: xp.elu_backward(g, a, alpha, scale, input_scale),
     vjp=(lambda xp, gg, out, g, a, alpha, scale, input_scale: xp.elu_backward(gg, a, alpha, scale, input_scale),
          _elu_backward_self), jvp="elementwise", saves=(0, 1))
@@ -362,9 +364,9 @@ def _elu_result_vjp(xp, g, out, a, alpha, scale, input_scale):
     return xp.where(out > 0, g * scale, g * ((xp.where(out < 0, out, 0.0) + alpha * scale) * input_scale))
 
 
-elu_result_p = defprim("elu", "EluBackward1",
+elu_result_p = defprim("elu",
                        lambda xp, a, alpha, scale, input_scale: xp.elu(a, alpha, scale, input_scale),
-                       vjp=_elu_result_vjp, jvp="elementwise", saves_out=True)
+                       node="EluBackward1", vjp=_elu_result_vjp, jvp="elementwise", saves_out=True)
 
 
 def _to_float(v) -> float:
@@ -381,10 +383,11 @@ def _celu_scale(alpha) -> float:
     return 1.0 / _to_float(alpha)
 
 
-celu_p = defprim("celu", "CeluBackward0", lambda xp, a, alpha: xp.elu(a, alpha, 1.0, 1.0 / alpha),
+celu_p = defprim("celu", lambda xp, a, alpha: xp.elu(a, alpha, 1.0, 1.0 / alpha),
                  vjp=lambda xp, g, out, a, alpha: _elu_vjp(xp, g, out, a, alpha, 1.0, _celu_scale(alpha)),
                  jvp="elementwise", saves=(0,))
-celu_result_p = defprim("celu", "CeluBackward1", lambda xp, a, alpha: xp.elu(a, alpha, 1.0, 1.0 / alpha),
+celu_result_p = defprim("celu", lambda xp, a, alpha: xp.elu(a, alpha, 1.0, 1.0 / alpha),
+                        node="CeluBackward1",
                         vjp=lambda xp, g, out, a, alpha: _elu_result_vjp(xp, g, out, a, alpha, 1.0, _celu_scale(alpha)),
                         jvp="elementwise", saves_out=True)
 
@@ -404,7 +407,7 @@ def _gelu_backward_self(xp, gg, out, g, a, approximate):
 
 
 gelu_backward_p = defprim(
-    "gelu_backward", "GeluBackwardBackward0", lambda xp, g, a, approximate: xp.gelu_backward(g, a, approximate),
+    "gelu_backward", lambda xp, g, a, approximate: xp.gelu_backward(g, a, approximate),
     vjp=(lambda xp, gg, out, g, a, approximate: xp.gelu_backward(gg, a, approximate), _gelu_backward_self),
     jvp="elementwise", saves=(0, 1))
 graph("gelu_backward", lambda g, a, approximate: apply(gelu_backward_p, (g, a), {"approximate": approximate}))
@@ -445,7 +448,7 @@ def _softplus_backward_self(xp, gg, out, g, a, beta, threshold):
 
 
 softplus_backward_p = defprim(
-    "softplus_backward", "SoftplusBackwardBackward0",
+    "softplus_backward",
     lambda xp, g, a, beta, threshold: xp.softplus_backward(g, a, beta, threshold),
     vjp=(lambda xp, gg, out, g, a, beta, threshold: xp.softplus_backward(gg, a, beta, threshold),
          _softplus_backward_self), jvp="elementwise", saves=(0, 1))
@@ -478,7 +481,7 @@ softshrink_p = _act("softshrink", "SoftshrinkBackward0", lambda xp, a, lambd: xp
 # logsigmoid's first derivative g * sigmoid(-a), PyTorch's log_sigmoid_backward (LogSigmoidBackwardBackward0);
 # its derivative in a is -sigmoid(a) sigmoid(-a)
 log_sigmoid_backward_p = defprim(
-    "log_sigmoid_backward", "LogSigmoidBackwardBackward0", lambda xp, g, a: xp.log_sigmoid_backward(g, a),
+    "log_sigmoid_backward", lambda xp, g, a: xp.log_sigmoid_backward(g, a),
     vjp=(lambda xp, gg, out, g, a: xp.log_sigmoid_backward(gg, a),
          lambda xp, gg, out, g, a: -(gg * g) * (xp.sigmoid(a) * xp.sigmoid(-a))), jvp="elementwise", saves=(0, 1))
 graph("log_sigmoid_backward", lambda g, a: apply(log_sigmoid_backward_p, (g, a)))
@@ -787,7 +790,7 @@ def _glu_jvp(xp, t, out, a, dim):
     return t1 * s + t2 * (a1 * s * (1 - s))
 
 
-glu_p = defprim("glu", "GluBackward0", lambda xp, a, dim: xp.glu(a, dim), vjp=_glu_vjp, jvp=_glu_jvp, saves=(0,))
+glu_p = defprim("glu", lambda xp, a, dim: xp.glu(a, dim), vjp=_glu_vjp, jvp=_glu_jvp, saves=(0,))
 _graph_op(glu_p, "glu", ("dim",))
 
 
@@ -807,8 +810,8 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
 # ----- prelu, rrelu ----------------------------------------------------------------------------------------
 
 # the tangent switches sides at x >= 0, the gradient at x > 0 (PyTorch's formulas)
-prelu_p = defprim("prelu", "PreluKernelBackward0", lambda xp, a, w: xp.prelu(a, w),
-                  vjp=(lambda xp, g, out, a, w: xp.prelu_backward_self(g, a, w),
+prelu_p = defprim("prelu", lambda xp, a, w: xp.prelu(a, w),
+                  node="PreluKernelBackward0", vjp=(lambda xp, g, out, a, w: xp.prelu_backward_self(g, a, w),
                        lambda xp, g, out, a, w: xp.prelu_backward_weight(g, a, w)),
                   jvp=(lambda xp, t, out, a, w: xp.where(a >= 0, t, t * w),
                        lambda xp, t, out, a, w: xp.where(a >= 0, 0.0, t * a)),
@@ -851,16 +854,16 @@ def _rrelu_vjp(xp, g, out, a, noise, lower, upper, training):
 
 
 # noise: the slopes drawn in training (1 where the input is positive), unused in eval; no edge, as PyTorch's
-rrelu_p = defprim("rrelu_with_noise", "RreluWithNoiseBackward0",
+rrelu_p = defprim("rrelu_with_noise",
                   lambda xp, a, noise, lower, upper, training: xp.rrelu_with_noise(a, noise, lower, upper, training),
                   vjp=(_rrelu_vjp, None), jvp="elementwise", saves=(0, 1), scalar_args=(1,),
                   saved_names=("self", "noise"))
 # rrelu_ (RreluWithNoiseBackward1) reads the result: its sign is the input's for the positive slopes drawn.
 # No JVP: PyTorch has none for rrelu_with_noise_ (forward mode raises its NotImplementedError)
-rrelu_result_p = defprim("rrelu_with_noise_", "RreluWithNoiseBackward1",
+rrelu_result_p = defprim("rrelu_with_noise_",
                          lambda xp, a, noise, lower, upper, training:
                              xp.rrelu_with_noise(a, noise, lower, upper, training),
-                         vjp=(lambda xp, g, out, a, noise, lower, upper, training:
+                         node="RreluWithNoiseBackward1", vjp=(lambda xp, g, out, a, noise, lower, upper, training:
                               _rrelu_vjp(xp, g, out, out, noise, lower, upper, training), None),
                          saves=(1,), saves_out=True, scalar_args=(1,),
                          saved_names=("self", "noise"))
@@ -994,7 +997,7 @@ def _trilinear_vjp(k):
 
 
 # out[b, o] = sum_ij x1[b, i] W[o, i, j] x2[b, j]; linear in each input alone
-trilinear_p = defprim("trilinear", "TrilinearBackward0", lambda xp, a, w, b: xp.einsum("bi,oij,bj->bo", a, w, b),
+trilinear_p = defprim("trilinear", lambda xp, a, w, b: xp.einsum("bi,oij,bj->bo", a, w, b),
                       vjp=(_trilinear_vjp(0), _trilinear_vjp(1), _trilinear_vjp(2)), jvp="multilinear",
                       saves=(0, 1, 2), promote="standard", saved_names=("i1", "i2", "i3"))
 
@@ -1039,7 +1042,7 @@ def _embedding_vjp(xp, g, out, w, indices, padding_idx):
 
 
 # indices are a parameter (an integer array), not an input: PyTorch gives them no edge
-embedding_p = defprim("embedding", "EmbeddingBackward0", lambda xp, w, indices, padding_idx: xp.getitem(w, (indices,)),
+embedding_p = defprim("embedding", lambda xp, w, indices, padding_idx: xp.getitem(w, (indices,)),
                       vjp=_embedding_vjp, jvp="linear")
 
 
@@ -1063,7 +1066,7 @@ class _Shape:
 
 # embedding(scale_grad_by_freq=True): the same node, with the per-position factors as a constant input (no edge)
 embedding_freq_p = defprim(
-    "embedding", "EmbeddingBackward0",
+    "embedding",
     lambda xp, w, inv_count, indices, padding_idx: xp.getitem(w, (indices,)),
     vjp=(_embedding_freq_vjp, None),
     jvp=(lambda xp, t, out, w, inv_count, indices, padding_idx: xp.getitem(t, (indices,)), None),
@@ -1158,7 +1161,7 @@ def _bag_psw_jvp(xp, t, out, w, psw, inv_count, indices, bags, nbags, mode, keep
 # inputs: weight, per_sample_weights (or None), 1 / count per bag (a constant: no edge); the index arrays are
 # parameters
 embedding_bag_p = defprim(
-    "embedding_bag", "EmbeddingBagBackward0",
+    "embedding_bag",
     lambda xp, w, psw, inv_count, indices, bags, nbags, mode, keep, argmax:
         xp.embedding_bag(w, psw, inv_count, indices, bags, nbags, mode, keep),
     vjp=(_bag_weight_vjp, _bag_psw_vjp, None), jvp=(_bag_weight_jvp, _bag_psw_jvp, None), saves=(0, 1, 2),

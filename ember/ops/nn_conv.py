@@ -37,16 +37,17 @@ def _bias_grad(xp, g, x=None, w=None):
 # bias gradient, a plain sum of the upstream gradient, is connected to them (with no derivative: a second
 # derivative reaches them as None, "not used" without allow_unused). grad_link gives ember's the same edges.
 grad_link_p = defprim(
-    "grad_link", "ConvolutionBackwardBackward0",
+    "grad_link",
     lambda xp, g, a, b: xp.clone(g),
+    node="ConvolutionBackwardBackward0",
     vjp=(lambda xp, gg, out, g, a, b: gg, lambda xp, gg, out, g, a, b: None, lambda xp, gg, out, g, a, b: None),
     jvp=(lambda xp, t, out, g, a, b: t, lambda xp, t, out, g, a, b: None, lambda xp, t, out, g, a, b: None))
 graph("grad_link", lambda g, a, b, node: apply(grad_link_p, (g, a, b), {}, node_class(node, PrimNode)))
 # the same, with a zero derivative (not None) for ``b`` (nearest grid_sample's input gradient and its grid)
 grad_link_zero_p = defprim(
-    "grad_link_zero", "GridSampler2DBackwardBackward0",
+    "grad_link_zero",
     lambda xp, g, a, b: xp.clone(g),
-    vjp=(lambda xp, gg, out, g, a, b: gg, lambda xp, gg, out, g, a, b: None,
+    node="GridSampler2DBackwardBackward0", vjp=(lambda xp, gg, out, g, a, b: gg, lambda xp, gg, out, g, a, b: None,
          lambda xp, gg, out, g, a, b: xp.zeros_like(b)),
     jvp=(lambda xp, t, out, g, a, b: t, lambda xp, t, out, g, a, b: None, lambda xp, t, out, g, a, b: None),
     saves=(2,))
@@ -58,7 +59,7 @@ def _bias_tangent(xp, t, out):
 
 
 conv_p = defprim(
-    "convolution", "ConvolutionBackward0",
+    "convolution",
     lambda xp, x, w, b, stride, pads, dilation, groups: xp.conv_nd(x, w, b, stride, pads, dilation, groups),
     vjp=(lambda xp, g, out, x, w, b, stride, pads, dilation, groups:
          xp.conv_transpose_nd(g, w, None, stride, pads, dilation, groups, tuple(x.shape[2:])),
@@ -83,10 +84,10 @@ def _crop_to(xp, r, shape):
 
 
 conv_transpose_p = defprim(
-    "conv_transpose", "ConvolutionBackward0",
+    "conv_transpose",
     lambda xp, x, w, b, stride, pads, dilation, groups, size:
     xp.conv_transpose_nd(x, w, b, stride, pads, dilation, groups, size),
-    vjp=(lambda xp, g, out, x, w, b, stride, pads, dilation, groups, size:
+    node="ConvolutionBackward0", vjp=(lambda xp, g, out, x, w, b, stride, pads, dilation, groups, size:
          _crop_to(xp, xp.conv_nd(g, w, None, stride, pads, dilation, groups), x.shape),
          lambda xp, g, out, x, w, b, stride, pads, dilation, groups, size:
          xp.conv_weight_nd(g, x, tuple(w.shape), stride, pads, dilation, groups),
@@ -100,10 +101,10 @@ conv_transpose_p = defprim(
 save_always(conv_transpose_p)
 
 conv_weight_p = defprim(
-    "conv_weight", "ConvolutionBackwardBackward0",
+    "conv_weight",
     lambda xp, x, gy, wshape, stride, pads, dilation, groups:
     xp.conv_weight_nd(x, gy, wshape, stride, pads, dilation, groups),
-    vjp=(lambda xp, g, out, x, gy, wshape, stride, pads, dilation, groups:
+    node="ConvolutionBackwardBackward0", vjp=(lambda xp, g, out, x, gy, wshape, stride, pads, dilation, groups:
          xp.conv_transpose_nd(gy, g, None, stride, pads, dilation, groups, tuple(x.shape[2:])),
          lambda xp, g, out, x, gy, wshape, stride, pads, dilation, groups:
          xp.conv_nd(x, g, None, stride, pads, dilation, groups)),

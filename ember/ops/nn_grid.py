@@ -17,13 +17,15 @@ from ._registry import graph, register
 # ----- affine_grid -----------------------------------------------------------------------------------------------
 
 affine_grid_p = defprim(
-    "affine_grid", "AffineGridGeneratorBackward0",
+    "affine_grid",
     lambda xp, theta, size, align_corners: xp.affine_grid(theta, size, align_corners),
+    node="AffineGridGeneratorBackward0",
     vjp=lambda xp, g, out, theta, size, align_corners: xp.affine_grid_backward(g, size, align_corners),
     jvp="linear")
 affine_grid_backward_p = defprim(
-    "affine_grid_backward", "AffineGridGeneratorBackwardBackward0",
+    "affine_grid_backward",
     lambda xp, g, size, align_corners: xp.affine_grid_backward(g, size, align_corners),
+    node="AffineGridGeneratorBackwardBackward0",
     vjp=lambda xp, g, out, gy, size, align_corners: xp.affine_grid(g, size, align_corners),
     jvp="linear")
 graph("affine_grid", lambda theta, size, align_corners: apply(
@@ -223,16 +225,16 @@ def _grid_sample_vjp_grid(xp, g, out, inp, grid, mode, padding_mode, align_corne
 
 
 grid_sample_p = defprim(
-    "grid_sampler_2d", "GridSampler2DBackward0",
+    "grid_sampler_2d",
     lambda xp, inp, grid, mode, padding_mode, align_corners:
     _grid_sample_fwd(xp, inp, grid, mode, padding_mode, align_corners),
-    vjp=(_grid_sample_vjp_input, _grid_sample_vjp_grid), saves=(0, 1),
+    node="GridSampler2DBackward0", vjp=(_grid_sample_vjp_input, _grid_sample_vjp_grid), saves=(0, 1),
     saved_names={0: "input", 1: "grid"})
 grid_sample3d_p = defprim(
-    "grid_sampler_3d", "GridSampler3DBackward0",
+    "grid_sampler_3d",
     lambda xp, inp, grid, mode, padding_mode, align_corners:
     _grid_sample_fwd(xp, inp, grid, mode, padding_mode, align_corners),
-    vjp=(_grid_sample_vjp_input, _grid_sample_vjp_grid), saves=(0, 1),
+    node="GridSampler3DBackward0", vjp=(_grid_sample_vjp_input, _grid_sample_vjp_grid), saves=(0, 1),
     saved_names={0: "input", 1: "grid"})
 save_always(grid_sample_p, grid_sample3d_p)   # PyTorch's grid_sampler_*_backward: one formula for both inputs
 # PyTorch shows the modes as its enums' ints

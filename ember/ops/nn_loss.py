@@ -137,12 +137,12 @@ def _nll_fwd(xp, a, target, weight, reduction, ignore_index):
 # -x[n, target[n]] * w is linear in x: the JVP is the loss of the tangent; the VJP scatters g (its own VJP,
 # for double backward, is the loss again). The input is saved, as PyTorch's (its version is checked), and the
 # first derivative's node (NllLossBackwardBackward0) has an edge to it, with a zero gradient, as PyTorch's.
-nll_p = defprim("nll_loss", "NllLossBackward0", _nll_fwd,
+nll_p = defprim("nll_loss", _nll_fwd,
                 vjp=lambda xp, g, out, a, target, weight, reduction, ignore_index:
                     xp.nll_loss_backward(g, a, target, weight, reduction, ignore_index),
                 jvp="linear", saves=(0,), saved_names=("self",))
 nll_backward_p = defprim(
-    "nll_loss_backward", "NllLossBackwardBackward0",
+    "nll_loss_backward",
     lambda xp, g, a, target, weight, reduction, ignore_index:
         xp.nll_loss_backward(g, a, target, weight, reduction, ignore_index),
     vjp=(lambda xp, gg, out, g, a, target, weight, reduction, ignore_index:
@@ -351,7 +351,8 @@ def _pointwise_loss(name: str, node: str, elem, d_input, d_target, saved_names=(
         return lambda xp, t, out, a, b, reduction, p: _reduce(xp, t * d(xp, a, b, p), reduction)
 
     if dd is None:
-        return defprim(name, node, forward, vjp=(vjp(d_input), vjp(d_target)), jvp=(jvp(d_input), jvp(d_target)),
+        return defprim(name, forward, node=node,
+                                            vjp=(vjp(d_input), vjp(d_target)), jvp=(jvp(d_input), jvp(d_target)),
                        saves=(0, 1), saved_names=saved_names)
 
     def backward(xp, g, a, b, reduction, p):
@@ -364,7 +365,8 @@ def _pointwise_loss(name: str, node: str, elem, d_input, d_target, saved_names=(
         return rule
 
     bprim = defprim(
-        name + "_backward", backward_node, backward,
+        name + "_backward", backward,
+        node=backward_node,
         vjp=(lambda xp, gg, out, g, a, b, reduction, p: _reduce(xp, gg * d_input(xp, a, b, p), reduction),
              second(1), second(-1)),
         jvp=(lambda xp, t, out, g, a, b, reduction, p: backward(xp, t, a, b, reduction, p), second(1), second(-1)),
@@ -376,8 +378,8 @@ def _pointwise_loss(name: str, node: str, elem, d_input, d_target, saved_names=(
             return apply(bprim, (g, a, b), {"reduction": reduction, "p": p})
         return backward(xp, g, a, b, reduction, p)
 
-    return defprim(name, node, forward,
-                   vjp=(lambda xp, g, out, a, b, reduction, p: call(xp, g, a, b, reduction, p),
+    return defprim(name, forward,
+                   node=node, vjp=(lambda xp, g, out, a, b, reduction, p: call(xp, g, a, b, reduction, p),
                         lambda xp, g, out, a, b, reduction, p: call(xp, g, b, a, reduction, p)),
                    jvp=(jvp(d_input), jvp(d_target)), saves=(0, 1), saved_names=saved_names)
 
@@ -792,7 +794,7 @@ def _soft_margin_d(xp, a, y):
 
 
 soft_margin_p = defprim(
-    "soft_margin_loss", "SoftMarginLossBackward0",
+    "soft_margin_loss",
     lambda xp, a, y, reduction: _reduce(xp, xp.log1p(xp.exp(-y * a)), reduction),
     vjp=lambda xp, g, out, a, y, reduction:
         _unreduce(xp, g, _bshape(a.shape, y.shape), reduction) * _soft_margin_d(xp, a, y),
@@ -1006,7 +1008,7 @@ def _no_double_backward(name):
 
 
 multi_margin_p = defprim(
-    "multi_margin_loss", "MultiMarginLossBackward0",
+    "multi_margin_loss",
     lambda xp, a, target, p, margin, weight, reduction:
         xp.multi_margin_loss_forward(a, target, p, margin, weight, reduction),
     vjp=lambda xp, g, out, a, target, p, margin, weight, reduction:
@@ -1017,10 +1019,10 @@ multi_margin_p = defprim(
                                           a, target, p, margin, weight, "none"), -1), reduction),
     saves=(0,), saved_names=("self",))
 multi_margin_backward_p = defprim(
-    "multi_margin_loss_backward", "NotImplemented",
+    "multi_margin_loss_backward",
     lambda xp, g, a, target, p, margin, weight, reduction:
         xp.multi_margin_loss_backward(g, a, target, p, margin, weight, reduction),
-    vjp=(_no_double_backward("multi_margin_loss_backward"),) * 2, saves=(0, 1))
+    node="NotImplemented", vjp=(_no_double_backward("multi_margin_loss_backward"),) * 2, saves=(0, 1))
 graph("multi_margin_loss_forward", lambda a, target, p, margin, weight, reduction: apply(
     multi_margin_p, (a,), {"target": target, "p": p, "margin": margin, "weight": weight, "reduction": reduction}))
 graph("multi_margin_loss_backward", lambda g, a, target, p, margin, weight, reduction: apply(
@@ -1028,7 +1030,7 @@ graph("multi_margin_loss_backward", lambda g, a, target, p, margin, weight, redu
                                       "reduction": reduction}))
 
 multilabel_margin_p = defprim(
-    "multilabel_margin_loss", "MultilabelMarginLossBackward0",
+    "multilabel_margin_loss",
     lambda xp, a, target, reduction: xp.multilabel_margin_loss_forward(a, target, reduction),
     vjp=lambda xp, g, out, a, target, reduction: xp.multilabel_margin_loss_backward(g, a, target, reduction),
     jvp=lambda xp, t, out, a, target, reduction: _reduce(xp, xp.sum(
@@ -1036,9 +1038,9 @@ multilabel_margin_p = defprim(
                                                a, target, "none"), -1), reduction),
     saves=(0,), saved_names=("self",))
 multilabel_margin_backward_p = defprim(
-    "multilabel_margin_loss_backward", "NotImplemented",
+    "multilabel_margin_loss_backward",
     lambda xp, g, a, target, reduction: xp.multilabel_margin_loss_backward(g, a, target, reduction),
-    vjp=(_no_double_backward("multilabel_margin_loss_backward"),) * 2, saves=(0, 1))
+    node="NotImplemented", vjp=(_no_double_backward("multilabel_margin_loss_backward"),) * 2, saves=(0, 1))
 graph("multilabel_margin_loss_forward", lambda a, target, reduction: apply(
     multilabel_margin_p, (a,), {"target": target, "reduction": reduction}))
 graph("multilabel_margin_loss_backward", lambda g, a, target, reduction: apply(
@@ -1135,17 +1137,17 @@ def _ctc_params(ext, label_lengths, input_lengths, blank, zero_infinity):
 
 
 ctc_p = defprim(
-    "ctc_loss", "CtcLossBackward0",
+    "ctc_loss",
     lambda xp, lp, ext, label_lengths, input_lengths, blank, zero_infinity:
         xp.ctc_loss_forward(lp, ext, label_lengths, input_lengths, blank, zero_infinity),
     vjp=lambda xp, g, out, lp, ext, label_lengths, input_lengths, blank, zero_infinity:
         xp.ctc_loss_backward(g, lp, ext, label_lengths, input_lengths, blank, zero_infinity),
     saves=(0,), saved_names=("log_probs",))
 ctc_backward_p = defprim(
-    "ctc_loss_backward", "NotImplemented",
+    "ctc_loss_backward",
     lambda xp, g, lp, ext, label_lengths, input_lengths, blank, zero_infinity:
         xp.ctc_loss_backward(g, lp, ext, label_lengths, input_lengths, blank, zero_infinity),
-    vjp=(_no_double_backward("_ctc_loss_backward"),) * 2, saves=(0, 1))
+    node="NotImplemented", vjp=(_no_double_backward("_ctc_loss_backward"),) * 2, saves=(0, 1))
 graph("ctc_loss_forward", lambda lp, ext, label_lengths, input_lengths, blank, zero_infinity: apply(
     ctc_p, (lp,), _ctc_params(ext, label_lengths, input_lengths, blank, zero_infinity)))
 graph("ctc_extended_targets", lambda tg, tl, blank: NAMESPACES[type(tg)].ctc_extended_targets(tg, tl, blank))

@@ -138,7 +138,7 @@ def _norm_jvp_b(xp, t, out, x, w, b, view, axes, wshape, eps, acc):
 def _norm_prim(name, node_name, link=True):
     # group norm's double backward in PyTorch is a composition (its bias gradient a plain sum): no link
     vjp_b = _linked(_norm_vjp_b, node_name.replace("Backward0", "BackwardBackward0")) if link else _norm_vjp_b
-    return defprim(name, node_name, _norm_forward, vjp=(_norm_vjp_x, _norm_vjp_w, vjp_b),
+    return defprim(name, _norm_forward, node=node_name, vjp=(_norm_vjp_x, _norm_vjp_w, vjp_b),
                    jvp=(_norm_jvp_x, _norm_jvp_w, _norm_jvp_b), saves=(0, 1),
                    saved_names=("input", "weight", "bias"))
 
@@ -188,8 +188,8 @@ def _bn_eval_jvp_w(xp, t, out, x, w, b, rm, rv, wshape, eps, acc):
 
 
 batch_norm_eval_p = defprim(
-    "native_batch_norm_eval", "NativeBatchNormBackward0", _bn_eval_forward,
-    vjp=(_linked(_bn_eval_vjp_x, "NativeBatchNormBackwardBackward0"), _bn_eval_vjp_w,
+    "native_batch_norm_eval", _bn_eval_forward,
+    node="NativeBatchNormBackward0", vjp=(_linked(_bn_eval_vjp_x, "NativeBatchNormBackwardBackward0"), _bn_eval_vjp_w,
          _linked(_bn_eval_vjp_b, "NativeBatchNormBackwardBackward0"), None, None),
     jvp=(_bn_eval_vjp_x, _bn_eval_jvp_w, lambda xp, t, out, x, w, b, rm, rv, wshape, eps, acc:
          _param(xp, t, wshape, acc), None, None),
@@ -666,7 +666,7 @@ def _pdist_jvp(xp, t, out, x, p):
 
 
 graph("row_pairs", lambda x: NAMESPACES[type(x._data)].row_pairs(x._data))   # raw index vectors
-pdist_p = defprim("pdist", "PdistBackward0", _pdist_forward, vjp=_pdist_vjp, jvp=_pdist_jvp, saves=(0,),
+pdist_p = defprim("pdist", _pdist_forward, vjp=_pdist_vjp, jvp=_pdist_jvp, saves=(0,),
                   saves_out=True, saved_names=("self",))
 
 
@@ -708,7 +708,7 @@ def _safe_softmax_vjp(xp, g, out, x, dim, acc):
     return softmax_p.vjps[0](xp, xp.cast(g, acc), xp.cast(out, acc), x, dim)
 
 
-safe_softmax_p = defprim("_safe_softmax", "SafeSoftmaxBackward0", _safe_softmax_forward, vjp=_safe_softmax_vjp,
+safe_softmax_p = defprim("_safe_softmax", _safe_softmax_forward, vjp=_safe_softmax_vjp,
                          jvp="elementwise", saves_out=True)
 
 

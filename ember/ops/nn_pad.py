@@ -23,43 +23,43 @@ not_differentiable("pad_indices")
 # ----- padding ---------------------------------------------------------------------------------------------
 
 constant_pad_p = defprim(
-    "constant_pad_nd", "ConstantPadNdBackward0",
+    "constant_pad_nd",
     lambda xp, x, pads, value: xp.constant_pad(x, pads, value),
     vjp=lambda xp, g, out, x, pads, value: xp.constant_pad_backward(g, pads, tuple(x.shape)),
     jvp=lambda xp, t, out, x, pads, value: xp.constant_pad(t, pads, 0))
 constant_pad_backward_p = defprim(
-    "constant_pad_backward", "ConstantPadNdBackwardBackward0",
+    "constant_pad_backward",
     lambda xp, g, pads, shape: xp.constant_pad_backward(g, pads, shape),
-    vjp=lambda xp, g, out, gy, pads, shape: xp.constant_pad(g, pads, 0),
+    node="ConstantPadNdBackwardBackward0", vjp=lambda xp, g, out, gy, pads, shape: xp.constant_pad(g, pads, 0),
     jvp="linear")
 graph("constant_pad", lambda x, pads, value: apply(constant_pad_p, (x,), {"pads": tuple(pads), "value": value}))
 graph("constant_pad_backward", lambda g, pads, shape: apply(constant_pad_backward_p, (g,), {
     "pads": tuple(pads), "shape": tuple(shape)}))
 
 pad_gather_p = defprim(
-    "pad_gather", "ReflectionPad2DBackward0",
+    "pad_gather",
     lambda xp, x, idx: xp.pad_gather(x, idx),
-    vjp=lambda xp, g, out, x, idx: xp.pad_gather_backward(g, idx, tuple(x.shape)),
+    node="ReflectionPad2DBackward0", vjp=lambda xp, g, out, x, idx: xp.pad_gather_backward(g, idx, tuple(x.shape)),
     jvp="linear")
 # reflection and replication padding: the same forward, the gradient connected to the input (see max_pool_p);
 # circular padding is a composition of slices in PyTorch and keeps pad_gather_p
 pad_p = defprim(
-    "pad", "ReflectionPad2DBackward0",
+    "pad",
     lambda xp, x, idx: xp.pad_gather(x, idx),
-    vjp=lambda xp, g, out, x, idx: xp.pad_backward(g, x, idx),
+    node="ReflectionPad2DBackward0", vjp=lambda xp, g, out, x, idx: xp.pad_backward(g, x, idx),
     jvp="linear", saves=(0,))
 pad_backward_p = defprim(
-    "pad_backward", "ReflectionPad2DBackwardBackward0",
+    "pad_backward",
     lambda xp, g, x, idx: xp.pad_gather_backward(g, idx, tuple(x.shape)),
-    vjp=(lambda xp, gg, out, g, x, idx: xp.pad_gather(gg, idx),
+    node="ReflectionPad2DBackwardBackward0", vjp=(lambda xp, gg, out, g, x, idx: xp.pad_gather(gg, idx),
          lambda xp, gg, out, g, x, idx: xp.zeros_like(gg)),
     jvp=(lambda xp, t, out, g, x, idx: xp.pad_gather_backward(t, idx, tuple(x.shape)),
          lambda xp, t, out, g, x, idx: None))
 graph("pad_backward", lambda g, x, idx: apply(pad_backward_p, (g, x), {"idx": tuple(idx)}))
 pad_gather_backward_p = defprim(
-    "pad_gather_backward", "ReflectionPad2DBackwardBackward0",
+    "pad_gather_backward",
     lambda xp, g, idx, shape: xp.pad_gather_backward(g, idx, shape),
-    vjp=lambda xp, g, out, gy, idx, shape: xp.pad_gather(g, idx),
+    node="ReflectionPad2DBackwardBackward0", vjp=lambda xp, g, out, gy, idx, shape: xp.pad_gather(g, idx),
     jvp="linear")
 graph("pad_gather", lambda x, idx: apply(pad_gather_p, (x,), {"idx": tuple(idx)}))
 graph("pad_gather_backward", lambda g, idx, shape: apply(pad_gather_backward_p, (g,), {
@@ -141,14 +141,15 @@ def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) 
 # ----- unfold / fold, pixel and channel shuffles ---------------------------------------------------------
 
 im2col_p = defprim(
-    "im2col", "Im2ColBackward0",
+    "im2col",
     lambda xp, x, kernel, dilation, pads, stride: xp.im2col(x, kernel, dilation, pads, stride),
-    vjp=lambda xp, g, out, x, kernel, dilation, pads, stride:
+    node="Im2ColBackward0", vjp=lambda xp, g, out, x, kernel, dilation, pads, stride:
     xp.col2im(g, tuple(x.shape[-len(kernel):]), kernel, dilation, pads, stride),
     jvp="linear")
 col2im_p = defprim(
-    "col2im", "Col2ImBackward0",
+    "col2im",
     lambda xp, x, size, kernel, dilation, pads, stride: xp.col2im(x, size, kernel, dilation, pads, stride),
+    node="Col2ImBackward0",
     vjp=lambda xp, g, out, x, size, kernel, dilation, pads, stride: xp.im2col(g, kernel, dilation, pads, stride),
     jvp="linear")
 graph("im2col", lambda x, kernel, dilation, pads, stride: apply(
@@ -233,15 +234,15 @@ def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=
 
 
 pixel_shuffle_p = defprim(
-    "pixel_shuffle", "PixelShuffleBackward0",
+    "pixel_shuffle",
     lambda xp, x, upscale_factor: xp.pixel_shuffle(x, upscale_factor),
     vjp=lambda xp, g, out, x, upscale_factor: xp.pixel_unshuffle(g, upscale_factor), jvp="linear")
 pixel_unshuffle_p = defprim(
-    "pixel_unshuffle", "PixelUnshuffleBackward0",
+    "pixel_unshuffle",
     lambda xp, x, downscale_factor: xp.pixel_unshuffle(x, downscale_factor),
     vjp=lambda xp, g, out, x, downscale_factor: xp.pixel_shuffle(g, downscale_factor), jvp="linear")
 channel_shuffle_p = defprim(
-    "channel_shuffle", "ChannelShuffleBackward0",
+    "channel_shuffle",
     lambda xp, x, groups: xp.channel_shuffle(x, groups),
     vjp=lambda xp, g, out, x, groups: xp.channel_shuffle(g, x.shape[1] // groups), jvp="linear")
 graph("pixel_shuffle", lambda x, r: apply(pixel_shuffle_p, (x,), {"upscale_factor": r}))

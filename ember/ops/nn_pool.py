@@ -35,13 +35,15 @@ not_differentiable("max_pool_indices", "adaptive_max_indices", "fractional_max_i
 # input, whose derivative there is zero: a second derivative with respect to the input is zeros, not "unused".
 # The input is saved for that (PyTorch saves it too).
 max_pool_p = defprim(
-    "max_pool", "MaxPool2DWithIndicesBackward0",
+    "max_pool",
     lambda xp, x, indices, sd, unique: xp.pool_gather(x, indices, sd),
+    node="MaxPool2DWithIndicesBackward0",
     vjp=lambda xp, g, out, x, indices, sd, unique: xp.pool_backward(g, x, indices, sd, unique),
     jvp="linear", saves=(0,))
 pool_backward_p = defprim(
-    "pool_backward", "MaxPool2DWithIndicesBackwardBackward0",
+    "pool_backward",
     lambda xp, g, x, indices, sd, unique: xp.pool_scatter(g, indices, tuple(x.shape), sd, unique),
+    node="MaxPool2DWithIndicesBackwardBackward0",
     vjp=(lambda xp, gg, out, g, x, indices, sd, unique: xp.pool_gather(gg, indices, sd, unique),
          lambda xp, gg, out, g, x, indices, sd, unique: xp.zeros_like(gg)),
     jvp=(lambda xp, t, out, g, x, indices, sd, unique: xp.pool_scatter(t, indices, tuple(x.shape), sd, unique),
@@ -49,8 +51,9 @@ pool_backward_p = defprim(
 graph("pool_backward", lambda g, x, indices, sd, unique=False: apply(
     pool_backward_p, (g, x), {"indices": indices, "sd": sd, "unique": unique}))
 pool_scatter_p = defprim(
-    "pool_scatter", "MaxPool2DWithIndicesBackwardBackward0",
+    "pool_scatter",
     lambda xp, g, indices, shape, sd, unique: xp.pool_scatter(g, indices, shape, sd, unique),
+    node="MaxPool2DWithIndicesBackwardBackward0",
     vjp=lambda xp, g, out, gy, indices, shape, sd, unique: xp.pool_gather(g, indices, sd, unique),
     jvp="linear")
 graph("pool_gather", lambda x, indices, sd, unique=False: apply(
@@ -61,21 +64,21 @@ graph("pool_scatter", lambda g, indices, shape, sd, unique=False: apply(
 # separable linear pooling (avg_pool, adaptive_avg_pool): one matrix per spatial dim; the VJP is the same
 # op with the transposed matrices
 dim_matrices_p = defprim(
-    "dim_matrices", "AvgPool2DBackward0",
+    "dim_matrices",
     lambda xp, x, mats: xp.dim_matrices(x, mats),
-    vjp=lambda xp, g, out, x, mats: xp.dim_matrices(g, tuple(a.T for a in mats)),
+    node="AvgPool2DBackward0", vjp=lambda xp, g, out, x, mats: xp.dim_matrices(g, tuple(a.T for a in mats)),
     jvp="linear")
 graph("dim_matrices", lambda x, mats: apply(dim_matrices_p, (x,), {"mats": tuple(mats)}))
 # average pooling: the same forward, the gradient connected to the input as PyTorch's (see max_pool_p)
 avg_pool_p = defprim(
-    "avg_pool", "AvgPool2DBackward0",
+    "avg_pool",
     lambda xp, x, mats: xp.dim_matrices(x, mats),
-    vjp=lambda xp, g, out, x, mats: xp.avg_pool_backward(g, x, mats),
+    node="AvgPool2DBackward0", vjp=lambda xp, g, out, x, mats: xp.avg_pool_backward(g, x, mats),
     jvp="linear", saves=(0,))
 avg_pool_backward_p = defprim(
-    "avg_pool_backward", "AvgPool2DBackwardBackward0",
+    "avg_pool_backward",
     lambda xp, g, x, mats: xp.dim_matrices(g, tuple(a.T for a in mats)),
-    vjp=(lambda xp, gg, out, g, x, mats: xp.dim_matrices(gg, mats),
+    node="AvgPool2DBackwardBackward0", vjp=(lambda xp, gg, out, g, x, mats: xp.dim_matrices(gg, mats),
          lambda xp, gg, out, g, x, mats: xp.zeros_like(gg)),
     jvp=(lambda xp, t, out, g, x, mats: xp.dim_matrices(t, tuple(a.T for a in mats)),
          lambda xp, t, out, g, x, mats: None))
@@ -445,9 +448,9 @@ def lp_pool2d(input: Tensor, norm_type: float, kernel_size, stride=None, ceil_mo
 
 
 max_unpool_p = defprim(
-    "max_unpool", "MaxUnpool2DBackward0",
+    "max_unpool",
     lambda xp, x, indices, shape, sd: xp.pool_scatter(x, indices, shape, sd, True),
-    vjp=lambda xp, g, out, x, indices, shape, sd: xp.pool_gather(g, indices, sd),
+    node="MaxUnpool2DBackward0", vjp=lambda xp, g, out, x, indices, shape, sd: xp.pool_gather(g, indices, sd),
     jvp="linear")
 
 

@@ -32,13 +32,15 @@ not_differentiable("interpolate_matrices", "interpolate_aa_matrices", "interpola
 # backward's is derived from it); output_size and scales are what the node shows (grad_fn._saved_output_size,
 # _saved_scales_h, ...), as PyTorch's.
 resample_p = defprim(
-    "resample", "UpsampleNearest2DBackward0",
+    "resample",
     lambda xp, x, mats, bmats, output_size, scales, node: xp.resample(x, mats, bmats, node),
+    node="UpsampleNearest2DBackward0",
     vjp=lambda xp, g, out, x, mats, bmats, output_size, scales, node: xp.resample_backward(g, mats, bmats, node),
     jvp="linear")
 resample_backward_p = defprim(
-    "resample_backward", "UpsampleNearest2DBackwardBackward0",
+    "resample_backward",
     lambda xp, g, mats, bmats, node: xp.resample_backward(g, mats, bmats, node),
+    node="UpsampleNearest2DBackwardBackward0",
     vjp=lambda xp, gg, out, g, mats, bmats, node: xp.resample(gg, mats, bmats, node),
     jvp="linear")
 graph("resample", lambda x, mats, bmats, node, output_size=None, scales=None: apply(

@@ -397,8 +397,8 @@ def _fill_prim(node_name: str, n_others: int = 0):
     if prim is None:
         n = 1 + n_others
         prim = _PRIMS[key] = P.defprim(
-            "random_fill", node_name, lambda xp, a, *rest, value: xp.fill_index(a, Ellipsis, value),
-            vjp=(_zero,) * n if n > 1 else _zero, jvp=(_zero,) * n if n > 1 else _zero)
+            "random_fill", lambda xp, a, *rest, value: xp.fill_index(a, Ellipsis, value),
+            node=node_name, vjp=(_zero,) * n if n > 1 else _zero, jvp=(_zero,) * n if n > 1 else _zero)
     return prim
 
 
@@ -407,8 +407,8 @@ def _make_prim(node_name: str, n_in: int):
     key = ("make", node_name, n_in)
     prim = _PRIMS.get(key)
     if prim is None:
-        prim = _PRIMS[key] = P.defprim("random_sample", node_name, lambda xp, *ins, value: value,
-                                       vjp=(_zero,) * n_in if n_in > 1 else _zero,
+        prim = _PRIMS[key] = P.defprim("random_sample", lambda xp, *ins, value: value,
+                                       node=node_name, vjp=(_zero,) * n_in if n_in > 1 else _zero,
                                        jvp=(_zero,) * n_in if n_in > 1 else _zero)
     return prim
 

@@ -61,16 +61,18 @@ def _rev_cumsum(xp, g, dim):
 
 # ----- sum, nansum, mean ---------------------------------------------------------------------------
 
-sum_p = defprim("sum", "SumBackward1", lambda xp, a, dims, keepdim: xp.sum(a, dims, keepdim),
+sum_p = defprim("sum", lambda xp, a, dims, keepdim: xp.sum(a, dims, keepdim),
+                node="SumBackward1",
                 vjp=lambda xp, g, out, a, dims, keepdim: _expand_back(xp, g, a, dims, keepdim), jvp="linear")
 
-mean_p = defprim("mean", "MeanBackward1", lambda xp, a, dims, keepdim: xp.mean(a, dims, keepdim),
+mean_p = defprim("mean", lambda xp, a, dims, keepdim: xp.mean(a, dims, keepdim),
+                 node="MeanBackward1",
                  vjp=lambda xp, g, out, a, dims, keepdim: _expand_back(xp, g, a, dims, keepdim) / _count(a.shape, dims),
                  jvp="linear")
 
 # nansum: NaNs count as zero, and get a zero gradient.
 nansum_p = defprim(
-    "nansum", "NansumBackward0", lambda xp, a, dims, keepdim: xp.nansum(a, dims, keepdim),
+    "nansum", lambda xp, a, dims, keepdim: xp.nansum(a, dims, keepdim),
     vjp=lambda xp, g, out, a, dims, keepdim: xp.where(xp.isnan(a), 0.0, _expand_back(xp, g, a, dims, keepdim)),
     jvp=lambda xp, t, out, a, dims, keepdim: xp.sum(xp.where(xp.isnan(a), 0.0, t), dims, keepdim),
     saves=(0,))
@@ -111,8 +113,8 @@ def _prod_jvp(xp, t, out, a, dim, keepdim):
     return xp.sum(w * t, tuple(range(a.ndim)) if dim is None else (dim,), keepdim and dim is not None)
 
 
-prod_p = defprim("prod", "ProdBackward1", lambda xp, a, dim, keepdim: xp.prod(a, dim, keepdim),
-                 vjp=_prod_vjp, jvp=_prod_jvp, saves=(0,), saves_out=True)
+prod_p = defprim("prod", lambda xp, a, dim, keepdim: xp.prod(a, dim, keepdim),
+                 node="ProdBackward1", vjp=_prod_vjp, jvp=_prod_jvp, saves=(0,), saves_out=True)
 
 
 # ----- std, var ------------------------------------------------------------------------------------
@@ -141,13 +143,13 @@ def _var_jvp(xp, t, out, a, dims, keepdim, correction, every):
 
 
 # ``every``: no dim was given (or the input is 0-d), which only changes the gradient when N - correction <= 0
-std_p = defprim("std", "StdBackward0",
+std_p = defprim("std",
                 lambda xp, a, dims, keepdim, correction, every: xp.std(a, dims, correction, keepdim),
                 vjp=_std_vjp, jvp=lambda xp, t, out, a, dims, keepdim, correction, every:
                 _safe_div(xp, _var_jvp(xp, t, out, a, dims, keepdim, correction, every), 2 * out),
                 saves=(0,), saves_out=True)
 
-var_p = defprim("var", "VarBackward0",
+var_p = defprim("var",
                 lambda xp, a, dims, keepdim, correction, every: xp.var(a, dims, correction, keepdim),
                 vjp=lambda xp, g, out, a, dims, keepdim, correction, every:
                 _var_grad(xp, g, a, dims, keepdim, correction, every),
@@ -205,9 +207,9 @@ def _vector_norm_vjp(xp, g, out, a, ord, dims, keepdim):
     return _norm_grad(xp, _unreduce(xp, g, a, dims, keepdim), a, ord, _unreduce(xp, out, a, dims, keepdim), dims)
 
 
-norm_p = defprim("vector_norm", "LinalgVectorNormBackward0",
+norm_p = defprim("vector_norm",
                  lambda xp, a, ord, dims, keepdim: xp.vector_norm(a, ord, dims, keepdim),
-                 vjp=_vector_norm_vjp,
+                 node="LinalgVectorNormBackward0", vjp=_vector_norm_vjp,
                  jvp=lambda xp, t, out, a, ord, dims, keepdim: _norm_tangent(xp, t, a, ord, out, dims, keepdim),
                  saves=(0,), saves_out=True)
 
@@ -237,7 +239,7 @@ def _dist_forward(xp, a, b, p):
     return xp.vector_norm(d, p, _all_dims(d))
 
 
-dist_p = defprim("dist", "DistBackward0", _dist_forward,
+dist_p = defprim("dist", _dist_forward,
                  vjp=(_dist_vjp(1), _dist_vjp(-1)), jvp=(_dist_jvp(1), _dist_jvp(-1)), saves=(0, 1), saves_out=True,
                  promote="standard")
 
@@ -275,21 +277,21 @@ def _cdist_forward(xp, x1, x2, p):
     return xp.vector_norm(d, p, (d.ndim - 1,))
 
 
-cdist_p = defprim("cdist", "CdistBackward0", _cdist_forward,
+cdist_p = defprim("cdist", _cdist_forward,
                   vjp=(_cdist_vjp1, _cdist_vjp2), jvp=(_cdist_jvp(0), _cdist_jvp(1)), saves=(0, 1), saves_out=True)
 
 
 # ----- logsumexp, scans ----------------------------------------------------------------------------
 
 logsumexp_p = defprim(
-    "logsumexp", "LogsumexpBackward0", lambda xp, a, dims, keepdim: xp.logsumexp(a, dims, keepdim),
+    "logsumexp", lambda xp, a, dims, keepdim: xp.logsumexp(a, dims, keepdim),
     vjp=lambda xp, g, out, a, dims, keepdim:
         _unreduce(xp, g, a, dims, keepdim) * xp.exp(a - _unreduce(xp, out, a, dims, keepdim)),
     jvp=lambda xp, t, out, a, dims, keepdim:
         xp.sum(t * xp.exp(a - _unreduce(xp, out, a, dims, keepdim)), dims, keepdim),
     saves=(0,), saves_out=True, promote="float")
 
-cumsum_p = defprim("cumsum", "CumsumBackward0", lambda xp, a, dim: xp.cumsum(a, dim),
+cumsum_p = defprim("cumsum", lambda xp, a, dim: xp.cumsum(a, dim),
                    vjp=lambda xp, g, out, a, dim: _rev_cumsum(xp, g, dim) if a.ndim else g, jvp="linear")
 
 
@@ -324,7 +326,7 @@ def _cumprod_jvp(xp, t, out, a, dim):
     return xp.transpose(xp.sum(terms, -2), -1, dim)
 
 
-cumprod_p = defprim("cumprod", "CumprodBackward0", lambda xp, a, dim: xp.cumprod(a, dim),
+cumprod_p = defprim("cumprod", lambda xp, a, dim: xp.cumprod(a, dim),
                     vjp=_cumprod_vjp, jvp=_cumprod_jvp, saves=(0,), saves_out=True)
 
 
@@ -357,11 +359,11 @@ def _logcumsumexp_jvp(xp, t, out, a, dim):
     return xp.exp(xp.logcumsumexp(pos + a, dim) - out) - xp.exp(xp.logcumsumexp(neg + a, dim) - out)
 
 
-logcumsumexp_p = defprim("logcumsumexp", "LogcumsumexpBackward0", lambda xp, a, dim: xp.logcumsumexp(a, dim),
+logcumsumexp_p = defprim("logcumsumexp", lambda xp, a, dim: xp.logcumsumexp(a, dim),
                          vjp=_logcumsumexp_vjp, jvp=_logcumsumexp_jvp, saves=(0,), saves_out=True)
 
-flip_p = defprim("reverse_dim", "FlipBackward0", lambda xp, a, dim: xp.reverse_dim(a, dim),
-                 vjp=lambda xp, g, out, a, dim: xp.reverse_dim(g, dim), jvp="linear")
+flip_p = defprim("reverse_dim", lambda xp, a, dim: xp.reverse_dim(a, dim),
+                 node="FlipBackward0", vjp=lambda xp, g, out, a, dim: xp.reverse_dim(g, dim), jvp="linear")
 
 
 # ----- selections: max/min along a dim, cummax/cummin ---------------------------------------------
@@ -372,12 +374,12 @@ def _evenly_distribute(xp, g, a, out):
     return g * mask / xp.sum(mask)
 
 
-max_all_p = defprim("max", "MaxBackward1", lambda xp, a: xp.amax(a),
-                    vjp=lambda xp, g, out, a: _evenly_distribute(xp, g, a, out),
+max_all_p = defprim("max", lambda xp, a: xp.amax(a),
+                    node="MaxBackward1", vjp=lambda xp, g, out, a: _evenly_distribute(xp, g, a, out),
                     jvp=lambda xp, t, out, a: xp.sum(_evenly_distribute(xp, t, a, out)),
                     saves=(0,), saves_out=True)
-min_all_p = defprim("min", "MinBackward1", lambda xp, a: xp.amin(a),
-                    vjp=max_all_p.vjps, jvp=max_all_p.jvps, saves=(0,), saves_out=True)
+min_all_p = defprim("min", lambda xp, a: xp.amin(a),
+                    node="MinBackward1", vjp=max_all_p.vjps, jvp=max_all_p.jvps, saves=(0,), saves_out=True)
 
 
 def _even_share(xp, g, a, out, dims, keepdim):
@@ -394,8 +396,8 @@ def _even_share_jvp(xp, t, out, a, dims, keepdim):
 
 
 def _amax_prim(name, node_name, forward):
-    return defprim(name, node_name, forward,
-                   vjp=lambda xp, g, out, a, dims, keepdim: _even_share(xp, g, a, out, dims, keepdim),
+    return defprim(name, forward,
+                   node=node_name, vjp=lambda xp, g, out, a, dims, keepdim: _even_share(xp, g, a, out, dims, keepdim),
                    jvp=_even_share_jvp, saves=(0,), saves_out=True)
 
 
@@ -403,8 +405,9 @@ amax_p = _amax_prim("amax", "AmaxBackward0", lambda xp, a, dims, keepdim: xp.ama
 amin_p = _amax_prim("amin", "AminBackward0", lambda xp, a, dims, keepdim: xp.amin(a, dims, keepdim))
 
 put_along_dim_zeros_p = defprim(
-    "put_along_dim_zeros", "ScatterBackward0",
+    "put_along_dim_zeros",
     lambda xp, g, indices, dim, shape: xp.put_along_dim_zeros(g, indices, dim, shape),
+    node="ScatterBackward0",
     vjp=lambda xp, g, out, a, indices, dim, shape: xp.take_along_dim(g, indices, dim), jvp="linear")
 
 
@@ -415,17 +418,17 @@ def _select_along(xp, a, indices, dim, keepdim):
 
 # values of max(dim)/min(dim): gathered at the arg-extremum indices, scattered back in backward.
 select_along_p = defprim(
-    "max", "MaxBackward0", _select_along,
+    "max", _select_along,
     vjp=lambda xp, g, out, a, indices, dim, keepdim:
         xp.put_along_dim_zeros(g if keepdim else xp.unsqueeze(g, dim), indices, dim, a.shape),
     jvp="linear")
 
 # cummax/cummin values: the input gathered at the running arg-extremum (indices repeat, so backward adds).
-gather_p = defprim("gather", "GatherBackward0", lambda xp, a, indices, dim: xp.gather_dim(a, indices, dim),
+gather_p = defprim("gather", lambda xp, a, indices, dim: xp.gather_dim(a, indices, dim),
                    vjp=lambda xp, g, out, a, indices, dim: xp.scatter_add_zeros(g, indices, dim, a.shape),
                    jvp="linear")
 scatter_add_zeros_p = defprim(
-    "scatter_add", "ScatterAddBackward0",
+    "scatter_add",
     lambda xp, g, indices, dim, shape: xp.scatter_add_zeros(g, indices, dim, shape),
     vjp=lambda xp, g, out, a, indices, dim, shape: xp.gather_dim(g, indices, dim), jvp="linear")
 

@@ -30,71 +30,74 @@ from .._util import check_bool, check_tensor, no_out
 
 # ----- primitives --------------------------------------------------------------------------------
 
-reshape_p = defprim("reshape", "ViewBackward0", lambda xp, a, shape: xp.reshape(a, shape),
+reshape_p = defprim("reshape", lambda xp, a, shape: xp.reshape(a, shape),
+                    node="ViewBackward0",
                     vjp=lambda xp, g, out, a, shape: xp.reshape(g, a.shape), jvp="linear", is_view=True)
 
-permute_p = defprim("permute", "PermuteBackward0", lambda xp, a, dims: xp.permute(a, dims),
+permute_p = defprim("permute", lambda xp, a, dims: xp.permute(a, dims),
                     vjp=lambda xp, g, out, a, dims: xp.permute(g, _inverse(dims)), jvp="linear", is_view=True)
 
-expand_p = defprim("expand", "ExpandBackward0", lambda xp, a, shape: xp.expand(a, shape),
+expand_p = defprim("expand", lambda xp, a, shape: xp.expand(a, shape),
                    vjp=lambda xp, g, out, a, shape: xp.sum_to(g, a.shape), jvp="linear", is_view=True)
 
 # narrow, tensor_split, split's pieces: a range along one dim (SliceBackward0); select: one index (a dim less).
-slice_p = defprim("slice", "SliceBackward0",
+slice_p = defprim("slice",
                   lambda xp, a, dim, start, stop, step: xp.slice_dim(a, dim, start, stop, step),
                   vjp=lambda xp, g, out, a, dim, start, stop, step: xp.slice_scatter_zeros(g, dim, start, stop, step,
                                                                                            a.shape),
                   jvp="linear", is_view=True)
-slice_scatter_p = defprim("slice_scatter_zeros", "SliceBackwardBackward0",
+slice_scatter_p = defprim("slice_scatter_zeros",
                           lambda xp, g, dim, start, stop, step, shape: xp.slice_scatter_zeros(g, dim, start, stop,
                                                                                               step, shape),
+                          node="SliceBackwardBackward0",
                           vjp=lambda xp, g, out, a, dim, start, stop, step, shape: xp.slice_dim(g, dim, start, stop,
                                                                                                 step),
                           jvp="linear")
-select_p = defprim("select", "SelectBackward0", lambda xp, a, dim, index: xp.select_dim(a, dim, index),
+select_p = defprim("select", lambda xp, a, dim, index: xp.select_dim(a, dim, index),
                    vjp=lambda xp, g, out, a, dim, index: xp.select_scatter_zeros(g, dim, index, a.shape),
                    jvp="linear", is_view=True)
-select_scatter_p = defprim("select_scatter_zeros", "SelectBackwardBackward0",
+select_scatter_p = defprim("select_scatter_zeros",
                            lambda xp, g, dim, index, shape: xp.select_scatter_zeros(g, dim, index, shape),
+                           node="SelectBackwardBackward0",
                            vjp=lambda xp, g, out, a, dim, index, shape: xp.select_dim(g, dim, index), jvp="linear")
 
-diagonal_p = defprim("diagonal", "DiagonalBackward0",
+diagonal_p = defprim("diagonal",
                      lambda xp, a, offset, dim1, dim2: xp.diagonal(a, offset, dim1, dim2),
                      vjp=lambda xp, g, out, a, offset, dim1, dim2: xp.diag_scatter_zeros(g, offset, dim1, dim2,
                                                                                          a.shape),
                      jvp="linear", is_view=True)
 # diag(2-d) copies the diagonal (PyTorch: diagonal_copy, whose node carries the _copy suffix).
-diagonal_copy_p = defprim("diagonal_copy", "DiagonalBackward0_copy",
+diagonal_copy_p = defprim("diagonal_copy",
                           lambda xp, a, offset, dim1, dim2: xp.clone(xp.diagonal(a, offset, dim1, dim2)),
-                          vjp=diagonal_p.vjps, jvp="linear")
-diag_embed_p = defprim("diag_embed", "DiagEmbedBackward0",
+                          node="DiagonalBackward0_copy", vjp=diagonal_p.vjps, jvp="linear")
+diag_embed_p = defprim("diag_embed",
                        lambda xp, a, offset, dim1, dim2, shape: xp.diag_scatter_zeros(a, offset, dim1, dim2, shape),
                        vjp=lambda xp, g, out, a, offset, dim1, dim2, shape: xp.diagonal(g, offset, dim1, dim2),
                        jvp="linear")
-trace_p = defprim("trace", "TraceBackward0", lambda xp, a: xp.trace(a),
+trace_p = defprim("trace", lambda xp, a: xp.trace(a),
                   vjp=lambda xp, g, out, a: xp.diag_scatter_zeros(xp.expand(g, (min(a.shape),)), 0, 0, 1, a.shape),
                   jvp="linear")
 
-unfold_p = defprim("unfold", "UnfoldBackward0",
+unfold_p = defprim("unfold",
                    lambda xp, a, dimension, size, step: xp.unfold(a, dimension, size, step),
                    vjp=lambda xp, g, out, a, dimension, size, step: xp.unfold_backward(g, a.shape, dimension, size,
                                                                                        step),
                    jvp="linear", is_view=True)
-unfold_backward_p = defprim("unfold_backward", "UnfoldBackwardBackward0",
+unfold_backward_p = defprim("unfold_backward",
                             lambda xp, g, shape, dimension, size, step: xp.unfold_backward(g, shape, dimension, size,
                                                                                            step),
                             vjp=lambda xp, g, out, a, shape, dimension, size, step: xp.unfold(g, dimension, size, step),
                             jvp="linear")
 
-flip_p = defprim("flip", "FlipBackward0", lambda xp, a, dims: xp.flip(a, dims),
+flip_p = defprim("flip", lambda xp, a, dims: xp.flip(a, dims),
                  vjp=lambda xp, g, out, a, dims: xp.flip(g, dims), jvp="linear")
-roll_p = defprim("roll", "RollBackward0", lambda xp, a, shifts, dims: xp.roll(a, shifts, dims),
+roll_p = defprim("roll", lambda xp, a, shifts, dims: xp.roll(a, shifts, dims),
                  vjp=lambda xp, g, out, a, shifts, dims: xp.roll(g, _negate(shifts), dims), jvp="linear")
-rot90_p = defprim("rot90", "Rot90Backward0", lambda xp, a, k, dims: xp.rot90(a, k, dims),
+rot90_p = defprim("rot90", lambda xp, a, k, dims: xp.rot90(a, k, dims),
                   vjp=lambda xp, g, out, a, k, dims: xp.rot90(g, -k, dims), jvp="linear")
-tril_p = defprim("tril", "TrilBackward0", lambda xp, a, diagonal: xp.tril(a, diagonal),
+tril_p = defprim("tril", lambda xp, a, diagonal: xp.tril(a, diagonal),
                  vjp=lambda xp, g, out, a, diagonal: xp.tril(g, diagonal), jvp="linear")
-triu_p = defprim("triu", "TriuBackward0", lambda xp, a, diagonal: xp.triu(a, diagonal),
+triu_p = defprim("triu", lambda xp, a, diagonal: xp.triu(a, diagonal),
                  vjp=lambda xp, g, out, a, diagonal: xp.triu(g, diagonal), jvp="linear")
 
 
@@ -105,18 +108,20 @@ def _repeat_vjp(xp, g, out, a, sizes):
     return xp.reshape(xp.sum(g, tuple(range(0, 2 * len(sizes), 2)), False), a.shape)
 
 
-repeat_p = defprim("repeat", "RepeatBackward0", lambda xp, a, sizes: xp.repeat(a, sizes), vjp=_repeat_vjp,
+repeat_p = defprim("repeat", lambda xp, a, sizes: xp.repeat(a, sizes), vjp=_repeat_vjp,
                    jvp="linear")
 
 # index_select along one dim (repeat_interleave with a tensor of repeats, combinations)
-gather_rows_p = defprim("gather_rows", "IndexSelectBackward0", lambda xp, a, dim, index: xp.gather_rows(a, dim, index),
+gather_rows_p = defprim("gather_rows", lambda xp, a, dim, index: xp.gather_rows(a, dim, index),
+                        node="IndexSelectBackward0",
                         vjp=lambda xp, g, out, a, dim, index: xp.scatter_rows_zeros(g, dim, index, a.shape),
                         jvp="linear")
-scatter_rows_p = defprim("scatter_rows_zeros", "IndexAddBackward0",
+scatter_rows_p = defprim("scatter_rows_zeros",
                          lambda xp, g, dim, index, shape: xp.scatter_rows_zeros(g, dim, index, shape),
+                         node="IndexAddBackward0",
                          vjp=lambda xp, g, out, a, dim, index, shape: xp.gather_rows(g, dim, index), jvp="linear")
 
-clone_p = defprim("clone", "CloneBackward0", lambda xp, a: xp.clone(a), vjp=lambda xp, g, out, a: g, jvp="linear")
+clone_p = defprim("clone", lambda xp, a: xp.clone(a), vjp=lambda xp, g, out, a: g, jvp="linear")
 
 # The engine casts every gradient back to its input's dtype, so a cast's own rules are identities. A copy to
 # another device (``to('strict')``, params ``device`` and ``source``) is the same op, as in PyTorch; its gradient
@@ -128,10 +133,10 @@ def _moved(g, device: str, source: str):
     return move(g, device)
 
 
-cast_p = defprim("to", "ToCopyBackward0",
+cast_p = defprim("to",
                  lambda xp, a, dtype, device=None, source=None:
                      xp.cast(a, dtype) if device is None else move(xp.cast(a, dtype), device),
-                 vjp=lambda xp, g, out, a, dtype, device=None, source=None:
+                 node="ToCopyBackward0", vjp=lambda xp, g, out, a, dtype, device=None, source=None:
                      g if device is None else _moved(g, source, device), jvp="linear")
 
 
@@ -1106,8 +1111,8 @@ def _cat_forward(xp, *arrays, dim, bounds, legacy):
     return xp.cat(kept if kept else list(arrays), dim)   # all legacy empties: an empty (0,) result
 
 
-cat_p = defprim("cat", "CatBackward0", _cat_forward, vjp=_PerInput(_cat_vjp), jvp="linear", promote="standard")
-stack_p = defprim("stack", "StackBackward0", lambda xp, *arrays, dim: xp.stack(arrays, dim), vjp=_PerInput(_stack_vjp),
+cat_p = defprim("cat", _cat_forward, vjp=_PerInput(_cat_vjp), jvp="linear", promote="standard")
+stack_p = defprim("stack", lambda xp, *arrays, dim: xp.stack(arrays, dim), vjp=_PerInput(_stack_vjp),
                   jvp="linear", promote="standard")
 
 

@@ -32,14 +32,16 @@ EXACT_TIES_LIMIT = 1 << 16   # elements with ties per call ordered by the model 
 # ----- primitives ----------------------------------------------------------------------------------
 
 gather_p = defprim(
-    "gather_along", "SortBackward0",
+    "gather_along",
     lambda xp, a, indices, dim, keepdim: xp.gather_along(a, indices, dim, keepdim),
+    node="SortBackward0",
     vjp=lambda xp, g, out, a, indices, dim, keepdim: xp.scatter_along_zeros(g, indices, dim, keepdim, a.shape),
     jvp="linear")
 
 scatter_p = defprim(
-    "scatter_along_zeros", "ScatterAddBackward0",
+    "scatter_along_zeros",
     lambda xp, g, indices, dim, keepdim, shape: xp.scatter_along_zeros(g, indices, dim, keepdim, shape),
+    node="ScatterAddBackward0",
     vjp=lambda xp, g, out, a, indices, dim, keepdim, shape: xp.gather_along(g, indices, dim, keepdim),
     jvp="linear")
 
@@ -57,7 +59,7 @@ def _evenly(xp, g, a, out):
 
 
 def _median_all_prim(name, node_name, forward):
-    return defprim(name, node_name, forward, vjp=lambda xp, g, out, a: _evenly(xp, g, a, out),
+    return defprim(name, forward, node=node_name, vjp=lambda xp, g, out, a: _evenly(xp, g, a, out),
                    jvp=lambda xp, t, out, a: xp.sum(_evenly(xp, t, a, out)), saves=(0,), saves_out=True)
 
 
@@ -70,7 +72,8 @@ graph_raw("sort_indices", "topk_indices", "kthvalue_indices", "median_indices", 
           "histc_counts", "binary_search")
 
 # quantile's result is reshaped last, in place, in PyTorch: its node is that squeeze's.
-quantile_out_p = defprim("quantile", "SqueezeBackward4", lambda xp, a, shape: xp.reshape(a, shape),
+quantile_out_p = defprim("quantile", lambda xp, a, shape: xp.reshape(a, shape),
+                         node="SqueezeBackward4",
                          vjp=lambda xp, g, out, a, shape: xp.reshape(g, a.shape), jvp="linear")
 
 
@@ -82,7 +85,7 @@ def _no_derivative(name: str, node_name: str, error: type, message: str, aten: s
 
     def jvp(xp, t, out, a, value):
         raise NotImplementedError(f"Trying to use forward AD with {aten} that does not support it{why}.")
-    return defprim(name, node_name, lambda xp, a, value: value, vjp=vjp, jvp=jvp)
+    return defprim(name, lambda xp, a, value: value, node=node_name, vjp=vjp, jvp=jvp)
 
 
 _NOT_YET = " because it has not been implemented yet"

@@ -34,7 +34,8 @@ def _broadcast(a, b) -> tuple | None:
 
 # ----- the triangles and the identity of the decompositions' rules ----------------------------------------
 
-tri_mask_p = defprim("tri_mask", "TrilBackward0", lambda xp, x, upper, diag: xp.tri_mask(x, upper, diag),
+tri_mask_p = defprim("tri_mask", lambda xp, x, upper, diag: xp.tri_mask(x, upper, diag),
+                     node="TrilBackward0",
                      vjp=lambda xp, g, out, x, upper, diag: xp.tri_mask(g, upper, diag), jvp="linear")
 graph("tri_mask", lambda x, upper, diag=1.0: apply(tri_mask_p, (x,), {"upper": upper, "diag": diag}))
 graph_raw("eye_like")

@@ -38,8 +38,8 @@ def _chol_jvp(xp, t, out, a, upper):
     return _mT(xp, dL) if upper else dL
 
 
-cholesky_p = defprim("cholesky", "LinalgCholeskyExBackward0", lambda xp, a, upper: xp.linalg_cholesky(a, upper),
-                     vjp=_chol_vjp, jvp=_chol_jvp, saves_out=True)
+cholesky_p = defprim("cholesky", lambda xp, a, upper: xp.linalg_cholesky(a, upper),
+                     node="LinalgCholeskyExBackward0", vjp=_chol_vjp, jvp=_chol_jvp, saves_out=True)
 
 
 @register(submodule="linalg", module=False, name="cholesky", graph="linalg_cholesky")
@@ -143,11 +143,11 @@ def _qr_jvp(xp, t, a, mode, which):
     return xp.cat([du, dv], -1)
 
 
-qr_q_p = defprim("qr_Q", "LinalgQrBackward0", lambda xp, a, mode: xp.linalg_qr(a, mode)[0],
-                 vjp=lambda xp, g, out, a, mode: _qr_vjp(xp, g, None, a, mode),
+qr_q_p = defprim("qr_Q", lambda xp, a, mode: xp.linalg_qr(a, mode)[0],
+                 node="LinalgQrBackward0", vjp=lambda xp, g, out, a, mode: _qr_vjp(xp, g, None, a, mode),
                  jvp=lambda xp, t, out, a, mode: _qr_jvp(xp, t, a, mode, 0), saves=(0,))
-qr_r_p = defprim("qr_R", "LinalgQrBackward0", lambda xp, a, mode: xp.linalg_qr(a, mode)[1],
-                 vjp=lambda xp, g, out, a, mode: _qr_vjp(xp, None, g, a, mode),
+qr_r_p = defprim("qr_R", lambda xp, a, mode: xp.linalg_qr(a, mode)[1],
+                 node="LinalgQrBackward0", vjp=lambda xp, g, out, a, mode: _qr_vjp(xp, None, g, a, mode),
                  jvp=lambda xp, t, out, a, mode: _qr_jvp(xp, t, a, mode, 1), saves=(0,))
 
 QRResult = return_type("linalg_qr", ("Q", "R"))
@@ -209,11 +209,11 @@ def _eigh_jvp(xp, t, a, uplo, which):
     return xp.matmul(v, off)
 
 
-eigh_vals_p = defprim("eigh_L", "LinalgEighBackward0", lambda xp, a, uplo: xp.linalg_eigh(a, uplo)[0],
-                      vjp=lambda xp, g, out, a, uplo: _eigh_vjp(xp, g, None, a, uplo),
+eigh_vals_p = defprim("eigh_L", lambda xp, a, uplo: xp.linalg_eigh(a, uplo)[0],
+                      node="LinalgEighBackward0", vjp=lambda xp, g, out, a, uplo: _eigh_vjp(xp, g, None, a, uplo),
                       jvp=lambda xp, t, out, a, uplo: _eigh_jvp(xp, t, a, uplo, 0), saves=(0,))
-eigh_vecs_p = defprim("eigh_V", "LinalgEighBackward0", lambda xp, a, uplo: xp.linalg_eigh(a, uplo)[1],
-                      vjp=lambda xp, g, out, a, uplo: _eigh_vjp(xp, None, g, a, uplo),
+eigh_vecs_p = defprim("eigh_V", lambda xp, a, uplo: xp.linalg_eigh(a, uplo)[1],
+                      node="LinalgEighBackward0", vjp=lambda xp, g, out, a, uplo: _eigh_vjp(xp, None, g, a, uplo),
                       jvp=lambda xp, t, out, a, uplo: _eigh_jvp(xp, t, a, uplo, 1), saves=(0,))
 
 EighResult = return_type("linalg_eigh", ("eigenvalues", "eigenvectors"))
@@ -320,14 +320,14 @@ def _svd_jvp(xp, t, a, full, which):
     return _mT(xp, dv)
 
 
-svd_u_p = defprim("svd_U", "LinalgSvdBackward0", lambda xp, a, full: xp.linalg_svd(a, full)[0],
-                  vjp=lambda xp, g, out, a, full: _svd_vjp(xp, g, None, None, a, full),
+svd_u_p = defprim("svd_U", lambda xp, a, full: xp.linalg_svd(a, full)[0],
+                  node="LinalgSvdBackward0", vjp=lambda xp, g, out, a, full: _svd_vjp(xp, g, None, None, a, full),
                   jvp=lambda xp, t, out, a, full: _svd_jvp(xp, t, a, full, 0), saves=(0,))
-svd_s_p = defprim("svd_S", "LinalgSvdBackward0", lambda xp, a, full: xp.linalg_svdvals(a),
-                  vjp=lambda xp, g, out, a, full: _svd_vjp(xp, None, g, None, a, False),
+svd_s_p = defprim("svd_S", lambda xp, a, full: xp.linalg_svdvals(a),
+                  node="LinalgSvdBackward0", vjp=lambda xp, g, out, a, full: _svd_vjp(xp, None, g, None, a, False),
                   jvp=lambda xp, t, out, a, full: _svd_jvp(xp, t, a, False, 1), saves=(0,))
-svd_vh_p = defprim("svd_Vh", "LinalgSvdBackward0", lambda xp, a, full: xp.linalg_svd(a, full)[2],
-                   vjp=lambda xp, g, out, a, full: _svd_vjp(xp, None, None, g, a, full),
+svd_vh_p = defprim("svd_Vh", lambda xp, a, full: xp.linalg_svd(a, full)[2],
+                   node="LinalgSvdBackward0", vjp=lambda xp, g, out, a, full: _svd_vjp(xp, None, None, g, a, full),
                    jvp=lambda xp, t, out, a, full: _svd_jvp(xp, t, a, full, 2), saves=(0,))
 
 SVDResult = return_type("linalg_svd", ("U", "S", "Vh"))
@@ -468,9 +468,9 @@ def _lu_factor_jvp(xp, t, out, a, pivot):
     return dL + _pad(xp, dU, -2, m) if m >= n else dU + _pad(xp, dL, -1, n)
 
 
-lu_factor_p = defprim("lu_factor", "LinalgLuFactorExBackward0",
+lu_factor_p = defprim("lu_factor",
                       lambda xp, a, pivot: xp.linalg_lu_factor_ex(a, pivot)[0],
-                      vjp=_lu_factor_vjp, jvp=_lu_factor_jvp, saves=(0,))
+                      node="LinalgLuFactorExBackward0", vjp=_lu_factor_vjp, jvp=_lu_factor_jvp, saves=(0,))
 
 
 def _lu_L_vjp(xp, g, out, a, pivot):
@@ -490,10 +490,10 @@ def _lu_out_jvp(which):
     return rule
 
 
-lu_L_p = defprim("lu_L", "LinalgLuBackward0", lambda xp, a, pivot: xp.linalg_lu(a, pivot)[1],
-                 vjp=_lu_L_vjp, jvp=_lu_out_jvp(0), saves=(0,))
-lu_U_p = defprim("lu_U", "LinalgLuBackward0", lambda xp, a, pivot: xp.linalg_lu(a, pivot)[2],
-                 vjp=_lu_U_vjp, jvp=_lu_out_jvp(1), saves=(0,))
+lu_L_p = defprim("lu_L", lambda xp, a, pivot: xp.linalg_lu(a, pivot)[1],
+                 node="LinalgLuBackward0", vjp=_lu_L_vjp, jvp=_lu_out_jvp(0), saves=(0,))
+lu_U_p = defprim("lu_U", lambda xp, a, pivot: xp.linalg_lu(a, pivot)[2],
+                 node="LinalgLuBackward0", vjp=_lu_U_vjp, jvp=_lu_out_jvp(1), saves=(0,))
 
 
 def _unpack_L_vjp(xp, g, out, lu):
@@ -505,10 +505,11 @@ def _unpack_U_vjp(xp, g, out, lu):
     return _pad(xp, xp.triu(g), -2, lu.shape[-2])
 
 
-unpack_L_p = defprim("lu_unpack_L", "LuUnpackBackward0", lambda xp, lu: xp.lu_unpack(lu, None, True, False)[1],
-                     vjp=_unpack_L_vjp,
+unpack_L_p = defprim("lu_unpack_L", lambda xp, lu: xp.lu_unpack(lu, None, True, False)[1],
+                     node="LuUnpackBackward0", vjp=_unpack_L_vjp,
                      jvp=lambda xp, t, out, lu: xp.tril(_narrow(xp, t, -1, min(lu.shape[-2:])), -1))
-unpack_U_p = defprim("lu_unpack_U", "LuUnpackBackward0", lambda xp, lu: xp.lu_unpack(lu, None, True, False)[2],
+unpack_U_p = defprim("lu_unpack_U", lambda xp, lu: xp.lu_unpack(lu, None, True, False)[2],
+                     node="LuUnpackBackward0",
                      vjp=_unpack_U_vjp, jvp=lambda xp, t, out, lu: xp.triu(_narrow(xp, t, -2, min(lu.shape[-2:]))))
 
 

@@ -31,7 +31,8 @@ def _det_jvp(xp, t, out, a):
 # The VJP is xp.det_backward: in plain backward PyTorch's no-grad formula (g det A^-T from the LU, a zero
 # pivot replaced by eps: an exactly singular A gets a zero gradient), under create_graph its grad-mode one
 # (a solve, or the adjugate through the SVD where |det| < 100 eps), so both match PyTorch.
-det_p = defprim("det", "LinalgDetBackward0", lambda xp, a: xp.linalg_det(a),
+det_p = defprim("det", lambda xp, a: xp.linalg_det(a),
+                node="LinalgDetBackward0",
                 vjp=lambda xp, g, out, a: xp.det_backward(g, out, a), jvp=_det_jvp, saves=(0,), saves_out=True)
 
 
@@ -75,12 +76,12 @@ def _det_backward_graph(g, det, a):
     return out.index_put((nm,), non_singular(a[nm], det[nm], g[nm]))
 
 
-slogdet_sign_p = defprim("slogdet_sign", "LinalgSlogdetBackward0", lambda xp, a: xp.linalg_slogdet(a)[0],
-                         vjp=lambda xp, g, out, a: None, jvp=lambda xp, t, out, a: None)
+slogdet_sign_p = defprim("slogdet_sign", lambda xp, a: xp.linalg_slogdet(a)[0],
+                         node="LinalgSlogdetBackward0", vjp=lambda xp, g, out, a: None, jvp=lambda xp, t, out, a: None)
 # VJP: g A^-T, from the LU in plain backward (no singularity check: inf/nan, as PyTorch), through a solve
 # under create_graph (a singular A raises, as PyTorch's linalg.solve).
-slogdet_abs_p = defprim("slogdet", "LinalgSlogdetBackward0", lambda xp, a: xp.linalg_slogdet(a)[1],
-                        vjp=lambda xp, g, out, a: xp.slogdet_backward(g, a),
+slogdet_abs_p = defprim("slogdet", lambda xp, a: xp.linalg_slogdet(a)[1],
+                        node="LinalgSlogdetBackward0", vjp=lambda xp, g, out, a: xp.slogdet_backward(g, a),
                         jvp=lambda xp, t, out, a: xp.sum(_inv_T(xp, a) * t, (-2, -1)), saves=(0,))
 graph("slogdet_backward", lambda g, a: linalg_solve(_mT(graph_ns, a), _eye_times(graph_ns, g, a)))
 

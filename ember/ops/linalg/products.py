@@ -48,8 +48,8 @@ def _matmul_grad_b(xp, g, out, a, b):
 
 
 # float16: PyTorch sums in float32 in its own order and rounds once (see xp.matmul_forward); other dtypes: BLAS.
-matmul_p = defprim("matmul", "MmBackward0", lambda xp, a, b: xp.matmul_forward(a, b),
-                   vjp=(_matmul_grad_a, _matmul_grad_b), jvp="multilinear", saves=(0, 1),
+matmul_p = defprim("matmul", lambda xp, a, b: xp.matmul_forward(a, b),
+                   node="MmBackward0", vjp=(_matmul_grad_a, _matmul_grad_b), jvp="multilinear", saves=(0, 1),
                    saved_names=("self", "mat2"))
 
 
@@ -318,7 +318,7 @@ def _einsum_prim(n: int):
     p = _EINSUM_PRIMS.get(n)
     if p is None:
         p = _EINSUM_PRIMS[n] = defprim(
-            "einsum", "EinsumBackward0", lambda xp, *ops, eq, sizes: xp.einsum(eq, *ops, sizes=sizes),
+            "einsum", lambda xp, *ops, eq, sizes: xp.einsum(eq, *ops, sizes=sizes),
             vjp=tuple(_einsum_vjp(k) for k in range(n)), jvp="multilinear", saves=tuple(range(n)))
     return p
 
@@ -687,8 +687,8 @@ def _addprod_jvp_b(xp, t, out, c, a, b, eq, beta, alpha):
 graph("matmul_forward", lambda a, b: matmul(a, b))
 graph("addprod", lambda c, a, b, eq, beta, alpha: apply(addprod_p, (c, a, b), {"eq": eq, "beta": beta, "alpha": alpha}))
 
-addprod_p = defprim("addprod", "AddmmBackward0", _addprod_fwd,
-                    vjp=(_addprod_vjp_c, _addprod_vjp_ab(0), _addprod_vjp_ab(1)),
+addprod_p = defprim("addprod", _addprod_fwd,
+                    node="AddmmBackward0", vjp=(_addprod_vjp_c, _addprod_vjp_ab(0), _addprod_vjp_ab(1)),
                     jvp=(_addprod_jvp_c, _addprod_jvp_a, _addprod_jvp_b), saves=(1, 2),
                     saved_names=("self", "mat1", "mat2"))
 
@@ -839,8 +839,8 @@ baddbmm = _addprod("baddbmm")
 # cross
 # ======================================================================================================
 
-cross_p = defprim("cross", "LinalgCrossBackward0", lambda xp, a, b, dim: xp.cross(a, b, dim),
-                  vjp=(lambda xp, g, out, a, b, dim: xp.cross(b, g, dim),
+cross_p = defprim("cross", lambda xp, a, b, dim: xp.cross(a, b, dim),
+                  node="LinalgCrossBackward0", vjp=(lambda xp, g, out, a, b, dim: xp.cross(b, g, dim),
                        lambda xp, g, out, a, b, dim: xp.cross(g, a, dim)),
                   jvp="multilinear", saves=(0, 1))
 
@@ -904,7 +904,8 @@ def _upper_right(xp, x, n):
 
 
 matrix_exp_p = defprim(
-    "matrix_exp", "LinalgMatrixExpBackward0", lambda xp, a: xp.matrix_exp(a),
+    "matrix_exp", lambda xp, a: xp.matrix_exp(a),
+    node="LinalgMatrixExpBackward0",
     vjp=lambda xp, g, out, a: _upper_right(xp, xp.matrix_exp(_block(xp, _mT(xp, a), g)), a.shape[-1]),
     jvp=lambda xp, t, out, a: _upper_right(xp, xp.matrix_exp(_block(xp, a, t)), a.shape[-1]), saves=(0,))
 
@@ -916,8 +917,8 @@ def matrix_exp(A: Tensor) -> Tensor:
     return apply(matrix_exp_p, (A,))
 
 
-eye_of_p = defprim("eye_of", "CopyBackwards", lambda xp, a: xp.zeros_like(a) + xp.eye_like(a),
-                   vjp=lambda xp, g, out, a: None, jvp=lambda xp, t, out, a: None)
+eye_of_p = defprim("eye_of", lambda xp, a: xp.zeros_like(a) + xp.eye_like(a),
+                   node="CopyBackwards", vjp=lambda xp, g, out, a: None, jvp=lambda xp, t, out, a: None)
 
 
 @register(submodule="linalg", module=False, name="matrix_power")

@@ -17,7 +17,8 @@ from ._common import _broadcast, _broadcastable, _check_float, _check_matrix, _c
 # inv, inverse
 # ======================================================================================================
 
-inv_p = defprim("inv", "LinalgInvExBackward0", lambda xp, a: xp.linalg_inv(a),
+inv_p = defprim("inv", lambda xp, a: xp.linalg_inv(a),
+                node="LinalgInvExBackward0",
                 vjp=lambda xp, g, out, a: -xp.matmul(xp.matmul(_mT(xp, out), g), _mT(xp, out)),
                 jvp=lambda xp, t, out, a: -xp.matmul(xp.matmul(out, t), out), saves_out=True)
 
@@ -62,8 +63,8 @@ def _solve_jvp_a(xp, t, out, a, b, left):
     return xp.linalg_solve(a, -xp.matmul(t, out)) if left else xp.linalg_solve(a, -xp.matmul(out, t), left=False)
 
 
-solve_p = defprim("solve", "LinalgSolveExBackward0", lambda xp, a, b, left: xp.linalg_solve(a, b, left=left),
-                  vjp=(_solve_vjp_a, _solve_vjp_b),
+solve_p = defprim("solve", lambda xp, a, b, left: xp.linalg_solve(a, b, left=left),
+                  node="LinalgSolveExBackward0", vjp=(_solve_vjp_a, _solve_vjp_b),
                   jvp=(_solve_jvp_a, lambda xp, t, out, a, b, left: xp.linalg_solve(a, t, left=left)),
                   saves=(0,), saves_out=True)
 
@@ -121,9 +122,9 @@ def _soltri_jvp_a(xp, t, out, a, b, upper, left, unitriangular):
     return xp.solve_triangular(a, rhs, upper=upper, left=left, unitriangular=unitriangular)
 
 
-solve_tri_p = defprim("solve_triangular", "LinalgSolveTriangularBackward0",
+solve_tri_p = defprim("solve_triangular",
                       lambda xp, a, b, upper, left, unitriangular: xp.solve_triangular(a, b, upper, left, unitriangular),
-                      vjp=(_soltri_vjp_a, _soltri_vjp_b),
+                      node="LinalgSolveTriangularBackward0", vjp=(_soltri_vjp_a, _soltri_vjp_b),
                       jvp=(_soltri_jvp_a, lambda xp, t, out, a, b, upper, left, unitriangular:
                            xp.solve_triangular(a, t, upper=upper, left=left, unitriangular=unitriangular)),
                       saves=(0,), saves_out=True)
@@ -191,7 +192,7 @@ def _cholsolve_jvp_l(xp, t, out, b, l, upper):
     return -xp.cholesky_solve(xp.matmul(da, out), l, upper)
 
 
-cholesky_solve_p = defprim("cholesky_solve", "CholeskySolveBackward0",
+cholesky_solve_p = defprim("cholesky_solve",
                            lambda xp, b, l, upper: xp.cholesky_solve(b, l, upper),
                            vjp=(_cholsolve_vjp_b, _cholsolve_vjp_l),
                            jvp=(lambda xp, t, out, b, l, upper: xp.cholesky_solve(t, l, upper), _cholsolve_jvp_l),
@@ -243,9 +244,9 @@ def _pinv_jvp(xp, t, p, a):
     return dp + y - xp.matmul(xp.matmul(p, a), y)
 
 
-pinv_p = defprim("pinv", "LinalgPinvBackward0",
+pinv_p = defprim("pinv",
                  lambda xp, a, atol, rtol, hermitian: xp.linalg_pinv(a, atol, rtol, hermitian),
-                 vjp=lambda xp, g, out, a, atol, rtol, hermitian: _pinv_vjp(xp, g, out, a),
+                 node="LinalgPinvBackward0", vjp=lambda xp, g, out, a, atol, rtol, hermitian: _pinv_vjp(xp, g, out, a),
                  jvp=lambda xp, t, out, a, atol, rtol, hermitian: _pinv_jvp(xp, t, out, a),
                  saves=(0,), saves_out=True)
 
@@ -315,7 +316,8 @@ def _lstsq_jvp_b(xp, t, out, a, b, vec):
 
 
 graph_raw("lstsq_rank")
-lstsq_p = defprim("lstsq", "LinalgLstsqBackward0", _lstsq_fwd, vjp=(_lstsq_vjp_a, _lstsq_vjp_b),
+lstsq_p = defprim("lstsq", _lstsq_fwd, node="LinalgLstsqBackward0",
+                                                               vjp=(_lstsq_vjp_a, _lstsq_vjp_b),
                   jvp=(_lstsq_jvp_a, _lstsq_jvp_b), saves=(0, 1))
 
 LstsqResult = return_type("linalg_lstsq", ("solution", "residuals", "rank", "singular_values"))
@@ -401,9 +403,9 @@ def _lu_solve_jvp_lu(xp, t, out, lu, piv, b, left, adjoint):
 
 
 lu_solve_p = defprim(
-    "lu_solve", "LinalgLuSolveBackward0",
+    "lu_solve",
     lambda xp, lu, piv, b, left, adjoint: xp.linalg_lu_solve(lu, piv, b, left=left, adjoint=adjoint),
-    vjp=(_lu_solve_vjp_lu, lambda xp, g, out, lu, piv, b, left, adjoint: None,
+    node="LinalgLuSolveBackward0", vjp=(_lu_solve_vjp_lu, lambda xp, g, out, lu, piv, b, left, adjoint: None,
          lambda xp, g, out, lu, piv, b, left, adjoint: xp.linalg_lu_solve(lu, piv, g, left=left, adjoint=not adjoint)),
     jvp=(_lu_solve_jvp_lu, None,
          lambda xp, t, out, lu, piv, b, left, adjoint: xp.linalg_lu_solve(lu, piv, t, left=left, adjoint=adjoint)),
