@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-import numpy as np
-
+from ..._device import NAMESPACES
 from ..._state import fwd_state as _fwd_state
 from ..._tensor import Tensor, make
 from . import _collate
@@ -39,7 +38,7 @@ def _tensor_batch(dataset, index) -> list | None:
     The gather gives what stacking the rows gives: the same values and dtype in a new C-contiguous leaf
     tensor (inference-mode flag included). It is taken only for ``TensorDataset`` itself or subclasses that
     keep its ``__getitem__``, only for a list/tuple of plain ints all in range (no IndexError to reproduce),
-    only for plain NumPy-backed tensors that do not require grad, carry no tangent and are not stale views,
+    only for plain tensors that do not require grad, carry no tangent and are not stale views,
     and only while ``default_collate``'s type map is the shipped one.
     """
     if type(dataset).__getitem__ is not _TD_GETITEM or _fwd_state.level:
@@ -56,17 +55,14 @@ def _tensor_batch(dataset, index) -> list | None:
         if t._base is not None and t._vc[0] != t._view_v:
             return None
         d = t._data
-        if type(d) is not np.ndarray or d.ndim == 0 or lo < -d.shape[0] or hi >= d.shape[0]:
+        if type(d) not in NAMESPACES or d.ndim == 0 or lo < -d.shape[0] or hi >= d.shape[0]:
             return None
     if _collate.default_collate_fn_map != _collate._SHIPPED_COLLATE_FN_MAP:
         return None
-    rows = np.array(index, dtype=np.intp)
     out = []
     for t in tensors:
-        b = t._data[rows]
-        if not b.flags.c_contiguous:
-            b = np.ascontiguousarray(b)
-        out.append(make(b))
+        xp = NAMESPACES[type(t._data)]   # the rows gathered on the tensor's device, into a new array
+        out.append(make(xp.gather_rows(t._data, 0, xp.backend.asarray(index))))
     return out
 
 
