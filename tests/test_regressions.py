@@ -125,3 +125,8 @@ def test_forward_ad_through_ops_without_derivatives_raises_as_torch(case):
                 f()
         return str(info.value).splitlines()[0]
     assert run(ember, efw) == run(torch, tfw)
+
+
+def test_normal_with_shapes_that_do_not_broadcast_raises_as_torch():
+    """normal(mean, std) with non-broadcasting shapes: PyTorch's RuntimeError, not NumPy's ValueError wording."""
+    raises_same(lambda m: m.normal(m.zeros(2), m.ones(3)), exact_msg=True)

@@ -19,7 +19,8 @@ import operator
 from .. import _dtype as D
 from .._device import NAMESPACES
 from .._tensor import Tensor
-from ..devices.index import SplitIndex, view_of
+from .._util import broadcast_shape
+from ..devices.index import SplitIndex
 from .creation import device_backend, tensor
 
 # The host's (NumPy's) types: its scalars count as Python ints and bools, its arrays as index arrays.
@@ -63,21 +64,8 @@ class Index:
                 shapes.append(a.shape)
                 d += 1
         rest = list(self.view_shape[d:])
-        adv = list(_broadcast_shapes(shapes))
+        adv = list(broadcast_shape(shapes))
         return tuple(adv + before + after + rest if gap else before + adv + after + rest)
-
-
-def _broadcast_shapes(shapes) -> tuple:
-    """The broadcast of the shapes (NumPy's ValueError where they do not broadcast)."""
-    ndim = max(map(len, shapes), default=0)
-    out = [1] * ndim
-    for shape in shapes:
-        for i, n in enumerate(shape, ndim - len(shape)):
-            if n != 1:
-                if out[i] != 1 and out[i] != n:
-                    raise ValueError("shape mismatch: objects cannot be broadcast to a single shape")
-                out[i] = n
-    return tuple(out)
 
 
 def _xp(arr):
@@ -348,15 +336,15 @@ def _check_advanced(adv: dict, view_shape: tuple) -> tuple:
         d += 1
     try:
         if len(shapes) > 1:
-            _broadcast_shapes(shapes)
-    except ValueError:
+            broadcast_shape(shapes)
+    except RuntimeError:
         raise IndexError("shape mismatch: indexing tensors could not be broadcast together with shapes "
                          + ", ".join(str(list(s)) for s in shapes)) from None
     if bad_dims:
         # PyTorch's index kernel checks bounds as it gathers: a result without elements (an index broadcast to
         # size 0, as with a False, or a size-0 dim left) checks nothing. NumPy would, so the out-of-range
         # arrays of such an index become zeros.
-        if not sliced_empty and 0 not in _broadcast_shapes(shapes):
+        if not sliced_empty and 0 not in broadcast_shape(shapes):
             i, n, ordinal = bad_dims[0]
             arr = out[i]
             v = int(arr[(arr >= n) | (arr < -n)].reshape(-1)[0]) if arr.ndim else int(arr)

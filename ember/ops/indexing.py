@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from .. import _dtype as D
 from .._device import NAMESPACES, fp_quiet, fp_restore
-from ._index import Index, SplitIndex, check_value_shape, convert, raw_index, view_of as _view_of
+from ..devices.index import SplitIndex, view_of as _view_of
+from ._index import Index, check_value_shape, convert, raw_index
 from .._tensor import Tensor, make, wrap_dim
 from ..autograd.graph import node_class
 from ..autograd._primitive import PrimNode, _state, apply, batch_safe, broadcast_error, defprim, fwd_state

@@ -20,6 +20,7 @@ import warnings
 from .. import _dtype as D
 from .._device import backend_of, check_device, cpu, quietly
 from .._tensor import Tensor, _sizes_from_args, make
+from .._util import broadcast_shape
 from ..autograd import _primitive as P
 from ..autograd import _views as V
 from ._registry import method as _register_method
@@ -643,14 +644,6 @@ def bernoulli_(self: Tensor, p=0.5, *, generator: Generator | None = None) -> Te
     return _inplace(self, _laid_out(self, vals), "BernoulliBackward2")
 
 
-def _broadcastable(a: tuple, b: tuple) -> None:
-    """NumPy's check that two shapes broadcast (its ValueError; normal(mean, std) makes it before the dtype's)."""
-    for x, y in zip(a[::-1], b[::-1]):
-        if x != y and x != 1 and y != 1:
-            raise ValueError("shape mismatch: objects cannot be broadcast to a single shape.  Mismatch is between "
-                             f"arg 0 with shape {a} and arg 1 with shape {b}.")
-
-
 # ----- sampling functions ------------------------------------------------------------------------------------
 
 def bernoulli(input: Tensor, p: float | None = None, *, generator: Generator | None = None, out=None) -> Tensor:
@@ -697,7 +690,7 @@ def normal(mean, std=1.0, size=None, *, generator: Generator | None = None, out=
     elif st and not mt:
         dt, inputs, node = std.dtype, (std,), "NormalBackward2"
     else:
-        _broadcastable(mean._data.shape, std._data.shape)
+        broadcast_shape((mean._data.shape, std._data.shape), "broadcast_tensors")   # PyTorch's RuntimeError
         dt, inputs, node = mean.dtype, (mean, std), "NormalBackward3"
     _float_dtype(dt, "normal_kernel_cpu")
     value = _RNG.normal_tensor(gen._st(), _host(mean) if mt else mean, _host(std) if st else float(std), dt.np)

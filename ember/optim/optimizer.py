@@ -20,6 +20,7 @@ from .. import _dtype as D
 from .._device import fp_quiet, fp_restore
 from .._hooks import RemovableHandle
 from .._tensor import Tensor, make
+from ..autograd._primitive import broadcast_error
 from ..devices import NAMESPACES, backend_of
 from ..ops.creation import tensor
 from ..ops.shape import broadcast_shapes
@@ -208,22 +209,9 @@ def register_optimizer_step_post_hook(hook: Callable) -> RemovableHandle:
 _in_step = threading.local()
 
 
-def _broadcast_error(a: tuple, b: tuple) -> Exception | None:
-    """PyTorch's error where shapes ``a`` and ``b`` do not broadcast (the last dimension checked first)."""
-    n = max(len(a), len(b))
-    for i in range(n - 1, -1, -1):
-        off = n - 1 - i
-        sa = a[len(a) - 1 - off] if off < len(a) else 1
-        sb = b[len(b) - 1 - off] if off < len(b) else 1
-        if sa != sb and sa != 1 and sb != 1:
-            return RuntimeError(f"The size of tensor a ({sa}) must match the size of tensor b ({sb}) at "
-                                f"non-singleton dimension {i}")
-    return None
-
-
 def _inplace_error(out: tuple, other: tuple) -> Exception | None:
     """PyTorch's error for ``out op= other`` (an in-place update), or None where it works."""
-    err = _broadcast_error(out, other)
+    err = broadcast_error((out, other))
     if err is not None:
         return err
     shape = tuple(broadcast_shapes(out, other))
@@ -568,7 +556,7 @@ class Optimizer:
         parameter updated with ``state``-shaped ones."""
         if self._state_first:
             return _inplace_error(state, param) or _inplace_error(param, state)
-        return _broadcast_error(param, state) or _inplace_error(state, param) or _inplace_error(param, state)
+        return broadcast_error((param, state)) or _inplace_error(state, param) or _inplace_error(param, state)
 
     def _closure_loss(self, closure):
         if closure is None:
