@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .random import fma64
+from .libm import fma64
 
 
 def isfinite(v) -> bool:

@@ -339,3 +339,23 @@ def _exp_guarded(x: np.ndarray) -> np.ndarray:
 
 # NumPy evaluations tried (in this order) where NumPy's own ufunc is not the C library's
 _CANDIDATES = {"log": (_log_guarded,), "exp": (_exp_guarded,)}
+
+
+# ----- a * b + c rounded once in float64: the fused multiply-add PyTorch's compiled kernels compute ---------
+
+def fma64(a, b, c):
+    """``a * b + c`` rounded once, as the FMA instruction PyTorch's compiled kernels use, in float64 by
+    error-free transformations (Dekker's product and Knuth's sum). Where the result overflows it is nan."""
+    p = a * b
+    split = 134217729.0   # 2**27 + 1
+    t = split * a
+    ah = t - (t - a)
+    al = a - ah
+    t = split * b
+    bh = t - (t - b)
+    bl = b - bh
+    perr = ((ah * bh - p) + ah * bl + al * bh) + al * bl   # p + perr == a * b exactly
+    s = p + c
+    v = s - p
+    serr = (p - (s - v)) + (c - v)                         # s + serr == p + c exactly
+    return s + (serr + perr)

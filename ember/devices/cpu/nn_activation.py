@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 
+from .libm import fma64
 from .elementwise import _c_or_rounded, _rounded_once, erf as _erf, sigmoid as _sig, zero_where
 
 # exp, expm1, log1p and tanh of float32 as PyTorch's activation kernels compute them: the C library's expf ... on
@@ -301,26 +302,6 @@ def embedding_bag_argmax(w, indices, bags, nbags, keep):
     return bag, col, indices[first[bag, col]]
 
 
-def _two_prod(a, b):
-    """a * b = p + e exactly (Dekker's product with Veltkamp's split), float64."""
-    p = a * b
-    split = 134217729.0   # 2**27 + 1
-    ca, cb = split * a, split * b
-    ah = ca - (ca - a)
-    bh = cb - (cb - b)
-    al, bl = a - ah, b - bh
-    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
-
-
-def _fma64(a, b, c):
-    """round(a * b + c) in float64 as one fused multiply-add, to within the rare double-rounding case."""
-    p, e = _two_prod(a, b)
-    s = p + c
-    bv = s - p
-    t = (p - (s - bv)) + (c - bv)     # c + p = s + t exactly
-    return s + (t + e)
-
-
 def embedding_freq_backward(g, inv, indices, padding_idx, num_weights):
     """embedding(scale_grad_by_freq=True)'s weight gradient as PyTorch's CPU kernel makes it: position by
     position, ``grad_weight[k] += inv[i] * g[i]`` as one fused multiply-add in float32/float64
@@ -345,7 +326,7 @@ def embedding_freq_backward(g, inv, indices, padding_idx, num_weights):
         sel = rank == r
         k, gi, a = idx[sel], g2[sel], inv[sel][:, None]
         if g.dtype == np.float64:
-            out[k] = _fma64(a, gi, out[k])
+            out[k] = fma64(a, gi, out[k])
         elif g.dtype == np.float32:   # the product is exact in float64, so one rounding as a fused add
             out[k] = (out[k].astype(np.float64) + a.astype(np.float64) * gi.astype(np.float64)).astype(np.float32)
         else:   # float16: product and sum each rounded to float16 (PyTorch's half kernel is not fused)

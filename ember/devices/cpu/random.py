@@ -28,6 +28,7 @@ import math
 import numpy as np
 
 from . import libm  # the C library's log, sin, ...: what PyTorch's scalar transforms call
+from .libm import fma64
 
 N = 624                     # mt19937 state words
 _U64 = np.uint64
@@ -147,24 +148,6 @@ def _fma32(a, b, c) -> np.ndarray:
         err = (p - (t - bp)) + (cc - bp)
         s[idx] = np.where(err == 0, t, np.nextafter(t, np.where(err > 0, np.inf, -np.inf)))
     return s.astype(np.float32)
-
-
-def fma64(a, b, c):
-    """``a * b + c`` rounded once, as the FMA instruction PyTorch's compiled kernels use, in float64 by
-    error-free transformations (Dekker's product and Knuth's sum). Where the result overflows it is nan."""
-    p = a * b
-    split = 134217729.0   # 2**27 + 1
-    t = split * a
-    ah = t - (t - a)
-    al = a - ah
-    t = split * b
-    bh = t - (t - b)
-    bl = b - bh
-    perr = ((ah * bh - p) + ah * bl + al * bh) + al * bl   # p + perr == a * b exactly
-    s = p + c
-    v = s - p
-    serr = (p - (s - v)) + (c - v)                         # s + serr == p + c exactly
-    return s + (serr + perr)
 
 
 def _fma64(a, b, c) -> np.ndarray:
