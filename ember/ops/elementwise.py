@@ -22,8 +22,7 @@ from ..autograd._primitive import (
     broadcast_error,
     defprim,
     fast_operator,
-    fast_unary,
-    save_always)
+    fast_unary)
 from ._registry import graph, method, register
 from .._util import check_tensor, compute_dtype, promote, scalar_or_tensor
 from ..autograd._views import apply_inplace
@@ -112,12 +111,12 @@ sub_p = defprim("sub", _sub,
 
 mul_p = defprim("mul", _mul,
                 vjp=(lambda xp, g, out, a, b: _mul(xp, g, b), lambda xp, g, out, a, b: _mul(xp, g, a)),
-                jvp="multilinear", saves=(0, 1), promote="standard")
+                jvp="multilinear", saves={0: (1,), 1: (0,)}, promote="standard")
 
 # d(a/b)/db = -(a/b)/b, divided twice rather than by b*b, which under- or overflows (PyTorch's order).
 div_p = defprim("div", _div,
                 vjp=(_div_grad, lambda xp, g, out, a, b: -g * ((a / b) / b)),
-                jvp="elementwise", saves=(0, 1), promote="float")
+                jvp="elementwise", saves={0: (1,), 1: (0, 1)}, promote="float")
 
 
 def _not_differentiable(name):
@@ -144,7 +143,7 @@ div_mode_p = defprim("div", lambda xp, a, b, mode: xp.div_rounded(a, b, mode),
 remainder_p = defprim("remainder", lambda xp, a, b: xp.remainder(a, b),
                       node="RemainderBackward1",
                       vjp=(lambda xp, g, out, a, b: g, lambda xp, g, out, a, b: -g * xp.div_rounded(a, b, "floor")),
-                      jvp="elementwise", saves=(0, 1), promote="standard")
+                      jvp="elementwise", saves={0: (1,), 1: (1,)}, promote="standard")
 remainder_scalar_p = defprim("remainder", lambda xp, a, b: xp.remainder(a, b),
                              vjp=(lambda xp, g, out, a, b: g, None), jvp="elementwise", promote="standard",
                              scalar_args=(1,))
@@ -154,7 +153,7 @@ rremainder_p = defprim("remainder", lambda xp, a, b: xp.remainder(a, b),
 fmod_p = defprim("fmod", lambda xp, a, b: xp.fmod(a, b),
                  node="FmodBackward1",
                  vjp=(lambda xp, g, out, a, b: g, lambda xp, g, out, a, b: -g * xp.div_rounded(a, b, "trunc")),
-                 jvp="elementwise", saves=(0, 1), promote="standard")
+                 jvp="elementwise", saves={0: (1,), 1: (1,)}, promote="standard")
 fmod_scalar_p = defprim("fmod", lambda xp, a, b: xp.fmod(a, b),
                         vjp=(lambda xp, g, out, a, b: g, None), jvp="elementwise", promote="standard",
                         scalar_args=(1,))
@@ -266,11 +265,11 @@ sigmoid_p = _unary_prim("sigmoid", "SigmoidBackward0", lambda xp, a: xp.sigmoid(
 tanh_backward_p = defprim(
     "tanh_backward", lambda xp, g, out: xp.tanh_backward(g, out),
     vjp=(lambda xp, gg, r, g, out: xp.tanh_backward(gg, out), lambda xp, gg, r, g, out: gg * (out * -2 * g)),
-    jvp="elementwise", saves=(0, 1), saved_names=("grad_output", "output"))
+    jvp="elementwise", saves={0: (1,), 1: (0, 1)}, saved_names=("grad_output", "output"))
 sigmoid_backward_p = defprim(
     "sigmoid_backward", lambda xp, g, out: xp.sigmoid_backward(g, out),
     vjp=(lambda xp, gg, r, g, out: xp.sigmoid_backward(gg, out), lambda xp, gg, r, g, out: gg * g * (out * -2 + 1)),
-    jvp="elementwise", saves=(0, 1), saved_names=("grad_output", "output"))
+    jvp="elementwise", saves={0: (1,), 1: (0, 1)}, saved_names=("grad_output", "output"))
 graph("tanh_backward", lambda g, out: apply(tanh_backward_p, (g, out)))
 graph("sigmoid_backward", lambda g, out: apply(sigmoid_backward_p, (g, out)))
 
@@ -336,7 +335,7 @@ atan2_p = defprim("atan2", lambda xp, a, b: xp.atan2(a, b), vjp=(_atan2_grad(0),
                   jvp="elementwise", saves=(0, 1), promote="float")
 hypot_p = defprim("hypot", lambda xp, a, b: xp.hypot(a, b),
                   vjp=(lambda xp, g, out, a, b: g * (a / out), lambda xp, g, out, a, b: g * (b / out)),
-                  jvp="elementwise", saves=(0, 1), saves_out=True, promote="standard")
+                  jvp="elementwise", saves={0: (0,), 1: (1,)}, saves_out=True, promote="standard")
 logaddexp_p = defprim("logaddexp", lambda xp, a, b: xp.logaddexp(a, b),
                       vjp=(lambda xp, g, out, a, b: g / (xp.exp(b - a) + 1),
                            lambda xp, g, out, a, b: g / (xp.exp(a - b) + 1)),
@@ -475,19 +474,23 @@ lerp_tensor_p = defprim("lerp", lambda xp, a, b, w: xp.lerp(a, b, w),
                         node="LerpBackward1",
                         vjp=(lambda xp, g, out, a, b, w: g * (1 - w), lambda xp, g, out, a, b, w: g * w,
                              _lerp_weight_grad),
-                        jvp="elementwise", saves=(0, 1, 2), saved_names=("self", "end", "weight"))
+                        # PyTorch's node keeps weight whichever gradient is needed
+                        jvp="elementwise", saves={0: (2,), 1: (2,), 2: (0, 1, 2)},
+                        saved_names=("self", "end", "weight"))
 
 addcmul_p = defprim("addcmul", lambda xp, a, t1, t2, value: a + (t1 * t2) * value,
                     vjp=(lambda xp, g, out, a, t1, t2, value: g,
                          lambda xp, g, out, a, t1, t2, value: g * (t2 * value),
                          lambda xp, g, out, a, t1, t2, value: g * (t1 * value)),
-                    jvp="elementwise", saves=(1, 2), promote="standard", saved_names=("self", "tensor1", "tensor2"))
+                    jvp="elementwise", saves={1: (2,), 2: (1,)}, promote="standard",
+                    saved_names=("self", "tensor1", "tensor2"))
 addcdiv_p = defprim("addcdiv", lambda xp, a, t1, t2, value: a + (t1 / t2) * value,
                     vjp=(lambda xp, g, out, a, t1, t2, value: g,
                          lambda xp, g, out, a, t1, t2, value: g * (value / t2),
                          lambda xp, g, out, a, t1, t2, value: -g * ((t1 * value) / (t2 * t2))),
-                    jvp="elementwise", saves=(1, 2), promote="standard", saved_names=("self", "tensor1", "tensor2"))
-save_always(lerp_tensor_p, addcdiv_p, inputs=(2,))   # PyTorch's nodes keep weight and tensor2 regardless
+                    # PyTorch's node keeps tensor2 whichever gradient is needed
+                    jvp="elementwise", saves={1: (2,), 2: (0, 1, 2)}, promote="standard",
+                    saved_names=("self", "tensor1", "tensor2"))
 
 # ----- argument checks ------------------------------------------------------------------------------------
 

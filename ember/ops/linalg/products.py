@@ -49,7 +49,8 @@ def _matmul_grad_b(xp, g, out, a, b):
 
 # float16: PyTorch sums in float32 in its own order and rounds once (see xp.matmul_forward); other dtypes: BLAS.
 matmul_p = defprim("matmul", lambda xp, a, b: xp.matmul_forward(a, b),
-                   node="MmBackward0", vjp=(_matmul_grad_a, _matmul_grad_b), jvp="multilinear", saves=(0, 1),
+                   node="MmBackward0", vjp=(_matmul_grad_a, _matmul_grad_b), jvp="multilinear",
+                   saves={0: (1,), 1: (0,)},
                    saved_names=("self", "mat2"))
 
 
@@ -689,7 +690,7 @@ graph("addprod", lambda c, a, b, eq, beta, alpha: apply(addprod_p, (c, a, b), {"
 
 addprod_p = defprim("addprod", _addprod_fwd,
                     node="AddmmBackward0", vjp=(_addprod_vjp_c, _addprod_vjp_ab(0), _addprod_vjp_ab(1)),
-                    jvp=(_addprod_jvp_c, _addprod_jvp_a, _addprod_jvp_b), saves=(1, 2),
+                    jvp=(_addprod_jvp_c, _addprod_jvp_a, _addprod_jvp_b), saves={1: (1, 2), 2: (1, 2)},
                     saved_names=("self", "mat1", "mat2"))
 
 _ADD_OPS = {   # op: (equation, node, (name of arg 1, arg 2), their ranks)
@@ -842,7 +843,7 @@ baddbmm = _addprod("baddbmm")
 cross_p = defprim("cross", lambda xp, a, b, dim: xp.cross(a, b, dim),
                   node="LinalgCrossBackward0", vjp=(lambda xp, g, out, a, b, dim: xp.cross(b, g, dim),
                        lambda xp, g, out, a, b, dim: xp.cross(g, a, dim)),
-                  jvp="multilinear", saves=(0, 1))
+                  jvp="multilinear", saves={0: (1,), 1: (0,)})
 
 graph("cross", lambda a, b, dim: apply(cross_p, (a, b), {"dim": dim}))
 

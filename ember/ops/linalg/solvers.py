@@ -318,7 +318,7 @@ def _lstsq_jvp_b(xp, t, out, a, b, vec):
 graph_raw("lstsq_rank")
 lstsq_p = defprim("lstsq", _lstsq_fwd, node="LinalgLstsqBackward0",
                                                                vjp=(_lstsq_vjp_a, _lstsq_vjp_b),
-                  jvp=(_lstsq_jvp_a, _lstsq_jvp_b), saves=(0, 1))
+                  jvp=(_lstsq_jvp_a, _lstsq_jvp_b), saves={0: (0, 1), 1: (0,)})
 
 LstsqResult = return_type("linalg_lstsq", ("solution", "residuals", "rank", "singular_values"))
 _DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
@@ -409,7 +409,7 @@ lu_solve_p = defprim(
          lambda xp, g, out, lu, piv, b, left, adjoint: xp.linalg_lu_solve(lu, piv, g, left=left, adjoint=not adjoint)),
     jvp=(_lu_solve_jvp_lu, None,
          lambda xp, t, out, lu, piv, b, left, adjoint: xp.linalg_lu_solve(lu, piv, t, left=left, adjoint=adjoint)),
-    saves=(0, 1), saves_out=True)
+    saves={0: (0, 2), 1: (0, 2)}, saves_out=True)
 
 
 def _check_lu_solve(LU, pivots, B, left, adjoint, op="linalg.lu_solve"):
