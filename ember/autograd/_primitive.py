@@ -114,8 +114,10 @@ class Primitive:
         # must need a gradient for it to be saved (from a dict ``saves``); None: every input always
         self._when = _save_when(name, self.vjps, self.edge_pos, saves) if isinstance(saves, dict) else None
         # autograd.grad(is_grads_batched=True): False (the default, safe): backward runs this primitive's
-        # node once per row of the batch; True: its VJP rules broadcast over a leading batch dimension of
-        # the gradient as written, so the node runs once for the whole batch (see batch_safe).
+        # node once per row of the batch; True (defprim(..., batch=True)): its VJP rules broadcast over a leading
+        # batch dimension of the gradient as written, so the node runs once for the whole batch
+        # (tests/test_batched_grad.py checks each against row-by-row backward on every op-database sample);
+        # a tuple: batched rules of its own (batch_rule).
         self.batch = False
 
     def __repr__(self) -> str:
@@ -123,15 +125,6 @@ class Primitive:
 
 
 PRIMITIVES: list = []   # every primitive declared, in order (the op database's coverage test reads it)
-
-
-def batch_safe(*prims: Primitive) -> None:
-    """Declare that these primitives' VJP rules, raw and graph, broadcast over a leading batch dimension
-    of the gradient (every input's gradient then comes back as (B,) + a shape that sums to the input's).
-    ``tests/test_batched_grad.py`` checks each declared primitive against row-by-row backward on every
-    op-database sample; an undeclared primitive runs row by row, which is always correct."""
-    for p in prims:
-        p.batch = True
 
 
 def batch_rule(prim: Primitive, vjp) -> None:
@@ -148,13 +141,16 @@ def default_node_name(name: str) -> str:
 
 
 def defprim(name, forward, vjp, jvp=None, *, node=None, saves=(), saves_out=False, is_view=False,
-            promote=None, scalar_args=(), saved_names=None) -> Primitive:
+            promote=None, scalar_args=(), saved_names=None, batch: bool = False) -> Primitive:
     """Declare a primitive (see the module docstring); ``node`` is PyTorch's name of its backward node when it is
     not ``default_node_name(name)``; ``scalar_args``: positions of inputs that are PyTorch ``Scalar`` arguments
     (no graph edge); ``saved_names``: PyTorch's name of each input, as ``grad_fn._saved_<name>`` shows it, where
-    the generic ones (``self``, ``other``, ``input2``...) are wrong."""
+    the generic ones (``self``, ``other``, ``input2``...) are wrong; ``batch=True``: the VJP rules, raw and graph,
+    broadcast over a leading batch dimension of the gradient as written (see ``Primitive.batch``; rules that
+    need the batch dimension named are given with ``batch_rule``)."""
     p = Primitive(name, node or default_node_name(name), forward, vjp, jvp, saves, saves_out, is_view, promote,
                   scalar_args, saved_names)
+    p.batch = bool(batch)
     install_saved_attrs(p)
     PRIMITIVES.append(p)
     return p

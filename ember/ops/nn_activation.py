@@ -18,7 +18,7 @@ from .._device import NAMESPACES
 from .._tensor import Tensor, make, wrap_dim
 from ..autograd.graph import node_class
 from . import elementwise as E
-from ..autograd._primitive import PrimNode, apply, batch_safe, defprim, graph_ns
+from ..autograd._primitive import PrimNode, apply, defprim, graph_ns
 from ._registry import EXPORTS, graph, register
 from .._util import check_tensor
 from ..autograd._views import apply_inplace
@@ -305,7 +305,7 @@ graph("prelu_backward_weight", lambda g, a, w: apply(prelu_backward_weight_p, (g
 def _act(name, node, forward, params, vjp):
     """An elementwise activation primitive: ``forward(xp, a, *params)`` calls the kernel ``xp.<name>``; the
     VJP ``vjp(xp, g, out, a, *params)`` is linear in ``g``, so it is the JVP too."""
-    p = defprim(name, forward, node=node, vjp=vjp, jvp="elementwise", saves=(0,))
+    p = defprim(name, forward, node=node, vjp=vjp, jvp="elementwise", saves=(0,), batch=True)
     _graph_op(p, name, params)
     return p
 
@@ -326,7 +326,8 @@ def _leaky_result_vjp(xp, g, out, a, negative_slope):
 
 leaky_relu_result_p = defprim("leaky_relu",
                               lambda xp, a, negative_slope: xp.leaky_relu(a, negative_slope),
-                              node="LeakyReluBackward1", vjp=_leaky_result_vjp, jvp="elementwise", saves_out=True)
+                              node="LeakyReluBackward1", vjp=_leaky_result_vjp, jvp="elementwise", saves_out=True,
+                              batch=True)
 
 leaky_relu_p = _act("leaky_relu", "LeakyReluBackward0", lambda xp, a, negative_slope: xp.leaky_relu(a, negative_slope),
                     ("negative_slope",), _leaky_vjp)
@@ -366,7 +367,7 @@ def _elu_result_vjp(xp, g, out, a, alpha, scale, input_scale):
 
 elu_result_p = defprim("elu",
                        lambda xp, a, alpha, scale, input_scale: xp.elu(a, alpha, scale, input_scale),
-                       node="EluBackward1", vjp=_elu_result_vjp, jvp="elementwise", saves_out=True)
+                       node="EluBackward1", vjp=_elu_result_vjp, jvp="elementwise", saves_out=True, batch=True)
 
 
 def _to_float(v) -> float:
@@ -385,11 +386,11 @@ def _celu_scale(alpha) -> float:
 
 celu_p = defprim("celu", lambda xp, a, alpha: xp.elu(a, alpha, 1.0, 1.0 / alpha),
                  vjp=lambda xp, g, out, a, alpha: _elu_vjp(xp, g, out, a, alpha, 1.0, _celu_scale(alpha)),
-                 jvp="elementwise", saves=(0,))
+                 jvp="elementwise", saves=(0,), batch=True)
 celu_result_p = defprim("celu", lambda xp, a, alpha: xp.elu(a, alpha, 1.0, 1.0 / alpha),
                         node="CeluBackward1",
                         vjp=lambda xp, g, out, a, alpha: _elu_result_vjp(xp, g, out, a, alpha, 1.0, _celu_scale(alpha)),
-                        jvp="elementwise", saves_out=True)
+                        jvp="elementwise", saves_out=True, batch=True)
 
 
 # gelu's first derivative, PyTorch's gelu_backward (GeluBackwardBackward0 under create_graph), and its
@@ -938,8 +939,6 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, o
 
 # The elementwise activations broadcast over a leading batch dimension of the gradient as written. softmax,
 # log_softmax, glu and prelu locate their dim from the gradient's ndim: they run row by row under is_grads_batched.
-batch_safe(leaky_relu_p, leaky_relu_result_p, elu_p, elu_result_p, celu_p, celu_result_p, gelu_p, silu_p, mish_p,
-           softplus_p, hardtanh_p, hardsigmoid_p, hardswish_p, hardshrink_p, softshrink_p, log_sigmoid_p, threshold_p)
 
 
 # ----- linear, bilinear ------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ import warnings
 from ...devices import NAMESPACES
 from ..._dtype import c_type_name
 from ..._tensor import Tensor
-from ...autograd._primitive import apply, batch_rule, batch_safe, defprim
+from ...autograd._primitive import apply, batch_rule, defprim
 from .._registry import graph, method, register
 from ..._util import check_tensor, dtype_word, scalar_or_tensor
 from ...autograd._views import apply_inplace
@@ -919,7 +919,7 @@ def matrix_exp(A: Tensor) -> Tensor:
 
 
 eye_of_p = defprim("eye_of", lambda xp, a: xp.zeros_like(a) + xp.eye_like(a),
-                   node="CopyBackwards", vjp=lambda xp, g, out, a: None, jvp=lambda xp, t, out, a: None)
+                   node="CopyBackwards", vjp=lambda xp, g, out, a: None, jvp=lambda xp, t, out, a: None, batch=True)
 
 
 @register(submodule="linalg", module=False, name="matrix_power")
@@ -968,12 +968,8 @@ def matrix_power(input: Tensor, n: int) -> Tensor:
 register(matmul, name="matmul", module=False, submodule="linalg")   # torch.linalg.matmul
 
 
-# ----- autograd.grad(is_grads_batched=True) ----------------------------------------------------------
-# The primitives whose VJP rules broadcast over a leading batch dimension as written (tests/test_batched_grad.py
-# checks each against row-by-row backward on every op-database sample): backward runs them once for the whole
-# batch. Every other primitive of the linear algebra modules runs row by row, which is always correct.
-batch_safe(eye_of_p)
-
+# ----- autograd.grad(is_grads_batched=True): batched rules -------------------------------------------
+# (primitives whose rules batch as written declare batch=True)
 
 # matmul's rules batch as written, except for a dot product of two vectors (a 0-d output).
 def _matmul_batched(rule, other):
