@@ -123,6 +123,14 @@ class Primitive:
     def __repr__(self) -> str:
         return f"<primitive {self.name}>"
 
+    def __call__(self, xp, *inputs, **params):
+        """This primitive inside another's rule (a first derivative PyTorch gives a node of its own, e.g.
+        ``_softmax_backward_data``): its forward on raw arrays in plain backward; recorded on Tensors under
+        ``create_graph`` and forward mode, so a second derivative goes through its node and its rules."""
+        if xp is graph_ns:
+            return apply(self, inputs, params)
+        return self.forward(xp, *inputs, **params)
+
 
 PRIMITIVES: list = []   # every primitive declared, in order (the op database's coverage test reads it)
 

@@ -74,9 +74,10 @@ def _sum_keep(xp, x, dim):
     return xp.sum(x, (dim % x.ndim,), True) if x.ndim else x
 
 
-# The first derivatives, PyTorch's _softmax_backward_data / _log_softmax_backward_data: on raw arrays the formula
-# itself, under create_graph a node of its own (SoftmaxBackwardDataBackward0, LogSoftmaxBackwardDataBackward0)
-# with edges to the gradient and to the output, as PyTorch's.
+# The first derivatives, PyTorch's _softmax_backward_data / _log_softmax_backward_data: primitives of their own
+# that the rules call (``softmax_backward_p(xp, g, y, dim=dim)``: on raw arrays the formula itself, under
+# create_graph a node, SoftmaxBackwardDataBackward0 / LogSoftmaxBackwardDataBackward0, with edges to the gradient
+# and to the output, as PyTorch's).
 def _softmax_bwd(xp, g, y, dim):
     return y * (g - _sum_keep(xp, g * y, dim))
 
@@ -85,45 +86,33 @@ def _log_softmax_bwd(xp, g, y, dim):
     return g - xp.exp(y) * _sum_keep(xp, g, dim)
 
 
-def _softmax_backward(xp, g, y, dim):
-    if xp is graph_ns:
-        return apply(softmax_backward_p, (g, y), {"dim": dim})
-    return _softmax_bwd(xp, g, y, dim)
-
-
-def _log_softmax_backward(xp, g, y, dim):
-    if xp is graph_ns:
-        return apply(log_softmax_backward_p, (g, y), {"dim": dim})
-    return _log_softmax_bwd(xp, g, y, dim)
-
-
 # y (g - sum(g y)) is symmetric in g (its own adjoint); in y: gg g - sum(y g) gg - g sum(y gg) (PyTorch's
 # softmax_double_backward)
 softmax_backward_p = defprim(
     "softmax_backward_data", _softmax_bwd,
-    vjp=(lambda xp, gg, out, g, y, dim: _softmax_backward(xp, gg, y, dim),
+    vjp=(lambda xp, gg, out, g, y, dim: softmax_backward_p(xp, gg, y, dim=dim),
          lambda xp, gg, out, g, y, dim: gg * g - _sum_keep(xp, y * g, dim) * gg - g * _sum_keep(xp, y * gg, dim)),
-    jvp=(lambda xp, t, out, g, y, dim: _softmax_backward(xp, t, y, dim),
+    jvp=(lambda xp, t, out, g, y, dim: softmax_backward_p(xp, t, y, dim=dim),
          lambda xp, t, out, g, y, dim: t * (g - _sum_keep(xp, g * y, dim)) - y * _sum_keep(xp, g * t, dim)),
     saves={0: (1,), 1: (0, 1)}, saved_names=("grad_output", "output"))
 log_softmax_backward_p = defprim(
     "log_softmax_backward_data", _log_softmax_bwd,
     vjp=(lambda xp, gg, out, g, y, dim: gg - _sum_keep(xp, gg * xp.exp(y), dim),
          lambda xp, gg, out, g, y, dim: -(_sum_keep(xp, g, dim) * xp.exp(y) * gg)),
-    jvp=(lambda xp, t, out, g, y, dim: _log_softmax_backward(xp, t, y, dim),
+    jvp=(lambda xp, t, out, g, y, dim: log_softmax_backward_p(xp, t, y, dim=dim),
          lambda xp, t, out, g, y, dim: -(xp.exp(y) * t * _sum_keep(xp, g, dim))),
     saves={0: (1,), 1: (0, 1)}, saved_names=("grad_output", "output"))
 
 # ``dim`` is kept as the user gave it (PyTorch's grad_fn._saved_dim shows -1 as it was passed).
 softmax_p = defprim(
     "softmax", lambda xp, a, dim: xp.softmax(a, dim),
-    vjp=lambda xp, g, out, a, dim: _softmax_backward(xp, g, out, dim),
+    vjp=lambda xp, g, out, a, dim: softmax_backward_p(xp, g, out, dim=dim),
     jvp=lambda xp, t, out, a, dim: out * (t - _sum_keep(xp, t * out, dim)),
     saves_out=True)
 
 log_softmax_p = defprim(
     "log_softmax", lambda xp, a, dim: xp.log_softmax(a, dim),
-    vjp=lambda xp, g, out, a, dim: _log_softmax_backward(xp, g, out, dim),
+    vjp=lambda xp, g, out, a, dim: log_softmax_backward_p(xp, g, out, dim=dim),
     jvp=lambda xp, t, out, a, dim: t - _sum_keep(xp, xp.exp(out) * t, dim),
     saves_out=True)
 
