@@ -80,24 +80,12 @@ NO_KERNEL: dict[str, str] = {
         nn.functional.adaptive_max_pool3d_indices nn.functional.adaptive_max_pool3d_with_indices""".split(),
         'adaptive_max_indices'),
     **dict.fromkeys("""
-        nn.functional.affine_grid""".split(),
-        'affine_grid'),
-    **dict.fromkeys("""
         nn.functional.avg_pool1d nn.functional.avg_pool2d nn.functional.avg_pool3d nn.functional.lp_pool1d
         nn.functional.lp_pool2d nn.functional.lp_pool3d""".split(),
         'avg_pool_matrices'),
     **dict.fromkeys("""
         bincount bincount_recorded""".split(),
         'bin_counts'),
-    **dict.fromkeys("""
-        nn.functional.fold""".split(),
-        'col2im'),
-    **dict.fromkeys("""
-        nn.functional.conv1d nn.functional.conv2d nn.functional.conv3d""".split(),
-        'conv_nd'),
-    **dict.fromkeys("""
-        nn.functional.conv_transpose1d nn.functional.conv_transpose2d nn.functional.conv_transpose3d""".split(),
-        'conv_transpose_nd'),
     **dict.fromkeys("""
         ctc_loss""".split(),
         'ctc_extended_targets'),
@@ -120,13 +108,10 @@ NO_KERNEL: dict[str, str] = {
         nn.functional.grid_sample3d_bilinear nn.functional.grid_sample3d_nearest
         nn.functional.grid_sample_bicubic nn.functional.grid_sample_bilinear
         nn.functional.grid_sample_nearest""".split(),
-        'grid_sample_plan'),
+        'pool_gather: grid_sample reads its input through it'),
     **dict.fromkeys("""
         histc histc_recorded""".split(),
         'histc_counts'),
-    **dict.fromkeys("""
-        nn.functional.unfold nn.functional.unfold_errors""".split(),
-        'im2col'),
     **dict.fromkeys("""
         nn.functional.interpolate_bicubic_antialias nn.functional.interpolate_bilinear_antialias
         nn.functional.interpolate_lanczos_antialias""".split(),
@@ -182,9 +167,6 @@ NO_KERNEL: dict[str, str] = {
     **dict.fromkeys("""
         cross_entropy cross_entropy_big cross_entropy_big_none cross_entropy_ls_weight nll_loss""".split(),
         'nll_loss_forward'),
-    **dict.fromkeys("""
-        nn.functional.pad_circular nn.functional.pad_reflect nn.functional.pad_replicate""".split(),
-        'pad_indices'),
     **dict.fromkeys("""
         digamma digamma_ digamma_neg polygamma polygamma_ polygamma_method""".split(),
         'polygamma'),
