@@ -69,23 +69,8 @@ NOT_NEUTRAL: dict[str, str] = {
 # Entries that reach a kernel ember/devices/common has no array-API version of yet (NS.MISSING lists them all).
 NO_KERNEL: dict[str, str] = {
     **dict.fromkeys("""
-        nn.functional.adaptive_avg_pool1d nn.functional.adaptive_avg_pool2d
-        nn.functional.adaptive_avg_pool3d nn.functional.interpolate_area""".split(),
-        'adaptive_avg_matrices'),
-    **dict.fromkeys("""
-        adaptive_max_pool1d nn.functional.adaptive_max_pool1d nn.functional.adaptive_max_pool1d_indices
-        nn.functional.adaptive_max_pool1d_with_indices nn.functional.adaptive_max_pool2d
-        nn.functional.adaptive_max_pool2d_indices nn.functional.adaptive_max_pool2d_ties
-        nn.functional.adaptive_max_pool2d_with_indices nn.functional.adaptive_max_pool3d
-        nn.functional.adaptive_max_pool3d_indices nn.functional.adaptive_max_pool3d_with_indices""".split(),
-        'adaptive_max_indices'),
-    **dict.fromkeys("""
         nn.functional.affine_grid""".split(),
         'affine_grid'),
-    **dict.fromkeys("""
-        nn.functional.avg_pool1d nn.functional.avg_pool2d nn.functional.avg_pool3d nn.functional.lp_pool1d
-        nn.functional.lp_pool2d nn.functional.lp_pool3d""".split(),
-        'avg_pool_matrices'),
     **dict.fromkeys("""
         bincount bincount_recorded""".split(),
         'bin_counts'),
@@ -111,12 +96,6 @@ NO_KERNEL: dict[str, str] = {
         nn_embedding""".split(),
         'embedding_renorm_'),
     **dict.fromkeys("""
-        nn.functional.fractional_max_pool2d nn.functional.fractional_max_pool2d_indices
-        nn.functional.fractional_max_pool2d_sample_errors nn.functional.fractional_max_pool2d_with_indices
-        nn.functional.fractional_max_pool3d nn.functional.fractional_max_pool3d_indices
-        nn.functional.fractional_max_pool3d_sample_errors nn.functional.fractional_max_pool3d_with_indices""".split(),
-        'fractional_max_indices'),
-    **dict.fromkeys("""
         nn.functional.grid_sample3d_bilinear nn.functional.grid_sample3d_nearest
         nn.functional.grid_sample_bicubic nn.functional.grid_sample_bilinear
         nn.functional.grid_sample_nearest""".split(),
@@ -127,17 +106,6 @@ NO_KERNEL: dict[str, str] = {
     **dict.fromkeys("""
         nn.functional.unfold nn.functional.unfold_errors""".split(),
         'im2col'),
-    **dict.fromkeys("""
-        nn.functional.interpolate_bicubic_antialias nn.functional.interpolate_bilinear_antialias
-        nn.functional.interpolate_lanczos_antialias""".split(),
-        'interpolate_aa_matrices'),
-    **dict.fromkeys("""
-        nn.functional.interpolate_bicubic nn.functional.interpolate_bilinear
-        nn.functional.interpolate_linear nn.functional.interpolate_nearest1d
-        nn.functional.interpolate_nearest2d nn.functional.interpolate_nearest3d
-        nn.functional.interpolate_nearest_exact nn.functional.interpolate_trilinear nn.functional.upsample
-        nn.functional.upsample_bilinear nn.functional.upsample_nearest""".split(),
-        'interpolate_matrices'),
     **dict.fromkeys("""
         kthvalue kthvalue_ties""".split(),
         'kthvalue_indices'),
@@ -161,13 +129,6 @@ NO_KERNEL: dict[str, str] = {
         matrix_rank""".split(),
         'matrix_rank_of'),
     **dict.fromkeys("""
-        max_pool1d max_pool1d_with_indices max_pool2d max_pool3d nn.functional.lp_pool3d_inf
-        nn.functional.lp_pool_inf nn.functional.max_pool1d nn.functional.max_pool1d_indices
-        nn.functional.max_pool1d_nan_inf nn.functional.max_pool1d_with_indices nn.functional.max_pool2d
-        nn.functional.max_pool2d_indices nn.functional.max_pool2d_ties nn.functional.max_pool2d_with_indices
-        nn.functional.max_pool3d nn.functional.max_pool3d_indices nn.functional.max_pool3d_with_indices""".split(),
-        'max_pool_indices'),
-    **dict.fromkeys("""
         median median_ties nanmedian nanmedian_ties""".split(),
         'median_indices'),
     **dict.fromkeys("""
@@ -188,9 +149,6 @@ NO_KERNEL: dict[str, str] = {
     **dict.fromkeys("""
         digamma digamma_ digamma_neg polygamma polygamma_ polygamma_method""".split(),
         'polygamma'),
-    **dict.fromkeys("""
-        nn.functional.max_unpool1d nn.functional.max_unpool2d nn.functional.max_unpool3d""".split(),
-        'pool_scatter'),
     **dict.fromkeys("""
         slogdet_singular_grad""".split(),
         'slogdet_backward of a singular matrix'),
