@@ -355,7 +355,115 @@ def kernels(k) -> dict:
         mats = tuple(xp.eye(L, dtype=dt) if S == L else b for S, L, b in zip(x.shape[2:], out_size, bmats))
         return mats, bmats
 
-    # ----- resampling whose backward is not its forward's transpose -----------------------------------------
+    # ----- uint8 images, PyTorch's way (see cpu/nn_resample.py): int16 fixed-point separable passes ---------
+    def _precision(top: float) -> int:
+        """ATen's fixed-point precision for weights whose largest is ``top``: the most bits (at most 22) that keep
+        it under 2^15."""
+        prec = 0
+        while prec < 22 and int(0.5 + top * (1 << (prec + 1))) < (1 << 15):
+            prec += 1
+        return prec
+
+    def _fixed(w, prec: int):
+        """float64 weights as int64 fixed-point values at ``prec`` bits, rounded half away from zero."""
+        v = w * (1 << prec)
+        return xp.astype(xp.where(v < 0, xp.trunc(v - 0.5), xp.trunc(v + 0.5)), i64)
+
+    def _top(w) -> float:
+        return float(xp.max(w)) if k.numel(w) else 0.0
+
+    def _uint8_filter(v, cubic):
+        v = xp.abs(v)
+        zero = _c(0.0, xp.float64)
+        if not cubic:
+            return xp.maximum(1.0 - v, zero)
+        a = -0.75   # the float kernels' constant (antialias=False)
+        near = ((a + 2) * v - (a + 3)) * v * v + 1
+        far = ((a * v - 5 * a) * v + 8 * a) * v - 4 * a
+        return xp.where(v < 1.0, near, xp.where(v < 2.0, far, zero))
+
+    def _uint8_taps(S: int, L: int, scale, align_corners: bool, cubic: bool):
+        """(taps (L, n) int64, fixed-point weights (L, n), precision) of one dim (the cpu's _uint8_taps)."""
+        f64 = xp.float64
+        n = 4 if cubic else 2
+        if align_corners:
+            sc = (S - 1) / (L - 1) if L > 1 else 0.0
+        else:
+            sc = 1.0 / scale if scale is not None and scale > 0 else S / L
+        i = xp.astype(xp.arange(L, dtype=i64), f64)
+        if align_corners:
+            real = sc * i
+        else:
+            real = sc * (i + 0.5) - 0.5
+            if not cubic:
+                real = xp.maximum(real, _c(0.0, f64))
+        idx = xp.minimum(xp.astype(xp.floor(xp.astype(real, xp.float32)), i64), _c(S - 1, i64))   # floorf
+        lam = xp.clip(real - xp.astype(idx, f64), 0.0, 1.0)
+        support = n // 2
+        lo = idx - support + 1
+        first = xp.maximum(lo, _c(0, i64))
+        size = xp.clip(xp.minimum(idx + support + 1, _c(S, i64)) - first, 0, n)
+        cols = xp.arange(n, dtype=i64)[None, :]
+        zero = _c(0.0, f64)
+        w = xp.zeros((L, n), dtype=f64)
+        wmax = xp.zeros((L,), dtype=f64)
+        slot = xp.zeros((L,), dtype=i64)
+        for j in range(n):   # ATen's loop folds taps past an edge onto the edge sample's weight
+            v = _uint8_filter(j + 1 - support - lam, cubic)
+            pos = lo + j
+            slot = xp.where(pos <= 0, _c(0, i64), xp.where(pos >= S - 1, size - 1, slot))
+            w = w + xp.where(cols == slot[:, None], v[:, None], zero)
+            wmax = xp.maximum(wmax, xp.take_along_axis(w, slot[:, None], axis=1)[:, 0])
+            slot = slot + 1
+        prec = _precision(_top(wmax))
+        w16 = xp.where(cols >= size[:, None], _c(0, i64), _fixed(w, prec))   # taps past the window are not read
+        return xp.minimum(first[:, None] + cols, _c(S - 1, i64)), w16, prec
+
+    def _uint8_passes(x, out_size, pass_):
+        """``x`` uint8 (N, C, *S) resized one spatial dim at a time, the last first, a dim of unchanged size
+        skipped; ``pass_(y, k)`` gives dim k's int64 accumulator (last axis: the outputs) and its precision. Each
+        pass's result is rounded and clamped to 0..255 before the next."""
+        y = xp.astype(x, i64)
+        for kk in reversed(range(len(out_size))):
+            ax = 2 + kk
+            if y.shape[ax] == out_size[kk]:
+                continue
+            acc, prec = pass_(xp.moveaxis(y, ax, -1), kk)
+            y = xp.moveaxis(xp.clip(acc >> prec, 0, 255), -1, ax)
+        return xp.astype(y, xp.uint8)
+
+    def _uint8_resize(x, out_size, scales, align_corners: bool, cubic: bool):
+        """Bilinear or bicubic resizing of uint8 ``x`` (N, C, *S), PyTorch's uint8 way."""
+        if tuple(x.shape[2:]) == tuple(out_size):
+            return xp.asarray(x, copy=True)
+
+        def pass_(moved, kk):
+            taps, w16, prec = _uint8_taps(moved.shape[-1], out_size[kk], None if scales is None else scales[kk],
+                                          align_corners, cubic)
+            acc = xp.full(tuple(moved.shape[:-1]) + (out_size[kk],), 1 << (prec - 1), dtype=i64)
+            for j in range(taps.shape[1]):
+                acc = acc + xp.take(moved, taps[:, j], axis=moved.ndim - 1) * w16[:, j]
+            return acc, prec
+        return _uint8_passes(x, out_size, pass_)
+
+    def interpolate_uint8(x, mode, out_size, scales, align_corners):
+        if mode in ("bilinear", "bicubic"):
+            return _uint8_resize(x, tuple(out_size), scales, bool(align_corners), mode == "bicubic")
+        small = len(out_size) == 2 and sum(out_size) <= 128   # as interpolate's; indices in float32
+        mats = interpolate_matrices(x, mode, out_size, scales, None, mode == "nearest" and small, not small)
+        return xp.astype(xp.round(dim_matrices(xp.astype(x, xp.float64), mats)), xp.uint8)
+
+    def interpolate_aa_uint8(x, mode, out_size, scales, align_corners):
+        if tuple(x.shape[2:]) == tuple(out_size):
+            return xp.asarray(x, copy=True)
+        mats = [_aa_matrix(mode, S, L, None if scales is None else scales[i], bool(align_corners), xp.float64)
+                for i, (S, L) in enumerate(zip(x.shape[2:], out_size))]
+
+        def pass_(moved, kk):
+            prec = _precision(_top(mats[kk]))
+            return xp.matmul(moved, xp.matrix_transpose(_fixed(mats[kk], prec))) + (1 << (prec - 1)), prec
+        return _uint8_passes(x, tuple(out_size), pass_)
+
     def resample(x, mats, bmats, node):
         return dim_matrices(x, mats)
 
