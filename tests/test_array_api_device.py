@@ -62,9 +62,6 @@ NOT_NEUTRAL: dict[str, str] = {
     **dict.fromkeys("""
         cross_entropy_errors ctc_loss_create_graph ctc_loss_errors nll_loss_errors""".split(),
         'ops/nn_loss.py'),
-    **dict.fromkeys("""
-        nonzero""".split(),
-        'ops/sorting.py'),
 }
 # Entries that reach a kernel ember/devices/common has no array-API version of yet (NS.MISSING lists them all).
 NO_KERNEL: dict[str, str] = {
