@@ -84,9 +84,6 @@ NO_KERNEL: dict[str, str] = {
         nn.functional.lp_pool2d nn.functional.lp_pool3d""".split(),
         'avg_pool_matrices'),
     **dict.fromkeys("""
-        bincount bincount_recorded""".split(),
-        'bin_counts'),
-    **dict.fromkeys("""
         nn.functional.fold""".split(),
         'col2im'),
     **dict.fromkeys("""
@@ -119,9 +116,6 @@ NO_KERNEL: dict[str, str] = {
         nn.functional.grid_sample_nearest""".split(),
         'grid_sample_plan'),
     **dict.fromkeys("""
-        histc histc_recorded""".split(),
-        'histc_counts'),
-    **dict.fromkeys("""
         nn.functional.unfold nn.functional.unfold_errors""".split(),
         'im2col'),
     **dict.fromkeys("""
@@ -135,9 +129,6 @@ NO_KERNEL: dict[str, str] = {
         nn.functional.interpolate_nearest_exact nn.functional.interpolate_trilinear nn.functional.upsample
         nn.functional.upsample_bilinear nn.functional.upsample_nearest""".split(),
         'interpolate_matrices'),
-    **dict.fromkeys("""
-        kthvalue kthvalue_ties""".split(),
-        'kthvalue_indices'),
     **dict.fromkeys("""
         aliases lgamma lgamma_ lgamma_neg special_values_unary""".split(),
         'lgamma'),
@@ -165,12 +156,6 @@ NO_KERNEL: dict[str, str] = {
         nn.functional.max_pool3d nn.functional.max_pool3d_indices nn.functional.max_pool3d_with_indices""".split(),
         'max_pool_indices'),
     **dict.fromkeys("""
-        median median_ties nanmedian nanmedian_ties""".split(),
-        'median_indices'),
-    **dict.fromkeys("""
-        mode mode_ties""".split(),
-        'mode_indices'),
-    **dict.fromkeys("""
         multi_margin_loss""".split(),
         'multi_margin_loss_forward'),
     **dict.fromkeys("""
@@ -191,20 +176,6 @@ NO_KERNEL: dict[str, str] = {
     **dict.fromkeys("""
         slogdet_singular_grad""".split(),
         'slogdet_backward of a singular matrix'),
-    **dict.fromkeys("""
-        argsort argsort_ties bucketize bucketize_scalar msort msort_method nanquantile nanquantile_nan
-        quantile quantile_nan quantile_ties searchsorted searchsorted_scalar sort sort_method sort_noncontig
-        sort_ties""".split(),
-        'sort_indices'),
-    **dict.fromkeys("""
-        topk topk_ties topk_unsorted""".split(),
-        'topk_indices'),
-    **dict.fromkeys("""
-        unique_consecutive unique_consecutive_recorded""".split(),
-        'unique_runs'),
-    **dict.fromkeys("""
-        unique unique_nan unique_recorded""".split(),
-        'unique_values'),
 }
 # Entries whose device results differ from the CPU's for a reason of the device, not of a kernel.
 DEVICE_LIMITS: dict[str, str] = {

@@ -365,7 +365,7 @@ def _quantile(op, input, q, dim, keepdim, interpolation, ignore_nan):
     nans = xp.isnan(rows._data)
 
     # ranks (in the input's dtype, as PyTorch computes them) of shape R + (Q,)
-    qv = q_t.reshape(-1) if q_t is not None else make(xp.backend.asarray([q], dtype=a.dtype))
+    qv = q_t.reshape(-1) if q_t is not None else make(xp.backend.full((1,), q, a.dtype))
     if ignore_nan:
         last = xp.sum(~nans, -1, True) - 1
         ranks = qv * make(xp.cast(last, a.dtype))

@@ -18,9 +18,10 @@ import numpy as np
 from ..index import SplitIndex
 from . import elementwise, linalg, nn, reduction, shape, special
 from . import optim as _optim
+from . import sorting
 from .array import DeviceArray, _mixed, make_array_type
 
-FAMILIES = (elementwise, reduction, shape, linalg, special)   # and nn, which uses special's erf
+FAMILIES = (elementwise, reduction, shape, linalg, special, sorting)   # and nn, which uses special's erf
 # parameters that may hold host (NumPy) index arrays: PyTorch accepts CPU index tensors for a device tensor
 _HOST_OK = frozenset({"index", "indices", "steps"})
 
