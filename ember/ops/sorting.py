@@ -6,7 +6,7 @@ Every differentiable value these ops return is its input picked at indices along
 node name PyTorch gives each op (``SortBackward0``, ``TopkBackward0``, ...). The indices themselves are
 computed on raw arrays by the device's kernels (``xp.sort_indices``, ``xp.topk_indices``, ...), in PyTorch's
 order: NaN sorts above every number, and where values tie, the index PyTorch's C++ algorithm reports (see
-``ember/devices/cpu/sorting.py``), so gradients reach the same elements. This file holds the declarations, the
+``ember/devices/ties.py``), so gradients reach the same elements. This file holds the declarations, the
 argument checks and the Tensor-level glue.
 
 PyTorch's default ``sort(stable=False)``, ``topk``, ``kthvalue`` and ``mode`` leave tied elements in an order
