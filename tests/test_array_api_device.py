@@ -61,22 +61,12 @@ NOT_NEUTRAL: dict[str, str] = {
         nn_feature_alpha_dropout_inplace torch_alpha_dropout torch_alpha_dropout_ torch_dropout torch_dropout_
         torch_feature_alpha_dropout torch_feature_alpha_dropout_ torch_feature_dropout torch_feature_dropout_""".split(),
         "ops/nn_activation.py: dropout's zeros are made on the cpu"),
-    **dict.fromkeys("""
-        nonzero""".split(),
-        'ops/sorting.py'),
 }
 # Entries that reach a kernel ember/devices/common has no array-API version of yet (NS.MISSING lists them all).
 NO_KERNEL: dict[str, str] = {
     **dict.fromkeys("""
         aliases lgamma lgamma_ lgamma_neg special_values_unary""".split(),
         'lgamma'),
-    **dict.fromkeys("""
-        argsort argsort_ties bucketize bucketize_scalar msort msort_method nanquantile nanquantile_nan quantile
-        quantile_nan quantile_ties searchsorted searchsorted_scalar sort sort_method sort_noncontig sort_ties""".split(),
-        'sort_indices'),
-    **dict.fromkeys("""
-        bincount bincount_recorded""".split(),
-        'bin_counts'),
     **dict.fromkeys("""
         cross_entropy cross_entropy_big cross_entropy_big_none cross_entropy_ls_weight nll_loss""".split(),
         'nll_loss_forward'),
@@ -89,12 +79,6 @@ NO_KERNEL: dict[str, str] = {
     **dict.fromkeys("""
         digamma digamma_ digamma_neg polygamma polygamma_ polygamma_method""".split(),
         'polygamma'),
-    **dict.fromkeys("""
-        histc histc_recorded""".split(),
-        'histc_counts'),
-    **dict.fromkeys("""
-        kthvalue kthvalue_ties""".split(),
-        'kthvalue_indices'),
     **dict.fromkeys("""
         linalg_lstsq linalg_lstsq_outputs""".split(),
         'lstsq_rank'),
@@ -112,12 +96,6 @@ NO_KERNEL: dict[str, str] = {
         matrix_rank""".split(),
         'matrix_rank_of'),
     **dict.fromkeys("""
-        median median_ties nanmedian nanmedian_ties""".split(),
-        'median_indices'),
-    **dict.fromkeys("""
-        mode mode_ties""".split(),
-        'mode_indices'),
-    **dict.fromkeys("""
         multi_margin_loss""".split(),
         'multi_margin_loss_forward'),
     **dict.fromkeys("""
@@ -132,15 +110,6 @@ NO_KERNEL: dict[str, str] = {
     **dict.fromkeys("""
         slogdet_singular_grad""".split(),
         'slogdet_backward of a singular matrix'),
-    **dict.fromkeys("""
-        topk topk_ties topk_unsorted""".split(),
-        'topk_indices'),
-    **dict.fromkeys("""
-        unique unique_nan unique_recorded""".split(),
-        'unique_values'),
-    **dict.fromkeys("""
-        unique_consecutive unique_consecutive_recorded""".split(),
-        'unique_runs'),
 }
 # Entries whose device results differ from the CPU's for a reason of the device, not of a kernel.
 DEVICE_LIMITS: dict[str, str] = {
