@@ -251,7 +251,8 @@ def kernels(k) -> dict:
         lo_, hi_ = xp.asarray(lo, dtype=x.dtype), xp.asarray(hi, dtype=x.dtype)
         pos = (v - lo_) * xp.asarray(bins, dtype=x.dtype) / (hi_ - lo_)
         if not bool(xp.all(xp.isfinite(pos))):   # a range near the dtype's limit overflows (PyTorch's bins are
-            pos = (xp.astype(v, xp.float64) - lo) * bins / (hi - lo)   # then undefined): the bins in double
+            # then undefined): the bins in double, halved so that even float64's own range cannot overflow
+            pos = (xp.astype(v, xp.float64) / 2 - lo / 2) / (hi / 2 - lo / 2) * bins
         pos = xp.minimum(xp.astype(xp.floor(pos), i64), xp.asarray(bins - 1, dtype=i64))
         return xp.astype(k.scatter_add_flat(bins, pos, xp.ones(tuple(pos.shape), dtype=i64), i64), x.dtype)
 

@@ -343,7 +343,8 @@ def histc_counts(x, bins: int, lo: float, hi: float):
         t = x.dtype.type
         pos = (v - t(lo)) * t(bins) / (t(hi) - t(lo))
         if not np.isfinite(pos).all():   # a range near the dtype's limit overflows (PyTorch's bins are then
-            pos = (v.astype(np.float64) - lo) * bins / (hi - lo)   # undefined): the bins in double instead
+            # undefined): the bins in double, halved so that even float64's own range cannot overflow
+            pos = (v.astype(np.float64) / 2 - lo / 2) / (hi / 2 - lo / 2) * bins
         pos = pos.astype(np.int64)
     pos = np.minimum(pos, bins - 1)
     return np.bincount(pos, minlength=bins).astype(x.dtype)
