@@ -44,9 +44,6 @@ DTYPES = ("float32", "float64", "int64", "int32", "bool")   # the op database's 
 # Entries whose op (in the ember/ops file named) still calls NumPy on tensor data or makes data on the cpu.
 NOT_NEUTRAL: dict[str, str] = {
     **dict.fromkeys("""
-        cross_entropy_errors ctc_loss_create_graph ctc_loss_errors nll_loss_errors""".split(),
-        'ops/nn_loss.py'),
-    **dict.fromkeys("""
         fill_diagonal_ fill_diagonal_errors setitem""".split(),
         'ops/indexing.py: writes through a raw NumPy view'),
     **dict.fromkeys("""
@@ -72,12 +69,6 @@ NO_KERNEL: dict[str, str] = {
         bincount bincount_recorded""".split(),
         'bin_counts'),
     **dict.fromkeys("""
-        cross_entropy cross_entropy_big cross_entropy_big_none cross_entropy_ls_weight nll_loss""".split(),
-        'nll_loss_forward'),
-    **dict.fromkeys("""
-        ctc_loss""".split(),
-        'ctc_extended_targets'),
-    **dict.fromkeys("""
         histc histc_recorded""".split(),
         'histc_counts'),
     **dict.fromkeys("""
@@ -89,18 +80,6 @@ NO_KERNEL: dict[str, str] = {
     **dict.fromkeys("""
         mode mode_ties""".split(),
         'mode_indices'),
-    **dict.fromkeys("""
-        multi_margin_loss""".split(),
-        'multi_margin_loss_forward'),
-    **dict.fromkeys("""
-        multilabel_margin_loss""".split(),
-        'multilabel_margin_loss_forward'),
-    **dict.fromkeys("""
-        nn_embedding""".split(),
-        'embedding_renorm_'),
-    **dict.fromkeys("""
-        nn_embedding_bag nn_embedding_bag_psw""".split(),
-        'embedding_bag'),
     **dict.fromkeys("""
         topk topk_ties topk_unsorted""".split(),
         'topk_indices'),
