@@ -1,6 +1,6 @@
 """The nn kernels (activations, normalisation, one-hot, embeddings, losses) in array-API standard operations.
 
-The scatters of the cpu kernels (``np.add.at``, ``put_along_axis``) are comparisons with every target position here:
+The scatters of the cpu kernels (NumPy's ``add.at``, ``put_along_axis``) are comparisons with every target position here:
 O(targets x sources) memory, right for these correctness paths."""
 from __future__ import annotations
 
@@ -377,6 +377,8 @@ def kernels(k, erf) -> dict:
     def _shift(x, kk, fill=-math.inf):
         """x moved kk places right along the last axis (kk < 0: left), ``fill`` shifted in."""
         out = xp.full(tuple(x.shape), fill, dtype=x.dtype)
+        if abs(kk) >= x.shape[-1]:   # nothing left (the standard has no out-of-range slice bounds)
+            return out
         if kk > 0:
             out[..., kk:] = x[..., :-kk]
         else:
