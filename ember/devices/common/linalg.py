@@ -8,6 +8,7 @@ import math
 
 from ..cpu.linalg import LinAlgError
 
+
 def _bshape(*shapes) -> tuple:
     """The broadcast of shapes already known to broadcast."""
     nd = max(len(s) for s in shapes)
