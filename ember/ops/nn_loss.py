@@ -187,9 +187,11 @@ def _nll_apply(input: Tensor, target: Tensor, weight, reduction: str, ignore_ind
         raise RuntimeError(f"expected scalar type {D.type_word(x.dtype)} but found {D.type_word(weight._data.dtype)}")
     _no_grad_weight(weight, "nll_loss_forward" if x.ndim < 4 else "nll_loss2d_forward")
     xp = NAMESPACES[type(x)]
-    bad = (t != ignore_index) & ((t < 0) | (t >= n_classes))
+    # a Byte target compared as int64: a negative ignore_index is out of uint8's range (the standard refuses it)
+    tw = t if t.dtype == D.int64.np else xp.cast(t, D.int64.np)
+    bad = (tw != ignore_index) & ((tw < 0) | (tw >= n_classes))
     if xp.any(bad):
-        raise IndexError(f"Target {int(t[bad][0])} is out of bounds.")
+        raise IndexError(f"Target {int(tw[bad][0])} is out of bounds.")
     if x.ndim == 1 and t.ndim == 1:   # PyTorch takes the one target of a 1-element batch
         if t.size != 1:
             raise ValueError(f"For 1D input, 1D target must have size 1, but got target size: {t.size}")
@@ -1170,7 +1172,6 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths, 
              reduction: str = "mean", zero_infinity: bool = False) -> Tensor:
     """The Connectionist Temporal Classification loss of log_probs (T, N, C) (or (T, C)) against targets
     (N, S) padded or concatenated 1-D, summed over all alignments (alpha/beta recursions in log space)."""
-    from .creation import tensor as _tensor, zeros
     from .elementwise import where
     check_tensor(log_probs, "ctc_loss", "log_probs", 1)
     check_tensor(targets, "ctc_loss", "targets", 2)
@@ -1207,9 +1208,9 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths, 
         raise IndexError("ctc_loss(): a target is out of the label range")
     res = apply(ctc_p, (lp,), _ctc_params(ext, tl, il, int(blank), bool(zero_infinity)))
     if zero_infinity:
-        res = where(res == math.inf, zeros((), dtype=res.dtype), res)
-    if enum == "mean":
-        return (res / _tensor(tl, dtype=res.dtype).clamp_min(1)).mean()
+        res = where(res == math.inf, make(xp.backend.zeros((), res._data.dtype)), res)
+    if enum == "mean":   # each loss divided by its target's length (at least 1), on the device of the losses
+        return (res / make(xp.cast(tl, res._data.dtype)).clamp_min(1)).mean()
     if enum == "sum":
         return res.sum()
     return res if batched else res.squeeze(0)

@@ -8,6 +8,17 @@ import math
 
 from ..cpu.linalg import LinAlgError
 
+
+def _bshape(*shapes) -> tuple:
+    """The broadcast of shapes already known to broadcast."""
+    nd = max(len(s) for s in shapes)
+    out = []
+    for dims in zip(*[(1,) * (nd - len(s)) + tuple(s) for s in shapes]):
+        other = [d for d in dims if d != 1]
+        out.append(other[0] if other else 1)
+    return tuple(out)
+
+
 def kernels(k) -> dict:
     xp = k.xp
 
@@ -338,13 +349,149 @@ def kernels(k) -> dict:
             t = t + _eye(a.shape[-1], a)
         return la.solve(t, b) if left else _T(la.solve(_T(t), _T(b)))
 
+    # ----- LU with partial pivoting: the cpu kernel's steps (LAPACK's getrf), so the same pivots ---------------
+    def _batched(x, tail):
+        """``x`` as (batch, *tail) with its batch dims flattened (empty shapes too)."""
+        return xp.reshape(x, (math.prod(x.shape[:x.ndim - len(tail)]),) + tuple(tail))
+
+    def linalg_lu_factor_ex(a, pivot=True):
+        """(LU, pivots, info) as getrf: the pivot of column j is the first row of largest |value| at or below j
+        (idamax; a NaN wins only in first place); pivots 1-based int32; info the 1-based index of the first
+        exactly zero pivot (0 if none), whose column is left unscaled. One step per column for the whole batch."""
+        if not pivot:
+            raise LinAlgError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
+        m, n = a.shape[-2:]
+        kk = min(m, n)
+        batch = tuple(a.shape[:-2])
+        lu = xp.asarray(_batched(a, (m, n)), copy=True)
+        nb = lu.shape[0]
+        pivots = []
+        info = xp.zeros((nb,), dtype=xp.int32)
+        rows = xp.arange(m, dtype=xp.int64)[None, :]
+        tiny = float(xp.finfo(lu.dtype).smallest_normal)
+        for j in range(kk):
+            col = xp.abs(lu[:, j:, j])
+            nan = xp.isnan(col)
+            p = j + xp.where(nan[:, 0], 0, xp.argmax(xp.where(nan, -1.0, col), axis=1))
+            pivots.append(xp.astype(p + 1, xp.int32))
+            # rows j and p swapped: row r of the result is row src[r]
+            p = p[:, None]
+            src = xp.where(rows == j, p, xp.where(rows == p, j, rows))
+            lu = xp.take_along_axis(lu, xp.broadcast_to(src[:, :, None], (nb, m, n)), axis=1)
+            d = lu[:, j, j]
+            zero = d == 0
+            info = xp.where(zero & (info == 0), xp.asarray(j + 1, dtype=xp.int32), info)
+            if j + 1 < m:
+                # getrf multiplies by the reciprocal, dividing only where it would overflow
+                dd = xp.where(zero, 1.0, d)[:, None]
+                below = lu[:, j + 1:, j]
+                lu[:, j + 1:, j] = xp.where(xp.abs(dd) >= tiny, below * (1 / dd), below / dd)
+                if j + 1 < n:
+                    lu[:, j + 1:, j + 1:] = lu[:, j + 1:, j + 1:] - lu[:, j + 1:, j:j + 1] * lu[:, j:j + 1, j + 1:]
+        piv = xp.stack(pivots, axis=1) if pivots else xp.zeros((nb, 0), dtype=xp.int32)
+        return xp.reshape(lu, tuple(a.shape)), xp.reshape(piv, batch + (kk,)), xp.reshape(info, batch)
+
+    def _perm(piv, m: int):
+        """The row permutation the sequential swaps ``piv`` (1-based, (B, k)) make of range(m): row i of P^T A is
+        row perm[i] of A."""
+        nb, kk = piv.shape
+        cols = xp.arange(m, dtype=xp.int64)[None, :]
+        perm = xp.broadcast_to(cols, (nb, m))
+        for i in range(kk):
+            p = xp.astype(piv[:, i:i + 1], xp.int64) - 1
+            perm = xp.where(cols == i, xp.take_along_axis(perm, p, axis=1), xp.where(cols == p, perm[:, i:i + 1], perm))
+        return perm
+
+    def lu_unpack(lu, piv, unpack_data=True, unpack_pivots=True):
+        """(P, L, U) with A = P L U from the packed LU and its pivots; what is not unpacked is empty."""
+        m, n = lu.shape[-2:]
+        kk = min(m, n)
+        batch = tuple(lu.shape[:-2])
+        P = L = U = xp.zeros((0,), dtype=lu.dtype)
+        if unpack_pivots:
+            perm = _perm(_batched(xp.broadcast_to(piv, batch + (kk,)), (kk,)), m)
+            hit = perm[:, None, :] == xp.arange(m, dtype=xp.int64)[None, :, None]   # P[b, perm[b, i], i] = 1
+            P = xp.reshape(xp.astype(hit, lu.dtype), batch + (m, m))
+        if unpack_data:
+            L = xp.tril(lu[..., :, :kk], k=-1) + xp.eye(m, kk, dtype=lu.dtype)
+            U = xp.triu(lu[..., :kk, :])
+        return P, L, U
+
+    def linalg_lu(a, pivot=True):
+        lu, piv, _ = linalg_lu_factor_ex(a, pivot)
+        return lu_unpack(lu, piv)
+
+    def _subst(t, b, lower: bool, unit: bool):
+        """T^-1 B by substitution for triangular T (only its triangle read), batch dims broadcast; no singularity
+        check (a zero diagonal gives inf/nan, as trsm)."""
+        n = t.shape[-1]
+        x = xp.asarray(xp.broadcast_to(b, _bshape(t.shape[:-2], b.shape[:-2]) + tuple(b.shape[-2:])), copy=True)
+        for j in (range(n) if lower else range(n - 1, -1, -1)):
+            if not unit:
+                x[..., j, :] = x[..., j, :] / t[..., j, j][..., None]
+            rest = slice(j + 1, None) if lower else slice(0, j)
+            x[..., rest, :] = x[..., rest, :] - t[..., rest, j][..., None] * x[..., j:j + 1, :]
+        return x
+
+    def linalg_lu_solve(lu, piv, b, left=True, adjoint=False):
+        """X with A X = B (A^T X = B if ``adjoint``; X A = B or X A^T = B if not ``left``), A = P L U packed as
+        (LU, pivots); batch dims broadcast."""
+        if not left:   # X A = B  <=>  A^T X^T = B^T
+            return _T(linalg_lu_solve(lu, piv, _T(b), True, not adjoint))
+        n = lu.shape[-1]
+        batch = _bshape(lu.shape[:-2], b.shape[:-2])
+        perm = xp.reshape(_perm(_batched(piv, (n,)), n), tuple(lu.shape[:-2]) + (n,))
+        if not adjoint:   # U^-1 L^-1 P^T B
+            pb = xp.take_along_axis(xp.broadcast_to(b, batch + tuple(b.shape[-2:])),
+                                    xp.broadcast_to(perm[..., None], batch + (n, b.shape[-1])), axis=-2)
+            return _subst(lu, _subst(lu, pb, True, True), False, False)
+        # A^T = U^T L^T P^T: X = P L^-T U^-T B, row perm[i] of X being row i of Z
+        lt = _T(lu)
+        z = _subst(lt, _subst(lt, b, True, False), False, True)
+        z = xp.broadcast_to(z, batch + tuple(z.shape[-2:]))
+        back = xp.argsort(perm, axis=-1)
+        return xp.take_along_axis(z, xp.broadcast_to(back[..., None], tuple(z.shape)), axis=-2)
+
     def det_backward(g, det, a):
-        """g det A^-T (a singular A: its gradient through the pseudo-inverse-free solve may be inf/nan)."""
-        d = (g * det)[..., None, None] * _eye(a.shape[-1], a)
-        return la.solve(_T(a), d)
+        """g det A^-T from the LU as PyTorch's plain backward, a zero pivot replaced by eps (an exactly singular A
+        gets a zero gradient)."""
+        lu, piv, _ = linalg_lu_factor_ex(a)
+        n = a.shape[-1]
+        diag = xp.arange(n)[:, None] == xp.arange(n)[None, :]
+        lu = xp.where(diag & (lu == 0), xp.asarray(float(xp.finfo(a.dtype).eps), dtype=a.dtype), lu)
+        d = (g * det)[..., None, None] * _eye(n, a)
+        return linalg_lu_solve(lu, piv, d, adjoint=True)
 
     def slogdet_backward(g, a):
-        return la.solve(_T(a), g[..., None, None] * _eye(a.shape[-1], a))
+        """g A^-T from the LU as PyTorch's plain backward (a singular A gives inf/nan)."""
+        lu, piv, _ = linalg_lu_factor_ex(a)
+        return linalg_lu_solve(lu, piv, g[..., None, None] * _eye(a.shape[-1], a), adjoint=True)
+
+    def lstsq_rank(a, rcond):
+        """The singular values of ``a`` (descending) and its rank as gelsy, gelsd and gelss count it: the singular
+        values above ``rcond`` (None: eps * max(m, n)) times the largest (int64)."""
+        m, n = a.shape[-2:]
+        if la is None:
+            k.unsupported("lstsq_rank")
+        s_ = la.svdvals(a) if k.numel(a) else xp.zeros(tuple(a.shape[:-2]) + (0,), dtype=a.dtype)
+        if not s_.shape[-1]:
+            return s_, xp.zeros(tuple(a.shape[:-2]), dtype=xp.int64)
+        tol = (rcond if rcond is not None else float(xp.finfo(a.dtype).eps) * max(m, n)) * s_[..., :1]
+        return s_, xp.sum(xp.astype(s_ > tol, xp.int64), axis=-1)
+
+    def matrix_rank_of(a, atol, rtol, hermitian: bool):
+        """The number of singular values (|eigenvalues| if ``hermitian``) above max(atol, rtol * s_max) (int64);
+        ``rtol`` None: 0 if ``atol`` > 0, else eps * max(m, n)."""
+        m, n = a.shape[-2:]
+        if rtol is None:
+            rtol = 0.0 if (atol is not None and atol > 0) else max(m, n) * float(xp.finfo(a.dtype).eps)
+        if k.numel(a) == 0:
+            return xp.zeros(tuple(a.shape[:-2]), dtype=xp.int64)
+        if la is None:
+            k.unsupported("matrix_rank_of")
+        s_ = xp.abs(la.eigvalsh(a)) if hermitian else la.svdvals(a)
+        thr = xp.maximum(xp.asarray(atol or 0.0, dtype=s_.dtype), rtol * xp.max(s_, axis=-1, keepdims=True))
+        return xp.sum(xp.astype(s_ > thr, xp.int64), axis=-1)
 
     def matrix_exp(a):
         """Padé 13 with scaling and squaring (the cpu kernel's), in float64."""

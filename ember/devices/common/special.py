@@ -1,6 +1,7 @@
-"""Special functions in array-API standard operations (the standard has none): erf, erfc, erfinv and digamma,
-computed in float64 and rounded once to the input's dtype. The coefficients are the cpu kernels' (Cody's erf, PyTorch's
-erfinv and digamma)."""
+"""Special functions in array-API standard operations (the standard has none): erf, erfc, erfinv, lgamma, digamma and
+polygamma, computed in float64 and rounded once to the input's dtype. The coefficients are the cpu kernels' (Cody's
+erf, PyTorch's erfinv, digamma and trigamma, Cephes' Hurwitz zeta); lgamma (the cpu's is libm's) is Stirling's series
+after the recurrence up to 10, with the reflection formula below 1/2."""
 from __future__ import annotations
 
 import math
@@ -86,4 +87,116 @@ def kernels(k) -> dict:
         res = xp.where(x == 0, xp.copysign(xp.asarray(math.inf, dtype=x.dtype), -x), res)
         return xp.where(xp.isnan(x), x, res)
 
-    return {"erf": erf, "erfc": erfc, "erfinv": erfinv, "digamma": digamma}
+    def _lgamma_large(z):
+        """lgamma for z >= 10: Stirling's series (its next term is below 1e-17 of the value there)."""
+        iz = 1.0 / z
+        iz2 = iz * iz
+        s_ = xp.zeros_like(z)
+        for c in _STIRLING[:0:-1]:
+            s_ = (s_ + c) * iz2
+        s_ = (s_ + _STIRLING[0]) * iz
+        return (z - 0.5) * xp.log(z) - z + _HALF_LOG_2PI + s_
+
+    def _lgamma_from_half(x):
+        """lgamma for x >= 1/2 (finite): lgamma(x + j) - log(x (x + 1) ... (x + j - 1)) with x + j >= 10."""
+        z, prod = x, xp.ones_like(x)
+        while True:
+            small = z < 10
+            if not bool(xp.any(small)):
+                break
+            prod = xp.where(small, prod * z, prod)
+            z = xp.where(small, z + 1, z)
+        return _lgamma_large(z) - xp.log(prod)
+
+    @_in64
+    def lgamma(x):
+        """log|Gamma(x)|: inf at the poles 0, -1, -2, ... and at +-inf (libm's lgamma)."""
+        inf = xp.asarray(math.inf, dtype=x.dtype)
+        pole = (x <= 0) & (x == xp.floor(x))
+        low = x < 0.5
+        fin = xp.where(xp.isfinite(x) & ~pole, x, 1.0)
+        # the reflection Gamma(x) Gamma(1 - x) = pi / sin(pi x); x - round(x) is exact, so sin loses nothing
+        w = xp.where(low, 1.0 - fin, fin)
+        r = xp.where(low, fin - xp.round(fin), 0.5)
+        # log(pi / |sin(pi r)|); for tiny |r| from its series, as pi r would lose the bits of a subnormal r
+        tiny = xp.abs(r) < 1e-8
+        refl = xp.where(tiny, (math.pi * r) ** 2 / 6 - xp.log(xp.abs(xp.where(tiny, r, 1.0))),
+                        _LOG_PI - xp.log(xp.abs(xp.sin(math.pi * r))))
+        res = _lgamma_from_half(w)
+        res = xp.where(low, refl - res, res)
+        res = xp.where(pole | xp.isinf(x), inf, res)
+        return xp.where(xp.isnan(x), x, res)
+
+    def _trigamma(x):
+        """PyTorch's calc_trigamma: reflection below 1/2, six recurrence steps, asymptotic series."""
+        sign = xp.where(x < 0.5, -xp.ones_like(x), 1.0)
+        s_ = xp.sin(math.pi * x)
+        result = xp.where(x < 0.5, -(math.pi * math.pi) / (s_ * s_), 0.0)
+        x = xp.where(x < 0.5, 1 - x, x)
+        for _ in range(6):
+            result = result + 1 / (x * x)
+            x = x + 1
+        ixx = 1 / (x * x)
+        result = result + (1 + 1 / (2 * x) + ixx * (1. / 6 - ixx * (1. / 30 - ixx * (1. / 42)))) / x
+        return sign * result
+
+    def _zeta(s: float, q):
+        """The Hurwitz zeta function zeta(s, q) for a scalar s > 1 (Cephes' algorithm, as the cpu kernel)."""
+        pole = (q <= 0) & (q == xp.floor(q))
+        out = xp.where(pole, math.inf, xp.full(q.shape, math.nan, dtype=q.dtype))
+        done = pole | xp.isnan(q)
+        if s != math.floor(s):
+            done = done | (q <= 0)   # nan
+        qq = xp.where(done, 1.0, q)
+        acc = qq ** -s
+        a = qq
+        b = xp.zeros_like(qq)
+        i = 0
+        while True:
+            active = ~done & ((i < 9) | (a <= 9.0))
+            if not bool(xp.any(active)):
+                break
+            i += 1
+            a = xp.where(active, a + 1, a)
+            b = xp.where(active, a ** -s, b)
+            acc = xp.where(active, acc + b, acc)
+            conv = active & (-_c._MACHEP * acc < b) & (b < _c._MACHEP * acc)
+            out = xp.where(conv, acc, out)
+            done = done | conv
+        w = a
+        acc = acc + b * w / (s - 1) - 0.5 * b
+        a = xp.ones_like(qq)
+        kk = 0.0
+        for c in _c._ZETA_A:
+            a = a * (s + kk)
+            b = b / w
+            t = a * b / c
+            acc = acc + t
+            conv = ~done & (xp.abs(t / acc) < _c._MACHEP)
+            out = xp.where(conv, acc, out)
+            done = done | conv
+            kk += 1
+            a = a * (s + kk)
+            b = b / w
+            kk += 1
+        return xp.where(done, out, acc)
+
+    def polygamma(n: int, x):
+        """The n-th derivative of digamma (the cpu kernel's: digamma, trigamma, then Hurwitz zeta)."""
+        if n == 0:
+            return digamma(x)
+        w = xp.astype(x, xp.float64)
+        if n == 1:
+            r = _trigamma(w)
+        else:
+            r = (1.0 if n % 2 else -1.0) * math.exp(math.lgamma(n + 1.0)) * _zeta(n + 1.0, w)
+        return xp.astype(r, x.dtype if k.is_float(x) else xp.float32)
+
+    return {"erf": erf, "erfc": erfc, "erfinv": erfinv, "lgamma": lgamma, "digamma": digamma,
+            "polygamma": polygamma}
+
+
+# Stirling's series of lgamma: B_2k / (2k (2k - 1)), k = 1 .. 8
+_STIRLING = (1 / 12, -1 / 360, 1 / 1260, -1 / 1680, 1 / 1188, -691 / 360360, 1 / 156, -3617 / 122400)
+_HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
+_LOG_PI = math.log(math.pi)
