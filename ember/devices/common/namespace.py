@@ -15,6 +15,7 @@ import types
 
 import numpy as np
 
+from ..cpu import namespace as _cpu
 from ..index import SplitIndex
 from . import elementwise, linalg, nn, reduction, shape, special
 from . import optim as _optim
@@ -26,8 +27,7 @@ _HOST_OK = frozenset({"index", "indices", "steps"})
 
 
 def _cpu_names() -> list:
-    from ..cpu import namespace as cpu
-    return sorted(n for n in vars(cpu) if not n.startswith("_") and n not in ("np", "annotations", "backend"))
+    return sorted(n for n in vars(_cpu) if not n.startswith("_") and n not in ("np", "annotations", "backend"))
 
 
 class _Backend:
@@ -61,23 +61,48 @@ class _Backend:
     def may_share_memory(a, b) -> bool:
         return False   # a DeviceArray never aliases another (see array.py): views on this device are copies
 
+    # ----- creation (the creation functions' ``device=``) ----------------------------------------------------
+    def _lib(self, dtype):
+        """The library's dtype for a NumPy dtype (TypeError naming the device where the library lacks it)."""
+        return self._arr._kit.lib(np.dtype(dtype))
+
     def zeros(self, shape, dtype=np.float64):
-        return self._arr(self.xp.zeros(tuple(shape), dtype=self._arr._to_lib[np.dtype(dtype)]))
+        return self._arr(self.xp.zeros(tuple(shape), dtype=self._lib(dtype)))
+
+    def ones(self, shape, dtype=np.float64):
+        return self._arr(self.xp.ones(tuple(shape), dtype=self._lib(dtype)))
 
     def full(self, shape, value, dtype=None):
         if dtype is None:
             return self.asarray(np.full(shape, value))
-        return self._arr(self.xp.full(tuple(shape), value, dtype=self._arr._to_lib[np.dtype(dtype)]))
+        return self._arr(self.xp.full(tuple(shape), value, dtype=self._lib(dtype)))
+
+    def eye(self, n: int, m: int | None = None, dtype=np.float64):
+        return self._arr(self.xp.eye(n, m, dtype=self._lib(dtype)))
+
+    # PyTorch's formulas for these (float64 steps, fused multiply-adds, its order of the triangle's indices) are
+    # the CPU's kernels: computed there on the host and moved, they give the CPU's values to the last bit.
+    def arange(self, start, end, step, n: int, dtype):
+        return self.asarray(_cpu.backend.arange(start, end, step, n, dtype))
+
+    def linspace(self, start, end, steps: int, dtype):
+        return self.asarray(_cpu.backend.linspace(start, end, steps, dtype))
+
+    def logspace(self, start, end, steps: int, base: float, dtype):
+        return self.asarray(_cpu.backend.logspace(start, end, steps, base, dtype))
+
+    def tri_indices(self, upper: bool, row: int, col: int, offset: int, dtype):
+        return self.asarray(_cpu.backend.tri_indices(upper, row, col, offset, dtype))
 
     def zeros_like(self, x, dtype=None):
-        return self._arr(self.xp.zeros_like(x.a, dtype=None if dtype is None else self._arr._to_lib[np.dtype(dtype)]))
+        return self._arr(self.xp.zeros_like(x.a, dtype=None if dtype is None else self._lib(dtype)))
 
     def ones_like(self, x, dtype=None):
-        return self._arr(self.xp.ones_like(x.a, dtype=None if dtype is None else self._arr._to_lib[np.dtype(dtype)]))
+        return self._arr(self.xp.ones_like(x.a, dtype=None if dtype is None else self._lib(dtype)))
 
     def copy(self, x, dtype=None):
         a = self.asarray(x).a
-        return self._arr(self.xp.astype(a, self._arr._to_lib[np.dtype(dtype)]) if dtype is not None else
+        return self._arr(self.xp.astype(a, self._lib(dtype)) if dtype is not None else
                          self.xp.asarray(a, copy=True))
 
     def _cast_to(self, dst, src):
