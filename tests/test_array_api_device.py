@@ -50,13 +50,6 @@ NOT_NEUTRAL: dict[str, str] = {
         lu_factor_singular""".split(),
         'ops/linalg.py'),
     **dict.fromkeys("""
-        nn_alpha_dropout nn_alpha_dropout_inplace nn_dropout nn_dropout1d nn_dropout1d_inplace nn_dropout2d
-        nn_dropout2d_inplace nn_dropout3d nn_dropout3d_inplace nn_dropout_inplace nn_feature_alpha_dropout
-        nn_feature_alpha_dropout_inplace torch_alpha_dropout torch_alpha_dropout_ torch_dropout
-        torch_dropout_ torch_feature_alpha_dropout torch_feature_alpha_dropout_ torch_feature_dropout
-        torch_feature_dropout_""".split(),
-        "ops/nn_activation.py: dropout's zeros are made on the cpu"),
-    **dict.fromkeys("""
         cross_entropy_errors ctc_loss_create_graph ctc_loss_errors nll_loss_errors""".split(),
         'ops/nn_loss.py'),
     **dict.fromkeys("""
