@@ -44,9 +44,6 @@ DTYPES = ("float32", "float64", "int64", "int32", "bool")   # the op database's 
 # Entries whose op (in the ember/ops file named) still calls NumPy on tensor data or makes data on the cpu.
 NOT_NEUTRAL: dict[str, str] = {
     **dict.fromkeys("""
-        fill_diagonal_ fill_diagonal_errors setitem""".split(),
-        'ops/indexing.py: writes through a raw NumPy view'),
-    **dict.fromkeys("""
         lu_factor_singular""".split(),
         'ops/linalg.py'),
     **dict.fromkeys("""

@@ -41,6 +41,7 @@ class _Backend:
         self.scalar_types = (arr,)
         self.xp = xp
         self._arr = arr
+        self.ns = None   # the device's raw namespace (make_namespace sets it)
 
     def asarray(self, x):
         """``x`` (a device array, host NumPy data, or a Python scalar or list) on this device."""
@@ -116,6 +117,11 @@ class _Backend:
     def add_into(self, dst, src) -> None:
         src = src.a if type(src) is self._arr else self.asarray(src).a
         dst.a = self.xp.astype(dst.a + src, dst.a.dtype)
+
+    def set_index(self, dst, index, value) -> None:
+        """``dst[index] = value`` in place (rebinds ``dst``'s array): the namespace's ``fill_index``, which takes
+        host index arrays too (PyTorch indexes a device tensor with CPU index tensors)."""
+        dst.a = self.ns.fill_index(dst, index, value).a
 
     # floating-point exceptions: the standard has no error state, so these are no-ops
     @staticmethod
@@ -256,6 +262,7 @@ def make_namespace(name: str, xp) -> types.ModuleType:
         if n in missing:
             missing.remove(n)
     ns.backend = backend
+    backend.ns = ns
     ns.MISSING = tuple(missing)
     ns.xp = xp
     return ns
