@@ -44,47 +44,20 @@ DTYPES = ("float32", "float64", "int64", "int32", "bool")   # the op database's 
 # Entries whose op (in the ember/ops file named) still calls NumPy on tensor data or makes data on the cpu.
 NOT_NEUTRAL: dict[str, str] = {
     **dict.fromkeys("""
-        lu_factor_singular""".split(),
-        'ops/linalg.py'),
-    **dict.fromkeys("""
         cross_entropy_errors ctc_loss_create_graph ctc_loss_errors nll_loss_errors""".split(),
         'ops/nn_loss.py'),
     **dict.fromkeys("""
-        nonzero""".split(),
-        'ops/sorting.py'),
+        lu_factor_singular""".split(),
+        'ops/linalg.py'),
 }
 # Entries that reach a kernel ember/devices/common has no array-API version of yet (NS.MISSING lists them all).
 NO_KERNEL: dict[str, str] = {
     **dict.fromkeys("""
-        nn.functional.adaptive_avg_pool1d nn.functional.adaptive_avg_pool2d
-        nn.functional.adaptive_avg_pool3d nn.functional.interpolate_area""".split(),
-        'adaptive_avg_matrices'),
+        aliases lgamma lgamma_ lgamma_neg special_values_unary""".split(),
+        'lgamma'),
     **dict.fromkeys("""
-        adaptive_max_pool1d nn.functional.adaptive_max_pool1d nn.functional.adaptive_max_pool1d_indices
-        nn.functional.adaptive_max_pool1d_with_indices nn.functional.adaptive_max_pool2d
-        nn.functional.adaptive_max_pool2d_indices nn.functional.adaptive_max_pool2d_ties
-        nn.functional.adaptive_max_pool2d_with_indices nn.functional.adaptive_max_pool3d
-        nn.functional.adaptive_max_pool3d_indices nn.functional.adaptive_max_pool3d_with_indices""".split(),
-        'adaptive_max_indices'),
-    **dict.fromkeys("""
-        nn.functional.affine_grid""".split(),
-        'affine_grid'),
-    **dict.fromkeys("""
-        nn.functional.avg_pool1d nn.functional.avg_pool2d nn.functional.avg_pool3d nn.functional.lp_pool1d
-        nn.functional.lp_pool2d nn.functional.lp_pool3d""".split(),
-        'avg_pool_matrices'),
-    **dict.fromkeys("""
-        bincount bincount_recorded""".split(),
-        'bin_counts'),
-    **dict.fromkeys("""
-        nn.functional.fold""".split(),
-        'col2im'),
-    **dict.fromkeys("""
-        nn.functional.conv1d nn.functional.conv2d nn.functional.conv3d""".split(),
-        'conv_nd'),
-    **dict.fromkeys("""
-        nn.functional.conv_transpose1d nn.functional.conv_transpose2d nn.functional.conv_transpose3d""".split(),
-        'conv_transpose_nd'),
+        cross_entropy cross_entropy_big cross_entropy_big_none cross_entropy_ls_weight nll_loss""".split(),
+        'nll_loss_forward'),
     **dict.fromkeys("""
         ctc_loss""".split(),
         'ctc_extended_targets'),
@@ -92,45 +65,11 @@ NO_KERNEL: dict[str, str] = {
         det_singular_grad det_singular_grad_create_graph""".split(),
         'det_backward of a singular matrix'),
     **dict.fromkeys("""
-        nn_embedding_bag nn_embedding_bag_psw""".split(),
-        'embedding_bag'),
+        digamma digamma_ digamma_neg polygamma polygamma_ polygamma_method""".split(),
+        'polygamma'),
     **dict.fromkeys("""
-        nn_embedding""".split(),
-        'embedding_renorm_'),
-    **dict.fromkeys("""
-        nn.functional.fractional_max_pool2d nn.functional.fractional_max_pool2d_indices
-        nn.functional.fractional_max_pool2d_sample_errors nn.functional.fractional_max_pool2d_with_indices
-        nn.functional.fractional_max_pool3d nn.functional.fractional_max_pool3d_indices
-        nn.functional.fractional_max_pool3d_sample_errors nn.functional.fractional_max_pool3d_with_indices""".split(),
-        'fractional_max_indices'),
-    **dict.fromkeys("""
-        nn.functional.grid_sample3d_bilinear nn.functional.grid_sample3d_nearest
-        nn.functional.grid_sample_bicubic nn.functional.grid_sample_bilinear
-        nn.functional.grid_sample_nearest""".split(),
-        'grid_sample_plan'),
-    **dict.fromkeys("""
-        histc histc_recorded""".split(),
-        'histc_counts'),
-    **dict.fromkeys("""
-        nn.functional.unfold nn.functional.unfold_errors""".split(),
-        'im2col'),
-    **dict.fromkeys("""
-        nn.functional.interpolate_bicubic_antialias nn.functional.interpolate_bilinear_antialias
-        nn.functional.interpolate_lanczos_antialias""".split(),
-        'interpolate_aa_matrices'),
-    **dict.fromkeys("""
-        nn.functional.interpolate_bicubic nn.functional.interpolate_bilinear
-        nn.functional.interpolate_linear nn.functional.interpolate_nearest1d
-        nn.functional.interpolate_nearest2d nn.functional.interpolate_nearest3d
-        nn.functional.interpolate_nearest_exact nn.functional.interpolate_trilinear nn.functional.upsample
-        nn.functional.upsample_bilinear nn.functional.upsample_nearest""".split(),
-        'interpolate_matrices'),
-    **dict.fromkeys("""
-        kthvalue kthvalue_ties""".split(),
-        'kthvalue_indices'),
-    **dict.fromkeys("""
-        aliases lgamma lgamma_ lgamma_neg special_values_unary""".split(),
-        'lgamma'),
+        linalg_lstsq linalg_lstsq_outputs""".split(),
+        'lstsq_rank'),
     **dict.fromkeys("""
         linalg_lu linalg_lu_P lu_ties""".split(),
         'linalg_lu'),
@@ -142,24 +81,8 @@ NO_KERNEL: dict[str, str] = {
         linalg_lu_solve""".split(),
         'linalg_lu_solve'),
     **dict.fromkeys("""
-        linalg_lstsq linalg_lstsq_outputs""".split(),
-        'lstsq_rank'),
-    **dict.fromkeys("""
         matrix_rank""".split(),
         'matrix_rank_of'),
-    **dict.fromkeys("""
-        max_pool1d max_pool1d_with_indices max_pool2d max_pool3d nn.functional.lp_pool3d_inf
-        nn.functional.lp_pool_inf nn.functional.max_pool1d nn.functional.max_pool1d_indices
-        nn.functional.max_pool1d_nan_inf nn.functional.max_pool1d_with_indices nn.functional.max_pool2d
-        nn.functional.max_pool2d_indices nn.functional.max_pool2d_ties nn.functional.max_pool2d_with_indices
-        nn.functional.max_pool3d nn.functional.max_pool3d_indices nn.functional.max_pool3d_with_indices""".split(),
-        'max_pool_indices'),
-    **dict.fromkeys("""
-        median median_ties nanmedian nanmedian_ties""".split(),
-        'median_indices'),
-    **dict.fromkeys("""
-        mode mode_ties""".split(),
-        'mode_indices'),
     **dict.fromkeys("""
         multi_margin_loss""".split(),
         'multi_margin_loss_forward'),
@@ -167,34 +90,14 @@ NO_KERNEL: dict[str, str] = {
         multilabel_margin_loss""".split(),
         'multilabel_margin_loss_forward'),
     **dict.fromkeys("""
-        cross_entropy cross_entropy_big cross_entropy_big_none cross_entropy_ls_weight nll_loss""".split(),
-        'nll_loss_forward'),
+        nn_embedding""".split(),
+        'embedding_renorm_'),
     **dict.fromkeys("""
-        nn.functional.pad_circular nn.functional.pad_reflect nn.functional.pad_replicate""".split(),
-        'pad_indices'),
-    **dict.fromkeys("""
-        digamma digamma_ digamma_neg polygamma polygamma_ polygamma_method""".split(),
-        'polygamma'),
-    **dict.fromkeys("""
-        nn.functional.max_unpool1d nn.functional.max_unpool2d nn.functional.max_unpool3d""".split(),
-        'pool_scatter'),
+        nn_embedding_bag nn_embedding_bag_psw""".split(),
+        'embedding_bag'),
     **dict.fromkeys("""
         slogdet_singular_grad""".split(),
         'slogdet_backward of a singular matrix'),
-    **dict.fromkeys("""
-        argsort argsort_ties bucketize bucketize_scalar msort msort_method nanquantile nanquantile_nan
-        quantile quantile_nan quantile_ties searchsorted searchsorted_scalar sort sort_method sort_noncontig
-        sort_ties""".split(),
-        'sort_indices'),
-    **dict.fromkeys("""
-        topk topk_ties topk_unsorted""".split(),
-        'topk_indices'),
-    **dict.fromkeys("""
-        unique_consecutive unique_consecutive_recorded""".split(),
-        'unique_runs'),
-    **dict.fromkeys("""
-        unique unique_nan unique_recorded""".split(),
-        'unique_values'),
 }
 # Entries whose device results differ from the CPU's for a reason of the device, not of a kernel.
 DEVICE_LIMITS: dict[str, str] = {
@@ -202,12 +105,11 @@ DEVICE_LIMITS: dict[str, str] = {
         casts nn_activation_errors""".split(),
         'array-api-strict has no float16'),
     **dict.fromkeys("""
+        inplace_through_view stale_view""".split(),
+        'views are copies on a device made from an array-API library: a write through a view does not reach its base'),
+    **dict.fromkeys("""
         view_dtype view_dtype_errors""".split(),
         'reinterpreting bits (Tensor.view(dtype)) is not in the array API standard'),
-    **dict.fromkeys("""
-        inplace_through_view stale_view""".split(),
-        'views are copies on a device made from an array-API library: a write through a view does '
-        'not reach its base'),
 }
 
 

@@ -138,3 +138,38 @@ def test_kept_inputs_match_torch_with_one_input_requiring_grad(op):
             bad += [f"{s.desc} grad on arg {k}: {n}.{a}: {v}" for n, a, v in _one_grad(op, s, k)
                     if not (v == "ember keeps more" and (n, a) in KEPT_MORE)]
     assert not bad, "\n".join(bad)
+
+
+def _rule_reads_unsaved(op, s, k, create_graph):
+    """Backward of the sample with only input ``k`` requiring grad; the message if a rule read an input its
+    primitive's declaration did not save for that gradient (None otherwise: other failures are test_ops')."""
+    args = [ember.tensor(a, requires_grad=i == k) if isinstance(a, np.ndarray) else a for i, a in enumerate(s.args)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            out = op.op(ember, *args, **s.kwargs)
+            outs = [o for o in (out if isinstance(out, (tuple, list)) else (out,))
+                    if isinstance(o, ember.Tensor) and o.grad_fn is not None and o.dtype.is_floating_point]
+            if outs:
+                ember.autograd.grad(outs, args[k], [ember.ones_like(o) for o in outs], allow_unused=True,
+                                    create_graph=create_graph)
+        except RuntimeError as e:
+            return str(e) if "which its declaration does not save" in str(e) else None
+        except Exception:   # noqa: BLE001 -- samples that raise are test_ops' business
+            return None
+    return None
+
+
+@pytest.mark.parametrize("op", [o for o in OP_DB if o.supports_grad], ids=lambda o: o.name)
+def test_each_rule_reads_only_what_its_declaration_saves_for_it(op):
+    """Which inputs a rule reads is declared (``saves=``), not worked out: every rule runs with only its own input
+    requiring grad, so every input saved for other gradients only reaches it as an ``Unsaved`` stand-in."""
+    bad = []
+    for s in op.sample_inputs() if SLOW else op.sample_inputs()[:2]:
+        for k, a in enumerate(s.args):
+            if isinstance(a, np.ndarray) and a.dtype.kind in "fc":
+                for create_graph in (False, True):
+                    msg = _rule_reads_unsaved(op, s, k, create_graph)
+                    if msg:
+                        bad.append(f"{s.desc} grad on arg {k} (create_graph={create_graph}): {msg}")
+    assert not bad, "\n".join(bad)

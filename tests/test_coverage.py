@@ -22,7 +22,6 @@ sys.path.insert(0, os.path.dirname(__file__))
 import ember  # noqa: E402
 from ember.ops import EXPORTS, METHODS  # noqa: E402
 from ember.ops import DECLARED  # noqa: E402
-from ember.autograd import _primitive  # noqa: E402
 from ember.ops._registry import SUBMODULES  # noqa: E402
 from op_db import OP_DB  # noqa: E402
 
@@ -230,15 +229,9 @@ def declared_rules():
 def recording():
     """Wrap every primitive's forward and rules, and every public function, with recorders for the duration.
 
-    Swapped in only here (the op table's hot paths carry no recording hook). The rules' reads and saves are
-    worked out from the real rules first: the engine caches them on first use, and a wrapper's code would
-    read as "reads everything"."""
+    Swapped in only here (the op table's hot paths carry no recording hook)."""
     seen = Reached()
     saved_prims = [(p, p.forward, p.vjps, p.jvps) for p in DECLARED]
-    for p in DECLARED:
-        for cache, work_out in (("_reads", "_reads"), ("_when", "_save_when")):
-            if getattr(p, cache, False) is None and hasattr(_primitive, work_out):
-                getattr(_primitive, work_out)(p)
 
     def prim_recorder(p, fwd):
         def forward(*args, **kwargs):

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import ember
-from ember.autograd._primitive import Unsaved, apply, defprim, _reads, _rule_reads
+from ember.autograd._primitive import Unsaved, apply, defprim
 from ember.ops._registry import EXPORTS, METHODS, SUBMODULES
 
 
@@ -53,16 +53,27 @@ def test_a_broadcast_gradient_is_summed_down_by_the_engine():
     np.testing.assert_array_equal(x.grad.numpy(), np.full(3, 4.0))
 
 
-def test_which_inputs_a_rule_reads():
-    assert not _rule_reads(lambda xp, g, out, a, b: g, 0)
-    assert _rule_reads(lambda xp, g, out, a, b: g * b, 1)
-    assert _rule_reads(lambda xp, g, out, a: (lambda: a)(), 0)         # through a closure
-    assert _rule_reads(lambda xp, g, out, *inputs: g, 0)                # *inputs: assume it reads
-    helper = lambda t: t  # noqa: E731
-    assert _rule_reads(lambda xp, g, out, a: helper(a), 0)              # passed on: it reads
-    p = defprim("pair", lambda xp, a, b: a + b,
-                vjp=(lambda xp, g, out, a, b: g, lambda xp, g, out, a, b: g * a.shape[0]))
-    assert _reads(p) == (True, False)
+def test_a_dict_saves_keeps_an_input_only_for_the_gradients_that_read_it():
+    p = defprim("prod_pair", lambda xp, a, b: a * b,
+                vjp=(lambda xp, g, out, a, b: g * b, lambda xp, g, out, a, b: g * a), saves={0: (1,), 1: (0,)})
+    a, b = _x(3), ember.ones(3)            # only a needs a gradient: b is kept, a is not
+    y = apply(p, (a, b))
+    assert y.grad_fn._saved[0] is None and y.grad_fn._saved[1] is not None
+    y.sum().backward()
+    np.testing.assert_array_equal(a.grad.numpy(), np.ones(3))
+    wrong = defprim("prod_wrong", lambda xp, a, b: a * b,   # declares b for b's own gradient: a's rule reads it
+                    vjp=(lambda xp, g, out, a, b: g * b, lambda xp, g, out, a, b: g * a), saves={0: (1,), 1: (1,)})
+    with pytest.raises(RuntimeError, match=r"rule for input 0 of primitive 'prod_wrong' reads input 1, which its "
+                                           r"declaration does not save"):
+        apply(wrong, (_x(3), ember.ones(3))).sum().backward()
+
+
+def test_a_dict_saves_is_checked_when_declared():
+    rules = (lambda xp, g, out, a, b: g, lambda xp, g, out, a, b: g)
+    with pytest.raises(ValueError, match="names inputs"):
+        defprim("bad_saves", lambda xp, a, b: a + b, vjp=rules, saves={2: (0,)})
+    with pytest.raises(ValueError, match="must be a tuple of input positions"):
+        defprim("bad_saves", lambda xp, a, b: a + b, vjp=rules, saves={0: 1})
 
 
 @pytest.mark.parametrize("kind", ["elementwise", "linear", "multilinear"])

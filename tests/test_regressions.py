@@ -130,3 +130,12 @@ def test_forward_ad_through_ops_without_derivatives_raises_as_torch(case):
 def test_normal_with_shapes_that_do_not_broadcast_raises_as_torch():
     """normal(mean, std) with non-broadcasting shapes: PyTorch's RuntimeError, not NumPy's ValueError wording."""
     raises_same(lambda m: m.normal(m.zeros(2), m.ones(3)), exact_msg=True)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_histc_over_a_range_near_the_dtypes_limit_counts_every_value(dtype):
+    """max - min overflows the dtype (PyTorch's bins are then undefined behaviour in C++): ember bins in double,
+    halved, rather than raising NumPy's ValueError from bincount; each value in its bin, the maximum in the last."""
+    big = float(ember.finfo(getattr(ember, dtype)).max) / 2
+    x = ember.tensor([-big, 0.0, 1.0, big], dtype=getattr(ember, dtype))
+    assert ember.histc(x, bins=4, min=-big, max=big).tolist() == [1.0, 0.0, 2.0, 1.0]

@@ -10,9 +10,13 @@ A primitive is declared with ``defprim``:
       - ``"multilinear"``: linear in each input alone (mul, matmul): the op with one input's tangent in
         its place, summed over the inputs;
   * ``saves``: which inputs the rules read (by position), ``saves_out``: whether they read the output.
+    A tuple saves those inputs whenever the node is recorded; a dict ``{input: (i, ...)}`` saves an input
+    only when one of inputs ``i, ...`` needs a gradient (PyTorch's ``should_compute_output``: ``self * other``
+    keeps ``other`` only for ``self``'s gradient, so ``h @ W_frozen`` then ``h.relu_()`` is no error).
     A rule sees every other tensor input as an ``Unsaved`` stand-in: its ``shape``, ``dtype`` and
     ``ndim`` only. Reading its values raises an error naming the op and the input, so a declaration
-    that forgets to save what its rule reads fails in the tests, not in a user's backward;
+    that forgets to save what its rule reads fails in the tests (tests/test_conditional_saves.py runs every
+    rule with only its own input requiring grad), not in a user's backward;
   * ``promote``: how tensor inputs of different dtypes are cast before the forward (``"standard"``:
     PyTorch's result type; ``"float"``: the same, integral results computing in the default float).
 
@@ -72,7 +76,7 @@ class Primitive:
     """One differentiable op: forward, per-input VJP and JVP rules, and what backward must save."""
 
     __slots__ = ("name", "node_cls", "forward", "vjps", "jvps", "jvp_kind", "saves", "saves_out", "is_view",
-                 "promote", "edge_pos", "saved_names", "param_names", "_reads", "_blank", "batch", "_when")
+                 "promote", "edge_pos", "saved_names", "param_names", "batch", "_when")
 
     def __init__(self, name, node_name, forward, vjp, jvp=None, saves=(), saves_out=False, is_view=False,
                  promote=None, scalar_args=(), saved_names=None):
@@ -106,43 +110,29 @@ class Primitive:
             self.param_names = code.co_varnames[1 + len(self.vjps):code.co_argcount + code.co_kwonlyargcount]
         else:   # one rule per input, made on demand (cat, stack): any number of inputs, params keyword-only
             self.param_names = code.co_varnames[code.co_argcount:code.co_argcount + code.co_kwonlyargcount]
-        self._reads = None   # which inputs the VJP rules read at all (worked out on first backward)
-        self._blank = None   # the rules' arguments when they read no input
-        self._when = None    # per saved input: the inputs whose rules read it (worked out on first record)
+        # per input: None to save it (if declared) whenever the node is recorded, else the inputs one of which
+        # must need a gradient for it to be saved (from a dict ``saves``); None: every input always
+        self._when = _save_when(name, self.vjps, self.edge_pos, saves) if isinstance(saves, dict) else None
         # autograd.grad(is_grads_batched=True): False (the default, safe): backward runs this primitive's
-        # node once per row of the batch; True: its VJP rules broadcast over a leading batch dimension of
-        # the gradient as written, so the node runs once for the whole batch (see batch_safe).
+        # node once per row of the batch; True (defprim(..., batch=True)): its VJP rules broadcast over a leading
+        # batch dimension of the gradient as written, so the node runs once for the whole batch
+        # (tests/test_batched_grad.py checks each against row-by-row backward on every op-database sample);
+        # a tuple: batched rules of its own (batch_rule).
         self.batch = False
 
     def __repr__(self) -> str:
         return f"<primitive {self.name}>"
 
+    def __call__(self, xp, *inputs, **params):
+        """This primitive inside another's rule (a first derivative PyTorch gives a node of its own, e.g.
+        ``_softmax_backward_data``): its forward on raw arrays in plain backward; recorded on Tensors under
+        ``create_graph`` and forward mode, so a second derivative goes through its node and its rules."""
+        if xp is graph_ns:
+            return apply(self, inputs, params)
+        return self.forward(xp, *inputs, **params)
+
 
 PRIMITIVES: list = []   # every primitive declared, in order (the op database's coverage test reads it)
-
-
-def batch_safe(*prims: Primitive) -> None:
-    """Declare that these primitives' VJP rules, raw and graph, broadcast over a leading batch dimension
-    of the gradient (every input's gradient then comes back as (B,) + a shape that sums to the input's).
-    ``tests/test_batched_grad.py`` checks each declared primitive against row-by-row backward on every
-    op-database sample; an undeclared primitive runs row by row, which is always correct."""
-    for p in prims:
-        p.batch = True
-
-
-def save_always(*prims: Primitive, inputs: tuple | None = None) -> None:
-    """Declare that PyTorch's nodes of these primitives keep their saved ``inputs`` (default: all) whenever
-    they are recorded: it computes the input gradients in one grouped formula (convolution, the
-    normalisations, prelu). By default a declared input is saved only when a gradient whose rule reads it
-    may be needed."""
-    for p in prims:
-        if inputs is None:
-            p._when = _ALWAYS
-        else:
-            when = list(p._when or _save_when(p))
-            for j in inputs:
-                when[j] = None
-            p._when = tuple(when)
 
 
 def batch_rule(prim: Primitive, vjp) -> None:
@@ -159,13 +149,16 @@ def default_node_name(name: str) -> str:
 
 
 def defprim(name, forward, vjp, jvp=None, *, node=None, saves=(), saves_out=False, is_view=False,
-            promote=None, scalar_args=(), saved_names=None) -> Primitive:
+            promote=None, scalar_args=(), saved_names=None, batch: bool = False) -> Primitive:
     """Declare a primitive (see the module docstring); ``node`` is PyTorch's name of its backward node when it is
     not ``default_node_name(name)``; ``scalar_args``: positions of inputs that are PyTorch ``Scalar`` arguments
     (no graph edge); ``saved_names``: PyTorch's name of each input, as ``grad_fn._saved_<name>`` shows it, where
-    the generic ones (``self``, ``other``, ``input2``...) are wrong."""
+    the generic ones (``self``, ``other``, ``input2``...) are wrong; ``batch=True``: the VJP rules, raw and graph,
+    broadcast over a leading batch dimension of the gradient as written (see ``Primitive.batch``; rules that
+    need the batch dimension named are given with ``batch_rule``)."""
     p = Primitive(name, node or default_node_name(name), forward, vjp, jvp, saves, saves_out, is_view, promote,
                   scalar_args, saved_names)
+    p.batch = bool(batch)
     install_saved_attrs(p)
     PRIMITIVES.append(p)
     return p
@@ -221,85 +214,24 @@ def _stand_in(key: tuple) -> Unsaved:
 
 
 _OUT_NOT_SAVED = _unsaved(None, None)
-_NOT_READ = _unsaved(None, None)   # an input no rule of the primitive reads
 
 
-_LOADS = frozenset(("LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_AND_CLEAR", "LOAD_DEREF", "LOAD_CLOSURE",
-                    "LOAD_FAST_LOAD_FAST", "LOAD_FAST_BORROW", "LOAD_FAST_BORROW_LOAD_FAST_BORROW"))
-
-
-_META = frozenset(("shape", "ndim", "dtype"))
-
-
-def _rule_reads(rule, j: int, values: bool = False) -> bool:
-    """Whether VJP rule ``rule(xp, g, out, *inputs, **params)`` can read input ``j`` (conservative: True
-    unless its code provably never loads that parameter). ``values``: whether it can read more than the
-    input's ``shape``/``ndim``/``dtype`` (which an unsaved input's stand-in has)."""
-    code = getattr(rule, "__code__", None)
-    if code is None or code.co_flags & 0x04:   # not a plain function, or *inputs
-        return True
-    k = 3 + j
-    if k >= code.co_argcount:
-        return True
-    name = code.co_varnames[k]
-    if name in code.co_cellvars:
-        return True
-    import dis
-    ins = list(dis.get_instructions(code))
-    for k, i in enumerate(ins):
-        if i.opname in _LOADS and (i.argval == name or (isinstance(i.argval, tuple) and name in i.argval)):
-            if not (values and type(i.argval) is str and k + 1 < len(ins) and ins[k + 1].opname == "LOAD_ATTR"
-                    and ins[k + 1].argval in _META):
-                return True
-    return False
-
-
-def _reads(prim: Primitive) -> tuple:
-    """Per input: does some VJP rule read it? An input no rule reads reaches the rules as a placeholder, so
-    backward builds no stand-in for it (the hot path of nodes like add, tanh, exp)."""
-    if type(prim.vjps) is not tuple:   # rules made per input on demand (cat, stack): assume each reads all
-        prim._reads = _READS_ALL
-        return _READS_ALL
-    reads = tuple(any(r is not None and _rule_reads(r, j) for r in prim.vjps) for j in range(len(prim.vjps)))
-    prim._reads = reads
-    if reads and not any(reads):
-        prim._blank = [_NOT_READ] * len(reads)
-    return reads
-
-
-def _save_when(prim: Primitive) -> tuple:
-    """Per input ``j``: None to save it whenever the node is recorded, else the inputs whose VJP rules read
-    it: PyTorch saves ``other`` for ``self * other`` only when ``self`` requires grad, so modifying an input
-    in place that no needed gradient reads is no error (``h @ W_frozen``, then ``h.relu_()``)."""
-    vjps = prim.vjps
+def _save_when(name: str, vjps, edge_pos, saves: dict) -> tuple:
+    """``Primitive._when`` from a dict ``saves`` (see the module docstring); an entry naming every input that has a
+    rule is the same as saving always (None: nothing to check when recording)."""
     if type(vjps) is not tuple:
-        when = _ALWAYS
-    else:
-        ruled = [i for i, r in enumerate(vjps) if r is not None and (prim.edge_pos is None or i in prim.edge_pos)]
-        when = []
-        for j in range(len(vjps)):
-            readers = tuple(i for i in ruled if _rule_reads(vjps[i], j, values=True))
-            # no rule reads it provably: keep the declaration's word (and the cost of checking nothing)
-            when.append(None if not readers or len(readers) == len(ruled) else readers)
-        when = tuple(when)
-    prim._when = when
-    return when
-
-
-class _Always:
-    def __getitem__(self, i) -> None:
-        return None
-
-
-_ALWAYS = _Always()
-
-
-class _ReadsAll:
-    def __getitem__(self, i) -> bool:
-        return True
-
-
-_READS_ALL = _ReadsAll()
+        raise ValueError(f"defprim({name!r}): a dict saves= needs one VJP rule per input")
+    n = len(vjps)
+    ruled = {i for i in range(n) if vjps[i] is not None and (edge_pos is None or i in edge_pos)}
+    when = []
+    for j in range(n):
+        readers = saves.get(j)
+        if readers is not None and (not isinstance(readers, tuple) or not set(readers) <= set(range(n))):
+            raise ValueError(f"defprim({name!r}): saves[{j}] must be a tuple of input positions, got {readers!r}")
+        when.append(None if readers is None or ruled <= set(readers) else readers)
+    if not set(saves) <= set(range(n)):
+        raise ValueError(f"defprim({name!r}): saves= names inputs {sorted(saves)}, but it has {n}")
+    return tuple(when) if any(w is not None for w in when) else None
 
 
 def _rule_error(prim, kind, i, args, e) -> Exception | None:
@@ -360,17 +292,14 @@ class PrimNode(Node):
             self._saved = FREED
             self._out = None
 
-    def _args(self, graph: bool, reads: tuple) -> list:
-        """What the rules get for each input (see the class docstring)."""
+    def _args(self, graph: bool) -> list:
+        """What the rules get for each input of a node that saved some (see the class docstring)."""
         saved = self._saved
         if type(saved) is _Hooked:
-            return self._args_hooked(graph, reads)
+            return self._args_hooked(graph)
         args = []
         for i, m in enumerate(self._in):
-            if not reads[i]:
-                args.append(_NOT_READ)
-                continue
-            sv = None if saved is None else saved[i]
+            sv = saved[i]
             if sv is not None:
                 t, v = sv
                 if t._vc[0] != v:
@@ -380,16 +309,14 @@ class PrimNode(Node):
                 args.append(m)   # the stand-in of an unsaved tensor input, or a scalar input's value
         return args
 
-    def _args_hooked(self, graph: bool, reads: tuple) -> list:
+    def _args_hooked(self, graph: bool) -> list:
         """_args for a node that saved through saved-tensor hooks: each saved input comes from its unpack
         hook (as PyTorch, the version check is then the hooks' business, not autograd's)."""
         saved = self._saved
         args = []
         for i, m in enumerate(self._in):
             sv = saved[i]
-            if not reads[i]:
-                args.append(_NOT_READ)
-            elif sv is not None:
+            if sv is not None:
                 t, v = sv
                 if type(t) is SavedTensor:
                     args.append(_unpack_checked(t, graph))
@@ -429,13 +356,13 @@ class PrimNode(Node):
         gradients with a leading batch dimension, all rows at once."""
         g = grads[0]
         prim = self._prim
-        if self._saved is FREED:
+        saved = self._saved
+        if saved is None:   # the declaration saves no input: the rules get stand-ins and scalars as recorded
+            args = self._in
+        elif saved is FREED:
             raise RuntimeError(FREED_MESSAGE)
-        args = prim._blank
-        if args is None:
-            args = self._args(create_graph, prim._reads or _reads(prim))
-            if prim._blank is not None:   # worked out just now: no rule reads any input
-                args = prim._blank
+        else:
+            args = self._args(create_graph)
         if create_graph:
             out = self._unpack_out(True) if prim.saves_out else _OUT_NOT_SAVED
             xp = graph_ns
@@ -843,14 +770,14 @@ def _record(t: Tensor, prim: Primitive, args: tuple, params: dict, node_cls) -> 
     node._in = meta
     saves = prim.saves
     if saves:
-        when = prim._when or _save_when(prim)
-        if node_cls is not None and node_cls.apply is not PrimNode.apply:
-            when = _ALWAYS   # a node of its own reads what it likes
+        when = prim._when
+        if when is not None and node_cls is not None and node_cls.apply is not PrimNode.apply:
+            when = None   # a node of its own reads what it likes
         saved = []
         i = 0
         for a in args:
             if i in saves and isinstance(a, Tensor):
-                w = when[i]
+                w = None if when is None else when[i]
                 if w is not None:
                     for k in w:
                         if edges[k] is not _NO_EDGE:

@@ -18,12 +18,10 @@ from ..autograd._primitive import (
     KEEP_DTYPE,
     PrimNode,
     apply,
-    batch_safe,
     broadcast_error,
     defprim,
     fast_operator,
-    fast_unary,
-    save_always)
+    fast_unary)
 from ._registry import graph, method, register
 from .._util import check_tensor, compute_dtype, promote, scalar_or_tensor
 from ..autograd._views import apply_inplace
@@ -105,19 +103,21 @@ def _div_grad(xp, g, out, a, b):
 
 
 add_p = defprim("add", _add,
-                vjp=(lambda xp, g, out, a, b: g, lambda xp, g, out, a, b: g), jvp="linear", promote="standard")
+                vjp=(lambda xp, g, out, a, b: g, lambda xp, g, out, a, b: g), jvp="linear", promote="standard",
+                batch=True)
 
 sub_p = defprim("sub", _sub,
-                vjp=(lambda xp, g, out, a, b: g, lambda xp, g, out, a, b: -g), jvp="linear", promote="standard")
+                vjp=(lambda xp, g, out, a, b: g, lambda xp, g, out, a, b: -g), jvp="linear", promote="standard",
+                batch=True)
 
 mul_p = defprim("mul", _mul,
                 vjp=(lambda xp, g, out, a, b: _mul(xp, g, b), lambda xp, g, out, a, b: _mul(xp, g, a)),
-                jvp="multilinear", saves=(0, 1), promote="standard")
+                jvp="multilinear", saves={0: (1,), 1: (0,)}, promote="standard", batch=True)
 
 # d(a/b)/db = -(a/b)/b, divided twice rather than by b*b, which under- or overflows (PyTorch's order).
 div_p = defprim("div", _div,
                 vjp=(_div_grad, lambda xp, g, out, a, b: -g * ((a / b) / b)),
-                jvp="elementwise", saves=(0, 1), promote="float")
+                jvp="elementwise", saves={0: (1,), 1: (0, 1)}, promote="float", batch=True)
 
 
 def _not_differentiable(name):
@@ -136,7 +136,7 @@ floor_divide_p = defprim("floor_divide", lambda xp, a, b: xp.floor_divide(a, b),
 
 # div(rounding_mode='trunc'/'floor'): piecewise constant, PyTorch's gradient is zero.
 div_mode_p = defprim("div", lambda xp, a, b, mode: xp.div_rounded(a, b, mode),
-                     node="DivBackward2", vjp=(_zero, _zero), jvp="elementwise", promote="standard")
+                     node="DivBackward2", vjp=(_zero, _zero), jvp="elementwise", promote="standard", batch=True)
 
 # remainder(a, b) = a - floor(a / b) * b and fmod(a, b) = a - trunc(a / b) * b: the quotient is piecewise
 # constant, so d/db is minus the rounded quotient (written with div_rounded, whose own derivative is zero,
@@ -144,22 +144,22 @@ div_mode_p = defprim("div", lambda xp, a, b, mode: xp.div_rounded(a, b, mode),
 remainder_p = defprim("remainder", lambda xp, a, b: xp.remainder(a, b),
                       node="RemainderBackward1",
                       vjp=(lambda xp, g, out, a, b: g, lambda xp, g, out, a, b: -g * xp.div_rounded(a, b, "floor")),
-                      jvp="elementwise", saves=(0, 1), promote="standard")
+                      jvp="elementwise", saves={0: (1,), 1: (1,)}, promote="standard", batch=True)
 remainder_scalar_p = defprim("remainder", lambda xp, a, b: xp.remainder(a, b),
                              vjp=(lambda xp, g, out, a, b: g, None), jvp="elementwise", promote="standard",
-                             scalar_args=(1,))
+                             scalar_args=(1,), batch=True)
 rremainder_p = defprim("remainder", lambda xp, a, b: xp.remainder(a, b),
                        node="NotImplemented",
                        vjp=(None, _not_differentiable("remainder")), jvp="elementwise", promote="standard")
 fmod_p = defprim("fmod", lambda xp, a, b: xp.fmod(a, b),
                  node="FmodBackward1",
                  vjp=(lambda xp, g, out, a, b: g, lambda xp, g, out, a, b: -g * xp.div_rounded(a, b, "trunc")),
-                 jvp="elementwise", saves=(0, 1), promote="standard")
+                 jvp="elementwise", saves={0: (1,), 1: (1,)}, promote="standard", batch=True)
 fmod_scalar_p = defprim("fmod", lambda xp, a, b: xp.fmod(a, b),
                         vjp=(lambda xp, g, out, a, b: g, None), jvp="elementwise", promote="standard",
-                        scalar_args=(1,))
+                        scalar_args=(1,), batch=True)
 
-neg_p = defprim("neg", lambda xp, a: -a, vjp=lambda xp, g, out, a: -g, jvp="linear")
+neg_p = defprim("neg", lambda xp, a: -a, vjp=lambda xp, g, out, a: -g, jvp="linear", batch=True)
 
 
 def _pow_scalar_grad(xp, g, out, a, p):
@@ -171,7 +171,7 @@ def _pow_scalar_grad(xp, g, out, a, p):
 
 pow_scalar_p = defprim("pow", lambda xp, a, p: xp.pow(a, p),
                        vjp=(_pow_scalar_grad, None), jvp="elementwise", saves=(0,), promote="standard",
-                       scalar_args=(1,), saved_names=("self", "exponent"))
+                       scalar_args=(1,), saved_names=("self", "exponent"), batch=True)
 
 
 # The special points are masked with where(), as PyTorch's formulas do, so that the mask is differentiated
@@ -189,7 +189,7 @@ def _pow_base_grad(xp, g, out, a, b):
 pow_tensor_p = defprim("pow", lambda xp, a, b: xp.pow(a, b),
                        node="PowBackward1",
                        vjp=(_pow_base_grad, _pow_exponent_grad), jvp="elementwise", saves=(0, 1), saves_out=True,
-                       promote="standard", saved_names=("self", "exponent"))
+                       promote="standard", saved_names=("self", "exponent"), batch=True)
 
 
 def _rpow_grad(xp, g, out, base, b):
@@ -201,17 +201,17 @@ def _rpow_grad(xp, g, out, base, b):
 rpow_p = defprim("pow", lambda xp, base, b: xp.pow(base, b),
                  node="PowBackward2",
                  vjp=(None, _rpow_grad), jvp="elementwise", saves=(1,), saves_out=True, promote="standard",
-                 scalar_args=(0,), saved_names=("self", "exponent"))
+                 scalar_args=(0,), saved_names=("self", "exponent"), batch=True)
 
 # ----- primitives: unary ---------------------------------------------------------------------------------
 
 abs_p = defprim("abs", lambda xp, a: xp.abs(a),
-                vjp=lambda xp, g, out, a: g * xp.sign(a), jvp="elementwise", saves=(0,))
+                vjp=lambda xp, g, out, a: g * xp.sign(a), jvp="elementwise", saves=(0,), batch=True)
 
 
 def _unary_prim(name, node, forward, rule, saves=(0,), saves_out=False, promote="float"):
     return defprim(name, forward, node=node, vjp=rule, jvp="elementwise", saves=saves, saves_out=saves_out,
-                   promote=promote)
+                   promote=promote, batch=True)
 
 
 sign_p = _unary_prim("sign", "SignBackward0", lambda xp, a: xp.sign(a), _zero, (), promote=None)
@@ -222,7 +222,7 @@ round_decimals_p = _unary_prim("round", "RoundBackward1", lambda xp, a, decimals
 floor_p = _unary_prim("floor", "FloorBackward0", lambda xp, a: xp.floor(a), _zero, (), promote=None)
 ceil_p = _unary_prim("ceil", "CeilBackward0", lambda xp, a: xp.ceil(a), _zero, (), promote=None)
 trunc_p = _unary_prim("trunc", "TruncBackward0", lambda xp, a: xp.trunc(a), _zero, (), promote=None)
-frac_p = defprim("frac", lambda xp, a: xp.frac(a), vjp=lambda xp, g, out, a: g, jvp="elementwise")
+frac_p = defprim("frac", lambda xp, a: xp.frac(a), vjp=lambda xp, g, out, a: g, jvp="elementwise", batch=True)
 
 exp_p = _unary_prim("exp", "ExpBackward0", lambda xp, a: xp.exp(a), lambda xp, g, out, a: g * out, (), True)
 exp2_p = _unary_prim("exp2", "Exp2Backward0", lambda xp, a: xp.exp2(a), lambda xp, g, out, a: g * (out * _LN2),
@@ -266,11 +266,11 @@ sigmoid_p = _unary_prim("sigmoid", "SigmoidBackward0", lambda xp, a: xp.sigmoid(
 tanh_backward_p = defprim(
     "tanh_backward", lambda xp, g, out: xp.tanh_backward(g, out),
     vjp=(lambda xp, gg, r, g, out: xp.tanh_backward(gg, out), lambda xp, gg, r, g, out: gg * (out * -2 * g)),
-    jvp="elementwise", saves=(0, 1), saved_names=("grad_output", "output"))
+    jvp="elementwise", saves={0: (1,), 1: (0, 1)}, saved_names=("grad_output", "output"), batch=True)
 sigmoid_backward_p = defprim(
     "sigmoid_backward", lambda xp, g, out: xp.sigmoid_backward(g, out),
     vjp=(lambda xp, gg, r, g, out: xp.sigmoid_backward(gg, out), lambda xp, gg, r, g, out: gg * g * (out * -2 + 1)),
-    jvp="elementwise", saves=(0, 1), saved_names=("grad_output", "output"))
+    jvp="elementwise", saves={0: (1,), 1: (0, 1)}, saved_names=("grad_output", "output"), batch=True)
 graph("tanh_backward", lambda g, out: apply(tanh_backward_p, (g, out)))
 graph("sigmoid_backward", lambda g, out: apply(sigmoid_backward_p, (g, out)))
 
@@ -320,7 +320,8 @@ nan_to_num_p = _unary_prim("nan_to_num", "NanToNumBackward0",
 # at nan; under create_graph it is a node of its own (ThresholdBackwardBackward0, in ops/nn_activation.py), so
 # that the gradient has a graph, as PyTorch's.
 relu_p = defprim("relu", lambda xp, a: xp.relu(a),
-                 vjp=lambda xp, g, out, a: xp.threshold_backward(g, out, 0), jvp="elementwise", saves_out=True)
+                 vjp=lambda xp, g, out, a: xp.threshold_backward(g, out, 0), jvp="elementwise", saves_out=True,
+                 batch=True)
 
 # ----- primitives: binary math ---------------------------------------------------------------------------
 
@@ -333,18 +334,18 @@ def _atan2_grad(which):
 
 
 atan2_p = defprim("atan2", lambda xp, a, b: xp.atan2(a, b), vjp=(_atan2_grad(0), _atan2_grad(1)),
-                  jvp="elementwise", saves=(0, 1), promote="float")
+                  jvp="elementwise", saves=(0, 1), promote="float", batch=True)
 hypot_p = defprim("hypot", lambda xp, a, b: xp.hypot(a, b),
                   vjp=(lambda xp, g, out, a, b: g * (a / out), lambda xp, g, out, a, b: g * (b / out)),
-                  jvp="elementwise", saves=(0, 1), saves_out=True, promote="standard")
+                  jvp="elementwise", saves={0: (0,), 1: (1,)}, saves_out=True, promote="standard", batch=True)
 logaddexp_p = defprim("logaddexp", lambda xp, a, b: xp.logaddexp(a, b),
                       vjp=(lambda xp, g, out, a, b: g / (xp.exp(b - a) + 1),
                            lambda xp, g, out, a, b: g / (xp.exp(a - b) + 1)),
-                      jvp="elementwise", saves=(0, 1), promote="standard")
+                      jvp="elementwise", saves=(0, 1), promote="standard", batch=True)
 logaddexp2_p = defprim("logaddexp2", lambda xp, a, b: xp.logaddexp2(a, b),
                        vjp=(lambda xp, g, out, a, b: g / (xp.exp2(b - a) + 1),
                             lambda xp, g, out, a, b: g / (xp.exp2(a - b) + 1)),
-                       jvp="elementwise", saves=(0, 1), promote="standard")
+                       jvp="elementwise", saves=(0, 1), promote="standard", batch=True)
 
 
 def _xlogy_self(xp, g, out, a, b):
@@ -359,13 +360,13 @@ def _xlogy_other(xp, g, out, a, b):
 
 
 xlogy_p = defprim("xlogy", lambda xp, a, b: xp.xlogy(a, b), vjp=(_xlogy_self, _xlogy_other),
-                  jvp="elementwise", saves=(0, 1), promote="float")
+                  jvp="elementwise", saves=(0, 1), promote="float", batch=True)
 xlogy_rscalar_p = defprim("xlogy", lambda xp, a, b: xp.xlogy(a, b), node="XlogyBackward1",
                                                                                       vjp=(None, _xlogy_other),
-                          jvp="elementwise", saves=(1,), promote="float", scalar_args=(0,))
+                          jvp="elementwise", saves=(1,), promote="float", scalar_args=(0,), batch=True)
 xlogy_scalar_p = defprim("xlogy", lambda xp, a, b: xp.xlogy(a, b), node="XlogyBackward2",
                                                                                      vjp=(_xlogy_self, None),
-                         jvp="elementwise", saves=(0,), promote="float", scalar_args=(1,))
+                         jvp="elementwise", saves=(0,), promote="float", scalar_args=(1,), batch=True)
 
 
 def _copysign_self(xp, g, out, a, b):
@@ -373,11 +374,12 @@ def _copysign_self(xp, g, out, a, b):
 
 
 copysign_p = defprim("copysign", lambda xp, a, b: xp.copysign(a, b),
-                     vjp=(_copysign_self, _zero), jvp="elementwise", saves=(0,), saves_out=True, promote="float")
+                     vjp=(_copysign_self, _zero), jvp="elementwise", saves=(0,), saves_out=True, promote="float",
+                     batch=True)
 copysign_scalar_p = defprim("copysign", lambda xp, a, b: xp.copysign(a, b),
                             node="CopysignBackward1",
                             vjp=(_copysign_self, None), jvp="elementwise", saves=(0,), saves_out=True,
-                            promote="float", scalar_args=(1,))
+                            promote="float", scalar_args=(1,), batch=True)
 heaviside_p = defprim("heaviside", lambda xp, a, b: xp.heaviside(a, b),
                       node="NotImplemented", vjp=(_not_differentiable("heaviside"),) * 2, jvp="elementwise")
 
@@ -395,7 +397,7 @@ def _clamp_grad(xp, g, out, a, lo, hi):
 clamp_p = defprim("clamp", lambda xp, a, lo, hi: xp.clamp(a, lo, hi),
                   node="ClampBackward1",
                   vjp=(_clamp_grad, None, None), jvp="elementwise", saves=(0,), promote="standard",
-                  scalar_args=(1, 2), saved_names=("self", "min", "max"))
+                  scalar_args=(1, 2), saved_names=("self", "min", "max"), batch=True)
 
 
 def _max_grad(xp, g, a, b):
@@ -407,12 +409,12 @@ def _max_grad(xp, g, a, b):
 maximum_p = defprim("maximum", lambda xp, a, b: xp.maximum(a, b),
                     vjp=(lambda xp, g, out, a, b: _max_grad(xp, g, a, b),
                          lambda xp, g, out, a, b: _max_grad(xp, g, b, a)),
-                    jvp="elementwise", saves=(0, 1), promote="standard")
+                    jvp="elementwise", saves=(0, 1), promote="standard", batch=True)
 
 minimum_p = defprim("minimum", lambda xp, a, b: xp.minimum(a, b),
                     vjp=(lambda xp, g, out, a, b: _max_grad(xp, g, b, a),
                          lambda xp, g, out, a, b: _max_grad(xp, g, a, b)),
-                    jvp="elementwise", saves=(0, 1), promote="standard")
+                    jvp="elementwise", saves=(0, 1), promote="standard", batch=True)
 
 
 def _fmax_mask(xp, a, b, ge):
@@ -423,11 +425,11 @@ def _fmax_mask(xp, a, b, ge):
 fmax_p = defprim("fmax", lambda xp, a, b: xp.fmax(a, b),
                  vjp=(lambda xp, g, out, a, b: xp.where(_fmax_mask(xp, a, b, True), g, 0.0),
                       lambda xp, g, out, a, b: xp.where(_fmax_mask(xp, a, b, True), 0.0, g)),
-                 jvp="elementwise", saves=(0, 1), promote="standard")
+                 jvp="elementwise", saves=(0, 1), promote="standard", batch=True)
 fmin_p = defprim("fmin", lambda xp, a, b: xp.fmin(a, b),
                  vjp=(lambda xp, g, out, a, b: xp.where(_fmax_mask(xp, a, b, False), g, 0.0),
                       lambda xp, g, out, a, b: xp.where(_fmax_mask(xp, a, b, False), 0.0, g)),
-                 jvp="elementwise", saves=(0, 1), promote="standard")
+                 jvp="elementwise", saves=(0, 1), promote="standard", batch=True)
 
 
 def _clamp_t(xp, a, lo, hi):
@@ -456,12 +458,12 @@ def _clamp_t_hi(xp, g, out, a, lo, hi):
 
 clamp_tensor_p = defprim("clamp", _clamp_t, vjp=(_clamp_t_self, _clamp_t_lo, _clamp_t_hi),
                          jvp="elementwise", saves=(0, 1, 2), promote="standard",
-                         saved_names=("self", "min", "max"))
+                         saved_names=("self", "min", "max"), batch=True)
 
 where_p = defprim("where", lambda xp, a, b, cond: xp.where(cond, a, b),
                   vjp=(lambda xp, g, out, a, b, cond: xp.where(cond, g, 0.0),
                        lambda xp, g, out, a, b, cond: xp.where(cond, 0.0, g)),
-                  jvp="linear", promote="standard")
+                  jvp="linear", promote="standard", batch=True)
 
 
 def _lerp_weight_grad(xp, g, out, a, b, w):
@@ -470,24 +472,28 @@ def _lerp_weight_grad(xp, g, out, a, b, w):
 
 lerp_p = defprim("lerp", lambda xp, a, b, w: xp.lerp(a, b, w),
                  vjp=(lambda xp, g, out, a, b, w: g * (1 - w), lambda xp, g, out, a, b, w: g * w, None),
-                 jvp="elementwise", scalar_args=(2,), saved_names=("self", "end", "weight"))
+                 jvp="elementwise", scalar_args=(2,), saved_names=("self", "end", "weight"), batch=True)
 lerp_tensor_p = defprim("lerp", lambda xp, a, b, w: xp.lerp(a, b, w),
                         node="LerpBackward1",
                         vjp=(lambda xp, g, out, a, b, w: g * (1 - w), lambda xp, g, out, a, b, w: g * w,
                              _lerp_weight_grad),
-                        jvp="elementwise", saves=(0, 1, 2), saved_names=("self", "end", "weight"))
+                        # PyTorch's node keeps weight whichever gradient is needed
+                        jvp="elementwise", saves={0: (2,), 1: (2,), 2: (0, 1, 2)},
+                        saved_names=("self", "end", "weight"), batch=True)
 
 addcmul_p = defprim("addcmul", lambda xp, a, t1, t2, value: a + (t1 * t2) * value,
                     vjp=(lambda xp, g, out, a, t1, t2, value: g,
                          lambda xp, g, out, a, t1, t2, value: g * (t2 * value),
                          lambda xp, g, out, a, t1, t2, value: g * (t1 * value)),
-                    jvp="elementwise", saves=(1, 2), promote="standard", saved_names=("self", "tensor1", "tensor2"))
+                    jvp="elementwise", saves={1: (2,), 2: (1,)}, promote="standard",
+                    saved_names=("self", "tensor1", "tensor2"), batch=True)
 addcdiv_p = defprim("addcdiv", lambda xp, a, t1, t2, value: a + (t1 / t2) * value,
                     vjp=(lambda xp, g, out, a, t1, t2, value: g,
                          lambda xp, g, out, a, t1, t2, value: g * (value / t2),
                          lambda xp, g, out, a, t1, t2, value: -g * ((t1 * value) / (t2 * t2))),
-                    jvp="elementwise", saves=(1, 2), promote="standard", saved_names=("self", "tensor1", "tensor2"))
-save_always(lerp_tensor_p, addcdiv_p, inputs=(2,))   # PyTorch's nodes keep weight and tensor2 regardless
+                    # PyTorch's node keeps tensor2 whichever gradient is needed
+                    jvp="elementwise", saves={1: (2,), 2: (0, 1, 2)}, promote="standard",
+                    saved_names=("self", "tensor1", "tensor2"), batch=True)
 
 # ----- argument checks ------------------------------------------------------------------------------------
 
@@ -635,7 +641,8 @@ div_scalar_p = defprim("div_scalar", _div,
                        saved_names=("self", "other"))
 rsub_scalar_p = defprim("rsub", lambda xp, s, a: s - a,
                         node="RsubBackward1",
-                        vjp=(None, lambda xp, g, out, s, a: -g), jvp="linear", promote="standard", scalar_args=(0,))
+                        vjp=(None, lambda xp, g, out, s, a: -g), jvp="linear", promote="standard", scalar_args=(0,),
+                        batch=True)
 
 
 @register(method=True)
@@ -1715,18 +1722,3 @@ for _name, _fn in {
         "__irshift__": _ioperator(_bitwise_inplace("bitwise_right_shift")),
         "__invert__": _invert}.items():
     method(_name, _fn)
-
-
-# ----- autograd.grad(is_grads_batched=True) ----------------------------------------------------------
-# The primitives whose VJP rules broadcast over a leading batch dimension as written (tests/test_batched_grad.py
-# checks each against row-by-row backward on every op-database sample): backward runs them once for the whole
-# batch. Every other primitive of this family runs row by row, which is always correct.
-batch_safe(add_p, sub_p, mul_p, div_p, div_mode_p, remainder_p, remainder_scalar_p, fmod_p, fmod_scalar_p, neg_p,
-           pow_scalar_p, pow_tensor_p, rpow_p, abs_p, sign_p, sgn_p, round_p, round_decimals_p, floor_p, ceil_p,
-           trunc_p, frac_p, exp_p, exp2_p, expm1_p, log_p, log2_p, log10_p, log1p_p, sqrt_p, rsqrt_p, reciprocal_p,
-           sin_p, cos_p, tan_p, asin_p, acos_p, atan_p, sinh_p, cosh_p, tanh_p, asinh_p, acosh_p, atanh_p,
-           sigmoid_p, tanh_backward_p, sigmoid_backward_p, erf_p, erfc_p, erfinv_p, lgamma_p, digamma_p,
-           polygamma_p, sinc_p, logit_p, deg2rad_p,
-           rad2deg_p, nan_to_num_p, relu_p, atan2_p, hypot_p, logaddexp_p, logaddexp2_p, xlogy_p, xlogy_rscalar_p,
-           xlogy_scalar_p, copysign_p, copysign_scalar_p, clamp_p, maximum_p, minimum_p, fmax_p, fmin_p,
-           clamp_tensor_p, where_p, lerp_p, lerp_tensor_p, addcmul_p, addcdiv_p, rsub_scalar_p)

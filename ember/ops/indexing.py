@@ -21,7 +21,7 @@ from ..devices.index import SplitIndex
 from ._index import Index, check_value_shape, convert, raw_index
 from .._tensor import Tensor, make, wrap_dim
 from ..autograd.graph import node_class
-from ..autograd._primitive import PrimNode, _state, apply, batch_safe, broadcast_error, defprim, fwd_state
+from ..autograd._primitive import PrimNode, _state, apply, broadcast_error, defprim, fwd_state
 from ._registry import graph, register
 from .elementwise import is_array_scalar, is_real, scalar_value
 from .shape import _broadcast_shape
@@ -86,7 +86,8 @@ index_add_p = defprim(
 # zero_() and fill_(): the old values are overwritten, so their gradient is zero.
 fill_p = defprim("fill", lambda xp, a, value: xp.fill_index(a, Ellipsis, value),
                  node="FillBackward2",
-                 vjp=lambda xp, g, out, a, value: xp.zeros_like(g), jvp="elementwise")   # PyTorch's zeros_like(grad)
+                 vjp=lambda xp, g, out, a, value: xp.zeros_like(g), jvp="elementwise",
+                 batch=True)   # PyTorch's zeros_like(grad)
 
 
 # scatter_reduce / index_reduce. The derivative of out[p] with respect to x[p] (``cx``, x's shape) and to
@@ -1015,10 +1016,3 @@ def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) 
 def put_(self: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
     """In-place ``put``."""
     return _put(self, index, source, accumulate, True, "put_")
-
-
-# ----- autograd.grad(is_grads_batched=True) ----------------------------------------------------------
-# The primitives whose VJP rules broadcast over a leading batch dimension as written (tests/test_batched_grad.py
-# checks each against row-by-row backward on every op-database sample): backward runs them once for the whole
-# batch. Every other primitive of this family runs row by row, which is always correct.
-batch_safe(fill_p)

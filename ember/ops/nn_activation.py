@@ -18,7 +18,7 @@ from .._device import NAMESPACES
 from .._tensor import Tensor, make, wrap_dim
 from ..autograd.graph import node_class
 from . import elementwise as E
-from ..autograd._primitive import PrimNode, apply, batch_safe, defprim, graph_ns, save_always
+from ..autograd._primitive import PrimNode, apply, defprim, graph_ns
 from ._registry import EXPORTS, graph, register
 from .._util import check_tensor
 from ..autograd._views import apply_inplace
@@ -74,9 +74,10 @@ def _sum_keep(xp, x, dim):
     return xp.sum(x, (dim % x.ndim,), True) if x.ndim else x
 
 
-# The first derivatives, PyTorch's _softmax_backward_data / _log_softmax_backward_data: on raw arrays the formula
-# itself, under create_graph a node of its own (SoftmaxBackwardDataBackward0, LogSoftmaxBackwardDataBackward0)
-# with edges to the gradient and to the output, as PyTorch's.
+# The first derivatives, PyTorch's _softmax_backward_data / _log_softmax_backward_data: primitives of their own
+# that the rules call (``softmax_backward_p(xp, g, y, dim=dim)``: on raw arrays the formula itself, under
+# create_graph a node, SoftmaxBackwardDataBackward0 / LogSoftmaxBackwardDataBackward0, with edges to the gradient
+# and to the output, as PyTorch's).
 def _softmax_bwd(xp, g, y, dim):
     return y * (g - _sum_keep(xp, g * y, dim))
 
@@ -85,45 +86,33 @@ def _log_softmax_bwd(xp, g, y, dim):
     return g - xp.exp(y) * _sum_keep(xp, g, dim)
 
 
-def _softmax_backward(xp, g, y, dim):
-    if xp is graph_ns:
-        return apply(softmax_backward_p, (g, y), {"dim": dim})
-    return _softmax_bwd(xp, g, y, dim)
-
-
-def _log_softmax_backward(xp, g, y, dim):
-    if xp is graph_ns:
-        return apply(log_softmax_backward_p, (g, y), {"dim": dim})
-    return _log_softmax_bwd(xp, g, y, dim)
-
-
 # y (g - sum(g y)) is symmetric in g (its own adjoint); in y: gg g - sum(y g) gg - g sum(y gg) (PyTorch's
 # softmax_double_backward)
 softmax_backward_p = defprim(
     "softmax_backward_data", _softmax_bwd,
-    vjp=(lambda xp, gg, out, g, y, dim: _softmax_backward(xp, gg, y, dim),
+    vjp=(lambda xp, gg, out, g, y, dim: softmax_backward_p(xp, gg, y, dim=dim),
          lambda xp, gg, out, g, y, dim: gg * g - _sum_keep(xp, y * g, dim) * gg - g * _sum_keep(xp, y * gg, dim)),
-    jvp=(lambda xp, t, out, g, y, dim: _softmax_backward(xp, t, y, dim),
+    jvp=(lambda xp, t, out, g, y, dim: softmax_backward_p(xp, t, y, dim=dim),
          lambda xp, t, out, g, y, dim: t * (g - _sum_keep(xp, g * y, dim)) - y * _sum_keep(xp, g * t, dim)),
-    saves=(0, 1), saved_names=("grad_output", "output"))
+    saves={0: (1,), 1: (0, 1)}, saved_names=("grad_output", "output"))
 log_softmax_backward_p = defprim(
     "log_softmax_backward_data", _log_softmax_bwd,
     vjp=(lambda xp, gg, out, g, y, dim: gg - _sum_keep(xp, gg * xp.exp(y), dim),
          lambda xp, gg, out, g, y, dim: -(_sum_keep(xp, g, dim) * xp.exp(y) * gg)),
-    jvp=(lambda xp, t, out, g, y, dim: _log_softmax_backward(xp, t, y, dim),
+    jvp=(lambda xp, t, out, g, y, dim: log_softmax_backward_p(xp, t, y, dim=dim),
          lambda xp, t, out, g, y, dim: -(xp.exp(y) * t * _sum_keep(xp, g, dim))),
-    saves=(0, 1), saved_names=("grad_output", "output"))
+    saves={0: (1,), 1: (0, 1)}, saved_names=("grad_output", "output"))
 
 # ``dim`` is kept as the user gave it (PyTorch's grad_fn._saved_dim shows -1 as it was passed).
 softmax_p = defprim(
     "softmax", lambda xp, a, dim: xp.softmax(a, dim),
-    vjp=lambda xp, g, out, a, dim: _softmax_backward(xp, g, out, dim),
+    vjp=lambda xp, g, out, a, dim: softmax_backward_p(xp, g, out, dim=dim),
     jvp=lambda xp, t, out, a, dim: out * (t - _sum_keep(xp, t * out, dim)),
     saves_out=True)
 
 log_softmax_p = defprim(
     "log_softmax", lambda xp, a, dim: xp.log_softmax(a, dim),
-    vjp=lambda xp, g, out, a, dim: _log_softmax_backward(xp, g, out, dim),
+    vjp=lambda xp, g, out, a, dim: log_softmax_backward_p(xp, g, out, dim=dim),
     jvp=lambda xp, t, out, a, dim: t - _sum_keep(xp, xp.exp(out) * t, dim),
     saves_out=True)
 
@@ -254,7 +243,7 @@ def _hardswish_backward_self(xp, gg, out, g, a):
 hardswish_backward_p = defprim(
     "hardswish_backward", lambda xp, g, a: xp.hardswish_backward(g, a),
     vjp=(lambda xp, gg, out, g, a: xp.hardswish_backward(gg, a), _hardswish_backward_self), jvp="elementwise",
-    saves=(0, 1))
+    saves={0: (1,), 1: (0, 1)})
 graph("hardswish_backward", lambda g, a: apply(hardswish_backward_p, (g, a)))
 
 
@@ -290,12 +279,12 @@ def _prelu_bw_a(xp, gg, out, g, a, w):
 prelu_backward_self_p = defprim(
     "prelu_backward_self", lambda xp, g, a, w: xp.prelu_backward_self(g, a, w),
     node="PreluKernelBackwardBackward0",
-    vjp=(_prelu_bs_g, _zeros_rule, _prelu_bs_w), jvp="elementwise", saves=(0, 1, 2))
+    vjp=(_prelu_bs_g, _zeros_rule, _prelu_bs_w), jvp="elementwise", saves={0: (1, 2), 1: (0, 1, 2), 2: (0, 1)})
 prelu_backward_weight_p = defprim(
     "prelu_backward_weight", lambda xp, g, a, w: xp.prelu_backward_weight(g, a, w),
     node="PreluKernelBackwardBackward0",
     vjp=(_prelu_bw_g, _prelu_bw_a, lambda xp, gg, out, g, a, w: xp.zeros_like(gg)), jvp="elementwise",
-    saves=(0, 1))
+    saves={0: (1,), 1: (0, 1)})
 graph("prelu_backward_self", lambda g, a, w: apply(prelu_backward_self_p, (g, a, w)))
 graph("prelu_backward_weight", lambda g, a, w: apply(prelu_backward_weight_p, (g, a, w)))
 
@@ -305,7 +294,7 @@ graph("prelu_backward_weight", lambda g, a, w: apply(prelu_backward_weight_p, (g
 def _act(name, node, forward, params, vjp):
     """An elementwise activation primitive: ``forward(xp, a, *params)`` calls the kernel ``xp.<name>``; the
     VJP ``vjp(xp, g, out, a, *params)`` is linear in ``g``, so it is the JVP too."""
-    p = defprim(name, forward, node=node, vjp=vjp, jvp="elementwise", saves=(0,))
+    p = defprim(name, forward, node=node, vjp=vjp, jvp="elementwise", saves=(0,), batch=True)
     _graph_op(p, name, params)
     return p
 
@@ -326,7 +315,8 @@ def _leaky_result_vjp(xp, g, out, a, negative_slope):
 
 leaky_relu_result_p = defprim("leaky_relu",
                               lambda xp, a, negative_slope: xp.leaky_relu(a, negative_slope),
-                              node="LeakyReluBackward1", vjp=_leaky_result_vjp, jvp="elementwise", saves_out=True)
+                              node="LeakyReluBackward1", vjp=_leaky_result_vjp, jvp="elementwise", saves_out=True,
+                              batch=True)
 
 leaky_relu_p = _act("leaky_relu", "LeakyReluBackward0", lambda xp, a, negative_slope: xp.leaky_relu(a, negative_slope),
                     ("negative_slope",), _leaky_vjp)
@@ -344,7 +334,7 @@ elu_backward_p = defprim(
     "elu_backward",
     lambda xp, g, a, alpha, scale, input_scale: xp.elu_backward(g, a, alpha, scale, input_scale),
     vjp=(lambda xp, gg, out, g, a, alpha, scale, input_scale: xp.elu_backward(gg, a, alpha, scale, input_scale),
-         _elu_backward_self), jvp="elementwise", saves=(0, 1))
+         _elu_backward_self), jvp="elementwise", saves={0: (1,), 1: (0, 1)})
 graph("elu_backward", lambda g, a, alpha, scale, input_scale: apply(
     elu_backward_p, (g, a), {"alpha": alpha, "scale": scale, "input_scale": input_scale}))
 
@@ -366,7 +356,7 @@ def _elu_result_vjp(xp, g, out, a, alpha, scale, input_scale):
 
 elu_result_p = defprim("elu",
                        lambda xp, a, alpha, scale, input_scale: xp.elu(a, alpha, scale, input_scale),
-                       node="EluBackward1", vjp=_elu_result_vjp, jvp="elementwise", saves_out=True)
+                       node="EluBackward1", vjp=_elu_result_vjp, jvp="elementwise", saves_out=True, batch=True)
 
 
 def _to_float(v) -> float:
@@ -385,11 +375,11 @@ def _celu_scale(alpha) -> float:
 
 celu_p = defprim("celu", lambda xp, a, alpha: xp.elu(a, alpha, 1.0, 1.0 / alpha),
                  vjp=lambda xp, g, out, a, alpha: _elu_vjp(xp, g, out, a, alpha, 1.0, _celu_scale(alpha)),
-                 jvp="elementwise", saves=(0,))
+                 jvp="elementwise", saves=(0,), batch=True)
 celu_result_p = defprim("celu", lambda xp, a, alpha: xp.elu(a, alpha, 1.0, 1.0 / alpha),
                         node="CeluBackward1",
                         vjp=lambda xp, g, out, a, alpha: _elu_result_vjp(xp, g, out, a, alpha, 1.0, _celu_scale(alpha)),
-                        jvp="elementwise", saves_out=True)
+                        jvp="elementwise", saves_out=True, batch=True)
 
 
 # gelu's first derivative, PyTorch's gelu_backward (GeluBackwardBackward0 under create_graph), and its
@@ -409,7 +399,7 @@ def _gelu_backward_self(xp, gg, out, g, a, approximate):
 gelu_backward_p = defprim(
     "gelu_backward", lambda xp, g, a, approximate: xp.gelu_backward(g, a, approximate),
     vjp=(lambda xp, gg, out, g, a, approximate: xp.gelu_backward(gg, a, approximate), _gelu_backward_self),
-    jvp="elementwise", saves=(0, 1))
+    jvp="elementwise", saves={0: (1,), 1: (0, 1)})
 graph("gelu_backward", lambda g, a, approximate: apply(gelu_backward_p, (g, a), {"approximate": approximate}))
 
 
@@ -451,7 +441,7 @@ softplus_backward_p = defprim(
     "softplus_backward",
     lambda xp, g, a, beta, threshold: xp.softplus_backward(g, a, beta, threshold),
     vjp=(lambda xp, gg, out, g, a, beta, threshold: xp.softplus_backward(gg, a, beta, threshold),
-         _softplus_backward_self), jvp="elementwise", saves=(0, 1))
+         _softplus_backward_self), jvp="elementwise", saves={0: (1,), 1: (0, 1)})
 graph("softplus_backward", lambda g, a, beta, threshold: apply(
     softplus_backward_p, (g, a), {"beta": beta, "threshold": threshold}))
 
@@ -483,7 +473,8 @@ softshrink_p = _act("softshrink", "SoftshrinkBackward0", lambda xp, a, lambd: xp
 log_sigmoid_backward_p = defprim(
     "log_sigmoid_backward", lambda xp, g, a: xp.log_sigmoid_backward(g, a),
     vjp=(lambda xp, gg, out, g, a: xp.log_sigmoid_backward(gg, a),
-         lambda xp, gg, out, g, a: -(gg * g) * (xp.sigmoid(a) * xp.sigmoid(-a))), jvp="elementwise", saves=(0, 1))
+         lambda xp, gg, out, g, a: -(gg * g) * (xp.sigmoid(a) * xp.sigmoid(-a))), jvp="elementwise",
+    saves={0: (1,), 1: (0, 1)})
 graph("log_sigmoid_backward", lambda g, a: apply(log_sigmoid_backward_p, (g, a)))
 log_sigmoid_p = _act("log_sigmoid", "LogSigmoidBackward0", lambda xp, a: xp.log_sigmoid(a), (),
                      lambda xp, g, out, a: xp.log_sigmoid_backward(g, a))
@@ -816,7 +807,6 @@ prelu_p = defprim("prelu", lambda xp, a, w: xp.prelu(a, w),
                   jvp=(lambda xp, t, out, a, w: xp.where(a >= 0, t, t * w),
                        lambda xp, t, out, a, w: xp.where(a >= 0, 0.0, t * a)),
                   saves=(0, 1), saved_names=("self", "weight"))
-save_always(prelu_p)   # PyTorch's _prelu_kernel_backward is one formula for both inputs
 graph("prelu", lambda a, w: apply(prelu_p, (a, w)))
 
 
@@ -938,8 +928,6 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, o
 
 # The elementwise activations broadcast over a leading batch dimension of the gradient as written. softmax,
 # log_softmax, glu and prelu locate their dim from the gradient's ndim: they run row by row under is_grads_batched.
-batch_safe(leaky_relu_p, leaky_relu_result_p, elu_p, elu_result_p, celu_p, celu_result_p, gelu_p, silu_p, mish_p,
-           softplus_p, hardtanh_p, hardsigmoid_p, hardswish_p, hardshrink_p, softshrink_p, log_sigmoid_p, threshold_p)
 
 
 # ----- linear, bilinear ------------------------------------------------------------------------------------
@@ -1164,9 +1152,9 @@ embedding_bag_p = defprim(
     "embedding_bag",
     lambda xp, w, psw, inv_count, indices, bags, nbags, mode, keep, argmax:
         xp.embedding_bag(w, psw, inv_count, indices, bags, nbags, mode, keep),
-    vjp=(_bag_weight_vjp, _bag_psw_vjp, None), jvp=(_bag_weight_jvp, _bag_psw_jvp, None), saves=(0, 1, 2),
+    vjp=(_bag_weight_vjp, _bag_psw_vjp, None), jvp=(_bag_weight_jvp, _bag_psw_jvp, None),
+    saves={0: (1,), 1: (0, 1), 2: (0,)},   # PyTorch keeps per_sample_weights whichever gradient is needed
     scalar_args=(2,), saved_names=("weight", "per_sample_weights", None))
-save_always(embedding_bag_p, inputs=(1,))   # PyTorch keeps per_sample_weights regardless
 graph("embedding_bag", lambda w, psw, inv_count, indices, bags, nbags, mode, keep: apply(
     embedding_bag_p, (w, psw, inv_count), {"indices": indices, "bags": bags, "nbags": nbags, "mode": mode,
                                            "keep": keep, "argmax": None}))

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from .._tensor import Tensor
 from ..autograd.graph import node_class
-from ..autograd._primitive import PrimNode, Unsaved, apply, defprim, save_always
+from ..autograd._primitive import PrimNode, Unsaved, apply, defprim
 from .._util import check_tensor
 from ._nn_spatial import _NN, _dtype_name, _dtype_word, _ntuple, _size_str
 from ._registry import graph, register
@@ -50,7 +50,7 @@ grad_link_zero_p = defprim(
     node="GridSampler2DBackwardBackward0", vjp=(lambda xp, gg, out, g, a, b: gg, lambda xp, gg, out, g, a, b: None,
          lambda xp, gg, out, g, a, b: xp.zeros_like(b)),
     jvp=(lambda xp, t, out, g, a, b: t, lambda xp, t, out, g, a, b: None, lambda xp, t, out, g, a, b: None),
-    saves=(2,))
+    saves={2: (2,)})
 graph("grad_link_zero", lambda g, a, b, node: apply(grad_link_zero_p, (g, a, b), {}, node_class(node, PrimNode)))
 
 
@@ -72,7 +72,6 @@ conv_p = defprim(
          xp.conv_nd(x, t, None, stride, pads, dilation, groups),
          lambda xp, t, out, x, w, b, stride, pads, dilation, groups: _bias_tangent(xp, t, out)),
     saves=(0, 1), saved_names=("input", "weight", "bias"))
-save_always(conv_p)   # PyTorch's convolution_backward is one formula for all three inputs
 
 
 def _crop_to(xp, r, shape):
@@ -98,7 +97,6 @@ conv_transpose_p = defprim(
          xp.conv_transpose_nd(x, t, None, stride, pads, dilation, groups, size),
          lambda xp, t, out, x, w, b, stride, pads, dilation, groups, size: _bias_tangent(xp, t, out)),
     saves=(0, 1), saved_names=("input", "weight", "bias"))
-save_always(conv_transpose_p)
 
 conv_weight_p = defprim(
     "conv_weight",
@@ -108,7 +106,7 @@ conv_weight_p = defprim(
          xp.conv_transpose_nd(gy, g, None, stride, pads, dilation, groups, tuple(x.shape[2:])),
          lambda xp, g, out, x, gy, wshape, stride, pads, dilation, groups:
          xp.conv_nd(x, g, None, stride, pads, dilation, groups)),
-    jvp="multilinear", saves=(0, 1))
+    jvp="multilinear", saves={0: (1,), 1: (0,)})
 
 
 def _conv_params(stride, pads, dilation, groups):

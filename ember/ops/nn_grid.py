@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from .._device import NAMESPACES
 from .._tensor import Tensor, make
-from ..autograd._primitive import apply, defprim, save_always
+from ..autograd._primitive import apply, defprim
 from .._util import check_tensor
 from ._nn_spatial import _NN, _dtype_name, _size_str
 from ._registry import graph, register
@@ -236,7 +236,6 @@ grid_sample3d_p = defprim(
     _grid_sample_fwd(xp, inp, grid, mode, padding_mode, align_corners),
     node="GridSampler3DBackward0", vjp=(_grid_sample_vjp_input, _grid_sample_vjp_grid), saves=(0, 1),
     saved_names={0: "input", 1: "grid"})
-save_always(grid_sample_p, grid_sample3d_p)   # PyTorch's grid_sampler_*_backward: one formula for both inputs
 # PyTorch shows the modes as its enums' ints
 _GS_MODES = {"bilinear": 0, "nearest": 1, "bicubic": 2}
 _GS_PADDING = {"zeros": 0, "border": 1, "reflection": 2}

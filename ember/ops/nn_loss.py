@@ -370,17 +370,11 @@ def _pointwise_loss(name: str, node: str, elem, d_input, d_target, saved_names=(
         vjp=(lambda xp, gg, out, g, a, b, reduction, p: _reduce(xp, gg * d_input(xp, a, b, p), reduction),
              second(1), second(-1)),
         jvp=(lambda xp, t, out, g, a, b, reduction, p: backward(xp, t, a, b, reduction, p), second(1), second(-1)),
-        saves=(0, 1, 2), saved_names=("grad_output", "self", "target"))
-
-    def call(xp, g, a, b, reduction, p):
-        # raw arrays: the formula itself; Tensors (create_graph, forward mode): the node
-        if xp is graph_ns:
-            return apply(bprim, (g, a, b), {"reduction": reduction, "p": p})
-        return backward(xp, g, a, b, reduction, p)
+        saves={0: (1, 2), 1: (0, 1, 2), 2: (0, 1, 2)}, saved_names=("grad_output", "self", "target"))
 
     return defprim(name, forward,
-                   node=node, vjp=(lambda xp, g, out, a, b, reduction, p: call(xp, g, a, b, reduction, p),
-                        lambda xp, g, out, a, b, reduction, p: call(xp, g, b, a, reduction, p)),
+                   node=node, vjp=(lambda xp, g, out, a, b, reduction, p: bprim(xp, g, a, b, reduction=reduction, p=p),
+                                   lambda xp, g, out, a, b, reduction, p: bprim(xp, g, b, a, reduction=reduction, p=p)),
                    jvp=(jvp(d_input), jvp(d_target)), saves=(0, 1), saved_names=saved_names)
 
 

@@ -21,7 +21,7 @@ from .. import _dtype as D
 from .._device import NAMESPACES, quietly
 from .._state import _state as _gm_state
 from .._tensor import Tensor
-from ..autograd._primitive import apply, defprim, save_always
+from ..autograd._primitive import apply, defprim
 from ._registry import graph, register
 from .._util import check_tensor
 from .elementwise import add_scalar_p, rsqrt
@@ -147,7 +147,6 @@ layer_norm_p = _norm_prim("native_layer_norm", "NativeLayerNormBackward0")
 group_norm_p = _norm_prim("native_group_norm", "NativeGroupNormBackward0", link=False)
 batch_norm_p = _norm_prim("native_batch_norm", "NativeBatchNormBackward0")
 # PyTorch's native_*_norm_backward is one formula for input, weight and bias: it keeps both whenever recorded
-save_always(layer_norm_p, group_norm_p, batch_norm_p)
 
 
 # Batch norm in evaluation mode: the running statistics are constants (inputs 3 and 4, with no graph edge,
@@ -195,7 +194,6 @@ batch_norm_eval_p = defprim(
          _param(xp, t, wshape, acc), None, None),
     saves=(0, 1, 3, 4), scalar_args=(3, 4),
     saved_names=("input", "weight", "bias", "running_mean", "running_var"))
-save_always(batch_norm_eval_p)
 
 
 # ----- argument checks ------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from .. import _dtype as D
 from .._device import NAMESPACES
 from .._tensor import Tensor, make, wrap_dim
 from ..autograd.graph import node_class
-from ..autograd._primitive import PrimNode, apply, batch_rule, batch_safe, broadcast_error, defprim
+from ..autograd._primitive import PrimNode, apply, batch_rule, broadcast_error, defprim
 from ._registry import SUBMODULES, graph, register
 from .elementwise import _made, is_int, is_real
 from .._util import check_bool, check_tensor, dtype_word, normalize_dims, reduced_shape, return_type, scalar_or_tensor
@@ -278,7 +278,8 @@ def _cdist_forward(xp, x1, x2, p):
 
 
 cdist_p = defprim("cdist", _cdist_forward,
-                  vjp=(_cdist_vjp1, _cdist_vjp2), jvp=(_cdist_jvp(0), _cdist_jvp(1)), saves=(0, 1), saves_out=True)
+                  vjp=(_cdist_vjp1, _cdist_vjp2), jvp=(_cdist_jvp(0), _cdist_jvp(1)), saves=(0, 1), saves_out=True,
+                  batch=True)
 
 
 # ----- logsumexp, scans ----------------------------------------------------------------------------
@@ -1153,12 +1154,8 @@ graph("mean", lambda x, dim=None, keepdim=False: mean(x, dim, keepdim))
 graph("sum_to", lambda x, shape: sum_to_size(x, shape))
 
 
-# ----- autograd.grad(is_grads_batched=True) ----------------------------------------------------------
-# The primitives whose VJP rules broadcast over a leading batch dimension as written (tests/test_batched_grad.py
-# checks each against row-by-row backward on every op-database sample): backward runs them once for the whole
-# batch. Every other primitive of this family runs row by row, which is always correct.
-batch_safe(cdist_p)
-
+# ----- autograd.grad(is_grads_batched=True): batched rules -------------------------------------------
+# (primitives whose rules batch as written declare batch=True)
 
 def _expand_back_batched(xp, g, a, dims, keepdim):
     lead = (g.shape[0],)

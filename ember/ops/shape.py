@@ -22,7 +22,7 @@ from .._state import track_tangent
 from .._tensor import Size, Tensor, _new, make, wrap_dim
 from ..autograd import grad_mode as _gm
 from ..autograd.graph import NODE_OBSERVERS, Node, _seq, node_class
-from ..autograd._primitive import PrimNode, apply, batch_rule, batch_safe, defprim, graph_ns, install_saved_attrs
+from ..autograd._primitive import PrimNode, apply, batch_rule, defprim, graph_ns, install_saved_attrs
 from ._registry import graph, method, register
 from .elementwise import is_int as _is_int
 from ..autograd._views import apply_inplace, check_inplace
@@ -96,9 +96,9 @@ roll_p = defprim("roll", lambda xp, a, shifts, dims: xp.roll(a, shifts, dims),
 rot90_p = defprim("rot90", lambda xp, a, k, dims: xp.rot90(a, k, dims),
                   vjp=lambda xp, g, out, a, k, dims: xp.rot90(g, -k, dims), jvp="linear")
 tril_p = defprim("tril", lambda xp, a, diagonal: xp.tril(a, diagonal),
-                 vjp=lambda xp, g, out, a, diagonal: xp.tril(g, diagonal), jvp="linear")
+                 vjp=lambda xp, g, out, a, diagonal: xp.tril(g, diagonal), jvp="linear", batch=True)
 triu_p = defprim("triu", lambda xp, a, diagonal: xp.triu(a, diagonal),
-                 vjp=lambda xp, g, out, a, diagonal: xp.triu(g, diagonal), jvp="linear")
+                 vjp=lambda xp, g, out, a, diagonal: xp.triu(g, diagonal), jvp="linear", batch=True)
 
 
 def _repeat_vjp(xp, g, out, a, sizes):
@@ -121,7 +121,7 @@ scatter_rows_p = defprim("scatter_rows_zeros",
                          node="IndexAddBackward0",
                          vjp=lambda xp, g, out, a, dim, index, shape: xp.gather_rows(g, dim, index), jvp="linear")
 
-clone_p = defprim("clone", lambda xp, a: xp.clone(a), vjp=lambda xp, g, out, a: g, jvp="linear")
+clone_p = defprim("clone", lambda xp, a: xp.clone(a), vjp=lambda xp, g, out, a: g, jvp="linear", batch=True)
 
 # The engine casts every gradient back to its input's dtype, so a cast's own rules are identities. A copy to
 # another device (``to('strict')``, params ``device`` and ``source``) is the same op, as in PyTorch; its gradient
@@ -137,7 +137,7 @@ cast_p = defprim("to",
                  lambda xp, a, dtype, device=None, source=None:
                      xp.cast(a, dtype) if device is None else move(xp.cast(a, dtype), device),
                  node="ToCopyBackward0", vjp=lambda xp, g, out, a, dtype, device=None, source=None:
-                     g if device is None else _moved(g, source, device), jvp="linear")
+                     g if device is None else _moved(g, source, device), jvp="linear", batch=True)
 
 
 def _inverse(dims):
@@ -1626,12 +1626,8 @@ for _name, _fill in (("new_zeros", C.zeros), ("new_ones", C.ones), ("new_empty",
     method(_name, _new_like(_fill, _name))
 
 
-# ----- autograd.grad(is_grads_batched=True) ----------------------------------------------------------
-# The primitives whose VJP rules broadcast over a leading batch dimension as written (tests/test_batched_grad.py
-# checks each against row-by-row backward on every op-database sample): backward runs them once for the whole
-# batch. Every other primitive of this family runs row by row, which is always correct.
-batch_safe(tril_p, triu_p, clone_p, cast_p)
-
+# ----- autograd.grad(is_grads_batched=True): batched rules -------------------------------------------
+# (primitives whose rules batch as written declare batch=True)
 
 # Batched rules: the same VJPs with the batch dimension named (axes >= 0 shift by one; shapes gain it).
 def _bd(dim: int) -> int:

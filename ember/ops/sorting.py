@@ -6,7 +6,7 @@ Every differentiable value these ops return is its input picked at indices along
 node name PyTorch gives each op (``SortBackward0``, ``TopkBackward0``, ...). The indices themselves are
 computed on raw arrays by the device's kernels (``xp.sort_indices``, ``xp.topk_indices``, ...), in PyTorch's
 order: NaN sorts above every number, and where values tie, the index PyTorch's C++ algorithm reports (see
-``ember/devices/cpu/sorting.py``), so gradients reach the same elements. This file holds the declarations, the
+``ember/devices/ties.py``), so gradients reach the same elements. This file holds the declarations, the
 argument checks and the Tensor-level glue.
 
 PyTorch's default ``sort(stable=False)``, ``topk``, ``kthvalue`` and ``mode`` leave tied elements in an order
@@ -365,7 +365,7 @@ def _quantile(op, input, q, dim, keepdim, interpolation, ignore_nan):
     nans = xp.isnan(rows._data)
 
     # ranks (in the input's dtype, as PyTorch computes them) of shape R + (Q,)
-    qv = q_t.reshape(-1) if q_t is not None else make(xp.backend.asarray([q], dtype=a.dtype))
+    qv = q_t.reshape(-1) if q_t is not None else make(xp.backend.full((1,), q, a.dtype))
     if ignore_nan:
         last = xp.sum(~nans, -1, True) - 1
         ranks = qv * make(xp.cast(last, a.dtype))

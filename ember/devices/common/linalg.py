@@ -86,13 +86,6 @@ def kernels(k) -> dict:
     def grad_link_zero(g, a, b, node):
         return g
 
-    def dim_matrices(x, mats):
-        first = x.ndim - len(mats)
-        for i, a in enumerate(mats):
-            x = xp.moveaxis(xp.matmul(xp.moveaxis(x, first + i, -1), xp.astype(xp.matrix_transpose(a), x.dtype)),
-                            -1, first + i)
-        return x
-
     def gather_along(x, indices, dim, keepdim=True):
         if x.ndim == 0:
             return xp.asarray(x, copy=True)

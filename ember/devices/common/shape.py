@@ -238,7 +238,7 @@ def kernels(k) -> dict:
 
     def nonzero_tuple(x):
         if x.ndim == 0:
-            return (xp.zeros((int(bool(x != 0)),), dtype=xp.int64),)
+            return (xp.zeros((int(bool(x)),), dtype=xp.int64),)
         return tuple(xp.astype(i, xp.int64) for i in xp.nonzero(x))
 
     return {n: f for n, f in locals().items() if not n.startswith("_") and n not in ("k", "xp", "along")

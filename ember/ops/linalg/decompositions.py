@@ -12,7 +12,7 @@ import warnings
 
 from ...devices import NAMESPACES
 from ..._tensor import Tensor, make
-from ...autograd._primitive import apply, batch_safe, defprim
+from ...autograd._primitive import apply, defprim
 from .._registry import register
 from ..._util import check_bool, check_tensor, dtype_word, return_type
 from ._common import _check_matrix, _diag_embed, _diagonal, _eye, _mT, _no_out, _node
@@ -39,7 +39,7 @@ def _chol_jvp(xp, t, out, a, upper):
 
 
 cholesky_p = defprim("cholesky", lambda xp, a, upper: xp.linalg_cholesky(a, upper),
-                     node="LinalgCholeskyExBackward0", vjp=_chol_vjp, jvp=_chol_jvp, saves_out=True)
+                     node="LinalgCholeskyExBackward0", vjp=_chol_vjp, jvp=_chol_jvp, saves_out=True, batch=True)
 
 
 @register(submodule="linalg", module=False, name="cholesky", graph="linalg_cholesky")
@@ -148,7 +148,7 @@ qr_q_p = defprim("qr_Q", lambda xp, a, mode: xp.linalg_qr(a, mode)[0],
                  jvp=lambda xp, t, out, a, mode: _qr_jvp(xp, t, a, mode, 0), saves=(0,))
 qr_r_p = defprim("qr_R", lambda xp, a, mode: xp.linalg_qr(a, mode)[1],
                  node="LinalgQrBackward0", vjp=lambda xp, g, out, a, mode: _qr_vjp(xp, None, g, a, mode),
-                 jvp=lambda xp, t, out, a, mode: _qr_jvp(xp, t, a, mode, 1), saves=(0,))
+                 jvp=lambda xp, t, out, a, mode: _qr_jvp(xp, t, a, mode, 1), saves=(0,), batch=True)
 
 QRResult = return_type("linalg_qr", ("Q", "R"))
 QRLegacy = return_type("qr", ("Q", "R"))
@@ -211,10 +211,10 @@ def _eigh_jvp(xp, t, a, uplo, which):
 
 eigh_vals_p = defprim("eigh_L", lambda xp, a, uplo: xp.linalg_eigh(a, uplo)[0],
                       node="LinalgEighBackward0", vjp=lambda xp, g, out, a, uplo: _eigh_vjp(xp, g, None, a, uplo),
-                      jvp=lambda xp, t, out, a, uplo: _eigh_jvp(xp, t, a, uplo, 0), saves=(0,))
+                      jvp=lambda xp, t, out, a, uplo: _eigh_jvp(xp, t, a, uplo, 0), saves=(0,), batch=True)
 eigh_vecs_p = defprim("eigh_V", lambda xp, a, uplo: xp.linalg_eigh(a, uplo)[1],
                       node="LinalgEighBackward0", vjp=lambda xp, g, out, a, uplo: _eigh_vjp(xp, None, g, a, uplo),
-                      jvp=lambda xp, t, out, a, uplo: _eigh_jvp(xp, t, a, uplo, 1), saves=(0,))
+                      jvp=lambda xp, t, out, a, uplo: _eigh_jvp(xp, t, a, uplo, 1), saves=(0,), batch=True)
 
 EighResult = return_type("linalg_eigh", ("eigenvalues", "eigenvectors"))
 
@@ -322,13 +322,13 @@ def _svd_jvp(xp, t, a, full, which):
 
 svd_u_p = defprim("svd_U", lambda xp, a, full: xp.linalg_svd(a, full)[0],
                   node="LinalgSvdBackward0", vjp=lambda xp, g, out, a, full: _svd_vjp(xp, g, None, None, a, full),
-                  jvp=lambda xp, t, out, a, full: _svd_jvp(xp, t, a, full, 0), saves=(0,))
+                  jvp=lambda xp, t, out, a, full: _svd_jvp(xp, t, a, full, 0), saves=(0,), batch=True)
 svd_s_p = defprim("svd_S", lambda xp, a, full: xp.linalg_svdvals(a),
                   node="LinalgSvdBackward0", vjp=lambda xp, g, out, a, full: _svd_vjp(xp, None, g, None, a, False),
-                  jvp=lambda xp, t, out, a, full: _svd_jvp(xp, t, a, False, 1), saves=(0,))
+                  jvp=lambda xp, t, out, a, full: _svd_jvp(xp, t, a, False, 1), saves=(0,), batch=True)
 svd_vh_p = defprim("svd_Vh", lambda xp, a, full: xp.linalg_svd(a, full)[2],
                    node="LinalgSvdBackward0", vjp=lambda xp, g, out, a, full: _svd_vjp(xp, None, None, g, a, full),
-                   jvp=lambda xp, t, out, a, full: _svd_jvp(xp, t, a, full, 2), saves=(0,))
+                   jvp=lambda xp, t, out, a, full: _svd_jvp(xp, t, a, full, 2), saves=(0,), batch=True)
 
 SVDResult = return_type("linalg_svd", ("U", "S", "Vh"))
 SVDLegacy = return_type("svd", ("U", "S", "V"))
@@ -470,7 +470,7 @@ def _lu_factor_jvp(xp, t, out, a, pivot):
 
 lu_factor_p = defprim("lu_factor",
                       lambda xp, a, pivot: xp.linalg_lu_factor_ex(a, pivot)[0],
-                      node="LinalgLuFactorExBackward0", vjp=_lu_factor_vjp, jvp=_lu_factor_jvp, saves=(0,))
+                      node="LinalgLuFactorExBackward0", vjp=_lu_factor_vjp, jvp=_lu_factor_jvp, saves=(0,), batch=True)
 
 
 def _lu_L_vjp(xp, g, out, a, pivot):
@@ -491,9 +491,9 @@ def _lu_out_jvp(which):
 
 
 lu_L_p = defprim("lu_L", lambda xp, a, pivot: xp.linalg_lu(a, pivot)[1],
-                 node="LinalgLuBackward0", vjp=_lu_L_vjp, jvp=_lu_out_jvp(0), saves=(0,))
+                 node="LinalgLuBackward0", vjp=_lu_L_vjp, jvp=_lu_out_jvp(0), saves=(0,), batch=True)
 lu_U_p = defprim("lu_U", lambda xp, a, pivot: xp.linalg_lu(a, pivot)[2],
-                 node="LinalgLuBackward0", vjp=_lu_U_vjp, jvp=_lu_out_jvp(1), saves=(0,))
+                 node="LinalgLuBackward0", vjp=_lu_U_vjp, jvp=_lu_out_jvp(1), saves=(0,), batch=True)
 
 
 def _unpack_L_vjp(xp, g, out, lu):
@@ -507,10 +507,11 @@ def _unpack_U_vjp(xp, g, out, lu):
 
 unpack_L_p = defprim("lu_unpack_L", lambda xp, lu: xp.lu_unpack(lu, None, True, False)[1],
                      node="LuUnpackBackward0", vjp=_unpack_L_vjp,
-                     jvp=lambda xp, t, out, lu: xp.tril(_narrow(xp, t, -1, min(lu.shape[-2:])), -1))
+                     jvp=lambda xp, t, out, lu: xp.tril(_narrow(xp, t, -1, min(lu.shape[-2:])), -1), batch=True)
 unpack_U_p = defprim("lu_unpack_U", lambda xp, lu: xp.lu_unpack(lu, None, True, False)[2],
                      node="LuUnpackBackward0",
-                     vjp=_unpack_U_vjp, jvp=lambda xp, t, out, lu: xp.triu(_narrow(xp, t, -2, min(lu.shape[-2:]))))
+                     vjp=_unpack_U_vjp, jvp=lambda xp, t, out, lu: xp.triu(_narrow(xp, t, -2, min(lu.shape[-2:]))),
+                     batch=True)
 
 
 LUFactorResult = return_type("linalg_lu_factor", ("LU", "pivots"))
@@ -638,5 +639,3 @@ def lu(A: Tensor, pivot: bool = True, get_infos: bool = False, out=None):
 
 
 # ----- autograd.grad(is_grads_batched=True): the primitives whose VJP rules batch as written (see products.py)
-batch_safe(cholesky_p, qr_r_p, eigh_vals_p, eigh_vecs_p, svd_u_p, svd_s_p, svd_vh_p, lu_factor_p, lu_L_p, lu_U_p,
-           unpack_L_p, unpack_U_p)

@@ -6,7 +6,7 @@ import numbers
 
 from ...devices import NAMESPACES
 from ..._tensor import Tensor, make
-from ...autograd._primitive import apply, batch_safe, defprim, graph_ns
+from ...autograd._primitive import apply, defprim, graph_ns
 from .._registry import SUBMODULES, graph, graph_raw, register
 from ..._util import check_bool, check_tensor, return_type
 from ._common import _check_float, _check_matrix, _eye, _mT, _no_out
@@ -77,12 +77,13 @@ def _det_backward_graph(g, det, a):
 
 
 slogdet_sign_p = defprim("slogdet_sign", lambda xp, a: xp.linalg_slogdet(a)[0],
-                         node="LinalgSlogdetBackward0", vjp=lambda xp, g, out, a: None, jvp=lambda xp, t, out, a: None)
+                         node="LinalgSlogdetBackward0", vjp=lambda xp, g, out, a: None, jvp=lambda xp, t, out, a: None,
+                         batch=True)
 # VJP: g A^-T, from the LU in plain backward (no singularity check: inf/nan, as PyTorch), through a solve
 # under create_graph (a singular A raises, as PyTorch's linalg.solve).
 slogdet_abs_p = defprim("slogdet", lambda xp, a: xp.linalg_slogdet(a)[1],
                         node="LinalgSlogdetBackward0", vjp=lambda xp, g, out, a: xp.slogdet_backward(g, a),
-                        jvp=lambda xp, t, out, a: xp.sum(_inv_T(xp, a) * t, (-2, -1)), saves=(0,))
+                        jvp=lambda xp, t, out, a: xp.sum(_inv_T(xp, a) * t, (-2, -1)), saves=(0,), batch=True)
 graph("slogdet_backward", lambda g, a: linalg_solve(_mT(graph_ns, a), _eye_times(graph_ns, g, a)))
 
 
@@ -219,4 +220,3 @@ def linalg_cond(A: Tensor, p=None, *, out=None) -> Tensor:
 
 
 # ----- autograd.grad(is_grads_batched=True): the primitives whose VJP rules batch as written (see products.py)
-batch_safe(slogdet_sign_p, slogdet_abs_p)

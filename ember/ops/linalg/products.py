@@ -15,7 +15,7 @@ import warnings
 from ...devices import NAMESPACES
 from ..._dtype import c_type_name
 from ..._tensor import Tensor
-from ...autograd._primitive import apply, batch_rule, batch_safe, defprim
+from ...autograd._primitive import apply, batch_rule, defprim
 from .._registry import graph, method, register
 from ..._util import check_tensor, dtype_word, scalar_or_tensor
 from ...autograd._views import apply_inplace
@@ -49,7 +49,8 @@ def _matmul_grad_b(xp, g, out, a, b):
 
 # float16: PyTorch sums in float32 in its own order and rounds once (see xp.matmul_forward); other dtypes: BLAS.
 matmul_p = defprim("matmul", lambda xp, a, b: xp.matmul_forward(a, b),
-                   node="MmBackward0", vjp=(_matmul_grad_a, _matmul_grad_b), jvp="multilinear", saves=(0, 1),
+                   node="MmBackward0", vjp=(_matmul_grad_a, _matmul_grad_b), jvp="multilinear",
+                   saves={0: (1,), 1: (0,)},
                    saved_names=("self", "mat2"))
 
 
@@ -689,7 +690,7 @@ graph("addprod", lambda c, a, b, eq, beta, alpha: apply(addprod_p, (c, a, b), {"
 
 addprod_p = defprim("addprod", _addprod_fwd,
                     node="AddmmBackward0", vjp=(_addprod_vjp_c, _addprod_vjp_ab(0), _addprod_vjp_ab(1)),
-                    jvp=(_addprod_jvp_c, _addprod_jvp_a, _addprod_jvp_b), saves=(1, 2),
+                    jvp=(_addprod_jvp_c, _addprod_jvp_a, _addprod_jvp_b), saves={1: (1, 2), 2: (1, 2)},
                     saved_names=("self", "mat1", "mat2"))
 
 _ADD_OPS = {   # op: (equation, node, (name of arg 1, arg 2), their ranks)
@@ -842,7 +843,7 @@ baddbmm = _addprod("baddbmm")
 cross_p = defprim("cross", lambda xp, a, b, dim: xp.cross(a, b, dim),
                   node="LinalgCrossBackward0", vjp=(lambda xp, g, out, a, b, dim: xp.cross(b, g, dim),
                        lambda xp, g, out, a, b, dim: xp.cross(g, a, dim)),
-                  jvp="multilinear", saves=(0, 1))
+                  jvp="multilinear", saves={0: (1,), 1: (0,)})
 
 graph("cross", lambda a, b, dim: apply(cross_p, (a, b), {"dim": dim}))
 
@@ -918,7 +919,7 @@ def matrix_exp(A: Tensor) -> Tensor:
 
 
 eye_of_p = defprim("eye_of", lambda xp, a: xp.zeros_like(a) + xp.eye_like(a),
-                   node="CopyBackwards", vjp=lambda xp, g, out, a: None, jvp=lambda xp, t, out, a: None)
+                   node="CopyBackwards", vjp=lambda xp, g, out, a: None, jvp=lambda xp, t, out, a: None, batch=True)
 
 
 @register(submodule="linalg", module=False, name="matrix_power")
@@ -967,12 +968,8 @@ def matrix_power(input: Tensor, n: int) -> Tensor:
 register(matmul, name="matmul", module=False, submodule="linalg")   # torch.linalg.matmul
 
 
-# ----- autograd.grad(is_grads_batched=True) ----------------------------------------------------------
-# The primitives whose VJP rules broadcast over a leading batch dimension as written (tests/test_batched_grad.py
-# checks each against row-by-row backward on every op-database sample): backward runs them once for the whole
-# batch. Every other primitive of the linear algebra modules runs row by row, which is always correct.
-batch_safe(eye_of_p)
-
+# ----- autograd.grad(is_grads_batched=True): batched rules -------------------------------------------
+# (primitives whose rules batch as written declare batch=True)
 
 # matmul's rules batch as written, except for a dot product of two vectors (a 0-d output).
 def _matmul_batched(rule, other):

@@ -7,7 +7,7 @@ import warnings
 
 from ...devices import NAMESPACES
 from ..._tensor import Tensor, make
-from ...autograd._primitive import apply, batch_safe, defprim
+from ...autograd._primitive import apply, defprim
 from .._registry import graph_raw, register
 from ..._util import check_bool, check_tensor, dtype_word, return_type
 from ._common import _broadcast, _broadcastable, _check_float, _check_matrix, _check_same_dtype, _mT, _no_out, _node
@@ -20,7 +20,7 @@ from ._common import _broadcast, _broadcastable, _check_float, _check_matrix, _c
 inv_p = defprim("inv", lambda xp, a: xp.linalg_inv(a),
                 node="LinalgInvExBackward0",
                 vjp=lambda xp, g, out, a: -xp.matmul(xp.matmul(_mT(xp, out), g), _mT(xp, out)),
-                jvp=lambda xp, t, out, a: -xp.matmul(xp.matmul(out, t), out), saves_out=True)
+                jvp=lambda xp, t, out, a: -xp.matmul(xp.matmul(out, t), out), saves_out=True, batch=True)
 
 
 @register(submodule="linalg", module=False, name="inv", graph="linalg_inv")
@@ -127,7 +127,7 @@ solve_tri_p = defprim("solve_triangular",
                       node="LinalgSolveTriangularBackward0", vjp=(_soltri_vjp_a, _soltri_vjp_b),
                       jvp=(_soltri_jvp_a, lambda xp, t, out, a, b, upper, left, unitriangular:
                            xp.solve_triangular(a, t, upper=upper, left=left, unitriangular=unitriangular)),
-                      saves=(0,), saves_out=True)
+                      saves=(0,), saves_out=True, batch=True)
 
 
 @register(submodule="linalg", module=False, name="solve_triangular", graph="solve_triangular")
@@ -196,7 +196,7 @@ cholesky_solve_p = defprim("cholesky_solve",
                            lambda xp, b, l, upper: xp.cholesky_solve(b, l, upper),
                            vjp=(_cholsolve_vjp_b, _cholsolve_vjp_l),
                            jvp=(lambda xp, t, out, b, l, upper: xp.cholesky_solve(t, l, upper), _cholsolve_jvp_l),
-                           saves=(1,), saves_out=True)
+                           saves=(1,), saves_out=True, batch=True)
 
 
 @register(method=True, graph=True)
@@ -248,7 +248,7 @@ pinv_p = defprim("pinv",
                  lambda xp, a, atol, rtol, hermitian: xp.linalg_pinv(a, atol, rtol, hermitian),
                  node="LinalgPinvBackward0", vjp=lambda xp, g, out, a, atol, rtol, hermitian: _pinv_vjp(xp, g, out, a),
                  jvp=lambda xp, t, out, a, atol, rtol, hermitian: _pinv_jvp(xp, t, out, a),
-                 saves=(0,), saves_out=True)
+                 saves=(0,), saves_out=True, batch=True)
 
 
 def _tol(v, op, arg):
@@ -318,7 +318,7 @@ def _lstsq_jvp_b(xp, t, out, a, b, vec):
 graph_raw("lstsq_rank")
 lstsq_p = defprim("lstsq", _lstsq_fwd, node="LinalgLstsqBackward0",
                                                                vjp=(_lstsq_vjp_a, _lstsq_vjp_b),
-                  jvp=(_lstsq_jvp_a, _lstsq_jvp_b), saves=(0, 1))
+                  jvp=(_lstsq_jvp_a, _lstsq_jvp_b), saves={0: (0, 1), 1: (0,)}, batch=True)
 
 LstsqResult = return_type("linalg_lstsq", ("solution", "residuals", "rank", "singular_values"))
 _DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
@@ -409,7 +409,7 @@ lu_solve_p = defprim(
          lambda xp, g, out, lu, piv, b, left, adjoint: xp.linalg_lu_solve(lu, piv, g, left=left, adjoint=not adjoint)),
     jvp=(_lu_solve_jvp_lu, None,
          lambda xp, t, out, lu, piv, b, left, adjoint: xp.linalg_lu_solve(lu, piv, t, left=left, adjoint=adjoint)),
-    saves=(0, 1), saves_out=True)
+    saves={0: (0, 2), 1: (0, 2)}, saves_out=True, batch=True)
 
 
 def _check_lu_solve(LU, pivots, B, left, adjoint, op="linalg.lu_solve"):
@@ -475,4 +475,3 @@ def lu_solve(input: Tensor, LU_data: Tensor, LU_pivots: Tensor, *, out=None) -> 
 
 
 # ----- autograd.grad(is_grads_batched=True): the primitives whose VJP rules batch as written (see products.py)
-batch_safe(inv_p, solve_tri_p, cholesky_solve_p, pinv_p, lstsq_p, lu_solve_p)
