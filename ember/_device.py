@@ -60,10 +60,9 @@ def no_cuda() -> AssertionError:
 
 
 def check_device(d, creation: bool = False) -> device:
-    """Normalise a device argument: 'cpu', or a device registered with ``ember.devices.register`` (whose tensors
-    are made on the CPU and moved with ``.to``: creation functions refuse it, ``creation=True``). Other devices
+    """Normalise a device argument: 'cpu', or a device registered with ``ember.devices.register``. Other devices
     raise what a CPU-only PyTorch raises: AssertionError for 'cuda', and for 'mps' a RuntimeError from ``.to`` but
-    NotImplementedError from creation functions."""
+    NotImplementedError from creation functions (``creation=True``)."""
     if d is None:
         return cpu
     if isinstance(d, int) and not isinstance(d, bool):   # a bare index means the accelerator
@@ -80,9 +79,6 @@ def check_device(d, creation: bool = False) -> device:
                 "(ember has only the 'cpu' (NumPy) backend)")
         raise RuntimeError("PyTorch is not linked with support for mps devices")
     if d.type in DEVICES:
-        if creation:
-            raise NotImplementedError(f"ember: creation functions make tensors on the cpu only so far; create the "
-                                      f"tensor there and move it with .to('{d.type}')")
         return _device_named(d.type)
     raise RuntimeError(f"ember has no backend for device '{d}' yet: only 'cpu' (NumPy) is built")
 

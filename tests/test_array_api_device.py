@@ -43,18 +43,6 @@ DTYPES = ("float32", "float64", "int64", "int32", "bool")   # the op database's 
 # ----- what does not run yet, and why ------------------------------------------------------------------------
 # Entries whose op (in the ember/ops file named) still calls NumPy on tensor data or makes data on the cpu.
 NOT_NEUTRAL: dict[str, str] = {
-    **dict.fromkeys("""
-        fill_diagonal_ fill_diagonal_errors setitem""".split(),
-        'ops/indexing.py: writes through a raw NumPy view'),
-    **dict.fromkeys("""
-        new_tensor""".split(),
-        'ops/creation.py: new_tensor makes its tensor on the cpu'),
-    **dict.fromkeys("""
-        nn_alpha_dropout nn_alpha_dropout_inplace nn_dropout nn_dropout1d nn_dropout1d_inplace nn_dropout2d
-        nn_dropout2d_inplace nn_dropout3d nn_dropout3d_inplace nn_dropout_inplace nn_feature_alpha_dropout
-        nn_feature_alpha_dropout_inplace torch_alpha_dropout torch_alpha_dropout_ torch_dropout torch_dropout_
-        torch_feature_alpha_dropout torch_feature_alpha_dropout_ torch_feature_dropout torch_feature_dropout_""".split(),
-        "ops/nn_activation.py: dropout's zeros are made on the cpu"),
 }
 # Entries that reach a kernel ember/devices/common has no array-API version of yet (NS.MISSING lists them all).
 NO_KERNEL: dict[str, str] = {
@@ -219,12 +207,74 @@ def test_mixing_devices_raises_pytorchs_error():
             f()
 
 
-def test_the_device_parses_and_creation_functions_refuse_it():
-    assert ember.device(NAME).type == NAME
-    with pytest.raises(NotImplementedError, match=r"\.to\('strict'\)"):
-        ember.zeros(3, device=NAME)
+def test_the_device_parses_and_its_name_is_free():
+    assert ember.device(NAME).type == NAME and ember.device(NAME) == NAME
     with pytest.raises(ValueError):
         devices.register("cpu", array_api_strict)
+
+
+def _seeded(f):
+    def run(device):
+        ember.manual_seed(3)   # the random ones draw PyTorch's host stream on both devices, then move
+        return f(device)
+    return run
+
+
+_X = np.arange(6.0).reshape(2, 3) - 2.5
+CREATED = {   # name -> (device -> tensor): each made with device=NAME must equal the one made on the cpu
+    "zeros": lambda d: ember.zeros(2, 3, device=d),
+    "zeros_int32": lambda d: ember.zeros((2, 3), dtype=ember.int32, device=d),
+    "ones": lambda d: ember.ones(2, 3, device=d),
+    "ones_bool": lambda d: ember.ones(4, dtype=ember.bool, device=d),
+    "empty": lambda d: ember.empty(2, 3, device=d).zero_(),
+    "full": lambda d: ember.full((2, 3), 1.5, device=d),
+    "full_int": lambda d: ember.full((2,), 7, device=d),
+    "full_overflow": lambda d: ember.full((2,), 1e300, dtype=ember.float64, device=d),
+    "arange": lambda d: ember.arange(10, device=d),
+    "arange_float": lambda d: ember.arange(0, 1, 0.1, device=d),
+    "linspace": lambda d: ember.linspace(-1, 1, 7, device=d),
+    "linspace_int": lambda d: ember.linspace(0, 10, 4, dtype=ember.int64, device=d),
+    "logspace": lambda d: ember.logspace(0, 2, 5, device=d),
+    "eye": lambda d: ember.eye(3, device=d),
+    "eye_rect_int": lambda d: ember.eye(2, 4, dtype=ember.int64, device=d),
+    "tril_indices": lambda d: ember.tril_indices(3, 4, device=d),
+    "rand": _seeded(lambda d: ember.rand(2, 3, device=d)),
+    "randn": _seeded(lambda d: ember.randn(2, 3, dtype=ember.float64, device=d)),
+    "randint": _seeded(lambda d: ember.randint(0, 10, (2, 3), device=d)),
+    "randperm": _seeded(lambda d: ember.randperm(6, device=d)),
+    "tensor": lambda d: ember.tensor([[1.0, 2.0], [3.0, 4.5]], device=d),
+    "tensor_int32": lambda d: ember.tensor([1, 2], dtype=ember.int32, device=d),
+    "tensor_scalar": lambda d: ember.tensor(2.5, device=d),
+    "as_tensor": lambda d: ember.as_tensor(_X, device=d),
+    "asarray": lambda d: ember.asarray([1, 2], device=d),
+    "zeros_like": lambda d: ember.zeros_like(ember.tensor(_X, device=d)),
+    "ones_like": lambda d: ember.ones_like(ember.tensor(_X, device=d), dtype=ember.int64),
+    "full_like": lambda d: ember.full_like(ember.tensor(_X, device=d), 2.0),
+    "empty_like": lambda d: ember.empty_like(ember.tensor(_X, device=d)).zero_(),
+    "rand_like": _seeded(lambda d: ember.rand_like(ember.tensor(_X, device=d))),
+    "randn_like": _seeded(lambda d: ember.randn_like(ember.tensor(_X, device=d))),
+    "zeros_like_device": lambda d: ember.zeros_like(ember.tensor(_X), device=d),
+    "new_tensor": lambda d: ember.tensor(_X, device=d).new_tensor([1.0, 2.0]),
+    "new_zeros": lambda d: ember.tensor(_X, device=d).new_zeros(2),
+    "new_ones_device": lambda d: ember.tensor(_X).new_ones(2, device=d),
+    "new_full": lambda d: ember.tensor(_X, device=d).new_full((2,), 3.0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CREATED))
+def test_creation_functions_make_tensors_on_the_device(name):
+    """``device='strict'`` makes the tensor there, with the cpu's values (the random ones from the same stream)."""
+    ref, got = CREATED[name]("cpu"), CREATED[name](NAME)
+    assert ref.device.type == "cpu" and got.device == ember.device(NAME)
+    _same(got, ref, name)
+
+
+def test_creation_on_the_device_requires_grad_and_refuses_what_it_lacks():
+    t = ember.zeros(2, device=NAME, requires_grad=True)
+    assert t.is_leaf and t.requires_grad and t.device.type == NAME
+    assert ember.zeros_like(ember.ones(2, device=NAME), device="cpu").device.type == "cpu"
+    with pytest.raises(TypeError, match="device 'strict' has no float16"):
+        ember.zeros(2, dtype=ember.float16, device=NAME)
 
 
 def test_a_missing_kernel_names_itself_and_the_device(monkeypatch):

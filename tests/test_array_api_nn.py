@@ -64,7 +64,6 @@ LAYERS = {
 }
 # layers whose kernels ember/devices/common does not have yet (strict xfails: remove one when it passes)
 NOT_YET: dict = {
-    **dict.fromkeys(("RNN", "LSTM", "GRU"), "creation functions (the zero initial state) on the device"),
 }
 
 

@@ -93,8 +93,10 @@ def _make_namespace():
         asarray=lambda x: wrap(np.asarray(unwrap(x))),
         may_share_memory=lambda a, b: np.may_share_memory(unwrap(a), unwrap(b)),
         zeros=_device_op(np.zeros), zeros_like=_device_op(np.zeros_like), ones_like=_device_op(np.ones_like), full=_device_op(np.full),
+        **{n: _device_op(getattr(base, n)) for n in ("ones", "eye", "arange", "linspace", "logspace", "tri_indices")},
         copy=_device_op(base.copy), copyto=lambda d, s: base.copyto(unwrap(d), unwrap(s)),
-        add_into=lambda d, s: base.add_into(unwrap(d), unwrap(s)), quiet=base.quiet, to_numpy=unwrap,
+        add_into=lambda d, s: base.add_into(unwrap(d), unwrap(s)),
+        set_index=lambda d, i, v: base.set_index(unwrap(d), i, unwrap(v)), quiet=base.quiet, to_numpy=unwrap,
         can_adopt=lambda g, dtype, shape: False)
     ns.backend = be
     return ns

@@ -9,23 +9,17 @@ import math
 import warnings
 
 from .. import _dtype as D
-from .._device import NAMESPACES, backend_of, check_device, fp_quiet, fp_restore, quietly
+from .._device import DEVICES, NAMESPACES, backend_of, check_device, fp_quiet, fp_restore, move, quietly
 from .._device import device as _device_type
 from .._origin import warn_once
 from .._state import _state as _gm_state
 from .._tensor import _SCALAR_WARNING, Tensor, _sizes_from_args, make
 from ._registry import method as _register_method
 
-_BACKENDS: dict = {}
-
 
 def device_backend(d: _device_type | None = None):
     """The backend of device ``d`` (checked; None: the CPU), which makes the arrays of tensors created on it."""
-    kind = "cpu" if d is None else d.type
-    be = _BACKENDS.get(kind)
-    if be is None:
-        be = _BACKENDS[kind] = next(ns.backend for ns in NAMESPACES.values() if ns.backend.device_type == kind)
-    return be
+    return DEVICES["cpu" if d is None else d.type].backend
 
 
 # The CPU's backend is the host's: its scalar and array types are what users pass as Python numbers and data.
@@ -33,8 +27,12 @@ _HOST = device_backend()
 
 
 def _finish(data, requires_grad: bool, device) -> Tensor:
-    """A new tensor of ``data``, after the device argument's check; ``requires_grad`` for floating data only."""
-    check_device(device, creation=True)
+    """A new tensor of ``data`` (moved onto ``device`` when one is given and the data is elsewhere: host data,
+    or ``zeros_like(x, device=...)``), after the device argument's check; ``requires_grad`` for floating data
+    only."""
+    d = check_device(device, creation=True)
+    if device is not None:
+        data = move(data, d.type)
     t = make(data)
     if requires_grad:
         if not t.dtype.is_floating_point:
@@ -279,10 +277,11 @@ def as_tensor(data, dtype: D.dtype | None = None, device=None) -> Tensor:
     dtype = _check_dtype(dtype, "as_tensor")
     _check_device(device, "as_tensor")
     if isinstance(data, Tensor):
-        return data if dtype is None or dtype is data.dtype else data.to(dtype)
+        t = data if dtype is None or dtype is data.dtype else data.to(dtype)
+        return t if device is None else t.to(device)
     if isinstance(data, _HOST.host_array):
         D.from_numpy_dtype(data.dtype)
-        return make(_HOST.base_array(data if dtype is None else _host_cast(data, dtype.np)))
+        return _finish(_HOST.base_array(data if dtype is None else _host_cast(data, dtype.np)), False, device)
     return tensor(data, dtype, device)
 
 
@@ -397,7 +396,7 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     D.check_layout(layout, "arange")
     if out is not None:
         raise NotImplementedError("ember: arange(out=...) is not supported yet")
-    if not all(be.isfinite(v) for v in vals[:2]):
+    if not all(_HOST.isfinite(v) for v in vals[:2]):
         raise RuntimeError(f"unsupported range: {vals[0]} -> {vals[1]}")
     if not vals[2] or vals[2] != vals[2]:   # zero or NaN
         raise RuntimeError("step must be nonzero")
@@ -510,6 +509,8 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad: bool = Fa
             t = obj.to(dtype)
         elif copy:
             t = obj.clone()
+        if device is not None:
+            t = t.to(device)
         if rg:
             t = t.detach().requires_grad_() if t is obj else t.requires_grad_()
         return t
@@ -541,7 +542,8 @@ _register_method("layout", property(lambda self: D.strided, doc="Always ``torch.
 
 
 def _new_tensor(self, data, *, dtype=None, device=None, requires_grad=False) -> Tensor:
-    return tensor(data, dtype=dtype or self.dtype, device=device, requires_grad=requires_grad)
+    return tensor(data, dtype=dtype or self.dtype, device=self.device if device is None else device,
+                  requires_grad=requires_grad)
 
 
 @quietly

@@ -16,8 +16,8 @@ each with PyTorch's node name for the op. Repeated indices accumulate in every g
 from __future__ import annotations
 
 from .. import _dtype as D
-from .._device import NAMESPACES, fp_quiet, fp_restore
-from ..devices.index import SplitIndex, view_of as _view_of
+from .._device import NAMESPACES
+from ..devices.index import SplitIndex
 from ._index import Index, check_value_shape, convert, raw_index
 from .._tensor import Tensor, make, wrap_dim
 from ..autograd.graph import node_class
@@ -229,12 +229,8 @@ def setitem(self: Tensor, index, value) -> None:
                            f"destination and {_word(value)} for the source.")
     if not _needs_graph(self, value):
         check_inplace(self, False)
-        view, sub = _view_of(self._data, ix.np_index)
-        fp = fp_quiet()   # 1e6 into float16 overflows: silently, as in PyTorch
-        try:
-            view[sub] = value._data if isinstance(value, Tensor) else value
-        finally:
-            fp_restore(fp)
+        NAMESPACES[type(self._data)].backend.set_index(self._data, ix.np_index,
+                                                       value._data if isinstance(value, Tensor) else value)
         self._vc[0] += 1
         return
     if ix.basic and self.grad_fn is None and self._requires_grad and _state.enabled:
@@ -267,8 +263,10 @@ def fill_(self: Tensor, value) -> Tensor:
 @register(module=False, method=True)
 def fill_diagonal_(self: Tensor, fill_value, wrap: bool = False) -> Tensor:
     """Fill the main diagonal (``self[i, i, ..., i]``) with ``fill_value`` in place; ``wrap``: a tall matrix's
-    diagonal starts again every ``ncols + 1`` rows. As PyTorch's kernel, a fill of diagonal views (so autograd
-    records CopySlices, and a leaf that requires grad is refused as a view of one)."""
+    diagonal starts again every ``ncols + 1`` rows. One write of the diagonal's positions (an index_put recorded
+    as CopySlices, as PyTorch's fill of diagonal views; a leaf that requires grad is refused as a view of one),
+    so that it reaches self on every device."""
+    from .creation import arange
     if isinstance(fill_value, Tensor) and fill_value._data.ndim == 0:
         fill_value = fill_value.item()
     fill_value = scalar_value(fill_value)
@@ -282,16 +280,17 @@ def fill_diagonal_(self: Tensor, fill_value, wrap: bool = False) -> Tensor:
         raise RuntimeError("dimensions must larger than 1")
     if len(shape) > 2 and any(n != shape[0] for n in shape[1:]):
         raise RuntimeError("all dimensions of input must be of equal length")
-    diag = self.diagonal()
-    while diag.ndim > 1:   # x[i, i, ..., i]: the diagonal of the diagonal
-        diag = diag.diagonal(0, 0, -1)
-    diag.fill_(fill_value)
+    if self.grad_fn is None and self._requires_grad and _state.enabled:
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
+    value = D.checked_scalar(fill_value, self._data.dtype)
     height, width = shape[0], shape[1]
     if wrap and len(shape) == 2 and height > width + 1:
-        # the flat positions k * (width + 1) past the first block: a diagonal every width + 1 rows
-        for start in range(width + 1, height, width + 1):
-            self[start:start + width].diagonal().fill_(fill_value)
-    return self
+        # the flat positions k * (width + 1): the diagonal of each block of width + 1 rows
+        flat = arange(0, height * width, width + 1, device=self.device)
+        index = ((flat // width)._data, (flat % width)._data)
+    else:
+        index = (arange(min(shape), device=self.device)._data,) * len(shape)
+    return apply_inplace(index_put_p, self, (value,), {"index": index})
 
 
 @register(method=True)

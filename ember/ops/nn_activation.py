@@ -1290,7 +1290,7 @@ def _dropout_impl(input: Tensor, p: float, train, feature: bool, alpha: bool, in
     if p == 0 or not train or input._data.size == 0:
         return input   # the very same tensor, as PyTorch
     if p == 1:
-        z = zeros((), dtype=input.dtype)
+        z = zeros((), dtype=input.dtype, device=input.device)
         return input.mul_(z) if inplace else input * z
     shape = input._data.shape
     if feature:

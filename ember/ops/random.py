@@ -487,15 +487,15 @@ def randint(*args, generator: Generator | None = None, dtype=None, layout=None, 
 def rand_like(input: Tensor, *, generator: Generator | None = None, dtype=None, layout=None, device=None,
               requires_grad: bool = False, memory_format=None) -> Tensor:
     _check_input(input, "rand_like")
-    return rand(input._data.shape, generator=generator, dtype=dtype or input.dtype, device=device,
-                requires_grad=requires_grad)
+    return rand(input._data.shape, generator=generator, dtype=dtype or input.dtype,
+                device=input.device if device is None else device, requires_grad=requires_grad)
 
 
 def randn_like(input: Tensor, *, generator: Generator | None = None, dtype=None, layout=None, device=None,
                requires_grad: bool = False, memory_format=None) -> Tensor:
     _check_input(input, "randn_like")
-    return randn(input._data.shape, generator=generator, dtype=dtype or input.dtype, device=device,
-                 requires_grad=requires_grad)
+    return randn(input._data.shape, generator=generator, dtype=dtype or input.dtype,
+                 device=input.device if device is None else device, requires_grad=requires_grad)
 
 
 def randint_like(input: Tensor, *args, generator: Generator | None = None, dtype=None, layout=None,
@@ -503,8 +503,8 @@ def randint_like(input: Tensor, *args, generator: Generator | None = None, dtype
     """``randint_like(input, high)`` / ``randint_like(input, low, high)``."""
     _check_input(input, "randint_like")
     low, high, _ = _randint_args(args + (input._data.shape,), kw)
-    return randint(low, high, input._data.shape, generator=generator, dtype=dtype or input.dtype, device=device,
-                   requires_grad=requires_grad)
+    return randint(low, high, input._data.shape, generator=generator, dtype=dtype or input.dtype,
+                   device=input.device if device is None else device, requires_grad=requires_grad)
 
 
 def randperm(n: int, *, generator: Generator | None = None, dtype=None, layout=None, device=None,

@@ -195,7 +195,7 @@ def _split_backward_graph(grads, dim, bounds, shape, dtype):
     like = next(g for g in grads if g is not None)   # the missing gradients are zeros on its device
 
     def zeros(s):
-        return _on_device_of(like, C.zeros(s, dtype=D.from_numpy_dtype(dtype)))
+        return C.zeros(s, dtype=D.from_numpy_dtype(dtype), device=like.device)
     if bounds is None:
         piece = shape[:dim] + shape[dim + 1:]
         return stack([g if g is not None else zeros(piece) for g in grads], dim)
@@ -1610,22 +1610,14 @@ def type_(self, dtype=None, non_blocking: bool = False):
     return to_dtype(self, dtype)
 
 
-def _on_device_of(like: Tensor, t: Tensor) -> Tensor:
-    """``t`` (a new leaf made by a creation function) on ``like``'s device."""
-    be = NAMESPACES[type(like._data)].backend
-    if type(t._data) in be.array_types:
-        return t
-    return make(be.asarray(t._data)).requires_grad_(t._requires_grad)
-
-
 def _new_like(fill, name):
     def fn(self, *size, dtype=None, requires_grad=False, device=None, layout=None, pin_memory=False):
         if dtype is not None and not isinstance(dtype, D.dtype):
             raise TypeError(f"{name}(): argument 'dtype' must be torch.dtype, not {type(dtype).__name__}")
         C._check_device(device, name)
         D.check_layout(layout, name)
-        t = fill(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
-        return t if device is not None else _on_device_of(self, t)
+        return fill(*size, dtype=dtype or self.dtype, device=self.device if device is None else device,
+                    requires_grad=requires_grad)
     fn.__name__ = name
     return fn
 

@@ -15,6 +15,7 @@ import types
 
 import numpy as np
 
+from ..cpu import namespace as _cpu
 from ..index import SplitIndex
 from . import elementwise, linalg, nn, nn_conv, nn_pool, reduction, shape, sorting, special
 from . import optim as _optim
@@ -26,8 +27,7 @@ _HOST_OK = frozenset({"index", "indices", "steps"})
 
 
 def _cpu_names() -> list:
-    from ..cpu import namespace as cpu
-    return sorted(n for n in vars(cpu) if not n.startswith("_") and n not in ("np", "annotations", "backend"))
+    return sorted(n for n in vars(_cpu) if not n.startswith("_") and n not in ("np", "annotations", "backend"))
 
 
 class _Backend:
@@ -41,6 +41,7 @@ class _Backend:
         self.scalar_types = (arr,)
         self.xp = xp
         self._arr = arr
+        self.ns = None   # the device's raw namespace (make_namespace sets it)
 
     def asarray(self, x):
         """``x`` (a device array, host NumPy data, or a Python scalar or list) on this device."""
@@ -61,23 +62,48 @@ class _Backend:
     def may_share_memory(a, b) -> bool:
         return False   # a DeviceArray never aliases another (see array.py): views on this device are copies
 
+    # ----- creation (the creation functions' ``device=``) ----------------------------------------------------
+    def _lib(self, dtype):
+        """The library's dtype for a NumPy dtype (TypeError naming the device where the library lacks it)."""
+        return self._arr._kit.lib(np.dtype(dtype))
+
     def zeros(self, shape, dtype=np.float64):
-        return self._arr(self.xp.zeros(tuple(shape), dtype=self._arr._to_lib[np.dtype(dtype)]))
+        return self._arr(self.xp.zeros(tuple(shape), dtype=self._lib(dtype)))
+
+    def ones(self, shape, dtype=np.float64):
+        return self._arr(self.xp.ones(tuple(shape), dtype=self._lib(dtype)))
 
     def full(self, shape, value, dtype=None):
         if dtype is None:
             return self.asarray(np.full(shape, value))
-        return self._arr(self.xp.full(tuple(shape), value, dtype=self._arr._to_lib[np.dtype(dtype)]))
+        return self._arr(self.xp.full(tuple(shape), value, dtype=self._lib(dtype)))
+
+    def eye(self, n: int, m: int | None = None, dtype=np.float64):
+        return self._arr(self.xp.eye(n, m, dtype=self._lib(dtype)))
+
+    # PyTorch's formulas for these (float64 steps, fused multiply-adds, its order of the triangle's indices) are
+    # the CPU's kernels: computed there on the host and moved, they give the CPU's values to the last bit.
+    def arange(self, start, end, step, n: int, dtype):
+        return self.asarray(_cpu.backend.arange(start, end, step, n, dtype))
+
+    def linspace(self, start, end, steps: int, dtype):
+        return self.asarray(_cpu.backend.linspace(start, end, steps, dtype))
+
+    def logspace(self, start, end, steps: int, base: float, dtype):
+        return self.asarray(_cpu.backend.logspace(start, end, steps, base, dtype))
+
+    def tri_indices(self, upper: bool, row: int, col: int, offset: int, dtype):
+        return self.asarray(_cpu.backend.tri_indices(upper, row, col, offset, dtype))
 
     def zeros_like(self, x, dtype=None):
-        return self._arr(self.xp.zeros_like(x.a, dtype=None if dtype is None else self._arr._to_lib[np.dtype(dtype)]))
+        return self._arr(self.xp.zeros_like(x.a, dtype=None if dtype is None else self._lib(dtype)))
 
     def ones_like(self, x, dtype=None):
-        return self._arr(self.xp.ones_like(x.a, dtype=None if dtype is None else self._arr._to_lib[np.dtype(dtype)]))
+        return self._arr(self.xp.ones_like(x.a, dtype=None if dtype is None else self._lib(dtype)))
 
     def copy(self, x, dtype=None):
         a = self.asarray(x).a
-        return self._arr(self.xp.astype(a, self._arr._to_lib[np.dtype(dtype)]) if dtype is not None else
+        return self._arr(self.xp.astype(a, self._lib(dtype)) if dtype is not None else
                          self.xp.asarray(a, copy=True))
 
     def _cast_to(self, dst, src):
@@ -91,6 +117,11 @@ class _Backend:
     def add_into(self, dst, src) -> None:
         src = src.a if type(src) is self._arr else self.asarray(src).a
         dst.a = self.xp.astype(dst.a + src, dst.a.dtype)
+
+    def set_index(self, dst, index, value) -> None:
+        """``dst[index] = value`` in place (rebinds ``dst``'s array): the namespace's ``fill_index``, which takes
+        host index arrays too (PyTorch indexes a device tensor with CPU index tensors)."""
+        dst.a = self.ns.fill_index(dst, index, value).a
 
     # floating-point exceptions: the standard has no error state, so these are no-ops
     @staticmethod
@@ -231,6 +262,7 @@ def make_namespace(name: str, xp) -> types.ModuleType:
         if n in missing:
             missing.remove(n)
     ns.backend = backend
+    backend.ns = ns
     ns.MISSING = tuple(missing)
     ns.xp = xp
     return ns

@@ -140,6 +140,17 @@ class _Backend:
             _fp_restore(token)
 
     @staticmethod
+    def set_index(dst, index, value) -> None:
+        """``dst[index] = value`` in place (a raw index: a SplitIndex writes through its basic view), cast to dst's
+        dtype; overflow silent, as in PyTorch."""
+        view, index = _view_of(dst, index)
+        token = _fp_quiet()
+        try:
+            view[index] = value
+        finally:
+            _fp_restore(token)
+
+    @staticmethod
     def quiet():
         """A context in which floating-point exceptions are silent (PyTorch never warns about them)."""
         return _Quiet()
