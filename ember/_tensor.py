@@ -13,7 +13,7 @@ import numpy as np
 
 from . import _dtype as D
 from . import _formatting
-from ._device import backend_of, cpu, cpu_backend, device_of
+from ._device import backend_of, cpu, cpu_backend, device_of, has_data
 from ._hooks import add_hook
 from ._origin import created_at, user_site, warn_once
 from ._state import _state as _gm_state
@@ -189,6 +189,15 @@ class Tensor:
     @property
     def is_cuda(self) -> bool:
         return self.device.type == "cuda"
+
+    @property
+    def is_cpu(self) -> bool:
+        return self.device.type == "cpu"
+
+    @property
+    def is_meta(self) -> bool:
+        """Whether the tensor is on device 'meta' (a shape and a dtype, no data)."""
+        return self.device.type == "meta"
 
     def cpu(self, memory_format=None) -> Tensor:
         if memory_format is not None:      # PyTorch's cpu() copies only to change the layout
@@ -462,7 +471,10 @@ class Tensor:
             suffixes += (f"grad_fn=<{type(self.grad_fn).__name__}>",)
         elif self._requires_grad:
             suffixes += ("requires_grad=True",)
-        host = backend_of(self._data).to_numpy(self._data)   # printing formats a host copy
+        be = backend_of(self._data)
+        if not has_data(be):   # 'meta': the size in place of the values
+            return _formatting.format_no_data(self._data.shape, self.dtype._name, D._default_float._name, suffixes)
+        host = be.to_numpy(self._data)   # printing formats a host copy
         return _formatting.format_tensor(host, self.dtype._name, D._default_float._name, suffixes)
 
     __str__ = __repr__

@@ -9,7 +9,7 @@ import math
 import warnings
 
 from .. import _dtype as D
-from .._device import NAMESPACES, backend_of, check_device, fp_quiet, fp_restore, quietly
+from .._device import NAMESPACES, backend_of, check_device, creates, device_of, fp_quiet, fp_restore, move, quietly
 from .._device import device as _device_type
 from .._origin import warn_once
 from .._state import _state as _gm_state
@@ -34,7 +34,9 @@ _HOST = device_backend()
 
 def _finish(data, requires_grad: bool, device) -> Tensor:
     """A new tensor of ``data``, after the device argument's check; ``requires_grad`` for floating data only."""
-    check_device(device, creation=True)
+    d = check_device(device, creation=True)
+    if device is not None and device_of(data).type != d.type:   # host data (tensor(), the random samples) onto the device
+        data = move(data, d.type)
     t = make(data)
     if requires_grad:
         if not t.dtype.is_floating_point:
@@ -353,11 +355,13 @@ def _like(name, fill):
         _check_input(input, name)
         npd = _check_dtype(dtype, name, input.dtype).np
         rg = _check_bool(requires_grad, name)
-        _check_device(device, name)
+        be = _check_device(device, name) if device is not None else backend_of(input._data)   # default: input's
         D.check_layout(layout, name)
         _check_memory_format(memory_format, name)
-        be = backend_of(input._data)   # on input's device
-        return _finish(getattr(be, fill)(input._data, dtype=npd), rg, device)
+        like = input._data
+        if backend_of(like) is not be:   # onto another device: a stand-in of its own of the shape
+            like = be.zeros(like.shape, npd)
+        return _finish(getattr(be, fill)(like, dtype=npd), rg, device)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"A new tensor shaped like ``input`` (and of its dtype unless given), filled as {fill}."
     return fn
@@ -375,11 +379,10 @@ def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False
     fill_value = _check_number(fill_value, "full_like", "fill_value", 2)
     dtype = _check_dtype(dtype, "full_like", input.dtype)
     rg = _check_bool(requires_grad, "full_like")
-    _check_device(device, "full_like")
+    be = _check_device(device, "full_like") if device is not None else backend_of(input._data)
     D.check_layout(layout, "full_like")
     _check_memory_format(memory_format, "full_like")
-    return _finish(_fill_array(input._data.shape, fill_value, dtype, "full_like", backend_of(input._data)), rg,
-                   device)
+    return _finish(_fill_array(input._data.shape, fill_value, dtype, "full_like", be), rg, device)
 
 
 @quietly
@@ -541,6 +544,8 @@ _register_method("layout", property(lambda self: D.strided, doc="Always ``torch.
 
 
 def _new_tensor(self, data, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+    if device is None and creates(backend_of(self._data)) and device_of(self._data).type != "cpu":
+        device = device_of(self._data)   # on self's device ('meta'), as PyTorch's
     return tensor(data, dtype=dtype or self.dtype, device=device, requires_grad=requires_grad)
 
 

@@ -608,9 +608,21 @@ class Module:
                             f"dtype={dtype}")
 
         def convert(t):
-            return t.to(device=device, dtype=dtype if t.is_floating_point() else None)
+            try:
+                return t.to(device=device, dtype=dtype if t.is_floating_point() else None)
+            except NotImplementedError as e:
+                if str(e) == "Cannot copy out of meta tensor; no data!":   # PyTorch's hint
+                    raise NotImplementedError(f"{e} Please use torch.nn.Module.to_empty() instead of "
+                                              "torch.nn.Module.to() when moving module from meta to a different "
+                                              "device.") from None
+                raise
 
         return self._apply(convert)
+
+    def to_empty(self, *, device, recurse: bool = True) -> Module:
+        """Parameters and buffers replaced by uninitialised tensors of the same shape on ``device`` (how a module
+        built on 'meta' gets memory)."""
+        return self._apply(lambda t: _creation.empty_like(t, device=device), recurse=recurse)
 
     def type(self, dst_type) -> Module:
         return self._apply(lambda t: t.type(dst_type))
