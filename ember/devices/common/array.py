@@ -45,6 +45,7 @@ class DeviceArray:
     _to_np: dict = {}     # library dtype -> NumPy dtype
     _to_lib: dict = {}    # NumPy dtype -> library dtype
     _kit = None           # the device's Kit (indexing with NumPy's meaning)
+    kit_type = None       # a subclass of Kit for a device whose kernels need other helpers ('meta'); None: Kit
     cpu_scalars = False   # whether 0-d host (cpu) arrays may join this device's ops (PyTorch allows them on 'meta')
 
     @classmethod
@@ -275,4 +276,4 @@ def make_array_type(device_type: str, xp, base: type = DeviceArray) -> type:
     to_np = {d: n for n, d in to_lib.items()}
     return type(f"{device_type.capitalize()}Array", (base,),
                 {"__slots__": (), "xp": xp, "device_type": device_type, "_to_np": to_np, "_to_lib": to_lib,
-                 "_kit": Kit(xp, device_type, to_lib, to_np)})
+                 "_kit": (base.kit_type or Kit)(xp, device_type, to_lib, to_np)})

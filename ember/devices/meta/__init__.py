@@ -12,14 +12,27 @@ from __future__ import annotations
 import math
 
 from ..common.array import DeviceArray
+from ..common.kit import Kit
 from ..common.namespace import _Backend, make_namespace
 from . import xp
+
+
+class MetaKit(Kit):
+    """The kernels' helpers on 'meta': a write keeps its target's shape and dtype, so the positions it writes are
+    never computed (a boolean mask's would need its values)."""
+
+    def scatter_set(self, base, region_of_lin, vals):
+        return self.xp.asarray(base, copy=True)
+
+    def scatter_add(self, shape, region_of_lin, vals, dtype):
+        return self.xp.zeros(tuple(shape), dtype=self.lib(dtype))
 
 
 class MetaDeviceArray(DeviceArray):
     """A meta array as ember's core sees it (see common/array.py): shape and dtype, and PyTorch's errors for values."""
 
     __slots__ = ()
+    kit_type = MetaKit
     cpu_scalars = True   # PyTorch lets a 0-d cpu tensor join an op on another device
 
     @classmethod
@@ -95,7 +108,22 @@ def _kernels(kit) -> dict:
     def mask_count(mask) -> int:
         raise xp._nonzero_error()
 
-    return {"in_range": in_range, "index_bounds": index_bounds, "mask_count": mask_count}
+    def half_number_op(op, a, s):   # float16 OP a number: computed in float32, rounded to float16 (cpu/elementwise.py)
+        return xp.astype(op(xp.astype(a, xp.float32), s), xp.float16)
+
+    def row_pairs(x) -> tuple:   # the (i, j) with i < j of x's rows: n (n - 1) / 2 of them, whatever the values
+        n = x.shape[0] * (x.shape[0] - 1) // 2
+        return xp.zeros((n,), dtype=xp.int64), xp.zeros((n,), dtype=xp.int64)
+
+    def matrix_exp(a):   # (the common kernel picks its scaling from the values)
+        return xp.asarray(a, copy=True)
+
+    def unique(*args, **kwargs):
+        raise xp._no_meta_kernel("_unique2")
+
+    return {"in_range": in_range, "index_bounds": index_bounds, "mask_count": mask_count,
+            "half_number_op": half_number_op, "row_pairs": row_pairs, "matrix_exp": matrix_exp,
+            "unique_values": unique, "unique_runs": unique, "unique_slices": unique}
 
 
 def make():

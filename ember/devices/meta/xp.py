@@ -40,12 +40,13 @@ def _nonzero_error() -> NotImplementedError:
 class MetaArray:
     """An array's shape and dtype, without its elements."""
 
-    __slots__ = ("shape", "dtype")
+    __slots__ = ("shape", "dtype", "truth")
     device = "meta"
 
-    def __init__(self, shape, dtype):
+    def __init__(self, shape, dtype, truth: bool | None = None):
         self.shape = tuple(builtins.int(n) for n in shape)
         self.dtype = np.dtype(dtype)
+        self.truth = truth   # what a check of values finds (see __bool__): None for "no answer"
 
     @property
     def ndim(self) -> int:
@@ -74,10 +75,14 @@ class MetaArray:
 
     # ----- no values -----------------------------------------------------------------------------------------
     def __bool__(self) -> bool:
-        # A kernel's truth test on values (``if xp.any(bad): raise ...``, ``if any NaN: the NaN path``) finds
-        # nothing on 'meta': PyTorch's meta kernels skip the checks of values too. A number out of a meta array
-        # raises; so do bool() and item() of a meta *tensor* (Tensor.__bool__ goes through item()).
-        return False
+        # A check of values passes on 'meta', as PyTorch's meta kernels skip such checks: ``if xp.any(bad):
+        # raise`` finds no bad value (``any`` is False) and ``if not xp.all(ok): raise`` finds all ok (``all`` is
+        # True); a NaN path taken only ``if xp.any(nan)`` is not taken. Any other truth value (one a result's shape
+        # would depend on, as ``x[mask]`` for a 0-d mask) has no answer and raises, as do numbers out of a meta
+        # array and bool()/item() of a meta tensor.
+        if self.truth is None:
+            raise RuntimeError(_NO_ITEM)
+        return self.truth
 
     def __float__(self):
         raise RuntimeError(_NO_ITEM)
@@ -402,8 +407,19 @@ prod = _reduction(np.prod, "prod")
 mean = _reduction(np.mean, "mean")
 std = _reduction(np.std, "std")
 var = _reduction(np.var, "var")
-any = _reduction(None, "any", bool)  # noqa: A001
-all = _reduction(None, "all", bool)  # noqa: A001
+_any, _all = _reduction(None, "any", bool), _reduction(None, "all", bool)
+
+
+def any(x, /, *, axis=None, keepdims=False) -> MetaArray:  # noqa: A001
+    r = _any(x, axis=axis, keepdims=keepdims)
+    r.truth = False   # no value found (see MetaArray.__bool__)
+    return r
+
+
+def all(x, /, *, axis=None, keepdims=False) -> MetaArray:  # noqa: A001
+    r = _all(x, axis=axis, keepdims=keepdims)
+    r.truth = True
+    return r
 
 
 def max(x, /, *, axis=None, keepdims=False) -> MetaArray:  # noqa: A001
