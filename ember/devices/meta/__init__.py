@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ..common.array import DeviceArray
 from ..common.kit import Kit
 from ..common.namespace import _Backend, make_namespace
@@ -47,6 +49,13 @@ class MetaDeviceArray(DeviceArray):
 
     def host(self):
         raise NotImplementedError(xp._NO_DATA)
+
+    def view(self, dtype):
+        """The same bytes read as ``dtype`` (Tensor.view(dtype)): the last dim scales by the itemsizes' ratio."""
+        shape = self.shape
+        if shape:
+            shape = shape[:-1] + (shape[-1] * self.dtype.itemsize // np.dtype(dtype).itemsize,)
+        return type(self)(xp.MetaArray(shape, dtype))
 
     def __repr__(self) -> str:
         return f"meta:{self.a!r}"
