@@ -222,7 +222,7 @@ def _stand_in(x):
 
 
 def result_type(*xs):
-    return np.result_type(*(_stand_in(x) if isinstance(x, MetaArray) else x for x in xs))
+    return np.result_type(*(_stand_in(x) for x in xs))
 
 
 def can_cast(from_, to) -> bool:
@@ -241,15 +241,9 @@ def asarray(obj, *, dtype=None, device=None, copy=None) -> MetaArray:
     """``obj`` as a meta array: a meta array keeps its shape, host data (scalars, lists, NumPy arrays) gives its
     shape and dtype and is dropped."""
     if isinstance(obj, MetaArray):
-        return obj if dtype is None else astype(obj, dtype)
-    shape, dt = np.shape(obj), np.result_type(obj) if not isinstance(obj, (list, tuple)) else np.asarray(obj).dtype
-    if isinstance(obj, builtins.bool):
-        dt = bool
-    elif isinstance(obj, builtins.int):
-        dt = int64
-    elif isinstance(obj, builtins.float):
-        dt = float64
-    return MetaArray(shape, dt if dtype is None else dtype)
+        return obj if dtype is None and not copy else MetaArray(obj.shape, obj.dtype if dtype is None else dtype)
+    host = np.asarray(obj)   # a Python number (int64, float64, bool), a list or a NumPy array: its values dropped
+    return MetaArray(host.shape, host.dtype if dtype is None else dtype)
 
 
 def from_dlpack(x, *, device=None, copy=None) -> MetaArray:
