@@ -228,6 +228,8 @@ class Tensor:
         return st if dim is None else st[_wrap_dim(dim, self._data.ndim, "stride")]
 
     def data_ptr(self) -> int:
+        if not has_data(backend_of(self._data)):
+            return 0   # 'meta': no memory, as PyTorch's
         return self._data.__array_interface__["data"][0]
 
     @property

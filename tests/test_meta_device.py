@@ -8,9 +8,11 @@ whose arrays carry only a shape and a dtype.
 """
 from __future__ import annotations
 
+import builtins
 import copy
 import math
 import os
+import pickle
 import sys
 import types
 import warnings
@@ -171,11 +173,7 @@ def test_what_needs_values_raises_what_torch_raises(name):
 @pytest.mark.parametrize("name", list(SAME_TYPE_ONLY))
 def test_what_needs_values_raises(name):
     e, t = _both(SAME_TYPE_ONLY[name])
-    assert isinstance(e, tuple) and isinstance(t, tuple) and issubclass(getattr(builtins_, e[0]),
-                                                                         RuntimeError), (e, t)
-
-
-builtins_ = __import__("builtins")
+    assert isinstance(e, tuple) and isinstance(t, tuple) and issubclass(getattr(builtins, e[0]), RuntimeError), (e, t)
 
 
 def test_copy_into_meta_and_module_to_cpu_as_torch():
@@ -370,6 +368,42 @@ def test_skip_init_builds_on_meta():
         lin = m.nn.utils.skip_init(m.nn.Linear, 3, 4)
         assert lin.weight.device.type == "cpu" and tuple(lin.weight.shape) == (4, 3)
         assert m.rand(2).tolist() == a
+
+
+def _step(m, opt):
+    p = m.nn.Parameter(m.empty(2, 3, device="meta"))
+    o = getattr(m.optim, opt)([p], lr=0.1)
+    p.grad = m.empty(2, 3, device="meta")
+    o.step()
+    return p
+
+
+EVERYDAY = {
+    "deepcopy": lambda m: copy.deepcopy(m.nn.Linear(3, 4, device="meta")).weight,
+    "pickle": lambda m: pickle.loads(pickle.dumps(m.nn.Linear(3, 4, device="meta"))).bias,
+    "load_state_dict_assign": lambda m: (lambda mod: (mod.load_state_dict(m.nn.Linear(3, 4).state_dict(),
+                                                                          assign=True), mod.weight)[1])(
+        m.nn.Linear(3, 4, device="meta")),
+    "load_state_dict_into_meta": lambda m: (lambda mod: (mod.load_state_dict(m.nn.Linear(3, 4).state_dict()),
+                                                         mod.weight)[1])(m.nn.Linear(3, 4, device="meta")),
+    "sgd_step": lambda m: _step(m, "SGD"),
+    "adam_step": lambda m: _step(m, "Adam"),
+    "clone_detach": lambda m: m.empty(2, device="meta", requires_grad=True).clone().detach(),
+    "data_ptr": lambda m: m.empty(2, device="meta").data_ptr(),
+}
+
+
+@pytest.mark.parametrize("name", list(EVERYDAY))
+def test_everyday_uses_as_torch(name):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        e, t = _both(EVERYDAY[name])
+    texts = [str(w.message) for w in caught]
+    assert len(texts) % 2 == 0 and texts[:len(texts) // 2] == texts[len(texts) // 2:]   # PyTorch's warnings too
+    if isinstance(t, int):
+        assert e == t
+    else:
+        assert _sig(e) == _sig(t) and type(e).__name__ == type(t).__name__ and e.requires_grad == t.requires_grad
 
 
 # ----- torch.func's ensembling recipe (a meta copy of the model as the stateless base) -------------------------------
