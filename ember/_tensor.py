@@ -13,7 +13,7 @@ import numpy as np
 
 from . import _dtype as D
 from . import _formatting
-from ._device import backend_of, cpu, cpu_backend, device_of, has_data
+from ._device import backend_of, cpu, cpu_backend, device_namespace, device_of, has_data
 from ._hooks import add_hook
 from ._origin import created_at, user_site, warn_once
 from ._state import _state as _gm_state
@@ -482,7 +482,10 @@ class Tensor:
     __str__ = __repr__
 
     def __reduce_ex__(self, proto):
-        return (_rebuild, (self._data, self._requires_grad))
+        d = self._data
+        if not has_data(backend_of(d)):   # 'meta': its shape and dtype (its array type has no name to pickle by)
+            return (_rebuild_empty, (device_of(d).type, d.shape, d.dtype.str, self._requires_grad))
+        return (_rebuild, (d, self._requires_grad))
 
     def __deepcopy__(self, memo):
         if self.grad_fn is not None:
@@ -504,6 +507,11 @@ def _init(t: Tensor, data: np.ndarray) -> None:
     t._output_nr = 0
     t._vc = [0]
     t._base = None
+
+
+def _rebuild_empty(device_type: str, shape: tuple, dtype: str, requires_grad: bool) -> Tensor:
+    """A tensor without data read back from a pickle."""
+    return _rebuild(device_namespace(device_type).backend.zeros(shape, dtype), requires_grad)
 
 
 def _rebuild(data, requires_grad):

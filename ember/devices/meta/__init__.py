@@ -60,16 +60,6 @@ class MetaDeviceArray(DeviceArray):
     def __repr__(self) -> str:
         return f"meta:{self.a!r}"
 
-    def __reduce__(self):
-        return _unpickle, (self.shape, self.dtype.str)
-
-
-def _unpickle(shape: tuple, dtype: str) -> MetaDeviceArray:
-    """A meta array read back from a pickle (the device's array type is made at run time, so it has no name to
-    pickle by)."""
-    from .. import device_namespace
-    return device_namespace("meta").backend.zeros(shape, dtype)
-
 
 def _tri_count(row: int, col: int, offset: int) -> int:
     """How many (i, j) of a ``row`` x ``col`` matrix have ``j - i <= offset`` (the lower triangle's size)."""
