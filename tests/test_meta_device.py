@@ -450,7 +450,7 @@ def test_register_refuses_pytorchs_own_device_names():
         devices.register("my device", types.SimpleNamespace())
 
 
-# ----- the op database: whatever runs on meta gives the CPU's shapes and dtypes ------------------------------------------
+# ----- the op database: whatever runs on meta gives the CPU's shapes and dtypes ---------------------------------------
 # a write through a view does not reach its base on a device made from an array-API library (README: How to add a
 # device), so the gradient of what was written is missing
 VIEW_LIMITS = {"inplace_through_view", "stale_view"}

@@ -35,7 +35,7 @@ _HOST = device_backend()
 def _finish(data, requires_grad: bool, device) -> Tensor:
     """A new tensor of ``data``, after the device argument's check; ``requires_grad`` for floating data only."""
     d = check_device(device, creation=True)
-    if device is not None and device_of(data).type != d.type:   # host data (tensor(), the random samples) onto the device
+    if device is not None and device_of(data).type != d.type:   # host data (tensor()'s) onto the device
         data = move(data, d.type)
     t = make(data)
     if requires_grad:

@@ -19,8 +19,6 @@ import operator
 import numpy as np
 
 
-
-
 class NotDeviceNeutral(RuntimeError):
     """NumPy was called on a device array: the calling kernel is not device-neutral yet."""
 
