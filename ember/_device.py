@@ -5,7 +5,7 @@ import builtins
 
 from .devices import DEVICE_TYPES as _DEVICE_TYPES, DEVICES, NAMESPACES, backend_of, fp_quiet, fp_restore  # noqa
 from .devices import move, quietly, register, register_backend  # noqa: F401 (re-exported: the core's door to devices)
-from .devices import cpu_backend  # noqa: F401
+from .devices import cpu_backend, device_namespace, has_data  # noqa: F401
 
 
 class device:
@@ -60,8 +60,8 @@ def no_cuda() -> AssertionError:
 
 
 def check_device(d, creation: bool = False) -> device:
-    """Normalise a device argument: 'cpu', or a device registered with ``ember.devices.register``. Other devices
-    raise what a CPU-only PyTorch raises: AssertionError for 'cuda', and for 'mps' a RuntimeError from ``.to`` but
+    """Normalise a device argument: 'cpu', 'meta', or a device registered with ``ember.devices.register``. Other
+    devices raise what a CPU-only PyTorch raises: AssertionError for 'cuda', and for 'mps' a RuntimeError from ``.to`` but
     NotImplementedError from creation functions (``creation=True``)."""
     if d is None:
         return cpu
@@ -78,7 +78,7 @@ def check_device(d, creation: bool = False) -> device:
                 "Could not run 'aten::empty.memory_format' with arguments from the 'MPS' backend "
                 "(ember has only the 'cpu' (NumPy) backend)")
         raise RuntimeError("PyTorch is not linked with support for mps devices")
-    if d.type in DEVICES:
+    if device_namespace(d.type) is not None:   # 'meta' is built here on first use
         return _device_named(d.type)
     raise RuntimeError(f"ember has no backend for device '{d}' yet: only 'cpu' (NumPy) is built")
 

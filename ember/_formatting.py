@@ -181,6 +181,15 @@ def _add_suffixes(text: str, suffixes: list, indent: int) -> str:
 
 
 @quietly   # printing inf, nan and float16 extremes computes with them: silently, as in PyTorch
+def format_no_data(shape: tuple, dtype_name: str, default_float: str, suffixes: tuple[str, ...]) -> str:
+    """``repr`` of a tensor without data ('meta'): ``tensor(..., device='meta', size=(3, 4))``, as PyTorch's.
+    ``suffixes`` starts with the device item."""
+    items = [*suffixes[:1], "size=" + str(tuple(int(n) for n in shape))]
+    if dtype_name != default_float:
+        items.append("dtype=torch." + dtype_name)
+    return "tensor(..., " + ", ".join(items + list(suffixes[1:])) + ")"
+
+
 def format_tensor(
     data: np.ndarray,
     dtype_name: str,

@@ -13,7 +13,7 @@ import numpy as np
 
 from . import _dtype as D
 from . import _formatting
-from ._device import backend_of, cpu, cpu_backend, device_of
+from ._device import backend_of, cpu, cpu_backend, device_namespace, device_of, has_data
 from ._hooks import add_hook
 from ._origin import created_at, user_site, warn_once
 from ._state import _state as _gm_state
@@ -190,6 +190,15 @@ class Tensor:
     def is_cuda(self) -> bool:
         return self.device.type == "cuda"
 
+    @property
+    def is_cpu(self) -> bool:
+        return self.device.type == "cpu"
+
+    @property
+    def is_meta(self) -> bool:
+        """Whether the tensor is on device 'meta' (a shape and a dtype, no data)."""
+        return self.device.type == "meta"
+
     def cpu(self, memory_format=None) -> Tensor:
         if memory_format is not None:      # PyTorch's cpu() copies only to change the layout
             if not isinstance(memory_format, D.memory_format):
@@ -219,6 +228,8 @@ class Tensor:
         return st if dim is None else st[_wrap_dim(dim, self._data.ndim, "stride")]
 
     def data_ptr(self) -> int:
+        if not has_data(backend_of(self._data)):
+            return 0   # 'meta': no memory, as PyTorch's
         return self._data.__array_interface__["data"][0]
 
     @property
@@ -462,13 +473,19 @@ class Tensor:
             suffixes += (f"grad_fn=<{type(self.grad_fn).__name__}>",)
         elif self._requires_grad:
             suffixes += ("requires_grad=True",)
-        host = backend_of(self._data).to_numpy(self._data)   # printing formats a host copy
+        be = backend_of(self._data)
+        if not has_data(be):   # 'meta': the size in place of the values
+            return _formatting.format_no_data(self._data.shape, self.dtype._name, D._default_float._name, suffixes)
+        host = be.to_numpy(self._data)   # printing formats a host copy
         return _formatting.format_tensor(host, self.dtype._name, D._default_float._name, suffixes)
 
     __str__ = __repr__
 
     def __reduce_ex__(self, proto):
-        return (_rebuild, (self._data, self._requires_grad))
+        d = self._data
+        if not has_data(backend_of(d)):   # 'meta': its shape and dtype (its array type has no name to pickle by)
+            return (_rebuild_empty, (device_of(d).type, d.shape, d.dtype.str, self._requires_grad))
+        return (_rebuild, (d, self._requires_grad))
 
     def __deepcopy__(self, memo):
         if self.grad_fn is not None:
@@ -490,6 +507,11 @@ def _init(t: Tensor, data: np.ndarray) -> None:
     t._output_nr = 0
     t._vc = [0]
     t._base = None
+
+
+def _rebuild_empty(device_type: str, shape: tuple, dtype: str, requires_grad: bool) -> Tensor:
+    """A tensor without data read back from a pickle."""
+    return _rebuild(device_namespace(device_type).backend.zeros(shape, dtype), requires_grad)
 
 
 def _rebuild(data, requires_grad):

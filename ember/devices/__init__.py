@@ -39,20 +39,47 @@ def register_backend(namespace) -> None:
         DEVICE_TYPES.append(namespace.backend.device_type)
 
 
+def has_data(backend) -> bool:
+    """Whether a device's arrays hold values: all but 'meta' (a backend that does not say has them)."""
+    return getattr(backend, "has_data", True)
+
+
 def cpu_backend():
     """The backend of device 'cpu' (where the legacy constructors and host data land)."""
     return _cpu.backend
+
+
+# PyTorch's own device types (its "in-tree" names, which torch.utils.rename_privateuse1_backend refuses too):
+# register() refuses them, so that a name never means another device in ember than in PyTorch.
+RESERVED = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip", "ve", "fpga", "maia", "xla",
+            "lazy", "vulkan", "mps", "meta", "hpu", "mtia", "privateuseone")
+
+
+def _make_meta():
+    from . import meta   # here: building a namespace is work no import of ember should pay for
+    return meta.make()
+
+
+# The devices ember always has but builds on first use (``device_namespace``).
+BUILTIN = {"meta": _make_meta}
 
 
 def register(name: str, xp):
     """Make a device ``name`` from ``xp``, a namespace that follows the Python array API standard
     (``array_api_strict``, ``cupy``, ...): ``torch.device(name)`` parses, ``tensor.to(name)`` moves data there, and
     ops on its tensors run ``xp``'s functions. Returns the device's raw namespace; ``namespace.MISSING`` names the
-    kernels it has no version of yet (they raise NotImplementedError)."""
+    kernels it has no version of yet (they raise NotImplementedError). PyTorch's own device names are refused."""
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ValueError(f"register(): {name!r} is not a valid device name (it must be a Python identifier)")
+    if name in RESERVED:
+        raise ValueError(f"register(): {name!r} is a device type PyTorch reserves for its own devices "
+                         f"({', '.join(RESERVED)}); choose another name")
     from .common.namespace import make_namespace   # here: building a namespace is work no import of ember should pay for
-    if name in ("cpu", "cuda", "meta", "mps") or not name.isidentifier():
-        raise ValueError(f"register(): {name!r} is not a free device name")
-    namespace = make_namespace(name, xp)
+    return _install(name, make_namespace(name, xp))
+
+
+def _install(name: str, namespace):
+    """Install ``namespace`` as device ``name``, replacing an earlier one of that name."""
     old = DEVICES.get(name)
     if old is not None:   # registered again: the new library replaces the old one
         for t in old.backend.array_types:
@@ -61,12 +88,23 @@ def register(name: str, xp):
     return namespace
 
 
+def device_namespace(name: str):
+    """The raw namespace of device ``name``, or None when no such device is registered; a device ember always has
+    ('meta') is built here on first use."""
+    ns = DEVICES.get(name)
+    if ns is None and name in BUILTIN:
+        ns = _install(name, BUILTIN[name]())
+    return ns
+
+
 def move(array, device_type: str):
     """``array`` (of any registered device) copied onto device ``device_type``, through host memory."""
     src = NAMESPACES[type(array)].backend
     if src.device_type == device_type:
         return array
-    dst = DEVICES[device_type].backend
+    dst = device_namespace(device_type).backend
+    if not has_data(dst):   # onto 'meta': only the shape and dtype travel
+        return dst.zeros(array.shape, array.dtype)
     return dst.asarray(src.to_numpy(array))
 
 

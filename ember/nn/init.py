@@ -62,6 +62,8 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
     if (mean < a - 2 * std) or (mean > b + 2 * std):
         warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. "
                       "The distribution of values may be incorrect.", stacklevel=2)
+    if tensor.is_meta:   # no values to draw or test (PyTorch's generator does not move for meta tensors either)
+        return tensor
     with no_grad():
         p = _norm_cdf((b - mean) / std) - _norm_cdf((a - mean) / std)
         if p > 0.3:

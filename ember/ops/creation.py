@@ -352,11 +352,13 @@ def _like(name, fill):
         _check_input(input, name)
         npd = _check_dtype(dtype, name, input.dtype).np
         rg = _check_bool(requires_grad, name)
-        _check_device(device, name)
+        be = _check_device(device, name) if device is not None else backend_of(input._data)   # default: input's
         D.check_layout(layout, name)
         _check_memory_format(memory_format, name)
-        be = backend_of(input._data)   # on input's device
-        return _finish(getattr(be, fill)(input._data, dtype=npd), rg, device)
+        like = input._data
+        if backend_of(like) is not be:   # onto another device: a stand-in of its own of the shape
+            like = be.zeros(like.shape, npd)
+        return _finish(getattr(be, fill)(like, dtype=npd), rg, device)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"A new tensor shaped like ``input`` (and of its dtype unless given), filled as {fill}."
     return fn
@@ -374,11 +376,10 @@ def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False
     fill_value = _check_number(fill_value, "full_like", "fill_value", 2)
     dtype = _check_dtype(dtype, "full_like", input.dtype)
     rg = _check_bool(requires_grad, "full_like")
-    _check_device(device, "full_like")
+    be = _check_device(device, "full_like") if device is not None else backend_of(input._data)
     D.check_layout(layout, "full_like")
     _check_memory_format(memory_format, "full_like")
-    return _finish(_fill_array(input._data.shape, fill_value, dtype, "full_like", backend_of(input._data)), rg,
-                   device)
+    return _finish(_fill_array(input._data.shape, fill_value, dtype, "full_like", be), rg, device)
 
 
 @quietly

@@ -1525,7 +1525,7 @@ def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-
 def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
     """Whether every element of ``isclose(input, other, ...)`` holds."""
     xp, r = _isclose(input, other, rtol, atol, equal_nan, "allclose")
-    return bool(xp.all(r))
+    return bool(xp.all(r).item())   # item(): a tensor without data ('meta') has no answer and raises
 
 
 @register(method=True)
@@ -1536,7 +1536,7 @@ def equal(input: Tensor, other: Tensor) -> bool:
     if input._data.shape != other._data.shape:
         return False
     xp = NAMESPACES[type(input._data)]
-    return bool(xp.all(xp.eq(input._data, other._data)))
+    return bool(xp.all(xp.eq(input._data, other._data)).item())
 
 
 # ----- in-place variants ---------------------------------------------------------------------------------

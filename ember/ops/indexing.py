@@ -16,7 +16,7 @@ each with PyTorch's node name for the op. Repeated indices accumulate in every g
 from __future__ import annotations
 
 from .. import _dtype as D
-from .._device import NAMESPACES
+from .._device import NAMESPACES, device_of
 from ..devices.index import SplitIndex
 from ._index import Index, check_value_shape, convert, raw_index
 from .._tensor import Tensor, make, wrap_dim
@@ -308,6 +308,8 @@ def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
         raise RuntimeError(f"The size of tensor a ({self._data.shape[-1] if self._data.ndim else 1}) must match "
                            f"the size of tensor b ({src._data.shape[-1]}) at non-singleton dimension "
                            f"{self._data.ndim - 1}") from None
+    if device_of(src._data).type != device_of(self._data).type:   # across devices: src copied over first
+        src = src.to(device_of(self._data))
     if not _needs_graph(self, src):
         check_inplace(self, False)
         NAMESPACES[type(self._data)].backend.copyto(self._data, src._data)

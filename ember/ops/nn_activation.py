@@ -1258,6 +1258,8 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     bounds = xp.index_bounds(d)
     if num_classes == -1:
         if bounds is None:
+            if d.size:   # elements without values ('meta'): PyTorch's error for reading one
+                raise RuntimeError("Tensor.item() cannot be called on meta tensors")
             raise RuntimeError("Can not infer total number of classes from empty tensor.")
         num_classes = bounds[1] + 1
     if bounds is not None and bounds[0] < 0:

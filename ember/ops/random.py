@@ -10,6 +10,7 @@ back as host arrays in PyTorch's fill order and are written into a tensor throug
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import os
 import struct
@@ -18,7 +19,7 @@ import types
 import warnings
 
 from .. import _dtype as D
-from .._device import backend_of, check_device, cpu, quietly
+from .._device import backend_of, check_device, cpu, has_data, quietly
 from .._tensor import Tensor, _sizes_from_args, make
 from .._util import broadcast_shape
 from ..autograd import _primitive as P
@@ -352,6 +353,30 @@ def _out(out, data) -> Tensor:
     return out
 
 
+def _no_data(device) -> bool:
+    """Whether the creation argument ``device`` names a device without data ('meta'): nothing is drawn for it,
+    and PyTorch's generator does not move either."""
+    return device is not None and not has_data(device_backend(check_device(device, creation=True)))
+
+
+def _shaped(shape, dt: D.dtype, requires_grad: bool, device) -> Tensor:
+    """A new tensor of ``shape`` and ``dt`` on a device without data."""
+    return _finish(device_backend(check_device(device)).zeros(shape, dt.np), requires_grad, device)
+
+
+def _fill(fn):
+    """An in-place random fill. On a tensor without data ('meta') it draws and checks nothing, as PyTorch's meta
+    kernels: the version moves, the generator does not."""
+    @functools.wraps(fn)
+    def fill(self, *args, **kwargs):
+        if not has_data(backend_of(self._data)):
+            V.check_inplace(self, False)
+            self._vc[0] += 1
+            return self
+        return fn(self, *args, **kwargs)
+    return fill
+
+
 def _result(data, requires_grad: bool = False, device=None) -> Tensor:
     """A new tensor of host samples ``data`` on the generator's device (the CPU)."""
     return _finish(device_backend().asarray(data), requires_grad, device)
@@ -436,6 +461,8 @@ def rand(*size, generator: Generator | None = None, dtype=None, layout=None, dev
     """Uniform samples in [0, 1) (PyTorch's stream)."""
     shape = _size(size, kw.pop("size", None))
     dt = _float_dtype(dtype if out is None or dtype is not None else out.dtype, "check_uniform_bounds")
+    if out is None and _no_data(device):
+        return _shaped(shape, dt, requires_grad, device)
     data = _RNG.uniform(_gen(generator)._st(), math.prod(shape), dt.np, 0.0, 1.0).reshape(shape)
     return _result(data, requires_grad, device) if out is None else _out(out, data)
 
@@ -445,6 +472,8 @@ def randn(*size, generator: Generator | None = None, dtype=None, layout=None, de
     """Standard normal samples (PyTorch's stream)."""
     shape = _size(size, kw.pop("size", None))
     dt = _float_dtype(dtype if out is None or dtype is not None else out.dtype, "normal_kernel_cpu")
+    if out is None and _no_data(device):
+        return _shaped(shape, dt, requires_grad, device)
     data = _RNG.normal(_gen(generator)._st(), math.prod(shape), dt.np, 0.0, 1.0).reshape(shape)
     return _result(data, requires_grad, device) if out is None else _out(out, data)
 
@@ -480,6 +509,8 @@ def randint(*args, generator: Generator | None = None, dtype=None, layout=None, 
     shape = _sizes_from_args((tuple(size),))
     dt = D.int64 if dtype is None else _as_dtype(dtype)
     frm, to = _random_range(dt, low, high)
+    if out is None and _no_data(device):
+        return _shaped(shape, dt, requires_grad, device)
     data = _random_values(_gen(generator), math.prod(shape), dt, frm, to).reshape(shape)
     return _result(data, requires_grad, device) if out is None else _out(out, data)
 
@@ -520,12 +551,15 @@ def randperm(n: int, *, generator: Generator | None = None, dtype=None, layout=N
             raise RuntimeError(f"n cannot be greater than {limit} for {D.type_word(dt.np)} type.")
     elif dt is not D.bool and n > D.iinfo(dt).max + 1:
         raise RuntimeError(f"n cannot be greater than {D.iinfo(dt).max + 1} for {D.type_word(dt.np)} type.")
+    if out is None and _no_data(device):
+        return _shaped((n,), dt, requires_grad, device)
     data = _RNG.randperm(_gen(generator)._st(), n, dt.np)
     return _result(data, requires_grad, device) if out is None else _out(out, data)
 
 
 # ----- in-place fills --------------------------------------------------------------------------------------
 
+@_fill
 def uniform_(self: Tensor, from_: float = 0, to: float = 1, *, generator: Generator | None = None, **kw) -> Tensor:
     """Fill with uniform samples in [from, to)."""
     from_ = kw.pop("from", from_)
@@ -549,6 +583,7 @@ def uniform_(self: Tensor, from_: float = 0, to: float = 1, *, generator: Genera
     return _inplace(self, _RNG.write(like, vals), "UniformBackward0")
 
 
+@_fill
 def normal_(self: Tensor, mean: float = 0, std: float = 1, *, generator: Generator | None = None) -> Tensor:
     """Fill with normal samples."""
     if std < 0:
@@ -558,6 +593,7 @@ def normal_(self: Tensor, mean: float = 0, std: float = 1, *, generator: Generat
     return _inplace(self, vals, "NormalBackward0")
 
 
+@_fill
 def exponential_(self: Tensor, lambd: float = 1, *, generator: Generator | None = None) -> Tensor:
     """Fill with Exp(lambd) samples: -log1p(-u) / lambd in float64, then cast."""
     if not lambd > 0:
@@ -570,6 +606,7 @@ def exponential_(self: Tensor, lambd: float = 1, *, generator: Generator | None 
     return _inplace(self, _laid_out(self, vals), "ExponentialBackward0")
 
 
+@_fill
 def geometric_(self: Tensor, p: float, *, generator: Generator | None = None) -> Tensor:
     """Fill with Geometric(p) samples (trials until the first success)."""
     if not 0 < p < 1:
@@ -578,6 +615,7 @@ def geometric_(self: Tensor, p: float, *, generator: Generator | None = None) ->
     return _inplace(self, _laid_out(self, vals), "GeometricBackward0")
 
 
+@_fill
 def cauchy_(self: Tensor, median: float = 0, sigma: float = 1, *, generator: Generator | None = None) -> Tensor:
     """Fill with Cauchy(median, sigma) samples."""
     if not sigma > 0:
@@ -590,6 +628,7 @@ def cauchy_(self: Tensor, median: float = 0, sigma: float = 1, *, generator: Gen
     return _inplace(self, _laid_out(self, vals), "CauchyBackward0")
 
 
+@_fill
 def log_normal_(self: Tensor, mean: float = 1, std: float = 2, *, generator: Generator | None = None) -> Tensor:
     """Fill with exp(Normal(mean, std)) samples (the scalar normal path, sharing its cached sample)."""
     if not std > 0:
@@ -599,6 +638,7 @@ def log_normal_(self: Tensor, mean: float = 1, std: float = 2, *, generator: Gen
     return _inplace(self, _laid_out(self, vals), "LogNormalBackward0")
 
 
+@_fill
 def random_(self: Tensor, *args, generator: Generator | None = None, **kw) -> Tensor:
     """``random_()``, ``random_(to)``, ``random_(from, to)`` (``to=None``: up to the dtype's maximum)."""
     has_from = "from" in kw or len(args) == 2 or (len(args) == 1 and "to" in kw)
@@ -627,6 +667,7 @@ def random_(self: Tensor, *args, generator: Generator | None = None, **kw) -> Te
     return _inplace(self, _RNG.write(like, vals), node)
 
 
+@_fill
 def bernoulli_(self: Tensor, p=0.5, *, generator: Generator | None = None) -> Tensor:
     """Fill with 0/1 samples: 1 where a uniform draw is < p (p a float or a tensor broadcast to self)."""
     gen = _gen(generator)
@@ -675,6 +716,8 @@ def normal(mean, std=1.0, size=None, *, generator: Generator | None = None, out=
         if std < 0:
             raise RuntimeError(f"normal expects std >= 0.0, but found std {_num(std)}")
         _float_dtype(dt, "normal_kernel_cpu")
+        if out is None and _no_data(device):
+            return _shaped(shape, dt, requires_grad, device)
         data = _RNG.normal(gen._st(), math.prod(shape), dt.np, float(mean), float(std)).reshape(shape)
         return _result(data, requires_grad, device) if out is None else _out(out, data)
     if size is not None:

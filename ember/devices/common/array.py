@@ -19,11 +19,6 @@ import operator
 import numpy as np
 
 
-def _mixed(device_type: str) -> RuntimeError:
-    return RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, cpu and "
-                        f"{device_type}!")
-
-
 class NotDeviceNeutral(RuntimeError):
     """NumPy was called on a device array: the calling kernel is not device-neutral yet."""
 
@@ -48,6 +43,18 @@ class DeviceArray:
     _to_np: dict = {}     # library dtype -> NumPy dtype
     _to_lib: dict = {}    # NumPy dtype -> library dtype
     _kit = None           # the device's Kit (indexing with NumPy's meaning)
+    kit_type = None       # a subclass of Kit for a device whose kernels need other helpers ('meta'); None: Kit
+    cpu_scalars = False   # whether 0-d host (cpu) arrays may join this device's ops (PyTorch allows them on 'meta')
+
+    @classmethod
+    def mixed(cls, found: str, expected: str) -> RuntimeError:
+        """PyTorch's error for an operand on device ``found`` in an op on device ``expected``."""
+        return RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
+                            f"{found} and {expected}!")
+
+    def mixed_on_host(self) -> RuntimeError:
+        """The error for this array in an op that runs on the cpu."""
+        return self.mixed("cpu", self.device_type)
 
     def __init__(self, a):
         self.a = a
@@ -146,7 +153,7 @@ class DeviceArray:
     # ----- NumPy must not compute on device data ----------------------------------------------------------
     def _numpy_refused(self, what: str, operands) -> Exception:
         if any(isinstance(o, (np.ndarray, np.generic)) for o in operands):
-            return _mixed(self.device_type)
+            return self.mixed_on_host()
         return NotDeviceNeutral(f"ember: NumPy's {what} was called on a '{self.device_type}' device array (a "
                                 "kernel that is not device-neutral yet)")
 
@@ -171,10 +178,11 @@ def _other(self, o):
     if t in (int, float, bool, complex):
         return o
     if isinstance(o, (np.ndarray, np.generic)):
-        raise _mixed(self.device_type)
+        if self.cpu_scalars and o.ndim == 0:
+            return self.xp.asarray(o.item(), dtype=self._to_lib[o.dtype])
+        raise self.mixed("cpu", self.device_type)
     if isinstance(o, DeviceArray):
-        raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
-                           f"{o.device_type} and {self.device_type}!")
+        raise self.mixed(o.device_type, self.device_type)
     return o
 
 
@@ -238,7 +246,7 @@ def _unwrap_index(self, index):
     if isinstance(index, DeviceArray):
         return _other(self, index)
     if isinstance(index, (np.ndarray, np.generic)):
-        raise _mixed(self.device_type)
+        raise self.mixed("cpu", self.device_type)
     return index
 
 
@@ -257,12 +265,13 @@ DeviceArray.__getitem__ = _getitem
 DeviceArray.__setitem__ = _setitem
 
 
-def make_array_type(device_type: str, xp) -> type:
-    """A DeviceArray subclass for the device ``device_type`` of the array-API namespace ``xp``."""
+def make_array_type(device_type: str, xp, base: type = DeviceArray) -> type:
+    """A subclass of ``base`` (DeviceArray or a subclass of it) for the device ``device_type`` of the array-API
+    namespace ``xp``."""
     from .kit import Kit
     info = xp.__array_namespace_info__()
     to_lib = {np.dtype(name): d for name, d in info.dtypes().items()}
     to_np = {d: n for n, d in to_lib.items()}
-    return type(f"{device_type.capitalize()}Array", (DeviceArray,),
+    return type(f"{device_type.capitalize()}Array", (base,),
                 {"__slots__": (), "xp": xp, "device_type": device_type, "_to_np": to_np, "_to_lib": to_lib,
-                 "_kit": Kit(xp, device_type, to_lib, to_np)})
+                 "_kit": (base.kit_type or Kit)(xp, device_type, to_lib, to_np)})

@@ -19,7 +19,7 @@ from ..cpu import namespace as _cpu
 from ..index import SplitIndex
 from . import elementwise, linalg, nn, nn_conv, nn_pool, reduction, shape, sorting, special
 from . import optim as _optim
-from .array import DeviceArray, _mixed, make_array_type
+from .array import DeviceArray, make_array_type
 
 FAMILIES = (elementwise, reduction, shape, linalg, special, nn_conv, nn_pool, sorting)   # and nn (it uses special's erf)
 # parameters that may hold host (NumPy) index arrays: PyTorch accepts CPU index tensors for a device tensor
@@ -34,6 +34,7 @@ class _Backend:
     """What the machinery needs from the device beyond the rules (see ``cpu.namespace._Backend``)."""
 
     forward_errors = (ValueError, IndexError, TypeError)
+    has_data = True    # 'meta' has none: printing, random fills and copies to the host know it
 
     def __init__(self, name: str, xp, arr: type):
         self.device_type = name
@@ -48,8 +49,7 @@ class _Backend:
         if type(x) is self._arr:
             return x
         if isinstance(x, DeviceArray):
-            raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
-                               f"{x.device_type} and {self.device_type}!")
+            raise self._arr.mixed(x.device_type, self.device_type)
         host = np.asarray(x)
         lib = self._arr._to_lib[host.dtype]
         try:
@@ -169,16 +169,15 @@ def _boundary(fn, arr: type, backend: _Backend):
         if t in (tuple, list, SplitIndex):
             return t(down(i, host_ok) for i in v)
         if t is np.ndarray:
-            if host_ok:
+            if host_ok or (arr.cpu_scalars and v.ndim == 0):
                 return backend.asarray(v).a
-            raise _mixed(backend.device_type)
+            raise arr.mixed("cpu", backend.device_type)
         if isinstance(v, np.generic):   # a host scalar: its value, with its dtype where the value would lose it
             if isinstance(v, np.floating) and v.dtype != np.float64:
                 return backend.xp.asarray(v.item(), dtype=arr._to_lib[v.dtype])
             return v.item()
         if isinstance(v, DeviceArray):
-            raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
-                               f"{v.device_type} and {backend.device_type}!")
+            raise arr.mixed(v.device_type, backend.device_type)
         return v
 
     lib_type = None
@@ -210,16 +209,22 @@ def _missing(name: str, device_type: str):
     return op
 
 
-def make_namespace(name: str, xp) -> types.ModuleType:
+def make_namespace(name: str, xp, *, array_base: type = DeviceArray, backend_class: type = _Backend,
+                   overrides=None) -> types.ModuleType:
     """The raw namespace (a module, as ``ember.devices.cpu.namespace``) of device ``name`` computing with the
-    array-API namespace ``xp``."""
-    arr = make_array_type(name, xp)
-    backend = _Backend(name, xp, arr)
+    array-API namespace ``xp``. For a device that differs ('meta': no data): ``array_base`` and ``backend_class``
+    (subclasses of DeviceArray and _Backend) change what its arrays and its backend do, and ``overrides(kit)``
+    returns kernels (on library arrays, as the family files' ``kernels(kit)``) that replace or add to the common
+    ones."""
+    arr = make_array_type(name, xp, array_base)
+    backend = backend_class(name, xp, arr)
     kit = arr._kit
     kernels: dict = {}
     for family in FAMILIES:
         kernels.update(family.kernels(kit))
     kernels.update(nn.kernels(kit, kernels["erf"]))
+    if overrides is not None:
+        kernels.update(overrides(kit))
     ns = types.ModuleType(f"ember.devices.{name}", f"ember's raw namespace of device '{name}' ({xp.__name__}).")
     missing = []
     for n in _cpu_names():

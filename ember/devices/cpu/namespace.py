@@ -81,6 +81,7 @@ class _Backend:
     scalar_types = (np.ndarray, np.float16, np.float32, np.float64, np.int8, np.int16, np.int32, np.int64, np.uint8,
                     np.bool_)
     forward_errors = (ValueError, IndexError, TypeError, np.exceptions.AxisError)
+    has_data = True   # ('meta' has none)
 
     asarray = staticmethod(np.asarray)
     may_share_memory = staticmethod(np.may_share_memory)

@@ -608,9 +608,21 @@ class Module:
                             f"dtype={dtype}")
 
         def convert(t):
-            return t.to(device=device, dtype=dtype if t.is_floating_point() else None)
+            try:
+                return t.to(device=device, dtype=dtype if t.is_floating_point() else None)
+            except NotImplementedError as e:
+                if str(e) == "Cannot copy out of meta tensor; no data!":   # PyTorch's hint
+                    raise NotImplementedError(f"{e} Please use torch.nn.Module.to_empty() instead of "
+                                              "torch.nn.Module.to() when moving module from meta to a different "
+                                              "device.") from None
+                raise
 
         return self._apply(convert)
+
+    def to_empty(self, *, device, recurse: bool = True) -> Module:
+        """Parameters and buffers replaced by uninitialised tensors of the same shape on ``device`` (how a module
+        built on 'meta' gets memory)."""
+        return self._apply(lambda t: _creation.empty_like(t, device=device), recurse=recurse)
 
     def type(self, dst_type) -> Module:
         return self._apply(lambda t: t.type(dst_type))
@@ -846,6 +858,11 @@ class Module:
                     error_msgs.append(f"size mismatch for {key}: copying a param with shape {input_param.shape} "
                                       f"from checkpoint, the shape in current model is {param.shape}.")
                     continue
+                if param.is_meta and not input_param.is_meta and not assign:
+                    warnings.warn(f"for {key}: copying from a non-meta parameter in the checkpoint to a meta parameter "
+                                  "in the current model, which is a no-op. (Did you mean to pass `assign=True` to "
+                                  "assign items in the state dictionary to their corresponding key in the module "
+                                  "instead of copying them in place?)", stacklevel=2)
                 try:
                     with _gm.no_grad():
                         if assign:
