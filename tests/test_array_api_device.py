@@ -53,10 +53,7 @@ DEVICE_LIMITS: dict[str, str] = {
         casts nn_activation_errors""".split(),
         'array-api-strict has no float16'),
     **dict.fromkeys("""
-        inplace_through_view stale_view""".split(),
-        'views are copies on a device made from an array-API library: a write through a view does not reach its base'),
-    **dict.fromkeys("""
-        view_dtype view_dtype_errors""".split(),
+        view_dtype""".split(),
         'reinterpreting bits (Tensor.view(dtype)) is not in the array API standard'),
 }
 

@@ -451,9 +451,6 @@ def test_register_refuses_pytorchs_own_device_names():
 
 
 # ----- the op database: whatever runs on meta gives the CPU's shapes and dtypes ---------------------------------------
-# a write through a view does not reach its base on a device made from an array-API library (README: How to add a
-# device), so the gradient of what was written is missing
-VIEW_LIMITS = {"inplace_through_view", "stale_view"}
 DTYPES = ("float32", "float64", "int64", "int32", "bool", "float16", "uint8", "int8", "int16")
 
 
@@ -502,9 +499,7 @@ def _shape_of(v):
     return (tuple(v.shape), v.dtype) if isinstance(v, ember.Tensor) else type(v).__name__
 
 
-@pytest.mark.parametrize("name", [pytest.param(op.name, marks=pytest.mark.xfail(strict=True, reason="views are "
-                                                                                "copies")) if op.name in VIEW_LIMITS
-                                  else op.name for op in OP_DB])
+@pytest.mark.parametrize("name", [op.name for op in OP_DB])
 def test_op_database_shapes_on_meta(name):
     """Every sample that runs on 'meta' gives the CPU's output and gradient shapes and dtypes, on 'meta'. A sample
     may raise instead (a kernel that needs values, or one ember/devices/common lacks): NotImplementedError, or

@@ -7,9 +7,12 @@ API standard has none of that metadata in NumPy's terms, so each registered devi
 forward to the library, and NumPy refuses to touch a DeviceArray (any NumPy call on it is a kernel that is not
 device-neutral, or tensors of two devices mixed in one op, and raises).
 
-A DeviceArray is the unit of storage: an in-place write (``backend.copyto``) rebinds ``.a`` rather than writing
-into the library's memory, so libraries with immutable arrays work, and no two DeviceArrays ever alias. The price:
-views on such a device are copies (writing through a view does not reach its base; see README).
+A DeviceArray is the unit of storage: an in-place write (``store``: ``backend.copyto``, ``set_index``, ``a += x``,
+``a[i] = x``) rebinds ``.a`` rather than writing into the library's memory, so libraries with immutable arrays
+work. Views are views all the same, as PyTorch's: the namespace's view kernels link their result to its root array
+(``_view``, see views.py), and ``store`` writes a view's new values back into its root and rebuilds the root's
+other live views, so a write through ``x[1:]`` reaches ``x`` and every other view of it. A view reports NumPy's
+strides and flags (contiguity, read-only after ``expand``); any other array is fresh and C-contiguous.
 """
 from __future__ import annotations
 
@@ -17,6 +20,8 @@ import math
 import operator
 
 import numpy as np
+
+from .views import c_strides, write_back
 
 
 class NotDeviceNeutral(RuntimeError):
@@ -36,7 +41,9 @@ _FLAGS = _Flags()
 class DeviceArray:
     """One array of an array-API library, with NumPy dtype metadata (see the module docstring)."""
 
-    __slots__ = ("a",)
+    # ``_view``: None, or the View that makes this array a view of another (views.py); ``_views``: None, or (on a
+    # root) its live views (a WeakValueDictionary by id)
+    __slots__ = ("a", "_view", "_views", "__weakref__")
     # set by each device's subclass (made by ``make_array_type``)
     xp = None
     device_type = ""
@@ -58,6 +65,15 @@ class DeviceArray:
 
     def __init__(self, a):
         self.a = a
+        self._view = None
+        self._views = None
+
+    def store(self, a) -> None:
+        """An in-place write: ``a`` (a library array of this array's shape and dtype) becomes this array's value,
+        and reaches the root and the other views of its memory."""
+        self.a = a
+        if self._view is not None or self._views is not None:
+            write_back(self)
 
     # ----- metadata ----------------------------------------------------------------------------------------
     @property
@@ -86,14 +102,17 @@ class DeviceArray:
 
     @property
     def strides(self) -> tuple:
-        """C-contiguous strides in bytes (the standard exposes none; ember's arrays here are never strided)."""
-        out, step = [], self.dtype.itemsize
-        for n in reversed(self.shape):
-            out.append(step)
-            step *= max(n, 1)
-        return tuple(reversed(out))
+        """Strides in bytes: a view's are NumPy's for it (views.py); any other array is C-contiguous (the standard
+        exposes no strides)."""
+        v = self._view
+        isz = self.dtype.itemsize
+        return tuple(s * isz for s in (c_strides(self.shape) if v is None else v.strides))
 
-    flags = _FLAGS
+    @property
+    def flags(self):
+        """NumPy's ``writeable``, ``c_contiguous`` and ``f_contiguous``: a view's own, else a fresh array's."""
+        v = self._view
+        return _FLAGS if v is None else v
 
     @property
     def T(self):
@@ -227,7 +246,7 @@ def _inplace(op):
     def iop(self, o):
         # NumPy's ``a += x``: the result cast back to a's dtype, into a's storage (rebound: see the module docstring)
         r = getattr(self, f"__{op}__")(o)
-        self.a = self.xp.astype(r.a, self.a.dtype)
+        self.store(self.xp.astype(r.a, self.a.dtype))
         return self
     return iop
 
@@ -258,7 +277,7 @@ def _getitem(self, index):
 def _setitem(self, index, value):
     # the storage is the DeviceArray: write into a copy and rebind (see the module docstring)
     value = _other(self, value)
-    self.a = self._kit.scatter_set(self.a, lambda lin: self._kit.index(lin, _unwrap_index(self, index)), value)
+    self.store(self._kit.scatter_set(self.a, lambda lin: self._kit.index(lin, _unwrap_index(self, index)), value))
 
 
 DeviceArray.__getitem__ = _getitem

@@ -20,6 +20,7 @@ from ..index import SplitIndex
 from . import elementwise, linalg, nn, nn_conv, nn_pool, reduction, shape, sorting, special
 from . import optim as _optim
 from .array import DeviceArray, make_array_type
+from .views import VIEW_KERNELS, aliasing
 
 FAMILIES = (elementwise, reduction, shape, linalg, special, nn_conv, nn_pool, sorting)   # and nn (it uses special's erf)
 # parameters that may hold host (NumPy) index arrays: PyTorch accepts CPU index tensors for a device tensor
@@ -60,7 +61,9 @@ class _Backend:
 
     @staticmethod
     def may_share_memory(a, b) -> bool:
-        return False   # a DeviceArray never aliases another (see array.py): views on this device are copies
+        """Whether ``a`` and ``b`` are views of the same memory (the same root array, see views.py)."""
+        va, vb = getattr(a, "_view", None), getattr(b, "_view", None)
+        return (a if va is None else va.root) is (b if vb is None else vb.root)
 
     # ----- creation (the creation functions' ``device=``) ----------------------------------------------------
     def _lib(self, dtype):
@@ -112,16 +115,16 @@ class _Backend:
 
     def copyto(self, dst, src) -> None:
         """``dst[...] = src`` (cast, broadcast): rebinds ``dst``'s array (a DeviceArray is the storage)."""
-        dst.a = self.xp.asarray(self._cast_to(dst, src), copy=True)
+        dst.store(self.xp.asarray(self._cast_to(dst, src), copy=True))
 
     def add_into(self, dst, src) -> None:
         src = src.a if type(src) is self._arr else self.asarray(src).a
-        dst.a = self.xp.astype(dst.a + src, dst.a.dtype)
+        dst.store(self.xp.astype(dst.a + src, dst.a.dtype))
 
     def set_index(self, dst, index, value) -> None:
         """``dst[index] = value`` in place (rebinds ``dst``'s array): the namespace's ``fill_index``, which takes
         host index arrays too (PyTorch indexes a device tensor with CPU index tensors)."""
-        dst.a = self.ns.fill_index(dst, index, value).a
+        dst.store(self.ns.fill_index(dst, index, value).a)
 
     # floating-point exceptions: the standard has no error state, so these are no-ops
     @staticmethod
@@ -233,6 +236,8 @@ def make_namespace(name: str, xp, *, array_base: type = DeviceArray, backend_cla
         else:
             setattr(ns, n, _missing(n, name))
             missing.append(n)
+    for n, rule in VIEW_KERNELS.items():   # their results are views of their inputs where NumPy's are (views.py)
+        setattr(ns, n, aliasing(getattr(ns, n), rule, arr, readonly=n == "expand"))
 
     # views replay through this namespace itself (its functions take the device's arrays)
     def view_replay(x, steps):
@@ -260,7 +265,7 @@ def make_namespace(name: str, xp, *, array_base: type = DeviceArray, backend_cla
     def fma_lerp_(a, end, weight: float) -> None:
         work = xp.asarray(a.a, copy=True)
         _optim.fma_lerp_(work, end.a, weight)
-        a.a = work
+        a.store(work)
 
     ns.view_replay, ns.view_scatter_zeros, ns.fma, ns.fma_lerp_ = view_replay, view_scatter_zeros, fma, fma_lerp_
     for n in ("view_replay", "view_scatter_zeros", "fma", "fma_lerp_"):
