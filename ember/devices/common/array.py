@@ -68,12 +68,20 @@ class DeviceArray:
         self._view = None
         self._views = None
 
-    def store(self, a) -> None:
+    def store(self, a, written=None) -> None:
         """An in-place write: ``a`` (a library array of this array's shape and dtype) becomes this array's value,
-        and reaches the root and the other views of its memory."""
+        and reaches the root and the other views of its memory (``written``: where only part of it was written, a
+        bool library array of its shape)."""
         self.a = a
         if self._view is not None or self._views is not None:
-            write_back(self)
+            write_back(self, written)
+
+    def written_at(self, index):
+        """Which elements ``self[index] = ...`` writes (None for a root: only a view needs to know, see views.py)."""
+        if self._view is None:
+            return None
+        return self._kit.scatter_set(self.xp.zeros(self.a.shape, dtype=self.xp.bool),
+                                     lambda lin: self._kit.index(lin, _unwrap_index(self, index)), True)
 
     # ----- metadata ----------------------------------------------------------------------------------------
     @property
@@ -277,7 +285,8 @@ def _getitem(self, index):
 def _setitem(self, index, value):
     # the storage is the DeviceArray: write into a copy and rebind (see the module docstring)
     value = _other(self, value)
-    self.store(self._kit.scatter_set(self.a, lambda lin: self._kit.index(lin, _unwrap_index(self, index)), value))
+    self.store(self._kit.scatter_set(self.a, lambda lin: self._kit.index(lin, _unwrap_index(self, index)), value),
+               self.written_at(index))
 
 
 DeviceArray.__getitem__ = _getitem

@@ -172,7 +172,8 @@ class Kit:
         return xp.sum(xp.where(self._hits(pos, m), vals[:, None], zero), axis=0, dtype=dtype)
 
     def scatter_set_flat(self, base, pos, vals):
-        """``base`` (flat) with ``vals`` written at flat positions ``pos`` (of repeats, the last one wins)."""
+        """``base`` (flat) with ``vals`` written at flat positions ``pos`` (of repeats, the last one wins; a position
+        outside ``0 .. len(base) - 1`` writes nothing: views.py's write_back relies on it)."""
         xp = self.xp
         pos, vals = xp.reshape(pos, (-1,)), xp.reshape(xp.astype(vals, base.dtype), (-1,))
         n, m = pos.shape[0], base.shape[0]

@@ -124,7 +124,10 @@ class _Backend:
     def set_index(self, dst, index, value) -> None:
         """``dst[index] = value`` in place (rebinds ``dst``'s array): the namespace's ``fill_index``, which takes
         host index arrays too (PyTorch indexes a device tensor with CPU index tensors)."""
-        dst.store(self.ns.fill_index(dst, index, value).a)
+        written = None
+        if dst._view is not None:   # which elements of a view were written (views.py: only those reach its root)
+            written = self.ns.fill_index(self._arr(self.xp.zeros(dst.a.shape, dtype=self.xp.bool)), index, True).a
+        dst.store(self.ns.fill_index(dst, index, value).a, written)
 
     # floating-point exceptions: the standard has no error state, so these are no-ops
     @staticmethod
@@ -246,13 +249,16 @@ def make_namespace(name: str, xp, *, array_base: type = DeviceArray, backend_cla
         return x
 
     def view_scatter_zeros(g, steps, shape):
-        positions = view_replay(arr(kit.lin(shape)), steps).a
-        flat = xp.reshape(positions, (-1,))
-        if flat.shape[0] and xp.unique_values(flat).shape[0] != flat.shape[0]:
+        # as the cpu's: the view's region of an arange is where g goes (of overlapping windows, the last one wins)
+        lin = arr(kit.lin(shape))
+        region = view_replay(lin, steps)
+        base = xp.zeros(tuple(shape), dtype=g.a.dtype)
+        if region.size == 0:
+            return arr(base)
+        if not backend.may_share_memory(region, lin) or not region.flags.writeable:
             raise RuntimeError("ember: this view cannot be written through (it is an expand or a copy); clone() it "
                                "before modifying it in place")
-        base = xp.zeros(tuple(shape), dtype=g.a.dtype)
-        return arr(kit.scatter_set(base, lambda lin: positions, g.a))
+        return arr(kit.scatter_set(base, lambda _: region.a, g.a))
 
     # the optimizers' fused multiply-add (common/optim.py), in place by rebinding (a DeviceArray is the storage)
     def fma(x, y, z, out=None):

@@ -64,22 +64,26 @@ def replay(x, steps: tuple):
     return x
 
 
-def write_back(w) -> None:
-    """After DeviceArray ``w`` was written in place: its root holds its new values (where ``w`` is a view), and
-    every other live view of that root is rebuilt from the root."""
+def write_back(w, written=None) -> None:
+    """After DeviceArray ``w`` was written in place (``written``: where only part of it was, a bool library array of
+    its shape): its root holds its new values (where ``w`` is a view), and every live view of that root is rebuilt
+    from the root. Only the elements written reach the root: of a view whose elements overlap (``unfold``), an
+    element left alone must not undo a write to another one at the same place."""
     view = w._view
     if view is not None:
         root = view.root
         kit = root._kit
-        # the root with the view's positions overwritten (the positions: the view's steps replayed on arange)
-        root.a = kit.scatter_set(root.a, lambda lin: replay(type(w)(lin), view.steps).a, w.a)
+
+        def positions(lin):   # the root's flat positions of w's elements: the view's steps replayed on arange
+            pos = replay(type(w)(lin), view.steps).a
+            return pos if written is None else kit.xp.where(written, pos, -1)   # -1: writes nothing
+        root.a = kit.scatter_set(root.a, positions, w.a)
     else:
         root = w
     views = root._views
     if views:
         for v in list(views.values()):
-            if v is not w:
-                v.a = replay(root, v._view.steps).a
+            v.a = replay(root, v._view.steps).a
 
 
 def _strides_of(x) -> tuple:
@@ -128,7 +132,8 @@ def _permute(shape, strides, out_shape, /, dims):
 
 def _expand(shape, strides, new_shape, /, *_, **_kw):
     lead = len(new_shape) - len(shape)
-    return (0,) * lead + tuple(s if n == m else 0 for n, m, s in zip(shape, new_shape[lead:], strides))
+    # (NumPy gives every dim of size 1 in the input stride 0)
+    return (0,) * lead + tuple(s if n == m != 1 else 0 for n, m, s in zip(shape, new_shape[lead:], strides))
 
 
 def _slice_dim(shape, strides, out_shape, /, dim, start, stop, step=1):
