@@ -450,6 +450,29 @@ def test_register_refuses_pytorchs_own_device_names():
         devices.register("my device", types.SimpleNamespace())
 
 
+# ----- views: PyTorch's meta tensors have views (a base, strides, a write's gradient) -------------------------------
+META_VIEWS = {
+    "slice": lambda t: t[1:], "step": lambda t: t[:, ::2], "t": lambda t: t.t(), "diagonal": lambda t: t.diagonal(),
+    "select": lambda t: t.select(1, 2), "unfold": lambda t: t.unfold(1, 2, 1), "view": lambda t: t.view(2, 6),
+    "t_reshape": lambda t: t.t().reshape(-1), "t_contiguous": lambda t: t.t().contiguous(),
+    "t_view": lambda t: t.t().view(-1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(META_VIEWS))
+def test_views_on_meta_are_views_as_pytorchs(name):
+    def story(lib):
+        x = lib.empty(3, 4, device="meta", requires_grad=True)
+        y = x * 1
+        v = META_VIEWS[name](y)
+        seen = (_sig(v), v.stride(), v.is_contiguous(), v._base is y)
+        v.mul_(2)
+        g, = lib.autograd.grad(y.sum(), x)
+        return seen, _sig(g)
+    ours, theirs = _both(story)
+    assert ours == theirs
+
+
 # ----- the op database: whatever runs on meta gives the CPU's shapes and dtypes ---------------------------------------
 DTYPES = ("float32", "float64", "int64", "int32", "bool", "float16", "uint8", "int8", "int16")
 
