@@ -6,9 +6,9 @@ A library that follows the standard may copy where NumPy makes a view, and its a
 names the root array (the one that owns the memory), the steps that lead from the root to the view (replayed to
 rebuild it), and the strides NumPy would give it, in elements, so that contiguity, ``stride()``, ``view()``'s
 checks and the choice between a view and a copy in ``reshape`` are the CPU's. An array written in place
-(``DeviceArray.store``) then writes back: a view scatters its new values into its root (at the flat positions that
-replaying its steps on ``arange`` selects), and every other live view of that root is rebuilt from it. Roots hold
-their views weakly; a view holds its root.
+(``DeviceArray.store``) then writes back: a view scatters the values written into its root (at the flat positions
+that replaying its steps on ``arange`` selects), and every live view of that root is rebuilt from it. Roots hold
+their views weakly; a view holds its root. Nothing here runs on the cpu, whose arrays are NumPy's own views.
 
 The layout rules follow NumPy's (the CPU kernels are NumPy's views) for arrays made by a view kernel; any other
 result is fresh and C-contiguous here, where NumPy may keep its input's layout (``(x.t() * 2)`` is F-ordered on
@@ -87,6 +87,7 @@ def write_back(w, written=None) -> None:
 
 
 def _strides_of(x) -> tuple:
+    """A DeviceArray's strides in elements (C order for any array that is no view)."""
     v = x._view
     return c_strides(x.shape) if v is None else v.strides
 
