@@ -579,6 +579,8 @@ def prod(input: Tensor, dim=_NO_DIM, keepdim: bool = False, *, dtype=None) -> Te
 def _std_args(input, dim, unbiased, keepdim, correction, op):
     if isinstance(dim, bool):   # std(x, False): the legacy positional ``unbiased``
         dim, unbiased = None, dim
+    if unbiased is not None:
+        unbiased = bool(unbiased)   # numpy.bool_ too (the schema's bool)
     if correction is not None:
         if unbiased is not None:
             raise RuntimeError(f"{op}: Cannot pass both correction and unbiased arguments")
