@@ -39,6 +39,7 @@ import inspect
 import linecache
 import os
 import re
+import types
 from typing import Callable
 
 from .._dtype import dtype as _dtype
@@ -130,8 +131,7 @@ def _error(spec: Schema, i: int, value, method: bool) -> TypeError:
     return e
 
 
-def _generate(fn: Callable, spec: Schema, method: bool) -> Callable:
-    sig = inspect.signature(fn)
+def _generate(fn: Callable, sig: inspect.Signature, spec: Schema, method: bool) -> Callable:
     names = [p.name for p in sig.parameters.values()]
     # PyTorch's name of a Tensor method's self is input (torch.exp_(input)): a schema may say so
     if len(names) != len(spec.params) or any(s != n and (s, n) != ("input", "self")
@@ -163,18 +163,27 @@ def _generate(fn: Callable, spec: Schema, method: bool) -> Callable:
         if p.default is not p.empty and not (typ.endswith("?") and p.default is None) and \
                 not _ACCEPTS[typ.rstrip("?")](p.default):
             cond = f"{name} is not _d_{name} and {cond}"    # a sentinel default (``dim=_NO_DIM``) is no error
-        checks.append(f"    if {cond}:\n        raise _error(_spec, {i}, {name}, {method})")
-    src = (f"def {fn.__name__}({', '.join(params)}):\n" + "\n".join(checks) +
-           f"\n    return _body({', '.join(call)})\n")
-    ns = dict(_NAMESPACE, _body=fn, _spec=spec, _error=_error, **defaults)
+        checks.append(f"    if {cond}:\n        raise _error(_spec, {i}, {name}, _method)")
+    src = (f"def _f({', '.join(params)}):\n" + "\n".join(checks) + f"\n    return _body({', '.join(call)})\n")
     # a file name inside the package, so that ember/_origin.py counts its frames as ember's (anomaly mode's
     # "modified at" line is the user's call, not the wrapper); linecache shows its source in tracebacks
     filename = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"<schema {spec.op}{' method' * method}>")
     linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
-    exec(compile(src, filename, "exec"), ns)
-    w = functools.update_wrapper(ns[fn.__name__], fn)     # name, docstring, __wrapped__ (the signature)
+    code = _CODE.get(src)
+    if code is None:    # compiled once per distinct text (most ops share theirs: "(Tensor input)", ...)
+        scratch = dict(defaults)
+        exec(compile(src, "<schema>", "exec"), scratch)
+        code = _CODE[src] = scratch["_f"].__code__
+    code = code.replace(co_name=fn.__name__, co_filename=filename)
+    w = types.FunctionType(code, dict(_NAMESPACE, _body=fn, _spec=spec, _error=_error, _method=method, **defaults), fn.__name__,
+                           fn.__defaults__)
+    w.__kwdefaults__ = fn.__kwdefaults__      # the function's own defaults: the same signature
+    w = functools.update_wrapper(w, fn)       # name, qualname, docstring, __wrapped__ (the signature)
     w._ember_schema = spec
     return w
+
+
+_CODE: dict[str, types.CodeType] = {}
 
 
 def method_variant(fn: Callable, method_fn: Callable) -> Callable:
@@ -193,5 +202,6 @@ def schema(text: str) -> Callable[[Callable], Callable]:
     such as reduction's ``_np_aliases``)."""
     def deco(fn: Callable) -> Callable:
         spec = Schema(text)
-        return method_variant(_generate(fn, spec, method=False), _generate(fn, spec, method=True))
+        sig = inspect.signature(fn)
+        return method_variant(_generate(fn, sig, spec, method=False), _generate(fn, sig, spec, method=True))
     return deco
