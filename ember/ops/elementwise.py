@@ -779,7 +779,7 @@ def square(input: Tensor) -> Tensor:
 
 @register(name="square_", method=True)
 @schema("square_(Tensor input)")
-def square_(self: Tensor) -> Tensor:
+def square_(self):
     return apply_inplace(pow_scalar_p, self, (2,))
 
 
@@ -839,12 +839,12 @@ def _unary(prim, name, same_dtype=False, aliases=(), special=(), register_as=Tru
 
     inplace_node = _NO_INPLACE_DERIVATIVE.get(name)
 
-    @schema(f"{name}_(Tensor input)")
     def inplace(self: Tensor) -> Tensor:
         if self._data.dtype.kind != "f":
             fn(self)   # the dtype errors of the out-of-place op come first
         return apply_inplace(prim, self, (), _EMPTY, inplace_node)
     inplace.__name__ = inplace.__qualname__ = name + "_"
+    inplace = schema(f"{name}_(Tensor input)")(inplace)
     if register_as is None:   # the caller registers a wrapper (round with decimals=)
         return fn
     register(fn, method=True, aliases=aliases, graph=True)
@@ -897,7 +897,7 @@ _round0 = _unary(round_p, "round", same_dtype=True, register_as=None)
 
 
 @schema("neg_(Tensor input)")
-def neg_(self: Tensor) -> Tensor:
+def neg_(self):
     return apply_inplace(neg_p, self, ())
 
 
@@ -1327,13 +1327,13 @@ def _raw_pair(input, other, op, scalar_other=True):
 
 
 def _compare(name, aliases=()):
-    @schema(f"{name}(Tensor input, other)")
     def fn(input: Tensor, other) -> Tensor:
         a, b = _raw_pair(input, other, name)
         xp = NAMESPACES[type(a)]
         return _made(getattr(xp, name)(a, b))
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise ``{name}`` comparison: a bool tensor (not differentiable)."
+    fn = schema(f"{name}(Tensor input, other)")(fn)
 
     def inplace(self: Tensor, other) -> Tensor:
         r = fn(self, other)
@@ -1427,13 +1427,13 @@ def ibitwise_not(self: Tensor) -> Tensor:
 
 
 def _logical(name):
-    @schema(f"{name}(Tensor input, Tensor other)")
     def fn(input: Tensor, other: Tensor) -> Tensor:
         a, b = _raw_pair(input, other, name, scalar_other=False)
         xp = NAMESPACES[type(a)]
         return _made(getattr(xp, name)(a, b))
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise ``{name}`` (nonzero is true): a bool tensor."
+    fn = schema(f"{name}(Tensor input, Tensor other)")(fn)
 
     def inplace(self: Tensor, other: Tensor) -> Tensor:
         _write_inplace(self, fn(self, other), name + "_")
@@ -1464,13 +1464,12 @@ def ilogical_not(self: Tensor) -> Tensor:
 
 
 def _predicate(name):
-    @schema(f"{name}(Tensor input)")
     def fn(input: Tensor) -> Tensor:
         xp = NAMESPACES[type(input._data)]
         return _made(getattr(xp, name)(input._data))
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"``{name}``: a bool tensor."
-    return register(fn, method=True, graph=True)
+    return register(schema(f"{name}(Tensor input)")(fn), method=True, graph=True)
 
 
 isnan = _predicate("isnan")
