@@ -21,8 +21,11 @@ registry's wrapper (``_registry._argument_errors``), which sees the call, puts t
 methods count positions after ``self`` (``x.atan2(1)``: position 1): ``schema`` also generates the checks
 with that numbering, which the registry installs as the method (``fn._ember_method``).
 
-Only types belong here; values (a dim out of range, shapes that do not broadcast) stay in the body.
-Types (what each accepts is what ember's bodies accept, so declaring one refuses nothing that passed):
+An op with ``*args`` (``reshape(*shape)``, ``flip(*dims)``) keeps its explicit check: a wrapper would forward
+the tuple again, which costs more than the check.
+
+Only types belong here; values (a dim out of range, shapes that do not broadcast) stay in the body. Types (what
+each accepts is what ember's bodies accept, so declaring one refuses nothing that passed):
 
     Tensor        a Tensor                           Scalar        bool, int, float, a NumPy scalar
     int           int (no bool), a NumPy integer,    float         int or float (no bool), a NumPy one

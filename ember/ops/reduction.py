@@ -1105,7 +1105,6 @@ def all_(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
 # ----- sum_to_size ---------------------------------------------------------------------------------
 
 @register(module=False, method=True)
-@schema("sum_to_size(Tensor input, *size)")
 def sum_to_size(input: Tensor, *size) -> Tensor:
     """Sum ``input`` down to ``size`` (which must expand to the input's shape)."""
     if not size:

@@ -27,7 +27,7 @@ from ._registry import graph, method, register
 from ._schema import schema
 from .elementwise import is_int as _is_int
 from ..autograd._views import apply_inplace, check_inplace
-from .._util import no_out
+from .._util import check_tensor, no_out
 
 # ----- primitives --------------------------------------------------------------------------------
 
@@ -315,9 +315,9 @@ def _dim_kw(dim, axis, op, default=0):
 # ----- reshape, view, flatten ------------------------------------------------------------------------
 
 @register(method=True, graph=True)
-@schema("reshape(Tensor input, *shape)")
 def reshape(input: Tensor, *shape) -> Tensor:
     """``input`` with the given shape (a view when the memory layout allows, else a copy)."""
+    check_tensor(input, "reshape")   # no schema: its wrapper would forward *shape (a tuple more than this call)
     if not shape:
         raise TypeError('reshape() missing 1 required positional arguments: "shape"')
     shape = _infer_shape(_shape_arg(shape, "reshape", "shape"), input._data.size)
@@ -460,9 +460,9 @@ def unsqueeze(input: Tensor, dim: int = None, *, axis=None) -> Tensor:
 # ----- permute, transpose, movedim ---------------------------------------------------------------------
 
 @register(method=True)
-@schema("permute(Tensor input, *dims)")
 def permute(input: Tensor, *dims) -> Tensor:
     """``input`` with its dims reordered."""
+    check_tensor(input, "permute")   # no schema: its wrapper would forward *dims (a tuple more than this call)
     if not dims:
         raise TypeError('permute() missing 1 required positional arguments: "dims"')
     dims = _shape_arg(dims, "permute", "dims")
@@ -607,9 +607,9 @@ def unsqueeze_(self: Tensor, dim: int) -> Tensor:
 # ----- expand, broadcast ----------------------------------------------------------------------------------
 
 @register(module=False, method=True)
-@schema("expand(Tensor input, *sizes)")
 def expand(input: Tensor, *sizes) -> Tensor:
     """A view of ``input`` with size-1 dims repeated (no copy); -1 keeps a size."""
+    check_tensor(input, "expand")   # no schema: its wrapper would forward *sizes (a tuple more than this call)
     return _expand(input, sizes, "expand")
 
 
@@ -748,9 +748,9 @@ def atleast_3d(*tensors):
 # ----- repeat, tile, repeat_interleave ----------------------------------------------------------------------
 
 @register(module=False, method=True, graph=True)
-@schema("repeat(Tensor input, *sizes)")
 def repeat(input: Tensor, *sizes) -> Tensor:
     """``input`` tiled ``sizes`` times along each dim (leading new dims for extra sizes)."""
+    check_tensor(input, "repeat")   # no schema: its wrapper would forward *sizes (a tuple more than this call)
     if not sizes:
         raise TypeError('repeat() missing 1 required positional arguments: "repeats"')   # even for 0-d input
     sizes = _shape_arg(sizes, "repeat", "repeats")
@@ -828,9 +828,9 @@ def repeat_interleave(input: Tensor, repeats=_COUNTS, dim: int | None = None, *,
 # ----- flip, roll, rot90 ---------------------------------------------------------------------------------------
 
 @register(method=True, graph=True)
-@schema("flip(Tensor input, *dims)")
 def flip(input: Tensor, *dims) -> Tensor:
     """``input`` reversed along ``dims`` (a copy)."""
+    check_tensor(input, "flip")   # no schema: its wrapper would forward *dims (a tuple more than this call)
     if not dims:
         raise TypeError('flip() missing 1 required positional arguments: "dims"')
     dims = _shape_arg(dims, "flip", "dims")
