@@ -44,8 +44,10 @@ UNREACHABLE = {
 
 
 def _op(f):
-    """The op itself, without the registry's argument-error wrapper (one per public name)."""
-    return f.__wrapped__ if getattr(f, "_ember_public", None) is not None else f
+    """The op itself, without the registry's argument-error wrapper (one per public name); a Tensor method
+    whose schema numbers positions after self (ember/ops/_schema.py) is the function it was made for."""
+    f = f.__wrapped__ if getattr(f, "_ember_public", None) is not None else f
+    return getattr(f, "_ember_function", f)
 
 
 def _public_functions():

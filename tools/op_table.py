@@ -33,8 +33,10 @@ def _submodule(dotted: str):
 
 
 def _op(f):
-    """The op itself, not the registry's per-name argument-error wrapper or renamed copy."""
-    return f.__wrapped__ if getattr(f, "_ember_public", None) is not None else f
+    """The op itself, not the registry's per-name argument-error wrapper or renamed copy, nor a Tensor method's
+    schema numbering positions after self (ember/ops/_schema.py)."""
+    f = f.__wrapped__ if getattr(f, "_ember_public", None) is not None else f
+    return getattr(f, "_ember_function", f)
 
 
 def _entries_calling():

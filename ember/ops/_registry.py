@@ -27,6 +27,9 @@ def _put(table: dict, name: str, fn: Callable, public: str | None = None) -> Non
     """``table[name] = fn``; ``public``: the name users call it by ('sum', 'Tensor.sum', 'linalg.det'), for
     which ``fn`` gets PyTorch's argument errors (see ``_argument_errors``)."""
     if public is not None:
+        if public.startswith("Tensor."):   # a schema's checks numbered for methods (ops/_schema.py)
+            m = getattr(fn, "_ember_method", None)
+            fn = m if m is not None and getattr(m, "_ember_function", None) is fn else fn
         fn = _argument_errors(fn, public)
     if name in table and table[name] is not fn:
         raise AssertionError(f"ember: {name!r} is registered twice ({table[name]!r} and {fn!r})")
@@ -64,13 +67,16 @@ def _argument_errors(fn: Callable, public: str) -> Callable:
                 return fn(*args, **kwargs)
             except TypeError as e:
                 if not _is_binding_error(e, fn):
+                    if getattr(e, "_ember_schema", None) is not None:
+                        _schema_position(e, fn, public, args)
                     raise
                 err = _torch_argument_error(public, fn, args, kwargs, e)
                 err._ember_argument_error = True
             raise err from None      # outside the except: no "during handling" chain
 
         functools.update_wrapper(w, fn)
-    elif fn.__qualname__ != short:
+    elif fn.__qualname__ != short or getattr(fn, "_ember_function", None) is not None:
+        # (a schema's method variant, see _put, is copied too: pickle finds it in ember._tensor_methods)
         w = types.FunctionType(fn.__code__, fn.__globals__, short, fn.__defaults__, fn.__closure__)
         w.__kwdefaults__ = fn.__kwdefaults__
         functools.update_wrapper(w, fn)        # the docstring, attributes and __wrapped__ (for introspection)
@@ -110,6 +116,19 @@ def _is_binding_error(e: TypeError, fn: Callable) -> bool:
         if code is getattr(f, "__code__", None):
             return True
         f = inner
+
+
+def _schema_position(e: TypeError, fn: Callable, public: str, args: tuple) -> None:
+    """A schema's TypeError (ops/_schema.py) raised by ``fn``'s own checks for this call names the argument's
+    position as PyTorch does: only where it was given by position, counted after ``self`` for a method."""
+    spec, i, value = e._ember_schema
+    tb, f = e.__traceback__.tb_next, fn
+    while tb is not None and f is not None and tb.tb_frame.f_code is getattr(f, "__code__", None):
+        if tb.tb_next is None:     # raised by f itself: f must be the schema's check of this op
+            if getattr(f, "_ember_schema", None) is spec:
+                e.args = (spec.message(i, value, public.startswith("Tensor."), i < len(args)),)
+            return
+        tb, f = tb.tb_next, getattr(f, "__wrapped__", None)
 
 
 def _typename(v) -> str:

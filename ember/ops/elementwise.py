@@ -23,6 +23,7 @@ from ..autograd._primitive import (
     fast_operator,
     fast_unary)
 from ._registry import graph, method, register
+from ._schema import schema
 from .._util import check_tensor, compute_dtype, promote, scalar_or_tensor
 from ..autograd._views import apply_inplace
 
@@ -721,9 +722,9 @@ def _graph_div_rounded(a, b, mode):
 
 
 @register(method=True, aliases=("negative",))
+@schema("neg(Tensor input)")
 def neg(input: Tensor) -> Tensor:
     """``-input``."""
-    check_tensor(input, "neg")
     if input._data.dtype.kind == "b":
         raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
                            "to invert a mask, use the `~` or `logical_not()` operator instead.")
@@ -770,14 +771,16 @@ def ifloat_power(self: Tensor, exponent) -> Tensor:
 
 
 @register(method=True)
+@schema("square(Tensor input)")
 def square(input: Tensor) -> Tensor:
     """``input ** 2`` (PowBackward0, as PyTorch)."""
-    check_tensor(input, "square")
     return apply(pow_scalar_p, (input, 2))
 
 
-register(lambda self: apply_inplace(pow_scalar_p, check_tensor(self, "square_"), (2,)), name="square_",
-         method=True)
+@register(name="square_", method=True)
+@schema("square_(Tensor input)")
+def square_(self):
+    return apply_inplace(pow_scalar_p, self, (2,))
 
 
 # ----- unary ops -----------------------------------------------------------------------------------------
@@ -818,8 +821,8 @@ def _unary(prim, name, same_dtype=False, aliases=(), special=(), register_as=Tru
     if prim.is_view:
         raise ValueError(f"_unary: {prim.name} is a view op; fast_unary does not handle views")
 
+    @schema(f"{name}(Tensor input)")
     def checked(input: Tensor) -> Tensor:   # all but the common case (fast_unary's)
-        check_tensor(input, name)
         kind = input._data.dtype.kind
         if kind == "b" and same_dtype:
             if name == "relu":
@@ -837,11 +840,11 @@ def _unary(prim, name, same_dtype=False, aliases=(), special=(), register_as=Tru
     inplace_node = _NO_INPLACE_DERIVATIVE.get(name)
 
     def inplace(self: Tensor) -> Tensor:
-        check_tensor(self, name + "_")
         if self._data.dtype.kind != "f":
             fn(self)   # the dtype errors of the out-of-place op come first
         return apply_inplace(prim, self, (), _EMPTY, inplace_node)
     inplace.__name__ = inplace.__qualname__ = name + "_"
+    inplace = schema(f"{name}_(Tensor input)")(inplace)
     if register_as is None:   # the caller registers a wrapper (round with decimals=)
         return fn
     register(fn, method=True, aliases=aliases, graph=True)
@@ -891,27 +894,28 @@ ceil = _unary(ceil_p, "ceil", same_dtype=True)
 trunc = _unary(trunc_p, "trunc", same_dtype=True, aliases=("fix",))
 frac = _unary(frac_p, "frac", same_dtype=True)
 _round0 = _unary(round_p, "round", same_dtype=True, register_as=None)
-_register_inplace(lambda self: apply_inplace(neg_p, check_tensor(self, "neg_"), ()), "neg", ("negative",))
 
 
-def _decimals(decimals, op):
-    if not is_int(decimals):
-        raise TypeError(f"{op}(): argument 'decimals' must be int, not {type(decimals).__name__}")
-    return int(decimals)
+@schema("neg_(Tensor input)")
+def neg_(self):
+    return apply_inplace(neg_p, self, ())
 
 
+_register_inplace(neg_, "neg", ("negative",))
+
+
+@schema("round(Tensor input, *, int decimals)")
 def round(input: Tensor, *, decimals: int = 0) -> Tensor:
     """Round half to even; with ``decimals``, to that many decimal places (RoundBackward1)."""
-    check_tensor(input, "round")
-    if _decimals(decimals, "round") == 0:
+    if decimals == 0:
         return _round0(input)
     if input._data.dtype.kind != "f":
         raise _not_implemented("round_cpu", input._data.dtype)
     return apply(round_decimals_p, (input,), {"decimals": decimals})
 
 
+@schema("round_(Tensor input, *, int decimals)")
 def iround(self: Tensor, *, decimals: int = 0) -> Tensor:
-    check_tensor(self, "round_")
     round(self, decimals=decimals)   # the dtype errors
     if decimals == 0:
         return apply_inplace(round_p, self, ())
@@ -920,10 +924,9 @@ def iround(self: Tensor, *, decimals: int = 0) -> Tensor:
 
 register(round, method=True, graph=True)
 @register(module=False, submodule="special", submodule_name="round")
+@schema("round(Tensor input, *, int decimals)")
 def special_round(input: Tensor, *, decimals: int = 0) -> Tensor:
     """torch.special.round: round() that always records RoundBackward1 (the decimals overload)."""
-    check_tensor(input, "round")
-    _decimals(decimals, "round")
     if input._data.dtype.kind != "f":
         return round(input, decimals=decimals)
     return apply(round_decimals_p, (input,), {"decimals": decimals})
@@ -932,20 +935,15 @@ graph("zero_where", lambda drop, g: where(drop, 0.0, g))
 graph("round_decimals", lambda a, decimals: apply(round_decimals_p, (a,), {"decimals": decimals}))
 
 
-def _eps(eps, op):
-    if eps is None:
-        return None
-    eps = scalar_value(eps)
-    if isinstance(eps, bool) or not isinstance(eps, (int, float)):
-        raise TypeError(f"{op}(): argument 'eps' must be float, not {type(eps).__name__}")
-    return float(eps)
+def _eps(eps):
+    return None if eps is None else float(scalar_value(eps))
 
 
 @register(method=True, graph=True)
+@schema("logit(Tensor input, float? eps)")
 def logit(input: Tensor, eps: float | None = None) -> Tensor:
     """``log(p / (1 - p))``, with ``p`` clamped to ``[eps, 1 - eps]`` when ``eps`` is given."""
-    check_tensor(input, "logit")
-    return apply(logit_p, (input,), {"eps": _eps(eps, "logit")})
+    return apply(logit_p, (input,), {"eps": _eps(eps)})
 
 
 register(logit, module=False, submodule="special", submodule_name="logit")
@@ -954,22 +952,20 @@ register(logit, module=False, submodule="special", submodule_name="logit")
 @register(name="logit_", method=True)
 def ilogit(self: Tensor, eps: float | None = None) -> Tensor:
     logit(self, eps)
-    return apply_inplace(logit_p, self, (), {"eps": _eps(eps, "logit_")})
+    return apply_inplace(logit_p, self, (), {"eps": _eps(eps)})
 
 
-def _check_n(n, op):
-    if not is_int(n):
-        raise TypeError(f"{op}(): argument 'n' (position 1) must be int, not {type(n).__name__}")
+def _check_n(n):
     if n < 0:
         raise RuntimeError("polygamma(n, x) does not support negative n.")
     return int(n)
 
 
 @register(graph=True)
+@schema("polygamma(int n, Tensor input)")
 def polygamma(n: int, input: Tensor) -> Tensor:
     """The ``n``-th derivative of the digamma function."""
-    n = _check_n(n, "polygamma")
-    check_tensor(input, "polygamma", "input", 2)
+    n = _check_n(n)
     return apply(polygamma_p, (input,), {"n": n})
 
 
@@ -993,9 +989,9 @@ def _num_or_none(v, op, arg):
 
 
 @register(method=True, graph=True)
+@schema("nan_to_num(Tensor input, Scalar? nan, Scalar? posinf, Scalar? neginf)")
 def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None) -> Tensor:
     """NaN, +inf and -inf replaced by ``nan``, ``posinf`` and ``neginf`` (default: the dtype's extremes)."""
-    check_tensor(input, "nan_to_num")
     params = {"nan": _num_or_none(nan, "nan_to_num", "nan") or 0.0,
               "posinf": _num_or_none(posinf, "nan_to_num", "posinf"),
               "neginf": _num_or_none(neginf, "nan_to_num", "neginf")}
@@ -1003,8 +999,8 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None, neg
 
 
 @register(name="nan_to_num_", method=True)
+@schema("nan_to_num_(Tensor input, Scalar? nan, Scalar? posinf, Scalar? neginf)")
 def inan_to_num(self: Tensor, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None) -> Tensor:
-    check_tensor(self, "nan_to_num_")
     params = {"nan": _num_or_none(nan, "nan_to_num_", "nan") or 0.0,
               "posinf": _num_or_none(posinf, "nan_to_num_", "posinf"),
               "neginf": _num_or_none(neginf, "nan_to_num_", "neginf")}
@@ -1013,38 +1009,33 @@ def inan_to_num(self: Tensor, nan: float = 0.0, posinf: float | None = None, neg
 
 # ----- binary math ------------------------------------------------------------------------------------------
 
-def _tensor_pair(input, other, op):
-    check_tensor(input, op)
-    check_tensor(other, op, "other", 2)
-    return input, other
-
-
 @register(method=True, aliases=("arctan2",), graph=True)
+@schema("atan2(Tensor input, Tensor other)")
 def atan2(input: Tensor, other: Tensor) -> Tensor:
     """The angle of the point (other, input), in (-pi, pi]."""
-    return apply(atan2_p, _tensor_pair(input, other, "atan2"))
+    return apply(atan2_p, (input, other))
 
 
 @register(method=True, graph=True)
+@schema("hypot(Tensor input, Tensor other)")
 def hypot(input: Tensor, other: Tensor) -> Tensor:
     """``sqrt(input**2 + other**2)`` without overflow."""
-    input, other = _tensor_pair(input, other, "hypot")
     _no_int(input, other, "hypot_cpu")
     return apply(hypot_p, (input, other))
 
 
 @register(method=True, graph=True)
+@schema("logaddexp(Tensor input, Tensor other)")
 def logaddexp(input: Tensor, other: Tensor) -> Tensor:
     """``log(exp(input) + exp(other))`` without overflow."""
-    input, other = _tensor_pair(input, other, "logaddexp")
     _no_int(input, other, "logaddexp_cpu")
     return apply(logaddexp_p, (input, other))
 
 
 @register(method=True, graph=True)
+@schema("logaddexp2(Tensor input, Tensor other)")
 def logaddexp2(input: Tensor, other: Tensor) -> Tensor:
     """``log2(2**input + 2**other)`` without overflow."""
-    input, other = _tensor_pair(input, other, "logaddexp2")
     _no_int(input, other, "logaddexp2_cpu")
     return apply(logaddexp2_p, (input, other))
 
@@ -1070,42 +1061,43 @@ def copysign(input: Tensor, other) -> Tensor:
 
 
 @register(method=True, graph=True)
+@schema("heaviside(Tensor input, Tensor values)")
 def heaviside(input: Tensor, values: Tensor) -> Tensor:
     """0 where input < 0, ``values`` where input == 0, 1 where input > 0 (not differentiable)."""
-    check_tensor(input, "heaviside")
-    check_tensor(values, "heaviside", "values", 2)
     if input._data.dtype != values._data.dtype:
         raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
     return apply(heaviside_p, (input, values))
 
 
 @register(method=True, graph=True)
+@schema("maximum(Tensor input, Tensor other)")
 def maximum(input: Tensor, other: Tensor) -> Tensor:
     """The elementwise maximum (nan if either is nan); ties share the gradient."""
-    return apply(maximum_p, _tensor_pair(input, other, "maximum"))
+    return apply(maximum_p, (input, other))
 
 
 @register(method=True, graph=True)
+@schema("minimum(Tensor input, Tensor other)")
 def minimum(input: Tensor, other: Tensor) -> Tensor:
     """The elementwise minimum (nan if either is nan); ties share the gradient."""
-    return apply(minimum_p, _tensor_pair(input, other, "minimum"))
+    return apply(minimum_p, (input, other))
 
 
 @register(method=True, graph=True)
+@schema("fmax(Tensor input, Tensor other)")
 def fmax(input: Tensor, other: Tensor) -> Tensor:
     """The elementwise maximum, ignoring a nan operand."""
-    return apply(fmax_p, _tensor_pair(input, other, "fmax"))
+    return apply(fmax_p, (input, other))
 
 
 @register(method=True, graph=True)
+@schema("fmin(Tensor input, Tensor other)")
 def fmin(input: Tensor, other: Tensor) -> Tensor:
     """The elementwise minimum, ignoring a nan operand."""
-    return apply(fmin_p, _tensor_pair(input, other, "fmin"))
+    return apply(fmin_p, (input, other))
 
 
 def _lerp_args(input, end, weight, op):
-    check_tensor(input, op)
-    check_tensor(end, op, "end", 2)
     if not isinstance(weight, Tensor):
         weight = _check_value(weight, op, "weight")
     for name, t in (("end", end), ("weight", weight)):
@@ -1118,6 +1110,7 @@ def _lerp_args(input, end, weight, op):
 
 
 @register(method=True, graph=True)
+@schema("lerp(Tensor input, Tensor end, weight)")
 def lerp(input: Tensor, end: Tensor, weight) -> Tensor:
     """``input + weight * (end - input)`` (scalar or tensor weight)."""
     prim, args = _lerp_args(input, end, weight, "lerp")
@@ -1125,16 +1118,14 @@ def lerp(input: Tensor, end: Tensor, weight) -> Tensor:
 
 
 @register(name="lerp_", module=False, method=True)
+@schema("lerp_(Tensor input, Tensor end, weight)")
 def ilerp(self: Tensor, end: Tensor, weight) -> Tensor:
     prim, args = _lerp_args(self, end, weight, "lerp_")
     return apply_inplace(prim, self, args[1:])
 
 
 def _addc_args(input, tensor1, tensor2, value, op):
-    check_tensor(input, op)
-    check_tensor(tensor1, op, "tensor1", 2)
-    check_tensor(tensor2, op, "tensor2", 3)
-    value = _check_value(value, op)
+    value = scalar_value(value)
     if op.startswith("addcdiv") and tensor1._data.dtype.kind in "iub" and tensor2._data.dtype.kind in "iub":
         raise RuntimeError("Integer division with addcdiv is no longer supported, and in a future  release addcdiv "
                            "will perform a true division of tensor1 and tensor2. The historic addcdiv behavior can "
@@ -1151,6 +1142,7 @@ def _addc_args(input, tensor1, tensor2, value, op):
 
 
 @register(method=True)
+@schema("addcmul(Tensor input, Tensor tensor1, Tensor tensor2, *, Scalar value)")
 def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:
     """``input + value * tensor1 * tensor2``."""
     args, params = _addc_args(input, tensor1, tensor2, value, "addcmul")
@@ -1158,6 +1150,7 @@ def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tens
 
 
 @register(method=True)
+@schema("addcdiv(Tensor input, Tensor tensor1, Tensor tensor2, *, Scalar value)")
 def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:
     """``input + value * tensor1 / tensor2``."""
     args, params = _addc_args(input, tensor1, tensor2, value, "addcdiv")
@@ -1165,12 +1158,14 @@ def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tens
 
 
 @register(name="addcmul_", module=False, method=True)
+@schema("addcmul_(Tensor input, Tensor tensor1, Tensor tensor2, *, Scalar value)")
 def iaddcmul(self: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:
     args, params = _addc_args(self, tensor1, tensor2, value, "addcmul_")
     return apply_inplace(addcmul_p, self, args[1:], params)
 
 
 @register(name="addcdiv_", module=False, method=True)
+@schema("addcdiv_(Tensor input, Tensor tensor1, Tensor tensor2, *, Scalar value)")
 def iaddcdiv(self: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:
     args, params = _addc_args(self, tensor1, tensor2, value, "addcdiv_")
     return apply_inplace(addcdiv_p, self, args[1:], params)
@@ -1185,7 +1180,6 @@ _CLAMP_NODES = {("min", False): node_class("ClampMinBackward0", PrimNode),
 
 
 def _clamp_args(input, min, max, op):
-    check_tensor(input, op)
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     tensor_bounds = isinstance(min, Tensor) or isinstance(max, Tensor)
@@ -1202,6 +1196,7 @@ def _clamp_args(input, min, max, op):
 
 
 @register(method=True, aliases=("clip",), graph=True)
+@schema("clamp(Tensor input, min, max)")
 def clamp(input: Tensor, min=None, max=None) -> Tensor:
     """``input`` limited to ``[min, max]`` (scalar or tensor bounds; either may be None)."""
     prim, args = _clamp_args(input, min, max, "clamp")
@@ -1209,6 +1204,7 @@ def clamp(input: Tensor, min=None, max=None) -> Tensor:
 
 
 @register(method=True)
+@schema("clamp_min(Tensor input, min)")
 def clamp_min(input: Tensor, min) -> Tensor:
     """``max(input, min)``."""
     if min is None:
@@ -1218,6 +1214,7 @@ def clamp_min(input: Tensor, min) -> Tensor:
 
 
 @register(method=True)
+@schema("clamp_max(Tensor input, max)")
 def clamp_max(input: Tensor, max) -> Tensor:
     """``min(input, max)``."""
     if max is None:
@@ -1227,18 +1224,21 @@ def clamp_max(input: Tensor, max) -> Tensor:
 
 
 @register(name="clamp_", method=True, aliases=("clip_",))
+@schema("clamp_(Tensor input, min, max)")
 def iclamp(self: Tensor, min=None, max=None) -> Tensor:
     prim, args = _clamp_args(self, min, max, "clamp_")
     return apply_inplace(prim, self, args[1:])
 
 
 @register(name="clamp_min_", method=True)
+@schema("clamp_min_(Tensor input, min)")
 def iclamp_min(self: Tensor, min) -> Tensor:
     prim, args = _clamp_args(self, min, None, "clamp_min_")
     return apply_inplace(prim, self, args[1:], _EMPTY, _CLAMP_NODES["min", prim is clamp_tensor_p])
 
 
 @register(name="clamp_max_", method=True)
+@schema("clamp_max_(Tensor input, max)")
 def iclamp_max(self: Tensor, max) -> Tensor:
     prim, args = _clamp_args(self, None, max, "clamp_max_")
     return apply_inplace(prim, self, args[1:], _EMPTY, _CLAMP_NODES["max", prim is clamp_tensor_p])
@@ -1256,10 +1256,10 @@ _WHERE_FORMS = ("where() received an invalid combination of arguments - got ({})
 
 
 @register
+@schema("where(Tensor condition, input, other)")
 def where(condition: Tensor, input=_WHERE_UNSET, other=_WHERE_UNSET):
     """``where(cond, x, y)``: x where cond holds, else y (tensors or scalars). ``where(cond)`` gives the
     indices of the nonzero elements."""
-    check_tensor(condition, "where", "condition")
     xp = NAMESPACES[type(condition._data)]
     if input is _WHERE_UNSET or other is _WHERE_UNSET or input is None or other is None:
         if input is _WHERE_UNSET and other is _WHERE_UNSET:
@@ -1309,11 +1309,8 @@ def _made(r) -> Tensor:
 
 def _raw_pair(input, other, op, scalar_other=True):
     """The raw operands of a non-differentiable binary op, cast to PyTorch's common dtype."""
-    check_tensor(input, op)
-    if scalar_other:
+    if scalar_other:   # the caller's schema checked input (and other where it must be a Tensor)
         other = _operand(other, op, input)
-    else:
-        check_tensor(other, op, "other", 2)
     d = compute_dtype(input, other)
     a = input._data
     b = other._data if isinstance(other, Tensor) else other
@@ -1336,6 +1333,7 @@ def _compare(name, aliases=()):
         return _made(getattr(xp, name)(a, b))
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise ``{name}`` comparison: a bool tensor (not differentiable)."
+    fn = schema(f"{name}(Tensor input, other)")(fn)
 
     def inplace(self: Tensor, other) -> Tensor:
         r = fn(self, other)
@@ -1413,9 +1411,9 @@ bitwise_right_shift = _bitwise("bitwise_right_shift", "rshift_cpu", shift=True)
 
 
 @register(method=True, graph=True)
+@schema("bitwise_not(Tensor input)")
 def bitwise_not(input: Tensor) -> Tensor:
     """``~input`` of an integer or bool tensor."""
-    check_tensor(input, "bitwise_not")
     if input._data.dtype.kind == "f":
         raise _not_implemented("bitwise_not_cpu", input._data.dtype)
     xp = NAMESPACES[type(input._data)]
@@ -1435,6 +1433,7 @@ def _logical(name):
         return _made(getattr(xp, name)(a, b))
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise ``{name}`` (nonzero is true): a bool tensor."
+    fn = schema(f"{name}(Tensor input, Tensor other)")(fn)
 
     def inplace(self: Tensor, other: Tensor) -> Tensor:
         _write_inplace(self, fn(self, other), name + "_")
@@ -1451,9 +1450,9 @@ logical_xor = _logical("logical_xor")
 
 
 @register(method=True, graph=True)
+@schema("logical_not(Tensor input)")
 def logical_not(input: Tensor) -> Tensor:
     """``input == 0``: a bool tensor."""
-    check_tensor(input, "logical_not")
     xp = NAMESPACES[type(input._data)]
     return _made(xp.logical_not(input._data))
 
@@ -1466,12 +1465,11 @@ def ilogical_not(self: Tensor) -> Tensor:
 
 def _predicate(name):
     def fn(input: Tensor) -> Tensor:
-        check_tensor(input, name)
         xp = NAMESPACES[type(input._data)]
         return _made(getattr(xp, name)(input._data))
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"``{name}``: a bool tensor."
-    return register(fn, method=True, graph=True)
+    return register(schema(f"{name}(Tensor input)")(fn), method=True, graph=True)
 
 
 isnan = _predicate("isnan")
@@ -1483,19 +1481,8 @@ isreal = _predicate("isreal")
 signbit = _predicate("signbit")
 
 
-def _tol(v, op, arg):
-    v = scalar_value(v)
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise TypeError(f"{op}(): argument '{arg}' must be float, not {type(v).__name__}")
-    return float(v)
-
-
 def _close_args(input, other, rtol, atol, equal_nan, op):
-    check_tensor(input, op)
-    check_tensor(other, op, "other", 2)
-    rtol, atol = _tol(rtol, op, "rtol"), _tol(atol, op, "atol")
-    if not isinstance(scalar_value(equal_nan), bool):
-        raise TypeError(f"{op}(): argument 'equal_nan' must be bool, not {type(equal_nan).__name__}")
+    rtol, atol = float(scalar_value(rtol)), float(scalar_value(atol))
     if input._data.dtype != other._data.dtype:
         raise RuntimeError(f"{input.dtype} did not match {other.dtype}")
     err = broadcast_error((input._data.shape, other._data.shape))
@@ -1516,12 +1503,14 @@ def _isclose(input, other, rtol, atol, equal_nan, op):
 
 
 @register(method=True, graph=True)
+@schema("isclose(Tensor input, Tensor other, float rtol, float atol, bool equal_nan)")
 def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Tensor:
     """``|input - other| <= atol + rtol * |other|``, elementwise: a bool tensor."""
     return _made(_isclose(input, other, rtol, atol, equal_nan, "isclose")[1])
 
 
 @register(method=True)
+@schema("allclose(Tensor input, Tensor other, float rtol, float atol, bool equal_nan)")
 def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
     """Whether every element of ``isclose(input, other, ...)`` holds."""
     xp, r = _isclose(input, other, rtol, atol, equal_nan, "allclose")
@@ -1529,10 +1518,9 @@ def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e
 
 
 @register(method=True)
+@schema("equal(Tensor input, Tensor other)")
 def equal(input: Tensor, other: Tensor) -> bool:
     """Whether both tensors have the same shape and elements."""
-    check_tensor(input, "equal")
-    check_tensor(other, "equal", "other", 2)
     if input._data.shape != other._data.shape:
         return False
     xp = NAMESPACES[type(input._data)]
@@ -1543,13 +1531,12 @@ def equal(input: Tensor, other: Tensor) -> bool:
 
 def _inplace_binary(prim, name, check=None):
     def fn(self: Tensor, other, *, alpha=1) -> Tensor:
-        check_tensor(self, name)
         other = _operand(other, name, self)
         if check is not None:
             check(self, other)
         return apply_inplace(prim, self, (_scaled(other, alpha, name),))
     fn.__name__ = fn.__qualname__ = name
-    return register(fn, module=False, method=True)
+    return register(schema(f"{name}(Tensor input, other, *, alpha)")(fn), module=False, method=True)
 
 
 iadd = _inplace_binary(add_p, "add_")
@@ -1558,14 +1545,14 @@ register(isub, name="subtract_", module=False, method=True)
 
 
 @register(name="mul_", module=False, method=True, aliases=("multiply_",))
+@schema("mul_(Tensor input, other)")
 def imul(self: Tensor, other) -> Tensor:
-    check_tensor(self, "mul_")
     return apply_inplace(mul_p, self, (_operand(other, "mul_", self),))
 
 
 @register(name="div_", module=False, method=True, aliases=("divide_",))
+@schema("div_(Tensor input, other, *, rounding_mode)")
 def idiv(self: Tensor, other, *, rounding_mode: str | None = None) -> Tensor:
-    check_tensor(self, "div_")
     other = _operand(other, "div_", self)
     if rounding_mode is None:
         return apply_inplace(div_p, self, (other,))
@@ -1574,8 +1561,8 @@ def idiv(self: Tensor, other, *, rounding_mode: str | None = None) -> Tensor:
 
 
 @register(name="true_divide_", module=False, method=True)
+@schema("true_divide_(Tensor input, other)")
 def itrue_divide(self: Tensor, other) -> Tensor:
-    check_tensor(self, "true_divide_")
     return apply_inplace(div_p, self, (_operand(other, "true_divide_", self),))
 
 

@@ -19,8 +19,9 @@ from .._tensor import Tensor, make, wrap_dim
 from ..autograd.graph import node_class
 from ..autograd._primitive import PrimNode, apply, batch_rule, broadcast_error, defprim
 from ._registry import SUBMODULES, graph, register
+from ._schema import method_variant, schema
 from .elementwise import _made, is_int, is_real
-from .._util import check_bool, check_tensor, dtype_word, normalize_dims, reduced_shape, return_type, scalar_or_tensor
+from .._util import dtype_word, normalize_dims, reduced_shape, return_type, scalar_or_tensor
 
 _INF = math.inf
 
@@ -455,14 +456,14 @@ def _np_aliases(fn):
                     raise TypeError(f"{fn.__name__}() got multiple values for argument '{name}'")
                 kwargs[name] = kwargs.pop(alias)
         return fn(*args, **kwargs)
-    return wrapper
+    m = getattr(fn, "_ember_method", None)    # a schema's checks numbered for Tensor methods: wrapped too
+    return method_variant(wrapper, _np_aliases(m)) if m is not None and m._ember_function is fn else wrapper
 
 
 def _reduce_args(input, dim, keepdim, op, check_dtype=None):
-    """The dims to reduce, normalized. ``check_dtype()`` (ops that refuse some dtypes: mean, std, var, norms)
-    runs before an out-of-range dim is reported, as PyTorch checks the dtype first (after the dims' type)."""
-    check_tensor(input, op)
-    check_bool(keepdim, op, "keepdim")
+    """The dims to reduce, normalized (the callers' schemas checked the types). ``check_dtype()`` (ops that
+    refuse some dtypes: mean, std, var, norms) runs before an out-of-range dim is reported, as PyTorch checks
+    the dtype first (after the dims' type)."""
     if isinstance(dim, (list, tuple)) and len(dim) == 0:
         dim = None   # PyTorch: an empty dim list reduces over every dim
     if check_dtype is None:
@@ -475,25 +476,6 @@ def _reduce_args(input, dim, keepdim, op, check_dtype=None):
 
 
 _NO_DIM = object()   # the default dim of max/min/prod: a dim of None given explicitly is PyTorch's TypeError
-
-
-def _no_none_dim(dim, op, want="int"):
-    if dim is None:
-        raise TypeError(f"{op}(): argument 'dim' must be {want}, not NoneType")
-    return None if dim is _NO_DIM else dim
-
-
-def _int_dim(input, dim, op) -> int:
-    """A single dim (scans, aminmax): an int in range; a 0-d input takes 0 and -1."""
-    if not is_int(dim):
-        raise TypeError(f"{op}(): argument 'dim' must be int, not {type(dim).__name__}")
-    return wrap_dim(dim, input._data.ndim, op)
-
-
-def _check_dtype(dtype, op):
-    if dtype is not None and not isinstance(dtype, D.dtype):
-        raise TypeError(f"{op}(): argument 'dtype' must be torch.dtype, not {type(dtype).__name__}")
-    return dtype
 
 
 def _cast(input, dtype):
@@ -531,29 +513,30 @@ _AMINMAX = node_class("AminmaxBackward0", PrimNode)
 
 @register(method=True)
 @_np_aliases
+@schema("sum(Tensor input, int[1]? dim, bool keepdim, *, ScalarType? dtype)")
 def sum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     """Sum over ``dim`` (all dims by default); integral and bool inputs sum to int64."""
     dims = _reduce_args(input, dim, keepdim, "sum")
-    input = _cast(input, _check_dtype(dtype, "sum"))
+    input = _cast(input, dtype)
     node = sum_p.node_cls if dim is not None else _SUM0
     return apply(sum_p, (input,), {"dims": dims, "keepdim": keepdim}, node, dtype=_integral_to_int64(input))
 
 
 @register(method=True, graph=True)
 @_np_aliases
+@schema("nansum(Tensor input, int[1]? dim, bool keepdim, *, ScalarType? dtype)")
 def nansum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     """Sum over ``dim`` with NaNs counted as zero."""
     dims = _reduce_args(input, dim, keepdim, "nansum")
-    input = _cast(input, _check_dtype(dtype, "nansum"))
+    input = _cast(input, dtype)
     return apply(nansum_p, (input,), {"dims": dims, "keepdim": keepdim}, dtype=_integral_to_int64(input))
 
 
 @register(method=True)
 @_np_aliases
+@schema("mean(Tensor input, int[1]? dim, bool keepdim, *, ScalarType? dtype)")
 def mean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     """Mean over ``dim`` (all dims by default); the input must be floating (or ``dtype`` given)."""
-    _check_dtype(dtype, "mean")
-
     def check():
         if not (input.dtype if dtype is None else dtype).is_floating_point:
             raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a floating point "
@@ -567,12 +550,10 @@ def mean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tenso
 
 @register(method=True)
 @_np_aliases
+@schema("nanmean(Tensor input, int[1]? dim, bool keepdim, *, ScalarType? dtype)")
 def nanmean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     """Mean over ``dim`` of the non-NaN elements (PyTorch's composite: nansum / count, so DivBackward0)."""
-    check_tensor(input, "nanmean")
-    if dim is not None and not (is_int(dim) or isinstance(dim, (list, tuple))):
-        raise TypeError(f"nanmean(): argument 'dim' must be tuple of ints, not {type(dim).__name__}")
-    _need_float(input if dtype is None else _cast(input, _check_dtype(dtype, "nanmean")), "nanmean")
+    _need_float(_cast(input, dtype), "nanmean")
     total = nansum(input, dim, keepdim, dtype=dtype)
     count = sum(input == input, dim, keepdim)
     return total / count
@@ -580,19 +561,15 @@ def nanmean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Te
 
 @register(method=True, graph=True)
 @_np_aliases
+@schema("prod(Tensor input, int dim, bool keepdim, *, ScalarType? dtype)")
 def prod(input: Tensor, dim=_NO_DIM, keepdim: bool = False, *, dtype=None) -> Tensor:
     """Product over one ``dim`` (all elements by default); exact gradients with zeros, as PyTorch's."""
-    check_tensor(input, "prod")
-    check_bool(keepdim, "prod", "keepdim")
-    dim = _no_none_dim(dim, "prod")
-    if dim is not None:
-        if not is_int(dim):
-            raise TypeError(f"prod(): argument 'dim' must be int, not {type(dim).__name__}")
+    dim = None if dim is _NO_DIM else dim
     node = prod_p.node_cls if dim is not None else _PROD0
     if dim is not None:   # a 0-d input has no dim to reduce (0 and -1 name it)
         dim = wrap_dim(dim, input._data.ndim, "prod")
         dim = dim if input._data.ndim else None
-    input = _cast(input, _check_dtype(dtype, "prod"))
+    input = _cast(input, dtype)
     return apply(prod_p, (input,), {"dim": dim, "keepdim": keepdim and dim is not None}, node,
                  dtype=_integral_to_int64(input))
 
@@ -600,11 +577,10 @@ def prod(input: Tensor, dim=_NO_DIM, keepdim: bool = False, *, dtype=None) -> Te
 # ----- std, var, std_mean, var_mean ---------------------------------------------------------------
 
 def _std_args(input, dim, unbiased, keepdim, correction, op):
-    check_tensor(input, op)
     if isinstance(dim, bool):   # std(x, False): the legacy positional ``unbiased``
         dim, unbiased = None, dim
-    if unbiased is not None and not isinstance(unbiased, bool):
-        raise TypeError(f"{op}(): argument 'unbiased' must be bool, not {type(unbiased).__name__}")
+    if unbiased is not None:
+        unbiased = bool(unbiased)   # numpy.bool_ too (the schema's bool)
     if correction is not None:
         if unbiased is not None:
             raise RuntimeError(f"{op}: Cannot pass both correction and unbiased arguments")
@@ -628,6 +604,7 @@ def _std_args(input, dim, unbiased, keepdim, correction, op):
 
 @register(method=True)
 @_np_aliases
+@schema("std(Tensor input, dim, bool? unbiased, bool keepdim, *, correction)")   # dim: the legacy unbiased too
 def std(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None) -> Tensor:
     """Standard deviation over ``dim``; ``correction`` (default 1) or the legacy ``unbiased``."""
     return apply(std_p, (input,), _std_args(input, dim, unbiased, keepdim, correction, "std"))
@@ -635,6 +612,7 @@ def std(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correc
 
 @register(method=True)
 @_np_aliases
+@schema("var(Tensor input, dim, bool? unbiased, bool keepdim, *, correction)")   # dim: the legacy unbiased too
 def var(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None) -> Tensor:
     """Variance over ``dim``; ``correction`` (default 1) or the legacy ``unbiased``."""
     return apply(var_p, (input,), _std_args(input, dim, unbiased, keepdim, correction, "var"))
@@ -642,6 +620,7 @@ def var(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correc
 
 @register
 @_np_aliases
+@schema("std_mean(Tensor input, dim, bool? unbiased, bool keepdim, *, correction)")   # dim: the legacy unbiased too
 def std_mean(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None) -> tuple:
     """``(std, mean)`` over ``dim``."""
     params = _std_args(input, dim, unbiased, keepdim, correction, "std_mean")
@@ -651,6 +630,7 @@ def std_mean(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, c
 
 @register
 @_np_aliases
+@schema("var_mean(Tensor input, dim, bool? unbiased, bool keepdim, *, correction)")   # dim: the legacy unbiased too
 def var_mean(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None) -> tuple:
     """``(var, mean)`` over ``dim``."""
     params = _std_args(input, dim, unbiased, keepdim, correction, "var_mean")
@@ -671,9 +651,9 @@ def _check_ord(ord, op="linalg_vector_norm"):
 
 
 @register(name="vector_norm", module=False, submodule="linalg", graph=True)
+@schema("linalg_vector_norm(Tensor x, ord, int[1]? dim, bool keepdim, *, ScalarType? dtype)")   # ord: no bool
 def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     """The ``ord``-norm of ``x`` over ``dim`` (all elements by default): 0, 1, 2, inf, -inf or any float."""
-    check_tensor(x, "linalg.vector_norm", "x")
     ord = _check_ord(ord)
     word = dtype_word(x._data.dtype)
 
@@ -682,7 +662,7 @@ def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=None
             raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got {word}")
     dims = _reduce_args(x, dim, keepdim, "linalg.vector_norm", check)
     check()
-    if _check_dtype(dtype, "linalg.vector_norm") is not None:
+    if dtype is not None:
         if not dtype.is_floating_point or D.promote_types(x.dtype, dtype) != dtype:
             raise RuntimeError(f"linalg.vector_norm: the dtype of the input ({word}) should be convertible without "
                                f"narrowing to the specified dtype ({dtype_word(dtype.np)})")
@@ -710,13 +690,12 @@ def _svdvals(A):
 
 
 @register(name="matrix_norm", module=False, submodule="linalg")
+@schema("linalg_matrix_norm(Tensor A, ord, dim, bool keepdim, *, ScalarType? dtype)")
 def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dtype=None) -> Tensor:
     """The matrix norm of ``A`` over the two dims ``dim``: 'fro', 'nuc', inf, -inf, 1, -1, 2, -2."""
     op = "linalg.matrix_norm"
-    check_tensor(A, op, "A")
-    if not (is_real(ord) or isinstance(ord, str)):
+    if not (is_real(ord) or isinstance(ord, str)):   # a Scalar or str (PyTorch's two overloads)
         raise TypeError(f"linalg_matrix_norm(): argument 'ord' must be Number or str, not {type(ord).__name__}")
-    check_bool(keepdim, op, "keepdim")
     if A._data.ndim < 2:
         raise RuntimeError(f"{op}: The input tensor A must have at least 2 dimensions.")
     if not A.dtype.is_floating_point:
@@ -727,7 +706,7 @@ def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dt
     d0, d1 = (wrap_dim(d, A._data.ndim, op) for d in dim)
     if d0 == d1:
         raise RuntimeError(f"{op}: dims must be different. Got ({dim[0]}, {dim[1]})")
-    A = _cast(A, _check_dtype(dtype, op))
+    A = _cast(A, dtype)
     if isinstance(ord, str):
         if ord == "fro":
             return vector_norm(A, 2, (d0, d1), keepdim)
@@ -771,9 +750,9 @@ def _empty_max(s: Tensor, dim: int, keepdim: bool = False) -> Tensor:
 
 
 @register(method=True)
+@schema("norm(Tensor input, p, dim, keepdim, dtype)")   # the rest: checked by the norm it calls
 def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Tensor:
     """``torch.norm``: a vector norm (p a number, or 'fro' over at most two dims) or the nuclear norm."""
-    check_tensor(input, "norm")
     if isinstance(dim, int) and not isinstance(dim, bool):
         dim = (dim,)
     if p is None:
@@ -790,10 +769,9 @@ def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) ->
 
 
 @register(method=True)
+@schema("dist(Tensor input, Tensor other, p)")   # p: a Scalar, but no bool
 def dist(input: Tensor, other: Tensor, p=2) -> Tensor:
     """The ``p``-norm of ``input - other`` (broadcast)."""
-    check_tensor(input, "dist")
-    check_tensor(other, "dist", "other", 2)
     if not is_real(p):
         raise TypeError(f"dist(): argument 'p' (position 3) must be Number, not {type(p).__name__}")
     for x in (input, other):
@@ -805,12 +783,9 @@ def dist(input: Tensor, other: Tensor, p=2) -> Tensor:
 
 
 @register
+@schema("cdist(Tensor x1, Tensor x2, float p, compute_mode)")
 def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode=None) -> Tensor:
     """The ``p``-norm distances between the rows of ``x1`` (..., P, M) and of ``x2`` (..., R, M)."""
-    check_tensor(x1, "cdist", "x1")
-    check_tensor(x2, "cdist", "x2", 2)
-    if not is_real(p):
-        raise TypeError(f"cdist(): argument 'p' must be float, not {type(p).__name__}")
     for name, x in (("X1", x1), ("X2", x2)):
         if x._data.ndim < 2:
             raise RuntimeError(f"cdist only supports at least 2D tensors, {name} got: {x._data.ndim}D")
@@ -836,9 +811,9 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode=None) -> Tensor:
 
 @register(method=True, graph=True)
 @_np_aliases
+@schema("logsumexp(Tensor input, int[1] dim, bool keepdim)")
 def logsumexp(input: Tensor, dim, keepdim: bool = False) -> Tensor:
     """log(sum(exp(input))) over ``dim``, computed stably; integral inputs give the default float dtype."""
-    _no_none_dim(dim, "logsumexp", "tuple of ints")
     dims = _reduce_args(input, dim, keepdim, "logsumexp")
     shape = input._data.shape
     if isinstance(dim, (list, tuple)) and not dim and not keepdim and shape and input._data.size:
@@ -860,8 +835,9 @@ AminmaxResult = _return_type("aminmax", ("min", "max"))
 
 def _extremum(input, dim, keepdim, other, op):
     from .elementwise import maximum, minimum
-    check_tensor(input, op)
-    dim = _no_none_dim(dim, op)
+    if dim is None:
+        raise TypeError(f"{op}(): argument 'dim' must be int, not NoneType")
+    dim = None if dim is _NO_DIM else dim
     if isinstance(dim, Tensor):
         other, dim = dim, None
     if other is not None:
@@ -871,10 +847,9 @@ def _extremum(input, dim, keepdim, other, op):
             raise RuntimeError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0. "
                                f"Specify the reduction dim with the 'dim' argument.")
         return apply(max_all_p if op == "max" else min_all_p, (input,))
-    check_bool(keepdim, op, "keepdim")
-    if isinstance(dim, (list, tuple)):
+    if not is_int(dim):   # an int, or a Tensor (the other= overload): not declared in the schema
         raise TypeError(f"{op}(): argument 'dim' must be int, not {type(dim).__name__}")
-    d = _int_dim(input, dim, op)
+    d = wrap_dim(dim, input._data.ndim, op)
     if input._data.ndim and input._data.shape[d] == 0:
         raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")
     if not input._data.ndim:   # a 0-d input is gathered as shape (1,), its result is 0-d with or without keepdim
@@ -890,6 +865,7 @@ def _extremum(input, dim, keepdim, other, op):
 
 @register(method=True)
 @_np_aliases
+@schema("max(Tensor input, dim, bool keepdim, *, other)")   # dim: an int, or the other tensor
 def max(input: Tensor, dim=_NO_DIM, keepdim: bool = False, *, other=None):
     """The maximum of all elements, or ``(values, indices)`` along ``dim``, or ``maximum(input, other)``."""
     return _extremum(input, dim, keepdim, other, "max")
@@ -897,6 +873,7 @@ def max(input: Tensor, dim=_NO_DIM, keepdim: bool = False, *, other=None):
 
 @register(method=True)
 @_np_aliases
+@schema("min(Tensor input, dim, bool keepdim, *, other)")   # dim: an int, or the other tensor
 def min(input: Tensor, dim=_NO_DIM, keepdim: bool = False, *, other=None):
     """The minimum of all elements, or ``(values, indices)`` along ``dim``, or ``minimum(input, other)``."""
     return _extremum(input, dim, keepdim, other, "min")
@@ -918,6 +895,7 @@ def _amax(prim, op, input, dim, keepdim, node=None):
 
 @register(method=True)
 @_np_aliases
+@schema("amax(Tensor input, int[1]? dim, bool keepdim)")
 def amax(input: Tensor, dim=(), keepdim: bool = False) -> Tensor:
     """Maximum over ``dim`` (all dims by default); ties share the gradient evenly."""
     return _amax(amax_p, "amax", input, dim, keepdim)
@@ -925,6 +903,7 @@ def amax(input: Tensor, dim=(), keepdim: bool = False) -> Tensor:
 
 @register(method=True)
 @_np_aliases
+@schema("amin(Tensor input, int[1]? dim, bool keepdim)")
 def amin(input: Tensor, dim=(), keepdim: bool = False) -> Tensor:
     """Minimum over ``dim`` (all dims by default); ties share the gradient evenly."""
     return _amax(amin_p, "amin", input, dim, keepdim)
@@ -935,17 +914,16 @@ graph("amin", lambda x, dim=None, keepdim=False: amin(x, () if dim is None else 
 
 
 @register(method=True)
+@schema("aminmax(Tensor input, *, int? dim, bool keepdim)")
 def aminmax(input: Tensor, *, dim=None, keepdim: bool = False):
     """``(min, max)`` over ``dim`` (an int; all elements by default); ties share the gradient evenly."""
-    check_tensor(input, "aminmax")
-    check_bool(keepdim, "aminmax", "keepdim")
     if dim is None:
         if input._data.size == 0:
             raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the operation has no "
                                "identity.")
         dims = tuple(range(input._data.ndim))
     else:
-        d = _int_dim(input, dim, "aminmax")
+        d = wrap_dim(dim, input._data.ndim, "aminmax")
         if input._data.ndim and input._data.shape[d] == 0:
             raise IndexError(f"aminmax: Expected reduction dim {d} to have non-zero size.")
         dims = (d,) if input._data.ndim else ()
@@ -954,8 +932,6 @@ def aminmax(input: Tensor, *, dim=None, keepdim: bool = False):
 
 
 def _arg(input, dim, keepdim, op):
-    check_tensor(input, op)
-    check_bool(keepdim, op, "keepdim")
     if input._data.dtype.kind == "b":
         raise RuntimeError(f"{op}(): does not support bool input")
     if dim is None:
@@ -967,7 +943,7 @@ def _arg(input, dim, keepdim, op):
         if input._data.size == 0:
             raise IndexError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0.")
         return _made(kernel(input._data, None, keepdim))
-    d = _int_dim(input, dim, op)
+    d = wrap_dim(dim, input._data.ndim, op)
     if input._data.ndim and input._data.shape[d] == 0:
         raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")
     if not input._data.ndim:
@@ -977,6 +953,7 @@ def _arg(input, dim, keepdim, op):
 
 @register(method=True, graph=True)
 @_np_aliases
+@schema("argmax(Tensor input, int? dim, bool keepdim)")
 def argmax(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     """The index of the maximum (of the flattened input by default); the first one on ties."""
     return _arg(input, dim, keepdim, "argmax")
@@ -984,6 +961,7 @@ def argmax(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
 
 @register(method=True, graph=True)
 @_np_aliases
+@schema("argmin(Tensor input, int? dim, bool keepdim)")
 def argmin(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     """The index of the minimum (of the flattened input by default); the first one on ties."""
     return _arg(input, dim, keepdim, "argmin")
@@ -993,35 +971,34 @@ def argmin(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
 
 @register(method=True, graph=True)
 @_np_aliases
+@schema("cumsum(Tensor input, int dim, *, ScalarType? dtype)")
 def cumsum(input: Tensor, dim: int, *, dtype=None) -> Tensor:
     """Cumulative sum along ``dim``; integral and bool inputs give int64."""
-    check_tensor(input, "cumsum")
-    d = _int_dim(input, dim, "cumsum")
-    input = _cast(input, _check_dtype(dtype, "cumsum"))
+    d = wrap_dim(dim, input._data.ndim, "cumsum")
+    input = _cast(input, dtype)
     return apply(cumsum_p, (input,), {"dim": d}, dtype=_integral_to_int64(input))
 
 
 @register(method=True, graph=True)
 @_np_aliases
+@schema("cumprod(Tensor input, int dim, *, ScalarType? dtype)")
 def cumprod(input: Tensor, dim: int, *, dtype=None) -> Tensor:
     """Cumulative product along ``dim``; exact gradients with zeros, as PyTorch's."""
-    check_tensor(input, "cumprod")
-    d = _int_dim(input, dim, "cumprod")
-    input = _cast(input, _check_dtype(dtype, "cumprod"))
+    d = wrap_dim(dim, input._data.ndim, "cumprod")
+    input = _cast(input, dtype)
     return apply(cumprod_p, (input,), {"dim": d}, dtype=_integral_to_int64(input))
 
 
 def _cum_inplace(prim, op):
     def fn(self: Tensor, dim: int, *, dtype=None) -> Tensor:
         from ..autograd._views import apply_inplace
-        check_tensor(self, op)
-        d = _int_dim(self, dim, op)
-        if _check_dtype(dtype, op) is not None and dtype is not self.dtype:
+        d = wrap_dim(dim, self._data.ndim, op)
+        if dtype is not None and dtype is not self.dtype:
             raise RuntimeError(f"{op}: dtype {dtype} does not match the tensor's dtype {self.dtype}")
         return apply_inplace(prim, self, (), {"dim": d})
-    fn.__name__ = op
+    fn.__name__ = fn.__qualname__ = op
     fn.__doc__ = f"In-place {op[:-1]} along ``dim``."
-    return fn
+    return schema(f"{op}(Tensor input, int dim, *, ScalarType? dtype)")(fn)
 
 
 register(_cum_inplace(cumsum_p, "cumsum_"), name="cumsum_", module=False, method=True)
@@ -1029,8 +1006,7 @@ register(_cum_inplace(cumprod_p, "cumprod_"), name="cumprod_", module=False, met
 
 
 def _cum_extremum(input, dim, op, largest, result, node):
-    check_tensor(input, op)
-    d = _int_dim(input, dim, op)
+    d = wrap_dim(dim, input._data.ndim, op)
     idx = NAMESPACES[type(input._data)].cum_extremum_indices(input._data, d, largest)
     values = apply(gather_p, (input,), {"indices": idx, "dim": d}, node)
     return result(values, make(idx))
@@ -1038,6 +1014,7 @@ def _cum_extremum(input, dim, op, largest, result, node):
 
 @register(method=True)
 @_np_aliases
+@schema("cummax(Tensor input, int dim)")
 def cummax(input: Tensor, dim: int):
     """``(values, indices)`` of the running maximum along ``dim`` (an equal value moves the index on)."""
     return _cum_extremum(input, dim, "cummax", True, CummaxResult, _CUMMAX)
@@ -1045,6 +1022,7 @@ def cummax(input: Tensor, dim: int):
 
 @register(method=True)
 @_np_aliases
+@schema("cummin(Tensor input, int dim)")
 def cummin(input: Tensor, dim: int):
     """``(values, indices)`` of the running minimum along ``dim`` (an equal value moves the index on)."""
     return _cum_extremum(input, dim, "cummin", False, CumminResult, _CUMMIN)
@@ -1056,33 +1034,30 @@ graph("cum_extremum_indices", lambda x, dim, largest: (cummax if largest else cu
 
 @register(method=True, graph=True)
 @_np_aliases
+@schema("logcumsumexp(Tensor input, int dim)")
 def logcumsumexp(input: Tensor, dim: int) -> Tensor:
     """log(cumsum(exp(input))) along ``dim``, computed stably."""
-    check_tensor(input, "logcumsumexp")
-    d = _int_dim(input, dim, "logcumsumexp")
+    d = wrap_dim(dim, input._data.ndim, "logcumsumexp")
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"\"logcumsumexp_out_cpu\" not implemented for '{dtype_word(input._data.dtype)}'")
     return apply(logcumsumexp_p, (input,), {"dim": d})
 
 
 @register(method=True)
+@schema("diff(Tensor input, int n, int dim, Tensor? prepend, Tensor? append)")
 def diff(input: Tensor, n: int = 1, dim: int = -1, prepend=None, append=None) -> Tensor:
     """The ``n``-th forward difference along ``dim`` (after concatenating ``prepend`` and ``append``)."""
     from .shape import cat
-    check_tensor(input, "diff")
-    if not is_int(n):
-        raise TypeError(f"diff(): argument 'n' (position 2) must be int, not {type(n).__name__}")
     if input._data.ndim == 0:
         raise RuntimeError("diff expects input to be at least one-dimensional")
     if n < 0:
         raise RuntimeError(f"order must be non-negative but got {n}")
-    d = _int_dim(input, dim, "diff")
+    d = wrap_dim(dim, input._data.ndim, "diff")
     parts = []
     for name, t in (("prepend", prepend), (None, input), ("append", append)):
         if t is None:
             continue
         if name is not None:
-            check_tensor(t, "diff", name)
             if t._data.ndim != input._data.ndim:
                 raise RuntimeError("diff expects prepend or append to be the same dimension as input")
         parts.append(t)
@@ -1100,9 +1075,7 @@ def diff(input: Tensor, n: int = 1, dim: int = -1, prepend=None, append=None) ->
 # ----- all, any ------------------------------------------------------------------------------------
 
 def _logical_reduce(input, dim, keepdim, op):
-    check_tensor(input, op)
     if isinstance(dim, (list, tuple)) and not dim:   # PyTorch: all/any over no dims (x != 0), unlike sum
-        check_bool(keepdim, op, "keepdim")
         dims = ()
     else:
         dims = _reduce_args(input, dim, keepdim, op)
@@ -1115,6 +1088,7 @@ def _logical_reduce(input, dim, keepdim, op):
 
 @register(name="any", method=True, graph="any")
 @_np_aliases
+@schema("any(Tensor input, int[1]? dim, bool keepdim)")
 def any_(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     """Whether any element over ``dim`` is nonzero (bool; uint8 for a uint8 input)."""
     return _logical_reduce(input, dim, keepdim, "any")
@@ -1122,6 +1096,7 @@ def any_(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
 
 @register(name="all", method=True, graph="all")
 @_np_aliases
+@schema("all(Tensor input, int[1]? dim, bool keepdim)")
 def all_(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     """Whether every element over ``dim`` is nonzero (bool; uint8 for a uint8 input)."""
     return _logical_reduce(input, dim, keepdim, "all")

@@ -24,9 +24,10 @@ from ..autograd import grad_mode as _gm
 from ..autograd.graph import NODE_OBSERVERS, Node, _seq, node_class
 from ..autograd._primitive import PrimNode, apply, batch_rule, defprim, graph_ns, install_saved_attrs
 from ._registry import graph, method, register
+from ._schema import schema
 from .elementwise import is_int as _is_int
 from ..autograd._views import apply_inplace, check_inplace
-from .._util import check_bool, check_tensor, no_out
+from .._util import check_tensor, no_out
 
 # ----- primitives --------------------------------------------------------------------------------
 
@@ -316,7 +317,7 @@ def _dim_kw(dim, axis, op, default=0):
 @register(method=True, graph=True)
 def reshape(input: Tensor, *shape) -> Tensor:
     """``input`` with the given shape (a view when the memory layout allows, else a copy)."""
-    check_tensor(input, "reshape")
+    check_tensor(input, "reshape")   # no schema: its wrapper would forward *shape (a tuple more than this call)
     if not shape:
         raise TypeError('reshape() missing 1 required positional arguments: "shape"')
     shape = _infer_shape(_shape_arg(shape, "reshape", "shape"), input._data.size)
@@ -364,21 +365,21 @@ def view(input: Tensor, *shape, size=None) -> Tensor:
 
 
 @register(module=False, method=True)
+@schema("view_as(Tensor input, Tensor other)")
 def view_as(input: Tensor, other: Tensor) -> Tensor:
-    check_tensor(other, "view_as", "other")
     return view(input, other._data.shape)
 
 
 @register(module=False, method=True)
+@schema("reshape_as(Tensor input, Tensor other)")
 def reshape_as(input: Tensor, other: Tensor) -> Tensor:
-    check_tensor(other, "reshape_as", "other")
     return reshape(input, other._data.shape)
 
 
 @register(method=True)
+@schema("flatten(Tensor input, int start_dim, int end_dim)")
 def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     """Dims ``start_dim`` to ``end_dim`` merged into one."""
-    check_tensor(input, "flatten")
     nd = input._data.ndim
     s, e = wrap_dim(start_dim, nd, "flatten"), wrap_dim(end_dim, nd, "flatten")
     if nd == 0:
@@ -392,9 +393,9 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
 
 
 @register(method=True)
+@schema("unflatten(Tensor input, int dim, sizes)")
 def unflatten(input: Tensor, dim: int, sizes) -> Tensor:
     """Dim ``dim`` split into ``sizes`` (one of them may be -1)."""
-    check_tensor(input, "unflatten")
     nd = input._data.ndim
     d = wrap_dim(dim, nd, "unflatten")
     sizes = _shape_arg((sizes,), "unflatten", "sizes")
@@ -410,9 +411,9 @@ def unflatten(input: Tensor, dim: int, sizes) -> Tensor:
 
 
 @register(method=True)
+@schema("ravel(Tensor input)")
 def ravel(input: Tensor) -> Tensor:
     """``input`` as 1-d (a view when contiguous, else a copy)."""
-    check_tensor(input, "ravel")
     return apply(reshape_p, (input,), {"shape": (input._data.size,)})
 
 
@@ -426,9 +427,9 @@ _ALL = object()   # squeeze's default: every size-1 dim (an explicit dim=None is
 
 
 @register(method=True, graph=True)
+@schema("squeeze(Tensor input, dim, *, axis)")
 def squeeze(input: Tensor, dim=_ALL, *, axis=_ALL) -> Tensor:
     """``input`` without its size-1 dims (or those of ``dim``, an int or a tuple)."""
-    check_tensor(input, "squeeze")
     if axis is not _ALL:
         if dim is not _ALL:
             raise TypeError("squeeze() got multiple values for argument 'dim'")
@@ -445,9 +446,9 @@ def squeeze(input: Tensor, dim=_ALL, *, axis=_ALL) -> Tensor:
 
 
 @register(method=True, graph=True)
+@schema("unsqueeze(Tensor input, int? dim, *, axis)")
 def unsqueeze(input: Tensor, dim: int = None, *, axis=None) -> Tensor:
     """``input`` with a size-1 dim inserted at ``dim``."""
-    check_tensor(input, "unsqueeze")
     if dim is None and axis is None:
         raise TypeError('unsqueeze() missing 1 required positional arguments: "dim"')
     dim = _dim_kw(dim, axis, "unsqueeze", None)
@@ -461,7 +462,7 @@ def unsqueeze(input: Tensor, dim: int = None, *, axis=None) -> Tensor:
 @register(method=True)
 def permute(input: Tensor, *dims) -> Tensor:
     """``input`` with its dims reordered."""
-    check_tensor(input, "permute")
+    check_tensor(input, "permute")   # no schema: its wrapper would forward *dims (a tuple more than this call)
     if not dims:
         raise TypeError('permute() missing 1 required positional arguments: "dims"')
     dims = _shape_arg(dims, "permute", "dims")
@@ -481,9 +482,9 @@ def _permute(input, dims, node):
 
 
 @register(method=True, aliases=("swapaxes", "swapdims"), graph=True)
+@schema("transpose(Tensor input, int dim0, int dim1)")
 def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     """``input`` with dims ``dim0`` and ``dim1`` swapped."""
-    check_tensor(input, "transpose")
     nd = input._data.ndim
     if nd == 0:
         wrap_dim(dim0, 0, "transpose"), wrap_dim(dim1, 0, "transpose")
@@ -495,9 +496,9 @@ def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
 
 
 @register(method=True, aliases=("moveaxis",))
+@schema("movedim(Tensor input, source, destination)")
 def movedim(input: Tensor, source, destination) -> Tensor:
     """Dims ``source`` moved to positions ``destination`` (ints or sequences), the others keeping their order."""
-    check_tensor(input, "movedim")
     nd = input._data.ndim
     seq = isinstance(source, (tuple, list))
     if seq != isinstance(destination, (tuple, list)):
@@ -529,9 +530,9 @@ def movedim(input: Tensor, source, destination) -> Tensor:
 
 
 @register(method=True)
+@schema("t(Tensor input)")
 def t(input: Tensor) -> Tensor:
     """A matrix transposed (0-d and 1-d tensors as they are)."""
-    check_tensor(input, "t")
     nd = input._data.ndim
     if nd > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {nd}D")
@@ -576,20 +577,20 @@ def _inplace_view(self: Tensor, fn, node_name: str, *args) -> Tensor:
 
 
 @register(module=False, method=True)
+@schema("t_(Tensor input)")
 def t_(self: Tensor) -> Tensor:
-    check_tensor(self, "t_")
     return _inplace_view(self, t, "TBackward1")
 
 
 @register(module=False, method=True, aliases=("swapaxes_", "swapdims_"))
+@schema("transpose_(Tensor input, int dim0, int dim1)")
 def transpose_(self: Tensor, dim0: int, dim1: int) -> Tensor:
-    check_tensor(self, "transpose_")
     return _inplace_view(self, transpose, "TransposeBackward1", dim0, dim1)
 
 
 @register(module=False, method=True)
+@schema("squeeze_(Tensor input, dim)")
 def squeeze_(self: Tensor, dim=_ALL) -> Tensor:
-    check_tensor(self, "squeeze_")
     if dim is None:
         raise TypeError("squeeze_(): argument 'dim' must be int or tuple of ints, not NoneType")
     name = "SqueezeBackward3" if dim is _ALL else "SqueezeBackward5" if isinstance(dim, (tuple, list)) else \
@@ -598,8 +599,8 @@ def squeeze_(self: Tensor, dim=_ALL) -> Tensor:
 
 
 @register(module=False, method=True)
+@schema("unsqueeze_(Tensor input, int dim)")
 def unsqueeze_(self: Tensor, dim: int) -> Tensor:
-    check_tensor(self, "unsqueeze_")
     return _inplace_view(self, unsqueeze, "UnsqueezeBackward1", dim)
 
 
@@ -608,11 +609,11 @@ def unsqueeze_(self: Tensor, dim: int) -> Tensor:
 @register(module=False, method=True)
 def expand(input: Tensor, *sizes) -> Tensor:
     """A view of ``input`` with size-1 dims repeated (no copy); -1 keeps a size."""
+    check_tensor(input, "expand")   # no schema: its wrapper would forward *sizes (a tuple more than this call)
     return _expand(input, sizes, "expand")
 
 
 def _expand(input, sizes, op):
-    check_tensor(input, op)
     if not sizes:
         raise TypeError(f'{op}() missing 1 required positional arguments: "size"')
     sizes = _shape_arg(sizes, op)
@@ -641,12 +642,13 @@ def _expand(input, sizes, op):
 
 
 @register(module=False, method=True)
+@schema("expand_as(Tensor input, Tensor other)")
 def expand_as(input: Tensor, other: Tensor) -> Tensor:
-    check_tensor(other, "expand_as", "other")
     return expand(input, other._data.shape)
 
 
 @register(method=True)
+@schema("broadcast_to(Tensor input, size)")
 def broadcast_to(input: Tensor, size) -> Tensor:
     """``input`` expanded to ``size``."""
     return _expand(input, (size,), "broadcast_to")
@@ -748,7 +750,7 @@ def atleast_3d(*tensors):
 @register(module=False, method=True, graph=True)
 def repeat(input: Tensor, *sizes) -> Tensor:
     """``input`` tiled ``sizes`` times along each dim (leading new dims for extra sizes)."""
-    check_tensor(input, "repeat")
+    check_tensor(input, "repeat")   # no schema: its wrapper would forward *sizes (a tuple more than this call)
     if not sizes:
         raise TypeError('repeat() missing 1 required positional arguments: "repeats"')   # even for 0-d input
     sizes = _shape_arg(sizes, "repeat", "repeats")
@@ -762,9 +764,9 @@ def repeat(input: Tensor, *sizes) -> Tensor:
 
 
 @register(method=True)
+@schema("tile(Tensor input, dims)")
 def tile(input: Tensor, dims) -> Tensor:
     """``input`` tiled ``dims`` times (missing leading counts are 1)."""
-    check_tensor(input, "tile")
     dims = _shape_arg((dims,), "tile", "dims")
     return repeat(input, (1,) * (input._data.ndim - len(dims)) + dims)
 
@@ -773,10 +775,10 @@ _COUNTS = object()   # repeat_interleave(counts): no repeats given
 
 
 @register(method=True)
+@schema("repeat_interleave(Tensor input, repeats, int? dim, *, output_size)")
 def repeat_interleave(input: Tensor, repeats=_COUNTS, dim: int | None = None, *, output_size: int | None = None):
     """Each element (or slice along ``dim``) repeated ``repeats`` times, one after the other.
     ``repeat_interleave(repeats_tensor)``: the indices ``0, 1, ...`` repeated (``repeats[i]`` times each)."""
-    check_tensor(input, "repeat_interleave")
     if repeats is None:
         raise TypeError("repeat_interleave(): argument 'repeats' must be Tensor or int, not NoneType")
     if repeats is _COUNTS:   # torch.repeat_interleave(counts): the indices, each repeated its count
@@ -828,7 +830,7 @@ def repeat_interleave(input: Tensor, repeats=_COUNTS, dim: int | None = None, *,
 @register(method=True, graph=True)
 def flip(input: Tensor, *dims) -> Tensor:
     """``input`` reversed along ``dims`` (a copy)."""
-    check_tensor(input, "flip")
+    check_tensor(input, "flip")   # no schema: its wrapper would forward *dims (a tuple more than this call)
     if not dims:
         raise TypeError('flip() missing 1 required positional arguments: "dims"')
     dims = _shape_arg(dims, "flip", "dims")
@@ -841,25 +843,25 @@ def flip(input: Tensor, *dims) -> Tensor:
 
 
 @register(method=True)
+@schema("fliplr(Tensor input)")
 def fliplr(input: Tensor) -> Tensor:
-    check_tensor(input, "fliplr")
     if input._data.ndim < 2:
         raise RuntimeError("Input must be >= 2-d.")
     return apply(flip_p, (input,), {"dims": (1,)})
 
 
 @register(method=True)
+@schema("flipud(Tensor input)")
 def flipud(input: Tensor) -> Tensor:
-    check_tensor(input, "flipud")
     if input._data.ndim < 1:
         raise RuntimeError("Input must be >= 1-d.")
     return apply(flip_p, (input,), {"dims": (0,)})
 
 
 @register(method=True, graph=True)
+@schema("roll(Tensor input, shifts, dims)")
 def roll(input: Tensor, shifts, dims=None) -> Tensor:
     """``input``'s elements shifted ``shifts`` places along ``dims`` (wrapping around); no dims: flattened."""
-    check_tensor(input, "roll")
     shifts = _int_list(shifts, "roll", "shifts")
     nd = input._data.ndim
     if dims is None or (isinstance(dims, (tuple, list)) and len(dims) == 0):
@@ -876,9 +878,9 @@ def roll(input: Tensor, shifts, dims=None) -> Tensor:
 
 
 @register(method=True, graph=True)
+@schema("rot90(Tensor input, int k, dims)")
 def rot90(input: Tensor, k: int = 1, dims=(0, 1)) -> Tensor:
     """``input`` rotated by 90 degrees ``k`` times in the plane of ``dims``, from the first towards the second."""
-    check_tensor(input, "rot90")
     k = _int(k, "rot90", "k")
     dims = _int_list(dims, "rot90", "dims")
     nd = input._data.ndim
@@ -899,9 +901,9 @@ def _slice(input, d, start, stop, node=None):
 
 
 @register(method=True)
+@schema("narrow(Tensor input, int dim, int start, int length)")
 def narrow(input: Tensor, dim: int, start, length: int) -> Tensor:
     """``length`` entries of ``input`` from ``start`` along ``dim`` (a view)."""
-    check_tensor(input, "narrow")
     nd = input._data.ndim
     if nd == 0:
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
@@ -920,9 +922,9 @@ def narrow(input: Tensor, dim: int, start, length: int) -> Tensor:
 
 
 @register(method=True)
+@schema("select(Tensor input, int dim, int index)")
 def select(input: Tensor, dim: int, index: int) -> Tensor:
     """``input`` at ``index`` along ``dim``, that dim removed (a view)."""
-    check_tensor(input, "select")
     nd = input._data.ndim
     if nd == 0:
         raise IndexError("select() cannot be applied to a 0-dim tensor.")
@@ -941,9 +943,9 @@ def _pieces(input, d, bounds, name):
 
 
 @register(method=True)
+@schema("split(Tensor tensor, split_size_or_sections, int dim)")
 def split(tensor: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
     """Pieces of ``split_size`` along ``dim`` (the last one smaller), or of the listed sizes (views)."""
-    check_tensor(tensor, "split")
     nd = tensor._data.ndim
     if nd == 0:
         raise RuntimeError("split expects at least a 1-dimensional tensor")
@@ -970,9 +972,9 @@ def split(tensor: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
 
 
 @register(method=True)
+@schema("chunk(Tensor input, int chunks, int dim)")
 def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
     """At most ``chunks`` pieces of equal size along ``dim`` (the last one smaller)."""
-    check_tensor(input, "chunk")
     chunks = _int(chunks, "chunk", "chunks")
     if input._data.ndim == 0:
         raise RuntimeError("chunk expects at least a 1-dimensional tensor")
@@ -986,9 +988,9 @@ def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
 
 
 @register(method=True)
+@schema("unbind(Tensor input, int dim)")
 def unbind(input: Tensor, dim: int = 0) -> tuple:
     """The slices of ``input`` along ``dim`` (views), that dim removed."""
-    check_tensor(input, "unbind")
     nd = input._data.ndim
     if nd == 0:
         raise IndexError("Dimension specified as 0 but tensor has no dimensions")
@@ -1004,6 +1006,7 @@ def _iter(self):
 
 
 @register(method=True)
+@schema("tensor_split(Tensor input, indices_or_sections, int dim)")
 def tensor_split(input: Tensor, indices_or_sections, dim: int = 0) -> tuple:
     """``sections`` nearly equal pieces along ``dim`` (the first ones one larger), or pieces cut at
     ``indices``: separate views (SliceBackward0 each)."""
@@ -1011,7 +1014,6 @@ def tensor_split(input: Tensor, indices_or_sections, dim: int = 0) -> tuple:
 
 
 def _tensor_split(input, ios, dim, op):
-    check_tensor(input, op)
     nd = input._data.ndim
     if nd == 0:
         raise RuntimeError("tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims")
@@ -1043,7 +1045,6 @@ def _tensor_split(input, ios, dim, op):
 
 
 def _split_dim(input, ios, dim, op, min_nd):
-    check_tensor(input, op)
     # the argument's type is checked first, as PyTorch's argument parser does
     if isinstance(ios, (list, tuple)):
         ios = [_int(v, op, "indices") for v in ios]
@@ -1062,17 +1063,19 @@ def _split_dim(input, ios, dim, op, min_nd):
 
 
 @register(method=True)
+@schema("hsplit(Tensor input, indices_or_sections)")
 def hsplit(input: Tensor, indices_or_sections) -> tuple:
-    check_tensor(input, "hsplit")
     return _split_dim(input, indices_or_sections, 1 if input._data.ndim > 1 else 0, "hsplit", 1)
 
 
 @register(method=True)
+@schema("vsplit(Tensor input, indices_or_sections)")
 def vsplit(input: Tensor, indices_or_sections) -> tuple:
     return _split_dim(input, indices_or_sections, 0, "vsplit", 2)
 
 
 @register(method=True)
+@schema("dsplit(Tensor input, indices_or_sections)")
 def dsplit(input: Tensor, indices_or_sections) -> tuple:
     return _split_dim(input, indices_or_sections, 2, "dsplit", 3)
 
@@ -1207,37 +1210,39 @@ def column_stack(tensors, *, out=None) -> Tensor:
 # ----- triangles, diagonals, trace ----------------------------------------------------------------------
 
 def _tri(input, diagonal, prim, op):
-    check_tensor(input, op)
     if input._data.ndim < 2:
         raise RuntimeError(f"{op}: input tensor must have at least 2 dimensions")
     return apply(prim, (input,), {"diagonal": _int(diagonal, op, "diagonal")})
 
 
 @register(method=True, graph=True)
+@schema("tril(Tensor input, int diagonal)")
 def tril(input: Tensor, diagonal: int = 0) -> Tensor:
     """The lower triangle (on and below diagonal ``diagonal``) of the last two dims; zeros above."""
     return _tri(input, diagonal, tril_p, "tril")
 
 
 @register(method=True, graph=True)
+@schema("triu(Tensor input, int diagonal)")
 def triu(input: Tensor, diagonal: int = 0) -> Tensor:
     """The upper triangle (on and above diagonal ``diagonal``) of the last two dims; zeros below."""
     return _tri(input, diagonal, triu_p, "triu")
 
 
 def _tri_(self, diagonal, prim, op):
-    check_tensor(self, op)
     if self._data.ndim < 2:
         raise RuntimeError(f"{op}: input tensor must have at least 2 dimensions")
     return apply_inplace(prim, self, (), {"diagonal": _int(diagonal, op, "diagonal")})
 
 
 @register(module=False, method=True)
+@schema("tril_(Tensor input, int diagonal)")
 def tril_(self: Tensor, diagonal: int = 0) -> Tensor:
     return _tri_(self, diagonal, tril_p, "tril_")
 
 
 @register(module=False, method=True)
+@schema("triu_(Tensor input, int diagonal)")
 def triu_(self: Tensor, diagonal: int = 0) -> Tensor:
     return _tri_(self, diagonal, triu_p, "triu_")
 
@@ -1252,9 +1257,9 @@ def _diag_dims(nd, offset, dim1, dim2, op):
 
 
 @register(method=True, graph=True)
+@schema("diagonal(Tensor input, int offset, int dim1, int dim2)")
 def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
     """The diagonal ``offset`` of dims ``dim1``/``dim2``, as a new last dim (a view)."""
-    check_tensor(input, "diagonal")
     nd = input._data.ndim
     offset, d1, d2 = _diag_dims(nd, offset, dim1, dim2, "diagonal")
     return apply(diagonal_p, (input,), {"offset": offset, "dim1": d1, "dim2": d2})
@@ -1270,9 +1275,9 @@ def _embed_shape(shape, offset, d1, d2):
 
 
 @register(method=True)
+@schema("diag_embed(Tensor input, int offset, int dim1, int dim2)")
 def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
     """A tensor whose diagonal ``offset`` over the new dims ``dim1``/``dim2`` holds ``input``'s last dim."""
-    check_tensor(input, "diag_embed")
     nd = input._data.ndim + 1
     offset, d1, d2 = _diag_dims(nd, offset, dim1, dim2, "diag_embed")
     shp = input._data.shape if input._data.ndim else (1,)
@@ -1282,9 +1287,9 @@ def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -
 
 
 @register(method=True)
+@schema("diag(Tensor input, int diagonal)")
 def diag(input: Tensor, diagonal: int = 0) -> Tensor:
     """1-d input: a matrix with it on diagonal ``diagonal``; 2-d input: that diagonal, copied."""
-    check_tensor(input, "diag")
     nd = input._data.ndim
     diagonal = _int(diagonal, "diag", "diagonal")
     if nd == 1:
@@ -1295,17 +1300,17 @@ def diag(input: Tensor, diagonal: int = 0) -> Tensor:
 
 
 @register(method=True)
+@schema("diagflat(Tensor input, int offset)")
 def diagflat(input: Tensor, offset: int = 0) -> Tensor:
     """A matrix with ``input``'s elements (flattened) on diagonal ``offset``."""
-    check_tensor(input, "diagflat")
     offset = _int(offset, "diagflat", "offset")
     return diag_embed(flatten(input) if input._data.ndim != 1 else input, offset, 0, 1)
 
 
 @register(method=True, graph=True)
+@schema("trace(Tensor input)")
 def trace(input: Tensor) -> Tensor:
     """The sum of a matrix's diagonal (integer matrices give int64)."""
-    check_tensor(input, "trace")
     if input._data.ndim != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input._data.ndim}")
     if input._data.dtype.kind == "b":
@@ -1364,11 +1369,10 @@ def cartesian_prod(*tensors) -> Tensor:
 
 
 @register
+@schema("combinations(Tensor input, int r, bool with_replacement)")
 def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> Tensor:
     """The ``r``-element combinations of a 1-d tensor's elements, as rows (in order)."""
-    check_tensor(input, "combinations")
     r = _int(r, "combinations", "r")
-    with_replacement = check_bool(with_replacement, "combinations", "with_replacement")
     if input._data.ndim != 1:
         raise RuntimeError(f"Expect a 1D vector, but got shape {list(input._data.shape)}")
     if r < 0:
@@ -1386,9 +1390,9 @@ def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> T
 # ----- unfold, clone, contiguous ------------------------------------------------------------------------
 
 @register(module=False, method=True, graph=True)
+@schema("unfold(Tensor input, int dimension, int size, int step)")
 def unfold(input: Tensor, dimension: int, size: int, step: int) -> Tensor:
     """Windows of ``size`` every ``step`` along ``dimension``, as a new last dim (a view)."""
-    check_tensor(input, "unfold")
     nd = input._data.ndim
     d = wrap_dim(dimension, nd, "unfold")
     size, step = _int(size, "unfold", "size"), _int(step, "unfold", "step")
@@ -1430,9 +1434,9 @@ def _relayout(t: Tensor, fmt) -> Tensor:
 
 
 @register(method=True, graph=True)
+@schema("clone(Tensor input, *, memory_format)")
 def clone(input: Tensor, *, memory_format=None) -> Tensor:
     """A copy of ``input`` with its own memory (gradients flow back unchanged)."""
-    check_tensor(input, "clone")
     fmt = _check_memory_format(input, memory_format, "clone")
     out = apply(clone_p, (input,))
     return out if fmt is None else _relayout(out, fmt)
