@@ -613,6 +613,8 @@ def apply(prim: Primitive, args: tuple, params: dict = _EMPTY, node_cls=None, dt
                         VIEW_REFRESH.history(a)
                     elif fwd_state.level:
                         VIEW_REFRESH.tangent(a)
+                    else:
+                        VIEW_REFRESH.steps(a)   # its steps, for a view made of it
                 d = a._data
                 if xp is None:
                     xp = _NP_NS if type(d) is _ndarray else NAMESPACES[type(d)]
@@ -928,3 +930,4 @@ class VIEW_REFRESH:
     a slot instead of an import, so that the two modules form no cycle."""
     history = None   # refresh_view(v): rebuild the view's history from its base's
     tangent = None   # refresh_tangent(v): rebuild its forward-mode tangent
+    steps = None     # current_steps(v): its view steps from its base's current layout

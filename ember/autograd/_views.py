@@ -136,7 +136,7 @@ def _inplace_tangent(self: Tensor, r: Tensor, is_view: bool) -> None:
     with _primal_level():
         bt = base._fw_grad if base._fw_grad is not None else zeros_of(base)
         base._fw_grad = apply(copy_slices_p, (bt, rt if rt is not None else zeros_of(r)),
-                              {"steps": self._view_steps})
+                              {"steps": current_steps(self)})
     track_tangent(base)
     self._fw_grad = rt if rt is not None else _view_tangent(self)
     track_tangent(self)
@@ -154,14 +154,21 @@ class _primal_level:
 
 def _view_tangent(v: Tensor):
     with _primal_level():
-        return apply(view_replay_p, (v._base._fw_grad,), {"steps": v._view_steps})
+        return apply(view_replay_p, (v._base._fw_grad,), {"steps": current_steps(v)})
 
 
 # ----- rebuilding a view's history --------------------------------------------------------------
 
 view_replay_p = defprim(
     "view_replay", lambda xp, a, steps: xp.view_replay(a, steps),
-    node="AsStridedBackward0", vjp=lambda xp, g, out, a, steps: xp.view_scatter_zeros(g, steps, a.shape), jvp="linear")
+    node="AsStridedBackward0", jvp="linear",
+    vjp=lambda xp, g, out, a, steps: view_scatter_add_p(xp, g, steps=steps, shape=tuple(a.shape)))
+
+# the gradient of replaying a view: an expanded view's repeated positions sum
+view_scatter_add_p = defprim(
+    "view_scatter_add",
+    lambda xp, g, steps, shape: xp.view_scatter_add(g, steps, shape),
+    node="AsStridedScatterBackward0", vjp=lambda xp, g, out, a, steps, shape: xp.view_replay(g, steps), jvp="linear")
 
 view_scatter_zeros_p = defprim(
     "view_scatter_zeros",
@@ -182,9 +189,30 @@ copy_slices_p = defprim(
     jvp="linear")
 
 
+# ----- in-place view ops on a base ----------------------------------------------------------------
+
+def relayout(base: Tensor, inverse: tuple) -> None:
+    """An in-place view op (``t_``, ``transpose_``, ``squeeze_``, ``unsqueeze_``) changed ``base``'s sizes: the
+    views made of it before replay their steps after ``inverse``, the view step that takes the new layout back to
+    the old (PyTorch regenerates them with as_strided on the base's memory, which has no layout)."""
+    base.__dict__.setdefault("_relayouts", []).append((base._vc[0], inverse))
+
+
+def current_steps(v: Tensor) -> tuple:
+    """``v._view_steps`` brought up to its base's current layout (see ``relayout``), and returned."""
+    rel = v._base.__dict__.get("_relayouts")
+    if rel is not None:
+        since = max(v._view_v, v.__dict__.get("_steps_v", -1))   # the version the steps were made for
+        if rel[-1][0] > since:
+            v._view_steps = tuple(s for ver, s in reversed(rel) if ver > since) + v._view_steps
+        v.__dict__["_steps_v"] = v._vc[0]
+    return v._view_steps
+
+
 def refresh_view(v: Tensor) -> None:
     """Rebuild view ``v``'s history from its base's current history."""
     base = v._base
+    current_steps(v)
     v._view_v = v._vc[0]
     if base._requires_grad:
         stand_in = make(v._data)
@@ -198,6 +226,7 @@ def refresh_view(v: Tensor) -> None:
 def refresh_tangent(v: Tensor) -> None:
     """Forward mode without recording: a stale view's tangent follows its base's (its history is left
     to be rebuilt when grad mode records again)."""
+    current_steps(v)
     if v._base._fw_grad is not None:
         v._fw_grad = _view_tangent(v)
         track_tangent(v)
@@ -208,10 +237,11 @@ def _rebase_view(v: Tensor, r: Tensor) -> None:
     view's region replaced by ``r`` (CopySlices), and ``v`` is that region of the new base."""
     base = v._base
     stand_in = make(base._data)
-    _record(stand_in, copy_slices_p, (base, r), {"steps": v._view_steps}, None)
+    _record(stand_in, copy_slices_p, (base, r), {"steps": current_steps(v)}, None)
     base.grad_fn, base._output_nr, base._requires_grad = stand_in.grad_fn, 0, True
     refresh_view(v)
 
 
 VIEW_REFRESH.history = refresh_view
 VIEW_REFRESH.tangent = refresh_tangent
+VIEW_REFRESH.steps = current_steps

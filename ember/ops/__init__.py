@@ -34,6 +34,8 @@ graph("ones_like", ones_like)
 graph("view_replay", lambda x, steps: apply(_views.view_replay_p, (x,), {"steps": steps}))
 graph("view_scatter_zeros", lambda g, steps, shape: apply(_views.view_scatter_zeros_p, (g,),
                                                           {"steps": steps, "shape": shape}))
+graph("view_scatter_add", lambda g, steps, shape: apply(_views.view_scatter_add_p, (g,),
+                                                        {"steps": steps, "shape": shape}))
 
 
 for _name, _fn in METHODS.items():

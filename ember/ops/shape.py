@@ -26,7 +26,7 @@ from ..autograd._primitive import PrimNode, apply, batch_rule, defprim, graph_ns
 from ._registry import graph, method, register
 from ._schema import schema
 from .elementwise import is_int as _is_int
-from ..autograd._views import apply_inplace, check_inplace
+from ..autograd._views import apply_inplace, check_inplace, relayout
 from .._util import check_tensor, no_out
 
 # ----- primitives --------------------------------------------------------------------------------
@@ -561,9 +561,15 @@ def _inplace_view(self: Tensor, fn, node_name: str, *args) -> Tensor:
     """``self`` becomes ``fn(self, *args)`` (a view of itself with new sizes): PyTorch's in-place view ops."""
     recording = _gm._state.enabled and self._requires_grad
     check_inplace(self, recording)
+    old_shape = tuple(self._data.shape)
     r = fn(self, *args)
     self._data = r._data
     self._vc[0] += 1
+    if self._base is None and r._base is self:
+        # the views made of self so far reach it through the inverse of this step first
+        prim, params = r._view_steps[-1]
+        relayout(self, (permute_p, {"dims": _inverse(params["dims"])}) if prim is permute_p else
+                 (reshape_p, {"shape": old_shape}))
     if self._base is not None and r._base is not None:
         self._view_steps, self._view_v = r._view_steps, self._vc[0]
     if r.grad_fn is not None:

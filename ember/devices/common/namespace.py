@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import math
 import types
 
 import numpy as np
@@ -260,6 +261,13 @@ def make_namespace(name: str, xp, *, array_base: type = DeviceArray, backend_cla
                                "before modifying it in place")
         return arr(kit.scatter_set(base, lambda _: region.a, g.a))
 
+    def view_scatter_add(g, steps, shape):
+        # as the cpu's: the positions the view selects in an arange, with g added there (repeats sum)
+        positions = view_replay(arr(kit.lin(shape)), steps).a
+        vals = xp.broadcast_to(g.a, tuple(positions.shape))
+        flat = kit.scatter_add_flat(math.prod(shape), positions, vals, g.dtype)
+        return arr(xp.reshape(flat, tuple(shape)))
+
     # the optimizers' fused multiply-add (common/optim.py), in place by rebinding (a DeviceArray is the storage)
     def fma(x, y, z, out=None):
         r = _optim.fma(*(v.a if type(v) is arr else v for v in (x, y, z)))
@@ -274,7 +282,8 @@ def make_namespace(name: str, xp, *, array_base: type = DeviceArray, backend_cla
         a.store(work)
 
     ns.view_replay, ns.view_scatter_zeros, ns.fma, ns.fma_lerp_ = view_replay, view_scatter_zeros, fma, fma_lerp_
-    for n in ("view_replay", "view_scatter_zeros", "fma", "fma_lerp_"):
+    ns.view_scatter_add = view_scatter_add
+    for n in ("view_replay", "view_scatter_zeros", "view_scatter_add", "fma", "fma_lerp_"):
         if n in missing:
             missing.remove(n)
     ns.backend = backend

@@ -384,6 +384,21 @@ def view_scatter_zeros(g, steps, shape):
     return out
 
 
+def view_scatter_add(g, steps, shape):
+    """Zeros of ``shape`` with ``g`` added at the positions the view ``steps`` select: the gradient of replaying a
+    view, where an expanded view's repeated positions sum (PyTorch's as_strided_backward)."""
+    out = np.zeros(shape, dtype=g.dtype)
+    region = view_replay(out, steps)
+    if region.size == 0:
+        return out
+    if region.flags.writeable and np.shares_memory(region, out):   # a writable view repeats no position
+        region[...] = g
+        return out
+    positions = view_replay(np.arange(out.size).reshape(shape), steps)
+    np.add.at(out.reshape(-1), positions.reshape(-1), np.broadcast_to(g, positions.shape).reshape(-1))
+    return out
+
+
 def clone(x):
     return x.copy()
 
