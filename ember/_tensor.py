@@ -536,7 +536,9 @@ def zeros_of(t: Tensor) -> Tensor:
 def _wrap_dim(dim: int, ndim: int, op: str = "") -> int:
     n = max(ndim, 1)
     if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):
-        raise TypeError(f"{op}(): argument 'dim' must be int, not {type(dim).__name__}")
+        if not (isinstance(dim, Tensor) and dim._data.ndim == 0 and dim._data.dtype.kind in "iu"):
+            raise TypeError(f"{op}(): argument 'dim' must be int, not {type(dim).__name__}")
+        dim = dim.item()   # a 0-d integer tensor, as PyTorch's parser takes it (its __index__)
     if dim < -n or dim >= n:
         raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
     return dim + n if dim < 0 else dim

@@ -1,6 +1,7 @@
 """Regressions found in review, each compared with real PyTorch."""
 import warnings
 
+import numpy as np
 import pytest
 
 import ember
@@ -139,3 +140,18 @@ def test_histc_over_a_range_near_the_dtypes_limit_counts_every_value(dtype):
     big = float(ember.finfo(getattr(ember, dtype)).max) / 2
     x = ember.tensor([-big, 0.0, 1.0, big], dtype=getattr(ember, dtype))
     assert ember.histc(x, bins=4, min=-big, max=big).tolist() == [1.0, 0.0, 2.0, 1.0]
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, x: x.sum(0, keepdim=np.bool_(True)), lambda m, x: x.amax(0, keepdim=np.bool_(True)),
+    lambda m, x: x.mean(0, keepdim=np.bool_(True)), lambda m, x: m.cumsum(x, m.tensor(0.0))])
+def test_a_numpy_bool_or_a_float_tensor_for_a_bool_or_int_argument_is_torchs_type_error(call):
+    """PyTorch's parser refuses numpy.bool_ for a bool and a float tensor for an int (ember raised NumPy's words)."""
+    raises_same(lambda m: call(m, m.arange(6.0).reshape(2, 3)), exact_msg=True)
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, x: m.cumsum(x, m.tensor(0)), lambda m, x: x.sum(m.tensor(1)), lambda m, x: x.select(m.tensor(0), 1),
+    lambda m, x: x.sum((m.tensor(0),))])
+def test_a_0d_integer_tensor_is_an_int_dim(call):
+    same(lambda m: call(m, m.arange(6.0).reshape(2, 3)))

@@ -31,7 +31,7 @@ each accepts is what ember's bodies accept, so declaring one refuses nothing tha
     int           int (no bool), a NumPy integer,    float         int or float (no bool), a NumPy one
                   a 0-d integer Tensor
     int[]         a tuple or list (torch.Size)       int[1]        int[] or an int
-    bool          bool or numpy.bool_                str           str
+    bool          bool (PyTorch refuses numpy.bool_) str           str
     ScalarType    a torch.dtype                      Tensor[]      a tuple or list
     T?            T or None                          name          (no type) not checked: the body reads it
 """
@@ -56,7 +56,7 @@ _TYPES: dict[str, tuple[str, str]] = {
     "float": ("float", "type({v}) is float or _is_real({v})"),
     "int[]": ("tuple of ints", "isinstance({v}, (tuple, list))"),
     "int[1]": ("tuple of ints", "isinstance({v}, (tuple, list)) or type({v}) is int or _is_int({v})"),
-    "bool": ("bool", "type({v}) is bool or _is_bool({v})"),
+    "bool": ("bool", "type({v}) is bool"),
     "str": ("str", "type({v}) is str"),
     "ScalarType": ("torch.dtype", "type({v}) is _dtype"),
     "Tensor[]": ("tuple of Tensors", "isinstance({v}, (tuple, list))"),
@@ -85,12 +85,8 @@ def _is_real(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def _is_bool(v) -> bool:
-    return type(v).__name__ == "bool" and type(v).__module__ == "numpy"     # numpy.bool_, as check_bool
-
-
 _NAMESPACE = {"Tensor": Tensor, "_dtype": _dtype, "_NUMBERS": _NUMBERS, "_is_scalar": _is_scalar,
-              "_is_int": _is_int, "_is_real": _is_real, "_is_bool": _is_bool}
+              "_is_int": _is_int, "_is_real": _is_real}
 _ACCEPTS = {t: eval("lambda _v: " + test.format(v="_v"), _NAMESPACE) for t, (_, test) in _TYPES.items()}
 
 
