@@ -12,6 +12,9 @@ import math
 
 import numpy as np
 
+from . import libm
+from .libm import fma64
+
 __all__ = ["i0", "i0e", "i1", "i1e", "modified_bessel_i0", "modified_bessel_i1", "modified_bessel_k0",
            "modified_bessel_k1", "scaled_modified_bessel_k0", "scaled_modified_bessel_k1", "bessel_j0", "bessel_j1",
            "bessel_y0", "bessel_y1", "spherical_bessel_j0", "airy_ai"]
@@ -22,8 +25,22 @@ _SQRT_2_PI = 0.797884560802865355879892119868763737   # sqrt(2 / pi)
 _2_PI = 0.636619772367581343075535053490057448        # 2 / pi
 
 
-def build(xp) -> dict:
-    """The kernels, written against array-API namespace ``xp``; each takes and returns a float array."""
+def build(xp, libm64=None) -> dict:
+    """The kernels, written against array-API namespace ``xp``; each takes and returns a float array.
+    ``libm64``: float64 exp, log, sin, cos equal to the C library's (PyTorch's scalar code calls those), where
+    the device has them; float32 ones compute in float64 and round once, as the C library's (correctly rounded)
+    float functions do."""
+
+    def _libm(name):
+        f64 = getattr(libm64, name) if libm64 is not None else getattr(xp, name)
+
+        def fn(x):
+            if x.dtype == xp.float32:
+                return xp.astype(f64(xp.astype(x, xp.float64)), xp.float32)
+            return f64(x)
+        return fn
+
+    exp, log, sin, cos = _libm("exp"), _libm("log"), _libm("sin"), _libm("cos")
 
     def _half_up(fn):
         # PyTorch's calc_i0/i0e/i1/i1e(Half) compute in float and round once
@@ -36,19 +53,30 @@ def build(xp) -> dict:
         kernel.__name__ = fn.__name__
         return kernel
 
+    def fma(a, b, c):
+        """a * b + c rounded once, as the fused multiply-adds PyTorch's CPU build contracts these loops into:
+        float32 through float64 (the product is exact there); float64 by Dekker's exact product and Knuth's
+        exact sum (libm.fma64)."""
+        if a.dtype == xp.float32:
+            w = xp.float64
+            return xp.astype(xp.astype(a, w) * xp.astype(b, w) + (xp.astype(c, w) if hasattr(c, "dtype") else c),
+                             xp.float32)
+        r = fma64(a, b, c)
+        return xp.where(xp.isfinite(r), r, a * b + c)   # inf/nan operands, overflow: the plain result
+
     def chbevl(x, coef):
         """Cephes' Chebyshev series: b0 = x b1 - b2 + c for each coefficient, then (b0 - b2) / 2."""
         b0, b1, b2 = xp.zeros_like(x) + coef[0], xp.zeros_like(x), xp.zeros_like(x)
         for c in coef[1:]:
             b2, b1 = b1, b0
-            b0 = x * b1 - b2 + c
+            b0 = fma(x, b1, -b2) + c
         return 0.5 * (b0 - b2)
 
     def polevl(z, coef):
         """Horner's rule from a zero start (PyTorch's loops: p = p * z + c)."""
         p = xp.zeros_like(z)
         for c in coef:
-            p = p * z + c
+            p = fma(p, z, c)
         return p
 
     def _i1_tables(x):   # calc_i1/calc_i1e's float tables are the double ones' last terms
@@ -61,14 +89,14 @@ def build(xp) -> dict:
 
     def _i0(x):   # calc_i0 == modified_bessel_i0_forward
         a = xp.abs(x)
-        e = xp.exp(a)
+        e = exp(a)
         return xp.where(a <= 8.0, e * chbevl(a / 2.0 - 2.0, _I0_A), e * chbevl(32.0 / a - 2.0, _I0_B) / xp.sqrt(a))
 
     @_half_up
     def i1(x):
         a = xp.abs(x)
         ta, tb = _i1_tables(x)
-        e = xp.exp(a)
+        e = exp(a)
         out = xp.where(a <= 8.0, e * a * chbevl(a / 2.0 - 2.0, ta), e * chbevl(32.0 / a - 2.0, tb) / xp.sqrt(a))
         return xp.where(x < 0, -out, out)
 
@@ -81,7 +109,7 @@ def build(xp) -> dict:
 
     def modified_bessel_i1(x):
         a = xp.abs(x)
-        e = xp.exp(a)
+        e = exp(a)
         out = xp.where(a <= 8.0, chbevl(a / 2.0 - 2.0, _I1_A) * a * e, e * chbevl(32.0 / a - 2.0, _I1_B) / xp.sqrt(a))
         return xp.where(x < 0, -out, out)
 
@@ -93,29 +121,29 @@ def build(xp) -> dict:
         # PyTorch writes log(0.5 * x) with a double 0.5: that term and the difference are double for float x
         w = xp.astype(x, xp.float64)
         small = xp.astype(xp.astype(chbevl(x * x - 2.0, _K0_A), xp.float64)
-                          - xp.log(0.5 * w) * xp.astype(_i0(x), xp.float64), x.dtype)
-        big = xp.exp(-x) * chbevl(8.0 / x - 2.0, _K0_B) / xp.sqrt(x)
+                          - log(0.5 * w) * xp.astype(_i0(x), xp.float64), x.dtype)
+        big = exp(-x) * chbevl(8.0 / x - 2.0, _K0_B) / xp.sqrt(x)
         return _k_domain(x, xp.where(x <= 2.0, small, big))
 
     def modified_bessel_k1(x):
-        small = xp.log(0.5 * x) * modified_bessel_i1(x) + chbevl(x * x - 2.0, _K1_A) / x
-        big = xp.exp(-x) * chbevl(8.0 / x - 2.0, _K1_B) / xp.sqrt(x)
+        small = log(0.5 * x) * modified_bessel_i1(x) + chbevl(x * x - 2.0, _K1_A) / x
+        big = exp(-x) * chbevl(8.0 / x - 2.0, _K1_B) / xp.sqrt(x)
         return _k_domain(x, xp.where(x <= 2.0, small, big))
 
     def scaled_modified_bessel_k0(x):
-        small = (chbevl(x * x - 2.0, _K0_A) - xp.log(0.5 * x) * _i0(x)) * xp.exp(x)
+        small = (chbevl(x * x - 2.0, _K0_A) - log(0.5 * x) * _i0(x)) * exp(x)
         big = chbevl(8.0 / x - 2.0, _K0_B) / xp.sqrt(x)
         return _k_domain(x, xp.where(x <= 2.0, small, big))
 
     def scaled_modified_bessel_k1(x):
-        small = (xp.log(0.5 * x) * modified_bessel_i1(x) + chbevl(x * x - 2.0, _K1_A) / x) * xp.exp(x)
+        small = (log(0.5 * x) * modified_bessel_i1(x) + chbevl(x * x - 2.0, _K1_A) / x) * exp(x)
         big = chbevl(8.0 / x - 2.0, _K1_B) / xp.sqrt(x)
         return _k_domain(x, xp.where(x <= 2.0, small, big))
 
     def _asymptotic(x, pp, pq, qp, qq, phase, w, y):
         """Hankel's asymptotic form for x > 5: j (y=False) or y (y=True) of order 0/1 (phase pi/4 or 3pi/4)."""
         p, q = polevl(w, pp) / polevl(w, pq), 5.0 / x * (polevl(w, qp) / polevl(w, qq))
-        c, s = xp.cos(x - phase), xp.sin(x - phase)
+        c, s = cos(x - phase), sin(x - phase)
         r = p * s + q * c if y else p * c - q * s
         return r * _SQRT_2_PI / xp.sqrt(x)
 
@@ -143,12 +171,12 @@ def build(xp) -> dict:
 
     def bessel_y0(x):
         z = x * x
-        small = polevl(z, _Y0_YP) / polevl(z, _Y0_YQ) + _2_PI * xp.log(x) * bessel_j0(x)
+        small = polevl(z, _Y0_YP) / polevl(z, _Y0_YQ) + _2_PI * log(x) * bessel_j0(x)
         return _y_domain(x, small, _asymptotic(x, _J0_PP, _J0_PQ, _J0_QP, _J0_QQ, _PI_4, 25.0 / (x * x), True))
 
     def bessel_y1(x):
         z = x * x
-        small = x * (polevl(z, _Y1_YP) / polevl(z, _Y1_YQ)) + _2_PI * (bessel_j1(x) * xp.log(x) - 1.0 / x)
+        small = x * (polevl(z, _Y1_YP) / polevl(z, _Y1_YQ)) + _2_PI * (bessel_j1(x) * log(x) - 1.0 / x)
         return _y_domain(x, small,
                          _asymptotic(x, _J1_PP, _J1_PQ, _J1_QP, _J1_QQ, _3PI_4, 5.0 / x * (5.0 / x), True))
 
@@ -158,7 +186,7 @@ def build(xp) -> dict:
         p = one / 6227020800.0
         for d, sign in ((39916800.0, -1.0), (362880.0, 1.0), (5040.0, -1.0), (120.0, 1.0), (6.0, -1.0)):
             p = sign * one / d + z * p   # T(+-1) / T(d), divided in the dtype as PyTorch's constants are
-        out = xp.where(xp.abs(x) < 0.5, 1.0 + z * p, xp.sin(x) / x)
+        out = xp.where(xp.abs(x) < 0.5, 1.0 + z * p, sin(x) / x)
         return xp.where(xp.isinf(x), xp.zeros_like(x), out)
 
     def airy_ai(x):
@@ -169,13 +197,13 @@ def build(xp) -> dict:
         zz = z * z
         t = r + 0.25 * xp.asarray(math.pi, dtype=x.dtype)
         neg = 5.64189583547756286948e-01 / xp.sqrt(xp.sqrt(-x)) * (
-            xp.sin(t) * (1.0 + z * z * polevl(zz, _AI_AFN) / polevl(zz, _AI_AFD))
-            - xp.cos(t) * (z * polevl(zz, _AI_AGN) / polevl(zz, _AI_AGD)))
+            sin(t) * (1.0 + z * z * polevl(zz, _AI_AFN) / polevl(zz, _AI_AFD))
+            - cos(t) * (z * polevl(zz, _AI_AGN) / polevl(zz, _AI_AGD)))
         # x >= 2.09: the decaying asymptotic form (used above 8.3203353)
         zeta = 2.0 * x * xp.sqrt(x) / 3.0
         iz = 1.0 / zeta
         pos = 5.64189583547756286948e-01 * (polevl(iz, _AI_AN) / polevl(iz, _AI_AD)) \
-            / (2.0 * xp.sqrt(xp.sqrt(x)) * xp.exp(zeta))
+            / (2.0 * xp.sqrt(xp.sqrt(x)) * exp(zeta))
         # |x| < 2.09: the Maclaurin series, each element until its term is below epsilon
         eps = xp.finfo(x.dtype).eps
         series = (x >= -2.09) & (x < 2.09)
@@ -316,7 +344,7 @@ _AI_AGD = (9.30892908077442, 19.835292871831214, 15.564662893286462, 5.476860694
            0.08645808263523921, 0.004126565238242226, 0.00010125908511650914, 1.1716673321441352e-06,
            4.9183457006293e-09)
 
-_K = build(np)
+_K = build(np, libm)
 i0, i0e, i1, i1e = (_quiet(_K[n]) for n in ("i0", "i0e", "i1", "i1e"))
 modified_bessel_i0, modified_bessel_i1, modified_bessel_k0, modified_bessel_k1 = (
     _quiet(_K[n]) for n in ("modified_bessel_i0", "modified_bessel_i1", "modified_bessel_k0", "modified_bessel_k1"))
