@@ -344,7 +344,14 @@ _AI_AGD = (9.30892908077442, 19.835292871831214, 15.564662893286462, 5.476860694
            0.08645808263523921, 0.004126565238242226, 0.00010125908511650914, 1.1716673321441352e-06,
            4.9183457006293e-09)
 
-_K = build(np, libm)
+class _Libm64:
+    """libm's float64 functions, keeping a 0-d input's shape (libm's give 1-d results)."""
+
+
+for _n in ("exp", "log", "sin", "cos"):
+    setattr(_Libm64, _n, staticmethod((lambda f: lambda x: f(x).reshape(x.shape))(getattr(libm, _n))))
+
+_K = build(np, _Libm64)
 i0, i0e, i1, i1e = (_quiet(_K[n]) for n in ("i0", "i0e", "i1", "i1e"))
 modified_bessel_i0, modified_bessel_i1, modified_bessel_k0, modified_bessel_k1 = (
     _quiet(_K[n]) for n in ("modified_bessel_i0", "modified_bessel_i1", "modified_bessel_k0", "modified_bessel_k1"))
