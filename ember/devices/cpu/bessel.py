@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from . import libm
+from .elementwise import _EXACT_MAX, _c_elementwise, _libm_f32
 from .libm import fma64
 
 __all__ = ["i0", "i0e", "i1", "i1e", "modified_bessel_i0", "modified_bessel_i1", "modified_bessel_k0",
@@ -25,18 +26,19 @@ _SQRT_2_PI = 0.797884560802865355879892119868763737   # sqrt(2 / pi)
 _2_PI = 0.636619772367581343075535053490057448        # 2 / pi
 
 
-def build(xp, libm64=None) -> dict:
+def build(xp, libm64=None, libm32=None) -> dict:
     """The kernels, written against array-API namespace ``xp``; each takes and returns a float array.
-    ``libm64``: float64 exp, log, sin, cos equal to the C library's (PyTorch's scalar code calls those), where
-    the device has them; float32 ones compute in float64 and round once, as the C library's (correctly rounded)
-    float functions do."""
+    ``libm64``/``libm32``: float64/float32 exp, log, sin, cos equal to the C library's (PyTorch's scalar code
+    calls those), where the device has them; else float64 is ``xp``'s and float32 computes in float64 and
+    rounds once (the C library's float functions are within an ulp of that)."""
 
     def _libm(name):
         f64 = getattr(libm64, name) if libm64 is not None else getattr(xp, name)
+        f32 = getattr(libm32, name) if libm32 is not None else None
 
         def fn(x):
             if x.dtype == xp.float32:
-                return xp.astype(f64(xp.astype(x, xp.float64)), xp.float32)
+                return f32(x) if f32 is not None else xp.astype(f64(xp.astype(x, xp.float64)), xp.float32)
             return f64(x)
         return fn
 
@@ -59,8 +61,8 @@ def build(xp, libm64=None) -> dict:
         exact sum (libm.fma64)."""
         if a.dtype == xp.float32:
             w = xp.float64
-            return xp.astype(xp.astype(a, w) * xp.astype(b, w) + (xp.astype(c, w) if hasattr(c, "dtype") else c),
-                             xp.float32)
+            c = xp.asarray(c, dtype=xp.float32) if isinstance(c, float) else c   # a float constant, as C++'s
+            return xp.astype(xp.astype(a, w) * xp.astype(b, w) + xp.astype(c, w), xp.float32)
         r = fma64(a, b, c)
         return xp.where(xp.isfinite(r), r, a * b + c)   # inf/nan operands, overflow: the plain result
 
@@ -117,26 +119,29 @@ def build(xp, libm64=None) -> dict:
         res = xp.where(x < 0, xp.asarray(math.nan, dtype=x.dtype), res)
         return xp.where(x == 0, xp.asarray(math.inf, dtype=x.dtype), res)
 
+    def _k_series(x, coef):   # Chebyshev series in x^2 - 2 for x <= 2 (x * x - 2 contracted too)
+        return chbevl(fma(x, x, xp.full_like(x, -2.0)), coef)
+
     def modified_bessel_k0(x):
         # PyTorch writes log(0.5 * x) with a double 0.5: that term and the difference are double for float x
         w = xp.astype(x, xp.float64)
-        small = xp.astype(xp.astype(chbevl(x * x - 2.0, _K0_A), xp.float64)
-                          - log(0.5 * w) * xp.astype(_i0(x), xp.float64), x.dtype)
+        small = xp.astype(fma(-log(0.5 * w), xp.astype(_i0(x), xp.float64), xp.astype(_k_series(x, _K0_A), xp.float64)),
+                          x.dtype)
         big = exp(-x) * chbevl(8.0 / x - 2.0, _K0_B) / xp.sqrt(x)
         return _k_domain(x, xp.where(x <= 2.0, small, big))
 
     def modified_bessel_k1(x):
-        small = log(0.5 * x) * modified_bessel_i1(x) + chbevl(x * x - 2.0, _K1_A) / x
+        small = fma(log(0.5 * x), modified_bessel_i1(x), _k_series(x, _K1_A) / x)
         big = exp(-x) * chbevl(8.0 / x - 2.0, _K1_B) / xp.sqrt(x)
         return _k_domain(x, xp.where(x <= 2.0, small, big))
 
     def scaled_modified_bessel_k0(x):
-        small = (chbevl(x * x - 2.0, _K0_A) - log(0.5 * x) * _i0(x)) * exp(x)
+        small = fma(-log(0.5 * x), _i0(x), _k_series(x, _K0_A)) * exp(x)
         big = chbevl(8.0 / x - 2.0, _K0_B) / xp.sqrt(x)
         return _k_domain(x, xp.where(x <= 2.0, small, big))
 
     def scaled_modified_bessel_k1(x):
-        small = (log(0.5 * x) * modified_bessel_i1(x) + chbevl(x * x - 2.0, _K1_A) / x) * exp(x)
+        small = fma(log(0.5 * x), modified_bessel_i1(x), _k_series(x, _K1_A) / x) * exp(x)
         big = chbevl(8.0 / x - 2.0, _K1_B) / xp.sqrt(x)
         return _k_domain(x, xp.where(x <= 2.0, small, big))
 
@@ -144,7 +149,7 @@ def build(xp, libm64=None) -> dict:
         """Hankel's asymptotic form for x > 5: j (y=False) or y (y=True) of order 0/1 (phase pi/4 or 3pi/4)."""
         p, q = polevl(w, pp) / polevl(w, pq), 5.0 / x * (polevl(w, qp) / polevl(w, qq))
         c, s = cos(x - phase), sin(x - phase)
-        r = p * s + q * c if y else p * c - q * s
+        r = fma(p, s, q * c) if y else fma(p, c, -(q * s))   # PyTorch's build contracts the first product
         return r * _SQRT_2_PI / xp.sqrt(x)
 
     def bessel_j0(x):
@@ -171,12 +176,12 @@ def build(xp, libm64=None) -> dict:
 
     def bessel_y0(x):
         z = x * x
-        small = polevl(z, _Y0_YP) / polevl(z, _Y0_YQ) + _2_PI * log(x) * bessel_j0(x)
+        small = fma(_2_PI * log(x), bessel_j0(x), polevl(z, _Y0_YP) / polevl(z, _Y0_YQ))
         return _y_domain(x, small, _asymptotic(x, _J0_PP, _J0_PQ, _J0_QP, _J0_QQ, _PI_4, 25.0 / (x * x), True))
 
     def bessel_y1(x):
         z = x * x
-        small = x * (polevl(z, _Y1_YP) / polevl(z, _Y1_YQ)) + _2_PI * (bessel_j1(x) * log(x) - 1.0 / x)
+        small = fma(x, polevl(z, _Y1_YP) / polevl(z, _Y1_YQ), _2_PI * fma(bessel_j1(x), log(x), -(1.0 / x)))
         return _y_domain(x, small,
                          _asymptotic(x, _J1_PP, _J1_PQ, _J1_QP, _J1_QQ, _3PI_4, 5.0 / x * (5.0 / x), True))
 
@@ -185,8 +190,8 @@ def build(xp, libm64=None) -> dict:
         z = x * x
         p = one / 6227020800.0
         for d, sign in ((39916800.0, -1.0), (362880.0, 1.0), (5040.0, -1.0), (120.0, 1.0), (6.0, -1.0)):
-            p = sign * one / d + z * p   # T(+-1) / T(d), divided in the dtype as PyTorch's constants are
-        out = xp.where(xp.abs(x) < 0.5, 1.0 + z * p, sin(x) / x)
+            p = fma(z, p, sign * one / d)   # T(+-1) / T(d), divided in the dtype as PyTorch's constants are
+        out = xp.where(xp.abs(x) < 0.5, fma(z, p, one), sin(x) / x)
         return xp.where(xp.isinf(x), xp.zeros_like(x), out)
 
     def airy_ai(x):
@@ -197,8 +202,8 @@ def build(xp, libm64=None) -> dict:
         zz = z * z
         t = r + 0.25 * xp.asarray(math.pi, dtype=x.dtype)
         neg = 5.64189583547756286948e-01 / xp.sqrt(xp.sqrt(-x)) * (
-            sin(t) * (1.0 + z * z * polevl(zz, _AI_AFN) / polevl(zz, _AI_AFD))
-            - cos(t) * (z * polevl(zz, _AI_AGN) / polevl(zz, _AI_AGD)))
+            fma(sin(t), 1.0 + z * z * polevl(zz, _AI_AFN) / polevl(zz, _AI_AFD),
+                -(cos(t) * (z * polevl(zz, _AI_AGN) / polevl(zz, _AI_AGD)))))
         # x >= 2.09: the decaying asymptotic form (used above 8.3203353)
         zeta = 2.0 * x * xp.sqrt(x) / 3.0
         iz = 1.0 / zeta
@@ -226,7 +231,7 @@ def build(xp, libm64=None) -> dict:
             m, k, n = xp.where(active, m1, m), xp.where(active, k1, k), xp.where(active, n1, n)
             f, g = xp.where(active, f1, f), xp.where(active, g1, g)
             active = active & (xp.abs(m / f) > eps)
-        out = 0.355028053887817239260 * f - 0.258819403792806798405 * g
+        out = fma(xp.full_like(f, 0.355028053887817239260), f, -(0.258819403792806798405 * g))
         out = xp.where(x < -2.09, neg, xp.where(x >= 2.09, pos, out))
         out = xp.where(x > 103.892, xp.zeros_like(x), out)
         return xp.where(xp.isinf(x), nan, xp.where(xp.isnan(x), x, out))
@@ -348,10 +353,25 @@ class _Libm64:
     """libm's float64 functions, keeping a 0-d input's shape (libm's give 1-d results)."""
 
 
+class _Libm32:
+    """The C library's float functions (expf, ...) element by element up to _EXACT_MAX elements (the cost
+    elementwise.py accepts for them), float64 rounded once beyond (within an ulp of them)."""
+
+
+def _c32(name):
+    def f(x):
+        cf = _libm_f32(name + "f") if x.size < _EXACT_MAX else None
+        if cf is None:
+            return getattr(np, name)(x.astype(np.float64)).astype(np.float32)
+        return _c_elementwise(cf, x)
+    return f
+
+
 for _n in ("exp", "log", "sin", "cos"):
     setattr(_Libm64, _n, staticmethod((lambda f: lambda x: f(x).reshape(x.shape))(getattr(libm, _n))))
+    setattr(_Libm32, _n, staticmethod(_c32(_n)))
 
-_K = build(np, _Libm64)
+_K = build(np, _Libm64, _Libm32)
 i0, i0e, i1, i1e = (_quiet(_K[n]) for n in ("i0", "i0e", "i1", "i1e"))
 modified_bessel_i0, modified_bessel_i1, modified_bessel_k0, modified_bessel_k1 = (
     _quiet(_K[n]) for n in ("modified_bessel_i0", "modified_bessel_i1", "modified_bessel_k0", "modified_bessel_k1"))
