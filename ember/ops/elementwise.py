@@ -1756,21 +1756,22 @@ i0e, i1, i1e = (_special_unary(p, n) for p, n in ((i0e_p, "i0e"), (i1_p, "i1"), 
 def _special_nondiff(name, arg="input"):
     """``ember.special.<name>``: PyTorch declares no derivative, so the result never requires grad; integer and
     bool inputs compute in the default float dtype; float16 has no kernel (as in PyTorch)."""
-    def fn(input: Tensor) -> Tensor:
-        d = input._data
+    def compute(t: Tensor) -> Tensor:
+        d = t._data
         if d.dtype.kind != "f":
             d = d.astype(D._default_float.np)
         elif d.dtype == D.float16.np:
             raise _not_implemented(f"{name}_cpu", d.dtype)
         return _made(getattr(NAMESPACES[type(d)], name)(d))
+
+    if arg == "x":   # airy_ai and spherical_bessel_j0 name their argument x
+        def fn(x: Tensor) -> Tensor:
+            return compute(x)
+    else:
+        def fn(input: Tensor) -> Tensor:
+            return compute(input)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"torch.special.{name} (PyTorch's Cephes-based formula; not differentiable, as in PyTorch)."
-    if arg != "input":   # airy_ai and spherical_bessel_j0 name their argument x
-        exec_ns = {"fn": fn, "Tensor": Tensor}
-        exec(f"def {name}(x: Tensor) -> Tensor:\n    return fn(x)", exec_ns)
-        wrapped = exec_ns[name]
-        wrapped.__qualname__, wrapped.__doc__ = name, fn.__doc__
-        fn = wrapped
     fn = schema(f"special_{name}(Tensor {arg})")(fn)
     register(fn, module=False, submodule="special", graph=True)
     return fn

@@ -1,7 +1,10 @@
 """Bessel-family special functions (torch.special's i0, i0e, i1, i1e, bessel_j0/j1/y0/y1, modified_bessel_i0/i1/k0/k1,
 scaled_modified_bessel_k0/k1, spherical_bessel_j0, airy_ai): PyTorch's CPU formulas (aten/src/ATen/native/Math.h,
 Cephes' coefficients and series), evaluated in the input's dtype step for step as PyTorch's templates do, so float32
-computes in float32 (float16 upcasts to float32 and rounds once, as calc_i0(Half) does).
+computes in float32 (float16 upcasts to float32 and rounds once, as calc_i0(Half) does). Bit for bit: PyTorch's
+build contracts a * b + c into fused multiply-adds (found by comparison: every polynomial and Chebyshev step and
+the sums marked ``fma`` below), and its scalar code calls the C library's exp/log/sin/cos (libm.py's for float64,
+the C float functions for float32 up to _EXACT_MAX elements).
 
 ``build(xp)`` writes them once in standard array-API operations; this module instantiates it for NumPy (the
 common device package instantiates it for its array library). Branches are evaluated on the whole array and
