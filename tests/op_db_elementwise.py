@@ -412,3 +412,39 @@ HYP_UNARY: list = ["exp2", "expm1", "log2", "rsqrt", "reciprocal", "square", "at
                    "sgn", "deg2rad"]   # names of entries whose single input hypothesis draws shapes for
 HYP_BINARY: list = ["hypot", "logaddexp", "xlogy", "copysign", "fmax", "fmin",
                     "atan2"]   # names of entries whose two broadcasting inputs hypothesis draws shapes for
+
+# ----- torch.special: the Bessel family ------------------------------------------------------------------------------
+
+
+def _bessel_samples(lo, hi):
+    """Values across the formulas' branches ((lo, hi) drawn, |x| small and large), then the special points."""
+    def gen(rng):
+        edge = np.array([0.0, -0.0, 1e-6, -1e-6, 0.3, -0.3, 2.0, -2.0, 2.5, 5.0, -5.0, 7.5, 8.0, -8.0, 9.0, -12.0,
+                         30.0, -30.0, 120.0, -120.0, 1e4, np.inf, -np.inf, np.nan])
+        return [Sample((np.asarray(rng.uniform(lo, hi, s)),)) for s in [(), (7,), (2, 5)]] + \
+            [Sample((edge,), desc="edges")]
+    return gen
+
+
+def _bessel_grad_samples(rng):   # away from 0 (i1's tiny-|x| branch) and the 8.0 seam; both signs, both branches
+    return [Sample((np.asarray(rng.uniform(0.2, 7.5, s) * rng.choice([-1.0, 1.0], s)),)) for s in [(), (5,)]] + \
+        [Sample((np.array([9.0, -10.5, 20.0]),))]
+
+
+# PyTorch gives i0/i0e/i1/i1e derivatives (i0: I0Backward0 -> i1, the others their special_* formulas)
+OPS += [OpInfo(f"special_{n}", (lambda n: lambda m, a: getattr(m.special, n)(a))(n), _bessel_grad_samples,
+               dtypes=ALL) for n in ("i0", "i0e", "i1", "i1e")]
+OPS += [
+    OpInfo("i0_method", lambda m, a: (m.i0(a), a.i0()), _bessel_grad_samples),
+    OpInfo("i0_", lambda m, a: ((a * 1).i0_(), m.i0_(a * 1)), _bessel_grad_samples, dtypes=FLOAT + ("int64",)),
+    _nograd("special_i0_family_values", lambda m, a: (m.special.i0(a), m.special.i0e(a), m.special.i1(a),
+                                                      m.special.i1e(a)), _bessel_samples(-40, 40), dtypes=FLOAT),
+]
+# the rest have no derivative in PyTorch (the result never requires grad): forward values only
+_BESSEL_NONDIFF = [("modified_bessel_i0", (-40, 40)), ("modified_bessel_i1", (-40, 40)),
+                   ("modified_bessel_k0", (0, 20)), ("modified_bessel_k1", (0, 20)),
+                   ("scaled_modified_bessel_k0", (0, 20)), ("scaled_modified_bessel_k1", (0, 20)),
+                   ("bessel_j0", (-30, 30)), ("bessel_j1", (-30, 30)), ("bessel_y0", (0, 30)), ("bessel_y1", (0, 30)),
+                   ("spherical_bessel_j0", (-20, 20)), ("airy_ai", (-15, 15))]
+OPS += [_nograd(f"special_{n}", (lambda n: lambda m, a: getattr(m.special, n)(a))(n), _bessel_samples(lo, hi),
+                dtypes=ALL) for n, (lo, hi) in _BESSEL_NONDIFF]

@@ -1709,3 +1709,78 @@ for _name, _fn in {
         "__irshift__": _ioperator(_bitwise_inplace("bitwise_right_shift")),
         "__invert__": _invert}.items():
     method(_name, _fn)
+
+# ----- torch.special: the Bessel family (kernels: devices/cpu/bessel.py) ---------------------------------------------
+
+def _tiny_safe(xp, a):
+    """PyTorch's i1/i1e backward: |x| <= eps is replaced by eps (and its gradient by the limit 1/2 there)."""
+    eps = 2.220446049250313e-16 if "64" in str(a.dtype) else 1.1920928955078125e-07
+    big = xp.abs(a) > eps
+    return big, xp.where(big, a, eps)
+
+
+def _i1_grad(xp, g, out, a):
+    big, s = _tiny_safe(xp, a)
+    return g * xp.where(big, xp.i0(s) - out * xp.reciprocal(s), 0.5)
+
+
+def _i1e_grad(xp, g, out, a):
+    big, s = _tiny_safe(xp, a)
+    return g * xp.where(big, xp.i0e(s) - out * (xp.sgn(s) + xp.reciprocal(s)), 0.5)
+
+
+i0_p = _unary_prim("i0", "I0Backward0", lambda xp, a: xp.i0(a), lambda xp, g, out, a: g * xp.i1(a))
+i0e_p = _unary_prim("i0e", "SpecialI0EBackward0", lambda xp, a: xp.i0e(a),
+                    lambda xp, g, out, a: g * (xp.i1e(a) - xp.sgn(a) * out), saves_out=True)
+i1_p = _unary_prim("i1", "SpecialI1Backward0", lambda xp, a: xp.i1(a), _i1_grad, saves_out=True)
+i1e_p = _unary_prim("i1e", "SpecialI1EBackward0", lambda xp, a: xp.i1e(a), _i1e_grad, saves_out=True)
+
+_MODULE_INPLACE.add("i0_")
+i0 = _unary(i0_p, "i0", special=("i0",))
+
+
+def _special_unary(prim, name):
+    """``ember.special.<name>`` (no ``ember.<name>`` or method, as in PyTorch); graph twin for the rules."""
+    @schema(f"special_{name}(Tensor input)")
+    def fn(input: Tensor) -> Tensor:
+        return apply(prim, (input,))
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"torch.special.{name}, differentiable to any order."
+    register(fn, module=False, submodule="special", graph=True)
+    return fn
+
+
+i0e, i1, i1e = (_special_unary(p, n) for p, n in ((i0e_p, "i0e"), (i1_p, "i1"), (i1e_p, "i1e")))
+
+
+def _special_nondiff(name, arg="input"):
+    """``ember.special.<name>``: PyTorch declares no derivative, so the result never requires grad; integer and
+    bool inputs compute in the default float dtype; float16 has no kernel (as in PyTorch)."""
+    def compute(t: Tensor) -> Tensor:
+        d = t._data
+        if d.dtype.kind != "f":
+            d = d.astype(D._default_float.np)
+        elif d.dtype == D.float16.np:
+            raise _not_implemented(f"{name}_cpu", d.dtype)
+        return _made(getattr(NAMESPACES[type(d)], name)(d))
+
+    if arg == "x":   # airy_ai and spherical_bessel_j0 name their argument x
+        def fn(x: Tensor) -> Tensor:
+            return compute(x)
+    else:
+        def fn(input: Tensor) -> Tensor:
+            return compute(input)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"torch.special.{name} (PyTorch's Cephes-based formula; not differentiable, as in PyTorch)."
+    fn = schema(f"special_{name}(Tensor {arg})")(fn)
+    register(fn, module=False, submodule="special", graph=True)
+    return fn
+
+
+modified_bessel_i0, modified_bessel_i1, modified_bessel_k0, modified_bessel_k1, scaled_modified_bessel_k0, \
+    scaled_modified_bessel_k1, bessel_j0, bessel_j1, bessel_y0, bessel_y1 = (
+        _special_nondiff(n) for n in ("modified_bessel_i0", "modified_bessel_i1", "modified_bessel_k0",
+                                      "modified_bessel_k1", "scaled_modified_bessel_k0", "scaled_modified_bessel_k1",
+                                      "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1"))
+spherical_bessel_j0 = _special_nondiff("spherical_bessel_j0", "x")
+airy_ai = _special_nondiff("airy_ai", "x")

@@ -424,3 +424,4 @@ from .linalg import *  # noqa: E402,F401,F403
 from .sorting import *  # noqa: E402,F401,F403
 from .nn import *  # noqa: E402,F401,F403
 from .optim import *  # noqa: E402,F401,F403
+from .bessel import *  # noqa: E402,F401,F403
