@@ -12,8 +12,8 @@ import math
 import numpy as np
 
 __all__ = ["einsum", "matmul_forward", "addprod", "cross", "tri_mask", "eye_like", "linalg_inv", "linalg_det",
-           "linalg_slogdet", "linalg_solve", "linalg_cholesky", "cholesky_solve", "linalg_qr", "linalg_eigh",
-           "linalg_svd", "linalg_svdvals", "linalg_pinv", "matrix_exp", "solve_triangular", "linalg_lu_factor_ex",
+           "linalg_slogdet", "linalg_solve", "linalg_cholesky", "linalg_cholesky_ex", "cholesky_solve", "linalg_qr",
+           "linalg_eigh", "linalg_svd", "linalg_svdvals", "linalg_pinv", "matrix_exp", "solve_triangular", "linalg_lu_factor_ex",
            "linalg_lu", "lu_unpack", "linalg_lu_solve", "det_backward", "slogdet_backward",
            # not differentiable: layout, singularity and rank questions the public functions and rules ask
            "grad_in_own_layout", "near_singular", "lstsq_rank", "matrix_rank_of"]
@@ -344,6 +344,36 @@ def linalg_cholesky(a, upper=False):
                               f"not positive-definite (the leading minor of order {_not_pd(a)} is not "
                               f"positive-definite).") from None
     return np.swapaxes(L, -1, -2) if upper else L
+
+
+def linalg_cholesky_ex(a, upper=False):
+    """(L, info) as LAPACK's potrf: info 0, or the order k of the first leading minor that is not
+    positive-definite; such a matrix's L has its first k-1 columns, the unrooted pivot at (k, k) and A's lower
+    triangle below it (what the unblocked potf2 leaves)."""
+    with np.errstate(all="ignore"):
+        try:
+            L = np.linalg.cholesky(a)
+            info = np.zeros(a.shape[:-2], np.int32)
+        except np.linalg.LinAlgError:
+            n = a.shape[-1]
+            flat = _flat(a, (n, n))
+            L = np.tril(flat)
+            info = np.zeros(flat.shape[0], np.int32)
+            for i, m in enumerate(flat):
+                try:
+                    L[i] = np.linalg.cholesky(m)
+                    continue
+                except np.linalg.LinAlgError:
+                    pass
+                j = _not_pd(m) - 1
+                info[i] = j + 1
+                if j:
+                    L11 = np.linalg.cholesky(m[:j, :j])
+                    L[i, :j, :j] = L11
+                    L[i, j:, :j] = np.swapaxes(solve_triangular(L11, m[:j, j:], upper=False), -1, -2)
+                L[i, j, j] = m[j, j] - np.sum(L[i, j, :j] ** 2)
+            L, info = L.reshape(a.shape), info.reshape(a.shape[:-2])
+    return (np.swapaxes(L, -1, -2) if upper else L), info
 
 
 @_lapack("torch.cholesky_solve", _SINGULAR)
