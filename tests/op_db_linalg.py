@@ -466,6 +466,13 @@ def _singular_batch(m, a):
     return m.stack([a, m.cat([a[:-1], a[:1] * 2], 0)])
 
 
+def _zero_row_col(m, a):
+    # the second row and column zero: sytrf's info > 0 there
+    keep = m.ones(a.shape[-1], dtype=a.dtype)
+    keep[1] = 0
+    return a * keep * keep.unsqueeze(-1)
+
+
 def _householder(m, a, tau_len=None):
     # tau of a QR-like size: 2 / (1 + |v|^2) keeps the reflectors orthogonal-ish and the values moderate
     k = a.shape[-1] if tau_len is None else tau_len
@@ -520,4 +527,23 @@ OPS += [
            _shapes(((4, 3),), ((3, 3),), ((2, 4, 2),), (((4, 3),), {"tau_len": 2}))),
     _errors("householder_product_errors", lambda m, a, t: m.linalg.householder_product(a, t),
             [((2, 3), (2,)), ((3, 2), (3,)), ((3,), (1,)), ((3, 2), (2, 1)), ((2, 3, 2), (3, 2))]),
+    # LDL^T: Bunch-Kaufman pivots as LAPACK's sytrf (1x1 and 2x2 blocks; a zero row/column gives info > 0)
+    OpInfo("linalg_ldl_factor_ex", lambda m, a, **kw: tuple(m.linalg.ldl_factor_ex(_sym(m, a), **kw)),
+           _shapes(((4, 4),), ((2, 5, 5),), ((1, 1),), ((0, 0),), (((3, 3),), {"hermitian": True}), ((6, 6),)),
+           **NO_GRAD),
+    OpInfo("ldl_factor_ex_zero_row", lambda m, a: tuple(m.linalg.ldl_factor_ex(_zero_row_col(m, _sym(m, a)))),
+           _shapes(((4, 4),), ((2, 3, 3),)), **NO_GRAD),
+    OpInfo("ldl_factor_2x2", lambda m, a: tuple(m.linalg.ldl_factor(_sym(m, a) * (1 - m.eye(a.shape[-1])))),
+           _shapes(((4, 4),), ((5, 5),)), **NO_GRAD),
+    _errors("ldl_factor_errors", lambda m, a: m.linalg.ldl_factor(a), [((2, 3),), ((3,),)], dtypes=F_I),
+    _errors("ldl_factor_singular", lambda m, a: m.linalg.ldl_factor(a * 0), [((2, 2),)]),
+    OpInfo("linalg_ldl_solve", lambda m, a, b: m.linalg.ldl_solve(*m.linalg.ldl_factor(_sym(m, a) + 3 * m.eye(
+        a.shape[-1], dtype=a.dtype)), b), _shapes(((4, 4), (4, 2)), ((2, 3, 3), (3, 1)), ((3, 3), (2, 3, 2))),
+           **NO_GRAD),
+    OpInfo("ldl_solve_2x2", lambda m, a, b: m.linalg.ldl_solve(*m.linalg.ldl_factor(
+        _sym(m, a) * (1 - m.eye(a.shape[-1])) + 0.1 * m.eye(a.shape[-1])), b), _shapes(((5, 5), (5, 2))), **NO_GRAD),
+    _errors("ldl_solve_errors", lambda m, a, b, **kw: m.linalg.ldl_solve(
+        a, m.tensor(np.array(kw["piv"], np.int32)), b), [(((3, 3), (3,)), {"piv": [1, 2, 3]}),
+                                                          (((3, 3), (3, 1)), {"piv": [1, 2]}),
+                                                          (((3, 3), (2, 1)), {"piv": [1, 2, 3]})]),
 ]

@@ -335,6 +335,30 @@ def kernels(k) -> dict:
             info = xp.reshape(xp.asarray(infos, dtype=xp.int32), tuple(a.shape[:-2]))
         return (_T(r) if upper else r), info
 
+    def linalg_ldl_factor_ex(a, hermitian=False):
+        """The cpu kernel's (LD, pivots, info): the same sytf2 steps (``ldl_factor_one``) on this namespace."""
+        from ..cpu.linalg import ldl_factor_one
+        n = a.shape[-1]
+        flat = _batched(a, (n, n))
+        res = [ldl_factor_one(xp, flat[i, ...]) for i in range(flat.shape[0])]
+        ld = xp.stack([r[0] for r in res]) if res else flat
+        piv = xp.reshape(xp.asarray([r[1] for r in res], dtype=xp.int32), tuple(a.shape[:-1])) if res else \
+            xp.zeros(tuple(a.shape[:-1]), dtype=xp.int32)
+        info = xp.reshape(xp.asarray([r[2] for r in res], dtype=xp.int32), tuple(a.shape[:-2])) if res else \
+            xp.zeros(tuple(a.shape[:-2]), dtype=xp.int32)
+        return xp.reshape(ld, tuple(a.shape)), piv, info
+
+    def linalg_ldl_solve(ld, piv, b, hermitian=False):
+        """The cpu kernel's solve (``ldl_solve_one``, LAPACK's sytrs) on this namespace; batch dims broadcast."""
+        from ..cpu.linalg import ldl_solve_one
+        n = ld.shape[-1]
+        batch = _bshape(tuple(ld.shape[:-2]), tuple(b.shape[:-2]))
+        lds = _batched(xp.broadcast_to(ld, batch + (n, n)), (n, n))
+        pivs = _batched(xp.broadcast_to(piv, batch + (n,)), (n,))
+        bs = _batched(xp.broadcast_to(b, batch + tuple(b.shape[-2:])), tuple(b.shape[-2:]))
+        out = [ldl_solve_one(xp, lds[i, ...], [int(p) for p in pivs[i, ...]], bs[i, ...]) for i in range(bs.shape[0])]
+        return xp.reshape(xp.stack(out) if out else bs, batch + tuple(b.shape[-2:]))
+
     @_lapack("torch.cholesky_solve", _SINGULAR)
     def cholesky_solve(b, l, upper=False):
         t = tri_mask(l, upper)

@@ -767,3 +767,45 @@ def linalg_householder_product(A: Tensor, tau: Tensor, *, out=None) -> Tensor:
         raise RuntimeError(f"{op}: tau dtype {dtype_word(t.dtype)} does not match input dtype {dtype_word(a.dtype)}")
     _check_float(A, "linalg.householder_product")
     return apply(householder_p, (A, tau))
+
+
+# ======================================================================================================
+# ldl_factor_ex, ldl_factor (LAPACK's sytrf: Bunch-Kaufman pivoting, the lower triangle); not differentiable
+# ======================================================================================================
+
+graph_raw("linalg_ldl_factor_ex")
+LDLFactorExResult = return_type("linalg_ldl_factor_ex", ("LD", "pivots", "info"))
+LDLFactorResult = return_type("linalg_ldl_factor", ("LD", "pivots"))
+
+
+def _ldl_factor_ex(A, hermitian, check_errors, op):
+    _check_matrix(A, "torch.linalg.ldl_factor_ex")
+    hermitian = check_bool(hermitian, op.replace(".", "_"), "hermitian")   # real: the same as symmetric
+    ld, piv, info = NAMESPACES[type(A._data)].linalg_ldl_factor_ex(A._data, hermitian)
+    if check_errors:
+        xp = NAMESPACES[type(info)]
+        flat = xp.reshape(info, (-1,))
+        bad = xp.nonzero_tuple(flat)[0]
+        if bad.shape[0]:
+            b = int(bad[0])
+            where = f"(Batch element {b}): " if info.ndim else ""
+            # PyTorch reports sytrf's info > 0 (an exactly zero diagonal block of D) as an unknown error code
+            raise RuntimeError(f"torch.{op}: {where}Unknown error code: {int(flat[b])}.")
+    return make(ld), make(piv), make(info)
+
+
+@register(submodule="linalg", module=False, name="ldl_factor_ex")
+def linalg_ldl_factor_ex(A: Tensor, *, hermitian: bool = False, check_errors: bool = False, out=None):
+    """(LD, pivots, info): A = P L D L^T P^T with Bunch-Kaufman pivoting (LAPACK's sytrf, lower triangle): L's
+    unit-diagonal columns below D's 1x1 and 2x2 blocks; pivots 1-based (a 2x2 block's two are negative); info
+    the index of D's first exactly zero diagonal block (0 if none). Not differentiable, as PyTorch's."""
+    _no_out(out, "linalg.ldl_factor_ex")
+    check = check_bool(check_errors, "linalg_ldl_factor_ex", "check_errors")
+    return LDLFactorExResult(*_ldl_factor_ex(A, hermitian, check, "linalg.ldl_factor_ex"))
+
+
+@register(submodule="linalg", module=False, name="ldl_factor")
+def linalg_ldl_factor(A: Tensor, *, hermitian: bool = False, out=None):
+    """(LD, pivots) of ``ldl_factor_ex``; a zero block of D raises (as PyTorch)."""
+    _no_out(out, "linalg.ldl_factor")
+    return LDLFactorResult(*_ldl_factor_ex(A, hermitian, True, "linalg.ldl_factor")[:2])

@@ -599,3 +599,40 @@ def lu_solve(input: Tensor, LU_data: Tensor, LU_pivots: Tensor, *, out=None) -> 
 
 
 # ----- autograd.grad(is_grads_batched=True): the primitives whose VJP rules batch as written (see products.py)
+
+
+# ======================================================================================================
+# ldl_solve (LAPACK's sytrs): not differentiable, as PyTorch's
+# ======================================================================================================
+
+graph_raw("linalg_ldl_solve")
+
+
+@register(submodule="linalg", module=False, name="ldl_solve")
+def linalg_ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool = False, out=None) -> Tensor:
+    """X with A X = B from ``ldl_factor``'s (LD, pivots); batch dims broadcast."""
+    op = "torch.linalg.ldl_solve"
+    _no_out(out, "linalg.ldl_solve")
+    _check_matrix(LD, op, arg="LD")
+    check_tensor(pivots, "ldl_solve", "pivots", 2)
+    check_tensor(B, "ldl_solve", "B", 3)
+    hermitian = check_bool(hermitian, "linalg_ldl_solve", "hermitian")
+    ld, piv, b = LD._data, pivots._data, B._data
+    if b.ndim < 2:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-max(b.ndim, 1)}, "
+                         f"{max(b.ndim, 1) - 1}], but got -2)")
+    if piv.dtype.kind not in "iu":
+        raise RuntimeError(f"{op}: Expected pivots to be integers. Got {dtype_word(piv.dtype)}")
+    if tuple(piv.shape) != tuple(ld.shape[:-1]):
+        raise RuntimeError(f"{op}: Expected LD.shape[:-1] and pivots.shape to be the same, but got pivots with "
+                           f"shape {list(piv.shape)} instead")
+    if b.shape[-2] != ld.shape[-1]:
+        raise RuntimeError(f"Incompatible matrix sizes for {op}: each A matrix is {ld.shape[-1]} by "
+                           f"{ld.shape[-1]} but each b matrix is {b.shape[-2]} by {b.shape[-1]}")
+    if b.dtype != ld.dtype:
+        raise RuntimeError(f"Expected b and A to have the same dtype, but found b of type {dtype_word(b.dtype)} and "
+                           f"A of type {dtype_word(ld.dtype)} instead.")
+    if not _broadcastable(ld.shape[:-2], b.shape[:-2]):
+        raise RuntimeError(f"The size of tensor a must match the size of tensor b at non-singleton dimensions: "
+                           f"{list(ld.shape[:-2])} and {list(b.shape[:-2])}")
+    return make(NAMESPACES[type(ld)].linalg_ldl_solve(ld, piv, b, hermitian))
