@@ -15,7 +15,7 @@ from ..._tensor import Tensor, make
 from ...autograd._primitive import apply, defprim
 from .._registry import graph_raw, register
 from ..._util import check_bool, check_tensor, dtype_word, return_type
-from ._common import _check_float, _check_matrix, _diag_embed, _diagonal, _eye, _mT, _no_out, _node
+from ._common import _check_float, _check_matrix, _diag_embed, _diagonal, _eye, _mT, _no_out, _node, raise_info
 
 
 # ======================================================================================================
@@ -62,7 +62,6 @@ CholeskyExResult = return_type("linalg_cholesky_ex", ("L", "info"))
 def linalg_cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False, out=None):
     """(L, info): ``linalg.cholesky`` with info 0, or the order of the first leading minor that is not
     positive-definite (that matrix's L is LAPACK's partial factor) instead of an error unless ``check_errors``."""
-    from .solvers import raise_info
     _no_out(out, "linalg.cholesky_ex")
     _check_matrix(A, "linalg.cholesky_ex")
     upper = check_bool(upper, "linalg_cholesky_ex", "upper")
@@ -782,15 +781,8 @@ def _ldl_factor_ex(A, hermitian, check_errors, op):
     _check_matrix(A, "torch.linalg.ldl_factor_ex")
     hermitian = check_bool(hermitian, op.replace(".", "_"), "hermitian")   # real: the same as symmetric
     ld, piv, info = NAMESPACES[type(A._data)].linalg_ldl_factor_ex(A._data, hermitian)
-    if check_errors:
-        xp = NAMESPACES[type(info)]
-        flat = xp.reshape(info, (-1,))
-        bad = xp.nonzero_tuple(flat)[0]
-        if bad.shape[0]:
-            b = int(bad[0])
-            where = f"(Batch element {b}): " if info.ndim else ""
-            # PyTorch reports sytrf's info > 0 (an exactly zero diagonal block of D) as an unknown error code
-            raise RuntimeError(f"torch.{op}: {where}Unknown error code: {int(flat[b])}.")
+    if check_errors:   # PyTorch reports sytrf's info > 0 (an exactly zero block of D) as an unknown error code
+        raise_info(info, f"torch.{op}", lambda i: f"Unknown error code: {i}.", RuntimeError)
     return make(ld), make(piv), make(info)
 
 

@@ -11,8 +11,8 @@ from ..._tensor import Tensor, make
 from ...autograd._primitive import apply, defprim
 from .._registry import graph_raw, register
 from ..._util import check_bool, check_tensor, dtype_word, return_type
-from ._common import (LinAlgError, _broadcast, _broadcastable, _check_float, _check_matrix, _check_same_dtype, _mT,
-                      _no_out, _node)
+from ._common import (_broadcast, _broadcastable, _check_float, _check_matrix, _check_same_dtype, _mT,
+                      _no_out, _node, raise_info)
 
 
 # ======================================================================================================
@@ -46,17 +46,6 @@ def inverse(input: Tensor, *, out=None) -> Tensor:
 
 InvExResult = return_type("linalg_inv_ex", ("inverse", "info"))
 SolveExResult = return_type("linalg_solve_ex", ("result", "info"))
-
-
-def raise_info(info, op: str, what) -> None:
-    """PyTorch's _linalg_check_errors: ``op: [(Batch element b): ]what(i)`` for the first nonzero ``info``."""
-    xp = NAMESPACES[type(info)]
-    flat = xp.reshape(info, (-1,))
-    bad = xp.nonzero_tuple(flat)[0]
-    if bad.shape[0]:
-        b = int(bad[0])
-        where = f"(Batch element {b}): " if info.ndim else ""
-        raise LinAlgError(f"{op}: {where}{what(int(flat[b]))}")
 
 
 def _lu_info(A):
