@@ -451,3 +451,99 @@ OPS += [
            _shapes(((3, 3),), ((2, 2),), (((3, 3),), {"mixed": True})), supports_fwd=False),
     OpInfo("slogdet_singular_grad", _slogdet_grad_at_singular, _shapes(((2, 2),)), **NO_GRAD),
 ]
+
+
+# ----- issue 18: the (result, info) forms, vecdot, vander, diagonal, tensorinv/tensorsolve, householder_product ----
+
+def _not_pd(m, a):
+    # a batch with a matrix that is not positive-definite (its second leading minor) beside a positive-definite one
+    s = _spd(m, a)
+    bad = s * m.tensor(np.array([[1.0, 3.0, 1.0], [3.0, 1.0, 1.0], [1.0, 1.0, 1.0]])).to(a.dtype)
+    return m.stack([bad, s])
+
+
+def _singular_batch(m, a):
+    return m.stack([a, m.cat([a[:-1], a[:1] * 2], 0)])
+
+
+def _zero_row_col(m, a):
+    # the second row and column zero: sytrf's info > 0 there
+    keep = m.ones(a.shape[-1], dtype=a.dtype)
+    keep[1] = 0
+    return a * keep * keep.unsqueeze(-1)
+
+
+def _householder(m, a, tau_len=None):
+    # tau of a QR-like size: 2 / (1 + |v|^2) keeps the reflectors orthogonal-ish and the values moderate
+    k = a.shape[-1] if tau_len is None else tau_len
+    tau = a[..., 0, :k] * 0.5
+    return m.linalg.householder_product(a, tau)
+
+
+def _near_eye_like(m, a, ind=2):
+    # 3 times the identity of A's matrix form (prod(shape[:ind]) square), shaped as A: keeps tensorinv/solve regular
+    n = int(np.prod(a.shape[:ind]))
+    return 3 * m.eye(n, dtype=a.dtype).reshape(a.shape)
+
+
+OPS += [
+    OpInfo("linalg_cholesky_ex", lambda m, a, **kw: tuple(m.linalg.cholesky_ex(_spd(m, a), **kw)),
+           _shapes(((3, 3),), ((2, 2, 2),), (((3, 3),), {"upper": True}), ((0, 0),))),
+    OpInfo("cholesky_ex_not_pd", lambda m, a, **kw: tuple(m.linalg.cholesky_ex(_not_pd(m, a), **kw)),
+           _shapes(((3, 3),), (((3, 3),), {"upper": True})), **NO_GRAD),
+    _errors("cholesky_ex_errors", lambda m, a: m.linalg.cholesky_ex(_not_pd(m, a), check_errors=True),
+            [((3, 3),)]),
+    OpInfo("linalg_inv_ex", lambda m, a: tuple(m.linalg.inv_ex(a)), _mats(((3, 3),), ((2, 2, 2),), ((0, 0),))),
+    OpInfo("inv_ex_singular", lambda m, a: tuple(m.linalg.inv_ex(_singular_batch(m, a))), _mats(((3, 3),)),
+           **NO_GRAD),
+    _errors("inv_ex_errors", lambda m, a, **kw: m.linalg.inv_ex(a, **kw),
+            [((2, 3),), (((3, 3),), {"check_errors": True})], dtypes=F_I),
+    OpInfo("linalg_solve_ex", lambda m, a, b, **kw: tuple(m.linalg.solve_ex(a, b, **kw)),
+           _mats(((3, 3), (3, 2)), ((3, 3), (3,)), ((2, 3, 3), (3, 1)), ((3, 3), (2, 3), {"left": False}))),
+    OpInfo("solve_ex_singular", lambda m, a, b: tuple(m.linalg.solve_ex(_singular_batch(m, a), b)),
+           _mats(((3, 3), (3, 2))), **NO_GRAD),
+    _errors("solve_ex_errors", lambda m, a, b, **kw: m.linalg.solve_ex(a * 0, b, **kw),
+            [(((3, 3), (3, 2)), {"check_errors": True}), ((3, 3), (2, 2))]),
+    OpInfo("linalg_vecdot", lambda m, x, y, **kw: m.linalg.vecdot(x, y, **kw),
+           _shapes(((4,), (4,)), ((2, 3), (3,)), (((3, 2), (1, 2)), {"dim": 0}), ((2, 3, 4), (3, 4)), ((0,), (0,)))),
+    _errors("vecdot_errors", lambda m, x, y: m.linalg.vecdot(x, y), [((3,), (4,)), ((2, 3), (2, 4))], dtypes=F_I),
+    OpInfo("linalg_vander", lambda m, x, **kw: m.linalg.vander(x, **kw),
+           _shapes(((4,),), (((2, 3),), {"N": 5}), (((3,),), {"N": 2}), (((),), {"N": 3})), dtypes=F_I),
+    _errors("vander_errors", lambda m, x, **kw: m.linalg.vander(x, **kw), [(((3,),), {"N": 1})], dtypes=F_I),
+    OpInfo("linalg_diagonal", lambda m, a, **kw: m.linalg.diagonal(a, **kw),
+           _shapes(((3, 4),), (((2, 3, 4),), {"offset": 1}), (((2, 3, 4),), {"dim1": 0, "dim2": 2, "offset": -1})),
+           dtypes=F_I),
+    OpInfo("linalg_tensorinv", lambda m, a, **kw: m.linalg.tensorinv(a + _near_eye_like(m, a, **kw), **kw),
+           _shapes((((4, 2, 2),), {"ind": 1}), (((2, 3, 6),), {"ind": 2}), ((2, 2, 2, 2),))),
+    _errors("tensorinv_errors", lambda m, a, **kw: m.linalg.tensorinv(a, **kw),
+            [(((2, 3, 6),), {"ind": 1}), (((4, 4),), {"ind": 0}), (((2, 2),), {"ind": 1})]),
+    OpInfo("linalg_tensorsolve", lambda m, a, b, **kw: m.linalg.tensorsolve(a + _near_eye_like(m, a, b.ndim), b, **kw),
+           _shapes(((2, 3, 6), (2, 3)), ((4, 2, 2), (4,)))),
+    OpInfo("tensorsolve_dims",
+           lambda m, a, b: m.linalg.tensorsolve(a + _near_eye_like(m, a.movedim(0, 2)).movedim(2, 0), b, dims=(0,)),
+           _shapes(((6, 2, 3), (2, 3)))),
+    _errors("tensorsolve_errors", lambda m, a, b: m.linalg.tensorsolve(a, b), [((2, 3, 6), (2, 2))]),
+    OpInfo("linalg_householder_product", _householder,
+           _shapes(((4, 3),), ((3, 3),), ((2, 4, 2),), (((4, 3),), {"tau_len": 2}))),
+    _errors("householder_product_errors", lambda m, a, t: m.linalg.householder_product(a, t),
+            [((2, 3), (2,)), ((3, 2), (3,)), ((3,), (1,)), ((3, 2), (2, 1)), ((2, 3, 2), (3, 2))]),
+    # LDL^T: Bunch-Kaufman pivots as LAPACK's sytrf (1x1 and 2x2 blocks; a zero row/column gives info > 0)
+    OpInfo("linalg_ldl_factor_ex", lambda m, a, **kw: tuple(m.linalg.ldl_factor_ex(_sym(m, a), **kw)),
+           _shapes(((4, 4),), ((2, 5, 5),), ((1, 1),), ((0, 0),), (((3, 3),), {"hermitian": True}), ((6, 6),)),
+           **NO_GRAD),
+    OpInfo("ldl_factor_ex_zero_row", lambda m, a: tuple(m.linalg.ldl_factor_ex(_zero_row_col(m, _sym(m, a)))),
+           _shapes(((4, 4),), ((2, 3, 3),)), **NO_GRAD),
+    OpInfo("ldl_factor_2x2", lambda m, a: tuple(m.linalg.ldl_factor(_sym(m, a) * (1 - m.eye(a.shape[-1])))),
+           _shapes(((4, 4),), ((5, 5),)), **NO_GRAD),
+    _errors("ldl_factor_errors", lambda m, a: m.linalg.ldl_factor(a), [((2, 3),), ((3,),)], dtypes=F_I),
+    _errors("ldl_factor_singular", lambda m, a: m.linalg.ldl_factor(a * 0), [((2, 2),)]),
+    OpInfo("linalg_ldl_solve", lambda m, a, b: m.linalg.ldl_solve(*m.linalg.ldl_factor(_sym(m, a) + 3 * m.eye(
+        a.shape[-1], dtype=a.dtype)), b), _shapes(((4, 4), (4, 2)), ((2, 3, 3), (3, 1)), ((3, 3), (2, 3, 2))),
+           **NO_GRAD),
+    OpInfo("ldl_solve_2x2", lambda m, a, b: m.linalg.ldl_solve(*m.linalg.ldl_factor(
+        _sym(m, a) * (1 - m.eye(a.shape[-1])) + 0.1 * m.eye(a.shape[-1])), b), _shapes(((5, 5), (5, 2))), **NO_GRAD),
+    _errors("ldl_solve_errors", lambda m, a, b, **kw: m.linalg.ldl_solve(
+        a, m.tensor(np.array(kw["piv"], np.int32)), b), [(((3, 3), (3,)), {"piv": [1, 2, 3]}),
+                                                          (((3, 3), (3, 1)), {"piv": [1, 2]}),
+                                                          (((3, 3), (2, 1)), {"piv": [1, 2, 3]})]),
+]

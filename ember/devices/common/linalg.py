@@ -289,6 +289,76 @@ def kernels(k) -> dict:
                               f"positive-definite).") from None
         return _T(r) if upper else r
 
+    def linalg_cholesky_ex(a, upper=False):
+        """The cpu kernel's (L, info): matrix by matrix where the batch does not factor."""
+        try:
+            r = la.cholesky(a)
+            info = xp.zeros(tuple(a.shape[:-2]), dtype=xp.int32)
+        except Exception as e:   # noqa: BLE001
+            if type(e).__name__ != "LinAlgError":
+                raise
+            n = a.shape[-1]
+            flat = _batched(a, (n, n))
+            outs, infos = [], []
+            for i in range(flat.shape[0]):
+                m = flat[i, ...]
+                try:
+                    outs.append(la.cholesky(m))
+                    infos.append(0)
+                    continue
+                except Exception as e2:   # noqa: BLE001
+                    if type(e2).__name__ != "LinAlgError":
+                        raise
+                L = xp.tril(m)
+                j = 0
+                while j < n:
+                    try:
+                        L11 = la.cholesky(m[:j + 1, :j + 1])
+                    except Exception:   # noqa: BLE001
+                        break
+                    j += 1
+                rows = []
+                if j:
+                    L21 = _T(solve_triangular(L11[:j, :j], m[:j, j:], upper=False))
+                    top = xp.concat([L11[:j, :j], xp.zeros((j, n - j), dtype=a.dtype)], axis=1)
+                    piv = m[j, j] - xp.sum(L21[0, :] ** 2)
+                    rows = [top]
+                else:
+                    L21 = xp.zeros((n, 0), dtype=a.dtype)
+                    piv = m[j, j]
+                rowj = xp.concat([L21[0:1, :], xp.reshape(piv, (1, 1)), xp.zeros((1, n - j - 1), dtype=a.dtype)],
+                                 axis=1)
+                rest = xp.concat([L21[1:, :], L[j + 1:, j:]], axis=1)
+                outs.append(xp.concat(rows + [rowj, rest], axis=0))
+                infos.append(j + 1)
+            r = xp.reshape(xp.stack(outs), tuple(a.shape))
+            info = xp.reshape(xp.asarray(infos, dtype=xp.int32), tuple(a.shape[:-2]))
+        return (_T(r) if upper else r), info
+
+    def linalg_ldl_factor_ex(a, hermitian=False):
+        """The cpu kernel's (LD, pivots, info): the same sytf2 steps (``ldl_factor_one``) on this namespace."""
+        from ..cpu.linalg import ldl_factor_one
+        n = a.shape[-1]
+        flat = _batched(a, (n, n))
+        res = [ldl_factor_one(xp, flat[i, ...]) for i in range(flat.shape[0])]
+        ld = xp.stack([r[0] for r in res]) if res else flat
+        piv = xp.reshape(xp.asarray([r[1] for r in res], dtype=xp.int32), tuple(a.shape[:-1])) if res else \
+            xp.zeros(tuple(a.shape[:-1]), dtype=xp.int32)
+        info = xp.reshape(xp.asarray([r[2] for r in res], dtype=xp.int32), tuple(a.shape[:-2])) if res else \
+            xp.zeros(tuple(a.shape[:-2]), dtype=xp.int32)
+        return xp.reshape(ld, tuple(a.shape)), piv, info
+
+    def linalg_ldl_solve(ld, piv, b, hermitian=False):
+        """The cpu kernel's solve (``ldl_solve_one``, LAPACK's sytrs) on this namespace; batch dims broadcast."""
+        from ..cpu.linalg import ldl_solve_one
+        n = ld.shape[-1]
+        batch = _bshape(tuple(ld.shape[:-2]), tuple(b.shape[:-2]))
+        lds = _batched(xp.broadcast_to(ld, batch + (n, n)), (n, n))
+        pivs = _batched(xp.broadcast_to(piv, batch + (n,)), (n,))
+        bs = _batched(xp.broadcast_to(b, batch + tuple(b.shape[-2:])), tuple(b.shape[-2:]))
+        out = [ldl_solve_one(xp, lds[i, ...], [int(p) for p in pivs[i, ...]], bs[i, ...]) for i in range(bs.shape[0])]
+        return xp.reshape(xp.stack(out) if out else bs, batch + tuple(b.shape[-2:]))
+
     @_lapack("torch.cholesky_solve", _SINGULAR)
     def cholesky_solve(b, l, upper=False):
         t = tri_mask(l, upper)

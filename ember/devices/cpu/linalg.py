@@ -12,9 +12,11 @@ import math
 import numpy as np
 
 __all__ = ["einsum", "matmul_forward", "addprod", "cross", "tri_mask", "eye_like", "linalg_inv", "linalg_det",
-           "linalg_slogdet", "linalg_solve", "linalg_cholesky", "cholesky_solve", "linalg_qr", "linalg_eigh",
-           "linalg_svd", "linalg_svdvals", "linalg_pinv", "matrix_exp", "solve_triangular", "linalg_lu_factor_ex",
+           "linalg_slogdet", "linalg_solve", "linalg_cholesky", "linalg_cholesky_ex", "cholesky_solve", "linalg_qr",
+           "linalg_eigh", "linalg_svd", "linalg_svdvals", "linalg_pinv", "matrix_exp", "solve_triangular", "linalg_lu_factor_ex",
            "linalg_lu", "lu_unpack", "linalg_lu_solve", "det_backward", "slogdet_backward",
+           # not differentiable (as PyTorch's): the LDL^T factorization and its solve
+           "linalg_ldl_factor_ex", "linalg_ldl_solve",
            # not differentiable: layout, singularity and rank questions the public functions and rules ask
            "grad_in_own_layout", "near_singular", "lstsq_rank", "matrix_rank_of"]
 
@@ -346,6 +348,36 @@ def linalg_cholesky(a, upper=False):
     return np.swapaxes(L, -1, -2) if upper else L
 
 
+def linalg_cholesky_ex(a, upper=False):
+    """(L, info) as LAPACK's potrf: info 0, or the order k of the first leading minor that is not
+    positive-definite; such a matrix's L has its first k-1 columns, the unrooted pivot at (k, k) and A's lower
+    triangle below it (what the unblocked potf2 leaves)."""
+    with np.errstate(all="ignore"):
+        try:
+            L = np.linalg.cholesky(a)
+            info = np.zeros(a.shape[:-2], np.int32)
+        except np.linalg.LinAlgError:
+            n = a.shape[-1]
+            flat = _flat(a, (n, n))
+            L = np.tril(flat)
+            info = np.zeros(flat.shape[0], np.int32)
+            for i, m in enumerate(flat):
+                try:
+                    L[i] = np.linalg.cholesky(m)
+                    continue
+                except np.linalg.LinAlgError:
+                    pass
+                j = _not_pd(m) - 1
+                info[i] = j + 1
+                if j:
+                    L11 = np.linalg.cholesky(m[:j, :j])
+                    L[i, :j, :j] = L11
+                    L[i, j:, :j] = np.swapaxes(solve_triangular(L11, m[:j, j:], upper=False), -1, -2)
+                L[i, j, j] = m[j, j] - np.sum(L[i, j, :j] ** 2)
+            L, info = L.reshape(a.shape), info.reshape(a.shape[:-2])
+    return (np.swapaxes(L, -1, -2) if upper else L), info
+
+
 @_lapack("torch.cholesky_solve", _SINGULAR)
 def cholesky_solve(b, l, upper=False):
     """X with A X = B where A = L L^T (or U^T U); only the factor's triangle is read."""
@@ -641,3 +673,162 @@ def slogdet_backward(g, a):
     lu, piv, _ = linalg_lu_factor_ex(a)
     d = g[..., None, None] * np.eye(a.shape[-1], dtype=a.dtype)
     return linalg_lu_solve(lu, piv, d, adjoint=True)
+
+
+# ----- LDL^T with Bunch-Kaufman pivoting (LAPACK's sytf2 / sytrs, lower triangle) ----------------------------
+# Written once over an array namespace ``xp`` (NumPy here; the array-API kernels call them with theirs): one
+# matrix at a time, one pivot step at a time, in the input's dtype.
+
+_BK_ALPHA = (1 + math.sqrt(17)) / 8
+
+
+def _swap(A, i, j, xp):
+    t = xp.asarray(A[i], copy=True)
+    A[i] = A[j]
+    A[j] = t
+
+
+def _imax(xp, v):
+    """(index, value) of the first largest entry of the 1-d ``v`` (idamax)."""
+    i = int(xp.argmax(v))
+    return i, float(v[i])
+
+
+def ldl_factor_one(xp, a):
+    """(LD, pivots (a list, 1-based; a 2x2 block's two entries are -p), info) of one matrix as LAPACK's
+    sytf2 with uplo='L': D's blocks on the diagonal (and first subdiagonal), L's unit-diagonal columns below."""
+    n = a.shape[-1]
+    A = xp.asarray(a, copy=True)
+    piv = [0] * n
+    info = 0
+    k = 0
+    while k < n:
+        kstep = 1
+        absakk = abs(float(A[k, k]))
+        imax, colmax = k, 0.0
+        if k < n - 1:
+            i, colmax = _imax(xp, xp.abs(A[k + 1:, k]))
+            imax = k + 1 + i
+        if max(absakk, colmax) == 0 or absakk != absakk:
+            if info == 0:
+                info = k + 1
+            kp = k
+        else:
+            if absakk >= _BK_ALPHA * colmax:
+                kp = k
+            else:
+                rowmax = _imax(xp, xp.abs(A[imax, k:imax]))[1]
+                if imax < n - 1:
+                    rowmax = max(rowmax, _imax(xp, xp.abs(A[imax + 1:, imax]))[1])
+                if absakk >= _BK_ALPHA * colmax * (colmax / rowmax):
+                    kp = k
+                elif abs(float(A[imax, imax])) >= _BK_ALPHA * rowmax:
+                    kp = imax
+                else:
+                    kp, kstep = imax, 2
+            kk = k + kstep - 1
+            if kp != kk:   # swap rows and columns kk and kp of the trailing lower triangle
+                if kp < n - 1:
+                    _swap(A, (slice(kp + 1, None), kk), (slice(kp + 1, None), kp), xp)
+                _swap(A, (slice(kk + 1, kp), kk), (kp, slice(kk + 1, kp)), xp)
+                _swap(A, (kk, kk), (kp, kp), xp)
+                if kstep == 2:
+                    _swap(A, (k + 1, k), (kp, k), xp)
+            if kstep == 1:
+                if k < n - 1:
+                    r1 = 1 / A[k, k]
+                    x = A[k + 1:, k]
+                    A[k + 1:, k + 1:] = A[k + 1:, k + 1:] + x[:, None] * (-r1 * x)[None, :]   # syr
+                    A[k + 1:, k] = x * r1
+            elif k < n - 2:
+                d21 = A[k + 1, k]
+                d11 = A[k + 1, k + 1] / d21
+                d22 = A[k, k] / d21
+                t = 1 / (d11 * d22 - 1)
+                d21 = t / d21
+                ak, ak1 = A[k + 2:, k], A[k + 2:, k + 1]
+                wk = d21 * (d11 * ak - ak1)
+                wkp1 = d21 * (d22 * ak1 - ak)
+                A[k + 2:, k + 2:] = A[k + 2:, k + 2:] - (ak[:, None] * wk[None, :] + ak1[:, None] * wkp1[None, :])
+                A[k + 2:, k] = wk
+                A[k + 2:, k + 1] = wkp1
+        if kstep == 1:
+            piv[k] = kp + 1
+        else:
+            piv[k] = piv[k + 1] = -(kp + 1)
+        k += kstep
+    return xp.tril(A), piv, info
+
+
+def ldl_solve_one(xp, ld, piv, b):
+    """X with A X = B from one matrix's ``ldl_factor_one`` (LAPACK's sytrs, uplo='L')."""
+    n = ld.shape[-1]
+    B = xp.asarray(b, copy=True)
+    k = 0
+    while k < n:   # L D X = B
+        if piv[k] > 0:
+            kp = piv[k] - 1
+            if kp != k:
+                _swap(B, (k, slice(None)), (kp, slice(None)), xp)
+            if k < n - 1:
+                B[k + 1:, :] = B[k + 1:, :] + ld[k + 1:, k][:, None] * (-B[k, :])[None, :]
+            B[k, :] = B[k, :] * (1 / ld[k, k])
+            k += 1
+        else:
+            kp = -piv[k] - 1
+            if kp != k + 1:
+                _swap(B, (k + 1, slice(None)), (kp, slice(None)), xp)
+            if k < n - 2:
+                B[k + 2:, :] = B[k + 2:, :] + ld[k + 2:, k][:, None] * (-B[k, :])[None, :]
+                B[k + 2:, :] = B[k + 2:, :] + ld[k + 2:, k + 1][:, None] * (-B[k + 1, :])[None, :]
+            akm1k = ld[k + 1, k]
+            akm1 = ld[k, k] / akm1k
+            ak = ld[k + 1, k + 1] / akm1k
+            denom = akm1 * ak - 1
+            bkm1 = B[k, :] / akm1k
+            bk = B[k + 1, :] / akm1k
+            B[k, :] = (ak * bkm1 - bk) / denom
+            B[k + 1, :] = (akm1 * bk - bkm1) / denom
+            k += 2
+    k = n - 1
+    while k >= 0:   # L^T X = B
+        if piv[k] > 0:
+            if k < n - 1:
+                B[k, :] = B[k, :] - xp.sum(B[k + 1:, :] * ld[k + 1:, k][:, None], axis=0)
+            kp = piv[k] - 1
+            if kp != k:
+                _swap(B, (k, slice(None)), (kp, slice(None)), xp)
+            k -= 1
+        else:
+            if k < n - 1:
+                B[k, :] = B[k, :] - xp.sum(B[k + 1:, :] * ld[k + 1:, k][:, None], axis=0)
+                B[k - 1, :] = B[k - 1, :] - xp.sum(B[k + 1:, :] * ld[k + 1:, k - 1][:, None], axis=0)
+            kp = -piv[k] - 1
+            if kp != k:
+                _swap(B, (k, slice(None)), (kp, slice(None)), xp)
+            k -= 2
+    return B
+
+
+def linalg_ldl_factor_ex(a, hermitian=False):
+    """(LD, pivots (int32), info (int32)) of each matrix of ``a`` (see ``ldl_factor_one``)."""
+    n = a.shape[-1]
+    flat = _flat(a, (n, n))
+    with np.errstate(all="ignore"):
+        res = [ldl_factor_one(np, m) for m in flat]
+    ld = np.stack([r[0] for r in res]) if res else flat.copy()
+    piv = np.array([r[1] for r in res], np.int32).reshape(a.shape[:-1])
+    info = np.array([r[2] for r in res], np.int32).reshape(a.shape[:-2])
+    return ld.reshape(a.shape), piv, info
+
+
+def linalg_ldl_solve(ld, piv, b, hermitian=False):
+    """X with A X = B from ``linalg_ldl_factor_ex``'s LD and pivots; batch dims broadcast."""
+    n = ld.shape[-1]
+    batch = np.broadcast_shapes(ld.shape[:-2], b.shape[:-2])
+    lds = _flat(np.broadcast_to(ld, batch + ld.shape[-2:]), (n, n))
+    pivs = _flat(np.broadcast_to(piv, batch + piv.shape[-1:]), (n,))
+    bs = _flat(np.broadcast_to(b, batch + b.shape[-2:]), b.shape[-2:])
+    with np.errstate(all="ignore"):
+        out = [ldl_solve_one(np, l_, [int(p) for p in p_], b_) for l_, p_, b_ in zip(lds, pivs, bs)]
+    return (np.stack(out) if out else bs.copy()).reshape(batch + b.shape[-2:])

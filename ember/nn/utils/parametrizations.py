@@ -17,6 +17,7 @@ from ...autograd.grad_mode import no_grad
 from ...devices import NAMESPACES
 from ...ops.creation import eye
 from ...ops.elementwise import allclose
+from ...ops.linalg.decompositions import linalg_householder_product
 from ...ops.linalg.products import matrix_exp, mv, vdot
 from ...ops.reduction import vector_norm
 from ...ops.shape import cat
@@ -182,19 +183,6 @@ def _make_orthogonal(A: Tensor) -> Tensor:
     return Q * X.diagonal(dim1=-2, dim2=-1).sign().unsqueeze(-2)
 
 
-def _householder_product(A: Tensor, tau: Tensor) -> Tensor:
-    """linalg.householder_product, composed (differentiable): the first k columns of H_1 ... H_k, with
-    H_i = I - tau_i v_i v_i^H and v_i column i of A below the diagonal, 1 on it. One step per column."""
-    n, k = A.size(-2), A.size(-1)
-    V = A.tril(-1) + eye(n, k, dtype=A.dtype)
-    Q = eye(n, k, dtype=A.dtype).expand(*A.shape[:-2], n, k)
-    # Q = H_1 (H_2 (... (H_k I))): apply the reflectors from the last one inwards
-    for i in reversed(range(k)):
-        v = V[..., :, i:i + 1]
-        Q = Q - (tau[..., i:i + 1].unsqueeze(-1) * v) @ (v.mH @ Q)
-    return Q
-
-
 class _OrthMaps(Enum):
     matrix_exp = auto()
     cayley = auto()
@@ -235,7 +223,7 @@ class _Orthogonal(Module):
             # the diagonal of X holds the signs of the columns (+-1), the strict lower triangle the reflectors
             A = X.tril(diagonal=-1)
             tau = 2.0 / (1.0 + (A * A).sum(dim=-2))
-            Q = _householder_product(A, tau)
+            Q = linalg_householder_product(A, tau)
             Q = Q * X.diagonal(dim1=-2, dim2=-1).int().unsqueeze(-2)
         if hasattr(self, "base"):
             Q = self.base @ Q

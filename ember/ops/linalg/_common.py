@@ -2,6 +2,7 @@
 broadcasting, the identity and triangle masks the decompositions' rules use, and ``linalg.LinAlgError``."""
 from __future__ import annotations
 
+from ...devices import NAMESPACES
 from ...devices.cpu.linalg import LinAlgError
 from ...autograd.graph import node_class
 from ...autograd._primitive import PrimNode, apply, broadcast_error, defprim
@@ -81,3 +82,14 @@ def _check_same_dtype(A, B, op, a="A", b="B"):
 
 
 _no_out = no_out
+
+
+def raise_info(info, op: str, what, exc: type = LinAlgError) -> None:
+    """PyTorch's _linalg_check_errors: ``op: [(Batch element b): ]what(i)`` for the first nonzero ``info``."""
+    xp = NAMESPACES[type(info)]
+    flat = xp.reshape(info, (-1,))
+    bad = xp.nonzero_tuple(flat)[0]
+    if bad.shape[0]:
+        b = int(bad[0])
+        where = f"(Batch element {b}): " if info.ndim else ""
+        raise exc(f"{op}: {where}{what(int(flat[b]))}")

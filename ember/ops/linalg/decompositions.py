@@ -13,9 +13,9 @@ import warnings
 from ...devices import NAMESPACES
 from ..._tensor import Tensor, make
 from ...autograd._primitive import apply, defprim
-from .._registry import register
+from .._registry import graph_raw, register
 from ..._util import check_bool, check_tensor, dtype_word, return_type
-from ._common import _check_matrix, _diag_embed, _diagonal, _eye, _mT, _no_out, _node
+from ._common import _check_float, _check_matrix, _diag_embed, _diagonal, _eye, _mT, _no_out, _node, raise_info
 
 
 # ======================================================================================================
@@ -50,6 +50,27 @@ def linalg_cholesky(A: Tensor, *, upper: bool = False, out=None) -> Tensor:
     _check_matrix(A, "linalg.cholesky")
     upper = check_bool(upper, "linalg.cholesky", "upper")
     return apply(cholesky_p, (A,), {"upper": upper})
+
+
+cholesky_ex_p = defprim("cholesky_ex", lambda xp, a, upper: xp.linalg_cholesky_ex(a, upper)[0],
+                        node="LinalgCholeskyExBackward0", vjp=_chol_vjp, jvp=_chol_jvp, saves_out=True, batch=True)
+graph_raw("linalg_cholesky_ex")
+CholeskyExResult = return_type("linalg_cholesky_ex", ("L", "info"))
+
+
+@register(submodule="linalg", module=False, name="cholesky_ex")
+def linalg_cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False, out=None):
+    """(L, info): ``linalg.cholesky`` with info 0, or the order of the first leading minor that is not
+    positive-definite (that matrix's L is LAPACK's partial factor) instead of an error unless ``check_errors``."""
+    _no_out(out, "linalg.cholesky_ex")
+    _check_matrix(A, "linalg.cholesky_ex")
+    upper = check_bool(upper, "linalg_cholesky_ex", "upper")
+    check_errors = check_bool(check_errors, "linalg_cholesky_ex", "check_errors")
+    info = NAMESPACES[type(A._data)].linalg_cholesky_ex(A._data, upper)[1]
+    if check_errors:
+        raise_info(info, "linalg.cholesky_ex", lambda k: f"The factorization could not be completed because the "
+                   f"input is not positive-definite (the leading minor of order {k} is not positive-definite).")
+    return CholeskyExResult(apply(cholesky_ex_p, (A,), {"upper": upper}), make(info))
 
 
 @register(method=True)
@@ -639,3 +660,144 @@ def lu(A: Tensor, pivot: bool = True, get_infos: bool = False, out=None):
 
 
 # ----- autograd.grad(is_grads_batched=True): the primitives whose VJP rules batch as written (see products.py)
+
+
+# ======================================================================================================
+# householder_product (LAPACK's orgqr), composed of differentiable ops
+# ======================================================================================================
+
+def _hh_reflectors(xp, a):
+    """V: A's columns below the diagonal with 1 on it (the reflectors' vectors v_i, column i)."""
+    k = a.shape[-1]
+    return xp.tri_mask(a, False, 0.0) + xp.eye_like(_mT(xp, a))[:, :k]
+
+
+def _hh_chain(xp, a, tau):
+    """[Q_0, ..., Q_m] with Q_m the first k columns of I and Q_i = H_i Q_(i+1), H_i = I - tau_i v_i v_i^T
+    (m = tau.shape[-1]); Q_0 is the product. One reflector at a time, from the last (LAPACK's org2r order)."""
+    V = _hh_reflectors(xp, a)
+    k = a.shape[-1]
+    Q = xp.eye_like(_mT(xp, a))[:, :k] + xp.zeros_like(a)
+    qs = [Q]
+    for i in reversed(range(tau.shape[-1])):
+        v = V[..., :, i:i + 1]
+        Q = Q - xp.matmul(xp.unsqueeze(tau[..., i:i + 1], -1) * v, xp.matmul(_mT(xp, v), Q))
+        qs.append(Q)
+    return V, qs[::-1]
+
+
+def _hh_vjp_a(xp, g, out, a, tau):
+    return _hh_vjp(xp, g, a, tau)[0]
+
+
+def _hh_vjp_tau(xp, g, out, a, tau):
+    return _hh_vjp(xp, g, a, tau)[1]
+
+
+def _hh_vjp(xp, g, a, tau):
+    """Back through Q_i = H_i Q_(i+1): g_(i+1) = H_i g_i; d tau_i = -v^T g_i Q_(i+1)^T v;
+    d v_i = -tau_i (g_i Q_(i+1)^T + Q_(i+1) g_i^T) v (its part below the diagonal is A's column i)."""
+    V, qs = _hh_chain(xp, a, tau)
+    gv, gt = [], []
+    for i in range(tau.shape[-1]):
+        v, t, q = V[..., :, i:i + 1], xp.unsqueeze(tau[..., i:i + 1], -1), qs[i + 1]
+        gq_v = xp.matmul(_mT(xp, q), v)                       # Q^T v
+        g_v = xp.matmul(_mT(xp, g), v)                        # g^T v
+        gt.append(-xp.sum(_mT(xp, g_v) * _mT(xp, gq_v), -1))   # -v^T g Q^T v
+        gv.append(-t * (xp.matmul(g, gq_v) + xp.matmul(q, g_v)))
+        g = g - xp.matmul(t * v, xp.matmul(_mT(xp, v), g))   # H_i g (H_i is symmetric)
+    k = a.shape[-1]
+    m = len(gv)
+    gV = xp.cat(gv + [xp.zeros_like(a[..., :, m:])], -1) if m < k else xp.cat(gv, -1)
+    return xp.tri_mask(gV, False, 0.0), xp.cat(gt, -1) if gt else xp.zeros_like(tau)
+
+
+def _hh_jvp(xp, ta, ttau, a, tau):
+    """d Q_i = d H_i Q_(i+1) + H_i d Q_(i+1), d H_i = -(d tau_i v v^T + tau_i (dv v^T + v dv^T))."""
+    V, qs = _hh_chain(xp, a, tau)
+    dV = xp.tri_mask(ta, False, 0.0) if ta is not None else None
+    dq = None
+    for i in reversed(range(tau.shape[-1])):
+        v, t, q = V[..., :, i:i + 1], xp.unsqueeze(tau[..., i:i + 1], -1), qs[i + 1]
+        vq = xp.matmul(_mT(xp, v), q)
+        d = None
+        if ttau is not None:
+            d = -xp.matmul(xp.unsqueeze(ttau[..., i:i + 1], -1) * v, vq)
+        if dV is not None:
+            dv = dV[..., :, i:i + 1]
+            e = -t * (xp.matmul(dv, vq) + xp.matmul(v, xp.matmul(_mT(xp, dv), q)))
+            d = e if d is None else d + e
+        if dq is not None:
+            hdq = dq - xp.matmul(t * v, xp.matmul(_mT(xp, v), dq))
+            d = hdq if d is None else d + hdq
+        dq = d
+    return dq if dq is not None else xp.zeros_like(qs[0])
+
+
+householder_p = defprim("householder_product", lambda xp, a, tau: _hh_chain(xp, a, tau)[1][0],
+                        node="LinalgHouseholderProductBackward0", vjp=(_hh_vjp_a, _hh_vjp_tau),
+                        saves=(0, 1), saves_out=True, saved_names=("input", "tau"),
+                        jvp=(lambda xp, t, out, a, tau: _hh_jvp(xp, t, None, a, tau),
+                             lambda xp, t, out, a, tau: _hh_jvp(xp, None, t, a, tau)))
+
+
+@register(submodule="linalg", module=False, name="householder_product")
+def linalg_householder_product(A: Tensor, tau: Tensor, *, out=None) -> Tensor:
+    """The first n columns of H_1 ... H_k, H_i = I - tau_i v_i v_i^T with v_i column i of A below the diagonal
+    and 1 on it (k = tau.shape[-1]); composed of differentiable ops, one reflector at a time from the last."""
+    op = "torch.linalg.householder_product"
+    _no_out(out, "linalg.householder_product")
+    check_tensor(A, "householder_product", "input")
+    check_tensor(tau, "householder_product", "tau", 2)
+    a, t = A._data, tau._data
+    if a.ndim < 2:
+        raise RuntimeError(f"{op}: input must have at least 2 dimensions.")
+    if a.shape[-2] < a.shape[-1]:
+        raise RuntimeError(f"{op}: input.shape[-2] must be greater than or equal to input.shape[-1]")
+    if t.ndim and a.shape[-1] < t.shape[-1]:
+        raise RuntimeError(f"{op}: input.shape[-1] must be greater than or equal to tau.shape[-1]")
+    if t.ndim != a.ndim - 1:
+        raise RuntimeError(f"{op}: Expected tau to have one dimension less than input, but got tau.ndim equal to "
+                           f"{t.ndim} and input.ndim is equal to {a.ndim}")
+    if tuple(t.shape[:-1]) != tuple(a.shape[:-2]):
+        raise RuntimeError(f"{op}: Expected batch dimensions of tau to be equal to input.shape[:-2], but got "
+                           f"{list(t.shape[:-1])}")
+    if t.dtype != a.dtype:
+        raise RuntimeError(f"{op}: tau dtype {dtype_word(t.dtype)} does not match input dtype {dtype_word(a.dtype)}")
+    _check_float(A, "linalg.householder_product")
+    return apply(householder_p, (A, tau))
+
+
+# ======================================================================================================
+# ldl_factor_ex, ldl_factor (LAPACK's sytrf: Bunch-Kaufman pivoting, the lower triangle); not differentiable
+# ======================================================================================================
+
+graph_raw("linalg_ldl_factor_ex")
+LDLFactorExResult = return_type("linalg_ldl_factor_ex", ("LD", "pivots", "info"))
+LDLFactorResult = return_type("linalg_ldl_factor", ("LD", "pivots"))
+
+
+def _ldl_factor_ex(A, hermitian, check_errors, op):
+    _check_matrix(A, "torch.linalg.ldl_factor_ex")
+    hermitian = check_bool(hermitian, op.replace(".", "_"), "hermitian")   # real: the same as symmetric
+    ld, piv, info = NAMESPACES[type(A._data)].linalg_ldl_factor_ex(A._data, hermitian)
+    if check_errors:   # PyTorch reports sytrf's info > 0 (an exactly zero block of D) as an unknown error code
+        raise_info(info, f"torch.{op}", lambda i: f"Unknown error code: {i}.", RuntimeError)
+    return make(ld), make(piv), make(info)
+
+
+@register(submodule="linalg", module=False, name="ldl_factor_ex")
+def linalg_ldl_factor_ex(A: Tensor, *, hermitian: bool = False, check_errors: bool = False, out=None):
+    """(LD, pivots, info): A = P L D L^T P^T with Bunch-Kaufman pivoting (LAPACK's sytrf, lower triangle): L's
+    unit-diagonal columns below D's 1x1 and 2x2 blocks; pivots 1-based (a 2x2 block's two are negative); info
+    the index of D's first exactly zero diagonal block (0 if none). Not differentiable, as PyTorch's."""
+    _no_out(out, "linalg.ldl_factor_ex")
+    check = check_bool(check_errors, "linalg_ldl_factor_ex", "check_errors")
+    return LDLFactorExResult(*_ldl_factor_ex(A, hermitian, check, "linalg.ldl_factor_ex"))
+
+
+@register(submodule="linalg", module=False, name="ldl_factor")
+def linalg_ldl_factor(A: Tensor, *, hermitian: bool = False, out=None):
+    """(LD, pivots) of ``ldl_factor_ex``; a zero block of D raises (as PyTorch)."""
+    _no_out(out, "linalg.ldl_factor")
+    return LDLFactorResult(*_ldl_factor_ex(A, hermitian, True, "linalg.ldl_factor")[:2])

@@ -968,6 +968,55 @@ def matrix_power(input: Tensor, n: int) -> Tensor:
 register(matmul, name="matmul", module=False, submodule="linalg")   # torch.linalg.matmul
 
 
+# ======================================================================================================
+# linalg.vecdot, linalg.vander, linalg.diagonal: composites, as PyTorch's
+# ======================================================================================================
+
+@register(submodule="linalg", module=False, name="vecdot")
+def linalg_vecdot(x: Tensor, y: Tensor, *, dim: int = -1, out=None) -> Tensor:
+    """The dot product of vectors along ``dim`` (x conjugated; real here), batch dims broadcast: PyTorch's
+    ``vdot`` for two vectors, ``(x * y).sum(dim)`` otherwise."""
+    from ..reduction import sum as _sum
+    _no_out(out, "linalg.vecdot")
+    check_tensor(x, "vecdot", "x")
+    check_tensor(y, "vecdot", "y", 2)
+    _check_float(x, "linalg.vecdot")
+    if x._data.dtype != y._data.dtype:
+        raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but found x of type "
+                           f"{dtype_word(x._data.dtype)} and y of type {dtype_word(y._data.dtype)} instead")
+    if x._data.ndim == 1 and y._data.ndim == 1 and dim in (0, -1):
+        return vdot(x, y)
+    return _sum(x * y, dim)
+
+
+@register(submodule="linalg", module=False, name="vander")
+def linalg_vander(x: Tensor, *, N: int | None = None) -> Tensor:
+    """The Vandermonde matrix of ``x`` with increasing powers x^0 ... x^(N-1) along a new last dim (PyTorch's:
+    a cumulative product of the repeated x after a column of ones)."""
+    from ..reduction import cumprod
+    from ..shape import cat, expand, unsqueeze
+    check_tensor(x, "vander", "x")
+    k = x._data.dtype
+    if k.kind not in "iuf" or dtype_word(k) == "Half":
+        raise RuntimeError(f"linalg.vander supports floating point, complex, and integer tensors, but got "
+                           f"{dtype_word(k)}")
+    x_ = unsqueeze(x, -1) if x._data.ndim == 0 else x
+    shape = tuple(x_._data.shape)
+    n = shape[-1] if N is None else N
+    if not n > 1:
+        raise RuntimeError("N must be greater than 1.")
+    result = cumprod(expand(unsqueeze(x_, -1), *shape, n - 1), -1)
+    return cat([result.new_ones(shape + (1,)), result], -1)
+
+
+@register(submodule="linalg", module=False, name="diagonal")
+def linalg_diagonal(A: Tensor, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
+    """Alias of ``diagonal`` with the matrix dims last by default (keyword-only arguments)."""
+    from ..shape import diagonal
+    check_tensor(A, "linalg_diagonal", "A")
+    return diagonal(A, offset, dim1, dim2)
+
+
 # ----- autograd.grad(is_grads_batched=True): batched rules -------------------------------------------
 # (primitives whose rules batch as written declare batch=True)
 

@@ -2,6 +2,7 @@
 legacy lu_solve), lstsq, inv / inverse, pinv / pinverse."""
 from __future__ import annotations
 
+import math
 import numbers
 import warnings
 
@@ -10,7 +11,8 @@ from ..._tensor import Tensor, make
 from ...autograd._primitive import apply, defprim
 from .._registry import graph_raw, register
 from ..._util import check_bool, check_tensor, dtype_word, return_type
-from ._common import _broadcast, _broadcastable, _check_float, _check_matrix, _check_same_dtype, _mT, _no_out, _node
+from ._common import (_broadcast, _broadcastable, _check_float, _check_matrix, _check_same_dtype, _mT,
+                      _no_out, _node, raise_info)
 
 
 # ======================================================================================================
@@ -36,6 +38,50 @@ def inverse(input: Tensor, *, out=None) -> Tensor:
     """Alias of ``linalg.inv``."""
     check_tensor(input, "inverse")
     return linalg_inv(input, out=out)
+
+
+# ======================================================================================================
+# inv_ex, solve_ex: the (result, info) forms; info from the LU factorization (LAPACK's getrf)
+# ======================================================================================================
+
+InvExResult = return_type("linalg_inv_ex", ("inverse", "info"))
+SolveExResult = return_type("linalg_solve_ex", ("result", "info"))
+
+
+def _lu_info(A):
+    """getrf's info of each matrix of A: 0, or the 1-based index of the first zero pivot."""
+    return NAMESPACES[type(A._data)].linalg_lu_factor_ex(A._data)[2]
+
+
+def _singular_inv(i):
+    return (f"The diagonal element {i} is zero, the inversion could not be completed because the input matrix is "
+            f"singular.")
+
+
+def _lu_solve_all(A, B, left):
+    """The solve through A's LU for a batch with singular matrices: what LAPACK's getrs gives there (inf/nan)."""
+    from .decompositions import linalg_lu_factor_ex
+    LU, piv, _ = linalg_lu_factor_ex(A)
+    return linalg_lu_solve(LU, piv, B, left=left)
+
+
+@register(submodule="linalg", module=False, name="inv_ex")
+def linalg_inv_ex(A: Tensor, *, check_errors: bool = False, out=None):
+    """(inverse, info) of a (batch of) square matrices: info 0, or the index of the first zero pivot of A's LU
+    factorization (the inverse of such a matrix is inf/nan); ``check_errors`` raises for it instead."""
+    _no_out(out, "linalg.inv_ex")
+    _check_matrix(A, "linalg.inv_ex")
+    check_errors = check_bool(check_errors, "linalg_inv_ex", "check_errors")
+    info = _lu_info(A)
+    if check_errors:
+        raise_info(info, "linalg.inv_ex", _singular_inv)
+    if NAMESPACES[type(info)].any(info != 0):
+        from ..creation import eye
+        n = A._data.shape[-1]
+        inv = _lu_solve_all(A, eye(n, dtype=A.dtype, device=A.device).expand(*A._data.shape), True)
+    else:
+        inv = apply(inv_p, (A,))
+    return InvExResult(inv, make(info))
 
 
 # ======================================================================================================
@@ -104,6 +150,73 @@ def linalg_solve(A: Tensor, B: Tensor, *, left: bool = True, out=None) -> Tensor
     _check_same_dtype(A, B, "linalg.solve")
     _check_solve_shapes(A, B, "linalg.solve", left)
     return apply(solve_p, (A, B), {"left": left})
+
+
+@register(submodule="linalg", module=False, name="solve_ex")
+def linalg_solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = False, out=None):
+    """(X, info) with A X = B (``left=False``: X A = B); info as ``inv_ex``'s, of each matrix of A."""
+    _no_out(out, "linalg.solve_ex")
+    _check_matrix(A, "linalg.solve_ex")
+    check_tensor(B, "solve_ex", "B", 2)
+    left = check_bool(left, "linalg.solve_ex", "left")
+    check_errors = check_bool(check_errors, "linalg_solve_ex", "check_errors")
+    _check_same_dtype(A, B, "linalg.solve_ex")
+    _check_solve_shapes(A, B, "linalg.solve_ex", left)
+    info = _lu_info(A)
+    xp = NAMESPACES[type(info)]
+    if check_errors:
+        raise_info(info, "torch.linalg.solve_ex", lambda i: _SINGULAR)
+    if xp.any(info != 0):
+        X = _lu_solve_all(A, B, left)
+    else:
+        X = apply(solve_p, (A, B), {"left": left})
+    return SolveExResult(X, make(info))
+
+
+_SINGULAR = "The solver failed because the input matrix is singular."
+
+
+# ======================================================================================================
+# tensorinv, tensorsolve: inv and solve of the tensors reshaped to matrices (PyTorch's composites)
+# ======================================================================================================
+
+@register(submodule="linalg", module=False, name="tensorinv")
+def linalg_tensorinv(A: Tensor, ind: int = 2, *, out=None) -> Tensor:
+    """The inverse of A for ``tensordot(.., ind)``: A reshaped to a prod(shape[:ind]) square matrix, inverted,
+    reshaped to shape[ind:] + shape[:ind]."""
+    from ..shape import reshape, reshape_p
+    _no_out(out, "linalg.tensorinv")
+    check_tensor(A, "tensorinv", "A")
+    if not ind > 0:
+        raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
+    shape = tuple(A._data.shape)
+    end, start = math.prod(shape[ind:]), math.prod(shape[:ind])
+    if end != start:
+        raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[ind:]) == "
+                           f"prod(self.shape[:ind]), but got {end} != {start}")
+    inv, info = linalg_inv_ex(reshape(A, start, end))
+    raise_info(info._data, "inv", _singular_inv)
+    # PyTorch's inverse is column-major, so its reshape is a strided alias (ReshapeAliasBackward0)
+    return apply(reshape_p, (inv,), {"shape": shape[ind:] + shape[:ind]}, _node("ReshapeAliasBackward0"))
+
+
+@register(submodule="linalg", module=False, name="tensorsolve")
+def linalg_tensorsolve(A: Tensor, B: Tensor, dims=None, *, out=None) -> Tensor:
+    """X with tensordot(A, X, X.ndim) = B: A (its ``dims`` moved last) reshaped to a square matrix, B flattened."""
+    from ..shape import flatten, movedim, reshape
+    _no_out(out, "linalg.tensorsolve")
+    check_tensor(A, "tensorsolve", "A")
+    check_tensor(B, "tensorsolve", "B", 2)
+    nd = A._data.ndim
+    if dims is not None:
+        dims = list(dims)
+        A = movedim(A, dims, list(range(nd - len(dims), nd)))
+    rshape = tuple(A._data.shape[B._data.ndim:])
+    rprod, oprod = math.prod(rshape), math.prod(B._data.shape)
+    if rprod != oprod:
+        raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[other.ndim:]) == "
+                           f"prod(self.shape[:other.ndim]), but got {rprod} != {oprod}")
+    return reshape(linalg_solve(reshape(A, rprod, rprod), flatten(B)), *rshape)
 
 
 def _soltri_vjp_b(xp, g, out, a, b, upper, left, unitriangular):
@@ -475,3 +588,40 @@ def lu_solve(input: Tensor, LU_data: Tensor, LU_pivots: Tensor, *, out=None) -> 
 
 
 # ----- autograd.grad(is_grads_batched=True): the primitives whose VJP rules batch as written (see products.py)
+
+
+# ======================================================================================================
+# ldl_solve (LAPACK's sytrs): not differentiable, as PyTorch's
+# ======================================================================================================
+
+graph_raw("linalg_ldl_solve")
+
+
+@register(submodule="linalg", module=False, name="ldl_solve")
+def linalg_ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool = False, out=None) -> Tensor:
+    """X with A X = B from ``ldl_factor``'s (LD, pivots); batch dims broadcast."""
+    op = "torch.linalg.ldl_solve"
+    _no_out(out, "linalg.ldl_solve")
+    _check_matrix(LD, op, arg="LD")
+    check_tensor(pivots, "ldl_solve", "pivots", 2)
+    check_tensor(B, "ldl_solve", "B", 3)
+    hermitian = check_bool(hermitian, "linalg_ldl_solve", "hermitian")
+    ld, piv, b = LD._data, pivots._data, B._data
+    if b.ndim < 2:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-max(b.ndim, 1)}, "
+                         f"{max(b.ndim, 1) - 1}], but got -2)")
+    if piv.dtype.kind not in "iu":
+        raise RuntimeError(f"{op}: Expected pivots to be integers. Got {dtype_word(piv.dtype)}")
+    if tuple(piv.shape) != tuple(ld.shape[:-1]):
+        raise RuntimeError(f"{op}: Expected LD.shape[:-1] and pivots.shape to be the same, but got pivots with "
+                           f"shape {list(piv.shape)} instead")
+    if b.shape[-2] != ld.shape[-1]:
+        raise RuntimeError(f"Incompatible matrix sizes for {op}: each A matrix is {ld.shape[-1]} by "
+                           f"{ld.shape[-1]} but each b matrix is {b.shape[-2]} by {b.shape[-1]}")
+    if b.dtype != ld.dtype:
+        raise RuntimeError(f"Expected b and A to have the same dtype, but found b of type {dtype_word(b.dtype)} and "
+                           f"A of type {dtype_word(ld.dtype)} instead.")
+    if not _broadcastable(ld.shape[:-2], b.shape[:-2]):
+        raise RuntimeError(f"The size of tensor a must match the size of tensor b at non-singleton dimensions: "
+                           f"{list(ld.shape[:-2])} and {list(b.shape[:-2])}")
+    return make(NAMESPACES[type(ld)].linalg_ldl_solve(ld, piv, b, hermitian))
