@@ -412,3 +412,56 @@ HYP_UNARY: list = ["exp2", "expm1", "log2", "rsqrt", "reciprocal", "square", "at
                    "sgn", "deg2rad"]   # names of entries whose single input hypothesis draws shapes for
 HYP_BINARY: list = ["hypot", "logaddexp", "xlogy", "copysign", "fmax", "fmin",
                     "atan2"]   # names of entries whose two broadcasting inputs hypothesis draws shapes for
+
+# ----- torch.special, part B: ndtr, ndtri, log_ndtr, erfcx, entr, xlog1py, multigammaln, softmax aliases -----------
+
+
+def _special_b_values(rng):
+    """nan, infinities, zeros, the branch points of the kernels and large magnitudes (forward only)."""
+    vals = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 0.3, -0.3, 0.46875, -0.5, 0.9, 0.99, 1e-20,
+                     2.5, -2.5, 4.0, 4.5, -6.0, -6.2, 26.0, -26.0, -27.0, 40.0, 60.0, -40.0, 1e8, -1e8, 1e300])
+    return [Sample((vals,)), Sample((vals[:28].reshape(4, 7),)), Sample((np.zeros((0,)),))]
+
+
+def _probabilities(rng):
+    vals = np.array([np.nan, 0.0, 1.0, -0.5, 1.5, 1e-300, 1e-20, 1e-15, 1e-5, 0.1, 0.135, 0.14, 0.5, 0.86, 0.865,
+                     0.9, 0.999999, 1.0 - 1e-15])
+    return [Sample((vals,)), Sample((vals[:16].reshape(4, 4),))]
+
+
+OPS += [
+    OpInfo("special_ndtr", lambda m, a: m.special.ndtr(a), SHORT, "real", dtypes=ALL),
+    OpInfo("special_ndtri", lambda m, a: m.special.ndtri(a), _in(0.02, 0.98), dtypes=ALL),
+    OpInfo("special_ndtri_tails", lambda m, a: m.special.ndtri(a), _in(1e-6, 0.1), dtypes=("float64",)),
+    OpInfo("special_log_ndtr", lambda m, a: m.special.log_ndtr(a), _in(-4.0, 4.0), dtypes=ALL),
+    OpInfo("special_log_ndtr_far", lambda m, a: m.special.log_ndtr(a), _in(-30.0, -5.0), dtypes=FLOAT),
+    OpInfo("special_erfcx", lambda m, a: m.special.erfcx(a), _in(-3.0, 6.0), dtypes=ALL),
+    OpInfo("special_erfcx_far", lambda m, a: m.special.erfcx(a), _in(5.0, 80.0), dtypes=FLOAT),
+    OpInfo("special_entr", lambda m, a: m.special.entr(a), _in(0.05, 3.0), dtypes=ALL),
+    binary("special_xlog1py", lambda m, a, b: m.special.xlog1py(a, b), ("real", "positive"), shapes=SHORT_BINARY),
+    OpInfo("special_xlog1py_scalar", lambda m, a, s: m.special.xlog1py(a, s), scalar_samples(SHORT, s=[2.5, 3]),
+           dtypes=ALL),
+    OpInfo("special_xlog1py_rscalar", lambda m, b, s: m.special.xlog1py(s, b), scalar_samples(SHORT, s=[2.5, 0.0]),
+           "positive", dtypes=FLOAT),
+    _nograd("special_xlog1py_values", lambda m, a: (m.special.xlog1py(a, a), m.special.xlog1py(a * 0, a - 1),
+                                                    m.special.xlog1py(a, -1.0), m.special.xlog1py(0.0, a)),
+            _special_b_values, dtypes=FLOAT),
+    OpInfo("special_multigammaln", lambda m, a, p: m.special.multigammaln(a + 2.5, p),
+           [(s, {"p": p}) for p in (1, 2, 3, 5) for s in SHORT[:3]], "positive", dtypes=FLOAT),
+    OpInfo("mvlgamma", lambda m, a, p: (m.mvlgamma(a + 1.5, p), (a + 2).mvlgamma(p)),
+           [(s, {"p": p}) for p in (1, 2) for s in SHORT[:3]], "positive", dtypes=FLOAT),
+    OpInfo("mvlgamma_", lambda m, a, p: (a + 2).mvlgamma_(p), _in(0.5, 3.0, [((3,),)], {"p": 3})),
+    _nograd("mvlgamma_int", lambda m, a: m.mvlgamma(a, 2), lambda rng: [Sample((np.array([2.0, 3.0, 7.0]),))],
+            dtypes=("int64",)),
+    _nograd("special_b_values", lambda m, a: (m.special.ndtr(a), m.special.log_ndtr(a), m.special.erfcx(a),
+                                              m.special.entr(a), m.special.ndtri(a), m.special.multigammaln(a, 3)),
+            _special_b_values, dtypes=FLOAT),
+    _nograd("special_ndtri_values", lambda m, a: m.special.ndtri(a), _probabilities, dtypes=FLOAT),
+    _nograd("special_b_int", lambda m, a: (m.special.ndtr(a), m.special.log_ndtr(a), m.special.erfcx(a),
+                                           m.special.entr(a), m.special.ndtri(a), m.special.xlog1py(a, a)),
+            lambda rng: [Sample((np.array([-2.0, -1.0, 0.0, 1.0, 3.0]),))], dtypes=INT),
+    OpInfo("special_softmax", lambda m, a: (m.special.softmax(a, 0), m.special.log_softmax(a, -1),
+                                            m.special.softmax(a, 0, dtype=m.float64),
+                                            m.special.logsumexp(a, 0), m.special.logsumexp(a, (0,), keepdim=True)),
+           [((2, 3),), ((4,),)], dtypes=FLOAT),
+]

@@ -1709,3 +1709,129 @@ for _name, _fn in {
         "__irshift__": _ioperator(_bitwise_inplace("bitwise_right_shift")),
         "__invert__": _invert}.items():
     method(_name, _fn)
+
+
+# ----- torch.special, part B: ndtr, ndtri, log_ndtr, erfcx, entr, xlog1py, multigammaln ---------------------------
+# PyTorch's formulas (aten/src/ATen/native/Math.h, UnaryOps.cpp) and derivatives (tools/autograd/derivatives.yaml).
+
+_SQRT1_2 = math.sqrt(0.5)
+_SQRT_2PI = math.sqrt(2 * math.pi)
+_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+
+
+def _log_ndtr(xp, a):
+    """PyTorch's calc_log_ndtr: log(erfcx(-t) / 2) - t^2 below -1, log1p(-erfc(t) / 2) above (t = x / sqrt 2)."""
+    t = a * _SQRT1_2
+    return xp.where(a < -1.0, xp.log(xp.erfcx(-t) / 2) - t * t, xp.log1p(-xp.erfc(t) / 2))
+
+
+def _entr(xp, a):
+    """-x log x; 0 at 0, -inf below 0 (nan stays nan)."""
+    r = -a * xp.log(xp.where(a > 0, a, 1.0))
+    return xp.where(a < 0, -math.inf, xp.where(a == 0, 0.0 * a, r))
+
+
+erfcx_p = _unary_prim("special_erfcx", "SpecialErfcxBackward0", lambda xp, a: xp.erfcx(a),
+                      lambda xp, g, out, a: (2.0 * a * out - _TWO_OVER_SQRT_PI) * g, (0,), True)
+ndtri_p = _unary_prim("special_ndtri", "SpecialNdtriBackward0", lambda xp, a: xp.ndtri(a),
+                      lambda xp, g, out, a: g * (_SQRT_2PI * xp.exp(out * out / 2)), (), True)
+log_ndtr_p = _unary_prim("special_log_ndtr", "SpecialLogNdtrBackward0", _log_ndtr,
+                         lambda xp, g, out, a: g / _SQRT_2PI * xp.exp(-(out + a * a / 2)), (0,), True)
+entr_p = _unary_prim("special_entr", "SpecialEntrBackward0", _entr,
+                     lambda xp, g, out, a: g * (-(1 + xp.log(a))))
+
+
+def _xlog1py_self(xp, g, out, a, b):
+    if isinstance(b, (int, float)):   # a scalar other: log1p(b) in double precision
+        lb = math.log1p(b) if b > -1 else -math.inf if b == -1 else math.nan
+        return g * math.nan if b != b else xp.where((a == 0) & (b <= -1), g * 0.0, g * lb)
+    return xp.where((a == 0) & (b <= -1), g * 0.0, xp.xlog1py(g, b))
+
+
+def _xlog1py_other(xp, g, out, a, b):
+    return g * a / (b + 1)
+
+
+xlog1py_p = defprim("special_xlog1py", lambda xp, a, b: xp.xlog1py(a, b), node="SpecialXlog1PyBackward0",
+                    vjp=(_xlog1py_self, _xlog1py_other), jvp="elementwise", saves=(0, 1), promote="float", batch=True)
+xlog1py_rscalar_p = defprim("special_xlog1py", lambda xp, a, b: xp.xlog1py(a, b), node="SpecialXlog1PyBackward1",
+                            vjp=(None, _xlog1py_other), jvp="elementwise", saves=(1,), promote="float",
+                            scalar_args=(0,), batch=True)
+xlog1py_scalar_p = defprim("special_xlog1py", lambda xp, a, b: xp.xlog1py(a, b), node="SpecialXlog1PyBackward2",
+                           vjp=(_xlog1py_self, None), jvp="elementwise", saves=(0,), promote="float",
+                           scalar_args=(1,), batch=True)
+
+
+def _mvlgamma(xp, a, p):
+    """sum_j lgamma(x - j / 2) + p (p - 1) / 4 log(pi), summed in PyTorch's order (j from p - 1 down to 0)."""
+    r = xp.lgamma(a - (p - 1) * 0.5)
+    for j in range(p - 2, -1, -1):
+        r = r + xp.lgamma(a - j * 0.5)
+    return r + p * (p - 1) * math.log(math.pi) * 0.25
+
+
+def _mvlgamma_rule(xp, g, out, a, p):
+    d = xp.digamma(a - (p - 1) * 0.5)
+    for j in range(p - 2, -1, -1):
+        d = d + xp.digamma(a - j * 0.5)
+    return g * d
+
+
+mvlgamma_p = _unary_prim("mvlgamma", "MvlgammaBackward0", _mvlgamma, _mvlgamma_rule)
+
+
+def _special_unary(prim, name: str, graph_name: str | bool = False):
+    @schema(f"special_{name}(Tensor input)")
+    def fn(input: Tensor) -> Tensor:
+        return apply(prim, (input,))
+    fn.__name__ = fn.__qualname__ = "special_" + name
+    fn.__doc__ = f"``torch.special.{name}``, elementwise."
+    register(fn, module=False, submodule="special", submodule_name=name, graph=graph_name)
+    return fn
+
+
+special_erfcx = _special_unary(erfcx_p, "erfcx", "erfcx")
+special_ndtri = _special_unary(ndtri_p, "ndtri", "ndtri")
+special_log_ndtr = _special_unary(log_ndtr_p, "log_ndtr")
+special_entr = _special_unary(entr_p, "entr")
+
+
+@register(module=False, submodule="special", submodule_name="ndtr")
+@schema("special_ndtr(Tensor input)")
+def special_ndtr(input: Tensor) -> Tensor:
+    """The standard normal CDF, composed as PyTorch's: (1 + erf(x * sqrt(1/2))) * 0.5, with its nodes
+    (MulBackward1, AddBackward1, ErfBackward0, MulBackward1)."""
+    t = erf(apply(mul_scalar_p, (input, _SQRT1_2)))
+    return apply(mul_scalar_p, (apply(add_scalar_p, (t, 1)), 0.5))
+
+
+@register(module=False, submodule="special", submodule_name="xlog1py", graph="xlog1py")
+def special_xlog1py(input, other) -> Tensor:
+    """``input * log1p(other)``, 0 where ``input == 0`` (unless ``other`` is nan)."""
+    if not isinstance(input, Tensor):
+        check_tensor(other, "special_xlog1py", "other", 2)
+        return apply(xlog1py_rscalar_p, (_operand(input, "special_xlog1py", None, "self"), other))
+    input, other = _binary_args(input, other, "special_xlog1py")
+    return apply(xlog1py_p if isinstance(other, Tensor) else xlog1py_scalar_p, (input, other))
+
+
+def _check_p(p) -> int:
+    if p < 1:
+        raise RuntimeError("p has to be greater than or equal to 1")
+    return int(p)
+
+
+@register(method=True)
+@schema("mvlgamma(Tensor input, int p)")
+def mvlgamma(input: Tensor, p: int) -> Tensor:
+    """The multivariate log-gamma function of dimension ``p``."""
+    return apply(mvlgamma_p, (input,), {"p": _check_p(p)})
+
+
+register(mvlgamma, module=False, submodule="special", submodule_name="multigammaln")
+
+
+@method("mvlgamma_")
+def imvlgamma(self: Tensor, p: int) -> Tensor:
+    mvlgamma(self, p)
+    return apply_inplace(mvlgamma_p, self, (), {"p": _check_p(p)})

@@ -852,3 +852,84 @@ def half_number_op(op, a, s):
     number) rounded to float32 (the opmath type), the op in float32, rounded once to float16. (NumPy would round
     the number to float16 first: 0.3 -> 0.30005, 1e-5 -> 1.0014e-05, 70000 -> inf.)"""
     return op(a.astype(_F32), float(np.float32(float(s)))).astype(_F16, copy=False)
+
+
+# ----- torch.special, part B: erfcx and ndtri (the other new special functions are compositions in the op rules) --
+
+__all__ += ["erfcx", "ndtri", "xlog1py"]
+
+
+@_in64
+def erfcx(x):
+    """exp(x^2) erfc(x): Cody's erfc without its exp(-x^2) factor for x > 0.46875 (his CALERF's scaled mode),
+    exp(x^2) erfc(x) below, 2 exp(x^2) - erfcx(-x) for x < 0 (inf below -26.7, as PyTorch's calc_erfcx)."""
+    a = np.abs(x)
+    v = np.clip(a, _ERF_SMALL, 4.0)
+    r = _ratio(v, _ERF_C[:8], _ERF_D, _ERF_C[8])
+    z = 1.0 / (a * a)
+    far = _ratio(z, _ERF_P[:5], _ERF_Q, _ERF_P[5])
+    far = (_ONE_OVER_SQRT_PI - z * far) / a
+    r = np.where(a > 4.0, far, r)
+    small = a <= _ERF_SMALL
+    r = np.where(small, np.exp(a * a) * (1.0 - _erf_small(a)), r)
+    r = np.where(x < 0, 2.0 * np.exp(x * x) - r, r)
+    r = np.where(x < -26.7, np.inf, r)
+    return np.where(np.isnan(x), x, r)
+
+
+# Cephes' ndtri (PyTorch's calc_ndtri): three rational approximations, highest coefficient first.
+_NDTRI_P0 = (-5.99633501014107895267E1, 9.80010754185999661536E1, -5.66762857469070293439E1,
+             1.39312609387279679503E1, -1.23916583867381258016E0)
+_NDTRI_Q0 = (1.0, 1.95448858338141759834E0, 4.67627912898881538453E0, 8.63602421390890590575E1,
+             -2.25462687854119370527E2, 2.00260212380060660359E2, -8.20372256168333339912E1,
+             1.59056225126211695515E1, -1.18331621121330003142E0)
+_NDTRI_P1 = (4.05544892305962419923E0, 3.15251094599893866154E1, 5.71628192246421288162E1,
+             4.40805073893200834700E1, 1.46849561928858024014E1, 2.18663306850790267539E0,
+             -1.40256079171354495875E-1, -3.50424626827848203418E-2, -8.57456785154685413611E-4)
+_NDTRI_Q1 = (1.0, 1.57799883256466749731E1, 4.53907635128879210584E1, 4.13172038254672030440E1,
+             1.50425385692907503408E1, 2.50464946208309415979E0, -1.42182922854787788574E-1,
+             -3.80806407691578277194E-2, -9.33259480895457427372E-4)
+_NDTRI_P2 = (3.23774891776946035970E0, 6.91522889068984211695E0, 3.93881025292474443415E0,
+             1.33303460815807542389E0, 2.01485389549179081538E-1, 1.23716634817820021358E-2,
+             3.01581553508235416007E-4, 2.65806974686737550832E-6, 6.23974539184983293730E-9)
+_NDTRI_Q2 = (1.0, 6.02427039364742014255E0, 3.67983563856160859403E0, 1.37702099489081330271E0,
+             2.16236993594496635890E-1, 1.34204006088543189037E-2, 3.28014464682127739104E-4,
+             2.89247864745380683936E-6, 6.79019408009981274425E-9)
+_EXP_M2 = 0.13533528323661269189
+_SQRT_2PI = 2.50662827463100050242E0
+
+
+def _polevl(x, coef):
+    r = 0.0
+    for c in coef:
+        r = r * x + c
+    return r
+
+
+@_in64
+def ndtri(y0):
+    """The inverse of the standard normal CDF (PyTorch's calc_ndtri)."""
+    upper = y0 > 1.0 - _EXP_M2
+    y = np.where(upper, 1.0 - y0, y0)
+    c = y - 0.5
+    c2 = c * c
+    central = (c + c * (c2 * _polevl(c2, _NDTRI_P0) / _polevl(c2, _NDTRI_Q0))) * _SQRT_2PI
+    t = np.sqrt(-2.0 * np.log(np.where(y > 0, y, 1.0)))
+    z = 1.0 / t
+    x1 = np.where(t < 8.0, z * _polevl(z, _NDTRI_P1) / _polevl(z, _NDTRI_Q1),
+                  z * _polevl(z, _NDTRI_P2) / _polevl(z, _NDTRI_Q2))
+    tail = t - np.log(t) / t - x1
+    r = np.where(y > _EXP_M2, central, np.where(upper, tail, -tail))
+    r = np.where((y0 < 0) | (y0 > 1) | np.isnan(y0), np.nan, r)
+    r = np.where(y0 == 0, -np.inf, r)
+    return np.where(y0 == 1, np.inf, r)
+
+
+@_half_in_float
+def xlog1py(x, y):
+    """x * log1p(y), 0 where x == 0 (unless y is nan), as PyTorch's special_xlog1py."""
+    dt = np.result_type(x, y)   # Python scalars are weak, as in xlogy
+    x, y = np.asarray(x, dtype=dt), np.asarray(y, dtype=dt)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.multiply(x, np.log1p(y))
+        return np.where(np.isnan(y), y, np.where(np.equal(x, 0), dt.type(0), r))
