@@ -465,3 +465,40 @@ OPS += [
                                             m.special.logsumexp(a, 0), m.special.logsumexp(a, (0,), keepdim=True)),
            [((2, 3),), ((4,),)], dtypes=FLOAT),
 ]
+
+# The orthogonal polynomials (no gradients in PyTorch). float32 stays at degrees up to 12: beyond, the closed forms
+# cos(n acos x) amplify the last bit of PyTorch's vectorised acosf past the float32 tolerance. No nan x: PyTorch's
+# kernels return an uninitialised value there for n >= 2 (the recurrence never runs).
+_POLYNOMIALS = ("chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v", "chebyshev_polynomial_w",
+                "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
+                "shifted_chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he",
+                "laguerre_polynomial_l", "legendre_polynomial_p")
+_POLY_X = np.array([-1.5, -1.0, -0.999, -0.7, -0.31, 0.0, 1e-20, 0.2, 0.5, 0.83, 0.9999999, 1.0, 1.2, 2.0, -2.5,
+                    np.inf, -np.inf])
+
+
+def _poly_samples(degrees):
+    def gen(rng):
+        x = np.concatenate([_POLY_X, rng.uniform(-1.2, 1.2, 15)])
+        n = np.asarray(degrees, dtype=np.float64)
+        return [Sample((x[:, None], n[None, :])), Sample((rng.uniform(-1, 1, (3, 4)), np.float64(7.0)))]
+    return gen
+
+
+_POLY_SMALL = [-2.0, -1.0, 0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 12.0, 2.7, np.nan, np.inf]
+_POLY_LARGE = [15.0, 40.0, 129.0, 200.0, 513.0, 1000.0]
+for _kind in _POLYNOMIALS:
+    OPS += [
+        _nograd("special_" + _kind, (lambda k: lambda m, x, n: getattr(m.special, k)(x, n))(_kind),
+                _poly_samples(_POLY_SMALL), dtypes=ALL),
+        _nograd("special_" + _kind + "_large_n", (lambda k: lambda m, x, n: getattr(m.special, k)(x, n))(_kind),
+                _poly_samples(_POLY_LARGE), dtypes=("float64",)),
+    ]
+OPS += [
+    _nograd("special_polynomial_scalars",
+            lambda m, x, n: (m.special.chebyshev_polynomial_t(x, 5), m.special.legendre_polynomial_p(0.3, n),
+                             m.special.hermite_polynomial_he(x, 3.0), m.special.laguerre_polynomial_l(x, True),
+                             m.special.shifted_chebyshev_polynomial_u(-0.25, n)),
+            lambda rng: [Sample((rng.uniform(-1, 1, (2, 3)), np.array([0.0, 3.0, 11.0])[:, None, None]))],
+            dtypes=FLOAT + ("int64",)),
+]

@@ -1835,3 +1835,42 @@ register(mvlgamma, module=False, submodule="special", submodule_name="multigamma
 def imvlgamma(self: Tensor, p: int) -> Tensor:
     mvlgamma(self, p)
     return apply_inplace(mvlgamma_p, self, (), {"p": _check_p(p)})
+
+
+# ----- torch.special, part B: the orthogonal polynomials (not differentiable: no grad_fn, as in PyTorch) ---------
+
+def _orthogonal_polynomial(kind: str):
+    op = "special_" + kind
+
+    def fn(x, n) -> Tensor:
+        if not isinstance(x, Tensor) and not isinstance(n, Tensor):
+            check_tensor(x, op, "x")
+        x, n = scalar_or_tensor(x, op, "x"), scalar_or_tensor(n, op, "n")
+        d = promote(x, n)
+        if not d.is_floating_point:
+            d = D._default_float
+        if d.np.itemsize < 4:
+            raise _not_implemented(kind + "_cpu", d.np)
+        t = x if isinstance(x, Tensor) else n
+        xp = NAMESPACES[type(t._data)]
+
+        def arr(v):
+            return xp.cast(v._data if isinstance(v, Tensor) else xp.backend.asarray(v), d.np)
+        return make(xp.orthogonal_polynomial(kind, arr(x), arr(n)))
+    fn.__name__ = fn.__qualname__ = op
+    fn.__doc__ = f"``torch.special.{kind}(x, n)``: elementwise, ``x`` and ``n`` tensors or numbers."
+    register(fn, module=False, submodule="special", submodule_name=kind)
+    return fn
+
+
+for _kind in ("chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v", "chebyshev_polynomial_w",
+              "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
+              "shifted_chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he",
+              "laguerre_polynomial_l", "legendre_polynomial_p"):
+    globals()["special_" + _kind] = _orthogonal_polynomial(_kind)
+
+
+@register(module=False, graph="orthogonal_polynomial")
+def _orthogonal_polynomial_graph(kind: str, x: Tensor, n: Tensor) -> Tensor:
+    """graph_ns's twin of the raw kernel (no rule calls it: the polynomials have no derivative)."""
+    return globals()["special_" + kind](x, n)

@@ -268,5 +268,8 @@ def kernels(k) -> dict:  # noqa: F811  (part A's kernels plus part B's)
         r = x * xp.log1p(y)
         return xp.where(xp.isnan(y), y, xp.where(x == 0, xp.zeros_like(r), r))
 
-    out.update({"erfcx": erfcx, "ndtri": ndtri, "xlog1py": xlog1py})
+    def orthogonal_polynomial(kind: str, x, n):
+        return _c.orthogonal_polynomial_in(xp, kind, x, n)   # written against the standard already
+
+    out.update({"erfcx": erfcx, "ndtri": ndtri, "xlog1py": xlog1py, "orthogonal_polynomial": orthogonal_polynomial})
     return out

@@ -856,7 +856,7 @@ def half_number_op(op, a, s):
 
 # ----- torch.special, part B: erfcx and ndtri (the other new special functions are compositions in the op rules) --
 
-__all__ += ["erfcx", "ndtri", "xlog1py"]
+__all__ += ["erfcx", "ndtri", "xlog1py", "orthogonal_polynomial"]
 
 
 @_in64
@@ -933,3 +933,125 @@ def xlog1py(x, y):
     with np.errstate(divide="ignore", invalid="ignore"):
         r = np.multiply(x, np.log1p(y))
         return np.where(np.isnan(y), y, np.where(np.equal(x, 0), dt.type(0), r))
+
+
+# The orthogonal polynomials of torch.special (PyTorch's *_polynomial_*_forward in Math.h, elementwise in the
+# input's dtype): written once against the array-API standard, run with NumPy here and with the device's library
+# by ember/devices/common/special.py.
+# Chebyshev kinds: n above which |y| < 1 takes the closed form (y = x, or 2x - 1 for the shifted ones).
+_CHEBYSHEV_CLOSED = {"chebyshev_polynomial_t": 6, "chebyshev_polynomial_u": 8, "chebyshev_polynomial_v": 8,
+                     "chebyshev_polynomial_w": 8, "shifted_chebyshev_polynomial_t": 6,
+                     "shifted_chebyshev_polynomial_u": 6, "shifted_chebyshev_polynomial_v": 6,
+                     "shifted_chebyshev_polynomial_w": 4}
+ORTHOGONAL_POLYNOMIALS = tuple(_CHEBYSHEV_CLOSED) + ("hermite_polynomial_h", "hermite_polynomial_he",
+                                                     "laguerre_polynomial_l", "legendre_polynomial_p")
+
+
+def orthogonal_polynomial_in(xp, kind: str, x, n):
+    """The polynomial ``kind`` of degree ``n`` at ``x`` (float arrays of one dtype), in the namespace ``xp``:
+    PyTorch's special cases first, then its three-term recurrence (stopped at the first nan, as there)."""
+    x, n = xp.broadcast_arrays(x, n)
+    dt = x.dtype
+
+    def T(v):
+        return xp.astype(v, dt)
+
+    def fms(a, b, c):
+        """a * b - c with one rounding in float32 (PyTorch's float kernels are compiled with fused multiply-adds)."""
+        if dt != xp.float32:
+            return a * b - c
+        f = xp.float64
+        return T(xp.astype(a, f) * xp.astype(b, f) - xp.astype(c, f))
+
+    def rounded(fn):   # correctly rounded, as the libm's float functions are (NumPy's float32 loops are not)
+        return lambda v: T(fn(xp.astype(v, xp.float64)))
+    acos, cos, sin = rounded(xp.acos), rounded(xp.cos), rounded(xp.sin)
+    n = xp.astype(n, xp.float64)
+    n = xp.where(xp.abs(n) < 2.0 ** 63, xp.trunc(n), -1.0)   # nan, inf, beyond int64: PyTorch's cast gives < 0
+    even = (n % 2) == 0
+    out = xp.zeros_like(x)
+    done = n < 0
+    one = xp.ones_like(x)
+
+    def put(cond, val):
+        nonlocal out, done
+        new = cond & ~done
+        out = xp.where(new, val, out)
+        done = done | new
+
+    if kind in _CHEBYSHEV_CLOSED:
+        base, shifted = kind[-1], kind.startswith("shifted")
+        y = x + x - 1.0 if shifted else x
+        n1, n21 = T(n + 1), T(n + n + 1)
+        sign1 = xp.where(even, one, -one)
+        put(x == 1.0, {"t": one, "u": n1, "v": one, "w": n21}[base])
+        put(x == 0.0 if shifted else x == -1.0,
+            {"t": sign1, "u": xp.where(even, n1, -n1), "v": xp.where(even, n21, -n21), "w": sign1}[base])
+        closed = (n > _CHEBYSHEV_CLOSED[kind]) & (xp.abs(y) < 1.0)
+        th = acos(xp.where(closed, y, 0.0))
+        if base == "t":
+            val = cos(T(n) * th)
+        elif base == "u":
+            st = sin(th)
+            val = xp.where(st != 0.0, sin(n1 * th) / st, n1 * cos(n1 * th) / y)
+        elif base == "v":
+            val = xp.where(sin(th / 2.0) != 1.0, cos((T(n) + 0.5) * th) / cos(th / 2.0),
+                           xp.where(even, n21, -n21))
+        else:
+            edge = sign1 if shifted else xp.where(x > 0.0, n21, sign1)
+            val = xp.where(cos(th / 2.0) != 1.0, sin((T(n) + 0.5) * th) / sin(th / 2.0), edge)
+        put(closed, val)
+        two = y + y
+        q = {"t": y, "u": two, "v": two - 1.0, "w": two + 1.0}[base]
+
+        def step(k, p, q):
+            return fms(two, q, p)
+        k, last, nan_stop = 2, n, True
+    elif kind == "hermite_polynomial_h":
+        put(n > (128 if dt == xp.float32 else 512), T(xp.full_like(x, math.nan)))
+        q = x + x
+
+        def step(k, p, q):
+            return fms(x + x, q, (2 * k) * p)
+        k, last, nan_stop = 1, n - 1, False
+    elif kind == "hermite_polynomial_he":
+        put(n > (128 if dt == xp.float32 else 512), T(xp.full_like(x, math.nan)))
+        q = x
+
+        def step(k, p, q):
+            return fms(x, q, k * p)
+        k, last, nan_stop = 1, n - 1, False
+    elif kind == "laguerre_polynomial_l":
+        put(x == 0.0, one)
+        q = 1.0 - x
+
+        def step(k, p, q):
+            return fms((k + k) + (1.0 - x), q, k * p) / (k + 1)
+        k, last, nan_stop = 1, n - 1, True
+    elif kind == "legendre_polynomial_p":
+        put(xp.abs(x) == 1.0, xp.where((x > 0.0) | even, one, -one))
+        q = x
+
+        def step(k, p, q):
+            return fms((k + k + 1) * x, q, k * p) / (k + 1)
+        k, last, nan_stop = 1, n - 1, True
+    else:
+        raise ValueError(f"unknown orthogonal polynomial {kind!r}")
+    put(n == 0, one)
+    put(n == 1, q)
+    p, r = one, q
+    while True:
+        go = ~done & (k <= last)
+        if nan_stop:
+            go = go & ~xp.isnan(q)
+        if not bool(xp.any(go)):
+            break
+        r = xp.where(go, step(k, p, q), r)
+        p, q = xp.where(go, q, p), xp.where(go, r, q)
+        k += 1
+    return xp.where(done, out, r)
+
+
+def orthogonal_polynomial(kind: str, x, n):
+    with np.errstate(all="ignore"):
+        return np.asarray(orthogonal_polynomial_in(np, kind, np.asarray(x), np.asarray(n)))
