@@ -502,3 +502,26 @@ OPS += [
             lambda rng: [Sample((rng.uniform(-1, 1, (2, 3)), np.array([0.0, 3.0, 11.0])[:, None, None]))],
             dtypes=FLOAT + ("int64",)),
 ]
+
+
+def _zeta_values(rng):
+    x = np.array([-1.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.7, 10.0, 30.0, np.inf, np.nan, -2.0])
+    q = np.array([-3.0, -2.5, -1.0, 0.0, 0.3, 1.0, 1.5, 2.0, 5.0, 10.0, 50.0, 1e5, np.inf, np.nan])
+    return [Sample((x[:, None], q[None, :]))]
+
+
+def _zeta_samples(rng):
+    """(q,) with x = s in the keywords: zeta is differentiable in q only (PyTorch has no derivative in x)."""
+    return [Sample((rng.uniform(0.3, 4.0, sb),), {"s": rng.uniform(1.5, 6.0, sa)}) for sa, sb in SHORT_BINARY]
+
+
+OPS += [
+    OpInfo("special_zeta", lambda m, b, s: m.special.zeta(m.tensor(s, dtype=b.dtype), b), _zeta_samples,
+           dtypes=FLOAT),
+    OpInfo("special_zeta_scalar", lambda m, b, s: m.special.zeta(s, b),
+           lambda rng: [Sample((rng.uniform(0.5, 3.0, (2, 3)),), {"s": s}) for s in (2.5, 3)], dtypes=ALL),
+    _nograd("special_zeta_forward", lambda m, a, b: (m.special.zeta(a, b), m.special.zeta(a + 2, 2)),
+            lambda rng: [Sample((rng.uniform(1.5, 6.0, sa), rng.uniform(0.3, 4.0, sb))) for sa, sb in SHORT_BINARY],
+            dtypes=ALL),
+    _nograd("special_zeta_values", lambda m, a, b: m.special.zeta(a, b), _zeta_values, dtypes=FLOAT),
+]

@@ -1874,3 +1874,36 @@ for _kind in ("chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_pol
 def _orthogonal_polynomial_graph(kind: str, x: Tensor, n: Tensor) -> Tensor:
     """graph_ns's twin of the raw kernel (no rule calls it: the polynomials have no derivative)."""
     return globals()["special_" + kind](x, n)
+
+
+# ----- torch.special.zeta (Hurwitz), torch.igamma / igammac (special.gammainc / gammaincc) -------------------------
+
+def _no_derivative(name: str):
+    def rule(xp, g, out, *args, **params):
+        raise NotImplementedError(f"the derivative for '{name}' is not implemented.")
+    return rule
+
+
+def _zeta_other(xp, g, out, a, b):
+    return g * -a * xp.zeta(a + 1.0, b)
+
+
+zeta_p = defprim("special_zeta", lambda xp, a, b: xp.zeta(a, b), node="SpecialZetaBackward0",
+                 vjp=(_no_derivative("zeta"), _zeta_other), jvp="elementwise", saves=(0, 1), promote="float",
+                 batch=True)
+zeta_rscalar_p = defprim("special_zeta", lambda xp, a, b: xp.zeta(a, b), node="SpecialZetaBackward1",
+                         vjp=(None, _zeta_other), jvp="elementwise", saves=(1,), promote="float", scalar_args=(0,),
+                         batch=True)
+zeta_scalar_p = defprim("special_zeta", lambda xp, a, b: xp.zeta(a, b), node="SpecialZetaBackward2",
+                        vjp=(_no_derivative("zeta"), None), jvp="elementwise", saves=(0,), promote="float",
+                        scalar_args=(1,), batch=True)
+
+
+@register(module=False, submodule="special", submodule_name="zeta", graph="zeta")
+def special_zeta(input, other) -> Tensor:
+    """The Hurwitz zeta function ``sum_k (k + other) ** -input``; differentiable in ``other`` only."""
+    if not isinstance(input, Tensor):
+        check_tensor(other, "special_zeta", "other", 2)
+        return apply(zeta_rscalar_p, (_operand(input, "special_zeta", None, "self"), other))
+    input, other = _binary_args(input, other, "special_zeta")
+    return apply(zeta_p if isinstance(other, Tensor) else zeta_scalar_p, (input, other))

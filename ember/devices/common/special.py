@@ -271,5 +271,13 @@ def kernels(k) -> dict:  # noqa: F811  (part A's kernels plus part B's)
     def orthogonal_polynomial(kind: str, x, n):
         return _c.orthogonal_polynomial_in(xp, kind, x, n)   # written against the standard already
 
-    out.update({"erfcx": erfcx, "ndtri": ndtri, "xlog1py": xlog1py, "orthogonal_polynomial": orthogonal_polynomial})
+    def zeta(x, q):
+        if not hasattr(x, "dtype"):
+            x = xp.asarray(x, dtype=q.dtype)
+        if not hasattr(q, "dtype"):
+            q = xp.asarray(q, dtype=x.dtype)
+        return xp.astype(_c.zeta_in(xp, x, q), xp.result_type(x, q))
+
+    out.update({"erfcx": erfcx, "ndtri": ndtri, "xlog1py": xlog1py, "orthogonal_polynomial": orthogonal_polynomial,
+                "zeta": zeta})
     return out

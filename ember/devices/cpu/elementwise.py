@@ -856,7 +856,7 @@ def half_number_op(op, a, s):
 
 # ----- torch.special, part B: erfcx and ndtri (the other new special functions are compositions in the op rules) --
 
-__all__ += ["erfcx", "ndtri", "xlog1py", "orthogonal_polynomial"]
+__all__ += ["erfcx", "ndtri", "xlog1py", "orthogonal_polynomial", "zeta"]
 
 
 @_in64
@@ -1055,3 +1055,56 @@ def orthogonal_polynomial_in(xp, kind: str, x, n):
 def orthogonal_polynomial(kind: str, x, n):
     with np.errstate(all="ignore"):
         return np.asarray(orthogonal_polynomial_in(np, kind, np.asarray(x), np.asarray(n)))
+
+
+def zeta_in(xp, x, q):
+    """The Hurwitz zeta function zeta(x, q) elementwise (PyTorch's zeta: Cephes', computed in float64), in the
+    namespace ``xp`` (standard operations only)."""
+    x, q = xp.broadcast_arrays(xp.astype(x, xp.float64), xp.astype(q, xp.float64))
+    out = xp.full_like(x, math.nan)
+    done = x < 1.0
+    out = xp.where(x == 1.0, math.inf, out)
+    done = done | (x == 1.0)
+    neg = ~done & (q <= 0.0)
+    pole = neg & (q == xp.floor(q))
+    out = xp.where(pole, math.inf, out)
+    done = done | pole | (neg & (x != xp.floor(x)))
+    xx, qq = xp.where(done, 2.0, x), xp.where(done, 1.0, q)
+    acc = qq ** -xx
+    a, b = qq, xp.zeros_like(qq)
+    i = 0
+    while True:
+        active = ~done & ((i < 9) | (a <= 9.0))
+        if not bool(xp.any(active)):
+            break
+        i += 1
+        a = xp.where(active, a + 1.0, a)
+        b = xp.where(active, a ** -xx, b)
+        acc = xp.where(active, acc + b, acc)
+        conv = active & (-_MACHEP * acc < b) & (b < _MACHEP * acc)
+        out = xp.where(conv, acc, out)
+        done = done | conv
+    w = a
+    acc = acc + b * w / (xx - 1.0) - 0.5 * b
+    a = xp.ones_like(qq)
+    k = 0.0
+    for c in _ZETA_A:
+        a = a * (xx + k)
+        b = b / w
+        t = a * b / c
+        acc = acc + t
+        conv = ~done & (xp.abs(t / acc) < _MACHEP)
+        out = xp.where(conv, acc, out)
+        done = done | conv
+        k += 1.0
+        a = a * (xx + k)
+        b = b / w
+        k += 1.0
+    return xp.where(done, out, acc)
+
+
+def zeta(x, q):
+    """zeta(x, q) in the inputs' (float) dtype, computed in float64 as PyTorch's (its accumulate type)."""
+    dt = np.result_type(x, q)   # Python scalars are weak, as in xlogy
+    with np.errstate(all="ignore"):
+        return zeta_in(np, np.asarray(x), np.asarray(q)).astype(dt, copy=False)
