@@ -1907,3 +1907,42 @@ def special_zeta(input, other) -> Tensor:
         return apply(zeta_rscalar_p, (_operand(input, "special_zeta", None, "self"), other))
     input, other = _binary_args(input, other, "special_zeta")
     return apply(zeta_p if isinstance(other, Tensor) else zeta_scalar_p, (input, other))
+
+
+def _igamma_other(sign: float):
+    def rule(xp, g, out, a, x):
+        return g * (sign * xp.exp((a - 1) * xp.log(x) - x - xp.lgamma(a)))
+    return rule
+
+
+igamma_p = defprim("igamma", lambda xp, a, x: xp.igamma(a, x), vjp=(_no_derivative("igamma: input"), _igamma_other(1.0)),
+                   jvp="elementwise", saves=(0, 1), promote="standard", batch=True)
+igammac_p = defprim("igammac", lambda xp, a, x: xp.igammac(a, x),
+                    vjp=(_no_derivative("igammac: input"), _igamma_other(-1.0)), jvp="elementwise", saves=(0, 1),
+                    promote="standard", batch=True)
+
+
+def _igamma_op(prim, name: str, special_name: str):
+    @schema(f"{name}(Tensor input, Tensor other)")
+    def fn(input: Tensor, other: Tensor) -> Tensor:
+        d = promote(input, other)
+        if not d.is_floating_point:
+            raise _not_implemented(name + "_cpu", d.np)
+        return apply(prim, (input, other))
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = (f"The regularized {'upper' if name == 'igammac' else 'lower'} incomplete gamma function "
+                  f"(``torch.special.{special_name}``); differentiable in ``other`` only.")
+    register(fn, method=True, graph=True)
+    register(fn, module=False, submodule="special", submodule_name=special_name)
+
+    @schema(f"{name}_(Tensor input, Tensor other)")
+    def inplace(self: Tensor, other: Tensor) -> Tensor:
+        fn(self, other)   # the dtype errors
+        return apply_inplace(prim, self, (other,))
+    inplace.__name__ = inplace.__qualname__ = name + "_"
+    method(name + "_", inplace)
+    return fn
+
+
+igamma = _igamma_op(igamma_p, "igamma", "gammainc")
+igammac = _igamma_op(igammac_p, "igammac", "gammaincc")

@@ -278,6 +278,12 @@ def kernels(k) -> dict:  # noqa: F811  (part A's kernels plus part B's)
             q = xp.asarray(q, dtype=x.dtype)
         return xp.astype(_c.zeta_in(xp, x, q), xp.result_type(x, q))
 
+    def _igamma(upper: bool):
+        def kernel(a, x):
+            r = _c.igamma_in(xp, a, x, upper, out["lgamma"], out["erfc"])
+            return xp.astype(r, xp.result_type(a, x))
+        return kernel
+
     out.update({"erfcx": erfcx, "ndtri": ndtri, "xlog1py": xlog1py, "orthogonal_polynomial": orthogonal_polynomial,
-                "zeta": zeta})
+                "zeta": zeta, "igamma": _igamma(False), "igammac": _igamma(True)})
     return out
