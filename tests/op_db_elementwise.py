@@ -567,3 +567,16 @@ OPS += [
     _nograd("special_zeta_input", lambda m, a, x: m.special.zeta(a, 2.0) + m.special.zeta(a, x), _POSITIVE_PAIRS,
             dtypes=FLOAT),
 ]
+
+# float16: PyTorch's CPU kernels of ndtri, log_ndtr, erfcx, zeta and the polynomials refuse it (the others run)
+OPS += [
+    _nograd("special_b_half", lambda m, a: (m.special.ndtr(a), m.special.entr(a), m.special.xlog1py(a, a),
+                                            m.igamma(a, a + 1), m.mvlgamma(a + 2, 2)),
+            lambda rng: [Sample((rng.uniform(0.2, 3.0, (2, 3)),))], dtypes=("float16",)),
+    _nograd("special_b_half_refused", lambda m, a: m.special.ndtri(a * 0.3), lambda rng: [Sample((np.ones(2),))],
+            dtypes=("float16",)),
+    _nograd("special_b_half_refused_2", lambda m, a: m.special.zeta(2.0, a), lambda rng: [Sample((np.ones(2),))],
+            dtypes=("float16",)),
+    _nograd("special_b_half_refused_3", lambda m, a: m.special.hermite_polynomial_h(a, 2),
+            lambda rng: [Sample((np.ones(2),))], dtypes=("float16",)),
+]

@@ -1780,9 +1780,16 @@ def _mvlgamma_rule(xp, g, out, a, p):
 mvlgamma_p = _unary_prim("mvlgamma", "MvlgammaBackward0", _mvlgamma, _mvlgamma_rule)
 
 
-def _special_unary(prim, name: str, graph_name: str | bool = False):
+def _no_half(t: Tensor, kernel: str) -> None:
+    if t._data.dtype.kind == "f" and t._data.dtype.itemsize < 4:   # PyTorch's CPU kernel has no float16
+        raise _not_implemented(kernel, t._data.dtype)
+
+
+def _special_unary(prim, name: str, graph_name: str | bool = False, half: bool = False):
     @schema(f"special_{name}(Tensor input)")
     def fn(input: Tensor) -> Tensor:
+        if not half:
+            _no_half(input, name + "_cpu")
         return apply(prim, (input,))
     fn.__name__ = fn.__qualname__ = "special_" + name
     fn.__doc__ = f"``torch.special.{name}``, elementwise."
@@ -1793,7 +1800,7 @@ def _special_unary(prim, name: str, graph_name: str | bool = False):
 special_erfcx = _special_unary(erfcx_p, "erfcx", "erfcx")
 special_ndtri = _special_unary(ndtri_p, "ndtri", "ndtri")
 special_log_ndtr = _special_unary(log_ndtr_p, "log_ndtr")
-special_entr = _special_unary(entr_p, "entr")
+special_entr = _special_unary(entr_p, "entr", half=True)
 
 
 @register(module=False, submodule="special", submodule_name="ndtr")
@@ -1849,7 +1856,7 @@ def _orthogonal_polynomial(kind: str):
         d = promote(x, n)
         if not d.is_floating_point:
             d = D._default_float
-        if d.np.itemsize < 4:
+        if d.itemsize < 4:   # float16 (and bfloat16): PyTorch has no CPU kernel
             raise _not_implemented(kind + "_cpu", d.np)
         t = x if isinstance(x, Tensor) else n
         xp = NAMESPACES[type(t._data)]
@@ -1899,13 +1906,22 @@ zeta_scalar_p = defprim("special_zeta", lambda xp, a, b: xp.zeta(a, b), node="Sp
                         scalar_args=(1,), batch=True)
 
 
+def _zeta_dtype(input, other) -> None:
+    d = promote(input, other)
+    if d.is_floating_point and d.itemsize < 4:   # PyTorch's CPU kernel has no float16
+        raise _not_implemented("zeta_cpu", d.np)
+
+
 @register(module=False, submodule="special", submodule_name="zeta", graph="zeta")
 def special_zeta(input, other) -> Tensor:
     """The Hurwitz zeta function ``sum_k (k + other) ** -input``; differentiable in ``other`` only."""
     if not isinstance(input, Tensor):
         check_tensor(other, "special_zeta", "other", 2)
-        return apply(zeta_rscalar_p, (_operand(input, "special_zeta", None, "self"), other))
+        input = _operand(input, "special_zeta", None, "self")
+        _zeta_dtype(input, other)
+        return apply(zeta_rscalar_p, (input, other))
     input, other = _binary_args(input, other, "special_zeta")
+    _zeta_dtype(input, other)
     return apply(zeta_p if isinstance(other, Tensor) else zeta_scalar_p, (input, other))
 
 

@@ -925,9 +925,8 @@ def ndtri(y0):
     return np.where(y0 == 1, np.inf, r)
 
 
-@_half_in_float
 def xlog1py(x, y):
-    """x * log1p(y), 0 where x == 0 (unless y is nan), as PyTorch's special_xlog1py."""
+    """x * log1p(y), 0 where x == 0 (unless y is nan), as PyTorch's special_xlog1py (float16 rounds each step)."""
     dt = np.result_type(x, y)   # Python scalars are weak, as in xlogy
     x, y = np.asarray(x, dtype=dt), np.asarray(y, dtype=dt)
     with np.errstate(divide="ignore", invalid="ignore"):
