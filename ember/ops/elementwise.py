@@ -1903,7 +1903,7 @@ zeta_rscalar_p = defprim("special_zeta", lambda xp, a, b: xp.zeta(a, b), node="S
                          batch=True)
 zeta_scalar_p = defprim("special_zeta", lambda xp, a, b: xp.zeta(a, b), node="SpecialZetaBackward2",
                         vjp=(_no_derivative("zeta"), None), jvp="elementwise", saves=(0,), promote="float",
-                        scalar_args=(1,), batch=True)
+                        scalar_args=(1,))   # its only rule raises: nothing to batch
 
 
 def _zeta_dtype(input, other) -> None:
