@@ -1784,3 +1784,255 @@ modified_bessel_i0, modified_bessel_i1, modified_bessel_k0, modified_bessel_k1, 
                                       "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1"))
 spherical_bessel_j0 = _special_nondiff("spherical_bessel_j0", "x")
 airy_ai = _special_nondiff("airy_ai", "x")
+
+# ----- torch.special, part B: ndtr, ndtri, log_ndtr, erfcx, entr, xlog1py, multigammaln ---------------------------
+# PyTorch's formulas (aten/src/ATen/native/Math.h, UnaryOps.cpp) and derivatives (tools/autograd/derivatives.yaml).
+
+_SQRT1_2 = math.sqrt(0.5)
+_SQRT_2PI = math.sqrt(2 * math.pi)
+_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+
+
+def _log_ndtr(xp, a):
+    """PyTorch's calc_log_ndtr: log(erfcx(-t) / 2) - t^2 below -1, log1p(-erfc(t) / 2) above (t = x / sqrt 2)."""
+    t = a * _SQRT1_2
+    return xp.where(a < -1.0, xp.log(xp.erfcx(-t) / 2) - t * t, xp.log1p(-xp.erfc(t) / 2))
+
+
+def _entr(xp, a):
+    """-x log x; 0 at 0, -inf below 0 (nan stays nan)."""
+    r = -a * xp.log(xp.where(a > 0, a, 1.0))
+    return xp.where(a < 0, -math.inf, xp.where(a == 0, 0.0 * a, r))
+
+
+erfcx_p = _unary_prim("special_erfcx", "SpecialErfcxBackward0", lambda xp, a: xp.erfcx(a),
+                      lambda xp, g, out, a: (2.0 * a * out - _TWO_OVER_SQRT_PI) * g, (0,), True)
+ndtri_p = _unary_prim("special_ndtri", "SpecialNdtriBackward0", lambda xp, a: xp.ndtri(a),
+                      lambda xp, g, out, a: g * (_SQRT_2PI * xp.exp(out * out / 2)), (), True)
+log_ndtr_p = _unary_prim("special_log_ndtr", "SpecialLogNdtrBackward0", _log_ndtr,
+                         lambda xp, g, out, a: g / _SQRT_2PI * xp.exp(-(out + a * a / 2)), (0,), True)
+entr_p = _unary_prim("special_entr", "SpecialEntrBackward0", _entr,
+                     lambda xp, g, out, a: g * (-(1 + xp.log(a))))
+
+
+def _xlog1py_self(xp, g, out, a, b):
+    if isinstance(b, (int, float)):   # a scalar other: log1p(b) in double precision
+        lb = math.log1p(b) if b > -1 else -math.inf if b == -1 else math.nan
+        return g * math.nan if b != b else xp.where((a == 0) & (b <= -1), g * 0.0, g * lb)
+    return xp.where((a == 0) & (b <= -1), g * 0.0, xp.xlog1py(g, b))
+
+
+def _xlog1py_other(xp, g, out, a, b):
+    return g * a / (b + 1)
+
+
+xlog1py_p = defprim("special_xlog1py", lambda xp, a, b: xp.xlog1py(a, b), node="SpecialXlog1PyBackward0",
+                    vjp=(_xlog1py_self, _xlog1py_other), jvp="elementwise", saves=(0, 1), promote="float", batch=True)
+xlog1py_rscalar_p = defprim("special_xlog1py", lambda xp, a, b: xp.xlog1py(a, b), node="SpecialXlog1PyBackward1",
+                            vjp=(None, _xlog1py_other), jvp="elementwise", saves=(1,), promote="float",
+                            scalar_args=(0,), batch=True)
+xlog1py_scalar_p = defprim("special_xlog1py", lambda xp, a, b: xp.xlog1py(a, b), node="SpecialXlog1PyBackward2",
+                           vjp=(_xlog1py_self, None), jvp="elementwise", saves=(0,), promote="float",
+                           scalar_args=(1,), batch=True)
+
+
+def _mvlgamma(xp, a, p):
+    """sum_j lgamma(x - j / 2) + p (p - 1) / 4 log(pi), summed in PyTorch's order (j from p - 1 down to 0)."""
+    r = xp.lgamma(a - (p - 1) * 0.5)
+    for j in range(p - 2, -1, -1):
+        r = r + xp.lgamma(a - j * 0.5)
+    return r + p * (p - 1) * math.log(math.pi) * 0.25
+
+
+def _mvlgamma_rule(xp, g, out, a, p):
+    d = xp.digamma(a - (p - 1) * 0.5)
+    for j in range(p - 2, -1, -1):
+        d = d + xp.digamma(a - j * 0.5)
+    return g * d
+
+
+mvlgamma_p = _unary_prim("mvlgamma", "MvlgammaBackward0", _mvlgamma, _mvlgamma_rule)
+
+
+def _no_half(t: Tensor, kernel: str) -> None:
+    if t._data.dtype.kind == "f" and t._data.dtype.itemsize < 4:   # PyTorch's CPU kernel has no float16
+        raise _not_implemented(kernel, t._data.dtype)
+
+
+def _special_unary(prim, name: str, graph_name: str | bool = False, half: bool = False):
+    @schema(f"special_{name}(Tensor input)")
+    def fn(input: Tensor) -> Tensor:
+        if not half:
+            _no_half(input, name + "_cpu")
+        return apply(prim, (input,))
+    fn.__name__ = fn.__qualname__ = "special_" + name
+    fn.__doc__ = f"``torch.special.{name}``, elementwise."
+    register(fn, module=False, submodule="special", submodule_name=name, graph=graph_name)
+    return fn
+
+
+special_erfcx = _special_unary(erfcx_p, "erfcx", "erfcx")
+special_ndtri = _special_unary(ndtri_p, "ndtri", "ndtri")
+special_log_ndtr = _special_unary(log_ndtr_p, "log_ndtr")
+special_entr = _special_unary(entr_p, "entr", half=True)
+
+
+@register(module=False, submodule="special", submodule_name="ndtr")
+@schema("special_ndtr(Tensor input)")
+def special_ndtr(input: Tensor) -> Tensor:
+    """The standard normal CDF, composed as PyTorch's: (1 + erf(x * sqrt(1/2))) * 0.5, with its nodes
+    (MulBackward1, AddBackward1, ErfBackward0, MulBackward1)."""
+    t = erf(apply(mul_scalar_p, (input, _SQRT1_2)))
+    return apply(mul_scalar_p, (apply(add_scalar_p, (t, 1)), 0.5))
+
+
+@register(module=False, submodule="special", submodule_name="xlog1py", graph="xlog1py")
+def special_xlog1py(input, other) -> Tensor:
+    """``input * log1p(other)``, 0 where ``input == 0`` (unless ``other`` is nan)."""
+    if not isinstance(input, Tensor):
+        check_tensor(other, "special_xlog1py", "other", 2)
+        return apply(xlog1py_rscalar_p, (_operand(input, "special_xlog1py", None, "self"), other))
+    input, other = _binary_args(input, other, "special_xlog1py")
+    return apply(xlog1py_p if isinstance(other, Tensor) else xlog1py_scalar_p, (input, other))
+
+
+def _check_p(p) -> int:
+    if p < 1:
+        raise RuntimeError("p has to be greater than or equal to 1")
+    return int(p)
+
+
+@register(method=True)
+@schema("mvlgamma(Tensor input, int p)")
+def mvlgamma(input: Tensor, p: int) -> Tensor:
+    """The multivariate log-gamma function of dimension ``p``."""
+    return apply(mvlgamma_p, (input,), {"p": _check_p(p)})
+
+
+register(mvlgamma, module=False, submodule="special", submodule_name="multigammaln")
+
+
+@method("mvlgamma_")
+def imvlgamma(self: Tensor, p: int) -> Tensor:
+    mvlgamma(self, p)
+    return apply_inplace(mvlgamma_p, self, (), {"p": _check_p(p)})
+
+
+# ----- torch.special, part B: the orthogonal polynomials (not differentiable: no grad_fn, as in PyTorch) ---------
+
+def _orthogonal_polynomial(kind: str):
+    op = "special_" + kind
+
+    def fn(x, n) -> Tensor:
+        if not isinstance(x, Tensor) and not isinstance(n, Tensor):
+            check_tensor(x, op, "x")
+        x, n = scalar_or_tensor(x, op, "x"), scalar_or_tensor(n, op, "n")
+        d = promote(x, n)
+        if not d.is_floating_point:
+            d = D._default_float
+        if d.itemsize < 4:   # float16 (and bfloat16): PyTorch has no CPU kernel
+            raise _not_implemented(kind + "_cpu", d.np)
+        t = x if isinstance(x, Tensor) else n
+        xp = NAMESPACES[type(t._data)]
+
+        def arr(v):
+            return xp.cast(v._data if isinstance(v, Tensor) else xp.backend.asarray(v), d.np)
+        return make(xp.orthogonal_polynomial(kind, arr(x), arr(n)))
+    fn.__name__ = fn.__qualname__ = op
+    fn.__doc__ = f"``torch.special.{kind}(x, n)``: elementwise, ``x`` and ``n`` tensors or numbers."
+    register(fn, module=False, submodule="special", submodule_name=kind)
+    return fn
+
+
+for _kind in ("chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v", "chebyshev_polynomial_w",
+              "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
+              "shifted_chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he",
+              "laguerre_polynomial_l", "legendre_polynomial_p"):
+    globals()["special_" + _kind] = _orthogonal_polynomial(_kind)
+
+
+@register(module=False, graph="orthogonal_polynomial")
+def _orthogonal_polynomial_graph(kind: str, x: Tensor, n: Tensor) -> Tensor:
+    """graph_ns's twin of the raw kernel (no rule calls it: the polynomials have no derivative)."""
+    return globals()["special_" + kind](x, n)
+
+
+# ----- torch.special.zeta (Hurwitz), torch.igamma / igammac (special.gammainc / gammaincc) -------------------------
+
+def _no_derivative(name: str):
+    def rule(xp, g, out, *args, **params):
+        raise NotImplementedError(f"the derivative for '{name}' is not implemented.")
+    return rule
+
+
+def _zeta_other(xp, g, out, a, b):
+    return g * -a * xp.zeta(a + 1.0, b)
+
+
+zeta_p = defprim("special_zeta", lambda xp, a, b: xp.zeta(a, b), node="SpecialZetaBackward0",
+                 vjp=(_no_derivative("zeta"), _zeta_other), jvp="elementwise", saves=(0, 1), promote="float",
+                 batch=True)
+zeta_rscalar_p = defprim("special_zeta", lambda xp, a, b: xp.zeta(a, b), node="SpecialZetaBackward1",
+                         vjp=(None, _zeta_other), jvp="elementwise", saves=(1,), promote="float", scalar_args=(0,),
+                         batch=True)
+zeta_scalar_p = defprim("special_zeta", lambda xp, a, b: xp.zeta(a, b), node="SpecialZetaBackward2",
+                        vjp=(_no_derivative("zeta"), None), jvp="elementwise", saves=(0,), promote="float",
+                        scalar_args=(1,))   # its only rule raises: nothing to batch
+
+
+def _zeta_dtype(input, other) -> None:
+    d = promote(input, other)
+    if d.is_floating_point and d.itemsize < 4:   # PyTorch's CPU kernel has no float16
+        raise _not_implemented("zeta_cpu", d.np)
+
+
+@register(module=False, submodule="special", submodule_name="zeta", graph="zeta")
+def special_zeta(input, other) -> Tensor:
+    """The Hurwitz zeta function ``sum_k (k + other) ** -input``; differentiable in ``other`` only."""
+    if not isinstance(input, Tensor):
+        check_tensor(other, "special_zeta", "other", 2)
+        input = _operand(input, "special_zeta", None, "self")
+        _zeta_dtype(input, other)
+        return apply(zeta_rscalar_p, (input, other))
+    input, other = _binary_args(input, other, "special_zeta")
+    _zeta_dtype(input, other)
+    return apply(zeta_p if isinstance(other, Tensor) else zeta_scalar_p, (input, other))
+
+
+def _igamma_other(sign: float):
+    def rule(xp, g, out, a, x):
+        return g * (sign * xp.exp((a - 1) * xp.log(x) - x - xp.lgamma(a)))
+    return rule
+
+
+igamma_p = defprim("igamma", lambda xp, a, x: xp.igamma(a, x), vjp=(_no_derivative("igamma: input"), _igamma_other(1.0)),
+                   jvp="elementwise", saves=(0, 1), promote="standard", batch=True)
+igammac_p = defprim("igammac", lambda xp, a, x: xp.igammac(a, x),
+                    vjp=(_no_derivative("igammac: input"), _igamma_other(-1.0)), jvp="elementwise", saves=(0, 1),
+                    promote="standard", batch=True)
+
+
+def _igamma_op(prim, name: str, special_name: str):
+    @schema(f"{name}(Tensor input, Tensor other)")
+    def fn(input: Tensor, other: Tensor) -> Tensor:
+        d = promote(input, other)
+        if not d.is_floating_point:
+            raise _not_implemented(name + "_cpu", d.np)
+        return apply(prim, (input, other))
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = (f"The regularized {'upper' if name == 'igammac' else 'lower'} incomplete gamma function "
+                  f"(``torch.special.{special_name}``); differentiable in ``other`` only.")
+    register(fn, method=True, graph=True)
+    register(fn, module=False, submodule="special", submodule_name=special_name)
+
+    @schema(f"{name}_(Tensor input, Tensor other)")
+    def inplace(self: Tensor, other: Tensor) -> Tensor:
+        fn(self, other)   # the dtype errors
+        return apply_inplace(prim, self, (other,))
+    inplace.__name__ = inplace.__qualname__ = name + "_"
+    method(name + "_", inplace)
+    return fn
+
+
+igamma = _igamma_op(igamma_p, "igamma", "gammainc")
+igammac = _igamma_op(igammac_p, "igammac", "gammaincc")

@@ -1433,3 +1433,19 @@ def gumbel_softmax(logits: Tensor, tau: float = 1, hard: bool = False, eps: floa
     index = y_soft.max(dim, keepdim=True)[1]
     y_hard = zeros_like(logits).scatter_(dim, index, 1.0)
     return y_hard - y_soft.detach() + y_soft
+
+
+# ----- torch.special.softmax and log_softmax: dim is required there --------------------------------------------
+
+@register(module=False, submodule="special", submodule_name="softmax")
+def special_softmax(input: Tensor, dim: int, *, dtype=None) -> Tensor:
+    """``torch.special.softmax``: ``softmax`` with a required ``dim``."""
+    check_tensor(input, "softmax")
+    return _softmax_apply(softmax_p, input, dim, dtype, "softmax")
+
+
+@register(module=False, submodule="special", submodule_name="log_softmax")
+def special_log_softmax(input: Tensor, dim: int, *, dtype=None) -> Tensor:
+    """``torch.special.log_softmax``: ``log_softmax`` with a required ``dim``."""
+    check_tensor(input, "log_softmax")
+    return _softmax_apply(log_softmax_p, input, dim, dtype, "log_softmax")

@@ -1150,3 +1150,7 @@ batch_rule(logsumexp_p, lambda xp, g, out, a, dims, keepdim: (
     * xp.exp(a - _unreduce(xp, out, a, dims, keepdim)))
 batch_rule(cumsum_p, lambda xp, g, out, a, dim: _rev_cumsum(xp, g, _bd(dim)) if a.ndim else g)
 batch_rule(flip_p, lambda xp, g, out, a, dim: xp.reverse_dim(g, _bd(dim)))
+
+
+# torch.special.logsumexp: an alias of logsumexp
+register(logsumexp, module=False, submodule="special", submodule_name="logsumexp")

@@ -200,3 +200,90 @@ def kernels(k) -> dict:
 _STIRLING = (1 / 12, -1 / 360, 1 / 1260, -1 / 1680, 1 / 1188, -691 / 360360, 1 / 156, -3617 / 122400)
 _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 _LOG_PI = math.log(math.pi)
+
+
+# ----- torch.special, part B: erfcx and ndtri (the cpu kernels' algorithms, in standard operations) ------------
+
+_kernels_a = kernels
+
+
+def kernels(k) -> dict:  # noqa: F811  (part A's kernels plus part B's)
+    xp = k.xp
+    out = _kernels_a(k)
+
+    def _in64(fn):
+        def kernel(x):
+            return xp.astype(fn(xp.astype(x, xp.float64)), x.dtype if k.is_float(x) else xp.float32)
+        kernel.__name__ = fn.__name__
+        return kernel
+
+    def _ratio(v, num, den, lead):
+        n, d = v * lead, v
+        for cn, cd in zip(num[:-1], den[:-1]):
+            n, d = (n + cn) * v, (d + cd) * v
+        return (n + num[-1]) / (d + den[-1])
+
+    def _polevl(x, coef):
+        r = xp.zeros_like(x)
+        for c in coef:
+            r = r * x + c
+        return r
+
+    @_in64
+    def erfcx(x):
+        a = xp.abs(x)
+        v = xp.clip(a, _c._ERF_SMALL, 4.0)
+        r = _ratio(v, _c._ERF_C[:8], _c._ERF_D, _c._ERF_C[8])
+        z = 1.0 / (a * a)
+        far = (_c._ONE_OVER_SQRT_PI - z * _ratio(z, _c._ERF_P[:5], _c._ERF_Q, _c._ERF_P[5])) / a
+        r = xp.where(a > 4.0, far, r)
+        small = _ratio(a * a, _c._ERF_A[:4], _c._ERF_B, _c._ERF_A[4]) * a
+        r = xp.where(a <= _c._ERF_SMALL, xp.exp(a * a) * (1.0 - small), r)
+        r = xp.where(x < 0, 2.0 * xp.exp(x * x) - r, r)
+        r = xp.where(x < -26.7, math.inf, r)
+        return xp.where(xp.isnan(x), x, r)
+
+    @_in64
+    def ndtri(y0):
+        upper = y0 > 1.0 - _c._EXP_M2
+        y = xp.where(upper, 1.0 - y0, y0)
+        c = y - 0.5
+        c2 = c * c
+        central = (c + c * (c2 * _polevl(c2, _c._NDTRI_P0) / _polevl(c2, _c._NDTRI_Q0))) * _c._SQRT_2PI
+        t = xp.sqrt(-2.0 * xp.log(xp.where(y > 0, y, 1.0)))
+        z = 1.0 / t
+        x1 = xp.where(t < 8.0, z * _polevl(z, _c._NDTRI_P1) / _polevl(z, _c._NDTRI_Q1),
+                      z * _polevl(z, _c._NDTRI_P2) / _polevl(z, _c._NDTRI_Q2))
+        tail = t - xp.log(t) / t - x1
+        r = xp.where(y > _c._EXP_M2, central, xp.where(upper, tail, -tail))
+        r = xp.where((y0 < 0) | (y0 > 1) | xp.isnan(y0), math.nan, r)
+        r = xp.where(y0 == 0, -math.inf, r)
+        return xp.where(y0 == 1, math.inf, r)
+
+    def xlog1py(x, y):
+        if not hasattr(x, "dtype"):
+            x = xp.asarray(x, dtype=y.dtype)
+        if not hasattr(y, "dtype"):
+            y = xp.asarray(y, dtype=x.dtype)
+        r = x * xp.log1p(y)
+        return xp.where(xp.isnan(y), y, xp.where(x == 0, xp.zeros_like(r), r))
+
+    def orthogonal_polynomial(kind: str, x, n):
+        return _c.orthogonal_polynomial_in(xp, kind, x, n)   # written against the standard already
+
+    def zeta(x, q):
+        if not hasattr(x, "dtype"):
+            x = xp.asarray(x, dtype=q.dtype)
+        if not hasattr(q, "dtype"):
+            q = xp.asarray(q, dtype=x.dtype)
+        return xp.astype(_c.zeta_in(xp, x, q), xp.result_type(x, q))
+
+    def _igamma(upper: bool):
+        def kernel(a, x):
+            r = _c.igamma_in(xp, a, x, upper, out["lgamma"], out["erfc"])
+            return xp.astype(r, xp.result_type(a, x))
+        return kernel
+
+    out.update({"erfcx": erfcx, "ndtri": ndtri, "xlog1py": xlog1py, "orthogonal_polynomial": orthogonal_polynomial,
+                "zeta": zeta, "igamma": _igamma(False), "igammac": _igamma(True)})
+    return out
