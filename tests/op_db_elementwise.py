@@ -412,3 +412,15 @@ HYP_UNARY: list = ["exp2", "expm1", "log2", "rsqrt", "reciprocal", "square", "at
                    "sgn", "deg2rad"]   # names of entries whose single input hypothesis draws shapes for
 HYP_BINARY: list = ["hypot", "logaddexp", "xlogy", "copysign", "fmax", "fmin",
                     "atan2"]   # names of entries whose two broadcasting inputs hypothesis draws shapes for
+
+# ----- issue 18: the modified Bessel functions i0 (torch.i0, Tensor.i0, i0_, special.i0) and special.i1 -------------
+
+OPS += [
+    OpInfo("i0", lambda m, a: (m.i0(a), a.i0(), m.special.i0(a)), SHORT, "real", dtypes=ALL),
+    OpInfo("i0_wide", lambda m, a: m.i0(a), _in(-12.0, 12.0)),   # both Chebyshev branches (|x| > 8)
+    OpInfo("i0_", lambda m, a: (a * 1).i0_(), SHORT, "real", dtypes=FLOAT),
+    OpInfo("special_i1", lambda m, a: m.special.i1(a), SHORT, "real", dtypes=ALL),
+    OpInfo("special_i1_wide", lambda m, a: m.special.i1(a), _in(-12.0, 12.0)),
+    _nograd("special_i1_zero", lambda m, a: m.special.i1(a), lambda rng: [Sample((np.array([0.0, -0.0, 1e-30]),))],
+            dtypes=FLOAT),
+]

@@ -298,6 +298,20 @@ def _sinc_grad(xp, g, out, a):
 
 
 sinc_p = _unary_prim("sinc", "SincBackward0", lambda xp, a: xp.sinc(a), _sinc_grad)
+i0_p = _unary_prim("i0", "I0Backward0", lambda xp, a: xp.i0(a), lambda xp, g, out, a: g * xp.i1(a))
+
+
+def _i1_grad(xp, g, out, a):
+    # PyTorch's i1_backward: i0(x) - i1(x) / x, with 0.5 where |x| <= eps (the formula is 0/0 there); the
+    # tiny inputs are replaced by eps first so that where() differentiates no NaN.
+    eps = _EPS[a.dtype.itemsize]
+    tiny = xp.abs(a) <= eps
+    safe = xp.where(tiny, eps, a)
+    return g * xp.where(tiny, 0.5, xp.i0(safe) - out / safe)
+
+
+_EPS = {2: 2.0 ** -10, 4: 2.0 ** -23, 8: 2.0 ** -52}   # machine epsilon of float16, float32, float64 by itemsize
+i1_p = _unary_prim("special_i1", "SpecialI1Backward0", lambda xp, a: xp.i1(a), _i1_grad, saves_out=True)
 
 
 def _logit_grad(xp, g, out, a, eps):
@@ -883,6 +897,17 @@ erfinv = _unary(erfinv_p, "erfinv", special=("erfinv",))
 lgamma = _unary(lgamma_p, "lgamma", special=("gammaln",))
 digamma = _unary(digamma_p, "digamma", special=("digamma", "psi"))
 sinc = _unary(sinc_p, "sinc", special=("sinc",))
+i0 = _unary(i0_p, "i0", special=("i0",))
+
+
+@register(module=False, submodule="special", submodule_name="i1")
+@schema("special_i1(Tensor input)")
+def special_i1(input: Tensor) -> Tensor:
+    """torch.special.i1: the modified Bessel function of the first kind of order 1."""
+    return apply(i1_p, (input,))
+
+
+graph("i1", special_i1)
 deg2rad = _unary(deg2rad_p, "deg2rad")
 rad2deg = _unary(rad2deg_p, "rad2deg")
 relu = _unary(relu_p, "relu", same_dtype=True)

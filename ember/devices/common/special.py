@@ -1,5 +1,5 @@
-"""Special functions in array-API standard operations (the standard has none): erf, erfc, erfinv, lgamma, digamma and
-polygamma, computed in float64 and rounded once to the input's dtype. The coefficients are the cpu kernels' (Cody's
+"""Special functions in array-API standard operations (the standard has none): erf, erfc, erfinv, lgamma, digamma,
+polygamma, i0 and i1, computed in float64 and rounded once to the input's dtype. The coefficients are the cpu kernels' (Cody's
 erf, PyTorch's erfinv, digamma and trigamma, Cephes' Hurwitz zeta); lgamma (the cpu's is libm's) is Stirling's series
 after the recurrence up to 10, with the reflection formula below 1/2."""
 from __future__ import annotations
@@ -192,8 +192,30 @@ def kernels(k) -> dict:
             r = (1.0 if n % 2 else -1.0) * math.exp(math.lgamma(n + 1.0)) * _zeta(n + 1.0, w)
         return xp.astype(r, x.dtype if k.is_float(x) else xp.float32)
 
+    def _chbevl(x, coef):
+        b0, b1, b2 = xp.full_like(x, coef[0]), xp.zeros_like(x), xp.zeros_like(x)
+        for c in coef[1:]:
+            b2, b1 = b1, b0
+            b0 = x * b1 - b2 + c
+        return 0.5 * (b0 - b2)
+
+    def _bessel(small, large, odd: bool):
+        """The cpu kernels' Cephes series (PyTorch's calc_i0 / calc_i1), in float64 with the double tables."""
+        @_in64
+        def kernel(x):
+            a = xp.abs(x)
+            near = a <= 8.0
+            xs = xp.where(near, a, 0.0)
+            xl = xp.where(near, 16.0, a)
+            rs = xp.exp(xs) * (xs if odd else 1.0) * _chbevl(xs / 2.0 - 2.0, small)
+            rl = xp.exp(xl) * _chbevl(32.0 / xl - 2.0, large) / xp.sqrt(xl)
+            out = xp.where(near, rs, rl)
+            return xp.where(x < 0, -out, out) if odd else out
+        return kernel
+
     return {"erf": erf, "erfc": erfc, "erfinv": erfinv, "lgamma": lgamma, "digamma": digamma,
-            "polygamma": polygamma}
+            "polygamma": polygamma, "i0": _bessel(_c._I0_A, _c._I0_B, False),
+            "i1": _bessel(_c._I1_A, _c._I1_B, True)}
 
 
 # Stirling's series of lgamma: B_2k / (2k (2k - 1)), k = 1 .. 8

@@ -11,6 +11,9 @@ import math
 
 import numpy as np
 
+from . import libm as _libm
+from .libm import fma64
+
 __all__ = ["tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "asinh", "acosh", "atanh", "exp2", "expm1",
            "log2", "log10", "log1p", "reciprocal", "rsqrt", "erf", "erfc", "erfinv", "lgamma", "digamma",
            "polygamma", "sinc", "logit", "xlogy", "hypot", "logaddexp", "logaddexp2", "copysign", "fmod",
@@ -21,7 +24,7 @@ __all__ = ["tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "asinh", "aco
            "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "isposinf", "isneginf", "isreal", "signbit",
            "isclose", "exp", "sin", "cos", "tanh", "log", "sigmoid",
            # the arithmetic operators' kernels with a Python number (ember/ops/elementwise.py's _scalar_kernel)
-           "weak_number", "half_number_op"]
+           "weak_number", "half_number_op", "i0", "i1"]
 
 _PI = math.pi
 
@@ -852,3 +855,101 @@ def half_number_op(op, a, s):
     number) rounded to float32 (the opmath type), the op in float32, rounded once to float16. (NumPy would round
     the number to float16 first: 0.3 -> 0.30005, 1e-5 -> 1.0014e-05, 70000 -> inf.)"""
     return op(a.astype(_F32), float(np.float32(float(s)))).astype(_F16, copy=False)
+
+
+# ----- the modified Bessel functions i0 and i1 (PyTorch's calc_i0 / calc_i1, from Cephes; Math.h) ---------------
+# Chebyshev coefficients of exp(-x) I0(x) on [0, 8] (A) and of exp(-x) sqrt(x) I0(x) on (8, inf) (B); likewise I1.
+# float32 evaluates the same tables in float (i1 with PyTorch's shorter float tables).
+_I0_A = (-4.41534164647933937950E-18, 3.33079451882223809783E-17, -2.43127984654795469359E-16,
+         1.71539128555513303061E-15, -1.16853328779934516808E-14, 7.67618549860493561688E-14,
+         -4.85644678311192946090E-13, 2.95505266312963983461E-12, -1.72682629144155570723E-11,
+         9.67580903537323691224E-11, -5.18979560163526290666E-10, 2.65982372468238665035E-9,
+         -1.30002500998624804212E-8, 6.04699502254191894932E-8, -2.67079385394061173391E-7,
+         1.11738753912010371815E-6, -4.41673835845875056359E-6, 1.64484480707288970893E-5,
+         -5.75419501008210370398E-5, 1.88502885095841655729E-4, -5.76375574538582365885E-4,
+         1.63947561694133579842E-3, -4.32430999505057594430E-3, 1.05464603945949983183E-2,
+         -2.37374148058994688156E-2, 4.93052842396707084878E-2, -9.49010970480476444210E-2,
+         1.71620901522208775349E-1, -3.04682672343198398683E-1, 6.76795274409476084995E-1)
+_I0_B = (-7.23318048787475395456E-18, -4.83050448594418207126E-18, 4.46562142029675999901E-17,
+         3.46122286769746109310E-17, -2.82762398051658348494E-16, -3.42548561967721913462E-16,
+         1.77256013305652638360E-15, 3.81168066935262242075E-15, -9.55484669882830764870E-15,
+         -4.15056934728722208663E-14, 1.54008621752140982691E-14, 3.85277838274214270114E-13,
+         7.18012445138366623367E-13, -1.79417853150680611778E-12, -1.32158118404477131188E-11,
+         -3.14991652796324136454E-11, 1.18891471078464383424E-11, 4.94060238822496958910E-10,
+         3.39623202570838634515E-9, 2.26666899049817806459E-8, 2.04891858946906374183E-7,
+         2.89137052083475648297E-6, 6.88975834691682398426E-5, 3.36911647825569408990E-3,
+         8.04490411014108831608E-1)
+_I1_A = (2.77791411276104639959E-18, -2.11142121435816608115E-17, 1.55363195773620046921E-16,
+         -1.10559694773538630805E-15, 7.60068429473540693410E-15, -5.04218550472791168711E-14,
+         3.22379336594557470981E-13, -1.98397439776494371520E-12, 1.17361862988909016308E-11,
+         -6.66348972350202774223E-11, 3.62559028155211703701E-10, -1.88724975172282928790E-9,
+         9.38153738649577178388E-9, -4.44505912879632808065E-8, 2.00329475355213526229E-7,
+         -8.56872026469545474066E-7, 3.47025130813767847674E-6, -1.32731636560394358279E-5,
+         4.78156510755005422638E-5, -1.61760815825896745588E-4, 5.12285956168575772895E-4,
+         -1.51357245063125314899E-3, 4.15642294431288815669E-3, -1.05640848946261981558E-2,
+         2.47264490306265168283E-2, -5.29459812080949914269E-2, 1.02643658689847095384E-1,
+         -1.76416518357834055153E-1, 2.52587186443633654823E-1)
+_I1_B = (7.51729631084210481353E-18, 4.41434832307170791151E-18, -4.65030536848935832153E-17,
+         -3.20952592199342395980E-17, 2.96262899764595013876E-16, 3.30820231092092828324E-16,
+         -1.88035477551078244854E-15, -3.81440307243700780478E-15, 1.04202769841288027642E-14,
+         4.27244001671195135429E-14, -2.10154184277266431302E-14, -4.08355111109219731823E-13,
+         -7.19855177624590851209E-13, 2.03562854414708950722E-12, 1.41258074366137813316E-11,
+         3.25260358301548823856E-11, -1.89749581235054123450E-11, -5.58974346219658380687E-10,
+         -3.83538038596423702205E-9, -2.63146884688951950684E-8, -2.51223623787020892529E-7,
+         -3.88256480887769039346E-6, -1.10588938762623716291E-4, -9.76109749136146840777E-3,
+         7.78576235018280120474E-1)
+_I1_A32, _I1_B32 = _I1_A[12:], _I1_B[18:]   # PyTorch's float tables: the last 17 and 7 coefficients
+
+
+def _chbevl(x, coef):
+    """Cephes' Chebyshev series in x's dtype. PyTorch's kernel is compiled with FMA contraction
+    (``x * b1 - b2`` is one fused multiply-add): float32 takes it exactly in float64 (the product of two floats is
+    exact there) and rounds once, float64 through libm's fma."""
+    t = x.dtype.type
+    b0, b1, b2 = np.full_like(x, t(coef[0])), np.zeros_like(x), np.zeros_like(x)
+    for c in coef[1:]:
+        b2, b1 = b1, b0
+        if x.dtype is _F32:
+            m = (x.astype(_F64) * b1 - b2).astype(_F32)
+        else:
+            m = fma64(x, b1, -b2)
+        b0 = m + t(c)
+    return t(0.5) * (b0 - b2)
+
+
+def _libm_exp(x):
+    """The C library's exp (expf for float32), which PyTorch's scalar calc_i0/calc_i1 call."""
+    if x.dtype is _F32:
+        f = _libm_f32("expf")
+        return _c_elementwise(f, x) if f is not None else np.exp(x.astype(_F64)).astype(_F32)
+    return _libm.exp(x).reshape(x.shape)
+
+
+def _bessel(x, small, large, odd: bool):
+    """calc_i0 (odd False) / calc_i1 (odd True) for a float32 or float64 array."""
+    t = x.dtype.type
+    a = np.abs(x)
+    near = a <= t(8)
+    xs = np.where(near, a, t(0))
+    xl = np.where(near, t(16), a)   # a placeholder inside each branch's domain
+    ex = _libm_exp(np.where(near, xs, xl))
+    rs = (ex * xs if odd else ex) * _chbevl(xs / t(2) - t(2), small)
+    rl = ex * _chbevl(t(32) / xl - t(2), large) / np.sqrt(xl)
+    out = np.where(near, rs, rl)
+    return np.where(x < 0, -out, out) if odd else out
+
+
+def _bessel_kernel(name, tables32, tables64, odd):
+    def k(x):
+        x = np.asarray(x)
+        dt = x.dtype
+        work = x.astype(_F32) if dt == _F16 else x
+        with np.errstate(all="ignore"):
+            return _bessel(work, *(tables32 if work.dtype == _F32 else tables64), odd).astype(dt, copy=False)
+    k.__name__ = name
+    k.__doc__ = f"PyTorch's calc_{name} (Cephes, Chebyshev series; float16 computes in float32)."
+    return k
+
+
+i0 = _bessel_kernel("i0", (_I0_A, _I0_B), (_I0_A, _I0_B), False)
+i1 = _bessel_kernel("i1", (_I1_A32, _I1_B32), (_I1_A, _I1_B), True)
