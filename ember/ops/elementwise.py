@@ -1390,15 +1390,20 @@ gt = _compare("gt", ("greater",))
 ge = _compare("ge", ("greater_equal",))
 
 
-def _bitwise(name, kernel, shift=False):
+def _bitwise(name, kernel, shift=False, integers=False):
+    """An elementwise op of integer (and bool, unless ``shift`` or ``integers``) tensors; ``integers`` ops (gcd,
+    lcm) take tensors only."""
     def fn(input, other) -> Tensor:
+        if integers:
+            check_tensor(input, name)
+            check_tensor(other, name, "other", 2)
         if not isinstance(input, Tensor) and isinstance(other, Tensor):   # scalar << tensor
             input = _operand(input, name, other, "self")
         else:
             check_tensor(input, name)
             other = _operand(other, name, input)
         d = promote(input, other).np
-        if d.kind == "f" or (shift and d.kind == "b"):
+        if d.kind == "f" or ((shift or integers) and d.kind == "b"):
             raise _not_implemented(kernel, d)
         t = input if isinstance(input, Tensor) else other
         xp = NAMESPACES[type(t._data)]
@@ -1433,6 +1438,9 @@ bitwise_xor = _bitwise("bitwise_xor", "bitwise_xor_cpu")
 
 bitwise_left_shift = _bitwise("bitwise_left_shift", "lshift_cpu", shift=True)
 bitwise_right_shift = _bitwise("bitwise_right_shift", "rshift_cpu", shift=True)
+# PyTorch's calc_gcd (Euclid on the absolute values) and lcm = |a / gcd * b| (0 where gcd is 0); not differentiable
+gcd = _bitwise("gcd", "gcd_cpu", integers=True)
+lcm = _bitwise("lcm", "lcm_cpu", integers=True)
 
 
 @register(method=True, graph=True)
@@ -1734,3 +1742,20 @@ for _name, _fn in {
         "__irshift__": _ioperator(_bitwise_inplace("bitwise_right_shift")),
         "__invert__": _invert}.items():
     method(_name, _fn)
+
+
+@register()
+def isin(elements, test_elements, *, assume_unique: bool = False, invert: bool = False) -> Tensor:
+    """Whether each of ``elements`` is in ``test_elements`` (either may be a scalar); not differentiable."""
+    if not isinstance(elements, Tensor) and not isinstance(test_elements, Tensor):
+        raise TypeError("isin() received an invalid combination of arguments - got (" f"{type(elements).__name__}, "
+                        f"{type(test_elements).__name__}), but expected one of: (Tensor elements, Tensor "
+                        "test_elements, *, bool assume_unique, bool invert, Tensor out)")
+    if not isinstance(test_elements, Tensor):   # a scalar: elementwise ==
+        hit = eq(elements, test_elements)
+    elif not isinstance(elements, Tensor):
+        hit = eq(test_elements, elements).any()
+    else:
+        # every element against every test element (as PyTorch's default path for small tests, no sort needed)
+        hit = eq(elements.detach().unsqueeze(-1), test_elements.detach().reshape(-1)).any(-1)
+    return logical_not(hit) if invert else hit
