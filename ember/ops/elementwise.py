@@ -1747,10 +1747,14 @@ for _name, _fn in {
 @register()
 def isin(elements, test_elements, *, assume_unique: bool = False, invert: bool = False) -> Tensor:
     """Whether each of ``elements`` is in ``test_elements`` (either may be a scalar); not differentiable."""
-    if not isinstance(elements, Tensor) and not isinstance(test_elements, Tensor):
-        raise TypeError("isin() received an invalid combination of arguments - got (" f"{type(elements).__name__}, "
-                        f"{type(test_elements).__name__}), but expected one of: (Tensor elements, Tensor "
-                        "test_elements, *, bool assume_unique, bool invert, Tensor out)")
+    kinds = [isinstance(v, Tensor) or type(v) in (int, float, bool) for v in (elements, test_elements)]
+    if not all(kinds) or not (isinstance(elements, Tensor) or isinstance(test_elements, Tensor)):
+        got = ", ".join(type(v).__name__ for v in (elements, test_elements))
+        raise TypeError(f"isin() received an invalid combination of arguments - got ({got}), but expected one of:\n"
+                        " * (Tensor elements, Tensor test_elements, *, bool assume_unique = False, bool invert = "
+                        "False, Tensor out = None)\n * (Number element, Tensor test_elements, *, bool assume_unique = "
+                        "False, bool invert = False, Tensor out = None)\n * (Tensor elements, Number test_element, *, "
+                        "bool assume_unique = False, bool invert = False, Tensor out = None)\n")
     if not isinstance(test_elements, Tensor):   # a scalar: elementwise ==
         hit = eq(elements, test_elements)
     elif not isinstance(elements, Tensor):

@@ -20,7 +20,7 @@ from ..autograd.graph import node_class
 from ..autograd._primitive import PrimNode, apply, batch_rule, broadcast_error, defprim
 from ._registry import SUBMODULES, graph, register
 from ._schema import method_variant, schema
-from .elementwise import _made, is_int, is_real
+from .elementwise import _made, div_scalar_p, is_int, is_real, mul_scalar_p
 from .._util import dtype_word, normalize_dims, reduced_shape, return_type, scalar_or_tensor
 
 _INF = math.inf
@@ -1177,11 +1177,19 @@ def _pairs(y: Tensor, dim: int) -> Tensor:
     return y.narrow(dim, 0, k) + y.narrow(dim, 1 if n else 0, k)
 
 
+_NO_X = object()   # trapezoid's x left out (an x of None given explicitly is PyTorch's TypeError)
+
+
 def _integration_args(op: str, y, x, dx, dim):
-    if not isinstance(y, Tensor):
-        raise TypeError(f"{op}(): argument 'y' (position 1) must be Tensor, not {type(y).__name__}")
-    if x is not None and dx is not None:
-        raise TypeError(f"{op}() received an invalid combination of arguments: both x and dx were given")
+    """The checks of trapezoid/cumulative_trapezoid (PyTorch's two overloads: ``(y, x, *, dim)`` and
+    ``(y, *, dx, dim)``); the wrapped dim."""
+    if not isinstance(y, Tensor) or (x is not _NO_X and (not isinstance(x, Tensor) or dx is not None)):
+        got = ", ".join(type(v).__name__ for v in ((y,) if x is _NO_X else (y, x)))
+        raise TypeError(f"{op}() received an invalid combination of arguments - got ({got}), but expected one of:\n"
+                        f" * (Tensor y, Tensor x, *, int dim = -1)\n * (Tensor y, *, Number dx = None, int dim = -1)\n")
+    x = None if x is _NO_X else x
+    if not isinstance(dim, int) or isinstance(dim, bool):
+        raise TypeError(f"{op}(): argument 'dim' must be int, not {type(dim).__name__}")
     dim = wrap_dim(dim, y.ndim)
     if y.dtype is D.bool or (isinstance(x, Tensor) and x.dtype is D.bool):
         raise RuntimeError(f"{op}: received a bool input for `x` or `y`, but bool is not supported" if x is not None
@@ -1194,35 +1202,38 @@ def _integration_args(op: str, y, x, dx, dim):
 
 
 @register()
-def trapezoid(y: Tensor, x: Tensor | None = None, *, dx=None, dim: int = -1) -> Tensor:
+def trapezoid(y: Tensor, x: Tensor = _NO_X, *, dx=None, dim: int = -1) -> Tensor:
     """The trapezoidal rule along ``dim``: over the sample points ``x``, or at a constant spacing ``dx`` (1)."""
     dim = _integration_args("trapezoid", y, x, dx, dim)
     if y.shape[dim] == 0:   # no samples: 0, as NumPy
         from .creation import zeros
         return zeros(tuple(s for i, s in enumerate(y.shape) if i != dim), dtype=y.dtype, device=y.device)
+    # C++ multiplies and divides by Scalars here: MulBackward1 / DivBackward1 (apply(mul_scalar_p, ...))
     if isinstance(x, Tensor):
-        return (_pairs(y, dim) * _x_along(y, x, dim, "trapezoid")).sum(dim) / 2.0
+        return apply(div_scalar_p, ((_pairs(y, dim) * _x_along(y, x, dim, "trapezoid")).sum(dim), 2.0))
     step = float(1 if dx is None else dx)
-    return (y.sum(dim) - (y.select(dim, 0) + y.select(dim, -1)) * 0.5) * step
+    ends = apply(mul_scalar_p, (y.select(dim, 0) + y.select(dim, -1), 0.5))
+    return apply(mul_scalar_p, (y.sum(dim) - ends, step))
 
 
 @register()
-def trapz(y: Tensor, x: Tensor | None = None, *, dx=None, dim: int = -1) -> Tensor:
+def trapz(y: Tensor, x: Tensor = _NO_X, *, dx=None, dim: int = -1) -> Tensor:
     """The older name of ``trapezoid``."""
     return trapezoid(y, x, dx=dx, dim=dim)
 
 
 @register()
-def cumulative_trapezoid(y: Tensor, x: Tensor | None = None, *, dx=None, dim: int = -1) -> Tensor:
+def cumulative_trapezoid(y: Tensor, x: Tensor = _NO_X, *, dx=None, dim: int = -1) -> Tensor:
     """The running trapezoidal rule along ``dim`` (one element fewer than ``y`` there)."""
     dim = _integration_args("cumulative_trapezoid", y, x, dx, dim)
     if isinstance(x, Tensor):
-        return (_pairs(y, dim) * _x_along(y, x, dim, "cumulative_trapezoid")).cumsum(dim) / 2.0
+        return apply(div_scalar_p, ((_pairs(y, dim) * _x_along(y, x, dim, "cumulative_trapezoid")).cumsum(dim), 2.0))
     step = float(1 if dx is None else dx)
-    return (step / 2.0 * _pairs(y, dim)).cumsum(dim)
+    return apply(mul_scalar_p, (_pairs(y, dim), step / 2.0)).cumsum(dim)
 
 
 @register(method=True)
+@schema("cov(Tensor input, *, int correction, Tensor? fweights, Tensor? aweights)")
 def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
         aweights: Tensor | None = None) -> Tensor:
     """The covariance matrix of the variables in ``input``'s rows (observations in its columns)."""
@@ -1291,6 +1302,7 @@ def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
 
 
 @register(method=True)
+@schema("corrcoef(Tensor input)")
 def corrcoef(input: Tensor) -> Tensor:
     """Pearson's correlation coefficients of the variables in ``input``'s rows, clipped to [-1, 1] as NumPy."""
     if input.ndim > 2:

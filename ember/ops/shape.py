@@ -1698,6 +1698,7 @@ def block_diag(*tensors: Tensor) -> Tensor:
 
 
 @register()
+@schema("vander(Tensor x, int? N, bool increasing)")
 def vander(x: Tensor, N: int | None = None, increasing: bool = False) -> Tensor:
     """The Vandermonde matrix of the 1-d ``x``: columns x^(N-1), ..., x^0 (or x^0, ... when ``increasing``), by
     cumulative products as PyTorch (integral and bool inputs give int64)."""

@@ -276,7 +276,7 @@ def kernels(k) -> dict:
     @_promoted
     def gcd(x, y):
         """Euclid's algorithm on |x| and |y|, all elements at once, until every remainder is 0."""
-        a, b = xp.abs(x), xp.abs(y)
+        a, b = xp.broadcast_arrays(xp.abs(x), xp.abs(y))
         while bool(xp.any(b != 0)):
             nz = b != 0
             safe = xp.where(nz, b, xp.ones_like(b))
