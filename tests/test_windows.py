@@ -64,9 +64,8 @@ def test_window_gradients_flow_as_in_torch():
 
 
 # the type only where PyTorch's message prints C++ TensorOptions or its overload list
-@pytest.mark.parametrize("call,same_message", [
-    (lambda m: m.hann_window(4, dtype=m.int64), False), (lambda m: m.hamming_window(4, "yes"), False)])
-def test_window_error_types_match_torch(call, same_message):
+@pytest.mark.parametrize("call", [lambda m: m.hann_window(4, dtype=m.int64), lambda m: m.hamming_window(4, "yes")])
+def test_window_error_types_match_torch(call):
     with pytest.raises(Exception) as ref:
         call(torch)
     with pytest.raises(type(ref.value)):
