@@ -1180,16 +1180,23 @@ def _pairs(y: Tensor, dim: int) -> Tensor:
 _NO_X = object()   # trapezoid's x left out (an x of None given explicitly is PyTorch's TypeError)
 
 
+_OVERLOADS = {"trapz": " * (Tensor y, *, float dx = 1, int dim = -1)\n * (Tensor y, Tensor x, *, int dim = -1)\n"}
+_XDX = " * (Tensor y, Tensor x, *, int dim = -1)\n * (Tensor y, *, Number dx = 1, int dim = -1)\n"
+
+
 def _integration_args(op: str, y, x, dx, dim):
-    """The checks of trapezoid/cumulative_trapezoid (PyTorch's two overloads: ``(y, x, *, dim)`` and
+    """The checks of trapezoid/trapz/cumulative_trapezoid (PyTorch's two overloads: ``(y, x, *, dim)`` and
     ``(y, *, dx, dim)``); the wrapped dim."""
-    if not isinstance(y, Tensor) or (x is not _NO_X and (not isinstance(x, Tensor) or dx is not None)):
-        got = ", ".join(type(v).__name__ for v in ((y,) if x is _NO_X else (y, x)))
+    if not isinstance(y, Tensor):
+        raise TypeError(f"{op}(): argument 'y' (position 1) must be Tensor, not {type(y).__name__}")
+    if x is not _NO_X and (not isinstance(x, Tensor) or dx is not None):
+        got = ", ".join(type(v).__name__ for v in (y, x))
         raise TypeError(f"{op}() received an invalid combination of arguments - got ({got}), but expected one of:\n"
-                        f" * (Tensor y, Tensor x, *, int dim = -1)\n * (Tensor y, *, Number dx = None, int dim = -1)\n")
+                        + _OVERLOADS.get(op, _XDX))
     x = None if x is _NO_X else x
     if not isinstance(dim, int) or isinstance(dim, bool):
         raise TypeError(f"{op}(): argument 'dim' must be int, not {type(dim).__name__}")
+    op = "trapezoid" if op == "trapz" else op   # trapz runs PyTorch's trapezoid: its messages name that
     dim = wrap_dim(dim, y.ndim)
     if y.dtype is D.bool or (isinstance(x, Tensor) and x.dtype is D.bool):
         raise RuntimeError(f"{op}: received a bool input for `x` or `y`, but bool is not supported" if x is not None
@@ -1201,10 +1208,8 @@ def _integration_args(op: str, y, x, dx, dim):
     return dim
 
 
-@register()
-def trapezoid(y: Tensor, x: Tensor = _NO_X, *, dx=None, dim: int = -1) -> Tensor:
-    """The trapezoidal rule along ``dim``: over the sample points ``x``, or at a constant spacing ``dx`` (1)."""
-    dim = _integration_args("trapezoid", y, x, dx, dim)
+def _trapezoid(op: str, y, x, dx, dim) -> Tensor:
+    dim = _integration_args(op, y, x, dx, dim)
     if y.shape[dim] == 0:   # no samples: 0, as NumPy
         from .creation import zeros
         return zeros(tuple(s for i, s in enumerate(y.shape) if i != dim), dtype=y.dtype, device=y.device)
@@ -1217,9 +1222,15 @@ def trapezoid(y: Tensor, x: Tensor = _NO_X, *, dx=None, dim: int = -1) -> Tensor
 
 
 @register()
+def trapezoid(y: Tensor, x: Tensor = _NO_X, *, dx=None, dim: int = -1) -> Tensor:
+    """The trapezoidal rule along ``dim``: over the sample points ``x``, or at a constant spacing ``dx`` (1)."""
+    return _trapezoid("trapezoid", y, x, dx, dim)
+
+
+@register()
 def trapz(y: Tensor, x: Tensor = _NO_X, *, dx=None, dim: int = -1) -> Tensor:
     """The older name of ``trapezoid``."""
-    return trapezoid(y, x, dx=dx, dim=dim)
+    return _trapezoid("trapz", y, x, dx, dim)
 
 
 @register()
