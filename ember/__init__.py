@@ -17,6 +17,11 @@ from .ops.foreach import *  # noqa: F401,F403  (torch._foreach_*: loops over the
 autograd.gradcheck   # noqa: B018  (loads torch.autograd.gradcheck, the function: see ember/autograd/__init__.py)
 from .autograd import forward_ad
 from . import backends, cuda, linalg, nn, special
+from . import signal  # noqa: E402  (torch.signal.windows, on the public ops)
+
+# PyTorch's constants (torch.pi is math.pi, ...) and NumPy-style ``x[:, torch.newaxis]``.
+import math as _math  # noqa: E402
+pi, e, inf, nan, newaxis = _math.pi, _math.e, _math.inf, _math.nan, None
 from . import optim  # noqa: E402  (torch.optim; its optimizers load on first use)
 from . import utils  # noqa: E402  (torch.utils.checkpoint; built on autograd)
 from .serialization import load, save  # noqa: E402  (PyTorch's checkpoint format; zipfile/pickle load lazily)

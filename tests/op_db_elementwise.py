@@ -615,3 +615,33 @@ OPS += [
     _nograd("special_b_half_refused_3", lambda m, a: m.special.hermite_polynomial_h(a, 2),
             lambda rng: [Sample((np.ones(2),))], dtypes=("float16",)),
 ]
+# ----- issue 18: the modified Bessel functions i0 / special.i1, gcd, lcm, isin ------------------------------------------
+
+def _ints(cases):
+    """Integer-valued samples in [-12, 12] of the given (shape, shape) pairs."""
+    def gen(rng):
+        return [Sample(tuple(rng.integers(-12, 13, sh).astype(np.float64) for sh in shapes)) for shapes in cases]
+    return gen
+
+
+def _ZEROS(rng):
+    return [Sample((np.array([0.0, 0, -4, 6, -9]), np.array([0.0, -5, 0, -4, 6])))]
+
+
+# the modified Bessel functions i0 (torch.i0, Tensor.i0, i0_, special.i0) and special.i1 -------------
+
+OPS += [
+    _nograd("special_i1_zero", lambda m, a: m.special.i1(a), lambda rng: [Sample((np.array([0.0, -0.0, 1e-30]),))],
+            dtypes=FLOAT),
+    # gcd / lcm (not differentiable) and isin on integer-valued samples
+    _nograd("gcd", lambda m, a, b: (m.gcd(a, b), a.gcd(b)), _ints(SHORT_BINARY), dtypes=INT),
+    _nograd("lcm", lambda m, a, b: (m.lcm(a, b), a.lcm(b)), _ints(SHORT_BINARY), dtypes=INT),
+    _nograd("gcd_", lambda m, a, b: (a * 1).gcd_(b), _ints([((3, 4), (4,))]), dtypes=INT),
+    _nograd("lcm_", lambda m, a, b: (a * 1).lcm_(b), _ints([((3, 4), (4,))]), dtypes=INT),
+    _nograd("gcd_zero", lambda m, a, b: m.gcd(a, b), _ZEROS, dtypes=INT),
+    _nograd("lcm_zero", lambda m, a, b: m.lcm(a, b), _ZEROS, dtypes=INT),
+    _nograd("isin", lambda m, a, b: (m.isin(a, b), m.isin(a, b, invert=True), m.isin(a, 3), m.isin(3, b),
+                                     m.isin(a, b, assume_unique=True)),
+            _ints([((3, 4), (5,)), ((), (2, 2)), ((0,), (3,)), ((4,), (0,))]), dtypes=FLOAT + INT),
+]
+

@@ -302,3 +302,34 @@ OPS: list = [
 ]
 HYP_UNARY: list = []    # names of entries whose single input hypothesis draws shapes for
 HYP_BINARY: list = []   # names of entries whose two broadcasting inputs hypothesis draws shapes for
+
+# ----- issue 18: trapezoid, trapz, cumulative_trapezoid, cov, corrcoef ----------------------------------------------
+
+def _multi(cases):
+    def gen(rng):
+        return [Sample(tuple(draw(rng, sh) for sh in shapes), dict(kw)) for shapes, kw in cases]
+    return gen
+
+
+def _counts(m, w):
+    """Frequency weights 1, 2, ... on w's device."""
+    return m.ones_like(w, dtype=m.int64).cumsum(0)
+
+
+OPS += [
+    OpInfo("trapezoid", lambda m, y: (m.trapezoid(y), m.trapezoid(y, dx=0.5, dim=0), m.trapz(y), m.trapz(y, dx=2),
+                                      m.cumulative_trapezoid(y), m.cumulative_trapezoid(y, dx=0.25, dim=0)),
+           _samples([((3, 4), {}), ((5,), {}), ((2, 1), {})]), dtypes=ALL[:-1]),
+    # no samples: zeros (PyTorch's zeros_like_except: no graph) and an empty cumulative integral
+    OpInfo("trapezoid_empty", lambda m, y: (m.trapezoid(y), m.cumulative_trapezoid(y)), _samples([((2, 0), {})]),
+           supports_grad=False, supports_gradgrad=False, supports_fwd=False),
+    OpInfo("trapezoid_x", lambda m, y, x: (m.trapezoid(y, x), m.trapz(y, x), m.cumulative_trapezoid(y, x),
+                                           m.trapezoid(y, x=x, dim=-1)),
+           _multi([(((3, 4), (4,)), {}), (((3, 4), (3, 4)), {}), (((2, 3, 4), (3, 4)), {})])),
+    OpInfo("cov", lambda m, a: (m.cov(a), a.cov(correction=0), m.cov(a, correction=2), m.corrcoef(a), a.corrcoef()),
+           _samples([((3, 5), {}), ((5,), {}), ((1, 4), {})]), dtypes=ALL[:-1]),
+    OpInfo("cov_weights", lambda m, a, w: (m.cov(a, fweights=_counts(m, w), aweights=w.abs() + 0.1),
+                                           m.cov(a, aweights=w.abs() + 0.1, correction=0),
+                                           m.cov(a, fweights=_counts(m, w) % 3)),
+           _multi([(((3, 5), (5,)), {}), (((5,), (5,)), {})])),
+]

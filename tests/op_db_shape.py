@@ -265,3 +265,18 @@ OPS: list = [
 
 HYP_UNARY: list = []    # names of entries whose single input hypothesis draws shapes for
 HYP_BINARY: list = []   # names of entries whose two broadcasting inputs hypothesis draws shapes for
+
+# ----- issue 18: block_diag, vander, unravel_index -------------------------------------------------------------------
+
+OPS += [
+    OpInfo("block_diag", lambda m, a, b, c: (m.block_diag(a, b, c), m.block_diag(b)),
+           _multi([(((2, 3), (4,), ()), {}), (((0, 2), (1, 1), (2, 2)), {})]), dtypes=ALL,
+           # a composite of cat (CatBackward0 over the blocks padded with zeros); PyTorch's is one BlockDiagBackward0
+           xfails=(XFail("grad_fn", "CatBackward0, not PyTorch's BlockDiagBackward0"),)),   # (structure: test_ops)
+    # PyTorch's vander fills its result in place (cumprod into a slice), so its backward refuses: values only
+    OpInfo("vander", lambda m, a: (m.vander(a), m.vander(a, N=4, increasing=True), m.vander(a, 0), m.vander(a, 1)),
+           [_k((4,)), _k((0,))], dtypes=ALL, **NO_GRAD),
+    OpInfo("unravel_index", lambda m, a: m.unravel_index(a.abs() * 3, (2, 3, 4)) + m.unravel_index(a.abs(), 5),
+           lambda rng: [Sample((rng.integers(0, 8, sh).astype(np.float64),)) for sh in [(5,), (), (2, 3), (0,)]],
+           dtypes=INT, **NO_GRAD),
+]

@@ -405,6 +405,7 @@ def test_grad_fn_name(op, sample):
 # a view, quantile through lerp, ...) or gives a non-differentiable tensor argument no edge (lu pivots,
 # clamp's None bound); ember's gradients match torch's (test_grad). {entry: sample indices}
 STRUCTURE_DIFFERS = {
+    'block_diag': (0, 1),   # cat of zero-padded rows; PyTorch's one BlockDiagBackward0
     'chain_matmul': (0,),
     'clamp_max_': (0,),
     'clamp_max_tensor': (0, 1),

@@ -6,6 +6,7 @@ a device argument), host data (Python numbers and lists, NumPy arrays) included.
 from __future__ import annotations
 
 import math
+import struct
 import warnings
 
 from .. import _dtype as D
@@ -602,3 +603,89 @@ HalfTensor = _legacy(D.float16)
 LongTensor = _legacy(D.int64)
 IntTensor = _legacy(D.int32)
 BoolTensor = _legacy(D.bool)
+
+
+# ----- window functions (PyTorch's aten/src/ATen/native/TensorFactories.cpp, step for step) ----------------------
+# Each is arange(N) put through the same Tensor ops, each rounding to the dtype where PyTorch's in-place steps do,
+# so the values are PyTorch's to the last bit. A periodic window is the symmetric one of N + 1, less its last point.
+
+def _scalar_for(v: float, dtype: D.dtype) -> float:
+    """A Python number as PyTorch's window code multiplies by it: a scalar the C++ code passes to ``mul_``/``add_``
+    is cast to the tensor's dtype first, which for float16 rounds it (float32 and float64 compute with the same
+    value either way)."""
+    return struct.unpack("e", struct.pack("e", v))[0] if dtype is D.float16 else v
+
+
+def _window(name: str, window_length, periodic, dtype, layout, device, requires_grad, body) -> Tensor:
+    n = _check_int(window_length, name, "window_length", 1)
+    periodic = _check_bool(periodic, name, "periodic", none_ok=False)
+    dtype = _check_dtype(dtype, name, D._default_float)
+    rg = _check_bool(requires_grad, name)
+    _check_device(device, name)
+    D.check_layout(layout, name)
+    if not dtype.is_floating_point:
+        raise RuntimeError(f"{name} expects floating point dtypes, got: {dtype}")
+    if n < 0:
+        raise RuntimeError(f"{name} requires non-negative window_length, got window_length={n}")
+    if n <= 1:
+        return (ones if n else empty)(n, dtype=dtype, device=device, requires_grad=rg)
+    m = n + 1 if periodic else n
+    w = body(arange(m, dtype=dtype, device=device), m)
+    return _finish((w[:n] if periodic else w)._data, rg, None)
+
+
+def _hamming(k: Tensor, m: int, alpha: float, beta: float) -> Tensor:
+    dt = k.dtype
+    return (k * _scalar_for(math.pi * 2.0 / (m - 1), dt)).cos() * _scalar_for(-beta, dt) + _scalar_for(alpha, dt)
+
+
+def hamming_window(window_length: int, periodic: bool = True, alpha: float = 0.54, beta: float = 0.46, *,
+                   dtype=None, layout=None, device=None, pin_memory: bool = False,
+                   requires_grad: bool = False) -> Tensor:
+    """``alpha - beta * cos(2 pi k / (N - 1))``."""
+    alpha = _check_number(alpha, "hamming_window", "alpha", 3)
+    beta = _check_number(beta, "hamming_window", "beta", 4)
+    return _window("hamming_window", window_length, periodic, dtype, layout, device, requires_grad,
+                   lambda k, m: _hamming(k, m, alpha, beta))
+
+
+def hann_window(window_length: int, periodic: bool = True, *, dtype=None, layout=None, device=None,
+                pin_memory: bool = False, requires_grad: bool = False) -> Tensor:
+    """``0.5 - 0.5 cos(2 pi k / (N - 1))`` (PyTorch's: hamming_window with alpha = beta = 0.5)."""
+    return _window("hann_window", window_length, periodic, dtype, layout, device, requires_grad,
+                   lambda k, m: _hamming(k, m, 0.5, 0.5))
+
+
+def _blackman(k: Tensor, m: int) -> Tensor:
+    dt = k.dtype
+    k = k * _scalar_for(math.pi / (m - 1), dt)
+    return (k * 4).cos() * _scalar_for(0.08, dt) - (k * 2).cos() * 0.5 + _scalar_for(0.42, dt)
+
+
+def blackman_window(window_length: int, periodic: bool = True, *, dtype=None, layout=None, device=None,
+                    pin_memory: bool = False, requires_grad: bool = False) -> Tensor:
+    """``0.42 - 0.5 cos(2 pi k / (N - 1)) + 0.08 cos(4 pi k / (N - 1))``."""
+    return _window("blackman_window", window_length, periodic, dtype, layout, device, requires_grad, _blackman)
+
+
+def _bartlett(k: Tensor, m: int) -> Tensor:
+    w = k * _scalar_for(2.0 / (m - 1), k.dtype)
+    half = ((m - 1) >> 1) + 1   # the second half falls: 2 - w (PyTorch's mul_(-1).add_(2), the same bits)
+    return (w * -1 + 2).where(k >= half, w)
+
+
+def bartlett_window(window_length: int, periodic: bool = True, *, dtype=None, layout=None, device=None,
+                    pin_memory: bool = False, requires_grad: bool = False) -> Tensor:
+    """The triangle ``1 - |2k / (N - 1) - 1|``."""
+    return _window("bartlett_window", window_length, periodic, dtype, layout, device, requires_grad, _bartlett)
+
+
+def kaiser_window(window_length: int, periodic: bool = True, beta: float = 12.0, *, dtype=None, layout=None,
+                  device=None, pin_memory: bool = False, requires_grad: bool = False) -> Tensor:
+    """``i0(beta sqrt(1 - ((k - a) / a)^2)) / i0(beta)``, a = (N - 1) / 2: PyTorch's kaiser_window kernel, which
+    computes in float for float16 and rounds once."""
+    beta = _check_number(beta, "kaiser_window", "beta", 3)
+
+    def body(k: Tensor, m: int) -> Tensor:
+        return make(device_backend(k.device).kaiser_window(m, beta, k.dtype.np))
+    return _window("kaiser_window", window_length, periodic, dtype, layout, device, requires_grad, body)

@@ -1365,15 +1365,20 @@ gt = _compare("gt", ("greater",))
 ge = _compare("ge", ("greater_equal",))
 
 
-def _bitwise(name, kernel, shift=False):
+def _bitwise(name, kernel, shift=False, integers=False):
+    """An elementwise op of integer (and bool, unless ``shift`` or ``integers``) tensors; ``integers`` ops (gcd,
+    lcm) take tensors only."""
     def fn(input, other) -> Tensor:
+        if integers:
+            check_tensor(input, name)
+            check_tensor(other, name, "other", 2)
         if not isinstance(input, Tensor) and isinstance(other, Tensor):   # scalar << tensor
             input = _operand(input, name, other, "self")
         else:
             check_tensor(input, name)
             other = _operand(other, name, input)
         d = promote(input, other).np
-        if d.kind == "f" or (shift and d.kind == "b"):
+        if d.kind == "f" or ((shift or integers) and d.kind == "b"):
             raise _not_implemented(kernel, d)
         t = input if isinstance(input, Tensor) else other
         xp = NAMESPACES[type(t._data)]
@@ -1408,6 +1413,9 @@ bitwise_xor = _bitwise("bitwise_xor", "bitwise_xor_cpu")
 
 bitwise_left_shift = _bitwise("bitwise_left_shift", "lshift_cpu", shift=True)
 bitwise_right_shift = _bitwise("bitwise_right_shift", "rshift_cpu", shift=True)
+# PyTorch's calc_gcd (Euclid on the absolute values) and lcm = |a / gcd * b| (0 where gcd is 0); not differentiable
+gcd = _bitwise("gcd", "gcd_cpu", integers=True)
+lcm = _bitwise("lcm", "lcm_cpu", integers=True)
 
 
 @register(method=True, graph=True)
@@ -2036,3 +2044,23 @@ def _igamma_op(prim, name: str, special_name: str):
 
 igamma = _igamma_op(igamma_p, "igamma", "gammainc")
 igammac = _igamma_op(igammac_p, "igammac", "gammaincc")
+
+@register()
+def isin(elements, test_elements, *, assume_unique: bool = False, invert: bool = False) -> Tensor:
+    """Whether each of ``elements`` is in ``test_elements`` (either may be a scalar); not differentiable."""
+    kinds = [isinstance(v, Tensor) or type(v) in (int, float, bool) for v in (elements, test_elements)]
+    if not all(kinds) or not (isinstance(elements, Tensor) or isinstance(test_elements, Tensor)):
+        got = ", ".join(type(v).__name__ for v in (elements, test_elements))
+        raise TypeError(f"isin() received an invalid combination of arguments - got ({got}), but expected one of:\n"
+                        " * (Tensor elements, Tensor test_elements, *, bool assume_unique = False, bool invert = "
+                        "False, Tensor out = None)\n * (Number element, Tensor test_elements, *, bool assume_unique = "
+                        "False, bool invert = False, Tensor out = None)\n * (Tensor elements, Number test_element, *, "
+                        "bool assume_unique = False, bool invert = False, Tensor out = None)\n")
+    if not isinstance(test_elements, Tensor):   # a scalar: elementwise ==
+        hit = eq(elements, test_elements)
+    elif not isinstance(elements, Tensor):
+        hit = eq(test_elements, elements).any()
+    else:
+        # every element against every test element (as PyTorch's default path for small tests, no sort needed)
+        hit = eq(elements.detach().unsqueeze(-1), test_elements.detach().reshape(-1)).any(-1)
+    return logical_not(hit) if invert else hit

@@ -22,6 +22,7 @@ from .._settings import (are_deterministic_algorithms_enabled, get_float32_matmu
 from .creation import (BoolTensor, DoubleTensor, FloatTensor, HalfTensor, IntTensor, LongTensor, arange, as_tensor,
                        asarray, empty, empty_like, eye, from_numpy, frombuffer, full, full_like, linspace, logspace,
                        ones, ones_like, tensor, tril_indices, triu_indices, zeros, zeros_like)
+from .creation import bartlett_window, blackman_window, hamming_window, hann_window, kaiser_window
 from .random import (Generator, bernoulli, default_generator, get_rng_state, initial_seed, manual_seed, multinomial,
                      normal, rand, rand_like, randint, randint_like, randn, randn_like, random, randperm, seed,
                      set_rng_state)

@@ -20,7 +20,7 @@ from ..autograd.graph import node_class
 from ..autograd._primitive import PrimNode, apply, batch_rule, broadcast_error, defprim
 from ._registry import SUBMODULES, graph, register
 from ._schema import method_variant, schema
-from .elementwise import _made, is_int, is_real
+from .elementwise import _made, div_scalar_p, is_int, is_real, mul_scalar_p
 from .._util import dtype_word, normalize_dims, reduced_shape, return_type, scalar_or_tensor
 
 _INF = math.inf
@@ -1154,3 +1154,177 @@ batch_rule(flip_p, lambda xp, g, out, a, dim: xp.reverse_dim(g, _bd(dim)))
 
 # torch.special.logsumexp: an alias of logsumexp
 register(logsumexp, module=False, submodule="special", submodule_name="logsumexp")
+# ----- issue 18: integration and covariance (PyTorch's composites: aten/src/ATen/native/Integration.cpp and
+# Correlation.cpp, step for step, so the values, dtypes and graph are PyTorch's) ------------------------------------
+
+def _x_along(y: Tensor, x: Tensor, dim: int, op: str) -> Tensor:
+    """The differences of the sample points ``x`` along ``dim``, shaped to broadcast against y's (PyTorch does not
+    broadcast ``x`` to ``y`` first: NumPy broadcasts ``dx`` and ``dy`` after the differences)."""
+    if x.ndim == 1:
+        if x.shape[0] != y.shape[dim]:
+            raise RuntimeError(f"{op}: There must be one `x` value for each sample point")
+        shape = [1] * y.ndim
+        shape[dim] = x.shape[0]
+        x = x.view(shape)
+    elif x.ndim < y.ndim:
+        x = x.view((1,) * (y.ndim - x.ndim) + tuple(x.shape))
+    n = x.shape[dim]
+    k = n - 1 if n else 0   # PyTorch's slices [1:] and [:-1], clamped on an empty dim
+    return x.narrow(dim, 1 if n else 0, k) - x.narrow(dim, 0, k)
+
+
+def _pairs(y: Tensor, dim: int) -> Tensor:
+    n = y.shape[dim]
+    k = n - 1 if n else 0
+    return y.narrow(dim, 0, k) + y.narrow(dim, 1 if n else 0, k)
+
+
+_NO_X = object()   # trapezoid's x left out (an x of None given explicitly is PyTorch's TypeError)
+
+
+_OVERLOADS = {"trapz": " * (Tensor y, *, float dx = 1, int dim = -1)\n * (Tensor y, Tensor x, *, int dim = -1)\n"}
+_XDX = " * (Tensor y, Tensor x, *, int dim = -1)\n * (Tensor y, *, Number dx = 1, int dim = -1)\n"
+
+
+def _integration_args(op: str, y, x, dx, dim):
+    """The checks of trapezoid/trapz/cumulative_trapezoid (PyTorch's two overloads: ``(y, x, *, dim)`` and
+    ``(y, *, dx, dim)``); the wrapped dim."""
+    if not isinstance(y, Tensor):
+        raise TypeError(f"{op}(): argument 'y' (position 1) must be Tensor, not {type(y).__name__}")
+    if x is not _NO_X and (not isinstance(x, Tensor) or dx is not None):
+        got = ", ".join(type(v).__name__ for v in (y, x))
+        raise TypeError(f"{op}() received an invalid combination of arguments - got ({got}), but expected one of:\n"
+                        + _OVERLOADS.get(op, _XDX))
+    x = None if x is _NO_X else x
+    if not isinstance(dim, int) or isinstance(dim, bool):
+        raise TypeError(f"{op}(): argument 'dim' must be int, not {type(dim).__name__}")
+    op = "trapezoid" if op == "trapz" else op   # trapz runs PyTorch's trapezoid: its messages name that
+    dim = wrap_dim(dim, y.ndim)
+    if y.dtype is D.bool or (isinstance(x, Tensor) and x.dtype is D.bool):
+        raise RuntimeError(f"{op}: received a bool input for `x` or `y`, but bool is not supported" if x is not None
+                           else f"{op}: received a bool input for `y`, but bool is not supported")
+    if dx is not None and (isinstance(dx, (bool, complex)) or not isinstance(dx, (int, float))):
+        if isinstance(dx, Tensor) or isinstance(dx, (bool, complex)):
+            raise RuntimeError(f"{op}: Currently, we only support dx as a real number.")
+        raise TypeError(f"{op}(): argument 'dx' must be Number, not {type(dx).__name__}")
+    return dim
+
+
+def _trapezoid(op: str, y, x, dx, dim) -> Tensor:
+    dim = _integration_args(op, y, x, dx, dim)
+    if y.shape[dim] == 0:   # no samples: 0, as NumPy
+        from .creation import zeros
+        return zeros(tuple(s for i, s in enumerate(y.shape) if i != dim), dtype=y.dtype, device=y.device)
+    # C++ multiplies and divides by Scalars here: MulBackward1 / DivBackward1 (apply(mul_scalar_p, ...))
+    if isinstance(x, Tensor):
+        return apply(div_scalar_p, ((_pairs(y, dim) * _x_along(y, x, dim, "trapezoid")).sum(dim), 2.0))
+    step = float(1 if dx is None else dx)
+    ends = apply(mul_scalar_p, (y.select(dim, 0) + y.select(dim, -1), 0.5))
+    return apply(mul_scalar_p, (y.sum(dim) - ends, step))
+
+
+@register()
+def trapezoid(y: Tensor, x: Tensor = _NO_X, *, dx=None, dim: int = -1) -> Tensor:
+    """The trapezoidal rule along ``dim``: over the sample points ``x``, or at a constant spacing ``dx`` (1)."""
+    return _trapezoid("trapezoid", y, x, dx, dim)
+
+
+@register()
+def trapz(y: Tensor, x: Tensor = _NO_X, *, dx=None, dim: int = -1) -> Tensor:
+    """The older name of ``trapezoid``."""
+    return _trapezoid("trapz", y, x, dx, dim)
+
+
+@register()
+def cumulative_trapezoid(y: Tensor, x: Tensor = _NO_X, *, dx=None, dim: int = -1) -> Tensor:
+    """The running trapezoidal rule along ``dim`` (one element fewer than ``y`` there)."""
+    dim = _integration_args("cumulative_trapezoid", y, x, dx, dim)
+    if isinstance(x, Tensor):
+        return apply(div_scalar_p, ((_pairs(y, dim) * _x_along(y, x, dim, "cumulative_trapezoid")).cumsum(dim), 2.0))
+    step = float(1 if dx is None else dx)
+    return apply(mul_scalar_p, (_pairs(y, dim), step / 2.0)).cumsum(dim)
+
+
+@register(method=True)
+@schema("cov(Tensor input, *, int correction, Tensor? fweights, Tensor? aweights)")
+def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
+        aweights: Tensor | None = None) -> Tensor:
+    """The covariance matrix of the variables in ``input``'s rows (observations in its columns)."""
+    from .creation import tensor as _scalar
+    if input.ndim > 2:
+        raise RuntimeError("cov(): expected input to have two or fewer dimensions but got an input with "
+                           f"{input.ndim} dimensions")
+    if input.dtype is D.bool:
+        raise RuntimeError("cov(): bool dtype is not supported for input")
+    x = input.view(1, -1) if input.ndim < 2 else input
+    n = x.shape[1]
+    w = None
+    if fweights is not None:
+        w = fweights
+        if w.ndim > 1:
+            raise RuntimeError("cov(): expected fweights to have one or fewer dimensions but got fweights with "
+                               f"{w.ndim} dimensions")
+        if w.dtype.is_floating_point or w.dtype is D.bool:
+            raise RuntimeError("cov(): expected fweights to have integral dtype but got fweights with "
+                               f"{dtype_word(w.dtype)} dtype")
+        if w.numel() != n:
+            raise RuntimeError("cov(): expected fweights to have the same numel as there are observations in the "
+                               f"input but got {w.numel()} != {n}")
+        if n and not bool(w.min().ge(0)):
+            raise RuntimeError("cov(): fweights cannot be negative")
+    if aweights is not None:
+        aw = aweights
+        if aw.ndim > 1:
+            raise RuntimeError("cov(): expected aweights to have one or fewer dimensions but got aweights with "
+                               f"{aw.ndim} dimensions")
+        if not aw.dtype.is_floating_point:
+            raise RuntimeError("cov(): expected aweights to have floating point dtype but got aweights with "
+                               f"{dtype_word(aw.dtype)} dtype")
+        if aw.numel() != n:
+            raise RuntimeError("cov(): expected aweights to have the same numel as there are observations in the "
+                               f"input but got {aw.numel()} != {n}")
+        if n and not bool(aw.min().ge(0)):
+            raise RuntimeError("cov(): aweights cannot be negative")
+        w = aw if w is None else w * aw
+    w_sum = w.sum() if w is not None else _scalar(n, dtype=D.int64, device=input.device)
+    if w is not None and not bool(w_sum.ne(0)):
+        raise RuntimeError("cov(): weights sum to zero, can't be normalized")
+    avg = (x * w if w is not None else x).sum(1) / w_sum
+    if w is None:
+        norm = _scalar(n - correction, dtype=D.int64, device=input.device)
+    elif correction == 0:
+        norm = w_sum
+    elif aweights is None:
+        norm = w_sum - correction
+    elif fweights is None and n == 1 and correction == 1:
+        norm = _scalar(0, dtype=D.int64, device=input.device)
+    else:
+        norm = w_sum - correction * (w * aweights).sum() / w_sum
+    if bool(norm.le(0)):
+        warnings.warn("cov(): degrees of freedom is <= 0. Correction should be strictly less than the number of "
+                      "observations.", UserWarning, stacklevel=2)
+        norm = norm * 0
+    if n == 1 and (fweights is None) != (aweights is None):
+        x = x * 0   # PyTorch's corner case: the weighted mean of one observation is the observation
+        if not x.dtype.is_floating_point:
+            x = x.float()
+    else:
+        x = x - avg.unsqueeze(1)
+    c = x.mm((x * w if w is not None else x).t())
+    return c.true_divide(norm).squeeze()
+
+
+@register(method=True)
+@schema("corrcoef(Tensor input)")
+def corrcoef(input: Tensor) -> Tensor:
+    """Pearson's correlation coefficients of the variables in ``input``'s rows, clipped to [-1, 1] as NumPy."""
+    if input.ndim > 2:
+        raise RuntimeError("corrcoef(): expected input to have two or fewer dimensions but got an input with "
+                           f"{input.ndim} dimensions")
+    c = cov(input)
+    if c.ndim == 0:
+        return c / c   # nan for a zero, inf or nan variance, 1 otherwise
+    d = c.diagonal().sqrt()
+    c = c / d.view(-1, 1)
+    c = c / d.view(1, -1)
+    return c.clip(-1, 1)

@@ -1668,3 +1668,70 @@ def _cat_vjp_batched(i):
 
 batch_rule(cat_p, _PerInput(_cat_vjp_batched))
 batch_rule(stack_p, _PerInput(lambda i: lambda xp, g, out, *inputs, dim: xp.select_dim(g, _bd(dim), i)))
+
+
+# ----- issue 18: block_diag, vander, unravel_index (PyTorch's composites, built from differentiable ops) -----------
+
+@register()
+def block_diag(*tensors: Tensor) -> Tensor:
+    """The block diagonal matrix of the given 0-, 1- and 2-d tensors (a 1-d tensor is one row)."""
+    for i, t in enumerate(tensors):
+        check_tensor(t, "block_diag", "tensors", 1)
+        if t.ndim > 2:
+            raise RuntimeError("torch.block_diag: Input tensors must have 2 or fewer dimensions. Input "
+                               f"{i} has {t.ndim} dimensions")
+    if not tensors:
+        return C.empty((1, 0))
+    dtype = tensors[0].dtype
+    for t in tensors[1:]:
+        dtype = D.promote_types(dtype, t.dtype)
+    blocks = [t.reshape(1, -1) if t.ndim < 2 else t for t in tensors]
+    ncols = [b.shape[1] for b in blocks]
+    total, before, rows = sum(ncols), 0, []
+    for b, c in zip(blocks, ncols):
+        dev = b.device
+        left = C.zeros((b.shape[0], before), dtype=dtype, device=dev)
+        right = C.zeros((b.shape[0], total - before - c), dtype=dtype, device=dev)
+        rows.append(cat([left, b.to(dtype), right], 1))
+        before += c
+    return cat(rows, 0)
+
+
+@register()
+@schema("vander(Tensor x, int? N, bool increasing)")
+def vander(x: Tensor, N: int | None = None, increasing: bool = False) -> Tensor:
+    """The Vandermonde matrix of the 1-d ``x``: columns x^(N-1), ..., x^0 (or x^0, ... when ``increasing``), by
+    cumulative products as PyTorch (integral and bool inputs give int64)."""
+    check_tensor(x, "vander", "x")
+    if x.ndim != 1:
+        raise RuntimeError("x must be a one-dimensional tensor.")
+    n = x.shape[0] if N is None else N
+    if n < 0:
+        raise RuntimeError("N must be non-negative.")
+    dtype = D.promote_types(x.dtype, D.int64)
+    ones = C.ones((x.shape[0], 1 if n else 0), dtype=dtype, device=x.device)
+    if n > 1:
+        powers = x.to(dtype).unsqueeze(1).expand(x.shape[0], n - 1).cumprod(1)
+        result = cat([ones, powers], 1)
+    else:
+        result = ones
+    return result if increasing else flip(result, 1)
+
+
+@register()
+def unravel_index(indices: Tensor, shape) -> tuple:
+    """The coordinates in a tensor of ``shape`` of the flat ``indices`` (one tensor per dimension)."""
+    if indices.dtype.is_floating_point or indices.dtype is D.bool:
+        raise TypeError(f"expected 'indices' to be integer dtype, but got {indices.dtype}")
+    if not isinstance(shape, (int, tuple, list, Size)):
+        raise TypeError(f"expected 'shape' to be int or sequence of ints, but got {type(shape)}")
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    for d in shape:
+        if not isinstance(d, int):
+            raise TypeError(f"expected 'shape' sequence to only contain ints, but got {type(d)}")
+    if any(d < 0 for d in shape):
+        raise ValueError(f"'shape' cannot have negative values, but got {shape}")
+    coefs = list(reversed(list(itertools.accumulate(reversed(shape[1:] + (1,)), func=lambda a, b: a * b))))
+    res = indices.unsqueeze(-1).floor_divide(C.tensor(coefs, dtype=D.int64, device=indices.device)) \
+        % C.tensor(list(shape), dtype=D.int64, device=indices.device)
+    return unbind(res, -1)

@@ -274,6 +274,22 @@ def kernels(k) -> dict:
         return xp.where(out, xp.zeros_like(r), r)
 
     @_promoted
+    def gcd(x, y):
+        """Euclid's algorithm on |x| and |y|, all elements at once, until every remainder is 0."""
+        a, b = xp.broadcast_arrays(xp.abs(x), xp.abs(y))
+        while bool(xp.any(b != 0)):
+            nz = b != 0
+            safe = xp.where(nz, b, xp.ones_like(b))
+            a, b = xp.where(nz, b, a), xp.where(nz, a % safe, b)
+        return a
+
+    @_promoted
+    def lcm(x, y):
+        g = gcd(x, y)
+        zero = g == 0
+        return xp.where(zero, xp.zeros_like(g), xp.abs(x // xp.where(zero, xp.ones_like(g), g) * y))
+
+    @_promoted
     def bitwise_right_shift(x, y):
         bits, out, s = _shift(x, y)
         r = xp.bitwise_right_shift(x, s)

@@ -100,6 +100,9 @@ class _Backend:
     def tri_indices(self, upper: bool, row: int, col: int, offset: int, dtype):
         return self.asarray(_cpu.backend.tri_indices(upper, row, col, offset, dtype))
 
+    def kaiser_window(self, m: int, beta: float, dtype):
+        return self.asarray(_cpu.backend.kaiser_window(m, beta, dtype))
+
     def zeros_like(self, x, dtype=None):
         return self._arr(self.xp.zeros_like(x.a, dtype=None if dtype is None else self._lib(dtype)))
 

@@ -1,5 +1,5 @@
-"""Special functions in array-API standard operations (the standard has none): erf, erfc, erfinv, lgamma, digamma and
-polygamma, computed in float64 and rounded once to the input's dtype. The coefficients are the cpu kernels' (Cody's
+"""Special functions in array-API standard operations (the standard has none): erf, erfc, erfinv, lgamma, digamma,
+polygamma, i0 and i1, computed in float64 and rounded once to the input's dtype. The coefficients are the cpu kernels' (Cody's
 erf, PyTorch's erfinv, digamma and trigamma, Cephes' Hurwitz zeta); lgamma (the cpu's is libm's) is Stirling's series
 after the recurrence up to 10, with the reflection formula below 1/2."""
 from __future__ import annotations

@@ -107,3 +107,21 @@ def tri_indices(upper: bool, row: int, col: int, offset: int, np_dtype) -> np.nd
     array."""
     r, c = (np.triu_indices if upper else np.tril_indices)(row, offset, col)
     return np.stack([r, c]).astype(np_dtype).reshape(2, -1)
+
+
+def kaiser_window(m: int, beta: float, np_dtype) -> np.ndarray:
+    """PyTorch's kaiser_window kernel for ``arange(m)``: ``i0(beta sqrt(|1 - ((k - a) / a)^2|)) / i0(beta)``,
+    a = (m - 1) / 2, in the dtype's opmath type (float for float16). Its ``1 - x * x`` is compiled as one fused
+    multiply-add: float32 takes it in float64 (x * x is exact there), float64 through libm's fma."""
+    from .bessel import i0   # the kernel module imports this one's neighbours; a local import keeps it light
+    npd = np.dtype(np_dtype)
+    work = np.float64 if npd == np.float64 else np.float32
+    alpha = work((m - 1) / 2.0)
+    b = np.array(beta, dtype=work)
+    with np.errstate(all="ignore"):
+        x = (np.arange(m, dtype=work) - alpha) / alpha
+        if work is np.float32:
+            inner = (1.0 - x.astype(np.float64) ** 2).astype(np.float32)
+        else:
+            inner = fma64(-x, x, np.ones_like(x))
+        return (i0(b * np.sqrt(np.abs(inner))) / i0(b)).astype(npd)

@@ -11,6 +11,9 @@ import math
 
 import numpy as np
 
+from . import libm as _libm
+from .libm import fma64
+
 __all__ = ["tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "asinh", "acosh", "atanh", "exp2", "expm1",
            "log2", "log10", "log1p", "reciprocal", "rsqrt", "erf", "erfc", "erfinv", "lgamma", "digamma",
            "polygamma", "sinc", "logit", "xlogy", "hypot", "logaddexp", "logaddexp2", "copysign", "fmod",
@@ -21,7 +24,7 @@ __all__ = ["tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "asinh", "aco
            "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "isposinf", "isneginf", "isreal", "signbit",
            "isclose", "exp", "sin", "cos", "tanh", "log", "sigmoid",
            # the arithmetic operators' kernels with a Python number (ember/ops/elementwise.py's _scalar_kernel)
-           "weak_number", "half_number_op"]
+           "weak_number", "half_number_op", "gcd", "lcm"]
 
 _PI = math.pi
 
@@ -348,6 +351,19 @@ def bitwise_left_shift(x, y):
     _, out, s = _shift_count(x, y)
     r = np.left_shift(x, s)
     return np.where(out, 0, r).astype(r.dtype, copy=False)
+
+
+def gcd(x, y):
+    """The greatest common divisor of |x| and |y| (0 for 0 and 0); NumPy's loop is Euclid's, as PyTorch's."""
+    return np.gcd(x, y)
+
+
+def lcm(x, y):
+    """PyTorch's lcm: |x / gcd(x, y) * y| in the dtype (wrapping as its C++ does), 0 where the gcd is 0."""
+    g = np.gcd(x, y)
+    with np.errstate(all="ignore"):
+        q = x // np.where(g == 0, 1, g)   # exact: g divides x
+        return np.where(g == 0, 0, np.abs(q * y)).astype(g.dtype, copy=False)
 
 
 def bitwise_right_shift(x, y):

@@ -99,6 +99,7 @@ class _Backend:
     linspace = staticmethod(_creation.linspace)
     logspace = staticmethod(_creation.logspace)
     tri_indices = staticmethod(_creation.tri_indices)
+    kaiser_window = staticmethod(_creation.kaiser_window)
     # The host's (NumPy's) own types, which PyTorch's argument parsing and tensor() accept: its scalars as Python
     # numbers, its arrays as data; the conversions of host data.
     host_array = np.ndarray

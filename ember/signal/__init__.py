@@ -1,0 +1,2 @@
+"""torch.signal: the ``windows`` module."""
+from . import windows  # noqa: F401
