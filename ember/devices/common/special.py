@@ -140,47 +140,6 @@ def kernels(k) -> dict:
         result = result + (1 + 1 / (2 * x) + ixx * (1. / 6 - ixx * (1. / 30 - ixx * (1. / 42)))) / x
         return sign * result
 
-    def _zeta(s: float, q):
-        """The Hurwitz zeta function zeta(s, q) for a scalar s > 1 (Cephes' algorithm, as the cpu kernel)."""
-        pole = (q <= 0) & (q == xp.floor(q))
-        out = xp.where(pole, math.inf, xp.full(q.shape, math.nan, dtype=q.dtype))
-        done = pole | xp.isnan(q)
-        if s != math.floor(s):
-            done = done | (q <= 0)   # nan
-        qq = xp.where(done, 1.0, q)
-        acc = qq ** -s
-        a = qq
-        b = xp.zeros_like(qq)
-        i = 0
-        while True:
-            active = ~done & ((i < 9) | (a <= 9.0))
-            if not bool(xp.any(active)):
-                break
-            i += 1
-            a = xp.where(active, a + 1, a)
-            b = xp.where(active, a ** -s, b)
-            acc = xp.where(active, acc + b, acc)
-            conv = active & (-_c._MACHEP * acc < b) & (b < _c._MACHEP * acc)
-            out = xp.where(conv, acc, out)
-            done = done | conv
-        w = a
-        acc = acc + b * w / (s - 1) - 0.5 * b
-        a = xp.ones_like(qq)
-        kk = 0.0
-        for c in _c._ZETA_A:
-            a = a * (s + kk)
-            b = b / w
-            t = a * b / c
-            acc = acc + t
-            conv = ~done & (xp.abs(t / acc) < _c._MACHEP)
-            out = xp.where(conv, acc, out)
-            done = done | conv
-            kk += 1
-            a = a * (s + kk)
-            b = b / w
-            kk += 1
-        return xp.where(done, out, acc)
-
     def polygamma(n: int, x):
         """The n-th derivative of digamma (the cpu kernel's: digamma, trigamma, then Hurwitz zeta)."""
         if n == 0:
@@ -189,7 +148,7 @@ def kernels(k) -> dict:
         if n == 1:
             r = _trigamma(w)
         else:
-            r = (1.0 if n % 2 else -1.0) * math.exp(math.lgamma(n + 1.0)) * _zeta(n + 1.0, w)
+            r = (1.0 if n % 2 else -1.0) * math.exp(math.lgamma(n + 1.0)) * _c.zeta_in(xp, xp.asarray(n + 1.0, dtype=xp.float64), w)
         return xp.astype(r, x.dtype if k.is_float(x) else xp.float32)
 
     return {"erf": erf, "erfc": erfc, "erfinv": erfinv, "lgamma": lgamma, "digamma": digamma,

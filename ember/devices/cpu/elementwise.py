@@ -11,8 +11,6 @@ import math
 
 import numpy as np
 
-from . import libm as _libm
-from .libm import fma64
 
 __all__ = ["tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "asinh", "acosh", "atanh", "exp2", "expm1",
            "log2", "log10", "log1p", "reciprocal", "rsqrt", "erf", "erfc", "erfinv", "lgamma", "digamma",
@@ -717,50 +715,6 @@ _ZETA_A = (12.0, -720.0, 30240.0, -1209600.0, 47900160.0, -1.8924375803183791606
 _MACHEP = 1.11022302462515654042E-16
 
 
-def _zeta(s: float, q):
-    """The Hurwitz zeta function zeta(s, q) for a scalar s > 1 (Cephes' algorithm, as PyTorch)."""
-    out = np.full(q.shape, np.nan)
-    done = np.zeros(q.shape, dtype=bool)
-    pole = (q <= 0) & (q == np.floor(q))
-    out[pole] = np.inf
-    done |= pole | np.isnan(q)
-    if s != math.floor(s):
-        done |= q <= 0   # nan
-    qq = np.where(done, 1.0, q)
-    acc = qq ** -s
-    a = qq.copy()
-    b = np.zeros_like(qq)
-    i = 0
-    while True:
-        active = ~done & ((i < 9) | (a <= 9.0))
-        if not active.any():
-            break
-        i += 1
-        a = np.where(active, a + 1, a)
-        b = np.where(active, a ** -s, b)
-        acc = np.where(active, acc + b, acc)
-        conv = active & (-_MACHEP * acc < b) & (b < _MACHEP * acc)
-        out = np.where(conv, acc, out)
-        done = done | conv
-    w = a
-    acc = acc + b * w / (s - 1) - 0.5 * b
-    a = np.ones_like(qq)
-    k = 0.0
-    for c in _ZETA_A:
-        a = a * (s + k)
-        b = b / w
-        t = a * b / c
-        acc = acc + t
-        conv = ~done & (np.abs(t / acc) < _MACHEP)
-        out = np.where(conv, acc, out)
-        done = done | conv
-        k += 1
-        a = a * (s + k)
-        b = b / w
-        k += 1
-    return np.where(done, out, acc)
-
-
 def polygamma(n: int, x):
     """The n-th derivative of digamma (PyTorch's kernels: digamma, trigamma, then Hurwitz zeta)."""
     if n == 0:
@@ -771,7 +725,7 @@ def polygamma(n: int, x):
         if n == 1:
             r = _trigamma(w)
         else:
-            r = (1.0 if n % 2 else -1.0) * math.exp(math.lgamma(n + 1.0)) * _zeta(n + 1.0, w)
+            r = (1.0 if n % 2 else -1.0) * math.exp(math.lgamma(n + 1.0)) * zeta_in(np, np.float64(n + 1.0), w)
     return r.astype(x.dtype, copy=False)
 
 
