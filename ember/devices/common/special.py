@@ -151,37 +151,7 @@ def kernels(k) -> dict:
             r = (1.0 if n % 2 else -1.0) * math.exp(math.lgamma(n + 1.0)) * _c.zeta_in(xp, xp.asarray(n + 1.0, dtype=xp.float64), w)
         return xp.astype(r, x.dtype if k.is_float(x) else xp.float32)
 
-    return {"erf": erf, "erfc": erfc, "erfinv": erfinv, "lgamma": lgamma, "digamma": digamma,
-            "polygamma": polygamma}
-
-
-# Stirling's series of lgamma: B_2k / (2k (2k - 1)), k = 1 .. 8
-_STIRLING = (1 / 12, -1 / 360, 1 / 1260, -1 / 1680, 1 / 1188, -691 / 360360, 1 / 156, -3617 / 122400)
-_HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
-_LOG_PI = math.log(math.pi)
-
-
-# ----- torch.special, part B: erfcx and ndtri (the cpu kernels' algorithms, in standard operations) ------------
-
-_kernels_a = kernels
-
-
-def kernels(k) -> dict:  # noqa: F811  (part A's kernels plus part B's)
-    xp = k.xp
-    out = _kernels_a(k)
-
-    def _in64(fn):
-        def kernel(x):
-            return xp.astype(fn(xp.astype(x, xp.float64)), x.dtype if k.is_float(x) else xp.float32)
-        kernel.__name__ = fn.__name__
-        return kernel
-
-    def _ratio(v, num, den, lead):
-        n, d = v * lead, v
-        for cn, cd in zip(num[:-1], den[:-1]):
-            n, d = (n + cn) * v, (d + cd) * v
-        return (n + num[-1]) / (d + den[-1])
-
+    # torch.special, part B: erfcx and ndtri (the cpu kernels' algorithms), zeta, igamma, the polynomials
     def _polevl(x, coef):
         r = xp.zeros_like(x)
         for c in coef:
@@ -239,10 +209,17 @@ def kernels(k) -> dict:  # noqa: F811  (part A's kernels plus part B's)
 
     def _igamma(upper: bool):
         def kernel(a, x):
-            r = _c.igamma_in(xp, a, x, upper, out["lgamma"], out["erfc"])
+            r = _c.igamma_in(xp, a, x, upper, lgamma, erfc)
             return xp.astype(r, xp.result_type(a, x))
         return kernel
 
-    out.update({"erfcx": erfcx, "ndtri": ndtri, "xlog1py": xlog1py, "orthogonal_polynomial": orthogonal_polynomial,
-                "zeta": zeta, "igamma": _igamma(False), "igammac": _igamma(True)})
-    return out
+    return {"erf": erf, "erfc": erfc, "erfinv": erfinv, "lgamma": lgamma, "digamma": digamma,
+            "polygamma": polygamma, "erfcx": erfcx, "ndtri": ndtri, "xlog1py": xlog1py,
+            "orthogonal_polynomial": orthogonal_polynomial, "zeta": zeta, "igamma": _igamma(False),
+            "igammac": _igamma(True)}
+
+
+# Stirling's series of lgamma: B_2k / (2k (2k - 1)), k = 1 .. 8
+_STIRLING = (1 / 12, -1 / 360, 1 / 1260, -1 / 1680, 1 / 1188, -691 / 360360, 1 / 156, -3617 / 122400)
+_HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
+_LOG_PI = math.log(math.pi)
