@@ -248,7 +248,7 @@ def setitem(self: Tensor, index, value) -> None:
 @register(method=True)
 def fill_(self: Tensor, value) -> Tensor:
     """Fill ``self`` with ``value`` (a number or a 0-d tensor) in place."""
-    if not (isinstance(value, (Tensor, bool, int, float)) or is_array_scalar(value)):
+    if not (isinstance(value, (Tensor, bool, int, float, complex)) or is_array_scalar(value)):
         raise TypeError(f"fill_(): argument 'value' must be Number or Tensor, not {type(value).__name__}")
     if isinstance(value, Tensor):
         if value._data.ndim:
