@@ -200,7 +200,7 @@ def complex_rules(prim: Primitive, how) -> None:
     twin.batch = False   # is_grads_batched: row by row
     if how is True:
         if type(prim.vjps) is tuple:
-            twin.vjps = tuple(None if r is None else _conjugating(r) for r in prim.vjps)
+            twin.vjps = tuple(None if r is None else _conjugating(prim, i) for i, r in enumerate(prim.vjps))
     else:
         vjps, jvps, *more = how
         if more:   # what its complex rules read: (saves, saves_out)
@@ -229,11 +229,12 @@ def _conj_of(xp, v):
     return xp.conj(v)
 
 
-def _conjugating(rule):
+def _conjugating(prim: Primitive, i: int):
+    """Input ``i``'s VJP rule of ``prim`` on the conjugates (looked up at each call: the rule is prim's own)."""
     def conj_rule(xp, g, out, *args, **params):
-        return rule(xp, g, _conj_of(xp, out), *[_conj_of(xp, a) for a in args],
-                    **{k: _conj_of(xp, v) for k, v in params.items()})
-    conj_rule.__name__ = getattr(rule, "__name__", "rule")
+        return prim.vjps[i](xp, g, _conj_of(xp, out), *[_conj_of(xp, a) for a in args],
+                            **{k: _conj_of(xp, v) for k, v in params.items()})
+    conj_rule.__name__ = getattr(prim.vjps[i], "__name__", "rule")
     return conj_rule
 
 

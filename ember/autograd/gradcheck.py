@@ -42,7 +42,12 @@ def _as_tuple(x) -> tuple:
 
 
 def _is_float(t) -> bool:
-    return isinstance(t, Tensor) and t.is_floating_point()
+    """A differentiable dtype: floating or complex."""
+    return isinstance(t, Tensor) and (t.is_floating_point() or t.dtype.is_complex)
+
+
+def _is_complex(t) -> bool:
+    return isinstance(t, Tensor) and t.dtype.is_complex
 
 
 def _needs_grad(t) -> bool:
@@ -172,10 +177,18 @@ def _numerical_jacobians(func: Callable, inputs: tuple, outputs: tuple, eps: flo
     for i in _diff_positions(inputs):
         x = inputs[i]
         data = x.data   # no version bump, and no graph: the function may have saved x
-        cols = [_central_difference(run, data[idx], eps, eps, idx) for idx in _indices(x)]
+        if x.dtype.is_complex:
+            # the conjugate Wirtinger form PyTorch's gradients take, for real outputs (complex ones are checked
+            # as their real and imaginary parts): ds/dx + i ds/dy
+            cols = [[None if a is None else a + b * 1j for a, b in zip(
+                _central_difference(run, data[idx], eps, eps, idx),
+                _central_difference(run, data[idx], eps * 1j, eps, idx))] for idx in _indices(x)]
+        else:
+            cols = [_central_difference(run, data[idx], eps, eps, idx) for idx in _indices(x)]
         for j, o in enumerate(outputs):
             if _is_float(o):
-                jac[(j, i)] = _stack_rows([c[j] for c in cols], o.numel(), o, o.dtype)
+                jac[(j, i)] = _stack_rows([c[j] for c in cols], o.numel(), o,
+                                          x.dtype if x.dtype.is_complex else o.dtype)
     return jac
 
 
@@ -291,6 +304,29 @@ def _forward_jacobians(func: Callable, inputs: tuple, outputs: tuple) -> dict:
     return jac
 
 
+def _complex_outputs_as(func: Callable, part: Callable) -> Callable:
+    """``func`` with each complex output replaced by ``part`` of it (its real or imaginary parts)."""
+    def fn(*inputs):
+        return tuple(part(o) if _is_complex(o) else o for o in _as_tuple(func(*inputs)))
+    return fn
+
+
+def _complex_inputs_as(func: Callable, inputs: tuple, cx_in: list, part: str):
+    """``func`` as a function of the real (or imaginary) parts of the complex inputs at ``cx_in``, and those parts
+    as real inputs requiring grad."""
+    part_inputs = list(inputs)
+    for i in cx_in:
+        part_inputs[i] = getattr(inputs[i], part).detach().requires_grad_(inputs[i].requires_grad)
+
+    def fn(*args):
+        full = list(args)
+        for i in cx_in:
+            orig = inputs[i].detach()
+            full[i] = args[i] + orig.imag * 1j if part == "real" else orig.real + args[i] * 1j
+        return _as_tuple(func(*full))
+    return fn, tuple(part_inputs)
+
+
 # ----- slow mode ------------------------------------------------------------------------------------
 
 def _check_no_differentiable_outputs(func, inputs, func_out, eps) -> None:
@@ -337,6 +373,9 @@ def _random_unit_vectors(inputs: tuple, outputs: tuple, use_forward_ad: bool):
     g = _torch.Generator()
 
     def vec(t: Tensor) -> Tensor:
+        if t.dtype.is_complex:   # a real unit vector, as a complex one
+            v = _torch.rand(t.numel(), generator=g).to(dtype=t.dtype.to_real())
+            return (v / v.norm()).to(dtype=t.dtype)
         v = _torch.rand(t.numel(), generator=g).to(dtype=t.dtype)
         return v / v.norm()
 
@@ -592,12 +631,30 @@ def _gradcheck(func, inputs, *, eps, atol, rtol, raise_exception, nondet_tol, ch
         _check_inputs(inputs, eps, stacklevel)
         func_out = func(*inputs)
         outputs = _differentiable_outputs(func_out)
-        check = _fast_gradcheck if fast_mode else _slow_gradcheck
+        # complex inputs or outputs: slow mode (PyTorch's fast mode draws complex u and v; the slow check compares
+        # every Jacobian entry, so it is the stricter of the two)
+        has_complex = any(_is_complex(x) for x in inputs) or any(_is_complex(o) for o in _as_tuple(func_out))
+        check = _fast_gradcheck if fast_mode and not has_complex else _slow_gradcheck
         cache: dict = {}
         if check_backward_ad:
-            check(func, func_out, inputs, eps, rtol, atol, check_grad_dtypes, nondet_tol, False, cache)
+            if any(_is_complex(o) for o in outputs):
+                # as PyTorch: a complex output is checked as two real functions, its real and imaginary parts
+                for part in (_torch.real, _torch.imag):
+                    fn = _complex_outputs_as(func, part)
+                    check(fn, fn(*inputs), inputs, eps, rtol, atol, check_grad_dtypes, nondet_tol, False, {})
+            else:
+                check(func, func_out, inputs, eps, rtol, atol, check_grad_dtypes, nondet_tol, False, cache)
         if check_forward_ad:
-            check(func, func_out, inputs, eps, rtol, atol, check_grad_dtypes, nondet_tol, True, cache)
+            cx_in = [i for i in _diff_positions(inputs) if _is_complex(inputs[i])]
+            if cx_in:
+                # as PyTorch: forward mode is checked on functions of the real parts, then of the imaginary parts,
+                # of the complex inputs (the other part held fixed)
+                for part in ("real", "imag"):
+                    fn, part_inputs = _complex_inputs_as(func, inputs, cx_in, part)
+                    check(fn, fn(*part_inputs), part_inputs, eps, rtol, atol, check_grad_dtypes, nondet_tol, True,
+                          {})
+            else:
+                check(func, func_out, inputs, eps, rtol, atol, check_grad_dtypes, nondet_tol, True, cache)
             if check_undefined_grad:
                 _test_undefined_forward_mode(func, outputs, inputs)
         if check_batched_forward_grad:
@@ -619,13 +676,16 @@ def _gradcheck(func, inputs, *, eps, atol, rtol, raise_exception, nondet_tol, ch
 
 def _random_grad_output(x: Tensor, noncontiguous: bool) -> Tensor:
     """``torch.testing.make_tensor(x.shape, dtype=..., low=-1, high=1, requires_grad=True,
-    noncontiguous=...)``: uniform [-1, 1) from the global generator, in the same draw order."""
-    dtype = x.dtype if x.is_floating_point() else _torch.float64
+    noncontiguous=...)``: uniform [-1, 1) from the global generator, in the same draw order (complex: the real and
+    imaginary parts, interleaved)."""
+    dtype = x.dtype if _is_float(x) else _torch.float64
     shape = tuple(x.shape)
     noncontiguous = noncontiguous and x.numel() > 1
     if noncontiguous:
         shape = shape[:-1] + (2 * shape[-1],)   # the odd elements below: non-contiguous, not identical
-    t = _torch.empty(shape, dtype=dtype).uniform_(-1, 1)
+    t = _torch.empty(shape, dtype=dtype)
+    with no_grad():
+        (_torch.view_as_real(t) if dtype.is_complex else t).uniform_(-1, 1)
     if noncontiguous:
         t = t[..., 1::2]
     return t.requires_grad_(True)

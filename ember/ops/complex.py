@@ -13,7 +13,8 @@ import math
 
 from .. import _dtype as D
 from .._tensor import Tensor
-from ..autograd._primitive import apply, defprim
+from ..autograd._primitive import PrimNode, apply, defprim
+from ..autograd.graph import node_class
 from ._registry import graph, register
 from ._schema import schema
 from .shape import select
@@ -25,7 +26,7 @@ conj_physical_p = defprim("conj_physical", lambda xp, a: xp.conj(a), vjp=lambda 
                           jvp="linear", complex="own", batch=True)
 # real/imag are PyTorch's select(view_as_real(z), -1, 0 or 1): the same two nodes here
 view_as_real_p = defprim("view_as_real", lambda xp, a: xp.view_as_real(a),
-                         vjp=lambda xp, g, out, a: xp.view_as_complex(xp.clone(g)), jvp="linear", is_view=True,
+                         vjp=lambda xp, g, out, a: xp.view_as_complex(g), jvp="linear", is_view=True,
                          complex="own")
 view_as_complex_p = defprim("view_as_complex", lambda xp, a: xp.view_as_complex(a),
                             vjp=lambda xp, g, out, a: xp.view_as_real(g), jvp="linear", is_view=True)
@@ -134,7 +135,10 @@ def conj_physical_(input: Tensor) -> Tensor:
     from ..autograd._views import apply_inplace
     if not input.dtype.is_complex:
         return input
-    return apply_inplace(conj_physical_p, input, ())
+    return apply_inplace(conj_physical_p, input, (), {}, _CONJ_PHYSICAL_INPLACE)
+
+
+_CONJ_PHYSICAL_INPLACE = node_class("ConjPhysicalBackward1", PrimNode)
 
 
 @register(method=True, graph=True)
@@ -146,7 +150,7 @@ def view_as_real(input: Tensor) -> Tensor:
     return apply(view_as_real_p, (input,))
 
 
-@register(method=False, graph=True)
+@register(method=False)
 @schema("view_as_complex(Tensor input)")
 def view_as_complex(input: Tensor) -> Tensor:
     """A real tensor with a last dimension of 2 as a complex view (float32 -> complex64, float64 -> complex128)."""
@@ -223,6 +227,8 @@ def _set_part(part):
 Tensor.real = property(_real, _set_part(_real), doc="The real parts (a view of a complex tensor; a real "
                                                     "tensor itself).")
 Tensor.imag = property(_imag, _set_part(_imag), doc="The imaginary parts, a view (complex tensors only).")
+# a rule's view_as_complex (view_as_real's gradient, contiguous as PyTorch's grad.contiguous())
+graph("view_as_complex", lambda x: apply(view_as_complex_p, (x.contiguous(),)))
 register(_real, name="real", module=True)
 register(_imag, name="imag", module=True)
 graph("real", lambda x: _real(x))

@@ -224,7 +224,7 @@ def _binary(op):
 
     def fwd(self, o):
         a, o = self._kit.promote(self.a, _other(self, o))
-        if true_div and not self.xp.isdtype(a.dtype, "real floating"):   # NumPy: int / int is float64
+        if true_div and not self.xp.isdtype(a.dtype, ("real floating", "complex floating")):   # NumPy: int/int is float64
             a = self.xp.astype(a, self.xp.float64)
             o = self.xp.astype(o, self.xp.float64) if hasattr(o, "dtype") else o
         if a.dtype == self.xp.bool and getattr(o, "dtype", None) == self.xp.bool:
@@ -233,7 +233,7 @@ def _binary(op):
 
     def rev(self, o):
         a, o = self._kit.promote(self.a, _other(self, o))
-        if true_div and not self.xp.isdtype(a.dtype, "real floating"):
+        if true_div and not self.xp.isdtype(a.dtype, ("real floating", "complex floating")):
             a = self.xp.astype(a, self.xp.float64)
             o = self.xp.astype(o, self.xp.float64) if hasattr(o, "dtype") else o
         if not hasattr(o, "dtype"):

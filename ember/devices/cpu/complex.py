@@ -41,7 +41,10 @@ def view_as_real(a):
 
 
 def view_as_complex(a):
-    """A (..., 2) real array seen as complex (the last dimension contiguous; the caller checks)."""
+    """A (..., 2) real array seen as complex (the public op checks the strides; a gradient is copied to C order
+    first, as PyTorch's grad.contiguous())."""
+    if a.strides[-1] != a.itemsize or any(s % (2 * a.itemsize) for s in a.strides[:-1]):
+        a = np.ascontiguousarray(a)
     return a.view(_COMPLEX[a.dtype])[..., 0]
 
 
