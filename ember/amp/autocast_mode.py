@@ -101,9 +101,12 @@ def _check_bool(value, fn: str, position: int) -> None:
         raise TypeError(f"{fn}(): argument 'enabled' (position {position}) must be bool, not {type(value).__name__}")
 
 
-def is_autocast_enabled(device_type: str | None = None) -> bool:
+_NO_ARG = object()
+
+
+def is_autocast_enabled(device_type: str = _NO_ARG) -> bool:
     """Whether autocast is enabled for ``device_type`` (no argument: 'cuda', PyTorch's legacy form)."""
-    t = "cuda" if device_type is None else _device_type(device_type, "is_autocast_enabled")
+    t = "cuda" if device_type is _NO_ARG else _device_type(device_type, "is_autocast_enabled")
     return _state.enabled.get(t, False)
 
 
