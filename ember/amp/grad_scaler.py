@@ -46,7 +46,8 @@ def _amp_update_scale_(current_scale: Tensor, growth_tracker: Tensor, found_inf:
         else:
             successful = int(growth_tracker) + 1
             if successful == growth_interval:
-                new_scale = creation.full((), scale * growth_factor, dtype=_dtype.float32)
+                # float * double, rounded to float32 (inf past its range: then the scale stays)
+                new_scale = creation.full((), scale * growth_factor, dtype=_dtype.float64).to(_dtype.float32)
                 if bool(isfinite(new_scale)):
                     current_scale.copy_(new_scale)
                 growth_tracker.fill_(0)
