@@ -267,3 +267,57 @@ def test_bfloat16_default():
     with ember.autocast("cpu"):
         assert ember.mm(a, a).dtype == ember.bfloat16
     assert ember.get_autocast_dtype("cpu") == ember.bfloat16
+
+
+# ember's composites that PyTorch builds from a listed op (ROUTES), in the modes that reach it and those that do not
+ROUTE_CASES = {
+    "einsum": lambda m, a, b, h: m.einsum("ij,jk->ik", a, b),
+    "tensordot": lambda m, a, b, h: m.tensordot(a, b, 1),
+    "inner_2d": lambda m, a, b, h: m.inner(a, b.t()),
+    "inner_1d": lambda m, a, b, h: m.inner(a[0], a[1]),
+    "inner_0d": lambda m, a, b, h: m.inner(a[0, 0], a),
+    "multi_dot": lambda m, a, b, h: m.linalg.multi_dot([a, b, b.t()]),
+    "chain_matmul_1": lambda m, a, b, h: m.chain_matmul(a),
+    "chain_matmul_2": lambda m, a, b, h: m.chain_matmul(a, b),
+    **{f"matrix_power_{n}": (lambda n: lambda m, a, b, h: m.matrix_power(a[:, :3] + 3 * m.eye(3), n))(n)
+       for n in (-2, -1, 0, 1, 2)},
+    "linalg_matrix_power": lambda m, a, b, h: m.linalg.matrix_power(a[:, :3], 3),
+    "cov": lambda m, a, b, h: m.cov(a),
+    "corrcoef": lambda m, a, b, h: m.corrcoef(a),
+    "affine_grid": lambda m, a, b, h: m.nn.functional.affine_grid(a[:2, :3].reshape(1, 2, 3), (1, 1, 2, 2),
+                                                                  align_corners=False),
+    "pinv": lambda m, a, b, h: m.linalg.pinv(a),
+    "pinv_f64": lambda m, a, b, h: m.linalg.pinv(a.double()),
+    "pinverse": lambda m, a, b, h: m.pinverse(a),
+    **{f"{s}": (lambda s: lambda m, a, b, h: getattr(m, s)([a, h]))(s)
+       for s in ("hstack", "vstack", "dstack", "column_stack", "row_stack")},
+    **{f"pad_{mode}_{n}d": (lambda mode, n: lambda m, a, b, h: m.nn.functional.pad(
+        h.reshape((1,) * n + (3, 4)) if n < 3 else h.reshape(1, 1, 3, 2, 2), (1, 1) * n, mode=mode))(mode, n)
+       for mode in ("reflect", "replicate", "circular", "constant") for n in (1, 2, 3)},
+    "max_pool3d": lambda m, a, b, h: m.nn.functional.max_pool3d(h.reshape(1, 1, 1, 3, 4), 1),
+    "max_pool3d_indices": lambda m, a, b, h: m.nn.functional.max_pool3d(h.reshape(1, 1, 1, 3, 4), 1,
+                                                                        return_indices=True)[0],
+    "torch_max_pool3d": lambda m, a, b, h: m.max_pool3d(h.reshape(1, 1, 1, 3, 4), 1),
+    "mse_loss": lambda m, a, b, h: m.nn.functional.mse_loss(h, h),
+    "mse_loss_weight": lambda m, a, b, h: m.nn.functional.mse_loss(h, h, weight=h),
+    "l1_loss_weight": lambda m, a, b, h: m.nn.functional.l1_loss(h, h, weight=h),
+    **{f"local_response_norm_{n}d": (lambda n: lambda m, a, b, h: m.nn.functional.local_response_norm(
+        h.reshape((1,) * (n - 2) + (3, 4)), 2))(n) for n in (3, 4, 5)},
+}
+
+
+@pytest.mark.parametrize("name", list(ROUTE_CASES))
+def test_routes_match_torch(name):
+    rng = np.random.default_rng(2)
+    a, b = rng.standard_normal((3, 4)).astype(np.float32), rng.standard_normal((4, 2)).astype(np.float32)
+    h = rng.standard_normal((3, 4)).astype(np.float16)
+
+    def run(m):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with m.autocast("cpu", dtype=m.float16):
+                return ROUTE_CASES[name](m, m.tensor(a), m.tensor(b), m.tensor(h))
+
+    t, e = run(torch), run(ember)
+    assert str(e.dtype) == str(t.dtype)
+    np.testing.assert_allclose(e.double().numpy(), t.double().numpy(), rtol=2e-2, atol=2e-2)

@@ -429,9 +429,10 @@ def _chain_matmul_policy(args, kwargs):
 
 
 def _matrix_power_policy(args, kwargs):
-    """matrix_power multiplies (matmul) for |n| >= 2; n = 0, 1, -1 are eye, a copy, inverse (fp32)."""
+    """matrix_power multiplies (matmul: lower) for n >= 2, inverts (fp32) and then multiplies for n <= -2; n = 0, 1,
+    -1 are eye, a copy, the inverse."""
     n = _arg(args, kwargs, "n", 1)
-    return "lower" if abs(n) >= 2 else "fp32" if n == -1 else None
+    return "lower" if n >= 2 else "fp32_lower" if n <= -2 else "fp32" if n == -1 else None
 
 
 def _local_response_norm_policy(args, kwargs):
@@ -441,8 +442,9 @@ def _local_response_norm_policy(args, kwargs):
 
 # ember's composites whose PyTorch counterparts reach a listed op through the dispatcher (so autocast applies
 # to them there), under that op's policy or a function of the call's arguments that gives it (None: the call
-# reaches no listed op). "lower_out": linalg.pinv is an SVD (fp32: a float32 input stays so) and then a matmul
-# (lower): its float32 result is cast to the autocast dtype.
+# reaches no listed op). Two policies for composites that reach an fp32 op first and then a matmul (lower): ember runs
+# them in float32 and casts a float32 result to the autocast dtype: "fp32_lower" casts the inputs to float32 first
+# (matrix_power with n <= -2: linalg_inv), "lower_out" not (linalg.pinv refuses float16 before its SVD).
 ROUTES = {"einsum": "lower", "tensordot": "lower", "inner": _inner_policy, "linalg.multi_dot": "lower",
           "chain_matmul": _chain_matmul_policy, "linalg.matrix_power": _matrix_power_policy,
           "matrix_power": _matrix_power_policy, "cov": "lower", "corrcoef": "lower", "F.affine_grid": "lower",
@@ -521,14 +523,15 @@ def _runner(orig: Callable, policy) -> Callable:
             return orig(*args, **kwargs)
         lower = get_autocast_dtype("cpu")
         if p != "lower_out":
-            to = lower if p == "lower" else _dtype.float32 if p == "fp32" else _promote_dtype(args, kwargs, lower)
+            to = (lower if p == "lower" else _dtype.float32 if p[:4] == "fp32" else
+                  _promote_dtype(args, kwargs, lower))
             args, kwargs = _cast_all(args, kwargs, to, lower)
         st.excluded += 1
         try:
             out = orig(*args, **kwargs)
         finally:
             st.excluded -= 1
-        if p == "lower_out" and isinstance(out, Tensor) and out.dtype is _dtype.float32:
+        if p in ("lower_out", "fp32_lower") and isinstance(out, Tensor) and out.dtype is _dtype.float32:
             out = out.to(lower)
         return out
     return run
