@@ -321,3 +321,18 @@ def test_routes_match_torch(name):
     t, e = run(torch), run(ember)
     assert str(e.dtype) == str(t.dtype)
     np.testing.assert_allclose(e.double().numpy(), t.double().numpy(), rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.parametrize("call", ["m.mm(a)", "m.mm(a, a, a)", "m.nn.functional.linear(a, a, foo=1)", "a.mm()",
+                                  "m.cat(a, dim='x')", "m.mm(a, 3)", "m.nn.functional.pad(a, mode='reflect')"])
+def test_argument_errors_unchanged_inside_autocast(call):
+    """A call that does not bind fails inside a region with the message it gets outside (the entries swapped in
+    have the listed functions' own parameters)."""
+    a = ember.randn(2, 2)
+
+    def msg(enabled):
+        with pytest.raises(TypeError) as e:
+            with ember.autocast("cpu", dtype=ember.float16, enabled=enabled):
+                eval(call, {"m": ember, "a": a})
+        return str(e.value)
+    assert msg(True) == msg(False)

@@ -28,6 +28,7 @@ from __future__ import annotations
 import collections.abc
 import functools
 import importlib
+import inspect
 import threading
 import types
 import warnings
@@ -539,45 +540,55 @@ def _runner(orig: Callable, policy) -> Callable:
 
 # ----- swapping the listed functions' code in and out ----------------------------------------------------------
 
-def _entry_code(nfree: int) -> types.CodeType:
-    """The code of an entry ``(*args, _ember_autocast_run, **kwargs)`` with ``nfree`` unused free variables (a
+def _entry_code(code: types.CodeType) -> types.CodeType:
+    """The code of an entry with the parameters of ``code`` (so that a call that does not bind fails in the caller's
+    frame with Python's own message, as the original's would), plus a keyword-only ``_ember_autocast_run`` that
+    receives the bound arguments as ``(args, kwargs)``, and as many unused free variables as ``code`` has (a
     function's ``__code__`` may only be replaced by code with as many free variables as its closure has cells)."""
-    cells = [f"_ember_cell{i}" for i in range(nfree)]
-    touch = f"        ({', '.join(cells)},)\n" if cells else ""
+    npos, nkw, names = code.co_argcount, code.co_kwonlyargcount, code.co_varnames
+    pos, kwonly = names[:npos], names[npos:npos + nkw]
+    i = npos + nkw
+    star = names[i] if code.co_flags & inspect.CO_VARARGS else None
+    dstar = names[i + bool(star)] if code.co_flags & inspect.CO_VARKEYWORDS else None
+    nposonly = code.co_posonlyargcount
+    params = list(pos[:nposonly]) + (["/"] if nposonly else []) + list(pos[nposonly:])
+    params += [f"*{star}" if star else "*"] + list(kwonly) + ["_ember_autocast_run"] + ([f"**{dstar}"] if dstar else [])
+    args = "(" + "".join(f"{p}, " for p in pos) + ")" + (f" + {star}" if star else "")
+    kwargs = "{" + "".join(f"{k!r}: {k}, " for k in kwonly) + (f"**{dstar}" if dstar else "") + "}"
+    cells = [f"_ember_cell{j}" for j in range(len(code.co_freevars))]
     src = (f"def _outer({', '.join(cells)}):\n"
-           f"    def entry(*args, _ember_autocast_run=None, **kwargs):\n"
-           f"{touch}"
-           f"        return _ember_autocast_run(args, kwargs)\n"
+           f"    def entry({', '.join(params)}):\n"
+           + (f"        ({', '.join(cells)},)\n" if cells else "") +
+           f"        return _ember_autocast_run({args}, {kwargs})\n"
            f"    return entry\n")
     ns: dict = {}
-    exec(compile(src, "<ember autocast entry>", "exec"), ns)   # noqa: S102  (fixed source, no user input)
-    return ns["_outer"](*range(nfree)).__code__
+    exec(compile(src, "<ember autocast entry>", "exec"), ns)   # noqa: S102  (built from a code object's names)
+    entry = ns["_outer"](*range(len(cells))).__code__
+    rename = {"co_name": code.co_name}
+    if hasattr(code, "co_qualname"):   # Python 3.11+
+        rename["co_qualname"] = code.co_qualname
+    return entry.replace(**rename)
 
 
 class _Swap:
-    """One listed function: its own code and defaults, and the entry's."""
+    """One listed function: its own code, and the entry's (same defaults, one keyword-only default more)."""
 
-    __slots__ = ("fn", "code", "defaults", "kwdefaults", "entry", "entry_kwdefaults")
+    __slots__ = ("fn", "code", "kwdefaults", "entry", "entry_kwdefaults")
 
     def __init__(self, fn: types.FunctionType, policy):
         self.fn = fn
-        self.code, self.defaults, self.kwdefaults = fn.__code__, fn.__defaults__, fn.__kwdefaults__
+        self.code, self.kwdefaults = fn.__code__, fn.__kwdefaults__
         orig = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
         orig.__kwdefaults__ = fn.__kwdefaults__
         orig.__dict__.update(fn.__dict__)
-        names = {"co_name": fn.__code__.co_name}
-        if hasattr(fn.__code__, "co_qualname"):   # Python 3.11+
-            names["co_qualname"] = fn.__code__.co_qualname
-        self.entry = _entry_code(len(fn.__code__.co_freevars)).replace(**names)
-        self.entry_kwdefaults = {"_ember_autocast_run": _runner(orig, policy)}
+        self.entry = _entry_code(fn.__code__)
+        self.entry_kwdefaults = {**(fn.__kwdefaults__ or {}), "_ember_autocast_run": _runner(orig, policy)}
 
     def on(self) -> None:
-        f = self.fn
-        f.__code__, f.__defaults__, f.__kwdefaults__ = self.entry, None, self.entry_kwdefaults
+        self.fn.__code__, self.fn.__kwdefaults__ = self.entry, self.entry_kwdefaults
 
     def off(self) -> None:
-        f = self.fn
-        f.__code__, f.__defaults__, f.__kwdefaults__ = self.code, self.defaults, self.kwdefaults
+        self.fn.__code__, self.fn.__kwdefaults__ = self.code, self.kwdefaults
 
 
 _SWAPS: list | None = None
