@@ -152,7 +152,8 @@ def is_autocast_cache_enabled() -> bool:
 
 
 def set_autocast_cache_enabled(enabled: bool) -> None:
-    _check_bool(enabled, "set_autocast_cache_enabled", 1)
+    if type(enabled) is not bool:
+        raise TypeError(f"enabled must be a bool (got {type(enabled).__name__})")
     _state.cache_enabled = enabled
 
 
