@@ -46,11 +46,11 @@ def _outcome(m, op, sample, dt, cast):
 
 @pytest.mark.parametrize("op", OP_DB, ids=[op.name for op in OP_DB])
 def test_op_dtypes_match_torch(op):
-    """Every op of the op database, on its first samples in float32 and float16, inside autocast('cpu', float16):
+    """Every op of the op database, on its first four samples in float32 and float16, inside autocast('cpu', float16):
     the outputs' dtypes are torch's (or both raise). Cases where ember and torch already differ outside autocast
     are left out (they are the op's float16 support, tested elsewhere)."""
     checked = 0
-    for sample in op.sample_inputs()[:2]:
+    for sample in op.sample_inputs()[:4]:
         for dt in ("float32", "float16"):
             if _outcome(ember, op, sample, dt, False) != _outcome(torch, op, sample, dt, False):
                 continue

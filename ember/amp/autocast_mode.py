@@ -430,6 +430,27 @@ def _chain_matmul_policy(args, kwargs):
     return "lower" if len(args) >= 2 else None
 
 
+def _einsum_policy(args, kwargs):
+    """einsum reaches bmm (lower) only where two operands contract a label (one in both and not in the output);
+    one operand is reduced in place, and operands that share no summed label are multiplied (mul)."""
+    if args and isinstance(args[0], str):
+        eq = args[0].replace(" ", "")
+        ops = args[1] if len(args) == 2 and isinstance(args[1], (list, tuple)) else args[1:]
+        lhs, arrow, rhs = eq.partition("->")
+        terms = [set(t.replace(".", "")) for t in lhs.split(",")]
+        if not arrow:   # implicit output: the labels that appear once
+            rhs = "".join(c for c in set(lhs) if c.isalpha() and lhs.count(c) == 1)
+        out = set(rhs.replace(".", ""))
+    else:   # sublist format: op, sublist, op, sublist, ..., [output sublist]
+        ops, terms = args[0::2][:len(args) // 2], [set(sub) for sub in args[1::2][:len(args) // 2]]
+        out = set(args[-1]) if len(args) % 2 else {x for x in set().union(*terms)
+                                                     if sum(x in t for t in terms) == 1}
+    if len(ops) < 2:
+        return None
+    shared = {c for c in set().union(*terms) if sum(c in t for t in terms) >= 2}
+    return "lower" if shared - out else None
+
+
 def _matrix_power_policy(args, kwargs):
     """matrix_power multiplies (matmul: lower) for n >= 2, inverts (fp32) and then multiplies for n <= -2; n = 0, 1,
     -1 are eye, a copy, the inverse."""
@@ -447,7 +468,7 @@ def _local_response_norm_policy(args, kwargs):
 # reaches no listed op). Two policies for composites that reach an fp32 op first and then a matmul (lower): ember runs
 # them in float32 and casts a float32 result to the autocast dtype: "fp32_lower" casts the inputs to float32 first
 # (matrix_power with n <= -2: linalg_inv), "lower_out" not (linalg.pinv refuses float16 before its SVD).
-ROUTES = {"einsum": "lower", "tensordot": "lower", "inner": _inner_policy, "linalg.multi_dot": "lower",
+ROUTES = {"einsum": _einsum_policy, "tensordot": "lower", "inner": _inner_policy, "linalg.multi_dot": "lower",
           "chain_matmul": _chain_matmul_policy, "linalg.matrix_power": _matrix_power_policy,
           "matrix_power": _matrix_power_policy, "cov": "lower", "corrcoef": "lower", "F.affine_grid": "lower",
           "linalg.pinv": "lower_out", "hstack": "promote", "vstack": "promote", "dstack": "promote",
