@@ -209,7 +209,8 @@ def _messages(fn):
     "m.amp.custom_fwd(device_type=0)", "m.cuda.amp.GradScaler(enabled=False).is_enabled()",
     "m.cuda.amp.custom_fwd(lambda ctx, x: x).__name__", "m.cuda.amp.custom_bwd(lambda ctx, g: g).__name__",
     "m.cuda.amp.custom_fwd(cast_inputs=m.float32)", "m.amp.custom_bwd(device_type='cpu')",
-    "m.set_autocast_dtype('cpu', 3)", "m.set_autocast_cache_enabled(0)", "m.cuda.amp.common.amp_definitely_not_available()",
+    "m.set_autocast_dtype('cpu', 3)", "m.set_autocast_cache_enabled(0)",
+    "m.cuda.amp.common.amp_definitely_not_available()",
     "m.autocast('cuda', dtype=m.float32)", "m.autocast('cpu', enabled=False, dtype=m.float32)",
     "m.autocast('mps')", "m.autocast('xpu', dtype=m.float16)",
 ])
@@ -251,6 +252,8 @@ def test_custom_fwd_bwd():
 
 def test_function_names_match_torch():
     assert [n for n in dir(ember) if "autocast" in n] == [n for n in dir(torch) if "autocast" in n]
+    for f in ("is_available", "device_count", "current_device", "is_initialized", "synchronize"):
+        assert getattr(ember.cpu, f)() == getattr(torch.cpu, f)()
     assert sorted(ember.amp.__all__) == sorted(torch.amp.__all__)
     assert ember.GradScaler is ember.amp.GradScaler and ember.autocast is ember.amp.autocast
     from ember.cuda.amp import GradScaler, autocast, custom_bwd, custom_fwd  # noqa: F401
