@@ -931,6 +931,67 @@ for _prefix, _name in _registered():
              lambda L, p=_prefix, n=_name, b=_bad: _resolve(L, p, n)(m22(L), BAD[b](L)), op=_op)
 
 
+# ----- autocast and GradScaler ---------------------------------------------------------------------------------
+
+def _scaler_steps(L, steps, **kw):
+    """A GradScaler('cpu') driven through ``steps`` (names of its methods, in order) on one parameter."""
+    p = L.ones(2, requires_grad=True)
+    opt = L.optim.SGD([p], lr=0.1)
+    s = L.amp.GradScaler("cpu", **kw)
+    for step in steps:
+        if step == "scale":
+            s.scale((p * 2).sum()).backward()
+        elif step == "fp16":
+            p.grad = p.grad.half()
+        else:
+            getattr(s, step)(opt)
+    return s.state_dict(), p
+
+
+def _in_autocast(L, fn, **kw):
+    with L.autocast("cpu", dtype=L.float16, **kw):
+        return fn(L)
+
+
+AMP = {
+    "autocast-device-int": lambda L: L.autocast(0),
+    "autocast-device-unknown": lambda L: L.autocast("gpu"),
+    "autocast-device-meta": lambda L: L.autocast("meta"),
+    "autocast-call-non-callable": lambda L: L.autocast("cpu", dtype=L.float16)(1),
+    "autocast-set-enabled-int": lambda L: L.set_autocast_enabled("cpu", 1),
+    "autocast-set-dtype-str": lambda L: L.set_autocast_dtype("cpu", "float16"),
+    "autocast-get-dtype-none": lambda L: L.get_autocast_dtype(None),
+    "autocast-cache-int": lambda L: L.set_autocast_cache_enabled(1),
+    "autocast-custom-fwd-device-int": lambda L: L.amp.custom_fwd(device_type=1),
+    "autocast-mm-mixed-double": lambda L: _in_autocast(L, lambda L: L.mm(m22(L).double(), m22(L))),
+    "autocast-cat-f16-f32": lambda L: _in_autocast(L, lambda L: L.cat([m22(L), m22(L).half()])),
+    "autocast-linear-shapes": lambda L: _in_autocast(L, lambda L: L.nn.functional.linear(m22(L), L.ones(3, 3))),
+    "autocast-mse-f16-grad": lambda L: _in_autocast(L, lambda L: L.nn.functional.mse_loss(
+        L.mm(m22(L, True), m22(L)), m22(L))),
+    "autocast-disabled-mm": lambda L: _in_autocast(L, lambda L: L.mm(m22(L), m22(L)), enabled=False),
+    "scaler-growth-factor": lambda L: L.amp.GradScaler("cpu", growth_factor=1.0),
+    "scaler-backoff-factor": lambda L: L.amp.GradScaler("cpu", backoff_factor=1.0),
+    "scaler-step-before-scale": lambda L: _scaler_steps(L, ["step"]),
+    "scaler-update-before-scale": lambda L: L.amp.GradScaler("cpu").update(),
+    "scaler-unscale-twice": lambda L: _scaler_steps(L, ["scale", "unscale_", "unscale_"]),
+    "scaler-step-twice": lambda L: _scaler_steps(L, ["scale", "step", "step"]),
+    "scaler-unscale-after-step": lambda L: _scaler_steps(L, ["scale", "step", "unscale_"]),
+    "scaler-fp16-grads": lambda L: _scaler_steps(L, ["scale", "fp16", "unscale_"]),
+    "scaler-load-empty": lambda L: L.amp.GradScaler("cpu").load_state_dict({}),
+    "scaler-scale-not-tensor": lambda L: L.amp.GradScaler("cpu").scale([m22(L), 3]),
+    "scaler-step-closure": lambda L: L.amp.GradScaler("cpu").step(L.optim.SGD([L.ones(1, requires_grad=True)]),
+                                                                  closure=lambda: 0),
+    "scaler-valid-loop": lambda L: _scaler_steps(L, ["scale", "unscale_", "step", "update", "scale", "step"]),
+    "scaler-new-scale-requires-grad": lambda L: (lambda s: (s.scale(L.ones(1)), s.update(
+        L.ones(1, requires_grad=True))))(L.amp.GradScaler("cpu")),
+    "scaler-new-scale-two-elements": lambda L: (lambda s: (s.scale(L.ones(1)), s.update(L.ones(2))))(
+        L.amp.GradScaler("cpu")),
+}
+if has("autocast"):
+    for _n, _f in AMP.items():
+        case(_n, _f)
+
+
 # ----- expected failures ----------------------------------------------------------------------------------
 # Known defects, as {regex on the case id: reason naming the file where the fix belongs}; each becomes a strict
 # xfail, so that a fix shows up as a failure until its line here is removed.

@@ -27,7 +27,7 @@ LAYERS = [
               "ember._tensor", "ember._util", "ember._settings", "ember._malloc", "ember.backends"]),
     ("autograd", ["ember.autograd"]),
     ("ops", ["ember.ops", "ember.linalg", "ember.special"]),
-    ("library", ["ember.nn", "ember.optim", "ember.utils", "ember.func", "ember.cuda",
+    ("library", ["ember.nn", "ember.optim", "ember.utils", "ember.func", "ember.cuda", "ember.cpu", "ember.amp",
                  "ember.autograd.functional", "ember.autograd.gradcheck", "ember.autograd._explain"]),
     ("host", ["ember.serialization", "ember.viz", "ember.demo",
               "ember.__main__", "ember"]),

@@ -867,7 +867,7 @@ def multi_head_attention_forward(query: Tensor, key: Tensor, value: Tensor, embe
         if not isinstance(t, Tensor):
             raise TypeError(f"multi_head_attention_forward(): argument '{name}' must be Tensor, not "
                             f"{type(t).__name__}")
-    from .linalg import matmul
+    from .linalg.products import baddbmm, bmm
     is_batched = _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads)
     if not is_batched:
         query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
@@ -973,13 +973,14 @@ def multi_head_attention_forward(query: Tensor, key: Tensor, value: Tensor, embe
         if is_causal and attn_mask is None:
             raise AssertionError("FIXME: is_causal not implemented for need_weights")
         E = q.shape[-1]
-        weights = matmul(q * math.sqrt(1.0 / float(E)), k.transpose(-2, -1))
-        if attn_mask is not None:
-            weights = attn_mask + weights
+        # PyTorch's ops (baddbmm with a mask): autocast runs them in its dtype, the float mask cast too
+        q_scaled = q * math.sqrt(1.0 / float(E))
+        weights = (bmm(q_scaled, k.transpose(-2, -1)) if attn_mask is None else
+                   baddbmm(attn_mask, q_scaled, k.transpose(-2, -1)))
         weights = apply(softmax_p, (weights,), {"dim": -1})   # the activations family's SoftmaxBackward0
         if dropout_p > 0.0:
             weights = _dropout_weights(weights, dropout_p)
-        out = matmul(weights, v).transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
+        out = bmm(weights, v).transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
         out = _linear(out, out_proj_weight, out_proj_bias).view(tgt_len, bsz, -1)
         weights = weights.view(bsz, num_heads, tgt_len, src_len)
         if average_attn_weights:

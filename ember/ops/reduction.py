@@ -715,6 +715,8 @@ def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dt
     elif isinstance(ord, bool) or not isinstance(ord, (int, float)) or ord not in (1, -1, 2, -2, _INF, -_INF):
         raise RuntimeError(f"{op}: Order {ord} not supported.")
     if ord in ("nuc", 2, -2):
+        if A._data.dtype.itemsize < 4:   # PyTorch checks before its SVD (which autocast would run in float32)
+            raise RuntimeError(f"{op}: Low precision dtypes not supported. Got {dtype_word(A._data.dtype)}")
         # the singular values of the matrices moved to the last two dims
         from .shape import permute, unsqueeze
         perm = [i for i in range(A._data.ndim) if i not in (d0, d1)] + [d0, d1]

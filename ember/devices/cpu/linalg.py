@@ -122,14 +122,15 @@ def _half_product32(a, b):
     ``weight.t()``, and matrix-vector products), the generic gemm otherwise."""
     if a.ndim == 1 and b.ndim == 1:
         return _half_dot_rows(a[None], b[None])[0, 0]
+    rows = math.prod(a.shape[:-1])   # not reshape(-1, k): k may be 0
     if b.ndim == 1:
         k = a.shape[-1]
-        return _half_dot_rows(np.ascontiguousarray(a).reshape(-1, k), b[None])[:, 0].reshape(a.shape[:-1])
+        return _half_dot_rows(np.ascontiguousarray(a).reshape(rows, k), b[None])[:, 0].reshape(a.shape[:-1])
     if a.ndim == 1:
         return _half_product32(a[None], b)[..., 0, :]
     if b.ndim == 2 and b.strides[0] < b.strides[1]:   # a transposed matrix: PyTorch's dot-product path
         k = a.shape[-1]
-        r = _half_dot_rows(np.ascontiguousarray(a).reshape(-1, k), np.ascontiguousarray(b.T))
+        r = _half_dot_rows(np.ascontiguousarray(a).reshape(rows, k), np.ascontiguousarray(b.T))
         return r.reshape(a.shape[:-1] + (b.shape[-1],))
     return _half_ilp4(a, b)
 

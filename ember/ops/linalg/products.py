@@ -980,7 +980,9 @@ def linalg_vecdot(x: Tensor, y: Tensor, *, dim: int = -1, out=None) -> Tensor:
     _no_out(out, "linalg.vecdot")
     check_tensor(x, "vecdot", "x")
     check_tensor(y, "vecdot", "y", 2)
-    _check_float(x, "linalg.vecdot")
+    if x._data.dtype.kind != "f":   # float16 too (autocast runs vecdot in it), unlike the decompositions
+        raise RuntimeError(f"linalg.vecdot: Expected a floating point or complex tensor as input. Got "
+                           f"{dtype_word(x._data.dtype)}")
     if x._data.dtype != y._data.dtype:
         raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but found x of type "
                            f"{dtype_word(x._data.dtype)} and y of type {dtype_word(y._data.dtype)} instead")

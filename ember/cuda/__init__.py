@@ -2,7 +2,7 @@
 mirrored: seeding and cache calls are harmless no-ops, queries of a device raise its AssertionError."""
 from __future__ import annotations
 
-from ._device import no_cuda
+from .._device import no_cuda
 
 
 def is_available() -> bool:
