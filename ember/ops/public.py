@@ -12,6 +12,7 @@ from .._dtype import (bool, double, dtype, float, float16, float32, float64, get
                       can_cast, finfo, iinfo, layout, strided, sparse_coo, sparse_csr, sparse_csc, sparse_bsr,
                       sparse_bsc, channels_last, channels_last_3d, contiguous_format, memory_format, preserve_format)
 from .._tensor import Size, Tensor
+from .._storage import TypedStorage, UntypedStorage, is_storage
 from ..autograd import enable_grad, inference_mode, no_grad, set_grad_enabled
 from ..autograd.grad_mode import is_grad_enabled, is_inference_mode_enabled
 from ..autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled, set_anomaly_enabled

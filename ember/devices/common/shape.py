@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+from ..cpu.shape import _maybe_overlapping as _overlapping
 from ..index import SplitIndex
 
 
@@ -177,6 +178,65 @@ def kernels(k) -> dict:
 
     def repeat_index(counts):
         return xp.repeat(xp.arange(counts.shape[0], dtype=xp.int64), counts)
+
+    # ----- as_strided (a gather here: cpu/shape.py's docstrings say what they compute) --------------------------
+    def _positions(size, stride, offset):
+        pos = xp.full(tuple(size), offset, dtype=xp.int64)
+        for d, (n, s) in enumerate(zip(size, stride)):
+            pos = pos + xp.reshape(xp.arange(n, dtype=xp.int64) * s, (n,) + (1,) * (len(size) - d - 1))
+        return pos
+
+    def _place(m: int, pos, vals):
+        """A flat storage of ``m`` holding ``vals`` at ``pos``: the mean of the values at a repeated position."""
+        count = k.scatter_add_flat(m, pos, xp.ones(pos.shape, dtype=xp.int64), xp.int64)
+        if int(xp.max(count)) <= 1:
+            return k.scatter_set_flat(xp.zeros((m,), dtype=vals.dtype), pos, vals)
+        total = k.scatter_add_flat(m, pos, vals, vals.dtype)
+        if total.dtype == xp.bool:
+            return total
+        c = xp.astype(xp.where(count > 1, count, xp.ones_like(count)), total.dtype)
+        return total / c if k.is_float(total) else xp.floor_divide(total, c)
+
+    def as_strided(x, size, stride, offset, in_stride, in_offset):
+        size = tuple(size)
+        if 0 in size or k.numel(x) == 0:
+            return k.zeros(size, x.dtype)
+        pos_in = xp.reshape(_positions(tuple(x.shape), in_stride, in_offset), (-1,))
+        pos_out = _positions(size, stride, offset)
+        m = max(int(xp.max(pos_in)), int(xp.max(pos_out))) + 1
+        store = _place(m, pos_in, xp.reshape(x, (-1,)))
+        return xp.reshape(xp.take(store, xp.reshape(pos_out, (-1,))), size)
+
+    def as_strided_backward(g, in_size, in_stride, in_offset, size, stride, offset):
+        in_size = tuple(in_size)
+        if 0 in in_size or 0 in tuple(size):
+            return k.zeros(in_size, g.dtype)
+        out_size, out_stride = [], []
+        for i in reversed(range(len(size))):
+            if size[i] == 1:
+                g = xp.squeeze(g, axis=i)
+            elif stride[i] == 0:
+                g = xp.sum(g, axis=i, dtype=g.dtype)
+            else:
+                out_size.insert(0, size[i])
+                out_stride.insert(0, stride[i])
+        inp = [(n, s_) for n, s_ in zip(in_size, in_stride) if n != 1]
+        shared = min(in_offset, offset)
+        in_eff, out_eff = in_offset - shared, offset - shared
+        m = max(in_eff + 1 + sum((n - 1) * s_ for n, s_ in inp),
+                out_eff + 1 + sum((n - 1) * s_ for n, s_ in zip(out_size, out_stride)))
+        pos_out = xp.reshape(_positions(out_size, out_stride, out_eff), (-1,))
+        vals = xp.reshape(g, (-1,))
+        if _overlapping(out_size, out_stride):
+            store = k.scatter_add_flat(m, pos_out, vals, g.dtype)
+        else:
+            store = k.scatter_set_flat(xp.zeros((m,), dtype=g.dtype), pos_out, vals)
+        pos_in = _positions(in_size, in_stride, in_eff)
+        if _overlapping([n for n, _ in inp], [s_ for _, s_ in inp]):
+            count = k.scatter_add_flat(m, xp.reshape(pos_in, (-1,)), xp.ones((k.numel(pos_in),), dtype=g.dtype),
+                                       g.dtype)
+            store = store / count
+        return xp.reshape(xp.take(store, xp.reshape(pos_in, (-1,))), in_size)
 
     # ----- the 'indexing' family ------------------------------------------------------------------------------
     def index_put_add(x, index, v):

@@ -16,6 +16,7 @@ import numpy as np
 from ..index import view_of as _view_of
 from . import creation as _creation
 from . import random as _random
+from . import shape as _shape
 
 # NumPy reports floating-point exceptions (overflow, 0/0, log(0), inf/nan cast to an integer) as RuntimeWarnings;
 # PyTorch is silent. ember's entry points (apply and the operator fast paths, the engine, optimizer steps,
@@ -112,6 +113,20 @@ class _Backend:
     element_types = staticmethod(_creation.element_types)
     base_array = staticmethod(_creation.base_array)
     ints_fit = staticmethod(_creation.ints_fit)
+
+    # ----- storage: the memory a tensor's array views (ember/ops/storage.py: untyped_storage, as_strided)
+    storage_root = staticmethod(_shape.storage_root)        # the array owning the memory (one per storage)
+    storage_offset = staticmethod(_shape.storage_offset)    # in elements of the array's dtype
+    data_ptr = staticmethod(_shape.data_ptr)
+
+    @staticmethod
+    def storage_nbytes(root) -> int:
+        return root.nbytes
+
+    @staticmethod
+    def storage_bytes(root):
+        """The storage's bytes as a flat uint8 array sharing its memory."""
+        return root.ravel(order="K").view(np.uint8)   # (a root is C- or F-contiguous: no copy)
 
     # ----- random: PyTorch's CPU generator (mt19937 stream, samplers), for ember/ops/random.py
     random = _random
@@ -382,6 +397,20 @@ def view_scatter_zeros(g, steps, shape):
         raise RuntimeError("ember: this view cannot be written through (it is an expand or a copy); clone() it "
                            "before modifying it in place")
     region[...] = g
+    return out
+
+
+def view_scatter(x, src, steps):
+    """A copy of ``x`` (its layout kept where it is dense) with ``src`` written where the view ``steps`` select
+    (slice_scatter, select_scatter, diagonal_scatter, as_strided_scatter)."""
+    out = x.copy(order="K") if _shape.dense(x) else x.copy()
+    region = view_replay(out, steps)
+    if region.size == 0:
+        return out
+    if region.flags.writeable and np.shares_memory(region, out):
+        region[...] = src
+    else:   # a layout replayed as a gather (as_strided on a copy laid out otherwise): the positions it selects
+        np.put(out, view_replay(np.arange(out.size).reshape(out.shape), steps), src)
     return out
 
 
