@@ -22,7 +22,7 @@ from . import elementwise, linalg, nn, nn_conv, nn_pool, reduction, shape, sorti
 from . import bessel
 from . import optim as _optim
 from .array import DeviceArray, make_array_type
-from .views import VIEW_KERNELS, aliasing, replay
+from .views import VIEW_KERNELS, aliasing, c_strides, replay
 
 FAMILIES = (elementwise, reduction, shape, linalg, special, nn_conv, nn_pool, sorting, bessel)   # and nn (it uses special's erf)
 # parameters that may hold host (NumPy) index arrays: PyTorch accepts CPU index tensors for a device tensor
@@ -143,8 +143,8 @@ class _Backend:
     def storage_offset(self, x) -> int:
         """Where ``x``'s first element sits in its root, in elements: its steps replayed on the root's positions."""
         v = x._view
-        if v is None or x.size == 0:
-            return 0
+        if v is None or x.size == 0 or not self.has_data:
+            return 0   # ('meta' has no positions to replay: 0)
         pos = replay(self._arr(v.root._kit.lin(tuple(v.root.shape))), v.steps).a
         return int(self.xp.reshape(pos, (-1,))[0])
 
@@ -268,6 +268,18 @@ def make_namespace(name: str, xp, *, array_base: type = DeviceArray, backend_cla
             missing.append(n)
     for n, rule in VIEW_KERNELS.items():   # their results are views of their inputs where NumPy's are (views.py)
         setattr(ns, n, aliasing(getattr(ns, n), rule, arr, readonly=n == "expand"))
+
+    strided = ns.as_strided
+
+    def as_strided(x, size, stride, offset, in_stride, in_offset):
+        # a view laid out as the layout says (a tensor's own array, not a gradient's) reads its root's memory (its
+        # storage, C-ordered here), outside its own elements too; anything else is read as its values (as the cpu's)
+        v = getattr(x, "_view", None)
+        if v is not None and all(n <= 1 or a == b for n, a, b in zip(x.shape, v.strides, in_stride)) and \
+                backend.storage_offset(x) == in_offset:
+            x, in_stride, in_offset = v.root, c_strides(tuple(v.root.shape)), 0
+        return strided(x, size, stride, offset, in_stride, in_offset)
+    ns.as_strided = as_strided
 
     # views replay through this namespace itself (its functions take the device's arrays)
     def view_replay(x, steps):

@@ -186,25 +186,25 @@ def kernels(k) -> dict:
             pos = pos + xp.reshape(xp.arange(n, dtype=xp.int64) * s, (n,) + (1,) * (len(size) - d - 1))
         return pos
 
-    def _place(m: int, pos, vals):
-        """A flat storage of ``m`` holding ``vals`` at ``pos``: the mean of the values at a repeated position."""
-        count = k.scatter_add_flat(m, pos, xp.ones(pos.shape, dtype=xp.int64), xp.int64)
-        if int(xp.max(count)) <= 1:
-            return k.scatter_set_flat(xp.zeros((m,), dtype=vals.dtype), pos, vals)
-        total = k.scatter_add_flat(m, pos, vals, vals.dtype)
-        if total.dtype == xp.bool:
-            return total
-        c = xp.astype(xp.where(count > 1, count, xp.ones_like(count)), total.dtype)
-        return total / c if k.is_float(total) else xp.floor_divide(total, c)
+    def _extent(size, stride, offset) -> int:
+        return offset + 1 + sum((n - 1) * s_ for n, s_ in zip(size, stride))
 
     def as_strided(x, size, stride, offset, in_stride, in_offset):
-        size = tuple(size)
+        size, shape = tuple(size), tuple(x.shape)
         if 0 in size or k.numel(x) == 0:
             return k.zeros(size, x.dtype)
-        pos_in = xp.reshape(_positions(tuple(x.shape), in_stride, in_offset), (-1,))
+        m = max(_extent(shape, in_stride, in_offset), _extent(size, stride, offset))
+        pos_in = xp.reshape(_positions(shape, in_stride, in_offset), (-1,))
+        vals = xp.reshape(x, (-1,))
+        inp = [(n, s_) for n, s_ in zip(shape, in_stride) if n != 1]
+        if not _overlapping([n for n, _ in inp], [s_ for _, s_ in inp]):
+            store = k.scatter_set_flat(xp.zeros((m,), dtype=x.dtype), pos_in, vals)
+        else:   # x's elements share positions: each position holds their mean (they are equal where x is memory)
+            total = k.scatter_add_flat(m, pos_in, vals, x.dtype)
+            count = k.scatter_add_flat(m, pos_in, xp.ones(pos_in.shape, dtype=xp.int64), xp.int64)
+            c = xp.astype(xp.where(count > 1, count, xp.ones_like(count)), total.dtype)
+            store = total if total.dtype == xp.bool else total / c if k.is_float(total) else xp.floor_divide(total, c)
         pos_out = _positions(size, stride, offset)
-        m = max(int(xp.max(pos_in)), int(xp.max(pos_out))) + 1
-        store = _place(m, pos_in, xp.reshape(x, (-1,)))
         return xp.reshape(xp.take(store, xp.reshape(pos_out, (-1,))), size)
 
     def as_strided_backward(g, in_size, in_stride, in_offset, size, stride, offset):
@@ -223,8 +223,7 @@ def kernels(k) -> dict:
         inp = [(n, s_) for n, s_ in zip(in_size, in_stride) if n != 1]
         shared = min(in_offset, offset)
         in_eff, out_eff = in_offset - shared, offset - shared
-        m = max(in_eff + 1 + sum((n - 1) * s_ for n, s_ in inp),
-                out_eff + 1 + sum((n - 1) * s_ for n, s_ in zip(out_size, out_stride)))
+        m = max(_extent([n for n, _ in inp], [s_ for _, s_ in inp], in_eff), _extent(out_size, out_stride, out_eff))
         pos_out = xp.reshape(_positions(out_size, out_stride, out_eff), (-1,))
         vals = xp.reshape(g, (-1,))
         if _overlapping(out_size, out_stride):
