@@ -83,10 +83,6 @@ def _storage_of(t: Tensor):
     return be, be.storage_root(t._data), be.storage_offset(t._data)
 
 
-def _storage_nbytes(be, root) -> int:
-    return be.storage_nbytes(root) if has_data(be) else root.size * root.dtype.itemsize
-
-
 def _required_bytes(size, stride, offset, itemsize) -> int:
     """The storage bytes a layout needs (PyTorch's computeStorageNbytes)."""
     if 0 in size:
@@ -111,17 +107,22 @@ def _check_geometry(size, stride, offset, itemsize, nbytes, op: str = "as_stride
                            f"size {nbytes}")
 
 
+_AS_STRIDED_PARAMS = ("size", "stride", "offset", "in_stride", "in_offset")
+
+
 def _link_view(r: Tensor, input: Tensor, params: dict) -> Tensor:
-    """``r`` = as_strided(input): a view of input's storage, even where its memory lies outside input's own (the
-    op machinery links a view only where the two overlap)."""
+    """``r`` = as_strided(input) (or slice_inverse): a view of input's storage whose step from input is that
+    as_strided, even where its memory lies outside input's own (the op machinery links a view only where the two
+    overlap)."""
+    step = (as_strided_p, {k: params[k] for k in _AS_STRIDED_PARAMS})
     if r._base is None:
         base = input if input._base is None else input._base
         r._vc, r._view_v, r._base = input._vc, input._vc[0], base
-        r._view_steps = (() if input._base is None else input._view_steps) + ((as_strided_p, params),)
         r._view_nograd = (input._base is not None and input._view_nograd) or \
             (not _gm._state.enabled and input._requires_grad)
         if input._inference:
             r._inference = True
+    r._view_steps = (() if input._base is None else input._view_steps) + (step,)
     return r
 
 
@@ -134,7 +135,9 @@ def _as_strided_params(input: Tensor, size, stride, storage_offset, op: str) -> 
     stride = _ints(stride, op, "stride", 3)
     be, root, in_offset = _storage_of(input)
     offset = in_offset if storage_offset is None else int(storage_offset)
-    _check_geometry(size, stride, offset, input._data.itemsize, _storage_nbytes(be, root), op)
+    # ('meta' has no storage to bound the layout: PyTorch's meta tensors keep one; ember checks the rest)
+    _check_geometry(size, stride, offset, input._data.itemsize, UntypedStorage(root).nbytes() if has_data(be) else
+                    1 << 62, op)
     return {"size": size, "stride": stride, "offset": offset, "in_stride": tuple(input.stride()),
             "in_offset": in_offset}
 
@@ -159,6 +162,42 @@ def as_strided_(input: Tensor, size, stride, storage_offset: int | None = None) 
                            "AsStridedBackward1", inverse=inverse)
 
 
+def _outside_slice(xp, g, dim, start, end, step):
+    """``g`` with its slice ``start:end:step`` along ``dim`` zeroed."""
+    steps = ((S.slice_p, {"dim": dim, "start": start, "stop": end, "step": step}),)
+    return xp.view_scatter(g, xp.zeros_like(xp.view_replay(g, steps)), steps)
+
+
+# slice_inverse(input, src): input viewed as src is laid out (src is differentiable too: PyTorch's node takes it)
+slice_inverse_p = defprim(
+    "slice_inverse",
+    lambda xp, a, src, size, stride, offset, in_stride, in_offset, dim, start, end, step: xp.as_strided(
+        a, size, stride, offset, in_stride, in_offset),
+    vjp=(lambda xp, g, out, a, src, size, stride, offset, in_stride, in_offset, dim, start, end, step:
+         xp.slice_dim(g, dim, start, end, step),
+         lambda xp, g, out, a, src, size, stride, offset, in_stride, in_offset, dim, start, end, step:
+         _outside_slice(xp, g, dim, start, end, step)),
+    jvp=(lambda xp, t, out, a, src, size, stride, offset, in_stride, in_offset, dim, start, end, step:
+         xp.as_strided(t, size, stride, offset, in_stride, in_offset),
+         # (src gives the layout only: its tangent adds nothing, as PyTorch's linear formula has it)
+         lambda xp, t, out, a, src, size, stride, offset, in_stride, in_offset, dim, start, end, step:
+         xp.zeros_like(t)),
+    is_view=True)
+
+
+@register(method=True)
+def slice_inverse(input: Tensor, src: Tensor, dim: int = 0, start: int | None = None, end: int | None = None,
+                  step: int = 1) -> Tensor:
+    """The inverse of ``input = src.slice(dim, start, end, step)``: ``input`` viewed with ``src``'s sizes, strides
+    and storage offset (PyTorch's definition), a view of ``input``'s storage."""
+    if not isinstance(src, Tensor):
+        raise TypeError(f"slice_inverse(): argument 'src' (position 2) must be Tensor, not {type(src).__name__}")
+    params = _as_strided_params(input, tuple(src._data.shape), tuple(src.stride()), _storage_of(src)[2],
+                                "slice_inverse")
+    d = wrap_dim(dim, src._data.ndim, "slice_inverse")
+    start, end, _ = slice(start, end, step).indices(src._data.shape[d])
+    params.update(dim=d, start=start, end=end, step=step)
+    return _link_view(apply(slice_inverse_p, (input, src), params), input, params)
 
 
 def c_strides(shape: tuple) -> tuple:
@@ -190,8 +229,7 @@ def _as_copy(r, node_name: str):
     """``r`` (a view op's result, or a tuple of them) as new tensors holding copies of their values, with the view
     op's node renamed ``node_name`` (PyTorch's ViewBackward0_copy, UnsafeSplitBackward0, ...)."""
     if isinstance(r, (tuple, list)):
-        return type(r)(_as_copy(p, node_name) for p in r) if isinstance(r, tuple) else [_as_copy(p, node_name)
-                                                                                        for p in r]
+        return tuple(_as_copy(p, node_name) for p in r)
     d = r._data
     out = make(backend_of(d).copy(d))
     node = r.grad_fn
@@ -206,8 +244,6 @@ def _as_copy(r, node_name: str):
             _COPY_NODES[(type(node), node_name)] = cls
         node.__class__ = cls
         out.grad_fn, out._output_nr, out._requires_grad = node, r._output_nr, True
-    elif r._requires_grad and r._base is not None and not _gm._state.enabled:
-        pass   # a view made under no_grad requires grad; a copy made there does not
     if r._fw_grad is not None:
         t = r._fw_grad._data
         out._fw_grad = make(backend_of(t).copy(t))
