@@ -339,6 +339,9 @@ OPS += [
                                         m.unsqueeze_copy(a, 1), m.squeeze_copy(a[:1]), m.squeeze_copy(a[:1], 0),
                                         m.diagonal_copy(a), m.narrow_copy(a, 1, 1, 2), a.narrow_copy(0, 0, 1)),
            [_k((3, 4))], dtypes=ALL),
+    # (PyTorch gives detach_copy of a tensor that requires grad a node that raises "not implemented" in backward;
+    # ember's result does not require grad: values only)
+    OpInfo("detach_copy", lambda m, a: m.detach_copy(a), [_k((3, 4)), _k(())], dtypes=ALL, **NO_GRAD),
     OpInfo("split_copies", lambda m, a: (m.split_copy(a, 2, 1) + m.split_with_sizes_copy(a, [1, 3], 1) +
                                          m.unbind_copy(a, 1)),
            [_k((3, 4))], dtypes=ALL),
