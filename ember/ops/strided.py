@@ -10,6 +10,7 @@ gradient is PyTorch's as_strided_backward (positions the result repeats add up).
 from __future__ import annotations
 
 import math
+import re
 import warnings
 
 from .. import _dtype as D
@@ -251,7 +252,26 @@ def _as_copy(r, node_name: str):
     return out
 
 
-def _copy_of(view_fn, name: str | None = None, node: str | None = None):
+def _named(fn, name: str):
+    """``fn`` (a view op's composite) raising under ``name``: a Tensor check first, and the op's name at the start of
+    the view op's argument errors (``view(): ...`` from view_copy says ``view_copy(): ...``, as PyTorch's)."""
+    def op(input, *args, **kwargs):
+        if not isinstance(input, Tensor):
+            raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+        try:
+            return fn(input, *args, **kwargs)
+        except (TypeError, RuntimeError, IndexError, ValueError) as e:
+            msg = str(e)
+            head = re.match(r"(\w+)\(\)", msg)
+            if head is None or head.group(1) == name:
+                raise
+            raise type(e)(name + msg[len(head.group(1)):]) from None
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = fn.__doc__
+    return op
+
+
+def _copy_of(view_fn, name: str, node: str | None = None):
     """``<view op>_copy`` from the view op ``view_fn`` (its arguments and errors); ``node``: its node's name where
     it is not the view op's with "_copy"."""
     def fn(input, *args, **kwargs):
@@ -259,9 +279,8 @@ def _copy_of(view_fn, name: str | None = None, node: str | None = None):
         first = r[0] if isinstance(r, (tuple, list)) and r else r
         fn_node = getattr(first, "grad_fn", None)
         return _as_copy(r, node or (type(fn_node).__name__ + "_copy" if fn_node is not None else ""))
-    fn.__name__ = fn.__qualname__ = name or view_fn.__name__ + "_copy"
-    fn.__doc__ = f"A copy of ``{view_fn.__name__}(input, ...)`` (not a view), with its gradient."
-    return fn
+    fn.__doc__ = f"A copy of ``{view_fn.__name__.lstrip('_')}(input, ...)`` (not a view), with its gradient."
+    return _named(fn, name)
 
 
 def _alias(input: Tensor) -> Tensor:
@@ -289,14 +308,10 @@ def _slice_view(input: Tensor, dim: int = 0, start=None, end=None, step: int = 1
     return input[(slice(None),) * d + (slice(start, end, step),)]
 
 
-@register()
-def slice_copy(input: Tensor, dim: int = 0, start: int | None = None, end: int | None = None, step: int = 1) -> Tensor:
-    """A copy of ``input[..., start:end:step, ...]`` along ``dim``."""
-    return _copy_of(_slice_view)(input, dim, start, end, step)
+register(_copy_of(_slice_view, "slice_copy"))
 
 
-@register(method=True)
-def split_with_sizes(input: Tensor, split_sizes, dim: int = 0) -> tuple:
+def _split_with_sizes(input: Tensor, split_sizes, dim: int = 0) -> tuple:
     """Pieces of the listed sizes along ``dim`` (views)."""
     if not isinstance(split_sizes, (list, tuple, Size)):
         raise TypeError(f"split_with_sizes(): argument 'split_sizes' (position 2) must be tuple of ints, not "
@@ -304,33 +319,44 @@ def split_with_sizes(input: Tensor, split_sizes, dim: int = 0) -> tuple:
     return S.split(input, list(split_sizes), dim)
 
 
-register(_copy_of(split_with_sizes, "split_with_sizes_copy"))
+split_with_sizes = register(_named(_split_with_sizes, "split_with_sizes"), method=True)
 
 
-@register(method=True)
-def unsafe_split(input: Tensor, split_size: int, dim: int = 0) -> tuple:
+register(_copy_of(_split_with_sizes, "split_with_sizes_copy"))
+
+
+def _unsafe_split(input: Tensor, split_size: int, dim: int = 0) -> tuple:
     """``split`` whose pieces are new tensors (PyTorch's UnsafeSplitBackward0)."""
     return _as_copy(S.split(input, split_size, dim), "UnsafeSplitBackward0")
 
 
-@register(method=True)
-def unsafe_split_with_sizes(input: Tensor, split_sizes, dim: int = 0) -> tuple:
+unsafe_split = register(_named(_unsafe_split, "unsafe_split"), method=True)
+
+
+def _unsafe_split_with_sizes(input: Tensor, split_sizes, dim: int = 0) -> tuple:
     """``split_with_sizes`` whose pieces are new tensors (UnsafeSplitWithSizesBackward0)."""
-    return _as_copy(split_with_sizes(input, split_sizes, dim), "UnsafeSplitWithSizesBackward0")
+    return _as_copy(_split_with_sizes(input, split_sizes, dim), "UnsafeSplitWithSizesBackward0")
 
 
-@register(method=True)
-def unsafe_chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
+unsafe_split_with_sizes = register(_named(_unsafe_split_with_sizes, "unsafe_split_with_sizes"), method=True)
+
+
+def _unsafe_chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
     """``chunk`` whose pieces are new tensors (PyTorch's unsafe_split underneath: UnsafeSplitBackward0)."""
     pieces = S.chunk(input, chunks, dim)
     return _as_copy(pieces, "UnsafeSplitBackward0" if pieces and pieces[0].grad_fn is not None and
                     type(pieces[0].grad_fn).__name__ == "SplitBackward0" else "UnsafeSplitWithSizesBackward0")
 
 
-@register(method=True)
-def narrow_copy(input: Tensor, dim: int, start: int, length: int) -> Tensor:
+unsafe_chunk = register(_named(_unsafe_chunk, "unsafe_chunk"), method=True)
+
+
+def _narrow_copy(input: Tensor, dim: int, start: int, length: int) -> Tensor:
     """A copy of ``narrow(input, dim, start, length)`` (NarrowCopyBackward0)."""
     return _as_copy(S.narrow(input, dim, start, length), "NarrowCopyBackward0")
+
+
+narrow_copy = register(_named(_narrow_copy, "narrow_copy"), method=True)
 
 
 # ----- the scatters: a copy of the input with src written at a view of it ---------------------------------------
