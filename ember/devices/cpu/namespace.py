@@ -387,16 +387,32 @@ def view_replay(x, steps):
     return x
 
 
+def _view_positions(steps, shape):
+    """The flat (C-order) positions in an array of ``shape`` of the elements the view ``steps`` select, -1 where one
+    is none of its elements (a layout replayed as a gather on a stand-in reads 0 there: hence the arange from 1)."""
+    return view_replay(np.arange(1, int(np.prod(shape)) + 1).reshape(shape), steps) - 1
+
+
+def _scatter_positions(out, steps, values) -> None:
+    """``out`` (C-contiguous) with ``values`` written at the positions the view ``steps`` select in it."""
+    pos = _view_positions(steps, out.shape)
+    keep = pos >= 0
+    out.reshape(-1)[pos[keep]] = np.broadcast_to(values, pos.shape)[keep]
+
+
 def view_scatter_zeros(g, steps, shape):
     """Zeros of ``shape`` holding ``g`` in the region the view ``steps`` select."""
     out = np.zeros(shape, dtype=g.dtype)
     region = view_replay(out, steps)
     if region.size == 0:   # an empty view: nothing to place (and it shares no memory to check)
         return out
-    if not np.shares_memory(region, out) or not region.flags.writeable:
-        raise RuntimeError("ember: this view cannot be written through (it is an expand or a copy); clone() it "
-                           "before modifying it in place")
-    region[...] = g
+    if region.flags.writeable and np.shares_memory(region, out):
+        region[...] = g
+    elif np.shares_memory(region, out):   # an expand: one position for several elements
+        raise RuntimeError("ember: this view cannot be written through (it is an expand); clone() it before "
+                           "modifying it in place")
+    else:   # the stand-in's replay copied (a layout it does not have): the positions the steps select
+        _scatter_positions(out, steps, g)
     return out
 
 
@@ -409,8 +425,9 @@ def view_scatter(x, src, steps):
         return out
     if region.flags.writeable and np.shares_memory(region, out):
         region[...] = src
-    else:   # a layout replayed as a gather (as_strided on a copy laid out otherwise): the positions it selects
-        np.put(out, view_replay(np.arange(out.size).reshape(out.shape), steps), src)
+        return out
+    out = np.ascontiguousarray(out)
+    _scatter_positions(out, steps, src)
     return out
 
 
@@ -424,8 +441,9 @@ def view_scatter_add(g, steps, shape):
     if region.flags.writeable and np.shares_memory(region, out):   # a writable view repeats no position
         region[...] = g
         return out
-    positions = view_replay(np.arange(out.size).reshape(shape), steps)
-    np.add.at(out.reshape(-1), positions.reshape(-1), np.broadcast_to(g, positions.shape).reshape(-1))
+    pos = _view_positions(steps, shape)
+    keep = pos >= 0
+    np.add.at(out.reshape(-1), pos[keep], np.broadcast_to(g, pos.shape)[keep])
     return out
 
 
