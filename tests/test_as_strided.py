@@ -274,3 +274,16 @@ def test_views_of_a_base_laid_out_otherwise():
         g, = m.autograd.grad((b * w).sum() + (u * w[:2]).sum(), a)
         res.append((b.tolist(), u.tolist(), g.tolist(), type(u.grad_fn).__name__))
     assert res[0] == res[1]
+
+
+def test_as_strided_inplace_with_a_view_made_before():
+    res = []
+    for m in (ember, torch):
+        a = m.arange(6.0, dtype=m.float64).requires_grad_()
+        x = a * 1
+        v = x[1:3]
+        x.as_strided_((3,), (2,))
+        v.mul_(2)   # v reaches x through the step back from x's new layout to its old one
+        (x * m.tensor([1.0, 2.0, 3.0], dtype=m.float64)).sum().backward()
+        res.append((x.tolist(), v.tolist(), a.grad.tolist()))
+    assert res[0] == res[1]
