@@ -367,8 +367,8 @@ def _scatter(input: Tensor, src: Tensor, view: Tensor, op: str, what: str, node:
     if tuple(src._data.shape) != tuple(view._data.shape):
         raise RuntimeError(f"expected src to have a size equal to the {what} of self. src size = "
                            f"{list(src._data.shape)}, {what} size = {list(view._data.shape)}")
-    steps = view._view_steps[len(input._view_steps) if input._base is not None else 0:]
-    return apply(view_scatter_p, (input, src), {"steps": steps}, S._node(node))
+    # (the view was made of input.detach(), a tensor of no base: its steps start at input's layout)
+    return apply(view_scatter_p, (input, src), {"steps": view._view_steps}, S._node(node))
 
 
 def _view_for_scatter(input: Tensor, op: str, fn, *args) -> Tensor:
