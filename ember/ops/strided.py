@@ -30,29 +30,29 @@ from . import shape as S
 
 as_strided_p = defprim(
     "as_strided",
-    lambda xp, a, size, stride, offset, in_stride, in_offset: xp.as_strided(a, size, stride, offset, in_stride,
-                                                                            in_offset),
+    lambda xp, a, size, stride, storage_offset, in_stride, in_offset: xp.as_strided(
+        a, size, stride, storage_offset, in_stride, in_offset),
     node="AsStridedBackward0",
-    vjp=lambda xp, g, out, a, size, stride, offset, in_stride, in_offset: xp.as_strided_backward(
-        g, tuple(a.shape), in_stride, in_offset, size, stride, offset),
+    vjp=lambda xp, g, out, a, size, stride, storage_offset, in_stride, in_offset: xp.as_strided_backward(
+        g, tuple(a.shape), in_stride, in_offset, size, stride, storage_offset),
     jvp="linear", is_view=True)
 
 # its gradient, linear in g: its own gradient reads the output's layout back out of the input's
 as_strided_backward_p = defprim(
     "as_strided_backward",
-    lambda xp, g, in_size, in_stride, in_offset, size, stride, offset: xp.as_strided_backward(
-        g, in_size, in_stride, in_offset, size, stride, offset),
+    lambda xp, g, in_size, in_stride, in_offset, size, stride, storage_offset: xp.as_strided_backward(
+        g, in_size, in_stride, in_offset, size, stride, storage_offset),
     node="AsStridedBackward0",
-    vjp=lambda xp, h, out, g, in_size, in_stride, in_offset, size, stride, offset: xp.as_strided(
-        h, size, stride, offset, in_stride, in_offset),
+    vjp=lambda xp, h, out, g, in_size, in_stride, in_offset, size, stride, storage_offset: xp.as_strided(
+        h, size, stride, storage_offset, in_stride, in_offset),
     jvp="linear")
 
 graph("as_strided", lambda x, size, stride, offset, in_stride, in_offset: apply(
-    as_strided_p, (x,), {"size": tuple(size), "stride": tuple(stride), "offset": offset,
+    as_strided_p, (x,), {"size": tuple(size), "stride": tuple(stride), "storage_offset": offset,
                          "in_stride": tuple(in_stride), "in_offset": in_offset}))
 graph("as_strided_backward", lambda g, in_size, in_stride, in_offset, size, stride, offset: apply(
     as_strided_backward_p, (g,), {"in_size": tuple(in_size), "in_stride": tuple(in_stride), "in_offset": in_offset,
-                                  "size": tuple(size), "stride": tuple(stride), "offset": offset}))
+                                  "size": tuple(size), "stride": tuple(stride), "storage_offset": offset}))
 
 # x with src written where the view ``steps`` select (slice_scatter, select_scatter, diagonal_scatter,
 # as_strided_scatter: each op's node is named by the op)
@@ -108,7 +108,7 @@ def _check_geometry(size, stride, offset, itemsize, nbytes, op: str = "as_stride
                            f"size {nbytes}")
 
 
-_AS_STRIDED_PARAMS = ("size", "stride", "offset", "in_stride", "in_offset")
+_AS_STRIDED_PARAMS = ("size", "stride", "storage_offset", "in_stride", "in_offset")
 
 
 def _link_view(r: Tensor, input: Tensor, params: dict) -> Tensor:
@@ -139,7 +139,7 @@ def _as_strided_params(input: Tensor, size, stride, storage_offset, op: str) -> 
     # ('meta' has no storage to bound the layout: PyTorch's meta tensors keep one; ember checks the rest)
     _check_geometry(size, stride, offset, input._data.itemsize, UntypedStorage(root).nbytes() if has_data(be) else
                     1 << 62, op)
-    return {"size": size, "stride": stride, "offset": offset, "in_stride": tuple(input.stride()),
+    return {"size": size, "stride": stride, "storage_offset": offset, "in_stride": tuple(input.stride()),
             "in_offset": in_offset}
 
 
@@ -154,11 +154,10 @@ def as_strided(input: Tensor, size, stride, storage_offset: int | None = None) -
 @register(module=False, method=True)
 def as_strided_(input: Tensor, size, stride, storage_offset: int | None = None) -> Tensor:
     """``input`` itself becomes ``as_strided(input, ...)``."""
-    old = {"size": tuple(input._data.shape), "stride": tuple(input.stride()), "offset": _storage_of(input)[2]}
+    old = {"size": tuple(input._data.shape), "stride": tuple(input.stride()), "storage_offset": _storage_of(input)[2]}
     params = _as_strided_params(input, size, stride, storage_offset, "as_strided_")
     # the views of input made so far reach it through the step back from the new layout to the old one
-    inverse = (as_strided_p, {"size": old["size"], "stride": old["stride"], "offset": old["offset"],
-                              "in_stride": params["stride"], "in_offset": params["offset"]})
+    inverse = (as_strided_p, {**old, "in_stride": params["stride"], "in_offset": params["storage_offset"]})
     return S._inplace_view(input, lambda t: _link_view(apply(as_strided_p, (t,), params), t, params),
                            "AsStridedBackward1", inverse=inverse)
 
@@ -172,16 +171,16 @@ def _outside_slice(xp, g, dim, start, end, step):
 # slice_inverse(input, src): input viewed as src is laid out (src is differentiable too: PyTorch's node takes it)
 slice_inverse_p = defprim(
     "slice_inverse",
-    lambda xp, a, src, size, stride, offset, in_stride, in_offset, dim, start, end, step: xp.as_strided(
-        a, size, stride, offset, in_stride, in_offset),
-    vjp=(lambda xp, g, out, a, src, size, stride, offset, in_stride, in_offset, dim, start, end, step:
+    lambda xp, a, src, size, stride, storage_offset, in_stride, in_offset, dim, start, end, step: xp.as_strided(
+        a, size, stride, storage_offset, in_stride, in_offset),
+    vjp=(lambda xp, g, out, a, src, size, stride, storage_offset, in_stride, in_offset, dim, start, end, step:
          xp.slice_dim(g, dim, start, end, step),
-         lambda xp, g, out, a, src, size, stride, offset, in_stride, in_offset, dim, start, end, step:
+         lambda xp, g, out, a, src, size, stride, storage_offset, in_stride, in_offset, dim, start, end, step:
          _outside_slice(xp, g, dim, start, end, step)),
-    jvp=(lambda xp, t, out, a, src, size, stride, offset, in_stride, in_offset, dim, start, end, step:
-         xp.as_strided(t, size, stride, offset, in_stride, in_offset),
+    jvp=(lambda xp, t, out, a, src, size, stride, storage_offset, in_stride, in_offset, dim, start, end, step:
+         xp.as_strided(t, size, stride, storage_offset, in_stride, in_offset),
          # (src gives the layout only: its tangent adds nothing, as PyTorch's linear formula has it)
-         lambda xp, t, out, a, src, size, stride, offset, in_stride, in_offset, dim, start, end, step:
+         lambda xp, t, out, a, src, size, stride, storage_offset, in_stride, in_offset, dim, start, end, step:
          xp.zeros_like(t)),
     is_view=True)
 
@@ -420,7 +419,7 @@ def as_strided_scatter(input: Tensor, src: Tensor, size, stride, storage_offset:
     if (input._requires_grad or getattr(src, "_requires_grad", False)) and _gm._state.enabled and \
             not input.is_contiguous():
         raise RuntimeError("as_strided_scatter is currently only supported for contiguous inputs")
-    steps = ((as_strided_p, {"size": size, "stride": stride, "offset": offset, "in_stride": in_stride,
+    steps = ((as_strided_p, {"size": size, "stride": stride, "storage_offset": offset, "in_stride": in_stride,
                              "in_offset": 0}),)
     if not isinstance(src, Tensor):
         raise TypeError(f"as_strided_scatter(): argument 'src' (position 2) must be Tensor, not "
