@@ -11,7 +11,7 @@ import warnings
 import weakref
 
 from . import _dtype as D
-from ._device import backend_of, device_of, has_data
+from ._device import backend_of, cpu_backend, device_of, has_data
 
 # roots moved to shared memory by share_memory_() (one process: nothing moves, PyTorch's flag is kept): id -> ref
 _SHARED: dict = {}
@@ -31,8 +31,20 @@ class UntypedStorage:
 
     __slots__ = ("_root",)
 
-    def __init__(self, root):
-        self._root = root
+    def __init__(self, size: int = 0, *, device=None):
+        """``UntypedStorage(n)``: ``n`` new bytes (zeros) on the cpu."""
+        if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+            raise TypeError(f"UntypedStorage(): expected a non-negative int size, got {size!r}")
+        if device not in (None, "cpu") and getattr(device, "type", None) != "cpu":
+            raise RuntimeError("ember: UntypedStorage(size) makes cpu storages only")
+        self._root = cpu_backend().zeros((size,), D.uint8.np)
+
+    @classmethod
+    def _of(cls, root) -> UntypedStorage:
+        """The storage whose memory is the array ``root`` (a device's storage_root)."""
+        s = object.__new__(cls)
+        s._root = root
+        return s
 
     @property
     def _backend(self):

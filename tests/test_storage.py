@@ -109,3 +109,13 @@ def test_new():
         assert f.new(f).data_ptr() == f.data_ptr()
         with pytest.raises(TypeError):
             f.new(m.ones(2, dtype=m.int64))
+
+
+def test_untyped_storage_constructor_and_set_():
+    res = []
+    for m in (ember, torch):
+        s = m.UntypedStorage(8)
+        t = m.zeros(0).set_(s, 0, (2,), (1,))
+        t.fill_(1.5)
+        res.append((s.nbytes(), len(s), t.tolist(), s.tolist(), t.untyped_storage().data_ptr() == s.data_ptr()))
+    assert res[0] == res[1]

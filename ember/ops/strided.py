@@ -137,7 +137,7 @@ def _as_strided_params(input: Tensor, size, stride, storage_offset, op: str) -> 
     be, root, in_offset = _storage_of(input)
     offset = in_offset if storage_offset is None else int(storage_offset)
     # ('meta' has no storage to bound the layout: PyTorch's meta tensors keep one; ember checks the rest)
-    _check_geometry(size, stride, offset, input._data.itemsize, UntypedStorage(root).nbytes() if has_data(be) else
+    _check_geometry(size, stride, offset, input._data.itemsize, UntypedStorage._of(root).nbytes() if has_data(be) else
                     1 << 62, op)
     return {"size": size, "stride": stride, "storage_offset": offset, "in_stride": tuple(input.stride()),
             "in_offset": in_offset}
@@ -497,7 +497,7 @@ def storage_offset(self: Tensor) -> int:
 @method("untyped_storage")
 def untyped_storage(self: Tensor) -> UntypedStorage:
     """The tensor's memory (shared by its views) as bytes."""
-    return UntypedStorage(_storage_of(self)[1])
+    return UntypedStorage._of(_storage_of(self)[1])
 
 
 @method("storage")
