@@ -228,9 +228,10 @@ class Tensor:
         return st if dim is None else st[_wrap_dim(dim, self._data.ndim, "stride")]
 
     def data_ptr(self) -> int:
-        if not has_data(backend_of(self._data)):
+        be = backend_of(self._data)
+        if not has_data(be):
             return 0   # 'meta': no memory, as PyTorch's
-        return self._data.__array_interface__["data"][0]
+        return be.data_ptr(self._data)   # the device's (its storage's address plus the offset in bytes)
 
     @property
     def _version(self) -> int:

@@ -899,6 +899,27 @@ for _n, _f in VALID_NOGRAD.items():
     case(f"validv-{_n}", _f)
 
 
+# ----- strides and storage (issue 18): as_strided's layout checks, strided creation, set_/resize_ ---------------
+
+case("as_strided-out-of-storage", lambda L: L.as_strided(m22(L), (5,), (1,)))
+case("as_strided-negative-stride", lambda L: m22(L).as_strided((2,), (-1,)))
+case("as_strided-rank-mismatch", lambda L: L.as_strided(m22(L), (2, 2), (1,)))
+case("as_strided-negative-size", lambda L: L.as_strided(m22(L), (-1,), (1,)))
+case("as_strided-negative-offset", lambda L: L.as_strided(m22(L), (1,), (1,), -1))
+case("as_strided-size-not-ints", lambda L: L.as_strided(m22(L), 2, (1,)))
+case("as_strided-offset-too-far", lambda L: m22(L).as_strided((2,), (1,), 3))
+case("as_strided_-leaf", lambda L: m22(L, rg=True).as_strided_((2,), (1,)))
+case("as_strided-overlap-write", lambda L: m22(L).as_strided((2, 2), (0, 1)).add_(1))
+case("empty_strided-rank-mismatch", lambda L: L.empty_strided((2, 3), (1,)))
+case("empty_permuted-duplicate", lambda L: L.empty_permuted((2, 3), (0, 0)))
+case("slice_scatter-size", lambda L: L.slice_scatter(m22(L), L.zeros(3, 2), 0, 0, 1))
+case("select_scatter-size", lambda L: m22(L).select_scatter(L.zeros(3), 0, 0))
+case("diagonal_scatter-size", lambda L: L.diagonal_scatter(m22(L), L.zeros(3)))
+case("set_-leaf", lambda L: m22(L, rg=True).set_(m22(L)))
+case("resize_-requires-grad", lambda L: m22(L, rg=True).resize_(5))
+case("pin_memory-no-accelerator", lambda L: m22(L).pin_memory())
+
+
 # ----- every registered op, from the registry: a non-tensor where the first tensor goes ----------------------
 # (so that an op added later is in the catalogue without anyone listing it)
 

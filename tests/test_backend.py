@@ -97,6 +97,8 @@ def _make_namespace():
         copy=_device_op(base.copy), copyto=lambda d, s: base.copyto(unwrap(d), unwrap(s)),
         add_into=lambda d, s: base.add_into(unwrap(d), unwrap(s)),
         set_index=lambda d, i, v: base.set_index(unwrap(d), i, unwrap(v)), quiet=base.quiet, to_numpy=unwrap,
+        **{n: (lambda f: lambda x: f(unwrap(x)))(getattr(base, n)) for n in ("storage_root", "storage_offset",
+                                                                            "data_ptr", "storage_nbytes")},
         can_adopt=lambda g, dtype, shape: False)
     ns.backend = be
     return ns

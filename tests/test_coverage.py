@@ -33,6 +33,9 @@ EXEMPT = {
     "__iter__": "iteration: tests/test_tensor.py",
     "layout": "a property, always torch.strided: tests/test_argument_errors.py",
     "LinAlgError": "an exception class (ember.linalg.LinAlgError), not an op",
+    **{n: "the storage side of a tensor (metadata, no values to differentiate): tests/test_storage.py" for n in (
+        "is_pinned", "is_set_to", "is_shared", "itemsize", "nbytes", "new", "pin_memory", "resize", "resize_",
+        "resize_as_", "set_", "share_memory_", "storage", "storage_offset", "storage_type", "untyped_storage")},
 }
 
 # Rules the op database's run does not reach, and why: (primitive name, "VJP" | "JVP", input index) -> reason.

@@ -32,6 +32,7 @@ KNOWN = {
     "linalg_det": ("1x1 input", ("2:",)), "nn.functional.conv1d": ("empty batch", ("7:",)),
     "cat": ("an empty input's constant gradient", ("3:", "6:")), "repeat": ("zero repeats", ("5:",)),
     "matrix_power": ("n=0: PyTorch returns a constant zero gradient, ember None", ("0:",)),
+    "as_strided": ("empty output: PyTorch's as_strided_backward returns constant zeros", ("6:",)),
     # PyTorch has no double backward for its fused attention kernel
     "nn_scaled_dot_product_attention": ("torch raises", None), "nn_multi_head_attention_forward": ("torch raises", None),
 }

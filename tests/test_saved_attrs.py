@@ -181,6 +181,24 @@ VALUE_DIFFERS = {
         "StdBackward0", "StdMeanBackward0", "VarBackward0", "VarMeanBackward0")},
 }
 
+# strides and storage (ember/ops/strided.py): a *_copy node is its view op's node renamed, so it keeps what that
+# node keeps; the scatters' node holds the view's steps (view_scatter); as_strided keeps the offset it used
+_STEPS = "ember's node holds the view's steps (its view_scatter machinery), PyTorch the view's arguments"
+NOT_EXPOSED.update({n + "_copy": NOT_EXPOSED[n] for n in (
+    "PermuteBackward0", "SliceBackward0", "TransposeBackward0", "UnsqueezeBackward0", "SqueezeBackward1",
+    "SplitBackward0", "SplitWithSizesBackward0", "UnbindBackward0")})
+NOT_EXPOSED.update({
+    "UnsafeSplitBackward0": NOT_EXPOSED["SplitBackward0"], "UnsafeSplitWithSizesBackward0":
+    NOT_EXPOSED["SplitWithSizesBackward0"], "NarrowCopyBackward0": {"_saved_length"},
+    "SliceScatterBackward0": {"_saved_dim", "_saved_end", "_saved_start", "_saved_step"},
+    "SelectScatterBackward0": {"_saved_dim", "_saved_index"},
+    "DiagonalScatterBackward0": {"_saved_dim1", "_saved_dim2", "_saved_offset"},
+    "AsStridedScatterBackward0": {"_saved_size", "_saved_storage_offset", "_saved_stride"},
+})
+VALUE_DIFFERS[("AsStridedBackward0", "_saved_storage_offset")] = (
+    "ember keeps the offset it used, PyTorch None where storage_offset was not passed")
+VALUE_DIFFERS[("SliceInverseBackward0", "_saved_end")] = "ember keeps the slice's bounds normalized, PyTorch as given"
+
 # nn.functional normalisation and distances (ember/ops/nn_norm.py): the fused norm nodes recompute mean and rstd
 # (PyTorch's result1, result2) from the saved input, keep the running buffers out of the training node (they
 # are constants in evaluation mode only, updated in place in training), read sizes from the input; the bias is

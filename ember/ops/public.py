@@ -13,6 +13,7 @@ from .._dtype import (bool, double, dtype, float, float16, float32, float64, get
                       sparse_bsc, channels_last, channels_last_3d, contiguous_format, memory_format, preserve_format,
                       complex64, complex128, cfloat, cdouble, complex32, chalf)
 from .._tensor import Size, Tensor
+from .._storage import TypedStorage, UntypedStorage, is_storage
 from ..autograd import enable_grad, inference_mode, no_grad, set_grad_enabled
 from ..autograd.grad_mode import is_grad_enabled, is_inference_mode_enabled
 from ..autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled, set_anomaly_enabled

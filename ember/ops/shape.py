@@ -557,8 +557,10 @@ def _mT(self):
 
 # ----- in-place view ops: t_, transpose_, squeeze_, unsqueeze_ -------------------------------------------
 
-def _inplace_view(self: Tensor, fn, node_name: str, *args) -> Tensor:
-    """``self`` becomes ``fn(self, *args)`` (a view of itself with new sizes): PyTorch's in-place view ops."""
+def _inplace_view(self: Tensor, fn, node_name: str, *args, inverse=None) -> Tensor:
+    """``self`` becomes ``fn(self, *args)`` (a view of itself with new sizes): PyTorch's in-place view ops.
+    ``inverse``: the view step from the new layout back to the old one (default: a permute's inverse, or a
+    reshape)."""
     recording = _gm._state.enabled and self._requires_grad
     check_inplace(self, recording)
     old_shape = tuple(self._data.shape)
@@ -568,8 +570,8 @@ def _inplace_view(self: Tensor, fn, node_name: str, *args) -> Tensor:
     if self._base is None and r._base is self:
         # the views made of self so far reach it through the inverse of this step first
         prim, params = r._view_steps[-1]
-        relayout(self, (permute_p, {"dims": _inverse(params["dims"])}) if prim is permute_p else
-                 (reshape_p, {"shape": old_shape}))
+        relayout(self, inverse if inverse is not None else (permute_p, {"dims": _inverse(params["dims"])})
+                 if prim is permute_p else (reshape_p, {"shape": old_shape}))
     if self._base is not None and r._base is not None:
         self._view_steps, self._view_v = r._view_steps, self._vc[0]
     if r.grad_fn is not None:

@@ -22,7 +22,7 @@ from . import elementwise, linalg, nn, nn_conv, nn_pool, reduction, shape, sorti
 from . import bessel, complex as _complex
 from . import optim as _optim
 from .array import DeviceArray, make_array_type
-from .views import VIEW_KERNELS, aliasing
+from .views import VIEW_KERNELS, aliasing, c_strides, replay
 
 FAMILIES = (elementwise, reduction, shape, linalg, special, nn_conv, nn_pool, sorting, bessel, _complex)   # and nn (it uses special's erf)
 # parameters that may hold host (NumPy) index arrays: PyTorch accepts CPU index tensors for a device tensor
@@ -133,6 +133,28 @@ class _Backend:
         if dst._view is not None:   # which elements of a view were written (views.py: only those reach its root)
             written = self.ns.fill_index(self._arr(self.xp.zeros(dst.a.shape, dtype=self.xp.bool)), index, True).a
         dst.store(self.ns.fill_index(dst, index, value).a, written)
+
+    # ----- storage (ember/ops/storage.py): a view's root array is its storage (views.py)
+    @staticmethod
+    def storage_root(x):
+        v = x._view
+        return x if v is None else v.root
+
+    def storage_offset(self, x) -> int:
+        """Where ``x``'s first element sits in its root, in elements: its steps replayed on the root's positions."""
+        v = x._view
+        if v is None or x.size == 0 or not self.has_data:
+            return 0   # ('meta' has no positions to replay: 0)
+        pos = replay(self._arr(v.root._kit.lin(tuple(v.root.shape))), v.steps).a
+        return int(self.xp.reshape(pos, (-1,))[0])
+
+    def data_ptr(self, x) -> int:
+        """An address stand-in (the library gives none): the root's identity, plus the offset in bytes."""
+        return id(self.storage_root(x)) * 64 + self.storage_offset(x) * x.dtype.itemsize
+
+    @staticmethod
+    def storage_nbytes(root) -> int:
+        return root.size * root.dtype.itemsize
 
     # floating-point exceptions: the standard has no error state, so these are no-ops
     @staticmethod
@@ -247,6 +269,18 @@ def make_namespace(name: str, xp, *, array_base: type = DeviceArray, backend_cla
     for n, rule in VIEW_KERNELS.items():   # their results are views of their inputs where NumPy's are (views.py)
         setattr(ns, n, aliasing(getattr(ns, n), rule, arr, readonly=n == "expand"))
 
+    strided = ns.as_strided
+
+    def as_strided(x, size, stride, offset, in_stride, in_offset):
+        # a view laid out as the layout says (a tensor's own array, not a gradient's) reads its root's memory (its
+        # storage, C-ordered here), outside its own elements too; anything else is read as its values (as the cpu's)
+        v = getattr(x, "_view", None)
+        if v is not None and all(n <= 1 or a == b for n, a, b in zip(x.shape, v.strides, in_stride)) and \
+                backend.storage_offset(x) == in_offset:
+            x, in_stride, in_offset = v.root, c_strides(tuple(v.root.shape)), 0
+        return strided(x, size, stride, offset, in_stride, in_offset)
+    ns.as_strided = as_strided
+
     # views replay through this namespace itself (its functions take the device's arrays)
     def view_replay(x, steps):
         for prim, params in steps:
@@ -264,6 +298,10 @@ def make_namespace(name: str, xp, *, array_base: type = DeviceArray, backend_cla
             raise RuntimeError("ember: this view cannot be written through (it is an expand or a copy); clone() it "
                                "before modifying it in place")
         return arr(kit.scatter_set(base, lambda _: region.a, g.a))
+
+    def view_scatter(x, src, steps):
+        # as the cpu's: the positions the view selects in an arange of x's shape are where src goes
+        return arr(kit.scatter_set(x.a, lambda lin: view_replay(arr(lin), steps).a, src.a))
 
     def view_scatter_add(g, steps, shape):
         # as the cpu's: the positions the view selects in an arange, with g added there (repeats sum)
@@ -286,8 +324,8 @@ def make_namespace(name: str, xp, *, array_base: type = DeviceArray, backend_cla
         a.store(work)
 
     ns.view_replay, ns.view_scatter_zeros, ns.fma, ns.fma_lerp_ = view_replay, view_scatter_zeros, fma, fma_lerp_
-    ns.view_scatter_add = view_scatter_add
-    for n in ("view_replay", "view_scatter_zeros", "view_scatter_add", "fma", "fma_lerp_"):
+    ns.view_scatter_add, ns.view_scatter = view_scatter_add, view_scatter
+    for n in ("view_replay", "view_scatter_zeros", "view_scatter_add", "view_scatter", "fma", "fma_lerp_"):
         if n in missing:
             missing.remove(n)
     ns.backend = backend

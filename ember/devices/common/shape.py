@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+from ..cpu.shape import _maybe_overlapping as _overlapping
 from ..index import SplitIndex
 
 
@@ -180,6 +181,64 @@ def kernels(k) -> dict:
 
     def repeat_index(counts):
         return xp.repeat(xp.arange(counts.shape[0], dtype=xp.int64), counts)
+
+    # ----- as_strided (a gather here: cpu/shape.py's docstrings say what they compute) --------------------------
+    def _positions(size, stride, offset):
+        pos = xp.full(tuple(size), offset, dtype=xp.int64)
+        for d, (n, s) in enumerate(zip(size, stride)):
+            pos = pos + xp.reshape(xp.arange(n, dtype=xp.int64) * s, (n,) + (1,) * (len(size) - d - 1))
+        return pos
+
+    def _extent(size, stride, offset) -> int:
+        return offset + 1 + sum((n - 1) * s_ for n, s_ in zip(size, stride))
+
+    def as_strided(x, size, stride, offset, in_stride, in_offset):
+        size, shape = tuple(size), tuple(x.shape)
+        if 0 in size or k.numel(x) == 0:
+            return k.zeros(size, x.dtype)
+        m = max(_extent(shape, in_stride, in_offset), _extent(size, stride, offset))
+        pos_in = xp.reshape(_positions(shape, in_stride, in_offset), (-1,))
+        vals = xp.reshape(x, (-1,))
+        inp = [(n, s_) for n, s_ in zip(shape, in_stride) if n != 1]
+        if not _overlapping([n for n, _ in inp], [s_ for _, s_ in inp]):
+            store = k.scatter_set_flat(xp.zeros((m,), dtype=x.dtype), pos_in, vals)
+        else:   # x's elements share positions: each position holds their mean (they are equal where x is memory)
+            total = k.scatter_add_flat(m, pos_in, vals, x.dtype)
+            count = k.scatter_add_flat(m, pos_in, xp.ones(pos_in.shape, dtype=xp.int64), xp.int64)
+            c = xp.astype(xp.where(count > 1, count, xp.ones_like(count)), total.dtype)
+            store = total if total.dtype == xp.bool else total / c if k.is_float(total) else xp.floor_divide(total, c)
+        pos_out = _positions(size, stride, offset)
+        return xp.reshape(xp.take(store, xp.reshape(pos_out, (-1,))), size)
+
+    def as_strided_backward(g, in_size, in_stride, in_offset, size, stride, offset):
+        in_size = tuple(in_size)
+        if 0 in in_size or 0 in tuple(size):
+            return k.zeros(in_size, g.dtype)
+        out_size, out_stride = [], []
+        for i in reversed(range(len(size))):
+            if size[i] == 1:
+                g = xp.squeeze(g, axis=i)
+            elif stride[i] == 0:
+                g = xp.sum(g, axis=i, dtype=g.dtype)
+            else:
+                out_size.insert(0, size[i])
+                out_stride.insert(0, stride[i])
+        inp = [(n, s_) for n, s_ in zip(in_size, in_stride) if n != 1]
+        shared = min(in_offset, offset)
+        in_eff, out_eff = in_offset - shared, offset - shared
+        m = max(_extent([n for n, _ in inp], [s_ for _, s_ in inp], in_eff), _extent(out_size, out_stride, out_eff))
+        pos_out = xp.reshape(_positions(out_size, out_stride, out_eff), (-1,))
+        vals = xp.reshape(g, (-1,))
+        if _overlapping(out_size, out_stride):
+            store = k.scatter_add_flat(m, pos_out, vals, g.dtype)
+        else:
+            store = k.scatter_set_flat(xp.zeros((m,), dtype=g.dtype), pos_out, vals)
+        pos_in = _positions(in_size, in_stride, in_eff)
+        if _overlapping([n for n, _ in inp], [s_ for _, s_ in inp]):
+            count = k.scatter_add_flat(m, xp.reshape(pos_in, (-1,)), xp.ones((k.numel(pos_in),), dtype=g.dtype),
+                                       g.dtype)
+            store = store / count
+        return xp.reshape(xp.take(store, xp.reshape(pos_in, (-1,))), in_size)
 
     # ----- the 'indexing' family ------------------------------------------------------------------------------
     def index_put_add(x, index, v):

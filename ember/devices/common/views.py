@@ -181,7 +181,11 @@ def _getitem(shape, strides, out_shape, /, index):
     return tuple(out)
 
 
-VIEW_KERNELS = {"reshape": _reshape, "permute": _permute, "expand": _expand, "slice_dim": _slice_dim,
+def _as_strided(shape, strides, out_shape, /, size, stride, *_):
+    return tuple(stride)
+
+
+VIEW_KERNELS = {"as_strided": _as_strided, "reshape": _reshape, "permute": _permute, "expand": _expand, "slice_dim": _slice_dim,
                 "select_dim": _select_dim, "diagonal": _diagonal, "unfold": _unfold, "getitem": _getitem}
 
 

@@ -16,6 +16,7 @@ import numpy as np
 from ..index import view_of as _view_of
 from . import creation as _creation
 from . import random as _random
+from . import shape as _shape
 
 # NumPy reports floating-point exceptions (overflow, 0/0, log(0), inf/nan cast to an integer) as RuntimeWarnings;
 # PyTorch is silent. ember's entry points (apply and the operator fast paths, the engine, optimizer steps,
@@ -112,6 +113,20 @@ class _Backend:
     element_types = staticmethod(_creation.element_types)
     base_array = staticmethod(_creation.base_array)
     ints_fit = staticmethod(_creation.ints_fit)
+
+    # ----- storage: the memory a tensor's array views (ember/ops/storage.py: untyped_storage, as_strided)
+    storage_root = staticmethod(_shape.storage_root)        # the array owning the memory (one per storage)
+    storage_offset = staticmethod(_shape.storage_offset)    # in elements of the array's dtype
+    data_ptr = staticmethod(_shape.data_ptr)
+
+    @staticmethod
+    def storage_nbytes(root) -> int:
+        return root.nbytes
+
+    @staticmethod
+    def storage_bytes(root):
+        """The storage's bytes as a flat uint8 array sharing its memory."""
+        return root.ravel(order="K").view(np.uint8)   # (a root is C- or F-contiguous: no copy)
 
     # ----- random: PyTorch's CPU generator (mt19937 stream, samplers), for ember/ops/random.py
     random = _random
@@ -372,16 +387,47 @@ def view_replay(x, steps):
     return x
 
 
+def _view_positions(steps, shape):
+    """The flat (C-order) positions in an array of ``shape`` of the elements the view ``steps`` select, -1 where one
+    is none of its elements (a layout replayed as a gather on a stand-in reads 0 there: hence the arange from 1)."""
+    return view_replay(np.arange(1, int(np.prod(shape)) + 1).reshape(shape), steps) - 1
+
+
+def _scatter_positions(out, steps, values) -> None:
+    """``out`` (C-contiguous) with ``values`` written at the positions the view ``steps`` select in it."""
+    pos = _view_positions(steps, out.shape)
+    keep = pos >= 0
+    out.reshape(-1)[pos[keep]] = np.broadcast_to(values, pos.shape)[keep]
+
+
 def view_scatter_zeros(g, steps, shape):
     """Zeros of ``shape`` holding ``g`` in the region the view ``steps`` select."""
     out = np.zeros(shape, dtype=g.dtype)
     region = view_replay(out, steps)
     if region.size == 0:   # an empty view: nothing to place (and it shares no memory to check)
         return out
-    if not np.shares_memory(region, out) or not region.flags.writeable:
-        raise RuntimeError("ember: this view cannot be written through (it is an expand or a copy); clone() it "
-                           "before modifying it in place")
-    region[...] = g
+    if region.flags.writeable and np.shares_memory(region, out):
+        region[...] = g
+    elif np.shares_memory(region, out):   # an expand: one position for several elements
+        raise RuntimeError("ember: this view cannot be written through (it is an expand); clone() it before "
+                           "modifying it in place")
+    else:   # the stand-in's replay copied (a layout it does not have): the positions the steps select
+        _scatter_positions(out, steps, g)
+    return out
+
+
+def view_scatter(x, src, steps):
+    """A copy of ``x`` (its layout kept where it is dense) with ``src`` written where the view ``steps`` select
+    (slice_scatter, select_scatter, diagonal_scatter, as_strided_scatter)."""
+    out = x.copy(order="K") if _shape.dense(x) else x.copy()
+    region = view_replay(out, steps)
+    if region.size == 0:
+        return out
+    if region.flags.writeable and np.shares_memory(region, out):
+        region[...] = src
+        return out
+    out = np.ascontiguousarray(out)
+    _scatter_positions(out, steps, src)
     return out
 
 
@@ -395,8 +441,9 @@ def view_scatter_add(g, steps, shape):
     if region.flags.writeable and np.shares_memory(region, out):   # a writable view repeats no position
         region[...] = g
         return out
-    positions = view_replay(np.arange(out.size).reshape(shape), steps)
-    np.add.at(out.reshape(-1), positions.reshape(-1), np.broadcast_to(g, positions.shape).reshape(-1))
+    pos = _view_positions(steps, shape)
+    keep = pos >= 0
+    np.add.at(out.reshape(-1), pos[keep], np.broadcast_to(g, pos.shape)[keep])
     return out
 
 

@@ -13,7 +13,7 @@ from numpy.lib.stride_tricks import as_strided as _as_strided
 __all__ = ["slice_dim", "slice_scatter_zeros", "select_dim", "select_scatter_zeros", "diagonal",
            "diag_scatter_zeros", "flip", "roll", "rot90", "tril", "triu", "repeat", "trace", "unfold",
            "unfold_backward", "gather_rows", "scatter_rows_zeros", "split_backward", "repeat_index",
-           "channels_last_copy"]
+           "channels_last_copy", "as_strided", "as_strided_backward"]
 
 
 def _along(dim: int, ix) -> tuple:
@@ -161,3 +161,146 @@ def channels_last_copy(a):
     Not differentiable."""
     perm = (0,) + tuple(range(2, a.ndim)) + (1,)
     return np.ascontiguousarray(a.transpose(perm)).transpose(np.argsort(perm))
+
+
+# ----- as_strided: PyTorch's view of the storage (strides and offsets in elements, counted from the storage) ---------
+
+class _Interface:
+    """An ``__array_interface__`` holding the storage alive: what NumPy's own as_strided builds its views from."""
+
+    def __init__(self, interface: dict, base):
+        self.__array_interface__ = interface
+        self.base = base
+
+
+def storage_root(x):
+    """The array that owns ``x``'s memory (PyTorch's storage): the end of its chain of NumPy bases."""
+    r = x
+    while True:
+        b = r.base
+        if isinstance(b, np.ndarray):
+            r = b
+        elif isinstance(b, _Interface) or (b is not None and isinstance(getattr(b, "base", None), np.ndarray)
+                                           and hasattr(b, "__array_interface__")):
+            r = b.base    # a view made by as_strided (NumPy's or ours) names the array it was made from
+        else:
+            return r
+
+
+def data_ptr(x) -> int:
+    return x.__array_interface__["data"][0]
+
+
+def storage_offset(x) -> int:
+    """Where ``x``'s first element sits in its storage, in elements of ``x``'s dtype."""
+    return (data_ptr(x) - data_ptr(storage_root(x))) // x.itemsize
+
+
+def _positions(size, stride, offset):
+    """The storage positions (int64, of shape ``size``) of a strided layout."""
+    pos = np.full(tuple(size), offset, dtype=np.int64)
+    for d, (n, s) in enumerate(zip(size, stride)):
+        pos += (np.arange(n, dtype=np.int64) * s).reshape((n,) + (1,) * (len(size) - d - 1))
+    return pos
+
+
+def _own_layout(x, stride, offset) -> bool:
+    """Whether ``x``'s memory is laid out as ``stride``/``offset`` say (dims of one element do not count)."""
+    isz = x.itemsize
+    return all(n <= 1 or xs == s * isz for n, xs, s in zip(x.shape, x.strides, stride)) and \
+        storage_offset(x) == offset
+
+
+def as_strided(x, size, stride, offset, in_stride, in_offset):
+    """The elements at storage positions ``offset + sum(i_k * stride_k)``, where ``x``'s own elements sit at
+    ``in_offset + sum(j_k * in_stride_k)``. A view of ``x``'s storage where ``x`` is laid out so (a tensor's own
+    array); otherwise (a gradient, or a stand-in the views' machinery replays on) a copy made from ``x``'s values:
+    each position holds the mean of the elements of ``x`` there (they are equal where ``x`` is memory), 0 where ``x``
+    has none."""
+    size, stride = tuple(size), tuple(stride)
+    isz = x.itemsize
+    root = storage_root(x)
+    # (a stand-in may own less memory than the storage the layout reads: then it is no view)
+    if x.size and _own_layout(x, in_stride, in_offset) and \
+            (0 in size or _min_storage(size, stride, offset) * isz <= root.nbytes):
+        ptr = data_ptr(root) + offset * isz
+        writeable = root.flags.writeable and all(n <= 1 or s != 0 for n, s in zip(size, stride))
+        iface = {"data": (ptr, not writeable), "shape": size, "strides": tuple(s * isz for s in stride),
+                 "typestr": x.dtype.str, "descr": x.dtype.descr, "version": 3}
+        return np.asarray(_Interface(iface, root))
+    if 0 in size:
+        return np.zeros(size, dtype=x.dtype)
+    if x.size == 0:
+        return np.zeros(size, dtype=x.dtype)
+    pos_in = _positions(x.shape, in_stride, in_offset).reshape(-1)
+    pos_out = _positions(size, stride, offset)
+    n = int(max(pos_in.max(), pos_out.max())) + 1
+    count = np.bincount(pos_in, minlength=n)
+    if count.max() <= 1:   # x's elements never share a position: place them
+        store = np.zeros(n, dtype=x.dtype)
+        store[pos_in] = x.reshape(-1)
+    else:
+        total = np.zeros(n, dtype=x.dtype)
+        np.add.at(total, pos_in, x.reshape(-1))
+        store = (total / np.maximum(count, 1)).astype(x.dtype) if x.dtype.kind == "f" else \
+            (total // np.maximum(count, 1)).astype(x.dtype)
+    return store[pos_out]
+
+
+def dense(x) -> bool:
+    """Whether ``x``'s elements fill its memory without gaps or repeats (PyTorch's non-overlapping and dense)."""
+    step = x.itemsize
+    for s, n in sorted((s, n) for s, n in zip(x.strides, x.shape) if n != 1):
+        if s != step:
+            return False
+        step *= n
+    return True
+
+
+def _maybe_overlapping(size, stride) -> bool:
+    """PyTorch's _maybe_overlapping_memory: whether a layout (no dims of size 0 or 1) may repeat a position."""
+    max_index = 0
+    for s, n in sorted(zip(stride, size)):
+        if s <= max_index:
+            return True
+        max_index += s * (n - 1)
+    return False
+
+
+def _min_storage(size, stride, offset) -> int:
+    return offset + 1 + sum((n - 1) * s for n, s in zip(size, stride))
+
+
+def as_strided_backward(g, in_size, in_stride, in_offset, size, stride, offset):
+    """The gradient of ``as_strided`` (PyTorch's as_strided_backward): ``g`` scattered into a zero storage by the
+    output's layout (repeated positions add), divided by how often the input's layout repeats each position, and
+    read back by the input's layout."""
+    in_size = tuple(in_size)
+    if 0 in in_size or 0 in tuple(size):
+        return np.zeros(in_size, dtype=g.dtype)
+    out_size, out_stride = [], []
+    for i in reversed(range(len(size))):   # dims of one element squeezed, dims of stride 0 summed (as PyTorch)
+        if size[i] == 1:
+            g = g.reshape(g.shape[:i] + g.shape[i + 1:])
+        elif stride[i] == 0:
+            g = g.sum(axis=i)
+        else:
+            out_size.insert(0, size[i])
+            out_stride.insert(0, stride[i])
+    inp = [(n, s) for n, s in zip(in_size, in_stride) if n != 1]
+    inp_size, inp_stride = [n for n, _ in inp], [s for _, s in inp]
+    shared = min(in_offset, offset)
+    in_eff, out_eff = in_offset - shared, offset - shared
+    n = max(_min_storage(inp_size, inp_stride, in_eff), _min_storage(out_size, out_stride, out_eff))
+    store = np.zeros(n, dtype=g.dtype)
+    pos_out = _positions(out_size, out_stride, out_eff).reshape(-1)
+    if _maybe_overlapping(out_size, out_stride):
+        np.add.at(store, pos_out, g.reshape(-1))
+    else:
+        store[pos_out] = g.reshape(-1)
+    pos_in = _positions(in_size, in_stride, in_eff)
+    if _maybe_overlapping(inp_size, inp_stride):
+        count = np.bincount(pos_in.reshape(-1), minlength=n).astype(g.dtype)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            store = store / count
+    return store[pos_in]

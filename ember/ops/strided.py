@@ -1,0 +1,647 @@
+"""Strides and storage: ``as_strided`` and its family, ``empty_strided``/``empty_permuted``, and the storage side of
+a tensor (``untyped_storage``, ``storage_offset``, ``set_``, ``resize_``, ...).
+
+``as_strided`` has PyTorch's meaning: its strides and offset count elements from the start of the input's
+*storage* (the array that owns its memory, see ember/_storage.py), not from the input. Its primitive records the
+input's own layout in the storage (``in_stride``, ``in_offset``) with the result's, so that it can be replayed on
+the values of a gradient or of a stand-in array (the device kernel then gathers instead of viewing), and its
+gradient is PyTorch's as_strided_backward (positions the result repeats add up).
+"""
+from __future__ import annotations
+
+import math
+import re
+import warnings
+
+from .. import _dtype as D
+from .._device import NAMESPACES, backend_of, has_data
+from .._storage import TypedStorage, UntypedStorage, is_storage, warn_typed_storage  # noqa: F401
+from .._state import track_tangent
+from .._tensor import Size, Tensor, _sizes_from_args, make, wrap_dim
+from ..autograd import grad_mode as _gm
+from ..autograd._primitive import apply, defprim, install_saved_attrs
+from ..autograd._views import check_inplace
+from ._registry import graph, method, register
+from .creation import _check_bool, _check_device, _check_dtype, _finish
+from . import creation as C
+from . import shape as S
+
+# ----- primitives ---------------------------------------------------------------------------------------------
+
+as_strided_p = defprim(
+    "as_strided",
+    lambda xp, a, size, stride, storage_offset, in_stride, in_offset: xp.as_strided(
+        a, size, stride, storage_offset, in_stride, in_offset),
+    node="AsStridedBackward0",
+    vjp=lambda xp, g, out, a, size, stride, storage_offset, in_stride, in_offset: xp.as_strided_backward(
+        g, tuple(a.shape), in_stride, in_offset, size, stride, storage_offset),
+    jvp="linear", is_view=True)
+
+# its gradient, linear in g: its own gradient reads the output's layout back out of the input's
+as_strided_backward_p = defprim(
+    "as_strided_backward",
+    lambda xp, g, in_size, in_stride, in_offset, size, stride, storage_offset: xp.as_strided_backward(
+        g, in_size, in_stride, in_offset, size, stride, storage_offset),
+    node="AsStridedBackward0",
+    vjp=lambda xp, h, out, g, in_size, in_stride, in_offset, size, stride, storage_offset: xp.as_strided(
+        h, size, stride, storage_offset, in_stride, in_offset),
+    jvp="linear")
+
+graph("as_strided", lambda x, size, stride, offset, in_stride, in_offset: apply(
+    as_strided_p, (x,), {"size": tuple(size), "stride": tuple(stride), "storage_offset": offset,
+                         "in_stride": tuple(in_stride), "in_offset": in_offset}))
+graph("as_strided_backward", lambda g, in_size, in_stride, in_offset, size, stride, offset: apply(
+    as_strided_backward_p, (g,), {"in_size": tuple(in_size), "in_stride": tuple(in_stride), "in_offset": in_offset,
+                                  "size": tuple(size), "stride": tuple(stride), "storage_offset": offset}))
+
+# x with src written where the view ``steps`` select (slice_scatter, select_scatter, diagonal_scatter,
+# as_strided_scatter: each op's node is named by the op)
+view_scatter_p = defprim(
+    "view_scatter", lambda xp, a, src, steps: xp.view_scatter(a, src, steps),
+    vjp=(lambda xp, g, out, a, src, steps: xp.view_scatter(g, xp.zeros_like(xp.view_replay(g, steps)), steps),
+         lambda xp, g, out, a, src, steps: xp.view_replay(g, steps)),
+    jvp="linear")
+graph("view_scatter", lambda a, src, steps: apply(view_scatter_p, (a, src), {"steps": steps}))
+
+
+# ----- helpers ------------------------------------------------------------------------------------------------
+
+def _ints(v, op: str, name: str, pos: int) -> tuple:
+    if isinstance(v, Tensor) or not isinstance(v, (tuple, list, Size)):
+        raise TypeError(f"{op}(): argument '{name}' (position {pos}) must be tuple of ints, not {type(v).__name__}")
+    for i, s in enumerate(v):
+        if isinstance(s, bool) or not isinstance(s, int) and not hasattr(s, "__index__"):
+            raise TypeError(f"{op}(): argument '{name}' failed to unpack the object at pos {i + 1} with error "
+                            f"\"type must be tuple of ints,but got {type(s).__name__}\"")
+    return tuple(int(s) for s in v)
+
+
+def _storage_of(t: Tensor):
+    """(backend, root array, storage offset of ``t``) of a tensor."""
+    be = backend_of(t._data)
+    if not has_data(be):
+        return be, t._data, 0
+    return be, be.storage_root(t._data), be.storage_offset(t._data)
+
+
+def _required_bytes(size, stride, offset, itemsize) -> int:
+    """The storage bytes a layout needs (PyTorch's computeStorageNbytes)."""
+    if 0 in size:
+        return 0
+    return (offset + 1 + sum((n - 1) * s for n, s in zip(size, stride))) * itemsize
+
+
+def _check_geometry(size, stride, offset, itemsize, nbytes, op: str = "as_strided") -> None:
+    """PyTorch's checks of a layout in a storage of ``nbytes``."""
+    if len(size) != len(stride):
+        raise RuntimeError("mismatch in length of strides and shape")
+    if any(s < 0 for s in stride):
+        raise RuntimeError(f"{op}: Negative strides are not supported at the moment, got strides: {list(stride)}")
+    if any(n < 0 for n in size):
+        raise RuntimeError(f"Storage size calculation overflowed with sizes={list(size)} and strides={list(stride)}")
+    if offset < 0:
+        raise RuntimeError(f"Tensor: invalid storage offset {offset}")
+    need = _required_bytes(size, stride, offset, itemsize)
+    if need > nbytes:
+        raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset {offset}, and "
+                           f"itemsize {itemsize} requiring a storage size of {need} are out of bounds for storage of "
+                           f"size {nbytes}")
+
+
+_AS_STRIDED_PARAMS = ("size", "stride", "storage_offset", "in_stride", "in_offset")
+
+
+def _link_view(r: Tensor, input: Tensor, params: dict) -> Tensor:
+    """``r`` = as_strided(input) (or slice_inverse): a view of input's storage whose step from input is that
+    as_strided, even where its memory lies outside input's own (the op machinery links a view only where the two
+    overlap)."""
+    step = (as_strided_p, {k: params[k] for k in _AS_STRIDED_PARAMS})
+    if r._base is None:
+        base = input if input._base is None else input._base
+        r._vc, r._view_v, r._base = input._vc, input._vc[0], base
+        r._view_nograd = (input._base is not None and input._view_nograd) or \
+            (not _gm._state.enabled and input._requires_grad)
+        if input._inference:
+            r._inference = True
+    r._view_steps = (() if input._base is None else input._view_steps) + (step,)
+    return r
+
+
+# ----- as_strided and its family --------------------------------------------------------------------------------
+
+def _as_strided_params(input: Tensor, size, stride, storage_offset, op: str) -> dict:
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    size = _ints(size, op, "size", 2)
+    stride = _ints(stride, op, "stride", 3)
+    be, root, in_offset = _storage_of(input)
+    offset = in_offset if storage_offset is None else int(storage_offset)
+    # ('meta' has no storage to bound the layout: PyTorch's meta tensors keep one; ember checks the rest)
+    _check_geometry(size, stride, offset, input._data.itemsize, UntypedStorage._of(root).nbytes() if has_data(be) else
+                    1 << 62, op)
+    return {"size": size, "stride": stride, "storage_offset": offset, "in_stride": tuple(input.stride()),
+            "in_offset": in_offset}
+
+
+@register(method=True)
+def as_strided(input: Tensor, size, stride, storage_offset: int | None = None) -> Tensor:
+    """A view of ``input``'s storage with sizes ``size``, strides ``stride`` and offset ``storage_offset`` (all in
+    elements, counted from the storage's start; the offset defaults to input's own)."""
+    params = _as_strided_params(input, size, stride, storage_offset, "as_strided")
+    return _link_view(apply(as_strided_p, (input,), params), input, params)
+
+
+@register(module=False, method=True)
+def as_strided_(input: Tensor, size, stride, storage_offset: int | None = None) -> Tensor:
+    """``input`` itself becomes ``as_strided(input, ...)``."""
+    old = {"size": tuple(input._data.shape), "stride": tuple(input.stride()), "storage_offset": _storage_of(input)[2]}
+    params = _as_strided_params(input, size, stride, storage_offset, "as_strided_")
+    # the views of input made so far reach it through the step back from the new layout to the old one
+    inverse = (as_strided_p, {**old, "in_stride": params["stride"], "in_offset": params["storage_offset"]})
+    return S._inplace_view(input, lambda t: _link_view(apply(as_strided_p, (t,), params), t, params),
+                           "AsStridedBackward1", inverse=inverse)
+
+
+def _outside_slice(xp, g, dim, start, end, step):
+    """``g`` with its slice ``start:end:step`` along ``dim`` zeroed."""
+    steps = ((S.slice_p, {"dim": dim, "start": start, "stop": end, "step": step}),)
+    return xp.view_scatter(g, xp.zeros_like(xp.view_replay(g, steps)), steps)
+
+
+# slice_inverse(input, src): input viewed as src is laid out (src is differentiable too: PyTorch's node takes it)
+slice_inverse_p = defprim(
+    "slice_inverse",
+    lambda xp, a, src, size, stride, storage_offset, in_stride, in_offset, dim, start, end, step: xp.as_strided(
+        a, size, stride, storage_offset, in_stride, in_offset),
+    vjp=(lambda xp, g, out, a, src, size, stride, storage_offset, in_stride, in_offset, dim, start, end, step:
+         xp.slice_dim(g, dim, start, end, step),
+         lambda xp, g, out, a, src, size, stride, storage_offset, in_stride, in_offset, dim, start, end, step:
+         _outside_slice(xp, g, dim, start, end, step)),
+    jvp=(lambda xp, t, out, a, src, size, stride, storage_offset, in_stride, in_offset, dim, start, end, step:
+         xp.as_strided(t, size, stride, storage_offset, in_stride, in_offset),
+         # (src gives the layout only: its tangent adds nothing, as PyTorch's linear formula has it)
+         lambda xp, t, out, a, src, size, stride, storage_offset, in_stride, in_offset, dim, start, end, step:
+         xp.zeros_like(t)),
+    is_view=True)
+
+
+@register(method=True)
+def slice_inverse(input: Tensor, src: Tensor, dim: int = 0, start: int | None = None, end: int | None = None,
+                  step: int = 1) -> Tensor:
+    """The inverse of ``input = src.slice(dim, start, end, step)``: ``input`` viewed with ``src``'s sizes, strides
+    and storage offset (PyTorch's definition), a view of ``input``'s storage."""
+    if not isinstance(src, Tensor):
+        raise TypeError(f"slice_inverse(): argument 'src' (position 2) must be Tensor, not {type(src).__name__}")
+    params = _as_strided_params(input, tuple(src._data.shape), tuple(src.stride()), _storage_of(src)[2],
+                                "slice_inverse")
+    d = wrap_dim(dim, src._data.ndim, "slice_inverse")
+    start, end, _ = slice(start, end, step).indices(src._data.shape[d])
+    params.update(dim=d, start=start, end=end, step=step)
+    return _link_view(apply(slice_inverse_p, (input, src), params), input, params)
+
+
+def c_strides(shape: tuple) -> tuple:
+    """A contiguous tensor's strides (PyTorch's: a dim of size 0 or 1 counts as 1)."""
+    out, step = [], 1
+    for n in reversed(shape):
+        out.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(out))
+
+
+def _dense(t: Tensor) -> bool:
+    """Whether ``t``'s elements fill its memory without gaps or repeats (PyTorch's non-overlapping and dense: a
+    copy keeps its strides; the device kernel view_scatter copies by the same test)."""
+    step = 1
+    for s, n in sorted((s, n) for s, n in zip(t.stride(), t._data.shape) if n != 1):
+        if s != step:
+            return False
+        step *= n
+    return True
+
+
+# ----- the *_copy functions: a view op's result copied, under its node's name with "_copy" -----------------------
+
+_COPY_NODES: dict = {}
+
+
+def _as_copy(r, node_name: str):
+    """``r`` (a view op's result, or a tuple of them) as new tensors holding copies of their values, with the view
+    op's node renamed ``node_name`` (PyTorch's ViewBackward0_copy, UnsafeSplitBackward0, ...)."""
+    if isinstance(r, (tuple, list)):
+        return tuple(_as_copy(p, node_name) for p in r)
+    d = r._data
+    out = make(backend_of(d).copy(d))
+    node = r.grad_fn
+    if node is not None:
+        cls = _COPY_NODES.get((type(node), node_name))
+        if cls is None:
+            if isinstance(node, S._MultiViewNode):
+                cls = type(node_name, (S._MultiViewNode,), {"__slots__": ()})
+            else:
+                cls = S._node(node_name)
+                install_saved_attrs(node._prim, cls)
+            _COPY_NODES[(type(node), node_name)] = cls
+        node.__class__ = cls
+        out.grad_fn, out._output_nr, out._requires_grad = node, r._output_nr, True
+    if r._fw_grad is not None:
+        t = r._fw_grad._data
+        out._fw_grad = make(backend_of(t).copy(t))
+        track_tangent(out)
+    return out
+
+
+def _named(fn, name: str):
+    """``fn`` (a view op's composite) raising under ``name``: a Tensor check first, and the op's name at the start of
+    the view op's argument errors (``view(): ...`` from view_copy says ``view_copy(): ...``, as PyTorch's)."""
+    def op(input, *args, **kwargs):
+        if not isinstance(input, Tensor):
+            raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+        try:
+            return fn(input, *args, **kwargs)
+        except (TypeError, RuntimeError, IndexError, ValueError) as e:
+            msg = str(e)
+            head = re.match(r"(\w+)\(\)", msg)
+            if head is None or head.group(1) == name:
+                raise
+            raise type(e)(name + msg[len(head.group(1)):]) from None
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = fn.__doc__
+    return op
+
+
+def _copy_of(view_fn, name: str, node: str | None = None):
+    """``<view op>_copy`` from the view op ``view_fn`` (its arguments and errors); ``node``: its node's name where
+    it is not the view op's with "_copy"."""
+    def fn(input, *args, **kwargs):
+        r = view_fn(input, *args, **kwargs)
+        first = r[0] if isinstance(r, (tuple, list)) and r else r
+        fn_node = getattr(first, "grad_fn", None)
+        return _as_copy(r, node or (type(fn_node).__name__ + "_copy" if fn_node is not None else ""))
+    fn.__doc__ = f"A copy of ``{view_fn.__name__.lstrip('_')}(input, ...)`` (not a view), with its gradient."
+    return _named(fn, name)
+
+
+def _alias(input: Tensor) -> Tensor:
+    return S.view(input, tuple(input._data.shape))
+
+
+def _detach(input: Tensor) -> Tensor:
+    return input.detach()
+
+
+register(_copy_of(_alias, "alias_copy", "AliasBackward0_copy"))
+for _view_fn, _name in ((S.view, "view_copy"), (S.expand, "expand_copy"),
+                        (S.permute, "permute_copy"), (S.select, "select_copy"), (S.squeeze, "squeeze_copy"),
+                        (S.t, "t_copy"), (S.transpose, "transpose_copy"), (S.unbind, "unbind_copy"),
+                        (S.unfold, "unfold_copy"), (S.unsqueeze, "unsqueeze_copy"), (S.diagonal, "diagonal_copy"),
+                        (S.split, "split_copy"), (_detach, "detach_copy"), (as_strided, "as_strided_copy")):
+    register(_copy_of(_view_fn, _name))
+
+
+def _slice_view(input: Tensor, dim: int = 0, start=None, end=None, step: int = 1) -> Tensor:
+    """``input[..., start:end:step, ...]`` along ``dim`` (aten::slice, SliceBackward0)."""
+    d = wrap_dim(dim, input._data.ndim, "slice")
+    if step <= 0:
+        raise RuntimeError("slice step must be positive")
+    return input[(slice(None),) * d + (slice(start, end, step),)]
+
+
+register(_copy_of(_slice_view, "slice_copy"))
+
+
+def _split_with_sizes(input: Tensor, split_sizes, dim: int = 0) -> tuple:
+    """Pieces of the listed sizes along ``dim`` (views)."""
+    if not isinstance(split_sizes, (list, tuple, Size)):
+        raise TypeError(f"split_with_sizes(): argument 'split_sizes' (position 2) must be tuple of ints, not "
+                        f"{type(split_sizes).__name__}")
+    return S.split(input, list(split_sizes), dim)
+
+
+split_with_sizes = register(_named(_split_with_sizes, "split_with_sizes"), method=True)
+
+
+register(_copy_of(_split_with_sizes, "split_with_sizes_copy"))
+
+
+def _unsafe_split(input: Tensor, split_size: int, dim: int = 0) -> tuple:
+    """``split`` whose pieces are new tensors (PyTorch's UnsafeSplitBackward0)."""
+    return _as_copy(S.split(input, split_size, dim), "UnsafeSplitBackward0")
+
+
+unsafe_split = register(_named(_unsafe_split, "unsafe_split"), method=True)
+
+
+def _unsafe_split_with_sizes(input: Tensor, split_sizes, dim: int = 0) -> tuple:
+    """``split_with_sizes`` whose pieces are new tensors (UnsafeSplitWithSizesBackward0)."""
+    return _as_copy(_split_with_sizes(input, split_sizes, dim), "UnsafeSplitWithSizesBackward0")
+
+
+unsafe_split_with_sizes = register(_named(_unsafe_split_with_sizes, "unsafe_split_with_sizes"), method=True)
+
+
+def _unsafe_chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
+    """``chunk`` whose pieces are new tensors (PyTorch's unsafe_split underneath: UnsafeSplitBackward0)."""
+    pieces = S.chunk(input, chunks, dim)
+    return _as_copy(pieces, "UnsafeSplitBackward0" if pieces and pieces[0].grad_fn is not None and
+                    type(pieces[0].grad_fn).__name__ == "SplitBackward0" else "UnsafeSplitWithSizesBackward0")
+
+
+unsafe_chunk = register(_named(_unsafe_chunk, "unsafe_chunk"), method=True)
+
+
+def _narrow_copy(input: Tensor, dim: int, start: int, length: int) -> Tensor:
+    """A copy of ``narrow(input, dim, start, length)`` (NarrowCopyBackward0)."""
+    return _as_copy(S.narrow(input, dim, start, length), "NarrowCopyBackward0")
+
+
+narrow_copy = register(_named(_narrow_copy, "narrow_copy"), method=True)
+
+
+# ----- the scatters: a copy of the input with src written at a view of it ---------------------------------------
+
+def _scatter(input: Tensor, src: Tensor, view: Tensor, op: str, what: str, node: str) -> Tensor:
+    if not isinstance(src, Tensor):
+        raise TypeError(f"{op}(): argument 'src' (position 2) must be Tensor, not {type(src).__name__}")
+    if tuple(src._data.shape) != tuple(view._data.shape):
+        raise RuntimeError(f"expected src to have a size equal to the {what} of self. src size = "
+                           f"{list(src._data.shape)}, {what} size = {list(view._data.shape)}")
+    # (the view was made of input.detach(), a tensor of no base: its steps start at input's layout)
+    return apply(view_scatter_p, (input, src), {"steps": view._view_steps}, S._node(node))
+
+
+def _view_for_scatter(input: Tensor, op: str, fn, *args) -> Tensor:
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    with _gm.no_grad():
+        return fn(input.detach(), *args)   # only its steps are wanted
+
+
+@register(method=True)
+def slice_scatter(input: Tensor, src: Tensor, dim: int = 0, start: int | None = None, end: int | None = None,
+                  step: int = 1) -> Tensor:
+    """A copy of ``input`` with ``src`` written at ``input[..., start:end:step, ...]`` along ``dim``."""
+    view = _view_for_scatter(input, "slice_scatter", _slice_view, dim, start, end, step)
+    return _scatter(input, src, view, "slice_scatter", "slice", "SliceScatterBackward0")
+
+
+@register(method=True)
+def select_scatter(input: Tensor, src: Tensor, dim: int, index: int) -> Tensor:
+    """A copy of ``input`` with ``src`` written at ``input.select(dim, index)``."""
+    view = _view_for_scatter(input, "select_scatter", S.select, dim, index)
+    return _scatter(input, src, view, "select_scatter", "slice", "SelectScatterBackward0")
+
+
+@register(method=True)
+def diagonal_scatter(input: Tensor, src: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+    """A copy of ``input`` with ``src`` written on its diagonal ``offset`` of ``dim1``/``dim2``."""
+    view = _view_for_scatter(input, "diagonal_scatter", S.diagonal, offset, dim1, dim2)
+    if tuple(src._data.shape) != tuple(view._data.shape) if isinstance(src, Tensor) else False:
+        raise RuntimeError(f"expected src to have a size equal to the diagonal of the input.Got "
+                           f"{list(src._data.shape)} for a diagonal of shape {list(view._data.shape)}")
+    return _scatter(input, src, view, "diagonal_scatter", "diagonal", "DiagonalScatterBackward0")
+
+
+@register(method=True)
+def as_strided_scatter(input: Tensor, src: Tensor, size, stride, storage_offset: int | None = None) -> Tensor:
+    """A copy of ``input`` (its layout kept where it is dense) with ``src`` written at ``as_strided(size, stride,
+    storage_offset)`` of the copy's storage (the offset defaults to 0)."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"as_strided_scatter(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    size = _ints(size, "as_strided_scatter", "size", 3)
+    stride = _ints(stride, "as_strided_scatter", "stride", 4)
+    offset = 0 if storage_offset is None else int(storage_offset)
+    shape = tuple(input._data.shape)
+    in_stride = tuple(input.stride()) if _dense(input) else c_strides(shape)
+    _check_geometry(size, stride, offset, input._data.itemsize,
+                    _required_bytes(shape, in_stride, 0, input._data.itemsize), "as_strided_scatter")
+    if (input._requires_grad or getattr(src, "_requires_grad", False)) and _gm._state.enabled and \
+            not input.is_contiguous():
+        raise RuntimeError("as_strided_scatter is currently only supported for contiguous inputs")
+    steps = ((as_strided_p, {"size": size, "stride": stride, "storage_offset": offset, "in_stride": in_stride,
+                             "in_offset": 0}),)
+    if not isinstance(src, Tensor):
+        raise TypeError(f"as_strided_scatter(): argument 'src' (position 2) must be Tensor, not "
+                        f"{type(src).__name__}")
+    if tuple(src._data.shape) != size:
+        raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = "
+                           f"{list(src._data.shape)}, slice size = {list(size)}")
+    return apply(view_scatter_p, (input, src), {"steps": steps}, S._node("AsStridedScatterBackward0"))
+
+
+# ----- strided creation --------------------------------------------------------------------------------------------
+
+def _strided_empty(size: tuple, stride: tuple, npd, be):
+    """An array of ``size`` with strides ``stride`` over a new zeroed storage of the bytes they need."""
+    if 0 in size:
+        return be.zeros(size, npd)
+    itemsize = D.from_numpy_dtype(npd).itemsize
+    root = be.zeros((_required_bytes(size, stride, 0, itemsize) // itemsize,), npd)
+    return NAMESPACES[type(root)].as_strided(root, size, stride, 0, (1,), 0)
+
+
+@register()
+def empty_strided(size, stride, *, dtype=None, layout=None, device=None, pin_memory: bool = False,
+                  requires_grad: bool = False) -> Tensor:
+    """A tensor of ``size`` with strides ``stride`` (in elements) over new memory (zeros in ember)."""
+    size = _ints(size, "empty_strided", "size", 1)
+    stride = _ints(stride, "empty_strided", "stride", 2)
+    if len(size) != len(stride):
+        raise RuntimeError(f"dimensionality of sizes ({len(size)}) must match dimensionality of strides "
+                           f"({len(stride)})")
+    _check_geometry(size, stride, 0, 1, 1 << 62, "empty_strided")
+    npd = _check_dtype(dtype, "empty_strided", D._default_float).np
+    rg = _check_bool(requires_grad, "empty_strided")
+    be = _check_device(device, "empty_strided")
+    D.check_layout(layout, "empty_strided")
+    return _finish(_strided_empty(size, stride, npd, be), rg, device)
+
+
+@register()
+def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=None, pin_memory: bool = False,
+                   requires_grad: bool = False) -> Tensor:
+    """An empty tensor of ``size`` whose memory holds its dims in the order ``physical_layout``."""
+    size = _ints(size, "empty_permuted", "size", 1)
+    perm = _ints(physical_layout, "empty_permuted", "physical_layout", 2)
+    if len(perm) != len(size):
+        raise RuntimeError("Number of dimensions in size does not match the length of the physical_layout; i.e. "
+                           f"len(size) = {len(size)} is not equal to len(physical_layout) = {len(perm)}")
+    if sorted(perm) != list(range(len(size))):
+        raise RuntimeError("Duplicate dim not allowed" if len(set(perm)) != len(perm) else
+                           f"Dimension out of range (expected to be in range of [{-len(size)}, {len(size) - 1}], "
+                           f"but got {max(perm)})")
+    phys = c_strides(tuple(size[p] for p in perm))
+    stride = [0] * len(size)
+    for i, p in enumerate(perm):
+        stride[p] = phys[i]
+    return empty_strided(size, tuple(stride), dtype=dtype, layout=layout, device=device, requires_grad=requires_grad)
+
+
+@method("new_empty_strided")
+def new_empty_strided(self: Tensor, size, stride, *, dtype=None, layout=None, device=None, pin_memory: bool = False,
+                      requires_grad: bool = False) -> Tensor:
+    """``empty_strided`` with ``self``'s dtype and device unless given."""
+    return empty_strided(size, stride, dtype=self.dtype if dtype is None else dtype, layout=layout,
+                         device=self.device if device is None else device, requires_grad=requires_grad)
+
+
+# ----- the storage side of a tensor ----------------------------------------------------------------------------------
+
+@method("storage_offset")
+def storage_offset(self: Tensor) -> int:
+    """Where the tensor's first element sits in its storage, in elements."""
+    return _storage_of(self)[2]
+
+
+@method("untyped_storage")
+def untyped_storage(self: Tensor) -> UntypedStorage:
+    """The tensor's memory (shared by its views) as bytes."""
+    return UntypedStorage._of(_storage_of(self)[1])
+
+
+@method("storage")
+def storage(self: Tensor) -> TypedStorage:
+    """The tensor's memory as elements of its dtype (``TypedStorage``: deprecated, with PyTorch's warning)."""
+    warn_typed_storage()
+    return TypedStorage(untyped_storage(self), self.dtype)
+
+
+_STORAGE_TYPES: dict = {}
+
+
+@method("storage_type")
+def storage_type(self: Tensor) -> type:
+    """The legacy storage class of the tensor's dtype (``torch.FloatStorage``, ...)."""
+    name = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long", "int32": "Int",
+            "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}.get(self.dtype._name, "Typed")
+    cls = _STORAGE_TYPES.get(name)
+    if cls is None:
+        cls = _STORAGE_TYPES[name] = type(f"{name}Storage", (TypedStorage,), {"__slots__": (), "__module__": "torch"})
+    return cls
+
+
+method("nbytes", property(lambda self: self._data.size * self._data.itemsize,
+                          doc="The bytes of the tensor's elements (numel * itemsize)."))
+method("itemsize", property(lambda self: self._data.itemsize, doc="The bytes of one element."))
+
+
+@method("is_shared")
+def is_shared(self: Tensor) -> bool:
+    """Whether ``share_memory_()`` marked the tensor's storage."""
+    return untyped_storage(self).is_shared()
+
+
+@method("share_memory_")
+def share_memory_(self: Tensor) -> Tensor:
+    """PyTorch moves the storage to shared memory (for other processes); ember runs in one: it marks it."""
+    untyped_storage(self).share_memory_()
+    return self
+
+
+@method("is_pinned")
+def is_pinned(self: Tensor, device=None) -> bool:
+    return False
+
+
+@method("pin_memory")
+def pin_memory(self: Tensor, device=None) -> Tensor:
+    """Page-locked memory needs an accelerator; without one PyTorch raises (as here)."""
+    raise RuntimeError("Cannot access accelerator device when none is available.")
+
+
+@method("is_set_to")
+def is_set_to(self: Tensor, tensor: Tensor) -> bool:
+    """Whether both tensors view the same storage with the same offset, sizes and strides."""
+    if not isinstance(tensor, Tensor):
+        raise TypeError(f"is_set_to(): argument 'tensor' (position 1) must be Tensor, not {type(tensor).__name__}")
+    a, b = _storage_of(self), _storage_of(tensor)
+    return a[1] is b[1] and a[2] == b[2] and self.shape == tensor.shape and self.stride() == tensor.stride()
+
+
+def _set_data(self: Tensor, data) -> Tensor:
+    """``self`` now holds ``data`` (another layout or memory): an in-place change of its metadata."""
+    check_inplace(self, _gm._state.enabled and self._requires_grad)
+    if self._requires_grad and self.grad_fn is None and _gm._state.enabled:
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+    self._data = data
+    self._vc[0] += 1
+    return self
+
+
+@method("set_")
+def set_(self: Tensor, source=None, storage_offset: int = 0, size=None, stride=None) -> Tensor:
+    """``self`` views ``source``'s memory: a tensor's (its layout too), or a storage's at ``storage_offset`` with
+    ``size`` and ``stride`` (contiguous by default); no source: an empty tensor."""
+    if source is None:
+        return _set_data(self, backend_of(self._data).zeros((0,), self._data.dtype))
+    if isinstance(source, Tensor):
+        if source._data.dtype != self._data.dtype:
+            raise RuntimeError(f"Could not set tensor of type {D.type_word(source._data.dtype)} to a tensor of "
+                               f"type {D.type_word(self._data.dtype)}")
+        return _set_data(self, source._data)
+    if isinstance(source, TypedStorage):
+        source = source.untyped()
+    if not isinstance(source, UntypedStorage):
+        raise TypeError(f"set_(): argument 'source' must be Storage or Tensor, not {type(source).__name__}")
+    isz = self._data.itemsize
+    size = (source.nbytes() // isz,) if size is None else _ints(size, "set_", "size", 3)
+    stride = c_strides(size) if stride is None else _ints(stride, "set_", "stride", 4)
+    _check_geometry(size, stride, int(storage_offset), isz, source.nbytes(), "set_")
+    root = source._root
+    flat = backend_of(root).storage_bytes(root)   # the storage's bytes as one array, then as self's dtype
+    elems = flat[:flat.shape[0] - flat.shape[0] % isz].view(self._data.dtype)
+    return _set_data(self, NAMESPACES[type(root)].as_strided(elems, size, stride, int(storage_offset), (1,), 0))
+
+
+@method("resize_")
+def resize_(self: Tensor, *sizes, memory_format=None) -> Tensor:
+    """``self`` with sizes ``sizes`` (contiguous) over its storage from its offset; the storage grows (its bytes
+    kept) when it is too small."""
+    size = _sizes_from_args(sizes, "resize_")
+    if self._requires_grad:
+        raise RuntimeError("cannot resize variables that require grad")
+    be, root, offset = _storage_of(self)
+    isz = self._data.itemsize
+    need = _required_bytes(size, c_strides(size), offset, isz)
+    flat = be.storage_bytes(root)
+    if need > flat.shape[0]:
+        grown = be.zeros((need,), flat.dtype)
+        be.copyto(grown[:flat.shape[0]], flat)
+        flat = grown
+    elems = flat[:flat.shape[0] - flat.shape[0] % isz].view(self._data.dtype)
+    return _set_data(self, NAMESPACES[type(elems)].as_strided(elems, size, c_strides(size), offset, (1,), 0))
+
+
+@method("resize_as_")
+def resize_as_(self: Tensor, the_template: Tensor, *, memory_format=None) -> Tensor:
+    return resize_(self, *the_template.shape)
+
+
+@method("resize")
+def resize(self: Tensor, *sizes) -> Tensor:
+    """Deprecated: a view of ``self`` with ``sizes`` (the same number of elements)."""
+    warnings.warn("non-inplace resize is deprecated", UserWarning, stacklevel=2)
+    size = _sizes_from_args(sizes, "resize")
+    if math.prod(size) != self._data.size:
+        raise RuntimeError(f"requested resize to {'x'.join(map(str, size))} ({math.prod(size)} elements in total), "
+                           f"but the given tensor has a size of {'x'.join(map(str, self._data.shape))} "
+                           f"({self._data.size} elements). autograd's resize can only change the shape of a given "
+                           "tensor, while preserving the number of elements. ")
+    return S.reshape(self, size)
+
+
+@method("new")
+def new(self: Tensor, *args, device=None) -> Tensor:
+    """The legacy constructor with ``self``'s dtype and device: ``new()`` (empty), ``new(*sizes)`` (uninitialised:
+    zeros here), ``new(sequence)``, ``new(tensor)`` (the same tensor's memory, dtypes matching)."""
+    dev = self.device if device is None else device
+    if len(args) == 1 and isinstance(args[0], Tensor):
+        if args[0].dtype is not self.dtype:
+            raise TypeError(f"expected {self.dtype} (got {args[0].dtype})")
+        return args[0].detach()
+    if len(args) == 1 and isinstance(args[0], (UntypedStorage, TypedStorage)):
+        return make(backend_of(self._data).zeros((0,), self._data.dtype)).set_(args[0])
+    if len(args) == 1 and not isinstance(args[0], int) and not hasattr(args[0], "__index__"):
+        return C.tensor(args[0], dtype=self.dtype, device=dev)
+    return C.zeros(*(args or (0,)), dtype=self.dtype, device=dev)
