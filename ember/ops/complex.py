@@ -220,7 +220,11 @@ def _imag(self: Tensor) -> Tensor:
 
 def _set_part(part):
     def setter(self: Tensor, value) -> None:
-        part(self).copy_(value)
+        view = part(self)
+        if isinstance(value, Tensor):
+            view.copy_(value)
+        else:
+            view.fill_(value)
     return setter
 
 

@@ -190,9 +190,9 @@ def getitem(self: Tensor, index) -> Tensor:
 
 
 def _assign_value(value, self: Tensor):
-    if isinstance(value, Tensor) or type(value) in (bool, int, float):
+    if isinstance(value, Tensor) or type(value) in (bool, int, float, complex):
         return value
-    if is_array_scalar(value) and type(value.item()) in (bool, int, float):   # np.float32(2.0) and kin
+    if is_array_scalar(value) and type(value.item()) in (bool, int, float, complex):   # np.float32(2.0) and kin
         return value.item()
     raise TypeError(f"can't assign a {type(value).__name__} to a {self.type()}")
 
@@ -219,7 +219,7 @@ def setitem(self: Tensor, index, value) -> None:
     """``self[index] = value``: the value broadcasts to the indexed region and is cast to self's dtype."""
     ix = convert(index, self._data.shape)
     value = _fit_value(_assign_value(value, self), ix)
-    if not isinstance(value, Tensor) and self._data.dtype.kind in "iu":
+    if not isinstance(value, Tensor) and (self._data.dtype.kind in "iu" or type(value) is complex):
         value = D.checked_scalar(value, self._data.dtype)   # y[0] = inf: PyTorch's RuntimeError (floats take inf)
     if not ix.basic and isinstance(value, Tensor) and value._data.dtype != self._data.dtype and not (
             isinstance(index, Tensor) and index._data.dtype.kind == "b" and not value._data.ndim):
