@@ -87,7 +87,7 @@ index_add_p = defprim(
 fill_p = defprim("fill", lambda xp, a, value: xp.fill_index(a, Ellipsis, value),
                  node="FillBackward2",
                  vjp=lambda xp, g, out, a, value: xp.zeros_like(g), jvp="elementwise",
-                 batch=True)   # PyTorch's zeros_like(grad)
+                 batch=True, complex=True)   # PyTorch's zeros_like(grad)
 
 
 # scatter_reduce / index_reduce. The derivative of out[p] with respect to x[p] (``cx``, x's shape) and to

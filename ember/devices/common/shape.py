@@ -145,7 +145,7 @@ def kernels(k) -> dict:
 
     def trace(x):
         d = diagonal(x)
-        return xp.sum(d, dtype=x.dtype if k.is_float(x) else xp.int64)
+        return xp.sum(d, dtype=x.dtype if k.kind(x) in "fc" else xp.int64)
 
     def unfold(x, dimension, size, step):
         if x.ndim == 0:
