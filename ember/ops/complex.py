@@ -16,6 +16,7 @@ from .._tensor import Tensor
 from ..autograd._primitive import apply, defprim
 from ._registry import graph, register
 from ._schema import schema
+from .elementwise import complex_values as _is_cx
 from .shape import select
 
 
@@ -60,11 +61,6 @@ def _angle_jvp(xp, t, out, a):
     if not _is_cx(a):
         return xp.zeros_like(out)
     return xp.real(xp.conj(_angle_vjp(xp, xp.conj(t), out, a)))
-
-
-def _is_cx(a) -> bool:
-    d = a.dtype
-    return d.is_complex if isinstance(d, D.dtype) else d.kind == "c"
 
 
 angle_p = defprim("angle", lambda xp, a: xp.angle(a), vjp=_angle_vjp, jvp=_angle_jvp, saves=(0,), promote="float",
