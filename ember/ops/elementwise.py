@@ -16,6 +16,7 @@ from ..autograd.graph import node_class
 from ..autograd._primitive import (
     _EMPTY,
     KEEP_DTYPE,
+    _state,
     PrimNode,
     apply,
     broadcast_error,
@@ -325,7 +326,7 @@ rad2deg_p = _unary_prim("rad2deg", "Rad2DegBackward0", lambda xp, a: xp.rad2deg(
 nan_to_num_p = _unary_prim("nan_to_num", "NanToNumBackward0",
                            lambda xp, a, nan, posinf, neginf: xp.nan_to_num(a, nan, posinf, neginf),
                            lambda xp, g, out, a, nan, posinf, neginf: xp.where(xp.isfinite(a), g, 0.0),
-                           promote=None)
+                           promote=None, complex=True)   # complex: forward mode only (the check in nan_to_num)
 
 # PyTorch's threshold_backward(g, result, 0): where(out <= 0, 0, g), not g * (out > 0), so the gradient passes
 # at nan; under create_graph it is a node of its own (ThresholdBackwardBackward0, in ops/nn_activation.py), so
@@ -352,7 +353,7 @@ hypot_p = defprim("hypot", lambda xp, a, b: xp.hypot(a, b),
 logaddexp_p = defprim("logaddexp", lambda xp, a, b: xp.logaddexp(a, b),
                       vjp=(lambda xp, g, out, a, b: g / (xp.exp(b - a) + 1),
                            lambda xp, g, out, a, b: g / (xp.exp(a - b) + 1)),
-                      jvp="elementwise", saves=(0, 1), promote="standard", batch=True)
+                      jvp="elementwise", saves=(0, 1), promote="standard", batch=True, complex=True)
 logaddexp2_p = defprim("logaddexp2", lambda xp, a, b: xp.logaddexp2(a, b),
                        vjp=(lambda xp, g, out, a, b: g / (xp.exp2(b - a) + 1),
                             lambda xp, g, out, a, b: g / (xp.exp2(a - b) + 1)),
@@ -490,7 +491,7 @@ lerp_tensor_p = defprim("lerp", lambda xp, a, b, w: xp.lerp(a, b, w),
                              _lerp_weight_grad),
                         # PyTorch's node keeps weight whichever gradient is needed
                         jvp="elementwise", saves={0: (2,), 1: (2,), 2: (0, 1, 2)},
-                        saved_names=("self", "end", "weight"), batch=True)
+                        saved_names=("self", "end", "weight"), batch=True, complex=True)
 
 addcmul_p = defprim("addcmul", lambda xp, a, t1, t2, value: a + (t1 * t2) * value,
                     vjp=(lambda xp, g, out, a, t1, t2, value: g,
@@ -537,6 +538,14 @@ def _no_complex(kernel: str, *xs) -> None:
     'ComplexFloat'', the word naming the operands' common dtype."""
     if any(_cx_operand(x) for x in xs):
         raise _not_implemented(kernel, _result_np(*xs))
+
+
+def _complex_to_real(v: complex, np_dtype):
+    """PyTorch's checked conversion of a complex Python scalar to a real dtype: its real part, or a RuntimeError
+    where the imaginary part is not zero."""
+    if v.imag != 0:
+        raise RuntimeError(f"value cannot be converted to type {D.c_type_name(np_dtype)} without overflow")
+    return v.real
 
 
 def _refuse_complex(exc, message: str, *xs) -> None:
@@ -1044,27 +1053,39 @@ _POLYGAMMA_INPLACE_NODE = node_class("PolygammaBackward1", PrimNode)
 
 
 def _num_or_none(v, op, arg):
+    """A ``float?`` argument (PyTorch's word for what it refuses: float)."""
     if v is None:
         return None
-    return float(_check_value(v, op, arg))
+    v = scalar_value(v)
+    if not isinstance(v, (bool, int, float)):
+        raise TypeError(f"{op.rstrip('_')}(): argument '{arg}' must be float, not {type(v).__name__}")
+    return float(v)
 
 
 @register(method=True, graph=True)
-@schema("nan_to_num(Tensor input, Scalar? nan, Scalar? posinf, Scalar? neginf)")
+@schema("nan_to_num(Tensor input, float? nan, float? posinf, float? neginf)")
 def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None) -> Tensor:
     """NaN, +inf and -inf replaced by ``nan``, ``posinf`` and ``neginf`` (default: the dtype's extremes)."""
     params = {"nan": _num_or_none(nan, "nan_to_num", "nan") or 0.0,
               "posinf": _num_or_none(posinf, "nan_to_num", "posinf"),
               "neginf": _num_or_none(neginf, "nan_to_num", "neginf")}
+    _nan_to_num_complex_grad(input)
     return apply(nan_to_num_p, (input,), params)
 
 
+def _nan_to_num_complex_grad(input: Tensor) -> None:
+    # PyTorch declares no backward for complex nan_to_num (its forward mode works)
+    if input._requires_grad and input._data.dtype.kind == "c" and _state.enabled:
+        raise RuntimeError("nan_to_num does not support automatic differentiation for outputs with complex dtype.")
+
+
 @register(name="nan_to_num_", method=True)
-@schema("nan_to_num_(Tensor input, Scalar? nan, Scalar? posinf, Scalar? neginf)")
+@schema("nan_to_num_(Tensor input, float? nan, float? posinf, float? neginf)")
 def inan_to_num(self: Tensor, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None) -> Tensor:
     params = {"nan": _num_or_none(nan, "nan_to_num_", "nan") or 0.0,
               "posinf": _num_or_none(posinf, "nan_to_num_", "posinf"),
               "neginf": _num_or_none(neginf, "nan_to_num_", "neginf")}
+    _nan_to_num_complex_grad(self)
     return apply_inplace(nan_to_num_p, self, (), params)
 
 
@@ -1172,11 +1193,16 @@ def fmin(input: Tensor, other: Tensor) -> Tensor:
 
 def _lerp_args(input, end, weight, op):
     if not isinstance(weight, Tensor):
-        weight = _check_value(weight, op, "weight")
+        weight = scalar_value(weight)
+        if type(weight) is complex and input._data.dtype.kind != "c":
+            _complex_to_real(weight, D.float64.np)   # PyTorch's checked conversion to its opmath type
+        elif type(weight) is not complex:
+            weight = _check_value(weight, op, "weight")
     for name, t in (("end", end), ("weight", weight)):
         if isinstance(t, Tensor) and t._data.dtype != input._data.dtype:
-            raise RuntimeError(f"expected dtype {input.dtype} for `{name}` but got dtype {t.dtype}")
-    if input._data.dtype.kind != "f":
+            raise RuntimeError(f"expected dtype {D.c_type_name(input._data.dtype)} for `{name}` but got dtype "
+                               f"{D.c_type_name(t._data.dtype)}")
+    if input._data.dtype.kind not in "fc":
         raise _not_implemented("lerp_kernel_tensor" if isinstance(weight, Tensor) else "lerp_kernel_scalar",
                                input._data.dtype)
     return (lerp_tensor_p if isinstance(weight, Tensor) else lerp_p), (input, end, weight)
