@@ -6,6 +6,7 @@ follow PyTorch's tools/autograd/derivatives.yaml, including its conventions at k
 """
 from __future__ import annotations
 
+import cmath
 import math
 import operator
 
@@ -180,8 +181,12 @@ pow_scalar_p = defprim("pow", lambda xp, a, p: xp.pow(a, p),
 # too (a where() inside the power, e.g. a ** (where(b == 0, 1, b) - 1), has the wrong derivative at b == 0).
 def _pow_exponent_grad(xp, g, out, a, b):
     # d/db a**b = a**b * log(a); PyTorch defines it as 0 where a == 0 and b >= 0 (a complex b: real and >= 0).
-    nonneg = (xp.real(b) >= 0) & (xp.imag(b) == 0) if complex_values(b) else b >= 0
-    return g * xp.where((a == 0) & nonneg, 0.0, out * xp.log(a))
+    return g * xp.where((a == 0) & _nonneg_exponent(xp, b), 0.0, out * xp.log(a))
+
+
+def _nonneg_exponent(xp, b):
+    """PyTorch's condition of a zero gradient at base 0: b >= 0 (a complex b: real and >= 0)."""
+    return (xp.real(b) >= 0) & (xp.imag(b) == 0) if complex_values(b) else b >= 0
 
 
 def _pow_base_grad(xp, g, out, a, b):
@@ -197,8 +202,8 @@ pow_tensor_p = defprim("pow", lambda xp, a, b: xp.pow(a, b),
 
 def _rpow_grad(xp, g, out, base, b):
     if base == 0:
-        return g * xp.where(b >= 0, 0.0, out * -math.inf)
-    return g * (out * math.log(base))
+        return g * xp.where(_nonneg_exponent(xp, b), 0.0, out * -math.inf)
+    return g * (out * (cmath.log(base) if type(base) is complex else math.log(base)))
 
 
 rpow_p = defprim("pow", lambda xp, base, b: xp.pow(base, b),
@@ -790,28 +795,42 @@ def pow(input, exponent) -> Tensor:
     return apply(pow_scalar_p, (input, exponent))
 
 
+def _float_power_dtype(*xs) -> D.dtype:
+    """float_power computes in double precision: complex128 when either operand is complex, else float64."""
+    return D.complex128 if any(_cx_operand(x) for x in xs) else D.float64
+
+
+def _float_power_scalar(v, op: str, arg: str, d: D.dtype):
+    v = scalar_value(v)
+    if type(v) is not complex:
+        v = _check_value(v, op, arg)
+    return complex(v) if d.is_complex else float(v)
+
+
 @register(method=True)
 def float_power(input, exponent) -> Tensor:
-    """``input ** exponent`` computed in double precision (float64 result)."""
+    """``input ** exponent`` computed in double precision (a float64 result; complex128 for complex operands)."""
     if not isinstance(input, Tensor):
         check_tensor(exponent, "float_power", "exponent", 2)
-        base = _check_value(input, "float_power", "self")
-        return pow(float(base), exponent.to(D.float64))
+        d = _float_power_dtype(scalar_value(input), exponent)
+        return pow(_float_power_scalar(input, "float_power", "self", d), exponent.to(d))
     exponent = _operand(exponent, "float_power", None, "exponent")
+    d = _float_power_dtype(input, exponent)
     if isinstance(exponent, Tensor):
-        return pow(input.to(D.float64), exponent.to(D.float64))
-    return pow(input.to(D.float64), float(exponent))
+        return pow(input.to(d), exponent.to(d))
+    return pow(input.to(d), _float_power_scalar(exponent, "float_power", "exponent", d))
 
 
 @register(name="float_power_", module=False, method=True)
 def ifloat_power(self: Tensor, exponent) -> Tensor:
     exponent = _operand(exponent, "float_power_", None, "exponent")
-    if self._data.dtype != D.float64.np:
+    d = _float_power_dtype(self, exponent)
+    if self._data.dtype != d.np:
         raise RuntimeError(f"the base given to float_power_ has dtype {D.type_word(self._data.dtype)} but the "
-                           f"operation's result requires dtype Double")
+                           f"operation's result requires dtype {D.type_word(d.np)}")
     if isinstance(exponent, Tensor):
-        return apply_inplace(pow_tensor_p, self, (exponent.to(D.float64),))
-    return apply_inplace(pow_scalar_p, self, (float(exponent),))
+        return apply_inplace(pow_tensor_p, self, (exponent.to(d),))
+    return apply_inplace(pow_scalar_p, self, (_float_power_scalar(exponent, "float_power_", "exponent", d),))
 
 
 @register(method=True)
