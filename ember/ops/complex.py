@@ -219,7 +219,7 @@ def _set_part(part):
 Tensor.real = property(_real, _set_part(_real), doc="The real parts (a view of a complex tensor; a real "
                                                     "tensor itself).")
 Tensor.imag = property(_imag, _set_part(_imag), doc="The imaginary parts, a view (complex tensors only).")
-register(_real, name="real", module=True)
-register(_imag, name="imag", module=True)
+register(schema("real(Tensor input)")(lambda input: _real(input)), name="real", module=True)
+register(schema("imag(Tensor input)")(lambda input: _imag(input)), name="imag", module=True)
 graph("real", lambda x: _real(x))
 graph("imag", lambda x: _imag(x))

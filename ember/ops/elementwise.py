@@ -549,7 +549,7 @@ def _complex_to_real(v: complex, np_dtype):
     """PyTorch's checked conversion of a complex Python scalar to a real dtype: its real part, or a RuntimeError
     where the imaginary part is not zero."""
     if v.imag != 0:
-        raise RuntimeError(f"value cannot be converted to type {D.c_type_name(np_dtype)} without overflow")
+        raise RuntimeError(f"value cannot be converted to type {D._CHECKED_NAMES[np_dtype.name]} without overflow")
     return v.real
 
 
@@ -634,19 +634,23 @@ def _no_int(a, b, kernel):
         raise _not_implemented(kernel, d)
 
 
-def _scaled(other, alpha, op):
+def _scaled(other, alpha, op, input=None):
     """``alpha * other`` for add/sub's ``alpha=`` (a Python scalar stays one)."""
     if alpha == 1 and type(alpha) is not bool:
         return other
     alpha = scalar_value(alpha)
-    if not isinstance(alpha, (bool, int, float)):
+    if not isinstance(alpha, (bool, int, float, complex)):
         raise TypeError(f"{op}(): argument 'alpha' must be Number, not {type(alpha).__name__}")
     if alpha == 1:
         return other
-    if isinstance(other, Tensor) and other._data.dtype.kind != "f" and isinstance(alpha, float):
+    # PyTorch's alpha_check, on the result dtype
+    if isinstance(other, Tensor) and isinstance(alpha, (float, complex)) and \
+            (promote(input, other) if input is not None else other.dtype)._cat < D._FLOAT:
         raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
     if isinstance(other, Tensor) and other._data.dtype.kind == "b" and type(alpha) is not bool:
         raise RuntimeError("Boolean alpha only supported for Boolean results.")
+    if type(alpha) is complex and not promote(*(x for x in (input, other) if x is not None)).is_complex:
+        raise RuntimeError("For non-complex input tensors, argument alpha must not be a complex number.")
     return other * alpha
 
 
@@ -663,7 +667,7 @@ def _check_value(value, op: str, arg: str = "value"):
 def add(input: Tensor, other, *, alpha=1) -> Tensor:
     """``input + alpha * other``."""
     input, other = _binary_args(input, other, "add", scalar_input=True)
-    return apply(add_p, (input, _scaled(other, alpha, "add")))
+    return apply(add_p, (input, _scaled(other, alpha, "add", input)))
 
 
 @register(method=True, aliases=("subtract",))
@@ -671,7 +675,7 @@ def sub(input: Tensor, other, *, alpha=1) -> Tensor:
     """``input - alpha * other``."""
     input, other = _binary_args(input, other, "sub")
     check_sub(input, other)
-    return apply(sub_p, (input, _scaled(other, alpha, "sub")))
+    return apply(sub_p, (input, _scaled(other, alpha, "sub", input)))
 
 
 # other - self for a Scalar other: PyTorch's RsubBackward1, whose only edge is self's
@@ -701,8 +705,8 @@ def rsub(input: Tensor, other, *, alpha=1) -> Tensor:
     input, other = _binary_args(input, other, "rsub")
     check_sub(input, other)
     if isinstance(other, Tensor):
-        return apply(sub_p, (other, _scaled(input, alpha, "rsub")), _EMPTY, _RSUB_TENSOR_NODE)
-    return apply(rsub_scalar_p, (other, _scaled(input, alpha, "rsub")))
+        return apply(sub_p, (other, _scaled(input, alpha, "rsub", other)), _EMPTY, _RSUB_TENSOR_NODE)
+    return apply(rsub_scalar_p, (other, _scaled(input, alpha, "rsub", other)))
 
 
 @register(method=True, aliases=("multiply",))
@@ -1082,7 +1086,7 @@ def _num_or_none(v, op, arg):
 
 
 @register(method=True, graph=True)
-@schema("nan_to_num(Tensor input, float? nan, float? posinf, float? neginf)")
+@schema("nan_to_num(Tensor input, Scalar? nan, Scalar? posinf, Scalar? neginf)")
 def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None) -> Tensor:
     """NaN, +inf and -inf replaced by ``nan``, ``posinf`` and ``neginf`` (default: the dtype's extremes)."""
     params = {"nan": _num_or_none(nan, "nan_to_num", "nan") or 0.0,
@@ -1099,7 +1103,7 @@ def _nan_to_num_complex_grad(input: Tensor) -> None:
 
 
 @register(name="nan_to_num_", method=True)
-@schema("nan_to_num_(Tensor input, float? nan, float? posinf, float? neginf)")
+@schema("nan_to_num_(Tensor input, Scalar? nan, Scalar? posinf, Scalar? neginf)")
 def inan_to_num(self: Tensor, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None) -> Tensor:
     params = {"nan": _num_or_none(nan, "nan_to_num_", "nan") or 0.0,
               "posinf": _num_or_none(posinf, "nan_to_num_", "posinf"),
@@ -1214,7 +1218,7 @@ def _lerp_args(input, end, weight, op):
     if not isinstance(weight, Tensor):
         weight = scalar_value(weight)
         if type(weight) is complex and input._data.dtype.kind != "c":
-            _complex_to_real(weight, D.float64.np)   # PyTorch's checked conversion to its opmath type
+            weight = _complex_to_real(weight, D.float64.np)   # PyTorch's checked conversion to its opmath type
         elif type(weight) is not complex:
             weight = _check_value(weight, op, "weight")
     for name, t in (("end", end), ("weight", weight)):
@@ -1254,6 +1258,8 @@ def _addc_args(input, tensor1, tensor2, value, op):
     d = promote(input, tensor1, tensor2).np
     if d.kind == "b":
         raise _not_implemented(op.rstrip("_") + "_cpu_out", d)
+    if type(value) is complex and d.kind != "c":
+        value = _complex_to_real(value, d)   # PyTorch's checked conversion to the result type
     if d.kind in "iu" and isinstance(value, float):
         value = int(value)   # PyTorch converts the value to the integral result type (truncation)
     return (input, tensor1, tensor2), {"value": value}
@@ -1690,7 +1696,7 @@ def _inplace_binary(prim, name, check=None):
         other = _operand(other, name, self)
         if check is not None:
             check(self, other)
-        return apply_inplace(prim, self, (_scaled(other, alpha, name),))
+        return apply_inplace(prim, self, (_scaled(other, alpha, name, self),))
     fn.__name__ = fn.__qualname__ = name
     return register(schema(f"{name}(Tensor input, other, *, alpha)")(fn), module=False, method=True)
 
