@@ -541,8 +541,9 @@ def _cx_operand(x) -> bool:
 def _no_complex(kernel: str, *xs) -> None:
     """PyTorch's refusal of complex operands by an op without a complex kernel: '"lt_cpu" not implemented for
     'ComplexFloat'', the word naming the operands' common dtype."""
-    if any(_cx_operand(x) for x in xs):
-        raise _not_implemented(kernel, _result_np(*xs))
+    for x in xs:   # a loop, not any(): this runs on every call of its ops
+        if type(x) is complex or (isinstance(x, Tensor) and x._data.dtype.kind == "c"):
+            raise _not_implemented(kernel, _result_np(*xs))
 
 
 def _complex_to_real(v: complex, np_dtype):
@@ -555,8 +556,9 @@ def _complex_to_real(v: complex, np_dtype):
 
 def _refuse_complex(exc, message: str, *xs) -> None:
     """PyTorch's own message for an op that refuses complex operands (``clamp is not supported ...``)."""
-    if any(_cx_operand(x) for x in xs):
-        raise exc(message)
+    for x in xs:
+        if type(x) is complex or (isinstance(x, Tensor) and x._data.dtype.kind == "c"):
+            raise exc(message)
 
 
 _INT_RANGE = {d.np: (D.iinfo(d).min, D.iinfo(d).max) for d in (D.uint8, D.int8, D.int16, D.int32, D.int64)}
@@ -1471,9 +1473,9 @@ def _compare(name, aliases=()):
     ordered = name not in ("eq", "ne")   # complex numbers have no order: PyTorch has no complex kernel
 
     def fn(input: Tensor, other) -> Tensor:
-        if ordered:
-            _no_complex(name + "_cpu", input, other)
         a, b = _raw_pair(input, other, name)
+        if ordered and a.dtype.kind == "c":   # a complex operand makes both complex here
+            raise _not_implemented(name + "_cpu", a.dtype)
         xp = NAMESPACES[type(a)]
         return _made(getattr(xp, name)(a, b))
     fn.__name__ = fn.__qualname__ = name
