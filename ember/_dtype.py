@@ -91,6 +91,11 @@ def checked_scalar(value, np_dtype):
         raise OverflowError("int too big to convert" if value > 0 else "can't convert negative int to unsigned")
     dt = np.dtype(np_dtype)
     kind = dt.kind
+    if isinstance(value, (_b.complex, np.complexfloating)) and kind not in "cb":
+        if value.imag != 0:   # c10's overflow check counts a nonzero imaginary part as an overflow
+            raise RuntimeError(f"value cannot be converted to type {_CHECKED_NAMES.get(dt.name, dt.name)} without "
+                               "overflow")
+        value = value.real
     if kind == "b" or isinstance(value, (_b.bool, np.bool_)) or not isinstance(value, (_b.int, _b.float, np.number)):
         return value
     if kind == "f":

@@ -137,9 +137,10 @@ def _infer_np(data, float_dtype=None):
         return _host_cast(arr, D.int64.np)
     if k == "b":
         return arr
-    if k == "c":   # Python complex numbers: the default complex dtype (complex64 by default)
+    if k == "c":   # Python complex numbers: the default complex dtype (complex64 by default), or the one asked for
         if isinstance(data, (list, tuple)) or not isinstance(data, _HOST.host_scalar):
-            return _host_cast(arr, D.default_complex().np)
+            cx = float_dtype if float_dtype is not None and float_dtype.kind == "c" else D.default_complex().np
+            return _host_cast(arr, cx)
         return arr
     raise TypeError(f"tensor(): unsupported data of dtype {arr.dtype}")
 
@@ -261,7 +262,7 @@ def tensor(data, dtype: D.dtype | None = None, device=None, requires_grad: bool 
     else:
         if isinstance(data, (list, tuple)) and _has_tensor(data):
             data = _tensors_to_lists(data)
-        if dtype is None or dtype.is_floating_point:
+        if dtype is None or dtype.is_floating_point or dtype.is_complex:   # complex128 never rounds via complex64
             arr = _infer_np(data, None if dtype is None else dtype.np)
         else:   # Python numbers into an integral dtype: each checked, floats truncated from double (not float32)
             arr = _infer_np(data, D.float64.np)

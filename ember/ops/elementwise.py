@@ -549,9 +549,7 @@ def _no_complex(kernel: str, *xs) -> None:
 def _complex_to_real(v: complex, np_dtype):
     """PyTorch's checked conversion of a complex Python scalar to a real dtype: its real part, or a RuntimeError
     where the imaginary part is not zero."""
-    if v.imag != 0:
-        raise RuntimeError(f"value cannot be converted to type {D._CHECKED_NAMES[np_dtype.name]} without overflow")
-    return v.real
+    return D.checked_scalar(v, np_dtype)
 
 
 def _refuse_complex(exc, message: str, *xs) -> None:

@@ -393,6 +393,8 @@ def kernels(k) -> dict:
         return xp.isinf(x) & (x < 0) if k.is_float(x) else xp.zeros(tuple(x.shape), dtype=xp.bool)
 
     def isreal(x):
+        if k.kind(x) == "c":   # PyTorch's imag == 0 (nan + 0j is real)
+            return xp.imag(x) == 0
         return xp.ones(tuple(x.shape), dtype=xp.bool)
 
     def signbit(x):

@@ -776,6 +776,8 @@ def isneginf(x):
 
 
 def isreal(x):
+    if x.dtype.kind == "c":   # PyTorch's imag == 0 (nan + 0j is real)
+        return x.imag == 0
     return np.ones(x.shape, dtype=np.bool_)
 
 
