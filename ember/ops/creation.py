@@ -397,7 +397,11 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     else:
         vals = [_check_number(v, "arange", a, i + 1) for i, (v, a) in enumerate(zip((start, end, step),
                                                                                     ("start", "end", "step")))]
+    # PyTorch converts the bounds to double (a complex bound with an imaginary part is its overflow error)
+    vals = [D.checked_scalar(v, D.float64.np) if type(v) is complex else v for v in vals]
     dtype = _check_dtype(dtype, "arange")
+    if dtype is not None and dtype.is_complex:
+        raise NotImplementedError(f"\"arange_cpu\" not implemented for '{D.type_word(dtype.np)}'")
     rg = _check_bool(requires_grad, "arange")
     be = _check_device(device, "arange")
     D.check_layout(layout, "arange")

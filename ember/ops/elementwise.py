@@ -231,7 +231,8 @@ def _unary_prim(name, node, forward, rule, saves=(0,), saves_out=False, promote=
 
 
 sign_p = _unary_prim("sign", "SignBackward0", lambda xp, a: xp.sign(a), _zero, (), promote=None)
-sgn_p = _unary_prim("sgn", "SgnBackward0", lambda xp, a: xp.sgn(a), _zero, (), promote=None,
+# saves self and the result as PyTorch's SgnBackward0 does (sgn_ of a complex tensor keeps a copy of self)
+sgn_p = _unary_prim("sgn", "SgnBackward0", lambda xp, a: xp.sgn(a), _zero, (0,), True, promote=None,
                     complex=((_sgn_rule,), (_sgn_rule,), (0,), True))
 round_p = _unary_prim("round", "RoundBackward0", lambda xp, a: xp.round(a), _zero, (), promote=None)
 round_decimals_p = _unary_prim("round", "RoundBackward1", lambda xp, a, decimals: xp.round_decimals(a, decimals),
@@ -1218,7 +1219,7 @@ def _lerp_args(input, end, weight, op):
     if not isinstance(weight, Tensor):
         weight = scalar_value(weight)
         if type(weight) is complex and input._data.dtype.kind != "c":
-            weight = _complex_to_real(weight, D.float64.np)   # PyTorch's checked conversion to its opmath type
+            weight = _complex_to_real(weight, input._data.dtype)   # PyTorch's checked conversion
         elif type(weight) is not complex:
             weight = _check_value(weight, op, "weight")
     for name, t in (("end", end), ("weight", weight)):
