@@ -5,6 +5,7 @@ a device argument), host data (Python numbers and lists, NumPy arrays) included.
 """
 from __future__ import annotations
 
+import cmath
 import math
 import struct
 import warnings
@@ -431,6 +432,8 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False,
                                f"{v._data.ndim} dimension(s).")
     D.check_layout(layout, "linspace")
     start, end, steps, dtype, rg, be = _space_args("linspace", start, end, steps, dtype, requires_grad, device, out)
+    if dtype.is_complex:
+        return _finish(_complex_linspace(be, complex(start), complex(end), steps, dtype), rg, device)
     for v in (start, end):
         if dtype.is_floating_point:
             D.checked_scalar(v, dtype.np)
@@ -439,12 +442,21 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False,
     return _finish(be.linspace(start, end, steps, dtype.np), rg, device)
 
 
+def _complex_linspace(be, start: complex, end: complex, steps: int, dtype: D.dtype):
+    """A complex linspace: PyTorch's complex step divides each part by steps - 1 and scales by a real index, so
+    the real and imaginary parts are each the real kernel's linspace of the parts."""
+    real = dtype.to_real().np
+    re, im = be.linspace(start.real, end.real, steps, real), be.linspace(start.imag, end.imag, steps, real)
+    return NAMESPACES[type(re)].make_complex(re, im)
+
+
 def _space_args(op, start, end, steps, dtype, requires_grad, device, out):
     """The checks linspace and logspace share, as PyTorch makes them."""
     start = _check_number(start, op, "start", 1)
     end = _check_number(end, op, "end", 2)
     steps = _check_int(steps, op, "steps", 3)
-    dtype = _check_dtype(dtype, op, D._default_float)
+    # a complex bound makes the default dtype complex
+    dtype = _check_dtype(dtype, op, D.default_complex() if complex in (type(start), type(end)) else D._default_float)
     rg = _check_bool(requires_grad, op)
     be = _check_device(device, op)
     if out is not None:
@@ -478,6 +490,10 @@ def logspace(start, end, steps, base: float = 10.0, *, dtype=None, device=None, 
     D.check_layout(layout, "logspace")
     start, end, steps, dtype, rg, be = _space_args("logspace", start, end, steps, dtype, requires_grad, device, out)
     base = _check_number(base, "logspace", "base", 4)
+    if dtype.is_complex:   # PyTorch's complex pow(base, z) = exp(z log(base)), in the complex dtype
+        expo = _complex_linspace(be, complex(start), complex(end), steps, dtype)
+        xp = NAMESPACES[type(expo)]
+        return _finish(xp.exp(expo * xp.cast(be.asarray(cmath.log(base)), dtype.np)), rg, device)
     return _finish(be.logspace(start, end, steps, float(base), dtype.np), rg, device)
 
 
