@@ -455,8 +455,12 @@ def _space_args(op, start, end, steps, dtype, requires_grad, device, out):
     start = _check_number(start, op, "start", 1)
     end = _check_number(end, op, "end", 2)
     steps = _check_int(steps, op, "steps", 3)
-    # a complex bound makes the default dtype complex
-    dtype = _check_dtype(dtype, op, D.default_complex() if complex in (type(start), type(end)) else D._default_float)
+    # a complex bound makes the default dtype complex, and a real one refused
+    cx = complex in (type(start), type(end))
+    if cx and isinstance(dtype, D.dtype) and not dtype.is_complex:
+        raise RuntimeError(f"torch.{op}(): inferred dtype {D.c_type_name(D.default_complex().np)} can't be safely "
+                           f"cast to passed dtype {D.type_word(dtype.np)}")
+    dtype = _check_dtype(dtype, op, D.default_complex() if cx else D._default_float)
     rg = _check_bool(requires_grad, op)
     be = _check_device(device, op)
     if out is not None:
