@@ -1647,7 +1647,7 @@ signbit = _predicate("signbit")
 def _close_args(input, other, rtol, atol, equal_nan, op):
     rtol, atol = float(scalar_value(rtol)), float(scalar_value(atol))
     if input._data.dtype != other._data.dtype:
-        raise RuntimeError(f"{input.dtype} did not match {other.dtype}")
+        raise RuntimeError(f"{D.type_word(input._data.dtype)} did not match {D.type_word(other._data.dtype)}")
     err = broadcast_error((input._data.shape, other._data.shape))
     if err is not None:
         raise err
