@@ -96,6 +96,11 @@ def checked_scalar(value, np_dtype):
         raise OverflowError("int too big to convert" if value > 0 else "can't convert negative int to unsigned")
     dt = np.dtype(np_dtype)
     kind = dt.kind
+    if isinstance(value, (_b.complex, np.complexfloating)) and kind not in "cb":
+        if value.imag != 0:   # c10's overflow check counts a nonzero imaginary part as an overflow
+            raise RuntimeError(f"value cannot be converted to type {_CHECKED_NAMES.get(dt.name, dt.name)} without "
+                               "overflow")
+        value = value.real
     if kind == "b" or isinstance(value, (_b.bool, np.bool_)) or not isinstance(value, (_b.int, _b.float, np.number)):
         return value
     if kind == "f":
@@ -123,9 +128,26 @@ int64 = long = dtype("int64", np.int64, _INT)
 bool = dtype("bool", np.bool_, _BOOL)
 complex64 = cfloat = dtype("complex64", np.complex64, _COMPLEX)
 complex128 = cdouble = dtype("complex128", np.complex128, _COMPLEX)
-# NumPy has no complex half: the dtype exists so code naming it runs, and tensors of it are refused (_refuse_np).
-complex32 = chalf = dtype("complex32", np.complex64, _COMPLEX)
-complex32.itemsize = 4
+
+
+class _NoArrays(dtype):
+    """A dtype ember names but has no arrays of: NumPy has no complex half, so complex32 exists for promotion and
+    for code that names it, and anything that would make, cast to or compute in it (which asks for its ``np``)
+    raises NotImplementedError rather than silently using complex64."""
+
+    __slots__ = ()
+
+    def __init__(self, name: str, cat: int, itemsize: int):
+        self._name, self._cat, self.itemsize = name, cat, itemsize
+        self.is_floating_point, self.is_signed = False, True
+
+    @property
+    def np(self):
+        raise NotImplementedError(f"ember has no {self._name} tensors (NumPy has no complex half-precision type); "
+                                  "use torch.complex64")
+
+
+complex32 = chalf = _NoArrays("complex32", _COMPLEX, 4)
 
 _ALL = (float16, float32, float64, uint8, int8, int16, int32, int64, bool, complex64, complex128)
 _FROM_NP = {d.np: d for d in _ALL}

@@ -44,7 +44,7 @@ def compute_dtype(a, b):
     ta = type(b) if not isinstance(b, Tensor) else None
     if isinstance(a, Tensor) and ta is not None:
         k = a._data.dtype.kind
-        if k == "f" or (k in "iu" and ta is int) or (k == "b" and ta is bool):
+        if (k == "f" and ta is not complex) or (k in "iu" and ta is int) or (k == "b" and ta is bool):
             return None
     elif isinstance(a, Tensor) and isinstance(b, Tensor) and a._data.dtype == b._data.dtype:
         return None

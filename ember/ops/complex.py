@@ -17,6 +17,7 @@ from ..autograd._primitive import PrimNode, apply, defprim
 from ..autograd.graph import node_class
 from ._registry import graph, register
 from ._schema import schema
+from .elementwise import complex_values as _is_cx
 from .shape import select
 
 
@@ -61,11 +62,6 @@ def _angle_jvp(xp, t, out, a):
     if not _is_cx(a):
         return xp.zeros_like(out)
     return xp.real(xp.conj(_angle_vjp(xp, xp.conj(t), out, a)))
-
-
-def _is_cx(a) -> bool:
-    d = a.dtype
-    return d.is_complex if isinstance(d, D.dtype) else d.kind == "c"
 
 
 angle_p = defprim("angle", lambda xp, a: xp.angle(a), vjp=_angle_vjp, jvp=_angle_jvp, saves=(0,), promote="float",
@@ -233,7 +229,7 @@ Tensor.real = property(_real, _set_part(_real), doc="The real parts (a view of a
 Tensor.imag = property(_imag, _set_part(_imag), doc="The imaginary parts, a view (complex tensors only).")
 # a rule's view_as_complex (view_as_real's gradient, contiguous as PyTorch's grad.contiguous())
 graph("view_as_complex", lambda x: apply(view_as_complex_p, (x.contiguous(),)))
-register(_real, name="real", module=True)
-register(_imag, name="imag", module=True)
+register(schema("real(Tensor input)")(lambda input: _real(input)), name="real", module=True)
+register(schema("imag(Tensor input)")(lambda input: _imag(input)), name="imag", module=True)
 graph("real", lambda x: _real(x))
 graph("imag", lambda x: _imag(x))

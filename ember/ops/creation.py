@@ -5,6 +5,7 @@ a device argument), host data (Python numbers and lists, NumPy arrays) included.
 """
 from __future__ import annotations
 
+import cmath
 import math
 import struct
 import warnings
@@ -137,9 +138,10 @@ def _infer_np(data, float_dtype=None):
         return _host_cast(arr, D.int64.np)
     if k == "b":
         return arr
-    if k == "c":   # Python complex numbers: the default complex dtype (complex64 by default)
+    if k == "c":   # Python complex numbers: the default complex dtype (complex64 by default), or the one asked for
         if isinstance(data, (list, tuple)) or not isinstance(data, _HOST.host_scalar):
-            return _host_cast(arr, D.default_complex().np)
+            cx = float_dtype if float_dtype is not None and float_dtype.kind == "c" else D.default_complex().np
+            return _host_cast(arr, cx)
         return arr
     raise TypeError(f"tensor(): unsupported data of dtype {arr.dtype}")
 
@@ -261,7 +263,7 @@ def tensor(data, dtype: D.dtype | None = None, device=None, requires_grad: bool 
     else:
         if isinstance(data, (list, tuple)) and _has_tensor(data):
             data = _tensors_to_lists(data)
-        if dtype is None or dtype.is_floating_point:
+        if dtype is None or dtype.is_floating_point or dtype.is_complex:   # complex128 never rounds via complex64
             arr = _infer_np(data, None if dtype is None else dtype.np)
         else:   # Python numbers into an integral dtype: each checked, floats truncated from double (not float32)
             arr = _infer_np(data, D.float64.np)
@@ -396,7 +398,11 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     else:
         vals = [_check_number(v, "arange", a, i + 1) for i, (v, a) in enumerate(zip((start, end, step),
                                                                                     ("start", "end", "step")))]
+    # PyTorch converts the bounds to double (a complex bound with an imaginary part is its overflow error)
+    vals = [D.checked_scalar(v, D.float64.np) if type(v) is complex else v for v in vals]
     dtype = _check_dtype(dtype, "arange")
+    if dtype is not None and dtype.is_complex:
+        raise NotImplementedError(f"\"arange_cpu\" not implemented for '{D.type_word(dtype.np)}'")
     rg = _check_bool(requires_grad, "arange")
     be = _check_device(device, "arange")
     D.check_layout(layout, "arange")
@@ -426,6 +432,8 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False,
                                f"{v._data.ndim} dimension(s).")
     D.check_layout(layout, "linspace")
     start, end, steps, dtype, rg, be = _space_args("linspace", start, end, steps, dtype, requires_grad, device, out)
+    if dtype.is_complex:
+        return _finish(_complex_linspace(be, complex(start), complex(end), steps, dtype), rg, device)
     for v in (start, end):
         if dtype.is_floating_point:
             D.checked_scalar(v, dtype.np)
@@ -434,12 +442,25 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False,
     return _finish(be.linspace(start, end, steps, dtype.np), rg, device)
 
 
+def _complex_linspace(be, start: complex, end: complex, steps: int, dtype: D.dtype):
+    """A complex linspace: PyTorch's complex step divides each part by steps - 1 and scales by a real index, so
+    the real and imaginary parts are each the real kernel's linspace of the parts."""
+    real = dtype.to_real().np
+    re, im = be.linspace(start.real, end.real, steps, real), be.linspace(start.imag, end.imag, steps, real)
+    return NAMESPACES[type(re)].make_complex(re, im)
+
+
 def _space_args(op, start, end, steps, dtype, requires_grad, device, out):
     """The checks linspace and logspace share, as PyTorch makes them."""
     start = _check_number(start, op, "start", 1)
     end = _check_number(end, op, "end", 2)
     steps = _check_int(steps, op, "steps", 3)
-    dtype = _check_dtype(dtype, op, D._default_float)
+    # a complex bound makes the default dtype complex, and a real one refused
+    cx = complex in (type(start), type(end))
+    if cx and isinstance(dtype, D.dtype) and not dtype.is_complex:
+        raise RuntimeError(f"torch.{op}(): inferred dtype {D.c_type_name(D.default_complex().np)} can't be safely "
+                           f"cast to passed dtype {D.type_word(dtype.np)}")
+    dtype = _check_dtype(dtype, op, D.default_complex() if cx else D._default_float)
     rg = _check_bool(requires_grad, op)
     be = _check_device(device, op)
     if out is not None:
@@ -473,6 +494,10 @@ def logspace(start, end, steps, base: float = 10.0, *, dtype=None, device=None, 
     D.check_layout(layout, "logspace")
     start, end, steps, dtype, rg, be = _space_args("logspace", start, end, steps, dtype, requires_grad, device, out)
     base = _check_number(base, "logspace", "base", 4)
+    if dtype.is_complex:   # PyTorch's complex pow(base, z) = exp(z log(base)), in the complex dtype
+        expo = _complex_linspace(be, complex(start), complex(end), steps, dtype)
+        xp = NAMESPACES[type(expo)]
+        return _finish(xp.exp(expo * xp.cast(be.asarray(cmath.log(base)), dtype.np)), rg, device)
     return _finish(be.logspace(start, end, steps, float(base), dtype.np), rg, device)
 
 

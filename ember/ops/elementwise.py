@@ -6,6 +6,7 @@ follow PyTorch's tools/autograd/derivatives.yaml, including its conventions at k
 """
 from __future__ import annotations
 
+import cmath
 import math
 import operator
 
@@ -16,6 +17,7 @@ from ..autograd.graph import node_class
 from ..autograd._primitive import (
     _EMPTY,
     KEEP_DTYPE,
+    _state,
     PrimNode,
     apply,
     broadcast_error,
@@ -178,8 +180,13 @@ pow_scalar_p = defprim("pow", lambda xp, a, p: xp.pow(a, p),
 # The special points are masked with where(), as PyTorch's formulas do, so that the mask is differentiated
 # too (a where() inside the power, e.g. a ** (where(b == 0, 1, b) - 1), has the wrong derivative at b == 0).
 def _pow_exponent_grad(xp, g, out, a, b):
-    # d/db a**b = a**b * log(a); PyTorch defines it as 0 where a == 0 and b >= 0.
-    return g * xp.where((a == 0) & (b >= 0), 0.0, out * xp.log(a))
+    # d/db a**b = a**b * log(a); PyTorch defines it as 0 where a == 0 and b >= 0 (a complex b: real and >= 0).
+    return g * xp.where((a == 0) & _nonneg_exponent(xp, b), 0.0, out * xp.log(a))
+
+
+def _nonneg_exponent(xp, b):
+    """PyTorch's condition of a zero gradient at base 0: b >= 0 (a complex b: real and >= 0)."""
+    return (xp.real(b) >= 0) & (xp.imag(b) == 0) if complex_values(b) else b >= 0
 
 
 def _pow_base_grad(xp, g, out, a, b):
@@ -195,8 +202,8 @@ pow_tensor_p = defprim("pow", lambda xp, a, b: xp.pow(a, b),
 
 def _rpow_grad(xp, g, out, base, b):
     if base == 0:
-        return g * xp.where(b >= 0, 0.0, out * -math.inf)
-    return g * (out * math.log(base))
+        return g * xp.where(_nonneg_exponent(xp, b), 0.0, out * -math.inf)
+    return g * (out * (cmath.log(base) if type(base) is complex else math.log(base)))
 
 
 rpow_p = defprim("pow", lambda xp, base, b: xp.pow(base, b),
@@ -224,7 +231,8 @@ def _unary_prim(name, node, forward, rule, saves=(0,), saves_out=False, promote=
 
 
 sign_p = _unary_prim("sign", "SignBackward0", lambda xp, a: xp.sign(a), _zero, (), promote=None)
-sgn_p = _unary_prim("sgn", "SgnBackward0", lambda xp, a: xp.sgn(a), _zero, (), promote=None,
+# saves self and the result as PyTorch's SgnBackward0 does (sgn_ of a complex tensor keeps a copy of self)
+sgn_p = _unary_prim("sgn", "SgnBackward0", lambda xp, a: xp.sgn(a), _zero, (0,), True, promote=None,
                     complex=((_sgn_rule,), (_sgn_rule,), (0,), True))
 round_p = _unary_prim("round", "RoundBackward0", lambda xp, a: xp.round(a), _zero, (), promote=None)
 round_decimals_p = _unary_prim("round", "RoundBackward1", lambda xp, a, decimals: xp.round_decimals(a, decimals),
@@ -324,7 +332,7 @@ rad2deg_p = _unary_prim("rad2deg", "Rad2DegBackward0", lambda xp, a: xp.rad2deg(
 nan_to_num_p = _unary_prim("nan_to_num", "NanToNumBackward0",
                            lambda xp, a, nan, posinf, neginf: xp.nan_to_num(a, nan, posinf, neginf),
                            lambda xp, g, out, a, nan, posinf, neginf: xp.where(xp.isfinite(a), g, 0.0),
-                           promote=None)
+                           promote=None, complex=True)   # complex: forward mode only (the check in nan_to_num)
 
 # PyTorch's threshold_backward(g, result, 0): where(out <= 0, 0, g), not g * (out > 0), so the gradient passes
 # at nan; under create_graph it is a node of its own (ThresholdBackwardBackward0, in ops/nn_activation.py), so
@@ -351,7 +359,7 @@ hypot_p = defprim("hypot", lambda xp, a, b: xp.hypot(a, b),
 logaddexp_p = defprim("logaddexp", lambda xp, a, b: xp.logaddexp(a, b),
                       vjp=(lambda xp, g, out, a, b: g / (xp.exp(b - a) + 1),
                            lambda xp, g, out, a, b: g / (xp.exp(a - b) + 1)),
-                      jvp="elementwise", saves=(0, 1), promote="standard", batch=True)
+                      jvp="elementwise", saves=(0, 1), promote="standard", batch=True, complex=True)
 logaddexp2_p = defprim("logaddexp2", lambda xp, a, b: xp.logaddexp2(a, b),
                        vjp=(lambda xp, g, out, a, b: g / (xp.exp2(b - a) + 1),
                             lambda xp, g, out, a, b: g / (xp.exp2(a - b) + 1)),
@@ -489,7 +497,7 @@ lerp_tensor_p = defprim("lerp", lambda xp, a, b, w: xp.lerp(a, b, w),
                              _lerp_weight_grad),
                         # PyTorch's node keeps weight whichever gradient is needed
                         jvp="elementwise", saves={0: (2,), 1: (2,), 2: (0, 1, 2)},
-                        saved_names=("self", "end", "weight"), batch=True)
+                        saved_names=("self", "end", "weight"), batch=True, complex=True)
 
 addcmul_p = defprim("addcmul", lambda xp, a, t1, t2, value: a + (t1 * t2) * value,
                     vjp=(lambda xp, g, out, a, t1, t2, value: g,
@@ -518,6 +526,38 @@ def _not_implemented(kernel, np_dtype):
 def _check_not_bool(np_dtype, kernel):
     if np_dtype is not None and np_dtype.kind == "b":
         raise _not_implemented(kernel, np_dtype)
+
+
+def complex_values(a) -> bool:
+    """Whether a rule's argument (a raw array or a Tensor) holds complex values."""
+    d = a.dtype
+    return d.is_complex if isinstance(d, D.dtype) else d.kind == "c"
+
+
+def _cx_operand(x) -> bool:
+    """Whether a tensor or Python number operand is complex."""
+    return type(x) is complex or (isinstance(x, Tensor) and x._data.dtype.kind == "c")
+
+
+def _no_complex(kernel: str, *xs) -> None:
+    """PyTorch's refusal of complex operands by an op without a complex kernel: '"lt_cpu" not implemented for
+    'ComplexFloat'', the word naming the operands' common dtype."""
+    for x in xs:   # a loop, not any(): this runs on every call of its ops
+        if type(x) is complex or (isinstance(x, Tensor) and x._data.dtype.kind == "c"):
+            raise _not_implemented(kernel, _result_np(*xs))
+
+
+def _complex_to_real(v: complex, np_dtype):
+    """PyTorch's checked conversion of a complex Python scalar to a real dtype: its real part, or a RuntimeError
+    where the imaginary part is not zero."""
+    return D.checked_scalar(v, np_dtype)
+
+
+def _refuse_complex(exc, message: str, *xs) -> None:
+    """PyTorch's own message for an op that refuses complex operands (``clamp is not supported ...``)."""
+    for x in xs:
+        if type(x) is complex or (isinstance(x, Tensor) and x._data.dtype.kind == "c"):
+            raise exc(message)
 
 
 _INT_RANGE = {d.np: (D.iinfo(d).min, D.iinfo(d).max) for d in (D.uint8, D.int8, D.int16, D.int32, D.int64)}
@@ -583,8 +623,9 @@ def _result_np(*xs):
 
 
 def _no_bool(a, b, kernel):
+    """The integer-style ops (floor division, remainder, fmod): no bool kernel, and no complex one."""
     d = _result_np(a, b)
-    if d.kind == "b":
+    if d.kind in "bc":
         raise _not_implemented(kernel, d)
 
 
@@ -594,19 +635,23 @@ def _no_int(a, b, kernel):
         raise _not_implemented(kernel, d)
 
 
-def _scaled(other, alpha, op):
+def _scaled(other, alpha, op, input=None):
     """``alpha * other`` for add/sub's ``alpha=`` (a Python scalar stays one)."""
     if alpha == 1 and type(alpha) is not bool:
         return other
     alpha = scalar_value(alpha)
-    if not isinstance(alpha, (bool, int, float)):
+    if not isinstance(alpha, (bool, int, float, complex)):
         raise TypeError(f"{op}(): argument 'alpha' must be Number, not {type(alpha).__name__}")
     if alpha == 1:
         return other
-    if isinstance(other, Tensor) and other._data.dtype.kind != "f" and isinstance(alpha, float):
+    # PyTorch's alpha_check, on the result dtype
+    if isinstance(other, Tensor) and isinstance(alpha, (float, complex)) and \
+            (promote(input, other) if input is not None else other.dtype)._cat < D._FLOAT:
         raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
     if isinstance(other, Tensor) and other._data.dtype.kind == "b" and type(alpha) is not bool:
         raise RuntimeError("Boolean alpha only supported for Boolean results.")
+    if type(alpha) is complex and not promote(*(x for x in (input, other) if x is not None)).is_complex:
+        raise RuntimeError("For non-complex input tensors, argument alpha must not be a complex number.")
     return other * alpha
 
 
@@ -623,7 +668,7 @@ def _check_value(value, op: str, arg: str = "value"):
 def add(input: Tensor, other, *, alpha=1) -> Tensor:
     """``input + alpha * other``."""
     input, other = _binary_args(input, other, "add", scalar_input=True)
-    return apply(add_p, (input, _scaled(other, alpha, "add")))
+    return apply(add_p, (input, _scaled(other, alpha, "add", input)))
 
 
 @register(method=True, aliases=("subtract",))
@@ -631,7 +676,7 @@ def sub(input: Tensor, other, *, alpha=1) -> Tensor:
     """``input - alpha * other``."""
     input, other = _binary_args(input, other, "sub")
     check_sub(input, other)
-    return apply(sub_p, (input, _scaled(other, alpha, "sub")))
+    return apply(sub_p, (input, _scaled(other, alpha, "sub", input)))
 
 
 # other - self for a Scalar other: PyTorch's RsubBackward1, whose only edge is self's
@@ -661,8 +706,8 @@ def rsub(input: Tensor, other, *, alpha=1) -> Tensor:
     input, other = _binary_args(input, other, "rsub")
     check_sub(input, other)
     if isinstance(other, Tensor):
-        return apply(sub_p, (other, _scaled(input, alpha, "rsub")), _EMPTY, _RSUB_TENSOR_NODE)
-    return apply(rsub_scalar_p, (other, _scaled(input, alpha, "rsub")))
+        return apply(sub_p, (other, _scaled(input, alpha, "rsub", other)), _EMPTY, _RSUB_TENSOR_NODE)
+    return apply(rsub_scalar_p, (other, _scaled(input, alpha, "rsub", other)))
 
 
 @register(method=True, aliases=("multiply",))
@@ -755,28 +800,42 @@ def pow(input, exponent) -> Tensor:
     return apply(pow_scalar_p, (input, exponent))
 
 
+def _float_power_dtype(*xs) -> D.dtype:
+    """float_power computes in double precision: complex128 when either operand is complex, else float64."""
+    return D.complex128 if any(_cx_operand(x) for x in xs) else D.float64
+
+
+def _float_power_scalar(v, op: str, arg: str, d: D.dtype):
+    v = scalar_value(v)
+    if type(v) is not complex:
+        v = _check_value(v, op, arg)
+    return complex(v) if d.is_complex else float(v)
+
+
 @register(method=True)
 def float_power(input, exponent) -> Tensor:
-    """``input ** exponent`` computed in double precision (float64 result)."""
+    """``input ** exponent`` computed in double precision (a float64 result; complex128 for complex operands)."""
     if not isinstance(input, Tensor):
         check_tensor(exponent, "float_power", "exponent", 2)
-        base = _check_value(input, "float_power", "self")
-        return pow(float(base), exponent.to(D.float64))
+        d = _float_power_dtype(scalar_value(input), exponent)
+        return pow(_float_power_scalar(input, "float_power", "self", d), exponent.to(d))
     exponent = _operand(exponent, "float_power", None, "exponent")
+    d = _float_power_dtype(input, exponent)
     if isinstance(exponent, Tensor):
-        return pow(input.to(D.float64), exponent.to(D.float64))
-    return pow(input.to(D.float64), float(exponent))
+        return pow(input.to(d), exponent.to(d))
+    return pow(input.to(d), _float_power_scalar(exponent, "float_power", "exponent", d))
 
 
 @register(name="float_power_", module=False, method=True)
 def ifloat_power(self: Tensor, exponent) -> Tensor:
     exponent = _operand(exponent, "float_power_", None, "exponent")
-    if self._data.dtype != D.float64.np:
+    d = _float_power_dtype(self, exponent)
+    if self._data.dtype != d.np:
         raise RuntimeError(f"the base given to float_power_ has dtype {D.type_word(self._data.dtype)} but the "
-                           f"operation's result requires dtype Double")
+                           f"operation's result requires dtype {D.type_word(d.np)}")
     if isinstance(exponent, Tensor):
-        return apply_inplace(pow_tensor_p, self, (exponent.to(D.float64),))
-    return apply_inplace(pow_scalar_p, self, (float(exponent),))
+        return apply_inplace(pow_tensor_p, self, (exponent.to(d),))
+    return apply_inplace(pow_scalar_p, self, (_float_power_scalar(exponent, "float_power_", "exponent", d),))
 
 
 @register(method=True)
@@ -823,12 +882,32 @@ def _no_inplace_derivative(name):
 _NO_INPLACE_DERIVATIVE = {n: _no_inplace_derivative(n) for n in ("asinh", "acosh", "atanh")}
 
 
+_CLAMP_CX = (NotImplementedError, "clamp is not supported for complex types")
+# PyTorch's refusal of a complex input where it differs from apply's ('"name" not implemented for ...'): the name
+# of its kernel, or (exception type, message).
+_CX_REFUSED = {"erf": "erf_vml_cpu", "erfc": "erfc_vml_cpu", "erfinv": "erfinv_vml_cpu", "lgamma": "lgamma_vml_cpu",
+               "i0": "i0_vml_cpu", "frac": "frac_cpu", "round": "round_vml_cpu", "relu": _CLAMP_CX,
+               "sign": (NotImplementedError, "Unlike NumPy, torch.sign is not intended to support complex numbers. "
+                                             "Please use torch.sgn instead."),
+               **{n: (NotImplementedError, f"{n} is not supported for complex inputs") for n in ("floor", "ceil", "trunc")},
+               **{n: (RuntimeError, f"{n} is not supported for complex tensors.") for n in ("deg2rad", "rad2deg")}}
+# in-place forms PyTorch refuses on complex tensors although the op takes them
+_CX_INPLACE_REFUSED = {"abs": "In-place abs is not supported for complex tensors."}
+
+
+def _cx_refusal(refusal, t: Tensor) -> Exception:
+    if isinstance(refusal, str):
+        return _not_implemented(refusal, t._data.dtype)
+    return refusal[0](refusal[1])
+
+
 def _unary(prim, name, same_dtype=False, aliases=(), special=(), register_as=True):
     """A unary op: ``ember.<name>``, ``Tensor.<name>``, the in-place ``Tensor.<name>_`` (and ``ember.<name>_``
     where PyTorch has it), ``ember.special.<s>`` for each name in ``special``. Float ops compute integral
     inputs in the default float dtype; ``same_dtype`` ops keep the input's dtype."""
     if prim.is_view:
         raise ValueError(f"_unary: {prim.name} is a view op; fast_unary does not handle views")
+    cx_refusal, cx_inplace = _CX_REFUSED.get(name), _CX_INPLACE_REFUSED.get(name)
 
     @schema(f"{name}(Tensor input)")
     def checked(input: Tensor) -> Tensor:   # all but the common case (fast_unary's)
@@ -841,6 +920,8 @@ def _unary(prim, name, same_dtype=False, aliases=(), special=(), register_as=Tru
             _check_not_bool(input._data.dtype, _BOOL_UNSUPPORTED[name])
         if kind in "iu" and name == "frac":
             raise _not_implemented("frac_cpu", input._data.dtype)
+        if kind == "c" and cx_refusal is not None:
+            raise _cx_refusal(cx_refusal, input)
         return apply(prim, (input,))
     fn = fast_unary(prim, checked)
     fn.__name__ = fn.__qualname__ = name
@@ -851,6 +932,8 @@ def _unary(prim, name, same_dtype=False, aliases=(), special=(), register_as=Tru
     def inplace(self: Tensor) -> Tensor:
         if self._data.dtype.kind != "f":
             fn(self)   # the dtype errors of the out-of-place op come first
+            if cx_inplace is not None and self._data.dtype.kind == "c":
+                raise RuntimeError(cx_inplace)
         return apply_inplace(prim, self, (), _EMPTY, inplace_node)
     inplace.__name__ = inplace.__qualname__ = name + "_"
     inplace = schema(f"{name}_(Tensor input)")(inplace)
@@ -952,6 +1035,7 @@ def _eps(eps):
 @schema("logit(Tensor input, float? eps)")
 def logit(input: Tensor, eps: float | None = None) -> Tensor:
     """``log(p / (1 - p))``, with ``p`` clamped to ``[eps, 1 - eps]`` when ``eps`` is given."""
+    _no_complex("logit_cpu", input)
     return apply(logit_p, (input,), {"eps": _eps(eps)})
 
 
@@ -975,6 +1059,7 @@ def _check_n(n):
 def polygamma(n: int, input: Tensor) -> Tensor:
     """The ``n``-th derivative of the digamma function."""
     n = _check_n(n)
+    _no_complex(("digamma", "trigamma")[n] if n < 2 else "polygamma", input)
     return apply(polygamma_p, (input,), {"n": n})
 
 
@@ -992,9 +1077,13 @@ _POLYGAMMA_INPLACE_NODE = node_class("PolygammaBackward1", PrimNode)
 
 
 def _num_or_none(v, op, arg):
+    """A ``float?`` argument (PyTorch's word for what it refuses: float)."""
     if v is None:
         return None
-    return float(_check_value(v, op, arg))
+    v = scalar_value(v)
+    if not isinstance(v, (bool, int, float)):
+        raise TypeError(f"{op.rstrip('_')}(): argument '{arg}' must be float, not {type(v).__name__}")
+    return float(v)
 
 
 @register(method=True, graph=True)
@@ -1004,7 +1093,14 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None, neg
     params = {"nan": _num_or_none(nan, "nan_to_num", "nan") or 0.0,
               "posinf": _num_or_none(posinf, "nan_to_num", "posinf"),
               "neginf": _num_or_none(neginf, "nan_to_num", "neginf")}
+    _nan_to_num_complex_grad(input)
     return apply(nan_to_num_p, (input,), params)
+
+
+def _nan_to_num_complex_grad(input: Tensor) -> None:
+    # PyTorch declares no backward for complex nan_to_num (its forward mode works)
+    if input._requires_grad and input._data.dtype.kind == "c" and _state.enabled:
+        raise RuntimeError("nan_to_num does not support automatic differentiation for outputs with complex dtype.")
 
 
 @register(name="nan_to_num_", method=True)
@@ -1013,6 +1109,7 @@ def inan_to_num(self: Tensor, nan: float = 0.0, posinf: float | None = None, neg
     params = {"nan": _num_or_none(nan, "nan_to_num_", "nan") or 0.0,
               "posinf": _num_or_none(posinf, "nan_to_num_", "posinf"),
               "neginf": _num_or_none(neginf, "nan_to_num_", "neginf")}
+    _nan_to_num_complex_grad(self)
     return apply_inplace(nan_to_num_p, self, (), params)
 
 
@@ -1022,6 +1119,7 @@ def inan_to_num(self: Tensor, nan: float = 0.0, posinf: float | None = None, neg
 @schema("atan2(Tensor input, Tensor other)")
 def atan2(input: Tensor, other: Tensor) -> Tensor:
     """The angle of the point (other, input), in (-pi, pi]."""
+    _no_complex("atan2_cpu", input, other)
     return apply(atan2_p, (input, other))
 
 
@@ -1030,6 +1128,7 @@ def atan2(input: Tensor, other: Tensor) -> Tensor:
 def hypot(input: Tensor, other: Tensor) -> Tensor:
     """``sqrt(input**2 + other**2)`` without overflow."""
     _no_int(input, other, "hypot_cpu")
+    _no_complex("hypot_cpu", input, other)
     return apply(hypot_p, (input, other))
 
 
@@ -1046,6 +1145,7 @@ def logaddexp(input: Tensor, other: Tensor) -> Tensor:
 def logaddexp2(input: Tensor, other: Tensor) -> Tensor:
     """``log2(2**input + 2**other)`` without overflow."""
     _no_int(input, other, "logaddexp2_cpu")
+    _no_complex("logaddexp2_cpu", input, other)
     return apply(logaddexp2_p, (input, other))
 
 
@@ -1054,8 +1154,11 @@ def xlogy(input, other) -> Tensor:
     """``input * log(other)``, 0 where ``input == 0`` (unless ``other`` is nan)."""
     if not isinstance(input, Tensor):
         check_tensor(other, "xlogy", "other", 2)
-        return apply(xlogy_rscalar_p, (_operand(input, "xlogy", None, "self"), other))
+        input = _operand(input, "xlogy", None, "self")
+        _no_complex("xlogy_cpu", input, other)
+        return apply(xlogy_rscalar_p, (input, other))
     input, other = _binary_args(input, other, "xlogy")
+    _no_complex("xlogy_cpu", input, other)
     return apply(xlogy_p if isinstance(other, Tensor) else xlogy_scalar_p, (input, other))
 
 
@@ -1066,6 +1169,7 @@ register(xlogy, module=False, submodule="special", submodule_name="xlogy")
 def copysign(input: Tensor, other) -> Tensor:
     """``|input|`` with the sign of ``other``."""
     input, other = _binary_args(input, other, "copysign")
+    _no_complex("copysign_cpu", input, other)
     return apply(copysign_p if isinstance(other, Tensor) else copysign_scalar_p, (input, other))
 
 
@@ -1073,6 +1177,7 @@ def copysign(input: Tensor, other) -> Tensor:
 @schema("heaviside(Tensor input, Tensor values)")
 def heaviside(input: Tensor, values: Tensor) -> Tensor:
     """0 where input < 0, ``values`` where input == 0, 1 where input > 0 (not differentiable)."""
+    _refuse_complex(RuntimeError, "heaviside is not yet implemented for complex tensors.", input, values)
     if input._data.dtype != values._data.dtype:
         raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
     return apply(heaviside_p, (input, values))
@@ -1081,6 +1186,7 @@ def heaviside(input: Tensor, values: Tensor) -> Tensor:
 @register(method=True, graph=True)
 @schema("maximum(Tensor input, Tensor other)")
 def maximum(input: Tensor, other: Tensor) -> Tensor:
+    _refuse_complex(RuntimeError, "maximum not implemented for complex tensors.", input, other)
     """The elementwise maximum (nan if either is nan); ties share the gradient."""
     return apply(maximum_p, (input, other))
 
@@ -1088,6 +1194,7 @@ def maximum(input: Tensor, other: Tensor) -> Tensor:
 @register(method=True, graph=True)
 @schema("minimum(Tensor input, Tensor other)")
 def minimum(input: Tensor, other: Tensor) -> Tensor:
+    _refuse_complex(RuntimeError, "minimum not implemented for complex tensors.", input, other)
     """The elementwise minimum (nan if either is nan); ties share the gradient."""
     return apply(minimum_p, (input, other))
 
@@ -1095,6 +1202,7 @@ def minimum(input: Tensor, other: Tensor) -> Tensor:
 @register(method=True, graph=True)
 @schema("fmax(Tensor input, Tensor other)")
 def fmax(input: Tensor, other: Tensor) -> Tensor:
+    _refuse_complex(RuntimeError, "fmax not implemented for complex tensors.", input, other)
     """The elementwise maximum, ignoring a nan operand."""
     return apply(fmax_p, (input, other))
 
@@ -1102,17 +1210,23 @@ def fmax(input: Tensor, other: Tensor) -> Tensor:
 @register(method=True, graph=True)
 @schema("fmin(Tensor input, Tensor other)")
 def fmin(input: Tensor, other: Tensor) -> Tensor:
+    _refuse_complex(RuntimeError, "fmin not implemented for complex tensors.", input, other)
     """The elementwise minimum, ignoring a nan operand."""
     return apply(fmin_p, (input, other))
 
 
 def _lerp_args(input, end, weight, op):
     if not isinstance(weight, Tensor):
-        weight = _check_value(weight, op, "weight")
+        weight = scalar_value(weight)
+        if type(weight) is complex and input._data.dtype.kind != "c":
+            weight = _complex_to_real(weight, input._data.dtype)   # PyTorch's checked conversion
+        elif type(weight) is not complex:
+            weight = _check_value(weight, op, "weight")
     for name, t in (("end", end), ("weight", weight)):
         if isinstance(t, Tensor) and t._data.dtype != input._data.dtype:
-            raise RuntimeError(f"expected dtype {input.dtype} for `{name}` but got dtype {t.dtype}")
-    if input._data.dtype.kind != "f":
+            raise RuntimeError(f"expected dtype {D.c_type_name(input._data.dtype)} for `{name}` but got dtype "
+                               f"{D.c_type_name(t._data.dtype)}")
+    if input._data.dtype.kind not in "fc":
         raise _not_implemented("lerp_kernel_tensor" if isinstance(weight, Tensor) else "lerp_kernel_scalar",
                                input._data.dtype)
     return (lerp_tensor_p if isinstance(weight, Tensor) else lerp_p), (input, end, weight)
@@ -1145,6 +1259,8 @@ def _addc_args(input, tensor1, tensor2, value, op):
     d = promote(input, tensor1, tensor2).np
     if d.kind == "b":
         raise _not_implemented(op.rstrip("_") + "_cpu_out", d)
+    if type(value) is complex and d.kind != "c":
+        value = _complex_to_real(value, d)   # PyTorch's checked conversion to the result type
     if d.kind in "iu" and isinstance(value, float):
         value = int(value)   # PyTorch converts the value to the integral result type (truncation)
     return (input, tensor1, tensor2), {"value": value}
@@ -1188,12 +1304,29 @@ _CLAMP_NODES = {("min", False): node_class("ClampMinBackward0", PrimNode),
                 ("max", True): node_class("ClampMaxBackward1", PrimNode)}
 
 
+def _clamp_complex(input, min, max, op, tensor_bounds):
+    """PyTorch's refusals of complex operands in the clamp family (each of its paths says it differently); a
+    complex scalar bound with a zero imaginary part of a float tensor's clamp is its real part."""
+    plain = op.rstrip("_") == "clamp"
+    if tensor_bounds and not (plain and _cx_operand(input)):
+        kernel = "clamp_cpu" if min is not None and max is not None else "minimum_cpu" if min is None else \
+            "maximum_cpu"
+        raise _not_implemented(kernel, _result_np(input, min, max))
+    if plain and not tensor_bounds and input._data.dtype.kind == "f":
+        if any(type(b) is complex and b.imag != 0 for b in (min, max)):
+            raise RuntimeError("value cannot be converted to type double without overflow")
+        return [b.real if type(b) is complex else b for b in (min, max)]
+    raise NotImplementedError(_CLAMP_CX[1])
+
+
 def _clamp_args(input, min, max, op):
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     tensor_bounds = isinstance(min, Tensor) or isinstance(max, Tensor)
     min, max = (_operand(b, op, input, arg, wrap=False) if b is not None else None
                 for b, arg in ((min, "min"), (max, "max")))
+    if _cx_operand(input) or _cx_operand(min) or _cx_operand(max):
+        min, max = _clamp_complex(input, min, max, op, tensor_bounds)
     if not tensor_bounds:
         if input._data.dtype.kind == "f":
             for b in (min, max):
@@ -1336,8 +1469,12 @@ def _raw_pair(input, other, op, scalar_other=True):
 
 
 def _compare(name, aliases=()):
+    ordered = name not in ("eq", "ne")   # complex numbers have no order: PyTorch has no complex kernel
+
     def fn(input: Tensor, other) -> Tensor:
         a, b = _raw_pair(input, other, name)
+        if ordered and a.dtype.kind == "c":   # a complex operand makes both complex here
+            raise _not_implemented(name + "_cpu", a.dtype)
         xp = NAMESPACES[type(a)]
         return _made(getattr(xp, name)(a, b))
     fn.__name__ = fn.__qualname__ = name
@@ -1387,7 +1524,7 @@ def _bitwise(name, kernel, shift=False, integers=False):
             check_tensor(input, name)
             other = _operand(other, name, input)
         d = promote(input, other).np
-        if d.kind == "f" or ((shift or integers) and d.kind == "b"):
+        if d.kind in "fc" or ((shift or integers) and d.kind == "b"):
             raise _not_implemented(kernel, d)
         t = input if isinstance(input, Tensor) else other
         xp = NAMESPACES[type(t._data)]
@@ -1431,7 +1568,7 @@ lcm = _bitwise("lcm", "lcm_cpu", integers=True)
 @schema("bitwise_not(Tensor input)")
 def bitwise_not(input: Tensor) -> Tensor:
     """``~input`` of an integer or bool tensor."""
-    if input._data.dtype.kind == "f":
+    if input._data.dtype.kind in "fc":
         raise _not_implemented("bitwise_not_cpu", input._data.dtype)
     xp = NAMESPACES[type(input._data)]
     return _made(xp.bitwise_not(input._data))
@@ -1480,8 +1617,17 @@ def ilogical_not(self: Tensor) -> Tensor:
     return self
 
 
+_PREDICATE_CX = {"isposinf": (RuntimeError, "isposinf does not support complex inputs."),
+                 "isneginf": (RuntimeError, "isneginf does not support complex inputs."),
+                 "signbit": (NotImplementedError, "signbit is not implemented for complex tensors.")}
+
+
 def _predicate(name):
+    cx = _PREDICATE_CX.get(name)
+
     def fn(input: Tensor) -> Tensor:
+        if cx is not None:
+            _refuse_complex(*cx, input)
         xp = NAMESPACES[type(input._data)]
         return _made(getattr(xp, name)(input._data))
     fn.__name__ = fn.__qualname__ = name
@@ -1501,7 +1647,7 @@ signbit = _predicate("signbit")
 def _close_args(input, other, rtol, atol, equal_nan, op):
     rtol, atol = float(scalar_value(rtol)), float(scalar_value(atol))
     if input._data.dtype != other._data.dtype:
-        raise RuntimeError(f"{input.dtype} did not match {other.dtype}")
+        raise RuntimeError(f"{D.type_word(input._data.dtype)} did not match {D.type_word(other._data.dtype)}")
     err = broadcast_error((input._data.shape, other._data.shape))
     if err is not None:
         raise err
@@ -1551,7 +1697,7 @@ def _inplace_binary(prim, name, check=None):
         other = _operand(other, name, self)
         if check is not None:
             check(self, other)
-        return apply_inplace(prim, self, (_scaled(other, alpha, name),))
+        return apply_inplace(prim, self, (_scaled(other, alpha, name, self),))
     fn.__name__ = fn.__qualname__ = name
     return register(schema(f"{name}(Tensor input, other, *, alpha)")(fn), module=False, method=True)
 
@@ -1693,7 +1839,7 @@ def _ioperator(fn):
 
 
 def _invert(self):
-    if self._data.dtype.kind == "f":   # PyTorch checks this in Python, before the kernel
+    if self._data.dtype.kind in "fc":   # PyTorch checks this in Python, before the kernel
         raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
     return bitwise_not(self)
 
@@ -1760,6 +1906,7 @@ def _special_unary(prim, name):
     """``ember.special.<name>`` (no ``ember.<name>`` or method, as in PyTorch); graph twin for the rules."""
     @schema(f"special_{name}(Tensor input)")
     def fn(input: Tensor) -> Tensor:
+        _no_complex(name + "_cpu", input)
         return apply(prim, (input,))
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"torch.special.{name}, differentiable to any order."
@@ -1775,6 +1922,7 @@ def _special_nondiff(name, arg="input"):
     bool inputs compute in the default float dtype; float16 has no kernel (as in PyTorch)."""
     def compute(t: Tensor) -> Tensor:
         d = t._data
+        _no_complex(f"{name}_cpu", t)
         if d.dtype.kind != "f":
             d = d.astype(D._default_float.np)
         elif d.dtype == D.float16.np:
@@ -1879,6 +2027,7 @@ def _no_half(t: Tensor, kernel: str) -> None:
 def _special_unary(prim, name: str, graph_name: str | bool = False, half: bool = False):
     @schema(f"special_{name}(Tensor input)")
     def fn(input: Tensor) -> Tensor:
+        _no_complex(name + "_cpu", input)
         if not half:
             _no_half(input, name + "_cpu")
         return apply(prim, (input,))
@@ -1908,8 +2057,11 @@ def special_xlog1py(input, other) -> Tensor:
     """``input * log1p(other)``, 0 where ``input == 0`` (unless ``other`` is nan)."""
     if not isinstance(input, Tensor):
         check_tensor(other, "special_xlog1py", "other", 2)
-        return apply(xlog1py_rscalar_p, (_operand(input, "special_xlog1py", None, "self"), other))
+        input = _operand(input, "special_xlog1py", None, "self")
+        _no_complex("xlog1py_cpu", input, other)
+        return apply(xlog1py_rscalar_p, (input, other))
     input, other = _binary_args(input, other, "special_xlog1py")
+    _no_complex("xlog1py_cpu", input, other)
     return apply(xlog1py_p if isinstance(other, Tensor) else xlog1py_scalar_p, (input, other))
 
 
@@ -1923,6 +2075,7 @@ def _check_p(p) -> int:
 @schema("mvlgamma(Tensor input, int p)")
 def mvlgamma(input: Tensor, p: int) -> Tensor:
     """The multivariate log-gamma function of dimension ``p``."""
+    _no_complex("arange_cpu", input)   # PyTorch's formula starts with an arange of the input's dtype
     return apply(mvlgamma_p, (input,), {"p": _check_p(p)})
 
 
@@ -1945,6 +2098,8 @@ def _orthogonal_polynomial(kind: str):
             check_tensor(x, op, "x")
         x, n = scalar_or_tensor(x, op, "x"), scalar_or_tensor(n, op, "n")
         d = promote(x, n)
+        if d.is_complex:
+            raise _not_implemented(kind + "_cpu", d.np)
         if not d.is_floating_point:
             d = D._default_float
         if d.itemsize < 4:   # float16 (and bfloat16): PyTorch has no CPU kernel
@@ -1998,6 +2153,7 @@ zeta_scalar_p = defprim("special_zeta", lambda xp, a, b: xp.zeta(a, b), node="Sp
 
 
 def _zeta_dtype(input, other) -> None:
+    _no_complex("zeta_cpu", input, other)
     d = promote(input, other)
     if d.is_floating_point and d.itemsize < 4:   # PyTorch's CPU kernel has no float16
         raise _not_implemented("zeta_cpu", d.np)
@@ -2065,6 +2221,10 @@ def isin(elements, test_elements, *, assume_unique: bool = False, invert: bool =
                         "False, Tensor out = None)\n * (Number element, Tensor test_elements, *, bool assume_unique = "
                         "False, bool invert = False, Tensor out = None)\n * (Tensor elements, Number test_element, *, "
                         "bool assume_unique = False, bool invert = False, Tensor out = None)\n")
+    for v in (elements, test_elements):
+        if _cx_operand(v):
+            word = D.type_word(v._data.dtype) if isinstance(v, Tensor) else "ComplexDouble"
+            raise RuntimeError(f"Unsupported input type encountered for isin(): {word}")
     if not isinstance(test_elements, Tensor):   # a scalar: elementwise ==
         hit = eq(elements, test_elements)
     elif not isinstance(elements, Tensor):

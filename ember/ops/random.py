@@ -308,10 +308,20 @@ def _random_values(gen: Generator, n: int, dt: D.dtype, frm, to):
 
 
 def _float_dtype(dtype, kernel: str) -> D.dtype:
+    """A sampler's dtype: floating or complex (sampled through its real view, as PyTorch's)."""
     dt = D._default_float if dtype is None else _as_dtype(dtype)
-    if not dt.is_floating_point:
+    if not (dt.is_floating_point or dt.is_complex):
         raise NotImplementedError(f'"{kernel}" not implemented for \'{D.type_word(dt.np)}\'')
     return dt
+
+
+def _no_complex(dt: D.dtype, kernel: str) -> None:
+    """The samplers PyTorch has no complex kernel for (integers, bernoulli, geometric, log-normal)."""
+    if dt.is_complex:
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{D.type_word(dt.np)}\'')
+
+
+_RANDOM_BOUNDS = "check_random_bounds handles only integral, floating-point and boolean types"
 
 
 def _as_dtype(dtype) -> D.dtype:
@@ -449,7 +459,7 @@ def _sampled(inputs: tuple, value, node_name: str) -> Tensor:
 
 def _float_self(self: Tensor, kernel: str) -> D.dtype:
     dt = self.dtype
-    if not dt.is_floating_point:
+    if not (dt.is_floating_point or dt.is_complex):
         raise NotImplementedError(f'"{kernel}" not implemented for \'{D.type_word(dt.np)}\'')
     return dt
 
@@ -508,6 +518,8 @@ def randint(*args, generator: Generator | None = None, dtype=None, layout=None, 
     low, high, size = _randint_args(args, kw)
     shape = _sizes_from_args((tuple(size),))
     dt = D.int64 if dtype is None else _as_dtype(dtype)
+    if dt.is_complex:
+        raise RuntimeError(_RANDOM_BOUNDS)
     frm, to = _random_range(dt, low, high)
     if out is None and _no_data(device):
         return _shaped(shape, dt, requires_grad, device)
@@ -545,6 +557,7 @@ def randperm(n: int, *, generator: Generator | None = None, dtype=None, layout=N
     if n < 0:
         raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
     dt = D.int64 if dtype is None else _as_dtype(dtype)
+    _no_complex(dt, "randperm")
     if dt.is_floating_point:
         limit = (1 << _FLOAT_DIGITS[dt]) + 1
         if n > limit:
@@ -564,7 +577,7 @@ def uniform_(self: Tensor, from_: float = 0, to: float = 1, *, generator: Genera
     """Fill with uniform samples in [from, to)."""
     from_ = kw.pop("from", from_)
     dt = _float_self(self, "check_uniform_bounds")
-    lo, hi = _int_bounds(dt)
+    lo, hi = _int_bounds(dt.to_real())
     name = D.c_type_name(dt.np)
     if not lo <= from_ <= hi:
         raise RuntimeError(f"from is out of bounds for {name}")
@@ -611,6 +624,7 @@ def geometric_(self: Tensor, p: float, *, generator: Generator | None = None) ->
     """Fill with Geometric(p) samples (trials until the first success)."""
     if not 0 < p < 1:
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={_num(p)}")
+    _no_complex(self.dtype, "geometric_cpu")
     vals = _RNG.geometric(_gen(generator)._st(), self._data.size, p, self.dtype.np)
     return _inplace(self, _laid_out(self, vals), "GeometricBackward0")
 
@@ -623,7 +637,7 @@ def cauchy_(self: Tensor, median: float = 0, sigma: float = 1, *, generator: Gen
     dt = self.dtype
     if not dt.is_floating_point:
         raise RuntimeError("Cauchy distribution is a continuous probability distribution. dtype must be a floating "
-                           f"point but you specified {D.type_word(dt.np)}")
+                           f"point but you specified {(D.c_type_name if dt.is_complex else D.type_word)(dt.np)}")
     vals = _RNG.cauchy(_gen(generator)._st(), self._data.size, median, sigma, dt.np)
     return _inplace(self, _laid_out(self, vals), "CauchyBackward0")
 
@@ -633,6 +647,7 @@ def log_normal_(self: Tensor, mean: float = 1, std: float = 2, *, generator: Gen
     """Fill with exp(Normal(mean, std)) samples (the scalar normal path, sharing its cached sample)."""
     if not std > 0:
         raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={_num(std)}")
+    _no_complex(self.dtype, "log_normal_cpu")
     dt = _float_self(self, "log_normal_cpu")
     vals = _RNG.log_normal(_gen(generator)._st(), self._data.size, float(mean), float(std), dt.np)
     return _inplace(self, _laid_out(self, vals), "LogNormalBackward0")
@@ -656,6 +671,10 @@ def random_(self: Tensor, *args, generator: Generator | None = None, **kw) -> Te
     dt = self.dtype
     n = self._data.size
     like = _host(self)
+    if dt.is_complex:
+        if not has_from and to == "unset":
+            _no_complex(dt, "random_kernel_cpu")
+        raise RuntimeError(_RANDOM_BOUNDS)
     if not has_from and to == "unset":
         node = "RandomBackward2"    # PyTorch's node names for its three overloads
         vals = _random_values(_gen(generator), n, dt, None, None)
@@ -671,6 +690,7 @@ def random_(self: Tensor, *args, generator: Generator | None = None, **kw) -> Te
 def bernoulli_(self: Tensor, p=0.5, *, generator: Generator | None = None) -> Tensor:
     """Fill with 0/1 samples: 1 where a uniform draw is < p (p a float or a tensor broadcast to self)."""
     gen = _gen(generator)
+    _no_complex(self.dtype, "bernoulli_tensor_cpu_self_" if isinstance(p, Tensor) else "bernoulli_scalar_cpu_")
     if isinstance(p, Tensor):
         pd = p.dtype
         if pd is not D.float32 and pd is not D.float64:

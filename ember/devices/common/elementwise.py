@@ -237,6 +237,10 @@ def kernels(k) -> dict:
         return xp.floor_divide(x, y)
 
     def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
+        if k.kind(x) == "c":   # the real and imaginary parts each, as PyTorch's
+            parts = (nan_to_num(xp.real(x), nan, posinf, neginf), nan_to_num(xp.imag(x), nan, posinf, neginf))
+            re, im = (xp.astype(v, x.dtype) for v in parts)
+            return re + im * xp.asarray(1j, dtype=x.dtype)   # both finite: no inf * 1j
         if not k.is_float(x):
             return xp.asarray(x, copy=True)
         fi = xp.finfo(x.dtype)
@@ -308,9 +312,22 @@ def kernels(k) -> dict:
         r = x * xp.log(y)
         return xp.where(xp.isnan(y), y, xp.where(x == 0, xp.zeros_like(r), r))
 
+    def _logaddexp_complex(x, y):
+        # the cpu kernel's (PyTorch's _log_add_exp_helper): min and max by real part
+        x, y = xp.broadcast_arrays(x, y)
+        swap = xp.real(x) < xp.real(y)
+        lo, hi = xp.where(swap, x, y), xp.where(swap, y, x)
+        r = xp.log1p(xp.exp(lo - hi)) + hi
+        both_inf = ~xp.isfinite(xp.real(lo)) & (xp.real(lo) == xp.real(hi))
+        r = xp.where(both_inf, xp.where(xp.real(lo) < 0, lo, xp.log(xp.exp(lo) + xp.exp(hi))), r)
+        nan = xp.asarray(complex(math.nan, math.nan), dtype=x.dtype, device=x.device)
+        return xp.where(xp.isnan(x) | xp.isnan(y), nan, r)
+
     @_promoted
     def logaddexp(x, y):
         y = _arr(y, x)
+        if k.kind(x) == "c":
+            return _logaddexp_complex(x, y)
         return xp.where(xp.isinf(x) & (x == y), x, xp.maximum(x, y) + xp.log1p(xp.exp(-xp.abs(x - y))))
 
     @_promoted
@@ -376,6 +393,8 @@ def kernels(k) -> dict:
         return xp.isinf(x) & (x < 0) if k.is_float(x) else xp.zeros(tuple(x.shape), dtype=xp.bool)
 
     def isreal(x):
+        if k.kind(x) == "c":   # PyTorch's imag == 0 (nan + 0j is real)
+            return xp.imag(x) == 0
         return xp.ones(tuple(x.shape), dtype=xp.bool)
 
     def signbit(x):

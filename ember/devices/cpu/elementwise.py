@@ -313,7 +313,8 @@ def fmod(x, y):
 
 
 def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
-    if x.dtype.kind != "f":
+    # complex: the real and imaginary parts each (NumPy's, as PyTorch's)
+    if x.dtype.kind not in "fc":
         return np.array(x, copy=True)
     return np.nan_to_num(x, nan=nan, posinf=posinf, neginf=neginf)
 
@@ -392,7 +393,24 @@ def xlogy(x, y):
 
 
 @_half_in_float
+def _logaddexp_complex(x, y):
+    """PyTorch's complex _log_add_exp_helper: max + log1p(exp(min - max)), min and max by real part; a nan part
+    anywhere gives nan + nan j; equal infinite real parts: -inf gives the min, +inf log(exp(min) + exp(max))."""
+    x, y = np.broadcast_arrays(x, y)
+    swap = x.real < y.real
+    lo, hi = np.where(swap, x, y), np.where(swap, y, x)
+    with np.errstate(all="ignore"):
+        r = np.log1p(np.exp(lo - hi)) + hi
+        both_inf = ~np.isfinite(lo.real) & (lo.real == hi.real)
+        if both_inf.any():
+            r = np.where(both_inf, np.where(lo.real < 0, lo, np.log(np.exp(lo) + np.exp(hi))), r)
+    nan = np.isnan(x) | np.isnan(y)
+    return np.where(nan, x.dtype.type(complex(math.nan, math.nan)), r)
+
+
 def logaddexp(x, y):
+    if np.result_type(x, y).kind == "c":
+        return _logaddexp_complex(x, y)
     with np.errstate(invalid="ignore", over="ignore"):
         m = np.maximum(x, y)
         r = m + np.log1p(np.exp(-np.abs(x - y)))
@@ -758,6 +776,8 @@ def isneginf(x):
 
 
 def isreal(x):
+    if x.dtype.kind == "c":   # PyTorch's imag == 0 (nan + 0j is real)
+        return x.imag == 0
     return np.ones(x.shape, dtype=np.bool_)
 
 

@@ -160,8 +160,16 @@ def _fma64(a, b, c) -> np.ndarray:
     return np.where(np.isfinite(r), r, a * b + c)
 
 
+# Complex tensors are sampled as PyTorch samples them: through their real view (real and imaginary parts
+# interleaved), normals with std / sqrt(2) so that the complex variance is std^2.
+_REAL_OF = {np.dtype(np.complex64): np.dtype(np.float32), np.dtype(np.complex128): np.dtype(np.float64)}
+
+
 def uniform(st: State, n: int, np_dtype, a: float, b: float) -> np.ndarray:
     """``n`` samples of ``uniform_(a, b)`` in ``np_dtype``."""
+    real = _REAL_OF.get(np.dtype(np_dtype))
+    if real is not None:
+        return uniform(st, 2 * n, real, a, b).view(np_dtype)
     x = _uniform01(st, n, np_dtype)
     if np_dtype == np.float64:
         return _fma64(x, b - a, a)
@@ -285,6 +293,9 @@ def _box_muller_block(u: np.ndarray, np_dtype, mean: float, std: float) -> np.nd
 def normal(st: State, n: int, np_dtype, mean: float, std: float, contiguous: bool = True) -> np.ndarray:
     """n normal samples in PyTorch's order for a tensor of n elements (the path depends on n and on whether
     the tensor is contiguous)."""
+    real = _REAL_OF.get(np.dtype(np_dtype))
+    if real is not None:
+        return normal(st, 2 * n, real, mean, std / math.sqrt(2), contiguous).view(np_dtype)
     if n >= 16 and contiguous:
         full = n // 16 * 16
         out = np.empty(n, np_dtype)
