@@ -84,7 +84,9 @@ def apply_inplace(prim: Primitive, self: Tensor, others: tuple, params: dict = _
         raise RuntimeError(f"result type {type_name_of(dtype)} can't be cast to the desired output type "
                            f"{type_name_of(self._data.dtype)}")
     src = self
-    if recording and 0 in prim.saves:
+    # a complex computation runs its complex twin's rules, which may read other inputs than the real ones
+    saves = prim.cx.saves if prim.cx is not None and self._data.dtype.kind == "c" else prim.saves
+    if recording and 0 in saves:
         # The rule needs self's value from before the write: save a snapshot with self's history.
         src = make(self._data.copy())
         src.grad_fn, src._output_nr, src._requires_grad = self.grad_fn, self._output_nr, self._requires_grad
@@ -105,7 +107,7 @@ def apply_inplace(prim: Primitive, self: Tensor, others: tuple, params: dict = _
         self.grad_fn = node
         self._output_nr = 0
         self._requires_grad = True
-        if prim.saves_out:
+        if node._prim.saves_out:
             # the saved output is r's own copy; a later write to self still invalidates it
             node._out_vc = self._vc
             node._out_v = self._vc[0]
