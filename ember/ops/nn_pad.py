@@ -26,7 +26,7 @@ constant_pad_p = defprim(
     "constant_pad_nd",
     lambda xp, x, pads, value: xp.constant_pad(x, pads, value),
     vjp=lambda xp, g, out, x, pads, value: xp.constant_pad_backward(g, pads, tuple(x.shape)),
-    jvp=lambda xp, t, out, x, pads, value: xp.constant_pad(t, pads, 0))
+    jvp=lambda xp, t, out, x, pads, value: xp.constant_pad(t, pads, 0), complex=True)
 constant_pad_backward_p = defprim(
     "constant_pad_backward",
     lambda xp, g, pads, shape: xp.constant_pad_backward(g, pads, shape),
@@ -104,7 +104,7 @@ def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) 
                                    f"output size, which is invalid. Check dimension {input.ndim - k + i} of your "
                                    "input.")
         v = 0 if value is None else value
-        if not input.dtype.is_floating_point and isinstance(v, float) and v != int(v):
+        if not (input.dtype.is_floating_point or input.dtype.is_complex) and isinstance(v, float) and v != int(v):
             v = int(v)
         return apply(constant_pad_p, (input,), {"pads": pads, "value": v})
     if mode not in ("reflect", "replicate", "circular"):
