@@ -73,6 +73,23 @@ ERRORS = [
     (((3, 4),), {"fn": "ifftshift", "dim": 2}), (((3,),), {"fn": "ihfft", "n": -1}),
 ]
 
+def _stft(m, a, w, method=False, **kw):
+    f = a.stft if method else (lambda *args, **k: m.stft(a, *args, **k))
+    return _real(m, f(window=w, return_complex=True, **kw))
+
+
+def _istft(m, a, w, method=False, **kw):
+    ik = {k: v for k, v in kw.items() if k != "pad_mode"}
+    X = m.stft(a, window=w, return_complex=True, **kw)
+    return (X.istft if method else (lambda *args, **k: m.istft(X, *args, **k)))(window=w, **ik)
+
+
+STFT = [(((2, 30), (8,)), {"n_fft": 8}), (((25,), (6,)), {"n_fft": 8, "hop_length": 3, "win_length": 6}),
+        (((2, 30), (8,)), {"n_fft": 8, "center": False, "normalized": True, "onesided": False}),
+        (((2, 30), (8,)), {"n_fft": 8, "pad_mode": "constant", "method": True})]
+ISTFT = [(((2, 30), (8,)), {"n_fft": 8}), (((25,), (6,)), {"n_fft": 8, "hop_length": 3, "win_length": 6}),
+         (((2, 30), (8,)), {"n_fft": 8, "normalized": True, "onesided": False, "method": True})]
+
 OPS = [
     *[OpInfo(f"fft.{n}", _fn(n), _shapes(*ONE_D), dtypes=F_I) for n in ("fft", "ifft", "rfft", "ihfft")],
     *[OpInfo(f"fft.{n}", _fn(n), _shapes(*C2R_1D), dtypes=F_I) for n in ("irfft", "hfft")],
@@ -87,6 +104,9 @@ OPS = [
     *[OpInfo(f"fft.{n}", _fn(n), _shapes(((5,),), ((3, 4),), (((2, 3, 5),), {"dim": (0, 2)}),
                                          (((3, 4),), {"dim": -1}), (((4,),), {"dim": (0,)})), dtypes=F_I)
       for n in ("fftshift", "ifftshift")],
+    # the window (second input) from the positive domain: its overlap-added square never vanishes (istft's NOLA)
+    OpInfo("stft", _stft, STFT, domain=("real", "positive")),
+    OpInfo("istft", _istft, ISTFT, domain=("real", "positive")),
     OpInfo("fft_errors", _errors, _shapes(*ERRORS), dtypes=FLOAT + ("float16",), **NO_GRAD),
 ]
 

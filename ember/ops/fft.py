@@ -516,3 +516,189 @@ def fftshift(input: Tensor, dim=None) -> Tensor:
 def ifftshift(input: Tensor, dim=None) -> Tensor:
     """The inverse of ``fftshift``: a roll by (size + 1) // 2."""
     return _shift(input, dim, True)
+
+
+# ----- short-time Fourier transform ---------------------------------------------------------------------------
+
+_LEGACY = ("Double", "Float", "Half", "Long", "Int", "Short", "Char", "Byte", "Bool", "BFloat16")
+
+
+def _type_string(t: Tensor) -> str:
+    """PyTorch's Tensor::toString() of a CPU tensor: 'torch.DoubleTensor'; complex ones 'CPUComplexDoubleType'."""
+    w = _word(t.dtype)
+    return f"torch.{w}Tensor" if w in _LEGACY else f"CPU{w}Type"
+
+
+def _opt(v) -> str:
+    return "None" if v is None else str(int(v)) if isinstance(v, bool) else str(v)
+
+
+def _window_repr(window) -> str:
+    return "None" if window is None else f"{_type_string(window)}{{{list(window.shape)}}}"
+
+
+@register(method=True)
+def stft(input: Tensor, n_fft: int, hop_length: int | None = None, win_length: int | None = None,
+         window: Tensor | None = None, center: bool = True, pad_mode: str = "reflect", normalized: bool = False,
+         onesided: bool | None = None, return_complex: bool | None = None,
+         align_to_window: bool | None = None) -> Tensor:
+    """The short-time Fourier transform: ``input`` (1-D or batch x time) cut into frames of ``n_fft`` every
+    ``hop_length`` (default n_fft // 4), each multiplied by ``window`` (zero-padded to n_fft at its centre) and
+    transformed; result (batch x) frequencies x frames. ``center`` pads n_fft // 2 on both sides first
+    (``pad_mode``). Real signals need ``return_complex`` (True; False, deprecated, gives view_as_real of it)."""
+    from .nn_pad import pad
+    if center and align_to_window is not None:
+        raise RuntimeError("stft align_to_window should only be set when center = false")
+    if center:   # torch.functional.stft's Python part
+        signal_dim = input.dim()
+        extended = [1] * (3 - signal_dim) + list(input.shape)
+        p = int(n_fft // 2)
+        input = pad(input.view(extended), [p, p], pad_mode)
+        input = input.view(input.shape[-signal_dim:])
+    if window is None:
+        warnings.warn("A window was not provided. A rectangular window will be applied,which is known to cause "
+                      "spectral leakage. Other windows such as torch.hann_window or torch.hamming_window are "
+                      "recommended to reduce spectral leakage.To suppress this warning and use a rectangular window, "
+                      "explicitly set `window=torch.ones(n_fft, device=<device>)`.", UserWarning, stacklevel=2)
+    hop = n_fft >> 2 if hop_length is None else hop_length
+    win = n_fft if win_length is None else win_length
+
+    def fail(what):
+        raise RuntimeError(f"stft({_type_string(input)}{list(input.shape)}, n_fft={n_fft}, hop_length={hop}, "
+                           f"win_length={win}, window={_window_repr(window)}, normalized={int(normalized)}, "
+                           f"onesided={_opt(onesided)}, return_complex={_opt(return_complex)}, "
+                           f"align_to_window={_opt(align_to_window)}) {what}")
+
+    complex_out = return_complex if return_complex is not None else (
+        input.dtype.is_complex or (window is not None and window.dtype.is_complex))
+    if not complex_out:
+        if return_complex is None:
+            raise RuntimeError("stft requires the return_complex parameter be given for real inputs, and will further "
+                               "require that return_complex=True in a future PyTorch release.")
+        warnings.warn("stft with return_complex=False is deprecated. In a future pytorch release, stft will return "
+                      "complex tensors for all inputs, and return_complex=False will raise an error.\nNote: you can "
+                      "still call torch.view_as_real on the complex output to recover the old return format.",
+                      UserWarning, stacklevel=2)
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
+        fail(": expected a tensor of floating point or complex values")
+    if input.dim() not in (1, 2):
+        fail(": expected a 1D or 2D tensor")
+    x = input.unsqueeze(0) if input.dim() == 1 else input
+    length = x.shape[1]
+    if n_fft <= 0 or n_fft > length:
+        fail(f": expected 0 < n_fft < {length}, but got n_fft={win}")
+    if hop <= 0:
+        fail(f": expected hop_length > 0, but got hop_length={hop}")
+    if win <= 0 or win > n_fft:
+        fail(f": expected 0 < win_length <= n_fft, but got win_length={win}")
+    if window is not None and (window.dim() != 1 or window.shape[0] != win):
+        fail(f": expected a 1D window tensor of size equal to win_length={win}, but got window with size "
+             f"{list(window.shape)}")
+    w = window
+    if win < n_fft:   # the window at the centre of n_fft
+        left = (n_fft - win) // 2
+        w = x.new_ones(win) if w is None else w
+        w = apply(constant_pad_p, (w,), {"pads": ((left, n_fft - win - left),), "value": 0})
+    if align_to_window:
+        n_frames = 1 + (length - win) // hop
+        half = (n_fft - win) // 2
+        x = pad(x, [half, half])
+    else:
+        n_frames = 1 + (length - n_fft) // hop
+    frames = x.unfold(1, n_fft, hop)      # (batch, frames, n_fft): PyTorch's as_strided view
+    if frames.shape[1] != n_frames:
+        frames = narrow(frames, 1, 0, n_frames)
+    if w is not None:
+        frames = frames * w
+    complex_fft = frames.dtype.is_complex
+    sided = (not complex_fft) if onesided is None else onesided
+    mode = 1 if normalized else 0
+    if complex_fft:
+        if sided:
+            raise RuntimeError("Cannot have onesided output if window or input is complex")
+        out = _c2c(frames, (2,), mode, True)
+    else:
+        out = _r2c(frames, (2,), mode, sided)
+    out = out.transpose(1, 2)
+    if input.dim() == 1:
+        out = out.squeeze(0)
+    return out if complex_out else view_as_real(out)
+
+
+@register(method=True)
+def istft(input: Tensor, n_fft: int, hop_length: int | None = None, win_length: int | None = None,
+          window: Tensor | None = None, center: bool = True, normalized: bool = False, onesided: bool | None = None,
+          length: int | None = None, return_complex: bool = False) -> Tensor:
+    """The inverse of ``stft``: each frame transformed back, windowed and overlap-added, divided by the overlap-added
+    squared window (the least-squares estimate); ``length`` trims or zero-pads the result."""
+    if window is None:
+        warnings.warn("A window was not provided. A rectangular window will be applied.Please provide the same window "
+                      "used by stft to make the inversion lossless.To suppress this warning and use a rectangular "
+                      "window, explicitly set `window=torch.ones(n_fft, device=<device>)`.", UserWarning, stacklevel=2)
+    hop = n_fft >> 2 if hop_length is None else hop_length
+    win = n_fft if win_length is None else win_length
+
+    def fail(what, sep=" "):
+        raise RuntimeError(f"istft({_type_string(input)}{list(input.shape)}, n_fft={n_fft}, hop_length={hop}, "
+                           f"win_length={win}, window={_window_repr(window)}, center={int(center)}, "
+                           f"normalized={int(normalized)}, onesided={_opt(onesided)}, length={_opt(length)}, "
+                           f"return_complex={int(return_complex)}){sep}{what}")
+
+    if not input.dtype.is_complex:
+        raise RuntimeError("istft requires a complex-valued input tensor matching the output from stft with "
+                           "return_complex=True.")
+    ndim = input.dim() + 1          # PyTorch counts the dims of view_as_real(input)
+    if input.numel() == 0:
+        fail(": input tensor cannot be empty.")
+    if ndim not in (3, 4):
+        fail(f": expected a tensor with 3 or 4 dimensions, but got {ndim}")
+    n_frames, fft_size = input.shape[-1], input.shape[-2]
+    expected = n_fft + hop * (n_frames - 1)
+    sided = fft_size != n_fft if onesided is None else onesided
+    if sided and n_fft // 2 + 1 != fft_size:
+        fail(": expected the frequency dimension (3rd to the last) of the input tensor to match n_fft / 2 + 1 when "
+             f"onesided=True, but got {fft_size}")
+    if not sided and n_fft != fft_size:
+        fail(": expected the frequency dimension (3rd to the last) of the input tensor to match n_fft when "
+             f"onesided=False, but got {fft_size}")
+    if not (0 < hop <= win):
+        fail(": expected 0 < hop_length <= win_length")
+    if not (0 < win <= n_fft):
+        fail(": expected 0 < win_length <= n_fft")
+    if window is not None and (window.dim() != 1 or window.shape[0] != win):
+        fail(": Invalid window shape. window has to be 1D and length of `win_length`")
+    w = window if window is not None else input.real.new_ones(win)
+    if win != n_fft:
+        left = (n_fft - win) // 2
+        w = apply(constant_pad_p, (w,), {"pads": ((left, n_fft - win - left),), "value": 0})
+    z = input.unsqueeze(0) if ndim == 3 else input
+    z = z.transpose(1, 2)                                   # (channel, frames, frequencies)
+    mode = 1 if normalized else 2
+    if return_complex:
+        if sided:
+            raise RuntimeError("Cannot have onesided output if window or input is complex")
+        y = _c2c(z, (2,), mode, False)
+    else:
+        if window is not None and window.dtype.is_complex:
+            raise RuntimeError("Complex windows are incompatible with return_complex=False")
+        if not sided:
+            z = narrow(z, -1, 0, n_fft // 2 + 1)
+        y = _c2r(z, (2,), mode, n_fft)
+    y = y * w.view(1, 1, n_fft)
+    channels = y.shape[0]
+    y = apply(unfold_backward_p, (y,), {"shape": (channels, expected), "dimension": 1, "size": n_fft, "step": hop})
+    env = apply(unfold_backward_p, ((w * w).expand(1, n_frames, n_fft),),
+                {"shape": (1, expected), "dimension": 1, "size": n_fft, "step": hop})
+    start = n_fft // 2 if center else 0
+    end = start + length if length is not None else (-(n_fft // 2) if center else expected)
+    y, env = y[:, start:end], env[:, start:end]
+    if bool(env.abs().min() < 1e-11):
+        fail("window overlap add min: 1\n[ CPUBoolType{} ]")
+    y = y / env
+    if ndim == 3:
+        y = y.squeeze(0)
+    if end > expected:
+        warnings.warn("The length of signal is shorter than the length parameter. Result is being padded with zeros "
+                      "in the tail. Please check your center and hop_length settings.", UserWarning, stacklevel=2)
+        y = apply(constant_pad_p, (y,), {"pads": ((0, 0),) * (y.dim() - 1) + ((0, end - expected),), "value": 0})
+    return y
