@@ -107,7 +107,7 @@ OPS = [
     # the window (second input) from the positive domain: its overlap-added square never vanishes (istft's NOLA)
     OpInfo("stft", _stft, STFT, domain=("real", "positive")),
     OpInfo("istft", _istft, ISTFT, domain=("real", "positive")),
-    OpInfo("fft_errors", _errors, _shapes(*ERRORS), dtypes=FLOAT + ("float16",), **NO_GRAD),
+    OpInfo("fft_errors", _errors, _shapes(*ERRORS), dtypes=FLOAT, **NO_GRAD),
 ]
 
 HYP_BINARY: list = []
