@@ -626,6 +626,8 @@ def stft(input: Tensor, n_fft: int, hop_length: int | None = None, win_length: i
 
 
 @register(method=True)
+@schema("istft(Tensor input, int n_fft, int? hop_length, int? win_length, Tensor? window, bool center, "
+        "bool normalized, bool? onesided, int? length, bool return_complex)")
 def istft(input: Tensor, n_fft: int, hop_length: int | None = None, win_length: int | None = None,
           window: Tensor | None = None, center: bool = True, normalized: bool = False, onesided: bool | None = None,
           length: int | None = None, return_complex: bool = False) -> Tensor:
