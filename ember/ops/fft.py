@@ -19,7 +19,6 @@ ember/devices/common/fft.py (the array API's fft extension).
 """
 from __future__ import annotations
 
-import math
 import warnings
 
 from .. import _dtype as D
@@ -27,7 +26,7 @@ from .._tensor import Tensor
 from ..autograd._primitive import apply, defprim
 from ._registry import graph, register
 from ._schema import schema
-from .complex import conj, conj_physical, view_as_real, view_as_complex
+from .complex import conj, conj_physical, view_as_real
 from .nn_pad import constant_pad_p
 from .shape import narrow, roll, unfold_backward_p
 
