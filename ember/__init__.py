@@ -16,7 +16,7 @@ from .ops.public import *  # noqa: F401,F403  (dtypes, Tensor, grad modes, creat
 from .ops.foreach import *  # noqa: F401,F403  (torch._foreach_*: loops over the per-tensor ops)
 autograd.gradcheck   # noqa: B018  (loads torch.autograd.gradcheck, the function: see ember/autograd/__init__.py)
 from .autograd import forward_ad
-from . import backends, cuda, linalg, nn, special
+from . import backends, cuda, fft, linalg, nn, special
 from . import signal  # noqa: E402  (torch.signal.windows, on the public ops)
 
 # PyTorch's constants (torch.pi is math.pi, ...) and NumPy-style ``x[:, torch.newaxis]``.

@@ -19,7 +19,7 @@ def _is_tensor(x):
 def _norm(x):
     """A library-independent description of a result."""
     if _is_tensor(x):
-        return ("T", str(x.dtype), tuple(x.shape), x.detach().numpy().copy())
+        return ("T", str(x.dtype), tuple(x.shape), x.detach().resolve_conj().numpy().copy())   # (torch: a lazy conj)
     if isinstance(x, (torch.Size, ember.Size)):
         return ("size", tuple(x))
     if isinstance(x, (tuple, list)):

@@ -18,7 +18,7 @@ import types
 from typing import Callable
 
 EXPORTS: dict[str, Callable] = {}   # ember.<name>
-SUBMODULES: dict[str, dict[str, Callable]] = {"linalg": {}, "special": {}, "nn.functional": {}}   # ember.linalg.<name>, ...
+SUBMODULES: dict[str, dict[str, Callable]] = {"linalg": {}, "special": {}, "nn.functional": {}, "fft": {}}   # ember.linalg.<name>, ...
 METHODS: dict[str, Callable] = {}   # Tensor.<name>, operators included
 GRAPH: dict[str, Callable] = {}     # graph_ns.<name>: what rules call as xp.<name> under create_graph
 

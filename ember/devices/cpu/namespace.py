@@ -476,3 +476,4 @@ from .nn import *  # noqa: E402,F401,F403
 from .optim import *  # noqa: E402,F401,F403
 from .bessel import *  # noqa: E402,F401,F403
 from .complex import *  # noqa: E402,F401,F403
+from .fft import *  # noqa: E402,F401,F403
