@@ -182,7 +182,7 @@ slice_inverse_p = defprim(
          # (src gives the layout only: its tangent adds nothing, as PyTorch's linear formula has it)
          lambda xp, t, out, a, src, size, stride, storage_offset, in_stride, in_offset, dim, start, end, step:
          xp.zeros_like(t)),
-    is_view=True)
+    is_view=True, complex=True)   # linear: its rules hold for complex values
 
 
 @register(method=True)
