@@ -9,6 +9,7 @@ from __future__ import annotations
 from ..devices.cpu import namespace as _cpu_ns
 from .creation import ones_like, zeros_like
 from . import random as _random  # noqa: F401  (registers the in-place samplers: uniform_, normal_, ...)
+from . import utility as _utility  # noqa: F401  (Tensor.lstsq, ...: PyTorch's removal errors)
 from .._tensor import Tensor
 from . import elementwise as E
 from . import indexing as I

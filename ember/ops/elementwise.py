@@ -790,7 +790,8 @@ _MODULE_INPLACE = {"neg_", "abs_", "reciprocal_", "sqrt_", "rsqrt_", "square_", 
                    "log2_", "log10_", "log1p_", "sin_", "cos_", "tan_", "asin_", "acos_", "atan_", "sinh_", "cosh_",
                    "tanh_", "asinh_", "acosh_", "atanh_", "arcsin_", "arccos_", "arctan_", "arcsinh_", "arccosh_",
                    "arctanh_", "sigmoid_", "logit_", "erf_", "erfc_", "sinc_", "floor_", "ceil_", "round_", "trunc_",
-                   "fix_", "frac_", "nan_to_num_", "deg2rad_", "rad2deg_", "relu_", "negative_"}
+                   "fix_", "frac_", "nan_to_num_", "deg2rad_", "rad2deg_", "relu_", "negative_", "xlogy_", "gcd_",
+                   "lcm_"}
 
 
 def _register_inplace(fn, name, aliases=()):
@@ -1402,7 +1403,7 @@ def _bitwise(name, kernel, shift=False, integers=False):
         return self
     inplace.__name__ = inplace.__qualname__ = name + "_"
     register(fn, method=True, graph=True)
-    register(inplace, name=name + "_", module=False, method=True)
+    register(inplace, name=name + "_", module=name + "_" in _MODULE_INPLACE, method=True)
     return fn
 
 

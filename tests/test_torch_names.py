@@ -1,0 +1,148 @@
+"""torch-level names that are not ops of the op database, against torch 2.13: predicates and queries, print
+options, process switches, the removed functions' errors, compile and control flow run eagerly, DLPack."""
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+
+import ember
+
+
+def _same_outcome(fn):
+    """Run ``fn(lib)`` on torch and ember: the same value (repr) or the same exception type and message."""
+    out = []
+    for lib in (torch, ember):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                out.append(("ok", repr(fn(lib))))
+        except Exception as e:   # noqa: BLE001  (comparing exceptions is the point)
+            out.append((type(e).__name__, str(e)))
+    assert out[0] == out[1]
+
+
+@pytest.mark.parametrize("case", [
+    lambda m: m.tensor([1.5]).is_nonzero(), lambda m: m.tensor(0.).is_nonzero(),
+    lambda m: m.tensor(float("nan")).is_nonzero(), lambda m: m.tensor([]).is_nonzero(),
+    lambda m: m.tensor([1, 2]).is_nonzero(), lambda m: m.is_nonzero(m.tensor([0])), lambda m: m.is_nonzero(3),
+    lambda m: [m.tensor(1, dtype=d).is_signed() for d in (m.uint8, m.bool, m.int8, m.int16, m.float16, m.float64)],
+    lambda m: m.is_signed(m.tensor(1)),
+    lambda m: (m.ones(2).get_device(), m.get_device(m.ones(2))),
+    lambda m: m.ones(2, 3).is_same_size(m.zeros(2, 3)), lambda m: m.is_same_size(m.ones(2), m.ones(3)),
+    lambda m: m.ones(2).is_same_size(3),
+    lambda m: m.is_inference(m.ones(1)),
+    lambda m: (m.typename(m.ones(2)), m.typename(m.ones(2, dtype=m.int64)), m.typename(3)),
+    lambda m: m.typename(m.nn.Linear(2, 2)).replace("ember.", "torch."),   # the class's own module path
+    lambda m: (m.scalar_tensor(3), m.scalar_tensor(True), m.scalar_tensor(3, dtype=m.int64),
+               m.scalar_tensor(2.5, dtype=m.float64), m.scalar_tensor(m.tensor(2.))),
+    lambda m: (m.range(1, 4), m.range(0, 1, 0.25), m.range(1, 4, dtype=m.int64), m.range(5), m.range(1, 2, 0.1)),
+    lambda m: m.range(4, 1), lambda m: m.range(1, 4, 0),
+    lambda m: (m.ByteTensor([1, 2]), m.CharTensor([-1]), m.ShortTensor(2).shape, m.ones(2).type(m.ByteTensor)),
+    lambda m: (m.ones(2).byte(), m.tensor([-1.5, 2.7]).char(), m.tensor([True]).byte()),
+    lambda m: m.detach(m.ones(1, requires_grad=True) * 2), lambda m: m.detach_(m.ones(1, requires_grad=True) * 2),
+    lambda m: m.tensor([1, 2]).apply_(lambda v: v * 2.7),
+    lambda m: m.ones(3, requires_grad=True).apply_(lambda v: v),
+    lambda m: m.tensor([[1., 2]]).map_(m.tensor([3., 4]), lambda a, b: a + b),
+    lambda m: m.tensor([1., 2]).map_(m.tensor([3, 4]), lambda a, b: a + b),
+    lambda m: m.tensor([1., 2]).map2_(m.tensor([3., 4]), m.tensor([5.]), lambda a, b, c: a + b * c),
+    lambda m: [getattr(m, f)(m.ones(2, 2), m.ones(2, 2)) for f in ("lstsq", "solve")],
+    lambda m: m.lstsq(m.ones(2, 2), m.ones(2, 2)), lambda m: m.solve(m.ones(2, 2), m.ones(2, 2)),
+    lambda m: m.symeig(m.ones(2, 2)), lambda m: m.eig(m.ones(2, 2)), lambda m: m.matrix_rank(m.ones(2, 2)),
+    lambda m: m.ones(2, 2).lstsq(m.ones(2, 2)), lambda m: m.ones(2, 2).solve(m.ones(2, 2)),
+    lambda m: m.ones(2, 2).symeig(), lambda m: m.ones(2, 2).eig(),
+    lambda m: (m.compiled_with_cxx11_abi(), m.has_lapack, m.init_num_threads()),
+    lambda m: m.cond(m.tensor(False), lambda a: a + 1, lambda a: a - 1, (m.ones(2),)),
+    lambda m: m.cond(True, lambda a, b: a * b, lambda a, b: a - b, [m.ones(2), m.ones(2) * 3]),
+    lambda m: m.while_loop(lambda i, x: i < 3, lambda i, x: (i + 1, x * 2), (m.tensor(0), m.ones(2))),
+    lambda m: m.get_default_device(),
+])
+def test_against_torch(case):
+    _same_outcome(case)
+
+
+def test_gcd_lcm_xlogy_in_place_functions():
+    for lib in (torch, ember):
+        a, b, c = lib.tensor([4, 6]), lib.tensor([6, 4]), lib.tensor([1., 2.])
+        assert lib.gcd_(a, lib.tensor([6, 9])) is a and lib.lcm_(b, lib.tensor([3, 6])) is b
+        lib.xlogy_(c, 3.)
+        assert a.tolist() == [2, 3] and b.tolist() == [6, 12]
+    assert ember.tensor([1., 2.]).xlogy_(3.).tolist() == torch.tensor([1., 2.]).xlogy_(3.).tolist()
+
+
+@pytest.mark.parametrize("opts", [dict(precision=2), dict(threshold=5), dict(edgeitems=1, threshold=3),
+                                  dict(linewidth=20), dict(profile="short"), dict(profile="full"),
+                                  dict(sci_mode=True), dict(sci_mode=False), dict(precision=6, sci_mode=True),
+                                  dict(profile="short", precision=5), dict(edgeitems=0, threshold=2)])
+def test_set_printoptions(opts):
+    data = [[1.123456789, -2.5, 1e-3, 3.0, 100.25, 7.5, 0.0], [4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 1e5]]
+    ints = list(range(20))
+    try:
+        for lib in (torch, ember):
+            lib.set_printoptions(**opts)
+        for make in (lambda m: m.tensor(data), lambda m: m.tensor(ints), lambda m: m.tensor([1.0, 2.0]),
+                     lambda m: m.tensor(3.14159, dtype=m.float64), lambda m: m.arange(2000.).reshape(40, 50),
+                     lambda m: m.tensor([1e-8, 1.0]), lambda m: m.tensor([2.0, 3.0], requires_grad=True) * 2):
+            assert repr(make(ember)) == repr(make(torch)), opts
+    finally:
+        for lib in (torch, ember):
+            lib.set_printoptions(profile="default")
+
+
+def test_deterministic_debug_mode_and_switches():
+    try:
+        for mode, want in (("warn", 1), ("error", 2), (0, 0), (2, 2), ("default", 0), (1, 1)):
+            for lib in (torch, ember):
+                lib.set_deterministic_debug_mode(mode)
+            assert ember.get_deterministic_debug_mode() == torch.get_deterministic_debug_mode() == want
+            assert ember.are_deterministic_algorithms_enabled() == torch.are_deterministic_algorithms_enabled()
+        for bad in (5, "x", 1.0):
+            _same_outcome(lambda m, bad=bad: m.set_deterministic_debug_mode(bad))
+    finally:
+        for lib in (torch, ember):
+            lib.set_deterministic_debug_mode(0)
+    ember.set_warn_always(True)
+    assert ember.is_warn_always_enabled()
+    ember.set_warn_always(False)
+    assert not ember.is_warn_always_enabled()
+    assert ember.set_flush_denormal(False) is False
+
+
+def test_range_warns_as_torch():
+    with pytest.warns(UserWarning, match="torch.range is deprecated"):
+        ember.range(1, 3)
+
+
+def test_default_device():
+    assert ember.get_default_device() == ember.device("cpu")
+    ember.set_default_device("cpu")
+    assert ember.get_default_device() == ember.device("cpu") and ember.zeros(1).device.type == "cpu"
+    ember.set_default_device(None)
+    with pytest.raises(AssertionError, match="Torch not compiled with CUDA enabled"):
+        ember.set_default_device("cuda")
+    with pytest.raises(NotImplementedError, match="only the 'cpu' default"):
+        ember.set_default_device("meta")
+    assert ember.get_default_device() == ember.device("cpu")
+
+
+def test_compile_is_a_pass_through():
+    model = ember.nn.Linear(2, 2)
+    assert ember.compile(model) is model
+    f = lambda x: x * 2   # noqa: E731
+    assert ember.compile(f, mode="reduce-overhead") is f
+    assert ember.compile(fullgraph=True)(f) is f
+
+
+def test_dlpack_shares_memory_both_ways():
+    x = ember.arange(4.)
+    t = torch.from_dlpack(ember.to_dlpack(x))
+    t[0] = 9
+    assert x.tolist() == [9., 1., 2., 3.]
+    y = ember.from_dlpack(torch.arange(3.))
+    assert y.tolist() == [0., 1., 2.] and y.dtype == ember.float32
+    z = torch.arange(3, dtype=torch.int32)
+    w = ember.from_dlpack(z)
+    w[1] = 7   # shared with torch's tensor
+    assert z.tolist() == [0, 7, 2] and w.dtype == ember.int32
+    assert ember.from_dlpack(ember.to_dlpack(ember.ones(2))).tolist() == [1., 1.]
