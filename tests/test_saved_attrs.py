@@ -72,6 +72,7 @@ NOT_SAVED = {
     "VarMeanBackward0": {"_saved_self"},
     "VdotBackward0": {"_saved_other"},
     "WhereBackward0": {"_saved_condition"},
+    "FrexpBackward0": {"_saved_exponent"},   # ember keeps self and recomputes the exponent
 }
 
 # Non-tensor values PyTorch keeps that ember's node has no parameter for (sizes and strides it keeps of
