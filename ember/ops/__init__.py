@@ -25,6 +25,7 @@ from . import nn_resample as NRs
 from . import nn_grid as NG
 from . import nn_loss as NL
 from . import nn_norm as NN
+from . import nn_aten as _nn_aten  # noqa: F401  (torch.kl_div, torch.embedding, ...: ATen's spellings)
 from ..autograd import _primitive
 from ..autograd._primitive import Primitive, apply, graph_ns
 from ..autograd import _views

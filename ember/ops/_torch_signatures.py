@@ -258,6 +258,11 @@ SIGNATURES = {'Tensor.all': 'one of:\n'
              ' * (Tensor input, Tensor other, *, Tensor out = None)\n'
              ' * (Tensor input, Number other, *, Tensor out = None)\n',
  'count_nonzero': 'one of:\n * (Tensor input, int dim = None)\n * (Tensor input, tuple of ints dim)\n',
+ 'ctc_loss': 'one of:\n'
+             ' * (Tensor log_probs, Tensor targets, tuple of ints input_lengths, tuple of ints target_lengths, int '
+             'blank = 0, int reduction = at::Reduction::Mean, bool zero_infinity = False)\n'
+             ' * (Tensor log_probs, Tensor targets, Tensor input_lengths, Tensor target_lengths, int blank = 0, int '
+             'reduction = at::Reduction::Mean, bool zero_infinity = False)\n',
  'cumulative_trapezoid': 'one of:\n'
                          ' * (Tensor y, Tensor x, *, int dim = -1)\n'
                          ' * (Tensor y, *, Number dx = 1, int dim = -1)\n',
@@ -388,6 +393,9 @@ SIGNATURES = {'Tensor.all': 'one of:\n'
  'not_equal': 'one of:\n'
               ' * (Tensor input, Tensor other, *, Tensor out = None)\n'
               ' * (Tensor input, Number other, *, Tensor out = None)\n',
+ 'nuclear_norm': 'one of:\n'
+                 ' * (Tensor input, tuple of ints dim, bool keepdim = False, *, Tensor out = None)\n'
+                 ' * (Tensor input, bool keepdim = False, *, Tensor out = None)\n',
  'pow': 'one of:\n'
         ' * (Tensor input, Tensor exponent, *, Tensor out = None)\n'
         ' * (Number self, Tensor exponent, *, Tensor out = None)\n'
