@@ -224,3 +224,10 @@ OPS += _aten_losses() + [
            xfails=(XFail("grad_fn", _NORM_NODE, "3:"), XFail("structure", _NORM_NODE, "0:"),
                    XFail("structure", _NORM_NODE, "2:"), XFail("structure", _NORM_NODE, "4:"))),
 ]
+
+OPS += [
+    OpInfo("nonzero_static", lambda m, a, **kw: (m.nonzero_static(a, **kw), a.nonzero_static(**kw)),
+           _shapes((((6,),), {"size": 8}), (((3, 4),), {"size": 2, "fill_value": -7}), (((),), {"size": 2}),
+                   (((0, 2),), {"size": 1}), (((2, 3),), {"size": 0})), dtypes=ALL, **NO_GRAD),
+    OpInfo("nonzero_static_errors", lambda m, a: m.nonzero_static(a, size=-1), _shapes(((3,),)), **NO_GRAD),
+]

@@ -146,3 +146,79 @@ def test_dlpack_shares_memory_both_ways():
     w[1] = 7   # shared with torch's tensor
     assert z.tolist() == [0, 7, 2] and w.dtype == ember.int32
     assert ember.from_dlpack(ember.to_dlpack(ember.ones(2))).tolist() == [1., 1.]
+
+
+# ----- torch.rnn_tanh / rnn_relu / lstm / gru and the cells (ATen's flat-weight signatures) -------------------------
+
+def _rnn_params(rng, gates, inp, hid, layers, dirs, bias, proj=0):
+    out = []
+    for layer in range(layers):
+        for _ in range(dirs):
+            i = inp if layer == 0 else (proj or hid) * dirs
+            out += [rng.standard_normal((gates * hid, i)) * 0.3, rng.standard_normal((gates * hid, proj or hid)) * 0.3]
+            if bias:
+                out += [rng.standard_normal(gates * hid) * 0.3, rng.standard_normal(gates * hid) * 0.3]
+            if proj:
+                out += [rng.standard_normal((proj, hid)) * 0.3]
+    return out
+
+
+@pytest.mark.parametrize("mode", ["rnn_tanh", "rnn_relu", "gru", "lstm", "lstm_proj"])
+@pytest.mark.parametrize("layers,dirs,bias,batch_first,dropout", [(1, 1, True, False, 0.0), (2, 2, False, True, 0.0),
+                                                                  (2, 1, True, False, 0.4)])
+def test_functional_rnns_match_torch(mode, layers, dirs, bias, batch_first, dropout):
+    import numpy as np
+    rng = np.random.default_rng(0)
+    gates = {"rnn_tanh": 1, "rnn_relu": 1, "gru": 3, "lstm": 4, "lstm_proj": 4}[mode]
+    proj = 3 if mode == "lstm_proj" else 0
+    params = _rnn_params(rng, gates, 4, 5, layers, dirs, bias, proj)
+    x = rng.standard_normal((2, 6, 4) if batch_first else (6, 2, 4))
+    h = rng.standard_normal((layers * dirs, 2, proj or 5))
+    c = rng.standard_normal((layers * dirs, 2, 5))
+    results = []
+    for lib in (torch, ember):
+        lib.manual_seed(3)
+        ps = [lib.tensor(p, dtype=lib.float32, requires_grad=True) for p in params]
+        hx = [lib.tensor(h, dtype=lib.float32), lib.tensor(c, dtype=lib.float32)] if gates == 4 else \
+            lib.tensor(h, dtype=lib.float32)
+        fn = getattr(lib, "lstm" if gates == 4 else mode)
+        out = fn(lib.tensor(x, dtype=lib.float32), hx, ps, bias, layers, dropout, True, dirs == 2, batch_first)
+        sum(o.sum() for o in out).backward()
+        results.append([o.detach().numpy() for o in out] + [p.grad.numpy() for p in ps])
+    for a, b in zip(*results):
+        np.testing.assert_allclose(b, a, rtol=2e-5, atol=2e-6)
+
+
+def test_functional_rnn_packed_data_form():
+    import numpy as np
+    rng = np.random.default_rng(1)
+    params = _rnn_params(rng, 3, 4, 5, 1, 2, True)
+    data, sizes, h = rng.standard_normal((6, 4)), [3, 2, 1], rng.standard_normal((2, 3, 5))
+    outs = []
+    for lib in (torch, ember):
+        ps = [lib.tensor(p) for p in params]
+        out = lib.gru(lib.tensor(data), lib.tensor(sizes), lib.tensor(h), ps, True, 1, 0.0, False, True)
+        outs.append([o.numpy() for o in out])
+    for a, b in zip(*outs):
+        np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-13)
+
+
+def test_functional_cells_match_torch():
+    import numpy as np
+    rng = np.random.default_rng(2)
+    x, h, c = rng.standard_normal((3, 4)), rng.standard_normal((3, 5)), rng.standard_normal((3, 5))
+    for name, gates in (("rnn_tanh_cell", 1), ("rnn_relu_cell", 1), ("gru_cell", 3), ("lstm_cell", 4)):
+        w = [rng.standard_normal((gates * 5, 4)), rng.standard_normal((gates * 5, 5)), rng.standard_normal(gates * 5),
+             rng.standard_normal(gates * 5)]
+        outs = []
+        for lib in (torch, ember):
+            hx = (lib.tensor(h), lib.tensor(c)) if gates == 4 else lib.tensor(h)
+            ws = [lib.tensor(a, requires_grad=True) for a in w]
+            r = getattr(lib, name)(lib.tensor(x), hx, *ws)
+            r = r if isinstance(r, tuple) else (r,)
+            sum(o.sum() for o in r).backward()
+            outs.append([o.detach().numpy() for o in r] + [a.grad.numpy() for a in ws])
+            r2 = getattr(lib, name)(lib.tensor(x), hx, ws[0], ws[1])   # no biases
+            outs[-1] += [o.detach().numpy() for o in (r2 if isinstance(r2, tuple) else (r2,))]
+        for a, b in zip(*outs):
+            np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-12)

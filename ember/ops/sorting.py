@@ -27,6 +27,8 @@ from ..autograd._primitive import PrimNode, apply, defprim
 from ._registry import graph, graph_raw, invalid_arguments, register
 from .._util import check_bool, check_tensor, dtype_word, normalize_dims, return_type, scalar_or_tensor
 from .creation import linspace, ones, zeros
+from .shape import cat
+from ._schema import schema
 from .._dtype import bool as D_bool, int64 as D_int64
 
 EXACT_TIES_LIMIT = 1 << 16   # elements with ties per call ordered by the model of PyTorch's C++ algorithm
@@ -762,3 +764,16 @@ def histogramdd(input: Tensor, bins=10, *, range=None, weight: Tensor | None = N
         raise RuntimeError("torch.histogramdd: input tensor should have at least 2 dimensions")
     hist, edges = _histogramdd(input, bins, range, weight, density)
     return _HistogramddResult(hist, tuple(edges))
+
+
+@register(method=True)
+@schema("nonzero_static(Tensor input, *, int size, int fill_value)")
+def nonzero_static(input: Tensor, *, size: int, fill_value: int = -1) -> Tensor:
+    """``nonzero(input)`` with exactly ``size`` rows: cut, or padded with rows of ``fill_value``."""
+    if size < 0:
+        raise RuntimeError("nonzero_static: 'size' must be an non-negative integer")
+    nz = nonzero(input)
+    n = nz.shape[0]
+    if n >= size:
+        return nz[:size].clone()
+    return cat((nz, nz.new_full((size - n, nz.shape[1]), fill_value)))
