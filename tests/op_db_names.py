@@ -231,3 +231,21 @@ OPS += [
                    (((0, 2),), {"size": 1}), (((2, 3),), {"size": 0})), dtypes=ALL, **NO_GRAD),
     OpInfo("nonzero_static_errors", lambda m, a: m.nonzero_static(a, size=-1), _shapes(((3,),)), **NO_GRAD),
 ]
+
+
+def _gradient(m, a, coords=None, **kw):
+    if coords is not None:
+        kw["spacing"] = [m.tensor(c).to(a.dtype) for c in coords]
+    return m.gradient(a, **kw)
+
+
+OPS += [
+    OpInfo("gradient", _gradient, _shapes(((4, 5),), (((4, 5),), {"spacing": 2.0, "dim": 1, "edge_order": 2}),
+                                         (((6,),), {"spacing": [0.5]}), (((3, 4),), {"spacing": [2.0, 3.0]}),
+                                         (((4, 5),), {"coords": [[0.0, 1.0, 3.0, 4.0], [0.0, 0.5, 1.0, 2.0, 4.0]]}),
+                                         (((4, 3),), {"coords": [[0.0, 1.0, 3.0, 4.5]], "dim": 0, "edge_order": 2}),
+                                         (((2, 3, 4),), {"dim": [0, 2]})), dtypes=FLOAT + INT),
+    OpInfo("gradient_errors", _gradient, _shapes((((2,),), {"edge_order": 2}), (((3, 4),), {"spacing": [2.0]}),
+                                                (((3, 4),), {"dim": [0, 0]}), (((3, 4),), {"edge_order": 3})),
+           **NO_GRAD),
+]

@@ -292,6 +292,14 @@ SIGNATURES = {'Tensor.all': 'one of:\n'
  'ge': 'one of:\n'
        ' * (Tensor input, Tensor other, *, Tensor out = None)\n'
        ' * (Tensor input, Number other, *, Tensor out = None)\n',
+ 'gradient': 'one of:\n'
+             ' * (Tensor input, *, tuple of ints dim, int edge_order = 1)\n'
+             ' * (Tensor input, *, Number spacing, tuple of ints dim, int edge_order = 1)\n'
+             ' * (Tensor input, *, Number spacing = None, int dim = None, int edge_order = 1)\n'
+             ' * (Tensor input, *, tuple of Scalars spacing, int dim = None, int edge_order = 1)\n'
+             ' * (Tensor input, *, tuple of Scalars spacing, tuple of ints dim, int edge_order = 1)\n'
+             ' * (Tensor input, *, tuple of Tensors spacing, int dim = None, int edge_order = 1)\n'
+             ' * (Tensor input, *, tuple of Tensors spacing, tuple of ints dim, int edge_order = 1)\n',
  'greater': 'one of:\n'
             ' * (Tensor input, Tensor other, *, Tensor out = None)\n'
             ' * (Tensor input, Number other, *, Tensor out = None)\n',
