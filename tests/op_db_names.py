@@ -249,3 +249,34 @@ OPS += [
                                                 (((3, 4),), {"dim": [0, 0]}), (((3, 4),), {"edge_order": 3})),
            **NO_GRAD),
 ]
+
+
+def _affine(m, th, size, align_corners=False):
+    return m.affine_grid_generator(th, size, align_corners)
+
+
+def _sampler(m, x, th, fn="grid_sampler", modes=(0, 0), align_corners=False):
+    size = list(x.shape)
+    grid = m.nn.functional.affine_grid(th * 0.9, size, align_corners=align_corners)
+    return getattr(m, fn)(x, grid, modes[0], modes[1], align_corners)
+
+
+def _renorm_rows(m, w, idx, max_norm, norm_type=2.0):
+    w = w.detach().clone()
+    return m.embedding_renorm_(w, m.tensor(idx), max_norm, norm_type)
+
+
+OPS += [
+    OpInfo("affine_grid_generator", _affine, _shapes((((2, 2, 3),), {"size": [2, 3, 4, 5]}),
+                                                     (((1, 3, 4),), {"size": [1, 1, 2, 3, 4], "align_corners": True}))),
+    OpInfo("grid_sampler", _sampler, _shapes(((2, 3, 4, 5), (2, 2, 3)),
+                                             (((1, 2, 4, 4), (1, 2, 3)), {"fn": "grid_sampler_2d", "modes": (1, 1)}),
+                                             (((1, 2, 3, 4, 4), (1, 3, 4)), {"fn": "grid_sampler_3d", "modes": (0, 2),
+                                                                              "align_corners": True})),
+           supports_gradgrad=False, supports_fwd=False),
+    OpInfo("grid_sampler_errors", _sampler, _shapes((((2, 3, 4, 5), (2, 2, 3)), {"fn": "grid_sampler_3d"})),
+           **NO_GRAD),   # (an unknown mode number: PyTorch reads undefined memory, ember raises)
+    OpInfo("embedding_renorm_", _renorm_rows, _shapes((((5, 3),), {"idx": [0, 2, 2], "max_norm": 1.0}),
+                                                      (((4, 2),), {"idx": [3, 1], "max_norm": 0.5, "norm_type": 1.0})),
+           **NO_GRAD),
+]

@@ -11,7 +11,8 @@ from .._tensor import Tensor
 from .._util import check_tensor
 from ._registry import SUBMODULES, invalid_arguments, register
 from ._schema import schema
-from . import nn_activation as _act, nn_conv as _conv, nn_loss as _loss, nn_pad as _pad
+from ..autograd import grad_mode as _gm
+from . import nn_activation as _act, nn_conv as _conv, nn_grid as _grid, nn_loss as _loss, nn_pad as _pad
 from .reduction import norm as _norm
 from .shape import permute
 
@@ -190,3 +191,60 @@ def norm_except_dim(v: Tensor, pow: int = 2, dim: int = 0) -> Tensor:
     if dim == v.ndim - 1:
         return _norm(v.contiguous().view(-1, v.shape[-1]), pow, 0).view(*([1] * (v.ndim - 1)), v.shape[-1])
     return norm_except_dim(v.transpose(0, dim), pow, 0).transpose(0, dim)
+
+
+# ----- affine grids and grid sampling (ATen's integer modes), embedding_renorm_ ------------------------------------
+
+_MODES = ("bilinear", "nearest", "bicubic")
+_PADDINGS = ("zeros", "border", "reflection")
+
+
+@register()
+@schema("affine_grid_generator(Tensor theta, int[] size, bool align_corners)")
+def affine_grid_generator(theta: Tensor, size, align_corners: bool) -> Tensor:
+    """``nn.functional.affine_grid`` (AffineGridGeneratorBackward0)."""
+    return _grid.affine_grid(theta, list(size), align_corners)
+
+
+def _grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners, ndim=None):
+    if ndim is not None and (input.ndim != ndim or grid.ndim != ndim):
+        raise RuntimeError(f"grid_sampler(): expected {ndim}D input and grid with same number of dimensions, but got "
+                           f"input with sizes {list(input.shape)} and grid with sizes {list(grid.shape)}")
+    if interpolation_mode not in (0, 1, 2) or padding_mode not in (0, 1, 2):
+        raise RuntimeError(f"grid_sampler(): unknown interpolation mode {interpolation_mode} or padding mode "
+                           f"{padding_mode}")
+    return _grid.grid_sample(input, grid, _MODES[interpolation_mode], _PADDINGS[padding_mode], align_corners)
+
+
+@register()
+@schema("grid_sampler(Tensor input, Tensor grid, int interpolation_mode, int padding_mode, bool align_corners)")
+def grid_sampler(input: Tensor, grid: Tensor, interpolation_mode: int, padding_mode: int,
+                 align_corners: bool) -> Tensor:
+    """``nn.functional.grid_sample`` with ATen's mode numbers (0 bilinear, 1 nearest, 2 bicubic; 0 zeros, 1 border,
+    2 reflection)."""
+    return _grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners)
+
+
+@register()
+@schema("grid_sampler_2d(Tensor input, Tensor grid, int interpolation_mode, int padding_mode, bool align_corners)")
+def grid_sampler_2d(input: Tensor, grid: Tensor, interpolation_mode: int, padding_mode: int,
+                    align_corners: bool) -> Tensor:
+    return _grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners, 4)
+
+
+@register()
+@schema("grid_sampler_3d(Tensor input, Tensor grid, int interpolation_mode, int padding_mode, bool align_corners)")
+def grid_sampler_3d(input: Tensor, grid: Tensor, interpolation_mode: int, padding_mode: int,
+                    align_corners: bool) -> Tensor:
+    return _grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners, 5)
+
+
+@register()
+@schema("embedding_renorm_(Tensor input, Tensor indices, float max_norm, float norm_type)")
+def embedding_renorm_(input: Tensor, indices: Tensor, max_norm: float, norm_type: float) -> Tensor:
+    """Scale the rows of ``input`` that ``indices`` names whose ``norm_type``-norm exceeds ``max_norm`` down to
+    ``max_norm``, in place and unrecorded (what ``embedding(max_norm=...)`` does first)."""
+    if input.requires_grad and input.grad_fn is None and _gm.is_grad_enabled():
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+    _act._embedding_renorm_(input, indices._data, max_norm, norm_type)
+    return input
