@@ -280,3 +280,24 @@ OPS += [
                                                       (((4, 2),), {"idx": [3, 1], "max_norm": 0.5, "norm_type": 1.0})),
            **NO_GRAD),
 ]
+
+
+def _lce(m, x, w, b=None, target=None, **kw):
+    t = m.tensor(target)
+    if t.dtype.is_floating_point:
+        t = t.to(x.dtype)
+    return m.nn.functional.linear_cross_entropy(x, w, t, linear_bias=b, **kw)
+
+
+OPS += [
+    OpInfo("linear_cross_entropy", _lce, _shapes(
+        (((3, 4), (5, 4)), {"target": np.array([0, 4, 2])}),
+        (((3, 4), (5, 4), (5,)), {"target": np.array([0, 4, 2]), "reduction": "sum", "label_smoothing": 0.1}),
+        (((4,), (5, 4)), {"target": np.array(3)}),
+        (((3, 4), (5, 4)), {"target": np.array([1, -100, 2]), "reduction": "none"}),
+        (((2, 4), (3, 2, 4), (3, 2)), {"target": np.array([[0, 2], [1, 1]])}),
+        (((3, 4), (5, 4)), {"target": np.full((3, 5), 0.2)}))),
+    OpInfo("linear_cross_entropy_errors", _lce, _shapes(
+        (((3, 4), (5, 3)), {"target": np.array([0, 4, 2])}), (((4,), (3, 2, 4)), {"target": np.array(1)}),
+        (((3, 4), (5, 4)), {"target": np.full((3, 5), 0.2), "ignore_index": 1})), **NO_GRAD),
+]

@@ -122,6 +122,8 @@ OMITTED: dict[str, str] = {
     "FatalError": "an internal error of PyTorch's C++ core",
     "set_default_tensor_type": "deprecated since PyTorch 2.1 (use set_default_dtype / set_default_device)",
     "is_set_to": "compares storages (Tensor.set_), which ember does not have",
+    "native_norm": "PyTorch has only a sparse kernel for it (a dense CPU tensor raises NotImplementedError)",
+    "Tensor:index": "first-class dimensions (functorch.dim, a prototype) are not built",
     "set_": "re-points a tensor at another storage: ember tensors own their arrays",
 }
 
@@ -157,6 +159,27 @@ PLANNED: dict[str, str] = {
 
 # A program may touch these; nobody builds them yet.
 NOT_YET: dict[str, str] = {
+    **_same("random samplers whose PyTorch CPU algorithms (binomial: BTRS and inversion; poisson: PTRS and "
+            "products of uniforms) draw a varying number of values per sample: not reproduced yet", "binomial poisson"),
+    **_same("ATen's form returns the saved statistics (mean, rstd) besides the output, which ember's fused norms do "
+            "not expose yet; nn.functional's layer_norm, batch_norm and group_norm are built",
+            "native_layer_norm native_batch_norm native_group_norm"),
+    "native_dropout": "ATen's form returns the mask too and draws it as a bool tensor (other random draws than "
+                      "dropout's); nn.functional.dropout is built",
+    "torch:embedding_bag": "ATen's form returns three internal tensors (offset2bag, bag_size, max_indices) besides the "
+                     "output; nn.functional.embedding_bag is built",
+    "geqrf": "LAPACK's Householder form of QR needs a QR kernel that returns the reflectors, on every device; "
+             "orgqr/ormqr (which consume it) are built",
+    "hash_tensor": "returns uint64, a dtype ember has not built",
+    **_same("unsigned shell dtypes with few kernels in PyTorch; ember's dtype table stops at uint8",
+            "uint16 uint32 uint64"),
+    **_same("randomized and iterative low-rank linear algebra (torch._lowrank, torch._lobpcg): not built yet",
+            "svd_lowrank pca_lowrank lobpcg"),
+    "segment_reduce": "a prototype op (segmented reductions over lengths or offsets): not built yet",
+    "vmap": "torch.func.vmap (the batching transform) is not built; autograd.grad(is_grads_batched=True) is",
+    "from_file": "maps a file's bytes as a tensor's storage (shared=True writes back): needs the storage work",
+    "grad_dtype": "a leaf's allowed gradient dtype (new in PyTorch 2.13): the engine does not cast incoming "
+                  "gradients to it yet",
 }
 
 # ----------------------------------------------------------------------------------------------------------------

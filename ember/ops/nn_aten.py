@@ -248,3 +248,44 @@ def embedding_renorm_(input: Tensor, indices: Tensor, max_norm: float, norm_type
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
     _act._embedding_renorm_(input, indices._data, max_norm, norm_type)
     return input
+
+
+# ----- linear_cross_entropy (nn.functional, new in PyTorch 2.13) -------------------------------------------------
+
+@register(module=False, submodule="nn.functional")
+def linear_cross_entropy(input: Tensor, linear_weight: Tensor, target: Tensor, *, linear_bias: Tensor | None = None,
+                         weight: Tensor | None = None, reduction: str = "mean", ignore_index: int | None = None,
+                         label_smoothing: float = 0.0, options=None) -> Tensor:
+    """``cross_entropy(linear(input, linear_weight, linear_bias), target, ...)``: PyTorch's reference path, with its
+    checks. ``options`` (PyTorch's chunked, memory-saving evaluation) is accepted and not used: ember always runs
+    the reference computation, whose values the chunked one approximates."""
+    check_tensor(input, "linear_cross_entropy")
+    if input.ndim < 1 or input.ndim > 2:
+        raise RuntimeError(f"expected input with dimensionality 1 or 2, got {input.ndim}")
+    if linear_weight.ndim < 2:
+        raise RuntimeError(f"expected linear_weight with dimensionality at least 2, got {linear_weight.ndim}")
+    batches, in_features = tuple(input.shape[:-1]), input.shape[-1]
+    if in_features != linear_weight.shape[-1]:
+        raise RuntimeError("expected equal input and linear_weight last dimensions (in_features), got "
+                           f"{input.shape[-1]} and {linear_weight.shape[-1]}, respectively")
+    classes, out_features = linear_weight.shape[0], tuple(linear_weight.shape[1:-1])
+    if linear_bias is not None and tuple(linear_bias.shape) != (classes, *out_features):
+        raise RuntimeError(f"expected linear_bias shape {(classes, *out_features)}, got {tuple(linear_bias.shape)}")
+    if out_features and not batches:
+        raise RuntimeError(f"K-dimensional loss defined by linear_weight shape {tuple(linear_weight.shape)} requires "
+                           f"batched input, ({'N'}, {in_features}), got unbatched input with shape "
+                           f"{tuple(input.shape)}")
+    logits_shape = (*batches, classes, *out_features)
+    if tuple(target.shape) == logits_shape and ignore_index is not None:
+        raise RuntimeError("ignore_index cannot be specified when target contains probabilities")
+    ignore_index = -100 if ignore_index is None else ignore_index
+    if out_features:
+        n = classes
+        for f in out_features:
+            n *= f
+        linear_weight = linear_weight.reshape(n, in_features)
+        if linear_bias is not None:
+            linear_bias = linear_bias.reshape(n)
+    logits = _act.linear(input, linear_weight, linear_bias).reshape(logits_shape)
+    return _loss.cross_entropy(logits, target, weight=weight, reduction=reduction, ignore_index=ignore_index,
+                               label_smoothing=label_smoothing)
