@@ -222,3 +222,23 @@ def test_functional_cells_match_torch():
             outs[-1] += [o.detach().numpy() for o in (r2 if isinstance(r2, tuple) else (r2,))]
         for a, b in zip(*outs):
             np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("case", [
+    lambda m, a: m.svd_lowrank(a, q=3), lambda m, a: m.pca_lowrank(a.float()),
+    lambda m, a: m.svd_lowrank(a.mT, q=4, niter=1, M=a.mT.mean(0, keepdim=True)),
+    lambda m, a: m.pca_lowrank(a, q=2, center=False, niter=0)])
+def test_lowrank_svd_matches_torch(case):
+    """The same seed draws the same random basis: S equal, U diag(S) V^T equal (the columns' signs follow each
+    library's SVD of the small projected matrix, which may differ)."""
+    import numpy as np
+    a = np.random.default_rng(0).standard_normal((8, 5))
+    out = []
+    for lib in (torch, ember):
+        lib.manual_seed(0)
+        u, s, v = case(lib, lib.tensor(a))
+        out.append((s.numpy(), (u * s.unsqueeze(-2)).matmul(v.mT).numpy(), np.abs(u.numpy()), np.abs(v.numpy())))
+    for x, y in zip(*out):
+        np.testing.assert_allclose(y, x, rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="must be non-negative integer and not greater"):
+        ember.pca_lowrank(ember.ones(3, 2), q=3)

@@ -23,6 +23,7 @@ from .._settings import (are_deterministic_algorithms_enabled, get_float32_matmu
                          compiled_with_cxx11_abi)
 from .._formatting import set_printoptions
 from .utility import *  # noqa: F401,F403  (typename, is_nonzero, range, set_default_device, compile, ...)
+from .linalg.lowrank import pca_lowrank, svd_lowrank
 from .creation import (BoolTensor, ByteTensor, CharTensor, ShortTensor, DoubleTensor, FloatTensor, HalfTensor, IntTensor, LongTensor, arange, as_tensor,
                        asarray, empty, empty_like, eye, from_numpy, frombuffer, full, full_like, linspace, logspace,
                        ones, ones_like, tensor, tril_indices, triu_indices, zeros, zeros_like)
