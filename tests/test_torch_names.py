@@ -242,3 +242,25 @@ def test_lowrank_svd_matches_torch(case):
         np.testing.assert_allclose(y, x, rtol=1e-5, atol=1e-6)
     with pytest.raises(ValueError, match="must be non-negative integer and not greater"):
         ember.pca_lowrank(ember.ones(3, 2), q=3)
+
+
+def test_poisson_draws_torchs_stream():
+    """The same seed gives PyTorch's counts: small rates (products of uniforms), large ones (PTRS rejection),
+    zero, float16/32/64, a transposed input (drawn in the output's row-major order), an explicit generator."""
+    import numpy as np
+    outs = []
+    for lib in (torch, ember):
+        lib.manual_seed(0)
+        rates = lib.rand(4, 6) * 40
+        r = [lib.poisson(lib.tensor([0.5, 3.0, 15.0, 0.0, 100.0, 1e4])), lib.poisson(rates),
+             lib.poisson(rates.t().double()), lib.poisson(rates.half()),
+             lib.poisson(lib.tensor([2.0, 7.5]), generator=lib.Generator().manual_seed(3)), lib.rand(3)]
+        x = lib.tensor([2.0, 30.0], requires_grad=True)
+        y = lib.poisson(x)
+        y.sum().backward()
+        outs.append([t.numpy() for t in r] + [y.detach().numpy(), x.grad.numpy(), type(y.grad_fn).__name__])
+    for a, b in zip(*outs):
+        np.testing.assert_array_equal(b, a)
+    _same_outcome(lambda m: m.poisson(m.tensor([-1.0])))
+    _same_outcome(lambda m: m.poisson(m.tensor([1, 2])))
+    _same_outcome(lambda m: m.poisson(m.tensor([float("nan")])))
