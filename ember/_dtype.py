@@ -6,11 +6,12 @@ import builtins as _b
 import numpy as np
 
 __all__ = ["dtype", "float16", "float32", "float64", "half", "float", "double",
+           "complex64", "complex128", "cfloat", "cdouble", "complex32", "chalf",
            "int8", "int16", "int32", "int64", "uint8", "short", "int", "long", "bool",
            "get_default_dtype", "set_default_dtype", "promote_types", "result_type"]
 
-# Category order used by promotion: a higher category always wins (bool < integer < floating).
-_BOOL, _INT, _FLOAT = 0, 1, 2
+# Category order used by promotion: a higher category always wins (bool < integer < floating < complex).
+_BOOL, _INT, _FLOAT, _COMPLEX = 0, 1, 2, 3
 
 
 class dtype:
@@ -23,12 +24,25 @@ class dtype:
         self.np = np.dtype(np_dtype)
         self._cat = cat
         self.is_floating_point = cat == _FLOAT
-        self.is_signed = cat == _FLOAT or np.issubdtype(self.np, np.signedinteger)
+        self.is_signed = cat >= _FLOAT or np.issubdtype(self.np, np.signedinteger)
         self.itemsize = self.np.itemsize
 
     @property
     def is_complex(self) -> bool:
-        return False
+        return self._cat == _COMPLEX
+
+    def to_real(self) -> "dtype":
+        """The real dtype of a complex one (complex64 -> float32); a real dtype itself."""
+        return _TO_REAL.get(self, self)
+
+    def to_complex(self) -> "dtype":
+        """The complex dtype of a floating one (float64 -> complex128); a complex dtype itself."""
+        if self._cat == _COMPLEX:
+            return self
+        try:
+            return _TO_COMPLEX[self]
+        except KeyError:
+            raise RuntimeError(f"to_complex is only supported for floating point types, got {self}") from None
 
     def __repr__(self) -> str:
         return "torch." + self._name
@@ -40,7 +54,9 @@ class dtype:
 # PyTorch's names of each dtype in its messages: the scalar-type word ("Float"), the C type ("float").
 _WORDS = {"float16": ("Half", "c10::Half"), "float32": ("Float", "float"), "float64": ("Double", "double"),
           "uint8": ("Byte", "unsigned char"), "int8": ("Char", "signed char"), "int16": ("Short", "short int"),
-          "int32": ("Int", "int"), "int64": ("Long", "long int"), "bool": ("Bool", "bool")}
+          "int32": ("Int", "int"), "int64": ("Long", "long int"), "bool": ("Bool", "bool"),
+          "complex64": ("ComplexFloat", "c10::complex<float>"),
+          "complex128": ("ComplexDouble", "c10::complex<double>")}
 
 
 def type_word(np_dtype) -> str:
@@ -100,9 +116,16 @@ int16 = short = dtype("int16", np.int16, _INT)
 int32 = int = dtype("int32", np.int32, _INT)
 int64 = long = dtype("int64", np.int64, _INT)
 bool = dtype("bool", np.bool_, _BOOL)
+complex64 = cfloat = dtype("complex64", np.complex64, _COMPLEX)
+complex128 = cdouble = dtype("complex128", np.complex128, _COMPLEX)
+# NumPy has no complex half: the dtype exists so code naming it runs, and tensors of it are refused (_refuse_np).
+complex32 = chalf = dtype("complex32", np.complex64, _COMPLEX)
+complex32.itemsize = 4
 
-_ALL = (float16, float32, float64, uint8, int8, int16, int32, int64, bool)
+_ALL = (float16, float32, float64, uint8, int8, int16, int32, int64, bool, complex64, complex128)
 _FROM_NP = {d.np: d for d in _ALL}
+_TO_REAL = {complex64: float32, complex128: float64, complex32: float16}
+_TO_COMPLEX = {float32: complex64, float64: complex128, float16: complex32}
 
 _default_float = float32
 
@@ -114,7 +137,7 @@ def from_numpy_dtype(np_dtype) -> dtype:
     except (KeyError, TypeError):
         raise TypeError(
             f"can't convert np.ndarray of type {np.dtype(np_dtype)}. The only supported types are: "
-            "float64, float32, float16, int64, int32, int16, int8, uint8, and bool.") from None
+            "float64, float32, float16, complex64, complex128, int64, int32, int16, int8, uint8, and bool.") from None
 
 
 def get_default_dtype() -> dtype:
@@ -137,9 +160,22 @@ def promote_types(a: dtype, b: dtype) -> dtype:
                             f"{type(d).__name__}")
     if a is b:
         return a
+    if a._cat == _COMPLEX or b._cat == _COMPLEX:
+        if complex32 in (a, b):
+            return _complex32_promotion(a, b)
+        # the wider of the two real widths, complex: float64 with complex64 is complex128
+        return _TO_COMPLEX[_FROM_NP[np.promote_types(a.to_real().np, b.to_real().np)]] \
+            if a._cat >= _FLOAT and b._cat >= _FLOAT else (a if a._cat == _COMPLEX else b)
     if a._cat != b._cat:
         return a if a._cat > b._cat else b
     return _FROM_NP[np.promote_types(a.np, b.np)]
+
+
+def _complex32_promotion(a: dtype, b: dtype) -> dtype:
+    other = b if a is complex32 else a
+    if other._cat < _FLOAT or other is float16 or other is complex32:
+        return complex32
+    return promote_types(complex64, other)
 
 
 builtins_bool, builtins_int, builtins_float = _b.bool, _b.int, _b.float
@@ -150,7 +186,17 @@ def _scalar_dtype(x) -> dtype:
         return bool
     if isinstance(x, builtins_int):
         return int64
+    if isinstance(x, builtins_complex):
+        return default_complex()
     return _default_float
+
+
+builtins_complex = _b.complex
+
+
+def default_complex() -> dtype:
+    """The complex dtype of the default float dtype: a Python complex's dtype (complex64 by default)."""
+    return _TO_COMPLEX[_default_float]
 
 
 
@@ -162,7 +208,11 @@ def _combine(higher: dtype | None, lower: dtype | None) -> dtype | None:
     # brings a higher category, exactly as c10's combine_categories.
     if higher is None:
         return lower
-    if lower is None or higher._cat == _FLOAT:
+    if lower is None or higher._cat == _COMPLEX:
+        return higher
+    if lower._cat == _COMPLEX:   # a float keeps its width: float64 + 1j is complex128
+        return higher.to_complex() if higher._cat == _FLOAT else lower
+    if higher._cat == _FLOAT:
         return higher
     if higher._cat == _BOOL or lower._cat == _FLOAT:
         return promote_types(higher, lower)
@@ -191,7 +241,7 @@ def result_type(*operands) -> dtype:
         d = getattr(x, "dtype", None)
         if isinstance(d, dtype):
             key.append((d, 0 if x.ndim else 1))
-        elif isinstance(x, (builtins_bool, builtins_int, builtins_float)):
+        elif isinstance(x, (builtins_bool, builtins_int, builtins_float, builtins_complex)):
             key.append((_scalar_dtype(x), 2))
         else:
             raise TypeError(f"result_type(): expected Tensors or Numbers, got "
@@ -213,6 +263,8 @@ class finfo:
 
     def __init__(self, type: dtype | None = None):
         type = _default_float if type is None else type
+        if isinstance(type, dtype) and type._cat == _COMPLEX:
+            type = type.to_real()   # a complex dtype's limits are its parts'
         if not isinstance(type, dtype) or not type.is_floating_point:
             raise TypeError("torch.finfo() requires a floating point input type. Use torch.iinfo to handle "
                             "'torch.finfo'")

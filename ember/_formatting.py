@@ -51,6 +51,8 @@ _NUMPY_DTYPES = {
     "int8": np.int8,
     "uint8": np.uint8,
     "bool": np.bool_,
+    "complex64": np.complex64,
+    "complex128": np.complex128,
 }
 
 _FLOATING = frozenset({"float16", "float32", "float64", "bfloat16"})
@@ -133,6 +135,22 @@ def _summarize(data: np.ndarray) -> tuple[np.ndarray, tuple[bool, ...]]:
     return data, tuple(cut)
 
 
+class _ComplexFormatter:
+    """PyTorch's pair of formatters for complex values: one for the real parts (right-aligned), one for the
+    imaginary parts (unpadded, signed, with a ``j``)."""
+
+    __slots__ = ("real", "imag", "max_width")
+
+    def __init__(self, values: list) -> None:
+        self.real = _Formatter([v.real for v in values], True)
+        self.imag = _Formatter([v.imag for v in values], True)
+        self.max_width = self.real.max_width + 2 + self.imag.max_width + 1 - 2   # _vector_str adds the 2
+
+    def format(self, value) -> str:
+        imag = (self.imag.format(value.imag) + "j").lstrip()
+        return self.real.format(value.real) + (imag if imag[0] in "+-" else "+" + imag)
+
+
 def _vector_str(row: list, indent: int, elided: bool, fmt: _Formatter) -> str:
     per_line = max(1, (LINEWIDTH - indent) // (fmt.max_width + 2))
     items = [fmt.format(v) for v in row]
@@ -159,7 +177,8 @@ def _tensor_str(data: np.ndarray, floating: bool, indent: int) -> str:
     else:
         cut = (False,) * data.ndim
 
-    fmt = _Formatter(data.ravel().tolist(), floating)
+    values = data.ravel().tolist()
+    fmt = _ComplexFormatter(values) if data.dtype.kind == "c" else _Formatter(values, floating)
     if data.ndim == 0:
         return fmt.format(data.item())
     return _nested_str(data.tolist(), 0, data.ndim, indent, cut, fmt)
@@ -188,6 +207,9 @@ def format_no_data(shape: tuple, dtype_name: str, default_float: str, suffixes: 
     if dtype_name != default_float:
         items.append("dtype=torch." + dtype_name)
     return "tensor(..., " + ", ".join(items + list(suffixes[1:])) + ")"
+
+
+_COMPLEX_OF = {"float32": "complex64", "float64": "complex128"}
 
 
 def format_tensor(
@@ -221,7 +243,8 @@ def format_tensor(
     else:
         if not EDGEITEMS:   # set_printoptions(edgeitems=0): PyTorch names the size
             items.append("size=" + str(tuple(int(n) for n in data.shape)))
-        if dtype_name != default_float and dtype_name not in _IMPLICIT_DTYPES:
+        if dtype_name != default_float and dtype_name not in _IMPLICIT_DTYPES and \
+                dtype_name != _COMPLEX_OF.get(default_float):
             items.append("dtype=torch." + dtype_name)
         body = _tensor_str(data, dtype_name in _FLOATING, indent)
     items.extend(suffixes)

@@ -7,7 +7,7 @@ from . import _dtype as D
 from ._dtype import type_word
 from ._tensor import Tensor, wrap_dim
 
-_SCALARS = (bool, int, float)
+_SCALARS = (bool, int, float, complex)
 
 
 def check_tensor(x, op: str, arg: str = "input", pos: int = 1) -> Tensor:
@@ -22,7 +22,7 @@ def scalar_or_tensor(x, op: str, arg: str = "other"):
         return x
     if isinstance(x, np.generic):
         return x.item()
-    if isinstance(x, (bool, int, float)):
+    if isinstance(x, (bool, int, float, complex)):
         return x
     raise TypeError(f"{op}(): argument '{arg}' must be Tensor or Number, not {type(x).__name__}")
 
@@ -65,10 +65,10 @@ def promote_float(args: tuple):
     """``promote="float"``: as "standard", but integral and bool results compute in the default float
     dtype (true division, exp, sin, ...)."""
     if len(args) == 1:
-        return None if args[0]._data.dtype.kind == "f" else D._default_float.np
+        return None if args[0]._data.dtype.kind in "fc" else D._default_float.np
     xs = [x for x in args if x is not None]
     d = promote(*xs)
-    d = d.np if d.is_floating_point else D._default_float.np
+    d = d.np if d._cat >= D._FLOAT else D._default_float.np
     return d if any(isinstance(x, Tensor) and x._data.dtype != d for x in xs) else None
 
 
@@ -77,7 +77,7 @@ dtype_word = type_word
 
 def float_dtype(x: Tensor):
     """Integer and bool inputs of floating ops compute in the default float dtype."""
-    return None if x._data.dtype.kind == "f" else D._default_float.np
+    return None if x._data.dtype.kind in "fc" else D._default_float.np
 
 
 def reduced_shape(shape: tuple, dims: tuple) -> tuple:

@@ -76,7 +76,7 @@ class Primitive:
     """One differentiable op: forward, per-input VJP and JVP rules, and what backward must save."""
 
     __slots__ = ("name", "node_cls", "forward", "vjps", "jvps", "jvp_kind", "saves", "saves_out", "is_view",
-                 "promote", "edge_pos", "saved_names", "param_names", "batch", "_when")
+                 "promote", "edge_pos", "saved_names", "param_names", "batch", "_when", "cx", "cx_in")
 
     def __init__(self, name, node_name, forward, vjp, jvp=None, saves=(), saves_out=False, is_view=False,
                  promote=None, scalar_args=(), saved_names=None):
@@ -119,6 +119,11 @@ class Primitive:
         # (tests/test_batched_grad.py checks each against row-by-row backward on every op-database sample);
         # a tuple: batched rules of its own (batch_rule).
         self.batch = False
+        # complex inputs: None refuses them (PyTorch's NotImplementedError); else the primitive whose rules a
+        # node with complex values runs (see ``complex_rules``); cx_in: whether a complex input (not only a
+        # complex output) makes a node complex
+        self.cx = None
+        self.cx_in = False
 
     def __repr__(self) -> str:
         return f"<primitive {self.name}>"
@@ -149,19 +154,98 @@ def default_node_name(name: str) -> str:
 
 
 def defprim(name, forward, vjp, jvp=None, *, node=None, saves=(), saves_out=False, is_view=False,
-            promote=None, scalar_args=(), saved_names=None, batch: bool = False) -> Primitive:
+            promote=None, scalar_args=(), saved_names=None, batch: bool = False, complex=None) -> Primitive:
     """Declare a primitive (see the module docstring); ``node`` is PyTorch's name of its backward node when it is
     not ``default_node_name(name)``; ``scalar_args``: positions of inputs that are PyTorch ``Scalar`` arguments
     (no graph edge); ``saved_names``: PyTorch's name of each input, as ``grad_fn._saved_<name>`` shows it, where
     the generic ones (``self``, ``other``, ``input2``...) are wrong; ``batch=True``: the VJP rules, raw and graph,
     broadcast over a leading batch dimension of the gradient as written (see ``Primitive.batch``; rules that
-    need the batch dimension named are given with ``batch_rule``)."""
+    need the batch dimension named are given with ``batch_rule``); ``complex``: how it takes complex inputs
+    (``complex_rules``; False: it refuses them, as PyTorch's kernels without a complex version; None, the default:
+    True for the linear and multilinear ops, else False)."""
     p = Primitive(name, node or default_node_name(name), forward, vjp, jvp, saves, saves_out, is_view, promote,
                   scalar_args, saved_names)
     p.batch = bool(batch)
+    if complex is None and jvp in ("linear", "multilinear"):
+        complex = True   # linear in its inputs with real coefficients: its rules hold for complex values as written
+    if complex:
+        complex_rules(p, complex)
     install_saved_attrs(p)
     PRIMITIVES.append(p)
     return p
+
+
+# ----- complex numbers -----------------------------------------------------------------------------
+
+def complex_rules(prim: Primitive, how) -> None:
+    """Let ``prim`` take complex inputs. PyTorch's convention: the gradient of a real loss L with respect to a
+    complex z is ``dL/dz*`` (conjugate Wirtinger), so gradient descent works; for a holomorphic f that is
+    ``g * conj(f'(z))``. ``how``:
+
+    * ``True``: the op is holomorphic (or linear) with real coefficients, so ``conj(f'(z)) = f'(conj(z))``:
+      its real VJP rules hold when they read the conjugates of the saved inputs, the output and complex
+      parameters (``mul``: ``g * conj(b)``; ``matmul``: ``g @ B^H``). Its JVP rules hold as written.
+    * ``"own"``: its rules are written for complex values as they are (conj, view_as_real, angle).
+    * ``(vjps, jvps)`` or ``(vjps, jvps, saves, saves_out)``: rules of its own for complex values (abs, sgn: not
+      holomorphic), in defprim's form, and what they read if that differs; a node with a complex input or
+      output runs them, and forward mode its JVPs.
+    """
+    if how == "own":   # its rules already hold for complex values
+        prim.cx = prim
+        prim.cx_in = True
+        return
+    twin = object.__new__(Primitive)
+    for slot in Primitive.__slots__:
+        setattr(twin, slot, getattr(prim, slot))
+    twin.batch = False   # is_grads_batched: row by row
+    if how is True:
+        if type(prim.vjps) is tuple:
+            twin.vjps = tuple(None if r is None else _conjugating(r) for r in prim.vjps)
+    else:
+        vjps, jvps, *more = how
+        if more:   # what its complex rules read: (saves, saves_out)
+            twin.saves, twin.saves_out = frozenset(more[0]), more[1]
+            twin._when = None
+        twin.vjps = vjps if isinstance(vjps, tuple) else (vjps,)
+        twin.jvp_kind = None
+        if jvps in _JVP_KINDS:
+            twin.jvp_kind, twin.jvps = jvps, None
+        else:
+            twin.jvps = jvps if isinstance(jvps, tuple) or jvps is None else (jvps,)
+        prim.cx_in = True
+    twin.cx = twin
+    twin.cx_in = prim.cx_in
+    prim.cx = twin
+
+
+def _conj_of(xp, v):
+    """The conjugate of a rule's argument when it is complex (a Tensor, an array or a Python complex)."""
+    if type(v) is complex:
+        return v.conjugate()
+    if isinstance(v, Tensor):
+        return graph_ns.conj(v) if v._data.dtype.kind == "c" else v
+    if type(v) is Unsaved or not hasattr(v, "dtype") or getattr(v.dtype, "kind", None) != "c":
+        return v
+    return xp.conj(v)
+
+
+def _conjugating(rule):
+    def conj_rule(xp, g, out, *args, **params):
+        return rule(xp, g, _conj_of(xp, out), *[_conj_of(xp, a) for a in args],
+                    **{k: _conj_of(xp, v) for k, v in params.items()})
+    conj_rule.__name__ = getattr(rule, "__name__", "rule")
+    return conj_rule
+
+
+def _complex_refused(prim: Primitive, d) -> Exception:
+    word = "ComplexFloat" if d.dtype.itemsize == 8 else "ComplexDouble"
+    return NotImplementedError(f'"{prim.name}" not implemented for \'{word}\'')
+
+
+def _is_complex_node(prim: Primitive, t: Tensor, args: tuple) -> bool:
+    if t._data.dtype.kind == "c":
+        return True
+    return prim.cx_in and any(isinstance(a, Tensor) and a._data.dtype.kind == "c" for a in args)
 
 
 # ----- what a rule sees of an input that was not saved -------------------------------------------
@@ -604,6 +688,7 @@ def apply(prim: Primitive, args: tuple, params: dict = _EMPTY, node_cls=None, dt
     datas = []
     rg = False
     xp = None
+    refuse_cx = prim.cx is None
     fp = _fp_quiet()
     try:
         for a in args:
@@ -618,6 +703,8 @@ def apply(prim: Primitive, args: tuple, params: dict = _EMPTY, node_cls=None, dt
                 d = a._data
                 if xp is None:
                     xp = _NP_NS if type(d) is _ndarray else NAMESPACES[type(d)]
+                if refuse_cx and d.dtype.kind == "c":
+                    raise _complex_refused(prim, d)
                 if dtype is not None and d.dtype != dtype:
                     d = d.astype(dtype)   # float64 -> float16 may overflow: silently, as in PyTorch
                 datas.append(d)
@@ -767,6 +854,9 @@ def _record(t: Tensor, prim: Primitive, args: tuple, params: dict, node_cls) -> 
     pos = prim.edge_pos
     node.next_functions = tuple(edges) if pos is None else tuple(edges[j] for j in pos)
     node._seq = next(_seq)
+    cx = prim.cx
+    if cx is not None and cx is not prim and _is_complex_node(prim, t, args):
+        prim = cx   # the node of a complex computation runs its complex rules (and saves what they read)
     node._prim = prim
     node._params = params
     node._in = meta
@@ -834,6 +924,9 @@ def _pack_all(node, t: Tensor, hooks) -> None:
 def _forward_tangent(t: Tensor, prim: Primitive, args: tuple, params: dict) -> None:
     if not any(isinstance(a, Tensor) and a._fw_grad is not None for a in args):
         return
+    cx = prim.cx
+    if cx is not None and cx is not prim and _is_complex_node(prim, t, args):
+        prim = cx   # its JVP rules for complex values
     # Tangent formulas run on the primals only: no tangents of tangents at this level.
     level, fwd_state.level = fwd_state.level, 0
     try:

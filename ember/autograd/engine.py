@@ -51,6 +51,8 @@ def _root_grads(tensors, grad_tensors, create_graph, op, batched=False):
         if g is None:
             if t._data.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            if t._data.dtype.kind == "c":
+                raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got {t.dtype}")
             if batched:
                 # PyTorch makes ones_like(output) and then fails to map over its dimension 0.
                 raise ValueError(f"vmap(vjp, in_dims=0, ...)(<inputs>): Got in_dim=0 for some input, but that "

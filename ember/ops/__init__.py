@@ -26,6 +26,7 @@ from . import nn_grid as NG
 from . import nn_loss as NL
 from . import nn_norm as NN
 from . import nn_aten as _nn_aten  # noqa: F401  (torch.kl_div, torch.embedding, ...: ATen's spellings)
+from . import complex as CX
 from ..autograd import _primitive
 from ..autograd._primitive import Primitive, apply, graph_ns
 from ..autograd import _views
@@ -45,7 +46,7 @@ for _name, _fn in METHODS.items():
 for _name, _fn in GRAPH.items():
     setattr(graph_ns, _name, _fn)
 
-FAMILIES = (E, R, S, I, *L.MODULES, O, NA, NL, NN, NC, NPo, NP, NRs, NG)
+FAMILIES = (E, R, S, I, *L.MODULES, O, NA, NL, NN, NC, NPo, NP, NRs, NG, CX)
 # The op table's primitives: every one declared by the families (the random fills make theirs on first use).
 DECLARED = tuple(_primitive.PRIMITIVES)
 

@@ -61,7 +61,7 @@ _TYPES: dict[str, tuple[str, str]] = {
     "ScalarType": ("torch.dtype", "type({v}) is _dtype"),
     "Tensor[]": ("tuple of Tensors", "isinstance({v}, (tuple, list))"),
 }
-_NUMBERS = (bool, int, float)     # ember has no complex dtypes
+_NUMBERS = (bool, int, float, complex)
 
 
 def _item(v):

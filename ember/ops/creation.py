@@ -36,16 +36,16 @@ def _finish(data, requires_grad: bool, device) -> Tensor:
         data = move(data, d.type)
     t = make(data)
     if requires_grad:
-        if not t.dtype.is_floating_point:
+        if not t.dtype.is_floating_point and not t.dtype.is_complex:
             raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
         t._requires_grad = True
     return t
 
 
 _host_cast = NAMESPACES[_HOST.host_array].cast   # astype without a copy where the dtype is already right
-_NUMBER = (bool, int, float, _HOST.host_bool, _HOST.host_number)
-# PyTorch takes the Python types as dtypes too: float -> float64, int -> int64, bool -> bool.
-_PY_DTYPES = {float: D.float64, int: D.int64, bool: D.bool}
+_NUMBER = (bool, int, float, complex, _HOST.host_bool, _HOST.host_number)
+# PyTorch takes the Python types as dtypes too: float -> float64, int -> int64, bool -> bool, complex -> complex128.
+_PY_DTYPES = {float: D.float64, int: D.int64, bool: D.bool, complex: D.complex128}
 
 
 def _check_bool(value, op: str, arg: str = "requires_grad", none_ok: bool = True) -> bool:
@@ -121,7 +121,7 @@ def _infer_np(data, float_dtype=None):
         k = arr.dtype.kind
     if k in "USO":
         raise _bad_data_error(data)
-    if float_dtype is None and k in "fiub" and isinstance(data, (list, tuple)):
+    if float_dtype is None and k in "fiubc" and isinstance(data, (list, tuple)):
         dt = _numpy_scalar_dtype(data)
         if dt is not None:   # NumPy scalars keep their dtype in PyTorch's inference
             return _host_cast(arr, dt.np)
@@ -136,6 +136,10 @@ def _infer_np(data, float_dtype=None):
     if k in "iu":
         return _host_cast(arr, D.int64.np)
     if k == "b":
+        return arr
+    if k == "c":   # Python complex numbers: the default complex dtype (complex64 by default)
+        if isinstance(data, (list, tuple)) or not isinstance(data, _HOST.host_scalar):
+            return _host_cast(arr, D.default_complex().np)
         return arr
     raise TypeError(f"tensor(): unsupported data of dtype {arr.dtype}")
 

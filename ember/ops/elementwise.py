@@ -105,20 +105,20 @@ def _div_grad(xp, g, out, a, b):
 
 add_p = defprim("add", _add,
                 vjp=(lambda xp, g, out, a, b: g, lambda xp, g, out, a, b: g), jvp="linear", promote="standard",
-                batch=True)
+                batch=True, complex=True)
 
 sub_p = defprim("sub", _sub,
                 vjp=(lambda xp, g, out, a, b: g, lambda xp, g, out, a, b: -g), jvp="linear", promote="standard",
-                batch=True)
+                batch=True, complex=True)
 
 mul_p = defprim("mul", _mul,
                 vjp=(lambda xp, g, out, a, b: _mul(xp, g, b), lambda xp, g, out, a, b: _mul(xp, g, a)),
-                jvp="multilinear", saves={0: (1,), 1: (0,)}, promote="standard", batch=True)
+                jvp="multilinear", saves={0: (1,), 1: (0,)}, promote="standard", batch=True, complex=True)
 
 # d(a/b)/db = -(a/b)/b, divided twice rather than by b*b, which under- or overflows (PyTorch's order).
 div_p = defprim("div", _div,
                 vjp=(_div_grad, lambda xp, g, out, a, b: -g * ((a / b) / b)),
-                jvp="elementwise", saves={0: (1,), 1: (0, 1)}, promote="float", batch=True)
+                jvp="elementwise", saves={0: (1,), 1: (0, 1)}, promote="float", batch=True, complex=True)
 
 
 def _not_differentiable(name):
@@ -172,7 +172,7 @@ def _pow_scalar_grad(xp, g, out, a, p):
 
 pow_scalar_p = defprim("pow", lambda xp, a, p: xp.pow(a, p),
                        vjp=(_pow_scalar_grad, None), jvp="elementwise", saves=(0,), promote="standard",
-                       scalar_args=(1,), saved_names=("self", "exponent"), batch=True)
+                       scalar_args=(1,), saved_names=("self", "exponent"), batch=True, complex=True)
 
 
 # The special points are masked with where(), as PyTorch's formulas do, so that the mask is differentiated
@@ -190,7 +190,7 @@ def _pow_base_grad(xp, g, out, a, b):
 pow_tensor_p = defprim("pow", lambda xp, a, b: xp.pow(a, b),
                        node="PowBackward1",
                        vjp=(_pow_base_grad, _pow_exponent_grad), jvp="elementwise", saves=(0, 1), saves_out=True,
-                       promote="standard", saved_names=("self", "exponent"), batch=True)
+                       promote="standard", saved_names=("self", "exponent"), batch=True, complex=True)
 
 
 def _rpow_grad(xp, g, out, base, b):
@@ -202,21 +202,30 @@ def _rpow_grad(xp, g, out, base, b):
 rpow_p = defprim("pow", lambda xp, base, b: xp.pow(base, b),
                  node="PowBackward2",
                  vjp=(None, _rpow_grad), jvp="elementwise", saves=(1,), saves_out=True, promote="standard",
-                 scalar_args=(0,), saved_names=("self", "exponent"), batch=True)
+                 scalar_args=(0,), saved_names=("self", "exponent"), batch=True, complex=True)
 
 # ----- primitives: unary ---------------------------------------------------------------------------------
 
+def _sgn_rule(xp, v, out, a):
+    # d(z/|z|) applied to v (the VJP and the JVP have this one form): (v - sgn real(conj(sgn) v)) / |z|, 0 at z = 0
+    r = xp.abs(a)
+    return xp.where(r == 0, 0.0, (v - out * xp.real(xp.conj(out) * v)) / r)
+
+
 abs_p = defprim("abs", lambda xp, a: xp.abs(a),
-                vjp=lambda xp, g, out, a: g * xp.sign(a), jvp="elementwise", saves=(0,), batch=True)
+                vjp=lambda xp, g, out, a: g * xp.sign(a), jvp="elementwise", saves=(0,), batch=True,
+                # complex: PyTorch's g * sgn(z), and the tangent real(conj(t) sgn(z))
+                complex=(lambda xp, g, out, a: g * xp.sgn(a), lambda xp, t, out, a: xp.real(xp.conj(t) * xp.sgn(a))))
 
 
-def _unary_prim(name, node, forward, rule, saves=(0,), saves_out=False, promote="float"):
+def _unary_prim(name, node, forward, rule, saves=(0,), saves_out=False, promote="float", complex=False):
     return defprim(name, forward, node=node, vjp=rule, jvp="elementwise", saves=saves, saves_out=saves_out,
-                   promote=promote, batch=True)
+                   promote=promote, batch=True, complex=complex)
 
 
 sign_p = _unary_prim("sign", "SignBackward0", lambda xp, a: xp.sign(a), _zero, (), promote=None)
-sgn_p = _unary_prim("sgn", "SgnBackward0", lambda xp, a: xp.sgn(a), _zero, (), promote=None)
+sgn_p = _unary_prim("sgn", "SgnBackward0", lambda xp, a: xp.sgn(a), _zero, (), promote=None,
+                    complex=((_sgn_rule,), (_sgn_rule,), (0,), True))
 round_p = _unary_prim("round", "RoundBackward0", lambda xp, a: xp.round(a), _zero, (), promote=None)
 round_decimals_p = _unary_prim("round", "RoundBackward1", lambda xp, a, decimals: xp.round_decimals(a, decimals),
                                _zero, (), promote=None)
@@ -225,41 +234,41 @@ ceil_p = _unary_prim("ceil", "CeilBackward0", lambda xp, a: xp.ceil(a), _zero, (
 trunc_p = _unary_prim("trunc", "TruncBackward0", lambda xp, a: xp.trunc(a), _zero, (), promote=None)
 frac_p = defprim("frac", lambda xp, a: xp.frac(a), vjp=lambda xp, g, out, a: g, jvp="elementwise", batch=True)
 
-exp_p = _unary_prim("exp", "ExpBackward0", lambda xp, a: xp.exp(a), lambda xp, g, out, a: g * out, (), True)
+exp_p = _unary_prim("exp", "ExpBackward0", lambda xp, a: xp.exp(a), lambda xp, g, out, a: g * out, (), True, complex=True)
 exp2_p = _unary_prim("exp2", "Exp2Backward0", lambda xp, a: xp.exp2(a), lambda xp, g, out, a: g * (out * _LN2),
-                     (), True)
+                     (), True, complex=True)
 expm1_p = _unary_prim("expm1", "Expm1Backward0", lambda xp, a: xp.expm1(a), lambda xp, g, out, a: g * (out + 1),
-                      (), True)
-log_p = _unary_prim("log", "LogBackward0", lambda xp, a: xp.log(a), lambda xp, g, out, a: g / a)
-log2_p = _unary_prim("log2", "Log2Backward0", lambda xp, a: xp.log2(a), lambda xp, g, out, a: g / (a * _LN2))
-log10_p = _unary_prim("log10", "Log10Backward0", lambda xp, a: xp.log10(a), lambda xp, g, out, a: g / (a * _LN10))
-log1p_p = _unary_prim("log1p", "Log1PBackward0", lambda xp, a: xp.log1p(a), lambda xp, g, out, a: g / (a + 1))
-sqrt_p = _unary_prim("sqrt", "SqrtBackward0", lambda xp, a: xp.sqrt(a), lambda xp, g, out, a: g / (out * 2), (), True)
+                      (), True, complex=True)
+log_p = _unary_prim("log", "LogBackward0", lambda xp, a: xp.log(a), lambda xp, g, out, a: g / a, complex=True)
+log2_p = _unary_prim("log2", "Log2Backward0", lambda xp, a: xp.log2(a), lambda xp, g, out, a: g / (a * _LN2), complex=True)
+log10_p = _unary_prim("log10", "Log10Backward0", lambda xp, a: xp.log10(a), lambda xp, g, out, a: g / (a * _LN10), complex=True)
+log1p_p = _unary_prim("log1p", "Log1PBackward0", lambda xp, a: xp.log1p(a), lambda xp, g, out, a: g / (a + 1), complex=True)
+sqrt_p = _unary_prim("sqrt", "SqrtBackward0", lambda xp, a: xp.sqrt(a), lambda xp, g, out, a: g / (out * 2), (), True, complex=True)
 rsqrt_p = _unary_prim("rsqrt", "RsqrtBackward0", lambda xp, a: xp.rsqrt(a),
-                      lambda xp, g, out, a: g * (out * out * out * -0.5), (), True)
+                      lambda xp, g, out, a: g * (out * out * out * -0.5), (), True, complex=True)
 reciprocal_p = _unary_prim("reciprocal", "ReciprocalBackward0", lambda xp, a: xp.reciprocal(a),
-                           lambda xp, g, out, a: -g * (out * out), (), True)
+                           lambda xp, g, out, a: -g * (out * out), (), True, complex=True)
 
-sin_p = _unary_prim("sin", "SinBackward0", lambda xp, a: xp.sin(a), lambda xp, g, out, a: g * xp.cos(a))
-cos_p = _unary_prim("cos", "CosBackward0", lambda xp, a: xp.cos(a), lambda xp, g, out, a: -g * xp.sin(a))
+sin_p = _unary_prim("sin", "SinBackward0", lambda xp, a: xp.sin(a), lambda xp, g, out, a: g * xp.cos(a), complex=True)
+cos_p = _unary_prim("cos", "CosBackward0", lambda xp, a: xp.cos(a), lambda xp, g, out, a: -g * xp.sin(a), complex=True)
 tan_p = _unary_prim("tan", "TanBackward0", lambda xp, a: xp.tan(a), lambda xp, g, out, a: g * (1 + out * out),
-                    (), True)
+                    (), True, complex=True)
 asin_p = _unary_prim("asin", "AsinBackward0", lambda xp, a: xp.asin(a),
-                     lambda xp, g, out, a: g * xp.rsqrt(1 - a * a))
+                     lambda xp, g, out, a: g * xp.rsqrt(1 - a * a), complex=True)
 acos_p = _unary_prim("acos", "AcosBackward0", lambda xp, a: xp.acos(a),
-                     lambda xp, g, out, a: g * -xp.rsqrt(1 - a * a))
-atan_p = _unary_prim("atan", "AtanBackward0", lambda xp, a: xp.atan(a), lambda xp, g, out, a: g / (a * a + 1))
-sinh_p = _unary_prim("sinh", "SinhBackward0", lambda xp, a: xp.sinh(a), lambda xp, g, out, a: g * xp.cosh(a))
-cosh_p = _unary_prim("cosh", "CoshBackward0", lambda xp, a: xp.cosh(a), lambda xp, g, out, a: g * xp.sinh(a))
+                     lambda xp, g, out, a: g * -xp.rsqrt(1 - a * a), complex=True)
+atan_p = _unary_prim("atan", "AtanBackward0", lambda xp, a: xp.atan(a), lambda xp, g, out, a: g / (a * a + 1), complex=True)
+sinh_p = _unary_prim("sinh", "SinhBackward0", lambda xp, a: xp.sinh(a), lambda xp, g, out, a: g * xp.cosh(a), complex=True)
+cosh_p = _unary_prim("cosh", "CoshBackward0", lambda xp, a: xp.cosh(a), lambda xp, g, out, a: g * xp.sinh(a), complex=True)
 tanh_p = _unary_prim("tanh", "TanhBackward0", lambda xp, a: xp.tanh(a),
-                     lambda xp, g, out, a: xp.tanh_backward(g, out), (), True)
+                     lambda xp, g, out, a: xp.tanh_backward(g, out), (), True, complex=True)
 asinh_p = _unary_prim("asinh", "AsinhBackward0", lambda xp, a: xp.asinh(a),
-                      lambda xp, g, out, a: g * xp.rsqrt(a * a + 1))
+                      lambda xp, g, out, a: g * xp.rsqrt(a * a + 1), complex=True)
 acosh_p = _unary_prim("acosh", "AcoshBackward0", lambda xp, a: xp.acosh(a),
-                      lambda xp, g, out, a: g * xp.rsqrt(a * a - 1))
-atanh_p = _unary_prim("atanh", "AtanhBackward0", lambda xp, a: xp.atanh(a), lambda xp, g, out, a: g / (1 - a * a))
+                      lambda xp, g, out, a: g * xp.rsqrt(a * a - 1), complex=True)
+atanh_p = _unary_prim("atanh", "AtanhBackward0", lambda xp, a: xp.atanh(a), lambda xp, g, out, a: g / (1 - a * a), complex=True)
 sigmoid_p = _unary_prim("sigmoid", "SigmoidBackward0", lambda xp, a: xp.sigmoid(a),
-                        lambda xp, g, out, a: xp.sigmoid_backward(g, out), (), True)
+                        lambda xp, g, out, a: xp.sigmoid_backward(g, out), (), True, complex=True)
 
 # PyTorch's tanh_backward(g, out) = g (1 - out^2) and sigmoid_backward(g, out) = g (1 - out) out are kernels of
 # their own (their rounding: tanh's 1 - out^2 is one fused multiply-add), and nodes of their own under
@@ -267,11 +276,11 @@ sigmoid_p = _unary_prim("sigmoid", "SigmoidBackward0", lambda xp, a: xp.sigmoid(
 tanh_backward_p = defprim(
     "tanh_backward", lambda xp, g, out: xp.tanh_backward(g, out),
     vjp=(lambda xp, gg, r, g, out: xp.tanh_backward(gg, out), lambda xp, gg, r, g, out: gg * (out * -2 * g)),
-    jvp="elementwise", saves={0: (1,), 1: (0, 1)}, saved_names=("grad_output", "output"), batch=True)
+    jvp="elementwise", saves={0: (1,), 1: (0, 1)}, saved_names=("grad_output", "output"), batch=True, complex=True)
 sigmoid_backward_p = defprim(
     "sigmoid_backward", lambda xp, g, out: xp.sigmoid_backward(g, out),
     vjp=(lambda xp, gg, r, g, out: xp.sigmoid_backward(gg, out), lambda xp, gg, r, g, out: gg * g * (out * -2 + 1)),
-    jvp="elementwise", saves={0: (1,), 1: (0, 1)}, saved_names=("grad_output", "output"), batch=True)
+    jvp="elementwise", saves={0: (1,), 1: (0, 1)}, saved_names=("grad_output", "output"), batch=True, complex=True)
 graph("tanh_backward", lambda g, out: apply(tanh_backward_p, (g, out)))
 graph("sigmoid_backward", lambda g, out: apply(sigmoid_backward_p, (g, out)))
 
@@ -297,7 +306,7 @@ def _sinc_grad(xp, g, out, a):
     return g * xp.where(a == 0, 0.0, d)
 
 
-sinc_p = _unary_prim("sinc", "SincBackward0", lambda xp, a: xp.sinc(a), _sinc_grad)
+sinc_p = _unary_prim("sinc", "SincBackward0", lambda xp, a: xp.sinc(a), _sinc_grad, complex=True)
 
 
 def _logit_grad(xp, g, out, a, eps):
@@ -464,7 +473,7 @@ clamp_tensor_p = defprim("clamp", _clamp_t, vjp=(_clamp_t_self, _clamp_t_lo, _cl
 where_p = defprim("where", lambda xp, a, b, cond: xp.where(cond, a, b),
                   vjp=(lambda xp, g, out, a, b, cond: xp.where(cond, g, 0.0),
                        lambda xp, g, out, a, b, cond: xp.where(cond, 0.0, g)),
-                  jvp="linear", promote="standard", batch=True)
+                  jvp="linear", promote="standard", batch=True, complex=True)
 
 
 def _lerp_weight_grad(xp, g, out, a, b, w):
@@ -473,7 +482,7 @@ def _lerp_weight_grad(xp, g, out, a, b, w):
 
 lerp_p = defprim("lerp", lambda xp, a, b, w: xp.lerp(a, b, w),
                  vjp=(lambda xp, g, out, a, b, w: g * (1 - w), lambda xp, g, out, a, b, w: g * w, None),
-                 jvp="elementwise", scalar_args=(2,), saved_names=("self", "end", "weight"), batch=True)
+                 jvp="elementwise", scalar_args=(2,), saved_names=("self", "end", "weight"), batch=True, complex=True)
 lerp_tensor_p = defprim("lerp", lambda xp, a, b, w: xp.lerp(a, b, w),
                         node="LerpBackward1",
                         vjp=(lambda xp, g, out, a, b, w: g * (1 - w), lambda xp, g, out, a, b, w: g * w,
@@ -487,14 +496,14 @@ addcmul_p = defprim("addcmul", lambda xp, a, t1, t2, value: a + (t1 * t2) * valu
                          lambda xp, g, out, a, t1, t2, value: g * (t2 * value),
                          lambda xp, g, out, a, t1, t2, value: g * (t1 * value)),
                     jvp="elementwise", saves={1: (2,), 2: (1,)}, promote="standard",
-                    saved_names=("self", "tensor1", "tensor2"), batch=True)
+                    saved_names=("self", "tensor1", "tensor2"), batch=True, complex=True)
 addcdiv_p = defprim("addcdiv", lambda xp, a, t1, t2, value: a + (t1 / t2) * value,
                     vjp=(lambda xp, g, out, a, t1, t2, value: g,
                          lambda xp, g, out, a, t1, t2, value: g * (value / t2),
                          lambda xp, g, out, a, t1, t2, value: -g * ((t1 * value) / (t2 * t2))),
                     # PyTorch's node keeps tensor2 whichever gradient is needed
                     jvp="elementwise", saves={1: (2,), 2: (0, 1, 2)}, promote="standard",
-                    saved_names=("self", "tensor1", "tensor2"), batch=True)
+                    saved_names=("self", "tensor1", "tensor2"), batch=True, complex=True)
 
 # ----- argument checks ------------------------------------------------------------------------------------
 
@@ -631,19 +640,19 @@ def sub(input: Tensor, other, *, alpha=1) -> Tensor:
 # scalar (Python's ``x + eps`` records AddBackward0 with two).
 add_scalar_p = defprim("add_scalar", lambda xp, a, s: a + s, node="AddBackward1",
                                                                              vjp=(lambda xp, g, out, a, s: g, None),
-                       jvp="elementwise", promote="standard", scalar_args=(1,), saved_names=("self", "other"))
+                       jvp="elementwise", promote="standard", scalar_args=(1,), saved_names=("self", "other"), complex=True)
 mul_scalar_p = defprim("mul_scalar", _mul,
                        node="MulBackward1",
                        vjp=(lambda xp, g, out, a, s: _mul(xp, g, s), None), jvp="elementwise", promote="standard",
-                       scalar_args=(1,), saved_names=("self", "other"))
+                       scalar_args=(1,), saved_names=("self", "other"), complex=True)
 div_scalar_p = defprim("div_scalar", _div,
                        node="DivBackward1",
                        vjp=(_div_grad, None), jvp="elementwise", promote="float", scalar_args=(1,),
-                       saved_names=("self", "other"))
+                       saved_names=("self", "other"), complex=True)
 rsub_scalar_p = defprim("rsub", lambda xp, s, a: s - a,
                         node="RsubBackward1",
                         vjp=(None, lambda xp, g, out, s, a: -g), jvp="linear", promote="standard", scalar_args=(0,),
-                        batch=True)
+                        batch=True, complex=True)
 
 
 @register(method=True)
@@ -1348,7 +1357,7 @@ def _compare(name, aliases=()):
 
 
 def _write_inplace(self: Tensor, r: Tensor, op: str) -> None:
-    """Write a non-differentiable result into ``self`` (its history ends: PyTorch's zero gradient)."""
+    """Write a non-differentiable result into ``self`` (its history ends: PyTorch's zero gradient, complex=True)."""
     from ..autograd._views import check_inplace
     check_inplace(self, self._requires_grad)
     if r._data.shape != self._data.shape:
@@ -1705,7 +1714,7 @@ def _operator(fn, prim=None):
         raise ValueError(f"_operator: {prim.name} is a view op; fast_operator does not handle views")
 
     def op(self, other):
-        if not (isinstance(other, (Tensor, bool, int, float)) or is_array_scalar(other)):
+        if not (isinstance(other, (Tensor, bool, int, float, complex)) or is_array_scalar(other)):
             return NotImplemented
         return fn(self, other)
     return op if prim is None else fast_operator(prim, op)
@@ -1716,7 +1725,7 @@ def _reflected(prim, node_name, check=None):
     node = node_class(node_name, PrimNode)
 
     def fn(self, other):
-        if not (isinstance(other, (Tensor, bool, int, float)) or is_array_scalar(other)):
+        if not (isinstance(other, (Tensor, bool, int, float, complex)) or is_array_scalar(other)):
             return NotImplemented
         other = _operand(other, prim.name, self)
         if check is not None:
@@ -1731,7 +1740,7 @@ _MUL_NODE = node_class("MulBackward0", PrimNode)
 def _rtruediv(self, other):
     # PyTorch computes ``2 / x`` as ``x.reciprocal() * 2``: MulBackward0 over ReciprocalBackward0, and
     # neither node saves x (modifying x in place afterwards is harmless, as there).
-    if not (isinstance(other, (Tensor, bool, int, float)) or is_array_scalar(other)):
+    if not (isinstance(other, (Tensor, bool, int, float, complex)) or is_array_scalar(other)):
         return NotImplemented
     other = _operand(other, "div", self)
     r = reciprocal(self)
@@ -1741,7 +1750,7 @@ def _rtruediv(self, other):
 def _roperator(fn):
     """``other OP self`` through ``fn(other, self)`` (NotImplemented for unknown operand types)."""
     def op(self, other):
-        if not (isinstance(other, (Tensor, bool, int, float)) or is_array_scalar(other)):
+        if not (isinstance(other, (Tensor, bool, int, float, complex)) or is_array_scalar(other)):
             return NotImplemented
         return fn(other, self)
     return op
@@ -1751,7 +1760,7 @@ def _ioperator(fn):
     """An in-place operator (``+=``): NotImplemented for unknown operand types, as PyTorch's (Python then
     tries ``__add__`` and the other operand, and raises its TypeError)."""
     def op(self, other):
-        if not (isinstance(other, (Tensor, bool, int, float)) or is_array_scalar(other)):
+        if not (isinstance(other, (Tensor, bool, int, float, complex)) or is_array_scalar(other)):
             return NotImplemented
         return fn(self, other)
     return op

@@ -246,7 +246,7 @@ def setitem(self: Tensor, index, value) -> None:
 
 
 def _fill_value(self: Tensor, value, op: str):
-    if not (isinstance(value, (Tensor, bool, int, float)) or is_array_scalar(value)):
+    if not (isinstance(value, (Tensor, bool, int, float, complex)) or is_array_scalar(value)):
         raise TypeError(f"{op}(): argument 'value' must be Number or Tensor, not {type(value).__name__}")
     if isinstance(value, Tensor):
         if value._data.ndim:

@@ -10,7 +10,8 @@ from .._device import device
 from .._dtype import (bool, double, dtype, float, float16, float32, float64, get_default_dtype, half, int,
                       int8, int16, int32, int64, long, promote_types, result_type, set_default_dtype, short, uint8,
                       can_cast, finfo, iinfo, layout, strided, sparse_coo, sparse_csr, sparse_csc, sparse_bsr,
-                      sparse_bsc, channels_last, channels_last_3d, contiguous_format, memory_format, preserve_format)
+                      sparse_bsc, channels_last, channels_last_3d, contiguous_format, memory_format, preserve_format,
+                      complex64, complex128, cfloat, cdouble, complex32, chalf)
 from .._tensor import Size, Tensor
 from ..autograd import enable_grad, inference_mode, no_grad, set_grad_enabled
 from ..autograd.grad_mode import is_grad_enabled, is_inference_mode_enabled

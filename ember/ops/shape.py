@@ -1463,10 +1463,12 @@ def to_dtype(input, dtype: D.dtype, copy=False, device: str | None = None):
     if device is None:
         if dtype is input.dtype and not copy:
             return input
+        if input._data.dtype.kind == "c" and not dtype.is_complex:
+            warnings.warn("Casting complex values to real discards the imaginary part", UserWarning, stacklevel=3)
         r = apply(cast_p, (input,), {"dtype": dtype.np})
     else:
         r = apply(cast_p, (input,), {"dtype": dtype.np, "device": device, "source": input.device.type})
-    if not dtype.is_floating_point:   # integral results are not differentiable: no history, as PyTorch
+    if dtype._cat < D._FLOAT:   # integral results are not differentiable: no history, as PyTorch
         r.grad_fn, r._requires_grad, r._fw_grad = None, False, None
     return r
 
@@ -1599,7 +1601,8 @@ def _caster(dtype):
 
 
 for _name, _dt in (("float", D.float32), ("double", D.float64), ("half", D.float16), ("long", D.int64),
-                   ("int", D.int32), ("bool", D.bool), ("short", D.int16), ("byte", D.uint8), ("char", D.int8)):
+                   ("int", D.int32), ("bool", D.bool), ("short", D.int16), ("byte", D.uint8), ("char", D.int8),
+                   ("cfloat", D.complex64), ("cdouble", D.complex128)):
     method(_name, _caster(_dt))
 
 

@@ -19,12 +19,12 @@ import numpy as np
 from ..cpu import namespace as _cpu
 from ..index import SplitIndex
 from . import elementwise, linalg, nn, nn_conv, nn_pool, reduction, shape, sorting, special
-from . import bessel
+from . import bessel, complex as _complex
 from . import optim as _optim
 from .array import DeviceArray, make_array_type
 from .views import VIEW_KERNELS, aliasing
 
-FAMILIES = (elementwise, reduction, shape, linalg, special, nn_conv, nn_pool, sorting, bessel)   # and nn (it uses special's erf)
+FAMILIES = (elementwise, reduction, shape, linalg, special, nn_conv, nn_pool, sorting, bessel, _complex)   # and nn (it uses special's erf)
 # parameters that may hold host (NumPy) index arrays: PyTorch accepts CPU index tensors for a device tensor
 _HOST_OK = frozenset({"index", "indices", "steps"})
 

@@ -427,6 +427,8 @@ def clone(x):
 
 
 def cast(x, dtype):
+    if x.dtype.kind == "c" and np.dtype(dtype).kind != "c":
+        x = x.real   # complex to real keeps the real part (PyTorch; NumPy would warn)
     return x.astype(dtype, copy=False)
 
 
@@ -448,3 +450,4 @@ from .sorting import *  # noqa: E402,F401,F403
 from .nn import *  # noqa: E402,F401,F403
 from .optim import *  # noqa: E402,F401,F403
 from .bessel import *  # noqa: E402,F401,F403
+from .complex import *  # noqa: E402,F401,F403
