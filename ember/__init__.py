@@ -17,6 +17,7 @@ from .ops.foreach import *  # noqa: F401,F403  (torch._foreach_*: loops over the
 autograd.gradcheck   # noqa: B018  (loads torch.autograd.gradcheck, the function: see ember/autograd/__init__.py)
 from .autograd import forward_ad
 from . import backends, cuda, fft, linalg, nn, special
+from .nn._aten_rnn import *  # noqa: F401,F403  (torch.rnn_tanh, torch.lstm_cell, ...: the layers' recurrences)
 from . import signal  # noqa: E402  (torch.signal.windows, on the public ops)
 
 # PyTorch's constants (torch.pi is math.pi, ...) and NumPy-style ``x[:, torch.newaxis]``.

@@ -93,7 +93,7 @@ class _Formatter:
         abs_vals = [abs(v) for v in finite]
         lo = min(abs_vals)
         hi = max(abs_vals)
-        self.sci_mode = hi / lo > 1000.0 or hi > 1.0e8 or lo < 1.0e-4
+        self.sci_mode = (hi / lo > 1000.0 or hi > 1.0e8 or lo < 1.0e-4) if SCI_MODE is None else SCI_MODE
 
         if self.sci_mode:
             fmt = _SCI_FMT.format
@@ -155,7 +155,7 @@ def _vector_str(row: list, indent: int, elided: bool, fmt: _Formatter) -> str:
     per_line = max(1, (LINEWIDTH - indent) // (fmt.max_width + 2))
     items = [fmt.format(v) for v in row]
     if elided:
-        items.insert(EDGEITEMS, " ...")
+        items.insert(EDGEITEMS, " ..." if EDGEITEMS else "...")
     lines = [", ".join(items[i : i + per_line]) for i in range(0, len(items), per_line)]
     return "[" + (",\n" + " " * (indent + 1)).join(lines) + "]"
 
@@ -241,9 +241,33 @@ def format_tensor(
             items.append("dtype=torch." + dtype_name)
         body = "[]"
     else:
+        if not EDGEITEMS:   # set_printoptions(edgeitems=0): PyTorch names the size
+            items.append("size=" + str(tuple(int(n) for n in data.shape)))
         if dtype_name != default_float and dtype_name not in _IMPLICIT_DTYPES and \
                 dtype_name != _COMPLEX_OF.get(default_float):
             items.append("dtype=torch." + dtype_name)
         body = _tensor_str(data, dtype_name in _FLOATING, indent)
     items.extend(suffixes)
     return _add_suffixes(_PREFIX + body, items, indent)
+
+
+# ----- torch.set_printoptions: the options above are module globals that the printing functions read -----
+SCI_MODE = None   # None: chosen from the values (above); True/False: forced, as PyTorch's PRINT_OPTS.sci_mode
+_PROFILES = {"default": (4, 1000, 3, 80), "short": (2, 1000, 2, 80), "full": (4, math.inf, 3, 80)}
+
+
+def set_printoptions(precision: int | None = None, threshold: float | None = None, edgeitems: int | None = None,
+                     linewidth: int | None = None, profile: str | None = None, sci_mode: bool | None = None) -> None:
+    """PyTorch's ``torch.set_printoptions``: digits after the point, the element count above which tensors are
+    summarised, the items kept at each end of a summarised dimension, the line width, a ``profile`` ('default',
+    'short', 'full'; an unknown name changes nothing, as in PyTorch) that the other arguments override, and
+    ``sci_mode`` (None: chosen from the values). As in PyTorch, ``sci_mode`` is reset whenever it is not given."""
+    global PRECISION, THRESHOLD, EDGEITEMS, LINEWIDTH, SCI_MODE, _SCI_FMT, _FIXED_FMT
+    if profile in _PROFILES:
+        PRECISION, THRESHOLD, EDGEITEMS, LINEWIDTH = _PROFILES[profile]
+    PRECISION = PRECISION if precision is None else precision
+    THRESHOLD = THRESHOLD if threshold is None else threshold
+    EDGEITEMS = EDGEITEMS if edgeitems is None else edgeitems
+    LINEWIDTH = LINEWIDTH if linewidth is None else linewidth
+    SCI_MODE = sci_mode
+    _SCI_FMT, _FIXED_FMT = "{:.%de}" % PRECISION, "{:.%df}" % PRECISION

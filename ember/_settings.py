@@ -81,3 +81,51 @@ def set_float32_matmul_precision(precision: str) -> None:
 
 def get_float32_matmul_precision() -> str:
     return _state["precision"]
+
+
+def set_deterministic_debug_mode(debug_mode: str | builtins.int) -> None:
+    """PyTorch's shorthand for ``use_deterministic_algorithms``: 0/'default' off, 1/'warn' on with
+    ``warn_only``, 2/'error' on."""
+    if not isinstance(debug_mode, (builtins.int, str)):
+        raise TypeError(f"debug_mode must be str or int, but got {type(debug_mode)}")
+    if isinstance(debug_mode, str):
+        names = {"default": 0, "warn": 1, "error": 2}
+        if debug_mode not in names:
+            raise RuntimeError("invalid value of debug_mode, expected one of `default`, `warn`, `error`, "
+                               f"but got {debug_mode}")
+        debug_mode = names[debug_mode]
+    if debug_mode not in (0, 1, 2):
+        raise RuntimeError(f"invalid value of debug_mode, expected 0, 1, or 2, but got {debug_mode}")
+    use_deterministic_algorithms(debug_mode != 0, warn_only=debug_mode == 1)
+
+
+def get_deterministic_debug_mode() -> builtins.int:
+    """0 (off), 1 (warn only) or 2 (error), from ``use_deterministic_algorithms``'s state."""
+    if not _state["deterministic"]:
+        return 0
+    return 1 if _state["warn_only"] else 2
+
+
+def set_warn_always(b: builtins.bool) -> None:
+    """PyTorch's switch to repeat its once-per-process warnings every time. Remembered only: ember's warnings go
+    through Python's ``warnings`` module, whose filters decide repetition."""
+    _state["warn_always"] = builtins.bool(b)
+
+
+def is_warn_always_enabled() -> builtins.bool:
+    return _state.get("warn_always", False)
+
+
+def set_flush_denormal(mode: builtins.bool) -> builtins.bool:
+    """PyTorch sets the CPU's flush-denormals-to-zero flag and returns True where the CPU supports it. NumPy has
+    no such switch, so ember changes nothing and returns False (PyTorch's answer on a CPU without the flag)."""
+    return False
+
+
+def init_num_threads() -> None:
+    """PyTorch initialises its OpenMP pool for the calling thread; ember has no pool of its own."""
+
+
+def compiled_with_cxx11_abi() -> builtins.bool:
+    """True, as every PyTorch 2.x build (a fact about PyTorch's C++ library; ember has none)."""
+    return True

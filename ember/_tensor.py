@@ -254,6 +254,59 @@ class Tensor:
         """Whether this tensor was made inside ``inference_mode``: it can never join an autograd graph."""
         return self._inference
 
+    # ----- small queries and element-wise Python callbacks (PyTorch's is_signed, is_nonzero, apply_, ...) -----
+    def is_signed(self) -> bool:
+        """Whether the dtype holds negative values (uint8 and bool do not)."""
+        return self._data.dtype.kind not in "ub"
+
+    def is_nonzero(self) -> bool:
+        """Whether a one-element tensor is not zero (nan counts as nonzero); PyTorch's errors otherwise."""
+        return self.__bool__()
+
+    def is_same_size(self, other: Tensor) -> bool:
+        if not isinstance(other, Tensor):
+            raise TypeError(f"is_same_size(): argument 'other' (position 1) must be Tensor, not "
+                            f"{type(other).__name__}")
+        return self._data.shape == other._data.shape
+
+    def get_device(self) -> int:
+        """The device index: -1 for the cpu (and every device ember has, none of which is indexed)."""
+        return -1
+
+    def __dlpack__(self, stream=None, **kwargs):
+        return self._data.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self._data.__dlpack_device__()
+
+    def _map_python(self, op: str, fn, others: tuple) -> Tensor:
+        """apply_/map_/map2_: ``self[i] = fn(self[i], *others[i])`` on Python numbers (others broadcast to self's
+        shape, of self's dtype), cast as PyTorch casts a Python number into the dtype; no autograd."""
+        if self._requires_grad:
+            raise RuntimeError(f"Can't call {op}() on Variable that requires grad. Use var.detach().{op}() instead.")
+        xp = device_namespace(self.device.type)
+        be = xp.backend
+        cols = []
+        for name, o in others:
+            if not isinstance(o, Tensor) or o._data.dtype != self._data.dtype:
+                got = o.type() if isinstance(o, Tensor) else type(o).__name__
+                raise TypeError(f"{op}: expected {self.type()} for '{name}' (got {got})")
+            cols.append(xp.expand(o._data, self._data.shape).reshape(-1).tolist())
+        values = [fn(*row) for row in zip(self._data.reshape(-1).tolist(), *cols)]
+        if values:
+            be.copyto(self._data, be.asarray(values).reshape(self._data.shape))
+        self._vc[0] += 1
+        return self
+
+    def apply_(self, callable) -> Tensor:
+        return self._map_python("apply_", callable, ())
+
+    def map_(self, tensor: Tensor, callable) -> Tensor:
+        return self._map_python("map_", callable, (("other", tensor),))
+
+    def map2_(self, x: Tensor, y: Tensor, callable) -> Tensor:
+        return self._map_python("map2_", callable, (("x", x), ("y", y)))
+
     # ----- autograd metadata -----------------------------------------------------------------
     @property
     def requires_grad(self) -> bool:

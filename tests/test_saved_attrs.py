@@ -26,7 +26,7 @@ SLOW = bool(os.environ.get("EMBER_SLOW"))
 NOT_SAVED = {
     # nn losses: ember's fused rules recompute what PyTorch keeps (the log-probabilities' total weight, ...)
     "NllLossBackward0": {"_saved_self", "_saved_total_weight"},
-    "BinaryCrossEntropyWithLogitsBackward0": {"_saved_pos_weight"},
+    "BinaryCrossEntropyWithLogitsBackward0": {"_saved_pos_weight", "_saved_weight"},
     "MultilabelMarginLossBackward0": {"_saved_is_target"},
     "SoftMarginLossBackward0": {"_saved_target"},
     "AddbmmBackward0": {"_saved_batch1", "_saved_batch2"},
@@ -72,6 +72,7 @@ NOT_SAVED = {
     "VarMeanBackward0": {"_saved_self"},
     "VdotBackward0": {"_saved_other"},
     "WhereBackward0": {"_saved_condition"},
+    "FrexpBackward0": {"_saved_exponent"},   # ember keeps self and recomputes the exponent
 }
 
 # Non-tensor values PyTorch keeps that ember's node has no parameter for (sizes and strides it keeps of

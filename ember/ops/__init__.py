@@ -9,6 +9,7 @@ from __future__ import annotations
 from ..devices.cpu import namespace as _cpu_ns
 from .creation import ones_like, zeros_like
 from . import random as _random  # noqa: F401  (registers the in-place samplers: uniform_, normal_, ...)
+from . import utility as _utility  # noqa: F401  (Tensor.lstsq, ...: PyTorch's removal errors)
 from .._tensor import Tensor
 from . import elementwise as E
 from . import indexing as I
@@ -24,6 +25,7 @@ from . import nn_resample as NRs
 from . import nn_grid as NG
 from . import nn_loss as NL
 from . import nn_norm as NN
+from . import nn_aten as _nn_aten  # noqa: F401  (torch.kl_div, torch.embedding, ...: ATen's spellings)
 from . import complex as CX
 from . import strided as St
 from . import fft as FT

@@ -67,6 +67,10 @@ SIGNATURES = {'Tensor.all': 'one of:\n'
  'Tensor.greater_equal_': 'one of:\n * (Tensor other)\n * (Number other)\n',
  'Tensor.gt': 'one of:\n * (Tensor other)\n * (Number other)\n',
  'Tensor.gt_': 'one of:\n * (Tensor other)\n * (Number other)\n',
+ 'Tensor.histogram': 'one of:\n'
+                     ' * (Tensor bins, *, Tensor weight = None, bool density = False)\n'
+                     ' * (int bins = 100, *, tuple of floats range = None, Tensor weight = None, bool density = '
+                     'False)\n',
  'Tensor.hsplit': 'one of:\n * (int sections)\n * (tuple of ints indices)\n',
  'Tensor.index_fill': 'one of:\n * (int dim, Tensor index, Tensor value)\n * (int dim, Tensor index, Number value)\n',
  'Tensor.index_fill_': 'one of:\n'
@@ -254,6 +258,14 @@ SIGNATURES = {'Tensor.all': 'one of:\n'
              ' * (Tensor input, Tensor other, *, Tensor out = None)\n'
              ' * (Tensor input, Number other, *, Tensor out = None)\n',
  'count_nonzero': 'one of:\n * (Tensor input, int dim = None)\n * (Tensor input, tuple of ints dim)\n',
+ 'ctc_loss': 'one of:\n'
+             ' * (Tensor log_probs, Tensor targets, tuple of ints input_lengths, tuple of ints target_lengths, int '
+             'blank = 0, int reduction = at::Reduction::Mean, bool zero_infinity = False)\n'
+             ' * (Tensor log_probs, Tensor targets, Tensor input_lengths, Tensor target_lengths, int blank = 0, int '
+             'reduction = at::Reduction::Mean, bool zero_infinity = False)\n',
+ 'cumulative_trapezoid': 'one of:\n'
+                         ' * (Tensor y, Tensor x, *, int dim = -1)\n'
+                         ' * (Tensor y, *, Number dx = 1, int dim = -1)\n',
  'div': 'one of:\n'
         ' * (Tensor input, Tensor other, *, Tensor out = None)\n'
         ' * (Tensor input, Tensor other, *, str rounding_mode, Tensor out = None)\n'
@@ -267,6 +279,7 @@ SIGNATURES = {'Tensor.all': 'one of:\n'
  'eq': 'one of:\n'
        ' * (Tensor input, Tensor other, *, Tensor out = None)\n'
        ' * (Tensor input, Number other, *, Tensor out = None)\n',
+ 'fill': 'one of:\n * (Tensor input, Tensor value)\n * (Tensor input, Number value)\n',
  'fill_': 'one of:\n * (Tensor input, Tensor value)\n * (Tensor input, Number value)\n',
  'float_power': 'one of:\n'
                 ' * (Tensor input, Tensor exponent, *, Tensor out = None)\n'
@@ -279,6 +292,14 @@ SIGNATURES = {'Tensor.all': 'one of:\n'
  'ge': 'one of:\n'
        ' * (Tensor input, Tensor other, *, Tensor out = None)\n'
        ' * (Tensor input, Number other, *, Tensor out = None)\n',
+ 'gradient': 'one of:\n'
+             ' * (Tensor input, *, tuple of ints dim, int edge_order = 1)\n'
+             ' * (Tensor input, *, Number spacing, tuple of ints dim, int edge_order = 1)\n'
+             ' * (Tensor input, *, Number spacing = None, int dim = None, int edge_order = 1)\n'
+             ' * (Tensor input, *, tuple of Scalars spacing, int dim = None, int edge_order = 1)\n'
+             ' * (Tensor input, *, tuple of Scalars spacing, tuple of ints dim, int edge_order = 1)\n'
+             ' * (Tensor input, *, tuple of Tensors spacing, int dim = None, int edge_order = 1)\n'
+             ' * (Tensor input, *, tuple of Tensors spacing, tuple of ints dim, int edge_order = 1)\n',
  'greater': 'one of:\n'
             ' * (Tensor input, Tensor other, *, Tensor out = None)\n'
             ' * (Tensor input, Number other, *, Tensor out = None)\n',
@@ -288,10 +309,29 @@ SIGNATURES = {'Tensor.all': 'one of:\n'
  'gt': 'one of:\n'
        ' * (Tensor input, Tensor other, *, Tensor out = None)\n'
        ' * (Tensor input, Number other, *, Tensor out = None)\n',
+ 'histogram': 'one of:\n'
+              ' * (Tensor input, Tensor bins, *, Tensor weight = None, bool density = False, tuple of Tensors out = '
+              'None)\n'
+              ' * (Tensor input, int bins = 100, *, tuple of floats range = None, Tensor weight = None, bool density '
+              '= False, tuple of Tensors out = None)\n',
+ 'histogramdd': 'one of:\n'
+                ' * (Tensor input, int bins, tuple of floats range = None, Tensor weight = None, bool density = '
+                'False)\n'
+                ' * (Tensor input, tuple of ints bins, tuple of floats range = None, Tensor weight = None, bool '
+                'density = False)\n'
+                ' * (Tensor input, tuple of Tensors bins, tuple of floats range = None, Tensor weight = None, bool '
+                'density = False)\n',
  'hsplit': 'one of:\n * (Tensor input, int sections)\n * (Tensor input, tuple of ints indices)\n',
  'index_fill': 'one of:\n'
                ' * (Tensor input, int dim, Tensor index, Tensor value)\n'
                ' * (Tensor input, int dim, Tensor index, Number value)\n',
+ 'isin': 'one of:\n'
+         ' * (Tensor elements, Tensor test_elements, *, bool assume_unique = False, bool invert = False, Tensor out '
+         '= None)\n'
+         ' * (Number element, Tensor test_elements, *, bool assume_unique = False, bool invert = False, Tensor out = '
+         'None)\n'
+         ' * (Tensor elements, Number test_element, *, bool assume_unique = False, bool invert = False, Tensor out = '
+         'None)\n',
  'le': 'one of:\n'
        ' * (Tensor input, Tensor other, *, Tensor out = None)\n'
        ' * (Tensor input, Number other, *, Tensor out = None)\n',
@@ -361,6 +401,9 @@ SIGNATURES = {'Tensor.all': 'one of:\n'
  'not_equal': 'one of:\n'
               ' * (Tensor input, Tensor other, *, Tensor out = None)\n'
               ' * (Tensor input, Number other, *, Tensor out = None)\n',
+ 'nuclear_norm': 'one of:\n'
+                 ' * (Tensor input, tuple of ints dim, bool keepdim = False, *, Tensor out = None)\n'
+                 ' * (Tensor input, bool keepdim = False, *, Tensor out = None)\n',
  'pow': 'one of:\n'
         ' * (Tensor input, Tensor exponent, *, Tensor out = None)\n'
         ' * (Number self, Tensor exponent, *, Tensor out = None)\n'
@@ -419,6 +462,8 @@ SIGNATURES = {'Tensor.all': 'one of:\n'
                  ' * (Tensor input, tuple of ints indices, int dim = 0)\n'
                  ' * (Tensor input, Tensor tensor_indices_or_sections, int dim = 0)\n'
                  ' * (Tensor input, int sections, int dim = 0)\n',
+ 'trapezoid': 'one of:\n * (Tensor y, Tensor x, *, int dim = -1)\n * (Tensor y, *, Number dx = 1, int dim = -1)\n',
+ 'trapz': 'one of:\n * (Tensor y, *, float dx = 1, int dim = -1)\n * (Tensor y, Tensor x, *, int dim = -1)\n',
  'true_divide': 'one of:\n * (Tensor input, Tensor other, *, Tensor out = None)\n * (Tensor input, Number other)\n',
  'var': 'one of:\n'
         ' * (Tensor input, tuple of ints dim, bool unbiased = True, bool keepdim = False, *, Tensor out = None)\n'
@@ -439,4 +484,5 @@ SIGNATURES = {'Tensor.all': 'one of:\n'
  'xlogy': 'one of:\n'
           ' * (Tensor input, Tensor other, *, Tensor out = None)\n'
           ' * (Number self, Tensor other, *, Tensor out = None)\n'
-          ' * (Tensor input, Number other, *, Tensor out = None)\n'}
+          ' * (Tensor input, Number other, *, Tensor out = None)\n',
+ 'xlogy_': 'one of:\n * (Tensor input, Tensor other)\n * (Tensor input, Number other)\n'}

@@ -632,6 +632,9 @@ HalfTensor = _legacy(D.float16)
 LongTensor = _legacy(D.int64)
 IntTensor = _legacy(D.int32)
 BoolTensor = _legacy(D.bool)
+ByteTensor = _legacy(D.uint8)
+CharTensor = _legacy(D.int8)
+ShortTensor = _legacy(D.int16)
 
 
 # ----- window functions (PyTorch's aten/src/ATen/native/TensorFactories.cpp, step for step) ----------------------

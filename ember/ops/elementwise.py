@@ -24,9 +24,9 @@ from ..autograd._primitive import (
     defprim,
     fast_operator,
     fast_unary)
-from ._registry import graph, method, register
+from ._registry import graph, graph_raw, method, register
 from ._schema import schema
-from .._util import check_tensor, compute_dtype, promote, scalar_or_tensor
+from .._util import check_tensor, compute_dtype, promote, return_type, scalar_or_tensor
 from ..autograd._views import apply_inplace
 
 
@@ -858,7 +858,8 @@ _MODULE_INPLACE = {"neg_", "abs_", "reciprocal_", "sqrt_", "rsqrt_", "square_", 
                    "log2_", "log10_", "log1p_", "sin_", "cos_", "tan_", "asin_", "acos_", "atan_", "sinh_", "cosh_",
                    "tanh_", "asinh_", "acosh_", "atanh_", "arcsin_", "arccos_", "arctan_", "arcsinh_", "arccosh_",
                    "arctanh_", "sigmoid_", "logit_", "erf_", "erfc_", "sinc_", "floor_", "ceil_", "round_", "trunc_",
-                   "fix_", "frac_", "nan_to_num_", "deg2rad_", "rad2deg_", "relu_", "negative_"}
+                   "fix_", "frac_", "nan_to_num_", "deg2rad_", "rad2deg_", "relu_", "negative_", "xlogy_", "gcd_",
+                   "lcm_"}
 
 
 def _register_inplace(fn, name, aliases=()):
@@ -1548,7 +1549,7 @@ def _bitwise(name, kernel, shift=False, integers=False):
         return self
     inplace.__name__ = inplace.__qualname__ = name + "_"
     register(fn, method=True, graph=True)
-    register(inplace, name=name + "_", module=False, method=True)
+    register(inplace, name=name + "_", module=name + "_" in _MODULE_INPLACE, method=True)
     return fn
 
 
@@ -1771,6 +1772,79 @@ _inplace_of(hypot, "hypot_", lambda o: hypot_p)
 _inplace_of(xlogy, "xlogy_", lambda o: xlogy_p if isinstance(o, Tensor) else xlogy_scalar_p)
 _inplace_of(copysign, "copysign_", lambda o: copysign_p if isinstance(o, Tensor) else copysign_scalar_p)
 _inplace_of(heaviside, "heaviside_", lambda o: heaviside_p)
+
+
+
+# ----- positive, ldexp, nextafter, frexp (PyTorch's derivatives.yaml formulas) ---------------------------------
+
+@register(method=True)
+def positive(input: Tensor) -> Tensor:
+    """``input`` itself (unary plus); bool tensors refuse it, as PyTorch."""
+    check_tensor(input, "positive")
+    if input._data.dtype.kind == "b":
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+    return input
+
+
+# The rules get the inputs as given (an integer exponent too): ``b * 1.0`` is a float exponent on every device.
+ldexp_p = defprim("ldexp", lambda xp, a, b: a * xp.pow(2.0, b),
+                  vjp=(lambda xp, g, out, a, b: g * xp.pow(2.0, b * 1.0),
+                       lambda xp, g, out, a, b: g * out * math.log(2.0)),   # M_LN2
+                  jvp="elementwise", saves={1: (0,)}, saves_out=True, promote="float", batch=True)
+
+
+@register(method=True)
+@schema("ldexp(Tensor input, Tensor other)")
+def ldexp(input: Tensor, other: Tensor) -> Tensor:
+    """``input * 2**other`` (integral inputs give the default float dtype)."""
+    return apply(ldexp_p, (input, other))
+
+
+@register(method=True)
+@schema("ldexp_(Tensor input, Tensor other)")
+def ldexp_(input: Tensor, other: Tensor) -> Tensor:
+    if input._data.dtype.kind in "iub":   # PyTorch's wording for an integral self
+        raise RuntimeError(f"ldexp can't be cast to the desired output type {D.type_word(input._data.dtype)}")
+    return apply_inplace(ldexp_p, input, (other,))
+
+
+nextafter_p = defprim("nextafter", lambda xp, a, b: xp.nextafter(a, b),
+                      vjp=(lambda xp, g, out, a, b: xp.where(a != b, g, 0.0),
+                           lambda xp, g, out, a, b: xp.zeros_like(g)),
+                      jvp="elementwise", saves={0: (0,), 1: (0,)}, promote="standard", batch=True)
+
+
+@register(method=True, graph=True)
+@schema("nextafter(Tensor input, Tensor other)")
+def nextafter(input: Tensor, other: Tensor) -> Tensor:
+    """The next floating-point value after ``input`` towards ``other``; its gradient passes to ``input`` where they
+    differ (PyTorch's formula), none to ``other``."""
+    _no_int(input, other, "nextafter_cpu")
+    return apply(nextafter_p, (input, other))
+
+
+@register(method=True)
+@schema("nextafter_(Tensor input, Tensor other)")
+def nextafter_(input: Tensor, other: Tensor) -> Tensor:
+    _no_int(input, other, "nextafter_cpu")
+    return apply_inplace(nextafter_p, input, (other,))
+
+
+graph_raw("frexp")
+frexp_p = defprim("frexp", lambda xp, a: xp.frexp(a)[0],
+                  vjp=lambda xp, g, out, a: g / xp.exp2(xp.frexp(a)[1] * 1.0),   # grad / exponent.exp2()
+                  jvp="elementwise", saves=(0,), batch=True)
+_frexp_type = return_type("frexp", ("mantissa", "exponent"))
+
+
+@register(method=True)
+@schema("frexp(Tensor input)")
+def frexp(input: Tensor):
+    """(mantissa, exponent) with ``input = mantissa * 2**exponent``, ``0.5 <= |mantissa| < 1``; exponent int32."""
+    if input._data.dtype.kind != "f":
+        raise RuntimeError("torch.frexp() only supports floating-point dtypes")
+    exponent = make(NAMESPACES[type(input._data)].frexp(input._data)[1])
+    return _frexp_type(apply(frexp_p, (input,)), exponent)
 
 
 # ----- operators --------------------------------------------------------------------------------------------

@@ -245,19 +245,29 @@ def setitem(self: Tensor, index, value) -> None:
     apply_inplace(index_put_p, self, (value,), {"index": idx}, node)
 
 
+def _fill_value(self: Tensor, value, op: str):
+    if not (isinstance(value, (Tensor, bool, int, float, complex)) or is_array_scalar(value)):
+        raise TypeError(f"{op}(): argument 'value' must be Number or Tensor, not {type(value).__name__}")
+    if isinstance(value, Tensor):
+        if value._data.ndim:
+            raise RuntimeError(f"{op} only supports 0-dimension value tensor but got tensor with "
+                               f"{value._data.ndim} dimensions.")
+        return value.item()   # a tensor's value is cast as it is (1e5 into float16: inf); a number is checked
+    return D.checked_scalar(value, self._data.dtype)
+
+
 @register(method=True)
 def fill_(self: Tensor, value) -> Tensor:
     """Fill ``self`` with ``value`` (a number or a 0-d tensor) in place."""
-    if not (isinstance(value, (Tensor, bool, int, float, complex)) or is_array_scalar(value)):
-        raise TypeError(f"fill_(): argument 'value' must be Number or Tensor, not {type(value).__name__}")
-    if isinstance(value, Tensor):
-        if value._data.ndim:
-            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
-                               f"{value._data.ndim} dimensions.")
-        value = value.item()   # a tensor's value is cast as it is (1e5 into float16: inf); a number is checked
-    else:
-        value = D.checked_scalar(value, self._data.dtype)
-    return apply_inplace(fill_p, self, (), {"value": value})
+    return apply_inplace(fill_p, self, (), {"value": _fill_value(self, value, "fill_")})
+
+
+@register(module=True)
+def fill(input: Tensor, value) -> Tensor:
+    """A tensor like ``input`` filled with ``value`` (its gradient to ``input`` is zero; a tensor ``value`` passes
+    none, where PyTorch passes it the gradient's sum)."""
+    check_tensor(input, "fill")
+    return apply(fill_p, (input,), {"value": _fill_value(input, value, "fill")}, _node("FillBackward0"))
 
 
 @register(module=False, method=True)

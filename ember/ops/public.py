@@ -20,14 +20,19 @@ from ..autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_ena
 from .._settings import (are_deterministic_algorithms_enabled, get_float32_matmul_precision,
                          get_num_interop_threads, get_num_threads, is_deterministic_algorithms_warn_only_enabled,
                          set_float32_matmul_precision, set_num_interop_threads, set_num_threads,
-                         use_deterministic_algorithms)
-from .creation import (BoolTensor, DoubleTensor, FloatTensor, HalfTensor, IntTensor, LongTensor, arange, as_tensor,
+                         use_deterministic_algorithms, set_deterministic_debug_mode, get_deterministic_debug_mode,
+                         set_warn_always, is_warn_always_enabled, set_flush_denormal, init_num_threads,
+                         compiled_with_cxx11_abi)
+from .._formatting import set_printoptions
+from .utility import *  # noqa: F401,F403  (typename, is_nonzero, range, set_default_device, compile, ...)
+from .linalg.lowrank import pca_lowrank, svd_lowrank
+from .creation import (BoolTensor, ByteTensor, CharTensor, ShortTensor, DoubleTensor, FloatTensor, HalfTensor, IntTensor, LongTensor, arange, as_tensor,
                        asarray, empty, empty_like, eye, from_numpy, frombuffer, full, full_like, linspace, logspace,
                        ones, ones_like, tensor, tril_indices, triu_indices, zeros, zeros_like)
 from .creation import bartlett_window, blackman_window, hamming_window, hann_window, kaiser_window
 from .random import (Generator, bernoulli, default_generator, get_rng_state, initial_seed, manual_seed, multinomial,
-                     normal, rand, rand_like, randint, randint_like, randn, randn_like, random, randperm, seed,
-                     set_rng_state)
+                     normal, poisson, rand, rand_like, randint, randint_like, randn, randn_like, random, randperm,
+                     seed, set_rng_state)
 from . import EXPORTS as _EXPORTS
 from .. import linalg, special  # noqa: F401  (the torch.linalg and torch.special namespaces)
 

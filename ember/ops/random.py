@@ -21,7 +21,7 @@ import warnings
 from .. import _dtype as D
 from .._device import backend_of, check_device, cpu, has_data, quietly
 from .._tensor import Tensor, _sizes_from_args, make
-from .._util import broadcast_shape
+from .._util import broadcast_shape, check_tensor
 from ..autograd import _primitive as P
 from ..autograd import _views as V
 from ._registry import method as _register_method
@@ -816,3 +816,18 @@ for _name in ("manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_s
 random.default_generator = default_generator
 random.Generator = Generator
 sys.modules.setdefault("ember.random", random)
+
+
+def poisson(input: Tensor, generator: Generator | None = None) -> Tensor:
+    """Poisson samples with the rates ``input`` (non-negative), in input's dtype: PyTorch's algorithms and its
+    random stream, so the same seed gives the same counts; the gradient is zero (PoissonBackward0)."""
+    check_tensor(input, "poisson")
+    if input._data.dtype.kind != "f":
+        raise NotImplementedError(f"\"poisson_cpu\" not implemented for '{D.type_word(input._data.dtype)}'")
+    if generator is not None and not isinstance(generator, Generator):
+        raise TypeError(f"poisson(): argument 'generator' (position 2) must be torch.Generator, not "
+                        f"{type(generator).__name__}")
+    gen = _gen(generator)
+    value = backend_of(input._data).asarray(_RNG.poisson(gen._st(), _host(input.detach())))
+    return _sampled((input,), value, "PoissonBackward0")
+

@@ -21,7 +21,7 @@ from ..autograd._primitive import PrimNode, apply, batch_rule, broadcast_error, 
 from ._registry import SUBMODULES, graph, register
 from ._schema import method_variant, schema
 from .elementwise import _made, div_scalar_p, is_int, is_real, mul_scalar_p
-from .._util import dtype_word, normalize_dims, reduced_shape, return_type, scalar_or_tensor
+from .._util import check_tensor, dtype_word, normalize_dims, reduced_shape, return_type, scalar_or_tensor
 
 _INF = math.inf
 
@@ -1072,6 +1072,85 @@ def diff(input: Tensor, n: int = 1, dim: int = -1, prepend=None, append=None) ->
         lo = x[(slice(None),) * d + (slice(None, size - 1),)]
         x = (hi ^ lo) if x._data.dtype.kind == "b" else hi - lo
     return x
+
+
+
+def _sl(x: Tensor, d: int, start=None, stop=None) -> Tensor:
+    return x[(slice(None),) * d + (slice(start, stop),)]
+
+
+@register()
+def gradient(input: Tensor, *, spacing=1, dim=None, edge_order: int = 1) -> tuple:
+    """Central differences of ``input`` along each of ``dim`` (default: every dimension), one-sided ones of order
+    ``edge_order`` at the ends; ``spacing`` a number, one per dimension, or coordinate tensors. PyTorch's formulas
+    (ReduceOps.cpp) term for term."""
+    from .shape import cat
+    check_tensor(input, "gradient")
+    ndim = input._data.ndim
+    dims = list(range(ndim)) if dim is None else [dim] if isinstance(dim, int) else list(dim)
+    if isinstance(spacing, (list, tuple)):
+        spacing = list(spacing)
+        if dim is None and len(spacing) != ndim:
+            raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar, or a list of length "
+                               f"equal to 'self.dim() = {ndim}', since dim argument was not given, but got a list of "
+                               f"length {len(spacing)}")
+        if dim is not None and len(spacing) != len(dims):
+            raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar or it's spacing and dim "
+                               f"arguments to have the same length, but got a spacing argument of length "
+                               f"{len(spacing)} and a dim argument of length {len(dims)}.")
+    else:
+        spacing = [spacing] * len(dims)
+    if input._data.dtype == D.uint8.np:
+        raise RuntimeError("torch.gradient does not support uint8 input.")
+    if edge_order not in (1, 2):
+        raise RuntimeError("torch.gradient only supports edge_order=1 and edge_order=2.")
+    dims = normalize_dims(dims, ndim, "gradient")
+    for d in (dims if dim is not None else range(ndim)):
+        if input._data.shape[d] < edge_order + 1:
+            raise RuntimeError("torch.gradient expected each dimension size to be at least edge_order+1")
+    out = []
+    for d, h in zip(dims, spacing):
+        if isinstance(h, Tensor):   # coordinates: non-uniform spacing
+            if h._data.ndim != 1:
+                raise RuntimeError(f"torch.gradient expected each element of spacing to have one dimension, but "
+                                   f"got an element with {h._data.ndim} dimensions!")
+            shape = [1] * ndim
+            shape[d] = -1
+            dx = h.diff(1, 0)
+            dx1, dx2 = dx[:-1], dx[1:]
+            a = (-dx2 / (dx1 * (dx1 + dx2))).reshape(shape)
+            b = ((dx2 - dx1) / (dx1 * dx2)).reshape(shape)
+            c = (dx1 / (dx2 * (dx1 + dx2))).reshape(shape)
+            center = a * _sl(input, d, 0, -2) + b * _sl(input, d, 1, -1) + c * _sl(input, d, 2)
+            if edge_order == 1:
+                prepend = (_sl(input, d, 1, 2) - _sl(input, d, 0, 1)) / dx[0]
+                append = (_sl(input, d, -1) - _sl(input, d, -2, -1)) / dx[-1]
+            else:
+                a = -(2.0 * dx[0] + dx[1]) / (dx[0] * (dx[0] + dx[1]))
+                b = (dx[0] + dx[1]) / (dx[0] * dx[1])
+                c = (-dx[0]) / (dx[1] * (dx[0] + dx[1]))
+                prepend = a * _sl(input, d, 0, 1) + b * _sl(input, d, 1, 2) + c * _sl(input, d, 2, 3)
+                a = dx[-1] / (dx[-2] * (dx[-1] + dx[-2]))
+                b = -(dx[-1] + dx[-2]) / (dx[-1] * dx[-2])
+                c = (2 * dx[-1] + dx[-2]) / (dx[-1] * (dx[-1] + dx[-2]))
+                append = a * _sl(input, d, -3, -2) + b * _sl(input, d, -2, -1) + c * _sl(input, d, -1)
+        else:   # Tensor-Scalar products and quotients, as ATen's C++ writes them (MulBackward1, DivBackward1)
+            def div(t, s):
+                return apply(div_scalar_p, (t, s))
+
+            def mul(s, t):
+                return apply(mul_scalar_p, (t, s))
+            center = div(div(_sl(input, d, 2) - _sl(input, d, 0, -2), h), 2)
+            if edge_order == 1:
+                prepend = div(_sl(input, d, 1, 2) - _sl(input, d, 0, 1), h)
+                append = div(_sl(input, d, -1) - _sl(input, d, -2, -1), h)
+            else:
+                prepend = div(mul(-1.5, _sl(input, d, 0, 1)) + mul(2, _sl(input, d, 1, 2))
+                              - mul(0.5, _sl(input, d, 2, 3)), h)
+                append = div(mul(0.5, _sl(input, d, -3, -2)) - mul(2, _sl(input, d, -2, -1))
+                             + mul(1.5, _sl(input, d, -1)), h)
+        out.append(cat((prepend, center, append), d))
+    return tuple(out)
 
 
 # ----- all, any ------------------------------------------------------------------------------------

@@ -1508,7 +1508,8 @@ method("__iter__", _iter)
 
 def _legacy_types() -> dict:
     return {C.FloatTensor: D.float32, C.DoubleTensor: D.float64, C.HalfTensor: D.float16, C.LongTensor: D.int64,
-            C.IntTensor: D.int32, C.BoolTensor: D.bool}
+            C.IntTensor: D.int32, C.BoolTensor: D.bool, C.ByteTensor: D.uint8, C.CharTensor: D.int8,
+            C.ShortTensor: D.int16}
 
 
 _TYPE_NAMES = {f"torch.{D.type_word(d.np)}Tensor": d for d in (D.float32, D.float64, D.float16, D.int64, D.int32,
@@ -1602,8 +1603,8 @@ def _caster(dtype):
 
 
 for _name, _dt in (("float", D.float32), ("double", D.float64), ("half", D.float16), ("long", D.int64),
-                   ("int", D.int32), ("bool", D.bool), ("short", D.int16), ("cfloat", D.complex64),
-                   ("cdouble", D.complex128)):
+                   ("int", D.int32), ("bool", D.bool), ("short", D.int16), ("byte", D.uint8), ("char", D.int8),
+                   ("cfloat", D.complex64), ("cdouble", D.complex128)):
     method(_name, _caster(_dt))
 
 

@@ -24,8 +24,12 @@ from ..devices import NAMESPACES
 from .._tensor import Tensor, make
 from ..autograd.graph import node_class
 from ..autograd._primitive import PrimNode, apply, defprim
-from ._registry import graph, graph_raw, register
+from ._registry import graph, graph_raw, invalid_arguments, register
 from .._util import check_bool, check_tensor, dtype_word, normalize_dims, return_type, scalar_or_tensor
+from .creation import linspace, ones, zeros
+from .shape import cat
+from ._schema import schema
+from .._dtype import bool as D_bool, int64 as D_int64
 
 EXACT_TIES_LIMIT = 1 << 16   # elements with ties per call ordered by the model of PyTorch's C++ algorithm
 
@@ -627,3 +631,149 @@ def bucketize(input, boundaries: Tensor, *, out_int32: bool = False, right: bool
         raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({b.ndim})")
     return _search("bucketize", boundaries, v, right, None, out_int32)
 
+
+
+# ----- histogram, histogramdd (PyTorch's Histogram.cpp: linspace edges, then each value's bin by binary search, the
+# last bin closed; values outside the edges and NaN skipped; not differentiable) ---------------------------------
+
+_HistogramResult = return_type("histogram", ("hist", "bin_edges"))
+_HistogramddResult = return_type("histogramdd", ("hist", "bin_edges"))
+
+
+def _outer_edges(x: Tensor, n: int, range) -> list:
+    """(leftmost, rightmost) per dimension: ``range``, else the data's min and max (0, 1 for no data); a
+    single point widened by 0.5 each way."""
+    if range is not None:
+        range = [float(v) for v in range]
+        if len(range) != 2 * n:
+            raise RuntimeError(f"torch.histogramdd: for a {n}-dimensional histogram range should have {2 * n} "
+                               f"elements, but got {len(range)}")
+        pairs = [(range[2 * d], range[2 * d + 1]) for d in builtins_range(n)]
+    elif x.numel():
+        pairs = list(zip(x.amin(0).tolist(), x.amax(0).tolist()))
+    else:
+        pairs = [(0.0, 1.0)] * n
+    out = []
+    for d, (lo, hi) in enumerate(pairs):
+        if not (math.isfinite(lo) and math.isfinite(hi)):
+            raise RuntimeError(f"torch.histogramdd: dimension {d}'s range [{_num(lo)}, {_num(hi)}] is not finite")
+        if lo > hi:
+            raise RuntimeError(f"torch.histogramdd: min should not exceed max, but got min {_num(lo)} max {_num(hi)} "
+                               f"for dimension {d}")
+        out.append((lo - 0.5, hi + 0.5) if lo == hi else (lo, hi))
+    return out
+
+
+_CNAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "int64": "long int", "int32": "int",
+           "int16": "short int", "int8": "signed char", "uint8": "unsigned char", "bool": "bool"}
+
+
+def _cname(np_dtype) -> str:
+    """The C++ type name PyTorch's histogram messages print for a dtype."""
+    return _CNAMES.get(str(np_dtype), str(np_dtype))
+
+
+def _num(v: float) -> str:
+    if not math.isfinite(v):
+        return str(v)
+    return str(int(v)) if v == int(v) else repr(v)
+
+
+builtins_range = range
+
+
+def _histogramdd(input: Tensor, bins, range, weight, density: bool):
+    """(hist, [edges per dimension]) of the points ``input`` (..., N)."""
+    if input._data.dtype.kind != "f":
+        raise NotImplementedError(f"\"histogramdd\" not implemented for '{dtype_word(input._data.dtype)}'")
+    n = input._data.shape[-1]
+    x = input.detach().reshape(-1, n)
+    if isinstance(bins, int):
+        bins = [bins] * n
+    bins = list(bins)
+    if bins and isinstance(bins[0], Tensor):
+        if len(bins) != n:
+            raise RuntimeError(f"torch.histogramdd: expected {n} sequences of bin edges for a {n}-dimensional "
+                               f"histogram but got {len(bins)}")
+        for d, e in enumerate(bins):
+            if e._data.dtype != input._data.dtype:
+                raise RuntimeError(f"torch.histogramdd: input tensor and bins tensors should have the same dtype, "
+                                   f"but got input with dtype {_cname(input._data.dtype)} and bins for "
+                                   f"dimension {d} with dtype {_cname(e._data.dtype)}")
+        edges = [e.detach().reshape(-1) for e in bins]
+    else:
+        outer = _outer_edges(x, n, range)
+        edges = [linspace(lo, hi, int(c) + 1, dtype=input.dtype, device=input.device)
+                 for (lo, hi), c in zip(outer, bins)]
+        for d, c in enumerate(bins):
+            if c <= 0:
+                raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {c} for dimension {d}")
+    counts = [e.numel() - 1 for e in edges]
+    if weight is not None:
+        if weight._data.dtype != input._data.dtype:
+            raise RuntimeError(f"torch.histogramdd: if weight tensor is provided, input tensor and weight tensor "
+                               f"should have the same dtype, but got input({_cname(input._data.dtype)}), "
+                               f"and weight({_cname(weight._data.dtype)})")
+        w = weight.detach().reshape(-1)
+    else:
+        w = ones(x.shape[0], dtype=input.dtype, device=input.device)
+    flat = zeros(x.shape[0], dtype=D_int64, device=input.device)
+    keep = ones(x.shape[0], dtype=D_bool, device=input.device)
+    for d, (e, c) in enumerate(zip(edges, counts)):
+        xd = x[:, d]
+        keep = keep & (xd >= e[0]) & (xd <= e[-1])   # NaN fails both
+        pos = (searchsorted(e, xd, right=True) - 1).clamp(0, max(c - 1, 0))   # the last edge: the last bin
+        flat = flat * c + pos
+    hist = zeros(math.prod(counts), dtype=input.dtype, device=input.device)
+    hist = hist.index_add_(0, flat[keep], w[keep]).reshape(counts)
+    if density:
+        hist = hist / hist.sum()
+        for d, e in enumerate(edges):
+            shape = [1] * n
+            shape[d] = -1
+            hist = hist / e.diff().reshape(shape)
+    return hist, edges
+
+
+@register(method=True)
+def histogram(input: Tensor, bins=100, *, range=None, weight: Tensor | None = None, density: bool = False,
+              out=None):
+    """(hist, bin_edges): counts (or summed weights) of ``input``'s values in ``bins`` equal bins over ``range``
+    (default: the values' min and max), or between the edges of a 1-d tensor ``bins``."""
+    check_tensor(input, "histogram")
+    if not isinstance(bins, (int, Tensor)) or isinstance(bins, bool):
+        raise invalid_arguments("histogram", (input, bins), {})
+    if out is not None:
+        raise NotImplementedError("ember: histogram(out=...) is not supported yet")
+    if isinstance(bins, Tensor):
+        bins = [bins]
+    hist, edges = _histogramdd(input.reshape(-1, 1), bins, range, None if weight is None else weight.reshape(-1, 1),
+                               density)
+    return _HistogramResult(hist, edges[0])
+
+
+@register(module=True)
+def histogramdd(input: Tensor, bins=10, *, range=None, weight: Tensor | None = None, density: bool = False):
+    """(hist, bin_edges): the N-dimensional histogram of the points ``input`` (..., N); ``bins`` an int, N ints
+    or N tensors of edges."""
+    check_tensor(input, "histogramdd")
+    if isinstance(bins, bool) or not (isinstance(bins, int) or isinstance(bins, (list, tuple)) and all(
+            isinstance(b, (int, Tensor)) and not isinstance(b, bool) for b in bins)):
+        raise invalid_arguments("histogramdd", (input, bins), {})
+    if input._data.ndim < 2:
+        raise RuntimeError("torch.histogramdd: input tensor should have at least 2 dimensions")
+    hist, edges = _histogramdd(input, bins, range, weight, density)
+    return _HistogramddResult(hist, tuple(edges))
+
+
+@register(method=True)
+@schema("nonzero_static(Tensor input, *, int size, int fill_value)")
+def nonzero_static(input: Tensor, *, size: int, fill_value: int = -1) -> Tensor:
+    """``nonzero(input)`` with exactly ``size`` rows: cut, or padded with rows of ``fill_value``."""
+    if size < 0:
+        raise RuntimeError("nonzero_static: 'size' must be an non-negative integer")
+    nz = nonzero(input)
+    n = nz.shape[0]
+    if n >= size:
+        return nz[:size].clone()
+    return cat((nz, nz.new_full((size - n, nz.shape[1]), fill_value)))

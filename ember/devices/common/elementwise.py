@@ -409,6 +409,25 @@ def kernels(k) -> dict:
         close = close & xp.isfinite(a) & xp.isfinite(b) | (a == b)
         return close | (xp.isnan(a) & xp.isnan(b)) if equal_nan else close
 
+    def frexp(x):
+        # exponent from log2, corrected by one either way (log2 may round across a power of two); the scaling by
+        # 2**-e in two halves stays in range for the largest and the subnormal values, and is exact
+        finite = xp.isfinite(x) & (x != 0)
+        ax = xp.where(finite, xp.abs(x), xp.ones_like(x))
+        e = xp.floor(xp.log2(ax)) + 1
+
+        def scaled(v, e):
+            h = xp.floor(e / 2)
+            return v * xp.pow(k.scalar(2, v), -h) * xp.pow(k.scalar(2, v), h - e)
+        m = scaled(ax, e)
+        e = xp.where(m >= 1, e + 1, xp.where(m < 0.5, e - 1, e))
+        mant = xp.where(finite, scaled(x, e), x)
+        return mant, xp.astype(xp.where(finite, e, xp.zeros_like(e)), k.lib("int32"))
+
+    @_promoted
+    def nextafter(x, y):
+        return xp.nextafter(x, _arr(y, x))
+
     def weak_number(a, b: float):
         return b   # a Python float beside an array: the standard's rules already keep the array's dtype
 

@@ -1455,3 +1455,18 @@ def _erfc_f64(x):
 
 igamma, igammac = _igamma_kernel(False), _igamma_kernel(True)
 __all__ += ["igamma", "igammac"]
+
+
+__all__ += ["frexp", "nextafter"]
+
+
+def frexp(x):
+    """(mantissa, exponent): x = mantissa * 2**exponent with 0.5 <= |mantissa| < 1; exponent int32 (C's frexp:
+    0 for zero, inf and nan, whose mantissa is themselves)."""
+    m, e = np.frexp(x)
+    return m, e.astype(np.int32, copy=False)
+
+
+def nextafter(x, y):
+    """The next representable value after x towards y."""
+    return np.nextafter(x, y)

@@ -182,6 +182,28 @@ class _Backend:
         return x
 
     @staticmethod
+    def to_dlpack(x):
+        """A DLPack capsule of the array's memory (torch.to_dlpack)."""
+        return x.__dlpack__()
+
+    @staticmethod
+    def from_dlpack(obj) -> np.ndarray:
+        """An array on the memory of an object with ``__dlpack__``, or of a DLPack capsule (torch.from_dlpack). A
+        read-only result (NumPy marks legacy capsules so) is copied, since tensors are writable."""
+        if type(obj).__name__ == "PyCapsule":
+            capsule = obj
+
+            class _Capsule:   # NumPy takes objects with __dlpack__ only
+                def __dlpack__(self, stream=None, **kwargs):
+                    return capsule
+
+                def __dlpack_device__(self):
+                    return (1, 0)   # kDLCPU
+            obj = _Capsule()
+        x = np.from_dlpack(obj)
+        return x if x.flags.writeable else x.copy()
+
+    @staticmethod
     def can_adopt(g, dtype, shape) -> bool:
         """Whether the array ``g``, which no one else holds, may become a leaf's ``.grad`` as it is (no copy): its
         own writable, C-contiguous memory of that dtype and shape."""

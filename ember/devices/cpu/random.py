@@ -535,3 +535,49 @@ def multinomial(st: State, probs: np.ndarray, num_samples: int, replacement: boo
     else:
         result = np.stack([np.searchsorted(c.astype(np.float64), uu, side="left") for c, uu in zip(cum, u)])
     return result.astype(np.int64).reshape(shape)
+
+
+# ----- poisson: PyTorch's sample_poisson (aten/src/ATen/native/Distributions.h), one rate at a time --------------
+
+def _sample_poisson(st: State, lam: float) -> float:
+    """Hoermann's transformed rejection (PTRS) for rates >= 10, else the product of uniforms; each uniform is one
+    random64 draw, as PyTorch's uniform_real_distribution<double>. (std::lgamma is glibc's; math.lgamma,
+    CPython's own, may differ in the last bit, which moves an acceptance only at a tie.)"""
+    def u() -> float:
+        return float(_uniform01_f64(st, 1)[0])
+    if lam >= 10:
+        slam, loglam = math.sqrt(lam), math.log(lam)
+        b = 0.931 + 2.53 * slam
+        a = -0.059 + 0.02483 * b
+        invalpha = 1.1239 + 1.1328 / (b - 3.4)
+        vr = 0.9277 - 3.6224 / (b - 2)
+        while True:
+            U = u() - 0.5
+            V = u()
+            us = 0.5 - abs(U)
+            k = math.floor((2 * a / us + b) * U + lam + 0.43)
+            if us >= 0.07 and V <= vr:
+                return float(k)
+            if k < 0 or (us < 0.013 and V > us):
+                continue
+            if math.log(V) + math.log(invalpha) - math.log(a / (us * us) + b) <= -lam + k * loglam - math.lgamma(k + 1):
+                return float(k)
+    if lam == 0:
+        return 0.0
+    enlam, x, prod = math.exp(-lam), 0, 1.0
+    while True:
+        prod *= u()
+        if prod > enlam:
+            x += 1
+        else:
+            return float(x)
+
+
+def poisson(st: State, lam: np.ndarray) -> np.ndarray:
+    """Poisson samples of the rates ``lam`` in lam's dtype, drawn in the order of PyTorch's new contiguous
+    output (row-major, whatever lam's layout)."""
+    rates = lam.reshape(-1).astype(np.float64)
+    if rates.size and not (rates >= 0).all():   # negative or NaN
+        raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
+    out = np.array([_sample_poisson(st, r) for r in rates.tolist()], dtype=np.float64)
+    return out.astype(lam.dtype).reshape(lam.shape)

@@ -15,6 +15,7 @@ from ..._tensor import Tensor, make
 from ...autograd._primitive import apply, defprim
 from .._registry import graph_raw, register
 from ..._util import check_bool, check_tensor, dtype_word, return_type
+from ..shape import cat
 from ._common import _check_float, _check_matrix, _diag_embed, _diagonal, _eye, _mT, _no_out, _node, raise_info
 
 
@@ -801,3 +802,54 @@ def linalg_ldl_factor(A: Tensor, *, hermitian: bool = False, out=None):
     """(LD, pivots) of ``ldl_factor_ex``; a zero block of D raises (as PyTorch)."""
     _no_out(out, "linalg.ldl_factor")
     return LDLFactorResult(*_ldl_factor_ex(A, hermitian, True, "linalg.ldl_factor")[:2])
+
+
+# ----- orgqr, ormqr: the Q of geqrf's Householder form, and products with it (PyTorch's LAPACK orgqr/ormqr), on
+# householder_product; ormqr is composed of differentiable ops, so its node is MmBackward0 (PyTorch's: OrmqrBackward0)
+
+@register(method=True)
+def orgqr(input: Tensor, tau: Tensor) -> Tensor:
+    """``torch.linalg.householder_product``."""
+    check_tensor(input, "orgqr")
+    check_tensor(tau, "orgqr", "input2", 2)
+    return linalg_householder_product(input, tau)
+
+
+@register(method=True)
+def ormqr(input: Tensor, tau: Tensor, other: Tensor, left: bool = True, transpose: bool = False, *,
+          out=None) -> Tensor:
+    """``Q @ other`` (``other @ Q`` if not ``left``; Q^T if ``transpose``), Q = H_1 ... H_k the m x m product of the
+    Householder reflectors in ``input`` and ``tau`` (geqrf's form)."""
+    _no_out(out, "ormqr")
+    op = "torch.ormqr"
+    check_tensor(input, "ormqr")
+    check_tensor(tau, "ormqr", "input2", 2)
+    check_tensor(other, "ormqr", "input3", 3)
+    a, t, c = input._data, tau._data, other._data
+    if a.ndim < 2:
+        raise RuntimeError(f"{op}: input must have at least 2 dimensions.")
+    if c.ndim < 2:
+        raise RuntimeError(f"{op}: other must have at least 2 dimensions.")
+    cond = -2 if left else -1
+    m = c.shape[cond]
+    if a.shape[-2] != m:
+        raise RuntimeError(f"{op}: other.shape[{cond}] must be equal to input.shape[-2]")
+    if t.ndim == 0 or min(m, a.shape[-1]) != t.shape[-1]:
+        raise RuntimeError(f"{op}: tau.shape[-1] must be equal to min(other.shape[{cond}], input.shape[-1])")
+    if a.ndim - t.ndim != 1:
+        raise RuntimeError(f"{op}: Expected tau to have one dimension less than input, but got tau.ndim equal to "
+                           f"{t.ndim} and input.ndim is equal to {a.ndim}")
+    if a.ndim != c.ndim:
+        raise RuntimeError(f"{op}: Expected other to have the same number of dimensions as input, but got "
+                           f"other.ndim equal to {c.ndim} and input.ndim is equal to {a.ndim}")
+    k = min(a.shape[-1], m)
+    full = input[..., :k]
+    if k < m:   # zero columns and zero taus: identity reflectors, so the product is the m x m Q
+        full = cat((full, input.new_zeros((*a.shape[:-1], m - k))), -1)
+    taus = tau
+    if t.shape[-1] < m:
+        taus = cat((tau, tau.new_zeros((*t.shape[:-1], m - t.shape[-1]))), -1)
+    q = linalg_householder_product(full, taus)
+    if transpose:
+        q = q.mT
+    return q @ other if left else other @ q

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numbers
 
 from ...devices import NAMESPACES
-from ..._tensor import Tensor, make
+from ... import _dtype as D
+from ..._tensor import Tensor, make, wrap_dim
 from ...autograd._primitive import apply, defprim, graph_ns
 from .._registry import SUBMODULES, graph, graph_raw, register
 from ..._util import check_bool, check_tensor, return_type
@@ -217,6 +218,36 @@ def linalg_cond(A: Tensor, p=None, *, out=None) -> Tensor:
         raise RuntimeError(f"linalg.cond(ord={p}): A must be batches of square matrices, but they are {m} by {n} "
                            f"matrices")
     return linalg_matrix_norm(A, p) * linalg_matrix_norm(linalg_inv(A), p)
+
+
+
+# ----- renorm (PyTorch's renorm kernel: the p-norm of each slice along dim in the accumulation dtype, then a factor
+# maxnorm / (norm + 1e-7) where the norm exceeds maxnorm); composed of differentiable ops, so its node is MulBackward0
+# (PyTorch's: RenormBackward0), its gradient PyTorch's renorm_backward ----------------------------------------------
+
+@register(method=True)
+def renorm(input: Tensor, p, dim: int, maxnorm) -> Tensor:
+    """Each slice ``input.select(dim, i)`` whose ``p``-norm exceeds ``maxnorm`` scaled to norm ``maxnorm``."""
+    check_tensor(input, "renorm")
+    if p <= 0:
+        raise RuntimeError("renorm: non-positive-norm not supported")
+    if maxnorm < 0:
+        raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
+    ndim = input._data.ndim
+    if ndim <= 1:
+        raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {ndim} dimensions")
+    dim = wrap_dim(dim, ndim)
+    acc = input.dtype if input._data.dtype.itemsize >= 4 else D.float32   # toAccumulateType(..., is_cuda=true)
+    norm = _vector_norm(input, p, tuple(d for d in range(ndim) if d != dim), True) if acc is input.dtype else \
+        SUBMODULES["linalg"]["vector_norm"](input, p, tuple(d for d in range(ndim) if d != dim), True, dtype=acc)
+    factor = (maxnorm / (norm + 1e-7)).where(norm > maxnorm, 1.0)
+    out = input * factor
+    return out if out.dtype is input.dtype else out.to(input.dtype)
+
+
+@register(method=True, module=False)
+def renorm_(input: Tensor, p, dim: int, maxnorm) -> Tensor:
+    return input.copy_(renorm(input.clone(), p, dim, maxnorm))   # the clone is what the gradient reads
 
 
 # ----- autograd.grad(is_grads_batched=True): the primitives whose VJP rules batch as written (see products.py)

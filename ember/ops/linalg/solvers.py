@@ -625,3 +625,24 @@ def linalg_ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool =
         raise RuntimeError(f"The size of tensor a must match the size of tensor b at non-singleton dimensions: "
                            f"{list(ld.shape[:-2])} and {list(b.shape[:-2])}")
     return make(NAMESPACES[type(ld)].linalg_ldl_solve(ld, piv, b, hermitian))
+
+
+# ----- cholesky_inverse: (L L^T)^-1 from the Cholesky factor, as cholesky_solve(I, L) (PyTorch: LAPACK's potri);
+# composed of differentiable ops, so its node is CholeskySolveBackward0 (PyTorch's: CholeskyInverseBackward0) ------
+
+@register(method=True)
+def cholesky_inverse(input: Tensor, upper: bool = False, *, out=None) -> Tensor:
+    """The inverse of A = L L^T (U^T U if ``upper``) given its Cholesky factor ``input``."""
+    _no_out(out, "cholesky_inverse")
+    check_tensor(input, "cholesky_inverse")
+    upper = check_bool(upper, "cholesky_inverse", "upper")
+    a = input._data
+    if a.ndim < 2:
+        raise RuntimeError("cholesky_inverse: The input tensor A must have at least 2 dimensions.")
+    if a.shape[-1] != a.shape[-2]:
+        raise RuntimeError(f"cholesky_inverse: A must be batches of square matrices, but they are {a.shape[-2]} by "
+                           f"{a.shape[-1]} matrices")
+    if a.dtype.kind != "f":
+        raise NotImplementedError(f"\"cholesky_inverse_out_cpu\" not implemented for '{dtype_word(a.dtype)}'")
+    eye = NAMESPACES[type(a)].eye_like(a)
+    return cholesky_solve(make(eye), input, upper)
