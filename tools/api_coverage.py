@@ -93,22 +93,22 @@ OMITTED: dict[str, str] = {
         miopen_depthwise_convolution miopen_rnn is_vulkan_available is_vulkan
         batch_norm_backward_elemt batch_norm_backward_reduce batch_norm_elemt batch_norm_gather_stats
         batch_norm_gather_stats_with_counts batch_norm_stats batch_norm_update_stats"""),
-    **_same(_STORAGE, """Storage StorageBase TypedStorage BoolStorage ByteStorage CharStorage ShortStorage IntStorage
+    **_same(_STORAGE, """Storage StorageBase  BoolStorage ByteStorage CharStorage ShortStorage IntStorage
         LongStorage HalfStorage FloatStorage DoubleStorage BFloat16Storage ComplexFloatStorage ComplexDoubleStorage
-        is_storage storage_type"""),
+         """),
     **_same(_DISPATCH, """DispatchKey DispatchKeySet ExcludeDispatchKeyGuard DisableTorchFunction
         DisableTorchFunctionSubclass Tag PRIVATE_OPS as_subclass reinforce module_load get_device_module
-        classproperty thread_safe_generator slice_inverse autocast_increment_nesting autocast_decrement_nesting
+        classproperty thread_safe_generator   
         nn.functional:has_torch_function nn.functional:handle_torch_function"""),
     **_same(_SYM, """SymInt SymFloat SymBool sym_float sym_int sym_ite sym_max sym_min sym_not sym_sqrt sym_sum
         sym_fresh_size sym_constrain_range sym_constrain_range_for_size"""),
     **_same(_DEVICE, """ipu is_ipu xpu is_xpu mtia is_mtia is_maia is_xla is_mps
-        get_autocast_ipu_dtype get_autocast_xla_dtype set_autocast_ipu_dtype set_autocast_xla_dtype
-        is_autocast_ipu_enabled is_autocast_xla_enabled set_autocast_ipu_enabled set_autocast_xla_enabled"""),
+           
+           """),
     **_same(_BITS, """bit bits8 bits16 bits1x8 bits2x4 bits4x2 int1 int2 int3 int4 int5 int6 int7
         uint1 uint2 uint3 uint4 uint5 uint6 uint7 float4_e2m1fn_x2"""),
     **_same(_NESTED, "jagged is_nested to_padded_tensor"),
-    **_same(_SHARE, "share_memory_ is_shared pin_memory is_pinned record_stream Stream Event"),
+    **_same(_SHARE, "    record_stream Stream Event"),
     **_same(_BUILD, """USE_GLOBAL_DEPS USE_RTLD_GLOBAL_WITH_LIBTORCH get_file_path prepare_multiprocessing_environment
         profiler_allow_cudagraph_cupti_lazy_reinit_cuda12 nn.functional:assert_int_or_pair"""),
     **_same(_FP8_MM, """nn.functional:scaled_mm nn.functional:scaled_grouped_mm nn.functional:grouped_mm
@@ -121,10 +121,8 @@ OMITTED: dict[str, str] = {
     "OutOfMemoryError": "raised by the CUDA allocator only (torch.cuda.OutOfMemoryError)",
     "FatalError": "an internal error of PyTorch's C++ core",
     "set_default_tensor_type": "deprecated since PyTorch 2.1 (use set_default_dtype / set_default_device)",
-    "is_set_to": "compares storages (Tensor.set_), which ember does not have",
     "native_norm": "PyTorch has only a sparse kernel for it (a dense CPU tensor raises NotImplementedError)",
     "Tensor:index": "first-class dimensions (functorch.dim, a prototype) are not built",
-    "set_": "re-points a tensor at another storage: ember tensors own their arrays",
 }
 
 # Names that other work of issue 18 builds this session (the lead and the other helpers' branches).
