@@ -483,6 +483,12 @@ def _cast(input, dtype):
     return input if dtype is None else to_dtype(input, dtype)
 
 
+def _refuse_complex(input, kernel):
+    """PyTorch's NotImplementedError for a kernel not compiled for complex dtypes."""
+    if input._data.dtype.kind == "c":
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{dtype_word(input._data.dtype)}'")
+
+
 def _need_float(input, op, msg=None):
     if not input.dtype.is_floating_point:
         raise RuntimeError(msg or f"{op}(): expected input to have floating point or complex dtype but got "
@@ -522,12 +528,20 @@ def sum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor
     return apply(sum_p, (input,), {"dims": dims, "keepdim": keepdim}, node, dtype=_integral_to_int64(input))
 
 
+def _nansum_complex(input, dtype):
+    if input._data.dtype.kind == "c":
+        raise RuntimeError("nansum on CPU does not support complex inputs")
+    if dtype is not None and dtype.is_complex:
+        raise NotImplementedError(f"\"nansum_cpu\" not implemented for '{dtype_word(dtype.np)}'")
+
+
 @register(method=True, graph=True)
 @_np_aliases
 @schema("nansum(Tensor input, int[1]? dim, bool keepdim, *, ScalarType? dtype)")
 def nansum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     """Sum over ``dim`` with NaNs counted as zero."""
     dims = _reduce_args(input, dim, keepdim, "nansum")
+    _nansum_complex(input, dtype)
     input = _cast(input, dtype)
     return apply(nansum_p, (input,), {"dims": dims, "keepdim": keepdim}, dtype=_integral_to_int64(input))
 
@@ -553,6 +567,8 @@ def mean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tenso
 @schema("nanmean(Tensor input, int[1]? dim, bool keepdim, *, ScalarType? dtype)")
 def nanmean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     """Mean over ``dim`` of the non-NaN elements (PyTorch's composite: nansum / count, so DivBackward0)."""
+    if input._data.dtype.kind == "c":
+        _nansum_complex(input, dtype)
     _need_float(_cast(input, dtype), "nanmean")
     total = nansum(input, dim, keepdim, dtype=dtype)
     count = sum(input == input, dim, keepdim)
@@ -846,12 +862,15 @@ def _extremum(input, dim, keepdim, other, op):
         if input._data.size == 0:
             raise RuntimeError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0. "
                                f"Specify the reduction dim with the 'dim' argument.")
+        _refuse_complex(input, f"{op}_all")
         return apply(max_all_p if op == "max" else min_all_p, (input,))
     if not is_int(dim):   # an int, or a Tensor (the other= overload): not declared in the schema
         raise TypeError(f"{op}(): argument 'dim' must be int, not {type(dim).__name__}")
     d = wrap_dim(dim, input._data.ndim, op)
     if input._data.ndim and input._data.shape[d] == 0:
         raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")
+    if input._data.dtype.kind == "c":
+        raise RuntimeError(f"{op}(): does not support complex input")
     if not input._data.ndim:   # a 0-d input is gathered as shape (1,), its result is 0-d with or without keepdim
         from .shape import reshape
         input, keepdim = reshape(input, 1), False
@@ -890,6 +909,7 @@ def _amax(prim, op, input, dim, keepdim, node=None):
         for d in dims:
             if shape[d] == 0:
                 raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")
+    _refuse_complex(input, f"{op[1:]}_values_cpu")
     return apply(prim, (input,), {"dims": dims, "keepdim": keepdim}, node)
 
 
@@ -927,11 +947,14 @@ def aminmax(input: Tensor, *, dim=None, keepdim: bool = False):
         if input._data.ndim and input._data.shape[d] == 0:
             raise IndexError(f"aminmax: Expected reduction dim {d} to have non-zero size.")
         dims = (d,) if input._data.ndim else ()
+    _refuse_complex(input, "aminmax_cpu")
     params = {"dims": dims, "keepdim": keepdim}
     return AminmaxResult(apply(amin_p, (input,), params, _AMINMAX), apply(amax_p, (input,), params, _AMINMAX))
 
 
 def _arg(input, dim, keepdim, op):
+    if input._data.dtype.kind == "c":
+        raise RuntimeError(f"{op}(): does not support complex input")
     if input._data.dtype.kind == "b":
         raise RuntimeError(f"{op}(): does not support bool input")
     if dim is None:
@@ -1007,6 +1030,8 @@ register(_cum_inplace(cumprod_p, "cumprod_"), name="cumprod_", module=False, met
 
 def _cum_extremum(input, dim, op, largest, result, node):
     d = wrap_dim(dim, input._data.ndim, op)
+    if input._data.ndim and input._data.size:   # PyTorch's kernel is not reached for 0-d or empty inputs
+        _refuse_complex(input, f"{op}_cpu")
     idx = NAMESPACES[type(input._data)].cum_extremum_indices(input._data, d, largest)
     values = apply(gather_p, (input,), {"indices": idx, "dim": d}, node)
     return result(values, make(idx))
