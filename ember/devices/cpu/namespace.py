@@ -79,7 +79,7 @@ class _Backend:
     # the types of raw arrays this device's kernels return: NumPy scalars count (raw gradients of 0-d tensors
     # can come back as np.float32 and kin)
     scalar_types = (np.ndarray, np.float16, np.float32, np.float64, np.int8, np.int16, np.int32, np.int64, np.uint8,
-                    np.bool_)
+                    np.bool_, np.complex64, np.complex128)
     forward_errors = (ValueError, IndexError, TypeError, np.exceptions.AxisError)
     has_data = True   # ('meta' has none)
 
@@ -289,11 +289,22 @@ def _var64(x, dim, correction, keepdim):
         return np.sum(centered * centered, axis=dim, keepdims=keepdim) / np.float64(max(0, count - correction))
 
 
+def _var_complex(x, dim, correction, keepdim):
+    # PyTorch: the variances of the real and imaginary parts, each rounded to the real dtype, added
+    rt = x.real.dtype
+    return (_var64(x.real, dim, correction, keepdim).astype(rt, copy=False)
+            + _var64(x.imag, dim, correction, keepdim).astype(rt, copy=False))
+
+
 def var(x, dim, correction, keepdim=False):
+    if x.dtype.kind == "c":
+        return _var_complex(x, dim, correction, keepdim)
     return _var64(x, dim, correction, keepdim).astype(x.dtype, copy=False)
 
 
 def std(x, dim, correction, keepdim=False):
+    if x.dtype.kind == "c":
+        return np.sqrt(_var_complex(x, dim, correction, keepdim))
     return np.sqrt(_var64(x, dim, correction, keepdim)).astype(x.dtype, copy=False)
 
 
