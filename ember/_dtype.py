@@ -91,6 +91,10 @@ def checked_scalar(value, np_dtype):
         raise OverflowError("int too big to convert" if value > 0 else "can't convert negative int to unsigned")
     dt = np.dtype(np_dtype)
     kind = dt.kind
+    if type(value) is _b.complex and kind in "fiu":   # a complex Scalar into a real dtype: only without imaginary part
+        if value.imag:
+            raise RuntimeError(f"value cannot be converted to type {_CHECKED_NAMES[dt.name]} without overflow")
+        value = value.real
     if kind == "b" or isinstance(value, (_b.bool, np.bool_)) or not isinstance(value, (_b.int, _b.float, np.number)):
         return value
     if kind == "f":

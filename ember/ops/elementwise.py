@@ -177,9 +177,18 @@ pow_scalar_p = defprim("pow", lambda xp, a, p: xp.pow(a, p),
 
 # The special points are masked with where(), as PyTorch's formulas do, so that the mask is differentiated
 # too (a where() inside the power, e.g. a ** (where(b == 0, 1, b) - 1), has the wrong derivative at b == 0).
+def _nonnegative_exponent(xp, b):
+    # b >= 0; a complex b (no order: ge refuses it) counts when it is real and >= 0, as PyTorch's
+    # pow_backward_exponent
+    if isinstance(b, Tensor) and b.dtype.is_complex or getattr(getattr(b, "dtype", None), "kind", None) == "c":
+        r = xp.real(b)
+        return (r >= 0) & (b == r)
+    return b >= 0
+
+
 def _pow_exponent_grad(xp, g, out, a, b):
     # d/db a**b = a**b * log(a); PyTorch defines it as 0 where a == 0 and b >= 0.
-    return g * xp.where((a == 0) & (b >= 0), 0.0, out * xp.log(a))
+    return g * xp.where((a == 0) & _nonnegative_exponent(xp, b), 0.0, out * xp.log(a))
 
 
 def _pow_base_grad(xp, g, out, a, b):
@@ -1336,8 +1345,15 @@ def _raw_pair(input, other, op, scalar_other=True):
 
 
 def _compare(name, aliases=()):
+    ordered = name not in ("eq", "ne")
+
     def fn(input: Tensor, other) -> Tensor:
         a, b = _raw_pair(input, other, name)
+        if ordered and (a.dtype.kind == "c" or type(b) is complex or
+                        isinstance(other, Tensor) and b.dtype.kind == "c"):   # complex numbers have no order
+            from .._util import dtype_word
+            word = dtype_word(D.result_type(input, other).np)
+            raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{word}'")
         xp = NAMESPACES[type(a)]
         return _made(getattr(xp, name)(a, b))
     fn.__name__ = fn.__qualname__ = name

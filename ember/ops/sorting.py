@@ -86,7 +86,7 @@ def _no_derivative(name: str, node_name: str, error: type, message: str, aten: s
 
     def jvp(xp, t, out, a, value):
         raise NotImplementedError(f"Trying to use forward AD with {aten} that does not support it{why}.")
-    return defprim(name, lambda xp, a, value: value, node=node_name, vjp=vjp, jvp=jvp)
+    return defprim(name, lambda xp, a, value: value, node=node_name, vjp=vjp, jvp=jvp, complex="own")
 
 
 _NOT_YET = " because it has not been implemented yet"
