@@ -2287,7 +2287,7 @@ igammac = _igamma_op(igammac_p, "igammac", "gammaincc")
 @register()
 def isin(elements, test_elements, *, assume_unique: bool = False, invert: bool = False) -> Tensor:
     """Whether each of ``elements`` is in ``test_elements`` (either may be a scalar); not differentiable."""
-    kinds = [isinstance(v, Tensor) or type(v) in (int, float, bool) for v in (elements, test_elements)]
+    kinds = [isinstance(v, Tensor) or type(v) in (int, float, bool, complex) for v in (elements, test_elements)]
     if not all(kinds) or not (isinstance(elements, Tensor) or isinstance(test_elements, Tensor)):
         got = ", ".join(type(v).__name__ for v in (elements, test_elements))
         raise TypeError(f"isin() received an invalid combination of arguments - got ({got}), but expected one of:\n"
@@ -2295,10 +2295,12 @@ def isin(elements, test_elements, *, assume_unique: bool = False, invert: bool =
                         "False, Tensor out = None)\n * (Number element, Tensor test_elements, *, bool assume_unique = "
                         "False, bool invert = False, Tensor out = None)\n * (Tensor elements, Number test_element, *, "
                         "bool assume_unique = False, bool invert = False, Tensor out = None)\n")
-    for v in (elements, test_elements):
-        if _cx_operand(v):
-            word = D.type_word(v._data.dtype) if isinstance(v, Tensor) else "ComplexDouble"
-            raise RuntimeError(f"Unsupported input type encountered for isin(): {word}")
+    cx = [type(v) is complex or (isinstance(v, Tensor) and v.dtype.is_complex) for v in (elements, test_elements)]
+    if any(cx):   # PyTorch's kernel has no complex version: it names the first complex operand (or bool elements)
+        first = elements if cx[0] or (isinstance(elements, Tensor) and elements.dtype is D.bool) else test_elements
+        from .._util import dtype_word
+        word = "ComplexDouble" if type(first) is complex else dtype_word(first._data.dtype)
+        raise RuntimeError(f"Unsupported input type encountered for isin(): {word}")
     if not isinstance(test_elements, Tensor):   # a scalar: elementwise ==
         hit = eq(elements, test_elements)
     elif not isinstance(elements, Tensor):

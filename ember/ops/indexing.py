@@ -25,7 +25,7 @@ from ..autograd._primitive import PrimNode, _state, apply, broadcast_error, defp
 from ._registry import graph, register
 from .elementwise import is_array_scalar, is_real, scalar_value
 from .shape import _broadcast_shape
-from .._util import check_bool, check_tensor, scalar_or_tensor
+from .._util import check_bool, check_tensor, dtype_word, scalar_or_tensor
 from ..autograd._views import apply_inplace, check_inplace
 
 _FULL = slice(None)
@@ -58,7 +58,8 @@ index_put_zeros_p = defprim(
 fill_index_p = defprim(
     "fill_index",
     lambda xp, a, index, value: xp.fill_index(a, index, value),
-    node="IndexFillBackward0", vjp=lambda xp, g, out, a, index, value: xp.fill_index(g, index, 0.0), jvp="elementwise")
+    node="IndexFillBackward0", vjp=lambda xp, g, out, a, index, value: xp.fill_index(g, index, 0.0), jvp="elementwise",
+    complex=True)
 
 # x[index] = v as an op of (x, v): x's gradient is zero where it was overwritten.
 def _whole(index) -> bool:
@@ -147,7 +148,11 @@ def _reduce_jvp_s(xp, t, out, a, s, index, reduce, include_self):
 scatter_reduce_p = defprim(
     "scatter_reduce",
     lambda xp, a, s, index, reduce, include_self: xp.scatter_reduce(a, s, index, reduce, include_self),
-    vjp=(_reduce_vjp_x, _reduce_vjp_s), jvp=(_reduce_jvp_x, _reduce_jvp_s), saves=(0, 1), saves_out=True)
+    vjp=(_reduce_vjp_x, _reduce_vjp_s), jvp=(_reduce_jvp_x, _reduce_jvp_s), saves=(0, 1), saves_out=True,
+    # complex (sum, prod, mean; amax/amin refuse them): out of place PyTorch refuses to differentiate
+    # (_complex_reduce_checks); in place (and in forward mode) it runs its real formulas as written, without
+    # conjugates (g * out / x for prod), so these do too
+    complex=((_reduce_vjp_x, _reduce_vjp_s), (_reduce_jvp_x, _reduce_jvp_s)))
 
 
 def _not_implemented(*args, **kwargs):
@@ -158,7 +163,8 @@ def _not_implemented(*args, **kwargs):
 scatter_legacy_p = defprim(
     "scatter",
     lambda xp, a, s, index, reduce: xp.scatter_reduce(a, s, index, reduce, True),
-    node="NotImplemented", vjp=(_not_implemented, _not_implemented), jvp=(_not_implemented, _not_implemented))
+    node="NotImplemented", vjp=(_not_implemented, _not_implemented), jvp=(_not_implemented, _not_implemented),
+    complex=True)
 
 # Indices reaching these from rules are NumPy indices; a tensor in one is read as public indexing reads it.
 graph("getitem", lambda x, index: apply(getitem_p, (x,), {"index": raw_index(index)}))
@@ -510,6 +516,22 @@ def _check_reduce(reduce, op: str, allowed: tuple, message: str) -> str:
     return reduce
 
 
+def _complex_reduce_checks(self: Tensor, src: Tensor, reduce: str, include_self: bool, inplace: bool, op: str,
+                           kernel: str) -> None:
+    """PyTorch on complex inputs: amax/amin have no complex kernel; out of place, a complex result is not
+    differentiated (a RuntimeError when an input requires grad)."""
+    if not (self.dtype.is_complex or src.dtype.is_complex):
+        return
+    if op == "index_reduce" and not include_self:
+        word = dtype_word((self if self.dtype.is_complex else src)._data.dtype)
+        raise NotImplementedError(f"\"index_reduce_func_exclude_input_init\" not implemented for '{word}'")
+    if reduce in ("amax", "amin"):
+        word = dtype_word((self if self.dtype.is_complex else src)._data.dtype)
+        raise NotImplementedError(f"\"{kernel.format(reduce=reduce)}\" not implemented for '{word}'")
+    if not inplace and _state.enabled and (self.requires_grad or src.requires_grad):
+        raise RuntimeError(f"{op} does not support automatic differentiation for outputs with complex dtype.")
+
+
 def _scatter_reduce(self, dim, index, src, reduce, include_self, inplace, op):
     check_tensor(self, op, "input", 1)
     check_tensor(index, op, "index", 3)
@@ -518,6 +540,7 @@ def _scatter_reduce(self, dim, index, src, reduce, include_self, inplace, op):
                                                  "got {reduce}")
     include_self = check_bool(include_self, op, "include_self")
     _, idx, ix = _scatter_checks(self, dim, index, src, op, "scatter_reduce")
+    _complex_reduce_checks(self, src, reduce, include_self, inplace, "scatter_reduce", "scatter_gather_tensor_cpu_reduce_{reduce}")
     args, params = (_src_block(src, idx),), {"index": ix, "reduce": reduce, "include_self": include_self}
     if inplace:
         return apply_inplace(scatter_reduce_p, self, args, params)
@@ -731,6 +754,8 @@ def _index_fill(self, dim, index, value, inplace, op):
     if isinstance(value, Tensor) and value._data.ndim:
         raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got tensor with "
                            f"{value._data.ndim} dimension(s).")
+    if not self.dtype.is_complex and (type(value) is complex or isinstance(value, Tensor) and value.dtype.is_complex):
+        raise RuntimeError("index_fill_(): Converting complex Scalar to non-complex type is not supported")
     n = _dims1(self._data.shape)[d]
     bad = _bounds(idx, n, negative=True)
     if bad is not None:
@@ -775,6 +800,8 @@ def _index_reduce(self, dim, index, source, reduce, include_self, inplace, op):
     _index_source_checks(self, d, idx, source, "index_reduce_")
     if _bounds(idx, _dims1(self._data.shape)[d], negative=False) is not None:
         raise IndexError("index out of range in self")
+    _complex_reduce_checks(self, source, reduce, include_self, inplace, "index_reduce",
+                           "maximum_cpu" if reduce == "amax" else "minimum_cpu")
     params = {"index": _dim_index(idx, d, self._data.ndim), "reduce": reduce, "include_self": include_self}
     node = _node("IndexReduceBackward0")
     if inplace:
@@ -869,6 +896,8 @@ def _masked_fill(self, mask, value, inplace, op):
         if value._data.ndim:
             raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
                                f"{value._data.ndim} dimension(s).")
+        if value.dtype.is_complex and not self.dtype.is_complex:   # PyTorch reads it as a Scalar: checked
+            D.checked_scalar(complex(value.item()), self._data.dtype)
         prim, args, params, node = index_put_p, (value,), {"index": ix}, _node("MaskedFillBackward1")
     else:
         value = D.checked_scalar(value, self._data.dtype)

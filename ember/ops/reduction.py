@@ -115,7 +115,7 @@ def _prod_jvp(xp, t, out, a, dim, keepdim):
 
 
 prod_p = defprim("prod", lambda xp, a, dim, keepdim: xp.prod(a, dim, keepdim),
-                 node="ProdBackward1", vjp=_prod_vjp, jvp=_prod_jvp, saves=(0,), saves_out=True)
+                 node="ProdBackward1", vjp=_prod_vjp, jvp=_prod_jvp, saves=(0,), saves_out=True, complex=True)
 
 
 # ----- std, var ------------------------------------------------------------------------------------
@@ -143,94 +143,130 @@ def _var_jvp(xp, t, out, a, dims, keepdim, correction, every):
     return xp.sum(_var_grad(xp, 1.0, a, dims, True, correction, every) * t, dims, keepdim)
 
 
-# ``every``: no dim was given (or the input is 0-d), which only changes the gradient when N - correction <= 0
+def _var_jvp_complex(xp, t, out, a, dims, keepdim, correction, every):
+    # var of a complex input is real: the real part of conj(d var / d conj(a)) t (PyTorch's var_jvp)
+    w = _var_grad(xp, 1.0, a, dims, True, correction, every)
+    return xp.sum(xp.real(xp.conj(w) * t), dims, keepdim)
+
+
+def _std_jvp(var_jvp):
+    def rule(xp, t, out, a, dims, keepdim, correction, every):
+        return _safe_div(xp, var_jvp(xp, t, out, a, dims, keepdim, correction, every), 2 * out)
+    return rule
+
+
+def _var_vjp(xp, g, out, a, dims, keepdim, correction, every):
+    return _var_grad(xp, g, a, dims, keepdim, correction, every)
+
+
+# ``every``: no dim was given (or the input is 0-d), which only changes the gradient when N - correction <= 0.
+# Complex inputs (real results): the same VJPs, as PyTorch's (grad * (a - mean), no conjugate), real tangents.
 std_p = defprim("std",
                 lambda xp, a, dims, keepdim, correction, every: xp.std(a, dims, correction, keepdim),
-                vjp=_std_vjp, jvp=lambda xp, t, out, a, dims, keepdim, correction, every:
-                _safe_div(xp, _var_jvp(xp, t, out, a, dims, keepdim, correction, every), 2 * out),
-                saves=(0,), saves_out=True)
+                vjp=_std_vjp, jvp=_std_jvp(_var_jvp), saves=(0,), saves_out=True,
+                complex=(_std_vjp, _std_jvp(_var_jvp_complex)))
 
 var_p = defprim("var",
                 lambda xp, a, dims, keepdim, correction, every: xp.var(a, dims, correction, keepdim),
-                vjp=lambda xp, g, out, a, dims, keepdim, correction, every:
-                _var_grad(xp, g, a, dims, keepdim, correction, every),
-                jvp=_var_jvp, saves=(0,))
+                vjp=_var_vjp, jvp=_var_jvp, saves=(0,), complex=(_var_vjp, _var_jvp_complex))
 
 
 # ----- norms ---------------------------------------------------------------------------------------
 
-def _norm_grad(xp, g, x, ord, norm, dims, split_ties=True):
+def _norm_grad(xp, g, x, ord, norm, dims, split_ties=True, sign=None):
     """PyTorch's norm_backward: d||x||_ord / dx times ``g``; ``g`` and ``norm`` keep the reduced dims.
-    ``split_ties=False`` is cdist's inf-norm convention (every maximal entry gets the whole gradient)."""
+    ``split_ties=False`` is cdist's inf-norm convention (every maximal entry gets the whole gradient).
+    ``sign``: ``xp.sgn`` for a complex ``x`` (PyTorch's formulas with sgn(x) = x / |x|), else ``xp.sign``."""
     if ord == 0:
         return None
+    sign = xp.sign if sign is None else sign
     if ord == 1:
-        return xp.sign(x) * g
+        return sign(x) * g
     if ord == 2:
         return g * _safe_div(xp, x, norm)
     if ord in (_INF, -_INF):
         ax = xp.abs(x)
         mask = (ax == norm) | xp.isnan(ax)
         if not split_ties:
-            return xp.sign(x) * (g * mask)
-        return xp.sign(x) * ((g / xp.sum(mask, dims, True)) * mask)
+            return sign(x) * (g * mask)
+        return sign(x) * ((g / xp.sum(mask, dims, True)) * mask)
     if ord < 1:
-        scaled = xp.sign(x) * xp.where(x == 0, 0.0, xp.pow(xp.abs(x), ord - 1))
+        scaled = sign(x) * xp.where(x == 0, 0.0, xp.pow(xp.abs(x), ord - 1))
         return scaled * g * xp.pow(norm, 1 - ord)
     if ord < 2:
-        return xp.sign(x) * xp.pow(xp.abs(x), ord - 1) * _safe_div(xp, g, xp.pow(norm, ord - 1))
+        return sign(x) * xp.pow(xp.abs(x), ord - 1) * _safe_div(xp, g, xp.pow(norm, ord - 1))
     return x * xp.pow(xp.abs(x), ord - 2) * _safe_div(xp, g, xp.pow(norm, ord - 1))
 
 
-def _norm_tangent(xp, t, x, ord, norm, dims, keepdim):
-    """PyTorch's norm_jvp: the tangent of ||x||_ord for the tangent ``t`` of x (``norm`` as returned)."""
+def _norm_tangent(xp, t, x, ord, norm, dims, keepdim, cx=False):
+    """PyTorch's norm_jvp: the tangent of ||x||_ord for the tangent ``t`` of x (``norm`` as returned).
+    ``cx``: x is complex, where PyTorch's products u * t are real(u * conj(t)) and sign is sgn."""
     if ord == 0:
         return None
+    if cx:
+        sign = xp.sgn
+
+        def dot(u, t):
+            return xp.real(u * xp.conj(t))
+    else:
+        sign = xp.sign
+
+        def dot(u, t):
+            return u * t
     if ord == 1:
-        return xp.sum(xp.sign(x) * t, dims, keepdim)
+        return xp.sum(dot(sign(x), t), dims, keepdim)
     if ord == 2:
-        return _safe_div(xp, xp.sum(x * t, dims, keepdim), norm)
+        return _safe_div(xp, xp.sum(dot(x, t), dims, keepdim), norm)
     if ord in (_INF, -_INF):
         nk = _unreduce(xp, norm, x, dims, keepdim)
         mask = (xp.abs(x) == nk) | (xp.isnan(x) & xp.isnan(nk))
-        return xp.sum(xp.sign(x) * t * mask / xp.sum(mask, dims, True), dims, keepdim)
+        return xp.sum(dot(sign(x), t) * mask / xp.sum(mask, dims, True), dims, keepdim)
     if ord < 1:
-        s = xp.sum(xp.where(x == 0, 0.0, xp.pow(xp.abs(x), ord - 1)) * (xp.sign(x) * t), dims, keepdim)
+        s = xp.sum(xp.where(x == 0, 0.0, xp.pow(xp.abs(x), ord - 1)) * dot(sign(x), t), dims, keepdim)
         return s * xp.pow(norm, 1 - ord)
     if ord < 2:
-        s = xp.sum(xp.pow(xp.abs(x), ord - 1) * (xp.sign(x) * t), dims, keepdim)
+        s = xp.sum(xp.pow(xp.abs(x), ord - 1) * dot(sign(x), t), dims, keepdim)
     else:
-        s = xp.sum(xp.pow(xp.abs(x), ord - 2) * (x * t), dims, keepdim)
+        s = xp.sum(xp.pow(xp.abs(x), ord - 2) * dot(x, t), dims, keepdim)
     return _safe_div(xp, s, xp.pow(norm, ord - 1))
 
 
-def _vector_norm_vjp(xp, g, out, a, ord, dims, keepdim):
-    return _norm_grad(xp, _unreduce(xp, g, a, dims, keepdim), a, ord, _unreduce(xp, out, a, dims, keepdim), dims)
+def _vector_norm_vjp(cx):
+    def rule(xp, g, out, a, ord, dims, keepdim):
+        return _norm_grad(xp, _unreduce(xp, g, a, dims, keepdim), a, ord, _unreduce(xp, out, a, dims, keepdim), dims,
+                          sign=xp.sgn if cx else None)
+    return rule
 
 
+def _vector_norm_jvp(cx):
+    def rule(xp, t, out, a, ord, dims, keepdim):
+        return _norm_tangent(xp, t, a, ord, out, dims, keepdim, cx)
+    return rule
+
+
+# complex inputs (real results): PyTorch's norm_backward / norm_jvp with sgn
 norm_p = defprim("vector_norm",
                  lambda xp, a, ord, dims, keepdim: xp.vector_norm(a, ord, dims, keepdim),
-                 node="LinalgVectorNormBackward0", vjp=_vector_norm_vjp,
-                 jvp=lambda xp, t, out, a, ord, dims, keepdim: _norm_tangent(xp, t, a, ord, out, dims, keepdim),
-                 saves=(0,), saves_out=True)
+                 node="LinalgVectorNormBackward0", vjp=_vector_norm_vjp(False), jvp=_vector_norm_jvp(False),
+                 saves=(0,), saves_out=True, complex=(_vector_norm_vjp(True), _vector_norm_jvp(True)))
 
 
 def _all_dims(x):
     return tuple(range(x.ndim))
 
 
-def _dist_vjp(sign):
+def _dist_vjp(sign, cx=False):
     def rule(xp, g, out, a, b, p):
         d = a - b
-        r = _norm_grad(xp, g, d, p, out, _all_dims(d))
+        r = _norm_grad(xp, g, d, p, out, _all_dims(d), sign=xp.sgn if cx else None)
         return r if r is None or sign > 0 else -r
     return rule
 
 
-def _dist_jvp(sign):
+def _dist_jvp(sign, cx=False):
     def rule(xp, t, out, a, b, p):
         d = a - b
-        r = _norm_tangent(xp, t if sign > 0 else -t, d, p, out, _all_dims(d), False)
+        r = _norm_tangent(xp, t if sign > 0 else -t, d, p, out, _all_dims(d), False, cx)
         return r
     return rule
 
@@ -242,7 +278,8 @@ def _dist_forward(xp, a, b, p):
 
 dist_p = defprim("dist", _dist_forward,
                  vjp=(_dist_vjp(1), _dist_vjp(-1)), jvp=(_dist_jvp(1), _dist_jvp(-1)), saves=(0, 1), saves_out=True,
-                 promote="standard")
+                 promote="standard",
+                 complex=((_dist_vjp(1, True), _dist_vjp(-1, True)), (_dist_jvp(1, True), _dist_jvp(-1, True))))
 
 
 def _cdist_diff(xp, x1, x2):
@@ -291,7 +328,7 @@ logsumexp_p = defprim(
         _unreduce(xp, g, a, dims, keepdim) * xp.exp(a - _unreduce(xp, out, a, dims, keepdim)),
     jvp=lambda xp, t, out, a, dims, keepdim:
         xp.sum(t * xp.exp(a - _unreduce(xp, out, a, dims, keepdim)), dims, keepdim),
-    saves=(0,), saves_out=True, promote="float")
+    saves=(0,), saves_out=True, promote="float", complex=True)
 
 cumsum_p = defprim("cumsum", lambda xp, a, dim: xp.cumsum(a, dim),
                    vjp=lambda xp, g, out, a, dim: _rev_cumsum(xp, g, dim) if a.ndim else g, jvp="linear")
@@ -329,7 +366,7 @@ def _cumprod_jvp(xp, t, out, a, dim):
 
 
 cumprod_p = defprim("cumprod", lambda xp, a, dim: xp.cumprod(a, dim),
-                    vjp=_cumprod_vjp, jvp=_cumprod_jvp, saves=(0,), saves_out=True)
+                    vjp=_cumprod_vjp, jvp=_cumprod_jvp, saves=(0,), saves_out=True, complex=True)
 
 
 def _log_parts(xp, g):
@@ -361,8 +398,27 @@ def _logcumsumexp_jvp(xp, t, out, a, dim):
     return xp.exp(xp.logcumsumexp(pos + a, dim) - out) - xp.exp(xp.logcumsumexp(neg + a, dim) - out)
 
 
+def _logcumsumexp_vjp_complex(xp, g, out, a, dim):
+    # PyTorch's logcumsumexp_backward for complex values: no split into positive and negative parts needed,
+    # conj(exp(a_k) * sum_{j >= k} conj(g_j) exp(-out_j)) through log(conj(g)) and a reversed logcumsumexp
+    if a.ndim == 0:
+        return g
+    rev = xp.reverse_dim(xp.logcumsumexp(xp.reverse_dim(xp.log(xp.conj(g)) - out, dim), dim), dim)
+    return xp.conj(xp.exp(rev + a))
+
+
+def _logcumsumexp_jvp_complex(xp, t, out, a, dim):
+    # PyTorch's logcumsumexp_jvp for complex values: cumsum(t * w) / (cumsum(w) + 1e-13), w = exp(a) (no maximum
+    # taken out: its max() has no complex version)
+    if a.ndim == 0:
+        return t
+    w = xp.exp(a)
+    return xp.cumsum(w * t, dim) / (xp.cumsum(w, dim) + 1e-13)
+
+
 logcumsumexp_p = defprim("logcumsumexp", lambda xp, a, dim: xp.logcumsumexp(a, dim),
-                         vjp=_logcumsumexp_vjp, jvp=_logcumsumexp_jvp, saves=(0,), saves_out=True)
+                         vjp=_logcumsumexp_vjp, jvp=_logcumsumexp_jvp, saves=(0,), saves_out=True,
+                         complex=(_logcumsumexp_vjp_complex, _logcumsumexp_jvp_complex))
 
 flip_p = defprim("reverse_dim", lambda xp, a, dim: xp.reverse_dim(a, dim),
                  node="FlipBackward0", vjp=lambda xp, g, out, a, dim: xp.reverse_dim(g, dim), jvp="linear")
@@ -483,8 +539,19 @@ def _cast(input, dtype):
     return input if dtype is None else to_dtype(input, dtype)
 
 
+def _refuse_complex(input, kernel):
+    """PyTorch's NotImplementedError for a kernel not compiled for complex dtypes."""
+    if input._data.dtype.kind == "c":
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{dtype_word(input._data.dtype)}'")
+
+
+def _is_float(x) -> bool:
+    """A floating point or complex tensor (what PyTorch's 'floating point or complex' checks accept)."""
+    return x.dtype.is_floating_point or x.dtype.is_complex
+
+
 def _need_float(input, op, msg=None):
-    if not input.dtype.is_floating_point:
+    if not _is_float(input):
         raise RuntimeError(msg or f"{op}(): expected input to have floating point or complex dtype but got "
                                   f"{dtype_word(input._data.dtype)}")
 
@@ -522,12 +589,20 @@ def sum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor
     return apply(sum_p, (input,), {"dims": dims, "keepdim": keepdim}, node, dtype=_integral_to_int64(input))
 
 
+def _nansum_complex(input, dtype):
+    if input._data.dtype.kind == "c":
+        raise RuntimeError("nansum on CPU does not support complex inputs")
+    if dtype is not None and dtype.is_complex:
+        raise NotImplementedError(f"\"nansum_cpu\" not implemented for '{dtype_word(dtype.np)}'")
+
+
 @register(method=True, graph=True)
 @_np_aliases
 @schema("nansum(Tensor input, int[1]? dim, bool keepdim, *, ScalarType? dtype)")
 def nansum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     """Sum over ``dim`` with NaNs counted as zero."""
     dims = _reduce_args(input, dim, keepdim, "nansum")
+    _nansum_complex(input, dtype)
     input = _cast(input, dtype)
     return apply(nansum_p, (input,), {"dims": dims, "keepdim": keepdim}, dtype=_integral_to_int64(input))
 
@@ -538,7 +613,7 @@ def nansum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Ten
 def mean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     """Mean over ``dim`` (all dims by default); the input must be floating (or ``dtype`` given)."""
     def check():
-        if not (input.dtype if dtype is None else dtype).is_floating_point:
+        if not _is_float(input if dtype is None else _Dt(dtype)):
             raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a floating point "
                                f"or complex dtype. Got: {dtype_word((input.dtype if dtype is None else dtype).np)}")
     dims = _reduce_args(input, dim, keepdim, "mean", check)
@@ -553,6 +628,8 @@ def mean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tenso
 @schema("nanmean(Tensor input, int[1]? dim, bool keepdim, *, ScalarType? dtype)")
 def nanmean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     """Mean over ``dim`` of the non-NaN elements (PyTorch's composite: nansum / count, so DivBackward0)."""
+    if input._data.dtype.kind == "c":
+        _nansum_complex(input, dtype)
     _need_float(_cast(input, dtype), "nanmean")
     total = nansum(input, dim, keepdim, dtype=dtype)
     count = sum(input == input, dim, keepdim)
@@ -588,7 +665,7 @@ def _std_args(input, dim, unbiased, keepdim, correction, op):
         if isinstance(correction, Tensor) or isinstance(correction, bool):
             raise TypeError(f"{op}(): argument 'correction' must be Number, not {type(correction).__name__}")
     def check():
-        if not input.dtype.is_floating_point:
+        if not _is_float(input):
             raise RuntimeError(f"{op if op.endswith('_mean') else 'std and var'} only support floating point and "
                                "complex dtypes")
     every = dim is None or input._data.ndim == 0   # PyTorch's var_backward: "no dim" (not dim=())
@@ -658,12 +735,13 @@ def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=None
     word = dtype_word(x._data.dtype)
 
     def check():
-        if not x.dtype.is_floating_point:
+        if not _is_float(x):
             raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got {word}")
     dims = _reduce_args(x, dim, keepdim, "linalg.vector_norm", check)
     check()
     if dtype is not None:
-        if not dtype.is_floating_point or D.promote_types(x.dtype, dtype) != dtype:
+        _norm_dtype_kind(x, dtype, "linalg.vector_norm")
+        if not _is_float(_Dt(dtype)) or D.promote_types(x.dtype, dtype) != dtype:
             raise RuntimeError(f"linalg.vector_norm: the dtype of the input ({word}) should be convertible without "
                                f"narrowing to the specified dtype ({dtype_word(dtype.np)})")
         x = _cast(x, dtype)
@@ -679,6 +757,20 @@ def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=None
                                    "this dimension is empty and the operation does not have an identity")
     ord = int(ord) if abs(ord) < _INF and ord == int(ord) else ord
     return apply(norm_p, (x,), {"ord": ord, "dims": dims, "keepdim": keepdim})
+
+
+class _Dt:
+    """A dtype standing in for a tensor in ``_is_float``."""
+
+    def __init__(self, dtype):
+        self.dtype = dtype
+
+
+def _norm_dtype_kind(x, dtype, op):
+    """PyTorch: a norm's ``dtype`` is complex for complex inputs, real for real ones."""
+    if dtype.is_complex != x.dtype.is_complex:
+        kind = "complex" if x.dtype.is_complex else "real"
+        raise RuntimeError(f"{op}: dtype should be {kind} for {kind} inputs, but got {dtype_word(dtype.np)}")
 
 
 def _svdvals(A):
@@ -698,7 +790,7 @@ def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dt
         raise TypeError(f"linalg_matrix_norm(): argument 'ord' must be Number or str, not {type(ord).__name__}")
     if A._data.ndim < 2:
         raise RuntimeError(f"{op}: The input tensor A must have at least 2 dimensions.")
-    if not A.dtype.is_floating_point:
+    if not _is_float(A):
         raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. Got "
                            f"{dtype_word(A._data.dtype)}")
     if not isinstance(dim, (tuple, list)) or len(dim) != 2:
@@ -706,6 +798,8 @@ def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dt
     d0, d1 = (wrap_dim(d, A._data.ndim, op) for d in dim)
     if d0 == d1:
         raise RuntimeError(f"{op}: dims must be different. Got ({dim[0]}, {dim[1]})")
+    if dtype is not None:
+        _norm_dtype_kind(A, dtype, op)
     A = _cast(A, dtype)
     if isinstance(ord, str):
         if ord == "fro":
@@ -777,7 +871,7 @@ def dist(input: Tensor, other: Tensor, p=2) -> Tensor:
     if not is_real(p):
         raise TypeError(f"dist(): argument 'p' (position 3) must be Number, not {type(p).__name__}")
     for x in (input, other):
-        if not x.dtype.is_floating_point:
+        if not _is_float(x):
             raise RuntimeError(f"norm(): input dtype should be either floating point or complex. Got "
                                f"{dtype_word(x._data.dtype)} instead.")
     p = float(p)
@@ -848,12 +942,15 @@ def _extremum(input, dim, keepdim, other, op):
         if input._data.size == 0:
             raise RuntimeError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0. "
                                f"Specify the reduction dim with the 'dim' argument.")
+        _refuse_complex(input, f"{op}_all")
         return apply(max_all_p if op == "max" else min_all_p, (input,))
     if not is_int(dim):   # an int, or a Tensor (the other= overload): not declared in the schema
         raise TypeError(f"{op}(): argument 'dim' must be int, not {type(dim).__name__}")
     d = wrap_dim(dim, input._data.ndim, op)
     if input._data.ndim and input._data.shape[d] == 0:
         raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")
+    if input._data.dtype.kind == "c":
+        raise RuntimeError(f"{op}(): does not support complex input")
     if not input._data.ndim:   # a 0-d input is gathered as shape (1,), its result is 0-d with or without keepdim
         from .shape import reshape
         input, keepdim = reshape(input, 1), False
@@ -892,6 +989,7 @@ def _amax(prim, op, input, dim, keepdim, node=None):
         for d in dims:
             if shape[d] == 0:
                 raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")
+    _refuse_complex(input, f"{op[1:]}_values_cpu")
     return apply(prim, (input,), {"dims": dims, "keepdim": keepdim}, node)
 
 
@@ -929,11 +1027,14 @@ def aminmax(input: Tensor, *, dim=None, keepdim: bool = False):
         if input._data.ndim and input._data.shape[d] == 0:
             raise IndexError(f"aminmax: Expected reduction dim {d} to have non-zero size.")
         dims = (d,) if input._data.ndim else ()
+    _refuse_complex(input, "aminmax_cpu")
     params = {"dims": dims, "keepdim": keepdim}
     return AminmaxResult(apply(amin_p, (input,), params, _AMINMAX), apply(amax_p, (input,), params, _AMINMAX))
 
 
 def _arg(input, dim, keepdim, op):
+    if input._data.dtype.kind == "c":
+        raise RuntimeError(f"{op}(): does not support complex input")
     if input._data.dtype.kind == "b":
         raise RuntimeError(f"{op}(): does not support bool input")
     if dim is None:
@@ -1009,6 +1110,8 @@ register(_cum_inplace(cumprod_p, "cumprod_"), name="cumprod_", module=False, met
 
 def _cum_extremum(input, dim, op, largest, result, node):
     d = wrap_dim(dim, input._data.ndim, op)
+    if input._data.ndim and input._data.size:   # PyTorch's kernel is not reached for 0-d or empty inputs
+        _refuse_complex(input, f"{op}_cpu")
     idx = NAMESPACES[type(input._data)].cum_extremum_indices(input._data, d, largest)
     values = apply(gather_p, (input,), {"indices": idx, "dim": d}, node)
     return result(values, make(idx))
@@ -1040,7 +1143,7 @@ graph("cum_extremum_indices", lambda x, dim, largest: (cummax if largest else cu
 def logcumsumexp(input: Tensor, dim: int) -> Tensor:
     """log(cumsum(exp(input))) along ``dim``, computed stably."""
     d = wrap_dim(dim, input._data.ndim, "logcumsumexp")
-    if not input.dtype.is_floating_point:
+    if not _is_float(input):
         raise NotImplementedError(f"\"logcumsumexp_out_cpu\" not implemented for '{dtype_word(input._data.dtype)}'")
     return apply(logcumsumexp_p, (input,), {"dim": d})
 
@@ -1387,11 +1490,11 @@ def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
         norm = norm * 0
     if n == 1 and (fweights is None) != (aweights is None):
         x = x * 0   # PyTorch's corner case: the weighted mean of one observation is the observation
-        if not x.dtype.is_floating_point:
+        if not _is_float(x):
             x = x.float()
     else:
         x = x - avg.unsqueeze(1)
-    c = x.mm((x * w if w is not None else x).t())
+    c = x.mm((x * w if w is not None else x).t().conj())   # (conj: a real tensor itself)
     return c.true_divide(norm).squeeze()
 
 
@@ -1405,7 +1508,11 @@ def corrcoef(input: Tensor) -> Tensor:
     c = cov(input)
     if c.ndim == 0:
         return c / c   # nan for a zero, inf or nan variance, 1 otherwise
-    d = c.diagonal().sqrt()
+    d = c.diagonal()
+    d = (d.real if d.dtype.is_complex else d).sqrt()
     c = c / d.view(-1, 1)
     c = c / d.view(1, -1)
+    if c.dtype.is_complex:   # PyTorch clips the real and imaginary parts
+        from .complex import complex as make_complex
+        return make_complex(c.real.clip(-1, 1), c.imag.clip(-1, 1))
     return c.clip(-1, 1)

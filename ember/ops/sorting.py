@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import numbers
 
+from .. import _dtype as D
 from ..devices import NAMESPACES
 from .._tensor import Tensor, make
 from ..autograd.graph import node_class
@@ -89,7 +90,7 @@ def _no_derivative(name: str, node_name: str, error: type, message: str, aten: s
 
     def jvp(xp, t, out, a, value):
         raise NotImplementedError(f"Trying to use forward AD with {aten} that does not support it{why}.")
-    return defprim(name, lambda xp, a, value: value, node=node_name, vjp=vjp, jvp=jvp)
+    return defprim(name, lambda xp, a, value: value, node=node_name, vjp=vjp, jvp=jvp, complex="own")
 
 
 _NOT_YET = " because it has not been implemented yet"
@@ -189,6 +190,8 @@ def _sort_indices(input: Tensor, d: int, descending: bool, stable: bool):
 def _sort_args(input, dim, descending, stable, op):
     check_tensor(input, op)
     d = _dim(input, dim, op)
+    if input._data.dtype.kind == "c":
+        raise RuntimeError(" Sort does not support complex dtypes on CPU")
     descending = check_bool(descending, op, "descending")
     stable = False if stable is None or stable is _NOT_GIVEN else check_bool(stable, op, "stable")
     return d, descending, stable
@@ -238,8 +241,9 @@ def topk(input: Tensor, k: int, dim: int = _NOT_GIVEN, largest: bool = True, sor
     n = a.shape[d] if a.ndim else 1
     if not 0 <= k <= n:
         raise RuntimeError("selected index k out of range")
-    if a.dtype.kind == "b":
-        raise RuntimeError("topk does not support bool dtypes on CPU")
+    if a.dtype.kind in "bc":
+        raise RuntimeError(f"{' topk' if a.dtype.kind == 'c' else 'topk'} does not support "
+                           f"{'complex' if a.dtype.kind == 'c' else 'bool'} dtypes on CPU")
     idx = _xp(input).topk_indices(a, k, d, largest, sorted_, EXACT_TIES_LIMIT)
     return TopkResult(_values(input, idx, d, True, "TopkBackward0"), make(idx))
 
@@ -258,7 +262,7 @@ def kthvalue(input: Tensor, k: int, dim: int = _NOT_GIVEN, keepdim: bool = _NOT_
     if not 1 <= k <= n:
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
     if a.ndim:   # PyTorch copies a 0-d input before looking at its dtype
-        _refuse_dtype(input, "kthvalue_cpu", "b")
+        _refuse_dtype(input, "kthvalue_cpu", "bc")
     idx = _xp(input).kthvalue_indices(a, k, d, EXACT_TIES_LIMIT)
     return KthvalueResult(_values(input, idx, d, keepdim, "KthvalueBackward0"),
                           _reduced_indices(input, idx, d, keepdim))
@@ -272,7 +276,7 @@ def _median_dim(input, dim, keepdim, op, ignore_nan):
     d = _dim(input, dim, op)
     keepdim = check_bool(False if keepdim is _NOT_GIVEN else keepdim, op, "keepdim")
     _nonempty_dim(input, d, "median")   # nanmedian's kernel is median's: PyTorch names median
-    _refuse_dtype(input, "median_out", "b")
+    _refuse_dtype(input, "median_out", "bc")
     idx = _xp(input).median_indices(input._data, d, ignore_nan)
     node = "NanmedianBackward1" if ignore_nan else "MedianBackward1"
     result = NanmedianResult if ignore_nan else MedianResult
@@ -285,7 +289,7 @@ def _median(input, dim, keepdim, axis, keepdims, op: str, all_p, nan: bool):
     keepdim = _alias(keepdim, keepdims, _NOT_GIVEN, op, "keepdim", "keepdims")
     if dim is _NOT_GIVEN and keepdim is _NOT_GIVEN:   # median() of all elements; median(x, None) is an error
         if input._data.size:
-            _refuse_dtype(input, "median_cpu", "b")
+            _refuse_dtype(input, "median_cpu", "bc")
         return apply(all_p, (input,))
     return _median_dim(input, dim, keepdim, op, nan)
 
@@ -312,6 +316,8 @@ def mode(input: Tensor, dim: int = _NOT_GIVEN, keepdim: bool = _NOT_GIVEN, *, ax
     d = _dim(input, _alias(dim, axis, -1, "mode", "dim", "axis"), "mode")
     keepdim = check_bool(_alias(keepdim, keepdims, False, "mode", "keepdim", "keepdims"), "mode", "keepdim")
     _nonempty_dim(input, d, "mode")
+    if input._data.ndim and input._data.size:   # PyTorch's kernel is not reached for 0-d or empty inputs
+        _refuse_dtype(input, "mode_cpu", "c")
     idx = _xp(input).mode_indices(input._data, d, EXACT_TIES_LIMIT)
     return ModeResult(_values(input, idx, d, keepdim, "ModeBackward0"), _reduced_indices(input, idx, d, keepdim))
 
@@ -426,6 +432,7 @@ def _unique_dim_args(input, dim, op, word):
     a = input._data
     if isinstance(dim, (bool, list, tuple)) or not isinstance(dim, numbers.Integral):
         raise TypeError(f"{op}(): argument 'dim' must be int, not {type(dim).__name__}")
+    _refuse_dtype(input, "unique_dim", "c")
     if a.ndim == 0:
         raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
     d = _dim(input, dim, op)
@@ -448,6 +455,7 @@ def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False, ret
     return_inverse = check_bool(return_inverse, "unique", "return_inverse")
     return_counts = check_bool(return_counts, "unique", "return_counts")
     if dim is None:
+        _refuse_dtype(input, "unique", "c")
         vals, inverse, counts = _xp(input).unique_values(input._data)
         return _pack(_record_nondiff(unique_p, input, vals), inverse, counts, return_inverse, return_counts)
     d = _unique_dim_args(input, dim, "unique_dim", "unique")
@@ -462,6 +470,8 @@ def unique_consecutive(input: Tensor, return_inverse: bool = False, return_count
     check_tensor(input, "unique_consecutive")
     return_inverse = check_bool(return_inverse, "unique_consecutive", "return_inverse")
     return_counts = check_bool(return_counts, "unique_consecutive", "return_counts")
+    if dim is None:
+        _refuse_dtype(input, "unique", "c")
     d = None if dim is None else _unique_dim_args(input, dim, "unique_consecutive", "unique")
     vals, inverse, counts = _xp(input).unique_runs(input._data, d)
     return _pack(_record_nondiff(unique_consecutive_p, input, vals), inverse, counts, return_inverse, return_counts)
@@ -540,6 +550,7 @@ def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0) -> Ten
     lo, hi = float(min), float(max)
     if lo > hi:
         raise RuntimeError("torch.histc: max must be larger than min")
+    _refuse_dtype(input, "aminmax_cpu" if lo == hi and a.size else "histogram_cpu", "c")
     _refuse_dtype(input, "histogram_cpu", "biu")
     if lo == hi and a.size:
         lo, hi = float(xp.amin(a)), float(xp.amax(a))
@@ -570,8 +581,11 @@ def _raw_values(values, bounds: Tensor):
     return values._data if isinstance(values, Tensor) else _xp(bounds).backend.asarray(values)
 
 
-def _search(op, bounds: Tensor, v, right: bool, sorter, out_int32: bool) -> Tensor:
+def _search(op, bounds: Tensor, values, v, right: bool, sorter, out_int32: bool) -> Tensor:
     b = bounds._data
+    if b.dtype.kind == "c" or v.dtype.kind == "c":   # PyTorch's kernel runs on the result type of the two
+        word = dtype_word(D.result_type(bounds, values).np)
+        raise NotImplementedError(f"\"searchsorted_out_cpu\" not implemented for '{word}'")
     if b.dtype.kind == "b" or v.dtype.kind == "b":
         raise NotImplementedError("\"searchsorted_out_cpu\" not implemented for 'Bool'")
     return make(_xp(bounds).binary_search(b, v, right, sorter, out_int32))
@@ -615,7 +629,7 @@ def searchsorted(sorted_sequence: Tensor, input, *, out_int32: bool = False, rig
                                f"boundary tensor {list(b.shape)}and got sorter tensor {list(srt.shape)}")
         if not _xp(sorter).in_range(srt, 0, b.shape[-1]):
             raise RuntimeError("torch.searchsorted(): sorter index out of range")
-    return _search("searchsorted", sorted_sequence, v, right, srt, out_int32)
+    return _search("searchsorted", sorted_sequence, input, v, right, srt, out_int32)
 
 
 @register()
@@ -629,7 +643,7 @@ def bucketize(input, boundaries: Tensor, *, out_int32: bool = False, right: bool
     b = boundaries._data
     if b.ndim != 1:
         raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({b.ndim})")
-    return _search("bucketize", boundaries, v, right, None, out_int32)
+    return _search("bucketize", boundaries, input, v, right, None, out_int32)
 
 
 

@@ -67,10 +67,20 @@ def kernels(k) -> dict:
         centered = w - mean(w, dims, True)
         return xp.sum(centered * centered, axis=dims, keepdims=keepdim) / float(max(0, count - correction))
 
+    def _var_complex(x, dim, correction, keepdim):
+        # the variances of the real and imaginary parts, each rounded to the real dtype, added (PyTorch's)
+        rt = xp.float32 if x.dtype == xp.complex64 else xp.float64
+        return (xp.astype(_var64(xp.real(x), dim, correction, keepdim), rt)
+                + xp.astype(_var64(xp.imag(x), dim, correction, keepdim), rt))
+
     def var(x, dim, correction, keepdim=False):
+        if k.kind(x) == "c":
+            return _var_complex(x, dim, correction, keepdim)
         return xp.astype(_var64(x, dim, correction, keepdim), x.dtype)
 
     def std(x, dim, correction, keepdim=False):
+        if k.kind(x) == "c":
+            return xp.sqrt(_var_complex(x, dim, correction, keepdim))
         return xp.astype(xp.sqrt(_var64(x, dim, correction, keepdim)), x.dtype)
 
     def sum_to(x, shape):
@@ -95,7 +105,7 @@ def kernels(k) -> dict:
         dims = _dims(x, dim)
         if k.numel(x) == 0 or builtins.any(x.shape[d] == 0 for d in dims):
             return xp.log(xp.sum(xp.exp(x), axis=dims, keepdims=keepdim))
-        m = xp.max(x, axis=dims, keepdims=True)
+        m = xp.max(xp.real(x) if k.kind(x) == "c" else x, axis=dims, keepdims=True)   # complex: the real parts'
         m = xp.where(xp.isinf(m), xp.zeros_like(m), m)
         r = xp.log(xp.sum(xp.exp(x - m), axis=dims, keepdims=True)) + m
         return r if keepdim else xp.squeeze(r, axis=dims)
@@ -104,6 +114,8 @@ def kernels(k) -> dict:
         """A running logaddexp along ``dim``: the standard has no accumulate, so one step per position."""
         if x.ndim == 0:
             return xp.asarray(x, copy=True)
+        if k.kind(x) == "c":
+            return _logcumsumexp_complex(x, dim)
         xm = xp.moveaxis(x, dim, -1)
         n = xm.shape[-1]
         out, acc = [], None
@@ -114,6 +126,30 @@ def kernels(k) -> dict:
             else:
                 m = xp.maximum(acc, v)
                 acc = xp.where(xp.isinf(acc) & (acc == v), acc, m + xp.log1p(xp.exp(-xp.abs(acc - v))))
+            out.append(acc)
+        r = xp.stack(out, axis=-1) if out else xm
+        return xp.moveaxis(r, -1, dim)
+
+    def _logaddexp_complex(x, y):
+        """PyTorch's _log_add_exp_helper for complex values (its CPU scan's step)."""
+        xnan, ynan = xp.isnan(x), xp.isnan(y)
+        lt = xp.real(x) < xp.real(y)
+        lo = xp.where(ynan, y, xp.where(xnan, x, xp.where(lt, x, y)))
+        hi = xp.where(ynan, y, xp.where(xnan, x, xp.where(lt, y, x)))
+        r = xp.log1p(xp.exp(lo - hi)) + hi
+        lr, hr = xp.real(lo), xp.real(hi)
+        same_inf = ~xp.isfinite(lr) & (lr == hr)
+        if bool(xp.any(same_inf)):
+            r = xp.where(same_inf, xp.where(lr < 0, lo, xp.log(xp.exp(lo) + xp.exp(hi))), r)
+        nan = xp.full_like(r, math.nan)
+        return xp.where(xp.isnan(lo), nan * (1 + 1j), r)
+
+    def _logcumsumexp_complex(x, dim):
+        xm = xp.moveaxis(x, dim, -1)
+        acc = xp.full(tuple(xm.shape[:-1]), -math.inf, dtype=x.dtype)   # PyTorch's scan starts from -inf
+        out = []
+        for i in range(xm.shape[-1]):
+            acc = _logaddexp_complex(xm[..., i], acc)
             out.append(acc)
         r = xp.stack(out, axis=-1) if out else xm
         return xp.moveaxis(r, -1, dim)
@@ -130,6 +166,8 @@ def kernels(k) -> dict:
         return k.scatter_add(shape, lambda lin: xp.take_along_axis(lin, indices, axis=dim), g, g.dtype)
 
     def vector_norm(x, ord, dim, keepdim=False):  # noqa: A002
+        if k.kind(x) == "c":   # the moduli's norm (a real result)
+            return vector_norm(xp.abs(x), ord, dim, keepdim)
         dim = _axis(dim)
         if ord == 2:
             r = xp.sqrt(xp.sum(x * x, axis=dim, keepdims=keepdim))

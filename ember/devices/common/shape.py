@@ -281,7 +281,8 @@ def kernels(k) -> dict:
                 r = (xp.maximum if big else xp.minimum)(flat, r)
         if reduce == "mean":
             c = count + 1 if include_self else xp.where(count == 0, xp.ones_like(count), count)
-            r = r / xp.astype(c, x.dtype) if k.is_float(x) else xp.floor_divide(r, xp.astype(c, x.dtype))
+            r = r / xp.astype(c, x.dtype) if k.is_float(x) or k.kind(x) == "c" else \
+                xp.floor_divide(r, xp.astype(c, x.dtype))
         return xp.reshape(xp.where(count > 0, r, flat), shape)
 
     def grid_index(idx, dim: int) -> tuple:

@@ -242,6 +242,8 @@ def kernels(k) -> dict:
         if weights is None:
             return k.scatter_add_flat(m, x, xp.ones(tuple(x.shape), dtype=i64), i64)
         out = weights.dtype if k.is_float(weights) else xp.float64
+        if k.kind(weights) == "c":   # PyTorch sums the real parts (float64)
+            weights = xp.real(weights)
         return xp.astype(k.scatter_add_flat(m, x, xp.astype(weights, xp.float64), xp.float64), out)
 
     def histc_counts(x, bins: int, lo: float, hi: float):

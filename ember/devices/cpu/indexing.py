@@ -55,7 +55,7 @@ def scatter_reduce(x, src, index, reduce, include_self):
             count += 1
         else:
             count[count == 0] = 1
-        if out.dtype.kind == "f":
+        if out.dtype.kind in "fc":
             out = (out / count).astype(out.dtype, copy=False)
         else:
             out = np.floor_divide(out, count).astype(out.dtype, copy=False)

@@ -326,11 +326,22 @@ def _var64(x, dim, correction, keepdim):
         return np.sum(centered * centered, axis=dim, keepdims=keepdim) / np.float64(max(0, count - correction))
 
 
+def _var_complex(x, dim, correction, keepdim):
+    # PyTorch: the variances of the real and imaginary parts, each rounded to the real dtype, added
+    rt = x.real.dtype
+    return (_var64(x.real, dim, correction, keepdim).astype(rt, copy=False)
+            + _var64(x.imag, dim, correction, keepdim).astype(rt, copy=False))
+
+
 def var(x, dim, correction, keepdim=False):
+    if x.dtype.kind == "c":
+        return _var_complex(x, dim, correction, keepdim)
     return _var64(x, dim, correction, keepdim).astype(x.dtype, copy=False)
 
 
 def std(x, dim, correction, keepdim=False):
+    if x.dtype.kind == "c":
+        return np.sqrt(_var_complex(x, dim, correction, keepdim))
     return np.sqrt(_var64(x, dim, correction, keepdim)).astype(x.dtype, copy=False)
 
 

@@ -52,8 +52,37 @@ def cumprod(x, dim):
 @_f32
 def logcumsumexp(x, dim):
     # logaddexp(a, b) = max + log1p(exp(-|a - b|)): stable, and -inf + -inf stays -inf.
+    if x.dtype.kind == "c":
+        return _logcumsumexp_complex(x, dim)
     with np.errstate(invalid="ignore", over="ignore"):
         return np.logaddexp.accumulate(x, axis=dim) if x.ndim else x.copy()
+
+
+def _logaddexp_complex(x, y):
+    """PyTorch's _log_add_exp_helper for complex values (its CPU scan's step): the larger real part is taken
+    out, NaNs are infectious, and equal infinite real parts are special cases."""
+    xnan, ynan = np.isnan(x), np.isnan(y)
+    lt = x.real < y.real
+    lo = np.where(ynan, y, np.where(xnan, x, np.where(lt, x, y)))
+    hi = np.where(ynan, y, np.where(xnan, x, np.where(lt, y, x)))
+    with np.errstate(all="ignore"):
+        r = np.log1p(np.exp(lo - hi)) + hi
+        same_inf = ~np.isfinite(lo.real) & (lo.real == hi.real)
+        if same_inf.any():
+            r = np.where(same_inf, np.where(lo.real < 0, lo, np.log(np.exp(lo) + np.exp(hi))), r)
+    return np.where(np.isnan(lo), x.dtype.type(complex(np.nan, np.nan)), r)
+
+
+def _logcumsumexp_complex(x, dim):
+    if x.ndim == 0:
+        return x.copy()
+    xm = np.moveaxis(x, dim, -1)
+    out = np.empty(xm.shape, x.dtype)
+    acc = np.full(xm.shape[:-1], -np.inf, x.dtype)   # PyTorch's scan starts from -inf
+    for i in range(xm.shape[-1]):
+        acc = _logaddexp_complex(xm[..., i], acc)
+        out[..., i] = acc
+    return np.moveaxis(out, -1, dim)
 
 
 @_f32
@@ -63,8 +92,9 @@ def logsumexp(x, dim, keepdim=False):
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         if x.size == 0 or _empty_over(x, dim):
             return np.log(np.sum(np.exp(x), axis=dim, keepdims=keepdim))
-        m = np.max(x, axis=dim, keepdims=True)
-        m = np.where(np.isinf(m), 0, m).astype(x.dtype, copy=False)
+        # complex: the maximum real part is taken out (PyTorch's)
+        m = np.max(x.real if x.dtype.kind == "c" else x, axis=dim, keepdims=True)
+        m = np.where(np.isinf(m), 0, m).astype(m.dtype, copy=False)
         r = np.log(np.sum(np.exp(x - m), axis=dim, keepdims=True)) + m
     return r if keepdim else np.squeeze(r, axis=dim)
 
@@ -91,7 +121,10 @@ def scatter_add_zeros(g, indices, dim, shape):
 
 
 def vector_norm(x, ord, dim, keepdim=False):
-    """The ``ord``-norm over ``dim``; float16 accumulates in float32, as PyTorch's CPU kernel."""
+    """The ``ord``-norm over ``dim``; float16 accumulates in float32, as PyTorch's CPU kernel. A complex input's
+    norm is its moduli's (a real result)."""
+    if x.dtype.kind == "c":
+        return vector_norm(np.abs(x), ord, dim, keepdim)
     w = x.astype(np.float32) if x.dtype == np.float16 else x
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         if ord == 2:

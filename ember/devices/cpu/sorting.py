@@ -330,6 +330,8 @@ def bin_counts(x, weights, minlength: int):
     if weights is None:
         return np.bincount(x, minlength=minlength).astype(np.int64)
     out_dtype = weights.dtype if weights.dtype.kind == "f" else np.dtype(np.float64)
+    if weights.dtype.kind == "c":   # PyTorch sums the real parts (float64)
+        weights = weights.real
     return np.bincount(x, weights=weights.astype(np.float64), minlength=minlength).astype(out_dtype)
 
 
