@@ -45,7 +45,7 @@ def compute_dtype(a, b):
     if isinstance(a, Tensor) and ta is not None:
         k = a._data.dtype.kind
         if k == "f" or (k in "iu" and ta is int) or (k == "b" and ta is bool):
-            return None
+            return None   # (bfloat16, kind 'V', goes on: apply makes the number a bfloat16 scalar)
     elif isinstance(a, Tensor) and isinstance(b, Tensor) and a._data.dtype == b._data.dtype:
         return None
     return promote(a, b).np
@@ -58,14 +58,14 @@ def promote_standard(args: tuple):
         return compute_dtype(args[0], args[1])
     xs = [x for x in args if x is not None]
     d = promote(*xs).np
-    return d if any(isinstance(x, Tensor) and x._data.dtype != d for x in xs) else None
+    return d if d is _BF16 or any(isinstance(x, Tensor) and x._data.dtype != d for x in xs) else None
 
 
 def promote_float(args: tuple):
     """``promote="float"``: as "standard", but integral and bool results compute in the default float
     dtype (true division, exp, sin, ...)."""
     if len(args) == 1:
-        return None if args[0]._data.dtype.kind == "f" else D._default_float.np
+        return None if args[0]._data.dtype.kind in "fV" else D._default_float.np
     xs = [x for x in args if x is not None]
     d = promote(*xs)
     d = d.np if d.is_floating_point else D._default_float.np
@@ -73,11 +73,12 @@ def promote_float(args: tuple):
 
 
 dtype_word = type_word
+_BF16 = D.bfloat16.np   # see promote_standard
 
 
 def float_dtype(x: Tensor):
     """Integer and bool inputs of floating ops compute in the default float dtype."""
-    return None if x._data.dtype.kind == "f" else D._default_float.np
+    return None if x._data.dtype.kind in "fV" else D._default_float.np
 
 
 def reduced_shape(shape: tuple, dims: tuple) -> tuple:

@@ -64,8 +64,9 @@ _HALF_SQRT_PI = 0.5 * math.sqrt(math.pi)
 # compute in float32 and round once (``xp.half_number_op``); NumPy would round the number to float16 first. (Its add
 # and sub do round the number to float16 first, as NumPy.) A float beside a float32/float64 array goes in as the
 # device's cached 0-d array (``xp.weak_number``). Under create_graph ``a`` is a Tensor: its dtype is never _F16,
-# and graph_ns's weak_number gives the number back.
+# and graph_ns's weak_number gives the number back. bfloat16 (_BF16) is computed as float16.
 _F16 = D.float16.np
+_BF16 = D.bfloat16.np
 
 
 def _scalar_kernel(op, half: bool = False):
@@ -74,10 +75,10 @@ def _scalar_kernel(op, half: bool = False):
     def kernel(xp, a, b):
         tb = type(b)
         if tb is float:
-            if half and a.dtype is _F16:
+            if half and (a.dtype is _F16 or a.dtype is _BF16):
                 return xp.half_number_op(op, a, b)
             return op(a, xp.weak_number(a, b))
-        if half and tb is int and a.dtype is _F16:
+        if half and tb is int and (a.dtype is _F16 or a.dtype is _BF16):
             return xp.half_number_op(op, a, b)
         return op(a, b)
     return kernel
@@ -92,13 +93,13 @@ _sub = _scalar_kernel(operator.sub)
 
 
 def _div(xp, a, b):
-    if (type(b) is float or type(b) is int) and a.dtype is _F16:
+    if (type(b) is float or type(b) is int) and (a.dtype is _F16 or a.dtype is _BF16):
         return xp.half_number_op(operator.truediv, a, b)
     return xp.div(a, b)
 
 
 def _div_grad(xp, g, out, a, b):
-    if (type(b) is float or type(b) is int) and g.dtype is _F16:
+    if (type(b) is float or type(b) is int) and (g.dtype is _F16 or g.dtype is _BF16):
         return xp.half_number_op(operator.truediv, g, b)
     return g / b
 
@@ -594,7 +595,7 @@ def _scaled(other, alpha, op):
         raise TypeError(f"{op}(): argument 'alpha' must be Number, not {type(alpha).__name__}")
     if alpha == 1:
         return other
-    if isinstance(other, Tensor) and other._data.dtype.kind != "f" and isinstance(alpha, float):
+    if isinstance(other, Tensor) and other._data.dtype.kind not in "fV" and isinstance(alpha, float):
         raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
     if isinstance(other, Tensor) and other._data.dtype.kind == "b" and type(alpha) is not bool:
         raise RuntimeError("Boolean alpha only supported for Boolean results.")
@@ -840,7 +841,7 @@ def _unary(prim, name, same_dtype=False, aliases=(), special=(), register_as=Tru
     inplace_node = _NO_INPLACE_DERIVATIVE.get(name)
 
     def inplace(self: Tensor) -> Tensor:
-        if self._data.dtype.kind != "f":
+        if self._data.dtype.kind not in "fV":
             fn(self)   # the dtype errors of the out-of-place op come first
         return apply_inplace(prim, self, (), _EMPTY, inplace_node)
     inplace.__name__ = inplace.__qualname__ = name + "_"
@@ -909,7 +910,7 @@ def round(input: Tensor, *, decimals: int = 0) -> Tensor:
     """Round half to even; with ``decimals``, to that many decimal places (RoundBackward1)."""
     if decimals == 0:
         return _round0(input)
-    if input._data.dtype.kind != "f":
+    if input._data.dtype.kind not in "fV":
         raise _not_implemented("round_cpu", input._data.dtype)
     return apply(round_decimals_p, (input,), {"decimals": decimals})
 
@@ -927,7 +928,7 @@ register(round, method=True, graph=True)
 @schema("round(Tensor input, *, int decimals)")
 def special_round(input: Tensor, *, decimals: int = 0) -> Tensor:
     """torch.special.round: round() that always records RoundBackward1 (the decimals overload)."""
-    if input._data.dtype.kind != "f":
+    if input._data.dtype.kind not in "fV":
         return round(input, decimals=decimals)
     return apply(round_decimals_p, (input,), {"decimals": decimals})
 _register_inplace(iround, "round")
@@ -1103,7 +1104,7 @@ def _lerp_args(input, end, weight, op):
     for name, t in (("end", end), ("weight", weight)):
         if isinstance(t, Tensor) and t._data.dtype != input._data.dtype:
             raise RuntimeError(f"expected dtype {input.dtype} for `{name}` but got dtype {t.dtype}")
-    if input._data.dtype.kind != "f":
+    if input._data.dtype.kind not in "fV":
         raise _not_implemented("lerp_kernel_tensor" if isinstance(weight, Tensor) else "lerp_kernel_scalar",
                                input._data.dtype)
     return (lerp_tensor_p if isinstance(weight, Tensor) else lerp_p), (input, end, weight)
@@ -1186,7 +1187,7 @@ def _clamp_args(input, min, max, op):
     min, max = (_operand(b, op, input, arg, wrap=False) if b is not None else None
                 for b, arg in ((min, "min"), (max, "max")))
     if not tensor_bounds:
-        if input._data.dtype.kind == "f":
+        if input._data.dtype.kind in "fV":
             for b in (min, max):
                 D.checked_scalar(b, input._data.dtype)   # clamp(max=1e40) of float32: PyTorch's RuntimeError
         kernel = "clamp_min_scalar_cpu" if max is None else "clamp_max_scalar_cpu" if min is None else \
@@ -1378,7 +1379,7 @@ def _bitwise(name, kernel, shift=False, integers=False):
             check_tensor(input, name)
             other = _operand(other, name, input)
         d = promote(input, other).np
-        if d.kind == "f" or ((shift or integers) and d.kind == "b"):
+        if d.kind in "fV" or ((shift or integers) and d.kind == "b"):
             raise _not_implemented(kernel, d)
         t = input if isinstance(input, Tensor) else other
         xp = NAMESPACES[type(t._data)]
@@ -1422,7 +1423,7 @@ lcm = _bitwise("lcm", "lcm_cpu", integers=True)
 @schema("bitwise_not(Tensor input)")
 def bitwise_not(input: Tensor) -> Tensor:
     """``~input`` of an integer or bool tensor."""
-    if input._data.dtype.kind == "f":
+    if input._data.dtype.kind in "fV":
         raise _not_implemented("bitwise_not_cpu", input._data.dtype)
     xp = NAMESPACES[type(input._data)]
     return _made(xp.bitwise_not(input._data))
@@ -1684,7 +1685,7 @@ def _ioperator(fn):
 
 
 def _invert(self):
-    if self._data.dtype.kind == "f":   # PyTorch checks this in Python, before the kernel
+    if self._data.dtype.kind in "fV":   # PyTorch checks this in Python, before the kernel
         raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
     return bitwise_not(self)
 
@@ -1766,7 +1767,7 @@ def _special_nondiff(name, arg="input"):
     bool inputs compute in the default float dtype; float16 has no kernel (as in PyTorch)."""
     def compute(t: Tensor) -> Tensor:
         d = t._data
-        if d.dtype.kind != "f":
+        if d.dtype.kind not in "fV":
             d = d.astype(D._default_float.np)
         elif d.dtype == D.float16.np:
             raise _not_implemented(f"{name}_cpu", d.dtype)
@@ -1863,7 +1864,7 @@ mvlgamma_p = _unary_prim("mvlgamma", "MvlgammaBackward0", _mvlgamma, _mvlgamma_r
 
 
 def _no_half(t: Tensor, kernel: str) -> None:
-    if t._data.dtype.kind == "f" and t._data.dtype.itemsize < 4:   # PyTorch's CPU kernel has no float16
+    if t._data.dtype.kind in "fV" and t._data.dtype.itemsize < 4:   # PyTorch's CPU kernel has no float16
         raise _not_implemented(kernel, t._data.dtype)
 
 

@@ -52,7 +52,7 @@ def _not_implemented(kernel: str, t: Tensor) -> NotImplementedError:
 def _float_input(input, op: str, kernel: str) -> Tensor:
     """The input of a floating-point kernel: a Tensor, and integral/bool dtypes refused as PyTorch does."""
     check_tensor(input, op)
-    if input._data.dtype.kind != "f":
+    if input._data.dtype.kind not in "fV":
         raise _not_implemented(kernel, input)
     return input
 
@@ -135,7 +135,7 @@ def _softmax_apply(prim, input, dim, dtype, op: str) -> Tensor:
             raise TypeError(f"{op}(): argument 'dtype' must be torch.dtype, not {type(dtype).__name__}")
         input = input.to(dtype)
     d = wrap_dim(dim, input._data.ndim, op)
-    if input._data.dtype.kind != "f" and input._data.size:   # PyTorch returns an empty integral input as it is
+    if input._data.dtype.kind not in "fV" and input._data.size:   # PyTorch returns an empty integral input as it is
         last = input._data.ndim == 0 or d == input._data.ndim - 1
         raise _not_implemented(f"{op}_{'lastdim_' if last else ''}kernel_impl", input)
     return apply(prim, (input,), {"dim": dim})

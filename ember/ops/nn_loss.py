@@ -97,10 +97,10 @@ def _no_grad_weight(weight, fn: str) -> None:
 
 
 def _check_float(input: Tensor, kernel: str, half: bool = True) -> None:
-    """Refuse a dtype the kernel has no loop for: integral and bool, and float16 where ``half`` is False (the
+    """Refuse a dtype the kernel has no loop for: integral and bool, and float16/bfloat16 where ``half`` is False (the
     kernels PyTorch dispatches over float32/float64 only: multi_margin_loss, multilabel_margin_loss, ctc_loss)."""
     dt = input._data.dtype
-    if dt.kind != "f" or (not half and dt == _HALF):
+    if dt.kind not in "fV" or (not half and (dt == _HALF or dt is D.bfloat16.np)):
         raise NotImplementedError(f'"{kernel}" not implemented for \'{D.type_word(dt)}\'')
 
 
@@ -121,7 +121,7 @@ def _div_s(a: Tensor, s) -> Tensor:
 
 def _log_softmax(input: Tensor, dim: int) -> Tensor:
     dim = wrap_dim(dim, input._data.ndim, "log_softmax")
-    if input._data.dtype.kind != "f":
+    if input._data.dtype.kind not in "fV":
         kernel = "log_softmax_lastdim_kernel_impl" if dim == input._data.ndim - 1 or input._data.ndim == 0 \
             else "log_softmax_kernel_impl"
         raise NotImplementedError(f'"{kernel}" not implemented for \'{D.type_word(input._data.dtype)}\'')
@@ -305,7 +305,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
     ignore_index = int(ignore_index)
     label_smoothing = float(label_smoothing)
     if input._data.shape == target._data.shape:
-        if target._data.dtype.kind != "f":
+        if target._data.dtype.kind not in "fV":
             raise RuntimeError("Expected floating point type for target with class probabilities, got "
                                f"{D.type_word(target._data.dtype)}")
         if ignore_index >= 0:
@@ -585,7 +585,7 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
     # PyTorch's kernel writes into a tensor like the input: the loss has the input's dtype
     common = promote(input, target)
     if common.is_floating_point and input._data.dtype != common.np:
-        if input._data.dtype.kind != "f":
+        if input._data.dtype.kind not in "fV":
             raise _cast_error(common, input._data.dtype)
         target = target.to(D.from_numpy_dtype(input._data.dtype))
     if weight is not None:
@@ -631,7 +631,7 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     for t in (target, weight):
         if t is not None and t._data.dtype != x.dtype:
             raise RuntimeError(f"Found dtype {D.type_word(t._data.dtype)} but expected {D.type_word(x.dtype)}")
-    if x.dtype.kind != "f":
+    if x.dtype.kind not in "fV":
         raise NotImplementedError(f'"binary_cross_entropy" not implemented for \'{D.type_word(x.dtype)}\'')
     w = _weight_array(weight, "binary_cross_entropy", "weight", 3)
     if w is not None and w.shape != x.shape:
@@ -664,7 +664,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
     _check_float(input, "log_sigmoid_cpu")
     if target._data.dtype.kind == "b":
         raise RuntimeError(_BOOL_SUB)
-    if target._data.dtype.kind != "f":
+    if target._data.dtype.kind not in "fV":
         raise _cast_error(promote(input, target), target._data.dtype)
     dt = D.from_numpy_dtype(target._data.dtype)
     shape = input._data.shape
@@ -708,7 +708,7 @@ def kl_div(input: Tensor, target: Tensor, size_average: bool | None = None, redu
                           "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
                           "'mean' will be changed to behave the same as 'batchmean' in the next major release.")
         enum = "sum" if reduction == "batchmean" else _check_reduction(reduction)
-    if input._data.dtype.kind != "f" or target._data.dtype.kind != "f":
+    if input._data.dtype.kind not in "fV" or target._data.dtype.kind not in "fV":
         raise RuntimeError("kl_div: Integral inputs not supported.")
     from .elementwise import xlogy
     if log_target:
@@ -767,7 +767,7 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var, full: bool = False, ep
             raise ValueError("var is of incorrect size")
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(f"{reduction} is not valid")
-    if var._data.dtype.kind != "f":   # PyTorch's clamp_ words it with the C++ type name
+    if var._data.dtype.kind not in "fV":   # PyTorch's clamp_ words it with the C++ type name
         raise RuntimeError(f"result type {D.type_word(D._default_float.np)} can't be cast to the desired output "
                            f"type {D.c_type_name(var._data.dtype)}")
     var = var.clone()
@@ -826,7 +826,7 @@ def soft_margin_loss(input: Tensor, target: Tensor, size_average: bool | None = 
     # the result has the input's dtype, and an integral input cannot hold the result
     if input._data.dtype.kind == "b":
         raise RuntimeError(_BOOL_NEG)
-    if input._data.dtype.kind != "f":
+    if input._data.dtype.kind not in "fV":
         raise _cast_error(_float_result(input, target), input._data.dtype)
     dt = D.from_numpy_dtype(input._data.dtype)
     _target_no_grad(target, "soft_margin_loss")
@@ -1184,7 +1184,7 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths, 
     t_max, n, c = lp._data.shape
     xp = NAMESPACES[type(lp._data)]
     tg = targets._data if batched else xp.reshape(targets._data, (1, -1))
-    if tg.dtype.kind not in "iuf":
+    if tg.dtype.kind not in "iufV":
         raise RuntimeError(f"ctc_loss(): targets must be integral, got {D.type_word(tg.dtype)}")
     tg = xp.cast(tg, D.int64.np)
     il = _lengths(xp, input_lengths, n, "input_lengths")

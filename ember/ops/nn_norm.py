@@ -224,7 +224,7 @@ def _float_arg(x, op: str, arg: str, pos: int) -> float:
 
 
 def _check_floating(x: Tensor, kernel: str) -> None:
-    if x._data.dtype.kind != "f":
+    if x._data.dtype.kind not in "fV":
         raise NotImplementedError(f'"{kernel}" not implemented for \'{D.type_word(x._data.dtype)}\'')
 
 
@@ -675,7 +675,7 @@ def pdist(input: Tensor, p: float = 2) -> Tensor:
     p = _float_arg(p, "pdist", "p", 2)
     if input._data.ndim != 2:
         raise RuntimeError(f"pdist only supports 2D tensors, got: {input._data.ndim}D")
-    if input._data.dtype.kind != "f":
+    if input._data.dtype.kind not in "fV":
         raise RuntimeError("pdist only supports floating-point dtypes")
     if input._data.dtype == _F16:
         raise NotImplementedError("\"pdist\" not implemented for 'Half'")
@@ -750,7 +750,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     if not (q._data.dtype == k._data.dtype == v._data.dtype):
         raise RuntimeError(f"Expected query, key, and value to have the same dtype, but got query.dtype: {_tname(q)} "
                            f"key.dtype: {_tname(k)} and value.dtype: {_tname(v)} instead.")
-    if q._data.dtype.kind != "f":
+    if q._data.dtype.kind not in "fV":
         raise RuntimeError(f"{op}: expected floating-point query, key and value, but got {_tname(q)}")
     if attn_mask is not None and attn_mask._data.dtype.kind != "b" and attn_mask._data.dtype != q._data.dtype:
         raise RuntimeError(f"Expected attn_mask dtype to be bool or float or to match query dtype, but got "
@@ -838,7 +838,7 @@ def _canonical_mask(mask, name: str, dtype):
     """A bool mask as a float one (-inf where True); float masks pass unchanged."""
     if mask is None:
         return None
-    if mask._data.dtype.kind not in "bf":
+    if mask._data.dtype.kind not in "bfV":
         raise AssertionError(f"only bool and floating types of {name} are supported")
     if mask._data.dtype.kind == "b":
         return mask.new_zeros(mask._data.shape, dtype=dtype).masked_fill(mask, -math.inf)

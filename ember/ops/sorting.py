@@ -413,7 +413,7 @@ def nanquantile(input: Tensor, q, dim: int | None = _NOT_GIVEN, keepdim: bool = 
 def _record_nondiff(prim, input: Tensor, value) -> Tensor:
     """The raw ``value`` as an op's output: recorded (with a node that cannot be differentiated) if PyTorch
     records it (when the input requires grad or carries a forward-mode tangent, whose rules then raise)."""
-    if (input.requires_grad or input._fw_grad is not None) and value.dtype.kind == "f":
+    if (input.requires_grad or input._fw_grad is not None) and value.dtype.kind in "fV":
         return apply(prim, (input,), {"value": value})
     return make(value)
 

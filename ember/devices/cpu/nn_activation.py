@@ -9,6 +9,8 @@ import math
 
 import numpy as np
 
+from .reduced import F32 as _F32, REDUCED as _REDUCED
+
 from .libm import fma64
 from .elementwise import _c_or_rounded, _rounded_once, erf as _erf, sigmoid as _sig, zero_where
 
@@ -41,8 +43,8 @@ def _f32(kernel):
     """float16 computes in float32 and rounds once at the end; floating-point warnings stay silent."""
     def fn(x, *args, **kwargs):
         with np.errstate(all="ignore"):
-            if x.dtype == np.float16:
-                return kernel(x.astype(np.float32), *args, **kwargs).astype(np.float16)
+            if x.dtype in _REDUCED:
+                return kernel(x.astype(_F32), *args, **kwargs).astype(x.dtype)
             return np.asarray(kernel(x, *args, **kwargs), dtype=x.dtype)
     fn.__name__, fn.__doc__ = kernel.__name__, kernel.__doc__
     return fn
@@ -162,8 +164,8 @@ def glu(x, dim):
 
 def prelu(x, weight):
     with np.errstate(all="ignore"):
-        if x.dtype == np.float16:
-            return np.where(x > 0, x, x.astype(np.float32) * weight.astype(np.float32)).astype(np.float16)
+        if x.dtype in _REDUCED:
+            return np.where(x > 0, x, x.astype(_F32) * weight.astype(_F32)).astype(x.dtype)
         return np.where(x > 0, x, x * weight)
 
 

@@ -10,18 +10,14 @@ import builtins
 
 import numpy as np
 
+from .reduced import F32 as _F32, REDUCED as _REDUCED, in_float32
+
 __all__: list = ["nansum", "prod", "cumsum", "cumprod", "logcumsumexp", "logsumexp", "reverse_dim", "gather_dim",
                  "scatter_add_zeros", "vector_norm", "any", "all", "argmax", "argmin", "cum_extremum_indices"]
 
 
-def _f32(kernel):
-    """float16 accumulates in float32 and rounds once at the end, as PyTorch's CPU kernels."""
-    def fn(x, *args, **kwargs):
-        if x.dtype == np.float16:
-            return kernel(x.astype(np.float32), *args, **kwargs).astype(np.float16)
-        return kernel(x, *args, **kwargs)
-    fn.__name__, fn.__doc__ = kernel.__name__, kernel.__doc__
-    return fn
+# float16 and bfloat16 accumulate in float32 and round once at the end, as PyTorch's CPU kernels
+_f32 = in_float32
 
 
 def _empty_over(x, dim) -> bool:
@@ -92,7 +88,7 @@ def scatter_add_zeros(g, indices, dim, shape):
 
 def vector_norm(x, ord, dim, keepdim=False):
     """The ``ord``-norm over ``dim``; float16 accumulates in float32, as PyTorch's CPU kernel."""
-    w = x.astype(np.float32) if x.dtype == np.float16 else x
+    w = x.astype(_F32) if x.dtype in _REDUCED else x
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         if ord == 2:
             r = np.sqrt(np.sum(w * w, axis=dim, keepdims=keepdim))
@@ -119,7 +115,7 @@ def cum_extremum_indices(x, dim, largest):
     if xm.shape[-1] and xm.size:
         best = xm[..., 0].copy()
         cur = np.zeros(best.shape, dtype=np.int64)
-        floating = x.dtype.kind == "f"
+        floating = x.dtype.kind in "fV"
         for i in range(1, xm.shape[-1]):
             v = xm[..., i]
             take = (v >= best) if largest else (v <= best)

@@ -59,10 +59,10 @@ def _diagonal(xp, x):
 
 def _check_float(A, op):
     k = A._data.dtype
-    if k.kind != "f":
+    if k.kind not in "fV":
         raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. Got {dtype_word(k)}")
-    if dtype_word(k) == "Half":
-        raise RuntimeError(f"{op}: Low precision dtypes not supported. Got Half")
+    if dtype_word(k) in ("Half", "BFloat16"):
+        raise RuntimeError(f"{op}: Low precision dtypes not supported. Got {dtype_word(k)}")
 
 
 def _check_matrix(A, op, square=True, arg="A"):
