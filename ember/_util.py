@@ -142,3 +142,22 @@ def broadcast_shape(shapes, op: str = "broadcast_shapes") -> tuple:
                                    f"Shape mismatch: objects cannot be broadcast to a single shape.  Mismatch is "
                                    f"between arg {k} and a previous arg at dimension {j - n}: {v} vs {out[j]}")
     return tuple(out)
+
+
+# ----- bfloat16: kernels that mix arrays with Python numbers --------------------------------------------------
+_F32 = D.float32.np
+
+
+def bf16_in_float32(forward):
+    """A primitive's forward ``forward(xp, a, *rest, **params)`` computed in float32 when ``a`` is bfloat16 and
+    rounded once to bfloat16, as PyTorch's CPU kernels compute bfloat16 (in float, their opmath type). For
+    kernels of several NumPy operations with Python numbers, which NumPy would promote with bfloat16 to float32
+    (other dtypes: ``forward`` itself, one identity test later)."""
+    def kernel(xp, a, *rest, **params):
+        if getattr(a, "dtype", None) is _BF16:
+            rest = tuple(xp.cast(r, _F32) if getattr(r, "dtype", None) is _BF16 else r for r in rest)
+            out = forward(xp, xp.cast(a, _F32), *rest, **params)
+            return tuple(xp.cast(o, _BF16) for o in out) if isinstance(out, tuple) else xp.cast(out, _BF16)
+        return forward(xp, a, *rest, **params)
+    kernel.__name__, kernel.__doc__ = getattr(forward, "__name__", "kernel"), forward.__doc__
+    return kernel

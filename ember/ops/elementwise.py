@@ -24,7 +24,7 @@ from ..autograd._primitive import (
     fast_unary)
 from ._registry import graph, method, register
 from ._schema import schema
-from .._util import check_tensor, compute_dtype, promote, scalar_or_tensor
+from .._util import bf16_in_float32, check_tensor, compute_dtype, promote, scalar_or_tensor
 from ..autograd._views import apply_inplace
 
 
@@ -378,7 +378,7 @@ def _copysign_self(xp, g, out, a, b):
 copysign_p = defprim("copysign", lambda xp, a, b: xp.copysign(a, b),
                      vjp=(_copysign_self, _zero), jvp="elementwise", saves=(0,), saves_out=True, promote="float",
                      batch=True)
-copysign_scalar_p = defprim("copysign", lambda xp, a, b: xp.copysign(a, b),
+copysign_scalar_p = defprim("copysign", bf16_in_float32(lambda xp, a, b: xp.copysign(a, b)),
                             node="CopysignBackward1",
                             vjp=(_copysign_self, None), jvp="elementwise", saves=(0,), saves_out=True,
                             promote="float", scalar_args=(1,), batch=True)
@@ -483,13 +483,13 @@ lerp_tensor_p = defprim("lerp", lambda xp, a, b, w: xp.lerp(a, b, w),
                         jvp="elementwise", saves={0: (2,), 1: (2,), 2: (0, 1, 2)},
                         saved_names=("self", "end", "weight"), batch=True)
 
-addcmul_p = defprim("addcmul", lambda xp, a, t1, t2, value: a + (t1 * t2) * value,
+addcmul_p = defprim("addcmul", bf16_in_float32(lambda xp, a, t1, t2, value: a + (t1 * t2) * value),
                     vjp=(lambda xp, g, out, a, t1, t2, value: g,
                          lambda xp, g, out, a, t1, t2, value: g * (t2 * value),
                          lambda xp, g, out, a, t1, t2, value: g * (t1 * value)),
                     jvp="elementwise", saves={1: (2,), 2: (1,)}, promote="standard",
                     saved_names=("self", "tensor1", "tensor2"), batch=True)
-addcdiv_p = defprim("addcdiv", lambda xp, a, t1, t2, value: a + (t1 / t2) * value,
+addcdiv_p = defprim("addcdiv", bf16_in_float32(lambda xp, a, t1, t2, value: a + (t1 / t2) * value),
                     vjp=(lambda xp, g, out, a, t1, t2, value: g,
                          lambda xp, g, out, a, t1, t2, value: g * (value / t2),
                          lambda xp, g, out, a, t1, t2, value: -g * ((t1 * value) / (t2 * t2))),
@@ -1820,7 +1820,7 @@ ndtri_p = _unary_prim("special_ndtri", "SpecialNdtriBackward0", lambda xp, a: xp
                       lambda xp, g, out, a: g * (_SQRT_2PI * xp.exp(out * out / 2)), (), True)
 log_ndtr_p = _unary_prim("special_log_ndtr", "SpecialLogNdtrBackward0", _log_ndtr,
                          lambda xp, g, out, a: g / _SQRT_2PI * xp.exp(-(out + a * a / 2)), (0,), True)
-entr_p = _unary_prim("special_entr", "SpecialEntrBackward0", _entr,
+entr_p = _unary_prim("special_entr", "SpecialEntrBackward0", bf16_in_float32(_entr),
                      lambda xp, g, out, a: g * (-(1 + xp.log(a))))
 
 
@@ -1835,12 +1835,12 @@ def _xlog1py_other(xp, g, out, a, b):
     return g * a / (b + 1)
 
 
-xlog1py_p = defprim("special_xlog1py", lambda xp, a, b: xp.xlog1py(a, b), node="SpecialXlog1PyBackward0",
+xlog1py_p = defprim("special_xlog1py", bf16_in_float32(lambda xp, a, b: xp.xlog1py(a, b)), node="SpecialXlog1PyBackward0",
                     vjp=(_xlog1py_self, _xlog1py_other), jvp="elementwise", saves=(0, 1), promote="float", batch=True)
-xlog1py_rscalar_p = defprim("special_xlog1py", lambda xp, a, b: xp.xlog1py(a, b), node="SpecialXlog1PyBackward1",
+xlog1py_rscalar_p = defprim("special_xlog1py", bf16_in_float32(lambda xp, a, b: xp.xlog1py(a, b)), node="SpecialXlog1PyBackward1",
                             vjp=(None, _xlog1py_other), jvp="elementwise", saves=(1,), promote="float",
                             scalar_args=(0,), batch=True)
-xlog1py_scalar_p = defprim("special_xlog1py", lambda xp, a, b: xp.xlog1py(a, b), node="SpecialXlog1PyBackward2",
+xlog1py_scalar_p = defprim("special_xlog1py", bf16_in_float32(lambda xp, a, b: xp.xlog1py(a, b)), node="SpecialXlog1PyBackward2",
                            vjp=(_xlog1py_self, None), jvp="elementwise", saves=(0,), promote="float",
                            scalar_args=(1,), batch=True)
 
@@ -1860,7 +1860,7 @@ def _mvlgamma_rule(xp, g, out, a, p):
     return g * d
 
 
-mvlgamma_p = _unary_prim("mvlgamma", "MvlgammaBackward0", _mvlgamma, _mvlgamma_rule)
+mvlgamma_p = _unary_prim("mvlgamma", "MvlgammaBackward0", bf16_in_float32(_mvlgamma), _mvlgamma_rule)
 
 
 def _no_half(t: Tensor, kernel: str) -> None:

@@ -22,7 +22,7 @@ from ..autograd.graph import node_class
 from ..autograd._primitive import PrimNode, apply, broadcast_error, defprim, graph_ns
 from ._registry import graph, register
 from .shape import _broadcast_shape
-from .._util import check_tensor, promote
+from .._util import bf16_in_float32, check_tensor, promote
 from .elementwise import add_scalar_p, div_scalar_p, is_int, mul_scalar_p
 from .nn_activation import log_sigmoid_p, log_softmax_p
 
@@ -343,6 +343,7 @@ def _pointwise_loss(name: str, node: str, elem, d_input, d_target, saved_names=(
     smooth_l1, huber), each gradient is PyTorch's node of its own under create_graph (``backward_node``:
     MseLossBackwardBackward0, ...): ``loss_backward(g, input, target)`` for the input and
     ``loss_backward(g, target, input)`` for the target, as PyTorch's formulas call them."""
+    @bf16_in_float32
     def forward(xp, a, b, reduction, p):
         return _reduce(xp, elem(xp, a, b, p), reduction)
 

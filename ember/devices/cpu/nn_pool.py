@@ -14,6 +14,7 @@ import math as _math
 import numpy as np
 
 from .nn_conv import _chunk_size, _chunks, _padded
+from .reduced import BF16_ONLY, all_in_float32
 
 __all__ = ["pool_gather", "pool_scatter", "pool_backward", "avg_pool_backward", "dim_matrices",
            # not differentiable (see above)
@@ -60,6 +61,7 @@ def avg_pool_backward(g, x, mats):
     return dim_matrices(g, tuple(a.T for a in mats))
 
 
+@all_in_float32(dtypes=BF16_ONLY)   # (NumPy's matmul of bfloat16 gives float32): float32 sums, rounded once
 def dim_matrices(x, mats):
     """``x`` (N, C, *S) with matrix ``mats[i]`` (L_i, S_i) applied along spatial dim i: separable linear
     pooling (average pooling, adaptive average pooling) as one small GEMM per dim."""
