@@ -1769,7 +1769,7 @@ def _special_nondiff(name, arg="input"):
         d = t._data
         if d.dtype.kind not in "fV":
             d = d.astype(D._default_float.np)
-        elif d.dtype == D.float16.np:
+        elif d.dtype == D.float16.np or d.dtype is D.bfloat16.np:
             raise _not_implemented(f"{name}_cpu", d.dtype)
         return _made(getattr(NAMESPACES[type(d)], name)(d))
 

@@ -343,9 +343,11 @@ def _pointwise_loss(name: str, node: str, elem, d_input, d_target, saved_names=(
     smooth_l1, huber), each gradient is PyTorch's node of its own under create_graph (``backward_node``:
     MseLossBackwardBackward0, ...): ``loss_backward(g, input, target)`` for the input and
     ``loss_backward(g, target, input)`` for the target, as PyTorch's formulas call them."""
-    @bf16_in_float32
+    # bfloat16: the elementwise loss in float32, rounded once, then reduced (in float32, rounded), as PyTorch's
+    elem_low = bf16_in_float32(elem)
+
     def forward(xp, a, b, reduction, p):
-        return _reduce(xp, elem(xp, a, b, p), reduction)
+        return _reduce(xp, elem_low(xp, a, b, p), reduction)
 
     def vjp(d):
         return lambda xp, g, out, a, b, reduction, p: _unreduce(xp, g, a.shape, reduction) * d(xp, a, b, p)

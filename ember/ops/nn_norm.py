@@ -39,6 +39,7 @@ _F = "nn.functional"
 #   eps, and acc: the dtype the rules compute in (float64: see the module docstring).
 
 _F16, _F32, _F64 = D.float16.np, D.float32.np, D.float64.np
+_BF16 = D.bfloat16.np
 
 
 def _acc(x: Tensor):
@@ -229,14 +230,15 @@ def _check_floating(x: Tensor, kernel: str) -> None:
 
 
 def _check_param_dtypes(x: Tensor, params, op: str) -> None:
-    """PyTorch's CPU kernels: every parameter has the input's dtype, or float32 for a float16 input."""
+    """PyTorch's CPU kernels: every parameter has the input's dtype, or float32 for a float16/bfloat16 input."""
     dts = {p._data.dtype for p in params if p is not None}
     if not dts:
         return
     xd = x._data.dtype
-    if dts == {xd} or (xd == _F16 and dts == {_F32}):
+    low = xd == _F16 or xd is _BF16
+    if dts == {xd} or (low and dts == {_F32}):
         return
-    want = D.type_word(_F32 if xd == _F16 and len(dts) > 1 else xd)
+    want = D.type_word(_F32 if low and len(dts) > 1 else xd)
     raise RuntimeError(f"{op}: mixed dtype (CPU): expect parameter to have scalar type of {want}")
 
 
@@ -516,7 +518,7 @@ def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None, eps:
                            f"[*{', '.join(map(str, shape))}], but got input of size{_shape_list(xs)}")
     _check_floating(input, op)
     dtype = input.dtype
-    x = input.float() if input._data.dtype == _F16 else input
+    x = input.float() if input._data.dtype == _F16 or input._data.dtype is _BF16 else input
     if eps is None:
         eps = D.finfo(x.dtype).eps
     dims = tuple(range(len(xs) - k, len(xs)))
@@ -677,8 +679,8 @@ def pdist(input: Tensor, p: float = 2) -> Tensor:
         raise RuntimeError(f"pdist only supports 2D tensors, got: {input._data.ndim}D")
     if input._data.dtype.kind not in "fV":
         raise RuntimeError("pdist only supports floating-point dtypes")
-    if input._data.dtype == _F16:
-        raise NotImplementedError("\"pdist\" not implemented for 'Half'")
+    if input._data.dtype == _F16 or input._data.dtype is _BF16:
+        raise NotImplementedError(f"\"pdist\" not implemented for '{D.type_word(input._data.dtype)}'")
     if p < 0:
         raise RuntimeError("pdist only supports non-negative p values")
     ordv = int(p) if p != math.inf and p == int(p) else p

@@ -504,7 +504,7 @@ def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -
     minlength = _int_arg(minlength, "bincount", "minlength")
     a = input._data
     xp = _xp(input)
-    _refuse_dtype(input, "bincount_cpu", "bfc")
+    _refuse_dtype(input, "bincount_cpu", "bfcV")
     if a.ndim != 1 or (a.size and int(xp.amin(a)) < 0):
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
     if minlength < 0:
