@@ -334,7 +334,7 @@ def _scaled(xp, x, w):
 
 
 def _pointwise_loss(name: str, node: str, elem, d_input, d_target, saved_names=("self", "target"), dd=None,
-                    backward_node=None):
+                    backward_node=None, opmath: bool = True):
     """A loss ``reduce(elem(input, target))`` over inputs of one shape; ``d_input``/``d_target`` are the
     elementwise partial derivatives (written against xp, so they differentiate again). ``p`` is the
     loss's own parameters (beta, delta, weights), ``None`` when it has none.
@@ -343,8 +343,9 @@ def _pointwise_loss(name: str, node: str, elem, d_input, d_target, saved_names=(
     smooth_l1, huber), each gradient is PyTorch's node of its own under create_graph (``backward_node``:
     MseLossBackwardBackward0, ...): ``loss_backward(g, input, target)`` for the input and
     ``loss_backward(g, target, input)`` for the target, as PyTorch's formulas call them."""
-    # bfloat16: the elementwise loss in float32, rounded once, then reduced (in float32, rounded), as PyTorch's
-    elem_low = bf16_in_float32(elem)
+    # bfloat16: the elementwise loss in float32, rounded once, then reduced (in float32, rounded); without
+    # ``opmath`` (a kernel of Python-number-free NumPy steps), rounded after every step, as PyTorch's mse kernel
+    elem_low = bf16_in_float32(elem) if opmath else elem
 
     def forward(xp, a, b, reduction, p):
         return _reduce(xp, elem_low(xp, a, b, p), reduction)
@@ -385,7 +386,7 @@ def _pointwise_loss(name: str, node: str, elem, d_input, d_target, saved_names=(
 
 mse_p = _pointwise_loss("mse_loss", "MseLossBackward0", lambda xp, a, b, p: (a - b) * (a - b),
                         lambda xp, a, b, p: (a - b) * 2, lambda xp, a, b, p: (b - a) * 2,
-                        dd=lambda xp, a, b, p: 2.0, backward_node="MseLossBackwardBackward0")
+                        dd=lambda xp, a, b, p: 2.0, backward_node="MseLossBackwardBackward0", opmath=False)
 
 
 def _smooth_l1(xp, a, b, beta):

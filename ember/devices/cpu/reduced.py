@@ -31,13 +31,16 @@ def finfo(dtype):
     return _ml.finfo(dtype) if BF16 is not None and np.dtype(dtype) == BF16 else np.finfo(dtype)
 
 
-def in_float32(kernel):
+def in_float32(kernel=None, *, dtypes=REDUCED):
     """``kernel`` with its first argument computed in float32 and the result rounded once to that argument's
-    dtype when it is float16 or bfloat16 (PyTorch's opmath)."""
+    dtype when it is one of ``dtypes`` (float16 or bfloat16: PyTorch's opmath)."""
+    if kernel is None:
+        return functools.partial(in_float32, dtypes=dtypes)
+
     @functools.wraps(kernel)
     def fn(x, *args, **kwargs):
         dt = x.dtype
-        if dt in REDUCED:
+        if dt in dtypes:
             return kernel(x.astype(F32), *args, **kwargs).astype(dt)
         return kernel(x, *args, **kwargs)
     return fn

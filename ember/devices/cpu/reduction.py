@@ -10,7 +10,9 @@ import builtins
 
 import numpy as np
 
-from .reduced import F32 as _F32, REDUCED as _REDUCED, in_float32
+from .reduced import BF16 as _BF16, F16 as _F16, F32 as _F32, REDUCED as _REDUCED, in_float32
+
+_F16_ONLY = frozenset((_F16,))
 
 __all__: list = ["nansum", "prod", "cumsum", "cumprod", "logcumsumexp", "logsumexp", "reverse_dim", "gather_dim",
                  "scatter_add_zeros", "vector_norm", "any", "all", "argmax", "argmin", "cum_extremum_indices"]
@@ -29,7 +31,7 @@ def nansum(x, dim, keepdim=False):
     return np.nansum(x, axis=dim, keepdims=keepdim)
 
 
-@_f32
+@in_float32(dtypes=_F16_ONLY)   # (bfloat16: NumPy's loop rounds every partial product, as PyTorch's kernel)
 def prod(x, dim=None, keepdim=False):
     """The product over ``dim`` (an int, or None for all elements)."""
     return np.prod(x, axis=dim, keepdims=keepdim)
@@ -52,10 +54,24 @@ def logcumsumexp(x, dim):
         return np.logaddexp.accumulate(x, axis=dim) if x.ndim else x.copy()
 
 
-@_f32
 def logsumexp(x, dim, keepdim=False):
     """log(sum(exp(x))) over ``dim``, stable: the maximum is taken out first (0 where it is infinite, so
-    that all -inf gives -inf and an inf gives inf rather than nan). Over an empty dim: -inf."""
+    that all -inf gives -inf and an inf gives inf rather than nan). Over an empty dim: -inf. bfloat16 rounds
+    where PyTorch's composite (amax, sub, exp, sum, log, add) rounds: x - max, the sum, its log, the result."""
+    if x.dtype is _BF16:
+        low = x.dtype
+        m = np.max(x, axis=dim, keepdims=True)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            m = np.where(np.isinf(m), 0, m).astype(low) if x.size and not _empty_over(x, dim) else np.zeros_like(m)
+            d = (x - m).astype(_F32)   # (bfloat16 arithmetic: rounded)
+            s = np.sum(np.exp(d.astype(np.float64)).astype(_F32), axis=dim, keepdims=True, dtype=_F32).astype(low)
+            r = np.log(s.astype(_F32)).astype(low) + m
+        return r if keepdim else np.squeeze(r, axis=dim)
+    return _logsumexp(x, dim, keepdim)
+
+
+@_f32
+def _logsumexp(x, dim, keepdim=False):
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         if x.size == 0 or _empty_over(x, dim):
             return np.log(np.sum(np.exp(x), axis=dim, keepdims=keepdim))
