@@ -154,9 +154,9 @@ def bf16_in_float32(forward):
     kernels of several NumPy operations with Python numbers, which NumPy would promote with bfloat16 to float32
     (other dtypes: ``forward`` itself, one identity test later)."""
     def kernel(xp, a, *rest, **params):
-        if getattr(a, "dtype", None) is _BF16:
-            rest = tuple(xp.cast(r, _F32) if getattr(r, "dtype", None) is _BF16 else r for r in rest)
-            out = forward(xp, xp.cast(a, _F32), *rest, **params)
+        if getattr(a, "dtype", None) is _BF16 or (rest and getattr(rest[0], "dtype", None) is _BF16):
+            a, *rest = (xp.cast(r, _F32) if getattr(r, "dtype", None) is _BF16 else r for r in (a, *rest))
+            out = forward(xp, a, *rest, **params)
             return tuple(xp.cast(o, _BF16) for o in out) if isinstance(out, tuple) else xp.cast(out, _BF16)
         return forward(xp, a, *rest, **params)
     kernel.__name__, kernel.__doc__ = getattr(forward, "__name__", "kernel"), forward.__doc__

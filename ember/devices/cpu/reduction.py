@@ -58,11 +58,11 @@ def logsumexp(x, dim, keepdim=False):
     """log(sum(exp(x))) over ``dim``, stable: the maximum is taken out first (0 where it is infinite, so
     that all -inf gives -inf and an inf gives inf rather than nan). Over an empty dim: -inf. bfloat16 rounds
     where PyTorch's composite (amax, sub, exp, sum, log, add) rounds: x - max, the sum, its log, the result."""
-    if x.dtype is _BF16:
+    if x.dtype is _BF16 and x.size and not _empty_over(x, dim):
         low = x.dtype
         m = np.max(x, axis=dim, keepdims=True)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            m = np.where(np.isinf(m), 0, m).astype(low) if x.size and not _empty_over(x, dim) else np.zeros_like(m)
+            m = np.where(np.isinf(m), 0, m).astype(low)
             d = (x - m).astype(_F32)   # (bfloat16 arithmetic: rounded)
             s = np.sum(np.exp(d.astype(np.float64)).astype(_F32), axis=dim, keepdims=True, dtype=_F32).astype(low)
             r = np.log(s.astype(_F32)).astype(low) + m

@@ -329,7 +329,7 @@ def bin_counts(x, weights, minlength: int):
     (summed in float64, returned in weights' floating dtype or float64)."""
     if weights is None:
         return np.bincount(x, minlength=minlength).astype(np.int64)
-    out_dtype = weights.dtype if weights.dtype.kind in "fV" else np.dtype(np.float64)
+    out_dtype = weights.dtype if weights.dtype.kind == "f" else np.dtype(np.float64)   # (bfloat16: float64)
     return np.bincount(x, weights=weights.astype(np.float64), minlength=minlength).astype(out_dtype)
 
 
