@@ -65,7 +65,7 @@ BF16_DIFFERS: dict[str, tuple[str, tuple | None]] = {
     # loss
     'binary_cross_entropy': ('loss', (2, 5, 8, 10, 11, 16)),
     'binary_cross_entropy_with_logits': ('loss', (2, 3, 4, 6, 8, 9, 11, 15, 17)),
-    'cross_entropy': ('loss', (7, 18, 20, 27, 29, 32, 33, 39)),
+    'cross_entropy': ('loss', (18, 27, 32, 33, 39)),
     'cross_entropy_ls_weight': ('loss', (3,)),
     'huber_loss': ('loss', (4, 6, 7, 8, 9, 10, 11, 16, 20, 21, 24, 25, 26, 29, 33, 34, 35)),
     'huber_loss_weight': ('loss', (2,)),
@@ -149,3 +149,6 @@ BF16_DIFFERS: dict[str, tuple[str, tuple | None]] = {
     'torch_rrelu_': ('rrelu', (1, 2)),
     'torch_rrelu_eval': ('rrelu', (1, 2, 3)),
 }
+
+# Entries left out in bfloat16: their values depend on the global random state at the time the test runs.
+BF16_SKIP = {"nn_gumbel_softmax_sum": "gumbel noise: the sum of the bfloat16 softmax depends on the draw"}

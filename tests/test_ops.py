@@ -33,7 +33,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 import ember  # noqa: E402
 from ember.autograd._primitive import fwd_state  # noqa: E402
 from op_db import FLOAT, HYP_BINARY, HYP_UNARY, OP_DB, OPS, draw, to_dtype  # noqa: E402
-from op_db_bf16 import BF16_DIFFERS, REASONS  # noqa: E402
+from op_db_bf16 import BF16_DIFFERS, BF16_SKIP, REASONS  # noqa: E402
 
 if torch is not None:
     torch.set_num_threads(1)
@@ -156,6 +156,8 @@ def bf16_cases():
         for i, s in enumerate(op.sample_inputs()):
             reason = REASONS[why] if why and (where is None or i in where) else None
             marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+            if op.name in BF16_SKIP:
+                marks = [pytest.mark.skip(reason=BF16_SKIP[op.name])]
             out.append(pytest.param(op, s, id=f"{op.name}-{s.desc}-bfloat16", marks=marks))
     return out
 

@@ -58,9 +58,12 @@ from .._util import promote_float, promote_standard
 _ndarray = cpu_backend().array_types[0]
 _NP_NS = NAMESPACES[_ndarray]
 # A Python number that meets bfloat16 tensors is made a bfloat16 scalar first, as PyTorch rounds it (NumPy would
-# promote the pair to float32); float16 needs nothing (NumPy keeps Python numbers weak beside it).
+# promote the pair to float32); float16 needs nothing (NumPy keeps Python numbers weak beside it). The primitives
+# in KEEP_NUMBERS (mul, div) take a second operand's number as it is: their kernels compute with it in float32,
+# as PyTorch's.
 from .._dtype import bfloat16 as _bfloat16   # noqa: E402
 _BF16 = _bfloat16.np
+KEEP_NUMBERS: set = set()
 # _fp_quiet/_fp_restore: NumPy's floating-point exceptions are silent while an op computes, and the caller's error
 # state is back when it returns (PyTorch never warns about overflow or 0/0).
 _state = _gm._state
@@ -627,7 +630,7 @@ def apply(prim: Primitive, args: tuple, params: dict = _EMPTY, node_cls=None, dt
                 datas.append(d)
                 if a._requires_grad:
                     rg = True
-            elif dtype is _BF16 and (type(a) is float or type(a) is int):
+            elif dtype is _BF16 and (type(a) is float or type(a) is int) and (not datas or prim not in KEEP_NUMBERS):
                 datas.append(_BF16.type(a))
             else:
                 datas.append(a)

@@ -16,6 +16,7 @@ from ..autograd.graph import node_class
 from ..autograd._primitive import (
     _EMPTY,
     KEEP_DTYPE,
+    KEEP_NUMBERS,
     PrimNode,
     apply,
     broadcast_error,
@@ -120,6 +121,7 @@ mul_p = defprim("mul", _mul,
 div_p = defprim("div", _div,
                 vjp=(_div_grad, lambda xp, g, out, a, b: -g * ((a / b) / b)),
                 jvp="elementwise", saves={0: (1,), 1: (0, 1)}, promote="float", batch=True)
+KEEP_NUMBERS.update((mul_p, div_p))   # bfloat16 * a number: the number in float32 (half_number_op)
 
 
 def _not_differentiable(name):
@@ -641,6 +643,7 @@ div_scalar_p = defprim("div_scalar", _div,
                        node="DivBackward1",
                        vjp=(_div_grad, None), jvp="elementwise", promote="float", scalar_args=(1,),
                        saved_names=("self", "other"))
+KEEP_NUMBERS.update((mul_scalar_p, div_scalar_p))
 rsub_scalar_p = defprim("rsub", lambda xp, s, a: s - a,
                         node="RsubBackward1",
                         vjp=(None, lambda xp, g, out, s, a: -g), jvp="linear", promote="standard", scalar_args=(0,),
