@@ -215,7 +215,10 @@ def tanh_backward(g, out):
 
 
 def sigmoid_backward(g, out):
-    """g (1 - out) out, in PyTorch's order (float16 too rounds after each step, as PyTorch's kernel)."""
+    """g (1 - out) out, in PyTorch's order (float16 too rounds after each step, as PyTorch's kernel; its bfloat16
+    kernel computes in float32 and rounds once)."""
+    if out.dtype is _BF16:
+        return (np.asarray(g).astype(_F32) * (1 - out.astype(_F32)) * out.astype(_F32)).astype(_BF16)
     return g * (1 - out) * out
 
 

@@ -220,8 +220,11 @@ _POW_SPECIAL = {0.5: np.sqrt, -0.5: lambda x: 1 / np.sqrt(x), 2: lambda x: x * x
 
 
 def pow(x, y):
-    if _BF16 is not None and type(x) is not type(y):   # a Python number beside bfloat16: rounded to it first
-        x, y = _bf16_number(x, y), _bf16_number(y, x)
+    if type(y) is not np.ndarray:   # a Python number beside bfloat16: rounded to it first
+        if type(x) is np.ndarray and x.dtype is _BF16:
+            y = _bf16_number(y, x)
+    elif type(x) is not np.ndarray and y.dtype is _BF16:
+        x = _bf16_number(x, y)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         if type(y) is not np.ndarray and type(x) is np.ndarray and x.dtype.kind in "fV":
             special = _POW_SPECIAL.get(y)

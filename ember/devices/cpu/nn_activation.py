@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from .reduced import BF16 as _BF16, F32 as _F32, REDUCED as _REDUCED
+from .reduced import BF16 as _BF16, BF16_ONLY, F32 as _F32, REDUCED as _REDUCED, all_in_float32
 
 from .libm import fma64
 from .elementwise import _c_or_rounded, _rounded_once, erf as _erf, sigmoid as _sig, zero_where
@@ -269,6 +269,7 @@ def log_sigmoid_backward(g, x):
     return g * _sig(-x)
 
 
+@all_in_float32(dtypes=BF16_ONLY)   # PyTorch's bfloat16 kernel computes in float and rounds once
 def gelu_backward(g, x, approximate):
     if approximate == "tanh":
         x2 = x * x
