@@ -65,8 +65,9 @@ def _reduced(name: str):
 
 # PyTorch's names of each dtype in its messages: the scalar-type word ("Float"), the C type ("float").
 _WORDS = {"float16": ("Half", "c10::Half"), "float32": ("Float", "float"), "float64": ("Double", "double"),
-          "bfloat16": ("BFloat16", "c10::BFloat16"), "uint8": ("Byte", "unsigned char"), "int8": ("Char", "signed char"), "int16": ("Short", "short int"),
-          "int32": ("Int", "int"), "int64": ("Long", "long int"), "bool": ("Bool", "bool")}
+          "uint8": ("Byte", "unsigned char"), "int8": ("Char", "signed char"), "int16": ("Short", "short int"),
+          "int32": ("Int", "int"), "int64": ("Long", "long int"), "bool": ("Bool", "bool"),
+          "bfloat16": ("BFloat16", "c10::BFloat16")}
 
 
 def _np_name(np_dtype) -> str:
@@ -84,8 +85,8 @@ def c_type_name(np_dtype) -> str:
 
 
 # The names PyTorch's checked scalar conversion gives in "value cannot be converted to type ... without overflow".
-_CHECKED_NAMES = {"float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float", "float64": "double", "uint8": "uint8_t",
-                  "int8": "int8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t"}
+_CHECKED_NAMES = {"float16": "c10::Half", "float32": "float", "float64": "double", "uint8": "uint8_t",
+                  "int8": "int8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t", "bfloat16": "c10::BFloat16"}
 
 
 # bits, eps, max, smallest normal, decimal precision: NumPy's finfo for NumPy's floats, PyTorch's for bfloat16

@@ -1838,12 +1838,13 @@ def _xlog1py_other(xp, g, out, a, b):
     return g * a / (b + 1)
 
 
-xlog1py_p = defprim("special_xlog1py", bf16_in_float32(lambda xp, a, b: xp.xlog1py(a, b)), node="SpecialXlog1PyBackward0",
+_xlog1py_fwd = bf16_in_float32(lambda xp, a, b: xp.xlog1py(a, b))
+xlog1py_p = defprim("special_xlog1py", _xlog1py_fwd, node="SpecialXlog1PyBackward0",
                     vjp=(_xlog1py_self, _xlog1py_other), jvp="elementwise", saves=(0, 1), promote="float", batch=True)
-xlog1py_rscalar_p = defprim("special_xlog1py", bf16_in_float32(lambda xp, a, b: xp.xlog1py(a, b)), node="SpecialXlog1PyBackward1",
+xlog1py_rscalar_p = defprim("special_xlog1py", _xlog1py_fwd, node="SpecialXlog1PyBackward1",
                             vjp=(None, _xlog1py_other), jvp="elementwise", saves=(1,), promote="float",
                             scalar_args=(0,), batch=True)
-xlog1py_scalar_p = defprim("special_xlog1py", bf16_in_float32(lambda xp, a, b: xp.xlog1py(a, b)), node="SpecialXlog1PyBackward2",
+xlog1py_scalar_p = defprim("special_xlog1py", _xlog1py_fwd, node="SpecialXlog1PyBackward2",
                            vjp=(_xlog1py_self, None), jvp="elementwise", saves=(0,), promote="float",
                            scalar_args=(1,), batch=True)
 

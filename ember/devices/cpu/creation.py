@@ -70,6 +70,12 @@ def linspace(start, end, steps: int, np_dtype) -> np.ndarray:
         s, e = npd.type(start), npd.type(end)
         step = npd.type((work(e) - work(s)) / work(steps - 1))   # float16's step is rounded to float16
         s, e, step = float(s), float(e), float(step)
+        if npd.kind == "V":   # bfloat16: PyTorch's kernel computes in bfloat16, each product and sum rounded
+            i = np.arange(steps, dtype=np.float32)
+            first = np.arange(steps) < steps // 2
+            up = (np.float32(step) * i).astype(npd).astype(np.float32)
+            down = (np.float32(step) * (steps - 1 - i)).astype(npd).astype(np.float32)
+            return np.where(first, np.float32(s) + up, np.float32(e) - down).astype(npd)
     i = np.arange(steps, dtype=np.float64)
     first = np.arange(steps) < steps // 2
     with np.errstate(over="ignore", invalid="ignore"):

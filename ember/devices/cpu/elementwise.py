@@ -562,8 +562,8 @@ _AS_A = tuple(float(np.float32(v)) for v in (1.061405429, -1.453152027, 1.421413
 
 
 def _erf_half(x):
-    """float16 (and bfloat16) erf as PyTorch computes it: its vectorized float32 polynomial (Abramowitz-Stegun 7.1.26, fused
-    multiply-adds, absolute error 1.5e-7), rounded to float16: the correctly rounded value differs in 19% of
+    """float16 (and bfloat16) erf as PyTorch computes it: its vectorized float32 polynomial (Abramowitz-Stegun
+    7.1.26, fused multiply-adds, absolute error 1.5e-7), rounded: the correctly rounded value differs in 19% of
     float16 inputs (the tiny ones), this in none (every finite float16 checked)."""
     v = x.astype(_F32)
     a = np.abs(v)
