@@ -50,7 +50,7 @@ NO_KERNEL: dict[str, str] = {
 # Entries whose device results differ from the CPU's for a reason of the device, not of a kernel.
 DEVICE_LIMITS: dict[str, str] = {
     **dict.fromkeys("""
-        casts nn_activation_errors""".split(),
+        casts""".split(),
         'array-api-strict has no float16'),
     **dict.fromkeys("""
         view_dtype""".split(),
