@@ -238,7 +238,15 @@ _OPS = {
 def test_ops_bit_for_bit(name):
     f = _OPS[name]
     (ea, ta), (eb, tb), (ep, tp) = pair(_A), pair(_B), pair(_P)
-    same(f(ember, ea, eb, ep), f(torch, ta, tb, tp), name)
+    threads = torch.get_num_threads()
+    # PyTorch's own bfloat16 softmax over a dim other than the last rounds differently on one thread (it keeps the
+    # exponentials in float there); ember gives its result on several threads, the default on a multi-core CPU
+    torch.set_num_threads(2)
+    try:
+        expected = f(torch, ta, tb, tp)
+    finally:
+        torch.set_num_threads(threads)
+    same(f(ember, ea, eb, ep), expected, name)
 
 
 def test_refused_as_torch_refuses():
