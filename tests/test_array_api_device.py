@@ -53,6 +53,9 @@ DEVICE_LIMITS: dict[str, str] = {
         casts""".split(),
         'array-api-strict has no float16'),
     **dict.fromkeys("""
+        cast_bfloat16""".split(),
+        'array-api-strict has no bfloat16'),
+    **dict.fromkeys("""
         view_dtype""".split(),
         'reinterpreting bits (Tensor.view(dtype)) is not in the array API standard'),
 }
