@@ -160,4 +160,5 @@ def bf16_in_float32(forward):
             return tuple(xp.cast(o, _BF16) for o in out) if isinstance(out, tuple) else xp.cast(out, _BF16)
         return forward(xp, a, *rest, **params)
     kernel.__name__, kernel.__doc__ = getattr(forward, "__name__", "kernel"), forward.__doc__
+    kernel.__wrapped__ = forward   # its signature (the names grad_fn._saved_* shows) is the forward's
     return kernel

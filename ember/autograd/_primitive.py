@@ -110,7 +110,7 @@ class Primitive:
         # PyTorch's names of the inputs (grad_fn._saved_<name>), by position; None: the generic ones
         self.saved_names = saved_names
         # the keyword parameters the forward takes (after xp and the inputs), for grad_fn._saved_<param>
-        code = getattr(forward, "__code__", None)
+        code = getattr(getattr(forward, "__wrapped__", forward), "__code__", None)   # (a wrapper: its kernel's)
         if code is None:
             self.param_names = ()
         elif type(self.vjps) is tuple:
