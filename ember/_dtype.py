@@ -5,7 +5,12 @@ import builtins as _b
 
 import numpy as np
 
-__all__ = ["dtype", "float16", "float32", "float64", "half", "float", "double",
+try:   # optional: NumPy has no bfloat16; ml_dtypes (JAX's) gives NumPy arrays of it
+    import ml_dtypes as _ml
+except ImportError:   # pragma: no cover - exercised by monkeypatching in tests/test_bfloat16.py
+    _ml = None
+
+__all__ = ["dtype", "float16", "float32", "float64", "half", "float", "double", "bfloat16",
            "complex64", "complex128", "cfloat", "cdouble", "complex32", "chalf",
            "int8", "int16", "int32", "int64", "uint8", "short", "int", "long", "bool",
            "get_default_dtype", "set_default_dtype", "promote_types", "result_type"]
@@ -21,7 +26,7 @@ class dtype:
 
     def __init__(self, name: str, np_dtype, cat: int):
         self._name = name
-        self.np = np.dtype(np_dtype)
+        self.np = np_dtype if isinstance(np_dtype, _Missing) else np.dtype(np_dtype)
         self._cat = cat
         self.is_floating_point = cat == _FLOAT
         self.is_signed = cat >= _FLOAT or np.issubdtype(self.np, np.signedinteger)
@@ -51,30 +56,69 @@ class dtype:
         return self._name
 
 
+class _Missing:
+    """The NumPy dtype of a reduced-precision float (bfloat16) when ml_dtypes is not installed: the ember dtype
+    exists (programs name it), but NumPy turning this into a dtype, as every array creation and cast does,
+    raises the RuntimeError below."""
+
+    __slots__ = ("name", "itemsize")
+
+    def __init__(self, name: str, itemsize: int):
+        self.name, self.itemsize = name, itemsize
+
+    @property
+    def dtype(self):
+        raise RuntimeError(f"ember: torch.{self.name} tensors need the ml_dtypes package (NumPy has no "
+                           f"{self.name}): pip install ml_dtypes")
+
+
+def _reduced(name: str):
+    """ml_dtypes' NumPy dtype ``name``, or a _Missing stand-in without ml_dtypes."""
+    return np.dtype(getattr(_ml, name)) if _ml is not None else _Missing(name, 2)
+
+
 # PyTorch's names of each dtype in its messages: the scalar-type word ("Float"), the C type ("float").
 _WORDS = {"float16": ("Half", "c10::Half"), "float32": ("Float", "float"), "float64": ("Double", "double"),
           "uint8": ("Byte", "unsigned char"), "int8": ("Char", "signed char"), "int16": ("Short", "short int"),
           "int32": ("Int", "int"), "int64": ("Long", "long int"), "bool": ("Bool", "bool"),
           "complex64": ("ComplexFloat", "c10::complex<float>"),
-          "complex128": ("ComplexDouble", "c10::complex<double>")}
+          "complex128": ("ComplexDouble", "c10::complex<double>"),
+          "bfloat16": ("BFloat16", "c10::BFloat16")}
+
+
+def _np_name(np_dtype) -> str:
+    return np_dtype.name if isinstance(np_dtype, _Missing) else np.dtype(np_dtype).name
 
 
 def type_word(np_dtype) -> str:
     """PyTorch's scalar-type word for a dtype in messages: ``Float``, ``Long``, ``Bool``."""
-    return _WORDS[np.dtype(np_dtype).name][0]
+    return _WORDS[_np_name(np_dtype)][0]
 
 
 def c_type_name(np_dtype) -> str:
     """The C type PyTorch names in some messages: ``float``, ``long int``."""
-    return _WORDS[np.dtype(np_dtype).name][1]
+    return _WORDS[_np_name(np_dtype)][1]
 
 
 # The names PyTorch's checked scalar conversion gives in "value cannot be converted to type ... without overflow".
 _CHECKED_NAMES = {"float16": "c10::Half", "float32": "float", "float64": "double", "uint8": "uint8_t",
-                  "int8": "int8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t"}
+                  "int8": "int8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t", "bfloat16": "c10::BFloat16"}
 
 
-_FLOAT_MAX = {np.dtype(t): _b.float(np.finfo(t).max) for t in (np.float16, np.float32, np.float64)}
+# bits, eps, max, smallest normal, decimal precision: NumPy's finfo for NumPy's floats, PyTorch's for bfloat16
+# (kept here so that torch.finfo(torch.bfloat16) works without ml_dtypes)
+_FINFO = {n: (f.bits, _b.float(f.eps), _b.float(f.max), _b.float(f.tiny), f.precision)
+          for n, f in (("float16", np.finfo(np.float16)), ("float32", np.finfo(np.float32)),
+                       ("float64", np.finfo(np.float64)))}
+_FINFO["bfloat16"] = (16, 2.0 ** -7, (2 - 2.0 ** -7) * 2.0 ** 127, 2.0 ** -126, 2)
+_FLOAT_MAX = {np.dtype(t): _FINFO[np.dtype(t).name][2] for t in (np.float16, np.float32, np.float64)}
+if _ml is not None:
+    _FLOAT_MAX[np.dtype(_ml.bfloat16)] = _FINFO["bfloat16"][2]
+
+
+def is_reduced_float(np_dtype) -> bool:
+    """Whether a NumPy dtype is one of ml_dtypes' floats (bfloat16): NumPy gives them kind 'V', not 'f'."""
+    return np_dtype.kind == "V" and np_dtype.name in _FINFO
 
 
 def checked_scalar(value, np_dtype):
@@ -103,9 +147,9 @@ def checked_scalar(value, np_dtype):
         value = value.real
     if kind == "b" or isinstance(value, (_b.bool, np.bool_)) or not isinstance(value, (_b.int, _b.float, np.number)):
         return value
-    if kind == "f":
+    if kind in "fV":
         v = _b.float(value)
-        if v == v and _b.abs(v) != _b.float("inf") and _b.abs(v) > _b.float(np.finfo(dt).max):
+        if v == v and _b.abs(v) != _b.float("inf") and _b.abs(v) > _FINFO[dt.name][2]:
             raise RuntimeError(f"value cannot be converted to type {_CHECKED_NAMES[dt.name]} without overflow")
     elif kind in "iu":
         info = np.iinfo(dt)
@@ -126,6 +170,7 @@ int16 = short = dtype("int16", np.int16, _INT)
 int32 = int = dtype("int32", np.int32, _INT)
 int64 = long = dtype("int64", np.int64, _INT)
 bool = dtype("bool", np.bool_, _BOOL)
+bfloat16 = dtype("bfloat16", _reduced("bfloat16"), _FLOAT)
 complex64 = cfloat = dtype("complex64", np.complex64, _COMPLEX)
 complex128 = cdouble = dtype("complex128", np.complex128, _COMPLEX)
 
@@ -149,8 +194,10 @@ class _NoArrays(dtype):
 
 complex32 = chalf = _NoArrays("complex32", _COMPLEX, 4)
 
-_ALL = (float16, float32, float64, uint8, int8, int16, int32, int64, bool, complex64, complex128)
-_FROM_NP = {d.np: d for d in _ALL}
+
+_ALL = (float16, float32, float64, uint8, int8, int16, int32, int64, bool, bfloat16, complex64,
+        complex128)
+_FROM_NP = {d.np: d for d in _ALL if not isinstance(d.np, _Missing)}
 _TO_REAL = {complex64: float32, complex128: float64, complex32: float16}
 _TO_COMPLEX = {float32: complex64, float64: complex128, float16: complex32}
 
@@ -195,6 +242,10 @@ def promote_types(a: dtype, b: dtype) -> dtype:
             if a._cat >= _FLOAT and b._cat >= _FLOAT else (a if a._cat == _COMPLEX else b)
     if a._cat != b._cat:
         return a if a._cat > b._cat else b
+    if a.itemsize == 2 == b.itemsize and a._cat == _FLOAT:
+        return float32   # float16 with bfloat16: neither holds the other, as in PyTorch
+    if isinstance(a.np, _Missing) or isinstance(b.np, _Missing):   # bfloat16 without ml_dtypes
+        return a if a.itemsize > b.itemsize else b
     return _FROM_NP[np.promote_types(a.np, b.np)]
 
 
@@ -295,13 +346,10 @@ class finfo:
         if not isinstance(type, dtype) or not type.is_floating_point:
             raise TypeError("torch.finfo() requires a floating point input type. Use torch.iinfo to handle "
                             "'torch.finfo'")
-        f = np.finfo(type.np)
-        self.bits = f.bits
-        self.eps = builtins_float(f.eps)
-        self.max = builtins_float(f.max)
-        self.min = builtins_float(f.min)
-        self.tiny = self.smallest_normal = builtins_float(f.tiny)
-        self.resolution = 10.0 ** -f.precision
+        self.bits, self.eps, self.max, tiny, precision = _FINFO[type._name]
+        self.min = -self.max
+        self.tiny = self.smallest_normal = tiny
+        self.resolution = 10.0 ** -precision
         self.dtype = type._name
 
     def __repr__(self) -> str:

@@ -215,7 +215,7 @@ class Tensor:
         return self
 
     def is_floating_point(self) -> bool:
-        return self._data.dtype.kind == "f"
+        return self._data.dtype.kind in "fV"
 
     def is_contiguous(self, *, memory_format=None) -> bool:
         if memory_format is None:
@@ -319,7 +319,7 @@ class Tensor:
             raise RuntimeError("requires_grad must be a bool")
         if self.grad_fn is not None and flag:
             raise RuntimeError("you can only change requires_grad flags of leaf variables.")
-        if flag and self._data.dtype.kind not in "fc":
+        if flag and self._data.dtype.kind not in "fcV":
             raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
         self.requires_grad_(flag)
 
@@ -334,7 +334,7 @@ class Tensor:
             raise RuntimeError(
                 "you can only change requires_grad flags of leaf variables. If you want to use a computed "
                 "variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach().")
-        if requires_grad and self._data.dtype.kind not in "fc":
+        if requires_grad and self._data.dtype.kind not in "fcV":
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
         if requires_grad and self._inference and not _gm_state.inference:
             raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.")

@@ -45,7 +45,7 @@ def compute_dtype(a, b):
     if isinstance(a, Tensor) and ta is not None:
         k = a._data.dtype.kind
         if (k == "f" and ta is not complex) or (k in "iu" and ta is int) or (k == "b" and ta is bool):
-            return None
+            return None   # (bfloat16, kind 'V', goes on: apply makes the number a bfloat16 scalar)
     elif isinstance(a, Tensor) and isinstance(b, Tensor) and a._data.dtype == b._data.dtype:
         return None
     return promote(a, b).np
@@ -58,14 +58,14 @@ def promote_standard(args: tuple):
         return compute_dtype(args[0], args[1])
     xs = [x for x in args if x is not None]
     d = promote(*xs).np
-    return d if any(isinstance(x, Tensor) and x._data.dtype != d for x in xs) else None
+    return d if d is _BF16 or any(isinstance(x, Tensor) and x._data.dtype != d for x in xs) else None
 
 
 def promote_float(args: tuple):
     """``promote="float"``: as "standard", but integral and bool results compute in the default float
     dtype (true division, exp, sin, ...)."""
     if len(args) == 1:
-        return None if args[0]._data.dtype.kind in "fc" else D._default_float.np
+        return None if args[0]._data.dtype.kind in "fcV" else D._default_float.np
     xs = [x for x in args if x is not None]
     d = promote(*xs)
     d = d.np if d._cat >= D._FLOAT else D._default_float.np
@@ -73,11 +73,12 @@ def promote_float(args: tuple):
 
 
 dtype_word = type_word
+_BF16 = D.bfloat16.np   # see promote_standard
 
 
 def float_dtype(x: Tensor):
     """Integer and bool inputs of floating ops compute in the default float dtype."""
-    return None if x._data.dtype.kind in "fc" else D._default_float.np
+    return None if x._data.dtype.kind in "fcV" else D._default_float.np
 
 
 def reduced_shape(shape: tuple, dims: tuple) -> tuple:
@@ -141,3 +142,23 @@ def broadcast_shape(shapes, op: str = "broadcast_shapes") -> tuple:
                                    f"Shape mismatch: objects cannot be broadcast to a single shape.  Mismatch is "
                                    f"between arg {k} and a previous arg at dimension {j - n}: {v} vs {out[j]}")
     return tuple(out)
+
+
+# ----- bfloat16: kernels that mix arrays with Python numbers --------------------------------------------------
+_F32 = D.float32.np
+
+
+def bf16_in_float32(forward):
+    """A primitive's forward ``forward(xp, a, *rest, **params)`` computed in float32 when ``a`` is bfloat16 and
+    rounded once to bfloat16, as PyTorch's CPU kernels compute bfloat16 (in float, their opmath type). For
+    kernels of several NumPy operations with Python numbers, which NumPy would promote with bfloat16 to float32
+    (other dtypes: ``forward`` itself, one identity test later)."""
+    def kernel(xp, a, *rest, **params):
+        if getattr(a, "dtype", None) is _BF16 or (rest and getattr(rest[0], "dtype", None) is _BF16):
+            a, *rest = (xp.cast(r, _F32) if getattr(r, "dtype", None) is _BF16 else r for r in (a, *rest))
+            out = forward(xp, a, *rest, **params)
+            return tuple(xp.cast(o, _BF16) for o in out) if isinstance(out, tuple) else xp.cast(out, _BF16)
+        return forward(xp, a, *rest, **params)
+    kernel.__name__, kernel.__doc__ = getattr(forward, "__name__", "kernel"), forward.__doc__
+    kernel.__wrapped__ = forward   # its signature (the names grad_fn._saved_* shows) is the forward's
+    return kernel

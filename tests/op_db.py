@@ -140,7 +140,7 @@ def to_dtype(a: np.ndarray, dtype: str) -> np.ndarray:
     """``a`` (float64 from a domain) as ``dtype``. Integer casts keep the sign and never make a zero out of a
     nonzero value (ceil away from 0 of 2x), so positive/nonzero domains stay valid."""
     with np.errstate(over="ignore", invalid="ignore"):   # samples with inf/nan on purpose
-        if dtype in FLOAT + ("float16",):
+        if dtype in FLOAT + ("float16", "bfloat16"):   # (NumPy knows "bfloat16" once ml_dtypes is imported)
             return a.astype(dtype)
         if dtype == "bool":
             return a > 0

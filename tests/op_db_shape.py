@@ -254,6 +254,10 @@ OPS: list = [
     OpInfo("contiguous", lambda m, a: a.t().contiguous(), [_k((3, 4)), _k((2,))], dtypes=ALL),
     OpInfo("casts", lambda m, a: (a.float(), a.double(), a.half(), a.int(), a.long(), a.short(), a.bool()),
            [_k((3, 4)), _k(())], dtypes=ALL, eps=0.1),   # float32 outputs: a large step (the casts are linear)
+    # bfloat16 (ml_dtypes): the values bit for bit (rounding to nearest even); no derivative check through a cast
+    # that keeps 8 significant bits
+    OpInfo("cast_bfloat16", lambda m, a: a.bfloat16(), [_k((3, 4)), _k(())], dtypes=ALL, supports_grad=False,
+           supports_gradgrad=False, supports_fwd=False),
     OpInfo("new_filled", lambda m, a: (a.new_zeros(a.shape) + a.new_ones(1, 1, dtype=m.float64) +
                                        a.new_empty((2, 1, 1)).fill_(2) + a),
            [_k((3, 4)), _k(())], dtypes=FLOAT),

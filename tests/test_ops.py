@@ -33,6 +33,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 import ember  # noqa: E402
 from ember.autograd._primitive import fwd_state  # noqa: E402
 from op_db import FLOAT, HYP_BINARY, HYP_UNARY, OP_DB, OPS, draw, to_dtype  # noqa: E402
+from op_db_bf16 import BF16_DIFFERS, BF16_SKIP, REASONS  # noqa: E402
 
 if torch is not None:
     torch.set_num_threads(1)
@@ -64,7 +65,10 @@ def rng_for(*keys):
 
 
 def mk(m, arr, requires_grad=False):
-    t = m.tensor(np.array(arr))
+    if np.dtype(arr.dtype).name == "bfloat16":   # torch.tensor takes no ml_dtypes array: through float32
+        t = m.tensor(np.asarray(arr, np.float32)).to(m.bfloat16)
+    else:
+        t = m.tensor(np.array(arr))
     assert str(t.dtype) == f"torch.{np.dtype(arr.dtype).name}" or arr.dtype == np.bool_
     if requires_grad:
         t.requires_grad_()
@@ -80,6 +84,8 @@ def is_float(t):
 
 
 def npy(t):
+    if str(t.dtype) == "torch.bfloat16":   # torch has no NumPy bfloat16: its exact float32 values
+        t = t.float()
     return t.detach().numpy(force=True)   # force: torch's second derivatives may be ZeroTensors
 
 
@@ -97,7 +103,9 @@ def assert_close(e, t, what="value"):
     assert tuple(e.shape) == tuple(t.shape), f"{what}: shape {tuple(e.shape)} != torch {tuple(t.shape)}"
     assert str(e.dtype) == str(t.dtype), f"{what}: dtype {e.dtype} != torch {t.dtype}"
     a, b = npy(e), npy(t)
-    if a.dtype.kind == "f":
+    if str(t.dtype) == "torch.bfloat16":   # bit for bit (the float32 values of the bfloat16 results)
+        np.testing.assert_array_equal(a, b, err_msg=what)
+    elif a.dtype.kind == "f":
         # The tolerance of the output's dtype (int inputs of float ops compute in float32).
         np.testing.assert_allclose(a, b, equal_nan=True, err_msg=what, **TOL[a.dtype.name if a.dtype.name in TOL
                                                                               else "float32"])
@@ -133,6 +141,35 @@ def skip_without_grad_outputs(op, sample):
 @needs_torch
 @pytest.mark.parametrize("op,sample,dtype", cases("forward", dtypes=True))
 def test_forward(op, sample, dtype):
+    _forward(op, sample, dtype)
+
+
+def bf16_cases():
+    """bfloat16 samples of every entry that runs in float32: PyTorch computes most of them in bfloat16 on the CPU
+    (ember must give its values bit for bit and its dtypes) and refuses the others (ember must raise the same
+    exception type). Known differences: tests/op_db_bf16.py."""
+    out = []
+    for op in OP_DB:
+        if "float32" not in op.dtypes:
+            continue
+        why, where = BF16_DIFFERS.get(op.name, (None, ()))
+        for i, s in enumerate(op.sample_inputs()):
+            reason = REASONS[why] if why and (where is None or i in where) else None
+            marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+            if op.name in BF16_SKIP:
+                marks = [pytest.mark.skip(reason=BF16_SKIP[op.name])]
+            out.append(pytest.param(op, s, id=f"{op.name}-{s.desc}-bfloat16", marks=marks))
+    return out
+
+
+@needs_torch
+@pytest.mark.skipif(ember.bfloat16.np.__class__.__name__ == "_Missing", reason="needs ml_dtypes")
+@pytest.mark.parametrize("op,sample", bf16_cases())
+def test_forward_bf16(op, sample):
+    _forward(op, sample, "bfloat16")
+
+
+def _forward(op, sample, dtype):
     arrays = [to_dtype(a, dtype) for a in sample.args]
     t_err = e_err = None
     try:

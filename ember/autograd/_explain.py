@@ -86,7 +86,7 @@ def _about_tensor(t: Tensor, me: str, names) -> list:
 
 def _why_no_grad(t: Tensor, me: str) -> list:
     dt = t._data.dtype
-    if dt.kind not in "fc":
+    if dt.kind not in "fcV":
         word = "a boolean" if dt.kind == "b" else "an integer"
         return [f"It is {word} tensor ({t.dtype}): only floating point and complex tensors can require "
                 "gradients, so it never gets a .grad. Results of argmax, comparisons, round-to-int casts and "

@@ -57,6 +57,13 @@ from .._util import promote_float, promote_standard
 # through the namespace, xp.
 _ndarray = cpu_backend().array_types[0]
 _NP_NS = NAMESPACES[_ndarray]
+# A Python number that meets bfloat16 tensors is made a bfloat16 scalar first, as PyTorch rounds it (NumPy would
+# promote the pair to float32); float16 needs nothing (NumPy keeps Python numbers weak beside it). The primitives
+# in KEEP_NUMBERS (mul, div) take a second operand's number as it is: their kernels compute with it in float32,
+# as PyTorch's.
+from .._dtype import bfloat16 as _bfloat16   # noqa: E402
+_BF16 = _bfloat16.np
+KEEP_NUMBERS: set = set()
 # _fp_quiet/_fp_restore: NumPy's floating-point exceptions are silent while an op computes, and the caller's error
 # state is back when it returns (PyTorch never warns about overflow or 0/0).
 _state = _gm._state
@@ -103,7 +110,7 @@ class Primitive:
         # PyTorch's names of the inputs (grad_fn._saved_<name>), by position; None: the generic ones
         self.saved_names = saved_names
         # the keyword parameters the forward takes (after xp and the inputs), for grad_fn._saved_<param>
-        code = getattr(forward, "__code__", None)
+        code = getattr(getattr(forward, "__wrapped__", forward), "__code__", None)   # (a wrapper: its kernel's)
         if code is None:
             self.param_names = ()
         elif type(self.vjps) is tuple:
@@ -711,6 +718,8 @@ def apply(prim: Primitive, args: tuple, params: dict = _EMPTY, node_cls=None, dt
                 datas.append(d)
                 if a._requires_grad:
                     rg = True
+            elif dtype is _BF16 and (type(a) is float or type(a) is int) and (not datas or prim not in KEEP_NUMBERS):
+                datas.append(_BF16.type(a))
             else:
                 datas.append(a)
         try:
@@ -778,7 +787,7 @@ def fast_unary(prim: Primitive, slow):
     fwd = prim.forward
 
     def fn(input: Tensor) -> Tensor:
-        if type(input) is not Tensor or input._base is not None or input._data.dtype.kind != "f":
+        if type(input) is not Tensor or input._base is not None or input._data.dtype.kind not in "fV":
             return slow(input)
         d = input._data
         xp = _NP_NS if type(d) is _ndarray else NAMESPACES[type(d)]
@@ -802,7 +811,7 @@ def fast_operator(prim: Primitive, slow):
 
     def op(self, other):
         d = self._data
-        if d.dtype.kind != "f" or self._base is not None:
+        if d.dtype.kind not in "fV" or self._base is not None:
             return slow(self, other)
         to = type(other)
         if to is float or (to is int and -0x8000000000000000 <= other < 0x10000000000000000):

@@ -248,7 +248,7 @@ def check_nan(node, out, graph: bool) -> None:
         if g is None:
             continue
         d = g._data if graph else g
-        if d.dtype.kind not in "fc":
+        if d.dtype.kind not in "fcV":
             continue
         if NAMESPACES[type(d)].isnan(d).any():
             raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output.")

@@ -67,9 +67,9 @@ def make_dual(tensor: Tensor, tangent: Tensor, *, level: int | None = None) -> T
         raise TypeError(f"make_dual(): argument 'tensor' must be Tensor, not {type(tensor).__name__}")
     if not isinstance(tangent, Tensor):
         raise TypeError(f"make_dual(): argument 'tangent' must be Tensor, not {type(tangent).__name__}")
-    if tensor._data.dtype.kind not in "fc":
+    if tensor._data.dtype.kind not in "fcV":
         raise ValueError(f"Expected primal to be floating point or complex, but got: {tensor.dtype}")
-    if tangent._data.dtype.kind not in "fc":
+    if tangent._data.dtype.kind not in "fcV":
         raise ValueError(f"Expected tangent to be floating point or complex, but got: {tangent.dtype}")
     if tangent._data.shape != tensor._data.shape:
         raise RuntimeError(f"Trying to set a forward gradient that has a different size than that of the "

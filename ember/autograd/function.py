@@ -321,7 +321,7 @@ def _wrap_outputs(ctx, args: tuple, outs: tuple, executable: bool) -> list:
             wrapped.append(o)
             meta.append(None)
             continue
-        differentiable = id(o) not in non_diff and o._data.dtype.kind in "fc"
+        differentiable = id(o) not in non_diff and o._data.dtype.kind in "fcV"
         if id(o) in dirty_ids:
             if executable and id(o) not in input_ids:
                 warn_user("ctx.mark_dirty() received a tensor that was not an input. Only input Tensors that have "
@@ -418,7 +418,7 @@ def _forward_tangents(ctx, cls, args: tuple, wrapped: list) -> None:
         raise RuntimeError(f"Function's jvp returned an invalid number of forward gradients (expected "
                            f"{len(wrapped)} but got {len(res)})")
     for o, t in zip(wrapped, res):
-        if t is None or not isinstance(o, Tensor) or o._data.dtype.kind not in "fc":
+        if t is None or not isinstance(o, Tensor) or o._data.dtype.kind not in "fcV":
             continue
         if not isinstance(t, Tensor):
             raise TypeError(f"jvp of {cls.__name__} must return Tensors or None, got {type(t).__name__}")

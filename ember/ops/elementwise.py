@@ -18,6 +18,7 @@ from ..autograd._primitive import (
     _EMPTY,
     KEEP_DTYPE,
     _state,
+    KEEP_NUMBERS,
     PrimNode,
     apply,
     broadcast_error,
@@ -26,7 +27,7 @@ from ..autograd._primitive import (
     fast_unary)
 from ._registry import graph, graph_raw, method, register
 from ._schema import schema
-from .._util import check_tensor, compute_dtype, promote, return_type, scalar_or_tensor
+from .._util import bf16_in_float32, check_tensor, compute_dtype, promote, return_type, scalar_or_tensor
 from ..autograd._views import apply_inplace
 
 
@@ -66,8 +67,9 @@ _HALF_SQRT_PI = 0.5 * math.sqrt(math.pi)
 # compute in float32 and round once (``xp.half_number_op``); NumPy would round the number to float16 first. (Its add
 # and sub do round the number to float16 first, as NumPy.) A float beside a float32/float64 array goes in as the
 # device's cached 0-d array (``xp.weak_number``). Under create_graph ``a`` is a Tensor: its dtype is never _F16,
-# and graph_ns's weak_number gives the number back.
+# and graph_ns's weak_number gives the number back. bfloat16 (_BF16) is computed as float16.
 _F16 = D.float16.np
+_BF16 = D.bfloat16.np
 
 
 def _scalar_kernel(op, half: bool = False):
@@ -76,10 +78,10 @@ def _scalar_kernel(op, half: bool = False):
     def kernel(xp, a, b):
         tb = type(b)
         if tb is float:
-            if half and a.dtype is _F16:
+            if half and (a.dtype is _F16 or a.dtype is _BF16):
                 return xp.half_number_op(op, a, b)
             return op(a, xp.weak_number(a, b))
-        if half and tb is int and a.dtype is _F16:
+        if half and tb is int and (a.dtype is _F16 or a.dtype is _BF16):
             return xp.half_number_op(op, a, b)
         return op(a, b)
     return kernel
@@ -94,13 +96,13 @@ _sub = _scalar_kernel(operator.sub)
 
 
 def _div(xp, a, b):
-    if (type(b) is float or type(b) is int) and a.dtype is _F16:
+    if (type(b) is float or type(b) is int) and (a.dtype is _F16 or a.dtype is _BF16):
         return xp.half_number_op(operator.truediv, a, b)
     return xp.div(a, b)
 
 
 def _div_grad(xp, g, out, a, b):
-    if (type(b) is float or type(b) is int) and g.dtype is _F16:
+    if (type(b) is float or type(b) is int) and (g.dtype is _F16 or g.dtype is _BF16):
         return xp.half_number_op(operator.truediv, g, b)
     return g / b
 
@@ -121,6 +123,7 @@ mul_p = defprim("mul", _mul,
 div_p = defprim("div", _div,
                 vjp=(_div_grad, lambda xp, g, out, a, b: -g * ((a / b) / b)),
                 jvp="elementwise", saves={0: (1,), 1: (0, 1)}, promote="float", batch=True, complex=True)
+KEEP_NUMBERS.update((mul_p, div_p))   # bfloat16 * a number: the number in float32 (half_number_op)
 
 
 def _not_differentiable(name):
@@ -394,7 +397,7 @@ def _copysign_self(xp, g, out, a, b):
 copysign_p = defprim("copysign", lambda xp, a, b: xp.copysign(a, b),
                      vjp=(_copysign_self, _zero), jvp="elementwise", saves=(0,), saves_out=True, promote="float",
                      batch=True)
-copysign_scalar_p = defprim("copysign", lambda xp, a, b: xp.copysign(a, b),
+copysign_scalar_p = defprim("copysign", bf16_in_float32(lambda xp, a, b: xp.copysign(a, b)),
                             node="CopysignBackward1",
                             vjp=(_copysign_self, None), jvp="elementwise", saves=(0,), saves_out=True,
                             promote="float", scalar_args=(1,), batch=True)
@@ -499,13 +502,13 @@ lerp_tensor_p = defprim("lerp", lambda xp, a, b, w: xp.lerp(a, b, w),
                         jvp="elementwise", saves={0: (2,), 1: (2,), 2: (0, 1, 2)},
                         saved_names=("self", "end", "weight"), batch=True, complex=True)
 
-addcmul_p = defprim("addcmul", lambda xp, a, t1, t2, value: a + (t1 * t2) * value,
+addcmul_p = defprim("addcmul", bf16_in_float32(lambda xp, a, t1, t2, value: a + (t1 * t2) * value),
                     vjp=(lambda xp, g, out, a, t1, t2, value: g,
                          lambda xp, g, out, a, t1, t2, value: g * (t2 * value),
                          lambda xp, g, out, a, t1, t2, value: g * (t1 * value)),
                     jvp="elementwise", saves={1: (2,), 2: (1,)}, promote="standard",
                     saved_names=("self", "tensor1", "tensor2"), batch=True, complex=True)
-addcdiv_p = defprim("addcdiv", lambda xp, a, t1, t2, value: a + (t1 / t2) * value,
+addcdiv_p = defprim("addcdiv", bf16_in_float32(lambda xp, a, t1, t2, value: a + (t1 / t2) * value),
                     vjp=(lambda xp, g, out, a, t1, t2, value: g,
                          lambda xp, g, out, a, t1, t2, value: g * (value / t2),
                          lambda xp, g, out, a, t1, t2, value: -g * ((t1 * value) / (t2 * t2))),
@@ -694,6 +697,7 @@ div_scalar_p = defprim("div_scalar", _div,
                        node="DivBackward1",
                        vjp=(_div_grad, None), jvp="elementwise", promote="float", scalar_args=(1,),
                        saved_names=("self", "other"), complex=True)
+KEEP_NUMBERS.update((mul_scalar_p, div_scalar_p))
 rsub_scalar_p = defprim("rsub", lambda xp, s, a: s - a,
                         node="RsubBackward1",
                         vjp=(None, lambda xp, g, out, s, a: -g), jvp="linear", promote="standard", scalar_args=(0,),
@@ -931,7 +935,7 @@ def _unary(prim, name, same_dtype=False, aliases=(), special=(), register_as=Tru
     inplace_node = _NO_INPLACE_DERIVATIVE.get(name)
 
     def inplace(self: Tensor) -> Tensor:
-        if self._data.dtype.kind != "f":
+        if self._data.dtype.kind not in "fV":
             fn(self)   # the dtype errors of the out-of-place op come first
             if cx_inplace is not None and self._data.dtype.kind == "c":
                 raise RuntimeError(cx_inplace)
@@ -1002,7 +1006,7 @@ def round(input: Tensor, *, decimals: int = 0) -> Tensor:
     """Round half to even; with ``decimals``, to that many decimal places (RoundBackward1)."""
     if decimals == 0:
         return _round0(input)
-    if input._data.dtype.kind != "f":
+    if input._data.dtype.kind not in "fV":
         raise _not_implemented("round_cpu", input._data.dtype)
     return apply(round_decimals_p, (input,), {"decimals": decimals})
 
@@ -1020,7 +1024,7 @@ register(round, method=True, graph=True)
 @schema("round(Tensor input, *, int decimals)")
 def special_round(input: Tensor, *, decimals: int = 0) -> Tensor:
     """torch.special.round: round() that always records RoundBackward1 (the decimals overload)."""
-    if input._data.dtype.kind != "f":
+    if input._data.dtype.kind not in "fV":
         return round(input, decimals=decimals)
     return apply(round_decimals_p, (input,), {"decimals": decimals})
 _register_inplace(iround, "round")
@@ -1227,7 +1231,7 @@ def _lerp_args(input, end, weight, op):
         if isinstance(t, Tensor) and t._data.dtype != input._data.dtype:
             raise RuntimeError(f"expected dtype {D.c_type_name(input._data.dtype)} for `{name}` but got dtype "
                                f"{D.c_type_name(t._data.dtype)}")
-    if input._data.dtype.kind not in "fc":
+    if input._data.dtype.kind not in "fcV":
         raise _not_implemented("lerp_kernel_tensor" if isinstance(weight, Tensor) else "lerp_kernel_scalar",
                                input._data.dtype)
     return (lerp_tensor_p if isinstance(weight, Tensor) else lerp_p), (input, end, weight)
@@ -1329,7 +1333,7 @@ def _clamp_args(input, min, max, op):
     if _cx_operand(input) or _cx_operand(min) or _cx_operand(max):
         min, max = _clamp_complex(input, min, max, op, tensor_bounds)
     if not tensor_bounds:
-        if input._data.dtype.kind == "f":
+        if input._data.dtype.kind in "fV":
             for b in (min, max):
                 D.checked_scalar(b, input._data.dtype)   # clamp(max=1e40) of float32: PyTorch's RuntimeError
         kernel = "clamp_min_scalar_cpu" if max is None else "clamp_max_scalar_cpu" if min is None else \
@@ -1525,7 +1529,7 @@ def _bitwise(name, kernel, shift=False, integers=False):
             check_tensor(input, name)
             other = _operand(other, name, input)
         d = promote(input, other).np
-        if d.kind in "fc" or ((shift or integers) and d.kind == "b"):
+        if d.kind in "fcV" or ((shift or integers) and d.kind == "b"):
             raise _not_implemented(kernel, d)
         t = input if isinstance(input, Tensor) else other
         xp = NAMESPACES[type(t._data)]
@@ -1569,7 +1573,7 @@ lcm = _bitwise("lcm", "lcm_cpu", integers=True)
 @schema("bitwise_not(Tensor input)")
 def bitwise_not(input: Tensor) -> Tensor:
     """``~input`` of an integer or bool tensor."""
-    if input._data.dtype.kind in "fc":
+    if input._data.dtype.kind in "fcV":
         raise _not_implemented("bitwise_not_cpu", input._data.dtype)
     xp = NAMESPACES[type(input._data)]
     return _made(xp.bitwise_not(input._data))
@@ -1913,7 +1917,7 @@ def _ioperator(fn):
 
 
 def _invert(self):
-    if self._data.dtype.kind in "fc":   # PyTorch checks this in Python, before the kernel
+    if self._data.dtype.kind in "fcV":   # PyTorch checks this in Python, before the kernel
         raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
     return bitwise_not(self)
 
@@ -1997,9 +2001,9 @@ def _special_nondiff(name, arg="input"):
     def compute(t: Tensor) -> Tensor:
         d = t._data
         _no_complex(f"{name}_cpu", t)
-        if d.dtype.kind != "f":
+        if d.dtype.kind not in "fV":
             d = d.astype(D._default_float.np)
-        elif d.dtype == D.float16.np:
+        elif d.dtype == D.float16.np or d.dtype is D.bfloat16.np:
             raise _not_implemented(f"{name}_cpu", d.dtype)
         return _made(getattr(NAMESPACES[type(d)], name)(d))
 
@@ -2050,7 +2054,7 @@ ndtri_p = _unary_prim("special_ndtri", "SpecialNdtriBackward0", lambda xp, a: xp
                       lambda xp, g, out, a: g * (_SQRT_2PI * xp.exp(out * out / 2)), (), True)
 log_ndtr_p = _unary_prim("special_log_ndtr", "SpecialLogNdtrBackward0", _log_ndtr,
                          lambda xp, g, out, a: g / _SQRT_2PI * xp.exp(-(out + a * a / 2)), (0,), True)
-entr_p = _unary_prim("special_entr", "SpecialEntrBackward0", _entr,
+entr_p = _unary_prim("special_entr", "SpecialEntrBackward0", bf16_in_float32(_entr),
                      lambda xp, g, out, a: g * (-(1 + xp.log(a))))
 
 
@@ -2065,12 +2069,13 @@ def _xlog1py_other(xp, g, out, a, b):
     return g * a / (b + 1)
 
 
-xlog1py_p = defprim("special_xlog1py", lambda xp, a, b: xp.xlog1py(a, b), node="SpecialXlog1PyBackward0",
+_xlog1py_fwd = bf16_in_float32(lambda xp, a, b: xp.xlog1py(a, b))
+xlog1py_p = defprim("special_xlog1py", _xlog1py_fwd, node="SpecialXlog1PyBackward0",
                     vjp=(_xlog1py_self, _xlog1py_other), jvp="elementwise", saves=(0, 1), promote="float", batch=True)
-xlog1py_rscalar_p = defprim("special_xlog1py", lambda xp, a, b: xp.xlog1py(a, b), node="SpecialXlog1PyBackward1",
+xlog1py_rscalar_p = defprim("special_xlog1py", _xlog1py_fwd, node="SpecialXlog1PyBackward1",
                             vjp=(None, _xlog1py_other), jvp="elementwise", saves=(1,), promote="float",
                             scalar_args=(0,), batch=True)
-xlog1py_scalar_p = defprim("special_xlog1py", lambda xp, a, b: xp.xlog1py(a, b), node="SpecialXlog1PyBackward2",
+xlog1py_scalar_p = defprim("special_xlog1py", _xlog1py_fwd, node="SpecialXlog1PyBackward2",
                            vjp=(_xlog1py_self, None), jvp="elementwise", saves=(0,), promote="float",
                            scalar_args=(1,), batch=True)
 
@@ -2090,11 +2095,11 @@ def _mvlgamma_rule(xp, g, out, a, p):
     return g * d
 
 
-mvlgamma_p = _unary_prim("mvlgamma", "MvlgammaBackward0", _mvlgamma, _mvlgamma_rule)
+mvlgamma_p = _unary_prim("mvlgamma", "MvlgammaBackward0", bf16_in_float32(_mvlgamma), _mvlgamma_rule)
 
 
 def _no_half(t: Tensor, kernel: str) -> None:
-    if t._data.dtype.kind == "f" and t._data.dtype.itemsize < 4:   # PyTorch's CPU kernel has no float16
+    if t._data.dtype.kind in "fV" and t._data.dtype.itemsize < 4:   # PyTorch's CPU kernel has no float16
         raise _not_implemented(kernel, t._data.dtype)
 
 

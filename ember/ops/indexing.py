@@ -669,7 +669,7 @@ def _alpha_as(alpha, dtype):
         if not (info.min <= alpha <= info.max):   # also nan and inf
             raise RuntimeError(f"value cannot be converted to type {_C_TYPE[dtype.name]} without overflow")
         return int(alpha)
-    if dtype.kind == "f" and abs(alpha) > D.finfo(D._FROM_NP[dtype]).max and abs(alpha) != float("inf") \
+    if dtype.kind in "fV" and abs(alpha) > D.finfo(D._FROM_NP[dtype]).max and abs(alpha) != float("inf") \
             and alpha == alpha:
         raise RuntimeError(f"value cannot be converted to type {_C_TYPE[dtype.name]} without overflow")
     return alpha

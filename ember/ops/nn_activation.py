@@ -20,7 +20,7 @@ from ..autograd.graph import node_class
 from . import elementwise as E
 from ..autograd._primitive import PrimNode, apply, defprim, graph_ns
 from ._registry import EXPORTS, graph, register
-from .._util import check_tensor
+from .._util import bf16_in_float32, check_tensor
 from ..autograd._views import apply_inplace
 
 _F = "nn.functional"
@@ -52,7 +52,7 @@ def _not_implemented(kernel: str, t: Tensor) -> NotImplementedError:
 def _float_input(input, op: str, kernel: str) -> Tensor:
     """The input of a floating-point kernel: a Tensor, and integral/bool dtypes refused as PyTorch does."""
     check_tensor(input, op)
-    if input._data.dtype.kind != "f":
+    if input._data.dtype.kind not in "fV":
         raise _not_implemented(kernel, input)
     return input
 
@@ -88,15 +88,16 @@ def _log_softmax_bwd(xp, g, y, dim):
 
 # y (g - sum(g y)) is symmetric in g (its own adjoint); in y: gg g - sum(y g) gg - g sum(y gg) (PyTorch's
 # softmax_double_backward)
+# (bfloat16: both backward kernels compute in float32 and round once, as PyTorch's)
 softmax_backward_p = defprim(
-    "softmax_backward_data", _softmax_bwd,
+    "softmax_backward_data", bf16_in_float32(_softmax_bwd),
     vjp=(lambda xp, gg, out, g, y, dim: softmax_backward_p(xp, gg, y, dim=dim),
          lambda xp, gg, out, g, y, dim: gg * g - _sum_keep(xp, y * g, dim) * gg - g * _sum_keep(xp, y * gg, dim)),
     jvp=(lambda xp, t, out, g, y, dim: softmax_backward_p(xp, t, y, dim=dim),
          lambda xp, t, out, g, y, dim: t * (g - _sum_keep(xp, g * y, dim)) - y * _sum_keep(xp, g * t, dim)),
     saves={0: (1,), 1: (0, 1)}, saved_names=("grad_output", "output"))
 log_softmax_backward_p = defprim(
-    "log_softmax_backward_data", _log_softmax_bwd,
+    "log_softmax_backward_data", bf16_in_float32(_log_softmax_bwd),
     vjp=(lambda xp, gg, out, g, y, dim: gg - _sum_keep(xp, gg * xp.exp(y), dim),
          lambda xp, gg, out, g, y, dim: -(_sum_keep(xp, g, dim) * xp.exp(y) * gg)),
     jvp=(lambda xp, t, out, g, y, dim: log_softmax_backward_p(xp, t, y, dim=dim),
@@ -135,7 +136,7 @@ def _softmax_apply(prim, input, dim, dtype, op: str) -> Tensor:
             raise TypeError(f"{op}(): argument 'dtype' must be torch.dtype, not {type(dtype).__name__}")
         input = input.to(dtype)
     d = wrap_dim(dim, input._data.ndim, op)
-    if input._data.dtype.kind != "f" and input._data.size:   # PyTorch returns an empty integral input as it is
+    if input._data.dtype.kind not in "fV" and input._data.size:   # PyTorch returns an empty integral input as it is
         last = input._data.ndim == 0 or d == input._data.ndim - 1
         raise _not_implemented(f"{op}_{'lastdim_' if last else ''}kernel_impl", input)
     return apply(prim, (input,), {"dim": dim})

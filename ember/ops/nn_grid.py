@@ -9,7 +9,7 @@ from __future__ import annotations
 from .._device import NAMESPACES
 from .._tensor import Tensor, make
 from ..autograd._primitive import apply, defprim
-from .._util import check_tensor
+from .._util import bf16_in_float32, check_tensor
 from ._nn_spatial import _NN, _dtype_name, _size_str
 from ._registry import graph, register
 
@@ -164,6 +164,7 @@ def _gs_bicubic(xp, inp, grid, padding_mode, align_corners, want):
     return dtx, dty, maps
 
 
+@bf16_in_float32
 def _grid_sample_fwd(xp, inp, grid, mode, padding_mode, align_corners):
     if mode == "bicubic":
         return _gs_bicubic(xp, inp, grid, padding_mode, align_corners, "out")

@@ -22,7 +22,7 @@ from ..autograd.graph import node_class
 from ..autograd._primitive import PrimNode, apply, broadcast_error, defprim, graph_ns
 from ._registry import graph, register
 from .shape import _broadcast_shape
-from .._util import check_tensor, promote
+from .._util import bf16_in_float32, check_tensor, promote
 from .elementwise import add_scalar_p, div_scalar_p, is_int, mul_scalar_p
 from .nn_activation import log_sigmoid_p, log_softmax_p
 
@@ -97,10 +97,10 @@ def _no_grad_weight(weight, fn: str) -> None:
 
 
 def _check_float(input: Tensor, kernel: str, half: bool = True) -> None:
-    """Refuse a dtype the kernel has no loop for: integral and bool, and float16 where ``half`` is False (the
+    """Refuse a dtype the kernel has no loop for: integral and bool, and float16/bfloat16 where ``half`` is False (the
     kernels PyTorch dispatches over float32/float64 only: multi_margin_loss, multilabel_margin_loss, ctc_loss)."""
     dt = input._data.dtype
-    if dt.kind != "f" or (not half and dt == _HALF):
+    if dt.kind not in "fV" or (not half and (dt == _HALF or dt is D.bfloat16.np)):
         raise NotImplementedError(f'"{kernel}" not implemented for \'{D.type_word(dt)}\'')
 
 
@@ -121,7 +121,7 @@ def _div_s(a: Tensor, s) -> Tensor:
 
 def _log_softmax(input: Tensor, dim: int) -> Tensor:
     dim = wrap_dim(dim, input._data.ndim, "log_softmax")
-    if input._data.dtype.kind != "f":
+    if input._data.dtype.kind not in "fV":
         kernel = "log_softmax_lastdim_kernel_impl" if dim == input._data.ndim - 1 or input._data.ndim == 0 \
             else "log_softmax_kernel_impl"
         raise NotImplementedError(f'"{kernel}" not implemented for \'{D.type_word(input._data.dtype)}\'')
@@ -305,7 +305,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
     ignore_index = int(ignore_index)
     label_smoothing = float(label_smoothing)
     if input._data.shape == target._data.shape:
-        if target._data.dtype.kind != "f":
+        if target._data.dtype.kind not in "fV":
             raise RuntimeError("Expected floating point type for target with class probabilities, got "
                                f"{D.type_word(target._data.dtype)}")
         if ignore_index >= 0:
@@ -334,7 +334,7 @@ def _scaled(xp, x, w):
 
 
 def _pointwise_loss(name: str, node: str, elem, d_input, d_target, saved_names=("self", "target"), dd=None,
-                    backward_node=None):
+                    backward_node=None, opmath: bool = True):
     """A loss ``reduce(elem(input, target))`` over inputs of one shape; ``d_input``/``d_target`` are the
     elementwise partial derivatives (written against xp, so they differentiate again). ``p`` is the
     loss's own parameters (beta, delta, weights), ``None`` when it has none.
@@ -343,8 +343,12 @@ def _pointwise_loss(name: str, node: str, elem, d_input, d_target, saved_names=(
     smooth_l1, huber), each gradient is PyTorch's node of its own under create_graph (``backward_node``:
     MseLossBackwardBackward0, ...): ``loss_backward(g, input, target)`` for the input and
     ``loss_backward(g, target, input)`` for the target, as PyTorch's formulas call them."""
+    # bfloat16: the elementwise loss in float32, rounded once, then reduced (in float32, rounded); without
+    # ``opmath`` (a kernel of Python-number-free NumPy steps), rounded after every step, as PyTorch's mse kernel
+    elem_low = bf16_in_float32(elem) if opmath else elem
+
     def forward(xp, a, b, reduction, p):
-        return _reduce(xp, elem(xp, a, b, p), reduction)
+        return _reduce(xp, elem_low(xp, a, b, p), reduction)
 
     def vjp(d):
         return lambda xp, g, out, a, b, reduction, p: _unreduce(xp, g, a.shape, reduction) * d(xp, a, b, p)
@@ -382,7 +386,7 @@ def _pointwise_loss(name: str, node: str, elem, d_input, d_target, saved_names=(
 
 mse_p = _pointwise_loss("mse_loss", "MseLossBackward0", lambda xp, a, b, p: (a - b) * (a - b),
                         lambda xp, a, b, p: (a - b) * 2, lambda xp, a, b, p: (b - a) * 2,
-                        dd=lambda xp, a, b, p: 2.0, backward_node="MseLossBackwardBackward0")
+                        dd=lambda xp, a, b, p: 2.0, backward_node="MseLossBackwardBackward0", opmath=False)
 
 
 def _smooth_l1(xp, a, b, beta):
@@ -585,7 +589,7 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
     # PyTorch's kernel writes into a tensor like the input: the loss has the input's dtype
     common = promote(input, target)
     if common.is_floating_point and input._data.dtype != common.np:
-        if input._data.dtype.kind != "f":
+        if input._data.dtype.kind not in "fV":
             raise _cast_error(common, input._data.dtype)
         target = target.to(D.from_numpy_dtype(input._data.dtype))
     if weight is not None:
@@ -631,7 +635,7 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     for t in (target, weight):
         if t is not None and t._data.dtype != x.dtype:
             raise RuntimeError(f"Found dtype {D.type_word(t._data.dtype)} but expected {D.type_word(x.dtype)}")
-    if x.dtype.kind != "f":
+    if x.dtype.kind not in "fV":
         raise NotImplementedError(f'"binary_cross_entropy" not implemented for \'{D.type_word(x.dtype)}\'')
     w = _weight_array(weight, "binary_cross_entropy", "weight", 3)
     if w is not None and w.shape != x.shape:
@@ -664,7 +668,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
     _check_float(input, "log_sigmoid_cpu")
     if target._data.dtype.kind == "b":
         raise RuntimeError(_BOOL_SUB)
-    if target._data.dtype.kind != "f":
+    if target._data.dtype.kind not in "fV":
         raise _cast_error(promote(input, target), target._data.dtype)
     dt = D.from_numpy_dtype(target._data.dtype)
     shape = input._data.shape
@@ -708,7 +712,7 @@ def kl_div(input: Tensor, target: Tensor, size_average: bool | None = None, redu
                           "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
                           "'mean' will be changed to behave the same as 'batchmean' in the next major release.")
         enum = "sum" if reduction == "batchmean" else _check_reduction(reduction)
-    if input._data.dtype.kind != "f" or target._data.dtype.kind != "f":
+    if input._data.dtype.kind not in "fV" or target._data.dtype.kind not in "fV":
         raise RuntimeError("kl_div: Integral inputs not supported.")
     from .elementwise import xlogy
     if log_target:
@@ -767,7 +771,7 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var, full: bool = False, ep
             raise ValueError("var is of incorrect size")
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(f"{reduction} is not valid")
-    if var._data.dtype.kind != "f":   # PyTorch's clamp_ words it with the C++ type name
+    if var._data.dtype.kind not in "fV":   # PyTorch's clamp_ words it with the C++ type name
         raise RuntimeError(f"result type {D.type_word(D._default_float.np)} can't be cast to the desired output "
                            f"type {D.c_type_name(var._data.dtype)}")
     var = var.clone()
@@ -826,7 +830,7 @@ def soft_margin_loss(input: Tensor, target: Tensor, size_average: bool | None = 
     # the result has the input's dtype, and an integral input cannot hold the result
     if input._data.dtype.kind == "b":
         raise RuntimeError(_BOOL_NEG)
-    if input._data.dtype.kind != "f":
+    if input._data.dtype.kind not in "fV":
         raise _cast_error(_float_result(input, target), input._data.dtype)
     dt = D.from_numpy_dtype(input._data.dtype)
     _target_no_grad(target, "soft_margin_loss")
@@ -1184,7 +1188,7 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths, 
     t_max, n, c = lp._data.shape
     xp = NAMESPACES[type(lp._data)]
     tg = targets._data if batched else xp.reshape(targets._data, (1, -1))
-    if tg.dtype.kind not in "iuf":
+    if tg.dtype.kind not in "iufV":
         raise RuntimeError(f"ctc_loss(): targets must be integral, got {D.type_word(tg.dtype)}")
     tg = xp.cast(tg, D.int64.np)
     il = _lengths(xp, input_lengths, n, "input_lengths")

@@ -39,6 +39,7 @@ _F = "nn.functional"
 #   eps, and acc: the dtype the rules compute in (float64: see the module docstring).
 
 _F16, _F32, _F64 = D.float16.np, D.float32.np, D.float64.np
+_BF16 = D.bfloat16.np
 
 
 def _acc(x: Tensor):
@@ -224,19 +225,20 @@ def _float_arg(x, op: str, arg: str, pos: int) -> float:
 
 
 def _check_floating(x: Tensor, kernel: str) -> None:
-    if x._data.dtype.kind != "f":
+    if x._data.dtype.kind not in "fV":
         raise NotImplementedError(f'"{kernel}" not implemented for \'{D.type_word(x._data.dtype)}\'')
 
 
 def _check_param_dtypes(x: Tensor, params, op: str) -> None:
-    """PyTorch's CPU kernels: every parameter has the input's dtype, or float32 for a float16 input."""
+    """PyTorch's CPU kernels: every parameter has the input's dtype, or float32 for a float16/bfloat16 input."""
     dts = {p._data.dtype for p in params if p is not None}
     if not dts:
         return
     xd = x._data.dtype
-    if dts == {xd} or (xd == _F16 and dts == {_F32}):
+    low = xd == _F16 or xd is _BF16
+    if dts == {xd} or (low and dts == {_F32}):
         return
-    want = D.type_word(_F32 if xd == _F16 and len(dts) > 1 else xd)
+    want = D.type_word(_F32 if low and len(dts) > 1 else xd)
     raise RuntimeError(f"{op}: mixed dtype (CPU): expect parameter to have scalar type of {want}")
 
 
@@ -516,7 +518,7 @@ def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None, eps:
                            f"[*{', '.join(map(str, shape))}], but got input of size{_shape_list(xs)}")
     _check_floating(input, op)
     dtype = input.dtype
-    x = input.float() if input._data.dtype == _F16 else input
+    x = input.float() if input._data.dtype == _F16 or input._data.dtype is _BF16 else input
     if eps is None:
         eps = D.finfo(x.dtype).eps
     dims = tuple(range(len(xs) - k, len(xs)))
@@ -675,10 +677,10 @@ def pdist(input: Tensor, p: float = 2) -> Tensor:
     p = _float_arg(p, "pdist", "p", 2)
     if input._data.ndim != 2:
         raise RuntimeError(f"pdist only supports 2D tensors, got: {input._data.ndim}D")
-    if input._data.dtype.kind != "f":
+    if input._data.dtype.kind not in "fV":
         raise RuntimeError("pdist only supports floating-point dtypes")
-    if input._data.dtype == _F16:
-        raise NotImplementedError("\"pdist\" not implemented for 'Half'")
+    if input._data.dtype == _F16 or input._data.dtype is _BF16:
+        raise NotImplementedError(f"\"pdist\" not implemented for '{D.type_word(input._data.dtype)}'")
     if p < 0:
         raise RuntimeError("pdist only supports non-negative p values")
     ordv = int(p) if p != math.inf and p == int(p) else p
@@ -750,7 +752,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     if not (q._data.dtype == k._data.dtype == v._data.dtype):
         raise RuntimeError(f"Expected query, key, and value to have the same dtype, but got query.dtype: {_tname(q)} "
                            f"key.dtype: {_tname(k)} and value.dtype: {_tname(v)} instead.")
-    if q._data.dtype.kind != "f":
+    if q._data.dtype.kind not in "fV":
         raise RuntimeError(f"{op}: expected floating-point query, key and value, but got {_tname(q)}")
     if attn_mask is not None and attn_mask._data.dtype.kind != "b" and attn_mask._data.dtype != q._data.dtype:
         raise RuntimeError(f"Expected attn_mask dtype to be bool or float or to match query dtype, but got "
@@ -838,7 +840,7 @@ def _canonical_mask(mask, name: str, dtype):
     """A bool mask as a float one (-inf where True); float masks pass unchanged."""
     if mask is None:
         return None
-    if mask._data.dtype.kind not in "bf":
+    if mask._data.dtype.kind not in "bfV":
         raise AssertionError(f"only bool and floating types of {name} are supported")
     if mask._data.dtype.kind == "b":
         return mask.new_zeros(mask._data.shape, dtype=dtype).masked_fill(mask, -math.inf)

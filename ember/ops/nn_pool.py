@@ -251,6 +251,8 @@ def _avg_pool(op, d, input, kernel_size, stride, padding, ceil_mode, count_inclu
         raise RuntimeError("divisor must be not zero")
     xp = NAMESPACES[type(input._data)]
     geometry = (size, out_size, kernel, stride, pad, count_include_pad, divisor_override)
+    if d == 3 and input.dtype is D.bfloat16:   # PyTorch's avg_pool3d kernel has no bfloat16
+        raise NotImplementedError("\"avg_pool3d_out_frame\" not implemented for 'BFloat16'")
     if not input.dtype.is_floating_point:
         if input.dtype is D.bool:
             raise RuntimeError(f'"avg_pool{d}d" not implemented for \'Bool\'')

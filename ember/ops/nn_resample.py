@@ -188,6 +188,8 @@ def _interpolate_aa(input, mode, out_size, scales, align_corners):
     xp = NAMESPACES[type(input._data)]
     if input.dtype is D.uint8:
         return make(xp.interpolate_aa_uint8(input._data, mode, out_size, scales, align_corners))
+    if input.dtype is D.bfloat16:   # PyTorch's antialiasing weights have no bfloat16 kernel
+        raise NotImplementedError("\"compute_index_ranges_weights\" not implemented for 'BFloat16'")
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"ember: interpolate(antialias=True) on {_dtype_name(input)} "
                                   "tensors is not implemented (float and uint8 only)")

@@ -7,7 +7,7 @@ import it as ``from ..ops import public as torch`` (the root imports them, so th
 from __future__ import annotations
 
 from .._device import device
-from .._dtype import (bool, double, dtype, float, float16, float32, float64, get_default_dtype, half, int,
+from .._dtype import (bfloat16, bool, double, dtype, float, float16, float32, float64, get_default_dtype, half, int,
                       int8, int16, int32, int64, long, promote_types, result_type, set_default_dtype, short, uint8,
                       can_cast, finfo, iinfo, layout, strided, sparse_coo, sparse_csr, sparse_csc, sparse_bsr,
                       sparse_bsc, channels_last, channels_last_3d, contiguous_format, memory_format, preserve_format,

@@ -213,8 +213,25 @@ def fork_rng(devices=None, enabled: bool = True, _caller: str = "fork_rng", _dev
 
 # ----- argument checks -----------------------------------------------------------------------------------
 
-_FLOAT_DIGITS = {D.float16: 11, D.float32: 24, D.float64: 53}
-_PACK = {D.float16: struct.Struct("=e"), D.float32: struct.Struct("=f"), D.float64: struct.Struct("=d")}
+class _BFloat16Pack:
+    """struct.Struct's pack/unpack for bfloat16, which struct lacks: c10::BFloat16 is made from a float (a double
+    is rounded to float first), rounded to nearest even on its top 16 bits."""
+    _f = struct.Struct("=f")
+    _u = struct.Struct("=I")
+
+    def pack(self, v: float) -> bytes:
+        u = self._u.unpack(self._f.pack(v))[0]   # OverflowError beyond float's range, as struct's own
+        if u & 0x7F800000 != 0x7F800000:   # finite
+            u = (u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000
+        return self._u.pack(u)
+
+    def unpack(self, b: bytes) -> tuple:
+        return self._f.unpack(b)
+
+
+_FLOAT_DIGITS = {D.float16: 11, D.float32: 24, D.float64: 53, D.bfloat16: 8}
+_PACK = {D.float16: struct.Struct("=e"), D.float32: struct.Struct("=f"), D.float64: struct.Struct("=d"),
+         D.bfloat16: _BFloat16Pack()}
 
 
 def _int_bounds(dt: D.dtype) -> tuple:

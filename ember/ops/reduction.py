@@ -895,6 +895,8 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode=None) -> Tensor:
                            f"{dtype_word(x2._data.dtype)}")
     if p < 0:
         raise RuntimeError("cdist only supports non-negative p values")
+    if x1._data.dtype is D.bfloat16.np:   # PyTorch's cdist kernel has no bfloat16
+        raise NotImplementedError("\"cdist\" not implemented for 'BFloat16'")
     b1, b2 = x1._data.shape[:-2], x2._data.shape[:-2]
     err = broadcast_error((b1, b2))
     if err is not None:

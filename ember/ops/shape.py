@@ -1513,7 +1513,7 @@ def _legacy_types() -> dict:
 
 
 _TYPE_NAMES = {f"torch.{D.type_word(d.np)}Tensor": d for d in (D.float32, D.float64, D.float16, D.int64, D.int32,
-                                                               D.bool, D.int16, D.int8, D.uint8)}
+                                                               D.bool, D.int16, D.int8, D.uint8, D.bfloat16)}
 
 
 _TO_KEYS = ({"device", "dtype", "non_blocking", "copy", "memory_format"},    # to(device, dtype, ...)
@@ -1604,7 +1604,8 @@ def _caster(dtype):
 
 for _name, _dt in (("float", D.float32), ("double", D.float64), ("half", D.float16), ("long", D.int64),
                    ("int", D.int32), ("bool", D.bool), ("short", D.int16), ("byte", D.uint8), ("char", D.int8),
-                   ("cfloat", D.complex64), ("cdouble", D.complex128)):
+                   ("cfloat", D.complex64), ("cdouble", D.complex128),
+                   ("bfloat16", D.bfloat16)):
     method(_name, _caster(_dt))
 
 

@@ -423,7 +423,7 @@ def nanquantile(input: Tensor, q, dim: int | None = _NOT_GIVEN, keepdim: bool = 
 def _record_nondiff(prim, input: Tensor, value) -> Tensor:
     """The raw ``value`` as an op's output: recorded (with a node that cannot be differentiated) if PyTorch
     records it (when the input requires grad or carries a forward-mode tangent, whose rules then raise)."""
-    if (input.requires_grad or input._fw_grad is not None) and value.dtype.kind == "f":
+    if (input.requires_grad or input._fw_grad is not None) and value.dtype.kind in "fV":
         return apply(prim, (input,), {"value": value})
     return make(value)
 
@@ -518,7 +518,7 @@ def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -
     minlength = _int_arg(minlength, "bincount", "minlength")
     a = input._data
     xp = _xp(input)
-    _refuse_dtype(input, "bincount_cpu", "bfc")
+    _refuse_dtype(input, "bincount_cpu", "bfcV")
     if a.ndim != 1 or (a.size and int(xp.amin(a)) < 0):
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
     if minlength < 0:

@@ -115,12 +115,12 @@ FileLike = Union[str, os.PathLike, BinaryIO]
 # ember dtype name -> PyTorch's typed-storage class (the storage type in a persistent id).
 _STORAGE_NAME = {"float32": "FloatStorage", "float64": "DoubleStorage", "float16": "HalfStorage",
                  "int64": "LongStorage", "int32": "IntStorage", "int16": "ShortStorage", "int8": "CharStorage",
-                 "uint8": "ByteStorage", "bool": "BoolStorage"}
+                 "uint8": "ByteStorage", "bool": "BoolStorage", "bfloat16": "BFloat16Storage"}
 # Storage classes PyTorch has for dtypes ember lacks: named in the error instead of "unknown global".
-_FOREIGN_STORAGES = {"BFloat16Storage": "bfloat16", "ComplexFloatStorage": "complex64",
+_FOREIGN_STORAGES = {"ComplexFloatStorage": "complex64",
                      "ComplexDoubleStorage": "complex128", "QInt8Storage": "qint8", "QUInt8Storage": "quint8",
                      "QInt32Storage": "qint32", "QUInt4x2Storage": "quint4x2", "QUInt2x4Storage": "quint2x4"}
-_FOREIGN_DTYPES = ("bfloat16", "complex32", "complex64", "complex128", "cfloat", "cdouble", "chalf", "uint16",
+_FOREIGN_DTYPES = ("complex32", "complex64", "complex128", "cfloat", "cdouble", "chalf", "uint16",
                    "uint32", "uint64", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz",
                    "float8_e8m0fnu", "float4_e2m1fn_x2", "qint8", "quint8", "qint32", "quint4x2", "quint2x4",
                    "bits1x8", "bits2x4", "bits4x2", "bits8", "bits16",
@@ -796,7 +796,7 @@ def _allowed_globals():
         allowed[f"torch.{name}"] = _MissingDtype(name)
     for prefix in ("torch", "torch.cuda"):
         for dname, sname in _STORAGE_NAME.items():
-            allowed[f"{prefix}.{sname}"] = _StorageType(sname, D._FROM_NP[np.dtype(dname)], dname)
+            allowed[f"{prefix}.{sname}"] = _StorageType(sname, getattr(D, dname), dname)
         for sname, tname in _FOREIGN_STORAGES.items():
             allowed[f"{prefix}.{sname}"] = _StorageType(sname, None, tname)
     for name in ("torch.UntypedStorage", "torch.storage.UntypedStorage"):

@@ -54,7 +54,10 @@ class _Backend:
         if isinstance(x, DeviceArray):
             raise self._arr.mixed(x.device_type, self.device_type)
         host = np.asarray(x)
-        lib = self._arr._to_lib[host.dtype]
+        lib = self._arr._to_lib.get(host.dtype)
+        if lib is None:   # bfloat16, float16 on a library without it: refused as creation refuses it
+            raise TypeError(f"device '{self.device_type}' has no {host.dtype} (its library {self.xp.__name__} "
+                            "lacks it)")
         try:
             a = self.xp.from_dlpack(host if host.flags.c_contiguous else host.copy())
         except (TypeError, AttributeError, RuntimeError, BufferError, ValueError):

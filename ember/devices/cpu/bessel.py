@@ -52,8 +52,8 @@ def build(xp, libm64=None, libm32=None) -> dict:
         half = getattr(xp, "float16", None)   # not every array-API library has it
 
         def kernel(x):
-            if half is not None and x.dtype == half:
-                return xp.astype(fn(xp.astype(x, xp.float32)), xp.float16)
+            if half is not None and x.dtype == half or getattr(x.dtype, "kind", "") == "V":   # (bfloat16 too)
+                return xp.astype(fn(xp.astype(x, xp.float32)), x.dtype)
             return fn(x)
         kernel.__name__ = fn.__name__
         return kernel

@@ -34,7 +34,7 @@ def ints_fit(arr: np.ndarray, np_dtype) -> bool:
     if np_dtype.kind not in "iu" or not arr.size:
         return True
     info = np.iinfo(np_dtype)
-    if arr.dtype.kind == "f":
+    if arr.dtype.kind in "fV":
         lo, hi = (0 if np_dtype.kind == "u" else info.min), info.max
         with np.errstate(invalid="ignore"):
             return bool(np.all((arr >= lo) & (arr <= hi)))   # nan compares False
@@ -46,7 +46,7 @@ def ints_fit(arr: np.ndarray, np_dtype) -> bool:
 
 def arange(start, end, step, n: int, np_dtype) -> np.ndarray:
     """``n`` values ``start + i * step`` (floating dtypes: computed in double), or NumPy's integer range."""
-    if np_dtype.kind == "f":
+    if np_dtype.kind in "fV":
         data = start + np.arange(n, dtype=np.float64) * step
     else:
         data = np.arange(start, end, step)
@@ -70,10 +70,16 @@ def linspace(start, end, steps: int, np_dtype) -> np.ndarray:
         s, e = npd.type(start), npd.type(end)
         step = npd.type((work(e) - work(s)) / work(steps - 1))   # float16's step is rounded to float16
         s, e, step = float(s), float(e), float(step)
+        if npd.kind == "V":   # bfloat16: PyTorch's kernel computes in bfloat16, each product and sum rounded
+            i = np.arange(steps, dtype=np.float32)
+            first = np.arange(steps) < steps // 2
+            up = (np.float32(step) * i).astype(npd).astype(np.float32)
+            down = (np.float32(step) * (steps - 1 - i)).astype(npd).astype(np.float32)
+            return np.where(first, np.float32(s) + up, np.float32(e) - down).astype(npd)
     i = np.arange(steps, dtype=np.float64)
     first = np.arange(steps) < steps // 2
     with np.errstate(over="ignore", invalid="ignore"):
-        if npd.kind == "f" and npd.itemsize < 8:
+        if npd.kind in "fV" and npd.itemsize < 8:
             # the product of a float32 and a small integer is exact in float64: one rounding to float32
             out = np.where(first, s + step * i, e - step * (steps - 1 - i)).astype(np.float32)
         else:
@@ -86,7 +92,7 @@ def logspace(start, end, steps: int, base: float, np_dtype) -> np.ndarray:
     """``base ** linspace(start, end, steps)``, computed in double as PyTorch's CPU kernel (``start`` and ``end``
     first rounded to the output type, or truncated to integers)."""
     npd = np.dtype(np_dtype)
-    if npd.kind == "f":
+    if npd.kind in "fV":
         start, end = npd.type(start), npd.type(end)
     else:
         start, end = int(start), int(end)

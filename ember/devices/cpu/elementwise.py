@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from .reduced import BF16 as _BF16, REDUCED as _REDUCED, all_in_float32
 
 __all__ = ["tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "asinh", "acosh", "atanh", "exp2", "expm1",
            "log2", "log10", "log1p", "reciprocal", "rsqrt", "erf", "erfc", "erfinv", "lgamma", "digamma",
@@ -27,16 +28,8 @@ __all__ = ["tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "asinh", "aco
 _PI = math.pi
 
 
-def _half_in_float(fn):
-    """float16 computes in float32 and rounds once, as PyTorch's CPU kernels (opmath) do."""
-    def k(*args, **kwargs):
-        if any(getattr(a, "dtype", None) == np.float16 for a in args):
-            args = tuple(a.astype(np.float32) if getattr(a, "dtype", None) == np.float16 else a for a in args)
-            return fn(*args, **kwargs).astype(np.float16)
-        return fn(*args, **kwargs)
-    k.__name__ = fn.__name__
-    k.__doc__ = fn.__doc__
-    return k
+# float16 and bfloat16 compute in float32 and round once, as PyTorch's CPU kernels (opmath) do
+_half_in_float = all_in_float32
 
 
 def _quiet(fn):
@@ -197,7 +190,7 @@ def zero_where(drop, g):
     """``g`` with +0.0 where ``drop`` holds: the gradient of clamp/relu/threshold. Bitwise (the mask widened to
     all-ones or zeros, ANDed with g's bits): exact, inf and NaN in g pass where kept, and about 10x faster than
     ``np.where`` on a data-dependent mask, whose branches the CPU mispredicts."""
-    if (type(drop) is np.ndarray and type(g) is np.ndarray and drop.shape == g.shape and g.dtype.kind == "f"
+    if (type(drop) is np.ndarray and type(g) is np.ndarray and drop.shape == g.shape and g.dtype.kind in "fV"
             and g.dtype.itemsize in _UINT):
         u = _UINT[g.dtype.itemsize]
         m = drop.astype(u)
@@ -210,19 +203,22 @@ def zero_where(drop, g):
 def tanh_backward(g, out):
     """g (1 - out^2), as PyTorch's kernel: in float32 its 1 - out*out compiles to one fused multiply-add (rounded
     once; float64 makes the product exact, and 1 - out^2 rounds at most once more, far from float32's ties);
-    float16 computes in float32 and rounds once. From _EXACT_MAX elements on, plain float32 (speed)."""
+    float16 and bfloat16 compute in float32 and round once. From _EXACT_MAX elements on, plain float32 (speed)."""
     dt = out.dtype
-    if (dt is _F32 or dt is _F16) and out.size < _EXACT_MAX:
+    if (dt is _F32 or dt in _REDUCED) and out.size < _EXACT_MAX:
         o = out.astype(_F64)
         t = (1.0 - o * o).astype(_F32)
-        if dt is _F16:
-            return (np.asarray(g).astype(_F32) * t).astype(_F16)
+        if dt is not _F32:
+            return (np.asarray(g).astype(_F32) * t).astype(dt)
         return g * t
     return g * (1 - out * out)
 
 
 def sigmoid_backward(g, out):
-    """g (1 - out) out, in PyTorch's order (float16 too rounds after each step, as PyTorch's kernel)."""
+    """g (1 - out) out, in PyTorch's order (float16 too rounds after each step, as PyTorch's kernel; its bfloat16
+    kernel computes in float32 and rounds once)."""
+    if out.dtype is _BF16:
+        return (np.asarray(g).astype(_F32) * (1 - out.astype(_F32)) * out.astype(_F32)).astype(_BF16)
     return g * (1 - out) * out
 
 
@@ -239,7 +235,7 @@ def rsqrt(x):
 
 def sgn(x):
     r = np.sign(x)
-    if r.dtype.kind == "f":
+    if r.dtype.kind in "fV":
         r = np.where(r != r, r.dtype.type(0), r)   # PyTorch: sgn(nan) is 0
     return r
 
@@ -314,7 +310,7 @@ def fmod(x, y):
 
 def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
     # complex: the real and imaginary parts each (NumPy's, as PyTorch's)
-    if x.dtype.kind not in "fc":
+    if x.dtype.kind not in "fcV":
         return np.array(x, copy=True)
     return np.nan_to_num(x, nan=nan, posinf=posinf, neginf=neginf)
 
@@ -584,8 +580,8 @@ _AS_A = tuple(float(np.float32(v)) for v in (1.061405429, -1.453152027, 1.421413
 
 
 def _erf_half(x):
-    """float16 erf as PyTorch computes it: its vectorized float32 polynomial (Abramowitz-Stegun 7.1.26, fused
-    multiply-adds, absolute error 1.5e-7), rounded to float16: the correctly rounded value differs in 19% of
+    """float16 (and bfloat16) erf as PyTorch computes it: its vectorized float32 polynomial (Abramowitz-Stegun
+    7.1.26, fused multiply-adds, absolute error 1.5e-7), rounded: the correctly rounded value differs in 19% of
     float16 inputs (the tiny ones), this in none (every finite float16 checked)."""
     v = x.astype(_F32)
     a = np.abs(v)
@@ -596,14 +592,14 @@ def _erf_half(x):
             r = _fma32(r, t, c)
         e = np.exp(-(v * v), dtype=_F64).astype(_F32)   # SLEEF's expf, as good as correctly rounded here
         res = _fma32(-e * t, r, 1.0)
-    return np.copysign(res, v).astype(_F16)
+    return np.copysign(res, v).astype(x.dtype)
 
 
 _erf_in64 = _in64(_chunked(_erf64))
 
 
 def erf(x):
-    if x.dtype is _F16:
+    if x.dtype in _REDUCED:
         return _erf_half(x)
     return _erf_in64(x)
 
@@ -695,8 +691,8 @@ def digamma(x):
     x = np.asarray(x)
     if x.dtype is _F32:
         return _digamma32(x)
-    if x.dtype is _F16:
-        return _digamma32(x.astype(_F32)).astype(_F16)
+    if x.dtype in _REDUCED:
+        return _digamma32(x.astype(_F32)).astype(x.dtype)
     return _digamma64(x)
 
 
@@ -768,11 +764,11 @@ bitwise_not = np.invert
 
 
 def isposinf(x):
-    return np.isposinf(x) if x.dtype.kind == "f" else np.zeros(x.shape, dtype=np.bool_)
+    return np.isposinf(x) if x.dtype.kind in "fV" else np.zeros(x.shape, dtype=np.bool_)
 
 
 def isneginf(x):
-    return np.isneginf(x) if x.dtype.kind == "f" else np.zeros(x.shape, dtype=np.bool_)
+    return np.isneginf(x) if x.dtype.kind in "fV" else np.zeros(x.shape, dtype=np.bool_)
 
 
 def isreal(x):
@@ -802,9 +798,9 @@ log = _rounded_once(np.log, quiet=True)
 
 def sigmoid(x):
     # PyTorch's form: exact in the negative tail (exp(-x) keeps its relative precision) until
-    # exp(-x) overflows to inf, where the result is 0 as in PyTorch. float16 computes in float32.
-    if x.dtype == np.float16:
-        return sigmoid(x.astype(np.float32)).astype(np.float16)
+    # exp(-x) overflows to inf, where the result is 0 as in PyTorch. float16 and bfloat16 compute in float32.
+    if x.dtype in _REDUCED:
+        return sigmoid(x.astype(_F32)).astype(x.dtype)
     # exp correctly rounded, then float32 arithmetic: PyTorch's 1 / (1 + std::exp(-x)) (glibc's expf)
     with np.errstate(over="ignore"):
         return 1 / (1 + exp(np.negative(x)))
@@ -816,7 +812,11 @@ def sigmoid(x):
 # Python float to the array's dtype either way (the same result bit for bit, NaN signs, subnormals and overflow
 # included), but converting it costs a small op half its time (a * 1.01 on 64 elements: 0.85 -> 0.5 us).
 # Signed zeros and NaN cannot key a dict, and a float32 conversion out of range would warn: those stay floats.
+# bfloat16 too: NumPy would promote a bfloat16 array beside a Python float to float32, so the number always goes in
+# as a 0-d bfloat16 array (rounded first, as PyTorch's add and sub round it).
 _WEAK = {_F32: {}, _F64: {}}
+if _BF16 is not None:
+    _WEAK[_BF16] = {}
 _F32_MAX = float(np.finfo(np.float32).max)
 
 
@@ -830,7 +830,7 @@ def weak_number(a, b: float):
     if c is not None:
         return c
     if not b or b != b or (a.dtype is _F32 and not -_F32_MAX <= b <= _F32_MAX):
-        return b
+        return b if a.dtype is not _BF16 else np.array(b, _BF16)
     if len(cache) >= 256:   # many distinct numbers (a schedule): start again
         cache.clear()
     c = cache[b] = np.array(b, a.dtype)
@@ -838,10 +838,10 @@ def weak_number(a, b: float):
 
 
 def half_number_op(op, a, s):
-    """float16 array ``a`` OP a Python number ``s`` as PyTorch's CPU kernels: the number kept as given (a wrapped
-    number) rounded to float32 (the opmath type), the op in float32, rounded once to float16. (NumPy would round
-    the number to float16 first: 0.3 -> 0.30005, 1e-5 -> 1.0014e-05, 70000 -> inf.)"""
-    return op(a.astype(_F32), float(np.float32(float(s)))).astype(_F16, copy=False)
+    """float16 (or bfloat16) array ``a`` OP a Python number ``s`` as PyTorch's CPU kernels: the number kept as given
+    (a wrapped number) rounded to float32 (the opmath type), the op in float32, rounded once to ``a``'s dtype.
+    (NumPy would round the number to float16 first: 0.3 -> 0.30005, 1e-5 -> 1.0014e-05, 70000 -> inf.)"""
+    return op(a.astype(_F32), float(np.float32(float(s)))).astype(a.dtype, copy=False)
 
 
 # ----- torch.special, part B: erfcx and ndtri (the other new special functions are compositions in the op rules) --

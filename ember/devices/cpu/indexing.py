@@ -26,7 +26,7 @@ def _identity(reduce: str, dtype):
         return 0
     if reduce == "prod":
         return 1
-    if dtype.kind == "f":
+    if dtype.kind in "fV":
         return -np.inf if reduce == "amax" else np.inf
     if dtype.kind == "b":
         return reduce == "amin"
@@ -55,7 +55,7 @@ def scatter_reduce(x, src, index, reduce, include_self):
             count += 1
         else:
             count[count == 0] = 1
-        if out.dtype.kind in "fc":
+        if out.dtype.kind in "fcV":
             out = (out / count).astype(out.dtype, copy=False)
         else:
             out = np.floor_divide(out, count).astype(out.dtype, copy=False)

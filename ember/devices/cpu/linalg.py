@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from .reduced import BF16 as _BF16, F32 as _F32, REDUCED as _REDUCED
 __all__ = ["einsum", "matmul_forward", "addprod", "cross", "tri_mask", "eye_like", "linalg_inv", "linalg_det",
            "linalg_slogdet", "linalg_solve", "linalg_cholesky", "linalg_cholesky_ex", "cholesky_solve", "linalg_qr",
            "linalg_eigh", "linalg_svd", "linalg_svdvals", "linalg_pinv", "matrix_exp", "solve_triangular", "linalg_lu_factor_ex",
@@ -34,6 +35,8 @@ def einsum(eq: str, *ops, sizes=None):
     """``np.einsum`` on an explicit equation (letters only, with '->'), extended so the derivative
     rules can use it: an output letter may repeat (the result is zero off that diagonal) or appear in
     no input (the result is broadcast along it; ``sizes`` gives its size)."""
+    if ops[0].dtype is _BF16:   # NumPy's einsum has no bfloat16 loop: float32 sums, rounded once (as PyTorch's)
+        return einsum(eq, *(o.astype(_F32) for o in ops), sizes=sizes).astype(_BF16)
     ins, out = eq.split("->")
     subs = ins.split(",")
     present = set(ins)
@@ -135,29 +138,37 @@ def _half_product32(a, b):
     return _half_ilp4(a, b)
 
 
-def half_matmul(a, b):
-    """float16 ``np.matmul`` rounded once from PyTorch's float32 sums."""
-    return _half_product32(a, b).astype(np.float16)
-
-
 # (An identity test: NumPy's dtypes are singletons, and comparing a dtype with a type is slow.)
 _F16 = np.dtype(np.float16)
 
 
+def _product32(a, b):
+    """The float32 sums of a float16 or bfloat16 ``np.matmul(a, b)``: float16 in PyTorch's order
+    (``_half_product32``); bfloat16 by BLAS in float32 (PyTorch's bfloat16 gemm is oneDNN's, whose order is its
+    own: a bfloat16 result rarely depends on it)."""
+    return _half_product32(a, b) if a.dtype is _F16 else np.matmul(a.astype(_F32), b.astype(_F32))
+
+
+def half_matmul(a, b):
+    """float16 or bfloat16 ``np.matmul`` rounded once from float32 sums."""
+    return _product32(a, b).astype(a.dtype)
+
+
 def matmul_forward(a, b):
-    """matmul's forward: BLAS; float16 as PyTorch sums it, in float32 in its own order, rounded once."""
-    return half_matmul(a, b) if a.dtype is _F16 else np.matmul(a, b)
+    """matmul's forward: BLAS; float16 as PyTorch sums it, in float32 in its own order, rounded once (bfloat16:
+    float32 sums, rounded once)."""
+    return half_matmul(a, b) if a.dtype in _REDUCED else np.matmul(a, b)
 
 
 _HALF_EQS = {"ij,jk->ik": "mm", "ij,j->i": "mv", "bij,bjk->bik": "bmm"}
 
 
 def addprod_half(c, a, b, eq: str, beta, alpha):
-    """float16 ``beta * c + alpha * product(a, b)`` rounded as PyTorch's CPU kernels round it.
-    addmm/addmv/baddbmm: the product summed in float32 (see ``_half_product32``), ``alpha * prod + beta * c``
+    """float16 (or bfloat16) ``beta * c + alpha * product(a, b)`` rounded as PyTorch's CPU kernels round it.
+    addmm/addmv/baddbmm: the product summed in float32 (see ``_product32``), ``alpha * prod + beta * c``
     formed in float32 and rounded once. addr: element by element in float16 (each operation rounded, as
     ``Half`` arithmetic). addbmm: ``beta * c`` rounded, then one rounded float32 addmm per batch, in order."""
-    f16, f32 = np.float16, np.float32
+    f16, f32 = a.dtype.type, np.float32
     if eq == "i,j->ij":
         prod = (a * f16(alpha))[:, None] * b[None, :]
         return prod.astype(f16) if beta == 0 else (c * f16(beta) + prod).astype(f16)
@@ -165,9 +176,9 @@ def addprod_half(c, a, b, eq: str, beta, alpha):
         shape = (a.shape[1], b.shape[2])
         r = np.zeros(shape, f16) if beta == 0 else np.broadcast_to(c.astype(f32) * f32(beta), shape).astype(f16)
         for i in range(a.shape[0]):   # one rounding per batch: PyTorch adds each batch's product in turn
-            r = (r.astype(f32) + f32(alpha) * _half_product32(a[i], b[i])).astype(f16)
+            r = (r.astype(f32) + f32(alpha) * _product32(a[i], b[i])).astype(f16)
         return r
-    prod = _half_product32(a, b) if eq in _HALF_EQS else einsum(eq, a.astype(f32), b.astype(f32))
+    prod = _product32(a, b) if eq in _HALF_EQS else einsum(eq, a.astype(f32), b.astype(f32))
     if alpha != 1:
         prod = prod * f32(alpha)
     if beta == 0:
@@ -178,7 +189,7 @@ def addprod_half(c, a, b, eq: str, beta, alpha):
 def addprod(c, a, b, eq: str, beta, alpha):
     """``beta * c + alpha * einsum(eq, a, b)``: the forward of addmm, addmv, addr, addbmm and baddbmm (float16 as
     PyTorch rounds it, see ``addprod_half``). ``beta == 0`` ignores ``c`` (its nan and inf do not propagate)."""
-    if a.dtype is _F16:
+    if a.dtype in _REDUCED:
         return addprod_half(c, a, b, eq, beta, alpha)
     prod = einsum(eq, a, b)
     if alpha != 1:
@@ -520,7 +531,7 @@ def _lu_factor_ex(a, pivot=True):
     piv = np.empty((nb, k), np.int32)
     info = np.zeros(nb, np.int32)
     rows = np.arange(nb)
-    tiny = np.finfo(lu.dtype).tiny if lu.dtype.kind == "f" else 0
+    tiny = np.finfo(lu.dtype).tiny if lu.dtype.kind in "fV" else 0
     with np.errstate(all="ignore"):
         for j in range(k):
             col = np.abs(lu[:, j:, j])

@@ -17,6 +17,7 @@ from ..index import view_of as _view_of
 from . import creation as _creation
 from . import random as _random
 from . import shape as _shape
+from .reduced import BF16 as _BF16, F32 as _F32, SCALAR_TYPES as _REDUCED_SCALARS
 
 # NumPy reports floating-point exceptions (overflow, 0/0, log(0), inf/nan cast to an integer) as RuntimeWarnings;
 # PyTorch is silent. ember's entry points (apply and the operator fast paths, the engine, optimizer steps,
@@ -79,8 +80,8 @@ class _Backend:
     array_types = (np.ndarray,)
     # the types of raw arrays this device's kernels return: NumPy scalars count (raw gradients of 0-d tensors
     # can come back as np.float32 and kin)
-    scalar_types = (np.ndarray, np.float16, np.float32, np.float64, np.int8, np.int16, np.int32, np.int64, np.uint8,
-                    np.bool_, np.complex64, np.complex128)
+    scalar_types = (np.ndarray, np.float32, np.float64, np.int8, np.int16, np.int32, np.int64, np.uint8,
+                    np.bool_, np.complex64, np.complex128) + _REDUCED_SCALARS
     forward_errors = (ValueError, IndexError, TypeError, np.exceptions.AxisError)
     has_data = True   # ('meta' has none)
 
@@ -256,8 +257,13 @@ _POW_SPECIAL = {0.5: np.sqrt, -0.5: lambda x: 1 / np.sqrt(x), 2: lambda x: x * x
 
 
 def pow(x, y):
+    if type(y) is not np.ndarray:   # a Python number beside bfloat16: rounded to it first
+        if type(x) is np.ndarray and x.dtype is _BF16:
+            y = _bf16_number(y, x)
+    elif type(x) is not np.ndarray and y.dtype is _BF16:
+        x = _bf16_number(x, y)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        if type(y) is not np.ndarray and type(x) is np.ndarray and x.dtype.kind == "f":
+        if type(y) is not np.ndarray and type(x) is np.ndarray and x.dtype.kind in "fV":
             special = _POW_SPECIAL.get(y)
             if special is not None and type(y) is not bool:
                 return special(x)
@@ -274,7 +280,7 @@ def pow(x, y):
 
 def sign(x):
     r = np.sign(x)
-    if r.dtype.kind == "f":
+    if r.dtype.kind in "fV":
         r = np.where(r != r, r.dtype.type(0), r)   # PyTorch: sign(nan) is 0
     return r
 
@@ -287,7 +293,18 @@ def where(cond, a, b):
     return np.where(cond, a, b)
 
 
+def _bf16_number(v, other):
+    """A Python number ``v`` beside a bfloat16 array ``other`` as a bfloat16 scalar (NumPy would promote the
+    pair to float32); anything else as it is."""
+    if (type(v) is float or type(v) is int) and getattr(other, "dtype", None) is _BF16:
+        return _BF16.type(v)
+    return v
+
+
 def clamp(x, min=None, max=None):
+    if x.dtype is _BF16:   # NumPy's clip has no bfloat16 loop (it gives float32)
+        x = x if min is None else np.maximum(x, _bf16_number(min, x))
+        return x if max is None else np.minimum(x, _bf16_number(max, x))
     return np.clip(x, min, max)
 
 
@@ -296,6 +313,8 @@ def round(x):
 
 
 def sum(x, dim=None, keepdim=False):
+    if x.dtype is _BF16:   # NumPy's bfloat16 reduction rounds every partial sum: float32 sums, rounded once
+        return np.sum(x, axis=dim, keepdims=keepdim, dtype=_F32).astype(_BF16)
     return np.sum(x, axis=dim, keepdims=keepdim)
 
 
@@ -311,6 +330,8 @@ def mean(x, dim=None, keepdim=False):
     if x.size == 0:   # nan, silently (np.mean warns from inside NumPy)
         with np.errstate(invalid="ignore"):
             return np.sum(x, axis=dim, keepdims=keepdim) / x.dtype.type(0)
+    if x.dtype is _BF16:   # sum / n in float32, rounded once, as PyTorch
+        return np.mean(x, axis=dim, keepdims=keepdim, dtype=_F32).astype(_BF16)
     return np.mean(x, axis=dim, keepdims=keepdim)
 
 
@@ -354,7 +375,7 @@ def sum_to(x, shape):
         return x
     lead = x.ndim - len(shape)
     axes = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(shape) if s == 1 and x.shape[i + lead] != 1)
-    r = np.sum(x, axis=axes, keepdims=True) if axes else x
+    r = sum(x, axes, True) if axes else x
     return r.reshape(shape)
 
 

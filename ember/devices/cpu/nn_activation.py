@@ -9,6 +9,8 @@ import math
 
 import numpy as np
 
+from .reduced import BF16 as _BF16, BF16_ONLY, F32 as _F32, REDUCED as _REDUCED, all_in_float32
+
 from .libm import fma64
 from .elementwise import _c_or_rounded, _rounded_once, erf as _erf, sigmoid as _sig, zero_where
 
@@ -41,8 +43,8 @@ def _f32(kernel):
     """float16 computes in float32 and rounds once at the end; floating-point warnings stay silent."""
     def fn(x, *args, **kwargs):
         with np.errstate(all="ignore"):
-            if x.dtype == np.float16:
-                return kernel(x.astype(np.float32), *args, **kwargs).astype(np.float16)
+            if x.dtype in _REDUCED:
+                return kernel(x.astype(_F32), *args, **kwargs).astype(x.dtype)
             return np.asarray(kernel(x, *args, **kwargs), dtype=x.dtype)
     fn.__name__, fn.__doc__ = kernel.__name__, kernel.__doc__
     return fn
@@ -57,9 +59,7 @@ def _axis(x, dim):
 
 
 @_f32
-def softmax(x, dim):
-    """exp(x - max) / sum(exp(x - max)) over ``dim``. A row of -inf (or one holding +inf) gives nan, as
-    PyTorch's."""
+def _softmax(x, dim):
     if x.size == 0:
         return x.copy()
     ax = _axis(x, dim)
@@ -68,13 +68,46 @@ def softmax(x, dim):
 
 
 @_f32
-def log_softmax(x, dim):
-    """x - max - log(sum(exp(x - max))) over ``dim``: finite for inputs of any magnitude."""
+def _log_softmax(x, dim):
     if x.size == 0:
         return x.copy()
     ax = _axis(x, dim)
     s = x - np.max(x, axis=ax, keepdims=True)
     return s - np.log(np.sum(np.exp(s), axis=ax, keepdims=True))
+
+
+def _softmax_bf16(x, dim, log: bool):
+    """bfloat16 softmax/log_softmax as PyTorch's CPU kernels round it: in float32, with the values its kernels
+    keep in bfloat16 rounded there (over the last dim: log_softmax's sum and its log; over another dim: softmax's
+    exponentials)."""
+    ax = _axis(x, dim)
+    w = x.astype(_F32)
+    with np.errstate(all="ignore"):
+        d = w - np.max(w, axis=ax, keepdims=True)
+        e = np.exp(d.astype(np.float64)).astype(_F32)
+        s = np.sum(e, axis=ax, keepdims=True, dtype=_F32)
+        last = ax is None or ax == x.ndim - 1
+        if not log:
+            return (e / s if last else e.astype(x.dtype).astype(_F32) / s).astype(x.dtype)
+        if last:
+            s = s.astype(x.dtype).astype(_F32)
+        ls = np.log(s.astype(np.float64)).astype(_F32)
+        return (d - (ls.astype(x.dtype).astype(_F32) if last else ls)).astype(x.dtype)
+
+
+def softmax(x, dim):
+    """exp(x - max) / sum(exp(x - max)) over ``dim``. A row of -inf (or one holding +inf) gives nan, as
+    PyTorch's."""
+    if x.dtype is _BF16 and x.size:
+        return _softmax_bf16(x, dim, False)
+    return _softmax(x, dim)
+
+
+def log_softmax(x, dim):
+    """x - max - log(sum(exp(x - max))) over ``dim``: finite for inputs of any magnitude."""
+    if x.dtype is _BF16 and x.size:
+        return _softmax_bf16(x, dim, True)
+    return _log_softmax(x, dim)
 
 
 @_f32
@@ -162,8 +195,8 @@ def glu(x, dim):
 
 def prelu(x, weight):
     with np.errstate(all="ignore"):
-        if x.dtype == np.float16:
-            return np.where(x > 0, x, x.astype(np.float32) * weight.astype(np.float32)).astype(np.float16)
+        if x.dtype in _REDUCED:
+            return np.where(x > 0, x, x.astype(_F32) * weight.astype(_F32)).astype(x.dtype)
         return np.where(x > 0, x, x * weight)
 
 
@@ -236,6 +269,7 @@ def log_sigmoid_backward(g, x):
     return g * _sig(-x)
 
 
+@all_in_float32(dtypes=BF16_ONLY)   # PyTorch's bfloat16 kernel computes in float and rounds once
 def gelu_backward(g, x, approximate):
     if approximate == "tanh":
         x2 = x * x

@@ -15,7 +15,10 @@ from __future__ import annotations
 import math as _math
 
 import numpy as np
+
 from numpy.lib.stride_tricks import as_strided as _as_strided
+
+from .reduced import BF16_ONLY, all_in_float32
 
 __all__ = ["conv_nd", "conv_transpose_nd", "conv_weight_nd", "grad_link", "grad_link_zero"]
 
@@ -163,6 +166,7 @@ def _stacked(w, cols, groups, transpose_w=False):
     return res.reshape(N, res.shape[1] * res.shape[2], L)
 
 
+@all_in_float32(dtypes=BF16_ONLY)   # NumPy's matmul of bfloat16 is float32: PyTorch's sums, rounded once
 def conv_nd(x, w, b, stride, pads, dilation, groups):
     """The convolution of ``x`` (N, C, *S) with ``w`` (O, C/groups, *K), plus ``b`` (O,) or None."""
     N, C = x.shape[:2]
@@ -219,6 +223,7 @@ def _col2im_nc(out, cols, stride, dilation, lo):
             out[lead + tuple(dst)] += cols[lead + k + tuple(src)]
 
 
+@all_in_float32(dtypes=BF16_ONLY)   # NumPy's matmul of bfloat16 is float32: PyTorch's sums, rounded once
 def conv_transpose_nd(x, w, b, stride, pads, dilation, groups, size):
     """The transposed convolution (the input gradient of ``conv_nd``): ``x`` (N, O, *L), ``w``
     (O, C/groups, *K), output (N, C, *size), plus ``b`` (C,) or None."""
@@ -266,6 +271,7 @@ def conv_transpose_nd(x, w, b, stride, pads, dilation, groups, size):
     return out
 
 
+@all_in_float32(dtypes=BF16_ONLY)   # NumPy's matmul of bfloat16 is float32: PyTorch's sums, rounded once
 def conv_weight_nd(x, gy, wshape, stride, pads, dilation, groups):
     """The weight gradient of ``conv_nd``: ``x`` (N, C, *S) against the output gradient ``gy`` (N, O, *L):
     one GEMM per chunk of samples (stride 1; else per sample), summed over the chunks."""

@@ -13,6 +13,8 @@ import math as _math
 
 import numpy as np
 
+from .reduced import BF16_ONLY, all_in_float32
+
 __all__ = ["affine_grid", "affine_grid_backward",
            "grid_sample_plan"]   # not differentiable (see above)
 
@@ -33,6 +35,7 @@ def _base_grid(size, align_corners, dtype):
     return np.stack(coords + [np.ones_like(mesh[0])], axis=-1)
 
 
+@all_in_float32(dtypes=BF16_ONLY)   # (NumPy's matmul of bfloat16 gives float32): float32 sums, rounded once
 def affine_grid(theta, size, align_corners):
     """(N, *spatial, d) sampling grid: the base grid transformed by each theta (N, d, d+1)."""
     base = _base_grid(size, align_corners, theta.dtype).reshape(-1, theta.shape[2])

@@ -14,6 +14,7 @@ import math as _math
 import numpy as np
 
 from .nn_conv import _chunk_size, _chunks, _padded
+from .reduced import BF16_ONLY, all_in_float32
 
 __all__ = ["pool_gather", "pool_scatter", "pool_backward", "avg_pool_backward", "dim_matrices",
            # not differentiable (see above)
@@ -60,6 +61,7 @@ def avg_pool_backward(g, x, mats):
     return dim_matrices(g, tuple(a.T for a in mats))
 
 
+@all_in_float32(dtypes=BF16_ONLY)   # (NumPy's matmul of bfloat16 gives float32): float32 sums, rounded once
 def dim_matrices(x, mats):
     """``x`` (N, C, *S) with matrix ``mats[i]`` (L_i, S_i) applied along spatial dim i: separable linear
     pooling (average pooling, adaptive average pooling) as one small GEMM per dim."""
@@ -87,7 +89,7 @@ def _running_argmax(views, lowest, count, full=False):
             best = np.full(v.shape, lowest, dtype=v.dtype)
             kbest = np.zeros(v.shape, dtype=kt)
         take = v > best
-        if v.dtype.kind == "f":
+        if v.dtype.kind in "fV":
             take |= v != v   # NaN
         best = np.maximum(best, v)   # NaN propagates: a NaN maximum stays, as in the scan
         # offsets only grow, so "the latest taker" is a running maximum of k + 1 where taken (0: none yet)
@@ -104,7 +106,7 @@ def _flat(per_dim, size):
 
 
 def _lowest(dtype):
-    return -np.inf if dtype.kind == "f" else (np.iinfo(dtype).min if dtype.kind in "iu" else False)
+    return -np.inf if dtype.kind in "fV" else (np.iinfo(dtype).min if dtype.kind in "iu" else False)
 
 
 def _first_max_indices(views, kernel, stride, dilation, out_size, size):
@@ -125,7 +127,7 @@ def _first_max_indices(views, kernel, stride, dilation, out_size, size):
         m = np.maximum(w[0], w[-1])
         for v in w[1:-1]:
             np.maximum(m, v, out=m)
-        if m.dtype.kind == "f" and np.isnan(m).any():
+        if m.dtype.kind in "fV" and np.isnan(m).any():
             return None
         below = np.ones(m.shape, dtype=np.uint8)     # every offset so far is below the maximum
         kb = kbest[n0:n1]
@@ -299,7 +301,7 @@ def _pool_matrix(S, L, k, s, p, count_include_pad, dtype, divide=True):
 def avg_pool_matrices(x, size, out_size, kernel, stride, pad, count_include_pad, divisor_override):
     """avg_pool's (L, S) matrices, one per spatial dim of ``size`` (for dim_matrices), in ``x``'s float dtype:
     each window's mean over PyTorch's count, or its sum over ``divisor_override``."""
-    dt = x.dtype if x.dtype.kind == "f" else np.float64
+    dt = x.dtype if x.dtype.kind in "fV" else np.float64
     mats = [_pool_matrix(S, L, k, s, p, count_include_pad, dt, divide=divisor_override is None)
             for S, L, k, s, p in zip(size, out_size, kernel, stride, pad)]
     if divisor_override is not None:   # sums over the windows, divided by the override
@@ -326,7 +328,7 @@ def avg_pool_integer(x, size, out_size, kernel, stride, pad, count_include_pad, 
 
 def adaptive_avg_matrices(x, out_size):
     """adaptive_avg_pool's (L, S) matrices, one per spatial dim (the last len(out_size) of ``x``), in its dtype."""
-    dt = x.dtype if x.dtype.kind == "f" else np.float64
+    dt = x.dtype if x.dtype.kind in "fV" else np.float64
     mats = []
     for S, L in zip(x.shape[x.ndim - len(out_size):], out_size):
         start, end = _adaptive_bounds(S, L)

@@ -99,7 +99,7 @@ def interpolate_matrices(x, mode, out_size, scales, align_corners, exact_sizes=F
     """The (L, S) matrices (see _interp_matrix) of resizing the spatial dims of ``x`` (N, C, *S) to ``out_size``
     with ``mode`` ('nearest', 'nearest-exact', 'linear' or 'cubic'), in ``x``'s float dtype (float32 for uint8:
     PyTorch computes uint8 indices in float32)."""
-    dt = x.dtype.type if x.dtype.kind == "f" else np.float32
+    dt = x.dtype.type if x.dtype.kind in "fV" else np.float32
     return tuple(_interp_matrix(mode, S, L, None if scales is None else scales[i], align_corners, dt, exact_sizes,
                                 generic)
                  for i, (S, L) in enumerate(zip(x.shape[2:], out_size)))

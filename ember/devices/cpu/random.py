@@ -27,6 +27,13 @@ import math
 
 import numpy as np
 
+from .reduced import REDUCED as _REDUCED
+
+
+def _low(np_dtype) -> bool:
+    """Whether ``np_dtype`` is float16 or bfloat16 (sampled as float32, then rounded)."""
+    return np.dtype(np_dtype) in _REDUCED
+
 from . import libm  # the C library's log, sin, ...: what PyTorch's scalar transforms call
 from .libm import fma64
 
@@ -173,11 +180,12 @@ def uniform(st: State, n: int, np_dtype, a: float, b: float) -> np.ndarray:
     x = _uniform01(st, n, np_dtype)
     if np_dtype == np.float64:
         return _fma64(x, b - a, a)
-    if np_dtype == np.float16:
-        # sampled in float32, rounded to half; a value that rounds up to `to` becomes `from`
+    if _low(np_dtype):
+        # sampled in float32, rounded to half (or bfloat16); a value that rounds up to `to` becomes `from`
         fa, fb = np.float32(a), np.float32(b)
-        h = _fma32(x, fb - fa, fa).astype(np.float16)
-        return np.where(h == np.float16(b), np.float16(a), h)
+        low = np.dtype(np_dtype).type
+        h = _fma32(x, fb - fa, fa).astype(low)
+        return np.where(h == low(b), low(a), h)
     fa, fb = np.float32(a), np.float32(b)
     return _fma32(x, np.float32(fb - fa), fa)
 
@@ -299,12 +307,12 @@ def normal(st: State, n: int, np_dtype, mean: float, std: float, contiguous: boo
     if n >= 16 and contiguous:
         full = n // 16 * 16
         out = np.empty(n, np_dtype)
-        if np_dtype == np.float16:
-            # float16 goes through float32 blocks: 16 fresh uniforms per block, the last (partial) block
+        if _low(np_dtype):
+            # float16 (and bfloat16) goes through float32 blocks: 16 fresh uniforms per block, the last (partial) block
             # computed whole and written over the last 16 elements
             nblocks = -(-n // 16)
             u = _uniform01(st, nblocks * 16, np.float32).reshape(-1, 16)
-            z = _box_muller16(u, np.float32, mean, std).astype(np.float16)
+            z = _box_muller16(u, np.float32, mean, std).astype(np_dtype)
             out[:full] = z[:full // 16].reshape(-1)
             if n % 16:
                 out[n - 16:] = z[-1]
@@ -353,8 +361,8 @@ def log_normal(st: State, n: int, mean: float, std: float, np_dtype) -> np.ndarr
 
 
 def _cast_from_double(x: np.ndarray, np_dtype) -> np.ndarray:
-    if np_dtype == np.float16:   # c10::Half is built from a float: double -> float -> half
-        return x.astype(np.float32).astype(np.float16)
+    if _low(np_dtype):   # c10::Half (BFloat16) is built from a float: double -> float -> half
+        return x.astype(np.float32).astype(np_dtype)
     with np.errstate(invalid="ignore", over="ignore"):
         return x.astype(np_dtype)
 
@@ -395,8 +403,8 @@ def _ints_from_to(st: State, n: int, np_dtype, rng: int, base: int) -> np.ndarra
 def _int64_to(v: np.ndarray, np_dtype) -> np.ndarray:
     if np_dtype == np.bool_:
         return v != 0
-    if np_dtype == np.float16:
-        return v.astype(np.float32).astype(np.float16)
+    if _low(np_dtype):
+        return v.astype(np.float32).astype(np_dtype)
     return v.astype(np_dtype)
 
 
@@ -406,7 +414,7 @@ def random(st: State, n: int, np_dtype, frm, to) -> np.ndarray:
     if frm is None:
         if np_dtype == np.bool_:
             return (st.words(n) & _U64(1)).astype(np.bool_)
-        if np_dtype.kind == "f":
+        if np_dtype.kind in "fV":
             digits = np.finfo(np_dtype).nmant + 1   # 11, 24, 53: the integers a float holds exactly up to 2^digits
             w = st.words64(n) if np_dtype == np.float64 else st.words(n)
             return _int64_to((w % _U64((1 << digits) + 1)).view(np.int64), np_dtype)

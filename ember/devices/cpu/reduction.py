@@ -10,18 +10,16 @@ import builtins
 
 import numpy as np
 
+from .reduced import BF16 as _BF16, F16 as _F16, F32 as _F32, REDUCED as _REDUCED, in_float32
+
+_F16_ONLY = frozenset((_F16,))
+
 __all__: list = ["nansum", "prod", "cumsum", "cumprod", "logcumsumexp", "logsumexp", "reverse_dim", "gather_dim",
                  "scatter_add_zeros", "vector_norm", "any", "all", "argmax", "argmin", "cum_extremum_indices"]
 
 
-def _f32(kernel):
-    """float16 accumulates in float32 and rounds once at the end, as PyTorch's CPU kernels."""
-    def fn(x, *args, **kwargs):
-        if x.dtype == np.float16:
-            return kernel(x.astype(np.float32), *args, **kwargs).astype(np.float16)
-        return kernel(x, *args, **kwargs)
-    fn.__name__, fn.__doc__ = kernel.__name__, kernel.__doc__
-    return fn
+# float16 and bfloat16 accumulate in float32 and round once at the end, as PyTorch's CPU kernels
+_f32 = in_float32
 
 
 def _empty_over(x, dim) -> bool:
@@ -33,7 +31,7 @@ def nansum(x, dim, keepdim=False):
     return np.nansum(x, axis=dim, keepdims=keepdim)
 
 
-@_f32
+@in_float32(dtypes=_F16_ONLY)   # (bfloat16: NumPy's loop rounds every partial product, as PyTorch's kernel)
 def prod(x, dim=None, keepdim=False):
     """The product over ``dim`` (an int, or None for all elements)."""
     return np.prod(x, axis=dim, keepdims=keepdim)
@@ -85,10 +83,24 @@ def _logcumsumexp_complex(x, dim):
     return np.moveaxis(out, -1, dim)
 
 
-@_f32
 def logsumexp(x, dim, keepdim=False):
     """log(sum(exp(x))) over ``dim``, stable: the maximum is taken out first (0 where it is infinite, so
-    that all -inf gives -inf and an inf gives inf rather than nan). Over an empty dim: -inf."""
+    that all -inf gives -inf and an inf gives inf rather than nan). Over an empty dim: -inf. bfloat16 rounds
+    where PyTorch's composite (amax, sub, exp, sum, log, add) rounds: x - max, the sum, its log, the result."""
+    if x.dtype is _BF16 and x.size and not _empty_over(x, dim):
+        low = x.dtype
+        m = np.max(x, axis=dim, keepdims=True)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            m = np.where(np.isinf(m), 0, m).astype(low)
+            d = (x - m).astype(_F32)   # (bfloat16 arithmetic: rounded)
+            s = np.sum(np.exp(d.astype(np.float64)).astype(_F32), axis=dim, keepdims=True, dtype=_F32).astype(low)
+            r = np.log(s.astype(_F32)).astype(low) + m
+        return r if keepdim else np.squeeze(r, axis=dim)
+    return _logsumexp(x, dim, keepdim)
+
+
+@_f32
+def _logsumexp(x, dim, keepdim=False):
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         if x.size == 0 or _empty_over(x, dim):
             return np.log(np.sum(np.exp(x), axis=dim, keepdims=keepdim))
@@ -125,7 +137,7 @@ def vector_norm(x, ord, dim, keepdim=False):
     norm is its moduli's (a real result)."""
     if x.dtype.kind == "c":
         return vector_norm(np.abs(x), ord, dim, keepdim)
-    w = x.astype(np.float32) if x.dtype == np.float16 else x
+    w = x.astype(_F32) if x.dtype in _REDUCED else x
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         if ord == 2:
             r = np.sqrt(np.sum(w * w, axis=dim, keepdims=keepdim))
@@ -152,7 +164,7 @@ def cum_extremum_indices(x, dim, largest):
     if xm.shape[-1] and xm.size:
         best = xm[..., 0].copy()
         cur = np.zeros(best.shape, dtype=np.int64)
-        floating = x.dtype.kind == "f"
+        floating = x.dtype.kind in "fV"
         for i in range(1, xm.shape[-1]):
             v = xm[..., i]
             take = (v >= best) if largest else (v <= best)

@@ -100,7 +100,7 @@ def repeat(x, sizes):
 
 def trace(x):
     r = np.trace(x)
-    return np.asarray(r, dtype=x.dtype if x.dtype.kind in "fc" else np.int64)
+    return np.asarray(r, dtype=x.dtype if x.dtype.kind in "fcV" else np.int64)
 
 
 def unfold(x, dimension, size, step):

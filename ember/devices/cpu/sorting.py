@@ -58,7 +58,7 @@ def median_all(x, ignore_nan=False):
     """The lower median of all elements (NaN if one is NaN, unless ``ignore_nan``; NaN for no elements, which
     PyTorch casts to the smallest integer, or True, for integral and bool inputs)."""
     flat = x.reshape(-1)
-    if x.dtype.kind == "f":
+    if x.dtype.kind in "fV":
         nan = np.isnan(flat)
         if ignore_nan:
             flat = flat[~nan]
@@ -92,7 +92,7 @@ def _has_ties(sorted_vals: np.ndarray, dim: int) -> np.ndarray:
     lo = np.take(sorted_vals, np.arange(sorted_vals.shape[dim] - 1), axis=dim)
     hi = np.take(sorted_vals, np.arange(1, sorted_vals.shape[dim]), axis=dim)
     same = lo == hi
-    if sorted_vals.dtype.kind == "f":
+    if sorted_vals.dtype.kind in "fV":
         same |= np.isnan(lo) & np.isnan(hi)
     return np.any(same, axis=dim, keepdims=True)
 
@@ -186,7 +186,7 @@ def kthvalue_indices(a, k: int, dim: int, limit: int):
         # the k-th value tied with another: PyTorch's quickselect decides which index it reports
         sv = np.take_along_axis(a, order, dim)
         kth = np.take(sv, [k - 1], axis=dim)
-        same = (sv == kth) | (np.isnan(sv) & np.isnan(kth)) if a.dtype.kind == "f" else sv == kth
+        same = (sv == kth) | (np.isnan(sv) & np.isnan(kth)) if a.dtype.kind in "fV" else sv == kth
         redo = np.sum(same, axis=dim, keepdims=True) > 1
         for sl in _slices_where(redo if _exact(n, redo, limit) else redo[:0], dim):
             pos = list(sl)
@@ -203,7 +203,7 @@ def median_indices(a, dim: int, ignore_nan: bool):
         return np.zeros((), np.int64)
     order = _stable_argsort(a, dim, False)
     n = a.shape[dim]
-    if a.dtype.kind == "f":
+    if a.dtype.kind in "fV":
         nans = np.isnan(a)
         count = np.sum(~nans, axis=dim, keepdims=True) if ignore_nan else np.full(nans.shape[:dim] + (1,) +
                                                                                   nans.shape[dim + 1:], n)
@@ -211,7 +211,7 @@ def median_indices(a, dim: int, ignore_nan: bool):
         count = np.full(a.shape[:dim] + (1,) + a.shape[dim + 1:], n)
     pos = np.maximum(count - 1, 0) // 2
     idx = np.take_along_axis(order, pos, dim)
-    if a.dtype.kind == "f" and not ignore_nan:
+    if a.dtype.kind in "fV" and not ignore_nan:
         has_nan = np.any(nans, axis=dim, keepdims=True)
         idx = np.where(has_nan, np.argmax(nans, axis=dim, keepdims=True), idx)
     return idx
@@ -233,7 +233,7 @@ def mode_indices(a, dim: int, limit: int):
     # No tie and no NaN: every value is as frequent as the others, and the smallest one wins.
     idx = np.argmin(a, axis=dim, keepdims=True) if n else np.zeros(a.shape[:dim] + (1,) + a.shape[dim + 1:], np.int64)
     redo = _has_ties(np.sort(a, axis=dim), dim)
-    if a.dtype.kind == "f":
+    if a.dtype.kind in "fV":
         redo |= np.any(np.isnan(a), axis=dim, keepdims=True)
     exact = _exact(n, redo, limit)
     for sl in _slices_where(redo, dim):
@@ -329,7 +329,7 @@ def bin_counts(x, weights, minlength: int):
     (summed in float64, returned in weights' floating dtype or float64)."""
     if weights is None:
         return np.bincount(x, minlength=minlength).astype(np.int64)
-    out_dtype = weights.dtype if weights.dtype.kind == "f" else np.dtype(np.float64)
+    out_dtype = weights.dtype if weights.dtype.kind == "f" else np.dtype(np.float64)   # (bfloat16: float64)
     if weights.dtype.kind == "c":   # PyTorch sums the real parts (float64)
         weights = weights.real
     return np.bincount(x, weights=weights.astype(np.float64), minlength=minlength).astype(out_dtype)

@@ -116,8 +116,8 @@ def _kernels(kit) -> dict:
     def mask_count(mask) -> int:
         raise xp._nonzero_error()
 
-    def half_number_op(op, a, s):   # float16 OP a number: computed in float32, rounded to float16 (cpu/elementwise.py)
-        return xp.astype(op(xp.astype(a, xp.float32), s), xp.float16)
+    def half_number_op(op, a, s):   # float16/bfloat16 OP a number: in float32, rounded (cpu/elementwise.py)
+        return xp.astype(op(xp.astype(a, xp.float32), s), a.dtype)   # (float16 or bfloat16)
 
     def row_pairs(x) -> tuple:   # the (i, j) with i < j of x's rows: n (n - 1) / 2 of them, whatever the values
         n = x.shape[0] * (x.shape[0] - 1) // 2

@@ -21,6 +21,11 @@ _NO_DATA = "Cannot copy out of meta tensor; no data!"
 _NO_ITEM = "Tensor.item() cannot be called on meta tensors"
 _DTYPE_NAMES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",
                 "float32", "float64", "complex64", "complex128")
+try:   # bfloat16 where the optional ml_dtypes gives NumPy one (a meta tensor holds only its dtype)
+    import ml_dtypes as _ml   # noqa: F401  (registers the name "bfloat16" with NumPy)
+    _DTYPE_NAMES += ("bfloat16",)
+except ImportError:
+    pass
 for _n in _DTYPE_NAMES:
     globals()[_n] = np.dtype(_n)
 e, pi, inf, nan, newaxis = math.e, math.pi, math.inf, math.nan, None

@@ -57,12 +57,31 @@ def _diagonal(xp, x):
 
 # ----- argument checks ----------------------------------------------------------------------------------
 
+# bfloat16: the functions whose PyTorch CPU kernel has no bfloat16 loop (NotImplementedError naming the kernel);
+# vecdot and matrix_exp run it; the others refuse it as float16 ("Low precision dtypes").
+_BF16_KERNELS = {"det": "lu_cpu", "solve": "lu_cpu", "solve_ex": "lu_cpu", "lu_factor": "lu_cpu",
+                 "lu_factor_ex": "lu_cpu", "lu": "lu_cpu", "lu_solve": "linalg.lu_solve_cpu",
+                 "cholesky": "cholesky_cpu", "cholesky_ex": "cholesky_cpu", "qr": "geqrf_cpu",
+                 "svd": "linalg_svd_cpu", "svdvals": "linalg_svd_cpu",
+                 "eigh": "linalg_eigh_cpu", "eigvalsh": "linalg_eigh_cpu", "eig": "linalg_eig_out_cpu",
+                 "eigvals": "linalg_eig_out_cpu", "householder_product": "orgqr_cpu",
+                 "solve_triangular": "triangular_solve_cpu", "triangular_solve": "triangular_solve_cpu",
+                 "ldl_factor": "ldl_factor_kernel_cpu", "ldl_factor_ex": "ldl_factor_kernel_cpu",
+                 "ldl_solve": "ldl_factor_kernel_cpu", "vecdot": None, "matrix_exp": None}
+
+
 def _check_float(A, op):
     k = A._data.dtype
-    if k.kind != "f":
+    if k.kind not in "fV":
         raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. Got {dtype_word(k)}")
-    if dtype_word(k) == "Half":
-        raise RuntimeError(f"{op}: Low precision dtypes not supported. Got Half")
+    word = dtype_word(k)
+    if word == "BFloat16" and op.split(".")[-1] in _BF16_KERNELS:
+        kernel = _BF16_KERNELS[op.split(".")[-1]]
+        if kernel is None:
+            return
+        raise NotImplementedError(f"\"{kernel}\" not implemented for 'BFloat16'")
+    if word in ("Half", "BFloat16"):
+        raise RuntimeError(f"{op}: Low precision dtypes not supported. Got {word}")
 
 
 def _check_matrix(A, op, square=True, arg="A"):
