@@ -543,6 +543,9 @@ def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: flo
     size = int(size)
     if size <= 0:
         raise RuntimeError(f"kernel size should be greater than zero, but got kH: {size} kW: 1")
+    if input.dtype.is_complex:   # PyTorch's window sums are average pools, which refuse complex
+        kernel = "avg_pool2d" if nd == 3 else "avg_pool3d_out_frame"
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{D.type_word(input._data.dtype)}\'')
     if input._data.size == 0:
         return input
     sq = input * input
