@@ -26,7 +26,7 @@ constant_pad_p = defprim(
     "constant_pad_nd",
     lambda xp, x, pads, value: xp.constant_pad(x, pads, value),
     vjp=lambda xp, g, out, x, pads, value: xp.constant_pad_backward(g, pads, tuple(x.shape)),
-    jvp=lambda xp, t, out, x, pads, value: xp.constant_pad(t, pads, 0))
+    jvp=lambda xp, t, out, x, pads, value: xp.constant_pad(t, pads, 0), complex=True)
 constant_pad_backward_p = defprim(
     "constant_pad_backward",
     lambda xp, g, pads, shape: xp.constant_pad_backward(g, pads, shape),
@@ -54,7 +54,7 @@ pad_backward_p = defprim(
     node="ReflectionPad2DBackwardBackward0", vjp=(lambda xp, gg, out, g, x, idx: xp.pad_gather(gg, idx),
          lambda xp, gg, out, g, x, idx: xp.zeros_like(gg)),
     jvp=(lambda xp, t, out, g, x, idx: xp.pad_gather_backward(t, idx, tuple(x.shape)),
-         lambda xp, t, out, g, x, idx: None))
+         lambda xp, t, out, g, x, idx: None), complex=True)
 graph("pad_backward", lambda g, x, idx: apply(pad_backward_p, (g, x), {"idx": tuple(idx)}))
 pad_gather_backward_p = defprim(
     "pad_gather_backward",
@@ -104,7 +104,7 @@ def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) 
                                    f"output size, which is invalid. Check dimension {input.ndim - k + i} of your "
                                    "input.")
         v = 0 if value is None else value
-        if not input.dtype.is_floating_point and isinstance(v, float) and v != int(v):
+        if not (input.dtype.is_floating_point or input.dtype.is_complex) and isinstance(v, float) and v != int(v):
             v = int(v)
         return apply(constant_pad_p, (input,), {"pads": pads, "value": v})
     if mode not in ("reflect", "replicate", "circular"):
@@ -131,7 +131,7 @@ def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) 
     idx = xp.pad_indices(input._data, mode, pads)
     node = _PAD_NODES["circular" if mode == "circular" else
                       f"{'ReflectionPad' if mode == 'reflect' else 'ReplicationPad'}{k}DBackward0"]
-    if not input.dtype.is_floating_point and mode != "circular":
+    if not (input.dtype.is_floating_point or input.dtype.is_complex) and mode != "circular":
         if input.dtype is D.bool:
             raise RuntimeError(f'"{mode}_pad{k}d" not implemented for \'Bool\'')
         return make(xp.pad_gather(input._data, idx))   # integer padding: no gradient
@@ -177,7 +177,7 @@ def _fold_args(op, kernel_size, dilation, padding, stride):
 
 
 def _float_only(input: Tensor, kernel: str) -> None:
-    if not input.dtype.is_floating_point:
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
         raise NotImplementedError(f'"{kernel}" not implemented for \'{_dtype_name(input)}\'')
 
 
