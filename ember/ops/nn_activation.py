@@ -15,6 +15,7 @@ import struct
 
 from .. import _dtype as D
 from .._device import NAMESPACES
+from .._state import _state as _grad_state
 from .._tensor import Tensor, make, wrap_dim
 from ..autograd.graph import node_class
 from . import elementwise as E
@@ -291,10 +292,10 @@ graph("prelu_backward_weight", lambda g, a, w: apply(prelu_backward_weight_p, (g
 
 # ----- pointwise activations --------------------------------------------------------------------------------
 
-def _act(name, node, forward, params, vjp):
+def _act(name, node, forward, params, vjp, complex=None):
     """An elementwise activation primitive: ``forward(xp, a, *params)`` calls the kernel ``xp.<name>``; the
-    VJP ``vjp(xp, g, out, a, *params)`` is linear in ``g``, so it is the JVP too."""
-    p = defprim(name, forward, node=node, vjp=vjp, jvp="elementwise", saves=(0,), batch=True)
+    VJP ``vjp(xp, g, out, a, *params)`` is linear in ``g``, so it is the JVP too. ``complex``: as defprim's."""
+    p = defprim(name, forward, node=node, vjp=vjp, jvp="elementwise", saves=(0,), batch=True, complex=complex)
     _graph_op(p, name, params)
     return p
 
@@ -416,7 +417,15 @@ def _silu_vjp(xp, g, out, a):
     return g * (s * (a * (1 - s) + 1))
 
 
-silu_p = _act("silu", "SiluBackward0", lambda xp, a: xp.silu(a), (), _silu_vjp)
+def _silu_complex_rule(xp, g, out, a):
+    # PyTorch's complex silu: its autograd refuses complex outputs (see silu), its forward mode (auto_element_wise
+    # on silu_backward) gives t * conj(f'(z)), not the holomorphic t * f'(z)
+    s = xp.sigmoid(a)
+    return g * xp.conj(s * (a * (1 - s) + 1))
+
+
+silu_p = _act("silu", "SiluBackward0", lambda xp, a: xp.silu(a), (), _silu_vjp,
+              complex=(_silu_complex_rule, _silu_complex_rule))
 
 
 def _mish_vjp(xp, g, out, a):
@@ -632,7 +641,12 @@ def gelu(input: Tensor, *, approximate: str = "none") -> Tensor:
 @_fn
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
     """x * sigmoid(x) (SiluBackward0, in place too)."""
-    _float_input(input, "silu", "silu_cpu")
+    check_tensor(input, "silu")
+    if input.dtype.is_complex:
+        if input.requires_grad and _grad_state.enabled:   # PyTorch's silu has no complex backward
+            raise RuntimeError("silu does not support automatic differentiation for outputs with complex dtype.")
+    else:
+        _float_input(input, "silu", "silu_cpu")
     return _apply_act(silu_p, input, {}, inplace)
 
 
