@@ -1244,6 +1244,10 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
     if input._data.dtype.kind not in "iu":
         raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the following scalar types: "
                            f"Long, Int; but got {input.type()} instead (while checking arguments for embedding_bag)")
+    if weight.dtype.is_complex:
+        raise RuntimeError(f"Expected tensor for argument #1 'weight' to have one of the following scalar types: "
+                           f"Half, BFloat16, Float, Double; but got CPU{D.type_word(weight._data.dtype)}Type instead "
+                           "(while checking arguments for embedding_bag)")
     idx = xp.cast(idx, D.int64.np)
     if not xp.in_range(idx, 0, n_emb):
         raise RuntimeError(f"embedding_bag: an index of input is not in the valid range [0, {n_emb})")

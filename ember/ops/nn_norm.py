@@ -514,11 +514,12 @@ def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None, eps:
     if len(xs) < k or tuple(xs[len(xs) - k:]) != shape:
         raise RuntimeError(f"Given normalized_shape={_shape_list(shape)}, expected input with shape "
                            f"[*{', '.join(map(str, shape))}], but got input of size{_shape_list(xs)}")
-    _check_floating(input, op)
+    if not input.dtype.is_complex:   # complex: PyTorch's same composition (z**2, not |z|**2)
+        _check_floating(input, op)
     dtype = input.dtype
     x = input.float() if input._data.dtype == _F16 else input
     if eps is None:
-        eps = D.finfo(x.dtype).eps
+        eps = D.finfo(x.dtype.to_real() if x.dtype.is_complex else x.dtype).eps
     dims = tuple(range(len(xs) - k, len(xs)))
     out = x * rsqrt(apply(add_scalar_p, (x.pow(2).mean(dims, keepdim=True), eps)))
     if weight is not None:
