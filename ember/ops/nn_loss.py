@@ -1125,11 +1125,12 @@ def multilabel_margin_loss(input: Tensor, target: Tensor, size_average: bool | N
     x, t = input._data, target._data
     if t.shape != x.shape:
         raise RuntimeError(f"inconsistent target size: {_dims(t.shape)} for input of size: {_dims(x.shape)}")
+    # PyTorch checks an integral target's range before the input's dtype (a complex or float16 input too)
+    if t.dtype.kind in "iu" and NAMESPACES[type(t)].any((t >= x.shape[-1]) | (t < -1)):
+        raise RuntimeError("argument #2 'target' is out of range")
     _check_float(input, "multilabel_margin_loss_forward_out_frame", half=False)
     if t.dtype.kind not in "iu":
         raise RuntimeError(f"expected scalar type Long but found {D.type_word(t.dtype)}")
-    if NAMESPACES[type(t)].any((t >= x.shape[-1]) | (t < -1)):
-        raise RuntimeError("argument #2 'target' is out of range")
     return apply(multilabel_margin_p, (input,), {"target": t, "reduction": reduction})
 
 

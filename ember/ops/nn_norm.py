@@ -723,7 +723,8 @@ def _dropout_weights(attn: Tensor, p: float) -> Tensor:
     return attn * (noise / (1.0 - p))
 
 _TYPE_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "int64": "long int", "int32": "int",
-               "int16": "short int", "int8": "signed char", "uint8": "unsigned char", "bool": "bool"}
+               "int16": "short int", "int8": "signed char", "uint8": "unsigned char", "bool": "bool",
+               "complex64": "c10::complex<float>", "complex128": "c10::complex<double>"}
 
 
 def _tname(t: Tensor) -> str:
@@ -754,7 +755,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     if not (q._data.dtype == k._data.dtype == v._data.dtype):
         raise RuntimeError(f"Expected query, key, and value to have the same dtype, but got query.dtype: {_tname(q)} "
                            f"key.dtype: {_tname(k)} and value.dtype: {_tname(v)} instead.")
-    if q._data.dtype.kind != "f":
+    if q._data.dtype.kind not in "fc":   # complex: refused at the softmax, below
         raise RuntimeError(f"{op}: expected floating-point query, key and value, but got {_tname(q)}")
     if attn_mask is not None and attn_mask._data.dtype.kind != "b" and attn_mask._data.dtype != q._data.dtype:
         raise RuntimeError(f"Expected attn_mask dtype to be bool or float or to match query dtype, but got "
@@ -772,14 +773,17 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
             raise RuntimeError("Number of heads in key and value must divide the number of heads in query")
         k = repeat_interleave(k, hq // hk, -3)
         v = repeat_interleave(v, hq // hv, -3)
+    if is_causal and attn_mask is not None:
+        # (PyTorch 2.13's fused CPU kernel, for float32 inputs, applies both; its math path refuses)
+        raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when "
+                           "is_causal=True")
+    if q.dtype.is_complex:   # PyTorch's math path computes up to its softmax, which has no complex kernel
+        raise NotImplementedError(f'"softmax_lastdim_kernel_impl" not implemented for '
+                                  f'\'{D.type_word(q._data.dtype)}\'')
     sf = math.sqrt(abs(scale))
     attn = matmul(q * (-sf if scale < 0 else sf), k.transpose(-2, -1) * sf)
     mask = attn_mask
     if is_causal:
-        if mask is not None:
-            # (PyTorch 2.13's fused CPU kernel, for float32 inputs, applies both; its math path refuses)
-            raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when "
-                               "is_causal=True")
         mask = q.new_ones((L, S), dtype=D.bool).tril()
     if mask is not None:
         if mask._data.dtype.kind == "b":
