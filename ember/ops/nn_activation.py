@@ -58,6 +58,13 @@ def _float_input(input, op: str, kernel: str) -> Tensor:
     return input
 
 
+def _no_complex_autograd(name: str, *tensors) -> None:
+    """PyTorch's refusal of ops without complex derivatives: a complex output while grad mode records an input."""
+    ts = [t for t in tensors if t is not None]
+    if _grad_state.enabled and any(t.dtype.is_complex for t in ts) and any(t.requires_grad for t in ts):
+        raise RuntimeError(f"{name} does not support automatic differentiation for outputs with complex dtype.")
+
+
 def _number(v, op: str, arg: str, pos: int):
     if isinstance(v, Tensor) and v._data.ndim == 0:
         return v.item()
@@ -643,8 +650,7 @@ def silu(input: Tensor, inplace: bool = False) -> Tensor:
     """x * sigmoid(x) (SiluBackward0, in place too)."""
     check_tensor(input, "silu")
     if input.dtype.is_complex:
-        if input.requires_grad and _grad_state.enabled:   # PyTorch's silu has no complex backward
-            raise RuntimeError("silu does not support automatic differentiation for outputs with complex dtype.")
+        _no_complex_autograd("silu", input)   # PyTorch's silu has no complex backward
     else:
         _float_input(input, "silu", "silu_cpu")
     return _apply_act(silu_p, input, {}, inplace)
@@ -1028,6 +1034,7 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None
     if bias is not None and (bias._data.ndim != 1 or bias._data.shape[0] != sw[0]):
         raise RuntimeError(f"bilinear(): bias size does not match weight size: got "
                            f"{bias._data.shape[-1] if bias._data.ndim else 0} but expected {sw[0]}")
+    _no_complex_autograd("_trilinear", input1, input2, weight)
     a = input1.reshape(-1, s1[-1])
     b = input2.reshape(-1, s2[-1])
     out = apply(trilinear_p, (a, weight, b)).view(*s1[:-1], sw[0])
@@ -1105,6 +1112,7 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
                                   "tensors: use sparse=False (a dense gradient, the same values)")
     if max_norm is not None:
         _embedding_renorm_(weight, idx, max_norm, norm_type)
+    _no_complex_autograd("embedding", weight)
     if scale_grad_by_freq:
         # PyTorch counts every index in the batch (the padding index too) and scales each position's gradient
         # by 1 / its index's count
