@@ -43,7 +43,8 @@ def _size_str(shape) -> str:
 
 
 _TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long", "int32": "Int",
-               "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool", "bfloat16": "BFloat16"}
+               "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool", "bfloat16": "BFloat16",
+               "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
 
 
 def _dtype_word(t: Tensor) -> str:

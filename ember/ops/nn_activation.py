@@ -15,6 +15,7 @@ import struct
 
 from .. import _dtype as D
 from .._device import NAMESPACES
+from .._state import _state as _grad_state
 from .._tensor import Tensor, make, wrap_dim
 from ..autograd.graph import node_class
 from . import elementwise as E
@@ -55,6 +56,13 @@ def _float_input(input, op: str, kernel: str) -> Tensor:
     if input._data.dtype.kind not in "fV":
         raise _not_implemented(kernel, input)
     return input
+
+
+def _no_complex_autograd(name: str, *tensors) -> None:
+    """PyTorch's refusal of ops without complex derivatives: a complex output while grad mode records an input."""
+    ts = [t for t in tensors if t is not None]
+    if _grad_state.enabled and any(t.dtype.is_complex for t in ts) and any(t.requires_grad for t in ts):
+        raise RuntimeError(f"{name} does not support automatic differentiation for outputs with complex dtype.")
 
 
 def _number(v, op: str, arg: str, pos: int):
@@ -292,10 +300,10 @@ graph("prelu_backward_weight", lambda g, a, w: apply(prelu_backward_weight_p, (g
 
 # ----- pointwise activations --------------------------------------------------------------------------------
 
-def _act(name, node, forward, params, vjp):
+def _act(name, node, forward, params, vjp, complex=None):
     """An elementwise activation primitive: ``forward(xp, a, *params)`` calls the kernel ``xp.<name>``; the
-    VJP ``vjp(xp, g, out, a, *params)`` is linear in ``g``, so it is the JVP too."""
-    p = defprim(name, forward, node=node, vjp=vjp, jvp="elementwise", saves=(0,), batch=True)
+    VJP ``vjp(xp, g, out, a, *params)`` is linear in ``g``, so it is the JVP too. ``complex``: as defprim's."""
+    p = defprim(name, forward, node=node, vjp=vjp, jvp="elementwise", saves=(0,), batch=True, complex=complex)
     _graph_op(p, name, params)
     return p
 
@@ -417,7 +425,15 @@ def _silu_vjp(xp, g, out, a):
     return g * (s * (a * (1 - s) + 1))
 
 
-silu_p = _act("silu", "SiluBackward0", lambda xp, a: xp.silu(a), (), _silu_vjp)
+def _silu_complex_rule(xp, g, out, a):
+    # PyTorch's complex silu: its autograd refuses complex outputs (see silu), its forward mode (auto_element_wise
+    # on silu_backward) gives t * conj(f'(z)), not the holomorphic t * f'(z)
+    s = xp.sigmoid(a)
+    return g * xp.conj(s * (a * (1 - s) + 1))
+
+
+silu_p = _act("silu", "SiluBackward0", lambda xp, a: xp.silu(a), (), _silu_vjp,
+              complex=(_silu_complex_rule, _silu_complex_rule))
 
 
 def _mish_vjp(xp, g, out, a):
@@ -633,7 +649,11 @@ def gelu(input: Tensor, *, approximate: str = "none") -> Tensor:
 @_fn
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
     """x * sigmoid(x) (SiluBackward0, in place too)."""
-    _float_input(input, "silu", "silu_cpu")
+    check_tensor(input, "silu")
+    if input.dtype.is_complex:
+        _no_complex_autograd("silu", input)   # PyTorch's silu has no complex backward
+    else:
+        _float_input(input, "silu", "silu_cpu")
     return _apply_act(silu_p, input, {}, inplace)
 
 
@@ -1015,6 +1035,7 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None
     if bias is not None and (bias._data.ndim != 1 or bias._data.shape[0] != sw[0]):
         raise RuntimeError(f"bilinear(): bias size does not match weight size: got "
                            f"{bias._data.shape[-1] if bias._data.ndim else 0} but expected {sw[0]}")
+    _no_complex_autograd("_trilinear", input1, input2, weight)
     a = input1.reshape(-1, s1[-1])
     b = input2.reshape(-1, s2[-1])
     out = apply(trilinear_p, (a, weight, b)).view(*s1[:-1], sw[0])
@@ -1092,6 +1113,7 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
                                   "tensors: use sparse=False (a dense gradient, the same values)")
     if max_norm is not None:
         _embedding_renorm_(weight, idx, max_norm, norm_type)
+    _no_complex_autograd("embedding", weight)
     if scale_grad_by_freq:
         # PyTorch counts every index in the batch (the padding index too) and scales each position's gradient
         # by 1 / its index's count
@@ -1231,6 +1253,10 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
     if input._data.dtype.kind not in "iu":
         raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the following scalar types: "
                            f"Long, Int; but got {input.type()} instead (while checking arguments for embedding_bag)")
+    if weight.dtype.is_complex:
+        raise RuntimeError(f"Expected tensor for argument #1 'weight' to have one of the following scalar types: "
+                           f"Half, BFloat16, Float, Double; but got CPU{D.type_word(weight._data.dtype)}Type instead "
+                           "(while checking arguments for embedding_bag)")
     idx = xp.cast(idx, D.int64.np)
     if not xp.in_range(idx, 0, n_emb):
         raise RuntimeError(f"embedding_bag: an index of input is not in the valid range [0, {n_emb})")

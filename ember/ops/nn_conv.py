@@ -41,7 +41,8 @@ grad_link_p = defprim(
     lambda xp, g, a, b: xp.clone(g),
     node="ConvolutionBackwardBackward0",
     vjp=(lambda xp, gg, out, g, a, b: gg, lambda xp, gg, out, g, a, b: None, lambda xp, gg, out, g, a, b: None),
-    jvp=(lambda xp, t, out, g, a, b: t, lambda xp, t, out, g, a, b: None, lambda xp, t, out, g, a, b: None))
+    jvp=(lambda xp, t, out, g, a, b: t, lambda xp, t, out, g, a, b: None, lambda xp, t, out, g, a, b: None),
+    complex=True)
 graph("grad_link", lambda g, a, b, node: apply(grad_link_p, (g, a, b), {}, node_class(node, PrimNode)))
 # the same, with a zero derivative (not None) for ``b`` (nearest grid_sample's input gradient and its grid)
 grad_link_zero_p = defprim(
@@ -71,7 +72,7 @@ conv_p = defprim(
          lambda xp, t, out, x, w, b, stride, pads, dilation, groups:
          xp.conv_nd(x, t, None, stride, pads, dilation, groups),
          lambda xp, t, out, x, w, b, stride, pads, dilation, groups: _bias_tangent(xp, t, out)),
-    saves=(0, 1), saved_names=("input", "weight", "bias"))
+    saves=(0, 1), saved_names=("input", "weight", "bias"), complex=True)   # multilinear
 
 
 def _crop_to(xp, r, shape):
@@ -96,7 +97,7 @@ conv_transpose_p = defprim(
          lambda xp, t, out, x, w, b, stride, pads, dilation, groups, size:
          xp.conv_transpose_nd(x, t, None, stride, pads, dilation, groups, size),
          lambda xp, t, out, x, w, b, stride, pads, dilation, groups, size: _bias_tangent(xp, t, out)),
-    saves=(0, 1), saved_names=("input", "weight", "bias"))
+    saves=(0, 1), saved_names=("input", "weight", "bias"), complex=True)   # multilinear
 
 conv_weight_p = defprim(
     "conv_weight",

@@ -283,6 +283,9 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mod
     if not input.dtype.is_floating_point:
         if input.ndim == 5:
             raise NotImplementedError(f'"grid_sampler3d_cpu" not implemented for \'{_dtype_name(input)}\'')
+        if input.dtype.is_complex:   # PyTorch's complex refusal comes from its kernel's dispatch
+            raise NotImplementedError(f'"grid_sampler_2d_cpu_kernel_impl" not implemented for '
+                                      f'\'{_dtype_name(input)}\'')
         raise RuntimeError(f'"grid_sampler_2d_cpu" not implemented for \'{_dtype_name(input)}\'')
     if input.ndim == 5:
         return apply(grid_sample3d_p, (input, grid), {"mode": mode, "padding_mode": padding_mode,

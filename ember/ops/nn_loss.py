@@ -799,7 +799,11 @@ soft_margin_p = defprim(
     vjp=lambda xp, g, out, a, y, reduction:
         _unreduce(xp, g, _bshape(a.shape, y.shape), reduction) * _soft_margin_d(xp, a, y),
     jvp=lambda xp, t, out, a, y, reduction: _reduce(xp, t * _soft_margin_d(xp, a, y), reduction),
-    saves=(0,), saved_names=("self",))
+    saves=(0,), saved_names=("self",),
+    # complex: PyTorch's autograd refuses it (see soft_margin_loss); its forward mode gives t * conj(f'(z))
+    complex=(lambda xp, g, out, a, y, reduction:
+             _unreduce(xp, g, _bshape(a.shape, y.shape), reduction) * xp.conj(_soft_margin_d(xp, a, y)),
+             lambda xp, t, out, a, y, reduction: _reduce(xp, t * xp.conj(_soft_margin_d(xp, a, y)), reduction)))
 
 
 def _bshape(a, b) -> tuple:
@@ -830,7 +834,11 @@ def soft_margin_loss(input: Tensor, target: Tensor, size_average: bool | None = 
     # the result has the input's dtype, and an integral input cannot hold the result
     if input._data.dtype.kind == "b":
         raise RuntimeError(_BOOL_NEG)
-    if input._data.dtype.kind not in "fV":
+    if input.dtype.is_complex:
+        if (input.requires_grad or target.requires_grad) and _gm.is_grad_enabled():
+            raise RuntimeError("soft_margin_loss does not support automatic differentiation for outputs with complex "
+                               "dtype.")
+    elif input._data.dtype.kind not in "fV":
         raise _cast_error(_float_result(input, target), input._data.dtype)
     dt = D.from_numpy_dtype(input._data.dtype)
     _target_no_grad(target, "soft_margin_loss")
@@ -1121,11 +1129,12 @@ def multilabel_margin_loss(input: Tensor, target: Tensor, size_average: bool | N
     x, t = input._data, target._data
     if t.shape != x.shape:
         raise RuntimeError(f"inconsistent target size: {_dims(t.shape)} for input of size: {_dims(x.shape)}")
+    # PyTorch checks an integral target's range before the input's dtype (a complex or float16 input too)
+    if t.dtype.kind in "iu" and NAMESPACES[type(t)].any((t >= x.shape[-1]) | (t < -1)):
+        raise RuntimeError("argument #2 'target' is out of range")
     _check_float(input, "multilabel_margin_loss_forward_out_frame", half=False)
     if t.dtype.kind not in "iu":
         raise RuntimeError(f"expected scalar type Long but found {D.type_word(t.dtype)}")
-    if NAMESPACES[type(t)].any((t >= x.shape[-1]) | (t < -1)):
-        raise RuntimeError("argument #2 'target' is out of range")
     return apply(multilabel_margin_p, (input,), {"target": t, "reduction": reduction})
 
 

@@ -516,11 +516,12 @@ def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None, eps:
     if len(xs) < k or tuple(xs[len(xs) - k:]) != shape:
         raise RuntimeError(f"Given normalized_shape={_shape_list(shape)}, expected input with shape "
                            f"[*{', '.join(map(str, shape))}], but got input of size{_shape_list(xs)}")
-    _check_floating(input, op)
+    if not input.dtype.is_complex:   # complex: PyTorch's same composition (z**2, not |z|**2)
+        _check_floating(input, op)
     dtype = input.dtype
     x = input.float() if input._data.dtype == _F16 or input._data.dtype is _BF16 else input
     if eps is None:
-        eps = D.finfo(x.dtype).eps
+        eps = D.finfo(x.dtype.to_real() if x.dtype.is_complex else x.dtype).eps
     dims = tuple(range(len(xs) - k, len(xs)))
     out = x * rsqrt(apply(add_scalar_p, (x.pow(2).mean(dims, keepdim=True), eps)))
     if weight is not None:
@@ -545,6 +546,9 @@ def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: flo
     size = int(size)
     if size <= 0:
         raise RuntimeError(f"kernel size should be greater than zero, but got kH: {size} kW: 1")
+    if input.dtype.is_complex:   # PyTorch's window sums are average pools, which refuse complex
+        kernel = "avg_pool2d" if nd == 3 else "avg_pool3d_out_frame"
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{D.type_word(input._data.dtype)}\'')
     if input._data.size == 0:
         return input
     sq = input * input
@@ -721,7 +725,8 @@ def _dropout_weights(attn: Tensor, p: float) -> Tensor:
     return attn * (noise / (1.0 - p))
 
 _TYPE_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "int64": "long int", "int32": "int",
-               "int16": "short int", "int8": "signed char", "uint8": "unsigned char", "bool": "bool"}
+               "int16": "short int", "int8": "signed char", "uint8": "unsigned char", "bool": "bool",
+               "complex64": "c10::complex<float>", "complex128": "c10::complex<double>"}
 
 
 def _tname(t: Tensor) -> str:
@@ -752,7 +757,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     if not (q._data.dtype == k._data.dtype == v._data.dtype):
         raise RuntimeError(f"Expected query, key, and value to have the same dtype, but got query.dtype: {_tname(q)} "
                            f"key.dtype: {_tname(k)} and value.dtype: {_tname(v)} instead.")
-    if q._data.dtype.kind not in "fV":
+    if q._data.dtype.kind not in "fcV":   # complex: refused at the softmax, below
         raise RuntimeError(f"{op}: expected floating-point query, key and value, but got {_tname(q)}")
     if attn_mask is not None and attn_mask._data.dtype.kind != "b" and attn_mask._data.dtype != q._data.dtype:
         raise RuntimeError(f"Expected attn_mask dtype to be bool or float or to match query dtype, but got "
@@ -770,14 +775,17 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
             raise RuntimeError("Number of heads in key and value must divide the number of heads in query")
         k = repeat_interleave(k, hq // hk, -3)
         v = repeat_interleave(v, hq // hv, -3)
+    if is_causal and attn_mask is not None:
+        # (PyTorch 2.13's fused CPU kernel, for float32 inputs, applies both; its math path refuses)
+        raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when "
+                           "is_causal=True")
+    if q.dtype.is_complex:   # PyTorch's math path computes up to its softmax, which has no complex kernel
+        raise NotImplementedError(f'"softmax_lastdim_kernel_impl" not implemented for '
+                                  f'\'{D.type_word(q._data.dtype)}\'')
     sf = math.sqrt(abs(scale))
     attn = matmul(q * (-sf if scale < 0 else sf), k.transpose(-2, -1) * sf)
     mask = attn_mask
     if is_causal:
-        if mask is not None:
-            # (PyTorch 2.13's fused CPU kernel, for float32 inputs, applies both; its math path refuses)
-            raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when "
-                               "is_causal=True")
         mask = q.new_ones((L, S), dtype=D.bool).tril()
     if mask is not None:
         if mask._data.dtype.kind == "b":

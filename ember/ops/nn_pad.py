@@ -177,7 +177,7 @@ def _fold_args(op, kernel_size, dilation, padding, stride):
 
 
 def _float_only(input: Tensor, kernel: str) -> None:
-    if not input.dtype.is_floating_point:
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
         raise NotImplementedError(f'"{kernel}" not implemented for \'{_dtype_name(input)}\'')
 
 

@@ -21,6 +21,7 @@ from .._util import check_tensor
 from ._nn_spatial import _NN, _dtype_name, _node, _ntuple, _size_str, not_differentiable
 from ._registry import graph, register
 from .elementwise import abs as _abs, relu as _relu, sign as _sign
+from .complex import view_as_complex
 from .random import rand
 
 not_differentiable("max_pool_indices", "adaptive_max_indices", "fractional_max_indices", "avg_pool_matrices",
@@ -180,6 +181,8 @@ def _max_pool(op, d, input, kernel_size, stride, padding, dilation, ceil_mode, r
                                                             dilation, ceil_mode, d, False, x.shape[1], invalid_1d)
     if input.dtype is D.bool:
         raise RuntimeError(f'"max_pool{d}d" not implemented for \'Bool\'')
+    if input.dtype.is_complex:
+        raise NotImplementedError(f'"max_pool{d}d" not implemented for \'{_dtype_name(input)}\'')
     idx = NAMESPACES[type(x)].max_pool_indices(x, kernel, stride, pads, dil, out_size)
     if not batched:
         idx = idx[0]
@@ -256,6 +259,9 @@ def _avg_pool(op, d, input, kernel_size, stride, padding, ceil_mode, count_inclu
     if not input.dtype.is_floating_point:
         if input.dtype is D.bool:
             raise RuntimeError(f'"avg_pool{d}d" not implemented for \'Bool\'')
+        if input.dtype.is_complex:
+            kernel = "avg_pool2d" if d == 2 else "avg_pool3d_out_frame"
+            raise NotImplementedError(f'"{kernel}" not implemented for \'{_dtype_name(input)}\'')
         return make(xp.avg_pool_integer(input._data, *geometry))   # integer pooling: no gradient
     mats = xp.avg_pool_matrices(input._data, *geometry)
     return apply(avg_pool_p, (input,), {"mats": mats}, _POOL_NODES[node])
@@ -336,7 +342,8 @@ def _adaptive_avg(op, d, input, output_size):
     batched = _adaptive_input(op, input, d, output_size)
     x = input if batched else input._data[None]
     out_size = _adaptive_size(op, output_size, x.shape[2:], d)
-    if not input.dtype.is_floating_point:
+    # an output of ones is a mean, which PyTorch computes for complex inputs too
+    if not input.dtype.is_floating_point and not (input.dtype.is_complex and all(L == 1 for L in out_size)):
         kernel = "adaptive_avg_pool2d" if d == 2 else "adaptive_avg_pool3d_cpu"
         raise NotImplementedError(f'"{kernel}" not implemented for \'{_dtype_name(input)}\'')
     if all(L == 1 for L in out_size):   # PyTorch computes this case as a mean (MeanBackward1)
@@ -491,6 +498,8 @@ def _unpool_apply(input, indices, size, node):
                            f"({_size_str(input.shape)}) but got indices tensor with shape: "
                            f"{_size_str(indices.shape)}")
     k = len(size)
+    if input.dtype.is_complex:
+        raise NotImplementedError(f'"max_unpool{k}d" not implemented for \'{_dtype_name(input)}\'')
     idx = indices._data
     total = math.prod(size)
     xp = NAMESPACES[type(idx)]
@@ -659,7 +668,11 @@ def _fractional(d, input, kernel_size, output_size, output_ratio, _random_sample
                          f"but got {-(d + 1)})")
     samples = _random_samples
     if samples is None:
-        samples = rand(1 if input.ndim == d + 1 else input.shape[0], input.shape[-d - 1], d, dtype=input.dtype)
+        shape = (1 if input.ndim == d + 1 else input.shape[0], input.shape[-d - 1], d)
+        if input.dtype.is_complex:   # PyTorch's complex uniform_: real and imaginary parts drawn interleaved
+            samples = view_as_complex(rand(*shape, 2, dtype=input.dtype.to_real()))
+        else:
+            samples = rand(*shape, dtype=input.dtype)
     check_tensor(samples, op, "random_samples", 4)
     three = "" if d == 2 else " three"
     for name, v in (("kernel_size", kernel_size), ("output_size", output_size)):
