@@ -59,7 +59,7 @@ def _diagonal(xp, x):
 
 def _check_float(A, op):
     k = A._data.dtype
-    if k.kind != "f":
+    if k.kind not in "fc":
         raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. Got {dtype_word(k)}")
     if dtype_word(k) == "Half":
         raise RuntimeError(f"{op}: Low precision dtypes not supported. Got Half")

@@ -491,7 +491,7 @@ def _lu_factor_jvp(xp, t, out, a, pivot):
 
 lu_factor_p = defprim("lu_factor",
                       lambda xp, a, pivot: xp.linalg_lu_factor_ex(a, pivot)[0],
-                      node="LinalgLuFactorExBackward0", vjp=_lu_factor_vjp, jvp=_lu_factor_jvp, saves=(0,), batch=True)
+                      complex=True, node="LinalgLuFactorExBackward0", vjp=_lu_factor_vjp, jvp=_lu_factor_jvp, saves=(0,), batch=True)
 
 
 def _lu_L_vjp(xp, g, out, a, pivot):
@@ -512,9 +512,9 @@ def _lu_out_jvp(which):
 
 
 lu_L_p = defprim("lu_L", lambda xp, a, pivot: xp.linalg_lu(a, pivot)[1],
-                 node="LinalgLuBackward0", vjp=_lu_L_vjp, jvp=_lu_out_jvp(0), saves=(0,), batch=True)
+                 complex=True, node="LinalgLuBackward0", vjp=_lu_L_vjp, jvp=_lu_out_jvp(0), saves=(0,), batch=True)
 lu_U_p = defprim("lu_U", lambda xp, a, pivot: xp.linalg_lu(a, pivot)[2],
-                 node="LinalgLuBackward0", vjp=_lu_U_vjp, jvp=_lu_out_jvp(1), saves=(0,), batch=True)
+                 complex=True, node="LinalgLuBackward0", vjp=_lu_U_vjp, jvp=_lu_out_jvp(1), saves=(0,), batch=True)
 
 
 def _unpack_L_vjp(xp, g, out, lu):
@@ -527,10 +527,10 @@ def _unpack_U_vjp(xp, g, out, lu):
 
 
 unpack_L_p = defprim("lu_unpack_L", lambda xp, lu: xp.lu_unpack(lu, None, True, False)[1],
-                     node="LuUnpackBackward0", vjp=_unpack_L_vjp,
+                     complex=True, node="LuUnpackBackward0", vjp=_unpack_L_vjp,
                      jvp=lambda xp, t, out, lu: xp.tril(_narrow(xp, t, -1, min(lu.shape[-2:])), -1), batch=True)
 unpack_U_p = defprim("lu_unpack_U", lambda xp, lu: xp.lu_unpack(lu, None, True, False)[2],
-                     node="LuUnpackBackward0",
+                     complex=True, node="LuUnpackBackward0",
                      vjp=_unpack_U_vjp, jvp=lambda xp, t, out, lu: xp.triu(_narrow(xp, t, -2, min(lu.shape[-2:]))),
                      batch=True)
 

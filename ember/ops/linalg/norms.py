@@ -32,7 +32,7 @@ def _det_jvp(xp, t, out, a):
 # pivot replaced by eps: an exactly singular A gets a zero gradient), under create_graph its grad-mode one
 # (a solve, or the adjugate through the SVD where |det| < 100 eps), so both match PyTorch.
 det_p = defprim("det", lambda xp, a: xp.linalg_det(a),
-                node="LinalgDetBackward0",
+                complex=True, node="LinalgDetBackward0",
                 vjp=lambda xp, g, out, a: xp.det_backward(g, out, a), jvp=_det_jvp, saves=(0,), saves_out=True)
 
 

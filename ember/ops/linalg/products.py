@@ -689,7 +689,7 @@ graph("matmul_forward", lambda a, b: matmul(a, b))
 graph("addprod", lambda c, a, b, eq, beta, alpha: apply(addprod_p, (c, a, b), {"eq": eq, "beta": beta, "alpha": alpha}))
 
 addprod_p = defprim("addprod", _addprod_fwd,
-                    node="AddmmBackward0", vjp=(_addprod_vjp_c, _addprod_vjp_ab(0), _addprod_vjp_ab(1)),
+                    complex=True, node="AddmmBackward0", vjp=(_addprod_vjp_c, _addprod_vjp_ab(0), _addprod_vjp_ab(1)),
                     jvp=(_addprod_jvp_c, _addprod_jvp_a, _addprod_jvp_b), saves={1: (1, 2), 2: (1, 2)},
                     saved_names=("self", "mat1", "mat2"))
 
@@ -906,7 +906,7 @@ def _upper_right(xp, x, n):
 
 matrix_exp_p = defprim(
     "matrix_exp", lambda xp, a: xp.matrix_exp(a),
-    node="LinalgMatrixExpBackward0",
+    complex=True, node="LinalgMatrixExpBackward0",
     vjp=lambda xp, g, out, a: _upper_right(xp, xp.matrix_exp(_block(xp, _mT(xp, a), g)), a.shape[-1]),
     jvp=lambda xp, t, out, a: _upper_right(xp, xp.matrix_exp(_block(xp, a, t)), a.shape[-1]), saves=(0,))
 
@@ -919,7 +919,7 @@ def matrix_exp(A: Tensor) -> Tensor:
 
 
 eye_of_p = defprim("eye_of", lambda xp, a: xp.zeros_like(a) + xp.eye_like(a),
-                   node="CopyBackwards", vjp=lambda xp, g, out, a: None, jvp=lambda xp, t, out, a: None, batch=True)
+                   complex=True, node="CopyBackwards", vjp=lambda xp, g, out, a: None, jvp=lambda xp, t, out, a: None, batch=True)
 
 
 @register(submodule="linalg", module=False, name="matrix_power")

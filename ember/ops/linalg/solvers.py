@@ -20,7 +20,7 @@ from ._common import (_broadcast, _broadcastable, _check_float, _check_matrix, _
 # ======================================================================================================
 
 inv_p = defprim("inv", lambda xp, a: xp.linalg_inv(a),
-                node="LinalgInvExBackward0",
+                complex=True, node="LinalgInvExBackward0",
                 vjp=lambda xp, g, out, a: -xp.matmul(xp.matmul(_mT(xp, out), g), _mT(xp, out)),
                 jvp=lambda xp, t, out, a: -xp.matmul(xp.matmul(out, t), out), saves_out=True, batch=True)
 
@@ -110,7 +110,7 @@ def _solve_jvp_a(xp, t, out, a, b, left):
 
 
 solve_p = defprim("solve", lambda xp, a, b, left: xp.linalg_solve(a, b, left=left),
-                  node="LinalgSolveExBackward0", vjp=(_solve_vjp_a, _solve_vjp_b),
+                  complex=True, node="LinalgSolveExBackward0", vjp=(_solve_vjp_a, _solve_vjp_b),
                   jvp=(_solve_jvp_a, lambda xp, t, out, a, b, left: xp.linalg_solve(a, t, left=left)),
                   saves=(0,), saves_out=True)
 
@@ -237,7 +237,7 @@ def _soltri_jvp_a(xp, t, out, a, b, upper, left, unitriangular):
 
 solve_tri_p = defprim("solve_triangular",
                       lambda xp, a, b, upper, left, unitriangular: xp.solve_triangular(a, b, upper, left, unitriangular),
-                      node="LinalgSolveTriangularBackward0", vjp=(_soltri_vjp_a, _soltri_vjp_b),
+                      complex=True, node="LinalgSolveTriangularBackward0", vjp=(_soltri_vjp_a, _soltri_vjp_b),
                       jvp=(_soltri_jvp_a, lambda xp, t, out, a, b, upper, left, unitriangular:
                            xp.solve_triangular(a, t, upper=upper, left=left, unitriangular=unitriangular)),
                       saves=(0,), saves_out=True, batch=True)
@@ -518,7 +518,7 @@ def _lu_solve_jvp_lu(xp, t, out, lu, piv, b, left, adjoint):
 lu_solve_p = defprim(
     "lu_solve",
     lambda xp, lu, piv, b, left, adjoint: xp.linalg_lu_solve(lu, piv, b, left=left, adjoint=adjoint),
-    node="LinalgLuSolveBackward0", vjp=(_lu_solve_vjp_lu, lambda xp, g, out, lu, piv, b, left, adjoint: None,
+    complex=True, node="LinalgLuSolveBackward0", vjp=(_lu_solve_vjp_lu, lambda xp, g, out, lu, piv, b, left, adjoint: None,
          lambda xp, g, out, lu, piv, b, left, adjoint: xp.linalg_lu_solve(lu, piv, g, left=left, adjoint=not adjoint)),
     jvp=(_lu_solve_jvp_lu, None,
          lambda xp, t, out, lu, piv, b, left, adjoint: xp.linalg_lu_solve(lu, piv, t, left=left, adjoint=adjoint)),
