@@ -79,7 +79,7 @@ class _Backend:
     # the types of raw arrays this device's kernels return: NumPy scalars count (raw gradients of 0-d tensors
     # can come back as np.float32 and kin)
     scalar_types = (np.ndarray, np.float16, np.float32, np.float64, np.int8, np.int16, np.int32, np.int64, np.uint8,
-                    np.bool_)
+                    np.bool_, np.complex64, np.complex128)
     forward_errors = (ValueError, IndexError, TypeError, np.exceptions.AxisError)
     has_data = True   # ('meta' has none)
 

@@ -548,7 +548,7 @@ def _check_lu_input(A, op, arg="A"):
         raise RuntimeError(f"torch.{op.split('.')[-1] if op.startswith('linalg.lu_factor') else op}: Expected tensor "
                            f"with 2 or more dimensions. Got size: {list(A._data.shape)} instead")
     k = A._data.dtype
-    if k.kind != "f" or dtype_word(k) == "Half":
+    if k.kind not in "fc" or dtype_word(k) == "Half":
         raise NotImplementedError(f"\"lu_cpu\" not implemented for '{dtype_word(k)}'")
 
 
