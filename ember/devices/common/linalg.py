@@ -596,16 +596,17 @@ def kernels(k) -> dict:
         return xp.sum(xp.astype(s_ > thr, xp.int64), axis=-1)
 
     def matrix_exp(a):
-        """Padé 13 with scaling and squaring (the cpu kernel's), in float64."""
+        """Padé 13 with scaling and squaring (the cpu kernel's), in float64 (complex128)."""
         from ..cpu.linalg import _PADE13 as b, _THETA13
         if k.numel(a) == 0:
             return xp.asarray(a, copy=True)
-        w = xp.astype(a, xp.float64)
+        wide = xp.complex128 if xp.isdtype(a.dtype, "complex floating") else xp.float64
+        w = xp.astype(a, wide)
         n = w.shape[-1]
         norm = float(xp.max(xp.sum(xp.abs(w), axis=-2)))
         s_ = 0 if not math.isfinite(norm) or norm <= _THETA13 else int(math.ceil(math.log2(norm / _THETA13)))
         w = w / 2.0 ** s_
-        eye = xp.eye(n, dtype=xp.float64)
+        eye = xp.eye(n, dtype=wide)
         w2 = w @ w
         w4 = w2 @ w2
         w6 = w4 @ w2
@@ -616,7 +617,7 @@ def kernels(k) -> dict:
         except Exception as e:   # noqa: BLE001
             if type(e).__name__ != "LinAlgError":
                 raise
-            r = xp.full(tuple(w.shape), math.nan, dtype=xp.float64)
+            r = xp.full(tuple(w.shape), math.nan, dtype=wide)
         for _ in range(s_):
             r = r @ r
         return xp.astype(r, a.dtype)

@@ -446,13 +446,13 @@ _THETA13 = 5.371920351148152
 def matrix_exp(a):
     if a.size == 0:
         return a.copy()
-    w = a.astype(np.float64)
+    w = a.astype(np.complex128 if a.dtype.kind == "c" else np.float64)
     n = w.shape[-1]
     norm = np.max(np.sum(np.abs(w), axis=-2)) if w.size else 0.0
     s = 0 if not np.isfinite(norm) or norm <= _THETA13 else int(np.ceil(np.log2(norm / _THETA13)))
     w = w / 2.0 ** s
     b = _PADE13
-    eye = np.eye(n)
+    eye = np.eye(n, dtype=w.dtype)
     w2 = w @ w
     w4 = w2 @ w2
     w6 = w4 @ w2

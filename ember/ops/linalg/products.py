@@ -271,6 +271,9 @@ def dot(input: Tensor, other: Tensor) -> Tensor:
 def vdot(input: Tensor, other: Tensor) -> Tensor:
     """Inner product of two 1-d tensors, conjugating the first (the same as dot for real tensors)."""
     _dot_args(input, other, "vdot")
+    if input._data.dtype.kind == "c":   # conj is eager here: a node of its own before the product
+        from ..complex import conj
+        input = conj(input)
     return _mm_like(input, other, "VdotBackward0")
 
 
@@ -986,6 +989,9 @@ def linalg_vecdot(x: Tensor, y: Tensor, *, dim: int = -1, out=None) -> Tensor:
                            f"{dtype_word(x._data.dtype)} and y of type {dtype_word(y._data.dtype)} instead")
     if x._data.ndim == 1 and y._data.ndim == 1 and dim in (0, -1):
         return vdot(x, y)
+    if x._data.dtype.kind == "c":
+        from ..complex import conj
+        x = conj(x)
     return _sum(x * y, dim)
 
 
