@@ -271,7 +271,12 @@ def kernels(k) -> dict:
             return la.solve(a, b)
         return _T(la.solve(_T(a), _T(b)))
 
+    def _H(a):
+        return xp.conj(_T(a)) if xp.isdtype(a.dtype, "complex floating") else _T(a)
+
     def linalg_cholesky(a, upper=False):
+        if upper and xp.isdtype(a.dtype, "complex floating"):   # U^H U from A's upper triangle
+            return _H(linalg_cholesky(_H(a)))
         try:
             r = la.cholesky(a)
         except Exception as e:   # noqa: BLE001
@@ -291,6 +296,10 @@ def kernels(k) -> dict:
 
     def linalg_cholesky_ex(a, upper=False):
         """The cpu kernel's (L, info): matrix by matrix where the batch does not factor."""
+        cx = xp.isdtype(a.dtype, "complex floating")
+        if upper and cx:
+            r, info = linalg_cholesky_ex(_H(a))
+            return _H(r), info
         try:
             r = la.cholesky(a)
             info = xp.zeros(tuple(a.shape[:-2]), dtype=xp.int32)
@@ -319,9 +328,13 @@ def kernels(k) -> dict:
                     j += 1
                 rows = []
                 if j:
-                    L21 = _T(solve_triangular(L11[:j, :j], m[:j, j:], upper=False))
+                    if cx:   # L21 = A21 L11^-H, from A's lower triangle
+                        L21 = _H(solve_triangular(L11[:j, :j], _H(m[j:, :j]), upper=False))
+                        piv = m[j, j] - xp.astype(xp.sum(xp.abs(L21[0, :]) ** 2), a.dtype)
+                    else:
+                        L21 = _T(solve_triangular(L11[:j, :j], m[:j, j:], upper=False))
+                        piv = m[j, j] - xp.sum(L21[0, :] ** 2)
                     top = xp.concat([L11[:j, :j], xp.zeros((j, n - j), dtype=a.dtype)], axis=1)
-                    piv = m[j, j] - xp.sum(L21[0, :] ** 2)
                     rows = [top]
                 else:
                     L21 = xp.zeros((n, 0), dtype=a.dtype)

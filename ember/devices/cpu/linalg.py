@@ -337,7 +337,13 @@ def _not_pd(a):
     return a.shape[-1]
 
 
+def _mH(x):
+    return np.conj(np.swapaxes(x, -1, -2))
+
+
 def linalg_cholesky(a, upper=False):
+    if upper and a.dtype.kind == "c":   # U^H U from A's upper triangle: L L^H of A^H's lower one
+        return _mH(linalg_cholesky(_mH(a)))
     with np.errstate(all="ignore"):
         try:
             L = np.linalg.cholesky(a)
@@ -351,7 +357,11 @@ def linalg_cholesky(a, upper=False):
 def linalg_cholesky_ex(a, upper=False):
     """(L, info) as LAPACK's potrf: info 0, or the order k of the first leading minor that is not
     positive-definite; such a matrix's L has its first k-1 columns, the unrooted pivot at (k, k) and A's lower
-    triangle below it (what the unblocked potf2 leaves)."""
+    triangle below it (what the unblocked potf2 leaves). Complex: A = L L^H (U^H U from A's upper triangle)."""
+    if upper and a.dtype.kind == "c":
+        L, info = linalg_cholesky_ex(_mH(a))
+        return _mH(L), info
+    cx = a.dtype.kind == "c"
     with np.errstate(all="ignore"):
         try:
             L = np.linalg.cholesky(a)
@@ -372,8 +382,11 @@ def linalg_cholesky_ex(a, upper=False):
                 if j:
                     L11 = np.linalg.cholesky(m[:j, :j])
                     L[i, :j, :j] = L11
-                    L[i, j:, :j] = np.swapaxes(solve_triangular(L11, m[:j, j:], upper=False), -1, -2)
-                L[i, j, j] = m[j, j] - np.sum(L[i, j, :j] ** 2)
+                    if cx:   # L21 = A21 L11^-H, from A's lower triangle
+                        L[i, j:, :j] = _mH(solve_triangular(L11, _mH(m[j:, :j]), upper=False))
+                    else:
+                        L[i, j:, :j] = np.swapaxes(solve_triangular(L11, m[:j, j:], upper=False), -1, -2)
+                L[i, j, j] = m[j, j] - (np.sum(np.abs(L[i, j, :j]) ** 2) if cx else np.sum(L[i, j, :j] ** 2))
             L, info = L.reshape(a.shape), info.reshape(a.shape[:-2])
     return (np.swapaxes(L, -1, -2) if upper else L), info
 

@@ -22,6 +22,11 @@ def _mT(xp, x):
     return xp.transpose(x, -1, -2)
 
 
+def _mH(xp, x):
+    # the conjugate transpose (complex rules)
+    return xp.conj(xp.transpose(x, -1, -2))
+
+
 # ----- shapes ------------------------------------------------------------------------------------------
 
 def _broadcastable(a, b) -> bool:

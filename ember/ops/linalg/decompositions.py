@@ -15,7 +15,7 @@ from ..._tensor import Tensor, make
 from ...autograd._primitive import apply, defprim
 from .._registry import graph_raw, register
 from ..._util import check_bool, check_tensor, dtype_word, return_type
-from ._common import _check_float, _check_matrix, _diag_embed, _diagonal, _eye, _mT, _no_out, _node, raise_info
+from ._common import _check_float, _check_matrix, _diag_embed, _diagonal, _eye, _mH, _mT, _no_out, _node, raise_info
 
 
 # ======================================================================================================
@@ -38,8 +38,29 @@ def _chol_jvp(xp, t, out, a, upper):
     return _mT(xp, dL) if upper else dL
 
 
+def _chol_vjp_cx(xp, g, out, a, upper):
+    """PyTorch's cholesky_backward for complex A = L L^H: L^-H (Phi + tril(Phi, -1)^H) / 2 L^-1, Phi = tril(L^H gL)."""
+    L, gL = (_mH(xp, out), _mH(xp, g)) if upper else (out, g)
+    phi = xp.tril(xp.matmul(_mH(xp, L), gL))
+    phi = 0.5 * (phi + _mH(xp, xp.tril(phi, -1)))
+    x = xp.solve_triangular(_mH(xp, L), phi, upper=True)
+    return xp.solve_triangular(L, x, upper=False, left=False)
+
+
+def _chol_jvp_cx(xp, t, out, a, upper):
+    # PyTorch's cholesky_jvp: dL = L tril_half(L^-1 dA L^-H)
+    L = _mH(xp, out) if upper else out
+    x = xp.solve_triangular(L, t, upper=False)
+    x = xp.solve_triangular(_mH(xp, L), x, upper=True, left=False)
+    dL = xp.matmul(L, xp.tri_mask(x, False, 0.5))
+    return _mH(xp, dL) if upper else dL
+
+
+_CHOL_CX = (_chol_vjp_cx, _chol_jvp_cx)
+
 cholesky_p = defprim("cholesky", lambda xp, a, upper: xp.linalg_cholesky(a, upper),
-                     node="LinalgCholeskyExBackward0", vjp=_chol_vjp, jvp=_chol_jvp, saves_out=True, batch=True)
+                     node="LinalgCholeskyExBackward0", vjp=_chol_vjp, jvp=_chol_jvp, saves_out=True, batch=True,
+                     complex=_CHOL_CX)
 
 
 @register(submodule="linalg", module=False, name="cholesky", graph="linalg_cholesky")
@@ -53,7 +74,8 @@ def linalg_cholesky(A: Tensor, *, upper: bool = False, out=None) -> Tensor:
 
 
 cholesky_ex_p = defprim("cholesky_ex", lambda xp, a, upper: xp.linalg_cholesky_ex(a, upper)[0],
-                        node="LinalgCholeskyExBackward0", vjp=_chol_vjp, jvp=_chol_jvp, saves_out=True, batch=True)
+                        node="LinalgCholeskyExBackward0", vjp=_chol_vjp, jvp=_chol_jvp, saves_out=True, batch=True,
+                        complex=_CHOL_CX)
 graph_raw("linalg_cholesky_ex")
 CholeskyExResult = return_type("linalg_cholesky_ex", ("L", "info"))
 

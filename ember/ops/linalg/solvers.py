@@ -329,6 +329,12 @@ def cholesky_solve(input: Tensor, input2: Tensor, upper: bool = False, *, out=No
                            f"{dtype_word(input._data.dtype)} and A of type {dtype_word(input2._data.dtype)} instead.")
     _check_matrix(input2, op, arg="A")
     _check_solve_shapes(input2, input, op)
+    if input2._data.dtype.kind == "c":   # A = L L^H (U^H U): two triangular solves, whose rules give PyTorch's
+        from ..complex import conj
+        fac_h = conj(input2.mT)
+        lower, upper_ = (fac_h, input2) if upper else (input2, fac_h)
+        y = apply(solve_tri_p, (lower, input), {"upper": False, "left": True, "unitriangular": False})
+        return apply(solve_tri_p, (upper_, y), {"upper": True, "left": True, "unitriangular": False})
     return apply(cholesky_solve_p, (input, input2), {"upper": upper})
 
 
