@@ -5,6 +5,7 @@ from __future__ import annotations
 from ...devices import NAMESPACES
 from ...devices.cpu.linalg import LinAlgError
 from ...autograd.graph import node_class
+from ..._tensor import Tensor
 from ...autograd._primitive import PrimNode, apply, broadcast_error, defprim
 from .._registry import graph, graph_raw, register
 from ..._util import check_tensor, dtype_word, no_out
@@ -22,9 +23,21 @@ def _mT(xp, x):
     return xp.transpose(x, -1, -2)
 
 
+def _is_cx(x) -> bool:
+    """Whether a rule's argument (a raw array or a Tensor) is complex."""
+    return (x._data if isinstance(x, Tensor) else x).dtype.kind == "c"
+
+
 def _mH(xp, x):
-    # the conjugate transpose (complex rules)
-    return xp.conj(xp.transpose(x, -1, -2))
+    # the conjugate transpose; the transpose of a real x (no conj node under create_graph)
+    t = xp.transpose(x, -1, -2)
+    return xp.conj(t) if _is_cx(t) else t
+
+
+def _i_imag(xp, w):
+    # i * Im(w)
+    im = xp.imag(w)
+    return xp.make_complex(xp.zeros_like(im), im)
 
 
 # ----- shapes ------------------------------------------------------------------------------------------

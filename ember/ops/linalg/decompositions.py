@@ -15,7 +15,8 @@ from ..._tensor import Tensor, make
 from ...autograd._primitive import apply, defprim
 from .._registry import graph_raw, register
 from ..._util import check_bool, check_tensor, dtype_word, return_type
-from ._common import _check_float, _check_matrix, _diag_embed, _diagonal, _eye, _mH, _mT, _no_out, _node, raise_info
+from ._common import (_check_float, _check_matrix, _diag_embed, _diagonal, _eye, _i_imag, _is_cx, _mH, _mT, _no_out,
+                      _node, raise_info)
 
 
 # ======================================================================================================
@@ -292,7 +293,10 @@ def linalg_eigvalsh(A: Tensor, UPLO: str = "L", *, out=None) -> Tensor:
 # ======================================================================================================
 
 def _svd_vjp(xp, gu, gs, gvh, a, full):
-    """PyTorch's svd_backward (real case): the gradient through U, S and Vh of the reduced SVD."""
+    """PyTorch's svd_backward: the gradient through U, S and Vh of the reduced SVD (complex: conjugate
+    transposes, and U's phase term diag(skew(U^H gU)) / 2S; each output's node gives its own share, so PyTorch's
+    check that the loss does not depend on the singular vectors' phases, which needs gU and gVh together, is not
+    made)."""
     m, n = a.shape[-2:]
     k = min(m, n)
     u, s, vh = xp.linalg_svd(a, False)
@@ -303,30 +307,33 @@ def _svd_vjp(xp, gu, gs, gvh, a, full):
             gvh = xp.getitem(gvh, (Ellipsis, slice(0, k), slice(None)))
     if gu is None and gvh is None:
         return xp.matmul(u * xp.unsqueeze(gs, -2), vh)
-    v = _mT(xp, vh)
-    gv = None if gvh is None else _mT(xp, gvh)
+    v = _mH(xp, vh)
+    gv = None if gvh is None else _mH(xp, gvh)
     s2 = s * s
     e = xp.unsqueeze(s2, -2) - xp.unsqueeze(s2, -1)
     e = e + _eye(xp, e)
     ret = 0
     if gu is not None:
-        uhgu = xp.matmul(_mT(xp, u), gu)
-        ret = (uhgu - _mT(xp, uhgu)) * xp.unsqueeze(s, -2)
+        uhgu = xp.matmul(_mH(xp, u), gu)
+        uhgu = uhgu - _mH(xp, uhgu)
+        ret = uhgu * xp.unsqueeze(s, -2)
     if gv is not None:
-        vhgv = xp.matmul(_mT(xp, v), gv)
-        ret = ret + xp.unsqueeze(s, -1) * (vhgv - _mT(xp, vhgv))
+        vhgv = xp.matmul(_mH(xp, v), gv)
+        ret = ret + xp.unsqueeze(s, -1) * (vhgv - _mH(xp, vhgv))
     ret = ret / e
+    if gu is not None and _is_cx(uhgu):   # in the real case diag(U^H gU - gU^H U) = 0
+        ret = ret + _diag_embed(xp, _diagonal(xp, uhgu) / (2 * s))
     if gs is not None:
         ret = ret + _diag_embed(xp, gs)
     if m > n and gu is not None:
         ga = xp.matmul(u, ret)
         gusinv = gu / xp.unsqueeze(s, -2)
-        ga = ga + gusinv - xp.matmul(u, xp.matmul(_mT(xp, u), gusinv))
+        ga = ga + gusinv - xp.matmul(u, xp.matmul(_mH(xp, u), gusinv))
         return xp.matmul(ga, vh)
     if m < n and gv is not None:
         ga = xp.matmul(ret, vh)
         gvsinv = gv / xp.unsqueeze(s, -2)
-        ga = ga + _mT(xp, gvsinv) - xp.matmul(xp.matmul(_mT(xp, gvsinv), v), vh)
+        ga = ga + _mH(xp, gvsinv) - xp.matmul(xp.matmul(_mH(xp, gvsinv), v), vh)
         return xp.matmul(u, ga)
     return xp.matmul(xp.matmul(u, ret), vh)
 
@@ -337,41 +344,44 @@ def _svd_jvp(xp, t, a, full, which):
         raise NotImplementedError("linalg.svd: forward-mode AD of full_matrices=True is not supported for "
                                   "non-square matrices; use full_matrices=False")
     u, s, vh = xp.linalg_svd(a, False)
-    v = _mT(xp, vh)
-    dp = xp.matmul(xp.matmul(_mT(xp, u), t), v)
+    v = _mH(xp, vh)
+    dp = xp.matmul(xp.matmul(_mH(xp, u), t), v)
+    cx = _is_cx(dp)
     if which == 1:
-        return _diagonal(xp, dp)
+        return xp.real(_diagonal(xp, dp)) if cx else _diagonal(xp, dp)
     s2 = s * s
     e = xp.unsqueeze(s2, -2) - xp.unsqueeze(s2, -1)
     f_inv = e + _eye(xp, e)
     sr = xp.unsqueeze(s, -2)   # S on the right: X * sr == X @ diag(S)
     sl = xp.unsqueeze(s, -1)
     if which == 0:
-        x = (dp * sr + sl * _mT(xp, dp)) / f_inv
+        x = (dp * sr + sl * _mH(xp, dp)) / f_inv
         x = x - x * _eye(xp, x)
+        if cx:   # U's phase: i Im(diag(dP)) / S (V's is held fixed, as PyTorch's)
+            x = x + _diag_embed(xp, _i_imag(xp, _diagonal(xp, dp)) / s)
         du = xp.matmul(u, x)
         if m > n:
-            proj = xp.matmul(t, v) - xp.matmul(u, xp.matmul(_mT(xp, u), xp.matmul(t, v)))
+            proj = xp.matmul(t, v) - xp.matmul(u, xp.matmul(_mH(xp, u), xp.matmul(t, v)))
             du = du + proj / sr
         return du
-    x = (sl * dp + _mT(xp, dp) * sr) / f_inv
+    x = (sl * dp + _mH(xp, dp) * sr) / f_inv
     x = x - x * _eye(xp, x)
     dv = xp.matmul(v, x)
     if n > m:
-        tu = xp.matmul(_mT(xp, t), u)
+        tu = xp.matmul(_mH(xp, t), u)
         dv = dv + (tu - xp.matmul(v, xp.matmul(vh, tu))) / sr
-    return _mT(xp, dv)
+    return _mH(xp, dv)
 
 
 svd_u_p = defprim("svd_U", lambda xp, a, full: xp.linalg_svd(a, full)[0],
                   node="LinalgSvdBackward0", vjp=lambda xp, g, out, a, full: _svd_vjp(xp, g, None, None, a, full),
-                  jvp=lambda xp, t, out, a, full: _svd_jvp(xp, t, a, full, 0), saves=(0,), batch=True)
+                  jvp=lambda xp, t, out, a, full: _svd_jvp(xp, t, a, full, 0), saves=(0,), batch=True, complex="own")
 svd_s_p = defprim("svd_S", lambda xp, a, full: xp.linalg_svdvals(a),
                   node="LinalgSvdBackward0", vjp=lambda xp, g, out, a, full: _svd_vjp(xp, None, g, None, a, False),
-                  jvp=lambda xp, t, out, a, full: _svd_jvp(xp, t, a, False, 1), saves=(0,), batch=True)
+                  jvp=lambda xp, t, out, a, full: _svd_jvp(xp, t, a, False, 1), saves=(0,), batch=True, complex="own")
 svd_vh_p = defprim("svd_Vh", lambda xp, a, full: xp.linalg_svd(a, full)[2],
                    node="LinalgSvdBackward0", vjp=lambda xp, g, out, a, full: _svd_vjp(xp, None, None, g, a, full),
-                   jvp=lambda xp, t, out, a, full: _svd_jvp(xp, t, a, full, 2), saves=(0,), batch=True)
+                   jvp=lambda xp, t, out, a, full: _svd_jvp(xp, t, a, full, 2), saves=(0,), batch=True, complex="own")
 
 SVDResult = return_type("linalg_svd", ("U", "S", "Vh"))
 SVDLegacy = return_type("svd", ("U", "S", "V"))

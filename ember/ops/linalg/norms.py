@@ -9,7 +9,7 @@ from ..._tensor import Tensor, make
 from ...autograd._primitive import apply, defprim, graph_ns
 from .._registry import SUBMODULES, graph, graph_raw, register
 from ..._util import check_bool, check_tensor, return_type
-from ._common import _check_float, _check_matrix, _eye, _mT, _no_out
+from ._common import _check_float, _check_matrix, _eye, _i_imag, _mT, _no_out
 from .decompositions import linalg_svdvals
 from .solvers import _tol, linalg_inv, linalg_solve
 
@@ -74,12 +74,6 @@ def _det_backward_graph(g, det, a):
     m, nm = make(mask), make(~mask)
     out = xp.zeros_like(a).index_put((m,), singular(a[m], det[m], g[m]))
     return out.index_put((nm,), non_singular(a[nm], det[nm], g[nm]))
-
-
-def _i_imag(xp, w):
-    # i * Im(w)
-    im = xp.imag(w)
-    return xp.make_complex(xp.zeros_like(im), im)
 
 
 def _tr_inv(xp, t, a):
