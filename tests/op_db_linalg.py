@@ -204,6 +204,9 @@ def _sym(m, a):
 
 def _sign_fix(m, v):
     # the sign making each column's first entry positive: the loss is then invariant to LAPACK's choice
+    # (complex: the phase making it real and positive)
+    if v.dtype.is_complex:
+        return m.sgn(v[..., :1, :]).conj()
     return m.sign(v[..., :1, :])
 
 
@@ -215,7 +218,7 @@ def _eigh(m, a, UPLO="L"):
 def _svd(m, a):
     u, s, vh = m.linalg.svd(a, full_matrices=False)
     sg = _sign_fix(m, u)
-    return u * sg, s, vh * sg.mT
+    return u * sg, s, vh * (sg.mT.conj() if sg.dtype.is_complex else sg.mT)
 
 
 def _svd_full(m, a):

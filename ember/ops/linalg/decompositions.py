@@ -231,23 +231,43 @@ def _eigh_gap(xp, lam):
     return e + _eye(xp, e)
 
 
-def _eigh_vjp(xp, gl, gv, a, uplo):
-    lam, v = xp.linalg_eigh(a, uplo)
+def _phase_check(xp, vhgv, op, what="eigenvectors", tail="depends on this quantity, so it is ill-defined"):
+    """PyTorch's check that a loss does not depend on the phases of complex eigen/singular vectors:
+    Im(diag(V^H gV)) close to 0 (rtol = atol = 1e-2)."""
+    im = xp.imag(_diagonal(xp, vhgv))
+    d = im._data if isinstance(im, Tensor) else im
+    raw = NAMESPACES[type(d)]
+    if bool(raw.any(raw.abs(d) > 1e-2)):
+        raise RuntimeError(f"{op}: The {what} in the complex case are specified up to multiplication by e^{{i phi}}. "
+                           f"The specified loss function {tail}.")
+
+
+def _eigh_vjp(xp, gl, gv, a, uplo, v=None):
+    # v: the saved eigenvectors (the V node's rule), so that under create_graph a second-order gradient reaches the
+    # forward's V node whole, as PyTorch's (its share is gauge-invariant only whole: the phase check below)
+    if v is None:
+        lam, v = xp.linalg_eigh(a, uplo)
+    else:
+        lam = xp.linalg_eigh(a, uplo)[0]
     if gv is None:
+        if _is_cx(v) and not _is_cx(gl):   # real eigenvalues' gradient (a real node's, under create_graph)
+            gl = xp.make_complex(gl, xp.zeros_like(gl))
         inner = _diag_embed(xp, gl)
     else:
-        vhgv = xp.matmul(_mT(xp, v), gv)
-        inner = (vhgv - _mT(xp, vhgv)) * 0.5 / _eigh_gap(xp, lam)
+        vhgv = xp.matmul(_mH(xp, v), gv)
+        if _is_cx(vhgv):
+            _phase_check(xp, vhgv, "linalg_eigh_backward")
+        inner = (vhgv - _mH(xp, vhgv)) * 0.5 / _eigh_gap(xp, lam)
         if gl is not None:
             inner = inner + _diag_embed(xp, gl)
-    return xp.matmul(xp.matmul(v, inner), _mT(xp, v))
+    return xp.matmul(xp.matmul(v, inner), _mH(xp, v))
 
 
 def _eigh_jvp(xp, t, a, uplo, which):
     lam, v = xp.linalg_eigh(a, uplo)
-    p = xp.matmul(xp.matmul(_mT(xp, v), t), v)
+    p = xp.matmul(xp.matmul(_mH(xp, v), t), v)
     if which == 0:
-        return _diagonal(xp, p)
+        return xp.real(_diagonal(xp, p)) if _is_cx(p) else _diagonal(xp, p)
     off = p / _eigh_gap(xp, lam)
     off = off - off * _eye(xp, off)
     return xp.matmul(v, off)
@@ -255,10 +275,13 @@ def _eigh_jvp(xp, t, a, uplo, which):
 
 eigh_vals_p = defprim("eigh_L", lambda xp, a, uplo: xp.linalg_eigh(a, uplo)[0],
                       node="LinalgEighBackward0", vjp=lambda xp, g, out, a, uplo: _eigh_vjp(xp, g, None, a, uplo),
-                      jvp=lambda xp, t, out, a, uplo: _eigh_jvp(xp, t, a, uplo, 0), saves=(0,), batch=True)
+                      jvp=lambda xp, t, out, a, uplo: _eigh_jvp(xp, t, a, uplo, 0), saves=(0,), batch=True,
+                      complex="own")
 eigh_vecs_p = defprim("eigh_V", lambda xp, a, uplo: xp.linalg_eigh(a, uplo)[1],
-                      node="LinalgEighBackward0", vjp=lambda xp, g, out, a, uplo: _eigh_vjp(xp, None, g, a, uplo),
-                      jvp=lambda xp, t, out, a, uplo: _eigh_jvp(xp, t, a, uplo, 1), saves=(0,), batch=True)
+                      node="LinalgEighBackward0", vjp=lambda xp, g, out, a, uplo: _eigh_vjp(xp, None, g, a, uplo, out),
+                      jvp=lambda xp, t, out, a, uplo: _eigh_jvp(xp, t, a, uplo, 1), saves=(0,), saves_out=True,
+                      batch=True,
+                      complex="own")
 
 EighResult = return_type("linalg_eigh", ("eigenvalues", "eigenvectors"))
 
@@ -422,7 +445,7 @@ def svd(input: Tensor, some: bool = True, compute_uv: bool = True, *, out=None):
         zv = make(zeros(b + ((n, n) if not some else (n, min(m, n))), input._data.dtype))
         return SVDLegacy(z, s, zv)
     u, s, vh = linalg_svd(input, full_matrices=not some)
-    return SVDLegacy(u, s, vh.mT)
+    return SVDLegacy(u, s, vh.mH if vh._data.dtype.kind == "c" else vh.mT)
 
 
 # ======================================================================================================
