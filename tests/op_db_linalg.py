@@ -215,6 +215,11 @@ def _eigh(m, a, UPLO="L"):
     return lam, v * _sign_fix(m, v)
 
 
+def _eig(m, a):
+    lam, v = m.linalg.eig(a)
+    return lam, v * _sign_fix(m, v)
+
+
 def _svd(m, a):
     u, s, vh = m.linalg.svd(a, full_matrices=False)
     sg = _sign_fix(m, u)
@@ -292,6 +297,9 @@ OPS += [
     OpInfo("qr_legacy_fn", lambda m, a: tuple(m.qr(a, some=False)), _shapes(((2, 3),))),
     _errors("qr_errors", lambda m, a: m.linalg.qr(a, mode="x"), [((2, 2),)]),
     OpInfo("linalg_eigh", _eigh, _shapes(((3, 3),), ((2, 2, 2),), (((4, 4),), {"UPLO": "U"}), ((1, 1),))),
+    OpInfo("linalg_eig", _eig, _shapes(((3, 3),), ((2, 3, 3),), ((1, 1),), ((4, 4),))),
+    OpInfo("linalg_eigvals", lambda m, a: m.linalg.eigvals(a), _shapes(((3, 3),), ((2, 2, 2),))),
+    _errors("eig_errors", lambda m, a: m.linalg.eig(a), [((2, 3),), ((3,),)], dtypes=F_I),
     OpInfo("linalg_eigvalsh", lambda m, a: m.linalg.eigvalsh(_sym(m, a)), _shapes(((3, 3),), ((2, 2, 2),))),
     _errors("eigh_errors", lambda m, a: m.linalg.eigh(a), [((2, 3),)], dtypes=F_I),
     OpInfo("linalg_svd", _svd, _shapes(*SVD_SHAPES)),

@@ -13,7 +13,7 @@ import numpy as np
 
 __all__ = ["einsum", "matmul_forward", "addprod", "cross", "tri_mask", "eye_like", "linalg_inv", "linalg_det",
            "linalg_slogdet", "linalg_solve", "linalg_cholesky", "linalg_cholesky_ex", "cholesky_solve", "linalg_qr",
-           "linalg_eigh", "linalg_svd", "linalg_svdvals", "linalg_pinv", "matrix_exp", "solve_triangular", "linalg_lu_factor_ex",
+           "linalg_eigh", "linalg_eig", "linalg_svd", "linalg_svdvals", "linalg_pinv", "matrix_exp", "solve_triangular", "linalg_lu_factor_ex",
            "linalg_lu", "lu_unpack", "linalg_lu_solve", "det_backward", "slogdet_backward",
            # not differentiable (as PyTorch's): the LDL^T factorization and its solve
            "linalg_ldl_factor_ex", "linalg_ldl_solve",
@@ -411,6 +411,20 @@ def linalg_qr(a, mode="reduced"):
 def linalg_eigh(a, UPLO="L"):
     with np.errstate(all="ignore"):
         return np.linalg.eigh(a, UPLO=UPLO)
+
+
+_CX = {np.dtype(np.float32): np.complex64, np.dtype(np.complex64): np.complex64}
+
+
+@_lapack("linalg.eig", "The algorithm failed to converge.")
+def linalg_eig(a):
+    """(eigenvalues, eigenvectors) of a general square matrix as LAPACK's geev: complex (complex64 for float32 and
+    complex64 input), each eigenvector of unit norm with its largest component real."""
+    cdt = _CX.get(a.dtype, np.complex128)
+    if a.size == 0:
+        return np.zeros(a.shape[:-1], cdt), np.zeros(a.shape, cdt)
+    w, v = np.linalg.eig(a)
+    return w.astype(cdt, copy=False), v.astype(cdt, copy=False)
 
 
 @_lapack("linalg.svd", "The algorithm failed to converge because the input matrix is ill-conditioned or has "

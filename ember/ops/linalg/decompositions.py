@@ -312,6 +312,96 @@ def linalg_eigvalsh(A: Tensor, UPLO: str = "L", *, out=None) -> Tensor:
 
 
 # ======================================================================================================
+# eig, eigvals: general square matrices, complex results (PyTorch's linalg_eig_backward / linalg_eig_jvp)
+# ======================================================================================================
+
+def _eig_vjp(xp, gl, gv, a, v=None):
+    """gA = V^-H (diag(gL) + (V^H gV - V^H V Re(diag(V^H gV))) / conj(E)) V^H, E_ij = L_j - L_i; each output's
+    node gives its own share (v: the V node's saved eigenvectors, see _eigh_vjp)."""
+    if v is None:
+        lam, v = xp.linalg_eig(a)
+    else:
+        lam = xp.linalg_eig(a)[0]
+    vh = _mH(xp, v)
+    if gv is None:
+        ret = _diag_embed(xp, gl)
+    else:
+        vhgv = xp.matmul(vh, gv)
+        _phase_check(xp, vhgv, "linalg_eig_backward")
+        # onto the tangent space of matrices with columns of norm 1
+        vhgv = vhgv - xp.matmul(vh, v * xp.unsqueeze(xp.real(_diagonal(xp, vhgv)), -2))
+        lc = xp.conj(lam)
+        e = xp.unsqueeze(lc, -2) - xp.unsqueeze(lc, -1)
+        ret = vhgv / (e + _eye(xp, e))
+    return xp.linalg_solve(vh, xp.matmul(ret, vh))
+
+
+def _eig_jvp(xp, t, a, which):
+    lam, v = xp.linalg_eig(a)
+    if not _is_cx(t):
+        t = xp.make_complex(t, xp.zeros_like(t))
+    dp = xp.linalg_solve(v, xp.matmul(t, v))                              # V^-1 dA V
+    if which == 0:
+        return _diagonal(xp, dp)
+    e = xp.unsqueeze(lam, -2) - xp.unsqueeze(lam, -1)
+    x = dp / (e + _eye(xp, e))
+    dv = xp.matmul(v, x - x * _eye(xp, x))
+    # keep the columns' norm 1 (to first order)
+    return dv - v * xp.unsqueeze(xp.real(_diagonal(xp, xp.matmul(_mH(xp, v), dv))), -2)
+
+
+eig_vals_p = defprim("eig_L", lambda xp, a: xp.linalg_eig(a)[0], node="LinalgEigBackward0",
+                     vjp=lambda xp, g, out, a: _eig_vjp(xp, g, None, a),
+                     jvp=lambda xp, t, out, a: _eig_jvp(xp, t, a, 0), saves=(0,), complex="own")
+eig_vecs_p = defprim("eig_V", lambda xp, a: xp.linalg_eig(a)[1], node="LinalgEigBackward0",
+                     vjp=lambda xp, g, out, a: _eig_vjp(xp, None, g, a, out),
+                     jvp=lambda xp, t, out, a: _eig_jvp(xp, t, a, 1), saves=(0,), saves_out=True, complex="own")
+
+EigResult = return_type("linalg_eig", ("eigenvalues", "eigenvectors"))
+
+
+def _check_eig(A, op):
+    check_tensor(A, op.split(".")[-1], "A")
+    k = A._data.dtype
+    if k.kind in "iub":
+        raise RuntimeError(f"Unknown Complex ScalarType for {dtype_word(k)}")
+    _check_matrix(A, op)
+
+
+@register(submodule="linalg", module=False, name="eig", graph="linalg_eig")
+def linalg_eig(A: Tensor, *, out=None):
+    """Eigenvalues and eigenvectors of a general square matrix, complex (LAPACK's geev: eigenvectors of norm 1
+    whose largest component is real; their order and phase are LAPACK's)."""
+    _no_out(out, "linalg.eig")
+    _check_eig(A, "linalg.eig")
+    raw = NAMESPACES[type(A._data)]
+    if not bool(raw.all(raw.isfinite(A._data))):
+        raise RuntimeError("torch.linalg.eig: input tensor should not contain infs or NaNs.")
+    return EigResult(apply(eig_vals_p, (A,)), apply(eig_vecs_p, (A,)))
+
+
+@register(submodule="linalg", module=False, name="eigvals")
+def linalg_eigvals(A: Tensor, *, out=None) -> Tensor:
+    """The eigenvalues of a general square matrix, complex."""
+    _no_out(out, "linalg.eigvals")
+    _check_eig(A, "linalg.eigvals")
+    return apply(eig_vals_p, (A,))
+
+
+_EIG_REMOVED = ("This function was deprecated since version 1.9 and is now removed. `torch.linalg.eig` returns "
+                "complex tensors of dtype `cfloat` or `cdouble` rather than real tensors mimicking complex tensors.\n\n"
+                "L, _ = torch.eig(A) should be replaced with:\nL_complex = torch.linalg.eigvals(A)\n\nand\n\n"
+                "L, V = torch.eig(A, eigenvectors=True) should be replaced with:\n"
+                "L_complex, V_complex = torch.linalg.eig(A)")
+
+
+@register(method=True)
+def eig(input: Tensor, eigenvectors: bool = False):
+    """Removed in PyTorch 1.9 (``linalg.eig``); raises PyTorch's error."""
+    raise RuntimeError(_EIG_REMOVED)
+
+
+# ======================================================================================================
 # svd, svdvals
 # ======================================================================================================
 
