@@ -413,14 +413,14 @@ def kernels(k) -> dict:
             kk, b = min(m, n), tuple(a.shape[:-2])
             u = xp.broadcast_to(_eye(m, a), b + (m, m)) if full_matrices else xp.zeros(b + (m, kk), dtype=a.dtype)
             vh = xp.broadcast_to(_eye(n, a), b + (n, n)) if full_matrices else xp.zeros(b + (kk, n), dtype=a.dtype)
-            return xp.asarray(u, copy=True), xp.zeros(b + (kk,), dtype=a.dtype), xp.asarray(vh, copy=True)
+            return xp.asarray(u, copy=True), xp.zeros(b + (kk,), dtype=xp.real(u).dtype), xp.asarray(vh, copy=True)
         u, s_, vh = la.svd(a, full_matrices=full_matrices)
         return u, s_, vh
 
     @_lapack("linalg.svd", _SVD)
     def linalg_svdvals(a):
         if k.numel(a) == 0:
-            return xp.zeros(tuple(a.shape[:-2]) + (min(a.shape[-2:]),), dtype=a.dtype)
+            return xp.zeros(tuple(a.shape[:-2]) + (min(a.shape[-2:]),), dtype=xp.real(xp.zeros((), dtype=a.dtype)).dtype)
         return la.svdvals(a)
 
     def linalg_pinv(a, atol=None, rtol=None, hermitian=False):
@@ -430,9 +430,11 @@ def kernels(k) -> dict:
         u, s_, vh = linalg_svd(a, full_matrices=False)
         if rtol is None:
             rtol = 0.0 if (atol is not None and atol > 0) else max(m, n) * xp.finfo(a.dtype).eps
-        tol = xp.maximum(xp.asarray(atol or 0.0, dtype=a.dtype), rtol * s_[..., :1])
+        tol = xp.maximum(xp.asarray(atol or 0.0, dtype=s_.dtype), rtol * s_[..., :1])
         keep = s_ > tol
         sinv = xp.where(keep, 1 / xp.where(keep, s_, xp.ones_like(s_)), xp.zeros_like(s_))
+        if xp.isdtype(a.dtype, "complex floating"):
+            return xp.matmul(_H(vh) * xp.astype(sinv, a.dtype)[..., None, :], _H(u))
         return xp.matmul(_T(vh) * sinv[..., None, :], _T(u))
 
     @_lapack("linalg.solve_triangular", _SINGULAR)

@@ -338,7 +338,9 @@ def _not_pd(a):
 
 
 def _mH(x):
-    return np.conj(np.swapaxes(x, -1, -2))
+    # the conjugate transpose (the transpose of a real x)
+    t = np.swapaxes(x, -1, -2)
+    return np.conj(t) if t.dtype.kind == "c" else t
 
 
 def linalg_cholesky(a, upper=False):
@@ -437,7 +439,7 @@ def linalg_svd(a, full_matrices=True):
         e = lambda r: np.broadcast_to(np.eye(r, dtype=a.dtype), b + (r, r)).copy()   # noqa: E731
         u = e(m) if full_matrices else np.zeros(b + (m, k), a.dtype)
         vh = e(n) if full_matrices else np.zeros(b + (k, n), a.dtype)
-        return u, np.zeros(b + (k,), a.dtype), vh
+        return u, np.zeros(b + (k,), np.finfo(a.dtype).dtype), vh
     return np.linalg.svd(a, full_matrices=full_matrices)
 
 
@@ -445,7 +447,7 @@ def linalg_svd(a, full_matrices=True):
                        "too many repeated singular values.")
 def linalg_svdvals(a):
     if a.size == 0:
-        return np.zeros(a.shape[:-2] + (min(a.shape[-2:]),), a.dtype)
+        return np.zeros(a.shape[:-2] + (min(a.shape[-2:]),), np.finfo(a.dtype).dtype)
     return np.linalg.svd(a, compute_uv=False)
 
 
@@ -461,7 +463,7 @@ def linalg_pinv(a, atol=None, rtol=None, hermitian=False):
     tol = np.maximum(atol or 0.0, rtol * smax)
     with np.errstate(all="ignore"):
         sinv = np.where(s > tol, 1 / np.where(s > tol, s, 1), 0).astype(a.dtype)
-    return np.matmul(np.swapaxes(vh, -1, -2) * sinv[..., None, :], np.swapaxes(u, -1, -2))
+    return np.matmul(_mH(vh) * sinv[..., None, :], _mH(u))
 
 
 # Padé approximant of degree 13 with scaling and squaring (Higham 2005), computed in float64.

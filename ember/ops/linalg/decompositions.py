@@ -112,22 +112,26 @@ def cholesky(input: Tensor, upper: bool = False, *, out=None) -> Tensor:
 # ======================================================================================================
 
 def _copyltu(xp, m):
-    # the symmetric matrix with m's lower triangle (diagonal included)
+    # the symmetric (Hermitian, with the real part of the diagonal) matrix with m's lower triangle
+    if _is_cx(m):
+        low = xp.tri_mask(m, False, 0.0)
+        d = xp.real(_diagonal(xp, m))
+        return low + _mH(xp, low) + _diag_embed(xp, xp.make_complex(d, xp.zeros_like(d)))
     low = xp.tri_mask(m, False, 1.0)
     return low + _mT(xp, xp.tri_mask(m, False, 0.0))
 
 
 def _qr_vjp_tall(xp, gq, gr, q, r):
-    """m >= n: gA = (gQ + Q copyltu(M)) R^-T with M = R gR^T - gQ^T Q."""
+    """m >= n: gA = (gQ + Q copyltu(M)) R^-H with M = R gR^H - gQ^H Q."""
     m = 0
     if gr is not None:
-        m = xp.matmul(r, _mT(xp, gr))
+        m = xp.matmul(r, _mH(xp, gr))
     if gq is not None:
-        m = m - xp.matmul(_mT(xp, gq), q)
+        m = m - xp.matmul(_mH(xp, gq), q)
     b = xp.matmul(q, _copyltu(xp, m))
     if gq is not None:
         b = b + gq
-    return xp.solve_triangular(_mT(xp, r), b, upper=False, left=False)
+    return xp.solve_triangular(_mH(xp, r), b, upper=False, left=False)
 
 
 def _qr_vjp(xp, gq, gr, a, mode):
@@ -148,7 +152,7 @@ def _qr_vjp(xp, gq, gr, a, mode):
         gv = xp.getitem(gr, (Ellipsis, slice(None), slice(m, None)))
         y = xp.getitem(a, (Ellipsis, slice(None), slice(m, None)))
         gy = xp.matmul(q, gv)
-        extra = xp.matmul(y, _mT(xp, gv))
+        extra = xp.matmul(y, _mH(xp, gv))
         gq = extra if gq is None else gq + extra
     else:
         gu = None
@@ -159,11 +163,14 @@ def _qr_vjp(xp, gq, gr, a, mode):
 
 
 def _qr_jvp_square(xp, da, q, r):
-    """m >= n: (dQ, dR) with C = Q^T dA R^-1, Omega = tril(C,-1) - tril(C,-1)^T, dR = (C - Omega) R."""
+    """m >= n: (dQ, dR) with C = Q^H dA R^-1, Omega = tril(C,-1) - tril(C,-1)^H (+ i Im diag(C): R's diagonal is
+    real), dR = (C - Omega) R."""
     dar = xp.solve_triangular(r, da, upper=True, left=False)            # dA R^-1
-    c = xp.matmul(_mT(xp, q), dar)
+    c = xp.matmul(_mH(xp, q), dar)
     low = xp.tri_mask(c, False, 0.0)
-    omega = low - _mT(xp, low)
+    omega = low - _mH(xp, low)
+    if _is_cx(c):
+        omega = omega + _diag_embed(xp, _i_imag(xp, _diagonal(xp, c)))
     dr = xp.matmul(c - omega, r)
     dq = dar - xp.matmul(q, c - omega)
     return dq, dr
@@ -183,16 +190,16 @@ def _qr_jvp(xp, t, a, mode, which):
     dq, du = _qr_jvp_square(xp, dx, q, u)
     if which == 0:
         return dq
-    dv = xp.matmul(_mT(xp, q), dy - xp.matmul(dq, v))
+    dv = xp.matmul(_mH(xp, q), dy - xp.matmul(dq, v))
     return xp.cat([du, dv], -1)
 
 
 qr_q_p = defprim("qr_Q", lambda xp, a, mode: xp.linalg_qr(a, mode)[0],
                  node="LinalgQrBackward0", vjp=lambda xp, g, out, a, mode: _qr_vjp(xp, g, None, a, mode),
-                 jvp=lambda xp, t, out, a, mode: _qr_jvp(xp, t, a, mode, 0), saves=(0,))
+                 jvp=lambda xp, t, out, a, mode: _qr_jvp(xp, t, a, mode, 0), saves=(0,), complex="own")
 qr_r_p = defprim("qr_R", lambda xp, a, mode: xp.linalg_qr(a, mode)[1],
                  node="LinalgQrBackward0", vjp=lambda xp, g, out, a, mode: _qr_vjp(xp, None, g, a, mode),
-                 jvp=lambda xp, t, out, a, mode: _qr_jvp(xp, t, a, mode, 1), saves=(0,), batch=True)
+                 jvp=lambda xp, t, out, a, mode: _qr_jvp(xp, t, a, mode, 1), saves=(0,), batch=True, complex="own")
 
 QRResult = return_type("linalg_qr", ("Q", "R"))
 QRLegacy = return_type("qr", ("Q", "R"))

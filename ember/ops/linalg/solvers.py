@@ -11,7 +11,7 @@ from ..._tensor import Tensor, make
 from ...autograd._primitive import apply, defprim
 from .._registry import graph_raw, register
 from ..._util import check_bool, check_tensor, dtype_word, return_type
-from ._common import (_broadcast, _broadcastable, _check_float, _check_matrix, _check_same_dtype, _mT,
+from ._common import (_broadcast, _broadcastable, _check_float, _check_matrix, _check_same_dtype, _mH, _mT,
                       _no_out, _node, raise_info)
 
 
@@ -343,9 +343,9 @@ def cholesky_solve(input: Tensor, input2: Tensor, upper: bool = False, *, out=No
 # ======================================================================================================
 
 def _pinv_vjp(xp, g, p, a):
-    """The VJP of P = pinv(A): -P^T G P^T + (I - A P) G^T P P^T + P^T P G^T (I - P A), without the identity."""
-    pt = _mT(xp, p)
-    gt = _mT(xp, g)
+    """The VJP of P = pinv(A): -P^H G P^H + (I - A P) G^H P P^H + P^H P G^H (I - P A), without the identity."""
+    pt = _mH(xp, p)
+    gt = _mH(xp, g)
     ga = -xp.matmul(xp.matmul(pt, g), pt)
     k = xp.matmul(gt, xp.matmul(p, pt))                                  # G^T P P^T
     ga = ga + k - xp.matmul(xp.matmul(a, p), k)
@@ -354,8 +354,8 @@ def _pinv_vjp(xp, g, p, a):
 
 
 def _pinv_jvp(xp, t, p, a):
-    tt = _mT(xp, t)
-    pt = _mT(xp, p)
+    tt = _mH(xp, t)
+    pt = _mH(xp, p)
     dp = -xp.matmul(xp.matmul(p, t), p)
     x = xp.matmul(xp.matmul(p, pt), tt)                                  # P P^T dA^T
     dp = dp + x - xp.matmul(xp.matmul(x, a), p)
@@ -367,7 +367,7 @@ pinv_p = defprim("pinv",
                  lambda xp, a, atol, rtol, hermitian: xp.linalg_pinv(a, atol, rtol, hermitian),
                  node="LinalgPinvBackward0", vjp=lambda xp, g, out, a, atol, rtol, hermitian: _pinv_vjp(xp, g, out, a),
                  jvp=lambda xp, t, out, a, atol, rtol, hermitian: _pinv_jvp(xp, t, out, a),
-                 saves=(0,), saves_out=True, batch=True)
+                 saves=(0,), saves_out=True, batch=True, complex="own")
 
 
 def _tol(v, op, arg):
