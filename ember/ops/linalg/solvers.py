@@ -9,7 +9,7 @@ import warnings
 from ...devices import NAMESPACES
 from ..._tensor import Tensor, make
 from ...autograd._primitive import apply, defprim
-from .._registry import graph_raw, register
+from .._registry import graph, graph_raw, register
 from ..._util import check_bool, check_tensor, dtype_word, return_type
 from ._common import (_broadcast, _broadcastable, _check_float, _check_matrix, _check_same_dtype, _mH, _mT,
                       _no_out, _node, raise_info)
@@ -409,12 +409,12 @@ def _lstsq_vjp_a(xp, g, out, a, b, vec):
     p = xp.linalg_pinv(a)
     bm = xp.unsqueeze(b, -1) if vec else b
     gm = xp.unsqueeze(g, -1) if vec else g
-    return _pinv_vjp(xp, xp.matmul(gm, _mT(xp, bm)), p, a)
+    return _pinv_vjp(xp, xp.matmul(gm, _mH(xp, bm)), p, a)
 
 
 def _lstsq_vjp_b(xp, g, out, a, b, vec):
     gm = xp.unsqueeze(g, -1) if vec else g
-    r = xp.matmul(_mT(xp, xp.linalg_pinv(a)), gm)
+    r = xp.matmul(_mH(xp, xp.linalg_pinv(a)), gm)
     return xp.squeeze(r, -1) if vec else r
 
 
@@ -437,7 +437,7 @@ def _lstsq_jvp_b(xp, t, out, a, b, vec):
 graph_raw("lstsq_rank")
 lstsq_p = defprim("lstsq", _lstsq_fwd, node="LinalgLstsqBackward0",
                                                                vjp=(_lstsq_vjp_a, _lstsq_vjp_b),
-                  jvp=(_lstsq_jvp_a, _lstsq_jvp_b), saves={0: (0, 1), 1: (0,)}, batch=True)
+                  jvp=(_lstsq_jvp_a, _lstsq_jvp_b), saves={0: (0, 1), 1: (0,)}, batch=True, complex="own")
 
 LstsqResult = return_type("linalg_lstsq", ("solution", "residuals", "rank", "singular_values"))
 _DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
@@ -469,8 +469,9 @@ def linalg_lstsq(A: Tensor, B: Tensor, rcond=None, *, driver: str | None = None)
         raise RuntimeError(f"The size of tensor a ({A._data.shape[0]}) must match the size of tensor b ({bb[0]}) at "
                            f"non-singleton dimension 0")
     x = apply(lstsq_p, (A, B), {"vec": vec})
-    dt = A._data.dtype
     xp = NAMESPACES[type(A._data)]
+    cx = A._data.dtype.kind == "c"
+    dt = xp.real(A._data).dtype if cx else A._data.dtype   # residuals and singular values are real
     batch = _broadcast(A._data.shape[:-2], bb)
     s, rank = xp.lstsq_rank(A._data, rcond)
     empty = make(xp.backend.zeros((0,), dt))
@@ -480,7 +481,7 @@ def linalg_lstsq(A: Tensor, B: Tensor, rcond=None, *, driver: str | None = None)
     if m > n and bool(xp.all(rank == n)):
         from ..reduction import sum as _sum
         diff = A @ (x.unsqueeze(-1) if vec else x) - (B.unsqueeze(-1) if vec else B)
-        residuals = _sum(diff * diff, -2)
+        residuals = _sum((diff * diff.conj()).real if cx else diff * diff, -2)
         if vec:
             residuals = residuals.squeeze(-1)
     if driver == "gels":
@@ -573,13 +574,22 @@ def _check_lu_solve(LU, pivots, B, left, adjoint, op="linalg.lu_solve"):
     return left, adjoint
 
 
-@register(submodule="linalg", module=False, name="lu_solve", graph="linalg_lu_solve")
+# the rules' lu_solve (the kernel's: ``adjoint`` transposes, also for complex A)
+graph("linalg_lu_solve", lambda lu, piv, b, left=True, adjoint=False: apply(
+    lu_solve_p, (lu, piv, b), {"left": left, "adjoint": adjoint}))
+
+
+@register(submodule="linalg", module=False, name="lu_solve")
 def linalg_lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True, adjoint: bool = False,
                     out=None) -> Tensor:
-    """X with A X = B for A = P L U given as ``lu_factor``'s (LU, pivots); ``adjoint``: A^T X = B;
+    """X with A X = B for A = P L U given as ``lu_factor``'s (LU, pivots); ``adjoint``: A^H X = B;
     ``left=False``: X A = B. Batch dims broadcast."""
     _no_out(out, "linalg.lu_solve")
     left, adjoint = _check_lu_solve(LU, pivots, B, left, adjoint)
+    if adjoint and LU._data.dtype.kind == "c":
+        # A^H X = B is A^T conj(X) = conj(B): the primitive's adjoint transposes (its rules are holomorphic)
+        from ..complex import conj
+        return conj(apply(lu_solve_p, (LU, pivots, conj(B)), {"left": left, "adjoint": True}))
     return apply(lu_solve_p, (LU, pivots, B), {"left": left, "adjoint": adjoint})
 
 
