@@ -825,7 +825,7 @@ def _hh_reflectors(xp, a):
 
 
 def _hh_chain(xp, a, tau):
-    """[Q_0, ..., Q_m] with Q_m the first k columns of I and Q_i = H_i Q_(i+1), H_i = I - tau_i v_i v_i^T
+    """[Q_0, ..., Q_m] with Q_m the first k columns of I and Q_i = H_i Q_(i+1), H_i = I - tau_i v_i v_i^H
     (m = tau.shape[-1]); Q_0 is the product. One reflector at a time, from the last (LAPACK's org2r order)."""
     V = _hh_reflectors(xp, a)
     k = a.shape[-1]
@@ -833,7 +833,7 @@ def _hh_chain(xp, a, tau):
     qs = [Q]
     for i in reversed(range(tau.shape[-1])):
         v = V[..., :, i:i + 1]
-        Q = Q - xp.matmul(xp.unsqueeze(tau[..., i:i + 1], -1) * v, xp.matmul(_mT(xp, v), Q))
+        Q = Q - xp.matmul(xp.unsqueeze(tau[..., i:i + 1], -1) * v, xp.matmul(_mH(xp, v), Q))
         qs.append(Q)
     return V, qs[::-1]
 
@@ -847,17 +847,21 @@ def _hh_vjp_tau(xp, g, out, a, tau):
 
 
 def _hh_vjp(xp, g, a, tau):
-    """Back through Q_i = H_i Q_(i+1): g_(i+1) = H_i g_i; d tau_i = -v^T g_i Q_(i+1)^T v;
-    d v_i = -tau_i (g_i Q_(i+1)^T + Q_(i+1) g_i^T) v (its part below the diagonal is A's column i)."""
+    """Back through Q_i = H_i Q_(i+1): g_(i+1) = H_i^H g_i; d tau_i = -v^H g_i Q_(i+1)^H v;
+    d v_i = -(conj(tau_i) g_i Q_(i+1)^H + tau_i Q_(i+1) g_i^H) v (its part below the diagonal is A's column i)."""
     V, qs = _hh_chain(xp, a, tau)
     gv, gt = [], []
     for i in range(tau.shape[-1]):
         v, t, q = V[..., :, i:i + 1], xp.unsqueeze(tau[..., i:i + 1], -1), qs[i + 1]
-        gq_v = xp.matmul(_mT(xp, q), v)                       # Q^T v
-        g_v = xp.matmul(_mT(xp, g), v)                        # g^T v
-        gt.append(-xp.sum(_mT(xp, g_v) * _mT(xp, gq_v), -1))   # -v^T g Q^T v
-        gv.append(-t * (xp.matmul(g, gq_v) + xp.matmul(q, g_v)))
-        g = g - xp.matmul(t * v, xp.matmul(_mT(xp, v), g))   # H_i g (H_i is symmetric)
+        tc = xp.conj(t) if _is_cx(t) else t
+        gq_v = xp.matmul(_mH(xp, q), v)                       # Q^H v
+        g_v = xp.matmul(_mH(xp, g), v)                        # g^H v
+        gt.append(-xp.sum(_mH(xp, g_v) * _mT(xp, gq_v), -1))   # -v^H g Q^H v
+        if tc is t:
+            gv.append(-t * (xp.matmul(g, gq_v) + xp.matmul(q, g_v)))
+        else:
+            gv.append(-(tc * xp.matmul(g, gq_v) + t * xp.matmul(q, g_v)))
+        g = g - xp.matmul(tc * v, xp.matmul(_mH(xp, v), g))   # H_i^H g
     k = a.shape[-1]
     m = len(gv)
     gV = xp.cat(gv + [xp.zeros_like(a[..., :, m:])], -1) if m < k else xp.cat(gv, -1)
@@ -865,22 +869,22 @@ def _hh_vjp(xp, g, a, tau):
 
 
 def _hh_jvp(xp, ta, ttau, a, tau):
-    """d Q_i = d H_i Q_(i+1) + H_i d Q_(i+1), d H_i = -(d tau_i v v^T + tau_i (dv v^T + v dv^T))."""
+    """d Q_i = d H_i Q_(i+1) + H_i d Q_(i+1), d H_i = -(d tau_i v v^H + tau_i (dv v^H + v dv^H))."""
     V, qs = _hh_chain(xp, a, tau)
     dV = xp.tri_mask(ta, False, 0.0) if ta is not None else None
     dq = None
     for i in reversed(range(tau.shape[-1])):
         v, t, q = V[..., :, i:i + 1], xp.unsqueeze(tau[..., i:i + 1], -1), qs[i + 1]
-        vq = xp.matmul(_mT(xp, v), q)
+        vq = xp.matmul(_mH(xp, v), q)
         d = None
         if ttau is not None:
             d = -xp.matmul(xp.unsqueeze(ttau[..., i:i + 1], -1) * v, vq)
         if dV is not None:
             dv = dV[..., :, i:i + 1]
-            e = -t * (xp.matmul(dv, vq) + xp.matmul(v, xp.matmul(_mT(xp, dv), q)))
+            e = -t * (xp.matmul(dv, vq) + xp.matmul(v, xp.matmul(_mH(xp, dv), q)))
             d = e if d is None else d + e
         if dq is not None:
-            hdq = dq - xp.matmul(t * v, xp.matmul(_mT(xp, v), dq))
+            hdq = dq - xp.matmul(t * v, xp.matmul(_mH(xp, v), dq))
             d = hdq if d is None else d + hdq
         dq = d
     return dq if dq is not None else xp.zeros_like(qs[0])
@@ -890,7 +894,7 @@ householder_p = defprim("householder_product", lambda xp, a, tau: _hh_chain(xp, 
                         node="LinalgHouseholderProductBackward0", vjp=(_hh_vjp_a, _hh_vjp_tau),
                         saves=(0, 1), saves_out=True, saved_names=("input", "tau"),
                         jvp=(lambda xp, t, out, a, tau: _hh_jvp(xp, t, None, a, tau),
-                             lambda xp, t, out, a, tau: _hh_jvp(xp, None, t, a, tau)))
+                             lambda xp, t, out, a, tau: _hh_jvp(xp, None, t, a, tau)), complex="own")
 
 
 @register(submodule="linalg", module=False, name="householder_product")

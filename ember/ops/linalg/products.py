@@ -922,7 +922,9 @@ def matrix_exp(A: Tensor) -> Tensor:
 
 
 eye_of_p = defprim("eye_of", lambda xp, a: xp.zeros_like(a) + xp.eye_like(a),
-                   complex=True, node="CopyBackwards", vjp=lambda xp, g, out, a: None, jvp=lambda xp, t, out, a: None, batch=True)
+                   complex=True, node="CopyBackwards",
+                   # zeros, not None: PyTorch's CopyBackwards gives a zero gradient and tangent
+                   vjp=lambda xp, g, out, a: xp.zeros_like(g), jvp=lambda xp, t, out, a: xp.zeros_like(t), batch=True)
 
 
 @register(submodule="linalg", module=False, name="matrix_power")
