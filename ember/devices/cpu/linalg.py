@@ -717,6 +717,13 @@ def _swap(A, i, j, xp):
     A[j] = t
 
 
+def _cabs1(xp, x):
+    """LAPACK's pivoting magnitude: |x| for real, |Re x| + |Im x| for complex (cabs1)."""
+    if xp.isdtype(x.dtype, "complex floating"):
+        return xp.abs(xp.real(x)) + xp.abs(xp.imag(x))
+    return xp.abs(x)
+
+
 def _imax(xp, v):
     """(index, value) of the first largest entry of the 1-d ``v`` (idamax)."""
     i = int(xp.argmax(v))
@@ -733,10 +740,10 @@ def ldl_factor_one(xp, a):
     k = 0
     while k < n:
         kstep = 1
-        absakk = abs(float(A[k, k]))
+        absakk = float(_cabs1(xp, A[k, k]))
         imax, colmax = k, 0.0
         if k < n - 1:
-            i, colmax = _imax(xp, xp.abs(A[k + 1:, k]))
+            i, colmax = _imax(xp, _cabs1(xp, A[k + 1:, k]))
             imax = k + 1 + i
         if max(absakk, colmax) == 0 or absakk != absakk:
             if info == 0:
@@ -746,12 +753,12 @@ def ldl_factor_one(xp, a):
             if absakk >= _BK_ALPHA * colmax:
                 kp = k
             else:
-                rowmax = _imax(xp, xp.abs(A[imax, k:imax]))[1]
+                rowmax = _imax(xp, _cabs1(xp, A[imax, k:imax]))[1]
                 if imax < n - 1:
-                    rowmax = max(rowmax, _imax(xp, xp.abs(A[imax + 1:, imax]))[1])
+                    rowmax = max(rowmax, _imax(xp, _cabs1(xp, A[imax + 1:, imax]))[1])
                 if absakk >= _BK_ALPHA * colmax * (colmax / rowmax):
                     kp = k
-                elif abs(float(A[imax, imax])) >= _BK_ALPHA * rowmax:
+                elif float(_cabs1(xp, A[imax, imax])) >= _BK_ALPHA * rowmax:
                     kp = imax
                 else:
                     kp, kstep = imax, 2
