@@ -1005,7 +1005,7 @@ def linalg_vander(x: Tensor, *, N: int | None = None) -> Tensor:
     from ..shape import cat, expand, unsqueeze
     check_tensor(x, "vander", "x")
     k = x._data.dtype
-    if k.kind not in "iuf" or dtype_word(k) == "Half":
+    if k.kind not in "iufc" or dtype_word(k) == "Half":
         raise RuntimeError(f"linalg.vander supports floating point, complex, and integer tensors, but got "
                            f"{dtype_word(k)}")
     x_ = unsqueeze(x, -1) if x._data.ndim == 0 else x
