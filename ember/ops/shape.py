@@ -577,7 +577,8 @@ def _H(self):
                            + (" For batches of matrices, consider using tensor.mH" if nd > 2 else ""))
     if nd == 0:
         warnings.warn("Tensor.H is deprecated on 0-D tensors. Consider using x.conj().", UserWarning, stacklevel=2)
-    return _conj_if_complex(_T(self))
+        return _conj_if_complex(self)
+    return _conj_if_complex(transpose(self, 0, 1))   # PyTorch's TransposeBackward0
 
 
 # ----- in-place view ops: t_, transpose_, squeeze_, unsqueeze_ -------------------------------------------
