@@ -204,6 +204,9 @@ def _sym(m, a):
 
 def _sign_fix(m, v):
     # the sign making each column's first entry positive: the loss is then invariant to LAPACK's choice
+    # (complex: the phase making it real and positive)
+    if v.dtype.is_complex:
+        return m.sgn(v[..., :1, :]).conj()
     return m.sign(v[..., :1, :])
 
 
@@ -212,10 +215,15 @@ def _eigh(m, a, UPLO="L"):
     return lam, v * _sign_fix(m, v)
 
 
+def _eig(m, a):
+    lam, v = m.linalg.eig(a)
+    return lam, v * _sign_fix(m, v)
+
+
 def _svd(m, a):
     u, s, vh = m.linalg.svd(a, full_matrices=False)
     sg = _sign_fix(m, u)
-    return u * sg, s, vh * sg.mT
+    return u * sg, s, vh * (sg.mT.conj() if sg.dtype.is_complex else sg.mT)
 
 
 def _svd_full(m, a):
@@ -289,6 +297,14 @@ OPS += [
     OpInfo("qr_legacy_fn", lambda m, a: tuple(m.qr(a, some=False)), _shapes(((2, 3),))),
     _errors("qr_errors", lambda m, a: m.linalg.qr(a, mode="x"), [((2, 2),)]),
     OpInfo("linalg_eigh", _eigh, _shapes(((3, 3),), ((2, 2, 2),), (((4, 4),), {"UPLO": "U"}), ((1, 1),))),
+    OpInfo("linalg_eig", _eig, _shapes(((3, 3),), ((2, 3, 3),), ((1, 1),), ((4, 4),))),
+    OpInfo("linalg_eigvals", lambda m, a: m.linalg.eigvals(a), _shapes(((3, 3),), ((2, 2, 2),))),
+    _errors("eig_errors", lambda m, a: m.linalg.eig(a), [((2, 3),), ((3,),)], dtypes=F_I),
+    _errors("eig_removed", lambda m, a: m.eig(a), [((2, 2),)]),
+    _errors("eig_removed_method", lambda m, a: a.eig(eigenvectors=True), [((2, 2),)]),
+    OpInfo("mH", lambda m, a: a.mH, _shapes(((2, 3, 4),), ((3, 3),))),
+    OpInfo("H", lambda m, a: a.H, _shapes(((3, 4),))),
+    _errors("mH_errors", lambda m, a: a.mH, [((3,),)]),
     OpInfo("linalg_eigvalsh", lambda m, a: m.linalg.eigvalsh(_sym(m, a)), _shapes(((3, 3),), ((2, 2, 2),))),
     _errors("eigh_errors", lambda m, a: m.linalg.eigh(a), [((2, 3),)], dtypes=F_I),
     OpInfo("linalg_svd", _svd, _shapes(*SVD_SHAPES)),

@@ -56,6 +56,9 @@ DEVICE_LIMITS: dict[str, str] = {
         cast_bfloat16""".split(),
         'array-api-strict has no bfloat16'),
     **dict.fromkeys("""
+        linalg_eig linalg_eigvals""".split(),
+        'the array API standard has no general eigensolver (linalg.eig)'),
+    **dict.fromkeys("""
         view_dtype""".split(),
         'reinterpreting bits (Tensor.view(dtype)) is not in the array API standard'),
 }

@@ -105,10 +105,10 @@ def assert_close(e, t, what="value"):
     a, b = npy(e), npy(t)
     if str(t.dtype) == "torch.bfloat16":   # bit for bit (the float32 values of the bfloat16 results)
         np.testing.assert_array_equal(a, b, err_msg=what)
-    elif a.dtype.kind == "f":
-        # The tolerance of the output's dtype (int inputs of float ops compute in float32).
-        np.testing.assert_allclose(a, b, equal_nan=True, err_msg=what, **TOL[a.dtype.name if a.dtype.name in TOL
-                                                                              else "float32"])
+    elif a.dtype.kind in "fc":
+        # The tolerance of the output's dtype (int inputs of float ops compute in float32; complex: its parts').
+        name = {"complex64": "float32", "complex128": "float64"}.get(a.dtype.name, a.dtype.name)
+        np.testing.assert_allclose(a, b, equal_nan=True, err_msg=what, **TOL[name if name in TOL else "float32"])
     else:
         np.testing.assert_array_equal(a, b, err_msg=what)
 

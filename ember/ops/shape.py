@@ -555,6 +555,32 @@ def _mT(self):
     return transpose(self, -2, -1)
 
 
+def _conj_if_complex(t):
+    if t._data.dtype.kind != "c":
+        return t
+    from .complex import conj   # (complex.py imports this module)
+    return conj(t)
+
+
+def _mH(self):
+    """The conjugate transpose of the last two dims (the transpose of a real tensor)."""
+    if self._data.ndim < 2:
+        raise RuntimeError("tensor.mH is only supported on matrices or batches of matrices. Got 1-D tensor.")
+    return _conj_if_complex(transpose(self, -2, -1))
+
+
+def _H(self):
+    """The conjugate transpose of a matrix (the transpose of a real one)."""
+    nd = self._data.ndim
+    if nd not in (0, 2):
+        raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got {nd}-D tensor."
+                           + (" For batches of matrices, consider using tensor.mH" if nd > 2 else ""))
+    if nd == 0:
+        warnings.warn("Tensor.H is deprecated on 0-D tensors. Consider using x.conj().", UserWarning, stacklevel=2)
+        return _conj_if_complex(self)
+    return _conj_if_complex(transpose(self, 0, 1))   # PyTorch's TransposeBackward0
+
+
 # ----- in-place view ops: t_, transpose_, squeeze_, unsqueeze_ -------------------------------------------
 
 def _inplace_view(self: Tensor, fn, node_name: str, *args, inverse=None) -> Tensor:
@@ -1499,8 +1525,8 @@ graph("scatter_rows_zeros", lambda g, dim, index, shape: apply(scatter_rows_p, (
 graph("repeat_index", lambda counts: make(NAMESPACES[type(counts._data)].repeat_index(counts._data)))
 method("T", property(_T))
 method("mT", property(_mT))
-method("H", property(_T))
-method("mH", property(_mT))
+method("H", property(_H))
+method("mH", property(_mH))
 method("__iter__", _iter)
 
 

@@ -271,7 +271,12 @@ def kernels(k) -> dict:
             return la.solve(a, b)
         return _T(la.solve(_T(a), _T(b)))
 
+    def _H(a):
+        return xp.conj(_T(a)) if xp.isdtype(a.dtype, "complex floating") else _T(a)
+
     def linalg_cholesky(a, upper=False):
+        if upper and xp.isdtype(a.dtype, "complex floating"):   # U^H U from A's upper triangle
+            return _H(linalg_cholesky(_H(a)))
         try:
             r = la.cholesky(a)
         except Exception as e:   # noqa: BLE001
@@ -291,6 +296,10 @@ def kernels(k) -> dict:
 
     def linalg_cholesky_ex(a, upper=False):
         """The cpu kernel's (L, info): matrix by matrix where the batch does not factor."""
+        cx = xp.isdtype(a.dtype, "complex floating")
+        if upper and cx:
+            r, info = linalg_cholesky_ex(_H(a))
+            return _H(r), info
         try:
             r = la.cholesky(a)
             info = xp.zeros(tuple(a.shape[:-2]), dtype=xp.int32)
@@ -319,9 +328,13 @@ def kernels(k) -> dict:
                     j += 1
                 rows = []
                 if j:
-                    L21 = _T(solve_triangular(L11[:j, :j], m[:j, j:], upper=False))
+                    if cx:   # L21 = A21 L11^-H, from A's lower triangle
+                        L21 = _H(solve_triangular(L11[:j, :j], _H(m[j:, :j]), upper=False))
+                        piv = m[j, j] - xp.astype(xp.sum(xp.abs(L21[0, :]) ** 2), a.dtype)
+                    else:
+                        L21 = _T(solve_triangular(L11[:j, :j], m[:j, j:], upper=False))
+                        piv = m[j, j] - xp.sum(L21[0, :] ** 2)
                     top = xp.concat([L11[:j, :j], xp.zeros((j, n - j), dtype=a.dtype)], axis=1)
-                    piv = m[j, j] - xp.sum(L21[0, :] ** 2)
                     rows = [top]
                 else:
                     L21 = xp.zeros((n, 0), dtype=a.dtype)
@@ -377,8 +390,18 @@ def kernels(k) -> dict:
         i, j = xp.arange(n)[:, None], xp.arange(n)[None, :]
         tri = (j <= i) if UPLO == "L" else (j >= i)   # read one triangle only, as LAPACK
         t = xp.where(tri, a, xp.zeros((), dtype=a.dtype))
+        if xp.isdtype(a.dtype, "complex floating"):   # Hermitian: the other triangle conjugated, a real diagonal
+            low = xp.where(i == j, xp.zeros((), dtype=a.dtype), t)
+            d = xp.astype(xp.real(xp.where(i == j, a, xp.zeros((), dtype=a.dtype))), a.dtype)
+            return la.eigh(low + xp.conj(_T(low)) + d)
         w, v = la.eigh(t + _T(t) - xp.where(i == j, a, xp.zeros((), dtype=a.dtype)))
         return w, v
+
+    def linalg_eig(a):
+        """No general (non-symmetric) eigensolver in the array API standard: refused (the cpu kernel is LAPACK's
+        geev; writing one here, with LAPACK's eigenvalue order, is left to do)."""
+        raise NotImplementedError("linalg.eig: this device has no general eigensolver (the array API standard "
+                                  "has none)")
 
     _SVD = "The algorithm failed to converge because the input matrix is ill-conditioned or has too many " \
         "repeated singular values."
@@ -390,14 +413,14 @@ def kernels(k) -> dict:
             kk, b = min(m, n), tuple(a.shape[:-2])
             u = xp.broadcast_to(_eye(m, a), b + (m, m)) if full_matrices else xp.zeros(b + (m, kk), dtype=a.dtype)
             vh = xp.broadcast_to(_eye(n, a), b + (n, n)) if full_matrices else xp.zeros(b + (kk, n), dtype=a.dtype)
-            return xp.asarray(u, copy=True), xp.zeros(b + (kk,), dtype=a.dtype), xp.asarray(vh, copy=True)
+            return xp.asarray(u, copy=True), xp.zeros(b + (kk,), dtype=xp.real(u).dtype), xp.asarray(vh, copy=True)
         u, s_, vh = la.svd(a, full_matrices=full_matrices)
         return u, s_, vh
 
     @_lapack("linalg.svd", _SVD)
     def linalg_svdvals(a):
         if k.numel(a) == 0:
-            return xp.zeros(tuple(a.shape[:-2]) + (min(a.shape[-2:]),), dtype=a.dtype)
+            return xp.zeros(tuple(a.shape[:-2]) + (min(a.shape[-2:]),), dtype=xp.real(xp.zeros((), dtype=a.dtype)).dtype)
         return la.svdvals(a)
 
     def linalg_pinv(a, atol=None, rtol=None, hermitian=False):
@@ -407,9 +430,11 @@ def kernels(k) -> dict:
         u, s_, vh = linalg_svd(a, full_matrices=False)
         if rtol is None:
             rtol = 0.0 if (atol is not None and atol > 0) else max(m, n) * xp.finfo(a.dtype).eps
-        tol = xp.maximum(xp.asarray(atol or 0.0, dtype=a.dtype), rtol * s_[..., :1])
+        tol = xp.maximum(xp.asarray(atol or 0.0, dtype=s_.dtype), rtol * s_[..., :1])
         keep = s_ > tol
         sinv = xp.where(keep, 1 / xp.where(keep, s_, xp.ones_like(s_)), xp.zeros_like(s_))
+        if xp.isdtype(a.dtype, "complex floating"):
+            return xp.matmul(_H(vh) * xp.astype(sinv, a.dtype)[..., None, :], _H(u))
         return xp.matmul(_T(vh) * sinv[..., None, :], _T(u))
 
     @_lapack("linalg.solve_triangular", _SINGULAR)
@@ -596,16 +621,17 @@ def kernels(k) -> dict:
         return xp.sum(xp.astype(s_ > thr, xp.int64), axis=-1)
 
     def matrix_exp(a):
-        """Padé 13 with scaling and squaring (the cpu kernel's), in float64."""
+        """Padé 13 with scaling and squaring (the cpu kernel's), in float64 (complex128)."""
         from ..cpu.linalg import _PADE13 as b, _THETA13
         if k.numel(a) == 0:
             return xp.asarray(a, copy=True)
-        w = xp.astype(a, xp.float64)
+        wide = xp.complex128 if xp.isdtype(a.dtype, "complex floating") else xp.float64
+        w = xp.astype(a, wide)
         n = w.shape[-1]
         norm = float(xp.max(xp.sum(xp.abs(w), axis=-2)))
         s_ = 0 if not math.isfinite(norm) or norm <= _THETA13 else int(math.ceil(math.log2(norm / _THETA13)))
         w = w / 2.0 ** s_
-        eye = xp.eye(n, dtype=xp.float64)
+        eye = xp.eye(n, dtype=wide)
         w2 = w @ w
         w4 = w2 @ w2
         w6 = w4 @ w2
@@ -616,7 +642,7 @@ def kernels(k) -> dict:
         except Exception as e:   # noqa: BLE001
             if type(e).__name__ != "LinAlgError":
                 raise
-            r = xp.full(tuple(w.shape), math.nan, dtype=xp.float64)
+            r = xp.full(tuple(w.shape), math.nan, dtype=wide)
         for _ in range(s_):
             r = r @ r
         return xp.astype(r, a.dtype)

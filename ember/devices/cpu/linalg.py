@@ -14,7 +14,7 @@ import numpy as np
 from .reduced import BF16 as _BF16, F32 as _F32, REDUCED as _REDUCED
 __all__ = ["einsum", "matmul_forward", "addprod", "cross", "tri_mask", "eye_like", "linalg_inv", "linalg_det",
            "linalg_slogdet", "linalg_solve", "linalg_cholesky", "linalg_cholesky_ex", "cholesky_solve", "linalg_qr",
-           "linalg_eigh", "linalg_svd", "linalg_svdvals", "linalg_pinv", "matrix_exp", "solve_triangular", "linalg_lu_factor_ex",
+           "linalg_eigh", "linalg_eig", "linalg_svd", "linalg_svdvals", "linalg_pinv", "matrix_exp", "solve_triangular", "linalg_lu_factor_ex",
            "linalg_lu", "lu_unpack", "linalg_lu_solve", "det_backward", "slogdet_backward",
            # not differentiable (as PyTorch's): the LDL^T factorization and its solve
            "linalg_ldl_factor_ex", "linalg_ldl_solve",
@@ -349,7 +349,15 @@ def _not_pd(a):
     return a.shape[-1]
 
 
+def _mH(x):
+    # the conjugate transpose (the transpose of a real x)
+    t = np.swapaxes(x, -1, -2)
+    return np.conj(t) if t.dtype.kind == "c" else t
+
+
 def linalg_cholesky(a, upper=False):
+    if upper and a.dtype.kind == "c":   # U^H U from A's upper triangle: L L^H of A^H's lower one
+        return _mH(linalg_cholesky(_mH(a)))
     with np.errstate(all="ignore"):
         try:
             L = np.linalg.cholesky(a)
@@ -363,7 +371,11 @@ def linalg_cholesky(a, upper=False):
 def linalg_cholesky_ex(a, upper=False):
     """(L, info) as LAPACK's potrf: info 0, or the order k of the first leading minor that is not
     positive-definite; such a matrix's L has its first k-1 columns, the unrooted pivot at (k, k) and A's lower
-    triangle below it (what the unblocked potf2 leaves)."""
+    triangle below it (what the unblocked potf2 leaves). Complex: A = L L^H (U^H U from A's upper triangle)."""
+    if upper and a.dtype.kind == "c":
+        L, info = linalg_cholesky_ex(_mH(a))
+        return _mH(L), info
+    cx = a.dtype.kind == "c"
     with np.errstate(all="ignore"):
         try:
             L = np.linalg.cholesky(a)
@@ -384,8 +396,11 @@ def linalg_cholesky_ex(a, upper=False):
                 if j:
                     L11 = np.linalg.cholesky(m[:j, :j])
                     L[i, :j, :j] = L11
-                    L[i, j:, :j] = np.swapaxes(solve_triangular(L11, m[:j, j:], upper=False), -1, -2)
-                L[i, j, j] = m[j, j] - np.sum(L[i, j, :j] ** 2)
+                    if cx:   # L21 = A21 L11^-H, from A's lower triangle
+                        L[i, j:, :j] = _mH(solve_triangular(L11, _mH(m[j:, :j]), upper=False))
+                    else:
+                        L[i, j:, :j] = np.swapaxes(solve_triangular(L11, m[:j, j:], upper=False), -1, -2)
+                L[i, j, j] = m[j, j] - (np.sum(np.abs(L[i, j, :j]) ** 2) if cx else np.sum(L[i, j, :j] ** 2))
             L, info = L.reshape(a.shape), info.reshape(a.shape[:-2])
     return (np.swapaxes(L, -1, -2) if upper else L), info
 
@@ -412,6 +427,20 @@ def linalg_eigh(a, UPLO="L"):
         return np.linalg.eigh(a, UPLO=UPLO)
 
 
+_CX = {np.dtype(np.float32): np.complex64, np.dtype(np.complex64): np.complex64}
+
+
+@_lapack("linalg.eig", "The algorithm failed to converge.")
+def linalg_eig(a):
+    """(eigenvalues, eigenvectors) of a general square matrix as LAPACK's geev: complex (complex64 for float32 and
+    complex64 input), each eigenvector of unit norm with its largest component real."""
+    cdt = _CX.get(a.dtype, np.complex128)
+    if a.size == 0:
+        return np.zeros(a.shape[:-1], cdt), np.zeros(a.shape, cdt)
+    w, v = np.linalg.eig(a)
+    return w.astype(cdt, copy=False), v.astype(cdt, copy=False)
+
+
 @_lapack("linalg.svd", "The algorithm failed to converge because the input matrix is ill-conditioned or has "
                        "too many repeated singular values.")
 def linalg_svd(a, full_matrices=True):
@@ -422,7 +451,7 @@ def linalg_svd(a, full_matrices=True):
         e = lambda r: np.broadcast_to(np.eye(r, dtype=a.dtype), b + (r, r)).copy()   # noqa: E731
         u = e(m) if full_matrices else np.zeros(b + (m, k), a.dtype)
         vh = e(n) if full_matrices else np.zeros(b + (k, n), a.dtype)
-        return u, np.zeros(b + (k,), a.dtype), vh
+        return u, np.zeros(b + (k,), np.finfo(a.dtype).dtype), vh
     return np.linalg.svd(a, full_matrices=full_matrices)
 
 
@@ -430,7 +459,7 @@ def linalg_svd(a, full_matrices=True):
                        "too many repeated singular values.")
 def linalg_svdvals(a):
     if a.size == 0:
-        return np.zeros(a.shape[:-2] + (min(a.shape[-2:]),), a.dtype)
+        return np.zeros(a.shape[:-2] + (min(a.shape[-2:]),), np.finfo(a.dtype).dtype)
     return np.linalg.svd(a, compute_uv=False)
 
 
@@ -446,7 +475,7 @@ def linalg_pinv(a, atol=None, rtol=None, hermitian=False):
     tol = np.maximum(atol or 0.0, rtol * smax)
     with np.errstate(all="ignore"):
         sinv = np.where(s > tol, 1 / np.where(s > tol, s, 1), 0).astype(a.dtype)
-    return np.matmul(np.swapaxes(vh, -1, -2) * sinv[..., None, :], np.swapaxes(u, -1, -2))
+    return np.matmul(_mH(vh) * sinv[..., None, :], _mH(u))
 
 
 # Padé approximant of degree 13 with scaling and squaring (Higham 2005), computed in float64.
@@ -458,13 +487,13 @@ _THETA13 = 5.371920351148152
 def matrix_exp(a):
     if a.size == 0:
         return a.copy()
-    w = a.astype(np.float64)
+    w = a.astype(np.complex128 if a.dtype.kind == "c" else np.float64)
     n = w.shape[-1]
     norm = np.max(np.sum(np.abs(w), axis=-2)) if w.size else 0.0
     s = 0 if not np.isfinite(norm) or norm <= _THETA13 else int(np.ceil(np.log2(norm / _THETA13)))
     w = w / 2.0 ** s
     b = _PADE13
-    eye = np.eye(n)
+    eye = np.eye(n, dtype=w.dtype)
     w2 = w @ w
     w4 = w2 @ w2
     w6 = w4 @ w2
@@ -700,6 +729,13 @@ def _swap(A, i, j, xp):
     A[j] = t
 
 
+def _cabs1(xp, x):
+    """LAPACK's pivoting magnitude: |x| for real, |Re x| + |Im x| for complex (cabs1)."""
+    if xp.isdtype(x.dtype, "complex floating"):
+        return xp.abs(xp.real(x)) + xp.abs(xp.imag(x))
+    return xp.abs(x)
+
+
 def _imax(xp, v):
     """(index, value) of the first largest entry of the 1-d ``v`` (idamax)."""
     i = int(xp.argmax(v))
@@ -716,10 +752,10 @@ def ldl_factor_one(xp, a):
     k = 0
     while k < n:
         kstep = 1
-        absakk = abs(float(A[k, k]))
+        absakk = float(_cabs1(xp, A[k, k]))
         imax, colmax = k, 0.0
         if k < n - 1:
-            i, colmax = _imax(xp, xp.abs(A[k + 1:, k]))
+            i, colmax = _imax(xp, _cabs1(xp, A[k + 1:, k]))
             imax = k + 1 + i
         if max(absakk, colmax) == 0 or absakk != absakk:
             if info == 0:
@@ -729,12 +765,12 @@ def ldl_factor_one(xp, a):
             if absakk >= _BK_ALPHA * colmax:
                 kp = k
             else:
-                rowmax = _imax(xp, xp.abs(A[imax, k:imax]))[1]
+                rowmax = _imax(xp, _cabs1(xp, A[imax, k:imax]))[1]
                 if imax < n - 1:
-                    rowmax = max(rowmax, _imax(xp, xp.abs(A[imax + 1:, imax]))[1])
+                    rowmax = max(rowmax, _imax(xp, _cabs1(xp, A[imax + 1:, imax]))[1])
                 if absakk >= _BK_ALPHA * colmax * (colmax / rowmax):
                     kp = k
-                elif abs(float(A[imax, imax])) >= _BK_ALPHA * rowmax:
+                elif float(_cabs1(xp, A[imax, imax])) >= _BK_ALPHA * rowmax:
                     kp = imax
                 else:
                     kp, kstep = imax, 2

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ...devices import NAMESPACES
 from ...devices.cpu.linalg import LinAlgError
 from ...autograd.graph import node_class
+from ..._tensor import Tensor
 from ...autograd._primitive import PrimNode, apply, broadcast_error, defprim
 from .._registry import graph, graph_raw, register
 from ..._util import check_tensor, dtype_word, no_out
@@ -20,6 +21,23 @@ def _node(name: str) -> type:
 
 def _mT(xp, x):
     return xp.transpose(x, -1, -2)
+
+
+def _is_cx(x) -> bool:
+    """Whether a rule's argument (a raw array or a Tensor) is complex."""
+    return (x._data if isinstance(x, Tensor) else x).dtype.kind == "c"
+
+
+def _mH(xp, x):
+    # the conjugate transpose; the transpose of a real x (no conj node under create_graph)
+    t = xp.transpose(x, -1, -2)
+    return xp.conj(t) if _is_cx(t) else t
+
+
+def _i_imag(xp, w):
+    # i * Im(w)
+    im = xp.imag(w)
+    return xp.make_complex(xp.zeros_like(im), im)
 
 
 # ----- shapes ------------------------------------------------------------------------------------------
@@ -72,7 +90,7 @@ _BF16_KERNELS = {"det": "lu_cpu", "solve": "lu_cpu", "solve_ex": "lu_cpu", "lu_f
 
 def _check_float(A, op):
     k = A._data.dtype
-    if k.kind not in "fV":
+    if k.kind not in "fcV":
         raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. Got {dtype_word(k)}")
     word = dtype_word(k)
     if word == "BFloat16" and op.split(".")[-1] in _BF16_KERNELS:

@@ -16,7 +16,8 @@ from ...autograd._primitive import apply, defprim
 from .._registry import graph_raw, register
 from ..._util import check_bool, check_tensor, dtype_word, return_type
 from ..shape import cat
-from ._common import _check_float, _check_matrix, _diag_embed, _diagonal, _eye, _mT, _no_out, _node, raise_info
+from ._common import (_check_float, _check_matrix, _diag_embed, _diagonal, _eye, _i_imag, _is_cx, _mH, _mT, _no_out,
+                      _node, raise_info)
 
 
 # ======================================================================================================
@@ -39,8 +40,29 @@ def _chol_jvp(xp, t, out, a, upper):
     return _mT(xp, dL) if upper else dL
 
 
+def _chol_vjp_cx(xp, g, out, a, upper):
+    """PyTorch's cholesky_backward for complex A = L L^H: L^-H (Phi + tril(Phi, -1)^H) / 2 L^-1, Phi = tril(L^H gL)."""
+    L, gL = (_mH(xp, out), _mH(xp, g)) if upper else (out, g)
+    phi = xp.tril(xp.matmul(_mH(xp, L), gL))
+    phi = 0.5 * (phi + _mH(xp, xp.tril(phi, -1)))
+    x = xp.solve_triangular(_mH(xp, L), phi, upper=True)
+    return xp.solve_triangular(L, x, upper=False, left=False)
+
+
+def _chol_jvp_cx(xp, t, out, a, upper):
+    # PyTorch's cholesky_jvp: dL = L tril_half(L^-1 dA L^-H)
+    L = _mH(xp, out) if upper else out
+    x = xp.solve_triangular(L, t, upper=False)
+    x = xp.solve_triangular(_mH(xp, L), x, upper=True, left=False)
+    dL = xp.matmul(L, xp.tri_mask(x, False, 0.5))
+    return _mH(xp, dL) if upper else dL
+
+
+_CHOL_CX = (_chol_vjp_cx, _chol_jvp_cx)
+
 cholesky_p = defprim("cholesky", lambda xp, a, upper: xp.linalg_cholesky(a, upper),
-                     node="LinalgCholeskyExBackward0", vjp=_chol_vjp, jvp=_chol_jvp, saves_out=True, batch=True)
+                     node="LinalgCholeskyExBackward0", vjp=_chol_vjp, jvp=_chol_jvp, saves_out=True, batch=True,
+                     complex=_CHOL_CX)
 
 
 @register(submodule="linalg", module=False, name="cholesky", graph="linalg_cholesky")
@@ -54,7 +76,8 @@ def linalg_cholesky(A: Tensor, *, upper: bool = False, out=None) -> Tensor:
 
 
 cholesky_ex_p = defprim("cholesky_ex", lambda xp, a, upper: xp.linalg_cholesky_ex(a, upper)[0],
-                        node="LinalgCholeskyExBackward0", vjp=_chol_vjp, jvp=_chol_jvp, saves_out=True, batch=True)
+                        node="LinalgCholeskyExBackward0", vjp=_chol_vjp, jvp=_chol_jvp, saves_out=True, batch=True,
+                        complex=_CHOL_CX)
 graph_raw("linalg_cholesky_ex")
 CholeskyExResult = return_type("linalg_cholesky_ex", ("L", "info"))
 
@@ -90,22 +113,26 @@ def cholesky(input: Tensor, upper: bool = False, *, out=None) -> Tensor:
 # ======================================================================================================
 
 def _copyltu(xp, m):
-    # the symmetric matrix with m's lower triangle (diagonal included)
+    # the symmetric (Hermitian, with the real part of the diagonal) matrix with m's lower triangle
+    if _is_cx(m):
+        low = xp.tri_mask(m, False, 0.0)
+        d = xp.real(_diagonal(xp, m))
+        return low + _mH(xp, low) + _diag_embed(xp, xp.make_complex(d, xp.zeros_like(d)))
     low = xp.tri_mask(m, False, 1.0)
     return low + _mT(xp, xp.tri_mask(m, False, 0.0))
 
 
 def _qr_vjp_tall(xp, gq, gr, q, r):
-    """m >= n: gA = (gQ + Q copyltu(M)) R^-T with M = R gR^T - gQ^T Q."""
+    """m >= n: gA = (gQ + Q copyltu(M)) R^-H with M = R gR^H - gQ^H Q."""
     m = 0
     if gr is not None:
-        m = xp.matmul(r, _mT(xp, gr))
+        m = xp.matmul(r, _mH(xp, gr))
     if gq is not None:
-        m = m - xp.matmul(_mT(xp, gq), q)
+        m = m - xp.matmul(_mH(xp, gq), q)
     b = xp.matmul(q, _copyltu(xp, m))
     if gq is not None:
         b = b + gq
-    return xp.solve_triangular(_mT(xp, r), b, upper=False, left=False)
+    return xp.solve_triangular(_mH(xp, r), b, upper=False, left=False)
 
 
 def _qr_vjp(xp, gq, gr, a, mode):
@@ -126,7 +153,7 @@ def _qr_vjp(xp, gq, gr, a, mode):
         gv = xp.getitem(gr, (Ellipsis, slice(None), slice(m, None)))
         y = xp.getitem(a, (Ellipsis, slice(None), slice(m, None)))
         gy = xp.matmul(q, gv)
-        extra = xp.matmul(y, _mT(xp, gv))
+        extra = xp.matmul(y, _mH(xp, gv))
         gq = extra if gq is None else gq + extra
     else:
         gu = None
@@ -137,11 +164,14 @@ def _qr_vjp(xp, gq, gr, a, mode):
 
 
 def _qr_jvp_square(xp, da, q, r):
-    """m >= n: (dQ, dR) with C = Q^T dA R^-1, Omega = tril(C,-1) - tril(C,-1)^T, dR = (C - Omega) R."""
+    """m >= n: (dQ, dR) with C = Q^H dA R^-1, Omega = tril(C,-1) - tril(C,-1)^H (+ i Im diag(C): R's diagonal is
+    real), dR = (C - Omega) R."""
     dar = xp.solve_triangular(r, da, upper=True, left=False)            # dA R^-1
-    c = xp.matmul(_mT(xp, q), dar)
+    c = xp.matmul(_mH(xp, q), dar)
     low = xp.tri_mask(c, False, 0.0)
-    omega = low - _mT(xp, low)
+    omega = low - _mH(xp, low)
+    if _is_cx(c):
+        omega = omega + _diag_embed(xp, _i_imag(xp, _diagonal(xp, c)))
     dr = xp.matmul(c - omega, r)
     dq = dar - xp.matmul(q, c - omega)
     return dq, dr
@@ -161,16 +191,16 @@ def _qr_jvp(xp, t, a, mode, which):
     dq, du = _qr_jvp_square(xp, dx, q, u)
     if which == 0:
         return dq
-    dv = xp.matmul(_mT(xp, q), dy - xp.matmul(dq, v))
+    dv = xp.matmul(_mH(xp, q), dy - xp.matmul(dq, v))
     return xp.cat([du, dv], -1)
 
 
 qr_q_p = defprim("qr_Q", lambda xp, a, mode: xp.linalg_qr(a, mode)[0],
                  node="LinalgQrBackward0", vjp=lambda xp, g, out, a, mode: _qr_vjp(xp, g, None, a, mode),
-                 jvp=lambda xp, t, out, a, mode: _qr_jvp(xp, t, a, mode, 0), saves=(0,))
+                 jvp=lambda xp, t, out, a, mode: _qr_jvp(xp, t, a, mode, 0), saves=(0,), complex="own")
 qr_r_p = defprim("qr_R", lambda xp, a, mode: xp.linalg_qr(a, mode)[1],
                  node="LinalgQrBackward0", vjp=lambda xp, g, out, a, mode: _qr_vjp(xp, None, g, a, mode),
-                 jvp=lambda xp, t, out, a, mode: _qr_jvp(xp, t, a, mode, 1), saves=(0,), batch=True)
+                 jvp=lambda xp, t, out, a, mode: _qr_jvp(xp, t, a, mode, 1), saves=(0,), batch=True, complex="own")
 
 QRResult = return_type("linalg_qr", ("Q", "R"))
 QRLegacy = return_type("qr", ("Q", "R"))
@@ -209,23 +239,43 @@ def _eigh_gap(xp, lam):
     return e + _eye(xp, e)
 
 
-def _eigh_vjp(xp, gl, gv, a, uplo):
-    lam, v = xp.linalg_eigh(a, uplo)
+def _phase_check(xp, vhgv, op, what="eigenvectors", tail="depends on this quantity, so it is ill-defined"):
+    """PyTorch's check that a loss does not depend on the phases of complex eigen/singular vectors:
+    Im(diag(V^H gV)) close to 0 (rtol = atol = 1e-2)."""
+    im = xp.imag(_diagonal(xp, vhgv))
+    d = im._data if isinstance(im, Tensor) else im
+    raw = NAMESPACES[type(d)]
+    if bool(raw.any(raw.abs(d) > 1e-2)):
+        raise RuntimeError(f"{op}: The {what} in the complex case are specified up to multiplication by e^{{i phi}}. "
+                           f"The specified loss function {tail}.")
+
+
+def _eigh_vjp(xp, gl, gv, a, uplo, v=None):
+    # v: the saved eigenvectors (the V node's rule), so that under create_graph a second-order gradient reaches the
+    # forward's V node whole, as PyTorch's (its share is gauge-invariant only whole: the phase check below)
+    if v is None:
+        lam, v = xp.linalg_eigh(a, uplo)
+    else:
+        lam = xp.linalg_eigh(a, uplo)[0]
     if gv is None:
+        if _is_cx(v) and not _is_cx(gl):   # real eigenvalues' gradient (a real node's, under create_graph)
+            gl = xp.make_complex(gl, xp.zeros_like(gl))
         inner = _diag_embed(xp, gl)
     else:
-        vhgv = xp.matmul(_mT(xp, v), gv)
-        inner = (vhgv - _mT(xp, vhgv)) * 0.5 / _eigh_gap(xp, lam)
+        vhgv = xp.matmul(_mH(xp, v), gv)
+        if _is_cx(vhgv):
+            _phase_check(xp, vhgv, "linalg_eigh_backward")
+        inner = (vhgv - _mH(xp, vhgv)) * 0.5 / _eigh_gap(xp, lam)
         if gl is not None:
             inner = inner + _diag_embed(xp, gl)
-    return xp.matmul(xp.matmul(v, inner), _mT(xp, v))
+    return xp.matmul(xp.matmul(v, inner), _mH(xp, v))
 
 
 def _eigh_jvp(xp, t, a, uplo, which):
     lam, v = xp.linalg_eigh(a, uplo)
-    p = xp.matmul(xp.matmul(_mT(xp, v), t), v)
+    p = xp.matmul(xp.matmul(_mH(xp, v), t), v)
     if which == 0:
-        return _diagonal(xp, p)
+        return xp.real(_diagonal(xp, p)) if _is_cx(p) else _diagonal(xp, p)
     off = p / _eigh_gap(xp, lam)
     off = off - off * _eye(xp, off)
     return xp.matmul(v, off)
@@ -233,10 +283,13 @@ def _eigh_jvp(xp, t, a, uplo, which):
 
 eigh_vals_p = defprim("eigh_L", lambda xp, a, uplo: xp.linalg_eigh(a, uplo)[0],
                       node="LinalgEighBackward0", vjp=lambda xp, g, out, a, uplo: _eigh_vjp(xp, g, None, a, uplo),
-                      jvp=lambda xp, t, out, a, uplo: _eigh_jvp(xp, t, a, uplo, 0), saves=(0,), batch=True)
+                      jvp=lambda xp, t, out, a, uplo: _eigh_jvp(xp, t, a, uplo, 0), saves=(0,), batch=True,
+                      complex="own")
 eigh_vecs_p = defprim("eigh_V", lambda xp, a, uplo: xp.linalg_eigh(a, uplo)[1],
-                      node="LinalgEighBackward0", vjp=lambda xp, g, out, a, uplo: _eigh_vjp(xp, None, g, a, uplo),
-                      jvp=lambda xp, t, out, a, uplo: _eigh_jvp(xp, t, a, uplo, 1), saves=(0,), batch=True)
+                      node="LinalgEighBackward0", vjp=lambda xp, g, out, a, uplo: _eigh_vjp(xp, None, g, a, uplo, out),
+                      jvp=lambda xp, t, out, a, uplo: _eigh_jvp(xp, t, a, uplo, 1), saves=(0,), saves_out=True,
+                      batch=True,
+                      complex="own")
 
 EighResult = return_type("linalg_eigh", ("eigenvalues", "eigenvectors"))
 
@@ -267,11 +320,92 @@ def linalg_eigvalsh(A: Tensor, UPLO: str = "L", *, out=None) -> Tensor:
 
 
 # ======================================================================================================
+# eig, eigvals: general square matrices, complex results (PyTorch's linalg_eig_backward / linalg_eig_jvp)
+# ======================================================================================================
+
+def _eig_vjp(xp, gl, gv, a, v=None):
+    """gA = V^-H (diag(gL) + (V^H gV - V^H V Re(diag(V^H gV))) / conj(E)) V^H, E_ij = L_j - L_i; each output's
+    node gives its own share (v: the V node's saved eigenvectors, see _eigh_vjp)."""
+    if v is None:
+        lam, v = xp.linalg_eig(a)
+    else:
+        lam = xp.linalg_eig(a)[0]
+    vh = _mH(xp, v)
+    if gv is None:
+        ret = _diag_embed(xp, gl)
+    else:
+        vhgv = xp.matmul(vh, gv)
+        _phase_check(xp, vhgv, "linalg_eig_backward")
+        # onto the tangent space of matrices with columns of norm 1
+        vhgv = vhgv - xp.matmul(vh, v * xp.unsqueeze(xp.real(_diagonal(xp, vhgv)), -2))
+        lc = xp.conj(lam)
+        e = xp.unsqueeze(lc, -2) - xp.unsqueeze(lc, -1)
+        ret = vhgv / (e + _eye(xp, e))
+    return xp.linalg_solve(vh, xp.matmul(ret, vh))
+
+
+def _eig_jvp(xp, t, a, which):
+    lam, v = xp.linalg_eig(a)
+    if not _is_cx(t):
+        t = xp.make_complex(t, xp.zeros_like(t))
+    dp = xp.linalg_solve(v, xp.matmul(t, v))                              # V^-1 dA V
+    if which == 0:
+        return _diagonal(xp, dp)
+    e = xp.unsqueeze(lam, -2) - xp.unsqueeze(lam, -1)
+    x = dp / (e + _eye(xp, e))
+    dv = xp.matmul(v, x - x * _eye(xp, x))
+    # keep the columns' norm 1 (to first order)
+    return dv - v * xp.unsqueeze(xp.real(_diagonal(xp, xp.matmul(_mH(xp, v), dv))), -2)
+
+
+eig_vals_p = defprim("eig_L", lambda xp, a: xp.linalg_eig(a)[0], node="LinalgEigBackward0",
+                     vjp=lambda xp, g, out, a: _eig_vjp(xp, g, None, a),
+                     jvp=lambda xp, t, out, a: _eig_jvp(xp, t, a, 0), saves=(0,), complex="own")
+eig_vecs_p = defprim("eig_V", lambda xp, a: xp.linalg_eig(a)[1], node="LinalgEigBackward0",
+                     vjp=lambda xp, g, out, a: _eig_vjp(xp, None, g, a, out),
+                     jvp=lambda xp, t, out, a: _eig_jvp(xp, t, a, 1), saves=(0,), saves_out=True, complex="own")
+
+EigResult = return_type("linalg_eig", ("eigenvalues", "eigenvectors"))
+
+
+def _check_eig(A, op):
+    check_tensor(A, op.split(".")[-1], "A")
+    k = A._data.dtype
+    if k.kind in "iub":
+        raise RuntimeError(f"Unknown Complex ScalarType for {dtype_word(k)}")
+    _check_matrix(A, op)
+
+
+@register(submodule="linalg", module=False, name="eig", graph="linalg_eig")
+def linalg_eig(A: Tensor, *, out=None):
+    """Eigenvalues and eigenvectors of a general square matrix, complex (LAPACK's geev: eigenvectors of norm 1
+    whose largest component is real; their order and phase are LAPACK's)."""
+    _no_out(out, "linalg.eig")
+    _check_eig(A, "linalg.eig")
+    raw = NAMESPACES[type(A._data)]
+    if not bool(raw.all(raw.isfinite(A._data))):
+        raise RuntimeError("torch.linalg.eig: input tensor should not contain infs or NaNs.")
+    return EigResult(apply(eig_vals_p, (A,)), apply(eig_vecs_p, (A,)))
+
+
+@register(submodule="linalg", module=False, name="eigvals")
+def linalg_eigvals(A: Tensor, *, out=None) -> Tensor:
+    """The eigenvalues of a general square matrix, complex."""
+    _no_out(out, "linalg.eigvals")
+    _check_eig(A, "linalg.eigvals")
+    return apply(eig_vals_p, (A,))
+
+
+
+# ======================================================================================================
 # svd, svdvals
 # ======================================================================================================
 
 def _svd_vjp(xp, gu, gs, gvh, a, full):
-    """PyTorch's svd_backward (real case): the gradient through U, S and Vh of the reduced SVD."""
+    """PyTorch's svd_backward: the gradient through U, S and Vh of the reduced SVD (complex: conjugate
+    transposes, and U's phase term diag(skew(U^H gU)) / 2S; each output's node gives its own share, so PyTorch's
+    check that the loss does not depend on the singular vectors' phases, which needs gU and gVh together, is not
+    made)."""
     m, n = a.shape[-2:]
     k = min(m, n)
     u, s, vh = xp.linalg_svd(a, False)
@@ -282,30 +416,33 @@ def _svd_vjp(xp, gu, gs, gvh, a, full):
             gvh = xp.getitem(gvh, (Ellipsis, slice(0, k), slice(None)))
     if gu is None and gvh is None:
         return xp.matmul(u * xp.unsqueeze(gs, -2), vh)
-    v = _mT(xp, vh)
-    gv = None if gvh is None else _mT(xp, gvh)
+    v = _mH(xp, vh)
+    gv = None if gvh is None else _mH(xp, gvh)
     s2 = s * s
     e = xp.unsqueeze(s2, -2) - xp.unsqueeze(s2, -1)
     e = e + _eye(xp, e)
     ret = 0
     if gu is not None:
-        uhgu = xp.matmul(_mT(xp, u), gu)
-        ret = (uhgu - _mT(xp, uhgu)) * xp.unsqueeze(s, -2)
+        uhgu = xp.matmul(_mH(xp, u), gu)
+        uhgu = uhgu - _mH(xp, uhgu)
+        ret = uhgu * xp.unsqueeze(s, -2)
     if gv is not None:
-        vhgv = xp.matmul(_mT(xp, v), gv)
-        ret = ret + xp.unsqueeze(s, -1) * (vhgv - _mT(xp, vhgv))
+        vhgv = xp.matmul(_mH(xp, v), gv)
+        ret = ret + xp.unsqueeze(s, -1) * (vhgv - _mH(xp, vhgv))
     ret = ret / e
+    if gu is not None and _is_cx(uhgu):   # in the real case diag(U^H gU - gU^H U) = 0
+        ret = ret + _diag_embed(xp, _diagonal(xp, uhgu) / (2 * s))
     if gs is not None:
         ret = ret + _diag_embed(xp, gs)
     if m > n and gu is not None:
         ga = xp.matmul(u, ret)
         gusinv = gu / xp.unsqueeze(s, -2)
-        ga = ga + gusinv - xp.matmul(u, xp.matmul(_mT(xp, u), gusinv))
+        ga = ga + gusinv - xp.matmul(u, xp.matmul(_mH(xp, u), gusinv))
         return xp.matmul(ga, vh)
     if m < n and gv is not None:
         ga = xp.matmul(ret, vh)
         gvsinv = gv / xp.unsqueeze(s, -2)
-        ga = ga + _mT(xp, gvsinv) - xp.matmul(xp.matmul(_mT(xp, gvsinv), v), vh)
+        ga = ga + _mH(xp, gvsinv) - xp.matmul(xp.matmul(_mH(xp, gvsinv), v), vh)
         return xp.matmul(u, ga)
     return xp.matmul(xp.matmul(u, ret), vh)
 
@@ -316,41 +453,44 @@ def _svd_jvp(xp, t, a, full, which):
         raise NotImplementedError("linalg.svd: forward-mode AD of full_matrices=True is not supported for "
                                   "non-square matrices; use full_matrices=False")
     u, s, vh = xp.linalg_svd(a, False)
-    v = _mT(xp, vh)
-    dp = xp.matmul(xp.matmul(_mT(xp, u), t), v)
+    v = _mH(xp, vh)
+    dp = xp.matmul(xp.matmul(_mH(xp, u), t), v)
+    cx = _is_cx(dp)
     if which == 1:
-        return _diagonal(xp, dp)
+        return xp.real(_diagonal(xp, dp)) if cx else _diagonal(xp, dp)
     s2 = s * s
     e = xp.unsqueeze(s2, -2) - xp.unsqueeze(s2, -1)
     f_inv = e + _eye(xp, e)
     sr = xp.unsqueeze(s, -2)   # S on the right: X * sr == X @ diag(S)
     sl = xp.unsqueeze(s, -1)
     if which == 0:
-        x = (dp * sr + sl * _mT(xp, dp)) / f_inv
+        x = (dp * sr + sl * _mH(xp, dp)) / f_inv
         x = x - x * _eye(xp, x)
+        if cx:   # U's phase: i Im(diag(dP)) / S (V's is held fixed, as PyTorch's)
+            x = x + _diag_embed(xp, _i_imag(xp, _diagonal(xp, dp)) / s)
         du = xp.matmul(u, x)
         if m > n:
-            proj = xp.matmul(t, v) - xp.matmul(u, xp.matmul(_mT(xp, u), xp.matmul(t, v)))
+            proj = xp.matmul(t, v) - xp.matmul(u, xp.matmul(_mH(xp, u), xp.matmul(t, v)))
             du = du + proj / sr
         return du
-    x = (sl * dp + _mT(xp, dp) * sr) / f_inv
+    x = (sl * dp + _mH(xp, dp) * sr) / f_inv
     x = x - x * _eye(xp, x)
     dv = xp.matmul(v, x)
     if n > m:
-        tu = xp.matmul(_mT(xp, t), u)
+        tu = xp.matmul(_mH(xp, t), u)
         dv = dv + (tu - xp.matmul(v, xp.matmul(vh, tu))) / sr
-    return _mT(xp, dv)
+    return _mH(xp, dv)
 
 
 svd_u_p = defprim("svd_U", lambda xp, a, full: xp.linalg_svd(a, full)[0],
                   node="LinalgSvdBackward0", vjp=lambda xp, g, out, a, full: _svd_vjp(xp, g, None, None, a, full),
-                  jvp=lambda xp, t, out, a, full: _svd_jvp(xp, t, a, full, 0), saves=(0,), batch=True)
+                  jvp=lambda xp, t, out, a, full: _svd_jvp(xp, t, a, full, 0), saves=(0,), batch=True, complex="own")
 svd_s_p = defprim("svd_S", lambda xp, a, full: xp.linalg_svdvals(a),
                   node="LinalgSvdBackward0", vjp=lambda xp, g, out, a, full: _svd_vjp(xp, None, g, None, a, False),
-                  jvp=lambda xp, t, out, a, full: _svd_jvp(xp, t, a, False, 1), saves=(0,), batch=True)
+                  jvp=lambda xp, t, out, a, full: _svd_jvp(xp, t, a, False, 1), saves=(0,), batch=True, complex="own")
 svd_vh_p = defprim("svd_Vh", lambda xp, a, full: xp.linalg_svd(a, full)[2],
                    node="LinalgSvdBackward0", vjp=lambda xp, g, out, a, full: _svd_vjp(xp, None, None, g, a, full),
-                   jvp=lambda xp, t, out, a, full: _svd_jvp(xp, t, a, full, 2), saves=(0,), batch=True)
+                   jvp=lambda xp, t, out, a, full: _svd_jvp(xp, t, a, full, 2), saves=(0,), batch=True, complex="own")
 
 SVDResult = return_type("linalg_svd", ("U", "S", "Vh"))
 SVDLegacy = return_type("svd", ("U", "S", "V"))
@@ -391,7 +531,7 @@ def svd(input: Tensor, some: bool = True, compute_uv: bool = True, *, out=None):
         zv = make(zeros(b + ((n, n) if not some else (n, min(m, n))), input._data.dtype))
         return SVDLegacy(z, s, zv)
     u, s, vh = linalg_svd(input, full_matrices=not some)
-    return SVDLegacy(u, s, vh.mT)
+    return SVDLegacy(u, s, vh.mH if vh._data.dtype.kind == "c" else vh.mT)
 
 
 # ======================================================================================================
@@ -492,7 +632,7 @@ def _lu_factor_jvp(xp, t, out, a, pivot):
 
 lu_factor_p = defprim("lu_factor",
                       lambda xp, a, pivot: xp.linalg_lu_factor_ex(a, pivot)[0],
-                      node="LinalgLuFactorExBackward0", vjp=_lu_factor_vjp, jvp=_lu_factor_jvp, saves=(0,), batch=True)
+                      complex=True, node="LinalgLuFactorExBackward0", vjp=_lu_factor_vjp, jvp=_lu_factor_jvp, saves=(0,), batch=True)
 
 
 def _lu_L_vjp(xp, g, out, a, pivot):
@@ -513,9 +653,9 @@ def _lu_out_jvp(which):
 
 
 lu_L_p = defprim("lu_L", lambda xp, a, pivot: xp.linalg_lu(a, pivot)[1],
-                 node="LinalgLuBackward0", vjp=_lu_L_vjp, jvp=_lu_out_jvp(0), saves=(0,), batch=True)
+                 complex=True, node="LinalgLuBackward0", vjp=_lu_L_vjp, jvp=_lu_out_jvp(0), saves=(0,), batch=True)
 lu_U_p = defprim("lu_U", lambda xp, a, pivot: xp.linalg_lu(a, pivot)[2],
-                 node="LinalgLuBackward0", vjp=_lu_U_vjp, jvp=_lu_out_jvp(1), saves=(0,), batch=True)
+                 complex=True, node="LinalgLuBackward0", vjp=_lu_U_vjp, jvp=_lu_out_jvp(1), saves=(0,), batch=True)
 
 
 def _unpack_L_vjp(xp, g, out, lu):
@@ -528,10 +668,10 @@ def _unpack_U_vjp(xp, g, out, lu):
 
 
 unpack_L_p = defprim("lu_unpack_L", lambda xp, lu: xp.lu_unpack(lu, None, True, False)[1],
-                     node="LuUnpackBackward0", vjp=_unpack_L_vjp,
+                     complex=True, node="LuUnpackBackward0", vjp=_unpack_L_vjp,
                      jvp=lambda xp, t, out, lu: xp.tril(_narrow(xp, t, -1, min(lu.shape[-2:])), -1), batch=True)
 unpack_U_p = defprim("lu_unpack_U", lambda xp, lu: xp.lu_unpack(lu, None, True, False)[2],
-                     node="LuUnpackBackward0",
+                     complex=True, node="LuUnpackBackward0",
                      vjp=_unpack_U_vjp, jvp=lambda xp, t, out, lu: xp.triu(_narrow(xp, t, -2, min(lu.shape[-2:]))),
                      batch=True)
 
@@ -549,7 +689,7 @@ def _check_lu_input(A, op, arg="A"):
         raise RuntimeError(f"torch.{op.split('.')[-1] if op.startswith('linalg.lu_factor') else op}: Expected tensor "
                            f"with 2 or more dimensions. Got size: {list(A._data.shape)} instead")
     k = A._data.dtype
-    if k.kind not in "fV" or dtype_word(k) in ("Half", "BFloat16"):
+    if k.kind not in "fcV" or dtype_word(k) in ("Half", "BFloat16"):
         raise NotImplementedError(f"\"lu_cpu\" not implemented for '{dtype_word(k)}'")
 
 
@@ -674,7 +814,7 @@ def _hh_reflectors(xp, a):
 
 
 def _hh_chain(xp, a, tau):
-    """[Q_0, ..., Q_m] with Q_m the first k columns of I and Q_i = H_i Q_(i+1), H_i = I - tau_i v_i v_i^T
+    """[Q_0, ..., Q_m] with Q_m the first k columns of I and Q_i = H_i Q_(i+1), H_i = I - tau_i v_i v_i^H
     (m = tau.shape[-1]); Q_0 is the product. One reflector at a time, from the last (LAPACK's org2r order)."""
     V = _hh_reflectors(xp, a)
     k = a.shape[-1]
@@ -682,7 +822,7 @@ def _hh_chain(xp, a, tau):
     qs = [Q]
     for i in reversed(range(tau.shape[-1])):
         v = V[..., :, i:i + 1]
-        Q = Q - xp.matmul(xp.unsqueeze(tau[..., i:i + 1], -1) * v, xp.matmul(_mT(xp, v), Q))
+        Q = Q - xp.matmul(xp.unsqueeze(tau[..., i:i + 1], -1) * v, xp.matmul(_mH(xp, v), Q))
         qs.append(Q)
     return V, qs[::-1]
 
@@ -696,17 +836,21 @@ def _hh_vjp_tau(xp, g, out, a, tau):
 
 
 def _hh_vjp(xp, g, a, tau):
-    """Back through Q_i = H_i Q_(i+1): g_(i+1) = H_i g_i; d tau_i = -v^T g_i Q_(i+1)^T v;
-    d v_i = -tau_i (g_i Q_(i+1)^T + Q_(i+1) g_i^T) v (its part below the diagonal is A's column i)."""
+    """Back through Q_i = H_i Q_(i+1): g_(i+1) = H_i^H g_i; d tau_i = -v^H g_i Q_(i+1)^H v;
+    d v_i = -(conj(tau_i) g_i Q_(i+1)^H + tau_i Q_(i+1) g_i^H) v (its part below the diagonal is A's column i)."""
     V, qs = _hh_chain(xp, a, tau)
     gv, gt = [], []
     for i in range(tau.shape[-1]):
         v, t, q = V[..., :, i:i + 1], xp.unsqueeze(tau[..., i:i + 1], -1), qs[i + 1]
-        gq_v = xp.matmul(_mT(xp, q), v)                       # Q^T v
-        g_v = xp.matmul(_mT(xp, g), v)                        # g^T v
-        gt.append(-xp.sum(_mT(xp, g_v) * _mT(xp, gq_v), -1))   # -v^T g Q^T v
-        gv.append(-t * (xp.matmul(g, gq_v) + xp.matmul(q, g_v)))
-        g = g - xp.matmul(t * v, xp.matmul(_mT(xp, v), g))   # H_i g (H_i is symmetric)
+        tc = xp.conj(t) if _is_cx(t) else t
+        gq_v = xp.matmul(_mH(xp, q), v)                       # Q^H v
+        g_v = xp.matmul(_mH(xp, g), v)                        # g^H v
+        gt.append(-xp.sum(_mH(xp, g_v) * _mT(xp, gq_v), -1))   # -v^H g Q^H v
+        if tc is t:
+            gv.append(-t * (xp.matmul(g, gq_v) + xp.matmul(q, g_v)))
+        else:
+            gv.append(-(tc * xp.matmul(g, gq_v) + t * xp.matmul(q, g_v)))
+        g = g - xp.matmul(tc * v, xp.matmul(_mH(xp, v), g))   # H_i^H g
     k = a.shape[-1]
     m = len(gv)
     gV = xp.cat(gv + [xp.zeros_like(a[..., :, m:])], -1) if m < k else xp.cat(gv, -1)
@@ -714,22 +858,22 @@ def _hh_vjp(xp, g, a, tau):
 
 
 def _hh_jvp(xp, ta, ttau, a, tau):
-    """d Q_i = d H_i Q_(i+1) + H_i d Q_(i+1), d H_i = -(d tau_i v v^T + tau_i (dv v^T + v dv^T))."""
+    """d Q_i = d H_i Q_(i+1) + H_i d Q_(i+1), d H_i = -(d tau_i v v^H + tau_i (dv v^H + v dv^H))."""
     V, qs = _hh_chain(xp, a, tau)
     dV = xp.tri_mask(ta, False, 0.0) if ta is not None else None
     dq = None
     for i in reversed(range(tau.shape[-1])):
         v, t, q = V[..., :, i:i + 1], xp.unsqueeze(tau[..., i:i + 1], -1), qs[i + 1]
-        vq = xp.matmul(_mT(xp, v), q)
+        vq = xp.matmul(_mH(xp, v), q)
         d = None
         if ttau is not None:
             d = -xp.matmul(xp.unsqueeze(ttau[..., i:i + 1], -1) * v, vq)
         if dV is not None:
             dv = dV[..., :, i:i + 1]
-            e = -t * (xp.matmul(dv, vq) + xp.matmul(v, xp.matmul(_mT(xp, dv), q)))
+            e = -t * (xp.matmul(dv, vq) + xp.matmul(v, xp.matmul(_mH(xp, dv), q)))
             d = e if d is None else d + e
         if dq is not None:
-            hdq = dq - xp.matmul(t * v, xp.matmul(_mT(xp, v), dq))
+            hdq = dq - xp.matmul(t * v, xp.matmul(_mH(xp, v), dq))
             d = hdq if d is None else d + hdq
         dq = d
     return dq if dq is not None else xp.zeros_like(qs[0])
@@ -739,7 +883,7 @@ householder_p = defprim("householder_product", lambda xp, a, tau: _hh_chain(xp, 
                         node="LinalgHouseholderProductBackward0", vjp=(_hh_vjp_a, _hh_vjp_tau),
                         saves=(0, 1), saves_out=True, saved_names=("input", "tau"),
                         jvp=(lambda xp, t, out, a, tau: _hh_jvp(xp, t, None, a, tau),
-                             lambda xp, t, out, a, tau: _hh_jvp(xp, None, t, a, tau)))
+                             lambda xp, t, out, a, tau: _hh_jvp(xp, None, t, a, tau)), complex="own")
 
 
 @register(submodule="linalg", module=False, name="householder_product")

@@ -10,7 +10,7 @@ from ..._tensor import Tensor, make, wrap_dim
 from ...autograd._primitive import apply, defprim, graph_ns
 from .._registry import SUBMODULES, graph, graph_raw, register
 from ..._util import check_bool, check_tensor, return_type
-from ._common import _check_float, _check_matrix, _eye, _mT, _no_out
+from ._common import _check_float, _check_matrix, _eye, _i_imag, _mT, _no_out
 from .decompositions import linalg_svdvals
 from .solvers import _tol, linalg_inv, linalg_solve
 
@@ -33,7 +33,7 @@ def _det_jvp(xp, t, out, a):
 # pivot replaced by eps: an exactly singular A gets a zero gradient), under create_graph its grad-mode one
 # (a solve, or the adjugate through the SVD where |det| < 100 eps), so both match PyTorch.
 det_p = defprim("det", lambda xp, a: xp.linalg_det(a),
-                node="LinalgDetBackward0",
+                complex=True, node="LinalgDetBackward0",
                 vjp=lambda xp, g, out, a: xp.det_backward(g, out, a), jvp=_det_jvp, saves=(0,), saves_out=True)
 
 
@@ -77,14 +77,26 @@ def _det_backward_graph(g, det, a):
     return out.index_put((nm,), non_singular(a[nm], det[nm], g[nm]))
 
 
+def _tr_inv(xp, t, a):
+    # tr(A^-1 dA)
+    return xp.sum(_inv_T(xp, a) * t, (-2, -1))
+
+
+# Complex A (PyTorch's slogdet_backward / slogdet_jvp): d logabsdet = Re tr(A^-1 dA), d sign = sign i Im tr(A^-1 dA);
+# the adjoint of both together is (g_abs - i Im(conj(g_sign) sign)) A^-H, each output's share given here by its own
+# node (slogdet_backward on conj(A) is the solve with A^H).
 slogdet_sign_p = defprim("slogdet_sign", lambda xp, a: xp.linalg_slogdet(a)[0],
                          node="LinalgSlogdetBackward0", vjp=lambda xp, g, out, a: None, jvp=lambda xp, t, out, a: None,
-                         batch=True)
+                         batch=True,
+                         complex=(lambda xp, g, out, a: xp.slogdet_backward(-_i_imag(xp, xp.conj(g) * out), xp.conj(a)),
+                                  lambda xp, t, out, a: out * _i_imag(xp, _tr_inv(xp, t, a)), (0,), True))
 # VJP: g A^-T, from the LU in plain backward (no singularity check: inf/nan, as PyTorch), through a solve
 # under create_graph (a singular A raises, as PyTorch's linalg.solve).
 slogdet_abs_p = defprim("slogdet", lambda xp, a: xp.linalg_slogdet(a)[1],
                         node="LinalgSlogdetBackward0", vjp=lambda xp, g, out, a: xp.slogdet_backward(g, a),
-                        jvp=lambda xp, t, out, a: xp.sum(_inv_T(xp, a) * t, (-2, -1)), saves=(0,), batch=True)
+                        jvp=lambda xp, t, out, a: _tr_inv(xp, t, a), saves=(0,), batch=True,
+                        complex=(lambda xp, g, out, a: xp.slogdet_backward(g, xp.conj(a)),
+                                 lambda xp, t, out, a: xp.real(_tr_inv(xp, t, a)), (0,), False))
 graph("slogdet_backward", lambda g, a: linalg_solve(_mT(graph_ns, a), _eye_times(graph_ns, g, a)))
 
 
@@ -122,10 +134,12 @@ def slogdet(input: Tensor):
 
 @register(method=True)
 def logdet(input: Tensor) -> Tensor:
-    """log(det(A)): nan for a negative determinant, -inf for a singular matrix."""
-    from ..elementwise import where
+    """log(det(A)): nan for a negative determinant, -inf for a singular matrix; complex: log(sign) + log|det|."""
+    from ..elementwise import log, where
     _check_matrix(input, "logdet")
     sign, logabs = linalg_slogdet(input)
+    if sign._data.dtype.kind == "c":
+        return log(sign) + logabs
     return where(sign == -1, float("nan"), logabs)
 
 

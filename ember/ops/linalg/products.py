@@ -271,6 +271,9 @@ def dot(input: Tensor, other: Tensor) -> Tensor:
 def vdot(input: Tensor, other: Tensor) -> Tensor:
     """Inner product of two 1-d tensors, conjugating the first (the same as dot for real tensors)."""
     _dot_args(input, other, "vdot")
+    if input._data.dtype.kind == "c":   # conj is eager here: a node of its own before the product
+        from ..complex import conj
+        input = conj(input)
     return _mm_like(input, other, "VdotBackward0")
 
 
@@ -689,7 +692,7 @@ graph("matmul_forward", lambda a, b: matmul(a, b))
 graph("addprod", lambda c, a, b, eq, beta, alpha: apply(addprod_p, (c, a, b), {"eq": eq, "beta": beta, "alpha": alpha}))
 
 addprod_p = defprim("addprod", _addprod_fwd,
-                    node="AddmmBackward0", vjp=(_addprod_vjp_c, _addprod_vjp_ab(0), _addprod_vjp_ab(1)),
+                    complex=True, node="AddmmBackward0", vjp=(_addprod_vjp_c, _addprod_vjp_ab(0), _addprod_vjp_ab(1)),
                     jvp=(_addprod_jvp_c, _addprod_jvp_a, _addprod_jvp_b), saves={1: (1, 2), 2: (1, 2)},
                     saved_names=("self", "mat1", "mat2"))
 
@@ -906,7 +909,7 @@ def _upper_right(xp, x, n):
 
 matrix_exp_p = defprim(
     "matrix_exp", lambda xp, a: xp.matrix_exp(a),
-    node="LinalgMatrixExpBackward0",
+    complex=True, node="LinalgMatrixExpBackward0",
     vjp=lambda xp, g, out, a: _upper_right(xp, xp.matrix_exp(_block(xp, _mT(xp, a), g)), a.shape[-1]),
     jvp=lambda xp, t, out, a: _upper_right(xp, xp.matrix_exp(_block(xp, a, t)), a.shape[-1]), saves=(0,))
 
@@ -919,7 +922,9 @@ def matrix_exp(A: Tensor) -> Tensor:
 
 
 eye_of_p = defprim("eye_of", lambda xp, a: xp.zeros_like(a) + xp.eye_like(a),
-                   node="CopyBackwards", vjp=lambda xp, g, out, a: None, jvp=lambda xp, t, out, a: None, batch=True)
+                   complex=True, node="CopyBackwards",
+                   # zeros, not None: PyTorch's CopyBackwards gives a zero gradient and tangent
+                   vjp=lambda xp, g, out, a: xp.zeros_like(g), jvp=lambda xp, t, out, a: xp.zeros_like(t), batch=True)
 
 
 @register(submodule="linalg", module=False, name="matrix_power")
@@ -988,6 +993,9 @@ def linalg_vecdot(x: Tensor, y: Tensor, *, dim: int = -1, out=None) -> Tensor:
                            f"{dtype_word(x._data.dtype)} and y of type {dtype_word(y._data.dtype)} instead")
     if x._data.ndim == 1 and y._data.ndim == 1 and dim in (0, -1):
         return vdot(x, y)
+    if x._data.dtype.kind == "c":
+        from ..complex import conj
+        x = conj(x)
     return _sum(x * y, dim)
 
 
@@ -999,7 +1007,7 @@ def linalg_vander(x: Tensor, *, N: int | None = None) -> Tensor:
     from ..shape import cat, expand, unsqueeze
     check_tensor(x, "vander", "x")
     k = x._data.dtype
-    if k.kind not in "iufV" or dtype_word(k) in ("Half", "BFloat16"):
+    if k.kind not in "iufcV" or dtype_word(k) in ("Half", "BFloat16"):
         raise RuntimeError(f"linalg.vander supports floating point, complex, and integer tensors, but got "
                            f"{dtype_word(k)}")
     x_ = unsqueeze(x, -1) if x._data.ndim == 0 else x

@@ -9,9 +9,9 @@ import warnings
 from ...devices import NAMESPACES
 from ..._tensor import Tensor, make
 from ...autograd._primitive import apply, defprim
-from .._registry import graph_raw, register
+from .._registry import graph, graph_raw, register
 from ..._util import check_bool, check_tensor, dtype_word, return_type
-from ._common import (_broadcast, _broadcastable, _check_float, _check_matrix, _check_same_dtype, _mT,
+from ._common import (_broadcast, _broadcastable, _check_float, _check_matrix, _check_same_dtype, _mH, _mT,
                       _no_out, _node, raise_info)
 
 
@@ -20,7 +20,7 @@ from ._common import (_broadcast, _broadcastable, _check_float, _check_matrix, _
 # ======================================================================================================
 
 inv_p = defprim("inv", lambda xp, a: xp.linalg_inv(a),
-                node="LinalgInvExBackward0",
+                complex=True, node="LinalgInvExBackward0",
                 vjp=lambda xp, g, out, a: -xp.matmul(xp.matmul(_mT(xp, out), g), _mT(xp, out)),
                 jvp=lambda xp, t, out, a: -xp.matmul(xp.matmul(out, t), out), saves_out=True, batch=True)
 
@@ -110,7 +110,7 @@ def _solve_jvp_a(xp, t, out, a, b, left):
 
 
 solve_p = defprim("solve", lambda xp, a, b, left: xp.linalg_solve(a, b, left=left),
-                  node="LinalgSolveExBackward0", vjp=(_solve_vjp_a, _solve_vjp_b),
+                  complex=True, node="LinalgSolveExBackward0", vjp=(_solve_vjp_a, _solve_vjp_b),
                   jvp=(_solve_jvp_a, lambda xp, t, out, a, b, left: xp.linalg_solve(a, t, left=left)),
                   saves=(0,), saves_out=True)
 
@@ -237,7 +237,7 @@ def _soltri_jvp_a(xp, t, out, a, b, upper, left, unitriangular):
 
 solve_tri_p = defprim("solve_triangular",
                       lambda xp, a, b, upper, left, unitriangular: xp.solve_triangular(a, b, upper, left, unitriangular),
-                      node="LinalgSolveTriangularBackward0", vjp=(_soltri_vjp_a, _soltri_vjp_b),
+                      complex=True, node="LinalgSolveTriangularBackward0", vjp=(_soltri_vjp_a, _soltri_vjp_b),
                       jvp=(_soltri_jvp_a, lambda xp, t, out, a, b, upper, left, unitriangular:
                            xp.solve_triangular(a, t, upper=upper, left=left, unitriangular=unitriangular)),
                       saves=(0,), saves_out=True, batch=True)
@@ -329,6 +329,12 @@ def cholesky_solve(input: Tensor, input2: Tensor, upper: bool = False, *, out=No
                            f"{dtype_word(input._data.dtype)} and A of type {dtype_word(input2._data.dtype)} instead.")
     _check_matrix(input2, op, arg="A")
     _check_solve_shapes(input2, input, op)
+    if input2._data.dtype.kind == "c":   # A = L L^H (U^H U): two triangular solves, whose rules give PyTorch's
+        from ..complex import conj
+        fac_h = conj(input2.mT)
+        lower, upper_ = (fac_h, input2) if upper else (input2, fac_h)
+        y = apply(solve_tri_p, (lower, input), {"upper": False, "left": True, "unitriangular": False})
+        return apply(solve_tri_p, (upper_, y), {"upper": True, "left": True, "unitriangular": False})
     return apply(cholesky_solve_p, (input, input2), {"upper": upper})
 
 
@@ -337,9 +343,9 @@ def cholesky_solve(input: Tensor, input2: Tensor, upper: bool = False, *, out=No
 # ======================================================================================================
 
 def _pinv_vjp(xp, g, p, a):
-    """The VJP of P = pinv(A): -P^T G P^T + (I - A P) G^T P P^T + P^T P G^T (I - P A), without the identity."""
-    pt = _mT(xp, p)
-    gt = _mT(xp, g)
+    """The VJP of P = pinv(A): -P^H G P^H + (I - A P) G^H P P^H + P^H P G^H (I - P A), without the identity."""
+    pt = _mH(xp, p)
+    gt = _mH(xp, g)
     ga = -xp.matmul(xp.matmul(pt, g), pt)
     k = xp.matmul(gt, xp.matmul(p, pt))                                  # G^T P P^T
     ga = ga + k - xp.matmul(xp.matmul(a, p), k)
@@ -348,8 +354,8 @@ def _pinv_vjp(xp, g, p, a):
 
 
 def _pinv_jvp(xp, t, p, a):
-    tt = _mT(xp, t)
-    pt = _mT(xp, p)
+    tt = _mH(xp, t)
+    pt = _mH(xp, p)
     dp = -xp.matmul(xp.matmul(p, t), p)
     x = xp.matmul(xp.matmul(p, pt), tt)                                  # P P^T dA^T
     dp = dp + x - xp.matmul(xp.matmul(x, a), p)
@@ -361,7 +367,7 @@ pinv_p = defprim("pinv",
                  lambda xp, a, atol, rtol, hermitian: xp.linalg_pinv(a, atol, rtol, hermitian),
                  node="LinalgPinvBackward0", vjp=lambda xp, g, out, a, atol, rtol, hermitian: _pinv_vjp(xp, g, out, a),
                  jvp=lambda xp, t, out, a, atol, rtol, hermitian: _pinv_jvp(xp, t, out, a),
-                 saves=(0,), saves_out=True, batch=True)
+                 saves=(0,), saves_out=True, batch=True, complex="own")
 
 
 def _tol(v, op, arg):
@@ -403,12 +409,12 @@ def _lstsq_vjp_a(xp, g, out, a, b, vec):
     p = xp.linalg_pinv(a)
     bm = xp.unsqueeze(b, -1) if vec else b
     gm = xp.unsqueeze(g, -1) if vec else g
-    return _pinv_vjp(xp, xp.matmul(gm, _mT(xp, bm)), p, a)
+    return _pinv_vjp(xp, xp.matmul(gm, _mH(xp, bm)), p, a)
 
 
 def _lstsq_vjp_b(xp, g, out, a, b, vec):
     gm = xp.unsqueeze(g, -1) if vec else g
-    r = xp.matmul(_mT(xp, xp.linalg_pinv(a)), gm)
+    r = xp.matmul(_mH(xp, xp.linalg_pinv(a)), gm)
     return xp.squeeze(r, -1) if vec else r
 
 
@@ -431,7 +437,7 @@ def _lstsq_jvp_b(xp, t, out, a, b, vec):
 graph_raw("lstsq_rank")
 lstsq_p = defprim("lstsq", _lstsq_fwd, node="LinalgLstsqBackward0",
                                                                vjp=(_lstsq_vjp_a, _lstsq_vjp_b),
-                  jvp=(_lstsq_jvp_a, _lstsq_jvp_b), saves={0: (0, 1), 1: (0,)}, batch=True)
+                  jvp=(_lstsq_jvp_a, _lstsq_jvp_b), saves={0: (0, 1), 1: (0,)}, batch=True, complex="own")
 
 LstsqResult = return_type("linalg_lstsq", ("solution", "residuals", "rank", "singular_values"))
 _DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
@@ -463,8 +469,9 @@ def linalg_lstsq(A: Tensor, B: Tensor, rcond=None, *, driver: str | None = None)
         raise RuntimeError(f"The size of tensor a ({A._data.shape[0]}) must match the size of tensor b ({bb[0]}) at "
                            f"non-singleton dimension 0")
     x = apply(lstsq_p, (A, B), {"vec": vec})
-    dt = A._data.dtype
     xp = NAMESPACES[type(A._data)]
+    cx = A._data.dtype.kind == "c"
+    dt = xp.real(A._data).dtype if cx else A._data.dtype   # residuals and singular values are real
     batch = _broadcast(A._data.shape[:-2], bb)
     s, rank = xp.lstsq_rank(A._data, rcond)
     empty = make(xp.backend.zeros((0,), dt))
@@ -474,7 +481,7 @@ def linalg_lstsq(A: Tensor, B: Tensor, rcond=None, *, driver: str | None = None)
     if m > n and bool(xp.all(rank == n)):
         from ..reduction import sum as _sum
         diff = A @ (x.unsqueeze(-1) if vec else x) - (B.unsqueeze(-1) if vec else B)
-        residuals = _sum(diff * diff, -2)
+        residuals = _sum((diff * diff.conj()).real if cx else diff * diff, -2)
         if vec:
             residuals = residuals.squeeze(-1)
     if driver == "gels":
@@ -518,7 +525,7 @@ def _lu_solve_jvp_lu(xp, t, out, lu, piv, b, left, adjoint):
 lu_solve_p = defprim(
     "lu_solve",
     lambda xp, lu, piv, b, left, adjoint: xp.linalg_lu_solve(lu, piv, b, left=left, adjoint=adjoint),
-    node="LinalgLuSolveBackward0", vjp=(_lu_solve_vjp_lu, lambda xp, g, out, lu, piv, b, left, adjoint: None,
+    complex=True, node="LinalgLuSolveBackward0", vjp=(_lu_solve_vjp_lu, lambda xp, g, out, lu, piv, b, left, adjoint: None,
          lambda xp, g, out, lu, piv, b, left, adjoint: xp.linalg_lu_solve(lu, piv, g, left=left, adjoint=not adjoint)),
     jvp=(_lu_solve_jvp_lu, None,
          lambda xp, t, out, lu, piv, b, left, adjoint: xp.linalg_lu_solve(lu, piv, t, left=left, adjoint=adjoint)),
@@ -567,13 +574,22 @@ def _check_lu_solve(LU, pivots, B, left, adjoint, op="linalg.lu_solve"):
     return left, adjoint
 
 
-@register(submodule="linalg", module=False, name="lu_solve", graph="linalg_lu_solve")
+# the rules' lu_solve (the kernel's: ``adjoint`` transposes, also for complex A)
+graph("linalg_lu_solve", lambda lu, piv, b, left=True, adjoint=False: apply(
+    lu_solve_p, (lu, piv, b), {"left": left, "adjoint": adjoint}))
+
+
+@register(submodule="linalg", module=False, name="lu_solve")
 def linalg_lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True, adjoint: bool = False,
                     out=None) -> Tensor:
-    """X with A X = B for A = P L U given as ``lu_factor``'s (LU, pivots); ``adjoint``: A^T X = B;
+    """X with A X = B for A = P L U given as ``lu_factor``'s (LU, pivots); ``adjoint``: A^H X = B;
     ``left=False``: X A = B. Batch dims broadcast."""
     _no_out(out, "linalg.lu_solve")
     left, adjoint = _check_lu_solve(LU, pivots, B, left, adjoint)
+    if adjoint and LU._data.dtype.kind == "c":
+        # A^H X = B is A^T conj(X) = conj(B): the primitive's adjoint transposes (its rules are holomorphic)
+        from ..complex import conj
+        return conj(apply(lu_solve_p, (LU, pivots, conj(B)), {"left": left, "adjoint": True}))
     return apply(lu_solve_p, (LU, pivots, B), {"left": left, "adjoint": adjoint})
 
 
