@@ -33,6 +33,11 @@ KNOWN = {
     "cat": ("an empty input's constant gradient", ("3:", "6:")), "repeat": ("zero repeats", ("5:",)),
     "matrix_power": ("n=0: PyTorch returns a constant zero gradient, ember None", ("0:",)),
     "as_strided": ("empty output: PyTorch's as_strided_backward returns constant zeros", ("6:",)),
+    # conv on views of the inputs (conv_tbc permutes them): the bias gradient comes out of conv's double-backward
+    # link node, whose edges reach the (viewed) input and weight, so it requires grad (with None second derivatives)
+    # where PyTorch's ConvTbcBackward0 gives a constant one
+    "conv_tbc": ("the bias gradient keeps the link node's graph", None),
+    "F_conv_tbc": ("the bias gradient keeps the link node's graph", None),
     # PyTorch has no double backward for its fused attention kernel
     "nn_scaled_dot_product_attention": ("torch raises", None), "nn_multi_head_attention_forward": ("torch raises", None),
 }

@@ -618,6 +618,9 @@ def test_op_db_fwd_over_rev_matches_torch(op, sample):
     """ember's forward-over-reverse Hessian-vector product equals torch's on the same sample and tangents
     (at ties too, where central differences cannot tell): torch's forward-over-reverse where it is right,
     else (no forward AD for the op in torch, or TORCH_FWD_OVER_REV_WRONG) torch's reverse-over-reverse."""
+    reason = op.xfail_reason("gradgrad", sample.desc)
+    if reason:   # a second derivative the op database knows differs from torch's
+        pytest.xfail(reason)
     try:
         ours = _hvp(ember, op, sample)
     except NotImplementedError as e:   # no forward AD through the op's backward: torch must have none either

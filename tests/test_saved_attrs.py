@@ -24,6 +24,8 @@ SLOW = bool(os.environ.get("EMBER_SLOW"))
 # Tensors PyTorch saves that ember does not: its rule for the node is written differently (it saves other
 # values, or recomputes them), or the node gets its value through params that are not tensors.
 NOT_SAVED = {
+    # ember's eig node is one primitive's: it keeps its input and its outputs (result), not the two by name
+    "LinalgEigBackward0": {"_saved_eigenvalues", "_saved_eigenvectors"},
     # nn losses: ember's fused rules recompute what PyTorch keeps (the log-probabilities' total weight, ...)
     "NllLossBackward0": {"_saved_self", "_saved_total_weight"},
     "BinaryCrossEntropyWithLogitsBackward0": {"_saved_pos_weight", "_saved_weight"},
@@ -257,7 +259,8 @@ for _n in ("UpsampleBilinear2DAaBackward0", "UpsampleBicubic2DAaBackward0", "Ups
 
 def _val(v):
     if isinstance(v, (torch.Tensor, ember.Tensor)):
-        return ("T", tuple(v.shape), np.asarray(v.detach().numpy(), dtype=float))
+        v = v.detach().resolve_conj()   # torch's conjugates are lazy views
+        return ("T", tuple(v.shape), np.asarray(v.numpy(), dtype=complex if v.is_complex() else float))
     if isinstance(v, (list, tuple)):
         return tuple(_val(x) for x in v)
     if isinstance(v, (torch.dtype, ember.dtype)):

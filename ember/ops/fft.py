@@ -580,6 +580,9 @@ def stft(input: Tensor, n_fft: int, hop_length: int | None = None, win_length: i
                       UserWarning, stacklevel=2)
     if not (input.dtype.is_floating_point or input.dtype.is_complex):
         fail(": expected a tensor of floating point or complex values")
+    for t in (input, window):
+        if t is not None and t.dtype in (D.float16, D.bfloat16):   # PyTorch's CPU FFT has no half types
+            raise RuntimeError(f"MKL FFT doesn't support tensors of type: {_word(t.dtype)}")
     if input.dim() not in (1, 2):
         fail(": expected a 1D or 2D tensor")
     x = input.unsqueeze(0) if input.dim() == 1 else input

@@ -985,7 +985,7 @@ def linalg_vecdot(x: Tensor, y: Tensor, *, dim: int = -1, out=None) -> Tensor:
     _no_out(out, "linalg.vecdot")
     check_tensor(x, "vecdot", "x")
     check_tensor(y, "vecdot", "y", 2)
-    if x._data.dtype.kind != "f":   # float16 too (autocast runs vecdot in it), unlike the decompositions
+    if x._data.dtype.kind not in "fcV":   # float16 and bfloat16 too (autocast runs vecdot in them), unlike the decompositions
         raise RuntimeError(f"linalg.vecdot: Expected a floating point or complex tensor as input. Got "
                            f"{dtype_word(x._data.dtype)}")
     if x._data.dtype != y._data.dtype:
