@@ -8,20 +8,8 @@ raise torch's exception type); their messages are checked in tests/test_fft.py.
 """
 from __future__ import annotations
 
-from op_db import FLOAT, OpInfo, Sample, draw
-
-NO_GRAD = dict(supports_grad=False, supports_gradgrad=False, supports_fwd=False)
-F_I = FLOAT + ("int64",)
-
-
-def _shapes(*cases):
-    def make(rng):
-        out = []
-        for c in cases:
-            shapes, kw = (c if isinstance(c, tuple) and len(c) == 2 and isinstance(c[1], dict) else (c, {}))
-            out.append(Sample(tuple(draw(rng, s) for s in shapes), dict(kw)))
-        return out
-    return make
+from op_db import FLOAT, OpInfo  # noqa: F401
+from op_db_linalg import F_I, NO_GRAD, _shapes  # noqa: F401  (the same sample helpers)
 
 
 def _real(m, r):
