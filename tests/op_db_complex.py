@@ -38,6 +38,13 @@ OPS = [
     binary("view_as_real", lambda m, x, y: m.view_as_real(_z(m, x, y) * 2) ** 2, dtypes=FLOAT, shapes=_PAIRS),
     OpInfo("view_as_complex", lambda m, x: m.view_as_real(m.view_as_complex(x) * m.view_as_complex(x)),
            [((2,),), ((3, 2),), ((2, 4, 2),)], dtypes=FLOAT),
+    binary("adjoint", lambda m, x, y: (m.view_as_real(m.adjoint(_z(m, x, y)) * 1), m.adjoint(x) * 2),
+           dtypes=FLOAT, shapes=[((3, 4), (3, 4)), ((2, 3, 4), (3, 4))]),
+    binary("view_as_real_copy", lambda m, x, y: m.view_as_real_copy(_z(m, x, y)) ** 2, dtypes=FLOAT, shapes=_PAIRS),
+    # torch refuses autograd through view_as_complex_copy ("does not support automatic differentiation for outputs
+    # with complex dtype"): forward only here
+    OpInfo("view_as_complex_copy", lambda m, x: m.view_as_real(m.view_as_complex_copy(x) * 2),
+           [((2,),), ((3, 2),)], dtypes=FLOAT, supports_grad=False, supports_gradgrad=False, supports_fwd=False),
     binary("cfloat_cdouble", lambda m, x, y: (m.view_as_real(x.cfloat()), m.view_as_real(y.cdouble() * 2)),
            dtypes=FLOAT, shapes=_PAIRS, eps=1e-2),   # x.cfloat() rounds to float32 (linear: a large step is exact)
     binary("complex_predicates", lambda m, x, y: x * (int(_z(m, x, y).is_complex()) + int(x.is_complex()) +

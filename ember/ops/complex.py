@@ -233,3 +233,30 @@ register(schema("real(Tensor input)")(lambda input: _real(input)), name="real", 
 register(schema("imag(Tensor input)")(lambda input: _imag(input)), name="imag", module=True)
 graph("real", lambda x: _real(x))
 graph("imag", lambda x: _imag(x))
+
+
+@register(method=True)
+@schema("adjoint(Tensor input)")
+def adjoint(input: Tensor) -> Tensor:
+    """The conjugate transpose of the last two dims (``input.mH``)."""
+    return input.mH
+
+
+view_as_real_copy_p = defprim("view_as_real_copy", lambda xp, a: xp.clone(xp.view_as_real(a)),
+                              node="ViewAsRealBackward0_copy", vjp=view_as_real_p.vjps, jvp="linear", complex="own")
+
+
+@register()
+@schema("view_as_real_copy(Tensor input)")
+def view_as_real_copy(input: Tensor) -> Tensor:
+    """``view_as_real(input)`` as new memory (ViewAsRealBackward0_copy)."""
+    if not input.dtype.is_complex:
+        raise RuntimeError("view_as_real is only supported for complex tensors")
+    return apply(view_as_real_copy_p, (input,))
+
+
+@register()
+@schema("view_as_complex_copy(Tensor input)")
+def view_as_complex_copy(input: Tensor) -> Tensor:
+    """``view_as_complex(input)`` as new memory."""
+    return view_as_complex(input).clone()

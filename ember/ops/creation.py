@@ -635,6 +635,7 @@ BoolTensor = _legacy(D.bool)
 ByteTensor = _legacy(D.uint8)
 CharTensor = _legacy(D.int8)
 ShortTensor = _legacy(D.int16)
+BFloat16Tensor = _legacy(D.bfloat16)
 
 
 # ----- window functions (PyTorch's aten/src/ATen/native/TensorFactories.cpp, step for step) ----------------------

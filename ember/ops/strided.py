@@ -151,7 +151,7 @@ def as_strided(input: Tensor, size, stride, storage_offset: int | None = None) -
     return _link_view(apply(as_strided_p, (input,), params), input, params)
 
 
-@register(module=False, method=True)
+@register(method=True)
 def as_strided_(input: Tensor, size, stride, storage_offset: int | None = None) -> Tensor:
     """``input`` itself becomes ``as_strided(input, ...)``."""
     old = {"size": tuple(input._data.shape), "stride": tuple(input.stride()), "storage_offset": _storage_of(input)[2]}
@@ -613,7 +613,7 @@ def resize_(self: Tensor, *sizes, memory_format=None) -> Tensor:
     return _set_data(self, NAMESPACES[type(elems)].as_strided(elems, size, c_strides(size), offset, (1,), 0))
 
 
-@method("resize_as_")
+@register(method=True)
 def resize_as_(self: Tensor, the_template: Tensor, *, memory_format=None) -> Tensor:
     return resize_(self, *the_template.shape)
 
