@@ -41,7 +41,7 @@ def run(fn, lib):
 
 
 def _as_float(a):
-    return a if a.dtype == bool else a.astype(np.float64)
+    return a if a.dtype == bool else a.astype(np.complex128 if a.dtype.kind == "c" else np.float64)
 
 
 def assert_same(a, b, path="result", rtol=1e-5, atol=1e-6):
