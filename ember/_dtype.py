@@ -131,11 +131,6 @@ def checked_scalar(value, np_dtype):
     if fmax is not None and (type(value) is _b.float or type(value) is _b.int and -(1 << 63) <= value < 1 << 64) \
             and -fmax <= value <= fmax:
         return value   # the common case (clamp(0.0, 1.0) of a float tensor), without the general checks below
-    if type(value) is _b.complex and np.dtype(np_dtype).kind != "c":
-        if value.imag != 0:   # PyTorch's checked conversion: an imaginary part does not fit a real type
-            raise RuntimeError(f"value cannot be converted to type {_CHECKED_NAMES.get(np.dtype(np_dtype).name, 'bool')}"
-                               " without overflow")
-        value = value.real
     if type(value) is _b.int and not -(1 << 63) <= value < 1 << 64:   # PyTorch's Scalar holds 64 bits at most
         raise OverflowError("int too big to convert" if value > 0 else "can't convert negative int to unsigned")
     dt = np.dtype(np_dtype)
