@@ -147,6 +147,13 @@ def to_dtype(a: np.ndarray, dtype: str) -> np.ndarray:
         return np.where(a >= 0, np.ceil(a * 2), np.floor(a * 2)).astype(dtype)
 
 
+def complex_args(op: "OpInfo", sample: Sample) -> list:
+    """The sample's float inputs as complex128, ``a + i b`` with a small imaginary part (so that the domain stays
+    valid near the real axis); drawn from the op's name and the sample, so every run sees the same values."""
+    rng = np.random.default_rng(zlib.crc32("/".join((op.name, sample.desc, "cx")).encode()))
+    return [a + 1j * (0.25 * rng.uniform(-1, 1, a.shape)) if a.dtype.kind == "f" else a for a in sample.args]
+
+
 # ----- shapes ------------------------------------------------------------------------------------
 
 UNARY = [((),), ((5,),), ((3, 4),), ((2, 1, 3),), ((0,),), ((2, 0, 3),)]

@@ -22,3 +22,10 @@ def test_tables_have_reasons():
     for table in (api_coverage.OMITTED, api_coverage.PLANNED, api_coverage.NOT_YET):
         for name, reason in table.items():
             assert isinstance(reason, str) and len(reason) > 10, name
+
+
+def test_readme_table_is_up_to_date():
+    with api_coverage.warnings.catch_warnings():
+        api_coverage.warnings.simplefilter("ignore")
+        content, new = api_coverage.readme_with(api_coverage.markdown(api_coverage.survey()))
+    assert content == new, "README.md's API coverage table is stale: run `python tools/api_coverage.py --write`"

@@ -26,7 +26,7 @@ import pytest
 torch = pytest.importorskip("torch")
 sys.path.insert(0, os.path.dirname(__file__))
 import ember  # noqa: E402
-from op_db import OP_DB  # noqa: E402
+from op_db import OP_DB, complex_args  # noqa: E402
 
 TOL = dict(rtol=1e-7, atol=1e-9)
 EXHAUSTIVE = os.environ.get("EMBER_SLOW") == "1"
@@ -38,11 +38,6 @@ with open(os.path.join(os.path.dirname(__file__), "complex_gaps.txt")) as _f:
 
 def _rng(*keys):
     return np.random.default_rng(zlib.crc32("/".join(map(str, keys)).encode()))
-
-
-def complex_args(op, sample):
-    rng = _rng(op.name, sample.desc, "cx")
-    return [a + 1j * (0.25 * rng.uniform(-1, 1, a.shape)) if a.dtype.kind == "f" else a for a in sample.args]
 
 
 def _cases(test):

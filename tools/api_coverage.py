@@ -3,6 +3,7 @@
     python tools/api_coverage.py            # counts per namespace, then every missing name
     python tools/api_coverage.py --all      # also the omitted, planned and not-yet-built names with their reasons
     python tools/api_coverage.py --check    # exit 1 if a name is neither built, omitted, planned nor not-yet
+    python tools/api_coverage.py --write    # replace README.md's coverage table (tests/test_api_coverage.py checks it)
 
 Compares torch 2.13 (installed) with ember, namespace by namespace: ``torch``, ``torch.Tensor``,
 ``torch.nn.functional``, ``torch.linalg``, ``torch.special``, ``torch.fft``, ``torch.signal.windows`` and
@@ -273,15 +274,39 @@ def _print(rows: list[dict], show_all: bool) -> None:
                     print(f"  {r['label']}.{name}: {kind}: {_lookup(table, r['label'], name)}")
 
 
+BEGIN, END = "<!-- api-coverage:begin -->", "<!-- api-coverage:end -->"
+
+
+def markdown(rows: list[dict]) -> str:
+    """README.md's coverage table."""
+    lines = ["| namespace | torch | built | omitted | planned | not yet |", "|---|---|---|---|---|---|"]
+    lines += [f"| `{r['label']}` | {r['total']} | {len(r['built'])} | {len(r['omitted'])} | {len(r['planned'])} | "
+              f"{len(r['not_yet'])} |" for r in rows]
+    return "\n".join(lines)
+
+
+def readme_with(table: str) -> tuple[str, str]:
+    """(README.md as it is, README.md with ``table`` between the markers)."""
+    with open(os.path.join(ROOT, "README.md")) as f:
+        content = f.read()
+    i, j = content.index(BEGIN), content.index(END)
+    return content, content[:i + len(BEGIN)] + "\n" + table + "\n" + content[j:]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="exit 1 on a missing name or a stale table line")
     parser.add_argument("--all", action="store_true", help="also list omitted, planned and not-yet names")
+    parser.add_argument("--write", action="store_true", help="replace the coverage table in README.md")
     args = parser.parse_args(argv)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         rows = survey()
     _print(rows, args.all)
+    if args.write:
+        _, new = readme_with(markdown(rows))
+        with open(os.path.join(ROOT, "README.md"), "w") as f:
+            f.write(new)
     if args.check and any(r["missing"] or r["stale"] for r in rows):
         return 1
     return 0
