@@ -287,3 +287,48 @@ def test_as_strided_inplace_with_a_view_made_before():
         (x * m.tensor([1.0, 2.0, 3.0], dtype=m.float64)).sum().backward()
         res.append((x.tolist(), v.tolist(), a.grad.tolist()))
     assert res[0] == res[1]
+
+
+# ----- dim_order, const_data_ptr, resize_as, empty(memory_format=) ---------------------------------------------
+
+def _outcome(f):
+    try:
+        return f()
+    except Exception as e:  # noqa: BLE001 - the exception type is the outcome compared
+        return type(e).__name__
+
+
+LAYOUTS = [((2, 3, 5, 7), None), ((2, 3, 5, 7), (0, 2, 1, 3)), ((1, 2, 3, 4), None), ((2, 3, 4), (2, 0, 1)),
+           ((3, 1, 4), (1, 2, 0)), ((4,), None), ((), None), ((2, 2), (1, 0)), ((2, 1, 1, 3), (0, 3, 1, 2)),
+           ((4, 3), "expand")]
+
+
+@pytest.mark.parametrize("shape,perm", LAYOUTS)
+def test_dim_order_matches_torch(shape, perm):
+    def run(m):
+        t = m.empty(shape)
+        t = t.permute(perm) if isinstance(perm, tuple) else t[:, :1].expand(shape) if perm == "expand" else t
+        return [_outcome(lambda: t.dim_order(ambiguity_check=amb))
+                for amb in (False, True, [m.contiguous_format, m.channels_last], [m.contiguous_format], "x", [1])]
+    assert run(ember) == run(torch)
+
+
+@pytest.mark.parametrize("fmt", ["channels_last", "channels_last_3d", "contiguous_format", "preserve_format"])
+@pytest.mark.parametrize("shape", [(2, 3, 4, 5), (2, 3, 4, 5, 6), (2, 3)])
+def test_empty_memory_format_matches_torch(fmt, shape):
+    def run(m):
+        return _outcome(lambda: (m.empty(shape, memory_format=getattr(m, fmt)).stride(),
+                                 m.empty(shape, memory_format=getattr(m, fmt)).dim_order()))
+    assert run(ember) == run(torch)
+    assert _outcome(lambda: ember.zeros(shape, memory_format=ember.channels_last)) == "TypeError"
+
+
+def test_const_data_ptr_and_resize_as():
+    e = ember.arange(12.).reshape(3, 4)[1:]
+    assert e.const_data_ptr() == e.data_ptr()
+    for m in (ember, torch):
+        with pytest.warns(UserWarning, match="non-inplace resize_as is deprecated"):
+            r = m.arange(4.).resize_as(m.zeros(2, 2))
+        assert tuple(r.shape) == (2, 2) and r.tolist() == [[0., 1.], [2., 3.]]
+        with pytest.warns(UserWarning), pytest.raises(RuntimeError, match="autograd's resize can only change"):
+            m.zeros(5).resize_as(m.zeros(2, 2))

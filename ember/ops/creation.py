@@ -301,19 +301,40 @@ def from_numpy(ndarray) -> Tensor:
 
 
 def _creator(name, fill: str):
-    def fn(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None, pin_memory=False):
+    def fn(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None, pin_memory=False, **kw):
         if not size:
             raise TypeError(f'{name}() missing 1 required positional arguments: "size"')
+        fmt = _empty_format(name, kw)
         npd = _check_dtype(dtype, name, D._default_float).np
         rg = _check_bool(requires_grad, name)
         be = _check_device(device, name)
         D.check_layout(layout, name)
         if out is not None:   # ignoring out= would be a silent wrong answer
             raise NotImplementedError(f"ember: {name}(out=...) is not supported yet")
-        return _finish(getattr(be, fill)(_sizes_from_args(size, name), npd), rg, device)
+        data = getattr(be, fill)(_sizes_from_args(size, name), npd)
+        if fmt is not None:
+            rank = len(D._CL_ORDER[fmt._name])
+            if data.ndim != rank:
+                raise RuntimeError(f"required rank {rank} tensor to use {fmt._name} format")
+            relayout = getattr(NAMESPACES[type(data)], "channels_last_copy", None)
+            if relayout is None:
+                raise NotImplementedError(f"ember: memory_format={fmt!r} is built for the NumPy backend only")
+            data = relayout(data)
+        return _finish(data, rg, device)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"A new tensor of the given size, filled by {fill} (default float dtype)."
     return fn
+
+
+def _empty_format(name: str, kw: dict):
+    """``empty``'s ``memory_format`` (the channels-last format asked for, or None); zeros and ones take none."""
+    fmt = kw.pop("memory_format", None) if name == "empty" else None
+    if kw:
+        raise TypeError(f"{name}() got an unexpected keyword argument '{next(iter(kw))}'")
+    _check_memory_format(fmt, name)
+    if fmt is D.preserve_format:
+        raise RuntimeError("unsupported memory format Preserve")
+    return None if fmt is None or fmt is D.contiguous_format else fmt
 
 
 zeros = _creator("zeros", "zeros")

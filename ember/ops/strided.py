@@ -622,13 +622,80 @@ def resize_as_(self: Tensor, the_template: Tensor, *, memory_format=None) -> Ten
 def resize(self: Tensor, *sizes) -> Tensor:
     """Deprecated: a view of ``self`` with ``sizes`` (the same number of elements)."""
     warnings.warn("non-inplace resize is deprecated", UserWarning, stacklevel=2)
-    size = _sizes_from_args(sizes, "resize")
+    return _resize_view(self, _sizes_from_args(sizes, "resize"))
+
+
+def _resize_view(self: Tensor, size: tuple) -> Tensor:
     if math.prod(size) != self._data.size:
         raise RuntimeError(f"requested resize to {'x'.join(map(str, size))} ({math.prod(size)} elements in total), "
                            f"but the given tensor has a size of {'x'.join(map(str, self._data.shape))} "
                            f"({self._data.size} elements). autograd's resize can only change the shape of a given "
                            "tensor, while preserving the number of elements. ")
     return S.reshape(self, size)
+
+
+@method("resize_as")
+def resize_as(self: Tensor, tensor: Tensor) -> Tensor:
+    """Deprecated: ``self.resize(tensor.size())``."""
+    warnings.warn("non-inplace resize_as is deprecated", UserWarning, stacklevel=2)
+    return _resize_view(self, tuple(tensor.shape))
+
+
+@method("const_data_ptr")
+def const_data_ptr(self: Tensor) -> int:
+    """``data_ptr()``: ember has no copy-on-write storage, so reading and writing pointers are the same."""
+    return self.data_ptr()
+
+
+@method("dim_order")
+def dim_order(self: Tensor, *, ambiguity_check=False) -> tuple:
+    """The dims from outermost to innermost in memory: PyTorch's insertion sort over the strides (its
+    compute_elementwise_output_logical_to_physical_perm), so ambiguous layouts get the order PyTorch returns."""
+    if not isinstance(ambiguity_check, bool) and not (
+            isinstance(ambiguity_check, list) and all(isinstance(f, D.memory_format) for f in ambiguity_check)):
+        raise TypeError("The ambiguity_check argument must be a bool or a list of memory formats.")
+    shape, strides = tuple(self.shape), self.stride()
+    formats = ambiguity_check if isinstance(ambiguity_check, list) else []
+    ambiguous = len(set(strides)) < len(strides) or 1 in shape
+    if (ambiguity_check is not False and ambiguous
+            and sum(self.is_contiguous(memory_format=f) for f in formats) != 1):
+        raise RuntimeError("The tensor does not have unique dim order, or cannot map to exact one of the given "
+                           "memory formats.")
+    ndim = len(shape)
+    if ndim < 2:
+        return tuple(range(ndim))
+
+    def ge(a: int, b: int) -> bool:
+        return True if b == 0 else False if a == 0 else a >= b or a % b == 0
+
+    def order(a: int, b: int) -> int:   # PyTorch's should_swap
+        sa, sb = strides[a], strides[b]
+        if sa == 0 or sb == 0:
+            return 0
+        if sa == sb:
+            return 0 if ge(shape[b], shape[a]) else 1
+        return -1 if ge(sb, sa) else 1 if ge(sa, sb) else 0
+
+    contiguous = self.is_contiguous()
+    channels_last = ndim == 4 and self.is_contiguous(memory_format=D.channels_last) or \
+        ndim == 5 and self.is_contiguous(memory_format=D.channels_last_3d)
+    if contiguous and not channels_last:
+        return tuple(range(ndim))
+    if channels_last and not contiguous:
+        return (0, *range(2, ndim), 1)
+    perm = list(reversed(range(ndim)))
+    for i in range(1, ndim):
+        d1 = i
+        for d0 in reversed(range(i)):
+            c = order(perm[d0], perm[d1])
+            if c > 0:
+                perm[d0], perm[d1] = perm[d1], perm[d0]
+                d1 = d0
+            elif c < 0:
+                break
+    if ambiguity_check is not False and any(order(perm[i], perm[i + 1]) != -1 for i in range(ndim - 1)):
+        raise RuntimeError("The tensor does not have unique dim order.")
+    return tuple(reversed(perm))
 
 
 @method("new")
