@@ -197,10 +197,27 @@ def test_torch_tensor_attributes_and_plain_values(torch, tmp_path):
 
 
 def test_torch_dtypes_ember_lacks_are_named(torch, tmp_path):
-    for dt in (torch.complex64, torch.uint16):   # (bfloat16: tests/test_bfloat16.py)
-        torch.save({"x": torch.zeros(2, dtype=dt)}, tmp_path / "d.pt")
+    for dt in (torch.complex32, torch.uint16):   # (bfloat16: tests/test_bfloat16.py)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")   # ComplexHalf support is experimental
+            torch.save({"x": torch.zeros(2, dtype=dt)}, tmp_path / "d.pt")
         with pytest.raises(RuntimeError, match=str(dt).replace("torch.", "")):
             ember.load(tmp_path / "d.pt")
+
+
+@pytest.mark.parametrize("dt", ["complex64", "complex128"])
+def test_complex_both_ways(torch, tmp_path, dt):
+    a = ember.randn(3, 2, dtype=getattr(ember, dt))
+    ember.save({"a": a, "v": a[1:], "p": ember.nn.Parameter(a.clone())}, tmp_path / "e.pt")
+    t = torch.load(tmp_path / "e.pt", weights_only=True)
+    assert t["a"].dtype == getattr(torch, dt) and isinstance(t["p"], torch.nn.Parameter)
+    np.testing.assert_array_equal(t["a"].numpy(), a.numpy())
+    assert t["v"].untyped_storage().data_ptr() == t["a"].untyped_storage().data_ptr()
+    torch.save(t, tmp_path / "t.pt")
+    e = ember.load(tmp_path / "t.pt")
+    assert e["a"].dtype is getattr(ember, dt) and isinstance(e["p"], ember.nn.Parameter)
+    np.testing.assert_array_equal(e["v"].numpy(), a[1:].numpy())
+    assert e["v"].untyped_storage().data_ptr() == e["a"].untyped_storage().data_ptr()
 
 
 def test_mmap_both_ways(torch, tmp_path):

@@ -77,6 +77,8 @@ def test_window_error_types_match_torch(call):
     lambda m: m.signal.windows.hann(4, dtype=m.float16), lambda m: m.signal.windows.gaussian(4, std=0.0),
     lambda m: m.signal.windows.exponential(4, center=1.0), lambda m: m.signal.windows.kaiser(4, beta=-1.0),
     lambda m: m.signal.windows.general_cosine(4, a=[]), lambda m: m.signal.windows.general_cosine(4, a=3),
+    *(lambda m, f=f: getattr(m, f)(4, dtype=m.complex64) for f in ("hann_window", "kaiser_window")),
+    lambda m: m.signal.windows.hann(4, dtype=m.complex128),
 ])
 def test_window_errors_match_torch(call):
     with pytest.raises(Exception) as ref:
@@ -84,6 +86,12 @@ def test_window_errors_match_torch(call):
     with pytest.raises(type(ref.value)) as got:
         call(ember)
     assert str(got.value) == str(ref.value)
+
+
+@pytest.mark.parametrize("n", [0, 1])
+def test_complex_windows_of_length_0_and_1_as_torch(n):
+    got, ref = ember.hann_window(n, dtype=ember.complex64), torch.hann_window(n, dtype=torch.complex64)
+    assert str(got.dtype) == str(ref.dtype) and got.tolist() == ref.tolist()
 
 
 def test_constants():

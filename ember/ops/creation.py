@@ -677,12 +677,14 @@ def _window(name: str, window_length, periodic, dtype, layout, device, requires_
     rg = _check_bool(requires_grad, name)
     _check_device(device, name)
     D.check_layout(layout, name)
-    if not dtype.is_floating_point:
+    if not dtype.is_floating_point and not dtype.is_complex:
         raise RuntimeError(f"{name} expects floating point dtypes, got: {dtype}")
     if n < 0:
         raise RuntimeError(f"{name} requires non-negative window_length, got window_length={n}")
     if n <= 1:
         return (ones if n else empty)(n, dtype=dtype, device=device, requires_grad=rg)
+    if dtype.is_complex:   # PyTorch takes complex dtypes as floating and then fails in its arange
+        raise NotImplementedError(f"\"arange_cpu\" not implemented for '{D.type_word(dtype.np)}'")
     m = n + 1 if periodic else n
     w = body(arange(m, dtype=dtype, device=device), m)
     return _finish((w[:n] if periodic else w)._data, rg, None)

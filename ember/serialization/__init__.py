@@ -115,12 +115,12 @@ FileLike = Union[str, os.PathLike, BinaryIO]
 # ember dtype name -> PyTorch's typed-storage class (the storage type in a persistent id).
 _STORAGE_NAME = {"float32": "FloatStorage", "float64": "DoubleStorage", "float16": "HalfStorage",
                  "int64": "LongStorage", "int32": "IntStorage", "int16": "ShortStorage", "int8": "CharStorage",
-                 "uint8": "ByteStorage", "bool": "BoolStorage", "bfloat16": "BFloat16Storage"}
+                 "uint8": "ByteStorage", "bool": "BoolStorage", "bfloat16": "BFloat16Storage",
+                 "complex64": "ComplexFloatStorage", "complex128": "ComplexDoubleStorage"}
 # Storage classes PyTorch has for dtypes ember lacks: named in the error instead of "unknown global".
-_FOREIGN_STORAGES = {"ComplexFloatStorage": "complex64",
-                     "ComplexDoubleStorage": "complex128", "QInt8Storage": "qint8", "QUInt8Storage": "quint8",
+_FOREIGN_STORAGES = {"QInt8Storage": "qint8", "QUInt8Storage": "quint8",
                      "QInt32Storage": "qint32", "QUInt4x2Storage": "quint4x2", "QUInt2x4Storage": "quint2x4"}
-_FOREIGN_DTYPES = ("complex32", "complex64", "complex128", "cfloat", "cdouble", "chalf", "uint16",
+_FOREIGN_DTYPES = ("complex32", "chalf", "uint16",
                    "uint32", "uint64", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz",
                    "float8_e8m0fnu", "float4_e2m1fn_x2", "qint8", "quint8", "qint32", "quint4x2", "quint2x4",
                    "bits1x8", "bits2x4", "bits4x2", "bits8", "bits16",
@@ -984,7 +984,7 @@ def load(f: FileLike, map_location: Any = None, pickle_module: Any = None, *, we
     maps the storages from the file copy-on-write instead of reading them. Tensors that shared a
     storage when saved share memory again; Parameters keep ``requires_grad``. PyTorch's legacy
     (pre-1.6, non-zip) format and TorchScript archives are refused with a ``RuntimeError``; dtypes
-    ember lacks (bfloat16, complex, ...) raise a ``RuntimeError`` naming them.
+    ember lacks (complex32, float8, qint8, ...) raise a ``RuntimeError`` naming them.
     """
     import io
     import pickle
