@@ -596,9 +596,24 @@ def test_safetensors_with_torch_both_ways(torch, tmp_path):
     base = torch.arange(4.)
     with pytest.raises(RuntimeError, match="share memory"):
         st.save_file({"a": base, "b": base[1:]}, tmp_path / "s.safetensors")
-    st.save_file({"a": torch.zeros(2, dtype=torch.bfloat16)}, tmp_path / "bf.safetensors")
-    with pytest.raises(TypeError, match="BF16"):
-        ember.load_safetensors(tmp_path / "bf.safetensors")
+    st.save_file({"a": torch.zeros(2, dtype=torch.float8_e5m2)}, tmp_path / "f8.safetensors")
+    with pytest.raises(TypeError, match="F8_E5M2"):
+        ember.load_safetensors(tmp_path / "f8.safetensors")
+
+
+@pytest.mark.parametrize("dt", ["bfloat16", "complex64"])
+def test_safetensors_bfloat16_and_complex_with_torch(torch, tmp_path, dt):
+    st = pytest.importorskip("safetensors.torch")
+    if dt == "bfloat16":
+        pytest.importorskip("ml_dtypes")
+    ref = {"a": torch.randn(3, 2, generator=torch.Generator().manual_seed(0)).to(getattr(torch, dt))}
+    st.save_file(ref, tmp_path / "t.safetensors")
+    for src in (tmp_path / "t.safetensors", (tmp_path / "t.safetensors").read_bytes()):
+        got = ember.load_safetensors(src)
+        assert str(got["a"].dtype) == str(ref["a"].dtype)
+        assert got["a"].tolist() == ref["a"].tolist()
+    ember.save_safetensors(got, tmp_path / "e.safetensors")
+    assert torch.equal(st.load_file(tmp_path / "e.safetensors")["a"], ref["a"])
 
 
 # ======================================================================================================

@@ -13,12 +13,14 @@ from typing import Any, BinaryIO, Union
 
 import numpy as np
 
+from .. import _dtype as D
 from .._tensor import Tensor, make
 
 __all__ = ["save_safetensors", "load_safetensors"]
 
-# safetensors' dtype codes that ember has
-_EMBER_CODES = {"F64", "F32", "F16", "I64", "I32", "I16", "I8", "U8", "BOOL"}
+# safetensors' dtype codes that ember has (BF16 with ml_dtypes, which safetensors' NumPy reader uses for it)
+_EMBER_CODES = {"F64", "F32", "F16", "I64", "I32", "I16", "I8", "U8", "BOOL", "C64"} | \
+    ({"BF16"} if isinstance(D.bfloat16.np, np.dtype) else set())
 
 
 def _import():
@@ -96,14 +98,16 @@ def save_safetensors(tensors: dict[str, Tensor], filename: Union[str, os.PathLik
         sn.save_file(arrays, filename, metadata=metadata)
 
 
-def _check_header(raw: bytes) -> None:
+def _check_header(raw: bytes) -> bool:
+    """Check the dtypes a header names; True when one is bfloat16."""
     import json
 
     header = json.loads(raw)
     if not isinstance(header, dict):
         raise ValueError("load_safetensors: the header is not a JSON object")
-    _check_dtypes({k: v.get("dtype") if isinstance(v, dict) else None for k, v in header.items()
-                   if k != "__metadata__"})
+    codes = {k: v.get("dtype") if isinstance(v, dict) else None for k, v in header.items() if k != "__metadata__"}
+    _check_dtypes(codes)
+    return "BF16" in codes.values()
 
 
 def _check_dtypes(codes: dict) -> None:
@@ -126,7 +130,13 @@ def load_safetensors(filename: Union[str, os.PathLike, BinaryIO, bytes], device:
         n = struct.unpack("<Q", data[:8])[0]
         if n > len(data) - 8:
             raise ValueError(f"load_safetensors: the header declares {n} bytes, more than the data holds")
-        _check_header(data[8:8 + n])
+        if _check_header(data[8:8 + n]):   # safetensors.numpy.load(bytes) has no bfloat16: its file reader has
+            import tempfile
+            with tempfile.TemporaryDirectory() as d:
+                path = os.path.join(d, "t.safetensors")
+                with open(path, "wb") as f:
+                    f.write(data)
+                return load_safetensors(path)
         return {k: make(np.array(v)) for k, v in sn.load(data).items()}
     from safetensors import safe_open
 
