@@ -194,12 +194,12 @@ def _mats(*cases, flip=False):
 
 
 def _spd(m, a):
-    # a symmetric positive-definite matrix made of any square a
-    return a @ a.mT + a.shape[-1] * m.eye(a.shape[-1], dtype=a.dtype)
+    # a symmetric (Hermitian) positive-definite matrix made of any square a
+    return a @ a.mH + a.shape[-1] * m.eye(a.shape[-1], dtype=a.dtype)
 
 
 def _sym(m, a):
-    return (a + a.mT) / 2
+    return (a + a.mH) / 2
 
 
 def _sign_fix(m, v):

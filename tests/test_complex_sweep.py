@@ -27,6 +27,7 @@ torch = pytest.importorskip("torch")
 sys.path.insert(0, os.path.dirname(__file__))
 import ember  # noqa: E402
 from op_db import OP_DB, complex_args  # noqa: E402
+from torch.autograd.gradcheck import GradcheckError as TorchGradcheckError  # noqa: E402
 
 TOL = dict(rtol=1e-7, atol=1e-9)
 EXHAUSTIVE = os.environ.get("EMBER_SLOW") == "1"
@@ -40,11 +41,11 @@ def _rng(*keys):
     return np.random.default_rng(zlib.crc32("/".join(map(str, keys)).encode()))
 
 
-def _cases(test):
+def _cases(test, first=2):
     out = []
     for op in OP_DB:
         samples = op.sample_inputs()
-        for s in (samples if EXHAUSTIVE else samples[:2]):
+        for s in (samples if EXHAUSTIVE else samples[:first]):
             pid = f"{op.name}-{s.desc}"
             marks = [pytest.mark.xfail(strict=True, reason="complex_gaps.txt")] \
                 if f"test_complex_{test}[{pid}]" in GAPS else []
@@ -69,7 +70,7 @@ def _npy(t):
     return t.detach().numpy(force=True) if hasattr(t, "numpy") else np.asarray(t)
 
 
-def _close(e, t, what):
+def _close(e, t, what, tol=TOL):
     if not isinstance(t, torch.Tensor):
         assert e == t or (isinstance(t, float) and np.isclose(e, t, equal_nan=True)), f"{what}: {e} != {t}"
         return
@@ -78,14 +79,16 @@ def _close(e, t, what):
     assert str(e.dtype) == str(t.dtype), f"{what}: dtype {e.dtype} != torch {t.dtype}"
     a, b = _npy(e), _npy(t)
     if a.dtype.kind in "fc":
-        np.testing.assert_allclose(a, b, equal_nan=True, err_msg=what, **TOL)
+        np.testing.assert_allclose(a, b, equal_nan=True, err_msg=what, **tol)
     else:
         np.testing.assert_array_equal(a, b, err_msg=what)
 
 
-def _forward(op, sample):
-    """(torch outputs or exception, ember outputs or exception) on the complex inputs."""
+def _forward(op, sample, single=False):
+    """(torch outputs or exception, ember outputs or exception) on the complex inputs (complex64 if ``single``)."""
     arrays = complex_args(op, sample)
+    if single:
+        arrays = [a.astype(np.complex64) if a.dtype.kind == "c" else a for a in arrays]
     res = []
     for m in (torch, ember):
         try:
@@ -97,7 +100,16 @@ def _forward(op, sample):
 
 @pytest.mark.parametrize("op,sample", _cases("forward"))
 def test_complex_forward(op, sample):
-    _, (t, e) = _forward(op, sample)
+    _check_forward(*_forward(op, sample)[1])
+
+
+@pytest.mark.parametrize("op,sample", _cases("forward64"))
+def test_complex_forward64(op, sample):
+    """complex64 inputs: PyTorch's dtypes and exceptions, values to single precision."""
+    _check_forward(*_forward(op, sample, single=True)[1], tol=dict(rtol=2e-5, atol=2e-5))
+
+
+def _check_forward(t, e, tol=TOL):
     if isinstance(t, Exception):
         assert isinstance(e, Exception), f"torch raised {type(t).__name__}: {t}; ember returned a result"
         assert type(e) is type(t) or type(e).__name__ == type(t).__name__.lstrip("_"), \
@@ -106,7 +118,7 @@ def test_complex_forward(op, sample):
     assert not isinstance(e, Exception), f"ember raised {type(e).__name__}: {e}; torch did not"
     assert len(e) == len(t)
     for i, (eo, to) in enumerate(zip(e, t)):
-        _close(eo, to, f"output {i}")
+        _close(eo, to, f"output {i}", tol)
 
 
 def _diff_outs(outs):
@@ -234,3 +246,59 @@ def test_complex_fwd_ad(op, sample):
         else:
             assert a is not None, f"tangent of output {i}: ember has none"
             _close(a, b, f"tangent of output {i}")
+
+
+def _gradcheck_setup(m, op, sample):
+    """(function of the complex inputs returning the differentiable outputs, inputs) for ``m``'s gradcheck."""
+    arrays, _ = _grad_setup(op, sample)
+    xs = [_mk(m, a, requires_grad=True) for a in arrays]
+    pos = [i for i, x in enumerate(xs) if x.requires_grad]
+
+    def call(*ins):
+        full = list(xs)
+        for i, t in zip(pos, ins):
+            full[i] = t
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = op.op(m, *full, **sample.kwargs)
+        return list(res) if isinstance(res, tuple) else [res]
+
+    # the outputs that carry gradients (chosen once: under forward mode no output requires grad)
+    outs = call(*(xs[i] for i in pos))
+    keep = [j for j, o in enumerate(outs) if _diff_outs([o])]
+    if any(outs[j].dtype not in (m.float64, m.complex128) for j in keep):
+        pytest.skip("a single-precision output: central differences in it are not precise enough")
+    if not all(np.all(np.isfinite(_npy(outs[j]))) for j in keep):
+        pytest.skip("a non-finite output")
+    return (lambda *ins: tuple(call(*ins)[j] for j in keep)), tuple(xs[i] for i in pos)
+
+
+def _gradchecks(m, op, sample):
+    f, inputs = _gradcheck_setup(m, op, sample)
+    if not inputs:
+        pytest.skip("no complex input")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m.autograd.gradcheck(f, inputs, check_forward_ad=op.supports_fwd)
+        if op.supports_gradgrad:
+            m.autograd.gradgradcheck(f, inputs)
+
+
+@pytest.mark.parametrize("op,sample", _cases("gradcheck", first=1))
+def test_complex_gradcheck(op, sample):
+    """ember's own gradcheck on complex inputs (both Jacobians against Wirtinger central differences, and forward
+    mode where the entry has it), and gradgradcheck where it has second order. Where it fails, PyTorch's gradcheck
+    runs on the same function: a case that fails PyTorch's own gradcheck too (central differences across a branch
+    cut, or on a matrix that is not Hermitian where the op reads one triangle) is skipped, naming that."""
+    try:
+        _gradchecks(ember, op, sample)
+    except Exception as err:  # noqa: BLE001 - compared with what PyTorch's gradcheck does on the same function
+        try:
+            _gradchecks(torch, op, sample)
+        except TorchGradcheckError:
+            if isinstance(err, ember.autograd.GradcheckError):
+                pytest.skip("PyTorch's own gradcheck fails here too")
+        except Exception as t_err:  # noqa: BLE001
+            if type(t_err).__name__ == type(err).__name__:   # e.g. no derivative, as PyTorch
+                pytest.skip(f"PyTorch's gradcheck raises {type(t_err).__name__} too: {t_err}")
+        raise err
