@@ -157,8 +157,6 @@ PLANNED: dict[str, str] = {
 
 # A program may touch these; nobody builds them yet.
 NOT_YET: dict[str, str] = {
-    "binomial": "a random sampler whose PyTorch CPU algorithm (BTRS rejection, inversion for small means) draws a "
-                "varying number of values per sample: not reproduced yet (poisson's is)",
     **_same("ATen's form returns the saved statistics (mean, rstd) besides the output, which ember's fused norms do "
             "not expose yet; nn.functional's layer_norm, batch_norm and group_norm are built",
             "native_layer_norm native_batch_norm native_group_norm"),
