@@ -26,6 +26,7 @@ from .._settings import (are_deterministic_algorithms_enabled, get_float32_matmu
 from .._formatting import set_printoptions
 from .utility import *  # noqa: F401,F403  (typename, is_nonzero, range, set_default_device, compile, ...)
 from .linalg.lowrank import pca_lowrank, svd_lowrank
+from .linalg.lobpcg import lobpcg
 from .creation import (BFloat16Tensor, BoolTensor, ByteTensor, CharTensor, ShortTensor, DoubleTensor, FloatTensor, HalfTensor, IntTensor, LongTensor, arange, as_tensor,
                        asarray, empty, empty_like, eye, from_numpy, frombuffer, full, full_like, linspace, logspace,
                        ones, ones_like, tensor, tril_indices, triu_indices, zeros, zeros_like)
