@@ -76,6 +76,30 @@ def test_poisson(dtype, seed):
     same(_sampled(lambda T: lambda x: T.poisson(x).float(), rates, dtype=dtype, seed=seed))   # bfloat16: via float32
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_standard_gamma_gradient(dtype):
+    """StandardGammaBackward0: grad * _standard_gamma_grad(alpha, sample), bit for bit (all three regimes)."""
+    alphas = np.concatenate([_rng.random(50) * 0.5, _rng.random(50) * 8, _rng.random(50) * 100 + 8, [1e-3, 1, 8]])
+
+    def case(T):
+        T.manual_seed(5)
+        a = T.tensor(alphas, dtype=getattr(T, dtype), requires_grad=True)
+        y = T._standard_gamma(a)
+        w = T.linspace(-1, 2, len(alphas), dtype=getattr(T, dtype))
+        (g,) = T.autograd.grad((y * w).sum(), a)
+        return [y, g, type(y.grad_fn).__name__]
+    same(case)
+
+
+def test_standard_gamma_grad_has_no_derivative():
+    for T in (torch, ember):
+        a = T.tensor([0.5, 2.0], requires_grad=True)
+        r = T._standard_gamma_grad(a, T.tensor([0.3, 2.5]))
+        assert type(r.grad_fn).__name__ == "StandardGammaGradBackward0"
+        with pytest.raises(NotImplementedError, match="the derivative for '_standard_gamma_grad' is not implemented"):
+            r.sum().backward()
+
+
 def test_gradients():
     """binomial and _sample_dirichlet have no derivative (backward raises); _standard_gamma and poisson have."""
     def case(T):
@@ -109,6 +133,8 @@ ERRORS = [
     (lambda T: T._sample_dirichlet(T.tensor([1.0]).bfloat16()), NotImplementedError),
     (lambda T: T.poisson(T.tensor([1.0], dtype=T.int32)), NotImplementedError),
     (lambda T: T.poisson(T.tensor([-1.0])), RuntimeError),
+    (lambda T: T._standard_gamma_grad(T.tensor([1.0]), T.tensor([1.0], dtype=T.float64)), RuntimeError),
+    (lambda T: T._standard_gamma_grad(T.tensor([1]), T.tensor([1])), NotImplementedError),
 ]
 
 

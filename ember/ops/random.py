@@ -849,16 +849,13 @@ def poisson(input: Tensor, generator: Generator | None = None) -> Tensor:
 
 def _refuse_grad(name: str):
     def rule(xp, g, *_a, **_k):
-        if name == "_standard_gamma":
-            raise NotImplementedError("ember: the derivative of _standard_gamma (PyTorch's _standard_gamma_grad) "
-                                      "is not built yet")
         raise RuntimeError(f"derivative for aten::{name} is not implemented")
     return rule
 
 
 def _no_grad_prim(name: str, n_in: int):
     """A primitive whose output is ``value`` and whose backward raises, as PyTorch's nodes for samplers that
-    declare no derivative (grad_fn NotImplemented: binomial, _sample_dirichlet; and _standard_gamma for now)."""
+    declare no derivative (grad_fn NotImplemented: binomial, _sample_dirichlet)."""
     key = ("refuse", name, n_in)
     prim = _PRIMS.get(key)
     if prim is None:
@@ -920,8 +917,23 @@ def _standard_gamma(input: Tensor, generator: Generator | None = None) -> Tensor
     gen = _check_generator("_standard_gamma", generator, 2)
     _float32_or_64(input, "gamma_cpu")
     value = backend_of(input._data).asarray(_RNG.standard_gamma(gen._st(), _host(input.detach())))
-    # PyTorch's StandardGammaBackward0 is grad * _standard_gamma_grad(input, result), not built yet: backward raises
-    return _unsampled("_standard_gamma", (input,), value)
+    if (P._state.enabled and input._requires_grad) or input._fw_grad is not None:
+        return P.apply(_standard_gamma_p, (input,), {"value": value})
+    return make(value)
+
+
+def _standard_gamma_fw(xp, t, *_a, **_k):
+    raise NotImplementedError(
+        "Trying to use forward AD with _standard_gamma that does not support it because it has not been implemented "
+        "yet.\nPlease file an issue to PyTorch at https://github.com/pytorch/pytorch/issues/new?template=feature-"
+        "request.yml so that we can prioritize its implementation or submit a PR adding the implementation to "
+        "derivatives.yaml")
+
+
+# StandardGammaBackward0: grad * _standard_gamma_grad(self, result) (the reparameterisation gradient)
+_standard_gamma_p = P.defprim("_standard_gamma", lambda xp, a, value: value, node="StandardGammaBackward0",
+                              vjp=lambda xp, g, out, a, value: g * xp.standard_gamma_grad(a, out),
+                              jvp=_standard_gamma_fw, saves=(0,), saves_out=True)
 
 
 def _sample_dirichlet(input: Tensor, generator: Generator | None = None) -> Tensor:

@@ -18,6 +18,7 @@ __all__ = ["tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "asinh", "aco
            "polygamma", "sinc", "logit", "xlogy", "hypot", "logaddexp", "logaddexp2", "copysign", "fmod",
            "div_rounded", "floor", "ceil", "trunc", "frac", "round_decimals", "nan_to_num", "isfinite", "isinf",
            "fmax", "fmin", "lerp", "tanh_backward", "sigmoid_backward", "zero_where", "sgn", "deg2rad", "rad2deg", "heaviside", "bitwise_left_shift", "bitwise_right_shift",
+           "standard_gamma_grad",
            # not differentiable: the comparisons, logic and predicates the public functions reach through xp
            "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor", "logical_not",
            "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "isposinf", "isneginf", "isreal", "signbit",
@@ -707,6 +708,98 @@ def _digamma64(x):
     res = np.where(neg & integer, np.nan, res)
     res = np.where(x == 0, np.copysign(np.inf, -x), res)
     return np.where(np.isnan(x), x, res)
+
+
+# ----- _standard_gamma_grad: PyTorch's standard_gamma_grad_one (aten/src/ATen/native/Distributions.h) ----------------
+# -(d/dalpha cdf(x; alpha)) / pdf(x; alpha) for x ~ Gamma(alpha): a Taylor series for small x, Rice's saddle point
+# expansion for large alpha, else a bivariate rational approximation; computed in double. Written once on a few
+# array functions (``ops``: where, isnan, log, exp, pow, sqrt, digamma) for the cpu kernel and its array-API twin.
+
+_GAMMA_GRAD_UV = ((0.16009398, -0.094634809, 0.025146376, -0.0030648343, 1, 0.32668115, 0.10406089, 0.0014179084),
+                  (0.53487893, 0.1298071, 0.065735949, -0.0015649758, 0.16639465, 0.020070113, -0.0035938915,
+                   -0.00058392623),
+                  (0.040121004, -0.0065914022, -0.0026286047, -0.0013441777, 0.017050642, -0.0021309326,
+                   0.00085092367, -1.5247877e-07))
+_F08, _F09, _F11 = (float(np.float32(v)) for v in (0.8, 0.9, 1.1))   # the C++ float literals, widened
+
+
+def standard_gamma_grad_formula(ops, alpha, x):
+    """The float64 gradient of Gamma(alpha) samples x with respect to alpha (PyTorch's three regimes)."""
+    where, log, exp, pow, sqrt = ops.where, ops.log, ops.exp, ops.pow, ops.sqrt
+    numer, denom = alpha * 0 + 1, alpha
+    s1, s2 = numer / denom, numer / (denom * denom)
+    for i in range(1, 6):
+        numer = numer * (-x / float(i))
+        denom = denom + 1
+        s1 = s1 + numer / denom
+        s2 = s2 + numer / (denom * denom)
+    pxa = pow(x, alpha)
+    pdf = pow(x, alpha - 1) * exp(-x)
+    cdf_alpha = (log(x) - ops.digamma(alpha)) * (pxa * s1) - pxa * s2
+    small = -cdf_alpha / pdf
+    small = where(ops.isnan(small), 0.0, small)
+
+    n1 = 1 + 24 * alpha * (1 + 12 * alpha)
+    n2 = 1440 * (alpha * alpha) + 6 * x * (53 - 120 * x) - 65 * x * x / alpha + alpha * (107 + 3600 * x)
+    mid = n1 * n2 / (1244160 * (alpha * alpha) * (alpha * alpha))
+    den = sqrt(8 * alpha)
+    term2 = den / (alpha - x)
+    term3 = pow(x - alpha - alpha * log(x / alpha), -1.5)
+    term23 = where(x < alpha, term2 - term3, term2 + term3)
+    term1 = log(x / alpha) * term23 - sqrt(2 / alpha) * (alpha + x) / ((alpha - x) * (alpha - x))
+    stirling = 1 + 1 / (12 * alpha) * (1 + 1 / (24 * alpha))
+    far = -stirling * (x * term1) / den
+
+    u, v = log(x / alpha), log(alpha)
+    c = [a + u * (b + u * cc) for a, b, cc in zip(*_GAMMA_GRAD_UV)]
+    p = c[0] + v * (c[1] + v * (c[2] + v * c[3]))
+    q = c[4] + v * (c[5] + v * (c[6] + v * c[7]))
+    rational = exp(p / q)
+    saddle = where((_F09 * alpha <= x) & (x <= _F11 * alpha), mid, far)
+    return where(x < _F08, small, where(alpha > 8.0, saddle, rational))
+
+
+def _c_pow(x, y):
+    """The C library's pow of each element (NumPy's float64 power may be a SIMD kernel off in the last bit)."""
+    x, y = np.broadcast_arrays(np.asarray(x, _F64), np.asarray(y, _F64))
+    out = np.empty(x.shape)
+    flat = out.reshape(-1)
+    for i, (a, b) in enumerate(zip(x.reshape(-1).tolist(), y.reshape(-1).tolist())):
+        try:
+            flat[i] = math.pow(a, b)
+        except (OverflowError, ValueError):   # C gives inf / nan there
+            flat[i] = np.power(a, b)
+    return out
+
+
+class _GammaGradOps:
+    where, isnan, sqrt, pow = staticmethod(np.where), staticmethod(np.isnan), staticmethod(np.sqrt), \
+        staticmethod(_c_pow)
+
+    @staticmethod
+    def log(x):
+        return _libm().log(x)
+
+    @staticmethod
+    def exp(x):
+        return _libm().exp(x)
+
+    @staticmethod
+    def digamma(x):
+        return _digamma64(x)
+
+
+def _libm():
+    from . import libm   # the C library's log and exp, as PyTorch's scalar kernel calls them
+    return libm
+
+
+def standard_gamma_grad(alpha, x):
+    """PyTorch's _standard_gamma_grad(alpha, x) (float32/float64), computed in float64 and rounded once."""
+    a, v = np.broadcast_arrays(np.asarray(alpha, _F64), np.asarray(x, _F64))
+    with np.errstate(all="ignore"):   # flat: the libm kernels work on 1-d arrays
+        out = standard_gamma_grad_formula(_GammaGradOps, a.reshape(-1), v.reshape(-1))
+    return out.reshape(a.shape).astype(np.asarray(alpha).dtype)
 
 
 def _trigamma(x):
