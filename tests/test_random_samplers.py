@@ -100,6 +100,24 @@ def test_standard_gamma_grad_has_no_derivative():
             r.sum().backward()
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_dirichlet_grad(dtype):
+    """torch._dirichlet_grad bit for bit over many Beta samples (all four regimes), and no derivative of its own."""
+    rng = np.random.default_rng(19)
+    n = 400
+    alpha = np.concatenate([rng.random(n) * 3, rng.random(n) * 30 + 6, rng.random(n) * 0.5])
+    total = alpha + np.concatenate([rng.random(n) * 3, rng.random(n) * 30 + 6, rng.random(n) * 10])
+    x = np.clip(rng.beta(alpha, total - alpha), 1e-30, 1 - 1e-7)
+
+    def case(T):
+        a = T.tensor(alpha, dtype=getattr(T, dtype), requires_grad=True)
+        r = T._dirichlet_grad(T.tensor(x, dtype=getattr(T, dtype)), a, T.tensor(total, dtype=getattr(T, dtype)))
+        with pytest.raises(RuntimeError, match="derivative for aten::_dirichlet_grad is not implemented"):
+            r.sum().backward()
+        return r
+    same(case)
+
+
 def test_gradients():
     """binomial and _sample_dirichlet have no derivative (backward raises); _standard_gamma and poisson have."""
     def case(T):
@@ -135,6 +153,8 @@ ERRORS = [
     (lambda T: T.poisson(T.tensor([-1.0])), RuntimeError),
     (lambda T: T._standard_gamma_grad(T.tensor([1.0]), T.tensor([1.0], dtype=T.float64)), RuntimeError),
     (lambda T: T._standard_gamma_grad(T.tensor([1]), T.tensor([1])), NotImplementedError),
+    (lambda T: T._dirichlet_grad(T.tensor([0.5]), T.tensor([1.0]), T.tensor([2.0], dtype=T.float64)), RuntimeError),
+    (lambda T: T._dirichlet_grad(T.tensor([1]), T.tensor([1]), T.tensor([2])), NotImplementedError),
 ]
 
 

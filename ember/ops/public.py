@@ -32,8 +32,8 @@ from .creation import (BFloat16Tensor, BoolTensor, ByteTensor, CharTensor, Short
                        ones, ones_like, tensor, tril_indices, triu_indices, zeros, zeros_like)
 from .creation import bartlett_window, blackman_window, hamming_window, hann_window, kaiser_window
 from .random import (Generator, _sample_dirichlet, _standard_gamma, bernoulli, binomial, default_generator,
-                     get_rng_state, initial_seed, manual_seed, multinomial, normal, poisson, rand, rand_like, randint, randint_like, randn, randn_like, random, randperm,
-                     seed, set_rng_state)
+                     get_rng_state, initial_seed, manual_seed, multinomial, normal, poisson, rand, rand_like, randint,
+                     randint_like, randn, randn_like, random, randperm, seed, set_rng_state)
 from . import EXPORTS as _EXPORTS
 from .. import linalg, special  # noqa: F401  (the torch.linalg and torch.special namespaces)
 

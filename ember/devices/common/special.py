@@ -222,7 +222,18 @@ def kernels(k) -> dict:
         out = _c.standard_gamma_grad_formula(_gamma_grad_ops, xp.astype(alpha, xp.float64), xp.astype(x, xp.float64))
         return xp.astype(out, alpha.dtype)
 
-    return {"standard_gamma_grad": standard_gamma_grad,
+    class _dirichlet_ops:   # dirichlet_grad_formula's functions, all in double (the cpu rounds float32 steps)
+        where, isnan, log, pow, sqrt, floor = (staticmethod(f) for f in (xp.where, xp.isnan, xp.log, xp.pow,
+                                                                          xp.sqrt, xp.floor))
+        logS, powS, tanS = staticmethod(xp.log), staticmethod(xp.pow), staticmethod(xp.tan)
+        S = staticmethod(lambda v: v)
+
+    def dirichlet_grad(x, alpha, total):
+        """PyTorch's _dirichlet_grad (the cpu kernel's formula in double), rounded once."""
+        x64, a64, t64 = (xp.astype(v, xp.float64) for v in xp.broadcast_arrays(x, alpha, total))
+        return xp.astype(_c.dirichlet_grad_formula(_dirichlet_ops, x64, a64, t64), x.dtype)
+
+    return {"standard_gamma_grad": standard_gamma_grad, "dirichlet_grad": dirichlet_grad,
             "erf": erf, "erfc": erfc, "erfinv": erfinv, "lgamma": lgamma, "digamma": digamma,
             "polygamma": polygamma, "erfcx": erfcx, "ndtri": ndtri, "xlog1py": xlog1py,
             "orthogonal_polynomial": orthogonal_polynomial, "zeta": zeta, "igamma": _igamma(False),

@@ -611,22 +611,9 @@ def _same(x: float) -> float:
     return x
 
 
-_LOG1PF = None
-
-
 def _log1pf(x: float) -> float:
-    """The C library's ``log1pf`` (what ``std::log1p(float)`` calls), or log1p rounded to float32 without one."""
-    global _LOG1PF
-    if _LOG1PF is None:
-        try:
-            import ctypes
-            import ctypes.util
-            fn = ctypes.CDLL(ctypes.util.find_library("m")).log1pf
-            fn.restype, fn.argtypes = ctypes.c_float, [ctypes.c_float]
-            _LOG1PF = fn
-        except (OSError, AttributeError, TypeError):
-            _LOG1PF = lambda v: _f32(math.log1p(v))   # noqa: E731
-    return float(_LOG1PF(x))
+    """The C library's ``log1pf`` (what ``std::log1p(float)`` calls)."""
+    return float(libm.c_float("log1pf")(x))
 
 
 def _cfloor(x: float) -> float:
