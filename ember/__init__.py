@@ -14,6 +14,8 @@ from . import autograd
 from . import ops
 from .ops.public import *  # noqa: F401,F403  (dtypes, Tensor, grad modes, creation, random, every op)
 from .ops.foreach import *  # noqa: F401,F403  (torch._foreach_*: loops over the per-tensor ops)
+from .ops.random import _sample_dirichlet, _standard_gamma  # noqa: F401  (torch's samplers for distributions)
+from .ops.elementwise import _dirichlet_grad, _standard_gamma_grad  # noqa: F401
 autograd.gradcheck   # noqa: B018  (loads torch.autograd.gradcheck, the function: see ember/autograd/__init__.py)
 from .autograd import forward_ad
 from . import backends, cuda, fft, linalg, nn, special

@@ -71,6 +71,25 @@ def _grid3(rng):
             for sa, sb in [((3, 4), (3, 4)), ((3, 4), (4,)), ((), ()), ((0,), (1,))]]
 
 
+def _gamma_grad_samples(rng):
+    # concentrations and Gamma samples through the three regimes: x < 0.8 (series), alpha > 8 (saddle point,
+    # inside and outside 10% of alpha), else the rational approximation
+    a = np.array([[0.3, 2.0, 5.0, 9.0], [12.0, 20.0, 0.9, 7.5], [30.0, 50.0, 1.5, 100.0]])
+    x = np.array([[0.1, 0.5, 3.0, 9.2], [8.0, 25.0, 1.7, 6.0], [31.0, 45.0, 0.79, 104.0]])
+    return [Sample((a, x)), Sample((a, rng.uniform(0.05, 2, (4,)))), Sample((np.array(4.0), np.array(3.5))),
+            Sample((np.ones((0,)), np.ones((0,))))]
+
+
+def _dirichlet_grad_samples(rng):
+    # Beta(alpha, total - alpha) samples x through the four regimes: near 0, near 1, alpha and beta > 6, the rest
+    x = np.array([[0.01, 0.3, 0.5, 0.99], [0.45, 0.6, 0.98, 0.2], [0.5, 0.7, 0.05, 0.35]])
+    alpha = np.array([[0.5, 2.0, 8.0, 3.0], [10.0, 12.0, 1.5, 0.8], [20.0, 9.0, 0.3, 4.0]])
+    total = alpha + np.array([[1.0, 3.0, 9.0, 0.2], [12.0, 7.5, 0.1, 4.0], [20.0, 4.0, 2.0, 7.0]])
+    return [Sample((x, alpha, total)), Sample((x[0], alpha, total)),
+            Sample((np.array(0.4), np.array(2.0), np.array(5.0))),
+            Sample((np.ones((0,)) / 2, np.ones((0,)), np.ones((0,)) * 2))]
+
+
 def _cond_samples(rng):
     return [Sample((np.asarray(rng.uniform(-2, 2, s)),)) for s in [(3, 4), (), (0, 2)]]
 
@@ -220,6 +239,9 @@ OPS += [
            supports_gradgrad=False, supports_fwd=False),
     OpInfo("heaviside_", lambda m, a, b: (a * 1).heaviside_(b), _grid3, supports_grad=False, supports_gradgrad=False,
            supports_fwd=False),
+    _nograd("_standard_gamma_grad", lambda m, a, x: m._standard_gamma_grad(a, x), _gamma_grad_samples,
+            dtypes=FLOAT),
+    _nograd("_dirichlet_grad", lambda m, x, a, t: m._dirichlet_grad(x, a, t), _dirichlet_grad_samples, dtypes=FLOAT),
     OpInfo("hypot_", lambda m, a, b: (a * 1).hypot_(b), [((3, 4), (4,))], "nonzero"),
     # lerp: scalar and tensor weight
     OpInfo("lerp", lambda m, a, b, w: m.lerp(a, b, w),

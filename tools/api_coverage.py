@@ -138,8 +138,6 @@ PLANNED: dict[str, str] = {
 
 # A program may touch these; nobody builds them yet.
 NOT_YET: dict[str, str] = {
-    "binomial": "a random sampler whose PyTorch CPU algorithm (BTRS rejection, inversion for small means) draws a "
-                "varying number of values per sample: not reproduced yet (poisson's is)",
     **_same("ATen's form returns the saved statistics (mean, rstd) besides the output, which ember's fused norms do "
             "not expose yet; nn.functional's layer_norm, batch_norm and group_norm are built",
             "native_layer_norm native_batch_norm native_group_norm"),
@@ -152,7 +150,6 @@ NOT_YET: dict[str, str] = {
     "hash_tensor": "returns uint64, a dtype ember has not built",
     **_same("unsigned shell dtypes with few kernels in PyTorch; ember's dtype table stops at uint8",
             "uint16 uint32 uint64"),
-    "lobpcg": "the iterative LOBPCG eigensolver (torch._lobpcg): not built yet",
     "segment_reduce": "a prototype op (segmented reductions over lengths or offsets): not built yet",
     "vmap": "torch.func.vmap (the batching transform) is not built; autograd.grad(is_grads_batched=True) is",
     "from_file": "maps a file's bytes as a tensor's storage (shared=True writes back): needs the storage work",

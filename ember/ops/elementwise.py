@@ -2314,3 +2314,49 @@ def isin(elements, test_elements, *, assume_unique: bool = False, invert: bool =
         # every element against every test element (as PyTorch's default path for small tests, no sort needed)
         hit = eq(elements.detach().unsqueeze(-1), test_elements.detach().reshape(-1)).any(-1)
     return logical_not(hit) if invert else hit
+
+
+# ----- torch._standard_gamma_grad: the reparameterised gradient of Gamma samples (no derivative of its own) --------
+
+def _gamma_grad_not_differentiable(xp, g, out, *args, **params):
+    raise NotImplementedError("the derivative for '_standard_gamma_grad' is not implemented.")
+
+
+standard_gamma_grad_p = defprim("_standard_gamma_grad", lambda xp, a, x: xp.standard_gamma_grad(a, x),
+                                node="StandardGammaGradBackward0", vjp=(_gamma_grad_not_differentiable,) * 2,
+                                jvp="elementwise")
+
+
+@register(name="_standard_gamma_grad", graph="standard_gamma_grad")
+def _standard_gamma_grad(self: Tensor, output: Tensor) -> Tensor:
+    """-(d/dalpha cdf(output; self)) / pdf(output; self): how a Gamma(self) sample moves with its concentration
+    (PyTorch's kernel: a series, Rice's saddle point or a rational approximation, in double)."""
+    check_tensor(self, "_standard_gamma_grad", "self", 1)
+    check_tensor(output, "_standard_gamma_grad", "output", 2)
+    if output.dtype != self.dtype:
+        raise RuntimeError(f"Found dtype {D.type_word(output.dtype.np)} but expected {D.type_word(self.dtype.np)}")
+    if self.dtype not in (D.float32, D.float64):
+        raise NotImplementedError(f"\"_standard_gamma_grad_cpu\" not implemented for '{D.type_word(self.dtype.np)}'")
+    return apply(standard_gamma_grad_p, (self, output))
+
+
+def _dirichlet_grad_not_differentiable(xp, g, out, *args, **params):
+    raise RuntimeError("derivative for aten::_dirichlet_grad is not implemented")
+
+
+dirichlet_grad_p = defprim("_dirichlet_grad", lambda xp, x, alpha, total: xp.dirichlet_grad(x, alpha, total),
+                           node="NotImplemented", vjp=(_dirichlet_grad_not_differentiable,) * 3, jvp="elementwise")
+
+
+@register(name="_dirichlet_grad", graph="dirichlet_grad")
+def _dirichlet_grad(x: Tensor, alpha: Tensor, total: Tensor) -> Tensor:
+    """How a Beta(alpha, total - alpha) sample ``x`` moves with alpha, over (1 - x) (PyTorch's kernel, for
+    Dirichlet's and Beta's reparameterised samples)."""
+    for pos, (t, name) in enumerate(((x, "x"), (alpha, "alpha"), (total, "total")), 1):
+        check_tensor(t, "_dirichlet_grad", name, pos)
+    for t in (alpha, total):
+        if t.dtype != x.dtype:
+            raise RuntimeError(f"Found dtype {D.type_word(t.dtype.np)} but expected {D.type_word(x.dtype.np)}")
+    if x.dtype not in (D.float32, D.float64):
+        raise NotImplementedError(f"\"_dirichlet_grad_cpu\" not implemented for '{D.type_word(x.dtype.np)}'")
+    return apply(dirichlet_grad_p, (x, alpha, total))

@@ -26,13 +26,14 @@ from .._settings import (are_deterministic_algorithms_enabled, get_float32_matmu
 from .._formatting import set_printoptions
 from .utility import *  # noqa: F401,F403  (typename, is_nonzero, range, set_default_device, compile, ...)
 from .linalg.lowrank import pca_lowrank, svd_lowrank
+from .linalg.lobpcg import lobpcg
 from .creation import (BFloat16Tensor, BoolTensor, ByteTensor, CharTensor, ShortTensor, DoubleTensor, FloatTensor, HalfTensor, IntTensor, LongTensor, arange, as_tensor,
                        asarray, empty, empty_like, eye, from_numpy, frombuffer, full, full_like, linspace, logspace,
                        ones, ones_like, tensor, tril_indices, triu_indices, zeros, zeros_like)
 from .creation import bartlett_window, blackman_window, hamming_window, hann_window, kaiser_window
-from .random import (Generator, bernoulli, default_generator, get_rng_state, initial_seed, manual_seed, multinomial,
-                     normal, poisson, rand, rand_like, randint, randint_like, randn, randn_like, random, randperm,
-                     seed, set_rng_state)
+from .random import (Generator, _sample_dirichlet, _standard_gamma, bernoulli, binomial, default_generator,
+                     get_rng_state, initial_seed, manual_seed, multinomial, normal, poisson, rand, rand_like, randint,
+                     randint_like, randn, randn_like, random, randperm, seed, set_rng_state)
 from . import EXPORTS as _EXPORTS
 from .. import linalg, special  # noqa: F401  (the torch.linalg and torch.special namespaces)
 

@@ -839,12 +839,108 @@ def poisson(input: Tensor, generator: Generator | None = None) -> Tensor:
     """Poisson samples with the rates ``input`` (non-negative), in input's dtype: PyTorch's algorithms and its
     random stream, so the same seed gives the same counts; the gradient is zero (PoissonBackward0)."""
     check_tensor(input, "poisson")
-    if input._data.dtype.kind != "f":
-        raise NotImplementedError(f"\"poisson_cpu\" not implemented for '{D.type_word(input._data.dtype)}'")
-    if generator is not None and not isinstance(generator, Generator):
-        raise TypeError(f"poisson(): argument 'generator' (position 2) must be torch.Generator, not "
-                        f"{type(generator).__name__}")
-    gen = _gen(generator)
+    if not input.dtype.is_floating_point:   # float16 and bfloat16 too (sampled in double, as the others)
+        raise NotImplementedError(f"\"poisson_cpu\" not implemented for '{D.type_word(input.dtype.np)}'")
+    gen = _check_generator("poisson", generator, 2)
     value = backend_of(input._data).asarray(_RNG.poisson(gen._st(), _host(input.detach())))
     return _sampled((input,), value, "PoissonBackward0")
 
+
+
+def _refuse_grad(name: str):
+    def rule(xp, g, *_a, **_k):
+        raise RuntimeError(f"derivative for aten::{name} is not implemented")
+    return rule
+
+
+def _no_grad_prim(name: str, n_in: int):
+    """A primitive whose output is ``value`` and whose backward raises, as PyTorch's nodes for samplers that
+    declare no derivative (grad_fn NotImplemented: binomial, _sample_dirichlet)."""
+    key = ("refuse", name, n_in)
+    prim = _PRIMS.get(key)
+    if prim is None:
+        rule = _refuse_grad(name)
+        prim = _PRIMS[key] = P.defprim(name, lambda xp, *ins, value: value, node="NotImplemented",
+                                       vjp=(rule,) * n_in if n_in > 1 else rule,
+                                       jvp=(rule,) * n_in if n_in > 1 else rule)
+    return prim
+
+
+def _unsampled(name: str, inputs: tuple, value) -> Tensor:
+    if P._state.enabled and any(t._requires_grad for t in inputs):
+        return P.apply(_no_grad_prim(name, len(inputs)), inputs, {"value": value})
+    return make(value)
+
+
+def _check_generator(op: str, generator, pos: int) -> Generator:
+    if generator is not None and not isinstance(generator, Generator):
+        raise TypeError(f"{op}(): argument 'generator' (position {pos}) must be torch.Generator, not "
+                        f"{type(generator).__name__}")
+    return _gen(generator)
+
+
+def _float32_or_64(t: Tensor, kernel: str) -> None:
+    """AT_DISPATCH_FLOATING_TYPES: float32 and float64 only."""
+    if t.dtype not in (D.float32, D.float64):
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{D.type_word(t.dtype.np)}'")
+
+
+def binomial(count: Tensor, prob: Tensor, generator: Generator | None = None) -> Tensor:
+    """Binomial samples: ``count`` trials (float) with success probability ``prob`` (same dtype, broadcast), by
+    PyTorch's algorithms (inversion for small means, BTRS rejection otherwise, prob > 0.5 mirrored) on its random
+    stream, so the same seed gives the same counts. No derivative (backward raises, as PyTorch)."""
+    check_tensor(count, "binomial", "count", 1)
+    check_tensor(prob, "binomial", "prob", 2)
+    gen = _check_generator("binomial", generator, 3)
+    for t, name in ((count, "count"), (prob, "prob")):
+        if not t.dtype.is_floating_point:
+            raise ValueError(f"binomial only supports floating-point dtypes for {name}, got: "
+                             f"{D.type_word(t.dtype.np)}")
+    if prob.dtype != count.dtype:
+        raise RuntimeError(f"Found dtype {D.type_word(prob.dtype.np)} but expected {D.type_word(count.dtype.np)}")
+    _float32_or_64(count, "binomial_cpu")
+    shape = broadcast_shape((tuple(count.shape), tuple(prob.shape)))
+    if tuple(shape) != tuple(count.shape):
+        warnings.warn(f"An output with one or more elements was resized since it had shape {list(count.shape)}, "
+                      f"which does not match the required output shape {list(shape)}. This behavior is deprecated, "
+                      "and in a future PyTorch release outputs will not be resized unless they have zero elements. "
+                      "You can explicitly reuse an out tensor t by resizing it, inplace, to zero elements with "
+                      "t.resize_(0).", UserWarning, stacklevel=2)
+    value = _RNG.binomial(gen._st(), _host(count.detach()), _host(prob.detach()))
+    return _unsampled("binomial", (count, prob), backend_of(count._data).asarray(value))
+
+
+def _standard_gamma(input: Tensor, generator: Generator | None = None) -> Tensor:
+    """Gamma(input, 1) samples by PyTorch's Marsaglia-Tsang sampler on its random stream (``torch._standard_gamma``);
+    each at least the dtype's smallest normal number."""
+    check_tensor(input, "_standard_gamma")
+    gen = _check_generator("_standard_gamma", generator, 2)
+    _float32_or_64(input, "gamma_cpu")
+    value = backend_of(input._data).asarray(_RNG.standard_gamma(gen._st(), _host(input.detach())))
+    if (P._state.enabled and input._requires_grad) or input._fw_grad is not None:
+        return P.apply(_standard_gamma_p, (input,), {"value": value})
+    return make(value)
+
+
+def _standard_gamma_fw(xp, t, *_a, **_k):
+    raise NotImplementedError(
+        "Trying to use forward AD with _standard_gamma that does not support it because it has not been implemented "
+        "yet.\nPlease file an issue to PyTorch at https://github.com/pytorch/pytorch/issues/new?template=feature-"
+        "request.yml so that we can prioritize its implementation or submit a PR adding the implementation to "
+        "derivatives.yaml")
+
+
+# StandardGammaBackward0: grad * _standard_gamma_grad(self, result) (the reparameterisation gradient)
+_standard_gamma_p = P.defprim("_standard_gamma", lambda xp, a, value: value, node="StandardGammaBackward0",
+                              vjp=lambda xp, g, out, a, value: g * xp.standard_gamma_grad(a, out),
+                              jvp=_standard_gamma_fw, saves=(0,), saves_out=True)
+
+
+def _sample_dirichlet(input: Tensor, generator: Generator | None = None) -> Tensor:
+    """Dirichlet samples with concentrations ``input`` along its last dimension (``torch._sample_dirichlet``): double
+    gamma samples normalised by their sum, PyTorch's random stream. No derivative (backward raises, as PyTorch)."""
+    check_tensor(input, "_sample_dirichlet")
+    gen = _check_generator("_sample_dirichlet", generator, 2)
+    _float32_or_64(input, "dirichlet")
+    value = _RNG.dirichlet(gen._st(), _host(input.detach()))
+    return _unsampled("_sample_dirichlet", (input,), backend_of(input._data).asarray(value))

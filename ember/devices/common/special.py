@@ -5,6 +5,7 @@ after the recurrence up to 10, with the reflection formula below 1/2."""
 from __future__ import annotations
 
 import math
+import types
 
 from ..cpu import elementwise as _c   # coefficient tables only (Python floats)
 
@@ -213,7 +214,27 @@ def kernels(k) -> dict:
             return xp.astype(r, xp.result_type(a, x))
         return kernel
 
-    return {"erf": erf, "erfc": erfc, "erfinv": erfinv, "lgamma": lgamma, "digamma": digamma,
+    _gamma_grad_ops = types.SimpleNamespace(   # the array functions standard_gamma_grad_formula needs
+        where=xp.where, isnan=xp.isnan, log=xp.log, exp=xp.exp, pow=xp.pow, sqrt=xp.sqrt, digamma=digamma)
+
+    def standard_gamma_grad(alpha, x):
+        """PyTorch's _standard_gamma_grad (the cpu kernel's formula), in float64, rounded once."""
+        out = _c.standard_gamma_grad_formula(_gamma_grad_ops, xp.astype(alpha, xp.float64), xp.astype(x, xp.float64))
+        return xp.astype(out, alpha.dtype)
+
+    class _dirichlet_ops:   # dirichlet_grad_formula's functions, all in double (the cpu rounds float32 steps)
+        where, isnan, log, pow, sqrt, floor = (staticmethod(f) for f in (xp.where, xp.isnan, xp.log, xp.pow,
+                                                                          xp.sqrt, xp.floor))
+        logS, powS, tanS = staticmethod(xp.log), staticmethod(xp.pow), staticmethod(xp.tan)
+        S = staticmethod(lambda v: v)
+
+    def dirichlet_grad(x, alpha, total):
+        """PyTorch's _dirichlet_grad (the cpu kernel's formula in double), rounded once."""
+        x64, a64, t64 = (xp.astype(v, xp.float64) for v in xp.broadcast_arrays(x, alpha, total))
+        return xp.astype(_c.dirichlet_grad_formula(_dirichlet_ops, x64, a64, t64), x.dtype)
+
+    return {"standard_gamma_grad": standard_gamma_grad, "dirichlet_grad": dirichlet_grad,
+            "erf": erf, "erfc": erfc, "erfinv": erfinv, "lgamma": lgamma, "digamma": digamma,
             "polygamma": polygamma, "erfcx": erfcx, "ndtri": ndtri, "xlog1py": xlog1py,
             "orthogonal_polynomial": orthogonal_polynomial, "zeta": zeta, "igamma": _igamma(False),
             "igammac": _igamma(True)}

@@ -18,6 +18,7 @@ __all__ = ["tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "asinh", "aco
            "polygamma", "sinc", "logit", "xlogy", "hypot", "logaddexp", "logaddexp2", "copysign", "fmod",
            "div_rounded", "floor", "ceil", "trunc", "frac", "round_decimals", "nan_to_num", "isfinite", "isinf",
            "fmax", "fmin", "lerp", "tanh_backward", "sigmoid_backward", "zero_where", "sgn", "deg2rad", "rad2deg", "heaviside", "bitwise_left_shift", "bitwise_right_shift",
+           "standard_gamma_grad", "dirichlet_grad",
            # not differentiable: the comparisons, logic and predicates the public functions reach through xp
            "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor", "logical_not",
            "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "isposinf", "isneginf", "isreal", "signbit",
@@ -707,6 +708,283 @@ def _digamma64(x):
     res = np.where(neg & integer, np.nan, res)
     res = np.where(x == 0, np.copysign(np.inf, -x), res)
     return np.where(np.isnan(x), x, res)
+
+
+# ----- _standard_gamma_grad: PyTorch's standard_gamma_grad_one (aten/src/ATen/native/Distributions.h) ----------------
+# -(d/dalpha cdf(x; alpha)) / pdf(x; alpha) for x ~ Gamma(alpha): a Taylor series for small x, Rice's saddle point
+# expansion for large alpha, else a bivariate rational approximation; computed in double. Written once on a few
+# array functions (``ops``: where, isnan, log, exp, pow, sqrt, digamma) for the cpu kernel and its array-API twin.
+
+_GAMMA_GRAD_UV = ((0.16009398, -0.094634809, 0.025146376, -0.0030648343, 1, 0.32668115, 0.10406089, 0.0014179084),
+                  (0.53487893, 0.1298071, 0.065735949, -0.0015649758, 0.16639465, 0.020070113, -0.0035938915,
+                   -0.00058392623),
+                  (0.040121004, -0.0065914022, -0.0026286047, -0.0013441777, 0.017050642, -0.0021309326,
+                   0.00085092367, -1.5247877e-07))
+_F08, _F09, _F11 = (float(np.float32(v)) for v in (0.8, 0.9, 1.1))   # the C++ float literals, widened
+
+
+def standard_gamma_grad_formula(ops, alpha, x):
+    """The float64 gradient of Gamma(alpha) samples x with respect to alpha (PyTorch's three regimes)."""
+    where, log, exp, pow, sqrt = ops.where, ops.log, ops.exp, ops.pow, ops.sqrt
+    numer, denom = alpha * 0 + 1, alpha
+    s1, s2 = numer / denom, numer / (denom * denom)
+    for i in range(1, 6):
+        numer = numer * (-x / float(i))
+        denom = denom + 1
+        s1 = s1 + numer / denom
+        s2 = s2 + numer / (denom * denom)
+    pxa = pow(x, alpha)
+    pdf = pow(x, alpha - 1) * exp(-x)
+    cdf_alpha = (log(x) - ops.digamma(alpha)) * (pxa * s1) - pxa * s2
+    small = -cdf_alpha / pdf
+    small = where(ops.isnan(small), 0.0, small)
+
+    n1 = 1 + 24 * alpha * (1 + 12 * alpha)
+    n2 = 1440 * (alpha * alpha) + 6 * x * (53 - 120 * x) - 65 * x * x / alpha + alpha * (107 + 3600 * x)
+    mid = n1 * n2 / (1244160 * (alpha * alpha) * (alpha * alpha))
+    den = sqrt(8 * alpha)
+    term2 = den / (alpha - x)
+    term3 = pow(x - alpha - alpha * log(x / alpha), -1.5)
+    term23 = where(x < alpha, term2 - term3, term2 + term3)
+    term1 = log(x / alpha) * term23 - sqrt(2 / alpha) * (alpha + x) / ((alpha - x) * (alpha - x))
+    stirling = 1 + 1 / (12 * alpha) * (1 + 1 / (24 * alpha))
+    far = -stirling * (x * term1) / den
+
+    u, v = log(x / alpha), log(alpha)
+    c = [a + u * (b + u * cc) for a, b, cc in zip(*_GAMMA_GRAD_UV)]
+    p = c[0] + v * (c[1] + v * (c[2] + v * c[3]))
+    q = c[4] + v * (c[5] + v * (c[6] + v * c[7]))
+    rational = exp(p / q)
+    saddle = where((_F09 * alpha <= x) & (x <= _F11 * alpha), mid, far)
+    return where(x < _F08, small, where(alpha > 8.0, saddle, rational))
+
+
+def _c_pow(x, y):
+    """The C library's pow of each element (NumPy's float64 power may be a SIMD kernel off in the last bit)."""
+    x, y = np.broadcast_arrays(np.asarray(x, _F64), np.asarray(y, _F64))
+    out = np.empty(x.shape)
+    flat = out.reshape(-1)
+    for i, (a, b) in enumerate(zip(x.reshape(-1).tolist(), y.reshape(-1).tolist())):
+        try:
+            flat[i] = math.pow(a, b)
+        except (OverflowError, ValueError):   # C gives inf / nan there
+            flat[i] = np.power(a, b)
+    return out
+
+
+class _GammaGradOps:
+    where, isnan, sqrt, pow = staticmethod(np.where), staticmethod(np.isnan), staticmethod(np.sqrt), \
+        staticmethod(_c_pow)
+
+    @staticmethod
+    def log(x):
+        return _libm().log(x)
+
+    @staticmethod
+    def exp(x):
+        return _libm().exp(x)
+
+    @staticmethod
+    def digamma(x):
+        return _digamma64(x)
+
+
+def _libm():
+    from . import libm   # the C library's log and exp, as PyTorch's scalar kernel calls them
+    return libm
+
+
+def standard_gamma_grad(alpha, x):
+    """PyTorch's _standard_gamma_grad(alpha, x) (float32/float64), computed in float64 and rounded once."""
+    a, v = np.broadcast_arrays(np.asarray(alpha, _F64), np.asarray(x, _F64))
+    with np.errstate(all="ignore"):   # flat: the libm kernels work on 1-d arrays
+        out = standard_gamma_grad_formula(_GammaGradOps, a.reshape(-1), v.reshape(-1))
+    return out.reshape(a.shape).astype(np.asarray(alpha).dtype)
+
+
+# ----- _dirichlet_grad: PyTorch's dirichlet_grad_one (aten/src/ATen/native/Distributions.h) --------------------------
+# The reparameterised gradient of a Beta(alpha, total - alpha) sample x with respect to alpha (scaled by 1 / (1 - x)),
+# from which Dirichlet's follows. Taylor series near 0 and 1, Rice's saddle point for large alpha and beta, else a
+# rational correction. Parts of it compute in the element type (float32 operations and logf/powf/tanf for float32
+# tensors), the rest in double, as the C++ does: ``ops.S`` rounds to the element type, ``ops.logS``/``powS``/``tanS``
+# are the element type's C functions, ``ops.log``/``pow``/``sqrt`` double ones.
+
+_DIRICHLET_C = (
+    (((1.003668233, -0.01061107488, -0.0657888334, 0.01201642863),
+      (0.6336835991, -0.3557432599, 0.05486251648, -0.001465281033),
+      (-0.03276231906, 0.004474107445, 0.002429354597, -0.0001557569013)),
+     ((0.221950385, -0.3187676331, 0.01799915743, 0.01074823814),
+      (-0.2951249643, 0.06219954479, 0.01535556598, 0.001550077057),
+      (0.02155310298, 0.004170831599, 0.001292462449, 6.976601077e-05)),
+     ((-0.05980841433, 0.008441916499, 0.01085618172, 0.002319392565),
+      (0.02911413504, 0.01400243777, -0.002721828457, 0.000751041181),
+      (0.005900514878, -0.001936558688, -9.495446725e-06, 5.385558597e-05))),
+    (((1, -0.02924021934, -0.04438342661, 0.007285809825),
+      (0.6357567472, -0.3473456711, 0.05454656494, -0.002407477521),
+      (-0.03301322327, 0.004845219414, 0.00231480583, -0.0002307248149)),
+     ((0.5925320577, -0.1757678135, 0.01505928619, 0.000564515273),
+      (0.1014815858, -0.06589186703, 0.01272886114, -0.0007316646956),
+      (-0.007258481865, 0.001096195486, 0.0003934994223, -4.12701925e-05)),
+     ((0.06469649321, -0.0236701437, 0.002902096474, -5.896963079e-05),
+      (0.001925008108, -0.002869809258, 0.0008000589141, -6.063713228e-05),
+      (-0.0003477407336, 6.959756487e-05, 1.097287507e-05, -1.650964693e-06))))
+_F1E17 = float(np.float32(1.0e17))
+
+
+def _digamma_one(ops, x):
+    """PyTorch's digamma_one<scalar_t, double> of x (element-type values): its own recurrence and series."""
+    S, where = ops.S, ops.where
+    zero, neg = x == 0, x < 0
+    integer = x == ops.floor(x)
+    pi_s = S(math.pi)
+    add = where(neg, S(-pi_s / ops.tanS(S(pi_s * where(neg, x, 0.5)))), 0.0)
+    x = where(neg, S(1 - x), where(zero, 1.0, x))
+    result = x * 0
+    for _ in range(11):   # x > 0 reaches 10 within 10 steps
+        small = x < 10
+        result = where(small, result - S(1 / x), result)
+        x = where(small, S(x + 1), x)
+    z = 1.0 / S(x * x)
+    poly = x * 0
+    for c in _DIGAMMA_A:
+        poly = poly * z + c
+    y = where(x < _F1E17, z * poly, 0.0)
+    out = result + ops.logS(x) - S(0.5 / x) - y + add
+    out = where(x == 10, result + _PSI_10 + add, out)
+    return S(where(zero | (neg & integer), math.inf, out))
+
+
+def _beta_grad_alpha_small(ops, x, alpha, beta):
+    S = ops.S
+    factor = S(S(_digamma_one(ops, alpha) - _digamma_one(ops, S(alpha + beta))) - ops.logS(x))
+    numer = x * 0 + 1
+    series = S(S(numer / alpha) * S(factor + S(1 / alpha)))
+    for i in range(1, 11):
+        numer = S(numer * S(S(S(i - beta) * x) / i))
+        denom = S(alpha + i)
+        series = S(series + S(S(numer / denom) * S(factor + S(1 / denom))))
+    result = S(S(x * ops.powS(S(1 - x), -beta)) * series)
+    return ops.where(ops.isnan(result), 0.0, result)
+
+
+def _beta_grad_beta_small(ops, x, alpha, beta):
+    S = ops.S
+    factor = S(_digamma_one(ops, S(alpha + beta)) - _digamma_one(ops, beta))
+    numer, betas, dbetas = x * 0 + 1, x * 0 + 1, x * 0
+    series = S(factor / alpha)
+    for i in range(1, 9):
+        numer = S(numer * S(-x / i))
+        dbetas = S(S(dbetas * S(beta - i)) + betas)
+        betas = S(betas * S(beta - i))
+        series = S(series + S(S(numer / S(alpha + i)) * S(dbetas + S(factor * betas))))
+    result = S(-ops.powS(S(1 - x), S(1 - beta)) * series)
+    return ops.where(ops.isnan(result), 0.0, result)
+
+
+def _beta_grad_alpha_mid(ops, x, alpha, beta):
+    """In double: Rice's saddle point expansion, a polynomial next to the mean."""
+    log, sqrt, pow = ops.log, ops.sqrt, ops.pow
+    total = alpha + beta
+    mean = alpha / total
+    std = sqrt(alpha * beta / (total + 1)) / total
+    poly = 47 * x * (beta * beta) * (beta * beta) + alpha * (
+        (43 + 20 * (16 + 27 * beta) * x) * (beta * beta) * beta + alpha * (
+            3 * (59 + 180 * beta - 90 * x) * (beta * beta) + alpha * (
+                (453 + 1620 * beta * (1 - x) - 455 * x) * beta + alpha * (
+                    8 * (1 - x) * (135 * beta - 11)))))
+    prefactor_num = (1 + 12 * alpha) * (1 + 12 * beta) / (total * total)
+    prefactor_den = 12960 * alpha * alpha * alpha * beta * beta * (1 + 12 * total)
+    near = prefactor_num / (1 - x) * poly / prefactor_den
+    prefactor = -x / sqrt(2 * alpha * beta / total)
+    stirling = ((1 + 1 / (12 * alpha) + 1 / (288 * alpha * alpha)) * (1 + 1 / (12 * beta) + 1 / (288 * beta * beta))
+                / (1 + 1 / (12 * total) + 1 / (288 * total * total)))
+    term1_num = 2 * (alpha * alpha) * (x - 1) + alpha * beta * (x - 1) - x * (beta * beta)
+    axbx = alpha * (x - 1) + beta * x
+    term1 = term1_num / (sqrt(2 * alpha / beta) * pow(total, 1.5) * axbx * axbx)
+    term2 = 0.5 * log(alpha / (total * x))
+    term3 = sqrt(8 * alpha * beta / total) / (beta * x + alpha * (x - 1))
+    term4 = pow(beta * log(beta / (total * (1 - x))) + alpha * log(alpha / (total * x)), -1.5)
+    far = stirling * prefactor * (term1 + term2 * (term3 + ops.where(x < mean, term4, -term4)))
+    return ops.where((mean - 0.1 * std <= x) & (x <= mean + 0.1 * std), near, far)
+
+
+def dirichlet_grad_formula(ops, x, alpha, total):
+    """PyTorch's dirichlet_grad_one on arrays of element-type values (float64 arrays; ``ops.S`` the rounding)."""
+    S, where = ops.S, ops.where
+    beta = S(total - alpha)
+    beta_ = total - alpha
+    boundary = S(S(total * x) * S(1 - x))
+    u = ops.log(x)
+    a = ops.log(alpha) - u
+    b = ops.log(total) - a
+    pow_u, pow_a = (1.0, u, u * u), (1.0, a, a * a)
+    p = q = 0.0
+    for i in range(3):
+        for j in range(3):
+            ua = pow_u[i] * pow_a[j]
+            c0, c1 = _DIRICHLET_C[0][i][j], _DIRICHLET_C[1][i][j]
+            p = p + ua * (c0[0] + b * (c0[1] + b * (c0[2] + b * c0[3])))
+            q = q + ua * (c1[0] + b * (c1[1] + b * (c1[2] + b * c1[3])))
+    approx = x * S(_digamma_one(ops, total) - _digamma_one(ops, alpha)) / beta_
+    rational = S(p / q * approx)
+    mid = S(_beta_grad_alpha_mid(ops, x, alpha, beta_))
+    near1 = -_beta_grad_beta_small(ops, S(1 - x), beta, alpha)
+    near0 = _beta_grad_alpha_small(ops, x, alpha, beta)
+    return where((x <= 0.5) & (boundary < 2.5), near0,
+                 where((x >= 0.5) & (boundary < 0.75), near1, where((alpha > 6) & (beta > 6), mid, rational)))
+
+
+class _Ops64:
+    """The cpu's functions for float64 elements: the C library's log, tan and pow."""
+    where, isnan, sqrt, floor = staticmethod(np.where), staticmethod(np.isnan), staticmethod(np.sqrt), \
+        staticmethod(np.floor)
+
+    @staticmethod
+    def S(v):
+        return v
+
+    @staticmethod
+    def log(v):
+        return _libm().log(v)
+
+    logS = log
+
+    @staticmethod
+    def tanS(v):
+        return _libm().tan(v)
+
+    pow = powS = staticmethod(lambda a, b: _c_pow(a, b))
+
+
+class _Ops32(_Ops64):
+    """float32 elements: float32 operations (rounding the double result once is exact for + - * /), logf, powf,
+    tanf."""
+
+    @staticmethod
+    def S(v):
+        return np.asarray(v, _F64).astype(_F32).astype(_F64)
+
+    @staticmethod
+    def logS(v):
+        return _libm().float_map("logf", v)
+
+    @staticmethod
+    def tanS(v):
+        return _libm().float_map("tanf", v)
+
+    @staticmethod
+    def powS(a, b):
+        return _libm().float_map("powf", a, b)
+
+
+def dirichlet_grad(x, alpha, total):
+    """PyTorch's _dirichlet_grad(x, alpha, total) (float32/float64, broadcast), its element-type arithmetic."""
+    dt = np.asarray(x).dtype
+    x, alpha, total = np.broadcast_arrays(*(np.asarray(v, _F64) for v in (x, alpha, total)))
+    with np.errstate(all="ignore"):
+        out = dirichlet_grad_formula(_Ops32 if dt == _F32 else _Ops64, x.reshape(-1), alpha.reshape(-1),
+                                     total.reshape(-1))
+    return np.asarray(out).reshape(x.shape).astype(dt)
 
 
 def _trigamma(x):

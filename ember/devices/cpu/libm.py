@@ -359,3 +359,42 @@ def fma64(a, b, c):
     v = s - p
     serr = (p - (s - v)) + (c - v)                         # s + serr == p + c exactly
     return s + (serr + perr)
+
+
+# ----- the C library's float32 functions (logf, powf, tanf, log1pf): what C++ calls for float arguments -------------
+
+_FLOAT_FNS: dict = {}
+
+
+def c_float(name: str):
+    """The C library's float32 function ``name`` (``logf``, ``powf``, ``tanf``, ``log1pf``) on Python floats
+    (float32 values), through ctypes; without a loadable C library, the float64 function rounded to float32.
+    PyTorch's scalar kernels call these for float operands (std::log(float) is logf), whose last bit NumPy's
+    float32 loops do not always give."""
+    fn = _FLOAT_FNS.get(name)
+    if fn is None:
+        try:
+            import ctypes
+            import ctypes.util
+            c = getattr(ctypes.CDLL(ctypes.util.find_library("m")), name)
+            nargs = 2 if name == "powf" else 1
+            c.restype, c.argtypes = ctypes.c_float, [ctypes.c_float] * nargs
+            fn = c
+        except (OSError, AttributeError, TypeError):
+            f64 = getattr(math, name[:-1])
+
+            def fn(*args, _f=f64):
+                try:
+                    return float(np.float32(_f(*args)))
+                except (ValueError, OverflowError):
+                    return float(np.power(np.float32(args[0]), np.float32(args[-1]))) if len(args) == 2 else math.nan
+        _FLOAT_FNS[name] = fn
+    return fn
+
+
+def float_map(name: str, *arrays) -> np.ndarray:
+    """``c_float(name)`` of each element of float64 arrays holding float32 values (broadcast), as float64."""
+    fn = c_float(name)
+    arrays = np.broadcast_arrays(*(np.asarray(a, np.float64) for a in arrays))
+    out = np.array([float(fn(*v)) for v in zip(*(a.reshape(-1).tolist() for a in arrays))], dtype=np.float64)
+    return out.reshape(arrays[0].shape)
