@@ -136,8 +136,7 @@ PLANNED: dict[str, str] = {
     **_same(_COMPLEX, """complex64 complex128 cfloat cdouble chalf complex32 complex real imag conj conj_physical
         conj_physical_ angle polar view_as_real view_as_complex is_complex is_conj resolve_conj resolve_neg is_neg
          linalg:eig linalg:eigvals"""),
-    **_same(_BF16, """bfloat16  float8_e4m3fn float8_e4m3fnuz float8_e5m2 float8_e5m2fnuz
-        float8_e8m0fnu"""),
+    **_same(_BF16, """bfloat16"""),
     **_same(_AMP, """autocast GradScaler get_autocast_dtype set_autocast_dtype get_autocast_cpu_dtype
         set_autocast_cpu_dtype get_autocast_gpu_dtype set_autocast_gpu_dtype is_autocast_enabled
         set_autocast_enabled is_autocast_cpu_enabled set_autocast_cpu_enabled is_autocast_cache_enabled
@@ -169,8 +168,6 @@ NOT_YET: dict[str, str] = {
     "geqrf": "LAPACK's Householder form of QR needs a QR kernel that returns the reflectors, on every device; "
              "orgqr/ormqr (which consume it) are built",
     "hash_tensor": "returns uint64, a dtype ember has not built",
-    **_same("unsigned shell dtypes with few kernels in PyTorch; ember's dtype table stops at uint8",
-            "uint16 uint32 uint64"),
     "lobpcg": "the iterative LOBPCG eigensolver (torch._lobpcg): not built yet",
     "segment_reduce": "a prototype op (segmented reductions over lengths or offsets): not built yet",
     "vmap": "torch.func.vmap (the batching transform) is not built; autograd.grad(is_grads_batched=True) is",

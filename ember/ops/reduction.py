@@ -21,7 +21,7 @@ from ..autograd._primitive import PrimNode, apply, batch_rule, broadcast_error, 
 from ._registry import SUBMODULES, graph, register
 from ._schema import method_variant, schema
 from .elementwise import _made, div_scalar_p, is_int, is_real, mul_scalar_p
-from .._util import check_tensor, dtype_word, normalize_dims, reduced_shape, return_type, scalar_or_tensor
+from .._util import check_tensor, dtype_word, normalize_dims, reduced_shape, refuse_shell, return_type, scalar_or_tensor
 
 _INF = math.inf
 
@@ -1035,6 +1035,7 @@ def aminmax(input: Tensor, *, dim=None, keepdim: bool = False):
 
 
 def _arg(input, dim, keepdim, op):
+    refuse_shell(input, op + "_cpu")
     if input._data.dtype.kind == "c":
         raise RuntimeError(f"{op}(): does not support complex input")
     if input._data.dtype.kind == "b":
