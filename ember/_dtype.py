@@ -228,11 +228,11 @@ if _ml is not None:
 
 
 def _shell_promotion(a: dtype, b: dtype) -> dtype | None:
-    """PyTorch's refusals to promote float8 (with anything else) and uint16/32/64 (with anything but a floating
-    or complex type); None where the ordinary rules apply."""
+    """PyTorch's refusals to promote float8 (with anything else) and uint16/32/64 (with anything but a real
+    floating type); None where the ordinary rules apply."""
     if a in FLOAT8 or b in FLOAT8:
         kind = "Float8 Types"
-    elif (a in UINT_SHELL and b._cat < _FLOAT) or (b in UINT_SHELL and a._cat < _FLOAT):
+    elif (a in UINT_SHELL and b._cat != _FLOAT) or (b in UINT_SHELL and a._cat != _FLOAT):
         kind = "uint16, uint32, uint64 types"
     else:
         return None

@@ -167,7 +167,6 @@ NOT_YET: dict[str, str] = {
                      "output; nn.functional.embedding_bag is built",
     "geqrf": "LAPACK's Householder form of QR needs a QR kernel that returns the reflectors, on every device; "
              "orgqr/ormqr (which consume it) are built",
-    "hash_tensor": "returns uint64, a dtype ember has not built",
     "lobpcg": "the iterative LOBPCG eigensolver (torch._lobpcg): not built yet",
     "segment_reduce": "a prototype op (segmented reductions over lengths or offsets): not built yet",
     "vmap": "torch.func.vmap (the batching transform) is not built; autograd.grad(is_grads_batched=True) is",

@@ -261,9 +261,10 @@ _COMMON_SHELL_OPS = frozenset(("to", "clone", "cat", "stack", "reshape", "permut
                                "unfold"))
 SHELL_OPS: dict = {}   # a dtype's character code -> the primitives that take it
 _F8_EXTRA = ("abs", "index", "index_put", "matmul")
+_U_EXTRA = ("index", "gather_along", "nan_to_num", "sum", "prod", "cumsum", "cumprod")
 for _n, _extra in (("float8_e4m3fn", _F8_EXTRA), ("float8_e4m3fnuz", _F8_EXTRA), ("float8_e5m2", _F8_EXTRA),
                    ("float8_e5m2fnuz", _F8_EXTRA), ("float8_e8m0fnu", ("index",)),
-                   ("uint16", ("index",)), ("uint32", ("index",)), ("uint64", ("index",))):
+                   ("uint16", _U_EXTRA), ("uint32", _U_EXTRA), ("uint64", _U_EXTRA)):
     _np = getattr(_dtype_mod, _n).np
     if not isinstance(_np, _dtype_mod._Missing):
         SHELL_OPS[_np.char] = _COMMON_SHELL_OPS.union(_extra)

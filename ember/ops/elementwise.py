@@ -564,7 +564,8 @@ def _refuse_complex(exc, message: str, *xs) -> None:
             raise exc(message)
 
 
-_INT_RANGE = {d.np: (D.iinfo(d).min, D.iinfo(d).max) for d in (D.uint8, D.int8, D.int16, D.int32, D.int64)}
+_INT_RANGE = {d.np: (D.iinfo(d).min, D.iinfo(d).max) for d in (D.uint8, D.int8, D.int16, D.int32, D.int64, D.uint16,
+                                                            D.uint32, D.uint64)}
 
 
 def _fit_int(s: int, like, op: str, wrap: bool = True) -> int:
@@ -1535,8 +1536,8 @@ def _bitwise(name, kernel, shift=False, integers=False):
             check_tensor(input, name)
             other = _operand(other, name, input)
         d = promote(input, other).np
-        if d.kind in "fcV" or ((shift or integers) and d.kind == "b"):
-            raise _not_implemented(kernel, d)
+        if d.kind in "fcV" or ((shift or integers) and d.kind == "b") or (shift or integers) and d.char in "HILQ":
+            raise _not_implemented(kernel, d)   # (uint16/32/64: PyTorch has their and, or, xor only)
         t = input if isinstance(input, Tensor) else other
         xp = NAMESPACES[type(t._data)]
         # a scalar operand becomes a 0-d array of the common dtype on the tensor's device (NumPy would
@@ -1579,7 +1580,7 @@ lcm = _bitwise("lcm", "lcm_cpu", integers=True)
 @schema("bitwise_not(Tensor input)")
 def bitwise_not(input: Tensor) -> Tensor:
     """``~input`` of an integer or bool tensor."""
-    if input._data.dtype.kind in "fcV":
+    if input._data.dtype.kind in "fcV" or input._data.dtype.char in SHELL_CHARS:
         raise _not_implemented("bitwise_not_cpu", input._data.dtype)
     xp = NAMESPACES[type(input._data)]
     return _made(xp.bitwise_not(input._data))

@@ -620,6 +620,7 @@ def _vector_index(self: Tensor, dim, index: Tensor, op: str, dtypes: tuple, dtyp
 def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     """The slices of ``input`` along ``dim`` at ``index`` (a vector), in its order."""
     check_tensor(input, "index_select", "input", 1)
+    refuse_shell(input, "index_select", "HILQ")   # (float8 has PyTorch's index_select)
     d, idx = _vector_index(input, dim, index, "index_select", ("int64", "int32"),
                            "index_select(): Expected dtype int32 or int64 for index", RuntimeError,
                            "index_select(): Index is supposed to be a vector")
@@ -977,6 +978,7 @@ def masked_select(input: Tensor, mask: Tensor) -> Tensor:
     """The elements of ``input`` where ``mask`` holds (the two broadcast), as a 1-d tensor."""
     check_tensor(input, "masked_select", "input", 1)
     check_tensor(mask, "masked_select", "mask", 2)
+    refuse_shell(input, "masked_select", "HILQ")
     if mask._data.dtype.kind != "b":
         raise RuntimeError("masked_select: expected BoolTensor for mask")
     input, ix = _mask(input, mask, "masked_select", False, "")

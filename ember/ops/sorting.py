@@ -233,6 +233,7 @@ def topk(input: Tensor, k: int, dim: int = _NOT_GIVEN, largest: bool = True, sor
          axis: int = _NOT_GIVEN) -> TopkResult:
     """The ``k`` largest (or smallest) values along ``dim`` and their indices."""
     check_tensor(input, "topk")
+    refuse_shell(input, "topk_cpu", "HILQ")
     k = _int_arg(k, "topk", "k", 2)
     d = _dim(input, _alias(dim, axis, -1, "topk", "dim", "axis"), "topk", 3)
     largest = check_bool(largest, "topk", "largest")
@@ -516,6 +517,7 @@ def count_nonzero(input: Tensor, dim=_NOT_GIVEN, *, axis=_NOT_GIVEN) -> Tensor:
 def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -> Tensor:
     """How often each non-negative integer occurs in the 1-d ``input`` (summing ``weights`` if given)."""
     check_tensor(input, "bincount")
+    refuse_shell(input, "bincount_cpu")
     if weights is not None:
         check_tensor(weights, "bincount", "weights", 2)
     minlength = _int_arg(minlength, "bincount", "minlength")
