@@ -281,11 +281,11 @@ def _gate_error(prim: Primitive, d, dtype, refuse_cx: bool, args: tuple) -> Exce
     name = prim.name
     if name == "mul" and d.dtype.kind != "u" and any(not isinstance(a, Tensor) or not a._data.ndim for a in args):
         name = "mul_cpu_reduced_float"   # float8 times a number (or a 0-d tensor): PyTorch's kernel refuses
-    elif name == "matmul" and "matmul" in SHELL_OPS[char]:   # float8 has PyTorch's addmm (2-d by 2-d) only
-        nd = tuple(a._data.ndim for a in args)
-        if nd == (2, 2):
+    elif name == "matmul" and "matmul" in SHELL_OPS[char]:   # float8 has PyTorch's addmm only: by a matrix
+        na, nb = (a._data.ndim for a in args)
+        if nb == 2:   # (a vector or a batch times a matrix: PyTorch folds them into one mm)
             return None
-        name = "dot" if nd == (1, 1) else "addmv_impl_cpu" if 1 in nd else "bmm"
+        name = "bmm" if nb > 2 else "dot" if na == 1 else "addmv_impl_cpu"
     elif (dtype is not None and dtype.char not in SHELL_OPS) or name in SHELL_OPS[char]:
         # computed in a dtype with kernels (exp of uint16 in float32, as PyTorch), or a primitive that takes it
         return None
