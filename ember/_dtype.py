@@ -13,6 +13,8 @@ except ImportError:   # pragma: no cover - exercised by monkeypatching in tests/
 __all__ = ["dtype", "float16", "float32", "float64", "half", "float", "double", "bfloat16",
            "complex64", "complex128", "cfloat", "cdouble", "complex32", "chalf",
            "int8", "int16", "int32", "int64", "uint8", "short", "int", "long", "bool",
+           "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu",
+           "uint16", "uint32", "uint64",
            "get_default_dtype", "set_default_dtype", "promote_types", "result_type"]
 
 # Category order used by promotion: a higher category always wins (bool < integer < floating < complex).
@@ -72,9 +74,9 @@ class _Missing:
                            f"{self.name}): pip install ml_dtypes")
 
 
-def _reduced(name: str):
+def _reduced(name: str, itemsize: int = 2):
     """ml_dtypes' NumPy dtype ``name``, or a _Missing stand-in without ml_dtypes."""
-    return np.dtype(getattr(_ml, name)) if _ml is not None else _Missing(name, 2)
+    return np.dtype(getattr(_ml, name)) if _ml is not None else _Missing(name, itemsize)
 
 
 # PyTorch's names of each dtype in its messages: the scalar-type word ("Float"), the C type ("float").
@@ -144,7 +146,8 @@ def checked_scalar(value, np_dtype):
         return value
     if kind in "fV":
         v = _b.float(value)
-        if v == v and _b.abs(v) != _b.float("inf") and _b.abs(v) > _FINFO[dt.name][2]:
+        big = _b.abs(v) > _FINFO[dt.name][2] if _b.abs(v) != _b.float("inf") else dt.name in _NO_INF
+        if v == v and (big or (dt.name == "float8_e8m0fnu" and v < 2.0 ** -127)):   # e8m0's lowest is 2**-127
             raise RuntimeError(f"value cannot be converted to type {_CHECKED_NAMES[dt.name]} without overflow")
     elif kind in "iu":
         info = np.iinfo(dt)
@@ -190,8 +193,56 @@ class _NoArrays(dtype):
 complex32 = chalf = _NoArrays("complex32", _COMPLEX, 4)
 
 
+# ----- float8 and the unsigned "shell" dtypes (issue 18) -----------------------------------------------------
+# PyTorch's CPU kernels for these are few (creation, casts, copies, views, indexing, eq/ne, mul; see
+# ember/autograd/_primitive.py SHELL_OPS); every other op refuses them, and no promotion involves them:
+# float8 promotes with nothing, uint16/32/64 only with floating types. float8 needs ml_dtypes, as bfloat16.
+_FLOAT8_NAMES = ("float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu")
+float8_e4m3fn = dtype("float8_e4m3fn", _reduced("float8_e4m3fn", 1), _FLOAT)
+float8_e4m3fnuz = dtype("float8_e4m3fnuz", _reduced("float8_e4m3fnuz", 1), _FLOAT)
+float8_e5m2 = dtype("float8_e5m2", _reduced("float8_e5m2", 1), _FLOAT)
+float8_e5m2fnuz = dtype("float8_e5m2fnuz", _reduced("float8_e5m2fnuz", 1), _FLOAT)
+float8_e8m0fnu = dtype("float8_e8m0fnu", _reduced("float8_e8m0fnu", 1), _FLOAT)
+float8_e8m0fnu.is_signed = False   # exponent bits only: no sign, no zero
+uint16 = dtype("uint16", np.uint16, _INT)
+uint32 = dtype("uint32", np.uint32, _INT)
+uint64 = dtype("uint64", np.uint64, _INT)
+FLOAT8 = frozenset((float8_e4m3fn, float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz, float8_e8m0fnu))
+UINT_SHELL = frozenset((uint16, uint32, uint64))
+_SHELLS = FLOAT8 | UINT_SHELL
+for _n in _FLOAT8_NAMES:
+    _w = "Float8_" + _n[7:]
+    _WORDS[_n] = (_w, "c10::" + _w)
+    _CHECKED_NAMES[_n] = "c10::" + _w
+for _n, _bits in (("uint16", 16), ("uint32", 32), ("uint64", 64)):
+    _WORDS[_n] = (f"UInt{_bits}", f"uint{_bits}_t")
+    _CHECKED_NAMES[_n] = f"uint{_bits}_t"
+# torch.finfo's numbers (bits, eps, max, smallest normal, decimal precision); e8m0's min is its smallest value
+_FINFO.update({"float8_e4m3fn": (8, 0.125, 448.0, 2.0 ** -6, 0), "float8_e4m3fnuz": (8, 0.125, 240.0, 2.0 ** -7, 0),
+               "float8_e5m2": (8, 0.25, 57344.0, 2.0 ** -14, 0), "float8_e5m2fnuz": (8, 0.125, 57344.0, 2.0 ** -15, 0),
+               "float8_e8m0fnu": (8, 1.0, 2.0 ** 127, 2.0 ** -127, 0)})
+_NO_INF = frozenset(("float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu"))   # no infinity
+if _ml is not None:
+    for _n in _FLOAT8_NAMES[:-1]:   # (e8m0's range has no negative half: the general check below)
+        _FLOAT_MAX[np.dtype(getattr(_ml, _n))] = _FINFO[_n][2]
+
+
+def _shell_promotion(a: dtype, b: dtype) -> dtype | None:
+    """PyTorch's refusals to promote float8 (with anything else) and uint16/32/64 (with anything but a real
+    floating type); None where the ordinary rules apply."""
+    if a in FLOAT8 or b in FLOAT8:
+        kind = "Float8 Types"
+    elif (a in UINT_SHELL and b._cat != _FLOAT) or (b in UINT_SHELL and a._cat != _FLOAT):
+        kind = "uint16, uint32, uint64 types"
+    else:
+        return None
+    raise RuntimeError(f"Promotion for {kind} is not supported, attempted to promote {_WORDS[a._name][0]} and "
+                       f"{_WORDS[b._name][0]}")
+
+
 _ALL = (float16, float32, float64, uint8, int8, int16, int32, int64, bool, bfloat16, complex64,
-        complex128)
+        complex128, float8_e4m3fn, float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz, float8_e8m0fnu, uint16, uint32,
+        uint64)
 _FROM_NP = {d.np: d for d in _ALL if not isinstance(d.np, _Missing)}
 _TO_REAL = {complex64: float32, complex128: float64, complex32: float16}
 _TO_COMPLEX = {float32: complex64, float64: complex128, float16: complex32}
@@ -229,6 +280,8 @@ def promote_types(a: dtype, b: dtype) -> dtype:
                             f"{type(d).__name__}")
     if a is b:
         return a
+    if a in _SHELLS or b in _SHELLS:
+        _shell_promotion(a, b)
     if a._cat == _COMPLEX or b._cat == _COMPLEX:
         if complex32 in (a, b):
             return _complex32_promotion(a, b)
@@ -342,7 +395,7 @@ class finfo:
             raise TypeError("torch.finfo() requires a floating point input type. Use torch.iinfo to handle "
                             "'torch.finfo'")
         self.bits, self.eps, self.max, tiny, precision = _FINFO[type._name]
-        self.min = -self.max
+        self.min = tiny if type is float8_e8m0fnu else -self.max   # e8m0 has no sign
         self.tiny = self.smallest_normal = tiny
         self.resolution = 10.0 ** -precision
         self.dtype = type._name

@@ -55,7 +55,8 @@ _NUMPY_DTYPES = {
     "complex128": np.complex128,
 }
 
-_FLOATING = frozenset({"float16", "float32", "float64", "bfloat16"})
+_FLOATING = frozenset({"float16", "float32", "float64", "bfloat16", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2",
+                       "float8_e5m2fnuz", "float8_e8m0fnu"})
 
 # dtypes whose name is never printed for a non-empty tensor (besides the
 # default float dtype itself).
@@ -70,7 +71,7 @@ class _Formatter:
 
     __slots__ = ("floating", "int_mode", "sci_mode", "max_width")
 
-    def __init__(self, values: list, floating: bool) -> None:
+    def __init__(self, values: list, floating: bool, e8m0: bool = False) -> None:
         self.floating = floating
         self.int_mode = True
         self.sci_mode = False
@@ -81,18 +82,23 @@ class _Formatter:
             return
 
         isfinite = math.isfinite
-        finite = [v for v in values if v != 0 and isfinite(v)]
+        if e8m0:   # PyTorch's printing: e8m0's 0 is its smallest value 2**-127, and its isfinite is true for NaN
+            finite = [v for v in values if v != 2.0 ** -127 and not math.isinf(v)]
+        else:
+            finite = [v for v in values if v != 0 and isfinite(v)]
         if not finite:
             return  # only zeros / nan / inf: int mode, width 1
 
         for v in finite:
-            if v != math.ceil(v):
+            if v != v or v != math.ceil(v):
                 self.int_mode = False
                 break
 
         abs_vals = [abs(v) for v in finite]
         lo = min(abs_vals)
         hi = max(abs_vals)
+        if e8m0 and any(v != v for v in abs_vals):
+            lo = hi = math.nan   # a NaN min and max (never scientific), as PyTorch's
         self.sci_mode = (hi / lo > 1000.0 or hi > 1.0e8 or lo < 1.0e-4) if SCI_MODE is None else SCI_MODE
 
         if self.sci_mode:
@@ -178,7 +184,8 @@ def _tensor_str(data: np.ndarray, floating: bool, indent: int) -> str:
         cut = (False,) * data.ndim
 
     values = data.ravel().tolist()
-    fmt = _ComplexFormatter(values) if data.dtype.kind == "c" else _Formatter(values, floating)
+    fmt = _ComplexFormatter(values) if data.dtype.kind == "c" else \
+        _Formatter(values, floating, data.dtype.name == "float8_e8m0fnu")
     if data.ndim == 0:
         return fmt.format(data.item())
     return _nested_str(data.tolist(), 0, data.ndim, indent, cut, fmt)

@@ -257,7 +257,7 @@ class Tensor:
     # ----- small queries and element-wise Python callbacks (PyTorch's is_signed, is_nonzero, apply_, ...) -----
     def is_signed(self) -> bool:
         """Whether the dtype holds negative values (uint8 and bool do not)."""
-        return self._data.dtype.kind not in "ub"
+        return self._data.dtype.kind not in "ub" and self._data.dtype.name != "float8_e8m0fnu"
 
     def is_nonzero(self) -> bool:
         """Whether a one-element tensor is not zero (nan counts as nonzero); PyTorch's errors otherwise."""
@@ -455,6 +455,8 @@ class Tensor:
         if device_of(self._data).type != "cpu":
             raise TypeError(f"can't convert {device_of(self._data)} device type tensor to numpy. Use Tensor.cpu() "
                             "to copy the tensor to host memory first.")
+        if self._data.dtype.name.startswith("float8"):   # NumPy has no float8 (ml_dtypes' arrays stay inside)
+            raise TypeError(f"Got unsupported ScalarType {D.type_word(self._data.dtype)}")
         return self._data
 
     def __array__(self, dtype=None, copy=None):

@@ -73,6 +73,24 @@ def promote_float(args: tuple):
 
 
 dtype_word = type_word
+
+# float8 and uint16/32/64: dtypes with few kernels in PyTorch (see autograd/_primitive.py SHELL_OPS)
+def shell_chars(dtypes) -> str:
+    """The NumPy character codes of ``dtypes`` (those with arrays: float8 needs ml_dtypes)."""
+    return "".join(d.np.char for d in dtypes if not isinstance(d.np, D._Missing))
+
+
+F8_CHARS = shell_chars(D.FLOAT8)
+SHELL_CHARS = F8_CHARS + "HILQ"
+
+
+def refuse_shell(input, kernel: str, chars: str = SHELL_CHARS) -> None:
+    """PyTorch's NotImplementedError for a tensor of a dtype (float8, uint16/32/64 by default; ``chars``: the
+    dtypes' NumPy character codes) that its kernel ``kernel`` is not compiled for."""
+    npd = input._data.dtype if isinstance(input, Tensor) else input.np if isinstance(input, D.dtype) and \
+        input.np.__class__ is not D._Missing else None
+    if npd is not None and npd.char in chars:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{type_word(npd)}'")
 _BF16 = D.bfloat16.np   # see promote_standard
 
 

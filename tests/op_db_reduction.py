@@ -271,6 +271,10 @@ OPS: list = [
     OpInfo("argmin", lambda m, a, **kw: a.argmin(**kw),
            _samples([((3, 4), {"dim": 0}), ((5,), {})], "distinct", extra=[(TIES, {"dim": 1}), (TIES, {})]),
            "distinct", dtypes=ALL, **NO_GRAD),
+    OpInfo("hash_tensor", lambda m, a, **kw: m.hash_tensor(a, **kw),
+           _samples([((3, 4), {}), ((3, 4), {"dim": 1}), ((2, 3, 4), {"dim": (0, 2), "keepdim": True}), ((), {}),
+                     ((), {"dim": 0}), ((0, 3), {"dim": 1}), ((0, 3), {}), ((0, 3), {"dim": 0}),
+                     ((3, 4), {"mode": 1}), ((3, 4), {"dim": (1, 1)})]), dtypes=ALL, **NO_GRAD),
     # --- scans -------------------------------------------------------------------------------------------------
     OpInfo("cumsum", lambda m, a, dim: m.cumsum(a, dim), _samples(ONE_DIM), dtypes=ALL),
     OpInfo("cumsum_dtype", lambda m, a, dim: a.cumsum(dim, dtype=m.float64), _samples([((3, 4), {"dim": 0})]),

@@ -59,7 +59,7 @@ DEVICE_LIMITS: dict[str, str] = {
         linalg_eig linalg_eigvals""".split(),
         'the array API standard has no general eigensolver (linalg.eig)'),
     **dict.fromkeys("""
-        view_dtype""".split(),
+        view_dtype hash_tensor""".split(),
         'reinterpreting bits (Tensor.view(dtype)) is not in the array API standard'),
 }
 

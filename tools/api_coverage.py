@@ -128,12 +128,9 @@ OMITTED: dict[str, str] = {
 
 # Names that other work of issue 18 builds (a PLANNED line may stay until that work lands).
 _COMPLEX = "complex32 (chalf) tensors: the dtype exists, its tensors are refused (NumPy has no complex32)"
-_BF16 = "bfloat16 and float8 dtypes (h-dtypes)"
 
 PLANNED: dict[str, str] = {
     **_same(_COMPLEX, """chalf complex32"""),
-    **_same(_BF16, """bfloat16  float8_e4m3fn float8_e4m3fnuz float8_e5m2 float8_e5m2fnuz
-        float8_e8m0fnu"""),
 }
 
 # A program may touch these; nobody builds them yet.
@@ -147,9 +144,6 @@ NOT_YET: dict[str, str] = {
                      "output; nn.functional.embedding_bag is built",
     "geqrf": "LAPACK's Householder form of QR needs a QR kernel that returns the reflectors, on every device; "
              "orgqr/ormqr (which consume it) are built",
-    "hash_tensor": "returns uint64, a dtype ember has not built",
-    **_same("unsigned shell dtypes with few kernels in PyTorch; ember's dtype table stops at uint8",
-            "uint16 uint32 uint64"),
     "segment_reduce": "a prototype op (segmented reductions over lengths or offsets): not built yet",
     "vmap": "torch.func.vmap (the batching transform) is not built; autograd.grad(is_grads_batched=True) is",
     "from_file": "maps a file's bytes as a tensor's storage (shared=True writes back): needs the storage work",

@@ -62,6 +62,7 @@ _NP_NS = NAMESPACES[_ndarray]
 # in KEEP_NUMBERS (mul, div) take a second operand's number as it is: their kernels compute with it in float32,
 # as PyTorch's.
 from .._dtype import bfloat16 as _bfloat16   # noqa: E402
+from .. import _dtype as _dtype_mod   # noqa: E402
 _BF16 = _bfloat16.np
 KEEP_NUMBERS: set = set()
 # _fp_quiet/_fp_restore: NumPy's floating-point exceptions are silent while an op computes, and the caller's error
@@ -248,6 +249,47 @@ def _conjugating(prim: Primitive, i: int):
 def _complex_refused(prim: Primitive, d) -> Exception:
     word = "ComplexFloat" if d.dtype.itemsize == 8 else "ComplexDouble"
     return NotImplementedError(f'"{prim.name}" not implemented for \'{word}\'')
+
+
+# ----- dtypes with few kernels: float8 and uint16/32/64 (issue 18) --------------------------------------------
+# PyTorch's CPU has kernels for these dtypes in a few ops only (copies, views, indexing, casts, mul; see
+# tests/test_float8.py and tests/test_uint_dtypes.py); every other primitive refuses a tensor of them, as it
+# refuses complex ones, with PyTorch's NotImplementedError. ``apply`` checks one string membership per tensor
+# input (the dtype's character code), the cost the complex check had alone.
+_COMMON_SHELL_OPS = frozenset(("to", "clone", "cat", "stack", "reshape", "permute", "expand", "slice", "select",
+                               "diagonal", "diag_embed", "getitem", "fill", "where", "repeat", "roll", "mul",
+                               "unfold"))
+SHELL_OPS: dict = {}   # a dtype's character code -> the primitives that take it
+_F8_EXTRA = ("abs", "index", "index_put", "matmul")
+_U_EXTRA = ("index", "gather_along", "nan_to_num", "sum", "prod", "cumsum", "cumprod")
+for _n, _extra in (("float8_e4m3fn", _F8_EXTRA), ("float8_e4m3fnuz", _F8_EXTRA), ("float8_e5m2", _F8_EXTRA),
+                   ("float8_e5m2fnuz", _F8_EXTRA), ("float8_e8m0fnu", ("index",)),
+                   ("uint16", _U_EXTRA), ("uint32", _U_EXTRA), ("uint64", _U_EXTRA)):
+    _np = getattr(_dtype_mod, _n).np
+    if not isinstance(_np, _dtype_mod._Missing):
+        SHELL_OPS[_np.char] = _COMMON_SHELL_OPS.union(_extra)
+SHELL_OPS["Q"] = SHELL_OPS["L"]   # NumPy's two names of uint64
+GATED = "FD" + "".join(SHELL_OPS)   # complex64, complex128 and the dtypes above
+
+
+def _gate_error(prim: Primitive, d, dtype, refuse_cx: bool, args: tuple) -> Exception | None:
+    """The exception ``apply`` raises for array ``d`` (complex, float8 or uint16/32/64) meeting ``prim``, if any;
+    ``dtype``: the NumPy dtype the op computes in (None: d's own)."""
+    char = d.dtype.char
+    if char in "FD":
+        return _complex_refused(prim, d) if refuse_cx else None
+    name = prim.name
+    if name == "mul" and d.dtype.kind != "u" and any(not isinstance(a, Tensor) or not a._data.ndim for a in args):
+        name = "mul_cpu_reduced_float"   # float8 times a number (or a 0-d tensor): PyTorch's kernel refuses
+    elif name == "matmul" and "matmul" in SHELL_OPS[char]:   # float8 has PyTorch's addmm only: by a matrix
+        na, nb = (a._data.ndim for a in args)
+        if nb == 2:   # (a vector or a batch times a matrix: PyTorch folds them into one mm)
+            return None
+        name = "bmm" if nb > 2 else "dot" if na == 1 else "addmv_impl_cpu"
+    elif (dtype is not None and dtype.char not in SHELL_OPS) or name in SHELL_OPS[char]:
+        # computed in a dtype with kernels (exp of uint16 in float32, as PyTorch), or a primitive that takes it
+        return None
+    return NotImplementedError(f'"{name}" not implemented for \'{_dtype_mod.type_word(d.dtype)}\'')
 
 
 def _is_complex_node(prim: Primitive, t: Tensor, args: tuple) -> bool:
@@ -711,8 +753,10 @@ def apply(prim: Primitive, args: tuple, params: dict = _EMPTY, node_cls=None, dt
                 d = a._data
                 if xp is None:
                     xp = _NP_NS if type(d) is _ndarray else NAMESPACES[type(d)]
-                if refuse_cx and d.dtype.kind == "c":
-                    raise _complex_refused(prim, d)
+                if d.dtype.char in GATED:   # complex, float8, uint16/32/64: only some primitives take them
+                    err = _gate_error(prim, d, dtype, refuse_cx, args)
+                    if err is not None:
+                        raise err
                 if dtype is not None and d.dtype != dtype:
                     d = d.astype(dtype)   # float64 -> float16 may overflow: silently, as in PyTorch
                 datas.append(d)
@@ -787,7 +831,7 @@ def fast_unary(prim: Primitive, slow):
     fwd = prim.forward
 
     def fn(input: Tensor) -> Tensor:
-        if type(input) is not Tensor or input._base is not None or input._data.dtype.kind not in "fV":
+        if type(input) is not Tensor or input._base is not None or input._data.dtype.char not in "efdE":
             return slow(input)
         d = input._data
         xp = _NP_NS if type(d) is _ndarray else NAMESPACES[type(d)]
@@ -811,7 +855,7 @@ def fast_operator(prim: Primitive, slow):
 
     def op(self, other):
         d = self._data
-        if d.dtype.kind not in "fV" or self._base is not None:
+        if d.dtype.char not in "efdE" or self._base is not None:   # float16/32/64, bfloat16
             return slow(self, other)
         to = type(other)
         if to is float or (to is int and -0x8000000000000000 <= other < 0x10000000000000000):

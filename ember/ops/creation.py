@@ -16,6 +16,7 @@ from .._device import device as _device_type
 from .._origin import warn_once
 from .._state import _state as _gm_state
 from .._tensor import _SCALAR_WARNING, Tensor, _sizes_from_args, make
+from .._util import refuse_shell
 from ._registry import method as _register_method
 
 
@@ -264,7 +265,8 @@ def tensor(data, dtype: D.dtype | None = None, device=None, requires_grad: bool 
         if isinstance(data, (list, tuple)) and _has_tensor(data):
             data = _tensors_to_lists(data)
         if dtype is None or dtype.is_floating_point or dtype.is_complex:   # complex128 never rounds via complex64
-            arr = _infer_np(data, None if dtype is None else dtype.np)
+            # float8: PyTorch rounds each Python float to float32 first (the cast below rounds to float8)
+            arr = _infer_np(data, None if dtype is None else D.float32.np if dtype in D.FLOAT8 else dtype.np)
         else:   # Python numbers into an integral dtype: each checked, floats truncated from double (not float32)
             arr = _infer_np(data, D.float64.np)
             if not _HOST.ints_fit(arr, dtype.np):   # tensor([inf], dtype=torch.int32): PyTorch's check
@@ -424,6 +426,7 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     dtype = _check_dtype(dtype, "arange")
     if dtype is not None and dtype.is_complex:
         raise NotImplementedError(f"\"arange_cpu\" not implemented for '{D.type_word(dtype.np)}'")
+    refuse_shell(dtype, "arange_cpu")
     rg = _check_bool(requires_grad, "arange")
     be = _check_device(device, "arange")
     D.check_layout(layout, "arange")
@@ -453,6 +456,7 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False,
                                f"{v._data.ndim} dimension(s).")
     D.check_layout(layout, "linspace")
     start, end, steps, dtype, rg, be = _space_args("linspace", start, end, steps, dtype, requires_grad, device, out)
+    refuse_shell(dtype, "linspace_cpu")
     if dtype.is_complex:
         return _finish(_complex_linspace(be, complex(start), complex(end), steps, dtype), rg, device)
     for v in (start, end):
@@ -628,6 +632,7 @@ def eye(n, m=_NO_M, *, dtype=None, device=None, requires_grad=False, out=None, l
     n = _check_int(n, "eye", "n", 1)
     m = n if m is _NO_M else _check_int(m, "eye", "m", 2)
     dtype = _check_dtype(dtype, "eye", D._default_float)
+    refuse_shell(dtype, "eye", "HILQ")
     rg = _check_bool(requires_grad, "eye")
     be = _check_device(device, "eye")
     D.check_layout(layout, "eye")

@@ -27,7 +27,8 @@ from ..autograd._primitive import (
     fast_unary)
 from ._registry import graph, graph_raw, method, register
 from ._schema import schema
-from .._util import bf16_in_float32, check_tensor, compute_dtype, promote, return_type, scalar_or_tensor
+from .._util import (F8_CHARS, SHELL_CHARS, bf16_in_float32, check_tensor, compute_dtype, promote, refuse_shell,
+                     return_type, scalar_or_tensor, shell_chars)
 from ..autograd._views import apply_inplace
 
 
@@ -563,7 +564,8 @@ def _refuse_complex(exc, message: str, *xs) -> None:
             raise exc(message)
 
 
-_INT_RANGE = {d.np: (D.iinfo(d).min, D.iinfo(d).max) for d in (D.uint8, D.int8, D.int16, D.int32, D.int64)}
+_INT_RANGE = {d.np: (D.iinfo(d).min, D.iinfo(d).max) for d in (D.uint8, D.int8, D.int16, D.int32, D.int64, D.uint16,
+                                                            D.uint32, D.uint64)}
 
 
 def _fit_int(s: int, like, op: str, wrap: bool = True) -> int:
@@ -1328,6 +1330,8 @@ def _clamp_args(input, min, max, op):
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     tensor_bounds = isinstance(min, Tensor) or isinstance(max, Tensor)
+    if not tensor_bounds:   # PyTorch's kernel lookup comes before its check of the bounds
+        refuse_shell(input, f"{op}_scalar_cpu" if max is None or min is None else "clamp_scalar_cpu")
     min, max = (_operand(b, op, input, arg, wrap=False) if b is not None else None
                 for b, arg in ((min, "min"), (max, "max")))
     if _cx_operand(input) or _cx_operand(min) or _cx_operand(max):
@@ -1478,6 +1482,9 @@ def _compare(name, aliases=()):
 
     def fn(input: Tensor, other) -> Tensor:
         a, b = _raw_pair(input, other, name)
+        if ordered and a.dtype.char in SHELL_CHARS:   # float8, uint16/32/64: PyTorch compares them for equality only
+            refuse_shell(input if isinstance(input, Tensor) and input._data.dtype.char in SHELL_CHARS else other,
+                         name + "_cpu")
         if ordered and a.dtype.kind == "c":   # a complex operand makes both complex here
             raise _not_implemented(name + "_cpu", a.dtype)
         xp = NAMESPACES[type(a)]
@@ -1529,8 +1536,8 @@ def _bitwise(name, kernel, shift=False, integers=False):
             check_tensor(input, name)
             other = _operand(other, name, input)
         d = promote(input, other).np
-        if d.kind in "fcV" or ((shift or integers) and d.kind == "b"):
-            raise _not_implemented(kernel, d)
+        if d.kind in "fcV" or ((shift or integers) and d.kind == "b") or (shift or integers) and d.char in "HILQ":
+            raise _not_implemented(kernel, d)   # (uint16/32/64: PyTorch has their and, or, xor only)
         t = input if isinstance(input, Tensor) else other
         xp = NAMESPACES[type(t._data)]
         # a scalar operand becomes a 0-d array of the common dtype on the tensor's device (NumPy would
@@ -1573,7 +1580,7 @@ lcm = _bitwise("lcm", "lcm_cpu", integers=True)
 @schema("bitwise_not(Tensor input)")
 def bitwise_not(input: Tensor) -> Tensor:
     """``~input`` of an integer or bool tensor."""
-    if input._data.dtype.kind in "fcV":
+    if input._data.dtype.kind in "fcV" or input._data.dtype.char in SHELL_CHARS:
         raise _not_implemented("bitwise_not_cpu", input._data.dtype)
     xp = NAMESPACES[type(input._data)]
     return _made(xp.bitwise_not(input._data))
@@ -1627,12 +1634,20 @@ _PREDICATE_CX = {"isposinf": (RuntimeError, "isposinf does not support complex i
                  "signbit": (NotImplementedError, "signbit is not implemented for complex tensors.")}
 
 
+# the float8 dtypes (their NumPy character codes) PyTorch has no isinf/isfinite kernel for
+_PREDICATE_F8 = {"isinf": shell_chars(D.FLOAT8 - {D.float8_e5m2}),
+                 "isfinite": shell_chars(D.FLOAT8 - {D.float8_e5m2, D.float8_e8m0fnu})}
+
+
 def _predicate(name):
     cx = _PREDICATE_CX.get(name)
+    shell = _PREDICATE_F8.get(name)
 
     def fn(input: Tensor) -> Tensor:
         if cx is not None:
             _refuse_complex(*cx, input)
+        if shell is not None:
+            refuse_shell(input, name, shell)
         xp = NAMESPACES[type(input._data)]
         return _made(getattr(xp, name)(input._data))
     fn.__name__ = fn.__qualname__ = name
@@ -1681,6 +1696,7 @@ def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-
 @schema("allclose(Tensor input, Tensor other, float rtol, float atol, bool equal_nan)")
 def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
     """Whether every element of ``isclose(input, other, ...)`` holds."""
+    refuse_shell(input, "mul_cpu_reduced_float", F8_CHARS)
     xp, r = _isclose(input, other, rtol, atol, equal_nan, "allclose")
     return bool(xp.all(r).item())   # item(): a tensor without data ('meta') has no answer and raises
 
@@ -1689,6 +1705,7 @@ def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e
 @schema("equal(Tensor input, Tensor other)")
 def equal(input: Tensor, other: Tensor) -> bool:
     """Whether both tensors have the same shape and elements."""
+    refuse_shell(input, "equal_notnan_cpu", F8_CHARS)
     if input._data.shape != other._data.shape:
         return False
     xp = NAMESPACES[type(input._data)]

@@ -25,7 +25,7 @@ from ..autograd._primitive import PrimNode, _state, apply, broadcast_error, defp
 from ._registry import graph, register
 from .elementwise import is_array_scalar, is_real, scalar_value
 from .shape import _broadcast_shape
-from .._util import check_bool, check_tensor, dtype_word, scalar_or_tensor
+from .._util import F8_CHARS, check_bool, check_tensor, dtype_word, refuse_shell, scalar_or_tensor
 from ..autograd._views import apply_inplace, check_inplace
 
 _FULL = slice(None)
@@ -429,6 +429,8 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False)
     check_tensor(input, "gather", "input", 1)
     check_tensor(index, "gather", "index", 3)
     check_bool(sparse_grad, "gather", "sparse_grad")
+    refuse_shell(input, "gather_expanded_index", F8_CHARS)
+    refuse_shell(input, "scatter_gather_tensor_cpu")
     _, _, ix = _scatter_checks(input, dim, index, None, "gather")
     return apply(getitem_p, (input,), {"index": ix}, _node("GatherBackward0"))
 
@@ -438,6 +440,7 @@ _LEGACY = {"add": "sum", "multiply": "prod"}
 
 def _scatter(self: Tensor, dim, index, src, value, reduce, inplace: bool, op: str) -> Tensor:
     check_tensor(self, op, "input", 1)
+    refuse_shell(self, "scatter_gather_tensor_cpu")
     check_tensor(index, op, "index", 3)
     if src is not None and value is not None:
         raise TypeError(f"{op}() got multiple values for argument 'src'")
@@ -617,6 +620,7 @@ def _vector_index(self: Tensor, dim, index: Tensor, op: str, dtypes: tuple, dtyp
 def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     """The slices of ``input`` along ``dim`` at ``index`` (a vector), in its order."""
     check_tensor(input, "index_select", "input", 1)
+    refuse_shell(input, "index_select", "HILQ")   # (float8 has PyTorch's index_select)
     d, idx = _vector_index(input, dim, index, "index_select", ("int64", "int32"),
                            "index_select(): Expected dtype int32 or int64 for index", RuntimeError,
                            "index_select(): Index is supposed to be a vector")
@@ -974,6 +978,7 @@ def masked_select(input: Tensor, mask: Tensor) -> Tensor:
     """The elements of ``input`` where ``mask`` holds (the two broadcast), as a 1-d tensor."""
     check_tensor(input, "masked_select", "input", 1)
     check_tensor(mask, "masked_select", "mask", 2)
+    refuse_shell(input, "masked_select", "HILQ")
     if mask._data.dtype.kind != "b":
         raise RuntimeError("masked_select: expected BoolTensor for mask")
     input, ix = _mask(input, mask, "masked_select", False, "")

@@ -11,7 +11,9 @@ from .._dtype import (bfloat16, bool, double, dtype, float, float16, float32, fl
                       int8, int16, int32, int64, long, promote_types, result_type, set_default_dtype, short, uint8,
                       can_cast, finfo, iinfo, layout, strided, sparse_coo, sparse_csr, sparse_csc, sparse_bsr,
                       sparse_bsc, channels_last, channels_last_3d, contiguous_format, memory_format, preserve_format,
-                      complex64, complex128, cfloat, cdouble, complex32, chalf)
+                      complex64, complex128, cfloat, cdouble, complex32, chalf,
+                      float8_e4m3fn, float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz, float8_e8m0fnu, uint16, uint32,
+                      uint64)
 from .._tensor import Size, Tensor
 from .._storage import TypedStorage, UntypedStorage, is_storage
 from ..autograd import enable_grad, inference_mode, no_grad, set_grad_enabled

@@ -21,7 +21,7 @@ import warnings
 from .. import _dtype as D
 from .._device import backend_of, check_device, cpu, has_data, quietly
 from .._tensor import Tensor, _sizes_from_args, make
-from .._util import broadcast_shape, check_tensor
+from .._util import F8_CHARS, broadcast_shape, check_tensor, refuse_shell
 from ..autograd import _primitive as P
 from ..autograd import _views as V
 from ._registry import method as _register_method
@@ -329,6 +329,7 @@ def _float_dtype(dtype, kernel: str) -> D.dtype:
     dt = D._default_float if dtype is None else _as_dtype(dtype)
     if not (dt.is_floating_point or dt.is_complex):
         raise NotImplementedError(f'"{kernel}" not implemented for \'{D.type_word(dt.np)}\'')
+    refuse_shell(dt, kernel)
     return dt
 
 
@@ -537,6 +538,7 @@ def randint(*args, generator: Generator | None = None, dtype=None, layout=None, 
     dt = D.int64 if dtype is None else _as_dtype(dtype)
     if dt.is_complex:
         raise RuntimeError(_RANDOM_BOUNDS)
+    refuse_shell(dt, "random_update_from_to", F8_CHARS)
     frm, to = _random_range(dt, low, high)
     if out is None and _no_data(device):
         return _shaped(shape, dt, requires_grad, device)
@@ -575,6 +577,7 @@ def randperm(n: int, *, generator: Generator | None = None, dtype=None, layout=N
         raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
     dt = D.int64 if dtype is None else _as_dtype(dtype)
     _no_complex(dt, "randperm")
+    refuse_shell(dt, "randperm")
     if dt.is_floating_point:
         limit = (1 << _FLOAT_DIGITS[dt]) + 1
         if n > limit:

@@ -21,7 +21,7 @@ from ..autograd._primitive import PrimNode, apply, batch_rule, broadcast_error, 
 from ._registry import SUBMODULES, graph, register
 from ._schema import method_variant, schema
 from .elementwise import _made, div_scalar_p, is_int, is_real, mul_scalar_p
-from .._util import check_tensor, dtype_word, normalize_dims, reduced_shape, return_type, scalar_or_tensor
+from .._util import check_tensor, dtype_word, normalize_dims, reduced_shape, refuse_shell, return_type, scalar_or_tensor
 
 _INF = math.inf
 
@@ -1035,6 +1035,7 @@ def aminmax(input: Tensor, *, dim=None, keepdim: bool = False):
 
 
 def _arg(input, dim, keepdim, op):
+    refuse_shell(input, op + "_cpu")
     if input._data.dtype.kind == "c":
         raise RuntimeError(f"{op}(): does not support complex input")
     if input._data.dtype.kind == "b":
@@ -1518,3 +1519,40 @@ def corrcoef(input: Tensor) -> Tensor:
         from .complex import complex as make_complex
         return make_complex(c.real.clip(-1, 1), c.imag.clip(-1, 1))
     return c.clip(-1, 1)
+
+
+# ----- hash_tensor ------------------------------------------------------------------------------------------
+
+@register(method=True)
+def hash_tensor(input: Tensor, dim=None, *, keepdim: bool = False, mode: int = 0) -> Tensor:
+    """PyTorch's hash of a tensor (``mode=0``, its only mode): the elements widened to 64 bits (floating ones to
+    float64, integral and bool ones to int64), their bits read as uint64 and reduced by xor over ``dim`` (every
+    dim by default). Made of the device's cast, bit view and xor kernels (no gradient)."""
+    from .shape import cat
+    check_tensor(input, "hash_tensor")
+    if mode != 0:
+        raise RuntimeError(f"Unknown hash_tensor mode: {mode}")
+    _refuse_complex(input, "xor_sum_cpu")
+    refuse_shell(input, "xor_sum_cpu")
+    shape = input._data.shape
+    dims = normalize_dims(dim, len(shape), "hash_tensor")
+    if (dim is None or dim == () or dim == []) and input._data.size == 0:
+        raise RuntimeError("hash_tensor: Expected reduction dim to be specified for input.numel() == 0. Specify "
+                           "the reduction dim with the 'dim' argument.")
+    for d in dims:
+        if shape[d] == 0:
+            raise IndexError(f"hash_tensor: Expected reduction dim {d} to have non-zero size.")
+    wide = D.float64 if input.dtype.is_floating_point else D.int64
+    bits = input.detach().to(wide).view(D.uint64)
+    kept = [d for d in range(len(shape)) if d not in dims]
+    n = 1
+    for d in dims:
+        n *= shape[d]
+    t = bits.permute(kept + list(dims)).reshape(tuple(shape[d] for d in kept) + (n,))
+    while t.shape[-1] > 1:   # xor the halves together (an odd last element carried along)
+        n = t.shape[-1]
+        h = n // 2
+        head = t[..., :h] ^ t[..., h:2 * h]
+        t = cat([head, t[..., 2 * h:]], -1) if n % 2 else head
+    out = t[..., 0]
+    return out.reshape(reduced_shape(shape, dims)) if keepdim and dims else out

@@ -26,7 +26,7 @@ from .._tensor import Tensor, make
 from ..autograd.graph import node_class
 from ..autograd._primitive import PrimNode, apply, defprim
 from ._registry import graph, graph_raw, invalid_arguments, register
-from .._util import check_bool, check_tensor, dtype_word, normalize_dims, return_type, scalar_or_tensor
+from .._util import F8_CHARS, check_bool, check_tensor, dtype_word, normalize_dims, refuse_shell, return_type, scalar_or_tensor
 from .creation import linspace, ones, zeros
 from .shape import cat
 from ._schema import schema
@@ -233,6 +233,7 @@ def topk(input: Tensor, k: int, dim: int = _NOT_GIVEN, largest: bool = True, sor
          axis: int = _NOT_GIVEN) -> TopkResult:
     """The ``k`` largest (or smallest) values along ``dim`` and their indices."""
     check_tensor(input, "topk")
+    refuse_shell(input, "topk_cpu", "HILQ")
     k = _int_arg(k, "topk", "k", 2)
     d = _dim(input, _alias(dim, axis, -1, "topk", "dim", "axis"), "topk", 3)
     largest = check_bool(largest, "topk", "largest")
@@ -456,6 +457,7 @@ def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False, ret
     return_counts = check_bool(return_counts, "unique", "return_counts")
     if dim is None:
         _refuse_dtype(input, "unique", "c")
+        refuse_shell(input, "unique", F8_CHARS)
         vals, inverse, counts = _xp(input).unique_values(input._data)
         return _pack(_record_nondiff(unique_p, input, vals), inverse, counts, return_inverse, return_counts)
     d = _unique_dim_args(input, dim, "unique_dim", "unique")
@@ -484,6 +486,7 @@ def nonzero(input: Tensor, *, as_tuple: bool = False):
     """The indices of the nonzero elements: an (n, ndim) int64 tensor, or one 1-d tensor per dim."""
     check_tensor(input, "nonzero")
     as_tuple = check_bool(as_tuple, "nonzero", "as_tuple")
+    refuse_shell(input, "nonzero_count_cpu")
     if as_tuple:
         return tuple(make(i) for i in _xp(input).nonzero_tuple(input._data))
     return make(_xp(input).nonzero_indices(input._data))
@@ -500,6 +503,7 @@ def argwhere(input: Tensor) -> Tensor:
 def count_nonzero(input: Tensor, dim=_NOT_GIVEN, *, axis=_NOT_GIVEN) -> Tensor:
     """The number of nonzero elements, over all dims or over ``dim`` (an int or a tuple of ints)."""
     check_tensor(input, "count_nonzero")
+    refuse_shell(input, "nonzero_count_cpu")
     dim = _alias(dim, axis, None, "count_nonzero", "dim", "axis")
     if isinstance(dim, (list, tuple)) and len(dim) == 0:
         dim = None
@@ -513,6 +517,7 @@ def count_nonzero(input: Tensor, dim=_NOT_GIVEN, *, axis=_NOT_GIVEN) -> Tensor:
 def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -> Tensor:
     """How often each non-negative integer occurs in the 1-d ``input`` (summing ``weights`` if given)."""
     check_tensor(input, "bincount")
+    refuse_shell(input, "bincount_cpu")
     if weights is not None:
         check_tensor(weights, "bincount", "weights", 2)
     minlength = _int_arg(minlength, "bincount", "minlength")

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from .reduced import BF16 as _BF16, F32 as _F32, REDUCED as _REDUCED
+from .reduced import BF16 as _BF16, F8 as _F8, F32 as _F32, REDUCED as _REDUCED, to_float8 as _to_float8
 __all__ = ["einsum", "matmul_forward", "addprod", "cross", "tri_mask", "eye_like", "linalg_inv", "linalg_det",
            "linalg_slogdet", "linalg_solve", "linalg_cholesky", "linalg_cholesky_ex", "cholesky_solve", "linalg_qr",
            "linalg_eigh", "linalg_eig", "linalg_svd", "linalg_svdvals", "linalg_pinv", "matrix_exp", "solve_triangular", "linalg_lu_factor_ex",
@@ -157,6 +157,8 @@ def half_matmul(a, b):
 def matmul_forward(a, b):
     """matmul's forward: BLAS; float16 as PyTorch sums it, in float32 in its own order, rounded once (bfloat16:
     float32 sums, rounded once)."""
+    if a.dtype in _F8:   # float8 (2-d only: PyTorch's addmm): float32 sums, converted once as PyTorch converts
+        return _to_float8(np.matmul(a.astype(np.float32), b.astype(np.float32)), a.dtype)
     return half_matmul(a, b) if a.dtype in _REDUCED else np.matmul(a, b)
 
 

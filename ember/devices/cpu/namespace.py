@@ -17,7 +17,8 @@ from ..index import view_of as _view_of
 from . import creation as _creation
 from . import random as _random
 from . import shape as _shape
-from .reduced import BF16 as _BF16, F32 as _F32, SCALAR_TYPES as _REDUCED_SCALARS
+from . import reduced as _reduced
+from .reduced import BF16 as _BF16, F32 as _F32, F8 as _F8, SCALAR_TYPES as _REDUCED_SCALARS
 
 # NumPy reports floating-point exceptions (overflow, 0/0, log(0), inf/nan cast to an integer) as RuntimeWarnings;
 # PyTorch is silent. ember's entry points (apply and the operator fast paths, the engine, optimizer steps,
@@ -88,7 +89,11 @@ class _Backend:
     asarray = staticmethod(np.asarray)
     may_share_memory = staticmethod(np.may_share_memory)
     zeros = staticmethod(np.zeros)
-    full = staticmethod(np.full)
+    @staticmethod
+    def full(shape, fill_value, dtype=None):
+        if dtype in _F8:   # PyTorch's float8 conversion of the value (reduced.py)
+            fill_value = _reduced.float8_scalar(fill_value, dtype)
+        return np.full(shape, fill_value, dtype=dtype)
     zeros_like = staticmethod(np.zeros_like)
     ones_like = staticmethod(np.ones_like)
 
@@ -145,6 +150,8 @@ class _Backend:
     def copyto(dst, src) -> None:
         token = _fp_quiet()   # float64 -> float16 may overflow: silently, as in PyTorch
         try:
+            if (dst.dtype in _F8 or getattr(src, "dtype", None) in _F8) and dst.dtype != src.dtype:
+                src = cast(np.asarray(src), dst.dtype)   # PyTorch's float8 conversions
             np.copyto(dst, src, casting="unsafe")
         finally:
             _fp_restore(token)
@@ -420,7 +427,7 @@ def fill_index(x, index, value):
     """A copy of ``x`` with ``x[index] = value``."""
     out = np.array(x, copy=True)
     view, index = _view_of(out, index)
-    view[index] = value
+    view[index] = _reduced.float8_scalar(value, out.dtype) if out.dtype in _F8 else value
     return out
 
 
@@ -508,6 +515,8 @@ def clone(x):
 def cast(x, dtype):
     if x.dtype.kind == "c" and np.dtype(dtype).kind != "c":
         x = x.real   # complex to real keeps the real part (PyTorch; NumPy would warn)
+    if (x.dtype in _F8 or dtype in _F8) and x.dtype != dtype:   # PyTorch's float8 conversions (reduced.py)
+        return _reduced.from_float8(x, np.dtype(dtype)) if x.dtype in _F8 else _reduced.to_float8(x, np.dtype(dtype))
     return x.astype(dtype, copy=False)
 
 

@@ -69,3 +69,51 @@ def all_in_float32(fn=None, *, dtypes=REDUCED):
 
 # bfloat16 only: float16 keeps NumPy's own float16 loops where ember's float16 results were checked with them
 BF16_ONLY = frozenset(d for d in (BF16,) if d is not None)
+
+
+# ----- float8 (issue 18): PyTorch's conversions, which ml_dtypes' casts differ from at the edges -------------
+# PyTorch converts every value to and from float8 through float32 (a double or an int64 is rounded to float32
+# first); float32 -> float8 rounds to nearest even as ml_dtypes does, except that e4m3fn saturates (a finite
+# overflow and inf give +-448, ml_dtypes gives NaN), e5m2's NaN is 0x7f (ml_dtypes 0x7e), and e8m0fnu has its
+# own rounding of the exponent (c10::detail::fp8e8m0fnu_from_fp32_value). The one NaN of the fnuz types and
+# e8m0fnu is positive, and 0 in an integer. NaN payloads are NumPy's (PyTorch keeps float8's mantissa bits).
+F8 = frozenset(np.dtype(getattr(_ml, n)) for n in ("float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2",
+                                                      "float8_e5m2fnuz", "float8_e8m0fnu")) if _ml is not None \
+    else frozenset()
+_NAN_TO_ZERO = frozenset(("float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu"))
+
+
+def to_float8(x, dtype):
+    """``x`` (no complex) converted to the float8 ``dtype`` as PyTorch converts."""
+    f = x.astype(F32, copy=False)
+    name = dtype.name
+    if name == "float8_e8m0fnu":   # the float32 exponent, rounded on the mantissa's guard, round and sticky bits
+        bits = f.view(np.uint32)
+        exp = (bits >> 23) & 0xFF
+        g = (bits & 0x400000) != 0
+        up = g & (((bits & 0x3FFFFF) != 0) | (exp > 0))
+        return np.where(exp == 0xFF, 0xFF, exp + up).astype(np.uint8).view(dtype)
+    if name == "float8_e4m3fn":
+        f = np.clip(f, -448.0, 448.0)   # saturates; NaN stays NaN
+    out = f.astype(dtype)
+    if name == "float8_e5m2":
+        nan = np.isnan(f)
+        if nan.any():
+            b = out.view(np.uint8)
+            b[nan] = 0x7F | (np.signbit(f[nan]).astype(np.uint8) << 7)
+    return out
+
+
+def float8_scalar(value, dtype):
+    """A Python number as a 0-d array of the float8 ``dtype``, converted as PyTorch converts (through float32)."""
+    return to_float8(np.asarray(value, np.float64), np.dtype(dtype))
+
+
+def from_float8(x, dtype):
+    """The float8 array ``x`` converted to ``dtype`` (any) as PyTorch converts: through float32."""
+    f = x.astype(F32)
+    if x.dtype.name in _NAN_TO_ZERO:   # their one NaN reads as a positive NaN (ml_dtypes: negative), 0 in an integer
+        f[np.isnan(f)] = 0 if dtype.kind in "iu" else np.nan
+    if dtype in F8:
+        return to_float8(f, dtype)
+    return f.astype(dtype, copy=False)

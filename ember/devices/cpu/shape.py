@@ -8,12 +8,20 @@ differentiable twin in ``graph_ns`` (registered by ``ember/ops/shape.py``).
 from __future__ import annotations
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided as _as_strided
+from numpy.lib.stride_tricks import as_strided as _np_as_strided
 
 __all__ = ["slice_dim", "slice_scatter_zeros", "select_dim", "select_scatter_zeros", "diagonal",
            "diag_scatter_zeros", "flip", "roll", "rot90", "tril", "triu", "repeat", "trace", "unfold",
            "unfold_backward", "gather_rows", "scatter_rows_zeros", "split_backward", "repeat_index",
            "channels_last_copy", "as_strided", "as_strided_backward"]
+
+
+def _as_strided(x, shape, strides, **kw):
+    """NumPy's as_strided; ml_dtypes' float8_e5m2 (kind 'f', one byte) goes through a uint8 view, as NumPy's array
+    interface cannot name it ('<f1')."""
+    if x.dtype.kind == "f" and x.dtype.itemsize == 1:
+        return _np_as_strided(x.view(np.uint8), shape, strides, **kw).view(x.dtype)
+    return _np_as_strided(x, shape, strides, **kw)
 
 
 def _along(dim: int, ix) -> tuple:
