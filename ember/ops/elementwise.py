@@ -1794,7 +1794,8 @@ def positive(input: Tensor) -> Tensor:
 ldexp_p = defprim("ldexp", lambda xp, a, b: a * xp.pow(2.0, b),
                   vjp=(lambda xp, g, out, a, b: g * xp.pow(2.0, b * 1.0),
                        lambda xp, g, out, a, b: g * out * math.log(2.0)),   # M_LN2
-                  jvp="elementwise", saves={1: (0,)}, saves_out=True, promote="float", batch=True)
+                  jvp="elementwise", saves={1: (0,)}, saves_out=True, promote="float", batch=True,
+                  complex=True)   # PyTorch's ldexp is mul(input, pow(2, other)): holomorphic in both
 
 
 @register(method=True)
