@@ -648,7 +648,7 @@ def linalg_ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool =
 
 @register(method=True)
 def cholesky_inverse(input: Tensor, upper: bool = False, *, out=None) -> Tensor:
-    """The inverse of A = L L^T (U^T U if ``upper``) given its Cholesky factor ``input``."""
+    """The inverse of A = L L^H (U^H U if ``upper``) given its Cholesky factor ``input``."""
     _no_out(out, "cholesky_inverse")
     check_tensor(input, "cholesky_inverse")
     upper = check_bool(upper, "cholesky_inverse", "upper")
@@ -658,7 +658,7 @@ def cholesky_inverse(input: Tensor, upper: bool = False, *, out=None) -> Tensor:
     if a.shape[-1] != a.shape[-2]:
         raise RuntimeError(f"cholesky_inverse: A must be batches of square matrices, but they are {a.shape[-2]} by "
                            f"{a.shape[-1]} matrices")
-    if a.dtype.kind != "f":
+    if a.dtype.kind not in "fc":
         raise NotImplementedError(f"\"cholesky_inverse_out_cpu\" not implemented for '{dtype_word(a.dtype)}'")
     eye = NAMESPACES[type(a)].eye_like(a)
     return cholesky_solve(make(eye), input, upper)
