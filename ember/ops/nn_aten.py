@@ -202,7 +202,12 @@ _PADDINGS = ("zeros", "border", "reflection")
 @register()
 @schema("affine_grid_generator(Tensor theta, int[] size, bool align_corners)")
 def affine_grid_generator(theta: Tensor, size, align_corners: bool) -> Tensor:
-    """``nn.functional.affine_grid`` (AffineGridGeneratorBackward0)."""
+    """``nn.functional.affine_grid`` (AffineGridGeneratorBackward0); complex theta too, without a backward (as
+    PyTorch's: its forward mode works)."""
+    check_tensor(theta, "affine_grid_generator", "theta")
+    if theta.dtype.is_complex:
+        _act._no_complex_autograd("affine_grid_generator", theta)
+        return _grid._affine_grid(theta, list(size), align_corners)
     return _grid.affine_grid(theta, list(size), align_corners)
 
 
