@@ -188,3 +188,13 @@ def test_eigenvector_phase_check(which, loss):
         return g.detach().numpy()
     _same_outcome(run)
     _same_outcome(lambda m: run(m, True))
+
+
+def test_solve_ex_device_solver_singular():
+    # A's LU (its info) has no zero pivot, while the device's solver (NumPy's LAPACK) meets one for X A = B:
+    # solve_ex returns what A's LU gives (as PyTorch's, nearly singular: huge values), it does not raise
+    a = np.array([[1, 1, 1], [2, 2, 3], [1, 1, 2]], dtype=np.complex128) * np.array([[1 + 1j], [0.5 - 2j], [3j]])
+    b = np.array([[1 + 2j, 3, 0.5], [0, -1j, 2]])
+    x, info = ember.linalg.solve_ex(ember.tensor(a), ember.tensor(b), left=False)
+    assert info.item() == torch.linalg.solve_ex(torch.tensor(a), torch.tensor(b), left=False)[1].item() == 0
+    assert np.all(np.isfinite(x.numpy()))

@@ -11,8 +11,8 @@ from ..._tensor import Tensor, make
 from ...autograd._primitive import apply, defprim
 from .._registry import graph, graph_raw, register
 from ..._util import check_bool, check_tensor, dtype_word, return_type
-from ._common import (_broadcast, _broadcastable, _check_float, _check_matrix, _check_same_dtype, _mH, _mT,
-                      _no_out, _node, raise_info)
+from ._common import (LinAlgError, _broadcast, _broadcastable, _check_float, _check_matrix, _check_same_dtype,
+                      _mH, _mT, _no_out, _node, raise_info)
 
 
 # ======================================================================================================
@@ -166,11 +166,12 @@ def linalg_solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bo
     xp = NAMESPACES[type(info)]
     if check_errors:
         raise_info(info, "torch.linalg.solve_ex", lambda i: _SINGULAR)
-    if xp.any(info != 0):
-        X = _lu_solve_all(A, B, left)
-    else:
-        X = apply(solve_p, (A, B), {"left": left})
-    return SolveExResult(X, make(info))
+    if not xp.any(info != 0):
+        try:
+            return SolveExResult(apply(solve_p, (A, B), {"left": left}), make(info))
+        except LinAlgError:   # the device's solver met an exact zero pivot where A's LU (info) has none
+            pass
+    return SolveExResult(_lu_solve_all(A, B, left), make(info))
 
 
 _SINGULAR = "The solver failed because the input matrix is singular."
