@@ -67,7 +67,10 @@ def _call(m, op, arrays, kwargs, requires_grad=False):
 
 
 def _npy(t):
-    return t.detach().numpy(force=True) if hasattr(t, "numpy") else np.asarray(t)
+    if not hasattr(t, "numpy"):
+        return np.asarray(t)
+    t = t.detach()
+    return (t.float() if str(t.dtype).endswith("bfloat16") else t).numpy(force=True)   # torch's has no NumPy twin
 
 
 def _close(e, t, what, tol=TOL):

@@ -45,6 +45,9 @@ UNREACHABLE = {
     ("lu_solve", "VJP", 1): "the pivots: an integer tensor, never differentiated (the rule only returns None)",
     **{("grad_link_zero", "JVP", i): "grid_sample has no forward AD (nor has PyTorch's), so its input and grid "
        "never carry a tangent into its double backward's link node (the rule only returns None)" for i in (1, 2)},
+    **{(n, "VJP", 0): "linalg.svd's three outputs share one node (LinalgSvdBackward0, ops/linalg/decompositions."
+       "py _SvdNode), which runs svd_backward on gU, gS, gVh together (its phase check needs them together): "
+       "the per-output rules of U and Vh are that joint rule with one gradient" for n in ("svd_U", "svd_Vh")},
 }
 
 

@@ -336,7 +336,7 @@ rad2deg_p = _unary_prim("rad2deg", "Rad2DegBackward0", lambda xp, a: xp.rad2deg(
 nan_to_num_p = _unary_prim("nan_to_num", "NanToNumBackward0",
                            lambda xp, a, nan, posinf, neginf: xp.nan_to_num(a, nan, posinf, neginf),
                            lambda xp, g, out, a, nan, posinf, neginf: xp.where(xp.isfinite(a), g, 0.0),
-                           promote=None, complex=True)   # complex: forward mode only (the check in nan_to_num)
+                           promote=None, complex=True)   # complex: nan_to_num_ only (the check in nan_to_num)
 
 # PyTorch's threshold_backward(g, result, 0): where(out <= 0, 0, g), not g * (out > 0), so the gradient passes
 # at nan; under create_graph it is a node of its own (ThresholdBackwardBackward0, in ops/nn_activation.py), so
@@ -1105,7 +1105,7 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None, neg
 
 
 def _nan_to_num_complex_grad(input: Tensor) -> None:
-    # PyTorch declares no backward for complex nan_to_num (its forward mode works)
+    # PyTorch declares no backward for complex nan_to_num (its forward mode works; nan_to_num_ has a backward)
     if input._requires_grad and input._data.dtype.kind == "c" and _state.enabled:
         raise RuntimeError("nan_to_num does not support automatic differentiation for outputs with complex dtype.")
 
@@ -1116,8 +1116,7 @@ def inan_to_num(self: Tensor, nan: float = 0.0, posinf: float | None = None, neg
     params = {"nan": _num_or_none(nan, "nan_to_num_", "nan") or 0.0,
               "posinf": _num_or_none(posinf, "nan_to_num_", "posinf"),
               "neginf": _num_or_none(neginf, "nan_to_num_", "neginf")}
-    _nan_to_num_complex_grad(self)
-    return apply_inplace(nan_to_num_p, self, (), params)
+    return apply_inplace(nan_to_num_p, self, (), params)   # complex too: PyTorch refuses only nan_to_num's
 
 
 # ----- binary math ------------------------------------------------------------------------------------------
@@ -1811,7 +1810,8 @@ def positive(input: Tensor) -> Tensor:
 ldexp_p = defprim("ldexp", lambda xp, a, b: a * xp.pow(2.0, b),
                   vjp=(lambda xp, g, out, a, b: g * xp.pow(2.0, b * 1.0),
                        lambda xp, g, out, a, b: g * out * math.log(2.0)),   # M_LN2
-                  jvp="elementwise", saves={1: (0,)}, saves_out=True, promote="float", batch=True)
+                  jvp="elementwise", saves={1: (0,)}, saves_out=True, promote="float", batch=True,
+                  complex=True)   # PyTorch's ldexp is mul(input, pow(2, other)): holomorphic in both
 
 
 @register(method=True)

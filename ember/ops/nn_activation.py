@@ -425,15 +425,16 @@ def _silu_vjp(xp, g, out, a):
     return g * (s * (a * (1 - s) + 1))
 
 
-def _silu_complex_rule(xp, g, out, a):
-    # PyTorch's complex silu: its autograd refuses complex outputs (see silu), its forward mode (auto_element_wise
-    # on silu_backward) gives t * conj(f'(z)), not the holomorphic t * f'(z)
+def _silu_complex_jvp(xp, t, out, a):
+    # PyTorch's complex silu: its autograd refuses complex outputs of silu (see silu), not of silu_, whose backward
+    # is silu_backward as written, g * f'(z) (no conjugate, _silu_vjp); its forward mode (auto_element_wise on
+    # silu_backward) gives t * conj(f'(z)), not the holomorphic t * f'(z)
     s = xp.sigmoid(a)
-    return g * xp.conj(s * (a * (1 - s) + 1))
+    return t * xp.conj(s * (a * (1 - s) + 1))
 
 
 silu_p = _act("silu", "SiluBackward0", lambda xp, a: xp.silu(a), (), _silu_vjp,
-              complex=(_silu_complex_rule, _silu_complex_rule))
+              complex=(_silu_vjp, _silu_complex_jvp))
 
 
 def _mish_vjp(xp, g, out, a):
@@ -651,7 +652,8 @@ def silu(input: Tensor, inplace: bool = False) -> Tensor:
     """x * sigmoid(x) (SiluBackward0, in place too)."""
     check_tensor(input, "silu")
     if input.dtype.is_complex:
-        _no_complex_autograd("silu", input)   # PyTorch's silu has no complex backward
+        if not inplace:   # PyTorch's silu has no complex backward (its silu_ has: see silu_p)
+            _no_complex_autograd("silu", input)
     else:
         _float_input(input, "silu", "silu_cpu")
     return _apply_act(silu_p, input, {}, inplace)

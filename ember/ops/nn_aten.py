@@ -105,18 +105,18 @@ def constant_pad_nd(input: Tensor, pad, value=0) -> Tensor:
 def convolution(input: Tensor, weight: Tensor, bias: Tensor | None, stride, padding, dilation, transposed: bool,
                 output_padding, groups: int) -> Tensor:
     """The convolution every nn.functional.conv*d calls: 1-3 spatial dimensions from the weight's, transposed or
-    not."""
+    not. Complex inputs are refused, as PyTorch's (conv*d split a complex convolution into real ones first)."""
     check_tensor(input, "convolution")
     check_tensor(weight, "convolution", "weight", 2)
     d = weight.ndim - 2
     if not 1 <= d <= 3:
         raise RuntimeError(f"Expected 3D, 4D or 5D (batch mode) tensor for input to convolution, but got weight of "
                            f"{weight.ndim} dimensions")
+    op = f"conv{'_transpose' if transposed else ''}{d}d"
     if transposed:
-        fn = (_conv.conv_transpose1d, _conv.conv_transpose2d, _conv.conv_transpose3d)[d - 1]
-        return fn(input, weight, bias, list(stride), list(padding), list(output_padding), groups, list(dilation))
-    fn = (_conv.conv1d, _conv.conv2d, _conv.conv3d)[d - 1]
-    return fn(input, weight, bias, list(stride), list(padding), list(dilation), groups)
+        return _conv._conv_transpose(op, d, input, weight, bias, list(stride), list(padding), list(output_padding),
+                                     groups, list(dilation), aten=True)
+    return _conv._conv(op, d, input, weight, bias, list(stride), list(padding), list(dilation), groups, aten=True)
 
 
 @register(submodule="nn.functional")
@@ -202,7 +202,12 @@ _PADDINGS = ("zeros", "border", "reflection")
 @register()
 @schema("affine_grid_generator(Tensor theta, int[] size, bool align_corners)")
 def affine_grid_generator(theta: Tensor, size, align_corners: bool) -> Tensor:
-    """``nn.functional.affine_grid`` (AffineGridGeneratorBackward0)."""
+    """``nn.functional.affine_grid`` (AffineGridGeneratorBackward0); complex theta too, without a backward (as
+    PyTorch's: its forward mode works)."""
+    check_tensor(theta, "affine_grid_generator", "theta")
+    if theta.dtype.is_complex:
+        _act._no_complex_autograd("affine_grid_generator", theta)
+        return _grid._affine_grid(theta, list(size), align_corners)
     return _grid.affine_grid(theta, list(size), align_corners)
 
 

@@ -187,7 +187,7 @@ def _check_groups(op, input_shape, weight, bias, groups, transposed):
                            f"{out_ch} elements, but got bias of size {_size_str(bias.shape)} instead")
 
 
-def _conv(op, d, input, weight, bias, stride, padding, dilation, groups):
+def _conv(op, d, input, weight, bias, stride, padding, dilation, groups, aten=False):
     batched = _conv_args(op, input, weight, bias, d, False)
     x = input if batched else input.unsqueeze(0)
     _check_groups(op, tuple(x.shape), weight, bias, groups, False)
@@ -223,8 +223,19 @@ def _conv(op, d, input, weight, bias, stride, padding, dilation, groups):
                            "actual input size")
     _check_empty_input(d, tuple(x.shape))
     _check_kernel(d, tuple(weight.shape), False, groups)
+    if aten:
+        plain = groups == 1 and all(v == 1 for v in stride + kernel) and not any(sum(pads, ()))
+        _aten_complex(x, "slow_conv_dilated<>" if any(v != 1 for v in dilation) else
+                      "slow_conv2d_cpu" if d < 3 else "slow_conv3d_cpu" if plain else "compute_columns3d")
     out = apply(conv_p, (x, weight, bias), _conv_params(stride, pads, dilation, groups))
     return out if batched else out.squeeze(0)
+
+
+def _aten_complex(x: Tensor, kernel: str) -> None:
+    """torch.convolution (ATen's, with no complex decomposition: conv1d/2d/3d and their transposes split a
+    complex convolution into real ones, it does not) refuses a non-empty complex input in its CPU kernel."""
+    if x.dtype.is_complex and x.numel():
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_dtype_name(x)}'")
 
 
 def _check_empty_input(d, shape):
@@ -278,7 +289,7 @@ def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
     return _conv("conv3d", 3, input, weight, bias, stride, padding, dilation, groups)
 
 
-def _conv_transpose(op, d, input, weight, bias, stride, padding, output_padding, groups, dilation):
+def _conv_transpose(op, d, input, weight, bias, stride, padding, output_padding, groups, dilation, aten=False):
     batched = _conv_args(op, input, weight, bias, d, True)
     x = input if batched else input.unsqueeze(0)
     _check_groups(op, tuple(x.shape), weight, bias, groups, True)
@@ -305,6 +316,8 @@ def _conv_transpose(op, d, input, weight, bias, stride, padding, output_padding,
         raise RuntimeError(f"Given input size per channel: ({' x '.join(map(str, x.shape[2:]))}). Calculated "
                            f"output size per channel: ({' x '.join(map(str, size))}). Output size is too small")
     _check_kernel(d, tuple(weight.shape), True, groups)
+    if aten:
+        _aten_complex(x, f"slow_conv_transpose{3 if d == 3 else 2}d_out_cpu")
     out = apply(conv_transpose_p, (x, weight, bias),
                 dict(_conv_params(stride, tuple((p, p) for p in pad), dilation, groups), size=size))
     return out if batched else out.squeeze(0)

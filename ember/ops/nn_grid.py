@@ -43,6 +43,11 @@ def affine_grid(theta: Tensor, size, align_corners: bool | None = None) -> Tenso
         align_corners = False
     if not theta.dtype.is_floating_point:
         raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
+    return _affine_grid(theta, size, align_corners)
+
+
+def _affine_grid(theta: Tensor, size, align_corners: bool) -> Tensor:
+    """affine_grid after its dtype check (torch.affine_grid_generator, ATen's, takes complex theta too)."""
     size = list(size)
     if len(size) == 4:
         if theta.ndim != 3 or tuple(theta.shape[-2:]) != (2, 3):

@@ -449,9 +449,15 @@ def kernels(k) -> dict:
         """``x`` as (batch, *tail) with its batch dims flattened (empty shapes too)."""
         return xp.reshape(x, (math.prod(x.shape[:x.ndim - len(tail)]),) + tuple(tail))
 
+    def _cmul(a, b):
+        """Complex ``a * b`` as its four real products, each rounded (as the cpu kernel's)."""
+        ar, ai, br, bi = xp.real(a), xp.imag(a), xp.real(b), xp.imag(b)
+        one_i = xp.asarray(1j, dtype=a.dtype)
+        return xp.astype(ar * br - ai * bi, a.dtype) + xp.astype(ar * bi + ai * br, a.dtype) * one_i
+
     def linalg_lu_factor_ex(a, pivot=True):
         """(LU, pivots, info) as getrf: the pivot of column j is the first row of largest |value| at or below j
-        (idamax; a NaN wins only in first place); pivots 1-based int32; info the 1-based index of the first
+        (idamax, |re| + |im| for complex; a NaN wins only in first place); pivots 1-based int32; info the 1-based index of the first
         exactly zero pivot (0 if none), whose column is left unscaled. One step per column for the whole batch."""
         if not pivot:
             raise LinAlgError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
@@ -463,9 +469,11 @@ def kernels(k) -> dict:
         pivots = []
         info = xp.zeros((nb,), dtype=xp.int32)
         rows = xp.arange(m, dtype=xp.int64)[None, :]
+        cx = xp.isdtype(lu.dtype, "complex floating")
         tiny = float(xp.finfo(lu.dtype).smallest_normal)
         for j in range(kk):
-            col = xp.abs(lu[:, j:, j])
+            col = lu[:, j:, j]
+            col = xp.abs(xp.real(col)) + xp.abs(xp.imag(col)) if cx else xp.abs(col)   # izamax: |re| + |im|
             nan = xp.isnan(col)
             p = j + xp.where(nan[:, 0], 0, xp.argmax(xp.where(nan, -1.0, col), axis=1))
             pivots.append(xp.astype(p + 1, xp.int32))
@@ -480,9 +488,13 @@ def kernels(k) -> dict:
                 # getrf multiplies by the reciprocal, dividing only where it would overflow
                 dd = xp.where(zero, 1.0, d)[:, None]
                 below = lu[:, j + 1:, j]
-                lu[:, j + 1:, j] = xp.where(xp.abs(dd) >= tiny, below * (1 / dd), below / dd)
+                if cx:   # zscal with the reciprocal
+                    lu[:, j + 1:, j] = _cmul(below, 1 / dd)
+                else:
+                    lu[:, j + 1:, j] = xp.where(xp.abs(dd) >= tiny, below * (1 / dd), below / dd)
                 if j + 1 < n:
-                    lu[:, j + 1:, j + 1:] = lu[:, j + 1:, j + 1:] - lu[:, j + 1:, j:j + 1] * lu[:, j:j + 1, j + 1:]
+                    lu[:, j + 1:, j + 1:] = lu[:, j + 1:, j + 1:] - (_cmul if cx else xp.multiply)(
+                        lu[:, j + 1:, j:j + 1], lu[:, j:j + 1, j + 1:])
         piv = xp.stack(pivots, axis=1) if pivots else xp.zeros((nb, 0), dtype=xp.int32)
         return xp.reshape(lu, tuple(a.shape)), xp.reshape(piv, batch + (kk,)), xp.reshape(info, batch)
 
@@ -550,12 +562,17 @@ def kernels(k) -> dict:
 
     def _subst(t, b, lower: bool, unit: bool):
         """T^-1 B by substitution for triangular T (only its triangle read), batch dims broadcast; no singularity
-        check (a zero diagonal gives inf/nan, as trsm)."""
+        check (a zero diagonal gives inf/nan, as trsm; a zero complex one NaN, as the cpu kernel)."""
         n = t.shape[-1]
         x = xp.asarray(xp.broadcast_to(b, _bshape(t.shape[:-2], b.shape[:-2]) + tuple(b.shape[-2:])), copy=True)
+        cx = xp.isdtype(x.dtype, "complex floating")
         for j in (range(n) if lower else range(n - 1, -1, -1)):
             if not unit:
-                x[..., j, :] = x[..., j, :] / t[..., j, j][..., None]
+                d = t[..., j, j][..., None]
+                x[..., j, :] = x[..., j, :] / d
+                if cx:
+                    x[..., j, :] = xp.where(d == 0, xp.asarray(complex(math.nan, math.nan), dtype=x.dtype),
+                                            x[..., j, :])
             rest = slice(j + 1, None) if lower else slice(0, j)
             x[..., rest, :] = x[..., rest, :] - t[..., rest, j][..., None] * x[..., j:j + 1, :]
         return x

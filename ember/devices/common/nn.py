@@ -194,7 +194,7 @@ def kernels(k, erf) -> dict:
         used = xp.any(xp.reshape(idx, (-1,))[:, None] == xp.arange(w.shape[0], dtype=idx.dtype)[None, :], axis=0)
         if w.shape[0] == 0 or w.shape[1] == 0 or not bool(xp.any(used)):
             return
-        norms = _vector_norms(xp.astype(w, xp.float64), norm_type)
+        norms = _vector_norms(xp.astype(xp.abs(w), xp.float64), norm_type)   # complex: the moduli's norm
         scale = xp.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
         w[...] = xp.where(used[:, None], xp.astype(w * scale[:, None], w.dtype), w)
 

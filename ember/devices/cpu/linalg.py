@@ -546,9 +546,19 @@ def linalg_lu_factor_ex(a, pivot=True):
     return tuple(x.copy() for x in hit)
 
 
+def _cmul(a, b):
+    """Complex ``a * b`` as its four real products, each rounded (LAPACK's complex getrf, as PyTorch's MKL runs it,
+    rounds them so; NumPy's complex multiply fuses them)."""
+    a, b = np.broadcast_arrays(a, b)
+    out = np.empty(a.shape, a.dtype)
+    out.real = a.real * b.real - a.imag * b.imag
+    out.imag = a.real * b.imag + a.imag * b.real
+    return out
+
+
 def _lu_factor_ex(a, pivot=True):
     """(LU, pivots, info) as LAPACK's getrf: partial pivoting, the pivot of column j being the first row
-    of largest absolute value at or below j (idamax); L's unit diagonal is implicit. pivots are 1-based
+    of largest absolute value at or below j (idamax; |re| + |im| for complex, izamax); L's unit diagonal is implicit. pivots are 1-based
     int32; info is the 1-based index of the first exactly zero pivot (0 if none). A zero column is not
     scaled and the elimination goes on, as in LAPACK, so singular matrices factor too. Computes in the
     input's dtype, one vectorised step per column for the whole batch."""
@@ -562,10 +572,12 @@ def _lu_factor_ex(a, pivot=True):
     piv = np.empty((nb, k), np.int32)
     info = np.zeros(nb, np.int32)
     rows = np.arange(nb)
+    cx = lu.dtype.kind == "c"
     tiny = np.finfo(lu.dtype).tiny if lu.dtype.kind in "fV" else 0
     with np.errstate(all="ignore"):
         for j in range(k):
-            col = np.abs(lu[:, j:, j])
+            col = lu[:, j:, j]
+            col = np.abs(col.real) + np.abs(col.imag) if cx else np.abs(col)   # izamax: |re| + |im|
             # idamax: the first largest |x|; a NaN never compares larger, so it wins only in first place
             nan = np.isnan(col)
             p = j + np.where(nan[:, 0] if col.shape[1] else False, 0, np.argmax(np.where(nan, -1, col), axis=1))
@@ -585,9 +597,13 @@ def _lu_factor_ex(a, pivot=True):
                 # leaves its (all-zero) column alone
                 dd = np.where(zero, 1, d)[:, None]
                 col = lu[:, j + 1:, j]
-                lu[:, j + 1:, j] = np.where(np.abs(dd) >= tiny, col * (1 / dd), col / dd)
+                if cx:   # zscal with the reciprocal
+                    lu[:, j + 1:, j] = _cmul(col, 1 / dd)
+                else:
+                    lu[:, j + 1:, j] = np.where(np.abs(dd) >= tiny, col * (1 / dd), col / dd)
                 if j + 1 < n:
-                    lu[:, j + 1:, j + 1:] -= lu[:, j + 1:, j:j + 1] * lu[:, j:j + 1, j + 1:]
+                    lu[:, j + 1:, j + 1:] -= (_cmul if cx else np.multiply)(lu[:, j + 1:, j:j + 1],
+                                                                            lu[:, j:j + 1, j + 1:])
     return lu.reshape(a.shape), piv.reshape(batch + (k,)), info.reshape(batch)
 
 
@@ -631,13 +647,17 @@ def linalg_lu(a, pivot=True):
 
 def _subst(t, b, lower, unit):
     """T^-1 B by substitution, for triangular T (only its triangle is read) and B broadcast together:
-    no singularity check (a zero diagonal gives inf/nan, as LAPACK's trsm)."""
+    no singularity check (a zero diagonal gives inf/nan, as LAPACK's trsm; a zero complex one gives NaN, as the
+    BLAS's complex trsm: it multiplies by the pivot's reciprocal, whose Smith division of 1 by 0 is 0/0)."""
     n = t.shape[-1]
     x = np.array(np.broadcast_to(b, np.broadcast_shapes(t.shape[:-2], b.shape[:-2]) + b.shape[-2:]))
     order = range(n) if lower else range(n - 1, -1, -1)
     for j in order:
         if not unit:
-            x[..., j, :] /= t[..., j, j, None]
+            d = t[..., j, j, None]
+            x[..., j, :] /= d
+            if x.dtype.kind == "c":
+                x[..., j, :] = np.where(d == 0, complex(np.nan, np.nan), x[..., j, :])
         rest = slice(j + 1, None) if lower else slice(0, j)
         x[..., rest, :] -= t[..., rest, j, None] * x[..., j, None, :]
     return x

@@ -294,8 +294,8 @@ def embedding_renorm_(w, idx, max_norm, norm_type):
     """PyTorch's embedding_renorm_: each row of ``w`` indexed by ``idx`` whose ``norm_type``-norm exceeds
     ``max_norm`` is scaled by max_norm / (norm + 1e-7), in place. Not differentiable."""
     rows = np.unique(idx)
-    with np.errstate(all="ignore"):
-        norms = np.linalg.norm(w[rows].astype(np.float64), ord=norm_type, axis=1)
+    with np.errstate(all="ignore"):   # complex rows: the norm of their moduli, as PyTorch's row.norm(p)
+        norms = np.linalg.norm(np.abs(w[rows]).astype(np.float64), ord=norm_type, axis=1)
         scale = np.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
         w[rows] = (w[rows] * scale[:, None]).astype(w.dtype)
 

@@ -2,7 +2,9 @@
 the legacy lu), with the legacy forms torch.cholesky, torch.qr and torch.svd.
 
 A decomposition with several outputs is one primitive per output, each computing the decomposition
-(PyTorch's backward is linear in the output gradients, so the per-output VJPs add up to it). Rules call
+(PyTorch's backward is linear in the output gradients, so the per-output VJPs add up to it); linalg.svd's
+three outputs then share one node (_SvdNode, PyTorch's LinalgSvdBackward0), as its backward checks gU and gVh
+together. Rules call
 the decompositions again through ``xp`` (``xp.linalg_eigh``), which under ``create_graph`` are the
 differentiable public functions: every derivative is differentiable again.
 """
@@ -11,8 +13,9 @@ from __future__ import annotations
 import warnings
 
 from ...devices import NAMESPACES
-from ..._tensor import Tensor, make
-from ...autograd._primitive import apply, defprim
+from ..._tensor import Tensor, _new, make
+from ...autograd.graph import NODE_OBSERVERS, Node, _seq, modified_message
+from ...autograd._primitive import FREED, FREED_MESSAGE, apply, defprim, graph_ns
 from .._registry import graph_raw, register
 from ..._util import check_bool, check_tensor, dtype_word, return_type
 from ..shape import cat
@@ -241,11 +244,10 @@ def _eigh_gap(xp, lam):
 
 def _phase_check(xp, vhgv, op, what="eigenvectors", tail="depends on this quantity, so it is ill-defined"):
     """PyTorch's check that a loss does not depend on the phases of complex eigen/singular vectors:
-    Im(diag(V^H gV)) close to 0 (rtol = atol = 1e-2)."""
-    im = xp.imag(_diagonal(xp, vhgv))
-    d = im._data if isinstance(im, Tensor) else im
+    Im(diag(V^H gV)) close to 0 (allclose, rtol = atol = 1e-2: a NaN fails it)."""
+    d = vhgv._data if isinstance(vhgv, Tensor) else vhgv
     raw = NAMESPACES[type(d)]
-    if bool(raw.any(raw.abs(d) > 1e-2)):
+    if not bool(raw.all(raw.abs(raw.imag(raw.diagonal(d, 0, d.ndim - 2, d.ndim - 1))) <= 1e-2)):
         raise RuntimeError(f"{op}: The {what} in the complex case are specified up to multiplication by e^{{i phi}}. "
                            f"The specified loss function {tail}.")
 
@@ -401,14 +403,40 @@ def linalg_eigvals(A: Tensor, *, out=None) -> Tensor:
 # svd, svdvals
 # ======================================================================================================
 
-def _svd_vjp(xp, gu, gs, gvh, a, full):
+def _svd_phase_check(uhgu, vhgv) -> None:
+    """PyTorch's svd_backward check that the loss does not depend on the phases of the complex singular vectors
+    (invariant under (U, V) -> (U L, V L), L = diag(e^{i theta})): Im diag(skew(U^H gU)) allclose to
+    -Im diag(skew(V^H gV)), rtol = atol = 1e-2 (a NaN fails it). Either may be None (its output got no
+    gradient: zeros)."""
+    ims = []
+    for x in (uhgu, vhgv):
+        if x is not None:
+            d = x._data if isinstance(x, Tensor) else x
+            raw = NAMESPACES[type(d)]
+            ims.append(raw.imag(raw.diagonal(d, 0, d.ndim - 2, d.ndim - 1)))
+    a = ims[0] if uhgu is not None else 0.0
+    b = -ims[-1] if vhgv is not None else 0.0
+    raw = NAMESPACES[type(ims[0])]
+    if not bool(raw.all(raw.abs(a - b) <= 1e-2 + 1e-2 * raw.abs(b + raw.zeros_like(ims[0])))):
+        raise RuntimeError("svd_backward: The singular vectors in the complex case are specified up to "
+                           "multiplication by e^{i phi}. The specified loss function depends on this phase term, "
+                           "making it ill-defined.")
+
+
+def _svd_vjp(xp, gu, gs, gvh, a, full, usv=None):
     """PyTorch's svd_backward: the gradient through U, S and Vh of the reduced SVD (complex: conjugate
-    transposes, and U's phase term diag(skew(U^H gU)) / 2S; each output's node gives its own share, so PyTorch's
-    check that the loss does not depend on the singular vectors' phases, which needs gU and gVh together, is not
-    made)."""
+    transposes, U's phase term diag(skew(U^H gU)) / 2S, and the check that the loss does not depend on the
+    singular vectors' phases, which needs gU and gVh together: see _SvdNode). ``usv``: the forward's outputs
+    (else the SVD is computed again)."""
     m, n = a.shape[-2:]
     k = min(m, n)
-    u, s, vh = xp.linalg_svd(a, False)
+    if usv is None:
+        u, s, vh = xp.linalg_svd(a, False)
+    else:
+        u, s, vh = usv
+        if full:
+            u = xp.getitem(u, (Ellipsis, slice(None), slice(0, k)))
+            vh = xp.getitem(vh, (Ellipsis, slice(0, k), slice(None)))
     if full:
         if gu is not None:
             gu = xp.getitem(gu, (Ellipsis, slice(None), slice(0, k)))
@@ -422,13 +450,17 @@ def _svd_vjp(xp, gu, gs, gvh, a, full):
     e = xp.unsqueeze(s2, -2) - xp.unsqueeze(s2, -1)
     e = e + _eye(xp, e)
     ret = 0
+    uhgu = vhgv = None
     if gu is not None:
         uhgu = xp.matmul(_mH(xp, u), gu)
         uhgu = uhgu - _mH(xp, uhgu)
         ret = uhgu * xp.unsqueeze(s, -2)
     if gv is not None:
         vhgv = xp.matmul(_mH(xp, v), gv)
-        ret = ret + xp.unsqueeze(s, -1) * (vhgv - _mH(xp, vhgv))
+        vhgv = vhgv - _mH(xp, vhgv)
+        ret = ret + xp.unsqueeze(s, -1) * vhgv
+    if _is_cx(u):
+        _svd_phase_check(uhgu, vhgv)
     ret = ret / e
     if gu is not None and _is_cx(uhgu):   # in the real case diag(U^H gU - gU^H U) = 0
         ret = ret + _diag_embed(xp, _diagonal(xp, uhgu) / (2 * s))
@@ -492,6 +524,70 @@ svd_vh_p = defprim("svd_Vh", lambda xp, a, full: xp.linalg_svd(a, full)[2],
                    node="LinalgSvdBackward0", vjp=lambda xp, g, out, a, full: _svd_vjp(xp, None, None, g, a, full),
                    jvp=lambda xp, t, out, a, full: _svd_jvp(xp, t, a, full, 2), saves=(0,), batch=True, complex="own")
 
+class _SvdNode(Node):
+    """The one backward node of linalg.svd's three outputs, as PyTorch's LinalgSvdBackward0: svd_backward gets
+    gU, gS and gVh together (its phase check needs them together). Recording, saving and forward mode are the
+    three primitives' (svd_U, svd_S, svd_Vh); this node runs the joint rule on what they saved. Under
+    create_graph the rule reads the forward's U, S, Vh (kept as data and versions, ``_outs``), so that a second
+    derivative reaches this node again with everything it gets, as PyTorch's (the phase check holds only for
+    the whole)."""
+
+    __slots__ = ("_parts", "_outs")
+    num_outputs = 3
+
+    def apply(self, grads, create_graph, needed):
+        if needed is not None and not needed[0]:
+            return [None]
+        gu, gs, gvh = (list(grads) + [None] * 3)[:3]
+        part = self._parts[0]
+        if part._saved is FREED:
+            raise RuntimeError(FREED_MESSAGE)
+        a = part._args(create_graph)[0]
+        g = next(x for x in (gu, gs, gvh) if x is not None)
+        full = part._params["full"]
+        outs = self._outputs()   # (checked even when not read: PyTorch's node saves them)
+        if not create_graph:
+            return [_svd_vjp(NAMESPACES[type(g)], gu, gs, gvh, a, full)]
+        return [_svd_vjp(graph_ns, gu, gs, gvh, a, full, outs)]
+
+    def _outputs(self) -> tuple:
+        """U, S, Vh as Tensors of this node (PrimNode._unpack_out's way for a saved output); PyTorch's error if
+        one was changed in place since."""
+        res = []
+        for i, (data, vc, v) in enumerate(self._outs):
+            if vc[0] != v:   # a saved output: PyTorch names its node and its output number
+                raise RuntimeError(modified_message(None, v, data, vc[0], self).replace(
+                    "which is output 0 of", f"which is output {i} of", 1))
+            t = make(data)
+            t.grad_fn, t._output_nr, t._requires_grad = self, i, True
+            res.append(t)
+        return tuple(res)
+
+    def _release(self) -> None:
+        for p in self._parts:
+            p._release()
+        self._outs = ()
+
+
+def _svd_node(outs):
+    """Give the three outputs one node (PyTorch's), when they were recorded."""
+    parts = tuple(o.grad_fn for o in outs)
+    if parts[0] is None:
+        return outs
+    node = _new(_SvdNodeClass)
+    node.next_functions = parts[0].next_functions
+    node._seq = next(_seq)
+    node._parts = parts
+    node._outs = tuple((o._data, o._vc, o._vc[0]) for o in outs)
+    for i, o in enumerate(outs):
+        o.grad_fn, o._output_nr = node, i
+    for observe in NODE_OBSERVERS:   # ember.viz.record(): the node's outputs
+        observe(node, outs)
+    return outs
+
+
+_SvdNodeClass = type("LinalgSvdBackward0", (_SvdNode,), {"__slots__": ()})
+
 SVDResult = return_type("linalg_svd", ("U", "S", "Vh"))
 SVDLegacy = return_type("svd", ("U", "S", "V"))
 
@@ -503,7 +599,7 @@ def linalg_svd(A: Tensor, full_matrices: bool = True, *, driver=None, out=None):
     _check_matrix(A, "linalg.svd", square=False)
     full = check_bool(full_matrices, "linalg_svd", "full_matrices")
     p = {"full": full}
-    return SVDResult(apply(svd_u_p, (A,), p), apply(svd_s_p, (A,), p), apply(svd_vh_p, (A,), p))
+    return SVDResult(*_svd_node((apply(svd_u_p, (A,), p), apply(svd_s_p, (A,), p), apply(svd_vh_p, (A,), p))))
 
 
 @register(submodule="linalg", module=False, name="svdvals", graph="linalg_svdvals")

@@ -12,7 +12,13 @@ __all__ = ["svd_lowrank", "pca_lowrank"]
 
 
 def _floating(A: Tensor) -> D.dtype:
-    return A.dtype if A.dtype in (D.float16, D.float32, D.float64) else D.float32
+    """The random basis' dtype: A's when floating or complex (PyTorch's), else float32."""
+    return A.dtype if A.dtype in (D.float16, D.float32, D.float64) or A.dtype.is_complex else D.float32
+
+
+def _H(t: Tensor) -> Tensor:
+    """The conjugate transpose (the transpose of a real tensor: its node as before)."""
+    return t.mH if t.dtype.is_complex else t.mT
 
 
 def _approximate_basis(A: Tensor, q: int, niter: int, M: Tensor | None) -> Tensor:
@@ -23,9 +29,9 @@ def _approximate_basis(A: Tensor, q: int, niter: int, M: Tensor | None) -> Tenso
         X = X - M.matmul(R)
     Q = qr(X).Q
     for _ in range(niter):
-        X = A.mT.matmul(Q)
+        X = _H(A).matmul(Q)
         if M is not None:
-            X = X - M.mT.matmul(Q)
+            X = X - _H(M).matmul(Q)
         Q = qr(X).Q
         X = A.matmul(Q)
         if M is not None:
@@ -40,15 +46,15 @@ def _svd_lowrank(A: Tensor, q: int | None, niter: int, M: Tensor | None):
     if M is not None:
         M = M.broadcast_to(A.shape)
     if m < n:
-        A = A.mT
+        A = _H(A)
         if M is not None:
-            M = M.mT
+            M = _H(M)
     Q = _approximate_basis(A, q, 2 if niter is None else niter, M)
-    B = Q.mT.matmul(A)
+    B = _H(Q).matmul(A)
     if M is not None:
-        B = B - Q.mT.matmul(M)
+        B = B - _H(Q).matmul(M)
     U, S, Vh = SUBMODULES["linalg"]["svd"](B, full_matrices=False)
-    V = Vh.mT
+    V = _H(Vh)
     U = Q.matmul(U)
     if m < n:
         U, V = V, U
@@ -56,7 +62,7 @@ def _svd_lowrank(A: Tensor, q: int | None, niter: int, M: Tensor | None):
 
 
 def svd_lowrank(A: Tensor, q: int | None = 6, niter: int | None = 2, M: Tensor | None = None):
-    """(U, S, V) with A ~ U diag(S) V^T of rank ``q`` (of A - M when ``M`` is given), from ``niter`` subspace
+    """(U, S, V) with A ~ U diag(S) V^H of rank ``q`` (of A - M when ``M`` is given), from ``niter`` subspace
     iterations on a random basis."""
     return _svd_lowrank(A, q, niter, M)
 

@@ -11,8 +11,8 @@ from ..._tensor import Tensor, make
 from ...autograd._primitive import apply, defprim
 from .._registry import graph, graph_raw, register
 from ..._util import check_bool, check_tensor, dtype_word, return_type
-from ._common import (_broadcast, _broadcastable, _check_float, _check_matrix, _check_same_dtype, _mH, _mT,
-                      _no_out, _node, raise_info)
+from ._common import (LinAlgError, _broadcast, _broadcastable, _check_float, _check_matrix, _check_same_dtype,
+                      _mH, _mT, _no_out, _node, raise_info)
 
 
 # ======================================================================================================
@@ -166,11 +166,12 @@ def linalg_solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bo
     xp = NAMESPACES[type(info)]
     if check_errors:
         raise_info(info, "torch.linalg.solve_ex", lambda i: _SINGULAR)
-    if xp.any(info != 0):
-        X = _lu_solve_all(A, B, left)
-    else:
-        X = apply(solve_p, (A, B), {"left": left})
-    return SolveExResult(X, make(info))
+    if not xp.any(info != 0):
+        try:
+            return SolveExResult(apply(solve_p, (A, B), {"left": left}), make(info))
+        except LinAlgError:   # the device's solver met an exact zero pivot where A's LU (info) has none
+            pass
+    return SolveExResult(_lu_solve_all(A, B, left), make(info))
 
 
 _SINGULAR = "The solver failed because the input matrix is singular."
@@ -648,7 +649,7 @@ def linalg_ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool =
 
 @register(method=True)
 def cholesky_inverse(input: Tensor, upper: bool = False, *, out=None) -> Tensor:
-    """The inverse of A = L L^T (U^T U if ``upper``) given its Cholesky factor ``input``."""
+    """The inverse of A = L L^H (U^H U if ``upper``) given its Cholesky factor ``input``."""
     _no_out(out, "cholesky_inverse")
     check_tensor(input, "cholesky_inverse")
     upper = check_bool(upper, "cholesky_inverse", "upper")
@@ -658,7 +659,7 @@ def cholesky_inverse(input: Tensor, upper: bool = False, *, out=None) -> Tensor:
     if a.shape[-1] != a.shape[-2]:
         raise RuntimeError(f"cholesky_inverse: A must be batches of square matrices, but they are {a.shape[-2]} by "
                            f"{a.shape[-1]} matrices")
-    if a.dtype.kind != "f":
+    if a.dtype.kind not in "fc":
         raise NotImplementedError(f"\"cholesky_inverse_out_cpu\" not implemented for '{dtype_word(a.dtype)}'")
     eye = NAMESPACES[type(a)].eye_like(a)
     return cholesky_solve(make(eye), input, upper)
