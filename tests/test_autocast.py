@@ -21,9 +21,7 @@ needs_bf16 = pytest.mark.skipif(not HAS_BF16, reason="ember has no bfloat16 yet 
 
 # ember differs from torch here with or without autocast (its float16 support), not in what autocast does
 XFAIL = {("inv_ex_singular", "float16"): "ember's linalg.inv raises for a singular matrix whose LU pivot LAPACK's "
-                                         "getrf finds nonzero (float32 input alike)",
-         # torch.convolution (aten::convolution) is not on PyTorch's autocast lists; ember's is conv1d/2d/3d, which are
-         ("convolution", "float32"): "ember's torch.convolution runs conv1d/2d/3d, which autocast casts to float16"}
+                                         "getrf finds nonzero (float32 input alike)"}
 
 
 def _run(m, op, sample, dt, cast: bool):
