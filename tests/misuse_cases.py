@@ -964,6 +964,8 @@ def _scaler_steps(L, steps, **kw):
             s.scale((p * 2).sum()).backward()
         elif step == "fp16":
             p.grad = p.grad.half()
+        elif step == "update":
+            s.update()
         else:
             getattr(s, step)(opt)
     return s.state_dict(), p
@@ -1026,37 +1028,28 @@ def bf(L):
     return L.tensor([[1.0, 2.0], [3.0, 4.5]], dtype=L.bfloat16)
 
 
-def _refusal(name, base):
-    """``name`` ('op', 'op:x' with a second operand like the first, 'op:<args>') called on ``base(L)``."""
-    spec = name.split(":", 1)
-    n = spec[0]; extra = spec[1] if len(spec) > 1 else None
+def _refusal(name: str, base: Callable) -> Callable:
+    """``name`` called on ``base(L)``: 'op' alone, 'op:x' with a second operand like the first, 'op:t' with its first
+    row, 'op:decimals' / 'op:floor' with that keyword, 'op:<args>' with those arguments after it."""
+    fname, _, extra = name.partition(":")
+
     def fn(L):
-        x = base(L)
-        obj = L
-        for part in n.split("."):
-            obj = getattr(obj, part)
-        if extra is None:
-            if n in ("where",): return obj(x.real > 0 if x.is_complex() else x > 0, x, x)
-            if n in ("einsum",): return obj("ij,jk->ik", x, x)
-            if n in ("masked_select",): return obj(x, L.tensor([[True, False], [True, True]]))
-            if n in ("scatter_add", "index_add"): return getattr(x, n)(0, L.tensor([[0, 1], [1, 0]]) if n == "scatter_add" else L.tensor([1, 0]), x)
-            if n in ("put",): return x.put(L.tensor([0, 3]), x.flatten()[:2])
-            if n in ("block_diag", "cartesian_prod"): return obj(x.flatten(), x.flatten())
-            if n == "combinations": return obj(x.flatten())
-            if n == "vander": return obj(x.flatten())
-            if n == "special.polygamma1": return L.special.polygamma(1, x)
-            return obj(x)
-        if extra == "x": return obj(x, base(L))
-        if extra == "v": return obj(x, base(L)[0])
-        if extra == "i": return obj(x, 0, L.tensor([[0, 1], [1, 0]])) if n == "gather" else obj(x, L.tensor([0, 1])) if n == "take" else obj(x, 0, L.tensor([1, 0]))
-        if extra == "t": return obj(x, base(L)[0])
-        if extra == "decimals": return obj(x, decimals=1)
-        if extra == "floor": return obj(x, x, rounding_mode="floor")
-        if extra == "x,0.5": return obj(x, base(L), 0.5)
-        if extra == "x,x": return obj(x, base(L), base(L))
-        if extra == "x,1": return obj(x, base(L), 1)
-        if extra == "None,2": return obj(x[None], None, 2)
-        return obj(x, *eval("(" + extra + ",)"))
+        x, f = base(L), L
+        for part in fname.split("."):
+            f = getattr(f, part)
+        if not extra:
+            return f(x)
+        if extra == "x":
+            return f(x, base(L))
+        if extra == "t":
+            return f(x, base(L)[0])
+        if extra == "decimals":
+            return f(x, decimals=1)
+        if extra == "floor":
+            return f(x, x, rounding_mode="floor")
+        if extra == "None,2":
+            return f(x[None], None, 2)
+        return f(x, *eval("(" + extra + ",)"))   # noqa: S307  (the literals of this table)
     return fn
 
 
@@ -1102,7 +1095,23 @@ def ac(L, dt, fn=lambda L: L.mm(m22(L), m22(L)).dtype, **kw):
     with L.autocast("cpu", dtype=dt, **kw):
         return fn(L)
 
-ISSUE18 = {   # torch.fft, stft/windows, view_as_complex/real, polar/complex, complex scalars, as_strided, autocast, GradScaler
+def _ac_state(a):
+    return a._enabled, str(a.fast_dtype), a.device
+
+
+def _scaler_state(s):
+    return s.is_enabled(), s.get_growth_interval(), s.get_scale()
+
+
+def _scaler_update(L, new_scale):
+    s = L.amp.GradScaler("cpu")
+    s.scale(L.ones(1))
+    s.update(new_scale(L) if callable(new_scale) else new_scale)
+    return s.get_scale()
+
+
+# torch.fft, stft/windows, view_as_complex/real, polar/complex, complex scalars, as_strided, autocast, GradScaler
+ISSUE18 = {
     "fft-n-zero": lambda L: L.fft.fft(r8(L), n=0),
     "fft-n-negative": lambda L: L.fft.fft(r8(L), n=-2),
     "fft-n-float": lambda L: L.fft.fft(r8(L), n=2.5),
@@ -1210,9 +1219,9 @@ ISSUE18 = {   # torch.fft, stft/windows, view_as_complex/real, polar/complex, co
     "amp-autocast-enabled-int": lambda L: ac(L, L.bfloat16, enabled=1),
     "amp-autocast-cache-int": lambda L: ac(L, L.bfloat16, cache_enabled=1),
     "amp-autocast-unknown-kw": lambda L: L.autocast("cpu", dtyp=L.float16),
-    "amp-autocast-positional-dtype": lambda L: (lambda a: (a._enabled, str(a.fast_dtype), a.device))(L.autocast("cpu", L.float16)),
+    "amp-autocast-positional-dtype": lambda L: _ac_state(L.autocast("cpu", L.float16)),
     "amp-autocast-exit-without-enter": lambda L: L.autocast("cpu").__exit__(None, None, None),
-    "amp-cuda-autocast-args": lambda L: (lambda a: (a._enabled, str(a.fast_dtype), a.device))(L.cuda.amp.autocast(True, L.float32)),
+    "amp-cuda-autocast-args": lambda L: _ac_state(L.cuda.amp.autocast(True, L.float32)),
     "amp-set-autocast-dtype-int": lambda L: L.set_autocast_dtype("cpu", L.int64),
     "amp-get-autocast-dtype-bad": lambda L: L.get_autocast_dtype("gpu"),
     "amp-is-autocast-available-int": lambda L: L.amp.is_autocast_available(1),
@@ -1222,16 +1231,17 @@ ISSUE18 = {   # torch.fft, stft/windows, view_as_complex/real, polar/complex, co
     "scaler-scale-int": lambda L: L.amp.GradScaler("cpu").scale(3),
     "scaler-scale-none": lambda L: L.amp.GradScaler("cpu").scale(None),
     "scaler-scale-int-tensor": lambda L: L.amp.GradScaler("cpu").scale(L.ones(2, dtype=L.int64)),
-    "scaler-update-float": lambda L: (lambda s: (s.scale(L.ones(1)), s.update(2.0), s.get_scale()))(L.amp.GradScaler("cpu")),
-    "scaler-update-str": lambda L: (lambda s: (s.scale(L.ones(1)), s.update("a")))(L.amp.GradScaler("cpu")),
-    "scaler-update-int-tensor": lambda L: (lambda s: (s.scale(L.ones(1)), s.update(L.ones(1, dtype=L.int64))))(L.amp.GradScaler("cpu")),
-    "scaler-update-double-tensor": lambda L: (lambda s: (s.scale(L.ones(1)), s.update(L.ones(1, dtype=L.float64))))(L.amp.GradScaler("cpu")),
-    "scaler-device-int": lambda L: (lambda s: (s.is_enabled(), s.get_growth_interval(), s.get_scale()))(L.amp.GradScaler(1)),
-    "scaler-device-bad": lambda L: (lambda s: (s.is_enabled(), s.get_growth_interval(), s.get_scale()))(L.amp.GradScaler("gpu")),
+    "scaler-update-float": lambda L: _scaler_update(L, 2.0),
+    "scaler-update-str": lambda L: _scaler_update(L, "a"),
+    "scaler-update-int-tensor": lambda L: _scaler_update(L, lambda L: L.ones(1, dtype=L.int64)),
+    "scaler-update-double-tensor": lambda L: _scaler_update(L, lambda L: L.ones(1, dtype=L.float64)),
+    "scaler-update-0d-tensor": lambda L: _scaler_update(L, lambda L: L.tensor(4.0)),
+    "scaler-device-int": lambda L: _scaler_state(L.amp.GradScaler(1)),
+    "scaler-device-bad": lambda L: _scaler_state(L.amp.GradScaler("gpu")),
     "scaler-cuda-disabled": lambda L: L.amp.GradScaler("cuda").is_enabled(),
     "scaler-enabled-int": lambda L: L.amp.GradScaler("cpu", enabled=1).is_enabled(),
-    "scaler-growth-interval-zero": lambda L: (lambda s: (s.is_enabled(), s.get_growth_interval(), s.get_scale()))(L.amp.GradScaler("cpu", growth_interval=0)),
-    "scaler-growth-interval-float": lambda L: (lambda s: (s.is_enabled(), s.get_growth_interval(), s.get_scale()))(L.amp.GradScaler("cpu", growth_interval=2.5)),
+    "scaler-growth-interval-zero": lambda L: _scaler_state(L.amp.GradScaler("cpu", growth_interval=0)),
+    "scaler-growth-interval-float": lambda L: _scaler_state(L.amp.GradScaler("cpu", growth_interval=2.5)),
     "scaler-init-scale-negative": lambda L: L.amp.GradScaler("cpu", init_scale=-1.0).scale(L.ones(1)),
     "scaler-load-wrong-keys": lambda L: L.amp.GradScaler("cpu").load_state_dict({"scale": 1.0}),
     "scaler-load-disabled-state": lambda L: L.amp.GradScaler("cpu").load_state_dict({}),
@@ -1240,8 +1250,10 @@ ISSUE18 = {   # torch.fft, stft/windows, view_as_complex/real, polar/complex, co
     "scaler-step-not-optimizer": lambda L: (lambda s: (s.scale(L.ones(1)), s.step(3)))(L.amp.GradScaler("cpu")),
     "scaler-unscale-not-optimizer": lambda L: (lambda s: (s.scale(L.ones(1)), s.unscale_(3)))(L.amp.GradScaler("cpu")),
     "scaler-get-scale-before": lambda L: L.amp.GradScaler("cpu").get_scale(),
-    "scaler-set-growth-factor": lambda L: (lambda s: (s.set_growth_factor(3.0), s.get_growth_factor()))(L.amp.GradScaler("cpu")),
-    "scaler-sparse-grad": lambda L: _scaler_steps(L, ["scale", "step", "update", "scale", "unscale_", "step", "update"]),
+    "scaler-set-growth-factor": lambda L: (lambda s: (s.set_growth_factor(3.0), s.get_growth_factor()))(
+        L.amp.GradScaler("cpu")),
+    "scaler-two-iterations": lambda L: _scaler_steps(L, ["scale", "step", "update", "scale", "unscale_", "step",
+                                                         "update"]),
     "scaler-update-twice": lambda L: _scaler_steps(L, ["scale", "step", "update", "update"]),
     "scaler-scale-complex": lambda L: L.amp.GradScaler("cpu").scale(c4(L)),
     "scaler-scale-bf16": lambda L: L.amp.GradScaler("cpu").scale(L.ones(2, dtype=L.bfloat16)).dtype,

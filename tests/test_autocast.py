@@ -1,6 +1,7 @@
-"""autocast against torch 2.13: the dtype of every op-database op's outputs inside autocast('cpu', float16 and bfloat16), the
-op lists against torch's AutocastCPU registrations, the region's state, nesting, decorator, enabled=False, the
-weight cache, backward through the casts, custom_fwd/custom_bwd, the deprecated forms and their warnings."""
+"""autocast against torch 2.13: the dtype of every op-database op's outputs inside autocast('cpu', float16 and
+bfloat16), the op lists against torch's AutocastCPU registrations, the region's state, nesting, decorator,
+enabled=False, the weight cache, backward through the casts, custom_fwd/custom_bwd, the deprecated forms and their
+warnings."""
 from __future__ import annotations
 
 import re
