@@ -359,3 +359,23 @@ def test_cuda_autocast_on_a_cpu_only_machine():
                             [(x.category.__name__, str(x.message)) for x in w]))
     assert got[0] == got[1]
     assert got[1][:4] == (True, False, False, False)
+
+
+INPLACE_CASES = {   # in-place forms of listed ops are other ATen ops, on no list: they run uncast, in self's dtype
+    "addmm_": ("t0.addmm_(t1, t2)", [N(3, 2), N(3, 4), N(4, 2)]),
+    "baddbmm_": ("t0.baddbmm_(t1, t2)", [N(2, 3, 2), N(2, 3, 4), N(2, 4, 2)]),
+    "addbmm_": ("t0.addbmm_(t1, t2)", [N(3, 2), N(2, 3, 4), N(2, 4, 2)]),
+    "index_copy_": ("t0.index_copy_(0, t1, t2)", [N(4, 3), I(2, 0), N(2, 3)]),
+    "mul_after_mm": ("t0.mul_(m.mm(t1, t2))", [N(3, 2), N(3, 4), N(4, 2)]),
+}
+
+
+@pytest.mark.parametrize("dt", ["bfloat16", "float16"])
+@pytest.mark.parametrize("name", list(INPLACE_CASES))
+def test_inplace_forms_match_torch(name, dt):
+    call, arrays = INPLACE_CASES[name]
+    want, got = _run(torch, call, arrays, dt), _run(ember, call, arrays, dt)
+    assert [str(x.dtype) for x in got] == [str(x.dtype) for x in want]
+    tol = 2e-2 if name == "mul_after_mm" else 1e-5
+    for e, t in zip(got, want):
+        np.testing.assert_allclose(_values(e), _values(t), rtol=tol, atol=tol, err_msg=name)
