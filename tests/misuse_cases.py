@@ -1112,6 +1112,8 @@ def _scaler_update(L, new_scale):
 
 # torch.fft, stft/windows, view_as_complex/real, polar/complex, complex scalars, as_strided, autocast, GradScaler
 ISSUE18 = {
+    "bf16-bernoulli-p-out-of-range": lambda L: L.bernoulli(bf(L)),
+    "bf16-bernoulli-p-int": lambda L: L.empty(2).bernoulli_(L.ones(2, dtype=L.int64)),
     "fft-n-zero": lambda L: L.fft.fft(r8(L), n=0),
     "fft-n-negative": lambda L: L.fft.fft(r8(L), n=-2),
     "fft-n-float": lambda L: L.fft.fft(r8(L), n=2.5),
