@@ -103,6 +103,15 @@ _SCALAR_WARNING = ("Converting a tensor with requires_grad=True to a scalar may 
                    "Consider using tensor.detach() first.")
 
 
+def _real_item(v, ctype: str):
+    """A complex element as a real number, as PyTorch's checked conversion: only with a zero imaginary part."""
+    if isinstance(v, complex):
+        if v.imag != 0:
+            raise RuntimeError(f"value cannot be converted to type {ctype} without overflow")
+        return v.real
+    return v
+
+
 class Tensor:
     """An n-dimensional array that can record the operations applied to it.
 
@@ -488,12 +497,12 @@ class Tensor:
             raise ValueError("only one element tensors can be converted to Python scalars")
         if self._requires_grad and _gm_state.enabled:
             warn_once("scalar", _SCALAR_WARNING)
-        return float(self._data.item())
+        return float(_real_item(self._data.item(), "double"))
 
     def __int__(self) -> int:
         if self._data.size != 1:
             raise ValueError("only one element tensors can be converted to Python scalars")
-        return int(self._data.item())
+        return int(_real_item(self._data.item(), "int64_t"))
 
     def __index__(self) -> int:
         if self._data.dtype.kind not in "iub" or self._data.size != 1:

@@ -964,6 +964,8 @@ def _scaler_steps(L, steps, **kw):
             s.scale((p * 2).sum()).backward()
         elif step == "fp16":
             p.grad = p.grad.half()
+        elif step == "update":
+            s.update()
         else:
             getattr(s, step)(opt)
     return s.state_dict(), p
@@ -1011,6 +1013,271 @@ AMP = {
 if has("autocast"):
     for _n, _f in AMP.items():
         case(_n, _f)
+
+
+# ----- issue 18: the new dtypes and ops ----------------------------------------------------------------------------
+# Complex where PyTorch's CPU kernel refuses complex, bfloat16 where it has no bfloat16 kernel (PyTorch's exception
+# type; ember's refusals are in the ops' wrappers), then torch.fft, view_as_complex, polar/complex, as_strided,
+# autocast and GradScaler misuse.
+
+def cz(L):
+    return L.tensor([[1 + 2j, 3 - 1j], [0.5j, -2 + 0j]])
+
+
+def bf(L):
+    return L.tensor([[1.0, 2.0], [3.0, 4.5]], dtype=L.bfloat16)
+
+
+def _refusal(name: str, base: Callable) -> Callable:
+    """``name`` called on ``base(L)``: 'op' alone, 'op:x' with a second operand like the first, 'op:t' with its first
+    row, 'op:decimals' / 'op:floor' with that keyword, 'op:<args>' with those arguments after it."""
+    fname, _, extra = name.partition(":")
+
+    def fn(L):
+        x, f = base(L), L
+        for part in fname.split("."):
+            f = getattr(f, part)
+        if not extra:
+            return f(x)
+        if extra == "x":
+            return f(x, base(L))
+        if extra == "t":
+            return f(x, base(L)[0])
+        if extra == "decimals":
+            return f(x, decimals=1)
+        if extra == "floor":
+            return f(x, x, rounding_mode="floor")
+        if extra == "None,2":
+            return f(x[None], None, 2)
+        return f(x, *eval("(" + extra + ",)"))   # noqa: S307  (the literals of this table)
+    return fn
+
+
+COMPLEX_REFUSED = [
+    'sort', 'argsort', 'argmax', 'argmin', 'max', 'min', 'amax', 'amin', 'aminmax', 'topk:1', 'kthvalue:1', 'median',
+    'nanmedian', 'msort', 'floor', 'ceil', 'round', 'trunc', 'frac', 'sign', 'signbit', 'relu', 'clamp:0.0',
+    'clamp_min:0.0', 'erf', 'erfc', 'erfinv', 'lgamma', 'digamma', 'i0', 'logit', 'rad2deg', 'deg2rad', 'isposinf',
+    'isneginf', 'heaviside:x', 'atan2:x', 'fmod:x', 'remainder:x', 'floor_divide:x', 'maximum:x', 'minimum:x',
+    'fmax:x', 'fmin:x', 'lt:x', 'gt:x', 'le:x', 'ge:x', 'copysign:x', 'nextafter:x', 'hypot:x', 'logaddexp2:x',
+    'xlogy:x', 'gcd:x', 'bitwise_and:x', 'histc', 'bincount', 'unique', 'quantile:0.5', 'nanquantile:0.5', 'nanmean',
+    'nansum', 'special.erfcx', 'special.ndtr', 'special.i0e', 'special.i1', 'special.entr', 'special.log_ndtr',
+    'special.gammaln', 'special.xlog1py:x', 'special.zeta:x', 'special.bessel_j0', 'cdist:x', 'fft.rfft',
+    'fft.ihfft', 'fft.rfft2', 'polar:x', 'complex:x', 'view_as_complex', 'nn.functional.relu', 'nn.functional.gelu',
+    'nn.functional.softplus', 'nn.functional.elu', 'nn.functional.leaky_relu', 'nn.functional.hardtanh',
+    'nn.functional.hardsigmoid', 'nn.functional.softmax:0', 'nn.functional.log_softmax:0',
+    'nn.functional.mse_loss:x', 'nn.functional.max_pool1d:1', 'nn.functional.avg_pool1d:1',
+    'nn.functional.layer_norm:(2,)', 'nn.functional.dropout', 'nn.functional.pdist',
+    'nn.functional.cosine_similarity:x', 'nn.functional.interpolate:None,2', 'nn.functional.glu',
+    'nn.functional.logsigmoid', 'nn.functional.mish', 'nn.functional.selu', 'nn.functional.celu',
+    'nn.functional.rrelu', 'nn.functional.threshold:0.1,0.0', 'nn.functional.hardswish', 'searchsorted:x', 'isin:x',
+    'clamp_max:0.0', 'histogram', 'bernoulli', 'multinomial:1', 'poisson', 'normal:x', 'round:decimals', 'frexp',
+    'special.logit', 'special.round', 'bitwise_not', 'fmod:2', 'remainder:2', 'div:floor',
+]
+BF16_REFUSED = [
+    'gcd:x', 'bitwise_and:x', 'bincount', 'quantile:0.5', 'nanquantile:0.5', 'special.erfcx', 'special.log_ndtr',
+    'special.zeta:x', 'special.bessel_j0', 'linalg.cholesky', 'linalg.inv', 'linalg.det', 'linalg.eigh',
+    'linalg.svd', 'linalg.qr', 'linalg.cond', 'linalg.slogdet', 'linalg.pinv', 'linalg.lu_factor', 'linalg.eig',
+    'linalg.eigvals', 'linalg.solve:x', 'linalg.lstsq:x', 'linalg.matrix_rank', 'linalg.svdvals',
+    'linalg.householder_product:t', 'linalg.inv_ex', 'linalg.cholesky_ex', 'linalg.ldl_factor', 'cdist:x', 'fft.fft',
+    'fft.rfft', 'fft.ihfft', 'fft.hfft', 'fft.irfft', 'fft.rfft2', 'polar:x', 'complex:x', 'view_as_complex',
+    'view_as_real', 'nn.functional.pdist', 'histogram', 'logdet', 'det', 'inverse', 'cholesky', 'pinverse',
+    'bitwise_not',
+]
+for _n in COMPLEX_REFUSED:
+    case(f"complex-refused-{_n}", _refusal(_n, cz))
+for _n in BF16_REFUSED:
+    case(f"bf16-refused-{_n}", _refusal(_n, bf))
+
+
+def r8(L): return L.arange(8.0)
+def c4(L): return L.tensor([1 + 1j, 2 - 1j, 0.5j, 3 + 0j])
+def ac(L, dt, fn=lambda L: L.mm(m22(L), m22(L)).dtype, **kw):
+    with L.autocast("cpu", dtype=dt, **kw):
+        return fn(L)
+
+def _ac_state(a):
+    return a._enabled, str(a.fast_dtype), a.device
+
+
+def _scaler_state(s):
+    return s.is_enabled(), s.get_growth_interval(), s.get_scale()
+
+
+def _scaler_update(L, new_scale):
+    s = L.amp.GradScaler("cpu")
+    s.scale(L.ones(1))
+    s.update(new_scale(L) if callable(new_scale) else new_scale)
+    return s.get_scale()
+
+
+# torch.fft, stft/windows, view_as_complex/real, polar/complex, complex scalars, as_strided, autocast, GradScaler
+ISSUE18 = {
+    "bf16-bernoulli-p-out-of-range": lambda L: L.bernoulli(bf(L)),
+    "bf16-bernoulli-p-int": lambda L: L.empty(2).bernoulli_(L.ones(2, dtype=L.int64)),
+    "fft-n-zero": lambda L: L.fft.fft(r8(L), n=0),
+    "fft-n-negative": lambda L: L.fft.fft(r8(L), n=-2),
+    "fft-n-float": lambda L: L.fft.fft(r8(L), n=2.5),
+    "fft-dim-out-of-range": lambda L: L.fft.fft(r8(L), dim=1),
+    "fft-norm-bad": lambda L: L.fft.fft(r8(L), norm="half"),
+    "fft-norm-int": lambda L: L.fft.fft(r8(L), norm=1),
+    "fft-scalar-input": lambda L: L.fft.fft(L.tensor(1.0)),
+    "fft-str-input": lambda L: L.fft.fft("a"),
+    "fft-bool-input": lambda L: L.fft.fft(L.tensor([True, False])),
+    "fft-int-input": lambda L: L.fft.fft(L.arange(4)),
+    "fft2-1d-input": lambda L: L.fft.fft2(r8(L)),
+    "fftn-s-dim-mismatch": lambda L: L.fft.fftn(m22(L), s=(2,), dim=(0, 1)),
+    "fftn-dim-repeated": lambda L: L.fft.fftn(m22(L), dim=(0, 0)),
+    "fftn-s-zero": lambda L: L.fft.fftn(m22(L), s=(0, 2)),
+    "fftn-s-too-long": lambda L: L.fft.fftn(r8(L), s=(2, 2)),
+    "rfft-complex-input": lambda L: L.fft.rfft(c4(L)),
+    "rfftn-complex-input": lambda L: L.fft.rfftn(c4(L)),
+    "ihfft-complex-input": lambda L: L.fft.ihfft(c4(L)),
+    "ihfft2-complex-input": lambda L: L.fft.ihfft2(c4(L).reshape(2, 2)),
+    "irfft-n-zero": lambda L: L.fft.irfft(c4(L), n=0),
+    "irfft-n-one": lambda L: L.fft.irfft(c4(L), n=1),
+    "irfft-empty": lambda L: L.fft.irfft(L.zeros(0, dtype=L.complex64)),
+    "hfft-n-zero": lambda L: L.fft.hfft(c4(L), n=0),
+    "irfftn-s-zero": lambda L: L.fft.irfftn(c4(L).reshape(2, 2), s=(2, 0)),
+    "fftshift-dim-out-of-range": lambda L: L.fft.fftshift(r8(L), dim=2),
+    "fftfreq-negative": lambda L: L.fft.fftfreq(-1),
+    "fftfreq-float-n": lambda L: L.fft.fftfreq(2.5),
+    "fftfreq-zero": lambda L: L.fft.fftfreq(0),
+    "rfftfreq-d-zero": lambda L: L.fft.rfftfreq(4, d=0.0),
+    "fft-out-wrong-dtype": lambda L: L.fft.fft(r8(L), out=L.empty(8)),
+    "fft-out-wrong-shape": lambda L: L.fft.fft(r8(L), out=L.empty(3, dtype=L.complex64)),
+    "rfft-half": lambda L: L.fft.rfft(r8(L).half()),
+    "fft-half-odd": lambda L: L.fft.fft(L.arange(6.0).half()),
+    "fft-bf16": lambda L: L.fft.fft(r8(L).bfloat16()),
+    "fft-float64-complex64-out": lambda L: L.fft.fft(r8(L).double(), out=L.empty(8, dtype=L.complex64)),
+    "stft-no-return-complex": lambda L: L.stft(L.arange(16.0), 4),
+    "stft-nfft-too-large": lambda L: L.stft(L.arange(8.0), 16, return_complex=True),
+    "stft-hop-zero": lambda L: L.stft(L.arange(16.0), 4, hop_length=0, return_complex=True),
+    "stft-window-size": lambda L: L.stft(L.arange(16.0), 4, window=L.ones(3), return_complex=True),
+    "stft-win-length-big": lambda L: L.stft(L.arange(16.0), 4, win_length=5, return_complex=True),
+    "stft-3d-input": lambda L: L.stft(L.ones(2, 2, 16), 4, return_complex=True),
+    "stft-complex-onesided": lambda L: L.stft(c4(L).repeat(4), 4, onesided=True, return_complex=True),
+    "istft-real-input": lambda L: L.istft(L.ones(3, 5), 4),
+    "istft-window-size": lambda L: L.istft(L.ones(3, 5, dtype=L.complex64), 4, window=L.ones(3)),
+    "istft-nfft-mismatch": lambda L: L.istft(L.ones(3, 5, dtype=L.complex64), 8),
+    "hann-window-negative": lambda L: L.hann_window(-1),
+    "hann-window-int-dtype": lambda L: L.hann_window(4, dtype=L.int64),
+    "kaiser-window-negative": lambda L: L.kaiser_window(-2),
+    "vac-last-dim-3": lambda L: L.view_as_complex(L.ones(2, 3)),
+    "vac-last-dim-1": lambda L: L.view_as_complex(L.ones(4, 1)),
+    "vac-scalar": lambda L: L.view_as_complex(L.tensor(1.0)),
+    "vac-last-stride": lambda L: L.view_as_complex(L.ones(2, 2).t()),
+    "vac-stride-odd": lambda L: L.view_as_complex(L.ones(3, 3)[:, :2]),
+    "vac-offset-odd": lambda L: L.view_as_complex(L.ones(5)[1:].reshape(2, 2)),
+    "vac-int": lambda L: L.view_as_complex(L.ones(2, 2, dtype=L.int64)),
+    "vac-double": lambda L: L.view_as_complex(L.ones(2, 2, dtype=L.float64)),
+    "vac-bf16": lambda L: L.view_as_complex(L.ones(2, 2, dtype=L.bfloat16)),
+    "var-real-input": lambda L: L.view_as_real(L.ones(2)),
+    "var-scalar-complex": lambda L: L.view_as_real(L.tensor(1 + 2j)),
+    "polar-float-double": lambda L: L.polar(L.ones(2), L.ones(2, dtype=L.float64)),
+    "polar-int": lambda L: L.polar(L.ones(2, dtype=L.int64), L.ones(2, dtype=L.int64)),
+    "polar-complex": lambda L: L.polar(c4(L), c4(L)),
+    "polar-shapes": lambda L: L.polar(L.ones(2), L.ones(3)),
+    "polar-scalar-arg": lambda L: L.polar(L.ones(2), 1.0),
+    "polar-out-real": lambda L: L.polar(L.ones(2), L.ones(2), out=L.empty(2)),
+    "complex-float-double": lambda L: L.complex(L.ones(2), L.ones(2, dtype=L.float64)),
+    "complex-int": lambda L: L.complex(L.ones(2, dtype=L.int32), L.ones(2, dtype=L.int32)),
+    "complex-bool": lambda L: L.complex(L.ones(2, dtype=L.bool), L.ones(2, dtype=L.bool)),
+    "complex-shapes": lambda L: L.complex(L.ones(2), L.ones(3)),
+    "complex-none": lambda L: L.complex(L.ones(2), None),
+    "complex-out-wrong": lambda L: L.complex(L.ones(2), L.ones(2), out=L.empty(2, dtype=L.complex128)),
+    "complex-to-int-cast": lambda L: c4(L).to(L.int64),
+    "complex-to-float-cast": lambda L: c4(L).float(),
+    "complex-item-int": lambda L: int(c4(L)[0]),
+    "complex-float-call": lambda L: float(c4(L)[0]),
+    "complex-bool-index": lambda L: r8(L)[c4(L)],
+    "complex-requires-grad-int": lambda L: L.ones(2, dtype=L.int64).requires_grad_(),
+    "complex-backward-no-grad-output": lambda L: (c4(L).requires_grad_() * 2).sum().backward(),
+    "complex-real-setitem-complex": lambda L: r8(L).__setitem__(0, 1 + 2j),
+    "complex-fill-real": lambda L: L.ones(2).fill_(1j),
+    "complex-arange": lambda L: L.arange(0, 4, 1j),
+    "complex-linspace-steps": lambda L: L.linspace(0, 1j, -1),
+    "strided-out-of-bounds": lambda L: L.ones(4).as_strided((3,), (2,)),
+    "strided-offset-out-of-bounds": lambda L: L.ones(4).as_strided((2,), (1,), 3),
+    "strided-negative-stride": lambda L: L.ones(4).as_strided((2,), (-1,)),
+    "strided-negative-offset": lambda L: L.ones(4).as_strided((2,), (1,), -1),
+    "strided-negative-size": lambda L: L.ones(4).as_strided((-1,), (1,)),
+    "strided-length-mismatch": lambda L: L.ones(4).as_strided((2, 2), (1,)),
+    "strided-float-size": lambda L: L.ones(4).as_strided((2.0,), (1,)),
+    "strided-valid-overlap": lambda L: L.arange(4.0).as_strided((3, 2), (1, 1)),
+    "strided-zero-stride": lambda L: L.arange(4.0).as_strided((2, 3), (0, 1), 1),
+    "strided-empty-any": lambda L: L.ones(4).as_strided((0, 5), (100, 100)),
+    "strided-view-oob": lambda L: L.ones(6)[2:].as_strided((4,), (1,), 3),
+    "strided-inplace-oob": lambda L: L.ones(4).as_strided_((5,), (1,)),
+    "empty-strided-negative": lambda L: L.empty_strided((2,), (-1,)),
+    "empty-strided-mismatch": lambda L: L.empty_strided((2, 2), (1,)),
+    "amp-autocast-int-dtype": lambda L: ac(L, L.int32),
+    "amp-autocast-complex-dtype": lambda L: ac(L, L.complex64),
+    "amp-autocast-float64": lambda L: ac(L, L.float64),
+    "amp-autocast-str-dtype": lambda L: ac(L, "float16"),
+    "amp-autocast-device-none": lambda L: L.autocast(None),
+    "amp-autocast-device-cuda0": lambda L: ac_dev(L, "cuda:0"),
+    "amp-autocast-device-cpu0": lambda L: ac_dev(L, "cpu:0"),
+    "amp-autocast-enabled-str": lambda L: ac(L, L.bfloat16, enabled="yes"),
+    "amp-autocast-enabled-int": lambda L: ac(L, L.bfloat16, enabled=1),
+    "amp-autocast-cache-int": lambda L: ac(L, L.bfloat16, cache_enabled=1),
+    "amp-autocast-unknown-kw": lambda L: L.autocast("cpu", dtyp=L.float16),
+    "amp-autocast-positional-dtype": lambda L: _ac_state(L.autocast("cpu", L.float16)),
+    "amp-autocast-exit-without-enter": lambda L: L.autocast("cpu").__exit__(None, None, None),
+    "amp-cuda-autocast-args": lambda L: _ac_state(L.cuda.amp.autocast(True, L.float32)),
+    "amp-set-autocast-dtype-int": lambda L: L.set_autocast_dtype("cpu", L.int64),
+    "amp-get-autocast-dtype-bad": lambda L: L.get_autocast_dtype("gpu"),
+    "amp-is-autocast-available-int": lambda L: L.amp.is_autocast_available(1),
+    "amp-custom-fwd-no-device": lambda L: L.amp.custom_fwd(lambda ctx, x: x),
+    "amp-custom-fwd-cast-int": lambda L: cf(L, L.int64),
+    "scaler-unscale-before-scale": lambda L: _scaler_steps(L, ["unscale_"]),
+    "scaler-scale-int": lambda L: L.amp.GradScaler("cpu").scale(3),
+    "scaler-scale-none": lambda L: L.amp.GradScaler("cpu").scale(None),
+    "scaler-scale-int-tensor": lambda L: L.amp.GradScaler("cpu").scale(L.ones(2, dtype=L.int64)),
+    "scaler-update-float": lambda L: _scaler_update(L, 2.0),
+    "scaler-update-str": lambda L: _scaler_update(L, "a"),
+    "scaler-update-int-tensor": lambda L: _scaler_update(L, lambda L: L.ones(1, dtype=L.int64)),
+    "scaler-update-double-tensor": lambda L: _scaler_update(L, lambda L: L.ones(1, dtype=L.float64)),
+    "scaler-update-0d-tensor": lambda L: _scaler_update(L, lambda L: L.tensor(4.0)),
+    "scaler-device-int": lambda L: _scaler_state(L.amp.GradScaler(1)),
+    "scaler-device-bad": lambda L: _scaler_state(L.amp.GradScaler("gpu")),
+    "scaler-cuda-disabled": lambda L: L.amp.GradScaler("cuda").is_enabled(),
+    "scaler-enabled-int": lambda L: L.amp.GradScaler("cpu", enabled=1).is_enabled(),
+    "scaler-growth-interval-zero": lambda L: _scaler_state(L.amp.GradScaler("cpu", growth_interval=0)),
+    "scaler-growth-interval-float": lambda L: _scaler_state(L.amp.GradScaler("cpu", growth_interval=2.5)),
+    "scaler-init-scale-negative": lambda L: L.amp.GradScaler("cpu", init_scale=-1.0).scale(L.ones(1)),
+    "scaler-load-wrong-keys": lambda L: L.amp.GradScaler("cpu").load_state_dict({"scale": 1.0}),
+    "scaler-load-disabled-state": lambda L: L.amp.GradScaler("cpu").load_state_dict({}),
+    "scaler-load-into-disabled": lambda L: L.amp.GradScaler("cpu", enabled=False).load_state_dict({"scale": 2.0}),
+    "scaler-state-dict-disabled": lambda L: L.amp.GradScaler("cpu", enabled=False).state_dict(),
+    "scaler-step-not-optimizer": lambda L: (lambda s: (s.scale(L.ones(1)), s.step(3)))(L.amp.GradScaler("cpu")),
+    "scaler-unscale-not-optimizer": lambda L: (lambda s: (s.scale(L.ones(1)), s.unscale_(3)))(L.amp.GradScaler("cpu")),
+    "scaler-get-scale-before": lambda L: L.amp.GradScaler("cpu").get_scale(),
+    "scaler-set-growth-factor": lambda L: (lambda s: (s.set_growth_factor(3.0), s.get_growth_factor()))(
+        L.amp.GradScaler("cpu")),
+    "scaler-two-iterations": lambda L: _scaler_steps(L, ["scale", "step", "update", "scale", "unscale_", "step",
+                                                         "update"]),
+    "scaler-update-twice": lambda L: _scaler_steps(L, ["scale", "step", "update", "update"]),
+    "scaler-scale-complex": lambda L: L.amp.GradScaler("cpu").scale(c4(L)),
+    "scaler-scale-bf16": lambda L: L.amp.GradScaler("cpu").scale(L.ones(2, dtype=L.bfloat16)).dtype,
+}
+def ac_dev(L, dev):
+    with L.autocast(dev):
+        return L.mm(m22(L), m22(L)).dtype
+def cf(L, dt):
+    class F(L.autograd.Function):
+        @staticmethod
+        @L.amp.custom_fwd(device_type="cpu", cast_inputs=dt)
+        def forward(ctx, x):
+            return x * 2
+        @staticmethod
+        def backward(ctx, g):
+            return g
+    with L.autocast("cpu"):
+        return F.apply(m22(L))
+
+
+for _n, _f in ISSUE18.items():
+    case(_n, _f)
 
 
 # ----- expected failures ----------------------------------------------------------------------------------

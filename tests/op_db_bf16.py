@@ -15,7 +15,6 @@ REASONS = {
     'errors': 'argument checks: PyTorch checks these arguments (shapes, modes, indices, dtypes of other operands) before its kernel refuses or takes bfloat16; ember refuses bfloat16 (or meets the float32 operand of the sample) first',
     'composite': "a composite of several bfloat16 ops (matmuls, softmax, scaling) or a matmul chain: ember's steps each round once from float32 sums, PyTorch's bfloat16 matmul is oneDNN's (its own summation order): an ulp apart (not matched yet)",
     'accumulate': "scatter/index_add/embedding_bag/nansum/nanmean: ember sums in float32 and rounds once; PyTorch's bfloat16 kernels round some partial sums (not matched yet)",
-    'cond': 'linalg.cond: PyTorch refuses bfloat16 in the SVD (NotImplementedError) or in matrix_norm/inv (RuntimeError) depending on p; ember refuses it up front (RuntimeError)',
     'linalg_norm': "the matrix norms that take singular values: PyTorch's matrix_norm refuses bfloat16 ('Low precision dtypes') before the SVD's NotImplementedError that ember raises",
     'spatial': "interpolation/pooling/grid sampling: ember applies float32 weights to the float32 input and rounds once; PyTorch's kernels round some weights or partial sums to bfloat16: an ulp apart (not matched yet)",
     'affine': "affine_grid: PyTorch's base grid is made with linspace, its own bfloat16 steps (and an empty size reaches a kernel with no bfloat16)",
@@ -134,8 +133,6 @@ BF16_DIFFERS: dict[str, tuple[str, tuple | None]] = {
     'scatter_add_': ('accumulate', None),
     'scatter_legacy_reduce': ('accumulate', None),
     'scatter_reduce': ('accumulate', (0, 2, 3, 4, 10)),
-    # cond
-    'linalg_cond': ('cond', None),
     # linalg_norm
     # spatial
     'nn.functional.adaptive_avg_pool1d': ('spatial', (0,)),

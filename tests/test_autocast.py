@@ -1,6 +1,7 @@
-"""autocast against torch 2.13: the dtype of every op-database op's outputs inside autocast('cpu', float16), the
-op lists against torch's AutocastCPU registrations, the region's state, nesting, decorator, enabled=False, the
-weight cache, backward through the casts, custom_fwd/custom_bwd, the deprecated forms and their warnings."""
+"""autocast against torch 2.13: the dtype of every op-database op's outputs inside autocast('cpu', float16 and
+bfloat16), the op lists against torch's AutocastCPU registrations, the region's state, nesting, decorator,
+enabled=False, the weight cache, backward through the casts, custom_fwd/custom_bwd, the deprecated forms and their
+warnings."""
 from __future__ import annotations
 
 import re
@@ -21,17 +22,18 @@ needs_bf16 = pytest.mark.skipif(not HAS_BF16, reason="ember has no bfloat16 yet 
 
 # ember differs from torch here with or without autocast (its float16 support), not in what autocast does
 XFAIL = {("inv_ex_singular", "float16"): "ember's linalg.inv raises for a singular matrix whose LU pivot LAPACK's "
-                                         "getrf finds nonzero (float32 input alike)",
-         # torch.convolution (aten::convolution) is not on PyTorch's autocast lists; ember's is conv1d/2d/3d, which are
-         ("convolution", "float32"): "ember's torch.convolution runs conv1d/2d/3d, which autocast casts to float16"}
+                                         "getrf finds nonzero (float32 input alike)"}
 
 
-def _run(m, op, sample, dt, cast: bool):
-    xs = [m.tensor(to_dtype(a, dt)) for a in sample.args]
+def _run(m, op, sample, dt, cast, lower="float16"):
+    if dt == "bfloat16":   # (torch.tensor takes no ml_dtypes array: made in float32, then rounded, as ember's)
+        xs = [m.tensor(to_dtype(a, "float32")).to(m.bfloat16) for a in sample.args]
+    else:
+        xs = [m.tensor(to_dtype(a, dt)) for a in sample.args]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if cast:
-            with m.autocast("cpu", dtype=m.float16):
+            with m.autocast("cpu", dtype=getattr(m, lower)):
                 r = op.op(m, *xs, **sample.kwargs)
         else:
             r = op.op(m, *xs, **sample.kwargs)
@@ -39,24 +41,25 @@ def _run(m, op, sample, dt, cast: bool):
     return [str(o.dtype) if isinstance(o, m.Tensor) else type(o).__name__ for o in r]
 
 
-def _outcome(m, op, sample, dt, cast):
+def _outcome(m, op, sample, dt, cast, lower="float16"):
     try:
-        return _run(m, op, sample, dt, cast)
+        return _run(m, op, sample, dt, cast, lower)
     except Exception:   # noqa: BLE001  (only whether it raised is compared)
         return "raises"
 
 
+@pytest.mark.parametrize("lower", ["float16", "bfloat16"])
 @pytest.mark.parametrize("op", OP_DB, ids=[op.name for op in OP_DB])
-def test_op_dtypes_match_torch(op):
-    """Every op of the op database, on its first four samples in float32 and float16, inside autocast('cpu', float16):
-    the outputs' dtypes are torch's (or both raise). Cases where ember and torch already differ outside autocast
-    are left out (they are the op's float16 support, tested elsewhere)."""
+def test_op_dtypes_match_torch(op, lower):
+    """Every op of the op database, on its first four samples in float32 and the autocast dtype, inside
+    autocast('cpu', float16 / bfloat16): the outputs' dtypes are torch's (or both raise). Cases where ember and torch
+    already differ outside autocast are left out (they are the op's half-precision support, tested elsewhere)."""
     checked = 0
     for sample in op.sample_inputs()[:4]:
-        for dt in ("float32", "float16"):
+        for dt in ("float32", lower):
             if _outcome(ember, op, sample, dt, False) != _outcome(torch, op, sample, dt, False):
                 continue
-            want, got = _outcome(torch, op, sample, dt, True), _outcome(ember, op, sample, dt, True)
+            want, got = (_outcome(torch, op, sample, dt, True, lower), _outcome(ember, op, sample, dt, True, lower))
             if (op.name, dt) in XFAIL:
                 assert got != want, f"fixed: remove XFAIL entry {(op.name, dt)}"
                 continue

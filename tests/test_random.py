@@ -338,6 +338,18 @@ def test_bernoulli(dtype):
         same(case, n)
 
 
+@pytest.mark.parametrize("pdtype", ["float16", "bfloat16"])
+def test_bernoulli_half_precision_p(pdtype):
+    """Probabilities in half precision: PyTorch draws them as float (bernoulli_distribution<float>)."""
+    def case(T, n):
+        T.manual_seed(n)
+        p = T.rand(n).to(dt(T, pdtype))
+        return [T.bernoulli(p).float(), T.empty(n).bernoulli_(p), T.empty(2, n, dtype=T.float16).bernoulli_(p),
+                p.bernoulli().float()]
+    for n in [0, 1, 5, 33]:
+        same(case, n)
+
+
 @pytest.mark.parametrize("replacement", [True, False])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_multinomial(replacement, dtype):

@@ -463,11 +463,25 @@ def _local_response_norm_policy(args, kwargs):
     return "fp32" if _arg(args, kwargs, "input", 0).dim() >= 4 else None
 
 
+def _lstm_policy(args, kwargs):
+    """On CPU, torch.lstm runs oneDNN's LSTM, one mkldnn_rnn_layer (lower) per layer and direction, for a padded
+    non-empty float32 or bfloat16 input without projections (RNN.cpp's use_mkldnn): all of it, states included, in
+    the lower precision. Packed input and projections take the generic recurrence, whose linears are cast."""
+    if len(args) < 2 or isinstance(args[1], Tensor):   # the packed form: (data, batch_sizes, hx, ...)
+        return None
+    input, hx = args[0], args[1]
+    if hx[0].shape[-1] != hx[1].shape[-1] or input.numel() == 0:
+        return None
+    return "lower" if input.dtype in (_dtype.float32, getattr(_dtype, "bfloat16", _dtype.float32)) else None
+
+
 # ember's composites whose PyTorch counterparts reach a listed op through the dispatcher (so autocast applies
 # to them there), under that op's policy or a function of the call's arguments that gives it (None: the call
 # reaches no listed op). Two policies for composites that reach an fp32 op first and then a matmul (lower): ember runs
 # them in float32 and casts a float32 result to the autocast dtype: "fp32_lower" casts the inputs to float32 first
 # (matrix_power with n <= -2: linalg_inv), "lower_out" not (linalg.pinv refuses float16 before its SVD).
+# "unlisted": ember's op calls a listed op where PyTorch's kernel calls an unlisted one (torch.convolution reaches
+# the unlisted overload of _convolution, ember's conv1d/2d/3d): its body runs with autocast excluded, uncast.
 ROUTES = {"einsum": _einsum_policy, "tensordot": "lower", "inner": _inner_policy, "linalg.multi_dot": "lower",
           "chain_matmul": _chain_matmul_policy, "linalg.matrix_power": _matrix_power_policy,
           "matrix_power": _matrix_power_policy, "cov": "lower", "corrcoef": "lower", "F.affine_grid": "lower",
@@ -475,7 +489,8 @@ ROUTES = {"einsum": _einsum_policy, "tensordot": "lower", "inner": _inner_policy
           "column_stack": "promote", "row_stack": "promote",
           "F.pad": _pad_policy, "max_pool3d": _max_pool3d_policy, "F.max_pool3d": _max_pool3d_policy,
           "F.mse_loss": _unweighted_loss, "F.l1_loss": _unweighted_loss,
-          "F.local_response_norm": _local_response_norm_policy}
+          "F.local_response_norm": _local_response_norm_policy, "lstm": _lstm_policy,
+          "convolution": "unlisted"}
 
 
 # ----- casting -----------------------------------------------------------------------------------------------
@@ -541,11 +556,14 @@ def _runner(orig: Callable, policy) -> Callable:
         st = _state
         if st.excluded or not st.enabled.get("cpu", False):
             return orig(*args, **kwargs)
-        p = policy(args, kwargs) if callable(policy) else policy
+        # an out= call is another ATen overload (mm.out, ...), which no autocast list names: nothing is cast
+        p = "unlisted" if kwargs.get("out") is not None else policy(args, kwargs) if callable(policy) else policy
         if p is None:   # a mode of the op that reaches no listed op (F.pad's constant mode)
             return orig(*args, **kwargs)
         lower = get_autocast_dtype("cpu")
-        if p != "lower_out":
+        if p == "unlisted":
+            pass
+        elif p != "lower_out":
             to = (lower if p == "lower" else _dtype.float32 if p[:4] == "fp32" else
                   _promote_dtype(args, kwargs, lower))
             args, kwargs = _cast_all(args, kwargs, to, lower)
@@ -617,6 +635,9 @@ _SWAPS: list | None = None
 _swapped = [False]
 
 
+_ATEN_RNN = ("rnn_tanh", "rnn_relu", "lstm", "gru", "rnn_tanh_cell", "rnn_relu_cell", "lstm_cell", "gru_cell")
+
+
 def _lookup(path: str) -> list:
     """The function objects a public name calls: 'mm' -> torch.mm and Tensor.mm, 'F.pad', 'linalg.inv', ..."""
     if path.startswith("F."):
@@ -632,6 +653,8 @@ def _lookup(path: str) -> list:
         found = [table.get(name)]
     else:
         found = [EXPORTS.get(path), SUBMODULES["nn.functional"].get(path), METHODS.get(path)]
+        if path in _ATEN_RNN:   # torch.lstm, ...: the layers' recurrences, exported beside the registry's ops
+            found.append(getattr(importlib.import_module(f"{__package__.rpartition('.')[0]}.nn._aten_rnn"), path))
     out = []
     for f in found:
         # the registry's argument-error wrapper only forwards to the function: swap that function

@@ -10,6 +10,7 @@ write into ``z.conj()`` does not reach ``z``.
 from __future__ import annotations
 
 import math
+import warnings
 
 from .. import _dtype as D
 from .._tensor import Tensor
@@ -164,6 +165,8 @@ def view_as_complex(input: Tensor) -> Tensor:
         raise RuntimeError("Tensor must have a last dimension with stride 1")
     if any(s % (2 * a.itemsize) for s in a.strides[:-1]):
         raise RuntimeError("Tensor must have a stride divisible by 2 for all but last dimension")
+    if input.storage_offset() % 2:
+        raise RuntimeError("Tensor must have a storage_offset divisible by 2")
     return apply(view_as_complex_p, (input,))
 
 
@@ -180,18 +183,49 @@ def _floats(re, im, op: str):
                            f"{D.type_word(im._data.dtype)} for second argument")
 
 
+def resize_out(out: Tensor, result: Tensor) -> Tensor:
+    """``result`` written into ``out``, which is resized first where its shape differs (with PyTorch's warning when
+    it had elements)."""
+    if tuple(out.shape) != tuple(result.shape):
+        if out.numel() != 0:
+            warnings.warn(f"An output with one or more elements was resized since it had shape {list(out.shape)}, "
+                          f"which does not match the required output shape {list(result.shape)}. This behavior is "
+                          "deprecated, and in a future PyTorch release outputs will not be resized unless they have "
+                          "zero elements. You can explicitly reuse an out tensor t by resizing it, inplace, to zero "
+                          "elements with t.resize_(0).", UserWarning, stacklevel=4)
+        out._data = result.detach().to(out.dtype, copy=True)._data   # a new array of the result's shape
+        out._vc[0] += 1
+        return out
+    return out.copy_(result)
+
+
+def _complex_out(op: str, out, inputs: tuple, result: Tensor) -> Tensor:
+    """``out=`` of complex and polar: no autograd, exactly the result's dtype (PyTorch's checks)."""
+    if out is None:
+        return result
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{op}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    if any(t.requires_grad for t in inputs):
+        raise RuntimeError(f"{op}(): functions with out=... arguments don't support automatic differentiation, but "
+                           "one of the arguments requires grad.")
+    if out.dtype is not result.dtype:
+        raise RuntimeError(f"Expected object of scalar type {D.type_word(result._data.dtype)} but got scalar type "
+                           f"{D.type_word(out._data.dtype)} for argument 'out'")
+    return resize_out(out, result)
+
+
 @register(graph="make_complex")
 def complex(real: Tensor, imag: Tensor, *, out=None) -> Tensor:
     """``real + i imag`` (float32 parts give complex64, float64 complex128)."""
     _floats(real, imag, "complex")
-    return apply(complex_p, (real, imag))
+    return _complex_out("complex", out, (real, imag), apply(complex_p, (real, imag)))
 
 
 @register(graph=True)
 def polar(abs: Tensor, angle: Tensor, *, out=None) -> Tensor:
     """``abs * (cos(angle) + i sin(angle))``."""
     _floats(abs, angle, "polar")
-    return apply(polar_p, (abs, angle))
+    return _complex_out("polar", out, (abs, angle), apply(polar_p, (abs, angle)))
 
 
 @register(method=True, graph=True)

@@ -19,6 +19,8 @@ ember/devices/common/fft.py (the array API's fft extension).
 """
 from __future__ import annotations
 
+import math
+
 import warnings
 
 from .. import _dtype as D
@@ -26,7 +28,7 @@ from .._tensor import Tensor
 from ..autograd._primitive import apply, defprim
 from ._registry import graph, register
 from ._schema import schema
-from .complex import conj, conj_physical, view_as_real
+from .complex import conj, conj_physical, resize_out, view_as_real
 from .nn_pad import constant_pad_p
 from .shape import narrow, roll, unfold_backward_p
 
@@ -202,18 +204,7 @@ def _out(fname: str, out, result: Tensor, want_complex: bool, inputs: tuple = ()
     if result.requires_grad or any(isinstance(t, Tensor) and t.requires_grad for t in inputs):
         raise RuntimeError(f"{fname}(): functions with out=... arguments don't support automatic differentiation, "
                            "but one of the arguments requires grad.")
-    if tuple(out.shape) != tuple(result.shape):
-        if out.numel() != 0:
-            warnings.warn(f"An output with one or more elements was resized since it had shape {list(out.shape)}, "
-                          f"which does not match the required output shape {list(result.shape)}. This behavior is "
-                          "deprecated, and in a future PyTorch release outputs will not be resized unless they have "
-                          "zero elements. You can explicitly reuse an out tensor t by resizing it, inplace, to zero "
-                          "elements with t.resize_(0).", UserWarning, stacklevel=3)
-        out._data = result.detach().to(out.dtype, copy=True)._data   # a new array of the result's shape
-        out._vc[0] += 1
-        return out
-    out.copy_(result)
-    return out
+    return resize_out(out, result)
 
 
 # ----- one-dimensional transforms -----------------------------------------------------------------------------
@@ -470,7 +461,7 @@ def fftfreq(n: int, d: float = 1.0, *, out=None, dtype=None, layout=None, device
         raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
     # PyTorch: arange, then the right half overwritten with arange(-(n // 2), 0), then times 1 / (n d)
     r = cat([arange((n + 1) // 2, dtype=dt, device=device), arange(-(n // 2), 0, dtype=dt, device=device)])
-    r = (r * (1.0 / (n * d))).detach() if n else r
+    r = (r * _reciprocal(n * d)).detach() if n else r
     return _freq_result(r, out, requires_grad)
 
 
@@ -484,8 +475,13 @@ def rfftfreq(n: int, d: float = 1.0, *, out=None, dtype=None, layout=None, devic
     dt = _freq_dtype(dtype, "rfftfreq")
     if n < 0:
         raise RuntimeError(f"Trying to create tensor with negative dimension {n // 2 + 1}: [{n // 2 + 1}]")
-    r = arange(n // 2 + 1, dtype=dt, device=device) * (1.0 / (n * d))
+    r = arange(n // 2 + 1, dtype=dt, device=device) * _reciprocal(n * d)
     return _freq_result(r, out, requires_grad)
+
+
+def _reciprocal(x: float) -> float:
+    """1 / x as C++ computes it (PyTorch's 1.0 / (n * d)): a zero spacing gives an infinity, not an error."""
+    return 1.0 / x if x else math.copysign(math.inf, x)
 
 
 def _freq_result(r: Tensor, out, requires_grad: bool) -> Tensor:

@@ -324,6 +324,11 @@ def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
         raise RuntimeError(f"The size of tensor a ({self._data.shape[-1] if self._data.ndim else 1}) must match "
                            f"the size of tensor b ({src._data.shape[-1]}) at non-singleton dimension "
                            f"{self._data.ndim - 1}") from None
+    if src._data.shape != self._data.shape and src._data.ndim > self._data.ndim:   # e.g. shape [1] into []
+        out = _broadcast_shape([src._data.shape, self._data.shape])
+        if out != self._data.shape:
+            raise RuntimeError(f"output with shape {list(self._data.shape)} doesn't match the broadcast shape "
+                               f"{list(out)}")
     if device_of(src._data).type != device_of(self._data).type:   # across devices: src copied over first
         src = src.to(device_of(self._data))
     if not _needs_graph(self, src):

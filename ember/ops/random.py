@@ -714,8 +714,11 @@ def bernoulli_(self: Tensor, p=0.5, *, generator: Generator | None = None) -> Te
     if isinstance(p, Tensor):
         pd = p.dtype
         if pd is not D.float32 and pd is not D.float64:
-            raise NotImplementedError(f'"bernoulli_tensor_cpu_p_" not implemented for \'{D.type_word(pd.np)}\'')
-        vals = _RNG.bernoulli_tensor(gen._st(), _host(self), _host(p))
+            if pd is not D.float16 and pd is not getattr(D, "bfloat16", None):
+                raise NotImplementedError(f'"bernoulli_tensor_cpu_p_" not implemented for \'{D.type_word(pd.np)}\'')
+        # PyTorch draws half-precision p with bernoulli_distribution<float>
+        probs = p if pd is D.float32 or pd is D.float64 else p.detach().to(D.float32)
+        vals = _RNG.bernoulli_tensor(gen._st(), _host(self), _host(probs))
         others = (p,) if self._data.size == 0 or p._requires_grad else ()
         return _inplace(self, vals, "BernoulliBackward1", others)
     p = float(p)

@@ -1,6 +1,6 @@
 """Recurrent layers: RNN (tanh/relu), LSTM (with projections), GRU, and their single-step cells.
 
-The recurrences are written with ember ops (addmm, sigmoid, tanh, chunk, cat, stack), so backward, double
+The recurrences are written with ember ops (linear, sigmoid, tanh, chunk, cat, stack), so backward, double
 backward and forward mode come from the op table. Each layer projects its whole input through ``weight_ih`` in one
 matmul, then steps through time; a packed batch is stepped the same way, the batch shrinking (forward direction)
 or growing (reverse direction) as sequences end, as PyTorch's kernels do. Dropout between layers draws from
@@ -18,6 +18,8 @@ from ..._tensor import Tensor
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
+from .. import _aten_rnn
+from .._aten_rnn import _gru_step, _lstm_step, _rnn_relu_step, _rnn_tanh_step
 from ..utils.rnn import PackedSequence
 from .module import Module
 
@@ -26,115 +28,6 @@ __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell"
 
 def _apply_permutation(tensor: Tensor, permutation: Tensor, dim: int = 1) -> Tensor:
     return tensor.index_select(dim, permutation)
-
-
-# ----- one step of each recurrence ---------------------------------------------------------------------------
-# ``xg`` is the input's projection W_ih x + b_ih (already computed for every step), ``h``/``c`` the state.
-
-def _hidden_gates(h: Tensor, w_hh: Tensor, b_hh: Tensor | None) -> Tensor:
-    from ...ops.public import addmm
-    return h.matmul(w_hh.t()) if b_hh is None else addmm(b_hh, h, w_hh.t())
-
-
-def _rnn_tanh_step(xg, state, w_hh, b_hh, w_hr):
-    return ((xg + _hidden_gates(state[0], w_hh, b_hh)).tanh(),)
-
-
-def _rnn_relu_step(xg, state, w_hh, b_hh, w_hr):
-    return ((xg + _hidden_gates(state[0], w_hh, b_hh)).relu(),)
-
-
-def _lstm_step(xg, state, w_hh, b_hh, w_hr):
-    h, c = state
-    i, f, g, o = (xg + _hidden_gates(h, w_hh, b_hh)).chunk(4, 1)
-    c = f.sigmoid() * c + i.sigmoid() * g.tanh()
-    h = o.sigmoid() * c.tanh()
-    if w_hr is not None:
-        h = h.matmul(w_hr.t())
-    return h, c
-
-
-def _gru_step(xg, state, w_hh, b_hh, w_hr):
-    h = state[0]
-    x_r, x_z, x_n = xg.chunk(3, 1)
-    h_r, h_z, h_n = _hidden_gates(h, w_hh, b_hh).chunk(3, 1)
-    r = (h_r + x_r).sigmoid()
-    z = (h_z + x_z).sigmoid()
-    n = (x_n + h_n * r).tanh()
-    # (h - n) * z + n is PyTorch's arrangement of (1 - z) * n + z * h
-    return ((h - n) * z + n,)
-
-
-_STEPS = {"RNN_TANH": _rnn_tanh_step, "RNN_RELU": _rnn_relu_step, "LSTM": _lstm_step, "GRU": _gru_step}
-
-
-def _run_direction(step, xg_steps: list[Tensor], sizes: list[int], state0: tuple[Tensor, ...], w_hh, b_hh, w_hr,
-                   reverse: bool) -> tuple[list[Tensor], tuple[Tensor, ...]]:
-    """Steps one direction of one layer through time. ``sizes[t]`` rows of the batch are running at step ``t``
-    (the batch is sorted by decreasing length). Returns the outputs of each step (in time order) and the final
-    state of every sequence (each taken at that sequence's last step)."""
-    from ...ops.public import cat
-    outs: list[Tensor] = [None] * len(xg_steps)   # type: ignore[list-item]
-    if not reverse:
-        state = state0
-        done: list[tuple[Tensor, ...]] = []   # the finished rows, last batch rows first
-        for t, (xg, bs) in enumerate(zip(xg_steps, sizes)):
-            if bs < state[0].shape[0]:
-                done.append(tuple(s[bs:] for s in state))
-                state = tuple(s[:bs] for s in state)
-            state = step(xg, state, w_hh, b_hh, w_hr)
-            outs[t] = state[0]
-        if done:
-            state = tuple(cat([state[k]] + [d[k] for d in reversed(done)]) for k in range(len(state)))
-        return outs, state
-    n = sizes[-1] if sizes else state0[0].shape[0]
-    state = tuple(s[:n] for s in state0)
-    for t in range(len(xg_steps) - 1, -1, -1):
-        bs = sizes[t]
-        if bs > n:   # sequences that start (at their last step) here join with their initial state
-            state = tuple(cat([s, s0[n:bs]]) for s, s0 in zip(state, state0))
-            n = bs
-        state = step(xg_steps[t], state, w_hh, b_hh, w_hr)
-        outs[t] = state[0]
-    return outs, state
-
-
-def _rnn_layers(mode: str, input: Tensor, sizes: list[int] | None, hx: tuple[Tensor, ...],
-                weights: list[list[Tensor | None]], num_layers: int, dropout: float, training: bool,
-                bidirectional: bool) -> tuple[Tensor, tuple[Tensor, ...]]:
-    """The multi-layer recurrence. ``input`` is (T, B, I) with ``sizes`` None, or packed data (N, I) with the batch
-    sizes. ``hx`` holds the initial states, each (layers * directions, B, H). ``weights[layer * D + d]`` is
-    [w_ih, w_hh, b_ih, b_hh, w_hr] (absent ones None). Returns the last layer's output (same layout as the
-    input) and the final states, stacked like ``hx``."""
-    from ...ops.public import cat, stack
-    step = _STEPS[mode]
-    dirs = 2 if bidirectional else 1
-    finals: list[tuple[Tensor, ...]] = []
-    layer_input = input
-    for layer in range(num_layers):
-        outputs = []
-        for d in range(dirs):
-            w_ih, w_hh, b_ih, b_hh, w_hr = weights[layer * dirs + d]
-            xg = layer_input.matmul(w_ih.t())
-            if b_ih is not None:
-                xg = xg + b_ih
-            if sizes is None:
-                xg_steps = list(xg.unbind(0))
-                run_sizes = [xg.shape[1]] * xg.shape[0]
-            else:
-                xg_steps = list(xg.split(sizes, 0))
-                run_sizes = sizes
-            state0 = tuple(h[layer * dirs + d] for h in hx)
-            outs, state = _run_direction(step, xg_steps, run_sizes, state0, w_hh, b_hh, w_hr, reverse=d == 1)
-            finals.append(state)
-            if sizes is None:
-                outputs.append(stack(outs, 0) if outs else xg.new_zeros(tuple(xg.shape[:2]) + (state[0].shape[-1],)))
-            else:
-                outputs.append(cat(outs, 0))
-        layer_input = outputs[0] if dirs == 1 else cat(outputs, -1)
-        if dropout != 0 and training and layer < num_layers - 1:
-            layer_input = F.dropout(layer_input, dropout, True)
-    return layer_input, tuple(stack([f[k] for f in finals], 0) for k in range(len(hx)))
 
 
 class RNNBase(Module):
@@ -278,25 +171,17 @@ class RNNBase(Module):
 
     # -- shared forward machinery --
 
-    def _layer_weights(self) -> list[list[Tensor | None]]:
-        out = []
-        for names in self._all_weights:
-            get = {n.split("_l")[0]: getattr(self, n) for n in names}
-            out.append([get.get("weight_ih"), get.get("weight_hh"), get.get("bias_ih"), get.get("bias_hh"),
-                        get.get("weight_hr")])
-        return out
-
-    def _run(self, input: Tensor, sizes: list[int] | None, hx: tuple[Tensor, ...]):
-        """Runs the layers on (T, B, I) input (transposing batch-first input here) or packed data."""
-        if sizes is None and self.batch_first:
-            input = input.transpose(0, 1)
-        if sizes is None and input.size(0) == 0:   # PyTorch's kernel refuses an empty sequence
-            raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
-        out, hidden = _rnn_layers(self.mode, input, sizes, hx, self._layer_weights(), self.num_layers,
-                                  self.dropout, self.training, self.bidirectional)
-        if sizes is None and self.batch_first:
-            out = out.transpose(0, 1)
-        return out, hidden
+    def _run(self, input: Tensor, batch_sizes: Tensor | None, hx: tuple[Tensor, ...]):
+        """Runs the layers on (T, B, I) input or packed data through the torch-level function of the mode
+        (``torch.lstm``, ``torch.gru``, ``torch.rnn_tanh``, ``torch.rnn_relu``), as PyTorch's modules call
+        ``_VF.lstm``...: so that autocast sees the call as PyTorch's dispatcher does."""
+        fn = {"LSTM": _aten_rnn.lstm, "GRU": _aten_rnn.gru, "RNN_TANH": _aten_rnn.rnn_tanh,
+              "RNN_RELU": _aten_rnn.rnn_relu}[self.mode]
+        h = hx if self.mode == "LSTM" else hx[0]
+        rest = (self._flat_weights, self.bias, self.num_layers, self.dropout, self.training, self.bidirectional)
+        out, *hidden = (fn(input, h, *rest, self.batch_first) if batch_sizes is None else
+                        fn(input, batch_sizes, h, *rest))
+        return out, tuple(hidden)
 
     def _zeros(self, input: Tensor, batch: int, size: int) -> Tensor:
         num_directions = 2 if self.bidirectional else 1
@@ -308,13 +193,12 @@ class RNNBase(Module):
         orig_input = input
         if isinstance(orig_input, PackedSequence):
             input, batch_sizes, sorted_indices, unsorted_indices = input
-            sizes = [int(v) for v in batch_sizes.tolist()]
             if hx is None:
                 hx = self._zeros(input, int(batch_sizes[0]), self.hidden_size)
             else:
                 hx = self.permute_hidden(hx, sorted_indices)
         else:
-            batch_sizes = sizes = None
+            batch_sizes = None
             if input.dim() not in (2, 3):
                 tail = " tensor instead" if name == "RNN" else " instead"
                 raise ValueError(f"{name}: Expected input to be 2D or 3D, got {input.dim()}D{tail}")
@@ -334,7 +218,7 @@ class RNNBase(Module):
             if hx is None:
                 hx = self._zeros(input, max_batch_size, self.hidden_size)
         self.check_forward_args(input, hx, batch_sizes)
-        output, (hidden,) = self._run(input, sizes, (hx,))
+        output, (hidden,) = self._run(input, batch_sizes, (hx,))
         if isinstance(orig_input, PackedSequence):
             return PackedSequence(output, batch_sizes, sorted_indices, unsorted_indices), \
                 self.permute_hidden(hidden, unsorted_indices)
@@ -397,11 +281,10 @@ class LSTM(RNNBase):
 
     def forward(self, input, hx: tuple[Tensor, Tensor] | None = None):
         orig_input = input
-        batch_sizes = sizes = None
+        batch_sizes = None
         real_hidden_size = self.proj_size if self.proj_size > 0 else self.hidden_size
         if isinstance(orig_input, PackedSequence):
             input, batch_sizes, sorted_indices, unsorted_indices = input
-            sizes = [int(v) for v in batch_sizes.tolist()]
             if hx is None:
                 batch = int(batch_sizes[0])   # PyTorch's IndexError for an empty PackedSequence
                 hx = (self._zeros(input, batch, real_hidden_size), self._zeros(input, batch, self.hidden_size))
@@ -430,7 +313,7 @@ class LSTM(RNNBase):
                                            f"({hx[0].dim()}-D, {hx[1].dim()}-D) tensors")
                     hx = (hx[0].unsqueeze(1), hx[1].unsqueeze(1))
         self.check_forward_args(input, hx, batch_sizes)
-        output, hidden = self._run(input, sizes, tuple(hx))
+        output, hidden = self._run(input, batch_sizes, tuple(hx))
         if isinstance(orig_input, PackedSequence):
             return PackedSequence(output, batch_sizes, sorted_indices, unsorted_indices), \
                 self.permute_hidden(hidden, unsorted_indices)
@@ -488,9 +371,7 @@ class RNNCellBase(Module):
             init.uniform_(weight, -stdv, stdv)
 
     def _step(self, step, input: Tensor, state: tuple[Tensor, ...]) -> tuple[Tensor, ...]:
-        from ...ops.public import addmm
-        xg = input.matmul(self.weight_ih.t()) if self.bias_ih is None else addmm(self.bias_ih, input,
-                                                                                   self.weight_ih.t())
+        xg = F.linear(input, self.weight_ih, self.bias_ih)
         return step(xg, state, self.weight_hh, self.bias_hh, None)
 
     def _check_dims(self, name: str, input: Tensor, hx: Tensor | None) -> bool:

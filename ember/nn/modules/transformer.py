@@ -270,7 +270,7 @@ class TransformerEncoderLayer(Module):
                                                _none_or_dtype(src_mask), "src_mask", src.dtype)
         src_mask = _canonical_mask(src_mask, "src_mask", None, "", src.dtype, check_other=False)
         if self._takes_fused_path(src):
-            out = self._general_forward(src, src_mask, src_key_padding_mask, is_causal)
+            out = self._general_forward(src, src_mask, src_key_padding_mask, is_causal, fused=True)
             return _nan_fully_masked_rows(out, src_mask, src_key_padding_mask, self.self_attn.num_heads)
         return self._general_forward(src, src_mask, src_key_padding_mask, is_causal)
 
@@ -294,14 +294,20 @@ class TransformerEncoderLayer(Module):
         return not (is_grad_enabled() and any(a is not None and a.requires_grad for a in args))
 
     def _general_forward(self, src: Tensor, src_mask: Tensor | None, src_key_padding_mask: Tensor | None,
-                         is_causal: bool) -> Tensor:
+                         is_causal: bool, fused: bool = False) -> Tensor:
+        """The layer; ``fused``: as PyTorch's fused kernel, which adds each residual in place into the block's
+        output (``x.add_(src)``), so that under autocast the sum keeps the block's lower precision."""
+        def residual(x: Tensor, block: Tensor) -> Tensor:
+            out = x + block
+            return out.to(block.dtype) if fused and out.dtype != block.dtype else out
+
         x = src
         if self.norm_first:
-            x = x + self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal=is_causal)
-            x = x + self._ff_block(self.norm2(x))
+            x = residual(x, self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal=is_causal))
+            x = residual(x, self._ff_block(self.norm2(x)))
         else:
-            x = self.norm1(x + self._sa_block(x, src_mask, src_key_padding_mask, is_causal=is_causal))
-            x = self.norm2(x + self._ff_block(x))
+            x = self.norm1(residual(x, self._sa_block(x, src_mask, src_key_padding_mask, is_causal=is_causal)))
+            x = self.norm2(residual(x, self._ff_block(x)))
         return x
 
     def _sa_block(self, x: Tensor, attn_mask: Tensor | None, key_padding_mask: Tensor | None,

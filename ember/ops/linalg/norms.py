@@ -9,7 +9,7 @@ from ... import _dtype as D
 from ..._tensor import Tensor, make, wrap_dim
 from ...autograd._primitive import apply, defprim, graph_ns
 from .._registry import SUBMODULES, graph, graph_raw, register
-from ..._util import check_bool, check_tensor, return_type
+from ..._util import check_bool, check_tensor, dtype_word, return_type
 from ._common import _check_float, _check_matrix, _eye, _i_imag, _mT, _no_out
 from .decompositions import linalg_svdvals
 from .solvers import _tol, linalg_inv, linalg_solve
@@ -222,6 +222,12 @@ def linalg_cond(A: Tensor, p=None, *, out=None) -> Tensor:
     check_tensor(A, "linalg_cond", "A")
     if A._data.ndim < 2:
         raise RuntimeError("linalg.cond: The input tensor A must have at least 2 dimensions.")
+    word = dtype_word(A._data.dtype)
+    if word in ("Half", "BFloat16"):
+        # PyTorch's cond has no dtype check of its own: the SVD or the inverse it calls refuses half precision
+        if p is None or p in (2, -2, "nuc"):
+            raise NotImplementedError(f"\"linalg_svd_cpu\" not implemented for '{word}'")
+        raise RuntimeError(f"linalg.inv: Low precision dtypes not supported. Got {word}")
     _check_float(A, "linalg.cond")
     if p is None or p in (2, -2):
         s = linalg_svdvals(A)
