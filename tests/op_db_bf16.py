@@ -77,6 +77,8 @@ BF16_DIFFERS: dict[str, tuple[str, tuple | None]] = {
     'batch_norm_aten': ('norm', (0, 2)),
     'instance_norm_aten': ('norm', (0,)),
     'nn_batch_norm': ('norm', (0, 1, 2, 3)),
+    'native_batch_norm': ('norm', (0, 1, 2)),   # nn_batch_norm's computation (training samples)
+    'native_batch_norm_out': ('norm', (0, 1, 2)),
     'nn_instance_norm': ('norm', (0, 1, 2)),
     # loss
     'binary_cross_entropy': ('loss', (2, 5, 8, 10, 11, 16)),

@@ -159,9 +159,6 @@ PLANNED: dict[str, str] = {
 NOT_YET: dict[str, str] = {
     "binomial": "a random sampler whose PyTorch CPU algorithm (BTRS rejection, inversion for small means) draws a "
                 "varying number of values per sample: not reproduced yet (poisson's is)",
-    **_same("ATen's form returns the saved statistics (mean, rstd) besides the output, which ember's fused norms do "
-            "not expose yet; nn.functional's layer_norm, batch_norm and group_norm are built",
-            "native_layer_norm native_batch_norm native_group_norm"),
     "native_dropout": "ATen's form returns the mask too and draws it as a bool tensor (other random draws than "
                       "dropout's); nn.functional.dropout is built",
     "torch:embedding_bag": "ATen's form returns three internal tensors (offset2bag, bag_size, max_indices) besides the "
