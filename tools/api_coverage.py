@@ -159,8 +159,6 @@ PLANNED: dict[str, str] = {
 NOT_YET: dict[str, str] = {
     "binomial": "a random sampler whose PyTorch CPU algorithm (BTRS rejection, inversion for small means) draws a "
                 "varying number of values per sample: not reproduced yet (poisson's is)",
-    "native_dropout": "ATen's form returns the mask too and draws it as a bool tensor (other random draws than "
-                      "dropout's); nn.functional.dropout is built",
     "torch:embedding_bag": "ATen's form returns three internal tensors (offset2bag, bag_size, max_indices) besides the "
                      "output; nn.functional.embedding_bag is built",
     "geqrf": "LAPACK's Householder form of QR needs a QR kernel that returns the reflectors, on every device; "

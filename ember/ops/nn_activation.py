@@ -21,6 +21,7 @@ from ..autograd.graph import node_class
 from . import elementwise as E
 from ..autograd._primitive import PrimNode, apply, defprim, graph_ns
 from ._registry import EXPORTS, graph, register
+from ._schema import schema
 from .._util import bf16_in_float32, check_tensor
 from ..autograd._views import apply_inplace
 
@@ -1441,6 +1442,50 @@ for _a, _f, _n in ((False, False, "dropout"), (True, False, "alpha_dropout"), (F
                    (True, True, "feature_alpha_dropout")):
     _torch_dropout(_a, _f, False, _n)
     _torch_dropout(_a, _f, True, _n + "_")
+
+
+# ----- torch.native_dropout: (output, mask) ----------------------------------------------------------------
+# ATen's kernel: mask = empty_like(input).bernoulli_(1 - p) (the draws of F.dropout for the same seed), output =
+# input * mask * scale, the mask returned as bool; in evaluation a copy of the input and a mask of ones. mask (a
+# tensor in the input's dtype) is a constant input without an edge; grad_scale is what PyTorch's backward
+# multiplies by: 1 whenever train is not True (also for train=None, which trains: PyTorch's formula).
+
+def _native_dropout_forward(xp, x, mask, scale, grad_scale):
+    return E._mul(xp, x * mask, scale)
+
+
+native_dropout_p = defprim(
+    "native_dropout", _native_dropout_forward, node="NativeDropoutBackward0",
+    vjp=(lambda xp, g, out, x, mask, scale, grad_scale: E._mul(xp, g * mask, grad_scale), None),
+    jvp=(lambda xp, t, out, x, mask, scale, grad_scale: E._mul(xp, t * mask, scale), None),
+    saves=(1,), scalar_args=(1,), saved_names=("input", "result1"), complex=True)
+
+
+@register()
+@schema("native_dropout(Tensor input, float p, bool? train)")
+def native_dropout(input: Tensor, p: float, train: bool | None) -> tuple:
+    """``(output, mask)`` as ATen's native_dropout: the dropped-out input and the bool mask of kept elements."""
+    from .creation import empty_like, ones_like
+    from ..autograd.grad_mode import no_grad
+    if input._data.size == 0:
+        return input, empty_like(input)   # PyTorch's: the input itself, and a mask of the input's dtype
+    training = train is None or bool(train)
+    with no_grad():
+        if training:
+            q = 1.0 - p
+            if not 0.0 <= q <= 1.0:
+                raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={q}")
+            # complex: the draws of the real dtype (PyTorch's are the same for every dtype)
+            mask = empty_like(input, dtype=input.dtype.to_real() if input.dtype.is_complex else None).bernoulli_(q)
+            scale = 0.0 if q == 0 else 1.0 / q
+        else:
+            mask = ones_like(input, dtype=input.dtype.to_real() if input.dtype.is_complex else None)
+            scale = 1   # an int: an integral input stays integral (PyTorch's clone)
+    if training and input._data.dtype.kind not in "fcV":   # mul_(scale) of an integral result
+        raise RuntimeError(f"result type Float can't be cast to the desired output type "
+                           f"{D.type_word(input._data.dtype)}")
+    out = apply(native_dropout_p, (input, mask), {"scale": scale, "grad_scale": scale if train is True else 1})
+    return out, mask.bool()
 
 
 # ----- gumbel_softmax ---------------------------------------------------------------------------------------
