@@ -441,6 +441,28 @@ OPS += [
            supports_fwd=False),
 ]
 
+
+# torch.embedding_bag: ATen's (output, offset2bag, bag_size, max_indices)
+def _aten_bag(m, w, *psw, idx, off, mode, ilo=False, pad=None, i32=False):
+    it = m.int32 if i32 else m.int64
+    return m.embedding_bag(w, m.tensor(idx).to(it), m.tensor(off).to(it), False, mode, False,
+                           psw[0] if psw else None, ilo, pad)
+
+
+def _aten_bag_samples(rng):
+    idx, off = np.array([1, 2, 4, 5, 4, 3, 2, 0]), np.array([0, 2, 2, 5])
+    cases = [{"mode": 0}, {"mode": 1}, {"mode": 2}, {"mode": 0, "pad": 4}, {"mode": 1, "pad": 4, "ilo": True},
+             {"mode": 2, "pad": 4, "i32": True}, {"mode": 2, "ilo": True}, {"mode": 1, "i32": True}]
+    out = []
+    for kw in cases:
+        w = rng.permutation(18).reshape(6, 3) * 0.3 - 2.5   # distinct values: the maxima are stable
+        out.append(Sample((w,), dict(kw, idx=idx, off=off)))
+    out.append(Sample((draw(rng, (6, 3)), draw(rng, (8,))), {"idx": idx, "off": off, "mode": 0}))
+    return out
+
+
+OPS += [OpInfo("embedding_bag_aten", _aten_bag, _aten_bag_samples, supports_gradgrad=False)]
+
 HYP_BINARY: list = []
 HYP_UNARY: list = []
 

@@ -159,8 +159,6 @@ PLANNED: dict[str, str] = {
 NOT_YET: dict[str, str] = {
     "binomial": "a random sampler whose PyTorch CPU algorithm (BTRS rejection, inversion for small means) draws a "
                 "varying number of values per sample: not reproduced yet (poisson's is)",
-    "torch:embedding_bag": "ATen's form returns three internal tensors (offset2bag, bag_size, max_indices) besides the "
-                     "output; nn.functional.embedding_bag is built",
     "geqrf": "LAPACK's Householder form of QR needs a QR kernel that returns the reflectors, on every device; "
              "orgqr/ormqr (which consume it) are built",
     "hash_tensor": "returns uint64, a dtype ember has not built",

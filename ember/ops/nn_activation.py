@@ -1199,6 +1199,14 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
                   padding_idx: int | None = None) -> Tensor:
     """Sums, means or maxima of bags of embedding rows (EmbeddingBagBackward0): a 2-D ``input`` holds one bag per
     row; a 1-D one is cut into bags at ``offsets``. Rows at ``padding_idx`` are left out of every bag."""
+    return _embedding_bag(input, weight, offsets, max_norm, norm_type, scale_grad_by_freq, mode, sparse,
+                          per_sample_weights, include_last_offset, padding_idx)[0]
+
+
+def _embedding_bag(input, weight, offsets, max_norm, norm_type, scale_grad_by_freq, mode, sparse, per_sample_weights,
+                   include_last_offset, padding_idx) -> tuple:
+    """embedding_bag's output and what ATen's form also reports: ``(output, bags, keep, argmax, nbags)`` (raw: the
+    bag of each index, which indices count (not padding), embedding_bag_argmax's triple or None)."""
     check_tensor(input, "embedding_bag")
     check_tensor(weight, "embedding_bag", "weight", 2)
     if mode not in ("sum", "mean", "max"):
@@ -1268,8 +1276,9 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
         _embedding_renorm_(weight, idx, max_norm, norm_type)
     inv = make(xp.bag_count_inverse(bags, keep, nb, weight._data.dtype))
     argmax = xp.embedding_bag_argmax(weight._data, idx, bags, nb, keep) if mode == "max" else None
-    return apply(embedding_bag_p, (weight, psw, inv),
-                 {"indices": idx, "bags": bags, "nbags": nb, "mode": mode, "keep": keep, "argmax": argmax})
+    out = apply(embedding_bag_p, (weight, psw, inv),
+                {"indices": idx, "bags": bags, "nbags": nb, "mode": mode, "keep": keep, "argmax": argmax})
+    return out, bags, keep, argmax, nb
 
 
 @_fn
