@@ -159,8 +159,6 @@ PLANNED: dict[str, str] = {
 NOT_YET: dict[str, str] = {
     "binomial": "a random sampler whose PyTorch CPU algorithm (BTRS rejection, inversion for small means) draws a "
                 "varying number of values per sample: not reproduced yet (poisson's is)",
-    "geqrf": "LAPACK's Householder form of QR needs a QR kernel that returns the reflectors, on every device; "
-             "orgqr/ormqr (which consume it) are built",
     "hash_tensor": "returns uint64, a dtype ember has not built",
     **_same("unsigned shell dtypes with few kernels in PyTorch; ember's dtype table stops at uint8",
             "uint16 uint32 uint64"),
