@@ -1518,3 +1518,71 @@ def corrcoef(input: Tensor) -> Tensor:
         from .complex import complex as make_complex
         return make_complex(c.real.clip(-1, 1), c.imag.clip(-1, 1))
     return c.clip(-1, 1)
+
+
+# ----- segment_reduce (a prototype op of PyTorch's): reductions over consecutive segments of one axis ----------
+
+_SEGMENT_REDUCTIONS = {"sum": "sum", "mean": "mean", "prod": "prod", "max": "max", "amax": "max", "min": "min",
+                       "amin": "min"}
+
+
+def _segment_backward_no_derivative(xp, gg, out, *args, **params):
+    raise RuntimeError("derivative for aten::_segment_reduce_backward is not implemented")
+
+
+segment_reduce_p = defprim(
+    "segment_reduce", lambda xp, data, lengths, reduce, axis, initial: xp.segment_reduce(data, lengths, reduce, axis,
+                                                                                         initial),
+    vjp=lambda xp, g, out, data, lengths, reduce, axis, initial: xp.segment_reduce_backward(
+        g, out, data, lengths, reduce, axis, initial),
+    saves=(0,), saves_out=True, saved_names=("data",))
+# PyTorch's _segment_reduce_backward has no derivative: under create_graph, a node whose backward raises
+segment_reduce_backward_p = defprim(
+    "segment_reduce_backward", lambda xp, g, out, data, lengths, reduce, axis, initial: xp.segment_reduce_backward(
+        g, out, data, lengths, reduce, axis, initial),
+    node="NotImplemented", vjp=(_segment_backward_no_derivative,) * 3, saves=(0, 1, 2))
+graph("segment_reduce", lambda data, lengths, reduce, axis, initial: apply(
+    segment_reduce_p, (data,), {"lengths": lengths, "reduce": reduce, "axis": axis, "initial": initial}))
+graph("segment_reduce_backward", lambda g, out, data, lengths, reduce, axis, initial: apply(
+    segment_reduce_backward_p, (g, out, data), {"lengths": lengths, "reduce": reduce, "axis": axis,
+                                                "initial": initial}))
+
+
+@register()
+@schema("segment_reduce(Tensor data, str reduce, *, Tensor? lengths, Tensor? indices, Tensor? offsets, int axis, "
+        "bool unsafe, Scalar? initial)")
+def segment_reduce(data: Tensor, reduce: str, *, lengths: Tensor | None = None, indices: Tensor | None = None,
+                   offsets: Tensor | None = None, axis: int = 0, unsafe: bool = False, initial=None) -> Tensor:
+    """Reduce ``data`` along ``axis`` over consecutive segments given by ``lengths`` (or by ``offsets``, their
+    boundaries): ``sum``, ``mean``, ``prod``, ``max``/``amax``, ``min``/``amin``, each segment from ``initial``
+    (default: the reduction's identity; an empty segment's mean is NaN). Gradients of first order
+    (SegmentReduceBackward0), as PyTorch."""
+    if reduce not in _SEGMENT_REDUCTIONS:
+        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
+    if indices is not None and lengths is None and offsets is None:
+        raise RuntimeError("segment_reduce(): indices based reduction is not supported yet.")
+    if lengths is None and offsets is None:
+        raise RuntimeError("segment_reduce(): Either lengths or offsets must be defined.")
+    x = data._data
+    axis = wrap_dim(axis, x.ndim)
+    seg = offsets if offsets is not None else lengths
+    if seg._data.dtype.kind not in "iu":
+        kernel = "_segment_reduce_offsets_cpu_kernel1" if offsets is not None else "_segment_reduce_lengths_cpu_kernel1"
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{dtype_word(seg._data.dtype)}'")
+    if x.ndim < seg._data.ndim:
+        raise RuntimeError("Expected data.dim() >= lengths_value.dim() to be true, but got false.  (Could this error "
+                           "message be improved?  If so, please report an enhancement request to PyTorch.)")
+    if x.dtype.kind not in "fV":
+        raise NotImplementedError(f"\"_segment_reduce_cpu\" not implemented for '{dtype_word(x.dtype)}'")
+    xp = NAMESPACES[type(x)]
+    s = xp.cast(seg._data, D.int64.np)
+    lens = s[..., 1:] - s[..., :-1] if offsets is not None else s
+    if offsets is None and not unsafe:
+        if lens.size and int(xp.amin(lens)) < 0:
+            raise RuntimeError("lengths contains negative value!")
+        if not bool(xp.all(xp.sum(lens, -1) == x.shape[axis])):
+            raise RuntimeError("segment_reduce(): Expected all rows of lengths along axis to sum to "
+                               "data.size(lengths.dim()-1) when !unsafe.")
+    init = None if initial is None else (float(initial) if not isinstance(initial, complex) else initial)
+    return apply(segment_reduce_p, (data,), {"lengths": lens, "reduce": _SEGMENT_REDUCTIONS[reduce], "axis": axis,
+                                             "initial": init})
