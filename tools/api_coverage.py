@@ -165,8 +165,6 @@ NOT_YET: dict[str, str] = {
     "lobpcg": "the iterative LOBPCG eigensolver (torch._lobpcg): not built yet",
     "vmap": "torch.func.vmap (the batching transform) is not built; autograd.grad(is_grads_batched=True) is",
     "from_file": "maps a file's bytes as a tensor's storage (shared=True writes back): needs the storage work",
-    "grad_dtype": "a leaf's allowed gradient dtype (new in PyTorch 2.13): the engine does not cast incoming "
-                  "gradients to it yet",
 }
 
 # ----------------------------------------------------------------------------------------------------------------
