@@ -164,7 +164,6 @@ NOT_YET: dict[str, str] = {
             "uint16 uint32 uint64"),
     "lobpcg": "the iterative LOBPCG eigensolver (torch._lobpcg): not built yet",
     "vmap": "torch.func.vmap (the batching transform) is not built; autograd.grad(is_grads_batched=True) is",
-    "from_file": "maps a file's bytes as a tensor's storage (shared=True writes back): needs the storage work",
 }
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ from .._formatting import set_printoptions
 from .utility import *  # noqa: F401,F403  (typename, is_nonzero, range, set_default_device, compile, ...)
 from .linalg.lowrank import pca_lowrank, svd_lowrank
 from .creation import (BFloat16Tensor, BoolTensor, ByteTensor, CharTensor, ShortTensor, DoubleTensor, FloatTensor, HalfTensor, IntTensor, LongTensor, arange, as_tensor,
-                       asarray, empty, empty_like, eye, from_numpy, frombuffer, full, full_like, linspace, logspace,
+                       asarray, empty, empty_like, eye, from_file, from_numpy, frombuffer, full, full_like, linspace, logspace,
                        ones, ones_like, tensor, tril_indices, triu_indices, zeros, zeros_like)
 from .creation import bartlett_window, blackman_window, hamming_window, hann_window, kaiser_window
 from .random import (Generator, bernoulli, default_generator, get_rng_state, initial_seed, manual_seed, multinomial,
