@@ -1557,14 +1557,14 @@ def segment_reduce(data: Tensor, reduce: str, *, lengths: Tensor | None = None, 
     boundaries): ``sum``, ``mean``, ``prod``, ``max``/``amax``, ``min``/``amin``, each segment from ``initial``
     (default: the reduction's identity; an empty segment's mean is NaN). Gradients of first order
     (SegmentReduceBackward0), as PyTorch."""
-    if reduce not in _SEGMENT_REDUCTIONS:
-        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
-    if indices is not None and lengths is None and offsets is None:
+    x = data._data
+    axis = wrap_dim(axis, x.ndim)   # PyTorch's order of checks
+    if indices is not None:
         raise RuntimeError("segment_reduce(): indices based reduction is not supported yet.")
     if lengths is None and offsets is None:
         raise RuntimeError("segment_reduce(): Either lengths or offsets must be defined.")
-    x = data._data
-    axis = wrap_dim(axis, x.ndim)
+    if reduce not in _SEGMENT_REDUCTIONS:
+        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
     seg = offsets if offsets is not None else lengths
     if seg._data.dtype.kind not in "iu":
         kernel = "_segment_reduce_offsets_cpu_kernel1" if offsets is not None else "_segment_reduce_lengths_cpu_kernel1"
