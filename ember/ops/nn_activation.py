@@ -1474,7 +1474,7 @@ native_dropout_p = defprim(
 @schema("native_dropout(Tensor input, float p, bool? train)")
 def native_dropout(input: Tensor, p: float, train: bool | None) -> tuple:
     """``(output, mask)`` as ATen's native_dropout: the dropped-out input and the bool mask of kept elements."""
-    from .creation import empty_like, ones_like
+    from .creation import empty_like, ones_like, tensor
     from ..autograd.grad_mode import no_grad
     if input._data.size == 0:
         return input, empty_like(input)   # PyTorch's: the input itself, and a mask of the input's dtype
@@ -1487,6 +1487,8 @@ def native_dropout(input: Tensor, p: float, train: bool | None) -> tuple:
             # complex: the draws of the real dtype (PyTorch's are the same for every dtype)
             mask = empty_like(input, dtype=input.dtype.to_real() if input.dtype.is_complex else None).bernoulli_(q)
             scale = 0.0 if q == 0 else 1.0 / q
+            if input.dtype in (D.float16, D.bfloat16):   # PyTorch's mul_(scale) rounds the scale to the dtype
+                scale = tensor(scale, dtype=input.dtype).item()
         else:
             mask = ones_like(input, dtype=input.dtype.to_real() if input.dtype.is_complex else None)
             scale = 1   # an int: an integral input stays integral (PyTorch's clone)
