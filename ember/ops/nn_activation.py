@@ -1459,14 +1459,14 @@ for _a, _f, _n in ((False, False, "dropout"), (True, False, "alpha_dropout"), (F
 # tensor in the input's dtype) is a constant input without an edge; grad_scale is what PyTorch's backward
 # multiplies by: 1 whenever train is not True (also for train=None, which trains: PyTorch's formula).
 
-def _native_dropout_forward(xp, x, mask, scale, grad_scale):
+def _native_dropout_forward(xp, x, mask, scale, grad_scale, p, train):
     return E._mul(xp, x * mask, scale)
 
 
 native_dropout_p = defprim(
     "native_dropout", _native_dropout_forward, node="NativeDropoutBackward0",
-    vjp=(lambda xp, g, out, x, mask, scale, grad_scale: E._mul(xp, g * mask, grad_scale), None),
-    jvp=(lambda xp, t, out, x, mask, scale, grad_scale: E._mul(xp, t * mask, scale), None),
+    vjp=(lambda xp, g, out, x, mask, scale, grad_scale, p, train: E._mul(xp, g * mask, grad_scale), None),
+    jvp=(lambda xp, t, out, x, mask, scale, grad_scale, p, train: E._mul(xp, t * mask, scale), None),
     saves=(1,), scalar_args=(1,), saved_names=("input", "result1"), complex=True)
 
 
@@ -1495,7 +1495,8 @@ def native_dropout(input: Tensor, p: float, train: bool | None) -> tuple:
     if training and input._data.dtype.kind not in "fcV":   # mul_(scale) of an integral result
         raise RuntimeError(f"result type Float can't be cast to the desired output type "
                            f"{D.type_word(input._data.dtype)}")
-    out = apply(native_dropout_p, (input, mask), {"scale": scale, "grad_scale": scale if train is True else 1})
+    out = apply(native_dropout_p, (input, mask), {"scale": scale, "grad_scale": scale if train is True else 1,
+                                                  "p": p, "train": train})
     return out, mask.bool()
 
 

@@ -553,12 +553,12 @@ def native_batch_norm(input: Tensor, weight: Tensor | None, bias: Tensor | None,
 # native_group_norm's mean and rstd are differentiable in PyTorch (one NativeGroupNormBackward0 for all three
 # outputs): here one primitive each under that node name. view: (N, group, C // group * HxW); dt: their dtype.
 
-def _gn_mean_forward(xp, x, w, b, view, dt):
+def _gn_mean_forward(xp, x, w, b, view, eps, dt):
     return xp.cast(xp.mean(xp.cast(xp.reshape(x, view), _F64), (2,), False), dt)
 
 
-def _gn_mean_vjp(xp, g, out, x, w, b, view, dt):
-    g = xp.expand(xp.reshape(xp.cast(g, x.dtype), view[:2] + (1,)), view)
+def _gn_mean_vjp(xp, g, out, x, w, b, view, eps, dt):
+    g = xp.expand(xp.reshape(g, view[:2] + (1,)), view)   # (the engine casts it to the input's dtype)
     return xp.reshape(g / view[2], x.shape)
 
 
@@ -580,8 +580,8 @@ def _gn_rstd_jvp(xp, t, out, x, w, b, view, eps, acc, dt):
     return xp.cast(xp.reshape(r, view[:2]), dt)
 
 
-def _gn_mean_jvp(xp, t, out, x, w, b, view, dt):
-    return _gn_mean_forward(xp, t, None, None, view, dt)   # linear in x
+def _gn_mean_jvp(xp, t, out, x, w, b, view, eps, dt):
+    return _gn_mean_forward(xp, t, None, None, view, eps, dt)   # linear in x
 
 
 def _no_grad_rule(*args, **params):
@@ -589,11 +589,12 @@ def _no_grad_rule(*args, **params):
 
 
 # weight and bias are inputs without a gradient: the node has PyTorch's three edges
+_NONE2 = (_no_grad_rule, _no_grad_rule)
 group_norm_mean_p = defprim("native_group_norm_mean", _gn_mean_forward, node="NativeGroupNormBackward0",
-                            vjp=(_gn_mean_vjp, _no_grad_rule, _no_grad_rule), jvp=(_gn_mean_jvp, _no_grad_rule, _no_grad_rule),
+                            vjp=(_gn_mean_vjp,) + _NONE2, jvp=(_gn_mean_jvp,) + _NONE2, saves=(0, 1),
                             saved_names=("input", "weight", "bias"))
 group_norm_rstd_p = defprim("native_group_norm_rstd", _gn_rstd_forward, node="NativeGroupNormBackward0",
-                            vjp=(_gn_rstd_vjp, _no_grad_rule, _no_grad_rule), jvp=(_gn_rstd_jvp, _no_grad_rule, _no_grad_rule), saves=(0,),
+                            vjp=(_gn_rstd_vjp,) + _NONE2, jvp=(_gn_rstd_jvp,) + _NONE2, saves=(0, 1),
                             saved_names=("input", "weight", "bias"))
 
 
@@ -626,7 +627,7 @@ def native_group_norm(input: Tensor, weight: Tensor | None, bias: Tensor | None,
     out = apply(group_norm_p, (x, weight, bias),
                 {"view": view, "axes": (2,), "wshape": _channel_shape(x), "eps": eps, "acc": _acc(input)})
     dt = _stat_dtype(input, (weight, bias))
-    mean = apply(group_norm_mean_p, (x, weight, bias), {"view": view, "dt": dt})
+    mean = apply(group_norm_mean_p, (x, weight, bias), {"view": view, "eps": eps, "dt": dt})
     rstd = apply(group_norm_rstd_p, (x, weight, bias), {"view": view, "eps": eps, "acc": _acc(input), "dt": dt})
     return (out if x is input else out.reshape(xs)), mean, rstd
 

@@ -1530,19 +1530,27 @@ def _segment_backward_no_derivative(xp, gg, out, *args, **params):
     raise RuntimeError("derivative for aten::_segment_reduce_backward is not implemented")
 
 
+def _segment_lengths(lengths, offsets):
+    """The segments' lengths, from ``lengths`` or from the ``offsets`` between their bounds (raw int64 arrays)."""
+    return lengths if lengths is not None else offsets[..., 1:] - offsets[..., :-1]
+
+
+# lengths/offsets: the raw int64 arrays given (the other None), kept as PyTorch's node keeps them
 segment_reduce_p = defprim(
-    "segment_reduce", lambda xp, data, lengths, reduce, axis, initial: xp.segment_reduce(data, lengths, reduce, axis,
-                                                                                         initial),
-    vjp=lambda xp, g, out, data, lengths, reduce, axis, initial: xp.segment_reduce_backward(
-        g, out, data, lengths, reduce, axis, initial),
+    "segment_reduce", lambda xp, data, reduce, lengths, offsets, axis, unsafe, initial: xp.segment_reduce(
+        data, _segment_lengths(lengths, offsets), _SEGMENT_REDUCTIONS[reduce], axis % data.ndim, initial),
+    vjp=lambda xp, g, out, data, reduce, lengths, offsets, axis, unsafe, initial: xp.segment_reduce_backward(
+        g, out, data, _segment_lengths(lengths, offsets), _SEGMENT_REDUCTIONS[reduce], axis % data.ndim, initial),
     saves=(0,), saves_out=True, saved_names=("data",))
 # PyTorch's _segment_reduce_backward has no derivative: under create_graph, a node whose backward raises
 segment_reduce_backward_p = defprim(
     "segment_reduce_backward", lambda xp, g, out, data, lengths, reduce, axis, initial: xp.segment_reduce_backward(
         g, out, data, lengths, reduce, axis, initial),
-    node="NotImplemented", vjp=(_segment_backward_no_derivative,) * 3, saves=(0, 1, 2))
+    node="NotImplemented", vjp=(_segment_backward_no_derivative, None, _segment_backward_no_derivative),
+    saves=(0, 1, 2), scalar_args=(1,))   # out: read, not differentiated
 graph("segment_reduce", lambda data, lengths, reduce, axis, initial: apply(
-    segment_reduce_p, (data,), {"lengths": lengths, "reduce": reduce, "axis": axis, "initial": initial}))
+    segment_reduce_p, (data,), {"reduce": reduce, "lengths": lengths, "offsets": None, "axis": axis, "unsafe": False,
+                                "initial": initial}))
 graph("segment_reduce_backward", lambda g, out, data, lengths, reduce, axis, initial: apply(
     segment_reduce_backward_p, (g, out, data), {"lengths": lengths, "reduce": reduce, "axis": axis,
                                                 "initial": initial}))
@@ -1558,7 +1566,7 @@ def segment_reduce(data: Tensor, reduce: str, *, lengths: Tensor | None = None, 
     (default: the reduction's identity; an empty segment's mean is NaN). Gradients of first order
     (SegmentReduceBackward0), as PyTorch."""
     x = data._data
-    axis = wrap_dim(axis, x.ndim)   # PyTorch's order of checks
+    wrap_dim(axis, x.ndim)   # PyTorch's order of checks (its node keeps axis as given)
     if indices is not None:
         raise RuntimeError("segment_reduce(): indices based reduction is not supported yet.")
     if lengths is None and offsets is None:
@@ -1580,9 +1588,11 @@ def segment_reduce(data: Tensor, reduce: str, *, lengths: Tensor | None = None, 
     if offsets is None and not unsafe:
         if lens.size and int(xp.amin(lens)) < 0:
             raise RuntimeError("lengths contains negative value!")
-        if not bool(xp.all(xp.sum(lens, -1) == x.shape[axis])):
+        if not bool(xp.all(xp.sum(lens, -1) == x.shape[axis % x.ndim])):
             raise RuntimeError("segment_reduce(): Expected all rows of lengths along axis to sum to "
                                "data.size(lengths.dim()-1) when !unsafe.")
     init = None if initial is None else (float(initial) if not isinstance(initial, complex) else initial)
-    return apply(segment_reduce_p, (data,), {"lengths": lens, "reduce": _SEGMENT_REDUCTIONS[reduce], "axis": axis,
+    given = (None, s) if offsets is not None else (s, None)
+    return apply(segment_reduce_p, (data,), {"reduce": reduce, "lengths": given[0],
+                                             "offsets": given[1], "axis": axis, "unsafe": bool(unsafe),
                                              "initial": init})

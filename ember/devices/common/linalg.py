@@ -503,7 +503,8 @@ def kernels(k) -> dict:
             alpha = h[:, j, j]
             ar, ai = (xp.real(alpha), xp.imag(alpha)) if cx else (alpha, None)
             x = h[:, j + 1:, j]
-            xnorm = xp.linalg.vector_norm(x, axis=-1) if j + 1 < m else xp.zeros_like(ar)
+            xa = xp.abs(x)   # (the standard's core: a device may lack the linalg extension)
+            xnorm = xp.sqrt(xp.sum(xa * xa, axis=-1)) if j + 1 < m else xp.zeros_like(ar)
             trivial = (xnorm == 0) & (ai == 0) if cx else xnorm == 0
             # beta = -sign(Re alpha) * |(alpha, x)|, Fortran's SIGN: +0 counts as positive
             hyp = xp.sqrt(ar * ar + xnorm * xnorm + (ai * ai if cx else 0))
@@ -514,7 +515,8 @@ def kernels(k) -> dict:
                 tau = xp.astype(tau, h.dtype) - xp.astype(ai / sb, h.dtype) * 1j
                 beta = xp.astype(beta, h.dtype)
             tau = xp.where(trivial, xp.zeros_like(tau), tau)
-            v = x * xp.where(trivial, xp.ones_like(alpha), 1 / xp.where(trivial, xp.ones_like(alpha), alpha - beta))[:, None]
+            one = xp.ones_like(alpha)
+            v = x * xp.where(trivial, one, 1 / xp.where(trivial, one, alpha - beta))[:, None]
             h[:, j + 1:, j] = v
             h[:, j, j] = xp.where(trivial, alpha, beta)
             if j + 1 < n:
