@@ -452,7 +452,8 @@ def _aten_bag(m, w, *psw, idx, off, mode, ilo=False, pad=None, i32=False):
 def _aten_bag_samples(rng):
     idx, off = np.array([1, 2, 4, 5, 4, 3, 2, 0]), np.array([0, 2, 2, 5])
     cases = [{"mode": 0}, {"mode": 1}, {"mode": 2}, {"mode": 0, "pad": 4}, {"mode": 1, "pad": 4, "ilo": True},
-             {"mode": 2, "pad": 4, "i32": True}, {"mode": 2, "ilo": True}, {"mode": 1, "i32": True}]
+             {"mode": 2, "pad": 4, "i32": True}, {"mode": 2, "ilo": True}, {"mode": 1, "i32": True},
+             {"mode": 0, "pad": -2}]
     out = []
     for kw in cases:
         w = rng.permutation(18).reshape(6, 3) * 0.3 - 2.5   # distinct values: the maxima are stable
@@ -461,7 +462,20 @@ def _aten_bag_samples(rng):
     return out
 
 
-OPS += [OpInfo("embedding_bag_aten", _aten_bag, _aten_bag_samples, supports_gradgrad=False)]
+def _aten_bag_errors(rng):
+    return [Sample((draw(rng, (6, 3)),), {"case": c}) for c in ("psw_mean", "padding_range", "mode")]
+
+
+def _aten_bag_error_call(m, w, case):
+    i, o = m.tensor([1, 2, 4, 5]), m.tensor([0, 2])
+    return {"psw_mean": lambda: m.embedding_bag(w, i, o, False, 1, False, m.ones(4, dtype=w.dtype)),
+            "padding_range": lambda: m.embedding_bag(w, i, o, False, 0, False, None, False, 7),
+            "mode": lambda: m.embedding_bag(w, i, o, False, 3)}[case]()
+
+
+OPS += [OpInfo("embedding_bag_aten", _aten_bag, _aten_bag_samples, supports_gradgrad=False),
+        OpInfo("embedding_bag_aten_errors", _aten_bag_error_call, _aten_bag_errors, supports_grad=False,
+               supports_gradgrad=False, supports_fwd=False)]
 
 HYP_BINARY: list = []
 HYP_UNARY: list = []

@@ -115,6 +115,12 @@ def embedding_bag(weight: Tensor, indices: Tensor, offsets: Tensor, scale_grad_b
     if mode not in _BAG_MODES:
         raise RuntimeError("`mode` must be sum, mean, or max.")
     name = _BAG_MODES[mode]
+    if per_sample_weights is not None and name != "sum":
+        raise RuntimeError("embedding_bag: per_sample_weights only supported with mode='sum'")
+    n = weight.shape[0] if isinstance(weight, Tensor) and weight.ndim else 0
+    if padding_idx is not None and not -n <= padding_idx < n:
+        raise RuntimeError(f"padding_idx must be within the number of embeddings, -{n} through {n - 1}, but got "
+                           f"{padding_idx}")
     out, bags, keep, argmax, nb = _act._embedding_bag(
         indices, weight, offsets, None, 2, scale_grad_by_freq, name, sparse, per_sample_weights,
         include_last_offset, padding_idx)
