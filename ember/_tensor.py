@@ -45,10 +45,13 @@ class Size(tuple):
         return Size(tuple.__add__(self, tuple(other)))
 
 
+SAME_DTYPE = "same"   # _Meta.grad_dtype's default: the gradient has the tensor's dtype
+
+
 class _Meta:
     """Rarely used per-tensor autograd state, allocated on first use to keep op outputs cheap."""
 
-    __slots__ = ("grad", "retains_grad", "hooks", "post_acc_hooks", "acc")
+    __slots__ = ("grad", "retains_grad", "hooks", "post_acc_hooks", "acc", "grad_dtype")
 
     def __init__(self):
         self.grad = None
@@ -56,6 +59,7 @@ class _Meta:
         self.hooks = None            # leaf tensors only: {id: fn}, run before accumulation
         self.post_acc_hooks = None   # {id: fn(tensor)}
         self.acc = None              # weakref to this leaf's AccumulateGrad node
+        self.grad_dtype = SAME_DTYPE   # a leaf's allowed .grad dtype: a dtype, None (any), or the tensor's own
 
 
 _NON_LEAF_GRAD_WARNING = (
@@ -380,10 +384,11 @@ class Tensor:
                                 f"{type(value).__name__}")
             if value is self:
                 raise RuntimeError("can't assign Variable as its own grad")
-            if value._data.dtype != self._data.dtype:
+            allowed = self._grad_np_dtype(value._data.dtype)
+            if value._data.dtype != allowed:
                 raise RuntimeError(
                     f"attempting to assign a gradient with dtype '{D.c_type_name(value._data.dtype)}' to a tensor "
-                    f"with grad_dtype '{D.type_word(self._data.dtype)}'. The gradient must match the tensor's "
+                    f"with grad_dtype '{D.type_word(allowed)}'. The gradient must match the tensor's "
                     "grad_dtype (defaults to the tensor's dtype). You can set the tensor's grad_dtype attribute "
                     "with a specific dtype, or None to allow any dtype. Set grad_dtype with caution. Diverging the "
                     "dtypes of a tensor and its gradient may break downstream systems that assume they match.")
@@ -392,6 +397,35 @@ class Tensor:
                                    f"of size '{list(self._data.shape)}'. Please ensure that the gradient and the "
                                    "tensor are the same size")
         self._get_meta().grad = value
+
+    def _grad_np_dtype(self, incoming):
+        """The array dtype this leaf keeps its gradient in, for a gradient of dtype ``incoming``."""
+        m = self._meta
+        want = SAME_DTYPE if m is None else m.grad_dtype
+        return self._data.dtype if want is SAME_DTYPE else incoming if want is None else want.np
+
+    @property
+    def grad_dtype(self):
+        """The allowed dtype of a leaf's ``.grad`` (PyTorch 2.13): by default the tensor's dtype; a dtype makes the
+        engine cast incoming gradients to it; None allows any."""
+        if self.grad_fn is not None:
+            raise RuntimeError("grad_dtype can only be accessed on leaf tensors.")
+        m = self._meta
+        return self.dtype if m is None or m.grad_dtype is SAME_DTYPE else m.grad_dtype
+
+    @grad_dtype.setter
+    def grad_dtype(self, value) -> None:
+        if self.grad_fn is not None:
+            raise RuntimeError("grad_dtype can only be set on leaf tensors.")
+        if value is not None and not isinstance(value, D.dtype):
+            raise RuntimeError(f"grad_dtype must be a torch.dtype or None, but got {type(value).__name__}")
+        m = self._get_meta()
+        if value is not None and m.grad is not None and m.grad._data.dtype != value.np:
+            raise RuntimeError(f"Cannot set grad_dtype to '{D.type_word(value.np)}' because there is already a "
+                               f"gradient with dtype '{D.c_type_name(m.grad._data.dtype)}'. Please clear the gradient "
+                               "(.grad = None) before changing grad_dtype, or ensure the new grad_dtype matches the "
+                               "existing gradient's dtype.")
+        m.grad_dtype = value
 
     @property
     def retains_grad(self) -> bool:

@@ -76,6 +76,8 @@ BF16_DIFFERS: dict[str, tuple[str, tuple | None]] = {
     'batch_norm_aten': ('norm', (0, 2)),
     'instance_norm_aten': ('norm', (0,)),
     'nn_batch_norm': ('norm', (0, 1, 2, 3)),
+    'native_batch_norm': ('norm', (0, 1, 2)),   # nn_batch_norm's computation (training samples)
+    'native_batch_norm_out': ('norm', (0, 1, 2)),
     'nn_instance_norm': ('norm', (0, 1, 2)),
     # loss
     'binary_cross_entropy': ('loss', (2, 5, 8, 10, 11, 16)),
@@ -129,6 +131,7 @@ BF16_DIFFERS: dict[str, tuple[str, tuple | None]] = {
     'nn_embedding': ('accumulate', (6,)),
     'nn_embedding_bag': ('accumulate', (0, 1, 6, 9)),
     'nn_embedding_bag_psw': ('accumulate', None),
+    'embedding_bag_aten': ('accumulate', (0, 1, 3, 4, 7, 9)),   # output 0: nn_embedding_bag's sums
     'scatter_add': ('accumulate', (1,)),
     'scatter_add_': ('accumulate', None),
     'scatter_legacy_reduce': ('accumulate', None),

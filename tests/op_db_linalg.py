@@ -563,3 +563,25 @@ OPS += [
                                                           (((3, 3), (3, 1)), {"piv": [1, 2]}),
                                                           (((3, 3), (2, 1)), {"piv": [1, 2, 3]})]),
 ]
+
+
+# ----- geqrf: LAPACK's Householder QR. ember's LAPACK (NumPy's, OpenBLAS) is another build than PyTorch's (MKL):
+# the same routine, results equal to rounding (compared within the dtype's tolerance), not always bit for bit.
+
+def _geqrf_errors(rng):
+    return [Sample((draw(rng, (3, 3)),), {"case": c}) for c in ("vector", "int", "backward")]
+
+
+def _geqrf_error_call(m, a, case):
+    return {"vector": lambda: m.geqrf(a[0]), "int": lambda: m.geqrf(a.int()),
+            "backward": lambda: m.geqrf(a.detach().requires_grad_())[0].sum().backward()}[case]()
+
+
+OPS += [
+    OpInfo("geqrf", lambda m, a: m.geqrf(a), [((4, 3),), ((3, 5),), ((2, 3, 3),), ((0, 3),), ((3, 0),)],
+           supports_grad=False, supports_gradgrad=False, supports_fwd=False),
+    OpInfo("geqrf_method", lambda m, a: a.geqrf(), [((3, 3),)], supports_grad=False, supports_gradgrad=False,
+           supports_fwd=False),
+    OpInfo("geqrf_errors", _geqrf_error_call, _geqrf_errors, supports_grad=False, supports_gradgrad=False,
+           supports_fwd=False),
+]

@@ -441,5 +441,72 @@ OPS += [
            supports_fwd=False),
 ]
 
+
+# torch.embedding_bag: ATen's (output, offset2bag, bag_size, max_indices)
+def _aten_bag(m, w, *psw, idx, off, mode, ilo=False, pad=None, i32=False):
+    it = m.int32 if i32 else m.int64
+    return m.embedding_bag(w, m.tensor(idx).to(it), m.tensor(off).to(it), False, mode, False,
+                           psw[0] if psw else None, ilo, pad)
+
+
+def _aten_bag_samples(rng):
+    idx, off = np.array([1, 2, 4, 5, 4, 3, 2, 0]), np.array([0, 2, 2, 5])
+    cases = [{"mode": 0}, {"mode": 1}, {"mode": 2}, {"mode": 0, "pad": 4}, {"mode": 1, "pad": 4, "ilo": True},
+             {"mode": 2, "pad": 4, "i32": True}, {"mode": 2, "ilo": True}, {"mode": 1, "i32": True},
+             {"mode": 0, "pad": -2}]
+    out = []
+    for kw in cases:
+        w = rng.permutation(18).reshape(6, 3) * 0.3 - 2.5   # distinct values: the maxima are stable
+        out.append(Sample((w,), dict(kw, idx=idx, off=off)))
+    out.append(Sample((draw(rng, (6, 3)), draw(rng, (8,))), {"idx": idx, "off": off, "mode": 0}))
+    return out
+
+
+def _aten_bag_errors(rng):
+    return [Sample((draw(rng, (6, 3)),), {"case": c}) for c in ("psw_mean", "padding_range", "mode")]
+
+
+def _aten_bag_error_call(m, w, case):
+    i, o = m.tensor([1, 2, 4, 5]), m.tensor([0, 2])
+    return {"psw_mean": lambda: m.embedding_bag(w, i, o, False, 1, False, m.ones(4, dtype=w.dtype)),
+            "padding_range": lambda: m.embedding_bag(w, i, o, False, 0, False, None, False, 7),
+            "mode": lambda: m.embedding_bag(w, i, o, False, 3)}[case]()
+
+
+OPS += [OpInfo("embedding_bag_aten", _aten_bag, _aten_bag_samples, supports_gradgrad=False),
+        OpInfo("embedding_bag_aten_errors", _aten_bag_error_call, _aten_bag_errors, supports_grad=False,
+               supports_gradgrad=False, supports_fwd=False)]
+
 HYP_BINARY: list = []
 HYP_UNARY: list = []
+
+
+def _native_dropout(m, a, p, train, seed=0):
+    m.manual_seed(seed)   # the same draws in torch and ember (ember reproduces torch's generator)
+    return m.native_dropout(a, p, train)
+
+
+def _native_dropout_samples(rng):
+    cases = [((2, 3, 4), {"p": 0.3, "train": True}), ((3, 5), {"p": 0.5, "train": None, "seed": 7}),
+             ((2, 3), {"p": 0.5, "train": False}), ((4,), {"p": 1.0, "train": True}),
+             ((3, 4), {"p": 0.0, "train": True})]
+    return [Sample((draw(rng, s),), kw) for s, kw in cases]
+
+
+def _native_dropout_errors(rng):
+    return [Sample((draw(rng, (2, 3)),), {"case": c}) for c in ("p_big", "p_neg", "int", "int_eval", "empty")]
+
+
+def _native_dropout_error_call(m, a, case):
+    return {"p_big": lambda: m.native_dropout(a, 1.5, True), "p_neg": lambda: m.native_dropout(a, -0.5, True),
+            "int": lambda: m.native_dropout(m.ones(2, 3, dtype=m.int64), 0.5, True),
+            "int_eval": lambda: m.native_dropout(m.ones(2, 3, dtype=m.int64), 0.5, False),
+            "empty": lambda: m.native_dropout(a[:0], 0.5, True)}[case]()   # the input itself, a mask of its dtype
+
+
+_QUIRK = "PyTorch's backward scales by 1 when train is None (its formula), while its forward and forward mode scale by " \
+         "1 / (1 - p): ember does the same, so the VJP is not the Jacobian's transpose"
+OPS += [OpInfo("native_dropout", _native_dropout, _native_dropout_samples,
+               xfails=(XFail("gradcheck", _QUIRK, "1:"), XFail("fwd_ad", _QUIRK, "1:"))),
+        OpInfo("native_dropout_errors", _native_dropout_error_call, _native_dropout_errors, supports_grad=False,
+               supports_gradgrad=False, supports_fwd=False)]

@@ -336,3 +336,66 @@ OPS += [
     OpInfo("norm_aten_single_value", lambda m, *a, name, **kw: _aten_norm(name)(m, *a, **kw), _aten_single_samples,
            dtypes=("float64",)),
 ]
+
+
+# ----- torch.native_layer_norm, native_batch_norm, native_group_norm: (output, mean, rstd) --------------------
+# The statistics of layer and batch norm have no gradient in PyTorch (grads: the "_out" entries, output 0 only);
+# group norm's are differentiable.
+
+def _native_ln(m, x, *wb, shape, eps=1e-5, only_out=False):
+    w, b = (tuple(wb) + (None, None))[:2]
+    res = m.native_layer_norm(x, list(shape), w, b, eps)
+    return res[0] if only_out else res
+
+
+_NATIVE_LN = [(((2, 3, 4), (4,), (4,)), {"shape": (4,)}),
+              (((3, 4),), {"shape": (4,)}),
+              (((2, 3, 2), (3, 2)), {"shape": (3, 2)}),
+              (((2, 3),), {"shape": (2, 3), "eps": 1e-3}),
+              (((0, 3), (3,), (3,)), {"shape": (3,)})]
+
+
+def _native_bn(m, x, *wb, training, rm=None, rv=None, momentum=0.1, eps=1e-5, only_out=False):
+    w, b = (tuple(wb) + (None, None))[:2]
+    rmt = None if rm is None else m.tensor(rm).to(x.dtype)
+    rvt = None if rv is None else m.tensor(rv).to(x.dtype)
+    res = m.native_batch_norm(x, w, b, rmt, rvt, training, momentum, eps)
+    if only_out:
+        return res[0]
+    return res + ((rmt, rvt) if rmt is not None else ())   # the running estimates after the update
+
+
+def _native_bn_samples(rng):
+    def rs(c):
+        return {"rm": rng.uniform(-1, 1, c), "rv": rng.uniform(0.5, 2, c)}
+    cases = [((4, 3), (3,), (3,), {"training": True, **rs(3)}),
+             ((2, 3, 4), (3,), (3,), {"training": True, **rs(3), "momentum": 0.3}),
+             ((2, 2, 2, 3), None, None, {"training": True}),
+             ((2, 3, 2), (3,), (3,), {"training": False, **rs(3)}),
+             ((4, 3), None, None, {"training": False, **rs(3), "eps": 0.1})]
+    return [Sample((draw(rng, xs),) + tuple(draw(rng, s) for s in (ws, bs) if s is not None), kw)
+            for xs, ws, bs, kw in cases]
+
+
+def _native_gn(m, x, *wb, n, c, hxw, group, eps=1e-5):
+    w, b = (tuple(wb) + (None, None))[:2]
+    return m.native_group_norm(x, w, b, n, c, hxw, group, eps)
+
+
+OPS += [
+    OpInfo("native_layer_norm", _native_ln, _samples(_NATIVE_LN), supports_grad=False, supports_gradgrad=False,
+           supports_fwd=False),
+    OpInfo("native_layer_norm_out", lambda m, *a, **kw: _native_ln(m, *a, only_out=True, **kw),
+           _samples(_NATIVE_LN[:4])),
+    OpInfo("native_batch_norm", _native_bn, _native_bn_samples, supports_grad=False, supports_gradgrad=False,
+           supports_fwd=False),
+    OpInfo("native_batch_norm_out", lambda m, *a, **kw: _native_bn(m, *a, only_out=True, **kw),
+           _native_bn_samples),
+    OpInfo("native_group_norm", _native_gn, _samples([
+        (((2, 4, 3), (4,), (4,)), {"n": 2, "c": 4, "hxw": 3, "group": 2}),
+        (((2, 4),), {"n": 2, "c": 4, "hxw": 1, "group": 2}),
+        (((1, 6, 2, 2), (6,)), {"n": 1, "c": 6, "hxw": 4, "group": 3}),
+        (((2, 3, 2), (3,), (3,)), {"n": 2, "c": 3, "hxw": 2, "group": 1, "eps": 1e-3}),
+        (((0, 2, 3), (2,), (2,)), {"n": 0, "c": 2, "hxw": 3, "group": 1}),
+    ])),
+]

@@ -337,3 +337,69 @@ OPS += [
                                            m.cov(a, fweights=_counts(m, w) % 3)),
            _multi([(((3, 5), (5,)), {}), (((5,), (5,)), {})])),
 ]
+
+
+# ----- segment_reduce: first-order gradients only (PyTorch's _segment_reduce_backward has no derivative, and no
+# forward mode: both refusals are compared in segment_reduce_errors). Empty segments only with an initial value
+# (else mean gives NaN, max/min -inf/inf, which central differences cannot take).
+
+def _segment_reduce(m, a, reduce, lengths=None, offsets=None, **kw):
+    return m.segment_reduce(a, reduce, lengths=None if lengths is None else m.tensor(lengths),
+                            offsets=None if offsets is None else m.tensor(offsets), **kw)
+
+
+def _segment_samples(rng):
+    L = np.array([2, 3, 1, 1])
+    L0 = np.array([2, 0, 3, 2])
+    out = []
+    for red in ("sum", "mean", "prod", "max", "min"):
+        out.append(Sample((draw(rng, (7,), "distinct"),), {"reduce": red, "lengths": L}))
+        out.append(Sample((draw(rng, (7, 2), "distinct"),), {"reduce": red, "lengths": L0, "initial": 0.5}))
+    out += [Sample((draw(rng, (2, 5, 3), "distinct"),), {"reduce": "sum", "lengths": np.array([[2, 3], [4, 1]]),
+                                                         "axis": 1}),
+            Sample((draw(rng, (2, 5), "distinct"),), {"reduce": "amax", "lengths": np.array([[1, 4], [5, 0]]),
+                                                      "axis": 1, "initial": -1.0}),
+            Sample((draw(rng, (6,), "distinct"),), {"reduce": "mean", "offsets": np.array([0, 2, 6])}),
+            Sample((draw(rng, (6,), "distinct"),), {"reduce": "amin", "offsets": np.array([0, 1, 3, 6]),
+                                                    "axis": -1}),
+            Sample((draw(rng, (5,), "distinct"),), {"reduce": "sum", "lengths": np.array([2, 2]), "unsafe": True}),
+            Sample((np.array([1.0, 2.0, 0.0, 4.0, 0.0, 0.0, 3.0]),), {"reduce": "prod", "lengths": np.array([2, 2, 3]),
+                                                                      "initial": 2.0})]
+    return out
+
+
+def _segment_errors(rng):
+    return [Sample((draw(rng, (5,)),), {"case": c}) for c in
+            ("reduce", "none", "indices", "negative", "total", "int_data", "float_lengths", "0d", "gradgrad",
+             "fwd_ad")]
+
+
+def _segment_error_call(m, a, case):
+    t = m.tensor
+
+    def gradgrad():
+        x = a.detach().double().requires_grad_()
+        y = m.segment_reduce(x, "prod", lengths=t([2, 3]))
+        g, = m.autograd.grad(y.sum(), x, create_graph=True)
+        return m.autograd.grad(g.sum(), x)
+
+    def fwd_ad():
+        fa = m.autograd.forward_ad
+        with fa.dual_level():
+            return m.segment_reduce(fa.make_dual(a, m.ones_like(a)), "sum", lengths=t([2, 3]))
+    return {"reduce": lambda: m.segment_reduce(a, "foo", lengths=t([5])),
+            "none": lambda: m.segment_reduce(a, "sum"),
+            "indices": lambda: m.segment_reduce(a, "sum", indices=t([0, 1])),
+            "negative": lambda: m.segment_reduce(a, "sum", lengths=t([-1, 6])),
+            "total": lambda: m.segment_reduce(a, "sum", lengths=t([2, 2])),
+            "int_data": lambda: m.segment_reduce(a.int(), "sum", lengths=t([5])),
+            "float_lengths": lambda: m.segment_reduce(a, "sum", lengths=t([5.0])),
+            "0d": lambda: m.segment_reduce(a[0], "sum", lengths=t([1])),
+            "gradgrad": gradgrad, "fwd_ad": fwd_ad}[case]()
+
+
+OPS += [
+    OpInfo("segment_reduce", _segment_reduce, _segment_samples, supports_gradgrad=False, supports_fwd=False),
+    OpInfo("segment_reduce_errors", _segment_error_call, _segment_errors, supports_grad=False,
+           supports_gradgrad=False, supports_fwd=False),
+]

@@ -150,3 +150,19 @@ def test_rrelu_training_same_seed_same_slopes_as_torch(dtype, inplace):
     np.testing.assert_array_equal(eg, tg)
     np.testing.assert_array_equal(er, tr)   # the generator advanced as PyTorch's
     assert en == tn
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
+@pytest.mark.parametrize("p", [0.3, 0.1, 0.77])
+def test_native_dropout_same_seed_same_output_mask_and_grad(dtype, p):
+    """torch.native_dropout: F.dropout's draws; the scale rounded to a float16/bfloat16 input's dtype (mul_)."""
+    x = np.random.default_rng(3).standard_normal((300,)).astype(np.float32)
+    res = []
+    for m in (torch, ember):
+        m.manual_seed(5)
+        xt = m.tensor(x).to(getattr(m, dtype)).requires_grad_()
+        out, mask = m.native_dropout(xt, p, True)
+        out.sum().backward()
+        res.append((out.detach().float().numpy(), mask.numpy(), xt.grad.float().numpy()))
+    for a, b in zip(*res):
+        np.testing.assert_array_equal(a, b)

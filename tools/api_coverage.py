@@ -135,20 +135,7 @@ PLANNED: dict[str, str] = {
 
 # A program may touch these; nobody builds them yet.
 NOT_YET: dict[str, str] = {
-    **_same("ATen's form returns the saved statistics (mean, rstd) besides the output, which ember's fused norms do "
-            "not expose yet; nn.functional's layer_norm, batch_norm and group_norm are built",
-            "native_layer_norm native_batch_norm native_group_norm"),
-    "native_dropout": "ATen's form returns the mask too and draws it as a bool tensor (other random draws than "
-                      "dropout's); nn.functional.dropout is built",
-    "torch:embedding_bag": "ATen's form returns three internal tensors (offset2bag, bag_size, max_indices) besides the "
-                     "output; nn.functional.embedding_bag is built",
-    "geqrf": "LAPACK's Householder form of QR needs a QR kernel that returns the reflectors, on every device; "
-             "orgqr/ormqr (which consume it) are built",
-    "segment_reduce": "a prototype op (segmented reductions over lengths or offsets): not built yet",
     "vmap": "torch.func.vmap (the batching transform) is not built; autograd.grad(is_grads_batched=True) is",
-    "from_file": "maps a file's bytes as a tensor's storage (shared=True writes back): needs the storage work",
-    "grad_dtype": "a leaf's allowed gradient dtype (new in PyTorch 2.13): the engine does not cast incoming "
-                  "gradients to it yet",
 }
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from .._tensor import Tensor, make
 from . import grad_mode as _gm
 from ._views import edge_of
 from .anomaly_mode import _anomaly, run_node_checked
-from .graph import ACCUMULATE_LOCK, GraphTask, _task_ids, _tls, check_hook_value, check_hook_values
+from .graph import ACCUMULATE_LOCK, GraphTask, _task_ids, _tls, check_hook_value, check_hook_values, leaf_grad_cast
 
 
 def _as_tuple(x):
@@ -463,7 +463,11 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                                    "graph. Set allow_unused=True if this is the desired behavior.")
             result.append(make(backend_of(t._data).zeros_like(t._data)) if materialize_grads else None)
         else:
-            result.append(g if create_graph else make(backend_of(g).copy(g, t._data.dtype)))
+            dt = t._data.dtype
+            if t.grad_fn is None and t._meta is not None:   # a leaf's grad_dtype (PyTorch casts these too)
+                g = leaf_grad_cast(t, g, create_graph)
+                dt = (g._data if create_graph else g).dtype
+            result.append(g if create_graph else make(backend_of(g).copy(g, dt)))
     return tuple(result)
 
 

@@ -12,7 +12,7 @@ import sys
 import threading
 import weakref
 
-from .. import _tensor
+from .. import _dtype, _tensor
 from .._device import backend_of
 from .._dtype import type_word
 from .._hooks import add_hook
@@ -227,13 +227,15 @@ def accumulate_grad(t, g, create_graph: bool, owned: bool = False) -> None:
     leaf's shape and dtype and its own writable, C-contiguous memory."""
     with ACCUMULATE_LOCK:
         m = t._get_meta()
+        if m.grad_dtype is not _tensor.SAME_DTYPE:   # the leaf's grad_dtype: incoming gradients cast to it
+            g = leaf_grad_cast(t, g, create_graph)
         if m.grad is None:
             if create_graph:
                 m.grad = g.clone()   # its own memory: g may be shared with other leaves or a broadcast view
-            elif owned and backend_of(g).can_adopt(g, t._data.dtype, t._data.shape):
+            elif owned and backend_of(g).can_adopt(g, t._grad_np_dtype(g.dtype), t._data.shape):
                 m.grad = _tensor.make(g)
             else:
-                m.grad = _tensor.make(backend_of(g).copy(g, t._data.dtype))
+                m.grad = _tensor.make(backend_of(g).copy(g, t._grad_np_dtype(g.dtype)))
         elif create_graph:
             m.grad = m.grad + g
         else:
@@ -245,6 +247,15 @@ def accumulate_grad(t, g, create_graph: bool, owned: bool = False) -> None:
             # as PyTorch: the return is checked as any hook's (against the tensor), then must be None
             if check_hook_value(fn, t, fn(t), True) is not None:
                 raise RuntimeError("Tensor post accumulate grad hooks should return None.")
+
+
+def leaf_grad_cast(t, g, create_graph: bool):
+    """Gradient ``g`` for leaf ``t`` in the dtype of its ``grad_dtype`` (None: as it comes)."""
+    gd = g._data.dtype if create_graph else g.dtype
+    want = t._grad_np_dtype(gd)
+    if want == gd:
+        return g
+    return g.to(_dtype.from_numpy_dtype(want)) if create_graph else backend_of(g).copy(g, want)
 
 
 def grad_accumulator(t) -> AccumulateGrad:

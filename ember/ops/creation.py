@@ -594,6 +594,23 @@ def frombuffer(buffer, *, dtype, count: int = -1, offset: int = 0, requires_grad
     return _finish(data, rg, None)
 
 
+def from_file(filename: str, shared: bool | None = None, size: int = 0, *, dtype=None, layout=None, device=None,
+              pin_memory: bool = False, requires_grad: bool = False) -> Tensor:
+    """A 1-d CPU tensor of ``size`` elements whose memory is the file mapped: with ``shared=True`` writes reach the
+    file (created or extended as needed), else they stay private (the file must hold ``size`` elements)."""
+    if not isinstance(filename, str):
+        raise TypeError(f"from_file(): argument 'filename' (position 1) must be str, not {type(filename).__name__}")
+    shared = _check_bool(shared, "from_file", "shared")
+    if isinstance(size, bool) or not isinstance(size, int):
+        raise TypeError(f"from_file(): argument 'size' (position 3) must be int, not {type(size).__name__}")
+    dtype = _check_dtype(dtype, "from_file", D._default_float)
+    D.check_layout(layout, "from_file")
+    if device is not None and check_device(device, creation=True).type != "cpu":
+        raise RuntimeError("from_file: only CPU tensors can be mapped to files")
+    rg = _check_bool(requires_grad, "from_file")
+    return _finish(_HOST.map_file(filename, shared, size, dtype.np), rg, None)
+
+
 _register_method("layout", property(lambda self: D.strided, doc="Always ``torch.strided`` in ember."))
 
 

@@ -21,6 +21,7 @@ from ..autograd.graph import node_class
 from . import elementwise as E
 from ..autograd._primitive import PrimNode, apply, defprim, graph_ns
 from ._registry import EXPORTS, graph, register
+from ._schema import schema
 from .._util import bf16_in_float32, check_tensor
 from ..autograd._views import apply_inplace
 
@@ -1200,6 +1201,14 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
                   padding_idx: int | None = None) -> Tensor:
     """Sums, means or maxima of bags of embedding rows (EmbeddingBagBackward0): a 2-D ``input`` holds one bag per
     row; a 1-D one is cut into bags at ``offsets``. Rows at ``padding_idx`` are left out of every bag."""
+    return _embedding_bag(input, weight, offsets, max_norm, norm_type, scale_grad_by_freq, mode, sparse,
+                          per_sample_weights, include_last_offset, padding_idx)[0]
+
+
+def _embedding_bag(input, weight, offsets, max_norm, norm_type, scale_grad_by_freq, mode, sparse, per_sample_weights,
+                   include_last_offset, padding_idx) -> tuple:
+    """embedding_bag's output and what ATen's form also reports: ``(output, bags, keep, argmax, nbags)`` (raw: the
+    bag of each index, which indices count (not padding), embedding_bag_argmax's triple or None)."""
     check_tensor(input, "embedding_bag")
     check_tensor(weight, "embedding_bag", "weight", 2)
     if mode not in ("sum", "mean", "max"):
@@ -1269,8 +1278,9 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
         _embedding_renorm_(weight, idx, max_norm, norm_type)
     inv = make(xp.bag_count_inverse(bags, keep, nb, weight._data.dtype))
     argmax = xp.embedding_bag_argmax(weight._data, idx, bags, nb, keep) if mode == "max" else None
-    return apply(embedding_bag_p, (weight, psw, inv),
-                 {"indices": idx, "bags": bags, "nbags": nb, "mode": mode, "keep": keep, "argmax": argmax})
+    out = apply(embedding_bag_p, (weight, psw, inv),
+                {"indices": idx, "bags": bags, "nbags": nb, "mode": mode, "keep": keep, "argmax": argmax})
+    return out, bags, keep, argmax, nb
 
 
 @_fn
@@ -1443,6 +1453,53 @@ for _a, _f, _n in ((False, False, "dropout"), (True, False, "alpha_dropout"), (F
                    (True, True, "feature_alpha_dropout")):
     _torch_dropout(_a, _f, False, _n)
     _torch_dropout(_a, _f, True, _n + "_")
+
+
+# ----- torch.native_dropout: (output, mask) ----------------------------------------------------------------
+# ATen's kernel: mask = empty_like(input).bernoulli_(1 - p) (the draws of F.dropout for the same seed), output =
+# input * mask * scale, the mask returned as bool; in evaluation a copy of the input and a mask of ones. mask (a
+# tensor in the input's dtype) is a constant input without an edge; grad_scale is what PyTorch's backward
+# multiplies by: 1 whenever train is not True (also for train=None, which trains: PyTorch's formula).
+
+def _native_dropout_forward(xp, x, mask, scale, grad_scale, p, train):
+    return E._mul(xp, x * mask, scale)
+
+
+native_dropout_p = defprim(
+    "native_dropout", _native_dropout_forward, node="NativeDropoutBackward0",
+    vjp=(lambda xp, g, out, x, mask, scale, grad_scale, p, train: E._mul(xp, g * mask, grad_scale), None),
+    jvp=(lambda xp, t, out, x, mask, scale, grad_scale, p, train: E._mul(xp, t * mask, scale), None),
+    saves=(1,), scalar_args=(1,), saved_names=("input", "result1"), complex=True)
+
+
+@register()
+@schema("native_dropout(Tensor input, float p, bool? train)")
+def native_dropout(input: Tensor, p: float, train: bool | None) -> tuple:
+    """``(output, mask)`` as ATen's native_dropout: the dropped-out input and the bool mask of kept elements."""
+    from .creation import empty_like, ones_like, tensor
+    from ..autograd.grad_mode import no_grad
+    if input._data.size == 0:
+        return input, empty_like(input)   # PyTorch's: the input itself, and a mask of the input's dtype
+    training = train is None or bool(train)
+    with no_grad():
+        if training:
+            q = 1.0 - p
+            if not 0.0 <= q <= 1.0:
+                raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={q}")
+            # complex: the draws of the real dtype (PyTorch's are the same for every dtype)
+            mask = empty_like(input, dtype=input.dtype.to_real() if input.dtype.is_complex else None).bernoulli_(q)
+            scale = 0.0 if q == 0 else 1.0 / q
+            if input.dtype in (D.float16, D.bfloat16):   # PyTorch's mul_(scale) rounds the scale to the dtype
+                scale = tensor(scale, dtype=input.dtype).item()
+        else:
+            mask = ones_like(input, dtype=input.dtype.to_real() if input.dtype.is_complex else None)
+            scale = 1   # an int: an integral input stays integral (PyTorch's clone)
+    if training and input._data.dtype.kind not in "fcV":   # mul_(scale) of an integral result
+        raise RuntimeError(f"result type Float can't be cast to the desired output type "
+                           f"{D.type_word(input._data.dtype)}")
+    out = apply(native_dropout_p, (input, mask), {"scale": scale, "grad_scale": scale if train is True else 1,
+                                                  "p": p, "train": train})
+    return out, mask.bool()
 
 
 # ----- gumbel_softmax ---------------------------------------------------------------------------------------

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import warnings
 
-from .._tensor import Tensor
+from .. import _dtype as D
+from .._tensor import Tensor, make
 from .._util import check_tensor
 from ._registry import SUBMODULES, invalid_arguments, register
 from ._schema import schema
@@ -93,6 +94,53 @@ def embedding(weight: Tensor, indices: Tensor, padding_idx: int = -1, scale_grad
     """``weight[indices]`` (ATen's argument order); ``padding_idx`` -1: none."""
     return _act.embedding(indices, weight, None if padding_idx == -1 else padding_idx,
                           scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
+
+
+_BAG_MODES = {0: "sum", 1: "mean", 2: "max"}
+_FAST_SUM = frozenset(("float32", "float16", "bfloat16"))
+
+
+@register()
+@schema("embedding_bag(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq, int mode, bool sparse, "
+        "Tensor? per_sample_weights, bool include_last_offset, int? padding_idx)")
+def embedding_bag(weight: Tensor, indices: Tensor, offsets: Tensor, scale_grad_by_freq: bool = False, mode: int = 0,
+                  sparse: bool = False, per_sample_weights: Tensor | None = None, include_last_offset: bool = False,
+                  padding_idx: int | None = None) -> tuple:
+    """ATen's ``(output, offset2bag, bag_size, max_indices)``: the output of nn.functional.embedding_bag (mode 0
+    sum, 1 mean, 2 max); the bag of each index (empty where PyTorch's CPU sum takes its fast path: float32,
+    float16 or bfloat16 rows with unit stride and no padding_idx); per bag, the indices counted (sum: zeros of
+    ``offsets``' shape); and max's argmax rows (other modes: bag_size again). Integer results have int32 when
+    indices and offsets both have it, else int64."""
+    from .creation import zeros
+    if mode not in _BAG_MODES:
+        raise RuntimeError("`mode` must be sum, mean, or max.")
+    name = _BAG_MODES[mode]
+    if per_sample_weights is not None and name != "sum":
+        raise RuntimeError("embedding_bag: per_sample_weights only supported with mode='sum'")
+    n = weight.shape[0] if isinstance(weight, Tensor) and weight.ndim else 0
+    if padding_idx is not None and not -n <= padding_idx < n:
+        raise RuntimeError(f"padding_idx must be within the number of embeddings, -{n} through {n - 1}, but got "
+                           f"{padding_idx}")
+    out, bags, keep, argmax, nb = _act._embedding_bag(
+        indices, weight, offsets, None, 2, scale_grad_by_freq, name, sparse, per_sample_weights,
+        include_last_offset, padding_idx)
+    both32 = indices.dtype == offsets.dtype and str(indices.dtype) == "torch.int32"
+    itype = indices.dtype if both32 else D.int64
+    dev = weight.device
+    if name == "sum":
+        fast = padding_idx is None and str(weight.dtype)[6:] in _FAST_SUM and weight.stride(1) == 1
+        offset2bag = zeros(0, dtype=itype, device=dev) if fast else make(bags).to(itype)
+        bag_size = zeros(tuple(offsets.shape), dtype=itype, device=dev)
+        return out, offset2bag, bag_size, bag_size.clone()
+    offset2bag = make(bags).to(itype)
+    kept = make(keep).to(itype)
+    bag_size = zeros(nb, dtype=itype, device=dev).index_add_(0, offset2bag.to(D.int64), kept)
+    if name == "mean":
+        return out, offset2bag, bag_size, bag_size.clone()
+    max_indices = zeros(tuple(out.shape), dtype=itype, device=dev)
+    bag, col, row = argmax
+    max_indices[make(bag), make(col)] = make(row).to(itype)
+    return out, offset2bag, bag_size, max_indices
 
 
 @register()

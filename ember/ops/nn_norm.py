@@ -20,13 +20,15 @@ import numbers
 from .. import _dtype as D
 from .._device import NAMESPACES, quietly
 from .._state import _state as _gm_state
-from .._tensor import Tensor
+from .._tensor import Tensor, make
 from ..autograd._primitive import apply, defprim
 from ._registry import graph, register
 from .._util import check_tensor
 from .elementwise import add_scalar_p, rsqrt
 from .nn_activation import softmax_p
+from .creation import empty
 from .shape import cat
+from ._schema import schema
 
 _F = "nn.functional"
 
@@ -491,6 +493,143 @@ def _instance_norm(input, running_mean, running_var, weight, bias, use_input_sta
         rv = running_var.repeat(n)
         out = apply(batch_norm_eval_p, (x, w, b, rm, rv), {"wshape": wshape, "eps": eps, "acc": _acc(input)})
     return out.view(xs)
+
+
+# ----- native_layer_norm, native_batch_norm, native_group_norm: ATen's forms, with the saved statistics ----
+# PyTorch's forward kernels return the mean and 1/std they normalised with (its backward reads them). ember's fused
+# primitives recompute what their rules need, so these return the primitive's output and the statistics as the
+# forward computes them: the mean in float64 rounded once, 1/std from the same norm_xhat kernel.
+
+def _stat_dtype(x: Tensor, params) -> object:
+    """The statistics' dtype: the input's, or float32 for a float16/bfloat16 input with float32 parameters."""
+    xd = x._data.dtype
+    if (xd == _F16 or xd is _BF16) and any(p is not None and p._data.dtype == _F32 for p in params):
+        return _F32
+    return xd
+
+
+def _mean_rstd(xp, x, view, axes, eps, acc, dt) -> tuple:
+    """The raw mean and 1/std of ``x`` (viewed as ``view``) over ``axes``, kept dims, in dtype ``dt``."""
+    xg = x if view is None else xp.reshape(x, view)
+    mean = xp.cast(xp.mean(xp.cast(xg, _F64), axes, True), dt)
+    return mean, xp.cast(_xhat(xp, x, view, axes, eps, acc)[1], dt)
+
+
+@register()
+@schema("native_layer_norm(Tensor input, int[] normalized_shape, Tensor? weight, Tensor? bias, float eps)")
+def native_layer_norm(input: Tensor, normalized_shape, weight: Tensor | None, bias: Tensor | None,
+                      eps: float) -> tuple:
+    """``(layer_norm(...), mean, rstd)``; the statistics have the input's leading dims and 1 for each normalised
+    dim, and no gradient (as PyTorch's)."""
+    out = layer_norm(input, normalized_shape, weight, bias, eps)
+    x = input._data
+    k = len(normalized_shape)
+    axes = tuple(range(x.ndim - k, x.ndim))
+    mean, rstd = _mean_rstd(NAMESPACES[type(x)], x, None, axes, float(eps), _acc(input),
+                            _stat_dtype(input, (weight, bias)))
+    return out, make(mean), make(rstd)
+
+
+@register()
+@schema("native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, "
+        "bool training, float momentum, float eps)")
+@quietly
+def native_batch_norm(input: Tensor, weight: Tensor | None, bias: Tensor | None, running_mean: Tensor | None,
+                      running_var: Tensor | None, training: bool, momentum: float, eps: float) -> tuple:
+    """``(batch_norm(...), save_mean, save_invstd)``: in training the batch's per-channel mean and 1/std (biased
+    variance) and the running estimates updated in place; in evaluation two empty tensors. No gradient flows
+    through the statistics (as in PyTorch)."""
+    out = _batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps, False)
+    x = input._data
+    xp = NAMESPACES[type(x)]
+    dt = _stat_dtype(input, (weight, bias, running_mean, running_var))
+    c = x.shape[1]
+    if training:
+        mean, rstd = _mean_rstd(xp, x, None, (0,) + tuple(range(2, x.ndim)), float(eps), _acc(input), dt)
+        return out, make(xp.reshape(mean, (c,))), make(xp.reshape(rstd, (c,)))
+    return out, *(empty(0, dtype=D.from_numpy_dtype(dt), device=input.device) for _ in range(2))
+
+
+# native_group_norm's mean and rstd are differentiable in PyTorch (one NativeGroupNormBackward0 for all three
+# outputs): here one primitive each under that node name. view: (N, group, C // group * HxW); dt: their dtype.
+
+def _gn_mean_forward(xp, x, w, b, view, eps, dt):
+    return xp.cast(xp.mean(xp.cast(xp.reshape(x, view), _F64), (2,), False), dt)
+
+
+def _gn_mean_vjp(xp, g, out, x, w, b, view, eps, dt):
+    g = xp.expand(xp.reshape(g, view[:2] + (1,)), view)   # (the engine casts it to the input's dtype)
+    return xp.reshape(g / view[2], x.shape)
+
+
+def _gn_rstd_forward(xp, x, w, b, view, eps, acc, dt):
+    return xp.cast(xp.reshape(_xhat(xp, x, view, (2,), eps, acc)[1], view[:2]), dt)
+
+
+def _gn_rstd_vjp(xp, g, out, x, w, b, view, eps, acc, dt):
+    # d rstd / dx = -rstd**3 (x - mean) / n = -rstd**2 xhat / n
+    xh, rstd = _xhat(xp, x, view, (2,), eps, acc)
+    g = xp.reshape(xp.cast(g, acc), view[:2] + (1,))
+    return xp.reshape(g * (rstd * rstd) * xh * (-1.0 / view[2]), x.shape)
+
+
+def _gn_rstd_jvp(xp, t, out, x, w, b, view, eps, acc, dt):
+    xh, rstd = _xhat(xp, x, view, (2,), eps, acc)
+    tg = xp.reshape(xp.cast(t, acc), view)
+    r = xp.sum(xh * tg, (2,), True) * (rstd * rstd) * (-1.0 / view[2])
+    return xp.cast(xp.reshape(r, view[:2]), dt)
+
+
+def _gn_mean_jvp(xp, t, out, x, w, b, view, eps, dt):
+    return _gn_mean_forward(xp, t, None, None, view, eps, dt)   # linear in x
+
+
+def _no_grad_rule(*args, **params):
+    return None   # no gradient reaches weight or bias from the statistics
+
+
+# weight and bias are inputs without a gradient: the node has PyTorch's three edges
+_NONE2 = (_no_grad_rule, _no_grad_rule)
+group_norm_mean_p = defprim("native_group_norm_mean", _gn_mean_forward, node="NativeGroupNormBackward0",
+                            vjp=(_gn_mean_vjp,) + _NONE2, jvp=(_gn_mean_jvp,) + _NONE2, saves=(0, 1),
+                            saved_names=("input", "weight", "bias"))
+group_norm_rstd_p = defprim("native_group_norm_rstd", _gn_rstd_forward, node="NativeGroupNormBackward0",
+                            vjp=(_gn_rstd_vjp,) + _NONE2, jvp=(_gn_rstd_jvp,) + _NONE2, saves=(0, 1),
+                            saved_names=("input", "weight", "bias"))
+
+
+@register()
+@schema("native_group_norm(Tensor input, Tensor? weight, Tensor? bias, int N, int C, int HxW, int group, float eps)")
+def native_group_norm(input: Tensor, weight: Tensor | None, bias: Tensor | None, N: int, C: int, HxW: int,
+                      group: int, eps: float) -> tuple:
+    """``(group_norm(...), mean, rstd)`` of ``input`` read as (N, C, HxW); the statistics are (N, group), and
+    differentiable, as PyTorch's."""
+    xs = input._data.shape
+    if group <= 0:
+        raise RuntimeError(f"Expected num groups to be greater than 0, got {group}")
+    if C % group != 0:
+        raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of "
+                           f"shape {_shape_list(xs)} and num_groups={group}")
+    for p in (weight, bias):
+        if p is not None and (p._data.ndim != 1 or p._data.size != C):
+            raise RuntimeError(f"Expected weight to be a vector of size equal to the number of channels in input, "
+                               f"but got weight of shape {_shape_list(p._data.shape)} and input of shape "
+                               f"{_shape_list(xs)}")
+    if input._data.size != N * C * HxW:
+        raise RuntimeError("Expected X.numel() == N * C * HxW to be true, but got false.  (Could this error message "
+                           "be improved?  If so, please report an enhancement request to PyTorch.)")
+    _check_floating(input, "GroupNormKernelImpl")
+    _check_param_dtypes(input, (weight, bias), "group_norm")
+    # an input not laid out as (N, C, ...) is read as (N, C, HxW), as PyTorch's kernel reads its memory
+    x = input if len(xs) >= 2 and tuple(xs[:2]) == (N, C) else input.reshape((N, C, HxW))
+    view = (N, group, C // group * HxW)
+    eps = float(eps)
+    out = apply(group_norm_p, (x, weight, bias),
+                {"view": view, "axes": (2,), "wshape": _channel_shape(x), "eps": eps, "acc": _acc(input)})
+    dt = _stat_dtype(input, (weight, bias))
+    mean = apply(group_norm_mean_p, (x, weight, bias), {"view": view, "eps": eps, "dt": dt})
+    rstd = apply(group_norm_rstd_p, (x, weight, bias), {"view": view, "eps": eps, "acc": _acc(input), "dt": dt})
+    return (out if x is input else out.reshape(xs)), mean, rstd
 
 
 # ----- rms_norm ------------------------------------------------------------------------------------------

@@ -30,7 +30,7 @@ from .utility import *  # noqa: F401,F403  (typename, is_nonzero, range, set_def
 from .linalg.lowrank import pca_lowrank, svd_lowrank
 from .linalg.lobpcg import lobpcg
 from .creation import (BFloat16Tensor, BoolTensor, ByteTensor, CharTensor, ShortTensor, DoubleTensor, FloatTensor, HalfTensor, IntTensor, LongTensor, arange, as_tensor,
-                       asarray, empty, empty_like, eye, from_numpy, frombuffer, full, full_like, linspace, logspace,
+                       asarray, empty, empty_like, eye, from_file, from_numpy, frombuffer, full, full_like, linspace, logspace,
                        ones, ones_like, tensor, tril_indices, triu_indices, zeros, zeros_like)
 from .creation import bartlett_window, blackman_window, hamming_window, hann_window, kaiser_window
 from .random import (Generator, _sample_dirichlet, _standard_gamma, bernoulli, binomial, default_generator,

@@ -1556,3 +1556,81 @@ def hash_tensor(input: Tensor, dim=None, *, keepdim: bool = False, mode: int = 0
         t = cat([head, t[..., 2 * h:]], -1) if n % 2 else head
     out = t[..., 0]
     return out.reshape(reduced_shape(shape, dims)) if keepdim and dims else out
+
+
+# ----- segment_reduce (a prototype op of PyTorch's): reductions over consecutive segments of one axis ----------
+
+_SEGMENT_REDUCTIONS = {"sum": "sum", "mean": "mean", "prod": "prod", "max": "max", "amax": "max", "min": "min",
+                       "amin": "min"}
+
+
+def _segment_backward_no_derivative(xp, gg, out, *args, **params):
+    raise RuntimeError("derivative for aten::_segment_reduce_backward is not implemented")
+
+
+def _segment_lengths(lengths, offsets):
+    """The segments' lengths, from ``lengths`` or from the ``offsets`` between their bounds (raw int64 arrays)."""
+    return lengths if lengths is not None else offsets[..., 1:] - offsets[..., :-1]
+
+
+# lengths/offsets: the raw int64 arrays given (the other None), kept as PyTorch's node keeps them
+segment_reduce_p = defprim(
+    "segment_reduce", lambda xp, data, reduce, lengths, offsets, axis, unsafe, initial: xp.segment_reduce(
+        data, _segment_lengths(lengths, offsets), _SEGMENT_REDUCTIONS[reduce], axis % data.ndim, initial),
+    vjp=lambda xp, g, out, data, reduce, lengths, offsets, axis, unsafe, initial: xp.segment_reduce_backward(
+        g, out, data, _segment_lengths(lengths, offsets), _SEGMENT_REDUCTIONS[reduce], axis % data.ndim, initial),
+    saves=(0,), saves_out=True, saved_names=("data",))
+# PyTorch's _segment_reduce_backward has no derivative: under create_graph, a node whose backward raises
+segment_reduce_backward_p = defprim(
+    "segment_reduce_backward", lambda xp, g, out, data, lengths, reduce, axis, initial: xp.segment_reduce_backward(
+        g, out, data, lengths, reduce, axis, initial),
+    node="NotImplemented", vjp=(_segment_backward_no_derivative, None, _segment_backward_no_derivative),
+    saves=(0, 1, 2), scalar_args=(1,))   # out: read, not differentiated
+graph("segment_reduce", lambda data, lengths, reduce, axis, initial: apply(
+    segment_reduce_p, (data,), {"reduce": reduce, "lengths": lengths, "offsets": None, "axis": axis, "unsafe": False,
+                                "initial": initial}))
+graph("segment_reduce_backward", lambda g, out, data, lengths, reduce, axis, initial: apply(
+    segment_reduce_backward_p, (g, out, data), {"lengths": lengths, "reduce": reduce, "axis": axis,
+                                                "initial": initial}))
+
+
+@register()
+@schema("segment_reduce(Tensor data, str reduce, *, Tensor? lengths, Tensor? indices, Tensor? offsets, int axis, "
+        "bool unsafe, Scalar? initial)")
+def segment_reduce(data: Tensor, reduce: str, *, lengths: Tensor | None = None, indices: Tensor | None = None,
+                   offsets: Tensor | None = None, axis: int = 0, unsafe: bool = False, initial=None) -> Tensor:
+    """Reduce ``data`` along ``axis`` over consecutive segments given by ``lengths`` (or by ``offsets``, their
+    boundaries): ``sum``, ``mean``, ``prod``, ``max``/``amax``, ``min``/``amin``, each segment from ``initial``
+    (default: the reduction's identity; an empty segment's mean is NaN). Gradients of first order
+    (SegmentReduceBackward0), as PyTorch."""
+    x = data._data
+    wrap_dim(axis, x.ndim)   # PyTorch's order of checks (its node keeps axis as given)
+    if indices is not None:
+        raise RuntimeError("segment_reduce(): indices based reduction is not supported yet.")
+    if lengths is None and offsets is None:
+        raise RuntimeError("segment_reduce(): Either lengths or offsets must be defined.")
+    if reduce not in _SEGMENT_REDUCTIONS:
+        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
+    seg = offsets if offsets is not None else lengths
+    if seg._data.dtype.kind not in "iu":
+        kernel = "_segment_reduce_offsets_cpu_kernel1" if offsets is not None else "_segment_reduce_lengths_cpu_kernel1"
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{dtype_word(seg._data.dtype)}'")
+    if x.ndim < seg._data.ndim:
+        raise RuntimeError("Expected data.dim() >= lengths_value.dim() to be true, but got false.  (Could this error "
+                           "message be improved?  If so, please report an enhancement request to PyTorch.)")
+    if x.dtype.kind not in "fV":
+        raise NotImplementedError(f"\"_segment_reduce_cpu\" not implemented for '{dtype_word(x.dtype)}'")
+    xp = NAMESPACES[type(x)]
+    s = xp.cast(seg._data, D.int64.np)
+    lens = s[..., 1:] - s[..., :-1] if offsets is not None else s
+    if offsets is None and not unsafe:
+        if lens.size and int(xp.amin(lens)) < 0:
+            raise RuntimeError("lengths contains negative value!")
+        if not bool(xp.all(xp.sum(lens, -1) == x.shape[axis % x.ndim])):
+            raise RuntimeError("segment_reduce(): Expected all rows of lengths along axis to sum to "
+                               "data.size(lengths.dim()-1) when !unsafe.")
+    init = None if initial is None else (float(initial) if not isinstance(initial, complex) else initial)
+    given = (None, s) if offsets is not None else (s, None)
+    return apply(segment_reduce_p, (data,), {"reduce": reduce, "lengths": given[0],
+                                             "offsets": given[1], "axis": axis, "unsafe": bool(unsafe),
+                                             "initial": init})

@@ -500,32 +500,42 @@ def kernels(k) -> dict:
 
     def geqrf(a):
         """LAPACK's geqrf on a (batch of) matrices, as ``torch.geqrf``: R on and above the diagonal, the Householder
-        vectors below it, and tau. The unblocked steps (dgeqr2): per column, dlarfg makes the reflector
-        H = I - tau [1; v] [1; v]^T that zeroes the column below the diagonal, and dlarf applies it to the columns
-        right of it; a column already zero below the diagonal gets tau = 0 (H = I)."""
+        vectors below it, and tau. The unblocked steps (dgeqr2/zgeqr2): per column, dlarfg/zlarfg makes the
+        reflector H = I - tau [1; v] [1; v]^H that zeroes the column below the diagonal (beta real), and H^H is
+        applied to the columns right of it; a column already zero below the diagonal (and real on it) gets tau = 0."""
         m, n = a.shape[-2:]
         kk = min(m, n)
         batch = tuple(a.shape[:-2])
         h = xp.asarray(_batched(a, (m, n)), copy=True)
         nb = h.shape[0]
+        cx = xp.isdtype(h.dtype, "complex floating")
+        conj = xp.conj if cx else (lambda z: z)
         taus = []
         for j in range(kk):
             alpha = h[:, j, j]
+            ar, ai = (xp.real(alpha), xp.imag(alpha)) if cx else (alpha, None)
             x = h[:, j + 1:, j]
-            xnorm = xp.linalg.vector_norm(x, axis=-1) if j + 1 < m else xp.zeros_like(alpha)
-            trivial = xnorm == 0
-            # beta = -sign(alpha) * hypot(alpha, |x|), Fortran's SIGN: +0 counts as positive
-            hyp = xp.sqrt(alpha * alpha + xnorm * xnorm)
-            beta = xp.where(alpha >= 0, -hyp, hyp)
-            tau = xp.where(trivial, xp.zeros_like(alpha), (beta - alpha) / xp.where(trivial, 1.0, beta))
-            v = x * xp.where(trivial, 1.0, 1 / xp.where(trivial, 1.0, alpha - beta))[:, None]
+            xa = xp.abs(x)   # (the standard's core: a device may lack the linalg extension)
+            xnorm = xp.sqrt(xp.sum(xa * xa, axis=-1)) if j + 1 < m else xp.zeros_like(ar)
+            trivial = (xnorm == 0) & (ai == 0) if cx else xnorm == 0
+            # beta = -sign(Re alpha) * |(alpha, x)|, Fortran's SIGN: +0 counts as positive
+            hyp = xp.sqrt(ar * ar + xnorm * xnorm + (ai * ai if cx else 0))
+            beta = xp.where(ar >= 0, -hyp, hyp)
+            sb = xp.where(trivial, 1.0, beta)
+            tau = (beta - ar) / sb
+            if cx:
+                tau = xp.astype(tau, h.dtype) - xp.astype(ai / sb, h.dtype) * 1j
+                beta = xp.astype(beta, h.dtype)
+            tau = xp.where(trivial, xp.zeros_like(tau), tau)
+            one = xp.ones_like(alpha)
+            v = x * xp.where(trivial, one, 1 / xp.where(trivial, one, alpha - beta))[:, None]
             h[:, j + 1:, j] = v
             h[:, j, j] = xp.where(trivial, alpha, beta)
             if j + 1 < n:
                 vf = xp.concat([xp.ones((nb, 1), dtype=h.dtype), v], axis=1)[:, :, None]   # (B, m - j, 1)
                 block = h[:, j:, j + 1:]
-                w = xp.sum(vf * block, axis=1, keepdims=True)                           # (B, 1, n - j - 1)
-                h[:, j:, j + 1:] = block - tau[:, None, None] * vf * w
+                w = xp.sum(conj(vf) * block, axis=1, keepdims=True)                     # (B, 1, n - j - 1)
+                h[:, j:, j + 1:] = block - conj(tau)[:, None, None] * vf * w
             taus.append(tau)
         tau = xp.stack(taus, axis=1) if taus else xp.zeros((nb, 0), dtype=h.dtype)
         return xp.reshape(h, tuple(a.shape)), xp.reshape(tau, batch + (kk,))

@@ -4,6 +4,8 @@ from __future__ import annotations
 import builtins
 import math
 
+from ..cpu.reduction import _segment_reduce, _segment_reduce_backward
+
 
 def kernels(k) -> dict:
     xp = k.xp
@@ -232,5 +234,12 @@ def kernels(k) -> dict:
     @_ordered
     def argmin(x, dim=None, keepdim=False):
         return _arg(xp.argmin, x, dim, keepdim)
+
+    def segment_reduce(data, lengths, reduce, axis, initial):
+        """The cpu kernel's algorithm (written against an array-API namespace), on this device's."""
+        return _segment_reduce(xp, data, lengths, reduce, axis, initial)
+
+    def segment_reduce_backward(g, out, data, lengths, reduce, axis, initial):
+        return _segment_reduce_backward(xp, g, out, data, lengths, reduce, axis, initial)
 
     return {n: f for n, f in locals().items() if not n.startswith("_") and n not in ("k", "xp") and callable(f)}

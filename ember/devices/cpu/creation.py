@@ -131,3 +131,38 @@ def kaiser_window(m: int, beta: float, np_dtype) -> np.ndarray:
         else:
             inner = fma64(-x, x, np.ones_like(x))
         return (i0(b * np.sqrt(np.abs(inner))) / i0(b)).astype(npd)
+
+
+def map_file(filename: str, shared: bool, size: int, dtype):
+    """``size`` elements of ``dtype`` mapped from the start of a file (torch.from_file's storage), as a plain
+    1-d array over the mapping: ``shared`` maps it MAP_SHARED (writes reach the file; a missing or short file is
+    created or extended with zeros), else MAP_PRIVATE (copy on write; the file must hold the bytes). PyTorch's
+    RuntimeErrors for a missing or short file."""
+    import mmap
+    import os
+    dtype = np.dtype(dtype)
+    nbytes = size * dtype.itemsize
+    if nbytes < 0:
+        raise RuntimeError(f"unable to mmap {nbytes} bytes from file <{filename}>: Cannot allocate memory (12)")
+    if shared:
+        fd = os.open(filename, os.O_RDWR | os.O_CREAT, 0o644)
+    else:
+        try:
+            fd = os.open(filename, os.O_RDONLY)
+        except OSError as e:
+            raise RuntimeError(f"unable to open file <{filename}> in read-only mode: {e.strerror} ({e.errno})") \
+                from None
+    try:
+        have = os.fstat(fd).st_size
+        if have < nbytes:
+            if not shared:
+                raise RuntimeError(f"file <{filename}> size <{have}> is smaller than the required mapping size "
+                                   f"<{nbytes}>")
+            os.ftruncate(fd, nbytes)
+        if nbytes == 0:
+            return np.zeros(0, dtype=dtype)
+        mm = mmap.mmap(fd, nbytes, access=mmap.ACCESS_WRITE if shared else mmap.ACCESS_COPY)
+    finally:
+        os.close(fd)
+    return np.frombuffer(mm, dtype=dtype, count=size)
+

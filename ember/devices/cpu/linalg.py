@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from .reduced import BF16 as _BF16, F8 as _F8, F32 as _F32, REDUCED as _REDUCED, to_float8 as _to_float8
-__all__ = ["einsum", "matmul_forward", "addprod", "cross", "tri_mask", "eye_like", "linalg_inv", "linalg_det",
+__all__ = ["geqrf", "einsum", "matmul_forward", "addprod", "cross", "tri_mask", "eye_like", "linalg_inv", "linalg_det",
            "linalg_slogdet", "linalg_solve", "linalg_cholesky", "linalg_cholesky_ex", "cholesky_solve", "linalg_qr",
            "linalg_eigh", "linalg_eig", "linalg_svd", "linalg_svdvals", "linalg_pinv", "matrix_exp", "solve_triangular", "linalg_lu_factor_ex",
            "linalg_lu", "lu_unpack", "linalg_lu_solve", "det_backward", "slogdet_backward",
@@ -902,3 +902,12 @@ def linalg_ldl_solve(ld, piv, b, hermitian=False):
     with np.errstate(all="ignore"):
         out = [ldl_solve_one(np, l_, [int(p) for p in p_], b_) for l_, p_, b_ in zip(lds, pivs, bs)]
     return (np.stack(out) if out else bs.copy()).reshape(batch + b.shape[-2:])
+
+
+def geqrf(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """LAPACK's geqrf on a (batch of) matrices, as ``torch.geqrf``: R on and above the diagonal, the Householder
+    vectors below it, and tau (NumPy's ``qr(mode="raw")`` is LAPACK's ?geqrf, in the transposed layout). Not
+    differentiable. The same routine as PyTorch's, but another LAPACK build (OpenBLAS's, PyTorch's MKL): the
+    reflectors agree to rounding, not always to the last bit."""
+    h, tau = np.linalg.qr(a, mode="raw")
+    return np.swapaxes(h, -1, -2).copy(), tau

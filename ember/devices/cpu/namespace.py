@@ -102,6 +102,7 @@ class _Backend:
     ones = staticmethod(np.ones)
     eye = staticmethod(np.eye)
     frombuffer = staticmethod(np.frombuffer)
+    map_file = staticmethod(_creation.map_file)   # torch.from_file: a file's bytes as an array
     arange = staticmethod(_creation.arange)
     linspace = staticmethod(_creation.linspace)
     logspace = staticmethod(_creation.logspace)

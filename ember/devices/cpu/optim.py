@@ -17,7 +17,7 @@ import threading
 
 import numpy as np
 
-__all__ = ["fma", "fma_lerp_", "geqrf"]
+__all__ = ["fma", "fma_lerp_"]
 
 
 # PyTorch's CPU kernels for add(alpha=), addcmul and lerp use a fused multiply-add: x*y + z rounded once.
@@ -159,10 +159,3 @@ def fma_lerp_(a: np.ndarray, end: np.ndarray, weight: float) -> None:
     else:
         # (1 - w) in the arrays' dtype where that is narrower than a Python float, as PyTorch's kernel
         fma(-(end - a), 1 - a.dtype.type(weight) if a.dtype.itemsize < 8 else 1 - weight, end, out=a)
-
-
-def geqrf(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """LAPACK's geqrf on a (batch of) matrices, as ``torch.geqrf``: R on and above the diagonal, the Householder
-    vectors below it, and tau."""
-    h, tau = np.linalg.qr(a, mode="raw")
-    return np.swapaxes(h, -1, -2).copy(), tau

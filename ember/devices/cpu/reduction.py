@@ -7,6 +7,7 @@ functions only (the forward of an op that also returns indices).
 from __future__ import annotations
 
 import builtins
+import math
 
 import numpy as np
 
@@ -15,7 +16,8 @@ from .reduced import BF16 as _BF16, F16 as _F16, F32 as _F32, REDUCED as _REDUCE
 _F16_ONLY = frozenset((_F16,))
 
 __all__: list = ["nansum", "prod", "cumsum", "cumprod", "logcumsumexp", "logsumexp", "reverse_dim", "gather_dim",
-                 "scatter_add_zeros", "vector_norm", "any", "all", "argmax", "argmin", "cum_extremum_indices"]
+                 "scatter_add_zeros", "vector_norm", "any", "all", "argmax", "argmin", "cum_extremum_indices",
+                 "segment_reduce", "segment_reduce_backward"]
 
 
 # float16 and bfloat16 accumulate in float32 and round once at the end, as PyTorch's CPU kernels
@@ -192,3 +194,122 @@ def argmax(x, dim=None, keepdim=False):
 def argmin(x, dim=None, keepdim=False):
     """The index of the first minimum over ``dim`` (of the flattened input for None), int64."""
     return np.argmin(x, axis=dim, keepdims=keepdim)
+
+
+# ----- segment_reduce: reductions over consecutive segments of one axis ----------------------------------------
+# Written once against an array-API namespace ``xp`` (NumPy here; the common kernels pass theirs). ``lengths``:
+# int64 of shape data.shape[:axis] + (S,); segments are taken in order along ``axis``. Every segment is reduced
+# left to right from ``initial``, as PyTorch's CPU kernel (one value at a time, in the data's dtype).
+
+_SEG_IDENTITY = {"sum": 0.0, "mean": 0.0, "prod": 1.0, "max": -math.inf, "min": math.inf}
+
+
+def _seg_layout(xp, data, lengths, axis):
+    """data as (B, N, T), lengths as (B, S), the exclusive offsets (B, S) and the longest segment."""
+    shape = tuple(data.shape)
+    b = 1
+    for s in shape[:axis]:
+        b *= s
+    t = 1
+    for s in shape[axis + 1:]:
+        t *= s
+    n = shape[axis]
+    lens = xp.reshape(lengths, (b, lengths.shape[-1]))
+    starts = xp.cumulative_sum(lens, axis=1, include_initial=True)[:, :-1]
+    longest = int(xp.max(lens)) if lens.shape[0] * lens.shape[1] else 0
+    return xp.reshape(data, (b, n, t)), lens, starts, longest
+
+
+def _seg_take(xp, d3, pos):
+    """d3 (B, N, T) at positions ``pos`` (B, K) of axis 1 (clipped into range): (B, K, T)."""
+    b, n, t = d3.shape
+    pos = xp.clip(pos, 0, builtins.max(n - 1, 0))
+    flat = pos + xp.reshape(xp.arange(b, dtype=pos.dtype) * n, (b, 1))
+    return xp.reshape(xp.take(xp.reshape(d3, (b * n, t)), xp.reshape(flat, (-1,)), axis=0), (b, pos.shape[1], t))
+
+
+def _segment_reduce(xp, data, lengths, reduce, axis, initial):
+    d3, lens, starts, longest = _seg_layout(xp, data, lengths, axis)
+    b, n, t = d3.shape
+    s = lens.shape[1]
+    init = _SEG_IDENTITY[reduce] if initial is None else initial
+    acc = xp.full((b, s, t), init, dtype=data.dtype)
+    if n:
+        op = {"sum": lambda x, y: x + y, "mean": lambda x, y: x + y, "prod": lambda x, y: x * y,
+              "max": xp.maximum, "min": xp.minimum}[reduce]
+        for k in range(longest):
+            valid = xp.reshape(k < lens, (b, s, 1))
+            acc = xp.where(valid, op(acc, _seg_take(xp, d3, starts + k)), acc)
+    if reduce == "mean":
+        cnt = xp.reshape(lens, (b, s, 1))
+        nan = xp.full((b, s, t), math.nan, dtype=data.dtype)
+        acc = xp.where(cnt > 0, acc / xp.astype(xp.where(cnt > 0, cnt, 1), data.dtype), acc if initial is not None
+                       else nan)
+    return xp.reshape(acc, tuple(data.shape[:axis]) + (s,) + tuple(data.shape[axis + 1:]))
+
+
+def _segment_reduce_backward(xp, g, out, data, lengths, reduce, axis, initial):
+    d3, lens, starts, longest = _seg_layout(xp, data, lengths, axis)
+    b, n, t = d3.shape
+    s = lens.shape[1]
+    if n == 0:
+        return xp.zeros(tuple(data.shape), dtype=data.dtype)
+    g3 = xp.reshape(g, (b, s, t))
+    o3 = xp.reshape(out, (b, s, t))
+    # the segment of each position (S past the last one: unsafe lengths that cover less than the axis)
+    ends = starts + lens
+    pos = xp.reshape(xp.arange(n, dtype=lens.dtype), (1, n, 1))
+    seg = xp.sum(xp.astype(xp.reshape(ends, (b, 1, s)) <= pos, lens.dtype), axis=2)   # (B, N)
+    inside = xp.reshape(seg < s, (b, n, 1))
+    seg = xp.clip(seg, 0, s - 1) if s else seg
+
+    def per_pos(a3):   # a per-segment (B, S, T) value at each position: (B, N, T)
+        return _seg_take(xp, a3, seg)
+    ge = per_pos(g3)
+    zero = xp.zeros((b, n, t), dtype=data.dtype)
+    if reduce == "sum":
+        r = ge
+    elif reduce == "mean":
+        cnt = xp.astype(xp.reshape(lens, (b, s, 1)), data.dtype)
+        r = ge / per_pos(xp.broadcast_to(xp.where(cnt > 0, cnt, xp.ones_like(cnt)), (b, s, t)))
+    elif reduce in ("max", "min"):
+        hit = d3 == per_pos(o3)
+        ties = xp.zeros((b, s, t), dtype=data.dtype)
+        for k in range(longest):   # the number of positions of each segment at its extremum
+            at = starts + k
+            ties = ties + xp.where(xp.reshape(k < lens, (b, s, 1)) & (_seg_take(xp, d3, at) == o3),
+                                   xp.ones_like(ties), xp.zeros_like(ties))
+        r = xp.where(hit, ge / per_pos(xp.where(ties > 0, ties, xp.ones_like(ties))), zero)
+    else:   # prod: grad * out / x, and where x is 0 or NaN the product of the others (initial first), in order
+        r = (ge * per_pos(o3)) / d3
+        odd = (d3 == 0) | xp.isnan(d3)
+        if bool(xp.any(odd)):
+            lens_e = xp.reshape(_seg_take(xp, xp.reshape(xp.astype(lens, data.dtype), (b, s, 1)), seg), (b, n, 1))
+            start_e = _seg_take(xp, xp.reshape(xp.astype(starts, data.dtype), (b, s, 1)), seg)
+            excl = xp.full((b, n, t), 1.0 if initial is None else initial, dtype=data.dtype)
+            pos2 = xp.reshape(xp.arange(n, dtype=lens.dtype), (1, n))
+            st = xp.astype(xp.reshape(start_e, (b, n)), lens.dtype)
+            for k in range(longest):
+                other = st + k
+                use = xp.reshape((k < xp.astype(xp.reshape(lens_e, (b, n)), lens.dtype)) & (other != pos2),
+                                 (b, n, 1))
+                excl = xp.where(use, excl * _seg_take(xp, d3, other), excl)
+            r = xp.where(odd, ge * excl, r)
+    r = xp.where(inside, r, zero)
+    return xp.reshape(r, tuple(data.shape))
+
+
+def segment_reduce(data, lengths, reduce: str, axis: int, initial):
+    """PyTorch's segment_reduce of ``data`` along ``axis`` over segments of ``lengths`` (int64, shape
+    data.shape[:axis] + (S,)): sum, mean, prod, max or min, each segment reduced in order from ``initial`` (or the
+    reduction's identity; an empty segment's mean is NaN without ``initial``). Not differentiable."""
+    with np.errstate(all="ignore"):
+        return _segment_reduce(np, data, lengths, reduce, axis, initial)
+
+
+def segment_reduce_backward(g, out, data, lengths, reduce: str, axis: int, initial):
+    """The gradient of segment_reduce for ``data`` (PyTorch's _segment_reduce_backward): sum passes ``g`` to every
+    position, mean divides it by the segment's length, max/min share it evenly among the positions at the
+    extremum, prod gives ``g * out / x`` (where x is 0 or NaN, ``g`` times the product of the others)."""
+    with np.errstate(all="ignore"):
+        return _segment_reduce_backward(np, g, out, data, lengths, reduce, axis, initial)

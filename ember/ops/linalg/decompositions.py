@@ -19,6 +19,7 @@ from ...autograd._primitive import FREED, FREED_MESSAGE, apply, defprim, graph_n
 from .._registry import graph_raw, register
 from ..._util import check_bool, check_tensor, dtype_word, return_type
 from ..shape import cat
+from ..sorting import _NOT_YET, _no_derivative
 from ._common import (_check_float, _check_matrix, _diag_embed, _diagonal, _eye, _i_imag, _is_cx, _mH, _mT, _no_out,
                       _node, raise_info)
 
@@ -1042,6 +1043,29 @@ def linalg_ldl_factor(A: Tensor, *, hermitian: bool = False, out=None):
     """(LD, pivots) of ``ldl_factor_ex``; a zero block of D raises (as PyTorch)."""
     _no_out(out, "linalg.ldl_factor")
     return LDLFactorResult(*_ldl_factor_ex(A, hermitian, True, "linalg.ldl_factor")[:2])
+
+
+# ----- geqrf: LAPACK's Householder QR (the form orgqr and ormqr take); PyTorch has no derivative for it -----------
+
+graph_raw("geqrf")
+GeqrfResult = return_type("geqrf", ("a", "tau"))
+geqrf_p = _no_derivative("geqrf", "GeqrfBackward0", NotImplementedError,
+                         "the derivative for 'geqrf' is not implemented.", "geqrf", _NOT_YET)
+
+
+@register(method=True)
+def geqrf(input: Tensor, *, out=None):
+    """``(a, tau)``: R on and above the diagonal of ``a``, the Householder vectors below it, and their scales
+    (LAPACK's ?geqrf); both outputs are recorded under GeqrfBackward0, whose backward raises, as PyTorch's."""
+    _no_out(out, "geqrf")
+    check_tensor(input, "geqrf")
+    x = input._data
+    if x.ndim < 2:
+        raise RuntimeError("torch.geqrf: input must have at least 2 dimensions.")
+    if x.dtype.kind not in "fcV" or dtype_word(x.dtype) in ("Half", "BFloat16"):
+        raise NotImplementedError(f"\"geqrf_cpu\" not implemented for '{dtype_word(x.dtype)}'")
+    h, tau = NAMESPACES[type(x)].geqrf(x)
+    return GeqrfResult(apply(geqrf_p, (input,), {"value": h}), apply(geqrf_p, (input,), {"value": tau}))
 
 
 # ----- orgqr, ormqr: the Q of geqrf's Householder form, and products with it (PyTorch's LAPACK orgqr/ormqr), on
