@@ -87,6 +87,7 @@ SAMPLES = {
     "cholesky_solve": ("m.cholesky_solve(t0, t1)", [N(3, 2), _L]),
     "inverse": ("t0.inverse()", [_A]),
     "lu_solve": ("m.lu_solve(t0, t1, t2)", [N(3, 2), _LU[0], _LU[1]]),
+    "geqrf": ("m.geqrf(t0)", [_QR_A]),
     "orgqr": ("m.orgqr(t0, t1)", _GEQRF),
     "ormqr": ("m.ormqr(t0, t1, t2)", _GEQRF + [N(4, 2)]),
     "pinverse": ("m.pinverse(t0)", [N(3, 4)]),
@@ -181,7 +182,6 @@ LACKS = {
                                     "below through nn.MultiheadAttention)",
     "_grid_sampler_2d_cpu_fallback": "private fallback kernel of grid_sampler_2d",
     "fake_quantize_per_tensor_affine": "quantization is not built (README)",
-    "geqrf": "torch.geqrf is not built (orgqr/ormqr/householder_product take its outputs)",
 }
 
 # where ember and torch differ inside autocast on purpose, and why
@@ -192,7 +192,7 @@ DIFFERS = {
 }
 
 # results compared by dtype only: a decomposition's signs or order are LAPACK's choice
-DTYPE_ONLY = {"svd", "linalg_svd", "linalg_eig", "linalg_eigh", "linalg_eigvals", "qr", "linalg_qr", "orgqr", "ormqr",
+DTYPE_ONLY = {"geqrf", "svd", "linalg_svd", "linalg_eig", "linalg_eigh", "linalg_eigvals", "qr", "linalg_qr", "orgqr", "ormqr",
               "linalg_householder_product", "linalg_lstsq"}
 
 LISTED = list(am.LOWER) + list(am.FP32) + list(am.PROMOTE)
