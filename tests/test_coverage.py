@@ -35,7 +35,8 @@ EXEMPT = {
     "LinAlgError": "an exception class (ember.linalg.LinAlgError), not an op",
     **{n: "the storage side of a tensor (metadata, no values to differentiate): tests/test_storage.py" for n in (
         "is_pinned", "is_set_to", "is_shared", "itemsize", "nbytes", "new", "pin_memory", "resize", "resize_",
-        "resize_as_", "set_", "share_memory_", "storage", "storage_offset", "storage_type", "untyped_storage")},
+        "resize_as_", "set_", "share_memory_", "storage", "storage_offset", "storage_type", "untyped_storage",
+        "resize_as", "const_data_ptr", "dim_order")},
     **{n: "removed from PyTorch: raises its removal error (tests/test_torch_names.py)" for n in (
         "lstsq", "solve", "symeig", "eig")},
 }

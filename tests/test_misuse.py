@@ -22,9 +22,12 @@ _NUMPY_DIR = os.path.dirname(np.__file__)
 
 
 def _restore(lib):
-    """Undo global state a case may leave behind (grad mode, default dtype)."""
+    """Undo global state a case may leave behind (grad mode, default dtype, the CPU autocast state: PyTorch keeps
+    ``set_autocast_dtype('cpu', torch.int64)``, which would turn later autocast regions' results into int64)."""
     lib.set_grad_enabled(True)
     lib.set_default_dtype(lib.float32)
+    lib.set_autocast_dtype("cpu", lib.bfloat16)
+    lib.set_autocast_enabled("cpu", False)
     if hasattr(lib, "_C") and hasattr(lib._C, "_set_grad_enabled"):
         lib._C._set_grad_enabled(True)
 
