@@ -15,7 +15,8 @@ import warnings
 from ...devices import NAMESPACES
 from ..._tensor import Tensor, _new, make
 from ...autograd.graph import NODE_OBSERVERS, Node, _seq, modified_message
-from ...autograd._primitive import FREED, FREED_MESSAGE, apply, defprim, graph_ns
+from ..._state import fwd_state as _fwd_state, track_tangent
+from ...autograd._primitive import FREED, FREED_MESSAGE, _tangent_holder, apply, defprim, graph_ns
 from .._registry import graph_raw, register
 from ..._util import check_bool, check_tensor, dtype_word, return_type
 from ..shape import cat
@@ -515,15 +516,17 @@ def _svd_jvp(xp, t, a, full, which):
     return _mH(xp, dv)
 
 
+# U's and Vh's own VJP rules never run (the shared node runs the joint rule, row by row under
+# is_grads_batched); svd_S's also serves svdvals.
 svd_u_p = defprim("svd_U", lambda xp, a, full: xp.linalg_svd(a, full)[0],
                   node="LinalgSvdBackward0", vjp=lambda xp, g, out, a, full: _svd_vjp(xp, g, None, None, a, full),
-                  jvp=lambda xp, t, out, a, full: _svd_jvp(xp, t, a, full, 0), saves=(0,), batch=True, complex="own")
+                  jvp=lambda xp, t, out, a, full: _svd_jvp(xp, t, a, full, 0), saves=(0,), complex="own")
 svd_s_p = defprim("svd_S", lambda xp, a, full: xp.linalg_svdvals(a),
                   node="LinalgSvdBackward0", vjp=lambda xp, g, out, a, full: _svd_vjp(xp, None, g, None, a, False),
                   jvp=lambda xp, t, out, a, full: _svd_jvp(xp, t, a, False, 1), saves=(0,), batch=True, complex="own")
 svd_vh_p = defprim("svd_Vh", lambda xp, a, full: xp.linalg_svd(a, full)[2],
                    node="LinalgSvdBackward0", vjp=lambda xp, g, out, a, full: _svd_vjp(xp, None, None, g, a, full),
-                   jvp=lambda xp, t, out, a, full: _svd_jvp(xp, t, a, full, 2), saves=(0,), batch=True, complex="own")
+                   jvp=lambda xp, t, out, a, full: _svd_jvp(xp, t, a, full, 2), saves=(0,), complex="own")
 
 class _SvdNode(Node):
     """The one backward node of linalg.svd's three outputs, as PyTorch's LinalgSvdBackward0: svd_backward gets
@@ -555,12 +558,16 @@ class _SvdNode(Node):
         """U, S, Vh as Tensors of this node (PrimNode._unpack_out's way for a saved output); PyTorch's error if
         one was changed in place since."""
         res = []
-        for i, (data, vc, v) in enumerate(self._outs):
+        for i, (data, vc, v, fw) in enumerate(self._outs):
             if vc[0] != v:   # a saved output: PyTorch names its node and its output number
                 raise RuntimeError(modified_message(None, v, data, vc[0], self).replace(
                     "which is output 0 of", f"which is output {i} of", 1))
             t = make(data)
             t.grad_fn, t._output_nr, t._requires_grad = self, i, True
+            if fw is not None and fw._fw_grad is not None and _fwd_state.level:
+                # forward-over-reverse: the saved output comes back with its tangent (held apart: no cycle)
+                t._fw_grad = fw._fw_grad
+                track_tangent(t)
             res.append(t)
         return tuple(res)
 
@@ -579,7 +586,7 @@ def _svd_node(outs):
     node.next_functions = parts[0].next_functions
     node._seq = next(_seq)
     node._parts = parts
-    node._outs = tuple((o._data, o._vc, o._vc[0]) for o in outs)
+    node._outs = tuple((o._data, o._vc, o._vc[0], None if o._fw_grad is None else _tangent_holder(o)) for o in outs)
     for i, o in enumerate(outs):
         o.grad_fn, o._output_nr = node, i
     for observe in NODE_OBSERVERS:   # ember.viz.record(): the node's outputs
