@@ -89,6 +89,7 @@ def _scalar_kernel(op, half: bool = False):
 
 graph("weak_number", lambda a, b: b)
 graph("half_number_op", lambda op, a, s: op(a, s))
+graph("simd_positions", lambda shape, *xs: None)   # bfloat16 (raw arrays only)
 
 _mul = _scalar_kernel(operator.mul, half=True)
 _add = _scalar_kernel(operator.add)
@@ -2054,7 +2055,17 @@ ndtri_p = _unary_prim("special_ndtri", "SpecialNdtriBackward0", lambda xp, a: xp
                       lambda xp, g, out, a: g * (_SQRT_2PI * xp.exp(out * out / 2)), (), True)
 log_ndtr_p = _unary_prim("special_log_ndtr", "SpecialLogNdtrBackward0", _log_ndtr,
                          lambda xp, g, out, a: g / _SQRT_2PI * xp.exp(-(out + a * a / 2)), (0,), True)
-entr_p = _unary_prim("special_entr", "SpecialEntrBackward0", bf16_in_float32(_entr),
+def _entr_fwd(xp, a):
+    """bfloat16: PyTorch's entr_kernel computes -x * std::log(x) in c10::BFloat16, whose log rounds to bfloat16
+    (c10/util/BFloat16-math.h) before the product rounds again."""
+    if a.dtype is not _BF16:
+        return _entr(xp, a)
+    a32 = xp.cast(a, D.float32.np)
+    r = xp.cast(-a * xp.cast(xp.log(xp.where(a32 > 0, a32, 1.0)), _BF16), D.float32.np)
+    return xp.cast(xp.where(a32 < 0, -math.inf, xp.where(a32 == 0, 0.0 * a32, r)), _BF16)
+
+
+entr_p = _unary_prim("special_entr", "SpecialEntrBackward0", _entr_fwd,
                      lambda xp, g, out, a: g * (-(1 + xp.log(a))))
 
 
@@ -2069,7 +2080,8 @@ def _xlog1py_other(xp, g, out, a, b):
     return g * a / (b + 1)
 
 
-_xlog1py_fwd = bf16_in_float32(lambda xp, a, b: xp.xlog1py(a, b))
+def _xlog1py_fwd(xp, a, b):   # (bfloat16: the kernel rounds its log1p, as PyTorch's)
+    return xp.xlog1py(a, b)
 xlog1py_p = defprim("special_xlog1py", _xlog1py_fwd, node="SpecialXlog1PyBackward0",
                     vjp=(_xlog1py_self, _xlog1py_other), jvp="elementwise", saves=(0, 1), promote="float", batch=True)
 xlog1py_rscalar_p = defprim("special_xlog1py", _xlog1py_fwd, node="SpecialXlog1PyBackward1",

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from .reduced import BF16 as _BF16, REDUCED as _REDUCED, all_in_float32
+from .reduced import BF16 as _BF16, REDUCED as _REDUCED, all_in_float32, simd_positions
 
 __all__ = ["tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "asinh", "acosh", "atanh", "exp2", "expm1",
            "log2", "log10", "log1p", "reciprocal", "rsqrt", "erf", "erfc", "erfinv", "lgamma", "digamma",
@@ -23,7 +23,9 @@ __all__ = ["tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "asinh", "aco
            "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "isposinf", "isneginf", "isreal", "signbit",
            "isclose", "exp", "sin", "cos", "tanh", "log", "sigmoid",
            # the arithmetic operators' kernels with a Python number (ember/ops/elementwise.py's _scalar_kernel)
-           "weak_number", "half_number_op", "gcd", "lcm"]
+           "weak_number", "half_number_op", "gcd", "lcm",
+           # bfloat16: which elements PyTorch's elementwise loops compute with their vectorised lambda
+           "simd_positions"]
 
 _PI = math.pi
 
@@ -378,9 +380,24 @@ def logit(x, eps=None):
         return np.log(x / (1 - x))
 
 
-@_half_in_float
+def _xlog_bf16(x, y, log):
+    """PyTorch's bfloat16 xlogy/xlog1py (cpu_kernel, c10::BFloat16 arithmetic): std::log of a BFloat16 returns a
+    BFloat16 (c10/util/BFloat16-math.h), so the log is rounded to bfloat16 before the product, which rounds too."""
+    x, y = np.asarray(x, dtype=_BF16), np.asarray(y, dtype=_BF16)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = x * log(y.astype(np.float32)).astype(_BF16)
+    return np.where(np.isnan(y), y, np.where(x == 0, _BF16.type(0), r))
+
+
+def _is_bf16(*xs) -> bool:
+    return any(getattr(v, "dtype", None) is _BF16 for v in xs)
+
+
+@all_in_float32(dtypes=frozenset({np.dtype(np.float16)}))
 def xlogy(x, y):
     """x * log(y), 0 where x == 0 (unless y is nan), as PyTorch."""
+    if _is_bf16(x, y):
+        return _xlog_bf16(x, y, np.log)
     dt = np.result_type(x, y)   # Python scalars are weak: xlogy(float32, 2.5) is float32
     x, y = np.asarray(x, dtype=dt), np.asarray(y, dtype=dt)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -917,6 +934,8 @@ def ndtri(y0):
 
 def xlog1py(x, y):
     """x * log1p(y), 0 where x == 0 (unless y is nan), as PyTorch's special_xlog1py (float16 rounds each step)."""
+    if _is_bf16(x, y):
+        return _xlog_bf16(x, y, np.log1p)
     dt = np.result_type(x, y)   # Python scalars are weak, as in xlogy
     x, y = np.asarray(x, dtype=dt), np.asarray(y, dtype=dt)
     with np.errstate(divide="ignore", invalid="ignore"):

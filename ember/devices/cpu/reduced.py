@@ -9,6 +9,7 @@ ml_dtypes' types kind 'V', not 'f'.
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 
@@ -69,3 +70,41 @@ def all_in_float32(fn=None, *, dtypes=REDUCED):
 
 # bfloat16 only: float16 keeps NumPy's own float16 loops where ember's float16 results were checked with them
 BF16_ONLY = frozenset(d for d in (BF16,) if d is not None)
+
+
+# PyTorch's cpu_kernel_vec (aten/src/ATen/native/cpu/Loops.h) runs an elementwise op's Vectorized<BFloat16> lambda
+# on whole steps of two vectors (2 * 32 elements with AVX512, ``torch.backends.cpu.get_cpu_capability()``) of each
+# inner row and its scalar lambda on the rest of the row, and on every element of a row whose operands are neither
+# contiguous nor a broadcast number. Where the two lambdas round differently (the vector one rounds every step to
+# bfloat16, the scalar one often computes in float), the element's position decides its value.
+SIMD_STEP = 64
+
+
+def simd_positions(shape, *xs):
+    """A bool array of ``shape`` (the broadcast shape of the operands ``xs``), True where PyTorch's cpu_kernel_vec
+    takes its Vectorized path for a bfloat16 op of ``xs`` into a new contiguous output; None where no element does.
+    The row is TensorIterator's inner dimension after coalescing (coalesce_dimensions); one thread (a loop over
+    more than 32768 elements on several threads splits its rows where the threads' ranges start)."""
+    shape = tuple(shape)
+    size = math.prod(shape)
+    if size < SIMD_STEP:
+        return None
+    ops = [np.broadcast_to(x, shape) if isinstance(x, np.ndarray) else None for x in xs]
+    ops = [o for o in ops if o is not None]
+    out_strides = [math.prod(shape[d + 1:]) for d in range(len(shape))]
+    strides = [out_strides] + [[s // o.itemsize for s in o.strides] for o in ops]
+    dims = [d for d in range(len(shape)) if shape[d] != 1]   # size-1 dimensions coalesce with anything
+    if not dims:
+        return None
+    row, inner = shape[dims[-1]], dims[-1]
+    for d in reversed(dims[:-1]):
+        if any(st[d] != st[inner] * row for st in strides):
+            break
+        row *= shape[d]
+    steps = [st[inner] for st in strides[1:]]
+    if not (all(s == 1 for s in steps) or (sum(s == 0 for s in steps) == 1 and all(s in (0, 1) for s in steps))):
+        return None   # basic_loop: the scalar lambda everywhere
+    cut = row // SIMD_STEP * SIMD_STEP
+    if cut == 0:
+        return None
+    return np.broadcast_to(np.arange(row) < cut, (size // row, row)).reshape(shape)
