@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from .reduced import BF16 as _BF16, REDUCED as _REDUCED, all_in_float32, simd_positions
+from .reduced import BF16 as _BF16, REDUCED as _REDUCED, all_in_float32, finfo as _ml_finfo, simd_positions
 
 __all__ = ["tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "asinh", "acosh", "atanh", "exp2", "expm1",
            "log2", "log10", "log1p", "reciprocal", "rsqrt", "erf", "erfc", "erfinv", "lgamma", "digamma",
@@ -229,9 +229,14 @@ def reciprocal(x):
         return np.reciprocal(x)
 
 
-@_half_in_float
+@all_in_float32(dtypes=frozenset({np.dtype(np.float16)}))
 def rsqrt(x):
     with np.errstate(divide="ignore", invalid="ignore"):
+        if x.dtype is _BF16:   # PyTorch: Vectorized rsqrt in float, rounded once; the scalar tail 1 / std::sqrt(a) in
+            x32 = x.astype(np.float32)   # c10::BFloat16, whose sqrt rounds to bfloat16 first
+            tail = (1 / np.sqrt(x32).astype(_BF16).astype(np.float32)).astype(_BF16)
+            vec = simd_positions(x.shape, x)
+            return tail if vec is None else np.where(vec, (1 / np.sqrt(x32)).astype(_BF16), tail)
         return 1 / np.sqrt(x)
 
 
@@ -314,13 +319,21 @@ def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
     # complex: the real and imaginary parts each (NumPy's, as PyTorch's)
     if x.dtype.kind not in "fcV":
         return np.array(x, copy=True)
+    if x.dtype is _BF16:   # (NumPy's nan_to_num leaves ml_dtypes' kind-'V' arrays alone): PyTorch's values in bfloat16
+        big = float(_ml_finfo(x.dtype).max)
+        nan, posinf, neginf = (np.asarray(v, dtype=_BF16) for v in (
+            nan, big if posinf is None else posinf, -big if neginf is None else neginf))
+        return np.where(np.isnan(x), nan, np.where(x == np.inf, posinf, np.where(x == -np.inf, neginf, x)))
     return np.nan_to_num(x, nan=nan, posinf=posinf, neginf=neginf)
 
 
+# bfloat16: PyTorch multiplies by the constant as a wrapped number, in float32 (not rounded to bfloat16), once
+@all_in_float32(dtypes=frozenset({_BF16}))
 def deg2rad(x):
     return x * x.dtype.type(_PI / 180)
 
 
+@all_in_float32(dtypes=frozenset({_BF16}))
 def rad2deg(x):
     return x * x.dtype.type(180 / _PI)
 
@@ -421,6 +434,7 @@ def _logaddexp_complex(x, y):
     return np.where(nan, x.dtype.type(complex(math.nan, math.nan)), r)
 
 
+@all_in_float32(dtypes=frozenset({_BF16}))   # PyTorch's reduced-float kernel: in float32, rounded once
 def logaddexp(x, y):
     if np.result_type(x, y).kind == "c":
         return _logaddexp_complex(x, y)
