@@ -36,11 +36,6 @@ BF16_DIFFERS: dict[str, tuple[str, tuple | None]] = {
     'histogramdd': ('merged', (1,)),
     'grid_sampler': ('merged', (0, 2)),
     # elementwise
-    'aliases': ('elementwise', None),
-    'logit': ('elementwise', (1, 2)),
-    'logit_': ('elementwise', (1, 2)),
-    'logit_eps': ('elementwise', None),
-    'logit_eps_': ('elementwise', None),
     'mvlgamma': ('elementwise', (3, 4, 5)),
     'mvlgamma_': ('elementwise', None),
     'polygamma': ('elementwise', (10, 11)),

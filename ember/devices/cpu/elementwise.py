@@ -385,9 +385,15 @@ def bitwise_right_shift(x, y):
 
 # ----- log/exp combinations ------------------------------------------------------------------------
 
-@_half_in_float
+@all_in_float32(dtypes=frozenset({np.dtype(np.float16)}))
 def logit(x, eps=None):
     with np.errstate(divide="ignore", invalid="ignore"):
+        if x.dtype is _BF16:   # PyTorch's logit_kernel: c10::BFloat16 steps, each rounded (its vector lambda too)
+            one = _BF16.type(1)
+            if eps is not None and eps >= 0:
+                lo = _BF16.type(eps)
+                x = np.minimum(np.maximum(x, lo), one - lo)
+            return np.log((x / (one - x)).astype(np.float32)).astype(_BF16)
         if eps is not None and eps >= 0:
             x = np.clip(x, x.dtype.type(eps), x.dtype.type(1 - eps))
         return np.log(x / (1 - x))
