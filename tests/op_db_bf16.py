@@ -50,10 +50,6 @@ BF16_DIFFERS: dict[str, tuple[str, tuple | None]] = {
     'sort_ties': ('ties', (4, 5, 7, 8)),
     'topk_ties': ('ties', (5,)),
     # norm
-    'batch_norm_aten': ('norm', (0, 2)),
-    'instance_norm_aten': ('norm', (0,)),
-    'nn_batch_norm': ('norm', (0, 1, 2, 3)),
-    'nn_instance_norm': ('norm', (0, 1, 2)),
     # loss
     # empty
     'cdist': ('empty', (8,)),

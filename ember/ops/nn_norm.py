@@ -88,6 +88,35 @@ def _norm_forward(xp, x, w, b, view, axes, wshape, eps, acc):
     return xp.cast(y, x.dtype)
 
 
+def _bn_forward(xp, x, w, b, view, axes, wshape, eps, acc):
+    """native_batch_norm in training; bfloat16 as PyTorch's CPU kernels (batch_norm_kernel.cpp's
+    collect_stats and contiguous_impl, Normalization.cpp's update_stats): the mean and the sum of squares about it
+    in float32, each stored as a parameter (bfloat16, unless weight and bias are float32); the variance that sum
+    divided by the count in bfloat16; 1 / sqrt(var + eps) in double, stored likewise; then
+    y = x * alpha + beta in float32 (alpha = invstd * weight, beta = bias - mean * alpha), rounded once.
+    (PyTorch's float32 parameters are also running statistics of float32 beside no weight and bias: those stats
+    are rounded here.)"""
+    if x.dtype is not _BF16 or x.size == 0:
+        return _norm_forward(xp, x, w, b, view, axes, wshape, eps, acc)
+    low = (w is None or w.dtype is _BF16) and (b is None or b.dtype is _BF16)
+    keep = (lambda v: xp.cast(xp.cast(v, _BF16), _F32)) if low else (lambda v: v)
+    n = 1
+    for a in axes:
+        n *= x.shape[a]
+    x32 = xp.cast(x, _F32)
+    mean = xp.cast(xp.sum(xp.cast(x, _F64), axes, True), _F32) / n
+    d = x32 - mean
+    var_sum = xp.cast(xp.sum(xp.cast(d * d, _F64), axes, True), _F32)
+    # _var_sum / n: c10's BFloat16 / int64 divides by the count rounded to bfloat16, and rounds
+    var = keep(keep(var_sum) / (xp.cast(xp.weak_number(x, float(n)), _F32) if low else n))
+    invstd = keep(xp.cast(1.0 / xp.sqrt(xp.cast(var, _F64) + eps), _F32))
+    if eps == 0:   # InvStd: 0 where var and eps are both 0
+        invstd = xp.where(var == 0, 0.0 * invstd, invstd)
+    alpha = invstd if w is None else invstd * _param(xp, w, wshape, _F32)
+    beta = -(keep(mean) * alpha) if b is None else _param(xp, b, wshape, _F32) - keep(mean) * alpha
+    return xp.cast(x32 * alpha + beta, _BF16)
+
+
 def _xhat_adjoint(xp, gg, xh, rstd, axes):
     # d xhat: the Jacobian of (x - mean) * rstd is symmetric, so the same map serves VJP and JVP.
     return rstd * (gg - xp.mean(gg, axes, True) - xh * xp.mean(gg * xh, axes, True))
@@ -136,17 +165,17 @@ def _norm_jvp_b(xp, t, out, x, w, b, view, axes, wshape, eps, acc):
     return _param(xp, t, wshape, acc)
 
 
-def _norm_prim(name, node_name, link=True):
+def _norm_prim(name, node_name, link=True, forward=_norm_forward):
     # group norm's double backward in PyTorch is a composition (its bias gradient a plain sum): no link
     vjp_b = _linked(_norm_vjp_b, node_name.replace("Backward0", "BackwardBackward0")) if link else _norm_vjp_b
-    return defprim(name, _norm_forward, node=node_name, vjp=(_norm_vjp_x, _norm_vjp_w, vjp_b),
+    return defprim(name, forward, node=node_name, vjp=(_norm_vjp_x, _norm_vjp_w, vjp_b),
                    jvp=(_norm_jvp_x, _norm_jvp_w, _norm_jvp_b), saves=(0, 1),
                    saved_names=("input", "weight", "bias"))
 
 
 layer_norm_p = _norm_prim("native_layer_norm", "NativeLayerNormBackward0")
 group_norm_p = _norm_prim("native_group_norm", "NativeGroupNormBackward0", link=False)
-batch_norm_p = _norm_prim("native_batch_norm", "NativeBatchNormBackward0")
+batch_norm_p = _norm_prim("native_batch_norm", "NativeBatchNormBackward0", forward=_bn_forward)
 # PyTorch's native_*_norm_backward is one formula for input, weight and bias: it keeps both whenever recorded
 
 
