@@ -21,7 +21,6 @@ REASONS = {
     'affine': "affine_grid: PyTorch's base grid is made with linspace, its own bfloat16 steps (and an empty size reaches a kernel with no bfloat16)",
     'merged': "ops added this session alongside bfloat16 (strides and storage, ATen spellings, histogram, frexp, renorm, conv_tbc, ...): their bfloat16 paths are not yet PyTorch's (an ulp apart, or refused where PyTorch computes)",
     'nan_sign': "signbit of a NaN: PyTorch's float32-to-bfloat16 conversion (Vectorized cvtfp32_bf16) writes every NaN as 0xFFFF, sign bit set (its scalar c10::BFloat16(float) writes 0x7FC0); ember's (ml_dtypes') keeps the float32 NaN's sign",
-    'rrelu': 'rrelu in eval: PyTorch multiplies by the mean slope in bfloat16, ember in float32',
 }
 
 BF16_DIFFERS: dict[str, tuple[str, tuple | None]] = {
@@ -118,12 +117,6 @@ BF16_DIFFERS: dict[str, tuple[str, tuple | None]] = {
     'nn.functional.lp_pool2d': ('spatial', (1,)),
     # affine
     'nn.functional.affine_grid': ('affine', (0, 2, 3)),
-    # rrelu
-    'nn_rrelu_': ('rrelu', (2,)),
-    'nn_rrelu_eval': ('rrelu', (2, 8)),
-    'nn_rrelu_eval_inplace': ('rrelu', (1, 2)),
-    'torch_rrelu_': ('rrelu', (1, 2)),
-    'torch_rrelu_eval': ('rrelu', (1, 2, 3)),
 }
 
 # Entries left out in bfloat16: their values depend on the global random state at the time the test runs.

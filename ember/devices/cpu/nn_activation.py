@@ -203,6 +203,8 @@ def prelu(x, weight):
 def rrelu_with_noise(x, noise, lower, upper, training):
     """x where x > 0, else x * noise in training (the slopes drawn), x * (lower + upper) / 2 in eval."""
     with np.errstate(all="ignore"):
+        if not training and x.dtype is _BF16:   # PyTorch's leaky_relu with the mean slope as a float32 number
+            return np.where(x > 0, x, (x.astype(_F32) * _F32.type((lower + upper) / 2)).astype(_BF16))
         n = noise.astype(x.dtype, copy=False) if training else x.dtype.type((lower + upper) / 2)
         return np.where(x > 0, x, x * n)
 
