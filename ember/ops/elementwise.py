@@ -1846,7 +1846,7 @@ _frexp_type = return_type("frexp", ("mantissa", "exponent"))
 @schema("frexp(Tensor input)")
 def frexp(input: Tensor):
     """(mantissa, exponent) with ``input = mantissa * 2**exponent``, ``0.5 <= |mantissa| < 1``; exponent int32."""
-    if input._data.dtype.kind != "f":
+    if input._data.dtype.kind not in "fV":   # (bfloat16 is NumPy kind 'V')
         raise RuntimeError("torch.frexp() only supports floating-point dtypes")
     exponent = make(NAMESPACES[type(input._data)].frexp(input._data)[1])
     return _frexp_type(apply(frexp_p, (input,)), exponent)

@@ -1502,6 +1502,9 @@ __all__ += ["frexp", "nextafter"]
 def frexp(x):
     """(mantissa, exponent): x = mantissa * 2**exponent with 0.5 <= |mantissa| < 1; exponent int32 (C's frexp:
     0 for zero, inf and nan, whose mantissa is themselves)."""
+    if x.dtype is _BF16:   # (NumPy has no bfloat16 frexp): exact in float32
+        m, e = np.frexp(x.astype(np.float32))
+        return m.astype(_BF16), e.astype(np.int32, copy=False)
     m, e = np.frexp(x)
     return m, e.astype(np.int32, copy=False)
 
