@@ -26,8 +26,6 @@ REASONS = {
 BF16_DIFFERS: dict[str, tuple[str, tuple | None]] = {
     # merged
     **{n: ('merged', None) for n in (
-        'as_strided', 'as_strided_method', 'as_strided_inplace', 'as_strided_copy', 'as_strided_scatter',
-        'slice_inverse', 'slice_inverse_method', 'empty_strided',
         'conv_tbc', 'F_conv_tbc', 'affine_grid_generator', 'embedding_renorm_')},
     'renorm': ('merged', (0, 1, 2)),
     'renorm_': ('merged', (0, 1, 2)),
