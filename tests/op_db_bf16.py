@@ -27,8 +27,6 @@ BF16_DIFFERS: dict[str, tuple[str, tuple | None]] = {
     # merged
     **{n: ('merged', None) for n in (
         'conv_tbc', 'F_conv_tbc', 'affine_grid_generator', 'embedding_renorm_')},
-    'renorm': ('merged', (0, 1, 2)),
-    'renorm_': ('merged', (0, 1, 2)),
     'grid_sampler': ('merged', (0, 2)),
     # elementwise
     'mvlgamma': ('elementwise', (3, 4, 5)),
