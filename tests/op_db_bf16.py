@@ -26,7 +26,7 @@ REASONS = {
 BF16_DIFFERS: dict[str, tuple[str, tuple | None]] = {
     # merged
     **{n: ('merged', None) for n in (
-        'conv_tbc', 'F_conv_tbc', 'affine_grid_generator', 'embedding_renorm_')},
+        'conv_tbc', 'F_conv_tbc', 'affine_grid_generator')},
     'grid_sampler': ('merged', (0, 2)),
     # elementwise
     'mvlgamma': ('elementwise', (3, 4, 5)),
@@ -84,7 +84,6 @@ BF16_DIFFERS: dict[str, tuple[str, tuple | None]] = {
     'nanmean': ('accumulate', (4,)),
     'nanmean_nan': ('accumulate', (2,)),
     'nansum': ('accumulate', (4,)),
-    'nn_embedding': ('accumulate', (6,)),
     'nn_embedding_bag': ('accumulate', (0, 1, 6, 9)),
     'nn_embedding_bag_psw': ('accumulate', None),
     'scatter_add': ('accumulate', (1,)),

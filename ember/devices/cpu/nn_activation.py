@@ -298,6 +298,11 @@ def embedding_renorm_(w, idx, max_norm, norm_type):
     rows = np.unique(idx)
     with np.errstate(all="ignore"):
         norms = np.linalg.norm(w[rows].astype(np.float64), ord=norm_type, axis=1)
+        if w.dtype is _BF16:   # PyTorch: row.norm() is a bfloat16 tensor; row *= scale rounds the scale to bfloat16
+            norms = norms.astype(_F32).astype(_BF16).astype(np.float64)
+            big = norms > max_norm
+            w[rows[big]] = w[rows[big]] * (max_norm / (norms[big] + 1e-7)).astype(_BF16)[:, None]
+            return
         scale = np.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
         w[rows] = (w[rows] * scale[:, None]).astype(w.dtype)
 
