@@ -33,8 +33,6 @@ BF16_DIFFERS: dict[str, tuple[str, tuple | None]] = {
     'mvlgamma_': ('elementwise', None),
     'polygamma': ('elementwise', (10, 11)),
     'predicates': ('nan_sign', (0, 1)),
-    'special_i0_family_values': ('elementwise', (1, 2, 3)),
-    'special_i0e': ('elementwise', None),
     'special_multigammaln': ('elementwise', (5, 9, 10, 11)),
     # ties
     'argsort_ties': ('ties', (1, 3)),
