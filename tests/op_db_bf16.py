@@ -29,11 +29,8 @@ BF16_DIFFERS: dict[str, tuple[str, tuple | None]] = {
         'conv_tbc', 'F_conv_tbc', 'affine_grid_generator')},
     'grid_sampler': ('merged', (0, 2)),
     # elementwise
-    'mvlgamma': ('elementwise', (3, 4, 5)),
-    'mvlgamma_': ('elementwise', None),
     'polygamma': ('elementwise', (10, 11)),
     'predicates': ('nan_sign', (0, 1)),
-    'special_multigammaln': ('elementwise', (5, 9, 10, 11)),
     # ties
     'argsort_ties': ('ties', (1, 3)),
     'kthvalue_ties': ('ties', (5, 7)),

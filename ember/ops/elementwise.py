@@ -2094,6 +2094,13 @@ xlog1py_scalar_p = defprim("special_xlog1py", _xlog1py_fwd, node="SpecialXlog1Py
 
 def _mvlgamma(xp, a, p):
     """sum_j lgamma(x - j / 2) + p (p - 1) / 4 log(pi), summed in PyTorch's order (j from p - 1 down to 0)."""
+    if a.dtype is _BF16:   # PyTorch's composite of bfloat16 ops: each argument and lgamma rounded, the sum in
+        f32 = D.float32.np   # float32 rounded, plus the constant rounded to bfloat16
+        r = None
+        for j in range(p - 1, -1, -1):
+            t = xp.cast(xp.lgamma(a + xp.weak_number(a, -j * 0.5)), f32)
+            r = t if r is None else r + t
+        return xp.cast(r, _BF16) + xp.weak_number(a, p * (p - 1) * math.log(math.pi) * 0.25)
     r = xp.lgamma(a - (p - 1) * 0.5)
     for j in range(p - 2, -1, -1):
         r = r + xp.lgamma(a - j * 0.5)
@@ -2107,7 +2114,7 @@ def _mvlgamma_rule(xp, g, out, a, p):
     return g * d
 
 
-mvlgamma_p = _unary_prim("mvlgamma", "MvlgammaBackward0", bf16_in_float32(_mvlgamma), _mvlgamma_rule)
+mvlgamma_p = _unary_prim("mvlgamma", "MvlgammaBackward0", _mvlgamma, _mvlgamma_rule)
 
 
 def _no_half(t: Tensor, kernel: str) -> None:
