@@ -29,7 +29,6 @@ BF16_DIFFERS: dict[str, tuple[str, tuple | None]] = {
         'conv_tbc', 'F_conv_tbc', 'affine_grid_generator')},
     'grid_sampler': ('merged', (0, 2)),
     # elementwise
-    'polygamma': ('elementwise', (10, 11)),
     'predicates': ('nan_sign', (0, 1)),
     # ties
     'argsort_ties': ('ties', (1, 3)),

@@ -775,6 +775,11 @@ def polygamma(n: int, x):
         w = x.astype(np.float64)
         if n == 1:
             r = _trigamma(w)
+        elif x.dtype is _BF16:   # calc_polygamma<c10::BFloat16> (measured): zeta (in float, its accumulation type)
+            # rounded to bfloat16, times +-n! (exp(lgamma(n + 1))) in float32, rounded
+            fact = np.float32(math.exp(math.lgamma(n + 1.0)))
+            z = zeta_in(np, np.float64(n + 1.0), w).astype(np.float32).astype(_BF16).astype(np.float32)
+            return (z * (fact if n % 2 else -fact)).astype(_BF16)
         else:
             r = (1.0 if n % 2 else -1.0) * math.exp(math.lgamma(n + 1.0)) * zeta_in(np, np.float64(n + 1.0), w)
     return r.astype(x.dtype, copy=False)
