@@ -26,7 +26,7 @@ REASONS = {
 BF16_DIFFERS: dict[str, tuple[str, tuple | None]] = {
     # merged
     **{n: ('merged', None) for n in (
-        'conv_tbc', 'F_conv_tbc', 'affine_grid_generator')},
+        'affine_grid_generator',)},
     'grid_sampler': ('merged', (0, 2)),
     # elementwise
     'predicates': ('nan_sign', (0, 1)),
