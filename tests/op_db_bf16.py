@@ -7,10 +7,7 @@ dtypes, and PyTorch's exception type where it refuses bfloat16. The cases below 
 from __future__ import annotations
 
 REASONS = {
-    'elementwise': 'elementwise kernels where PyTorch rounds an intermediate step (or a constant) to bfloat16 and ember computes in float32, or the reverse: an ulp apart (not matched yet)',
     'ties': "rounding to bfloat16 makes ties; PyTorch's sort orders tied values by its own algorithm",
-    'norm': "batch/instance norm: ember computes the statistics and the normalisation in float32 and rounds once; PyTorch's kernel differs by an ulp somewhere (not matched yet)",
-    'loss': "PyTorch's loss kernels round some intermediate values to bfloat16 (as its mse_loss rounds a - b, then the square, which ember follows); ember computes these elementwise losses in float32 and rounds once: an ulp of bfloat16 apart (not matched one by one yet)",
     'empty': 'an empty input: PyTorch returns before its kernel refuses bfloat16; ember refuses it',
     'errors': 'argument checks: PyTorch checks these arguments (shapes, modes, indices, dtypes of other operands) before its kernel refuses or takes bfloat16; ember refuses bfloat16 (or meets the float32 operand of the sample) first',
     'composite': "a composite of several bfloat16 ops (matmuls, softmax, scaling) or a matmul chain: ember's steps each round once from float32 sums, PyTorch's bfloat16 matmul is oneDNN's (its own summation order): an ulp apart (not matched yet)",
@@ -19,16 +16,14 @@ REASONS = {
     'linalg_norm': "the matrix norms that take singular values: PyTorch's matrix_norm refuses bfloat16 ('Low precision dtypes') before the SVD's NotImplementedError that ember raises",
     'spatial': "interpolation/pooling/grid sampling: ember applies float32 weights to the float32 input and rounds once; PyTorch's kernels round some weights or partial sums to bfloat16: an ulp apart (not matched yet)",
     'affine': "affine_grid: PyTorch's base grid is made with linspace, its own bfloat16 steps (and an empty size reaches a kernel with no bfloat16)",
-    'merged': "ops added this session alongside bfloat16 (strides and storage, ATen spellings, histogram, frexp, renorm, conv_tbc, ...): their bfloat16 paths are not yet PyTorch's (an ulp apart, or refused where PyTorch computes)",
     'nan_sign': "signbit of a NaN: PyTorch's float32-to-bfloat16 conversion (Vectorized cvtfp32_bf16) writes every NaN as 0xFFFF, sign bit set (its scalar c10::BFloat16(float) writes 0x7FC0); ember's (ml_dtypes') keeps the float32 NaN's sign",
 }
 
 BF16_DIFFERS: dict[str, tuple[str, tuple | None]] = {
-    # merged
-    **{n: ('merged', None) for n in (
-        'affine_grid_generator',)},
-    'grid_sampler': ('merged', (0, 2)),
-    # elementwise
+    # the ATen spellings of affine_grid and grid_sample (the same kernels: see their entries below)
+    'affine_grid_generator': ('affine', None),
+    'grid_sampler': ('composite', (0, 2)),
+    # nan_sign
     'predicates': ('nan_sign', (0, 1)),
     # ties
     'argsort_ties': ('ties', (1, 3)),
@@ -36,8 +31,6 @@ BF16_DIFFERS: dict[str, tuple[str, tuple | None]] = {
     'nanmedian_ties': ('ties', (4, 5)),
     'sort_ties': ('ties', (4, 5, 7, 8)),
     'topk_ties': ('ties', (5,)),
-    # norm
-    # loss
     # empty
     'cdist': ('empty', (8,)),
     'linalg_cholesky_ex': ('empty', (3,)),
