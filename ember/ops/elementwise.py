@@ -90,6 +90,7 @@ def _scalar_kernel(op, half: bool = False):
 
 graph("weak_number", lambda a, b: b)
 graph("half_number_op", lambda op, a, s: op(a, s))
+graph("simd_positions", lambda shape, *xs: None)   # bfloat16 (raw arrays only)
 
 _mul = _scalar_kernel(operator.mul, half=True)
 _add = _scalar_kernel(operator.add)
@@ -1862,7 +1863,7 @@ _frexp_type = return_type("frexp", ("mantissa", "exponent"))
 @schema("frexp(Tensor input)")
 def frexp(input: Tensor):
     """(mantissa, exponent) with ``input = mantissa * 2**exponent``, ``0.5 <= |mantissa| < 1``; exponent int32."""
-    if input._data.dtype.kind != "f":
+    if input._data.dtype.kind not in "fV":   # (bfloat16 is NumPy kind 'V')
         raise RuntimeError("torch.frexp() only supports floating-point dtypes")
     exponent = make(NAMESPACES[type(input._data)].frexp(input._data)[1])
     return _frexp_type(apply(frexp_p, (input,)), exponent)
@@ -2071,7 +2072,17 @@ ndtri_p = _unary_prim("special_ndtri", "SpecialNdtriBackward0", lambda xp, a: xp
                       lambda xp, g, out, a: g * (_SQRT_2PI * xp.exp(out * out / 2)), (), True)
 log_ndtr_p = _unary_prim("special_log_ndtr", "SpecialLogNdtrBackward0", _log_ndtr,
                          lambda xp, g, out, a: g / _SQRT_2PI * xp.exp(-(out + a * a / 2)), (0,), True)
-entr_p = _unary_prim("special_entr", "SpecialEntrBackward0", bf16_in_float32(_entr),
+def _entr_fwd(xp, a):
+    """bfloat16: PyTorch's entr_kernel computes -x * std::log(x) in c10::BFloat16, whose log rounds to bfloat16
+    (c10/util/BFloat16-math.h) before the product rounds again."""
+    if a.dtype is not _BF16:
+        return _entr(xp, a)
+    a32 = xp.cast(a, D.float32.np)
+    r = xp.cast(-a * xp.cast(xp.log(xp.where(a32 > 0, a32, 1.0)), _BF16), D.float32.np)
+    return xp.cast(xp.where(a32 < 0, -math.inf, xp.where(a32 == 0, 0.0 * a32, r)), _BF16)
+
+
+entr_p = _unary_prim("special_entr", "SpecialEntrBackward0", _entr_fwd,
                      lambda xp, g, out, a: g * (-(1 + xp.log(a))))
 
 
@@ -2086,7 +2097,8 @@ def _xlog1py_other(xp, g, out, a, b):
     return g * a / (b + 1)
 
 
-_xlog1py_fwd = bf16_in_float32(lambda xp, a, b: xp.xlog1py(a, b))
+def _xlog1py_fwd(xp, a, b):   # (bfloat16: the kernel rounds its log1p, as PyTorch's)
+    return xp.xlog1py(a, b)
 xlog1py_p = defprim("special_xlog1py", _xlog1py_fwd, node="SpecialXlog1PyBackward0",
                     vjp=(_xlog1py_self, _xlog1py_other), jvp="elementwise", saves=(0, 1), promote="float", batch=True)
 xlog1py_rscalar_p = defprim("special_xlog1py", _xlog1py_fwd, node="SpecialXlog1PyBackward1",
@@ -2099,6 +2111,13 @@ xlog1py_scalar_p = defprim("special_xlog1py", _xlog1py_fwd, node="SpecialXlog1Py
 
 def _mvlgamma(xp, a, p):
     """sum_j lgamma(x - j / 2) + p (p - 1) / 4 log(pi), summed in PyTorch's order (j from p - 1 down to 0)."""
+    if a.dtype is _BF16:   # PyTorch's composite of bfloat16 ops: each argument and lgamma rounded, the sum in
+        f32 = D.float32.np   # float32 rounded, plus the constant rounded to bfloat16
+        r = None
+        for j in range(p - 1, -1, -1):
+            t = xp.cast(xp.lgamma(a + xp.weak_number(a, -j * 0.5)), f32)
+            r = t if r is None else r + t
+        return xp.cast(r, _BF16) + xp.weak_number(a, p * (p - 1) * math.log(math.pi) * 0.25)
     r = xp.lgamma(a - (p - 1) * 0.5)
     for j in range(p - 2, -1, -1):
         r = r + xp.lgamma(a - j * 0.5)
@@ -2112,7 +2131,7 @@ def _mvlgamma_rule(xp, g, out, a, p):
     return g * d
 
 
-mvlgamma_p = _unary_prim("mvlgamma", "MvlgammaBackward0", bf16_in_float32(_mvlgamma), _mvlgamma_rule)
+mvlgamma_p = _unary_prim("mvlgamma", "MvlgammaBackward0", _mvlgamma, _mvlgamma_rule)
 
 
 def _no_half(t: Tensor, kernel: str) -> None:

@@ -184,8 +184,30 @@ def conv_tbc(input: Tensor, weight: Tensor, bias: Tensor, pad: int = 0) -> Tenso
         raise RuntimeError("Input dim 2 (input channels) is not == dim 1 in the weight tensor")
     if weight.shape[2] != bias.shape[0]:
         raise RuntimeError("Bias size must equal dim 2 in the weight tensor (output channels).")
+    if input.dtype is D.bfloat16:
+        return _conv_tbc_taps(input, weight, bias, pad)
     out = _conv.conv1d(permute(input, (1, 2, 0)), permute(weight, (2, 1, 0)), bias, 1, pad)
     return permute(out, (2, 0, 1))
+
+
+def _conv_tbc_taps(input: Tensor, weight: Tensor, bias: Tensor, pad: int) -> Tensor:
+    """PyTorch's conv_tbc kernel step for step (bfloat16 rounds after each): the output starts as the bias, then
+    each kernel tap k adds its rows' product, O.addmm_(I, W[k]) (in float32, rounded once per tap)."""
+    from .linalg.products import addmm
+    from .shape import cat
+    ilen, batch, cin = input.shape
+    kw, cout = weight.shape[0], weight.shape[2]
+    olen = ilen - kw + 1 + 2 * pad
+    real_pad = (olen - ilen + kw - 1) // 2
+    out = bias.expand(olen, batch, cout)
+    for k in range(kw):
+        i_shift, o_shift = max(0, k - real_pad), max(0, real_pad - k)
+        t = min(ilen + real_pad - k, olen) - o_shift
+        if t > 0:
+            rows = addmm(out[o_shift:o_shift + t].reshape(t * batch, cout),
+                         input[i_shift:i_shift + t].reshape(t * batch, cin), weight[k])
+            out = cat((out[:o_shift], rows.reshape(t, batch, cout), out[o_shift + t:]))
+    return out
 
 
 @register(submodule="nn.functional")

@@ -408,9 +408,19 @@ smooth_l1_p = _pointwise_loss("smooth_l1_loss", "SmoothL1LossBackward0", _smooth
 
 
 def _huber(xp, a, b, delta):
+    if a.dtype is _BF16:
+        return _huber_bf16(xp, a, b, delta)
     d = a - b
     z = xp.abs(d)
     return xp.where(z < delta, d * d * 0.5, (z - 0.5 * delta) * delta)
+
+
+def _huber_bf16(xp, a, b, delta):
+    """PyTorch's bfloat16 huber_kernel (BinaryOpsKernel.cpp): delta rounded to bfloat16 and every step rounded to
+    bfloat16 (c10::BFloat16 arithmetic in its scalar lambda, Vectorized<BFloat16> in its vector one)."""
+    dv, half = xp.weak_number(a, delta), xp.weak_number(a, 0.5)   # scalar_t delta_val(delta), scalar_t(0.5)
+    z = xp.abs(a - b)
+    return xp.where(z < dv, half * z * z, dv * (z - half * dv))
 
 
 def _huber_d(xp, a, b, delta):
@@ -422,12 +432,16 @@ def _huber_d(xp, a, b, delta):
 huber_p = _pointwise_loss("huber_loss", "HuberLossBackward0", _huber, _huber_d,
                           lambda xp, a, b, delta: -_huber_d(xp, a, b, delta),
                           dd=lambda xp, a, b, delta: xp.where(xp.abs(a - b) < delta, 1.0, 0.0),
-                          backward_node="HuberLossBackwardBackward0")
+                          backward_node="HuberLossBackwardBackward0", opmath=False)
 
 
 # binary_cross_entropy: PyTorch clamps each log at -100 (so x = 0 or 1 gives a finite loss) and the
 # derivative's denominator x (1 - x) at 1e-12; ``p`` is the weight (an array, not differentiable).
 def _bce(xp, a, b, w):
+    if a.dtype is _BF16:   # PyTorch's bfloat16 kernel: each log in float32 rounded, every step of c10::BFloat16
+        log_x = xp.cast(xp.clamp(xp.log(xp.cast(a, _SINGLE)), -100.0, None), _BF16)
+        log_1mx = xp.cast(xp.clamp(xp.log1p(-xp.cast(a, _SINGLE)), -100.0, None), _BF16)
+        return _scaled(xp, (b - xp.weak_number(b, 1.0)) * log_1mx - b * log_x, w)
     log_x = xp.clamp(xp.log(a), -100.0, None)
     log_1mx = xp.clamp(xp.log(1 - a), -100.0, None)
     return _scaled(xp, (b - 1) * log_1mx - b * log_x, w)
@@ -436,7 +450,7 @@ def _bce(xp, a, b, w):
 bce_p = _pointwise_loss(
     "binary_cross_entropy", "BinaryCrossEntropyBackward0", _bce,
     lambda xp, a, b, w: _scaled(xp, (a - b) / xp.clamp((1 - a) * a, 1e-12, None), w),
-    lambda xp, a, b, w: _scaled(xp, xp.log(1 - a) - xp.log(a), w))
+    lambda xp, a, b, w: _scaled(xp, xp.log(1 - a) - xp.log(a), w), opmath=False)
 
 
 # binary_cross_entropy_with_logits: (1 - y) x + (1 + (pw - 1) y) softplus(-x), softplus(-x) written
@@ -453,6 +467,11 @@ def _bce_logits(xp, a, b, p):
     w, pw = p
     if a.dtype == _HALF:   # computed in float32, as PyTorch's CPU kernels do
         return xp.cast(_bce_logits(xp, xp.cast(a, _SINGLE), xp.cast(b, _SINGLE), p), _HALF)
+    if a.dtype is _BF16:   # PyTorch's composite (Loss.cpp) of bfloat16 ops, each rounded
+        one, ls = xp.weak_number(a, 1.0), xp.log_sigmoid(a)
+        if pw is not None:
+            ls = ls * ((_const(xp, pw) - one) * b + one)
+        return _scaled(xp, (one - b) * a - ls, w)
     lw = _log_weight(xp, b, pw)
     sp = _softplus_neg(xp, a)
     return _scaled(xp, (1 - b) * a + (sp if lw is None else lw * sp), w)
@@ -474,9 +493,10 @@ def _bce_logits_d_target(xp, a, b, p):
 
 
 bce_logits_p = _pointwise_loss("binary_cross_entropy_with_logits", "BinaryCrossEntropyWithLogitsBackward0",
-                               _bce_logits, _bce_logits_d_input, _bce_logits_d_target)
+                               _bce_logits, _bce_logits_d_input, _bce_logits_d_target, opmath=False)
 _HALF = D.float16.np
 _SINGLE = D.float32.np
+_BF16 = D.bfloat16.np
 
 
 def _check_target(target, fn: str) -> None:

@@ -90,6 +90,61 @@ def _norm_forward(xp, x, w, b, view, axes, wshape, eps, acc):
     return xp.cast(y, x.dtype)
 
 
+def _bn_stats_bf16(xp, x, axes):
+    """PyTorch's batch_norm_cpu_collect_stats for bfloat16: x in float32, its mean (float32) and the sum of
+    squares about that mean (float32), over ``axes`` (kept), and the count."""
+    n = 1
+    for a in axes:
+        n *= x.shape[a]
+    x32 = xp.cast(x, _F32)
+    mean = xp.cast(xp.sum(xp.cast(x, _F64), axes, True), _F32) / n
+    d = x32 - mean
+    return x32, mean, xp.cast(xp.sum(xp.cast(d * d, _F64), axes, True), _F32), n
+
+
+def _update_running_bf16(running_mean, running_var, x, axes, momentum: float) -> None:
+    """PyTorch's update_stats with bfloat16 running statistics (Normalization.cpp): momentum rounded to bfloat16;
+    running_mean = momentum * mean + (1 - momentum) * running_mean, each step in bfloat16 (the mean stored as
+    bfloat16); running_var = momentum * (var_sum / (n - 1)) in float32 (var_sum and the quotient rounded to
+    bfloat16) plus (1 - momentum) * running_var rounded, the sum rounded once."""
+    xp = NAMESPACES[type(x)]
+    _, mean, var_sum, n = _bn_stats_bf16(xp, x, axes)
+    m = xp.weak_number(x, momentum)
+    rest = xp.weak_number(x, 1.0) - m
+    if running_mean is not None:
+        r = running_mean._data
+        new = m * xp.cast(mean, _BF16) + rest * xp.reshape(r, mean.shape)
+        xp.backend.copyto(r, xp.reshape(new, r.shape))
+    if running_var is not None:
+        r = running_var._data
+        unbiased = xp.cast(xp.cast(var_sum, _BF16) / xp.weak_number(x, float(n - 1)), _F32)
+        new = xp.cast(xp.cast(m, _F32) * unbiased + xp.cast(rest * xp.reshape(r, unbiased.shape), _F32), _BF16)
+        xp.backend.copyto(r, xp.reshape(new, r.shape))
+
+
+def _bn_forward(xp, x, w, b, view, axes, wshape, eps, acc):
+    """native_batch_norm in training; bfloat16 as PyTorch's CPU kernels (batch_norm_kernel.cpp's
+    collect_stats and contiguous_impl, Normalization.cpp's update_stats): the mean and the sum of squares about it
+    in float32, each stored as a parameter (bfloat16, unless weight and bias are float32); the variance that sum
+    divided by the count in bfloat16; 1 / sqrt(var + eps) in double, stored likewise; then
+    y = x * alpha + beta in float32 (alpha = invstd * weight, beta = bias - mean * alpha), rounded once.
+    (PyTorch's float32 parameters are also running statistics of float32 beside no weight and bias: those stats
+    are rounded here.)"""
+    if x.dtype is not _BF16 or x.size == 0:
+        return _norm_forward(xp, x, w, b, view, axes, wshape, eps, acc)
+    low = (w is None or w.dtype is _BF16) and (b is None or b.dtype is _BF16)
+    keep = (lambda v: xp.cast(xp.cast(v, _BF16), _F32)) if low else (lambda v: v)
+    x32, mean, var_sum, n = _bn_stats_bf16(xp, x, axes)
+    # _var_sum / n: c10's BFloat16 / int64 divides by the count rounded to bfloat16, and rounds
+    var = keep(keep(var_sum) / (xp.cast(xp.weak_number(x, float(n)), _F32) if low else n))
+    invstd = keep(xp.cast(1.0 / xp.sqrt(xp.cast(var, _F64) + eps), _F32))
+    if eps == 0:   # InvStd: 0 where var and eps are both 0
+        invstd = xp.where(var == 0, 0.0 * invstd, invstd)
+    alpha = invstd if w is None else invstd * _param(xp, w, wshape, _F32)
+    beta = -(keep(mean) * alpha) if b is None else _param(xp, b, wshape, _F32) - keep(mean) * alpha
+    return xp.cast(x32 * alpha + beta, _BF16)
+
+
 def _xhat_adjoint(xp, gg, xh, rstd, axes):
     # d xhat: the Jacobian of (x - mean) * rstd is symmetric, so the same map serves VJP and JVP.
     return rstd * (gg - xp.mean(gg, axes, True) - xh * xp.mean(gg * xh, axes, True))
@@ -138,17 +193,17 @@ def _norm_jvp_b(xp, t, out, x, w, b, view, axes, wshape, eps, acc):
     return _param(xp, t, wshape, acc)
 
 
-def _norm_prim(name, node_name, link=True):
+def _norm_prim(name, node_name, link=True, forward=_norm_forward):
     # group norm's double backward in PyTorch is a composition (its bias gradient a plain sum): no link
     vjp_b = _linked(_norm_vjp_b, node_name.replace("Backward0", "BackwardBackward0")) if link else _norm_vjp_b
-    return defprim(name, _norm_forward, node=node_name, vjp=(_norm_vjp_x, _norm_vjp_w, vjp_b),
+    return defprim(name, forward, node=node_name, vjp=(_norm_vjp_x, _norm_vjp_w, vjp_b),
                    jvp=(_norm_jvp_x, _norm_jvp_w, _norm_jvp_b), saves=(0, 1),
                    saved_names=("input", "weight", "bias"))
 
 
 layer_norm_p = _norm_prim("native_layer_norm", "NativeLayerNormBackward0")
 group_norm_p = _norm_prim("native_group_norm", "NativeGroupNormBackward0", link=False)
-batch_norm_p = _norm_prim("native_batch_norm", "NativeBatchNormBackward0")
+batch_norm_p = _norm_prim("native_batch_norm", "NativeBatchNormBackward0", forward=_bn_forward)
 # PyTorch's native_*_norm_backward is one formula for input, weight and bias: it keeps both whenever recorded
 
 
@@ -373,7 +428,10 @@ def _batch_norm(input, running_mean, running_var, weight, bias, training, moment
     if training:
         out = apply(batch_norm_p, (input, weight, bias),
                     {"view": None, "axes": axes, "wshape": wshape, "eps": eps, "acc": _acc(input)})
-        if running_mean is not None or running_var is not None:
+        if input._data.dtype is _BF16 and input._data.size > 1 and all(
+                r is None or r._data.dtype is _BF16 for r in (running_mean, running_var)):
+            _update_running_bf16(running_mean, running_var, input._data, axes, momentum)
+        elif running_mean is not None or running_var is not None:
             mean, var = _batch_stats(input._data, axes)
             _update_running(running_mean, mean, momentum)
             _update_running(running_var, var, momentum)
@@ -480,7 +538,18 @@ def _instance_norm(input, running_mean, running_var, weight, bias, use_input_sta
         axes = tuple(range(2, len(flat)))
         out = apply(batch_norm_p, (x, w, b),
                     {"view": None, "axes": (0,) + axes, "wshape": wshape, "eps": eps, "acc": _acc(input)})
-        if running_mean is not None or running_var is not None:
+        if (running_mean is not None or running_var is not None) and x._data.dtype is _BF16 and \
+                x._data.size > n * c and all(r is None or r._data.dtype is _BF16 for r in (running_mean, running_var)):
+            # PyTorch: batch_norm updates the repeated (bfloat16) estimates, then their mean over the samples
+            reps = [None if r is None else r.detach().repeat(n) for r in (running_mean, running_var)]
+            _update_running_bf16(reps[0], reps[1], x._data, (0,) + axes, momentum)
+            for running, rep in zip((running_mean, running_var), reps):
+                if running is not None:
+                    xp = NAMESPACES[type(rep._data)]
+                    m = xp.mean(xp.cast(xp.reshape(rep._data, (n, c)), _F32), (0,), False)
+                    xp.backend.copyto(running._data, xp.cast(m, _BF16))
+                    running._vc[0] += 1
+        elif running_mean is not None or running_var is not None:
             # each (sample, channel) updates its copy of the channel's estimate; the channel keeps their mean
             mean, var = _batch_stats(x._data, (0,) + axes)
             for running, stat in ((running_mean, mean), (running_var, var)):

@@ -30,7 +30,7 @@ from .._util import F8_CHARS, check_bool, check_tensor, dtype_word, normalize_di
 from .creation import linspace, ones, zeros
 from .shape import cat
 from ._schema import schema
-from .._dtype import bool as D_bool, int64 as D_int64
+from .._dtype import bfloat16 as D_bfloat16, bool as D_bool, int64 as D_int64
 
 EXACT_TIES_LIMIT = 1 << 16   # elements with ties per call ordered by the model of PyTorch's C++ algorithm
 
@@ -703,7 +703,10 @@ builtins_range = range
 
 def _histogramdd(input: Tensor, bins, range, weight, density: bool):
     """(hist, [edges per dimension]) of the points ``input`` (..., N)."""
-    if input._data.dtype.kind != "f":
+    # bfloat16: PyTorch's kernel takes it, but not the min/max of the data (select_outer_bin_edges)
+    data_range = range is None and not (bins and isinstance(bins, (list, tuple)) and isinstance(bins[0], Tensor)) \
+        and input.numel() > 0
+    if input._data.dtype.kind != "f" and not (input.dtype is D_bfloat16 and not data_range):
         raise NotImplementedError(f"\"histogramdd\" not implemented for '{dtype_word(input._data.dtype)}'")
     n = input._data.shape[-1]
     x = input.detach().reshape(-1, n)

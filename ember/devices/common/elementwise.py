@@ -434,4 +434,7 @@ def kernels(k) -> dict:
     def half_number_op(op, a, s):
         k.unsupported("half_number_op")   # float16 only
 
+    def simd_positions(shape, *xs):
+        return None   # bfloat16 only (PyTorch's vectorised CPU loops): the cpu device's
+
     return {n: f for n, f in locals().items() if not n.startswith("_") and n not in ("k", "xp") and callable(f)}

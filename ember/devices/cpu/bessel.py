@@ -18,6 +18,7 @@ import numpy as np
 from . import libm
 from .elementwise import _EXACT_MAX, _c_elementwise, _libm_f32
 from .libm import fma64
+from .reduced import BF16, simd_positions
 
 __all__ = ["i0", "i0e", "i1", "i1e", "modified_bessel_i0", "modified_bessel_i1", "modified_bessel_k0",
            "modified_bessel_k1", "scaled_modified_bessel_k0", "scaled_modified_bessel_k1", "bessel_j0", "bessel_j1",
@@ -376,6 +377,37 @@ for _n in ("exp", "log", "sin", "cos"):
 
 _K = build(np, _Libm64, _Libm32)
 i0, i0e, i1, i1e = (_quiet(_K[n]) for n in ("i0", "i0e", "i1", "i1e"))
+
+
+def _chbevl_bf16(x, coef):
+    """chbevl in c10::BFloat16 arithmetic: the coefficients rounded to bfloat16, every step rounded."""
+    c = np.asarray(coef, dtype=BF16)
+    b0, b1, b2 = np.full_like(x, c[0]), np.zeros_like(x), np.zeros_like(x)
+    for v in c[1:]:
+        b2, b1 = b1, b0
+        b0 = (x * b1 - b2) + v
+    return BF16.type(0.5) * (b0 - b2)
+
+
+def _i0e_bf16(x):
+    """PyTorch's bfloat16 i0e: its Vectorized lambda computes calc_i0e in float per lane (rounded once), its scalar
+    tail instantiates calc_i0e<c10::BFloat16> (Math.h), every step of the Chebyshev series in bfloat16."""
+    with np.errstate(all="ignore"):
+        a = np.abs(x)
+        two = BF16.type(2)
+        # (the last division by std::sqrt(x) in float: measured, it rounds once)
+        big = _chbevl_bf16(BF16.type(32) / a - two, _I0_B).astype(np.float32) / np.sqrt(a.astype(np.float32))
+        tail = np.where(a <= BF16.type(8), _chbevl_bf16(a / two - two, _I0_A), big.astype(BF16))
+    vec = simd_positions(x.shape, x)
+    return tail if vec is None else np.where(vec, _i0e_float(x), tail)
+
+
+_i0e_float = i0e
+
+
+def i0e(x):
+    """exp(-|x|) i0(x) (bfloat16: _i0e_bf16)."""
+    return _i0e_bf16(x) if x.dtype is BF16 and BF16 is not None else _i0e_float(x)
 modified_bessel_i0, modified_bessel_i1, modified_bessel_k0, modified_bessel_k1 = (
     _quiet(_K[n]) for n in ("modified_bessel_i0", "modified_bessel_i1", "modified_bessel_k0", "modified_bessel_k1"))
 scaled_modified_bessel_k0, scaled_modified_bessel_k1 = (

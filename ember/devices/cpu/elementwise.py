@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from .reduced import BF16 as _BF16, REDUCED as _REDUCED, all_in_float32
+from .reduced import BF16 as _BF16, REDUCED as _REDUCED, all_in_float32, finfo as _ml_finfo, simd_positions
 
 __all__ = ["tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "asinh", "acosh", "atanh", "exp2", "expm1",
            "log2", "log10", "log1p", "reciprocal", "rsqrt", "erf", "erfc", "erfinv", "lgamma", "digamma",
@@ -24,7 +24,9 @@ __all__ = ["tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "asinh", "aco
            "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "isposinf", "isneginf", "isreal", "signbit",
            "isclose", "exp", "sin", "cos", "tanh", "log", "sigmoid",
            # the arithmetic operators' kernels with a Python number (ember/ops/elementwise.py's _scalar_kernel)
-           "weak_number", "half_number_op", "gcd", "lcm"]
+           "weak_number", "half_number_op", "gcd", "lcm",
+           # bfloat16: which elements PyTorch's elementwise loops compute with their vectorised lambda
+           "simd_positions"]
 
 _PI = math.pi
 
@@ -228,9 +230,14 @@ def reciprocal(x):
         return np.reciprocal(x)
 
 
-@_half_in_float
+@all_in_float32(dtypes=frozenset({np.dtype(np.float16)}))
 def rsqrt(x):
     with np.errstate(divide="ignore", invalid="ignore"):
+        if x.dtype is _BF16:   # PyTorch: Vectorized rsqrt in float, rounded once; the scalar tail 1 / std::sqrt(a) in
+            x32 = x.astype(np.float32)   # c10::BFloat16, whose sqrt rounds to bfloat16 first
+            tail = (1 / np.sqrt(x32).astype(_BF16).astype(np.float32)).astype(_BF16)
+            vec = simd_positions(x.shape, x)
+            return tail if vec is None else np.where(vec, (1 / np.sqrt(x32)).astype(_BF16), tail)
         return 1 / np.sqrt(x)
 
 
@@ -313,13 +320,21 @@ def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
     # complex: the real and imaginary parts each (NumPy's, as PyTorch's)
     if x.dtype.kind not in "fcV":
         return np.array(x, copy=True)
+    if x.dtype is _BF16:   # (NumPy's nan_to_num leaves ml_dtypes' kind-'V' arrays alone): PyTorch's values in bfloat16
+        big = float(_ml_finfo(x.dtype).max)
+        nan, posinf, neginf = (np.asarray(v, dtype=_BF16) for v in (
+            nan, big if posinf is None else posinf, -big if neginf is None else neginf))
+        return np.where(np.isnan(x), nan, np.where(x == np.inf, posinf, np.where(x == -np.inf, neginf, x)))
     return np.nan_to_num(x, nan=nan, posinf=posinf, neginf=neginf)
 
 
+# bfloat16: PyTorch multiplies by the constant as a wrapped number, in float32 (not rounded to bfloat16), once
+@all_in_float32(dtypes=frozenset({_BF16}))
 def deg2rad(x):
     return x * x.dtype.type(_PI / 180)
 
 
+@all_in_float32(dtypes=frozenset({_BF16}))
 def rad2deg(x):
     return x * x.dtype.type(180 / _PI)
 
@@ -371,17 +386,38 @@ def bitwise_right_shift(x, y):
 
 # ----- log/exp combinations ------------------------------------------------------------------------
 
-@_half_in_float
+@all_in_float32(dtypes=frozenset({np.dtype(np.float16)}))
 def logit(x, eps=None):
     with np.errstate(divide="ignore", invalid="ignore"):
+        if x.dtype is _BF16:   # PyTorch's logit_kernel: c10::BFloat16 steps, each rounded (its vector lambda too)
+            one = _BF16.type(1)
+            if eps is not None and eps >= 0:
+                lo = _BF16.type(eps)
+                x = np.minimum(np.maximum(x, lo), one - lo)
+            return np.log((x / (one - x)).astype(np.float32)).astype(_BF16)
         if eps is not None and eps >= 0:
             x = np.clip(x, x.dtype.type(eps), x.dtype.type(1 - eps))
         return np.log(x / (1 - x))
 
 
-@_half_in_float
+def _xlog_bf16(x, y, log):
+    """PyTorch's bfloat16 xlogy/xlog1py (cpu_kernel, c10::BFloat16 arithmetic): std::log of a BFloat16 returns a
+    BFloat16 (c10/util/BFloat16-math.h), so the log is rounded to bfloat16 before the product, which rounds too."""
+    x, y = np.asarray(x, dtype=_BF16), np.asarray(y, dtype=_BF16)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = x * log(y.astype(np.float32)).astype(_BF16)
+    return np.where(np.isnan(y), y, np.where(x == 0, _BF16.type(0), r))
+
+
+def _is_bf16(*xs) -> bool:
+    return any(getattr(v, "dtype", None) is _BF16 for v in xs)
+
+
+@all_in_float32(dtypes=frozenset({np.dtype(np.float16)}))
 def xlogy(x, y):
     """x * log(y), 0 where x == 0 (unless y is nan), as PyTorch."""
+    if _is_bf16(x, y):
+        return _xlog_bf16(x, y, np.log)
     dt = np.result_type(x, y)   # Python scalars are weak: xlogy(float32, 2.5) is float32
     x, y = np.asarray(x, dtype=dt), np.asarray(y, dtype=dt)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -405,6 +441,7 @@ def _logaddexp_complex(x, y):
     return np.where(nan, x.dtype.type(complex(math.nan, math.nan)), r)
 
 
+@all_in_float32(dtypes=frozenset({_BF16}))   # PyTorch's reduced-float kernel: in float32, rounded once
 def logaddexp(x, y):
     if np.result_type(x, y).kind == "c":
         return _logaddexp_complex(x, y)
@@ -1016,6 +1053,11 @@ def polygamma(n: int, x):
         w = x.astype(np.float64)
         if n == 1:
             r = _trigamma(w)
+        elif x.dtype is _BF16:   # calc_polygamma<c10::BFloat16> (measured): zeta (in float, its accumulation type)
+            # rounded to bfloat16, times +-n! (exp(lgamma(n + 1))) in float32, rounded
+            fact = np.float32(math.exp(math.lgamma(n + 1.0)))
+            z = zeta_in(np, np.float64(n + 1.0), w).astype(np.float32).astype(_BF16).astype(np.float32)
+            return (z * (fact if n % 2 else -fact)).astype(_BF16)
         else:
             r = (1.0 if n % 2 else -1.0) * math.exp(math.lgamma(n + 1.0)) * zeta_in(np, np.float64(n + 1.0), w)
     return r.astype(x.dtype, copy=False)
@@ -1195,6 +1237,8 @@ def ndtri(y0):
 
 def xlog1py(x, y):
     """x * log1p(y), 0 where x == 0 (unless y is nan), as PyTorch's special_xlog1py (float16 rounds each step)."""
+    if _is_bf16(x, y):
+        return _xlog_bf16(x, y, np.log1p)
     dt = np.result_type(x, y)   # Python scalars are weak, as in xlogy
     x, y = np.asarray(x, dtype=dt), np.asarray(y, dtype=dt)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -1741,6 +1785,9 @@ __all__ += ["frexp", "nextafter"]
 def frexp(x):
     """(mantissa, exponent): x = mantissa * 2**exponent with 0.5 <= |mantissa| < 1; exponent int32 (C's frexp:
     0 for zero, inf and nan, whose mantissa is themselves)."""
+    if x.dtype is _BF16:   # (NumPy has no bfloat16 frexp): exact in float32
+        m, e = np.frexp(x.astype(np.float32))
+        return m.astype(_BF16), e.astype(np.int32, copy=False)
     m, e = np.frexp(x)
     return m, e.astype(np.int32, copy=False)
 

@@ -203,6 +203,8 @@ def prelu(x, weight):
 def rrelu_with_noise(x, noise, lower, upper, training):
     """x where x > 0, else x * noise in training (the slopes drawn), x * (lower + upper) / 2 in eval."""
     with np.errstate(all="ignore"):
+        if not training and x.dtype is _BF16:   # PyTorch's leaky_relu with the mean slope as a float32 number
+            return np.where(x > 0, x, (x.astype(_F32) * _F32.type((lower + upper) / 2)).astype(_BF16))
         n = noise.astype(x.dtype, copy=False) if training else x.dtype.type((lower + upper) / 2)
         return np.where(x > 0, x, x * n)
 
@@ -296,6 +298,11 @@ def embedding_renorm_(w, idx, max_norm, norm_type):
     rows = np.unique(idx)
     with np.errstate(all="ignore"):   # complex rows: the norm of their moduli, as PyTorch's row.norm(p)
         norms = np.linalg.norm(np.abs(w[rows]).astype(np.float64), ord=norm_type, axis=1)
+        if w.dtype is _BF16:   # PyTorch: row.norm() is a bfloat16 tensor; row *= scale rounds the scale to bfloat16
+            norms = norms.astype(_F32).astype(_BF16).astype(np.float64)
+            big = norms > max_norm
+            w[rows[big]] = w[rows[big]] * (max_norm / (norms[big] + 1e-7)).astype(_BF16)[:, None]
+            return
         scale = np.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
         w[rows] = (w[rows] * scale[:, None]).astype(w.dtype)
 

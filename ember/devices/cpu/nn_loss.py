@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .reduced import BF16
+
 __all__ = ["nll_loss_forward", "nll_loss_backward", "multi_margin_loss_forward",
            "multi_margin_loss_backward", "multilabel_margin_loss_forward", "multilabel_margin_loss_backward",
            "ctc_loss_forward", "ctc_loss_backward", "ctc_extended_targets"]
@@ -33,11 +35,47 @@ def nll_loss_forward(x, target, weight, reduction, ignore_index):
     loss = np.where(target != ignore_index, -picked * w, 0).astype(x.dtype, copy=False)
     if reduction == "none":
         return loss
+    if x.dtype is BF16:
+        return _nll_cascade_bf16(picked, w if weight is not None else None, target != ignore_index, reduction)
     total = np.sum(loss, dtype=np.float64 if x.dtype == np.float64 else np.float32)
     if reduction == "sum":
         return np.asarray(total, dtype=x.dtype)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.asarray(total / np.sum(w, dtype=total.dtype), dtype=x.dtype)
+
+
+def _nll_cascade_bf16(picked, w, keep, reduction):
+    """PyTorch's bfloat16 nll_loss/nll_loss2d reduction (LossNLL.cpp, LossNLL2d.cpp): over the targets in order,
+    a cascade of 8 partial sums of c10::BFloat16 (every addition rounded), a level flushed into the next after
+    each counted target whose index has the level's bits zero; the levels added up from 0 in bfloat16, the
+    weight total likewise (bfloat16(count) without a weight); 'mean' divides in bfloat16."""
+    n = picked.size
+    power = max(4, (max(n, 1) - 1).bit_length() // 8)   # utils::CeilLog2(numiter) / cascade_sum_num_levels
+    mask = (1 << power) - 1
+    zero = BF16.type(0)
+    loss, wsum = [zero] * 8, [zero] * 8
+    vals = picked.reshape(-1) if w is None else (picked * w).reshape(-1)   # data * weight_val, rounded
+    ws = None if w is None else w.reshape(-1)
+    for b in np.flatnonzero(keep.reshape(-1)).tolist():
+        loss[0] = loss[0] - vals[b]
+        if ws is not None:
+            wsum[0] = wsum[0] + ws[b]
+        for j in range(7):
+            if b & (mask << (j * power)):
+                break
+            loss[j + 1], wsum[j + 1] = loss[j + 1] + loss[j], wsum[j + 1] + wsum[j]
+            loss[j], wsum[j] = zero, zero
+    out = zero
+    for v in loss:
+        out = out + v
+    if reduction == "mean":
+        total = BF16.type(int(keep.sum())) if w is None else zero
+        if w is not None:
+            for v in wsum:
+                total = total + v
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out = out / total
+    return np.asarray(out, dtype=BF16)
 
 
 def nll_loss_backward(g, x, target, weight, reduction, ignore_index):

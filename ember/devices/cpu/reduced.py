@@ -9,6 +9,7 @@ ml_dtypes' types kind 'V', not 'f'.
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 
@@ -117,3 +118,79 @@ def from_float8(x, dtype):
     if dtype in F8:
         return to_float8(f, dtype)
     return f.astype(dtype, copy=False)
+
+
+# PyTorch's cpu_kernel_vec (aten/src/ATen/native/cpu/Loops.h) runs an elementwise op's Vectorized<BFloat16> lambda
+# on whole steps of two vectors of each inner row and its scalar lambda on the rest of the row, and on every element
+# of a row whose operands are neither contiguous nor a broadcast number. Where the two lambdas round differently (the
+# vector one computes in float and rounds once, the scalar one rounds c10::BFloat16 math such as std::sqrt to
+# bfloat16 first), the element's position decides its value. Most kernels are registered for AVX2 only
+# (REGISTER_DISPATCH without ALSO_REGISTER_AVX512_DISPATCH), so even on AVX512 a vector holds 16 bfloat16: a step
+# is 32 elements (measured on torch 2.13: rsqrt of 300 elements rounds once up to 288).
+SIMD_STEP = 32
+
+
+def _iter_order(shape, strides):
+    """TensorIterator's reorder_dimensions: the dimensions fastest first, by the operands' strides (a broadcast
+    dimension of an operand says nothing; equal strides put the smaller size first)."""
+    def should_swap(d0, d1):
+        for st in strides:
+            s0, s1 = st[d0], st[d1]
+            if s0 == 0 or s1 == 0:
+                continue
+            if s0 != s1:
+                return -1 if s0 < s1 else 1
+            if shape[d0] > shape[d1]:
+                return 1
+        return 0
+    perm = list(range(len(shape) - 1, -1, -1))
+    for i in range(1, len(perm)):
+        d1 = i
+        for d0 in range(i - 1, -1, -1):
+            c = should_swap(perm[d0], perm[d1])
+            if c > 0:
+                perm[d0], perm[d1] = perm[d1], perm[d0]
+                d1 = d0
+            elif c < 0:
+                break
+    return perm
+
+
+def simd_positions(shape, *xs, step: int = SIMD_STEP):
+    """A bool array of ``shape`` (the broadcast shape of the operands ``xs``), True where PyTorch's cpu_kernel_vec
+    takes its Vectorized path for a bfloat16 op of ``xs`` into a new output; None where no element does. The
+    dimensions are ordered and coalesced as TensorIterator does (the new output follows the inputs' layout); one
+    thread (a loop over more than 32768 elements on several threads splits its rows where the threads' ranges
+    start)."""
+    shape = tuple(shape)
+    size = math.prod(shape)
+    if size < step:
+        return None
+    ops = [np.broadcast_to(x, shape) for x in xs if isinstance(x, np.ndarray)]
+    strides = [[s // o.itemsize if n > 1 else 0 for s, n in zip(o.strides, shape)] for o in ops]
+    perm = [d for d in _iter_order(shape, strides) if shape[d] != 1]   # size-1 dimensions coalesce with anything
+    if not perm:
+        return None
+    out = {}
+    acc = 1
+    for d in perm:   # the output, allocated in that order
+        out[d], acc = acc, acc * shape[d]
+    strides.append([out.get(d, 0) for d in range(len(shape))])
+    inner, row, k = perm[0], shape[perm[0]], 1
+    while k < len(perm) and all(st[perm[k]] == st[perm[k - 1]] * shape[perm[k - 1]] for st in strides):
+        row *= shape[perm[k]]
+        k += 1
+    steps = [st[inner] for st in strides[:-1]]
+    if not (all(v == 1 for v in steps) or (sum(v == 0 for v in steps) == 1 and all(v in (0, 1) for v in steps))):
+        return None   # basic_loop: the scalar lambda everywhere
+    cut = row // step * step
+    if cut == 0:
+        return None
+    # the flat position of each element along its row: the coalesced dimensions, fastest first
+    pos = np.zeros(shape, dtype=np.int64)
+    acc = 1
+    for d in perm[:k]:
+        idx = np.arange(shape[d]).reshape([-1 if j == d else 1 for j in range(len(shape))])
+        pos = pos + idx * acc
+        acc *= shape[d]
+    return pos < cut

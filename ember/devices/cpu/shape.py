@@ -235,7 +235,8 @@ def as_strided(x, size, stride, offset, in_stride, in_offset):
         writeable = root.flags.writeable and all(n <= 1 or s != 0 for n, s in zip(size, stride))
         iface = {"data": (ptr, not writeable), "shape": size, "strides": tuple(s * isz for s in stride),
                  "typestr": x.dtype.str, "descr": x.dtype.descr, "version": 3}
-        return np.asarray(_Interface(iface, root))
+        v = np.asarray(_Interface(iface, root))
+        return v if v.dtype == x.dtype else v.view(x.dtype)   # bfloat16's array interface says only 'V2'
     if 0 in size:
         return np.zeros(size, dtype=x.dtype)
     if x.size == 0:

@@ -261,6 +261,8 @@ def renorm(input: Tensor, p, dim: int, maxnorm) -> Tensor:
     norm = _vector_norm(input, p, tuple(d for d in range(ndim) if d != dim), True) if acc is input.dtype else \
         SUBMODULES["linalg"]["vector_norm"](input, p, tuple(d for d in range(ndim) if d != dim), True, dtype=acc)
     factor = (maxnorm / (norm + 1e-7)).where(norm > maxnorm, 1.0)
+    if factor.dtype is not input.dtype:   # PyTorch's factor tensor has the input's dtype (bfloat16: rounded first)
+        factor = factor.to(input.dtype)
     out = input * factor
     return out if out.dtype is input.dtype else out.to(input.dtype)
 
