@@ -11,12 +11,8 @@ REASONS = {
     'ties': "rounding to bfloat16 makes ties; PyTorch's sort orders tied values by its own algorithm",
     'norm': "batch/instance norm: ember computes the statistics and the normalisation in float32 and rounds once; PyTorch's kernel differs by an ulp somewhere (not matched yet)",
     'loss': "PyTorch's loss kernels round some intermediate values to bfloat16 (as its mse_loss rounds a - b, then the square, which ember follows); ember computes these elementwise losses in float32 and rounds once: an ulp of bfloat16 apart (not matched one by one yet)",
-    'empty': 'an empty input: PyTorch returns before its kernel refuses bfloat16; ember refuses it',
-    'errors': 'argument checks: PyTorch checks these arguments (shapes, modes, indices, dtypes of other operands) before its kernel refuses or takes bfloat16; ember refuses bfloat16 (or meets the float32 operand of the sample) first',
     'composite': "a composite of several bfloat16 ops (matmuls, softmax, scaling) or a matmul chain: ember's steps each round once from float32 sums, PyTorch's bfloat16 matmul is oneDNN's (its own summation order): an ulp apart (not matched yet)",
     'accumulate': "scatter/index_add/embedding_bag/nansum/nanmean: ember sums in float32 and rounds once; PyTorch's bfloat16 kernels round some partial sums (not matched yet)",
-    'cond': 'linalg.cond: PyTorch refuses bfloat16 in the SVD (NotImplementedError) or in matrix_norm/inv (RuntimeError) depending on p; ember refuses it up front (RuntimeError)',
-    'linalg_norm': "the matrix norms that take singular values: PyTorch's matrix_norm refuses bfloat16 ('Low precision dtypes') before the SVD's NotImplementedError that ember raises",
     'spatial': "interpolation/pooling/grid sampling: ember applies float32 weights to the float32 input and rounds once; PyTorch's kernels round some weights or partial sums to bfloat16: an ulp apart (not matched yet)",
     'affine': "affine_grid: PyTorch's base grid is made with linspace, its own bfloat16 steps (and an empty size reaches a kernel with no bfloat16)",
     'merged': "ops added this session alongside bfloat16 (strides and storage, ATen spellings, histogram, frexp, renorm, conv_tbc, ...): their bfloat16 paths are not yet PyTorch's (an ulp apart, or refused where PyTorch computes)",
@@ -87,25 +83,6 @@ BF16_DIFFERS: dict[str, tuple[str, tuple | None]] = {
     'huber_loss_weight': ('loss', (2,)),
     'kl_div': ('loss', (2, 4, 6, 10, 24, 26, 28, 30)),
     'nll_loss': ('loss', (3, 6, 9, 10, 12, 14, 18, 21, 26)),
-    # empty
-    'cdist': ('empty', (8,)),
-    'linalg_cholesky_ex': ('empty', (3,)),
-    'linalg_ldl_factor_ex': ('empty', (3,)),
-    'linalg_lu': ('empty', (6, 7)),
-    'linalg_lu_factor': ('empty', (6, 7)),
-    'linalg_lu_solve': ('empty', (8,)),
-    'nn_local_response_norm': ('empty', (1, 3)),
-    'nn_pdist': ('empty', (5,)),
-    # errors
-    'cdist_errors': ('errors', (3,)),
-    'index_put_errors': ('errors', (5, 6)),
-    'int_scalar_wrap': ('errors', (4, 5)),
-    'ldl_solve_errors': ('errors', None),
-    'lu_solve_errors': ('errors', (1, 2, 3, 4, 6)),
-    'qr_errors': ('errors', None),
-    'solve_errors': ('errors', (0, 2)),
-    'solve_ex_errors': ('errors', (1,)),
-    'take_put_errors': ('errors', (6, 7)),
     # composite
     'chain_matmul': ('composite', (0,)),
     'einsum': ('composite', (9,)),
@@ -134,9 +111,6 @@ BF16_DIFFERS: dict[str, tuple[str, tuple | None]] = {
     'scatter_add_': ('accumulate', None),
     'scatter_legacy_reduce': ('accumulate', None),
     'scatter_reduce': ('accumulate', (0, 2, 3, 4, 10)),
-    # cond
-    'linalg_cond': ('cond', None),
-    # linalg_norm
     # spatial
     'nn.functional.adaptive_avg_pool1d': ('spatial', (0,)),
     'nn.functional.adaptive_avg_pool2d': ('spatial', (0, 2)),

@@ -826,6 +826,9 @@ def index_reduce_(self: Tensor, dim: int, index: Tensor, source: Tensor, reduce:
 
 # ----- index_put ------------------------------------------------------------------------------------------
 
+_INDEX_DTYPES = (D.bool.np, D.uint8.np, D.int64.np, D.int32.np)
+
+
 def _index_put(self, indices, values, accumulate, inplace, op):
     check_tensor(self, op, "input", 1)
     if not isinstance(indices, (tuple, list)):
@@ -837,12 +840,15 @@ def _index_put(self, indices, values, accumulate, inplace, op):
     if not isinstance(values, Tensor):
         raise TypeError(f"{op}(): argument 'values' (position 3) must be Tensor, not {type(values).__name__}")
     accumulate = check_bool(accumulate, op, "accumulate")
-    if self._data.dtype != values._data.dtype:
-        raise RuntimeError(f"Index put requires the source and destination dtypes match, got {_word(self)} for the "
-                           f"destination and {_word(values)} for the source.")
+    # PyTorch's order: the number of indices, their dtypes, then the values' dtype (bounds in the kernel)
     count = sum(t._data.ndim if t._data.dtype in (D.bool.np, D.uint8.np) else 1 for t in indices)
     if count > self._data.ndim:
         raise IndexError(f"too many indices for tensor of dimension {self._data.ndim} (got {count})")
+    if any(t._data.dtype not in _INDEX_DTYPES for t in indices):
+        raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+    if self._data.dtype != values._data.dtype:
+        raise RuntimeError(f"Index put requires the source and destination dtypes match, got {_word(self)} for the "
+                           f"destination and {_word(values)} for the source.")
     ix = convert(tuple(indices), self._data.shape, tensors_advanced=True)
     values = _fit_value(values, ix, strip=False)
     if accumulate:
@@ -1011,15 +1017,21 @@ put_p = defprim(
     jvp="linear")
 
 
-def _flat_index(self: Tensor, index: Tensor, op: str):
+def _flat_index(self: Tensor, index: Tensor, op: str, bounds: bool = True):
+    """The raw flat index of take/put (long only); ``bounds``: with its bounds checked now."""
     check_tensor(index, op, "index", 2)
     idx = _check_index_dtype(index, op, ("int64",), f"{op.rstrip('_')}(): Expected a long tensor for index, but got "
                                                     "{word}")
+    if bounds:
+        _check_flat_bounds(self, idx)
+    return idx
+
+
+def _check_flat_bounds(self: Tensor, idx) -> None:
     n = self._data.size
     bad = _bounds(idx, n, negative=True)
     if bad is not None:
         raise IndexError(f"out of range: tried to access index {bad} on a tensor of {n} elements.")
-    return idx
 
 
 @register(method=True)
@@ -1032,15 +1044,17 @@ def take(input: Tensor, index: Tensor) -> Tensor:
 
 def _put(self, index, source, accumulate, inplace, op):
     check_tensor(self, op, "input", 1)
-    idx = _flat_index(self, index, "put_")
+    idx = _flat_index(self, index, "put_", bounds=False)
     check_tensor(source, op, "source", 3)
     accumulate = check_bool(accumulate, op, "accumulate")
-    if source._data.size != idx.size:
-        raise IndexError(f"put_(): Expected source and index to have the same number of elements, but got "
-                         f"source.numel() = {source._data.size}, index.numel() = {idx.size}")
+    # PyTorch's order: the dtypes, the counts, then the bounds (in its kernel)
     if self._data.dtype != source._data.dtype:
         raise RuntimeError(f"put_(): self and source expected to have the same dtype, but got self.dtype = "
                            f"{_word(self)} and source.dtype = {_word(source)}")
+    if source._data.size != idx.size:
+        raise IndexError(f"put_(): Expected source and index to have the same number of elements, but got "
+                         f"source.numel() = {source._data.size}, index.numel() = {idx.size}")
+    _check_flat_bounds(self, idx)
     params = {"index": idx, "accumulate": accumulate}
     if inplace:
         return apply_inplace(put_p, self, (source,), params)
