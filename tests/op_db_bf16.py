@@ -14,7 +14,6 @@ REASONS = {
     'composite': "a composite of several bfloat16 ops (matmuls, softmax, scaling) or a matmul chain: ember's steps each round once from float32 sums, PyTorch's bfloat16 matmul is oneDNN's (its own summation order): an ulp apart (not matched yet)",
     'accumulate': "scatter/index_add/embedding_bag/nansum/nanmean: ember sums in float32 and rounds once; PyTorch's bfloat16 kernels round some partial sums (not matched yet)",
     'spatial': "interpolation/pooling/grid sampling: ember applies float32 weights to the float32 input and rounds once; PyTorch's kernels round some weights or partial sums to bfloat16: an ulp apart (not matched yet)",
-    'affine': "affine_grid: PyTorch's base grid is made with linspace, its own bfloat16 steps (and an empty size reaches a kernel with no bfloat16)",
     'merged': "ops added this session alongside bfloat16 (strides and storage, ATen spellings, histogram, frexp, renorm, conv_tbc, ...): their bfloat16 paths are not yet PyTorch's (an ulp apart, or refused where PyTorch computes)",
     'rrelu': 'rrelu in eval: PyTorch multiplies by the mean slope in bfloat16, ember in float32',
 }
@@ -24,7 +23,7 @@ BF16_DIFFERS: dict[str, tuple[str, tuple | None]] = {
     **{n: ('merged', None) for n in (
         'as_strided', 'as_strided_method', 'as_strided_inplace', 'as_strided_copy', 'as_strided_scatter',
         'slice_inverse', 'slice_inverse_method', 'empty_strided', 'frexp', 'frexp_special',
-        'conv_tbc', 'F_conv_tbc', 'affine_grid_generator', 'embedding_renorm_')},
+        'conv_tbc', 'F_conv_tbc', 'embedding_renorm_')},
     'logaddexp': ('merged', (1, 3)),
     'renorm': ('merged', (0, 1, 2)),
     'renorm_': ('merged', (0, 1, 2)),
@@ -126,8 +125,6 @@ BF16_DIFFERS: dict[str, tuple[str, tuple | None]] = {
     'nn.functional.interpolate_trilinear': ('spatial', (0, 1, 2, 4, 6)),
     'nn.functional.lp_pool1d': ('spatial', (0,)),
     'nn.functional.lp_pool2d': ('spatial', (1,)),
-    # affine
-    'nn.functional.affine_grid': ('affine', (0, 2, 3)),
     # rrelu
     'nn_rrelu_': ('rrelu', (2,)),
     'nn_rrelu_eval': ('rrelu', (2, 8)),

@@ -13,7 +13,8 @@ import math as _math
 
 import numpy as np
 
-from .reduced import BF16_ONLY, all_in_float32
+from .creation import linspace
+from .reduced import BF16, F32
 
 __all__ = ["affine_grid", "affine_grid_backward",
            "grid_sample_plan"]   # not differentiable (see above)
@@ -35,9 +36,31 @@ def _base_grid(size, align_corners, dtype):
     return np.stack(coords + [np.ones_like(mesh[0])], axis=-1)
 
 
-@all_in_float32(dtypes=BF16_ONLY)   # (NumPy's matmul of bfloat16 gives float32): float32 sums, rounded once
+def _base_grid_bf16(size, align_corners):
+    """``_base_grid`` in bfloat16 as PyTorch makes it: its bfloat16 linspace, then (without align_corners)
+    ``* (s - 1)`` and ``/ s``, each computed in float32 and rounded to bfloat16."""
+    axes = []
+    for s in size[2:][::-1]:
+        v = linspace(-1, 1, s, BF16)
+        if not align_corners:
+            v = (v.astype(F32) * np.float32(s - 1)).astype(BF16)
+            v = (v.astype(F32) / np.float32(s)).astype(BF16)
+        axes.append(v)
+    mesh = np.meshgrid(*axes[::-1], indexing="ij")
+    return np.stack(list(mesh[::-1]) + [np.ones_like(mesh[0])], axis=-1)
+
+
 def affine_grid(theta, size, align_corners):
     """(N, *spatial, d) sampling grid: the base grid transformed by each theta (N, d, d+1)."""
+    if theta.dtype is BF16:
+        # PyTorch's bmm of the bfloat16 base grid by theta^T (its plain kernel at these sizes): float32 sums
+        # over k in order, each product rounded to float32, the sum rounded once
+        b = _base_grid_bf16(size, align_corners).reshape(-1, theta.shape[2]).astype(F32)
+        t = theta.astype(F32)
+        acc = np.zeros((theta.shape[0], b.shape[0], theta.shape[1]), F32)
+        for k in range(b.shape[1]):
+            acc += b[None, :, k, None] * t[:, None, :, k]
+        return acc.astype(BF16).reshape((theta.shape[0],) + tuple(size[2:]) + (theta.shape[1],))
     base = _base_grid(size, align_corners, theta.dtype).reshape(-1, theta.shape[2])
     out = np.matmul(base, theta.swapaxes(1, 2))             # (N, S, d)
     return out.reshape((theta.shape[0],) + tuple(size[2:]) + (theta.shape[1],))
