@@ -8,7 +8,6 @@ from __future__ import annotations
 
 REASONS = {
     'elementwise': 'elementwise kernels where PyTorch rounds an intermediate step (or a constant) to bfloat16 and ember computes in float32, or the reverse: an ulp apart (not matched yet)',
-    'ties': "rounding to bfloat16 makes ties; PyTorch's sort orders tied values by its own algorithm",
     'norm': "batch/instance norm: ember computes the statistics and the normalisation in float32 and rounds once; PyTorch's kernel differs by an ulp somewhere (not matched yet)",
     'loss': "PyTorch's loss kernels round some intermediate values to bfloat16 (as its mse_loss rounds a - b, then the square, which ember follows); ember computes these elementwise losses in float32 and rounds once: an ulp of bfloat16 apart (not matched one by one yet)",
     'composite': "a composite of several bfloat16 ops (matmuls, softmax, scaling) or a matmul chain: ember's steps each round once from float32 sums, PyTorch's bfloat16 matmul is oneDNN's (its own summation order): an ulp apart (not matched yet)",
@@ -62,12 +61,6 @@ BF16_DIFFERS: dict[str, tuple[str, tuple | None]] = {
     'xlogy_': ('elementwise', (0,)),
     'xlogy_rscalar': ('elementwise', (0, 1, 2)),
     'xlogy_scalar': ('elementwise', (1, 2, 4, 5, 6)),
-    # ties
-    'argsort_ties': ('ties', (1, 3)),
-    'kthvalue_ties': ('ties', (5, 7)),
-    'nanmedian_ties': ('ties', (4, 5)),
-    'sort_ties': ('ties', (4, 5, 7, 8)),
-    'topk_ties': ('ties', (5,)),
     # norm
     'batch_norm_aten': ('norm', (0, 2)),
     'instance_norm_aten': ('norm', (0,)),
