@@ -91,18 +91,12 @@ BF16_DIFFERS: dict[str, tuple[str, tuple | None]] = {
     'torch_bilinear': ('composite', None),
     'trace': ('composite', (1,)),
     # accumulate
-    'index_add': ('accumulate', (0,)),
-    'index_add_': ('accumulate', (0,)),
     'nanmean': ('accumulate', (4,)),
     'nanmean_nan': ('accumulate', (2,)),
     'nansum': ('accumulate', (4,)),
     'nn_embedding': ('accumulate', (6,)),
     'nn_embedding_bag': ('accumulate', (0, 1, 6, 9)),
     'nn_embedding_bag_psw': ('accumulate', None),
-    'scatter_add': ('accumulate', (1,)),
-    'scatter_add_': ('accumulate', None),
-    'scatter_legacy_reduce': ('accumulate', None),
-    'scatter_reduce': ('accumulate', (0, 2, 3, 4, 10)),
     # spatial
     'nn.functional.adaptive_avg_pool1d': ('spatial', (0,)),
     'nn.functional.adaptive_avg_pool2d': ('spatial', (0, 2)),
