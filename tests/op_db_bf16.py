@@ -91,9 +91,6 @@ BF16_DIFFERS: dict[str, tuple[str, tuple | None]] = {
     'torch_bilinear': ('composite', None),
     'trace': ('composite', (1,)),
     # accumulate
-    'nanmean': ('accumulate', (4,)),
-    'nanmean_nan': ('accumulate', (2,)),
-    'nansum': ('accumulate', (4,)),
     'nn_embedding': ('accumulate', (6,)),
     'nn_embedding_bag': ('accumulate', (0, 1, 6, 9)),
     'nn_embedding_bag_psw': ('accumulate', None),
