@@ -11,7 +11,6 @@ REASONS = {
     'norm': "batch/instance norm: ember computes the statistics and the normalisation in float32 and rounds once; PyTorch's kernel differs by an ulp somewhere (not matched yet)",
     'loss': "PyTorch's loss kernels round some intermediate values to bfloat16 (as its mse_loss rounds a - b, then the square, which ember follows); ember computes these elementwise losses in float32 and rounds once: an ulp of bfloat16 apart (not matched one by one yet)",
     'composite': "a composite of several bfloat16 ops (matmuls, softmax, scaling) or a matmul chain: ember's steps each round once from float32 sums, PyTorch's bfloat16 matmul is oneDNN's (its own summation order): an ulp apart (not matched yet)",
-    'accumulate': "scatter/index_add/embedding_bag/nansum/nanmean: ember sums in float32 and rounds once; PyTorch's bfloat16 kernels round some partial sums (not matched yet)",
     'spatial': "interpolation/pooling/grid sampling: ember applies float32 weights to the float32 input and rounds once; PyTorch's kernels round some weights or partial sums to bfloat16: an ulp apart (not matched yet)",
     'merged': "ops added this session alongside bfloat16 (strides and storage, ATen spellings, histogram, frexp, renorm, conv_tbc, ...): their bfloat16 paths are not yet PyTorch's (an ulp apart, or refused where PyTorch computes)",
     'rrelu': 'rrelu in eval: PyTorch multiplies by the mean slope in bfloat16, ember in float32',
@@ -22,7 +21,7 @@ BF16_DIFFERS: dict[str, tuple[str, tuple | None]] = {
     **{n: ('merged', None) for n in (
         'as_strided', 'as_strided_method', 'as_strided_inplace', 'as_strided_copy', 'as_strided_scatter',
         'slice_inverse', 'slice_inverse_method', 'empty_strided', 'frexp', 'frexp_special',
-        'conv_tbc', 'F_conv_tbc', 'embedding_renorm_')},
+        'conv_tbc', 'F_conv_tbc')},
     'logaddexp': ('merged', (1, 3)),
     'renorm': ('merged', (0, 1, 2)),
     'renorm_': ('merged', (0, 1, 2)),
@@ -90,10 +89,6 @@ BF16_DIFFERS: dict[str, tuple[str, tuple | None]] = {
     'nn_scaled_dot_product_attention': ('composite', None),
     'torch_bilinear': ('composite', None),
     'trace': ('composite', (1,)),
-    # accumulate
-    'nn_embedding': ('accumulate', (6,)),
-    'nn_embedding_bag': ('accumulate', (0, 1, 6, 9)),
-    'nn_embedding_bag_psw': ('accumulate', None),
     # spatial
     'nn.functional.adaptive_avg_pool1d': ('spatial', (0,)),
     'nn.functional.adaptive_avg_pool2d': ('spatial', (0, 2)),

@@ -69,3 +69,10 @@ def all_in_float32(fn=None, *, dtypes=REDUCED):
 
 # bfloat16 only: float16 keeps NumPy's own float16 loops where ember's float16 results were checked with them
 BF16_ONLY = frozenset(d for d in (BF16,) if d is not None)
+
+
+def round_half_away(x):
+    """float32 ``x`` rounded to bfloat16 with ties away from zero (FBGEMM's conversion: add half an ulp, truncate),
+    not to even as ml_dtypes' (and PyTorch's own) conversion."""
+    bits = (x.view(np.uint32) + np.uint32(0x8000)) & np.uint32(0xFFFF0000)
+    return np.where(np.isnan(x), x, bits.view(np.float32)).astype(BF16)
