@@ -14,7 +14,7 @@ import math as _math
 import numpy as np
 
 from .nn_conv import _chunk_size, _chunks, _padded
-from .reduced import BF16_ONLY, all_in_float32
+from .reduced import BF16, BF16_ONLY, F32, all_in_float32
 
 __all__ = ["pool_gather", "pool_scatter", "pool_backward", "avg_pool_backward", "dim_matrices",
            # not differentiable (see above)
@@ -61,14 +61,77 @@ def avg_pool_backward(g, x, mats):
     return dim_matrices(g, tuple(a.T for a in mats))
 
 
-@all_in_float32(dtypes=BF16_ONLY)   # (NumPy's matmul of bfloat16 gives float32): float32 sums, rounded once
-def dim_matrices(x, mats):
+def dim_matrices(x, mats, divide=None):
     """``x`` (N, C, *S) with matrix ``mats[i]`` (L_i, S_i) applied along spatial dim i: separable linear
-    pooling (average pooling, adaptive average pooling) as one small GEMM per dim."""
+    pooling (average pooling, adaptive average pooling) as one small GEMM per dim. ``divide`` (averaging
+    matrices of a bfloat16 ``x``): PyTorch's kernels sum each window in float32 and divide by its count,
+    ``"once"`` by the product of the per-dim counts (avg_pool), ``"each"`` by one count per dim in turn
+    (adaptive_avg_pool), then round once; ``"steps"`` (adaptive_avg_pool3d): the sum and each division in
+    bfloat16, every step rounded."""
+    if divide == "steps" and x.dtype == BF16:
+        return _window_means_steps(x, mats)
+    if divide is not None and x.dtype == BF16:
+        return _window_means(x, mats, divide == "once")
+    return _dim_matrices(x, mats)
+
+
+@all_in_float32(dtypes=BF16_ONLY)   # (NumPy's matmul of bfloat16 gives float32): float32 sums, rounded once
+def _dim_matrices(x, mats):
     first = x.ndim - len(mats)   # the matrices act on the last len(mats) dims (batched or not)
     for i, a in enumerate(mats):
         x = np.moveaxis(np.matmul(np.moveaxis(x, first + i, -1), a.T.astype(x.dtype, copy=False)), -1, first + i)
     return np.ascontiguousarray(x)
+
+
+def _window_means_steps(x, mats):
+    """PyTorch's adaptive_avg_pool3d kernel in bfloat16: the window summed in its own dtype (d, h, w order, each
+    addition rounded), then divided by each dim's count in turn, rounded each time."""
+    d = len(mats)
+    first = x.ndim - d
+    starts, counts = [], []
+    for a in mats:
+        inside = np.asarray(a) != 0
+        starts.append(np.argmax(inside, axis=1))
+        counts.append(inside.sum(axis=1))
+    f32 = x.astype(np.float32)
+    s = np.zeros(x.shape[:first] + tuple(len(c) for c in counts), np.float32)
+    for offs in np.ndindex(*(int(c.max()) for c in counts)):
+        ix, ok = [], True
+        for i, (o, st, c) in enumerate(zip(offs, starts, counts)):
+            shp = [1] * d
+            shp[i] = len(c)
+            ix.append(np.minimum(st + o, x.shape[first + i] - 1).reshape(shp))
+            ok = ok & (o < c).reshape(shp)
+        v = f32[(Ellipsis,) + tuple(ix)]
+        s = np.where(ok, (s + v).astype(BF16).astype(np.float32), s)
+    for i, c in enumerate(counts):
+        shp = [1] * d
+        shp[i] = len(c)
+        s = (s / c.reshape(shp).astype(np.float32)).astype(BF16).astype(np.float32)
+    return s.astype(BF16)
+
+
+def _window_means(x, mats, once: bool):
+    first = x.ndim - len(mats)
+    s = x.astype(np.float64)   # exact window sums of bfloat16 values, as PyTorch's float32 ones in practice
+    counts = []
+    for i, a in enumerate(mats):
+        a = np.asarray(a, np.float64)
+        top = a.max(axis=1)
+        counts.append(np.where(top > 0, np.rint(1.0 / np.where(top > 0, top, 1.0)), 1.0).astype(np.float32))
+        s = np.moveaxis(np.matmul(np.moveaxis(s, first + i, -1), (a != 0).T.astype(np.float64)), -1, first + i)
+    s = s.astype(np.float32)
+    d = len(mats)
+    shaped = [c.reshape((-1,) + (1,) * (d - 1 - i)) for i, c in enumerate(counts)]
+    if once:
+        div = shaped[0]
+        for c in shaped[1:]:
+            div = div * c
+        s = s / div
+    else:
+        for c in shaped:
+            s = s / c
+    return np.ascontiguousarray(s.astype(BF16))
 
 
 def _running_argmax(views, lowest, count, full=False):
@@ -301,7 +364,7 @@ def _pool_matrix(S, L, k, s, p, count_include_pad, dtype, divide=True):
 def avg_pool_matrices(x, size, out_size, kernel, stride, pad, count_include_pad, divisor_override):
     """avg_pool's (L, S) matrices, one per spatial dim of ``size`` (for dim_matrices), in ``x``'s float dtype:
     each window's mean over PyTorch's count, or its sum over ``divisor_override``."""
-    dt = x.dtype if x.dtype.kind in "fV" else np.float64
+    dt = x.dtype if x.dtype.kind == "f" else F32 if x.dtype is BF16 else np.float64
     mats = [_pool_matrix(S, L, k, s, p, count_include_pad, dt, divide=divisor_override is None)
             for S, L, k, s, p in zip(size, out_size, kernel, stride, pad)]
     if divisor_override is not None:   # sums over the windows, divided by the override
@@ -328,7 +391,7 @@ def avg_pool_integer(x, size, out_size, kernel, stride, pad, count_include_pad, 
 
 def adaptive_avg_matrices(x, out_size):
     """adaptive_avg_pool's (L, S) matrices, one per spatial dim (the last len(out_size) of ``x``), in its dtype."""
-    dt = x.dtype if x.dtype.kind in "fV" else np.float64
+    dt = x.dtype if x.dtype.kind == "f" else F32 if x.dtype is BF16 else np.float64
     mats = []
     for S, L in zip(x.shape[x.ndim - len(out_size):], out_size):
         start, end = _adaptive_bounds(S, L)
