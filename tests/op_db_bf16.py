@@ -93,9 +93,6 @@ BF16_DIFFERS: dict[str, tuple[str, tuple | None]] = {
     'nn.functional.grid_sample3d_nearest': ('spatial', (5,)),
     'nn.functional.grid_sample_bicubic': ('spatial', None),
     'nn.functional.grid_sample_nearest': ('spatial', (0, 1)),
-    'nn.functional.interpolate_bicubic': ('spatial', (0, 1, 2, 3, 4, 6)),
-    'nn.functional.interpolate_linear': ('spatial', (0, 1, 2, 4, 6)),
-    'nn.functional.interpolate_trilinear': ('spatial', (0, 1, 2, 4, 6)),
     # rrelu
     'nn_rrelu_': ('rrelu', (2,)),
     'nn_rrelu_eval': ('rrelu', (2, 8)),

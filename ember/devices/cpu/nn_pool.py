@@ -61,18 +61,77 @@ def avg_pool_backward(g, x, mats):
     return dim_matrices(g, tuple(a.T for a in mats))
 
 
-def dim_matrices(x, mats, divide=None):
+def dim_matrices(x, mats, low=None):
     """``x`` (N, C, *S) with matrix ``mats[i]`` (L_i, S_i) applied along spatial dim i: separable linear
-    pooling (average pooling, adaptive average pooling) as one small GEMM per dim. ``divide`` (averaging
-    matrices of a bfloat16 ``x``): PyTorch's kernels sum each window in float32 and divide by its count,
-    ``"once"`` by the product of the per-dim counts (avg_pool), ``"each"`` by one count per dim in turn
-    (adaptive_avg_pool), then round once; ``"steps"`` (adaptive_avg_pool3d): the sum and each division in
-    bfloat16, every step rounded."""
-    if divide == "steps" and x.dtype == BF16:
-        return _window_means_steps(x, mats)
-    if divide is not None and x.dtype == BF16:
-        return _window_means(x, mats, divide == "once")
+    pooling (average pooling, adaptive average pooling) and interpolation as one small GEMM per dim.
+
+    ``low``: how PyTorch's kernel computes a bfloat16 ``x`` (ignored for other dtypes). Averaging matrices:
+    each window summed in float32 and divided by its count, ``"once"`` by the product of the per-dim counts
+    (avg_pool) or ``"each"`` by one count per dim in turn (adaptive_avg_pool), then rounded once; ``"steps"``
+    (adaptive_avg_pool3d): the sum and each division in bfloat16, every step rounded. Interpolation,
+    ``("interp", kind, scales, align_corners)``: ``_interpolate_bf16``."""
+    if low is not None and x.dtype == BF16:
+        if low == "steps":
+            return _window_means_steps(x, mats)
+        if isinstance(low, tuple):
+            return _interpolate_bf16(x, tuple(m.shape[0] for m in mats), *low[1:])
+        return _window_means(x, mats, low == "once")
     return _dim_matrices(x, mats)
+
+
+def _interp_taps(kind: str, S: int, L: int, scale, align_corners: bool):
+    """PyTorch's (UpSampleKernel.cpp) taps of one dim for a bfloat16 input: (L, T) source indices and weights,
+    the weights computed in float32 and stored in bfloat16 (linear: lambda1 rounded, lambda0 = 1 - lambda1
+    rounded; cubic: the four coefficients of A = -0.75 rounded)."""
+    f32 = np.float32
+    rb = lambda v: np.asarray(v, f32).astype(BF16).astype(f32)   # noqa: E731
+    dst = np.arange(L).astype(f32)
+    if align_corners:
+        sc = f32(S - 1) / f32(L - 1) if L > 1 else f32(0)
+        src = (sc * dst).astype(f32)
+    else:
+        sc = f32(1.0 / scale) if scale is not None and scale > 0 else f32(S) / f32(L)
+        src = (sc * (dst + f32(0.5)) - f32(0.5)).astype(f32)
+    if kind == "linear":
+        if L == S:   # a dim of unchanged size is copied
+            return np.stack([np.arange(L)] * 2, 1), np.stack([np.ones(L, f32), np.zeros(L, f32)], 1)
+        src = np.maximum(src, f32(0))
+        i0 = np.minimum(np.floor(src).astype(np.int64), S - 1)
+        lam1 = rb(np.minimum(np.maximum(src - i0.astype(f32), f32(0)), f32(1)))
+        return np.stack([i0, i0 + (i0 < S - 1)], 1), np.stack([rb(f32(1) - lam1), lam1], 1)
+    i = np.minimum(np.floor(src).astype(np.int64), S - 1)
+    t = np.minimum(np.maximum(src - i.astype(f32), f32(0)), f32(1)).astype(f32)
+    A = f32(-0.75)
+
+    def cc1(v):
+        return (((A + f32(2)) * v - (A + f32(3))) * v * v + f32(1)).astype(f32)
+
+    def cc2(v):
+        return (((A * v - f32(5) * A) * v + f32(8) * A) * v - f32(4) * A).astype(f32)
+    t2 = (f32(1) - t).astype(f32)
+    coeffs = (cc2((t + f32(1)).astype(f32)), cc1(t), cc1(t2), cc2((t2 + f32(1)).astype(f32)))
+    return np.stack([np.clip(i - 1 + k, 0, S - 1) for k in range(4)], 1), np.stack([rb(c) for c in coeffs], 1)
+
+
+def _interpolate_bf16(x, out_size, kind, scales, align_corners):
+    """bfloat16 linear/cubic interpolation as PyTorch's generic N-d kernel: the taps of every dim (bfloat16
+    weights), nested with the last dim innermost, each product and sum in float32, rounded once."""
+    d = len(out_size)
+    first = x.ndim - d
+    taps = [_interp_taps(kind, x.shape[first + k], out_size[k], None if scales is None else scales[k],
+                         align_corners) for k in range(d)]
+
+    def nest(k, xs):
+        idx, w = taps[k]
+        acc = None
+        for j in range(idx.shape[1]):
+            t = np.take(xs, idx[:, j], axis=first + k)
+            if k + 1 < d:
+                t = nest(k + 1, t)
+            term = (t * w[:, j].reshape((-1,) + (1,) * (d - 1 - k))).astype(np.float32)
+            acc = term if acc is None else (acc + term).astype(np.float32)
+        return acc
+    return np.ascontiguousarray(nest(0, x.astype(np.float32)).astype(BF16))
 
 
 @all_in_float32(dtypes=BF16_ONLY)   # (NumPy's matmul of bfloat16 gives float32): float32 sums, rounded once
