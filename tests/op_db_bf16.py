@@ -90,9 +90,7 @@ BF16_DIFFERS: dict[str, tuple[str, tuple | None]] = {
     'torch_bilinear': ('composite', None),
     'trace': ('composite', (1,)),
     # spatial
-    'nn.functional.grid_sample3d_nearest': ('spatial', (5,)),
     'nn.functional.grid_sample_bicubic': ('spatial', None),
-    'nn.functional.grid_sample_nearest': ('spatial', (0, 1)),
     # rrelu
     'nn_rrelu_': ('rrelu', (2,)),
     'nn_rrelu_eval': ('rrelu', (2, 8)),

@@ -6,6 +6,7 @@ grid_sample's rules are written with ``xp`` (see below), so its gradients are di
 """
 from __future__ import annotations
 
+from .. import _dtype as D
 from .._device import NAMESPACES
 from .._tensor import Tensor, make
 from ..autograd._primitive import apply, defprim
@@ -167,8 +168,16 @@ def _gs_bicubic(xp, inp, grid, padding_mode, align_corners, want):
     return dtx, dty, maps
 
 
-@bf16_in_float32
 def _grid_sample_fwd(xp, inp, grid, mode, padding_mode, align_corners):
+    if mode == "nearest" and grid.dtype == D.bfloat16.np:
+        # PyTorch computes a bfloat16 grid's source positions in bfloat16, every step rounded (the plan does too)
+        idx, mask, _ = xp.grid_sample_plan(inp.shape, grid, mode, padding_mode, align_corners)[0][0]
+        return xp.pool_gather(inp, idx, inp.ndim - 2) * mask[:, None]
+    return _grid_sample_fwd32(xp, inp, grid, mode, padding_mode, align_corners)
+
+
+@bf16_in_float32
+def _grid_sample_fwd32(xp, inp, grid, mode, padding_mode, align_corners):
     if mode == "bicubic":
         return _gs_bicubic(xp, inp, grid, padding_mode, align_corners, "out")
     corners, maps = xp.grid_sample_plan(inp.shape, grid, mode, padding_mode, align_corners)

@@ -104,6 +104,50 @@ def _gs_axis(coord, size, padding, align):
     return c.astype(coord.dtype), A, (c - A * coord).astype(coord.dtype)
 
 
+def _rb(v):
+    return np.asarray(v, np.float32).astype(BF16).astype(np.float32)
+
+
+def _gs_nearest_bf16(coord, size: int, padding: str, align: bool, vectorized: bool):
+    """The source position of a bfloat16 grid coordinate as PyTorch computes it for nearest sampling, every
+    operation rounded to bfloat16: ``vectorized`` its 2-d kernel's formulas (GridSamplerKernel.cpp,
+    Vectorized<BFloat16>), else its 3-d scalar ones (GridSampler.h)."""
+    c = coord.astype(np.float32)
+    one = np.float32(1)
+    if vectorized:
+        scale = _rb(np.float32(size - 1) / 2) if align else _rb(np.float32(size) / 2)
+        c = _rb(_rb(c + one) * scale)
+        if not align:
+            c = _rb(c - np.float32(0.5))
+        if padding == "reflection":
+            twice = _rb(np.float32(size - 1) * 2) if align else _rb(np.float32(size) * 2)
+            low = np.float32(0) if align else np.float32(-0.5)
+            if twice <= 0:
+                c = np.zeros_like(c)
+            else:
+                a = np.abs(_rb(c - low))
+                extra = _rb(a - _rb(np.trunc(_rb(a / twice)) * twice))
+                c = _rb(np.minimum(extra, _rb(twice - extra)) + low)
+    else:
+        if align:
+            c = _rb(_rb(_rb(c + one) / 2) * np.float32(size - 1))
+        else:
+            c = _rb(_rb(_rb(_rb(c + one) * np.float32(size)) - one) / 2)
+        if padding == "reflection":
+            lo2, hi2 = (0, 2 * (size - 1)) if align else (-1, 2 * size - 1)
+            if lo2 == hi2:
+                c = np.zeros_like(c)
+            else:
+                mn, span = _rb(np.float32(lo2) / 2), _rb(np.float32(hi2 - lo2) / 2)
+                a = np.abs(_rb(c - mn))
+                extra = _rb(np.fmod(a, span))
+                even = np.floor(_rb(a / span)) % 2 == 0
+                c = np.where(even, _rb(extra + mn), _rb(_rb(span - extra) + mn))
+    if padding in ("border", "reflection"):
+        c = np.minimum(np.float32(size - 1), np.maximum(c, np.float32(0)))
+    return c
+
+
 def _gs_plan(inp_shape, grid, mode, padding, align):
     """The corners: (flat index (N, C, *out), in-bounds mask (N, *out), offsets) per corner, the offsets (0 or 1
     per grid component x, y[, z]) from floor (bilinear) or None (nearest); and the axis maps (A, B - floor) per
@@ -113,7 +157,10 @@ def _gs_plan(inp_shape, grid, mode, padding, align):
     d = len(sizes)
     g = grid
     axes = [_gs_axis(g[..., k], sizes[d - 1 - k], padding, align) for k in range(d)]
-    if mode == "nearest":
+    if mode == "nearest" and g.dtype == BF16:
+        bases = [(tuple(np.rint(_gs_nearest_bf16(g[..., k], sizes[d - 1 - k], padding, align, d == 2))
+                        for k in range(d)), None)]
+    elif mode == "nearest":
         bases = [(tuple(np.rint(c) for c, _, _ in axes), None)]
     else:
         floors = [np.floor(c) for c, _, _ in axes]
