@@ -75,20 +75,14 @@ BF16_DIFFERS: dict[str, tuple[str, tuple | None]] = {
     'kl_div': ('loss', (2, 4, 6, 10, 24, 26, 28, 30)),
     'nll_loss': ('loss', (3, 6, 9, 10, 12, 14, 18, 21, 26)),
     # composite
-    'chain_matmul': ('composite', (0,)),
-    'einsum': ('composite', (9,)),
     'matrix_exp': ('composite', (0, 1, 2)),
     'matrix_exp_method': ('composite', None),
-    'multi_dot': ('composite', (1,)),
     'nn.functional.grid_sample3d_bilinear': ('composite', None),
     'nn.functional.grid_sample_bilinear': ('composite', None),
     'nn.functional.interpolate_bilinear': ('composite', (0, 1, 2, 4, 6)),
     'nn.functional.upsample_bilinear': ('composite', None),
-    'nn_bilinear': ('composite', (0, 1, 3)),
     'nn_multi_head_attention_forward': ('composite', None),
     'nn_scaled_dot_product_attention': ('composite', None),
-    'torch_bilinear': ('composite', None),
-    'trace': ('composite', (1,)),
     # spatial
     'nn.functional.grid_sample_bicubic': ('spatial', None),
     # rrelu

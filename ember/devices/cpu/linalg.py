@@ -36,6 +36,8 @@ def einsum(eq: str, *ops, sizes=None):
     rules can use it: an output letter may repeat (the result is zero off that diagonal) or appear in
     no input (the result is broadcast along it; ``sizes`` gives its size)."""
     if ops[0].dtype is _BF16:   # NumPy's einsum has no bfloat16 loop: float32 sums, rounded once (as PyTorch's)
+        if len(ops) > 2 and sizes is None:
+            return _einsum_bf16_chain(eq, ops)
         return einsum(eq, *(o.astype(_F32) for o in ops), sizes=sizes).astype(_BF16)
     ins, out = eq.split("->")
     subs = ins.split(",")
@@ -63,6 +65,21 @@ def einsum(eq: str, *ops, sizes=None):
     view[...] = r.reshape([dim[c] if c in present else 1 for c in uniq])
     return full
 
+
+
+def _einsum_bf16_chain(eq: str, ops):
+    """bfloat16 einsum of three or more operands as PyTorch's (without opt_einsum): the operands contracted
+    left to right, each pair's product summed in float32 and rounded to bfloat16, a letter summed out as soon as
+    no later operand or the output has it."""
+    ins, out = eq.split("->")
+    subs = ins.split(",")
+    cur, cur_s = ops[0], subs[0]
+    for k in range(1, len(ops)):
+        later = set("".join(subs[k + 1:]) + out)
+        keep = "".join(c for c in dict.fromkeys(cur_s + subs[k]) if c in later)
+        cur = einsum(f"{cur_s},{subs[k]}->{keep}", cur, ops[k])
+        cur_s = keep
+    return cur if cur_s == out else einsum(f"{cur_s}->{out}", cur)
 
 
 def _halve(p):
