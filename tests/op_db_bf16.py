@@ -30,7 +30,6 @@ BF16_DIFFERS: dict[str, tuple[str, tuple | None]] = {
     'aten_bce_with_logits': ('merged', (0,)),
     'aten_bce_with_logits_weights': ('merged', (0, 2)),
     'aten_kl_div': ('merged', (0, 2)),
-    'grid_sampler': ('merged', (0, 2)),
     'linear_cross_entropy': ('merged', (4,)),
     # elementwise
     'aliases': ('elementwise', None),
@@ -77,8 +76,6 @@ BF16_DIFFERS: dict[str, tuple[str, tuple | None]] = {
     # composite
     'matrix_exp': ('composite', (0, 1, 2)),
     'matrix_exp_method': ('composite', None),
-    'nn.functional.grid_sample3d_bilinear': ('composite', None),
-    'nn.functional.grid_sample_bilinear': ('composite', None),
     'nn.functional.interpolate_bilinear': ('composite', (0, 1, 2, 4, 6)),
     'nn.functional.upsample_bilinear': ('composite', None),
     'nn_multi_head_attention_forward': ('composite', None),

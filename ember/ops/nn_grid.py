@@ -173,6 +173,14 @@ def _grid_sample_fwd(xp, inp, grid, mode, padding_mode, align_corners):
         # PyTorch computes a bfloat16 grid's source positions in bfloat16, every step rounded (the plan does too)
         idx, mask, _ = xp.grid_sample_plan(inp.shape, grid, mode, padding_mode, align_corners)[0][0]
         return xp.pool_gather(inp, idx, inp.ndim - 2) * mask[:, None]
+    if mode == "bilinear" and grid.dtype == D.bfloat16.np and inp.dtype == D.bfloat16.np:
+        # PyTorch's bilinear kernels compute in bfloat16 here, every product and sum rounded (bfloat16 arrays)
+        corners, weights = xp.grid_sample_plan(inp.shape, grid, "bilinear_bf16", padding_mode, align_corners)
+        out = None
+        for (idx, mask, _), w in zip(corners, weights):
+            term = xp.pool_gather(inp, idx, inp.ndim - 2) * mask[:, None] * w[:, None]
+            out = term if out is None else out + term
+        return out
     return _grid_sample_fwd32(xp, inp, grid, mode, padding_mode, align_corners)
 
 

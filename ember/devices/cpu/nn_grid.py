@@ -148,6 +148,50 @@ def _gs_nearest_bf16(coord, size: int, padding: str, align: bool, vectorized: bo
     return c
 
 
+def _gs_bilinear_bf16(inp_shape, g, padding, align):
+    """Bilinear sampling of a bfloat16 grid as PyTorch computes it, every operation rounded to bfloat16: the
+    corners (flat index, in-bounds mask, None) in its order (2-d: nw, ne, sw, se; 3-d: tnw, tne, tsw, tse, bnw,
+    bne, bsw, bse) and their bfloat16 weights (2-d: its vectorized kernel's s*e, s*w, n*e, n*w; 3-d: its scalar
+    kernel's products of three distances)."""
+    sizes = tuple(inp_shape[2:])
+    d = len(sizes)
+    cs = [_gs_nearest_bf16(g[..., k], sizes[d - 1 - k], padding, align, d == 2) for k in range(d)]
+    fl = [np.floor(c) for c in cs]
+    one = np.float32(1)
+    if d == 2:
+        w, n = _rb(cs[0] - fl[0]), _rb(cs[1] - fl[1])
+        e, s = _rb(one - w), _rb(one - n)
+        weights = [_rb(s * e), _rb(s * w), _rb(n * e), _rb(n * w)]
+        offsets = [(0, 0), (1, 0), (0, 1), (1, 1)]   # (x, y)
+    else:
+        ix, iy, iz = cs
+        x0, y0, z0 = fl
+        lo = lambda c, f: _rb(c - f)          # noqa: E731  c - floor
+        hi = lambda c, f: _rb((f + one) - c)  # noqa: E731  (floor + 1) - c
+        dx, dy, dz = (lo(ix, x0), hi(ix, x0)), (lo(iy, y0), hi(iy, y0)), (lo(iz, z0), hi(iz, z0))
+        offsets, weights = [], []
+        for oz in (0, 1):
+            for oy in (0, 1):
+                for ox in (0, 1):
+                    # the weight of a corner is the product of the distances to the opposite sides
+                    weights.append(_rb(_rb(dx[1 - ox] * dy[1 - oy]) * dz[1 - oz]))
+                    offsets.append((ox, oy, oz))
+    N, C = inp_shape[:2]
+    corners = []
+    for offs in offsets:
+        mask = np.ones(g.shape[:-1], dtype=bool)
+        flat = 0
+        for k, o in enumerate(offs):
+            S = sizes[d - 1 - k]
+            p = fl[k] + o
+            mask &= (p >= 0) & (p <= S - 1)
+            p = np.where(p == p, p, 0)
+            flat = flat + np.clip(p, 0, S - 1).astype(np.int64) * _math.prod(sizes[d - k:])
+        idx = np.ascontiguousarray(np.broadcast_to(flat[:, None], (N, C) + flat.shape[1:]))
+        corners.append((idx, mask.astype(g.dtype), None))
+    return corners, [wt.astype(BF16) for wt in weights]
+
+
 def _gs_plan(inp_shape, grid, mode, padding, align):
     """The corners: (flat index (N, C, *out), in-bounds mask (N, *out), offsets) per corner, the offsets (0 or 1
     per grid component x, y[, z]) from floor (bilinear) or None (nearest); and the axis maps (A, B - floor) per
@@ -234,4 +278,6 @@ def grid_sample_plan(inp_shape, grid, mode: str, padding: str, align: bool):
     _gs_bicubic_plan). The masks are in the grid's dtype."""
     if mode == "bicubic":
         return _gs_bicubic_plan(tuple(inp_shape), grid, padding, align)
+    if mode == "bilinear_bf16":   # (a bfloat16 grid's forward: the corners and their bfloat16 weights)
+        return _gs_bilinear_bf16(tuple(inp_shape), grid, padding, align)
     return _gs_plan(tuple(inp_shape), grid, mode, padding, align)
