@@ -11,7 +11,6 @@ REASONS = {
     'norm': "batch/instance norm: ember computes the statistics and the normalisation in float32 and rounds once; PyTorch's kernel differs by an ulp somewhere (not matched yet)",
     'loss': "PyTorch's loss kernels round some intermediate values to bfloat16 (as its mse_loss rounds a - b, then the square, which ember follows); ember computes these elementwise losses in float32 and rounds once: an ulp of bfloat16 apart (not matched one by one yet)",
     'composite': "a composite of several bfloat16 ops (matmuls, softmax, scaling) or a matmul chain: ember's steps each round once from float32 sums, PyTorch's bfloat16 matmul is oneDNN's (its own summation order): an ulp apart (not matched yet)",
-    'spatial': "interpolation/pooling/grid sampling: ember applies float32 weights to the float32 input and rounds once; PyTorch's kernels round some weights or partial sums to bfloat16: an ulp apart (not matched yet)",
     'merged': "ops added this session alongside bfloat16 (strides and storage, ATen spellings, histogram, frexp, renorm, conv_tbc, ...): their bfloat16 paths are not yet PyTorch's (an ulp apart, or refused where PyTorch computes)",
     'rrelu': 'rrelu in eval: PyTorch multiplies by the mean slope in bfloat16, ember in float32',
 }
@@ -80,8 +79,6 @@ BF16_DIFFERS: dict[str, tuple[str, tuple | None]] = {
     'nn.functional.upsample_bilinear': ('composite', None),
     'nn_multi_head_attention_forward': ('composite', None),
     'nn_scaled_dot_product_attention': ('composite', None),
-    # spatial
-    'nn.functional.grid_sample_bicubic': ('spatial', None),
     # rrelu
     'nn_rrelu_': ('rrelu', (2,)),
     'nn_rrelu_eval': ('rrelu', (2, 8)),

@@ -181,6 +181,17 @@ def _grid_sample_fwd(xp, inp, grid, mode, padding_mode, align_corners):
             term = xp.pool_gather(inp, idx, inp.ndim - 2) * mask[:, None] * w[:, None]
             out = term if out is None else out + term
         return out
+    if mode == "bicubic" and grid.dtype == D.bfloat16.np and inp.dtype == D.bfloat16.np:
+        taps, (cx, cy) = xp.grid_sample_plan(inp.shape, grid, "bicubic_bf16", padding_mode, align_corners)
+        out = None
+        for j in range(4):
+            row = None
+            for idx, mask, i, _ in taps[4 * j:4 * j + 4]:
+                term = xp.unsqueeze(cx[i], 1) * (xp.pool_gather(inp, idx, 2) * mask[:, None])
+                row = term if row is None else row + term
+            term = xp.unsqueeze(cy[j], 1) * row
+            out = term if out is None else out + term
+        return out
     return _grid_sample_fwd32(xp, inp, grid, mode, padding_mode, align_corners)
 
 

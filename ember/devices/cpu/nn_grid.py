@@ -119,15 +119,7 @@ def _gs_nearest_bf16(coord, size: int, padding: str, align: bool, vectorized: bo
         c = _rb(_rb(c + one) * scale)
         if not align:
             c = _rb(c - np.float32(0.5))
-        if padding == "reflection":
-            twice = _rb(np.float32(size - 1) * 2) if align else _rb(np.float32(size) * 2)
-            low = np.float32(0) if align else np.float32(-0.5)
-            if twice <= 0:
-                c = np.zeros_like(c)
-            else:
-                a = np.abs(_rb(c - low))
-                extra = _rb(a - _rb(np.trunc(_rb(a / twice)) * twice))
-                c = _rb(np.minimum(extra, _rb(twice - extra)) + low)
+        return _gs_vec_pad_bf16(c, size, padding, align)
     else:
         if align:
             c = _rb(_rb(_rb(c + one) / 2) * np.float32(size - 1))
@@ -146,6 +138,52 @@ def _gs_nearest_bf16(coord, size: int, padding: str, align: bool, vectorized: bo
     if padding in ("border", "reflection"):
         c = np.minimum(np.float32(size - 1), np.maximum(c, np.float32(0)))
     return c
+
+
+def _gs_vec_pad_bf16(c, size: int, padding: str, align: bool):
+    """PyTorch's 2-d vectorized compute_coordinates in bfloat16: border clips, reflection reflects (every step
+    rounded) and clips; zeros leaves the position."""
+    if padding == "reflection":
+        twice = _rb(np.float32(size - 1) * 2) if align else _rb(np.float32(size) * 2)
+        low = np.float32(0) if align else np.float32(-0.5)
+        if twice <= 0:
+            c = np.zeros_like(c)
+        else:
+            a = np.abs(_rb(c - low))
+            extra = _rb(a - _rb(np.trunc(_rb(a / twice)) * twice))
+            c = _rb(np.minimum(extra, _rb(twice - extra)) + low)
+    if padding in ("border", "reflection"):
+        c = np.minimum(np.float32(size - 1), np.maximum(c, np.float32(0)))
+    return c
+
+
+def _gs_bicubic_bf16(inp_shape, g, padding, align):
+    """Bicubic sampling of a bfloat16 grid as PyTorch's 2-d vectorized kernel computes it in bfloat16: the 16
+    taps (flat index, mask, i, j), rows j of x taps i, and the cubic coefficients (A = -0.75) of x and y, every
+    operation rounded."""
+    N, C, H, W = inp_shape
+    one = np.float32(1)
+    A = np.float32(-0.75)
+
+    def coeffs(t):
+        far = lambda x: _rb(_rb(_rb(_rb(_rb(A * x) - 5 * A) * x) + 8 * A) * x) - 4 * A   # noqa: E731
+        near = lambda x: _rb(_rb(_rb(_rb(_rb((A + 2) * x) - (A + 3)) * x) * x) + one)   # noqa: E731
+        return [_rb(far(_rb(t + one))), near(t), near(_rb(one - t)), _rb(far(_rb(np.float32(2) - t)))]
+    xs, ys = [_gs_nearest_bf16(g[..., k], size, "zeros", align, True) for k, size in ((0, W), (1, H))]
+    fx, fy = np.floor(xs), np.floor(ys)
+    cx, cy = coeffs(_rb(xs - fx)), coeffs(_rb(ys - fy))
+    taps = []
+    for j in range(4):
+        yy = _gs_vec_pad_bf16(fy - 1 + j, H, padding, align)
+        for i in range(4):
+            xx = _gs_vec_pad_bf16(fx - 1 + i, W, padding, align)
+            mask = (xx > -1) & (xx < W) & (yy > -1) & (yy < H)
+            xi = np.where(xx == xx, np.trunc(xx), 0)
+            yi = np.where(yy == yy, np.trunc(yy), 0)
+            flat = np.clip(yi, 0, H - 1).astype(np.int64) * W + np.clip(xi, 0, W - 1).astype(np.int64)
+            idx = np.ascontiguousarray(np.broadcast_to(flat[:, None], (N, C) + flat.shape[1:]))
+            taps.append((idx, mask.astype(g.dtype), i, j))
+    return taps, ([c.astype(BF16) for c in cx], [c.astype(BF16) for c in cy])
 
 
 def _gs_bilinear_bf16(inp_shape, g, padding, align):
@@ -280,4 +318,6 @@ def grid_sample_plan(inp_shape, grid, mode: str, padding: str, align: bool):
         return _gs_bicubic_plan(tuple(inp_shape), grid, padding, align)
     if mode == "bilinear_bf16":   # (a bfloat16 grid's forward: the corners and their bfloat16 weights)
         return _gs_bilinear_bf16(tuple(inp_shape), grid, padding, align)
+    if mode == "bicubic_bf16":    # (the taps and the bfloat16 coefficients of x and y)
+        return _gs_bicubic_bf16(tuple(inp_shape), grid, padding, align)
     return _gs_plan(tuple(inp_shape), grid, mode, padding, align)
