@@ -60,9 +60,6 @@ def affine_grid(theta: Tensor, size, align_corners: bool | None = None) -> Tenso
         raise ValueError(f"Expected non-zero, positive output size. Got torch.Size({size})")
     if theta.shape[0] != size[0]:
         raise RuntimeError(f"affine_grid: expected theta's batch size {theta.shape[0]} to match size[0]={size[0]}")
-    if 1 in size[2:] and theta._data.dtype.itemsize == 2:
-        # PyTorch makes a one-point axis with at::tensor(0), which has no float16/bfloat16 kernel
-        raise NotImplementedError(f'"tensor_cpu" not implemented for \'{_dtype_name(theta)}\'')
     return apply(affine_grid_p, (theta,), {"size": tuple(size), "align_corners": bool(align_corners)})
 
 
