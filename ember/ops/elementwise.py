@@ -82,8 +82,11 @@ def _scalar_kernel(op, half: bool = False):
             if half and (a.dtype is _F16 or a.dtype is _BF16):
                 return xp.half_number_op(op, a, b)
             return op(a, xp.weak_number(a, b))
-        if half and tb is int and (a.dtype is _F16 or a.dtype is _BF16):
-            return xp.half_number_op(op, a, b)
+        if tb is int and (a.dtype is _F16 or a.dtype is _BF16):
+            if half:
+                return xp.half_number_op(op, a, b)
+            if a.dtype is _BF16 and not -2 ** 63 <= b < 2 ** 63:   # ml_dtypes takes no int beyond int64
+                return op(a, xp.weak_number(a, float(b)))
         return op(a, b)
     return kernel
 
@@ -1470,6 +1473,8 @@ def _raw_pair(input, other, op, scalar_other=True):
         a = xp.cast(a, d)
         if isinstance(other, Tensor):
             b = xp.cast(b, d)
+        elif type(b) is int and d is _BF16 and not -2 ** 63 <= b < 2 ** 63:   # ml_dtypes takes no such int
+            b = xp.weak_number(a, float(b))
     if isinstance(other, Tensor):
         err = broadcast_error((a.shape, b.shape))
         if err is not None:

@@ -76,12 +76,35 @@ index_put_p = defprim(
          lambda xp, g, out, a, v, index: xp.getitem(g, index)),
     jvp="linear")
 
+# float16/bfloat16: PyTorch's scatter kernels (scatter_add, scatter_reduce, scatter(reduce=), and index_add where it
+# calls scatter_add) reduce into a float32 buffer and round once (``acc=True``); its index_put_/put_ with accumulate
+# and index_reduce add (multiply, ...) one index at a time in the tensor's dtype, rounding each step, as NumPy's
+# ufunc.at does (``acc=False``).
+_F32 = D.float32.np
+
+
+def _buffered(a, acc: bool) -> bool:
+    return acc and a.dtype.itemsize == 2 and a.dtype.kind in "fV"
+
+
+def _index_add_forward(xp, a, v, index, alpha, acc=False):
+    if _buffered(a, True):
+        if acc:   # (alpha is 1 there)
+            return xp.cast(xp.index_put_add(xp.cast(a, _F32), index, xp.cast(v, _F32)), a.dtype)
+        if alpha != 1:
+            # PyTorch's add per index (its scalar loop: short rows): alpha in the tensor's dtype, the product
+            # rounded, then the sum (rows of 2 vectors or more take its fused multiply-add: not matched)
+            al = xp.cast(xp.backend.full((), alpha, a.dtype), _F32)
+            return xp.index_put_add(a, index, xp.cast(xp.cast(v, _F32) * al, a.dtype))
+    return xp.index_put_add(a, index, v if alpha == 1 else v * alpha)
+
+
 # x with alpha * v added at index (linear in x and v together).
 index_add_p = defprim(
-    "index_add",
-    lambda xp, a, v, index, alpha: xp.index_put_add(a, index, v if alpha == 1 else v * alpha),
-    vjp=(lambda xp, g, out, a, v, index, alpha: g,
-         lambda xp, g, out, a, v, index, alpha: xp.getitem(g, index) if alpha == 1 else xp.getitem(g, index) * alpha),
+    "index_add", _index_add_forward,
+    vjp=(lambda xp, g, out, a, v, index, alpha, acc=False: g,
+         lambda xp, g, out, a, v, index, alpha, acc=False: xp.getitem(g, index) if alpha == 1 else
+         xp.getitem(g, index) * alpha),
     jvp="linear")
 
 # zero_() and fill_(): the old values are overwritten, so their gradient is zero.
@@ -97,7 +120,7 @@ fill_p = defprim("fill", lambda xp, a, value: xp.fill_index(a, Ellipsis, value),
 # give 0); amax/amin share the gradient evenly among the elements equal to the result (x's included);
 # mean divides by the count. Without include_self, x's value at a written position does not count.
 
-def _reduce_coeffs(xp, out, a, s, index, reduce, include_self):
+def _reduce_coeffs(xp, out, a, s, index, reduce, include_self, acc=False):
     if reduce == "sum":
         cx, cs = xp.ones_like(a), xp.ones_like(s)
     elif reduce == "mean":
@@ -129,25 +152,36 @@ def _reduce_coeffs(xp, out, a, s, index, reduce, include_self):
     return cx, cs
 
 
-def _reduce_vjp_x(xp, g, out, a, s, index, reduce, include_self):
+def _reduce_vjp_x(xp, g, out, a, s, index, reduce, include_self, acc=False):
     return g * _reduce_coeffs(xp, out, a, s, index, reduce, include_self)[0]
 
 
-def _reduce_vjp_s(xp, g, out, a, s, index, reduce, include_self):
+def _reduce_vjp_s(xp, g, out, a, s, index, reduce, include_self, acc=False):
     return xp.getitem(g, index) * _reduce_coeffs(xp, out, a, s, index, reduce, include_self)[1]
 
 
-def _reduce_jvp_x(xp, t, out, a, s, index, reduce, include_self):
+def _reduce_jvp_x(xp, t, out, a, s, index, reduce, include_self, acc=False):
     return t * _reduce_coeffs(xp, out, a, s, index, reduce, include_self)[0]
 
 
-def _reduce_jvp_s(xp, t, out, a, s, index, reduce, include_self):
+def _reduce_jvp_s(xp, t, out, a, s, index, reduce, include_self, acc=False):
     return xp.index_put_zeros(t * _reduce_coeffs(xp, out, a, s, index, reduce, include_self)[1], index, a.shape)
 
 
+def _scatter_reduce_forward(xp, a, s, index, reduce, include_self, acc=False):
+    if not _buffered(a, acc):
+        return xp.scatter_reduce(a, s, index, reduce, include_self)
+    a32 = xp.cast(a, _F32)
+    s32 = xp.cast(s, _F32) if not isinstance(s, (int, float)) else s
+    out = xp.cast(xp.scatter_reduce(a32, s32, index, "sum" if reduce == "mean" else reduce, include_self), a.dtype)
+    if reduce == "mean":   # the rounded sum divided by the count, as PyTorch's div_ in the tensor's dtype
+        count = xp.scatter_reduce(xp.ones_like(a32), xp.ones_like(s32), index, "sum", include_self)
+        out = xp.cast(xp.cast(out, _F32) / count, a.dtype)
+    return out
+
+
 scatter_reduce_p = defprim(
-    "scatter_reduce",
-    lambda xp, a, s, index, reduce, include_self: xp.scatter_reduce(a, s, index, reduce, include_self),
+    "scatter_reduce", _scatter_reduce_forward,
     vjp=(_reduce_vjp_x, _reduce_vjp_s), jvp=(_reduce_jvp_x, _reduce_jvp_s), saves=(0, 1), saves_out=True,
     # complex (sum, prod, mean; amax/amin refuse them): out of place PyTorch refuses to differentiate
     # (_complex_reduce_checks); in place (and in forward mode) it runs its real formulas as written, without
@@ -162,7 +196,7 @@ def _not_implemented(*args, **kwargs):
 # scatter(..., reduce='add'|'multiply'): PyTorch records a node that refuses to differentiate.
 scatter_legacy_p = defprim(
     "scatter",
-    lambda xp, a, s, index, reduce: xp.scatter_reduce(a, s, index, reduce, True),
+    lambda xp, a, s, index, reduce, acc=False: _scatter_reduce_forward(xp, a, s, index, reduce, True, acc),
     node="NotImplemented", vjp=(_not_implemented, _not_implemented), jvp=(_not_implemented, _not_implemented),
     complex=True)
 
@@ -463,7 +497,8 @@ def _scatter(self: Tensor, dim, index, src, value, reduce, inplace: bool, op: st
     if src is not None:
         s = _src_block(src, idx)
         if reduce is not None:
-            args, prim, params, node = (s,), scatter_legacy_p, {"index": ix, "reduce": _LEGACY[reduce]}, None
+            args, prim, params, node = (s,), scatter_legacy_p, {"index": ix, "reduce": _LEGACY[reduce],
+                                                                "acc": True}, None
         else:
             args, prim, params, node = (s,), index_put_p, {"index": ix}, _node("ScatterBackward0")
     elif reduce is not None:
@@ -494,7 +529,7 @@ def _scatter_add(self, dim, index, src, inplace, op):
     check_tensor(index, op, "index", 3)
     check_tensor(src, op, "src", 4)
     _, idx, ix = _scatter_checks(self, dim, index, src, op, "scatter_add")
-    args, params = (_src_block(src, idx),), {"index": ix, "alpha": 1}
+    args, params = (_src_block(src, idx),), {"index": ix, "alpha": 1, "acc": True}
     node = _node("ScatterAddBackward0")
     if inplace:
         return apply_inplace(index_add_p, self, args, params, node)
@@ -549,7 +584,8 @@ def _scatter_reduce(self, dim, index, src, reduce, include_self, inplace, op):
     include_self = check_bool(include_self, op, "include_self")
     _, idx, ix = _scatter_checks(self, dim, index, src, op, "scatter_reduce")
     _complex_reduce_checks(self, src, reduce, include_self, inplace, "scatter_reduce", "scatter_gather_tensor_cpu_reduce_{reduce}")
-    args, params = (_src_block(src, idx),), {"index": ix, "reduce": reduce, "include_self": include_self}
+    args, params = (_src_block(src, idx),), {"index": ix, "reduce": reduce, "include_self": include_self,
+                                             "acc": True}
     if inplace:
         return apply_inplace(scatter_reduce_p, self, args, params)
     return apply(scatter_reduce_p, (self,) + args, params)
@@ -698,7 +734,13 @@ def _index_add(self, dim, index, source, alpha, inplace, op):
     bad = _bounds(idx, n, negative=False)
     if bad is not None:
         raise RuntimeError(f"index {bad} is out of bounds for dimension {d} with size {n}")
-    params = {"index": _dim_index(idx, d, self._data.ndim), "alpha": alpha}
+    # PyTorch runs scatter_add (see index_add_p) for alpha 1, a long index along the first or last of several
+    # dims, and a source of self's shape but along dim; else an add per index
+    nd = self._data.ndim
+    acc = alpha == 1 and index._data.dtype == D.int64.np and nd > 1 and d in (0, nd - 1) and \
+        source._data.ndim == nd and all(a == b for k, (a, b) in enumerate(zip(self._data.shape, source._data.shape))
+                                        if k != d)
+    params = {"index": _dim_index(idx, d, nd), "alpha": alpha, "acc": acc}
     if inplace:
         return apply_inplace(index_add_p, self, (source,), params)
     return apply(index_add_p, (self, source), params)
@@ -835,6 +877,9 @@ def index_reduce_(self: Tensor, dim: int, index: Tensor, source: Tensor, reduce:
 
 # ----- index_put ------------------------------------------------------------------------------------------
 
+_INDEX_DTYPES = (D.bool.np, D.uint8.np, D.int64.np, D.int32.np)
+
+
 def _index_put(self, indices, values, accumulate, inplace, op):
     check_tensor(self, op, "input", 1)
     if not isinstance(indices, (tuple, list)):
@@ -846,12 +891,15 @@ def _index_put(self, indices, values, accumulate, inplace, op):
     if not isinstance(values, Tensor):
         raise TypeError(f"{op}(): argument 'values' (position 3) must be Tensor, not {type(values).__name__}")
     accumulate = check_bool(accumulate, op, "accumulate")
-    if self._data.dtype != values._data.dtype:
-        raise RuntimeError(f"Index put requires the source and destination dtypes match, got {_word(self)} for the "
-                           f"destination and {_word(values)} for the source.")
+    # PyTorch's order: the number of indices, their dtypes, then the values' dtype (bounds in the kernel)
     count = sum(t._data.ndim if t._data.dtype in (D.bool.np, D.uint8.np) else 1 for t in indices)
     if count > self._data.ndim:
         raise IndexError(f"too many indices for tensor of dimension {self._data.ndim} (got {count})")
+    if any(t._data.dtype not in _INDEX_DTYPES for t in indices):
+        raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+    if self._data.dtype != values._data.dtype:
+        raise RuntimeError(f"Index put requires the source and destination dtypes match, got {_word(self)} for the "
+                           f"destination and {_word(values)} for the source.")
     ix = convert(tuple(indices), self._data.shape, tensors_advanced=True)
     values = _fit_value(values, ix, strip=False)
     if accumulate:
@@ -1021,15 +1069,21 @@ put_p = defprim(
     jvp="linear")
 
 
-def _flat_index(self: Tensor, index: Tensor, op: str):
+def _flat_index(self: Tensor, index: Tensor, op: str, bounds: bool = True):
+    """The raw flat index of take/put (long only); ``bounds``: with its bounds checked now."""
     check_tensor(index, op, "index", 2)
     idx = _check_index_dtype(index, op, ("int64",), f"{op.rstrip('_')}(): Expected a long tensor for index, but got "
                                                     "{word}")
+    if bounds:
+        _check_flat_bounds(self, idx)
+    return idx
+
+
+def _check_flat_bounds(self: Tensor, idx) -> None:
     n = self._data.size
     bad = _bounds(idx, n, negative=True)
     if bad is not None:
         raise IndexError(f"out of range: tried to access index {bad} on a tensor of {n} elements.")
-    return idx
 
 
 @register(method=True)
@@ -1042,15 +1096,17 @@ def take(input: Tensor, index: Tensor) -> Tensor:
 
 def _put(self, index, source, accumulate, inplace, op):
     check_tensor(self, op, "input", 1)
-    idx = _flat_index(self, index, "put_")
+    idx = _flat_index(self, index, "put_", bounds=False)
     check_tensor(source, op, "source", 3)
     accumulate = check_bool(accumulate, op, "accumulate")
-    if source._data.size != idx.size:
-        raise IndexError(f"put_(): Expected source and index to have the same number of elements, but got "
-                         f"source.numel() = {source._data.size}, index.numel() = {idx.size}")
+    # PyTorch's order: the dtypes, the counts, then the bounds (in its kernel)
     if self._data.dtype != source._data.dtype:
         raise RuntimeError(f"put_(): self and source expected to have the same dtype, but got self.dtype = "
                            f"{_word(self)} and source.dtype = {_word(source)}")
+    if source._data.size != idx.size:
+        raise IndexError(f"put_(): Expected source and index to have the same number of elements, but got "
+                         f"source.numel() = {source._data.size}, index.numel() = {idx.size}")
+    _check_flat_bounds(self, idx)
     params = {"index": idx, "accumulate": accumulate}
     if inplace:
         return apply_inplace(put_p, self, (source,), params)

@@ -1143,7 +1143,7 @@ def _bag_rows(xp, g, indices, bags, keep):
     return xp.getitem(g, (bags[keep],))
 
 
-def _bag_weight_vjp(xp, g, out, w, psw, inv_count, indices, bags, nbags, mode, keep, argmax):
+def _bag_weight_vjp(xp, g, out, w, psw, inv_count, indices, bags, nbags, mode, keep, argmax, fast=False):
     gr = _bag_rows(xp, g, indices, bags, keep)
     if mode == "mean":
         gr = gr * xp.unsqueeze(xp.getitem(inv_count, (bags[keep],)), 1)
@@ -1155,20 +1155,20 @@ def _bag_weight_vjp(xp, g, out, w, psw, inv_count, indices, bags, nbags, mode, k
     return xp.index_put_zeros(gr, (indices[keep],), w.shape)
 
 
-def _bag_psw_vjp(xp, g, out, w, psw, inv_count, indices, bags, nbags, mode, keep, argmax):
+def _bag_psw_vjp(xp, g, out, w, psw, inv_count, indices, bags, nbags, mode, keep, argmax, fast=False):
     gr = _bag_rows(xp, g, indices, bags, keep)
     d = xp.sum(gr * xp.getitem(w, (indices[keep],)), (1,))
     return xp.index_put_zeros(d, (keep,), psw.shape)
 
 
-def _bag_weight_jvp(xp, t, out, w, psw, inv_count, indices, bags, nbags, mode, keep, argmax):
+def _bag_weight_jvp(xp, t, out, w, psw, inv_count, indices, bags, nbags, mode, keep, argmax, fast=False):
     if mode == "max":
         bag, col, row = argmax
         return xp.index_put_zeros(xp.getitem(t, (row, col)), (bag, col), (nbags, w.shape[1]))
     return xp.embedding_bag(t, psw, inv_count, indices, bags, nbags, mode, keep)
 
 
-def _bag_psw_jvp(xp, t, out, w, psw, inv_count, indices, bags, nbags, mode, keep, argmax):
+def _bag_psw_jvp(xp, t, out, w, psw, inv_count, indices, bags, nbags, mode, keep, argmax, fast=False):
     return xp.embedding_bag(w, t, inv_count, indices, bags, nbags, mode, keep)
 
 
@@ -1176,8 +1176,8 @@ def _bag_psw_jvp(xp, t, out, w, psw, inv_count, indices, bags, nbags, mode, keep
 # parameters
 embedding_bag_p = defprim(
     "embedding_bag",
-    lambda xp, w, psw, inv_count, indices, bags, nbags, mode, keep, argmax:
-        xp.embedding_bag(w, psw, inv_count, indices, bags, nbags, mode, keep),
+    lambda xp, w, psw, inv_count, indices, bags, nbags, mode, keep, argmax, fast=False:
+        xp.embedding_bag(w, psw, inv_count, indices, bags, nbags, mode, keep, fast),
     vjp=(_bag_weight_vjp, _bag_psw_vjp, None), jvp=(_bag_weight_jvp, _bag_psw_jvp, None),
     saves={0: (1,), 1: (0, 1), 2: (0,)},   # PyTorch keeps per_sample_weights whichever gradient is needed
     scalar_args=(2,), saved_names=("weight", "per_sample_weights", None))
@@ -1279,7 +1279,8 @@ def _embedding_bag(input, weight, offsets, max_norm, norm_type, scale_grad_by_fr
     inv = make(xp.bag_count_inverse(bags, keep, nb, weight._data.dtype))
     argmax = xp.embedding_bag_argmax(weight._data, idx, bags, nb, keep) if mode == "max" else None
     out = apply(embedding_bag_p, (weight, psw, inv),
-                {"indices": idx, "bags": bags, "nbags": nb, "mode": mode, "keep": keep, "argmax": argmax})
+                {"indices": idx, "bags": bags, "nbags": nb, "mode": mode, "keep": keep, "argmax": argmax,
+                 "fast": padding_idx is None})
     return out, bags, keep, argmax, nb
 
 

@@ -6,6 +6,7 @@ grid_sample's rules are written with ``xp`` (see below), so its gradients are di
 """
 from __future__ import annotations
 
+from .. import _dtype as D
 from .._device import NAMESPACES
 from .._tensor import Tensor, make
 from ..autograd._primitive import apply, defprim
@@ -169,8 +170,35 @@ def _gs_bicubic(xp, inp, grid, padding_mode, align_corners, want):
     return dtx, dty, maps
 
 
-@bf16_in_float32
 def _grid_sample_fwd(xp, inp, grid, mode, padding_mode, align_corners):
+    if mode == "nearest" and grid.dtype == D.bfloat16.np:
+        # PyTorch computes a bfloat16 grid's source positions in bfloat16, every step rounded (the plan does too)
+        idx, mask, _ = xp.grid_sample_plan(inp.shape, grid, mode, padding_mode, align_corners)[0][0]
+        return xp.pool_gather(inp, idx, inp.ndim - 2) * mask[:, None]
+    if mode == "bilinear" and grid.dtype == D.bfloat16.np and inp.dtype == D.bfloat16.np:
+        # PyTorch's bilinear kernels compute in bfloat16 here, every product and sum rounded (bfloat16 arrays)
+        corners, weights = xp.grid_sample_plan(inp.shape, grid, "bilinear_bf16", padding_mode, align_corners)
+        out = None
+        for (idx, mask, _), w in zip(corners, weights):
+            term = xp.pool_gather(inp, idx, inp.ndim - 2) * mask[:, None] * w[:, None]
+            out = term if out is None else out + term
+        return out
+    if mode == "bicubic" and grid.dtype == D.bfloat16.np and inp.dtype == D.bfloat16.np:
+        taps, (cx, cy) = xp.grid_sample_plan(inp.shape, grid, "bicubic_bf16", padding_mode, align_corners)
+        out = None
+        for j in range(4):
+            row = None
+            for idx, mask, i, _ in taps[4 * j:4 * j + 4]:
+                term = xp.unsqueeze(cx[i], 1) * (xp.pool_gather(inp, idx, 2) * mask[:, None])
+                row = term if row is None else row + term
+            term = xp.unsqueeze(cy[j], 1) * row
+            out = term if out is None else out + term
+        return out
+    return _grid_sample_fwd32(xp, inp, grid, mode, padding_mode, align_corners)
+
+
+@bf16_in_float32
+def _grid_sample_fwd32(xp, inp, grid, mode, padding_mode, align_corners):
     if mode == "bicubic":
         return _gs_bicubic(xp, inp, grid, padding_mode, align_corners, "out")
     corners, maps = xp.grid_sample_plan(inp.shape, grid, mode, padding_mode, align_corners)

@@ -759,6 +759,9 @@ def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: flo
         raise NotImplementedError(f'"{kernel}" not implemented for \'{D.type_word(input._data.dtype)}\'')
     if input._data.size == 0:
         return input
+    if nd > 3 and input._data.dtype.itemsize == 2 and input.dtype.is_floating_point:
+        # beyond 3-d PyTorch's window sums are avg_pool3d, which has no float16/bfloat16 kernel
+        raise NotImplementedError(f'"avg_pool3d_out_frame" not implemented for \'{D.type_word(input._data.dtype)}\'')
     sq = input * input
     xs = input._data.shape
     before, after = size // 2, (size - 1) // 2
@@ -891,10 +894,12 @@ def pdist(input: Tensor, p: float = 2) -> Tensor:
         raise RuntimeError(f"pdist only supports 2D tensors, got: {input._data.ndim}D")
     if input._data.dtype.kind not in "fV":
         raise RuntimeError("pdist only supports floating-point dtypes")
-    if input._data.dtype == _F16 or input._data.dtype is _BF16:
-        raise NotImplementedError(f"\"pdist\" not implemented for '{D.type_word(input._data.dtype)}'")
     if p < 0:
         raise RuntimeError("pdist only supports non-negative p values")
+    n, c = input._data.shape
+    if (input._data.dtype == _F16 or input._data.dtype is _BF16) and n > 1 and c:
+        # PyTorch's kernel has no reduced-precision loop; an input of one row (or none) or no columns skips it
+        raise NotImplementedError(f"\"pdist\" not implemented for '{D.type_word(input._data.dtype)}'")
     ordv = int(p) if p != math.inf and p == int(p) else p
     return apply(pdist_p, (input,), {"p": ordv})
 

@@ -66,15 +66,15 @@ graph("pool_scatter", lambda g, indices, shape, sd, unique=False: apply(
 # op with the transposed matrices
 dim_matrices_p = defprim(
     "dim_matrices",
-    lambda xp, x, mats: xp.dim_matrices(x, mats),
-    node="AvgPool2DBackward0", vjp=lambda xp, g, out, x, mats: xp.dim_matrices(g, tuple(a.T for a in mats)),
+    lambda xp, x, mats, low=None: xp.dim_matrices(x, mats, low),
+    node="AvgPool2DBackward0", vjp=lambda xp, g, out, x, mats, low=None: xp.dim_matrices(g, tuple(a.T for a in mats)),
     jvp="linear")
 graph("dim_matrices", lambda x, mats: apply(dim_matrices_p, (x,), {"mats": tuple(mats)}))
 # average pooling: the same forward, the gradient connected to the input as PyTorch's (see max_pool_p)
 avg_pool_p = defprim(
     "avg_pool",
-    lambda xp, x, mats: xp.dim_matrices(x, mats),
-    node="AvgPool2DBackward0", vjp=lambda xp, g, out, x, mats: xp.avg_pool_backward(g, x, mats),
+    lambda xp, x, mats, low="once": xp.dim_matrices(x, mats, low),
+    node="AvgPool2DBackward0", vjp=lambda xp, g, out, x, mats, low="once": xp.avg_pool_backward(g, x, mats),
     jvp="linear", saves=(0,))
 avg_pool_backward_p = defprim(
     "avg_pool_backward",
@@ -349,7 +349,9 @@ def _adaptive_avg(op, d, input, output_size):
     if all(L == 1 for L in out_size):   # PyTorch computes this case as a mean (MeanBackward1)
         return input.mean(tuple(range(-d, 0)), keepdim=True)
     mats = NAMESPACES[type(input._data)].adaptive_avg_matrices(input._data, out_size)
-    return apply(avg_pool_p, (input,), {"mats": mats}, _POOL_NODES[f"AdaptiveAvgPool{max(d, 2)}DBackward0"])
+    # (PyTorch's 3-d kernel sums and divides in bfloat16 itself, its 2-d one in float32)
+    return apply(avg_pool_p, (input,), {"mats": mats, "low": "steps" if d == 3 else "each"},
+                 _POOL_NODES[f"AdaptiveAvgPool{max(d, 2)}DBackward0"])
 
 
 @register(module=False, submodule=_NN)

@@ -179,7 +179,10 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
     if mode in ("nearest", "nearest-exact"):
         bmats = xp.interpolate_matrices(input._data, kind, out_size, scales, align_corners, mode == "nearest")
         return _resample(input, mats, bmats, out_size, scales, node)
-    return apply(dim_matrices_p, (input,), {"mats": mats}, _node(node))
+    # bfloat16: PyTorch's kernel (taps, not matrices; see dim_matrices), its 2-d bilinear one aside (not matched)
+    low = ("interp", kind, None if scales is None else tuple(scales), bool(align_corners)) \
+        if mode != "bilinear" else None
+    return apply(dim_matrices_p, (input,), {"mats": mats, "low": low}, _node(node))
 
 
 def _interpolate_aa(input, mode, out_size, scales, align_corners):

@@ -895,13 +895,19 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode=None) -> Tensor:
                            f"{dtype_word(x2._data.dtype)}")
     if p < 0:
         raise RuntimeError("cdist only supports non-negative p values")
-    if x1._data.dtype is D.bfloat16.np:   # PyTorch's cdist kernel has no bfloat16
-        raise NotImplementedError("\"cdist\" not implemented for 'BFloat16'")
     b1, b2 = x1._data.shape[:-2], x2._data.shape[:-2]
     err = broadcast_error((b1, b2))
     if err is not None:
         raise err
     p = float(p)
+    if x1._data.dtype is D.bfloat16.np:
+        # PyTorch's cdist kernel has no bfloat16; it is reached after the shape checks, and not at all for an
+        # empty result, no columns, or p=2 by matrix products (more than 25 rows unless compute_mode says)
+        r1, r2 = x1._data.shape[-2], x2._data.shape[-2]
+        mode = {None: 0, "use_mm_for_euclid_dist_if_necessary": 0, "use_mm_for_euclid_dist": 1}.get(compute_mode, 2)
+        by_mm = p == 2 and (mode == 1 or (mode == 0 and (r1 > 25 or r2 > 25)))
+        if not (r1 == 0 or r2 == 0 or 0 in b1 + b2 or x1._data.shape[-1] == 0 or by_mm):
+            raise NotImplementedError("\"cdist\" not implemented for 'BFloat16'")
     return apply(cdist_p, (x1, x2), {"p": int(p) if p < _INF and p == int(p) else p})
 
 

@@ -208,7 +208,7 @@ def kernels(k, erf) -> dict:
             return xp.full((hit.shape[0], rows.shape[1]), -math.inf, dtype=rows.dtype)
         return xp.max(xp.where(hit[:, :, None], rows[None, :, :], -math.inf), axis=1)
 
-    def embedding_bag(w, psw, inv_count, indices, bags, nbags, mode, keep):
+    def embedding_bag(w, psw, inv_count, indices, bags, nbags, mode, keep, fast=False):
         """Per bag: the sum (weighted by ``psw``), mean or max of the rows ``w[indices]`` kept by ``keep``; empty
         bags give 0. ``inv_count``: 1 / (number of rows kept) per bag, for the mean."""
         rows = xp.take(w, indices[keep], axis=0)

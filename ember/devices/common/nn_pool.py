@@ -84,7 +84,7 @@ def kernels(k) -> dict:
         return pool_scatter(g, indices, tuple(x.shape), sd, unique)
 
     # ----- separable linear pooling -------------------------------------------------------------------------
-    def dim_matrices(x, mats):
+    def dim_matrices(x, mats, low=None):
         """``x`` (..., *S) with matrix ``mats[i]`` (L_i, S_i) applied along spatial dim i."""
         first = x.ndim - len(mats)
         for i, a in enumerate(mats):

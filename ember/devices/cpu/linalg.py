@@ -36,6 +36,8 @@ def einsum(eq: str, *ops, sizes=None):
     rules can use it: an output letter may repeat (the result is zero off that diagonal) or appear in
     no input (the result is broadcast along it; ``sizes`` gives its size)."""
     if ops[0].dtype is _BF16:   # NumPy's einsum has no bfloat16 loop: float32 sums, rounded once (as PyTorch's)
+        if len(ops) > 2 and sizes is None:
+            return _einsum_bf16_chain(eq, ops)
         return einsum(eq, *(o.astype(_F32) for o in ops), sizes=sizes).astype(_BF16)
     ins, out = eq.split("->")
     subs = ins.split(",")
@@ -63,6 +65,21 @@ def einsum(eq: str, *ops, sizes=None):
     view[...] = r.reshape([dim[c] if c in present else 1 for c in uniq])
     return full
 
+
+
+def _einsum_bf16_chain(eq: str, ops):
+    """bfloat16 einsum of three or more operands as PyTorch's (without opt_einsum): the operands contracted
+    left to right, each pair's product summed in float32 and rounded to bfloat16, a letter summed out as soon as
+    no later operand or the output has it."""
+    ins, out = eq.split("->")
+    subs = ins.split(",")
+    cur, cur_s = ops[0], subs[0]
+    for k in range(1, len(ops)):
+        later = set("".join(subs[k + 1:]) + out)
+        keep = "".join(c for c in dict.fromkeys(cur_s + subs[k]) if c in later)
+        cur = einsum(f"{cur_s},{subs[k]}->{keep}", cur, ops[k])
+        cur_s = keep
+    return cur if cur_s == out else einsum(f"{cur_s}->{out}", cur)
 
 
 def _halve(p):
@@ -294,6 +311,21 @@ def eye_like(x):
 
 # ----- decompositions and solvers -------------------------------------------------------------------
 
+def _bf16_empty(fn):
+    """``fn`` for bfloat16 arrays in float32, its floating outputs rounded back (pivots and info kept). PyTorch's
+    LAPACK kernels refuse bfloat16; the ops refuse it in front of them but return an empty input's result, which is
+    what reaches these kernels in bfloat16."""
+    def k(a, *args, **kwargs):
+        if a.dtype is not _BF16:
+            return fn(a, *args, **kwargs)
+        args = tuple(x.astype(_F32) if getattr(x, "dtype", None) is _BF16 else x for x in args)
+        r = fn(a.astype(_F32), *args, **kwargs)
+        back = lambda x: x.astype(_BF16) if x.dtype == _F32 else x   # noqa: E731
+        return tuple(back(x) for x in r) if isinstance(r, tuple) else back(r)
+    k.__name__, k.__doc__ = fn.__name__, fn.__doc__
+    return k
+
+
 def _lapack(op, what):
     def deco(fn):
         def wrapped(*args, **kwargs):
@@ -316,6 +348,7 @@ def linalg_inv(a):
     return np.linalg.inv(a)
 
 
+@_bf16_empty
 def linalg_det(a):
     with np.errstate(all="ignore"):
         return np.linalg.det(a)
@@ -331,6 +364,7 @@ def _is_vector_rhs(a, b) -> bool:
     return b.ndim == 1 or (b.ndim == a.ndim - 1 and b.shape == a.shape[:-1])
 
 
+@_bf16_empty
 @_lapack("torch.linalg.solve", _SINGULAR)
 def linalg_solve(a, b, left=True):
     """X with A X = B (left) or X A = B; B may be a (batch of) vector(s), as in PyTorch."""
@@ -357,6 +391,7 @@ def _mH(x):
     return np.conj(t) if t.dtype.kind == "c" else t
 
 
+@_bf16_empty
 def linalg_cholesky(a, upper=False):
     if upper and a.dtype.kind == "c":   # U^H U from A's upper triangle: L L^H of A^H's lower one
         return _mH(linalg_cholesky(_mH(a)))
@@ -370,6 +405,7 @@ def linalg_cholesky(a, upper=False):
     return np.swapaxes(L, -1, -2) if upper else L
 
 
+@_bf16_empty
 def linalg_cholesky_ex(a, upper=False):
     """(L, info) as LAPACK's potrf: info 0, or the order k of the first leading minor that is not
     positive-definite; such a matrix's L has its first k-1 columns, the unrooted pivot at (k, k) and A's lower
@@ -424,6 +460,7 @@ def linalg_qr(a, mode="reduced"):
     return q, r
 
 
+@_bf16_empty
 def linalg_eigh(a, UPLO="L"):
     with np.errstate(all="ignore"):
         return np.linalg.eigh(a, UPLO=UPLO)
@@ -443,6 +480,7 @@ def linalg_eig(a):
     return w.astype(cdt, copy=False), v.astype(cdt, copy=False)
 
 
+@_bf16_empty
 @_lapack("linalg.svd", "The algorithm failed to converge because the input matrix is ill-conditioned or has "
                        "too many repeated singular values.")
 def linalg_svd(a, full_matrices=True):
@@ -457,6 +495,7 @@ def linalg_svd(a, full_matrices=True):
     return np.linalg.svd(a, full_matrices=full_matrices)
 
 
+@_bf16_empty
 @_lapack("linalg.svd", "The algorithm failed to converge because the input matrix is ill-conditioned or has "
                        "too many repeated singular values.")
 def linalg_svdvals(a):
@@ -534,6 +573,7 @@ def _flat(x, tail):
 _LU_CACHE: dict = {}
 
 
+@_bf16_empty
 def linalg_lu_factor_ex(a, pivot=True):
     """``_lu_factor_ex`` through a small cache of recent results (copies are returned)."""
     key = (a.dtype.str, a.shape, bool(pivot), a.tobytes())
@@ -639,6 +679,7 @@ def lu_unpack(lu, piv, unpack_data=True, unpack_pivots=True):
     return P, L, U
 
 
+@_bf16_empty
 def linalg_lu(a, pivot=True):
     """(P, L, U) with A = P L U; L is m x k with a unit diagonal, U is k x n (k = min(m, n))."""
     lu, piv, _ = linalg_lu_factor_ex(a, pivot)
@@ -663,6 +704,7 @@ def _subst(t, b, lower, unit):
     return x
 
 
+@_bf16_empty
 def linalg_lu_solve(lu, piv, b, left=True, adjoint=False):
     """X with A X = B (A^T X = B if ``adjoint``; X A = B or X A^T = B if not ``left``), A = P L U given
     packed as (LU, pivots); batch dims broadcast."""
@@ -880,6 +922,7 @@ def ldl_solve_one(xp, ld, piv, b):
     return B
 
 
+@_bf16_empty
 def linalg_ldl_factor_ex(a, hermitian=False):
     """(LD, pivots (int32), info (int32)) of each matrix of ``a`` (see ``ldl_factor_one``)."""
     n = a.shape[-1]
@@ -892,6 +935,7 @@ def linalg_ldl_factor_ex(a, hermitian=False):
     return ld.reshape(a.shape), piv, info
 
 
+@_bf16_empty
 def linalg_ldl_solve(ld, piv, b, hermitian=False):
     """X with A X = B from ``linalg_ldl_factor_ex``'s LD and pivots; batch dims broadcast."""
     n = ld.shape[-1]

@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from .reduced import BF16 as _BF16, BF16_ONLY, F32 as _F32, REDUCED as _REDUCED, all_in_float32
+from .reduced import BF16 as _BF16, BF16_ONLY, F32 as _F32, REDUCED as _REDUCED, all_in_float32, round_half_away
 
 from .libm import fma64
 from .elementwise import _c_or_rounded, _rounded_once, erf as _erf, sigmoid as _sig, zero_where
@@ -296,13 +296,18 @@ def embedding_renorm_(w, idx, max_norm, norm_type):
     """PyTorch's embedding_renorm_: each row of ``w`` indexed by ``idx`` whose ``norm_type``-norm exceeds
     ``max_norm`` is scaled by max_norm / (norm + 1e-7), in place. Not differentiable."""
     rows = np.unique(idx)
-    with np.errstate(all="ignore"):   # complex rows: the norm of their moduli, as PyTorch's row.norm(p)
+    if w.dtype in _REDUCED:
+        # float16/bfloat16: PyTorch's row.norm() is in the row's dtype (float32 sums, rounded), the scale a double
+        # that row *= scale rounds to the row's dtype before its float32 product (rounded)
+        with np.errstate(all="ignore"):
+            norms = np.linalg.norm(w[rows].astype(np.float32), ord=norm_type, axis=1).astype(w.dtype)
+            norms = norms.astype(np.float64)
+            scale = np.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0).astype(w.dtype).astype(np.float32)
+            w[rows] = (w[rows].astype(np.float32) * scale[:, None]).astype(w.dtype)
+        return
+    with np.errstate(all="ignore"):
+        # complex rows: the norm of their moduli, as PyTorch's row.norm(p)
         norms = np.linalg.norm(np.abs(w[rows]).astype(np.float64), ord=norm_type, axis=1)
-        if w.dtype is _BF16:   # PyTorch: row.norm() is a bfloat16 tensor; row *= scale rounds the scale to bfloat16
-            norms = norms.astype(_F32).astype(_BF16).astype(np.float64)
-            big = norms > max_norm
-            w[rows[big]] = w[rows[big]] * (max_norm / (norms[big] + 1e-7)).astype(_BF16)[:, None]
-            return
         scale = np.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
         w[rows] = (w[rows] * scale[:, None]).astype(w.dtype)
 
@@ -313,11 +318,25 @@ def bag_ids(n, offsets, include_last_offset):
     return np.searchsorted(offs, np.arange(n), side="right").astype(np.int64) - 1
 
 
-def embedding_bag(w, psw, inv_count, indices, bags, nbags, mode, keep):
+def embedding_bag(w, psw, inv_count, indices, bags, nbags, mode, keep, fast=False):
     """Per bag: the sum (weighted by ``psw``), mean or max of the rows ``w[indices]`` kept by ``keep`` (padding left
-    out); empty bags give 0. ``inv_count``: 1 / (number of rows kept) per bag, for the mean."""
+    out); empty bags give 0. ``inv_count``: 1 / (number of rows kept) per bag, for the mean. ``fast``: no
+    padding_idx, where PyTorch's bfloat16 sums are FBGEMM's (rounded to bfloat16 half away from zero)."""
     rows = w[indices[keep]]
     b = bags[keep]
+    if w.dtype in _REDUCED and mode != "max":
+        # PyTorch's float16/bfloat16 kernel: a float32 buffer (products with the weights in float32), rounded
+        # once; the mean divides that rounded sum by the count
+        rows = rows.astype(np.float32)
+        if psw is not None:
+            rows = rows * psw[keep][:, None].astype(np.float32)
+        out = np.zeros((nbags, w.shape[1]), dtype=np.float32)
+        np.add.at(out, b, rows)
+        out = round_half_away(out) if fast and w.dtype is _BF16 else out.astype(w.dtype)
+        if mode == "mean":
+            count = np.maximum(np.bincount(b, minlength=nbags)[:nbags], 1).astype(np.float32)
+            out = (out.astype(np.float32) / count[:, None]).astype(w.dtype)
+        return out
     if psw is not None:
         rows = rows * psw[keep][:, None]
     if mode == "max":

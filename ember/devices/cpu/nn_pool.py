@@ -14,7 +14,7 @@ import math as _math
 import numpy as np
 
 from .nn_conv import _chunk_size, _chunks, _padded
-from .reduced import BF16_ONLY, all_in_float32
+from .reduced import BF16, BF16_ONLY, F32, all_in_float32
 
 __all__ = ["pool_gather", "pool_scatter", "pool_backward", "avg_pool_backward", "dim_matrices",
            # not differentiable (see above)
@@ -61,14 +61,136 @@ def avg_pool_backward(g, x, mats):
     return dim_matrices(g, tuple(a.T for a in mats))
 
 
-@all_in_float32(dtypes=BF16_ONLY)   # (NumPy's matmul of bfloat16 gives float32): float32 sums, rounded once
-def dim_matrices(x, mats):
+def dim_matrices(x, mats, low=None):
     """``x`` (N, C, *S) with matrix ``mats[i]`` (L_i, S_i) applied along spatial dim i: separable linear
-    pooling (average pooling, adaptive average pooling) as one small GEMM per dim."""
+    pooling (average pooling, adaptive average pooling) and interpolation as one small GEMM per dim.
+
+    ``low``: how PyTorch's kernel computes a bfloat16 ``x`` (ignored for other dtypes). Averaging matrices:
+    each window summed in float32 and divided by its count, ``"once"`` by the product of the per-dim counts
+    (avg_pool) or ``"each"`` by one count per dim in turn (adaptive_avg_pool), then rounded once; ``"steps"``
+    (adaptive_avg_pool3d): the sum and each division in bfloat16, every step rounded. Interpolation,
+    ``("interp", kind, scales, align_corners)``: ``_interpolate_bf16``."""
+    if low is not None and x.dtype == BF16:
+        if low == "steps":
+            return _window_means_steps(x, mats)
+        if isinstance(low, tuple):
+            return _interpolate_bf16(x, tuple(m.shape[0] for m in mats), *low[1:])
+        return _window_means(x, mats, low == "once")
+    return _dim_matrices(x, mats)
+
+
+def _interp_taps(kind: str, S: int, L: int, scale, align_corners: bool):
+    """PyTorch's (UpSampleKernel.cpp) taps of one dim for a bfloat16 input: (L, T) source indices and weights,
+    the weights computed in float32 and stored in bfloat16 (linear: lambda1 rounded, lambda0 = 1 - lambda1
+    rounded; cubic: the four coefficients of A = -0.75 rounded)."""
+    f32 = np.float32
+    rb = lambda v: np.asarray(v, f32).astype(BF16).astype(f32)   # noqa: E731
+    dst = np.arange(L).astype(f32)
+    if align_corners:
+        sc = f32(S - 1) / f32(L - 1) if L > 1 else f32(0)
+        src = (sc * dst).astype(f32)
+    else:
+        sc = f32(1.0 / scale) if scale is not None and scale > 0 else f32(S) / f32(L)
+        src = (sc * (dst + f32(0.5)) - f32(0.5)).astype(f32)
+    if kind == "linear":
+        if L == S:   # a dim of unchanged size is copied
+            return np.stack([np.arange(L)] * 2, 1), np.stack([np.ones(L, f32), np.zeros(L, f32)], 1)
+        src = np.maximum(src, f32(0))
+        i0 = np.minimum(np.floor(src).astype(np.int64), S - 1)
+        lam1 = rb(np.minimum(np.maximum(src - i0.astype(f32), f32(0)), f32(1)))
+        return np.stack([i0, i0 + (i0 < S - 1)], 1), np.stack([rb(f32(1) - lam1), lam1], 1)
+    i = np.minimum(np.floor(src).astype(np.int64), S - 1)
+    t = np.minimum(np.maximum(src - i.astype(f32), f32(0)), f32(1)).astype(f32)
+    A = f32(-0.75)
+
+    def cc1(v):
+        return (((A + f32(2)) * v - (A + f32(3))) * v * v + f32(1)).astype(f32)
+
+    def cc2(v):
+        return (((A * v - f32(5) * A) * v + f32(8) * A) * v - f32(4) * A).astype(f32)
+    t2 = (f32(1) - t).astype(f32)
+    coeffs = (cc2((t + f32(1)).astype(f32)), cc1(t), cc1(t2), cc2((t2 + f32(1)).astype(f32)))
+    return np.stack([np.clip(i - 1 + k, 0, S - 1) for k in range(4)], 1), np.stack([rb(c) for c in coeffs], 1)
+
+
+def _interpolate_bf16(x, out_size, kind, scales, align_corners):
+    """bfloat16 linear/cubic interpolation as PyTorch's generic N-d kernel: the taps of every dim (bfloat16
+    weights), nested with the last dim innermost, each product and sum in float32, rounded once."""
+    d = len(out_size)
+    first = x.ndim - d
+    taps = [_interp_taps(kind, x.shape[first + k], out_size[k], None if scales is None else scales[k],
+                         align_corners) for k in range(d)]
+
+    def nest(k, xs):
+        idx, w = taps[k]
+        acc = None
+        for j in range(idx.shape[1]):
+            t = np.take(xs, idx[:, j], axis=first + k)
+            if k + 1 < d:
+                t = nest(k + 1, t)
+            term = (t * w[:, j].reshape((-1,) + (1,) * (d - 1 - k))).astype(np.float32)
+            acc = term if acc is None else (acc + term).astype(np.float32)
+        return acc
+    return np.ascontiguousarray(nest(0, x.astype(np.float32)).astype(BF16))
+
+
+@all_in_float32(dtypes=BF16_ONLY)   # (NumPy's matmul of bfloat16 gives float32): float32 sums, rounded once
+def _dim_matrices(x, mats):
     first = x.ndim - len(mats)   # the matrices act on the last len(mats) dims (batched or not)
     for i, a in enumerate(mats):
         x = np.moveaxis(np.matmul(np.moveaxis(x, first + i, -1), a.T.astype(x.dtype, copy=False)), -1, first + i)
     return np.ascontiguousarray(x)
+
+
+def _window_means_steps(x, mats):
+    """PyTorch's adaptive_avg_pool3d kernel in bfloat16: the window summed in its own dtype (d, h, w order, each
+    addition rounded), then divided by each dim's count in turn, rounded each time."""
+    d = len(mats)
+    first = x.ndim - d
+    starts, counts = [], []
+    for a in mats:
+        inside = np.asarray(a) != 0
+        starts.append(np.argmax(inside, axis=1))
+        counts.append(inside.sum(axis=1))
+    f32 = x.astype(np.float32)
+    s = np.zeros(x.shape[:first] + tuple(len(c) for c in counts), np.float32)
+    for offs in np.ndindex(*(int(c.max()) for c in counts)):
+        ix, ok = [], True
+        for i, (o, st, c) in enumerate(zip(offs, starts, counts)):
+            shp = [1] * d
+            shp[i] = len(c)
+            ix.append(np.minimum(st + o, x.shape[first + i] - 1).reshape(shp))
+            ok = ok & (o < c).reshape(shp)
+        v = f32[(Ellipsis,) + tuple(ix)]
+        s = np.where(ok, (s + v).astype(BF16).astype(np.float32), s)
+    for i, c in enumerate(counts):
+        shp = [1] * d
+        shp[i] = len(c)
+        s = (s / c.reshape(shp).astype(np.float32)).astype(BF16).astype(np.float32)
+    return s.astype(BF16)
+
+
+def _window_means(x, mats, once: bool):
+    first = x.ndim - len(mats)
+    s = x.astype(np.float64)   # exact window sums of bfloat16 values, as PyTorch's float32 ones in practice
+    counts = []
+    for i, a in enumerate(mats):
+        a = np.asarray(a, np.float64)
+        top = a.max(axis=1)
+        counts.append(np.where(top > 0, np.rint(1.0 / np.where(top > 0, top, 1.0)), 1.0).astype(np.float32))
+        s = np.moveaxis(np.matmul(np.moveaxis(s, first + i, -1), (a != 0).T.astype(np.float64)), -1, first + i)
+    s = s.astype(np.float32)
+    d = len(mats)
+    shaped = [c.reshape((-1,) + (1,) * (d - 1 - i)) for i, c in enumerate(counts)]
+    if once:
+        div = shaped[0]
+        for c in shaped[1:]:
+            div = div * c
+        s = s / div
+    else:
+        for c in shaped:
+            s = s / c
+    return np.ascontiguousarray(s.astype(BF16))
 
 
 def _running_argmax(views, lowest, count, full=False):
@@ -301,7 +423,7 @@ def _pool_matrix(S, L, k, s, p, count_include_pad, dtype, divide=True):
 def avg_pool_matrices(x, size, out_size, kernel, stride, pad, count_include_pad, divisor_override):
     """avg_pool's (L, S) matrices, one per spatial dim of ``size`` (for dim_matrices), in ``x``'s float dtype:
     each window's mean over PyTorch's count, or its sum over ``divisor_override``."""
-    dt = x.dtype if x.dtype.kind in "fV" else np.float64
+    dt = x.dtype if x.dtype.kind == "f" else F32 if x.dtype is BF16 else np.float64
     mats = [_pool_matrix(S, L, k, s, p, count_include_pad, dt, divide=divisor_override is None)
             for S, L, k, s, p in zip(size, out_size, kernel, stride, pad)]
     if divisor_override is not None:   # sums over the windows, divided by the override
@@ -328,7 +450,7 @@ def avg_pool_integer(x, size, out_size, kernel, stride, pad, count_include_pad, 
 
 def adaptive_avg_matrices(x, out_size):
     """adaptive_avg_pool's (L, S) matrices, one per spatial dim (the last len(out_size) of ``x``), in its dtype."""
-    dt = x.dtype if x.dtype.kind in "fV" else np.float64
+    dt = x.dtype if x.dtype.kind == "f" else F32 if x.dtype is BF16 else np.float64
     mats = []
     for S, L in zip(x.shape[x.ndim - len(out_size):], out_size):
         start, end = _adaptive_bounds(S, L)

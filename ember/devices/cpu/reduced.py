@@ -194,3 +194,10 @@ def simd_positions(shape, *xs, step: int = SIMD_STEP):
         pos = pos + idx * acc
         acc *= shape[d]
     return pos < cut
+
+
+def round_half_away(x):
+    """float32 ``x`` rounded to bfloat16 with ties away from zero (FBGEMM's conversion: add half an ulp, truncate),
+    not to even as ml_dtypes' (and PyTorch's own) conversion."""
+    bits = (x.view(np.uint32) + np.uint32(0x8000)) & np.uint32(0xFFFF0000)
+    return np.where(np.isnan(x), x, bits.view(np.float32)).astype(BF16)

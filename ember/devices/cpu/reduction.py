@@ -28,9 +28,53 @@ def _empty_over(x, dim) -> bool:
     return builtins.any(x.shape[d] == 0 for d in dim)
 
 
-@_f32
 def nansum(x, dim, keepdim=False):
+    if x.dtype in _REDUCED and x.size:
+        return _cascade_nansum(x, dim, keepdim)
+    return _nansum(x, dim, keepdim)
+
+
+@_f32
+def _nansum(x, dim, keepdim=False):
     return np.nansum(x, axis=dim, keepdims=keepdim)
+
+
+def _cascade_nansum(x, dim, keepdim):
+    """float16/bfloat16 ``nansum`` as PyTorch's cascade_sum (SumKernel.cpp) stores it: TensorIterator runs its 2-d
+    inner loop once per index of the outer dims, and each call adds float32 row sums into the output, each sum
+    rounded to the output's dtype first (``BFloat16 += float``) and the addition rounded again. The loop's dims:
+    the reduced dims innermost, then the kept ones, each by increasing stride, size-1 dims dropped, neighbours
+    that are contiguous merged; a row is its innermost reduced dims (the first loop dim, or the second when the
+    first is kept). (Row sums here are NumPy's float32 sums; PyTorch's parallel split of large reductions is not
+    modelled.)"""
+    low = x.dtype
+    nd = x.ndim
+    red = set(range(nd)) if dim is None else {d % nd for d in ((dim,) if isinstance(dim, int) else dim)}
+    xs = np.where(np.isnan(x), 0, x).astype(_F32)
+    order = sorted((d for d in range(nd) if x.shape[d] != 1), key=lambda d: (d not in red, abs(x.strides[d]), -d))
+    groups: list = []   # merged loop dims, innermost first: lists of dims
+    for d in order:
+        g = groups[-1] if groups else None
+        if g is not None and (g[-1] in red) == (d in red) and \
+                abs(x.strides[d]) == abs(x.strides[g[-1]]) * x.shape[g[-1]]:
+            g.append(d)
+        else:
+            groups.append([d])
+    row = next((g for g in groups[:2] if g[0] in red), [])
+    sums = np.sum(xs, axis=tuple(row), keepdims=True, dtype=_F32)
+    # the other reduced dims, in the order the loops visit them (outermost slowest)
+    steps = [d for g in groups if g is not row and g[0] in red for d in g][::-1]
+    if not steps:
+        out = sums.astype(low)
+    else:
+        kept = [d for d in range(nd) if d not in steps]
+        seq = np.transpose(sums, steps + kept).reshape((-1,) + tuple(sums.shape[d] for d in kept))
+        out = np.zeros(seq.shape[1:], low)
+        for part in seq:
+            out = (out.astype(_F32) + part.astype(low).astype(_F32)).astype(low)
+    full = tuple(1 if d in red else x.shape[d] for d in range(nd))
+    out = out.reshape(full)
+    return out if keepdim else out.reshape(tuple(x.shape[d] for d in range(nd) if d not in red))
 
 
 @in_float32(dtypes=_F16_ONLY)   # (bfloat16: NumPy's loop rounds every partial product, as PyTorch's kernel)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided as _np_as_strided
+from .reduced import BF16
 
 __all__ = ["slice_dim", "slice_scatter_zeros", "select_dim", "select_scatter_zeros", "diagonal",
            "diag_scatter_zeros", "flip", "roll", "rot90", "tril", "triu", "repeat", "trace", "unfold",
@@ -107,6 +108,8 @@ def repeat(x, sizes):
 
 
 def trace(x):
+    if x.dtype == BF16:   # NumPy's bfloat16 sum rounds every step; PyTorch's sums in float32, rounded once
+        return np.asarray(np.trace(x, dtype=np.float32), dtype=x.dtype)
     r = np.trace(x)
     return np.asarray(r, dtype=x.dtype if x.dtype.kind in "fcV" else np.int64)
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ties import mode_row, quickselect_row, sort_row_unstable, topk_row
+from .reduced import BF16, F32
 
 __all__ = ["gather_along", "scatter_along_zeros", "median_all",
            # not differentiable: the indices, counts and values the public functions compute through xp
@@ -73,6 +74,12 @@ def median_all(x, ignore_nan=False):
 
 
 # ----- orders -------------------------------------------------------------------------------------
+
+def _orderable(a: np.ndarray) -> np.ndarray:
+    """``a`` with bfloat16 widened to float32 (exactly, keeping the order): ml_dtypes' bfloat16 sorts and
+    partitions do not put NaN last."""
+    return a.astype(F32) if a.dtype is BF16 else a
+
 
 def _stable_argsort(a: np.ndarray, dim: int, descending: bool) -> np.ndarray:
     """Indices of PyTorch's stable sort along ``dim``: NaN is larger than every number, ties keep their order."""
@@ -144,6 +151,7 @@ def _exact(n: int, redo: np.ndarray, limit: int) -> bool:
 def sort_indices(a, dim: int, descending: bool, stable: bool, limit: int):
     """The indices of PyTorch's ``sort`` along ``dim``: NaN above every number; without ``stable``, std::sort's
     order among tied elements beyond 16 elements (insertion sort, stable, below)."""
+    a = _orderable(a)
     if a.ndim == 0:
         return np.zeros((), dtype=np.int64)
     idx = _stable_argsort(a, dim, descending)
@@ -158,6 +166,7 @@ def sort_indices(a, dim: int, descending: bool, stable: bool, limit: int):
 
 def topk_indices(a, k: int, dim: int, largest: bool, sorted_: bool, limit: int):
     """The indices of PyTorch's CPU ``topk`` along ``dim`` (k kept along it)."""
+    a = _orderable(a)
     if a.ndim == 0:
         return np.zeros((), np.int64)
     n = a.shape[dim]
@@ -177,6 +186,7 @@ def topk_indices(a, k: int, dim: int, largest: bool, sorted_: bool, limit: int):
 
 def kthvalue_indices(a, k: int, dim: int, limit: int):
     """The index ``kthvalue`` reports for the k-th smallest value (k from 1) along ``dim`` (kept, size 1)."""
+    a = _orderable(a)
     if a.ndim == 0:
         return np.zeros((), np.int64)
     n = a.shape[dim]
@@ -199,6 +209,7 @@ def median_indices(a, dim: int, ignore_nan: bool):
     """The index of the lower median along ``dim`` (kept, size 1): PyTorch's nth_element with ties broken by
     index, i.e. the position in the stable sort (NaN last); median() reports a slice's first NaN, nanmedian()
     the lower median of the numbers."""
+    a = _orderable(a)
     if a.ndim == 0:
         return np.zeros((), np.int64)
     order = _stable_argsort(a, dim, False)
@@ -227,6 +238,7 @@ def _mode_stable(row: np.ndarray) -> int:
 def mode_indices(a, dim: int, limit: int):
     """The index ``mode`` reports along ``dim`` (kept, size 1): of the most frequent value (the smallest of
     equally frequent ones), where PyTorch's std::sort leaves it."""
+    a = _orderable(a)
     if a.ndim == 0:
         return np.zeros((), np.int64)
     n = a.shape[dim]

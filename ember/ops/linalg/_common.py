@@ -85,31 +85,45 @@ _BF16_KERNELS = {"det": "lu_cpu", "solve": "lu_cpu", "solve_ex": "lu_cpu", "lu_f
                  "eigvals": "linalg_eig_out_cpu", "householder_product": "orgqr_cpu",
                  "solve_triangular": "triangular_solve_cpu", "triangular_solve": "triangular_solve_cpu",
                  "ldl_factor": "ldl_factor_kernel_cpu", "ldl_factor_ex": "ldl_factor_kernel_cpu",
-                 "ldl_solve": "ldl_factor_kernel_cpu", "vecdot": None, "matrix_exp": None}
+                 "ldl_solve": "ldl_solve_kernel_cpu", "vecdot": None, "matrix_exp": None}
+# ... of which these return before their kernel for an empty input (PyTorch computes the empty bfloat16 result)
+_BF16_EMPTY_OK = {"det", "solve", "solve_ex", "lu_factor", "lu_factor_ex", "lu", "lu_solve", "cholesky",
+                  "cholesky_ex", "svd", "svdvals", "eigh", "eigvalsh", "ldl_factor", "ldl_factor_ex", "ldl_solve"}
 
 
-def _check_float(A, op):
+def _check_float(A, op, later: bool = False):
+    """PyTorch's dtype check of a linalg input; ``later``: the caller refuses bfloat16 itself by
+    ``_bf16_kernel`` after its other argument checks (where PyTorch's kernel is reached)."""
     k = A._data.dtype
     if k.kind not in "fcV":
         raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. Got {dtype_word(k)}")
     word = dtype_word(k)
     if word == "BFloat16" and op.split(".")[-1] in _BF16_KERNELS:
-        kernel = _BF16_KERNELS[op.split(".")[-1]]
-        if kernel is None:
-            return
-        raise NotImplementedError(f"\"{kernel}\" not implemented for 'BFloat16'")
+        if not later:
+            _bf16_kernel(A, op)
+        return
     if word in ("Half", "BFloat16"):
         raise RuntimeError(f"{op}: Low precision dtypes not supported. Got {word}")
 
 
-def _check_matrix(A, op, square=True, arg="A"):
+def _bf16_kernel(A, op) -> None:
+    """The refusal of a bfloat16 ``A`` by the LAPACK kernel of ``op`` (NotImplementedError naming it), unless A is
+    empty and PyTorch returns before that kernel."""
+    name = op.split(".")[-1]
+    kernel = _BF16_KERNELS.get(name)
+    if kernel is None or dtype_word(A._data.dtype) != "BFloat16" or (A._data.size == 0 and name in _BF16_EMPTY_OK):
+        return
+    raise NotImplementedError(f"\"{kernel}\" not implemented for 'BFloat16'")
+
+
+def _check_matrix(A, op, square=True, arg="A", later: bool = False):
     check_tensor(A, op.split(".")[-1], arg)
     if A._data.ndim < 2:
         raise RuntimeError(f"{op}: The input tensor {arg} must have at least 2 dimensions.")
     if square and A._data.shape[-1] != A._data.shape[-2]:
         m, n = A._data.shape[-2:]
         raise RuntimeError(f"{op}: {arg} must be batches of square matrices, but they are {m} by {n} matrices")
-    _check_float(A, op)
+    _check_float(A, op, later)
 
 
 def _check_same_dtype(A, B, op, a="A", b="B"):

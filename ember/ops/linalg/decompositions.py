@@ -21,7 +21,7 @@ from .._registry import graph_raw, register
 from ..._util import check_bool, check_tensor, dtype_word, return_type
 from ..shape import cat
 from ..sorting import _NOT_YET, _no_derivative
-from ._common import (_check_float, _check_matrix, _diag_embed, _diagonal, _eye, _i_imag, _is_cx, _mH, _mT, _no_out,
+from ._common import (_bf16_kernel, _check_float, _check_matrix, _diag_embed, _diagonal, _eye, _i_imag, _is_cx, _mH, _mT, _no_out,
                       _node, raise_info)
 
 
@@ -215,12 +215,13 @@ QRLegacy = return_type("qr", ("Q", "R"))
 def linalg_qr(A: Tensor, mode: str = "reduced", *, out=None):
     """QR decomposition (Householder, LAPACK's signs); ``mode`` 'reduced', 'complete' or 'r'."""
     _no_out(out, "linalg.qr")
-    _check_matrix(A, "linalg.qr", square=False)
+    _check_matrix(A, "linalg.qr", square=False, later=True)
     if not isinstance(mode, str):
         raise TypeError(f"linalg_qr(): argument 'mode' (position 2) must be str, not {type(mode).__name__}")
     if mode not in ("reduced", "complete", "r"):
         raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of 'reduced' (default), 'r', "
                            f"or 'complete'")
+    _bf16_kernel(A, "qr")
     return QRResult(apply(qr_q_p, (A,), {"mode": mode}), apply(qr_r_p, (A,), {"mode": mode}))
 
 
@@ -793,8 +794,9 @@ def _check_lu_input(A, op, arg="A"):
         raise RuntimeError(f"torch.{op.split('.')[-1] if op.startswith('linalg.lu_factor') else op}: Expected tensor "
                            f"with 2 or more dimensions. Got size: {list(A._data.shape)} instead")
     k = A._data.dtype
-    if k.kind not in "fcV" or dtype_word(k) in ("Half", "BFloat16"):
+    if k.kind not in "fcV" or dtype_word(k) == "Half":
         raise NotImplementedError(f"\"lu_cpu\" not implemented for '{dtype_word(k)}'")
+    _bf16_kernel(A, "lu")
 
 
 def _check_pivot(pivot, op):

@@ -223,21 +223,41 @@ def linalg_cond(A: Tensor, p=None, *, out=None) -> Tensor:
     if A._data.ndim < 2:
         raise RuntimeError("linalg.cond: The input tensor A must have at least 2 dimensions.")
     word = dtype_word(A._data.dtype)
-    if word in ("Half", "BFloat16"):
-        # PyTorch's cond has no dtype check of its own: the SVD or the inverse it calls refuses half precision
+    if word not in ("Half", "BFloat16"):   # half precision: refused below by the SVD or the inverse, as PyTorch
+        _check_float(A, "linalg.cond")
+    if isinstance(p, str):
+        _check_square_cond(A, p)
+        if p not in ("fro", "nuc"):
+            raise RuntimeError(f"linalg.cond got an invalid norm type: {p}")
+    elif p is not None and abs(float(p)) not in (1.0, 2.0, float("inf")):
+        raise RuntimeError(f"linalg.cond got an invalid norm type: {float(p):g}")
+    if A._data.size == 0:   # NumPy leaves it undefined; PyTorch returns 0 for each (empty) matrix
+        xp = NAMESPACES[type(A._data)]
+        a = A._data
+        return make(xp.backend.zeros(a.shape[:-2], a.dtype if isinstance(p, str) or a.dtype.kind != "c"
+                                     else xp.real(a).dtype))
+    if word == "Half":   # PyTorch's cond has no dtype check of its own: the SVD or the inverse it calls refuses
         if p is None or p in (2, -2, "nuc"):
             raise NotImplementedError(f"\"linalg_svd_cpu\" not implemented for '{word}'")
         raise RuntimeError(f"linalg.inv: Low precision dtypes not supported. Got {word}")
-    _check_float(A, "linalg.cond")
-    if p is None or p in (2, -2):
+    if p is None or p in (2, -2) or p == "nuc":
+        if p == "nuc":
+            _check_square_cond(A, p)
         s = linalg_svdvals(A)
+        if p == "nuc":   # PyTorch's definition, not through matrix_norm (which refuses infinities)
+            return s.sum(-1) * s.reciprocal().sum(-1)
         first, last = s[..., :1], s[..., -1:]
         return (first / last if p != -2 else last / first).squeeze(-1)
+    _check_square_cond(A, p)
+    inv = linalg_inv(A)
+    return linalg_matrix_norm(A, p) * linalg_matrix_norm(inv, p)
+
+
+def _check_square_cond(A, p) -> None:
     if A._data.shape[-1] != A._data.shape[-2]:
         m, n = A._data.shape[-2:]
         raise RuntimeError(f"linalg.cond(ord={p}): A must be batches of square matrices, but they are {m} by {n} "
                            f"matrices")
-    return linalg_matrix_norm(A, p) * linalg_matrix_norm(linalg_inv(A), p)
 
 
 

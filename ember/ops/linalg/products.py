@@ -13,6 +13,7 @@ import numbers
 import warnings
 
 from ...devices import NAMESPACES
+from ... import _dtype as D
 from ..._dtype import c_type_name
 from ..._tensor import Tensor
 from ...autograd._primitive import apply, batch_rule, defprim
@@ -618,7 +619,36 @@ def _multi_dot(tensors, op):
         for c in s:
             counts[c] = counts.get(c, 0) + 1
     out = "".join(c for c in dict.fromkeys("".join(subs)) if counts[c] == 1)
+    if n > 2 and dt == D.bfloat16.np:
+        return _multi_dot_chain(tensors, subs, out)
     return _einsum_apply(",".join(subs) + "->" + out, tuple(tensors), "ViewBackward0")
+
+
+def _multi_dot_chain(tensors, subs, out):
+    """bfloat16: PyTorch's multi_dot multiplies pairs in its cheapest order (matrix_chain_order: the first split
+    of least cost), each product rounded to bfloat16, where one einsum would round once."""
+    n = len(tensors)
+    p = [1 if tensors[0]._data.ndim == 1 else tensors[0]._data.shape[0]]
+    p += [1 if t._data.ndim == 1 else t._data.shape[-1] for t in tensors]
+    cost = [[0] * n for _ in range(n)]
+    split = [[0] * n for _ in range(n)]
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            cost[i][j] = None
+            for k in range(i, j):
+                q = cost[i][k] + cost[k + 1][j] + p[i] * p[k + 1] * p[j + 1]
+                if cost[i][j] is None or q < cost[i][j]:
+                    cost[i][j], split[i][j] = q, k
+
+    def multiply(i, j):
+        if i == j:
+            return tensors[i], subs[i]
+        (a, sa), (b, sb) = multiply(i, split[i][j]), multiply(split[i][j] + 1, j)
+        outside = set("".join(subs[:i] + subs[j + 1:]) + out)
+        keep = "".join(c for c in dict.fromkeys(sa + sb) if c in outside)
+        return _einsum_apply(f"{sa},{sb}->{keep}", (a, b), "ViewBackward0" if (i, j) == (0, n - 1) else None), keep
+    return multiply(0, n - 1)[0]
 
 
 @register(submodule="linalg", module=False, name="multi_dot")

@@ -11,7 +11,7 @@ from ..._tensor import Tensor, make
 from ...autograd._primitive import apply, defprim
 from .._registry import graph, graph_raw, register
 from ..._util import check_bool, check_tensor, dtype_word, return_type
-from ._common import (LinAlgError, _broadcast, _broadcastable, _check_float, _check_matrix, _check_same_dtype,
+from ._common import (LinAlgError, _bf16_kernel, _broadcast, _broadcastable, _check_float, _check_matrix, _check_same_dtype,
                       _mH, _mT, _no_out, _node, raise_info)
 
 
@@ -144,11 +144,12 @@ def _check_solve_shapes(A, B, op, left=True):
 def linalg_solve(A: Tensor, B: Tensor, *, left: bool = True, out=None) -> Tensor:
     """X with A X = B (``left=False``: X A = B); B may be a vector, batch dims broadcast."""
     _no_out(out, "linalg.solve")
-    _check_matrix(A, "linalg.solve")
+    _check_matrix(A, "linalg.solve", later=True)
     check_tensor(B, "solve", "B", 2)
     left = check_bool(left, "linalg.solve", "left")
     _check_same_dtype(A, B, "linalg.solve")
     _check_solve_shapes(A, B, "linalg.solve", left)
+    _bf16_kernel(A, "solve")
     return apply(solve_p, (A, B), {"left": left})
 
 
@@ -156,12 +157,13 @@ def linalg_solve(A: Tensor, B: Tensor, *, left: bool = True, out=None) -> Tensor
 def linalg_solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = False, out=None):
     """(X, info) with A X = B (``left=False``: X A = B); info as ``inv_ex``'s, of each matrix of A."""
     _no_out(out, "linalg.solve_ex")
-    _check_matrix(A, "linalg.solve_ex")
+    _check_matrix(A, "linalg.solve_ex", later=True)
     check_tensor(B, "solve_ex", "B", 2)
     left = check_bool(left, "linalg.solve_ex", "left")
     check_errors = check_bool(check_errors, "linalg_solve_ex", "check_errors")
     _check_same_dtype(A, B, "linalg.solve_ex")
     _check_solve_shapes(A, B, "linalg.solve_ex", left)
+    _bf16_kernel(A, "solve_ex")
     info = _lu_info(A)
     xp = NAMESPACES[type(info)]
     if check_errors:
@@ -550,7 +552,7 @@ def _check_lu_solve(LU, pivots, B, left, adjoint, op="linalg.lu_solve"):
     if a.shape[-1] != a.shape[-2]:
         raise RuntimeError(f"torch.{op}: A must be batches of square matrices, but they are {a.shape[-2]} by "
                            f"{a.shape[-1]} matrices")
-    _check_float(LU, f"torch.{op}")
+    _check_float(LU, f"torch.{op}", later=True)
     n = a.shape[-1]
     if (b.shape[-2] if left else b.shape[-1]) != n:
         eq = "AX = B" if left else "XA = B"
@@ -572,6 +574,7 @@ def _check_lu_solve(LU, pivots, B, left, adjoint, op="linalg.lu_solve"):
                            f"non-singleton dimension {i}")
     if not NAMESPACES[type(p)].in_range(p, 1, n + 1):
         raise RuntimeError(f"{op}: pivots must be between 1 and LU.size(-2) = {n}")
+    _bf16_kernel(LU, op)
     return left, adjoint
 
 
@@ -619,7 +622,7 @@ def linalg_ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool =
     """X with A X = B from ``ldl_factor``'s (LD, pivots); batch dims broadcast."""
     op = "torch.linalg.ldl_solve"
     _no_out(out, "linalg.ldl_solve")
-    _check_matrix(LD, op, arg="LD")
+    _check_matrix(LD, op, arg="LD", later=True)
     check_tensor(pivots, "ldl_solve", "pivots", 2)
     check_tensor(B, "ldl_solve", "B", 3)
     hermitian = check_bool(hermitian, "linalg_ldl_solve", "hermitian")
@@ -641,6 +644,7 @@ def linalg_ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool =
     if not _broadcastable(ld.shape[:-2], b.shape[:-2]):
         raise RuntimeError(f"The size of tensor a must match the size of tensor b at non-singleton dimensions: "
                            f"{list(ld.shape[:-2])} and {list(b.shape[:-2])}")
+    _bf16_kernel(LD, op)
     return make(NAMESPACES[type(ld)].linalg_ldl_solve(ld, piv, b, hermitian))
 
 
