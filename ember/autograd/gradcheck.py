@@ -8,7 +8,8 @@ input element (forward mode). Fast mode compares the scalars ``v^T J u`` for ran
 
 As in PyTorch, inputs are perturbed in place through ``.data`` (no version bump, so the function
 may save them) and Jacobians are laid out ``(input numel, output numel)``.
-Complex and sparse inputs, which ember does not have, are not handled.
+Complex inputs and outputs are checked as PyTorch checks them (see ``_gradcheck_real_imag``); sparse
+inputs, which ember does not have, are not handled.
 """
 from __future__ import annotations
 
@@ -90,9 +91,20 @@ def _stack_rows(rows: list, n_cols: int, like: Tensor, dtype) -> Tensor:
         return _torch.stack([r.reshape(-1).to(dtype=dtype) for r in rows], dim=0)
 
 
-def _notallclose_msg(analytical, numerical, output_idx: int, input_idx: int, forward: bool = False) -> str:
+def _notallclose_msg(analytical, numerical, output_idx: int, input_idx: int, complex_indices=None,
+                     test_imag: bool = False, forward: bool = False) -> str:
+    """PyTorch's message. A complex output (reverse mode) or input (forward mode) is checked as two real
+    functions, its imaginary part then its real part; ``complex_indices`` are the positions of the complex
+    ones (among the differentiable outputs, or among all inputs, as PyTorch indexes them)."""
+    out_is_complex = not forward and complex_indices and output_idx in complex_indices
+    inp_is_complex = forward and complex_indices and input_idx in complex_indices
+    prefix = ""
+    if out_is_complex or inp_is_complex:
+        part = "imaginary" if test_imag else "real"
+        element = "inputs" if forward else "outputs"
+        prefix = f"While considering the {part} part of complex {element} only, "
     mode = "computed with forward mode " if forward else ""
-    return (f"Jacobian {mode}mismatch for output {output_idx:d} with respect to input {input_idx:d},\n"
+    return (f"{prefix}Jacobian {mode}mismatch for output {output_idx:d} with respect to input {input_idx:d},\n"
             f"numerical:{numerical}\nanalytical:{analytical}\n")
 
 
@@ -312,8 +324,8 @@ def _complex_outputs_as(func: Callable, part: Callable) -> Callable:
 
 
 def _complex_inputs_as(func: Callable, inputs: tuple, cx_in: list, part: str):
-    """``func`` as a function of the real (or imaginary) parts of the complex inputs at ``cx_in``, and those parts
-    as real inputs requiring grad."""
+    """``func`` as a function of the real (or imaginary) parts of the complex inputs at ``cx_in``, the other part
+    held fixed, and those parts as real inputs (requiring grad where the complex input does)."""
     part_inputs = list(inputs)
     for i in cx_in:
         part_inputs[i] = getattr(inputs[i], part).detach().requires_grad_(inputs[i].requires_grad)
@@ -327,6 +339,41 @@ def _complex_inputs_as(func: Callable, inputs: tuple, cx_in: list, part: str):
     return fn, tuple(part_inputs)
 
 
+def _gradcheck_real_imag(check, func, func_out, inputs, outputs, eps, rtol, atol, check_grad_dtypes, nondet_tol,
+                         check_forward_ad, check_backward_ad, check_undefined_grad) -> None:
+    """PyTorch's ``_gradcheck_real_imag``: reverse mode checks a complex output as two real functions (its
+    imaginary part, then its real part); forward mode checks complex inputs as two real variables (the imaginary
+    parts, then the real parts). The messages say which part failed."""
+    # Without complex values, the reverse- and forward-mode checks share their central differences.
+    cache: dict = {}
+    if check_backward_ad:
+        if any(_is_complex(o) for o in _as_tuple(func_out)):
+            cx_out = [k for k, o in enumerate(outputs) if _is_complex(o)]
+            for part, test_imag in ((_torch.imag, True), (_torch.real, False)):
+                fn = _complex_outputs_as(func, part)
+                check(fn, fn(*inputs), inputs, eps, rtol, atol, check_grad_dtypes, nondet_tol, False, {},
+                      cx_out, test_imag)
+        else:
+            check(func, func_out, inputs, eps, rtol, atol, check_grad_dtypes, nondet_tol, False, cache)
+    if check_forward_ad:
+        cx_in = [i for i, x in enumerate(inputs) if _is_complex(x)]
+        if cx_in:
+            parts = []
+            for part, test_imag in (("imag", True), ("real", False)):
+                fn, part_inputs = _complex_inputs_as(func, inputs, cx_in, part)
+                part_out = fn(*part_inputs)
+                check(fn, part_out, part_inputs, eps, rtol, atol, check_grad_dtypes, nondet_tol, True, {},
+                      cx_in, test_imag)
+                parts.append((fn, part_out, part_inputs))
+            if check_undefined_grad:
+                for fn, part_out, part_inputs in parts:
+                    _test_undefined_forward_mode(fn, _differentiable_outputs(part_out), part_inputs)
+        else:
+            check(func, func_out, inputs, eps, rtol, atol, check_grad_dtypes, nondet_tol, True, cache)
+            if check_undefined_grad:
+                _test_undefined_forward_mode(func, outputs, inputs)
+
+
 # ----- slow mode ------------------------------------------------------------------------------------
 
 def _check_no_differentiable_outputs(func, inputs, func_out, eps) -> None:
@@ -336,7 +383,7 @@ def _check_no_differentiable_outputs(func, inputs, func_out, eps) -> None:
 
 
 def _slow_gradcheck(func, func_out, inputs, eps, rtol, atol, check_grad_dtypes, nondet_tol, use_forward_ad,
-                    cache: dict):
+                    cache: dict, complex_indices=None, test_imag: bool = False):
     func_out = _as_tuple(func_out)
     out_at = _diff_positions(func_out)
     if not out_at:
@@ -354,14 +401,14 @@ def _slow_gradcheck(func, func_out, inputs, eps, rtol, atol, check_grad_dtypes, 
             for ii, i in enumerate(in_at):
                 a, n = analytical[(j, i)], numerical[(j, i)]
                 if not _allclose(a, n, rtol, atol):
-                    raise GradcheckError(_notallclose_msg(a, n, oi, ii, forward=True))
+                    raise GradcheckError(_notallclose_msg(a, n, oi, ii, complex_indices, test_imag, forward=True))
         return
     for oi, j in enumerate(out_at):
         analytical = _analytical_jacobians(inputs, func_out[j], nondet_tol, check_grad_dtypes)
         for ii, (i, a) in enumerate(zip(in_at, analytical)):
             n = numerical[(j, i)]
             if not _allclose(a, n, rtol, atol):
-                raise GradcheckError(_notallclose_msg(a, n, oi, ii))
+                raise GradcheckError(_notallclose_msg(a, n, oi, ii, complex_indices, test_imag))
 
 
 # ----- fast mode ------------------------------------------------------------------------------------
@@ -369,27 +416,58 @@ def _slow_gradcheck(func, func_out, inputs, eps, rtol, atol, check_grad_dtypes, 
 def _random_unit_vectors(inputs: tuple, outputs: tuple, use_forward_ad: bool):
     """PyTorch's u (one per differentiable input) and v (one per differentiable output): uniform [0, 1)
     draws from a fresh generator, normalised. A private generator leaves the user's RNG state alone,
-    and the same seed gives the same vectors as PyTorch."""
+    and the same seed gives the same vectors as PyTorch. A complex input gets a pair (u_r, u_i) of real
+    vectors, drawn one after the other: it is perturbed along u_r and along i u_i."""
     g = _torch.Generator()
 
-    def vec(t: Tensor) -> Tensor:
-        if t.dtype.is_complex:   # a real unit vector, as a complex one
-            v = _torch.rand(t.numel(), generator=g).to(dtype=t.dtype.to_real())
-            return (v / v.norm()).to(dtype=t.dtype)
-        v = _torch.rand(t.numel(), generator=g).to(dtype=t.dtype)
+    def vec(t: Tensor, downcast_complex: bool = False) -> Tensor:
+        dtype = t.dtype.to_real() if downcast_complex and t.dtype.is_complex else t.dtype
+        v = _torch.rand(t.numel(), generator=g).to(dtype=dtype)
         return v / v.norm()
 
-    all_u = [vec(inputs[i]) for i in _diff_positions(inputs)]
+    all_u = []
+    for i in _diff_positions(inputs):
+        ur = vec(inputs[i], True)
+        all_u.append((ur, vec(inputs[i], True)) if inputs[i].dtype.is_complex else ur)
     all_v = None if use_forward_ad else [vec(o) for o in outputs]
     return all_u, all_v
 
 
-def _numerical_Ju(func, inputs: tuple, u: Tensor, i: int, eps: float) -> list:
-    """J u for every output of ``func`` w.r.t. input ``i``: one central difference along ``u``."""
+def _numerical_Ju(func, inputs: tuple, u, i: int, eps: float) -> list:
+    """J u for every output of ``func`` w.r.t. input ``i``: one central difference along ``u``; for a complex
+    input, ``u = (u_r, u_i)`` and J u is the conjugate Wirtinger form ds/dx u_r + i ds/dy u_i (as PyTorch)."""
     x = inputs[i]
-    data = x.data
-    step = u.reshape(x.shape) * eps
-    return _central_difference(_evaluator(func, inputs), data, step, eps)
+    run = _evaluator(func, inputs)
+    if isinstance(u, tuple):
+        ds_dx = _central_difference(run, x.data, u[0].reshape(x.shape) * eps, eps)
+        ds_dy = _central_difference(run, x.data, (u[1] * eps).reshape(x.shape) * 1j, eps)
+        return [None if a is None else a + b * 1j for a, b in zip(ds_dx, ds_dy)]
+    return _central_difference(run, x.data, u.reshape(x.shape) * eps, eps)
+
+
+def _adjusted_atol(atol: float, u, v) -> float:
+    """PyTorch's tolerance for ``v^T J u``: |v^T (A - N) u| may reach atol * sum(u) * sum(v) when every entry
+    differs by atol; for a complex input, u = (u_r, u_i) counts sum(u_r) + sum(u_i)."""
+    sum_v = 1.0 if v is None else float(v.sum())
+    sum_u = float(u[0].sum()) + float(u[1].sum()) if isinstance(u, tuple) else float(u.sum())
+    return atol * sum_u * sum_v
+
+
+_FAST_FAIL_SLOW_OK_MSG = """
+Fast gradcheck failed but element-wise differences are small. This means that the
+test might've passed in slow_mode!
+
+If you are adding a new operator, please file an issue and then use one of the
+workarounds. The workaround depends on how your test invokes gradcheck/gradgradcheck:
+
+If the test
+- manually invokes gradcheck/gradgradcheck, then call gradcheck/gradgradcheck
+  with `fast_mode=False` as a keyword argument.
+- is OpInfo-based (e.g., in test_ops_gradients.py), then modify the OpInfo for the test
+  to have `gradcheck_fast_mode=False`
+- is a Module test (e.g., in common_nn.py), then modify the corresponding
+  module_test entry to have `gradcheck_fast_mode=False`
+""".strip()
 
 
 def _fast_fail_details(func, inputs, func_out, ii, j, rtol, atol, eps, use_forward_ad) -> str:
@@ -402,21 +480,20 @@ def _fast_fail_details(func, inputs, func_out, ii, j, rtol, atol, eps, use_forwa
     else:
         analytical = _analytical_jacobians(inputs, func_out[j], float("inf"), False)[ii]
     max_diff = (numerical - analytical).abs().max() if numerical.numel() else 0.0
-    what = "J u for a random unit vector u" if use_forward_ad else "v^T J u for random unit vectors u and v"
-    msg = (f"\nThe quantities above are {what} (fast mode, see "
-           "https://github.com/pytorch/pytorch/issues/53876); below, the numerical and analytical Jacobians "
-           "are recomputed in slow mode:\n\n"
+    slow_allclose = bool(_torch.allclose(analytical, numerical, rtol, atol))
+    msg = ("\nThe above quantities relating the numerical and analytical jacobians are computed \n"
+           "in fast mode. See: https://github.com/pytorch/pytorch/issues/53876 for more background \n"
+           "about fast mode. Below, we recompute numerical and analytical jacobians in slow mode:\n\n"
            f"Numerical:\n {numerical}\n"
            f"Analytical:\n{analytical}\n\n"
            f"The max per-element difference (slow mode) is: {max_diff}.\n")
-    if _allclose(analytical, numerical, rtol, atol):
-        msg += ("\nFast gradcheck failed but the element-wise differences are small: slow mode would have "
-                "passed. Call gradcheck/gradgradcheck with fast_mode=False for this function.")
+    if slow_allclose:
+        msg += _FAST_FAIL_SLOW_OK_MSG   # slow mode would have passed
     return msg
 
 
 def _fast_gradcheck(func, func_out, inputs, eps, rtol, atol, check_grad_dtypes, nondet_tol, use_forward_ad,
-                    cache: dict):
+                    cache: dict, complex_indices=None, test_imag: bool = False):
     func_out = _as_tuple(func_out)
     out_at = _diff_positions(func_out)
     outputs = tuple(func_out[j] for j in out_at)
@@ -453,15 +530,18 @@ def _fast_gradcheck(func, func_out, inputs, eps, rtol, atol, check_grad_dtypes, 
             o = func_out[j]
             vJ = _analytical_reverse(inputs, o, lambda: [v.reshape(o.shape)], nondet_tol, check_grad_dtypes)
             for ii, (m, u) in enumerate(zip(vJ, all_u)):
-                analytical[ii][oi] = (m.reshape(-1) * u).sum()
+                m = m.reshape(-1)
+                if m.dtype.is_complex:   # C -> R: Re(vJ) . u_r + i Im(vJ) . u_i, as the numerical side
+                    analytical[ii][oi] = _torch.dot(m.real, u[0]) + 1j * _torch.dot(m.imag, u[1])
+                else:
+                    analytical[ii][oi] = _torch.dot(m, u)
 
     for ii, u in enumerate(all_u):
         for oi in range(len(out_at)):
             a, n = analytical[ii][oi], numerical[ii][oi]
-            # |v^T (A - N) u| may reach atol * sum(u) * sum(v) when every entry differs by atol.
-            scale = float(u.sum()) * (1.0 if all_v is None else float(all_v[oi].sum()))
-            if not _allclose(a, n, rtol, atol * scale):
-                raise GradcheckError(_notallclose_msg(a, n, oi, ii, forward=use_forward_ad) + _fast_fail_details(
+            if not _allclose(a, n, rtol, _adjusted_atol(atol, u, None if all_v is None else all_v[oi])):
+                raise GradcheckError(_notallclose_msg(a, n, oi, ii, complex_indices, test_imag,
+                                                      forward=use_forward_ad) + _fast_fail_details(
                     func, inputs, func_out, ii, out_at[oi], rtol, atol, eps, use_forward_ad))
 
 
@@ -631,32 +711,9 @@ def _gradcheck(func, inputs, *, eps, atol, rtol, raise_exception, nondet_tol, ch
         _check_inputs(inputs, eps, stacklevel)
         func_out = func(*inputs)
         outputs = _differentiable_outputs(func_out)
-        # complex inputs or outputs: slow mode (PyTorch's fast mode draws complex u and v; the slow check compares
-        # every Jacobian entry, so it is the stricter of the two)
-        has_complex = any(_is_complex(x) for x in inputs) or any(_is_complex(o) for o in _as_tuple(func_out))
-        check = _fast_gradcheck if fast_mode and not has_complex else _slow_gradcheck
-        cache: dict = {}
-        if check_backward_ad:
-            if any(_is_complex(o) for o in outputs):
-                # as PyTorch: a complex output is checked as two real functions, its real and imaginary parts
-                for part in (_torch.real, _torch.imag):
-                    fn = _complex_outputs_as(func, part)
-                    check(fn, fn(*inputs), inputs, eps, rtol, atol, check_grad_dtypes, nondet_tol, False, {})
-            else:
-                check(func, func_out, inputs, eps, rtol, atol, check_grad_dtypes, nondet_tol, False, cache)
-        if check_forward_ad:
-            cx_in = [i for i in _diff_positions(inputs) if _is_complex(inputs[i])]
-            if cx_in:
-                # as PyTorch: forward mode is checked on functions of the real parts, then of the imaginary parts,
-                # of the complex inputs (the other part held fixed)
-                for part in ("real", "imag"):
-                    fn, part_inputs = _complex_inputs_as(func, inputs, cx_in, part)
-                    check(fn, fn(*part_inputs), part_inputs, eps, rtol, atol, check_grad_dtypes, nondet_tol, True,
-                          {})
-            else:
-                check(func, func_out, inputs, eps, rtol, atol, check_grad_dtypes, nondet_tol, True, cache)
-            if check_undefined_grad:
-                _test_undefined_forward_mode(func, outputs, inputs)
+        check = _fast_gradcheck if fast_mode else _slow_gradcheck
+        _gradcheck_real_imag(check, func, func_out, inputs, outputs, eps, rtol, atol, check_grad_dtypes, nondet_tol,
+                             check_forward_ad, check_backward_ad, check_undefined_grad)
         if check_batched_forward_grad:
             raise NotImplementedError("ember has no vmap: check_batched_forward_grad=True is not supported")
         if not check_backward_ad:
