@@ -286,8 +286,9 @@ def _forward_tangents(func: Callable, inputs: tuple, outputs_at: list[int], tang
                 cols = []
                 for j in outputs_at:
                     tan = fwAD.unpack_dual(outs[j]).tangent
-                    # Copy: a tangent may be a view of the input tangent we are about to refill.
-                    cols.append(None if tan is None else tan.detach().reshape(-1).clone())
+                    # Copy: a tangent may be a view of the input tangent we are about to refill. (Not detached:
+                    # as in PyTorch, a tangent that depends on an input requiring grad carries a graph.)
+                    cols.append(None if tan is None else tan.reshape(-1).clone())
                 per_eval.append(cols)
             res.append(per_eval)
     return res
@@ -302,6 +303,22 @@ def _one_hot_fill(k: int, t: Tensor):
             t[idx] = 0.0
 
 
+def _forward_jacobian(rows: list, out: Tensor) -> Tensor:
+    """PyTorch's forward-mode Jacobian: zeros of ``out``'s dtype, each row (a tangent, None: zero) copied in
+    with autograd recording, so that a tangent carrying a graph gives the Jacobian a ``grad_fn`` (its printed
+    form in a failure message, as PyTorch's). One row: a vector (fast mode's ``J u``)."""
+    jac = _torch.zeros((len(rows), out.numel()), dtype=out.dtype)
+    if len(rows) == 1:
+        jac.squeeze_(0)
+        return jac.zero_() if rows[0] is None else jac.copy_(rows[0])
+    for k, r in enumerate(rows):
+        if r is None:
+            jac[k].zero_()
+        else:
+            jac[k].copy_(r)
+    return jac
+
+
 def _forward_jacobians(func: Callable, inputs: tuple, outputs: tuple) -> dict:
     """{(output position, input position): Jacobian} by forward mode, one input element at a time."""
     float_at = [j for j, o in enumerate(outputs) if _is_float(o)]
@@ -310,9 +327,7 @@ def _forward_jacobians(func: Callable, inputs: tuple, outputs: tuple) -> dict:
     jac = {}
     for k, i in enumerate(diff):
         for n, j in enumerate(float_at):
-            o = outputs[j]
-            jac[(j, i)] = _stack_rows([ev[n] if ev[n] is not None else o.new_zeros((o.numel(),))
-                                       for ev in cols[k]], o.numel(), o, o.dtype)
+            jac[(j, i)] = _forward_jacobian([ev[n] for ev in cols[k]], outputs[j])
     return jac
 
 
@@ -333,7 +348,7 @@ def _complex_inputs_as(func: Callable, inputs: tuple, cx_in: list, part: str):
     def fn(*args):
         full = list(args)
         for i in cx_in:
-            orig = inputs[i].detach()
+            orig = inputs[i]   # not detached, as PyTorch (a tangent through it carries a graph)
             full[i] = args[i] + orig.imag * 1j if part == "real" else orig.real + args[i] * 1j
         return _as_tuple(func(*full))
     return fn, tuple(part_inputs)
@@ -522,8 +537,8 @@ def _fast_gradcheck(func, func_out, inputs, eps, rtol, atol, check_grad_dtypes, 
             with no_grad():
                 t.zero_()
         tans = _forward_tangents(func, inputs, out_at, fill)
-        analytical = [[c if c is not None else func_out[j].new_zeros((func_out[j].numel(),))
-                       for c, j in zip(tans[k][0], out_at)] for k in range(len(in_at))]
+        analytical = [[_forward_jacobian([c], func_out[j]) for c, j in zip(tans[k][0], out_at)]
+                      for k in range(len(in_at))]
     else:
         analytical = [[None] * len(out_at) for _ in in_at]
         for oi, (j, v) in enumerate(zip(out_at, all_v)):
