@@ -885,3 +885,48 @@ def test_complex_errors_match_torch(name):
     assert t[0] == "raise"
     assert e[:2] == t[:2], (e, t)
     assert e[2].splitlines()[0] == t[2].splitlines()[0]
+
+
+def test_complex_check_batched_grad_failure_as_torch():
+    """A drifting complex backward: the same message (PyTorch's text, the complex grad_outputs drawn from the
+    global generator as torch's randn_like draws them); only "Got" differs (torch runs the backward once
+    for the batch under vmap, ember once per row)."""
+    def prog(m):
+        calls = [0]
+
+        class Drifting(m.autograd.Function):
+            @staticmethod
+            def forward(ctx, z):
+                return z * 3
+
+            @staticmethod
+            def backward(ctx, g):
+                calls[0] += 1
+                return g * (3 + 1e-3 * calls[0])
+        return gc(m, Drifting.apply, cdata(m)[:1], check_batched_grad=True, nondet_tol=1, atol=1e-1, rtol=1e-1,
+                  check_undefined_grad=False)
+    t, e = run(torch, prog), run(ember, prog)
+    assert t[:2] == e[:2] == ("raise", "GradcheckError")
+    assert e[2].split("\nGot:\n")[0] == t[2].split("\nGot:\n")[0]
+    assert e[2].split("Expected:")[1] == t[2].split("Expected:")[1]
+
+
+def test_complex_undefined_tangent_checked_per_part():
+    """Forward mode with check_undefined_grad on complex inputs: PyTorch checks the imaginary-part and the
+    real-part functions; a tangent that is not zero for an undefined input tangent fails in both."""
+    def prog(m):
+        def f(z):
+            p, t = m.autograd.forward_ad.unpack_dual(z)
+            if t is None:   # an undefined tangent must act as zero: this one does not
+                try:
+                    return m.autograd.forward_ad.make_dual(p * 2, m.ones_like(p))
+                except RuntimeError:   # outside a dual level
+                    pass
+            return z * 2
+        return gc(m, f, cdata(m)[:1], check_forward_ad=True, check_backward_ad=False)
+    t, e = run(torch, prog), run(ember, prog)
+    assert t[:2] == e[:2] == ("raise", "GradcheckError")
+    # PyTorch's message is the tuple of its arguments. (Its "Got" tangent prints a grad_fn: torch's mul JVP
+    # records zeros * primal + tangent * 2 through the primal requiring grad; ember's records t * 2 alone.)
+    assert e[2].split(" Got: ")[0] == t[2].split(" Got: ")[0]
+    assert e[2].split("expected: ")[1] == t[2].split("expected: ")[1]
