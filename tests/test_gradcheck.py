@@ -354,6 +354,22 @@ def test_float64_inputs_do_not_warn():
         assert ember.autograd.gradcheck(lambda a: a * 2, data(ember)[:1])
 
 
+def test_complex128_inputs_do_not_warn():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert ember.autograd.gradcheck(lambda z: z * 2, cdata(ember)[:1])
+
+
+@LIBS
+def test_complex64_input_warns(m):
+    z = m.randn(4, dtype=m.complex64, requires_grad=True)
+    with pytest.warns(UserWarning, match="Input #0 requires gradient and is not a double precision") as rec:
+        assert m.autograd.gradcheck(lambda a: a * 2, (z,), eps=1e-3, atol=1e-2, rtol=1e-2)
+    if m is ember:
+        w = [r for r in rec if "double precision" in str(r.message)][0]
+        assert "complex128" in str(w.message)
+
+
 def test_gradgradcheck_draws_grad_outputs_as_torch():
     """Random grad_outputs come from the global generator, in torch's order: the stream after matches."""
     def prog(m):

@@ -115,7 +115,7 @@ def _check_inputs(inputs: tuple, eps: float, stacklevel: int) -> None:
     for idx, inp in enumerate(inputs):
         if not _needs_grad(inp):
             continue
-        if inp.dtype != _torch.float64:
+        if inp.dtype not in (_torch.float64, _torch.complex128):
             # PyTorch's warning, and (beyond it) why and what to do: this is the most common
             # cause of a gradcheck that fails on a correct function.
             warnings.warn(
@@ -124,7 +124,9 @@ def _check_inputs(inputs: tuple, eps: float, stacklevel: int) -> None:
                 f"or complex. Input #{idx} is {inp.dtype}: its rounding error (relative "
                 f"{_torch.finfo(inp.dtype).eps:.1e}) limits the accuracy of central differences taken with "
                 f"eps={eps:g}. "
-                "Pass float64 inputs, e.g. x.double() or torch.randn(..., dtype=torch.float64).",
+                + ("Pass complex128 inputs, e.g. z.to(torch.complex128) or torch.randn(..., dtype=torch.complex128)."
+                   if inp.dtype.is_complex else
+                   "Pass float64 inputs, e.g. x.double() or torch.randn(..., dtype=torch.float64)."),
                 stacklevel=stacklevel)
         # (An empty tensor overlaps nothing, whatever strides its array reports.)
         if inp.numel() and not all(st > 0 or sz <= 1 for st, sz in zip(inp.stride(), inp.shape)):
