@@ -322,8 +322,7 @@ ERRORS = {
 def test_errors_match_torch(name):
     t, e = run(torch, ERRORS[name]), run(ember, ERRORS[name])
     assert t[0] == "raise"
-    assert e[:2] == t[:2], (e, t)
-    assert e[2].splitlines()[0] == t[2].splitlines()[0]
+    assert e == t   # the whole message
 
 
 def test_function_without_jvp_leaves_no_dual_level_open():
@@ -489,8 +488,8 @@ def test_check_batched_grad_failure_as_torch():
     t, e = run(torch, prog), run(ember, prog)
     assert t[:2] == e[:2] == ("raise", "GradcheckError")
     assert e[2].splitlines()[0] == t[2].splitlines()[0] == "For output 0 and input 0:"
+    assert e[2].split("\nGot:\n")[0] == t[2].split("\nGot:\n")[0]   # PyTorch's text
     assert e[2].split("Expected:")[1] == t[2].split("Expected:")[1]
-    assert "check_batched_grad=False" in e[2]
 
 
 # ----- forward-over-reverse (gradgradcheck(check_fwd_over_rev=True)) ----------------------------------
@@ -899,8 +898,7 @@ COMPLEX_ERRORS = {
 def test_complex_errors_match_torch(name):
     t, e = run(torch, COMPLEX_ERRORS[name]), run(ember, COMPLEX_ERRORS[name])
     assert t[0] == "raise"
-    assert e[:2] == t[:2], (e, t)
-    assert e[2].splitlines()[0] == t[2].splitlines()[0]
+    assert e == t   # the whole message
 
 
 def test_complex_check_batched_grad_failure_as_torch():

@@ -229,6 +229,23 @@ def _check_vjps(rows: list[list], diff_inputs: list, check_grad_dtypes: bool) ->
                 raise GradcheckError("Gradient has dtype mismatch")
 
 
+_FAILED_NONDET_MSG = """\n
+NOTE: If your op relies on non-deterministic operations i.e., it is listed here:
+https://pytorch.org/docs/stable/generated/torch.use_deterministic_algorithms.html
+this failure might be expected.
+
+If you are adding a new operator, please file an issue and then use one of the
+workarounds. The workaround depends on how your test invokes gradcheck/gradgradcheck.
+If the test
+- manually invokes gradcheck/gradgradcheck, then call gradcheck/gradgradcheck
+  with `nondet_tol=<tol>` as a keyword argument.
+- is OpInfo-based (e.g., in test_ops_gradients.py), then modify the OpInfo for the test
+  to have `gradcheck_nondet_tol=<tol>`.
+- is a Module test (e.g., in common_nn.py), then modify the corresponding
+  module_test entry to have `gradcheck_nondet_tol=<tol>`
+"""   # PyTorch's text, word for word
+
+
 def _analytical_reverse(inputs: tuple, output: Tensor, grad_outputs_fn: Callable, nondet_tol: float,
                         check_grad_dtypes: bool) -> list[Tensor]:
     """One (input numel, number of grad_outputs) matrix per input that requires grad, column k the VJP
@@ -244,9 +261,7 @@ def _analytical_reverse(inputs: tuple, output: Tensor, grad_outputs_fn: Callable
             raise GradcheckError(
                 "Backward is not reentrant, i.e., running backward with same input and grad_output multiple "
                 "times gives different values, although analytical gradient matches numerical gradient."
-                f"The tolerance for nondeterminism was {nondet_tol}.\n\n"
-                "If the function uses non-deterministic operations, this failure may be expected: pass "
-                "nondet_tol=<tolerance> to gradcheck/gradgradcheck.")
+                f"The tolerance for nondeterminism was {nondet_tol}." + _FAILED_NONDET_MSG)
     return mats[0]
 
 
@@ -609,15 +624,15 @@ def _test_undefined_backward_mode(func, inputs: tuple) -> None:
             grads = _grad(outs, diff_inputs, zeros, allow_unused=True)
         except RuntimeError as e:
             warn_bc()
-            raise GradcheckError("Expected backward function to handle undefined output grads. An output "
-                                 "gradient may be undefined (None) and must be treated as zero: a custom "
-                                 "Function's backward gets None there after ctx.set_materialize_grads(False).") \
-                from e
+            raise GradcheckError("Expected backward function to handle undefined output grads. "
+                                 'Please look at "Notes about undefined output gradients" in '
+                                 '"tools/autograd/derivatives.yaml"') from e
         for g in grads:
             if g is not None and not bool(g.eq(0).all()):
                 warn_bc()
                 raise GradcheckError("Expected all input grads to be undefined or zero when all output grads "
-                                     "are undefined or zero.")
+                                     'are undefined or zero. Please look at "Notes about undefined output '
+                                     'gradients" in "tools/autograd/derivatives.yaml"')
 
     outs = [o for o in _differentiable_outputs(func(*inputs))]
     check([_UndefinedGrad.apply(o) for o in outs])
