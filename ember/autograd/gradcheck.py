@@ -8,7 +8,8 @@ input element (forward mode). Fast mode compares the scalars ``v^T J u`` for ran
 
 As in PyTorch, inputs are perturbed in place through ``.data`` (no version bump, so the function
 may save them) and Jacobians are laid out ``(input numel, output numel)``.
-Complex and sparse inputs, which ember does not have, are not handled.
+Complex inputs and outputs are checked as PyTorch checks them (see ``_gradcheck_real_imag``); sparse
+inputs, which ember does not have, are not handled.
 """
 from __future__ import annotations
 
@@ -90,9 +91,20 @@ def _stack_rows(rows: list, n_cols: int, like: Tensor, dtype) -> Tensor:
         return _torch.stack([r.reshape(-1).to(dtype=dtype) for r in rows], dim=0)
 
 
-def _notallclose_msg(analytical, numerical, output_idx: int, input_idx: int, forward: bool = False) -> str:
+def _notallclose_msg(analytical, numerical, output_idx: int, input_idx: int, complex_indices=None,
+                     test_imag: bool = False, forward: bool = False) -> str:
+    """PyTorch's message. A complex output (reverse mode) or input (forward mode) is checked as two real
+    functions, its imaginary part then its real part; ``complex_indices`` are the positions of the complex
+    ones (among the differentiable outputs, or among all inputs, as PyTorch indexes them)."""
+    out_is_complex = not forward and complex_indices and output_idx in complex_indices
+    inp_is_complex = forward and complex_indices and input_idx in complex_indices
+    prefix = ""
+    if out_is_complex or inp_is_complex:
+        part = "imaginary" if test_imag else "real"
+        element = "inputs" if forward else "outputs"
+        prefix = f"While considering the {part} part of complex {element} only, "
     mode = "computed with forward mode " if forward else ""
-    return (f"Jacobian {mode}mismatch for output {output_idx:d} with respect to input {input_idx:d},\n"
+    return (f"{prefix}Jacobian {mode}mismatch for output {output_idx:d} with respect to input {input_idx:d},\n"
             f"numerical:{numerical}\nanalytical:{analytical}\n")
 
 
@@ -103,7 +115,7 @@ def _check_inputs(inputs: tuple, eps: float, stacklevel: int) -> None:
     for idx, inp in enumerate(inputs):
         if not _needs_grad(inp):
             continue
-        if inp.dtype != _torch.float64:
+        if inp.dtype not in (_torch.float64, _torch.complex128):
             # PyTorch's warning, and (beyond it) why and what to do: this is the most common
             # cause of a gradcheck that fails on a correct function.
             warnings.warn(
@@ -112,7 +124,9 @@ def _check_inputs(inputs: tuple, eps: float, stacklevel: int) -> None:
                 f"or complex. Input #{idx} is {inp.dtype}: its rounding error (relative "
                 f"{_torch.finfo(inp.dtype).eps:.1e}) limits the accuracy of central differences taken with "
                 f"eps={eps:g}. "
-                "Pass float64 inputs, e.g. x.double() or torch.randn(..., dtype=torch.float64).",
+                + ("Pass complex128 inputs, e.g. z.to(torch.complex128) or torch.randn(..., dtype=torch.complex128)."
+                   if inp.dtype.is_complex else
+                   "Pass float64 inputs, e.g. x.double() or torch.randn(..., dtype=torch.float64)."),
                 stacklevel=stacklevel)
         # (An empty tensor overlaps nothing, whatever strides its array reports.)
         if inp.numel() and not all(st > 0 or sz <= 1 for st, sz in zip(inp.stride(), inp.shape)):
@@ -215,6 +229,23 @@ def _check_vjps(rows: list[list], diff_inputs: list, check_grad_dtypes: bool) ->
                 raise GradcheckError("Gradient has dtype mismatch")
 
 
+_FAILED_NONDET_MSG = """\n
+NOTE: If your op relies on non-deterministic operations i.e., it is listed here:
+https://pytorch.org/docs/stable/generated/torch.use_deterministic_algorithms.html
+this failure might be expected.
+
+If you are adding a new operator, please file an issue and then use one of the
+workarounds. The workaround depends on how your test invokes gradcheck/gradgradcheck.
+If the test
+- manually invokes gradcheck/gradgradcheck, then call gradcheck/gradgradcheck
+  with `nondet_tol=<tol>` as a keyword argument.
+- is OpInfo-based (e.g., in test_ops_gradients.py), then modify the OpInfo for the test
+  to have `gradcheck_nondet_tol=<tol>`.
+- is a Module test (e.g., in common_nn.py), then modify the corresponding
+  module_test entry to have `gradcheck_nondet_tol=<tol>`
+"""   # PyTorch's text, word for word
+
+
 def _analytical_reverse(inputs: tuple, output: Tensor, grad_outputs_fn: Callable, nondet_tol: float,
                         check_grad_dtypes: bool) -> list[Tensor]:
     """One (input numel, number of grad_outputs) matrix per input that requires grad, column k the VJP
@@ -230,9 +261,7 @@ def _analytical_reverse(inputs: tuple, output: Tensor, grad_outputs_fn: Callable
             raise GradcheckError(
                 "Backward is not reentrant, i.e., running backward with same input and grad_output multiple "
                 "times gives different values, although analytical gradient matches numerical gradient."
-                f"The tolerance for nondeterminism was {nondet_tol}.\n\n"
-                "If the function uses non-deterministic operations, this failure may be expected: pass "
-                "nondet_tol=<tolerance> to gradcheck/gradgradcheck.")
+                f"The tolerance for nondeterminism was {nondet_tol}." + _FAILED_NONDET_MSG)
     return mats[0]
 
 
@@ -274,8 +303,9 @@ def _forward_tangents(func: Callable, inputs: tuple, outputs_at: list[int], tang
                 cols = []
                 for j in outputs_at:
                     tan = fwAD.unpack_dual(outs[j]).tangent
-                    # Copy: a tangent may be a view of the input tangent we are about to refill.
-                    cols.append(None if tan is None else tan.detach().reshape(-1).clone())
+                    # Copy: a tangent may be a view of the input tangent we are about to refill. (Not detached:
+                    # as in PyTorch, a tangent that depends on an input requiring grad carries a graph.)
+                    cols.append(None if tan is None else tan.reshape(-1).clone())
                 per_eval.append(cols)
             res.append(per_eval)
     return res
@@ -290,6 +320,22 @@ def _one_hot_fill(k: int, t: Tensor):
             t[idx] = 0.0
 
 
+def _forward_jacobian(rows: list, out: Tensor) -> Tensor:
+    """PyTorch's forward-mode Jacobian: zeros of ``out``'s dtype, each row (a tangent, None: zero) copied in
+    with autograd recording, so that a tangent carrying a graph gives the Jacobian a ``grad_fn`` (its printed
+    form in a failure message, as PyTorch's). One row: a vector (fast mode's ``J u``)."""
+    jac = _torch.zeros((len(rows), out.numel()), dtype=out.dtype)
+    if len(rows) == 1:
+        jac.squeeze_(0)
+        return jac.zero_() if rows[0] is None else jac.copy_(rows[0])
+    for k, r in enumerate(rows):
+        if r is None:
+            jac[k].zero_()
+        else:
+            jac[k].copy_(r)
+    return jac
+
+
 def _forward_jacobians(func: Callable, inputs: tuple, outputs: tuple) -> dict:
     """{(output position, input position): Jacobian} by forward mode, one input element at a time."""
     float_at = [j for j, o in enumerate(outputs) if _is_float(o)]
@@ -298,9 +344,7 @@ def _forward_jacobians(func: Callable, inputs: tuple, outputs: tuple) -> dict:
     jac = {}
     for k, i in enumerate(diff):
         for n, j in enumerate(float_at):
-            o = outputs[j]
-            jac[(j, i)] = _stack_rows([ev[n] if ev[n] is not None else o.new_zeros((o.numel(),))
-                                       for ev in cols[k]], o.numel(), o, o.dtype)
+            jac[(j, i)] = _forward_jacobian([ev[n] for ev in cols[k]], outputs[j])
     return jac
 
 
@@ -312,19 +356,54 @@ def _complex_outputs_as(func: Callable, part: Callable) -> Callable:
 
 
 def _complex_inputs_as(func: Callable, inputs: tuple, cx_in: list, part: str):
-    """``func`` as a function of the real (or imaginary) parts of the complex inputs at ``cx_in``, and those parts
-    as real inputs requiring grad."""
+    """``func`` as a function of the real (or imaginary) parts of the complex inputs at ``cx_in``, the other part
+    held fixed, and those parts as real inputs (requiring grad where the complex input does)."""
     part_inputs = list(inputs)
     for i in cx_in:
-        part_inputs[i] = getattr(inputs[i], part).detach().requires_grad_(inputs[i].requires_grad)
+        part_inputs[i] = getattr(inputs[i], part)   # a view, as PyTorch passes it (perturbed through .data)
 
     def fn(*args):
         full = list(args)
         for i in cx_in:
-            orig = inputs[i].detach()
+            orig = inputs[i]   # not detached, as PyTorch (a tangent through it carries a graph)
             full[i] = args[i] + orig.imag * 1j if part == "real" else orig.real + args[i] * 1j
         return _as_tuple(func(*full))
     return fn, tuple(part_inputs)
+
+
+def _gradcheck_real_imag(check, func, func_out, inputs, outputs, eps, rtol, atol, check_grad_dtypes, nondet_tol,
+                         check_forward_ad, check_backward_ad, check_undefined_grad) -> None:
+    """PyTorch's ``_gradcheck_real_imag``: reverse mode checks a complex output as two real functions (its
+    imaginary part, then its real part); forward mode checks complex inputs as two real variables (the imaginary
+    parts, then the real parts). The messages say which part failed."""
+    # Without complex values, the reverse- and forward-mode checks share their central differences.
+    cache: dict = {}
+    if check_backward_ad:
+        if any(_is_complex(o) for o in _as_tuple(func_out)):
+            cx_out = [k for k, o in enumerate(outputs) if _is_complex(o)]
+            for part, test_imag in ((_torch.imag, True), (_torch.real, False)):
+                fn = _complex_outputs_as(func, part)
+                check(fn, fn(*inputs), inputs, eps, rtol, atol, check_grad_dtypes, nondet_tol, False, {},
+                      cx_out, test_imag)
+        else:
+            check(func, func_out, inputs, eps, rtol, atol, check_grad_dtypes, nondet_tol, False, cache)
+    if check_forward_ad:
+        cx_in = [i for i, x in enumerate(inputs) if _is_complex(x)]
+        if cx_in:
+            parts = []
+            for part, test_imag in (("imag", True), ("real", False)):
+                fn, part_inputs = _complex_inputs_as(func, inputs, cx_in, part)
+                part_out = fn(*part_inputs)
+                check(fn, part_out, part_inputs, eps, rtol, atol, check_grad_dtypes, nondet_tol, True, {},
+                      cx_in, test_imag)
+                parts.append((fn, part_out, part_inputs))
+            if check_undefined_grad:
+                for fn, part_out, part_inputs in parts:
+                    _test_undefined_forward_mode(fn, _differentiable_outputs(part_out), part_inputs)
+        else:
+            check(func, func_out, inputs, eps, rtol, atol, check_grad_dtypes, nondet_tol, True, cache)
+            if check_undefined_grad:
+                _test_undefined_forward_mode(func, outputs, inputs)
 
 
 # ----- slow mode ------------------------------------------------------------------------------------
@@ -336,7 +415,7 @@ def _check_no_differentiable_outputs(func, inputs, func_out, eps) -> None:
 
 
 def _slow_gradcheck(func, func_out, inputs, eps, rtol, atol, check_grad_dtypes, nondet_tol, use_forward_ad,
-                    cache: dict):
+                    cache: dict, complex_indices=None, test_imag: bool = False):
     func_out = _as_tuple(func_out)
     out_at = _diff_positions(func_out)
     if not out_at:
@@ -354,14 +433,14 @@ def _slow_gradcheck(func, func_out, inputs, eps, rtol, atol, check_grad_dtypes, 
             for ii, i in enumerate(in_at):
                 a, n = analytical[(j, i)], numerical[(j, i)]
                 if not _allclose(a, n, rtol, atol):
-                    raise GradcheckError(_notallclose_msg(a, n, oi, ii, forward=True))
+                    raise GradcheckError(_notallclose_msg(a, n, oi, ii, complex_indices, test_imag, forward=True))
         return
     for oi, j in enumerate(out_at):
         analytical = _analytical_jacobians(inputs, func_out[j], nondet_tol, check_grad_dtypes)
         for ii, (i, a) in enumerate(zip(in_at, analytical)):
             n = numerical[(j, i)]
             if not _allclose(a, n, rtol, atol):
-                raise GradcheckError(_notallclose_msg(a, n, oi, ii))
+                raise GradcheckError(_notallclose_msg(a, n, oi, ii, complex_indices, test_imag))
 
 
 # ----- fast mode ------------------------------------------------------------------------------------
@@ -369,27 +448,58 @@ def _slow_gradcheck(func, func_out, inputs, eps, rtol, atol, check_grad_dtypes, 
 def _random_unit_vectors(inputs: tuple, outputs: tuple, use_forward_ad: bool):
     """PyTorch's u (one per differentiable input) and v (one per differentiable output): uniform [0, 1)
     draws from a fresh generator, normalised. A private generator leaves the user's RNG state alone,
-    and the same seed gives the same vectors as PyTorch."""
+    and the same seed gives the same vectors as PyTorch. A complex input gets a pair (u_r, u_i) of real
+    vectors, drawn one after the other: it is perturbed along u_r and along i u_i."""
     g = _torch.Generator()
 
-    def vec(t: Tensor) -> Tensor:
-        if t.dtype.is_complex:   # a real unit vector, as a complex one
-            v = _torch.rand(t.numel(), generator=g).to(dtype=t.dtype.to_real())
-            return (v / v.norm()).to(dtype=t.dtype)
-        v = _torch.rand(t.numel(), generator=g).to(dtype=t.dtype)
+    def vec(t: Tensor, downcast_complex: bool = False) -> Tensor:
+        dtype = t.dtype.to_real() if downcast_complex and t.dtype.is_complex else t.dtype
+        v = _torch.rand(t.numel(), generator=g).to(dtype=dtype)
         return v / v.norm()
 
-    all_u = [vec(inputs[i]) for i in _diff_positions(inputs)]
+    all_u = []
+    for i in _diff_positions(inputs):
+        ur = vec(inputs[i], True)
+        all_u.append((ur, vec(inputs[i], True)) if inputs[i].dtype.is_complex else ur)
     all_v = None if use_forward_ad else [vec(o) for o in outputs]
     return all_u, all_v
 
 
-def _numerical_Ju(func, inputs: tuple, u: Tensor, i: int, eps: float) -> list:
-    """J u for every output of ``func`` w.r.t. input ``i``: one central difference along ``u``."""
+def _numerical_Ju(func, inputs: tuple, u, i: int, eps: float) -> list:
+    """J u for every output of ``func`` w.r.t. input ``i``: one central difference along ``u``; for a complex
+    input, ``u = (u_r, u_i)`` and J u is the conjugate Wirtinger form ds/dx u_r + i ds/dy u_i (as PyTorch)."""
     x = inputs[i]
-    data = x.data
-    step = u.reshape(x.shape) * eps
-    return _central_difference(_evaluator(func, inputs), data, step, eps)
+    run = _evaluator(func, inputs)
+    if isinstance(u, tuple):
+        ds_dx = _central_difference(run, x.data, u[0].reshape(x.shape) * eps, eps)
+        ds_dy = _central_difference(run, x.data, (u[1] * eps).reshape(x.shape) * 1j, eps)
+        return [None if a is None else a + b * 1j for a, b in zip(ds_dx, ds_dy)]
+    return _central_difference(run, x.data, u.reshape(x.shape) * eps, eps)
+
+
+def _adjusted_atol(atol: float, u, v) -> float:
+    """PyTorch's tolerance for ``v^T J u``: |v^T (A - N) u| may reach atol * sum(u) * sum(v) when every entry
+    differs by atol; for a complex input, u = (u_r, u_i) counts sum(u_r) + sum(u_i)."""
+    sum_v = 1.0 if v is None else float(v.sum())
+    sum_u = float(u[0].sum()) + float(u[1].sum()) if isinstance(u, tuple) else float(u.sum())
+    return atol * sum_u * sum_v
+
+
+_FAST_FAIL_SLOW_OK_MSG = """
+Fast gradcheck failed but element-wise differences are small. This means that the
+test might've passed in slow_mode!
+
+If you are adding a new operator, please file an issue and then use one of the
+workarounds. The workaround depends on how your test invokes gradcheck/gradgradcheck:
+
+If the test
+- manually invokes gradcheck/gradgradcheck, then call gradcheck/gradgradcheck
+  with `fast_mode=False` as a keyword argument.
+- is OpInfo-based (e.g., in test_ops_gradients.py), then modify the OpInfo for the test
+  to have `gradcheck_fast_mode=False`
+- is a Module test (e.g., in common_nn.py), then modify the corresponding
+  module_test entry to have `gradcheck_fast_mode=False`
+""".strip()
 
 
 def _fast_fail_details(func, inputs, func_out, ii, j, rtol, atol, eps, use_forward_ad) -> str:
@@ -402,21 +512,20 @@ def _fast_fail_details(func, inputs, func_out, ii, j, rtol, atol, eps, use_forwa
     else:
         analytical = _analytical_jacobians(inputs, func_out[j], float("inf"), False)[ii]
     max_diff = (numerical - analytical).abs().max() if numerical.numel() else 0.0
-    what = "J u for a random unit vector u" if use_forward_ad else "v^T J u for random unit vectors u and v"
-    msg = (f"\nThe quantities above are {what} (fast mode, see "
-           "https://github.com/pytorch/pytorch/issues/53876); below, the numerical and analytical Jacobians "
-           "are recomputed in slow mode:\n\n"
+    slow_allclose = bool(_torch.allclose(analytical, numerical, rtol, atol))
+    msg = ("\nThe above quantities relating the numerical and analytical jacobians are computed \n"
+           "in fast mode. See: https://github.com/pytorch/pytorch/issues/53876 for more background \n"
+           "about fast mode. Below, we recompute numerical and analytical jacobians in slow mode:\n\n"
            f"Numerical:\n {numerical}\n"
            f"Analytical:\n{analytical}\n\n"
            f"The max per-element difference (slow mode) is: {max_diff}.\n")
-    if _allclose(analytical, numerical, rtol, atol):
-        msg += ("\nFast gradcheck failed but the element-wise differences are small: slow mode would have "
-                "passed. Call gradcheck/gradgradcheck with fast_mode=False for this function.")
+    if slow_allclose:
+        msg += _FAST_FAIL_SLOW_OK_MSG   # slow mode would have passed
     return msg
 
 
 def _fast_gradcheck(func, func_out, inputs, eps, rtol, atol, check_grad_dtypes, nondet_tol, use_forward_ad,
-                    cache: dict):
+                    cache: dict, complex_indices=None, test_imag: bool = False):
     func_out = _as_tuple(func_out)
     out_at = _diff_positions(func_out)
     outputs = tuple(func_out[j] for j in out_at)
@@ -445,23 +554,26 @@ def _fast_gradcheck(func, func_out, inputs, eps, rtol, atol, check_grad_dtypes, 
             with no_grad():
                 t.zero_()
         tans = _forward_tangents(func, inputs, out_at, fill)
-        analytical = [[c if c is not None else func_out[j].new_zeros((func_out[j].numel(),))
-                       for c, j in zip(tans[k][0], out_at)] for k in range(len(in_at))]
+        analytical = [[_forward_jacobian([c], func_out[j]) for c, j in zip(tans[k][0], out_at)]
+                      for k in range(len(in_at))]
     else:
         analytical = [[None] * len(out_at) for _ in in_at]
         for oi, (j, v) in enumerate(zip(out_at, all_v)):
             o = func_out[j]
             vJ = _analytical_reverse(inputs, o, lambda: [v.reshape(o.shape)], nondet_tol, check_grad_dtypes)
             for ii, (m, u) in enumerate(zip(vJ, all_u)):
-                analytical[ii][oi] = (m.reshape(-1) * u).sum()
+                m = m.reshape(-1)
+                if m.dtype.is_complex:   # C -> R: Re(vJ) . u_r + i Im(vJ) . u_i, as the numerical side
+                    analytical[ii][oi] = _torch.dot(m.real, u[0]) + 1j * _torch.dot(m.imag, u[1])
+                else:
+                    analytical[ii][oi] = _torch.dot(m, u)
 
     for ii, u in enumerate(all_u):
         for oi in range(len(out_at)):
             a, n = analytical[ii][oi], numerical[ii][oi]
-            # |v^T (A - N) u| may reach atol * sum(u) * sum(v) when every entry differs by atol.
-            scale = float(u.sum()) * (1.0 if all_v is None else float(all_v[oi].sum()))
-            if not _allclose(a, n, rtol, atol * scale):
-                raise GradcheckError(_notallclose_msg(a, n, oi, ii, forward=use_forward_ad) + _fast_fail_details(
+            if not _allclose(a, n, rtol, _adjusted_atol(atol, u, None if all_v is None else all_v[oi])):
+                raise GradcheckError(_notallclose_msg(a, n, oi, ii, complex_indices, test_imag,
+                                                      forward=use_forward_ad) + _fast_fail_details(
                     func, inputs, func_out, ii, out_at[oi], rtol, atol, eps, use_forward_ad))
 
 
@@ -512,15 +624,15 @@ def _test_undefined_backward_mode(func, inputs: tuple) -> None:
             grads = _grad(outs, diff_inputs, zeros, allow_unused=True)
         except RuntimeError as e:
             warn_bc()
-            raise GradcheckError("Expected backward function to handle undefined output grads. An output "
-                                 "gradient may be undefined (None) and must be treated as zero: a custom "
-                                 "Function's backward gets None there after ctx.set_materialize_grads(False).") \
-                from e
+            raise GradcheckError("Expected backward function to handle undefined output grads. "
+                                 'Please look at "Notes about undefined output gradients" in '
+                                 '"tools/autograd/derivatives.yaml"') from e
         for g in grads:
             if g is not None and not bool(g.eq(0).all()):
                 warn_bc()
                 raise GradcheckError("Expected all input grads to be undefined or zero when all output grads "
-                                     "are undefined or zero.")
+                                     'are undefined or zero. Please look at "Notes about undefined output '
+                                     'gradients" in "tools/autograd/derivatives.yaml"')
 
     outs = [o for o in _differentiable_outputs(func(*inputs))]
     check([_UndefinedGrad.apply(o) for o in outs])
@@ -549,15 +661,35 @@ def _test_undefined_forward_mode(func, outputs: tuple, inputs: tuple) -> None:
             for n, (o1, o2) in enumerate(zip(outs1, outs2)):
                 t1, t2 = fwAD.unpack_dual(o1).tangent, fwAD.unpack_dual(o2).tangent
                 if t1 is not None and t2 is not None and not _allclose(t1, t2, 1e-5, 1e-8):
-                    raise GradcheckError(f"Mismatch in tangent values for output with index: {n} when input: "
-                                         f"{inputs[i]} has an undefined tangent value.  Got: {t1} but "
-                                         f"expected: {t2}")
+                    # PyTorch's arguments: the message is the tuple they make
+                    raise GradcheckError("Mismatch in tangent values for output with index: ", n, " when input: ",
+                                         inputs[i], " has an undefined tangent value. ", " Got: ", t1,
+                                         " but expected: ", t2)
 
 
-_BATCHED_MSG = (
-    "gradcheck or gradgradcheck failed while testing batched gradient computation "
-    "(autograd.grad(..., is_grads_batched=True)). If the function cannot support batched gradients, "
-    "call gradcheck/gradgradcheck with check_batched_grad=False.")
+_BATCHED_MSG = """
+gradcheck or gradgradcheck failed while testing batched gradient computation.
+This could have been invoked in a number of ways (via a test that calls
+gradcheck/gradgradcheck directly or via an autogenerated test).
+
+If you are adding a new operator, please file an issue and then use one of the
+workarounds. The workaround depends on how your test invokes gradcheck/gradgradcheck.
+If the test
+- manually invokes gradcheck/gradgradcheck, then call gradcheck/gradgradcheck
+  with `check_batched_grad=False` as a keyword argument.
+- is OpInfo-based (e.g., in test_ops_gradients.py), then modify the OpInfo for the test
+  to have `check_batched_grad=False` and/or `check_batched_gradgrad=False`.
+
+If you're modifying an existing operator that supports batched grad computation,
+or wish to make a new operator work with batched grad computation, please read
+the following.
+
+To compute batched grads (e.g., jacobians, hessians), we vmap over the backward
+computation. The most common failure case is if there is a 'vmap-incompatible
+operation' in the backward pass. Please see
+NOTE: [How to write vmap-compatible backward formulas]
+in the codebase for an explanation of how to fix this.
+""".strip()   # PyTorch's text, word for word (ember batches the backward with is_grads_batched=True)
 
 
 def _test_batched_grad(inputs: tuple, output: Tensor, output_idx: int) -> None:
@@ -631,32 +763,9 @@ def _gradcheck(func, inputs, *, eps, atol, rtol, raise_exception, nondet_tol, ch
         _check_inputs(inputs, eps, stacklevel)
         func_out = func(*inputs)
         outputs = _differentiable_outputs(func_out)
-        # complex inputs or outputs: slow mode (PyTorch's fast mode draws complex u and v; the slow check compares
-        # every Jacobian entry, so it is the stricter of the two)
-        has_complex = any(_is_complex(x) for x in inputs) or any(_is_complex(o) for o in _as_tuple(func_out))
-        check = _fast_gradcheck if fast_mode and not has_complex else _slow_gradcheck
-        cache: dict = {}
-        if check_backward_ad:
-            if any(_is_complex(o) for o in outputs):
-                # as PyTorch: a complex output is checked as two real functions, its real and imaginary parts
-                for part in (_torch.real, _torch.imag):
-                    fn = _complex_outputs_as(func, part)
-                    check(fn, fn(*inputs), inputs, eps, rtol, atol, check_grad_dtypes, nondet_tol, False, {})
-            else:
-                check(func, func_out, inputs, eps, rtol, atol, check_grad_dtypes, nondet_tol, False, cache)
-        if check_forward_ad:
-            cx_in = [i for i in _diff_positions(inputs) if _is_complex(inputs[i])]
-            if cx_in:
-                # as PyTorch: forward mode is checked on functions of the real parts, then of the imaginary parts,
-                # of the complex inputs (the other part held fixed)
-                for part in ("real", "imag"):
-                    fn, part_inputs = _complex_inputs_as(func, inputs, cx_in, part)
-                    check(fn, fn(*part_inputs), part_inputs, eps, rtol, atol, check_grad_dtypes, nondet_tol, True,
-                          {})
-            else:
-                check(func, func_out, inputs, eps, rtol, atol, check_grad_dtypes, nondet_tol, True, cache)
-            if check_undefined_grad:
-                _test_undefined_forward_mode(func, outputs, inputs)
+        check = _fast_gradcheck if fast_mode else _slow_gradcheck
+        _gradcheck_real_imag(check, func, func_out, inputs, outputs, eps, rtol, atol, check_grad_dtypes, nondet_tol,
+                             check_forward_ad, check_backward_ad, check_undefined_grad)
         if check_batched_forward_grad:
             raise NotImplementedError("ember has no vmap: check_batched_forward_grad=True is not supported")
         if not check_backward_ad:
