@@ -440,6 +440,18 @@ def _batch_norm(input, running_mean, running_var, weight, bias, training, moment
                  {"wshape": wshape, "eps": eps, "acc": _acc(input)})
 
 
+def _check_groups(xs, c: int, num_groups: int, weight, bias) -> None:
+    """PyTorch's group-norm checks of the channels against the groups, the weight and the bias."""
+    if num_groups < 0 or c % num_groups != 0:
+        raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of "
+                           f"shape {_shape_list(xs)} and num_groups={num_groups}")
+    for p in (weight, bias):
+        if p is not None and (p._data.ndim != 1 or p._data.size != c):
+            raise RuntimeError(f"Expected weight to be a vector of size equal to the number of channels in input, "
+                               f"but got weight of shape {_shape_list(p._data.shape)} and input of shape "
+                               f"{_shape_list(xs)}")
+
+
 # ----- group_norm ----------------------------------------------------------------------------------------
 
 @register(module=True, submodule=_F)
@@ -465,14 +477,7 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bia
     for s in xs[2:]:
         spatial *= s
     _verify_batch_size([n * c // num_groups, num_groups] + list(xs[2:]))   # PyTorch's check, as its F builds it
-    if num_groups < 0 or c % num_groups != 0:
-        raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of "
-                           f"shape {_shape_list(xs)} and num_groups={num_groups}")
-    for p in (weight, bias):
-        if p is not None and (p._data.ndim != 1 or p._data.size != c):
-            raise RuntimeError(f"Expected weight to be a vector of size equal to the number of channels in input, "
-                               f"but got weight of shape {_shape_list(p._data.shape)} and input of shape "
-                               f"{_shape_list(xs)}")
+    _check_groups(xs, c, num_groups, weight, bias)
     _check_floating(input, "group_norm")
     _check_param_dtypes(input, (weight, bias), op)
     return apply(group_norm_p, (input, weight, bias),
@@ -676,14 +681,7 @@ def native_group_norm(input: Tensor, weight: Tensor | None, bias: Tensor | None,
     xs = input._data.shape
     if group <= 0:
         raise RuntimeError(f"Expected num groups to be greater than 0, got {group}")
-    if C % group != 0:
-        raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of "
-                           f"shape {_shape_list(xs)} and num_groups={group}")
-    for p in (weight, bias):
-        if p is not None and (p._data.ndim != 1 or p._data.size != C):
-            raise RuntimeError(f"Expected weight to be a vector of size equal to the number of channels in input, "
-                               f"but got weight of shape {_shape_list(p._data.shape)} and input of shape "
-                               f"{_shape_list(xs)}")
+    _check_groups(xs, C, group, weight, bias)
     if input._data.size != N * C * HxW:
         raise RuntimeError("Expected X.numel() == N * C * HxW to be true, but got false.  (Could this error message "
                            "be improved?  If so, please report an enhancement request to PyTorch.)")

@@ -15,6 +15,7 @@ import warnings
 
 from .. import _dtype as D
 from .._device import NAMESPACES, backend_of, has_data
+from ..devices.order import insertion_order
 from .._storage import TypedStorage, UntypedStorage, is_storage, warn_typed_storage  # noqa: F401
 from .._state import track_tangent
 from .._tensor import Size, Tensor, _sizes_from_args, make, wrap_dim
@@ -683,16 +684,7 @@ def dim_order(self: Tensor, *, ambiguity_check=False) -> tuple:
         return tuple(range(ndim))
     if channels_last and not contiguous:
         return (0, *range(2, ndim), 1)
-    perm = list(reversed(range(ndim)))
-    for i in range(1, ndim):
-        d1 = i
-        for d0 in reversed(range(i)):
-            c = order(perm[d0], perm[d1])
-            if c > 0:
-                perm[d0], perm[d1] = perm[d1], perm[d0]
-                d1 = d0
-            elif c < 0:
-                break
+    perm = insertion_order(ndim, order)
     if ambiguity_check is not False and any(order(perm[i], perm[i + 1]) != -1 for i in range(ndim - 1)):
         raise RuntimeError("The tensor does not have unique dim order.")
     return tuple(reversed(perm))

@@ -13,6 +13,8 @@ import math
 
 import numpy as np
 
+from ..order import insertion_order
+
 try:
     import ml_dtypes as _ml
     BF16 = np.dtype(_ml.bfloat16)
@@ -143,17 +145,7 @@ def _iter_order(shape, strides):
             if shape[d0] > shape[d1]:
                 return 1
         return 0
-    perm = list(range(len(shape) - 1, -1, -1))
-    for i in range(1, len(perm)):
-        d1 = i
-        for d0 in range(i - 1, -1, -1):
-            c = should_swap(perm[d0], perm[d1])
-            if c > 0:
-                perm[d0], perm[d1] = perm[d1], perm[d0]
-                d1 = d0
-            elif c < 0:
-                break
-    return perm
+    return insertion_order(len(shape), should_swap)
 
 
 def simd_positions(shape, *xs, step: int = SIMD_STEP):
