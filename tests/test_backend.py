@@ -252,3 +252,14 @@ def test_hook_returning_a_tensor_of_another_device_is_refused():
     y.register_hook(lambda g: g * 3)   # the same device: accepted
     y.sum().backward()
     _same(x.grad, ember.full((2,), 6.0, dtype=ember.float64), "x.grad")
+
+
+def test_raw_diagonal_takes_negative_dims():
+    # the cpu kernel walks the strides itself (as_strided): an unwrapped negative dim read outside the array
+    import numpy as np
+    from ember.devices import NAMESPACES
+    xp = NAMESPACES[np.ndarray]
+    x = np.arange(24.).reshape(2, 3, 4)
+    for offset in (0, 1, -1, 3):
+        for d1, d2 in ((-2, -1), (0, -1), (-1, 0), (1, 2)):
+            np.testing.assert_array_equal(xp.diagonal(x, offset, d1, d2), np.diagonal(x, offset, d1, d2))

@@ -93,6 +93,7 @@ def kernels(k) -> dict:
         return out
 
     def diagonal(x, offset=0, dim1=0, dim2=1):
+        dim1, dim2 = dim1 % x.ndim, dim2 % x.ndim
         n1, n2 = x.shape[dim1], x.shape[dim2]
         length = max(0, min(n1, n2 - offset)) if offset >= 0 else max(0, min(n1 + offset, n2))
         rest = [i for i in range(x.ndim) if i not in (dim1, dim2)]

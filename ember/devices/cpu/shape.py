@@ -64,7 +64,9 @@ def _diag_geometry(shape, strides, offset, dim1, dim2):
 
 
 def diagonal(x, offset=0, dim1=0, dim2=1):
-    """The diagonal of ``x`` over ``dim1``/``dim2`` as the last dim: a writeable view (NumPy's is read-only)."""
+    """The diagonal of ``x`` over ``dim1``/``dim2`` (negative dims count from the end) as the last dim: a
+    writeable view (NumPy's is read-only)."""
+    dim1, dim2 = dim1 % x.ndim, dim2 % x.ndim   # (as_strided reads outside x with an unwrapped dim)
     shape, strides, _ = _diag_geometry(x.shape, x.strides, offset, dim1, dim2)
     if shape[-1] == 0 or x.size == 0:
         return np.zeros(shape, dtype=x.dtype)   # nothing to share
