@@ -909,7 +909,8 @@ def _record(t: Tensor, prim: Primitive, args: tuple, params: dict, node_cls) -> 
     node.next_functions = tuple(edges) if pos is None else tuple(edges[j] for j in pos)
     node._seq = next(_seq)
     cx = prim.cx
-    if cx is not None and cx is not prim and _is_complex_node(prim, t, args):
+    if cx is not prim and cx is not None and (
+            t._data.dtype.kind == "c" or prim.cx_in and _is_complex_node(prim, t, args)):   # (output first: inline)
         prim = cx   # the node of a complex computation runs its complex rules (and saves what they read)
     node._prim = prim
     node._params = params
