@@ -1,0 +1,290 @@
+"""torch.onnx: export a model to ONNX from ember's own record of one forward call.
+
+``export(model, args, f, input_names=, output_names=, dynamic_axes=, opset_version=)`` runs ``model`` once under
+a tracer (every primitive op, plus the functions and recurrent layers ONNX has one op for), translates the ops to
+ONNX nodes and writes the model with the ``onnx`` package (an optional extra, imported on first export).
+Parameters and buffers become initializers under their PyTorch names (``fc1.weight``); tensors made inside
+``forward`` become constants. With ``dynamo=True`` (PyTorch's default) it returns an ``ONNXProgram``; with
+``dynamo=False`` None, as PyTorch's TorchScript exporter. An op without a translation raises
+``UnsupportedOperatorError`` naming it.
+"""
+from __future__ import annotations
+
+import contextlib
+import enum
+import os
+from typing import Any, Callable, Collection, Mapping, Sequence
+
+from . import errors
+from ._export import is_in_onnx_export
+from .errors import OnnxExporterError
+
+__all__ = ["export", "is_in_onnx_export", "ONNXProgram", "OnnxExporterError", "TrainingMode", "OperatorExportTypes",
+           "TensorProtoDataType", "JitScalarType", "select_model_mode_for_export", "ExportableModule", "errors"]
+
+producer_name = "pytorch"
+producer_version = "2.13.0"
+
+
+class TrainingMode(enum.IntEnum):
+    """The mode the model is exported in (PyTorch's torch.onnx.TrainingMode)."""
+    EVAL = 0
+    PRESERVE = 1
+    TRAINING = 2
+
+
+class OperatorExportTypes(enum.IntEnum):
+    """Which operators the TorchScript exporter could write (ember writes standard ONNX: ``ONNX``)."""
+    ONNX = 0
+    ONNX_ATEN = 1
+    ONNX_ATEN_FALLBACK = 2
+    ONNX_FALLTHROUGH = 3
+
+
+class TensorProtoDataType(enum.IntEnum):
+    """ONNX's element types (onnx.TensorProto.DataType)."""
+    UNDEFINED = 0
+    FLOAT = 1
+    UINT8 = 2
+    INT8 = 3
+    UINT16 = 4
+    INT16 = 5
+    INT32 = 6
+    INT64 = 7
+    STRING = 8
+    BOOL = 9
+    FLOAT16 = 10
+    DOUBLE = 11
+    UINT32 = 12
+    UINT64 = 13
+    COMPLEX64 = 14
+    COMPLEX128 = 15
+    BFLOAT16 = 16
+    FLOAT8E4M3FN = 17
+    FLOAT8E4M3FNUZ = 18
+    FLOAT8E5M2 = 19
+    FLOAT8E5M2FNUZ = 20
+
+
+# JitScalarType: PyTorch's scalar types in c10's order, with their dtype, names and ONNX type
+_SCALARS = [  # (name, ember dtype name, scalar_name, onnx type name)
+    ("UINT8", "uint8", "Byte", "UINT8"), ("INT8", "int8", "Char", "INT8"), ("INT16", "int16", "Short", "INT16"),
+    ("INT", "int32", "Int", "INT32"), ("INT64", "int64", "Long", "INT64"), ("HALF", "float16", "Half", "FLOAT16"),
+    ("FLOAT", "float32", "Float", "FLOAT"), ("DOUBLE", "float64", "Double", "DOUBLE"),
+    ("COMPLEX32", "complex32", "ComplexHalf", "UNDEFINED"), ("COMPLEX64", "complex64", "ComplexFloat", "COMPLEX64"),
+    ("COMPLEX128", "complex128", "ComplexDouble", "COMPLEX128"), ("BOOL", "bool", "Bool", "BOOL"),
+    ("QINT8", "qint8", "QInt8", "INT8"), ("QUINT8", "quint8", "QUInt8", "UINT8"), ("QINT32", "qint32", "QInt32", "INT32"),
+    ("BFLOAT16", "bfloat16", "BFloat16", "BFLOAT16"), ("FLOAT8E5M2", "float8_e5m2", "Float8_e5m2", "FLOAT8E5M2"),
+    ("FLOAT8E4M3FN", "float8_e4m3fn", "Float8_e4m3fn", "FLOAT8E4M3FN"),
+    ("FLOAT8E5M2FNUZ", "float8_e5m2fnuz", "Float8_e5m2fnuz", "FLOAT8E5M2FNUZ"),
+    ("FLOAT8E4M3FNUZ", "float8_e4m3fnuz", "Float8_e4m3fnuz", "FLOAT8E4M3FNUZ"),
+    ("UNDEFINED", None, "Undefined", "UNDEFINED")]
+
+
+class JitScalarType(enum.IntEnum):
+    """Scalar types defined in torch; converts between dtypes, their names and ONNX's types."""
+    UINT8 = 0
+    INT8 = 1
+    INT16 = 2
+    INT = 3
+    INT64 = 4
+    HALF = 5
+    FLOAT = 6
+    DOUBLE = 7
+    COMPLEX32 = 8
+    COMPLEX64 = 9
+    COMPLEX128 = 10
+    BOOL = 11
+    QINT8 = 12
+    QUINT8 = 13
+    QINT32 = 14
+    BFLOAT16 = 15
+    FLOAT8E5M2 = 16
+    FLOAT8E4M3FN = 17
+    FLOAT8E5M2FNUZ = 18
+    FLOAT8E4M3FNUZ = 19
+    UNDEFINED = 20
+
+    @classmethod
+    def from_dtype(cls, dtype) -> "JitScalarType":
+        from .. import _dtype as D
+        if not isinstance(dtype, D.dtype):
+            raise errors.OnnxExporterError(f"dtype must be a torch.dtype, got {type(dtype)}")
+        for name, dt, _, _ in _SCALARS:
+            if dt is not None and getattr(D, dt, None) is dtype:
+                return cls[name]
+        raise errors.OnnxExporterError(f"Unknown dtype: {dtype}")
+
+    @classmethod
+    def from_value(cls, value, default=None) -> "JitScalarType":
+        from .._tensor import Tensor
+        if isinstance(value, Tensor):
+            return cls.from_dtype(value.dtype)
+        if default is not None:
+            return default
+        raise errors.OnnxExporterError(f"Cannot determine scalar type for this '{type(value)}' instance and a "
+                                       "default value was not provided.")
+
+    @classmethod
+    def from_onnx_type(cls, onnx_type) -> "JitScalarType":
+        t = TensorProtoDataType(int(onnx_type))
+        for name, _, _, onnx_name in _SCALARS:
+            if onnx_name == t.name:
+                return cls[name]
+        raise errors.OnnxExporterError(f"Unknown onnx_type: {onnx_type}")
+
+    def scalar_name(self) -> str:
+        return _SCALARS[self.value][2]
+
+    def torch_name(self) -> str:
+        return _SCALARS[self.value][1] or "undefined"
+
+    def dtype(self):
+        from .. import _dtype as D
+        name = _SCALARS[self.value][1]
+        dt = getattr(D, name, None) if name else None
+        if dt is None:
+            raise errors.OnnxExporterError(f"Unknown dtype for {self.name}")
+        return dt
+
+    def onnx_type(self) -> TensorProtoDataType:
+        t = TensorProtoDataType[_SCALARS[self.value][3]]
+        if t == TensorProtoDataType.UNDEFINED and self != JitScalarType.UNDEFINED:
+            raise errors.OnnxExporterError(f"Scalar type {self.scalar_name()} cannot be converted to ONNX")
+        return t
+
+    def onnx_compatible(self) -> bool:
+        return self.name not in ("UNDEFINED", "COMPLEX32", "QINT8", "QUINT8", "QINT32")
+
+
+@contextlib.contextmanager
+def select_model_mode_for_export(model, mode: TrainingMode):
+    """Set the training mode of ``model`` to ``mode`` inside the block, restoring it on exit (deprecated in
+    PyTorch: set the mode before exporting)."""
+    if not isinstance(mode, TrainingMode):
+        raise TypeError(f"'mode' should be a torch.onnx.TrainingMode enum, but got '{type(mode)}'.")
+    was = getattr(model, "training", None)
+    if was is not None:
+        if mode == TrainingMode.TRAINING:
+            model.train(True)
+        elif mode == TrainingMode.EVAL:
+            model.train(False)
+    try:
+        yield
+    finally:
+        if was is not None and mode != TrainingMode.PRESERVE:
+            model.train(was)
+
+
+class ExportableModule:
+    """Abstract interface for ONNX exportable modules (PyTorch's ``torch.onnx.ExportableModule``): a module whose
+    ``get_inputs()`` gives example inputs and optionally ``get_dynamic_shapes()``; ``export(module)`` may then
+    omit ``args``."""
+
+    def get_inputs(self) -> tuple:
+        raise NotImplementedError
+
+    def get_dynamic_shapes(self):
+        return None
+
+
+class ONNXProgram:
+    """What ``export(..., dynamo=True)`` returns: the ONNX model (``model_proto``), which it can ``save`` and run
+    with onnxruntime (``program(*inputs)``)."""
+
+    def __init__(self, model_proto, exported_program=None) -> None:
+        self._proto = model_proto
+        self.exported_program = exported_program
+        self._session = None
+
+    @property
+    def model_proto(self):
+        """The ONNX ModelProto."""
+        return self._proto
+
+    @property
+    def model(self):
+        return self._proto
+
+    def __repr__(self) -> str:
+        import onnx
+        return f"ONNXProgram(\n    model=\n{onnx.printer.to_text(self._proto.graph)}\n)"
+
+    def save(self, destination: str | os.PathLike, *, include_initializers: bool = True,
+             keep_initializers_as_inputs: bool = False, external_data: bool | None = None) -> None:
+        """Write the model to ``destination`` (with its initializers unless ``include_initializers=False``)."""
+        import onnx
+        proto = self._proto
+        if not include_initializers or keep_initializers_as_inputs:
+            proto = onnx.ModelProto()
+            proto.CopyFrom(self._proto)
+            if keep_initializers_as_inputs:
+                have = {i.name for i in proto.graph.input}
+                proto.graph.input.extend(onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims))
+                                         for t in proto.graph.initializer if t.name not in have)
+            if not include_initializers:
+                del proto.graph.initializer[:]
+        onnx.save_model(proto, os.fspath(destination), save_as_external_data=bool(external_data))
+
+    def optimize(self) -> None:
+        """Nothing to do: ember writes the graph already folded."""
+
+    def initialize_inference_session(self, initializer: Callable | None = None) -> None:
+        """Start the onnxruntime session ``__call__`` uses."""
+        if initializer is not None:
+            self._session = initializer(self._proto.SerializeToString())
+            return
+        import onnxruntime
+        self._session = onnxruntime.InferenceSession(self._proto.SerializeToString(),
+                                                     providers=["CPUExecutionProvider"])
+
+    def release(self) -> None:
+        """Drop the onnxruntime session."""
+        self._session = None
+
+    def __call__(self, *args, **kwargs) -> list:
+        """Run the model with onnxruntime on ember tensors; a list of ember tensors."""
+        from .._tensor import Tensor
+        from ..ops.creation import from_numpy
+        from ._trace import flat_tensors
+        if self._session is None:
+            self.initialize_inference_session()
+        names = [i.name for i in self._session.get_inputs()]
+        values = [t.detach().numpy(force=True) for t in flat_tensors((args, kwargs))]
+        outs = self._session.run(None, dict(zip(names, values)))
+        return [from_numpy(o) for o in outs]
+
+
+def export(model, args: tuple = (), f: str | os.PathLike | None = None, *, kwargs: dict | None = None,
+           verbose: bool | None = None, input_names: Sequence[str] | None = None,
+           output_names: Sequence[str] | None = None, opset_version: int | None = None, dynamo: bool = True,
+           external_data: bool = True, dynamic_shapes=None, custom_translation_table=None, report: bool = False,
+           optimize: bool = True, verify: bool = False, profile: bool = False, dump_exported_program: bool = False,
+           artifacts_dir: str | os.PathLike = ".", export_params: bool = True,
+           keep_initializers_as_inputs: bool = False,
+           dynamic_axes: Mapping[str, Mapping[int, str]] | Mapping[str, Sequence[int]] | None = None,
+           training: TrainingMode = TrainingMode.EVAL,
+           operator_export_type: OperatorExportTypes = OperatorExportTypes.ONNX,
+           do_constant_folding: bool = True, custom_opsets: Mapping[str, int] | None = None,
+           export_modules_as_functions: bool | Collection[type] = False,
+           autograd_inlining: bool = True) -> ONNXProgram | None:
+    """Export ``model`` called on ``args`` (and ``kwargs``) to ONNX; write it to ``f`` when given.
+
+    ``dynamic_axes`` ({name: {axis: dim name}} or {name: [axes]}) marks sizes that may change; reshapes whose
+    target follows them are written with ONNX's 0 (copy) / -1 (infer). Returns an ``ONNXProgram`` (``dynamo=True``,
+    PyTorch's default) or None (``dynamo=False``). ``dynamic_shapes``, ``custom_translation_table``,
+    ``custom_opsets`` and ``export_modules_as_functions`` are refused (ember has no torch.export)."""
+    from ._export import export_model
+    if dynamic_shapes is not None:
+        raise OnnxExporterError("ember.onnx.export: dynamic_shapes (torch.export's form) is not supported; use "
+                                "dynamic_axes")
+    if custom_translation_table or custom_opsets or export_modules_as_functions:
+        raise OnnxExporterError("ember.onnx.export: custom translations, custom opsets and modules as functions "
+                                "are not supported")
+    if isinstance(model, ExportableModule) and (args is None or args == ()):
+        args = model.get_inputs()
+    proto = export_model(model, args, f, kwargs=kwargs, input_names=input_names, output_names=output_names,
+                         opset_version=opset_version, dynamic_axes=dynamic_axes, export_params=export_params,
+                         keep_initializers_as_inputs=keep_initializers_as_inputs, training=training,
+                         operator_export_type=operator_export_type, verbose=verbose)
+    return ONNXProgram(proto) if dynamo else None

@@ -1,0 +1,777 @@
+"""ONNX translations of the recorded ops (ember's 'symbolic' functions).
+
+Each translation is ``fn(b, o) -> list of output names`` (one per tensor result of the op): ``b`` is the graph
+builder (``_export.Builder``: ``b.node(op_type, inputs, **attrs)``, ``b.const``, ``b.ints``), ``o`` the op in
+context (``_export.OpView``: its inputs as names, its parameters, its input and output shapes and dtypes, and what
+changed in the second trace when axes are dynamic). PRIMS is keyed by primitive name, FUNCTIONS by the name of a
+wrapped function, MODULES by module class name.
+"""
+from __future__ import annotations
+
+import math
+
+from .errors import OnnxExporterError
+
+INT64_MAX = 2 ** 63 - 1
+
+PRIMS: dict = {}
+FUNCTIONS: dict = {}
+MODULES: dict = {}
+
+
+def _reg(table: dict, *names):
+    def deco(fn):
+        for n in names:
+            table[n] = fn
+        return fn
+    return deco
+
+
+# ----- elementwise ------------------------------------------------------------------------------------------
+
+_UNARY = {"relu": "Relu", "sigmoid": "Sigmoid", "tanh": "Tanh", "exp": "Exp", "log": "Log", "sin": "Sin",
+          "cos": "Cos", "tan": "Tan", "asin": "Asin", "acos": "Acos", "atan": "Atan", "sinh": "Sinh",
+          "cosh": "Cosh", "asinh": "Asinh", "acosh": "Acosh", "atanh": "Atanh", "abs": "Abs", "sqrt": "Sqrt",
+          "neg": "Neg", "floor": "Floor", "ceil": "Ceil", "reciprocal": "Reciprocal", "erf": "Erf",
+          "sign": "Sign", "round": "Round", "clone": "Identity", "hardswish": "HardSwish", "mish": "Mish"}
+
+
+def _unary(op_type):
+    return lambda b, o: [b.node(op_type, [o.x(0)])]
+
+
+for _n, _t in _UNARY.items():
+    PRIMS[_n] = _unary(_t)
+
+
+@_reg(PRIMS, "trunc")
+def _trunc(b, o):
+    x = o.x(0)   # trunc(x) = sign(x) * floor(|x|)
+    return [b.node("Mul", [b.node("Sign", [x]), b.node("Floor", [b.node("Abs", [x])])])]
+
+
+@_reg(PRIMS, "rsqrt")
+def _rsqrt(b, o):
+    return [b.node("Reciprocal", [b.node("Sqrt", [o.x(0)])])]
+
+
+@_reg(PRIMS, "log1p")
+def _log1p(b, o):
+    return [b.node("Log", [b.node("Add", [o.x(0), b.scalar(1, o.out_dtype())])])]
+
+
+@_reg(PRIMS, "expm1")
+def _expm1(b, o):
+    return [b.node("Sub", [b.node("Exp", [o.x(0)]), b.scalar(1, o.out_dtype())])]
+
+
+@_reg(PRIMS, "log2", "log10")
+def _log_base(b, o):
+    base = 2.0 if o.name == "log2" else 10.0
+    return [b.node("Div", [b.node("Log", [o.x(0)]), b.scalar(math.log(base), o.out_dtype())])]
+
+
+@_reg(PRIMS, "silu")
+def _silu(b, o):
+    x = o.x(0)
+    return [b.node("Mul", [x, b.node("Sigmoid", [x])])]
+
+
+@_reg(PRIMS, "gelu")
+def _gelu(b, o):
+    x, dt = o.x(0), o.out_dtype()
+    if b.opset >= 20:
+        return [b.node("Gelu", [x], approximate=o.p("approximate"))]
+    half = b.node("Mul", [x, b.scalar(0.5, dt)])
+    if o.p("approximate") == "tanh":   # 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+        cube = b.node("Mul", [b.node("Mul", [x, x]), x])
+        inner = b.node("Add", [x, b.node("Mul", [cube, b.scalar(0.044715, dt)])])
+        t = b.node("Tanh", [b.node("Mul", [inner, b.scalar(math.sqrt(2 / math.pi), dt)])])
+    else:                              # 0.5 x (1 + erf(x / sqrt 2))
+        t = b.node("Erf", [b.node("Div", [x, b.scalar(math.sqrt(2.0), dt)])])
+    return [b.node("Mul", [half, b.node("Add", [t, b.scalar(1, dt)])])]
+
+
+@_reg(PRIMS, "elu")
+def _elu(b, o):
+    if o.p("scale") == 1 and o.p("input_scale") == 1:
+        return [b.node("Elu", [o.x(0)], alpha=float(o.p("alpha")))]
+    if o.p("alpha") == 1.6732632423543772 and o.p("scale") == 1.0507009873554805 and o.p("input_scale") == 1:
+        return [b.node("Selu", [o.x(0)])]
+    raise o.unsupported()
+
+
+@_reg(PRIMS, "celu")
+def _celu(b, o):
+    return [b.node("Celu", [o.x(0)], alpha=float(o.p("alpha")))]
+
+
+@_reg(PRIMS, "leaky_relu")
+def _leaky_relu(b, o):
+    return [b.node("LeakyRelu", [o.x(0)], alpha=float(o.p("negative_slope")))]
+
+
+@_reg(PRIMS, "hardtanh")
+def _hardtanh(b, o):
+    dt = o.out_dtype()
+    return [b.node("Clip", [o.x(0), b.scalar(o.p("min_val"), dt), b.scalar(o.p("max_val"), dt)])]
+
+
+@_reg(PRIMS, "hardsigmoid")
+def _hardsigmoid(b, o):
+    return [b.node("HardSigmoid", [o.x(0)], alpha=1.0 / 6, beta=0.5)]
+
+
+@_reg(PRIMS, "softplus")
+def _softplus(b, o):
+    beta, threshold = o.p("beta"), o.p("threshold")
+    x, dt = o.x(0), o.out_dtype()
+    if beta == 1:
+        sp = b.node("Softplus", [x])
+    else:
+        sp = b.node("Div", [b.node("Softplus", [b.node("Mul", [x, b.scalar(beta, dt)])]), b.scalar(beta, dt)])
+    # PyTorch returns x itself where beta * x > threshold
+    big = b.node("Greater", [b.node("Mul", [x, b.scalar(beta, dt)]), b.scalar(threshold, dt)])
+    return [b.node("Where", [big, x, sp])]
+
+
+@_reg(PRIMS, "log_sigmoid")
+def _log_sigmoid(b, o):
+    return [b.node("Log", [b.node("Sigmoid", [o.x(0)])])]
+
+
+@_reg(PRIMS, "threshold")
+def _threshold(b, o):
+    x, dt = o.x(0), o.out_dtype()
+    keep = b.node("Greater", [x, b.scalar(o.p("threshold"), dt)])
+    return [b.node("Where", [keep, x, b.scalar(o.p("value"), dt)])]
+
+
+@_reg(PRIMS, "glu")
+def _glu(b, o):
+    a, g = b.node("Split", [o.x(0)], n=2, axis=o.p("dim"), num_outputs=2)
+    return [b.node("Mul", [a, b.node("Sigmoid", [g])])]
+
+
+_BINARY = {"add": "Add", "sub": "Sub", "mul": "Mul", "div": "Div", "pow": "Pow", "maximum": "Max",
+           "minimum": "Min", "add_scalar": "Add", "mul_scalar": "Mul", "div_scalar": "Div", "fmod": "Mod"}
+
+
+def _binary(op_type):
+    def fn(b, o):
+        dt = o.out_dtype()
+        if o.name == "pow":   # ONNX Pow keeps the base's type; the exponent may be of another
+            return [b.node("Pow", [o.x(0, dt), o.x(1, o.dtype_in(1) or dt)])]
+        attrs = {"fmod": 1} if o.name == "fmod" else {}
+        return [b.node(op_type, [o.x(0, dt), o.x(1, dt)], **attrs)]
+    return fn
+
+
+for _n, _t in _BINARY.items():
+    PRIMS[_n] = _binary(_t)
+
+
+@_reg(PRIMS, "rsub")
+def _rsub(b, o):
+    dt = o.out_dtype()
+    return [b.node("Sub", [o.x(0, dt), o.x(1, dt)])]
+
+
+@_reg(PRIMS, "floor_divide")
+def _floor_divide(b, o):
+    dt = o.out_dtype()
+    if dt.is_floating_point:
+        return [b.node("Floor", [b.node("Div", [o.x(0, dt), o.x(1, dt)])])]
+    # integers: floor (ONNX Div truncates), computed in float64 as PyTorch rounds the quotient down
+    q = b.node("Floor", [b.node("Div", [o.x(0, "float64"), o.x(1, "float64")])])
+    return [b.node("Cast", [q], to=b.onnx_type(dt))]
+
+
+@_reg(PRIMS, "remainder")
+def _remainder(b, o):
+    dt = o.out_dtype()
+    x, y = o.x(0, dt), o.x(1, dt)
+    if not dt.is_floating_point:
+        return [b.node("Mod", [x, y])]   # integer Mod: the divisor's sign, as Python's %
+    r = b.node("Mod", [x, y], fmod=1)    # C's fmod, then moved to the divisor's sign
+    zero = b.scalar(0, dt)
+    fix = b.node("And", [b.node("Not", [b.node("Equal", [r, zero])]),
+                         b.node("Xor", [b.node("Less", [r, zero]), b.node("Less", [y, zero])])])
+    return [b.node("Where", [fix, b.node("Add", [r, y]), r])]
+
+
+@_reg(PRIMS, "where")
+def _where(b, o):
+    dt = o.out_dtype()
+    return [b.node("Where", [o.x(2, "bool"), o.x(0, dt), o.x(1, dt)])]
+
+
+@_reg(PRIMS, "clamp")
+def _clamp(b, o):
+    dt = o.out_dtype()
+    x = o.x(0, dt)
+    lo, hi = o.args[1], o.args[2]
+    if lo is not None:
+        x = b.node("Max", [x, o.x(1, dt)])
+    if hi is not None:
+        x = b.node("Min", [x, o.x(2, dt)])
+    return [x]
+
+
+@_reg(PRIMS, "to")
+def _to(b, o):
+    return [b.node("Cast", [o.x(0)], to=b.onnx_type(o.out_dtype()))]
+
+
+@_reg(PRIMS, "fill")
+def _fill(b, o):   # x.fill_(v), zero_(): a tensor of x's shape
+    dt = o.out_dtype()
+    shape = b.node("Shape", [o.x(0)])
+    return [b.node("Expand", [b.scalar(o.p("value"), dt), shape])]
+
+
+# ----- matrix products -----------------------------------------------------------------------------------------
+
+@_reg(PRIMS, "matmul")
+def _matmul(b, o):
+    dt = o.out_dtype()
+    return [b.node("MatMul", [o.x(0, dt), o.x(1, dt)])]
+
+
+@_reg(PRIMS, "addprod")
+def _addprod(b, o):
+    """beta * c + alpha * einsum(eq, a, b): F.linear, addmm, baddbmm."""
+    eq, beta, alpha = o.p("eq"), o.p("beta"), o.p("alpha")
+    dt = o.out_dtype()
+    if eq == "ij,jk->ik" and o.args[0] is not None:
+        a = o.x(1, dt)
+        src = b.producer_of(o.args[2])   # F.linear: the weight's transpose: Gemm with transB, as PyTorch exports
+        if src is not None and src.name == "permute" and tuple(src.p("dims")) == (1, 0):
+            return [b.node("Gemm", [a, src.x(0, dt), o.x(0, dt)], alpha=float(alpha), beta=float(beta),
+                           transB=1)]
+        return [b.node("Gemm", [a, o.x(2, dt), o.x(0, dt)], alpha=float(alpha), beta=float(beta))]
+    prod = b.node("Einsum", [o.x(1, dt), o.x(2, dt)], equation=eq)
+    if alpha != 1:
+        prod = b.node("Mul", [prod, b.scalar(alpha, dt)])
+    if o.args[0] is None or beta == 0:
+        return [prod]
+    c = o.x(0, dt)
+    if beta != 1:
+        c = b.node("Mul", [c, b.scalar(beta, dt)])
+    return [b.node("Add", [c, prod])]
+
+
+# ----- reductions -------------------------------------------------------------------------------------------------
+
+def _axes(o, key="dims"):
+    d = o.p(key)
+    nd = len(o.shape_in(0))
+    if d is None:
+        return list(range(nd))
+    d = [d] if isinstance(d, int) else list(d)
+    return [a % nd if nd else 0 for a in d]
+
+
+def _reduce(b, op_type, x, axes, keepdim):
+    if op_type == "ReduceSum" or b.opset >= 18:
+        return b.node(op_type, [x, b.ints(axes)], keepdims=int(bool(keepdim)))
+    return b.node(op_type, [x], axes=axes, keepdims=int(bool(keepdim)))
+
+
+_REDUCE = {"sum": "ReduceSum", "mean": "ReduceMean", "amax": "ReduceMax", "amin": "ReduceMin",
+           "logsumexp": "ReduceLogSumExp"}
+
+
+def _reduction(op_type):
+    def fn(b, o):
+        dt = o.out_dtype()
+        return [_reduce(b, op_type, o.x(0, dt), _axes(o), o.p("keepdim"))]
+    return fn
+
+
+for _n, _t in _REDUCE.items():
+    PRIMS[_n] = _reduction(_t)
+
+
+@_reg(PRIMS, "prod")
+def _prod(b, o):
+    return [_reduce(b, "ReduceProd", o.x(0, o.out_dtype()), _axes(o, "dim"), o.p("keepdim"))]
+
+
+@_reg(PRIMS, "max", "min")
+def _max_all(b, o):   # x.max(): every element
+    return [_reduce(b, "ReduceMax" if o.name == "max" else "ReduceMin", o.x(0), _axes(o, None), False)]
+
+
+@_reg(PRIMS, "var", "std")
+def _var(b, o):
+    x, dt = o.x(0), o.out_dtype()
+    axes, keep = _axes(o), o.p("keepdim")
+    n = 1
+    for a in axes:
+        n *= o.shape_in(0)[a]
+    if o.dyn.get("in_shapes"):
+        raise OnnxExporterError(f"ember.onnx.export: '{o.name}' over a dynamic axis is not supported")
+    mean = _reduce(b, "ReduceMean", x, axes, True)
+    d = b.node("Sub", [x, mean])
+    ss = _reduce(b, "ReduceSum", b.node("Mul", [d, d]), axes, keep)
+    v = b.node("Div", [ss, b.scalar(max(n - o.p("correction"), 0), dt)])
+    return [b.node("Sqrt", [v]) if o.name == "std" else v]
+
+
+@_reg(PRIMS, "vector_norm")
+def _vector_norm(b, o):
+    ord_, x = o.p("ord"), o.x(0)
+    axes, keep = _axes(o), o.p("keepdim")
+    if ord_ == 2:
+        return [_reduce(b, "ReduceL2", x, axes, keep)]
+    if ord_ == 1:
+        return [_reduce(b, "ReduceL1", x, axes, keep)]
+    if ord_ == math.inf:
+        return [_reduce(b, "ReduceMax", b.node("Abs", [x]), axes, keep)]
+    raise o.unsupported()
+
+
+@_reg(PRIMS, "cumsum")
+def _cumsum(b, o):
+    return [b.node("CumSum", [o.x(0, o.out_dtype()), b.ints([o.p("dim")], scalar=True)])]
+
+
+@_reg(PRIMS, "softmax", "_safe_softmax")
+def _softmax(b, o):
+    return [b.node("Softmax", [o.x(0, o.out_dtype())], axis=o.p("dim"))]
+
+
+@_reg(PRIMS, "log_softmax")
+def _log_softmax(b, o):
+    return [b.node("LogSoftmax", [o.x(0, o.out_dtype())], axis=o.p("dim"))]
+
+
+# ----- shapes ----------------------------------------------------------------------------------------------------
+
+@_reg(PRIMS, "permute")
+def _permute(b, o):
+    return [b.node("Transpose", [o.x(0)], perm=list(o.p("dims")))]
+
+
+def dynamic_shape(o, shape, shape2, in_shape, in_shape2, what: str):
+    """The target shape of a reshape as ONNX Reshape reads it when some sizes change with the dynamic axes:
+    a size equal to the input's at the same position (in both traces) is 0 (copy it); one other changing size is
+    -1 (inferred). More than that cannot be written without computing shapes in the graph."""
+    if shape2 is None:
+        return list(shape)
+    out = list(shape)
+    changing = [i for i, (s1, s2) in enumerate(zip(shape, shape2)) if s1 != s2]
+    rest = []
+    for i in changing:
+        if i < len(in_shape) and in_shape[i] == shape[i] and in_shape2[i] == shape2[i]:
+            out[i] = 0
+        else:
+            rest.append(i)
+    if len(rest) > 1:
+        raise OnnxExporterError(
+            f"ember.onnx.export: '{what}' to {list(shape)} has {len(rest)} sizes that change with the dynamic axes "
+            "(merged or split dimensions); ember can infer one of them. Export without dynamic_axes, or reshape "
+            "with -1 for one size and keep the others.")
+    for i in rest:
+        out[i] = -1
+    return out
+
+
+@_reg(PRIMS, "reshape")
+def _reshape(b, o):
+    shape = o.p("shape")
+    target = dynamic_shape(o, shape, o.dyn_p("shape"), o.shape_in(0), o.shape_in2(0), "reshape")
+    if len(shape) == 0:
+        target = []
+    return [b.node("Reshape", [o.x(0), b.ints(target)])]
+
+
+@_reg(PRIMS, "expand")
+def _expand(b, o):
+    shape = list(o.p("shape"))
+    shape2 = o.dyn_p("shape")
+    ins, ins2 = o.shape_in(0), o.shape_in2(0)
+    lead = len(shape) - len(ins)
+    target = list(shape)
+    for i in range(len(shape)):   # a size the input already has: 1 (ONNX Expand broadcasts)
+        j = i - lead
+        if j >= 0 and ins[j] == shape[i] and (shape2 is None or ins2[j] == shape2[i]):
+            target[i] = 1
+        elif shape2 is not None and shape2[i] != shape[i]:
+            raise OnnxExporterError("ember.onnx.export: 'expand' to a size that changes with the dynamic axes "
+                                    "is not supported")
+    return [b.node("Expand", [o.x(0), b.ints(target)])]
+
+
+@_reg(PRIMS, "repeat")
+def _repeat(b, o):
+    sizes = list(o.p("sizes"))
+    x = o.x(0)
+    nd = len(o.shape_in(0))
+    if len(sizes) > nd:
+        x = b.node("Reshape", [x, b.ints([1] * (len(sizes) - nd) + [0] * nd)])
+    return [b.node("Tile", [x, b.ints(sizes)])]
+
+
+@_reg(PRIMS, "flip")
+def _flip(b, o):
+    x = o.x(0)
+    nd = len(o.shape_in(0))
+    axes = [d % nd for d in o.p("dims")]
+    n = len(axes)
+    return [b.node("Slice", [x, b.ints([-1] * n), b.ints([-INT64_MAX] * n), b.ints(axes), b.ints([-1] * n)])]
+
+
+@_reg(PRIMS, "select")
+def _select(b, o):
+    dim, index = o.p("dim"), o.p("index")
+    size = o.shape_in(0)[dim]
+    if o.shape_in2(0) is not None and o.shape_in2(0)[dim] != size and index >= 0:
+        pass   # a start index stays valid whatever the size
+    return [b.node("Gather", [o.x(0), b.ints([index], scalar=True)], axis=dim)]
+
+
+@_reg(PRIMS, "slice")
+def _slice(b, o):
+    dim, start, stop, step = o.p("dim"), o.p("start"), o.p("stop"), o.p("step")
+    return [_slice_node(b, o, o.x(0), dim, start, stop, step, o.shape_in(0), o.shape_in2(0),
+                        o.dyn_p("start"), o.dyn_p("stop"))]
+
+
+def _slice_node(b, o, x, dim, start, stop, step, shape, shape2, start2=None, stop2=None):
+    size = shape[dim]
+    if stop is None or stop >= size:
+        stop = INT64_MAX   # to the end, whatever the size
+    if start2 is not None and start2 != start:
+        raise OnnxExporterError(f"ember.onnx.export: '{o.name}': a slice start that changes with the dynamic "
+                                "axes is not supported")
+    if stop2 is not None and stop2 != o.p("stop") and not (shape2 is not None and stop2 >= shape2[dim]):
+        raise OnnxExporterError(f"ember.onnx.export: '{o.name}': a slice end that changes with the dynamic axes "
+                                "(other than the end of the axis) is not supported")
+    return b.node("Slice", [x, b.ints([start]), b.ints([stop]), b.ints([dim]), b.ints([step])])
+
+
+@_reg(PRIMS, "index", "getitem")
+def _index(b, o):
+    """x[index] with ints, slices, None and Ellipsis (basic indexing) or one integer index array."""
+    index = o.p("index")
+    if not isinstance(index, tuple):
+        index = (index,)
+    shape = list(o.shape_in(0))
+    shape2 = o.shape_in2(0)
+    nd = len(shape)
+    n_real = sum(1 for i in index if i is not None and i is not Ellipsis)
+    expanded = []
+    for i in index:
+        if i is Ellipsis:
+            expanded.extend([slice(None)] * (nd - n_real))
+        else:
+            expanded.append(i)
+    expanded.extend([slice(None)] * (nd - sum(1 for i in expanded if i is not None)))
+    x = o.x(0)
+    dim = 0          # the input's dimension the next index entry reads
+    out_dim = 0      # where it sits in the result so far
+    arrays = [i for i in expanded if not isinstance(i, (int, slice)) and i is not None]
+    if arrays:
+        if len(arrays) > 1 or len(expanded) > nd:
+            raise OnnxExporterError("ember.onnx.export: indexing with more than one index tensor (or with None "
+                                    "beside one) is not supported")
+        pos = next(k for k, i in enumerate(expanded) if i is arrays[0])
+        if any(not (isinstance(i, slice) and i == slice(None)) for k, i in enumerate(expanded) if k != pos):
+            raise OnnxExporterError("ember.onnx.export: an index tensor together with other indices is not "
+                                    "supported")
+        arr = arrays[0]
+        if getattr(arr, "dtype", None) is not None and arr.dtype.kind == "b":
+            raise OnnxExporterError("ember.onnx.export: boolean mask indexing (a data-dependent shape) is not "
+                                    "supported")
+        return [b.node("Gather", [x, b.const_array(arr, "int64")], axis=pos)]
+    for i in expanded:
+        if i is None:
+            x = b.node("Unsqueeze", [x, b.ints([out_dim])])
+            out_dim += 1
+        elif isinstance(i, int):
+            x = b.node("Gather", [x, b.ints([i], scalar=True)], axis=out_dim)
+            dim += 1
+        else:
+            start, stop, step = i.start, i.stop, i.step
+            if not (start in (None, 0) and stop is None and step in (None, 1)):
+                size = shape[dim]
+                st = 0 if start is None else start
+                sp = INT64_MAX if stop is None or stop >= size else stop
+                if shape2 is not None and shape2[dim] != size and (st < 0 or sp < 0):
+                    raise OnnxExporterError("ember.onnx.export: a negative slice on a dynamic axis is not "
+                                            "supported")
+                x = b.node("Slice", [x, b.ints([st]), b.ints([sp]), b.ints([out_dim]), b.ints([step or 1])])
+            dim += 1
+            out_dim += 1
+    return [x]
+
+
+@_reg(PRIMS, "cat")
+def _cat(b, o):
+    dt = o.out_dtype()
+    ins = [o.x(i, dt) for i, a in enumerate(o.args) if not (o.shape_in(i) == (0,))]
+    return [b.node("Concat", ins, axis=o.p("dim") % len(o.out_shape()))]
+
+
+@_reg(PRIMS, "stack")
+def _stack(b, o):
+    dt = o.out_dtype()
+    d = o.p("dim") % len(o.out_shape())
+    ins = [b.node("Unsqueeze", [o.x(i, dt), b.ints([d])]) for i in range(len(o.args))]
+    return [b.node("Concat", ins, axis=d)]
+
+
+@_reg(PRIMS, "gather")
+def _gather(b, o):
+    idx = o.p("indices")
+    return [b.node("GatherElements", [o.x(0), b.const_array(idx, "int64")], axis=o.p("dim"))]
+
+
+@_reg(PRIMS, "tril", "triu")
+def _trilu(b, o):
+    return [b.node("Trilu", [o.x(0), b.ints([o.p("diagonal")], scalar=True)], upper=int(o.name == "triu"))]
+
+
+@_reg(PRIMS, "constant_pad_nd")
+def _constant_pad(b, o):
+    pads = o.p("pads")   # ((before, after), ...) per dimension
+    if any(p < 0 for pr in pads for p in pr):
+        raise OnnxExporterError("ember.onnx.export: negative padding is not supported")
+    begins, ends = [int(p[0]) for p in pads], [int(p[1]) for p in pads]
+    return [b.node("Pad", [o.x(0), b.ints(begins + ends), b.scalar(o.p("value"), o.out_dtype())], mode="constant")]
+
+
+# ----- layers ----------------------------------------------------------------------------------------------------
+
+@_reg(PRIMS, "convolution")
+def _convolution(b, o):
+    pads = o.p("pads")
+    ins = [o.x(0), o.x(1)] + ([o.x(2)] if o.args[2] is not None else [])
+    kernel = list(o.shape_in(1)[2:])
+    return [b.node("Conv", ins, strides=list(o.p("stride")), dilations=list(o.p("dilation")),
+                   group=int(o.p("groups")), kernel_shape=kernel,
+                   pads=[int(p[0]) for p in pads] + [int(p[1]) for p in pads])]
+
+
+@_reg(PRIMS, "native_batch_norm_eval")
+def _batch_norm(b, o):
+    c = o.shape_in(0)[1]
+    dt = o.out_dtype()
+    w = o.x(1) if o.args[1] is not None else b.const_full([c], 1.0, dt)
+    bias = o.x(2) if o.args[2] is not None else b.const_full([c], 0.0, dt)
+    return [b.node("BatchNormalization", [o.x(0), w, bias, o.x(3), o.x(4)], epsilon=float(o.p("eps")))]
+
+
+@_reg(PRIMS, "native_layer_norm")
+def _layer_norm(b, o):
+    axes = o.p("axes")
+    nd = len(o.shape_in(0))
+    first = min(a % nd for a in axes)
+    dt = o.out_dtype()
+    norm = list(o.shape_in(0)[first:])
+    ins = [o.x(0), o.x(1) if o.args[1] is not None else b.const_full(norm, 1.0, dt)]
+    if o.args[2] is not None:
+        ins.append(o.x(2))
+    if o.p("view") is not None:
+        raise o.unsupported()
+    return [b.node("LayerNormalization", ins, axis=first, epsilon=float(o.p("eps")))]
+
+
+@_reg(PRIMS, "native_group_norm")
+def _group_norm(b, o):
+    """x viewed as (N, G, rest), normalised over the rest, viewed back, then the per-channel affine."""
+    view, axes, eps = o.p("view"), o.p("axes"), float(o.p("eps"))
+    view2 = o.dyn_p("view")
+    if view2 is not None and tuple(view2[1:]) != tuple(view[1:]):
+        raise OnnxExporterError("ember.onnx.export: group_norm over a dynamic axis other than the batch is not "
+                                "supported")
+    dt = o.out_dtype()
+    x = o.x(0)
+    shape = o.shape_in(0)
+    v = b.node("Reshape", [x, b.ints([0] + list(view[1:2]) + [-1])])
+    mean = _reduce(b, "ReduceMean", v, [2], True)
+    d = b.node("Sub", [v, mean])
+    var = _reduce(b, "ReduceMean", b.node("Mul", [d, d]), [2], True)
+    y = b.node("Div", [d, b.node("Sqrt", [b.node("Add", [var, b.scalar(eps, dt)])])])
+    y = b.node("Reshape", [y, b.node("Shape", [x])])
+    wshape = [shape[1]] + [1] * (len(shape) - 2)
+    if o.args[1] is not None:
+        y = b.node("Mul", [y, b.node("Reshape", [o.x(1), b.ints(wshape)])])
+    if o.args[2] is not None:
+        y = b.node("Add", [y, b.node("Reshape", [o.x(2), b.ints(wshape)])])
+    return [y]
+
+
+# ----- wrapped functions: comparisons, argmax, embedding, pooling --------------------------------------------------
+
+_COMPARE = {"gt": "Greater", "lt": "Less", "ge": "GreaterOrEqual", "le": "LessOrEqual", "eq": "Equal"}
+
+
+def _compare(name):
+    def fn(b, o):
+        dt = o.common_dtype()
+        out = b.node(_COMPARE.get(name, "Equal"), [o.x(0, dt), o.x(1, dt)])
+        return [b.node("Not", [out]) if name == "ne" else out]
+    return fn
+
+
+for _n in ("gt", "lt", "ge", "le", "eq", "ne"):
+    FUNCTIONS[_n] = _compare(_n)
+
+
+@_reg(FUNCTIONS, "logical_not")
+def _logical_not(b, o):
+    return [b.node("Not", [o.x(0, "bool")])]
+
+
+@_reg(FUNCTIONS, "logical_and", "logical_or")
+def _logical(b, o):
+    return [b.node("And" if o.name == "logical_and" else "Or", [o.x(0, "bool"), o.x(1, "bool")])]
+
+
+@_reg(FUNCTIONS, "argmax", "argmin")
+def _argmax(b, o):
+    dim, keepdim = o.a(1, "dim"), o.a(2, "keepdim", False)
+    x = o.x(0)
+    if dim is None:
+        x = b.node("Reshape", [x, b.ints([-1])])
+        dim = 0
+    return [b.node("ArgMax" if o.name == "argmax" else "ArgMin", [x], axis=int(dim), keepdims=int(bool(keepdim)))]
+
+
+@_reg(FUNCTIONS, "embedding")
+def _embedding(b, o):
+    if o.a(3, "max_norm") is not None:
+        raise OnnxExporterError("ember.onnx.export: embedding with max_norm (it renormalises the weight in place) "
+                                "is not supported")
+    return [b.node("Gather", [o.x(1), o.x(0, "int64")], axis=0)]
+
+
+def _tup(v, n):
+    return [int(v)] * n if isinstance(v, int) else [int(e) for e in v]
+
+
+@_reg(FUNCTIONS, "max_pool1d", "max_pool2d")
+def _max_pool(b, o):
+    n = 1 if o.name.endswith("1d") else 2
+    k = _tup(o.a(1, "kernel_size"), n)
+    stride = o.a(2, "stride")
+    s = k if stride is None or stride == [] or stride == () else _tup(stride, n)
+    p = _tup(o.a(3, "padding", 0), n)
+    d = _tup(o.a(4, "dilation", 1), n)
+    ceil = bool(o.a(5, "ceil_mode", False))
+    if o.a(6, "return_indices", False):
+        raise OnnxExporterError("ember.onnx.export: max pooling with return_indices=True is not supported")
+    return [b.node("MaxPool", [o.x(0)], kernel_shape=k, strides=s, pads=p + p, dilations=d, ceil_mode=int(ceil))]
+
+
+@_reg(FUNCTIONS, "avg_pool1d", "avg_pool2d")
+def _avg_pool(b, o):
+    n = 1 if o.name.endswith("1d") else 2
+    k = _tup(o.a(1, "kernel_size"), n)
+    stride = o.a(2, "stride")
+    s = k if stride is None or stride == [] or stride == () else _tup(stride, n)
+    p = _tup(o.a(3, "padding", 0), n)
+    ceil = bool(o.a(4, "ceil_mode", False))
+    include = bool(o.a(5, "count_include_pad", True))
+    if n == 2 and o.a(6, "divisor_override") is not None:
+        raise OnnxExporterError("ember.onnx.export: avg_pool2d with divisor_override is not supported")
+    return [b.node("AveragePool", [o.x(0)], kernel_shape=k, strides=s, pads=p + p, ceil_mode=int(ceil),
+                   count_include_pad=int(include))]
+
+
+@_reg(FUNCTIONS, "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d")
+def _adaptive_pool(b, o):
+    n = 1 if o.name.endswith("1d") else 2
+    out = _tup(o.a(1, "output_size"), n) if not isinstance(o.a(1, "output_size"), (list, tuple)) else \
+        [None if v is None else int(v) for v in o.a(1, "output_size")]
+    ins = o.shape_in(0)[-n:]
+    avg = "avg" in o.name
+    if "max" in o.name and o.a(2, "return_indices", False):
+        raise OnnxExporterError("ember.onnx.export: adaptive max pooling with return_indices=True is not supported")
+    if all(v == 1 for v in out):
+        return [b.node("GlobalAveragePool" if avg else "GlobalMaxPool", [o.x(0)])]
+    out = [i if v is None else v for v, i in zip(out, ins)]
+    if all(i % v == 0 for i, v in zip(ins, out)) and o.shape_in2(0) in (None, o.shape_in(0)):
+        k = [i // v for i, v in zip(ins, out)]   # equal windows: an ordinary pool
+        return [b.node("AveragePool" if avg else "MaxPool", [o.x(0)], kernel_shape=k, strides=k)]
+    raise OnnxExporterError(f"ember.onnx.export: '{o.name}' to output size {out} from {list(ins)} (unequal "
+                            "windows) is not supported")
+
+
+# ----- recurrent layers: one ONNX op per layer --------------------------------------------------------------------
+
+# PyTorch's gate blocks, in the order ONNX wants them: LSTM i f g o -> i o f c; GRU r z n -> z r h
+_GATES = {"LSTM": (0, 3, 1, 2), "GRU": (1, 0, 2), "RNN": (0,)}
+
+
+@_reg(MODULES, "LSTM", "GRU", "RNN")
+def _rnn(b, o):
+    m = o.module
+    kind = type(m).__name__ if type(m).__name__ in _GATES else o.name
+    if getattr(m, "proj_size", 0):
+        raise OnnxExporterError("ember.onnx.export: LSTM with proj_size is not supported")
+    x = o.x(0)
+    if len(o.shape_in(0)) != 3:
+        raise OnnxExporterError(f"ember.onnx.export: an unbatched (2-D) input to {kind} is not supported")
+    H, layers, dirs = m.hidden_size, m.num_layers, 2 if m.bidirectional else 1
+    hx = o.args[1] if len(o.args) > 1 else o.kwargs.get("hx")
+    if m.batch_first:
+        x = b.node("Transpose", [x], perm=[1, 0, 2])
+    gates = _GATES[kind]
+    attrs = {"hidden_size": H, "direction": "bidirectional" if dirs == 2 else "forward"}
+    if kind == "GRU":
+        attrs["linear_before_reset"] = 1
+    if kind == "RNN":
+        attrs["activations"] = ["Relu" if m.nonlinearity == "relu" else "Tanh"] * dirs
+    hs, cs = [], []
+    for layer in range(layers):
+        W, R, B = [], [], []
+        for d in range(dirs):
+            sfx = f"_l{layer}" + ("_reverse" if d else "")
+            W.append(_blocks(b, m, "weight_ih" + sfx, gates, H))
+            R.append(_blocks(b, m, "weight_hh" + sfx, gates, H))
+            if m.bias:
+                B.append(b.node("Concat", [_blocks(b, m, "bias_ih" + sfx, gates, H),
+                                           _blocks(b, m, "bias_hh" + sfx, gates, H)], axis=1))
+        ins = [x, _cat0(b, W), _cat0(b, R), _cat0(b, B) if B else ""]
+        if hx is not None:
+            h0, c0 = (hx[0], hx[1]) if kind == "LSTM" else (hx, None)
+            ins += ["", _layer_state(b, o, h0, layer, dirs)]
+            if c0 is not None:
+                ins.append(_layer_state(b, o, c0, layer, dirs))
+        n_out = 3 if kind == "LSTM" else 2
+        outs = b.node(kind, ins, n=n_out, **attrs)
+        y = outs[0]   # (seq, dirs, batch, H) -> (seq, batch, dirs * H)
+        if dirs == 1:
+            x = b.node("Squeeze", [y, b.ints([1])])
+        else:
+            x = b.node("Reshape", [b.node("Transpose", [y], perm=[0, 2, 1, 3]), b.ints([0, 0, -1])])
+        hs.append(outs[1])
+        if kind == "LSTM":
+            cs.append(outs[2])
+    if m.batch_first:
+        x = b.node("Transpose", [x], perm=[1, 0, 2])
+    res = [x, _cat0(b, hs)]
+    if kind == "LSTM":
+        res.append(_cat0(b, cs))
+    return res
+
+
+def _blocks(b, m, pname: str, gates, H: int) -> str:
+    """A weight (or bias) of the layer with its gate blocks in ONNX's order, and a leading direction axis."""
+    w = b.param_name(getattr(m, pname))
+    if gates != tuple(range(len(gates))):
+        w = b.node("Concat", [b.node("Slice", [w, b.ints([g * H]), b.ints([(g + 1) * H]), b.ints([0])])
+                              for g in gates], axis=0)
+    return b.node("Unsqueeze", [w, b.ints([0])])
+
+
+def _cat0(b, names: list) -> str:
+    return names[0] if len(names) == 1 else b.node("Concat", names, axis=0)
+
+
+def _layer_state(b, o, h, layer: int, dirs: int) -> str:
+    return b.node("Slice", [o.name_of(h), b.ints([layer * dirs]), b.ints([(layer + 1) * dirs]), b.ints([0])])
