@@ -16,7 +16,7 @@ import os
 from typing import Any, Callable, Collection, Mapping, Sequence
 
 from . import errors
-from ._export import is_in_onnx_export
+from ._state import is_in_onnx_export
 from .errors import OnnxExporterError
 
 __all__ = ["export", "is_in_onnx_export", "ONNXProgram", "OnnxExporterError", "TrainingMode", "OperatorExportTypes",
@@ -67,18 +67,21 @@ class TensorProtoDataType(enum.IntEnum):
 
 
 # JitScalarType: PyTorch's scalar types in c10's order, with their dtype, names and ONNX type
-_SCALARS = [  # (name, ember dtype name, scalar_name, onnx type name)
-    ("UINT8", "uint8", "Byte", "UINT8"), ("INT8", "int8", "Char", "INT8"), ("INT16", "int16", "Short", "INT16"),
-    ("INT", "int32", "Int", "INT32"), ("INT64", "int64", "Long", "INT64"), ("HALF", "float16", "Half", "FLOAT16"),
-    ("FLOAT", "float32", "Float", "FLOAT"), ("DOUBLE", "float64", "Double", "DOUBLE"),
-    ("COMPLEX32", "complex32", "ComplexHalf", "UNDEFINED"), ("COMPLEX64", "complex64", "ComplexFloat", "COMPLEX64"),
-    ("COMPLEX128", "complex128", "ComplexDouble", "COMPLEX128"), ("BOOL", "bool", "Bool", "BOOL"),
-    ("QINT8", "qint8", "QInt8", "INT8"), ("QUINT8", "quint8", "QUInt8", "UINT8"), ("QINT32", "qint32", "QInt32", "INT32"),
-    ("BFLOAT16", "bfloat16", "BFloat16", "BFLOAT16"), ("FLOAT8E5M2", "float8_e5m2", "Float8_e5m2", "FLOAT8E5M2"),
-    ("FLOAT8E4M3FN", "float8_e4m3fn", "Float8_e4m3fn", "FLOAT8E4M3FN"),
-    ("FLOAT8E5M2FNUZ", "float8_e5m2fnuz", "Float8_e5m2fnuz", "FLOAT8E5M2FNUZ"),
-    ("FLOAT8E4M3FNUZ", "float8_e4m3fnuz", "Float8_e4m3fnuz", "FLOAT8E4M3FNUZ"),
-    ("UNDEFINED", None, "Undefined", "UNDEFINED")]
+_SCALARS = [  # (name, ember dtype name, scalar_name, torch_name, onnx type name)
+    ("UINT8", "uint8", "Byte", "uint8_t", "UINT8"), ("INT8", "int8", "Char", "int8_t", "INT8"),
+    ("INT16", "int16", "Short", "int16_t", "INT16"), ("INT", "int32", "Int", "int", "INT32"),
+    ("INT64", "int64", "Long", "int64_t", "INT64"), ("HALF", "float16", "Half", "half", "FLOAT16"),
+    ("FLOAT", "float32", "Float", "float", "FLOAT"), ("DOUBLE", "float64", "Double", "double", "DOUBLE"),
+    ("COMPLEX32", "complex32", "ComplexHalf", "complex32", "UNDEFINED"),
+    ("COMPLEX64", "complex64", "ComplexFloat", "complex64", "COMPLEX64"),
+    ("COMPLEX128", "complex128", "ComplexDouble", "complex128", "COMPLEX128"), ("BOOL", "bool", "Bool", "bool", "BOOL"),
+    ("QINT8", "qint8", "QInt8", "qint8", "INT8"), ("QUINT8", "quint8", "QUInt8", "quint8", "UINT8"),
+    ("QINT32", "qint32", "QInt32", "qint32", "INT32"), ("BFLOAT16", "bfloat16", "BFloat16", "bfloat16", "BFLOAT16"),
+    ("FLOAT8E5M2", "float8_e5m2", "Float8E5M2", "float8_e5m2", "FLOAT8E5M2"),
+    ("FLOAT8E4M3FN", "float8_e4m3fn", "Float8E4M3FN", "float8_e4m3fn", "FLOAT8E4M3FN"),
+    ("FLOAT8E5M2FNUZ", "float8_e5m2fnuz", "Float8E5M2FNUZ", "float8_e5m2fnuz", "FLOAT8E5M2FNUZ"),
+    ("FLOAT8E4M3FNUZ", "float8_e4m3fnuz", "Float8E4M3FNUZ", "float8_e4m3fnuz", "FLOAT8E4M3FNUZ"),
+    ("UNDEFINED", None, None, None, "UNDEFINED")]
 
 
 class JitScalarType(enum.IntEnum):
@@ -110,7 +113,7 @@ class JitScalarType(enum.IntEnum):
         from .. import _dtype as D
         if not isinstance(dtype, D.dtype):
             raise errors.OnnxExporterError(f"dtype must be a torch.dtype, got {type(dtype)}")
-        for name, dt, _, _ in _SCALARS:
+        for name, dt, _, _, _ in _SCALARS:
             if dt is not None and getattr(D, dt, None) is dtype:
                 return cls[name]
         raise errors.OnnxExporterError(f"Unknown dtype: {dtype}")
@@ -128,16 +131,20 @@ class JitScalarType(enum.IntEnum):
     @classmethod
     def from_onnx_type(cls, onnx_type) -> "JitScalarType":
         t = TensorProtoDataType(int(onnx_type))
-        for name, _, _, onnx_name in _SCALARS:
+        for name, _, _, _, onnx_name in _SCALARS:
             if onnx_name == t.name:
                 return cls[name]
         raise errors.OnnxExporterError(f"Unknown onnx_type: {onnx_type}")
 
     def scalar_name(self) -> str:
+        if self == JitScalarType.UNDEFINED:
+            raise errors.OnnxExporterError(f"Unknown scalar type: {self}")
         return _SCALARS[self.value][2]
 
     def torch_name(self) -> str:
-        return _SCALARS[self.value][1] or "undefined"
+        if self == JitScalarType.UNDEFINED:
+            raise errors.OnnxExporterError(f"Unknown scalar type: {self}")
+        return _SCALARS[self.value][3]
 
     def dtype(self):
         from .. import _dtype as D
@@ -148,7 +155,7 @@ class JitScalarType(enum.IntEnum):
         return dt
 
     def onnx_type(self) -> TensorProtoDataType:
-        t = TensorProtoDataType[_SCALARS[self.value][3]]
+        t = TensorProtoDataType[_SCALARS[self.value][4]]
         if t == TensorProtoDataType.UNDEFINED and self != JitScalarType.UNDEFINED:
             raise errors.OnnxExporterError(f"Scalar type {self.scalar_name()} cannot be converted to ONNX")
         return t

@@ -13,6 +13,7 @@ import contextlib
 import inspect
 import io
 import os
+import sys
 from typing import Any, Callable
 
 from .. import _dtype as D
@@ -26,12 +27,7 @@ from .errors import OnnxExporterError, UnsupportedOperatorError
 DEFAULT_OPSET = 18
 MIN_OPSET, MAX_OPSET = 17, 21
 
-_exporting = [False]
-
-
-def is_in_onnx_export() -> bool:
-    """Returns whether it is in the middle of ONNX export."""
-    return _exporting[0]
+from ._state import exporting as _exporting
 
 
 # ----- what is wrapped while tracing -----------------------------------------------------------------------------
@@ -40,7 +36,16 @@ def is_in_onnx_export() -> bool:
 _TENSOR_METHODS = {"__gt__": "gt", "__lt__": "lt", "__ge__": "ge", "__le__": "le", "__eq__": "eq", "__ne__": "ne",
                    "gt": "gt", "lt": "lt", "ge": "ge", "le": "le", "eq": "eq", "ne": "ne",
                    "greater": "gt", "less": "lt", "argmax": "argmax", "argmin": "argmin",
-                   "logical_not": "logical_not", "logical_and": "logical_and", "logical_or": "logical_or"}
+                   "logical_not": "logical_not", "logical_and": "logical_and", "logical_or": "logical_or",
+                   "masked_fill": "masked_fill", "masked_fill_": "masked_fill_", "__or__": "bitwise_or",
+                   "__and__": "bitwise_and", "__xor__": "bitwise_xor", "__invert__": "bitwise_not",
+                   "bitwise_or": "bitwise_or", "bitwise_and": "bitwise_and", "bitwise_xor": "bitwise_xor",
+                   "bitwise_not": "bitwise_not"}
+# the same as torch.<name> functions (the user's namespace: ``sys.modules['ember']``, looked up while exporting,
+# never imported from here)
+_ROOT_FUNCTIONS = ("gt", "lt", "ge", "le", "eq", "ne", "greater", "less", "argmax", "argmin", "logical_not",
+                   "logical_and", "logical_or", "masked_fill", "bitwise_or", "bitwise_and", "bitwise_xor",
+                   "bitwise_not")
 _MODULE_CLASSES = ("LSTM", "GRU", "RNN")
 _MISSING = object()
 
@@ -71,6 +76,11 @@ def _patched(tracer: Tracer):
         orig = getattr(Tensor, attr, None)
         if orig is not None:
             put(Tensor, attr, tracer.wrap("fn", name, orig))
+    root = sys.modules.get(__name__.split(".")[0])
+    for name in _ROOT_FUNCTIONS if root is not None else ():
+        fn = getattr(root, name, None)
+        if fn is not None:
+            put(root, name, tracer.wrap("fn", _TENSOR_METHODS.get(name, name), fn))
     for cname in _MODULE_CLASSES:
         cls = getattr(rnn, cname)
         put(cls, "forward", tracer.wrap("module", cname, cls.forward, module_arg=True))
@@ -172,6 +182,19 @@ class Builder:
         r = self.tracer.ref(t)
         return self.names[r.key] if isinstance(r, VRef) else self.const_tensor(r.tensor)
 
+    def size_of(self, s1: int, s2: int) -> str | None:
+        """A 1-element int64 tensor holding a size that is ``s1`` in the first trace and ``s2`` in the second:
+        read from the latest value of the graph that has it along some axis (None when none has)."""
+        t2 = self.tracer2
+        for key in reversed(list(self.names)):
+            sh1, sh2 = self.tracer.meta[key][0], t2.meta[key][0] if key in t2.meta else None
+            if sh2 is None or len(sh1) != len(sh2):
+                continue
+            for ax, (a, c) in enumerate(zip(sh1, sh2)):
+                if a == s1 and c == s2:
+                    return self.node("Gather", [self.node("Shape", [self.names[key]]), self.ints([ax])], axis=0)
+        return None
+
     def producer_of(self, ref) -> "OpView | None":
         return self.producers.get(ref.key) if isinstance(ref, VRef) else None
 
@@ -240,6 +263,8 @@ class OpView:
             name, have = b.names[ref.key], b.tracer.meta[ref.key][1]
         elif isinstance(ref, CRef):
             name, have = b.const_tensor(ref.tensor), ref.tensor.dtype
+        elif hasattr(ref, "shape") and hasattr(ref, "dtype") and not isinstance(ref, Tensor):
+            name, have = b.const_array(ref), D.from_numpy_dtype(ref.dtype)   # a raw array parameter: constant
         elif isinstance(ref, (bool, int, float)):
             return b.scalar(ref, dtype if dtype is not None else (
                 D.bool if isinstance(ref, bool) else D.int64 if isinstance(ref, int) else D.float32))
@@ -323,7 +348,8 @@ def _flat_refs(a) -> list:
 
 
 def _second_inputs(args: tuple, kwargs: dict, in_names: list, dyn: dict) -> tuple:
-    """The inputs of the second trace: float values changed; one more element along each dynamic axis."""
+    """The inputs of the second trace: one more element along each dynamic axis, the elements in reverse order (so
+    an argmax moves), floats also scaled and shifted."""
     from ..ops import shape as SH
     i = [0]
 
@@ -332,6 +358,8 @@ def _second_inputs(args: tuple, kwargs: dict, in_names: list, dyn: dict) -> tupl
         i[0] += 1
         for axis in sorted(dyn.get(name, {})):
             t = SH.cat([t, SH.narrow(t, axis, 0, 1)], axis)
+        if t.ndim:
+            t = SH.flip(t, list(range(t.ndim)))
         if t.dtype.is_floating_point:
             t = t * 0.75 + 0.125
         return t
@@ -432,6 +460,11 @@ def export_model(model, args, f=None, *, kwargs=None, input_names=None, output_n
     finally:
         _exporting[0] = False
     _compare_traces(tracer, tracer2)
+    for k, (r1, r2) in enumerate(zip(out_refs, out_refs2)):
+        if isinstance(r1, CRef) and not _same(r1, r2):
+            raise OnnxExporterError(
+                f"ember.onnx.export: output {k} was computed from the input outside the recorded operations (an "
+                "operation ember does not record); it would be frozen as a constant.")
 
     # names of the values that exist before any op: inputs, parameters, buffers
     names = {k: n for k, n in zip(keys, in_names)}
@@ -442,6 +475,7 @@ def export_model(model, args, f=None, *, kwargs=None, input_names=None, output_n
             names[key] = n
             param_key[key] = t
     b = Builder(onnx, opset, tracer, names)
+    b.tracer2 = tracer2
     for op, op2 in zip(tracer.ops, tracer2.ops):
         _translate(op, b, op2)
 
@@ -450,6 +484,11 @@ def export_model(model, args, f=None, *, kwargs=None, input_names=None, output_n
     outputs_info = []
     renames = {}
     used = set()
+    # an output size that follows an input's dynamic axis (the same sizes in both traces) takes its name
+    follow = {}
+    for key, name in zip(keys, in_names):
+        for axis, dim in dyn.get(name, {}).items():
+            follow.setdefault((tracer.meta[key][0][axis], tracer2.meta[keys2[keys.index(key)]][0][axis]), dim)
     for k, (r, name) in enumerate(zip(out_refs, out_names)):
         src = b.names[r.key] if isinstance(r, VRef) else b.const_tensor(r.tensor)
         producer_is_node = isinstance(r, VRef) and r.key not in names
@@ -462,7 +501,7 @@ def export_model(model, args, f=None, *, kwargs=None, input_names=None, output_n
         shape, dtype = (tracer.meta[r.key] if isinstance(r, VRef) else (tuple(r.tensor.shape), r.tensor.dtype))
         r2 = out_refs2[k]
         shape2 = tracer2.meta[r2.key][0] if isinstance(r2, VRef) else tuple(r2.tensor.shape)
-        outputs_info.append((name, dtype, _dims(shape, shape2, dyn.get(name, {}), name)))
+        outputs_info.append((name, dtype, _dims(shape, shape2, dyn.get(name, {}), name, follow)))
     for node in b.nodes:
         node.output[:] = [renames.get(o, o) for o in node.output]
         node.input[:] = [renames.get(i, i) for i in node.input]
@@ -501,13 +540,14 @@ def export_model(model, args, f=None, *, kwargs=None, input_names=None, output_n
     return proto
 
 
-def _dims(shape, shape2, named: dict, value: str) -> list:
+def _dims(shape, shape2, named: dict, value: str, follow: dict | None = None) -> list:
     dims = []
+    follow = follow or {}
     for i, s in enumerate(shape):
         if i in named:
             dims.append(named[i])
         elif shape2 is not None and i < len(shape2) and shape2[i] != s:
-            dims.append(f"{value}_dim_{i}")   # follows an input's dynamic axis
+            dims.append(follow.get((s, shape2[i]), f"{value}_dim_{i}"))   # follows an input's dynamic axis
         else:
             dims.append(int(s))
     for i in named:

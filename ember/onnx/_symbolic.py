@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 
+from .. import _dtype as D
 from .errors import OnnxExporterError
 
 INT64_MAX = 2 ** 63 - 1
@@ -201,9 +202,15 @@ def _remainder(b, o):
 
 
 @_reg(PRIMS, "where")
-def _where(b, o):
+def _where(b, o):   # where(cond, a, b): the condition comes as a parameter (a value's array, or a constant)
     dt = o.out_dtype()
-    return [b.node("Where", [o.x(2, "bool"), o.x(0, dt), o.x(1, dt)])]
+    return [b.node("Where", [o.name_of(o.p("cond"), "bool"), o.x(0, dt), o.x(1, dt)])]
+
+
+@_reg(FUNCTIONS, "masked_fill", "masked_fill_")
+def _masked_fill(b, o):
+    dt = o.out_dtype()
+    return [b.node("Where", [o.x(1, "bool"), o.x(2, dt), o.x(0, dt)])]
 
 
 @_reg(PRIMS, "clamp")
@@ -299,8 +306,12 @@ def _prod(b, o):
 
 
 @_reg(PRIMS, "max", "min")
-def _max_all(b, o):   # x.max(): every element
-    return [_reduce(b, "ReduceMax" if o.name == "max" else "ReduceMin", o.x(0), _axes(o, None), False)]
+def _max(b, o):   # x.max(): every element; x.max(dim) (values): its indices come as a parameter, unused here
+    op_type = "ReduceMax" if o.name == "max" else "ReduceMin"
+    if "dim" in o.kwargs:
+        o.dyn_p("indices")   # (they change with the input's values; the translation does not use them)
+        return [_reduce(b, op_type, o.x(0), [o.p("dim") % len(o.shape_in(0))], o.p("keepdim"))]
+    return [_reduce(b, op_type, o.x(0), _axes(o, None), False)]
 
 
 @_reg(PRIMS, "var", "std")
@@ -357,7 +368,8 @@ def _permute(b, o):
 def dynamic_shape(o, shape, shape2, in_shape, in_shape2, what: str):
     """The target shape of a reshape as ONNX Reshape reads it when some sizes change with the dynamic axes:
     a size equal to the input's at the same position (in both traces) is 0 (copy it); one other changing size is
-    -1 (inferred). More than that cannot be written without computing shapes in the graph."""
+    -1 (inferred); with more, each changing size is read from a value of the graph that has it (in both traces)
+    along some axis: Shape, Gather, Concat. Returns a list of ints or the name of the shape tensor."""
     if shape2 is None:
         return list(shape)
     out = list(shape)
@@ -368,22 +380,34 @@ def dynamic_shape(o, shape, shape2, in_shape, in_shape2, what: str):
             out[i] = 0
         else:
             rest.append(i)
-    if len(rest) > 1:
-        raise OnnxExporterError(
-            f"ember.onnx.export: '{what}' to {list(shape)} has {len(rest)} sizes that change with the dynamic axes "
-            "(merged or split dimensions); ember can infer one of them. Export without dynamic_axes, or reshape "
-            "with -1 for one size and keep the others.")
-    for i in rest:
-        out[i] = -1
-    return out
+    if len(rest) == 1:
+        out[rest[0]] = -1
+        return out
+    if not rest:
+        return out
+    b = o.b
+    pieces = []
+    for i, s in enumerate(out):
+        if i in rest:
+            size = b.size_of(shape[i], shape2[i])
+            if size is None:
+                raise OnnxExporterError(
+                    f"ember.onnx.export: '{what}' to {list(shape)}: size {shape[i]} (dimension {i}) changes with "
+                    "the dynamic axes and no value of the graph has it; export without dynamic_axes, or reshape "
+                    "with -1 for one size.")
+            pieces.append(size)
+        else:
+            pieces.append(b.node("Gather", [b.node("Shape", [o.x(0)]), b.ints([i])], axis=0) if s == 0
+                          else b.ints([s]))
+    return b.node("Concat", pieces, axis=0)
 
 
 @_reg(PRIMS, "reshape")
 def _reshape(b, o):
     shape = o.p("shape")
     target = dynamic_shape(o, shape, o.dyn_p("shape"), o.shape_in(0), o.shape_in2(0), "reshape")
-    if len(shape) == 0:
-        target = []
+    if isinstance(target, str):
+        return [b.node("Reshape", [o.x(0), target])]
     return [b.node("Reshape", [o.x(0), b.ints(target)])]
 
 
@@ -525,8 +549,7 @@ def _stack(b, o):
 
 @_reg(PRIMS, "gather")
 def _gather(b, o):
-    idx = o.p("indices")
-    return [b.node("GatherElements", [o.x(0), b.const_array(idx, "int64")], axis=o.p("dim"))]
+    return [b.node("GatherElements", [o.x(0), o.name_of(o.p("indices"), "int64")], axis=o.p("dim"))]
 
 
 @_reg(PRIMS, "tril", "triu")
@@ -536,11 +559,23 @@ def _trilu(b, o):
 
 @_reg(PRIMS, "constant_pad_nd")
 def _constant_pad(b, o):
-    pads = o.p("pads")   # ((before, after), ...) per dimension
+    pads = o.p("pads")   # ((before, after), ...) per trailing dimension
+    pads = ((0, 0),) * (len(o.shape_in(0)) - len(pads)) + tuple(pads)
     if any(p < 0 for pr in pads for p in pr):
         raise OnnxExporterError("ember.onnx.export: negative padding is not supported")
     begins, ends = [int(p[0]) for p in pads], [int(p[1]) for p in pads]
     return [b.node("Pad", [o.x(0), b.ints(begins + ends), b.scalar(o.p("value"), o.out_dtype())], mode="constant")]
+
+
+@_reg(PRIMS, "pad")
+def _pad_gather(b, o):
+    """reflect / replicate / circular padding: a gather of the source positions along each padded dimension."""
+    idx = o.p("idx")
+    x = o.x(0)
+    nd = len(o.shape_in(0))
+    for k, ix in enumerate(idx):
+        x = b.node("Gather", [x, b.const_array(ix, "int64")], axis=nd - len(idx) + k)
+    return [x]
 
 
 # ----- layers ----------------------------------------------------------------------------------------------------
@@ -629,6 +664,17 @@ def _logical_not(b, o):
 @_reg(FUNCTIONS, "logical_and", "logical_or")
 def _logical(b, o):
     return [b.node("And" if o.name == "logical_and" else "Or", [o.x(0, "bool"), o.x(1, "bool")])]
+
+
+@_reg(FUNCTIONS, "bitwise_or", "bitwise_and", "bitwise_xor", "bitwise_not")
+def _bitwise(b, o):
+    dt = o.out_dtype()
+    kind = o.name.split("_")[1]
+    if dt is D.bool:
+        op_type = {"or": "Or", "and": "And", "xor": "Xor", "not": "Not"}[kind]
+    else:
+        op_type = "Bitwise" + kind.capitalize()
+    return [b.node(op_type, [o.x(i, dt) for i in range(1 if kind == "not" else 2)])]
 
 
 @_reg(FUNCTIONS, "argmax", "argmin")

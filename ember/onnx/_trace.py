@@ -66,12 +66,15 @@ class Tracer:
         self._vals: dict[int, tuple] = {}   # id(tensor) -> (key, version)
         self._first: dict[int, tuple] = {}  # id(tensor) -> (its version, result key) of the last op reading it first
         self._keep: list = []               # the tensors seen (so their ids stay theirs)
+        self._data: dict[int, int] = {}     # id(tensor._data) -> key: a primitive given a value's array as a
+        #                                     parameter (where's condition, gather's index) reads that value
         self.depth = 0                      # > 0 inside a wrapped function or module: nothing recorded
 
     def add_value(self, t: Tensor) -> int:
         key = len(self.meta)
         self.meta[key] = (tuple(t.shape), t.dtype)
         self._vals[id(t)] = (key, t._vc[0])
+        self._data[id(t._data)] = key
         self._keep.append(t)
         return key
 
@@ -94,9 +97,19 @@ class Tracer:
                 "Write the computation out of place.")
         if isinstance(a, (tuple, list)) and any(isinstance(x, (Tensor, tuple, list)) for x in a):
             return type(a)(self.ref(x, op_name) for x in a)
+        key = self._data.get(id(a))
+        if key is not None and hasattr(a, "shape"):
+            return VRef(key)
         return a
 
     def _record(self, kind, name, args, kwargs, out, module=None) -> None:
+        self.depth += 1   # the copies of constants made here are no ops of the model
+        try:
+            self._record_op(kind, name, args, kwargs, out, module)
+        finally:
+            self.depth -= 1
+
+    def _record_op(self, kind, name, args, kwargs, out, module) -> None:
         rargs = [self.ref(a, name) for a in args]
         rkw = {k: self.ref(v, name) for k, v in kwargs.items()}
 

@@ -1,0 +1,343 @@
+"""ember.onnx.export: small models exported by ember, checked by onnx.checker, run in onnxruntime against ember's
+forward (float32 tolerance, another batch size when axes are dynamic), and for a few models compared with the
+file torch 2.13 exports (its TorchScript exporter: the default one needs onnxscript, not installed)."""
+from __future__ import annotations
+
+import io
+import warnings
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+
+import torch  # noqa: E402
+
+import ember  # noqa: E402
+import ember.onnx  # noqa: E402
+
+nn = ember.nn
+F = ember.nn.functional
+
+
+def _flat(obj) -> list:
+    if isinstance(obj, (tuple, list)):
+        return [t for o in obj for t in _flat(o)]
+    return [obj]
+
+
+def export(model, args, **kw) -> bytes:
+    f = io.BytesIO()
+    ember.onnx.export(model, args, f, **kw)
+    data = f.getvalue()
+    onnx.checker.check_model(onnx.load_from_string(data), full_check=True)
+    return data
+
+
+def run_ort(data: bytes, inputs: list) -> list:
+    s = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
+    names = [i.name for i in s.get_inputs()]
+    return s.run(None, {n: t.numpy() for n, t in zip(names, inputs)})
+
+
+def check(model, args, others=(), atol=1e-5, **kw) -> onnx.ModelProto:
+    """Export on ``args``, then compare onnxruntime with ember's forward on ``args`` and on each of ``others``."""
+    model.eval()
+    data = export(model, args, **kw)
+    for a in (args,) + tuple(others):
+        a = a if isinstance(a, tuple) else (a,)
+        with ember.no_grad():
+            want = _flat(model(*a))
+        got = run_ort(data, _flat(a))
+        assert len(got) == len(want)
+        for w, g in zip(want, got):
+            assert tuple(w.shape) == g.shape
+            np.testing.assert_allclose(g, w.numpy(), rtol=1e-5, atol=atol)
+    return onnx.load_from_string(data)
+
+
+def torch_export(model, args, **kw) -> onnx.ModelProto:
+    f = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(model.eval(), args, f, dynamo=False, **kw)
+    return onnx.load_from_string(f.getvalue())
+
+
+def to_torch(model_e, model_t):
+    model_t.load_state_dict({k: torch.tensor(v.numpy()) for k, v in model_e.state_dict().items()})
+    return model_t.eval()
+
+
+def names(m: onnx.ModelProto) -> tuple:
+    return ([i.name for i in m.graph.input], [o.name for o in m.graph.output],
+            sorted(i.name for i in m.graph.initializer))
+
+
+# ----- models -------------------------------------------------------------------------------------------------
+
+def test_mlp_matches_torch_file():
+    ember.manual_seed(0)
+    m = nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Dropout(0.5), nn.Linear(8, 3), nn.Tanh())
+    kw = dict(input_names=["x"], output_names=["y"], dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}})
+    mine = check(m, ember.randn(4, 6), [ember.randn(9, 6)], **kw)
+    tm = to_torch(m, torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.ReLU(), torch.nn.Dropout(0.5),
+                                         torch.nn.Linear(8, 3), torch.nn.Tanh()))
+    theirs = torch_export(tm, (torch.randn(4, 6),), **kw)
+    assert names(mine) == names(theirs)
+    assert [n.op_type for n in mine.graph.node] == [n.op_type for n in theirs.graph.node]   # Gemm, Relu, Gemm, Tanh
+    assert mine.graph.input[0].type.tensor_type.shape.dim[0].dim_param == "batch"
+    x = np.random.default_rng(0).standard_normal((5, 6)).astype(np.float32)
+    a = ort.InferenceSession(mine.SerializeToString()).run(None, {"x": x})[0]
+    b = ort.InferenceSession(theirs.SerializeToString()).run(None, {"x": x})[0]
+    np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
+
+
+def cnn(mod):
+    class CNN(mod.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = mod.Conv2d(1, 4, 3, padding=1)
+            self.bn1 = mod.BatchNorm2d(4)
+            self.pool = mod.MaxPool2d(2)
+            self.conv2 = mod.Conv2d(4, 6, 3, stride=2, bias=False)
+            self.avg = mod.AvgPool2d(2, stride=1)
+            self.fc = mod.Linear(6, 5)
+
+        def forward(self, x):
+            x = self.pool(mod_relu(self.bn1(self.conv1(x)), x))
+            x = self.avg(self.conv2(x))
+            return self.fc(x.flatten(1)).log_softmax(-1)
+    return CNN()
+
+
+def mod_relu(h, x):
+    return h.relu_()   # an in-place op on the traced value
+
+
+def test_cnn_conv_batchnorm_pool():
+    ember.manual_seed(1)
+    m = cnn(nn)
+    m.bn1.running_mean.normal_()
+    m.bn1.running_var.uniform_(0.5, 2.0)
+    kw = dict(input_names=["image"], output_names=["logp"], dynamic_axes={"image": {0: "n"}})
+    mine = check(m, ember.randn(2, 1, 10, 10), [ember.randn(5, 1, 10, 10)], **kw)
+    theirs = torch_export(to_torch(m, cnn(torch.nn)), (torch.randn(2, 1, 10, 10),), **kw)
+    assert names(mine)[:2] == names(theirs)[:2]
+    # torch folds the eval BatchNorm into the convolution; the rest keep PyTorch's names
+    assert {"conv2.weight", "fc.weight", "fc.bias"} <= set(names(mine)[2]) & set(names(theirs)[2])
+    assert {"bn1.running_mean", "bn1.running_var", "conv1.weight"} <= set(names(mine)[2])
+    assert mine.graph.output[0].type.tensor_type.shape.dim[0].dim_param == "n"
+
+
+def test_conv1d_groupnorm_gelu_pools():
+    ember.manual_seed(2)
+    m = nn.Sequential(nn.Conv1d(2, 4, 3, padding=1), nn.GroupNorm(2, 4), nn.GELU(), nn.AvgPool1d(2),
+                      nn.MaxPool1d(2), nn.LayerNorm(2), nn.SiLU(), nn.AdaptiveAvgPool1d(1), nn.Flatten())
+    check(m, ember.randn(2, 2, 8), [ember.randn(3, 2, 8)], input_names=["x"], dynamic_axes={"x": [0]})
+
+
+class RNNModel(nn.Module):
+    """pytorch/examples' word_language_model RNNModel: encoder, recurrent layers, decoder."""
+
+    def __init__(self, rnn_type, ntoken, ninp, nhid, nlayers, dropout=0.5):
+        super().__init__()
+        self.drop = nn.Dropout(dropout)
+        self.encoder = nn.Embedding(ntoken, ninp)
+        if rnn_type in ("LSTM", "GRU"):
+            self.rnn = getattr(nn, rnn_type)(ninp, nhid, nlayers, dropout=dropout)
+        else:
+            self.rnn = nn.RNN(ninp, nhid, nlayers, nonlinearity={"RNN_TANH": "tanh", "RNN_RELU": "relu"}[rnn_type],
+                              dropout=dropout)
+        self.decoder = nn.Linear(nhid, ntoken)
+        self.ntoken = ntoken
+
+    def forward(self, input, hidden):
+        emb = self.drop(self.encoder(input))
+        output, hidden = self.rnn(emb, hidden)
+        output = self.drop(output)
+        decoded = self.decoder(output)
+        decoded = decoded.view(-1, self.ntoken)
+        return F.log_softmax(decoded, dim=1), hidden
+
+
+@pytest.mark.parametrize("rnn_type", ["LSTM", "GRU", "RNN_TANH"])
+def test_word_language_model(rnn_type):
+    ember.manual_seed(3)
+    m = RNNModel(rnn_type, 20, 8, 6, 2)
+
+    def inputs(seq, batch):
+        tokens = ember.randint(0, 20, (seq, batch))
+        h = ember.randn(2, batch, 6)
+        return (tokens, (h, ember.randn(2, batch, 6)) if rnn_type == "LSTM" else h)
+    hidden_names = ["h0", "c0"] if rnn_type == "LSTM" else ["h0"]
+    out_names = ["logp"] + (["hn", "cn"] if rnn_type == "LSTM" else ["hn"])
+    dyn = {"tokens": {0: "seq", 1: "batch"}, "logp": {0: "seq_x_batch"}}
+    dyn.update({n: {1: "batch"} for n in hidden_names + out_names[1:]})
+    mine = check(m, inputs(5, 3), [inputs(7, 2), inputs(1, 4)], input_names=["tokens"] + hidden_names,
+                 output_names=out_names, dynamic_axes=dyn)
+    assert rnn_type.split("_")[0] in {n.op_type for n in mine.graph.node}
+    assert "encoder.weight" in names(mine)[2] and "decoder.weight" in names(mine)[2]
+
+
+def test_lstm_bidirectional_batch_first():
+    ember.manual_seed(4)
+    m = nn.LSTM(3, 4, num_layers=2, bidirectional=True, batch_first=True)
+    check(m, ember.randn(2, 5, 3), [ember.randn(3, 6, 3)], input_names=["x"],
+          dynamic_axes={"x": {0: "batch", 1: "seq"}})
+
+
+def test_transformer_encoder_layer():
+    ember.manual_seed(5)
+    m = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.1)
+    check(m, ember.randn(5, 2, 8), [ember.randn(5, 4, 8)], atol=1e-4, input_names=["src"],
+          dynamic_axes={"src": {1: "batch"}})
+    m2 = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.1, batch_first=True, norm_first=True, activation="gelu")
+    check(m2, ember.randn(2, 5, 8), [ember.randn(3, 5, 8)], atol=1e-4, input_names=["src"],
+          dynamic_axes={"src": {0: "batch"}})
+
+
+class EmbedAttend(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(12, 8)
+        self.attn = nn.MultiheadAttention(8, 2, batch_first=True)
+        self.q = nn.Linear(8, 8)
+
+    def forward(self, tokens):
+        h = self.emb(tokens)
+        a, _ = self.attn(h, h, h)
+        q = self.q(h).view(h.size(0), -1, 2, 4).transpose(1, 2)
+        s = F.scaled_dot_product_attention(q, q, q, is_causal=True)
+        return a + s.transpose(1, 2).reshape(h.size(0), -1, 8)
+
+
+def test_embedding_and_attention():
+    ember.manual_seed(6)
+    t = ember.tensor([[1, 2, 3, 4], [5, 6, 7, 8]])
+    check(EmbedAttend(), t, [ember.tensor([[1, 2, 3, 4], [5, 6, 7, 8], [9, 10, 11, 0]])],
+          input_names=["tokens"], dynamic_axes={"tokens": {0: "batch"}})
+
+
+class Elementwise(nn.Module):
+    def forward(self, x, y):
+        a = x.exp() + x.sin() * x.cos() - x.abs().sqrt() / (1 + x.pow(2)) + ember.tanh(x).sigmoid()
+        b = ember.clamp(x, -0.5, 0.5) + ember.where(x > 0, x, -x) + x.floor() + x.ceil() + x.round()
+        c = F.gelu(x) + F.silu(x) + F.softmax(x, -1) + F.log_softmax(x, 1) + F.leaky_relu(x, 0.1) + F.elu(x)
+        d = F.softplus(x) + F.hardtanh(x) + F.relu6(x) + F.hardsigmoid(x) + F.hardswish(x) + F.mish(x)
+        e = ember.maximum(x, y) - ember.minimum(x, y) + (x * 2 - 3) / 4 + x.abs().rsqrt() + x.neg() + x.sign()
+        f = ember.erf(x) + x.masked_fill(x < 0, 0.5) + (x >= y).float() + (x != y).to(ember.float32) + x.log1p().abs()
+        g = 2 - x + 1 / (x.abs() + 1) + x.reciprocal().clamp(min=-3) + ember.remainder(x, 0.7) + x ** 3
+        return a + b + c + d + e + f + g, (x == y) | (x < 0), x.argmax(1), ember.logical_not(x > 1)
+
+
+def test_elementwise_zoo():
+    ember.manual_seed(7)
+    x, y = ember.randn(3, 6), ember.randn(3, 6)
+    check(Elementwise(), (x, y), [(ember.randn(5, 6), ember.randn(5, 6))], atol=1e-5,
+          input_names=["x", "y"], dynamic_axes={"x": {0: "b"}, "y": {0: "b"}})
+
+
+class Reductions(nn.Module):
+    def forward(self, x):
+        f = x.sum(1, keepdim=True) + x.mean(-1, keepdim=True) + x.amax(1, keepdim=True)
+        f = f + x.max(1, keepdim=True)[0] + x.var(1, keepdim=True) + x.std(1, keepdim=True)
+        f = f + x.prod(1, keepdim=True) + x.norm(dim=1, keepdim=True) + x.logsumexp(1, keepdim=True)
+        return f, x.sum(), x.mean(0), x.cumsum(1), x.min(), x.amin(0)
+
+
+def test_reduction_zoo():
+    ember.manual_seed(8)
+    check(Reductions(), ember.randn(3, 5), atol=1e-5)
+
+
+class Shapes(nn.Module):
+    def forward(self, x):
+        n = x.size(0)
+        g = x.view(n, 3, -1).permute(2, 0, 1).transpose(0, 1).reshape(n, -1)
+        h = ember.cat([x, x * 2], 1) + ember.stack([x, x], 0).sum(0).repeat(1, 2)
+        i = x[:, 1:3] + x[0, 2:4] + x.unsqueeze(0).squeeze(0)[:, None, :].expand(n, 3, 6)[:, 0, 1:3]
+        j = x @ x.t() + ember.matmul(x, x.transpose(0, 1)) + ember.bmm(x.unsqueeze(0), x.t().unsqueeze(0))[0]
+        k = x.chunk(2, 1)[0] + x.split(3, 1)[1] + x.flip(1)[:, :3] + x[:, -3:] + x.narrow(1, 2, 3)
+        l = F.pad(x, (1, 2)) + x.flatten().view(n, 6).contiguous().clone().tril()[:, [0]]
+        return g, h, i, j, k, l, ember.unbind(x, 1)[2], x[..., ::2], x.unflatten(1, (2, 3)).movedim(1, 2)
+
+
+def test_shape_zoo():
+    ember.manual_seed(9)
+    check(Shapes(), ember.randn(4, 6), [ember.randn(2, 6)], input_names=["x"], dynamic_axes={"x": {0: "n"}})
+
+
+# ----- what the API does besides ---------------------------------------------------------------------------------
+
+def test_returns_program_or_none_and_saves(tmp_path):
+    m = nn.Linear(3, 2)
+    x = ember.randn(2, 3)
+    prog = ember.onnx.export(m, (x,))
+    assert isinstance(prog, ember.onnx.ONNXProgram)
+    assert isinstance(prog.model_proto, onnx.ModelProto)
+    assert [i.name for i in prog.model_proto.graph.input] == ["input"]   # forward's argument name
+    prog.save(tmp_path / "m.onnx")
+    loaded = onnx.load(str(tmp_path / "m.onnx"))
+    assert sorted(i.name for i in loaded.graph.initializer) == ["bias", "weight"]
+    np.testing.assert_allclose(prog(x)[0].numpy(), m(x).detach().numpy(), rtol=1e-6)
+    assert ember.onnx.export(m, (x,), str(tmp_path / "n.onnx"), dynamo=False) is None
+    assert onnx.load(str(tmp_path / "n.onnx")).graph.node[0].op_type == "Gemm"
+    unparam = onnx.load_from_string(export(m, (x,), export_params=False))
+    assert not unparam.graph.initializer and [i.name for i in unparam.graph.input] == ["input", "weight", "bias"]
+
+
+def test_is_in_onnx_export_and_modes():
+    seen = []
+
+    class M(nn.Module):
+        def forward(self, x):
+            seen.append((ember.onnx.is_in_onnx_export(), self.training))
+            return x * 2
+    m = M()
+    m.train()
+    export(m, (ember.randn(2),))
+    assert seen and all(s == (True, False) for s in seen) and m.training
+    assert not ember.onnx.is_in_onnx_export()
+    with ember.onnx.select_model_mode_for_export(m, ember.onnx.TrainingMode.EVAL):
+        assert not m.training
+    assert m.training
+    with pytest.raises(TypeError, match="'mode' should be a torch.onnx.TrainingMode enum"):
+        with ember.onnx.select_model_mode_for_export(m, 0):
+            pass
+
+
+def test_enums_match_torch():
+    for name in ("TrainingMode", "OperatorExportTypes", "TensorProtoDataType"):
+        theirs = {k: int(v) for k, v in getattr(torch.onnx, name).__members__.items()}
+        assert {k: int(v) for k, v in getattr(ember.onnx, name).__members__.items()} == theirs
+    J, TJ = ember.onnx.JitScalarType, torch.onnx.JitScalarType
+    assert {k: int(v) for k, v in J.__members__.items()} == {k: int(v) for k, v in TJ.__members__.items()}
+    for dt in ("float32", "float64", "int64", "bool", "float16", "bfloat16", "uint8"):
+        j, tj = J.from_dtype(getattr(ember, dt)), TJ.from_dtype(getattr(torch, dt))
+        assert (int(j), j.scalar_name(), j.torch_name(), int(j.onnx_type())) == \
+            (int(tj), tj.scalar_name(), tj.torch_name(), int(tj.onnx_type()))
+        assert j.dtype() is getattr(ember, dt)
+    assert J.from_value(ember.ones(2)) == J.FLOAT
+    assert issubclass(ember.onnx.OnnxExporterError, RuntimeError)
+
+
+def test_unsupported_op_names_it():
+    class M(nn.Module):
+        def forward(self, x):
+            return ember.special.digamma(x) + 1
+    with pytest.raises(ember.onnx.errors.UnsupportedOperatorError,
+                       match="Exporting the operator 'aten::digamma' to ONNX opset version 18 is not supported"):
+        ember.onnx.export(M(), (ember.rand(3) + 1,), io.BytesIO())
+    with pytest.raises(ember.onnx.OnnxExporterError, match="opset versions 17 to 21"):
+        ember.onnx.export(nn.Linear(2, 2), (ember.randn(1, 2),), io.BytesIO(), opset_version=9)
+
+
+def test_constant_made_from_input_sizes_is_an_error():
+    class M(nn.Module):
+        def forward(self, x):
+            return x + ember.arange(x.size(0)).float()   # a constant of the traced size
+    export(M(), (ember.randn(3),))   # fixed sizes: fine
+    with pytest.raises(ember.onnx.OnnxExporterError, match="made inside forward from the input's values or sizes"):
+        ember.onnx.export(M(), (ember.randn(3),), io.BytesIO(), input_names=["x"], dynamic_axes={"x": [0]})
