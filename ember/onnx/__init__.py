@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import enum
 import os
-from typing import Any, Callable, Collection, Mapping, Sequence
+from typing import Callable, Collection, Mapping, Sequence
 
 from . import errors
 from ._state import is_in_onnx_export
@@ -251,7 +251,6 @@ class ONNXProgram:
 
     def __call__(self, *args, **kwargs) -> list:
         """Run the model with onnxruntime on ember tensors; a list of ember tensors."""
-        from .._tensor import Tensor
         from ..ops.creation import from_numpy
         from ._trace import flat_tensors
         if self._session is None:

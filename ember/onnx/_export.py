@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import io
 import os
 import sys
-from typing import Any, Callable
+from typing import Any
 
 from .. import _dtype as D
 from .._tensor import Tensor
@@ -45,7 +44,7 @@ _TENSOR_METHODS = {"__gt__": "gt", "__lt__": "lt", "__ge__": "ge", "__le__": "le
 # never imported from here)
 _ROOT_FUNCTIONS = ("gt", "lt", "ge", "le", "eq", "ne", "greater", "less", "argmax", "argmin", "logical_not",
                    "logical_and", "logical_or", "masked_fill", "bitwise_or", "bitwise_and", "bitwise_xor",
-                   "bitwise_not")
+                   "bitwise_not", "arange")
 _MODULE_CLASSES = ("LSTM", "GRU", "RNN")
 _MISSING = object()
 
@@ -217,6 +216,10 @@ class OpView:
             return self.args[i]
         return self.kwargs.get(key, default)
 
+    def dyn_a(self, i: int, key: str):
+        """A function's argument (by position ``i`` or keyword ``key``) in the second trace, where it changed."""
+        return self.dyn_p(i if i < len(self.args) else key)
+
     def dyn_p(self, key):
         self.read_dyn.add(key)
         return self.dyn.get("params", {}).get(key)
@@ -337,6 +340,8 @@ def _compare_traces(t1: Tracer, t2: Tracer) -> None:
                         "frozen as a constant. Make it from recorded tensor operations, or export without "
                         "dynamic_axes.")
         params = {k: v for k, v in o2.kwargs.items() if not _same(o1.kwargs.get(k), v)}
+        params.update({i: a2 for i, (a1, a2) in enumerate(zip(o1.args, o2.args))
+                       if not isinstance(a1, (VRef, CRef, tuple, list)) and not _same(a1, a2)})
         if params:
             o1.dyn["params"] = params
 
@@ -452,7 +457,7 @@ def export_model(model, args, f=None, *, kwargs=None, input_names=None, output_n
             out_names = list(output_names or [])
             if len(out_names) > n_out:
                 raise OnnxExporterError(f"ember.onnx.export: {len(out_names)} output names for {n_out} outputs")
-            out_names += [f"output" if n_out == 1 else f"output_{k}" for k in range(len(out_names), n_out)]
+            out_names += ["output" if n_out == 1 else f"output_{k}" for k in range(len(out_names), n_out)]
             dyn = _dynamic_axes(dynamic_axes, in_names + out_names)
             args2, kwargs2 = _second_inputs(args, kwargs, in_names, dyn)
             tracer2, _, keys2 = _trace(model, args2, kwargs2, named)

@@ -465,34 +465,60 @@ def _slice(b, o):
 
 def _slice_node(b, o, x, dim, start, stop, step, shape, shape2, start2=None, stop2=None):
     size = shape[dim]
-    if stop is None or stop >= size:
-        stop = INT64_MAX   # to the end, whatever the size
-    if start2 is not None and start2 != start:
-        raise OnnxExporterError(f"ember.onnx.export: '{o.name}': a slice start that changes with the dynamic "
-                                "axes is not supported")
-    if stop2 is not None and stop2 != o.p("stop") and not (shape2 is not None and stop2 >= shape2[dim]):
-        raise OnnxExporterError(f"ember.onnx.export: '{o.name}': a slice end that changes with the dynamic axes "
-                                "(other than the end of the axis) is not supported")
-    return b.node("Slice", [x, b.ints([start]), b.ints([stop]), b.ints([dim]), b.ints([step])])
+    size2 = size if shape2 is None else shape2[dim]
+    starts = _bound(b, o, start, start2, size, size2, 0, "start")
+    ends = _bound(b, o, stop, stop2, size, size2, INT64_MAX, "end")
+    return b.node("Slice", [x, starts, ends, b.ints([dim]), b.ints([step])])
+
+
+def _bound(b, o, v, v2, size, size2, default, what):
+    """A slice bound as a 1-element tensor: a constant; "to the end" (INT64_MAX) where it is the axis's end in
+    both traces; counted from the end where it keeps its distance to it; else a size of the graph (Shape) that
+    has its values in both traces."""
+    if v is None:
+        return b.ints([default])
+    if v2 is None:
+        v2 = v
+    if what == "end" and v >= size and v2 >= size2:
+        return b.ints([INT64_MAX])
+    if v == v2 and (size == size2 or 0 <= v < min(size, size2)):
+        return b.ints([v])
+    if v - size == v2 - size2:
+        return b.ints([v - size])   # so many from the end
+    found = b.size_of(v, v2)
+    if found is None:
+        raise OnnxExporterError(f"ember.onnx.export: '{o.name}': a slice {what} ({v}) that changes with the dynamic "
+                                "axes, and no value of the graph has that size")
+    return found
 
 
 @_reg(PRIMS, "index", "getitem")
 def _index(b, o):
     """x[index] with ints, slices, None and Ellipsis (basic indexing) or one integer index array."""
-    index = o.p("index")
+    index, index2 = o.p("index"), o.dyn_p("index")
     if not isinstance(index, tuple):
         index = (index,)
+    if index2 is not None and not isinstance(index2, tuple):
+        index2 = (index2,)
+    if index2 is not None and (len(index2) != len(index) or any(
+            type(i) is not type(j) or (not isinstance(i, (int, slice)) and i is not None and i is not Ellipsis)
+            for i, j in zip(index, index2))):
+        raise OnnxExporterError("ember.onnx.export: an index that changes with the input (an index tensor computed "
+                                "from it, or another form of index) is not supported")
     shape = list(o.shape_in(0))
     shape2 = o.shape_in2(0)
     nd = len(shape)
     n_real = sum(1 for i in index if i is not None and i is not Ellipsis)
-    expanded = []
-    for i in index:
-        if i is Ellipsis:
-            expanded.extend([slice(None)] * (nd - n_real))
-        else:
-            expanded.append(i)
-    expanded.extend([slice(None)] * (nd - sum(1 for i in expanded if i is not None)))
+    def expand(index):
+        expanded = []
+        for i in index:
+            if i is Ellipsis:
+                expanded.extend([slice(None)] * (nd - n_real))
+            else:
+                expanded.append(i)
+        return expanded + [slice(None)] * (nd - sum(1 for i in expanded if i is not None))
+    expanded = expand(index)
+    expanded2 = expanded if index2 is None else expand(index2)
     x = o.x(0)
     dim = 0          # the input's dimension the next index entry reads
     out_dim = 0      # where it sits in the result so far
@@ -510,26 +536,35 @@ def _index(b, o):
             raise OnnxExporterError("ember.onnx.export: boolean mask indexing (a data-dependent shape) is not "
                                     "supported")
         return [b.node("Gather", [x, b.const_array(arr, "int64")], axis=pos)]
-    for i in expanded:
+    for i, i2 in zip(expanded, expanded2):
         if i is None:
             x = b.node("Unsqueeze", [x, b.ints([out_dim])])
             out_dim += 1
         elif isinstance(i, int):
+            if i != i2 and not (i < 0 and i2 < 0):
+                raise OnnxExporterError("ember.onnx.export: an integer index that changes with the dynamic axes "
+                                        "is not supported")
             x = b.node("Gather", [x, b.ints([i], scalar=True)], axis=out_dim)
             dim += 1
         else:
-            start, stop, step = i.start, i.stop, i.step
-            if not (start in (None, 0) and stop is None and step in (None, 1)):
+            if not (i.start in (None, 0) and i.stop is None and i.step in (None, 1)) or i2 != i:
                 size = shape[dim]
-                st = 0 if start is None else start
-                sp = INT64_MAX if stop is None or stop >= size else stop
-                if shape2 is not None and shape2[dim] != size and (st < 0 or sp < 0):
-                    raise OnnxExporterError("ember.onnx.export: a negative slice on a dynamic axis is not "
-                                            "supported")
-                x = b.node("Slice", [x, b.ints([st]), b.ints([sp]), b.ints([out_dim]), b.ints([step or 1])])
+                size2 = size if shape2 is None else shape2[dim]
+                if (i.step or 1) < 0:
+                    raise OnnxExporterError("ember.onnx.export: a negative slice step is not supported")
+                st = _bound(b, o, _pos(i.start, size), _pos(i2.start, size2), size, size2, 0, "start")
+                sp = _bound(b, o, _pos(i.stop, size), _pos(i2.stop, size2), size, size2, INT64_MAX, "end")
+                x = b.node("Slice", [x, st, sp, b.ints([out_dim]), b.ints([i.step or 1])])
             dim += 1
             out_dim += 1
     return [x]
+
+
+def _pos(v, size):
+    """A Python slice bound as a position in 0..size (None stays None)."""
+    if v is None:
+        return None
+    return min(max(v + size if v < 0 else v, 0), size)
 
 
 @_reg(PRIMS, "cat")
@@ -617,7 +652,7 @@ def _layer_norm(b, o):
 @_reg(PRIMS, "native_group_norm")
 def _group_norm(b, o):
     """x viewed as (N, G, rest), normalised over the rest, viewed back, then the per-channel affine."""
-    view, axes, eps = o.p("view"), o.p("axes"), float(o.p("eps"))
+    view, eps = o.p("view"), float(o.p("eps"))
     view2 = o.dyn_p("view")
     if view2 is not None and tuple(view2[1:]) != tuple(view[1:]):
         raise OnnxExporterError("ember.onnx.export: group_norm over a dynamic axis other than the batch is not "
@@ -685,6 +720,65 @@ def _argmax(b, o):
         x = b.node("Reshape", [x, b.ints([-1])])
         dim = 0
     return [b.node("ArgMax" if o.name == "argmax" else "ArgMin", [x], axis=int(dim), keepdims=int(bool(keepdim)))]
+
+
+@_reg(FUNCTIONS, "scaled_dot_product_attention")
+def _sdpa(b, o):
+    """softmax(q k^T * scale + mask) v, the causal mask made from the sizes in the graph (Trilu)."""
+    attn_mask, dropout_p, is_causal = o.a(3, "attn_mask"), o.a(4, "dropout_p", 0.0), o.a(5, "is_causal", False)
+    scale, gqa = o.a(6, "scale"), o.a(7, "enable_gqa", False)
+    if dropout_p or gqa:
+        raise OnnxExporterError("ember.onnx.export: scaled_dot_product_attention with dropout_p > 0 or enable_gqa "
+                                "is not supported")
+    dt = o.out_dtype()
+    q, k, v = o.x(0), o.x(1), o.x(2)
+    nd = len(o.shape_in(0))
+    if scale is None:
+        scale = 1.0 / math.sqrt(o.shape_in(0)[-1])
+    perm = list(range(nd - 2)) + [nd - 1, nd - 2]
+    s = b.node("Mul", [b.node("MatMul", [q, b.node("Transpose", [k], perm=perm)]), b.scalar(scale, dt)])
+    if is_causal:
+        qs, ks = b.node("Shape", [q]), b.node("Shape", [k])
+        size = b.node("Concat", [b.node("Gather", [qs, b.ints([nd - 2])], axis=0),
+                                 b.node("Gather", [ks, b.ints([nd - 2])], axis=0)], axis=0)
+        ones = b.node("Expand", [b.scalar(1, "int64"), size])
+        keep = b.node("Cast", [b.node("Trilu", [ones], upper=0)], to=b.onnx_type("bool"))
+        s = b.node("Where", [keep, s, b.scalar(float("-inf"), dt)])
+    if attn_mask is not None:
+        if o.dtype_in(3) is D.bool:
+            s = b.node("Where", [o.x(3), s, b.scalar(float("-inf"), dt)])
+        else:
+            s = b.node("Add", [s, o.x(3, dt)])
+    return [b.node("MatMul", [b.node("Softmax", [s], axis=-1), v])]
+
+
+@_reg(FUNCTIONS, "arange")
+def _arange(b, o):
+    """arange(end) / arange(start, end, step): Range, with a bound that follows a dynamic size read from the
+    graph (Shape)."""
+    n = len(o.args) if len(o.args) <= 3 else 3
+    keys = ["start", "end", "step"] if n + ("end" in o.kwargs) >= 2 else ["end"]
+    vals = {k: o.a(i, k) for i, k in enumerate(keys)}
+    vals.setdefault("start", 0)
+    vals.setdefault("step", 1)
+    for k in ("start", "end", "step"):
+        if vals.get(k) is None:
+            vals[k] = {"start": 0, "step": 1}.get(k)
+    dt = o.out_dtype()
+    names = []
+    for k in ("start", "end", "step"):
+        v = vals[k]
+        v2 = o.dyn_a(keys.index(k), k) if k in keys else None
+        if v2 is not None and v2 != v:
+            found = b.size_of(int(v), int(v2)) if float(v).is_integer() and float(v2).is_integer() else None
+            if found is None:
+                raise OnnxExporterError(f"ember.onnx.export: arange's {k} ({v}) changes with the input and no "
+                                        "value of the graph has that size")
+            name = b.node("Squeeze", [found, b.ints([0])])
+            names.append(name if dt is D.int64 else b.node("Cast", [name], to=b.onnx_type(dt)))
+        else:
+            names.append(b.scalar(v, dt))
+    return [b.node("Range", names)]
 
 
 @_reg(FUNCTIONS, "embedding")

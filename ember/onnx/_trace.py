@@ -19,6 +19,10 @@ from .._tensor import Tensor
 from .errors import OnnxExporterError
 
 
+# functions recorded even without tensor inputs: their numbers may be sizes read from the input (arange(x.size(1)))
+SIZED = frozenset({"arange"})
+
+
 class VRef:
     """An op's tensor input that is a value of the graph (input, parameter, buffer or an op's result)."""
     __slots__ = ("key",)
@@ -115,7 +119,8 @@ class Tracer:
 
         def has_value(r):
             return isinstance(r, VRef) or isinstance(r, (tuple, list)) and any(has_value(x) for x in r)
-        if not any(has_value(r) for r in rargs) and not any(has_value(r) for r in rkw.values()) and module is None:
+        if not any(has_value(r) for r in rargs) and not any(has_value(r) for r in rkw.values()) and \
+                module is None and name not in SIZED:
             return   # computed from constants only: its result is a constant too
         outs = [self.add_value(t) for t in flat_tensors(out)]
         self.ops.append(Op(kind, name, rargs, rkw, outs, module))
