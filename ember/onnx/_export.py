@@ -16,6 +16,7 @@ import sys
 from typing import Any
 
 from .. import _dtype as D
+from .._device import backend_of
 from .._tensor import Tensor
 from ..autograd import grad_mode
 from ..autograd._primitive import observe_results
@@ -154,25 +155,45 @@ class Builder:
             self._consts[key] = name
         return name
 
+    def _small(self, vals: list, dims: list, dtype, key) -> str:
+        """A Constant from Python numbers (no array library: onnx.helper packs them)."""
+        if key in self._consts:
+            return self._consts[key]
+        name = self.fresh("Constant") + "_output_0"
+        t = self.onnx.helper.make_tensor(name + "_value", self.onnx_type(dtype), dims, vals)
+        self.nodes.append(self.onnx.helper.make_node("Constant", [], [name], name=name.rsplit("_output", 1)[0],
+                                                     value=t))
+        self._consts[key] = name
+        return name
+
     def scalar(self, value, dtype) -> str:
-        import numpy as np   # host-side: the constant's bytes for the file
         dt = _dtype(dtype)
-        return self._constant(np.array(value, dtype=dt.np), ("s", value, str(dt)))
+        if dt.is_floating_point:
+            value = float(value)
+        elif dt is D.bool:
+            value = bool(value)
+        else:
+            value = int(value)
+        return self._small([value], [], dt, ("s", value, str(dt)))
 
     def ints(self, values, scalar: bool = False) -> str:
-        import numpy as np
         values = [int(v) for v in values]
-        arr = np.array(values[0] if scalar else values, dtype=np.int64)
-        return self._constant(arr, ("i", tuple(values), scalar))
+        return self._small(values[:1] if scalar else values, [] if scalar else [len(values)], D.int64,
+                           ("i", tuple(values), scalar))
 
     def const_full(self, shape, value, dtype) -> str:
-        import numpy as np
-        return self._constant(np.full(shape, value, dtype=_dtype(dtype).np))
+        n = 1
+        for s in shape:
+            n *= int(s)
+        dt = _dtype(dtype)
+        return self._small([value] * n, list(shape), dt, ("full", tuple(shape), value, str(dt)))
 
     def const_array(self, arr, dtype=None) -> str:
-        import numpy as np
-        a = np.asarray(arr)
-        return self._constant(a if dtype is None else a.astype(_dtype(dtype).np))
+        """A raw array parameter of a primitive (index arrays) as a Constant: its host copy."""
+        host = backend_of(arr).to_numpy(arr)
+        if dtype is not None:
+            host = host.astype(_dtype(dtype).np)
+        return self._constant(host)
 
     def const_tensor(self, t: Tensor) -> str:
         return self._constant(t.numpy(force=True))
