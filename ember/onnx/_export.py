@@ -446,7 +446,7 @@ def export_model(model, args, f=None, *, kwargs=None, input_names=None, output_n
     except ImportError:
         raise OnnxExporterError("ember.onnx.export needs the 'onnx' package (pip install onnx, or ember's 'onnx' "
                                 "extra)") from None
-    from . import TrainingMode, OperatorExportTypes
+    from ._types import OperatorExportTypes, TrainingMode
     opset = DEFAULT_OPSET if opset_version is None else int(opset_version)
     if not MIN_OPSET <= opset <= MAX_OPSET:
         raise OnnxExporterError(f"ember.onnx.export writes opset versions {MIN_OPSET} to {MAX_OPSET}; got "
@@ -605,7 +605,7 @@ def _version() -> str:
 
 @contextlib.contextmanager
 def _mode(model, mode):
-    from . import TrainingMode
+    from ._types import TrainingMode
     was = getattr(model, "training", None)
     if was is not None and mode != TrainingMode.PRESERVE:
         model.train(mode == TrainingMode.TRAINING)
