@@ -25,7 +25,7 @@ F = ember.nn.functional
 def _flat(obj) -> list:
     if isinstance(obj, (tuple, list)):
         return [t for o in obj for t in _flat(o)]
-    return [obj]
+    return [] if obj is None else [obj]
 
 
 def export(model, args, **kw) -> bytes:
@@ -197,6 +197,42 @@ def test_transformer_encoder_layer():
     m2 = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.1, batch_first=True, norm_first=True, activation="gelu")
     check(m2, ember.randn(2, 5, 8), [ember.randn(3, 5, 8)], atol=1e-4, input_names=["src"],
           dynamic_axes={"src": {0: "batch"}})
+
+
+@pytest.mark.filterwarnings("ignore:enable_nested_tensor is True")
+def test_transformer_with_masks():
+    ember.manual_seed(11)
+    m = nn.Transformer(d_model=8, nhead=2, num_encoder_layers=1, num_decoder_layers=1, dim_feedforward=16)
+    tgt_mask = nn.Transformer.generate_square_subsequent_mask(4)
+    check(m, (ember.randn(5, 2, 8), ember.randn(4, 2, 8), None, tgt_mask), [(ember.randn(5, 3, 8), ember.randn(4, 3, 8),
+          None, tgt_mask)], atol=1e-4, input_names=["src", "tgt", "tgt_mask"],
+          dynamic_axes={"src": {1: "b"}, "tgt": {1: "b"}})
+
+    class Encoder(nn.Module):   # a key padding mask (bool) made into -inf additions by new_zeros/masked_fill
+        def __init__(self):
+            super().__init__()
+            self.enc = nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2, 16, batch_first=True), 2,
+                                             enable_nested_tensor=False)
+
+        def forward(self, x, pad):
+            return self.enc(x, src_key_padding_mask=pad)
+    pad = ember.tensor([[False, False, True], [False, False, False]])
+    pad3 = ember.tensor([[False, False, True], [False, False, False], [False, True, True]])
+    check(Encoder(), (ember.randn(2, 3, 8), pad), [(ember.randn(3, 3, 8), pad3)], atol=1e-4, input_names=["x", "pad"],
+          dynamic_axes={"x": {0: "b"}, "pad": {0: "b"}})
+
+
+def test_more_layers():
+    ember.manual_seed(12)
+    m = nn.Sequential(nn.Conv1d(2, 4, 3, padding="same", dilation=2), nn.BatchNorm1d(4), nn.PReLU(),
+                      nn.InstanceNorm1d(4, affine=True), nn.Upsample(scale_factor=2), nn.ConvTranspose1d(4, 2, 3, stride=2),
+                      nn.Upsample(scale_factor=2, mode="linear"), nn.ReplicationPad1d(2), nn.Hardtanh(), nn.Softplus(2.0))
+    check(m, ember.randn(2, 2, 8), [ember.randn(3, 2, 8)], atol=1e-4, input_names=["x"], dynamic_axes={"x": {0: "b"}})
+    m2 = nn.Sequential(nn.Conv2d(3, 4, 3, groups=1, padding=(1, 2)), nn.ReLU6(), nn.Conv2d(4, 4, 3, groups=2),
+                       nn.AdaptiveAvgPool2d((2, 2)), nn.Upsample(scale_factor=2, mode="bilinear"), nn.AdaptiveMaxPool2d(1),
+                       nn.Flatten(), nn.Linear(4, 2), nn.LogSigmoid())
+    check(m2, ember.randn(2, 3, 8, 8), [ember.randn(1, 3, 8, 8)], atol=1e-4, input_names=["x"],
+          dynamic_axes={"x": {0: "b"}})
 
 
 class EmbedAttend(nn.Module):
@@ -391,6 +427,17 @@ def test_unsupported_op_names_it():
         ember.onnx.export(M(), (ember.rand(3) + 1,), io.BytesIO())
     with pytest.raises(ember.onnx.OnnxExporterError, match="opset versions 17 to 21"):
         ember.onnx.export(nn.Linear(2, 2), (ember.randn(1, 2),), io.BytesIO(), opset_version=9)
+
+
+def test_training_mode_is_refused():
+    m = nn.Sequential(nn.Linear(2, 2), nn.BatchNorm1d(2), nn.Dropout(0.5))
+    for kw in ({"training": ember.onnx.TrainingMode.TRAINING}, {"training": ember.onnx.TrainingMode.PRESERVE}):
+        m.train()
+        with pytest.raises(ember.onnx.OnnxExporterError, match="writes inference graphs"):
+            ember.onnx.export(m, (ember.randn(3, 2),), io.BytesIO(), **kw)
+        assert m.training and int(m[1].num_batches_tracked) == 0   # mode restored, nothing ran
+    m.eval()
+    export(m, (ember.randn(3, 2),), training=ember.onnx.TrainingMode.PRESERVE)
 
 
 def test_constant_made_from_input_sizes_is_an_error():

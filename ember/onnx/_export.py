@@ -40,12 +40,13 @@ _TENSOR_METHODS = {"__gt__": "gt", "__lt__": "lt", "__ge__": "ge", "__le__": "le
                    "masked_fill": "masked_fill", "masked_fill_": "masked_fill_", "__or__": "bitwise_or",
                    "__and__": "bitwise_and", "__xor__": "bitwise_xor", "__invert__": "bitwise_not",
                    "bitwise_or": "bitwise_or", "bitwise_and": "bitwise_and", "bitwise_xor": "bitwise_xor",
-                   "bitwise_not": "bitwise_not"}
+                   "bitwise_not": "bitwise_not", "new_zeros": "new_zeros", "new_ones": "new_ones",
+                   "new_full": "new_full", "new_empty": "new_empty"}
 # the same as torch.<name> functions (the user's namespace: ``sys.modules['ember']``, looked up while exporting,
 # never imported from here)
 _ROOT_FUNCTIONS = ("gt", "lt", "ge", "le", "eq", "ne", "greater", "less", "argmax", "argmin", "logical_not",
                    "logical_and", "logical_or", "masked_fill", "bitwise_or", "bitwise_and", "bitwise_xor",
-                   "bitwise_not", "arange")
+                   "bitwise_not", "arange", "zeros_like", "ones_like", "full_like", "empty_like")
 _MODULE_CLASSES = ("LSTM", "GRU", "RNN")
 _MISSING = object()
 
@@ -76,11 +77,13 @@ def _patched(tracer: Tracer):
         orig = getattr(Tensor, attr, None)
         if orig is not None:
             put(Tensor, attr, tracer.wrap("fn", name, orig))
+    from ..ops import creation
     root = sys.modules.get(__name__.split(".")[0])
-    for name in _ROOT_FUNCTIONS if root is not None else ():
-        fn = getattr(root, name, None)
-        if fn is not None:
-            put(root, name, tracer.wrap("fn", _TENSOR_METHODS.get(name, name), fn))
+    for owner in (root, creation):   # (layers call the creation module's functions by attribute)
+        for name in _ROOT_FUNCTIONS if owner is not None else ():
+            fn = getattr(owner, name, None)
+            if fn is not None:
+                put(owner, name, tracer.wrap("fn", _TENSOR_METHODS.get(name, name), fn))
     for cname in _MODULE_CLASSES:
         cls = getattr(rnn, cname)
         put(cls, "forward", tracer.wrap("module", cname, cls.forward, module_arg=True))
@@ -362,7 +365,7 @@ def _compare_traces(t1: Tracer, t2: Tracer) -> None:
                         "dynamic_axes.")
         params = {k: v for k, v in o2.kwargs.items() if not _same(o1.kwargs.get(k), v)}
         params.update({i: a2 for i, (a1, a2) in enumerate(zip(o1.args, o2.args))
-                       if not isinstance(a1, (VRef, CRef, tuple, list)) and not _same(a1, a2)})
+                       if not any(isinstance(r, (VRef, CRef)) for r in _flat_refs(a1)) and not _same(a1, a2)})
         if params:
             o1.dyn["params"] = params
 
@@ -373,7 +376,7 @@ def _flat_refs(a) -> list:
     return [a]
 
 
-def _second_inputs(args: tuple, kwargs: dict, in_names: list, dyn: dict) -> tuple:
+def _second_inputs(args: tuple, kwargs: dict, in_names: list, dyn: dict, perturb: bool = True) -> tuple:
     """The inputs of the second trace: one more element along each dynamic axis, the elements in reverse order (so
     an argmax moves), floats also scaled and shifted."""
     from ..ops import shape as SH
@@ -384,9 +387,9 @@ def _second_inputs(args: tuple, kwargs: dict, in_names: list, dyn: dict) -> tupl
         i[0] += 1
         for axis in sorted(dyn.get(name, {})):
             t = SH.cat([t, SH.narrow(t, axis, 0, 1)], axis)
-        if t.ndim:
+        if perturb and t.ndim:
             t = SH.flip(t, list(range(t.ndim)))
-        if t.dtype.is_floating_point:
+        if perturb and t.dtype.is_floating_point:
             t = t * 0.75 + 0.125
         return t
 
@@ -472,6 +475,11 @@ def export_model(model, args, f=None, *, kwargs=None, input_names=None, output_n
     _exporting[0] = True
     try:
         with _mode(model, mode):
+            if any(getattr(m, "training", False) for m in (model.modules() if hasattr(model, "modules") else ())):
+                raise OnnxExporterError(
+                    "ember.onnx.export writes inference graphs: export with training=TrainingMode.EVAL (the default), "
+                    "or PRESERVE with the model in eval mode (dropout and batch statistics of training mode are not "
+                    "exported)")
             tracer, out, keys = _trace(model, args, kwargs, named)
             out_refs = keys.pop()
             n_out = len(out_refs)
@@ -480,9 +488,17 @@ def export_model(model, args, f=None, *, kwargs=None, input_names=None, output_n
                 raise OnnxExporterError(f"ember.onnx.export: {len(out_names)} output names for {n_out} outputs")
             out_names += ["output" if n_out == 1 else f"output_{k}" for k in range(len(out_names), n_out)]
             dyn = _dynamic_axes(dynamic_axes, in_names + out_names)
-            args2, kwargs2 = _second_inputs(args, kwargs, in_names, dyn)
-            tracer2, _, keys2 = _trace(model, args2, kwargs2, named)
-            out_refs2 = keys2.pop()
+            # the second run: other values and sizes; where other values take another path (a mask compared
+            # with a causal one), the same values at the new sizes; without dynamic axes, the first run itself
+            for perturb in (True, False):
+                if not perturb and not dyn:
+                    tracer2, keys2, out_refs2 = tracer, keys, out_refs
+                    break
+                args2, kwargs2 = _second_inputs(args, kwargs, in_names, dyn, perturb)
+                tracer2, _, keys2 = _trace(model, args2, kwargs2, named)
+                out_refs2 = keys2.pop()
+                if [(o.kind, o.name) for o in tracer.ops] == [(o.kind, o.name) for o in tracer2.ops]:
+                    break
     finally:
         _exporting[0] = False
     _compare_traces(tracer, tracer2)

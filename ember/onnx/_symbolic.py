@@ -431,11 +431,12 @@ def _expand(b, o):
 @_reg(PRIMS, "repeat")
 def _repeat(b, o):
     sizes = list(o.p("sizes"))
+    sizes2 = o.dyn_p("sizes")
     x = o.x(0)
     nd = len(o.shape_in(0))
     if len(sizes) > nd:
         x = b.node("Reshape", [x, b.ints([1] * (len(sizes) - nd) + [0] * nd)])
-    return [b.node("Tile", [x, b.ints(sizes)])]
+    return [b.node("Tile", [x, _sizes(b, o, sizes, sizes2)])]
 
 
 @_reg(PRIMS, "flip")
@@ -613,6 +614,73 @@ def _pad_gather(b, o):
     return [x]
 
 
+@_reg(PRIMS, "resample", "dim_matrices")
+def _resample(b, o):
+    """Interpolation (nearest, linear, ...) as ember computes it: one matrix per spatial dimension, contracted
+    with the input along it (Einsum)."""
+    mats = o.p("mats")
+    x = o.x(0)
+    nd = len(o.shape_in(0))
+    k = len(mats)
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    ins = letters[:nd]
+    outs = list(ins)
+    terms = [ins]
+    inputs = [x]
+    for j, m in enumerate(mats):
+        d = nd - k + j
+        new = letters[nd + j]
+        terms.append(new + ins[d])
+        outs[d] = new
+        inputs.append(b.const_array(m, o.out_dtype()))
+    return [b.node("Einsum", inputs, equation=",".join(terms) + "->" + "".join(outs))]
+
+
+@_reg(PRIMS, "prelu")
+def _prelu(b, o):
+    dt = o.out_dtype()
+    return [b.node("PRelu", [o.x(0, dt), o.x(1, dt)])]
+
+
+@_reg(PRIMS, "native_batch_norm")
+def _batch_norm_stats(b, o):
+    """Batch norm from the batch's own statistics (training mode; InstanceNorm always): biased variance."""
+    if o.p("view") is not None:
+        raise o.unsupported()
+    dt = o.out_dtype()
+    x = o.x(0)
+    axes = list(o.p("axes"))
+    mean = _reduce(b, "ReduceMean", x, axes, True)
+    d = b.node("Sub", [x, mean])
+    var = _reduce(b, "ReduceMean", b.node("Mul", [d, d]), axes, True)
+    y = b.node("Div", [d, b.node("Sqrt", [b.node("Add", [var, b.scalar(float(o.p("eps")), dt)])])])
+    wshape, wshape2 = list(o.p("wshape")), o.dyn_p("wshape")
+    if wshape2 is not None:   # (InstanceNorm: batch x channels) one size follows the batch: -1
+        wshape = [s if s == s2 else -1 for s, s2 in zip(wshape, wshape2)]
+        if wshape.count(-1) > 1:
+            raise OnnxExporterError("ember.onnx.export: batch norm statistics over dynamic axes are not supported")
+    if o.args[1] is not None:
+        y = b.node("Mul", [y, b.node("Reshape", [o.x(1), b.ints(wshape)])])
+    if o.args[2] is not None:
+        y = b.node("Add", [y, b.node("Reshape", [o.x(2), b.ints(wshape)])])
+    return [y]
+
+
+@_reg(PRIMS, "conv_transpose")
+def _conv_transpose(b, o):
+    pads = o.p("pads")
+    stride, dilation = list(o.p("stride")), list(o.p("dilation"))
+    ins = [o.x(0), o.x(1)] + ([o.x(2)] if o.args[2] is not None else [])
+    kernel = list(o.shape_in(1)[2:])
+    spatial = o.shape_in(0)[2:]
+    out = list(o.out_shape()[2:])
+    extra = [out[i] - ((spatial[i] - 1) * stride[i] - pads[i][0] - pads[i][1] + dilation[i] * (kernel[i] - 1) + 1)
+             for i in range(len(out))]
+    return [b.node("ConvTranspose", ins, strides=stride, dilations=dilation, group=int(o.p("groups")),
+                   kernel_shape=kernel, pads=[int(p[0]) for p in pads] + [int(p[1]) for p in pads],
+                   output_padding=extra)]
+
+
 # ----- layers ----------------------------------------------------------------------------------------------------
 
 @_reg(PRIMS, "convolution")
@@ -752,6 +820,56 @@ def _sdpa(b, o):
     return [b.node("MatMul", [b.node("Softmax", [s], axis=-1), v])]
 
 
+@_reg(FUNCTIONS, "new_zeros", "new_ones", "new_full", "new_empty", "zeros_like", "ones_like", "full_like",
+      "empty_like")
+def _filled(b, o):
+    """A tensor of one value whose shape is the input's (``*_like``) or given (``new_*``): ConstantOfShape, each
+    size that follows the dynamic axes read from the graph."""
+    dt = o.out_dtype()
+    like = o.name.endswith("_like")
+    if like:
+        shape = b.node("Shape", [o.x(0)])
+        value = o.a(1, "fill_value") if o.name == "full_like" else None
+    else:
+        if o.name == "new_full":
+            size, size2, value = o.a(1, "size"), o.dyn_a(1, "size"), o.a(2, "fill_value")
+        else:
+            size = o.args[1:] if len(o.args) > 1 else o.kwargs.get("size", ())
+            size2 = None
+            if len(o.args) > 1:
+                changed = [o.dyn_a(i, "") for i in range(1, len(o.args))]
+                size2 = None if all(c is None for c in changed) else tuple(
+                    c if c is not None else a for c, a in zip(changed, o.args[1:]))
+            value = None
+        if len(size) == 1 and isinstance(size[0], (tuple, list)):
+            size = size[0]
+            size2 = None if size2 is None else size2[0]
+        elif size2 is not None and len(size2) == 1 and isinstance(size2[0], (tuple, list)):
+            size2 = size2[0]
+        shape = _sizes(b, o, list(size), None if size2 is None else list(size2))
+    if value is None:
+        value = 1 if o.name in ("new_ones", "ones_like") else 0
+    fill = b.onnx.helper.make_tensor("value", b.onnx_type(dt), [1], [bool(value) if dt is D.bool else value])
+    return [b.node("ConstantOfShape", [shape], value=fill)]
+
+
+def _sizes(b, o, size: list, size2) -> str:
+    """A 1-D int64 shape tensor: constants, and the sizes that change in the second trace read from the graph."""
+    if size2 is None or list(size2) == list(size):
+        return b.ints(size)
+    pieces = []
+    for s1, s2 in zip(size, size2):
+        if s1 == s2:
+            pieces.append(b.ints([s1]))
+            continue
+        found = b.size_of(int(s1), int(s2))
+        if found is None:
+            raise OnnxExporterError(f"ember.onnx.export: '{o.name}': size {s1} changes with the input and no value "
+                                    "of the graph has it")
+        pieces.append(found)
+    return b.node("Concat", pieces, axis=0)
+
+
 @_reg(FUNCTIONS, "arange")
 def _arange(b, o):
     """arange(end) / arange(start, end, step): Range, with a bound that follows a dynamic size read from the
@@ -834,7 +952,8 @@ def _adaptive_pool(b, o):
     if all(v == 1 for v in out):
         return [b.node("GlobalAveragePool" if avg else "GlobalMaxPool", [o.x(0)])]
     out = [i if v is None else v for v, i in zip(out, ins)]
-    if all(i % v == 0 for i, v in zip(ins, out)) and o.shape_in2(0) in (None, o.shape_in(0)):
+    ins2 = ins if o.shape_in2(0) is None else o.shape_in2(0)[-n:]
+    if all(i % v == 0 for i, v in zip(ins, out)) and tuple(ins2) == tuple(ins):
         k = [i // v for i, v in zip(ins, out)]   # equal windows: an ordinary pool
         return [b.node("AveragePool" if avg else "MaxPool", [o.x(0)], kernel_shape=k, strides=k)]
     raise OnnxExporterError(f"ember.onnx.export: '{o.name}' to output size {out} from {list(ins)} (unequal "

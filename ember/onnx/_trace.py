@@ -106,17 +106,19 @@ class Tracer:
             return VRef(key)
         return a
 
-    def _record(self, kind, name, args, kwargs, out, module=None) -> None:
+    def _record(self, kind, name, args, kwargs, out, module=None, refs=None) -> None:
+        """Record one op; ``refs``: its arguments as taken before it ran (a function that writes into its input)."""
         self.depth += 1   # the copies of constants made here are no ops of the model
         try:
-            self._record_op(kind, name, args, kwargs, out, module)
+            rargs, rkw = refs if refs is not None else self.refs(name, args, kwargs)
+            self._record_op(kind, name, args, rargs, rkw, out, module)
         finally:
             self.depth -= 1
 
-    def _record_op(self, kind, name, args, kwargs, out, module) -> None:
-        rargs = [self.ref(a, name) for a in args]
-        rkw = {k: self.ref(v, name) for k, v in kwargs.items()}
+    def refs(self, name, args, kwargs) -> tuple:
+        return [self.ref(a, name) for a in args], {k: self.ref(v, name) for k, v in kwargs.items()}
 
+    def _record_op(self, kind, name, args, rargs, rkw, out, module) -> None:
         def has_value(r):
             return isinstance(r, VRef) or isinstance(r, (tuple, list)) and any(has_value(x) for x in r)
         if not any(has_value(r) for r in rargs) and not any(has_value(r) for r in rkw.values()) and \
@@ -142,13 +144,12 @@ class Tracer:
                 return fn(*args, **kwargs)
             tracer.depth += 1
             try:
+                own = args[1:] if module_arg else args
+                refs = tracer.refs(name, own, kwargs)   # before it runs: it may write into an input
                 out = fn(*args, **kwargs)
             finally:
                 tracer.depth -= 1
-            if module_arg:
-                tracer._record(kind, name, args[1:], kwargs, out, module=args[0])
-            else:
-                tracer._record(kind, name, args, kwargs, out)
+            tracer._record(kind, name, own, kwargs, out, module=args[0] if module_arg else None, refs=refs)
             return out
         wrapped.__wrapped__ = fn
         return wrapped
