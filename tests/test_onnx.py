@@ -139,34 +139,36 @@ def test_conv1d_groupnorm_gelu_pools():
     check(m, ember.randn(2, 2, 8), [ember.randn(3, 2, 8)], input_names=["x"], dynamic_axes={"x": [0]})
 
 
-class RNNModel(nn.Module):
-    """pytorch/examples' word_language_model RNNModel: encoder, recurrent layers, decoder."""
+def rnn_model(mod, F, *args):
+    class RNNModel(mod.Module):
+        """pytorch/examples' word_language_model RNNModel: encoder, recurrent layers, decoder."""
 
-    def __init__(self, rnn_type, ntoken, ninp, nhid, nlayers, dropout=0.5):
-        super().__init__()
-        self.drop = nn.Dropout(dropout)
-        self.encoder = nn.Embedding(ntoken, ninp)
-        if rnn_type in ("LSTM", "GRU"):
-            self.rnn = getattr(nn, rnn_type)(ninp, nhid, nlayers, dropout=dropout)
-        else:
-            self.rnn = nn.RNN(ninp, nhid, nlayers, nonlinearity={"RNN_TANH": "tanh", "RNN_RELU": "relu"}[rnn_type],
-                              dropout=dropout)
-        self.decoder = nn.Linear(nhid, ntoken)
-        self.ntoken = ntoken
+        def __init__(self, rnn_type, ntoken, ninp, nhid, nlayers, dropout=0.5):
+            super().__init__()
+            self.drop = mod.Dropout(dropout)
+            self.encoder = mod.Embedding(ntoken, ninp)
+            if rnn_type in ("LSTM", "GRU"):
+                self.rnn = getattr(mod, rnn_type)(ninp, nhid, nlayers, dropout=dropout)
+            else:
+                nonlinearity = {"RNN_TANH": "tanh", "RNN_RELU": "relu"}[rnn_type]
+                self.rnn = mod.RNN(ninp, nhid, nlayers, nonlinearity=nonlinearity, dropout=dropout)
+            self.decoder = mod.Linear(nhid, ntoken)
+            self.ntoken = ntoken
 
-    def forward(self, input, hidden):
-        emb = self.drop(self.encoder(input))
-        output, hidden = self.rnn(emb, hidden)
-        output = self.drop(output)
-        decoded = self.decoder(output)
-        decoded = decoded.view(-1, self.ntoken)
-        return F.log_softmax(decoded, dim=1), hidden
+        def forward(self, input, hidden):
+            emb = self.drop(self.encoder(input))
+            output, hidden = self.rnn(emb, hidden)
+            output = self.drop(output)
+            decoded = self.decoder(output)
+            decoded = decoded.view(-1, self.ntoken)
+            return F.log_softmax(decoded, dim=1), hidden
+    return RNNModel(*args)
 
 
 @pytest.mark.parametrize("rnn_type", ["LSTM", "GRU", "RNN_TANH"])
 def test_word_language_model(rnn_type):
     ember.manual_seed(3)
-    m = RNNModel(rnn_type, 20, 8, 6, 2)
+    m = rnn_model(nn, F, rnn_type, 20, 8, 6, 2)
 
     def inputs(seq, batch):
         tokens = ember.randint(0, 20, (seq, batch))
@@ -176,10 +178,20 @@ def test_word_language_model(rnn_type):
     out_names = ["logp"] + (["hn", "cn"] if rnn_type == "LSTM" else ["hn"])
     dyn = {"tokens": {0: "seq", 1: "batch"}, "logp": {0: "seq_x_batch"}}
     dyn.update({n: {1: "batch"} for n in hidden_names + out_names[1:]})
-    mine = check(m, inputs(5, 3), [inputs(7, 2), inputs(1, 4)], input_names=["tokens"] + hidden_names,
-                 output_names=out_names, dynamic_axes=dyn)
+    kw = dict(input_names=["tokens"] + hidden_names, output_names=out_names, dynamic_axes=dyn)
+    mine = check(m, inputs(5, 3), [inputs(7, 2), inputs(1, 4)], **kw)
     assert rnn_type.split("_")[0] in {n.op_type for n in mine.graph.node}
     assert "encoder.weight" in names(mine)[2] and "decoder.weight" in names(mine)[2]
+    if rnn_type == "LSTM":   # torch's file: the same names outside, the same numbers from onnxruntime
+        tm = to_torch(m, rnn_model(torch.nn, torch.nn.functional, rnn_type, 20, 8, 6, 2))
+        tin = inputs(4, 2)
+        theirs = torch_export(tm, (torch.tensor(tin[0].numpy()), tuple(torch.tensor(h.numpy()) for h in tin[1])), **kw)
+        assert names(mine)[:2] == names(theirs)[:2]
+        # torch folds the gate reordering and the decoder's transpose into new constants (onnx::LSTM_*, MatMul_*)
+        assert {"encoder.weight", "decoder.bias"} <= set(names(theirs)[2])
+        feed = _flat(inputs(6, 5))
+        for a, b in zip(run_ort(mine.SerializeToString(), feed), run_ort(theirs.SerializeToString(), feed)):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 
 
 def test_lstm_bidirectional_batch_first():
