@@ -38,11 +38,28 @@ _UNARY = {"relu": "Relu", "sigmoid": "Sigmoid", "tanh": "Tanh", "exp": "Exp", "l
 
 
 def _unary(op_type):
-    return lambda b, o: [b.node(op_type, [o.x(0)])]
+    def fn(b, o):
+        if o.kwargs:   # a form with parameters this translation does not know
+            raise o.unsupported()
+        return [b.node(op_type, [o.x(0)])]
+    return fn
 
 
 for _n, _t in _UNARY.items():
     PRIMS[_n] = _unary(_t)
+
+
+@_reg(PRIMS, "round")
+def _round(b, o):   # round(x, decimals): x * 10^d rounded half to even, / 10^d (PyTorch's formula)
+    d = o.p("decimals") or 0
+    if not d:
+        return [b.node("Round", [o.x(0)])]
+    dt = o.out_dtype()
+    scale = b.scalar(10.0 ** d, dt) if d > 0 else b.scalar(10.0 ** -d, dt)
+    x = o.x(0)
+    if d > 0:
+        return [b.node("Div", [b.node("Round", [b.node("Mul", [x, scale])]), scale])]
+    return [b.node("Mul", [b.node("Round", [b.node("Div", [x, scale])]), scale])]
 
 
 @_reg(PRIMS, "trunc")
@@ -161,6 +178,10 @@ _BINARY = {"add": "Add", "sub": "Sub", "mul": "Mul", "div": "Div", "pow": "Pow",
 def _binary(op_type):
     def fn(b, o):
         dt = o.out_dtype()
+        if o.name == "div" and o.p("mode") is not None:
+            return [_div_rounded(b, o, dt, o.p("mode"))]
+        if o.kwargs:
+            raise o.unsupported()
         if o.name == "pow":   # ONNX Pow keeps the base's type; the exponent may be of another
             return [b.node("Pow", [o.x(0, dt), o.x(1, o.dtype_in(1) or dt)])]
         attrs = {"fmod": 1} if o.name == "fmod" else {}
@@ -170,6 +191,17 @@ def _binary(op_type):
 
 for _n, _t in _BINARY.items():
     PRIMS[_n] = _binary(_t)
+
+
+def _div_rounded(b, o, dt, mode):
+    """div(a, b, rounding_mode='floor' | 'trunc'): computed in the float type (integers in float64), rounded."""
+    ct = dt if dt.is_floating_point else D.float64
+    q = b.node("Div", [o.x(0, ct), o.x(1, ct)])
+    if mode == "floor":
+        q = b.node("Floor", [q])
+    else:   # trunc: sign(q) * floor(|q|)
+        q = b.node("Mul", [b.node("Sign", [q]), b.node("Floor", [b.node("Abs", [q])])])
+    return q if ct is dt else b.node("Cast", [q], to=b.onnx_type(dt))
 
 
 @_reg(PRIMS, "rsub")

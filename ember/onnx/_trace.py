@@ -92,8 +92,9 @@ class Tracer:
             if a._vc[0] == version:
                 return VRef(key)
             f = self._first.get(id(a))
-            if f is not None and f[0] == a._vc[0] - 1 and self.meta[f[1]][0] == tuple(a.shape):
-                self._vals[id(a)] = (f[1], a._vc[0])   # written in place by that op's result
+            if f is not None and f[0] == a._vc[0] - 1 and self.meta[f[1]][0] == tuple(a.shape) and \
+                    f[2].dtype == a.dtype and f[2].tolist() == a.tolist():
+                self._vals[id(a)] = (f[1], a._vc[0])   # written in place by that op's result (its values now)
                 return VRef(f[1])
             raise OnnxExporterError(
                 f"ember.onnx.export: a tensor read by '{op_name}' was modified in place by an operation the "
@@ -126,8 +127,8 @@ class Tracer:
             return   # computed from constants only: its result is a constant too
         outs = [self.add_value(t) for t in flat_tensors(out)]
         self.ops.append(Op(kind, name, rargs, rkw, outs, module))
-        if args and isinstance(args[0], Tensor) and outs:
-            self._first[id(args[0])] = (args[0]._vc[0], outs[0])
+        if args and isinstance(args[0], Tensor) and outs and isinstance(out, Tensor):
+            self._first[id(args[0])] = (args[0]._vc[0], outs[0], out)
 
     # the primitive observer (autograd._primitive.observe_results)
     def on_result(self, prim, args: tuple, params: dict, t: Tensor) -> None:
