@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 from .. import _dtype as D
+from ._trace import CRef, VRef
 from .errors import OnnxExporterError
 
 INT64_MAX = 2 ** 63 - 1
@@ -943,9 +944,13 @@ def _tup(v, n):
     return [int(v)] * n if isinstance(v, int) else [int(e) for e in v]
 
 
-@_reg(FUNCTIONS, "max_pool1d", "max_pool2d")
+def _ndim(name: str) -> int:
+    return int(name[-2])
+
+
+@_reg(FUNCTIONS, "max_pool1d", "max_pool2d", "max_pool3d")
 def _max_pool(b, o):
-    n = 1 if o.name.endswith("1d") else 2
+    n = _ndim(o.name)
     k = _tup(o.a(1, "kernel_size"), n)
     stride = o.a(2, "stride")
     s = k if stride is None or stride == [] or stride == () else _tup(stride, n)
@@ -957,24 +962,25 @@ def _max_pool(b, o):
     return [b.node("MaxPool", [o.x(0)], kernel_shape=k, strides=s, pads=p + p, dilations=d, ceil_mode=int(ceil))]
 
 
-@_reg(FUNCTIONS, "avg_pool1d", "avg_pool2d")
+@_reg(FUNCTIONS, "avg_pool1d", "avg_pool2d", "avg_pool3d")
 def _avg_pool(b, o):
-    n = 1 if o.name.endswith("1d") else 2
+    n = _ndim(o.name)
     k = _tup(o.a(1, "kernel_size"), n)
     stride = o.a(2, "stride")
     s = k if stride is None or stride == [] or stride == () else _tup(stride, n)
     p = _tup(o.a(3, "padding", 0), n)
     ceil = bool(o.a(4, "ceil_mode", False))
     include = bool(o.a(5, "count_include_pad", True))
-    if n == 2 and o.a(6, "divisor_override") is not None:
+    if n >= 2 and o.a(6, "divisor_override") is not None:
         raise OnnxExporterError("ember.onnx.export: avg_pool2d with divisor_override is not supported")
     return [b.node("AveragePool", [o.x(0)], kernel_shape=k, strides=s, pads=p + p, ceil_mode=int(ceil),
                    count_include_pad=int(include))]
 
 
-@_reg(FUNCTIONS, "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d")
+@_reg(FUNCTIONS, "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d",
+      "adaptive_max_pool2d", "adaptive_max_pool3d")
 def _adaptive_pool(b, o):
-    n = 1 if o.name.endswith("1d") else 2
+    n = _ndim(o.name)
     out = _tup(o.a(1, "output_size"), n) if not isinstance(o.a(1, "output_size"), (list, tuple)) else \
         [None if v is None else int(v) for v in o.a(1, "output_size")]
     ins = o.shape_in(0)[-n:]
@@ -1066,3 +1072,149 @@ def _cat0(b, names: list) -> str:
 
 def _layer_state(b, o, h, layer: int, dirs: int) -> str:
     return b.node("Slice", [o.name_of(h), b.ints([layer * dirs]), b.ints([(layer + 1) * dirs]), b.ints([0])])
+
+
+# ----- more elementwise: closed forms ------------------------------------------------------------------------------
+
+@_reg(PRIMS, "erfc")
+def _erfc(b, o):
+    return [b.node("Sub", [b.scalar(1, o.out_dtype()), b.node("Erf", [o.x(0)])])]
+
+
+@_reg(PRIMS, "logit")
+def _logit(b, o):
+    dt, x = o.out_dtype(), o.x(0)
+    eps = o.p("eps")
+    if eps is not None:
+        x = b.node("Clip", [x, b.scalar(eps, dt), b.scalar(1 - eps, dt)])
+    return [b.node("Log", [b.node("Div", [x, b.node("Sub", [b.scalar(1, dt), x])])])]
+
+
+@_reg(PRIMS, "lerp")
+def _lerp(b, o):   # start + weight * (end - start)
+    dt = o.out_dtype()
+    a, e, w = o.x(0, dt), o.x(1, dt), o.x(2, dt)
+    return [b.node("Add", [a, b.node("Mul", [w, b.node("Sub", [e, a])])])]
+
+
+@_reg(PRIMS, "xlogy")
+def _xlogy(b, o):   # 0 where x == 0 (unless y is NaN), else x * log(y)
+    dt = o.out_dtype()
+    x, y = o.x(0, dt), o.x(1, dt)
+    zero = b.node("And", [b.node("Equal", [x, b.scalar(0, dt)]), b.node("Not", [b.node("IsNaN", [y])])])
+    return [b.node("Where", [zero, b.scalar(0, dt), b.node("Mul", [x, b.node("Log", [y])])])]
+
+
+@_reg(PRIMS, "hardshrink", "softshrink")
+def _shrink(b, o):
+    lambd = float(o.p("lambd"))
+    return [b.node("Shrink", [o.x(0)], lambd=lambd, bias=lambd if o.name == "softshrink" else 0.0)]
+
+
+@_reg(PRIMS, "logaddexp")
+def _logaddexp(b, o):   # max + log(1 + exp(-|a - b|))
+    dt = o.out_dtype()
+    x, y = o.x(0, dt), o.x(1, dt)
+    m = b.node("Max", [x, y])
+    d = b.node("Neg", [b.node("Abs", [b.node("Sub", [x, y])])])
+    return [b.node("Add", [m, b.node("Log", [b.node("Add", [b.scalar(1, dt), b.node("Exp", [d])])])])]
+
+
+@_reg(PRIMS, "fmin", "fmax")
+def _fmin(b, o):   # NaN-ignoring min / max
+    dt = o.out_dtype()
+    x, y = o.x(0, dt), o.x(1, dt)
+    m = b.node("Min" if o.name == "fmin" else "Max", [x, y])
+    return [b.node("Where", [b.node("IsNaN", [x]), y, b.node("Where", [b.node("IsNaN", [y]), x, m])])]
+
+
+@_reg(PRIMS, "nan_to_num")
+def _nan_to_num(b, o):
+    dt = o.out_dtype()
+    if not dt.is_floating_point:
+        return [b.node("Identity", [o.x(0)])]
+    fi = D.finfo(dt)
+    nan, pos, neg = o.p("nan"), o.p("posinf"), o.p("neginf")
+    x = o.x(0)
+    y = b.node("Where", [b.node("IsNaN", [x]), b.scalar(0.0 if nan is None else nan, dt), x])
+    y = b.node("Where", [b.node("IsInf", [x], detect_negative=0), b.scalar(fi.max if pos is None else pos, dt), y])
+    y = b.node("Where", [b.node("IsInf", [x], detect_positive=0), b.scalar(fi.min if neg is None else neg, dt), y])
+    return [y]
+
+
+@_reg(PRIMS, "einsum")
+def _einsum(b, o):
+    if o.p("sizes") is not None:
+        raise o.unsupported()
+    dt = o.out_dtype()
+    return [b.node("Einsum", [o.x(i, dt) for i in range(len(o.args))], equation=o.p("eq").replace(" ", ""))]
+
+
+@_reg(PRIMS, "roll")
+def _roll(b, o):   # per dimension: the last `shift` elements first (Slice, Concat)
+    x = o.x(0)
+    shape = o.shape_in(0)
+    shifts, dims = o.p("shifts"), o.p("dims")
+    if o.shape_in2(0) is not None and tuple(o.shape_in2(0)) != tuple(shape):
+        raise OnnxExporterError("ember.onnx.export: roll over a dynamic axis is not supported")
+    if dims is None or len(dims) == 0:
+        raise o.unsupported()
+    for sh, d in zip(shifts, dims):
+        n = shape[d]
+        k = sh % n if n else 0
+        if k:
+            tail = b.node("Slice", [x, b.ints([n - k]), b.ints([n]), b.ints([d])])
+            head = b.node("Slice", [x, b.ints([0]), b.ints([n - k]), b.ints([d])])
+            x = b.node("Concat", [tail, head], axis=d)
+    return [x]
+
+
+@_reg(PRIMS, "pixel_shuffle")
+def _pixel_shuffle(b, o):
+    if len(o.shape_in(0)) != 4:
+        raise o.unsupported()
+    return [b.node("DepthToSpace", [o.x(0)], blocksize=int(o.p("upscale_factor")), mode="CRD")]
+
+
+# ----- max / min with indices, topk, sort ------------------------------------------------------------------------
+
+@_reg(FUNCTIONS, "max", "min")
+def _max_fn(b, o):
+    """x.max() (every element), x.max(dim) (values and indices), x.max(other) (elementwise)."""
+    big = o.name == "max"
+    other = o.a(1, "dim") if len(o.args) > 1 else o.kwargs.get("other", o.kwargs.get("dim"))
+    if isinstance(other, (VRef, CRef)):
+        dt = o.out_dtype()
+        return [b.node("Max" if big else "Min", [o.x(0, dt), o.name_of(other, dt)])]
+    x = o.x(0)
+    if other is None:
+        return [_reduce(b, "ReduceMax" if big else "ReduceMin", x, list(range(len(o.shape_in(0)))), False)]
+    dim = int(other) % max(len(o.shape_in(0)), 1)
+    keep = bool(o.a(2, "keepdim", False))
+    values = _reduce(b, "ReduceMax" if big else "ReduceMin", x, [dim], keep)
+    indices = b.node("ArgMax" if big else "ArgMin", [x], axis=dim, keepdims=int(keep))
+    return [values, indices]
+
+
+@_reg(FUNCTIONS, "topk")
+def _topk(b, o):
+    k, dim = o.a(1, "k"), o.a(2, "dim", -1)
+    largest = o.a(3, "largest", True)
+    if o.dyn_a(1, "k") is not None:
+        raise OnnxExporterError("ember.onnx.export: topk with a k that changes with the input is not supported")
+    axis = int(dim) % len(o.shape_in(0))
+    values, indices = b.node("TopK", [o.x(0), b.ints([k])], n=2, axis=axis, largest=int(bool(largest)), sorted=1)
+    return [values, indices]
+
+
+@_reg(FUNCTIONS, "sort")
+def _sort(b, o):
+    dim = o.a(1, "dim", -1)
+    descending = o.a(2, "descending", False)
+    if isinstance(dim, bool):   # sort(stable, dim=..., descending=...) forms: keywords only here
+        raise o.unsupported()
+    axis = int(dim) % len(o.shape_in(0))
+    x = o.x(0)
+    n = b.node("Gather", [b.node("Shape", [x]), b.ints([axis])], axis=0)
+    values, indices = b.node("TopK", [x, n], n=2, axis=axis, largest=int(bool(descending)), sorted=1)
+    return [values, indices]
