@@ -42,13 +42,15 @@ _TENSOR_METHODS = {"__gt__": "gt", "__lt__": "lt", "__ge__": "ge", "__le__": "le
                    "bitwise_or": "bitwise_or", "bitwise_and": "bitwise_and", "bitwise_xor": "bitwise_xor",
                    "bitwise_not": "bitwise_not", "new_zeros": "new_zeros", "new_ones": "new_ones",
                    "new_full": "new_full", "new_empty": "new_empty", "max": "max", "min": "min", "topk": "topk",
-                   "sort": "sort"}
+                   "sort": "sort", "isnan": "isnan", "isinf": "isinf", "isfinite": "isfinite",
+                   "isposinf": "isposinf", "isneginf": "isneginf"}
 # the same as torch.<name> functions (the user's namespace: ``sys.modules['ember']``, looked up while exporting,
 # never imported from here)
 _ROOT_FUNCTIONS = ("gt", "lt", "ge", "le", "eq", "ne", "greater", "less", "argmax", "argmin", "logical_not",
                    "logical_and", "logical_or", "masked_fill", "bitwise_or", "bitwise_and", "bitwise_xor",
                    "bitwise_not", "arange", "zeros_like", "ones_like", "full_like", "empty_like",
-                   "max", "min", "topk", "sort")
+                   "max", "min", "topk", "sort", "isnan", "isinf", "isfinite", "isposinf", "isneginf",
+                   "where")
 _MODULE_CLASSES = ("LSTM", "GRU", "RNN")
 _MISSING = object()
 

@@ -1218,3 +1218,28 @@ def _sort(b, o):
     n = b.node("Gather", [b.node("Shape", [x]), b.ints([axis])], axis=0)
     values, indices = b.node("TopK", [x, n], n=2, axis=axis, largest=int(bool(descending)), sorted=1)
     return [values, indices]
+
+
+@_reg(FUNCTIONS, "isnan", "isinf", "isfinite", "isposinf", "isneginf")
+def _isnan(b, o):
+    x = o.x(0)
+    if not o.dtype_in(0).is_floating_point:   # integers are never NaN or infinite: all True or all False
+        same = b.node("Equal", [x, x])
+        return [same if o.name == "isfinite" else b.node("Not", [same])]
+    if o.name == "isnan":
+        return [b.node("IsNaN", [x])]
+    if o.name == "isfinite":
+        return [b.node("Not", [b.node("Or", [b.node("IsNaN", [x]), b.node("IsInf", [x])])])]
+    kw = {"isposinf": {"detect_negative": 0}, "isneginf": {"detect_positive": 0}}.get(o.name, {})
+    return [b.node("IsInf", [x], **kw)]
+
+
+@_reg(FUNCTIONS, "where")
+def _where_fn(b, o):
+    if len(o.args) + len(o.kwargs) < 3:   # where(cond): nonzero's tuple, a data-dependent shape
+        raise OnnxExporterError("ember.onnx.export: where(condition) (the indices of True elements, a "
+                                "data-dependent shape) is not supported")
+    dt = o.out_dtype()
+    cond = o.a(0, "condition")
+    x, y = o.a(1, "input"), o.a(2, "other")
+    return [b.node("Where", [o.name_of(cond, "bool"), o.name_of(x, dt), o.name_of(y, dt)])]
