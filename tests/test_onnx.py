@@ -301,6 +301,13 @@ def test_reduction_zoo():
     check(Reductions(), ember.randn(3, 5), atol=1e-5)
 
 
+def test_reductions_over_a_dynamic_axis():
+    class M(nn.Module):
+        def forward(self, x):
+            return x.var(0), x.std(0, keepdim=True), x[-1], x.select(0, -2), x.unbind(1)[-1], x.mean(0), x.max(0)
+    check(M(), ember.randn(4, 3), [ember.randn(7, 3)], input_names=["x"], dynamic_axes={"x": {0: "n"}})
+
+
 class Shapes(nn.Module):
     def forward(self, x):
         n = x.size(0)

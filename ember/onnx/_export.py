@@ -355,7 +355,8 @@ def _compare_traces(t1: Tracer, t2: Tracer) -> None:
     if [(o.kind, o.name) for o in t1.ops] != [(o.kind, o.name) for o in t2.ops]:
         raise OnnxExporterError(
             "ember.onnx.export: the model runs other operations when the inputs' values or the dynamic axes' sizes "
-            "change (data-dependent control flow); it cannot be exported as one graph.")
+            "change (control flow on values, or a number of ops that follows a size: a Python loop over x.size(0), "
+            "unbind/split/chunk along a dynamic axis); it cannot be exported as one graph.")
     for o1, o2 in zip(t1.ops, t2.ops):
         o1.dyn = {"tracer2": t2, "op2": o2}
         for i, (a1, a2) in enumerate(zip(o1.args, o2.args)):

@@ -351,15 +351,21 @@ def _max(b, o):   # x.max(): every element; x.max(dim) (values): its indices com
 def _var(b, o):
     x, dt = o.x(0), o.out_dtype()
     axes, keep = _axes(o), o.p("keepdim")
-    n = 1
-    for a in axes:
-        n *= o.shape_in(0)[a]
-    if o.dyn.get("in_shapes"):
-        raise OnnxExporterError(f"ember.onnx.export: '{o.name}' over a dynamic axis is not supported")
+    corr = o.p("correction")
+    shape, shape2 = o.shape_in(0), o.shape_in2(0)
     mean = _reduce(b, "ReduceMean", x, axes, True)
     d = b.node("Sub", [x, mean])
     ss = _reduce(b, "ReduceSum", b.node("Mul", [d, d]), axes, keep)
-    v = b.node("Div", [ss, b.scalar(max(n - o.p("correction"), 0), dt)])
+    if shape2 is None or all(shape[a] == shape2[a] for a in axes):
+        n = 1
+        for a in axes:
+            n *= shape[a]
+        denom = b.scalar(max(n - corr, 0), dt)
+    else:   # the count follows a dynamic axis: read it from the shape
+        count = b.node("ReduceProd", [b.node("Gather", [b.node("Shape", [x]), b.ints(axes)], axis=0)], keepdims=0)
+        denom = b.node("Max", [b.node("Sub", [b.node("Cast", [count], to=b.onnx_type(dt)), b.scalar(corr, dt)]),
+                               b.scalar(0, dt)])
+    v = b.node("Div", [ss, denom])
     return [b.node("Sqrt", [v]) if o.name == "std" else v]
 
 
@@ -483,10 +489,13 @@ def _flip(b, o):
 
 @_reg(PRIMS, "select")
 def _select(b, o):
-    dim, index = o.p("dim"), o.p("index")
-    size = o.shape_in(0)[dim]
-    if o.shape_in2(0) is not None and o.shape_in2(0)[dim] != size and index >= 0:
-        pass   # a start index stays valid whatever the size
+    dim, index, index2 = o.p("dim"), o.p("index"), o.dyn_p("index")
+    if index2 is not None and index2 != index:   # x[-1] on a dynamic axis: counted from the end
+        size, size2 = o.shape_in(0)[dim], o.shape_in2(0)[dim]
+        if index - size != index2 - size2:
+            raise OnnxExporterError("ember.onnx.export: select with an index that changes with the input is not "
+                                    "supported")
+        index -= size
     return [b.node("Gather", [o.x(0), b.ints([index], scalar=True)], axis=dim)]
 
 
