@@ -402,6 +402,37 @@ def test_returns_program_or_none_and_saves(tmp_path):
     assert not unparam.graph.initializer and [i.name for i in unparam.graph.input] == ["input", "weight", "bias"]
 
 
+def test_exportable_module_and_dynamic_shapes():
+    class M(ember.onnx.ExportableModule):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(3, 2)
+
+        def forward(self, x):
+            return self.fc(x).relu()
+
+        def example_arguments(self):
+            return (ember.randn(2, 3),), None
+
+        def input_names(self):
+            return ("features",)
+
+        def dynamic_shapes(self):
+            return {"x": {0: "batch"}}
+    m = M()
+    prog = m.to_onnx()
+    proto = prog.model_proto
+    assert [i.name for i in proto.graph.input] == ["features"]
+    assert proto.graph.input[0].type.tensor_type.shape.dim[0].dim_param == "batch"
+    x = ember.randn(5, 3)
+    np.testing.assert_allclose(prog(x)[0].numpy(), m(x).detach().numpy(), rtol=1e-6)
+    with pytest.raises(TypeError):
+        ember.onnx.ExportableModule()   # abstract: example_arguments
+    plain = nn.Linear(3, 2)
+    proto = ember.onnx.export(plain, (ember.randn(2, 3),), dynamic_shapes=({0: "n"},)).model_proto
+    assert proto.graph.input[0].type.tensor_type.shape.dim[0].dim_param == "n"
+
+
 def test_is_in_onnx_export_and_modes():
     seen = []
 

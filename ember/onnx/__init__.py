@@ -10,6 +10,7 @@ Parameters and buffers become initializers under their PyTorch names (``fc1.weig
 """
 from __future__ import annotations
 
+import abc
 import contextlib
 import os
 from typing import Callable, Collection, Mapping, Sequence
@@ -18,6 +19,7 @@ from . import errors
 from ._types import JitScalarType, OperatorExportTypes, TensorProtoDataType, TrainingMode
 from ._state import is_in_onnx_export
 from .errors import OnnxExporterError
+from ..nn.modules.module import Module
 
 __all__ = ["export", "is_in_onnx_export", "ONNXProgram", "OnnxExporterError", "TrainingMode", "OperatorExportTypes",
            "TensorProtoDataType", "JitScalarType", "select_model_mode_for_export", "ExportableModule", "errors"]
@@ -45,16 +47,32 @@ def select_model_mode_for_export(model, mode: TrainingMode):
             model.train(was)
 
 
-class ExportableModule:
-    """Abstract interface for ONNX exportable modules (PyTorch's ``torch.onnx.ExportableModule``): a module whose
-    ``get_inputs()`` gives example inputs and optionally ``get_dynamic_shapes()``; ``export(module)`` may then
-    omit ``args``."""
+class ExportableModule(Module, abc.ABC):
+    """Abstract interface for ONNX exportable modules: implement ``example_arguments()`` (``(args, kwargs or
+    None)``) and optionally ``dynamic_shapes()``, ``input_names()``, ``output_names()``; then ``to_onnx()`` or
+    ``export(module)`` needs no arguments."""
 
-    def get_inputs(self) -> tuple:
+    @abc.abstractmethod
+    def example_arguments(self) -> tuple:
+        """``(positional arguments, keyword arguments or None)`` for the forward."""
         raise NotImplementedError
 
-    def get_dynamic_shapes(self):
+    def dynamic_shapes(self):
+        """Dynamic sizes: ``{input name: {axis: dim name}}`` or one such dict per positional input; None: static."""
         return None
+
+    def input_names(self) -> Sequence[str] | None:
+        return None
+
+    def output_names(self) -> Sequence[str] | None:
+        return None
+
+    def to_onnx(self, **kwargs) -> "ONNXProgram":
+        """``export(self, **kwargs)``."""
+        result = export(self, **kwargs)
+        if result is None:
+            raise AssertionError("result must be non-None")
+        return result
 
 
 class ONNXProgram:
@@ -139,20 +157,58 @@ def export(model, args: tuple = (), f: str | os.PathLike | None = None, *, kwarg
     """Export ``model`` called on ``args`` (and ``kwargs``) to ONNX; write it to ``f`` when given.
 
     ``dynamic_axes`` ({name: {axis: dim name}} or {name: [axes]}) marks sizes that may change; reshapes whose
-    target follows them are written with ONNX's 0 (copy) / -1 (infer). Returns an ``ONNXProgram`` (``dynamo=True``,
-    PyTorch's default) or None (``dynamo=False``). ``dynamic_shapes``, ``custom_translation_table``,
-    ``custom_opsets`` and ``export_modules_as_functions`` are refused (ember has no torch.export)."""
+    target follows them are written with ONNX's 0 (copy) / -1 (infer). ``dynamic_shapes`` may give the same per
+    forward argument ({argument name: {axis: dim name}}, or one dict per positional argument); torch.export's
+    ``Dim`` objects are not built. Returns an ``ONNXProgram`` (``dynamo=True``, PyTorch's default) or None
+    (``dynamo=False``). ``custom_translation_table``, ``custom_opsets`` and ``export_modules_as_functions`` are
+    refused."""
     from ._export import export_model
-    if dynamic_shapes is not None:
-        raise OnnxExporterError("ember.onnx.export: dynamic_shapes (torch.export's form) is not supported; use "
-                                "dynamic_axes")
     if custom_translation_table or custom_opsets or export_modules_as_functions:
         raise OnnxExporterError("ember.onnx.export: custom translations, custom opsets and modules as functions "
                                 "are not supported")
-    if isinstance(model, ExportableModule) and (args is None or args == ()):
-        args = model.get_inputs()
+    if isinstance(model, ExportableModule):
+        if args is None or args == ():
+            args, kw = model.example_arguments()
+            kwargs = kwargs if kw is None else {**kw, **(kwargs or {})}
+        input_names = input_names if input_names is not None else model.input_names()
+        output_names = output_names if output_names is not None else model.output_names()
+        dynamic_shapes = dynamic_shapes if dynamic_shapes is not None else model.dynamic_shapes()
+    if dynamic_shapes is not None:
+        if dynamic_axes is not None:
+            raise OnnxExporterError("ember.onnx.export: give dynamic_shapes or dynamic_axes, not both")
+        dynamic_axes = _axes_from_shapes(model, args, dynamic_shapes, input_names)
     proto = export_model(model, args, f, kwargs=kwargs, input_names=input_names, output_names=output_names,
                          opset_version=opset_version, dynamic_axes=dynamic_axes, export_params=export_params,
                          keep_initializers_as_inputs=keep_initializers_as_inputs, training=training,
                          operator_export_type=operator_export_type, verbose=verbose)
     return ONNXProgram(proto) if dynamo else None
+
+
+def _axes_from_shapes(model, args, dynamic_shapes, input_names) -> dict:
+    """dynamic_axes from the dynamic_shapes forms ember reads: {forward argument: {axis: name}} or a sequence with
+    one entry (a dict, or None) per positional argument, each argument one tensor."""
+    import inspect
+    try:
+        params = list(inspect.signature(model.forward).parameters)
+    except (TypeError, ValueError):
+        params = []
+    args = (args,) if not isinstance(args, (tuple, list)) else tuple(args)
+    names = list(input_names or []) + params[len(input_names or []):]
+    if isinstance(dynamic_shapes, dict):
+        items = [(params.index(k) if k in params else None, k, v) for k, v in dynamic_shapes.items()]
+    elif isinstance(dynamic_shapes, (tuple, list)):
+        items = [(i, None, v) for i, v in enumerate(dynamic_shapes)]
+    else:
+        raise OnnxExporterError(f"ember.onnx.export: dynamic_shapes of type {type(dynamic_shapes).__name__} is not "
+                                "supported")
+    out = {}
+    for i, key, spec in items:
+        if spec is None:
+            continue
+        if i is None or i >= len(names):
+            raise OnnxExporterError(f"ember.onnx.export: dynamic_shapes names {key!r}, not an argument of forward")
+        if not isinstance(spec, dict) or not all(isinstance(v, str) for v in spec.values()):
+            raise OnnxExporterError("ember.onnx.export: dynamic_shapes entries must be {axis: dim name} dicts "
+                                    "(torch.export's Dim objects are not built)")
+        out[names[i]] = {int(a): v for a, v in spec.items()}
+    return out
