@@ -1,11 +1,13 @@
 """torch.onnx.export for ember: trace one forward call (``_trace``), translate each op (``_symbolic``), build the
 ModelProto with the ``onnx`` package (an optional extra, imported on first export).
 
-With ``dynamic_axes`` (or always, to check what became a constant) the model runs a second time on inputs that
-differ: other values, and one more element along each dynamic axis. The two op sequences must agree; parameters
-of ops that change between them are the sizes that follow the dynamic axes (reshape targets, slice ends), which the
-translations write as ONNX's 0 / -1 / "to the end"; a constant that changes (a tensor made in ``forward`` from the
-input's values or sizes) is an error naming the op that reads it.
+The model runs a second time on inputs that differ: the elements in reverse order, floats scaled and shifted, one
+more element along each dynamic axis (if other values take another path, the same values at the new sizes; with
+neither, the first run serves). The two op sequences must agree; parameters of ops that change between them are the
+sizes that follow the dynamic axes (reshape targets, slice bounds, ``arange`` ends), which the translations write as
+ONNX's 0 / -1 / "to the end" or read from the graph's shapes (``Builder.size_of``); a constant or a parameter that
+changes (a tensor made in ``forward`` from the input outside the recorded ops, an index computed from its values) is
+an error naming the op that reads it.
 """
 from __future__ import annotations
 
@@ -21,13 +23,12 @@ from .._tensor import Tensor
 from ..autograd import grad_mode
 from ..autograd._primitive import observe_results
 from . import _symbolic as S
+from ._state import exporting as _exporting
 from ._trace import CRef, Op, Tracer, VRef, flat_tensors
 from .errors import OnnxExporterError, UnsupportedOperatorError
 
-DEFAULT_OPSET = 18
-MIN_OPSET, MAX_OPSET = 17, 21
-
-from ._state import exporting as _exporting
+DEFAULT_OPSET = 18   # as PyTorch's default (dynamo) exporter
+MIN_OPSET, MAX_OPSET = 17, 21   # LayerNormalization is opset 17
 
 
 # ----- what is wrapped while tracing -----------------------------------------------------------------------------
