@@ -130,6 +130,9 @@ def test_cnn_conv_batchnorm_pool():
     assert {"conv2.weight", "fc.weight", "fc.bias"} <= set(names(mine)[2]) & set(names(theirs)[2])
     assert {"bn1.running_mean", "bn1.running_var", "conv1.weight"} <= set(names(mine)[2])
     assert mine.graph.output[0].type.tensor_type.shape.dim[0].dim_param == "n"
+    feed = [ember.randn(3, 1, 10, 10)]
+    np.testing.assert_allclose(run_ort(mine.SerializeToString(), feed)[0], run_ort(theirs.SerializeToString(), feed)[0],
+                               rtol=1e-5, atol=1e-5)
 
 
 def test_conv1d_groupnorm_gelu_pools():
