@@ -311,6 +311,19 @@ def test_reductions_over_a_dynamic_axis():
     check(M(), ember.randn(4, 3), [ember.randn(7, 3)], input_names=["x"], dynamic_axes={"x": {0: "n"}})
 
 
+def test_setitem_in_forward():
+    class M(nn.Module):
+        def forward(self, x, v):
+            y = x * 2
+            y[:, 1] = 0.5
+            y[0, 2:4] = v[0, :2]
+            y[..., -1] = v[:, 0]
+            z = x.clone()
+            z[1] = y[0]
+            return y, z + 1
+    check(M(), (ember.randn(3, 5), ember.randn(3, 5)), [(ember.randn(3, 5), ember.randn(3, 5))])
+
+
 class Shapes(nn.Module):
     def forward(self, x):
         n = x.size(0)

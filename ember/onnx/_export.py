@@ -44,7 +44,7 @@ _TENSOR_METHODS = {"__gt__": "gt", "__lt__": "lt", "__ge__": "ge", "__le__": "le
                    "bitwise_not": "bitwise_not", "new_zeros": "new_zeros", "new_ones": "new_ones",
                    "new_full": "new_full", "new_empty": "new_empty", "max": "max", "min": "min", "topk": "topk",
                    "sort": "sort", "isnan": "isnan", "isinf": "isinf", "isfinite": "isfinite",
-                   "isposinf": "isposinf", "isneginf": "isneginf"}
+                   "isposinf": "isposinf", "isneginf": "isneginf", "__setitem__": "setitem"}
 # the same as torch.<name> functions (the user's namespace: ``sys.modules['ember']``, looked up while exporting,
 # never imported from here)
 _ROOT_FUNCTIONS = ("gt", "lt", "ge", "le", "eq", "ne", "greater", "less", "argmax", "argmin", "logical_not",

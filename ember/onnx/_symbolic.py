@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 
 from .. import _dtype as D
+from ..ops import creation as C
+from ..ops.shape import stack
 from ._trace import CRef, VRef
 from .errors import OnnxExporterError
 
@@ -1252,3 +1254,36 @@ def _where_fn(b, o):
     cond = o.a(0, "condition")
     x, y = o.a(1, "input"), o.a(2, "other")
     return [b.node("Where", [o.name_of(cond, "bool"), o.name_of(x, dt), o.name_of(y, dt)])]
+
+
+@_reg(FUNCTIONS, "setitem")
+def _setitem(b, o):
+    """x[index] = value with basic indexing (ints, slices with positive steps, None, Ellipsis) on a tensor whose
+    shape does not change with the dynamic axes: ScatterND at the region's positions (constants, found by indexing a
+    tensor of positions the same way), the value broadcast to the region."""
+    index = o.args[1]
+    parts = index if isinstance(index, tuple) else (index,)
+    for i in parts:
+        if not (i is None or i is Ellipsis or isinstance(i, int) or
+                isinstance(i, slice) and (i.step is None or i.step > 0)):
+            raise OnnxExporterError("ember.onnx.export: x[index] = value with an index other than ints, slices with "
+                                    "positive steps, None and ... is not supported")
+    shape = o.shape_in(0)
+    if o.shape_in2(0) is not None and tuple(o.shape_in2(0)) != tuple(shape):
+        raise OnnxExporterError("ember.onnx.export: x[index] = value on a tensor whose shape follows the dynamic "
+                                "axes is not supported")
+    n = 1
+    for d in shape:
+        n *= d
+    positions = C.arange(n).reshape(shape)[index]
+    region = list(positions.shape)
+    flat = positions.reshape(-1)
+    coords = []
+    for d in reversed(shape):   # the flat positions as coordinates, last dimension first
+        coords.append(flat % d)
+        flat = flat // d
+    idx = stack(list(reversed(coords)), 1) if shape else C.zeros((1, 0), dtype=D.int64)
+    dt = o.out_dtype()
+    value = o.x(2, dt)
+    updates = b.node("Reshape", [b.node("Expand", [value, b.ints(region)]), b.ints([-1])])
+    return [b.node("ScatterND", [o.x(0), b.const_tensor(idx), updates])]

@@ -21,6 +21,8 @@ from .errors import OnnxExporterError
 
 # functions recorded even without tensor inputs: their numbers may be sizes read from the input (arange(x.size(1)))
 SIZED = frozenset({"arange"})
+# functions that write into their first argument and return None: it is their result
+WRITES_INPUT = frozenset({"setitem"})
 
 
 class VRef:
@@ -150,7 +152,8 @@ class Tracer:
                 out = fn(*args, **kwargs)
             finally:
                 tracer.depth -= 1
-            tracer._record(kind, name, own, kwargs, out, module=args[0] if module_arg else None, refs=refs)
+            result = own[0] if name in WRITES_INPUT else out   # x[i] = v returns None: x is the result
+            tracer._record(kind, name, own, kwargs, result, module=args[0] if module_arg else None, refs=refs)
             return out
         wrapped.__wrapped__ = fn
         return wrapped
