@@ -495,6 +495,20 @@ def test_unsupported_op_names_it():
         ember.onnx.export(nn.Linear(2, 2), (ember.randn(1, 2),), io.BytesIO(), opset_version=9)
 
 
+def test_a_failing_forward_leaves_nothing_patched():
+    before = (ember.Tensor.__eq__, ember.Tensor.max, ember.arange, F.embedding, nn.LSTM.forward)
+    from ember.autograd import _primitive
+    result = _primitive._result
+
+    class M(nn.Module):
+        def forward(self, x):
+            raise ValueError("boom")
+    with pytest.raises(ValueError, match="boom"):
+        ember.onnx.export(M(), (ember.randn(2),), io.BytesIO())
+    assert (ember.Tensor.__eq__, ember.Tensor.max, ember.arange, F.embedding, nn.LSTM.forward) == before
+    assert _primitive._result is result and not ember.onnx.is_in_onnx_export()
+
+
 def test_training_mode_is_refused():
     m = nn.Sequential(nn.Linear(2, 2), nn.BatchNorm1d(2), nn.Dropout(0.5))
     for kw in ({"training": ember.onnx.TrainingMode.TRAINING}, {"training": ember.onnx.TrainingMode.PRESERVE}):
