@@ -339,17 +339,28 @@ def _translate(op: Op, b: Builder, op2: Op | None) -> list:
 
 def _same(a, b) -> bool:
     if isinstance(a, CRef) and isinstance(b, CRef):
-        return tuple(a.tensor.shape) == tuple(b.tensor.shape) and a.tensor.tolist() == b.tensor.tolist()
+        return _same_tensor(a.tensor, b.tensor)
     if isinstance(a, VRef) or isinstance(b, VRef):
         return isinstance(a, VRef) and isinstance(b, VRef)
     if hasattr(a, "shape") and hasattr(a, "tolist"):   # a raw array parameter (index arrays)
-        return hasattr(b, "shape") and a.shape == b.shape and a.tolist() == b.tolist()
+        return hasattr(b, "shape") and a.shape == b.shape and a.dtype == b.dtype and bool((a == b).all())
     if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
     try:
         return bool(a == b)
     except Exception:
         return a is b
+
+
+def _same_tensor(x: Tensor, y: Tensor) -> bool:
+    """Same shape, dtype and values (NaN equal to NaN)."""
+    if tuple(x.shape) != tuple(y.shape) or x.dtype is not y.dtype:
+        return False
+    if x.equal(y):
+        return True
+    if not x.dtype.is_floating_point:
+        return False
+    return x.isnan().equal(y.isnan()) and x.nan_to_num(0.0).equal(y.nan_to_num(0.0))
 
 
 def _compare_traces(t1: Tracer, t2: Tracer) -> None:

@@ -95,7 +95,7 @@ class Tracer:
                 return VRef(key)
             f = self._first.get(id(a))
             if f is not None and f[0] == a._vc[0] - 1 and self.meta[f[1]][0] == tuple(a.shape) and \
-                    f[2].dtype == a.dtype and f[2].tolist() == a.tolist():
+                    f[2].dtype == a.dtype and f[2].equal(a):
                 self._vals[id(a)] = (f[1], a._vc[0])   # written in place by that op's result (its values now)
                 return VRef(f[1])
             raise OnnxExporterError(
