@@ -204,6 +204,12 @@ def test_lstm_bidirectional_batch_first():
           dynamic_axes={"x": {0: "batch", 1: "seq"}})
 
 
+def test_unbatched_recurrent_layers():
+    ember.manual_seed(13)
+    check(nn.GRU(3, 4, num_layers=2, bidirectional=True), (ember.randn(5, 3), ember.randn(4, 4)))
+    check(nn.LSTM(3, 4), ember.randn(6, 3))
+
+
 def test_transformer_encoder_layer():
     ember.manual_seed(5)
     m = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.1)

@@ -1022,11 +1022,12 @@ def _rnn(b, o):
     if getattr(m, "proj_size", 0):
         raise OnnxExporterError("ember.onnx.export: LSTM with proj_size is not supported")
     x = o.x(0)
-    if len(o.shape_in(0)) != 3:
-        raise OnnxExporterError(f"ember.onnx.export: an unbatched (2-D) input to {kind} is not supported")
+    unbatched = len(o.shape_in(0)) == 2   # (L, H_in): a batch of one, taken away again at the end
     H, layers, dirs = m.hidden_size, m.num_layers, 2 if m.bidirectional else 1
     hx = o.args[1] if len(o.args) > 1 else o.kwargs.get("hx")
-    if m.batch_first:
+    if unbatched:
+        x = b.node("Unsqueeze", [x, b.ints([1])])
+    elif m.batch_first:
         x = b.node("Transpose", [x], perm=[1, 0, 2])
     gates = _GATES[kind]
     attrs = {"hidden_size": H, "direction": "bidirectional" if dirs == 2 else "forward"}
@@ -1047,9 +1048,9 @@ def _rnn(b, o):
         ins = [x, _cat0(b, W), _cat0(b, R), _cat0(b, B) if B else ""]
         if hx is not None:
             h0, c0 = (hx[0], hx[1]) if kind == "LSTM" else (hx, None)
-            ins += ["", _layer_state(b, o, h0, layer, dirs)]
+            ins += ["", _layer_state(b, o, h0, layer, dirs, unbatched)]
             if c0 is not None:
-                ins.append(_layer_state(b, o, c0, layer, dirs))
+                ins.append(_layer_state(b, o, c0, layer, dirs, unbatched))
         n_out = 3 if kind == "LSTM" else 2
         outs = b.node(kind, ins, n=n_out, **attrs)
         y = outs[0]   # (seq, dirs, batch, H) -> (seq, batch, dirs * H)
@@ -1060,11 +1061,11 @@ def _rnn(b, o):
         hs.append(outs[1])
         if kind == "LSTM":
             cs.append(outs[2])
+    res = [x, _cat0(b, hs)] + ([_cat0(b, cs)] if kind == "LSTM" else [])
+    if unbatched:
+        return [b.node("Squeeze", [r, b.ints([1])]) for r in res]
     if m.batch_first:
-        x = b.node("Transpose", [x], perm=[1, 0, 2])
-    res = [x, _cat0(b, hs)]
-    if kind == "LSTM":
-        res.append(_cat0(b, cs))
+        res[0] = b.node("Transpose", [x], perm=[1, 0, 2])
     return res
 
 
@@ -1081,8 +1082,11 @@ def _cat0(b, names: list) -> str:
     return names[0] if len(names) == 1 else b.node("Concat", names, axis=0)
 
 
-def _layer_state(b, o, h, layer: int, dirs: int) -> str:
-    return b.node("Slice", [o.name_of(h), b.ints([layer * dirs]), b.ints([(layer + 1) * dirs]), b.ints([0])])
+def _layer_state(b, o, h, layer: int, dirs: int, unbatched: bool) -> str:
+    h = o.name_of(h)
+    if unbatched:   # (layers * dirs, H) -> (layers * dirs, 1, H)
+        h = b.node("Unsqueeze", [h, b.ints([1])])
+    return b.node("Slice", [h, b.ints([layer * dirs]), b.ints([(layer + 1) * dirs]), b.ints([0])])
 
 
 # ----- more elementwise: closed forms ------------------------------------------------------------------------------
