@@ -165,8 +165,8 @@ PLANNED: dict[str, str] = {
         distributions:Binomial distributions:CatTransform distributions:Categorical distributions:Cauchy
         distributions:Chi2 distributions:ComposeTransform distributions:ContinuousBernoulli
         distributions:CorrCholeskyTransform distributions:CumulativeDistributionTransform distributions:Dirichlet
-        distributions:Distribution distributions:ExpTransform distributions:Exponential
-        distributions:ExponentialFamily distributions:FisherSnedecor distributions:Gamma
+        distributions:ExpTransform distributions:Exponential
+        distributions:FisherSnedecor distributions:Gamma
         distributions:GeneralizedPareto distributions:Geometric distributions:Gumbel distributions:HalfCauchy
         distributions:HalfNormal distributions:Independent distributions:IndependentTransform
         distributions:InverseGamma distributions:Kumaraswamy distributions:LKJCholesky distributions:Laplace
@@ -182,13 +182,6 @@ PLANNED: dict[str, str] = {
         distributions:Uniform distributions:VonMises distributions:Weibull distributions:Wishart
         distributions:biject_to distributions:identity_transform distributions:kl_divergence
         distributions:register_kl distributions:transform_to"""),
-    **_same(_ISSUE19, """distributions.constraints:Constraint distributions.constraints:MixtureSameFamilyConstraint
-        distributions.constraints:cat distributions.constraints:dependent
-        distributions.constraints:dependent_property distributions.constraints:greater_than
-        distributions.constraints:greater_than_eq distributions.constraints:half_open_interval
-        distributions.constraints:independent distributions.constraints:integer_interval
-        distributions.constraints:interval distributions.constraints:is_dependent
-        distributions.constraints:less_than distributions.constraints:multinomial distributions.constraints:stack"""),
     **_same(_ISSUE19, """distributions.transforms:AbsTransform distributions.transforms:AffineTransform
         distributions.transforms:CatTransform distributions.transforms:ComposeTransform
         distributions.transforms:CorrCholeskyTransform distributions.transforms:CumulativeDistributionTransform
