@@ -161,25 +161,25 @@ PLANNED: dict[str, str] = {
         serialization:normalize_storage_type serialization:register_package serialization:set_crc32_options
         serialization:set_default_load_endianness serialization:set_default_mmap_options serialization:skip_data
         serialization:storage_to_tensor_type serialization:validate_cuda_device serialization:validate_hpu_device"""),
-    **_same(_ISSUE19, """distributions:AbsTransform distributions:AffineTransform distributions:Bernoulli distributions:Beta
-        distributions:Binomial distributions:CatTransform distributions:Categorical distributions:Cauchy
-        distributions:Chi2 distributions:ComposeTransform distributions:ContinuousBernoulli
-        distributions:CorrCholeskyTransform distributions:CumulativeDistributionTransform distributions:Dirichlet
-        distributions:ExpTransform distributions:Exponential
-        distributions:FisherSnedecor distributions:Gamma
-        distributions:GeneralizedPareto distributions:Geometric distributions:Gumbel distributions:HalfCauchy
+    **_same(_ISSUE19, """distributions:AbsTransform distributions:AffineTransform
+        distributions:CatTransform
+        distributions:ComposeTransform distributions:ContinuousBernoulli
+        distributions:CorrCholeskyTransform distributions:CumulativeDistributionTransform
+        distributions:ExpTransform
+        distributions:FisherSnedecor
+        distributions:GeneralizedPareto distributions:Gumbel distributions:HalfCauchy
         distributions:HalfNormal distributions:Independent distributions:IndependentTransform
-        distributions:InverseGamma distributions:Kumaraswamy distributions:LKJCholesky distributions:Laplace
+        distributions:InverseGamma distributions:Kumaraswamy distributions:LKJCholesky
         distributions:LogNormal distributions:LogisticNormal distributions:LowRankMultivariateNormal
-        distributions:LowerCholeskyTransform distributions:MixtureSameFamily distributions:Multinomial
-        distributions:MultivariateNormal distributions:NegativeBinomial distributions:Normal
-        distributions:OneHotCategorical distributions:OneHotCategoricalStraightThrough distributions:Pareto
-        distributions:Poisson distributions:PositiveDefiniteTransform distributions:PowerTransform
+        distributions:LowerCholeskyTransform distributions:MixtureSameFamily
+        distributions:MultivariateNormal
+        distributions:Pareto
+        distributions:PositiveDefiniteTransform distributions:PowerTransform
         distributions:RelaxedBernoulli distributions:RelaxedOneHotCategorical distributions:ReshapeTransform
         distributions:SigmoidTransform distributions:SoftmaxTransform distributions:SoftplusTransform
         distributions:StackTransform distributions:StickBreakingTransform distributions:StudentT
         distributions:TanhTransform distributions:Transform distributions:TransformedDistribution
-        distributions:Uniform distributions:VonMises distributions:Weibull distributions:Wishart
+        distributions:VonMises distributions:Weibull distributions:Wishart
         distributions:biject_to distributions:identity_transform distributions:kl_divergence
         distributions:register_kl distributions:transform_to"""),
     **_same(_ISSUE19, """distributions.transforms:AbsTransform distributions.transforms:AffineTransform
