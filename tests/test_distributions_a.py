@@ -318,6 +318,12 @@ BAD = {
     "poisson-entropy": lambda L, D: D.Poisson(2.).entropy(),
     "validate-default-bad": lambda L, D: D.Distribution.set_default_validate_args(2),
     "broadcast-bad-type": lambda L, D: D.Normal("a", 1.),
+    "broadcast-bad-shapes": lambda L, D: D.Normal(L.zeros(2), L.ones(3)),
+    "dirichlet-list": lambda L, D: D.Dirichlet([1., 2.]),
+    "categorical-list": lambda L, D: D.Categorical(probs=[0.5, 0.5]),
+    "expand-bad": lambda L, D: D.Normal(L.zeros(2), 1.).expand((3,)),
+    "expand-event-bad": lambda L, D: D.Dirichlet(L.ones(2, 3)).expand((4,)),
+    "multinomial-sample-shape": lambda L, D: D.Categorical(L.ones(3)).sample(3),
 }
 
 
