@@ -216,7 +216,6 @@ PLANNED: dict[str, str] = {
     **_same(_ISSUE19, """onnx:ExportableModule onnx:InputObserver onnx:JitScalarType onnx:ONNXProgram onnx:OnnxExporterError
         onnx:OperatorExportTypes onnx:TensorProtoDataType onnx:TrainingMode onnx:export onnx:is_in_onnx_export
         onnx:register_custom_op_symbolic onnx:select_model_mode_for_export onnx:unregister_custom_op_symbolic"""),
-    **_same(_ISSUE19, """utils.tensorboard:FileWriter utils.tensorboard:SummaryWriter"""),
 }
 
 # A program may touch these; nobody builds them yet.

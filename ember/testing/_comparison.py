@@ -227,10 +227,9 @@ class NonePair(Pair):
 class BooleanPair(Pair):
     """:class:`bool` (and ``numpy.bool_``) inputs."""
 
-    _supported_types = (bool, np.bool_)
-
     def __init__(self, actual: Any, expected: Any, *, id: tuple[Any, ...], **other_parameters: Any) -> None:
-        self._check_inputs_isinstance(actual, expected, cls=self._supported_types)
+        if not all(isinstance(b, (bool, np.bool_)) for b in (actual, expected)):
+            self._inputs_not_supported()
         actual, expected = (bool(b) if isinstance(b, np.bool_) else b for b in (actual, expected))
         super().__init__(actual, expected, **other_parameters)
 
@@ -248,7 +247,8 @@ class NumberPair(Pair):
     def __init__(self, actual: Any, expected: Any, *, id: tuple[Any, ...] = (), rtol: float | None = None,
                  atol: float | None = None, equal_nan: bool = False, check_dtype: bool = False,
                  **other_parameters: Any) -> None:
-        self._check_inputs_isinstance(actual, expected, cls=(*self._NUMBER_TYPES, np.number))
+        if not all(isinstance(n, (int, float, complex, np.number)) for n in (actual, expected)):
+            self._inputs_not_supported()
         actual, expected = (self._to_number(n, id=id) for n in (actual, expected))
         super().__init__(actual, expected, id=id, **other_parameters)
         self.rtol, self.atol = get_tolerances(*[self._TYPE_TO_DTYPE[type(input)] for input in (actual, expected)],
