@@ -70,7 +70,8 @@ OPTIONS = [
     dict(threshold=float("inf")), dict(edgeitems=0), dict(edgeitems=1), dict(edgeitems=5), dict(linewidth=1),
     dict(linewidth=30), dict(linewidth=200), dict(profile="short"), dict(profile="full"), dict(profile="default"),
     dict(profile="unknown"), dict(sci_mode=True), dict(sci_mode=False), dict(sci_mode=None),
-    dict(precision=2, sci_mode=True), dict(precision=6, sci_mode=False), dict(profile="short", precision=5, linewidth=30),
+    dict(precision=2, sci_mode=True), dict(precision=6, sci_mode=False),
+    dict(profile="short", precision=5, linewidth=30),
     dict(threshold=10, edgeitems=2, linewidth=50, sci_mode=True), dict(edgeitems=0, threshold=2),
     dict(profile="full", sci_mode=True), dict(threshold=1, edgeitems=1, precision=3),
 ]

@@ -180,7 +180,8 @@ def test_add_graph(tmp_path):
         assert all(i in nodes for i in n.input), n.name
     assert nodes[nodes["output/output.1"].input[0]].op == "aten::add"
     relu = next(n for n in g.node if n.op == "aten::relu")
-    assert relu.name.startswith("Net/ReLU[act]/") and [d.size for d in relu.attr["_output_shapes"].list.shape[0].dim] == [3, 8]
+    assert relu.name.startswith("Net/ReLU[act]/")
+    assert [d.size for d in relu.attr["_output_shapes"].list.shape[0].dim] == [3, 8]
 
 
 def test_add_graph_convolution_and_tuple_inputs(tmp_path):
