@@ -267,3 +267,109 @@ def test_missing_tensorboard_raises_torchs_import_error():
     assert out[0] == out[1] and out[0].startswith("ModuleNotFoundError")
     import ember.utils   # noqa: F401  (ember.utils itself never needs the optional package)
     assert "tensorboard" not in ember.utils.__all__
+
+
+def _log_more(lib, log_dir: str) -> None:
+    """What _log_everything leaves out: every tensor dtype, raw PR curves, margin layouts, discrete string and
+    number domains, coloured meshes, boxes with rescale and stray labels, grey batches, purge_step."""
+    r = np.random.RandomState(1)
+    with _writer(lib)(log_dir, purge_step=5) as w:
+        for name in ("float16", "bfloat16", "float64", "int8", "uint8", "int16", "int32", "int64", "bool",
+                     "complex64", "complex128"):
+            dtype = getattr(lib, name)
+            t = lib.tensor(r.randn(2, 3) * 3).to(dtype) if name != "bool" else lib.tensor([[True, False]])
+            w.add_tensor("t_" + name, t, 0)
+        tp, fp = lib.tensor([5., 3., 1.]), lib.tensor([4., 2., 0.])
+        w.add_pr_curve_raw("raw_pr", tp, fp, 4 - fp, 5 - tp, tp / (tp + fp + 1e-7), tp / 5, 0, num_thresholds=3)
+        w.add_pr_curve("pr_w", r.randint(0, 2, 50), r.rand(50), 0, num_thresholds=200, weights=r.rand(50))
+        w.add_custom_scalars({"cat": {"m": ["Margin", ["a", "lo", "hi"]], "l": ["Multiline", ["a", "b"]]}})
+        w.add_custom_scalars_marginchart(["x", "y", "z"], category="c2", title="t2")
+        w.add_mesh("colored", lib.tensor(r.rand(1, 4, 3).astype(np.float32)),
+                   colors=lib.tensor(r.randint(0, 255, (1, 4, 3)), dtype=lib.uint8),
+                   config_dict={"camera": {"cls": "PerspectiveCamera", "fov": 75}}, global_step=1)
+        w.add_image_with_boxes("boxes2", r.rand(20, 24, 3), lib.tensor([[1., 2., 10., 12.], [3., 3., 8., 9.]]), 0,
+                               rescale=2, dataformats="HWC", labels="one label for two boxes")
+        w.add_image_with_boxes("boxes3", lib.tensor(r.rand(3, 30, 30).astype(np.float32)),
+                               np.array([[2., 2., 20., 25.]]), 0, labels="dog")
+        w.add_images("grey", lib.tensor(r.rand(5, 1, 4, 6).astype(np.float32)), 0)
+        w.add_image("wh", r.rand(5, 7), 0, dataformats="WH")
+        w.add_image("rgba", r.randint(0, 255, (6, 6, 4)).astype(np.uint8), 0, dataformats="HWC")
+        w.add_histogram("hist_fd", lib.tensor(r.randn(300)), 0, bins="fd")
+        w.add_histogram("hist_max_bins_even", r.randn(100), 0, bins=12, max_bins=3)
+        w.add_text("unicode", "héllo ✓", 2)
+        w.add_scalar("np_step", np.float32(1.5), np.int64(4))
+        w.add_hparams({"opt": "adam", "lr": 0.5, "none": None}, {"m/a": 1.0, "m/b": lib.tensor(2.0)},
+                      hparam_domain_discrete={"opt": ["adam", "sgd"], "lr": [0.5, 0.1]}, run_name="hp2",
+                      global_step=3)
+
+
+def test_more_event_files_as_torch(tmp_path):
+    mine, theirs = str(tmp_path / "ember"), str(tmp_path / "torch")
+    _log_more(ember, mine)
+    _log_more(torch, theirs)
+    a, b = _runs(mine), _runs(theirs)
+    assert sorted(a) == sorted(b) == [".", "hp2"]
+    for run in b:
+        assert sorted(a[run]) == sorted(b[run]), run
+        for key in b[run]:
+            assert a[run][key] == b[run][key], (run, key)
+
+
+def test_helpers_as_torch():
+    """The layout and statistics helpers on their own, against torch's, on shapes the writer tests miss."""
+    from torch.utils.tensorboard import _utils as tu, summary as ts
+    from ember.utils.tensorboard import _utils as eu, summary as es
+    r = np.random.RandomState(2)
+    for b in range(1, 8):   # clip counts padded to a power of two
+        v = r.rand(b, 2, 3, 4, 5).astype(np.float32)
+        np.testing.assert_array_equal(eu._prepare_video(v), tu._prepare_video(v))
+    u8 = r.randint(0, 255, (3, 2, 3, 4, 5)).astype(np.uint8)
+    np.testing.assert_array_equal(eu._prepare_video(u8), tu._prepare_video(u8))
+    for n in (1, 3, 8, 9, 17):
+        for ncols in (1, 3, 8):
+            imgs = r.rand(n, 3, 4, 5)
+            np.testing.assert_array_equal(eu.make_grid(imgs, ncols), tu.make_grid(imgs, ncols))
+    for fmt, shape in (("HWC", (4, 5, 1)), ("CWH", (3, 5, 4)), ("NHWC", (2, 4, 5, 3)), ("hw", (4, 5)),
+                       ("WCNH", (5, 1, 3, 4))):
+        x = r.rand(*shape)
+        np.testing.assert_array_equal(eu.convert_to_HWC(x, fmt), tu.convert_to_HWC(x, fmt))
+    data = r.randn(200)
+    for bins, max_bins in ((10, None), (10, 3), (7, 7), (30, 4), ([-1e9, -1e8, 1e8, 1e9], None), ([5, 6], None),
+                           ("auto", 5)):
+        try:
+            theirs = ts.make_histogram(data, bins, max_bins)
+        except ValueError as e:
+            with pytest.raises(ValueError, match=str(e)):
+                es.make_histogram(data, bins, max_bins)
+            continue
+        assert es.make_histogram(data, bins, max_bins) == theirs, (bins, max_bins)
+    labels, preds = r.randint(0, 2, 40), r.rand(40)
+    for n, w in ((2, None), (10, r.rand(40)), (127, 2.0)):
+        np.testing.assert_array_equal(es.compute_curve(labels, preds, n, w), ts.compute_curve(labels, preds, n, w))
+    for f in (0.1, -2.5, 1e30, 65504.0):
+        assert es.half_to_int(f) == ts.half_to_int(f) and es.int_to_half(es.half_to_int(f)) == ts.int_to_half(
+            ts.half_to_int(f))
+    assert es.hparams({"x": 1}, {"y": 2}) == ts.hparams({"x": 1}, {"y": 2})
+    for bad in ({"x": [1.5]}, {"x": 1}, {"q": ["a"]}):
+        with pytest.raises(TypeError) as mine:
+            es.hparams({"x": 1}, {}, bad)
+        with pytest.raises(TypeError) as theirs:
+            ts.hparams({"x": 1}, {}, bad)
+        assert str(mine.value) == str(theirs.value)
+    with pytest.raises(TypeError, match="hparam_domain_discrete should be a dictionary"):
+        es.hparams({"x": 1}, {}, [1])
+
+
+def test_onnx_graph_as_torch(capsys):
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+    from torch.utils.tensorboard._onnx_graph import parse as torch_parse
+    from ember.utils.tensorboard._onnx_graph import parse
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
+    nodes = [helper.make_node("Relu", ["x"], ["h"]),
+             helper.make_node("LeakyRelu", ["h"], ["y"], alpha=0.2)]
+    g = helper.make_graph(nodes, "g", [x], [y])
+    onnx.checker.check_model(helper.make_model(g))
+    assert parse(g) == torch_parse(g)
+    capsys.readouterr()   # (torch's prints each node's name)
