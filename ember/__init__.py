@@ -41,3 +41,4 @@ from .amp.autocast_mode import (  # noqa: E402,F401  (torch's autocast state fun
     is_autocast_xla_enabled, set_autocast_cache_enabled, set_autocast_cpu_dtype, set_autocast_cpu_enabled,
     set_autocast_dtype, set_autocast_enabled, set_autocast_gpu_dtype, set_autocast_ipu_dtype,
     set_autocast_ipu_enabled, set_autocast_xla_dtype, set_autocast_xla_enabled)
+from . import testing  # noqa: E402,F401  (torch.testing: assert_close, make_tensor; small)

@@ -195,7 +195,6 @@ PLANNED: dict[str, str] = {
         distributions.transforms:broadcast_all distributions.transforms:identity_transform
         distributions.transforms:lazy_property distributions.transforms:pad distributions.transforms:softplus
         distributions.transforms:tril_matrix_to_vec distributions.transforms:vec_to_tril_matrix"""),
-    **_same(_ISSUE19, """testing:assert_allclose testing:assert_close testing:make_tensor"""),
     **_same(_ISSUE19, """profiler:DeviceType profiler:ExecutionTraceObserver profiler:KinetoStepTracker profiler:Optimizer
         profiler:ProfilerAction profiler:ProfilerActivity profiler:RecordScope profiler:is_fbcode
         profiler:kineto_available profiler:profile profiler:record_function
@@ -210,7 +209,6 @@ PLANNED: dict[str, str] = {
     **_same(_ISSUE19, """onnx:ExportableModule onnx:InputObserver onnx:JitScalarType onnx:ONNXProgram onnx:OnnxExporterError
         onnx:OperatorExportTypes onnx:TensorProtoDataType onnx:TrainingMode onnx:export onnx:is_in_onnx_export
         onnx:register_custom_op_symbolic onnx:select_model_mode_for_export onnx:unregister_custom_op_symbolic"""),
-    **_same(_ISSUE19, """utils.tensorboard:FileWriter utils.tensorboard:SummaryWriter"""),
 }
 
 # A program may touch these; nobody builds them yet.
