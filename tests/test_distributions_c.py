@@ -1,0 +1,337 @@
+"""ember.distributions, part C, against torch 2.13 on the same inputs: MultivariateNormal,
+LowRankMultivariateNormal, Wishart, LKJCholesky, StudentT, VonMises, ContinuousBernoulli, FisherSnedecor, and
+kl_divergence (its dispatch and every registered pair ember has both sides of)."""
+from __future__ import annotations
+
+import warnings
+import zlib
+
+import numpy as np
+import pytest
+import torch
+
+import ember
+import ember.distributions as ED
+import torch.distributions as TD
+
+_RTOL = {torch.float64: 1e-11, torch.float32: 2e-5}
+
+
+def _np(t) -> np.ndarray:
+    return np.asarray(t.detach().numpy())
+
+
+def _close(e, t, rtol: float | None = None, what: str = "") -> None:
+    """ember's tensor e equals torch's t: shape and dtype exactly, values to float rounding (nan where nan)."""
+    assert isinstance(e, ember.Tensor), (what, type(e))
+    assert tuple(e.shape) == tuple(t.shape), (what, tuple(e.shape), tuple(t.shape))
+    assert str(e.dtype) == str(t.dtype), (what, e.dtype, t.dtype)
+    a, b = _np(e), _np(t)
+    if rtol is None:
+        rtol = _RTOL.get(t.dtype, 0)
+    if a.dtype.kind == "f":
+        np.testing.assert_allclose(a, b, rtol=rtol, atol=rtol, equal_nan=True, err_msg=what)
+    else:
+        np.testing.assert_array_equal(a, b, err_msg=what)
+
+
+def _ember_words(msg: str) -> str:
+    """torch's message as ember words it (class paths name ember's modules)."""
+    return msg.replace("<class 'torch.", "<class 'ember.")
+
+
+def _same(f, de, dt, what: str) -> None:
+    """f(de) matches f(dt): the same values, or the same exception (type and message) where torch raises."""
+    try:
+        want = f(dt)
+    except Exception as e:   # noqa: BLE001  (compared below)
+        with pytest.raises(type(e)) as got:
+            f(de)
+        assert str(got.value) == _ember_words(str(e)), what
+        return
+    _close(f(de), want, what=what)
+
+
+def _pairs(params: dict, grad: bool = False) -> tuple[dict, dict]:
+    """The same parameters as ember and torch tensors (numbers stay numbers), float ones requiring grad."""
+    e, t = {}, {}
+    for k, v in params.items():
+        if isinstance(v, np.ndarray):
+            rg = grad and v.dtype.kind == "f"
+            e[k] = ember.tensor(v, requires_grad=rg)
+            t[k] = torch.tensor(v, requires_grad=rg)
+        else:
+            e[k] = t[k] = v
+    return e, t
+
+
+def _spd(rng, batch, n, dtype=np.float64) -> np.ndarray:
+    a = rng.standard_normal(batch + (n, n))
+    return (a @ np.swapaxes(a, -1, -2) + n * np.eye(n)).astype(dtype)
+
+
+def _mvn(kind, dtype=np.float64, loc_batch=(2,), mat_batch=(2,)):
+    def make(rng):
+        cov = _spd(rng, mat_batch, 3, dtype)
+        mat = np.linalg.cholesky(cov) if kind == "scale_tril" else (np.linalg.inv(cov) if kind == "precision_matrix"
+                                                                    else cov)
+        return {"loc": rng.standard_normal(loc_batch + (3,)).astype(dtype), kind: mat.astype(dtype)}
+    return make
+
+
+def _lowrank(batch=(2,), rank=2):
+    def make(rng):
+        return {"loc": rng.standard_normal(batch + (3,)), "cov_factor": rng.standard_normal(batch + (3, rank)),
+                "cov_diag": rng.random(batch + (3,)) + 0.5}
+    return make
+
+
+def _wishart(kind, df):
+    def make(rng):
+        cov = _spd(rng, (2,), 3)
+        mat = np.linalg.cholesky(cov) if kind == "scale_tril" else (np.linalg.inv(cov) if kind == "precision_matrix"
+                                                                    else cov)
+        return {"df": np.array(df) if isinstance(df, list) else df, kind: mat}
+    return make
+
+
+# name -> (class name, parameters from an rng, sample shape)
+CASES = {
+    "mvn_cov": ("MultivariateNormal", _mvn("covariance_matrix"), (4,)),
+    "mvn_prec": ("MultivariateNormal", _mvn("precision_matrix"), (4,)),
+    "mvn_tril": ("MultivariateNormal", _mvn("scale_tril"), (4,)),
+    "mvn_broadcast": ("MultivariateNormal", _mvn("scale_tril", loc_batch=(2, 1), mat_batch=(3,)), (2,)),
+    "mvn_nobatch_f32": ("MultivariateNormal", _mvn("covariance_matrix", np.float32, (), ()), (5,)),
+    "lowrank": ("LowRankMultivariateNormal", _lowrank(), (4,)),
+    "lowrank_nobatch": ("LowRankMultivariateNormal", _lowrank((), 1), (3,)),
+    "wishart_cov": ("Wishart", _wishart("covariance_matrix", [4.5, 7.0]), (3,)),
+    "wishart_prec": ("Wishart", _wishart("precision_matrix", 5.0), (3,)),
+    "wishart_tril": ("Wishart", _wishart("scale_tril", [3.5, 3.0]), (3,)),
+    "lkj": ("LKJCholesky", lambda rng: {"dim": 4, "concentration": np.array([0.5, 1.0, 3.0])}, (2,)),
+    "lkj_scalar": ("LKJCholesky", lambda rng: {"dim": 3, "concentration": 2.0}, (5,)),
+    "studentt": ("StudentT", lambda rng: {"df": np.array([0.5, 1.0, 1.5, 2.0, 3.0, 30.0]),
+                                          "loc": rng.standard_normal(6), "scale": rng.random(6) + 0.5}, (4,)),
+    "studentt_f32": ("StudentT", lambda rng: {"df": np.array([2.5, 7.0], np.float32)}, (3,)),
+    "vonmises": ("VonMises", lambda rng: {"loc": rng.standard_normal(5) * 3,
+                                          "concentration": np.array([1e-6, 0.05, 1.0, 4.0, 50.0])}, (7,)),
+    "vonmises_f32": ("VonMises", lambda rng: {"loc": np.float32([0.5, -2.0]), "concentration": np.float32([0.3, 8])},
+                     (4,)),
+    "cbern_probs": ("ContinuousBernoulli", lambda rng: {"probs": np.array([0.02, 0.3, 0.4995, 0.5, 0.5008, 0.9])},
+                    (3,)),
+    "cbern_logits": ("ContinuousBernoulli", lambda rng: {"logits": np.array([-3.0, -0.001, 0.0, 0.002, 2.0])}, (3,)),
+    "fisher": ("FisherSnedecor", lambda rng: {"df1": np.array([1.0, 2.5, 3.0, 10.0]),
+                                              "df2": np.array([1.5, 3.0, 4.5, 12.0])}, (4,)),
+    "fisher_scalar": ("FisherSnedecor", lambda rng: {"df1": 3.0, "df2": 6.0}, (5,)),
+}
+_PROPS = ("mean", "mode", "variance", "stddev", "covariance_matrix", "precision_matrix", "scale_tril")
+
+
+def _build(case: str, grad: bool = False, validate_args=None):
+    cls, make, shape = CASES[case]
+    pe, pt = _pairs(make(np.random.default_rng(zlib.crc32(case.encode()))), grad)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # Wishart's low-df warning
+        de = getattr(ED, cls)(**pe, validate_args=validate_args)
+        dt = getattr(TD, cls)(**pt, validate_args=validate_args)
+    return de, dt, pe, pt, shape
+
+
+def _value(dt, shape):
+    """A value in the support, drawn by torch."""
+    torch.manual_seed(7)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return dt.sample(shape).detach()
+
+
+def _grad_inputs(pe: dict, pt: dict) -> tuple[list, list]:
+    keys = [k for k, v in pt.items() if isinstance(v, torch.Tensor) and v.requires_grad]
+    return [pe[k] for k in keys], [pt[k] for k in keys]
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_values(case):
+    de, dt, _, _, shape = _build(case)
+    assert de.batch_shape == dt.batch_shape and de.event_shape == dt.event_shape
+    v = _value(dt, shape)
+    _close(de.log_prob(ember.tensor(v.numpy())), dt.log_prob(v), what="log_prob")
+    for name in _PROPS + ("entropy",):
+        if name in _PROPS and not hasattr(type(dt), name):
+            continue
+        _same(lambda d: getattr(d, name)() if name == "entropy" else getattr(d, name), de, dt, name)
+    if case.startswith("cbern"):
+        u = torch.tensor(np.random.default_rng(1).random((3,) + tuple(dt.batch_shape)), dtype=v.dtype)
+        for m in ("cdf", "icdf"):
+            _close(getattr(de, m)(ember.tensor(u.numpy())), getattr(dt, m)(u), what=m)
+        _close(de.cdf(ember.tensor([[0.0], [1.0]], dtype=ember.float64)),
+               dt.cdf(torch.tensor([[0.0], [1.0]], dtype=torch.float64)), what="cdf ends")
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_log_prob_grad(case):
+    de, dt, pe, pt, shape = _build(case, grad=True)
+    ie, it = _grad_inputs(pe, pt)
+    if not it:
+        pytest.skip("no tensor parameter")
+    v = _value(dt, shape)
+    ge = ember.autograd.grad(de.log_prob(ember.tensor(v.numpy())).sum(), ie)
+    gt = torch.autograd.grad(dt.log_prob(v).sum(), it)
+    for a, b in zip(ge, gt):
+        _close(a, b, rtol=_RTOL[b.dtype] * 100, what="grad")
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_same_samples(case):
+    de, dt, _, _, shape = _build(case)
+    for sample_shape in ((), shape):
+        ember.manual_seed(123)
+        torch.manual_seed(123)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            a, b = de.sample(sample_shape), dt.sample(sample_shape)
+        _close(a, b, what=f"sample{sample_shape}")
+        assert not a.requires_grad
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if getattr(TD, CASES[c][0]).has_rsample])
+def test_rsample_grad(case):
+    de, dt, pe, pt, shape = _build(case, grad=True)
+    ie, it = _grad_inputs(pe, pt)
+    if not it:
+        pytest.skip("no tensor parameter")
+    # Wishart: PyTorch's correction loop writes into its mask after indexing with it, so its rsample has a
+    # gradient only for sample_shape=() (a 0-d mask); with a sample shape torch's backward raises
+    sample_shape = () if case.startswith("wishart") else shape
+    ember.manual_seed(5)
+    torch.manual_seed(5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a, b = de.rsample(sample_shape), dt.rsample(sample_shape)
+    _close(a, b, what="rsample")
+    w = np.random.default_rng(0).standard_normal(tuple(b.shape))
+    ge = ember.autograd.grad((a * ember.tensor(w, dtype=a.dtype)).sum(), ie)
+    gt = torch.autograd.grad((b * torch.tensor(w, dtype=b.dtype)).sum(), it)
+    for x, y in zip(ge, gt):
+        _close(x, y, rtol=_RTOL[y.dtype] * 100, what="rsample grad")
+
+
+@pytest.mark.parametrize("case", ["mvn_tril", "mvn_cov", "lowrank", "cbern_probs", "cbern_logits"])
+def test_rsample_second_order(case):
+    """rsample is differentiable twice (the gradient of the gradient matches torch's)."""
+    de, dt, pe, pt, shape = _build(case, grad=True)
+    ie, it = _grad_inputs(pe, pt)
+    ember.manual_seed(9)
+    torch.manual_seed(9)
+    a, b = de.rsample(shape), dt.rsample(shape)
+    (ge,) = ember.autograd.grad(a.pow(2).sum(), ie[-1:], create_graph=True)
+    (gt,) = torch.autograd.grad(b.pow(2).sum(), it[-1:], create_graph=True)
+    _close(ember.autograd.grad(ge.sum(), ie[-1:])[0], torch.autograd.grad(gt.sum(), it[-1:])[0],
+           rtol=1e-9, what="second order")
+
+
+@pytest.mark.parametrize("case", ["studentt", "fisher"])
+def test_rsample_second_order_gamma(case):
+    """Through _standard_gamma the second derivative is not implemented, in torch as in ember."""
+    de, dt, pe, pt, shape = _build(case, grad=True)
+    ie, it = _grad_inputs(pe, pt)
+    a, b = de.rsample(shape), dt.rsample(shape)
+    (ge,) = ember.autograd.grad(a.pow(2).sum(), ie[:1], create_graph=True)
+    (gt,) = torch.autograd.grad(b.pow(2).sum(), it[:1], create_graph=True)
+    msg = "the derivative for '_standard_gamma_grad' is not implemented."
+    with pytest.raises(NotImplementedError, match=msg):
+        torch.autograd.grad(gt.sum(), it[:1])
+    with pytest.raises(NotImplementedError, match=msg):
+        ember.autograd.grad(ge.sum(), ie[:1])
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_expand(case):
+    de, dt, _, _, shape = _build(case)
+    new = (2,) + tuple(dt.batch_shape)
+    ee, et = de.expand(new), dt.expand(new)
+    assert type(ee) is type(de)
+    assert ee.batch_shape == et.batch_shape and ee.event_shape == et.event_shape
+    v = _value(et, ())
+    _close(ee.log_prob(ember.tensor(v.numpy())), et.log_prob(v), what="expanded log_prob")
+    ember.manual_seed(3)
+    torch.manual_seed(3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _close(ee.sample((2,)), et.sample((2,)), what="expanded sample")
+
+
+def test_wishart_warnings():
+    cov = np.eye(3)
+    with pytest.warns(UserWarning, match="Low df values detected"):
+        ED.Wishart(ember.tensor(2.5), covariance_matrix=ember.tensor(cov))
+    d = ED.Wishart(ember.tensor(5.0), covariance_matrix=ember.tensor(cov))
+    with pytest.warns(UserWarning, match="Singular sample detected."):
+        d.rsample((2,))
+
+
+def _err(f):
+    try:
+        f()
+    except Exception as e:   # noqa: BLE001  (the exception itself is what is compared)
+        return type(e), str(e)
+    return None
+
+
+def _bad(name):
+    """(the constructor call, the method call or None) for ember or torch (lib = ED or TD, tensor maker)."""
+    def call(lib, T):
+        eye, loc = T(np.eye(2)), T(np.zeros(2))
+        return {
+            "mvn_loc0": lambda: lib.MultivariateNormal(T(np.float64(0)), eye),
+            "mvn_two": lambda: lib.MultivariateNormal(loc, eye, scale_tril=eye),
+            "mvn_none": lambda: lib.MultivariateNormal(loc),
+            "mvn_tril1d": lambda: lib.MultivariateNormal(loc, scale_tril=loc),
+            "mvn_cov1d": lambda: lib.MultivariateNormal(loc, covariance_matrix=loc),
+            "mvn_prec1d": lambda: lib.MultivariateNormal(loc, precision_matrix=loc),
+            "mvn_notpd": lambda: lib.MultivariateNormal(loc, T(np.array([[1.0, 2.0], [2.0, 1.0]])),
+                                                        validate_args=True),
+            "mvn_value": lambda: lib.MultivariateNormal(loc, eye, validate_args=True).log_prob(T(np.zeros(3))),
+            "lowrank_loc0": lambda: lib.LowRankMultivariateNormal(T(np.float64(0)), eye, loc),
+            "lowrank_factor1d": lambda: lib.LowRankMultivariateNormal(loc, loc, loc),
+            "lowrank_factor_shape": lambda: lib.LowRankMultivariateNormal(loc, T(np.ones((3, 1))), loc),
+            "lowrank_diag_shape": lambda: lib.LowRankMultivariateNormal(loc, T(np.ones((2, 1))), T(np.ones(3))),
+            "lowrank_batch": lambda: lib.LowRankMultivariateNormal(T(np.zeros((3, 2))), T(np.ones((4, 2, 1))),
+                                                                   loc),
+            "lowrank_diag_neg": lambda: lib.LowRankMultivariateNormal(loc, T(np.ones((2, 1))), T(np.array([1, -1.])),
+                                                                      validate_args=True),
+            "wishart_none": lambda: lib.Wishart(T(np.float64(3))),
+            "wishart_1d": lambda: lib.Wishart(T(np.float64(3)), covariance_matrix=loc),
+            "wishart_df": lambda: lib.Wishart(T(np.array([3.0, 0.5])), covariance_matrix=eye),
+            "wishart_df_number": lambda: lib.Wishart(0.5, scale_tril=eye),
+            "lkj_dim": lambda: lib.LKJCholesky(1, 1.0),
+            "lkj_conc": lambda: lib.LKJCholesky(3, T(np.array([1.0, -1.0])), validate_args=True),
+            "lkj_value": lambda: lib.LKJCholesky(2, 1.0, validate_args=True).log_prob(T(np.eye(2) * 2)),
+            "studentt_df": lambda: lib.StudentT(T(np.array([1.0, -1.0])), validate_args=True),
+            "vonmises_conc": lambda: lib.VonMises(loc, T(np.array([1.0, 0.0])), validate_args=True),
+            "cbern_both": lambda: lib.ContinuousBernoulli(0.3, 0.1),
+            "cbern_none": lambda: lib.ContinuousBernoulli(),
+            "cbern_probs": lambda: lib.ContinuousBernoulli(T(np.array([0.3, 1.2])), validate_args=False),
+            "cbern_value": lambda: lib.ContinuousBernoulli(0.3, validate_args=True).log_prob(T(np.array([1.5]))),
+            "fisher_value": lambda: lib.FisherSnedecor(2.0, 3.0, validate_args=True).log_prob(T(np.array([-1.0]))),
+            "fisher_df": lambda: lib.FisherSnedecor(T(np.array([2.0, 0.0])), 3.0, validate_args=True),
+        }[name]
+    return call
+
+
+_BAD = ["mvn_loc0", "mvn_two", "mvn_none", "mvn_tril1d", "mvn_cov1d", "mvn_prec1d", "mvn_notpd", "mvn_value",
+        "lowrank_loc0", "lowrank_factor1d", "lowrank_factor_shape", "lowrank_diag_shape", "lowrank_batch",
+        "lowrank_diag_neg", "wishart_none", "wishart_1d", "wishart_df", "wishart_df_number", "lkj_dim", "lkj_conc",
+        "lkj_value", "studentt_df", "vonmises_conc", "cbern_both", "cbern_none", "cbern_probs", "cbern_value",
+        "fisher_value", "fisher_df"]
+
+
+@pytest.mark.parametrize("name", _BAD)
+def test_bad_input(name):
+    call = _bad(name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = _err(call(TD, torch.tensor))
+        got = _err(call(ED, ember.tensor))
+    assert want is not None
+    assert got is not None and got[0] is want[0], (got, want)
+    assert got[1] == _ember_words(want[1])
