@@ -335,3 +335,157 @@ def test_bad_input(name):
     assert want is not None
     assert got is not None and got[0] is want[0], (got, want)
     assert got[1] == _ember_words(want[1])
+
+
+# ----- kl_divergence ------------------------------------------------------------------------------------------
+
+def _kl_params(name: str, rng) -> dict:
+    """Parameters (numpy; batch shape (3,)) of a distribution of class ``name`` for the KL pairs."""
+    u = lambda lo, hi, *shape: rng.uniform(lo, hi, shape or (3,))   # noqa: E731
+    return {
+        "Bernoulli": lambda: {"probs": u(0.1, 0.9)},
+        "Beta": lambda: {"concentration1": u(0.5, 3), "concentration0": u(0.5, 3)},
+        "Binomial": lambda: {"total_count": np.array([5.0, 7.0, 9.0]), "probs": u(0.1, 0.9)},
+        "Categorical": lambda: {"probs": u(0.1, 1, 3, 4)},
+        "OneHotCategorical": lambda: {"probs": u(0.1, 1, 3, 4)},
+        "ContinuousBernoulli": lambda: {"probs": np.array([0.2, 0.4996, 0.8])},
+        "Dirichlet": lambda: {"concentration": u(0.5, 3, 3, 4)},
+        "Exponential": lambda: {"rate": u(0.5, 2)},
+        "Gamma": lambda: {"concentration": u(0.5, 3), "rate": u(0.5, 2)},
+        "Geometric": lambda: {"probs": u(0.1, 0.9)},
+        "Gumbel": lambda: {"loc": u(-1, 1), "scale": u(0.5, 2)},
+        "HalfNormal": lambda: {"scale": u(0.5, 2)},
+        "Laplace": lambda: {"loc": u(-1, 1), "scale": u(0.5, 2)},
+        "Normal": lambda: {"loc": u(-1, 1), "scale": u(0.5, 2)},
+        "Cauchy": lambda: {"loc": u(-1, 1), "scale": u(0.5, 2)},
+        "Pareto": lambda: {"scale": u(0.5, 2), "alpha": np.array([0.8, 1.5, 3.0])},
+        "Poisson": lambda: {"rate": u(0.5, 3)},
+        "Uniform": lambda: {"low": u(0.05, 0.4), "high": u(0.6, 0.95)},
+        "MultivariateNormal": lambda: {"loc": u(-1, 1, 3, 2), "scale_tril": np.linalg.cholesky(_spd(rng, (3,), 2))},
+        "LowRankMultivariateNormal": lambda: {"loc": u(-1, 1, 3, 2), "cov_factor": u(-1, 1, 3, 2, 1),
+                                              "cov_diag": u(0.5, 2, 3, 2)},
+        "Wishart": lambda: {"df": u(3, 6), "scale_tril": np.linalg.cholesky(_spd(rng, (3,), 2))},
+        "Independent": lambda: {"loc": u(-1, 1, 3, 2), "scale": u(0.5, 2, 3, 2)},
+        "TransformedDistribution": lambda: {"loc": u(-1, 1), "scale": u(0.5, 2)},
+    }[name]()
+
+
+def _kl_dist(lib, name: str, params: dict):
+    if name == "Independent":
+        return lib.Independent(lib.Normal(params["loc"], params["scale"]), 1)
+    if name == "TransformedDistribution":
+        return lib.TransformedDistribution(lib.Normal(params["loc"], params["scale"]),
+                                           [lib.transforms.ExpTransform()])
+    return getattr(lib, name)(**params)
+
+
+_KL_PAIRS = sorted((p.__name__, q.__name__) for p, q in TD.kl._KL_REGISTRY if p is not TD.ExponentialFamily)
+_KL_PAIRS.append(("Wishart", "Wishart"))   # the ExponentialFamily pair: Bregman divergence of the log normaliser
+
+
+def test_kl_registry_is_torchs():
+    """Every pair torch registers is registered in ember, to a function of the same name."""
+    want = {(p.__name__, q.__name__): f.__name__ for (p, q), f in TD.kl._KL_REGISTRY.items()}
+    got = {(p.__name__, q.__name__): f.__name__ for (p, q), f in ED.kl._KL_REGISTRY.items()}
+    assert got == want
+
+
+@pytest.mark.parametrize("pair", _KL_PAIRS, ids="-".join)
+def test_kl_pair(pair):
+    rng = np.random.default_rng(zlib.crc32("-".join(pair).encode()))
+    pp, qp = _kl_params(pair[0], rng), _kl_params(pair[1], rng)
+    if pair == ("Binomial", "Binomial"):
+        qp["total_count"] = np.array([5.0, 3.0, 9.0])    # q.total_count <= p.total_count, one infinite
+    (pe, pt), (qe, qt) = _pairs(pp, grad=True), _pairs(qp, grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = TD.kl_divergence(_kl_dist(TD, pair[0], pt), _kl_dist(TD, pair[1], qt))
+        got = ED.kl_divergence(_kl_dist(ED, pair[0], pe), _kl_dist(ED, pair[1], qe))
+    _close(got, want, rtol=1e-10, what="kl")
+    ie, it = _grad_inputs({**{"p" + k: v for k, v in pe.items()}, **{"q" + k: v for k, v in qe.items()}},
+                          {**{"p" + k: v for k, v in pt.items()}, **{"q" + k: v for k, v in qt.items()}})
+    if not want.requires_grad:
+        assert not got.requires_grad
+        return
+    w = np.where(np.isfinite(_np(want)), 1.0, 0.0)
+    gt = torch.autograd.grad((want * torch.tensor(w)).sum(), it, allow_unused=True)
+    ge = ember.autograd.grad((got * ember.tensor(w)).sum(), ie, allow_unused=True)
+    for a, b in zip(ge, gt):
+        if b is None:
+            assert a is None or not _np(a).any()
+        else:
+            _close(a, b, rtol=1e-9, what="kl grad")
+
+
+def test_kl_not_implemented():
+    loc, c = np.array([0.5]), np.array([2.0])
+    for p, q in (("VonMises", "Normal"), ("StudentT", "StudentT"), ("Normal", "VonMises")):
+        args = {"VonMises": (loc, c), "Normal": (loc, c), "StudentT": (c, loc, c)}
+        want = _err(lambda: TD.kl_divergence(getattr(TD, p)(*map(torch.tensor, args[p])),
+                                             getattr(TD, q)(*map(torch.tensor, args[q]))))
+        got = _err(lambda: ED.kl_divergence(getattr(ED, p)(*map(ember.tensor, args[p])),
+                                            getattr(ED, q)(*map(ember.tensor, args[q]))))
+        assert want[0] is NotImplementedError and got == want
+    # two exponential families of different types reach the Bregman pair, which refuses
+    wish = {"df": np.array(4.0), "covariance_matrix": np.eye(2)}
+    (we, wt), (ne, nt) = _pairs(wish), _pairs({"loc": loc, "scale": c})
+    want = _err(lambda: TD.kl_divergence(TD.Wishart(**wt), TD.Normal(**nt)))
+    got = _err(lambda: ED.kl_divergence(ED.Wishart(**we), ED.Normal(**ne)))
+    assert want[0] is NotImplementedError and got == want
+    # the Binomial pair refuses q.total_count > p.total_count
+    (be, bt), (ce, ct) = _pairs({"total_count": 3.0, "probs": 0.5}), _pairs({"total_count": 5.0, "probs": 0.5})
+    with pytest.raises(NotImplementedError, match="q.total_count > p.total_count"):
+        TD.kl_divergence(TD.Binomial(**bt), TD.Binomial(**ct))
+    with pytest.raises(NotImplementedError, match="q.total_count > p.total_count"):
+        ED.kl_divergence(ED.Binomial(**be), ED.Binomial(**ce))
+
+
+def _dispatch_case(lib, T):
+    """A subclass picks its base's pair; two pairs of equal specificity warn and the left one wins."""
+    class P(lib.Normal):
+        pass
+
+    class Q(lib.Normal):
+        pass
+
+    p, q = P(T([0.5]), T([1.5])), Q(T([0.0]), T([1.0]))
+    out = [lib.kl_divergence(p, q)]
+    left = lib.register_kl(P, lib.Normal)(lambda p, q: T([1.0]))
+    lib.register_kl(lib.Normal, Q)(lambda p, q: T([2.0]))
+    try:
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            out.append(lib.kl_divergence(p, q))
+            out.append(lib.kl_divergence(p, q))     # memoized: no second warning
+        out.append([(x.category, str(x.message)) for x in w])
+        out.append(lib.kl.kl_divergence(p, lib.Normal(T([0.0]), T([1.0]))))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out.append(lib.kl._dispatch_kl(P, Q) is left)
+    finally:
+        for key in ((P, lib.Normal), (lib.Normal, Q)):
+            lib.kl._KL_REGISTRY.pop(key)
+        lib.kl._KL_MEMOIZE.clear()
+    return out
+
+
+def test_kl_dispatch():
+    want = _dispatch_case(TD, lambda v: torch.tensor(v, dtype=torch.float64))
+    got = _dispatch_case(ED, lambda v: ember.tensor(v, dtype=ember.float64))
+    for a, b in zip(got, want):
+        if isinstance(b, torch.Tensor):
+            _close(a, b)
+        else:
+            assert a == b
+    assert want[3] == [(RuntimeWarning, "Ambiguous kl_divergence(P, Q). Please register_kl(P, Q)")]
+
+
+def test_register_kl_type_error():
+    want = _err(lambda: TD.register_kl(TD.Normal(0.0, 1.0), TD.Normal))
+    got = _err(lambda: ED.register_kl(ED.Normal(0.0, 1.0), ED.Normal))
+    assert want is not None and got == want
+
+
+def test_kl_docstring_lists_pairs():
+    rows = lambda doc: doc[doc.index("KL divergence is currently"):]   # noqa: E731
+    assert rows(ED.kl_divergence.__doc__) == rows(TD.kl_divergence.__doc__)
