@@ -153,6 +153,9 @@ def _grad_inputs(pe: dict, pt: dict) -> tuple[list, list]:
 def test_values(case):
     de, dt, _, _, shape = _build(case)
     assert de.batch_shape == dt.batch_shape and de.event_shape == dt.event_shape
+    assert repr(de) == repr(dt) and repr(de.support) == repr(dt.support)
+    assert de.has_rsample == dt.has_rsample and de.has_enumerate_support == dt.has_enumerate_support
+    assert {k: repr(c) for k, c in de.arg_constraints.items()} == {k: repr(c) for k, c in dt.arg_constraints.items()}
     v = _value(dt, shape)
     _close(de.log_prob(ember.tensor(v.numpy())), dt.log_prob(v), what="log_prob")
     for name in _PROPS + ("entropy",):
