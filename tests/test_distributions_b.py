@@ -576,3 +576,62 @@ def test_transformed_distribution_cdf_monotonised():
             lib.tensor([0.2, 0.7], dtype=lib.float64))
     e, t = _run_both(case)
     _compare(e, t, 1e-12, atol=1e-14)
+
+
+def test_edge_cases_as_torch():
+    """Values outside the support without validation, enumerate_support through Independent, rsample refused,
+    float32 parameters, expanded scalars, sample shapes."""
+    def case(lib, res):
+        D = lib.distributions
+        neg = lib.tensor([-1.0, 0.0, 2.0])
+        res["half_normal_outside"] = D.HalfNormal(lib.tensor([1.0, 2.0, 0.5]), validate_args=False).log_prob(neg)
+        res["half_cauchy_outside"] = D.HalfCauchy(lib.tensor([1.0, 2.0, 0.5]), validate_args=False).log_prob(neg)
+        res["half_cauchy_number"] = D.HalfCauchy(lib.tensor(1.5), validate_args=False).log_prob(2.0)
+        ind = D.Independent(D.Bernoulli(lib.tensor([0.3, 0.6])), 0)
+        res["ind_enumerate"] = ind.enumerate_support()
+        res["ind_has_enum"] = ind.has_enumerate_support
+        res["ind1_has_enum"] = D.Independent(D.Bernoulli(lib.tensor([0.3, 0.6])), 1).has_enumerate_support
+        mix = D.MixtureSameFamily(D.Categorical(lib.ones(3)), D.Normal(lib.zeros(3), lib.ones(3)))
+        _try(res, "mixture_rsample", lambda: mix.rsample())
+        res["mixture_has_rsample"] = mix.has_rsample
+        lib.manual_seed(0)
+        d = D.Kumaraswamy(lib.tensor([0.7, 2.0]), lib.tensor([1.5, 0.8]))
+        res["kumaraswamy32_rsample"] = d.rsample((3,))
+        res["kumaraswamy32_mode"] = d.mode
+        res["kumaraswamy32_entropy"] = d.entropy()
+        e = D.Gumbel(1.0, 2.0).expand((2, 3))
+        res["gumbel_expand"] = (tuple(e.batch_shape), e.sample().shape == (2, 3), e.log_prob(lib.zeros(2, 3)))
+        ln = D.LogisticNormal(lib.zeros(2), lib.ones(2))
+        res["logistic_normal_shapes"] = (tuple(ln.batch_shape), tuple(ln.event_shape), tuple(ln.sample((5,)).shape))
+        ln0 = D.LogisticNormal(0.0, 1.0)
+        res["logistic_normal_scalar"] = (tuple(ln0.batch_shape), tuple(ln0.event_shape))
+        res["pareto_support"] = repr(D.Pareto(lib.tensor([2.0]), lib.tensor([1.0])).support)
+        gp = D.GeneralizedPareto(lib.tensor([0.0, 1.0]), lib.tensor([1.0, 2.0]), lib.tensor([-0.5, 0.5]))
+        res["gp_support"] = (repr(gp.support), gp.support.lower_bound, gp.support.upper_bound)
+        res["gp_moments"] = (gp.mean, gp.variance, gp.entropy(), gp.mode)
+        res["gp_logs"] = (gp.log_survival_function(lib.tensor([0.5, 1.5])), gp.log_cdf(lib.tensor([0.5, 1.5])))
+        ig = D.InverseGamma(lib.tensor([0.5, 1.5, 3.0]), lib.tensor([1.0, 2.0, 3.0]))
+        res["inverse_gamma_moments"] = (ig.mean, ig.variance, ig.mode)
+        lrb = D.RelaxedBernoulli(lib.tensor(0.5), logits=2.0)
+        res["relaxed_scalar_logits"] = (tuple(lrb.batch_shape), lrb.probs, lrb.logits)
+        w = D.Weibull(lib.tensor([1.0, 2.0]), lib.tensor([0.5, 3.0])).expand((3, 2))
+        lib.manual_seed(1)
+        res["weibull_expanded"] = (w.sample(), w.mean, w.concentration_reciprocal)
+    e, t = _run_both(case)
+    _compare(e, t, 1e-6, atol=1e-6)
+
+
+def test_cache_inverse_graph():
+    """With cache_size=1, inv(t(x)) hands back x itself, so gradients flow to x through it (PyTorch's caching)."""
+    T = ember.distributions.transforms
+    x = ember.randn(4, dtype=ember.float64, requires_grad=True)
+    t = T.ComposeTransform([T.AffineTransform(1.0, 2.0), T.SigmoidTransform()], cache_size=1)
+    y = t(x)
+    assert t.inv(y) is x
+    ladj = t.log_abs_det_jacobian(x, y)
+    (g,) = ember.autograd.grad(ladj.sum(), x)
+    xt = torch.tensor(x.detach().numpy(), requires_grad=True)
+    tt = torch.distributions.transforms.ComposeTransform(
+        [torch.distributions.transforms.AffineTransform(1.0, 2.0), torch.distributions.transforms.SigmoidTransform()])
+    (gt,) = torch.autograd.grad(tt.log_abs_det_jacobian(xt, tt(xt)).sum(), xt)
+    np.testing.assert_allclose(g.numpy(), gt.numpy(), rtol=1e-12)

@@ -1,6 +1,8 @@
 """``Independent``: reinterprets rightmost batch dims of a distribution as event dims."""
 from __future__ import annotations
 
+from typing import Generic, TypeVar
+
 from .._tensor import Size, Tensor
 from . import constraints
 from .distribution import Distribution
@@ -8,14 +10,16 @@ from .utils import _sum_rightmost
 
 __all__ = ["Independent"]
 
+D = TypeVar("D", bound=Distribution)
 
-class Independent(Distribution):
+
+class Independent(Distribution, Generic[D]):
     """Treats ``reinterpreted_batch_ndims`` rightmost batch dims of ``base_distribution`` as event dims (so
     ``log_prob`` sums over them), e.g. a diagonal Normal shaped like a MultivariateNormal."""
 
     arg_constraints: dict = {}
 
-    def __init__(self, base_distribution: Distribution, reinterpreted_batch_ndims: int,
+    def __init__(self, base_distribution: D, reinterpreted_batch_ndims: int,
                  validate_args: bool | None = None) -> None:
         if reinterpreted_batch_ndims > len(base_distribution.batch_shape):
             raise ValueError(

@@ -12,7 +12,9 @@ from collections.abc import Sequence
 from ..ops import public as torch
 from .._tensor import Size, Tensor
 from ..nn import functional as F
+from ..nn.functional import pad, softplus
 from . import constraints
+from .distribution import Distribution
 from .utils import _sum_rightmost, broadcast_all, lazy_property, tril_matrix_to_vec, vec_to_tril_matrix
 
 __all__ = [
@@ -499,7 +501,7 @@ class SigmoidTransform(Transform):
         return y.log() - (-y).log1p()
 
     def log_abs_det_jacobian(self, x, y):
-        return -F.softplus(-x) - F.softplus(x)
+        return -softplus(-x) - softplus(x)
 
 
 class SoftplusTransform(Transform):
@@ -514,13 +516,13 @@ class SoftplusTransform(Transform):
         return isinstance(other, SoftplusTransform)
 
     def _call(self, x):
-        return F.softplus(x)
+        return softplus(x)
 
     def _inverse(self, y):
         return (-y).expm1().neg().log() + y
 
     def log_abs_det_jacobian(self, x, y):
-        return -F.softplus(-x)
+        return -softplus(-x)
 
 
 class TanhTransform(Transform):
@@ -542,7 +544,7 @@ class TanhTransform(Transform):
 
     def log_abs_det_jacobian(self, x, y):
         # the stable form log(1 - tanh(x)^2) = 2 (log 2 - x - softplus(-2x))
-        return 2.0 * (math.log(2.0) - x - F.softplus(-2.0 * x))
+        return 2.0 * (math.log(2.0) - x - softplus(-2.0 * x))
 
 
 class AbsTransform(Transform):
@@ -653,11 +655,11 @@ class CorrCholeskyTransform(Transform):
         z = r**2
         z1m_cumprod_sqrt = (1 - z).sqrt().cumprod(-1)
         r = r + torch.eye(r.shape[-1], dtype=r.dtype, device=r.device)  # a unit diagonal
-        return r * F.pad(z1m_cumprod_sqrt[..., :-1], [1, 0], value=1)
+        return r * pad(z1m_cumprod_sqrt[..., :-1], [1, 0], value=1)
 
     def _inverse(self, y):
         y_cumsum = 1 - torch.cumsum(y * y, dim=-1)
-        y_cumsum_shifted = F.pad(y_cumsum[..., :-1], [1, 0], value=1)
+        y_cumsum_shifted = pad(y_cumsum[..., :-1], [1, 0], value=1)
         y_vec = tril_matrix_to_vec(y, diag=-1)
         y_cumsum_vec = tril_matrix_to_vec(y_cumsum_shifted, diag=-1)
         t = y_vec / (y_cumsum_vec).sqrt()
@@ -669,7 +671,7 @@ class CorrCholeskyTransform(Transform):
         # diag=-2 takes the cumulative products already shifted right by one
         y1m_cumsum_tril = tril_matrix_to_vec(y1m_cumsum, diag=-2)
         stick_breaking_logdet = 0.5 * (y1m_cumsum_tril).log().sum(-1)
-        tanh_logdet = -2 * (x + F.softplus(-2 * x) - math.log(2.0)).sum(dim=-1)
+        tanh_logdet = -2 * (x + softplus(-2 * x) - math.log(2.0)).sum(dim=-1)
         return stick_breaking_logdet + tanh_logdet
 
     def forward_shape(self, shape):
@@ -733,7 +735,7 @@ class StickBreakingTransform(Transform):
         offset = x.shape[-1] + 1 - x.new_ones(x.shape[-1]).cumsum(-1)
         z = _clipped_sigmoid(x - offset.log())
         z_cumprod = (1 - z).cumprod(-1)
-        return F.pad(z, [0, 1], value=1) * F.pad(z_cumprod, [1, 0], value=1)
+        return pad(z, [0, 1], value=1) * pad(z_cumprod, [1, 0], value=1)
 
     def _inverse(self, y):
         y_crop = y[..., :-1]
@@ -954,7 +956,7 @@ class CumulativeDistributionTransform(Transform):
     codomain = constraints.unit_interval
     sign = +1
 
-    def __init__(self, distribution, cache_size: int = 0) -> None:
+    def __init__(self, distribution: Distribution, cache_size: int = 0) -> None:
         super().__init__(cache_size=cache_size)
         self.distribution = distribution
 
