@@ -161,40 +161,19 @@ PLANNED: dict[str, str] = {
         serialization:normalize_storage_type serialization:register_package serialization:set_crc32_options
         serialization:set_default_load_endianness serialization:set_default_mmap_options serialization:skip_data
         serialization:storage_to_tensor_type serialization:validate_cuda_device serialization:validate_hpu_device"""),
-    **_same(_ISSUE19, """distributions:AbsTransform distributions:AffineTransform distributions:Bernoulli distributions:Beta
-        distributions:Binomial distributions:CatTransform distributions:Categorical distributions:Cauchy
-        distributions:Chi2 distributions:ComposeTransform
-        distributions:CorrCholeskyTransform distributions:CumulativeDistributionTransform distributions:Dirichlet
-        distributions:ExpTransform distributions:Exponential
+    **_same(_ISSUE19, """distributions:Bernoulli distributions:Beta
+        distributions:Binomial distributions:Categorical distributions:Cauchy
+        distributions:Chi2
+        distributions:Dirichlet
+        distributions:Exponential
         distributions:Gamma
-        distributions:GeneralizedPareto distributions:Geometric distributions:Gumbel distributions:HalfCauchy
-        distributions:HalfNormal distributions:Independent distributions:IndependentTransform
-        distributions:InverseGamma distributions:Kumaraswamy distributions:Laplace
-        distributions:LogNormal distributions:LogisticNormal
-        distributions:LowerCholeskyTransform distributions:MixtureSameFamily distributions:Multinomial
+        distributions:Geometric
+        distributions:Laplace
+        distributions:Multinomial
         distributions:NegativeBinomial distributions:Normal
-        distributions:OneHotCategorical distributions:OneHotCategoricalStraightThrough distributions:Pareto
-        distributions:Poisson distributions:PositiveDefiniteTransform distributions:PowerTransform
-        distributions:RelaxedBernoulli distributions:RelaxedOneHotCategorical distributions:ReshapeTransform
-        distributions:SigmoidTransform distributions:SoftmaxTransform distributions:SoftplusTransform
-        distributions:StackTransform distributions:StickBreakingTransform
-        distributions:TanhTransform distributions:Transform distributions:TransformedDistribution
-        distributions:Uniform distributions:Weibull
-        distributions:biject_to distributions:identity_transform
-        distributions:transform_to"""),
-    **_same(_ISSUE19, """distributions.transforms:AbsTransform distributions.transforms:AffineTransform
-        distributions.transforms:CatTransform distributions.transforms:ComposeTransform
-        distributions.transforms:CorrCholeskyTransform distributions.transforms:CumulativeDistributionTransform
-        distributions.transforms:Distribution distributions.transforms:ExpTransform
-        distributions.transforms:IndependentTransform distributions.transforms:LowerCholeskyTransform
-        distributions.transforms:PositiveDefiniteTransform distributions.transforms:PowerTransform
-        distributions.transforms:ReshapeTransform distributions.transforms:SigmoidTransform
-        distributions.transforms:SoftmaxTransform distributions.transforms:SoftplusTransform
-        distributions.transforms:StackTransform distributions.transforms:StickBreakingTransform
-        distributions.transforms:TanhTransform distributions.transforms:Transform
-        distributions.transforms:broadcast_all distributions.transforms:identity_transform
-        distributions.transforms:lazy_property distributions.transforms:pad distributions.transforms:softplus
-        distributions.transforms:tril_matrix_to_vec distributions.transforms:vec_to_tril_matrix"""),
+        distributions:OneHotCategorical distributions:OneHotCategoricalStraightThrough
+        distributions:Poisson
+        distributions:Uniform"""),
     **_same(_ISSUE19, """testing:assert_allclose testing:assert_close testing:make_tensor"""),
     **_same(_ISSUE19, """profiler:DeviceType profiler:ExecutionTraceObserver profiler:KinetoStepTracker profiler:Optimizer
         profiler:ProfilerAction profiler:ProfilerActivity profiler:RecordScope profiler:is_fbcode
