@@ -183,6 +183,20 @@ def test_log_prob_grad(case):
         _close(a, b, rtol=_RTOL[b.dtype] * 100, what="grad")
 
 
+@pytest.mark.parametrize("case", ["mvn_cov", "mvn_prec", "lowrank", "wishart_cov", "lkj", "studentt", "vonmises",
+                                  "cbern_probs", "cbern_logits", "fisher"])
+def test_log_prob_second_order(case):
+    """The gradient of log_prob's gradient (double backward through cholesky, triangular solves, lgamma, ...)."""
+    de, dt, pe, pt, shape = _build(case, grad=True)
+    ie, it = _grad_inputs(pe, pt)
+    v = _value(dt, shape)
+    ge = ember.autograd.grad(de.log_prob(ember.tensor(v.numpy())).sum(), ie, create_graph=True)
+    gt = torch.autograd.grad(dt.log_prob(v).sum(), it, create_graph=True)
+    hh = sum((g * g).sum() for g in ge), sum((g * g).sum() for g in gt)
+    for a, b in zip(ember.autograd.grad(hh[0], ie), torch.autograd.grad(hh[1], it)):
+        _close(a, b, rtol=1e-8, what="second order")
+
+
 @pytest.mark.parametrize("case", list(CASES))
 def test_same_samples(case):
     de, dt, _, _, shape = _build(case)
