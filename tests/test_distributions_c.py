@@ -506,3 +506,23 @@ def test_register_kl_type_error():
 def test_kl_docstring_lists_pairs():
     rows = lambda doc: doc[doc.index("KL divergence is currently"):]   # noqa: E731
     assert rows(ED.kl_divergence.__doc__) == rows(TD.kl_divergence.__doc__)
+
+
+@pytest.mark.parametrize("pair", [("MultivariateNormal", "MultivariateNormal"),
+                                  ("MultivariateNormal", "LowRankMultivariateNormal"),
+                                  ("LowRankMultivariateNormal", "MultivariateNormal"),
+                                  ("LowRankMultivariateNormal", "LowRankMultivariateNormal")], ids="-".join)
+def test_kl_mvn_broadcast(pair):
+    """p and q of different batch shapes ((3,) and (2, 1)): the KL broadcasts, as torch's."""
+    rng = np.random.default_rng(11)
+    pp = _kl_params(pair[0], rng)
+    qp = {k: v[:2][:, None] for k, v in _kl_params(pair[1], rng).items()}
+    (pe, pt), (qe, qt) = _pairs(pp, grad=True), _pairs(qp, grad=True)
+    want = TD.kl_divergence(getattr(TD, pair[0])(**pt), getattr(TD, pair[1])(**qt))
+    got = ED.kl_divergence(getattr(ED, pair[0])(**pe), getattr(ED, pair[1])(**qe))
+    _close(got, want, rtol=1e-10, what="kl")
+    ie, it = _grad_inputs({**pe, **{"q" + k: v for k, v in qe.items()}}, {**pt, **{"q" + k: v for k, v in qt.items()}})
+    for a, b in zip(ember.autograd.grad(got.sum(), ie), torch.autograd.grad(want.sum(), it)):
+        _close(a, b, rtol=1e-9, what="kl grad")
+    with pytest.raises(ValueError, match="different event shapes cannot be computed"):
+        ED.kl_divergence(getattr(ED, pair[0])(**pe), ED.MultivariateNormal(ember.zeros(3), ember.eye(3)))
