@@ -161,19 +161,6 @@ PLANNED: dict[str, str] = {
         serialization:normalize_storage_type serialization:register_package serialization:set_crc32_options
         serialization:set_default_load_endianness serialization:set_default_mmap_options serialization:skip_data
         serialization:storage_to_tensor_type serialization:validate_cuda_device serialization:validate_hpu_device"""),
-    **_same(_ISSUE19, """distributions:Bernoulli distributions:Beta
-        distributions:Binomial distributions:Categorical distributions:Cauchy
-        distributions:Chi2
-        distributions:Dirichlet
-        distributions:Exponential
-        distributions:Gamma
-        distributions:Geometric
-        distributions:Laplace
-        distributions:Multinomial
-        distributions:NegativeBinomial distributions:Normal
-        distributions:OneHotCategorical distributions:OneHotCategoricalStraightThrough
-        distributions:Poisson
-        distributions:Uniform"""),
     **_same(_ISSUE19, """testing:assert_allclose testing:assert_close testing:make_tensor"""),
     **_same(_ISSUE19, """profiler:DeviceType profiler:ExecutionTraceObserver profiler:KinetoStepTracker profiler:Optimizer
         profiler:ProfilerAction profiler:ProfilerActivity profiler:RecordScope profiler:is_fbcode
