@@ -391,11 +391,13 @@ DISTS = {
 # GeneralizedPareto's value must lie above loc
 DISTS["GeneralizedPareto"] = DISTS["GeneralizedPareto"][:2] + (DISTS["GeneralizedPareto"][1]["loc"] + 0.4,)
 
-_ICDF_Q = np.array([0.1, 0.35, 0.6, 0.9])
+_ICDF_Q = np.array([0.1, 0.35, 0.6, 0.9, 0.05, 0.75])
 
 
-def _dist_case(lib, res, name, kind):
+def _dist_case(lib, res, name, kind, dtype="float64"):
     build, params, value_np = DISTS[name]
+    params = {k: v.astype(dtype) for k, v in params.items()}
+    value_np = value_np.astype(dtype)
     D = lib.distributions
     p = _tensors(lib, params)
     d = build(D, p)
@@ -414,8 +416,7 @@ def _dist_case(lib, res, name, kind):
             _try(res, m, lambda: getattr(d, m))
         _try(res, "entropy", lambda: d.entropy())
         _try(res, "cdf", lambda: d.cdf(value))
-        q = lib.tensor(_ICDF_Q[: value_np.shape[-1]] if value_np.ndim == 1 else
-                       np.broadcast_to(_ICDF_Q[: value_np.shape[-1]], value_np.shape).copy())
+        q = lib.tensor(np.broadcast_to(_ICDF_Q[: value_np.shape[-1]], value_np.shape).astype(dtype))
         _try(res, "icdf", lambda: d.icdf(q))
     elif kind == "sample":
         lib.manual_seed(7)
@@ -446,10 +447,11 @@ def _dist_case(lib, res, name, kind):
         res["expanded_mean"] = _try(res, "expanded_mean", lambda: de.mean)
 
 
-@pytest.mark.parametrize("kind", ["values", "sample", "expand"])
+@pytest.mark.parametrize("kind", ["values", "values32", "sample", "expand"])
 @pytest.mark.parametrize("name", list(DISTS))
 def test_distribution(name, kind):
-    e, t = _run_both(_dist_case, name, kind)
+    dtype = "float32" if kind == "values32" else "float64"
+    e, t = _run_both(_dist_case, name, kind.replace("32", ""), dtype)
     _compare(e, t, 1e-10, atol=1e-12)
 
 
