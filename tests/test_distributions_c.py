@@ -122,6 +122,14 @@ CASES = {
     "fisher": ("FisherSnedecor", lambda rng: {"df1": np.array([1.0, 2.5, 3.0, 10.0]),
                                               "df2": np.array([1.5, 3.0, 4.5, 12.0])}, (4,)),
     "fisher_scalar": ("FisherSnedecor", lambda rng: {"df1": 3.0, "df2": 6.0}, (5,)),
+    "lowrank_f32": ("LowRankMultivariateNormal", lambda rng: {k: v.astype(np.float32) for k, v in
+                                                              _lowrank()(rng).items()}, (3,)),
+    "wishart_f32": ("Wishart", lambda rng: {"df": np.float32([4.0, 6.5]),
+                                            "covariance_matrix": _spd(rng, (2,), 3, np.float32)}, (2,)),
+    "lkj_f32": ("LKJCholesky", lambda rng: {"dim": 3, "concentration": np.float32([0.7, 2.0])}, (2,)),
+    "cbern_f32": ("ContinuousBernoulli", lambda rng: {"probs": np.float32([0.1, 0.4995, 0.7])}, (3,)),
+    "fisher_f32": ("FisherSnedecor", lambda rng: {"df1": np.float32([1.5, 5.0]), "df2": np.float32([3.0, 9.0])},
+                   (3,)),
 }
 _PROPS = ("mean", "mode", "variance", "stddev", "covariance_matrix", "precision_matrix", "scale_tril")
 
