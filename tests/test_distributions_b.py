@@ -637,3 +637,24 @@ def test_cache_inverse_graph():
         [torch.distributions.transforms.AffineTransform(1.0, 2.0), torch.distributions.transforms.SigmoidTransform()])
     (gt,) = torch.autograd.grad(tt.log_abs_det_jacobian(xt, tt(xt)).sum(), xt)
     np.testing.assert_allclose(g.numpy(), gt.numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "complex64", "float16", "float64"])
+@pytest.mark.parametrize("op", ["cumsum", "cumprod", "logcumsumexp"])
+def test_scans_accumulate_as_torch(op, dtype):
+    """PyTorch's CPU scans carry float32/complex64 running values in double/complex128 (acc_type) and round each
+    output once (StickBreaking and CorrCholesky rest on cumsum/cumprod): bit for bit, values and gradients."""
+    x = np.random.default_rng(3).standard_normal((6, 300))
+    if dtype == "complex64":
+        x = x[:, :150] + 1j * x[:, 150:]
+    if op == "cumprod":
+        x = x[:, :40]  # keep the products finite
+    x = x.astype(dtype)
+    for dim in (0, -1):
+        xe, xt = ember.tensor(x, requires_grad=dtype != "float16"), torch.tensor(x, requires_grad=dtype != "float16")
+        ye, yt = getattr(xe, op)(dim), getattr(xt, op)(dim)
+        np.testing.assert_array_equal(ye.detach().numpy(), yt.detach().numpy())
+        if dtype != "float16" and op == "cumsum":
+            (ge,) = ember.autograd.grad(ye, xe, ember.tensor(x))
+            (gt,) = torch.autograd.grad(yt, xt, torch.tensor(x))
+            np.testing.assert_array_equal(ge.numpy(), gt.numpy())
