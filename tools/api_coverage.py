@@ -161,40 +161,6 @@ PLANNED: dict[str, str] = {
         serialization:normalize_storage_type serialization:register_package serialization:set_crc32_options
         serialization:set_default_load_endianness serialization:set_default_mmap_options serialization:skip_data
         serialization:storage_to_tensor_type serialization:validate_cuda_device serialization:validate_hpu_device"""),
-    **_same(_ISSUE19, """distributions:AbsTransform distributions:AffineTransform
-        distributions:CatTransform
-        distributions:ComposeTransform distributions:ContinuousBernoulli
-        distributions:CorrCholeskyTransform distributions:CumulativeDistributionTransform
-        distributions:ExpTransform
-        distributions:FisherSnedecor
-        distributions:GeneralizedPareto distributions:Gumbel distributions:HalfCauchy
-        distributions:HalfNormal distributions:Independent distributions:IndependentTransform
-        distributions:InverseGamma distributions:Kumaraswamy distributions:LKJCholesky
-        distributions:LogNormal distributions:LogisticNormal distributions:LowRankMultivariateNormal
-        distributions:LowerCholeskyTransform distributions:MixtureSameFamily
-        distributions:MultivariateNormal
-        distributions:Pareto
-        distributions:PositiveDefiniteTransform distributions:PowerTransform
-        distributions:RelaxedBernoulli distributions:RelaxedOneHotCategorical distributions:ReshapeTransform
-        distributions:SigmoidTransform distributions:SoftmaxTransform distributions:SoftplusTransform
-        distributions:StackTransform distributions:StickBreakingTransform distributions:StudentT
-        distributions:TanhTransform distributions:Transform distributions:TransformedDistribution
-        distributions:VonMises distributions:Weibull distributions:Wishart
-        distributions:biject_to distributions:identity_transform distributions:kl_divergence
-        distributions:register_kl distributions:transform_to"""),
-    **_same(_ISSUE19, """distributions.transforms:AbsTransform distributions.transforms:AffineTransform
-        distributions.transforms:CatTransform distributions.transforms:ComposeTransform
-        distributions.transforms:CorrCholeskyTransform distributions.transforms:CumulativeDistributionTransform
-        distributions.transforms:Distribution distributions.transforms:ExpTransform
-        distributions.transforms:IndependentTransform distributions.transforms:LowerCholeskyTransform
-        distributions.transforms:PositiveDefiniteTransform distributions.transforms:PowerTransform
-        distributions.transforms:ReshapeTransform distributions.transforms:SigmoidTransform
-        distributions.transforms:SoftmaxTransform distributions.transforms:SoftplusTransform
-        distributions.transforms:StackTransform distributions.transforms:StickBreakingTransform
-        distributions.transforms:TanhTransform distributions.transforms:Transform
-        distributions.transforms:broadcast_all distributions.transforms:identity_transform
-        distributions.transforms:lazy_property distributions.transforms:pad distributions.transforms:softplus
-        distributions.transforms:tril_matrix_to_vec distributions.transforms:vec_to_tril_matrix"""),
     **_same(_ISSUE19, """profiler:DeviceType profiler:ExecutionTraceObserver profiler:KinetoStepTracker profiler:Optimizer
         profiler:ProfilerAction profiler:ProfilerActivity profiler:RecordScope profiler:is_fbcode
         profiler:kineto_available profiler:profile profiler:record_function
