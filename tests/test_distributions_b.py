@@ -658,3 +658,22 @@ def test_scans_accumulate_as_torch(op, dtype):
             (ge,) = ember.autograd.grad(ye, xe, ember.tensor(x))
             (gt,) = torch.autograd.grad(yt, xt, torch.tensor(x))
             np.testing.assert_array_equal(ge.numpy(), gt.numpy())
+
+
+def test_transform_parameter_gradients():
+    """Gradients reach the parameters of AffineTransform and PowerTransform (loc, scale, exponent), to second order."""
+    def case(lib, res):
+        T = lib.distributions.transforms
+        x = lib.tensor(np.linspace(0.2, 2.0, 8).reshape(2, 4))
+        loc = lib.tensor([0.5, -1.0, 2.0, 0.0], requires_grad=True)
+        scale = lib.tensor([1.5, -0.5, 2.0, 3.0], requires_grad=True)
+        expo = lib.tensor([0.5, 2.0, -1.5, 3.0], requires_grad=True)
+        t = T.ComposeTransform([T.PowerTransform(expo), T.AffineTransform(loc, scale, event_dim=1)])
+        y = t(x)
+        out = y.sum() + t.log_abs_det_jacobian(x, y).sum() + t.inv(y).sum()
+        gs = lib.autograd.grad(out, [loc, scale, expo], create_graph=True)
+        res["grads"] = tuple(g.detach() for g in gs)
+        res["gradgrad"] = lib.autograd.grad(sum((g * g).sum() for g in gs), [scale, expo])
+        res["sign"] = t.sign
+    e, t = _run_both(case)
+    _compare(e, t, 1e-12, atol=1e-13)
