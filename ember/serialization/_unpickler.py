@@ -289,11 +289,13 @@ class WeightsUnpickler:
             return self._allowed[full]
         if full in self._user:
             return self._user[full]
+        # PyTorch's message, with its spelling of builtins ("builtins.eval" -> "eval")
+        if full.startswith("builtins"):
+            rest = full[len("builtins"):]
+            full = rest[1:] if rest[:1] == "." else "builtins" + rest
         raise UnpicklingError(f"Unsupported global: GLOBAL {full} was not an allowed global by default. "
-                              "ember.load builds only tensors, Parameters, containers and plain values, "
-                              "and never imports or calls anything a file names. Please use "
-                              f"`ember.serialization.add_safe_globals([{full}])` or the "
-                              f"`ember.serialization.safe_globals([{full}])` context manager to allowlist this "
+                              f"Please use `torch.serialization.add_safe_globals([{full}])` or the "
+                              f"`torch.serialization.safe_globals([{full}])` context manager to allowlist this "
                               "global if you trust this class/function.")
 
 
