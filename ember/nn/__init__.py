@@ -21,14 +21,16 @@ def _family(module: str, *names: str) -> None:
 _family("modules.module", "Module")
 _family("modules.container", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict")
 _family("modules.linear", "Identity", "Linear", "Bilinear")
-_family("modules.lazy", "LazyLinear", "LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d",
-        "LazyConvTranspose2d", "LazyConvTranspose3d", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d",
-        "LazyInstanceNorm1d", "LazyInstanceNorm2d", "LazyInstanceNorm3d")
+_family("modules.linear", "LazyLinear")
+_family("modules.conv", "LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d",
+        "LazyConvTranspose3d")
+_family("modules.batchnorm", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d")
+_family("modules.instancenorm", "LazyInstanceNorm1d", "LazyInstanceNorm2d", "LazyInstanceNorm3d")
 _family("modules.flatten", "Flatten", "Unflatten")
 _family("modules.activation", "Threshold", "ReLU", "RReLU", "Hardtanh", "ReLU6", "Sigmoid", "Hardsigmoid", "Tanh",
         "SiLU", "Mish", "Hardswish", "ELU", "CELU", "SELU", "GLU", "GELU", "Hardshrink", "LeakyReLU", "LogSigmoid",
         "Softplus", "Softshrink", "PReLU", "Softsign", "Tanhshrink", "Softmin", "Softmax", "Softmax2d",
-        "LogSoftmax")
+        "LogSoftmax", "MultiheadAttention")
 _family("modules.loss", "L1Loss", "NLLLoss", "PoissonNLLLoss", "GaussianNLLLoss", "KLDivLoss", "MSELoss", "BCELoss",
         "BCEWithLogitsLoss", "HingeEmbeddingLoss", "MultiLabelMarginLoss", "SmoothL1Loss", "HuberLoss",
         "SoftMarginLoss", "CrossEntropyLoss", "MultiLabelSoftMarginLoss", "CosineEmbeddingLoss",
@@ -53,7 +55,6 @@ _family("modules.channelshuffle", "ChannelShuffle")
 _family("modules.upsampling", "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d")
 _family("modules.fold", "Fold", "Unfold")
 _family("modules.rnn", "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell")
-_family("modules.activation_mha", "MultiheadAttention")
 _family("modules.transformer", "Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
         "TransformerDecoderLayer")
 
