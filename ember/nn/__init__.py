@@ -19,7 +19,7 @@ def _family(module: str, *names: str) -> None:
 
 
 _family("modules.module", "Module")
-_family("modules.container", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict")
+_family("modules.container", "Container", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict")
 _family("modules.linear", "Identity", "Linear", "Bilinear")
 _family("modules.linear", "LazyLinear")
 _family("modules.conv", "LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d",
@@ -55,10 +55,11 @@ _family("modules.channelshuffle", "ChannelShuffle")
 _family("modules.upsampling", "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d")
 _family("modules.fold", "Fold", "Unfold")
 _family("modules.rnn", "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell")
+_family("parallel.data_parallel", "DataParallel")
 _family("modules.transformer", "Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
         "TransformerDecoderLayer")
 
-_SUBMODULES = ("init", "utils", "modules")
+_SUBMODULES = ("init", "utils", "modules", "parallel")
 
 
 def __getattr__(name: str):
@@ -75,4 +76,22 @@ def __dir__():
     return sorted(set(globals()) | set(_LAZY) | set(_SUBMODULES))
 
 
-__all__ = ["Parameter", "Buffer", "functional", *_LAZY]
+def factory_kwargs(kwargs: dict | None) -> dict:
+    """The factory arguments (device, dtype, memory_format) in ``kwargs``, checked, as a dict for ``empty(...)``;
+    a ``factory_kwargs`` entry supplies them under that name (PyTorch's torch.nn.factory_kwargs)."""
+    if kwargs is None:
+        return {}
+    simple_keys = {"device", "dtype", "memory_format"}
+    expected_keys = simple_keys | {"factory_kwargs"}
+    if not kwargs.keys() <= expected_keys:
+        raise TypeError(f"unexpected kwargs {kwargs.keys() - expected_keys}")
+    r = dict(kwargs.get("factory_kwargs", {}))
+    for k in simple_keys:
+        if k in kwargs:
+            if k in r:
+                raise TypeError(f"{k} specified twice, in **kwargs and in factory_kwargs")
+            r[k] = kwargs[k]
+    return r
+
+
+__all__ = ["Parameter", "Buffer", "functional", "factory_kwargs", *_LAZY]

@@ -37,8 +37,18 @@ import numpy as np
 
 from .. import _dtype as D
 from .._tensor import Size, Tensor, make
+from ._options import (_CUDA_MESSAGE, LoadEndianness, SourceChangeWarning, StorageType, _config,  # noqa: F401
+                       check_module_version_greater_or_equal, default_restore_location, get_crc32_options,
+                       get_default_load_endianness, get_default_mmap_options, location_tag, mkdtemp,
+                       set_crc32_options, set_default_load_endianness, set_default_mmap_options,
+                       validate_cuda_device)
 
-__all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals"]
+__all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals",
+           "get_unsafe_globals_in_checkpoint", "skip_data", "LoadEndianness", "get_default_load_endianness",
+           "set_default_load_endianness", "get_crc32_options", "set_crc32_options", "get_default_mmap_options",
+           "set_default_mmap_options", "SourceChangeWarning", "StorageType", "mkdtemp",
+           "check_module_version_greater_or_equal", "location_tag", "default_restore_location",
+           "validate_cuda_device"]
 
 # The most bytes a compressed data.pkl may inflate to (see the module docstring).
 MAX_PICKLE_BYTES = 256 << 20
@@ -148,10 +158,6 @@ _FOREIGN_DTYPES = ("complex32", "chalf", "uint16",
                    "float8_e8m0fnu", "float4_e2m1fn_x2", "qint8", "quint8", "qint32", "quint4x2", "quint2x4",
                    "bits1x8", "bits2x4", "bits4x2", "bits8", "bits16",
                    *(f"int{i}" for i in range(1, 8)), *(f"uint{i}" for i in range(1, 8)))
-
-_CUDA_MESSAGE = ("Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is False. "
-                 "If you are running on a CPU-only machine, please use torch.load with "
-                 "map_location=torch.device('cpu') to map your storages to the CPU.")
 
 
 # ======================================================================================================
@@ -878,7 +884,9 @@ class _Archive:
                                f"storage of {expected} bytes: the file is corrupt")
         if self.mmap_path is not None and info.compress_type == zipfile.ZIP_STORED and info.file_size:
             start = self._data_offset(info)
-            return np.memmap(self.mmap_path, dtype=np.uint8, mode="c", offset=start, shape=(info.file_size,))
+            import mmap
+            mode = "r+" if _config["mmap_flags"] == mmap.MAP_SHARED else "c"     # set_default_mmap_options
+            return np.memmap(self.mmap_path, dtype=np.uint8, mode=mode, offset=start, shape=(info.file_size,))
         out = np.empty(info.file_size, dtype=np.uint8)
         view = memoryview(out)
         try:
@@ -1054,7 +1062,9 @@ def _load_from(fh, rule, mmap_path: str | None, how: tuple):
     if "version" not in archive.records and ".data/version" not in archive.records:
         archive.info("version")     # raises PyTorch's "failed locating file version"
     archive.check_version()
-    byteorder = sys.byteorder
+    # no byteorder record: the default load endianness (PyTorch's fallback), native unless set
+    byteorder = {LoadEndianness.LITTLE: "little", LoadEndianness.BIG: "big"}.get(get_default_load_endianness(),
+                                                                               sys.byteorder)
     if "byteorder" in archive.records:
         byteorder = bytes(archive.read("byteorder")).decode("ascii", "replace")
         if byteorder not in ("little", "big"):
@@ -1134,3 +1144,34 @@ def _full_unpickler(pickle_module: Any, data: bytes, persistent_load: Callable, 
             return persistent_load(pid)
 
     return Unpickler(io.BytesIO(data), **pickle_load_args)
+
+
+def get_unsafe_globals_in_checkpoint(f: FileLike) -> list[str]:
+    """The globals a checkpoint's pickle names that ``load(weights_only=True)`` would refuse (neither allowed by
+    default nor given to ``add_safe_globals``), read statically from the pickle without running it, as PyTorch's."""
+    from ._unpickler import globals_in_pickle
+
+    safe = set(_allowed()[0]) | set(_user_allowed_globals())
+    if isinstance(f, (str, os.PathLike)):
+        with open(f, "rb") as fh:
+            data = _checkpoint_pickle(fh)
+    else:
+        data = _checkpoint_pickle(f)
+    return list(globals_in_pickle(data) - safe)
+
+
+def _checkpoint_pickle(fh) -> bytes:
+    import io
+
+    start = fh.tell()
+    head = fh.read(4)
+    fh.seek(start)
+    if head != b"PK\x03\x04":
+        raise ValueError("Expected input to be a checkpoint returned by torch.save")
+    if start:
+        fh = io.BytesIO(fh.read())
+    archive = _Archive(fh, None)
+    if "constants.pkl" in archive.records:
+        raise ValueError("Expected input to be a checkpoint returned by torch.save but got a torchscript checkpoint")
+    return bytes(archive.read("data.pkl"))
+
