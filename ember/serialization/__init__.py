@@ -37,7 +37,7 @@ import numpy as np
 
 from .. import _dtype as D
 from .._tensor import Size, Tensor, make
-from ._options import (_CUDA_MESSAGE, LoadEndianness, SourceChangeWarning, StorageType, _config,  # noqa: F401
+from ._options import (_CUDA_MESSAGE, _FOREIGN_STORAGES, _STORAGE_NAME, LoadEndianness, SourceChangeWarning, StorageType, _config,  # noqa: F401
                        check_module_version_greater_or_equal, default_restore_location, get_crc32_options,
                        get_default_load_endianness, get_default_mmap_options, location_tag, mkdtemp,
                        set_crc32_options, set_default_load_endianness, set_default_mmap_options,
@@ -145,14 +145,6 @@ def _user_allowed_globals() -> dict[str, Any]:
 
 FileLike = Union[str, os.PathLike, BinaryIO]
 
-# ember dtype name -> PyTorch's typed-storage class (the storage type in a persistent id).
-_STORAGE_NAME = {"float32": "FloatStorage", "float64": "DoubleStorage", "float16": "HalfStorage",
-                 "int64": "LongStorage", "int32": "IntStorage", "int16": "ShortStorage", "int8": "CharStorage",
-                 "uint8": "ByteStorage", "bool": "BoolStorage", "bfloat16": "BFloat16Storage",
-                 "complex64": "ComplexFloatStorage", "complex128": "ComplexDoubleStorage"}
-# Storage classes PyTorch has for dtypes ember lacks: named in the error instead of "unknown global".
-_FOREIGN_STORAGES = {"QInt8Storage": "qint8", "QUInt8Storage": "quint8",
-                     "QInt32Storage": "qint32", "QUInt4x2Storage": "quint4x2", "QUInt2x4Storage": "quint2x4"}
 _FOREIGN_DTYPES = ("complex32", "chalf", "uint16",
                    "uint32", "uint64", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz",
                    "float8_e8m0fnu", "float4_e2m1fn_x2", "qint8", "quint8", "qint32", "quint4x2", "quint2x4",

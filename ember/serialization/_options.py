@@ -18,6 +18,16 @@ _CUDA_MESSAGE = ("Attempting to deserialize object on a CUDA device but torch.cu
                  "map_location=torch.device('cpu') to map your storages to the CPU.")
 
 
+# ember dtype name -> PyTorch's typed-storage class (the storage type in a persistent id).
+_STORAGE_NAME = {"float32": "FloatStorage", "float64": "DoubleStorage", "float16": "HalfStorage",
+                 "int64": "LongStorage", "int32": "IntStorage", "int16": "ShortStorage", "int8": "CharStorage",
+                 "uint8": "ByteStorage", "bool": "BoolStorage", "bfloat16": "BFloat16Storage",
+                 "complex64": "ComplexFloatStorage", "complex128": "ComplexDoubleStorage"}
+# Storage classes PyTorch has for dtypes ember lacks: named in the error instead of "unknown global".
+_FOREIGN_STORAGES = {"QInt8Storage": "qint8", "QUInt8Storage": "quint8",
+                     "QInt32Storage": "qint32", "QUInt4x2Storage": "quint4x2", "QUInt2x4Storage": "quint2x4"}
+
+
 class LoadEndianness(Enum):
     NATIVE = 1
     LITTLE = 2
@@ -114,11 +124,9 @@ def _typename(obj) -> str:
 
 def location_tag(storage) -> str:
     """The location tag a storage (or tensor) is saved with: ``'cpu'``, ember's only storage location."""
-    from .._tensor import Tensor
-    from . import _Storage
-
-    if isinstance(storage, (Tensor, _Storage)):
-        return "cpu"
+    dev = getattr(storage, "device", None)     # a tensor, or a storage load hands to map_location
+    if dev is not None and hasattr(dev, "type"):
+        return str(dev)
     raise RuntimeError("don't know how to determine data location of " + _typename(storage))
 
 
@@ -141,10 +149,9 @@ def default_restore_location(storage, location: str):
 class StorageType:
     """A legacy storage class named in a checkpoint (``torch.FloatStorage``), with its dtype."""
 
+
     def __init__(self, name: str) -> None:
         from .. import _dtype as D
-        from . import _FOREIGN_STORAGES, _STORAGE_NAME
-
         by_storage = {v: k for k, v in _STORAGE_NAME.items()}
         if name in by_storage:
             self._dtype = getattr(D, by_storage[name])
