@@ -42,7 +42,7 @@ _family("modules.pooling", "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "
         "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
         "AdaptiveMaxPool3d", "LPPool1d", "LPPool2d", "LPPool3d", "MaxUnpool1d", "MaxUnpool2d",
         "MaxUnpool3d")
-_family("modules.normalization", "LayerNorm", "GroupNorm", "RMSNorm", "LocalResponseNorm")
+_family("modules.normalization", "LayerNorm", "GroupNorm", "RMSNorm", "LocalResponseNorm", "CrossMapLRN2d")
 _family("modules.batchnorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d")
 _family("modules.instancenorm", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d")
 _family("modules.sparse", "Embedding", "EmbeddingBag")
@@ -54,6 +54,7 @@ _family("modules.pixelshuffle", "PixelShuffle", "PixelUnshuffle")
 _family("modules.channelshuffle", "ChannelShuffle")
 _family("modules.upsampling", "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d")
 _family("modules.fold", "Fold", "Unfold")
+_family("modules.adaptive", "AdaptiveLogSoftmaxWithLoss")
 _family("modules.rnn", "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell")
 _family("parallel.data_parallel", "DataParallel")
 _family("modules.transformer", "Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",

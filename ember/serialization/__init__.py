@@ -29,6 +29,7 @@ import os
 import pickle
 import struct
 import sys
+import types
 import warnings
 from collections import Counter, OrderedDict
 from typing import Any, BinaryIO, Callable, Union
@@ -138,8 +139,8 @@ def _user_allowed_globals() -> dict[str, Any]:
             out[name] = f
         else:
             out[f"{f.__module__}.{f.__qualname__}"] = f
-            torch_module = _ember_to_torch(f.__module__)
-            if torch_module is not None:       # ember's class, named in files by PyTorch's module
+            torch_module = _torch_module_of(f, f.__qualname__)
+            if torch_module is not None:       # ember's class or function, named in files by PyTorch's module
                 out[f"{torch_module}.{f.__qualname__}"] = f
     return out
 
@@ -279,6 +280,24 @@ def _torch_to_ember(module: str) -> str | None:
     return None
 
 
+# Where PyTorch keeps the functions ember defines in its own private files (ember.ops.*, ember._tensor, ...):
+# a function is written under the first of these public modules that holds it (F.relu as torch.nn.functional).
+_PUBLIC_HOMES = ("ember.nn.functional", "ember.special", "ember.linalg", "ember.fft", "ember")
+
+
+def _torch_module_of(obj, qualname: str) -> str | None:
+    """The module of PyTorch's under which a pickle names ``obj`` (an object of ember's), or None."""
+    module = getattr(obj, "__module__", None) or ""
+    if _ember_to_torch(module) is None:
+        return None
+    if (module.startswith("ember.ops") or any(p.startswith("_") for p in module.split("."))) and "." not in qualname:
+        for home in _PUBLIC_HOMES:
+            m = sys.modules.get(home)
+            if m is not None and getattr(m, qualname, None) is obj:
+                return _ember_to_torch(home)
+    return _ember_to_torch(module)
+
+
 def _lookup(module: str, qualname: str):
     import importlib
 
@@ -299,6 +318,8 @@ class _Pickler(pickle._Pickler):
     def __init__(self, file, storages: _StorageTable):
         super().__init__(file, protocol=2)
         self.storages = storages
+
+    dispatch = pickle._Pickler.dispatch.copy()   # functions go through save_global below, as classes do
 
     def persistent_id(self, obj):
         return obj.pid if type(obj) is _StorageRef else None
@@ -347,18 +368,20 @@ class _Pickler(pickle._Pickler):
         elif isinstance(obj, D.dtype):
             module, qualname = "torch", obj._name
         else:
-            module = _ember_to_torch(getattr(obj, "__module__", None) or "")
             qualname = name or getattr(obj, "__qualname__", None)
+            module = _torch_module_of(obj, qualname or "")
             if module is None or qualname is None:
                 return super().save_global(obj, name)
             try:
-                found = _lookup(obj.__module__, qualname)
+                found = _lookup(_torch_to_ember(module), qualname)
             except (ImportError, AttributeError):
                 found = None
             if found is not obj:
                 raise pickle.PicklingError(f"Can't pickle {obj!r}: it's not found as {obj.__module__}.{qualname}")
         self.write(pickle.GLOBAL + module.encode("utf-8") + b"\n" + qualname.encode("utf-8") + b"\n")
         self.memoize(obj)
+
+    dispatch[types.FunctionType] = save_global
 
     def _tensor_args(self, t: Tensor, requires_grad: bool) -> tuple:
         """``(storage, offset, size, stride, requires_grad, OrderedDict())`` for ``_rebuild_tensor_v2``."""
@@ -684,12 +707,14 @@ def _rebuild_from_type_v2(func, new_type, args, state):
     from pickle import UnpicklingError
     from ..nn.parameter import Parameter
 
+    # the class markers (weights_only) or the classes themselves (weights_only=False)
     if func not in (_rebuild_tensor, _rebuild_tensor_v2, _rebuild_tensor_v3, _rebuild_parameter) \
-            or new_type not in (_TENSOR_CLASS, _PARAMETER_CLASS) or type(args) is not tuple:
+            or not any(new_type is c for c in (_TENSOR_CLASS, _PARAMETER_CLASS, Tensor, Parameter)) \
+            or type(args) is not tuple:
         raise UnpicklingError(f"_rebuild_from_type_v2 only rebuilds tensors and Parameters, got {func!r}, "
                               f"{new_type!r}")
     t = func(*args)
-    if new_type is _PARAMETER_CLASS and not isinstance(t, Parameter):
+    if (new_type is _PARAMETER_CLASS or new_type is Parameter) and not isinstance(t, Parameter):
         t = Parameter(t, t.requires_grad)
     return _set_state(t, state)
 
@@ -1124,6 +1149,8 @@ def _full_unpickler(pickle_module: Any, data: bytes, persistent_load: Callable, 
             if _torch_to_ember(module) is None:
                 return super().find_class(module, name)
             found = allowed.get(f"{module}.{name}")
+            if found is _TENSOR_CLASS or found is _PARAMETER_CLASS:     # the classes themselves here
+                found = None
             if found is not None:
                 return found
             try:
