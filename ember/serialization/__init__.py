@@ -11,10 +11,17 @@ record and load back sharing memory, as in PyTorch.
 ember has no Storage objects: a tensor's storage is the NumPy memory block its array views (the
 array at the end of its ``.base`` chain), so views made by ember's view ops share one storage.
 
-Loading never runs code from the file: ``data.pkl`` is read by ``ember._unpickler``, which builds
-only tensors, Parameters, containers and plain values (PyTorch's ``weights_only=True``), and every
-size and offset is checked against the bytes really present before anything is allocated. A
-failure raises before ``load`` returns, so nothing half-loaded escapes.
+Saving uses Python's own pickler (``_Pickler``) with PyTorch's names: ember's classes and functions are
+written under PyTorch's modules (``ember.nn.modules.linear.Linear`` as ``torch.nn.modules.linear
+Linear``), so torch builds its own objects from ember's files; loading maps ``torch.<path>`` back to
+``ember.<path>``.
+
+``load(weights_only=True)`` (the default) never runs code from the file: ``data.pkl`` is read by
+``_unpickler.WeightsUnpickler``, which builds only tensors, Parameters, containers and plain values
+(PyTorch's allow-list) and the globals given to ``add_safe_globals``, and every size and offset is
+checked against the bytes really present before anything is allocated. A failure raises before
+``load`` returns, so nothing half-loaded escapes. ``weights_only=False`` is Python's unpickler, as in
+PyTorch: the caller's explicit trust in the file, since it runs what the file names.
 
 Limits (checked from the zip directory, before a record is read): records are stored or deflated (as
 PyTorch's reader, anything else is refused); the archive's ``version`` record must be a version PyTorch
