@@ -11,7 +11,6 @@ import inspect
 import io
 import os
 import pickle
-import warnings
 import zipfile
 
 import numpy as np

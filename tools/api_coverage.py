@@ -212,7 +212,8 @@ PLANNED: dict[str, str] = {
 NOT_YET: dict[str, str] = {
     "vmap": "torch.func.vmap (the batching transform) is not built; autograd.grad(is_grads_batched=True) is",
     **_same("fractional max pooling: ember has no F.fractional_max_pool2d/3d yet",
-            "nn:FractionalMaxPool2d nn:FractionalMaxPool3d nn.modules:FractionalMaxPool2d nn.modules:FractionalMaxPool3d"),
+            """nn:FractionalMaxPool2d nn:FractionalMaxPool3d nn.modules:FractionalMaxPool2d
+            nn.modules:FractionalMaxPool3d"""),
     **_same("PyTorch's fused Linear + cross-entropy loss (new in 2.12) is not built yet",
             """nn:LinearCrossEntropyLoss nn:LinearCrossEntropyOptions nn.modules:LinearCrossEntropyLoss
             nn.modules:LinearCrossEntropyOptions"""),

@@ -38,18 +38,18 @@ import struct
 import sys
 import types
 import warnings
-from collections import Counter, OrderedDict
+from collections import OrderedDict
 from typing import Any, BinaryIO, Callable, Union
 
 import numpy as np
 
 from .. import _dtype as D
 from .._tensor import Size, Tensor, make
-from ._options import (_CUDA_MESSAGE, _FOREIGN_STORAGES, _STORAGE_NAME, LoadEndianness, SourceChangeWarning, StorageType, _config,  # noqa: F401
-                       check_module_version_greater_or_equal, default_restore_location, get_crc32_options,
-                       get_default_load_endianness, get_default_mmap_options, location_tag, mkdtemp,
-                       set_crc32_options, set_default_load_endianness, set_default_mmap_options,
-                       validate_cuda_device)
+from ._options import (_CUDA_MESSAGE, _FOREIGN_STORAGES, _STORAGE_NAME, LoadEndianness,  # noqa: F401
+                       SourceChangeWarning, StorageType, _config, check_module_version_greater_or_equal,
+                       default_restore_location, get_crc32_options, get_default_load_endianness,
+                       get_default_mmap_options, location_tag, mkdtemp, set_crc32_options,
+                       set_default_load_endianness, set_default_mmap_options, validate_cuda_device)
 
 __all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals",
            "get_unsafe_globals_in_checkpoint", "skip_data", "LoadEndianness", "get_default_load_endianness",
@@ -320,7 +320,10 @@ class _Pickler(pickle._Pickler):
     ``torch._utils._rebuild_parameter``, a dtype ``torch.float32``, and a class or function of ember's
     (``ember.nn.modules.linear.Linear``) is written under PyTorch's module (``torch.nn.modules.linear
     Linear``), where torch finds its own class; ember's loader maps the name back. Everything else
-    (user classes, NumPy arrays, optimizers' defaultdicts) pickles as pickle pickles it."""
+    (user classes, NumPy arrays, optimizers' defaultdicts) pickles as pickle pickles it.
+
+    It is the pure-Python pickler (``pickle._Pickler``) because only there can ``save_global`` be replaced: the C
+    pickler writes a class under its own ``__module__`` and checks that the name imports back to it."""
 
     def __init__(self, file, storages: _StorageTable):
         super().__init__(file, protocol=2)

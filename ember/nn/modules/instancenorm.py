@@ -5,7 +5,7 @@ import warnings
 
 from ..._tensor import Tensor
 from .. import functional as F
-from .batchnorm import _LazyNormBase, _lazy_norm, _NormBase
+from .batchnorm import _lazy_norm, _NormBase
 
 __all__ = ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LazyInstanceNorm1d", "LazyInstanceNorm2d",
            "LazyInstanceNorm3d"]
