@@ -185,6 +185,24 @@ def test_numpy_arrays_and_their_safe_globals():
             assert _load(lib, data, weights_only=False).tolist() == a.tolist()
 
 
+def test_torch_builtin_functions_resolve_to_ember_functions():
+    import torch.nn.functional as F
+    objs = [torch.relu, torch.tanh, F.gelu, F.relu, F.silu, F.softplus, torch.special.expit, torch.Tensor.add,
+            torch.exp, torch.linalg.norm, torch.fft.fft]
+    got = _load(ember, _bytes(torch, objs), weights_only=False)
+    want = [ember.relu, ember.tanh, ember.nn.functional.gelu, ember.nn.functional.relu, ember.nn.functional.silu,
+            ember.nn.functional.softplus, ember.special.expit, ember.Tensor.add, ember.exp, ember.linalg.norm,
+            ember.fft.fft]
+    assert all(g is w for g, w in zip(got, want)), got
+    # a torch layer holding F.gelu (torch._C._nn.gelu), loaded weights-only with ember's F.gelu allowed
+    data = _bytes(torch, torch.nn.TransformerEncoderLayer(8, 2, 16, activation="gelu"))
+    M = ember.nn.modules
+    with ember.serialization.safe_globals([M.transformer.TransformerEncoderLayer, M.activation.MultiheadAttention,
+                                           M.linear.NonDynamicallyQuantizableLinear, M.linear.Linear,
+                                           M.dropout.Dropout, M.normalization.LayerNorm, ember.nn.functional.gelu]):
+        assert _load(ember, data).activation is ember.nn.functional.gelu
+
+
 def test_unsafe_globals_listed_as_torch_lists_them():
     e, t = _pair()
     for data in (_bytes(torch, {"m": t["head"], "a": np.ones(2)}), _bytes(ember, {"m": e["head"], "a": np.ones(2)})):

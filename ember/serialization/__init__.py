@@ -149,6 +149,9 @@ def _user_allowed_globals() -> dict[str, Any]:
             torch_module = _torch_module_of(f, f.__qualname__)
             if torch_module is not None:       # ember's class or function, named in files by PyTorch's module
                 out[f"{torch_module}.{f.__qualname__}"] = f
+                for c_module, (home, prefix) in _C_FUNCTIONS.items():   # and by PyTorch's C builtin of it
+                    if torch_module == _ember_to_torch(home):
+                        out[f"{c_module}.{prefix}{f.__qualname__}"] = f
     return out
 
 FileLike = Union[str, os.PathLike, BinaryIO]
@@ -290,6 +293,12 @@ def _torch_to_ember(module: str) -> str | None:
 # Where PyTorch keeps the functions ember defines in its own private files (ember.ops.*, ember._tensor, ...):
 # a function is written under the first of these public modules that holds it (F.relu as torch.nn.functional).
 _PUBLIC_HOMES = ("ember.nn.functional", "ember.special", "ember.linalg", "ember.fft", "ember")
+
+
+# PyTorch's C builtins, as its pickles name them: module -> (ember's public module, prefix of PyTorch's name)
+# (torch._C._nn gelu is F.gelu, torch._C._special special_expit is special.expit, ...)
+_C_FUNCTIONS = {"torch._C._nn": ("ember.nn.functional", ""), "torch._C._special": ("ember.special", "special_"),
+                "torch._C._linalg": ("ember.linalg", "linalg_"), "torch._C._fft": ("ember.fft", "fft_")}
 
 
 def _torch_module_of(obj, qualname: str) -> str | None:
@@ -1158,6 +1167,14 @@ def _full_unpickler(pickle_module: Any, data: bytes, persistent_load: Callable, 
         def find_class(self, module: str, name: str):
             if _torch_to_ember(module) is None:
                 return super().find_class(module, name)
+            if module in _C_FUNCTIONS:
+                home, prefix = _C_FUNCTIONS[module]
+                return super().find_class(home, name[len(prefix):] if name.startswith(prefix) else name)
+            if module == "torch._C" and name in ("_VariableFunctionsClass", "_VariableFunctions"):
+                from ..ops import public                   # getattr(it, "relu"): torch.relu
+                return public
+            if module == "torch._C" and name in ("TensorBase", "_TensorBase"):
+                return Tensor                              # getattr(it, "add"): Tensor.add
             found = allowed.get(f"{module}.{name}")
             if found is _TENSOR_CLASS or found is _PARAMETER_CLASS:     # the classes themselves here
                 found = None
