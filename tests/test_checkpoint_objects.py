@@ -454,6 +454,10 @@ def test_distributed_in_one_process():
         assert (type(e_info.value), str(e_info.value)) == (type(t_info.value), str(t_info.value)), name
     with pytest.raises(RuntimeError, match="one process"):
         dist.init_process_group("gloo")
+    assert repr(dist.ReduceOp.SUM) == repr(tdist.ReduceOp.SUM) and dist.ReduceOp.SUM == dist.ReduceOp.RedOpType.SUM
+    assert [n for n in dir(dist.ReduceOp) if n.isupper()] == [n for n in dir(tdist.ReduceOp) if n.isupper()]
+    with pytest.raises(ValueError, match="Default process group has not been initialized"):
+        dist.all_reduce(ember.ones(1), op=dist.ReduceOp.SUM)
     from ember.nn.parallel import DistributedDataParallel as EDDP
     for ddp, lib in ((EDDP, ember), (torch.nn.parallel.DistributedDataParallel, torch)):
         with pytest.raises(ValueError, match="Default process group has not been initialized"):

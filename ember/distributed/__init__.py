@@ -7,11 +7,12 @@ PyTorch's error for a program that never called ``init_process_group``.
 """
 from __future__ import annotations
 
+from enum import Enum
 from typing import Any
 
 __all__ = ["is_available", "is_initialized", "init_process_group", "destroy_process_group", "get_rank",
            "get_world_size", "get_backend", "barrier", "all_reduce", "broadcast", "all_gather", "reduce",
-           "is_torchelastic_launched"]
+           "is_torchelastic_launched", "is_nccl_available", "is_gloo_available", "is_mpi_available", "ReduceOp"]
 
 _NOT_INITIALIZED = ("Default process group has not been initialized, please make sure to call init_process_group.")
 
@@ -24,6 +25,40 @@ def is_available() -> bool:
 def is_initialized() -> bool:
     """Whether the default process group is initialised: never, in ember."""
     return False
+
+
+def is_nccl_available() -> bool:
+    return False
+
+
+def is_gloo_available() -> bool:
+    return False
+
+
+def is_mpi_available() -> bool:
+    return False
+
+
+class ReduceOp:
+    """The reduction of a collective (``dist.ReduceOp.SUM``), as PyTorch names them; scripts name them in calls
+    that need a process group."""
+
+    class RedOpType(Enum):
+        SUM = 0
+        AVG = 1
+        PRODUCT = 2
+        MIN = 3
+        MAX = 4
+        BAND = 5
+        BOR = 6
+        BXOR = 7
+        PREMUL_SUM = 8
+        UNUSED = 9
+
+
+for _op in ReduceOp.RedOpType:
+    if _op.name != "UNUSED":
+        setattr(ReduceOp, _op.name, _op)
 
 
 def is_torchelastic_launched() -> bool:
