@@ -203,6 +203,14 @@ def test_torch_builtin_functions_resolve_to_ember_functions():
         assert _load(ember, data).activation is ember.nn.functional.gelu
 
 
+def test_meta_tensors_both_ways():
+    t = torch.empty(2, 3, device="meta", requires_grad=True).t()
+    got = _load(ember, _bytes(torch, {"m": t}))["m"]
+    assert (got.device.type, tuple(got.shape), got.stride(), got.requires_grad) == ("meta", (3, 2), (1, 3), True)
+    back = _load(torch, _bytes(ember, {"m": ember.empty(2, 3, device="meta", dtype=ember.float64).t()}))["m"]
+    assert (back.device.type, tuple(back.shape), back.stride(), back.dtype) == ("meta", (3, 2), (1, 3), torch.float64)
+
+
 def test_unsafe_globals_listed_as_torch_lists_them():
     e, t = _pair()
     for data in (_bytes(torch, {"m": t["head"], "a": np.ones(2)}), _bytes(ember, {"m": e["head"], "a": np.ones(2)})):

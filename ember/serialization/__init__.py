@@ -358,6 +358,9 @@ class _Pickler(pickle._Pickler):
                     return (_TorchName("torch._utils", "_rebuild_parameter_with_state"),
                             (data, obj.requires_grad, OrderedDict(), state))
                 return (_TorchName("torch._utils", "_rebuild_parameter"), (data, obj.requires_grad, OrderedDict()))
+            if obj.device.type == "meta":        # no data: its dtype, size and strides, as torch.save writes it
+                return (_TorchName("torch._utils", "_rebuild_meta_tensor_no_storage"),
+                        (obj.dtype, tuple(obj.shape), tuple(obj.stride()), obj.requires_grad))
             args = self._tensor_args(obj, obj.requires_grad)
             state = _attributes(obj)
             if state:       # PyTorch's form for a tensor carrying Python attributes
@@ -756,8 +759,43 @@ def _device_ctor(*args):
     return device(*args)
 
 
+def _rebuild_meta_tensor_no_storage(dtype, size, stride, requires_grad):
+    """A tensor on the 'meta' device (shape, strides and dtype, no data), as torch.save writes one."""
+    from pickle import UnpicklingError
+    from ..ops.strided import empty_strided
+
+    if not isinstance(dtype, D.dtype):
+        raise UnpicklingError(f"_rebuild_meta_tensor_no_storage expects a dtype, got {type(dtype).__name__}")
+    for what, v in (("size", size), ("stride", stride)):
+        if type(v) not in (tuple, list, Size) or not all(type(n) is int and n >= 0 for n in v):
+            raise UnpicklingError(f"_rebuild_meta_tensor_no_storage: {what} must be a tuple of ints >= 0")
+    return _check_requires_grad(empty_strided(tuple(size), tuple(stride), dtype=dtype, device="meta"), requires_grad)
+
+
+class _Unsupported:
+    """A global of PyTorch's weights-only allow-list for something ember does not have (quantized, sparse,
+    nested tensors, wrapper subclasses): allowed by name, as in PyTorch, so the error says what is missing."""
+
+    __slots__ = ("name", "what")
+
+    def __init__(self, name: str, what: str):
+        self.name, self.what = name, what
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError(f"ember.load: the file holds {self.what} ({self.name}), which ember does not support")
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+_UNSUPPORTED = {"_rebuild_qtensor": "a quantized tensor", "_rebuild_sparse_tensor": "a sparse tensor",
+                "_rebuild_nested_tensor": "a nested tensor", "_rebuild_wrapper_subclass": "a tensor subclass",
+                "_rebuild_device_tensor_from_numpy": "a tensor of a device without storage",
+                "_rebuild_device_tensor_from_cpu_tensor": "a tensor of a device without storage"}
+
 _REBUILDERS = (_rebuild_tensor, _rebuild_tensor_v2, _rebuild_tensor_v3, _rebuild_parameter,
-               _rebuild_parameter_with_state, _rebuild_from_type_v2, _size, _device_ctor)
+               _rebuild_parameter_with_state, _rebuild_from_type_v2, _rebuild_meta_tensor_no_storage, _size,
+               _device_ctor)
 
 
 def _allowed_globals():
@@ -765,8 +803,15 @@ def _allowed_globals():
     from ._unpickler import BASIC_GLOBALS
 
     allowed: dict[str, Any] = dict(BASIC_GLOBALS)
-    for f in _REBUILDERS[:6]:
+    for f in _REBUILDERS[:7]:
         allowed[f"torch._utils.{f.__name__}"] = f
+    for name, what in _UNSUPPORTED.items():
+        allowed[f"torch._utils.{name}"] = _Unsupported(f"torch._utils.{name}", what)
+    allowed["torch.serialization._get_layout"] = _Unsupported("torch.serialization._get_layout",
+                                                              "a tensor of a sparse layout")
+    for q in ("per_tensor_affine", "per_tensor_symmetric", "per_channel_affine", "per_channel_symmetric",
+              "per_channel_affine_float_qparams"):
+        allowed[f"torch.{q}"] = _MissingDtype(q)       # a quantization scheme: only an argument of _rebuild_qtensor
     allowed["torch._tensor._rebuild_from_type_v2"] = _rebuild_from_type_v2
     allowed["torch.Size"] = _size
     allowed["torch.device"] = _device_ctor
