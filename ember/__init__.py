@@ -27,6 +27,7 @@ import math as _math  # noqa: E402
 pi, e, inf, nan, newaxis = _math.pi, _math.e, _math.inf, _math.nan, None
 from . import optim  # noqa: E402  (torch.optim; its optimizers load on first use)
 from . import utils  # noqa: E402  (torch.utils.checkpoint; built on autograd)
+from . import distributed  # noqa: E402,F401  (torch.distributed: importable in one process; is_available() False)
 from .serialization import load, save  # noqa: E402  (PyTorch's checkpoint format; zipfile/pickle load lazily)
 from .serialization._safetensors import load_safetensors, save_safetensors  # noqa: E402  (lazily)
 from . import func  # noqa: E402,F401  (torch.func.functional_call; a small module)

@@ -28,6 +28,7 @@ LAYERS = [
     ("autograd", ["ember.autograd"]),
     ("ops", ["ember.ops", "ember.linalg", "ember.special"]),
     ("library", ["ember.nn", "ember.optim", "ember.utils", "ember.func", "ember.cuda", "ember.cpu", "ember.amp",
+                 "ember.distributed",
                  "ember.autograd.functional", "ember.autograd.gradcheck", "ember.autograd._explain"]),
     ("host", ["ember.serialization", "ember.viz", "ember.demo",
               "ember.__main__", "ember"]),

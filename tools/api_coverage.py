@@ -124,6 +124,11 @@ OMITTED: dict[str, str] = {
     "set_default_tensor_type": "deprecated since PyTorch 2.1 (use set_default_dtype / set_default_device)",
     "native_norm": "PyTorch has only a sparse kernel for it (a dense CPU tensor raises NotImplementedError)",
     "Tensor:index": "first-class dimensions (functorch.dim, a prototype) are not built",
+    **_same(_STORAGE, "serialization:normalize_storage_type serialization:storage_to_tensor_type"),
+    "serialization:register_package": "ember saves every storage from the cpu (location tag 'cpu'); devices register "
+                                      "through ember.devices, not through location taggers",
+    "serialization:validate_hpu_device": _DEVICE,
+    "serialization:get_source_lines_and_file": _JIT,
 }
 
 # Names that other work of issue 18 builds (a PLANNED line may stay until that work lands).
@@ -133,15 +138,6 @@ _ISSUE19 = "issue 19 (the everyday toolbox) builds it this session"
 
 PLANNED: dict[str, str] = {
     **_same(_COMPLEX, """chalf complex32"""),
-    **_same(_ISSUE19, """nn:AdaptiveLogSoftmaxWithLoss nn:Container nn:CrossMapLRN2d nn:DataParallel nn:FractionalMaxPool2d
-        nn:FractionalMaxPool3d nn:LinearCrossEntropyLoss nn:LinearCrossEntropyOptions nn:SyncBatchNorm
-        nn:UninitializedBuffer nn:UninitializedParameter nn:factory_kwargs"""),
-    **_same(_ISSUE19, """nn.modules:AdaptiveLogSoftmaxWithLoss nn.modules:Container nn.modules:CrossMapLRN2d
-        nn.modules:FractionalMaxPool2d nn.modules:FractionalMaxPool3d nn.modules:LinearCrossEntropyLoss
-        nn.modules:LinearCrossEntropyOptions nn.modules:SyncBatchNorm"""),
-    **_same(_ISSUE19, """nn.parallel:DataParallel nn.parallel:DistributedDataParallel nn.parallel:DistributedDataParallelCPU
-        nn.parallel:data_parallel nn.parallel:gather nn.parallel:parallel_apply nn.parallel:replicate
-        nn.parallel:scatter"""),
     **_same(_ISSUE19, """nn.utils.prune:BasePruningMethod nn.utils.prune:CustomFromMask nn.utils.prune:Identity
         nn.utils.prune:L1Unstructured nn.utils.prune:LnStructured nn.utils.prune:PruningContainer
         nn.utils.prune:RandomStructured nn.utils.prune:RandomUnstructured nn.utils.prune:custom_from_mask
@@ -153,14 +149,8 @@ PLANNED: dict[str, str] = {
         nn.attention:current_flash_attention_impl nn.attention:list_flash_attention_impls
         nn.attention:register_flash_attention_impl nn.attention:restore_flash_attention_impl
         nn.attention:sdpa_kernel"""),
-    **_same(_ISSUE19, """serialization:LoadEndianness serialization:SourceChangeWarning serialization:StorageType
-        serialization:check_module_version_greater_or_equal serialization:default_restore_location
-        serialization:get_crc32_options serialization:get_default_load_endianness
-        serialization:get_default_mmap_options serialization:get_source_lines_and_file
-        serialization:get_unsafe_globals_in_checkpoint serialization:location_tag serialization:mkdtemp
-        serialization:normalize_storage_type serialization:register_package serialization:set_crc32_options
-        serialization:set_default_load_endianness serialization:set_default_mmap_options serialization:skip_data
-        serialization:storage_to_tensor_type serialization:validate_cuda_device serialization:validate_hpu_device"""),
+    **_same(_ISSUE19, """serialization:get_source_lines_and_file serialization:normalize_storage_type
+        serialization:register_package serialization:storage_to_tensor_type serialization:validate_hpu_device"""),
     **_same(_ISSUE19, """profiler:DeviceType profiler:ExecutionTraceObserver profiler:KinetoStepTracker profiler:Optimizer
         profiler:ProfilerAction profiler:ProfilerActivity profiler:RecordScope profiler:is_fbcode
         profiler:kineto_available profiler:profile profiler:record_function
@@ -180,6 +170,17 @@ PLANNED: dict[str, str] = {
 # A program may touch these; nobody builds them yet.
 NOT_YET: dict[str, str] = {
     "vmap": "torch.func.vmap (the batching transform) is not built; autograd.grad(is_grads_batched=True) is",
+    **_same("fractional max pooling: ember has no F.fractional_max_pool2d/3d yet",
+            """nn:FractionalMaxPool2d nn:FractionalMaxPool3d nn.modules:FractionalMaxPool2d
+            nn.modules:FractionalMaxPool3d"""),
+    **_same("PyTorch's fused Linear + cross-entropy loss (new in 2.12) is not built yet",
+            """nn:LinearCrossEntropyLoss nn:LinearCrossEntropyOptions nn.modules:LinearCrossEntropyLoss
+            nn.modules:LinearCrossEntropyOptions"""),
+    **_same("needs process groups: the distributed issue (22) builds them; ember.distributed.is_available() is False",
+            """nn:SyncBatchNorm nn.modules:SyncBatchNorm nn.parallel:DistributedDataParallelCPU nn.parallel:gather
+            nn.parallel:parallel_apply nn.parallel:replicate nn.parallel:scatter"""),
+    **_same("ember's Lazy* modules keep ordinary empty tensors awaiting their shapes (names in _lazy_pending), not "
+            "uninitialized tensor classes", "nn:UninitializedBuffer nn:UninitializedParameter"),
 }
 
 # ----------------------------------------------------------------------------------------------------------------
