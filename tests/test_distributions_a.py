@@ -18,6 +18,15 @@ import torch
 
 import ember
 
+
+@pytest.fixture(autouse=True)
+def _validation_on():
+    """torch.cond/while_loop (tests/test_torch_names.py) switch torch's default argument validation off for the
+    rest of the process (a torch quirk); every test here starts from the default, validation on."""
+    import torch as _torch
+    _torch.distributions.Distribution.set_default_validate_args(True)
+    ember.distributions.Distribution.set_default_validate_args(True)
+
 DTYPES = ["float64", "float32", "bfloat16"]
 # values agree to float rounding: the formulas are PyTorch's, a few kernels (lgamma, digamma, erfinv, ...) are
 # libm's rather than PyTorch's vectorised ones

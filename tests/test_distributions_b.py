@@ -16,6 +16,15 @@ import pytest
 
 import ember
 
+
+@pytest.fixture(autouse=True)
+def _validation_on():
+    """torch.cond/while_loop (tests/test_torch_names.py) switch torch's default argument validation off for the
+    rest of the process (a torch quirk); every test here starts from the default, validation on."""
+    import torch as _torch
+    _torch.distributions.Distribution.set_default_validate_args(True)
+    ember.distributions.Distribution.set_default_validate_args(True)
+
 torch = pytest.importorskip("torch")
 
 RNG = np.random.default_rng(1234)

@@ -14,6 +14,15 @@ import ember
 import ember.distributions as ED
 import torch.distributions as TD
 
+
+@pytest.fixture(autouse=True)
+def _validation_on():
+    """torch.cond/while_loop (tests/test_torch_names.py) switch torch's default argument validation off for the
+    rest of the process (a torch quirk); every test here starts from the default, validation on."""
+    import torch as _torch
+    _torch.distributions.Distribution.set_default_validate_args(True)
+    ember.distributions.Distribution.set_default_validate_args(True)
+
 _RTOL = {torch.float64: 1e-11, torch.float32: 2e-5}
 
 
