@@ -30,6 +30,7 @@ from . import utils  # noqa: E402  (torch.utils.checkpoint; built on autograd)
 from .serialization import load, save  # noqa: E402  (PyTorch's checkpoint format; zipfile/pickle load lazily)
 from .serialization._safetensors import load_safetensors, save_safetensors  # noqa: E402  (lazily)
 from . import func  # noqa: E402,F401  (torch.func.functional_call; a small module)
+from . import profiler  # noqa: E402,F401  (torch.profiler and torch.autograd.profiler; nothing runs per op until used)
 from . import amp, cpu  # noqa: E402  (torch.amp: autocast and GradScaler; torch.cpu and torch.cpu.amp)
 from .cuda import amp as _cuda_amp  # noqa: E402,F401  (loads torch.cuda.amp)
 from .amp import GradScaler, autocast  # noqa: E402

@@ -28,7 +28,8 @@ LAYERS = [
     ("autograd", ["ember.autograd"]),
     ("ops", ["ember.ops", "ember.linalg", "ember.special"]),
     ("library", ["ember.nn", "ember.optim", "ember.utils", "ember.func", "ember.cuda", "ember.cpu", "ember.amp",
-                 "ember.autograd.functional", "ember.autograd.gradcheck", "ember.autograd._explain"]),
+                 "ember.autograd.functional", "ember.autograd.gradcheck", "ember.autograd._explain",
+                 "ember.profiler"]),
     ("host", ["ember.serialization", "ember.viz", "ember.demo",
               "ember.__main__", "ember"]),
 ]
