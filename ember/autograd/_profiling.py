@@ -91,7 +91,13 @@ def start(session: Session) -> None:
         _SESSIONS.append(session)
         _options()
         if len(_SESSIONS) == 1:
-            _install()
+            try:
+                _install()
+            except BaseException:
+                _uninstall()
+                _SESSIONS.remove(session)
+                _options()
+                raise
     session.start_ns = time.perf_counter_ns()
 
 
@@ -172,7 +178,14 @@ def _freed(n: int, th: int) -> None:
 # ----- PyTorch's names of ember's primitives -----------------------------------------------------------------
 
 _ATEN: dict = {}
-_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")   # AvgPool2DWithIndices: avg_pool2d_with_indices
+# ATen's private ops behind these nodes
+_UNDERSCORED = {n: "_" + n for n in ("to_copy", "unsafe_view", "softmax_backward_data", "log_softmax_backward_data",
+                                     "standard_gamma", "standard_gamma_grad", "prelu_kernel", "prelu_kernel_backward",
+                                     "safe_softmax", "trilinear", "unique2", "fft_c2c", "fft_r2c", "fft_c2r")}
+_UNDERSCORED.update({"grid_sampler2d": "grid_sampler_2d", "grid_sampler2d_backward": "grid_sampler_2d_backward",
+                     "grid_sampler3d": "grid_sampler_3d", "smooth_l1loss": "smooth_l1_loss",
+                     "smooth_l1loss_backward": "smooth_l1_loss_backward"})
 
 
 def aten_name(prim, node_cls=None) -> str:
@@ -183,7 +196,8 @@ def aten_name(prim, node_cls=None) -> str:
     name = _ATEN.get(cls)
     if name is None:
         m = re.fullmatch(r"(\w+?)Backward\d+", cls.__name__)
-        name = _ATEN[cls] = "aten::" + (_CAMEL.sub("_", m.group(1)).lower() if m else prim.name)
+        op = _CAMEL.sub("_", m.group(1)).lower() if m else prim.name
+        name = _ATEN[cls] = "aten::" + _UNDERSCORED.get(op, op)
     return name
 
 
@@ -238,6 +252,13 @@ def _install() -> None:
         _saved.append((f, f.__code__, f.__kwdefaults__))
         f.__code__ = _renamed(entry, f.__code__)
     NODE_HOOK = _node
+    for hook in EXTRA:
+        _saved.extend(hook())
+
+
+# Upper layers' swaps (ember/autograd/profiler.py: the public ops), each a function that swaps its functions' code
+# and returns [(function, code, kwdefaults)] to put back.
+EXTRA: list = []
 
 
 def _renamed(entry: types.CodeType, code: types.CodeType) -> types.CodeType:

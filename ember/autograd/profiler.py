@@ -439,3 +439,109 @@ class KinetoStepTracker:
     @classmethod
     def current_step(cls) -> int:
         return cls._current_step
+
+
+# ----- the public ops: recorded under PyTorch's names while a profiler records ------------------------------------
+# torch.nn.functional.linear records aten::linear, inside which PyTorch's composite records aten::t and aten::addmm;
+# ember's public functions are swapped (their __code__, as autocast does) for an entry that records the call and
+# runs the original, so the same nesting appears. A primitive recorded inside an op of the same name merges into it
+# (EventList._remove_dup_nodes, PyTorch's rule).
+
+_DUNDER = {"add": "add", "radd": "add", "iadd": "add_", "sub": "sub", "rsub": "rsub", "isub": "sub_", "mul": "mul",
+           "rmul": "mul", "imul": "mul_", "truediv": "div", "rtruediv": "div", "itruediv": "div_",
+           "floordiv": "floor_divide", "rfloordiv": "floor_divide", "mod": "remainder", "rmod": "remainder",
+           "pow": "pow", "rpow": "pow", "ipow": "pow_", "matmul": "matmul", "rmatmul": "matmul", "neg": "neg",
+           "abs": "abs", "eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge",
+           "and": "bitwise_and", "rand": "bitwise_and", "or": "bitwise_or", "ror": "bitwise_or",
+           "xor": "bitwise_xor", "rxor": "bitwise_xor", "invert": "bitwise_not", "lshift": "__lshift__",
+           "rshift": "__rshift__"}
+_F_NAMES = {"cross_entropy": "cross_entropy_loss", "nll_loss": "nll_loss_nd"}   # PyTorch's op under F.<name>
+_entries: dict = {}    # number of closure cells -> entry code
+_public: list | None = None   # [(function, aten name)], found once
+
+
+def _entry_code(n: int):
+    code = _entries.get(n)
+    if code is None:
+        cells = ", ".join(f"c{i}" for i in range(n))
+        src = (f"def _outer({cells}):\n"
+               f"    def entry(*args, _ember_profiler_run, **kwargs):\n"
+               + (f"        ({cells},)\n" if n else "") +
+               f"        return _ember_profiler_run(args, kwargs)\n"
+               f"    return entry\n")
+        ns: dict = {}
+        exec(compile(src, "<ember profiler entry>", "exec"), ns)   # noqa: S102  (a fixed template)
+        code = _entries[n] = ns["_outer"](*range(n)).__code__
+    return code
+
+
+def _public_ops() -> list:
+    """Every public op function with PyTorch's name for it (the registry's tables), once."""
+    global _public
+    if _public is None:
+        import types
+
+        from ..ops._registry import EXPORTS, METHODS, SUBMODULES
+        from . import _primitive
+        skip = {id(f) for f in _primitive.FAST_PATHS}   # recorded as their primitive already
+        found: dict = {}
+        tables = [(EXPORTS, ""), (METHODS, "method"), (SUBMODULES["nn.functional"], "F")]
+        tables += [(SUBMODULES[k], k) for k in ("linalg", "special", "fft")]
+        for table, kind in tables:
+            for name, f in table.items():
+                while (isinstance(f, types.FunctionType) and getattr(f, "_ember_public", None) is not None
+                       and getattr(f, "__wrapped__", None) is not None and f.__code__ is not f.__wrapped__.__code__):
+                    f = f.__wrapped__
+                if not isinstance(f, types.FunctionType) or id(f) in skip or id(f) in found:
+                    continue
+                if name.startswith("__"):
+                    name = _DUNDER.get(name.strip("_"))
+                    if name is None:
+                        continue
+                elif kind == "F":
+                    name = _F_NAMES.get(name, name)
+                elif kind in ("linalg", "special", "fft"):
+                    name = f"{kind}_{name}"
+                found[id(f)] = (f, "aten::" + name)
+        _public = list(found.values())
+    return _public
+
+
+def _runner(orig, name: str):
+    def run(args, kwargs):
+        r = _profiling.begin(name, _profiling.FORWARD, args)
+        try:
+            out = orig(*args, **kwargs)
+        finally:
+            r.end = time.perf_counter_ns()
+        return out
+    return run
+
+
+def _swap_public() -> list:
+    """Swap the public ops' code for recording entries; returns what to put back.
+
+    autocast swaps the code of the ops it casts too (ember/amp/autocast_mode.py). Its swaps are built (they keep
+    each function's own code) before the profiler's first swap, so it never takes a profiler entry for the original;
+    while an autocast region is active, its ops are left to it (their primitives are still recorded)."""
+    import types
+
+    from ..amp import autocast_mode as amp
+    with amp._lock:
+        if amp._SWAPS is None:
+            amp._SWAPS = amp._build()
+        busy = {id(sw.fn) for sw in amp._SWAPS} if amp._swapped[0] else set()
+    saved = []
+    for f, name in _public_ops():
+        if id(f) in busy:
+            continue
+        code = f.__code__
+        orig = types.FunctionType(code, f.__globals__, f.__name__, f.__defaults__, f.__closure__)
+        orig.__kwdefaults__ = f.__kwdefaults__
+        saved.append((f, code, f.__kwdefaults__))
+        f.__code__ = _profiling._renamed(_entry_code(len(code.co_freevars)), code)
+        f.__kwdefaults__ = {"_ember_profiler_run": _runner(orig, name)}
+    return saved
+
+
+_profiling.EXTRA.append(_swap_public)
