@@ -59,6 +59,7 @@ _SESSIONS: list[Session] = []
 _LOCK = threading.Lock()
 _shapes = _memory = _stack = False   # the union of the active sessions' options
 _threads: dict[int, int] = {}        # threading ident -> PyTorch-style small thread number (1, 2, ...)
+OP = threading.local()                # .name: the public op being recorded on this thread (autograd/profiler.py)
 NODE_HOOK = None                      # set while recording: the engine sends each node through it
 # the wall clock at perf_counter_ns() == 0, for traces (their timestamps are absolute, as PyTorch's)
 WALL_BASE_NS = time.time_ns() - time.perf_counter_ns()
@@ -148,15 +149,20 @@ def end(r: Range) -> None:
     r.end = time.perf_counter_ns()
 
 
-def record_memory(arrays) -> None:
-    """Count ``arrays`` (just made by the op or node being recorded) as allocated now, and as freed when they go."""
+def record_memory(arrays, inputs=None) -> None:
+    """Count ``arrays`` (just made by the op or node being recorded) as allocated now, and as freed when they go.
+    A view owns no memory; but a node's gradient may be a view of a temporary the node made (a reshape of its
+    result): ``inputs`` (the node's incoming gradients) are then the only arrays a new view does not count for,
+    with broadcast views (a zero stride), which take no memory."""
     if not _memory:
         return
     now = time.perf_counter_ns()
     th = thread_number()
     for a in arrays:
         n = getattr(a, "nbytes", 0)
-        if not n or getattr(a, "base", None) is not None:   # a view owns no memory
+        base = getattr(a, "base", None)
+        if not n or (base is not None and (inputs is None or any(a is g or base is g for g in inputs)
+                                           or 0 in getattr(a, "strides", ()))):
             continue
         for s in _SESSIONS:
             if s.profile_memory:
@@ -205,7 +211,13 @@ def aten_name(prim, node_cls=None) -> str:
 
 def _op(prim, args, params, node_cls, dtype):
     """``apply`` while recording: the original inside a range named after the primitive."""
-    r = begin(aten_name(prim, node_cls), FORWARD, tuple(args) + tuple(params.values()) if _shapes and params else args)
+    name = aten_name(prim, node_cls)
+    if getattr(OP, "name", None) == name:   # the primitive of the public op being recorded (F.mse_loss): once
+        out = _apply_orig(prim, args, params, node_cls, dtype)
+        if _memory and out._base is None:
+            record_memory((out._data,))
+        return out
+    r = begin(name, FORWARD, tuple(args) + tuple(params.values()) if _shapes and params else args)
     try:
         out = _apply_orig(prim, args, params, node_cls, dtype)
         if _memory and out._base is None:
@@ -286,7 +298,8 @@ def _node(run_node, node, grads, *rest):
     try:
         out = run_node(node, grads, *rest)
         if _memory and out:   # the gradients the node made, inside its range
-            record_memory([g._data if isinstance(g, Tensor) else g for g in out if g is not None])
+            record_memory([g._data if isinstance(g, Tensor) else g for g in out if g is not None],
+                          [g._data if isinstance(g, Tensor) else g for g in grads if g is not None])
     finally:
         inner.end = time.perf_counter_ns()
         outer.end = inner.end

@@ -260,8 +260,8 @@ def _events_of(session: _profiling.Session, use_device=None) -> list:
                 if rec[2] == r.thread:
                     mem += rec[1]
                     seen.add(id(rec))
-        out.append(FunctionEvent(
-            id=i, name=r.name, trace_name=r.name, thread=r.thread, start_us=(r.start - t0) / 1000,
+        out.append(FunctionEvent(   # (PyTorch's rewrite: the steps share one key in tables)
+            id=i, name="ProfilerStep*" if r.name.startswith("ProfilerStep#") else r.name, trace_name=r.name, thread=r.thread, start_us=(r.start - t0) / 1000,
             end_us=(r_end - t0) / 1000, fwd_thread=r.thread if r.scope == _profiling.BACKWARD else None,
             input_shapes=r.shapes if r.shapes is not None else [], stack=r.stack if r.stack is not None else [],
             scope=r.scope, use_device=use_device, cpu_memory_usage=mem, sequence_nr=r.seq,
@@ -510,10 +510,13 @@ def _public_ops() -> list:
 def _runner(orig, name: str):
     def run(args, kwargs):
         r = _profiling.begin(name, _profiling.FORWARD, args)
+        op = _profiling.OP
+        outer, op.name = getattr(op, "name", None), name
         try:
             out = orig(*args, **kwargs)
         finally:
             r.end = time.perf_counter_ns()
+            op.name = outer
         return out
     return run
 
