@@ -124,6 +124,10 @@ OMITTED: dict[str, str] = {
     "set_default_tensor_type": "deprecated since PyTorch 2.1 (use set_default_dtype / set_default_device)",
     "native_norm": "PyTorch has only a sparse kernel for it (a dense CPU tensor raises NotImplementedError)",
     "Tensor:index": "first-class dimensions (functorch.dim, a prototype) are not built",
+    "profiler:ExecutionTraceObserver": "PyTorch Execution Traces (the op graph with tensor ids that Meta's Chakra/"
+                                       "PARAM replay tools read) are not built; profile() records a trace",
+    "autograd.profiler:load_nvprof": "reads NVIDIA nvprof output (a vendor tool for CUDA)",
+    "autograd.profiler:parse_nvprof_trace": "reads NVIDIA nvprof output (a vendor tool for CUDA)",
 }
 
 # Names that other work of issue 18 builds (a PLANNED line may stay until that work lands).
@@ -203,17 +207,6 @@ PLANNED: dict[str, str] = {
         distributions.transforms:lazy_property distributions.transforms:pad distributions.transforms:softplus
         distributions.transforms:tril_matrix_to_vec distributions.transforms:vec_to_tril_matrix"""),
     **_same(_ISSUE19, """testing:assert_allclose testing:assert_close testing:make_tensor"""),
-    **_same(_ISSUE19, """profiler:DeviceType profiler:ExecutionTraceObserver profiler:KinetoStepTracker profiler:Optimizer
-        profiler:ProfilerAction profiler:ProfilerActivity profiler:RecordScope profiler:is_fbcode
-        profiler:kineto_available profiler:profile profiler:record_function
-        profiler:register_optimizer_step_post_hook profiler:schedule profiler:supported_activities
-        profiler:tensorboard_trace_handler"""),
-    **_same(_ISSUE19, """autograd.profiler:DeviceType autograd.profiler:EnforceUnique autograd.profiler:EventList
-        autograd.profiler:FunctionEvent autograd.profiler:KinetoStepTracker autograd.profiler:MemRecordsAcc
-        autograd.profiler:ProfilerActivity autograd.profiler:ProfilerConfig autograd.profiler:ProfilerState
-        autograd.profiler:emit_itt autograd.profiler:emit_nvtx autograd.profiler:kineto_available
-        autograd.profiler:load_nvprof autograd.profiler:parse_nvprof_trace autograd.profiler:profile
-        autograd.profiler:record_function"""),
     **_same(_ISSUE19, """onnx:ExportableModule onnx:InputObserver onnx:JitScalarType onnx:ONNXProgram onnx:OnnxExporterError
         onnx:OperatorExportTypes onnx:TensorProtoDataType onnx:TrainingMode onnx:export onnx:is_in_onnx_export
         onnx:register_custom_op_symbolic onnx:select_model_mode_for_export onnx:unregister_custom_op_symbolic"""),

@@ -151,9 +151,9 @@ def end(r: Range) -> None:
 
 def record_memory(arrays, inputs=None) -> None:
     """Count ``arrays`` (just made by the op or node being recorded) as allocated now, and as freed when they go.
-    A view owns no memory; but a node's gradient may be a view of a temporary the node made (a reshape of its
-    result): ``inputs`` (the node's incoming gradients) are then the only arrays a new view does not count for,
-    with broadcast views (a zero stride), which take no memory."""
+    A view owns no memory; but a result may be an array view of a temporary the kernel made (a reshape of its
+    result): ``inputs`` (the op's input arrays, the node's incoming gradients) are then the only arrays a view
+    does not count for, with broadcast views (a zero stride), which take no memory."""
     if not _memory:
         return
     now = time.perf_counter_ns()
@@ -215,16 +215,20 @@ def _op(prim, args, params, node_cls, dtype):
     if getattr(OP, "name", None) == name:   # the primitive of the public op being recorded (F.mse_loss): once
         out = _apply_orig(prim, args, params, node_cls, dtype)
         if _memory and out._base is None:
-            record_memory((out._data,))
+            record_memory((out._data,), _arrays(args))
         return out
     r = begin(name, FORWARD, tuple(args) + tuple(params.values()) if _shapes and params else args)
     try:
         out = _apply_orig(prim, args, params, node_cls, dtype)
         if _memory and out._base is None:
-            record_memory((out._data,))   # inside the range: the op's own allocation
+            record_memory((out._data,), _arrays(args))   # inside the range: the op's own allocation
     finally:
         r.end = time.perf_counter_ns()
     return out
+
+
+def _arrays(args) -> list:
+    return [a._data for a in args if isinstance(a, Tensor)]
 
 
 def _apply_entry(prim, args, params, node_cls, dtype, *, _ember_profiler_run):
