@@ -30,7 +30,6 @@ from . import utils  # noqa: E402  (torch.utils.checkpoint; built on autograd)
 from .serialization import load, save  # noqa: E402  (PyTorch's checkpoint format; zipfile/pickle load lazily)
 from .serialization._safetensors import load_safetensors, save_safetensors  # noqa: E402  (lazily)
 from . import func  # noqa: E402,F401  (torch.func.functional_call; a small module)
-from . import profiler  # noqa: E402,F401  (torch.profiler and torch.autograd.profiler; nothing runs per op until used)
 from . import amp, cpu  # noqa: E402  (torch.amp: autocast and GradScaler; torch.cpu and torch.cpu.amp)
 from .cuda import amp as _cuda_amp  # noqa: E402,F401  (loads torch.cuda.amp)
 from .amp import GradScaler, autocast  # noqa: E402
@@ -41,3 +40,11 @@ from .amp.autocast_mode import (  # noqa: E402,F401  (torch's autocast state fun
     is_autocast_xla_enabled, set_autocast_cache_enabled, set_autocast_cpu_dtype, set_autocast_cpu_enabled,
     set_autocast_dtype, set_autocast_enabled, set_autocast_gpu_dtype, set_autocast_ipu_dtype,
     set_autocast_ipu_enabled, set_autocast_xla_dtype, set_autocast_xla_enabled)
+
+
+def __getattr__(name: str):
+    """``torch.profiler``, loaded on first use (a program that does not profile does not import it)."""
+    if name == "profiler":
+        import importlib
+        return importlib.import_module(".profiler", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

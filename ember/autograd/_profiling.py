@@ -184,7 +184,7 @@ def _freed(n: int, th: int) -> None:
 # ----- PyTorch's names of ember's primitives -----------------------------------------------------------------
 
 _ATEN: dict = {}
-_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")   # AvgPool2DWithIndices: avg_pool2d_with_indices
+_CAMEL = r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])"   # AvgPool2DWithIndices: avg_pool2d_with_indices
 # ATen's private ops behind these nodes
 _UNDERSCORED = {n: "_" + n for n in ("to_copy", "unsafe_view", "softmax_backward_data", "log_softmax_backward_data",
                                      "standard_gamma", "standard_gamma_grad", "prelu_kernel", "prelu_kernel_backward",
@@ -202,7 +202,7 @@ def aten_name(prim, node_cls=None) -> str:
     name = _ATEN.get(cls)
     if name is None:
         m = re.fullmatch(r"(\w+?)Backward\d+", cls.__name__)
-        op = _CAMEL.sub("_", m.group(1)).lower() if m else prim.name
+        op = re.sub(_CAMEL, "_", m.group(1)).lower() if m else prim.name
         name = _ATEN[cls] = "aten::" + _UNDERSCORED.get(op, op)
     return name
 
