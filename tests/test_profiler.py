@@ -305,3 +305,44 @@ def test_results_unchanged_while_profiling():
         err = _raises(lambda: ember.mm(ember.ones(2, 3), ember.ones(2, 3)))
     assert got == want
     assert err == _raises(lambda: ember.mm(ember.ones(2, 3), ember.ones(2, 3)))
+
+
+def _flops_program(lib):
+    lib.manual_seed(0)
+    m = lib.nn.Sequential(lib.nn.Linear(64, 32), lib.nn.ReLU(), lib.nn.Linear(32, 10))
+    conv = lib.nn.Conv2d(3, 4, 3)
+    opt = lib.optim.SGD(m.parameters(), lr=0.1)
+    x, img = lib.randn(16, 64), lib.randn(2, 3, 8, 8)
+    a, b = lib.randn(3, 4), lib.randn(3, 4)
+    with lib.profiler.profile(with_flops=True) as p:
+        m(x).sum().backward()
+        opt.step()
+        opt.zero_grad()
+        conv(img)
+        a * b
+        a + b
+        lib.bmm(lib.randn(2, 3, 4), lib.randn(2, 4, 5))
+    return p
+
+
+def test_flops_and_optimizer_regions():
+    """with_flops: PyTorch's estimates (matrix products, conv2d, add, mul) and its "Total FLOPs" column; an
+    optimizer's step and zero_grad as PyTorch's regions. (PyTorch also counts the aten::mm inside backward nodes,
+    which ember does not record.)"""
+    tp, ep = _flops_program(torch), _flops_program(ember)
+    forward = sorted((e.name, e.flops) for e in ep.events() if e.flops)
+    assert forward == sorted((e.name, e.flops) for e in tp.events() if e.flops and e.cpu_parent is None
+                             or e.flops and not e.cpu_parent.name.endswith("Backward0"))
+    assert {"Optimizer.step#SGD.step", "Optimizer.zero_grad#SGD.zero_grad"} <= {e.name for e in ep.events()}
+    assert ep.key_averages().table().splitlines()[1] == tp.key_averages().table().splitlines()[1]
+
+
+def test_backward_events_get_the_forward_stack():
+    x = ember.ones(3, requires_grad=True)
+    with ember.profiler.profile(with_stack=True) as p:
+        y = x.exp()   # the line the node's events point to
+        y.sum().backward()
+    node = next(e for e in p.events() if e.name == "ExpBackward0")
+    op = next(e for e in p.events() if e.name == "aten::exp")
+    assert node.sequence_nr == op.sequence_nr >= 0 and node.stack == op.stack
+    assert "test_backward_events_get_the_forward_stack" in op.stack[0]

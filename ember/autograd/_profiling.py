@@ -35,12 +35,12 @@ FORWARD, BACKWARD, USER = 0, 1, 2   # PyTorch's RecordScope: FUNCTION, BACKWARD_
 class Range:
     """One recorded range (an op, a backward node, a record_function region)."""
 
-    __slots__ = ("name", "start", "end", "thread", "shapes", "stack", "scope", "seq", "user", "alloc")
+    __slots__ = ("name", "start", "end", "thread", "shapes", "stack", "scope", "seq", "user", "flops")
 
     def __init__(self, name: str, scope: int, thread: int, shapes, stack, seq: int = -1):
         self.name, self.scope, self.thread, self.shapes, self.stack, self.seq = name, scope, thread, shapes, stack, seq
         self.user = scope == USER
-        self.alloc = 0
+        self.flops = 0
         self.end = None
         self.start = time.perf_counter_ns()
 
@@ -48,8 +48,10 @@ class Range:
 class Session:
     """What one profiler collects between its start and stop: ranges and memory records, in order."""
 
-    def __init__(self, record_shapes: bool = False, profile_memory: bool = False, with_stack: bool = False):
+    def __init__(self, record_shapes: bool = False, profile_memory: bool = False, with_stack: bool = False,
+                 with_flops: bool = False):
         self.record_shapes, self.profile_memory, self.with_stack = record_shapes, profile_memory, with_stack
+        self.with_flops = with_flops
         self.ranges: list[Range] = []
         self.memory: list[tuple] = []   # (time_ns, bytes, thread): + allocated, - freed
         self.start_ns = self.end_ns = None
@@ -57,7 +59,7 @@ class Session:
 
 _SESSIONS: list[Session] = []
 _LOCK = threading.Lock()
-_shapes = _memory = _stack = False   # the union of the active sessions' options
+_shapes = _memory = _stack = _flops = False   # the union of the active sessions' options
 _threads: dict[int, int] = {}        # threading ident -> PyTorch-style small thread number (1, 2, ...)
 OP = threading.local()                # .name: the public op being recorded on this thread (autograd/profiler.py)
 NODE_HOOK = None                      # set while recording: the engine sends each node through it
@@ -78,10 +80,11 @@ def is_recording() -> bool:
 
 
 def _options() -> None:
-    global _shapes, _memory, _stack
+    global _shapes, _memory, _stack, _flops
     _shapes = any(s.record_shapes for s in _SESSIONS)
     _memory = any(s.profile_memory for s in _SESSIONS)
     _stack = any(s.with_stack for s in _SESSIONS)
+    _flops = any(s.with_flops for s in _SESSIONS)
 
 
 def start(session: Session) -> None:
@@ -133,7 +136,7 @@ _EMBER_DIR = __file__.rsplit("/autograd/", 1)[0] + "/"
 
 
 def _is_ember(path: str) -> bool:
-    return path.startswith(_EMBER_DIR)
+    return path.startswith(_EMBER_DIR) or path.startswith("<ember")   # (the swapped entries' code too)
 
 
 def begin(name: str, scope: int = FORWARD, inputs=(), seq: int = -1) -> Range:
@@ -224,7 +227,34 @@ def _op(prim, args, params, node_cls, dtype):
             record_memory((out._data,), _arrays(args))   # inside the range: the op's own allocation
     finally:
         r.end = time.perf_counter_ns()
+    if _flops:
+        r.flops = flops(name, args, out)
+    if out.grad_fn is not None:
+        r.seq = getattr(out.grad_fn, "_seq", -1)   # links the op to its backward node (as PyTorch's sequence_nr)
     return out
+
+
+def flops(name: str, args, out) -> int:
+    """PyTorch's FLOP estimate of an op (torch/csrc/profiler/util.cpp ``computeFlops``): 2*M*K*N for a matrix
+    product, 2*N*OH*OW*O*C*KH*KW for a 2-d convolution, one per element for add and mul; 0 for the rest."""
+    try:
+        if name in ("aten::mm", "aten::addmm"):
+            a, b = (args[0], args[1]) if name == "aten::mm" else (args[1], args[2])
+            (m, k), n = a.shape, b.shape[1]
+            return 2 * m * k * n
+        if name in ("aten::bmm", "aten::baddbmm"):
+            a, b = (args[0], args[1]) if name == "aten::bmm" else (args[1], args[2])
+            bs, m, k = a.shape
+            return 2 * bs * m * k * b.shape[2]
+        if name == "aten::conv2d":
+            x, w = args[0], args[1]
+            n, o, oh, ow = out.shape
+            return 2 * n * oh * ow * o * x.shape[1] * w.shape[2] * w.shape[3]
+        if name in ("aten::add", "aten::mul", "aten::add_", "aten::mul_"):
+            return out.numel() if isinstance(out, Tensor) else 0
+    except (AttributeError, ValueError, TypeError, IndexError):   # another overload's arguments: no estimate
+        return 0
+    return 0
 
 
 def _arrays(args) -> list:

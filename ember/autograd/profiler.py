@@ -20,6 +20,7 @@ from collections import defaultdict
 from contextlib import ContextDecorator
 from typing import Any
 
+from .._tensor import Tensor
 from . import _profiling
 from .profiler_util import (DeviceType, EventList, FunctionEvent, FunctionEventAvg, MemRecordsAcc,
                             MEMORY_EVENT_NAME)
@@ -151,7 +152,7 @@ class profile:
 
     def _start_trace(self) -> None:
         self.entered = True
-        self._session = _profiling.Session(self.record_shapes, self.profile_memory, self.with_stack)
+        self._session = _profiling.Session(self.record_shapes, self.profile_memory, self.with_stack, self.with_flops)
         _profiling.start(self._session)
         self.profiling_start_time_ns = self._session.start_ns
 
@@ -264,7 +265,7 @@ def _events_of(session: _profiling.Session, use_device=None) -> list:
             id=i, name="ProfilerStep*" if r.name.startswith("ProfilerStep#") else r.name, trace_name=r.name, thread=r.thread, start_us=(r.start - t0) / 1000,
             end_us=(r_end - t0) / 1000, fwd_thread=r.thread if r.scope == _profiling.BACKWARD else None,
             input_shapes=r.shapes if r.shapes is not None else [], stack=r.stack if r.stack is not None else [],
-            scope=r.scope, use_device=use_device, cpu_memory_usage=mem, sequence_nr=r.seq,
+            scope=r.scope, use_device=use_device, cpu_memory_usage=mem, sequence_nr=r.seq, flops=r.flops,
             is_user_annotation=r.user))
     for rec in session.memory:
         if id(rec) not in seen:
@@ -517,6 +518,10 @@ def _runner(orig, name: str):
         finally:
             r.end = time.perf_counter_ns()
             op.name = outer
+        if _profiling._flops:
+            r.flops = _profiling.flops(name, args, out)
+        if isinstance(out, Tensor) and out.grad_fn is not None:
+            r.seq = getattr(out.grad_fn, "_seq", -1)
         return out
     return run
 
