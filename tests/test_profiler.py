@@ -346,3 +346,25 @@ def test_backward_events_get_the_forward_stack():
     op = next(e for e in p.events() if e.name == "aten::exp")
     assert node.sequence_nr == op.sequence_nr >= 0 and node.stack == op.stack
     assert "test_backward_events_get_the_forward_stack" in op.stack[0]
+
+
+def test_with_autocast_both_ways():
+    """autocast swaps the code of the ops it casts, as the profiler does: either may start first, and both
+    leave every function as it was."""
+    from ember.amp import autocast_mode
+    lin = ember.nn.Linear(4, 3)
+    x = ember.randn(2, 4)
+    codes = {id(f): f.__code__ for f in (ember.nn.functional.linear, ember.mm, ember.matmul, _primitive.apply)}
+    with ember.profiler.profile() as p:
+        with ember.autocast("cpu"):
+            inside = lin(x)
+        after = lin(x)
+    with ember.autocast("cpu"):
+        with ember.profiler.profile() as q:
+            inside2 = lin(x)
+    assert (inside.dtype, after.dtype, inside2.dtype) == (ember.bfloat16, ember.float32, ember.bfloat16)
+    assert "aten::addmm" in {e.name for e in p.events()} and "aten::addmm" in {e.name for e in q.events()}
+    assert {id(f): f.__code__ for f in (ember.nn.functional.linear, ember.mm, ember.matmul,
+                                        _primitive.apply)} == codes
+    assert not autocast_mode._swapped[0]
+    assert lin(x).dtype == ember.float32
