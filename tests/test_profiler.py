@@ -368,3 +368,14 @@ def test_with_autocast_both_ways():
                                         _primitive.apply)} == codes
     assert not autocast_mode._swapped[0]
     assert lin(x).dtype == ember.float32
+
+
+# ember's own primitives with no ATen op of that name (internal steps of views and in-place ops, an identity helper)
+_EMBER_ONLY = {"aten::copy_slices", "aten::eye_of", "aten::view_scatter", "aten::constant_pad_nd_backward"}
+
+
+def test_every_recordable_name_is_an_aten_op():
+    from ember.autograd import profiler as P
+    names = {n for _, n in P._public_ops()} | {_profiling.aten_name(p) for p in _primitive.PRIMITIVES}
+    missing = {n for n in names if not hasattr(torch.ops.aten, n[len("aten::"):])}
+    assert missing == _EMBER_ONLY

@@ -17,6 +17,7 @@ classes (``ember.autograd.profiler``, ``ember.profiler``) turn them into PyTorch
 """
 from __future__ import annotations
 
+import os
 import re
 import sys
 import threading
@@ -89,6 +90,7 @@ def _options() -> None:
 
 def start(session: Session) -> None:
     """Begin recording into ``session`` (several may record at once: each sees every range in its window)."""
+    session.start_ns = time.perf_counter_ns()
     with _LOCK:
         if session in _SESSIONS:
             return
@@ -102,7 +104,6 @@ def start(session: Session) -> None:
                 _SESSIONS.remove(session)
                 _options()
                 raise
-    session.start_ns = time.perf_counter_ns()
 
 
 def stop(session: Session) -> None:
@@ -132,7 +133,7 @@ def _python_stack() -> list:
     return out
 
 
-_EMBER_DIR = __file__.rsplit("/autograd/", 1)[0] + "/"
+_EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
 def _is_ember(path: str) -> bool:
@@ -299,11 +300,11 @@ def _install() -> None:
         f.__code__ = _renamed(entry, f.__code__)
     NODE_HOOK = _node
     for hook in EXTRA:
-        _saved.extend(hook())
+        hook(_saved)
 
 
-# Upper layers' swaps (ember/autograd/profiler.py: the public ops), each a function that swaps its functions' code
-# and returns [(function, code, kwdefaults)] to put back.
+# Upper layers' swaps (ember/autograd/profiler.py: the public ops), each a function that swaps its functions' code,
+# appending to the list it is given (function, code, kwdefaults) to put back, as it goes.
 EXTRA: list = []
 
 

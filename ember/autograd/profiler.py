@@ -456,7 +456,22 @@ _DUNDER = {"add": "add", "radd": "add", "iadd": "add_", "sub": "sub", "rsub": "r
            "and": "bitwise_and", "rand": "bitwise_and", "or": "bitwise_or", "ror": "bitwise_or",
            "xor": "bitwise_xor", "rxor": "bitwise_xor", "invert": "bitwise_not", "lshift": "__lshift__",
            "rshift": "__rshift__"}
-_F_NAMES = {"cross_entropy": "cross_entropy_loss", "nll_loss": "nll_loss_nd"}   # PyTorch's op under F.<name>
+# PyTorch's op under a public name where it differs (F.cross_entropy runs aten::cross_entropy_loss, Tensor.float
+# aten::to), and None for the names that are Python functions in PyTorch (their ops are recorded, not them) or
+# no op at all (storage(), share_memory_()).
+_RENAMED = {"cross_entropy": "cross_entropy_loss", "nll_loss": "nll_loss_nd", "logsigmoid": "log_sigmoid",
+            "affine_grid": "affine_grid_generator", "grid_sample": "grid_sampler",
+            **{f"adaptive_max_pool{d}d_with_indices": f"adaptive_max_pool{d}d" for d in (1, 2, 3)},
+            **{f"fractional_max_pool{d}d_with_indices": f"fractional_max_pool{d}d" for d in (2, 3)},
+            **{n: "to" for n in ("bfloat16", "bool", "byte", "char", "double", "float", "half", "int", "long",
+                                 "short", "cfloat", "cdouble", "type")},
+            **{n: None for n in (
+                "const_data_ptr dim_order is_shared share_memory_ storage storage_type untyped_storage new new_tensor "
+                "dropout1d dropout2d dropout3d eig lstsq lu solve symeig fold gaussian_nll_loss gumbel_softmax "
+                "interpolate upsample upsample_bilinear upsample_nearest linear_cross_entropy local_response_norm "
+                "lp_pool1d lp_pool2d lp_pool3d max_unpool1d multi_head_attention_forward multilabel_soft_margin_loss "
+                "normalize softmin softsign tanhshrink triplet_margin_with_distance_loss unique "
+                "unravel_index").split()}}
 _entries: dict = {}    # number of closure cells -> entry code
 _public: list | None = None   # [(function, aten name)], found once
 
@@ -497,13 +512,12 @@ def _public_ops() -> list:
                     continue
                 if name.startswith("__"):
                     name = _DUNDER.get(name.strip("_"))
-                    if name is None:
-                        continue
-                elif kind == "F":
-                    name = _F_NAMES.get(name, name)
                 elif kind in ("linalg", "special", "fft"):
                     name = f"{kind}_{name}"
-                found[id(f)] = (f, "aten::" + name)
+                else:
+                    name = _RENAMED.get(name, name)
+                if name is not None:
+                    found[id(f)] = (f, "aten::" + name)
         _public = list(found.values())
     return _public
 
@@ -526,8 +540,8 @@ def _runner(orig, name: str):
     return run
 
 
-def _swap_public() -> list:
-    """Swap the public ops' code for recording entries; returns what to put back.
+def _swap_public(saved: list) -> None:
+    """Swap the public ops' code for recording entries, appending to ``saved`` what to put back.
 
     autocast swaps the code of the ops it casts too (ember/amp/autocast_mode.py). Its swaps are built (they keep
     each function's own code) before the profiler's first swap, so it never takes a profiler entry for the original;
@@ -539,7 +553,6 @@ def _swap_public() -> list:
         if amp._SWAPS is None:
             amp._SWAPS = amp._build()
         busy = {id(sw.fn) for sw in amp._SWAPS} if amp._swapped[0] else set()
-    saved = []
     for f, name in _public_ops():
         if id(f) in busy:
             continue
@@ -549,7 +562,6 @@ def _swap_public() -> list:
         saved.append((f, code, f.__kwdefaults__))
         f.__code__ = _profiling._renamed(_entry_code(len(code.co_freevars)), code)
         f.__kwdefaults__ = {"_ember_profiler_run": _runner(orig, name)}
-    return saved
 
 
 _profiling.EXTRA.append(_swap_public)
