@@ -163,11 +163,9 @@ class profile:
             self._old_function_events = self._function_events
         self._function_events = None
         self._needs_processing = True
-        if self._session is not None:
+        if self._session is not None:   # (stopped without a start: nothing recorded; PyTorch logs it from C++)
             _profiling.stop(self._session)
             self.profiling_end_time_ns = self._session.end_ns
-        else:   # stopped without a start: PyTorch warns (from C++) and records nothing
-            warnings.warn("disableProfiler called but no active profiling session found.", stacklevel=2)
         if self.acc_events:
             self._ensure_function_events()
         return False
@@ -191,7 +189,9 @@ class profile:
         if self._function_events is not None:
             return
         self._needs_processing = False
-        events = _events_of(self._session, self.use_device) if self._session is not None else []
+        # (while it records there are no events yet, as PyTorch's)
+        done = self._session is not None and self._session.end_ns is not None
+        events = _events_of(self._session, self.use_device) if done else []
         self._function_events = EventList(events, use_device=self.use_device, profile_memory=self.profile_memory,
                                           with_flops=self.with_flops)
         self._function_events._build_tree()
