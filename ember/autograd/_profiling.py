@@ -205,10 +205,18 @@ def aten_name(prim, node_cls=None) -> str:
     cls = node_cls or prim.node_cls
     name = _ATEN.get(cls)
     if name is None:
-        m = re.fullmatch(r"(\w+?)Backward\d+", cls.__name__)
-        op = re.sub(_CAMEL, "_", m.group(1)).lower() if m else prim.name
-        name = _ATEN[cls] = "aten::" + _UNDERSCORED.get(op, op)
+        name = _ATEN[cls] = node_aten_name(cls.__name__) or "aten::" + prim.name
     return name
+
+
+def node_aten_name(node: str) -> str | None:
+    """The ATen op whose backward node PyTorch names ``node`` (``AddmmBackward0`` -> ``aten::addmm``,
+    ``Log1PBackward0`` -> ``aten::log1p``, ``ToCopyBackward0`` -> ``aten::_to_copy``); None for a node of no op."""
+    m = re.fullmatch(r"(\w+?)Backward\d+", node)
+    if m is None:
+        return None
+    op = re.sub(_CAMEL, "_", m.group(1)).lower()
+    return "aten::" + _UNDERSCORED.get(op, op)
 
 
 # ----- the swapped code ------------------------------------------------------------------------------------
