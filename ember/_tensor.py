@@ -238,6 +238,13 @@ class Tensor:
     def stride(self, dim: int | None = None):
         isz = self._data.itemsize
         st = tuple(s // isz for s in self._data.strides)
+        if not self._data.size and self._data.ndim and not any(self._data.strides):
+            # NumPy 2 zeroes a new empty array's strides; PyTorch keeps row-major ones (a size-0 dim counts as 1)
+            st, step = [], 1
+            for n in reversed(self._data.shape):
+                st.insert(0, step)
+                step *= max(n, 1)
+            st = tuple(st)
         return st if dim is None else st[_wrap_dim(dim, self._data.ndim, "stride")]
 
     def data_ptr(self) -> int:

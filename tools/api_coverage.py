@@ -165,52 +165,9 @@ PLANNED: dict[str, str] = {
         serialization:normalize_storage_type serialization:register_package serialization:set_crc32_options
         serialization:set_default_load_endianness serialization:set_default_mmap_options serialization:skip_data
         serialization:storage_to_tensor_type serialization:validate_cuda_device serialization:validate_hpu_device"""),
-    **_same(_ISSUE19, """distributions:AbsTransform distributions:AffineTransform distributions:Bernoulli distributions:Beta
-        distributions:Binomial distributions:CatTransform distributions:Categorical distributions:Cauchy
-        distributions:Chi2 distributions:ComposeTransform distributions:ContinuousBernoulli
-        distributions:CorrCholeskyTransform distributions:CumulativeDistributionTransform distributions:Dirichlet
-        distributions:Distribution distributions:ExpTransform distributions:Exponential
-        distributions:ExponentialFamily distributions:FisherSnedecor distributions:Gamma
-        distributions:GeneralizedPareto distributions:Geometric distributions:Gumbel distributions:HalfCauchy
-        distributions:HalfNormal distributions:Independent distributions:IndependentTransform
-        distributions:InverseGamma distributions:Kumaraswamy distributions:LKJCholesky distributions:Laplace
-        distributions:LogNormal distributions:LogisticNormal distributions:LowRankMultivariateNormal
-        distributions:LowerCholeskyTransform distributions:MixtureSameFamily distributions:Multinomial
-        distributions:MultivariateNormal distributions:NegativeBinomial distributions:Normal
-        distributions:OneHotCategorical distributions:OneHotCategoricalStraightThrough distributions:Pareto
-        distributions:Poisson distributions:PositiveDefiniteTransform distributions:PowerTransform
-        distributions:RelaxedBernoulli distributions:RelaxedOneHotCategorical distributions:ReshapeTransform
-        distributions:SigmoidTransform distributions:SoftmaxTransform distributions:SoftplusTransform
-        distributions:StackTransform distributions:StickBreakingTransform distributions:StudentT
-        distributions:TanhTransform distributions:Transform distributions:TransformedDistribution
-        distributions:Uniform distributions:VonMises distributions:Weibull distributions:Wishart
-        distributions:biject_to distributions:identity_transform distributions:kl_divergence
-        distributions:register_kl distributions:transform_to"""),
-    **_same(_ISSUE19, """distributions.constraints:Constraint distributions.constraints:MixtureSameFamilyConstraint
-        distributions.constraints:cat distributions.constraints:dependent
-        distributions.constraints:dependent_property distributions.constraints:greater_than
-        distributions.constraints:greater_than_eq distributions.constraints:half_open_interval
-        distributions.constraints:independent distributions.constraints:integer_interval
-        distributions.constraints:interval distributions.constraints:is_dependent
-        distributions.constraints:less_than distributions.constraints:multinomial distributions.constraints:stack"""),
-    **_same(_ISSUE19, """distributions.transforms:AbsTransform distributions.transforms:AffineTransform
-        distributions.transforms:CatTransform distributions.transforms:ComposeTransform
-        distributions.transforms:CorrCholeskyTransform distributions.transforms:CumulativeDistributionTransform
-        distributions.transforms:Distribution distributions.transforms:ExpTransform
-        distributions.transforms:IndependentTransform distributions.transforms:LowerCholeskyTransform
-        distributions.transforms:PositiveDefiniteTransform distributions.transforms:PowerTransform
-        distributions.transforms:ReshapeTransform distributions.transforms:SigmoidTransform
-        distributions.transforms:SoftmaxTransform distributions.transforms:SoftplusTransform
-        distributions.transforms:StackTransform distributions.transforms:StickBreakingTransform
-        distributions.transforms:TanhTransform distributions.transforms:Transform
-        distributions.transforms:broadcast_all distributions.transforms:identity_transform
-        distributions.transforms:lazy_property distributions.transforms:pad distributions.transforms:softplus
-        distributions.transforms:tril_matrix_to_vec distributions.transforms:vec_to_tril_matrix"""),
-    **_same(_ISSUE19, """testing:assert_allclose testing:assert_close testing:make_tensor"""),
     **_same(_ISSUE19, """onnx:ExportableModule onnx:InputObserver onnx:JitScalarType onnx:ONNXProgram onnx:OnnxExporterError
         onnx:OperatorExportTypes onnx:TensorProtoDataType onnx:TrainingMode onnx:export onnx:is_in_onnx_export
         onnx:register_custom_op_symbolic onnx:select_model_mode_for_export onnx:unregister_custom_op_symbolic"""),
-    **_same(_ISSUE19, """utils.tensorboard:FileWriter utils.tensorboard:SummaryWriter"""),
 }
 
 # A program may touch these; nobody builds them yet.
