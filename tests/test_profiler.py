@@ -379,3 +379,46 @@ def test_every_recordable_name_is_an_aten_op():
     names = {n for _, n in P._public_ops()} | {_profiling.aten_name(p) for p in _primitive.PRIMITIVES}
     missing = {n for n in names if not hasattr(torch.ops.aten, n[len("aten::"):])}
     assert missing == _EMBER_ONLY
+
+
+def _warnings_of(fn) -> list:
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        try:
+            fn()
+        except AssertionError as e:
+            return [(x.category.__name__, str(x.message)) for x in w] + [str(e)]
+    return [(x.category.__name__, str(x.message)) for x in w]
+
+
+@pytest.mark.parametrize("kw", [dict(use_cuda=True), dict(use_device="cuda"), dict(use_device="tpu"),
+                                dict(use_cpu=False), dict(use_cpu=False, use_kineto=True)])
+def test_autograd_profile_device_arguments_as_torch(kw):
+    def run(lib):
+        def fn():
+            with lib.autograd.profiler.profile(**kw):
+                lib.ones(2) + 1
+        return _warnings_of(fn)
+    assert run(ember) == run(torch)
+
+
+def test_events_across_threads_and_acc_events():
+    import threading
+
+    def work():
+        with ember.profiler.record_function("in thread"):
+            ember.ones(2) * 2
+
+    with ember.profiler.profile() as p:
+        t = threading.Thread(target=work)
+        t.start()
+        t.join()
+        ember.ones(2) + 1
+    ev = {e.name: e for e in p.events()}
+    assert ev["aten::mul"].cpu_parent is ev["in thread"] and ev["in thread"].thread != ev["aten::add"].thread
+    # acc_events keeps the events of every cycle of a schedule
+    with ember.profiler.profile(schedule=ember.profiler.schedule(wait=0, warmup=1, active=1), acc_events=True) as q:
+        for _ in range(4):
+            ember.ones(2) + 1
+            q.step()
+    assert sum(e.count for e in q.key_averages() if e.key == "aten::add") == 2

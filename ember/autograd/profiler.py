@@ -261,8 +261,9 @@ def _events_of(session: _profiling.Session, use_device=None) -> list:
                 if rec[2] == r.thread:
                     mem += rec[1]
                     seen.add(id(rec))
-        out.append(FunctionEvent(   # (PyTorch's rewrite: the steps share one key in tables)
-            id=i, name="ProfilerStep*" if r.name.startswith("ProfilerStep#") else r.name, trace_name=r.name, thread=r.thread, start_us=(r.start - t0) / 1000,
+        name = "ProfilerStep*" if r.name.startswith("ProfilerStep#") else r.name   # (one key for every step)
+        out.append(FunctionEvent(
+            id=i, name=name, trace_name=r.name, thread=r.thread, start_us=(r.start - t0) / 1000,
             end_us=(r_end - t0) / 1000, fwd_thread=r.thread if r.scope == _profiling.BACKWARD else None,
             input_shapes=r.shapes if r.shapes is not None else [], stack=r.stack if r.stack is not None else [],
             scope=r.scope, use_device=use_device, cpu_memory_usage=mem, sequence_nr=r.seq, flops=r.flops,
@@ -481,10 +482,10 @@ def _entry_code(n: int):
     if code is None:
         cells = ", ".join(f"c{i}" for i in range(n))
         src = (f"def _outer({cells}):\n"
-               f"    def entry(*args, _ember_profiler_run, **kwargs):\n"
+               "    def entry(*args, _ember_profiler_run, **kwargs):\n"
                + (f"        ({cells},)\n" if n else "") +
-               f"        return _ember_profiler_run(args, kwargs)\n"
-               f"    return entry\n")
+               "        return _ember_profiler_run(args, kwargs)\n"
+               "    return entry\n")
         ns: dict = {}
         exec(compile(src, "<ember profiler entry>", "exec"), ns)   # noqa: S102  (a fixed template)
         code = _entries[n] = ns["_outer"](*range(n)).__code__

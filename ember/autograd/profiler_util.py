@@ -219,7 +219,8 @@ class FunctionEvent(FormattedTimesMixin):
             f"cpu_children={str([child.id for child in self.cpu_children])} {device_name}_time={self.device_time_str} "
             f"name={self.name} thread={self.thread} input_shapes={str(self.input_shapes)} "
             f"cpu_memory_usage={self.cpu_memory_usage} {device_name}_memory_usage={self.device_memory_usage} "
-            f"is_async={self.is_async} is_remote={self.is_remote} seq_nr={self.sequence_nr} is_legacy={self.is_legacy}>")
+            f"is_async={self.is_async} is_remote={self.is_remote} seq_nr={self.sequence_nr} "
+            f"is_legacy={self.is_legacy}>")
 
 
 class FunctionEventAvg(FormattedTimesMixin):
