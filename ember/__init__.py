@@ -43,3 +43,11 @@ from .amp.autocast_mode import (  # noqa: E402,F401  (torch's autocast state fun
     set_autocast_dtype, set_autocast_enabled, set_autocast_gpu_dtype, set_autocast_ipu_dtype,
     set_autocast_ipu_enabled, set_autocast_xla_dtype, set_autocast_xla_enabled)
 from . import testing  # noqa: E402,F401  (torch.testing: assert_close, make_tensor; small)
+
+
+def __getattr__(name: str):
+    """``torch.profiler``, loaded on first use (a program that does not profile does not import it)."""
+    if name == "profiler":
+        import importlib
+        return importlib.import_module(".profiler", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

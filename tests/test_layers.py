@@ -29,7 +29,8 @@ LAYERS = [
     ("ops", ["ember.ops", "ember.linalg", "ember.special"]),
     ("library", ["ember.nn", "ember.optim", "ember.utils", "ember.func", "ember.cuda", "ember.cpu", "ember.amp",
                  "ember.distributed",
-                 "ember.autograd.functional", "ember.autograd.gradcheck", "ember.autograd._explain"]),
+                 "ember.autograd.functional", "ember.autograd.gradcheck", "ember.autograd._explain",
+                 "ember.autograd.profiler", "ember.profiler"]),
     ("host", ["ember.serialization", "ember.viz", "ember.demo",
               "ember.__main__", "ember"]),
 ]
