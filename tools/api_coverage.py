@@ -142,12 +142,6 @@ PLANNED: dict[str, str] = {
     **_same(_ISSUE19, """nn.parallel:DataParallel nn.parallel:DistributedDataParallel nn.parallel:DistributedDataParallelCPU
         nn.parallel:data_parallel nn.parallel:gather nn.parallel:parallel_apply nn.parallel:replicate
         nn.parallel:scatter"""),
-    **_same(_ISSUE19, """nn.utils.prune:BasePruningMethod nn.utils.prune:CustomFromMask nn.utils.prune:Identity
-        nn.utils.prune:L1Unstructured nn.utils.prune:LnStructured nn.utils.prune:PruningContainer
-        nn.utils.prune:RandomStructured nn.utils.prune:RandomUnstructured nn.utils.prune:custom_from_mask
-        nn.utils.prune:global_unstructured nn.utils.prune:identity nn.utils.prune:is_pruned
-        nn.utils.prune:l1_unstructured nn.utils.prune:ln_structured nn.utils.prune:random_structured
-        nn.utils.prune:random_unstructured nn.utils.prune:remove"""),
     **_same(_ISSUE19, """nn.attention:SDPAParams nn.attention:SDPBackend nn.attention:activate_flash_attention_impl
         nn.attention:can_use_efficient_attention nn.attention:can_use_flash_attention
         nn.attention:current_flash_attention_impl nn.attention:list_flash_attention_impls
