@@ -142,11 +142,6 @@ PLANNED: dict[str, str] = {
     **_same(_ISSUE19, """nn.parallel:DataParallel nn.parallel:DistributedDataParallel nn.parallel:DistributedDataParallelCPU
         nn.parallel:data_parallel nn.parallel:gather nn.parallel:parallel_apply nn.parallel:replicate
         nn.parallel:scatter"""),
-    **_same(_ISSUE19, """nn.attention:SDPAParams nn.attention:SDPBackend nn.attention:activate_flash_attention_impl
-        nn.attention:can_use_efficient_attention nn.attention:can_use_flash_attention
-        nn.attention:current_flash_attention_impl nn.attention:list_flash_attention_impls
-        nn.attention:register_flash_attention_impl nn.attention:restore_flash_attention_impl
-        nn.attention:sdpa_kernel"""),
     **_same(_ISSUE19, """serialization:LoadEndianness serialization:SourceChangeWarning serialization:StorageType
         serialization:check_module_version_greater_or_equal serialization:default_restore_location
         serialization:get_crc32_options serialization:get_default_load_endianness

@@ -57,7 +57,7 @@ _family("modules.activation_mha", "MultiheadAttention")
 _family("modules.transformer", "Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
         "TransformerDecoderLayer")
 
-_SUBMODULES = ("init", "utils", "modules")
+_SUBMODULES = ("init", "utils", "modules", "attention")
 
 
 def __getattr__(name: str):
