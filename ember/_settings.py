@@ -130,9 +130,3 @@ def compiled_with_cxx11_abi() -> builtins.bool:
     """True, as every PyTorch 2.x build (a fact about PyTorch's C++ library; ember has none)."""
     return True
 
-
-# Scaled-dot-product-attention backends (torch.backends.cuda's *_sdp switches, torch.nn.attention.sdpa_kernel).
-# ember has one kernel, the math path; ops.nn_norm.scaled_dot_product_attention refuses where PyTorch's CPU
-# dispatch (flash or math) would find no kernel, and otherwise computes with it.
-_sdp_enabled = {"flash": True, "mem_efficient": True, "math": True, "cudnn": True, "overrideable": True}
-_sdp_priority = [1, 2, 0, 3, 4]   # SDPBackend values in PyTorch's default order

@@ -111,12 +111,12 @@ def test_set_priority_and_nesting():
     for lib, A in LIBS:
         B = A.SDPBackend
         with A.sdpa_kernel([B.MATH, B.FLASH_ATTENTION], set_priority=True):
-            order = list(torch._C._get_sdp_priority_order()) if lib is torch else list(ember._settings._sdp_priority)
+            order = list(torch._C._get_sdp_priority_order()) if lib is torch else list(ember.backends.cuda._sdp_priority)
             assert order == [0, 1, 2, 3, 4]
             with A.sdpa_kernel(B.EFFICIENT_ATTENTION):
                 assert _switches(lib) == (False, True, False, False)
             assert _switches(lib) == (True, False, True, False)
-        order = list(torch._C._get_sdp_priority_order()) if lib is torch else list(ember._settings._sdp_priority)
+        order = list(torch._C._get_sdp_priority_order()) if lib is torch else list(ember.backends.cuda._sdp_priority)
         assert order == [1, 2, 0, 3, 4]
 
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any
 
-from .._settings import _sdp_enabled as _sdp
-
 
 class _Matmul:
     """``torch.backends.cuda.matmul``: plain settable attributes."""
@@ -20,6 +18,12 @@ class _Matmul:
 
 
 matmul = _Matmul()
+
+# Scaled-dot-product-attention backends (the *_sdp switches below, ember.nn.attention.sdpa_kernel). ember has one
+# kernel, the math path; ops.nn_norm.scaled_dot_product_attention refuses where PyTorch's CPU dispatch (flash or
+# math) would find no kernel, and otherwise computes with it.
+_sdp = {"flash": True, "mem_efficient": True, "math": True, "cudnn": True, "overrideable": True}
+_sdp_priority = [1, 2, 0, 3, 4]   # SDPBackend values in PyTorch's default order
 
 
 

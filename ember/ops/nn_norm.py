@@ -19,7 +19,7 @@ import numbers
 
 from .. import _dtype as D
 from .._device import NAMESPACES, quietly
-from .._settings import _sdp_enabled
+from ..backends.cuda import _sdp as _sdp_enabled
 from .._state import _state as _gm_state
 from .._tensor import Tensor, make
 from ..autograd._primitive import apply, defprim

@@ -16,7 +16,7 @@ import logging
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ... import _settings
+from ...backends import cuda as _cuda
 from ...backends.cuda import SDPAParams, SDPBackend, can_use_efficient_attention, can_use_flash_attention
 
 __all__ = ["SDPBackend", "sdpa_kernel", "WARN_FOR_UNFUSED_KERNELS", "register_flash_attention_impl",
@@ -25,26 +25,26 @@ __all__ = ["SDPBackend", "sdpa_kernel", "WARN_FOR_UNFUSED_KERNELS", "register_fl
 
 WARN_FOR_UNFUSED_KERNELS = False
 
-# SDPBackend member name -> the switch in _settings._sdp_enabled (PyTorch's order)
+# SDPBackend member name -> the switch in _cuda._sdp (PyTorch's order)
 _SWITCHES = {"CUDNN_ATTENTION": "cudnn", "FLASH_ATTENTION": "flash", "EFFICIENT_ATTENTION": "mem_efficient",
              "MATH": "math", "OVERRIDEABLE": "overrideable"}
 
 
 def _enabled_backends(with_priority: bool = False) -> list[SDPBackend]:
     """The backends switched on, in PyTorch's listing order (or in priority order)."""
-    on = [SDPBackend[name] for name, switch in _SWITCHES.items() if _settings._sdp_enabled[switch]]
+    on = [SDPBackend[name] for name, switch in _SWITCHES.items() if _cuda._sdp[switch]]
     if with_priority:
-        on.sort(key=lambda b: _settings._sdp_priority.index(int(b)))
+        on.sort(key=lambda b: _cuda._sdp_priority.index(int(b)))
     return on
 
 
 def _set_backends(backends: list[SDPBackend], set_priority: bool = False) -> None:
     for name, switch in _SWITCHES.items():
-        _settings._sdp_enabled[switch] = SDPBackend[name] in backends
+        _cuda._sdp[switch] = SDPBackend[name] in backends
     if set_priority:
         order = [int(b) for b in backends]
-        order += [b for b in _settings._sdp_priority if b not in order]
-        _settings._sdp_priority[:] = order
+        order += [b for b in _cuda._sdp_priority if b not in order]
+        _cuda._sdp_priority[:] = order
 
 
 @contextlib.contextmanager
