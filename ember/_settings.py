@@ -129,4 +129,3 @@ def init_num_threads() -> None:
 def compiled_with_cxx11_abi() -> builtins.bool:
     """True, as every PyTorch 2.x build (a fact about PyTorch's C++ library; ember has none)."""
     return True
-
