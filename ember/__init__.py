@@ -31,6 +31,7 @@ from .serialization import load, save  # noqa: E402  (PyTorch's checkpoint forma
 from .serialization._safetensors import load_safetensors, save_safetensors  # noqa: E402  (lazily)
 from . import func  # noqa: E402,F401  (torch.func.functional_call; a small module)
 from . import amp, cpu  # noqa: E402  (torch.amp: autocast and GradScaler; torch.cpu and torch.cpu.amp)
+from . import accelerator  # noqa: E402,F401  (torch.accelerator, as a build without an accelerator answers)
 from .cuda import amp as _cuda_amp  # noqa: E402,F401  (loads torch.cuda.amp)
 from .amp import GradScaler, autocast  # noqa: E402
 from .amp.autocast_mode import (  # noqa: E402,F401  (torch's autocast state functions)

@@ -227,7 +227,7 @@ def _wlm_mask(line: str) -> str:
     return re.sub(r"time: *[\d.]+s", "time", re.sub(r"ms/batch *[\d.]+", "ms/batch", line))
 
 
-@pytest.mark.parametrize("variant", [["--model", "LSTM"], ["--model", "GRU", "--tied", "--lr", "5"],
+@pytest.mark.parametrize("variant", [["--model", "LSTM", "--accel"], ["--model", "GRU", "--tied", "--lr", "5"],
                                      ["--model", "RNN_TANH", "--use-optimizer", "--lr", "0.01"],
                                      ["--model", "Transformer", "--lr", "1"]],
                          ids=["LSTM", "GRU_tied", "RNN_TANH_AdamW", "Transformer"])
