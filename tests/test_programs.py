@@ -83,27 +83,32 @@ def _prepare(program: str, run_dir: Path) -> None:
         (run_dir / "tiktoken.py").write_text("def get_encoding(name):\n    raise ImportError('tiktoken stub')\n")
 
 
+_WARNING = re.compile(r"^\S+:\d+: (\w*Warning): (.*)$")
+
+
 def _leg(lib: str, program: str, base: Path, make_data, commands, env_extra=None):
     """Run ``commands`` (lists of arguments: script first) one after another under ``lib``; stop at the first
-    failure.  Returns (stdout of all, stderr of the last, the last return code, the run directory)."""
+    failure.  Returns (stdout of all, stderr of the last, the last return code, the run directory, the warnings
+    of all as (category, message) pairs)."""
     run_dir = base / lib
     _prepare(program, run_dir)
     make_data(run_dir)
     env = _env()
     env.update(env_extra or {})
-    out, err, rc = [], "", 0
+    out, err, rc, warned = [], "", 0, []
     for args in commands:
         try:
             p = subprocess.run([sys.executable, str(RUNNER), lib, *args], cwd=run_dir, env=env,
                                capture_output=True, text=True, timeout=TIMEOUT)
         except subprocess.TimeoutExpired as e:
             out.append(e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or ""))
-            return "".join(out), f"timed out after {TIMEOUT} s", -1, run_dir
+            return "".join(out), f"timed out after {TIMEOUT} s", -1, run_dir, warned
         out.append(p.stdout)
         err, rc = p.stderr, p.returncode
+        warned += [m.groups() for m in map(_WARNING.match, err.splitlines()) if m]
         if rc:
             break
-    return "".join(out), err, rc, run_dir
+    return "".join(out), err, rc, run_dir, warned
 
 
 def _both(program, tmp_path, make_data, commands, env_extra=None):
@@ -145,8 +150,8 @@ def _compare(t_out: str, e_out: str, mask, rel: float, units: float, prefix_only
 
 
 def _check(torch_leg, ember_leg, mask, rel, units, files=()):
-    t_out, t_err, t_rc, t_dir = torch_leg
-    e_out, e_err, e_rc, e_dir = ember_leg
+    t_out, t_err, t_rc, t_dir, t_warned = torch_leg
+    e_out, e_err, e_rc, e_dir, e_warned = ember_leg
     assert t_rc == 0, f"torch's run failed:\n{t_err[-3000:]}"
     if e_rc:
         for pattern, owner, what in KNOWN_GAPS:
@@ -156,6 +161,7 @@ def _check(torch_leg, ember_leg, mask, rel, units, files=()):
                 pytest.xfail(f"needs {what} ({owner}): {last}")
         raise AssertionError(f"ember's run failed:\n{e_err[-4000:]}")
     _compare(t_out, e_out, mask, rel, units)
+    assert e_warned == t_warned   # the same warnings (category and text), in the same order
     for name in files:
         assert (e_dir / name).read_text() == (t_dir / name).read_text(), name
 
