@@ -244,3 +244,32 @@ def test_failed_apply_restores_parameter():
         assert not lib.nn.utils.prune.is_pruned(m)
     assert [n for n, _ in tm.named_parameters()] == [n for n, _ in em.named_parameters()]
     assert list(tm.state_dict()) == list(em.state_dict())
+
+
+def test_pruned_module_as_an_object():
+    """What users do with a pruned module: pickle it, load its state dict into another pruned one; deepcopy
+    refuses (the pruned tensor is not a leaf) with PyTorch's message; a buffer or a missing name cannot be
+    pruned."""
+    import copy
+    import pickle
+    tm, em = _models(lambda m: m.nn.Linear(3, 2))
+    outs = []
+    for lib, m in ((torch, tm), (ember, em)):
+        lib.manual_seed(2)
+        lib.nn.utils.prune.random_unstructured(m, "weight", 0.5)
+        back = pickle.loads(pickle.dumps(m))
+        assert list(back.state_dict()) == ["bias", "weight_orig", "weight_mask"]
+        assert lib.nn.utils.prune.is_pruned(back)
+        other = lib.nn.Linear(3, 2)
+        lib.nn.utils.prune.identity(other, "weight")
+        other.load_state_dict(m.state_dict())
+        outs.append(other(lib.ones(1, 3)))   # the hook applies the loaded mask
+        with pytest.raises(RuntimeError) as info:
+            copy.deepcopy(m)
+        outs.append(str(info.value))
+    _same(outs[0], outs[2])
+    assert outs[1] == outs[3]
+    errors = _errors(lambda lib: lib.nn.utils.prune.l1_unstructured(lib.nn.BatchNorm1d(3), "running_mean", 1))
+    assert errors[0] == errors[1]
+    errors = _errors(lambda lib: lib.nn.utils.prune.l1_unstructured(lib.nn.Linear(2, 2), "nope", 1))
+    assert errors[0] == errors[1]
