@@ -180,3 +180,16 @@ def test_flash_attention_registry(caplog):
         finally:
             (torch.nn.attention._registry._FLASH_ATTENTION_IMPLS if lib is torch
              else EA._FLASH_ATTENTION_IMPLS).pop("mine", None)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64", "uint8", "bool", "int8", "int16"])
+@pytest.mark.parametrize("shape", [(2, 2), (2, 2, 2), (1, 1, 2, 2)])
+def test_integer_inputs_as_torch(dtype, shape):
+    """PyTorch's math path refuses integer inputs at its first float product (mm's or bmm's message)."""
+    msgs = []
+    for lib, _ in LIBS:
+        q = lib.ones(*shape, dtype=getattr(lib, dtype))
+        with pytest.raises(RuntimeError) as info:
+            lib.nn.functional.scaled_dot_product_attention(q, q, q)
+        msgs.append(str(info.value))
+    assert msgs[0] == msgs[1]

@@ -1043,7 +1043,11 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     if not _sdp_enabled["math"]:
         _sdp_without_math(q, k, v, attn_mask, dropout_p, enable_gqa)
     if q._data.dtype.kind not in "fcV":   # complex: refused at the softmax, below
-        raise RuntimeError(f"{op}: expected floating-point query, key and value, but got {_tname(q)}")
+        # PyTorch's math path meets the integer query at its first float product: mm's check for 2-d
+        # inputs, bmm's scalar-type check otherwise
+        if q._data.ndim == 2:
+            raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: float != {_tname(q)}")
+        raise RuntimeError(f"expected scalar type Float but found {D.type_word(q._data.dtype)}")
     if dropout_p > 1.0:   # (a negative p means no dropout, as in PyTorch)
         raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {dropout_p}")
     from .linalg import matmul
