@@ -33,6 +33,7 @@ from .serialization._safetensors import load_safetensors, save_safetensors  # no
 from . import func  # noqa: E402,F401  (torch.func.functional_call; a small module)
 from . import distributions  # noqa: E402,F401  (torch.distributions; each module loads on first use)
 from . import amp, cpu  # noqa: E402  (torch.amp: autocast and GradScaler; torch.cpu and torch.cpu.amp)
+from . import accelerator  # noqa: E402,F401  (torch.accelerator, as a build without an accelerator answers)
 from .cuda import amp as _cuda_amp  # noqa: E402,F401  (loads torch.cuda.amp)
 from .amp import GradScaler, autocast  # noqa: E402
 from .amp.autocast_mode import (  # noqa: E402,F401  (torch's autocast state functions)

@@ -142,17 +142,6 @@ _ISSUE19 = "issue 19 (the everyday toolbox) builds it this session"
 
 PLANNED: dict[str, str] = {
     **_same(_COMPLEX, """chalf complex32"""),
-    **_same(_ISSUE19, """nn.utils.prune:BasePruningMethod nn.utils.prune:CustomFromMask nn.utils.prune:Identity
-        nn.utils.prune:L1Unstructured nn.utils.prune:LnStructured nn.utils.prune:PruningContainer
-        nn.utils.prune:RandomStructured nn.utils.prune:RandomUnstructured nn.utils.prune:custom_from_mask
-        nn.utils.prune:global_unstructured nn.utils.prune:identity nn.utils.prune:is_pruned
-        nn.utils.prune:l1_unstructured nn.utils.prune:ln_structured nn.utils.prune:random_structured
-        nn.utils.prune:random_unstructured nn.utils.prune:remove"""),
-    **_same(_ISSUE19, """nn.attention:SDPAParams nn.attention:SDPBackend nn.attention:activate_flash_attention_impl
-        nn.attention:can_use_efficient_attention nn.attention:can_use_flash_attention
-        nn.attention:current_flash_attention_impl nn.attention:list_flash_attention_impls
-        nn.attention:register_flash_attention_impl nn.attention:restore_flash_attention_impl
-        nn.attention:sdpa_kernel"""),
     **_same(_ISSUE19, """onnx:ExportableModule onnx:InputObserver onnx:JitScalarType onnx:ONNXProgram onnx:OnnxExporterError
         onnx:OperatorExportTypes onnx:TensorProtoDataType onnx:TrainingMode onnx:export onnx:is_in_onnx_export
         onnx:register_custom_op_symbolic onnx:select_model_mode_for_export onnx:unregister_custom_op_symbolic"""),

@@ -60,7 +60,7 @@ _family("parallel.data_parallel", "DataParallel")
 _family("modules.transformer", "Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
         "TransformerDecoderLayer")
 
-_SUBMODULES = ("init", "utils", "modules", "parallel")
+_SUBMODULES = ("init", "utils", "modules", "parallel", "attention")
 
 
 def __getattr__(name: str):
