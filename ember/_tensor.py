@@ -238,6 +238,13 @@ class Tensor:
     def stride(self, dim: int | None = None):
         isz = self._data.itemsize
         st = tuple(s // isz for s in self._data.strides)
+        if not self._data.size and self._data.ndim and not any(self._data.strides):
+            # NumPy 2 zeroes a new empty array's strides; PyTorch keeps row-major ones (a size-0 dim counts as 1)
+            st, step = [], 1
+            for n in reversed(self._data.shape):
+                st.insert(0, step)
+                step *= max(n, 1)
+            st = tuple(st)
         return st if dim is None else st[_wrap_dim(dim, self._data.ndim, "stride")]
 
     def data_ptr(self) -> int:
@@ -589,7 +596,9 @@ class Tensor:
     def __deepcopy__(self, memo):
         if self.grad_fn is not None:
             raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support the "
-                               "deepcopy protocol at the moment.")
+                               "deepcopy protocol at the moment.  If you were attempting to deepcopy a module, "
+                               "this may be because of a torch.nn.utils.weight_norm usage, see "
+                               "https://github.com/pytorch/pytorch/pull/103001")
         t = _rebuild(self._data.copy(), self._requires_grad)
         if self._meta is not None and self._meta.grad is not None:
             t.grad = self._meta.grad.__deepcopy__(memo)

@@ -650,3 +650,12 @@ def test_division_by_zero_is_silent():
         warnings.simplefilter("error")
         r = ember.tensor([1.0, 0.0, -1.0]) / ember.tensor([0.0, 0.0, 0.0])
     assert r.tolist()[0] == float("inf")
+
+
+@pytest.mark.parametrize("shape", [(0,), (0, 3), (3, 0), (2, 0, 3), (0, 0)])
+@pytest.mark.parametrize("make", ["empty", "zeros", "ones"])
+def test_empty_tensor_strides_as_torch(shape, make):
+    """NumPy 2 gives a new empty array zero strides; ember reports PyTorch's (row-major, size 0 counted as 1)."""
+    import torch
+    assert getattr(ember, make)(*shape).stride() == getattr(torch, make)(*shape).stride()
+    assert ember.empty(1, 3).expand(0, 3).stride() == torch.empty(1, 3).expand(0, 3).stride()

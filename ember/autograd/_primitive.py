@@ -852,6 +852,11 @@ class _Observing:
         _result = self.inner
 
 
+# Every fast path made (fast_unary's and fast_operator's functions): the profiler swaps their code for their general
+# case while it records (autograd/_profiling.py), so that they go through the recorded apply.
+FAST_PATHS: list = []
+
+
 def fast_unary(prim: Primitive, slow):
     """``ember.<op>(input)`` for a unary float op ``prim`` (not a view op): ``apply`` with its arrays prepared, for a
     float Tensor that is no view; ``slow(input)`` (its argument and dtype checks, then ``apply``) for anything else.
@@ -872,6 +877,7 @@ def fast_unary(prim: Primitive, slow):
         finally:
             _fp_restore(fp)
         return _result(prim, (input,), _EMPTY, None, xp, out, None, input._requires_grad)
+    FAST_PATHS.append(fn)
     return fn
 
 
@@ -904,6 +910,7 @@ def fast_operator(prim: Primitive, slow):
         finally:
             _fp_restore(fp)
         return _result(prim, (self, other), _EMPTY, None, xp, out, None, rg)
+    FAST_PATHS.append(op)
     return op
 
 
