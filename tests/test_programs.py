@@ -29,10 +29,6 @@ equal, or within a tolerance that each program states and explains:
   float64 losses depend on summation order: PyTorch itself prints different last digits with 1 and 2 threads.
 
 Generated text (nanoGPT's samples, word_language_model's generated.txt) must be identical.
-
-Where ember stops because a piece another helper builds is missing (whole-object ``torch.save``, the
-``torch.nn.modules.<file>`` layout, ``torch.onnx``, ``torch.distributed``), the test compares the output up to
-that point and then xfails naming the gap (``KNOWN_GAPS``); any other failure fails the test.
 """
 from __future__ import annotations
 
@@ -53,43 +49,6 @@ ROOT = Path(__file__).resolve().parent.parent
 PROGRAMS = ROOT / "tests" / "programs"
 RUNNER = PROGRAMS / "_as_torch.py"
 TIMEOUT = 240
-
-def _lacks_module(name: str) -> bool:
-    return importlib.util.find_spec(name) is None
-
-
-def _lacks_attribute(module: str, attr: str) -> bool:
-    try:
-        return not hasattr(importlib.import_module(module), attr)
-    except ImportError:
-        return True
-
-
-def _lacks_object_save() -> bool:
-    import io
-
-    import ember
-    try:
-        ember.save(np.zeros(1), io.BytesIO())
-    except Exception:
-        return True
-    return False
-
-
-# (pattern in ember's stderr, whose area, what is missing, whether this ember lacks it): a failure xfails only
-# while the piece is really missing, so once it is built any failure of the program fails the test
-KNOWN_GAPS = [
-    (r"No module named 'torch\.nn\.parallel'|No module named 'torch\.distributed'",
-     "helper ckpt", "torch.nn.parallel.DistributedDataParallel / torch.distributed imports",
-     lambda: _lacks_module("ember.nn.parallel") or _lacks_module("ember.distributed")),
-    (r"No module named 'torch\.onnx'", "helper onnx", "import torch.onnx", lambda: _lacks_module("ember.onnx")),
-    (r"has no attribute '(MultiheadAttention|NonDynamicallyQuantizableLinear|rnn|sparse|dropout|linear)'",
-     "helper ckpt", "torch.nn.modules.<file> layout",
-     lambda: _lacks_attribute("ember.nn.modules.linear", "NonDynamicallyQuantizableLinear")),
-    (r"(save|load|[Pp]ickl|serializ)", "helper ckpt", "whole-object torch.save / torch.load(weights_only=False)",
-     _lacks_object_save),
-]
-
 
 def _env() -> dict:
     env = dict(os.environ)
@@ -154,13 +113,11 @@ def _close(a: str, b: str, rel: float, units: float) -> bool:
     return abs(x - y) <= max(units * 10.0 ** -decimals * (1 + 1e-9), rel * abs(x))
 
 
-def _compare(t_out: str, e_out: str, mask, rel: float, units: float, prefix_only: bool = False) -> int:
+def _compare(t_out: str, e_out: str, mask, rel: float, units: float) -> int:
     """Assert that ember's lines match torch's (numbers within the tolerance); returns how many numbers
-    differ at all.  ``prefix_only``: ember stopped early; compare the lines it printed."""
+    differ at all."""
     t_lines = [mask(line) for line in t_out.splitlines()]
     e_lines = [mask(line) for line in e_out.splitlines()]
-    if prefix_only:
-        t_lines = t_lines[:len(e_lines)]
     assert len(e_lines) == len(t_lines), (e_lines, t_lines)
     differ = 0
     for t, e in zip(t_lines, e_lines):
@@ -178,13 +135,7 @@ def _check(torch_leg, ember_leg, mask, rel, units, files=()):
     t_out, t_err, t_rc, t_dir, t_warned = torch_leg
     e_out, e_err, e_rc, e_dir, e_warned = ember_leg
     assert t_rc == 0, f"torch's run failed:\n{t_err[-3000:]}"
-    if e_rc:
-        for pattern, owner, what, lacking in KNOWN_GAPS:
-            if re.search(pattern, e_err) and lacking():
-                _compare(t_out, e_out, mask, rel, units, prefix_only=True)
-                last = e_err.strip().splitlines()[-1] if e_err.strip() else ""
-                pytest.xfail(f"needs {what} ({owner}): {last}")
-        raise AssertionError(f"ember's run failed:\n{e_err[-4000:]}")
+    assert e_rc == 0, f"ember's run failed:\n{e_err[-4000:]}"
     _compare(t_out, e_out, mask, rel, units)
     assert e_warned == t_warned   # the same warnings (category and text), in the same order
     for name in files:

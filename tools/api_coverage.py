@@ -5,10 +5,10 @@
     python tools/api_coverage.py --check    # exit 1 if a name is neither built, omitted, planned nor not-yet
     python tools/api_coverage.py --write    # replace README.md's coverage table (tests/test_api_coverage.py checks it)
 
-Compares torch 2.13 (installed) with ember, namespace by namespace: ``torch``, ``torch.Tensor``,
-``torch.nn.functional``, ``torch.linalg``, ``torch.special``, ``torch.fft``, ``torch.signal.windows`` and
-``torch.amp``. A public name is a non-underscore attribute that is PyTorch's own object: submodules, the typing and
-builtin re-exports (``TYPE_CHECKING``, ``Optional``), the TorchScript helpers that ``nn.functional`` imports
+Compares torch 2.13 (installed) with ember, namespace by namespace (``NAMESPACES`` below: ``torch``,
+``torch.Tensor``, ``torch.nn.functional``, ``torch.linalg``, ..., ``torch.distributions``, ``torch.profiler``,
+``torch.onnx``). A public name is a non-underscore attribute that is PyTorch's own object: submodules, the typing and
+builtin re-exports (``TYPE_CHECKING``, ``Optional``), a submodule's imports from the standard library, the TorchScript helpers that ``nn.functional`` imports
 (``boolean_dispatch``, ``BroadcastingList2``, ``handle_torch_function``) and documentation strings are not counted.
 
 Every name ember lacks is in one of three tables below, with a one-line reason:
@@ -142,8 +142,6 @@ OMITTED: dict[str, str] = {
 
 # Names that other work of issue 18 builds (a PLANNED line may stay until that work lands).
 _COMPLEX = "complex32 (chalf) tensors: the dtype exists, its tensors are refused (NumPy has no complex32)"
-
-_ISSUE19 = "issue 19 (the everyday toolbox) builds it this session"
 
 PLANNED: dict[str, str] = {
     **_same(_COMPLEX, """chalf complex32"""),
