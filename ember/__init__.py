@@ -31,7 +31,6 @@ from . import distributed  # noqa: E402,F401  (torch.distributed: importable in 
 from .serialization import load, save  # noqa: E402  (PyTorch's checkpoint format; zipfile/pickle load lazily)
 from .serialization._safetensors import load_safetensors, save_safetensors  # noqa: E402  (lazily)
 from . import func  # noqa: E402,F401  (torch.func.functional_call; a small module)
-from . import onnx  # noqa: E402,F401  (torch.onnx; the onnx package loads on first export)
 from . import distributions  # noqa: E402,F401  (torch.distributions; each module loads on first use)
 from . import amp, cpu  # noqa: E402  (torch.amp: autocast and GradScaler; torch.cpu and torch.cpu.amp)
 from . import accelerator  # noqa: E402,F401  (torch.accelerator, as a build without an accelerator answers)
@@ -44,12 +43,14 @@ from .amp.autocast_mode import (  # noqa: E402,F401  (torch's autocast state fun
     is_autocast_xla_enabled, set_autocast_cache_enabled, set_autocast_cpu_dtype, set_autocast_cpu_enabled,
     set_autocast_dtype, set_autocast_enabled, set_autocast_gpu_dtype, set_autocast_ipu_dtype,
     set_autocast_ipu_enabled, set_autocast_xla_dtype, set_autocast_xla_enabled)
-from . import testing  # noqa: E402,F401  (torch.testing: assert_close, make_tensor; small)
+
+
+_ON_FIRST_USE = ("profiler", "onnx", "testing")   # as PyTorch's: a program that does not use them does not import them
 
 
 def __getattr__(name: str):
-    """``torch.profiler``, loaded on first use (a program that does not profile does not import it)."""
-    if name == "profiler":
+    """``torch.profiler``, ``torch.onnx`` and ``torch.testing``, loaded on first use."""
+    if name in _ON_FIRST_USE:
         import importlib
-        return importlib.import_module(".profiler", __name__)
+        return importlib.import_module("." + name, __name__)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
