@@ -192,13 +192,13 @@ def test_add_graph_convolution_and_tuple_inputs(tmp_path):
             self.pool = ember.nn.MaxPool2d(2)
 
         def forward(self, image, scale):
-            return self.pool(self.conv(image)).flatten(1) * scale
+            return self.pool(self.conv(image)).flatten(1).log1p() * scale
 
     g, _ = _graph(ember, Two(), str(tmp_path), (ember.randn(1, 1, 6, 6), ember.tensor(3.)))
     names = {n.name: n for n in g.node}
     assert "input/image" in names and "input/scale" in names
     kinds = {n.op for n in g.node}
-    assert {"aten::convolution", "aten::max_pool2d_with_indices", "aten::view", "aten::mul"} <= kinds
+    assert {"aten::convolution", "aten::max_pool2d_with_indices", "aten::view", "aten::log1p", "aten::mul"} <= kinds
     assert any(n.name.startswith("Two/Conv2d[conv]/") for n in g.node)
 
 

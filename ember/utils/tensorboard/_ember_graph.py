@@ -22,21 +22,21 @@ from tensorboard.compat.proto.versions_pb2 import VersionDef
 
 from ..._tensor import Tensor
 from ...autograd import enable_grad
+from ...autograd._profiling import node_aten_name
 from ...autograd.graph import NODE_OBSERVERS
 from ._proto_graph import node_proto
 
 __all__ = ["graph"]
 
-_ATEN = re.compile(r"Backward\d+$")      # an ATen op's node: AddmmBackward0
 _PYTHON_OP = re.compile(r"Backward$")   # a custom autograd.Function's node: MyFnBackward
 
 
 def _op_kind(node: Any) -> str:
     """PyTorch's op name for the forward op that made ``node``."""
     name = type(node).__name__ if not callable(getattr(node, "name", None)) else node.name()
-    if _ATEN.search(name):
-        camel = re.sub(r"(\d)D", r"\1d", _ATEN.sub("", name))   # MaxPool2DWithIndices -> max_pool2d_with_indices
-        return "aten::" + re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", camel).lower()
+    aten = node_aten_name(name)   # the profiler's naming (Log1PBackward0 -> aten::log1p)
+    if aten is not None:
+        return aten
     if _PYTHON_OP.search(type(node).__name__):
         return "prim::PythonOp"
     return name
