@@ -99,6 +99,8 @@ def _cases():
             T(lib, [[[1], [0]]])),
         "native_dropout": lambda lib, x: lib.native_dropout(x, 0.0, True),
         "lu_factor": lambda lib, x: tuple(lib.linalg.lu_factor(x[:, :2] + T(lib, [[3., 0], [0, 3]])))[:2],
+        "linalg_lu_P": lambda lib, x: (lambda r: (r[1] + r[2], r[0]))(lib.linalg.lu(x[:, :2] + T(lib, [[3., 0],
+                                                                                                      [0, 3]]))),
         # targets, weights and lengths of losses
         "nll_loss": lambda lib, x: (lambda t: (F(lib).nll_loss(x, t), t))(T(lib, [2, 1])),
         "nll_loss_weight": lambda lib, x: (lambda w: (F(lib).nll_loss(x, T(lib, [2, 1]), weight=w), w))(

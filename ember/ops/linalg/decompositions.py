@@ -857,9 +857,10 @@ def linalg_lu(A: Tensor, *, pivot: bool = True, out=None):
     check_bool(pivot, "linalg_lu", "pivot")
     _check_lu_input(A, "linalg.lu")
     pivot = _check_pivot(pivot, "linalg_lu")
-    P = NAMESPACES[type(A._data)].linalg_lu(A._data, pivot)[0]
+    P = make(NAMESPACES[type(A._data)].linalg_lu(A._data, pivot)[0])
     p = {"pivot": pivot}
-    return LUResult(make(P), apply(lu_L_p, (A,), p), apply(lu_U_p, (A,), p))
+    # P is saved (PyTorch's LinalgLuBackward0 saves it): changed in place, backward refuses it
+    return LUResult(P, apply_saving(lu_L_p, (A,), p, None, (P,)), apply_saving(lu_U_p, (A,), p, None, (P,)))
 
 
 @register(name="lu_unpack", graph="lu_unpack")
