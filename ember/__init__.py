@@ -27,10 +27,14 @@ import math as _math  # noqa: E402
 pi, e, inf, nan, newaxis = _math.pi, _math.e, _math.inf, _math.nan, None
 from . import optim  # noqa: E402  (torch.optim; its optimizers load on first use)
 from . import utils  # noqa: E402  (torch.utils.checkpoint; built on autograd)
+from . import distributed  # noqa: E402,F401  (torch.distributed: importable in one process; is_available() False)
 from .serialization import load, save  # noqa: E402  (PyTorch's checkpoint format; zipfile/pickle load lazily)
 from .serialization._safetensors import load_safetensors, save_safetensors  # noqa: E402  (lazily)
 from . import func  # noqa: E402,F401  (torch.func.functional_call; a small module)
+from . import onnx  # noqa: E402,F401  (torch.onnx; the onnx package loads on first export)
+from . import distributions  # noqa: E402,F401  (torch.distributions; each module loads on first use)
 from . import amp, cpu  # noqa: E402  (torch.amp: autocast and GradScaler; torch.cpu and torch.cpu.amp)
+from . import accelerator  # noqa: E402,F401  (torch.accelerator, as a build without an accelerator answers)
 from .cuda import amp as _cuda_amp  # noqa: E402,F401  (loads torch.cuda.amp)
 from .amp import GradScaler, autocast  # noqa: E402
 from .amp.autocast_mode import (  # noqa: E402,F401  (torch's autocast state functions)
@@ -40,3 +44,12 @@ from .amp.autocast_mode import (  # noqa: E402,F401  (torch's autocast state fun
     is_autocast_xla_enabled, set_autocast_cache_enabled, set_autocast_cpu_dtype, set_autocast_cpu_enabled,
     set_autocast_dtype, set_autocast_enabled, set_autocast_gpu_dtype, set_autocast_ipu_dtype,
     set_autocast_ipu_enabled, set_autocast_xla_dtype, set_autocast_xla_enabled)
+from . import testing  # noqa: E402,F401  (torch.testing: assert_close, make_tensor; small)
+
+
+def __getattr__(name: str):
+    """``torch.profiler``, loaded on first use (a program that does not profile does not import it)."""
+    if name == "profiler":
+        import importlib
+        return importlib.import_module(".profiler", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -213,7 +213,7 @@ def format_no_data(shape: tuple, dtype_name: str, default_float: str, suffixes: 
     items = [*suffixes[:1], "size=" + str(tuple(int(n) for n in shape))]
     if dtype_name != default_float:
         items.append("dtype=torch." + dtype_name)
-    return "tensor(..., " + ", ".join(items + list(suffixes[1:])) + ")"
+    return _add_suffixes(_PREFIX + "...", items + list(suffixes[1:]), len(_PREFIX))   # wrapped at LINEWIDTH too
 
 
 _COMPLEX_OF = {"float32": "complex64", "float64": "complex128"}

@@ -596,7 +596,9 @@ class Tensor:
     def __deepcopy__(self, memo):
         if self.grad_fn is not None:
             raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support the "
-                               "deepcopy protocol at the moment.")
+                               "deepcopy protocol at the moment.  If you were attempting to deepcopy a module, "
+                               "this may be because of a torch.nn.utils.weight_norm usage, see "
+                               "https://github.com/pytorch/pytorch/pull/103001")
         t = _rebuild(self._data.copy(), self._requires_grad)
         if self._meta is not None and self._meta.grad is not None:
             t.grad = self._meta.grad.__deepcopy__(memo)

@@ -29,6 +29,7 @@ SLOW_TIERS = {
     "test_engine.py::test_million_node_chain": "a graph of a million nodes",
     "test_checkpoint.py::test_intermediates_are_not_kept": "memory measured over long chains",
     "test_demo.py::*": "the demo's training runs, against torch",
+    "test_programs.py::*": "nanoGPT and pytorch/examples programs in fresh processes, under ember and torch",
     "test_viz_browser.py::*": "a headless browser",
     "test_hypothesis_families.py::*": "hypothesis draws for every op family",
 }

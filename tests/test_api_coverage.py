@@ -1,5 +1,5 @@
-"""tools/api_coverage.py --check: every public name of torch, torch.Tensor, nn.functional, linalg, special, fft,
-signal.windows and amp is built, or listed (omitted, planned or not yet built) with its reason; so a change that
+"""tools/api_coverage.py --check: every public name of the namespaces it surveys (torch, torch.Tensor, nn.functional, ...,
+distributions, profiler, onnx) is built, or listed (omitted, planned or not yet built) with its reason; so a change that
 removes a name, or builds one and leaves its line in a table, fails here."""
 from __future__ import annotations
 

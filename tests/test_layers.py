@@ -28,7 +28,9 @@ LAYERS = [
     ("autograd", ["ember.autograd"]),
     ("ops", ["ember.ops", "ember.linalg", "ember.special"]),
     ("library", ["ember.nn", "ember.optim", "ember.utils", "ember.func", "ember.cuda", "ember.cpu", "ember.amp",
-                 "ember.autograd.functional", "ember.autograd.gradcheck", "ember.autograd._explain"]),
+                 "ember.distributed",
+                 "ember.autograd.functional", "ember.autograd.gradcheck", "ember.autograd._explain",
+                 "ember.autograd.profiler", "ember.profiler"]),
     ("host", ["ember.serialization", "ember.viz", "ember.demo",
               "ember.__main__", "ember"]),
 ]

@@ -383,14 +383,18 @@ def test_one_storage_seen_as_two_dtypes_is_refused_as_torch_refuses(torch):
             lib.save([x, x.view(lib.int32)], io.BytesIO())
 
 
-def test_save_refuses_objects_weights_only_cannot_read(tmp_path):
+def test_save_pickles_any_object_and_refuses_what_pickle_refuses(tmp_path):
     path = tmp_path / "bad.pt"
-    for bad in ({"f": lambda x: x}, {"a": np.ones(2)}, [object()], {"nt": os.stat_result(range(10))}):
-        with pytest.raises(TypeError, match="cannot save an object of type"):
-            ember.save(bad, path)
-        assert not path.exists()                   # refused before the file is opened
-    with pytest.raises(TypeError, match=r"\['f'\]"):
-        ember.save({"f": print}, io.BytesIO())
+    with pytest.raises(TypeError, match="Can't pickle"):         # a local function: pickle cannot name it
+        ember.save({"f": lambda x: x}, path)
+    assert not path.exists()                   # refused before the file is opened
+    # what torch.save pickles, ember saves too; weights_only=False reads it back (a trusted file)
+    obj = {"a": np.ones(2), "o": [1], "nt": os.stat_result(range(10)), "f": print}
+    ember.save(obj, path)
+    got = ember.load(path, weights_only=False)
+    assert got["a"].tolist() == [1.0, 1.0] and got["nt"] == obj["nt"] and got["f"] is print
+    with pytest.raises(pickle.UnpicklingError, match="numpy"):
+        ember.load(path)
     with pytest.raises(NotImplementedError, match="legacy"):
         ember.save(ember.ones(1), io.BytesIO(), _use_new_zipfile_serialization=False)
     with pytest.raises(ValueError, match="pickle_protocol"):
@@ -417,9 +421,12 @@ def test_map_location_and_weights_only_false(tmp_path):
         ember.load(io.BytesIO(cuda))
     for ml in ("cpu", {"cuda:0": "cpu"}, lambda s, loc: s):
         assert ember.load(io.BytesIO(cuda), map_location=ml)["x"].tolist() == [1.0, 1.0]
-    with pytest.warns(UserWarning, match="weights-only"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")             # no warning: weights_only=False is the caller's choice
         assert ember.load(io.BytesIO(data), weights_only=False)["x"].tolist() == [1.0, 1.0]
     with pytest.raises(RuntimeError, match="pickle_module"):
+        ember.load(io.BytesIO(data), pickle_module=io, weights_only=True)
+    with pytest.raises(AttributeError, match="Unpickler"):    # as torch: a pickle_module means weights_only=False
         ember.load(io.BytesIO(data), pickle_module=io)
 
 
@@ -437,9 +444,9 @@ class _Payload:
 def _hostile_pickles(marker):
     yield "os.system", pickle.dumps(_Payload(marker), protocol=2)
     yield "os.system", pickle.dumps({"state": [_Payload(marker)]}, protocol=4)
-    yield "builtins.eval", _pkl(_G("builtins", "eval") + _T(_S(f"open({str(marker)!r}, 'w')")) + b"R")
-    yield "builtins.exec", _pkl(_G("__builtin__", "exec") + _T(_S(f"open({str(marker)!r}, 'w')")) + b"R")
-    yield "builtins.getattr", _pkl(_G("builtins", "getattr") + _T(_S("x"), _S("y")) + b"R")
+    yield "GLOBAL eval ", _pkl(_G("builtins", "eval") + _T(_S(f"open({str(marker)!r}, 'w')")) + b"R")
+    yield "GLOBAL exec ", _pkl(_G("__builtin__", "exec") + _T(_S(f"open({str(marker)!r}, 'w')")) + b"R")
+    yield "GLOBAL getattr ", _pkl(_G("builtins", "getattr") + _T(_S("x"), _S("y")) + b"R")
     yield "subprocess.Popen", _pkl(_G("subprocess", "Popen") + _T(_S("true")) + b"R")
     yield "multiarray._reconstruct", pickle.dumps(np.ones(2), protocol=2)
     yield "collections.defaultdict", pickle.dumps(__import__("collections").defaultdict(int), protocol=2)
@@ -467,12 +474,14 @@ def test_hostile_pickles_raise_and_run_nothing(tmp_path):
         msg = str(info.value)
         assert what in msg or (what == "os.system" and "posix.system" in msg), (what, msg)
         assert not marker.exists(), what
-    # the same with weights_only=False: still refused
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    # TORCH_FORCE_WEIGHTS_ONLY_LOAD=1 refuses it even when the call asks for weights_only=False
+    os.environ["TORCH_FORCE_WEIGHTS_ONLY_LOAD"] = "1"
+    try:
         with pytest.raises(pickle.UnpicklingError, match="system"):
             ember.load(io.BytesIO(_archive({"data.pkl": pickle.dumps(_Payload(marker), protocol=2),
                                             "version": b"3\n"})), weights_only=False)
+    finally:
+        del os.environ["TORCH_FORCE_WEIGHTS_ONLY_LOAD"]
     # a bare pickle file (not a zip) with a payload
     raw = tmp_path / "raw.pkl"
     raw.write_bytes(pickle.dumps(_Payload(marker)))

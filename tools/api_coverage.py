@@ -5,10 +5,10 @@
     python tools/api_coverage.py --check    # exit 1 if a name is neither built, omitted, planned nor not-yet
     python tools/api_coverage.py --write    # replace README.md's coverage table (tests/test_api_coverage.py checks it)
 
-Compares torch 2.13 (installed) with ember, namespace by namespace: ``torch``, ``torch.Tensor``,
-``torch.nn.functional``, ``torch.linalg``, ``torch.special``, ``torch.fft``, ``torch.signal.windows`` and
-``torch.amp``. A public name is a non-underscore attribute that is PyTorch's own object: submodules, the typing and
-builtin re-exports (``TYPE_CHECKING``, ``Optional``), the TorchScript helpers that ``nn.functional`` imports
+Compares torch 2.13 (installed) with ember, namespace by namespace (``NAMESPACES`` below: ``torch``,
+``torch.Tensor``, ``torch.nn.functional``, ``torch.linalg``, ..., ``torch.distributions``, ``torch.profiler``,
+``torch.onnx``). A public name is a non-underscore attribute that is PyTorch's own object: submodules, the typing and
+builtin re-exports (``TYPE_CHECKING``, ``Optional``), a submodule's imports from the standard library, the TorchScript helpers that ``nn.functional`` imports
 (``boolean_dispatch``, ``BroadcastingList2``, ``handle_torch_function``) and documentation strings are not counted.
 
 Every name ember lacks is in one of three tables below, with a one-line reason:
@@ -124,105 +124,43 @@ OMITTED: dict[str, str] = {
     "set_default_tensor_type": "deprecated since PyTorch 2.1 (use set_default_dtype / set_default_device)",
     "native_norm": "PyTorch has only a sparse kernel for it (a dense CPU tensor raises NotImplementedError)",
     "Tensor:index": "first-class dimensions (functorch.dim, a prototype) are not built",
+    "onnx:register_custom_op_symbolic": "TorchScript-based (a symbolic function over TorchScript graph values); "
+                                        "ember's exporter translates its own recorded ops, it has no TorchScript",
+    "onnx:unregister_custom_op_symbolic": "TorchScript-based, as register_custom_op_symbolic",
+    "onnx:InputObserver": "records inputs to infer torch.export dynamic shapes; ember has no torch.export "
+                          "(export takes dynamic_axes)",
+    **_same(_STORAGE, "serialization:normalize_storage_type serialization:storage_to_tensor_type"),
+    "serialization:register_package": "ember saves every storage from the cpu (location tag 'cpu'); devices register "
+                                      "through ember.devices, not through location taggers",
+    "serialization:validate_hpu_device": _DEVICE,
+    "serialization:get_source_lines_and_file": _JIT,
+    "profiler:ExecutionTraceObserver": "PyTorch Execution Traces (the op graph with tensor ids that Meta's Chakra/"
+                                       "PARAM replay tools read) are not built; profile() records a trace",
+    "autograd.profiler:load_nvprof": "reads NVIDIA nvprof output (a vendor tool for CUDA)",
+    "autograd.profiler:parse_nvprof_trace": "reads NVIDIA nvprof output (a vendor tool for CUDA)",
 }
 
 # Names that other work of issue 18 builds (a PLANNED line may stay until that work lands).
 _COMPLEX = "complex32 (chalf) tensors: the dtype exists, its tensors are refused (NumPy has no complex32)"
 
-_ISSUE19 = "issue 19 (the everyday toolbox) builds it this session"
-
 PLANNED: dict[str, str] = {
     **_same(_COMPLEX, """chalf complex32"""),
-    **_same(_ISSUE19, """nn:AdaptiveLogSoftmaxWithLoss nn:Container nn:CrossMapLRN2d nn:DataParallel nn:FractionalMaxPool2d
-        nn:FractionalMaxPool3d nn:LinearCrossEntropyLoss nn:LinearCrossEntropyOptions nn:SyncBatchNorm
-        nn:UninitializedBuffer nn:UninitializedParameter nn:factory_kwargs"""),
-    **_same(_ISSUE19, """nn.modules:AdaptiveLogSoftmaxWithLoss nn.modules:Container nn.modules:CrossMapLRN2d
-        nn.modules:FractionalMaxPool2d nn.modules:FractionalMaxPool3d nn.modules:LinearCrossEntropyLoss
-        nn.modules:LinearCrossEntropyOptions nn.modules:SyncBatchNorm"""),
-    **_same(_ISSUE19, """nn.parallel:DataParallel nn.parallel:DistributedDataParallel nn.parallel:DistributedDataParallelCPU
-        nn.parallel:data_parallel nn.parallel:gather nn.parallel:parallel_apply nn.parallel:replicate
-        nn.parallel:scatter"""),
-    **_same(_ISSUE19, """nn.utils.prune:BasePruningMethod nn.utils.prune:CustomFromMask nn.utils.prune:Identity
-        nn.utils.prune:L1Unstructured nn.utils.prune:LnStructured nn.utils.prune:PruningContainer
-        nn.utils.prune:RandomStructured nn.utils.prune:RandomUnstructured nn.utils.prune:custom_from_mask
-        nn.utils.prune:global_unstructured nn.utils.prune:identity nn.utils.prune:is_pruned
-        nn.utils.prune:l1_unstructured nn.utils.prune:ln_structured nn.utils.prune:random_structured
-        nn.utils.prune:random_unstructured nn.utils.prune:remove"""),
-    **_same(_ISSUE19, """nn.attention:SDPAParams nn.attention:SDPBackend nn.attention:activate_flash_attention_impl
-        nn.attention:can_use_efficient_attention nn.attention:can_use_flash_attention
-        nn.attention:current_flash_attention_impl nn.attention:list_flash_attention_impls
-        nn.attention:register_flash_attention_impl nn.attention:restore_flash_attention_impl
-        nn.attention:sdpa_kernel"""),
-    **_same(_ISSUE19, """serialization:LoadEndianness serialization:SourceChangeWarning serialization:StorageType
-        serialization:check_module_version_greater_or_equal serialization:default_restore_location
-        serialization:get_crc32_options serialization:get_default_load_endianness
-        serialization:get_default_mmap_options serialization:get_source_lines_and_file
-        serialization:get_unsafe_globals_in_checkpoint serialization:location_tag serialization:mkdtemp
-        serialization:normalize_storage_type serialization:register_package serialization:set_crc32_options
-        serialization:set_default_load_endianness serialization:set_default_mmap_options serialization:skip_data
-        serialization:storage_to_tensor_type serialization:validate_cuda_device serialization:validate_hpu_device"""),
-    **_same(_ISSUE19, """distributions:AbsTransform distributions:AffineTransform distributions:Bernoulli distributions:Beta
-        distributions:Binomial distributions:CatTransform distributions:Categorical distributions:Cauchy
-        distributions:Chi2 distributions:ComposeTransform distributions:ContinuousBernoulli
-        distributions:CorrCholeskyTransform distributions:CumulativeDistributionTransform distributions:Dirichlet
-        distributions:Distribution distributions:ExpTransform distributions:Exponential
-        distributions:ExponentialFamily distributions:FisherSnedecor distributions:Gamma
-        distributions:GeneralizedPareto distributions:Geometric distributions:Gumbel distributions:HalfCauchy
-        distributions:HalfNormal distributions:Independent distributions:IndependentTransform
-        distributions:InverseGamma distributions:Kumaraswamy distributions:LKJCholesky distributions:Laplace
-        distributions:LogNormal distributions:LogisticNormal distributions:LowRankMultivariateNormal
-        distributions:LowerCholeskyTransform distributions:MixtureSameFamily distributions:Multinomial
-        distributions:MultivariateNormal distributions:NegativeBinomial distributions:Normal
-        distributions:OneHotCategorical distributions:OneHotCategoricalStraightThrough distributions:Pareto
-        distributions:Poisson distributions:PositiveDefiniteTransform distributions:PowerTransform
-        distributions:RelaxedBernoulli distributions:RelaxedOneHotCategorical distributions:ReshapeTransform
-        distributions:SigmoidTransform distributions:SoftmaxTransform distributions:SoftplusTransform
-        distributions:StackTransform distributions:StickBreakingTransform distributions:StudentT
-        distributions:TanhTransform distributions:Transform distributions:TransformedDistribution
-        distributions:Uniform distributions:VonMises distributions:Weibull distributions:Wishart
-        distributions:biject_to distributions:identity_transform distributions:kl_divergence
-        distributions:register_kl distributions:transform_to"""),
-    **_same(_ISSUE19, """distributions.constraints:Constraint distributions.constraints:MixtureSameFamilyConstraint
-        distributions.constraints:cat distributions.constraints:dependent
-        distributions.constraints:dependent_property distributions.constraints:greater_than
-        distributions.constraints:greater_than_eq distributions.constraints:half_open_interval
-        distributions.constraints:independent distributions.constraints:integer_interval
-        distributions.constraints:interval distributions.constraints:is_dependent
-        distributions.constraints:less_than distributions.constraints:multinomial distributions.constraints:stack"""),
-    **_same(_ISSUE19, """distributions.transforms:AbsTransform distributions.transforms:AffineTransform
-        distributions.transforms:CatTransform distributions.transforms:ComposeTransform
-        distributions.transforms:CorrCholeskyTransform distributions.transforms:CumulativeDistributionTransform
-        distributions.transforms:Distribution distributions.transforms:ExpTransform
-        distributions.transforms:IndependentTransform distributions.transforms:LowerCholeskyTransform
-        distributions.transforms:PositiveDefiniteTransform distributions.transforms:PowerTransform
-        distributions.transforms:ReshapeTransform distributions.transforms:SigmoidTransform
-        distributions.transforms:SoftmaxTransform distributions.transforms:SoftplusTransform
-        distributions.transforms:StackTransform distributions.transforms:StickBreakingTransform
-        distributions.transforms:TanhTransform distributions.transforms:Transform
-        distributions.transforms:broadcast_all distributions.transforms:identity_transform
-        distributions.transforms:lazy_property distributions.transforms:pad distributions.transforms:softplus
-        distributions.transforms:tril_matrix_to_vec distributions.transforms:vec_to_tril_matrix"""),
-    **_same(_ISSUE19, """testing:assert_allclose testing:assert_close testing:make_tensor"""),
-    **_same(_ISSUE19, """profiler:DeviceType profiler:ExecutionTraceObserver profiler:KinetoStepTracker profiler:Optimizer
-        profiler:ProfilerAction profiler:ProfilerActivity profiler:RecordScope profiler:is_fbcode
-        profiler:kineto_available profiler:profile profiler:record_function
-        profiler:register_optimizer_step_post_hook profiler:schedule profiler:supported_activities
-        profiler:tensorboard_trace_handler"""),
-    **_same(_ISSUE19, """autograd.profiler:DeviceType autograd.profiler:EnforceUnique autograd.profiler:EventList
-        autograd.profiler:FunctionEvent autograd.profiler:KinetoStepTracker autograd.profiler:MemRecordsAcc
-        autograd.profiler:ProfilerActivity autograd.profiler:ProfilerConfig autograd.profiler:ProfilerState
-        autograd.profiler:emit_itt autograd.profiler:emit_nvtx autograd.profiler:kineto_available
-        autograd.profiler:load_nvprof autograd.profiler:parse_nvprof_trace autograd.profiler:profile
-        autograd.profiler:record_function"""),
-    **_same(_ISSUE19, """onnx:ExportableModule onnx:InputObserver onnx:JitScalarType onnx:ONNXProgram onnx:OnnxExporterError
-        onnx:OperatorExportTypes onnx:TensorProtoDataType onnx:TrainingMode onnx:export onnx:is_in_onnx_export
-        onnx:register_custom_op_symbolic onnx:select_model_mode_for_export onnx:unregister_custom_op_symbolic"""),
-    **_same(_ISSUE19, """utils.tensorboard:FileWriter utils.tensorboard:SummaryWriter"""),
 }
 
 # A program may touch these; nobody builds them yet.
 NOT_YET: dict[str, str] = {
     "vmap": "torch.func.vmap (the batching transform) is not built; autograd.grad(is_grads_batched=True) is",
+    **_same("fractional max pooling: ember has no F.fractional_max_pool2d/3d yet",
+            """nn:FractionalMaxPool2d nn:FractionalMaxPool3d nn.modules:FractionalMaxPool2d
+            nn.modules:FractionalMaxPool3d"""),
+    **_same("PyTorch's fused Linear + cross-entropy loss (new in 2.12) is not built yet",
+            """nn:LinearCrossEntropyLoss nn:LinearCrossEntropyOptions nn.modules:LinearCrossEntropyLoss
+            nn.modules:LinearCrossEntropyOptions"""),
+    **_same("needs process groups: the distributed issue (22) builds them; ember.distributed.is_available() is False",
+            """nn:SyncBatchNorm nn.modules:SyncBatchNorm nn.parallel:DistributedDataParallelCPU nn.parallel:gather
+            nn.parallel:parallel_apply nn.parallel:replicate nn.parallel:scatter"""),
+    **_same("ember's Lazy* modules keep ordinary empty tensors awaiting their shapes (names in _lazy_pending), not "
+            "uninitialized tensor classes", "nn:UninitializedBuffer nn:UninitializedParameter"),
 }
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -22,7 +22,8 @@ __all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable",
 # is imported, so that a later ``import ember.autograd.gradcheck`` finds the module loaded and leaves the name alone.
 _LAZY = {"functional": ("functional", None), "explain": ("_explain", "explain"),
          "gradcheck": ("gradcheck", "gradcheck"), "gradgradcheck": ("gradcheck", "gradgradcheck"),
-         "GradcheckError": ("gradcheck", "GradcheckError")}
+         "GradcheckError": ("gradcheck", "GradcheckError"), "profiler": ("profiler", None),
+         "profiler_util": ("profiler_util", None)}
 
 
 def __getattr__(name: str):

@@ -828,6 +828,40 @@ def _result(prim: Primitive, args: tuple, params: dict, node_cls, xp, out, datas
     return t
 
 
+def observe_results(fn):
+    """Context manager (ember.onnx's tracer): while it is active, every op result ``_result`` makes is also
+    handed to ``fn(prim, args, params, t)``. It swaps this module's ``_result`` (which apply and the fast paths
+    look up by name when they run), so the hot path pays nothing when no one observes."""
+    return _Observing(fn)
+
+
+class _Observing:
+    def __init__(self, fn) -> None:
+        self.fn = fn
+        self.inner = None
+
+    def __enter__(self):
+        global _result
+        inner = self.inner = _result
+        fn = self.fn
+
+        def observed(prim, args, params, node_cls, xp, out, datas, rg):
+            t = inner(prim, args, params, node_cls, xp, out, datas, rg)
+            fn(prim, args, params, t)
+            return t
+        _result = observed
+        return self
+
+    def __exit__(self, *exc) -> None:
+        global _result
+        _result = self.inner
+
+
+# Every fast path made (fast_unary's and fast_operator's functions): the profiler swaps their code for their general
+# case while it records (autograd/_profiling.py), so that they go through the recorded apply.
+FAST_PATHS: list = []
+
+
 def fast_unary(prim: Primitive, slow):
     """``ember.<op>(input)`` for a unary float op ``prim`` (not a view op): ``apply`` with its arrays prepared, for a
     float Tensor that is no view; ``slow(input)`` (its argument and dtype checks, then ``apply``) for anything else.
@@ -848,6 +882,7 @@ def fast_unary(prim: Primitive, slow):
         finally:
             _fp_restore(fp)
         return _result(prim, (input,), _EMPTY, None, xp, out, None, input._requires_grad)
+    FAST_PATHS.append(fn)
     return fn
 
 
@@ -880,6 +915,7 @@ def fast_operator(prim: Primitive, slow):
         finally:
             _fp_restore(fp)
         return _result(prim, (self, other), _EMPTY, None, xp, out, None, rg)
+    FAST_PATHS.append(op)
     return op
 
 

@@ -14,6 +14,7 @@ from contextlib import nullcontext
 from .._device import backend_of
 from .._origin import warn_once
 from .._tensor import Tensor, make
+from . import _profiling
 from . import grad_mode as _gm
 from ._views import edge_of
 from .anomaly_mode import _anomaly, run_node_checked
@@ -169,9 +170,13 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, targets=None, ac
     # Rules compute masked-off inf/nan on purpose (PyTorch's where-formulas); NumPy must not warn.
     g0 = roots[0][1] if roots else None
     quiet = backend_of(g0._data if create_graph else g0).quiet() if g0 is not None else nullcontext()
-    # Anomaly mode sends every node through _run_node, wrapped in its checks; off, the loop is as before.
-    plain = needed is None and not _anomaly.enabled
+    # Anomaly mode sends every node through _run_node, wrapped in its checks, and a recording profiler through its
+    # ranges (one test per backward call, none per node); off, the loop is as before.
+    profiling = _profiling.NODE_HOOK
+    plain = needed is None and not _anomaly.enabled and profiling is None
     run_node = functools.partial(run_node_checked, _run_node) if _anomaly.enabled else _run_node
+    if profiling is not None:
+        run_node = functools.partial(profiling, run_node)
     # What hooks may ask about this backward (register_multi_grad_hook, checkpoint): set per run, not per node.
     task = GraphTask.__new__(GraphTask)
     task.id, task._deps, task._roots, task._needed = next(_task_ids), deps, root_nodes, needed

@@ -376,10 +376,13 @@ logaddexp2_p = defprim("logaddexp2", lambda xp, a, b: xp.logaddexp2(a, b),
 
 
 def _xlogy_self(xp, g, out, a, b):
+    # PyTorch's xlogy(grad, other), 0 at self == 0 where other <= 0 (the derivative along x = 0: PyTorch's note
+    # "Gradient formula for xlogy at x = 0, y <= 0"); at self == 0 with other > 0 it is grad * log(other)
     if isinstance(b, (int, float)):   # a scalar other: log(b) in double precision, as PyTorch's wrapped number
         lb = math.log(b) if b > 0 else -math.inf if b == 0 else math.nan
-        return g * math.nan if b != b else xp.where(a != 0, g * lb, g * 0.0)
-    return g * xp.xlogy(a != 0, b)
+        d = g * lb if b != b else xp.where(g == 0, g * 0.0, g * lb)   # xlogy(0, y) = 0 unless y is nan
+        return d if b > 0 else xp.where(a == 0, g * 0.0, d)
+    return xp.where((a == 0) & (b <= 0), g * 0.0, xp.xlogy(g, b))
 
 
 def _xlogy_other(xp, g, out, a, b):

@@ -466,6 +466,8 @@ def _log_weight(xp, b, pw):
 
 def _bce_logits(xp, a, b, p):
     w, pw = p
+    if a.dtype != b.dtype:   # float32 and float64 mixed (the wrapper keeps them apart): PyTorch's composite
+        return _bce_logits_mixed(xp, a, b, w, pw)
     if a.dtype == _HALF:   # computed in float32, as PyTorch's CPU kernels do
         return xp.cast(_bce_logits(xp, xp.cast(a, _SINGLE), xp.cast(b, _SINGLE), p), _HALF)
     if a.dtype is _BF16:   # PyTorch's composite (Loss.cpp) of bfloat16 ops, each rounded
@@ -478,11 +480,33 @@ def _bce_logits(xp, a, b, p):
     return _scaled(xp, (1 - b) * a + (sp if lw is None else lw * sp), w)
 
 
+def _raw_dtype(x):
+    """The array dtype ``xp.cast`` takes, of a raw array or (under create_graph) a Tensor."""
+    return x._data.dtype if isinstance(x, Tensor) else x.dtype
+
+
+def _bce_logits_mixed(xp, a, b, w, pw):
+    """PyTorch's composite (Loss.cpp) when input and target differ in dtype: log_sigmoid in the input's dtype
+    (``mul_`` by the positive weight stays in it), then ``(1 - target).mul_(input).sub_(...)`` in place, each step
+    computed in the wider dtype and stored in the target's."""
+    ls = -_softplus_neg(xp, a)
+    if pw is not None:
+        ls = xp.cast(ls * _log_weight(xp, b, pw), _raw_dtype(a))
+    dt = _raw_dtype(b)
+    loss = xp.cast(xp.cast((1 - b) * a, dt) - ls, dt)
+    return _scaled(xp, loss, w)
+
+
 def _bce_logits_d_input(xp, a, b, p):
     w, pw = p
+    if pw is None and a.dtype != b.dtype:   # PyTorch's input.sigmoid().sub_(target): stored in the input's dtype
+        return _scaled(xp, xp.cast(xp.sigmoid(a) - b, _raw_dtype(a)), w)
     if pw is None:
         return _scaled(xp, xp.sigmoid(a) - b, w)
     t = _const(xp, pw) * b
+    if a.dtype != b.dtype:   # t.add(1).sub_(target).mul_(input.sigmoid()).sub_(t): stored in the target's dtype
+        dt = _raw_dtype(b)
+        return _scaled(xp, xp.cast(xp.cast((t + 1 - b) * xp.sigmoid(a), dt) - t, dt), w)
     return _scaled(xp, (t + 1 - b) * xp.sigmoid(a) - t, w)
 
 
@@ -490,6 +514,10 @@ def _bce_logits_d_target(xp, a, b, p):
     w, pw = p
     if pw is None:
         return _scaled(xp, -a, w)
+    if a.dtype != b.dtype:   # log_sigmoid(-input).sub_(log_sigmoid(input).mul_(pos_weight)): the input's dtype
+        dt = _raw_dtype(a)
+        ls_pw = xp.cast(_softplus_neg(xp, a) * _const(xp, pw), dt)
+        return _scaled(xp, xp.cast(ls_pw - _softplus_neg(xp, -a), dt), w)
     return _scaled(xp, (_const(xp, pw) - 1) * _softplus_neg(xp, a) - a, w)
 
 
@@ -703,10 +731,8 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
                                    f"{_dims(full)}")
         elif extra is not None:
             raise broadcast_error((shape, extra.shape))
-    if input._data.dtype != dt.np:
-        input = input.to(dt)
-    if target._data.dtype != dt.np:
-        target = target.to(dt)
+    if input._data.dtype != dt.np and not {input.dtype, dt} == {D.float32, D.float64}:
+        input = input.to(dt)   # float16/bfloat16 mixed in: the one-dtype kernel (float32 and float64 mix step by step)
     xp = NAMESPACES[type(input._data)]
     p = (None if w is None else xp.cast(w, dt.np), None if pw is None else xp.cast(pw, dt.np))
     return apply_saving(bce_logits_p, (input, target), {"reduction": reduction, "p": p}, None,

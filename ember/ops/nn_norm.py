@@ -19,6 +19,7 @@ import numbers
 
 from .. import _dtype as D
 from .._device import NAMESPACES, quietly
+from ..backends.cuda import _sdp as _sdp_enabled
 from .._state import _state as _gm_state
 from .._tensor import Tensor, make
 from ..autograd._primitive import apply, defprim
@@ -944,6 +945,74 @@ def _tname(t: Tensor) -> str:
     return _TYPE_NAMES.get(t._data.dtype.name, t._data.dtype.name)
 
 
+def _flash_cpu_refusal(q: Tensor, k: Tensor, v: Tensor, attn_mask: Tensor | None, dropout_p: float,
+                       enable_gqa: bool) -> str | None:
+    """Why PyTorch's CPU flash-attention kernel would not take these inputs (its checks in order, its
+    warning text), or None when it would."""
+    if dropout_p > 0.0:
+        return "Both fused kernels do not support non-zero dropout."
+    dims = (q._data.ndim, k._data.ndim, v._data.ndim)
+    if dims != (4, 4, 4):
+        return (f"All fused kernels requires query, key and value to be 4 dimensional, but got Query dim: "
+                f"{dims[0]}, Key dim: {dims[1]}, Value dim: {dims[2]} instead.")
+    qs, ks, vs = (list(t._data.shape) for t in (q, k, v))
+    if not qs[0] == ks[0] == vs[0]:
+        return (f"For dense inputs, both fused kernels require query, key and value to have the same batch_size. "
+                f"Query.sizes(): {qs}, Key.sizes(): {ks}, Value.sizes(): {vs} instead. To broadcast dense inputs, "
+                f"try using unsqueeze and expand_to before passing them into the kernel.")
+    if enable_gqa:
+        if ks[1] != vs[1]:
+            return (f"Both fused kernels require key and value to have the same num_heads and batch_size but got: "
+                    f"Key sizes: {ks}, Value sizes: {vs}, Query sizes: {qs} instead.")
+        if qs[1] % ks[1]:
+            return (f"FlashAttentionV2 only supports grouped query attention, where the number of heads in "
+                    f"key/value must divide number of heads in query.Got input Key sizes(): {ks[1]}, "
+                    f"Value sizes(): {vs[1]}, Query sizes(): {qs[1]} instead.")
+    elif not qs[1] == ks[1] == vs[1]:
+        return (f"For dense input, both fused kernels require query, key and value to have the same num_heads. "
+                f"Query.sizes(): {qs}, Key sizes(): {ks}, Value sizes(): {vs} instead. To broadcast dense inputs, "
+                f"try using unsqueeze and expand_to before passing them into the kernel.")
+    if attn_mask is not None:
+        ms = attn_mask._data.shape
+        fits = (not attn_mask.requires_grad and ms[-2] in (qs[2], 1) and ms[-1] in (ks[2], 1)
+                and (len(ms) == 2 or (len(ms) == 4 and ms[0] in (1, qs[0]) and ms[1] in (1, qs[1]))))
+        if not fits:
+            return ("" if attn_mask.requires_grad else
+                    "Please use the following attn mask shapes: 2d - ({Q_seq_len, 1}  x {KV_seq_len, 1}); "
+                    "4d - ({Batch, 1} x {Num_heads, 1} x {Q_seq_len, 1}  x {KV_seq_len, 1})")
+    if qs[-1] != ks[-1] or qs[-1] != vs[-1]:
+        return (f"Flash attention requires q,k,v to have the same last dimension. Got Query.size(-1): {qs[-1]}, "
+                f"Key.size(-1): {ks[-1]}, Value.size(-1): {vs[-1]} instead.")
+    if qs[-2] == 0 or ks[-2] == 0:
+        return "All fused kernels do not support zero seq_len_q or seq_len_kv."
+    strides = [t.stride(-1) for t in (q, k, v)]
+    if strides != [1, 1, 1] or (attn_mask is not None and attn_mask.stride(-1) != 1):
+        tail = f", Attn_mask.stride(-1): {attn_mask.stride(-1)}" if attn_mask is not None else ""
+        return (f"All fused kernels require the last dimension of the input to have stride 1. Got Query.stride(-1): "
+                f"{strides[0]}, Key.stride(-1): {strides[1]}, Value.stride(-1): {strides[2]}{tail}")
+    if q.dtype not in (D.float32, D.float64, D.bfloat16, D.float16):
+        return (f"Expected query, key and value to all be of dtype: {{Float, Double, BFloat16, Half}}. Got Query "
+                f"dtype: {_tname(q)}, Key dtype: {_tname(k)}, and Value dtype: {_tname(v)} instead.")
+    return None
+
+
+def _sdp_without_math(q: Tensor, k: Tensor, v: Tensor, attn_mask: Tensor | None, dropout_p: float,
+                      enable_gqa: bool) -> None:
+    """With the math backend switched off (``nn.attention.sdpa_kernel``), refuse what PyTorch's CPU dispatch
+    finds no kernel for: nothing when flash is off too, else what its flash kernel does not take (warning why).
+    ember then computes with its math kernel anyway: the values are the math path's."""
+    import warnings
+    if not _sdp_enabled["flash"]:
+        raise RuntimeError("No viable backend for scaled_dot_product_attention was found. This is likely due to "
+                           "turning off both the math kernel and the fused kernels.")
+    reason = _flash_cpu_refusal(q, k, v, attn_mask, dropout_p, enable_gqa)
+    if reason is not None:
+        warnings.warn("Flash attention kernel not used because:", stacklevel=3)
+        if reason:
+            warnings.warn(reason, stacklevel=3)
+        raise RuntimeError("No available kernel.  Aborting execution.")
+
+
 @register(module=False, submodule=_F)
 def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor | None = None,
                                  dropout_p: float = 0.0, is_causal: bool = False, scale: float | None = None,
@@ -968,11 +1037,17 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     if not (q._data.dtype == k._data.dtype == v._data.dtype):
         raise RuntimeError(f"Expected query, key, and value to have the same dtype, but got query.dtype: {_tname(q)} "
                            f"key.dtype: {_tname(k)} and value.dtype: {_tname(v)} instead.")
-    if q._data.dtype.kind not in "fcV":   # complex: refused at the softmax, below
-        raise RuntimeError(f"{op}: expected floating-point query, key and value, but got {_tname(q)}")
     if attn_mask is not None and attn_mask._data.dtype.kind != "b" and attn_mask._data.dtype != q._data.dtype:
         raise RuntimeError(f"Expected attn_mask dtype to be bool or float or to match query dtype, but got "
                            f"attn_mask.dtype: {_tname(attn_mask)} and  query.dtype: {_tname(q)} instead.")
+    if not _sdp_enabled["math"]:
+        _sdp_without_math(q, k, v, attn_mask, dropout_p, enable_gqa)
+    if q._data.dtype.kind not in "fcV":   # complex: refused at the softmax, below
+        # PyTorch's math path meets the integer query at its first float product: mm's check for 2-d
+        # inputs, bmm's scalar-type check otherwise
+        if q._data.ndim == 2:
+            raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: float != {_tname(q)}")
+        raise RuntimeError(f"expected scalar type Float but found {D.type_word(q._data.dtype)}")
     if dropout_p > 1.0:   # (a negative p means no dropout, as in PyTorch)
         raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {dropout_p}")
     from .linalg import matmul

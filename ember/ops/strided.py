@@ -701,6 +701,8 @@ def new(self: Tensor, *args, device=None) -> Tensor:
         return args[0].detach()
     if len(args) == 1 and isinstance(args[0], (UntypedStorage, TypedStorage)):
         return make(backend_of(self._data).zeros((0,), self._data.dtype)).set_(args[0])
+    if len(args) == 1 and isinstance(args[0], Size):  # a torch.Size is a shape, not data (torch.Size([]) too)
+        return C.zeros(args[0], dtype=self.dtype, device=dev)
     if len(args) == 1 and not isinstance(args[0], int) and not hasattr(args[0], "__index__"):
         return C.tensor(args[0], dtype=self.dtype, device=dev)
     return C.zeros(*(args or (0,)), dtype=self.dtype, device=dev)

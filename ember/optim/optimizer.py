@@ -20,6 +20,7 @@ from .. import _dtype as D
 from .._device import fp_quiet, fp_restore
 from .._hooks import RemovableHandle
 from .._tensor import Tensor, make
+from ..autograd import _profiling
 from ..autograd._primitive import broadcast_error
 from ..devices import NAMESPACES, backend_of
 from ..ops.creation import tensor
@@ -241,6 +242,9 @@ def _hooked_step(func: Callable) -> Callable:
                     raise RuntimeError(f"{func} must return None or a tuple of (new_args, new_kwargs), but got "
                                        f"{result}.")
         active.add(id(self))
+        # a recording profiler shows the step as PyTorch's region "Optimizer.step#SGD.step"
+        rec = _profiling.begin(f"Optimizer.step#{type(self).__name__}.step", _profiling.USER) \
+            if _profiling.is_recording() else None
         fp = fp_quiet()   # inf/nan gradients make inf - inf or 0/0: silently, as in PyTorch
         try:
             out = func(*args, **kwargs)
@@ -254,6 +258,8 @@ def _hooked_step(func: Callable) -> Callable:
         finally:
             fp_restore(fp)
             active.discard(id(self))
+            if rec is not None:
+                _profiling.end(rec)
         for post_hook in chain(self._optimizer_step_post_hooks.values(), _global_optimizer_post_hooks.values()):
             post_hook(self, args, kwargs)
         return out
@@ -459,6 +465,16 @@ class Optimizer:
     # ----- gradients and groups ------------------------------------------------------------------
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset every parameter's ``.grad``: to None (default) or to zeros in place."""
+        if _profiling.is_recording():   # PyTorch's region "Optimizer.zero_grad#SGD.zero_grad"
+            rec = _profiling.begin(f"Optimizer.zero_grad#{type(self).__name__}.zero_grad", _profiling.USER)
+            try:
+                self._zero_grad(set_to_none)
+            finally:
+                _profiling.end(rec)
+        else:
+            self._zero_grad(set_to_none)
+
+    def _zero_grad(self, set_to_none: bool) -> None:
         for group in self.param_groups:
             for p in group["params"]:
                 if p.grad is not None:

@@ -11,10 +11,17 @@ record and load back sharing memory, as in PyTorch.
 ember has no Storage objects: a tensor's storage is the NumPy memory block its array views (the
 array at the end of its ``.base`` chain), so views made by ember's view ops share one storage.
 
-Loading never runs code from the file: ``data.pkl`` is read by ``ember._unpickler``, which builds
-only tensors, Parameters, containers and plain values (PyTorch's ``weights_only=True``), and every
-size and offset is checked against the bytes really present before anything is allocated. A
-failure raises before ``load`` returns, so nothing half-loaded escapes.
+Saving uses Python's own pickler (``_Pickler``) with PyTorch's names: ember's classes and functions are
+written under PyTorch's modules (``ember.nn.modules.linear.Linear`` as ``torch.nn.modules.linear
+Linear``), so torch builds its own objects from ember's files; loading maps ``torch.<path>`` back to
+``ember.<path>``.
+
+``load(weights_only=True)`` (the default) never runs code from the file: ``data.pkl`` is read by
+``_unpickler.WeightsUnpickler``, which builds only tensors, Parameters, containers and plain values
+(PyTorch's allow-list) and the globals given to ``add_safe_globals``, and every size and offset is
+checked against the bytes really present before anything is allocated. A failure raises before
+``load`` returns, so nothing half-loaded escapes. ``weights_only=False`` is Python's unpickler, as in
+PyTorch: the caller's explicit trust in the file, since it runs what the file names.
 
 Limits (checked from the zip directory, before a record is read): records are stored or deflated (as
 PyTorch's reader, anything else is refused); the archive's ``version`` record must be a version PyTorch
@@ -26,18 +33,30 @@ attribute ``ember.serialization.MAX_PICKLE_BYTES`` to load a larger one.
 from __future__ import annotations
 
 import os
+import pickle
 import struct
 import sys
+import types
 import warnings
-from collections import Counter, OrderedDict
+from collections import OrderedDict
 from typing import Any, BinaryIO, Callable, Union
 
 import numpy as np
 
 from .. import _dtype as D
 from .._tensor import Size, Tensor, make
+from ._options import (_CUDA_MESSAGE, _FOREIGN_STORAGES, _STORAGE_NAME, LoadEndianness,  # noqa: F401
+                       SourceChangeWarning, StorageType, _config, check_module_version_greater_or_equal,
+                       default_restore_location, get_crc32_options, get_default_load_endianness,
+                       get_default_mmap_options, location_tag, mkdtemp, set_crc32_options,
+                       set_default_load_endianness, set_default_mmap_options, validate_cuda_device)
 
-__all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals"]
+__all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals",
+           "get_unsafe_globals_in_checkpoint", "skip_data", "LoadEndianness", "get_default_load_endianness",
+           "set_default_load_endianness", "get_crc32_options", "set_crc32_options", "get_default_mmap_options",
+           "set_default_mmap_options", "SourceChangeWarning", "StorageType", "mkdtemp",
+           "check_module_version_greater_or_equal", "location_tag", "default_restore_location",
+           "validate_cuda_device"]
 
 # The most bytes a compressed data.pkl may inflate to (see the module docstring).
 MAX_PICKLE_BYTES = 256 << 20
@@ -47,7 +66,7 @@ _MIN_VERSION, _MAX_VERSION = 1, 10
 _DEFLATE_MAX_RATIO = 1032
 
 
-class PicklingError(__import__("pickle").PicklingError, TypeError):
+class PicklingError(pickle.PicklingError, TypeError):
     """What ``save`` raises for an object it cannot write: a ``pickle.PicklingError`` as in PyTorch (code
     catches that), and a ``TypeError`` as ember's earlier releases raised."""
 
@@ -93,6 +112,25 @@ class safe_globals:
         _remove_safe_globals(self.safe_globals)
 
 
+_skip_data_state = {"on": False}
+
+
+class skip_data:
+    """Context manager: ``save`` writes every storage's bytes as zeros (the records keep their sizes, to be
+    filled in later) and ``load`` leaves the loaded storages zero instead of reading them (PyTorch's
+    prototype of the same name). ``materialize_fake_tensors`` is accepted; ember has no fake tensors."""
+
+    def __init__(self, materialize_fake_tensors: bool = False) -> None:
+        self.materialize_fake_tensors = materialize_fake_tensors
+
+    def __enter__(self) -> None:
+        self._old = _skip_data_state["on"]
+        _skip_data_state["on"] = True
+
+    def __exit__(self, type, value, tb) -> None:
+        _skip_data_state["on"] = self._old
+
+
 def _user_allowed_globals() -> dict[str, Any]:
     """Full name -> object for the user's allow-list (looked up at each load, so later additions count)."""
     out: dict[str, Any] = {}
@@ -108,27 +146,21 @@ def _user_allowed_globals() -> dict[str, Any]:
             out[name] = f
         else:
             out[f"{f.__module__}.{f.__qualname__}"] = f
+            torch_module = _torch_module_of(f, f.__qualname__)
+            if torch_module is not None:       # ember's class or function, named in files by PyTorch's module
+                out[f"{torch_module}.{f.__qualname__}"] = f
+                for c_module, (home, prefix) in _C_FUNCTIONS.items():   # and by PyTorch's C builtin of it
+                    if torch_module == _ember_to_torch(home):
+                        out[f"{c_module}.{prefix}{f.__qualname__}"] = f
     return out
 
 FileLike = Union[str, os.PathLike, BinaryIO]
 
-# ember dtype name -> PyTorch's typed-storage class (the storage type in a persistent id).
-_STORAGE_NAME = {"float32": "FloatStorage", "float64": "DoubleStorage", "float16": "HalfStorage",
-                 "int64": "LongStorage", "int32": "IntStorage", "int16": "ShortStorage", "int8": "CharStorage",
-                 "uint8": "ByteStorage", "bool": "BoolStorage", "bfloat16": "BFloat16Storage",
-                 "complex64": "ComplexFloatStorage", "complex128": "ComplexDoubleStorage"}
-# Storage classes PyTorch has for dtypes ember lacks: named in the error instead of "unknown global".
-_FOREIGN_STORAGES = {"QInt8Storage": "qint8", "QUInt8Storage": "quint8",
-                     "QInt32Storage": "qint32", "QUInt4x2Storage": "quint4x2", "QUInt2x4Storage": "quint2x4"}
 _FOREIGN_DTYPES = ("complex32", "chalf", "uint16",
                    "uint32", "uint64", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz",
                    "float8_e8m0fnu", "float4_e2m1fn_x2", "qint8", "quint8", "qint32", "quint4x2", "quint2x4",
                    "bits1x8", "bits2x4", "bits4x2", "bits8", "bits16",
                    *(f"int{i}" for i in range(1, 8)), *(f"uint{i}" for i in range(1, 8)))
-
-_CUDA_MESSAGE = ("Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is False. "
-                 "If you are running on a CPU-only machine, please use torch.load with "
-                 "map_location=torch.device('cpu') to map your storages to the CPU.")
 
 
 # ======================================================================================================
@@ -214,240 +246,184 @@ def _flat_bytes(root: np.ndarray) -> np.ndarray:
     return root.ravel(order="K").view(np.uint8)
 
 
-# Pickle opcodes (protocol 2), written by hand: the output names PyTorch's globals, which the standard
-# pickler would insist on importing.
-_PROTO, _STOP, _MARK = b"\x80", b".", b"("
-_NONE, _TRUE, _FALSE = b"N", b"\x88", b"\x89"
-_EMPTY_DICT, _EMPTY_LIST, _EMPTY_TUPLE = b"}", b"]", b")"
-_SETITEMS, _APPENDS, _TUPLE, _REDUCE, _BUILD, _BINPERSID = b"u", b"e", b"t", b"R", b"b", b"Q"
-_TUPLE_N = {1: b"\x85", 2: b"\x86", 3: b"\x87"}
-_BATCH = 1000          # items per SETITEMS/APPENDS, as pickle batches them
+class _TorchName:
+    """A global of PyTorch's that a checkpoint names (``torch._utils._rebuild_tensor_v2``,
+    ``torch.FloatStorage``): the pickler writes its name; nothing of torch is imported."""
+
+    __slots__ = ("module", "name")
+    _cache: dict = {}
+
+    def __new__(cls, module: str, name: str):
+        key = (module, name)
+        obj = cls._cache.get(key)
+        if obj is None:
+            obj = cls._cache[key] = object.__new__(cls)
+            obj.module, obj.name = module, name
+        return obj
+
+    def __repr__(self) -> str:
+        return f"{self.module}.{self.name}"
+
+    def __call__(self, *args, **kwargs):   # pickle wants the function of a reduce to be callable
+        raise TypeError(f"{self!r} stands for PyTorch's global in a checkpoint; it is not called in ember")
 
 
-class _Pickler:
-    """Writes ``data.pkl`` for an object made of tensors, containers and plain values."""
+class _StorageRef:
+    """One use of a storage by a tensor being saved: written as its persistent id."""
 
-    def __init__(self, storages: _StorageTable):
-        self.out = bytearray()
-        self.memo: dict[int, int] = {}
-        self.keep: list = []              # objects whose id() is memoised stay alive while pickling
-        self.busy: set[int] = set()       # tuples being written (a tuple cannot contain itself)
+    __slots__ = ("pid",)
+
+    def __init__(self, pid: tuple):
+        self.pid = pid
+
+
+def _ember_to_torch(module: str) -> str | None:
+    """``ember.nn.modules.linear`` -> ``torch.nn.modules.linear`` (None for a module outside ember)."""
+    if module == "ember" or module.startswith("ember."):
+        return "torch" + module[5:]
+    return None
+
+
+def _torch_to_ember(module: str) -> str | None:
+    if module == "torch" or module.startswith("torch."):
+        return "ember" + module[5:]
+    return None
+
+
+# Where PyTorch keeps the functions ember defines in its own private files (ember.ops.*, ember._tensor, ...):
+# a function is written under the first of these public modules that holds it (F.relu as torch.nn.functional).
+_PUBLIC_HOMES = ("ember.nn.functional", "ember.special", "ember.linalg", "ember.fft", "ember")
+
+
+# PyTorch's C builtins, as its pickles name them: module -> (ember's public module, prefix of PyTorch's name)
+# (torch._C._nn gelu is F.gelu, torch._C._special special_expit is special.expit, ...)
+_C_FUNCTIONS = {"torch._C._nn": ("ember.nn.functional", ""), "torch._C._special": ("ember.special", "special_"),
+                "torch._C._linalg": ("ember.linalg", "linalg_"), "torch._C._fft": ("ember.fft", "fft_")}
+
+
+def _torch_module_of(obj, qualname: str) -> str | None:
+    """The module of PyTorch's under which a pickle names ``obj`` (an object of ember's), or None."""
+    module = getattr(obj, "__module__", None) or ""
+    if _ember_to_torch(module) is None:
+        return None
+    if (module.startswith("ember.ops") or any(p.startswith("_") for p in module.split("."))) and "." not in qualname:
+        for home in _PUBLIC_HOMES:
+            m = sys.modules.get(home)
+            if m is not None and getattr(m, qualname, None) is obj:
+                return _ember_to_torch(home)
+    return _ember_to_torch(module)
+
+
+def _lookup(module: str, qualname: str):
+    import importlib
+
+    obj = importlib.import_module(module)
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+class _Pickler(pickle._Pickler):
+    """Python's own pickler (protocol 2, as torch.save writes) with PyTorch's names for ember's objects:
+    a tensor is ``torch._utils._rebuild_tensor_v2`` on a storage written as a persistent id, a Parameter
+    ``torch._utils._rebuild_parameter``, a dtype ``torch.float32``, and a class or function of ember's
+    (``ember.nn.modules.linear.Linear``) is written under PyTorch's module (``torch.nn.modules.linear
+    Linear``), where torch finds its own class; ember's loader maps the name back. Everything else
+    (user classes, NumPy arrays, optimizers' defaultdicts) pickles as pickle pickles it.
+
+    It is the pure-Python pickler (``pickle._Pickler``) because only there can ``save_global`` be replaced: the C
+    pickler writes a class under its own ``__module__`` and checks that the name imports back to it."""
+
+    def __init__(self, file, storages: _StorageTable):
+        super().__init__(file, protocol=2)
         self.storages = storages
 
-    def dump(self, obj) -> bytes:
-        self.out += _PROTO + b"\x02"
-        self.save(obj, "")
-        self.out += _STOP
-        return bytes(self.out)
+    dispatch = pickle._Pickler.dispatch.copy()   # functions go through save_global below, as classes do
 
-    # ----- primitives
-    def _global(self, module: str, name: str) -> None:
-        self.out += b"c" + module.encode() + b"\n" + name.encode() + b"\n"
+    def persistent_id(self, obj):
+        return obj.pid if type(obj) is _StorageRef else None
 
-    def _put(self, obj) -> None:
-        i = self.memo[id(obj)] = len(self.memo)
-        self.keep.append(obj)
-        self.out += b"q" + bytes([i]) if i < 256 else b"r" + struct.pack("<I", i)
-
-    def _get(self, obj) -> bool:
-        i = self.memo.get(id(obj))
-        if i is None:
-            return False
-        self.out += b"h" + bytes([i]) if i < 256 else b"j" + struct.pack("<I", i)
-        return True
-
-    def _int(self, x: int) -> None:
-        if 0 <= x < 256:
-            self.out += b"K" + bytes([x])
-        elif 0 <= x < 65536:
-            self.out += b"M" + struct.pack("<H", x)
-        elif -2**31 <= x < 2**31:
-            self.out += b"J" + struct.pack("<i", x)
-        else:
-            n = (x.bit_length() + 8) // 8          # two's complement, room for the sign bit
-            raw = x.to_bytes(n, "little", signed=True)
-            self.out += (b"\x8a" + bytes([n]) if n < 256 else b"\x8b" + struct.pack("<i", n)) + raw
-
-    def _str(self, s: str) -> None:
-        raw = s.encode("utf-8", "surrogatepass")
-        self.out += b"X" + struct.pack("<I", len(raw)) + raw
-
-    def _tuple_of(self, items: list, path: str) -> None:
-        if len(items) in _TUPLE_N:
-            for i, x in enumerate(items):
-                self.save(x, f"{path}[{i}]")
-            self.out += _TUPLE_N[len(items)]
-        elif not items:
-            self.out += _EMPTY_TUPLE
-        else:
-            self.out += _MARK
-            for i, x in enumerate(items):
-                self.save(x, f"{path}[{i}]")
-            self.out += _TUPLE
-
-    def _reduce(self, module: str, name: str, args: list, path: str) -> None:
-        self._global(module, name)
-        self._tuple_of(args, path)
-        self.out += _REDUCE
-
-    def _items(self, pairs, path: str) -> None:
-        pairs = list(pairs)
-        for start in range(0, len(pairs), _BATCH):
-            self.out += _MARK
-            for k, v in pairs[start:start + _BATCH]:
-                self.save(k, f"{path}[key {k!r}]")
-                self.save(v, f"{path}[{k!r}]")
-            self.out += _SETITEMS
-
-    # ----- objects
-    def save(self, obj, path: str) -> None:
+    def reducer_override(self, obj):
         from .._device import device
         from ..nn.parameter import Parameter
 
-        if obj is None:
-            self.out += _NONE
-        elif obj is True or obj is False or isinstance(obj, np.bool_):
-            self.out += _TRUE if obj else _FALSE
-        elif isinstance(obj, (int, np.integer)):
-            self._int(int(obj))
-        elif isinstance(obj, (float, np.floating)):
-            self.out += b"G" + struct.pack(">d", float(obj))
-        elif isinstance(obj, complex):
-            self._reduce("builtins", "complex", [obj.real, obj.imag], path)
-        elif isinstance(obj, str):
-            self._str(obj)
-        elif isinstance(obj, bytes):
-            # protocol 2's spelling of bytes, which torch's weights_only reader allows
-            self._reduce("_codecs", "encode", [obj.decode("latin1"), "latin1"], path)
-        elif self._get(obj):
-            return
-        elif isinstance(obj, D.dtype):
-            self._global("torch", obj._name)
-        elif isinstance(obj, device):
-            self._reduce("torch", "device", [obj.type] if obj.index is None else [obj.type, obj.index], path)
-        elif isinstance(obj, Parameter):
-            state = _attributes(obj)
-            self._global("torch._utils", "_rebuild_parameter_with_state" if state else "_rebuild_parameter")
-            self.out += _MARK
-            self._tensor(obj, path, False)           # the Parameter's .data, which does not require grad
-            self.out += _TRUE if obj.requires_grad else _FALSE
-            self._reduce("collections", "OrderedDict", [], path)
-            if state:
-                self.save(state, path + ".__dict__")
-            self.out += _TUPLE + _REDUCE
-            self._put(obj)
-        elif isinstance(obj, Tensor):
+        t = type(obj)
+        if t is _TorchName or isinstance(obj, D.dtype):
+            return "torch"            # any string: save_global below writes the name
+        if isinstance(obj, Tensor):
+            if isinstance(obj, Parameter):
+                state = _attributes(obj)
+                data = _PlainTensor(obj)
+                if state:
+                    return (_TorchName("torch._utils", "_rebuild_parameter_with_state"),
+                            (data, obj.requires_grad, OrderedDict(), state))
+                return (_TorchName("torch._utils", "_rebuild_parameter"), (data, obj.requires_grad, OrderedDict()))
+            if obj.device.type == "meta":        # no data: its dtype, size and strides, as torch.save writes it
+                return (_TorchName("torch._utils", "_rebuild_meta_tensor_no_storage"),
+                        (obj.dtype, tuple(obj.shape), tuple(obj.stride()), obj.requires_grad))
+            args = self._tensor_args(obj, obj.requires_grad)
             state = _attributes(obj)
             if state:       # PyTorch's form for a tensor carrying Python attributes
-                self._global("torch._tensor", "_rebuild_from_type_v2")
-                self.out += _MARK
-                self._global("torch._utils", "_rebuild_tensor_v2")
-                self._global("torch", "Tensor")
-                self._tensor(obj, path, args_only=True)
-                self.save(state, path + ".__dict__")
-                self.out += _TUPLE + _REDUCE
-            else:
-                self._tensor(obj, path)      # a non-leaf loads as a leaf that requires grad, as in PyTorch
-            self._put(obj)
-        elif isinstance(obj, Size):
-            self._reduce("torch", "Size", [tuple(obj)], path)
-        elif type(obj) in (OrderedDict, Counter):
-            self._reduce("collections", type(obj).__name__, [], path)
-            self._put(obj)
-            self._items(obj.items(), path)
-            if vars(obj):           # a state dict's _metadata: PyTorch pickles it as BUILD state
-                self._items_state(obj, path)
-        elif type(obj) is dict:
-            self.out += _EMPTY_DICT
-            self._put(obj)
-            self._items(obj.items(), path)
-        elif type(obj) is list:
-            self.out += _EMPTY_LIST
-            self._put(obj)
-            for start in range(0, len(obj), _BATCH):
-                self.out += _MARK
-                for i, x in enumerate(obj[start:start + _BATCH], start):
-                    self.save(x, f"{path}[{i}]")
-                self.out += _APPENDS
-        elif type(obj) is tuple:
-            if id(obj) in self.busy:
-                raise ValueError(f"ember.save: the tuple at {path or 'the top'} contains itself; it cannot be "
-                                 "saved")
-            self.busy.add(id(obj))
-            self._tuple_of(list(obj), path)
-            self.busy.discard(id(obj))
-            self._put(obj)
-        elif type(obj) is set:
-            self._reduce("builtins", "set", [list(obj)], path)
-            self._put(obj)
-        elif self._user_object(obj, path):
-            pass
+                return (_TorchName("torch._tensor", "_rebuild_from_type_v2"),
+                        (_TorchName("torch._utils", "_rebuild_tensor_v2"), _TorchName("torch", "Tensor"), args,
+                         state))
+            return (_TorchName("torch._utils", "_rebuild_tensor_v2"), args)
+        if t is _PlainTensor:
+            return (_TorchName("torch._utils", "_rebuild_tensor_v2"), self._tensor_args(obj.t, False))
+        if t is Size:
+            return (_TorchName("torch", "Size"), (tuple(obj),))
+        if t is device:
+            return (_TorchName("torch", "device"), (obj.type,) if obj.index is None else (obj.type, obj.index))
+        return NotImplemented
+
+    def save(self, obj, save_persistent_id=True):
+        # NumPy scalars are written as Python numbers, as ember always did (torch.load(weights_only=True) reads
+        # them); NumPy arrays pickle as NumPy pickles them.
+        if isinstance(obj, np.generic) and isinstance(obj, (np.integer, np.floating, np.bool_)):
+            obj = int(obj) if isinstance(obj, np.integer) else float(obj) if isinstance(obj, np.floating) \
+                else bool(obj)
+        super().save(obj, save_persistent_id)
+
+    def save_global(self, obj, name=None):
+        if type(obj) is _TorchName:
+            module, qualname = obj.module, obj.name
+        elif isinstance(obj, D.dtype):
+            module, qualname = "torch", obj._name
         else:
-            where = f" at {path}" if path else ""
-            raise PicklingError(
-                f"ember.save: cannot save an object of type {type(obj).__module__}.{type(obj).__qualname__}"
-                f"{where}. ember writes only what torch.load(weights_only=True) reads back: tensors, Parameters, "
-                "dict, OrderedDict, list, tuple, set, str, bytes, int, float, complex, bool, None, torch.Size, "
-                "dtypes and devices, and instances of classes allowed with "
-                "ember.serialization.add_safe_globals.")
+            qualname = name or getattr(obj, "__qualname__", None)
+            module = _torch_module_of(obj, qualname or "")
+            if module is None or qualname is None:
+                return super().save_global(obj, name)
+            try:
+                found = _lookup(_torch_to_ember(module), qualname)
+            except (ImportError, AttributeError):
+                found = None
+            if found is not obj:
+                raise pickle.PicklingError(f"Can't pickle {obj!r}: it's not found as {obj.__module__}.{qualname}")
+        self.write(pickle.GLOBAL + module.encode("utf-8") + b"\n" + qualname.encode("utf-8") + b"\n")
+        self.memoize(obj)
 
-    def _user_object(self, obj, path: str) -> bool:
-        """An instance of a class the user allowed (``add_safe_globals``), written as pickle's protocol 2
-        writes plain objects: ``cls.__new__(cls, *args)`` (NEWOBJ), then its state (BUILD). False when the
-        class is not allowed or pickles itself some other way."""
-        import copyreg
-        cls = type(obj)
-        names = [k for k, v in _user_allowed_globals().items() if v is cls]
-        if not names:
-            return False
-        rv = obj.__reduce_ex__(2)
-        if not (isinstance(rv, tuple) and 2 <= len(rv) <= 5 and rv[0] is copyreg.__newobj__
-                and rv[1] and rv[1][0] is cls and all(x is None for x in rv[3:5])):
-            return False
-        module, _, name = names[0].rpartition(".")
-        self._global(module, name)
-        self._tuple_of(list(rv[1][1:]), path)
-        self.out += b"\x81"                      # NEWOBJ
-        self._put(obj)
-        state = rv[2] if len(rv) > 2 else None
-        if state is not None:
-            self.save(state, path + ".__dict__")
-            self.out += _BUILD
-        return True
+    dispatch[types.FunctionType] = save_global
 
-    def _items_state(self, obj, path: str) -> None:
-        state = vars(obj)
-        self.out += _EMPTY_DICT
-        self._items(state.items(), path + ".__dict__")
-        self.out += _BUILD
-
-    def _tensor(self, t: Tensor, path: str, requires_grad: bool | None = None, args_only: bool = False) -> None:
-        """``_rebuild_tensor_v2(storage, offset, size, stride, requires_grad, OrderedDict())`` (or only the
-        tuple of its arguments)."""
+    def _tensor_args(self, t: Tensor, requires_grad: bool) -> tuple:
+        """``(storage, offset, size, stride, requires_grad, OrderedDict())`` for ``_rebuild_tensor_v2``."""
         a = t._data
         if isinstance(a, np.generic):          # a 0-d result kept as a NumPy scalar
             a = np.asarray(a)
         if not isinstance(a, np.ndarray):
-            raise TypeError(f"ember.save: the tensor at {path or 'the top'} is on device '{t.device}'; only cpu "
-                            "tensors can be saved so far")
+            raise TypeError(f"ember.save: a tensor is on device '{t.device}'; only cpu tensors can be saved so far")
         key, dt, numel, offset, size, stride = self.storages.locate(a)
-        if not args_only:
-            self._global("torch._utils", "_rebuild_tensor_v2")
-        self.out += _MARK
-        # the persistent id: ('storage', torch.<Type>Storage, key, 'cpu', numel)
-        self.out += _MARK
-        self._str("storage")
-        self._global("torch", _STORAGE_NAME[dt._name])
-        self._str(key)
-        self._str("cpu")
-        self._int(numel)
-        self.out += _TUPLE + _BINPERSID
-        self._int(offset)
-        self._tuple_of(list(size), path)
-        self._tuple_of(list(stride), path)
-        self.out += _TRUE if (t.requires_grad if requires_grad is None else requires_grad) else _FALSE
-        self._reduce("collections", "OrderedDict", [], path)   # backward hooks: never saved
-        self.out += _TUPLE if args_only else _TUPLE + _REDUCE
+        pid = ("storage", _TorchName("torch", _STORAGE_NAME[dt._name]), key, "cpu", numel)
+        return (_StorageRef(pid), offset, size, stride, requires_grad, OrderedDict())   # hooks: never saved
+
+
+class _PlainTensor:
+    """A Parameter's data, pickled as a plain tensor that does not require grad."""
+
+    __slots__ = ("t",)
+
+    def __init__(self, t: Tensor):
+        self.t = t
 
 
 def _attributes(t: Tensor) -> dict:
@@ -522,27 +498,36 @@ def save(obj: object, f: FileLike, pickle_module: Any = None, pickle_protocol: i
          _use_new_zipfile_serialization: bool = True, _disable_byteorder_record: bool = False) -> None:
     """Save ``obj`` to ``f`` (a path or a writable binary file) in PyTorch's checkpoint format.
 
-    ``torch.load(f, weights_only=True)`` reads the file back: tensors of every ember dtype (views of
-    one tensor are stored once and load sharing memory), Parameters, dicts, OrderedDicts (with a
-    state dict's ``_metadata``), lists, tuples, sets, strings, bytes, numbers, ``None``, ``Size``,
-    dtypes. A view saves its whole memory block, as PyTorch saves a view's whole storage (``clone()``
-    it first to save only its elements). Other objects raise ``TypeError`` before anything is
-    written, since ``weights_only`` loading could not read them back. The pickle is always written
-    in protocol 2 (``torch.save``'s default, the one ``weights_only`` reads); ``pickle_protocol``
-    above 2 is accepted and changes nothing, since the pickle holds only small metadata.
+    Pickles what ``torch.save`` pickles: tensors (as storages: views of one tensor are stored once and
+    load sharing memory), Parameters, containers, whole ``nn.Module``s, optimizers, NumPy arrays and any
+    picklable Python object. ember's classes and functions are written under PyTorch's names
+    (``torch.nn.modules.linear Linear``), so ``torch.load`` builds its own classes from ember's file.
+    ``torch.load(f, weights_only=True)`` reads back tensors, containers and plain values (and the classes
+    given to ``add_safe_globals``). A view saves its whole memory block, as PyTorch saves a view's whole
+    storage (``clone()`` it first to save only its elements). An object that cannot be pickled raises
+    ``pickle.PicklingError`` (or pickle's ``TypeError``) before ``f`` is touched. The pickle is always
+    written in protocol 2 (``torch.save``'s default, the one ``weights_only`` reads); ``pickle_protocol``
+    above 2 is accepted and changes nothing.
     """
-    import pickle
+    import io
 
     if pickle_module is not None and pickle_module is not pickle:
-        raise ValueError("ember.save: pickle_module is not supported: ember writes the pickle itself, with only "
-                         "what torch.load(weights_only=True) reads")
+        raise ValueError("ember.save: pickle_module is not supported: ember pickles with Python's pickle, "
+                         "naming PyTorch's globals")
     if not isinstance(pickle_protocol, int) or isinstance(pickle_protocol, bool) or not 2 <= pickle_protocol <= 5:
         raise ValueError(f"ember.save: pickle_protocol must be 2 to 5, got {pickle_protocol!r}")
     if not _use_new_zipfile_serialization:
         raise NotImplementedError("ember.save writes only PyTorch's zip format (torch.save's default since 1.6); "
                                   "the legacy format (_use_new_zipfile_serialization=False) is not built")
     storages = _StorageTable()
-    data_pkl = _Pickler(storages).dump(obj)       # any unsupported object raises here, before f is touched
+    buf = io.BytesIO()
+    try:
+        _Pickler(buf, storages).dump(obj)          # anything unpicklable raises here, before f is touched
+    except pickle.PicklingError as e:
+        raise PicklingError(str(e)) from None
+    data_pkl = buf.getvalue()
+    if _skip_data_state["on"]:
+        storages.records = [(key, np.zeros(data.nbytes, np.uint8)) for key, data in storages.records]
     records: list[tuple[str, Any]] = [("data.pkl", data_pkl), (".format_version", b"1"),
                                       (".storage_alignment", str(_ALIGN).encode())]
     if not _disable_byteorder_record:
@@ -744,12 +729,14 @@ def _rebuild_from_type_v2(func, new_type, args, state):
     from pickle import UnpicklingError
     from ..nn.parameter import Parameter
 
+    # the class markers (weights_only) or the classes themselves (weights_only=False)
     if func not in (_rebuild_tensor, _rebuild_tensor_v2, _rebuild_tensor_v3, _rebuild_parameter) \
-            or new_type not in (_TENSOR_CLASS, _PARAMETER_CLASS) or type(args) is not tuple:
+            or not any(new_type is c for c in (_TENSOR_CLASS, _PARAMETER_CLASS, Tensor, Parameter)) \
+            or type(args) is not tuple:
         raise UnpicklingError(f"_rebuild_from_type_v2 only rebuilds tensors and Parameters, got {func!r}, "
                               f"{new_type!r}")
     t = func(*args)
-    if new_type is _PARAMETER_CLASS and not isinstance(t, Parameter):
+    if (new_type is _PARAMETER_CLASS or new_type is Parameter) and not isinstance(t, Parameter):
         t = Parameter(t, t.requires_grad)
     return _set_state(t, state)
 
@@ -772,8 +759,43 @@ def _device_ctor(*args):
     return device(*args)
 
 
+def _rebuild_meta_tensor_no_storage(dtype, size, stride, requires_grad):
+    """A tensor on the 'meta' device (shape, strides and dtype, no data), as torch.save writes one."""
+    from pickle import UnpicklingError
+    from ..ops.strided import empty_strided
+
+    if not isinstance(dtype, D.dtype):
+        raise UnpicklingError(f"_rebuild_meta_tensor_no_storage expects a dtype, got {type(dtype).__name__}")
+    for what, v in (("size", size), ("stride", stride)):
+        if type(v) not in (tuple, list, Size) or not all(type(n) is int and n >= 0 for n in v):
+            raise UnpicklingError(f"_rebuild_meta_tensor_no_storage: {what} must be a tuple of ints >= 0")
+    return _check_requires_grad(empty_strided(tuple(size), tuple(stride), dtype=dtype, device="meta"), requires_grad)
+
+
+class _Unsupported:
+    """A global of PyTorch's weights-only allow-list for something ember does not have (quantized, sparse,
+    nested tensors, wrapper subclasses): allowed by name, as in PyTorch, so the error says what is missing."""
+
+    __slots__ = ("name", "what")
+
+    def __init__(self, name: str, what: str):
+        self.name, self.what = name, what
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError(f"ember.load: the file holds {self.what} ({self.name}), which ember does not support")
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+_UNSUPPORTED = {"_rebuild_qtensor": "a quantized tensor", "_rebuild_sparse_tensor": "a sparse tensor",
+                "_rebuild_nested_tensor": "a nested tensor", "_rebuild_wrapper_subclass": "a tensor subclass",
+                "_rebuild_device_tensor_from_numpy": "a tensor of a device without storage",
+                "_rebuild_device_tensor_from_cpu_tensor": "a tensor of a device without storage"}
+
 _REBUILDERS = (_rebuild_tensor, _rebuild_tensor_v2, _rebuild_tensor_v3, _rebuild_parameter,
-               _rebuild_parameter_with_state, _rebuild_from_type_v2, _size, _device_ctor)
+               _rebuild_parameter_with_state, _rebuild_from_type_v2, _rebuild_meta_tensor_no_storage, _size,
+               _device_ctor)
 
 
 def _allowed_globals():
@@ -781,8 +803,15 @@ def _allowed_globals():
     from ._unpickler import BASIC_GLOBALS
 
     allowed: dict[str, Any] = dict(BASIC_GLOBALS)
-    for f in _REBUILDERS[:6]:
+    for f in _REBUILDERS[:7]:
         allowed[f"torch._utils.{f.__name__}"] = f
+    for name, what in _UNSUPPORTED.items():
+        allowed[f"torch._utils.{name}"] = _Unsupported(f"torch._utils.{name}", what)
+    allowed["torch.serialization._get_layout"] = _Unsupported("torch.serialization._get_layout",
+                                                              "a tensor of a sparse layout")
+    for q in ("per_tensor_affine", "per_tensor_symmetric", "per_channel_affine", "per_channel_symmetric",
+              "per_channel_affine_float_qparams"):
+        allowed[f"torch.{q}"] = _MissingDtype(q)       # a quantization scheme: only an argument of _rebuild_qtensor
     allowed["torch._tensor._rebuild_from_type_v2"] = _rebuild_from_type_v2
     allowed["torch.Size"] = _size
     allowed["torch.device"] = _device_ctor
@@ -936,7 +965,9 @@ class _Archive:
                                f"storage of {expected} bytes: the file is corrupt")
         if self.mmap_path is not None and info.compress_type == zipfile.ZIP_STORED and info.file_size:
             start = self._data_offset(info)
-            return np.memmap(self.mmap_path, dtype=np.uint8, mode="c", offset=start, shape=(info.file_size,))
+            import mmap
+            mode = "r+" if _config["mmap_flags"] == mmap.MAP_SHARED else "c"     # set_default_mmap_options
+            return np.memmap(self.mmap_path, dtype=np.uint8, mode=mode, offset=start, shape=(info.file_size,))
         out = np.empty(info.file_size, dtype=np.uint8)
         view = memoryview(out)
         try:
@@ -971,42 +1002,108 @@ class _Archive:
 _LEGACY_MAGIC = b"\x80\x02\x8a\x0a" + bytes.fromhex("6cfc9c46f9206aa85019")
 
 
+UNSAFE_MESSAGE = (
+    "In PyTorch 2.6, we changed the default value of the `weights_only` argument in `torch.load` "
+    "from `False` to `True`. Re-running `torch.load` with `weights_only` set to `False` will likely succeed, "
+    "but it can result in arbitrary code execution. Do it only if you got the file from a "
+    "trusted source."
+)
+_DOCS_MESSAGE = (
+    "\n\nCheck the documentation of torch.load to learn more about types accepted by default with "
+    "weights_only https://pytorch.org/docs/stable/generated/torch.load.html."
+)
+
+
+def _get_wo_message(message: str) -> str:
+    """PyTorch's text around a weights-only unpickler error (torch.serialization.load's _get_wo_message)."""
+    import re
+
+    has_unsafe_global = re.search(r"GLOBAL (\S+) was not an allowed global by default.", message) is not None
+    has_blocklist = re.search(r"whose module (\S+) is blocked", message) is not None
+    has_import = re.search(r"(\S+) must be (\S+) to load", message) is not None
+    if has_unsafe_global:
+        updated = ("Weights only load failed. This file can still be loaded, to do so you have two options, "
+                   "\033[1mdo those steps only if you trust the source of the checkpoint\033[0m. "
+                   f"\n\t(1) {UNSAFE_MESSAGE}\n\t(2) Alternatively, to load with `weights_only=True` please check "
+                   "the recommended steps in the following error message.\n\tWeightsUnpickler error: " + message)
+    else:
+        if has_import:
+            return f"Weights only load failed. {message}\n {UNSAFE_MESSAGE}\n"
+        updated = f"Weights only load failed. {UNSAFE_MESSAGE}\n"
+        if not has_blocklist:
+            updated += ("Please file an issue with the following so that we can make "
+                        "`weights_only=True` compatible with your use case: WeightsUnpickler error: ")
+        updated += "\n\n" + message
+    return updated + _DOCS_MESSAGE
+
+
+def _weights_only_choice(weights_only: bool | None, pickle_module: Any) -> bool:
+    """``weights_only`` after PyTorch's defaults and its two environment variables."""
+    not_set = weights_only is None
+    if not_set:
+        weights_only = pickle_module is None
+    true_values = ["1", "y", "yes", "true"]
+    force = os.getenv("TORCH_FORCE_WEIGHTS_ONLY_LOAD", "0").lower() in true_values
+    force_no = os.getenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "0").lower() in true_values
+    if force and force_no:
+        raise RuntimeError("Only one of `TORCH_FORCE_WEIGHTS_ONLY_LOAD` or `TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD` "
+                           "should be set, but both were set.")
+    if force:
+        weights_only = True
+    elif force_no and not_set:   # it overrides only a call that did not choose
+        warnings.warn("Environment variable TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD detected, since the"
+                      "`weights_only` argument was not explicitly passed to `torch.load`, forcing weights_only=False.",
+                      UserWarning, stacklevel=3)
+        weights_only = False
+    return weights_only
+
+
 def load(f: FileLike, map_location: Any = None, pickle_module: Any = None, *, weights_only: bool | None = None,
          mmap: bool | None = None, **pickle_load_args: Any) -> Any:
-    """Load an object saved by ``torch.save`` (zip format) or ``ember.save``, never running code from it.
+    """Load an object saved by ``torch.save`` (zip format) or ``ember.save``.
 
-    The pickle is read by ember's weights-only unpickler, always: it builds tensors, Parameters,
-    dicts, OrderedDicts, lists, tuples, sets, strings, bytes, numbers, ``None``, ``Size`` and dtypes,
-    and raises ``pickle.UnpicklingError`` for anything else. ``weights_only=False`` is accepted with a
-    warning and changes nothing (ember has no unsafe path). ``map_location``: ``None``, ``'cpu'``, a
-    cpu device, a dict of location tags, or ``fn(storage, location)`` returning the storage or None;
-    storages saved on another device need it, as on a CPU-only PyTorch. ``mmap=True`` (with a path)
-    maps the storages from the file copy-on-write instead of reading them. Tensors that shared a
-    storage when saved share memory again; Parameters keep ``requires_grad``. PyTorch's legacy
-    (pre-1.6, non-zip) format and TorchScript archives are refused with a ``RuntimeError``; dtypes
-    ember lacks (complex32, float8, qint8, ...) raise a ``RuntimeError`` naming them.
+    ``weights_only=True`` (the default, as in PyTorch): the pickle is read by ember's own interpreter of
+    pickle opcodes, which never imports or calls anything the file names beyond an allow-list (PyTorch's:
+    tensors, Parameters, containers, plain values, dtypes, ``Size``) and the globals given to
+    ``add_safe_globals`` / ``safe_globals``; anything else raises ``pickle.UnpicklingError`` with
+    PyTorch's text naming the global to allow, before anything is called.
+
+    ``weights_only=False`` (or a ``pickle_module``, or ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1`` when the
+    call does not choose): Python's unpickler, as PyTorch's, which RUNS whatever code the file names:
+    use it only for files you trust. PyTorch's names resolve to ember's objects (``torch.nn.modules.linear
+    Linear`` is ``ember.nn.modules.linear.Linear``), so whole modules and optimizers saved by torch load.
+    ``TORCH_FORCE_WEIGHTS_ONLY_LOAD=1`` forces ``weights_only=True``.
+
+    ``map_location``: ``None``, ``'cpu'``, a cpu device, a dict of location tags, or
+    ``fn(storage, location)`` returning the storage or None; storages saved on another device need it,
+    as on a CPU-only PyTorch. ``mmap=True`` (with a path) maps the storages from the file copy-on-write
+    (``set_default_mmap_options``) instead of reading them. Tensors that shared a storage when saved
+    share memory again. PyTorch's legacy (pre-1.6, non-zip) format and TorchScript archives are refused
+    with a ``RuntimeError``; dtypes ember lacks (complex32, float8, qint8, ...) raise a ``RuntimeError``.
     """
     import io
-    import pickle
 
-    if pickle_module is not None and (weights_only is True or pickle_module is not pickle):
-        raise RuntimeError("Can not safely load weights when explicit pickle_module is specified (ember.load "
-                           "always uses its own weights-only unpickler)")
-    unknown = set(pickle_load_args) - {"encoding"}
-    if unknown:
-        raise TypeError(f"ember.load: unexpected keyword arguments {sorted(unknown)} (only encoding= is "
-                        "understood)")
-    encoding = pickle_load_args.get("encoding", "utf-8")
-    if weights_only is False:
-        warnings.warn("ember.load(weights_only=False): ember always loads with its weights-only unpickler and "
-                      "never runs code from a file; objects other than tensors, containers and plain values "
-                      "still raise UnpicklingError", UserWarning, stacklevel=2)
+    weights_only = _weights_only_choice(weights_only, pickle_module)
+    if weights_only:
+        if pickle_module is not None:
+            raise RuntimeError("Can not safely load weights when explicit pickle_module is specified")
+    elif pickle_module is None:
+        pickle_module = pickle
+    if pickle_load_args != {} and weights_only:
+        warnings.warn("pickle_load_args only works if `weights_only=False`.", stacklevel=2)
+    if weights_only:
+        unknown = set(pickle_load_args) - {"encoding"}
+        if unknown:
+            raise TypeError(f"ember.load: unexpected keyword arguments {sorted(unknown)} with weights_only=True "
+                            "(only encoding= is understood)")
+    pickle_load_args.setdefault("encoding", "utf-8")
     rule = _location_rule(map_location)
+    how = (weights_only, pickle_module, pickle_load_args)
 
     if isinstance(f, (str, os.PathLike)):
         path = os.fspath(f)
         with open(path, "rb") as fh:
-            return _load_from(fh, rule, path if mmap else None, encoding)
+            return _load_from(fh, rule, path if mmap else None, how)
     if not hasattr(f, "read"):
         raise AttributeError(f"ember.load: f must be a path or a readable binary file, got {type(f).__name__}")
     if mmap:
@@ -1020,10 +1117,10 @@ def load(f: FileLike, map_location: Any = None, pickle_module: Any = None, *, we
         start = 0
     if start:
         fh = io.BytesIO(fh.read())
-    return _load_from(fh, rule, None, encoding)
+    return _load_from(fh, rule, None, how)
 
 
-def _load_from(fh, rule, mmap_path: str | None, encoding: str):
+def _load_from(fh, rule, mmap_path: str | None, how: tuple):
     from pickle import UnpicklingError
 
     from ._unpickler import WeightsUnpickler
@@ -1046,7 +1143,9 @@ def _load_from(fh, rule, mmap_path: str | None, encoding: str):
     if "version" not in archive.records and ".data/version" not in archive.records:
         archive.info("version")     # raises PyTorch's "failed locating file version"
     archive.check_version()
-    byteorder = sys.byteorder
+    # no byteorder record: the default load endianness (PyTorch's fallback), native unless set
+    byteorder = {LoadEndianness.LITTLE: "little", LoadEndianness.BIG: "big"}.get(get_default_load_endianness(),
+                                                                               sys.byteorder)
     if "byteorder" in archive.records:
         byteorder = bytes(archive.read("byteorder")).decode("ascii", "replace")
         if byteorder not in ("little", "big"):
@@ -1079,20 +1178,91 @@ def _load_from(fh, rule, mmap_path: str | None, encoding: str):
                 raise RuntimeError(f"ember.load: storage '{key}' is declared as both {st.dtype} and {stype.dtype}: "
                                    "the file is corrupt")
             return st
-        raw = archive.read(f"data/{key}", expected=numel * stype.dtype.itemsize)
+        if _skip_data_state["on"]:
+            raw = np.zeros(numel * stype.dtype.itemsize, np.uint8)
+        else:
+            raw = archive.read(f"data/{key}", expected=numel * stype.dtype.itemsize)
         if byteorder != sys.byteorder and stype.dtype.itemsize > 1:
             raw.view(stype.dtype.np).byteswap(inplace=True)
         st = rule(_Storage(raw, stype.dtype, key, location), location)
         loaded[key] = st
         return st
 
-    allowed, callables = _allowed()
+    weights_only, pickle_module, pickle_load_args = how
     data = bytes(archive.read("data.pkl"))
+    if not weights_only:
+        return _full_unpickler(pickle_module, data, persistent_load, pickle_load_args).load()
+    allowed, callables = _allowed()
     try:
-        return WeightsUnpickler(data, allowed, callables, persistent_load, encoding,
+        return WeightsUnpickler(data, allowed, callables, persistent_load, pickle_load_args["encoding"],
                                 user=_user_allowed_globals()).load()
     except UnpicklingError as e:
-        raise UnpicklingError(
-            f"Weights only load failed. ember.load reads only tensors, containers and plain values from a "
-            f"checkpoint and never runs code from it; this file holds something else, or is corrupt.\n\n"
-            f"WeightsUnpickler error: {e}") from None
+        raise UnpicklingError(_get_wo_message(str(e))) from None
+
+
+def _full_unpickler(pickle_module: Any, data: bytes, persistent_load: Callable, pickle_load_args: dict):
+    """``pickle_module.Unpickler`` over ``data.pkl`` (``weights_only=False``: it runs what the file names),
+    with PyTorch's globals resolved to ember's: tensors, storages and dtypes to ember's rebuilders, and
+    ``torch.<path> <name>`` to ``ember.<path>.<name>``."""
+    import io
+
+    allowed, _ = _allowed()
+
+    class Unpickler(pickle_module.Unpickler):
+        def find_class(self, module: str, name: str):
+            if _torch_to_ember(module) is None:
+                return super().find_class(module, name)
+            if module in _C_FUNCTIONS:
+                home, prefix = _C_FUNCTIONS[module]
+                return super().find_class(home, name[len(prefix):] if name.startswith(prefix) else name)
+            if module == "torch._C" and name in ("_VariableFunctionsClass", "_VariableFunctions"):
+                from ..ops import public                   # getattr(it, "relu"): torch.relu
+                return public
+            if module == "torch._C" and name in ("TensorBase", "_TensorBase"):
+                return Tensor                              # getattr(it, "add"): Tensor.add
+            found = allowed.get(f"{module}.{name}")
+            if found is _TENSOR_CLASS or found is _PARAMETER_CLASS:     # the classes themselves here
+                found = None
+            if found is not None:
+                return found
+            try:
+                return super().find_class(_torch_to_ember(module), name)
+            except (ImportError, AttributeError) as e:
+                raise type(e)(f"{e} (the checkpoint names {module}.{name}, which ember looks up as "
+                              f"{_torch_to_ember(module)}.{name})") from None
+
+        def persistent_load(self, pid):
+            return persistent_load(pid)
+
+    return Unpickler(io.BytesIO(data), **pickle_load_args)
+
+
+def get_unsafe_globals_in_checkpoint(f: FileLike) -> list[str]:
+    """The globals a checkpoint's pickle names that ``load(weights_only=True)`` would refuse (neither allowed by
+    default nor given to ``add_safe_globals``), read statically from the pickle without running it, as PyTorch's."""
+    from ._unpickler import globals_in_pickle
+
+    safe = set(_allowed()[0]) | set(_user_allowed_globals())
+    if isinstance(f, (str, os.PathLike)):
+        with open(f, "rb") as fh:
+            data = _checkpoint_pickle(fh)
+    else:
+        data = _checkpoint_pickle(f)
+    return list(globals_in_pickle(data) - safe)
+
+
+def _checkpoint_pickle(fh) -> bytes:
+    import io
+
+    start = fh.tell()
+    head = fh.read(4)
+    fh.seek(start)
+    if head != b"PK\x03\x04":
+        raise ValueError("Expected input to be a checkpoint returned by torch.save")
+    if start:
+        fh = io.BytesIO(fh.read())
+    archive = _Archive(fh, None)
+    if "constants.pkl" in archive.records:
+        raise ValueError("Expected input to be a checkpoint returned by torch.save but got a torchscript checkpoint")
+    return bytes(archive.read("data.pkl"))
+

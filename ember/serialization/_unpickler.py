@@ -289,11 +289,13 @@ class WeightsUnpickler:
             return self._allowed[full]
         if full in self._user:
             return self._user[full]
+        # PyTorch's message, with its spelling of builtins ("builtins.eval" -> "eval")
+        if full.startswith("builtins"):
+            rest = full[len("builtins"):]
+            full = rest[1:] if rest[:1] == "." else "builtins" + rest
         raise UnpicklingError(f"Unsupported global: GLOBAL {full} was not an allowed global by default. "
-                              "ember.load builds only tensors, Parameters, containers and plain values, "
-                              "and never imports or calls anything a file names. Please use "
-                              f"`ember.serialization.add_safe_globals([{full}])` or the "
-                              f"`ember.serialization.safe_globals([{full}])` context manager to allowlist this "
+                              f"Please use `torch.serialization.add_safe_globals([{full}])` or the "
+                              f"`torch.serialization.safe_globals([{full}])` context manager to allowlist this "
                               "global if you trust this class/function.")
 
 
@@ -414,3 +416,44 @@ BASIC_GLOBALS: dict[str, Any] = {
 }
 
 _NEWOBJ = {_ordered_dict: OrderedDict, _counter: Counter}
+
+
+# opcode -> bytes of argument, for the static scan (PyTorch's get_globals_in_pkl: protocol 2's opcodes only)
+_SCAN_FIXED = {b"\x81": 0, b"R": 0, b"b": 0, b"a": 0, b"e": 0, b"s": 0, b"u": 0, b"(": 0, b"t": 0, b"\x85": 0,
+               b"\x86": 0, b"\x87": 0, b"N": 0, b"\x89": 0, b"\x88": 0, b")": 0, b"]": 0, b"}": 0, b"\x8f": 0,
+               b"Q": 0, b"J": 4, b"K": 1, b"M": 2, b"G": 8, b"h": 1, b"j": 4, b"q": 1, b"r": 4}
+
+
+def globals_in_pickle(data: bytes) -> set[str]:
+    """The ``module.name`` of every GLOBAL in a protocol-2 pickle, read without running anything (PyTorch's
+    ``get_globals_in_pkl``: Python 2 names mapped as pickle maps them, other opcodes refused)."""
+    import io
+    from _compat_pickle import IMPORT_MAPPING, NAME_MAPPING
+
+    f = io.BytesIO(data)
+    found: set[str] = set()
+    while True:
+        key = f.read(1)
+        if not key:
+            raise EOFError
+        if key == b"c":
+            module = f.readline()[:-1].decode("utf-8")
+            name = f.readline()[:-1].decode("utf-8")
+            if (module, name) in NAME_MAPPING:
+                module, name = NAME_MAPPING[(module, name)]
+            elif module in IMPORT_MAPPING:
+                module = IMPORT_MAPPING[module]
+            found.add(f"{module}.{name}")
+        elif key in _SCAN_FIXED:
+            f.read(_SCAN_FIXED[key])
+        elif key == b"X":
+            f.read(struct.unpack("<I", f.read(4))[0])
+        elif key in (b"U", b"\x8a"):
+            f.read(f.read(1)[0])
+        elif key == b"\x80":
+            f.read(1)
+        elif key == b".":
+            return found
+        else:
+            raise UnpicklingError(f"Unsupported operand {key[0]}")
+

@@ -94,8 +94,16 @@ def kernels(k) -> dict:
         r = xp.sum(x, axis=axes, keepdims=True, dtype=x.dtype) if axes else x
         return xp.reshape(r, shape)
 
+    # PyTorch's CPU scans carry float32 (complex64) running values in double (complex128), as the cpu kernels
+    _SCAN_ACC = {xp.float32: xp.float64, xp.complex64: xp.complex128}
+
     def _scan(x, dim, fn):
-        return fn(_num(x), axis=dim, dtype=_sum_dtype(x)) if x.ndim else xp.asarray(x, copy=True)
+        if x.ndim == 0:
+            return xp.asarray(x, copy=True)
+        acc = _SCAN_ACC.get(x.dtype)
+        if acc is not None:
+            return xp.astype(fn(xp.astype(x, acc), axis=dim), x.dtype)
+        return fn(_num(x), axis=dim, dtype=_sum_dtype(x))
 
     def cumsum(x, dim):
         return _scan(x, dim, xp.cumulative_sum)
@@ -116,6 +124,9 @@ def kernels(k) -> dict:
         """A running logaddexp along ``dim``: the standard has no accumulate, so one step per position."""
         if x.ndim == 0:
             return xp.asarray(x, copy=True)
+        acc = _SCAN_ACC.get(x.dtype)
+        if acc is not None:
+            return xp.astype(logcumsumexp(xp.astype(x, acc), dim), x.dtype)
         if k.kind(x) == "c":
             return _logcumsumexp_complex(x, dim)
         xm = xp.moveaxis(x, dim, -1)

@@ -83,16 +83,32 @@ def prod(x, dim=None, keepdim=False):
     return np.prod(x, axis=dim, keepdims=keepdim)
 
 
+# PyTorch's CPU scans (cpu_cum_base_kernel) carry the running value in acc_type<T, /*is_cuda=*/false>: double
+# for float32, complex<double> for complex64 (float16/bfloat16: float, by _f32), each output rounded once
+_SCAN_ACC = {np.dtype(np.float32): np.float64, np.dtype(np.complex64): np.complex128}
+
+
+def _scan_acc(kernel):
+    def fn(x, dim):
+        acc = _SCAN_ACC.get(x.dtype)
+        return kernel(x, dim) if acc is None else kernel(x.astype(acc), dim).astype(x.dtype)
+    fn.__name__, fn.__doc__ = kernel.__name__, kernel.__doc__
+    return fn
+
+
+@_scan_acc
 @_f32
 def cumsum(x, dim):
     return np.cumsum(x, axis=dim) if x.ndim else x.copy()
 
 
+@_scan_acc
 @_f32
 def cumprod(x, dim):
     return np.cumprod(x, axis=dim) if x.ndim else x.copy()
 
 
+@_scan_acc
 @_f32
 def logcumsumexp(x, dim):
     # logaddexp(a, b) = max + log1p(exp(-|a - b|)): stable, and -inf + -inf stays -inf.

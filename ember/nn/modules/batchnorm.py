@@ -7,9 +7,10 @@ from ..._tensor import Tensor
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
+from .lazy import LazyModuleMixin
 from .module import Module
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d"]
 
 
 class _NormBase(Module):
@@ -112,3 +113,46 @@ class BatchNorm3d(_BatchNorm):
     def _check_input_dim(self, input: Tensor) -> None:
         if input.dim() != 5:
             raise ValueError(f"expected 5D input (got {input.dim()}D input)")
+
+
+class _LazyNormBase(LazyModuleMixin, _NormBase):
+    def __init__(self, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
+                 track_running_stats: bool = True, device=None, dtype=None, *, bias: bool = True) -> None:
+        super().__init__(0, eps, momentum, False, False, device, dtype, bias=False)
+        self.affine = affine
+        self.track_running_stats = track_running_stats
+        if affine:
+            self._make_lazy("weight", dtype=dtype, device=device)
+            if bias:
+                self._make_lazy("bias", dtype=dtype, device=device)
+        if track_running_stats:
+            self._make_lazy("running_mean", buffer=True, dtype=dtype, device=device)
+            self._make_lazy("running_var", buffer=True, dtype=dtype, device=device)
+            self.num_batches_tracked = _creation.tensor(0, dtype=D.long, device=device)
+
+    def reset_parameters(self) -> None:
+        if not self.has_uninitialized_params() and self.num_features != 0:
+            super().reset_parameters()
+
+    def initialize_parameters(self, input: Tensor) -> None:
+        if self.has_uninitialized_params():
+            self.num_features = input.shape[1]
+            if self.affine:
+                self._materialize("weight", (self.num_features,))
+                if self.bias is not None:
+                    self._materialize("bias", (self.num_features,))
+            if self.track_running_stats:
+                self._materialize("running_mean", (self.num_features,))
+                self._materialize("running_var", (self.num_features,))
+            self.reset_parameters()
+
+
+def _lazy_norm(name: str, base: type) -> type:
+    return type(name, (_LazyNormBase, base), {"cls_to_become": base, "__module__": base.__module__,
+                                               "__doc__": f"A {base.__name__} whose num_features is inferred from "
+                                                          "the first input."})
+
+
+LazyBatchNorm1d = _lazy_norm("LazyBatchNorm1d", BatchNorm1d)
+LazyBatchNorm2d = _lazy_norm("LazyBatchNorm2d", BatchNorm2d)
+LazyBatchNorm3d = _lazy_norm("LazyBatchNorm3d", BatchNorm3d)

@@ -27,6 +27,18 @@ def _renumber(module: Module) -> None:
     module._modules = OrderedDict((str(i), m) for i, m in enumerate(module._modules.values()))
 
 
+class Container(Module):
+    """Deprecated in PyTorch: a Module holding the keyword arguments as submodules (subclass Module instead)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        import warnings
+        warnings.warn("`nn.Container` is deprecated. All of its functionality is now implemented in `nn.Module`. "
+                      "Subclass that instead.", FutureWarning, stacklevel=2)
+        super().__init__()
+        for key, value in kwargs.items():
+            self.add_module(key, value)
+
+
 class Sequential(Module):
     """Modules applied one after another: ``Sequential(m0, m1, ...)`` or ``Sequential(OrderedDict(...))``."""
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from ...ops import creation as _creation
 from ..._tensor import Tensor
@@ -9,10 +10,12 @@ from ...autograd.grad_mode import no_grad
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
+from .lazy import LazyModuleMixin
 from .module import Module
 from .utils import _pair, _reverse_repeat_tuple, _single, _triple
 
-__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", "LazyConv1d",
+           "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyConvTranspose3d"]
 
 _VALID_PADDING_MODES = {"zeros", "reflect", "replicate", "circular"}
 
@@ -195,3 +198,77 @@ class ConvTranspose3d(_ConvTransposeNd):
     _n = 3
     _tuple = staticmethod(_triple)
     _fn = staticmethod(F.conv_transpose3d)
+
+
+class _LazyConvXdMixin(LazyModuleMixin):
+    _spatial = 1
+
+    def reset_parameters(self) -> None:
+        if not self.has_uninitialized_params() and self.in_channels != 0:
+            super().reset_parameters()
+
+    def initialize_parameters(self, input: Tensor, *args: Any, **kwargs: Any) -> None:
+        if self.has_uninitialized_params():
+            self.in_channels = self._get_in_channels(input)
+            if self.in_channels % self.groups != 0:
+                raise ValueError("in_channels must be divisible by groups")
+            if self.transposed:
+                shape = (self.in_channels, self.out_channels // self.groups, *self.kernel_size)
+            else:
+                shape = (self.out_channels, self.in_channels // self.groups, *self.kernel_size)
+            self._materialize("weight", shape)
+            if self.bias is not None:
+                self._materialize("bias", (self.out_channels,))
+            self.reset_parameters()
+
+    def _get_in_channels(self, input: Tensor) -> int:
+        no_batch = self._spatial + 1
+        if input.dim() not in (no_batch, no_batch + 1):
+            raise RuntimeError(f"Expected {no_batch}D (unbatched) or {no_batch + 1}D (batched) input to "
+                               f"{self.__class__.__name__}, but got input of size: {input.shape}")
+        return input.shape[1] if input.dim() == no_batch + 1 else input.shape[0]
+
+    def _get_num_spatial_dims(self) -> int:
+        return self._spatial
+
+
+def _lazy_conv(name: str, base: type, spatial: int) -> type:
+    def __init__(self, out_channels: int, kernel_size, stride=1, padding=0, dilation=1, groups: int = 1,
+                 bias: bool = True, padding_mode: str = "zeros", device=None, dtype=None) -> None:
+        base.__init__(self, 0, 0, kernel_size, stride, padding, dilation, groups, False, padding_mode, device, dtype)
+        _lazy_init(self, out_channels, bias, device, dtype)
+
+    return type(name, (_LazyConvXdMixin, base), {"__init__": __init__, "cls_to_become": base, "_spatial": spatial,
+                                                  "__doc__": f"A {base.__name__} whose in_channels is inferred from "
+                                                             "the first input.", "__module__": __name__})
+
+
+def _lazy_conv_transpose(name: str, base: type, spatial: int) -> type:
+    def __init__(self, out_channels: int, kernel_size, stride=1, padding=0, output_padding=0, groups: int = 1,
+                 bias: bool = True, dilation=1, padding_mode: str = "zeros", device=None, dtype=None) -> None:
+        base.__init__(self, 0, 0, kernel_size, stride, padding, output_padding, groups, False, dilation,
+                      padding_mode, device, dtype)
+        _lazy_init(self, out_channels, bias, device, dtype)
+
+    return type(name, (_LazyConvXdMixin, base), {"__init__": __init__, "cls_to_become": base, "_spatial": spatial,
+                                                  "__doc__": f"A {base.__name__} whose in_channels is inferred from "
+                                                             "the first input.", "__module__": __name__})
+
+
+def _lazy_init(self, out_channels: int, bias: bool, device, dtype) -> None:
+    # the base class's __init__ ran without the mixin's (it is called directly), so add the hooks here
+    self._lazy_pending = {}
+    self._load_hook = self._register_load_state_dict_pre_hook(self._lazy_load_hook)
+    self._initialize_hook = self.register_forward_pre_hook(self._infer_parameters, with_kwargs=True)
+    self._make_lazy("weight", dtype=dtype, device=device)
+    self.out_channels = out_channels
+    if bias:
+        self._make_lazy("bias", dtype=dtype, device=device)
+
+
+LazyConv1d = _lazy_conv("LazyConv1d", Conv1d, 1)
+LazyConv2d = _lazy_conv("LazyConv2d", Conv2d, 2)
+LazyConv3d = _lazy_conv("LazyConv3d", Conv3d, 3)
+LazyConvTranspose1d = _lazy_conv_transpose("LazyConvTranspose1d", ConvTranspose1d, 1)
+LazyConvTranspose2d = _lazy_conv_transpose("LazyConvTranspose2d", ConvTranspose2d, 2)
+LazyConvTranspose3d = _lazy_conv_transpose("LazyConvTranspose3d", ConvTranspose3d, 3)

@@ -1,4 +1,4 @@
-"""Identity, Linear, Bilinear (LazyLinear lives in lazy.py with the other Lazy* modules)."""
+"""Identity, Linear, NonDynamicallyQuantizableLinear, Bilinear, LazyLinear (as PyTorch's linear.py)."""
 from __future__ import annotations
 
 import math
@@ -6,12 +6,14 @@ from typing import Any
 
 from ...ops import creation as _creation
 from ..._tensor import Tensor
+from ...autograd import grad_mode as _gm
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
+from .lazy import LazyModuleMixin
 from .module import Module
 
-__all__ = ["Identity", "Linear", "Bilinear"]
+__all__ = ["Identity", "Linear", "Bilinear", "LazyLinear", "NonDynamicallyQuantizableLinear"]
 
 
 class Identity(Module):
@@ -84,3 +86,38 @@ class Bilinear(Module):
     def extra_repr(self) -> str:
         return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
                 f"out_features={self.out_features}, bias={self.bias is not None}")
+
+
+class NonDynamicallyQuantizableLinear(Linear):
+    """A Linear layer under another name (PyTorch's marker for the attention's output projection)."""
+
+
+class LazyLinear(LazyModuleMixin, Linear):
+    """A Linear whose ``in_features`` is inferred from the first input's last dimension."""
+
+    cls_to_become = Linear
+
+    def __init__(self, out_features: int, bias: bool = True, device=None, dtype=None) -> None:
+        super().__init__(0, 0, False)
+        self._make_lazy("weight", dtype=dtype, device=device)
+        self.out_features = out_features
+        if bias:
+            self._make_lazy("bias", dtype=dtype, device=device)
+
+    def reset_parameters(self) -> None:
+        if not self.has_uninitialized_params() and self.in_features != 0:
+            super().reset_parameters()
+
+    def initialize_parameters(self, input: Tensor) -> None:
+        if self.has_uninitialized_params():
+            with _gm.no_grad():
+                self.in_features = input.shape[-1]
+                self._materialize("weight", (self.out_features, self.in_features))
+                if self.bias is not None:
+                    self._materialize("bias", (self.out_features,))
+                self.reset_parameters()
+        if self.in_features == 0:
+            if input.shape[-1] != self.weight.shape[-1]:
+                raise AssertionError(f"The in_features inferred from input: {input.shape[-1]} is not equal to "
+                                     f"in_features from self.weight: {self.weight.shape[-1]}")
+            self.in_features = input.shape[-1]

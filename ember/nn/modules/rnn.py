@@ -106,6 +106,22 @@ class RNNBase(Module):
     def _flat_weights(self) -> list[Tensor | None]:
         return [getattr(self, n, None) for n in self._flat_weights_names]
 
+    def __getstate__(self) -> dict:
+        # PyTorch's RNNBase keeps the list of weights in its state (its __setstate__ reads it): a pickle of
+        # ember's module carries it too, so torch.load builds a working torch module from it.
+        state = self.__dict__.copy()
+        state["_flat_weights"] = self._flat_weights
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        state = dict(state)
+        state.pop("_flat_weights", None)          # ember derives them from the names (a property)
+        state.pop("_flat_weight_refs", None)
+        if "all_weights" in state:                # PyTorch's state before 1.x named the list this way
+            state["_all_weights"] = state.pop("all_weights")
+        state.setdefault("proj_size", 0)
+        super().__setstate__(state)
+
     def flatten_parameters(self) -> None:
         """A no-op (PyTorch packs the weights for cuDNN here)."""
 

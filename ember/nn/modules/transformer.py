@@ -17,7 +17,7 @@ from ...ops import creation as _creation
 from ..._tensor import Tensor
 from .. import functional as F
 from ..init import xavier_uniform_
-from .activation_mha import MultiheadAttention, _canonical_mask, _fastpath_enabled, _nan_fully_masked_rows, _none_or_dtype
+from .activation import MultiheadAttention, _canonical_mask, _fastpath_enabled, _nan_fully_masked_rows, _none_or_dtype
 from .container import ModuleList
 from .dropout import Dropout
 from .linear import Linear
