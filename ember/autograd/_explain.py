@@ -202,7 +202,7 @@ def _shares_memory(a: Tensor, b: Tensor) -> bool:
 def _saved_input(node, i: int):
     """Input ``i`` of a primitive's node, when the node saved it for backward (else None)."""
     saved = getattr(node, "_saved", None)
-    if type(saved) is not list or i >= len(saved) or saved[i] is None:
+    if not isinstance(saved, list) or i >= len(saved) or saved[i] is None:   # (a subclass: hooked, or extras)
         return None
     v = saved[i][0]
     return v if isinstance(v, Tensor) else None

@@ -429,7 +429,7 @@ class PrimNode(Node):
     def _args(self, graph: bool) -> list:
         """What the rules get for each input of a node that saved some (see the class docstring)."""
         saved = self._saved
-        if type(saved) is _Hooked:
+        if type(saved) is not list:   # (a list subclass: saved through hooks, or with extra tensors)
             return self._args_hooked(graph)
         args = []
         for i, m in enumerate(self._in):
@@ -444,22 +444,27 @@ class PrimNode(Node):
         return args
 
     def _args_hooked(self, graph: bool) -> list:
-        """_args for a node that saved through saved-tensor hooks: each saved input comes from its unpack
-        hook (as PyTorch, the version check is then the hooks' business, not autograd's)."""
+        """_args for a node that saved through saved-tensor hooks, or saved extra tensors (``save_extra``): each
+        entry packed by hooks comes from its unpack hook (as PyTorch, the version check is then the hooks'
+        business, not autograd's); the others have their versions checked. The extra tensors, after the
+        inputs' entries, are checked (or unpacked) only: the rules read them through the params."""
         saved = self._saved
         args = []
-        for i, m in enumerate(self._in):
-            sv = saved[i]
+        in_ = self._in
+        n = len(in_)
+        for i, sv in enumerate(saved):
             if sv is not None:
                 t, v = sv
                 if type(t) is SavedTensor:
-                    args.append(_unpack_checked(t, graph))
+                    a = _unpack_checked(t, graph) if i < n else t.unpack(self) if graph else t.unpack_data()
                 else:
                     if t._vc[0] != v:
-                        raise RuntimeError(modified_message(t, v))
-                    args.append(t if graph else t._data)
-            else:
-                args.append(m)
+                        raise RuntimeError(modified_message(t, v, saver=self))
+                    a = t if graph else t._data
+                if i < n:
+                    args.append(a)
+            elif i < n:
+                args.append(in_[i])
         return args
 
     def _unpack_out(self, graph: bool):
@@ -996,9 +1001,35 @@ def _record(t: Tensor, prim: Primitive, args: tuple, params: dict, node_cls) -> 
 
 
 class _Hooked(list):
-    """A node's saved inputs when some went through saved-tensor hooks (backward's cue to unpack)."""
+    """A node's saved entries when some went through saved-tensor hooks (backward's cue to unpack), or when it
+    saved extra tensors after its inputs' entries (``save_extra``): ``PrimNode._args_hooked`` reads them."""
 
     __slots__ = ()
+
+
+def save_extra(node: PrimNode, tensors) -> None:
+    """Save ``tensors`` for ``node``'s backward beside its inputs: tensors its rules read through its params, not
+    as inputs (the index tensor of gather, x[idx], scatter...; a mask; the indices that sort and max return). As
+    PyTorch's SavedVariables: backward refuses one changed in place since (PyTorch's message), an inference
+    tensor cannot be saved, saved-tensor hooks pack them (the rules still read the params' arrays), and backward
+    frees them. Called by ``apply_saving`` and ``apply_inplace`` right after the node is recorded."""
+    saved = node._saved
+    entries = _Hooked(saved if saved is not None else (None,) * len(node._in))
+    hooks = current_hooks() if HOOKS_ON else None
+    for k in tensors:
+        if k._inference:
+            raise RuntimeError(INFERENCE_SAVE_MESSAGE)
+        entries.append((k, k._vc[0]) if hooks is None else (pack_saved(k, False, hooks), k._vc[0]))
+    node._saved = entries
+
+
+def apply_saving(prim: Primitive, args: tuple, params: dict, node_cls=None, saved: tuple = (), dtype=None) -> Tensor:
+    """``apply``, and ``save_extra(node, saved)`` when the result is recorded: for ops whose params hold an index
+    taken from a tensor (the index tensor is saved with its version, as PyTorch saves it)."""
+    t = apply(prim, args, params, node_cls, dtype)
+    if t.grad_fn is not None and saved:
+        save_extra(t.grad_fn, saved)
+    return t
 
 
 def _pack_all(node, t: Tensor, hooks) -> None:

@@ -14,7 +14,8 @@ from .._state import track_tangent
 from .._tensor import Tensor, make, zeros_of
 from .anomaly_mode import _anomaly, record_inplace
 from .graph import grad_accumulator, type_name_of
-from ._primitive import VIEW_REFRESH, _EMPTY, KEEP_DTYPE, Primitive, _record, _state, apply, defprim, fwd_state
+from ._primitive import (VIEW_REFRESH, _EMPTY, KEEP_DTYPE, Primitive, _record, _state, apply, defprim, fwd_state,
+                         save_extra)
 
 
 def edge_of(t) -> tuple:
@@ -70,8 +71,9 @@ def check_inplace(self: Tensor, recording: bool) -> None:
 
 
 def apply_inplace(prim: Primitive, self: Tensor, others: tuple, params: dict = _EMPTY,
-                  node_cls=None, dtype=None) -> Tensor:
-    """``self.op_(*others)``: write the result into self's memory and rebase self's history."""
+                  node_cls=None, dtype=None, saved: tuple = ()) -> Tensor:
+    """``self.op_(*others)``: write the result into self's memory and rebase self's history; ``saved``: tensors
+    the node keeps beside its inputs (``save_extra``: an index tensor its params read)."""
     if dtype is None and prim.promote is not None:
         dtype = prim.promote((self,) + tuple(others))
     recording = _state.enabled and (self._requires_grad or any(
@@ -92,6 +94,8 @@ def apply_inplace(prim: Primitive, self: Tensor, others: tuple, params: dict = _
         src.grad_fn, src._output_nr, src._requires_grad = self.grad_fn, self._output_nr, self._requires_grad
         src._fw_grad = self._fw_grad
     r = apply(prim, (src,) + tuple(others), params, node_cls, KEEP_DTYPE if dtype is None else dtype)
+    if saved and r.grad_fn is not None:
+        save_extra(r.grad_fn, saved)   # at their versions before the write (self may be one of them)
     if r._data.shape != self._data.shape:
         raise RuntimeError(f"output with shape {list(self._data.shape)} doesn't match the broadcast shape "
                            f"{list(r._data.shape)}")

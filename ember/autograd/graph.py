@@ -287,8 +287,14 @@ def node_class(name: str, base: type) -> type:
 type_name_of = type_word
 
 
+_LEGACY_TENSOR_TYPES = frozenset(("Byte", "Char", "Short", "Int", "Long", "Half", "Float", "Double"))
+
+
 def _type_name(arr) -> str:
-    return f"torch.{type_name_of(arr.dtype)}Tensor"
+    """PyTorch's Tensor::toString(): the legacy name (torch.LongTensor) where the dtype has one, else the
+    dispatch key's (CPUBoolType, CPUBFloat16Type, CPUComplexFloatType)."""
+    name = type_name_of(arr.dtype)
+    return f"torch.{name}Tensor" if name in _LEGACY_TENSOR_TYPES else f"CPU{name}Type"
 
 
 def modified_message(t, expected, out_data=None, current=None, node=None, saver=None) -> str:

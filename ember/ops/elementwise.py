@@ -21,6 +21,7 @@ from ..autograd._primitive import (
     KEEP_NUMBERS,
     PrimNode,
     apply,
+    apply_saving,
     broadcast_error,
     defprim,
     fast_operator,
@@ -1442,7 +1443,7 @@ def where(condition: Tensor, input=_WHERE_UNSET, other=_WHERE_UNSET):
         shapes = [list(s) for s in shapes]
         raise RuntimeError(f"where(): the shapes of condition, input and other do not broadcast: "
                            f"{', '.join(map(str, shapes))}") from None
-    return apply(where_p, (input, other), {"cond": condition._data})
+    return apply_saving(where_p, (input, other), {"cond": condition._data}, None, (condition,))
 
 
 method("where", lambda self, condition, other: where(condition, self, other))

@@ -21,7 +21,7 @@ from ..devices.index import SplitIndex
 from ._index import Index, check_value_shape, convert, raw_index
 from .._tensor import Tensor, make, wrap_dim
 from ..autograd.graph import node_class
-from ..autograd._primitive import PrimNode, _state, apply, broadcast_error, defprim, fwd_state
+from ..autograd._primitive import PrimNode, _state, apply, apply_saving, broadcast_error, defprim, fwd_state
 from ._registry import graph, register
 from .elementwise import is_array_scalar, is_real, scalar_value
 from .shape import _broadcast_shape
@@ -220,13 +220,23 @@ graph("grid_index", lambda idx, dim: NAMESPACES[type(idx)].grid_index(idx, dim))
 _NAMES = {int: "SelectBackward0", slice: "SliceBackward0", type(None): "UnsqueezeBackward0"}
 
 
+def _index_tensors(index, tensors_advanced: bool = False) -> tuple:
+    """The tensors of an advanced ``index`` whose data its NumPy index holds (the node saves them, as PyTorch
+    saves its indices): a tensor index, or the tensors in a tuple or list index; a 0-d integer tensor is an int
+    (a select) unless ``tensors_advanced``."""
+    if type(index) is Tensor:   # the common case first
+        return (index,) if tensors_advanced or index._data.ndim else ()
+    items = index if isinstance(index, (tuple, list)) else (index,)
+    return tuple(t for t in items if isinstance(t, Tensor) and (tensors_advanced or t._data.ndim))
+
+
 @register(name="__getitem__", module=False, method=True)
 def getitem(self: Tensor, index) -> Tensor:
     """``self[index]``: a view for basic indices, a copy (IndexBackward0) for advanced ones."""
     ix = convert(index, self._data.shape)
     if ix.basic:
         return apply(getitem_view_p, (self,), {"index": ix.np_index}, _node(_NAMES.get(ix.last, "AliasBackward0")))
-    return apply(getitem_p, (self,), {"index": ix.np_index})
+    return apply_saving(getitem_p, (self,), {"index": ix.np_index}, None, _index_tensors(index))
 
 
 def _assign_value(value, self: Tensor):
@@ -282,7 +292,7 @@ def setitem(self: Tensor, index, value) -> None:
     if ix.basic and all(i is Ellipsis or i == _FULL for i in idx) and \
             (not isinstance(value, Tensor) or not value._data.ndim):
         node = _node("FillBackward3")   # x[...] = scalar fills the whole tensor
-    apply_inplace(index_put_p, self, (value,), {"index": idx}, node)
+    apply_inplace(index_put_p, self, (value,), {"index": idx}, node, saved=() if ix.basic else _index_tensors(index))
 
 
 def _fill_value(self: Tensor, value, op: str):
@@ -471,7 +481,7 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False)
     refuse_shell(input, "gather_expanded_index", F8_CHARS)
     refuse_shell(input, "scatter_gather_tensor_cpu")
     _, _, ix = _scatter_checks(input, dim, index, None, "gather")
-    return apply(getitem_p, (input,), {"index": ix}, _node("GatherBackward0"))
+    return apply_saving(getitem_p, (input,), {"index": ix}, _node("GatherBackward0"), (index,))
 
 
 _LEGACY = {"add": "sum", "multiply": "prod"}
@@ -506,9 +516,10 @@ def _scatter(self: Tensor, dim, index, src, value, reduce, inplace: bool, op: st
     else:
         value = D.checked_scalar(value, self._data.dtype)
         args, prim, params, node = (), fill_index_p, {"index": ix, "value": value}, _node("ScatterBackward1")
+    saved = (index,) if prim is not scatter_legacy_p else ()   # (PyTorch's NotImplemented node saves nothing)
     if inplace:
-        return apply_inplace(prim, self, args, params, node)
-    return apply(prim, (self,) + args, params, node)
+        return apply_inplace(prim, self, args, params, node, saved=saved)
+    return apply_saving(prim, (self,) + args, params, node, saved)
 
 
 @register(method=True)
@@ -532,8 +543,8 @@ def _scatter_add(self, dim, index, src, inplace, op):
     args, params = (_src_block(src, idx),), {"index": ix, "alpha": 1, "acc": True}
     node = _node("ScatterAddBackward0")
     if inplace:
-        return apply_inplace(index_add_p, self, args, params, node)
-    return apply(index_add_p, (self,) + args, params, node)
+        return apply_inplace(index_add_p, self, args, params, node, saved=(index,))
+    return apply_saving(index_add_p, (self,) + args, params, node, (index,))
 
 
 @register(method=True)
@@ -587,8 +598,8 @@ def _scatter_reduce(self, dim, index, src, reduce, include_self, inplace, op):
     args, params = (_src_block(src, idx),), {"index": ix, "reduce": reduce, "include_self": include_self,
                                              "acc": True}
     if inplace:
-        return apply_inplace(scatter_reduce_p, self, args, params)
-    return apply(scatter_reduce_p, (self,) + args, params)
+        return apply_inplace(scatter_reduce_p, self, args, params, saved=(index,))
+    return apply_saving(scatter_reduce_p, (self,) + args, params, None, (index,))
 
 
 @register(method=True)
@@ -635,7 +646,9 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Te
             input = input.expand(*xs)
         if tuple(ins) != indices._data.shape:
             indices = indices.expand(*ins)
-    return gather(input, d, indices)
+    # PyTorch gathers with a copy of the indices here (broadcast_tensors): a later change to them is no error,
+    # and the gradient is the one of the indices used
+    return gather(input, d, indices.clone())
 
 
 # ----- index_select / index_add / index_copy / index_fill / index_reduce -----------------------------------
@@ -673,7 +686,8 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
         if bad < 0:
             raise RuntimeError(f"INDICES element is out of DATA bounds, id={bad} axis_dim={n}")
         raise IndexError("index out of range in self")
-    return apply(getitem_p, (input,), {"index": _dim_index(idx, d, input._data.ndim)}, _node("IndexSelectBackward0"))
+    return apply_saving(getitem_p, (input,), {"index": _dim_index(idx, d, input._data.ndim)},
+                        _node("IndexSelectBackward0"), (index,))
 
 
 def _source_checks(self: Tensor, d: int, idx, source: Tensor, op: str):
@@ -742,8 +756,8 @@ def _index_add(self, dim, index, source, alpha, inplace, op):
                                         if k != d)
     params = {"index": _dim_index(idx, d, nd), "alpha": alpha, "acc": acc}
     if inplace:
-        return apply_inplace(index_add_p, self, (source,), params)
-    return apply(index_add_p, (self, source), params)
+        return apply_inplace(index_add_p, self, (source,), params, saved=(index,))
+    return apply_saving(index_add_p, (self, source), params, None, (index,))
 
 
 @register(method=True)
@@ -781,8 +795,8 @@ def _index_copy(self, dim, index, source, inplace, op):
     params = {"index": _dim_index(idx, d, self._data.ndim)}
     node = _node("IndexCopyBackward0")
     if inplace:
-        return apply_inplace(index_put_p, self, (source,), params, node)
-    return apply(index_put_p, (self, source), params, node)
+        return apply_inplace(index_put_p, self, (source,), params, node, saved=(index,))
+    return apply_saving(index_put_p, (self, source), params, node, (index,))
 
 
 @register(method=True)
@@ -823,8 +837,8 @@ def _index_fill(self, dim, index, value, inplace, op):
         value = D.checked_scalar(value, self._data.dtype)
         prim, args, params, node = fill_index_p, (), {"index": ix, "value": value}, None
     if inplace:
-        return apply_inplace(prim, self, args, params, node)
-    return apply(prim, (self,) + args, params, node)
+        return apply_inplace(prim, self, args, params, node, saved=(index,))
+    return apply_saving(prim, (self,) + args, params, node, (index,))
 
 
 @register(method=True)
@@ -856,8 +870,8 @@ def _index_reduce(self, dim, index, source, reduce, include_self, inplace, op):
     params = {"index": _dim_index(idx, d, self._data.ndim), "reduce": reduce, "include_self": include_self}
     node = _node("IndexReduceBackward0")
     if inplace:
-        return apply_inplace(scatter_reduce_p, self, (source,), params, node)
-    return apply(scatter_reduce_p, (self, source), params, node)
+        return apply_inplace(scatter_reduce_p, self, (source,), params, node, saved=(index,))
+    return apply_saving(scatter_reduce_p, (self, source), params, node, (index,))
 
 
 @register(method=True)
@@ -907,9 +921,10 @@ def _index_put(self, indices, values, accumulate, inplace, op):
     else:
         prim, params = index_put_p, {"index": ix.np_index}
     node = _node("IndexPutBackward0")
+    saved = _index_tensors(tuple(indices), True)
     if inplace:
-        return apply_inplace(prim, self, (values,), params, node)
-    return apply(prim, (self, values), params, node)
+        return apply_inplace(prim, self, (values,), params, node, saved=saved)
+    return apply_saving(prim, (self, values), params, node, saved)
 
 
 @register(method=True)
@@ -960,8 +975,8 @@ def _masked_fill(self, mask, value, inplace, op):
         value = D.checked_scalar(value, self._data.dtype)
         prim, args, params, node = fill_index_p, (), {"index": ix, "value": value}, _node("MaskedFillBackward0")
     if inplace:
-        return apply_inplace(prim, self, args, params, node)
-    return apply(prim, (self,) + args, params, node)
+        return apply_inplace(prim, self, args, params, node, saved=(mask,))
+    return apply_saving(prim, (self,) + args, params, node, (mask,))
 
 
 @register(method=True)
@@ -1010,8 +1025,8 @@ def _masked_scatter(self, mask, source, inplace, op):
         raise RuntimeError("Number of elements of source < number of ones in mask")
     params = {"index": ix, "count": count}
     if inplace:
-        return apply_inplace(masked_scatter_p, self, (source,), params)
-    return apply(masked_scatter_p, (self, source), params)
+        return apply_inplace(masked_scatter_p, self, (source,), params, saved=(mask,))
+    return apply_saving(masked_scatter_p, (self, source), params, None, (mask,))
 
 
 @register(method=True)
@@ -1037,7 +1052,7 @@ def masked_select(input: Tensor, mask: Tensor) -> Tensor:
     input, ix = _mask(input, mask, "masked_select", False, "")
     if not input._data.ndim:   # NumPy's 0-d mask index would add a dim; the result is 1-d anyway
         ix = SplitIndex(((None, Ellipsis), (ix[0].reshape(1),)))
-    return apply(getitem_p, (input,), {"index": ix}, _node("MaskedSelectBackward0"))
+    return apply_saving(getitem_p, (input,), {"index": ix}, _node("MaskedSelectBackward0"), (mask,))
 
 
 # ----- take / put --------------------------------------------------------------------------------------------
@@ -1091,7 +1106,7 @@ def take(input: Tensor, index: Tensor) -> Tensor:
     """The elements of the flattened ``input`` at ``index`` (negative indices count from the end)."""
     check_tensor(input, "take", "input", 1)
     idx = _flat_index(input, index, "take")
-    return apply(take_p, (input,), {"index": idx})
+    return apply_saving(take_p, (input,), {"index": idx}, None, (index,))
 
 
 def _put(self, index, source, accumulate, inplace, op):
@@ -1109,8 +1124,8 @@ def _put(self, index, source, accumulate, inplace, op):
     _check_flat_bounds(self, idx)
     params = {"index": idx, "accumulate": accumulate}
     if inplace:
-        return apply_inplace(put_p, self, (source,), params)
-    return apply(put_p, (self, source), params)
+        return apply_inplace(put_p, self, (source,), params, saved=(index,))
+    return apply_saving(put_p, (self, source), params, None, (index,))
 
 
 @register(method=True)

@@ -19,7 +19,7 @@ from .._state import _state as _grad_state
 from .._tensor import Tensor, make, wrap_dim
 from ..autograd.graph import node_class
 from . import elementwise as E
-from ..autograd._primitive import PrimNode, apply, defprim, graph_ns
+from ..autograd._primitive import PrimNode, apply, apply_saving, defprim, graph_ns
 from ._registry import EXPORTS, graph, register
 from ._schema import schema
 from .._util import bf16_in_float32, check_tensor
@@ -1121,9 +1121,9 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
         # PyTorch counts every index in the batch (the padding index too) and scales each position's gradient
         # by 1 / its index's count
         inv = xp.index_count_inverse(idx, n, weight._data.dtype)
-        return apply(embedding_freq_p, (weight, make(inv)),
-                     {"indices": idx, "padding_idx": padding_idx})
-    return apply(embedding_p, (weight,), {"indices": idx, "padding_idx": padding_idx})
+        return apply_saving(embedding_freq_p, (weight, make(inv)), {"indices": idx, "padding_idx": padding_idx},
+                            None, (input,))
+    return apply_saving(embedding_p, (weight,), {"indices": idx, "padding_idx": padding_idx}, None, (input,))
 
 
 def _embedding_renorm_(weight: Tensor, idx, max_norm: float, norm_type: float) -> None:
@@ -1278,9 +1278,11 @@ def _embedding_bag(input, weight, offsets, max_norm, norm_type, scale_grad_by_fr
         _embedding_renorm_(weight, idx, max_norm, norm_type)
     inv = make(xp.bag_count_inverse(bags, keep, nb, weight._data.dtype))
     argmax = xp.embedding_bag_argmax(weight._data, idx, bags, nb, keep) if mode == "max" else None
-    out = apply(embedding_bag_p, (weight, psw, inv),
-                {"indices": idx, "bags": bags, "nbags": nb, "mode": mode, "keep": keep, "argmax": argmax,
-                 "fast": padding_idx is None})
+    # PyTorch's node saves the indices (a 2-D input flattened) and the offsets: changed in place, backward refuses
+    saved = (input, offsets) if input._data.ndim == 1 else (input.reshape(-1),)
+    out = apply_saving(embedding_bag_p, (weight, psw, inv),
+                       {"indices": idx, "bags": bags, "nbags": nb, "mode": mode, "keep": keep, "argmax": argmax,
+                        "fast": padding_idx is None}, None, saved)
     return out, bags, keep, argmax, nb
 
 
@@ -1498,9 +1500,10 @@ def native_dropout(input: Tensor, p: float, train: bool | None) -> tuple:
     if training and input._data.dtype.kind not in "fcV":   # mul_(scale) of an integral result
         raise RuntimeError(f"result type Float can't be cast to the desired output type "
                            f"{D.type_word(input._data.dtype)}")
-    out = apply(native_dropout_p, (input, mask), {"scale": scale, "grad_scale": scale if train is True else 1,
-                                                  "p": p, "train": train})
-    return out, mask.bool()
+    keep = mask.bool()   # the mask returned, which PyTorch's node saves: changed in place, backward refuses it
+    out = apply_saving(native_dropout_p, (input, mask), {"scale": scale, "grad_scale": scale if train is True else 1,
+                                                         "p": p, "train": train}, None, (keep,))
+    return out, keep
 
 
 # ----- gumbel_softmax ---------------------------------------------------------------------------------------

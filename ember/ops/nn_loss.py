@@ -19,7 +19,7 @@ from .._device import NAMESPACES
 from .._tensor import Tensor, make, wrap_dim
 from ..autograd import grad_mode as _gm
 from ..autograd.graph import node_class
-from ..autograd._primitive import PrimNode, apply, broadcast_error, defprim, graph_ns
+from ..autograd._primitive import PrimNode, apply, apply_saving, broadcast_error, defprim, graph_ns
 from ._registry import graph, register
 from .shape import _broadcast_shape
 from .._util import bf16_in_float32, check_tensor, promote
@@ -198,7 +198,8 @@ def _nll_apply(input: Tensor, target: Tensor, weight, reduction: str, ignore_ind
         t = t.reshape(())
     params = {"target": t, "weight": None if weight is None else weight._data, "reduction": reduction,
               "ignore_index": ignore_index}
-    return apply(nll_p, (input,), params, node)
+    # the target and weight are saved (their versions checked at backward), as PyTorch's node saves them
+    return apply_saving(nll_p, (input,), params, node, (target,) if weight is None else (target, weight))
 
 
 def _nll_loss_nd(input: Tensor, target: Tensor, weight, reduction: str, ignore_index: int) -> Tensor:
@@ -694,7 +695,9 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
         raise RuntimeError("all elements of input should be between 0 and 1")
     if not xp.all((y >= 0) & (y <= 1)):
         raise RuntimeError("all elements of target should be between 0 and 1")
-    return apply(bce_p, (input, target), {"reduction": reduction, "p": w})
+    # the weight is saved (PyTorch's node saves it: a change in place is an error at backward)
+    return apply_saving(bce_p, (input, target), {"reduction": reduction, "p": w}, None,
+                        () if weight is None else (weight,))
 
 
 @register(**_F)
@@ -732,7 +735,8 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
         input = input.to(dt)   # float16/bfloat16 mixed in: the one-dtype kernel (float32 and float64 mix step by step)
     xp = NAMESPACES[type(input._data)]
     p = (None if w is None else xp.cast(w, dt.np), None if pw is None else xp.cast(pw, dt.np))
-    return apply(bce_logits_p, (input, target), {"reduction": reduction, "p": p})
+    return apply_saving(bce_logits_p, (input, target), {"reduction": reduction, "p": p}, None,
+                        tuple(t for t in (weight, pos_weight) if t is not None))   # saved, as PyTorch's node
 
 
 # ----- composites: kl_div, poisson_nll_loss, gaussian_nll_loss (PyTorch builds them from other ops) -------------
@@ -890,8 +894,8 @@ def soft_margin_loss(input: Tensor, target: Tensor, size_average: bool | None = 
     _target_no_grad(target, "soft_margin_loss")
     if input._data.dtype != dt.np:
         input = input.to(dt)
-    return apply(soft_margin_p, (input,), {"y": NAMESPACES[type(target._data)].cast(target._data, dt.np),
-                                              "reduction": reduction})
+    return apply_saving(soft_margin_p, (input,), {"y": NAMESPACES[type(target._data)].cast(target._data, dt.np),
+                                                     "reduction": reduction}, None, (target,))   # saved, as PyTorch's
 
 
 def _check_float_dtype(dt, kernel: str) -> None:
@@ -1159,8 +1163,9 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
         w = NAMESPACES[type(x)].cast(_weight_array(weight, "multi_margin_loss", "weight", 5), x.dtype)
     if NAMESPACES[type(t)].any((t < 0) | (t >= c)):
         raise RuntimeError("target out of range")
-    return apply(multi_margin_p, (input,), {"target": t, "p": int(p), "margin": float(margin), "weight": w,
-                                            "reduction": reduction})
+    return apply_saving(multi_margin_p, (input,), {"target": t, "p": int(p), "margin": float(margin), "weight": w,
+                                                   "reduction": reduction},
+                        None, (target,) if weight is None else (target, weight))
 
 
 @register(**_F)
@@ -1181,7 +1186,7 @@ def multilabel_margin_loss(input: Tensor, target: Tensor, size_average: bool | N
     _check_float(input, "multilabel_margin_loss_forward_out_frame", half=False)
     if t.dtype.kind not in "iu":
         raise RuntimeError(f"expected scalar type Long but found {D.type_word(t.dtype)}")
-    return apply(multilabel_margin_p, (input,), {"target": t, "reduction": reduction})
+    return apply_saving(multilabel_margin_p, (input,), {"target": t, "reduction": reduction}, None, (target,))
 
 
 # ----- ctc_loss: fused (CtcLossBackward0); PyTorch has neither its double backward nor forward mode ---------------
@@ -1265,7 +1270,8 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths, 
     ext = xp.ctc_extended_targets(tg, tl, blank)
     if not xp.in_range(ext, 0, c):
         raise IndexError("ctc_loss(): a target is out of the label range")
-    res = apply(ctc_p, (lp,), _ctc_params(ext, tl, il, int(blank), bool(zero_infinity)))
+    # PyTorch's node saves the targets (their version checked at backward); the lengths it reads as ints
+    res = apply_saving(ctc_p, (lp,), _ctc_params(ext, tl, il, int(blank), bool(zero_infinity)), None, (targets,))
     if zero_infinity:
         res = where(res == math.inf, make(xp.backend.zeros((), res._data.dtype)), res)
     if enum == "mean":   # each loss divided by its target's length (at least 1), on the device of the losses

@@ -16,7 +16,7 @@ import math
 from .._device import NAMESPACES
 from .. import _dtype as D
 from .._tensor import Tensor, make
-from ..autograd._primitive import apply, defprim
+from ..autograd._primitive import apply, apply_saving, defprim
 from .._util import check_tensor
 from ._nn_spatial import _NN, _dtype_name, _node, _ntuple, _size_str, not_differentiable
 from ._registry import graph, register
@@ -188,9 +188,11 @@ def _max_pool(op, d, input, kernel_size, stride, padding, dilation, ceil_mode, r
         idx = idx[0]
     # non-overlapping windows: no index repeats, the gradient is a plain assignment
     unique = all(s >= dl * (k - 1) + 1 for s, dl, k in zip(stride, dil, kernel))
-    out = apply(max_pool_p, (input,), {"indices": idx, "sd": d, "unique": unique},
-                _POOL_NODES[f"MaxPool{max(d, 2)}DWithIndicesBackward0"])
-    return (out, make(idx)) if return_indices else out
+    # the indices returned are saved by the node (as PyTorch's): a change to them in place is an error at backward
+    indices = make(idx) if return_indices else None
+    out = apply_saving(max_pool_p, (input,), {"indices": idx, "sd": d, "unique": unique},
+                       _POOL_NODES[f"MaxPool{max(d, 2)}DWithIndicesBackward0"], (indices,) if return_indices else ())
+    return (out, indices) if return_indices else out
 
 
 @register(module=False, submodule=_NN)
@@ -396,9 +398,10 @@ def _adaptive_max(op, d, input, output_size, return_indices):
     idx = NAMESPACES[type(x)].adaptive_max_indices(x, out_size)
     if not batched:
         idx = idx[0]
-    out = apply(max_pool_p, (input,), {"indices": idx, "sd": d, "unique": False},
-                _POOL_NODES[f"AdaptiveMaxPool{max(d, 2)}DBackward0"])
-    return (out, make(idx)) if return_indices else out
+    indices = make(idx) if return_indices else None
+    out = apply_saving(max_pool_p, (input,), {"indices": idx, "sd": d, "unique": False},
+                       _POOL_NODES[f"AdaptiveMaxPool{max(d, 2)}DBackward0"], (indices,) if return_indices else ())
+    return (out, indices) if return_indices else out
 
 
 @register(module=False, submodule=_NN)
@@ -511,7 +514,7 @@ def _unpool_apply(input, indices, size, node):
         raise RuntimeError(f"Found an invalid max index: {bad} (output volumes are of size "
                            f"{'x'.join(map(str, size))}")
     shape = tuple(input.shape[:input.ndim - k]) + tuple(size)
-    return apply(max_unpool_p, (input,), {"indices": idx, "shape": shape, "sd": k}, _node(node))
+    return apply_saving(max_unpool_p, (input,), {"indices": idx, "shape": shape, "sd": k}, _node(node), (indices,))
 
 
 @register(module=False, submodule=_NN)
@@ -718,8 +721,10 @@ def _fractional(d, input, kernel_size, output_size, output_ratio, _random_sample
     idx = NAMESPACES[type(x)].fractional_max_indices(x, kernel, size, samples._data, order)
     if not batched:
         idx = idx[0]
-    out = apply(max_pool_p, (input,), {"indices": idx, "sd": d, "unique": False}, _FRACTIONAL_NODES[d])
-    return out, make(idx)
+    indices = make(idx)
+    out = apply_saving(max_pool_p, (input,), {"indices": idx, "sd": d, "unique": False}, _FRACTIONAL_NODES[d],
+                       (indices,))
+    return out, indices
 
 
 @register(module=False, submodule=_NN)

@@ -17,7 +17,7 @@ from .. import _dtype as D
 from .._device import NAMESPACES
 from .._tensor import Tensor, make, wrap_dim
 from ..autograd.graph import node_class
-from ..autograd._primitive import PrimNode, apply, batch_rule, broadcast_error, defprim
+from ..autograd._primitive import PrimNode, apply, apply_saving, batch_rule, broadcast_error, defprim
 from ._registry import SUBMODULES, graph, register
 from ._schema import method_variant, schema
 from .elementwise import _made, div_scalar_p, is_int, is_real, mul_scalar_p
@@ -965,8 +965,9 @@ def _extremum(input, dim, keepdim, other, op):
     xp = NAMESPACES[type(input._data)]
     idx = (xp.argmax if op == "max" else xp.argmin)(input._data, d, True)
     node = _MAX0 if op == "max" else _MIN0
-    values = apply(select_along_p, (input,), {"indices": idx, "dim": d, "keepdim": keepdim}, node)
-    indices = make(idx if keepdim else idx.reshape(values._data.shape))
+    # the node saves the indices returned (as PyTorch's): a change to them in place is an error at backward
+    indices = make(idx if keepdim else xp.squeeze(idx, d))
+    values = apply_saving(select_along_p, (input,), {"indices": idx, "dim": d, "keepdim": keepdim}, node, (indices,))
     return (MaxResult if op == "max" else MinResult)(values, indices)
 
 
@@ -1122,8 +1123,9 @@ def _cum_extremum(input, dim, op, largest, result, node):
     if input._data.ndim and input._data.size:   # PyTorch's kernel is not reached for 0-d or empty inputs
         _refuse_complex(input, f"{op}_cpu")
     idx = NAMESPACES[type(input._data)].cum_extremum_indices(input._data, d, largest)
-    values = apply(gather_p, (input,), {"indices": idx, "dim": d}, node)
-    return result(values, make(idx))
+    indices = make(idx)
+    values = apply_saving(gather_p, (input,), {"indices": idx, "dim": d}, node, (indices,))
+    return result(values, indices)
 
 
 @register(method=True)
@@ -1637,6 +1639,7 @@ def segment_reduce(data: Tensor, reduce: str, *, lengths: Tensor | None = None, 
                                "data.size(lengths.dim()-1) when !unsafe.")
     init = None if initial is None else (float(initial) if not isinstance(initial, complex) else initial)
     given = (None, s) if offsets is not None else (s, None)
-    return apply(segment_reduce_p, (data,), {"reduce": reduce, "lengths": given[0],
-                                             "offsets": given[1], "axis": axis, "unsafe": bool(unsafe),
-                                             "initial": init})
+    # PyTorch's node saves the lengths (offsets): changed in place, backward refuses them
+    return apply_saving(segment_reduce_p, (data,), {"reduce": reduce, "lengths": given[0],
+                                                    "offsets": given[1], "axis": axis, "unsafe": bool(unsafe),
+                                                    "initial": init}, None, (seg,))

@@ -24,7 +24,7 @@ from .. import _dtype as D
 from ..devices import NAMESPACES
 from .._tensor import Tensor, make
 from ..autograd.graph import node_class
-from ..autograd._primitive import PrimNode, apply, defprim
+from ..autograd._primitive import PrimNode, apply, apply_saving, defprim
 from ._registry import graph, graph_raw, invalid_arguments, register
 from .._util import F8_CHARS, check_bool, check_tensor, dtype_word, normalize_dims, refuse_shell, return_type, scalar_or_tensor
 from .creation import linspace, ones, zeros
@@ -169,16 +169,15 @@ def _nonempty_dim(input: Tensor, d: int, op: str) -> None:
         raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")
 
 
-def _values(input: Tensor, idx, d: int, keepdim: bool, node: str) -> Tensor:
-    """``input`` picked at the raw indices ``idx`` along ``d`` (recorded under PyTorch's node name)."""
-    return apply(gather_p, (input,), {"indices": idx, "dim": d, "keepdim": keepdim}, _NODES[node])
-
-
-def _reduced_indices(input: Tensor, idx, d: int, keepdim: bool) -> Tensor:
-    """The indices a reduction along ``d`` returns (``idx`` keeps ``d``, of size 1)."""
-    if idx.ndim == 0 or keepdim:
-        return make(idx)
-    return make(_xp(input).squeeze(idx, d))
+def _values(input: Tensor, idx, d: int, keepdim: bool, node: str, reduced: bool = True) -> tuple:
+    """``(values, indices)``: ``input`` picked at the raw indices ``idx`` along ``d`` (recorded under PyTorch's node
+    name), and the indices tensor returned, which the node saves (PyTorch's node saves its indices output: a
+    change to them in place is an error at backward); ``reduced``: a reduction along ``d`` (``idx`` keeps ``d``,
+    of size 1, dropped unless ``keepdim``)."""
+    indices = make(idx if not reduced or idx.ndim == 0 or keepdim else _xp(input).squeeze(idx, d))
+    values = apply_saving(gather_p, (input,), {"indices": idx, "dim": d, "keepdim": keepdim}, _NODES[node],
+                          (indices,))
+    return values, indices
 
 
 # ----- sort, argsort, msort ------------------------------------------------------------------------
@@ -206,8 +205,7 @@ def sort(input: Tensor, dim: int = _NOT_GIVEN, descending: bool = False, stable:
     dim = _alias(dim, axis, -1, "sort", "dim", "axis")
     d, descending, stable = _sort_args(input, dim, descending, stable, "sort")
     idx = _sort_indices(input, d, descending, stable)
-    values = _values(input, idx, d, True, node)
-    return SortResult(values, make(idx))
+    return SortResult(*_values(input, idx, d, True, node, reduced=False))
 
 
 @register(method=True)
@@ -246,7 +244,7 @@ def topk(input: Tensor, k: int, dim: int = _NOT_GIVEN, largest: bool = True, sor
         raise RuntimeError(f"{' topk' if a.dtype.kind == 'c' else 'topk'} does not support "
                            f"{'complex' if a.dtype.kind == 'c' else 'bool'} dtypes on CPU")
     idx = _xp(input).topk_indices(a, k, d, largest, sorted_, EXACT_TIES_LIMIT)
-    return TopkResult(_values(input, idx, d, True, "TopkBackward0"), make(idx))
+    return TopkResult(*_values(input, idx, d, True, "TopkBackward0", reduced=False))
 
 
 @register(method=True)
@@ -265,8 +263,7 @@ def kthvalue(input: Tensor, k: int, dim: int = _NOT_GIVEN, keepdim: bool = _NOT_
     if a.ndim:   # PyTorch copies a 0-d input before looking at its dtype
         _refuse_dtype(input, "kthvalue_cpu", "bc")
     idx = _xp(input).kthvalue_indices(a, k, d, EXACT_TIES_LIMIT)
-    return KthvalueResult(_values(input, idx, d, keepdim, "KthvalueBackward0"),
-                          _reduced_indices(input, idx, d, keepdim))
+    return KthvalueResult(*_values(input, idx, d, keepdim, "KthvalueBackward0"))
 
 
 # ----- median, nanmedian, mode ---------------------------------------------------------------------
@@ -281,7 +278,7 @@ def _median_dim(input, dim, keepdim, op, ignore_nan):
     idx = _xp(input).median_indices(input._data, d, ignore_nan)
     node = "NanmedianBackward1" if ignore_nan else "MedianBackward1"
     result = NanmedianResult if ignore_nan else MedianResult
-    return result(_values(input, idx, d, keepdim, node), _reduced_indices(input, idx, d, keepdim))
+    return result(*_values(input, idx, d, keepdim, node))
 
 
 def _median(input, dim, keepdim, axis, keepdims, op: str, all_p, nan: bool):
@@ -320,7 +317,7 @@ def mode(input: Tensor, dim: int = _NOT_GIVEN, keepdim: bool = _NOT_GIVEN, *, ax
     if input._data.ndim and input._data.size:   # PyTorch's kernel is not reached for 0-d or empty inputs
         _refuse_dtype(input, "mode_cpu", "c")
     idx = _xp(input).mode_indices(input._data, d, EXACT_TIES_LIMIT)
-    return ModeResult(_values(input, idx, d, keepdim, "ModeBackward0"), _reduced_indices(input, idx, d, keepdim))
+    return ModeResult(*_values(input, idx, d, keepdim, "ModeBackward0"))
 
 
 # ----- quantile, nanquantile -----------------------------------------------------------------------

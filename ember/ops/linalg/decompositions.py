@@ -16,7 +16,7 @@ from ...devices import NAMESPACES
 from ..._tensor import Tensor, _new, make
 from ...autograd.graph import NODE_OBSERVERS, Node, _seq, modified_message
 from ..._state import fwd_state as _fwd_state, track_tangent
-from ...autograd._primitive import FREED, FREED_MESSAGE, _tangent_holder, apply, defprim, graph_ns
+from ...autograd._primitive import FREED, FREED_MESSAGE, _tangent_holder, apply, apply_saving, defprim, graph_ns
 from .._registry import graph_raw, register
 from ..._util import check_bool, check_tensor, dtype_word, return_type
 from ..shape import cat
@@ -811,7 +811,8 @@ def _lu_factor_ex(A, pivot, op):
     _check_lu_input(A, "linalg.lu_factor" if op != "linalg.lu" else op)
     pivot = _check_pivot(pivot, op.replace(".", "_"))
     _, piv, info = NAMESPACES[type(A._data)].linalg_lu_factor_ex(A._data, pivot)
-    return apply(lu_factor_p, (A,), {"pivot": pivot}), make(piv), info
+    pivots = make(piv)   # saved by the node, as PyTorch's: a change to them in place is an error at backward
+    return apply_saving(lu_factor_p, (A,), {"pivot": pivot}, None, (pivots,)), pivots, info
 
 
 @register(submodule="linalg", module=False, name="lu_factor_ex", graph="linalg_lu_factor_ex")
@@ -856,9 +857,10 @@ def linalg_lu(A: Tensor, *, pivot: bool = True, out=None):
     check_bool(pivot, "linalg_lu", "pivot")
     _check_lu_input(A, "linalg.lu")
     pivot = _check_pivot(pivot, "linalg_lu")
-    P = NAMESPACES[type(A._data)].linalg_lu(A._data, pivot)[0]
+    P = make(NAMESPACES[type(A._data)].linalg_lu(A._data, pivot)[0])
     p = {"pivot": pivot}
-    return LUResult(make(P), apply(lu_L_p, (A,), p), apply(lu_U_p, (A,), p))
+    # P is saved (PyTorch's LinalgLuBackward0 saves it): changed in place, backward refuses it
+    return LUResult(P, apply_saving(lu_L_p, (A,), p, None, (P,)), apply_saving(lu_U_p, (A,), p, None, (P,)))
 
 
 @register(name="lu_unpack", graph="lu_unpack")
