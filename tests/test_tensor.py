@@ -679,3 +679,14 @@ def test_uint8_index_is_deprecated_as_in_torch():
         with pytest.raises(RuntimeError, match="^masked_fill_ only supports boolean masks, but got mask with dtype "
                                                "unsigned char$"):
             x[lib.tensor([1, 0, 1], dtype=lib.uint8)] = 1.0
+
+
+def test_float64_to_float16_rounds_through_float32_as_torch():
+    """PyTorch converts double to Half through float (two roundings), in casts and in creation."""
+    x = np.random.default_rng(0).standard_normal(100000)
+    x[:2] = [1 + 2 ** -11 + 2 ** -40, -(2 ** -25) * (1 + 2 ** -30)]   # ties only the double rounding makes
+    want = torch.tensor(x).to(torch.float16).numpy().view(np.uint16)
+    assert np.array_equal(want, x.astype(np.float32).astype(np.float16).view(np.uint16))
+    for got in (ember.tensor(x).to(ember.float16), ember.tensor(x).half(), ember.tensor(x, dtype=ember.float16),
+                ember.tensor(x.tolist(), dtype=ember.float16)):
+        assert np.array_equal(got.numpy().view(np.uint16), want)
