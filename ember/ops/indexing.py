@@ -239,11 +239,12 @@ _UINT8_INDEX = "indexing with dtype torch.uint8 is now deprecated, please use a 
 _UINT8_FILL = "masked_fill_ only supports boolean masks, but got mask with dtype unsigned char"
 
 
-def _byte_masks(index, tensors_advanced: bool = False) -> int:
-    """How many tensors of an advanced index are uint8 masks (a 0-d one in ``x[t]`` is read as a bool)."""
-    items = index if isinstance(index, (tuple, list)) else (index,)
-    return sum(1 for t in items if isinstance(t, Tensor) and t._data.dtype == _UINT8
-               and (tensors_advanced or t._data.ndim))
+def _byte_masks(index, tensors_advanced: bool = False) -> bool:
+    """Whether an advanced index holds uint8 masks (a 0-d one in ``x[t]`` is read as a bool)."""
+    if type(index) is Tensor:   # the common case first
+        return index._data.dtype == _UINT8 and (tensors_advanced or index._data.ndim > 0)
+    return isinstance(index, (tuple, list)) and any(
+        isinstance(t, Tensor) and t._data.dtype == _UINT8 and (tensors_advanced or t._data.ndim) for t in index)
 
 
 def _byte_mask_write(index, value, tensors_advanced: bool = False, stacklevel: int = 3) -> None:

@@ -226,10 +226,6 @@ def sort(input: Tensor, *args, **kwargs) -> SortResult:
     """Sorted values along ``dim`` and their indices (NaN sorts above every number)."""
     dim, descending, stable, axis = _stable_form(input, *args, **kwargs) if "stable" in kwargs else \
         _positional_form(input, *args, **kwargs)
-    return _sort(input, dim, descending, stable, axis)
-
-
-def _sort(input, dim, descending, stable, axis) -> SortResult:
     # sort(stable=...) given at all is PyTorch's other overload, whose node is SortBackward1
     node = "SortBackward0" if stable is _NOT_GIVEN else "SortBackward1"
     dim = _alias(dim, axis, -1, "sort", "dim", "axis")
@@ -244,10 +240,6 @@ def argsort(input: Tensor, *args, **kwargs) -> Tensor:
     """The indices that sort ``input`` along ``dim``."""
     dim, descending, stable, axis = _stable_form(input, *args, **kwargs) if "stable" in kwargs else \
         _positional_form(input, *args, **kwargs)
-    return _argsort(input, dim, descending, stable, axis)
-
-
-def _argsort(input, dim, descending, stable, axis) -> Tensor:
     dim = _alias(dim, axis, -1, "argsort", "dim", "axis")
     d, descending, stable = _sort_args(input, dim, descending, stable, "argsort")
     return make(_sort_indices(input, d, descending, stable))
