@@ -791,6 +791,53 @@ SETITEM = {
 for _n, _f in SETITEM.items():
     case(f"setitem-{_n}", lambda L, f=_f: (lambda x: (f(L, x), x)[1])(m22(L)))
 
+
+def u8(L, *rows):
+    return L.tensor(list(rows), dtype=L.uint8)
+
+
+# uint8 masks (deprecated, with PyTorch's warning): a one-element value written through one is masked_fill_'s,
+# which refuses uint8; a 0-d uint8 index is a bool
+BYTE_MASK = {
+    "get": lambda L, x: x[u8(L, 1, 0)], "get-int": lambda L, x: x[u8(L, 0, 1), 0],
+    "get-0d": lambda L, x: x[L.tensor(1, dtype=L.uint8)], "get-0d-zero": lambda L, x: x[L.tensor(0, dtype=L.uint8)],
+    "set-scalar": lambda L, x: x.__setitem__(u8(L, 1, 0), 5.0), "set-int": lambda L, x: x.__setitem__((u8(L, 1, 0), 0), 5.0),
+    "set-1-element": lambda L, x: x.__setitem__(u8(L, 1, 1), L.tensor([5.0])),
+    "set-row": lambda L, x: x.__setitem__(u8(L, 1, 0), L.tensor([5.0, 6.0])),
+    "set-with-list": lambda L, x: x.__setitem__((u8(L, 1, 1), [0, 1]), 5.0),
+    "set-2d": lambda L, x: x.__setitem__(u8(L, [1, 0], [0, 1]), 5.0),
+    "set-0d": lambda L, x: x.__setitem__(L.tensor(1, dtype=L.uint8), 5.0),
+    "index_put-0d-value": lambda L, x: x.index_put((u8(L, 1, 0),), L.tensor(5.0)),
+    "index_put-row": lambda L, x: x.index_put_((u8(L, 0, 1),), L.tensor([5.0, 6.0])),
+}
+for _n, _f in BYTE_MASK.items():
+    case(f"byte-mask-{_n}", lambda L, f=_f: (lambda x: (f(L, x), x)[1])(m22(L)))
+
+# sort/argsort(stable=...) is PyTorch's keyword-only overload: dim and descending by position do not bind
+SORT_STABLE = {
+    "sort-dim": lambda L: L.sort(m22(L), 1, stable=True), "sort-method-dim": lambda L: m22(L).sort(0, stable=False),
+    "sort-four": lambda L: L.sort(m22(L), 0, False, True), "argsort-dim": lambda L: L.argsort(m22(L), 1, stable=True),
+    "argsort-method-dim": lambda L: m22(L).argsort(1, stable=True),
+    "sort-keywords": lambda L: L.sort(m22(L), stable=True, dim=1, descending=True),
+    "argsort-keywords": lambda L: m22(L).argsort(stable=True, dim=0), "sort-positional": lambda L: L.sort(m22(L), 1, True),
+}
+for _n, _f in SORT_STABLE.items():
+    case(f"sort-stable-{_n}", _f, msg="received an invalid combination of arguments" if _n in (
+        "sort-dim", "sort-method-dim", "sort-four", "argsort-dim", "argsort-method-dim") else None)
+
+
+def _ldl_backward(L, solve: bool):
+    a = L.tensor([[4.0, 1.0], [1.0, 3.0]], dtype=L.float64, requires_grad=True)
+    ld, piv = L.linalg.ldl_factor(a)
+    out = L.linalg.ldl_solve(ld.detach(), piv, a) if solve else ld
+    assert out.requires_grad and not piv.requires_grad
+    out.sum().backward()
+
+
+# PyTorch records ldl_factor's LD and ldl_solve's result under NotImplemented nodes whose backward raises
+case("ldl_factor-backward", lambda L: _ldl_backward(L, False), msg="derivative for aten::linalg_ldl_factor_ex")
+case("ldl_solve-backward", lambda L: _ldl_backward(L, True), msg="derivative for aten::linalg_ldl_solve")
+
 # ----- valid but unusual calls PyTorch accepts: values (and gradients) must match ------------------------
 
 

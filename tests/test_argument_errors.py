@@ -36,6 +36,13 @@ CALLS = {
     "torch.reshape(x, (2, 2), foo=1)": lambda L, x: L.reshape(x, (2, 2), foo=1),
     "F.gelu(x, foo=1)": lambda L, x: L.nn.functional.gelu(x, foo=1),
     "F.softmax(x, 0, foo=1)": lambda L, x: L.nn.functional.softmax(x, 0, foo=1),
+    # stable= is the keyword-only overload of sort/argsort: dim and descending by position do not bind
+    "torch.sort(x, 1, stable=True)": lambda L, x: L.sort(x, 1, stable=True),
+    "x.sort(1, stable=True)": lambda L, x: x.sort(1, stable=True),
+    "torch.sort(x, 0, False, True)": lambda L, x: L.sort(x, 0, False, True),
+    "torch.argsort(x, 1, stable=True)": lambda L, x: L.argsort(x, 1, stable=True),
+    "x.argsort(0, True, stable=True)": lambda L, x: x.argsort(0, True, stable=True),
+    "torch.argsort(x, 1, True, True)": lambda L, x: L.argsort(x, 1, True, True),
 }
 
 

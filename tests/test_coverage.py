@@ -162,12 +162,22 @@ def _bincount_weights_forward_ad(m):
         m.bincount(m.tensor([0, 1, 1, 3, 0]), weights=w)
 
 
+def _ldl_solve_factor_forward_ad(m):
+    import importlib
+    fw = importlib.import_module(f"{m.__name__}.autograd.forward_ad")
+    a = m.tensor([[4.0, 1.0], [1.0, 3.0]], dtype=m.float64)
+    ld, piv = m.linalg.ldl_factor(a)
+    with fw.dual_level():   # a tangent on LD itself (ldl_factor's own JVP raises first in the database)
+        m.linalg.ldl_solve(fw.make_dual(ld, m.ones_like(ld)), piv, a)
+
+
 # Programs for rules the op database cannot reach, run under the recorders too; each must do what it does in
 # torch (test_programs_beyond_the_database_match_torch).
 BEYOND_DATABASE = {
     # the database's bincount_recorded entry detaches bincount's outputs (it compares node names only)
     "bincount(weights=w).backward()": _bincount_weights_backward,
     "bincount(weights=dual)": _bincount_weights_forward_ad,
+    "ldl_solve(dual LD, ...)": _ldl_solve_factor_forward_ad,
 }
 
 

@@ -214,6 +214,12 @@ def test_log_prob_second_order(case):
         _close(a, b, rtol=1e-8, what="second order")
 
 
+# sampled bit for bit as torch (their batched products take PyTorch's small-bmm loop, as ember's: see
+# tests/test_small_bmm.py); the others go through LAPACK (cholesky, inverse) or float32 rounding that differs
+_BIT_EXACT = {"mvn_cov", "mvn_tril", "mvn_broadcast", "mvn_nobatch_f32", "lowrank", "lowrank_nobatch",
+              "wishart_prec", "wishart_tril"}
+
+
 @pytest.mark.parametrize("case", list(CASES))
 def test_same_samples(case):
     de, dt, _, _, shape = _build(case)
@@ -223,7 +229,7 @@ def test_same_samples(case):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             a, b = de.sample(sample_shape), dt.sample(sample_shape)
-        _close(a, b, what=f"sample{sample_shape}")
+        _close(a, b, rtol=0 if case in _BIT_EXACT else None, what=f"sample{sample_shape}")
         assert not a.requires_grad
 
 

@@ -659,3 +659,34 @@ def test_empty_tensor_strides_as_torch(shape, make):
     import torch
     assert getattr(ember, make)(*shape).stride() == getattr(torch, make)(*shape).stride()
     assert ember.empty(1, 3).expand(0, 3).stride() == torch.empty(1, 3).expand(0, 3).stride()
+
+
+def test_uint8_index_is_deprecated_as_in_torch():
+    """Indexing with a uint8 mask works as a bool mask, with PyTorch's deprecation warning (a UserWarning
+    pointing at the caller); writing one value through one such mask is masked_fill_'s RuntimeError."""
+    def get(L):
+        return L.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])[L.tensor([1, 0, 1], dtype=L.uint8)]
+
+    def put(L):
+        return L.zeros(3, 2).index_put((L.tensor([0, 1, 1], dtype=L.uint8),), L.ones(2, 2))
+
+    for fn in (get, put):
+        wt, we = warns_same(fn)
+        assert [str(w.message).split(" (Triggered internally")[0] for w in wt] == [str(w.message) for w in we]
+        assert [w.filename for w in we] == [__file__]
+    for lib in (torch, ember):
+        x = lib.zeros(3, 2)
+        with pytest.raises(RuntimeError, match="^masked_fill_ only supports boolean masks, but got mask with dtype "
+                                               "unsigned char$"):
+            x[lib.tensor([1, 0, 1], dtype=lib.uint8)] = 1.0
+
+
+def test_float64_to_float16_rounds_through_float32_as_torch():
+    """PyTorch converts double to Half through float (two roundings), in casts and in creation."""
+    x = np.random.default_rng(0).standard_normal(100000)
+    x[:2] = [1 + 2 ** -11 + 2 ** -40, -(2 ** -25) * (1 + 2 ** -30)]   # ties only the double rounding makes
+    want = torch.tensor(x).to(torch.float16).numpy().view(np.uint16)
+    assert np.array_equal(want, x.astype(np.float32).astype(np.float16).view(np.uint16))
+    for got in (ember.tensor(x).to(ember.float16), ember.tensor(x).half(), ember.tensor(x, dtype=ember.float16),
+                ember.tensor(x.tolist(), dtype=ember.float16)):
+        assert np.array_equal(got.numpy().view(np.uint16), want)

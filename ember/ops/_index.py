@@ -166,7 +166,7 @@ def _items(index, tensors_advanced: bool) -> list:
                 if arr.dtype != _INT64 and arr.dtype != _INT32:
                     raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
                 out.append(("int", int(arr)))
-            elif arr.ndim == 0 and arr.dtype == _BOOL:
+            elif arr.ndim == 0 and (arr.dtype == _BOOL or arr.dtype == _UINT8):   # a 0-d mask: a Python bool
                 out.append(("bool", bool(arr)))
             else:
                 out.append(("adv", _tensor_index(ix)))

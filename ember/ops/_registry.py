@@ -213,7 +213,8 @@ def _signature_error(short: str, params: list, args: tuple, kwargs: dict) -> str
     types are not checked here)."""
     positional = [p for p in params if not p[1]]
     if len(args) > len(positional):
-        lo = sum(not opt for _, _, opt in positional)
+        # PyTorch's extra_args: its min_args counts required keyword-only ones too ("takes from 1 to 0 ...")
+        lo = sum(not opt for _, _, opt in params)
         hi = len(positional)
         takes = f"{hi} positional argument{'s' if hi != 1 else ''}" if lo == hi else \
             f"from {lo} to {hi} positional arguments"

@@ -15,6 +15,8 @@ each with PyTorch's node name for the op. Repeated indices accumulate in every g
 """
 from __future__ import annotations
 
+import warnings
+
 from .. import _dtype as D
 from .._device import NAMESPACES, device_of
 from ..devices.index import SplitIndex
@@ -230,12 +232,42 @@ def _index_tensors(index, tensors_advanced: bool = False) -> tuple:
     return tuple(t for t in items if isinstance(t, Tensor) and (tensors_advanced or t._data.ndim))
 
 
+# ----- uint8 masks: deprecated (PyTorch's IndexingUtils.h), and a write of one value through one is masked_fill_'s
+
+_UINT8 = D.uint8.np
+_UINT8_INDEX = "indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool instead."
+_UINT8_FILL = "masked_fill_ only supports boolean masks, but got mask with dtype unsigned char"
+
+
+def _byte_masks(index, tensors_advanced: bool = False) -> bool:
+    """Whether an advanced index holds uint8 masks (a 0-d one in ``x[t]`` is read as a bool)."""
+    if type(index) is Tensor:   # the common case first
+        return index._data.dtype == _UINT8 and (tensors_advanced or index._data.ndim > 0)
+    return isinstance(index, (tuple, list)) and any(
+        isinstance(t, Tensor) and t._data.dtype == _UINT8 and (tensors_advanced or t._data.ndim) for t in index)
+
+
+def _byte_mask_write(index, value, tensors_advanced: bool = False, stacklevel: int = 3) -> None:
+    """A write through an advanced index holding uint8 masks: PyTorch's index_put_ hands a one-element value
+    written through one mask and no other advanced index to masked_fill_, which refuses uint8; any other
+    such index is deprecated (its warning)."""
+    items = index if isinstance(index, tuple) else (index,)
+    advanced = sum(1 for t in items if (isinstance(t, Tensor) and (tensors_advanced or t._data.ndim))
+                   or isinstance(t, (list, range)) or (not isinstance(t, Tensor) and hasattr(t, "__array__")))
+    one_value = not isinstance(value, Tensor) or value._data.size == 1
+    if one_value and advanced == 1 and not isinstance(index, list):
+        raise RuntimeError(_UINT8_FILL)
+    warnings.warn(_UINT8_INDEX, UserWarning, stacklevel=stacklevel)
+
+
 @register(name="__getitem__", module=False, method=True)
 def getitem(self: Tensor, index) -> Tensor:
     """``self[index]``: a view for basic indices, a copy (IndexBackward0) for advanced ones."""
     ix = convert(index, self._data.shape)
     if ix.basic:
         return apply(getitem_view_p, (self,), {"index": ix.np_index}, _node(_NAMES.get(ix.last, "AliasBackward0")))
+    if _byte_masks(index):
+        warnings.warn(_UINT8_INDEX, UserWarning, stacklevel=2)
     return apply_saving(getitem_p, (self,), {"index": ix.np_index}, None, _index_tensors(index))
 
 
@@ -268,6 +300,8 @@ def _needs_graph(self: Tensor, *others) -> bool:
 def setitem(self: Tensor, index, value) -> None:
     """``self[index] = value``: the value broadcasts to the indexed region and is cast to self's dtype."""
     ix = convert(index, self._data.shape)
+    if not ix.basic and _byte_masks(index):
+        _byte_mask_write(index, value)
     value = _fit_value(_assign_value(value, self), ix)
     if not isinstance(value, Tensor) and (self._data.dtype.kind in "iu" or type(value) is complex):
         value = D.checked_scalar(value, self._data.dtype)   # y[0] = inf: PyTorch's RuntimeError (floats take inf)
@@ -915,6 +949,8 @@ def _index_put(self, indices, values, accumulate, inplace, op):
         raise RuntimeError(f"Index put requires the source and destination dtypes match, got {_word(self)} for the "
                            f"destination and {_word(values)} for the source.")
     ix = convert(tuple(indices), self._data.shape, tensors_advanced=True)
+    if _byte_masks(indices, True):
+        _byte_mask_write(tuple(indices), values, True, 4)
     values = _fit_value(values, ix, strip=False)
     if accumulate:
         prim, params = index_add_p, {"index": ix.np_index, "alpha": 1}

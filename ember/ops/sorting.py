@@ -196,10 +196,36 @@ def _sort_args(input, dim, descending, stable, op):
     return d, descending, stable
 
 
+def _positional_form(input: Tensor, dim: int = _NOT_GIVEN, descending: bool = False, *, axis: int = _NOT_GIVEN):
+    return dim, descending, _NOT_GIVEN, axis
+
+
+def _stable_form(input: Tensor, *, stable: bool, dim: int = _NOT_GIVEN, descending: bool = False,
+                 axis: int = _NOT_GIVEN):
+    return dim, descending, stable, axis
+
+
+def _both_forms(input: Tensor, dim: int = _NOT_GIVEN, descending: bool = False, *, stable: bool = _NOT_GIVEN,
+                axis: int = _NOT_GIVEN):
+    """The parameters of both overloads (the signature sort/argsort show; never called)."""
+
+
+def _two_overloads(f):
+    """sort/argsort take PyTorch's two overloads, ``(input, dim=-1, descending=False)`` and ``(input, *, stable,
+    dim=-1, descending=False)`` (with ``stable`` every other argument is a keyword: ``sort(x, 1, stable=True)``
+    is PyTorch's TypeError). ``f`` binds its arguments to one of them in its own frame; as a wrapper (of
+    ``_both_forms``, its signature), such a binding error is the registry's to word as PyTorch's
+    (ops/_registry.py, ``_is_binding_error``)."""
+    f.__wrapped__ = _both_forms
+    return f
+
+
 @register(method=True)
-def sort(input: Tensor, dim: int = _NOT_GIVEN, descending: bool = False, stable: bool | None = _NOT_GIVEN, *,
-         axis: int = _NOT_GIVEN) -> SortResult:
+@_two_overloads
+def sort(input: Tensor, *args, **kwargs) -> SortResult:
     """Sorted values along ``dim`` and their indices (NaN sorts above every number)."""
+    dim, descending, stable, axis = _stable_form(input, *args, **kwargs) if "stable" in kwargs else \
+        _positional_form(input, *args, **kwargs)
     # sort(stable=...) given at all is PyTorch's other overload, whose node is SortBackward1
     node = "SortBackward0" if stable is _NOT_GIVEN else "SortBackward1"
     dim = _alias(dim, axis, -1, "sort", "dim", "axis")
@@ -209,9 +235,11 @@ def sort(input: Tensor, dim: int = _NOT_GIVEN, descending: bool = False, stable:
 
 
 @register(method=True)
-def argsort(input: Tensor, dim: int = _NOT_GIVEN, descending: bool = False, stable: bool = False, *,
-            axis: int = _NOT_GIVEN) -> Tensor:
+@_two_overloads
+def argsort(input: Tensor, *args, **kwargs) -> Tensor:
     """The indices that sort ``input`` along ``dim``."""
+    dim, descending, stable, axis = _stable_form(input, *args, **kwargs) if "stable" in kwargs else \
+        _positional_form(input, *args, **kwargs)
     dim = _alias(dim, axis, -1, "argsort", "dim", "axis")
     d, descending, stable = _sort_args(input, dim, descending, stable, "argsort")
     return make(_sort_indices(input, d, descending, stable))

@@ -169,8 +169,8 @@ def kernels(k) -> dict:
         order = (0, 2, 1) + tuple(range(3, y.ndim))
         return xp.reshape(xp.permute_dims(y, order), tuple(x.shape))
 
-    def matmul_forward(a, b):
-        return xp.matmul(a, b)
+    def matmul_forward(a, b, bmm: bool = False):
+        return xp.matmul(a, b)   # the cpu kernel's small-bmm loop (summation order only) is no concern here
 
     def addprod(c, a, b, eq: str, beta, alpha):
         """``beta * c + alpha * einsum(eq, a, b)``; ``beta == 0`` ignores ``c``."""

@@ -46,8 +46,9 @@ def einsum(eq: str, *ops, sizes=None):
     core = "".join(c for c in uniq if c in present)
     optimize = len(ops) > 2 or (len(ops) == 2 and ops[0].size * ops[1].size > 4096)
     r = None
-    if optimize and len(ops) == 2:
-        r = _as_matmul(ins, core, *ops)
+    if len(ops) == 2 and (optimize or ops[0].dtype in _LOOPED):
+        # small batched products: PyTorch's einsum is a bmm, whose plain loop ember repeats (see _bmm_sums)
+        r = _as_matmul(ins, core, *ops, blas=optimize)
     if r is None:
         with np.errstate(all="ignore"):
             r = np.einsum(ins + "->" + core, *ops, optimize="greedy" if optimize else False)
@@ -171,9 +172,55 @@ def half_matmul(a, b):
     return _product32(a, b).astype(a.dtype)
 
 
-def matmul_forward(a, b):
+# PyTorch's bmm/baddbmm (bmm_out_or_baddbmm_, LinearAlgebra.cpp) skip BLAS when contraction * rows * cols < 400:
+# baddbmm_cpu_kernel sums each element in a plain loop. The dtypes ember repeats it for (complex: PyTorch's loop
+# rounds otherwise than NumPy's complex products; integers: any order gives the same sums).
+_SMALL_BMM = 400
+_LOOPED = frozenset(d for d in (np.dtype(np.float32), np.dtype(np.float64), *_REDUCED))
+
+
+def _loops(a, b) -> bool:
+    """Whether PyTorch's bmm of ``a`` (..., n, k) and ``b`` (..., k, p) runs its plain loop."""
+    return a.dtype in _LOOPED and b.dtype == a.dtype and a.shape[-1] * a.shape[-2] * b.shape[-1] < _SMALL_BMM
+
+
+def _bmm_sums(a, b):
+    """The sums of PyTorch's plain bmm loop (baddbmm_cpu_kernel), vectorised over batch, rows and columns:
+    ``acc = 0; acc += a[i, k] * b[k, j]`` for k in order, each product and sum rounded in the op-math type
+    (float32 for float16/bfloat16, whose products are exact there). Batch axes broadcast (matmul expands
+    before its bmm). Returns the op-math array."""
+    if a.dtype in _REDUCED:
+        a, b = a.astype(_F32), b.astype(_F32)
+    n, m, p = a.shape[-2], a.shape[-1], b.shape[-1]
+    batch = a.shape[:-2] if a.shape[:-2] == b.shape[:-2] else np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    count = math.prod(batch)
+    with np.errstate(all="ignore"):
+        if count < 64 or n * p == 0:
+            acc = np.zeros(batch + (n, p), a.dtype)
+            for k in range(m):
+                acc += a[..., k:k + 1] * b[..., k:k + 1, :]
+            return acc
+        # many small matrices: the batch as the innermost (contiguous) axis, so each step is one long loop
+        at = np.broadcast_to(a, batch + (n, m)).reshape(count, n, m).transpose(2, 1, 0).copy()   # (m, n, count)
+        bt = np.broadcast_to(b, batch + (m, p)).reshape(count, m, p).transpose(1, 2, 0).copy()   # (m, p, count)
+        acc = np.zeros((n, p, count), a.dtype)
+        prod = np.empty_like(acc)
+        for k in range(m):
+            np.multiply(at[k][:, None, :], bt[k][None, :, :], out=prod)
+            acc += prod
+    return np.ascontiguousarray(acc.transpose(2, 0, 1)).reshape(batch + (n, p))
+
+
+def matmul_forward(a, b, bmm: bool = False):
     """matmul's forward: BLAS; float16 as PyTorch sums it, in float32 in its own order, rounded once (bfloat16:
-    float32 sums, rounded once)."""
+    float32 sums, rounded once). ``bmm``: PyTorch's path is a bmm (bmm, or matmul of batched operands that it
+    does not fold into an mm): small products then take its plain loop (``_bmm_sums``)."""
+    if bmm and a.dtype in _LOOPED:
+        a2 = a[None, :] if a.ndim == 1 else a
+        b2 = b[:, None] if b.ndim == 1 else b
+        if _loops(a2, b2):
+            r = _bmm_sums(a2, b2).astype(a.dtype, copy=False)
+            return r[..., 0] if b.ndim == 1 else r[..., 0, :] if a.ndim == 1 else r
     if a.dtype in _F8:   # float8 (2-d only: PyTorch's addmm): float32 sums, converted once as PyTorch converts
         return _to_float8(np.matmul(a.astype(np.float32), b.astype(np.float32)), a.dtype)
     return half_matmul(a, b) if a.dtype in _REDUCED else np.matmul(a, b)
@@ -208,6 +255,11 @@ def addprod_half(c, a, b, eq: str, beta, alpha):
 def addprod(c, a, b, eq: str, beta, alpha):
     """``beta * c + alpha * einsum(eq, a, b)``: the forward of addmm, addmv, addr, addbmm and baddbmm (float16 as
     PyTorch rounds it, see ``addprod_half``). ``beta == 0`` ignores ``c`` (its nan and inf do not propagate)."""
+    if eq == "bij,bjk->bik" and _loops(a, b):   # PyTorch's baddbmm loop, alpha and beta in the op-math type
+        acc = _bmm_sums(a, b)
+        op = acc.dtype.type
+        r = acc * op(alpha) if beta == 0 else c.astype(op, copy=False) * op(beta) + op(alpha) * acc
+        return r.astype(a.dtype, copy=False)
     if a.dtype in _REDUCED:
         return addprod_half(c, a, b, eq, beta, alpha)
     prod = einsum(eq, a, b)
@@ -267,9 +319,10 @@ def _best_plan(ins: str, out: str):
     return plan, False
 
 
-def _as_matmul(ins: str, out: str, x, y):
+def _as_matmul(ins: str, out: str, x, y, blas: bool = True):
     """``einsum(ins->out, x, y)`` as one BLAS matmul (NumPy's optimized einsum gets there with more overhead),
-    or None where the equation is no plain (batched) product."""
+    or as PyTorch's plain bmm loop where it is a small batched product (``_bmm_sums``); None where the equation
+    is no plain (batched) product, or (``blas`` False) where it is no small batched one."""
     key = (ins, out)
     entry = _PLANS.get(key, False)
     if entry is False:
@@ -285,8 +338,13 @@ def _as_matmul(ins: str, out: str, x, y):
         return None
     free_a, inner, free_b = a.shape[nb:nb + ni], a.shape[nb + ni:], b.shape[nb + nj:]
     m, n, q = math.prod(free_a), math.prod(inner), math.prod(free_b)
-    with np.errstate(all="ignore"):
-        r = np.matmul(a.reshape(batch + (m, n)), b.reshape(batch + (n, q)))
+    if nb and x.dtype in _LOOPED and y.dtype == x.dtype and m * n * q < _SMALL_BMM:
+        r = _bmm_sums(a.reshape(batch + (m, n)), b.reshape(batch + (n, q))).astype(x.dtype, copy=False)
+    elif not blas:
+        return None
+    else:
+        with np.errstate(all="ignore"):
+            r = np.matmul(a.reshape(batch + (m, n)), b.reshape(batch + (n, q)))
     r = r.reshape(batch + free_a + free_b).transpose(po)
     return r if r.flags.c_contiguous else np.ascontiguousarray(r)
 

@@ -518,7 +518,13 @@ def cast(x, dtype):
         x = x.real   # complex to real keeps the real part (PyTorch; NumPy would warn)
     if (x.dtype in _F8 or dtype in _F8) and x.dtype != dtype:   # PyTorch's float8 conversions (reduced.py)
         return _reduced.from_float8(x, np.dtype(dtype)) if x.dtype in _F8 else _reduced.to_float8(x, np.dtype(dtype))
+    if x.dtype == _F64 and dtype == _F16:
+        # PyTorch converts double to Half through float (c10::Half(float)): rounded twice, as here
+        return x.astype(np.float32).astype(np.float16)
     return x.astype(dtype, copy=False)
+
+
+_F64, _F16 = np.dtype(np.float64), np.dtype(np.float16)
 
 
 def cat(xs, dim):

@@ -1028,6 +1028,9 @@ def linalg_householder_product(A: Tensor, tau: Tensor, *, out=None) -> Tensor:
 graph_raw("linalg_ldl_factor_ex")
 LDLFactorExResult = return_type("linalg_ldl_factor_ex", ("LD", "pivots", "info"))
 LDLFactorResult = return_type("linalg_ldl_factor", ("LD", "pivots"))
+# PyTorch records LD (not pivots, info) under a NotImplemented node whose backward raises
+ldl_factor_p = _no_derivative("linalg_ldl_factor_ex", "NotImplemented", RuntimeError,
+                              "derivative for aten::linalg_ldl_factor_ex is not implemented", "aten::linalg_ldl_factor_ex")
 
 
 def _ldl_factor_ex(A, hermitian, check_errors, op):
@@ -1036,7 +1039,7 @@ def _ldl_factor_ex(A, hermitian, check_errors, op):
     ld, piv, info = NAMESPACES[type(A._data)].linalg_ldl_factor_ex(A._data, hermitian)
     if check_errors:   # PyTorch reports sytrf's info > 0 (an exactly zero block of D) as an unknown error code
         raise_info(info, f"torch.{op}", lambda i: f"Unknown error code: {i}.", RuntimeError)
-    return make(ld), make(piv), make(info)
+    return apply(ldl_factor_p, (A,), {"value": ld}), make(piv), make(info)
 
 
 @register(submodule="linalg", module=False, name="ldl_factor_ex")

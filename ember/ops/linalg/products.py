@@ -28,28 +28,36 @@ from .solvers import linalg_inv
 # matmul, mm, bmm, mv, dot, vdot
 # ======================================================================================================
 
-def _matmul_grad_a(xp, g, out, a, b):
+def _product(xp, x, y, bmm):
+    """A product of the backward: where the forward was PyTorch's bmm, so are its gradients' products (each the
+    same contraction * rows * cols, so small ones take the same plain loop)."""
+    return xp.matmul_forward(x, y, bmm=True) if bmm else xp.matmul(x, y)
+
+
+def _matmul_grad_a(xp, g, out, a, b, bmm=False):
     if b.ndim == 1:
         if a.ndim == 1:
             return g * b
         return xp.unsqueeze(g, -1) * b                          # (..., n, 1) * (m,)
     if a.ndim == 1:
-        return xp.squeeze(xp.matmul(b, xp.unsqueeze(g, -1)), -1)  # (..., n), summed to (n,) by the engine
-    return xp.matmul(g, _mT(xp, b))
+        return xp.squeeze(_product(xp, b, xp.unsqueeze(g, -1), bmm), -1)  # (..., n), summed to (n,) by the engine
+    return _product(xp, g, _mT(xp, b), bmm)
 
 
-def _matmul_grad_b(xp, g, out, a, b):
+def _matmul_grad_b(xp, g, out, a, b, bmm=False):
     if a.ndim == 1:
         if b.ndim == 1:
             return g * a
         return xp.unsqueeze(a, -1) * xp.unsqueeze(g, -2)        # (n, 1) * (..., 1, m)
     if b.ndim == 1:
-        return xp.squeeze(xp.matmul(_mT(xp, a), xp.unsqueeze(g, -1)), -1)
-    return xp.matmul(_mT(xp, a), g)
+        return xp.squeeze(_product(xp, _mT(xp, a), xp.unsqueeze(g, -1), bmm), -1)
+    return _product(xp, _mT(xp, a), g, bmm)
 
 
-# float16: PyTorch sums in float32 in its own order and rounds once (see xp.matmul_forward); other dtypes: BLAS.
-matmul_p = defprim("matmul", lambda xp, a, b: xp.matmul_forward(a, b),
+# float16: PyTorch sums in float32 in its own order and rounds once (see xp.matmul_forward); other dtypes: BLAS,
+# except PyTorch's small bmm products (params {"bmm": True}: bmm, and matmul where PyTorch's path is a bmm).
+# (**params: "bmm" is no saved attribute of PyTorch's nodes)
+matmul_p = defprim("matmul", lambda xp, a, b, **params: xp.matmul_forward(a, b, **params),
                    node="MmBackward0", vjp=(_matmul_grad_a, _matmul_grad_b), jvp="multilinear",
                    saves={0: (1,), 1: (0,)},
                    saved_names=("self", "mat2"))
@@ -178,8 +186,25 @@ def _rows(shape):
     return math.prod(shape[:-1])
 
 
-def _mm_like(a, b, node):
-    return apply(matmul_p, (a, b), {}, _node(node))
+_BMM = {"bmm": True}
+_NO_PARAMS: dict = {}
+
+
+def _mm_like(a, b, node, params=_NO_PARAMS):
+    return apply(matmul_p, (a, b), params, _node(node))
+
+
+def _matmul_is_bmm(a: Tensor, b: Tensor) -> bool:
+    """Whether PyTorch's ``_matmul_impl`` ends in a bmm (batched operands it does not fold into an mm/mv)."""
+    na, nb = a._data.ndim, b._data.ndim
+    if na <= 2 and nb <= 2:
+        return False
+    if na == 3 and nb == 3 and a._data.shape[0] != b._data.shape[0]:
+        if a._data.shape[0] == 1 and a._requires_grad:
+            return not _should_fold(_Squeezed(a), b)
+        if b._data.shape[0] == 1 and b._requires_grad:
+            return not _should_fold(a, _Squeezed(b))
+    return not _should_fold(a, b)
 
 
 @register(method=True, graph=True)
@@ -191,7 +216,7 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
     if input._data.dtype.kind == "b":
         kernel = "dot" if input._data.ndim == other._data.ndim == 1 else "addmm_impl_cpu_"
         raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
-    return _mm_like(input, other, _matmul_node(input, other))
+    return _mm_like(input, other, _matmul_node(input, other), _BMM if _matmul_is_bmm(input, other) else _NO_PARAMS)
 
 
 @register(method=True)
@@ -228,7 +253,7 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
         raise RuntimeError(f"expected scalar type {dtype_word(input._data.dtype)} but found "
                            f"{dtype_word(mat2._data.dtype)}")
     _no_bool(input, "bmm")
-    return _mm_like(input, mat2, "BmmBackward0")
+    return _mm_like(input, mat2, "BmmBackward0", _BMM)
 
 
 @register(method=True)
@@ -718,7 +743,7 @@ def _addprod_jvp_b(xp, t, out, c, a, b, eq, beta, alpha):
     return xp.einsum(eq, a, t) * alpha
 
 
-graph("matmul_forward", lambda a, b: matmul(a, b))
+graph("matmul_forward", lambda a, b, bmm=False: matmul(a, b))
 graph("addprod", lambda c, a, b, eq, beta, alpha: apply(addprod_p, (c, a, b), {"eq": eq, "beta": beta, "alpha": alpha}))
 
 addprod_p = defprim("addprod", _addprod_fwd,
@@ -1062,10 +1087,10 @@ def linalg_diagonal(A: Tensor, *, offset: int = 0, dim1: int = -2, dim2: int = -
 
 # matmul's rules batch as written, except for a dot product of two vectors (a 0-d output).
 def _matmul_batched(rule, other):
-    def batched(xp, g, out, a, b):
+    def batched(xp, g, out, a, b, bmm=False):
         if a.ndim == 1 and b.ndim == 1:
             return xp.unsqueeze(g, -1) * (b if other == 1 else a)
-        return rule(xp, g, out, a, b)
+        return rule(xp, g, out, a, b, bmm)
     return batched
 
 

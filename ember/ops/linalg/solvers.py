@@ -617,6 +617,19 @@ def lu_solve(input: Tensor, LU_data: Tensor, LU_pivots: Tensor, *, out=None) -> 
 graph_raw("linalg_ldl_solve")
 
 
+def _ldl_solve_vjp(xp, g, out, ld, b, value):
+    raise RuntimeError("derivative for aten::linalg_ldl_solve is not implemented")
+
+
+def _ldl_solve_jvp(xp, t, out, ld, b, value):
+    raise NotImplementedError("Trying to use forward AD with aten::linalg_ldl_solve that does not support it.")
+
+
+# PyTorch records the solution under a NotImplemented node (edges to LD and B) whose backward raises
+ldl_solve_p = defprim("linalg_ldl_solve", lambda xp, ld, b, value: value, node="NotImplemented",
+                      vjp=(_ldl_solve_vjp, _ldl_solve_vjp), jvp=(_ldl_solve_jvp, _ldl_solve_jvp), complex="own")
+
+
 @register(submodule="linalg", module=False, name="ldl_solve")
 def linalg_ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool = False, out=None) -> Tensor:
     """X with A X = B from ``ldl_factor``'s (LD, pivots); batch dims broadcast."""
@@ -645,7 +658,7 @@ def linalg_ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool =
         raise RuntimeError(f"The size of tensor a must match the size of tensor b at non-singleton dimensions: "
                            f"{list(ld.shape[:-2])} and {list(b.shape[:-2])}")
     _bf16_kernel(LD, op)
-    return make(NAMESPACES[type(ld)].linalg_ldl_solve(ld, piv, b, hermitian))
+    return apply(ldl_solve_p, (LD, B), {"value": NAMESPACES[type(ld)].linalg_ldl_solve(ld, piv, b, hermitian)})
 
 
 # ----- cholesky_inverse: (L L^T)^-1 from the Cholesky factor, as cholesky_solve(I, L) (PyTorch: LAPACK's potri);
