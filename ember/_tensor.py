@@ -132,6 +132,10 @@ class Tensor:
                  # on other tensors, so read it with getattr(t, "_origin", None).
                  "_origin")
 
+    # torch.Tensor's own module: ``type(t)`` prints <class 'ember.Tensor'> as PyTorch's <class 'torch.Tensor'>
+    # (messages such as assert_close's name the type); pickles never record the class (they call _rebuild)
+    __module__ = "ember"
+
     def __init__(self, *args, **kwargs):
         if kwargs.pop("device", None) not in (None, "cpu", cpu):
             raise RuntimeError("ember only has the 'cpu' device so far")

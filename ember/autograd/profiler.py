@@ -525,10 +525,13 @@ def _public_ops() -> list:
 
 def _runner(orig, name: str):
     def run(args, kwargs):
-        r = _profiling.begin(name, _profiling.FORWARD, args)
         op = _profiling.OP
+        if getattr(op, "name", None) == name:   # Tensor.gt running torch.gt: one range, as PyTorch's
+            return orig(*args, **kwargs)
+        r = _profiling.begin(name, _profiling.FORWARD, args)
         outer, op.name = getattr(op, "name", None), name
         try:
+            _profiling.scalar_cast(name, args, kwargs)
             out = orig(*args, **kwargs)
         finally:
             r.end = time.perf_counter_ns()
@@ -563,6 +566,42 @@ def _swap_public(saved: list) -> None:
         saved.append((f, code, f.__kwdefaults__))
         f.__code__ = _profiling._renamed(_entry_code(len(code.co_freevars)), code)
         f.__kwdefaults__ = {"_ember_profiler_run": _runner(orig, name)}
+    for f, name, children in _profiling.FACTORIES:
+        if id(f) in busy:
+            continue
+        code = f.__code__
+        orig = types.FunctionType(code, f.__globals__, f.__name__, f.__defaults__, f.__closure__)
+        orig.__kwdefaults__ = f.__kwdefaults__
+        saved.append((f, code, f.__kwdefaults__))
+        f.__code__ = _profiling._renamed(_entry_code(len(code.co_freevars)), code)
+        f.__kwdefaults__ = {"_ember_profiler_run": _factory_runner(orig, name, children)}
+
+
+def _span(name: str, children: tuple, inputs, work):
+    """A range ``aten::<name>`` holding ``children`` (each (name, its children)) one after another; the last
+    child (or this range itself, without children) runs ``work``; ``work`` None: a range of no work."""
+    r = _profiling.begin("aten::" + name, _profiling.FORWARD, inputs)
+    try:
+        for child, grand in children[:-1]:
+            _span(child, grand, (), None)
+        if children:
+            return _span(*children[-1], (), work)
+        return work() if work is not None else None
+    finally:
+        r.end = time.perf_counter_ns()
+
+
+def _factory_runner(orig, name: str, children: tuple):
+    def run(args, kwargs):
+        op = _profiling.OP
+        if getattr(op, "factory", False):   # rand_like runs rand: PyTorch's rand_like records no aten::rand
+            return orig(*args, **kwargs)
+        outer, op.name, op.factory = getattr(op, "name", None), "aten::" + name, True
+        try:
+            return _span(name, children, args, lambda: orig(*args, **kwargs))
+        finally:
+            op.name, op.factory = outer, False
+    return run
 
 
 _profiling.EXTRA.append(_swap_public)
