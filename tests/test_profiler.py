@@ -115,8 +115,14 @@ def test_chrome_trace(tmp_path, both):
     ep.export_chrome_trace(str(path))
     trace = json.loads(path.read_text())
     assert trace["schemaVersion"] == 1 and trace["displayTimeUnit"] == "ms"
-    ops = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    ops = [e for e in trace["traceEvents"] if e["ph"] == "X" and e["cat"] != "Trace"]
     assert {e["name"] for e in ops} == {e.name for e in ep.events() if e.name != "[memory]"}
+    # Kineto's extras: the profiler's own span, the option keys that are on, forward -> backward flow arrows
+    span = [e for e in trace["traceEvents"] if e.get("cat") == "Trace"]
+    assert [(e["name"], e["pid"], e["tid"]) for e in span] == [("PyTorch Profiler (0)", "Spans", "PyTorch Profiler")]
+    flows = [e for e in trace["traceEvents"] if e.get("cat") == "fwdbwd"]
+    starts, ends = {e["id"] for e in flows if e["ph"] == "s"}, {e["id"] for e in flows if e["ph"] == "f"}
+    assert starts and starts == ends and len(flows) == 2 * len(starts)
     for e in ops:
         assert e["dur"] >= 0 and isinstance(e["ts"], float) and e["pid"] and e["tid"] == 1
         assert e["cat"] == ("user_annotation" if e["name"] == "fwd" else "cpu_op")
@@ -272,6 +278,10 @@ def test_factories_recorded_as_torch():
         with ember.profiler.profile() as p:
             f()
         assert [tree(e) for e in p.events() if e.cpu_parent is None] == [want]
+    y = (ember.ones(2, requires_grad=True) * 2.0).sum()
+    with ember.profiler.profile() as p:   # backward()'s implicit gradient: torch.ones_like(y)
+        y.backward()
+    assert tree(p.events()[0]) == "aten::ones_like(aten::empty_like(aten::empty_strided),aten::fill_)"
 
 
 def test_wrapped_scalar_conversion_as_torch():

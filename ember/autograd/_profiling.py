@@ -245,10 +245,25 @@ def scalar_cast(name: str, args, params=None) -> None:
 
 def instant(name: str, children: tuple = ()) -> None:
     """A range ``aten::<name>`` of no work, holding ``children`` (each (name, its children))."""
-    r = begin("aten::" + name, FORWARD)
-    for child, grand in children:
-        instant(child, grand)
-    r.end = time.perf_counter_ns()
+    span(name, children, (), None)
+
+
+def span(name: str, children: tuple, inputs, work):
+    """A range ``aten::<name>`` holding ``children`` (each (name, its children)) one after another; the last
+    child (or this range itself, without children) runs ``work`` and returns its result; ``work`` None: no work."""
+    r = begin("aten::" + name, FORWARD, inputs)
+    try:
+        for child, grand in children[:-1]:
+            span(child, grand, (), None)
+        if children:
+            return span(*children[-1], (), work)
+        return work() if work is not None else None
+    finally:
+        r.end = time.perf_counter_ns()
+
+
+# backward()'s implicit gradient of a scalar output: PyTorch's torch.ones_like(output), recorded as such
+ONES_LIKE = (("empty_like", (("empty_strided", ()),)), ("fill_", ()))
 
 
 def _op(prim, args, params, node_cls, dtype):
