@@ -20,7 +20,6 @@ SLOW_TIERS = {
     "test_batched_grad.py::test_op_db_batched": "batched gradients against row by row, every op-database sample",
     "test_batched_grad.py::test_op_db_batched_through_a_gradient": "the same through a create_graph gradient",
     "test_seeds.py::test_seed_snippet": "each seed snippet in fresh processes, under ember and torch",
-    "test_usage_programs.py::test_usage_program": "each usage program in fresh processes, under ember and torch",
     "test_grad_warnings.py::test_warnings_as_torch": "each case in a fresh process, under ember and torch",
     "test_fp_warnings.py::test_no_numpy_warning_and_torch_values": "NumPy warnings as errors, against torch",
     "test_misuse.py::test_misuse": "3000+ bad calls under torch and ember",
