@@ -25,6 +25,7 @@ class Size(tuple):
     """A tensor's shape: a tuple that prints as ``torch.Size([2, 3])``."""
 
     __slots__ = ()
+    __module__ = "ember"   # torch.Size's module (<class 'torch.Size'>; a plain pickle names ember.Size)
 
     def __repr__(self) -> str:
         return f"torch.Size({list(self)})"
