@@ -25,6 +25,8 @@ class dtype:
     """A tensor element type. Prints as PyTorch does (``torch.float32``) so scripts print the same."""
 
     __slots__ = ("_name", "np", "is_floating_point", "is_signed", "itemsize", "_cat")
+    __module__ = "ember"   # torch.dtype's module: type(torch.float32) prints <class 'torch.dtype'>; pickles name
+    # a dtype ember.float32 (the root exports every dtype)
 
     def __init__(self, name: str, np_dtype, cat: int):
         self._name = name

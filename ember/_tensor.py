@@ -25,6 +25,7 @@ class Size(tuple):
     """A tensor's shape: a tuple that prints as ``torch.Size([2, 3])``."""
 
     __slots__ = ()
+    __module__ = "ember"   # torch.Size's module (<class 'torch.Size'>; a plain pickle names ember.Size)
 
     def __repr__(self) -> str:
         return f"torch.Size({list(self)})"
@@ -131,6 +132,10 @@ class Tensor:
                  # by detach()/.data and by ops run under no_grad on inputs that require grad; unset (no cost)
                  # on other tensors, so read it with getattr(t, "_origin", None).
                  "_origin")
+
+    # torch.Tensor's own module: ``type(t)`` prints <class 'ember.Tensor'> as PyTorch's <class 'torch.Tensor'>
+    # (messages such as assert_close's name the type); pickles never record the class (they call _rebuild)
+    __module__ = "ember"
 
     def __init__(self, *args, **kwargs):
         if kwargs.pop("device", None) not in (None, "cpu", cpu):

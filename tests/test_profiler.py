@@ -115,8 +115,14 @@ def test_chrome_trace(tmp_path, both):
     ep.export_chrome_trace(str(path))
     trace = json.loads(path.read_text())
     assert trace["schemaVersion"] == 1 and trace["displayTimeUnit"] == "ms"
-    ops = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    ops = [e for e in trace["traceEvents"] if e["ph"] == "X" and e["cat"] != "Trace"]
     assert {e["name"] for e in ops} == {e.name for e in ep.events() if e.name != "[memory]"}
+    # Kineto's extras: the profiler's own span, the option keys that are on, forward -> backward flow arrows
+    span = [e for e in trace["traceEvents"] if e.get("cat") == "Trace"]
+    assert [(e["name"], e["pid"], e["tid"]) for e in span] == [("PyTorch Profiler (0)", "Spans", "PyTorch Profiler")]
+    flows = [e for e in trace["traceEvents"] if e.get("cat") == "fwdbwd"]
+    starts, ends = {e["id"] for e in flows if e["ph"] == "s"}, {e["id"] for e in flows if e["ph"] == "f"}
+    assert starts and starts == ends and len(flows) == 2 * len(starts)
     for e in ops:
         assert e["dur"] >= 0 and isinstance(e["ts"], float) and e["pid"] and e["tid"] == 1
         assert e["cat"] == ("user_annotation" if e["name"] == "fwd" else "cpu_op")
@@ -170,7 +176,8 @@ def test_record_function_decorator_and_nesting():
     assert ev["inner"].cpu_parent is ev["outer"] and ev["aten::mul"].cpu_parent is ev["inner"]
     assert ev["outer"].is_user_annotation and ev["outer"].cpu_time_total >= ev["inner"].cpu_time_total
     total = p.total_average()
-    assert total.key == "Total" and total.count == 3
+    assert total.key == "Total" and total.count == 10   # as PyTorch's: outer, inner, ones > (empty, fill_),
+    # mul > to > _to_copy > (empty_strided, copy_) (the Python scalar 2, wrapped as int64, converted to float32)
     assert abs(p.self_cpu_time_total - sum(e.self_cpu_time_total for e in p.function_events)) < 1e-6
 
 
@@ -254,12 +261,54 @@ def test_misuse_as_torch():
             assert got == want
 
 
+def test_factories_recorded_as_torch():
+    """torch.ones records aten::ones > aten::empty, aten::fill_ (PyTorch's composite); rand_like records no
+    aten::rand inside (ember's rand_like runs rand)."""
+    x = ember.ones(2, 3)
+    cases = {lambda: ember.ones(3): "aten::ones(aten::empty,aten::fill_)",
+             lambda: ember.zeros_like(x): "aten::zeros_like(aten::empty_like(aten::empty_strided),aten::zero_)",
+             lambda: ember.rand_like(x): "aten::rand_like(aten::empty_like(aten::empty_strided),aten::uniform_)",
+             lambda: ember.arange(5): "aten::arange(aten::empty,aten::arange(aten::resize_))",
+             lambda: ember.randn(3): "aten::randn(aten::empty,aten::normal_)"}
+
+    def tree(e):
+        kids = ",".join(tree(c) for c in e.cpu_children)
+        return e.name + (f"({kids})" if kids else "")
+    for f, want in cases.items():
+        with ember.profiler.profile() as p:
+            f()
+        assert [tree(e) for e in p.events() if e.cpu_parent is None] == [want]
+    y = (ember.ones(2, requires_grad=True) * 2.0).sum()
+    with ember.profiler.profile() as p:   # backward()'s implicit gradient: torch.ones_like(y)
+        y.backward()
+    assert tree(p.events()[0]) == "aten::ones_like(aten::empty_like(aten::empty_strided),aten::fill_)"
+
+
+def test_wrapped_scalar_conversion_as_torch():
+    """A Python scalar whose wrapped dtype is not the op's: PyTorch's op records its conversion inside itself;
+    an in-place op records no out-of-place op inside; Tensor.gt records one aten::gt."""
+    x, xd, xi = ember.ones(3), ember.ones(3, dtype=ember.float64), ember.ones(3, dtype=ember.int64)
+    to = "aten::to(aten::_to_copy(aten::empty_strided,aten::copy_))"
+    cases = {lambda: x * 2: [f"aten::mul({to})"], lambda: x + 1.5: [f"aten::add({to})"],
+             lambda: x > 0: [f"aten::gt({to})"], lambda: xd * 2.0: ["aten::mul"], lambda: xi * 2: ["aten::mul"],
+             lambda: x * x: ["aten::mul"], lambda: xd.mul_(2.0): ["aten::mul_"], lambda: x.mul_(2): [f"aten::mul_({to})"]}
+
+    def tree(e):
+        kids = ",".join(tree(c) for c in e.cpu_children)
+        return e.name + (f"({kids})" if kids else "")
+    for f, want in cases.items():
+        with ember.profiler.profile() as p:
+            f()
+        assert [tree(e) for e in p.events() if e.cpu_parent is None] == want
+
+
 def test_nested_profilers():
     with ember.profiler.profile() as outer:
         ember.ones(2) + 1
         with ember.profiler.profile() as inner:
             ember.ones(2) * 2
-    assert {e.name for e in inner.events()} == {"aten::mul"}
+    assert {e.name for e in inner.events()} == {"aten::ones", "aten::empty", "aten::fill_", "aten::mul", "aten::to",
+                                                "aten::_to_copy", "aten::empty_strided", "aten::copy_"}
     assert {"aten::add", "aten::mul"} <= {e.name for e in outer.events()}
     assert _profiling.NODE_HOOK is None
 

@@ -197,6 +197,9 @@ BAD = {
     "amount_too_many": lambda lib: lib.nn.utils.prune.l1_unstructured(lib.nn.Linear(2, 2), "bias", amount=3),
     "structured_1d": lambda lib: lib.nn.utils.prune.ln_structured(lib.nn.Linear(2, 2), "bias", 1, 2, 0),
     "structured_dim": lambda lib: lib.nn.utils.prune.random_structured(lib.nn.Linear(2, 2), "weight", 1, 2),
+    # an already pruned parameter: the container's slice fails before the method's own dim check
+    "structured_dim_pruned": lambda lib: lib.nn.utils.prune.ln_structured(
+        lib.nn.utils.prune.identity(lib.nn.Linear(2, 2), "weight"), "weight", 1, 2, 5),
     "scores_shape": lambda lib: lib.nn.utils.prune.l1_unstructured(lib.nn.Linear(2, 2), "weight", 1,
                                                                    importance_scores=lib.ones(3)),
     "remove_unpruned": lambda lib: lib.nn.utils.prune.remove(lib.nn.Linear(2, 2), "weight"),

@@ -25,6 +25,7 @@ import time
 import types
 import weakref
 
+from .. import _dtype as D
 from .._tensor import Tensor
 from . import _primitive
 
@@ -221,16 +222,64 @@ def node_aten_name(node: str) -> str | None:
 
 # ----- the swapped code ------------------------------------------------------------------------------------
 
+# PyTorch's binary ops wrap a Python scalar as a 0-d tensor (float64, int64, bool, complex128) and, when its dtype
+# is not the op's computation dtype (x * 2 on a float32 x), convert it: aten::mul records aten::to >
+# aten::_to_copy > (aten::empty_strided, aten::copy_) inside itself.
+_WRAPPING = frozenset("aten::" + n + s for n in ("add", "sub", "mul", "div") for s in ("", "_")) | frozenset(
+    "aten::" + n for n in ("eq", "ne", "lt", "le", "gt", "ge"))
+_TO = (("to", (("_to_copy", (("empty_strided", ()), ("copy_", ()))),)),)
+
+
+def scalar_cast(name: str, args, params=None) -> None:
+    """Record, inside the op's range, the conversion of its wrapped Python scalar, where PyTorch's makes one."""
+    if name not in _WRAPPING or len(args) < 2 or not isinstance(args[0], Tensor):
+        return
+    other = args[1] if not params or "other" not in params else params["other"]
+    if type(other) not in (bool, int, float, complex):
+        return
+    wrapped = {bool: D.bool, int: D.int64, float: D.float64, complex: D.complex128}[type(other)]
+    if D.result_type(args[0], other) is not wrapped:
+        for child, grand in _TO:
+            instant(child, grand)
+
+
+def instant(name: str, children: tuple = ()) -> None:
+    """A range ``aten::<name>`` of no work, holding ``children`` (each (name, its children))."""
+    span(name, children, (), None)
+
+
+def span(name: str, children: tuple, inputs, work):
+    """A range ``aten::<name>`` holding ``children`` (each (name, its children)) one after another; the last
+    child (or this range itself, without children) runs ``work`` and returns its result; ``work`` None: no work."""
+    r = begin("aten::" + name, FORWARD, inputs)
+    try:
+        for child, grand in children[:-1]:
+            span(child, grand, (), None)
+        if children:
+            return span(*children[-1], (), work)
+        return work() if work is not None else None
+    finally:
+        r.end = time.perf_counter_ns()
+
+
+# backward()'s implicit gradient of a scalar output: PyTorch's torch.ones_like(output), recorded as such
+ONES_LIKE = (("empty_like", (("empty_strided", ()),)), ("fill_", ()))
+
+
 def _op(prim, args, params, node_cls, dtype):
     """``apply`` while recording: the original inside a range named after the primitive."""
     name = aten_name(prim, node_cls)
-    if getattr(OP, "name", None) == name:   # the primitive of the public op being recorded (F.mse_loss): once
+    public = getattr(OP, "name", None)
+    # the primitive of the public op being recorded (F.mse_loss; Tensor.mul_ computing mul): once
+    if public is not None and (public == name or public == name + "_"):
         out = _apply_orig(prim, args, params, node_cls, dtype)
         if _memory and out._base is None:
             record_memory((out._data,), _arrays(args))
         return out
     r = begin(name, FORWARD, tuple(args) + tuple(params.values()) if _shapes and params else args)
     try:
+        if public is None:   # (a public op records its own)
+            scalar_cast(name, args, params)
         out = _apply_orig(prim, args, params, node_cls, dtype)
         if _memory and out._base is None:
             record_memory((out._data,), _arrays(args))   # inside the range: the op's own allocation
@@ -309,6 +358,12 @@ def _install() -> None:
     NODE_HOOK = _node
     for hook in EXTRA:
         hook(_saved)
+
+
+# Factory functions (ember/ops/creation.py, ops/random.py register theirs): (function, PyTorch's op, the ranges
+# PyTorch's composite records inside it). A child is (name, its children); the last child of each level spans the
+# function's work (torch.ones records aten::ones > aten::empty, aten::fill_: the allocation, then the fill).
+FACTORIES: list = []
 
 
 # Upper layers' swaps (ember/autograd/profiler.py: the public ops), each a function that swaps its functions' code,

@@ -61,7 +61,11 @@ def _root_grads(tensors, grad_tensors, create_graph, op, batched=False):
                                  f"satisfy 0 <= in_dim < {t._data.ndim}." if t._data.ndim == 0 else
                                  "ember: autograd.grad(is_grads_batched=True) needs a batched grad_output for "
                                  f"output {i}")
-            g = make(backend_of(t._data).ones_like(t._data))
+            if _profiling.NODE_HOOK is None:
+                g = make(backend_of(t._data).ones_like(t._data))
+            else:   # a profiler records: PyTorch's aten::ones_like
+                g = _profiling.span("ones_like", _profiling.ONES_LIKE, (t,),
+                                    lambda t=t: make(backend_of(t._data).ones_like(t._data)))
         elif batched:
             if g._data.ndim == 0:
                 raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "

@@ -294,21 +294,36 @@ def write_trace(session, path: str, with_stack: bool = False, trace_id: str = ""
     for th in threads:
         events.append({"ph": "M", "name": "thread_name", "ts": start_us, "pid": pid, "tid": th,
                        "args": {"name": f"thread {th} (python)"}})
+    end_ns = time.perf_counter_ns()
     if session is not None:
-        end_ns = session.end_ns if session.end_ns is not None else time.perf_counter_ns()
+        end_ns = session.end_ns if session.end_ns is not None else end_ns
+        # forward op -> its backward node: a flow arrow ("fwdbwd", 's' at the op, 'f' at the node) where both
+        # were recorded, as Kineto draws them; the node's "Fwd thread id" is the forward op's thread. The op is
+        # the innermost range of the sequence number (F.linear's addmm, which made the node)
+        fwd = {r.seq: r for r in session.ranges if r.seq >= 0 and r.scope == _profiling.FORWARD}
+        bwd = {r.seq for r in session.ranges if r.seq in fwd and r.scope == _profiling.BACKWARD}
         for i, r in enumerate(session.ranges):
             r_end = r.end if r.end is not None else end_ns
             cat = "user_annotation" if r.user else "cpu_op"
+            ts = (r.start + wall - base_ns) / 1000
             args: dict = {"External id": i + 1, "Record function id": 0, "Ev Idx": i}
             if r.seq >= 0:
                 args["Sequence number"] = r.seq
-                args["Fwd thread id"] = 0
+                backward = r.scope == _profiling.BACKWARD
+                args["Fwd thread id"] = fwd[r.seq].thread if backward and r.seq in fwd else 0
             if r.shapes is not None:
                 args["Input Dims"] = r.shapes
             if r.stack:
                 args["Call stack"] = ";".join(r.stack)
             events.append({"ph": "X", "cat": cat, "name": r.name, "pid": pid, "tid": r.thread,
-                           "ts": (r.start + wall - base_ns) / 1000, "dur": (r_end - r.start) / 1000, "args": args})
+                           "ts": ts, "dur": (r_end - r.start) / 1000, "args": args})
+            if r.seq in bwd and (fwd[r.seq] is r if r.scope == _profiling.FORWARD
+                                 else not r.name.startswith("autograd::engine::evaluate_function: ")):
+                flow = {"ph": "s", "id": r.seq + 1, "pid": pid, "tid": r.thread, "ts": ts, "cat": "fwdbwd",
+                        "name": "fwdbwd"}
+                if r.scope == _profiling.BACKWARD:
+                    flow.update(ph="f", bp="e")
+                events.append(flow)
         total = 0
         for t_ns, nbytes, th in sorted(session.memory):
             total += nbytes
@@ -316,9 +331,17 @@ def write_trace(session, path: str, with_stack: bool = False, trace_id: str = ""
                            "tid": th, "ts": (t_ns + wall - base_ns) / 1000,
                            "args": {"Total Reserved": total, "Total Allocated": total, "Bytes": nbytes,
                                     "Addr": 0, "Device Type": 0, "Device Id": -1}})
-    trace = {"schemaVersion": 1, "deviceProperties": [], "trace_id": trace_id, "with_stack": int(bool(with_stack)),
-             "host_name": socket.gethostname(), "displayTimeUnit": "ms", "baseTimeNanoseconds": base_ns,
-             "traceEvents": events, "traceName": str(path)}
+    # the profiler's own span, in a process of its own, as Kineto writes it
+    events.append({"ph": "X", "cat": "Trace", "name": "PyTorch Profiler (0)", "pid": "Spans", "tid": "PyTorch Profiler",
+                   "ts": start_us, "dur": (end_ns + wall - base_ns) / 1000 - start_us, "args": {"Op count": 0}})
+    events.append({"ph": "M", "name": "process_sort_index", "ts": start_us, "pid": "Spans", "tid": 0,
+                   "args": {"sort_index": 536870912}})
+    trace = {"schemaVersion": 1, "deviceProperties": [], "trace_id": trace_id}
+    options = {"record_shapes": getattr(session, "record_shapes", False), "with_stack": with_stack,
+               "profile_memory": getattr(session, "profile_memory", False)}
+    trace.update({k: 1 for k, on in options.items() if on})   # each option's key only when it is on, as Kineto
+    trace.update({"host_name": socket.gethostname(), "displayTimeUnit": "ms", "baseTimeNanoseconds": base_ns,
+                  "traceEvents": events, "traceName": str(path)})
     if metadata:
         trace.update(metadata)
     with open(path, "w") as f:
@@ -525,10 +548,13 @@ def _public_ops() -> list:
 
 def _runner(orig, name: str):
     def run(args, kwargs):
-        r = _profiling.begin(name, _profiling.FORWARD, args)
         op = _profiling.OP
+        if getattr(op, "name", None) == name:   # Tensor.gt running torch.gt: one range, as PyTorch's
+            return orig(*args, **kwargs)
+        r = _profiling.begin(name, _profiling.FORWARD, args)
         outer, op.name = getattr(op, "name", None), name
         try:
+            _profiling.scalar_cast(name, args, kwargs)
             out = orig(*args, **kwargs)
         finally:
             r.end = time.perf_counter_ns()
@@ -563,6 +589,28 @@ def _swap_public(saved: list) -> None:
         saved.append((f, code, f.__kwdefaults__))
         f.__code__ = _profiling._renamed(_entry_code(len(code.co_freevars)), code)
         f.__kwdefaults__ = {"_ember_profiler_run": _runner(orig, name)}
+    for f, name, children in _profiling.FACTORIES:
+        if id(f) in busy:
+            continue
+        code = f.__code__
+        orig = types.FunctionType(code, f.__globals__, f.__name__, f.__defaults__, f.__closure__)
+        orig.__kwdefaults__ = f.__kwdefaults__
+        saved.append((f, code, f.__kwdefaults__))
+        f.__code__ = _profiling._renamed(_entry_code(len(code.co_freevars)), code)
+        f.__kwdefaults__ = {"_ember_profiler_run": _factory_runner(orig, name, children)}
+
+
+def _factory_runner(orig, name: str, children: tuple):
+    def run(args, kwargs):
+        op = _profiling.OP
+        if getattr(op, "factory", False):   # rand_like runs rand: PyTorch's rand_like records no aten::rand
+            return orig(*args, **kwargs)
+        outer, op.name, op.factory = getattr(op, "name", None), "aten::" + name, True
+        try:
+            return _profiling.span(name, children, args, lambda: orig(*args, **kwargs))
+        finally:
+            op.name, op.factory = outer, False
+    return run
 
 
 _profiling.EXTRA.append(_swap_public)

@@ -587,7 +587,8 @@ def export_model(model, args, f=None, *, kwargs=None, input_names=None, output_n
         [info(*o) for o in outputs_info], initializer=initializers)
     proto = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", opset)],
                                    producer_name="ember", producer_version=_version())
-    proto.ir_version = min(proto.ir_version, 10)   # readable by onnxruntime releases of the last years
+    # the IR version of the opset, as PyTorch writes (opset 17 -> IR 8): older runtimes read the file
+    proto.ir_version = onnx.helper.find_min_ir_version_for(list(proto.opset_import))
     onnx.checker.check_model(proto)
     if verbose:
         print(onnx.printer.to_text(proto.graph))

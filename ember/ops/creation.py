@@ -17,6 +17,7 @@ from .._origin import warn_once
 from .._state import _state as _gm_state
 from .._tensor import _SCALAR_WARNING, Tensor, _sizes_from_args, make
 from .._util import refuse_shell
+from ..autograd import _profiling
 from ._registry import method as _register_method
 
 
@@ -767,3 +768,16 @@ def kaiser_window(window_length: int, periodic: bool = True, beta: float = 12.0,
     def body(k: Tensor, m: int) -> Tensor:
         return make(device_backend(k.device).kaiser_window(m, beta, k.dtype.np))
     return _window("kaiser_window", window_length, periodic, dtype, layout, device, requires_grad, body)
+
+
+# ----- what the profiler records for the factories: PyTorch's op and the ops its composite runs inside -----------
+_EMPTY_LIKE = ("empty_like", (("empty_strided", ()),))
+_profiling.FACTORIES += [
+    (zeros, "zeros", (("empty", ()), ("zero_", ()))), (ones, "ones", (("empty", ()), ("fill_", ()))),
+    (empty, "empty", ()), (full, "full", (("empty", ()), ("fill_", ()))),
+    (arange, "arange", (("empty", ()), ("arange", (("resize_", ()),)))),
+    (linspace, "linspace", (("empty", ()), ("linspace", ()))), (logspace, "logspace", (("empty", ()), ("logspace", ()))),
+    (eye, "eye", (("empty", ()), ("eye", (("resize_", ()), ("zero_", ()))))),
+    (zeros_like, "zeros_like", (_EMPTY_LIKE, ("zero_", ()))), (ones_like, "ones_like", (_EMPTY_LIKE, ("fill_", ()))),
+    (empty_like, "empty_like", (("empty_strided", ()),)), (full_like, "full_like", (_EMPTY_LIKE, ("fill_", ()))),
+]

@@ -23,6 +23,7 @@ from .._device import backend_of, check_device, cpu, has_data, quietly
 from .._tensor import Tensor, _sizes_from_args, make
 from .._util import F8_CHARS, broadcast_shape, check_tensor, refuse_shell
 from ..autograd import _primitive as P
+from ..autograd import _profiling
 from ..autograd import _views as V
 from ._registry import method as _register_method
 from .creation import _check_input, _finish, device_backend
@@ -950,3 +951,13 @@ def _sample_dirichlet(input: Tensor, generator: Generator | None = None) -> Tens
     _float32_or_64(input, "dirichlet")
     value = _RNG.dirichlet(gen._st(), _host(input.detach()))
     return _unsampled("_sample_dirichlet", (input,), backend_of(input._data).asarray(value))
+
+
+# ----- what the profiler records for the random factories (see creation.py's table) ------------------------------
+_EMPTY_LIKE = ("empty_like", (("empty_strided", ()),))
+_profiling.FACTORIES += [
+    (rand, "rand", (("empty", ()), ("uniform_", ()))), (randn, "randn", (("empty", ()), ("normal_", ()))),
+    (randint, "randint", (("empty", ()), ("random_", ()))),
+    (randperm, "randperm", (("empty", ()), ("randperm", (("scalar_tensor", ()), ("resize_", ()), ("resize_", ()))))),
+    (rand_like, "rand_like", (_EMPTY_LIKE, ("uniform_", ()))), (randn_like, "randn_like", (_EMPTY_LIKE, ("normal_", ()))),
+]

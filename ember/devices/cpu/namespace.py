@@ -222,7 +222,15 @@ class _Backend:
 
 backend = _Backend()
 
-abs = np.abs
+def abs(x):  # noqa: A001
+    """|x|; a complex modulus as hypot(real, imag), as PyTorch's (NumPy's complex abs loops are 1 ulp off the
+    correctly rounded value in a third of complex64 elements, |1+1.1j| among them; hypot matches PyTorch's
+    complex64 abs everywhere and its complex128 abs in all but ~0.6% of elements, which are 1 ulp apart)."""
+    if getattr(x, "dtype", None) is not None and x.dtype.kind == "c":
+        return np.hypot(x.real, x.imag)
+    return np.abs(x)
+
+
 maximum = np.maximum
 minimum = np.minimum
 matmul = np.matmul

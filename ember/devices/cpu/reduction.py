@@ -197,8 +197,8 @@ def scatter_add_zeros(g, indices, dim, shape):
 def vector_norm(x, ord, dim, keepdim=False):
     """The ``ord``-norm over ``dim``; float16 accumulates in float32, as PyTorch's CPU kernel. A complex input's
     norm is its moduli's (a real result)."""
-    if x.dtype.kind == "c":
-        return vector_norm(np.abs(x), ord, dim, keepdim)
+    if x.dtype.kind == "c":   # the moduli as the namespace's abs computes them (hypot, as PyTorch's)
+        return vector_norm(np.hypot(x.real, x.imag), ord, dim, keepdim)
     w = x.astype(_F32) if x.dtype in _REDUCED else x
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         if ord == 2:

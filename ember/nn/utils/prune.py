@@ -177,6 +177,8 @@ class PruningContainer(BasePruningMethod):
             dim = method.dim + ndim if method.dim < 0 else method.dim
             if dim < 0:
                 raise IndexError(f"Index is out of bounds for tensor with dimensions {ndim}")
+            if dim >= ndim:   # PyTorch's slice list, assigned at dim, fails first (before the method's own check)
+                raise IndexError("list assignment index out of range")
             channels = default_mask.sum(dim=[d for d in range(ndim) if d != dim]) != 0
             keep = tuple(channels if d == dim else slice(None) for d in range(ndim))
         elif kind == "global":

@@ -1,0 +1,23 @@
+"""Printing tensors a user meets: dtypes, empties, complex, half/bfloat16, grads, big/small mixes, named repr bits."""
+import torch
+
+torch.manual_seed(17)
+print(torch.empty(0), torch.empty(2, 0), torch.zeros(0, 3, dtype=torch.int64), torch.tensor(3.5), torch.tensor(True))
+print(torch.tensor([1 + 2j, -0.5j]), torch.tensor([1e-8 + 1j]), torch.randn(2, dtype=torch.cfloat))
+print(torch.randn(3).half(), torch.randn(3).bfloat16(), torch.tensor([65504.0], dtype=torch.float16))
+print(torch.tensor([1e-5, 1.0, 1e5]), torch.tensor([1e-4, 1.0]), torch.tensor([0.0, -0.0, 1.0]))
+print(torch.tensor([1.0, 2.0, 3.0]) / 3, torch.tensor([100.0, 0.001]), torch.tensor([1e16, 1.0]))
+print(torch.arange(12).reshape(2, 2, 3), torch.tensor([[1, -10], [100, -1000]]))
+print(torch.tensor([float("inf"), -float("inf"), float("nan"), 1.0]), torch.tensor([float("nan")] * 3))
+print(torch.tensor([2**40, -5], dtype=torch.int64), torch.tensor([255, 0], dtype=torch.uint8), torch.tensor([True, False]))
+x = torch.randn(2, 3, requires_grad=True)
+y = (x * 2).sum(dim=0)
+print(y, y.grad_fn, y.grad_fn.next_functions[0][0].name())
+print(torch.nn.Parameter(torch.ones(2)), torch.ones(2).double().requires_grad_())
+print(torch.randn(100).reshape(10, 10)[:2], torch.arange(1001.0))
+print(repr(torch.float32), torch.float16, str(torch.int64), torch.Size([2, 3]), torch.device("cpu"), torch.ones(2).device)
+print(torch.ones(2, 3).stride(), torch.ones(2, 3).t().is_contiguous(), torch.ones(2, 3).dtype.is_floating_point)
+print(f"{torch.tensor(3.14159):.2f}", format(torch.tensor(2.5), ".3e"), "%.3f" % torch.tensor(1.0).item())
+print(torch.tensor([0.1, 0.2], dtype=torch.float64) * 3, torch.linspace(0, 1, 7, dtype=torch.float64))
+print(torch.tensor([[1e-10, 1e10], [1.0, 2.0]]), torch.tensor([123.456, 0.001234]))
+print(torch.ones(3, 3).tril().to_sparse() if hasattr(torch.Tensor, "to_sparse") and False else "", torch.tensor([]).reshape(0, 2, 0))
