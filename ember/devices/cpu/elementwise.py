@@ -8,6 +8,7 @@ as there; float16 and float32 inputs compute in float64 and round once.
 from __future__ import annotations
 
 import math
+import threading
 
 import numpy as np
 
@@ -517,12 +518,16 @@ _EXP_NEG_H2 = np.exp(-(np.arange(641) / 16.0) ** 2)   # exp(-h^2) for h = k / 16
 _ERF_SMALL = 0.46875
 
 
-def _ratio(v, num_coef, den_coef, lead):
-    """num(v) / den(v) by Horner's rule, in place on two buffers: num = lead v^n + num_coef[0] v^(n-1) + ... and
-    den = v^n + den_coef[0] v^(n-1) + ... (both with their last coefficient added at the end)."""
-    num = v * lead
-    den = v.copy()
-    for cn, cd in zip(num_coef[:-1], den_coef[:-1]):
+def _ratio_into(v, num_coef, den_coef, lead, num, den):
+    """num(v) / den(v) by Horner's rule into the buffer ``num`` (``den`` is scratch; both of v's shape):
+    num = lead v^n + num_coef[0] v^(n-1) + ... and den = v^n + den_coef[0] v^(n-1) + ... (both with their last
+    coefficient added at the end). Every step is one in-place ufunc: no temporaries."""
+    np.multiply(v, lead, out=num)
+    np.add(v, den_coef[0], out=den)
+    num += num_coef[0]
+    num *= v
+    den *= v
+    for cn, cd in zip(num_coef[1:-1], den_coef[1:-1]):
         num += cn
         num *= v
         den += cd
@@ -533,78 +538,119 @@ def _ratio(v, num_coef, den_coef, lead):
     return num
 
 
+def _ratio(v, num_coef, den_coef, lead):
+    return _ratio_into(v, num_coef, den_coef, lead, np.empty_like(v), np.empty_like(v))
+
+
+def _erf_small_into(x, v, num, den):
+    """erf(x) for |x| <= 0.46875 (float64) into ``num``; ``v`` and ``den`` are scratch."""
+    np.multiply(x, x, out=v)
+    _ratio_into(v, _ERF_A[:4], _ERF_B, _ERF_A[4], num, den)
+    num *= x
+    return num
+
+
 def _erf_small(x):
     """erf(x) for |x| <= 0.46875 (float64)."""
-    r = _ratio(x * x, _ERF_A[:4], _ERF_B, _ERF_A[4])
-    r *= x
-    return r
+    return _erf_small_into(x, np.empty_like(x), np.empty_like(x), np.empty_like(x))
 
 
-def _erfc_large(y):
-    """erfc(y) for y > 0.46875 (float64; other entries of y give values of no use): 0 beyond y = 27 or so,
-    where it underflows. Whole-array arithmetic (cheap) rather than boolean indexing (not): only the few
-    entries beyond 4 are picked out."""
-    v = np.clip(y, _ERF_SMALL, 40.0)   # erfc(40) is 0 in float64; an infinite y would give inf - inf below
-    r = _ratio(np.minimum(v, 4.0), _ERF_C[:8], _ERF_D, _ERF_C[8])
-    far = np.flatnonzero(v > 4.0)
+def _erfc_large_into(y, t, num, den, k):
+    """erfc(y) for y > 0.46875 or nan (float64) into ``num``: 0 beyond y = 27 or so, where it underflows. ``y``
+    is clipped to 40 in place (erfc(40) is 0 in float64; an infinite y would give inf - inf below); ``t``,
+    ``den`` and the intp buffer ``k`` are scratch. Only the few entries beyond 4 are picked out."""
+    np.minimum(y, 40.0, out=y)
+    np.minimum(y, 4.0, out=t)
+    _ratio_into(t, _ERF_C[:8], _ERF_D, _ERF_C[8], num, den)
+    far = np.flatnonzero(y > 4.0)
     if far.size:
-        vf = v.ravel()[far]
+        vf = y[far]
         z = 1.0 / (vf * vf)
         rf = _ratio(z, _ERF_P[:5], _ERF_Q, _ERF_P[5])
         rf *= -z
         rf += _ONE_OVER_SQRT_PI
         rf /= vf
-        r.ravel()[far] = rf
-    # exp(-v^2) with v^2 split as h^2 + (v - h)(v + h), h = v to 4 bits: h^2 is exact, so the rounding of
-    # v^2 (an error of v^2 ulps in the result, 1e-13 near v = 26) never happens; exp(-h^2) comes from a table
-    k = np.fmax(v * 16.0, 0.0).astype(np.intp)   # fmax: nan gives 0 here (and nan through d below)
-    h = k / 16.0
-    d = v - h
-    d *= v + h
-    r *= _EXP_NEG_H2[k]
-    r *= np.exp(np.negative(d, out=d), out=d)
-    return r
+        num[far] = rf
+    # exp(-y^2) with y^2 split as h^2 + (y - h)(y + h), h = y to 4 bits: h^2 is exact, so the rounding of
+    # y^2 (an error of y^2 ulps in the result, 1e-13 near y = 26) never happens; exp(-h^2) comes from a table
+    np.multiply(y, 16.0, out=t)
+    np.fmax(t, 0.0, out=t)   # fmax: nan gives 0 here (and nan through d below)
+    np.copyto(k, t, casting="unsafe")
+    np.divide(k, 16.0, out=t)   # h
+    np.subtract(y, t, out=den)
+    t += y
+    den *= t   # d
+    np.take(_EXP_NEG_H2, k, out=t)
+    num *= t
+    np.negative(den, out=den)
+    num *= np.exp(den, out=den)
+    return num
 
 
-def _erf64(x):
-    r = _erf_small(x)
-    small = np.abs(x) <= _ERF_SMALL
-    if small.all():
-        return r
-    big = _erfc_large(np.abs(x))
-    np.subtract(1.0, big, out=big)
-    np.copysign(big, x, out=big)
-    return np.where(small, r, big)   # nan is not small: erfc's nan
+_CHUNK = 32768   # elements per pass: the float64 scratch stays in the CPU cache
+_SCRATCH = threading.local()   # per thread: the scratch buffers of _erf_kernel, kept (fresh pages cost more
+                               # than the arithmetic)
 
 
-def _erfc64(x):
-    small = np.abs(x) <= _ERF_SMALL
-    r = _erf_small(x)
-    np.subtract(1.0, r, out=r)
-    if small.all():
-        return r
-    big = _erfc_large(np.abs(x))
-    return np.where(small, r, np.where(x < 0, 2.0 - big, big))
+def _erf_scratch():
+    """Six float64 buffers, an intp one and a bool one of ``_CHUNK`` elements, this thread's."""
+    bufs = getattr(_SCRATCH, "erf", None)
+    if bufs is None or bufs[0].size != _CHUNK:
+        bufs = _SCRATCH.erf = tuple(np.empty(_CHUNK) for _ in range(7)) + (np.empty(_CHUNK, np.intp),
+                                                                           np.empty(_CHUNK, bool))
+    return bufs
 
 
-_CHUNK = 16384
-
-
-def _chunked(fn):
-    """``fn`` run on slices of ``_CHUNK`` elements: its dozens of temporaries then stay in cache and reuse the
-    allocator's memory (on a whole 1e6-element array, fresh pages cost more than the arithmetic)."""
-    def k(x):
-        if x.ndim == 0:   # in-place steps need arrays, not NumPy scalars
-            return fn(x.reshape(1)).reshape(())
-        if x.size <= _CHUNK:
-            return fn(x)
-        flat = np.ascontiguousarray(x).reshape(-1)
-        out = np.empty_like(flat)
-        for i in range(0, flat.size, _CHUNK):
-            out[i:i + _CHUNK] = fn(flat[i:i + _CHUNK])
+def _erf_kernel(complement: bool):
+    """erf (or erfc) of a float array in float64, rounded once to its dtype. Slices of ``_CHUNK`` elements
+    through the thread's scratch buffers, each split once into its entries with |x| <= 0.46875 (Cody's erf
+    ratio) and the others (his erfc ratios, nan included): each ratio computed on its own entries only."""
+    def kernel(x):
+        x = np.asarray(x)
+        src = np.ascontiguousarray(x).reshape(-1)
+        out = np.empty(src.size, x.dtype)
+        if src.size == 0:
+            return out.reshape(x.shape)
+        x64, a, xs, v, num, den, r64, k, small = _erf_scratch()
+        n = _CHUNK
+        with np.errstate(all="ignore"):
+            for i in range(0, src.size, n):
+                xi = src[i:i + n]
+                m = xi.size
+                if xi.dtype == _F64:
+                    xc = xi
+                else:
+                    xc = x64[:m]
+                    np.copyto(xc, xi)
+                ac, sc = np.abs(xc, out=a[:m]), np.less_equal(a[:m], _ERF_SMALL, out=small[:m])
+                si = np.flatnonzero(sc)
+                s = si.size
+                if s == m:
+                    r = _erf_small_into(xc, v[:m], num[:m], den[:m])
+                    if complement:
+                        np.subtract(1.0, r, out=r)
+                    np.copyto(out[i:i + m], r, casting="unsafe")
+                    continue
+                ri = r64[:m]   # the float64 results, rounded in one pass at the end
+                if s:
+                    r = _erf_small_into(np.take(xc, si, out=xs[:s]), v[:s], num[:s], den[:s])
+                    if complement:
+                        np.subtract(1.0, r, out=r)
+                    ri[si] = r
+                bi = np.flatnonzero(~sc)
+                b = bi.size
+                r = _erfc_large_into(np.take(ac, bi, out=xs[:b]), v[:b], num[:b], den[:b], k[:b])
+                xb = np.take(xc, bi, out=v[:b])
+                if complement:   # erfc(-y) = 2 - erfc(y)
+                    neg = np.flatnonzero(xb < 0)
+                    r[neg] = 2.0 - r[neg]
+                else:
+                    np.subtract(1.0, r, out=r)
+                    np.copysign(r, xb, out=r)
+                ri[bi] = r
+                np.copyto(out[i:i + m], ri, casting="unsafe")
         return out.reshape(x.shape)
-    k.__name__ = fn.__name__
-    return k
+    return kernel
 
 
 def _fma32(a, b, c):
@@ -633,7 +679,7 @@ def _erf_half(x):
     return np.copysign(res, v).astype(x.dtype)
 
 
-_erf_in64 = _in64(_chunked(_erf64))
+_erf_in64 = _erf_kernel(False)
 
 
 def erf(x):
@@ -641,7 +687,9 @@ def erf(x):
         return _erf_half(x)
     return _erf_in64(x)
 
-erfc = _in64(_chunked(_erfc64))
+
+erfc = _erf_kernel(True)
+erfc.__name__ = "erfc"
 lgamma = _in64(lambda x: _f64(_lgamma_u, x))
 
 _ERFINV_A = (0.886226899, -1.645349621, 0.914624893, -0.140543331)
@@ -1772,7 +1820,7 @@ def _lgamma_f64(x):
 
 
 def _erfc_f64(x):
-    return _chunked(_erfc64)(x)
+    return erfc(np.asarray(x, dtype=np.float64))
 
 
 igamma, igammac = _igamma_kernel(False), _igamma_kernel(True)
