@@ -112,7 +112,9 @@ class RMSNorm(Module):
         return "{normalized_shape}, eps={eps}, elementwise_affine={elementwise_affine}".format(**self.__dict__)
 
 
-class LocalResponseNorm(Module):
+class _LRNParams(Module):
+    """What LocalResponseNorm and CrossMapLRN2d share: their four parameters and their repr."""
+
     def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0) -> None:
         super().__init__()
         self.size = size
@@ -120,11 +122,13 @@ class LocalResponseNorm(Module):
         self.beta = beta
         self.k = k
 
-    def forward(self, input: Tensor) -> Tensor:
-        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
-
     def extra_repr(self) -> str:
         return "{size}, alpha={alpha}, beta={beta}, k={k}".format(**self.__dict__)
+
+
+class LocalResponseNorm(_LRNParams):
+    def forward(self, input: Tensor) -> Tensor:
+        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
 
 
 class _CrossMapLRN2dFunction(Function):
@@ -177,19 +181,12 @@ class _CrossMapLRN2dFunction(Function):
         return grad_input, None, None, None, None
 
 
-class CrossMapLRN2d(Module):
+class CrossMapLRN2d(_LRNParams):
     """Local response normalisation across the channels of a 4-D input, as Lua Torch's (PyTorch's CrossMapLRN2d,
     with its forward and its hand-written backward)."""
 
     def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1) -> None:
-        super().__init__()
-        self.size = size
-        self.alpha = alpha
-        self.beta = beta
-        self.k = k
+        super().__init__(size, alpha, beta, k)   # k's default is the int 1 here, as PyTorch's (it shows in the repr)
 
     def forward(self, input: Tensor) -> Tensor:
         return _CrossMapLRN2dFunction.apply(input, self.size, self.alpha, self.beta, self.k)
-
-    def extra_repr(self) -> str:
-        return "{size}, alpha={alpha}, beta={beta}, k={k}".format(**self.__dict__)

@@ -202,6 +202,15 @@ class Identity(BasePruningMethod):
         return super().apply(module, name)
 
 
+def _zero_top(default_mask: Tensor, k: int, scores, largest: bool) -> Tensor:
+    """A copy of ``default_mask`` with 0 where the ``k`` largest (or smallest) of ``scores()`` are (``scores`` is
+    called only when k > 0: RandomUnstructured draws random numbers only then, as PyTorch's)."""
+    mask = default_mask.clone(memory_format=D.contiguous_format)
+    if k != 0:
+        mask.view(-1)[scores().view(-1).topk(k, largest=largest).indices] = 0
+    return mask
+
+
 class RandomUnstructured(BasePruningMethod):
     """Prunes ``amount`` entries (a count, or a fraction of the tensor) chosen at random."""
 
@@ -212,11 +221,7 @@ class RandomUnstructured(BasePruningMethod):
         self.amount = amount
 
     def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
-        k = _amount_to_count(self.amount, t.nelement())
-        mask = default_mask.clone(memory_format=D.contiguous_format)
-        if k != 0:
-            mask.view(-1)[rand_like(t).view(-1).topk(k).indices] = 0
-        return mask
+        return _zero_top(default_mask, _amount_to_count(self.amount, t.nelement()), lambda: rand_like(t), True)
 
     @classmethod
     def apply(cls, module: Module, name: str, amount: int | float) -> RandomUnstructured:  # type: ignore[override]
@@ -233,11 +238,7 @@ class L1Unstructured(BasePruningMethod):
         self.amount = amount
 
     def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
-        k = _amount_to_count(self.amount, t.nelement())
-        mask = default_mask.clone(memory_format=D.contiguous_format)
-        if k != 0:
-            mask.view(-1)[t.abs().view(-1).topk(k, largest=False).indices] = 0
-        return mask
+        return _zero_top(default_mask, _amount_to_count(self.amount, t.nelement()), t.abs, False)
 
     @classmethod
     def apply(cls, module: Module, name: str, amount: int | float,  # type: ignore[override]
