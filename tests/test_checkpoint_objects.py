@@ -431,6 +431,7 @@ def test_cross_map_lrn2d_as_torch(size):
         m = lib.nn.CrossMapLRN2d(size, 0.1, 0.75, 2)
         xt = lib.tensor(x, requires_grad=True)
         out = m(xt)
+        assert out.grad_fn.name() == "CrossMapLRN2dBackward"   # a Function named as PyTorch's nn._functions one
         try:
             out.backward(lib.tensor(g))
             grad = xt.grad.numpy()

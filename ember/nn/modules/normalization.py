@@ -4,12 +4,11 @@ from __future__ import annotations
 import numbers
 
 from ...ops import creation as _creation
-from ...ops import shape as _shape
 from ..._tensor import Tensor
-from ...autograd.function import Function
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
+from . import _functions
 from .module import Module
 
 __all__ = ["LayerNorm", "GroupNorm", "RMSNorm", "LocalResponseNorm", "CrossMapLRN2d"]
@@ -131,56 +130,6 @@ class LocalResponseNorm(_LRNParams):
         return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
 
 
-class _CrossMapLRN2dFunction(Function):
-    """PyTorch's torch.nn.modules._functions.CrossMapLRN2d: the forward keeps a running sum of squares across
-    channels (add the next channel, drop the one ``pre_pad`` back), and the backward is PyTorch's hand-written one
-    (a symmetric window of ``size`` channels), which is not the exact derivative of that forward: ember gives
-    PyTorch's gradients."""
-
-    @staticmethod
-    def forward(ctx, input: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1) -> Tensor:
-        if input.dim() != 4:
-            raise ValueError(f"CrossMapLRN2d: Expected input to be 4D, got {input.dim()}D instead.")
-        channels = input.size(1)
-        square = input.pow(2)
-        pre_pad = int((size - 1) / 2 + 1)
-        scale = square.select(1, 0)
-        for c in range(1, min(pre_pad, channels)):
-            scale = scale + square.select(1, c)
-        scales = [scale]
-        for c in range(1, channels):
-            if c < channels - pre_pad + 1:
-                scale = scale + square.select(1, c + pre_pad - 1)
-            if c > pre_pad:
-                scale = scale - square.select(1, c - pre_pad)
-            scales.append(scale)
-        scale = _shape.stack(scales, 1) * (alpha / size) + k
-        output = scale.pow(-beta) * input
-        ctx.size, ctx.alpha, ctx.beta = size, alpha, beta
-        ctx.scale = scale
-        ctx.save_for_backward(input, output)
-        return output
-
-    @staticmethod
-    def backward(ctx, grad_output: Tensor):
-        input, output = ctx.saved_tensors
-        size, channels = ctx.size, input.size(1)
-        inverse_pre_pad = int(size - (size - 1) / 2)
-        if inverse_pre_pad + channels > channels + size - 1:        # PyTorch's narrow fails here (size 1)
-            raise RuntimeError(f"start ({inverse_pre_pad}) + length ({channels}) exceeds dimension size "
-                               f"({channels + size - 1}).")
-        grad_input = ctx.scale.pow(-ctx.beta) * grad_output
-        ratio = grad_output * output / ctx.scale
-        n, _, h, w = input.shape
-        padded = _shape.cat([ratio.new_zeros((n, inverse_pre_pad, h, w)), ratio,
-                             ratio.new_zeros((n, size - 1 - inverse_pre_pad, h, w))], 1)
-        accum = padded.narrow(1, 0, channels)           # channel c sums padded[c : c + size]
-        for j in range(1, size):
-            accum = accum + padded.narrow(1, j, channels)
-        grad_input = grad_input - (2 * ctx.alpha * ctx.beta / size) * input * accum
-        return grad_input, None, None, None, None
-
-
 class CrossMapLRN2d(_LRNParams):
     """Local response normalisation across the channels of a 4-D input, as Lua Torch's (PyTorch's CrossMapLRN2d,
     with its forward and its hand-written backward)."""
@@ -189,4 +138,4 @@ class CrossMapLRN2d(_LRNParams):
         super().__init__(size, alpha, beta, k)   # k's default is the int 1 here, as PyTorch's (it shows in the repr)
 
     def forward(self, input: Tensor) -> Tensor:
-        return _CrossMapLRN2dFunction.apply(input, self.size, self.alpha, self.beta, self.k)
+        return _functions.CrossMapLRN2d.apply(input, self.size, self.alpha, self.beta, self.k)
