@@ -112,6 +112,20 @@ def test_spec_equality_matches_torch():
     same_spec(ep.treespec_dict(a=ep.treespec_leaf()), tp.treespec_dict(a=tp.treespec_leaf()))
 
 
+def test_spec_is_frozen():
+    for change in (lambda spec: setattr(spec, "type", tuple), lambda spec: delattr(spec, "num_leaves")):
+        assert _raises(lambda: change(ep.tree_structure([1]))) == _raises(lambda: change(tp.tree_structure([1])))
+
+
+def test_spec_copy_and_pickle():
+    import copy
+    import pickle
+    spec = ep.tree_structure({"a": [1, (2, 3)], "b": None, "c": OrderedDict(d=Point(1, 2))})
+    for again in (copy.copy(spec), copy.deepcopy(spec), pickle.loads(pickle.dumps(spec))):
+        assert again == spec and repr(again) == repr(spec) and hash(again) == hash(spec)
+    assert copy.deepcopy(ep.treespec_leaf()) is ep.treespec_leaf()
+
+
 def test_is_leaf():
     tree = [(1, 2), {"a": (3,)}, [4]]
     for pred in (lambda x: isinstance(x, tuple), lambda x: isinstance(x, list) and len(x) == 1):
@@ -151,7 +165,8 @@ def test_tree_map(case):
 def test_map_only_all_any():
     tree = [1, "a", 2.5, (3, "b"), {"k": None}]
     for types in (int, (int, str), str | float, lambda x: x is None):
-        assert ep.tree_map_only(types, lambda x: ("hit", x), tree) == tp.tree_map_only(types, lambda x: ("hit", x), tree)
+        hit = lambda x: ("hit", x)  # noqa: E731
+        assert ep.tree_map_only(types, hit, tree) == tp.tree_map_only(types, hit, tree)
     assert ep.map_only(int)(lambda x: -x)(3) == -3 and ep.map_only(int)(lambda x: -x)("s") == "s"
     for pred in (lambda x: x is not None, lambda x: isinstance(x, (int, str)), lambda x: True):
         assert ep.tree_all(pred, tree) == tp.tree_all(pred, tree)

@@ -251,19 +251,29 @@ class TreeSpec:
     __slots__ = ("type", "_context", "_children", "num_nodes", "num_leaves", "num_children")
 
     def __init__(self, type: Any, context: Context, children_specs: list) -> None:
-        self.type = type
-        self._context = context
-        self._children = list(children_specs)
-        self.num_children = len(self._children)
+        children = list(children_specs)
         if type is None:
             if context is not None:
                 raise AssertionError("leaf node should not have a context")
-            if self._children:
+            if children:
                 raise AssertionError("leaf node should not have children")
-            self.num_nodes = self.num_leaves = 1
+            nodes = leaves = 1
         else:
-            self.num_nodes = 1 + sum(c.num_nodes for c in self._children)
-            self.num_leaves = sum(c.num_leaves for c in self._children)
+            nodes = 1 + sum(c.num_nodes for c in children)
+            leaves = sum(c.num_leaves for c in children)
+        for name, value in (("type", type), ("_context", context), ("_children", children), ("num_nodes", nodes),
+                            ("num_leaves", leaves), ("num_children", len(children))):
+            object.__setattr__(self, name, value)
+
+    # immutable (specs are hashed and shared), with the error of PyTorch's frozen dataclass
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
+
+    def __reduce__(self) -> tuple:      # copy and pickle rebuild through __init__ (attributes cannot be set)
+        return (treespec_leaf, ()) if self.type is None else (TreeSpec, (self.type, self._context, self._children))
 
     @property
     def context(self) -> Context:
