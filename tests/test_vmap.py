@@ -93,9 +93,17 @@ def _outcome(fn):
         return None, e
 
 
+def _np(t):
+    if not hasattr(t, "detach"):
+        return np.asarray(t)
+    t = t.detach()
+    if str(t.dtype).endswith("bfloat16"):   # (torch's numpy() has no bfloat16)
+        t = t.float()
+    return t.numpy()
+
+
 def _close(a, b, what):
-    a = a.detach().numpy() if hasattr(a, "detach") else np.asarray(a)
-    b = b.detach().numpy() if hasattr(b, "detach") else np.asarray(b)
+    a, b = _np(a), _np(b)
     assert a.shape == b.shape, f"{what}: shape {a.shape} vs {b.shape}"
     if a.dtype.kind in "fc":
         np.testing.assert_allclose(a, b, rtol=1e-7, atol=1e-9, equal_nan=True, err_msg=what)
@@ -103,8 +111,18 @@ def _close(a, b, what):
         np.testing.assert_array_equal(a, b, err_msg=what)
 
 
+# Not built yet under vmap (each case named by the op database's name, with the reason)
+NOT_YET = {
+    "as_strided_method": "as_strided of a batched tensor (its sizes and strides address one example's memory)",
+    "as_strided_inplace": "as_strided of a batched tensor (its sizes and strides address one example's memory)",
+    "as_strided_copy": "as_strided of a batched tensor (its sizes and strides address one example's memory)",
+}
+
+
 @pytest.mark.parametrize("op,sample,which", _cases())
 def test_vmap_op(op, sample, which):
+    if op.name in NOT_YET:
+        pytest.xfail(NOT_YET[op.name])
     loop, err = _outcome(lambda: _run("ember", op, sample, which, False))
     got, verr = _outcome(lambda: _run("ember", op, sample, which, True))
     if err is not None:

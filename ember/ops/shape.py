@@ -587,6 +587,10 @@ def _inplace_view(self: Tensor, fn, node_name: str, *args, inverse=None) -> Tens
     """``self`` becomes ``fn(self, *args)`` (a view of itself with new sizes): PyTorch's in-place view ops.
     ``inverse``: the view step from the new layout back to the old one (default: a permute's inverse, or a
     reshape)."""
+    if type(self) is _batching.BatchedTensor:   # inside vmap: self becomes the batched view
+        r = fn(self, *args)
+        self._phys, self._bdim, self._data = r._phys, r._bdim, r._data
+        return self
     recording = _gm._state.enabled and self._requires_grad
     check_inplace(self, recording)
     old_shape = tuple(self._data.shape)
