@@ -779,7 +779,19 @@ def _per_example(orig, args, kwargs, level):
     return _stack_results(rows, level)
 
 
-PUBLIC_RULES.update({"nonzero_static": _per_example, "argwhere": _per_example})   # public name -> rule(orig, args, kwargs) for the ops whose wrappers batch as a whole
+PUBLIC_RULES.update({"nonzero_static": _per_example, "argwhere": _per_example})
+
+
+def _like(orig, args, kwargs, level):
+    """zeros_like and kin: the physical tensor's like, seen as the argument is."""
+    x = args[0]
+    if type(x) is not BatchedTensor:
+        return orig(*args, **kwargs)
+    chain, p = peel(x)
+    return rewrap(orig(p, *args[1:], **kwargs), chain)
+
+
+PUBLIC_RULES.update({n: _like for n in ("zeros_like", "ones_like", "empty_like", "full_like")})   # public name -> rule(orig, args, kwargs) for the ops whose wrappers batch as a whole
 
 
 def _random_call(orig, name: str, args, kwargs):
