@@ -170,6 +170,68 @@ def fns(m):
         def backward(ctx, g):
             return g
 
+    class TwoOut(F):                      # an integer output marked non-differentiable
+        generate_vmap_rule = True
+
+        @staticmethod
+        def forward(x):
+            return x * 2, x.argmax()
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.mark_non_differentiable(output[1])
+
+        @staticmethod
+        def backward(ctx, g, gi):
+            return g * 2
+
+    class Ident(F):                       # returns its input
+        generate_vmap_rule = True
+
+        @staticmethod
+        def forward(x):
+            return x
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            pass
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 5
+
+    class Power(F):                       # a number input kept on ctx
+        generate_vmap_rule = True
+
+        @staticmethod
+        def forward(x, n):
+            return x ** n
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_backward(inputs[0])
+            ctx.n = inputs[1]
+
+        @staticmethod
+        def backward(ctx, g):
+            x, = ctx.saved_tensors
+            return g * ctx.n * x ** (ctx.n - 1), None
+
+    class BadMean(F):                     # its gradient is smaller than the input: refused example by example
+        generate_vmap_rule = True
+
+        @staticmethod
+        def forward(x):
+            return x.mean(0)
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.n = inputs[0].shape[0]
+
+        @staticmethod
+        def backward(ctx, g):
+            return (g / ctx.n).unsqueeze(0)
+
     return {k: v for k, v in locals().items() if isinstance(v, type)}
 
 
@@ -223,6 +285,17 @@ def _programs():
         lambda x: m.func.vmap(g(m, "ScaleV"), in_dims=(0, None))(x, _w(m))[0].sum())(_x(m))
     P["InfoV-vmap"] = lambda m: m.func.vmap(g(m, "InfoV"), randomness="same")(_x(m))
     P["InfoV-vmap_dim1"] = lambda m: m.func.vmap(g(m, "InfoV"), in_dims=1)(_x(m))
+    P["TwoOut-vmap"] = lambda m: m.func.vmap(g(m, "TwoOut"))(_x(m))
+    P["TwoOut-grad_vmap"] = lambda m: m.func.grad(lambda a: m.func.vmap(g(m, "TwoOut"))(a)[0].sum())(_x(m))
+    P["TwoOut-vmap_grad"] = lambda m: m.func.vmap(m.func.grad(lambda a: g(m, "TwoOut")(a)[0].sum()))(_x(m))
+    P["Ident-vmap"] = lambda m: m.func.vmap(g(m, "Ident"))(_x(m))
+    P["Ident-grad_vmap"] = lambda m: m.func.grad(lambda a: m.func.vmap(g(m, "Ident"))(a).sum())(_x(m))
+    P["Power-grad_vmap"] = lambda m: m.func.grad(
+        lambda a: m.func.vmap(g(m, "Power"), in_dims=(0, None))(a, 3).sum())(_x(m))
+    P["Power-grad_vmap_negative_dim"] = lambda m: m.func.grad(
+        lambda a: m.func.vmap(g(m, "Power"), in_dims=(-1, None))(a, 2).sum())(_x(m))
+    P["BadMean-grad_vmap"] = lambda m: m.func.grad(
+        lambda a: m.func.vmap(g(m, "BadMean"), in_dims=1)(a).sum())(_x(m))
     P["KwOnly-vmap"] = lambda m: m.func.vmap(lambda a: g(m, "KwOnly")(a, y=_w(m)))(_x(m))
     P["KwOnly-grad"] = lambda m: m.func.grad(lambda a: g(m, "KwOnly")(a, y=_w(m)).sum())(_x(m))
     return P
@@ -339,3 +412,27 @@ def test_mark_dirty_under_vmap_keeps_the_input():
         same, out = m.func.vmap(f, out_dims=(None, 0))(x)
         assert same is True
         assert out.tolist() == [[1.0, 1.0]] * 3
+
+
+def _grad_of_cotangents(m, nest):
+    """vmap over ``autograd.grad`` of plain (unbatched) outputs with a batch of cotangents: PyTorch's idiom for
+    Jacobian rows, and the check gradcheck(check_batched_grad=True) makes."""
+    x = _x(m).requires_grad_()
+    w = _w(m).requires_grad_()
+    y = (x * w).sin().sum(0)
+
+    def vjp(v):
+        return m.autograd.grad(y, (x, w), v, retain_graph=True)
+    eye = m.eye(3, dtype=m.float64)
+    if nest:
+        return m.func.vmap(m.func.vmap(vjp))(m.stack([eye, 2 * eye]))
+    return m.func.vmap(vjp, in_dims=1)(eye * m.arange(1.0, 4.0, dtype=m.float64))
+
+
+@pytest.mark.parametrize("nest", [False, True])
+def test_vmap_over_autograd_grad_of_cotangents(nest):
+    want = _grad_of_cotangents(torch, nest)
+    got = _grad_of_cotangents(ember, nest)
+    for a, b in zip(want, got):
+        assert tuple(b.shape) == tuple(a.shape)
+        np.testing.assert_allclose(b.numpy(), a.numpy(), rtol=1e-12, atol=1e-14)

@@ -261,7 +261,7 @@ class Function:
             bound.apply_defaults()
             args, kwargs = bound.args, bound.kwargs
         if _batching.FRAMES or _batching.TRANSFORMS[0]:
-            if not setup:
+            if not setup and not LEGACY_VMAP[0]:
                 raise RuntimeError(_NEEDS_SETUP)
             if _batching.FRAMES:   # vmap's rules for Functions (ember/func/_autograd_function.py)
                 return TRANSFORM_RULE[0](cls, args, kwargs)
@@ -273,6 +273,8 @@ class Function:
 
 # Function.apply while a vmap runs: set by ember.func (a slot, so that autograd imports nothing above it)
 TRANSFORM_RULE: list = [None]
+# Set while gradcheck's batched checks run (PyTorch's older vmap, under which any Function runs as it is)
+LEGACY_VMAP: list = [0]
 _NEEDS_SETUP = ("In order to use an autograd.Function with functorch transforms (vmap, grad, jvp, jacrev, ...), it "
                 "must override the setup_context staticmethod. For more details, please see "
                 "https://pytorch.org/docs/main/notes/extending.func.html")

@@ -15,13 +15,14 @@ Called by ``Function.apply`` (ember/autograd/function.py, the ``TRANSFORM_RULE``
 """
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from .._tensor import Tensor
 from ..autograd import _batching as B
 from ..autograd import function as _function
 from ..autograd.function import Function
 from ..utils._pytree import _broadcast_to_and_flatten, tree_flatten, tree_unflatten
+from ._vmap import vmap
 
 _DOCS = "For more details, please see https://pytorch.org/docs/main/notes/extending.func.html"
 
@@ -62,6 +63,13 @@ def transform_rule(cls, args: tuple, kwargs: dict):
     """``cls.apply(*args, **kwargs)`` while a vmap runs (setup_context checked already)."""
     if all(f.level in _LOWERED for f in B.FRAMES):
         return _function.plain_apply(cls, args, kwargs)
+    if _function.LEGACY_VMAP[0]:   # gradcheck's batched checks: PyTorch runs them under torch._vmap_internals'
+        # vmap, no torch.func transform: every Function runs as it is, its forward on the batched inputs
+        level = _top_level(args, kwargs)
+        if not level:
+            return _function.plain_apply(cls, args, kwargs)
+        phys, in_dims = _unwrap_tree(args, level)
+        return _by_generated_rule(cls, B.frame_of(level), phys, in_dims)
     if any(isinstance(v, Tensor) for v in tree_flatten(kwargs)[0]):
         raise NotImplementedError(f"Run vmap on autograd.Function with kwarg-only Tensor args. Please do not pass "
                                   f"kwarg-only Tensors to autograd.Function. Got: {kwargs}")
@@ -179,7 +187,7 @@ class _CtxView:
 
 def _under_level(frame_size: int, randomness: str, values: list, dims: list, fn):
     """``fn(*values)`` with ``values[i]`` batched along ``dims[i]`` (None: as it is) under a vmap level of its own;
-    returns ``(outputs, single, their physical tensors, their batch dims)``."""
+    returns ``(whether fn returned one value, the physical tensors of what it returned, their batch dims)``."""
     frame = B.push(frame_size, randomness)
     try:
         seen = [v if d is None or not isinstance(v, Tensor) else B.wrap(v, d, frame.level)
@@ -206,10 +214,7 @@ def _to_dim(g, gdim, want, size: int, example_shape=None):
         gdim = 0
     g = g.movedim(gdim, 0)
     if example_shape is not None and tuple(g.shape[1:]) != tuple(example_shape):
-        extra = g.dim() - 1 - len(example_shape)
-        if extra > 0:
-            g = g.sum(tuple(range(1, 1 + extra)))
-        g = g.sum_to_size((size,) + tuple(example_shape))
+        g = vmap(lambda e: e.sum_to_size(example_shape))(g)   # (errors then name the examples' shapes)
     return g.movedim(0, want)
 
 
@@ -218,20 +223,29 @@ def _by_generated_rule(cls, frame, phys, in_dims):
     n_in = len(phys)
     box: dict = {}   # the forward's output structure, for the call below
 
-    def forward(*operands):
-        single, outs, dims = _under_level(size, randomness, list(operands), list(in_dims),
-                                          lambda lv, xs: cls.forward(*xs))
-        box["single"] = single
-        box["out_dims"] = tuple(dims)
-        return (*outs, tuple(dims))
-
-    def setup_context(ctx, inputs, output):
-        outs, out_dims = list(output[:-1]), output[-1]
+    def example_shapes(ctx, inputs) -> None:
         # each input's example shape: a gradient for it is summed to that shape, example by example
         ctx._vmap_example_shapes = tuple(
             None if not isinstance(x, Tensor) else
             tuple(x.shape) if d is None else tuple(s for k, s in enumerate(x.shape) if k != d)
             for x, d in zip(inputs, in_dims))
+
+    def run_forward(fn, operands):
+        single, outs, dims = _under_level(size, randomness, list(operands), list(in_dims), fn)
+        box["single"] = single
+        box["out_dims"] = tuple(dims)
+        return (*outs, tuple(dims))
+
+    def forward(*operands):
+        return run_forward(lambda lv, xs: cls.forward(*xs), operands)
+
+    def forward_with_ctx(ctx, *operands):   # a Function without setup_context (legacy vmap only)
+        example_shapes(ctx, operands)
+        return run_forward(lambda lv, xs: cls.forward(_CtxView(ctx, lv), *xs), operands)
+
+    def setup_context(ctx, inputs, output):
+        outs, out_dims = list(output[:-1]), output[-1]
+        example_shapes(ctx, inputs)
 
         def run(level, xs):
             ins, outs_b = xs[:n_in], xs[n_in:]
@@ -247,8 +261,10 @@ def _by_generated_rule(cls, frame, phys, in_dims):
         gdims = [None if g is None else d for g, d in zip(grads, out_dims)]
         k = len(saved)
 
+        user = cls.vjp if cls.vjp is not Function.vjp else cls.backward
+
         def run(level, xs):
-            return cls.backward(_CtxView(ctx, level, tuple(xs[:k])), *xs[k:])
+            return user(_CtxView(ctx, level, tuple(xs[:k])), *xs[k:])
         _, gs, dims = _under_level(size, randomness, saved + grads, sdims + gdims, run)
         if len(gs) > n_in and all(g is None for g in gs[n_in:]):
             gs, dims = gs[:n_in], dims[:n_in]
@@ -272,9 +288,12 @@ def _by_generated_rule(cls, frame, phys, in_dims):
                      for t, td, want in zip(ts, dims, out_dims))
         return (*made, None)
 
-    generated = type(f"Vmapped{cls.__name__}", (Function,), {
-        "forward": staticmethod(forward), "setup_context": staticmethod(setup_context),
-        "backward": staticmethod(backward), "jvp": staticmethod(jvp), "generate_vmap_rule": True})
+    body = {"backward": staticmethod(backward), "jvp": staticmethod(jvp), "generate_vmap_rule": True}
+    if cls.setup_context is Function.setup_context:
+        body["forward"] = staticmethod(forward_with_ctx)
+    else:
+        body.update(forward=staticmethod(forward), setup_context=staticmethod(setup_context))
+    generated = type(f"Vmapped{cls.__name__}", (Function,), body)
     res = generated.apply(*phys)
     outs, out_dims = res[:-1], res[-1]
     made = [o if d is None or not isinstance(o, Tensor) else B.wrap(o, d, frame.level) for o, d in zip(outs, out_dims)]
