@@ -671,6 +671,8 @@ def grad_inside(grad_fn, outputs, inputs, grad_outputs, kwargs):
     levels = sorted({lv for t in (*outputs, *inputs, *[g for g in grad_outputs if g is not None])
                      for lv, _ in peel(t)[0]})
     frames = [frame_of(lv) for lv in levels]
+    if not any(type(t) is BatchedTensor for t in (*outputs, *inputs)):
+        return _batched_cotangents(grad_fn, outputs, inputs, grad_outputs, kwargs, frames)
     for i, t in enumerate(inputs):
         if any(not batched_at(t, lv) for lv in levels):
             raise RuntimeError(f"vmap: autograd.grad with respect to input {i}, which is not batched while the "
@@ -692,6 +694,30 @@ def grad_inside(grad_fn, outputs, inputs, grad_outputs, kwargs):
     peeled = [peel(t) for t in inputs]
     gs = grad_fn(phys_out, [p for _, p in peeled], phys_go, **kwargs)
     return tuple(None if g is None else rewrap(g, chain) for g, (chain, _) in zip(gs, peeled))
+
+
+def _batched_cotangents(grad_fn, outputs, inputs, grad_outputs, kwargs, frames):
+    """``autograd.grad`` of plain outputs with batched grad_outputs (``vmap(lambda v: autograd.grad(y, x, v))``):
+    every example's vector-Jacobian product, from one backward pass with ``is_grads_batched``."""
+    sizes = tuple(f.size for f in frames)
+    n = 1
+    for s in sizes:
+        n *= s
+    phys_go = []
+    for o, g in zip(outputs, grad_outputs):
+        if g is None:
+            phys_go.append(None)
+            continue
+        if tuple(g._data.shape) != tuple(o._data.shape):
+            raise RuntimeError(f"Mismatch in shape: grad_output[0] has a shape of {g.shape} and output[0] has a shape "
+                               f"of {o.shape}.")
+        phys_go.append(to_front(g, frames)[0].reshape((n,) + tuple(o._data.shape)))
+    if any(g is None for g in phys_go):   # an implicit (scalar) grad_output is the same for every example
+        phys_go = [_primitive.graph_ns.ones_like(o).expand((n,) + tuple(o._data.shape)) if g is None else g
+                   for o, g in zip(outputs, phys_go)]
+    gs = grad_fn(outputs, inputs, phys_go, **dict(kwargs, is_grads_batched=True))
+    levels = [f.level for f in frames]
+    return tuple(None if g is None else from_front(g.reshape(sizes + tuple(g._data.shape[1:])), levels) for g in gs)
 
 
 # ----- public ops: the fallback for wrappers that read values ------------------------------------------------

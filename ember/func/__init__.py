@@ -2,6 +2,7 @@
 functional use of modules (functional_call, stack_module_state)."""
 from __future__ import annotations
 
+from . import _autograd_function  # noqa: F401  (Function.apply's rules under vmap)
 from ._eager import grad, grad_and_value, hessian, jacfwd, jacrev, jvp, linearize, vjp
 from ._functional_call import functional_call, stack_module_state
 from ._vmap import vmap
