@@ -1551,8 +1551,9 @@ _batching.by_name("elementwise", "threshold_backward", "hardtanh_backward", "lea
                   "softshrink", "log_sigmoid", "threshold")
 _batching.by_name(_batching.dims_rule("dim"), "softmax", "log_softmax", "glu", "softmax_backward_data",
                   "log_softmax_backward_data")
-_batching.by_name("fallback", "prelu", "prelu_backward_self", "prelu_backward_weight", "trilinear",
-                  why="its weight broadcasts over dim 1 of the input, not from the right")
+# (prelu's wrapper views the weight to the input's rank, channels at dim 1: it broadcasts from the right)
+_batching.by_name("elementwise", "prelu", "prelu_backward_self", "prelu_backward_weight")
+_batching.by_name("fallback", "trilinear", why="its kernel (an einsum) takes exactly one leading batch dim")
 _batching.by_name("fallback", "rrelu_with_noise", "rrelu_with_noise_", "rrelu_with_noise_backward", "native_dropout",
                   why="a random op: vmap's randomness modes are not built for it yet")
 _batching.by_name("fallback", "embedding", "embedding_bag", why="an index array in its parameters")
