@@ -295,3 +295,42 @@ def test_per_example_gradients(model):
                 np.testing.assert_allclose(g[1].numpy(), o.numpy(), rtol=1e-12, atol=1e-12)
         res[lib] = grads
     _compare(res[ember], res[torch], 1e-10)
+
+
+def _grad_variants():
+    out = []
+    for name, fn, makers, dtype in CASES:
+        if dtype != "float64" or all(m(np.random.default_rng(0), ()).dtype.kind != "f" for m in makers):
+            continue
+        for which in (["all", 0] if len(makers) > 1 else ["all"]):
+            out.append(pytest.param(fn, makers, which, id=f"{name}-in{which}"))
+    return out
+
+
+def _grad_run(lib, fn, arrays, dims, argnum, looped):
+    def total(*a):
+        outs = [o for o in _flat(fn(lib, *a)) if o.dtype.is_floating_point]
+        return sum(o.sum() for o in outs)
+    g = lib.func.grad(total, argnums=argnum)
+    xs = [lib.tensor(a) for a in arrays]
+    if not looped:
+        return lib.func.vmap(g, in_dims=dims)(*xs)
+    return lib.stack([g(*[x if d is None else x.select(d, b) for x, d in zip(xs, dims)]) for b in range(B)])
+
+
+@pytest.mark.parametrize("fn,makers,which", _grad_variants())
+def test_vmap_nn_grad(fn, makers, which):
+    """Per-example gradients (vmap of grad) of each op with respect to its first floating input."""
+    arrays, dims = _inputs(makers, "float64", which, seed=11)
+    argnum = next(k for k, a in enumerate(arrays) if a.dtype.kind == "f")
+    try:
+        ref = _grad_run(torch, fn, arrays, dims, argnum, False)
+    except RuntimeError as e:
+        assert "vmap" in str(e) or "functorch" in str(e)
+        ref = _grad_run(torch, fn, arrays, dims, argnum, True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = _grad_run(ember, fn, arrays, dims, argnum, False)
+    slow = [str(w.message) for w in caught if FALLBACK in str(w.message)]
+    assert not slow, slow[0]
+    _compare(got, ref, 1e-9)
