@@ -334,3 +334,31 @@ def test_vmap_nn_grad(fn, makers, which):
     slow = [str(w.message) for w in caught if FALLBACK in str(w.message)]
     assert not slow, slow[0]
     _compare(got, ref, 1e-9)
+
+
+def test_module_per_example_gradients():
+    """nn.Module code through functional_call: Conv2d, BatchNorm2d (replace_all_batch_norm_modules_: batch
+    statistics, no running ones), MaxPool2d, LayerNorm, Embedding-free MLP head, cross_entropy."""
+    rng = np.random.default_rng(5)
+    x, t = rng.normal(size=(4, 1, 10, 10)), rng.integers(0, 5, 4)
+    grads = {}
+    for lib in (torch, ember):
+        nn = lib.nn
+        model = nn.Sequential(nn.Conv2d(1, 3, 3), nn.BatchNorm2d(3), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                              nn.Linear(48, 8), nn.LayerNorm(8), nn.GELU(), nn.Linear(8, 5))
+        lib.func.replace_all_batch_norm_modules_(model)
+        p_rng = np.random.default_rng(6)
+        params = {k: lib.tensor(p_rng.normal(size=tuple(v.shape)) * 0.3) for k, v in model.named_parameters()}
+
+        def loss(p, xb, tb, lib=lib, model=model):
+            out = lib.func.functional_call(model, p, (xb.unsqueeze(0),))
+            return lib.nn.functional.cross_entropy(out, tb.unsqueeze(0))
+        model.double()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            grads[lib] = lib.func.vmap(lib.func.grad(loss), in_dims=(None, 0, 0))(params, lib.tensor(x),
+                                                                                 lib.tensor(t))
+        if lib is ember:
+            assert not [str(w.message) for w in caught if FALLBACK in str(w.message)]
+    assert list(grads[ember]) == list(grads[torch])
+    _compare([grads[ember][k] for k in grads[ember]], [grads[torch][k] for k in grads[torch]], 1e-10)
