@@ -84,6 +84,10 @@ for red in ("none", "sum", "mean"):
          lambda m, x, t, red=red: F(m).binary_cross_entropy_with_logits(
              x, t, reduction=red, pos_weight=m.tensor(np.array([1.0, 2.0, 0.5]))),
          _f((4, 3)), _f((4, 3), 0.0, 1.0))
+case("binary_cross_entropy-weight", lambda m, x, t, w: F(m).binary_cross_entropy(x, t, w),
+     _f((4, 3), 0.05, 0.95), _f((4, 3), 0.0, 1.0), _f((3,), 0.5, 1.5))
+case("bce_with_logits-weights", lambda m, x, t, w, pw: F(m).binary_cross_entropy_with_logits(x, t, w, pos_weight=pw),
+     _f((4, 3)), _f((4, 3), 0.0, 1.0), _f((4, 1), 0.5, 1.5), _f((3,), 0.5, 1.5))
 case("kl_div-batchmean", lambda m, x, t: F(m).kl_div(x, t, reduction="batchmean", log_target=True),
      _f((4, 3)), _f((4, 3)))
 case("mse_loss-0d", lambda m, x, t: F(m).mse_loss(x, t), _f(()), _f(()))

@@ -1337,11 +1337,18 @@ def _elementwise_loss_public(orig, name, bound, level, size):
     primitive's parameters): the unreduced loss of the whole batch, then each example's reduction. A weight of
     its own for each example, or operands of different shapes: per example."""
     a = bound.arguments
-    if any(_vmap_nn.at(v, level) for k, v in a.items() if k not in ("input", "target")):
+    weights = ("weight", "pos_weight")
+    if any(_vmap_nn.at(v, level) for k, v in a.items() if k not in ("input", "target") + weights):
         return NotImplemented
     x, t = a["input"], a["target"]
     if not (isinstance(x, Tensor) and isinstance(t, Tensor)) or tuple(x.shape) != tuple(t.shape):
         return NotImplemented
+    for k in weights:   # a weight of each example's own: batch-first, padded to broadcast as its example does
+        w = a.get(k)
+        if _vmap_nn.at(w, level):
+            if w.ndim > x.ndim:
+                return NotImplemented
+            a[k] = _batching._front_and_pad(w._phys, w._bdim, x.ndim, size)
     reduction = _legacy(a)
     loss = _unreduced(orig, name, bound, level, size, reduction, ("input", "target"), False)
     return _batching.wrap(_per_example_reduction(loss, reduction), 0, level)

@@ -310,7 +310,8 @@ def channel_shuffle(input: Tensor, groups: int) -> Tensor:
 # ----- vmap -------------------------------------------------------------------------------------------------
 _batching.by_name("leading", "constant_pad_nd", "pixel_shuffle", "pixel_unshuffle")
 _batching.by_name("fallback", "pad_gather", "pad", "im2col", "col2im", "channel_shuffle",
-                  why="its parameters index the input's dims from the left (N, C, ...)")
+                  why="its parameters index the input's dims from the left (N, C, ...) (F.pad has a whole-function rule "
+                      "below, which folds the vmap batch into N)")
 _batching.by_name("fallback", "constant_pad_backward", "pad_backward", "pad_gather_backward", why="a backward helper (ember differentiates the physical graph, so vmap meets it only when a program calls it directly)")
 
 

@@ -772,7 +772,8 @@ for _cls in (_POOL_NODES["MaxPool2DWithIndicesBackward0"], _POOL_NODES["MaxPool3
 
 # ----- vmap -------------------------------------------------------------------------------------------------
 _batching.by_name("fallback", "max_pool", "max_unpool", "avg_pool", "dim_matrices",
-                  why="its parameters are index arrays or matrices for the input's (N, C, ...) layout")
+                  why="its parameters are index arrays or matrices for the input's (N, C, ...) layout (the public pooling "
+                      "functions have whole-function rules below, which fold the vmap batch into N)")
 _batching.by_name("fallback", "pool_backward", "pool_scatter", "avg_pool_backward", why="a backward helper (ember differentiates the physical graph, so vmap meets it only when a program calls it directly)")
 
 # whole-function rules (the wrappers find each window's maximum, or build the pooling matrices, from the input):
