@@ -90,6 +90,19 @@ case("bce_with_logits-weights", lambda m, x, t, w, pw: F(m).binary_cross_entropy
      _f((4, 3)), _f((4, 3), 0.0, 1.0), _f((4, 1), 0.5, 1.5), _f((3,), 0.5, 1.5))
 case("kl_div-batchmean", lambda m, x, t: F(m).kl_div(x, t, reduction="batchmean", log_target=True),
      _f((4, 3)), _f((4, 3)))
+for red in ("none", "mean"):
+    case(f"nll_loss-own-weight-{red}", lambda m, x, t, w, red=red: F(m).nll_loss(x, t, w, ignore_index=0, reduction=red),
+         _f((4, 5)), _i((4,), 5, ignore=0), _f((5,), 0.5, 1.5))
+    case(f"cross_entropy-own-weight-{red}", lambda m, x, t, w, red=red: F(m).cross_entropy(x, t, w, reduction=red),
+         _f((2, 5, 3)), _i((2, 3), 5), _f((5,), 0.5, 1.5))
+    case(f"cross_entropy-own-weight-noN-{red}", lambda m, x, t, w, red=red: F(m).cross_entropy(x, t, w, reduction=red),
+         _f((5,)), _i((), 5), _f((5,), 0.5, 1.5))
+    case(f"cross_entropy-probs-own-weight-{red}",
+         lambda m, x, t, w, red=red: F(m).cross_entropy(x, t, w, reduction=red, label_smoothing=0.3),
+         _f((2, 5, 3)), _probs((2, 5, 3)), _f((5,), 0.5, 1.5))
+    case(f"cross_entropy-probs-own-weight-noN-{red}",
+         lambda m, x, t, w, red=red: F(m).cross_entropy(x, t, w, reduction=red), _f((5,)), _probs((5,)),
+         _f((5,), 0.5, 1.5))
 case("mse_loss-0d", lambda m, x, t: F(m).mse_loss(x, t), _f(()), _f(()))
 
 for d in (1, 2, 3):

@@ -1362,18 +1362,41 @@ def _class_loss_public(orig, name, bound, level, size):
     """nll_loss and cross_entropy (the wrappers read the target's values): the unreduced loss of the batch folded
     into N (an example without N: the batch is N), then each example's reduction: the mean divides by the sum
     of the weights of its targets not ignored (PyTorch's nll_loss; label smoothing's mean too), or for class
-    probabilities by its number of positions. A weight of its own for each example: per example."""
+    probabilities by its number of positions. A class weight of each example's own: the unweighted loss times
+    each target's weight (class probabilities: the weight goes into the (smoothed) target); with class indices
+    and label smoothing, per example."""
     a = bound.arguments
     x, t, w = a["input"], a["target"], a["weight"]
-    if not (isinstance(x, Tensor) and isinstance(t, Tensor)) or _vmap_nn.at(w, level) or x.ndim == 0:
+    if not (isinstance(x, Tensor) and isinstance(t, Tensor)) or x.ndim == 0:
         return NotImplemented
     probs = name == "cross_entropy" and tuple(x.shape) == tuple(t.shape)
     if not probs and t.ndim != x.ndim - 1:
         return NotImplemented   # (a 1-d input with a 1-element target, bad ranks: the op's own handling)
+    smoothing = float(a.get("label_smoothing", 0.0))
+    own_weight = _vmap_nn.at(w, level)
+    if own_weight and (w.ndim != 1 or (smoothing > 0 and not probs) or not 0 <= smoothing <= 1):
+        return NotImplemented
     reduction = _legacy(a)
     ignore = int(a["ignore_index"])
     has_n = x.ndim >= 2
+    if own_weight:
+        W = _vmap_nn.front(w, level, size)   # (B, C)
+        a["weight"] = None
+        if probs:   # -(log_softmax * smoothed target * weight): the weight folded into the target
+            T = _vmap_nn.front(t, level, size)
+            if smoothing > 0:
+                T = T * (1 - smoothing) + smoothing / W._data.shape[1]
+                a["label_smoothing"] = 0.0
+            T = T * (W.reshape((size, 1, W._data.shape[1]) + (1,) * (x.ndim - 2)) if has_n else W)
+            a["target"] = _batching.wrap(T, 0, level)   # (batched again: folded with the input below)
     loss = _unreduced(orig, name, bound, level, size, reduction, ("input", "target"), has_n)
+    wt = None
+    if own_weight and not probs:   # each target's weight (0 where ignored), gathered from its example's row
+        T = _vmap_nn.front(t, level, size)
+        keep = T != ignore
+        rows = W.gather(1, T.masked_fill(~keep, 0).reshape((size, -1))).reshape(tuple(T.shape))
+        wt = rows * keep
+        loss = loss * wt
     if reduction != "mean":
         return _batching.wrap(_per_example_reduction(loss, reduction), 0, level)
     dims = tuple(range(1, loss._data.ndim))
@@ -1383,13 +1406,14 @@ def _class_loss_public(orig, name, bound, level, size):
         for n in loss._data.shape[1:]:
             count *= n
         return _batching.wrap(total / count if count else total * math.nan, 0, level)
-    # each position's weight (0 where ignored): the unreduced nll_loss of an input of -1s
-    X, T = a["input"], a["target"]
-    # (a plain tensor of X's shape at this level: the same for every example of lower levels)
-    minus_ones = full(tuple(X.shape), -1.0, dtype=X.dtype, device=X.device)
-    wt = nll_loss(minus_ones, T, w, ignore_index=ignore, reduction="none")
-    if has_n:
-        wt = wt.reshape(tuple(loss._data.shape))
+    if wt is None:
+        # each position's weight (0 where ignored): the unreduced nll_loss of an input of -1s (a plain tensor
+        # of the folded input's shape: the same for every example of lower levels)
+        X, T = a["input"], a["target"]
+        minus_ones = full(tuple(X.shape), -1.0, dtype=X.dtype, device=X.device)
+        wt = nll_loss(minus_ones, T, w, ignore_index=ignore, reduction="none")
+        if has_n:
+            wt = wt.reshape(tuple(loss._data.shape))
     return _batching.wrap(total / (wt.sum(dims) if dims else wt), 0, level)
 
 
