@@ -379,3 +379,73 @@ def test_module_per_example_gradients():
             assert not [str(w.message) for w in caught if FALLBACK in str(w.message)]
     assert list(grads[ember]) == list(grads[torch])
     _compare([grads[ember][k] for k in grads[ember]], [grads[torch][k] for k in grads[torch]], 1e-10)
+
+
+_JAC = {
+    "jacrev-max_pool2d": lambda m, X: m.func.jacrev(lambda a: F(m).max_pool2d(a, 2))(X),
+    "jacfwd-max_pool2d": lambda m, X: m.func.jacfwd(lambda a: F(m).max_pool2d(a, 2))(X),
+    "jacrev-layer_norm": lambda m, X: m.func.jacrev(lambda a: F(m).layer_norm(a, (4,)))(X[0, 0]),
+    "jacfwd-layer_norm": lambda m, X: m.func.jacfwd(lambda a: F(m).layer_norm(a, (4,)))(X[0, 0]),
+    "hessian-cross_entropy": lambda m, X: m.func.hessian(
+        lambda a: F(m).cross_entropy(a, m.tensor([2, 0])))(X[:, :, 0, 0]),
+    "jacrev-avg_pool2d": lambda m, X: m.func.jacrev(lambda a: F(m).avg_pool2d(a, 2))(X[0]),
+    "jacrev-mse_loss": lambda m, X: m.func.jacrev(lambda a: F(m).mse_loss(a, X * 0.5))(X),
+    "jacrev-interpolate": lambda m, X: m.func.jacrev(
+        lambda a: F(m).interpolate(a, scale_factor=2, mode="bilinear"))(X[:1, :1]),
+    "jacrev-pad-reflect": lambda m, X: m.func.jacrev(lambda a: F(m).pad(a, (1, 1), mode="reflect"))(X[0]),
+    "jacrev-group_norm": lambda m, X: m.func.jacrev(lambda a: F(m).group_norm(a, 3))(X[:1, :, :2, :2]),
+    "jacrev-batch_norm": lambda m, X: m.func.jacrev(
+        lambda a: F(m).batch_norm(a, None, None, training=True))(X[:, :, :2, :2]),
+    "jacrev-embedding": lambda m, X: m.func.jacrev(lambda e: F(m).embedding(m.tensor([1, 0, 1]), e))(X[0, 0]),
+    "jacrev-prelu": lambda m, X: m.func.jacrev(lambda a: F(m).prelu(a, X[0, :, 0, 0]))(X[0, :, :, 0].T),
+}
+
+
+@pytest.mark.parametrize("name", list(_JAC))
+def test_jacobians(name):
+    """jacrev / jacfwd / hessian (vmap over vjp and jvp) through the nn rules."""
+    x = np.random.default_rng(0).normal(size=(2, 3, 4, 4))
+    ref = _JAC[name](torch, torch.tensor(x))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = _JAC[name](ember, ember.tensor(x))
+    assert not [str(w.message) for w in caught if FALLBACK in str(w.message)]
+    _compare(got, ref, 1e-10)
+
+
+_PER_EXAMPLE = {
+    # cases the rules leave to the per-example fallback: same values as torch, with the warning
+    "embedding-own-weight-padding_idx": (lambda m, i, w: F(m).embedding(i, w, padding_idx=1),
+                                         (_i((4,), 6), _f((6, 3)))),
+    "cross_entropy-smoothing-own-weight": (lambda m, x, t, w: F(m).cross_entropy(x, t, w, label_smoothing=0.1),
+                                           (_f((4, 5)), _i((4,), 5), _f((5,), 0.5, 1.5))),
+    "nll_loss-1d-input-1-target": (lambda m, x, t: F(m).nll_loss(x, t), (_f((5,)), _i((1,), 5))),
+}
+
+
+@pytest.mark.parametrize("name", list(_PER_EXAMPLE))
+def test_per_example_fallback_cases(name):
+    fn, makers = _PER_EXAMPLE[name]
+    arrays, dims = _inputs(makers, "float64", "all", seed=2)
+    try:
+        ref = _run(torch, fn, arrays, dims)
+    except RuntimeError:
+        ref = _loop(torch, fn, arrays, dims)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = _run(ember, fn, arrays, dims)
+    assert [w for w in caught if FALLBACK in str(w.message)]
+    _compare(got, ref, 1e-10)
+
+
+def test_errors_inside_vmap():
+    """Bad input reports the op's own error under vmap (a target or index out of range in some example)."""
+    x = np.zeros((B, 4, 5))
+    t = np.array([[0, 1, 2, 3], [0, 1, 7, 3], [0, 0, 0, 0]])
+    for lib in (torch, ember):
+        with pytest.raises((IndexError, RuntimeError), match="out of bounds"):
+            lib.func.vmap(F(lib).nll_loss)(lib.tensor(x), lib.tensor(t))
+    # an index past its own example's rows (torch.func.vmap reads the next example's rows there: ember checks)
+    idx = np.array([[0, 1], [5, 6], [1, 1]])
+    with pytest.raises(IndexError, match="index out of range in self"):
+        ember.func.vmap(F(ember).embedding)(ember.tensor(idx), ember.tensor(np.zeros((B, 6, 2))))
