@@ -9,6 +9,7 @@ differs, ``LeakyReluBackward1``..., get theirs).
 from __future__ import annotations
 
 from ..autograd import _batching
+from . import _vmap_nn
 
 import math
 import warnings
@@ -1551,8 +1552,39 @@ _batching.by_name("elementwise", "threshold_backward", "hardtanh_backward", "lea
                   "softshrink", "log_sigmoid", "threshold")
 _batching.by_name(_batching.dims_rule("dim"), "softmax", "log_softmax", "glu", "softmax_backward_data",
                   "log_softmax_backward_data")
-_batching.by_name("fallback", "prelu", "prelu_backward_self", "prelu_backward_weight", "trilinear",
-                  why="its weight broadcasts over dim 1 of the input, not from the right")
+# (prelu's wrapper views the weight to the input's rank, channels at dim 1: it broadcasts from the right)
+_batching.by_name("elementwise", "prelu", "prelu_backward_self", "prelu_backward_weight")
+_batching.by_name("fallback", "trilinear", why="its kernel (an einsum) takes exactly one leading batch dim")
 _batching.by_name("fallback", "rrelu_with_noise", "rrelu_with_noise_", "rrelu_with_noise_backward", "native_dropout",
                   why="a random op: vmap's randomness modes are not built for it yet")
 _batching.by_name("fallback", "embedding", "embedding_bag", why="an index array in its parameters")
+
+
+def _embedding_public(orig, name, bound, level, size):
+    """F.embedding (its wrapper reads the indices): indices mapped over with a shared weight gather from it at
+    once; a weight of its own for each example is flattened to (B*n, D) and each example's indices offset by
+    b*n (checked against its own n rows first). Scaled gradients (counts within each example), or a padding
+    index or max_norm with batched weights: per example."""
+    a = bound.arguments
+    if "input" not in a:   # torch.embedding(weight, indices, ...) forwards to nn.functional's
+        return orig(*bound.args, **bound.kwargs)
+    idx, w = a["input"], a["weight"]
+    if a["scale_grad_by_freq"] or not isinstance(idx, Tensor) or not isinstance(w, Tensor):
+        return NotImplemented
+    I = _vmap_nn.front(idx, level, size)
+    if not _vmap_nn.at(w, level):
+        a["input"] = I
+        return _batching.wrap(_vmap_nn.again(orig, name, bound.args, bound.kwargs), 0, level)
+    if a["padding_idx"] is not None or a["max_norm"] is not None or w.ndim != 2:
+        return NotImplemented
+    W = _vmap_nn.front(w, level, size)
+    n, d = tuple(W.shape[1:])
+    _vmap_nn.again(orig, name, (I, W.new_zeros((n, 1))), {})   # the indices' range check, against n rows
+    from .creation import arange
+    offsets = (arange(size) * n).reshape((size,) + (1,) * (I.ndim - 1))
+    a["input"] = I + offsets
+    a["weight"] = W.reshape((size * n, d))
+    return _batching.wrap(_vmap_nn.again(orig, name, bound.args, bound.kwargs), 0, level)
+
+
+_vmap_nn.public_rule(_embedding_public, "embedding")

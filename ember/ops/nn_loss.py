@@ -10,6 +10,7 @@ ember's ops the same way, so ``grad_fn`` and the graph below it are PyTorch's.
 from __future__ import annotations
 
 from ..autograd import _batching
+from . import _vmap_nn
 
 import math
 import sys
@@ -27,6 +28,7 @@ from .shape import _broadcast_shape
 from .._util import bf16_in_float32, check_tensor, promote
 from .elementwise import add_scalar_p, div_scalar_p, is_int, mul_scalar_p
 from .nn_activation import log_sigmoid_p, log_softmax_p
+from .creation import full
 
 _F = dict(module=False, submodule="nn.functional")
 
@@ -959,7 +961,7 @@ def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0, siz
     if input._data.dtype.kind in "iub":
         # PyTorch's C++ `margin - self` is empty_like(self).fill_(margin).sub_(self): the input's dtype (so
         # an integral loss, whose mean then raises; bool refuses the subtraction)
-        from .creation import full_like
+        from .creation import full
         margin_clamp = (full_like(input, margin) - input).clamp_min(0)
     else:
         margin_clamp = (margin - input).clamp_min(0)
@@ -1286,7 +1288,135 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths, 
 # ----- vmap -------------------------------------------------------------------------------------------------
 _batching.by_name("fallback", "nll_loss", "multi_margin_loss", "multilabel_margin_loss", "ctc_loss", "soft_margin_loss",
                   why="its target is an array in its parameters")
-_batching.by_name("fallback", "mse_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
-                  "binary_cross_entropy_with_logits", why="its reduction runs over every dim")
+
+
+def _per_example_reduction(loss: Tensor, reduction: str) -> Tensor:
+    """A batch-first elementwise loss reduced over each example's own dims."""
+    dims = tuple(range(1, loss._data.ndim))
+    if reduction == "none" or not dims:
+        return loss
+    return loss.mean(dims) if reduction == "mean" else loss.sum(dims)
+
+
+def _pointwise_loss_rule(call, args, bdims, params, size):
+    """The pointwise losses (one fused primitive each, its reduction inside): the elementwise loss of the whole
+    batch (both operands batch-first), then each example's reduction."""
+    both = [a if bd == 0 else _batching._moved(a, bd) if bd is not None else
+            a.unsqueeze(0).expand((size,) + tuple(a._data.shape)) for a, bd in zip(args, bdims)]
+    new = dict(params)
+    new["reduction"] = "none"
+    return _per_example_reduction(call(both, new), params["reduction"]), 0
+
+
+_batching.by_name(_pointwise_loss_rule, "mse_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
+                  "binary_cross_entropy_with_logits")
+
+
+def _unreduced(orig, name, bound, level, size, reduction: str, tensors, has_n: bool):
+    """``orig`` with reduction='none' on the arguments ``tensors`` (batch-first, folded into N when the example
+    has its own): the loss viewed back as (B, ...)."""
+    a = bound.arguments
+    for k in tensors:
+        a[k] = _vmap_nn.fold(_vmap_nn.front(a[k], level, size), has_n)
+    a["reduction"] = "none"
+    for k in ("size_average", "reduce"):
+        if k in a:
+            a[k] = None
+    loss = _vmap_nn.again(orig, name, bound.args, bound.kwargs)
+    if has_n:
+        loss = loss.reshape((size, loss._data.shape[0] // size if size else 0) + tuple(loss._data.shape[1:]))
+    return loss
+
+
+def _legacy(a) -> str:
+    return _reduction(a.get("size_average"), a.get("reduce"), a["reduction"])
+
+
+def _elementwise_loss_public(orig, name, bound, level, size):
+    """Losses whose wrappers read values (binary_cross_entropy's range check, soft_margin_loss's target in the
+    primitive's parameters): the unreduced loss of the whole batch, then each example's reduction. A weight of
+    its own for each example, or operands of different shapes: per example."""
+    a = bound.arguments
+    weights = ("weight", "pos_weight")
+    if any(_vmap_nn.at(v, level) for k, v in a.items() if k not in ("input", "target") + weights):
+        return NotImplemented
+    x, t = a["input"], a["target"]
+    if not (isinstance(x, Tensor) and isinstance(t, Tensor)) or tuple(x.shape) != tuple(t.shape):
+        return NotImplemented
+    for k in weights:   # a weight of each example's own: batch-first, padded to broadcast as its example does
+        w = a.get(k)
+        if _vmap_nn.at(w, level):
+            if w.ndim > x.ndim:
+                return NotImplemented
+            a[k] = _batching._front_and_pad(w._phys, w._bdim, x.ndim, size)
+    reduction = _legacy(a)
+    loss = _unreduced(orig, name, bound, level, size, reduction, ("input", "target"), False)
+    return _batching.wrap(_per_example_reduction(loss, reduction), 0, level)
+
+
+_vmap_nn.public_rule(_elementwise_loss_public, "binary_cross_entropy", "binary_cross_entropy_with_logits",
+                     "soft_margin_loss")
+
+
+def _class_loss_public(orig, name, bound, level, size):
+    """nll_loss and cross_entropy (the wrappers read the target's values): the unreduced loss of the batch folded
+    into N (an example without N: the batch is N), then each example's reduction: the mean divides by the sum
+    of the weights of its targets not ignored (PyTorch's nll_loss; label smoothing's mean too), or for class
+    probabilities by its number of positions. A class weight of each example's own: the unweighted loss times
+    each target's weight (class probabilities: the weight goes into the (smoothed) target); with class indices
+    and label smoothing, per example."""
+    a = bound.arguments
+    x, t, w = a["input"], a["target"], a["weight"]
+    if not (isinstance(x, Tensor) and isinstance(t, Tensor)) or x.ndim == 0:
+        return NotImplemented
+    probs = name == "cross_entropy" and tuple(x.shape) == tuple(t.shape)
+    if not probs and t.ndim != x.ndim - 1:
+        return NotImplemented   # (a 1-d input with a 1-element target, bad ranks: the op's own handling)
+    smoothing = float(a.get("label_smoothing", 0.0))
+    own_weight = _vmap_nn.at(w, level)
+    if own_weight and (w.ndim != 1 or (smoothing > 0 and not probs) or not 0 <= smoothing <= 1):
+        return NotImplemented
+    reduction = _legacy(a)
+    ignore = int(a["ignore_index"])
+    has_n = x.ndim >= 2
+    if own_weight:
+        W = _vmap_nn.front(w, level, size)   # (B, C)
+        a["weight"] = None
+        if probs:   # -(log_softmax * smoothed target * weight): the weight folded into the target
+            T = _vmap_nn.front(t, level, size)
+            if smoothing > 0:
+                T = T * (1 - smoothing) + smoothing / W._data.shape[1]
+                a["label_smoothing"] = 0.0
+            T = T * (W.reshape((size, 1, W._data.shape[1]) + (1,) * (x.ndim - 2)) if has_n else W)
+            a["target"] = _batching.wrap(T, 0, level)   # (batched again: folded with the input below)
+    loss = _unreduced(orig, name, bound, level, size, reduction, ("input", "target"), has_n)
+    wt = None
+    if own_weight and not probs:   # each target's weight (0 where ignored), gathered from its example's row
+        T = _vmap_nn.front(t, level, size)
+        keep = T != ignore
+        rows = W.gather(1, T.masked_fill(~keep, 0).reshape((size, -1))).reshape(tuple(T.shape))
+        wt = rows * keep
+        loss = loss * wt
+    if reduction != "mean":
+        return _batching.wrap(_per_example_reduction(loss, reduction), 0, level)
+    dims = tuple(range(1, loss._data.ndim))
+    total = loss.sum(dims) if dims else loss
+    if probs:
+        count = 1
+        for n in loss._data.shape[1:]:
+            count *= n
+        return _batching.wrap(total / count if count else total * math.nan, 0, level)
+    if wt is None:
+        # each position's weight (0 where ignored): the unreduced nll_loss of an input of -1s (a plain tensor
+        # of the folded input's shape: the same for every example of lower levels)
+        X, T = a["input"], a["target"]
+        minus_ones = full(tuple(X.shape), -1.0, dtype=X.dtype, device=X.device)
+        wt = nll_loss(minus_ones, T, w, ignore_index=ignore, reduction="none")
+        if has_n:
+            wt = wt.reshape(tuple(loss._data.shape))
+    return _batching.wrap(total / (wt.sum(dims) if dims else wt), 0, level)
+
+
+_vmap_nn.public_rule(_class_loss_public, "nll_loss", "cross_entropy")
 _batching.by_name("fallback", "nll_loss_backward", "mse_loss_backward", "smooth_l1_loss_backward", "huber_loss_backward",
                   "multi_margin_loss_backward", "multilabel_margin_loss_backward", "ctc_loss_backward", why="a backward helper (ember differentiates the physical graph, so vmap meets it only when a program calls it directly)")

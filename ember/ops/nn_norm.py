@@ -15,6 +15,7 @@ Registered with ``submodule="nn.functional"`` (``ember.nn.functional.<name>``).
 from __future__ import annotations
 
 from ..autograd import _batching
+from . import _vmap_nn
 
 import math
 import numbers
@@ -1304,7 +1305,145 @@ def multi_head_attention_forward(query: Tensor, key: Tensor, value: Tensor, embe
 
 # ----- vmap -------------------------------------------------------------------------------------------------
 _batching.by_name(_batching.dims_rule("dim"), "_safe_softmax")
-_batching.by_name("fallback", "native_layer_norm", "native_group_norm", "native_batch_norm", "native_batch_norm_eval",
-                  "native_group_norm_mean", "native_group_norm_rstd",
-                  why="its parameters name the normalized dims and the weight's shape")
+
+
+def _front(p: Tensor, bd, size: int) -> Tensor:
+    """A physical input with its batch dim first, or an unbatched one expanded over the batch (a view)."""
+    return _batching._moved(p, bd) if bd is not None else p.unsqueeze(0).expand((size,) + tuple(p._data.shape))
+
+
+def _per_example_affine(out: Tensor, w, bw, b, bb, size: int, view) -> Tensor:
+    """``out * weight + bias`` with a weight or bias of its own for each example (``view``: the shape each
+    example's parameter takes to broadcast against the batch-first output), as PyTorch's rules apply them."""
+    if w is not None:
+        out = out * _front(w, bw, size).reshape(view)
+    if b is not None:
+        out = out + _front(b, bb, size).reshape(view)
+    return out
+
+
+def _layer_norm_rule(call, args, bdims, params, size):
+    """Layer norm normalises trailing dims: the batch dim goes first and the axes shift by one. A weight or bias
+    mapped over is applied after the normalisation."""
+    (x, w, b), (bx, bw, bb) = args, bdims
+    X = _front(x, bx, size)
+    new = dict(params)
+    new["axes"] = tuple(a + 1 for a in params["axes"])
+    if bw is None and bb is None:
+        return call([X, w, b], new), 0
+    k = len(params["axes"])
+    lead = X._data.ndim - 1 - k
+    shape = tuple(X._data.shape[X._data.ndim - k:])
+    return _per_example_affine(call([X, None, None], new), w, bw, b, bb, size, (size,) + (1,) * lead + shape), 0
+
+
+def _group_fold(call, args, bdims, params, size):
+    """Group norm's primitives (the output and the statistics): the vmap batch folded into N, the result viewed
+    back as (B, N, ...). A weight or bias mapped over: the output's affine part applied after."""
+    (x, w, b), (bx, bw, bb) = args, bdims
+    X = _front(x, bx, size)
+    s = tuple(X._data.shape)
+    n, g, r = params["view"]
+    new = dict(params)
+    new["view"] = (size * n, g, r)
+    X = X.reshape((size * s[1],) + s[2:])
+    if bw is None and bb is None:
+        out = call([X, w, b], new)
+    else:
+        out = call([X, None, None], new)
+    out = out.reshape((size, s[1]) + tuple(out._data.shape[1:]))
+    if (bw is None and bb is None) or "wshape" not in params:
+        return out, 0
+    return _per_example_affine(out, w, bw, b, bb, size, (size, 1, s[2]) + (1,) * (len(s) - 3)), 0
+
+
+def _bn_param(p, bd, size: int):
+    return None if p is None else _front(p, bd, size).reshape((-1,))
+
+
+def _batch_norm_rule(call, args, bdims, params, size):
+    """Batch norm (training, and evaluation with a statistic or parameter mapped over): each example's channels
+    are channels of their own, (B, N, C, ...) -> (N, B*C, ...), the parameters (B*C); the result comes back as
+    (N, B, C, ...) with the batch dim 1. Evaluation with shared parameters broadcasts them as they are."""
+    x, bx = args[0], bdims[0]
+    if "axes" not in params and all(bd is None for bd in bdims[1:]):
+        return call([_front(x, bx, size)] + list(args[1:]), params), 0
+    X = _front(x, bx, size)
+    s = tuple(X._data.shape)
+    X = X.transpose(0, 1).reshape((s[1], size * s[2]) + s[3:])
+    new = dict(params)
+    new["wshape"] = (size * s[2],) + tuple(params["wshape"][1:])
+    out = call([X] + [_bn_param(p, bd, size) for p, bd in zip(args[1:], bdims[1:])], new)
+    return out.reshape((s[1], size, s[2]) + s[3:]), 1
+
+
+_batching.batching(_layer_norm_rule, layer_norm_p)
+_batching.batching(_group_fold, group_norm_p, group_norm_mean_p, group_norm_rstd_p)
+_batching.batching(_batch_norm_rule, batch_norm_p, batch_norm_eval_p)
 _batching.by_name("fallback", "pdist", why="takes one (N, M) matrix, with no batch dims")
+
+
+# ----- vmap: whole functions whose wrappers read values (the running statistics' update, the statistics) --------
+_BN_UNBATCHED = ("Batch norm got a batched tensor as input while the running_mean or running_var, which will be "
+                 "updated in place, were not batched.\nIf you are using a module and do not need eval mode, please "
+                 "set `track_running_stats` to be False.If you are using a prebuilt module and do not need eval "
+                 "mode, please see the functorch website for resources on how to patch your module to work with vmap")
+
+
+def _bn_public(orig, name, bound, level, size):
+    """batch_norm and native_batch_norm with their statistics: each example's channels are channels of their own
+    ((B, N, C, ...) -> (N, B*C, ...), as the primitives' rule); in training the running statistics must be mapped
+    over too (each example updates its own, as PyTorch requires), and are updated through the folded copy."""
+    a = bound.arguments
+    stats = a["training"] and (a["running_mean"] is not None or a["running_var"] is not None)
+    if name != "native_batch_norm" and not stats:
+        return orig(*bound.args, **bound.kwargs)   # the primitives' rules batch it
+    x = a["input"]
+    if stats and not all(r is None or _vmap_nn.at(r, level) for r in (a["running_mean"], a["running_var"])):
+        if _vmap_nn.at(x, level):
+            raise RuntimeError(_BN_UNBATCHED)
+        # only the weight or bias mapped over: one normalisation (one update), then each example's affine part
+        w, b = a["weight"], a["bias"]
+        a["weight"] = a["bias"] = None
+        res = _vmap_nn.again(orig, name, bound.args, bound.kwargs)
+        main = res[0] if name == "native_batch_norm" else res
+        view = (-1,) + (1,) * (main.ndim - 2)
+        if w is not None:
+            main = main * w.reshape(view)
+        if b is not None:
+            main = main + b.reshape(view)
+        return (main,) + tuple(res[1:]) if name == "native_batch_norm" else main
+    if not isinstance(x, Tensor) or x.ndim < 2:
+        return NotImplemented
+    X = _vmap_nn.front(x, level, size)
+    s = tuple(X.shape)
+    a["input"] = X.transpose(0, 1).reshape((s[1], size * s[2]) + s[3:])
+    for k in ("weight", "bias"):
+        if isinstance(a[k], Tensor):
+            a[k] = _vmap_nn.front(a[k], level, size).reshape((-1,))
+    back = []
+    for k in ("running_mean", "running_var"):
+        r = a[k]
+        if isinstance(r, Tensor):
+            p = _vmap_nn.front(r, level, size)
+            a[k] = p.reshape((-1,)).clone() if stats else p.reshape((-1,))
+            back.append((p, a[k]))
+    res = _vmap_nn.again(orig, name, bound.args, bound.kwargs)
+    if stats:
+        from ..autograd.grad_mode import no_grad
+        with no_grad():
+            for p, folded in back:   # the updated statistics into each example's own
+                p.copy_(folded.reshape(tuple(p.shape)))
+    main = res[0] if name == "native_batch_norm" else res
+    out = _batching.wrap(main.reshape((s[1], size, s[2]) + s[3:]), 1, level)
+    if name != "native_batch_norm":
+        return out
+    extra = tuple(_batching.wrap(t.reshape((size, -1)) if t.numel() else t.unsqueeze(0).expand((size, 0)), 0, level)
+                  for t in res[1:])
+    return (out,) + extra
+
+
+_vmap_nn.public_rule(_bn_public, "batch_norm", "native_batch_norm")
+# native_layer_norm computes its statistics from the input's values: the batch dim first (a weight or bias mapped
+# over: per example)
+_vmap_nn.public_rule(_vmap_nn.folding(lambda name, bound, rank: False), "native_layer_norm")

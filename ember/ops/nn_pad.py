@@ -10,6 +10,7 @@ reaches the input.
 from __future__ import annotations
 
 from ..autograd import _batching
+from . import _vmap_nn
 
 from .. import _dtype as D
 from .._device import NAMESPACES
@@ -309,5 +310,26 @@ def channel_shuffle(input: Tensor, groups: int) -> Tensor:
 # ----- vmap -------------------------------------------------------------------------------------------------
 _batching.by_name("leading", "constant_pad_nd", "pixel_shuffle", "pixel_unshuffle")
 _batching.by_name("fallback", "pad_gather", "pad", "im2col", "col2im", "channel_shuffle",
-                  why="its parameters index the input's dims from the left (N, C, ...)")
+                  why="its parameters index the input's dims from the left (N, C, ...) (F.pad has a whole-function rule "
+                      "below, which folds the vmap batch into N)")
 _batching.by_name("fallback", "constant_pad_backward", "pad_backward", "pad_gather_backward", why="a backward helper (ember differentiates the physical graph, so vmap meets it only when a program calls it directly)")
+
+
+def _pad_has_n(name, bound, rank):
+    """F.pad's reflect/replicate/circular modes pad the last len(pad)/2 dims of (N, C, ...) or (C, ...)."""
+    k = len(bound.arguments["pad"]) // 2
+    return True if rank == k + 2 else False if rank == k + 1 else None
+
+
+_fold_pad = _vmap_nn.folding(_pad_has_n)
+
+
+def _pad_rule(orig, name, bound, level, size):
+    # constant padding has its primitive's rule (it pads the last dims, whatever leads); the other modes'
+    # wrappers index the input's dims from the left: the vmap batch folded into N
+    if bound.arguments["mode"] == "constant":
+        return orig(*bound.args, **bound.kwargs)
+    return _fold_pad(orig, name, bound, level, size)
+
+
+_vmap_nn.public_rule(_pad_rule, "pad")

@@ -12,6 +12,7 @@ input. Integer inputs are pooled by device kernels directly, with no gradient.
 from __future__ import annotations
 
 from ..autograd import _batching
+from . import _vmap_nn
 
 import math
 
@@ -771,5 +772,13 @@ for _cls in (_POOL_NODES["MaxPool2DWithIndicesBackward0"], _POOL_NODES["MaxPool3
 
 # ----- vmap -------------------------------------------------------------------------------------------------
 _batching.by_name("fallback", "max_pool", "max_unpool", "avg_pool", "dim_matrices",
-                  why="its parameters are index arrays or matrices for the input's (N, C, ...) layout")
+                  why="its parameters are index arrays or matrices for the input's (N, C, ...) layout (the public pooling "
+                      "functions have whole-function rules below, which fold the vmap batch into N)")
 _batching.by_name("fallback", "pool_backward", "pool_scatter", "avg_pool_backward", why="a backward helper (ember differentiates the physical graph, so vmap meets it only when a program calls it directly)")
+
+# whole-function rules (the wrappers find each window's maximum, or build the pooling matrices, from the input):
+# the vmap batch folded into N (ember/ops/_vmap_nn.py)
+for _d in (1, 2, 3):
+    _vmap_nn.public_rule(_vmap_nn.folding(_vmap_nn.spatial(_d)), f"max_pool{_d}d", f"max_pool{_d}d_with_indices",
+                         f"avg_pool{_d}d", f"adaptive_avg_pool{_d}d", f"adaptive_max_pool{_d}d",
+                         f"adaptive_max_pool{_d}d_with_indices", f"lp_pool{_d}d")

@@ -10,6 +10,7 @@ resized by device kernels directly, PyTorch's way, with no gradient.
 from __future__ import annotations
 
 from ..autograd import _batching
+from . import _vmap_nn
 
 import math
 import warnings
@@ -229,5 +230,10 @@ def upsample_bilinear(input: Tensor, size=None, scale_factor=None) -> Tensor:
 
 
 # ----- vmap -------------------------------------------------------------------------------------------------
-_batching.by_name("fallback", "resample", why="its parameters are matrices for the input's (N, C, ...) layout")
+_batching.by_name("fallback", "resample", why="its parameters are matrices for the input's (N, C, ...) layout (interpolate has a "
+                  "whole-function rule below, which folds the vmap batch into N)")
 _batching.by_name("fallback", "resample_backward", why="a backward helper (ember differentiates the physical graph, so vmap meets it only when a program calls it directly)")
+
+# the wrapper builds its resampling matrices for the input's (N, C, ...) layout: the vmap batch folded into N
+# (upsample and kin call interpolate)
+_vmap_nn.public_rule(_vmap_nn.folding(lambda name, bound, rank: True if 3 <= rank <= 5 else None), "interpolate")
