@@ -26,9 +26,10 @@ from ..autograd.graph import node_class
 from ..autograd._primitive import PrimNode, _state, apply, apply_saving, broadcast_error, defprim, fwd_state
 from ._registry import graph, register
 from ..autograd import _batching
-from .elementwise import is_array_scalar, is_real, scalar_value
+from . import _batch_public as _bp
+from .elementwise import is_array_scalar, is_real, scalar_value, where
 from .shape import _broadcast_shape
-from .._util import F8_CHARS, check_bool, check_tensor, dtype_word, refuse_shell, scalar_or_tensor
+from .._util import F8_CHARS, check_bool, check_tensor, dtype_word, promote, refuse_shell, scalar_or_tensor
 from ..autograd._views import apply_inplace, check_inplace
 
 _FULL = slice(None)
@@ -1213,3 +1214,253 @@ _batching.batching("elementwise", fill_p)
 # ----- vmap -------------------------------------------------------------------------------------------------
 _batching.by_name("fallback", "index_put_zeros", "fill_index", "index_put", "index_add", "scatter_reduce", "scatter",
                   "masked_scatter", "take", "put", why="an index array in its parameters")
+
+
+# ----- vmap: public rules (the wrappers above read the values of their index tensors) ------------------------
+
+def _bind_or_none(fn, args, kwargs, *tensors: str):
+    """``fn``'s arguments by name, or None when they do not bind or one of ``tensors`` is not a tensor."""
+    bound = _bp.bind(fn, args, kwargs)
+    if bound is None or any(not isinstance(bound.get(k), Tensor) for k in tensors):
+        return None
+    return bound
+
+
+def _grid_rule(fn, out_like: str):
+    """gather and the scatter family: every tensor argument batched (expanded where not), batch dim first, the
+    dim shifted by one; a 0-d example runs as size [1], as these ops read it. ``out_like``: the argument whose
+    example shape the result has."""
+    def rule(orig, args, kwargs, level):
+        bound = _bind_or_none(fn, args, kwargs, "input", "index")
+        d = None if bound is None else _bp.as_dim(bound.get("dim"), bound["input"]._data.ndim)
+        if d is None:
+            return orig(*args, **kwargs)   # its own error
+        new = {k: _bp.unsqueeze_scalar(_bp.front(v, level), v._data.ndim) if isinstance(v, Tensor) else v
+               for k, v in bound.items()}
+        new["dim"] = d + 1
+        out = fn(**new)
+        like = bound[out_like]._data.shape
+        if not like:
+            out = out.reshape(_bp.batch_size(level))
+        return _bp.wrap_out(out, level)
+    return rule
+
+
+def _slices_index(index: Tensor, level: int, px: Tensor, d: int):
+    """A batched vector index of the index_* ops as gather's index into ``px`` (physical, batch dim first) along
+    ``d + 1``: each example's indices repeated over the other dims."""
+    size = _bp.batch_size(level)
+    pi = _bp.front(index, level).reshape(size, -1)
+    k = pi._data.shape[1]
+    view = [size] + [1] * (px._data.ndim - 1)
+    view[d + 1] = k
+    full = list(px._data.shape)
+    full[d + 1] = k
+    return pi.reshape(view).expand(full)
+
+
+def _index_select_rule(orig, args, kwargs, level):
+    bound = _bind_or_none(index_select, args, kwargs, "input", "index")
+    d = None if bound is None else _bp.as_dim(bound.get("dim"), bound["input"]._data.ndim)
+    if d is None or bound["index"]._data.ndim > 1:
+        return orig(*args, **kwargs)   # its own error
+    x, index = bound["input"], bound["index"]
+    px = _bp.unsqueeze_scalar(_bp.front(x, level), x._data.ndim)
+    if _bp.is_batched(index, level):
+        out = gather(px, d + 1, _slices_index(index, level, px, d))
+    else:
+        out = index_select(px, d + 1, index)
+    if not x._data.ndim:
+        out = out.reshape(_bp.batch_size(level))
+    return _bp.wrap_out(out, level)
+
+
+def _index_family_rule(fn, kind: str):
+    """index_add / index_copy / index_fill: with an unbatched index (and value), the op itself along the shifted
+    dim; with a batched one, scatter_add / scatter along it with each example's indices spread over the slices."""
+    def rule(orig, args, kwargs, level):
+        bound = _bind_or_none(fn, args, kwargs, "input", "index")
+        d = None if bound is None else _bp.as_dim(bound.get("dim"), bound["input"]._data.ndim)
+        if d is None or bound["index"]._data.ndim > 1:
+            return orig(*args, **kwargs)   # its own error
+        x, index = bound["input"], bound["index"]
+        nd = x._data.ndim
+        px = _bp.unsqueeze_scalar(_bp.front(x, level), nd)
+        value = bound.get("value")
+        if not _bp.is_batched(index, level) and not _bp.is_batched(value, level):
+            new = {k: _bp.unsqueeze_scalar(_bp.front(v, level), v._data.ndim)
+                   if isinstance(v, Tensor) and k not in ("index", "value") else v for k, v in bound.items()}
+            new["input"], new["dim"] = px, d + 1
+            out = fn(**new)
+        else:
+            ix = _slices_index(index, level, px, d)
+            if kind == "fill":
+                n = px._data.shape[d + 1]
+                ix = where(ix < 0, ix + n, ix)   # index_fill takes negative indices
+                if isinstance(value, Tensor):
+                    pv = _bp.front(value, level).to(x.dtype)
+                    src = pv.reshape([pv._data.shape[0]] + [1] * nd).expand(ix._data.shape)
+                    out = scatter(px, d + 1, ix, src)
+                else:
+                    out = scatter(px, d + 1, ix, value=value)
+            else:
+                source = bound["source"]
+                src = _bp.unsqueeze_scalar(_bp.front(source, level), source._data.ndim)
+                if kind == "add":
+                    alpha = bound.get("alpha", 1)
+                    out = scatter_add(px, d + 1, ix, src if alpha == 1 else src * alpha)
+                else:
+                    out = scatter(px, d + 1, ix, src)
+        if not nd:
+            out = out.reshape(_bp.batch_size(level))
+        return _bp.wrap_out(out, level)
+    return rule
+
+
+def _flat_positions(index: Tensor, level: int, n: int) -> Tensor:
+    """take/put's index (of the flattened example, negatives from the end) as (B, M) non-negative positions;
+    its bounds checked as take's where the values are at hand."""
+    pi = _bp.front(index, level)
+    if type(pi) is Tensor:
+        bad = _bounds(pi._data, n, negative=True)
+        if bad is not None:
+            raise IndexError(f"out of range: tried to access index {bad} on a tensor of {n} elements.")
+    pi = pi.reshape(_bp.batch_size(level), -1)
+    return where(pi < 0, pi + n, pi)
+
+
+def _take_rule(orig, args, kwargs, level):
+    bound = _bind_or_none(take, args, kwargs, "input", "index")
+    if bound is None or bound["index"]._data.dtype != D.int64.np:
+        return orig(*args, **kwargs)   # its own error
+    x, index = bound["input"], bound["index"]
+    flat = _bp.front(x, level).reshape(_bp.batch_size(level), -1)
+    out = gather(flat, 1, _flat_positions(index, level, x._data.size))
+    return _bp.wrap_out(out.reshape((_bp.batch_size(level),) + tuple(index._data.shape)), level)
+
+
+def _put_rule(orig, args, kwargs, level):
+    bound = _bind_or_none(put, args, kwargs, "input", "index", "source")
+    if bound is None or bound["index"]._data.dtype != D.int64.np or \
+            bound["input"]._data.dtype != bound["source"]._data.dtype or \
+            bound["index"]._data.size != bound["source"]._data.size:
+        return orig(*args, **kwargs)   # its own error
+    x = bound["input"]
+    size = _bp.batch_size(level)
+    px = _bp.front(x, level)
+    pos = _flat_positions(bound["index"], level, x._data.size)
+    src = _bp.front(bound["source"], level).reshape(size, -1)
+    flat = px.reshape(size, -1)
+    out = scatter_add(flat, 1, pos, src) if bound.get("accumulate") else scatter(flat, 1, pos, src)
+    return _bp.wrap_out(out.reshape(px._data.shape), level)
+
+
+def _padded(t, level: int, rank: int):
+    """A tensor argument for ops that broadcast: batched ones as (B, 1.., example) of ``rank`` example dims,
+    unbatched ones as they are (they broadcast from the right)."""
+    if not _bp.is_batched(t, level):
+        return t
+    return _batching._front_and_pad(t._phys, t._bdim, rank, _bp.batch_size(level))
+
+
+def _masked_fill_rule(orig, args, kwargs, level):
+    bound = _bind_or_none(masked_fill, args, kwargs, "input", "mask")
+    if bound is None or bound["mask"]._data.dtype.kind != "b" or "value" not in bound:
+        return orig(*args, **kwargs)   # its own error
+    x, mask, value = bound["input"], bound["mask"], bound["value"]
+    rank = max(x._data.ndim, mask._data.ndim)
+    size = _bp.batch_size(level)
+    px = _batching._front_and_pad(_bp.front(x, level), 0, rank, size)
+    pm = _padded(mask, level, rank)
+    if _bp.is_batched(value, level):
+        if value._data.ndim:
+            return orig(*args, **kwargs)   # its own error
+        pv = _bp.front(value, level).to(x.dtype).reshape((size,) + (1,) * rank)
+        shape = _broadcast_shape([px._data.shape, pm._data.shape])
+        return _bp.wrap_out(where(pm, pv, px.expand(*shape) if shape != px._data.shape else px), level)
+    return _bp.wrap_out(masked_fill(px, pm, value), level)
+
+
+def _masked_scatter_rule(orig, args, kwargs, level):
+    """Each example's masked positions take its source's elements in order: the k-th True of an example's
+    (broadcast) mask reads its source's element k (a running count of the mask)."""
+    bound = _bind_or_none(masked_scatter, args, kwargs, "input", "mask", "source")
+    if bound is None or bound["mask"]._data.dtype.kind != "b" or \
+            bound["input"]._data.dtype != bound["source"]._data.dtype:
+        return orig(*args, **kwargs)   # its own error
+    from .reduction import cumsum
+    x, mask, source = bound["input"], bound["mask"], bound["source"]
+    rank = max(x._data.ndim, mask._data.ndim)
+    size = _bp.batch_size(level)
+    px = _batching._front_and_pad(_bp.front(x, level), 0, rank, size)
+    pm = _batching._front_and_pad(_bp.front(mask, level), 0, rank, size)
+    shape = _broadcast_shape([px._data.shape, pm._data.shape])
+    m = pm.expand(*shape).reshape(size, -1)
+    count = cumsum(m, 1)
+    n_src = source._data.size
+    if type(count) is Tensor and n_src < int(count[:, -1].max()) if count._data.shape[1] else False:
+        raise RuntimeError("Number of elements of source < number of ones in mask")
+    pos = (count - 1).clamp(0, max(n_src - 1, 0))
+    src = _bp.front(source, level).reshape(size, -1)
+    if not n_src:
+        return _bp.wrap_out(px.expand(*shape).clone(), level)
+    picked = gather(src, 1, pos)
+    out = where(m, picked, px.expand(*shape).reshape(size, -1))
+    return _bp.wrap_out(out.reshape(shape), level)
+
+
+def _masked_select_rule(orig, args, kwargs, level):
+    bound = _bind_or_none(masked_select, args, kwargs, "input", "mask")
+    if bound is None or bound["mask"]._data.dtype.kind != "b":
+        return orig(*args, **kwargs)   # its own error
+    if _bp.is_batched(bound["mask"], level):
+        raise RuntimeError("vmap: Attempted to vmap over `mask` in torch.masked_select(self, mask) We cannot "
+                           "support this because for each batch this would return a differently shaped Tensor. "
+                           "Please file an issue at https://github.com/pytorch/pytorch/issues if you need this "
+                           "feature.")
+    x, mask = bound["input"], bound["mask"]
+    rank = max(x._data.ndim, mask._data.ndim)
+    size = _bp.batch_size(level)
+    px = _batching._front_and_pad(_bp.front(x, level), 0, rank, size)
+    shape = _broadcast_shape([px._data.shape, (1,) * (rank + 1 - mask._data.ndim) + tuple(mask._data.shape)])
+    pm = mask.reshape((1,) * (rank + 1 - mask._data.ndim) + tuple(mask._data.shape)).expand(*shape)
+    out = masked_select(px.expand(*shape) if shape != px._data.shape else px, pm)
+    return _bp.wrap_out(out.reshape(size, -1), level)
+
+
+def _where_rule(orig, args, kwargs, level):
+    """where (its condition is a parameter of its primitive, batched or not): the physical condition and operands
+    padded to one rank, cast first to the examples' result dtype (a 0-d operand promotes as one, not as its batch)."""
+    if len(args) + len(kwargs) != 3:
+        return orig(*args, **kwargs)
+    bound = _bind_or_none(where, args, kwargs, "condition")
+    if bound is None or bound["condition"]._data.dtype.kind != "b" or "other" not in bound:
+        return orig(*args, **kwargs)   # its own error
+    cond, a, b = bound["condition"], bound["input"], bound["other"]
+    if not (isinstance(a, Tensor) or isinstance(b, Tensor)):
+        a = scalar_or_tensor(a, "where", "input")
+        b = scalar_or_tensor(b, "where", "other")
+        dt = promote(a, b)
+        a, b = _tensor_of(a, dt), _tensor_of(b, dt)
+    else:
+        dt = promote(a, b)
+    rank = max(t._data.ndim for t in (cond, a, b) if isinstance(t, Tensor))
+    ops = [_padded(t, level, rank) for t in (a, b)]
+    ops = [t.to(dt) if isinstance(t, Tensor) and t.dtype != dt else t for t in ops]
+    return _bp.wrap_out(where(_padded(cond, level, rank), *ops), level)
+
+
+def _tensor_of(v, dtype):
+    from .creation import tensor as _tensor
+    return _tensor(v, dtype=dtype)
+
+
+# (an in-place op reaches its out-of-place twin's rule: the runner names both alike; see _bp.public_rule)
+for _fn, _like in ((gather, "index"), (scatter, "input"), (scatter_add, "input"), (scatter_reduce, "input")):
+    _bp.public_rule(_fn, _grid_rule(_fn, _like))
+for _fn, _kind in ((index_add, "add"), (index_copy, "copy"), (index_fill, "fill")):
+    _bp.public_rule(_fn, _index_family_rule(_fn, _kind))
+for _fn, _rule in ((index_select, _index_select_rule), (take, _take_rule), (put, _put_rule),
+                   (masked_fill, _masked_fill_rule), (masked_scatter, _masked_scatter_rule),
+                   (masked_select, _masked_select_rule), (where, _where_rule)):
+    _bp.public_rule(_fn, _rule)
