@@ -18,6 +18,7 @@ that, they get the stable order (``stable=True``'s), which may differ from PyTor
 from __future__ import annotations
 
 from ..autograd import _batching
+from . import _batch_public as _bp
 
 import math
 import numbers
@@ -830,6 +831,55 @@ def nonzero_static(input: Tensor, *, size: int, fill_value: int = -1) -> Tensor:
 
 # ----- vmap -------------------------------------------------------------------------------------------------
 _batching.by_name("fallback", "gather_along", "scatter_along_zeros", why="an index array in its parameters")
-_batching.by_name("fallback", "median", "nanmedian", "quantile", why="a reduction over every dim with no dim parameter")
+_batching.by_name("fallback", "quantile", why="a reduction over every dim with no dim parameter")
+
+
+def _median_last(xp, a, ignore_nan):
+    d = a.ndim - 1
+    return xp.gather_along(a, xp.median_indices(a, d, ignore_nan), d, False)
+
+
+def _share_last(xp, a, out):
+    """median()'s gradient share of each element of the last dim: ties (all NaNs for a NaN result) evenly."""
+    o = xp.reshape(out, tuple(out.shape) + (1,))
+    mask = xp.where(xp.isnan(o), xp.isnan(a), a == o)
+    return mask, xp.sum(mask, (a.ndim - 1,), True)
+
+
+def _median_last_vjp(xp, g, out, a, ignore_nan):
+    mask, n = _share_last(xp, a, out)
+    return xp.reshape(g, tuple(g.shape) + (1,)) * mask / n
+
+
+def _median_last_jvp(xp, t, out, a, ignore_nan):
+    mask, n = _share_last(xp, a, out)
+    return xp.sum(t * mask / n, (a.ndim - 1,), False)
+
+
+# median()/nanmedian() of each row (the last dim) with median()'s gradient (ties share evenly): vmap's form of
+# median_all_p on the flattened examples (median(dim) would give one index's gradient)
+median_rows_p = defprim("median_rows", _median_last, node="MedianBackward0", vjp=_median_last_vjp,
+                        jvp=_median_last_jvp, saves=(0,), saves_out=True)
+
+
+def _median_all_rule(ignore_nan: bool):
+    def rule(call, args, bdims, params, size):
+        flat = _batching._moved(args[0], bdims[0]).reshape(size, -1)
+        return apply(median_rows_p, (flat,), {"ignore_nan": ignore_nan}), 0
+    return rule
+
+
+_batching.batching(_median_all_rule(False), median_all_p)
+_batching.batching(_median_all_rule(True), nanmedian_all_p)
+_batching.batching("leading", median_rows_p)
+
+# ops along one dim whose wrappers compute their indices from the values: the op on the physical input, the dim
+# shifted (median/nanmedian without a dim are median_all_p's, above)
+_bp.public_rule(sort, _bp.dim_rule(sort, _both_forms))
+_bp.public_rule(argsort, _bp.dim_rule(argsort, _both_forms))
+for _fn in (topk, kthvalue, mode):
+    _bp.public_rule(_fn, _bp.dim_rule(_fn))
+for _fn in (median, nanmedian):
+    _bp.public_rule(_fn, _bp.dim_rule(_fn, default_dim=None))
 _batching.by_name("fallback", "unique", "unique_consecutive", "bincount",
                   why="its output's size depends on the values (PyTorch refuses it under vmap)")
