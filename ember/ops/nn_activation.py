@@ -9,6 +9,7 @@ differs, ``LeakyReluBackward1``..., get theirs).
 from __future__ import annotations
 
 from ..autograd import _batching
+from . import _batch_public as _bp
 
 import math
 import warnings
@@ -1556,3 +1557,19 @@ _batching.by_name("fallback", "prelu", "prelu_backward_self", "prelu_backward_we
 _batching.by_name("fallback", "rrelu_with_noise", "rrelu_with_noise_", "rrelu_with_noise_backward", "native_dropout",
                   why="a random op: vmap's randomness modes are not built for it yet")
 _batching.by_name("fallback", "embedding", "embedding_bag", why="an index array in its parameters")
+
+_ONE_HOT_VMAP = "When vmap-ing torch.nn.functional.one_hot, please provide an explicit positive num_classes argument."
+
+
+def _one_hot_rule(orig, args, kwargs, level):
+    """one_hot of the physical indices; without num_classes PyTorch refuses (each example could infer its own)."""
+    bound = _bp.bind(one_hot, args, kwargs)
+    if bound is None or not isinstance(bound.get("tensor"), Tensor):
+        return orig(*args, **kwargs)
+    n = bound.get("num_classes", -1)
+    if E.is_int(n) and n == -1:
+        raise RuntimeError(_ONE_HOT_VMAP)
+    return _bp.wrap_out(one_hot(_bp.front(bound["tensor"], level), n), level)
+
+
+_bp.public_rule(one_hot, _one_hot_rule)

@@ -883,3 +883,59 @@ for _fn in (median, nanmedian):
     _bp.public_rule(_fn, _bp.dim_rule(_fn, default_dim=None))
 _batching.by_name("fallback", "unique", "unique_consecutive", "bincount",
                   why="its output's size depends on the values (PyTorch refuses it under vmap)")
+
+
+def _searchsorted_rule(orig, args, kwargs, level):
+    """Unbatched 1-d boundaries: the op on the physical values. Batched boundaries (or sorter): the physical
+    boundaries (B, ..., n) searched with the values of each example, as rows when the example's boundaries are
+    1-d."""
+    bound = _bp.bind(searchsorted, args, kwargs)
+    if bound is None or not isinstance(bound.get("sorted_sequence"), Tensor):
+        return orig(*args, **kwargs)
+    seq, values, sorter = bound["sorted_sequence"], bound.get("input"), bound.get("sorter")
+    rest = {k: v for k, v in bound.items() if k not in ("sorted_sequence", "input", "sorter")}
+    if not isinstance(values, (Tensor, int, float)) or isinstance(values, bool) or not seq._data.ndim or \
+            (sorter is not None and not isinstance(sorter, Tensor)):
+        return orig(*args, **kwargs)   # its own error
+    size = _bp.batch_size(level)
+    if not _bp.is_batched(seq, level) and not _bp.is_batched(sorter, level):
+        if seq._data.ndim == 1:
+            return _bp.wrap_out(searchsorted(seq, _bp.front(values, level), sorter=sorter, **rest), level)
+        values = _bp.front(values, level)   # N-d boundaries: their leading dims match the values' (checked there)
+        out = searchsorted(seq.expand(size, *seq._data.shape), values, sorter=None if sorter is None else
+                           sorter.expand(size, *sorter._data.shape), **rest)
+        return _bp.wrap_out(out, level)
+    ps = _bp.front(seq, level)
+    psort = None if sorter is None else _bp.front(sorter, level)
+    if seq._data.ndim == 1:
+        if isinstance(values, Tensor):
+            shape = tuple(values._data.shape)
+            pv = _bp.front(values, level).reshape(size, -1)
+        else:
+            shape, pv = (), values
+        if not isinstance(pv, Tensor):
+            from .creation import full
+            pv = full((size, 1), pv, dtype=D.result_type(seq, pv))   # a number compares as PyTorch's promotes it
+        out = searchsorted(ps, pv, sorter=psort, **rest)
+        return _bp.wrap_out(out.reshape((size,) + shape), level)
+    if not isinstance(values, Tensor):
+        return orig(*args, **kwargs)   # its own error (N-d boundaries need a tensor of values)
+    return _bp.wrap_out(searchsorted(ps, _bp.front(values, level), sorter=psort, **rest), level)
+
+
+def _bucketize_rule(orig, args, kwargs, level):
+    """Unbatched boundaries: the op on the physical values; batched ones: searchsorted of each example's values
+    in its boundaries (bucketize's ``right`` is searchsorted's)."""
+    bound = _bp.bind(bucketize, args, kwargs)
+    if bound is None or not isinstance(bound.get("boundaries"), Tensor) or bound["boundaries"]._data.ndim != 1 or \
+            not isinstance(bound.get("input"), (Tensor, int, float)) or isinstance(bound.get("input"), bool):
+        return orig(*args, **kwargs)   # its own error
+    values, boundaries = bound["input"], bound["boundaries"]
+    rest = {k: v for k, v in bound.items() if k not in ("input", "boundaries")}
+    if not _bp.is_batched(boundaries, level):
+        return _bp.wrap_out(bucketize(_bp.front(values, level), boundaries, **rest), level)
+    return _searchsorted_rule(searchsorted, (boundaries, values), rest, level)
+
+
+_bp.public_rule(searchsorted, _searchsorted_rule)
+_bp.public_rule(bucketize, _bucketize_rule)
