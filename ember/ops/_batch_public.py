@@ -84,7 +84,7 @@ def inplace_rule(out_of_place, op: str):
     def rule(orig, args, kwargs, level):
         self = args[0] if args else kwargs.get("self", kwargs.get("input"))
         if not isinstance(self, Tensor):
-            return orig(*args, **kwargs)
+            return own(orig, args, kwargs, level)
         if not _batching.batched_at(self, level):
             raise RuntimeError(INPLACE_UNBATCHED.format(op=op))
         if "self" in kwargs:
@@ -122,16 +122,16 @@ def dim_rule(fn, signature_of=None, default_dim=-1):
     def rule(orig, args, kwargs, level):
         bound = bind(sig_fn, args, kwargs)
         if bound is None:
-            return orig(*args, **kwargs)
+            return own(orig, args, kwargs, level)
         x = bound.get(first)
         key = "axis" if "axis" in bound and "dim" not in bound else "dim"
         dim = bound.get(key, default_dim)
         if not isinstance(x, Tensor) or not is_batched(x, level) or type(dim) is not int:
-            return orig(*args, **kwargs)   # another overload (max(x), max(x, other)): its primitives batch
+            return own(orig, args, kwargs, level)   # another overload (max(x), max(x, other)): its primitives batch
         nd = x._data.ndim
         d = as_dim(dim, nd)
         if d is None:
-            return orig(*args, **kwargs)   # its own error
+            return own(orig, args, kwargs, level)   # its own error
         call = {k: v for k, v in bound.items() if k not in (first, "dim", "axis")}
         out = fn(unsqueeze_scalar(front(x, level), nd), **call, **{key: d + 1})
         if nd == 0:   # the example's result is 0-d too
@@ -139,3 +139,21 @@ def dim_rule(fn, signature_of=None, default_dim=-1):
             out = type(out)(*[o.reshape(size) for o in out]) if isinstance(out, tuple) else out.reshape(size)
         return wrap_out(out, level)
     return rule
+
+
+def per_example(fn, args, kwargs, level: int):
+    """The op once per example of ``level`` (PyTorch's fallback, with its warning), for forms a rule does not
+    batch. ``fn``: the public function (inputs batched at lower levels meet its rule again)."""
+    _batching.fallback_warning(fn.__name__.strip("_"))
+    rows = [fn(*_batching._slice(args, level, b), **_batching._slice(kwargs, level, b))
+            for b in range(batch_size(level))]
+    return _batching._stack_results(rows, level)
+
+
+def own(orig, args, kwargs, level: int):
+    """The op as it is, for arguments a rule leaves to it (its own errors, another overload); if its wrapper then
+    needs values of a batched input, once per example."""
+    try:
+        return orig(*args, **kwargs)
+    except _batching.NeedsValues:
+        return per_example(orig, args, kwargs, level)

@@ -20,7 +20,7 @@ import warnings
 from .. import _dtype as D
 from .._device import NAMESPACES, device_of
 from ..devices.index import SplitIndex
-from ._index import Index, check_value_shape, convert, raw_index
+from ._index import Index, _as_sequence_tuple, check_value_shape, convert, raw_index
 from .._tensor import Tensor, make, wrap_dim
 from ..autograd.graph import node_class
 from ..autograd._primitive import PrimNode, _state, apply, apply_saving, broadcast_error, defprim, fwd_state
@@ -1234,7 +1234,7 @@ def _grid_rule(fn, out_like: str):
         bound = _bind_or_none(fn, args, kwargs, "input", "index")
         d = None if bound is None else _bp.as_dim(bound.get("dim"), bound["input"]._data.ndim)
         if d is None:
-            return orig(*args, **kwargs)   # its own error
+            return _bp.own(orig, args, kwargs, level)   # its own error
         new = {k: _bp.unsqueeze_scalar(_bp.front(v, level), v._data.ndim) if isinstance(v, Tensor) else v
                for k, v in bound.items()}
         new["dim"] = d + 1
@@ -1263,7 +1263,7 @@ def _index_select_rule(orig, args, kwargs, level):
     bound = _bind_or_none(index_select, args, kwargs, "input", "index")
     d = None if bound is None else _bp.as_dim(bound.get("dim"), bound["input"]._data.ndim)
     if d is None or bound["index"]._data.ndim > 1:
-        return orig(*args, **kwargs)   # its own error
+        return _bp.own(orig, args, kwargs, level)   # its own error
     x, index = bound["input"], bound["index"]
     px = _bp.unsqueeze_scalar(_bp.front(x, level), x._data.ndim)
     if _bp.is_batched(index, level):
@@ -1282,7 +1282,7 @@ def _index_family_rule(fn, kind: str):
         bound = _bind_or_none(fn, args, kwargs, "input", "index")
         d = None if bound is None else _bp.as_dim(bound.get("dim"), bound["input"]._data.ndim)
         if d is None or bound["index"]._data.ndim > 1:
-            return orig(*args, **kwargs)   # its own error
+            return _bp.own(orig, args, kwargs, level)   # its own error
         x, index = bound["input"], bound["index"]
         nd = x._data.ndim
         px = _bp.unsqueeze_scalar(_bp.front(x, level), nd)
@@ -1332,7 +1332,7 @@ def _flat_positions(index: Tensor, level: int, n: int) -> Tensor:
 def _take_rule(orig, args, kwargs, level):
     bound = _bind_or_none(take, args, kwargs, "input", "index")
     if bound is None or bound["index"]._data.dtype != D.int64.np:
-        return orig(*args, **kwargs)   # its own error
+        return _bp.own(orig, args, kwargs, level)   # its own error
     x, index = bound["input"], bound["index"]
     flat = _bp.front(x, level).reshape(_bp.batch_size(level), -1)
     out = gather(flat, 1, _flat_positions(index, level, x._data.size))
@@ -1344,7 +1344,7 @@ def _put_rule(orig, args, kwargs, level):
     if bound is None or bound["index"]._data.dtype != D.int64.np or \
             bound["input"]._data.dtype != bound["source"]._data.dtype or \
             bound["index"]._data.size != bound["source"]._data.size:
-        return orig(*args, **kwargs)   # its own error
+        return _bp.own(orig, args, kwargs, level)   # its own error
     x = bound["input"]
     size = _bp.batch_size(level)
     px = _bp.front(x, level)
@@ -1366,7 +1366,7 @@ def _padded(t, level: int, rank: int):
 def _masked_fill_rule(orig, args, kwargs, level):
     bound = _bind_or_none(masked_fill, args, kwargs, "input", "mask")
     if bound is None or bound["mask"]._data.dtype.kind != "b" or "value" not in bound:
-        return orig(*args, **kwargs)   # its own error
+        return _bp.own(orig, args, kwargs, level)   # its own error
     x, mask, value = bound["input"], bound["mask"], bound["value"]
     rank = max(x._data.ndim, mask._data.ndim)
     size = _bp.batch_size(level)
@@ -1374,7 +1374,7 @@ def _masked_fill_rule(orig, args, kwargs, level):
     pm = _padded(mask, level, rank)
     if _bp.is_batched(value, level):
         if value._data.ndim:
-            return orig(*args, **kwargs)   # its own error
+            return _bp.own(orig, args, kwargs, level)   # its own error
         pv = _bp.front(value, level).to(x.dtype).reshape((size,) + (1,) * rank)
         shape = _broadcast_shape([px._data.shape, pm._data.shape])
         return _bp.wrap_out(where(pm, pv, px.expand(*shape) if shape != px._data.shape else px), level)
@@ -1387,7 +1387,7 @@ def _masked_scatter_rule(orig, args, kwargs, level):
     bound = _bind_or_none(masked_scatter, args, kwargs, "input", "mask", "source")
     if bound is None or bound["mask"]._data.dtype.kind != "b" or \
             bound["input"]._data.dtype != bound["source"]._data.dtype:
-        return orig(*args, **kwargs)   # its own error
+        return _bp.own(orig, args, kwargs, level)   # its own error
     from .reduction import cumsum
     x, mask, source = bound["input"], bound["mask"], bound["source"]
     rank = max(x._data.ndim, mask._data.ndim)
@@ -1412,7 +1412,7 @@ def _masked_scatter_rule(orig, args, kwargs, level):
 def _masked_select_rule(orig, args, kwargs, level):
     bound = _bind_or_none(masked_select, args, kwargs, "input", "mask")
     if bound is None or bound["mask"]._data.dtype.kind != "b":
-        return orig(*args, **kwargs)   # its own error
+        return _bp.own(orig, args, kwargs, level)   # its own error
     if _bp.is_batched(bound["mask"], level):
         raise RuntimeError("vmap: Attempted to vmap over `mask` in torch.masked_select(self, mask) We cannot "
                            "support this because for each batch this would return a differently shaped Tensor. "
@@ -1432,10 +1432,10 @@ def _where_rule(orig, args, kwargs, level):
     """where (its condition is a parameter of its primitive, batched or not): the physical condition and operands
     padded to one rank, cast first to the examples' result dtype (a 0-d operand promotes as one, not as its batch)."""
     if len(args) + len(kwargs) != 3:
-        return orig(*args, **kwargs)
+        return _bp.own(orig, args, kwargs, level)
     bound = _bind_or_none(where, args, kwargs, "condition")
     if bound is None or bound["condition"]._data.dtype.kind != "b" or "other" not in bound:
-        return orig(*args, **kwargs)   # its own error
+        return _bp.own(orig, args, kwargs, level)   # its own error
     cond, a, b = bound["condition"], bound["input"], bound["other"]
     if not (isinstance(a, Tensor) or isinstance(b, Tensor)):
         a = scalar_or_tensor(a, "where", "input")
@@ -1464,3 +1464,211 @@ for _fn, _rule in ((index_select, _index_select_rule), (take, _take_rule), (put,
                    (masked_fill, _masked_fill_rule), (masked_scatter, _masked_scatter_rule),
                    (masked_select, _masked_select_rule), (where, _where_rule)):
     _bp.public_rule(_fn, _rule)
+
+
+# ----- vmap: x[index], x[index] = value, index_put with batched tensors -------------------------------------------
+#
+# Each example's index (PyTorch's rules: ints select first, then the index tensors broadcast together and their
+# dims take the place of the tensors if those are adjacent, else they come first) becomes one physical index with
+# arange(B) in front, as an index tensor of its own: every index tensor is then advanced at the physical level,
+# so the physical result is (B, broadcast dims, the sliced dims in order), permuted to the example's layout.
+# Without index tensors, a leading ':' keeps basic indexing a view.
+
+class _Plan:
+    """An example's index, classified: the physical index, the rank of the broadcast dims, and how many sliced
+    dims come before them in the example's result (0 when the tensors are not adjacent: they come first)."""
+
+    __slots__ = ("phys", "rank", "pre", "sliced", "advanced")
+
+
+def _index_items(index) -> tuple:
+    if isinstance(index, tuple):
+        return index
+    if isinstance(index, list) and _as_sequence_tuple(index):
+        return tuple(index)
+    return (index,)
+
+
+def _plan(items: tuple, ndim: int, level: int, tensors_advanced: bool = False):
+    """The physical index of ``items`` (an example's index of an ``ndim``-dim tensor) at ``level``, or None for
+    the forms done once per example (batched masks, bool indices, anything not understood)."""
+    from .creation import arange, tensor as make_tensor
+    size = _bp.batch_size(level)
+    kinds = []   # per item: (kind, item); kinds: int, adv, mask, slice, none, ellipsis
+    for it in items:
+        if isinstance(it, (list, range)) or (not isinstance(it, Tensor) and hasattr(it, "__array__")
+                                              and not isinstance(it, (bool, int, float))):
+            try:
+                it = make_tensor(it)
+            except (TypeError, ValueError, RuntimeError):
+                return None
+        if isinstance(it, Tensor):
+            k = it._data.dtype.kind
+            if k == "b" or it._data.dtype == _UINT8:
+                if not it._data.ndim or _bp.is_batched(it, level) or it._data.dtype == _UINT8:
+                    return None
+                kinds.append(("mask", it))
+            elif k in "iu":
+                kinds.append(("int" if not it._data.ndim and not tensors_advanced else "adv", it))
+            else:
+                return None
+        elif isinstance(it, bool):
+            return None
+        elif isinstance(it, int) or (hasattr(it, "__index__") and not isinstance(it, (float, slice))
+                                     and type(it).__module__ == "numpy"):
+            kinds.append(("int", it))
+        elif isinstance(it, slice):
+            kinds.append(("slice", it))
+        elif it is None:
+            kinds.append(("none", it))
+        elif it is Ellipsis:
+            kinds.append(("ellipsis", it))
+        else:
+            return None
+    if sum(1 for k, _ in kinds if k == "ellipsis") > 1:
+        return None
+    consumed = sum(it._data.ndim if k == "mask" else 1 for k, it in kinds if k in ("int", "adv", "mask", "slice"))
+    if consumed > ndim:
+        return None
+    plan = _Plan()
+    plan.advanced = any(k in ("adv", "mask") for k, _ in kinds) or any(
+        k == "int" and _bp.is_batched(it, level) for k, it in kinds)
+    if not plan.advanced:
+        plan.phys, plan.rank, plan.pre = (slice(None),) + tuple(it for _, it in kinds), 0, 0
+        plan.sliced = sum(1 for k, _ in kinds if k in ("slice", "none")) + ndim - consumed
+        return plan
+    rank = 0
+    for k, it in kinds:
+        if k == "adv":
+            rank = builtins_max(rank, it._data.ndim)
+        elif k == "mask":
+            rank = builtins_max(rank, 1)
+    # the example's result: sliced dims before the run of index tensors (ints select first, so they split nothing)
+    pre, sliced, run, gaps = 0, 0, False, False
+    for k, it in kinds:
+        dims = (ndim - consumed) if k == "ellipsis" else (1 if k in ("slice", "none") else 0)
+        if k in ("adv", "mask"):
+            if run == "done":
+                gaps = True
+            run = True
+        elif dims:
+            if run is True:
+                run = "done"
+            if not run:
+                pre += dims
+        sliced += dims
+    if not any(k == "ellipsis" for k, _ in kinds):
+        sliced += ndim - consumed   # trailing dims not named
+    phys = [arange(size).reshape((size,) + (1,) * rank)]
+    for k, it in kinds:
+        if isinstance(it, Tensor) and _bp.is_batched(it, level):
+            it = _batching._front_and_pad(it._phys, it._bdim, rank if k != "int" else 0, size)
+            if k == "int":
+                it = it.reshape((size,) + (1,) * rank)
+        phys.append(it)
+    plan.phys, plan.rank, plan.pre, plan.sliced = tuple(phys), rank, (0 if gaps else pre), sliced
+    return plan
+
+
+def builtins_max(a: int, b: int) -> int:
+    return a if a >= b else b
+
+
+def _to_example_layout(out: Tensor, plan) -> Tensor:
+    """(B, broadcast dims, sliced dims) -> (B, the example's layout)."""
+    if not plan.advanced or not plan.pre:
+        return out
+    r, p = plan.rank, plan.pre
+    n = out._data.ndim
+    return out.permute([0] + list(range(1 + r, 1 + r + p)) + list(range(1, 1 + r)) + list(range(1 + r + p, n)))
+
+
+def _value_layout(value, plan, level: int, strip: bool = True):
+    """A tensor value of an example's region as the physical region's value: (B, broadcast dims, sliced dims)."""
+    if not isinstance(value, Tensor):
+        return value
+    size = _bp.batch_size(level)
+    region = plan.rank + plan.sliced
+    vs = tuple(value._data.shape)
+    while strip and len(vs) > region and vs[0] == 1:
+        vs = vs[1:]
+    if not _bp.is_batched(value, level):
+        if len(vs) != value._data.ndim:
+            value = value.reshape(vs)
+        if not plan.advanced or not plan.pre or len(vs) <= plan.sliced - plan.pre:
+            return value   # broadcasts from the right as it is
+        value = value.unsqueeze(0).expand((size,) + vs)
+    else:
+        value = _bp.front(value, level)
+        if len(vs) != value._data.ndim - 1:
+            value = value.reshape((size,) + vs)
+    value = _batching._front_and_pad(value, 0, region, size)
+    if plan.advanced and plan.pre:
+        r, p = plan.rank, plan.pre
+        value = value.permute([0] + list(range(1 + p, 1 + p + r)) + list(range(1, 1 + p)) +
+                              list(range(1 + p + r, region + 1)))
+    return value
+
+
+def _getitem_rule(orig, args, kwargs, level):
+    if len(args) != 2 or kwargs or not isinstance(args[0], Tensor):
+        return _bp.own(orig, args, kwargs, level)
+    x, index = args
+    plan = _plan(_index_items(index), x._data.ndim, level)
+    if plan is None:
+        return _bp.per_example(getitem, args, kwargs, level)
+    return _bp.wrap_out(_to_example_layout(getitem(_bp.front(x, level), plan.phys), plan), level)
+
+
+def _setitem_rule(orig, args, kwargs, level):
+    if len(args) != 3 or kwargs or not isinstance(args[0], Tensor):
+        return _bp.own(orig, args, kwargs, level)
+    x, index, value = args
+    if not _batching.batched_at(x, level):
+        raise RuntimeError(_bp.INPLACE_UNBATCHED.format(op="index_put_"))
+    plan = _plan(_index_items(index), x._data.ndim, level)
+    if plan is None:
+        return _bp.per_example(setitem, args, kwargs, level)
+    setitem(_bp.front(x, level), plan.phys, _value_layout(value, plan, level))
+    x._requires_grad = x._phys._requires_grad
+    return None
+
+
+def _index_put_rule(orig, args, kwargs, level):
+    bound = _bind_or_none(index_put, args, kwargs, "input", "values")
+    if bound is None or not isinstance(bound.get("indices"), (tuple, list)) or \
+            not all(isinstance(t, Tensor) for t in bound["indices"]):
+        return _bp.own(orig, args, kwargs, level)
+    x = bound["input"]
+    plan = _plan(tuple(bound["indices"]), x._data.ndim, level, tensors_advanced=True)
+    if plan is None or not plan.advanced:
+        return _bp.per_example(index_put, args, kwargs, level)
+    values = _value_layout(bound["values"], plan, level, strip=False)
+    out = index_put(_bp.front(x, level), plan.phys, values, bound.get("accumulate", False))
+    return _bp.wrap_out(out, level)
+
+
+def _copy_rule(orig, args, kwargs, level):
+    """copy_ into a batched tensor: the source (broadcast to each example) copied into the physical tensor."""
+    bound = _bind_or_none(copy_, args, kwargs, "self", "src")
+    if bound is None:
+        return _bp.own(orig, args, kwargs, level)
+    self, src = bound["self"], bound["src"]
+    if not _batching.batched_at(self, level):
+        raise RuntimeError(_bp.INPLACE_UNBATCHED.format(op="copy_"))
+    if broadcast_error((src._data.shape, self._data.shape)) is not None or (
+            src._data.ndim > self._data.ndim and _broadcast_shape([src._data.shape, self._data.shape]) !=
+            self._data.shape):
+        return _bp.own(orig, args, kwargs, level)   # its own error
+    ps = _bp.front(self, level)
+    pv = _padded(src, level, self._data.ndim)
+    copy_(ps, pv, bound.get("non_blocking", False))
+    self._requires_grad = self._phys._requires_grad
+    return self
+
+
+_bp.public_rule(getitem, _getitem_rule)
+_bp.public_rule(setitem, _setitem_rule)
+_bp.public_rule(index_put, _index_put_rule)
+_bp.signature(copy_)
+_batching.PUBLIC_RULES["copy"] = _copy_rule   # (the runner's name for copy_)

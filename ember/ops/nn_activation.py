@@ -1565,7 +1565,7 @@ def _one_hot_rule(orig, args, kwargs, level):
     """one_hot of the physical indices; without num_classes PyTorch refuses (each example could infer its own)."""
     bound = _bp.bind(one_hot, args, kwargs)
     if bound is None or not isinstance(bound.get("tensor"), Tensor):
-        return orig(*args, **kwargs)
+        return _bp.own(orig, args, kwargs, level)
     n = bound.get("num_classes", -1)
     if E.is_int(n) and n == -1:
         raise RuntimeError(_ONE_HOT_VMAP)

@@ -891,12 +891,12 @@ def _searchsorted_rule(orig, args, kwargs, level):
     1-d."""
     bound = _bp.bind(searchsorted, args, kwargs)
     if bound is None or not isinstance(bound.get("sorted_sequence"), Tensor):
-        return orig(*args, **kwargs)
+        return _bp.own(orig, args, kwargs, level)
     seq, values, sorter = bound["sorted_sequence"], bound.get("input"), bound.get("sorter")
     rest = {k: v for k, v in bound.items() if k not in ("sorted_sequence", "input", "sorter")}
     if not isinstance(values, (Tensor, int, float)) or isinstance(values, bool) or not seq._data.ndim or \
             (sorter is not None and not isinstance(sorter, Tensor)):
-        return orig(*args, **kwargs)   # its own error
+        return _bp.own(orig, args, kwargs, level)   # its own error
     size = _bp.batch_size(level)
     if not _bp.is_batched(seq, level) and not _bp.is_batched(sorter, level):
         if seq._data.ndim == 1:
@@ -919,7 +919,7 @@ def _searchsorted_rule(orig, args, kwargs, level):
         out = searchsorted(ps, pv, sorter=psort, **rest)
         return _bp.wrap_out(out.reshape((size,) + shape), level)
     if not isinstance(values, Tensor):
-        return orig(*args, **kwargs)   # its own error (N-d boundaries need a tensor of values)
+        return _bp.own(orig, args, kwargs, level)   # its own error (N-d boundaries need a tensor of values)
     return _bp.wrap_out(searchsorted(ps, _bp.front(values, level), sorter=psort, **rest), level)
 
 
@@ -929,7 +929,7 @@ def _bucketize_rule(orig, args, kwargs, level):
     bound = _bp.bind(bucketize, args, kwargs)
     if bound is None or not isinstance(bound.get("boundaries"), Tensor) or bound["boundaries"]._data.ndim != 1 or \
             not isinstance(bound.get("input"), (Tensor, int, float)) or isinstance(bound.get("input"), bool):
-        return orig(*args, **kwargs)   # its own error
+        return _bp.own(orig, args, kwargs, level)   # its own error
     values, boundaries = bound["input"], bound["boundaries"]
     rest = {k: v for k, v in bound.items() if k not in ("input", "boundaries")}
     if not _bp.is_batched(boundaries, level):
