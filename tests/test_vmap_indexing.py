@@ -77,6 +77,13 @@ CASES = [
     ("index_fill_-inplace", lambda m, x, i: x.clone().index_fill_(0, i, 0.0), (X, IV), 0, True),
     ("index_fill-tensor-value", lambda m, x, v: x.index_fill(0, _t(m, IV[0]), v), (X, X[:, 0, 0]), 0, "loop"),
     # (torch 2.13 fills every example with the last example's value)
+    ("index_reduce-index", lambda m, i, s: m.index_reduce(_t(m, X[0]), 0, i, s, "amax"), (IV, X[:, :2]), 0, True),
+    ("index_reduce-in-mean", lambda m, x: x.index_reduce(1, _t(m, IV1[0]), _t(m, X[0, :, :3]), "mean",
+                                                         include_self=False), (X,), 0, True),
+    ("index_reduce_-inplace", lambda m, x, i, s: x.clone().index_reduce_(0, i, s, "prod"), (X, IV, X[:, :2]), 0,
+     True),
+    ("fill_diagonal_", lambda m, x: x[:, :4].clone().fill_diagonal_(2.0), (X,), 0, True),
+    ("getitem-ellipses", lambda m, x: x[..., ...], (X,), 0, True),
     ("index_put-both", lambda m, x, i, v: m.index_put(x, (i,), v), (X, IV, X[:, :2]), 0, True),
     ("index_put-accumulate", lambda m, x, i: m.index_put(x, (i, _t(m, IV1[0, :2])), _t(m, np.array(1.0)),
                                                          accumulate=True), (X, IV), 0, True),

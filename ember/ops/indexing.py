@@ -1186,24 +1186,123 @@ def _getitem_rule(call, args, bdims, params, size):
     return call([x], {"index": (slice(None),) + tuple(params["index"])}), 0
 
 
+def _is_array(i) -> bool:
+    return hasattr(i, "dtype") and hasattr(i, "ndim")
+
+
+def _advanced_step(index):
+    """The items of an example's raw index that its advanced part indexes with (NumPy's rules apply to them)."""
+    if type(index) is SplitIndex:
+        return tuple(index[1])
+    return tuple(index) if type(index) is tuple else (index,)
+
+
+def _phys_raw_index(index):
+    """An example's raw index as the physical tensor's (batch dim first): a leading ':' in each step."""
+    if type(index) is SplitIndex:
+        return SplitIndex(((_FULL,) + tuple(index[0]), (_FULL,) + tuple(index[1])))
+    return (_FULL,) + (tuple(index) if type(index) is tuple else (index,))
+
+
+def _raw_out_bdim(index) -> int:
+    """Where the batch dim lands in ``phys[_phys_raw_index(index)]``: first, unless NumPy moves the broadcast
+    dims of non-adjacent advanced indices (arrays; ints among them) in front of it."""
+    items = _advanced_step(index)
+    arrays = [i for i in items if _is_array(i)]
+    if not arrays:
+        return 0
+    pos = [k for k, i in enumerate(items) if _is_array(i) or (type(i) is int)]
+    if pos == list(range(pos[0], pos[0] + len(pos))):
+        return 0
+    return max(1 if a.dtype.kind == "b" else a.ndim for a in arrays)
+
+
+def _basic_rank(items, ndim: int) -> tuple:
+    """(the rank of x[items] for x of ``ndim`` dims, NumPy's rules; the rank of the advanced indices' broadcast
+    dims) for raw index items."""
+    consumed = sum((i.ndim if i.dtype.kind == "b" else 1) if _is_array(i) else
+                   (1 if type(i) is int or type(i) is slice else 0) for i in items)
+    adv = max([1 if i.dtype.kind == "b" else i.ndim for i in items if _is_array(i)] or [0])
+    kept = sum(1 for i in items if type(i) is slice or i is None)
+    return kept + adv + (ndim - consumed), adv
+
+
+def _region_rank(index, ndim: int) -> int:
+    """The rank of ``x[index]`` (an example's raw index) for an example of ``ndim`` dims."""
+    if type(index) is SplitIndex:
+        view, _ = _basic_rank(tuple(index[0]), ndim)
+        return _basic_rank(tuple(index[1]), view)[0]
+    return _basic_rank(_advanced_step(index), ndim)[0]
+
+
+def _region_value(v, bd, index, ndim: int, size: int, out_bdim: int):
+    """A value written at an example's ``index`` as the physical region's value (batch dim at ``out_bdim``)."""
+    if not isinstance(v, Tensor):
+        return v
+    if bd is None:
+        if not out_bdim:
+            return v   # broadcasts from the right
+        v = v.unsqueeze(0).expand((size,) + tuple(v._data.shape))
+        bd = 0
+    v = _batching._front_and_pad(v, bd, _region_rank(index, ndim), size)
+    if out_bdim:
+        n = v._data.ndim
+        v = v.permute(list(range(1, out_bdim + 1)) + [0] + list(range(out_bdim + 1, n)))
+    return v
+
+
 def _index_rule(call, args, bdims, params, size):
-    """An advanced index (a basic step, then integer arrays): a leading ':' in each step. NumPy puts the
-    broadcast dims of non-adjacent index arrays first, and the batch dim after them."""
+    """An advanced index of each example (a raw index param from an unbatched index): a leading ':' in each
+    step; NumPy puts the broadcast dims of non-adjacent index arrays first, and the batch dim after them."""
     x = _batching._moved(args[0], bdims[0])
-    steps = params["index"]
-    if type(steps) is not tuple or not all(type(st) is tuple for st in steps):
-        return _batching.loop(call, args, bdims, params, size)
-    arrays = [i for st in steps for i in st if hasattr(i, "dtype")]
-    if any(a.dtype.kind == "b" for a in arrays):
-        return _batching.loop(call, args, bdims, params, size)
-    out_bdim = 0
-    new_steps = []
-    for st in steps:
-        pos = [k for k, i in enumerate(st) if hasattr(i, "dtype")]
-        if pos and pos != list(range(pos[0], pos[0] + len(pos))):   # separated arrays: NumPy moves their dims
-            out_bdim = max(a.ndim for a in (st[k] for k in pos))
-        new_steps.append((slice(None),) + st)
-    return call([x], {"index": tuple(new_steps)}), out_bdim
+    index = params["index"]
+    new = dict(params)
+    new["index"] = _phys_raw_index(index)
+    return call([x], new), _raw_out_bdim(index)
+
+
+def _write_rule(call, args, bdims, params, size):
+    """x with a value written (set, added, reduced) at each example's raw index: x batched (expanded if not),
+    the value laid out as the physical region (batch dim where NumPy puts it)."""
+    x, bx = args[0], bdims[0]
+    ndim = x._data.ndim - (bx is not None)
+    x = x.unsqueeze(0).expand((size,) + tuple(x._data.shape)) if bx is None else _batching._moved(x, bx)
+    index = params["index"]
+    out_bdim = _raw_out_bdim(index)
+    rest = [_region_value(a, bd, index, ndim, size, out_bdim) for a, bd in zip(args[1:], bdims[1:])]
+    new = dict(params)
+    new["index"] = _phys_raw_index(index)
+    return call([x] + rest, new), 0
+
+
+def _put_zeros_rule(call, args, bdims, params, size):
+    """zeros of the example's shape with each example's g added at its raw index."""
+    index, shape = params["index"], tuple(params["shape"])
+    g = _region_value(args[0], bdims[0], index, len(shape), size, _raw_out_bdim(index))
+    new = dict(params)
+    new["index"], new["shape"] = _phys_raw_index(index), (size,) + shape
+    return call([g], new), 0
+
+
+def _take_rule_prim(call, args, bdims, params, size):
+    """take of each flattened example at the (unbatched) flat positions."""
+    flat = _batching._moved(args[0], bdims[0]).reshape(size, -1)
+    return apply(getitem_p, (flat,), {"index": (_FULL, params["index"])}), 0
+
+
+def _put_rule_prim(call, args, bdims, params, size):
+    """put into each flattened example at the (unbatched) flat positions: a write at (:, positions)."""
+    x, s = args
+    x = x.unsqueeze(0).expand((size,) + tuple(x._data.shape)) if bdims[0] is None else _batching._moved(x, bdims[0])
+    idx = params["index"]
+    pos = NAMESPACES[type(idx)].reshape(idx, (-1,))
+    s = s.reshape(-1) if bdims[1] is None else _batching._moved(s, bdims[1]).reshape(size, -1)
+    flat = x.reshape(size, -1)
+    if params["accumulate"]:
+        out = apply(index_add_p, (flat, s), {"index": (_FULL, pos), "alpha": 1})
+    else:
+        out = apply(index_put_p, (flat, s), {"index": (_FULL, pos)})
+    return out.reshape(x._data.shape), 0
 
 
 _batching.batching(_getitem_rule, getitem_view_p)
@@ -1212,8 +1311,12 @@ _batching.batching("elementwise", fill_p)
 
 
 # ----- vmap -------------------------------------------------------------------------------------------------
-_batching.by_name("fallback", "index_put_zeros", "fill_index", "index_put", "index_add", "scatter_reduce", "scatter",
-                  "masked_scatter", "take", "put", why="an index array in its parameters")
+_batching.batching(_write_rule, fill_index_p, index_put_p, index_add_p, scatter_reduce_p, scatter_legacy_p)
+_batching.batching(_put_zeros_rule, index_put_zeros_p)
+_batching.batching(_take_rule_prim, take_p)
+_batching.batching(_put_rule_prim, put_p)
+_batching.by_name("fallback", "masked_scatter", why="an index array in its parameters (a mask, and a count of the "
+                  "source's elements the example reads)")
 
 
 # ----- vmap: public rules (the wrappers above read the values of their index tensors) ------------------------
@@ -1276,8 +1379,9 @@ def _index_select_rule(orig, args, kwargs, level):
 
 
 def _index_family_rule(fn, kind: str):
-    """index_add / index_copy / index_fill: with an unbatched index (and value), the op itself along the shifted
-    dim; with a batched one, scatter_add / scatter along it with each example's indices spread over the slices."""
+    """index_add / index_copy / index_fill / index_reduce: with an unbatched index (and value), the op itself along
+    the shifted dim; with a batched one, scatter_add / scatter / scatter_reduce along it with each example's indices
+    spread over the slices."""
     def rule(orig, args, kwargs, level):
         bound = _bind_or_none(fn, args, kwargs, "input", "index")
         d = None if bound is None else _bp.as_dim(bound.get("dim"), bound["input"]._data.ndim)
@@ -1309,6 +1413,9 @@ def _index_family_rule(fn, kind: str):
                 if kind == "add":
                     alpha = bound.get("alpha", 1)
                     out = scatter_add(px, d + 1, ix, src if alpha == 1 else src * alpha)
+                elif kind == "reduce":
+                    out = scatter_reduce(px, d + 1, ix, src, bound["reduce"],
+                                         include_self=bound.get("include_self", True))
                 else:
                     out = scatter(px, d + 1, ix, src)
         if not nd:
@@ -1458,7 +1565,7 @@ def _tensor_of(v, dtype):
 # (an in-place op reaches its out-of-place twin's rule: the runner names both alike; see _bp.public_rule)
 for _fn, _like in ((gather, "index"), (scatter, "input"), (scatter_add, "input"), (scatter_reduce, "input")):
     _bp.public_rule(_fn, _grid_rule(_fn, _like))
-for _fn, _kind in ((index_add, "add"), (index_copy, "copy"), (index_fill, "fill")):
+for _fn, _kind in ((index_add, "add"), (index_copy, "copy"), (index_fill, "fill"), (index_reduce, "reduce")):
     _bp.public_rule(_fn, _index_family_rule(_fn, _kind))
 for _fn, _rule in ((index_select, _index_select_rule), (take, _take_rule), (put, _put_rule),
                    (masked_fill, _masked_fill_rule), (masked_scatter, _masked_scatter_rule),
@@ -1525,8 +1632,6 @@ def _plan(items: tuple, ndim: int, level: int, tensors_advanced: bool = False):
             kinds.append(("ellipsis", it))
         else:
             return None
-    if sum(1 for k, _ in kinds if k == "ellipsis") > 1:
-        return None
     consumed = sum(it._data.ndim if k == "mask" else 1 for k, it in kinds if k in ("int", "adv", "mask", "slice"))
     if consumed > ndim:
         return None
@@ -1544,9 +1649,10 @@ def _plan(items: tuple, ndim: int, level: int, tensors_advanced: bool = False):
         elif k == "mask":
             rank = builtins_max(rank, 1)
     # the example's result: sliced dims before the run of index tensors (ints select first, so they split nothing)
-    pre, sliced, run, gaps = 0, 0, False, False
+    pre, sliced, run, gaps, ellipsis = 0, 0, False, False, False
     for k, it in kinds:
-        dims = (ndim - consumed) if k == "ellipsis" else (1 if k in ("slice", "none") else 0)
+        dims = (ndim - consumed) * (not ellipsis) if k == "ellipsis" else (1 if k in ("slice", "none") else 0)
+        ellipsis = ellipsis or k == "ellipsis"   # (a later Ellipsis takes no dims)
         if k in ("adv", "mask"):
             if run == "done":
                 gaps = True
@@ -1610,7 +1716,7 @@ def _value_layout(value, plan, level: int, strip: bool = True):
     return value
 
 
-def _getitem_rule(orig, args, kwargs, level):
+def _getitem_public(orig, args, kwargs, level):
     if len(args) != 2 or kwargs or not isinstance(args[0], Tensor):
         return _bp.own(orig, args, kwargs, level)
     x, index = args
@@ -1620,7 +1726,7 @@ def _getitem_rule(orig, args, kwargs, level):
     return _bp.wrap_out(_to_example_layout(getitem(_bp.front(x, level), plan.phys), plan), level)
 
 
-def _setitem_rule(orig, args, kwargs, level):
+def _setitem_public(orig, args, kwargs, level):
     if len(args) != 3 or kwargs or not isinstance(args[0], Tensor):
         return _bp.own(orig, args, kwargs, level)
     x, index, value = args
@@ -1667,8 +1773,8 @@ def _copy_rule(orig, args, kwargs, level):
     return self
 
 
-_bp.public_rule(getitem, _getitem_rule)
-_bp.public_rule(setitem, _setitem_rule)
+_bp.public_rule(getitem, _getitem_public)
+_bp.public_rule(setitem, _setitem_public)
 _bp.public_rule(index_put, _index_put_rule)
 _bp.signature(copy_)
 _batching.PUBLIC_RULES["copy"] = _copy_rule   # (the runner's name for copy_)
