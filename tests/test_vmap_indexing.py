@@ -230,3 +230,13 @@ def test_nested_vmap_gather_index_batched_at_both_levels():
     got = ember.func.vmap(ember.func.vmap(lambda a, b: ember.gather(a, 0, b)))(ember.tensor(x), ember.tensor(i))
     ref = torch.func.vmap(torch.func.vmap(lambda a, b: torch.gather(a, 0, b)))(torch.tensor(x), torch.tensor(i))
     np.testing.assert_array_equal(got.numpy(), ref.numpy())
+
+
+@pytest.mark.parametrize("name,f,arrays,in_dims", [
+    ("slice_scatter", lambda m, x, s: m.slice_scatter(x, s, 1, 0, 4, 2), (X, X[:, :, :2]), 0),
+    ("slice_scatter-default-dim", lambda m, x, s: m.slice_scatter(x, s, start=1, end=3), (X, X[:, :2]), 0),
+    ("select_scatter", lambda m, s: m.select_scatter(_t(m, X[0]), s, 0, -1), (X[:, 0],), 0),
+    ("diagonal_scatter", lambda m, x, s: m.diagonal_scatter(x, s, 1), (X, X[:, 0, :4]), 0),
+], ids=lambda v: v if isinstance(v, str) else "")
+def test_view_scatters(name, f, arrays, in_dims):
+    test_vmap_matches_torch(name, f, arrays, in_dims, True)

@@ -157,3 +157,25 @@ def own(orig, args, kwargs, level: int):
         return orig(*args, **kwargs)
     except _batching.NeedsValues:
         return per_example(orig, args, kwargs, level)
+
+
+def dims_public(fn, dims: tuple):
+    """The rule of an op whose parameters ``dims`` name dims of its first tensor's example (slice_scatter, ...):
+    every tensor argument batched (expanded where not), batch dim first, those dims (their defaults too) shifted
+    by one."""
+    sig = signature(fn)
+    first = next(iter(sig.parameters))
+
+    def rule(orig, args, kwargs, level):
+        bound = bind(fn, args, kwargs)
+        if bound is None or not isinstance(bound.get(first), Tensor):
+            return own(orig, args, kwargs, level)
+        nd = bound[first]._data.ndim
+        new = {k: front(v, level) if isinstance(v, Tensor) else v for k, v in bound.items()}
+        for name in dims:
+            d = as_dim(bound.get(name, sig.parameters[name].default), nd)
+            if d is None:
+                return own(orig, args, kwargs, level)   # its own error
+            new[name] = d + 1
+        return wrap_out(fn(**new), level)
+    return rule
