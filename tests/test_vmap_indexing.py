@@ -159,6 +159,11 @@ REFUSED = [
     ("index_add_-unbatched-self", lambda m, s: _t(m, X[0]).index_add_(0, _t(m, IV[0]), s), (X[:, :2],), 0),
     ("setitem-unbatched-self", lambda m, i: _set(_t(m, X[0]), i, 1.0), (IV,), 0),
     ("copy_-unbatched-self", lambda m, v: _t(m, X[0]).copy_(v), (X,), 0),
+    ("unique", lambda m, i: m.unique(i), (IV,), 0),
+    ("unique-dim", lambda m, i: m.unique(i, dim=0), (IV,), 0),
+    ("unique_consecutive", lambda m, i: m.unique_consecutive(i), (IV,), 0),
+    ("nonzero", lambda m, i: m.nonzero(i), (IV,), 0),
+    ("where-one-argument", lambda m, k: m.where(k)[0], (M,), 0),
 ]
 
 

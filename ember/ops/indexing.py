@@ -1538,6 +1538,10 @@ def _masked_select_rule(orig, args, kwargs, level):
 def _where_rule(orig, args, kwargs, level):
     """where (its condition is a parameter of its primitive, batched or not): the physical condition and operands
     padded to one rank, cast first to the examples' result dtype (a 0-d operand promotes as one, not as its batch)."""
+    if len(args) + len(kwargs) == 1 and _bp.is_batched(args[0] if args else kwargs.get("condition"), level):
+        raise RuntimeError("vmap: We do not support batching operators that can output dynamic shape. Attempted to "
+                           "vmap over aten::where. Please file an issue at https://github.com/pytorch/pytorch/issues "
+                           "if you need this feature.")
     if len(args) + len(kwargs) != 3:
         return _bp.own(orig, args, kwargs, level)
     bound = _bind_or_none(where, args, kwargs, "condition")

@@ -939,3 +939,29 @@ def _bucketize_rule(orig, args, kwargs, level):
 
 _bp.public_rule(searchsorted, _searchsorted_rule)
 _bp.public_rule(bucketize, _bucketize_rule)
+
+_DYNAMIC = ("vmap: We do not support batching operators that can output dynamic shape. Attempted to vmap over "
+            "aten::{op}. Please file an issue at https://github.com/pytorch/pytorch/issues if you need this feature.")
+
+
+def _dynamic_rule(fn, aten):
+    """PyTorch's refusal for ops whose output's size depends on each example's values (``aten(bound)``: the ATen
+    op it names)."""
+    def rule(orig, args, kwargs, level):
+        bound = _bp.bind(fn, args, kwargs)
+        if bound is None:
+            return _bp.own(orig, args, kwargs, level)
+        x = bound.get(next(iter(_bp.signature(fn).parameters)))
+        if _bp.is_batched(x, level):
+            raise RuntimeError(_DYNAMIC.format(op=aten(bound)))
+        return _bp.own(orig, args, kwargs, level)
+    return rule
+
+
+_bp.public_rule(unique, _dynamic_rule(unique, lambda b: "_unique2" if b.get("dim") is None else "unique_dim"))
+_bp.public_rule(unique_consecutive, _dynamic_rule(unique_consecutive, lambda b: "unique_consecutive"))
+_bp.public_rule(nonzero, _dynamic_rule(nonzero, lambda b: "nonzero"))
+# (argwhere and nonzero_static call nonzero: each example apart, as PyTorch's fallback; their sizes are fixed or
+# stacked when equal)
+for _fn in (argwhere, nonzero_static):
+    _bp.public_rule(_fn, lambda orig, args, kwargs, level, _f=_fn: _bp.per_example(_f, args, kwargs, level))
