@@ -2,7 +2,8 @@
 
 Each program uses the everyday toolbox the way tutorials do (distributions in a VAE step, REINFORCE, a mixture
 fit, Bayesian regression, a flow; checkpoints resumed with ``torch.load``; whole-model pickles; the profiler;
-TensorBoard; pruning; ``torch.testing``; print options; ONNX export run in onnxruntime).  Each runs in a fresh
+TensorBoard; pruning; ``torch.testing``; print options; ONNX export run in onnxruntime; the torch.func tutorials'
+programs: per-sample gradients, Jacobians and Hessians, neural tangent kernels, ensembling, MAML, func_*.py).  Each runs in a fresh
 process: under ember through tests/programs/_as_torch.py (``import torch`` gives ember there), under torch in a
 child forked from one process that imported torch (tests/seed_snippets/_runner.py torch-refs).  What it prints
 must agree with real torch's output line by line: the same text, and every number equal or within the program's
@@ -36,6 +37,9 @@ NAMES = sorted(p.stem for p in PROGRAMS.glob("*.py") if not p.name.startswith("_
 
 # relative tolerance for printed numbers, per program (0: the same text); absolute floor 1e-7 (a number near zero)
 TOL = {"gmm": 2e-6}
+# torch.func programs (func_*.py) that ember cannot run yet: their torch side is checked, a failing ember side is
+# an expected failure (not strict) until the core of issue 20 lands; the lead empties this set then
+FUNC_PENDING = {n for n in NAMES if n.startswith("func_")}
 _NUM = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 
 
@@ -87,11 +91,7 @@ def _same_number(a: str, b: str, rel: float) -> bool:
     return abs(x - y) <= max(rel * max(abs(x), abs(y)), 1e-7 if rel else 0.0)
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_usage_program(name, tmp_path, torch_runs):
-    e = _run_ember(name, tmp_path)
-    t = torch_runs(name)
-    assert t["rc"] == 0, f"torch's run failed:\n{t['stderr'][-3000:]}"
+def _agree(name: str, e: subprocess.CompletedProcess, t: dict) -> None:
     assert e.returncode == 0, f"ember's run failed:\n{e.stderr[-4000:]}"
     t_lines, e_lines = _mask(t["stdout"]), _mask(e.stdout)
     assert len(e_lines) == len(t_lines), "\n".join(e_lines)
@@ -102,3 +102,17 @@ def test_usage_program(name, tmp_path, torch_runs):
         assert rel and _NUM.sub("#", tl) == _NUM.sub("#", el), f"\ntorch: {tl}\nember: {el}"
         for a, b in zip(_NUM.findall(tl), _NUM.findall(el)):
             assert _same_number(a, b, rel), f"\ntorch: {tl}\nember: {el}\n{a} vs {b} beyond {rel}"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_usage_program(name, tmp_path, torch_runs):
+    e = _run_ember(name, tmp_path)
+    t = torch_runs(name)
+    assert t["rc"] == 0, f"torch's run failed:\n{t['stderr'][-3000:]}"
+    try:
+        _agree(name, e, t)
+    except AssertionError as err:
+        if name in FUNC_PENDING:
+            why = (e.stderr.strip().splitlines() or [""])[-1] if e.returncode else str(err).strip().splitlines()[0]
+            pytest.xfail(f"torch.func: issue 20 in progress ({why[:200]})")
+        raise
