@@ -3,11 +3,11 @@
 Each program uses the everyday toolbox the way tutorials do (distributions in a VAE step, REINFORCE, a mixture
 fit, Bayesian regression, a flow; checkpoints resumed with ``torch.load``; whole-model pickles; the profiler;
 TensorBoard; pruning; ``torch.testing``; print options; ONNX export run in onnxruntime; the torch.func tutorials'
-programs: per-sample gradients, Jacobians and Hessians, neural tangent kernels, ensembling, MAML, func_*.py).  Each runs in a fresh
-process: under ember through tests/programs/_as_torch.py (``import torch`` gives ember there), under torch in a
-child forked from one process that imported torch (tests/seed_snippets/_runner.py torch-refs).  What it prints
-must agree with real torch's output line by line: the same text, and every number equal or within the program's
-tolerance.
+programs in func_*.py: per-sample gradients, Jacobians and Hessians, neural tangent kernels, ensembling, MAML).
+Each runs in a fresh process: under ember through tests/programs/_as_torch.py (``import torch`` gives ember
+there), under torch in a child forked from one process that imported torch (tests/seed_snippets/_runner.py
+torch-refs).  What it prints must agree with real torch's output line by line: the same text, and every number
+equal or within the program's tolerance.
 
 Masked before comparing: memory addresses (``0x...``) and the package's name (``ember.nn.utils.prune.L1Unstructured``
 is PyTorch's ``torch.nn.utils.prune.L1Unstructured``; ``Tensor.__module__`` is ``torch`` there).
