@@ -44,6 +44,7 @@ FUNC_PENDING = {
     "func_maml": "vmap(grad_and_value(f)): returning the value raises NeedsValues in vmap's unbatching",
     "func_jacobians_hessians": "hessian/jacfwd(jacrev) results keep a grad_fn (requires_grad) where torch's do not",
     "func_misc": "randomness='different' repeats one draw, 'error' does not refuse rand, jacrev(jacfwd(f)) is wrong",
+    "func_compose": "vmap(grad(autograd.Function)) raises; autograd.grad in vmap, requires_grad_ in grad: not as torch",
 }
 _NUM = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 
