@@ -40,11 +40,9 @@ TOL = {"gmm": 2e-6}
 # torch.func programs (func_*.py) that ember does not run as torch yet (issue 20 in progress): their torch side is
 # checked, a failing ember side is an expected failure (not strict); delete an entry when its program agrees
 FUNC_PENDING = {
-    "func_per_sample_grads": "vmap(grad_and_value(f)): returning the value raises NeedsValues in vmap's unbatching",
-    "func_maml": "vmap(grad_and_value(f)): returning the value raises NeedsValues in vmap's unbatching",
     "func_jacobians_hessians": "hessian/jacfwd(jacrev) results keep a grad_fn (requires_grad) where torch's do not",
-    "func_misc": "randomness='different' repeats one draw, 'error' does not refuse rand, jacrev(jacfwd(f)) is wrong",
-    "func_compose": "vmap(grad(autograd.Function)) raises; autograd.grad in vmap, requires_grad_ in grad: not as torch",
+    "func_misc": "jacrev(jacfwd(f)) is wrong (reverse over forward mode); jvp(grad(f))'s tangent keeps a grad_fn",
+    "func_compose": "vmap(grad(autograd.Function)) raises; requires_grad_() inside grad is not refused",
 }
 _NUM = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 
