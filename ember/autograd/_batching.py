@@ -155,26 +155,27 @@ class BatchedTensor(Tensor):
 
     __str__ = __repr__
 
+    # (NeedsValues is a RuntimeError: inside an op's wrapper it sends the op to the per-example fallback)
     def item(self):
-        raise RuntimeError(ITEM)
+        raise NeedsValues(ITEM)
 
     def tolist(self):
-        raise RuntimeError(ITEM)
+        raise NeedsValues(ITEM)
 
     def __bool__(self) -> bool:
-        raise RuntimeError(DATA_DEPENDENT)
+        raise NeedsValues(DATA_DEPENDENT)
 
     def __float__(self) -> float:
-        raise RuntimeError(ITEM)
+        raise NeedsValues(ITEM)
 
     def __int__(self) -> int:
-        raise RuntimeError(ITEM)
+        raise NeedsValues(ITEM)
 
     def __index__(self) -> int:
-        raise RuntimeError(ITEM)
+        raise NeedsValues(ITEM)
 
     def numpy(self, *, force: bool = False):
-        raise RuntimeError(DATA_DEPENDENT)
+        raise NeedsValues(DATA_DEPENDENT)
 
     @property
     def device(self):
@@ -422,6 +423,10 @@ def elementwise(call, args, bdims, params, size):
             r = a._data.ndim - (bd is not None)
             if r > rank:
                 rank = r
+    for v in params.values():   # (an unbatched array parameter broadcasts too: where's condition)
+        r = getattr(v, "ndim", 0)
+        if type(r) is int and r > rank:
+            rank = r
     new = [a if bd is None else _front_and_pad(a, bd, rank, size) for a, bd in zip(args, bdims)]
     return call(new, params), 0
 
@@ -723,6 +728,9 @@ def _stack_results(rows: list, level: int):
     """The per-example results of an op stacked into batched ones (tensors; tuples, named ones too, of them)."""
     first = rows[0]
     if isinstance(first, Tensor):
+        if any(r._data.shape != first._data.shape for r in rows):
+            # the examples' results differ in size (a boolean mask's selection): an enclosing op may still batch
+            raise NeedsValues(DATA_DEPENDENT)
         return wrap(_primitive.graph_ns.stack(rows, 0), 0, level)
     if isinstance(first, tuple):
         made = [_stack_results([r[i] for r in rows], level) for i in range(len(first))]
