@@ -105,7 +105,8 @@ print(noise[0])
 # nested vmap: a pairwise distance matrix without broadcasting by hand
 a = torch.randn(3, 2, dtype=dd)
 b = torch.randn(4, 2, dtype=dd)
-dist = vmap(vmap(lambda p, q: (p - q).norm(), in_dims=(None, 0)), in_dims=(0, None))(a, b)
+dist = torch.vmap(torch.vmap(lambda p, q: (p - q).norm(), in_dims=(None, 0)), in_dims=(0, None))(a, b)
+print("torch.vmap is torch.func.vmap:", torch.vmap is vmap)
 print("pairwise", tuple(dist.shape), torch.allclose(dist, torch.cdist(a, b)))
 print(dist)
 
