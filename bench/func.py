@@ -45,9 +45,11 @@ import gc
 import os
 import platform
 import pstats
+import re
 import statistics
 import sys
 import time
+import warnings
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
@@ -405,10 +407,16 @@ def run_case(case: str, budget: float, max_repeats: int) -> list[dict]:
             row["ember_status"] = _describe(efn)
         else:
             try:
-                got = efn()
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    got = efn()
             except Exception as exc:   # a benchmark never fails: the row says what went wrong
                 row["ember_status"] = _describe(exc)
             else:
+                fallbacks = sorted({m.group(1) for w in caught
+                                    if (m := re.search(r"batching rule for ([\w.]+)", str(w.message)))})
+                if fallbacks:   # ops vmap ran by its loop-over-the-batch fallback (PyTorch's warning)
+                    row["note"] = "fallback: " + ", ".join(fallbacks)
                 fns["ember"] = efn
                 if want is not None:
                     row["check"] = compare(got, want)
@@ -416,7 +424,10 @@ def run_case(case: str, budget: float, max_repeats: int) -> list[dict]:
             fns["torch"] = tfn
         if fns:
             try:
-                for lib, (ms, n) in measure(fns, budget, max_repeats).items():
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", UserWarning)
+                    timed = measure(fns, budget, max_repeats)
+                for lib, (ms, n) in timed.items():
                     row[lib] = ms
                     row["n"] = n
             except Exception as exc:
@@ -425,7 +436,7 @@ def run_case(case: str, budget: float, max_repeats: int) -> list[dict]:
         rows.append(row)
         sys.stdout.flush()
         print(f"  {case} {method}: ember {fmt(row['ember'], row.get('ember_status'))}, torch {fmt(row['torch'])}"
-              f", check {row['check']}", file=sys.stderr)
+              f", check {row['check']}" + (f" ({row['note']})" if row["note"] else ""), file=sys.stderr)
     if case in NUMPY:
         name, build = NUMPY[case]
         fn = build()
