@@ -414,7 +414,7 @@ def run_case(case: str, budget: float, max_repeats: int) -> list[dict]:
                 row["ember_status"] = _describe(exc)
             else:
                 fallbacks = sorted({m.group(1) for w in caught
-                                    if (m := re.search(r"batching rule for ([\w.]+)", str(w.message)))})
+                                    if (m := re.search(r"batching rule for ([\w.]*\w)", str(w.message)))})
                 if fallbacks:   # ops vmap ran by its loop-over-the-batch fallback (PyTorch's warning)
                     row["note"] = "fallback: " + ", ".join(fallbacks)
                 fns["ember"] = efn
