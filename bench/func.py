@@ -521,23 +521,36 @@ def print_tables(rows: list[dict], markdown: bool, threads: int, quick: bool) ->
 
 def profile(spec: str) -> None:
     """cProfile of ember's side of one row: 3 calls after a warm-up, top functions by cumulative and own
-    time."""
+    time. The cyclic GC is off while profiling: otherwise its pauses are charged to whichever function
+    happened to allocate (``str.join``, ``_record``), and the profiler's own objects make them more frequent;
+    the unprofiled times with the GC on and off are printed first, to show what the GC costs."""
     case, _, method = spec.partition(":")
     fn = BUILDERS[case](ember).get(method) if case in BUILDERS else None
     if fn is None or isinstance(fn, Exception):
         raise SystemExit(f"--profile {spec}: " + (_describe(fn) if isinstance(fn, Exception) else
                                                   f"no such row (cases {CASES}; methods of {case}: "
                                                   f"{list(BUILDERS[case](ember)) if case in BUILDERS else '-'})"))
+    warnings.simplefilter("ignore", UserWarning)
     fn()
     n = 3
+    for gc_on in (True, False):
+        (gc.enable if gc_on else gc.disable)()
+        ts = []
+        for _ in range(7):
+            t0 = time.perf_counter()
+            fn()
+            ts.append(time.perf_counter() - t0)
+        print(f"unprofiled, GC {'on' if gc_on else 'off'}: {statistics.median(ts) * 1e3:.2f} ms per call (median of 7)")
+    gc.collect()
     prof = cProfile.Profile()
     t0 = time.perf_counter()
     prof.enable()
     for _ in range(n):
         fn()
     prof.disable()
+    gc.enable()
     print(f"== cProfile of {n} calls of ember's {case}:{method} ({(time.perf_counter() - t0) / n * 1e3:.1f} ms "
-          "per call under the profiler)")
+          "per call under the profiler, GC off)")
     pstats.Stats(prof).sort_stats("cumulative").print_stats(30)
     pstats.Stats(prof).sort_stats("tottime").print_stats(25)
 
