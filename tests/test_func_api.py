@@ -171,6 +171,7 @@ def _f2(a, b):
 
 
 value("grad-basic", lambda L: L.func.grad(lambda a: (a.sin() * a).sum())(x3(L)))
+value("grad-identity-0d", lambda L: L.func.grad(lambda a: a)(s0(L)))
 value("grad-0d", lambda L: L.func.grad(lambda a: a ** 3 * a.exp())(s0(L)))
 value("grad-matrix", lambda L: L.func.grad(lambda m: (m.tanh() @ x3(L)).prod())(mat(L)))
 value("grad-argnums-int", lambda L: L.func.grad(_f2, argnums=1)(x3(L), y3(L)))
@@ -240,6 +241,8 @@ raises("grad-pytree-with-int-leaf", lambda L: L.func.grad(lambda d: (d["a"] * 2)
 raises("grad-has_aux-not-a-tuple", lambda L: L.func.grad(lambda a: a.sum(), has_aux=True)(x3(L)))
 raises("grad-has_aux-three-outputs", lambda L: L.func.grad(lambda a: (a.sum(), a, a), has_aux=True)(x3(L)))
 raises("grad-has_aux-non-tensor-aux", lambda L: L.func.grad(lambda a: (a.sum(), [a, 1]), has_aux=True)(x3(L)))
+raises("grad-has_aux-None-aux", lambda L: L.func.grad(lambda a: (a.sum(), None), has_aux=True)(x3(L)))
+raises("grad-has_aux-float-aux", lambda L: L.func.grad(lambda a: (a.sum(), 1.5), has_aux=True)(x3(L)))
 raises("grad-has_aux-non-scalar", lambda L: L.func.grad(lambda a: (a, a), has_aux=True)(x3(L)))
 raises("grad-backward-inside", lambda L: L.func.grad(lambda a: (a.sum().backward(), a.sum())[1])(x3(L)))
 raises("grad_and_value-non-scalar", lambda L: L.func.grad_and_value(lambda a: a.exp())(x3(L)))
@@ -289,6 +292,8 @@ raises("vjp-cotangent-structure-single-vs-tuple", lambda L: _vjp(L, lambda a: (a
 raises("vjp-cotangent-list-vs-tuple", lambda L: _vjp(L, lambda a: (a, a * 2), (x3(L),), [y3(L), y3(L)]))
 raises("vjp-cotangent-dict-keys", lambda L: _vjp(L, lambda a: {"a": a, "b": a * 2}, (x3(L),),
                                                  {"a": y3(L), "c": y3(L)}))
+raises("vjp-cotangent-tuple-for-single-output", lambda L: _vjp(L, L.sin, (x3(L),), (y3(L),)))
+raises("vjp-cotangent-None", lambda L: _vjp(L, L.sin, (x3(L),), None))
 raises("vjp-cotangent-shape", lambda L: _vjp(L, L.sin, (x3(L),), y2(L)))
 raises("vjp-cotangent-not-a-tensor", lambda L: _vjp(L, L.sin, (x3(L),), 3.0))
 raises("vjp-output-not-a-tensor", lambda L: L.func.vjp(lambda a: 3.0, x3(L)))
@@ -476,6 +481,26 @@ def _chunks_agree(L):
 
 value("vmap-chunk_size-equal-bits", _chunks_agree)
 
+
+def _vmap_identity(L):
+    b = batch(L)
+    return L.func.vmap(lambda a: a)(b) is b
+
+
+def _vmap_view_aliases(L):
+    b = batch(L)
+    out = L.func.vmap(lambda a: a[1:])(b)
+    out.mul_(10)   # the result is a view of the input's storage: the write shows in the input
+    return out, b
+
+
+value("vmap-identity-returns-the-input", _vmap_identity)
+value("vmap-view-result-aliases-input", _vmap_view_aliases)
+value("vmap-None-input-in_dims-None", lambda L: L.func.vmap(lambda a, n: a * 2, in_dims=(0, None))(batch(L), None))
+value("vmap-batched-index", lambda L: L.func.vmap(lambda a, i: a[i])(batch(L), L.tensor([0, 2])))
+value("vmap-where", lambda L: L.func.vmap(lambda a: L.where(a > 0, a, -a * 2))(batch(L)))
+value("vmap-inplace-on-view-of-clone", lambda L: L.func.vmap(lambda a: a.clone()[1:].mul_(3))(batch(L)))
+
 # ----- vmap errors ------------------------------------------------------------------------------------------------
 raises("vmap-size-mismatch", lambda L: L.func.vmap(L.add)(batch(L), L.ones(3, 3, dtype=L.float64)))
 raises("vmap-size-mismatch-three", lambda L: L.func.vmap(lambda a, b, c: a)(batch(L), L.ones(3, 3), L.ones(2)))
@@ -497,6 +522,8 @@ raises("vmap-in_dims-tuple-for-list", lambda L: L.func.vmap(lambda t: t[0], in_d
 raises("vmap-in_dims-all-None", lambda L: L.func.vmap(L.add, in_dims=(None, None))(batch(L), batch(L)))
 raises("vmap-in_dims-int-for-python-number", lambda L: L.func.vmap(lambda a, b: a * b, in_dims=(0, 0))(
     batch(L), 3.0))
+raises("vmap-None-input-in_dims-0", lambda L: L.func.vmap(lambda a, n: a * 2)(batch(L), None))
+raises("vmap-size-mismatch-empty-batch", lambda L: L.func.vmap(L.add)(L.ones(0, 3), L.ones(1, 3)))
 raises("vmap-no-tensor-input", lambda L: L.func.vmap(lambda a: a)(3.0))
 raises("vmap-no-inputs", lambda L: L.func.vmap(lambda: x3(L))())
 raises("vmap-out_dims-out-of-range", lambda L: L.func.vmap(L.sin, out_dims=3)(batch(L)))
@@ -605,6 +632,40 @@ raises("vmap-randomness-different-inplace-on-unbatched", lambda L: _vmap_random(
 raises("vmap-randomness-error-bernoulli", lambda L: _vmap_random(L, lambda L, a: L.bernoulli(a.abs() / 2), "error"))
 raises("vmap-randomness-unknown", lambda L: L.func.vmap(L.sin, randomness="foo")(batch(L)))
 
+
+@pytest.mark.parametrize("L", [torch, pytest.param(ember, marks=CORE)], ids=["torch", "ember"])
+def test_randomness_draws_like_torch(L):
+    """What torch 2.13 draws under vmap's randomness modes, stated as equalities with plain draws from the same seed
+    (including where the generator is left): 'same' draws once for the whole batch; 'different' draws as one
+    call with the batch's shape (randn, rand_like, randint) or once per sample (randperm), chunked or not."""
+    b = L.zeros(4, 3, dtype=L.float64)
+
+    def drawn(f):
+        L.manual_seed(0)
+        out = f()
+        return out, L.rand(2, dtype=L.float64)
+
+    def agree(u, v):
+        return all(bool(L.equal(p, q)) for p, q in zip(u, v))
+
+    def vm(op, mode, chunk_size=None):
+        return lambda: L.func.vmap(op, randomness=mode, chunk_size=chunk_size)(b)
+
+    one = drawn(lambda: L.randn(3, dtype=L.float64))
+    whole = drawn(lambda: L.randn(4, 3, dtype=L.float64))
+    for cs in (None, 1, 3):
+        same = drawn(vm(lambda a: L.randn(3, dtype=L.float64), "same", cs))
+        assert agree(same, (one[0].expand(4, 3), one[1])), cs
+        different = drawn(vm(lambda a: L.randn(3, dtype=L.float64), "different", cs))
+        assert agree(different, whole), cs
+    assert agree(drawn(vm(lambda a: a + L.rand_like(a), "different")), drawn(lambda: L.rand(4, 3, dtype=L.float64)))
+    assert agree(drawn(vm(lambda a: L.randint(0, 100, (3,)), "different")),
+                 drawn(lambda: L.randint(0, 100, (4, 3))))
+    assert agree(drawn(vm(lambda a: L.randperm(5), "different")),
+                 drawn(lambda: L.stack([L.randperm(5) for _ in range(4)])))
+    mask = drawn(vm(lambda a: L.nn.functional.dropout(a + 1, 0.5), "same"))[0]
+    assert bool((mask == mask[0]).all()) and bool((mask == 0).any()) and bool((mask == 2).any())
+
 # ================================================================================================================
 # nested transforms
 # ================================================================================================================
@@ -641,6 +702,12 @@ value("vmap(jvp)-jacobian", lambda L: L.func.vmap(lambda t: L.func.jvp(lambda a:
                                                                        (t,))[1])(L.eye(3, dtype=L.float64)))
 value("vmap(vjp)-jacobian", lambda L: L.func.vmap(L.func.vjp(lambda a: a.sin() * a.sum(), x3(L))[1])(
     L.eye(3, dtype=L.float64)))
+value("vmap(grad)-argnums", lambda L: L.func.vmap(L.func.grad(lambda a, b: (a * b.exp()).sum(), argnums=1))(
+    batch(L), batch(L) + 1))
+value("vmap(jvp)-out_dims", lambda L: L.func.vmap(lambda p, t: L.func.jvp(L.sin, (p,), (t,)), out_dims=(0, 1))(
+    batch(L), batch(L) * 2))
+value("jvp(vmap)", lambda L: L.func.jvp(L.func.vmap(lambda a: a.sin() * a.sum()), (batch(L),), (batch(L) + 1,)))
+raises("vmap(grad)-non-scalar", lambda L: L.func.vmap(L.func.grad(lambda a: a * 2))(batch(L)))
 value("vmap(jacrev)", lambda L: L.func.vmap(L.func.jacrev(lambda a: a.sin() * a.sum()))(batch(L)))
 value("vmap(hessian)", lambda L: L.func.vmap(L.func.hessian(lambda a: (a ** 3).sum() * a[0]))(batch(L)))
 value("jvp(grad)-hvp", lambda L: L.func.jvp(L.func.grad(lambda a: (a.sin() * a ** 2).sum()), (x3(L),), (y3(L),)))
