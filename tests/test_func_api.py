@@ -150,7 +150,9 @@ def check(name: str) -> None:
     rt, re_ = _run(fn, torch), _run(fn, ember)
     if kind == "raises":
         assert rt[0] == "err", f"(test bug) torch returned {rt[1]!r}"
-    if rt[0] == "ok":
+    else:
+        assert rt[0] == "ok", f"(test bug) torch raised {rt[1].__name__}: {rt[2]}"
+    if kind == "value":
         assert re_[0] == "ok", f"valid call refused: ember raised {re_[1].__name__}: {re_[2]}"
         _same(rt[1], re_[1], "result", exact=bool(detail))
         return
@@ -590,6 +592,57 @@ def _backward_through_vmap(L):
 
 value("vmap-autograd.grad-outside", _autograd_through_vmap)
 value("vmap-backward-outside", _backward_through_vmap)
+
+# ----- grad modes and autograd inside the transforms ----------------------------------------------------------------
+
+
+def _no_grad_part(L):
+    def f(a):
+        with L.no_grad():
+            c = a ** 2
+        return (a - c).sum()
+    return f
+
+
+def _enable_inside_no_grad(L):
+    def f(a):
+        with L.no_grad():
+            with L.enable_grad():
+                c = a ** 2
+        return c.sum()
+    return L.func.grad(f)(x3(L))
+
+
+def _grad_under_no_grad(L):
+    w = x3(L).requires_grad_()
+    with L.no_grad():
+        return L.func.grad(lambda a: (a ** 2 * w).sum())(x3(L)), L.func.vmap(lambda a: a * w)(batch(L))
+
+
+def _autograd_grad_of_captured_in_grad(L):
+    w = y3(L).requires_grad_()
+    return L.func.grad(lambda a: L.autograd.grad((a * w).sum() ** 2, w, create_graph=True)[0].sum())(x3(L))
+
+
+value("grad-no_grad-inside-is-a-constant", lambda L: L.func.grad(_no_grad_part(L))(x3(L)))
+value("jacrev-no_grad-inside", lambda L: L.func.jacrev(_no_grad_part(L))(x3(L)))
+value("vjp-no_grad-inside", lambda L: _vjp(L, _no_grad_part(L), (x3(L),), s0(L)))
+value("jvp-ignores-no_grad-inside", lambda L: L.func.jvp(_no_grad_part(L), (x3(L),), (y3(L),)))
+value("grad-enable_grad-inside-no_grad", _enable_inside_no_grad)
+value("grad-and-vmap-under-no_grad", _grad_under_no_grad)
+value("grad-set_grad_enabled-False-inside", lambda L: L.func.grad(
+    lambda a: (L.set_grad_enabled(False), (a ** 2).sum())[1])(x3(L)))
+value("grad-detach-inside", lambda L: L.func.grad(lambda a: (a * a.detach()).sum())(x3(L)))
+value("grad-data-inside", lambda L: L.func.grad(lambda a: (a.data * a).sum())(x3(L)))
+value("grad-is_grad_enabled-and-requires_grad-inside", lambda L: L.func.grad(
+    lambda a: (a * float(L.is_grad_enabled()) * float(a.requires_grad) * float((a * 2).grad_fn is not None)).sum())(
+    x3(L)))
+value("vmap-requires_grad-inside", lambda L: L.func.vmap(lambda a: a * float(a.requires_grad))(batch(L)))
+value("vmap-requires_grad-inside-of-input-requiring-grad", lambda L: L.func.vmap(
+    lambda a: a * float(a.requires_grad))(batch(L).requires_grad_()))
+raises("grad-autograd.grad-of-captured-inside", _autograd_grad_of_captured_in_grad)
+raises("grad-autograd.functional-inside", lambda L: L.func.grad(
+    lambda a: L.autograd.functional.jacobian(L.sin, a).sum())(x3(L)))
 
 # ----- vmap randomness ----------------------------------------------------------------------------------------------
 RANDOM_OPS: dict[str, Callable] = {
