@@ -84,7 +84,7 @@ class Primitive:
     """One differentiable op: forward, per-input VJP and JVP rules, and what backward must save."""
 
     __slots__ = ("name", "node_cls", "forward", "vjps", "jvps", "jvp_kind", "saves", "saves_out", "is_view",
-                 "promote", "edge_pos", "saved_names", "param_names", "batch", "_when", "cx", "cx_in")
+                 "promote", "edge_pos", "saved_names", "param_names", "batch", "_when", "cx", "cx_in", "vmap")
 
     def __init__(self, name, node_name, forward, vjp, jvp=None, saves=(), saves_out=False, is_view=False,
                  promote=None, scalar_args=(), saved_names=None):
@@ -132,6 +132,9 @@ class Primitive:
         # complex output) makes a node complex
         self.cx = None
         self.cx_in = False
+        # vmap's batching rule (autograd/_batching.py, declared by the op families with ``batching``); None: the
+        # primitive runs once per example, with PyTorch's performance warning
+        self.vmap = None
 
     def __repr__(self) -> str:
         return f"<primitive {self.name}>"

@@ -48,6 +48,10 @@ for _name, _fn in METHODS.items():
 for _name, _fn in GRAPH.items():
     setattr(graph_ns, _name, _fn)
 
+from ..autograd import _batching   # noqa: E402
+from ._registry import SUBMODULES   # noqa: E402
+_batching.PUBLIC_TABLES[:] = [EXPORTS, METHODS, *SUBMODULES.values()]
+
 FAMILIES = (E, R, S, I, *L.MODULES, O, NA, NL, NN, NC, NPo, NP, NRs, NG, CX, St, FT)
 # The op table's primitives: every one declared by the families (the random fills make theirs on first use).
 DECLARED = tuple(_primitive.PRIMITIVES)

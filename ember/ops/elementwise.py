@@ -27,6 +27,9 @@ from ..autograd._primitive import (
     fast_operator,
     fast_unary)
 from ._registry import graph, graph_raw, method, register
+from ..autograd import _batching
+from ..autograd._primitive import PRIMITIVES as _PRIMITIVES
+_FIRST_PRIM = len(_PRIMITIVES)   # (vmap: every primitive this family declares is elementwise; see the end)
 from ._schema import schema
 from .._util import (F8_CHARS, SHELL_CHARS, bf16_in_float32, check_tensor, compute_dtype, promote, refuse_shell,
                      return_type, scalar_or_tensor, shell_chars)
@@ -2405,3 +2408,9 @@ def _dirichlet_grad(x: Tensor, alpha: Tensor, total: Tensor) -> Tensor:
     if x.dtype not in (D.float32, D.float64):
         raise NotImplementedError(f"\"_dirichlet_grad_cpu\" not implemented for '{D.type_word(x.dtype.np)}'")
     return apply(dirichlet_grad_p, (x, alpha, total))
+
+
+# ----- vmap -------------------------------------------------------------------------------------------------
+# Every primitive of this family is elementwise: its inputs broadcast together, so a batched input gets its batch
+# dim first and the batch broadcasts over the unbatched ones.
+_batching.batching("elementwise", *_PRIMITIVES[_FIRST_PRIM:])

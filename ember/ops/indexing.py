@@ -25,6 +25,7 @@ from .._tensor import Tensor, make, wrap_dim
 from ..autograd.graph import node_class
 from ..autograd._primitive import PrimNode, _state, apply, apply_saving, broadcast_error, defprim, fwd_state
 from ._registry import graph, register
+from ..autograd import _batching
 from .elementwise import is_array_scalar, is_real, scalar_value
 from .shape import _broadcast_shape
 from .._util import F8_CHARS, check_bool, check_tensor, dtype_word, refuse_shell, scalar_or_tensor
@@ -1174,3 +1175,36 @@ def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) 
 def put_(self: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
     """In-place ``put``."""
     return _put(self, index, source, accumulate, True, "put_")
+
+
+# ----- vmap -------------------------------------------------------------------------------------------------
+
+def _getitem_rule(call, args, bdims, params, size):
+    """A basic index (ints, slices, None, Ellipsis) of each example: the batch dim first, kept by a leading ':'."""
+    x = _batching._moved(args[0], bdims[0])
+    return call([x], {"index": (slice(None),) + tuple(params["index"])}), 0
+
+
+def _index_rule(call, args, bdims, params, size):
+    """An advanced index (a basic step, then integer arrays): a leading ':' in each step. NumPy puts the
+    broadcast dims of non-adjacent index arrays first, and the batch dim after them."""
+    x = _batching._moved(args[0], bdims[0])
+    steps = params["index"]
+    if type(steps) is not tuple or not all(type(st) is tuple for st in steps):
+        return _batching.loop(call, args, bdims, params, size)
+    arrays = [i for st in steps for i in st if hasattr(i, "dtype")]
+    if any(a.dtype.kind == "b" for a in arrays):
+        return _batching.loop(call, args, bdims, params, size)
+    out_bdim = 0
+    new_steps = []
+    for st in steps:
+        pos = [k for k, i in enumerate(st) if hasattr(i, "dtype")]
+        if pos and pos != list(range(pos[0], pos[0] + len(pos))):   # separated arrays: NumPy moves their dims
+            out_bdim = max(a.ndim for a in (st[k] for k in pos))
+        new_steps.append((slice(None),) + st)
+    return call([x], {"index": tuple(new_steps)}), out_bdim
+
+
+_batching.batching(_getitem_rule, getitem_view_p)
+_batching.batching(_index_rule, getitem_p)
+_batching.batching("elementwise", fill_p)

@@ -19,6 +19,8 @@ from .._tensor import Tensor, make, wrap_dim
 from ..autograd.graph import node_class
 from ..autograd._primitive import PrimNode, apply, apply_saving, batch_rule, broadcast_error, defprim
 from ._registry import SUBMODULES, graph, register
+from ..autograd import _batching
+from ..autograd._primitive import PRIMITIVES as _PRIMS
 from ._schema import method_variant, schema
 from .elementwise import _made, div_scalar_p, is_int, is_real, mul_scalar_p
 from .._util import check_tensor, dtype_word, normalize_dims, reduced_shape, refuse_shell, return_type, scalar_or_tensor
@@ -1643,3 +1645,16 @@ def segment_reduce(data: Tensor, reduce: str, *, lengths: Tensor | None = None, 
     return apply_saving(segment_reduce_p, (data,), {"reduce": reduce, "lengths": given[0],
                                                     "offsets": given[1], "axis": axis, "unsafe": bool(unsafe),
                                                     "initial": init}, None, (seg,))
+
+
+# ----- vmap -------------------------------------------------------------------------------------------------
+_batching.by_name(_batching.dims_rule("dims"), "sum", "mean", "nansum", "std", "var", "vector_norm", "logsumexp",
+                  "amax", "amin")
+_batching.by_name(_batching.dims_rule("dim"), "cumsum", "cumprod", "logcumsumexp", "reverse_dim")
+_batching.batching(_batching.flatten_rule("dim"), prod_p)
+_batching.by_name("leading", "cdist")
+_batching.batching("fallback", max_all_p, min_all_p, dist_p, why="a reduction over every dim with no dim parameter")
+_batching.by_name("fallback", "gather", "put_along_dim_zeros", "scatter_add", "segment_reduce",
+                  "segment_reduce_backward", why="an index array in its parameters")
+_batching.batching("fallback", *[p for p in _PRIMS if p.name == "max" and p is not max_all_p],
+                   why="an index array in its parameters")

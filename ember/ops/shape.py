@@ -24,6 +24,7 @@ from ..autograd import grad_mode as _gm
 from ..autograd.graph import NODE_OBSERVERS, Node, _seq, node_class
 from ..autograd._primitive import PrimNode, apply, batch_rule, defprim, graph_ns, install_saved_attrs
 from ._registry import graph, method, register
+from ..autograd import _batching
 from ._schema import schema
 from .elementwise import is_int as _is_int
 from ..autograd._views import apply_inplace, check_inplace, relayout
@@ -1767,3 +1768,55 @@ def unravel_index(indices: Tensor, shape) -> tuple:
     res = indices.unsqueeze(-1).floor_divide(C.tensor(coefs, dtype=D.int64, device=indices.device)) \
         % C.tensor(list(shape), dtype=D.int64, device=indices.device)
     return unbind(res, -1)
+
+
+# ----- vmap -------------------------------------------------------------------------------------------------
+
+def _permute_rule(call, args, bdims, params, size):
+    x = _batching._moved(args[0], bdims[0])
+    return call([x], {"dims": (0,) + tuple(d + 1 for d in params["dims"])}), 0
+
+
+def _repeat_rule(call, args, bdims, params, size):
+    sizes = tuple(params["sizes"])
+    x = _batching._front_and_pad(args[0], bdims[0], len(sizes), size)
+    return call([x], {"sizes": (1,) + sizes}), 0
+
+
+def _list_dim_rule(extra: int):
+    """cat (extra=0) and stack (extra=1): _run gave every member its batch dim first; ``dim`` shifts by one."""
+    def rule(call, args, bdims, params, size):
+        nd = args[0][0]._data.ndim - 1 + extra
+        d = params["dim"]
+        new = dict(params)
+        new["dim"] = (d % nd if nd else 0) + 1 if d < 0 else d + 1
+        return call(args, new), 0
+    return rule
+
+
+_roll_dims = _batching.dims_rule("dims")
+
+
+def _roll_rule(call, args, bdims, params, size):
+    if not params.get("dims"):   # a roll of the flattened example: one call per example
+        return _batching.loop(call, args, bdims, params, size)
+    return _roll_dims(call, args, bdims, params, size)
+
+
+_batching.batching(_batching.shape_rule("shape"), reshape_p)
+_batching.batching(_batching.shape_rule("shape", pad=True), expand_p)
+_batching.batching(_permute_rule, permute_p)
+_batching.batching(_repeat_rule, repeat_p)
+_batching.batching(_batching.dims_rule("dim"), slice_p, select_p)
+_batching.batching(_batching.dims_rule("dim1", "dim2"), diagonal_p, diagonal_copy_p)
+_batching.batching(_batching.dims_rule("dimension"), unfold_p)
+_batching.batching(_batching.dims_rule("dims"), flip_p, rot90_p)
+_batching.batching(_roll_rule, roll_p)
+_batching.batching("leading", tril_p, triu_p)
+_batching.batching("elementwise", clone_p, cast_p)
+_batching.batching(_list_dim_rule(0), cat_p)
+_batching.batching(_list_dim_rule(1), stack_p)
+_batching.batching("fallback", trace_p, why="a reduction over every dim with no dim parameter")
+_batching.batching("fallback", slice_scatter_p, select_scatter_p, diag_embed_p, unfold_backward_p, gather_rows_p,
+                   scatter_rows_p, why="a backward helper with a shape or index parameter (ember differentiates "
+                   "the physical graph, so vmap meets it only when a program calls it directly)")

@@ -1,11 +1,12 @@
 """ember.utils: utilities built on autograd (``torch.utils``): activation checkpointing, hooks, data loading, TensorBoard
-logging (each imported on first use; tensorboard needs the optional ``tensorboard`` package)."""
+logging, pytrees (``_pytree``); each imported on first use (tensorboard needs the optional ``tensorboard`` package)."""
 import importlib
 
 __all__ = ["checkpoint", "data", "hooks"]
 
 
 def __getattr__(name: str):
-    if name in __all__ or name == "tensorboard":   # not in __all__: a star-import must not need the optional package
+    # not in __all__: a star-import must not need tensorboard (optional) nor the private _pytree
+    if name in __all__ or name in ("tensorboard", "_pytree"):
         return importlib.import_module("." + name, __name__)
     raise AttributeError(f"module 'ember.utils' has no attribute '{name}'")

@@ -8,6 +8,8 @@ public function names the node it creates.
 """
 from __future__ import annotations
 
+from ...autograd import _batching
+
 import math
 import numbers
 import warnings
@@ -1095,3 +1097,86 @@ def _matmul_batched(rule, other):
 
 
 batch_rule(matmul_p, (_matmul_batched(_matmul_grad_a, 1), _matmul_batched(_matmul_grad_b, 0)))
+
+
+# ----- vmap -------------------------------------------------------------------------------------------------
+
+def _matmul_rule(call, args, bdims, params, size):
+    """matmul of batched operands: vectors become matrices where the batch would be mistaken for a matrix dim,
+    matrices get the batch first and size-1 dims up to the other operand's rank (so the batches broadcast)."""
+    a, b = args
+    ba, bb = bdims
+    ra = a._data.ndim - (ba is not None)
+    rb = b._data.ndim - (bb is not None)
+    A = a if ba is None else _batching._moved(a, ba)
+    Bm = b if bb is None else _batching._moved(b, bb)
+    if ra == 1 and rb == 1:   # a dot product of each example
+        return (A * Bm).sum(-1), 0
+    if ra == 1:   # vector @ matrix(es): a batched vector becomes a row (1, n), padded to b's rank
+        if ba is None:
+            return call([A, Bm]), 0
+        A = A.reshape((size,) + (1,) * (rb - 1) + (A._data.shape[-1],))
+        return call([A, Bm]).squeeze(-2), 0
+    if rb == 1:   # matrix(es) @ vector: a batched vector becomes a column (n, 1), padded to a's rank
+        if bb is None:
+            return call([A, Bm]), 0
+        Bm = Bm.reshape((size,) + (1,) * (ra - 2) + (Bm._data.shape[-1], 1))
+        return call([A, Bm]).squeeze(-1), 0
+    rank = max(ra, rb)
+    if ba is not None:
+        A = _batching._front_and_pad(A, 0, rank, size)
+    if bb is not None:
+        Bm = _batching._front_and_pad(Bm, 0, rank, size)
+    return call([A, Bm]), 0
+
+
+def _free_letter(eq: str) -> str:
+    return next(ch for ch in "ZYXWVUTSRQPONMLKJIHGFEDCBA" if ch not in eq)
+
+
+def _addprod_rule(call, args, bdims, params, size):
+    """beta * c + alpha * einsum(eq, a, b) (addmm, addmv, addr, baddbmm, addbmm): with only the matrix a batched
+    (a linear layer over a batch of inputs), the batch joins a's rows, one product; else each batched operand
+    (and the result) gets a batch letter in the equation."""
+    c, a, b = args
+    bc, ba, bb = bdims
+    eq = params["eq"]
+    ins, out = eq.split("->")
+    sa, sb = ins.split(",")
+    if eq == "ij,jk->ik" and bb is None and ba is not None:
+        A = _batching._moved(a, ba)
+        rows = A._data.shape[1]
+        A = A.reshape((size * rows,) + tuple(A._data.shape[2:]))
+        C = c
+        if bc is not None:   # each example's c broadcast to its rows
+            C = _batching._front_and_pad(c, bc, 2, size)
+            C = C.expand((size, rows, b._data.shape[-1])).reshape((size * rows, b._data.shape[-1]))
+        r = call([C, A, b])
+        return r.reshape((size, rows) + tuple(r._data.shape[1:])), 0
+    z = _free_letter(eq)
+    A = a if ba is None else _batching._moved(a, ba)
+    Bm = b if bb is None else _batching._moved(b, bb)
+    new_eq = f"{z + sa if ba is not None else sa},{z + sb if bb is not None else sb}->{z + out}"
+    C = c
+    if bc is not None:
+        C = _batching._front_and_pad(c, bc, len(out), size)
+    new = dict(params)
+    new["eq"] = new_eq
+    return call([C, A, Bm], new), 0
+
+
+def _cross_rule(call, args, bdims, params, size):
+    rank = max(a._data.ndim - (bd is not None) for a, bd in zip(args, bdims))
+    d = params["dim"]
+    new = dict(params)
+    new["dim"] = (d % rank) + 1 if d < 0 else d + 1
+    xs = [a.unsqueeze(0).expand((size,) + tuple(a._data.shape)) if bd is None
+          else _batching._front_and_pad(a, bd, rank, size) for a, bd in zip(args, bdims)]
+    return call(xs, new), 0
+
+
+_batching.batching(_matmul_rule, matmul_p)
+_batching.batching(_addprod_rule, addprod_p)
+_batching.batching(_cross_rule, cross_p)
+_batching.batching("leading", matrix_exp_p)
+_batching.batching("fallback", eye_of_p, why="a helper of linalg's backward rules")

@@ -6,7 +6,7 @@ import contextlib
 from collections.abc import Sequence
 from typing import Any
 
-from ._tensor import Tensor
+from .._tensor import Tensor
 
 __all__ = ["functional_call", "stack_module_state"]
 
@@ -115,7 +115,7 @@ def functional_call(module, parameter_and_buffer_dicts, args: Any = None, kwargs
 
 def stack_module_state(models) -> tuple[dict[str, Any], dict[str, Any]]:
     """The parameters and buffers of same-class models stacked along a new first dim (for vmap-style use)."""
-    from .ops.public import stack
+    from ..ops.public import stack
     if len(models) == 0:
         raise RuntimeError("stack_module_state: Expected at least one model, got 0.")
     if not (all(m.training for m in models) or all(not m.training for m in models)):

@@ -1,0 +1,756 @@
+"""vmap's machinery: batched tensors, levels, and the batching rule of each primitive.
+
+Inside ``vmap`` a tensor mapped over is a ``BatchedTensor``: a Tensor whose ``_data`` is a ``Logical`` (the
+per-example shape and dtype, no values) and which holds the physical tensor (``_phys``, with the batch dimension
+at ``_bdim``) and the ``_level`` of the vmap that made it. Nested vmaps nest wrappers: the physical tensor of a
+level-3 BatchedTensor may be a level-2 one (JAX's tracers, functorch's BatchedTensor).
+
+While any vmap runs, ``apply`` (the one place every primitive runs, autograd/_primitive.py) is swapped for
+``_run``: a primitive with a BatchedTensor input runs its batching rule on the physical tensors of the highest
+level among its inputs, and the result is wrapped at that level. The rule calls ``apply`` again on the physical
+tensors, so lower levels batch in turn, and the physical call is recorded by autograd as any op: there is one
+autograd graph, on physical tensors, and the transforms of ember.func differentiate on it (see ember/func).
+
+Rules are declared with the primitives (``batching``, called by the op families): by kind where they can be
+("elementwise": inputs broadcast together; "dims": a parameter names dimensions to shift; "leading": the op maps
+over leading dimensions as it is), by hand where not. A primitive on the explicit ``FALLBACK`` list (or any op
+whose Python wrapper needs values, e.g. to compute indices) runs once per example and warns, as PyTorch's
+fallback. Nothing here costs anything outside vmap: the swaps happen when the first vmap level opens.
+"""
+from __future__ import annotations
+
+import types
+import warnings
+
+from .._device import NAMESPACES
+from .._tensor import Tensor, _new
+from . import _primitive, _views
+from . import grad_mode as _gm
+from ._primitive import KEEP_DTYPE, Primitive
+
+# ----- what a batched tensor's _data is ----------------------------------------------------------------------
+
+DATA_DEPENDENT = ("vmap: It looks like you're attempting to use a Tensor in some data-dependent control flow. We "
+                  "don't support that yet, please file an issue at https://github.com/pytorch/pytorch/issues .")
+ITEM = ("vmap: It looks like you're calling .item() on a Tensor. We don't support vmap over calling .item() on a "
+        "Tensor, please try to rewrite what you're doing with other operations. If error is occurring somewhere "
+        "inside PyTorch internals, please file a bug report.")
+
+
+class NeedsValues(RuntimeError):
+    """Code read the values of a batched tensor's ``_data`` (which has none). Inside a public op this sends the
+    op to the per-example fallback; anywhere else it reaches the user as PyTorch's data-dependent error."""
+
+
+class _Flags:
+    __slots__ = ()
+    c_contiguous = True
+    f_contiguous = False
+    writeable = True
+
+    def __getitem__(self, key):
+        return getattr(self, key.lower())
+
+
+_FLAGS = _Flags()
+
+
+class Logical:
+    """A batched tensor's ``_data``: the per-example ``shape`` and ``dtype``, no values. What ember's op wrappers
+    read of an array's metadata works; anything that needs values raises ``NeedsValues``."""
+
+    __slots__ = ("shape", "dtype")
+    flags = _FLAGS
+
+    def __init__(self, shape: tuple, dtype) -> None:
+        self.shape = shape
+        self.dtype = dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+    @property
+    def strides(self) -> tuple:
+        st, step = [], self.dtype.itemsize
+        for n in reversed(self.shape):
+            st.insert(0, step)
+            step *= max(n, 1)
+        return tuple(st)
+
+    def __getattr__(self, name):
+        raise NeedsValues(DATA_DEPENDENT)
+
+    def _refuse(self, *args, **kwargs):
+        raise NeedsValues(DATA_DEPENDENT)
+
+    __array__ = __array_ufunc__ = __array_function__ = __getitem__ = __setitem__ = __iter__ = __len__ = _refuse
+    __bool__ = __float__ = __int__ = __index__ = __complex__ = __neg__ = __pos__ = __abs__ = __invert__ = _refuse
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _refuse
+    __pow__ = __rpow__ = __matmul__ = __rmatmul__ = __floordiv__ = __mod__ = _refuse
+    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = __and__ = __or__ = __xor__ = _refuse
+    __hash__ = object.__hash__
+
+    def __repr__(self) -> str:
+        return f"<batched: per-example shape {self.shape}, {self.dtype}>"
+
+
+class _NoValuesBackend:
+    """The 'namespace' of a Logical: a cpu device type for metadata, values nowhere."""
+
+    device_type = "cpu"
+    has_data = True
+
+    def __getattr__(self, name):
+        raise NeedsValues(DATA_DEPENDENT)
+
+
+class _NoValuesNamespace:
+    backend = _NoValuesBackend()
+
+    def __getattr__(self, name):
+        raise NeedsValues(DATA_DEPENDENT)
+
+
+NAMESPACES[Logical] = _NoValuesNamespace()
+
+
+# ----- the batched tensor ------------------------------------------------------------------------------------
+
+class BatchedTensor(Tensor):
+    """A tensor inside vmap: per-example shape, dtype and methods; its physical tensor holds every example."""
+
+    __slots__ = ("_phys", "_bdim", "_level")
+
+    def __repr__(self) -> str:
+        inner = repr(self._phys).replace("\n", "\n    ")
+        return f"BatchedTensor(lvl={self._level}, bdim={self._bdim}, value=\n    {inner}\n)"
+
+    __str__ = __repr__
+
+    def item(self):
+        raise RuntimeError(ITEM)
+
+    def tolist(self):
+        raise RuntimeError(ITEM)
+
+    def __bool__(self) -> bool:
+        raise RuntimeError(DATA_DEPENDENT)
+
+    def __float__(self) -> float:
+        raise RuntimeError(ITEM)
+
+    def __int__(self) -> int:
+        raise RuntimeError(ITEM)
+
+    def __index__(self) -> int:
+        raise RuntimeError(ITEM)
+
+    def numpy(self, *, force: bool = False):
+        raise RuntimeError(DATA_DEPENDENT)
+
+    @property
+    def device(self):
+        return self._phys.device
+
+    @property
+    def requires_grad(self) -> bool:
+        return self._phys.requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        self._phys.requires_grad = value
+        self._requires_grad = self._phys._requires_grad
+
+    def requires_grad_(self, requires_grad: bool = True):
+        self._phys.requires_grad_(requires_grad)
+        self._requires_grad = self._phys._requires_grad
+        return self
+
+    @property
+    def grad_fn(self):
+        return self._phys.grad_fn
+
+    @grad_fn.setter
+    def grad_fn(self, value) -> None:
+        if value is not None:
+            raise RuntimeError("ember: a BatchedTensor records no graph of its own (its physical tensor does)")
+
+    def data_ptr(self) -> int:
+        return self._phys.data_ptr()
+
+
+def wrap(phys: Tensor, bdim: int, level: int) -> BatchedTensor:
+    """``phys`` seen at ``level`` with its dimension ``bdim`` mapped over."""
+    t = _new(BatchedTensor)
+    d = phys._data
+    shape = d.shape
+    t._data = Logical(shape[:bdim] + shape[bdim + 1:], d.dtype)
+    t._phys = phys
+    t._bdim = bdim
+    t._level = level
+    t._requires_grad = phys._requires_grad
+    t._output_nr = 0
+    t._vc = phys._vc
+    t._base = None
+    return t
+
+
+# ----- levels --------------------------------------------------------------------------------------------
+
+class Frame:
+    """One vmap level while it runs: its level number (increasing with nesting), batch size and randomness."""
+
+    __slots__ = ("level", "size", "randomness")
+
+    def __init__(self, level: int, size: int, randomness: str) -> None:
+        self.level, self.size, self.randomness = level, size, randomness
+
+
+FRAMES: list = []       # the vmap levels running, outermost first
+_counter = [0]
+_LEVELS: dict = {}      # level -> its Frame, while it runs
+# How many differentiating transforms (grad, vjp, jvp, jacrev, ...) are running: backward() inside one is refused,
+# and a transform inside another keeps the graph of what it computes (create_graph) so the outer one can go on.
+TRANSFORMS = [0]
+BACKWARD_INSIDE = ("backward() called inside a functorch transform. This is not supported, please use "
+                   "functorch.grad or functorch.vjp instead or call backward() outside of functorch transforms.")
+
+
+def push(size: int, randomness: str) -> Frame:
+    _counter[0] += 1
+    f = Frame(_counter[0], size, randomness)
+    if not FRAMES and not TRANSFORMS[0]:
+        _install()
+    FRAMES.append(f)
+    _LEVELS[f.level] = f
+    return f
+
+
+def pop(f: Frame) -> None:
+    FRAMES.remove(f)
+    del _LEVELS[f.level]
+    if not FRAMES and not TRANSFORMS[0]:
+        _uninstall()
+
+
+def enter_transform() -> None:
+    if not FRAMES and not TRANSFORMS[0]:
+        _install()
+    TRANSFORMS[0] += 1
+
+
+def exit_transform() -> None:
+    TRANSFORMS[0] -= 1
+    if not FRAMES and not TRANSFORMS[0]:
+        _uninstall()
+
+
+def frame_of(level: int) -> Frame:
+    f = _LEVELS.get(level)
+    if f is None:
+        raise RuntimeError("vmap: a batched tensor was used outside the vmap that made it (it escaped its vmap "
+                           "through a global, a closure or a returned object); return it from the vmapped "
+                           "function instead")
+    return f
+
+
+# ----- moving between physical and logical ----------------------------------------------------------------
+
+def peel(t) -> tuple:
+    """``(chain, plain)``: the wrappers of ``t`` from the outside in, as (level, bdim), and its plain tensor."""
+    chain = []
+    while type(t) is BatchedTensor:
+        chain.append((t._level, t._bdim))
+        t = t._phys
+    return chain, t
+
+
+def rewrap(p: Tensor, chain: list):
+    """``peel``'s inverse: wrap ``p`` in ``chain``'s wrappers (outermost first in the chain)."""
+    for level, bdim in reversed(chain):
+        p = wrap(p, bdim, level)
+    return p
+
+
+def batched_at(t, level: int) -> bool:
+    while type(t) is BatchedTensor:
+        if t._level == level:
+            return True
+        if t._level < level:
+            return False
+        t = t._phys
+    return False
+
+
+def add_level(t, frame: Frame):
+    """``t`` made batched at ``frame``'s level (every example the same; an expanded view, no copy), keeping
+    its wrappers at other levels."""
+    chain, p = peel(t)
+    inner = [(lv, bd) for lv, bd in chain if lv < frame.level]
+    outer = [(lv, bd) for lv, bd in chain if lv > frame.level]
+    base = rewrap(p, inner)
+    phys = base.unsqueeze(0).expand((frame.size,) + tuple(base._data.shape))
+    return rewrap(wrap(phys, 0, frame.level), outer)
+
+
+def materialize(t, frames=None):
+    """``t`` batched at every running level (``frames``: those levels only)."""
+    for f in (FRAMES if frames is None else frames):
+        if not batched_at(t, f.level):
+            t = add_level(t, f)
+    return t
+
+
+def to_front(t, frames=None):
+    """The plain tensor of ``t`` (made batched at every level of ``frames``, default all running ones) with its
+    batch dims first, lowest level first, and those levels."""
+    t = materialize(t, frames)
+    chain, p = peel(t)
+    n = p._data.ndim
+    free = list(range(n))   # the physical dims not yet claimed by a wrapper (a wrapper's bdim indexes these)
+    order = []
+    for level, bdim in reversed(chain):   # innermost wrapper first: its bdim is a dim of p itself
+        order.append((level, free.pop(bdim)))
+    order.sort()
+    perm = [pos for _, pos in order]
+    perm += [d for d in range(n) if d not in perm]
+    if perm != list(range(n)):
+        p = p.permute(perm)
+    return p, [lv for lv, _ in order]
+
+
+def from_front(p: Tensor, levels: list):
+    """``to_front``'s inverse: ``p``'s leading dims mapped over at ``levels`` (lowest first)."""
+    for level in levels:   # the lowest level wraps innermost; then the next level's dim is dim 0 again
+        p = wrap(p, 0, level)
+    return p
+
+
+# ----- rules ----------------------------------------------------------------------------------------------
+
+FALLBACK: dict = {}   # primitive name -> why it runs example by example
+_WARNED: set = set()
+
+
+def fallback_warning(name: str) -> None:
+    warnings.warn(f"There is a performance drop because we have not yet implemented the batching rule for "
+                  f"{name}. Please file us an issue on GitHub so that we can prioritize its implementation.",
+                  UserWarning, stacklevel=4)
+
+
+def _moved(p: Tensor, bdim: int) -> Tensor:
+    """``p`` with dim ``bdim`` moved to the front."""
+    if bdim == 0:
+        return p
+    n = p._data.ndim
+    return p.permute([bdim] + [d for d in range(n) if d != bdim])
+
+
+def _front_and_pad(p: Tensor, bdim: int, rank: int, size: int) -> Tensor:
+    """A batched physical tensor with its batch dim first and its example padded with size-1 dims on the left to
+    ``rank`` dims, so that it broadcasts against the other inputs as its example does."""
+    p = _moved(p, bdim)
+    lr = p._data.ndim - 1
+    if lr < rank:
+        p = p.reshape((size,) + (1,) * (rank - lr) + tuple(p._data.shape[1:]))
+    return p
+
+
+def elementwise(call, args, bdims, params, size):
+    """Inputs broadcast together: batched ones get their batch dim first (and size-1 dims to the example's
+    rank); unbatched ones broadcast over the batch as they are."""
+    rank = 0
+    for a, bd in zip(args, bdims):
+        if isinstance(a, Tensor):
+            r = a._data.ndim - (bd is not None)
+            if r > rank:
+                rank = r
+    new = [a if bd is None else _front_and_pad(a, bd, rank, size) for a, bd in zip(args, bdims)]
+    return call(new, params), 0
+
+
+def leading(call, args, bdims, params, size):
+    """Ops that map over leading dimensions as they are (linear algebra on the last two dims, ...): every tensor
+    input batched, batch dim first."""
+    new = []
+    for a, bd in zip(args, bdims):
+        if isinstance(a, Tensor):
+            if bd is None:
+                a = a.unsqueeze(0).expand((size,) + tuple(a._data.shape))
+            else:
+                a = _moved(a, bd)
+        new.append(a)
+    return call(new, params), 0
+
+
+def dims_rule(*names, all_when_none=False):
+    """A one-tensor op (input 0 batched) whose params ``names`` hold dimensions (an int, or a tuple of ints,
+    of the example): they shift by one, with the batch dim first. ``all_when_none``: None means every dim."""
+    def rule(call, args, bdims, params, size):
+        x = args[0]
+        nd = x._data.ndim - (bdims[0] is not None)
+        new = dict(params)
+        for k in names:
+            v = params.get(k)
+            if v is None:
+                if all_when_none and k in params:
+                    new[k] = tuple(range(1, nd + 1))
+                continue
+            if isinstance(v, (tuple, list)):
+                new[k] = type(v)((d % nd if nd else 0) + 1 if d < 0 else d + 1 for d in v)
+            else:
+                new[k] = (v % nd if nd else 0) + 1 if v < 0 else v + 1
+        rest = [(_moved(a, bd) if bd is not None else a.unsqueeze(0).expand((size,) + tuple(a._data.shape)))
+                if isinstance(a, Tensor) else a for a, bd in zip(args, bdims)]
+        return call(rest, new), 0
+    return rule
+
+
+def loop(call, args, bdims, params, size):
+    """The fallback: the primitive once per example, the results stacked."""
+    rows = []
+    for b in range(size):
+        rows.append(call([a if bd is None else a.select(bd, b) for a, bd in zip(args, bdims)], params))
+    return _primitive.graph_ns.stack(rows, 0), 0
+
+
+KINDS = {"elementwise": elementwise, "leading": leading}
+
+
+def shape_rule(key: str, pad: bool = False):
+    """A one-tensor op whose param ``key`` is a target shape (reshape, expand): the batch dim first and the
+    batch size prepended to the shape (``pad``: the example padded with size-1 dims to the shape's rank first)."""
+    def rule(call, args, bdims, params, size):
+        x = _moved(args[0], bdims[0])
+        shape = tuple(params[key])
+        if pad:
+            x = _front_and_pad(x, 0, len(shape), size)
+        new = dict(params)
+        new[key] = (size,) + shape
+        return call([x] + list(args[1:]), new), 0
+    return rule
+
+
+def flatten_rule(key: str):
+    """A one-tensor op whose param ``key`` = None reduces every dim (prod): with None, the example is flattened
+    and reduced along dim 1; with a dim, the dim shifts."""
+    shifted = dims_rule(key)
+
+    def rule(call, args, bdims, params, size):
+        if params.get(key) is not None:
+            return shifted(call, args, bdims, params, size)
+        x = _moved(args[0], bdims[0]).reshape((size, -1))
+        new = dict(params)
+        new[key] = 1
+        return call([x], new), 0
+    return rule
+
+
+def by_name(rule, *names: str, why: str | None = None) -> None:
+    """``batching`` for the primitives named ``names`` (every primitive of each name declared so far)."""
+    found = [p for p in _primitive.PRIMITIVES if p.name in names]
+    missing = set(names) - {p.name for p in found}
+    if missing:
+        raise ValueError(f"batching: no primitive named {sorted(missing)}")
+    batching(rule, *found, why=why)
+
+
+def batching(rule, *prims: Primitive, why: str | None = None) -> None:
+    """Declare the batching rule of ``prims``: a kind ("elementwise", "leading"), a rule function
+    ``rule(call, args, bdims, params, size) -> (physical result, its batch dim or None)`` (``call(args, params)``
+    runs the primitive on physical tensors; ``bdims[i]``: input i's batch dim, None when unbatched), or
+    "fallback" with ``why``: the primitive runs once per example, with PyTorch's performance warning."""
+    if rule == "fallback":
+        if not why:
+            raise ValueError("batching('fallback', ...) needs why=")
+        for p in prims:
+            p.vmap = None
+            FALLBACK[p.name] = why
+        return
+    fn = KINDS[rule] if isinstance(rule, str) else rule
+    for p in prims:
+        p.vmap = fn
+        FALLBACK.pop(p.name, None)
+
+
+# ----- the interceptor ------------------------------------------------------------------------------------
+
+_orig = {}   # what the swaps replaced: the original functions, callable
+
+
+def _level_of(args) -> int:
+    level = 0
+    for a in args:
+        if type(a) is BatchedTensor and a._level > level:
+            level = a._level
+        elif type(a) in (list, tuple):
+            for b in a:
+                if type(b) is BatchedTensor and b._level > level:
+                    level = b._level
+    return level
+
+
+def _refuse_logical_params(params) -> None:
+    for v in params.values():
+        if type(v) is Logical:
+            raise NeedsValues(DATA_DEPENDENT)
+        if type(v) in (tuple, list) and any(type(x) is Logical for x in v):
+            raise NeedsValues(DATA_DEPENDENT)
+
+
+def _run(prim, args, params=_primitive._EMPTY, node_cls=None, dtype=None):
+    """``apply`` while vmap runs: the batching rule for inputs batched at some level, else apply itself."""
+    level = _level_of(args)
+    apply = _orig["apply"]
+    if not level:
+        return apply(prim, args, params, node_cls, dtype)
+    frame = frame_of(level)
+    _refuse_logical_params(params)
+    if dtype is None and prim.promote is not None:
+        dtype = prim.promote(args)   # on the examples (a 0-d input promotes as a scalar, as PyTorch's)
+        if dtype is None:
+            dtype = KEEP_DTYPE
+    phys = []
+    bdims = []
+    for a in args:
+        if type(a) is BatchedTensor and a._level == level:
+            phys.append(a._phys)
+            bdims.append(a._bdim)
+        elif type(a) in (list, tuple) and any(type(b) is BatchedTensor and b._level == level for b in a):
+            # a list input (cat, stack): every member batched, batch dim first
+            phys.append(type(a)(_moved(b._phys, b._bdim) if batched_at(b, level) and type(b) is BatchedTensor
+                                and b._level == level else
+                                b.unsqueeze(0).expand((frame.size,) + tuple(b._data.shape)) for b in a))
+            bdims.append(0)
+        else:
+            phys.append(a)
+            bdims.append(None)
+
+    def call(new_args, new_params=params):
+        return _primitive.apply(prim, tuple(new_args), new_params, node_cls, dtype)
+
+    rule = getattr(prim, "vmap", None)
+    if rule is None:
+        fallback_warning(prim.name)
+        rule = loop
+    out, bdim = rule(call, phys, bdims, params, frame.size)
+    if bdim is None:
+        return out
+    return wrap(out, bdim, level)
+
+
+def _run_inplace(prim, self, others, params=_primitive._EMPTY, node_cls=None, dtype=None, saved=()):
+    """``apply_inplace`` while vmap runs: the out-of-place result (batched) written into self's examples."""
+    level = _level_of((self,) + tuple(others))
+    if not level or (type(self) is not BatchedTensor and not batched_at(self, level)):
+        if level:   # a batched value written into an unbatched tensor: PyTorch's shape error
+            frame = frame_of(level)
+            shape = [frame.size] + list(self._data.shape)
+            raise RuntimeError(f"output with shape {list(self._data.shape)} doesn't match the broadcast shape "
+                               f"{shape}")
+        return _orig["apply_inplace"](prim, self, others, params, node_cls, dtype, saved)
+    if self._level != level:
+        # self batched at a lower level only than some input: as above, per its examples
+        frame = frame_of(level)
+        raise RuntimeError(f"output with shape {list(self._data.shape)} doesn't match the broadcast shape "
+                           f"{[frame.size] + list(self._data.shape)}")
+    r = _primitive.apply(prim, (self,) + tuple(others), params, node_cls, dtype)
+    if r._data.shape != self._data.shape:
+        raise RuntimeError(f"output with shape {list(self._data.shape)} doesn't match the broadcast shape "
+                           f"{list(r._data.shape)}")
+    if r._data.dtype != self._data.dtype:
+        r = r.to(self.dtype)
+    if type(r) is not BatchedTensor or r._level != level:
+        r = add_level(r, frame_of(level))
+    src = r._phys
+    if r._bdim != self._bdim:
+        n = src._data.ndim
+        perm = [d for d in range(n) if d != r._bdim]
+        perm.insert(self._bdim, r._bdim)
+        src = src.permute(perm)
+    self._phys.copy_(src)
+    self._requires_grad = self._phys._requires_grad
+    return self
+
+
+# ----- public ops: the fallback for wrappers that read values ------------------------------------------------
+
+def _leaves(x, out: list) -> None:
+    if type(x) is BatchedTensor:
+        out.append(x)
+    elif type(x) in (list, tuple):
+        for y in x:
+            _leaves(y, out)
+    elif type(x) is dict:
+        for y in x.values():
+            _leaves(y, out)
+
+
+def _slice(x, level: int, b: int):
+    """Example ``b`` at ``level`` of every batched tensor in ``x`` (a tensor, or a list/tuple/dict of them)."""
+    if type(x) is BatchedTensor:
+        if not batched_at(x, level):
+            return x
+        chain, p = peel(x)
+        inner = [c for c in chain if c[0] < level]
+        bd = next(c[1] for c in chain if c[0] == level)
+        # the wrappers above `level` index the examples' dims, which taking one example leaves as they are
+        return rewrap(rewrap(p, inner).select(bd, b), [c for c in chain if c[0] > level])
+    if type(x) in (list, tuple):
+        return type(x)(_slice(y, level, b) for y in x)
+    if type(x) is dict:
+        return {k: _slice(v, level, b) for k, v in x.items()}
+    return x
+
+
+def _stack_results(rows: list, level: int):
+    """The per-example results of an op stacked into batched ones (tensors; tuples, named ones too, of them)."""
+    first = rows[0]
+    if isinstance(first, Tensor):
+        return wrap(_primitive.graph_ns.stack(rows, 0), 0, level)
+    if isinstance(first, tuple):
+        made = [_stack_results([r[i] for r in rows], level) for i in range(len(first))]
+        return type(first)(*made) if hasattr(first, "_fields") else type(first)(made)
+    if isinstance(first, list):
+        return [_stack_results([r[i] for r in rows], level) for i in range(len(first))]
+    if all(r == first for r in rows):
+        return first
+    raise RuntimeError(DATA_DEPENDENT)
+
+
+def _public_runner(orig, name: str):
+    """A public op while vmap runs: itself, or, when its wrapper needs the values of a batched input (indices,
+    sizes, data-dependent branches), once per example of the highest level among its batched inputs."""
+    def run(args, kwargs):
+        try:
+            return orig(*args, **kwargs)
+        except NeedsValues:
+            found: list = []
+            _leaves(args, found)
+            _leaves(kwargs, found)
+            if not found:
+                raise
+            level = max(t._level for t in found)
+            frame = frame_of(level)
+            fallback_warning(name)
+            rows = [orig(*_slice(args, level, b), **_slice(kwargs, level, b)) for b in range(frame.size)]
+            return _stack_results(rows, level)
+    return run
+
+
+_PUBLIC: list | None = None   # (function, the entry code, the runner's kwdefaults)
+
+
+# Every public op function, filled by ember.ops from its registry (a slot, so that autograd imports nothing above it)
+PUBLIC_TABLES: list = []
+
+
+def _public_functions() -> list:
+    seen: dict = {}
+    fast = {id(f) for f in _primitive.FAST_PATHS}
+    for table in PUBLIC_TABLES:
+        for name, f in table.items():
+            # (the argument-error wrappers only forward: swap the function they wrap)
+            while (isinstance(f, types.FunctionType) and getattr(f, "_ember_public", None) is not None
+                   and getattr(f, "__wrapped__", None) is not None and f.__code__ is not f.__wrapped__.__code__):
+                f = f.__wrapped__
+            if isinstance(f, types.FunctionType) and id(f) not in fast and id(f) not in seen:
+                seen[id(f)] = (f, name.strip("_"))
+    return list(seen.values())
+
+
+_ENTRIES: dict = {}   # number of closure cells -> an entry's code
+
+
+def _entry_code(n: int):
+    """The code of ``def entry(*args, _ember_vmap_run, **kwargs)`` with ``n`` free variables (a function's code
+    can only be swapped for code with as many), calling ``_ember_vmap_run(args, kwargs)``."""
+    code = _ENTRIES.get(n)
+    if code is None:
+        cells = ", ".join(f"c{i}" for i in range(n))
+        src = (f"def _outer({cells}):\n"
+               "    def entry(*args, _ember_vmap_run, **kwargs):\n"
+               + (f"        ({cells},)\n" if n else "") +
+               "        return _ember_vmap_run(args, kwargs)\n"
+               "    return entry\n")
+        ns: dict = {}
+        exec(compile(src, "<ember vmap entry>", "exec"), ns)   # noqa: S102  (a fixed template)
+        code = _ENTRIES[n] = ns["_outer"](*range(n)).__code__
+    return code
+
+
+def _public_swaps() -> list:
+    """Every public op's swap: an entry (the profiler's, with the same free variables) calling a runner that
+    falls back to one call per example when the op's wrapper needs values."""
+    global _PUBLIC
+    if _PUBLIC is None:
+        done = []
+        for f, name in _public_functions():
+            code = f.__code__
+            orig = types.FunctionType(code, f.__globals__, f.__name__, f.__defaults__, f.__closure__)
+            orig.__kwdefaults__ = f.__kwdefaults__
+            entry = _entry_code(len(code.co_freevars)).replace(co_name=code.co_name)
+            done.append((f, entry, {"_ember_vmap_run": _public_runner(orig, name)}))
+        _PUBLIC = done
+    return _PUBLIC
+
+
+def _apply_entry(prim, args, params, node_cls, dtype, *, _ember_vmap_run):
+    return _ember_vmap_run(prim, args, params, node_cls, dtype)
+
+
+def _inplace_entry(prim, self, others, params, node_cls, dtype, saved, *, _ember_vmap_run):
+    return _ember_vmap_run(prim, self, others, params, node_cls, dtype, saved)
+
+
+_saved: list = []
+
+
+def _swap(fn, entry_code, kw: dict, key: str | None = None) -> None:
+    if key is not None:
+        orig = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
+        orig.__kwdefaults__ = fn.__kwdefaults__
+        _orig[key] = orig
+    _saved.append((fn, fn.__code__, fn.__kwdefaults__))
+    fn.__code__ = entry_code.replace(co_name=fn.__code__.co_name)
+    fn.__kwdefaults__ = kw
+
+
+def _install() -> None:
+    from . import _profiling
+    _swap(_primitive.apply, _apply_entry.__code__, {"_ember_vmap_run": _run}, "apply")
+    _swap(_views.apply_inplace, _inplace_entry.__code__, {"_ember_vmap_run": _run_inplace}, "apply_inplace")
+    for f in _primitive.FAST_PATHS:   # the fast paths take their general case (which calls apply)
+        entry = _profiling._FN_ENTRY if f.__code__.co_argcount == 1 else _profiling._OP_ENTRY
+        if entry.co_freevars != f.__code__.co_freevars:
+            continue
+        _saved.append((f, f.__code__, f.__kwdefaults__))
+        f.__code__ = entry.replace(co_name=f.__code__.co_name)
+    for f, entry, run_kw in _public_swaps():
+        _saved.append((f, f.__code__, f.__kwdefaults__))
+        f.__code__ = entry
+        f.__kwdefaults__ = run_kw
+
+
+def _uninstall() -> None:
+    while _saved:
+        f, code, kw = _saved.pop()
+        f.__code__, f.__kwdefaults__ = code, kw
+    _orig.clear()
+
