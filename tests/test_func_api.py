@@ -805,6 +805,60 @@ def _ensemble(L):
     return out, L.stack([m(batch(L)) for m in models]).detach()
 
 
+def _cnn(L):
+    """The per-sample-gradients tutorial's kind of model, small: conv, relu, conv, max-pool, linear, log-softmax."""
+    F = L.nn.functional
+
+    class CNN(L.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c1, self.c2 = L.nn.Conv2d(1, 4, 3), L.nn.Conv2d(4, 4, 3, padding=1)
+            self.fc = L.nn.Linear(36, 5)
+
+        def forward(self, a):
+            a = F.max_pool2d(self.c2(F.relu(self.c1(a))), 2)
+            return F.log_softmax(self.fc(a.flatten(1)), -1)
+
+    L.manual_seed(0)
+    model = CNN().double()
+    return model, {k: v.detach() for k, v in model.named_parameters()}, L.randn(6, 1, 8, 8, dtype=L.float64)
+
+
+def _cnn_per_sample_grads(L):
+    model, params, data = _cnn(L)
+    targets = L.tensor([0, 1, 2, 3, 4, 0])
+
+    def loss(p, a, t):
+        return L.nn.functional.nll_loss(L.func.functional_call(model, p, (a.unsqueeze(0),)), t.unsqueeze(0))
+
+    return L.func.vmap(L.func.grad(loss), in_dims=(None, 0, 0))(params, data, targets)
+
+
+def _cnn_ntk(L):
+    """The neural-tangent-kernel tutorial: per-example Jacobians by vmap(jacrev), contracted by einsum."""
+    model, params, data = _cnn(L)
+
+    def fnet(p, a):
+        return L.func.functional_call(model, p, (a.unsqueeze(0),)).squeeze(0)
+
+    j1 = L.func.vmap(L.func.jacrev(fnet), (None, 0))(params, data[:3])
+    j2 = L.func.vmap(L.func.jacrev(fnet), (None, 0))(params, data[3:])
+    ntk = sum(L.einsum("Naf,Mbf->NMab", a.flatten(2), b.flatten(2)) for a, b in zip(j1.values(), j2.values()))
+    return j1, ntk
+
+
+def _ensemble_minibatches(L):
+    models = [_mlp(L, seed) for seed in range(3)]
+    params, buffers = L.func.stack_module_state(models)
+    base = _mlp(L)
+    data = batch(L, 6).reshape(3, 2, 3)
+    out = L.func.vmap(lambda p, b, a: L.func.functional_call(base, (p, b), (a,)))(params, buffers, data)
+    return out, L.stack([m(a) for m, a in zip(models, data)]).detach()
+
+
+value("vmap(grad(functional_call))-cnn-per-sample", _cnn_per_sample_grads)
+value("vmap(jacrev(functional_call))-cnn-ntk", _cnn_ntk)
+value("vmap(functional_call)-ensemble-minibatches", _ensemble_minibatches)
 value("grad(functional_call)", _grad_of_functional_call)
 value("vmap(grad(functional_call))-per-sample", _per_sample_grads)
 value("vmap(functional_call)-ensemble", _ensemble)
