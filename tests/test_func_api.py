@@ -770,6 +770,89 @@ value("jacrev(vmap)", lambda L: L.func.jacrev(lambda w: L.func.vmap(lambda a: (a
 value("vmap(grad)-randomness-different", lambda L: _seeded(L, lambda: L.func.vmap(
     L.func.grad(lambda a: (a * L.rand(3, dtype=L.float64)).sum()), randomness="different")(batch(L))), exact=True)
 
+# ----- autograd.Function under the transforms ------------------------------------------------------------------------
+
+
+def _functions(L):
+    """Three autograd.Functions (built per library): one with generate_vmap_rule and a jvp, one with its own vmap
+    staticmethod, one without setup_context (refused by every transform), one with no vmap support."""
+    class Cube(L.autograd.Function):
+        generate_vmap_rule = True
+
+        @staticmethod
+        def forward(a):
+            return a ** 3
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_backward(inputs[0])
+            ctx.save_for_forward(inputs[0])
+
+        @staticmethod
+        def backward(ctx, g):
+            (a,) = ctx.saved_tensors
+            return 3 * a ** 2 * g
+
+        @staticmethod
+        def jvp(ctx, t):
+            return 3 * ctx.saved_tensors[0] ** 2 * t
+
+    class Scale(L.autograd.Function):
+        @staticmethod
+        def forward(a, k):
+            return a * k
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.k = inputs[1]
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * ctx.k, None
+
+        @staticmethod
+        def vmap(info, in_dims, a, k):
+            return a * k + 100 * info.batch_size, in_dims[0]   # marks that this rule ran
+
+    class Old(L.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            return a * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    class NoRule(L.autograd.Function):
+        @staticmethod
+        def forward(a):
+            return a * 2
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            pass
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    return Cube, Scale, Old, NoRule
+
+
+value("Function-generate_vmap_rule-vmap", lambda L: L.func.vmap(_functions(L)[0].apply)(batch(L)))
+value("Function-grad", lambda L: L.func.grad(lambda a: _functions(L)[0].apply(a).sum())(x3(L)))
+value("Function-vmap(grad)", lambda L: L.func.vmap(L.func.grad(lambda a: _functions(L)[0].apply(a).sum()))(
+    batch(L)))
+value("Function-jvp", lambda L: L.func.jvp(_functions(L)[0].apply, (x3(L),), (y3(L),)))
+value("Function-own-vmap-rule", lambda L: L.func.vmap(_functions(L)[1].apply, in_dims=(0, None))(batch(L), 2.0))
+value("Function-own-vmap-rule-vmap(grad)", lambda L: L.func.vmap(L.func.grad(
+    lambda a: _functions(L)[1].apply(a, 3.0).sum()))(batch(L)))
+value("Function-no-vmap-rule-grad", lambda L: L.func.grad(lambda a: _functions(L)[3].apply(a).sum())(x3(L)))
+raises("Function-without-setup_context-vmap", lambda L: L.func.vmap(_functions(L)[2].apply)(batch(L)))
+raises("Function-without-setup_context-grad", lambda L: L.func.grad(lambda a: _functions(L)[2].apply(a).sum())(
+    x3(L)))
+raises("Function-no-vmap-rule-vmap", lambda L: L.func.vmap(_functions(L)[3].apply)(batch(L)))
+
 # ================================================================================================================
 # modules: functional_call, stack_module_state, replace_all_batch_norm_modules_
 # ================================================================================================================
