@@ -853,6 +853,36 @@ raises("Function-without-setup_context-grad", lambda L: L.func.grad(lambda a: _f
     x3(L)))
 raises("Function-no-vmap-rule-vmap", lambda L: L.func.vmap(_functions(L)[3].apply)(batch(L)))
 
+# ----- functionalize, batched gradcheck ------------------------------------------------------------------------------
+
+
+def _mutating(a):
+    b = a.clone()
+    b[1:].mul_(2)
+    b.view(-1).add_(1)
+    return b
+
+
+def _mutates_input(L):
+    a = x3(L)
+    out = L.func.functionalize(lambda t: (t.add_(1), t * 2)[1])(a)
+    return out, a   # the input's mutation is applied to it at the end
+
+
+value("functionalize", lambda L: L.func.functionalize(_mutating)(x3(L)))
+value("functionalize-mutations_and_views", lambda L: L.func.functionalize(_mutating, remove="mutations_and_views")(
+    x3(L)))
+value("functionalize-input-mutation", _mutates_input)
+value("grad(functionalize)", lambda L: L.func.grad(lambda a: L.func.functionalize(_mutating)(a).sum())(x3(L)))
+value("functionalize(grad)", lambda L: L.func.functionalize(L.func.grad(lambda a: _mutating(a).pow(2).sum()))(
+    x3(L)))
+raises("functionalize-bad-remove", lambda L: L.func.functionalize(_mutating, remove="x")(x3(L)))
+value("gradcheck-check_batched_grad-and-forward", lambda L: L.autograd.gradcheck(
+    lambda a: a.sin() * a, (x3(L).requires_grad_(),), check_batched_grad=True, check_batched_forward_grad=True,
+    check_forward_ad=True))
+value("gradgradcheck-check_batched_grad", lambda L: L.autograd.gradgradcheck(
+    lambda a: a.sin() * a, (x3(L).requires_grad_(),), check_batched_grad=True))
+
 # ================================================================================================================
 # modules: functional_call, stack_module_state, replace_all_batch_norm_modules_
 # ================================================================================================================
