@@ -11,8 +11,12 @@ Covered: grad / grad_and_value (argnums, has_aux, pytree inputs, errors), vjp (h
 called twice, cotangent errors), jvp (has_aux, pytrees, tangent errors), linearize, jacrev / jacfwd (argnums,
 has_aux, pytree outputs, chunk_size, 0-d and matrix inputs), hessian, vmap (in_dims / out_dims as ints, None and
 pytrees, non-tensor inputs, kwargs, chunk_size, randomness modes with a seed, returned structures, errors), mixing
-with ``backward()`` / ``autograd.grad``, nested transforms, functional_call, stack_module_state and
-replace_all_batch_norm_modules_.
+with grad modes, ``backward()`` and ``autograd.grad``, nested transforms, autograd.Function under the transforms,
+functionalize, batched gradcheck, the tutorials' programs in small (per-sample gradients, neural tangent kernel,
+ensembling, MAML-style inner steps), functional_call, stack_module_state and replace_all_batch_norm_modules_.
+
+The cases were written by running torch 2.13; ``python -m pytest -p <plugin>`` with a plugin that sets
+``sys.modules["ember"] = torch`` runs the file torch against torch (every case must pass: a check of the cases).
 """
 from __future__ import annotations
 
@@ -128,10 +132,11 @@ def _run(fn: Callable, L):
         ember.set_grad_enabled(True)
 
 
-# name -> (fn(L), kind, detail):
+# name -> (fn(L), kind, detail, core):
 #   kind "value": both return; detail = True for bit-equal values (random draws)
 #   kind "raises": torch raises; detail = None (same type and message), a fragment both messages contain
 #   (messages with a TreeSpec repr), or False (same type only: torch's message is an internal detail)
+#   core: the case needs the transforms (marked CORE), not only functional_call / stack_module_state
 CASES: dict[str, tuple[Callable, str, Any, bool]] = {}
 
 
