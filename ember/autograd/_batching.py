@@ -37,6 +37,18 @@ ITEM = ("vmap: It looks like you're calling .item() on a Tensor. We don't suppor
         "inside PyTorch internals, please file a bug report.")
 
 
+INPLACE = ("vmap: inplace arithmetic(self, *extra_args) is not possible because there exists a Tensor `other` in "
+           "extra_args that has more elements than `self`. This happened due to `other` being vmapped over but `self` "
+           "not being vmapped over in a vmap. Please try to use out-of-place operators instead of inplace arithmetic. "
+           "If said operator is being called inside the PyTorch framework, please file a bug report")
+
+
+def dynamic_shape(aten: str) -> RuntimeError:
+    return RuntimeError(f"vmap: We do not support batching operators that can output dynamic shape. Attempted to "
+                        f"vmap over aten::{aten}. Please file an issue at https://github.com/pytorch/pytorch/issues "
+                        "if you need this feature.")
+
+
 class NeedsValues(RuntimeError):
     """Code read the values of a batched tensor's ``_data`` (which has none). Inside a public op this sends the
     op to the per-example fallback; anywhere else it reaches the user as PyTorch's data-dependent error."""
@@ -193,6 +205,35 @@ class BatchedTensor(Tensor):
 
     def data_ptr(self) -> int:
         return self._phys.data_ptr()
+
+    def storage_offset(self) -> int:
+        return 0   # (an example is seen as a contiguous tensor of its own)
+
+    # sharing the data: the physical tensor's, seen at the same level
+    def detach(self):
+        return wrap(self._phys.detach(), self._bdim, self._level)
+
+    def detach_(self):
+        self._phys.detach_()
+        self._requires_grad = False
+        return self
+
+    @property
+    def data(self):
+        return wrap(self._phys.data, self._bdim, self._level)
+
+    @data.setter
+    def data(self, value) -> None:
+        raise RuntimeError("vmap: setting .data of a batched tensor is not supported")
+
+    @property
+    def _view_steps(self):   # (code that replays a view's steps from its base: once per example)
+        raise NeedsValues(DATA_DEPENDENT)
+
+    @property
+    def grad(self):
+        g = self._phys.grad
+        return None if g is None else wrap(g, self._bdim, self._level)
 
 
 def wrap(phys: Tensor, bdim: int, level: int) -> BatchedTensor:
@@ -405,6 +446,13 @@ def dims_rule(*names, all_when_none=False):
     def rule(call, args, bdims, params, size):
         x = args[0]
         nd = x._data.ndim - (bdims[0] is not None)
+        if nd == 0:   # a 0-d example: its dim 0 / -1 is a size-1 dim of its own, dropped again after
+            new = {k: (1 if params.get(k) is not None and not isinstance(params[k], (tuple, list)) else
+                       (1,) if params.get(k) is not None or all_when_none and k in params else params[k])
+                   if k in names else v for k, v in params.items()}
+            rest = [(_moved(a, bd) if bd is not None else a.unsqueeze(0).expand((size,) + tuple(a._data.shape)))
+                    .reshape((size, 1)) if isinstance(a, Tensor) else a for a, bd in zip(args, bdims)]
+            return call(rest, new).reshape((size,)), 0
         new = dict(params)
         for k in names:
             v = params.get(k)
@@ -552,6 +600,14 @@ def _run(prim, args, params=_primitive._EMPTY, node_cls=None, dtype=None):
     out, bdim = rule(call, phys, bdims, params, frame.size)
     if bdim is None:
         return out
+    d = out._data
+    if d.size == 0 and d.ndim == 1 and d.shape[0] == 0:
+        return out   # an empty placeholder output (qr's Q in mode 'r'): unbatched, as PyTorch's
+    if d.ndim <= bdim or d.shape[bdim] != frame.size:
+        # the primitive ignored its batched input (addmm with beta=0, qr's empty Q in mode 'r'): the same result
+        # for every example
+        out = out.unsqueeze(0).expand((frame.size,) + tuple(d.shape))
+        bdim = 0
     return wrap(out, bdim, level)
 
 
@@ -559,17 +615,11 @@ def _run_inplace(prim, self, others, params=_primitive._EMPTY, node_cls=None, dt
     """``apply_inplace`` while vmap runs: the out-of-place result (batched) written into self's examples."""
     level = _level_of((self,) + tuple(others))
     if not level or (type(self) is not BatchedTensor and not batched_at(self, level)):
-        if level:   # a batched value written into an unbatched tensor: PyTorch's shape error
-            frame = frame_of(level)
-            shape = [frame.size] + list(self._data.shape)
-            raise RuntimeError(f"output with shape {list(self._data.shape)} doesn't match the broadcast shape "
-                               f"{shape}")
+        if level:   # a batched value written into an unbatched tensor
+            raise RuntimeError(INPLACE)
         return _orig["apply_inplace"](prim, self, others, params, node_cls, dtype, saved)
-    if self._level != level:
-        # self batched at a lower level only than some input: as above, per its examples
-        frame = frame_of(level)
-        raise RuntimeError(f"output with shape {list(self._data.shape)} doesn't match the broadcast shape "
-                           f"{[frame.size] + list(self._data.shape)}")
+    if self._level != level:   # self batched at a lower level only than some input: as above
+        raise RuntimeError(INPLACE)
     r = _primitive.apply(prim, (self,) + tuple(others), params, node_cls, dtype)
     if r._data.shape != self._data.shape:
         raise RuntimeError(f"output with shape {list(self._data.shape)} doesn't match the broadcast shape "
@@ -587,6 +637,56 @@ def _run_inplace(prim, self, others, params=_primitive._EMPTY, node_cls=None, dt
     self._phys.copy_(src)
     self._requires_grad = self._phys._requires_grad
     return self
+
+
+# ----- autograd.grad inside vmap ------------------------------------------------------------------------------
+
+def any_batched(*groups) -> bool:
+    for g in groups:
+        if type(g) is BatchedTensor:
+            return True
+        if type(g) in (list, tuple) and any(type(t) is BatchedTensor for t in g):
+            return True
+    return False
+
+
+def grad_inside(grad_fn, outputs, inputs, grad_outputs, kwargs):
+    """``autograd.grad`` on batched tensors (inside vmap): on the physical graph, where the examples are
+    independent, so the gradient of every example's outputs with respect to its own inputs comes out at once.
+    An input not batched where the outputs are would need the examples' gradients apart: refused."""
+    outputs = (outputs,) if isinstance(outputs, Tensor) else tuple(outputs)
+    inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
+    if grad_outputs is None:
+        grad_outputs = (None,) * len(outputs)
+    elif isinstance(grad_outputs, Tensor):
+        grad_outputs = (grad_outputs,)
+    if kwargs.get("is_grads_batched"):
+        raise NotImplementedError("ember: autograd.grad(is_grads_batched=True) on batched tensors inside vmap is not "
+                                  "supported; use torch.func.vjp")
+    levels = sorted({lv for t in (*outputs, *inputs, *[g for g in grad_outputs if g is not None])
+                     for lv, _ in peel(t)[0]})
+    frames = [frame_of(lv) for lv in levels]
+    for i, t in enumerate(inputs):
+        if any(not batched_at(t, lv) for lv in levels):
+            raise RuntimeError(f"vmap: autograd.grad with respect to input {i}, which is not batched while the "
+                               "outputs are, would give the sum of the examples' gradients (PyTorch gives each "
+                               "example's); pass it through vmap's in_dims, or use torch.func.grad / vjp")
+    phys_out, phys_go = [], []
+    for o, g in zip(outputs, grad_outputs):
+        if g is not None and tuple(g._data.shape) != tuple(o._data.shape):
+            raise RuntimeError(f"Mismatch in shape: grad_output[0] has a shape of {g.shape} and output[0] has a shape "
+                               f"of {o.shape}.")
+        po, _ = to_front(o, frames)
+        phys_out.append(po)
+        if g is None:
+            if o._data.size != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            phys_go.append(_primitive.graph_ns.ones_like(po))
+        else:
+            phys_go.append(to_front(g, frames)[0])
+    peeled = [peel(t) for t in inputs]
+    gs = grad_fn(phys_out, [p for _, p in peeled], phys_go, **kwargs)
+    return tuple(None if g is None else rewrap(g, chain) for g, (chain, _) in zip(gs, peeled))
 
 
 # ----- public ops: the fallback for wrappers that read values ------------------------------------------------
@@ -634,22 +734,193 @@ def _stack_results(rows: list, level: int):
     raise RuntimeError(DATA_DEPENDENT)
 
 
+RANDOM_ERROR = ("vmap: called random operation while in randomness error mode. Please either use the 'same' or "
+                "'different' randomness flags on vmap or perform the randomness operation out of vmap")
+# PyTorch's random functions, by public name: how each takes vmap's randomness="different" (a draw for every
+# example): "size" (a shape argument: the batch size goes first), "like" (shaped like a tensor argument), "tensor"
+# (its tensor inputs' examples drawn apart: the physical call draws the whole batch at once, as PyTorch's batching
+# rules do), "inplace" (fills self)
+RANDOM = {**{n: "size" for n in ("rand", "randn", "randint", "randperm")},
+          **{n: "like" for n in ("rand_like", "randn_like", "randint_like")},
+          **{n: "tensor" for n in ("bernoulli", "multinomial", "poisson", "binomial", "_standard_gamma",
+                                   "_sample_dirichlet", "normal", "dropout", "alpha_dropout", "feature_alpha_dropout",
+                                   "dropout1d", "dropout2d", "dropout3d", "rrelu", "rrelu_", "gumbel_softmax",
+                                   "native_dropout", "rrelu_with_noise")},
+          **{n: "inplace" for n in ("uniform_", "normal_", "exponential_", "geometric_", "cauchy_", "log_normal_",
+                                    "random_", "bernoulli_")}}
+_IN_RANDOM = [0]
+PUBLIC_RULES: dict = {}
+
+
+def _refuse_dynamic(aten: str):
+    def rule(orig, args, kwargs, level):
+        raise dynamic_shape(aten)
+    return rule
+
+
+# operators whose output's size depends on the values: PyTorch refuses them under vmap
+PUBLIC_RULES.update({"unique": _refuse_dynamic("_unique2"), "unique_consecutive": _refuse_dynamic("unique_consecutive"),
+                     "nonzero": _refuse_dynamic("nonzero")})
+
+
+def _per_example(orig, args, kwargs, level):
+    """The fallback, asked for by name: ops that call an op refused under vmap on each example's values
+    (nonzero_static calls nonzero) but have a fixed output size."""
+    frame = frame_of(level)
+    rows = [orig(*_slice(args, level, b), **_slice(kwargs, level, b)) for b in range(frame.size)]
+    return _stack_results(rows, level)
+
+
+PUBLIC_RULES.update({"nonzero_static": _per_example, "argwhere": _per_example})   # public name -> rule(orig, args, kwargs) for the ops whose wrappers batch as a whole
+
+
+def _random_call(orig, name: str, args, kwargs):
+    """A random function under vmap: the innermost level's randomness decides."""
+    frame = FRAMES[-1]
+    mode = frame.randomness
+    kind = RANDOM[name]
+    if mode == "error":
+        if kind == "tensor" and not _draws(name, args, kwargs):
+            return orig(*args, **kwargs)
+        raise RuntimeError(RANDOM_ERROR)
+    found: list = []
+    _leaves(args, found)
+    _leaves(kwargs, found)
+    if mode == "same":
+        if found and kind in ("tensor", "inplace"):
+            raise NotImplementedError(f"vmap(randomness='same'): ember does not batch {name} over batched "
+                                      "inputs yet; use randomness='different', or draw outside vmap")
+        if kind == "like":
+            a0 = args[0]
+            return orig(_unbatched_like(a0), *args[1:], **kwargs)
+        return orig(*args, **kwargs)
+    # different
+    level = frame.level
+    if kind == "size":
+        if name == "randperm":
+            raise NotImplementedError("vmap(randomness='different'): ember does not batch randperm yet")
+        return _random_sized(orig, name, args, kwargs, frame)
+    if kind == "like":
+        x = materialize(args[0], [frame]) if isinstance(args[0], Tensor) else args[0]
+        chain, p = peel(x)
+        return rewrap(orig(p, *args[1:], **kwargs), chain)
+    if kind == "inplace":
+        self = args[0]
+        if not batched_at(self, level):
+            raise RuntimeError(f"vmap: {name} with randomness='different' writes a different value for every "
+                               "example into a tensor that is not batched")
+        chain, p = peel(self)
+        orig(p, *args[1:], **kwargs)
+        return self
+    # "tensor": every batched input's examples, batch dim first, then the op once on the whole batch
+    ts = [t for t in found if batched_at(t, level)]
+    if not ts:   # no input batched at this level: each example draws its own
+        x = [a for a in args if isinstance(a, Tensor)]
+        if not x:
+            return orig(*args, **kwargs)
+        new = list(args)
+        i = next(k for k, a in enumerate(args) if isinstance(a, Tensor))
+        new[i] = add_level(args[i], frame)
+        args = tuple(new)
+    rank = max(t._data.ndim for t in found) if found else 0
+
+    def phys_of(a):
+        if isinstance(a, Tensor):
+            if not batched_at(a, level):
+                a = add_level(a, frame)
+            if type(a) is BatchedTensor and a._level == level:
+                return _front_and_pad(a._phys, a._bdim, rank, frame.size)
+        return a
+    out = orig(*[phys_of(a) for a in args], **{k: phys_of(v) for k, v in kwargs.items()})
+    return _wrap_all(out, level)
+
+
+_DROPOUTS = ("dropout", "alpha_dropout", "feature_alpha_dropout", "dropout1d", "dropout2d", "dropout3d")
+
+
+def _draws(name: str, args, kwargs) -> bool:
+    """Whether a random op's call draws numbers (dropout in eval mode or with p=0 does not, nor rrelu in eval)."""
+    if name in _DROPOUTS:
+        p = kwargs.get("p", args[1] if len(args) > 1 else 0.5)
+        training = kwargs.get("training", args[2] if len(args) > 2 else name in ("dropout", "dropout1d",
+                                                                                  "dropout2d", "dropout3d"))
+        return bool(training) and p != 0
+    if name in ("rrelu", "rrelu_"):
+        return bool(kwargs.get("training", args[3] if len(args) > 3 else False))
+    return True
+
+
+def _unbatched_like(a):
+    """A plain tensor of ``a``'s per-example shape and dtype (for rand_like and kin with randomness='same')."""
+    if type(a) is not BatchedTensor:
+        return a
+    chain, p = peel(a)
+    return p.new_empty(tuple(a._data.shape))
+
+
+def _random_sized(orig, name, args, kwargs, frame):
+    size = kwargs.get("size")
+    if name == "randint":
+        # randint(high, size) / randint(low, high, size): the size is the last positional argument
+        args = list(args)
+        if "size" in kwargs:
+            kwargs = dict(kwargs, size=(frame.size,) + tuple(kwargs["size"]))
+        else:
+            args[-1] = (frame.size,) + tuple(args[-1])
+        return wrap(orig(*args, **kwargs), 0, frame.level)
+    if size is not None:
+        kwargs = dict(kwargs, size=(frame.size,) + tuple(size))
+        return wrap(orig(*args, **kwargs), 0, frame.level)
+    shape = tuple(args[0]) if len(args) == 1 and isinstance(args[0], (tuple, list)) else tuple(args)
+    return wrap(orig((frame.size,) + shape, **kwargs), 0, frame.level)
+
+
+def _wrap_all(out, level):
+    if isinstance(out, Tensor):
+        return wrap(out, 0, level)
+    if isinstance(out, tuple):
+        made = [_wrap_all(o, level) for o in out]
+        return type(out)(*made) if hasattr(out, "_fields") else type(out)(made)
+    return out
+
+
 def _public_runner(orig, name: str):
     """A public op while vmap runs: itself, or, when its wrapper needs the values of a batched input (indices,
-    sizes, data-dependent branches), once per example of the highest level among its batched inputs."""
+    sizes, data-dependent branches), once per example of the highest level among its batched inputs. Random
+    functions follow vmap's randomness; ops with a rule of their own (``PUBLIC_RULES``) run it."""
+    random = name in RANDOM
+    rule = PUBLIC_RULES.get(name)
+
     def run(args, kwargs):
+        if random and FRAMES and not _IN_RANDOM[0]:
+            _IN_RANDOM[0] += 1   # (the random functions it calls on its physical tensors draw as they are)
+            try:
+                return _random_call(orig, name, args, kwargs)
+            finally:
+                _IN_RANDOM[0] -= 1
+        if rule is not None:
+            found: list = []
+            _leaves(args, found)
+            _leaves(kwargs, found)
+            if found:
+                return rule(orig, args, kwargs, max(t._level for t in found))
         try:
             return orig(*args, **kwargs)
         except NeedsValues:
-            found: list = []
+            found = []
             _leaves(args, found)
             _leaves(kwargs, found)
             if not found:
                 raise
             level = max(t._level for t in found)
             frame = frame_of(level)
+            inplace = name.endswith("_") and not name.endswith("__") or name == "setitem"
+            if inplace and not (args and isinstance(args[0], Tensor) and batched_at(args[0], level)):
+                raise RuntimeError(INPLACE) from None
             fallback_warning(name)
             rows = [orig(*_slice(args, level, b), **_slice(kwargs, level, b)) for b in range(frame.size)]
+            if inplace:   # each example written through its view of self
+                return args[0]
             return _stack_results(rows, level)
     return run
 
@@ -671,7 +942,11 @@ def _public_functions() -> list:
                    and getattr(f, "__wrapped__", None) is not None and f.__code__ is not f.__wrapped__.__code__):
                 f = f.__wrapped__
             if isinstance(f, types.FunctionType) and id(f) not in fast and id(f) not in seen:
-                seen[id(f)] = (f, name.strip("_"))
+                seen[id(f)] = (f, name.strip("_") if name.startswith("__") and name.endswith("__") else name)
+    from . import _profiling
+    for f, name, _ in _profiling.FACTORIES:   # creation and random functions (rand, randn, zeros, ...)
+        if isinstance(f, types.FunctionType) and id(f) not in seen:
+            seen[id(f)] = (f, f.__name__)
     return list(seen.values())
 
 

@@ -14,7 +14,7 @@ from contextlib import nullcontext
 from .._device import backend_of
 from .._origin import warn_once
 from .._tensor import Tensor, make
-from . import _profiling
+from . import _batching, _profiling
 from . import grad_mode as _gm
 from ._views import edge_of
 from .anomaly_mode import _anomaly, run_node_checked
@@ -399,6 +399,8 @@ _CREATE_GRAPH_WARNING = (
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, grad_variables=None,
              inputs=None) -> None:
     """Accumulate d(tensors)/d(leaves), weighted by ``grad_tensors``, into the leaves' ``.grad``."""
+    if _batching.FRAMES or _batching.TRANSFORMS[0]:
+        raise RuntimeError(_batching.BACKWARD_INSIDE)   # as PyTorch: use grad or vjp inside torch.func transforms
     if grad_variables is not None:
         grad_tensors = grad_variables
     tensors = _as_tuple(tensors)
@@ -437,6 +439,10 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     the B vector-Jacobian products stacked, from one backward pass: primitives declared batch-safe run once
     on the whole batch, any other node (and hooks, custom Functions) once per row, seeing one row's gradient
     as under PyTorch's vmap."""
+    if _batching.FRAMES and _batching.any_batched(outputs, inputs, grad_outputs):   # inside vmap
+        return _batching.grad_inside(grad, outputs, inputs, grad_outputs, dict(
+            retain_graph=retain_graph, create_graph=create_graph, allow_unused=allow_unused,
+            is_grads_batched=is_grads_batched, materialize_grads=materialize_grads))
     if allow_unused is None:
         allow_unused = materialize_grads
     elif materialize_grads and not allow_unused:

@@ -9,6 +9,8 @@ write into ``z.conj()`` does not reach ``z``.
 """
 from __future__ import annotations
 
+from ..autograd import _batching
+
 import math
 import warnings
 
@@ -294,3 +296,8 @@ def view_as_real_copy(input: Tensor) -> Tensor:
 def view_as_complex_copy(input: Tensor) -> Tensor:
     """``view_as_complex(input)`` as new memory."""
     return view_as_complex(input).clone()
+
+
+# ----- vmap -------------------------------------------------------------------------------------------------
+_batching.by_name("elementwise", "conj", "conj_physical", "angle", "complex", "polar")
+_batching.by_name("leading", "view_as_real", "view_as_complex", "view_as_real_copy")

@@ -19,6 +19,8 @@ ember/devices/common/fft.py (the array API's fft extension).
 """
 from __future__ import annotations
 
+from ..autograd import _batching
+
 import math
 
 import warnings
@@ -702,3 +704,7 @@ def istft(input: Tensor, n_fft: int, hop_length: int | None = None, win_length: 
                       "in the tail. Please check your center and hop_length settings.", UserWarning, stacklevel=2)
         y = apply(constant_pad_p, (y,), {"pads": ((0, 0),) * (y.dim() - 1) + ((0, end - expected),), "value": 0})
     return y
+
+
+# ----- vmap -------------------------------------------------------------------------------------------------
+_batching.by_name(_batching.dims_rule("dim"), "fft_c2c", "fft_r2c", "fft_c2r")

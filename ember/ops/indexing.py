@@ -1208,3 +1208,8 @@ def _index_rule(call, args, bdims, params, size):
 _batching.batching(_getitem_rule, getitem_view_p)
 _batching.batching(_index_rule, getitem_p)
 _batching.batching("elementwise", fill_p)
+
+
+# ----- vmap -------------------------------------------------------------------------------------------------
+_batching.by_name("fallback", "index_put_zeros", "fill_index", "index_put", "index_add", "scatter_reduce", "scatter",
+                  "masked_scatter", "take", "put", why="an index array in its parameters")

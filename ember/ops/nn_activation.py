@@ -8,6 +8,8 @@ differs, ``LeakyReluBackward1``..., get theirs).
 """
 from __future__ import annotations
 
+from ..autograd import _batching
+
 import math
 import warnings
 
@@ -1539,3 +1541,18 @@ def special_log_softmax(input: Tensor, dim: int, *, dtype=None) -> Tensor:
     """``torch.special.log_softmax``: ``log_softmax`` with a required ``dim``."""
     check_tensor(input, "log_softmax")
     return _softmax_apply(log_softmax_p, input, dim, dtype, "log_softmax")
+
+
+# ----- vmap -------------------------------------------------------------------------------------------------
+_batching.by_name("elementwise", "threshold_backward", "hardtanh_backward", "leaky_relu_backward",
+                  "hardshrink_backward", "softshrink_backward", "hardswish_backward", "hardsigmoid_backward",
+                  "elu_backward", "gelu_backward", "softplus_backward", "log_sigmoid_backward", "leaky_relu", "elu",
+                  "celu", "gelu", "silu", "mish", "softplus", "hardtanh", "hardsigmoid", "hardswish", "hardshrink",
+                  "softshrink", "log_sigmoid", "threshold")
+_batching.by_name(_batching.dims_rule("dim"), "softmax", "log_softmax", "glu", "softmax_backward_data",
+                  "log_softmax_backward_data")
+_batching.by_name("fallback", "prelu", "prelu_backward_self", "prelu_backward_weight", "trilinear",
+                  why="its weight broadcasts over dim 1 of the input, not from the right")
+_batching.by_name("fallback", "rrelu_with_noise", "rrelu_with_noise_", "rrelu_with_noise_backward", "native_dropout",
+                  why="a random op: vmap's randomness modes are not built for it yet")
+_batching.by_name("fallback", "embedding", "embedding_bag", why="an index array in its parameters")

@@ -20,6 +20,7 @@ from ..autograd._primitive import PrimNode, Unsaved, apply, defprim
 from .._util import check_tensor
 from ._nn_spatial import _NN, _dtype_name, _dtype_word, _ntuple, _size_str
 from ._registry import graph, register
+from ..autograd import _batching
 from .nn_pad import constant_pad_p
 
 _BB = node_class("ConvolutionBackwardBackward0", PrimNode)
@@ -377,3 +378,41 @@ def _conv_bias_sizes(node) -> tuple:
 for _name, _fn in (("_saved_transposed", _conv_transposed), ("_saved_padding", _conv_padding),
                    ("_saved_output_padding", _conv_output_padding), ("_saved_bias_sym_sizes_opt", _conv_bias_sizes)):
     setattr(conv_p.node_cls, _name, property(_fn, doc=f"PyTorch's grad_fn.{_name}"))
+
+
+# ----- vmap -------------------------------------------------------------------------------------------------
+
+def _conv_rule(call, args, bdims, params, size):
+    """Convolutions of a batch of examples. Only the input batched: the batch joins the input's own batch dim
+    N, one convolution. A batched weight (per-example weights: vmap over models, or grad's per-example copies):
+    the examples become groups, each example's channels a block of them, one grouped convolution."""
+    x, w, b = args
+    bx, bw, bb = bdims
+    if bw is None and bb is None:
+        X = _batching._moved(x, bx)
+        n = X._data.shape[1]
+        out = call([X.reshape((size * n,) + tuple(X._data.shape[2:])), w, b])
+        return out.reshape((size, n) + tuple(out._data.shape[1:])), 0
+    if bx is None:
+        X = x.unsqueeze(0).expand((size,) + tuple(x._data.shape))
+    else:
+        X = _batching._moved(x, bx)
+    n, c = X._data.shape[1], X._data.shape[2]
+    X = X.movedim(0, 1).reshape((n, size * c) + tuple(X._data.shape[3:]))   # (N, B*C, ...)
+    W = w.unsqueeze(0).expand((size,) + tuple(w._data.shape)) if bw is None else _batching._moved(w, bw)
+    W = W.reshape((size * W._data.shape[1],) + tuple(W._data.shape[2:]))
+    B = b
+    if b is not None:
+        B = b.unsqueeze(0).expand((size,) + tuple(b._data.shape)) if bb is None else _batching._moved(b, bb)
+        B = B.reshape((-1,))
+    new = dict(params)
+    new["groups"] = params["groups"] * size
+    out = call([X, W, B], new)   # (N, B*O, ...)
+    out = out.reshape((n, size, out._data.shape[1] // size) + tuple(out._data.shape[2:]))
+    return out.movedim(1, 0), 0
+
+
+_batching.batching(_conv_rule, conv_p, conv_transpose_p)
+_batching.batching("fallback", grad_link_p, grad_link_zero_p, conv_weight_p,
+                   why="a backward helper (ember differentiates the physical graph, so vmap meets it only when a "
+                   "program calls it directly)")

@@ -6,6 +6,8 @@ grid_sample's rules are written with ``xp`` (see below), so its gradients are di
 """
 from __future__ import annotations
 
+from ..autograd import _batching
+
 from .. import _dtype as D
 from .._device import NAMESPACES
 from .._tensor import Tensor, make
@@ -325,3 +327,9 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mod
                                                        "align_corners": bool(align_corners)})
     return apply(grid_sample_p, (input, grid), {"mode": mode, "padding_mode": padding_mode,
                                                  "align_corners": bool(align_corners)})
+
+
+# ----- vmap -------------------------------------------------------------------------------------------------
+_batching.by_name("fallback", "affine_grid", "grid_sampler_2d", "grid_sampler_3d",
+                  why="takes (N, C, ...) inputs with the size in its parameters")
+_batching.by_name("fallback", "affine_grid_backward", why="a backward helper (ember differentiates the physical graph, so vmap meets it only when a program calls it directly)")

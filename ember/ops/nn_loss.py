@@ -9,6 +9,8 @@ ember's ops the same way, so ``grad_fn`` and the graph below it are PyTorch's.
 """
 from __future__ import annotations
 
+from ..autograd import _batching
+
 import math
 import sys
 import warnings
@@ -1279,3 +1281,12 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths, 
     if enum == "sum":
         return res.sum()
     return res if batched else res.squeeze(0)
+
+
+# ----- vmap -------------------------------------------------------------------------------------------------
+_batching.by_name("fallback", "nll_loss", "multi_margin_loss", "multilabel_margin_loss", "ctc_loss", "soft_margin_loss",
+                  why="its target is an array in its parameters")
+_batching.by_name("fallback", "mse_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
+                  "binary_cross_entropy_with_logits", why="its reduction runs over every dim")
+_batching.by_name("fallback", "nll_loss_backward", "mse_loss_backward", "smooth_l1_loss_backward", "huber_loss_backward",
+                  "multi_margin_loss_backward", "multilabel_margin_loss_backward", "ctc_loss_backward", why="a backward helper (ember differentiates the physical graph, so vmap meets it only when a program calls it directly)")

@@ -14,6 +14,8 @@ Registered with ``submodule="nn.functional"`` (``ember.nn.functional.<name>``).
 """
 from __future__ import annotations
 
+from ..autograd import _batching
+
 import math
 import numbers
 
@@ -1298,3 +1300,11 @@ def multi_head_attention_forward(query: Tensor, key: Tensor, value: Tensor, embe
     if not is_batched:
         out = out.squeeze(1)
     return out, None
+
+
+# ----- vmap -------------------------------------------------------------------------------------------------
+_batching.by_name(_batching.dims_rule("dim"), "_safe_softmax")
+_batching.by_name("fallback", "native_layer_norm", "native_group_norm", "native_batch_norm", "native_batch_norm_eval",
+                  "native_group_norm_mean", "native_group_norm_rstd",
+                  why="its parameters name the normalized dims and the weight's shape")
+_batching.by_name("fallback", "pdist", why="takes one (N, M) matrix, with no batch dims")

@@ -9,6 +9,8 @@ reaches the input.
 """
 from __future__ import annotations
 
+from ..autograd import _batching
+
 from .. import _dtype as D
 from .._device import NAMESPACES
 from .._tensor import Tensor, make
@@ -302,3 +304,10 @@ def channel_shuffle(input: Tensor, groups: int) -> Tensor:
         raise RuntimeError(f"Number of channels must be divisible by groups. Got {input.shape[1]} channels and "
                            f"{groups} groups.")
     return apply(channel_shuffle_p, (input,), {"groups": groups})
+
+
+# ----- vmap -------------------------------------------------------------------------------------------------
+_batching.by_name("leading", "constant_pad_nd", "pixel_shuffle", "pixel_unshuffle")
+_batching.by_name("fallback", "pad_gather", "pad", "im2col", "col2im", "channel_shuffle",
+                  why="its parameters index the input's dims from the left (N, C, ...)")
+_batching.by_name("fallback", "constant_pad_backward", "pad_backward", "pad_gather_backward", why="a backward helper (ember differentiates the physical graph, so vmap meets it only when a program calls it directly)")

@@ -11,6 +11,8 @@ input. Integer inputs are pooled by device kernels directly, with no gradient.
 """
 from __future__ import annotations
 
+from ..autograd import _batching
+
 import math
 
 from .._device import NAMESPACES
@@ -765,3 +767,9 @@ for _cls in (_POOL_NODES["MaxPool2DWithIndicesBackward0"], _POOL_NODES["MaxPool3
              _POOL_NODES["AdaptiveMaxPool2DBackward0"], _POOL_NODES["AdaptiveMaxPool3DBackward0"],
              *_FRACTIONAL_NODES.values()):
     _cls._saved_result1 = property(lambda node: make(node._params["indices"]), doc="PyTorch's grad_fn._saved_result1")
+
+
+# ----- vmap -------------------------------------------------------------------------------------------------
+_batching.by_name("fallback", "max_pool", "max_unpool", "avg_pool", "dim_matrices",
+                  why="its parameters are index arrays or matrices for the input's (N, C, ...) layout")
+_batching.by_name("fallback", "pool_backward", "pool_scatter", "avg_pool_backward", why="a backward helper (ember differentiates the physical graph, so vmap meets it only when a program calls it directly)")

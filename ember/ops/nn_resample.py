@@ -9,6 +9,8 @@ resized by device kernels directly, PyTorch's way, with no gradient.
 """
 from __future__ import annotations
 
+from ..autograd import _batching
+
 import math
 import warnings
 
@@ -224,3 +226,8 @@ def upsample_bilinear(input: Tensor, size=None, scale_factor=None) -> Tensor:
     warnings.warn("`nn.functional.upsample_bilinear` is deprecated. Use `nn.functional.interpolate` instead.",
                   stacklevel=2)
     return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+# ----- vmap -------------------------------------------------------------------------------------------------
+_batching.by_name("fallback", "resample", why="its parameters are matrices for the input's (N, C, ...) layout")
+_batching.by_name("fallback", "resample_backward", why="a backward helper (ember differentiates the physical graph, so vmap meets it only when a program calls it directly)")

@@ -9,6 +9,8 @@ back as host arrays in PyTorch's fill order and are written into a tensor throug
 """
 from __future__ import annotations
 
+from ..autograd import _batching
+
 import contextlib
 import functools
 import math
@@ -961,3 +963,7 @@ _profiling.FACTORIES += [
     (randperm, "randperm", (("empty", ()), ("randperm", (("scalar_tensor", ()), ("resize_", ()), ("resize_", ()))))),
     (rand_like, "rand_like", (_EMPTY_LIKE, ("uniform_", ()))), (randn_like, "randn_like", (_EMPTY_LIKE, ("normal_", ()))),
 ]
+
+
+# ----- vmap -------------------------------------------------------------------------------------------------
+_batching.by_name("fallback", "_standard_gamma", why="a random op: vmap's randomness modes are not built for it yet")

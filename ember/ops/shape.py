@@ -587,6 +587,10 @@ def _inplace_view(self: Tensor, fn, node_name: str, *args, inverse=None) -> Tens
     """``self`` becomes ``fn(self, *args)`` (a view of itself with new sizes): PyTorch's in-place view ops.
     ``inverse``: the view step from the new layout back to the old one (default: a permute's inverse, or a
     reshape)."""
+    if type(self) is _batching.BatchedTensor:   # inside vmap: self becomes the batched view
+        r = fn(self, *args)
+        self._phys, self._bdim, self._data = r._phys, r._bdim, r._data
+        return self
     recording = _gm._state.enabled and self._requires_grad
     check_inplace(self, recording)
     old_shape = tuple(self._data.shape)
@@ -1784,13 +1788,16 @@ def _repeat_rule(call, args, bdims, params, size):
 
 
 def _list_dim_rule(extra: int):
-    """cat (extra=0) and stack (extra=1): _run gave every member its batch dim first; ``dim`` shifts by one."""
+    """cat (extra=0) and stack (extra=1) of batched and unbatched tensors: every one batched, batch dim first;
+    ``dim`` shifts by one."""
     def rule(call, args, bdims, params, size):
-        nd = args[0][0]._data.ndim - 1 + extra
+        xs = [a.unsqueeze(0).expand((size,) + tuple(a._data.shape)) if bd is None else _batching._moved(a, bd)
+              for a, bd in zip(args, bdims)]
+        nd = xs[0]._data.ndim - 1 + extra
         d = params["dim"]
         new = dict(params)
         new["dim"] = (d % nd if nd else 0) + 1 if d < 0 else d + 1
-        return call(args, new), 0
+        return call(xs, new), 0
     return rule
 
 

@@ -17,6 +17,8 @@ that, they get the stable order (``stable=True``'s), which may differ from PyTor
 """
 from __future__ import annotations
 
+from ..autograd import _batching
+
 import math
 import numbers
 
@@ -824,3 +826,10 @@ def nonzero_static(input: Tensor, *, size: int, fill_value: int = -1) -> Tensor:
     if n >= size:
         return nz[:size].clone()
     return cat((nz, nz.new_full((size - n, nz.shape[1]), fill_value)))
+
+
+# ----- vmap -------------------------------------------------------------------------------------------------
+_batching.by_name("fallback", "gather_along", "scatter_along_zeros", why="an index array in its parameters")
+_batching.by_name("fallback", "median", "nanmedian", "quantile", why="a reduction over every dim with no dim parameter")
+_batching.by_name("fallback", "unique", "unique_consecutive", "bincount",
+                  why="its output's size depends on the values (PyTorch refuses it under vmap)")

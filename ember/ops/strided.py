@@ -9,6 +9,8 @@ gradient is PyTorch's as_strided_backward (positions the result repeats add up).
 """
 from __future__ import annotations
 
+from ..autograd import _batching
+
 import math
 import re
 import warnings
@@ -706,3 +708,9 @@ def new(self: Tensor, *args, device=None) -> Tensor:
     if len(args) == 1 and not isinstance(args[0], int) and not hasattr(args[0], "__index__"):
         return C.tensor(args[0], dtype=self.dtype, device=dev)
     return C.zeros(*(args or (0,)), dtype=self.dtype, device=dev)
+
+
+# ----- vmap -------------------------------------------------------------------------------------------------
+_batching.by_name("fallback", "as_strided", "slice_inverse", why="its parameters are strides of the example's memory")
+_batching.by_name("fallback", "as_strided_backward", "view_scatter", "view_replay", "view_scatter_add",
+                  "view_scatter_zeros", "copy_slices", why="a backward helper (ember differentiates the physical graph, so vmap meets it only when a program calls it directly)")

@@ -10,6 +10,8 @@ differentiable public functions: every derivative is differentiable again.
 """
 from __future__ import annotations
 
+from ...autograd import _batching
+
 import warnings
 
 from ...devices import NAMESPACES
@@ -1131,3 +1133,11 @@ def ormqr(input: Tensor, tau: Tensor, other: Tensor, left: bool = True, transpos
     if transpose:
         q = q.mT
     return q @ other if left else other @ q
+
+
+# ----- vmap -------------------------------------------------------------------------------------------------
+_batching.by_name("leading", "cholesky", "cholesky_ex", "qr_Q", "qr_R", "eigh_L", "eigh_V", "eig_L", "eig_V",
+                  "svd_U", "svd_S", "svd_Vh", "lu_factor", "lu_L", "lu_U", "lu_unpack_L", "lu_unpack_U",
+                  "householder_product", "tri_mask")
+_batching.by_name("leading", *[n for n in ("linalg_ldl_factor_ex", "geqrf")
+                              if any(p.name == n for p in _batching._primitive.PRIMITIVES)])

@@ -2,6 +2,8 @@
 matrix_norm), matrix_rank, det, slogdet and logdet."""
 from __future__ import annotations
 
+from ...autograd import _batching
+
 import numbers
 
 from ...devices import NAMESPACES
@@ -293,3 +295,7 @@ def renorm_(input: Tensor, p, dim: int, maxnorm) -> Tensor:
 
 
 # ----- autograd.grad(is_grads_batched=True): the primitives whose VJP rules batch as written (see products.py)
+
+
+# ----- vmap -------------------------------------------------------------------------------------------------
+_batching.by_name("leading", "det", "slogdet_sign", "slogdet")

@@ -1131,7 +1131,7 @@ def _matmul_rule(call, args, bdims, params, size):
 
 
 def _free_letter(eq: str) -> str:
-    return next(ch for ch in "ZYXWVUTSRQPONMLKJIHGFEDCBA" if ch not in eq)
+    return next(ch for ch in "zyxwvutsrqponmlkjihgfedcba" if ch not in eq)
 
 
 def _addprod_rule(call, args, bdims, params, size):
@@ -1143,7 +1143,8 @@ def _addprod_rule(call, args, bdims, params, size):
     eq = params["eq"]
     ins, out = eq.split("->")
     sa, sb = ins.split(",")
-    if eq == "ij,jk->ik" and bb is None and ba is not None:
+    if eq == "ij,jk->ik" and bb is None and ba is not None and (
+            bc is not None or not isinstance(c, Tensor) or c._data.ndim < 2 or c._data.shape[0] == 1):
         A = _batching._moved(a, ba)
         rows = A._data.shape[1]
         A = A.reshape((size * rows,) + tuple(A._data.shape[2:]))
@@ -1153,6 +1154,11 @@ def _addprod_rule(call, args, bdims, params, size):
             C = C.expand((size, rows, b._data.shape[-1])).reshape((size * rows, b._data.shape[-1]))
         r = call([C, A, b])
         return r.reshape((size, rows) + tuple(r._data.shape[1:])), 0
+    if ba is None and bb is None:   # only c batched: it broadcasts over the product as it is
+        r = call([_batching._front_and_pad(c, bc, len(out), size), a, b])
+        if params["beta"] == 0:   # (c ignored: the same product for every example)
+            r = r.unsqueeze(0).expand((size,) + tuple(r._data.shape))
+        return r, 0
     z = _free_letter(eq)
     A = a if ba is None else _batching._moved(a, ba)
     Bm = b if bb is None else _batching._moved(b, bb)

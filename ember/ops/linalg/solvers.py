@@ -2,6 +2,8 @@
 legacy lu_solve), lstsq, inv / inverse, pinv / pinverse."""
 from __future__ import annotations
 
+from ...autograd import _batching
+
 import math
 import numbers
 import warnings
@@ -680,3 +682,8 @@ def cholesky_inverse(input: Tensor, upper: bool = False, *, out=None) -> Tensor:
         raise NotImplementedError(f"\"cholesky_inverse_out_cpu\" not implemented for '{dtype_word(a.dtype)}'")
     eye = NAMESPACES[type(a)].eye_like(a)
     return cholesky_solve(make(eye), input, upper)
+
+
+# ----- vmap -------------------------------------------------------------------------------------------------
+_batching.by_name("leading", "inv", "solve", "solve_triangular", "cholesky_solve", "pinv", "lstsq", "lu_solve",
+                  "linalg_ldl_solve")
