@@ -41,8 +41,8 @@ TOL = {"gmm": 2e-6}
 # checked, a failing ember side is an expected failure (not strict); delete an entry when its program agrees
 FUNC_PENDING = {
     "func_jacobians_hessians": "hessian/jacfwd(jacrev) results keep a grad_fn (requires_grad) where torch's do not",
-    "func_misc": "jacrev(jacfwd(f)) is wrong (reverse over forward mode); jvp(grad(f))'s tangent keeps a grad_fn",
-    "func_compose": "vmap(grad(autograd.Function)) raises; requires_grad_() inside grad is not refused",
+    "func_misc": "jvp(grad(f))'s tangent keeps a grad_fn; .item()/if in vmap raise NeedsValues, not RuntimeError",
+    "func_compose": "requires_grad_() inside grad is not refused (torch: RuntimeError)",
 }
 _NUM = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 
