@@ -34,3 +34,13 @@ fwd_state = _ForwardADState()
 def track_tangent(t) -> None:
     """Record that tensor ``t`` got a tangent at the current level (forward mode only: not the hot path)."""
     fwd_state.tensors.append(weakref.ref(t))
+
+
+# How many torch.func transforms (vmap, grad, vjp, jvp, ...) are running: Tensor.requires_grad_ is refused inside one,
+# as PyTorch's (ember/autograd/_batching.py counts them).
+func_depth = [0]
+FUNC_REQUIRES_GRAD = (
+    "You are attempting to call Tensor.requires_grad_() (or perhaps using torch.autograd.functional.* APIs) inside of a "
+    "function being transformed by a functorch transform. This is unsupported, please attempt to use the functorch "
+    "transforms (e.g. grad, vjp, jacrev, jacfwd, hessian) or call requires_grad_() outside of a function being "
+    "transformed instead.")

@@ -16,7 +16,7 @@ from . import _formatting
 from ._device import backend_of, cpu, cpu_backend, device_namespace, device_of, has_data
 from ._hooks import add_hook
 from ._origin import created_at, user_site, warn_once
-from ._state import _state as _gm_state
+from ._state import FUNC_REQUIRES_GRAD as _FUNC_REQUIRES_GRAD, _state as _gm_state, func_depth as _func_depth
 
 _new = object.__new__
 
@@ -361,6 +361,8 @@ class Tensor:
                 "variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach().")
         if requires_grad and self._data.dtype.kind not in "fcV":
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
+        if requires_grad and _func_depth[0]:
+            raise RuntimeError(_FUNC_REQUIRES_GRAD)
         if requires_grad and self._inference and not _gm_state.inference:
             raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.")
         self._requires_grad = bool(requires_grad)

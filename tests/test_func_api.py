@@ -32,8 +32,16 @@ import ember
 
 torch = pytest.importorskip("torch")
 
-# The transforms are being built (issue 20): until ember.func has vmap, the cases that need them may fail.
+# The transforms exist (ember.func.vmap): CORE marks nothing now; it stays so that the cases keep their grouping.
 CORE = pytest.mark.xfail(not hasattr(ember.func, "vmap"), strict=False, reason="torch.func: issue 20 in progress")
+
+# Where ember differs from torch 2.13 on purpose or by a known gap (strict xfails: a fix shows)
+KNOWN = {
+    "jacfwd-argnums-negative": "PyTorch 2.13's jacfwd with a negative argnums returns zeros (its jacrev and "
+                               "jacfwd(argnums=0) give the true Jacobian, which ember gives)",
+    "grad-autograd.grad-of-captured-inside": "inside grad, PyTorch's autograd.grad does not see a tensor captured "
+                                             "from outside the transform; ember's one graph does, and differentiates",
+}
 
 P = collections.namedtuple("P", "w b")   # a namedtuple pytree (module level: the same class for both libraries)
 
@@ -1105,7 +1113,9 @@ raises("vmap-batch-norm-running-stats", lambda L: _vmap_batch_norm(L, False))
 
 # ================================================================================================================
 def _params():
-    return [pytest.param(name, id=name, marks=[CORE] if core else []) for name, (_, _, _, core) in CASES.items()]
+    return [pytest.param(name, id=name, marks=([CORE] if core else []) +
+                         ([pytest.mark.xfail(strict=True, reason=KNOWN[name])] if name in KNOWN else []))
+            for name, (_, _, _, core) in CASES.items()]
 
 
 @pytest.mark.parametrize("name", _params())

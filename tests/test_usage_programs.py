@@ -39,11 +39,7 @@ NAMES = sorted(p.stem for p in PROGRAMS.glob("*.py") if not p.name.startswith("_
 TOL = {"gmm": 2e-6}
 # torch.func programs (func_*.py) that ember does not run as torch yet (issue 20 in progress): their torch side is
 # checked, a failing ember side is an expected failure (not strict); delete an entry when its program agrees
-FUNC_PENDING = {
-    "func_jacobians_hessians": "hessian/jacfwd(jacrev) results keep a grad_fn (requires_grad) where torch's do not",
-    "func_misc": "jvp(grad(f))'s tangent keeps a grad_fn; .item()/if in vmap raise NeedsValues, not RuntimeError",
-    "func_compose": "requires_grad_() inside grad is not refused (torch: RuntimeError)",
-}
+FUNC_PENDING: dict = {}   # usage programs of torch.func that do not agree yet: name -> why
 _NUM = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 
 

@@ -23,6 +23,7 @@ import types
 import warnings
 
 from .._device import NAMESPACES
+from .._state import func_depth as _func_depth
 from .._tensor import Tensor, _new
 from . import _primitive, _views
 from . import grad_mode as _gm
@@ -40,7 +41,7 @@ ITEM = ("vmap: It looks like you're calling .item() on a Tensor. We don't suppor
 INPLACE = ("vmap: inplace arithmetic(self, *extra_args) is not possible because there exists a Tensor `other` in "
            "extra_args that has more elements than `self`. This happened due to `other` being vmapped over but `self` "
            "not being vmapped over in a vmap. Please try to use out-of-place operators instead of inplace arithmetic. "
-           "If said operator is being called inside the PyTorch framework, please file a bug report")
+           "If said operator is being called inside the PyTorch framework, please file a bug report instead.")
 
 
 def dynamic_shape(aten: str) -> RuntimeError:
@@ -160,7 +161,7 @@ class BatchedTensor(Tensor):
         raise NeedsValues(ITEM)
 
     def tolist(self):
-        raise NeedsValues(ITEM)
+        raise NeedsValues("Cannot access data pointer of Tensor that doesn't have storage")
 
     def __bool__(self) -> bool:
         raise NeedsValues(DATA_DEPENDENT)
@@ -181,23 +182,12 @@ class BatchedTensor(Tensor):
     def device(self):
         return self._phys.device
 
-    @property
-    def requires_grad(self) -> bool:
-        return self._phys.requires_grad
-
-    @requires_grad.setter
-    def requires_grad(self, value: bool) -> None:
-        self._phys.requires_grad = value
-        self._requires_grad = self._phys._requires_grad
-
-    def requires_grad_(self, requires_grad: bool = True):
-        self._phys.requires_grad_(requires_grad)
-        self._requires_grad = self._phys._requires_grad
-        return self
-
+    # As PyTorch's BatchedTensor, a batched tensor does not require grad: the autograd graph below vmap is the
+    # physical tensors' (autograd.grad of a batched output raises PyTorch's "does not require grad"; torch.func's
+    # transforms differentiate inside vmap)
     @property
     def grad_fn(self):
-        return self._phys.grad_fn
+        return None
 
     @grad_fn.setter
     def grad_fn(self, value) -> None:
@@ -246,7 +236,7 @@ def wrap(phys: Tensor, bdim: int, level: int) -> BatchedTensor:
     t._phys = phys
     t._bdim = bdim
     t._level = level
-    t._requires_grad = phys._requires_grad
+    t._requires_grad = False
     t._output_nr = 0
     t._vc = phys._vc
     t._base = None
@@ -275,6 +265,7 @@ BACKWARD_INSIDE = ("backward() called inside a functorch transform. This is not 
 
 
 def push(size: int, randomness: str) -> Frame:
+    _func_depth[0] += 1
     _counter[0] += 1
     f = Frame(_counter[0], size, randomness)
     if not FRAMES and not TRANSFORMS[0]:
@@ -285,6 +276,7 @@ def push(size: int, randomness: str) -> Frame:
 
 
 def pop(f: Frame) -> None:
+    _func_depth[0] -= 1
     FRAMES.remove(f)
     del _LEVELS[f.level]
     if not FRAMES and not TRANSFORMS[0]:
@@ -295,10 +287,12 @@ def enter_transform() -> None:
     if not FRAMES and not TRANSFORMS[0]:
         _install()
     TRANSFORMS[0] += 1
+    _func_depth[0] += 1
 
 
 def exit_transform() -> None:
     TRANSFORMS[0] -= 1
+    _func_depth[0] -= 1
     if not FRAMES and not TRANSFORMS[0]:
         _uninstall()
 
@@ -616,15 +610,27 @@ def _run(prim, args, params=_primitive._EMPTY, node_cls=None, dtype=None):
     return wrap(out, bdim, level)
 
 
+def _inplace_error(prim, self, others, level) -> RuntimeError:
+    """PyTorch's error for a batched value written into a tensor not batched at ``level``: add_'s batching rule
+    words it as a broadcast, the others as vmap's in-place refusal."""
+    if prim.name in ("add", "add_scalar"):
+        shapes = [tuple(self._data.shape)] + [tuple(o._data.shape) for o in others if isinstance(o, Tensor)]
+        n = max(len(sh) for sh in shapes)
+        out = [max((sh[len(sh) - n + i] if len(sh) - n + i >= 0 else 1) for sh in shapes) for i in range(n)]
+        return RuntimeError(f"output with shape {list(self._data.shape)} doesn't match the broadcast shape "
+                            f"{[frame_of(level).size] + out}")
+    return RuntimeError(INPLACE)
+
+
 def _run_inplace(prim, self, others, params=_primitive._EMPTY, node_cls=None, dtype=None, saved=()):
     """``apply_inplace`` while vmap runs: the out-of-place result (batched) written into self's examples."""
     level = _level_of((self,) + tuple(others))
     if not level or (type(self) is not BatchedTensor and not batched_at(self, level)):
         if level:   # a batched value written into an unbatched tensor
-            raise RuntimeError(INPLACE)
+            raise _inplace_error(prim, self, others, level)
         return _orig["apply_inplace"](prim, self, others, params, node_cls, dtype, saved)
     if self._level != level:   # self batched at a lower level only than some input: as above
-        raise RuntimeError(INPLACE)
+        raise _inplace_error(prim, self, others, level)
     r = _primitive.apply(prim, (self,) + tuple(others), params, node_cls, dtype)
     if r._data.shape != self._data.shape:
         raise RuntimeError(f"output with shape {list(self._data.shape)} doesn't match the broadcast shape "
@@ -640,7 +646,6 @@ def _run_inplace(prim, self, others, params=_primitive._EMPTY, node_cls=None, dt
         perm.insert(self._bdim, r._bdim)
         src = src.permute(perm)
     self._phys.copy_(src)
-    self._requires_grad = self._phys._requires_grad
     return self
 
 
@@ -656,44 +661,26 @@ def any_batched(*groups) -> bool:
 
 
 def grad_inside(grad_fn, outputs, inputs, grad_outputs, kwargs):
-    """``autograd.grad`` on batched tensors (inside vmap): on the physical graph, where the examples are
-    independent, so the gradient of every example's outputs with respect to its own inputs comes out at once.
-    An input not batched where the outputs are would need the examples' gradients apart: refused."""
+    """``autograd.grad`` inside vmap. As PyTorch's, a batched tensor does not require grad (the graph below vmap
+    is the physical tensors'; differentiating inside vmap is torch.func's grad/vjp), so batched outputs or inputs
+    raise autograd's errors; plain outputs with batched grad_outputs (``vmap(lambda v: autograd.grad(y, x, v))``)
+    give every example's vector-Jacobian product from one backward pass."""
     outputs = (outputs,) if isinstance(outputs, Tensor) else tuple(outputs)
     inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
     if grad_outputs is None:
         grad_outputs = (None,) * len(outputs)
     elif isinstance(grad_outputs, Tensor):
         grad_outputs = (grad_outputs,)
+    for i, t in enumerate(outputs):
+        if type(t) is BatchedTensor:
+            raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
+    if any(type(t) is BatchedTensor for t in inputs):
+        raise RuntimeError("One of the differentiated Tensors does not require grad")
     if kwargs.get("is_grads_batched"):
-        raise NotImplementedError("ember: autograd.grad(is_grads_batched=True) on batched tensors inside vmap is not "
-                                  "supported; use torch.func.vjp")
-    levels = sorted({lv for t in (*outputs, *inputs, *[g for g in grad_outputs if g is not None])
-                     for lv, _ in peel(t)[0]})
-    frames = [frame_of(lv) for lv in levels]
-    if not any(type(t) is BatchedTensor for t in (*outputs, *inputs)):
-        return _batched_cotangents(grad_fn, outputs, inputs, grad_outputs, kwargs, frames)
-    for i, t in enumerate(inputs):
-        if any(not batched_at(t, lv) for lv in levels):
-            raise RuntimeError(f"vmap: autograd.grad with respect to input {i}, which is not batched while the "
-                               "outputs are, would give the sum of the examples' gradients (PyTorch gives each "
-                               "example's); pass it through vmap's in_dims, or use torch.func.grad / vjp")
-    phys_out, phys_go = [], []
-    for o, g in zip(outputs, grad_outputs):
-        if g is not None and tuple(g._data.shape) != tuple(o._data.shape):
-            raise RuntimeError(f"Mismatch in shape: grad_output[0] has a shape of {g.shape} and output[0] has a shape "
-                               f"of {o.shape}.")
-        po, _ = to_front(o, frames)
-        phys_out.append(po)
-        if g is None:
-            if o._data.size != 1:
-                raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            phys_go.append(_primitive.graph_ns.ones_like(po))
-        else:
-            phys_go.append(to_front(g, frames)[0])
-    peeled = [peel(t) for t in inputs]
-    gs = grad_fn(phys_out, [p for _, p in peeled], phys_go, **kwargs)
-    return tuple(None if g is None else rewrap(g, chain) for g, (chain, _) in zip(gs, peeled))
+        raise NotImplementedError("ember: autograd.grad(is_grads_batched=True) with batched grad_outputs inside vmap "
+                                  "is not supported; use torch.func.vjp")
+    levels = sorted({lv for g in grad_outputs if g is not None for lv, _ in peel(g)[0]})
+    return _batched_cotangents(grad_fn, outputs, inputs, grad_outputs, kwargs, [frame_of(lv) for lv in levels])
 
 
 def _batched_cotangents(grad_fn, outputs, inputs, grad_outputs, kwargs, frames):
@@ -833,9 +820,19 @@ def _random_call(orig, name: str, args, kwargs):
     _leaves(args, found)
     _leaves(kwargs, found)
     if mode == "same":
-        if found and kind in ("tensor", "inplace"):
-            raise NotImplementedError(f"vmap(randomness='same'): ember does not batch {name} over batched "
-                                      "inputs yet; use randomness='different', or draw outside vmap")
+        if kind == "inplace" and found and batched_at(args[0], frame.level):
+            # one draw of an example's shape, the same in every example
+            self = args[0]
+            one = _unbatched_like(self)
+            orig(one, *args[1:], **kwargs)
+            chain, p = peel(materialize(self, [frame]))
+            self.copy_(one)
+            return self
+        if kind == "tensor" and name in _DROPOUTS and found and type(args[0]) is BatchedTensor:
+            return _same_dropout(orig, args, kwargs)
+        if found and kind in ("tensor", "inplace") and any(batched_at(t, frame.level) for t in found):
+            raise RuntimeError("Vmap does not currently support same randomness with a batched tensor input. Please "
+                               "file an issue with functorch")
         if kind == "like":
             a0 = args[0]
             return orig(_unbatched_like(a0), *args[1:], **kwargs)
@@ -843,8 +840,8 @@ def _random_call(orig, name: str, args, kwargs):
     # different
     level = frame.level
     if kind == "size":
-        if name == "randperm":
-            raise NotImplementedError("vmap(randomness='different'): ember does not batch randperm yet")
+        if name == "randperm":   # one permutation per example, drawn in turn
+            return wrap(_primitive.graph_ns.stack([orig(*args, **kwargs) for _ in range(frame.size)], 0), 0, level)
         return _random_sized(orig, name, args, kwargs, frame)
     if kind == "like":
         x = materialize(args[0], [frame]) if isinstance(args[0], Tensor) else args[0]
@@ -853,8 +850,9 @@ def _random_call(orig, name: str, args, kwargs):
     if kind == "inplace":
         self = args[0]
         if not batched_at(self, level):
-            raise RuntimeError(f"vmap: {name} with randomness='different' writes a different value for every "
-                               "example into a tensor that is not batched")
+            raise RuntimeError("vmap: Cannot ask for different inplace randomness on an unbatched tensor. This will "
+                               "appear like same randomness. If this is necessary for your usage, please file an "
+                               "issue with functorch.")
         chain, p = peel(self)
         orig(p, *args[1:], **kwargs)
         return self
@@ -894,6 +892,21 @@ def _draws(name: str, args, kwargs) -> bool:
     if name in ("rrelu", "rrelu_"):
         return bool(kwargs.get("training", args[3] if len(args) > 3 else False))
     return True
+
+
+RNG_STATE: list = []   # (get_rng_state, set_rng_state), filled by ember.ops
+
+
+def _same_dropout(orig, args, kwargs):
+    """A dropout with randomness='same': one mask of an example's shape for every example. Dropouts are affine in
+    their input (alpha dropout too), so out = x * (d(1) - d(0)) + d(0), with d drawn twice from the same state."""
+    get_state, set_state = RNG_STATE
+    x = args[0]
+    state = get_state()
+    zero = orig(_unbatched_like(x).zero_(), *args[1:], **kwargs)
+    set_state(state)
+    one = orig(_unbatched_like(x).fill_(1), *args[1:], **kwargs)
+    return x * (one - zero) + zero
 
 
 def _unbatched_like(a):

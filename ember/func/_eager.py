@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import math
+import weakref
 from typing import Any, Callable
 
 from .._state import fwd_state, track_tangent
@@ -25,13 +26,30 @@ from ..autograd import forward_ad as fwAD
 from ..autograd import grad_mode as _gm
 from ..autograd.graph import AccumulateGrad
 from ..ops import public as torch
-from ..utils._pytree import tree_flatten, tree_unflatten, tree_map
+from ..utils._pytree import tree_flatten, tree_map, tree_unflatten, treespec_pprint
 from ._vmap import vmap
 
 __all__ = ["grad", "grad_and_value", "vjp", "jvp", "linearize", "jacrev", "jacfwd", "hessian"]
 
 
 # ----- inputs and outputs of a transform ---------------------------------------------------------------------
+
+# The leaves the transforms make for their inputs: a graph reaching only these reaches nothing an outer
+# computation differentiates (see _reaches_other_leaves)
+_OWN_LEAVES: "weakref.WeakSet" = weakref.WeakSet()
+
+
+def _tensor_or_refuse(x):
+    if not isinstance(x, Tensor):
+        raise ValueError(f"Thing passed to transform API must be Tensor, got {type(x)}")
+    return x
+
+
+def _check_aux(aux) -> None:
+    for a in tree_flatten(aux)[0]:
+        if not isinstance(a, Tensor):
+            raise RuntimeError(f"Expected tensors, got unsupported type {type(a)}")
+
 
 class _Input:
     """One input of a transform: the tensor the function sees and the physical leaf the graph is differentiated
@@ -40,17 +58,21 @@ class _Input:
     __slots__ = ("seen", "leaf", "chain", "given_rg")
 
     def __init__(self, t: Tensor) -> None:
+        if t._data.dtype.kind not in "fcV":
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
         t = B.materialize(t)
         chain, p = B.peel(t)
         self.given_rg = p._requires_grad
         if p._requires_grad:
             leaf = p.view_as(p)   # an alias: a node of its own, still attached to what p depends on
         else:
-            leaf = p.detach().requires_grad_()
+            leaf = p.detach()
+            leaf._requires_grad = True   # (requires_grad_() is refused inside transforms, as PyTorch's)
             if p._fw_grad is not None:   # a forward-mode tangent (jvp over this transform) stays with it
                 leaf._fw_grad = p._fw_grad
                 track_tangent(leaf)
         self.leaf = leaf
+        _OWN_LEAVES.add(leaf)
         self.chain = chain
         self.seen = B.rewrap(leaf, chain)
 
@@ -64,23 +86,26 @@ class _Input:
 def _check_argnums(argnums, n: int, name: str):
     def one(a):
         if not isinstance(a, int) or isinstance(a, bool):
-            raise RuntimeError(f"{name}: argnums must be int or Tuple[int, ...], got: {type(a)}")
+            raise RuntimeError(f"argnums must be int or Tuple[int, ...], got: {type(a)}")
         if not -n <= a < n:
             raise RuntimeError(f"Got argnum={a}, but only {n} positional inputs")
         return a % n
     if isinstance(argnums, tuple):
         if not argnums:
-            raise RuntimeError(f"{name}: argnums must be non-empty")
-        return tuple(one(a) for a in argnums)
+            raise RuntimeError("argnums must be non-empty")
+        nums = tuple(one(a) for a in argnums)
+        if len(set(nums)) != len(nums):
+            raise RuntimeError(f"argnums elements must be unique, got {argnums}")
+        return nums
     if isinstance(argnums, int) and not isinstance(argnums, bool):
         return one(argnums)
-    raise RuntimeError(f"{name}: argnums must be int or Tuple[int, ...], got: {type(argnums)}")
+    raise RuntimeError(f"argnums must be int or Tuple[int, ...], got: {type(argnums)}")
 
 
 def _reaches_other_leaves(outs, leaves) -> bool:
     """Whether the graph of ``outs`` reaches a leaf that requires grad other than ``leaves`` (a captured tensor
     that an outer computation may differentiate)."""
-    own = {id(x) for x in leaves}
+    own = {id(x) for x in leaves} | {id(x) for x in _OWN_LEAVES}
     seen = set()
     stack = [o.grad_fn for o in outs if o.grad_fn is not None]
     while stack:
@@ -98,9 +123,10 @@ def _reaches_other_leaves(outs, leaves) -> bool:
     return False
 
 
-def _keep_graph(inputs, outs_phys, extra_rg: bool = False) -> bool:
-    """Whether a transform must keep the graph of its results (see the module docstring)."""
-    if not _gm.is_grad_enabled():
+def _keep_graph(inputs, outs_phys, grad_on: bool, extra_rg: bool = False) -> bool:
+    """Whether a transform must keep the graph of its results (see the module docstring); ``grad_on``: grad mode
+    where the transform was called."""
+    if not grad_on:
         return False
     if extra_rg or fwd_state.level or B.TRANSFORMS[0] > 1 or any(i.given_rg for i in inputs):
         return True
@@ -132,13 +158,10 @@ def _detach(t: Tensor, keep: bool) -> Tensor:
 def vjp(func: Callable, *primals, has_aux: bool = False):
     """``(func(*primals), vjp_fn)``; ``vjp_fn(cotangents)`` gives the vector-Jacobian products for each primal
     (``(func(*primals), vjp_fn, aux)`` with ``has_aux``)."""
+    grad_on = _gm.is_grad_enabled()
     with _Transform(), _gm.enable_grad():
         flat, spec = tree_flatten(primals)
-        for p in flat:
-            if not isinstance(p, Tensor):
-                raise RuntimeError(f"vjp(f, *primals): Expected primals to be a tuple of Tensors or a nested tuple "
-                                   f"of Tensors, got type {type(p)} instead")
-        inputs = [_Input(p) for p in flat]
+        inputs = [_Input(_tensor_or_refuse(p)) for p in flat]
         frames = list(B.FRAMES)
         out = func(*tree_unflatten([i.seen for i in inputs], spec))
         aux = None
@@ -147,29 +170,33 @@ def vjp(func: Callable, *primals, has_aux: bool = False):
                 raise RuntimeError("vjp(f, *primals): output of function f should be a tuple: (output, aux) if "
                                    "has_aux is True")
             out, aux = out
+            _check_aux(aux)
         flat_out, out_spec = tree_flatten(out)
         for o in flat_out:
             if not isinstance(o, Tensor):
-                raise RuntimeError(f"vjp(f, *primals): Expected f to be a function that has non-empty output (got "
-                                   f"output = {out})" if not flat_out else
-                                   f"vjp(f, ...): All outputs of f must be floating-point or complex Tensors, got "
-                                   f"{type(o)}")
+                raise RuntimeError(f"vjp(f, *primals): expected f(*primals) to return only tensors, got unsupported "
+                                   f"type {type(o)}")
         outs_phys = _flat_phys(flat_out)
-        keep = _keep_graph(inputs, outs_phys)
+        keep = _keep_graph(inputs, outs_phys, grad_on)
     levels = [f.level for f in frames]
 
-    def vjp_fn(cotangents, *more, retain_graph: bool = True, create_graph: bool | None = None):
-        cts = (cotangents,) + more if more else cotangents
-        flat_ct, ct_spec = tree_flatten(cts)
-        if ct_spec != out_spec and not (len(flat_out) == 1 and len(flat_ct) == 1):
+    def vjp_fn(cotangents, *, retain_graph: bool = True, create_graph: bool | None = None):
+        flat_ct, ct_spec = tree_flatten(cotangents)
+        if ct_spec != out_spec:
             raise RuntimeError(f"Expected pytree structure of cotangents to be the same as pytree structure of "
-                               f"outputs to the function. cotangents: {ct_spec}, primal output: {out_spec}")
-        for c, o in zip(flat_ct, flat_out):
+                               f"outputs to the function. cotangents: {treespec_pprint(ct_spec)}, primal output: "
+                               f"{treespec_pprint(out_spec)}")
+        for k, (c, o) in enumerate(zip(flat_ct, flat_out)):
+            if c is None:   # (autograd's implicit gradient: scalar outputs only)
+                if o.numel() != 1:
+                    raise RuntimeError("grad can be implicitly created only for scalar outputs")
+                flat_ct[k] = torch.ones_like(o)
+                continue
             if not isinstance(c, Tensor):
-                raise RuntimeError(f"vjp_fn: expected cotangents to be Tensors, got {type(c)}")
+                raise TypeError(f"gradients can be either Tensors or None, but got {type(c).__name__}")
             if tuple(c.shape) != tuple(o.shape):
-                raise RuntimeError(f"Mismatch in shape: grad_output[0] has a shape of {c.shape} and output[0] has a "
-                                   f"shape of {o.shape}")
+                raise RuntimeError(f"Mismatch in shape: grad_output[{k}] has a shape of {c.shape} and output[{k}] has "
+                                   f"a shape of {o.shape}.")
         with _Transform(), _gm.enable_grad():
             old = [f for f in B.FRAMES if f.level in levels]
             new = [f for f in B.FRAMES if f.level not in levels and any(B.batched_at(c, f.level) for c in flat_ct)]
@@ -224,14 +251,11 @@ def grad_and_value(func: Callable, argnums=0, has_aux: bool = False) -> Callable
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
         nums = _check_argnums(argnums, len(args), "grad_and_value")
+        grad_on = _gm.is_grad_enabled()
         with _Transform(), _gm.enable_grad():
             chosen = tuple(args[n] for n in nums) if isinstance(nums, tuple) else args[nums]
             flat, spec = tree_flatten(chosen)
-            for t in flat:
-                if not isinstance(t, Tensor):
-                    raise RuntimeError(f"grad_and_value(f)(*args): Expected argnums={argnums} to point to Tensors "
-                                       f"(or nested structures of Tensors), got {type(t)}")
-            inputs = [_Input(t) for t in flat]
+            inputs = [_Input(_tensor_or_refuse(t)) for t in flat]
             seen = tree_unflatten([i.seen for i in inputs], spec)
             new_args = list(args)
             if isinstance(nums, tuple):
@@ -246,14 +270,17 @@ def grad_and_value(func: Callable, argnums=0, has_aux: bool = False) -> Callable
                     raise RuntimeError("grad_and_value(f)(*args): output of function f should be a tuple: (output, "
                                        "aux) if has_aux is True")
                 out, aux = out
+                _check_aux(aux)
             if not isinstance(out, Tensor):
                 raise RuntimeError(f"grad_and_value(f)(*args): Expected f(*args) to return a Tensor, got {type(out)}")
             if out.dim() != 0:
                 raise RuntimeError(f"grad_and_value(f)(*args): Expected f(*args) to return a scalar Tensor, got "
                                    f"tensor with {out.dim()} dims. Maybe you wanted to use the vjp or jacrev APIs "
                                    "instead?")
+            if out._data.dtype.kind == "c":
+                raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got {out.dtype}")
             phys, _ = B.to_front(out)
-            keep = _keep_graph(inputs, [phys])
+            keep = _keep_graph(inputs, [phys], grad_on)
             if phys._requires_grad:
                 gs = engine.grad([phys], [i.leaf for i in inputs], [torch.ones_like(phys)], retain_graph=keep,
                                  create_graph=keep, allow_unused=True)
@@ -287,20 +314,23 @@ def _check_tangents(primals, tangents) -> tuple:
                            "call f(*primals).")
     fp, ps = tree_flatten(primals)
     ft, ts = tree_flatten(tangents)
+    if not fp:
+        raise RuntimeError("jvp(f, primals, tangents): Expected primals to contain at least one Tensor.")
+    for p in fp:
+        if not isinstance(p, Tensor):
+            raise RuntimeError(f"jvp(f, primals, tangents): Expected primals to only contain Tensors, got {type(p)}")
     if ps != ts:
         raise RuntimeError(f"jvp(f, primals, tangents): Expected primals and tangents to have the same python "
                            f"structure. For example, if primals is a tuple of 3 tensors, tangents also must be. Got "
                            f"primals with structure {ps} and tangents with structure {ts}")
+    for t in ft:
+        if not isinstance(t, Tensor):
+            raise RuntimeError(f"jvp(f, primals, tangents): Expected tangents to only contain Tensors, got {type(t)}")
     for p, t in zip(fp, ft):
-        if not isinstance(p, Tensor) or not isinstance(t, Tensor):
-            raise RuntimeError(f"jvp(f, primals, tangents): Expected primals to be a tuple of Tensors, got "
-                               f"{type(p if not isinstance(p, Tensor) else t)}")
-        if tuple(p.shape) != tuple(t.shape):
-            raise RuntimeError(f"jvp(f, primals, tangents): Expected primals and tangents to have the same shape. "
-                               f"Got primal of shape {tuple(p.shape)} and tangent of shape {tuple(t.shape)}")
-        if p.dtype != t.dtype:
-            raise RuntimeError(f"jvp(f, primals, tangents): Expected primals and tangents to have the same dtype. "
-                               f"Got primal of dtype {p.dtype} and tangent of dtype {t.dtype}")
+        if tuple(p.shape) != tuple(t.shape):   # (make_dual's words, with the examples' shapes)
+            raise RuntimeError(f"Trying to set a forward gradient that has a different size than that of the original "
+                               f"Tensor, this is not supported. Tensor is of size {list(p.shape)} while the given "
+                               f"forward gradient is of size {list(t.shape)}.")
     return fp, ft, ps
 
 
@@ -310,6 +340,9 @@ def jvp(func: Callable, primals: Any, tangents: Any, *, strict: bool = False, ha
     if strict:
         raise RuntimeError("jvp(f, primals, tangents): strict is not supported yet")
     fp, ft, spec = _check_tangents(primals, tangents)
+    # the results keep their graph only when something outside can differentiate them
+    keep = _gm.is_grad_enabled() and (B.TRANSFORMS[0] > 0 or fwd_state.level > 0 or
+                                      any(x.requires_grad for x in fp + ft))
     if fwd_state.level:
         return _jvp_by_double_vjp(func, fp, ft, spec, has_aux)
     with _Transform():
@@ -326,11 +359,12 @@ def jvp(func: Callable, primals: Any, tangents: Any, *, strict: bool = False, ha
                     raise RuntimeError("jvp(f, primals, tangents): output of function f should be a tuple: (output, "
                                        "aux) if has_aux is True")
                 out, aux = out
+                _check_aux(aux)
             flat_out, out_spec = tree_flatten(out)
             primal_outs, tangent_outs = [], []
             for o in flat_out:
                 if not isinstance(o, Tensor):
-                    raise RuntimeError(f"jvp(f, primals, tangents): Expected f(*primals) to return only tensors, got "
+                    raise RuntimeError(f"jvp(f, primals, tangents): expected f(*primals) to return only tensors, got "
                                        f"unsupported type {type(o)}")
                 po, levels = B.to_front(o)
                 primal, tangent = fwAD.unpack_dual(po)
@@ -338,8 +372,13 @@ def jvp(func: Callable, primals: Any, tangents: Any, *, strict: bool = False, ha
                     tangent = torch.zeros_like(primal)
                 primal_outs.append(B.from_front(primal, levels))
                 tangent_outs.append(B.from_front(tangent, levels))
-    res = (tree_unflatten(primal_outs, out_spec), tree_unflatten(tangent_outs, out_spec))
-    return res + (aux,) if has_aux else res
+        if not keep:
+            keep = _reaches_other_leaves([t for t in primal_outs + tangent_outs if t._requires_grad], [])
+    res = (tree_unflatten([_detach(x, keep) for x in primal_outs], out_spec),
+           tree_unflatten([_detach(x, keep) for x in tangent_outs], out_spec))
+    if has_aux:
+        return res + (tree_map(lambda a: _detach(a, keep), aux),)
+    return res
 
 
 def _jvp_by_double_vjp(func, fp, ft, spec, has_aux):
@@ -365,11 +404,14 @@ def linearize(func: Callable, *primals):
         fp, ps = tree_flatten(primals)
         ft, ts = tree_flatten(tangents)
         if ps != ts:
-            raise RuntimeError(f"Expected the tangents {ts} to have the same structure as the primals {ps}")
-        for p, t in zip(fp, ft):
-            if tuple(p.shape) != tuple(t.shape) or p.dtype != t.dtype:
-                raise RuntimeError(f"Mismatch in tangent: expected shape {tuple(p.shape)} and dtype {p.dtype}, got "
-                                   f"shape {tuple(t.shape)} and dtype {t.dtype}")
+            raise RuntimeError(f"Expected the tangents {ts} to have the same argspec as the primals {ps}")
+        for k, (p, t) in enumerate(zip(fp, ft)):
+            if tuple(p.shape) != tuple(t.shape):
+                raise RuntimeError(f"tangent:{k} with shape {t.shape} in flattened pytree doesn't match the shape "
+                                   f"{p.shape} of the corresponding primal.")
+            if p.dtype != t.dtype:
+                raise RuntimeError(f"tangent:{k} with dtype {t.dtype} in flattened pytree doesn't match the dtype "
+                                   f"{p.dtype} of the corresponding primal.")
         return jvp(func, primals, tangents)[1]
     return tree_unflatten([o.detach() for o in flat_out], out_spec), jvp_fn
 

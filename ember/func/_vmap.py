@@ -6,7 +6,7 @@ from typing import Any, Callable
 
 from .._tensor import Tensor
 from ..autograd import _batching as B
-from ..ops.public import cat
+from ..ops.public import cat, get_rng_state, set_rng_state
 from ..utils._pytree import _broadcast_to_and_flatten, tree_flatten, tree_unflatten
 
 __all__ = ["vmap"]
@@ -116,6 +116,10 @@ def _run_once(func, flat_args, flat_dims, spec, size, out_dims, randomness, kwar
         outs = func(*tree_unflatten(batched, spec), **kwargs)
         flat, dims, out_spec = _flat_out_dims(func, out_dims, outs)
         return tree_unflatten([_unbatch(func, o, frame.level, size, d) for o, d in zip(flat, dims)], out_spec)
+    except B.NeedsValues as e:   # a batched tensor's values were asked for outside any op: PyTorch's RuntimeError
+        if B.FRAMES[0] is not frame:
+            raise
+        raise RuntimeError(str(e)) from None
     finally:
         B.pop(frame)
 
@@ -126,6 +130,8 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
     (one call of each op on the whole batch), to any depth of nesting and composed with grad, vjp, jvp."""
     if randomness not in ("error", "different", "same"):
         raise RuntimeError(f"Only allowed values for randomness are 'error', 'different', or 'same'. Got {randomness}")
+    if isinstance(chunk_size, float):   # (PyTorch's own error: it multiplies a list by it)
+        raise TypeError("can't multiply sequence by non-int of type 'float'")
     if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size <= 0):
         raise ValueError(f"vmap: chunk_size should be None or greater than 0. (got {chunk_size})")
     _check_out_dims(func, out_dims)
@@ -141,7 +147,10 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
         pieces = [a.tensor_split(bounds, dim=d) if d is not None else [a] * (len(bounds) + 1)
                   for a, d in zip(flat_args, flat_dims)]
         outs = []
+        rng = get_rng_state() if randomness == "same" else None
         for chunk in zip(*pieces):
+            if rng is not None:   # randomness="same": every chunk draws the same numbers, as PyTorch's
+                set_rng_state(rng)
             n = next(c.size(d) for c, d in zip(chunk, flat_dims) if d is not None)
             outs.append(_run_once(func, list(chunk), flat_dims, spec, n, out_dims, randomness, kwargs))
         _, dims, out_spec = _flat_out_dims(func, out_dims, outs[0])

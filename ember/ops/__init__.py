@@ -50,6 +50,7 @@ for _name, _fn in GRAPH.items():
 
 from ..autograd import _batching   # noqa: E402
 from ._registry import SUBMODULES   # noqa: E402
+_batching.RNG_STATE[:] = [_random.get_rng_state, _random.set_rng_state]
 _batching.PUBLIC_TABLES[:] = [EXPORTS, METHODS, *SUBMODULES.values(),
                               {n: getattr(_random, n) for n in _batching.RANDOM if hasattr(_random, n)}]
 
