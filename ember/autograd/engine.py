@@ -144,11 +144,13 @@ def _store_retained(t: Tensor, g, create_graph: bool) -> None:
         m.grad = gt if m.grad is None else m.grad + gt
 
 
-def run_backward(roots, retain_graph: bool, create_graph: bool, targets=None, accumulate=True, batched=False):
+def run_backward(roots, retain_graph: bool, create_graph: bool, targets=None, accumulate=True, batched=False,
+                 record=None):
     """Back-propagate ``roots`` [((node, nr), grad)]. With ``targets`` [(node, nr)], return the
     gradients arriving at those edges, computing only what they need; leaves are then left alone
     unless ``accumulate``. ``batched`` (with ``targets`` only): every gradient has a leading batch
-    dimension (``autograd.grad(is_grads_batched=True)``)."""
+    dimension (``autograd.grad(is_grads_batched=True)``). ``record`` (with ``create_graph``): whether the rules'
+    operations are recorded (default: yes); torch.func's vjp runs the rules on batched cotangents unrecorded."""
     root_nodes = [e[0] for e, _ in roots if e[0] is not None]
     deps, order = _topo_order(root_nodes, targets is not None)
     needed = None
@@ -173,6 +175,8 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, targets=None, ac
     heappop, heappush, pop_buffer = heapq.heappop, heapq.heappush, buffers.pop
     # Rules compute masked-off inf/nan on purpose (PyTorch's where-formulas); NumPy must not warn.
     g0 = roots[0][1] if roots else None
+    if g0 is not None and type(g0) is _batching.BatchedTensor:   # (torch.func's vjp: cotangents batched by vmap)
+        g0 = _batching.peel(g0)[1]
     quiet = backend_of(g0._data if create_graph else g0).quiet() if g0 is not None else nullcontext()
     # Anomaly mode sends every node through _run_node, wrapped in its checks, and a recording profiler through its
     # ranges (one test per backward call, none per node); off, the loop is as before.
@@ -187,7 +191,7 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, targets=None, ac
     task._accumulate = accumulate
     task._batched = batched
     outer_task, _tls.task = getattr(_tls, "task", None), task
-    with _gm.set_grad_enabled(create_graph), quiet, _TaskScope(outer_task):
+    with _gm.set_grad_enabled(create_graph if record is None else record), quiet, _TaskScope(outer_task):
         node = heappop(heap)[1] if heap else None
         while node is not None:
             grads = pop_buffer(node, None)

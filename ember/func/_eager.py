@@ -22,6 +22,7 @@ from .._state import fwd_state, track_tangent
 from .._tensor import Tensor
 from ..autograd import _batching as B
 from ..autograd import engine
+from ..autograd._views import edge_of
 from ..autograd import forward_ad as fwAD
 from ..autograd import grad_mode as _gm
 from ..autograd.graph import AccumulateGrad
@@ -201,6 +202,11 @@ def vjp(func: Callable, *primals, has_aux: bool = False):
             old = [f for f in B.FRAMES if f.level in levels]
             new = [f for f in B.FRAMES if f.level not in levels and any(B.batched_at(c, f.level) for c in flat_ct)]
             sizes = [f.size for f in new]
+            cg = keep or any(c.requires_grad for c in flat_ct) if create_graph is None else create_graph
+            if new and not old:
+                # cotangents batched by vmaps that began after vjp (jacrev's basis): the rules run on them as
+                # tensors, so vmap's batching rules batch every step of the backward pass
+                return tree_unflatten(_vjp_of_batched(outs_phys, flat_ct, inputs, retain_graph, cg), spec)
             phys_ct = []
             for c in flat_ct:
                 p, _ = B.to_front(c, new + old)   # (new levels are higher: to_front sorts old ones first)
@@ -211,7 +217,6 @@ def vjp(func: Callable, *primals, has_aux: bool = False):
                     p = p.permute(perm)
                     p = p.reshape((-1,) + tuple(p.shape[len(new):]))
                 phys_ct.append(p)
-            cg = keep or any(c.requires_grad for c in flat_ct) if create_graph is None else create_graph
             gs = engine.grad(outs_phys, [i.leaf for i in inputs], phys_ct, retain_graph=retain_graph,
                              create_graph=cg, allow_unused=True, is_grads_batched=bool(new))
             res = []
@@ -232,6 +237,19 @@ def vjp(func: Callable, *primals, has_aux: bool = False):
     if has_aux:
         return primal_out, vjp_fn, tree_map(lambda a: _detach(a, keep) if isinstance(a, Tensor) else a, aux)
     return primal_out, vjp_fn
+
+
+def _vjp_of_batched(outs, cts, inputs, retain_graph: bool, record: bool) -> list:
+    """The vector-Jacobian products for cotangents batched at vmap levels the graph does not have: one backward
+    pass whose rules run on the batched cotangents (as under create_graph), recorded only when ``record``."""
+    roots = engine._root_grads(outs, cts, True, "grad")
+    edges = [edge_of(i.leaf) for i in inputs]
+    captured = engine.run_backward(roots, retain_graph, True, targets=edges, accumulate=False, record=record)
+    res = []
+    for i, e in zip(inputs, edges):
+        g = captured.get(e)
+        res.append(i.wrap(g))
+    return res
 
 
 def _wrap_after(g: Tensor, k: int, chain: list):

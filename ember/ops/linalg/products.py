@@ -352,7 +352,23 @@ def _einsum_prim(n: int):
         p = _EINSUM_PRIMS[n] = defprim(
             "einsum", lambda xp, *ops, eq, sizes: xp.einsum(eq, *ops, sizes=sizes),
             vjp=tuple(_einsum_vjp(k) for k in range(n)), jvp="multilinear", saves=tuple(range(n)))
+        _batching.batching(_einsum_rule, p)
     return p
+
+
+def _einsum_rule(call, args, bdims, params, size):
+    """einsum of batched operands: each batched operand (batch dim first) and the result get a letter of their
+    own in the equation, so the batch is one more free index."""
+    eq = params["eq"]
+    ins, out = eq.split("->")
+    z = _free_letter(eq)
+    subs = ins.split(",")
+    ops = []
+    for a, bd, sub in zip(args, bdims, subs):
+        ops.append(a if bd is None else _batching._moved(a, bd))
+    new = dict(params)
+    new["eq"] = ",".join(z + sub if bd is not None else sub for sub, bd in zip(subs, bdims)) + "->" + z + out
+    return call(ops, new), 0
 
 
 def _einsum_apply(eq: str, ops: tuple, node: str | None = None, sizes=None) -> Tensor:
