@@ -232,6 +232,49 @@ def fns(m):
         def backward(ctx, g):
             return (g / ctx.n).unsqueeze(0)
 
+    class AddOne(F):                      # in place (mark_dirty)
+        @staticmethod
+        def forward(x):
+            return x.add_(1)
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.mark_dirty(inputs[0])
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 7
+
+    class Needs(F):                       # reads ctx.needs_input_grad
+        @staticmethod
+        def forward(x, y):
+            return x * y
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_backward(*inputs)
+
+        @staticmethod
+        def backward(ctx, g):
+            x, y = ctx.saved_tensors
+            a, b = ctx.needs_input_grad
+            return (g * y if a else None), (g * x if b else None)
+
+    class Once(F):                        # @once_differentiable backward
+        @staticmethod
+        def forward(x):
+            return x * x
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_backward(inputs[0])
+
+        @staticmethod
+        @m.autograd.function.once_differentiable
+        def backward(ctx, g):
+            x, = ctx.saved_tensors
+            return 2 * x * g
+
     return {k: v for k, v in locals().items() if isinstance(v, type)}
 
 
@@ -296,6 +339,13 @@ def _programs():
         lambda a: m.func.vmap(g(m, "Power"), in_dims=(-1, None))(a, 2).sum())(_x(m))
     P["BadMean-grad_vmap"] = lambda m: m.func.grad(
         lambda a: m.func.vmap(g(m, "BadMean"), in_dims=1)(a).sum())(_x(m))
+    P["AddOne-grad"] = lambda m: m.func.grad(lambda a: g(m, "AddOne")(a * 1).sum())(_w(m))
+    P["Needs-grad"] = lambda m: m.func.grad(lambda a: g(m, "Needs")(a, _w(m)).sum())(_w(m) * 2)
+    P["Needs-grad_both"] = lambda m: m.func.grad(lambda a, b: g(m, "Needs")(a, b).sum(), argnums=(0, 1))(
+        _w(m) * 2, _w(m))
+    P["Once-grad"] = lambda m: m.func.grad(lambda a: g(m, "Once")(a).sum())(_w(m))
+    P["Once-jacrev"] = lambda m: m.func.jacrev(g(m, "Once"))(_w(m))
+    P["Once-hessian"] = lambda m: m.func.hessian(lambda a: g(m, "Once")(a).sum())(_w(m))
     P["KwOnly-vmap"] = lambda m: m.func.vmap(lambda a: g(m, "KwOnly")(a, y=_w(m)))(_x(m))
     P["KwOnly-grad"] = lambda m: m.func.grad(lambda a: g(m, "KwOnly")(a, y=_w(m)).sum())(_x(m))
     return P

@@ -692,16 +692,15 @@ def _batched_cotangents(grad_fn, outputs, inputs, grad_outputs, kwargs, frames):
         n *= s
     phys_go = []
     for o, g in zip(outputs, grad_outputs):
-        if g is None:
-            phys_go.append(None)
+        if g is None:   # an implicit grad_output (of a scalar) is the same for every example
+            if o._data.size != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            phys_go.append(_primitive.graph_ns.ones_like(o).expand((n,) + tuple(o._data.shape)))
             continue
         if tuple(g._data.shape) != tuple(o._data.shape):
             raise RuntimeError(f"Mismatch in shape: grad_output[0] has a shape of {g.shape} and output[0] has a shape "
                                f"of {o.shape}.")
         phys_go.append(to_front(g, frames)[0].reshape((n,) + tuple(o._data.shape)))
-    if any(g is None for g in phys_go):   # an implicit (scalar) grad_output is the same for every example
-        phys_go = [_primitive.graph_ns.ones_like(o).expand((n,) + tuple(o._data.shape)) if g is None else g
-                   for o, g in zip(outputs, phys_go)]
     gs = grad_fn(outputs, inputs, phys_go, **dict(kwargs, is_grads_batched=True))
     levels = [f.level for f in frames]
     return tuple(None if g is None else from_front(g.reshape(sizes + tuple(g._data.shape[1:])), levels) for g in gs)
