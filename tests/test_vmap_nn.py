@@ -141,6 +141,23 @@ case("interpolate-bilinear", lambda m, x: F(m).interpolate(x, size=(5, 7), mode=
 case("interpolate-trilinear", lambda m, x: F(m).interpolate(x, scale_factor=1.5, mode="trilinear"),
      _f((1, 2, 2, 3, 4)))
 case("pixel_shuffle", lambda m, x: F(m).pixel_shuffle(x, 2), _f((2, 8, 3, 2)))
+case("unfold-N", lambda m, x: F(m).unfold(x, 2, padding=1), _f((2, 3, 4, 5)))
+case("unfold-noN", lambda m, x: F(m).unfold(x, (2, 3)), _f((3, 4, 5)))
+case("fold-N", lambda m, x: F(m).fold(x, (3, 4), 2), _f((2, 8, 6)))
+case("fold-noN", lambda m, x: F(m).fold(x, (3, 4), 2), _f((8, 6)))
+case("channel_shuffle", lambda m, x: F(m).channel_shuffle(x, 2), _f((2, 4, 3)))
+case("one_hot", lambda m, t: F(m).one_hot(t, 6), _i((2, 3), 6))
+case("bilinear", lambda m, x, y, w: F(m).bilinear(x, y, w), _f((2, 3)), _f((2, 4)), _f((5, 3, 4)))
+case("multi_margin_loss", lambda m, x, t: F(m).multi_margin_loss(x, t, p=2, weight=m.tensor(W5)), _f((4, 5)),
+     _i((4,), 5))
+case("multi_margin_loss-noN-sum", lambda m, x, t: F(m).multi_margin_loss(x, t, reduction="sum"), _f((5,)),
+     _i((), 5))
+case("multilabel_margin_loss", lambda m, x, t: F(m).multilabel_margin_loss(x, t), _f((4, 5)), _i((4, 5), 5))
+case("soft_margin_loss", lambda m, x, t: F(m).soft_margin_loss(x, t), _f((4, 5)), _f((4, 5)))
+case("max_unpool2d", lambda m, x: F(m).max_unpool2d(*F(m).max_pool2d(x, 2, return_indices=True), 2,
+                                                    output_size=(2, 3, 5, 5)), _f((2, 3, 4, 5)))
+case("max_unpool1d-noN", lambda m, x: F(m).max_unpool1d(*F(m).max_pool1d(x, 2, return_indices=True), 2),
+     _f((3, 6)))
 case("float32-cross_entropy", lambda m, x, t: F(m).cross_entropy(x, t), _f((4, 5)), _i((4,), 5), dtype="float32")
 case("float32-max_pool2d", lambda m, x: F(m).max_pool2d(x, 2), _f((2, 3, 4, 4)), dtype="float32")
 case("float32-layer_norm", lambda m, x, w: F(m).layer_norm(x, (4,), w), _f((2, 4)), _f((4,)), dtype="float32")
@@ -436,6 +453,12 @@ def test_per_example_fallback_cases(name):
         got = _run(ember, fn, arrays, dims)
     assert [w for w in caught if FALLBACK in str(w.message)]
     _compare(got, ref, 1e-10)
+
+
+def test_one_hot_needs_num_classes():
+    for lib in (torch, ember):
+        with pytest.raises(RuntimeError, match="please provide an explicit positive num_classes"):
+            lib.func.vmap(F(lib).one_hot)(lib.tensor(np.array([[0, 1], [2, 3]])))
 
 
 def test_errors_inside_vmap():

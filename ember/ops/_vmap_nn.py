@@ -134,3 +134,16 @@ def spatial(d: int):
     def has_n(name, bound, rank):
         return True if rank == d + 2 else False if rank == d + 1 else None
     return has_n
+
+
+def fold_rule(plain_rank):
+    """A primitive rule for one-input ops on (N, C, ...) (or (C, ...) when the example's rank is ``plain_rank``;
+    None: the example always has N): the vmap batch folded into N and the result viewed back."""
+    def rule(call, args, bdims, params, size):
+        x = _batching._moved(args[0], bdims[0])
+        s = tuple(x._data.shape)
+        if plain_rank is not None and len(s) - 1 == plain_rank:
+            return call([x] + list(args[1:]), params), 0
+        out = call([x.reshape((size * s[1],) + s[2:])] + list(args[1:]), params)
+        return out.reshape((size, s[1]) + tuple(out._data.shape[1:])), 0
+    return rule

@@ -1554,7 +1554,24 @@ _batching.by_name(_batching.dims_rule("dim"), "softmax", "log_softmax", "glu", "
                   "log_softmax_backward_data")
 # (prelu's wrapper views the weight to the input's rank, channels at dim 1: it broadcasts from the right)
 _batching.by_name("elementwise", "prelu", "prelu_backward_self", "prelu_backward_weight")
-_batching.by_name("fallback", "trilinear", why="its kernel (an einsum) takes exactly one leading batch dim")
+
+
+def _trilinear_rule(call, args, bdims, params, size):
+    """bilinear's (M, i) x (o, i, j) x (M, j) -> (M, o): with a shared weight the vmap batch folds into M; with
+    a weight of each example's own, sum_j (x1 W)[b, m, o, j] x2[b, m, j] by batched matmul."""
+    (a, w, b), (ba, bw, bb) = args, bdims
+    A, Bt = (_batching._moved(t, bd) if bd is not None else t.unsqueeze(0).expand((size,) + tuple(t._data.shape))
+             for t, bd in ((a, ba), (b, bb)))
+    if bw is not None:
+        W = _batching._moved(w, bw)                                          # (B, o, i, j)
+        xw = A.unsqueeze(2).unsqueeze(3).matmul(W.unsqueeze(1)).squeeze(-2)  # (B, M, o, j)
+        return (xw * Bt.unsqueeze(2)).sum(-1), 0
+    m = A._data.shape[1]
+    out = call([A.reshape((size * m, A._data.shape[2])), w, Bt.reshape((size * m, Bt._data.shape[2]))], params)
+    return out.reshape((size, m, out._data.shape[1])), 0
+
+
+_batching.by_name(_trilinear_rule, "trilinear")
 _batching.by_name("fallback", "rrelu_with_noise", "rrelu_with_noise_", "rrelu_with_noise_backward", "native_dropout",
                   why="a random op: vmap's randomness modes are not built for it yet")
 _batching.by_name("fallback", "embedding", "embedding_bag", why="an index array in its parameters")
@@ -1588,3 +1605,20 @@ def _embedding_public(orig, name, bound, level, size):
 
 
 _vmap_nn.public_rule(_embedding_public, "embedding")
+
+
+def _one_hot_public(orig, name, bound, level, size):
+    """one_hot of indices mapped over: the whole batch at once, with the number of classes given (inferred from
+    the values, each example could have its own: refused, as PyTorch does)."""
+    a = bound.arguments
+    t, n = a["tensor"], a["num_classes"]
+    if not isinstance(t, Tensor) or not E.is_int(n):
+        return NotImplemented
+    if n < 0:
+        raise RuntimeError("When vmap-ing torch.nn.functional.one_hot, please provide an explicit positive "
+                           "num_classes argument.")
+    a["tensor"] = _vmap_nn.front(t, level, size)
+    return _batching.wrap(_vmap_nn.again(orig, name, bound.args, bound.kwargs), 0, level)
+
+
+_vmap_nn.public_rule(_one_hot_public, "one_hot")
