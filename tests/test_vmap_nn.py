@@ -158,6 +158,11 @@ case("max_unpool2d", lambda m, x: F(m).max_unpool2d(*F(m).max_pool2d(x, 2, retur
                                                     output_size=(2, 3, 5, 5)), _f((2, 3, 4, 5)))
 case("max_unpool1d-noN", lambda m, x: F(m).max_unpool1d(*F(m).max_pool1d(x, 2, return_indices=True), 2),
      _f((3, 6)))
+case("grid_sample-2d", lambda m, x, g: F(m).grid_sample(x, g, align_corners=False), _f((2, 3, 4, 5)),
+     _f((2, 3, 2, 2), -1.1, 1.1))
+case("grid_sample-3d-border", lambda m, x, g: F(m).grid_sample(x, g, padding_mode="border", align_corners=True),
+     _f((1, 2, 3, 3, 4)), _f((1, 2, 2, 3, 3), -1.1, 1.1))
+case("affine_grid", lambda m, t: F(m).affine_grid(t, (2, 1, 3, 4), align_corners=False), _f((2, 2, 3)))
 case("float32-cross_entropy", lambda m, x, t: F(m).cross_entropy(x, t), _f((4, 5)), _i((4,), 5), dtype="float32")
 case("float32-max_pool2d", lambda m, x: F(m).max_pool2d(x, 2), _f((2, 3, 4, 4)), dtype="float32")
 case("float32-layer_norm", lambda m, x, w: F(m).layer_norm(x, (4,), w), _f((2, 4)), _f((4,)), dtype="float32")
