@@ -163,6 +163,13 @@ case("grid_sample-2d", lambda m, x, g: F(m).grid_sample(x, g, align_corners=Fals
 case("grid_sample-3d-border", lambda m, x, g: F(m).grid_sample(x, g, padding_mode="border", align_corners=True),
      _f((1, 2, 3, 3, 4)), _f((1, 2, 2, 3, 3), -1.1, 1.1))
 case("affine_grid", lambda m, t: F(m).affine_grid(t, (2, 1, 3, 4), align_corners=False), _f((2, 2, 3)))
+case("aten-embedding", lambda m, w, i: m.embedding(w, i), _f((6, 3)), _i((4,), 6))
+case("aten-bce_with_logits", lambda m, x, t: m.binary_cross_entropy_with_logits(x, t, reduction=2),
+     _f((4, 3)), _f((4, 3), 0.0, 1.0))
+case("aten-max_pool2d", lambda m, x: m.max_pool2d(x, 2), _f((2, 3, 4, 4)))
+case("aten-batch_norm", lambda m, x, w: m.batch_norm(x, w, None, None, None, True, 0.1, 1e-5, False),
+     _f((4, 3, 2)), _f((3,)))
+case("aten-adaptive_max_pool1d", lambda m, x: m.adaptive_max_pool1d(x, 3), _f((2, 3, 7)))
 case("float32-cross_entropy", lambda m, x, t: F(m).cross_entropy(x, t), _f((4, 5)), _i((4,), 5), dtype="float32")
 case("float32-max_pool2d", lambda m, x: F(m).max_pool2d(x, 2), _f((2, 3, 4, 4)), dtype="float32")
 case("float32-layer_norm", lambda m, x, w: F(m).layer_norm(x, (4,), w), _f((2, 4)), _f((4,)), dtype="float32")

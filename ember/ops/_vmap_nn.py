@@ -73,6 +73,7 @@ def per_example(orig, name: str, args, kwargs, level: int):
 
 
 _SIGNATURES: dict = {}
+_ATEN = __name__.rsplit(".", 1)[0] + ".nn_aten"
 
 
 def _signature(orig) -> inspect.Signature:
@@ -96,6 +97,10 @@ def public_rule(body, *names: str) -> None:
     per-example fallback."""
     def make(name):
         def rule(orig, args, kwargs, level):
+            if orig.__globals__.get("__name__") == _ATEN:
+                # ATen's spellings (torch.embedding, torch.binary_cross_entropy_with_logits, ...) convert their
+                # arguments and call nn.functional's, whose rule batches them
+                return orig(*args, **kwargs)
             try:
                 bound = _signature(orig).bind(*args, **kwargs)
             except TypeError:   # the op's own argument error, from a per-example call

@@ -1583,8 +1583,6 @@ def _embedding_public(orig, name, bound, level, size):
     b*n (checked against its own n rows first). Scaled gradients (counts within each example), or a padding
     index or max_norm with batched weights: per example."""
     a = bound.arguments
-    if "input" not in a:   # torch.embedding(weight, indices, ...) forwards to nn.functional's
-        return orig(*bound.args, **bound.kwargs)
     idx, w = a["input"], a["weight"]
     if a["scale_grad_by_freq"] or not isinstance(idx, Tensor) or not isinstance(w, Tensor):
         return NotImplemented
