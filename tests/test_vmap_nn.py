@@ -484,3 +484,36 @@ def test_errors_inside_vmap():
     idx = np.array([[0, 1], [5, 6], [1, 1]])
     with pytest.raises(IndexError, match="index out of range in self"):
         ember.func.vmap(F(ember).embedding)(ember.tensor(idx), ember.tensor(np.zeros((B, 6, 2))))
+
+
+def _modules(lib):
+    nn = lib.nn
+    return {
+        "conv1d-batchnorm1d-avgpool": (nn.Sequential(nn.Conv1d(4, 6, 3), nn.BatchNorm1d(6, track_running_stats=False),
+                                                     nn.AvgPool1d(2)), (2, 4, 8)),
+        "embedding-layernorm": (nn.Sequential(nn.Embedding(10, 4), nn.LayerNorm(4)), None),
+        "upsample-convtranspose": (nn.Sequential(nn.Upsample(scale_factor=2), nn.ConvTranspose2d(2, 3, 3)),
+                                   (1, 2, 3, 3)),
+        "groupnorm-prelu": (nn.Sequential(nn.GroupNorm(2, 4), nn.PReLU(4)), (2, 4, 5)),
+        "instancenorm-maxpool-adaptive": (nn.Sequential(nn.InstanceNorm2d(3), nn.MaxPool2d(2), nn.AdaptiveAvgPool2d(1),
+                                                        nn.Flatten()), (2, 3, 4, 4)),
+        "reflectionpad-pixelshuffle": (nn.Sequential(nn.ReflectionPad2d(1), nn.PixelShuffle(2)), (2, 4, 3, 3)),
+    }
+
+
+@pytest.mark.parametrize("name", list(_modules(torch)))
+def test_modules(name):
+    """nn modules (evaluation mode, statistics from the batch where they have no running ones) under vmap."""
+    tmod, shape = _modules(torch)[name]
+    emod, _ = _modules(ember)[name]
+    emod.load_state_dict({k: ember.tensor(v.detach().numpy()) for k, v in tmod.state_dict().items()})
+    tmod.eval()
+    emod.eval()
+    rng = np.random.default_rng(4)
+    x = rng.integers(0, 10, (B, 2, 3)) if shape is None else rng.normal(size=(B,) + shape).astype(np.float32)
+    ref = torch.func.vmap(tmod)(torch.tensor(x))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = ember.func.vmap(emod)(ember.tensor(x))
+    assert not [str(w.message) for w in caught if FALLBACK in str(w.message)]
+    _compare(got, ref, 1e-5)
