@@ -122,6 +122,8 @@ def folding(has_n, tensors=("input",)):
     def body(orig, name, bound, level, size):
         a = bound.arguments
         names = [k for k in tensors if isinstance(a.get(k), Tensor)]
+        if not names:
+            return NotImplemented
         for k, v in a.items():
             if k not in names and (at(v, level) or (type(v) in (list, tuple) and any(at(x, level) for x in v))):
                 return NotImplemented
