@@ -1603,20 +1603,3 @@ def _embedding_public(orig, name, bound, level, size):
 
 
 _vmap_nn.public_rule(_embedding_public, "embedding")
-
-
-def _one_hot_public(orig, name, bound, level, size):
-    """one_hot of indices mapped over: the whole batch at once, with the number of classes given (inferred from
-    the values, each example could have its own: refused, as PyTorch does)."""
-    a = bound.arguments
-    t, n = a["tensor"], a["num_classes"]
-    if not isinstance(t, Tensor) or not E.is_int(n):
-        return NotImplemented
-    if n < 0:
-        raise RuntimeError("When vmap-ing torch.nn.functional.one_hot, please provide an explicit positive "
-                           "num_classes argument.")
-    a["tensor"] = _vmap_nn.front(t, level, size)
-    return _batching.wrap(_vmap_nn.again(orig, name, bound.args, bound.kwargs), 0, level)
-
-
-_vmap_nn.public_rule(_one_hot_public, "one_hot")
