@@ -30,7 +30,6 @@ from . import utils  # noqa: E402  (torch.utils.checkpoint; built on autograd)
 from . import distributed  # noqa: E402,F401  (torch.distributed: importable in one process; is_available() False)
 from .serialization import load, save  # noqa: E402  (PyTorch's checkpoint format; zipfile/pickle load lazily)
 from .serialization._safetensors import load_safetensors, save_safetensors  # noqa: E402  (lazily)
-from . import func  # noqa: E402,F401  (torch.func.functional_call; a small module)
 from . import distributions  # noqa: E402,F401  (torch.distributions; each module loads on first use)
 from . import amp, cpu  # noqa: E402  (torch.amp: autocast and GradScaler; torch.cpu and torch.cpu.amp)
 from . import accelerator  # noqa: E402,F401  (torch.accelerator, as a build without an accelerator answers)
@@ -45,12 +44,18 @@ from .amp.autocast_mode import (  # noqa: E402,F401  (torch's autocast state fun
     set_autocast_ipu_enabled, set_autocast_xla_dtype, set_autocast_xla_enabled)
 
 
-_ON_FIRST_USE = ("profiler", "onnx", "testing")   # as PyTorch's: a program that does not use them does not import them
+# as PyTorch's: a program that does not use them does not import them (torch.func: vmap, grad, vjp, jvp, jacrev,
+# jacfwd, hessian, functional_call)
+_ON_FIRST_USE = ("profiler", "onnx", "testing", "func")
 
 
 def __getattr__(name: str):
-    """``torch.profiler``, ``torch.onnx`` and ``torch.testing``, loaded on first use."""
+    """``torch.profiler``, ``torch.onnx``, ``torch.testing`` and ``torch.func`` loaded on first use; ``torch.vmap``
+    is ``torch.func.vmap``."""
     if name in _ON_FIRST_USE:
         import importlib
         return importlib.import_module("." + name, __name__)
+    if name == "vmap":
+        from .func import vmap
+        return vmap
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

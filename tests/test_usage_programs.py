@@ -2,11 +2,12 @@
 
 Each program uses the everyday toolbox the way tutorials do (distributions in a VAE step, REINFORCE, a mixture
 fit, Bayesian regression, a flow; checkpoints resumed with ``torch.load``; whole-model pickles; the profiler;
-TensorBoard; pruning; ``torch.testing``; print options; ONNX export run in onnxruntime).  Each runs in a fresh
-process: under ember through tests/programs/_as_torch.py (``import torch`` gives ember there), under torch in a
-child forked from one process that imported torch (tests/seed_snippets/_runner.py torch-refs).  What it prints
-must agree with real torch's output line by line: the same text, and every number equal or within the program's
-tolerance.
+TensorBoard; pruning; ``torch.testing``; print options; ONNX export run in onnxruntime; the torch.func tutorials'
+programs in func_*.py: per-sample gradients, Jacobians and Hessians, neural tangent kernels, ensembling, MAML).
+Each runs in a fresh process: under ember through tests/programs/_as_torch.py (``import torch`` gives ember
+there), under torch in a child forked from one process that imported torch (tests/seed_snippets/_runner.py
+torch-refs).  What it prints must agree with real torch's output line by line: the same text, and every number
+equal or within the program's tolerance.
 
 Masked before comparing: memory addresses (``0x...``) and the package's name (``ember.nn.utils.prune.L1Unstructured``
 is PyTorch's ``torch.nn.utils.prune.L1Unstructured``; ``Tensor.__module__`` is ``torch`` there).
@@ -36,6 +37,13 @@ NAMES = sorted(p.stem for p in PROGRAMS.glob("*.py") if not p.name.startswith("_
 
 # relative tolerance for printed numbers, per program (0: the same text); absolute floor 1e-7 (a number near zero)
 TOL = {"gmm": 2e-6}
+# torch.func programs (func_*.py) that ember does not run as torch yet (issue 20 in progress): their torch side is
+# checked, a failing ember side is an expected failure (not strict); delete an entry when its program agrees
+FUNC_PENDING = {
+    "func_jacobians_hessians": "hessian/jacfwd(jacrev) results keep a grad_fn (requires_grad) where torch's do not",
+    "func_misc": "jvp(grad(f))'s tangent keeps a grad_fn; .item()/if in vmap raise NeedsValues, not RuntimeError",
+    "func_compose": "requires_grad_() inside grad is not refused (torch: RuntimeError)",
+}
 _NUM = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 
 
@@ -87,14 +95,11 @@ def _same_number(a: str, b: str, rel: float) -> bool:
     return abs(x - y) <= max(rel * max(abs(x), abs(y)), 1e-7 if rel else 0.0)
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_usage_program(name, tmp_path, torch_runs):
-    e = _run_ember(name, tmp_path)
-    t = torch_runs(name)
-    assert t["rc"] == 0, f"torch's run failed:\n{t['stderr'][-3000:]}"
+def _agree(name: str, e: subprocess.CompletedProcess, t: dict) -> None:
     assert e.returncode == 0, f"ember's run failed:\n{e.stderr[-4000:]}"
     t_lines, e_lines = _mask(t["stdout"]), _mask(e.stdout)
-    assert len(e_lines) == len(t_lines), "\n".join(e_lines)
+    count = f"{len(e_lines)} lines, torch printed {len(t_lines)}:\n"
+    assert len(e_lines) == len(t_lines), count + "\n".join(e_lines)
     rel = TOL.get(name, 0.0)
     for tl, el in zip(t_lines, e_lines):
         if tl == el:
@@ -102,3 +107,17 @@ def test_usage_program(name, tmp_path, torch_runs):
         assert rel and _NUM.sub("#", tl) == _NUM.sub("#", el), f"\ntorch: {tl}\nember: {el}"
         for a, b in zip(_NUM.findall(tl), _NUM.findall(el)):
             assert _same_number(a, b, rel), f"\ntorch: {tl}\nember: {el}\n{a} vs {b} beyond {rel}"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_usage_program(name, tmp_path, torch_runs):
+    e = _run_ember(name, tmp_path)
+    t = torch_runs(name)
+    assert t["rc"] == 0, f"torch's run failed:\n{t['stderr'][-3000:]}"
+    try:
+        _agree(name, e, t)
+    except AssertionError as err:
+        if name in FUNC_PENDING:
+            why = (e.stderr.strip().splitlines() or [""])[-1] if e.returncode else str(err).strip().splitlines()[0]
+            pytest.xfail(f"torch.func: issue 20 in progress: {FUNC_PENDING[name]} ({why[:200]})")
+        raise

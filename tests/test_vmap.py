@@ -93,9 +93,17 @@ def _outcome(fn):
         return None, e
 
 
+def _np(t):
+    if not hasattr(t, "detach"):
+        return np.asarray(t)
+    t = t.detach()
+    if str(t.dtype).endswith("bfloat16"):   # (torch's numpy() has no bfloat16)
+        t = t.float()
+    return t.numpy()
+
+
 def _close(a, b, what):
-    a = a.detach().numpy() if hasattr(a, "detach") else np.asarray(a)
-    b = b.detach().numpy() if hasattr(b, "detach") else np.asarray(b)
+    a, b = _np(a), _np(b)
     assert a.shape == b.shape, f"{what}: shape {a.shape} vs {b.shape}"
     if a.dtype.kind in "fc":
         np.testing.assert_allclose(a, b, rtol=1e-7, atol=1e-9, equal_nan=True, err_msg=what)
@@ -103,8 +111,32 @@ def _close(a, b, what):
         np.testing.assert_array_equal(a, b, err_msg=what)
 
 
+# Not built yet under vmap (each case named by the op database's name, with the reason)
+NOT_YET = {
+    "as_strided_method": "as_strided of a batched tensor (its sizes and strides address one example's memory)",
+    "as_strided_inplace": "as_strided of a batched tensor (its sizes and strides address one example's memory)",
+    "as_strided_copy": "as_strided of a batched tensor (its sizes and strides address one example's memory)",
+}
+
+
+# Where ember's vmap gives what a loop gives but PyTorch's vmap differs: (reason)
+TORCH_DIFFERS = {
+    "linalg_qr_forward": "mode='r': PyTorch's vmap returns the empty Q unbatched, shape (0,); ember stacks the examples' "
+                         "(0,) as a loop does, (B, 0)",
+    "index_fill_tensor": "a batched 0-d value: PyTorch 2.13's vmap fills every example with the last example's "
+                         "value (vmap(lambda s: x.index_fill(0, i, s))(tensor([1., 2., 3.])) gives 3, 3, 3); ember "
+                         "gives what a loop gives",
+    "special_shifted_chebyshev_polynomial_v_large_n": "values past float64's range: the op itself puts its nans "
+                                                      "elsewhere than PyTorch's (its forward is compared in test_ops)",
+}
+
+
 @pytest.mark.parametrize("op,sample,which", _cases())
 def test_vmap_op(op, sample, which):
+    if op.name in NOT_YET:
+        pytest.xfail(NOT_YET[op.name])
+    if op.name.endswith("_recorded"):
+        pytest.skip("its extra outputs are the names of autograd nodes: inside vmap the graph is the physical one")
     loop, err = _outcome(lambda: _run("ember", op, sample, which, False))
     got, verr = _outcome(lambda: _run("ember", op, sample, which, True))
     if err is not None:
@@ -126,6 +158,8 @@ def test_vmap_op(op, sample, which):
     ref, terr = _outcome(lambda: _run("torch", op, sample, which, True))
     if terr is not None:
         return   # torch's vmap refuses it (no batching rule and no fallback for it in torch)
+    if op.name in TORCH_DIFFERS or op.xfail_reason("forward", f"{sample.desc}|float64"):
+        return   # (the op's own forward differs from PyTorch's on this sample: tests/test_ops.py says why)
     for k, (g, r) in enumerate(zip(got, ref)):
         if isinstance(r, torch.Tensor):
             assert str(g.dtype) == str(r.dtype), f"output {k}: dtype {g.dtype} vs torch's {r.dtype}"

@@ -149,7 +149,7 @@ PLANNED: dict[str, str] = {
 
 # A program may touch these; nobody builds them yet.
 NOT_YET: dict[str, str] = {
-    "vmap": "torch.func.vmap (the batching transform) is not built; autograd.grad(is_grads_batched=True) is",
+    "func:rearrange": "einops-style rearrange, built in PyTorch on first-class dimensions (functorch.dim): not built",
     **_same("fractional max pooling: ember has no F.fractional_max_pool2d/3d yet",
             """nn:FractionalMaxPool2d nn:FractionalMaxPool3d nn.modules:FractionalMaxPool2d
             nn.modules:FractionalMaxPool3d"""),
@@ -193,6 +193,7 @@ NAMESPACES = (  # (label, torch module path, ember attribute path)
     ("autograd.profiler", "torch.autograd.profiler", "autograd.profiler"),
     ("onnx", "torch.onnx", "onnx"),
     ("utils.tensorboard", "torch.utils.tensorboard", "utils.tensorboard"),
+    ("func", "torch.func", "func"),
 )
 
 

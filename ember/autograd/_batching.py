@@ -37,6 +37,18 @@ ITEM = ("vmap: It looks like you're calling .item() on a Tensor. We don't suppor
         "inside PyTorch internals, please file a bug report.")
 
 
+INPLACE = ("vmap: inplace arithmetic(self, *extra_args) is not possible because there exists a Tensor `other` in "
+           "extra_args that has more elements than `self`. This happened due to `other` being vmapped over but `self` "
+           "not being vmapped over in a vmap. Please try to use out-of-place operators instead of inplace arithmetic. "
+           "If said operator is being called inside the PyTorch framework, please file a bug report")
+
+
+def dynamic_shape(aten: str) -> RuntimeError:
+    return RuntimeError(f"vmap: We do not support batching operators that can output dynamic shape. Attempted to "
+                        f"vmap over aten::{aten}. Please file an issue at https://github.com/pytorch/pytorch/issues "
+                        "if you need this feature.")
+
+
 class NeedsValues(RuntimeError):
     """Code read the values of a batched tensor's ``_data`` (which has none). Inside a public op this sends the
     op to the per-example fallback; anywhere else it reaches the user as PyTorch's data-dependent error."""
@@ -143,26 +155,27 @@ class BatchedTensor(Tensor):
 
     __str__ = __repr__
 
+    # (NeedsValues is a RuntimeError: inside an op's wrapper it sends the op to the per-example fallback)
     def item(self):
-        raise RuntimeError(ITEM)
+        raise NeedsValues(ITEM)
 
     def tolist(self):
-        raise RuntimeError(ITEM)
+        raise NeedsValues(ITEM)
 
     def __bool__(self) -> bool:
-        raise RuntimeError(DATA_DEPENDENT)
+        raise NeedsValues(DATA_DEPENDENT)
 
     def __float__(self) -> float:
-        raise RuntimeError(ITEM)
+        raise NeedsValues(ITEM)
 
     def __int__(self) -> int:
-        raise RuntimeError(ITEM)
+        raise NeedsValues(ITEM)
 
     def __index__(self) -> int:
-        raise RuntimeError(ITEM)
+        raise NeedsValues(ITEM)
 
     def numpy(self, *, force: bool = False):
-        raise RuntimeError(DATA_DEPENDENT)
+        raise NeedsValues(DATA_DEPENDENT)
 
     @property
     def device(self):
@@ -194,6 +207,9 @@ class BatchedTensor(Tensor):
     def data_ptr(self) -> int:
         return self._phys.data_ptr()
 
+    def storage_offset(self) -> int:
+        return 0   # (an example is seen as a contiguous tensor of its own)
+
     # sharing the data: the physical tensor's, seen at the same level
     def detach(self):
         return wrap(self._phys.detach(), self._bdim, self._level)
@@ -210,6 +226,10 @@ class BatchedTensor(Tensor):
     @data.setter
     def data(self, value) -> None:
         raise RuntimeError("vmap: setting .data of a batched tensor is not supported")
+
+    @property
+    def _view_steps(self):   # (code that replays a view's steps from its base: once per example)
+        raise NeedsValues(DATA_DEPENDENT)
 
     @property
     def grad(self):
@@ -403,6 +423,10 @@ def elementwise(call, args, bdims, params, size):
             r = a._data.ndim - (bd is not None)
             if r > rank:
                 rank = r
+    for v in params.values():   # (an unbatched array parameter broadcasts too: where's condition)
+        r = getattr(v, "ndim", 0)
+        if type(r) is int and r > rank:
+            rank = r
     new = [a if bd is None else _front_and_pad(a, bd, rank, size) for a, bd in zip(args, bdims)]
     return call(new, params), 0
 
@@ -427,6 +451,13 @@ def dims_rule(*names, all_when_none=False):
     def rule(call, args, bdims, params, size):
         x = args[0]
         nd = x._data.ndim - (bdims[0] is not None)
+        if nd == 0:   # a 0-d example: its dim 0 / -1 is a size-1 dim of its own, dropped again after
+            new = {k: (1 if params.get(k) is not None and not isinstance(params[k], (tuple, list)) else
+                       (1,) if params.get(k) is not None or all_when_none and k in params else params[k])
+                   if k in names else v for k, v in params.items()}
+            rest = [(_moved(a, bd) if bd is not None else a.unsqueeze(0).expand((size,) + tuple(a._data.shape)))
+                    .reshape((size, 1)) if isinstance(a, Tensor) else a for a, bd in zip(args, bdims)]
+            return call(rest, new).reshape((size,)), 0
         new = dict(params)
         for k in names:
             v = params.get(k)
@@ -574,6 +605,14 @@ def _run(prim, args, params=_primitive._EMPTY, node_cls=None, dtype=None):
     out, bdim = rule(call, phys, bdims, params, frame.size)
     if bdim is None:
         return out
+    d = out._data
+    if d.size == 0 and d.ndim == 1 and d.shape[0] == 0:
+        return out   # an empty placeholder output (qr's Q in mode 'r'): unbatched, as PyTorch's
+    if d.ndim <= bdim or d.shape[bdim] != frame.size:
+        # the primitive ignored its batched input (addmm with beta=0, qr's empty Q in mode 'r'): the same result
+        # for every example
+        out = out.unsqueeze(0).expand((frame.size,) + tuple(d.shape))
+        bdim = 0
     return wrap(out, bdim, level)
 
 
@@ -581,17 +620,11 @@ def _run_inplace(prim, self, others, params=_primitive._EMPTY, node_cls=None, dt
     """``apply_inplace`` while vmap runs: the out-of-place result (batched) written into self's examples."""
     level = _level_of((self,) + tuple(others))
     if not level or (type(self) is not BatchedTensor and not batched_at(self, level)):
-        if level:   # a batched value written into an unbatched tensor: PyTorch's shape error
-            frame = frame_of(level)
-            shape = [frame.size] + list(self._data.shape)
-            raise RuntimeError(f"output with shape {list(self._data.shape)} doesn't match the broadcast shape "
-                               f"{shape}")
+        if level:   # a batched value written into an unbatched tensor
+            raise RuntimeError(INPLACE)
         return _orig["apply_inplace"](prim, self, others, params, node_cls, dtype, saved)
-    if self._level != level:
-        # self batched at a lower level only than some input: as above, per its examples
-        frame = frame_of(level)
-        raise RuntimeError(f"output with shape {list(self._data.shape)} doesn't match the broadcast shape "
-                           f"{[frame.size] + list(self._data.shape)}")
+    if self._level != level:   # self batched at a lower level only than some input: as above
+        raise RuntimeError(INPLACE)
     r = _primitive.apply(prim, (self,) + tuple(others), params, node_cls, dtype)
     if r._data.shape != self._data.shape:
         raise RuntimeError(f"output with shape {list(self._data.shape)} doesn't match the broadcast shape "
@@ -638,6 +671,8 @@ def grad_inside(grad_fn, outputs, inputs, grad_outputs, kwargs):
     levels = sorted({lv for t in (*outputs, *inputs, *[g for g in grad_outputs if g is not None])
                      for lv, _ in peel(t)[0]})
     frames = [frame_of(lv) for lv in levels]
+    if not any(type(t) is BatchedTensor for t in (*outputs, *inputs)):
+        return _batched_cotangents(grad_fn, outputs, inputs, grad_outputs, kwargs, frames)
     for i, t in enumerate(inputs):
         if any(not batched_at(t, lv) for lv in levels):
             raise RuntimeError(f"vmap: autograd.grad with respect to input {i}, which is not batched while the "
@@ -659,6 +694,30 @@ def grad_inside(grad_fn, outputs, inputs, grad_outputs, kwargs):
     peeled = [peel(t) for t in inputs]
     gs = grad_fn(phys_out, [p for _, p in peeled], phys_go, **kwargs)
     return tuple(None if g is None else rewrap(g, chain) for g, (chain, _) in zip(gs, peeled))
+
+
+def _batched_cotangents(grad_fn, outputs, inputs, grad_outputs, kwargs, frames):
+    """``autograd.grad`` of plain outputs with batched grad_outputs (``vmap(lambda v: autograd.grad(y, x, v))``):
+    every example's vector-Jacobian product, from one backward pass with ``is_grads_batched``."""
+    sizes = tuple(f.size for f in frames)
+    n = 1
+    for s in sizes:
+        n *= s
+    phys_go = []
+    for o, g in zip(outputs, grad_outputs):
+        if g is None:
+            phys_go.append(None)
+            continue
+        if tuple(g._data.shape) != tuple(o._data.shape):
+            raise RuntimeError(f"Mismatch in shape: grad_output[0] has a shape of {g.shape} and output[0] has a shape "
+                               f"of {o.shape}.")
+        phys_go.append(to_front(g, frames)[0].reshape((n,) + tuple(o._data.shape)))
+    if any(g is None for g in phys_go):   # an implicit (scalar) grad_output is the same for every example
+        phys_go = [_primitive.graph_ns.ones_like(o).expand((n,) + tuple(o._data.shape)) if g is None else g
+                   for o, g in zip(outputs, phys_go)]
+    gs = grad_fn(outputs, inputs, phys_go, **dict(kwargs, is_grads_batched=True))
+    levels = [f.level for f in frames]
+    return tuple(None if g is None else from_front(g.reshape(sizes + tuple(g._data.shape[1:])), levels) for g in gs)
 
 
 # ----- public ops: the fallback for wrappers that read values ------------------------------------------------
@@ -695,6 +754,9 @@ def _stack_results(rows: list, level: int):
     """The per-example results of an op stacked into batched ones (tensors; tuples, named ones too, of them)."""
     first = rows[0]
     if isinstance(first, Tensor):
+        if any(r._data.shape != first._data.shape for r in rows):
+            # the examples' results differ in size (a boolean mask's selection): an enclosing op may still batch
+            raise NeedsValues(DATA_DEPENDENT)
         return wrap(_primitive.graph_ns.stack(rows, 0), 0, level)
     if isinstance(first, tuple):
         made = [_stack_results([r[i] for r in rows], level) for i in range(len(first))]
@@ -721,16 +783,52 @@ RANDOM = {**{n: "size" for n in ("rand", "randn", "randint", "randperm")},
           **{n: "inplace" for n in ("uniform_", "normal_", "exponential_", "geometric_", "cauchy_", "log_normal_",
                                     "random_", "bernoulli_")}}
 _IN_RANDOM = [0]
-PUBLIC_RULES: dict = {}   # public name -> rule(orig, args, kwargs) for the ops whose wrappers batch as a whole
+PUBLIC_RULES: dict = {}
+
+
+def _refuse_dynamic(aten: str):
+    def rule(orig, args, kwargs, level):
+        raise dynamic_shape(aten)
+    return rule
+
+
+# operators whose output's size depends on the values: PyTorch refuses them under vmap
+PUBLIC_RULES.update({"unique": _refuse_dynamic("_unique2"), "unique_consecutive": _refuse_dynamic("unique_consecutive"),
+                     "nonzero": _refuse_dynamic("nonzero")})
+
+
+def _per_example(orig, args, kwargs, level):
+    """The fallback, asked for by name: ops that call an op refused under vmap on each example's values
+    (nonzero_static calls nonzero) but have a fixed output size."""
+    frame = frame_of(level)
+    rows = [orig(*_slice(args, level, b), **_slice(kwargs, level, b)) for b in range(frame.size)]
+    return _stack_results(rows, level)
+
+
+PUBLIC_RULES.update({"nonzero_static": _per_example, "argwhere": _per_example})
+
+
+def _like(orig, args, kwargs, level):
+    """zeros_like and kin: the physical tensor's like, seen as the argument is."""
+    x = args[0]
+    if type(x) is not BatchedTensor:
+        return orig(*args, **kwargs)
+    chain, p = peel(x)
+    return rewrap(orig(p, *args[1:], **kwargs), chain)
+
+
+PUBLIC_RULES.update({n: _like for n in ("zeros_like", "ones_like", "empty_like", "full_like")})   # public name -> rule(orig, args, kwargs) for the ops whose wrappers batch as a whole
 
 
 def _random_call(orig, name: str, args, kwargs):
     """A random function under vmap: the innermost level's randomness decides."""
     frame = FRAMES[-1]
     mode = frame.randomness
-    if mode == "error":
-        raise RuntimeError(RANDOM_ERROR)
     kind = RANDOM[name]
+    if mode == "error":
+        if kind == "tensor" and not _draws(name, args, kwargs):
+            return orig(*args, **kwargs)
+        raise RuntimeError(RANDOM_ERROR)
     found: list = []
     _leaves(args, found)
     _leaves(kwargs, found)
@@ -783,12 +881,27 @@ def _random_call(orig, name: str, args, kwargs):
     return _wrap_all(out, level)
 
 
+_DROPOUTS = ("dropout", "alpha_dropout", "feature_alpha_dropout", "dropout1d", "dropout2d", "dropout3d")
+
+
+def _draws(name: str, args, kwargs) -> bool:
+    """Whether a random op's call draws numbers (dropout in eval mode or with p=0 does not, nor rrelu in eval)."""
+    if name in _DROPOUTS:
+        p = kwargs.get("p", args[1] if len(args) > 1 else 0.5)
+        training = kwargs.get("training", args[2] if len(args) > 2 else name in ("dropout", "dropout1d",
+                                                                                  "dropout2d", "dropout3d"))
+        return bool(training) and p != 0
+    if name in ("rrelu", "rrelu_"):
+        return bool(kwargs.get("training", args[3] if len(args) > 3 else False))
+    return True
+
+
 def _unbatched_like(a):
     """A plain tensor of ``a``'s per-example shape and dtype (for rand_like and kin with randomness='same')."""
     if type(a) is not BatchedTensor:
         return a
     chain, p = peel(a)
-    return _primitive.graph_ns.zeros_like(a) if False else p.new_empty(tuple(a._data.shape))
+    return p.new_empty(tuple(a._data.shape))
 
 
 def _random_sized(orig, name, args, kwargs, frame):
@@ -847,8 +960,13 @@ def _public_runner(orig, name: str):
                 raise
             level = max(t._level for t in found)
             frame = frame_of(level)
+            inplace = name.endswith("_") and not name.endswith("__") or name == "setitem"
+            if inplace and not (args and isinstance(args[0], Tensor) and batched_at(args[0], level)):
+                raise RuntimeError(INPLACE) from None
             fallback_warning(name)
             rows = [orig(*_slice(args, level, b), **_slice(kwargs, level, b)) for b in range(frame.size)]
+            if inplace:   # each example written through its view of self
+                return args[0]
             return _stack_results(rows, level)
     return run
 
@@ -870,7 +988,7 @@ def _public_functions() -> list:
                    and getattr(f, "__wrapped__", None) is not None and f.__code__ is not f.__wrapped__.__code__):
                 f = f.__wrapped__
             if isinstance(f, types.FunctionType) and id(f) not in fast and id(f) not in seen:
-                seen[id(f)] = (f, name if name in RANDOM else name.strip("_"))
+                seen[id(f)] = (f, name.strip("_") if name.startswith("__") and name.endswith("__") else name)
     from . import _profiling
     for f, name, _ in _profiling.FACTORIES:   # creation and random functions (rand, randn, zeros, ...)
         if isinstance(f, types.FunctionType) and id(f) not in seen:

@@ -1069,7 +1069,10 @@ def _forward_tangent(t: Tensor, prim: Primitive, args: tuple, params: dict) -> N
             raise NotImplementedError(f"Trying to use forward AD with {prim.name} that does not support it because "
                                       "it has not been implemented yet.")
         else:
-            primal_out = make(t._data)
+            # The rules read the output as a tensor: t itself when it is recorded, so that a gradient of the
+            # tangent flows through the output to the inputs (reverse over forward: d/dx of tanh's tangent
+            # t * (1 - y^2) reaches x through y too)
+            primal_out = t if t.grad_fn is not None else make(t._data)
             for i, a in enumerate(args):
                 if isinstance(a, Tensor) and a._fw_grad is not None:
                     try:

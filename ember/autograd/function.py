@@ -16,6 +16,7 @@ from .._origin import warn_user
 from .._state import fwd_state, track_tangent
 from .._tensor import Tensor, make, zeros_of
 from .._util import broadcast_shape
+from . import _batching
 from . import grad_mode as _gm
 from ._primitive import INFERENCE_SAVE_MESSAGE
 from ._views import _rebase_view, check_inplace, edge_of
@@ -259,32 +260,55 @@ class Function:
             bound = inspect.signature(cls.forward).bind(*args, **kwargs)
             bound.apply_defaults()
             args, kwargs = bound.args, bound.kwargs
-        node_cls = cls.__dict__.get("_backward_cls") or _backward_cls_of(cls)
-        ctx = node_cls.__new__(node_cls)
-        # As PyTorch: keyword arguments are inputs too, after the positional ones, in forward's order
-        inputs = args + _kwarg_values(cls, kwargs) if kwargs else args
-        ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad for a in inputs)
-        tensors = [a for a in inputs if isinstance(a, Tensor)]
-        executable = _gm._state.enabled and any(t._requires_grad for t in tensors)
-        tangents = fwd_state.level and any(t._fw_grad is not None for t in tensors)
-        if tangents and cls.jvp is Function.jvp:
-            raise NotImplementedError(_NO_JVP)
-        level, fwd_state.level = fwd_state.level, 0   # forward's own ops carry no tangents
-        try:
-            with _gm.no_grad():
-                if setup:
-                    outputs = cls.forward(*args, **kwargs)
-                    cls.setup_context(ctx, args, outputs)
-                else:
-                    outputs = cls.forward(ctx, *args, **kwargs)
-        finally:
-            fwd_state.level = level
-        single = not isinstance(outputs, tuple)
-        outs = (outputs,) if single else outputs
-        wrapped = _wrap_outputs(ctx, inputs, outs, executable)
-        if tangents:
-            _forward_tangents(ctx, cls, inputs, wrapped)
-        return wrapped[0] if single else tuple(wrapped)
+        if _batching.FRAMES or _batching.TRANSFORMS[0]:
+            if not setup and not LEGACY_VMAP[0]:
+                raise RuntimeError(_NEEDS_SETUP)
+            if _batching.FRAMES:   # vmap's rules for Functions (ember/func/_autograd_function.py)
+                return TRANSFORM_RULE[0](cls, args, kwargs)
+            if kwargs:   # keyword-only arguments: PyTorch's grad/jvp rule takes none
+                raise TypeError("custom_function_call_grad() got an unexpected keyword argument "
+                                f"'{next(iter(kwargs))}'")
+        return plain_apply(cls, args, kwargs)
+
+
+# Function.apply while a vmap runs: set by ember.func (a slot, so that autograd imports nothing above it)
+TRANSFORM_RULE: list = [None]
+# Set while gradcheck's batched checks run (PyTorch's older vmap, under which any Function runs as it is)
+LEGACY_VMAP: list = [0]
+_NEEDS_SETUP = ("In order to use an autograd.Function with functorch transforms (vmap, grad, jvp, jacrev, ...), it "
+                "must override the setup_context staticmethod. For more details, please see "
+                "https://pytorch.org/docs/main/notes/extending.func.html")
+
+
+def plain_apply(cls, args: tuple, kwargs: dict):
+    """``cls.apply`` on its (bound) arguments, recorded as one node of the graph they are in."""
+    setup = cls.setup_context is not Function.setup_context
+    node_cls = cls.__dict__.get("_backward_cls") or _backward_cls_of(cls)
+    ctx = node_cls.__new__(node_cls)
+    # As PyTorch: keyword arguments are inputs too, after the positional ones, in forward's order
+    inputs = args + _kwarg_values(cls, kwargs) if kwargs else args
+    ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad for a in inputs)
+    tensors = [a for a in inputs if isinstance(a, Tensor)]
+    executable = _gm._state.enabled and any(t._requires_grad for t in tensors)
+    tangents = fwd_state.level and any(t._fw_grad is not None for t in tensors)
+    if tangents and cls.jvp is Function.jvp:
+        raise NotImplementedError(_NO_JVP)
+    level, fwd_state.level = fwd_state.level, 0   # forward's own ops carry no tangents
+    try:
+        with _gm.no_grad():
+            if setup:
+                outputs = cls.forward(*args, **kwargs)
+                cls.setup_context(ctx, args, outputs)
+            else:
+                outputs = cls.forward(ctx, *args, **kwargs)
+    finally:
+        fwd_state.level = level
+    single = not isinstance(outputs, tuple)
+    outs = (outputs,) if single else outputs
+    wrapped = _wrap_outputs(ctx, inputs, outs, executable)
+    if tangents:
+        _forward_tangents(ctx, cls, inputs, wrapped)
+    return wrapped[0] if single else tuple(wrapped)
 
 
 def _kwarg_values(cls, kwargs: dict) -> tuple:

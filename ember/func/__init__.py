@@ -2,12 +2,26 @@
 functional use of modules (functional_call, stack_module_state)."""
 from __future__ import annotations
 
+from . import _autograd_function  # noqa: F401  (Function.apply's rules under vmap)
 from ._eager import grad, grad_and_value, hessian, jacfwd, jacrev, jvp, linearize, vjp
 from ._functional_call import functional_call, stack_module_state
 from ._vmap import vmap
 
-__all__ = ["functional_call", "functionalize", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp",
+__all__ = ["debug_unwrap", "functional_call", "functionalize", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp",
            "linearize", "replace_all_batch_norm_modules_", "stack_module_state", "vjp", "vmap"]
+
+
+def debug_unwrap(tensor, *, recurse: bool = True):
+    """The physical tensor of a batched tensor seen inside vmap (every level's wrapper removed with ``recurse``,
+    the outermost only without); other values come back as they are. For debugging."""
+    from ..autograd._batching import BatchedTensor
+    if type(tensor) is not BatchedTensor:
+        return tensor
+    if not recurse:
+        return tensor._phys
+    while type(tensor) is BatchedTensor:
+        tensor = tensor._phys
+    return tensor
 
 
 def functionalize(func, *, remove: str = "mutations"):

@@ -14,6 +14,7 @@ an enclosing transform, inputs or captured tensors that require grad, or forward
 from __future__ import annotations
 
 import functools
+import math
 from typing import Any, Callable
 
 from .._state import fwd_state, track_tangent
@@ -172,15 +173,15 @@ def vjp(func: Callable, *primals, has_aux: bool = False):
         with _Transform(), _gm.enable_grad():
             old = [f for f in B.FRAMES if f.level in levels]
             new = [f for f in B.FRAMES if f.level not in levels and any(B.batched_at(c, f.level) for c in flat_ct)]
+            sizes = [f.size for f in new]
             phys_ct = []
             for c in flat_ct:
                 p, _ = B.to_front(c, new + old)   # (new levels are higher: to_front sorts old ones first)
                 k = len(old)
-                if new:   # the new levels' dims first, then the old ones', as the outputs' physical layout has them
+                if new:   # the new levels' dims first (flattened: autograd.grad's batch), then the old ones'
                     n = p.dim()
                     perm = list(range(k, k + len(new))) + list(range(k)) + list(range(k + len(new), n))
                     p = p.permute(perm)
-                    sizes = [f.size for f in new]
                     p = p.reshape((-1,) + tuple(p.shape[len(new):]))
                 phys_ct.append(p)
             cg = keep or any(c.requires_grad for c in flat_ct) if create_graph is None else create_graph
@@ -188,19 +189,16 @@ def vjp(func: Callable, *primals, has_aux: bool = False):
                              create_graph=cg, allow_unused=True, is_grads_batched=bool(new))
             res = []
             for i, g in zip(inputs, gs):
-                if new:
-                    if g is None:
-                        g = torch.zeros((sizes and __import__("math").prod(sizes),) + tuple(i.leaf.shape),
-                                        dtype=i.leaf.dtype)
-                    g = g.reshape(tuple(sizes) + tuple(g.shape[1:]))
-                    # the old levels wrap innermost (their dims follow the new ones'), then the new levels
-                    inner = [(lv, bd + len(new) if False else bd) for lv, bd in i.chain]
-                    t = _wrap_after(g, len(new), i.chain)
-                    for f in new:
-                        t = B.wrap(t, 0, f.level)
-                    res.append(t)
-                else:
+                if not new:
                     res.append(i.wrap(g))
+                    continue
+                # (new levels: their flattened batch dim first) -> the new levels' dims, then the leaf's
+                if g is None:
+                    g = torch.zeros((math.prod(sizes),) + tuple(i.leaf.shape), dtype=i.leaf.dtype)
+                t = _wrap_after(g.reshape(tuple(sizes) + tuple(g.shape[1:])), len(new), i.chain)
+                for f in new:   # the old levels wrap innermost, then the new ones, lowest first
+                    t = B.wrap(t, 0, f.level)
+                res.append(t)
         return tree_unflatten(res, spec)
 
     primal_out = tree_unflatten([_detach(o, keep) for o in flat_out], out_spec)

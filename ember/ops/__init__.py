@@ -50,7 +50,8 @@ for _name, _fn in GRAPH.items():
 
 from ..autograd import _batching   # noqa: E402
 from ._registry import SUBMODULES   # noqa: E402
-_batching.PUBLIC_TABLES[:] = [EXPORTS, METHODS, *SUBMODULES.values()]
+_batching.PUBLIC_TABLES[:] = [EXPORTS, METHODS, *SUBMODULES.values(),
+                              {n: getattr(_random, n) for n in _batching.RANDOM if hasattr(_random, n)}]
 
 FAMILIES = (E, R, S, I, *L.MODULES, O, NA, NL, NN, NC, NPo, NP, NRs, NG, CX, St, FT)
 # The op table's primitives: every one declared by the families (the random fills make theirs on first use).

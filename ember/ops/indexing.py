@@ -20,15 +20,16 @@ import warnings
 from .. import _dtype as D
 from .._device import NAMESPACES, device_of
 from ..devices.index import SplitIndex
-from ._index import Index, check_value_shape, convert, raw_index
+from ._index import Index, _as_sequence_tuple, check_value_shape, convert, raw_index
 from .._tensor import Tensor, make, wrap_dim
 from ..autograd.graph import node_class
 from ..autograd._primitive import PrimNode, _state, apply, apply_saving, broadcast_error, defprim, fwd_state
 from ._registry import graph, register
 from ..autograd import _batching
-from .elementwise import is_array_scalar, is_real, scalar_value
+from . import _batch_public as _bp
+from .elementwise import is_array_scalar, is_real, scalar_value, where
 from .shape import _broadcast_shape
-from .._util import F8_CHARS, check_bool, check_tensor, dtype_word, refuse_shell, scalar_or_tensor
+from .._util import F8_CHARS, check_bool, check_tensor, dtype_word, promote, refuse_shell, scalar_or_tensor
 from ..autograd._views import apply_inplace, check_inplace
 
 _FULL = slice(None)
@@ -1185,24 +1186,123 @@ def _getitem_rule(call, args, bdims, params, size):
     return call([x], {"index": (slice(None),) + tuple(params["index"])}), 0
 
 
+def _is_array(i) -> bool:
+    return hasattr(i, "dtype") and hasattr(i, "ndim")
+
+
+def _advanced_step(index):
+    """The items of an example's raw index that its advanced part indexes with (NumPy's rules apply to them)."""
+    if type(index) is SplitIndex:
+        return tuple(index[1])
+    return tuple(index) if type(index) is tuple else (index,)
+
+
+def _phys_raw_index(index):
+    """An example's raw index as the physical tensor's (batch dim first): a leading ':' in each step."""
+    if type(index) is SplitIndex:
+        return SplitIndex(((_FULL,) + tuple(index[0]), (_FULL,) + tuple(index[1])))
+    return (_FULL,) + (tuple(index) if type(index) is tuple else (index,))
+
+
+def _raw_out_bdim(index) -> int:
+    """Where the batch dim lands in ``phys[_phys_raw_index(index)]``: first, unless NumPy moves the broadcast
+    dims of non-adjacent advanced indices (arrays; ints among them) in front of it."""
+    items = _advanced_step(index)
+    arrays = [i for i in items if _is_array(i)]
+    if not arrays:
+        return 0
+    pos = [k for k, i in enumerate(items) if _is_array(i) or (type(i) is int)]
+    if pos == list(range(pos[0], pos[0] + len(pos))):
+        return 0
+    return max(1 if a.dtype.kind == "b" else a.ndim for a in arrays)
+
+
+def _basic_rank(items, ndim: int) -> tuple:
+    """(the rank of x[items] for x of ``ndim`` dims, NumPy's rules; the rank of the advanced indices' broadcast
+    dims) for raw index items."""
+    consumed = sum((i.ndim if i.dtype.kind == "b" else 1) if _is_array(i) else
+                   (1 if type(i) is int or type(i) is slice else 0) for i in items)
+    adv = max([1 if i.dtype.kind == "b" else i.ndim for i in items if _is_array(i)] or [0])
+    kept = sum(1 for i in items if type(i) is slice or i is None)
+    return kept + adv + (ndim - consumed), adv
+
+
+def _region_rank(index, ndim: int) -> int:
+    """The rank of ``x[index]`` (an example's raw index) for an example of ``ndim`` dims."""
+    if type(index) is SplitIndex:
+        view, _ = _basic_rank(tuple(index[0]), ndim)
+        return _basic_rank(tuple(index[1]), view)[0]
+    return _basic_rank(_advanced_step(index), ndim)[0]
+
+
+def _region_value(v, bd, index, ndim: int, size: int, out_bdim: int):
+    """A value written at an example's ``index`` as the physical region's value (batch dim at ``out_bdim``)."""
+    if not isinstance(v, Tensor):
+        return v
+    if bd is None:
+        if not out_bdim:
+            return v   # broadcasts from the right
+        v = v.unsqueeze(0).expand((size,) + tuple(v._data.shape))
+        bd = 0
+    v = _batching._front_and_pad(v, bd, _region_rank(index, ndim), size)
+    if out_bdim:
+        n = v._data.ndim
+        v = v.permute(list(range(1, out_bdim + 1)) + [0] + list(range(out_bdim + 1, n)))
+    return v
+
+
 def _index_rule(call, args, bdims, params, size):
-    """An advanced index (a basic step, then integer arrays): a leading ':' in each step. NumPy puts the
-    broadcast dims of non-adjacent index arrays first, and the batch dim after them."""
+    """An advanced index of each example (a raw index param from an unbatched index): a leading ':' in each
+    step; NumPy puts the broadcast dims of non-adjacent index arrays first, and the batch dim after them."""
     x = _batching._moved(args[0], bdims[0])
-    steps = params["index"]
-    if type(steps) is not tuple or not all(type(st) is tuple for st in steps):
-        return _batching.loop(call, args, bdims, params, size)
-    arrays = [i for st in steps for i in st if hasattr(i, "dtype")]
-    if any(a.dtype.kind == "b" for a in arrays):
-        return _batching.loop(call, args, bdims, params, size)
-    out_bdim = 0
-    new_steps = []
-    for st in steps:
-        pos = [k for k, i in enumerate(st) if hasattr(i, "dtype")]
-        if pos and pos != list(range(pos[0], pos[0] + len(pos))):   # separated arrays: NumPy moves their dims
-            out_bdim = max(a.ndim for a in (st[k] for k in pos))
-        new_steps.append((slice(None),) + st)
-    return call([x], {"index": tuple(new_steps)}), out_bdim
+    index = params["index"]
+    new = dict(params)
+    new["index"] = _phys_raw_index(index)
+    return call([x], new), _raw_out_bdim(index)
+
+
+def _write_rule(call, args, bdims, params, size):
+    """x with a value written (set, added, reduced) at each example's raw index: x batched (expanded if not),
+    the value laid out as the physical region (batch dim where NumPy puts it)."""
+    x, bx = args[0], bdims[0]
+    ndim = x._data.ndim - (bx is not None)
+    x = x.unsqueeze(0).expand((size,) + tuple(x._data.shape)) if bx is None else _batching._moved(x, bx)
+    index = params["index"]
+    out_bdim = _raw_out_bdim(index)
+    rest = [_region_value(a, bd, index, ndim, size, out_bdim) for a, bd in zip(args[1:], bdims[1:])]
+    new = dict(params)
+    new["index"] = _phys_raw_index(index)
+    return call([x] + rest, new), 0
+
+
+def _put_zeros_rule(call, args, bdims, params, size):
+    """zeros of the example's shape with each example's g added at its raw index."""
+    index, shape = params["index"], tuple(params["shape"])
+    g = _region_value(args[0], bdims[0], index, len(shape), size, _raw_out_bdim(index))
+    new = dict(params)
+    new["index"], new["shape"] = _phys_raw_index(index), (size,) + shape
+    return call([g], new), 0
+
+
+def _take_rule_prim(call, args, bdims, params, size):
+    """take of each flattened example at the (unbatched) flat positions."""
+    flat = _batching._moved(args[0], bdims[0]).reshape(size, -1)
+    return apply(getitem_p, (flat,), {"index": (_FULL, params["index"])}), 0
+
+
+def _put_rule_prim(call, args, bdims, params, size):
+    """put into each flattened example at the (unbatched) flat positions: a write at (:, positions)."""
+    x, s = args
+    x = x.unsqueeze(0).expand((size,) + tuple(x._data.shape)) if bdims[0] is None else _batching._moved(x, bdims[0])
+    idx = params["index"]
+    pos = NAMESPACES[type(idx)].reshape(idx, (-1,))
+    s = s.reshape(-1) if bdims[1] is None else _batching._moved(s, bdims[1]).reshape(size, -1)
+    flat = x.reshape(size, -1)
+    if params["accumulate"]:
+        out = apply(index_add_p, (flat, s), {"index": (_FULL, pos), "alpha": 1})
+    else:
+        out = apply(index_put_p, (flat, s), {"index": (_FULL, pos)})
+    return out.reshape(x._data.shape), 0
 
 
 _batching.batching(_getitem_rule, getitem_view_p)
@@ -1211,5 +1311,474 @@ _batching.batching("elementwise", fill_p)
 
 
 # ----- vmap -------------------------------------------------------------------------------------------------
-_batching.by_name("fallback", "index_put_zeros", "fill_index", "index_put", "index_add", "scatter_reduce", "scatter",
-                  "masked_scatter", "take", "put", why="an index array in its parameters")
+_batching.batching(_write_rule, fill_index_p, index_put_p, index_add_p, scatter_reduce_p, scatter_legacy_p)
+_batching.batching(_put_zeros_rule, index_put_zeros_p)
+_batching.batching(_take_rule_prim, take_p)
+_batching.batching(_put_rule_prim, put_p)
+_batching.by_name("fallback", "masked_scatter", why="an index array in its parameters (a mask, and a count of the "
+                  "source's elements the example reads)")
+
+
+# ----- vmap: public rules (the wrappers above read the values of their index tensors) ------------------------
+
+def _bind_or_none(fn, args, kwargs, *tensors: str):
+    """``fn``'s arguments by name, or None when they do not bind or one of ``tensors`` is not a tensor."""
+    bound = _bp.bind(fn, args, kwargs)
+    if bound is None or any(not isinstance(bound.get(k), Tensor) for k in tensors):
+        return None
+    return bound
+
+
+def _grid_rule(fn, out_like: str):
+    """gather and the scatter family: every tensor argument batched (expanded where not), batch dim first, the
+    dim shifted by one; a 0-d example runs as size [1], as these ops read it. ``out_like``: the argument whose
+    example shape the result has."""
+    def rule(orig, args, kwargs, level):
+        bound = _bind_or_none(fn, args, kwargs, "input", "index")
+        d = None if bound is None else _bp.as_dim(bound.get("dim"), bound["input"]._data.ndim)
+        if d is None:
+            return _bp.own(orig, args, kwargs, level)   # its own error
+        new = {k: _bp.unsqueeze_scalar(_bp.front(v, level), v._data.ndim) if isinstance(v, Tensor) else v
+               for k, v in bound.items()}
+        new["dim"] = d + 1
+        out = fn(**new)
+        like = bound[out_like]._data.shape
+        if not like:
+            out = out.reshape(_bp.batch_size(level))
+        return _bp.wrap_out(out, level)
+    return rule
+
+
+def _slices_index(index: Tensor, level: int, px: Tensor, d: int):
+    """A batched vector index of the index_* ops as gather's index into ``px`` (physical, batch dim first) along
+    ``d + 1``: each example's indices repeated over the other dims."""
+    size = _bp.batch_size(level)
+    pi = _bp.front(index, level).reshape(size, -1)
+    k = pi._data.shape[1]
+    view = [size] + [1] * (px._data.ndim - 1)
+    view[d + 1] = k
+    full = list(px._data.shape)
+    full[d + 1] = k
+    return pi.reshape(view).expand(full)
+
+
+def _index_select_rule(orig, args, kwargs, level):
+    bound = _bind_or_none(index_select, args, kwargs, "input", "index")
+    d = None if bound is None else _bp.as_dim(bound.get("dim"), bound["input"]._data.ndim)
+    if d is None or bound["index"]._data.ndim > 1:
+        return _bp.own(orig, args, kwargs, level)   # its own error
+    x, index = bound["input"], bound["index"]
+    px = _bp.unsqueeze_scalar(_bp.front(x, level), x._data.ndim)
+    if _bp.is_batched(index, level):
+        out = gather(px, d + 1, _slices_index(index, level, px, d))
+    else:
+        out = index_select(px, d + 1, index)
+    if not x._data.ndim:
+        out = out.reshape(_bp.batch_size(level))
+    return _bp.wrap_out(out, level)
+
+
+def _index_family_rule(fn, kind: str):
+    """index_add / index_copy / index_fill / index_reduce: with an unbatched index (and value), the op itself along
+    the shifted dim; with a batched one, scatter_add / scatter / scatter_reduce along it with each example's indices
+    spread over the slices."""
+    def rule(orig, args, kwargs, level):
+        bound = _bind_or_none(fn, args, kwargs, "input", "index")
+        d = None if bound is None else _bp.as_dim(bound.get("dim"), bound["input"]._data.ndim)
+        if d is None or bound["index"]._data.ndim > 1:
+            return _bp.own(orig, args, kwargs, level)   # its own error
+        x, index = bound["input"], bound["index"]
+        nd = x._data.ndim
+        px = _bp.unsqueeze_scalar(_bp.front(x, level), nd)
+        value = bound.get("value")
+        if not _bp.is_batched(index, level) and not _bp.is_batched(value, level):
+            new = {k: _bp.unsqueeze_scalar(_bp.front(v, level), v._data.ndim)
+                   if isinstance(v, Tensor) and k not in ("index", "value") else v for k, v in bound.items()}
+            new["input"], new["dim"] = px, d + 1
+            out = fn(**new)
+        else:
+            ix = _slices_index(index, level, px, d)
+            if kind == "fill":
+                n = px._data.shape[d + 1]
+                ix = where(ix < 0, ix + n, ix)   # index_fill takes negative indices
+                if isinstance(value, Tensor):
+                    pv = _bp.front(value, level).to(x.dtype)
+                    src = pv.reshape([pv._data.shape[0]] + [1] * nd).expand(ix._data.shape)
+                    out = scatter(px, d + 1, ix, src)
+                else:
+                    out = scatter(px, d + 1, ix, value=value)
+            else:
+                source = bound["source"]
+                src = _bp.unsqueeze_scalar(_bp.front(source, level), source._data.ndim)
+                if kind == "add":
+                    alpha = bound.get("alpha", 1)
+                    out = scatter_add(px, d + 1, ix, src if alpha == 1 else src * alpha)
+                elif kind == "reduce":
+                    out = scatter_reduce(px, d + 1, ix, src, bound["reduce"],
+                                         include_self=bound.get("include_self", True))
+                else:
+                    out = scatter(px, d + 1, ix, src)
+        if not nd:
+            out = out.reshape(_bp.batch_size(level))
+        return _bp.wrap_out(out, level)
+    return rule
+
+
+def _flat_positions(index: Tensor, level: int, n: int) -> Tensor:
+    """take/put's index (of the flattened example, negatives from the end) as (B, M) non-negative positions;
+    its bounds checked as take's where the values are at hand."""
+    pi = _bp.front(index, level)
+    if type(pi) is Tensor:
+        bad = _bounds(pi._data, n, negative=True)
+        if bad is not None:
+            raise IndexError(f"out of range: tried to access index {bad} on a tensor of {n} elements.")
+    pi = pi.reshape(_bp.batch_size(level), -1)
+    return where(pi < 0, pi + n, pi)
+
+
+def _take_rule(orig, args, kwargs, level):
+    bound = _bind_or_none(take, args, kwargs, "input", "index")
+    if bound is None or bound["index"]._data.dtype != D.int64.np:
+        return _bp.own(orig, args, kwargs, level)   # its own error
+    x, index = bound["input"], bound["index"]
+    flat = _bp.front(x, level).reshape(_bp.batch_size(level), -1)
+    out = gather(flat, 1, _flat_positions(index, level, x._data.size))
+    return _bp.wrap_out(out.reshape((_bp.batch_size(level),) + tuple(index._data.shape)), level)
+
+
+def _put_rule(orig, args, kwargs, level):
+    bound = _bind_or_none(put, args, kwargs, "input", "index", "source")
+    if bound is None or bound["index"]._data.dtype != D.int64.np or \
+            bound["input"]._data.dtype != bound["source"]._data.dtype or \
+            bound["index"]._data.size != bound["source"]._data.size:
+        return _bp.own(orig, args, kwargs, level)   # its own error
+    x = bound["input"]
+    size = _bp.batch_size(level)
+    px = _bp.front(x, level)
+    pos = _flat_positions(bound["index"], level, x._data.size)
+    src = _bp.front(bound["source"], level).reshape(size, -1)
+    flat = px.reshape(size, -1)
+    out = scatter_add(flat, 1, pos, src) if bound.get("accumulate") else scatter(flat, 1, pos, src)
+    return _bp.wrap_out(out.reshape(px._data.shape), level)
+
+
+def _padded(t, level: int, rank: int):
+    """A tensor argument for ops that broadcast: batched ones as (B, 1.., example) of ``rank`` example dims,
+    unbatched ones as they are (they broadcast from the right)."""
+    if not _bp.is_batched(t, level):
+        return t
+    return _batching._front_and_pad(t._phys, t._bdim, rank, _bp.batch_size(level))
+
+
+def _masked_fill_rule(orig, args, kwargs, level):
+    bound = _bind_or_none(masked_fill, args, kwargs, "input", "mask")
+    if bound is None or bound["mask"]._data.dtype.kind != "b" or "value" not in bound:
+        return _bp.own(orig, args, kwargs, level)   # its own error
+    x, mask, value = bound["input"], bound["mask"], bound["value"]
+    rank = max(x._data.ndim, mask._data.ndim)
+    size = _bp.batch_size(level)
+    px = _batching._front_and_pad(_bp.front(x, level), 0, rank, size)
+    pm = _padded(mask, level, rank)
+    if _bp.is_batched(value, level):
+        if value._data.ndim:
+            return _bp.own(orig, args, kwargs, level)   # its own error
+        pv = _bp.front(value, level).to(x.dtype).reshape((size,) + (1,) * rank)
+        shape = _broadcast_shape([px._data.shape, pm._data.shape])
+        return _bp.wrap_out(where(pm, pv, px.expand(*shape) if shape != px._data.shape else px), level)
+    return _bp.wrap_out(masked_fill(px, pm, value), level)
+
+
+def _masked_scatter_rule(orig, args, kwargs, level):
+    """Each example's masked positions take its source's elements in order: the k-th True of an example's
+    (broadcast) mask reads its source's element k (a running count of the mask)."""
+    bound = _bind_or_none(masked_scatter, args, kwargs, "input", "mask", "source")
+    if bound is None or bound["mask"]._data.dtype.kind != "b" or \
+            bound["input"]._data.dtype != bound["source"]._data.dtype:
+        return _bp.own(orig, args, kwargs, level)   # its own error
+    from .reduction import cumsum
+    x, mask, source = bound["input"], bound["mask"], bound["source"]
+    rank = max(x._data.ndim, mask._data.ndim)
+    size = _bp.batch_size(level)
+    px = _batching._front_and_pad(_bp.front(x, level), 0, rank, size)
+    pm = _batching._front_and_pad(_bp.front(mask, level), 0, rank, size)
+    shape = _broadcast_shape([px._data.shape, pm._data.shape])
+    m = pm.expand(*shape).reshape(size, -1)
+    count = cumsum(m, 1)
+    n_src = source._data.size
+    if type(count) is Tensor and n_src < int(count[:, -1].max()) if count._data.shape[1] else False:
+        raise RuntimeError("Number of elements of source < number of ones in mask")
+    pos = (count - 1).clamp(0, max(n_src - 1, 0))
+    src = _bp.front(source, level).reshape(size, -1)
+    if not n_src:
+        return _bp.wrap_out(px.expand(*shape).clone(), level)
+    picked = gather(src, 1, pos)
+    out = where(m, picked, px.expand(*shape).reshape(size, -1))
+    return _bp.wrap_out(out.reshape(shape), level)
+
+
+def _masked_select_rule(orig, args, kwargs, level):
+    bound = _bind_or_none(masked_select, args, kwargs, "input", "mask")
+    if bound is None or bound["mask"]._data.dtype.kind != "b":
+        return _bp.own(orig, args, kwargs, level)   # its own error
+    if _bp.is_batched(bound["mask"], level):
+        raise RuntimeError("vmap: Attempted to vmap over `mask` in torch.masked_select(self, mask) We cannot "
+                           "support this because for each batch this would return a differently shaped Tensor. "
+                           "Please file an issue at https://github.com/pytorch/pytorch/issues if you need this "
+                           "feature.")
+    x, mask = bound["input"], bound["mask"]
+    rank = max(x._data.ndim, mask._data.ndim)
+    size = _bp.batch_size(level)
+    px = _batching._front_and_pad(_bp.front(x, level), 0, rank, size)
+    shape = _broadcast_shape([px._data.shape, (1,) * (rank + 1 - mask._data.ndim) + tuple(mask._data.shape)])
+    pm = mask.reshape((1,) * (rank + 1 - mask._data.ndim) + tuple(mask._data.shape)).expand(*shape)
+    out = masked_select(px.expand(*shape) if shape != px._data.shape else px, pm)
+    return _bp.wrap_out(out.reshape(size, -1), level)
+
+
+def _where_rule(orig, args, kwargs, level):
+    """where (its condition is a parameter of its primitive, batched or not): the physical condition and operands
+    padded to one rank, cast first to the examples' result dtype (a 0-d operand promotes as one, not as its batch)."""
+    if len(args) + len(kwargs) == 1 and _bp.is_batched(args[0] if args else kwargs.get("condition"), level):
+        raise RuntimeError("vmap: We do not support batching operators that can output dynamic shape. Attempted to "
+                           "vmap over aten::where. Please file an issue at https://github.com/pytorch/pytorch/issues "
+                           "if you need this feature.")
+    if len(args) + len(kwargs) != 3:
+        return _bp.own(orig, args, kwargs, level)
+    bound = _bind_or_none(where, args, kwargs, "condition")
+    if bound is None or bound["condition"]._data.dtype.kind != "b" or "other" not in bound:
+        return _bp.own(orig, args, kwargs, level)   # its own error
+    cond, a, b = bound["condition"], bound["input"], bound["other"]
+    if not (isinstance(a, Tensor) or isinstance(b, Tensor)):
+        a = scalar_or_tensor(a, "where", "input")
+        b = scalar_or_tensor(b, "where", "other")
+        dt = promote(a, b)
+        a, b = _tensor_of(a, dt), _tensor_of(b, dt)
+    else:
+        dt = promote(a, b)
+    rank = max(t._data.ndim for t in (cond, a, b) if isinstance(t, Tensor))
+    ops = [_padded(t, level, rank) for t in (a, b)]
+    ops = [t.to(dt) if isinstance(t, Tensor) and t.dtype != dt else t for t in ops]
+    return _bp.wrap_out(where(_padded(cond, level, rank), *ops), level)
+
+
+def _tensor_of(v, dtype):
+    from .creation import tensor as _tensor
+    return _tensor(v, dtype=dtype)
+
+
+# (an in-place op reaches its out-of-place twin's rule: the runner names both alike; see _bp.public_rule)
+for _fn, _like in ((gather, "index"), (scatter, "input"), (scatter_add, "input"), (scatter_reduce, "input")):
+    _bp.public_rule(_fn, _grid_rule(_fn, _like))
+for _fn, _kind in ((index_add, "add"), (index_copy, "copy"), (index_fill, "fill"), (index_reduce, "reduce")):
+    _bp.public_rule(_fn, _index_family_rule(_fn, _kind))
+for _fn, _rule in ((index_select, _index_select_rule), (take, _take_rule), (put, _put_rule),
+                   (masked_fill, _masked_fill_rule), (masked_scatter, _masked_scatter_rule),
+                   (masked_select, _masked_select_rule), (where, _where_rule)):
+    _bp.public_rule(_fn, _rule)
+
+
+# ----- vmap: x[index], x[index] = value, index_put with batched tensors -------------------------------------------
+#
+# Each example's index (PyTorch's rules: ints select first, then the index tensors broadcast together and their
+# dims take the place of the tensors if those are adjacent, else they come first) becomes one physical index with
+# arange(B) in front, as an index tensor of its own: every index tensor is then advanced at the physical level,
+# so the physical result is (B, broadcast dims, the sliced dims in order), permuted to the example's layout.
+# Without index tensors, a leading ':' keeps basic indexing a view.
+
+class _Plan:
+    """An example's index, classified: the physical index, the rank of the broadcast dims, and how many sliced
+    dims come before them in the example's result (0 when the tensors are not adjacent: they come first)."""
+
+    __slots__ = ("phys", "rank", "pre", "sliced", "advanced")
+
+
+def _index_items(index) -> tuple:
+    if isinstance(index, tuple):
+        return index
+    if isinstance(index, list) and _as_sequence_tuple(index):
+        return tuple(index)
+    return (index,)
+
+
+def _plan(items: tuple, ndim: int, level: int, tensors_advanced: bool = False):
+    """The physical index of ``items`` (an example's index of an ``ndim``-dim tensor) at ``level``, or None for
+    the forms done once per example (batched masks, bool indices, anything not understood)."""
+    from .creation import arange, tensor as make_tensor
+    size = _bp.batch_size(level)
+    kinds = []   # per item: (kind, item); kinds: int, adv, mask, slice, none, ellipsis
+    for it in items:
+        if isinstance(it, (list, range)) or (not isinstance(it, Tensor) and hasattr(it, "__array__")
+                                              and not isinstance(it, (bool, int, float))):
+            try:
+                it = make_tensor(it)
+            except (TypeError, ValueError, RuntimeError):
+                return None
+        if isinstance(it, Tensor):
+            k = it._data.dtype.kind
+            if k == "b" or it._data.dtype == _UINT8:
+                if not it._data.ndim or _bp.is_batched(it, level) or it._data.dtype == _UINT8:
+                    return None
+                kinds.append(("mask", it))
+            elif k in "iu":
+                kinds.append(("int" if not it._data.ndim and not tensors_advanced else "adv", it))
+            else:
+                return None
+        elif isinstance(it, bool):
+            return None
+        elif isinstance(it, int) or (hasattr(it, "__index__") and not isinstance(it, (float, slice))
+                                     and type(it).__module__ == "numpy"):
+            kinds.append(("int", it))
+        elif isinstance(it, slice):
+            kinds.append(("slice", it))
+        elif it is None:
+            kinds.append(("none", it))
+        elif it is Ellipsis:
+            kinds.append(("ellipsis", it))
+        else:
+            return None
+    consumed = sum(it._data.ndim if k == "mask" else 1 for k, it in kinds if k in ("int", "adv", "mask", "slice"))
+    if consumed > ndim:
+        return None
+    plan = _Plan()
+    plan.advanced = any(k in ("adv", "mask") for k, _ in kinds) or any(
+        k == "int" and _bp.is_batched(it, level) for k, it in kinds)
+    if not plan.advanced:
+        plan.phys, plan.rank, plan.pre = (slice(None),) + tuple(it for _, it in kinds), 0, 0
+        plan.sliced = sum(1 for k, _ in kinds if k in ("slice", "none")) + ndim - consumed
+        return plan
+    rank = 0
+    for k, it in kinds:
+        if k == "adv":
+            rank = builtins_max(rank, it._data.ndim)
+        elif k == "mask":
+            rank = builtins_max(rank, 1)
+    # the example's result: sliced dims before the run of index tensors (ints select first, so they split nothing)
+    pre, sliced, run, gaps, ellipsis = 0, 0, False, False, False
+    for k, it in kinds:
+        dims = (ndim - consumed) * (not ellipsis) if k == "ellipsis" else (1 if k in ("slice", "none") else 0)
+        ellipsis = ellipsis or k == "ellipsis"   # (a later Ellipsis takes no dims)
+        if k in ("adv", "mask"):
+            if run == "done":
+                gaps = True
+            run = True
+        elif dims:
+            if run is True:
+                run = "done"
+            if not run:
+                pre += dims
+        sliced += dims
+    if not any(k == "ellipsis" for k, _ in kinds):
+        sliced += ndim - consumed   # trailing dims not named
+    phys = [arange(size).reshape((size,) + (1,) * rank)]
+    for k, it in kinds:
+        if isinstance(it, Tensor) and _bp.is_batched(it, level):
+            it = _batching._front_and_pad(it._phys, it._bdim, rank if k != "int" else 0, size)
+            if k == "int":
+                it = it.reshape((size,) + (1,) * rank)
+        phys.append(it)
+    plan.phys, plan.rank, plan.pre, plan.sliced = tuple(phys), rank, (0 if gaps else pre), sliced
+    return plan
+
+
+def builtins_max(a: int, b: int) -> int:
+    return a if a >= b else b
+
+
+def _to_example_layout(out: Tensor, plan) -> Tensor:
+    """(B, broadcast dims, sliced dims) -> (B, the example's layout)."""
+    if not plan.advanced or not plan.pre:
+        return out
+    r, p = plan.rank, plan.pre
+    n = out._data.ndim
+    return out.permute([0] + list(range(1 + r, 1 + r + p)) + list(range(1, 1 + r)) + list(range(1 + r + p, n)))
+
+
+def _value_layout(value, plan, level: int, strip: bool = True):
+    """A tensor value of an example's region as the physical region's value: (B, broadcast dims, sliced dims)."""
+    if not isinstance(value, Tensor):
+        return value
+    size = _bp.batch_size(level)
+    region = plan.rank + plan.sliced
+    vs = tuple(value._data.shape)
+    while strip and len(vs) > region and vs[0] == 1:
+        vs = vs[1:]
+    if not _bp.is_batched(value, level):
+        if len(vs) != value._data.ndim:
+            value = value.reshape(vs)
+        if not plan.advanced or not plan.pre or len(vs) <= plan.sliced - plan.pre:
+            return value   # broadcasts from the right as it is
+        value = value.unsqueeze(0).expand((size,) + vs)
+    else:
+        value = _bp.front(value, level)
+        if len(vs) != value._data.ndim - 1:
+            value = value.reshape((size,) + vs)
+    value = _batching._front_and_pad(value, 0, region, size)
+    if plan.advanced and plan.pre:
+        r, p = plan.rank, plan.pre
+        value = value.permute([0] + list(range(1 + p, 1 + p + r)) + list(range(1, 1 + p)) +
+                              list(range(1 + p + r, region + 1)))
+    return value
+
+
+def _getitem_public(orig, args, kwargs, level):
+    if len(args) != 2 or kwargs or not isinstance(args[0], Tensor):
+        return _bp.own(orig, args, kwargs, level)
+    x, index = args
+    plan = _plan(_index_items(index), x._data.ndim, level)
+    if plan is None:
+        return _bp.per_example(getitem, args, kwargs, level)
+    return _bp.wrap_out(_to_example_layout(getitem(_bp.front(x, level), plan.phys), plan), level)
+
+
+def _setitem_public(orig, args, kwargs, level):
+    if len(args) != 3 or kwargs or not isinstance(args[0], Tensor):
+        return _bp.own(orig, args, kwargs, level)
+    x, index, value = args
+    if not _batching.batched_at(x, level):
+        raise RuntimeError(_bp.INPLACE_UNBATCHED.format(op="index_put_"))
+    plan = _plan(_index_items(index), x._data.ndim, level)
+    if plan is None:
+        return _bp.per_example(setitem, args, kwargs, level)
+    setitem(_bp.front(x, level), plan.phys, _value_layout(value, plan, level))
+    x._requires_grad = x._phys._requires_grad
+    return None
+
+
+def _index_put_rule(orig, args, kwargs, level):
+    bound = _bind_or_none(index_put, args, kwargs, "input", "values")
+    if bound is None or not isinstance(bound.get("indices"), (tuple, list)) or \
+            not all(isinstance(t, Tensor) for t in bound["indices"]):
+        return _bp.own(orig, args, kwargs, level)
+    x = bound["input"]
+    plan = _plan(tuple(bound["indices"]), x._data.ndim, level, tensors_advanced=True)
+    if plan is None or not plan.advanced:
+        return _bp.per_example(index_put, args, kwargs, level)
+    values = _value_layout(bound["values"], plan, level, strip=False)
+    out = index_put(_bp.front(x, level), plan.phys, values, bound.get("accumulate", False))
+    return _bp.wrap_out(out, level)
+
+
+def _copy_rule(orig, args, kwargs, level):
+    """copy_ into a batched tensor: the source (broadcast to each example) copied into the physical tensor."""
+    bound = _bind_or_none(copy_, args, kwargs, "self", "src")
+    if bound is None:
+        return _bp.own(orig, args, kwargs, level)
+    self, src = bound["self"], bound["src"]
+    if not _batching.batched_at(self, level):
+        raise RuntimeError(_bp.INPLACE_UNBATCHED.format(op="copy_"))
+    if broadcast_error((src._data.shape, self._data.shape)) is not None or (
+            src._data.ndim > self._data.ndim and _broadcast_shape([src._data.shape, self._data.shape]) !=
+            self._data.shape):
+        return _bp.own(orig, args, kwargs, level)   # its own error
+    ps = _bp.front(self, level)
+    pv = _padded(src, level, self._data.ndim)
+    copy_(ps, pv, bound.get("non_blocking", False))
+    self._requires_grad = self._phys._requires_grad
+    return self
+
+
+_bp.public_rule(getitem, _getitem_public)
+_bp.public_rule(setitem, _setitem_public)
+_bp.public_rule(index_put, _index_put_rule)
+_bp.signature(copy_)
+_batching.PUBLIC_RULES["copy"] = _copy_rule   # (the runner's name for copy_)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ..autograd import _batching
 from . import _vmap_nn
+from . import _batch_public as _bp
 
 import math
 import warnings
@@ -1603,3 +1604,18 @@ def _embedding_public(orig, name, bound, level, size):
 
 
 _vmap_nn.public_rule(_embedding_public, "embedding")
+_ONE_HOT_VMAP = "When vmap-ing torch.nn.functional.one_hot, please provide an explicit positive num_classes argument."
+
+
+def _one_hot_rule(orig, args, kwargs, level):
+    """one_hot of the physical indices; without num_classes PyTorch refuses (each example could infer its own)."""
+    bound = _bp.bind(one_hot, args, kwargs)
+    if bound is None or not isinstance(bound.get("tensor"), Tensor):
+        return _bp.own(orig, args, kwargs, level)
+    n = bound.get("num_classes", -1)
+    if E.is_int(n) and n == -1:
+        raise RuntimeError(_ONE_HOT_VMAP)
+    return _bp.wrap_out(one_hot(_bp.front(bound["tensor"], level), n), level)
+
+
+_bp.public_rule(one_hot, _one_hot_rule)

@@ -20,6 +20,7 @@ from ..autograd.graph import node_class
 from ..autograd._primitive import PrimNode, apply, apply_saving, batch_rule, broadcast_error, defprim
 from ._registry import SUBMODULES, graph, register
 from ..autograd import _batching
+from . import _batch_public as _bp
 from ..autograd._primitive import PRIMITIVES as _PRIMS
 from ._schema import method_variant, schema
 from .elementwise import _made, div_scalar_p, is_int, is_real, mul_scalar_p
@@ -1653,7 +1654,25 @@ _batching.by_name(_batching.dims_rule("dims"), "sum", "mean", "nansum", "std", "
 _batching.by_name(_batching.dims_rule("dim"), "cumsum", "cumprod", "logcumsumexp", "reverse_dim")
 _batching.batching(_batching.flatten_rule("dim"), prod_p)
 _batching.by_name("leading", "cdist")
-_batching.batching("fallback", max_all_p, min_all_p, dist_p, why="a reduction over every dim with no dim parameter")
+_batching.batching("fallback", dist_p, why="a reduction over every dim with no dim parameter")
+
+
+def _extremum_all_rule(fn):
+    """max()/min() of each example: max(dim)/min(dim) of the flattened examples, its values (PyTorch's batching
+    rule: under vmap the gradient goes to the index max(dim) picks, not evenly to the ties)."""
+    def rule(call, args, bdims, params, size):
+        return fn(_batching._moved(args[0], bdims[0]).reshape(size, -1), 1).values, 0
+    return rule
+
+
+_batching.batching(_extremum_all_rule(max), max_all_p)
+_batching.batching(_extremum_all_rule(min), min_all_p)
+# max(dim)/min(dim), cummax/cummin: their wrappers compute the indices from the values; the op on the physical
+# input with the dim shifted (max(x), max(x, other): the primitives of the overload batch)
+for _fn in (max, min):
+    _bp.public_rule(_fn, _bp.dim_rule(_fn, default_dim=None))
+for _fn in (cummax, cummin):
+    _bp.public_rule(_fn, _bp.dim_rule(_fn, default_dim=None))
 _batching.by_name("fallback", "gather", "put_along_dim_zeros", "scatter_add", "segment_reduce",
                   "segment_reduce_backward", why="an index array in its parameters")
 _batching.batching("fallback", *[p for p in _PRIMS if p.name == "max" and p is not max_all_p],

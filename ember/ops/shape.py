@@ -587,6 +587,10 @@ def _inplace_view(self: Tensor, fn, node_name: str, *args, inverse=None) -> Tens
     """``self`` becomes ``fn(self, *args)`` (a view of itself with new sizes): PyTorch's in-place view ops.
     ``inverse``: the view step from the new layout back to the old one (default: a permute's inverse, or a
     reshape)."""
+    if type(self) is _batching.BatchedTensor:   # inside vmap: self becomes the batched view
+        r = fn(self, *args)
+        self._phys, self._bdim, self._data = r._phys, r._bdim, r._data
+        return self
     recording = _gm._state.enabled and self._requires_grad
     check_inplace(self, recording)
     old_shape = tuple(self._data.shape)
@@ -1801,9 +1805,19 @@ _roll_dims = _batching.dims_rule("dims")
 
 
 def _roll_rule(call, args, bdims, params, size):
-    if not params.get("dims"):   # a roll of the flattened example: one call per example
-        return _batching.loop(call, args, bdims, params, size)
+    if not params.get("dims"):   # a roll of the flattened example: each example flattened, rolled along dim 1
+        x = _batching._moved(args[0], bdims[0])
+        shape = x._data.shape
+        shifts = params["shifts"]
+        out = call([x.reshape(size, -1)], {"shifts": tuple(shifts) if isinstance(shifts, (tuple, list)) else
+                                           (shifts,), "dims": (1,)})
+        return out.reshape(shape), 0
     return _roll_dims(call, args, bdims, params, size)
+
+
+def _trace_rule(call, args, bdims, params, size):
+    """The trace of each example: its diagonal summed (integral dtypes give int64, as trace)."""
+    return _batching._moved(args[0], bdims[0]).diagonal(0, 1, 2).sum(1), 0
 
 
 _batching.batching(_batching.shape_rule("shape"), reshape_p)
@@ -1819,7 +1833,7 @@ _batching.batching("leading", tril_p, triu_p)
 _batching.batching("elementwise", clone_p, cast_p)
 _batching.batching(_list_dim_rule(0), cat_p)
 _batching.batching(_list_dim_rule(1), stack_p)
-_batching.batching("fallback", trace_p, why="a reduction over every dim with no dim parameter")
+_batching.batching(_trace_rule, trace_p)
 _batching.batching("fallback", slice_scatter_p, select_scatter_p, diag_embed_p, unfold_backward_p, gather_rows_p,
                    scatter_rows_p, why="a backward helper with a shape or index parameter (ember differentiates "
                    "the physical graph, so vmap meets it only when a program calls it directly)")

@@ -18,6 +18,7 @@ that, they get the stable order (``stable=True``'s), which may differ from PyTor
 from __future__ import annotations
 
 from ..autograd import _batching
+from . import _batch_public as _bp
 
 import math
 import numbers
@@ -830,6 +831,137 @@ def nonzero_static(input: Tensor, *, size: int, fill_value: int = -1) -> Tensor:
 
 # ----- vmap -------------------------------------------------------------------------------------------------
 _batching.by_name("fallback", "gather_along", "scatter_along_zeros", why="an index array in its parameters")
-_batching.by_name("fallback", "median", "nanmedian", "quantile", why="a reduction over every dim with no dim parameter")
+_batching.by_name("fallback", "quantile", why="a reduction over every dim with no dim parameter")
+
+
+def _median_last(xp, a, ignore_nan):
+    d = a.ndim - 1
+    return xp.gather_along(a, xp.median_indices(a, d, ignore_nan), d, False)
+
+
+def _share_last(xp, a, out):
+    """median()'s gradient share of each element of the last dim: ties (all NaNs for a NaN result) evenly."""
+    o = xp.reshape(out, tuple(out.shape) + (1,))
+    mask = xp.where(xp.isnan(o), xp.isnan(a), a == o)
+    return mask, xp.sum(mask, (a.ndim - 1,), True)
+
+
+def _median_last_vjp(xp, g, out, a, ignore_nan):
+    mask, n = _share_last(xp, a, out)
+    return xp.reshape(g, tuple(g.shape) + (1,)) * mask / n
+
+
+def _median_last_jvp(xp, t, out, a, ignore_nan):
+    mask, n = _share_last(xp, a, out)
+    return xp.sum(t * mask / n, (a.ndim - 1,), False)
+
+
+# median()/nanmedian() of each row (the last dim) with median()'s gradient (ties share evenly): vmap's form of
+# median_all_p on the flattened examples (median(dim) would give one index's gradient)
+median_rows_p = defprim("median_rows", _median_last, node="MedianBackward0", vjp=_median_last_vjp,
+                        jvp=_median_last_jvp, saves=(0,), saves_out=True)
+
+
+def _median_all_rule(ignore_nan: bool):
+    def rule(call, args, bdims, params, size):
+        flat = _batching._moved(args[0], bdims[0]).reshape(size, -1)
+        return apply(median_rows_p, (flat,), {"ignore_nan": ignore_nan}), 0
+    return rule
+
+
+_batching.batching(_median_all_rule(False), median_all_p)
+_batching.batching(_median_all_rule(True), nanmedian_all_p)
+_batching.batching("leading", median_rows_p)
+
+# ops along one dim whose wrappers compute their indices from the values: the op on the physical input, the dim
+# shifted (median/nanmedian without a dim are median_all_p's, above)
+_bp.public_rule(sort, _bp.dim_rule(sort, _both_forms))
+_bp.public_rule(argsort, _bp.dim_rule(argsort, _both_forms))
+for _fn in (topk, kthvalue, mode):
+    _bp.public_rule(_fn, _bp.dim_rule(_fn))
+for _fn in (median, nanmedian):
+    _bp.public_rule(_fn, _bp.dim_rule(_fn, default_dim=None))
 _batching.by_name("fallback", "unique", "unique_consecutive", "bincount",
                   why="its output's size depends on the values (PyTorch refuses it under vmap)")
+
+
+def _searchsorted_rule(orig, args, kwargs, level):
+    """Unbatched 1-d boundaries: the op on the physical values. Batched boundaries (or sorter): the physical
+    boundaries (B, ..., n) searched with the values of each example, as rows when the example's boundaries are
+    1-d."""
+    bound = _bp.bind(searchsorted, args, kwargs)
+    if bound is None or not isinstance(bound.get("sorted_sequence"), Tensor):
+        return _bp.own(orig, args, kwargs, level)
+    seq, values, sorter = bound["sorted_sequence"], bound.get("input"), bound.get("sorter")
+    rest = {k: v for k, v in bound.items() if k not in ("sorted_sequence", "input", "sorter")}
+    if not isinstance(values, (Tensor, int, float)) or isinstance(values, bool) or not seq._data.ndim or \
+            (sorter is not None and not isinstance(sorter, Tensor)):
+        return _bp.own(orig, args, kwargs, level)   # its own error
+    size = _bp.batch_size(level)
+    if not _bp.is_batched(seq, level) and not _bp.is_batched(sorter, level):
+        if seq._data.ndim == 1:
+            return _bp.wrap_out(searchsorted(seq, _bp.front(values, level), sorter=sorter, **rest), level)
+        values = _bp.front(values, level)   # N-d boundaries: their leading dims match the values' (checked there)
+        out = searchsorted(seq.expand(size, *seq._data.shape), values, sorter=None if sorter is None else
+                           sorter.expand(size, *sorter._data.shape), **rest)
+        return _bp.wrap_out(out, level)
+    ps = _bp.front(seq, level)
+    psort = None if sorter is None else _bp.front(sorter, level)
+    if seq._data.ndim == 1:
+        if isinstance(values, Tensor):
+            shape = tuple(values._data.shape)
+            pv = _bp.front(values, level).reshape(size, -1)
+        else:
+            shape, pv = (), values
+        if not isinstance(pv, Tensor):
+            from .creation import full
+            pv = full((size, 1), pv, dtype=D.result_type(seq, pv))   # a number compares as PyTorch's promotes it
+        out = searchsorted(ps, pv, sorter=psort, **rest)
+        return _bp.wrap_out(out.reshape((size,) + shape), level)
+    if not isinstance(values, Tensor):
+        return _bp.own(orig, args, kwargs, level)   # its own error (N-d boundaries need a tensor of values)
+    return _bp.wrap_out(searchsorted(ps, _bp.front(values, level), sorter=psort, **rest), level)
+
+
+def _bucketize_rule(orig, args, kwargs, level):
+    """Unbatched boundaries: the op on the physical values; batched ones: searchsorted of each example's values
+    in its boundaries (bucketize's ``right`` is searchsorted's)."""
+    bound = _bp.bind(bucketize, args, kwargs)
+    if bound is None or not isinstance(bound.get("boundaries"), Tensor) or bound["boundaries"]._data.ndim != 1 or \
+            not isinstance(bound.get("input"), (Tensor, int, float)) or isinstance(bound.get("input"), bool):
+        return _bp.own(orig, args, kwargs, level)   # its own error
+    values, boundaries = bound["input"], bound["boundaries"]
+    rest = {k: v for k, v in bound.items() if k not in ("input", "boundaries")}
+    if not _bp.is_batched(boundaries, level):
+        return _bp.wrap_out(bucketize(_bp.front(values, level), boundaries, **rest), level)
+    return _searchsorted_rule(searchsorted, (boundaries, values), rest, level)
+
+
+_bp.public_rule(searchsorted, _searchsorted_rule)
+_bp.public_rule(bucketize, _bucketize_rule)
+
+_DYNAMIC = ("vmap: We do not support batching operators that can output dynamic shape. Attempted to vmap over "
+            "aten::{op}. Please file an issue at https://github.com/pytorch/pytorch/issues if you need this feature.")
+
+
+def _dynamic_rule(fn, aten):
+    """PyTorch's refusal for ops whose output's size depends on each example's values (``aten(bound)``: the ATen
+    op it names)."""
+    def rule(orig, args, kwargs, level):
+        bound = _bp.bind(fn, args, kwargs)
+        if bound is None:
+            return _bp.own(orig, args, kwargs, level)
+        x = bound.get(next(iter(_bp.signature(fn).parameters)))
+        if _bp.is_batched(x, level):
+            raise RuntimeError(_DYNAMIC.format(op=aten(bound)))
+        return _bp.own(orig, args, kwargs, level)
+    return rule
+
+
+_bp.public_rule(unique, _dynamic_rule(unique, lambda b: "_unique2" if b.get("dim") is None else "unique_dim"))
+_bp.public_rule(unique_consecutive, _dynamic_rule(unique_consecutive, lambda b: "unique_consecutive"))
+_bp.public_rule(nonzero, _dynamic_rule(nonzero, lambda b: "nonzero"))
+# (argwhere and nonzero_static call nonzero: each example apart, as PyTorch's fallback; their sizes are fixed or
+# stacked when equal)
+for _fn in (argwhere, nonzero_static):
+    _bp.public_rule(_fn, lambda orig, args, kwargs, level, _f=_fn: _bp.per_example(_f, args, kwargs, level))

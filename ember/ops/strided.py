@@ -28,6 +28,7 @@ from ._registry import graph, method, register
 from .creation import _check_bool, _check_device, _check_dtype, _finish
 from . import creation as C
 from . import shape as S
+from . import _batch_public as _bp
 
 # ----- primitives ---------------------------------------------------------------------------------------------
 
@@ -714,3 +715,8 @@ def new(self: Tensor, *args, device=None) -> Tensor:
 _batching.by_name("fallback", "as_strided", "slice_inverse", why="its parameters are strides of the example's memory")
 _batching.by_name("fallback", "as_strided_backward", "view_scatter", "view_replay", "view_scatter_add",
                   "view_scatter_zeros", "copy_slices", why="a backward helper (ember differentiates the physical graph, so vmap meets it only when a program calls it directly)")
+
+# the *_scatter ops of a view: every tensor batched, the view's dims shifted past the batch dim
+_bp.public_rule(slice_scatter, _bp.dims_public(slice_scatter, ("dim",)))
+_bp.public_rule(select_scatter, _bp.dims_public(select_scatter, ("dim",)))
+_bp.public_rule(diagonal_scatter, _bp.dims_public(diagonal_scatter, ("dim1", "dim2")))

@@ -1,0 +1,247 @@
+"""vmap over indexing, gather/scatter, sorting and the reductions over every dim: each op with its input batched,
+its index batched, both, and other in_dims, against torch.func.vmap on the same inputs (values and dtypes), and
+with no per-example fallback (PyTorch's "There is a performance drop" warning) where ember has a batching rule.
+What PyTorch refuses under vmap, ember refuses with the same exception type. Where torch 2.13's own batching rule
+gives a wrong answer (noted), the reference is a Python loop over the examples."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import ember
+
+torch = pytest.importorskip("torch")
+
+B = 3
+RNG = np.random.default_rng(0)
+X = RNG.standard_normal((B, 4, 5))            # examples (4, 5)
+XT = np.ascontiguousarray(X.transpose(1, 0, 2))   # the same, batched along dim 1
+I = RNG.integers(0, 4, (B, 2, 5))            # gather/scatter index into dim 0 of an example
+IV = RNG.integers(0, 4, (B, 2))              # vector index into dim 0
+IV1 = RNG.integers(0, 5, (B, 3))             # vector index into dim 1
+S = RNG.standard_normal((B, 2, 5))           # scatter source
+FLAT = RNG.integers(-20, 20, (B, 6))         # take/put positions (negative from the end)
+M = RNG.random((B, 4, 5)) > 0.5              # masks
+SEQ = np.sort(RNG.standard_normal((B, 6)), -1)
+TIES = np.round(RNG.standard_normal((B, 4, 5)))   # sorting with ties
+
+
+def _set(x, index, value):
+    x[index] = value
+    return x
+
+
+def _t(m, a):
+    return m.tensor(a)
+
+
+# (id, f(m, *mapped), arrays, in_dims, has_rule, reference): f builds the unmapped inputs itself (from X[0], I[0], ...)
+CASES = [
+    # gather / scatter
+    ("gather-in", lambda m, x: m.gather(x, 0, _t(m, I[0])), (X,), 0, True),
+    ("gather-index", lambda m, i: m.gather(_t(m, X[0]), 0, i), (I,), 0, True),
+    ("gather-both", lambda m, x, i: x.gather(1, i), (X, I[:, :, :3]), 0, True),
+    ("gather-in_dims1", lambda m, x, i: m.gather(x, -1, i), (XT, I), (1, 0), True),
+    ("gather-0d", lambda m, x, i: m.gather(x, 0, i), (X[:, 0, 0], I[:, 0, 0] * 0), 0, True),
+    ("scatter-value-in", lambda m, x: m.scatter(x, 0, _t(m, I[0]), 2.5), (X,), 0, True),
+    ("scatter-src-index", lambda m, i: m.scatter(_t(m, X[0]), 0, i, _t(m, S[0])), (I,), 0, True),
+    ("scatter-src-all", lambda m, x, i, s: x.scatter(0, i, s), (X, I, S), 0, True),
+    ("scatter-reduce-add", lambda m, x, i, s: x.scatter(0, i, s, reduce="add"), (X, I, S), 0, True),
+    ("scatter_-inplace", lambda m, x, i: x.clone().scatter_(0, i, 1.0), (X, I), 0, True),
+    ("scatter_add-all", lambda m, x, i, s: m.scatter_add(x, 0, i, s), (X, I, S), 0, True),
+    ("scatter_add-src", lambda m, s: m.scatter_add(_t(m, X[0]), 0, _t(m, I[0]), s), (S,), 0, True),
+    ("scatter_add_-inplace", lambda m, x, s: x.clone().scatter_add_(0, _t(m, I[0]), s), (X, S), 0, True),
+    ("scatter_reduce-amax", lambda m, x, i, s: m.scatter_reduce(x, 0, i, s, "amax"), (X, I, S), 0, True),
+    ("scatter_reduce-mean-noself", lambda m, x, i, s: x.scatter_reduce(0, i, s, "mean", include_self=False),
+     (X, I, S), 0, True),
+    ("scatter_reduce_-inplace", lambda m, x, i, s: x.clone().scatter_reduce_(0, i, s, "prod"), (X, I, S), 0, True),
+    ("take_along_dim-both", lambda m, x, i: m.take_along_dim(x, i, 0), (X, I), 0, True),
+    ("take_along_dim-none", lambda m, x, i: m.take_along_dim(x, i), (X, FLAT % 20), 0, True),
+    # index_*
+    ("index_select-in", lambda m, x: m.index_select(x, 1, _t(m, IV1[0])), (X,), 0, True),
+    ("index_select-index", lambda m, i: m.index_select(_t(m, X[0]), 1, i), (IV1,), 0, True),
+    ("index_select-both-in_dims", lambda m, x, i: x.index_select(0, i), (XT, IV), (1, 0), True),
+    ("index_add-index", lambda m, i, s: m.index_add(_t(m, X[0]), 0, i, s), (IV, X[:, :2]), 0, True),
+    ("index_add-in-alpha", lambda m, x: x.index_add(1, _t(m, IV1[0]), _t(m, X[0, :, :3]), alpha=2.0), (X,), 0, True),
+    ("index_add_-inplace", lambda m, x, i, s: x.clone().index_add_(0, i, s), (X, IV, X[:, :2]), 0, True),
+    ("index_copy-all", lambda m, x, i, s: m.index_copy(x, 0, i, s), (X, np.stack([[0, 2], [1, 3], [3, 0]]),
+                                                                       X[:, :2]), 0, True),
+    ("index_copy_-inplace", lambda m, x, s: x.clone().index_copy_(1, _t(m, np.array([4, 0])), s), (X, X[:, :, :2]),
+     0, True),
+    ("index_fill-index", lambda m, i: m.index_fill(_t(m, X[0]), 1, i, -1.5), (IV1,), 0, True),
+    ("index_fill-negative", lambda m, i: m.index_fill(_t(m, X[0]), 1, i, -1.5), (IV1 - 2,), 0, "loop"),
+    # (torch 2.13 wraps a batched negative index across the examples)
+    ("index_fill-in", lambda m, x: x.index_fill(0, _t(m, IV[0]), 7.0), (X,), 0, True),
+    ("index_fill_-inplace", lambda m, x, i: x.clone().index_fill_(0, i, 0.0), (X, IV), 0, True),
+    ("index_fill-tensor-value", lambda m, x, v: x.index_fill(0, _t(m, IV[0]), v), (X, X[:, 0, 0]), 0, "loop"),
+    # (torch 2.13 fills every example with the last example's value)
+    ("index_reduce-index", lambda m, i, s: m.index_reduce(_t(m, X[0]), 0, i, s, "amax"), (IV, X[:, :2]), 0, True),
+    ("index_reduce-in-mean", lambda m, x: x.index_reduce(1, _t(m, IV1[0]), _t(m, X[0, :, :3]), "mean",
+                                                         include_self=False), (X,), 0, True),
+    ("index_reduce_-inplace", lambda m, x, i, s: x.clone().index_reduce_(0, i, s, "prod"), (X, IV, X[:, :2]), 0,
+     True),
+    ("fill_diagonal_", lambda m, x: x[:, :4].clone().fill_diagonal_(2.0), (X,), 0, True),
+    ("getitem-ellipses", lambda m, x: x[..., ...], (X,), 0, True),
+    ("index_put-both", lambda m, x, i, v: m.index_put(x, (i,), v), (X, IV, X[:, :2]), 0, True),
+    ("index_put-accumulate", lambda m, x, i: m.index_put(x, (i, _t(m, IV1[0, :2])), _t(m, np.array(1.0)),
+                                                         accumulate=True), (X, IV), 0, True),
+    ("index_put_-inplace", lambda m, x, i: x.clone().index_put_((i,), _t(m, np.array(3.0))), (X, IV), 0, True),
+    # take / put
+    ("take-in", lambda m, x: m.take(x, _t(m, FLAT[0])), (X,), 0, True),
+    ("take-index", lambda m, i: m.take(_t(m, X[0]), i), (FLAT,), 0, True),
+    ("put-all", lambda m, x, i, s: m.put(x, i, s), (X, np.stack([RNG.permutation(20)[:6] for _ in range(B)]),
+                                                       S[:, 0, :3].repeat(2, 1)), 0, True),
+    ("put_-accumulate", lambda m, x, i: x.clone().put_(i, _t(m, X[0, :2].reshape(-1)[:6].copy()), accumulate=True), (X, FLAT),
+     0, True),
+    # x[index], x[index] = value
+    ("getitem-index", lambda m, i: _t(m, X[0])[i], (IV,), 0, True),
+    ("getitem-in", lambda m, x: x[_t(m, IV[0])], (X,), 0, True),
+    ("getitem-both-slice", lambda m, x, i: x[:, i], (X, IV1), 0, True),
+    ("getitem-separated", lambda m, x, i: x[i, _t(m, IV1[0, :2])], (X, IV), 0, True),
+    ("getitem-int-tensor", lambda m, x, i: x[i[0], 1:4], (X, IV), 0, True),
+    ("getitem-mask-in", lambda m, x: x[_t(m, M[0])], (X,), 0, True),
+    ("getitem-none", lambda m, i: _t(m, X[0])[None, :, i], (IV1,), 0, True),
+    ("getitem-basic-in_dims", lambda m, x: x[1:3, 0], (XT,), 1, True),
+    ("setitem-scalar", lambda m, x, i: _set(x.clone(), i, 0.0), (X, IV), 0, True),
+    ("setitem-value-batched", lambda m, x, v: _set(x.clone(), _t(m, IV[0]), v), (X, X[:, :2]), 0, True),
+    ("setitem-basic", lambda m, x, v: _set(x.clone(), (slice(1, 3), 0), v), (X, X[:, :2, 0]), 0, True),
+    ("setitem-mask", lambda m, x: _set(x.clone(), _t(m, M[0]), 1.0), (X,), 0, True),
+    ("setitem-slice-index", lambda m, x, i, v: _set(x.clone(), (slice(None), i), v), (X, IV1, X[:, 0, :3]), 0,
+     "loop"),   # torch 2.13's index_put_ rule: "shape mismatch" for a value of the region's trailing shape
+    ("copy_", lambda m, x, v: x.clone().copy_(v), (X, X[:, 0]), 0, True),
+    # masks
+    ("masked_fill-in", lambda m, x: m.masked_fill(x, _t(m, M[0]), -1.0), (X,), 0, True),
+    ("masked_fill-mask", lambda m, k: m.masked_fill(_t(m, X[0]), k, 2.0), (M,), 0, True),
+    ("masked_fill-value", lambda m, x, k, v: x.masked_fill(k, v), (X, M, X[:, 0, 0]), 0, True),
+    ("masked_fill_-inplace", lambda m, x, k: x.clone().masked_fill_(k, 0.5), (X, M), 0, True),
+    ("masked_scatter-all", lambda m, x, k, s: m.masked_scatter(x, k, s), (X, M, X), 0, True),
+    ("masked_scatter-mask", lambda m, k: m.masked_scatter(_t(m, X[0]), k, _t(m, X[1])), (M,), 0, True),
+    ("masked_select-in", lambda m, x: m.masked_select(x, _t(m, M[0])), (X,), 0, True),
+    ("where-cond", lambda m, c: m.where(c, _t(m, X[0]), 0.0), (M,), 0, True),
+    ("where-all", lambda m, c, x, y: m.where(c, x, y), (M[:, 0], X, X[:, 0, 0]), 0, True),
+    # sorting, selections
+    ("sort", lambda m, x: tuple(m.sort(x, 1, descending=True)), (TIES,), 0, True),
+    ("sort-stable-in_dims", lambda m, x: tuple(m.sort(x, dim=0, stable=True)), (np.round(XT),), 1, True),
+    ("argsort", lambda m, x: m.argsort(x), (X,), 0, True),
+    ("msort", lambda m, x: m.msort(x), (X,), 0, True),
+    ("topk", lambda m, x: tuple(m.topk(x, 2, 0)), (X,), 0, True),
+    ("kthvalue", lambda m, x: tuple(m.kthvalue(x, 2, -1, keepdim=True)), (X,), 0, True),
+    ("median-dim", lambda m, x: tuple(m.median(x, 0)), (X,), 0, True),
+    ("nanmedian-dim", lambda m, x: tuple(m.nanmedian(x, 1)), (X,), 0, True),
+    ("mode", lambda m, x: tuple(m.mode(x, 1)), (TIES,), 0, True),
+    ("max-dim", lambda m, x: tuple(m.max(x, 1, keepdim=True)), (X,), 0, True),
+    ("min-dim-in_dims", lambda m, x: tuple(x.min(0)), (XT,), 1, True),
+    ("cummax", lambda m, x: tuple(m.cummax(x, 0)), (TIES,), 0, True),
+    ("cummin", lambda m, x: tuple(m.cummin(x, 1)), (TIES,), 0, True),
+    ("sort-0d", lambda m, x: tuple(m.sort(x)), (X[:, 0, 0],), 0, True),
+    ("max-all", lambda m, x: m.max(x), (X,), 0, True),
+    ("min-all", lambda m, x: x.min(), (XT,), 1, True),
+    ("median-all", lambda m, x: m.median(x), (TIES,), 0, True),
+    ("nanmedian-all", lambda m, x: m.nanmedian(x), (X,), 0, True),
+    ("trace", lambda m, x: m.trace(x), (X,), 0, True),
+    ("trace-int", lambda m, x: m.trace(x), (I,), 0, True),
+    ("roll-flat", lambda m, x: m.roll(x, 3), (X,), 0, True),
+    ("searchsorted-both", lambda m, s, v: m.searchsorted(s, v), (SEQ, X[:, 0]), 0, True),
+    ("searchsorted-values", lambda m, v: m.searchsorted(_t(m, SEQ[0]), v, right=True), (X,), 0, True),
+    ("searchsorted-seq-scalar", lambda m, s: m.searchsorted(s, _t(m, np.array([0.0, 0.5]))), (SEQ,), 0, True),
+    ("bucketize-values", lambda m, v: m.bucketize(v, _t(m, SEQ[0])), (X,), 0, True),
+    ("bucketize-boundaries", lambda m, b: m.bucketize(_t(m, X[0]), b, out_int32=True), (SEQ,), 0, True),
+    ("one_hot", lambda m, i: m.nn.functional.one_hot(i, 4), (IV,), 0, True),
+]
+
+# what PyTorch refuses under vmap: the same exception type
+REFUSED = [
+    ("masked_select-mask", lambda m, k: m.masked_select(_t(m, X[0]), k), (M,), 0),
+    ("one_hot-no-classes", lambda m, i: m.nn.functional.one_hot(i), (IV,), 0),
+    ("scatter_-unbatched-self", lambda m, i: _t(m, X[0]).scatter_(0, i, 1.0), (I,), 0),
+    ("index_add_-unbatched-self", lambda m, s: _t(m, X[0]).index_add_(0, _t(m, IV[0]), s), (X[:, :2],), 0),
+    ("setitem-unbatched-self", lambda m, i: _set(_t(m, X[0]), i, 1.0), (IV,), 0),
+    ("copy_-unbatched-self", lambda m, v: _t(m, X[0]).copy_(v), (X,), 0),
+    ("unique", lambda m, i: m.unique(i), (IV,), 0),
+    ("unique-dim", lambda m, i: m.unique(i, dim=0), (IV,), 0),
+    ("unique_consecutive", lambda m, i: m.unique_consecutive(i), (IV,), 0),
+    ("nonzero", lambda m, i: m.nonzero(i), (IV,), 0),
+    ("where-one-argument", lambda m, k: m.where(k)[0], (M,), 0),
+]
+
+
+def _flat(r):
+    return list(r) if isinstance(r, (tuple, list)) else [r]
+
+
+def _vmap(m, f, arrays, in_dims):
+    xs = [m.tensor(a) for a in arrays]
+    return _flat(m.func.vmap(lambda *a: f(m, *a), in_dims=in_dims)(*xs))
+
+
+def _loop(f, arrays, in_dims):
+    dims = in_dims if isinstance(in_dims, tuple) else (in_dims,) * len(arrays)
+    xs = [ember.tensor(a) for a in arrays]
+    rows = [_flat(f(ember, *[x.select(d, b) for x, d in zip(xs, dims)])) for b in range(B)]
+    return [ember.stack([r[k] for r in rows]) for k in range(len(rows[0]))]
+
+
+def _same(got, ref, what):
+    assert len(got) == len(ref), what
+    for k, (g, r) in enumerate(zip(got, ref)):
+        assert str(g.dtype) == str(r.dtype), f"{what} output {k}: dtype {g.dtype} vs {r.dtype}"
+        a, b = g.detach().numpy(), r.detach().numpy()
+        assert a.shape == b.shape, f"{what} output {k}: shape {a.shape} vs {b.shape}"
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12, err_msg=f"{what} output {k}")
+
+
+@pytest.mark.parametrize("name,f,arrays,in_dims,rule", CASES, ids=[c[0] for c in CASES])
+def test_vmap_matches_torch(name, f, arrays, in_dims, rule):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = _vmap(ember, f, arrays, in_dims)
+    drops = [str(w.message) for w in caught if "There is a performance drop" in str(w.message)]
+    assert not drops, drops
+    if rule == "loop":
+        _same(got, _loop(f, arrays, in_dims), "vs the loop")
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = _vmap(torch, f, arrays, in_dims)
+    _same(got, ref, "vs torch.func.vmap")
+
+
+@pytest.mark.parametrize("name,f,arrays,in_dims", REFUSED, ids=[c[0] for c in REFUSED])
+def test_vmap_refuses_as_torch(name, f, arrays, in_dims):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(Exception) as texc:
+            _vmap(torch, f, arrays, in_dims)
+        with pytest.raises(texc.type):
+            _vmap(ember, f, arrays, in_dims)
+
+
+def test_gradients_through_batched_gather_and_sort():
+    """grad of a vmapped gather/sort/max chain: the physical graph gives each example's gradient."""
+    def f(m, x, i):
+        return (m.gather(x, 1, i).sum() + m.sort(x, 0).values[0].sum() + m.max(x, 1).values.sum()
+                + x[i[0], 1:].sum())
+    x, i = X, I[:, :, :3]
+    ge = ember.func.vmap(ember.func.grad(lambda a, b: f(ember, a, b)))(ember.tensor(x), ember.tensor(i))
+    gt = torch.func.vmap(torch.func.grad(lambda a, b: f(torch, a, b)))(torch.tensor(x), torch.tensor(i))
+    np.testing.assert_allclose(ge.numpy(), gt.numpy(), rtol=1e-12)
+
+
+def test_nested_vmap_gather_index_batched_at_both_levels():
+    x = RNG.standard_normal((2, B, 4, 5))
+    i = RNG.integers(0, 4, (2, B, 2, 5))
+    got = ember.func.vmap(ember.func.vmap(lambda a, b: ember.gather(a, 0, b)))(ember.tensor(x), ember.tensor(i))
+    ref = torch.func.vmap(torch.func.vmap(lambda a, b: torch.gather(a, 0, b)))(torch.tensor(x), torch.tensor(i))
+    np.testing.assert_array_equal(got.numpy(), ref.numpy())
+
+
+@pytest.mark.parametrize("name,f,arrays,in_dims", [
+    ("slice_scatter", lambda m, x, s: m.slice_scatter(x, s, 1, 0, 4, 2), (X, X[:, :, :2]), 0),
+    ("slice_scatter-default-dim", lambda m, x, s: m.slice_scatter(x, s, start=1, end=3), (X, X[:, :2]), 0),
+    ("select_scatter", lambda m, s: m.select_scatter(_t(m, X[0]), s, 0, -1), (X[:, 0],), 0),
+    ("diagonal_scatter", lambda m, x, s: m.diagonal_scatter(x, s, 1), (X, X[:, 0, :4]), 0),
+], ids=lambda v: v if isinstance(v, str) else "")
+def test_view_scatters(name, f, arrays, in_dims):
+    test_vmap_matches_torch(name, f, arrays, in_dims, True)
