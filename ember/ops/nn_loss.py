@@ -1338,8 +1338,6 @@ def _elementwise_loss_public(orig, name, bound, level, size):
     its own for each example, or operands of different shapes: per example."""
     a = bound.arguments
     weights = ("weight", "pos_weight")
-    if isinstance(a.get("reduction"), int):   # torch.binary_cross_entropy_with_logits (ATen's integer reduction):
-        return NotImplemented                 # it calls F's, whose rule this is
     if any(_vmap_nn.at(v, level) for k, v in a.items() if k not in ("input", "target") + weights):
         return NotImplemented
     x, t = a["input"], a["target"]
