@@ -141,6 +141,35 @@ case("interpolate-bilinear", lambda m, x: F(m).interpolate(x, size=(5, 7), mode=
 case("interpolate-trilinear", lambda m, x: F(m).interpolate(x, scale_factor=1.5, mode="trilinear"),
      _f((1, 2, 2, 3, 4)))
 case("pixel_shuffle", lambda m, x: F(m).pixel_shuffle(x, 2), _f((2, 8, 3, 2)))
+case("unfold-N", lambda m, x: F(m).unfold(x, 2, padding=1), _f((2, 3, 4, 5)))
+case("unfold-noN", lambda m, x: F(m).unfold(x, (2, 3)), _f((3, 4, 5)))
+case("fold-N", lambda m, x: F(m).fold(x, (3, 4), 2), _f((2, 8, 6)))
+case("fold-noN", lambda m, x: F(m).fold(x, (3, 4), 2), _f((8, 6)))
+case("channel_shuffle", lambda m, x: F(m).channel_shuffle(x, 2), _f((2, 4, 3)))
+case("one_hot", lambda m, t: F(m).one_hot(t, 6), _i((2, 3), 6))
+case("bilinear", lambda m, x, y, w: F(m).bilinear(x, y, w), _f((2, 3)), _f((2, 4)), _f((5, 3, 4)))
+case("multi_margin_loss", lambda m, x, t: F(m).multi_margin_loss(x, t, p=2, weight=m.tensor(W5)), _f((4, 5)),
+     _i((4,), 5))
+case("multi_margin_loss-noN-sum", lambda m, x, t: F(m).multi_margin_loss(x, t, reduction="sum"), _f((5,)),
+     _i((), 5))
+case("multilabel_margin_loss", lambda m, x, t: F(m).multilabel_margin_loss(x, t), _f((4, 5)), _i((4, 5), 5))
+case("soft_margin_loss", lambda m, x, t: F(m).soft_margin_loss(x, t), _f((4, 5)), _f((4, 5)))
+case("max_unpool2d", lambda m, x: F(m).max_unpool2d(*F(m).max_pool2d(x, 2, return_indices=True), 2,
+                                                    output_size=(2, 3, 5, 5)), _f((2, 3, 4, 5)))
+case("max_unpool1d-noN", lambda m, x: F(m).max_unpool1d(*F(m).max_pool1d(x, 2, return_indices=True), 2),
+     _f((3, 6)))
+case("grid_sample-2d", lambda m, x, g: F(m).grid_sample(x, g, align_corners=False), _f((2, 3, 4, 5)),
+     _f((2, 3, 2, 2), -1.1, 1.1))
+case("grid_sample-3d-border", lambda m, x, g: F(m).grid_sample(x, g, padding_mode="border", align_corners=True),
+     _f((1, 2, 3, 3, 4)), _f((1, 2, 2, 3, 3), -1.1, 1.1))
+case("affine_grid", lambda m, t: F(m).affine_grid(t, (2, 1, 3, 4), align_corners=False), _f((2, 2, 3)))
+case("aten-embedding", lambda m, w, i: m.embedding(w, i), _f((6, 3)), _i((4,), 6))
+case("aten-bce_with_logits", lambda m, x, t: m.binary_cross_entropy_with_logits(x, t, reduction=2),
+     _f((4, 3)), _f((4, 3), 0.0, 1.0))
+case("aten-max_pool2d", lambda m, x: m.max_pool2d(x, 2), _f((2, 3, 4, 4)))
+case("aten-batch_norm", lambda m, x, w: m.batch_norm(x, w, None, None, None, True, 0.1, 1e-5, False),
+     _f((4, 3, 2)), _f((3,)))
+case("aten-adaptive_max_pool1d", lambda m, x: m.adaptive_max_pool1d(x, 3), _f((2, 3, 7)))
 case("float32-cross_entropy", lambda m, x, t: F(m).cross_entropy(x, t), _f((4, 5)), _i((4,), 5), dtype="float32")
 case("float32-max_pool2d", lambda m, x: F(m).max_pool2d(x, 2), _f((2, 3, 4, 4)), dtype="float32")
 case("float32-layer_norm", lambda m, x, w: F(m).layer_norm(x, (4,), w), _f((2, 4)), _f((4,)), dtype="float32")
@@ -438,6 +467,12 @@ def test_per_example_fallback_cases(name):
     _compare(got, ref, 1e-10)
 
 
+def test_one_hot_needs_num_classes():
+    for lib in (torch, ember):
+        with pytest.raises(RuntimeError, match="please provide an explicit positive num_classes"):
+            lib.func.vmap(F(lib).one_hot)(lib.tensor(np.array([[0, 1], [2, 3]])))
+
+
 def test_errors_inside_vmap():
     """Bad input reports the op's own error under vmap (a target or index out of range in some example)."""
     x = np.zeros((B, 4, 5))
@@ -449,3 +484,36 @@ def test_errors_inside_vmap():
     idx = np.array([[0, 1], [5, 6], [1, 1]])
     with pytest.raises(IndexError, match="index out of range in self"):
         ember.func.vmap(F(ember).embedding)(ember.tensor(idx), ember.tensor(np.zeros((B, 6, 2))))
+
+
+def _modules(lib):
+    nn = lib.nn
+    return {
+        "conv1d-batchnorm1d-avgpool": (nn.Sequential(nn.Conv1d(4, 6, 3), nn.BatchNorm1d(6, track_running_stats=False),
+                                                     nn.AvgPool1d(2)), (2, 4, 8)),
+        "embedding-layernorm": (nn.Sequential(nn.Embedding(10, 4), nn.LayerNorm(4)), None),
+        "upsample-convtranspose": (nn.Sequential(nn.Upsample(scale_factor=2), nn.ConvTranspose2d(2, 3, 3)),
+                                   (1, 2, 3, 3)),
+        "groupnorm-prelu": (nn.Sequential(nn.GroupNorm(2, 4), nn.PReLU(4)), (2, 4, 5)),
+        "instancenorm-maxpool-adaptive": (nn.Sequential(nn.InstanceNorm2d(3), nn.MaxPool2d(2), nn.AdaptiveAvgPool2d(1),
+                                                        nn.Flatten()), (2, 3, 4, 4)),
+        "reflectionpad-pixelshuffle": (nn.Sequential(nn.ReflectionPad2d(1), nn.PixelShuffle(2)), (2, 4, 3, 3)),
+    }
+
+
+@pytest.mark.parametrize("name", list(_modules(torch)))
+def test_modules(name):
+    """nn modules (evaluation mode, statistics from the batch where they have no running ones) under vmap."""
+    tmod, shape = _modules(torch)[name]
+    emod, _ = _modules(ember)[name]
+    emod.load_state_dict({k: ember.tensor(v.detach().numpy()) for k, v in tmod.state_dict().items()})
+    tmod.eval()
+    emod.eval()
+    rng = np.random.default_rng(4)
+    x = rng.integers(0, 10, (B, 2, 3)) if shape is None else rng.normal(size=(B,) + shape).astype(np.float32)
+    ref = torch.func.vmap(tmod)(torch.tensor(x))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = ember.func.vmap(emod)(ember.tensor(x))
+    assert not [str(w.message) for w in caught if FALLBACK in str(w.message)]
+    _compare(got, ref, 1e-5)

@@ -73,6 +73,7 @@ def per_example(orig, name: str, args, kwargs, level: int):
 
 
 _SIGNATURES: dict = {}
+_ATEN = __name__.rsplit(".", 1)[0] + ".nn_aten"
 
 
 def _signature(orig) -> inspect.Signature:
@@ -96,6 +97,10 @@ def public_rule(body, *names: str) -> None:
     per-example fallback."""
     def make(name):
         def rule(orig, args, kwargs, level):
+            if orig.__globals__.get("__name__") == _ATEN:
+                # ATen's spellings (torch.embedding, torch.binary_cross_entropy_with_logits, ...) convert their
+                # arguments and call nn.functional's, whose rule batches them
+                return orig(*args, **kwargs)
             try:
                 bound = _signature(orig).bind(*args, **kwargs)
             except TypeError:   # the op's own argument error, from a per-example call
@@ -117,6 +122,8 @@ def folding(has_n, tensors=("input",)):
     def body(orig, name, bound, level, size):
         a = bound.arguments
         names = [k for k in tensors if isinstance(a.get(k), Tensor)]
+        if not names:
+            return NotImplemented
         for k, v in a.items():
             if k not in names and (at(v, level) or (type(v) in (list, tuple) and any(at(x, level) for x in v))):
                 return NotImplemented
@@ -134,3 +141,16 @@ def spatial(d: int):
     def has_n(name, bound, rank):
         return True if rank == d + 2 else False if rank == d + 1 else None
     return has_n
+
+
+def fold_rule(plain_rank):
+    """A primitive rule for one-input ops on (N, C, ...) (or (C, ...) when the example's rank is ``plain_rank``;
+    None: the example always has N): the vmap batch folded into N and the result viewed back."""
+    def rule(call, args, bdims, params, size):
+        x = _batching._moved(args[0], bdims[0])
+        s = tuple(x._data.shape)
+        if plain_rank is not None and len(s) - 1 == plain_rank:
+            return call([x] + list(args[1:]), params), 0
+        out = call([x.reshape((size * s[1],) + s[2:])] + list(args[1:]), params)
+        return out.reshape((size, s[1]) + tuple(out._data.shape[1:])), 0
+    return rule

@@ -1555,7 +1555,24 @@ _batching.by_name(_batching.dims_rule("dim"), "softmax", "log_softmax", "glu", "
                   "log_softmax_backward_data")
 # (prelu's wrapper views the weight to the input's rank, channels at dim 1: it broadcasts from the right)
 _batching.by_name("elementwise", "prelu", "prelu_backward_self", "prelu_backward_weight")
-_batching.by_name("fallback", "trilinear", why="its kernel (an einsum) takes exactly one leading batch dim")
+
+
+def _trilinear_rule(call, args, bdims, params, size):
+    """bilinear's (M, i) x (o, i, j) x (M, j) -> (M, o): with a shared weight the vmap batch folds into M; with
+    a weight of each example's own, sum_j (x1 W)[b, m, o, j] x2[b, m, j] by batched matmul."""
+    (a, w, b), (ba, bw, bb) = args, bdims
+    A, Bt = (_batching._moved(t, bd) if bd is not None else t.unsqueeze(0).expand((size,) + tuple(t._data.shape))
+             for t, bd in ((a, ba), (b, bb)))
+    if bw is not None:
+        W = _batching._moved(w, bw)                                          # (B, o, i, j)
+        xw = A.unsqueeze(2).unsqueeze(3).matmul(W.unsqueeze(1)).squeeze(-2)  # (B, M, o, j)
+        return (xw * Bt.unsqueeze(2)).sum(-1), 0
+    m = A._data.shape[1]
+    out = call([A.reshape((size * m, A._data.shape[2])), w, Bt.reshape((size * m, Bt._data.shape[2]))], params)
+    return out.reshape((size, m, out._data.shape[1])), 0
+
+
+_batching.by_name(_trilinear_rule, "trilinear")
 _batching.by_name("fallback", "rrelu_with_noise", "rrelu_with_noise_", "rrelu_with_noise_backward", "native_dropout",
                   why="a random op: vmap's randomness modes are not built for it yet")
 _batching.by_name("fallback", "embedding", "embedding_bag", why="an index array in its parameters")
@@ -1567,8 +1584,6 @@ def _embedding_public(orig, name, bound, level, size):
     b*n (checked against its own n rows first). Scaled gradients (counts within each example), or a padding
     index or max_norm with batched weights: per example."""
     a = bound.arguments
-    if "input" not in a:   # torch.embedding(weight, indices, ...) forwards to nn.functional's
-        return orig(*bound.args, **bound.kwargs)
     idx, w = a["input"], a["weight"]
     if a["scale_grad_by_freq"] or not isinstance(idx, Tensor) or not isinstance(w, Tensor):
         return NotImplemented

@@ -330,6 +330,31 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mod
 
 
 # ----- vmap -------------------------------------------------------------------------------------------------
-_batching.by_name("fallback", "affine_grid", "grid_sampler_2d", "grid_sampler_3d",
-                  why="takes (N, C, ...) inputs with the size in its parameters")
+
+
+def _front(t, bd, size):
+    return _batching._moved(t, bd) if bd is not None else t.unsqueeze(0).expand((size,) + tuple(t._data.shape))
+
+
+def _grid_sample_rule(call, args, bdims, params, size):
+    """grid_sample's input (N, C, ...) and grid (N, ...): both folded into N (B*N) and the result viewed back."""
+    x, g = (_front(t, bd, size) for t, bd in zip(args, bdims))
+    n = x._data.shape[1]
+    out = call([x.reshape((size * n,) + tuple(x._data.shape[2:])), g.reshape((size * n,) + tuple(g._data.shape[2:]))],
+               params)
+    return out.reshape((size, n) + tuple(out._data.shape[1:])), 0
+
+
+def _affine_grid_rule(call, args, bdims, params, size):
+    """affine_grid's theta (N, 2|3, 3|4) folded into N, and the size's N with it."""
+    theta = _front(args[0], bdims[0], size)
+    n = theta._data.shape[1]
+    new = dict(params)
+    new["size"] = (size * n,) + tuple(params["size"][1:])
+    out = call([theta.reshape((size * n,) + tuple(theta._data.shape[2:]))], new)
+    return out.reshape((size, n) + tuple(out._data.shape[1:])), 0
+
+
+_batching.by_name(_grid_sample_rule, "grid_sampler_2d", "grid_sampler_3d")
+_batching.by_name(_affine_grid_rule, "affine_grid")
 _batching.by_name("fallback", "affine_grid_backward", why="a backward helper (ember differentiates the physical graph, so vmap meets it only when a program calls it directly)")

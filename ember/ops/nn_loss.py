@@ -1338,8 +1338,6 @@ def _elementwise_loss_public(orig, name, bound, level, size):
     its own for each example, or operands of different shapes: per example."""
     a = bound.arguments
     weights = ("weight", "pos_weight")
-    if isinstance(a.get("reduction"), int):   # torch.binary_cross_entropy_with_logits (ATen's integer reduction):
-        return NotImplemented                 # it calls F's, whose rule this is
     if any(_vmap_nn.at(v, level) for k, v in a.items() if k not in ("input", "target") + weights):
         return NotImplemented
     x, t = a["input"], a["target"]
@@ -1420,5 +1418,21 @@ def _class_loss_public(orig, name, bound, level, size):
 
 
 _vmap_nn.public_rule(_class_loss_public, "nll_loss", "cross_entropy")
+
+
+def _margin_public(orig, name, bound, level, size):
+    """multi_margin_loss / multilabel_margin_loss (the target in the primitive's parameters): the unreduced loss
+    of the batch folded into N (an example (C,): the batch is N), each example's mean or sum after."""
+    a = bound.arguments
+    x, t = a["input"], a["target"]
+    if not (isinstance(x, Tensor) and isinstance(t, Tensor)) or _vmap_nn.at(a.get("weight"), level) or \
+            x.ndim not in (1, 2) or t.ndim != (x.ndim if name == "multilabel_margin_loss" else x.ndim - 1):
+        return NotImplemented
+    reduction = _legacy(a)
+    loss = _unreduced(orig, name, bound, level, size, reduction, ("input", "target"), x.ndim == 2)
+    return _batching.wrap(_per_example_reduction(loss, reduction), 0, level)
+
+
+_vmap_nn.public_rule(_margin_public, "multi_margin_loss", "multilabel_margin_loss")
 _batching.by_name("fallback", "nll_loss_backward", "mse_loss_backward", "smooth_l1_loss_backward", "huber_loss_backward",
                   "multi_margin_loss_backward", "multilabel_margin_loss_backward", "ctc_loss_backward", why="a backward helper (ember differentiates the physical graph, so vmap meets it only when a program calls it directly)")

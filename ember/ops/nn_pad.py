@@ -309,7 +309,11 @@ def channel_shuffle(input: Tensor, groups: int) -> Tensor:
 
 # ----- vmap -------------------------------------------------------------------------------------------------
 _batching.by_name("leading", "constant_pad_nd", "pixel_shuffle", "pixel_unshuffle")
-_batching.by_name("fallback", "pad_gather", "pad", "im2col", "col2im", "channel_shuffle",
+# unfold (C, H, W) / fold (C*kh*kw, L) take an example without N as a batch of one; channel_shuffle needs N
+_batching.by_name(_vmap_nn.fold_rule(3), "im2col")
+_batching.by_name(_vmap_nn.fold_rule(2), "col2im")
+_batching.by_name(_vmap_nn.fold_rule(None), "channel_shuffle")
+_batching.by_name("fallback", "pad_gather", "pad",
                   why="its parameters index the input's dims from the left (N, C, ...) (F.pad has a whole-function rule "
                       "below, which folds the vmap batch into N)")
 _batching.by_name("fallback", "constant_pad_backward", "pad_backward", "pad_gather_backward", why="a backward helper (ember differentiates the physical graph, so vmap meets it only when a program calls it directly)")

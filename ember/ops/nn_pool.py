@@ -782,3 +782,20 @@ for _d in (1, 2, 3):
     _vmap_nn.public_rule(_vmap_nn.folding(_vmap_nn.spatial(_d)), f"max_pool{_d}d", f"max_pool{_d}d_with_indices",
                          f"avg_pool{_d}d", f"adaptive_avg_pool{_d}d", f"adaptive_max_pool{_d}d",
                          f"adaptive_max_pool{_d}d_with_indices", f"lp_pool{_d}d")
+
+
+
+def _unpool_rule(d: int):
+    """max_unpool: input and indices folded alike (an output_size with N and C: its spatial part)."""
+    body = _vmap_nn.folding(_vmap_nn.spatial(d), tensors=("input", "indices"))
+
+    def rule(orig, name, bound, level, size):
+        out = bound.arguments["output_size"]
+        if out is not None and len(out) == d + 2:
+            bound.arguments["output_size"] = tuple(out)[2:]
+        return body(orig, name, bound, level, size)
+    return rule
+
+
+for _d in (1, 2, 3):
+    _vmap_nn.public_rule(_unpool_rule(_d), f"max_unpool{_d}d")
