@@ -24,7 +24,7 @@ import warnings
 
 from .._device import NAMESPACES
 from .._state import func_depth as _func_depth
-from .._tensor import Tensor, _new
+from .._tensor import Tensor, _new, make as _make
 from . import _primitive, _views
 from . import grad_mode as _gm
 from ._primitive import KEEP_DTYPE, Primitive
@@ -268,7 +268,7 @@ def push(size: int, randomness: str) -> Frame:
     _func_depth[0] += 1
     _counter[0] += 1
     f = Frame(_counter[0], size, randomness)
-    if not FRAMES and not TRANSFORMS[0]:
+    if _idle():
         _install()
     FRAMES.append(f)
     _LEVELS[f.level] = f
@@ -279,12 +279,31 @@ def pop(f: Frame) -> None:
     _func_depth[0] -= 1
     FRAMES.remove(f)
     del _LEVELS[f.level]
-    if not FRAMES and not TRANSFORMS[0]:
+    if _idle():
+        _uninstall()
+
+
+HOLDS = [0]   # spans that keep the swaps installed without being a transform (jacrev's whole computation)
+
+
+def _idle() -> bool:
+    return not FRAMES and not TRANSFORMS[0] and not HOLDS[0]
+
+
+def hold() -> None:
+    if _idle():
+        _install()
+    HOLDS[0] += 1
+
+
+def release() -> None:
+    HOLDS[0] -= 1
+    if _idle():
         _uninstall()
 
 
 def enter_transform() -> None:
-    if not FRAMES and not TRANSFORMS[0]:
+    if _idle():
         _install()
     TRANSFORMS[0] += 1
     _func_depth[0] += 1
@@ -293,7 +312,7 @@ def enter_transform() -> None:
 def exit_transform() -> None:
     TRANSFORMS[0] -= 1
     _func_depth[0] -= 1
-    if not FRAMES and not TRANSFORMS[0]:
+    if _idle():
         _uninstall()
 
 
@@ -381,6 +400,14 @@ def from_front(p: Tensor, levels: list):
 # ----- rules ----------------------------------------------------------------------------------------------
 
 FALLBACK: dict = {}   # primitive name -> why it runs example by example
+
+
+class NoRule(Exception):
+    """Raised instead of the per-example fallback while ``STRICT[0]`` (a backward node tried under vmap, which
+    the engine then runs row by row)."""
+
+
+STRICT = [0]
 _WARNED: set = set()
 
 
@@ -594,6 +621,8 @@ def _run(prim, args, params=_primitive._EMPTY, node_cls=None, dtype=None):
 
     rule = getattr(prim, "vmap", None)
     if rule is None:
+        if STRICT[0]:
+            raise NoRule(prim.name)
         fallback_warning(prim.name)
         rule = loop
     out, bdim = rule(call, phys, bdims, params, frame.size)
@@ -647,6 +676,37 @@ def _run_inplace(prim, self, others, params=_primitive._EMPTY, node_cls=None, dt
         src = src.permute(perm)
     self._phys.copy_(src)
     return self
+
+
+# ----- the backward of a batch of gradients (autograd.grad(is_grads_batched=True)) -------------------------------
+
+def node_batched(node, grads, create_graph: bool, needed):
+    """A backward node on gradients with a leading batch dimension, by vmap: its rules run once on the batch as
+    tensors, every operation inside batched by its rule. ``NotImplemented`` when one of them has no rule (or
+    needs values): the engine then runs the node row by row. Results in the engine's form (tensors under
+    ``create_graph``, raw arrays otherwise)."""
+    g0 = next((g for g in grads if g is not None), None)
+    if g0 is None:
+        return NotImplemented
+    size = (g0._data if create_graph else g0).shape[0]
+    frame = push(size, "error")
+    STRICT[0] += 1
+    try:
+        gs = [None if g is None else wrap(g if create_graph else _make(g), 0, frame.level) for g in grads]
+        out = node.apply(gs, True, needed)
+        res = []
+        for o in out:
+            if o is None:
+                res.append(None)
+                continue
+            p = to_front(o, [frame])[0]
+            res.append(p if create_graph else p._data)
+        return res
+    except (NoRule, NeedsValues):
+        return NotImplemented
+    finally:
+        STRICT[0] -= 1
+        pop(frame)
 
 
 # ----- autograd.grad inside vmap ------------------------------------------------------------------------------
@@ -970,6 +1030,8 @@ def _public_runner(orig, name: str):
             _leaves(kwargs, found)
             if not found:
                 raise
+            if STRICT[0]:
+                raise NoRule(name) from None
             level = max(t._level for t in found)
             frame = frame_of(level)
             inplace = name.endswith("_") and not name.endswith("__") or name == "setitem"

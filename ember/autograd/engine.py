@@ -18,6 +18,7 @@ from . import _batching, _profiling
 from . import grad_mode as _gm
 from ._views import edge_of
 from .anomaly_mode import _anomaly, run_node_checked
+from ._primitive import PrimNode
 from .graph import ACCUMULATE_LOCK, GraphTask, _task_ids, _tls, check_hook_value, check_hook_values, leaf_grad_cast
 
 
@@ -150,7 +151,7 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, targets=None, ac
     gradients arriving at those edges, computing only what they need; leaves are then left alone
     unless ``accumulate``. ``batched`` (with ``targets`` only): every gradient has a leading batch
     dimension (``autograd.grad(is_grads_batched=True)``). ``record`` (with ``create_graph``): whether the rules'
-    operations are recorded (default: yes); torch.func's vjp runs the rules on batched cotangents unrecorded."""
+    operations are recorded (default: yes; torch.func's vjp runs the rules on batched cotangents unrecorded)."""
     root_nodes = [e[0] for e, _ in roots if e[0] is not None]
     deps, order = _topo_order(root_nodes, targets is not None)
     needed = None
@@ -335,6 +336,8 @@ def _apply_batched(node, grads, create_graph, mask):
     that override ``apply`` and primitives not declared batch-safe)."""
     apply_batched = getattr(node, "apply_batched", None)
     out = NotImplemented if apply_batched is None else apply_batched(grads, create_graph, mask)
+    if out is NotImplemented and isinstance(node, PrimNode):
+        out = _batching.node_batched(node, grads, create_graph, mask)   # its rules under vmap
     if out is NotImplemented:
         out = _rows_apply(lambda gs: node.apply(gs, create_graph, mask), grads, create_graph)
     return out
@@ -471,8 +474,14 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     if is_grads_batched:
         _check_batch_sizes(roots, create_graph)
     edges = [edge_of(t) for t in inputs]
-    captured = run_backward(roots, retain_graph, create_graph, targets=edges, accumulate=False,
-                            batched=is_grads_batched)
+    if is_grads_batched:   # (nodes may run their rules under vmap: its swaps installed once for the pass)
+        _batching.hold()
+    try:
+        captured = run_backward(roots, retain_graph, create_graph, targets=edges, accumulate=False,
+                                batched=is_grads_batched)
+    finally:
+        if is_grads_batched:
+            _batching.release()
     result = []
     for i, (t, e) in enumerate(zip(inputs, edges)):
         g = captured.get(e)

@@ -150,6 +150,17 @@ class _Transform:
         B.exit_transform()
 
 
+class _Held:
+    """vmap's swaps kept installed across a computation made of several transforms (jacrev, jacfwd)."""
+
+    def __enter__(self):
+        B.hold()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        B.release()
+
+
 # ----- vjp -----------------------------------------------------------------------------------------------
 
 def _detach(t: Tensor, keep: bool) -> Tensor:
@@ -205,8 +216,10 @@ def vjp(func: Callable, *primals, has_aux: bool = False):
             cg = keep or any(c.requires_grad for c in flat_ct) if create_graph is None else create_graph
             if new and not old:
                 # cotangents batched by vmaps that began after vjp (jacrev's basis): the rules run on them as
-                # tensors, so vmap's batching rules batch every step of the backward pass
-                return tree_unflatten(_vjp_of_batched(outs_phys, flat_ct, inputs, retain_graph, cg), spec)
+                # tensors, every operation batched by its rule; when one has none, autograd.grad's batched pass
+                res = _vjp_of_batched(outs_phys, flat_ct, inputs, retain_graph, cg)
+                if res is not None:
+                    return tree_unflatten(res, spec)
             phys_ct = []
             for c in flat_ct:
                 p, _ = B.to_front(c, new + old)   # (new levels are higher: to_front sorts old ones first)
@@ -239,17 +252,20 @@ def vjp(func: Callable, *primals, has_aux: bool = False):
     return primal_out, vjp_fn
 
 
-def _vjp_of_batched(outs, cts, inputs, retain_graph: bool, record: bool) -> list:
+def _vjp_of_batched(outs, cts, inputs, retain_graph: bool, record: bool):
     """The vector-Jacobian products for cotangents batched at vmap levels the graph does not have: one backward
-    pass whose rules run on the batched cotangents (as under create_graph), recorded only when ``record``."""
+    pass whose rules run on the batched cotangents (as under create_graph), recorded only when ``record``. None
+    when an operation on the way has no batching rule (nothing has been changed: the graph is retained)."""
     roots = engine._root_grads(outs, cts, True, "grad")
     edges = [edge_of(i.leaf) for i in inputs]
-    captured = engine.run_backward(roots, retain_graph, True, targets=edges, accumulate=False, record=record)
-    res = []
-    for i, e in zip(inputs, edges):
-        g = captured.get(e)
-        res.append(i.wrap(g))
-    return res
+    B.STRICT[0] += 1
+    try:
+        captured = engine.run_backward(roots, True, True, targets=edges, accumulate=False, record=record)
+    except (B.NoRule, B.NeedsValues):
+        return None
+    finally:
+        B.STRICT[0] -= 1
+    return [i.wrap(captured.get(e)) for i, e in zip(inputs, edges)]
 
 
 def _wrap_after(g: Tensor, k: int, chain: list):
@@ -459,6 +475,10 @@ def jacrev(func: Callable, argnums=0, *, has_aux: bool = False, chunk_size: int 
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
+        with _Held():   # (vmap's swaps installed once for the whole computation)
+            return _jacrev(args, kwargs)
+
+    def _jacrev(args, kwargs):
         nums = _check_argnums(argnums, len(args), "jacrev")
         chosen = _chosen(args, nums)
         res = vjp(lambda *c: func(*_replace(args, nums, c if isinstance(nums, tuple) else c[0]), **kwargs),
@@ -496,6 +516,10 @@ def jacfwd(func: Callable, argnums=0, has_aux: bool = False, *, randomness: str 
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
+        with _Held():   # (vmap's swaps installed once for the whole computation)
+            return _jacfwd(args, kwargs)
+
+    def _jacfwd(args, kwargs):
         nums = _check_argnums(argnums, len(args), "jacfwd")
         chosen = _chosen(args, nums)
         flat_in, in_spec = tree_flatten(chosen)
