@@ -23,11 +23,29 @@ SLOW = os.environ.get("EMBER_SLOW") == "1"
 # whose forward-mode tangent is not recorded), so reverse over forward misses that part: to fix, op by op.
 _RAW_TANGENT = ("reverse over forward: part of this op's tangent is computed outside the autograd graph, so its "
                 "gradient misses that part")
-NOT_YET = {name: _RAW_TANGENT for name in """batch_norm_aten cholesky_inverse det_neg fft.fft fft.fft2 fft.fftn fft.ifft
-    fft.ifft2 fft.ifftn fft.ihfft fft.ihfft2 fft.ihfftn fft.rfft fft.rfft2 fft.rfftn instance_norm_aten linalg_det
-    linalg_eigh linalg_householder_product linalg_solve linalg_solve_ex linalg_tensorsolve nanmean_nan nanquantile
-    native_batch_norm_out native_layer_norm_out new_full nn_batch_norm nn_cosine_similarity nn_instance_norm
-    nn_layer_norm norm_aten_single_value orgqr quantile tensorsolve_dims triangular_solve""".split()}
+NOT_YET = {"nn_cosine_similarity": _RAW_TANGENT}
+
+# Ops whose reverse over forward PyTorch 2.13 gets wrong: for these ember is compared with central differences of
+# its own tangent (whose values tests/test_ops.py::test_fwd_ad checks against central differences of the op), and
+# PyTorch's answer on the first sample must differ from them (an entry whose PyTorch agrees must go).
+_NONDIFF = ("PyTorch's tangent formula reads {}, outputs it marks non-differentiable, so its gradient misses how they "
+            "depend on the input")
+_LU = _NONDIFF.format("the LU factorization (LU, pivots)")
+_STATS = _NONDIFF.format("the saved mean and rstd/invstd")
+_TRIANGLE = ("PyTorch's first-order tangent uses the whole tangent of the triangular factor, though the op reads only "
+             "its triangle (ember's tangent is the op's derivative), so the two tangents differ")
+TORCH_WRONG = {
+    **dict.fromkeys(("linalg_det", "det_neg"), _LU),
+    **dict.fromkeys(("linalg_solve", "linalg_solve_ex", "linalg_tensorsolve", "tensorsolve_dims"), _LU),
+    **dict.fromkeys(("nn_layer_norm", "native_layer_norm_out", "nn_batch_norm", "batch_norm_aten",
+                     "native_batch_norm_out", "nn_instance_norm", "instance_norm_aten", "norm_aten_single_value"),
+                    _STATS),
+    **dict.fromkeys(("triangular_solve", "cholesky_inverse"), _TRIANGLE),
+    "linalg_eigh": "PyTorch's gradient of the eigenvectors' tangent is NaN",
+    **dict.fromkeys(("linalg_householder_product", "orgqr"),
+                    "PyTorch's gradient differs from central differences of the tangent (measured; the cause inside "
+                    "its householder_product_jvp not traced)"),
+}
 
 
 def _cases():
@@ -42,28 +60,56 @@ def _cases():
     return out
 
 
-def _rev_over_fwd(m, op, sample):
+def _tangents(m, op, sample, xs):
+    """The tangents of the op's floating outputs at ``xs`` (tensors or arrays) along the test's directions."""
     rng = np.random.default_rng(zlib.crc32(op.name.encode()))
-    xs = [m.tensor(np.array(a)).requires_grad_() for a in sample.args]
     us = [m.tensor(rng.standard_normal(np.shape(a))) for a in sample.args]
     fwAD = m.autograd.forward_ad
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         with fwAD.dual_level():
-            duals = [fwAD.make_dual(x, u) for x, u in zip(xs, us)]
+            duals = [fwAD.make_dual(x if isinstance(x, m.Tensor) else m.tensor(x), u) for x, u in zip(xs, us)]
             res = op.op(m, *duals, **sample.kwargs)
             outs = list(res) if isinstance(res, tuple) else [res]
-            tangents = [fwAD.unpack_dual(o).tangent for o in outs
-                        if isinstance(o, m.Tensor) and o.is_floating_point()]
-        total = 0
-        for t in tangents:
-            if t is not None and t.requires_grad:
-                w = m.tensor(np.random.default_rng(1).standard_normal(tuple(t.shape)))
-                total = total + (t * w).sum()
+            return [fwAD.unpack_dual(o).tangent for o in outs if isinstance(o, m.Tensor) and o.is_floating_point()]
+
+
+def _weighted(m, tangents):
+    total = 0
+    for t in tangents:
+        if t is not None:
+            w = m.tensor(np.random.default_rng(1).standard_normal(tuple(t.shape)))
+            total = total + (t * w).sum()
+    return total
+
+
+def _rev_over_fwd(m, op, sample):
+    xs = [m.tensor(np.array(a)).requires_grad_() for a in sample.args]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        total = _weighted(m, [t for t in _tangents(m, op, sample, xs) if t is not None and t.requires_grad])
         if not isinstance(total, m.Tensor):
             return None
         gs = m.autograd.grad(total, xs, allow_unused=True)
     return [None if g is None else g.detach().numpy() for g in gs]
+
+
+def _central_differences(op, sample, h=1e-6):
+    """d/dx of the weighted tangent sum, by central differences of ember's tangent."""
+    def value(xs):
+        total = _weighted(ember, _tangents(ember, op, sample, xs))
+        return float(total) if isinstance(total, ember.Tensor) else 0.0
+    x0 = [np.array(a, dtype=np.float64) for a in sample.args]
+    out = []
+    for i, x in enumerate(x0):
+        g = np.zeros_like(x)
+        for idx in np.ndindex(x.shape):
+            up, down = [y.copy() for y in x0], [y.copy() for y in x0]
+            up[i][idx] += h
+            down[i][idx] -= h
+            g[idx] = (value(up) - value(down)) / (2 * h)
+        out.append(g)
+    return out
 
 
 @pytest.mark.parametrize("op,sample", _cases())
@@ -73,9 +119,24 @@ def test_reverse_over_forward(op, sample):
     except Exception:   # noqa: BLE001  (torch has no forward AD or double backward for it)
         pytest.skip("PyTorch refuses it")
     got = _rev_over_fwd(ember, op, sample)
+    if op.name in TORCH_WRONG:
+        num = _central_differences(op, sample)
+        scale = max([1.0] + [float(np.abs(n).max()) for n in num if n.size])
+        if sample is op.sample_inputs()[0]:
+            assert ref is None or any(r is not None and not np.allclose(r, n, rtol=1e-5, atol=1e-6 * scale)
+                                      for r, n in zip(ref, num)), "PyTorch agrees now: remove the TORCH_WRONG entry"
+        for i, n in enumerate(num):
+            g = np.zeros_like(n) if got is None or got[i] is None else got[i]
+            np.testing.assert_allclose(g, n, rtol=1e-5, atol=1e-6 * scale, err_msg=f"input {i} vs central differences")
+        return
     if ref is None:
         return
-    assert got is not None, "ember's tangent does not depend on the inputs; PyTorch's does"
+    if got is None:
+        # PyTorch's tangent may be recorded though it does not depend on the inputs (a zero tangent multiplied
+        # by a primal): then its gradient is zero, as ember's absent one
+        assert all(r is None or not np.any(r) for r in ref), \
+            "ember's tangent does not depend on the inputs; PyTorch's does"
+        return
     for i, (g, r) in enumerate(zip(got, ref)):
         if r is None or not np.any(r):
             continue
