@@ -21,9 +21,7 @@ SLOW = os.environ.get("EMBER_SLOW") == "1"
 
 # Ops whose tangent rules still compute part of the tangent outside the graph (raw arrays, or a node of their own
 # whose forward-mode tangent is not recorded), so reverse over forward misses that part: to fix, op by op.
-_RAW_TANGENT = ("reverse over forward: part of this op's tangent is computed outside the autograd graph, so its "
-                "gradient misses that part")
-NOT_YET = {"nn_cosine_similarity": _RAW_TANGENT}
+NOT_YET: dict = {}
 
 # Ops whose reverse over forward PyTorch 2.13 gets wrong: for these ember is compared with central differences of
 # its own tangent (whose values tests/test_ops.py::test_fwd_ad checks against central differences of the op), and

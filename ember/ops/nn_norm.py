@@ -795,8 +795,8 @@ def _common_float(x1: Tensor, x2: Tensor):
 @register(module=True, submodule=_F)
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
     """sum(x1 / max(||x1||, eps) * x2 / max(||x2||, eps)) over ``dim``, as PyTorch 2.x computes it: each input
-    divided by its own norm first (no overflow of the product of norms); the clamp at ``eps`` is made without
-    recording, so the gradient flows through the unclamped norm, as in PyTorch."""
+    divided by its own norm first (no overflow of the product of norms); the gradient flows through the unclamped
+    norm, as in PyTorch (``_clamp_unrecorded_p``)."""
     op = "cosine_similarity"
     check_tensor(x1, op, "x1", 1)
     check_tensor(x2, op, "x2", 2)
@@ -811,14 +811,21 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
         x1 = x1.to(dtype)
     if x2.dtype != dtype:
         x2 = x2.to(dtype)
-    from ..autograd.grad_mode import no_grad
     from .reduction import vector_norm
-    n1 = vector_norm(x1, 2, dim, True).clone()
-    n2 = vector_norm(x2, 2, dim, True).clone()
-    with no_grad():
-        n1.clamp_min_(eps)
-        n2.clamp_min_(eps)
+    n1 = apply(_clamp_unrecorded_p, (vector_norm(x1, 2, dim, True), eps))
+    n2 = apply(_clamp_unrecorded_p, (vector_norm(x2, 2, dim, True), eps))
     return ((x1 / n1) * (x2 / n2)).sum(dim)
+
+
+# PyTorch clamps the norms of cosine_similarity in place under NoGradGuard (on ember's graph: a clone, then a clamp
+# that is not recorded): the gradient flows through the unclamped norm, while the forward-mode tangent is the
+# clamp's (zero where the norm is below eps). One primitive does both, so that the tangent stays on the graph
+# (reverse over forward reaches the inputs through it; a clamp under no_grad computed it off the graph).
+_clamp_unrecorded_p = defprim("clamp_unrecorded", lambda xp, a, lo: xp.clamp(a, lo, None),
+                              node="CloneBackward0", vjp=(lambda xp, g, out, a, lo: g, None),
+                              jvp=(lambda xp, t, out, a, lo: xp.zero_where(~(a >= lo), t), None),
+                              promote="standard", scalar_args=(1,), batch=True)
+_batching.batching("elementwise", _clamp_unrecorded_p)
 
 
 _NORM1 = None
