@@ -27,7 +27,7 @@ from .._tensor import Tensor, make
 from ..autograd._primitive import apply, defprim
 from ._registry import graph, register
 from .._util import check_tensor
-from .elementwise import add_scalar_p, rsqrt
+from .elementwise import add_scalar_p, clamp_unrecorded_p, rsqrt
 from .nn_activation import softmax_p
 from .creation import empty
 from .shape import cat
@@ -796,7 +796,7 @@ def _common_float(x1: Tensor, x2: Tensor):
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
     """sum(x1 / max(||x1||, eps) * x2 / max(||x2||, eps)) over ``dim``, as PyTorch 2.x computes it: each input
     divided by its own norm first (no overflow of the product of norms); the gradient flows through the unclamped
-    norm, as in PyTorch (``_clamp_unrecorded_p``)."""
+    norm, as in PyTorch (``clamp_unrecorded_p``)."""
     op = "cosine_similarity"
     check_tensor(x1, op, "x1", 1)
     check_tensor(x2, op, "x2", 2)
@@ -812,20 +812,9 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
     if x2.dtype != dtype:
         x2 = x2.to(dtype)
     from .reduction import vector_norm
-    n1 = apply(_clamp_unrecorded_p, (vector_norm(x1, 2, dim, True), eps))
-    n2 = apply(_clamp_unrecorded_p, (vector_norm(x2, 2, dim, True), eps))
+    n1 = apply(clamp_unrecorded_p, (vector_norm(x1, 2, dim, True), eps))
+    n2 = apply(clamp_unrecorded_p, (vector_norm(x2, 2, dim, True), eps))
     return ((x1 / n1) * (x2 / n2)).sum(dim)
-
-
-# PyTorch clamps the norms of cosine_similarity in place under NoGradGuard (on ember's graph: a clone, then a clamp
-# that is not recorded): the gradient flows through the unclamped norm, while the forward-mode tangent is the
-# clamp's (zero where the norm is below eps). One primitive does both, so that the tangent stays on the graph
-# (reverse over forward reaches the inputs through it; a clamp under no_grad computed it off the graph).
-_clamp_unrecorded_p = defprim("clamp_unrecorded", lambda xp, a, lo: xp.clamp(a, lo, None),
-                              node="CloneBackward0", vjp=(lambda xp, g, out, a, lo: g, None),
-                              jvp=(lambda xp, t, out, a, lo: xp.zero_where(~(a >= lo), t), None),
-                              promote="standard", scalar_args=(1,), batch=True)
-_batching.batching("elementwise", _clamp_unrecorded_p)
 
 
 _NORM1 = None
