@@ -248,8 +248,8 @@ def _as_copy(r, node_name: str):
         node.__class__ = cls
         out.grad_fn, out._output_nr, out._requires_grad = node, r._output_nr, True
     if r._fw_grad is not None:
-        t = r._fw_grad._data
-        out._fw_grad = make(backend_of(t).copy(t))
+        # a copy of the tangent on the graph (a detached one would cut reverse over forward off the inputs)
+        out._fw_grad = apply(S.clone_p, (r._fw_grad,))
         track_tangent(out)
     return out
 
