@@ -189,6 +189,10 @@ COMPOSED = {
     # the *_copy ops copy their view's tangent
     "view_copy(tanh(a))": (lambda m, a: m.view_copy(a.tanh(), (12,)), ((3, 4),)),
     "unsafe_split(tanh(a))": (lambda m, a: m.unsafe_split(a.tanh(), 2, 1), ((3, 4),)),
+    # slice_inverse's tangent outside the slice comes from src's tangent
+    "slice_inverse(tanh(a))": (lambda m, a: (lambda b: m.slice_inverse(b[:, 1:3], b, 1, 1, 3))(a.tanh()), ((3, 4),)),
+    # polar's tangent for abs may be negative
+    "polar(exp(a), b)": (lambda m, a, b: m.view_as_real(m.polar(a.exp(), b)), ((3, 4), (3, 4))),
 }
 
 
