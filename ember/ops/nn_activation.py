@@ -1549,8 +1549,21 @@ _batching.by_name("elementwise", "threshold_backward", "hardtanh_backward", "lea
                   "elu_backward", "gelu_backward", "softplus_backward", "log_sigmoid_backward", "leaky_relu", "elu",
                   "celu", "gelu", "silu", "mish", "softplus", "hardtanh", "hardsigmoid", "hardswish", "hardshrink",
                   "softshrink", "log_sigmoid", "threshold")
-_batching.by_name(_batching.dims_rule("dim"), "softmax", "log_softmax", "glu", "softmax_backward_data",
-                  "log_softmax_backward_data")
+_softmax_dims = _batching.dims_rule("dim")
+
+
+def _softmax_rule(call, args, bdims, params, size):
+    """``dims_rule("dim")``; a 0-d example (softmax over its one element, dim 0 or -1) is batched as (batch, 1), so
+    that the op's dim is not the batch dim."""
+    if args[0]._data.ndim - (bdims[0] is not None) > 0:
+        return _softmax_dims(call, args, bdims, params, size)
+    padded = [a.unsqueeze(-1) if isinstance(a, Tensor) else a for a in args]
+    out, bdim = _softmax_dims(call, padded, bdims, dict(params, dim=0), size)
+    return out.squeeze(-1), bdim
+
+
+_batching.by_name(_softmax_rule, "softmax", "log_softmax", "softmax_backward_data", "log_softmax_backward_data")
+_batching.by_name(_softmax_dims, "glu")
 _batching.by_name("fallback", "prelu", "prelu_backward_self", "prelu_backward_weight", "trilinear",
                   why="its weight broadcasts over dim 1 of the input, not from the right")
 _batching.by_name("fallback", "rrelu_with_noise", "rrelu_with_noise_", "rrelu_with_noise_backward", "native_dropout",

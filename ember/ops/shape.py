@@ -1823,3 +1823,62 @@ _batching.batching("fallback", trace_p, why="a reduction over every dim with no 
 _batching.batching("fallback", slice_scatter_p, select_scatter_p, diag_embed_p, unfold_backward_p, gather_rows_p,
                    scatter_rows_p, why="a backward helper with a shape or index parameter (ember differentiates "
                    "the physical graph, so vmap meets it only when a program calls it directly)")
+
+
+# Public ops whose wrappers work on the tensor as a whole (they give their outputs one shared backward node, or
+# change the tensor they are called on): under vmap they run on the physical tensor, batch dim first, with their
+# dims shifted by one (``_batching.PUBLIC_RULES``: ``rule(orig, args, kwargs, level)``).
+
+def vmap_front(t: Tensor, level: int) -> Tensor:
+    """The physical tensor of ``t`` at vmap ``level`` (the highest level among the op's inputs), batch dim first;
+    an input not batched there is expanded over the batch."""
+    if not _batching.batched_at(t, level):
+        t = _batching.add_level(t, _batching.frame_of(level))
+    return _batching._moved(t._phys, t._bdim)
+
+
+def _bound(orig, args, kwargs) -> dict:
+    import inspect
+    b = inspect.signature(orig).bind(*args, **kwargs)
+    b.apply_defaults()
+    return b.arguments
+
+
+def _valid_dim(d, nd: int) -> bool:
+    return isinstance(d, int) and not isinstance(d, bool) and nd > 0 and -nd <= d < nd
+
+
+def _pieces_rule(fn, first: str):
+    """split, chunk, unbind: the pieces of the physical tensor along the shifted dim, each batched in front."""
+    def rule(orig, args, kwargs, level):
+        a = _bound(orig, args, kwargs)
+        x = a[first]
+        if not isinstance(x, Tensor) or not _valid_dim(a["dim"], x._data.ndim):
+            return orig(*args, **kwargs)   # (its own error)
+        a[first] = vmap_front(x, level)
+        a["dim"] = a["dim"] % x._data.ndim + 1
+        return tuple(_batching.wrap(p, 0, level) for p in fn(**a))
+    return rule
+
+
+def _inplace_view_rule(orig, args, kwargs, level):
+    """t_, transpose_ (swapaxes_, swapdims_), squeeze_, unsqueeze_ (named as their out-of-place ops in the public
+    tables, so both come here): the in-place one makes the out-of-place view and the batched tensor takes its layout."""
+    name = orig.__code__.co_name
+    if not name.endswith("_"):
+        return orig(*args, **kwargs)
+    self = args[0]
+    if type(self) is not _batching.BatchedTensor or self._level != level:
+        return orig(*args, **kwargs)
+    view = {"t_": t, "transpose_": transpose, "squeeze_": squeeze, "unsqueeze_": unsqueeze}[name]
+    check_inplace(self, _gm._state.enabled and self._requires_grad)
+    r = view(*args, **kwargs)
+    self._phys, self._bdim, self._data = r._phys, r._bdim, r._data
+    self._requires_grad = r._requires_grad
+    return self
+
+
+_batching.PUBLIC_RULES.update(split=_pieces_rule(split, "tensor"), chunk=_pieces_rule(chunk, "input"),
+                              unbind=_pieces_rule(unbind, "input"),
+                              **{n: _inplace_view_rule for n in ("t", "transpose", "swapaxes", "swapdims", "squeeze",
+                                                                 "unsqueeze")})

@@ -714,3 +714,25 @@ def new(self: Tensor, *args, device=None) -> Tensor:
 _batching.by_name("fallback", "as_strided", "slice_inverse", why="its parameters are strides of the example's memory")
 _batching.by_name("fallback", "as_strided_backward", "view_scatter", "view_replay", "view_scatter_add",
                   "view_scatter_zeros", "copy_slices", why="a backward helper (ember differentiates the physical graph, so vmap meets it only when a program calls it directly)")
+
+
+def _scatter_rule(fn, dims: tuple):
+    """slice_scatter, select_scatter, diagonal_scatter under vmap (their wrappers read the view steps of the
+    input, which a batched tensor has not): the op on the physical input and src, batch dims first, its ``dims``
+    shifted by one (``_batching.PUBLIC_RULES``)."""
+    def rule(orig, args, kwargs, level):
+        a = S._bound(orig, args, kwargs)
+        x, src = a["input"], a["src"]
+        if not isinstance(x, Tensor) or not isinstance(src, Tensor) or \
+                not all(S._valid_dim(a[k], x._data.ndim) for k in dims):
+            return orig(*args, **kwargs)   # (its own error)
+        for k in dims:
+            a[k] = a[k] % x._data.ndim + 1
+        a["input"], a["src"] = S.vmap_front(x, level), S.vmap_front(src, level)
+        return _batching.wrap(fn(**a), 0, level)
+    return rule
+
+
+_batching.PUBLIC_RULES.update(slice_scatter=_scatter_rule(slice_scatter, ("dim",)),
+                              select_scatter=_scatter_rule(select_scatter, ("dim",)),
+                              diagonal_scatter=_scatter_rule(diagonal_scatter, ("dim1", "dim2")))
