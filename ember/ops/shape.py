@@ -1789,7 +1789,10 @@ def _list_dim_rule(extra: int):
     def rule(call, args, bdims, params, size):
         xs = [a.unsqueeze(0).expand((size,) + tuple(a._data.shape)) if bd is None else _batching._moved(a, bd)
               for a, bd in zip(args, bdims)]
-        nd = xs[0]._data.ndim - 1 + extra
+        legacy = params.get("legacy", ())
+        for i in legacy:   # cat skips legacy empty (0,) examples beside other ranks: batched, (batch, 0) is not one
+            xs[i] = xs[i].reshape((0,))
+        nd = next(x for i, x in enumerate(xs) if i not in legacy)._data.ndim - 1 + extra
         d = params["dim"]
         new = dict(params)
         new["dim"] = (d % nd if nd else 0) + 1 if d < 0 else d + 1
