@@ -1673,7 +1673,8 @@ _batching.by_name(_zero_d(_batching.dims_rule("dims"), "dims"), "sum", "mean", "
 _batching.by_name(_zero_d(_batching.dims_rule("dim"), "dim"), "cumsum", "cumprod", "logcumsumexp")
 _batching.by_name(_batching.dims_rule("dim"), "reverse_dim")
 _batching.batching(_batching.flatten_rule("dim"), prod_p)
-_batching.by_name("leading", "cdist")
+from .shape import leading_broadcast as _leading_broadcast  # noqa: E402  (the vmap rules only)
+_batching.by_name(_leading_broadcast, "cdist")
 _batching.batching("fallback", max_all_p, min_all_p, dist_p, why="a reduction over every dim with no dim parameter")
 _batching.by_name("fallback", "gather", "put_along_dim_zeros", "scatter_add", "segment_reduce",
                   "segment_reduce_backward", why="an index array in its parameters")

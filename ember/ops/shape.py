@@ -1828,6 +1828,25 @@ _batching.batching("fallback", slice_scatter_p, select_scatter_p, diag_embed_p, 
                    "the physical graph, so vmap meets it only when a program calls it directly)")
 
 
+def leading_broadcast(call, args, bdims, params, size):
+    """The "leading" kind for ops whose inputs' leading (batch) dims broadcast against each other, each input a
+    matrix or more (cdist, solve_triangular, ...): every input batched, batch dim first, padded with size-1 dims to
+    the largest number of leading dims, so that the vmap dim lines up with the vmap dim (an input with a vector
+    core takes the plain "leading" kind)."""
+    ranks = [a._data.ndim - (bd is not None) for a, bd in zip(args, bdims) if isinstance(a, Tensor)]
+    if min(ranks) < 2:
+        return _batching.leading(call, args, bdims, params, size)
+    rank = max(ranks)
+    new = []
+    for a, bd in zip(args, bdims):
+        if isinstance(a, Tensor):
+            if bd is None:
+                a, bd = a.unsqueeze(0).expand((size,) + tuple(a._data.shape)), 0
+            a = _batching._front_and_pad(a, bd, rank, size)
+        new.append(a)
+    return call(new, params), 0
+
+
 # Public ops whose wrappers work on the tensor as a whole (they give their outputs one shared backward node, or
 # change the tensor they are called on): under vmap they run on the physical tensor, batch dim first, with their
 # dims shifted by one (``_batching.PUBLIC_RULES``: ``rule(orig, args, kwargs, level)``).
