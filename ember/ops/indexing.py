@@ -1402,9 +1402,11 @@ def _index_family_rule(fn, kind: str):
                 n = px._data.shape[d + 1]
                 ix = where(ix < 0, ix + n, ix)   # index_fill takes negative indices
                 if isinstance(value, Tensor):
+                    # the filled positions as a mask, then where(): a repeated index fills (and sends the value's
+                    # gradient to) its slice once, as index_fill does (a scatter of the value would count it twice)
                     pv = _bp.front(value, level).to(x.dtype)
-                    src = pv.reshape([pv._data.shape[0]] + [1] * nd).expand(ix._data.shape)
-                    out = scatter(px, d + 1, ix, src)
+                    hit = scatter(px.new_zeros(tuple(px._data.shape)), d + 1, ix, value=1.0) != 0
+                    out = where(hit, pv.reshape([pv._data.shape[0]] + [1] * nd), px)
                 else:
                     out = scatter(px, d + 1, ix, value=value)
             else:

@@ -1649,9 +1649,30 @@ def segment_reduce(data: Tensor, reduce: str, *, lengths: Tensor | None = None, 
 
 
 # ----- vmap -------------------------------------------------------------------------------------------------
-_batching.by_name(_batching.dims_rule("dims"), "sum", "mean", "nansum", "std", "var", "vector_norm", "logsumexp",
-                  "amax", "amin")
-_batching.by_name(_batching.dims_rule("dim"), "cumsum", "cumprod", "logcumsumexp", "reverse_dim")
+
+
+def _zero_d(rule, key: str):
+    """``rule`` for a one-tensor op over the dims ``key`` whose 0-d example gives a 0-d result (a reduction, a
+    cumulative op): a 0-d example is batched as (batch, 1) and the op runs over that dim 1, then it is dropped.
+    (Batched as (batch,), its dims would be () and the op's forward-mode rule, which reads () as every dim, would
+    reduce the tangents over the batch.)"""
+    def wrapped(call, args, bdims, params, size):
+        x, bd = args[0], bdims[0]
+        if bd is None or x._data.ndim != 1:
+            return rule(call, args, bdims, params, size)
+        new = dict(params)
+        if key in params:
+            v = params[key]
+            new[key] = 0 if isinstance(v, int) and not isinstance(v, bool) else (0,)
+        out, obd = rule(call, [x.unsqueeze(-1)] + list(args[1:]), bdims, new, size)
+        return (out.squeeze(-1) if out._data.ndim == 2 else out), obd
+    return wrapped
+
+
+_batching.by_name(_zero_d(_batching.dims_rule("dims"), "dims"), "sum", "mean", "nansum", "std", "var",
+                  "vector_norm", "logsumexp", "amax", "amin")
+_batching.by_name(_zero_d(_batching.dims_rule("dim"), "dim"), "cumsum", "cumprod", "logcumsumexp")
+_batching.by_name(_batching.dims_rule("dim"), "reverse_dim")
 _batching.batching(_batching.flatten_rule("dim"), prod_p)
 _batching.by_name("leading", "cdist")
 _batching.batching("fallback", dist_p, why="a reduction over every dim with no dim parameter")
