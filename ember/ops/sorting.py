@@ -831,7 +831,7 @@ def nonzero_static(input: Tensor, *, size: int, fill_value: int = -1) -> Tensor:
 
 # ----- vmap -------------------------------------------------------------------------------------------------
 _batching.by_name("fallback", "gather_along", "scatter_along_zeros", why="an index array in its parameters")
-_batching.by_name("fallback", "quantile", why="a reduction over every dim with no dim parameter")
+_batching.batching(_batching.shape_rule("shape"), quantile_out_p)
 
 
 def _median_last(xp, a, ignore_nan):
@@ -961,7 +961,48 @@ def _dynamic_rule(fn, aten):
 _bp.public_rule(unique, _dynamic_rule(unique, lambda b: "_unique2" if b.get("dim") is None else "unique_dim"))
 _bp.public_rule(unique_consecutive, _dynamic_rule(unique_consecutive, lambda b: "unique_consecutive"))
 _bp.public_rule(nonzero, _dynamic_rule(nonzero, lambda b: "nonzero"))
-# (argwhere and nonzero_static call nonzero: each example apart, as PyTorch's fallback; their sizes are fixed or
-# stacked when equal)
-for _fn in (argwhere, nonzero_static):
+# (argwhere and nonzero_static call nonzero, histogram and histogramdd read the data's range as numbers: each
+# example apart, as PyTorch's fallback; their sizes are fixed, or stacked when equal)
+for _fn in (argwhere, nonzero_static, histogram, histogramdd):
     _bp.public_rule(_fn, lambda orig, args, kwargs, level, _f=_fn: _bp.per_example(_f, args, kwargs, level))
+
+
+def _quantile_rule(fn):
+    """quantile/nanquantile of the physical input: along the shifted dim, or along dim 1 of the flattened
+    examples without one; a vector of q puts its dim first, before the batch dim, which then moves to the front."""
+    def rule(orig, args, kwargs, level):
+        bound = _bp.bind(fn, args, kwargs)
+        if bound is None or not _bp.is_batched(bound.get("input"), level) or _bp.is_batched(bound.get("q"), level):
+            return _bp.own(orig, args, kwargs, level)
+        x, q = bound["input"], bound["q"]
+        dim = bound.get("dim", bound.get("axis"))
+        keepdim = bound.get("keepdim", bound.get("keepdims", False))
+        if (dim is not None and type(dim) is not int) or not isinstance(keepdim, bool):
+            return _bp.own(orig, args, kwargs, level)
+        nd = x._data.ndim
+        size = _bp.batch_size(level)
+        px = _bp.front(x, level)
+        rest = {"interpolation": bound.get("interpolation", "linear")}
+        if dim is None or nd == 0:
+            d = _bp.as_dim(dim, nd) if dim is not None else 0
+            if d is None:
+                return _bp.own(orig, args, kwargs, level)
+            out = fn(px.reshape(size, -1), q, 1, False, **rest)
+            kept = (1,) * nd if keepdim else ()
+        else:
+            d = _bp.as_dim(dim, nd)
+            if d is None:
+                return _bp.own(orig, args, kwargs, level)
+            out = fn(px, q, d + 1, keepdim, **rest)
+            kept = None
+        vector = isinstance(q, Tensor) and q._data.ndim == 1
+        if vector:
+            out = out.movedim(1, 0)
+        if kept is not None:
+            out = out.reshape((size,) + ((q._data.shape[0],) if vector else ()) + kept)
+        return _bp.wrap_out(out, level)
+    return rule
+
+
+for _fn in (quantile, nanquantile):
+    _bp.public_rule(_fn, _quantile_rule(_fn))
