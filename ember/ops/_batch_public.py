@@ -179,3 +179,23 @@ def dims_public(fn, dims: tuple):
             new[name] = d + 1
         return wrap_out(fn(**new), level)
     return rule
+
+
+def along_rule(call, args, bdims, params, size):
+    """A primitive taking an example's raw ``indices`` array along ``dim`` (gather_along, take_along_dim's, ...;
+    ``shape``: the example shape of a result made of zeros): the indices expanded over the batch (they came from
+    an unbatched tensor), the dim and shape shifted past the batch dim. 0-d examples: once per example."""
+    x, bd = args[0], bdims[0]
+    shape = params.get("shape")
+    nd = len(shape) if shape is not None else x._data.ndim - 1
+    idx = params["indices"]
+    if nd == 0 or getattr(idx, "ndim", 0) == 0:
+        return _batching.loop(call, args, bdims, params, size)
+    xp = _batching.NAMESPACES[type(idx)]
+    new = dict(params)
+    d = params["dim"]
+    new["dim"] = (d + nd if d < 0 else d) + 1
+    new["indices"] = xp.expand(xp.reshape(idx, (1,) + tuple(idx.shape)), (size,) + tuple(idx.shape))
+    if shape is not None:
+        new["shape"] = (size,) + tuple(shape)
+    return call([_batching._moved(x, bd)], new), 0

@@ -1673,7 +1673,6 @@ for _fn in (max, min):
     _bp.public_rule(_fn, _bp.dim_rule(_fn, default_dim=None))
 for _fn in (cummax, cummin):
     _bp.public_rule(_fn, _bp.dim_rule(_fn, default_dim=None))
-_batching.by_name("fallback", "gather", "put_along_dim_zeros", "scatter_add", "segment_reduce",
-                  "segment_reduce_backward", why="an index array in its parameters")
-_batching.batching("fallback", *[p for p in _PRIMS if p.name == "max" and p is not max_all_p],
-                   why="an index array in its parameters")
+_batching.by_name("fallback", "segment_reduce", "segment_reduce_backward", why="an index array in its parameters")
+# (indices from an unbatched tensor: expanded over the batch; the public ops compute theirs batched, above)
+_batching.batching(_bp.along_rule, gather_p, put_along_dim_zeros_p, select_along_p, scatter_add_zeros_p)

@@ -830,7 +830,7 @@ def nonzero_static(input: Tensor, *, size: int, fill_value: int = -1) -> Tensor:
 
 
 # ----- vmap -------------------------------------------------------------------------------------------------
-_batching.by_name("fallback", "gather_along", "scatter_along_zeros", why="an index array in its parameters")
+_batching.batching(_bp.along_rule, gather_p, scatter_p)   # (indices from an unbatched tensor)
 _batching.batching(_batching.shape_rule("shape"), quantile_out_p)
 
 
