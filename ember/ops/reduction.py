@@ -17,7 +17,7 @@ from .. import _dtype as D
 from .._device import NAMESPACES
 from .._tensor import Tensor, make, wrap_dim
 from ..autograd.graph import node_class
-from ..autograd._primitive import PrimNode, apply, apply_saving, batch_rule, broadcast_error, defprim
+from ..autograd._primitive import PrimNode, apply, apply_saving, batch_rule, broadcast_error, defprim, graph_ns
 from ._registry import SUBMODULES, graph, register
 from ..autograd import _batching
 from . import _batch_public as _bp
@@ -1654,7 +1654,15 @@ _batching.by_name(_batching.dims_rule("dims"), "sum", "mean", "nansum", "std", "
 _batching.by_name(_batching.dims_rule("dim"), "cumsum", "cumprod", "logcumsumexp", "reverse_dim")
 _batching.batching(_batching.flatten_rule("dim"), prod_p)
 _batching.by_name("leading", "cdist")
-_batching.batching("fallback", dist_p, why="a reduction over every dim with no dim parameter")
+
+
+def _dist_rule(call, args, bdims, params, size):
+    """dist of each example: the norm of its difference over every dim (the examples flattened, reduced along 1)."""
+    a, b = _batching.elementwise(lambda new, p: new, args, bdims, params, size)[0]   # (padded to one rank)
+    return graph_ns.vector_norm((a - b).reshape(size, -1), params["p"], (1,)), 0
+
+
+_batching.batching(_dist_rule, dist_p)
 
 
 def _extremum_all_rule(fn):

@@ -1830,6 +1830,24 @@ _batching.batching("elementwise", clone_p, cast_p)
 _batching.batching(_list_dim_rule(0), cat_p)
 _batching.batching(_list_dim_rule(1), stack_p)
 _batching.batching(_trace_rule, trace_p)
-_batching.batching("fallback", slice_scatter_p, select_scatter_p, diag_embed_p, unfold_backward_p, gather_rows_p,
-                   scatter_rows_p, why="a backward helper with a shape or index parameter (ember differentiates "
-                   "the physical graph, so vmap meets it only when a program calls it directly)")
+
+
+def _shaped_rule(*keys: str):
+    """A one-tensor op making a result of the example shape ``shape`` (its param) whose params ``keys`` name dims
+    of that result: the batch dim first, the dims shifted by one, the batch size prepended to the shape."""
+    def rule(call, args, bdims, params, size):
+        shape = tuple(params["shape"])
+        nd = len(shape)
+        new = dict(params)
+        for k in keys:
+            v = params[k]
+            new[k] = (v % nd if nd else 0) + 1 if v < 0 else v + 1
+        new["shape"] = (size,) + shape
+        return call([_batching._moved(args[0], bdims[0])], new), 0
+    return rule
+
+
+_batching.batching(_shaped_rule("dim"), slice_scatter_p, select_scatter_p, scatter_rows_p)
+_batching.batching(_shaped_rule("dim1", "dim2"), diag_embed_p)
+_batching.batching(_shaped_rule("dimension"), unfold_backward_p)
+_batching.batching(_batching.dims_rule("dim"), gather_rows_p)
