@@ -111,6 +111,8 @@ CASES = [
     ("setitem-slice-index", lambda m, x, i, v: _set(x.clone(), (slice(None), i), v), (X, IV1, X[:, 0, :3]), 0,
      "loop"),   # torch 2.13's index_put_ rule: "shape mismatch" for a value of the region's trailing shape
     ("copy_", lambda m, x, v: x.clone().copy_(v), (X, X[:, 0]), 0, True),
+    ("t_", lambda m, x: x.clone().t_() * 1, (X,), 0, True),
+    ("swapaxes_-in_dims", lambda m, x: x.clone().swapaxes_(0, 1).unsqueeze_(0).squeeze_(0) + 1, (XT,), 1, True),
     # masks
     ("masked_fill-in", lambda m, x: m.masked_fill(x, _t(m, M[0]), -1.0), (X,), 0, True),
     ("masked_fill-mask", lambda m, k: m.masked_fill(_t(m, X[0]), k, 2.0), (M,), 0, True),

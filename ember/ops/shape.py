@@ -25,6 +25,7 @@ from ..autograd.graph import NODE_OBSERVERS, Node, _seq, node_class
 from ..autograd._primitive import PrimNode, apply, batch_rule, defprim, graph_ns, install_saved_attrs
 from ._registry import graph, method, register
 from ..autograd import _batching
+from . import _batch_public as _bp
 from ._schema import schema
 from .elementwise import is_int as _is_int
 from ..autograd._views import apply_inplace, check_inplace, relayout
@@ -1851,3 +1852,24 @@ _batching.batching(_shaped_rule("dim"), slice_scatter_p, select_scatter_p, scatt
 _batching.batching(_shaped_rule("dim1", "dim2"), diag_embed_p)
 _batching.batching(_shaped_rule("dimension"), unfold_backward_p)
 _batching.batching(_batching.dims_rule("dim"), gather_rows_p)
+
+
+def _inplace_view_rule(out_of_place):
+    """t_/transpose_/squeeze_/unsqueeze_ of a batched tensor: it becomes the batched view the out-of-place op
+    gives (its physical tensor and batch dim with it). The runner names ``t_`` and ``t`` alike (``swapaxes_`` and
+    ``swapaxes``, ...): the out-of-place op runs as it is."""
+    def rule(orig, args, kwargs, level):
+        self = args[0] if args else None
+        if not orig.__name__.endswith("_") or type(self) is not _batching.BatchedTensor or self._level != level:
+            return _bp.own(orig, args, kwargs, level)
+        r = out_of_place(*args, **kwargs)
+        self._data, self._phys, self._bdim, self._vc = r._data, r._phys, r._bdim, r._phys._vc
+        self._vc[0] += 1
+        self._requires_grad = r._requires_grad
+        return self
+    return rule
+
+
+for _name, _fn in (("t", t), ("transpose", transpose), ("swapaxes", transpose), ("swapdims", transpose),
+                   ("squeeze", squeeze), ("unsqueeze", unsqueeze)):
+    _batching.PUBLIC_RULES[_name] = _inplace_view_rule(_fn)
