@@ -256,3 +256,57 @@ def test_nested_vmap_gather_index_batched_at_both_levels():
 ], ids=lambda v: v if isinstance(v, str) else "")
 def test_view_scatters(name, f, arrays, in_dims):
     test_vmap_matches_torch(name, f, arrays, in_dims, True)
+
+
+X2 = RNG.standard_normal((2, B, 4, 5))
+I2 = RNG.integers(0, 4, (2, B, 2))
+
+
+def _set_copy(x, index, value):
+    x = x.clone()
+    x[index] = value
+    return x
+
+
+@pytest.mark.parametrize("name,f,arrays,outer,inner", [
+    ("getitem", lambda m, x, i: x[i], (X2, I2), (0, 0), (0, 0)),
+    ("getitem-index-outer-only", lambda m, x, i: x[:, i], (X2, IV), (0, None), (0, 0)),
+    ("setitem-value", lambda m, x, i, v: _set_copy(x, i, v), (X2, I2, X2[:, :, :2]), (0, 0, 0), (0, 0, 0)),
+    ("index_select", lambda m, x, i: m.index_select(x, 1, i), (X2, IV), (0, None), (0, 0)),
+    ("index_put-accumulate", lambda m, x, i: m.index_put(x, (i,), x[:2] * 2, accumulate=True), (X2, I2), (0, 0),
+     (0, 0)),
+    ("take", lambda m, x, i: m.take(x, i), (X2, I2), (0, 0), (0, 0)),
+    ("sort-median", lambda m, x, i: m.sort(x, 1)[1] + m.median(x).to(m.int64), (X2, I2), (0, 0), (0, 0)),
+    ("where-masked_fill", lambda m, x, i, k: m.where(k, x, i[0] * 1.0).masked_fill(k[0], 0.0),
+     (X2, I2, RNG.random((2, B, 4, 5)) > 0.5), (0, 0, 0), (0, 0, 0)),
+], ids=lambda v: v if isinstance(v, str) else "")
+def test_nested_vmap(name, f, arrays, outer, inner):
+    def run(m):
+        xs = [m.tensor(a) for a in arrays]
+        return m.func.vmap(m.func.vmap(lambda *a: f(m, *a), in_dims=inner), in_dims=outer)(*xs)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = run(ember)
+    assert not [w for w in caught if "There is a performance drop" in str(w.message)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = run(torch)
+    _same([got], [ref], "nested vs torch.func.vmap")
+
+
+def test_gradients_through_batched_writes():
+    """vmap(grad) through scatter_add, index_put, x[i] = v, take, masked_fill, where and median(): each example's
+    gradient, as torch.func's."""
+    def f(m, x, i, v):
+        y = m.scatter_add(x, 0, i[:, None].expand(2, 5), v) + m.index_put(x, (i,), v * 3, accumulate=True)
+        y = y.clone()
+        y[i, 1:] = v[:, 1:] ** 2
+        y = m.where(y > 0, y, y * 0.5).masked_fill(x < -1.5, 0.0)
+        return (y ** 2).sum() + m.take(x, i).sum() + m.median(x * v.sum())
+    args = (X, IV, X[:, :2])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # (the comparisons fall back; torch's take/put too)
+        ge = ember.func.vmap(ember.func.grad(lambda *a: f(ember, *a), argnums=(0, 2)))(*[ember.tensor(a) for a in args])
+        gt = torch.func.vmap(torch.func.grad(lambda *a: f(torch, *a), argnums=(0, 2)))(*[torch.tensor(a) for a in args])
+    for a, b in zip(ge, gt):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-10, atol=1e-12)

@@ -1400,7 +1400,7 @@ def _index_family_rule(fn, kind: str):
             ix = _slices_index(index, level, px, d)
             if kind == "fill":
                 n = px._data.shape[d + 1]
-                ix = where(ix < 0, ix + n, ix)   # index_fill takes negative indices
+                ix = ix.remainder(n)   # index_fill takes negative indices
                 if isinstance(value, Tensor):
                     pv = _bp.front(value, level).to(x.dtype)
                     src = pv.reshape([pv._data.shape[0]] + [1] * nd).expand(ix._data.shape)
@@ -1432,8 +1432,7 @@ def _flat_positions(index: Tensor, level: int, n: int) -> Tensor:
         bad = _bounds(pi._data, n, negative=True)
         if bad is not None:
             raise IndexError(f"out of range: tried to access index {bad} on a tensor of {n} elements.")
-    pi = pi.reshape(_bp.batch_size(level), -1)
-    return where(pi < 0, pi + n, pi)
+    return pi.reshape(_bp.batch_size(level), -1).remainder(n)   # (in range: negatives from the end)
 
 
 def _take_rule(orig, args, kwargs, level):
