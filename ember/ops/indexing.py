@@ -1315,8 +1315,19 @@ _batching.batching(_write_rule, fill_index_p, index_put_p, index_add_p, scatter_
 _batching.batching(_put_zeros_rule, index_put_zeros_p)
 _batching.batching(_take_rule_prim, take_p)
 _batching.batching(_put_rule_prim, put_p)
-_batching.by_name("fallback", "masked_scatter", why="an index array in its parameters (a mask, and a count of the "
-                  "source's elements the example reads)")
+
+
+def _masked_scatter_prim_rule(call, args, bdims, params, size):
+    """masked_scatter with an unbatched mask (its raw index): each example's first ``count`` source elements
+    written at the mask's positions, as an index_put of the physical (B, count) region."""
+    x, s = args
+    x = x.unsqueeze(0).expand((size,) + tuple(x._data.shape)) if bdims[0] is None else _batching._moved(x, bdims[0])
+    count = params["count"]
+    s = s.reshape(-1)[:count] if bdims[1] is None else _batching._moved(s, bdims[1]).reshape(size, -1)[:, :count]
+    return apply(index_put_p, (x, s), {"index": _phys_raw_index(params["index"])}), 0
+
+
+_batching.batching(_masked_scatter_prim_rule, masked_scatter_p)
 
 
 # ----- vmap: public rules (the wrappers above read the values of their index tensors) ------------------------
