@@ -1515,7 +1515,7 @@ def _masked_scatter_rule(orig, args, kwargs, level):
     m = pm.expand(*shape).reshape(size, -1)
     count = cumsum(m, 1)
     n_src = source._data.size
-    if type(count) is Tensor and n_src < int(count[:, -1].max()) if count._data.shape[1] else False:
+    if type(count) is Tensor and count._data.shape[1] and n_src < int(count[:, -1].max()):   # (values at hand)
         raise RuntimeError("Number of elements of source < number of ones in mask")
     pos = (count - 1).clamp(0, max(n_src - 1, 0))
     src = _bp.front(source, level).reshape(size, -1)
@@ -1659,9 +1659,9 @@ def _plan(items: tuple, ndim: int, level: int, tensors_advanced: bool = False):
     rank = 0
     for k, it in kinds:
         if k == "adv":
-            rank = builtins_max(rank, it._data.ndim)
+            rank = max(rank, it._data.ndim)
         elif k == "mask":
-            rank = builtins_max(rank, 1)
+            rank = max(rank, 1)
     # the example's result: sliced dims before the run of index tensors (ints select first, so they split nothing)
     pre, sliced, run, gaps, ellipsis = 0, 0, False, False, False
     for k, it in kinds:
@@ -1688,10 +1688,6 @@ def _plan(items: tuple, ndim: int, level: int, tensors_advanced: bool = False):
         phys.append(it)
     plan.phys, plan.rank, plan.pre, plan.sliced = tuple(phys), rank, (0 if gaps else pre), sliced
     return plan
-
-
-def builtins_max(a: int, b: int) -> int:
-    return a if a >= b else b
 
 
 def _to_example_layout(out: Tensor, plan) -> Tensor:

@@ -881,8 +881,10 @@ for _fn in (topk, kthvalue, mode):
     _bp.public_rule(_fn, _bp.dim_rule(_fn))
 for _fn in (median, nanmedian):
     _bp.public_rule(_fn, _bp.dim_rule(_fn, default_dim=None))
-_batching.by_name("fallback", "unique", "unique_consecutive", "bincount",
-                  why="its output's size depends on the values (PyTorch refuses it under vmap)")
+_batching.by_name("fallback", "unique", "unique_consecutive",
+                  why="its output's size depends on the values (PyTorch refuses it under vmap; so do the public ops)")
+_batching.by_name("fallback", "bincount", why="its output's size depends on the values (PyTorch runs it once per "
+                  "example, as ember's public op does)")
 
 
 def _searchsorted_rule(orig, args, kwargs, level):
