@@ -108,7 +108,7 @@ def public_rule(fn, rule) -> None:
         if orig.__name__ == name + "_":
             return inplace(orig, args, kwargs, level)
         return rule(orig, args, kwargs, level)
-    _batching.PUBLIC_RULES[name] = run
+    _batching.PUBLIC_RULES[name.strip("_")] = run   # (any_ is the public any)
 
 
 def dim_rule(fn, signature_of=None, default_dim=-1):
@@ -199,3 +199,40 @@ def along_rule(call, args, bdims, params, size):
     if shape is not None:
         new["shape"] = (size,) + tuple(shape)
     return call([_batching._moved(x, bd)], new), 0
+
+
+def reduce_rule(fn):
+    """The rule of a reduction computed from the values in its wrapper (any, all, argmax, argmin,
+    count_nonzero): over the shifted ``dim`` (an int or a tuple), or, without one, over dim 1 of the flattened
+    examples (argmax's index into the flattened example is the same). 0-d examples run as (B, 1)."""
+    sig = signature(fn)
+    first = next(iter(sig.parameters))
+    has_keepdim = "keepdim" in sig.parameters
+
+    def rule(orig, args, kwargs, level):
+        bound = bind(fn, args, kwargs)
+        x = None if bound is None else bound.get(first)
+        dim = None if bound is None else bound.get("dim")
+        if not is_batched(x, level) or not (dim is None or type(dim) is int or
+                                            (isinstance(dim, (tuple, list)) and dim and
+                                             all(type(d) is int for d in dim))):
+            return own(orig, args, kwargs, level)
+        nd = x._data.ndim
+        size = batch_size(level)
+        keepdim = bool(bound.get("keepdim", False))
+        rest = {k: v for k, v in bound.items() if k not in (first, "dim", "keepdim")}
+        if dim is None or nd == 0:
+            if dim is not None and any(as_dim(d, nd) is None for d in (dim if isinstance(dim, (tuple, list))
+                                                                        else (dim,))):
+                return own(orig, args, kwargs, level)   # its own error
+            out = fn(front(x, level).reshape(size, -1), dim=1, **rest, **({"keepdim": False} if has_keepdim else {}))
+            if keepdim or nd == 0:
+                out = out.reshape((size,) + ((1,) * nd if keepdim else ()))
+            return wrap_out(out, level)
+        dims = [as_dim(d, nd) for d in (dim if isinstance(dim, (tuple, list)) else (dim,))]
+        if any(d is None for d in dims):
+            return own(orig, args, kwargs, level)   # its own error
+        new = tuple(d + 1 for d in dims) if isinstance(dim, (tuple, list)) else dims[0] + 1
+        out = fn(front(x, level), dim=new, **rest, **({"keepdim": keepdim} if has_keepdim else {}))
+        return wrap_out(out, level)
+    return rule

@@ -1684,3 +1684,6 @@ for _fn in (cummax, cummin):
 _batching.by_name("fallback", "segment_reduce", "segment_reduce_backward", why="an index array in its parameters")
 # (indices from an unbatched tensor: expanded over the batch; the public ops compute theirs batched, above)
 _batching.batching(_bp.along_rule, gather_p, put_along_dim_zeros_p, select_along_p, scatter_add_zeros_p)
+# reductions whose wrappers compute from the values (not differentiable): over the shifted dims
+for _fn in (any_, all_, argmax, argmin):
+    _bp.public_rule(_fn, _bp.reduce_rule(_fn))

@@ -1012,3 +1012,4 @@ def _quantile_rule(fn):
 
 for _fn in (quantile, nanquantile):
     _bp.public_rule(_fn, _quantile_rule(_fn))
+_bp.public_rule(count_nonzero, _bp.reduce_rule(count_nonzero))
