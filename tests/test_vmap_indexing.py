@@ -112,6 +112,10 @@ CASES = [
      "loop"),   # torch 2.13's index_put_ rule: "shape mismatch" for a value of the region's trailing shape
     ("copy_", lambda m, x, v: x.clone().copy_(v), (X, X[:, 0]), 0, True),
     ("t_", lambda m, x: x.clone().t_() * 1, (X,), 0, True),
+    ("view-copies", lambda m, x: (m.narrow_copy(x, 1, 1, 2), m.diagonal_copy(x), *m.unsafe_split(x, 2, 1),
+                                  *m.unsafe_chunk(x, 2)), (X,), 0, True),
+    ("combinations", lambda m, x: (m.combinations(x), m.combinations(x, 3, with_replacement=True)),
+     (X[:, 0],), 0, True),
     ("swapaxes_-in_dims", lambda m, x: x.clone().swapaxes_(0, 1).unsqueeze_(0).squeeze_(0) + 1, (XT,), 1, True),
     # masks
     ("masked_fill-in", lambda m, x: m.masked_fill(x, _t(m, M[0]), -1.0), (X,), 0, True),

@@ -1873,3 +1873,18 @@ def _inplace_view_rule(out_of_place):
 for _name, _fn in (("t", t), ("transpose", transpose), ("swapaxes", transpose), ("swapdims", transpose),
                    ("squeeze", squeeze), ("unsqueeze", unsqueeze)):
     _batching.PUBLIC_RULES[_name] = _inplace_view_rule(_fn)
+
+
+def _combinations_rule(orig, args, kwargs, level):
+    """combinations of each example: the index combinations of range(n) (no values needed) taken from the physical
+    rows at once."""
+    bound = _bp.bind(combinations, args, kwargs)
+    x = None if bound is None else bound.get("input")
+    if not _bp.is_batched(x, level) or x._data.ndim != 1:
+        return _bp.own(orig, args, kwargs, level)   # its own error
+    idx = combinations(C.arange(x._data.shape[0]), bound.get("r", 2), bound.get("with_replacement", False))
+    px = _bp.front(x, level)
+    return _bp.wrap_out(px[:, :0].clone() if idx._data.ndim == 1 else px[:, idx], level)
+
+
+_bp.public_rule(combinations, _combinations_rule)
