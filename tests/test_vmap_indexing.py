@@ -127,6 +127,14 @@ CASES = [
     ("masked_select-in", lambda m, x: m.masked_select(x, _t(m, M[0])), (X,), 0, True),
     ("where-cond", lambda m, c: m.where(c, _t(m, X[0]), 0.0), (M,), 0, True),
     ("where-all", lambda m, c, x, y: m.where(c, x, y), (M[:, 0], X, X[:, 0, 0]), 0, True),
+    # comparisons and logical ops (masks)
+    ("compare", lambda m, x, y: (x > 0, m.eq(x, y), m.le(y, x), 0.1 >= x, m.ne(x, 0.5)), (X, X[:, 0]), 0, True),
+    ("compare-in_dims", lambda m, x, y: m.lt(x, y), (X[0], X[:, 0]), (None, 0), True),
+    ("compare-0d-promotion", lambda m, x, y: x[0, 0] < y, (X, X[:, 0].astype(np.float32)), 0, "loop"),
+    # (torch 2.13 compares the batched 0-d float64 operand in float64; each example compares in float32)
+    ("compare-inplace", lambda m, x, y: x.clone().gt_(y), (X, X[:, 0]), 0, True),
+    ("logical", lambda m, x, k: (m.logical_and(x, k), m.logical_or(k, x[0]), m.logical_xor(x, k[0]),
+                                 m.logical_not(k)), (X, M), 0, True),
     # sorting, selections
     ("sort", lambda m, x: tuple(m.sort(x, 1, descending=True)), (TIES,), 0, True),
     ("sort-stable-in_dims", lambda m, x: tuple(m.sort(x, dim=0, stable=True)), (np.round(XT),), 1, True),

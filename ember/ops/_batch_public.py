@@ -236,3 +236,33 @@ def reduce_rule(fn):
         out = fn(front(x, level), dim=new, **rest, **({"keepdim": keepdim} if has_keepdim else {}))
         return wrap_out(out, level)
     return rule
+
+
+def elementwise_public(fn):
+    """The rule of a non-differentiable elementwise op computed from the values in its wrapper (comparisons, the
+    logical ops): the physical operands padded to one rank (batched ones (B, 1.., example), unbatched ones as
+    they are) and, with two operands, cast first to the examples' common dtype (a 0-d operand promotes as one,
+    not as its batch)."""
+    from .._util import promote
+    names = list(signature(fn).parameters)
+
+    def rule(orig, args, kwargs, level):
+        bound = bind(fn, args, kwargs)
+        if bound is None or any(k not in names[:2] for k in bound):
+            return own(orig, args, kwargs, level)
+        vals = [bound[k] for k in names[:2] if k in bound]
+        tensors = [v for v in vals if isinstance(v, Tensor)]
+        if not tensors:
+            return own(orig, args, kwargs, level)
+        size = batch_size(level)
+        rank = max(t._data.ndim for t in tensors)
+        dt = promote(*vals) if len(vals) == 2 else None
+        new = []
+        for v in vals:
+            if is_batched(v, level):
+                v = _batching._front_and_pad(v._phys, v._bdim, rank, size)
+            if dt is not None and isinstance(v, Tensor) and v.dtype != dt:
+                v = v.to(dt)
+            new.append(v)
+        return wrap_out(fn(*new), level)
+    return rule

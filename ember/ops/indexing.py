@@ -1788,3 +1788,15 @@ _bp.public_rule(setitem, _setitem_public)
 _bp.public_rule(index_put, _index_put_rule)
 _bp.signature(copy_)
 _batching.PUBLIC_RULES["copy"] = _copy_rule   # (the runner's name for copy_)
+
+
+# ----- vmap: comparisons and logical ops (the masks of indexing), which compute on the values in their wrappers ---
+# (they live in ops/elementwise.py; registered here, beside where's rule)
+
+def _register_mask_ops() -> None:
+    from . import elementwise as E
+    for fn in (E.eq, E.ne, E.lt, E.le, E.gt, E.ge, E.logical_and, E.logical_or, E.logical_xor, E.logical_not):
+        _bp.public_rule(fn, _bp.elementwise_public(fn))
+
+
+_register_mask_ops()
