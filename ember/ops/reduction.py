@@ -1665,16 +1665,41 @@ def _dist_rule(call, args, bdims, params, size):
 _batching.batching(_dist_rule, dist_p)
 
 
-def _extremum_all_rule(fn):
-    """max()/min() of each example: max(dim)/min(dim) of the flattened examples, its values (PyTorch's batching
-    rule: under vmap the gradient goes to the index max(dim) picks, not evenly to the ties)."""
+def _share_last(xp, a, out):
+    """max()/min()/median()'s gradient share of each element of the last dim (``out``: each row's result): its
+    ties evenly (all NaNs for a NaN result)."""
+    o = xp.reshape(out, tuple(out.shape) + (1,))
+    mask = xp.where(xp.isnan(o), xp.isnan(a), a == o)
+    return mask, xp.sum(mask, (a.ndim - 1,), True)
+
+
+def _rows_vjp(xp, g, out, a, **params):
+    mask, n = _share_last(xp, a, out)
+    return xp.reshape(g, tuple(g.shape) + (1,)) * mask / n
+
+
+def _rows_jvp(xp, t, out, a, **params):
+    mask, n = _share_last(xp, a, out)
+    return xp.sum(t * mask / n, (a.ndim - 1,), False)
+
+
+# max()/min() of each row (the last dim) with max()'s gradient (ties share evenly, a NaN result's NaNs): vmap's form
+# of max_all_p/min_all_p on the flattened examples (max(dim) would give one index's gradient, as PyTorch's rule)
+extremum_rows_p = defprim("extremum_rows", lambda xp, a, largest: (xp.amax if largest else xp.amin)(a, (a.ndim - 1,),
+                                                                                                     False),
+                          node="MaxBackward1", vjp=_rows_vjp, jvp=_rows_jvp, saves=(0,), saves_out=True)
+
+
+def _extremum_all_rule(largest: bool):
     def rule(call, args, bdims, params, size):
-        return fn(_batching._moved(args[0], bdims[0]).reshape(size, -1), 1).values, 0
+        flat = _batching._moved(args[0], bdims[0]).reshape(size, -1)
+        return apply(extremum_rows_p, (flat,), {"largest": largest}), 0
     return rule
 
 
-_batching.batching(_extremum_all_rule(max), max_all_p)
-_batching.batching(_extremum_all_rule(min), min_all_p)
+_batching.batching(_extremum_all_rule(True), max_all_p)
+_batching.batching(_extremum_all_rule(False), min_all_p)
+_batching.batching("leading", extremum_rows_p)
 # max(dim)/min(dim), cummax/cummin: their wrappers compute the indices from the values; the op on the physical
 # input with the dim shifted (max(x), max(x, other): the primitives of the overload batch)
 for _fn in (max, min):

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from ..autograd import _batching
 from . import _batch_public as _bp
+from .reduction import _rows_jvp, _rows_vjp
 
 import math
 import numbers
@@ -843,27 +844,10 @@ def _median_last(xp, a, ignore_nan):
     return xp.reshape(out, tuple(a.shape[:-1]))
 
 
-def _share_last(xp, a, out):
-    """median()'s gradient share of each element of the last dim: ties (all NaNs for a NaN result) evenly."""
-    o = xp.reshape(out, tuple(out.shape) + (1,))
-    mask = xp.where(xp.isnan(o), xp.isnan(a), a == o)
-    return mask, xp.sum(mask, (a.ndim - 1,), True)
-
-
-def _median_last_vjp(xp, g, out, a, ignore_nan):
-    mask, n = _share_last(xp, a, out)
-    return xp.reshape(g, tuple(g.shape) + (1,)) * mask / n
-
-
-def _median_last_jvp(xp, t, out, a, ignore_nan):
-    mask, n = _share_last(xp, a, out)
-    return xp.sum(t * mask / n, (a.ndim - 1,), False)
-
-
 # median()/nanmedian() of each row (the last dim) with median()'s gradient (ties share evenly): vmap's form of
 # median_all_p on the flattened examples (median(dim) would give one index's gradient)
-median_rows_p = defprim("median_rows", _median_last, node="MedianBackward0", vjp=_median_last_vjp,
-                        jvp=_median_last_jvp, saves=(0,), saves_out=True)
+median_rows_p = defprim("median_rows", _median_last, node="MedianBackward0", vjp=_rows_vjp, jvp=_rows_jvp,
+                        saves=(0,), saves_out=True)
 
 
 def _median_all_rule(ignore_nan: bool):
