@@ -25,6 +25,7 @@ from ..autograd.graph import NODE_OBSERVERS, Node, _seq, node_class
 from ..autograd._primitive import PrimNode, apply, batch_rule, defprim, graph_ns, install_saved_attrs
 from ._registry import graph, method, register
 from ..autograd import _batching
+from . import _batch_public as _bp
 from ._schema import schema
 from .elementwise import is_int as _is_int
 from ..autograd._views import apply_inplace, check_inplace, relayout
@@ -1837,9 +1838,6 @@ _batching.batching("elementwise", clone_p, cast_p)
 _batching.batching(_list_dim_rule(0), cat_p)
 _batching.batching(_list_dim_rule(1), stack_p)
 _batching.batching(_trace_rule, trace_p)
-_batching.batching("fallback", slice_scatter_p, select_scatter_p, diag_embed_p, unfold_backward_p, gather_rows_p,
-                   scatter_rows_p, why="a backward helper with a shape or index parameter (ember differentiates "
-                   "the physical graph, so vmap meets it only when a program calls it directly)")
 
 
 def leading_broadcast(call, args, bdims, params, size):
@@ -1897,24 +1895,41 @@ def _pieces_rule(fn, first: str):
     return rule
 
 
-def _inplace_view_rule(orig, args, kwargs, level):
-    """t_, transpose_ (swapaxes_, swapdims_), squeeze_, unsqueeze_ (named as their out-of-place ops in the public
-    tables, so both come here): the in-place one makes the out-of-place view and the batched tensor takes its layout."""
-    name = orig.__code__.co_name
-    if not name.endswith("_"):
-        return orig(*args, **kwargs)
-    self = args[0]
-    if type(self) is not _batching.BatchedTensor or self._level != level:
-        return orig(*args, **kwargs)
-    view = {"t_": t, "transpose_": transpose, "squeeze_": squeeze, "unsqueeze_": unsqueeze}[name]
-    check_inplace(self, _gm._state.enabled and self._requires_grad)
-    r = view(*args, **kwargs)
-    self._phys, self._bdim, self._data = r._phys, r._bdim, r._data
-    self._requires_grad = r._requires_grad
-    return self
-
-
 _batching.PUBLIC_RULES.update(split=_pieces_rule(split, "tensor"), chunk=_pieces_rule(chunk, "input"),
-                              unbind=_pieces_rule(unbind, "input"),
-                              **{n: _inplace_view_rule for n in ("t", "transpose", "swapaxes", "swapdims", "squeeze",
-                                                                 "unsqueeze")})
+                              unbind=_pieces_rule(unbind, "input"))
+
+
+def _shaped_rule(*keys: str):
+    """A one-tensor op making a result of the example shape ``shape`` (its param) whose params ``keys`` name dims
+    of that result: the batch dim first, the dims shifted by one, the batch size prepended to the shape."""
+    def rule(call, args, bdims, params, size):
+        shape = tuple(params["shape"])
+        nd = len(shape)
+        new = dict(params)
+        for k in keys:
+            v = params[k]
+            new[k] = (v % nd if nd else 0) + 1 if v < 0 else v + 1
+        new["shape"] = (size,) + shape
+        return call([_batching._moved(args[0], bdims[0])], new), 0
+    return rule
+
+
+_batching.batching(_shaped_rule("dim"), slice_scatter_p, select_scatter_p, scatter_rows_p)
+_batching.batching(_shaped_rule("dim1", "dim2"), diag_embed_p)
+_batching.batching(_shaped_rule("dimension"), unfold_backward_p)
+_batching.batching(_batching.dims_rule("dim"), gather_rows_p)
+
+
+def _combinations_rule(orig, args, kwargs, level):
+    """combinations of each example: the index combinations of range(n) (no values needed) taken from the physical
+    rows at once."""
+    bound = _bp.bind(combinations, args, kwargs)
+    x = None if bound is None else bound.get("input")
+    if not _bp.is_batched(x, level) or x._data.ndim != 1:
+        return _bp.own(orig, args, kwargs, level)   # its own error
+    idx = combinations(C.arange(x._data.shape[0]), bound.get("r", 2), bound.get("with_replacement", False))
+    px = _bp.front(x, level)
+    return _bp.wrap_out(px[:, :0].clone() if idx._data.ndim == 1 else px[:, idx], level)
+
+
+_bp.public_rule(combinations, _combinations_rule)
