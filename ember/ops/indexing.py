@@ -1742,8 +1742,8 @@ def _setitem_public(orig, args, kwargs, level):
     if len(args) != 3 or kwargs or not isinstance(args[0], Tensor):
         return _bp.own(orig, args, kwargs, level)
     x, index, value = args
-    if not _batching.batched_at(x, level):
-        raise RuntimeError(_bp.INPLACE_UNBATCHED.format(op="index_put_"))
+    if not _batching.batched_at(x, level):   # (PyTorch words x[i] = v's refusal as in-place arithmetic)
+        raise RuntimeError(_bp.INPLACE_UNBATCHED.format(op="inplace arithmetic"))
     plan = _plan(_index_items(index), x._data.ndim, level)
     if plan is None:
         return _bp.per_example(setitem, args, kwargs, level)
@@ -1773,7 +1773,7 @@ def _copy_rule(orig, args, kwargs, level):
         return _bp.own(orig, args, kwargs, level)
     self, src = bound["self"], bound["src"]
     if not _batching.batched_at(self, level):
-        raise RuntimeError(_bp.INPLACE_UNBATCHED.format(op="copy_"))
+        raise RuntimeError(_bp.INPLACE_UNBATCHED.format(op="inplace arithmetic"))   # (PyTorch's words for copy_)
     if broadcast_error((src._data.shape, self._data.shape)) is not None or (
             src._data.ndim > self._data.ndim and _broadcast_shape([src._data.shape, self._data.shape]) !=
             self._data.shape):
