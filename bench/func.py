@@ -1,6 +1,6 @@
 """torch.func's transforms (issue 20): ember against PyTorch 2.x (CPU), side by side in one run, same threads.
 
-    python bench/func.py                  # every case, 1 thread (about 2 minutes)
+    python bench/func.py                  # every case, 1 thread (under a minute)
     python bench/func.py --quick          # fewer repeats (smoke run)
     python bench/func.py --threads 2      # BLAS and torch at 2 threads
     python bench/func.py --cpu-time       # the thread's CPU time instead of the wall clock (1 thread only)
@@ -476,7 +476,7 @@ def targets(rows: list[dict]) -> list[tuple[str, str, str, str]]:
             out.append((what, target, "-", "not measured"))
             return
         ratio = num / den
-        out.append((what, target, f"{ratio:.2f}x", "met" if (ratio >= limit if faster else ratio <= limit)
+        out.append((what, target, f"{ratio:.3f}x", "met" if (ratio >= limit if faster else ratio <= limit)
                     else "missed"))
 
     v, loop = by.get(("psg", "vmap(grad)")), by.get(("psg", "loop"))
