@@ -171,6 +171,16 @@ def _ldl_solve_factor_forward_ad(m):
         m.linalg.ldl_solve(fw.make_dual(ld, m.ones_like(ld)), piv, a)
 
 
+def _vmap_reductions_over_every_dim(m):
+    """max()/min()/median() of each example under vmap run primitives of their own (extremum_rows, median_rows):
+    their values, per-example gradients and tangents."""
+    x = m.tensor([[1.0, 3.0, 3.0], [2.0, 0.5, 4.0]], dtype=m.float64)
+    for f in (m.max, m.min, m.median):
+        m.func.vmap(f)(x)
+        m.func.vmap(m.func.grad(f))(x)
+        m.func.vmap(lambda v: m.func.jvp(f, (v,), (m.ones_like(v),))[1])(x)
+
+
 # Programs for rules the op database cannot reach, run under the recorders too; each must do what it does in
 # torch (test_programs_beyond_the_database_match_torch).
 BEYOND_DATABASE = {
@@ -178,6 +188,7 @@ BEYOND_DATABASE = {
     "bincount(weights=w).backward()": _bincount_weights_backward,
     "bincount(weights=dual)": _bincount_weights_forward_ad,
     "ldl_solve(dual LD, ...)": _ldl_solve_factor_forward_ad,
+    "vmap(max/min/median), their grad and jvp": _vmap_reductions_over_every_dim,
 }
 
 

@@ -958,7 +958,7 @@ def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0, siz
     if input._data.dtype.kind in "iub":
         # PyTorch's C++ `margin - self` is empty_like(self).fill_(margin).sub_(self): the input's dtype (so
         # an integral loss, whose mean then raises; bool refuses the subtraction)
-        from .creation import full
+        from .creation import full_like
         margin_clamp = (full_like(input, margin) - input).clamp_min(0)
     else:
         margin_clamp = (margin - input).clamp_min(0)
