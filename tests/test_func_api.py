@@ -896,6 +896,58 @@ value("gradcheck-check_batched_grad-and-forward", lambda L: L.autograd.gradcheck
 value("gradgradcheck-check_batched_grad", lambda L: L.autograd.gradgradcheck(
     lambda a: a.sin() * a, (x3(L).requires_grad_(),), check_batched_grad=True))
 
+# ----- more corners: wrapping, dtypes, nesting with aux and randomness ----------------------------------------------
+
+
+def _documented(a):
+    """doc"""
+    return a.sin().sum()
+
+
+for _T in ("vmap", "grad", "grad_and_value", "jacrev", "jacfwd", "hessian"):
+    value(f"{_T}-wraps-the-function", lambda L, T=_T: (
+        getattr(L.func, T)(_documented).__name__, getattr(L.func, T)(_documented).__doc__,
+        getattr(getattr(L.func, T)(_documented), "__wrapped__", None) is _documented))
+
+
+def _vmap_linearized(L):
+    _, fn = L.func.linearize(L.sin, x3(L))
+    return L.func.vmap(fn)(batch(L))
+
+
+def _nested_random(L, outer, inner):
+    L.manual_seed(0)
+    return L.func.vmap(L.func.vmap(lambda a: L.rand((), dtype=L.float64) + a, randomness=inner),
+                       randomness=outer)(L.zeros(2, 3, dtype=L.float64))
+
+
+value("vmap(linearize's function)", _vmap_linearized)
+value("vmap(vjp)-has_aux", lambda L: L.func.vmap(lambda a: L.func.vjp(lambda t: (t.sin(), t.cos()), a,
+                                                                      has_aux=True)[2])(batch(L)))
+value("vmap(jvp)-has_aux", lambda L: L.func.vmap(lambda a: L.func.jvp(lambda t: (t.sin(), {"c": t.cos()}), (a,),
+                                                                      (a,), has_aux=True))(batch(L)))
+value("vmap-integer-input", lambda L: L.func.vmap(lambda a: a * 2)(L.arange(6).reshape(2, 3)))
+value("vmap-bool-input", lambda L: L.func.vmap(lambda a: a.logical_not())(L.tensor([[True, False], [False, False]])))
+value("vmap-complex-input", lambda L: L.func.vmap(L.abs)(batch(L) * (1 + 1j)))
+value("vmap-setitem-on-batched-input", lambda L: L.func.vmap(lambda a: (a.__setitem__(0, 5.0), a)[1])(batch(L)))
+value("vmap-chunk_size-larger-than-batch", lambda L: L.func.vmap(L.sin, chunk_size=10)(batch(L)))
+value("vmap-in_dims-negative-nested", lambda L: L.func.vmap(lambda d: d["a"].sum(), in_dims=({"a": -1},))(
+    {"a": batch(L)}))
+value("grad-complex-input", lambda L: L.func.grad(lambda a: a.abs().sum())(x3(L).to(L.complex128) * (1 + 2j)))
+value("grad-float32", lambda L: L.func.grad(lambda a: (a ** 2).sum())(x3(L).float()))
+value("hessian-dict-input", lambda L: L.func.hessian(lambda d: (d["a"] ** 2 * d["b"]).sum())(
+    {"a": x3(L), "b": y3(L)}))
+value("jacrev-has_aux-argnums-tuple", lambda L: L.func.jacrev(lambda a, b: ((a * b).sin(), a + b), argnums=(0, 1),
+                                                              has_aux=True)(x3(L), y3(L)))
+for _outer, _inner in (("different", "same"), ("same", "different"), ("different", "different")):
+    value(f"vmap(vmap)-randomness-{_outer}-over-{_inner}", lambda L, o=_outer, i=_inner: _nested_random(L, o, i),
+          exact=True)
+raises("vmap(vmap)-randomness-error-inside-different", lambda L: _nested_random(L, "different", "error"))
+raises("grad-output-of-shape-1", lambda L: L.func.grad(lambda a: a.sum().reshape(1))(x3(L)))
+raises("vmap-in_dims-a-tensor", lambda L: L.func.vmap(L.sin, in_dims=L.tensor(0))(batch(L)),
+       "(<inputs>): expected `in_dims` to be int or a (potentially nested) tuple matching the structure of inputs, "
+       "got: <class '")   # (the class's module differs: torch.Tensor, ember.Tensor)
+
 # ================================================================================================================
 # modules: functional_call, stack_module_state, replace_all_batch_norm_modules_
 # ================================================================================================================
