@@ -948,6 +948,22 @@ raises("vmap-in_dims-a-tensor", lambda L: L.func.vmap(L.sin, in_dims=L.tensor(0)
        "(<inputs>): expected `in_dims` to be int or a (potentially nested) tuple matching the structure of inputs, "
        "got: <class '")   # (the class's module differs: torch.Tensor, ember.Tensor)
 
+value("vmap-0d-per-sample-out_dims--1", lambda L: L.func.vmap(lambda a: a.sum(), out_dims=-1)(batch(L)))
+value("vmap-out_dims-nested-with-None", lambda L: L.func.vmap(lambda a: (a, (x3(L), a)), out_dims=(0, (None, 1)))(
+    batch(L)))
+value("vmap-returns-unbatched-input", lambda L: L.func.vmap(lambda a, b: b, in_dims=(0, None))(batch(L), x3(L)))
+value("vmap-batch-of-one", lambda L: L.func.vmap(L.sin)(batch(L, 1)))
+value("grad-in-place-on-a-clone", lambda L: L.func.grad(lambda a: a.clone().mul_(a).sum())(x3(L)))
+value("grad_and_value-negative-argnums-tuple-has_aux", lambda L: L.func.grad_and_value(
+    lambda a, b: ((a * b).sum(), b), argnums=(-1,), has_aux=True)(x3(L), y3(L)))
+raises("vmap-0d-per-sample-out_dims-1", lambda L: L.func.vmap(lambda a: a.sum(), out_dims=1)(batch(L)))
+raises("vmap-in_dims-tuple-holding-a-float", lambda L: L.func.vmap(L.add, in_dims=(0, 1.5))(batch(L), batch(L)))
+raises("vmap-in_dims-tuple-holding-a-str", lambda L: L.func.vmap(L.add, in_dims=(0, "a"))(batch(L), batch(L)))
+raises("vmap-out_dims-tuple-holding-a-str", lambda L: L.func.vmap(lambda a: (a, a), out_dims=(0, "a"))(batch(L)))
+raises("vmap-in_dims-a-dict", lambda L: L.func.vmap(lambda d: d["a"], in_dims={"a": 0})({"a": batch(L)}))
+raises("grad-in-place-on-the-input", lambda L: L.func.grad(lambda a: a.mul_(2).sum())(x3(L)))
+raises("vjp-in-place-on-the-input", lambda L: L.func.vjp(lambda a: a.mul_(2), x3(L))[1](y3(L)))
+
 # ================================================================================================================
 # modules: functional_call, stack_module_state, replace_all_batch_norm_modules_
 # ================================================================================================================
