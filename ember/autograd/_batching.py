@@ -702,7 +702,7 @@ def node_batched(node, grads, create_graph: bool, needed):
             p = to_front(o, [frame])[0]
             res.append(p if create_graph else p._data)
         return res
-    except (NoRule, NeedsValues):
+    except Exception:   # noqa: BLE001  (no rule, or one that fails: the rows, one by one, are the reference)
         return NotImplemented
     finally:
         STRICT[0] -= 1

@@ -48,8 +48,10 @@ def _polar_angle(xp, g, out, r, theta):
     return xp.real(xp.conj(g) * (out * 1j))
 
 
+# (the tangent for r: t e^{i theta} written out, not polar(t, theta), whose derivative in its first argument
+# assumes it is >= 0, which a tangent need not be: reverse over forward would flip its sign where t < 0)
 polar_p = defprim("polar", lambda xp, r, theta: xp.polar(r, theta), vjp=(_polar_abs, _polar_angle),
-                  jvp=(lambda xp, t, out, r, theta: xp.polar(t, theta),
+                  jvp=(lambda xp, t, out, r, theta: xp.make_complex(t * xp.cos(theta), t * xp.sin(theta)),
                        lambda xp, t, out, r, theta: out * (t * 1j)),
                   saves=(1,), saves_out=True)
 

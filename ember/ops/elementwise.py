@@ -432,6 +432,16 @@ clamp_p = defprim("clamp", lambda xp, a, lo, hi: xp.clamp(a, lo, hi),
                   vjp=(_clamp_grad, None, None), jvp="elementwise", saves=(0,), promote="standard",
                   scalar_args=(1, 2), saved_names=("self", "min", "max"), batch=True)
 
+# PyTorch clamps at eps in place under no_grad after a clone (cosine_similarity's norms, gaussian_nll_loss's var): the
+# gradient flows through the unclamped value (the clone's node), while the forward-mode tangent is the clamp's (zero
+# below lo, read from the clamped tensor's tangent). One primitive does both, so that the tangent is computed on the
+# graph: a clamp made under no_grad would compute it off the graph, and reverse over forward would miss how it
+# depends on the inputs.
+clamp_unrecorded_p = defprim("clamp_unrecorded", lambda xp, a, lo: xp.clamp(a, lo, None),
+                             node="CloneBackward0", vjp=(lambda xp, g, out, a, lo: g, None),
+                             jvp=(lambda xp, t, out, a, lo: xp.zero_where(~(a >= lo), t), None),
+                             promote="standard", scalar_args=(1,), batch=True)
+
 
 def _max_grad(xp, g, a, b):
     # The gradient of maximum(a, b) for a: none where a < b, half where they tie, all of it otherwise,

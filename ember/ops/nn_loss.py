@@ -26,7 +26,7 @@ from ..autograd._primitive import PrimNode, apply, apply_saving, broadcast_error
 from ._registry import graph, register
 from .shape import _broadcast_shape
 from .._util import bf16_in_float32, check_tensor, promote
-from .elementwise import add_scalar_p, div_scalar_p, is_int, mul_scalar_p
+from .elementwise import add_scalar_p, clamp_unrecorded_p, div_scalar_p, is_int, mul_scalar_p
 from .nn_activation import log_sigmoid_p, log_softmax_p
 from .creation import full
 
@@ -807,7 +807,6 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var, full: bool = False, ep
     """Gaussian negative log likelihood 0.5 (log var + (input - target)^2 / var), var clamped at ``eps``
     (without gradient through the clamp, as PyTorch); var may omit the last dim or have one of size 1."""
     from .creation import ones_like
-    from ..autograd.grad_mode import no_grad
     check_tensor(input, "gaussian_nll_loss", "input", 1)
     if isinstance(var, float):
         if var < 0:
@@ -828,9 +827,7 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var, full: bool = False, ep
     if var._data.dtype.kind not in "fV":   # PyTorch's clamp_ words it with the C++ type name
         raise RuntimeError(f"result type {D.type_word(D._default_float.np)} can't be cast to the desired output "
                            f"type {D.c_type_name(var._data.dtype)}")
-    var = var.clone()
-    with no_grad():
-        var.clamp_(min=eps)
+    var = apply(clamp_unrecorded_p, (var, eps))   # (PyTorch: a clone clamped in place under no_grad)
     loss = 0.5 * (var.log() + (input - target) ** 2 / var)
     if full:
         loss += 0.5 * math.log(2 * math.pi)

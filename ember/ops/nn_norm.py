@@ -28,7 +28,7 @@ from .._tensor import Tensor, make
 from ..autograd._primitive import apply, defprim
 from ._registry import graph, register
 from .._util import check_tensor
-from .elementwise import add_scalar_p, rsqrt
+from .elementwise import add_scalar_p, clamp_unrecorded_p, rsqrt
 from .nn_activation import softmax_p
 from .creation import empty
 from .shape import cat
@@ -796,8 +796,8 @@ def _common_float(x1: Tensor, x2: Tensor):
 @register(module=True, submodule=_F)
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
     """sum(x1 / max(||x1||, eps) * x2 / max(||x2||, eps)) over ``dim``, as PyTorch 2.x computes it: each input
-    divided by its own norm first (no overflow of the product of norms); the clamp at ``eps`` is made without
-    recording, so the gradient flows through the unclamped norm, as in PyTorch."""
+    divided by its own norm first (no overflow of the product of norms); the gradient flows through the unclamped
+    norm, as in PyTorch (``clamp_unrecorded_p``)."""
     op = "cosine_similarity"
     check_tensor(x1, op, "x1", 1)
     check_tensor(x2, op, "x2", 2)
@@ -812,13 +812,9 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
         x1 = x1.to(dtype)
     if x2.dtype != dtype:
         x2 = x2.to(dtype)
-    from ..autograd.grad_mode import no_grad
     from .reduction import vector_norm
-    n1 = vector_norm(x1, 2, dim, True).clone()
-    n2 = vector_norm(x2, 2, dim, True).clone()
-    with no_grad():
-        n1.clamp_min_(eps)
-        n2.clamp_min_(eps)
+    n1 = apply(clamp_unrecorded_p, (vector_norm(x1, 2, dim, True), eps))
+    n2 = apply(clamp_unrecorded_p, (vector_norm(x2, 2, dim, True), eps))
     return ((x1 / n1) * (x2 / n2)).sum(dim)
 
 

@@ -22,7 +22,7 @@ from .._storage import TypedStorage, UntypedStorage, is_storage, warn_typed_stor
 from .._state import track_tangent
 from .._tensor import Size, Tensor, _sizes_from_args, make, wrap_dim
 from ..autograd import grad_mode as _gm
-from ..autograd._primitive import apply, defprim, install_saved_attrs
+from ..autograd._primitive import apply, defprim, graph_ns, install_saved_attrs
 from ..autograd._views import check_inplace
 from ._registry import graph, method, register
 from .creation import _check_bool, _check_device, _check_dtype, _finish
@@ -172,6 +172,15 @@ def _outside_slice(xp, g, dim, start, end, step):
     return xp.view_scatter(g, xp.zeros_like(xp.view_replay(g, steps)), steps)
 
 
+def _slice_inverse_jvp(t, src, params):
+    """The tangent (forward mode only: graph tensors): PyTorch's linear formula slice_inverse(input_t, src_t). Its
+    values are input_t's storage viewed as src (beyond input_t's own elements), but their gradient outside the
+    slice goes to src_t, as the primal's does to src: with input_t alone (an as_strided of it) reverse over forward
+    would miss that part (input_t's storage beyond its view is not on its graph)."""
+    src_t = src._fw_grad if isinstance(src, Tensor) else None
+    return apply(slice_inverse_p, (t, src_t if src_t is not None else graph_ns.zeros_like(src)), params)
+
+
 # slice_inverse(input, src): input viewed as src is laid out (src is differentiable too: PyTorch's node takes it)
 slice_inverse_p = defprim(
     "slice_inverse",
@@ -181,9 +190,8 @@ slice_inverse_p = defprim(
          xp.slice_dim(g, dim, start, end, step),
          lambda xp, g, out, a, src, size, stride, storage_offset, in_stride, in_offset, dim, start, end, step:
          _outside_slice(xp, g, dim, start, end, step)),
-    jvp=(lambda xp, t, out, a, src, size, stride, storage_offset, in_stride, in_offset, dim, start, end, step:
-         xp.as_strided(t, size, stride, storage_offset, in_stride, in_offset),
-         # (src gives the layout only: its tangent adds nothing, as PyTorch's linear formula has it)
+    jvp=(lambda xp, t, out, a, src, **params: _slice_inverse_jvp(t, src, params),
+         # (src gives the layout only: its tangent adds no values, as PyTorch's linear formula has it)
          lambda xp, t, out, a, src, size, stride, storage_offset, in_stride, in_offset, dim, start, end, step:
          xp.zeros_like(t)),
     is_view=True, complex=True)   # linear: its rules hold for complex values
@@ -249,8 +257,8 @@ def _as_copy(r, node_name: str):
         node.__class__ = cls
         out.grad_fn, out._output_nr, out._requires_grad = node, r._output_nr, True
     if r._fw_grad is not None:
-        t = r._fw_grad._data
-        out._fw_grad = make(backend_of(t).copy(t))
+        # a copy of the tangent on the graph (a detached one would cut reverse over forward off the inputs)
+        out._fw_grad = apply(S.clone_p, (r._fw_grad,))
         track_tangent(out)
     return out
 
