@@ -963,6 +963,21 @@ raises("vmap-out_dims-tuple-holding-a-str", lambda L: L.func.vmap(lambda a: (a, 
 raises("vmap-in_dims-a-dict", lambda L: L.func.vmap(lambda d: d["a"], in_dims={"a": 0})({"a": batch(L)}))
 raises("grad-in-place-on-the-input", lambda L: L.func.grad(lambda a: a.mul_(2).sum())(x3(L)))
 raises("vjp-in-place-on-the-input", lambda L: L.func.vjp(lambda a: a.mul_(2), x3(L))[1](y3(L)))
+value("jacfwd-integer-output-zeros", lambda L: L.func.jacfwd(lambda a: (a * 10).long())(x3(L)))
+value("vmap-returns-empty-tuple", lambda L: L.func.vmap(lambda a: ())(batch(L)))
+value("vmap-returns-empty-dict", lambda L: L.func.vmap(lambda a: {})(batch(L)))
+value("vmap-returns-None-with-out_dims-None", lambda L: L.func.vmap(lambda a: (a, None), out_dims=(0, None))(
+    batch(L)))
+value("vmap-torch.tensor-inside", lambda L: L.func.vmap(lambda a: a + L.tensor([1., 2., 3.], dtype=L.float64))(
+    batch(L)))
+value("vmap(jacfwd)", lambda L: L.func.vmap(L.func.jacfwd(lambda a: a.sin() * a.sum()))(batch(L)))
+value("jacfwd(vmap)", lambda L: L.func.jacfwd(L.func.vmap(lambda a: a.sin() * a.sum()))(batch(L)))
+value("vmap(jacrev-chunk_size-1)", lambda L: L.func.vmap(L.func.jacrev(lambda a: a.sin() * a.sum(), chunk_size=1))(
+    batch(L)))
+value("grad-None-argument", lambda L: L.func.grad(lambda a, n: (a ** 2).sum())(x3(L), None))
+raises("jacrev-integer-output", lambda L: L.func.jacrev(lambda a: (a * 10).long())(x3(L)))
+raises("jvp-python-number-in-primals", lambda L: L.func.jvp(lambda a, k: a * k, (x3(L), 2.0), (x3(L), 1.0)))
+raises("vmap-returns-None-in-tuple", lambda L: L.func.vmap(lambda a: (a, None))(batch(L)))
 
 # ================================================================================================================
 # modules: functional_call, stack_module_state, replace_all_batch_norm_modules_
