@@ -1105,6 +1105,43 @@ class _KW:
         return M()
 
 
+def _bn_eval_per_sample(L):
+    """Per-sample gradients through an eval-mode BatchNorm (its running stats are read, not written)."""
+    L.manual_seed(0)
+    model = L.nn.Sequential(L.nn.Linear(3, 4), L.nn.BatchNorm1d(4), L.nn.Tanh(), L.nn.Linear(4, 1)).double().eval()
+    model[1].running_mean.fill_(0.25)
+    params = {k: v.detach() for k, v in model.named_parameters()}
+    buffers = {k: v.detach() for k, v in model.named_buffers()}
+
+    def loss(p, a):
+        return L.func.functional_call(model, (p, buffers), (a.unsqueeze(0),)).sum()
+
+    return L.func.vmap(L.func.grad(loss), in_dims=(None, 0))(params, batch(L, 4))
+
+
+def _grad_tied(L):
+    L.manual_seed(0)
+    m = L.nn.Sequential(L.nn.Linear(2, 2, bias=False), L.nn.Linear(2, 2, bias=False)).double()
+    m[1].weight = m[0].weight
+    w = m[0].weight.detach()
+    return L.func.grad(lambda t: L.func.functional_call(m, {"0.weight": t}, (batch(L)[:, :2],)).pow(2).sum())(w)
+
+
+def _ensemble_training_step(L):
+    models = [_mlp(L, seed) for seed in range(3)]
+    params, buffers = L.func.stack_module_state(models)
+    base = _mlp(L)
+
+    def loss(p, b, a):
+        return L.func.functional_call(base, (p, b), (a,)).pow(2).mean()
+
+    grads = L.func.vmap(L.func.grad(loss), in_dims=(0, 0, None))(params, buffers, batch(L))
+    return {k: (params[k] - 0.1 * g).detach() for k, g in grads.items()}
+
+
+value("vmap(grad(functional_call))-batch-norm-eval", _bn_eval_per_sample)
+value("grad(functional_call)-tied-weights", _grad_tied)
+value("vmap(grad)-ensemble-training-step", _ensemble_training_step)
 value("functional_call-tied-weights", _tied, core=False)
 value("functional_call-tie_weights-False", lambda L: _tied(L, tie_weights=False), core=False)
 value("functional_call-params-and-buffers-dicts", _functional_call_dicts, core=False)
