@@ -21,6 +21,7 @@ The cases were written by running torch 2.13; ``python -m pytest -p <plugin>`` w
 from __future__ import annotations
 
 import collections
+import functools
 import re
 import warnings
 from typing import Any, Callable
@@ -978,6 +979,24 @@ value("grad-None-argument", lambda L: L.func.grad(lambda a, n: (a ** 2).sum())(x
 raises("jacrev-integer-output", lambda L: L.func.jacrev(lambda a: (a * 10).long())(x3(L)))
 raises("jvp-python-number-in-primals", lambda L: L.func.jvp(lambda a, k: a * k, (x3(L), 2.0), (x3(L), 1.0)))
 raises("vmap-returns-None-in-tuple", lambda L: L.func.vmap(lambda a: (a, None))(batch(L)))
+
+
+class _Callable:
+    """A callable object with a method (module level: one class for both libraries)."""
+
+    def __call__(self, a):
+        return a
+
+    def method(self, a):
+        return 1.0
+
+
+# how vmap's messages name the function: a partial, a module (its repr), a callable object, a bound method
+raises("vmap-message-names-a-partial", lambda L: L.func.vmap(functools.partial(L.mul, other=2), in_dims=2)(batch(L)))
+raises("vmap-message-names-a-module", lambda L: L.func.vmap(L.nn.Linear(3, 2).double(), in_dims=2)(batch(L)))
+raises("vmap-message-names-a-callable-object", lambda L: L.func.vmap(_Callable(), in_dims=2)(batch(L)))
+raises("vmap-message-names-a-method", lambda L: L.func.vmap(_Callable().method)(batch(L)))
+raises("vmap-message-names-a-module-out_dims-None", lambda L: L.func.vmap(L.nn.Identity(), out_dims=None)(batch(L)))
 
 # ================================================================================================================
 # modules: functional_call, stack_module_state, replace_all_batch_norm_modules_
