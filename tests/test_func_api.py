@@ -998,6 +998,24 @@ raises("vmap-message-names-a-callable-object", lambda L: L.func.vmap(_Callable()
 raises("vmap-message-names-a-method", lambda L: L.func.vmap(_Callable().method)(batch(L)))
 raises("vmap-message-names-a-module-out_dims-None", lambda L: L.func.vmap(L.nn.Identity(), out_dims=None)(batch(L)))
 
+
+def _metadata(L, a):
+    """What a function can read of an example without its values."""
+    return L.tensor([a.numel(), a.dim(), a.ndim, len(a), a.size(0), a.size(-1), a.shape[1], int(a.is_floating_point()),
+                     int(a.is_contiguous()), int(a.dtype == L.float64), int(a.device.type == "cpu"),
+                     a.storage_offset(), *a.stride()])
+
+
+value("vmap-metadata-of-an-example", lambda L: L.func.vmap(lambda a: _metadata(L, a))(
+    L.arange(24, dtype=L.float64).reshape(2, 3, 4)))
+value("vmap-metadata-of-an-example-in_dims-1", lambda L: L.func.vmap(lambda a: _metadata(L, a), in_dims=1)(
+    L.arange(24, dtype=L.float64).reshape(2, 3, 4)))
+value("vmap-iterating-an-example", lambda L: L.func.vmap(lambda a: L.stack([r.sum() for r in a]))(
+    L.arange(24, dtype=L.float64).reshape(2, 3, 4)))
+value("vmap-unbind", lambda L: L.func.vmap(lambda a: a.unbind(0))(L.arange(24, dtype=L.float64).reshape(2, 3, 4)))
+raises("vmap-data_ptr", lambda L: L.func.vmap(lambda a: a * (a.data_ptr() > 0))(batch(L)), False)
+raises("vmap-numpy", lambda L: L.func.vmap(lambda a: L.from_numpy(a.numpy()))(batch(L)), False)
+
 # ================================================================================================================
 # modules: functional_call, stack_module_state, replace_all_batch_norm_modules_
 # ================================================================================================================
