@@ -1282,3 +1282,18 @@ def test_func_api(name):
 
 def test_case_count():
     assert len(CASES) >= 250
+
+
+NAMES = ("vmap", "grad", "grad_and_value", "vjp", "jvp", "linearize", "jacrev", "jacfwd", "hessian", "functional_call",
+         "stack_module_state", "replace_all_batch_norm_modules_", "functionalize")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_signature_like_torch(name):
+    """Parameter names, kinds and defaults as torch.func's (annotations aside)."""
+    import inspect
+
+    def sig(f):
+        return [(p.name, p.kind, p.default) for p in inspect.signature(f).parameters.values()]
+
+    assert sig(getattr(ember.func, name)) == sig(getattr(torch.func, name))
