@@ -1,8 +1,9 @@
 """torch.func's transforms (issue 20): ember against PyTorch 2.x (CPU), side by side in one run, same threads.
 
-    python bench/func.py                  # every case, 1 thread (about 2 minutes)
+    python bench/func.py                  # every case, 1 thread (under a minute)
     python bench/func.py --quick          # fewer repeats (smoke run)
     python bench/func.py --threads 2      # BLAS and torch at 2 threads
+    python bench/func.py --cpu-time       # the thread's CPU time instead of the wall clock (1 thread only)
     python bench/func.py --markdown       # also print the README table
     python bench/func.py --only psg jac   # some of the cases: psg, jac, hess, ens
     python bench/func.py --profile psg:vmap(grad)   # cProfile of ember's side of one row, no timing table
@@ -25,7 +26,8 @@ Cases (float32, inputs from NumPy's generator with a fixed seed; both libraries 
   64: ``stack_module_state`` + ``vmap(functional_call, in_dims=(0, 0, None))`` against a Python loop over the
   models; by hand in NumPy (batched ``matmul`` over the stacked weights).
 
-Each cell is the median of the timed repeats (wall clock, ms) after one warm-up call; ember's and torch's
+Each cell is the median of the timed repeats (wall clock, ms; with ``--cpu-time`` the calling thread's CPU time,
+steadier on a loaded machine and valid at 1 thread) after one warm-up call; ember's and torch's
 repeats alternate, so that both see the same load on a shared machine. Repeats are capped so that a row takes
 a few seconds at most. Before timing, every ember result is checked against torch's result of the same
 method on the same inputs (``allclose``, rtol 1e-4, atol 1e-5 x the largest value): the "check" column says
@@ -70,6 +72,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--only", nargs="+", choices=CASES, help="run only these cases")
     ap.add_argument("--budget", type=float, default=None,
                     help="seconds of timed calls per row and library (default 4, --quick 1)")
+    ap.add_argument("--cpu-time", action="store_true",
+                    help="time the calling thread's CPU time (time.thread_time) instead of the wall clock: steadier "
+                         "on a loaded machine, and valid only at --threads 1 (every library then computes on the "
+                         "calling thread)")
     ap.add_argument("--profile", metavar="CASE:METHOD",
                     help="cProfile ember's side of one row (e.g. 'psg:vmap(grad)', 'jac:jacrev') and exit")
     return ap.parse_args(argv)
@@ -362,6 +368,9 @@ def _describe(exc: BaseException) -> str:
     return f"error: {type(exc).__name__}: {msg[:70]}"
 
 
+CLOCK = time.perf_counter   # or time.thread_time (--cpu-time)
+
+
 def measure(fns: dict, budget: float, max_repeats: int) -> dict:
     """Median ms per library of alternating repeats after one warm-up call each. The repeat count is the
     largest that keeps each library's timed calls within ``budget`` seconds (at least 3, at most
@@ -369,17 +378,17 @@ def measure(fns: dict, budget: float, max_repeats: int) -> dict:
     times = {k: [] for k in fns}
     warm = {}
     for k, fn in fns.items():
-        t0 = time.perf_counter()
+        t0 = CLOCK()
         fn()
-        warm[k] = time.perf_counter() - t0
+        warm[k] = CLOCK() - t0
     repeats = int(min(max_repeats, max(3, budget / max(max(warm.values()), 1e-6))))
     order = list(fns)
     gc.collect()
     for r in range(repeats):
         for k in (order if r % 2 == 0 else order[::-1]):
-            t0 = time.perf_counter()
+            t0 = CLOCK()
             fns[k]()
-            times[k].append((time.perf_counter() - t0) * 1e3)
+            times[k].append((CLOCK() - t0) * 1e3)
     return {k: (statistics.median(v), repeats) for k, v in times.items()}
 
 
@@ -467,7 +476,7 @@ def targets(rows: list[dict]) -> list[tuple[str, str, str, str]]:
             out.append((what, target, "-", "not measured"))
             return
         ratio = num / den
-        out.append((what, target, f"{ratio:.2f}x", "met" if (ratio >= limit if faster else ratio <= limit)
+        out.append((what, target, f"{ratio:.3f}x", "met" if (ratio >= limit if faster else ratio <= limit)
                     else "missed"))
 
     v, loop = by.get(("psg", "vmap(grad)")), by.get(("psg", "loop"))
@@ -503,8 +512,10 @@ def print_tables(rows: list[dict], markdown: bool, threads: int, quick: bool) ->
             print(f"\nember {r['case']} {r['method']}: {status}")
     if not markdown:
         return
-    print(f"\n`python bench/func.py{' --quick' if quick else ''} --threads {threads}`: median ms after one "
-          "warm-up, ember's and torch's repeats alternating; float32\n")
+    clock = "CPU time of the thread" if CLOCK is time.thread_time else "wall clock"
+    print(f"\n`python bench/func.py{' --quick' if quick else ''}{' --cpu-time' if CLOCK is time.thread_time else ''}"
+          f" --threads {threads}`: median ms ({clock}) after one warm-up, ember's and torch's repeats alternating; "
+          "float32\n")
     print("| workload | method | ember ms | torch ms | ember/torch | NumPy by hand ms | ember = torch |")
     print("|---|---|---:|---:|---:|---:|---|")
     for r in rows:
@@ -561,6 +572,11 @@ def main(args: argparse.Namespace) -> None:
     if args.profile:
         profile(args.profile)
         return
+    global CLOCK
+    if args.cpu_time:
+        if args.threads != 1:
+            raise SystemExit("--cpu-time measures the calling thread only: use it with --threads 1")
+        CLOCK = time.thread_time
     budget = args.budget if args.budget is not None else (1.0 if args.quick else 4.0)
     max_repeats = 5 if args.quick else 25
     from bench.overhead import numpy_blas_threads

@@ -111,6 +111,12 @@ CASES = [
     ("setitem-slice-index", lambda m, x, i, v: _set(x.clone(), (slice(None), i), v), (X, IV1, X[:, 0, :3]), 0,
      "loop"),   # torch 2.13's index_put_ rule: "shape mismatch" for a value of the region's trailing shape
     ("copy_", lambda m, x, v: x.clone().copy_(v), (X, X[:, 0]), 0, True),
+    ("t_", lambda m, x: x.clone().t_() * 1, (X,), 0, True),
+    ("view-copies", lambda m, x: (m.narrow_copy(x, 1, 1, 2), m.diagonal_copy(x), *m.unsafe_split(x, 2, 1),
+                                  *m.unsafe_chunk(x, 2)), (X,), 0, True),
+    ("combinations", lambda m, x: (m.combinations(x), m.combinations(x, 3, with_replacement=True)),
+     (X[:, 0],), 0, True),
+    ("swapaxes_-in_dims", lambda m, x: x.clone().swapaxes_(0, 1).unsqueeze_(0).squeeze_(0) + 1, (XT,), 1, True),
     # masks
     ("masked_fill-in", lambda m, x: m.masked_fill(x, _t(m, M[0]), -1.0), (X,), 0, True),
     ("masked_fill-mask", lambda m, k: m.masked_fill(_t(m, X[0]), k, 2.0), (M,), 0, True),
@@ -121,6 +127,14 @@ CASES = [
     ("masked_select-in", lambda m, x: m.masked_select(x, _t(m, M[0])), (X,), 0, True),
     ("where-cond", lambda m, c: m.where(c, _t(m, X[0]), 0.0), (M,), 0, True),
     ("where-all", lambda m, c, x, y: m.where(c, x, y), (M[:, 0], X, X[:, 0, 0]), 0, True),
+    # comparisons and logical ops (masks)
+    ("compare", lambda m, x, y: (x > 0, m.eq(x, y), m.le(y, x), 0.1 >= x, m.ne(x, 0.5)), (X, X[:, 0]), 0, True),
+    ("compare-in_dims", lambda m, x, y: m.lt(x, y), (X[0], X[:, 0]), (None, 0), True),
+    ("compare-0d-promotion", lambda m, x, y: x[0, 0] < y, (X, X[:, 0].astype(np.float32)), 0, "loop"),
+    # (torch 2.13 compares the batched 0-d float64 operand in float64; each example compares in float32)
+    ("compare-inplace", lambda m, x, y: x.clone().gt_(y), (X, X[:, 0]), 0, True),
+    ("logical", lambda m, x, k: (m.logical_and(x, k), m.logical_or(k, x[0]), m.logical_xor(x, k[0]),
+                                 m.logical_not(k)), (X, M), 0, True),
     # sorting, selections
     ("sort", lambda m, x: tuple(m.sort(x, 1, descending=True)), (TIES,), 0, True),
     ("sort-stable-in_dims", lambda m, x: tuple(m.sort(x, dim=0, stable=True)), (np.round(XT),), 1, True),
@@ -140,9 +154,26 @@ CASES = [
     ("min-all", lambda m, x: x.min(), (XT,), 1, True),
     ("median-all", lambda m, x: m.median(x), (TIES,), 0, True),
     ("nanmedian-all", lambda m, x: m.nanmedian(x), (X,), 0, True),
+    ("any-all", lambda m, x: (x.any(), m.all(x, dim=(0, 1), keepdim=True), (x * 0).any(-1)),
+     (np.where(M, X, 0.0),), 0, True),
+    ("argmax-argmin", lambda m, x: (x.argmax(), x.argmax(1), m.argmin(x, -1, keepdim=True), x[0, 0].argmax()),
+     (TIES,), 0, True),
+    ("argmax-keepdim-all", lambda m, x: m.argmax(x, keepdim=True), (X,), 0, "loop"),
+    # (torch 2.13's rule returns shape [1] per example here, argmax(x, keepdim=True) alone [1, 1])
+    ("count_nonzero", lambda m, x: (m.count_nonzero(x), m.count_nonzero(x, dim=(0, -1))), (np.where(M, X, 0.0),),
+     0, True),
     ("trace", lambda m, x: m.trace(x), (X,), 0, True),
+    ("dist", lambda m, x, y: m.dist(x, y, 3), (X, X[:, 0]), 0, True),
+    ("dist-one-batched", lambda m, x: m.dist(x, _t(m, X[1])), (X,), 0, True),
+    ("diag_embed", lambda m, x: m.diag_embed(x, 1, 0, 2), (X,), 0, True),
+    ("diagflat", lambda m, x: m.diagflat(x), (X[:, 0],), 0, True),
     ("trace-int", lambda m, x: m.trace(x), (I,), 0, True),
     ("roll-flat", lambda m, x: m.roll(x, 3), (X,), 0, True),
+    ("quantile", lambda m, x: m.quantile(x, 0.3), (X,), 0, True),
+    ("quantile-dim-vector-q", lambda m, x: m.quantile(x, _t(m, np.array([0.2, 0.9])), dim=1, keepdim=True),
+     (X,), 0, True),
+    ("nanquantile-keepdim", lambda m, x: m.nanquantile(x, _t(m, np.array([0.5, 0.1])), keepdim=True,
+                                                       interpolation="midpoint"), (X,), 0, True),
     ("searchsorted-both", lambda m, s, v: m.searchsorted(s, v), (SEQ, X[:, 0]), 0, True),
     ("searchsorted-values", lambda m, v: m.searchsorted(_t(m, SEQ[0]), v, right=True), (X,), 0, True),
     ("searchsorted-seq-scalar", lambda m, s: m.searchsorted(s, _t(m, np.array([0.0, 0.5]))), (SEQ,), 0, True),
@@ -245,3 +276,67 @@ def test_nested_vmap_gather_index_batched_at_both_levels():
 ], ids=lambda v: v if isinstance(v, str) else "")
 def test_view_scatters(name, f, arrays, in_dims):
     test_vmap_matches_torch(name, f, arrays, in_dims, True)
+
+
+X2 = RNG.standard_normal((2, B, 4, 5))
+I2 = RNG.integers(0, 4, (2, B, 2))
+
+
+def _set_copy(x, index, value):
+    x = x.clone()
+    x[index] = value
+    return x
+
+
+@pytest.mark.parametrize("name,f,arrays,outer,inner", [
+    ("getitem", lambda m, x, i: x[i], (X2, I2), (0, 0), (0, 0)),
+    ("getitem-index-outer-only", lambda m, x, i: x[:, i], (X2, IV), (0, None), (0, 0)),
+    ("setitem-value", lambda m, x, i, v: _set_copy(x, i, v), (X2, I2, X2[:, :, :2]), (0, 0, 0), (0, 0, 0)),
+    ("index_select", lambda m, x, i: m.index_select(x, 1, i), (X2, IV), (0, None), (0, 0)),
+    ("index_put-accumulate", lambda m, x, i: m.index_put(x, (i,), x[:2] * 2, accumulate=True), (X2, I2), (0, 0),
+     (0, 0)),
+    ("take", lambda m, x, i: m.take(x, i), (X2, I2), (0, 0), (0, 0)),
+    ("sort-median", lambda m, x, i: m.sort(x, 1)[1] + m.median(x).to(m.int64), (X2, I2), (0, 0), (0, 0)),
+    ("where-masked_fill", lambda m, x, i, k: m.where(k, x, i[0] * 1.0).masked_fill(k[0], 0.0),
+     (X2, I2, RNG.random((2, B, 4, 5)) > 0.5), (0, 0, 0), (0, 0, 0)),
+], ids=lambda v: v if isinstance(v, str) else "")
+def test_nested_vmap(name, f, arrays, outer, inner):
+    def run(m):
+        xs = [m.tensor(a) for a in arrays]
+        return m.func.vmap(m.func.vmap(lambda *a: f(m, *a), in_dims=inner), in_dims=outer)(*xs)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = run(ember)
+    assert not [w for w in caught if "There is a performance drop" in str(w.message)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = run(torch)
+    _same([got], [ref], "nested vs torch.func.vmap")
+
+
+def test_gradients_through_batched_writes():
+    """vmap(grad) through scatter_add, index_put, x[i] = v, take, masked_fill, where and median(): each example's
+    gradient, as torch.func's."""
+    def f(m, x, i, v):
+        y = m.scatter_add(x, 0, i[:, None].expand(2, 5), v) + m.index_put(x, (i,), v * 3, accumulate=True)
+        y = y.clone()
+        y[i, 1:] = v[:, 1:] ** 2
+        y = m.where(y > 0, y, y * 0.5).masked_fill(x < -1.5, 0.0)
+        return (y ** 2).sum() + m.take(x, i).sum() + m.median(x * v.sum())
+    args = (X, IV, X[:, :2])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # (the comparisons fall back; torch's take/put too)
+        ge = ember.func.vmap(ember.func.grad(lambda *a: f(ember, *a), argnums=(0, 2)))(*[ember.tensor(a) for a in args])
+        gt = torch.func.vmap(torch.func.grad(lambda *a: f(torch, *a), argnums=(0, 2)))(*[torch.tensor(a) for a in args])
+    for a, b in zip(ge, gt):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("op", ["max", "min", "median", "nanmedian"])
+def test_reductions_over_every_dim_keep_each_examples_gradient(op):
+    """max()/min()/median() share the gradient evenly among ties (all NaNs for a NaN result): under vmap too, as
+    each example's torch.func.grad (torch 2.13's own vmap gives one index's gradient here)."""
+    x = np.array([[1., 3., 2., 3., 2.], [1., 2., 2., 3., 3.], [np.nan, 1, np.nan, 0, 1]])
+    got = ember.func.vmap(ember.func.grad(getattr(ember, op)))(ember.tensor(x))
+    ref = torch.stack([torch.func.grad(getattr(torch, op))(torch.tensor(r)) for r in x])
+    np.testing.assert_array_equal(got.numpy(), ref.numpy())

@@ -660,7 +660,11 @@ def _run_inplace(prim, self, others, params=_primitive._EMPTY, node_cls=None, dt
         return _orig["apply_inplace"](prim, self, others, params, node_cls, dtype, saved)
     if self._level != level:   # self batched at a lower level only than some input: as above
         raise _inplace_error(prim, self, others, level)
-    r = _primitive.apply(prim, (self,) + tuple(others), params, node_cls, dtype)
+    src_self = self
+    if self._phys._requires_grad and _gm._state.enabled:
+        # (the rule's node saves what it computed from; the write below would change it under the node)
+        src_self = wrap(self._phys.clone(), self._bdim, level)
+    r = _primitive.apply(prim, (src_self,) + tuple(others), params, node_cls, dtype)
     if r._data.shape != self._data.shape:
         raise RuntimeError(f"output with shape {list(self._data.shape)} doesn't match the broadcast shape "
                            f"{list(r._data.shape)}")
@@ -1002,6 +1006,10 @@ def _wrap_all(out, level):
     return out
 
 
+_INPLACE_DUNDERS = {f"__{n}__" for n in ("setitem", "iadd", "isub", "imul", "itruediv", "ifloordiv", "imod", "ipow",
+                                          "iand", "ior", "ixor", "ilshift", "irshift", "imatmul")}
+
+
 def _public_runner(orig, name: str):
     """A public op while vmap runs: itself, or, when its wrapper needs the values of a batched input (indices,
     sizes, data-dependent branches), once per example of the highest level among its batched inputs. Random
@@ -1034,7 +1042,8 @@ def _public_runner(orig, name: str):
                 raise NoRule(name) from None
             level = max(t._level for t in found)
             frame = frame_of(level)
-            inplace = name.endswith("_") and not name.endswith("__") or name == "setitem"
+            own = orig.__name__
+            inplace = own.endswith("_") and not own.endswith("__") or own in _INPLACE_DUNDERS
             if inplace and not (args and isinstance(args[0], Tensor) and batched_at(args[0], level)):
                 raise RuntimeError(INPLACE) from None
             fallback_warning(name)
@@ -1062,7 +1071,9 @@ def _public_functions() -> list:
                    and getattr(f, "__wrapped__", None) is not None and f.__code__ is not f.__wrapped__.__code__):
                 f = f.__wrapped__
             if isinstance(f, types.FunctionType) and id(f) not in fast and id(f) not in seen:
-                seen[id(f)] = (f, name.strip("_") if name.startswith("__") and name.endswith("__") else name)
+                # (the rules are looked up by the name stripped of underscores: scatter_ finds scatter's, whose
+                # rule tells the two apart by the function's own name; random functions keep theirs)
+                seen[id(f)] = (f, name if name in RANDOM else name.strip("_"))
     from . import _profiling
     for f, name, _ in _profiling.FACTORIES:   # creation and random functions (rand, randn, zeros, ...)
         if isinstance(f, types.FunctionType) and id(f) not in seen:

@@ -228,10 +228,15 @@ def vjp(func: Callable, *primals, has_aux: bool = False):
                     n = p.dim()
                     perm = list(range(k, k + len(new))) + list(range(k)) + list(range(k + len(new), n))
                     p = p.permute(perm)
-                    p = p.reshape((-1,) + tuple(p.shape[len(new):]))
+                    p = p.reshape((math.prod(sizes),) + tuple(p.shape[len(new):]))
                 phys_ct.append(p)
-            gs = engine.grad(outs_phys, [i.leaf for i in inputs], phys_ct, retain_graph=retain_graph,
-                             create_graph=cg, allow_unused=True, is_grads_batched=bool(new))
+            live = [k for k, o in enumerate(outs_phys) if o._requires_grad]   # (the others give zeros)
+            if live:
+                gs = engine.grad([outs_phys[k] for k in live], [i.leaf for i in inputs], [phys_ct[k] for k in live],
+                                 retain_graph=retain_graph, create_graph=cg, allow_unused=True,
+                                 is_grads_batched=bool(new))
+            else:
+                gs = [None] * len(inputs)
             res = []
             for i, g in zip(inputs, gs):
                 if not new:
@@ -256,7 +261,10 @@ def _vjp_of_batched(outs, cts, inputs, retain_graph: bool, record: bool):
     """The vector-Jacobian products for cotangents batched at vmap levels the graph does not have: one backward
     pass whose rules run on the batched cotangents (as under create_graph), recorded only when ``record``. None
     when an operation on the way has no batching rule (nothing has been changed: the graph is retained)."""
-    roots = engine._root_grads(outs, cts, True, "grad")
+    live = [k for k, o in enumerate(outs) if o._requires_grad]   # (outputs that do not depend on the inputs)
+    if not live:
+        return [i.wrap(None) for i in inputs]
+    roots = engine._root_grads([outs[k] for k in live], [cts[k] for k in live], True, "grad")
     edges = [edge_of(i.leaf) for i in inputs]
     B.STRICT[0] += 1
     try:

@@ -108,7 +108,7 @@ def public_rule(fn, rule) -> None:
         if orig.__name__ == name + "_":
             return inplace(orig, args, kwargs, level)
         return rule(orig, args, kwargs, level)
-    _batching.PUBLIC_RULES[name] = run
+    _batching.PUBLIC_RULES[name.strip("_")] = run   # (any_ is the public any)
 
 
 def dim_rule(fn, signature_of=None, default_dim=-1):
@@ -178,4 +178,91 @@ def dims_public(fn, dims: tuple):
                 return own(orig, args, kwargs, level)   # its own error
             new[name] = d + 1
         return wrap_out(fn(**new), level)
+    return rule
+
+
+def along_rule(call, args, bdims, params, size):
+    """A primitive taking an example's raw ``indices`` array along ``dim`` (gather_along, take_along_dim's, ...;
+    ``shape``: the example shape of a result made of zeros): the indices expanded over the batch (they came from
+    an unbatched tensor), the dim and shape shifted past the batch dim. 0-d examples: once per example."""
+    x, bd = args[0], bdims[0]
+    shape = params.get("shape")
+    nd = len(shape) if shape is not None else x._data.ndim - 1
+    idx = params["indices"]
+    if nd == 0 or getattr(idx, "ndim", 0) == 0:
+        return _batching.loop(call, args, bdims, params, size)
+    xp = _batching.NAMESPACES[type(idx)]
+    new = dict(params)
+    d = params["dim"]
+    new["dim"] = (d + nd if d < 0 else d) + 1
+    new["indices"] = xp.expand(xp.reshape(idx, (1,) + tuple(idx.shape)), (size,) + tuple(idx.shape))
+    if shape is not None:
+        new["shape"] = (size,) + tuple(shape)
+    return call([_batching._moved(x, bd)], new), 0
+
+
+def reduce_rule(fn):
+    """The rule of a reduction computed from the values in its wrapper (any, all, argmax, argmin,
+    count_nonzero): over the shifted ``dim`` (an int or a tuple), or, without one, over dim 1 of the flattened
+    examples (argmax's index into the flattened example is the same). 0-d examples run as (B, 1)."""
+    sig = signature(fn)
+    first = next(iter(sig.parameters))
+    has_keepdim = "keepdim" in sig.parameters
+
+    def rule(orig, args, kwargs, level):
+        bound = bind(fn, args, kwargs)
+        x = None if bound is None else bound.get(first)
+        dim = None if bound is None else bound.get("dim")
+        if not is_batched(x, level) or not (dim is None or type(dim) is int or
+                                            (isinstance(dim, (tuple, list)) and dim and
+                                             all(type(d) is int for d in dim))):
+            return own(orig, args, kwargs, level)
+        nd = x._data.ndim
+        size = batch_size(level)
+        keepdim = bool(bound.get("keepdim", False))
+        rest = {k: v for k, v in bound.items() if k not in (first, "dim", "keepdim")}
+        if dim is None or nd == 0:
+            if dim is not None and any(as_dim(d, nd) is None for d in (dim if isinstance(dim, (tuple, list))
+                                                                        else (dim,))):
+                return own(orig, args, kwargs, level)   # its own error
+            out = fn(front(x, level).reshape(size, -1), dim=1, **rest, **({"keepdim": False} if has_keepdim else {}))
+            if keepdim or nd == 0:
+                out = out.reshape((size,) + ((1,) * nd if keepdim else ()))
+            return wrap_out(out, level)
+        dims = [as_dim(d, nd) for d in (dim if isinstance(dim, (tuple, list)) else (dim,))]
+        if any(d is None for d in dims):
+            return own(orig, args, kwargs, level)   # its own error
+        new = tuple(d + 1 for d in dims) if isinstance(dim, (tuple, list)) else dims[0] + 1
+        out = fn(front(x, level), dim=new, **rest, **({"keepdim": keepdim} if has_keepdim else {}))
+        return wrap_out(out, level)
+    return rule
+
+
+def elementwise_public(fn):
+    """The rule of a non-differentiable elementwise op computed from the values in its wrapper (comparisons, the
+    logical ops): the physical operands padded to one rank (batched ones (B, 1.., example), unbatched ones as
+    they are) and, with two operands, cast first to the examples' common dtype (a 0-d operand promotes as one,
+    not as its batch)."""
+    from .._util import promote
+    names = list(signature(fn).parameters)
+
+    def rule(orig, args, kwargs, level):
+        bound = bind(fn, args, kwargs)
+        if bound is None or any(k not in names[:2] for k in bound):
+            return own(orig, args, kwargs, level)
+        vals = [bound[k] for k in names[:2] if k in bound]
+        tensors = [v for v in vals if isinstance(v, Tensor)]
+        if not tensors:
+            return own(orig, args, kwargs, level)
+        size = batch_size(level)
+        rank = max(t._data.ndim for t in tensors)
+        dt = promote(*vals) if len(vals) == 2 else None
+        new = []
+        for v in vals:
+            if is_batched(v, level):
+                v = _batching._front_and_pad(v._phys, v._bdim, rank, size)
+            if dt is not None and isinstance(v, Tensor) and v.dtype != dt:
+                v = v.to(dt)
+            new.append(v)
+        return wrap_out(fn(*new), level)
     return rule

@@ -303,3 +303,16 @@ def view_as_complex_copy(input: Tensor) -> Tensor:
 # ----- vmap -------------------------------------------------------------------------------------------------
 _batching.by_name("elementwise", "conj", "conj_physical", "angle", "complex", "polar")
 _batching.by_name("leading", "view_as_real", "view_as_complex", "view_as_real_copy")
+
+
+def _view_as_complex_rule(orig, args, kwargs, level):
+    """view_as_complex under vmap: its wrapper checks the strides and storage offset of the example, which only
+    the physical tensor (batch dim first) has (``_batching.PUBLIC_RULES``)."""
+    from .shape import vmap_front
+    x = args[0] if args else kwargs.get("input")
+    if not isinstance(x, Tensor):
+        return orig(*args, **kwargs)
+    return _batching.wrap(view_as_complex(vmap_front(x, level)), 0, level)
+
+
+_batching.PUBLIC_RULES["view_as_complex"] = _view_as_complex_rule

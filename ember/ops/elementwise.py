@@ -2424,3 +2424,18 @@ def _dirichlet_grad(x: Tensor, alpha: Tensor, total: Tensor) -> Tensor:
 # Every primitive of this family is elementwise: its inputs broadcast together, so a batched input gets its batch
 # dim first and the batch broadcasts over the unbatched ones.
 _batching.batching("elementwise", *_PRIMITIVES[_FIRST_PRIM:])
+
+
+def _where_rule(call, args, bdims, params, size):
+    """where's condition is a parameter (unbatched here: a batched one sends where to the per-example fallback)
+    that broadcasts with the inputs: the batched inputs are padded to its rank too, so that the batch dim stays in
+    front of every example dim."""
+    rank = params["cond"].ndim
+    for a, bd in zip(args, bdims):
+        if isinstance(a, Tensor):
+            rank = max(rank, a._data.ndim - (bd is not None))
+    new = [a if bd is None else _batching._front_and_pad(a, bd, rank, size) for a, bd in zip(args, bdims)]
+    return call(new, params), 0
+
+
+_batching.batching(_where_rule, where_p)

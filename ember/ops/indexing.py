@@ -1315,8 +1315,19 @@ _batching.batching(_write_rule, fill_index_p, index_put_p, index_add_p, scatter_
 _batching.batching(_put_zeros_rule, index_put_zeros_p)
 _batching.batching(_take_rule_prim, take_p)
 _batching.batching(_put_rule_prim, put_p)
-_batching.by_name("fallback", "masked_scatter", why="an index array in its parameters (a mask, and a count of the "
-                  "source's elements the example reads)")
+
+
+def _masked_scatter_prim_rule(call, args, bdims, params, size):
+    """masked_scatter with an unbatched mask (its raw index): each example's first ``count`` source elements
+    written at the mask's positions, as an index_put of the physical (B, count) region."""
+    x, s = args
+    x = x.unsqueeze(0).expand((size,) + tuple(x._data.shape)) if bdims[0] is None else _batching._moved(x, bdims[0])
+    count = params["count"]
+    s = s.reshape(-1)[:count] if bdims[1] is None else _batching._moved(s, bdims[1]).reshape(size, -1)[:, :count]
+    return apply(index_put_p, (x, s), {"index": _phys_raw_index(params["index"])}), 0
+
+
+_batching.batching(_masked_scatter_prim_rule, masked_scatter_p)
 
 
 # ----- vmap: public rules (the wrappers above read the values of their index tensors) ------------------------
@@ -1400,11 +1411,13 @@ def _index_family_rule(fn, kind: str):
             ix = _slices_index(index, level, px, d)
             if kind == "fill":
                 n = px._data.shape[d + 1]
-                ix = where(ix < 0, ix + n, ix)   # index_fill takes negative indices
+                ix = ix.remainder(n)   # index_fill takes negative indices
                 if isinstance(value, Tensor):
+                    # the filled positions as a mask, then where(): a repeated index fills (and sends the value's
+                    # gradient to) its slice once, as index_fill does (a scatter of the value would count it twice)
                     pv = _bp.front(value, level).to(x.dtype)
-                    src = pv.reshape([pv._data.shape[0]] + [1] * nd).expand(ix._data.shape)
-                    out = scatter(px, d + 1, ix, src)
+                    hit = scatter(px.new_zeros(tuple(px._data.shape)), d + 1, ix, value=1.0) != 0
+                    out = where(hit, pv.reshape([pv._data.shape[0]] + [1] * nd), px)
                 else:
                     out = scatter(px, d + 1, ix, value=value)
             else:
@@ -1432,8 +1445,7 @@ def _flat_positions(index: Tensor, level: int, n: int) -> Tensor:
         bad = _bounds(pi._data, n, negative=True)
         if bad is not None:
             raise IndexError(f"out of range: tried to access index {bad} on a tensor of {n} elements.")
-    pi = pi.reshape(_bp.batch_size(level), -1)
-    return where(pi < 0, pi + n, pi)
+    return pi.reshape(_bp.batch_size(level), -1).remainder(n)   # (in range: negatives from the end)
 
 
 def _take_rule(orig, args, kwargs, level):
@@ -1505,7 +1517,7 @@ def _masked_scatter_rule(orig, args, kwargs, level):
     m = pm.expand(*shape).reshape(size, -1)
     count = cumsum(m, 1)
     n_src = source._data.size
-    if type(count) is Tensor and n_src < int(count[:, -1].max()) if count._data.shape[1] else False:
+    if type(count) is Tensor and count._data.shape[1] and n_src < int(count[:, -1].max()):   # (values at hand)
         raise RuntimeError("Number of elements of source < number of ones in mask")
     pos = (count - 1).clamp(0, max(n_src - 1, 0))
     src = _bp.front(source, level).reshape(size, -1)
@@ -1649,9 +1661,9 @@ def _plan(items: tuple, ndim: int, level: int, tensors_advanced: bool = False):
     rank = 0
     for k, it in kinds:
         if k == "adv":
-            rank = builtins_max(rank, it._data.ndim)
+            rank = max(rank, it._data.ndim)
         elif k == "mask":
-            rank = builtins_max(rank, 1)
+            rank = max(rank, 1)
     # the example's result: sliced dims before the run of index tensors (ints select first, so they split nothing)
     pre, sliced, run, gaps, ellipsis = 0, 0, False, False, False
     for k, it in kinds:
@@ -1678,10 +1690,6 @@ def _plan(items: tuple, ndim: int, level: int, tensors_advanced: bool = False):
         phys.append(it)
     plan.phys, plan.rank, plan.pre, plan.sliced = tuple(phys), rank, (0 if gaps else pre), sliced
     return plan
-
-
-def builtins_max(a: int, b: int) -> int:
-    return a if a >= b else b
 
 
 def _to_example_layout(out: Tensor, plan) -> Tensor:
@@ -1734,8 +1742,8 @@ def _setitem_public(orig, args, kwargs, level):
     if len(args) != 3 or kwargs or not isinstance(args[0], Tensor):
         return _bp.own(orig, args, kwargs, level)
     x, index, value = args
-    if not _batching.batched_at(x, level):
-        raise RuntimeError(_bp.INPLACE_UNBATCHED.format(op="index_put_"))
+    if not _batching.batched_at(x, level):   # (PyTorch words x[i] = v's refusal as in-place arithmetic)
+        raise RuntimeError(_bp.INPLACE_UNBATCHED.format(op="inplace arithmetic"))
     plan = _plan(_index_items(index), x._data.ndim, level)
     if plan is None:
         return _bp.per_example(setitem, args, kwargs, level)
@@ -1765,7 +1773,7 @@ def _copy_rule(orig, args, kwargs, level):
         return _bp.own(orig, args, kwargs, level)
     self, src = bound["self"], bound["src"]
     if not _batching.batched_at(self, level):
-        raise RuntimeError(_bp.INPLACE_UNBATCHED.format(op="copy_"))
+        raise RuntimeError(_bp.INPLACE_UNBATCHED.format(op="inplace arithmetic"))   # (PyTorch's words for copy_)
     if broadcast_error((src._data.shape, self._data.shape)) is not None or (
             src._data.ndim > self._data.ndim and _broadcast_shape([src._data.shape, self._data.shape]) !=
             self._data.shape):
@@ -1782,3 +1790,15 @@ _bp.public_rule(setitem, _setitem_public)
 _bp.public_rule(index_put, _index_put_rule)
 _bp.signature(copy_)
 _batching.PUBLIC_RULES["copy"] = _copy_rule   # (the runner's name for copy_)
+
+
+# ----- vmap: comparisons and logical ops (the masks of indexing), which compute on the values in their wrappers ---
+# (they live in ops/elementwise.py; registered here, beside where's rule)
+
+def _register_mask_ops() -> None:
+    from . import elementwise as E
+    for fn in (E.eq, E.ne, E.lt, E.le, E.gt, E.ge, E.logical_and, E.logical_or, E.logical_xor, E.logical_not):
+        _bp.public_rule(fn, _bp.elementwise_public(fn))
+
+
+_register_mask_ops()

@@ -17,7 +17,7 @@ from .. import _dtype as D
 from .._device import NAMESPACES
 from .._tensor import Tensor, make, wrap_dim
 from ..autograd.graph import node_class
-from ..autograd._primitive import PrimNode, apply, apply_saving, batch_rule, broadcast_error, defprim
+from ..autograd._primitive import PrimNode, apply, apply_saving, batch_rule, broadcast_error, defprim, graph_ns
 from ._registry import SUBMODULES, graph, register
 from ..autograd import _batching
 from . import _batch_public as _bp
@@ -1649,31 +1649,87 @@ def segment_reduce(data: Tensor, reduce: str, *, lengths: Tensor | None = None, 
 
 
 # ----- vmap -------------------------------------------------------------------------------------------------
-_batching.by_name(_batching.dims_rule("dims"), "sum", "mean", "nansum", "std", "var", "vector_norm", "logsumexp",
-                  "amax", "amin")
-_batching.by_name(_batching.dims_rule("dim"), "cumsum", "cumprod", "logcumsumexp", "reverse_dim")
+
+
+def _zero_d(rule, key: str):
+    """``rule`` for a one-tensor op over the dims ``key`` whose 0-d example gives a 0-d result (a reduction, a
+    cumulative op): a 0-d example is batched as (batch, 1) and the op runs over that dim 1, then it is dropped.
+    (Batched as (batch,), its dims would be () and the op's forward-mode rule, which reads () as every dim, would
+    reduce the tangents over the batch.)"""
+    def wrapped(call, args, bdims, params, size):
+        x, bd = args[0], bdims[0]
+        if bd is None or x._data.ndim != 1:
+            return rule(call, args, bdims, params, size)
+        new = dict(params)
+        if key in params:
+            v = params[key]
+            new[key] = 0 if isinstance(v, int) and not isinstance(v, bool) else (0,)
+        out, obd = rule(call, [x.unsqueeze(-1)] + list(args[1:]), bdims, new, size)
+        return (out.squeeze(-1) if out._data.ndim == 2 else out), obd
+    return wrapped
+
+
+_batching.by_name(_zero_d(_batching.dims_rule("dims"), "dims"), "sum", "mean", "nansum", "std", "var",
+                  "vector_norm", "logsumexp", "amax", "amin")
+_batching.by_name(_zero_d(_batching.dims_rule("dim"), "dim"), "cumsum", "cumprod", "logcumsumexp")
+_batching.by_name(_batching.dims_rule("dim"), "reverse_dim")
 _batching.batching(_batching.flatten_rule("dim"), prod_p)
 _batching.by_name("leading", "cdist")
-_batching.batching("fallback", dist_p, why="a reduction over every dim with no dim parameter")
 
 
-def _extremum_all_rule(fn):
-    """max()/min() of each example: max(dim)/min(dim) of the flattened examples, its values (PyTorch's batching
-    rule: under vmap the gradient goes to the index max(dim) picks, not evenly to the ties)."""
+def _dist_rule(call, args, bdims, params, size):
+    """dist of each example: the norm of its difference over every dim (the examples flattened, reduced along 1)."""
+    a, b = _batching.elementwise(lambda new, p: new, args, bdims, params, size)[0]   # (padded to one rank)
+    return graph_ns.vector_norm((a - b).reshape(size, -1), params["p"], (1,)), 0
+
+
+_batching.batching(_dist_rule, dist_p)
+
+
+def _share_last(xp, a, out):
+    """max()/min()/median()'s gradient share of each element of the last dim (``out``: each row's result): its
+    ties evenly (all NaNs for a NaN result)."""
+    o = xp.reshape(out, tuple(out.shape) + (1,))
+    mask = xp.where(xp.isnan(o), xp.isnan(a), a == o)
+    return mask, xp.sum(mask, (a.ndim - 1,), True)
+
+
+def _rows_vjp(xp, g, out, a, **params):
+    mask, n = _share_last(xp, a, out)
+    return xp.reshape(g, tuple(g.shape) + (1,)) * mask / n
+
+
+def _rows_jvp(xp, t, out, a, **params):
+    mask, n = _share_last(xp, a, out)
+    return xp.sum(t * mask / n, (a.ndim - 1,), False)
+
+
+# max()/min() of each row (the last dim) with max()'s gradient (ties share evenly, a NaN result's NaNs): vmap's form
+# of max_all_p/min_all_p on the flattened examples (max(dim) would give one index's gradient, as PyTorch's rule)
+extremum_rows_p = defprim("extremum_rows", lambda xp, a, largest: (xp.amax if largest else xp.amin)(a, (a.ndim - 1,),
+                                                                                                     False),
+                          node="MaxBackward1", vjp=_rows_vjp, jvp=_rows_jvp, saves=(0,), saves_out=True)
+
+
+def _extremum_all_rule(largest: bool):
     def rule(call, args, bdims, params, size):
-        return fn(_batching._moved(args[0], bdims[0]).reshape(size, -1), 1).values, 0
+        flat = _batching._moved(args[0], bdims[0]).reshape(size, -1)
+        return apply(extremum_rows_p, (flat,), {"largest": largest}), 0
     return rule
 
 
-_batching.batching(_extremum_all_rule(max), max_all_p)
-_batching.batching(_extremum_all_rule(min), min_all_p)
+_batching.batching(_extremum_all_rule(True), max_all_p)
+_batching.batching(_extremum_all_rule(False), min_all_p)
+_batching.batching("leading", extremum_rows_p)
 # max(dim)/min(dim), cummax/cummin: their wrappers compute the indices from the values; the op on the physical
 # input with the dim shifted (max(x), max(x, other): the primitives of the overload batch)
 for _fn in (max, min):
     _bp.public_rule(_fn, _bp.dim_rule(_fn, default_dim=None))
 for _fn in (cummax, cummin):
     _bp.public_rule(_fn, _bp.dim_rule(_fn, default_dim=None))
-_batching.by_name("fallback", "gather", "put_along_dim_zeros", "scatter_add", "segment_reduce",
-                  "segment_reduce_backward", why="an index array in its parameters")
-_batching.batching("fallback", *[p for p in _PRIMS if p.name == "max" and p is not max_all_p],
-                   why="an index array in its parameters")
+_batching.by_name("fallback", "segment_reduce", "segment_reduce_backward", why="an index array in its parameters")
+# (indices from an unbatched tensor: expanded over the batch; the public ops compute theirs batched, above)
+_batching.batching(_bp.along_rule, gather_p, put_along_dim_zeros_p, select_along_p, scatter_add_zeros_p)
+# reductions whose wrappers compute from the values (not differentiable): over the shifted dims
+for _fn in (any_, all_, argmax, argmin):
+    _bp.public_rule(_fn, _bp.reduce_rule(_fn))

@@ -25,6 +25,7 @@ from ..autograd.graph import NODE_OBSERVERS, Node, _seq, node_class
 from ..autograd._primitive import PrimNode, apply, batch_rule, defprim, graph_ns, install_saved_attrs
 from ._registry import graph, method, register
 from ..autograd import _batching
+from . import _batch_public as _bp
 from ._schema import schema
 from .elementwise import is_int as _is_int
 from ..autograd._views import apply_inplace, check_inplace, relayout
@@ -1793,7 +1794,10 @@ def _list_dim_rule(extra: int):
     def rule(call, args, bdims, params, size):
         xs = [a.unsqueeze(0).expand((size,) + tuple(a._data.shape)) if bd is None else _batching._moved(a, bd)
               for a, bd in zip(args, bdims)]
-        nd = xs[0]._data.ndim - 1 + extra
+        legacy = params.get("legacy", ())
+        for i in legacy:   # cat skips legacy empty (0,) examples beside other ranks: batched, (batch, 0) is not one
+            xs[i] = xs[i].reshape((0,))
+        nd = next(x for i, x in enumerate(xs) if i not in legacy)._data.ndim - 1 + extra
         d = params["dim"]
         new = dict(params)
         new["dim"] = (d % nd if nd else 0) + 1 if d < 0 else d + 1
@@ -1834,6 +1838,98 @@ _batching.batching("elementwise", clone_p, cast_p)
 _batching.batching(_list_dim_rule(0), cat_p)
 _batching.batching(_list_dim_rule(1), stack_p)
 _batching.batching(_trace_rule, trace_p)
-_batching.batching("fallback", slice_scatter_p, select_scatter_p, diag_embed_p, unfold_backward_p, gather_rows_p,
-                   scatter_rows_p, why="a backward helper with a shape or index parameter (ember differentiates "
-                   "the physical graph, so vmap meets it only when a program calls it directly)")
+
+
+def leading_broadcast(call, args, bdims, params, size):
+    """The "leading" kind for ops whose inputs' leading (batch) dims broadcast against each other, each input a
+    matrix or more (cdist, solve_triangular, ...): every input batched, batch dim first, padded with size-1 dims to
+    the largest number of leading dims, so that the vmap dim lines up with the vmap dim (an input with a vector
+    core takes the plain "leading" kind)."""
+    ranks = [a._data.ndim - (bd is not None) for a, bd in zip(args, bdims) if isinstance(a, Tensor)]
+    if min(ranks) < 2:
+        return _batching.leading(call, args, bdims, params, size)
+    rank = max(ranks)
+    new = []
+    for a, bd in zip(args, bdims):
+        if isinstance(a, Tensor):
+            if bd is None:
+                a, bd = a.unsqueeze(0).expand((size,) + tuple(a._data.shape)), 0
+            a = _batching._front_and_pad(a, bd, rank, size)
+        new.append(a)
+    return call(new, params), 0
+
+
+# Public ops whose wrappers work on the tensor as a whole (they give their outputs one shared backward node, or
+# change the tensor they are called on): under vmap they run on the physical tensor, batch dim first, with their
+# dims shifted by one (``_batching.PUBLIC_RULES``: ``rule(orig, args, kwargs, level)``).
+
+def vmap_front(t: Tensor, level: int) -> Tensor:
+    """The physical tensor of ``t`` at vmap ``level`` (the highest level among the op's inputs), batch dim first;
+    an input not batched there is expanded over the batch."""
+    if not _batching.batched_at(t, level):
+        t = _batching.add_level(t, _batching.frame_of(level))
+    return _batching._moved(t._phys, t._bdim)
+
+
+def _bound(orig, args, kwargs) -> dict:
+    import inspect
+    b = inspect.signature(orig).bind(*args, **kwargs)
+    b.apply_defaults()
+    return b.arguments
+
+
+def _valid_dim(d, nd: int) -> bool:
+    return isinstance(d, int) and not isinstance(d, bool) and nd > 0 and -nd <= d < nd
+
+
+def _pieces_rule(fn, first: str):
+    """split, chunk, unbind: the pieces of the physical tensor along the shifted dim, each batched in front."""
+    def rule(orig, args, kwargs, level):
+        a = _bound(orig, args, kwargs)
+        x = a[first]
+        if not isinstance(x, Tensor) or not _valid_dim(a["dim"], x._data.ndim):
+            return orig(*args, **kwargs)   # (its own error)
+        a[first] = vmap_front(x, level)
+        a["dim"] = a["dim"] % x._data.ndim + 1
+        return tuple(_batching.wrap(p, 0, level) for p in fn(**a))
+    return rule
+
+
+_batching.PUBLIC_RULES.update(split=_pieces_rule(split, "tensor"), chunk=_pieces_rule(chunk, "input"),
+                              unbind=_pieces_rule(unbind, "input"))
+
+
+def _shaped_rule(*keys: str):
+    """A one-tensor op making a result of the example shape ``shape`` (its param) whose params ``keys`` name dims
+    of that result: the batch dim first, the dims shifted by one, the batch size prepended to the shape."""
+    def rule(call, args, bdims, params, size):
+        shape = tuple(params["shape"])
+        nd = len(shape)
+        new = dict(params)
+        for k in keys:
+            v = params[k]
+            new[k] = (v % nd if nd else 0) + 1 if v < 0 else v + 1
+        new["shape"] = (size,) + shape
+        return call([_batching._moved(args[0], bdims[0])], new), 0
+    return rule
+
+
+_batching.batching(_shaped_rule("dim"), slice_scatter_p, select_scatter_p, scatter_rows_p)
+_batching.batching(_shaped_rule("dim1", "dim2"), diag_embed_p)
+_batching.batching(_shaped_rule("dimension"), unfold_backward_p)
+_batching.batching(_batching.dims_rule("dim"), gather_rows_p)
+
+
+def _combinations_rule(orig, args, kwargs, level):
+    """combinations of each example: the index combinations of range(n) (no values needed) taken from the physical
+    rows at once."""
+    bound = _bp.bind(combinations, args, kwargs)
+    x = None if bound is None else bound.get("input")
+    if not _bp.is_batched(x, level) or x._data.ndim != 1:
+        return _bp.own(orig, args, kwargs, level)   # its own error
+    idx = combinations(C.arange(x._data.shape[0]), bound.get("r", 2), bound.get("with_replacement", False))
+    px = _bp.front(x, level)
+    return _bp.wrap_out(px[:, :0].clone() if idx._data.ndim == 1 else px[:, idx], level)
+
+
+_bp.public_rule(combinations, _combinations_rule)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from ..autograd import _batching
 from . import _batch_public as _bp
+from .reduction import _rows_jvp, _rows_vjp
 
 import math
 import numbers
@@ -830,36 +831,23 @@ def nonzero_static(input: Tensor, *, size: int, fill_value: int = -1) -> Tensor:
 
 
 # ----- vmap -------------------------------------------------------------------------------------------------
-_batching.by_name("fallback", "gather_along", "scatter_along_zeros", why="an index array in its parameters")
-_batching.by_name("fallback", "quantile", why="a reduction over every dim with no dim parameter")
+_batching.batching(_bp.along_rule, gather_p, scatter_p)   # (indices from an unbatched tensor)
+_batching.batching(_batching.shape_rule("shape"), quantile_out_p)
 
 
 def _median_last(xp, a, ignore_nan):
-    d = a.ndim - 1
-    return xp.gather_along(a, xp.median_indices(a, d, ignore_nan), d, False)
-
-
-def _share_last(xp, a, out):
-    """median()'s gradient share of each element of the last dim: ties (all NaNs for a NaN result) evenly."""
-    o = xp.reshape(out, tuple(out.shape) + (1,))
-    mask = xp.where(xp.isnan(o), xp.isnan(a), a == o)
-    return mask, xp.sum(mask, (a.ndim - 1,), True)
-
-
-def _median_last_vjp(xp, g, out, a, ignore_nan):
-    mask, n = _share_last(xp, a, out)
-    return xp.reshape(g, tuple(g.shape) + (1,)) * mask / n
-
-
-def _median_last_jvp(xp, t, out, a, ignore_nan):
-    mask, n = _share_last(xp, a, out)
-    return xp.sum(t * mask / n, (a.ndim - 1,), False)
+    # each row's median() by the kernel of median() itself: its values exactly, and faster than median(dim)'s
+    # indices (which model PyTorch's choice among ties, not needed here)
+    rows = xp.reshape(a, (-1, a.shape[-1]))
+    out = xp.stack([xp.median_all(rows[k], ignore_nan) for k in range(rows.shape[0])], 0) if rows.shape[0] else \
+        xp.reshape(rows[:, :0], (0,))
+    return xp.reshape(out, tuple(a.shape[:-1]))
 
 
 # median()/nanmedian() of each row (the last dim) with median()'s gradient (ties share evenly): vmap's form of
 # median_all_p on the flattened examples (median(dim) would give one index's gradient)
-median_rows_p = defprim("median_rows", _median_last, node="MedianBackward0", vjp=_median_last_vjp,
-                        jvp=_median_last_jvp, saves=(0,), saves_out=True)
+median_rows_p = defprim("median_rows", _median_last, node="MedianBackward0", vjp=_rows_vjp, jvp=_rows_jvp,
+                        saves=(0,), saves_out=True)
 
 
 def _median_all_rule(ignore_nan: bool):
@@ -881,8 +869,10 @@ for _fn in (topk, kthvalue, mode):
     _bp.public_rule(_fn, _bp.dim_rule(_fn))
 for _fn in (median, nanmedian):
     _bp.public_rule(_fn, _bp.dim_rule(_fn, default_dim=None))
-_batching.by_name("fallback", "unique", "unique_consecutive", "bincount",
-                  why="its output's size depends on the values (PyTorch refuses it under vmap)")
+_batching.by_name("fallback", "unique", "unique_consecutive",
+                  why="its output's size depends on the values (PyTorch refuses it under vmap; so do the public ops)")
+_batching.by_name("fallback", "bincount", why="its output's size depends on the values (PyTorch runs it once per "
+                  "example, as ember's public op does)")
 
 
 def _searchsorted_rule(orig, args, kwargs, level):
@@ -961,7 +951,49 @@ def _dynamic_rule(fn, aten):
 _bp.public_rule(unique, _dynamic_rule(unique, lambda b: "_unique2" if b.get("dim") is None else "unique_dim"))
 _bp.public_rule(unique_consecutive, _dynamic_rule(unique_consecutive, lambda b: "unique_consecutive"))
 _bp.public_rule(nonzero, _dynamic_rule(nonzero, lambda b: "nonzero"))
-# (argwhere and nonzero_static call nonzero: each example apart, as PyTorch's fallback; their sizes are fixed or
-# stacked when equal)
-for _fn in (argwhere, nonzero_static):
+# (argwhere and nonzero_static call nonzero, histogram and histogramdd read the data's range as numbers: each
+# example apart, as PyTorch's fallback; their sizes are fixed, or stacked when equal)
+for _fn in (argwhere, nonzero_static, histogram, histogramdd):
     _bp.public_rule(_fn, lambda orig, args, kwargs, level, _f=_fn: _bp.per_example(_f, args, kwargs, level))
+
+
+def _quantile_rule(fn):
+    """quantile/nanquantile of the physical input: along the shifted dim, or along dim 1 of the flattened
+    examples without one; a vector of q puts its dim first, before the batch dim, which then moves to the front."""
+    def rule(orig, args, kwargs, level):
+        bound = _bp.bind(fn, args, kwargs)
+        if bound is None or not _bp.is_batched(bound.get("input"), level) or _bp.is_batched(bound.get("q"), level):
+            return _bp.own(orig, args, kwargs, level)
+        x, q = bound["input"], bound["q"]
+        dim = bound.get("dim", bound.get("axis"))
+        keepdim = bound.get("keepdim", bound.get("keepdims", False))
+        if (dim is not None and type(dim) is not int) or not isinstance(keepdim, bool):
+            return _bp.own(orig, args, kwargs, level)
+        nd = x._data.ndim
+        size = _bp.batch_size(level)
+        px = _bp.front(x, level)
+        rest = {"interpolation": bound.get("interpolation", "linear")}
+        if dim is None or nd == 0:
+            d = _bp.as_dim(dim, nd) if dim is not None else 0
+            if d is None:
+                return _bp.own(orig, args, kwargs, level)
+            out = fn(px.reshape(size, -1), q, 1, False, **rest)
+            kept = (1,) * nd if keepdim else ()
+        else:
+            d = _bp.as_dim(dim, nd)
+            if d is None:
+                return _bp.own(orig, args, kwargs, level)
+            out = fn(px, q, d + 1, keepdim, **rest)
+            kept = None
+        vector = isinstance(q, Tensor) and q._data.ndim == 1
+        if vector:
+            out = out.movedim(1, 0)
+        if kept is not None:
+            out = out.reshape((size,) + ((q._data.shape[0],) if vector else ()) + kept)
+        return _bp.wrap_out(out, level)
+    return rule
+
+
+for _fn in (quantile, nanquantile):
+    _bp.public_rule(_fn, _quantile_rule(_fn))
+_bp.public_rule(count_nonzero, _bp.reduce_rule(count_nonzero))

@@ -242,6 +242,8 @@ def _as_copy(r, node_name: str):
     op's node renamed ``node_name`` (PyTorch's ViewBackward0_copy, UnsafeSplitBackward0, ...)."""
     if isinstance(r, (tuple, list)):
         return tuple(_as_copy(p, node_name) for p in r)
+    if type(r) is _batching.BatchedTensor:   # under vmap: a batched copy (nodes are the physical graph's)
+        return r.clone()
     d = r._data
     out = make(backend_of(d).copy(d))
     node = r.grad_fn

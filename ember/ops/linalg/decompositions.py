@@ -1141,3 +1141,18 @@ _batching.by_name("leading", "cholesky", "cholesky_ex", "qr_Q", "qr_R", "eigh_L"
                   "householder_product", "tri_mask")
 _batching.by_name("leading", *[n for n in ("linalg_ldl_factor_ex", "geqrf")
                               if any(p.name == n for p in _batching._primitive.PRIMITIVES)])
+
+
+def _svd_rule(orig, args, kwargs, level):
+    """linalg.svd and the legacy svd under vmap (both named "svd" in the public tables): their wrappers give the
+    three outputs one backward node, so they run on the physical matrix, batch dim first (they map over leading
+    dims) (``_batching.PUBLIC_RULES``)."""
+    from ..shape import vmap_front
+    fn = {"linalg_svd": (linalg_svd, SVDResult), "svd": (svd, SVDLegacy)}.get(orig.__code__.co_name)
+    if fn is None or not args or not isinstance(args[0], Tensor) or args[0]._data.ndim < 2:
+        return orig(*args, **kwargs)
+    outs = fn[0](vmap_front(args[0], level), *args[1:], **kwargs)
+    return fn[1](*(_batching.wrap(t, 0, level) for t in outs))
+
+
+_batching.PUBLIC_RULES["svd"] = _svd_rule

@@ -1171,10 +1171,10 @@ def _addprod_rule(call, args, bdims, params, size):
         r = call([C, A, b])
         return r.reshape((size, rows) + tuple(r._data.shape[1:])), 0
     if ba is None and bb is None:   # only c batched: it broadcasts over the product as it is
-        r = call([_batching._front_and_pad(c, bc, len(out), size), a, b])
-        if params["beta"] == 0:   # (c ignored: the same product for every example)
-            r = r.unsqueeze(0).expand((size,) + tuple(r._data.shape))
-        return r, 0
+        if params["beta"] != 0:
+            return call([_batching._front_and_pad(c, bc, len(out), size), a, b]), 0
+        # beta == 0: the kernel ignores c, its shape too; an expanded a carries the batch into the result instead
+        a, ba = a.unsqueeze(0).expand((size,) + tuple(a._data.shape)), 0
     z = _free_letter(eq)
     A = a if ba is None else _batching._moved(a, ba)
     Bm = b if bb is None else _batching._moved(b, bb)

@@ -685,5 +685,8 @@ def cholesky_inverse(input: Tensor, upper: bool = False, *, out=None) -> Tensor:
 
 
 # ----- vmap -------------------------------------------------------------------------------------------------
-_batching.by_name("leading", "inv", "solve", "solve_triangular", "cholesky_solve", "pinv", "lstsq", "lu_solve",
+from ..shape import leading_broadcast as _leading_broadcast  # noqa: E402  (the vmap rules only)
+_batching.by_name(_leading_broadcast, "solve_triangular", "cholesky_solve")   # (not solve: a batch of vectors B)
+_batching.by_name("leading", "solve")
+_batching.by_name("leading", "inv", "pinv", "lstsq", "lu_solve",
                   "linalg_ldl_solve")
