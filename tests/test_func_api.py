@@ -21,6 +21,7 @@ The cases were written by running torch 2.13; ``python -m pytest -p <plugin>`` w
 from __future__ import annotations
 
 import collections
+import functools
 import re
 import warnings
 from typing import Any, Callable
@@ -896,6 +897,125 @@ value("gradcheck-check_batched_grad-and-forward", lambda L: L.autograd.gradcheck
 value("gradgradcheck-check_batched_grad", lambda L: L.autograd.gradgradcheck(
     lambda a: a.sin() * a, (x3(L).requires_grad_(),), check_batched_grad=True))
 
+# ----- more corners: wrapping, dtypes, nesting with aux and randomness ----------------------------------------------
+
+
+def _documented(a):
+    """doc"""
+    return a.sin().sum()
+
+
+for _T in ("vmap", "grad", "grad_and_value", "jacrev", "jacfwd", "hessian"):
+    value(f"{_T}-wraps-the-function", lambda L, T=_T: (
+        getattr(L.func, T)(_documented).__name__, getattr(L.func, T)(_documented).__doc__,
+        getattr(getattr(L.func, T)(_documented), "__wrapped__", None) is _documented))
+
+
+def _vmap_linearized(L):
+    _, fn = L.func.linearize(L.sin, x3(L))
+    return L.func.vmap(fn)(batch(L))
+
+
+def _nested_random(L, outer, inner):
+    L.manual_seed(0)
+    return L.func.vmap(L.func.vmap(lambda a: L.rand((), dtype=L.float64) + a, randomness=inner),
+                       randomness=outer)(L.zeros(2, 3, dtype=L.float64))
+
+
+value("vmap(linearize's function)", _vmap_linearized)
+value("vmap(vjp)-has_aux", lambda L: L.func.vmap(lambda a: L.func.vjp(lambda t: (t.sin(), t.cos()), a,
+                                                                      has_aux=True)[2])(batch(L)))
+value("vmap(jvp)-has_aux", lambda L: L.func.vmap(lambda a: L.func.jvp(lambda t: (t.sin(), {"c": t.cos()}), (a,),
+                                                                      (a,), has_aux=True))(batch(L)))
+value("vmap-integer-input", lambda L: L.func.vmap(lambda a: a * 2)(L.arange(6).reshape(2, 3)))
+value("vmap-bool-input", lambda L: L.func.vmap(lambda a: a.logical_not())(L.tensor([[True, False], [False, False]])))
+value("vmap-complex-input", lambda L: L.func.vmap(L.abs)(batch(L) * (1 + 1j)))
+value("vmap-setitem-on-batched-input", lambda L: L.func.vmap(lambda a: (a.__setitem__(0, 5.0), a)[1])(batch(L)))
+value("vmap-chunk_size-larger-than-batch", lambda L: L.func.vmap(L.sin, chunk_size=10)(batch(L)))
+value("vmap-in_dims-negative-nested", lambda L: L.func.vmap(lambda d: d["a"].sum(), in_dims=({"a": -1},))(
+    {"a": batch(L)}))
+value("grad-complex-input", lambda L: L.func.grad(lambda a: a.abs().sum())(x3(L).to(L.complex128) * (1 + 2j)))
+value("grad-float32", lambda L: L.func.grad(lambda a: (a ** 2).sum())(x3(L).float()))
+value("hessian-dict-input", lambda L: L.func.hessian(lambda d: (d["a"] ** 2 * d["b"]).sum())(
+    {"a": x3(L), "b": y3(L)}))
+value("jacrev-has_aux-argnums-tuple", lambda L: L.func.jacrev(lambda a, b: ((a * b).sin(), a + b), argnums=(0, 1),
+                                                              has_aux=True)(x3(L), y3(L)))
+for _outer, _inner in (("different", "same"), ("same", "different"), ("different", "different")):
+    value(f"vmap(vmap)-randomness-{_outer}-over-{_inner}", lambda L, o=_outer, i=_inner: _nested_random(L, o, i),
+          exact=True)
+raises("vmap(vmap)-randomness-error-inside-different", lambda L: _nested_random(L, "different", "error"))
+raises("grad-output-of-shape-1", lambda L: L.func.grad(lambda a: a.sum().reshape(1))(x3(L)))
+raises("vmap-in_dims-a-tensor", lambda L: L.func.vmap(L.sin, in_dims=L.tensor(0))(batch(L)),
+       "(<inputs>): expected `in_dims` to be int or a (potentially nested) tuple matching the structure of inputs, "
+       "got: <class '")   # (the class's module differs: torch.Tensor, ember.Tensor)
+
+value("vmap-0d-per-sample-out_dims--1", lambda L: L.func.vmap(lambda a: a.sum(), out_dims=-1)(batch(L)))
+value("vmap-out_dims-nested-with-None", lambda L: L.func.vmap(lambda a: (a, (x3(L), a)), out_dims=(0, (None, 1)))(
+    batch(L)))
+value("vmap-returns-unbatched-input", lambda L: L.func.vmap(lambda a, b: b, in_dims=(0, None))(batch(L), x3(L)))
+value("vmap-batch-of-one", lambda L: L.func.vmap(L.sin)(batch(L, 1)))
+value("grad-in-place-on-a-clone", lambda L: L.func.grad(lambda a: a.clone().mul_(a).sum())(x3(L)))
+value("grad_and_value-negative-argnums-tuple-has_aux", lambda L: L.func.grad_and_value(
+    lambda a, b: ((a * b).sum(), b), argnums=(-1,), has_aux=True)(x3(L), y3(L)))
+raises("vmap-0d-per-sample-out_dims-1", lambda L: L.func.vmap(lambda a: a.sum(), out_dims=1)(batch(L)))
+raises("vmap-in_dims-tuple-holding-a-float", lambda L: L.func.vmap(L.add, in_dims=(0, 1.5))(batch(L), batch(L)))
+raises("vmap-in_dims-tuple-holding-a-str", lambda L: L.func.vmap(L.add, in_dims=(0, "a"))(batch(L), batch(L)))
+raises("vmap-out_dims-tuple-holding-a-str", lambda L: L.func.vmap(lambda a: (a, a), out_dims=(0, "a"))(batch(L)))
+raises("vmap-in_dims-a-dict", lambda L: L.func.vmap(lambda d: d["a"], in_dims={"a": 0})({"a": batch(L)}))
+raises("grad-in-place-on-the-input", lambda L: L.func.grad(lambda a: a.mul_(2).sum())(x3(L)))
+raises("vjp-in-place-on-the-input", lambda L: L.func.vjp(lambda a: a.mul_(2), x3(L))[1](y3(L)))
+value("jacfwd-integer-output-zeros", lambda L: L.func.jacfwd(lambda a: (a * 10).long())(x3(L)))
+value("vmap-returns-empty-tuple", lambda L: L.func.vmap(lambda a: ())(batch(L)))
+value("vmap-returns-empty-dict", lambda L: L.func.vmap(lambda a: {})(batch(L)))
+value("vmap-returns-None-with-out_dims-None", lambda L: L.func.vmap(lambda a: (a, None), out_dims=(0, None))(
+    batch(L)))
+value("vmap-torch.tensor-inside", lambda L: L.func.vmap(lambda a: a + L.tensor([1., 2., 3.], dtype=L.float64))(
+    batch(L)))
+value("vmap(jacfwd)", lambda L: L.func.vmap(L.func.jacfwd(lambda a: a.sin() * a.sum()))(batch(L)))
+value("jacfwd(vmap)", lambda L: L.func.jacfwd(L.func.vmap(lambda a: a.sin() * a.sum()))(batch(L)))
+value("vmap(jacrev-chunk_size-1)", lambda L: L.func.vmap(L.func.jacrev(lambda a: a.sin() * a.sum(), chunk_size=1))(
+    batch(L)))
+value("grad-None-argument", lambda L: L.func.grad(lambda a, n: (a ** 2).sum())(x3(L), None))
+raises("jacrev-integer-output", lambda L: L.func.jacrev(lambda a: (a * 10).long())(x3(L)))
+raises("jvp-python-number-in-primals", lambda L: L.func.jvp(lambda a, k: a * k, (x3(L), 2.0), (x3(L), 1.0)))
+raises("vmap-returns-None-in-tuple", lambda L: L.func.vmap(lambda a: (a, None))(batch(L)))
+
+
+class _Callable:
+    """A callable object with a method (module level: one class for both libraries)."""
+
+    def __call__(self, a):
+        return a
+
+    def method(self, a):
+        return 1.0
+
+
+# how vmap's messages name the function: a partial, a module (its repr), a callable object, a bound method
+raises("vmap-message-names-a-partial", lambda L: L.func.vmap(functools.partial(L.mul, other=2), in_dims=2)(batch(L)))
+raises("vmap-message-names-a-module", lambda L: L.func.vmap(L.nn.Linear(3, 2).double(), in_dims=2)(batch(L)))
+raises("vmap-message-names-a-callable-object", lambda L: L.func.vmap(_Callable(), in_dims=2)(batch(L)))
+raises("vmap-message-names-a-method", lambda L: L.func.vmap(_Callable().method)(batch(L)))
+raises("vmap-message-names-a-module-out_dims-None", lambda L: L.func.vmap(L.nn.Identity(), out_dims=None)(batch(L)))
+
+
+def _metadata(L, a):
+    """What a function can read of an example without its values."""
+    return L.tensor([a.numel(), a.dim(), a.ndim, len(a), a.size(0), a.size(-1), a.shape[1], int(a.is_floating_point()),
+                     int(a.is_contiguous()), int(a.dtype == L.float64), int(a.device.type == "cpu"),
+                     a.storage_offset(), *a.stride()])
+
+
+value("vmap-metadata-of-an-example", lambda L: L.func.vmap(lambda a: _metadata(L, a))(
+    L.arange(24, dtype=L.float64).reshape(2, 3, 4)))
+value("vmap-metadata-of-an-example-in_dims-1", lambda L: L.func.vmap(lambda a: _metadata(L, a), in_dims=1)(
+    L.arange(24, dtype=L.float64).reshape(2, 3, 4)))
+value("vmap-iterating-an-example", lambda L: L.func.vmap(lambda a: L.stack([r.sum() for r in a]))(
+    L.arange(24, dtype=L.float64).reshape(2, 3, 4)))
+value("vmap-unbind", lambda L: L.func.vmap(lambda a: a.unbind(0))(L.arange(24, dtype=L.float64).reshape(2, 3, 4)))
+raises("vmap-data_ptr", lambda L: L.func.vmap(lambda a: a * (a.data_ptr() > 0))(batch(L)), False)
+raises("vmap-numpy", lambda L: L.func.vmap(lambda a: L.from_numpy(a.numpy()))(batch(L)), False)
+
 # ================================================================================================================
 # modules: functional_call, stack_module_state, replace_all_batch_norm_modules_
 # ================================================================================================================
@@ -1022,6 +1142,43 @@ class _KW:
         return M()
 
 
+def _bn_eval_per_sample(L):
+    """Per-sample gradients through an eval-mode BatchNorm (its running stats are read, not written)."""
+    L.manual_seed(0)
+    model = L.nn.Sequential(L.nn.Linear(3, 4), L.nn.BatchNorm1d(4), L.nn.Tanh(), L.nn.Linear(4, 1)).double().eval()
+    model[1].running_mean.fill_(0.25)
+    params = {k: v.detach() for k, v in model.named_parameters()}
+    buffers = {k: v.detach() for k, v in model.named_buffers()}
+
+    def loss(p, a):
+        return L.func.functional_call(model, (p, buffers), (a.unsqueeze(0),)).sum()
+
+    return L.func.vmap(L.func.grad(loss), in_dims=(None, 0))(params, batch(L, 4))
+
+
+def _grad_tied(L):
+    L.manual_seed(0)
+    m = L.nn.Sequential(L.nn.Linear(2, 2, bias=False), L.nn.Linear(2, 2, bias=False)).double()
+    m[1].weight = m[0].weight
+    w = m[0].weight.detach()
+    return L.func.grad(lambda t: L.func.functional_call(m, {"0.weight": t}, (batch(L)[:, :2],)).pow(2).sum())(w)
+
+
+def _ensemble_training_step(L):
+    models = [_mlp(L, seed) for seed in range(3)]
+    params, buffers = L.func.stack_module_state(models)
+    base = _mlp(L)
+
+    def loss(p, b, a):
+        return L.func.functional_call(base, (p, b), (a,)).pow(2).mean()
+
+    grads = L.func.vmap(L.func.grad(loss), in_dims=(0, 0, None))(params, buffers, batch(L))
+    return {k: (params[k] - 0.1 * g).detach() for k, g in grads.items()}
+
+
+value("vmap(grad(functional_call))-batch-norm-eval", _bn_eval_per_sample)
+value("grad(functional_call)-tied-weights", _grad_tied)
+value("vmap(grad)-ensemble-training-step", _ensemble_training_step)
 value("functional_call-tied-weights", _tied, core=False)
 value("functional_call-tie_weights-False", lambda L: _tied(L, tie_weights=False), core=False)
 value("functional_call-params-and-buffers-dicts", _functional_call_dicts, core=False)
@@ -1125,3 +1282,18 @@ def test_func_api(name):
 
 def test_case_count():
     assert len(CASES) >= 250
+
+
+NAMES = ("vmap", "grad", "grad_and_value", "vjp", "jvp", "linearize", "jacrev", "jacfwd", "hessian", "functional_call",
+         "stack_module_state", "replace_all_batch_norm_modules_", "functionalize")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_signature_like_torch(name):
+    """Parameter names, kinds and defaults as torch.func's (annotations aside)."""
+    import inspect
+
+    def sig(f):
+        return [(p.name, p.kind, p.default) for p in inspect.signature(f).parameters.values()]
+
+    assert sig(getattr(ember.func, name)) == sig(getattr(torch.func, name))
