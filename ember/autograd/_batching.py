@@ -195,7 +195,7 @@ class BatchedTensor(Tensor):
             raise RuntimeError("ember: a BatchedTensor records no graph of its own (its physical tensor does)")
 
     def data_ptr(self) -> int:
-        return self._phys.data_ptr()
+        raise RuntimeError("Cannot access data pointer of Tensor that doesn't have storage")
 
     def storage_offset(self) -> int:
         return 0   # (an example is seen as a contiguous tensor of its own)

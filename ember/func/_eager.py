@@ -188,6 +188,9 @@ def vjp(func: Callable, *primals, has_aux: bool = False):
             if not isinstance(o, Tensor):
                 raise RuntimeError(f"vjp(f, *primals): expected f(*primals) to return only tensors, got unsupported "
                                    f"type {type(o)}")
+            if o._data.dtype.kind not in "fcV":
+                raise RuntimeError(f"vjp(f, ...): All outputs of f must be floating-point or complex Tensors, got "
+                                   f"Tensor with dtype {o.dtype}")
         outs_phys = _flat_phys(flat_out)
         keep = _keep_graph(inputs, outs_phys, grad_on)
     levels = [f.level for f in frames]
@@ -410,7 +413,7 @@ def jvp(func: Callable, primals: Any, tangents: Any, *, strict: bool = False, ha
                                        f"unsupported type {type(o)}")
                 po, levels = B.to_front(o)
                 primal, tangent = fwAD.unpack_dual(po)
-                if tangent is None:
+                if tangent is None or primal._data.dtype.kind not in "fcV":   # (an integer output: zeros)
                     tangent = torch.zeros_like(primal)
                 primal_outs.append(B.from_front(primal, levels))
                 tangent_outs.append(B.from_front(tangent, levels))
