@@ -32,7 +32,9 @@ PER_OP = 2
 
 
 def test_every_primitive_has_a_rule_or_an_explicit_fallback():
-    missing = [p.name for p in PRIMITIVES if p.vmap is None and p.name not in _batching.FALLBACK]
+    # (ember's own primitives, those made on first use included; a test may declare one of its own in this process)
+    ours = [p for p in PRIMITIVES if getattr(p.forward, "__module__", "").startswith("ember")]
+    missing = [p.name for p in ours if p.vmap is None and p.name not in _batching.FALLBACK]
     assert not missing, f"primitives with no batching rule and not on the fallback list: {missing}"
     for name, why in _batching.FALLBACK.items():
         assert why and len(why) > 10, f"{name}: a fallback needs its reason"

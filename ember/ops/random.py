@@ -447,6 +447,10 @@ def _zero(xp, g, *_a, **_k):
     return xp.zeros_like(g)
 
 
+_RANDOM_RECORD = ("records a random function's draw (its value a parameter): vmap's randomness modes handle the public "
+                  "random functions, which apply it to physical tensors")
+
+
 def _fill_prim(node_name: str, n_others: int = 0):
     """A primitive that replaces its first input by ``value``: PyTorch's NormalBackward0 & co, zero gradients."""
     key = (node_name, n_others)
@@ -456,6 +460,7 @@ def _fill_prim(node_name: str, n_others: int = 0):
         prim = _PRIMS[key] = P.defprim(
             "random_fill", lambda xp, a, *rest, value: xp.fill_index(a, Ellipsis, value),
             node=node_name, vjp=(_zero,) * n if n > 1 else _zero, jvp=(_zero,) * n if n > 1 else _zero)
+        _batching.batching("fallback", prim, why=_RANDOM_RECORD)
     return prim
 
 
@@ -467,6 +472,7 @@ def _make_prim(node_name: str, n_in: int):
         prim = _PRIMS[key] = P.defprim("random_sample", lambda xp, *ins, value: value,
                                        node=node_name, vjp=(_zero,) * n_in if n_in > 1 else _zero,
                                        jvp=(_zero,) * n_in if n_in > 1 else _zero)
+        _batching.batching("fallback", prim, why=_RANDOM_RECORD)
     return prim
 
 
@@ -872,6 +878,7 @@ def _no_grad_prim(name: str, n_in: int):
         prim = _PRIMS[key] = P.defprim(name, lambda xp, *ins, value: value, node="NotImplemented",
                                        vjp=(rule,) * n_in if n_in > 1 else rule,
                                        jvp=(rule,) * n_in if n_in > 1 else rule)
+        _batching.batching("fallback", prim, why=_RANDOM_RECORD)
     return prim
 
 
