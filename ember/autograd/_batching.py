@@ -1054,7 +1054,7 @@ def _public_runner(orig, name: str):
     return run
 
 
-_PUBLIC: list | None = None   # (function, the entry code, the runner's kwdefaults)
+_PUBLIC: list | None = None   # (function, the entry code); the runner is in the function's kwdefaults
 
 
 # Every public op function, filled by ember.ops from its registry (a slot, so that autograd imports nothing above it)
@@ -1112,7 +1112,12 @@ def _public_swaps() -> list:
             orig = types.FunctionType(code, f.__globals__, f.__name__, f.__defaults__, f.__closure__)
             orig.__kwdefaults__ = f.__kwdefaults__
             entry = _entry_code(len(code.co_freevars)).replace(co_name=code.co_name)
-            done.append((f, entry, {"_ember_vmap_run": _public_runner(orig, name)}))
+            # The runner rides in the function's keyword defaults for good (its own code never reads the extra
+            # key), so that installing and removing the swap is one __code__ assignment each
+            kw = dict(f.__kwdefaults__ or {})
+            kw["_ember_vmap_run"] = _public_runner(orig, name)
+            f.__kwdefaults__ = kw
+            done.append((f, entry))
         _PUBLIC = done
     return _PUBLIC
 
@@ -1148,13 +1153,20 @@ def _install() -> None:
             continue
         _saved.append((f, f.__code__, f.__kwdefaults__))
         f.__code__ = entry.replace(co_name=f.__code__.co_name)
-    for f, entry, run_kw in _public_swaps():
-        _saved.append((f, f.__code__, f.__kwdefaults__))
+    public = _public_swaps()
+    _saved_public[:] = [f.__code__ for f, _ in public]
+    for f, entry in public:
         f.__code__ = entry
-        f.__kwdefaults__ = run_kw
+
+
+_saved_public: list = []   # the public functions' code while the swap is in (in _PUBLIC's order)
 
 
 def _uninstall() -> None:
+    if _saved_public:
+        for (f, _), code in zip(_PUBLIC, _saved_public):
+            f.__code__ = code
+        _saved_public.clear()
     while _saved:
         f, code, kw = _saved.pop()
         f.__code__, f.__kwdefaults__ = code, kw
