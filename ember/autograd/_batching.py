@@ -1081,23 +1081,24 @@ def _public_functions() -> list:
     return list(seen.values())
 
 
-_ENTRIES: dict = {}   # number of closure cells -> an entry's code
+_ENTRIES: dict = {}   # (number of closure cells, keyword) -> an entry's code
 
 
-def _entry_code(n: int):
-    """The code of ``def entry(*args, _ember_vmap_run, **kwargs)`` with ``n`` free variables (a function's code
-    can only be swapped for code with as many), calling ``_ember_vmap_run(args, kwargs)``."""
-    code = _ENTRIES.get(n)
+def entry_code(n: int, keyword: str = "_ember_vmap_run"):
+    """The code of ``def entry(*args, <keyword>, **kwargs)`` with ``n`` free variables (a function's code can only
+    be swapped for code with as many), calling ``<keyword>(args, kwargs)``: what vmap's and the profiler's swaps
+    put in place of a public function's code."""
+    code = _ENTRIES.get((n, keyword))
     if code is None:
         cells = ", ".join(f"c{i}" for i in range(n))
         src = (f"def _outer({cells}):\n"
-               "    def entry(*args, _ember_vmap_run, **kwargs):\n"
+               f"    def entry(*args, {keyword}, **kwargs):\n"
                + (f"        ({cells},)\n" if n else "") +
-               "        return _ember_vmap_run(args, kwargs)\n"
+               f"        return {keyword}(args, kwargs)\n"
                "    return entry\n")
         ns: dict = {}
-        exec(compile(src, "<ember vmap entry>", "exec"), ns)   # noqa: S102  (a fixed template)
-        code = _ENTRIES[n] = ns["_outer"](*range(n)).__code__
+        exec(compile(src, "<ember entry>", "exec"), ns)   # noqa: S102  (a fixed template)
+        code = _ENTRIES[n, keyword] = ns["_outer"](*range(n)).__code__
     return code
 
 
@@ -1111,7 +1112,7 @@ def _public_swaps() -> list:
             code = f.__code__
             orig = types.FunctionType(code, f.__globals__, f.__name__, f.__defaults__, f.__closure__)
             orig.__kwdefaults__ = f.__kwdefaults__
-            entry = _entry_code(len(code.co_freevars)).replace(co_name=code.co_name)
+            entry = entry_code(len(code.co_freevars)).replace(co_name=code.co_name)
             # The runner rides in the function's keyword defaults for good (its own code never reads the extra
             # key), so that installing and removing the swap is one __code__ assignment each
             kw = dict(f.__kwdefaults__ or {})

@@ -496,23 +496,12 @@ _RENAMED = {"cross_entropy": "cross_entropy_loss", "nll_loss": "nll_loss_nd", "l
                 "lp_pool1d lp_pool2d lp_pool3d max_unpool1d multi_head_attention_forward multilabel_soft_margin_loss "
                 "normalize softmin softsign tanhshrink triplet_margin_with_distance_loss unique "
                 "unravel_index").split()}}
-_entries: dict = {}    # number of closure cells -> entry code
 _public: list | None = None   # [(function, aten name)], found once
 
 
 def _entry_code(n: int):
-    code = _entries.get(n)
-    if code is None:
-        cells = ", ".join(f"c{i}" for i in range(n))
-        src = (f"def _outer({cells}):\n"
-               "    def entry(*args, _ember_profiler_run, **kwargs):\n"
-               + (f"        ({cells},)\n" if n else "") +
-               "        return _ember_profiler_run(args, kwargs)\n"
-               "    return entry\n")
-        ns: dict = {}
-        exec(compile(src, "<ember profiler entry>", "exec"), ns)   # noqa: S102  (a fixed template)
-        code = _entries[n] = ns["_outer"](*range(n)).__code__
-    return code
+    from ._batching import entry_code
+    return entry_code(n, "_ember_profiler_run")
 
 
 def _public_ops() -> list:

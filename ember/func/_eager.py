@@ -139,26 +139,28 @@ def _flat_phys(outs):
     return [B.to_front(o)[0] for o in outs]
 
 
-class _Transform:
-    """The span of one transform: backward() is refused inside it, and vmap's swaps stay installed."""
+class _Span:
+    """A span with a start and an end: ``_Transform()`` is one transform's (backward() is refused inside it,
+    vmap's swaps stay installed), ``_Held()`` a computation made of several transforms (jacrev, jacfwd: the swaps
+    stay installed across them)."""
+
+    def __init__(self, enter, exit) -> None:
+        self._enter, self._exit = enter, exit
 
     def __enter__(self):
-        B.enter_transform()
+        self._enter()
         return self
 
     def __exit__(self, *exc) -> None:
-        B.exit_transform()
+        self._exit()
 
 
-class _Held:
-    """vmap's swaps kept installed across a computation made of several transforms (jacrev, jacfwd)."""
+def _Transform() -> _Span:
+    return _Span(B.enter_transform, B.exit_transform)
 
-    def __enter__(self):
-        B.hold()
-        return self
 
-    def __exit__(self, *exc) -> None:
-        B.release()
+def _Held() -> _Span:
+    return _Span(B.hold, B.release)
 
 
 # ----- vjp -----------------------------------------------------------------------------------------------
