@@ -408,7 +408,6 @@ class NoRule(Exception):
 
 
 STRICT = [0]
-_WARNED: set = set()
 
 
 def fallback_warning(name: str) -> None:
