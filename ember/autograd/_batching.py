@@ -1053,7 +1053,7 @@ def _public_runner(orig, name: str):
     return run
 
 
-_PUBLIC: list | None = None   # (function, the entry code); the runner is in the function's kwdefaults
+_PUBLIC: list | None = None   # (function, the entry code, its runner: put in the function's kwdefaults)
 
 
 # Every public op function, filled by ember.ops from its registry (a slot, so that autograd imports nothing above it)
@@ -1112,12 +1112,10 @@ def _public_swaps() -> list:
             orig = types.FunctionType(code, f.__globals__, f.__name__, f.__defaults__, f.__closure__)
             orig.__kwdefaults__ = f.__kwdefaults__
             entry = entry_code(len(code.co_freevars)).replace(co_name=code.co_name)
-            # The runner rides in the function's keyword defaults for good (its own code never reads the extra
-            # key), so that installing and removing the swap is one __code__ assignment each
-            kw = dict(f.__kwdefaults__ or {})
-            kw["_ember_vmap_run"] = _public_runner(orig, name)
-            f.__kwdefaults__ = kw
-            done.append((f, entry))
+            # The runner rides in the function's keyword defaults (its own code never reads the extra key), so that
+            # installing and removing the swap is mostly one __code__ assignment each; another swapper (autocast,
+            # the profiler) may put back defaults without it: each install checks
+            done.append((f, entry, _public_runner(orig, name)))
         _PUBLIC = done
     return _PUBLIC
 
@@ -1154,8 +1152,13 @@ def _install() -> None:
         _saved.append((f, f.__code__, f.__kwdefaults__))
         f.__code__ = entry.replace(co_name=f.__code__.co_name)
     public = _public_swaps()
-    _saved_public[:] = [f.__code__ for f, _ in public]
-    for f, entry in public:
+    _saved_public[:] = [f.__code__ for f, _, _ in public]
+    for f, entry, run in public:
+        kw = f.__kwdefaults__
+        if kw is None or kw.get("_ember_vmap_run") is not run:
+            kw = dict(kw or {})
+            kw["_ember_vmap_run"] = run
+            f.__kwdefaults__ = kw
         f.__code__ = entry
 
 
@@ -1164,7 +1167,7 @@ _saved_public: list = []   # the public functions' code while the swap is in (in
 
 def _uninstall() -> None:
     if _saved_public:
-        for (f, _), code in zip(_PUBLIC, _saved_public):
+        for (f, _, _), code in zip(_PUBLIC, _saved_public):
             f.__code__ = code
         _saved_public.clear()
     while _saved:
