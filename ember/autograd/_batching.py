@@ -495,6 +495,15 @@ def dims_rule(*names, all_when_none=False):
     return rule
 
 
+def rows_rule(prim: Primitive, **params):
+    """A reduction over every dim of the example (max(), median(), ...), batched as ``prim`` (the same reduction
+    of the last dim, with ``params``) on the examples flattened to rows."""
+    def rule(call, args, bdims, _params, size):
+        flat = _moved(args[0], bdims[0]).reshape(size, -1)
+        return _primitive.apply(prim, (flat,), params), 0
+    return rule
+
+
 def loop(call, args, bdims, params, size):
     """The fallback: the primitive once per example, the results stacked."""
     rows = []

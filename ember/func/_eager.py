@@ -479,6 +479,20 @@ def _replace(args, nums, values):
     return tuple(new)
 
 
+def _basis(tensors) -> tuple:
+    """The rows of the identity over all of ``tensors``' elements, cut into one batch per tensor shaped like it:
+    ``(numels, [(total, *t.shape) for t])`` (jacrev's cotangents, jacfwd's tangents)."""
+    sizes = [t.numel() for t in tensors]
+    total = sum(sizes)
+    eye = torch.eye(total, dtype=tensors[0].dtype, device=tensors[0].device)
+    basis = []
+    start = 0
+    for t, n in zip(tensors, sizes):
+        basis.append(eye[:, start:start + n].reshape((total,) + tuple(t.shape)))
+        start += n
+    return sizes, basis
+
+
 def jacrev(func: Callable, argnums=0, *, has_aux: bool = False, chunk_size: int | None = None,
            _preallocate_and_copy: bool = False) -> Callable:
     """``func``'s Jacobian with respect to ``argnums`` by reverse mode: one vjp per output element, batched by
@@ -499,24 +513,16 @@ def jacrev(func: Callable, argnums=0, *, has_aux: bool = False, chunk_size: int 
         out, fn = res[0], res[1]
         flat_out, out_spec = tree_flatten(out)
         flat_in = tree_flatten(chosen)[0]
-        sizes = [o.numel() for o in flat_out]
-        total = sum(sizes)
-        ref = flat_out[0]
-        eye = torch.eye(total, dtype=ref.dtype, device=ref.device)
-        basis = []
-        start = 0
-        for o, n in zip(flat_out, sizes):
-            basis.append(eye[:, start:start + n].reshape((total,) + tuple(o.shape)))
-            start += n
+        sizes, basis = _basis(flat_out)
         cols = vmap(lambda *b: tree_flatten(fn(tree_unflatten(list(b), out_spec)))[0],
                     chunk_size=chunk_size)(*basis)
         # cols[j]: (total, *input_j.shape); rows of output i are [start_i, start_i + n_i)
+        in_spec = tree_flatten(chosen)[1]
         per_out = []
         start = 0
         for o, n in zip(flat_out, sizes):
             blocks = [c[start:start + n].reshape(tuple(o.shape) + tuple(x.shape)) for c, x in zip(cols, flat_in)]
             start += n
-            in_spec = tree_flatten(chosen)[1]
             per_out.append(tree_unflatten(blocks, in_spec))
         jac = tree_unflatten(per_out, out_spec)
         return (jac, res[2]) if has_aux else jac
@@ -536,15 +542,7 @@ def jacfwd(func: Callable, argnums=0, has_aux: bool = False, *, randomness: str 
         nums = _check_argnums(argnums, len(args), "jacfwd")
         chosen = _chosen(args, nums)
         flat_in, in_spec = tree_flatten(chosen)
-        sizes = [x.numel() for x in flat_in]
-        total = sum(sizes)
-        ref = flat_in[0]
-        eye = torch.eye(total, dtype=ref.dtype, device=ref.device)
-        basis = []
-        start = 0
-        for x, n in zip(flat_in, sizes):
-            basis.append(eye[:, start:start + n].reshape((total,) + tuple(x.shape)))
-            start += n
+        sizes, basis = _basis(flat_in)
         primals = tuple(flat_in)
 
         def push(*tangents):

@@ -1711,15 +1711,8 @@ extremum_rows_p = defprim("extremum_rows", lambda xp, a, largest: (xp.amax if la
                           node="MaxBackward1", vjp=_rows_vjp, jvp=_rows_jvp, saves=(0,), saves_out=True)
 
 
-def _extremum_all_rule(largest: bool):
-    def rule(call, args, bdims, params, size):
-        flat = _batching._moved(args[0], bdims[0]).reshape(size, -1)
-        return apply(extremum_rows_p, (flat,), {"largest": largest}), 0
-    return rule
-
-
-_batching.batching(_extremum_all_rule(True), max_all_p)
-_batching.batching(_extremum_all_rule(False), min_all_p)
+_batching.batching(_batching.rows_rule(extremum_rows_p, largest=True), max_all_p)
+_batching.batching(_batching.rows_rule(extremum_rows_p, largest=False), min_all_p)
 _batching.batching("leading", extremum_rows_p)
 # max(dim)/min(dim), cummax/cummin: their wrappers compute the indices from the values; the op on the physical
 # input with the dim shifted (max(x), max(x, other): the primitives of the overload batch)

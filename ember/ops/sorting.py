@@ -850,15 +850,8 @@ median_rows_p = defprim("median_rows", _median_last, node="MedianBackward0", vjp
                         saves=(0,), saves_out=True)
 
 
-def _median_all_rule(ignore_nan: bool):
-    def rule(call, args, bdims, params, size):
-        flat = _batching._moved(args[0], bdims[0]).reshape(size, -1)
-        return apply(median_rows_p, (flat,), {"ignore_nan": ignore_nan}), 0
-    return rule
-
-
-_batching.batching(_median_all_rule(False), median_all_p)
-_batching.batching(_median_all_rule(True), nanmedian_all_p)
+_batching.batching(_batching.rows_rule(median_rows_p, ignore_nan=False), median_all_p)
+_batching.batching(_batching.rows_rule(median_rows_p, ignore_nan=True), nanmedian_all_p)
 _batching.batching("leading", median_rows_p)
 
 # ops along one dim whose wrappers compute their indices from the values: the op on the physical input, the dim
