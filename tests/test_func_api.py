@@ -46,9 +46,6 @@ KNOWN = {
                                                  "level's randomness only (an outer 'different' is not honoured)",
     "vmap(vmap)-randomness-different-over-different": "nested vmaps: ember's random functions follow the innermost "
                                                       "level's randomness only (the outer batch repeats the draw)",
-    "vmap-metadata-of-an-example-in_dims-1": "an example inside vmap reports contiguous strides of its own shape; "
-                                             "PyTorch's reports the physical tensor's (in_dims=1: (12, 1), "
-                                             "is_contiguous() False)",
 }
 
 P = collections.namedtuple("P", "w b")   # a namedtuple pytree (module level: the same class for both libraries)

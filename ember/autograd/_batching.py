@@ -56,28 +56,50 @@ class NeedsValues(RuntimeError):
 
 
 class _Flags:
-    __slots__ = ()
-    c_contiguous = True
+    """A Logical's ``flags``: what ember's op wrappers read of an array's layout."""
+
+    __slots__ = ("c_contiguous",)
     f_contiguous = False
     writeable = True
+
+    def __init__(self, c_contiguous: bool) -> None:
+        self.c_contiguous = c_contiguous
 
     def __getitem__(self, key):
         return getattr(self, key.lower())
 
 
-_FLAGS = _Flags()
+_CONTIGUOUS, _NOT_CONTIGUOUS = _Flags(True), _Flags(False)
+
+
+def _is_c_contiguous(shape: tuple, strides: tuple, itemsize: int) -> bool:
+    """PyTorch's is_contiguous (and NumPy's c_contiguous): row-major steps, dims of size 1 skipped, an empty
+    tensor contiguous."""
+    step = itemsize
+    for n, s in zip(reversed(shape), reversed(strides)):
+        if n == 0:
+            return True
+        if n != 1:
+            if s != step:
+                return False
+            step *= n
+    return True
 
 
 class Logical:
     """A batched tensor's ``_data``: the per-example ``shape`` and ``dtype``, no values. What ember's op wrappers
-    read of an array's metadata works; anything that needs values raises ``NeedsValues``."""
+    read of an array's metadata works; anything that needs values raises ``NeedsValues``. Its layout is the
+    physical tensor's without the batch dim (PyTorch's: an example of ``in_dims=1`` over a (3, 4) tensor has
+    stride (4,), is not contiguous), read from ``phys`` (the physical tensor, whose ``_data`` may be a Logical
+    of a lower level) when asked."""
 
-    __slots__ = ("shape", "dtype")
-    flags = _FLAGS
+    __slots__ = ("shape", "dtype", "_phys", "_bdim")
 
-    def __init__(self, shape: tuple, dtype) -> None:
+    def __init__(self, shape: tuple, dtype, phys=None, bdim: int = 0) -> None:
         self.shape = shape
         self.dtype = dtype
+        self._phys = phys
+        self._bdim = bdim
 
     @property
     def ndim(self) -> int:
@@ -100,11 +122,20 @@ class Logical:
 
     @property
     def strides(self) -> tuple:
+        if self._phys is not None:
+            st = self._phys._data.strides
+            return st[:self._bdim] + st[self._bdim + 1:]
         st, step = [], self.dtype.itemsize
         for n in reversed(self.shape):
             st.insert(0, step)
             step *= max(n, 1)
         return tuple(st)
+
+    @property
+    def flags(self) -> _Flags:
+        if self._phys is None or _is_c_contiguous(self.shape, self.strides, self.dtype.itemsize):
+            return _CONTIGUOUS
+        return _NOT_CONTIGUOUS
 
     def __getattr__(self, name):
         raise NeedsValues(DATA_DEPENDENT)
@@ -198,7 +229,7 @@ class BatchedTensor(Tensor):
         raise RuntimeError("Cannot access data pointer of Tensor that doesn't have storage")
 
     def storage_offset(self) -> int:
-        return 0   # (an example is seen as a contiguous tensor of its own)
+        return self._phys.storage_offset()   # (PyTorch's: the physical tensor's, the same for every example)
 
     # sharing the data: the physical tensor's, seen at the same level
     def detach(self):
@@ -232,7 +263,7 @@ def wrap(phys: Tensor, bdim: int, level: int) -> BatchedTensor:
     t = _new(BatchedTensor)
     d = phys._data
     shape = d.shape
-    t._data = Logical(shape[:bdim] + shape[bdim + 1:], d.dtype)
+    t._data = Logical(shape[:bdim] + shape[bdim + 1:], d.dtype, phys, bdim)
     t._phys = phys
     t._bdim = bdim
     t._level = level
