@@ -722,9 +722,100 @@ def new(self: Tensor, *args, device=None) -> Tensor:
 
 
 # ----- vmap -------------------------------------------------------------------------------------------------
-_batching.by_name("fallback", "as_strided", "slice_inverse", why="its parameters are strides of the example's memory")
-_batching.by_name("fallback", "as_strided_backward", "view_scatter", "view_replay", "view_scatter_add",
+def _region_rule(call, args, bdims, params, size):
+    """as_strided and as_strided_backward met with a batched tensor (a gradient, a tangent, a stand-in: the public
+    as_strided has its own rule, ``_as_strided_rule``): their parameters are each example's layout in a storage of
+    its own, so the examples are laid side by side in one storage, each in a region past every position either
+    layout reaches (a batch stride of that many elements, the same for input and result)."""
+    x = _batching._moved(args[0], bdims[0])
+    p = params
+    if "in_size" in p:   # as_strided_backward: the gradient is the result's example
+        in_size, out_size = tuple(p["in_size"]), tuple(p["size"])
+    else:
+        in_size, out_size = tuple(x._data.shape[1:]), tuple(p["size"])
+    region = max(1, p["in_offset"] + _storage_size(in_size, p["in_stride"]),
+                 p["storage_offset"] + _storage_size(out_size, p["stride"]))
+    new = dict(p, size=(size,) + out_size, stride=(region,) + tuple(p["stride"]),
+               in_stride=(region,) + tuple(p["in_stride"]))
+    if "in_size" in p:
+        new["in_size"] = (size,) + in_size
+    return call([x], new), 0
+
+
+_batching.by_name(_region_rule, "as_strided", "as_strided_backward")
+_batching.by_name("fallback", "slice_inverse", why="its parameters are strides of the example's memory")
+_batching.by_name("fallback", "view_scatter", "view_replay", "view_scatter_add",
                   "view_scatter_zeros", "copy_slices", why="a backward helper (ember differentiates the physical graph, so vmap meets it only when a program calls it directly)")
+
+def _storage_size(size, stride) -> int:
+    """The storage a layout reaches from its offset, in elements (PyTorch's storage_size_for; 0 when empty)."""
+    if 0 in size:
+        return 0
+    return 1 + sum((n - 1) * s for n, s in zip(size, stride))
+
+
+def _check_in_example(x: Tensor, size: tuple, stride: tuple, offset: int) -> None:
+    """torch.func's check of ``as_strided`` on an example ``x``: the result may read only the memory between the
+    example's first and last positions (each example's view is taken at its own place in the batch)."""
+    base = x.storage_offset()
+    reach = _storage_size(size, stride)
+    if not reach:
+        return
+    head = f"result = tensor.as_strided({list(size)}, {list(stride)}, {offset}) can access memory outside of `tensor`. "
+    tail = ("This is not supported inside of vmap, please try to rewrite the `as_strided` call as a sequence of "
+            "PyTorch view operations")
+    own = _storage_size(tuple(x._data.shape), x.stride())
+    if not own:
+        raise RuntimeError(head + "`tensor` has no storage but the passed-in (size, stride, storage_offset) imply a "
+                                  "result with some storage. " + tail)
+    if reach + offset > own + base or offset < base:
+        raise RuntimeError(head + f"`result` can access some memory in range [{offset}, {reach + offset}], but "
+                                  f"`tensor` can only access some memory in range [{base}, {own + base}]. " + tail)
+
+
+def _as_strided_rule(orig, args, kwargs, level):
+    """as_strided / as_strided_ under vmap, torch.func's meaning: each example's view is the example's own
+    ``as_strided`` with its offset counted as if its storage started where the batch's does (the example at index
+    b reads ``storage_offset + b * S``, S the batch dim's stride): one as_strided of the physical tensor with the
+    batch dim kept in front. A loop over examples would differ (the offset is absolute: every example would read
+    the first one's memory). as_strided_ makes the example (the batched tensor itself) that view; PyTorch 2.13's
+    vmap leaves it unchanged there (its fallback changes slices of the physical tensor)."""
+    inplace = orig.__name__ == "as_strided_"
+    fn = as_strided_ if inplace else as_strided
+    bound = _bp.bind(fn, args, kwargs)
+    x = None if bound is None else bound.get("input")
+    if not isinstance(x, Tensor) or not _bp.is_batched(x, level):
+        return _bp.own(orig, args, kwargs, level)
+    name = "as_strided_" if inplace else "as_strided"
+    size = _ints(bound.get("size"), name, "size", 2)
+    stride = _ints(bound.get("stride"), name, "stride", 3)
+    if len(size) != len(stride):
+        raise RuntimeError(f"Tensor.as_strided(size, stride, ...): size and stride must have the same length! Got "
+                           f"size {list(size)} and stride {list(stride)}")
+    offset = bound.get("storage_offset")
+    offset = x.storage_offset() if offset is None else int(offset)
+    _check_in_example(x, size, stride, offset)
+    p = _batching._moved(x._phys, x._bdim)
+    n = p._data.shape[0]
+    step = p.stride(0)
+    if step == 0 and n > 1 and not inplace:
+        # every example is the same memory (an expanded input: jacfwd's primal): each example's view of it, which
+        # is torch.func's result too; one view with a batch stride of 0 would give a tangent batched over the
+        # examples one value per position (ember's forward mode replays the view on the tangent's values)
+        return _batching.wrap(S.stack([as_strided(p.select(0, b), size, stride, offset) for b in range(n)]), 0,
+                              level)
+    r = as_strided(p, (n,) + size, (step,) + stride, offset)
+    if not inplace:
+        return _batching.wrap(r, 0, level)
+    new = _batching.wrap(r, 0, level)
+    x._phys, x._bdim, x._data, x._vc = new._phys, new._bdim, new._data, new._vc
+    return x
+
+
+_bp.signature(as_strided)
+_bp.signature(as_strided_)
+_batching.PUBLIC_RULES["as_strided"] = _as_strided_rule   # (as_strided_ looks it up by this name too)
+
 
 # the *_scatter ops of a view: every tensor batched, the view's dims shifted past the batch dim
 _bp.public_rule(slice_scatter, _bp.dims_public(slice_scatter, ("dim",)))
