@@ -22,6 +22,7 @@ from __future__ import annotations
 import types
 import warnings
 
+from .. import _dtype as _D
 from .._device import NAMESPACES
 from .._state import func_depth as _func_depth
 from .._tensor import Tensor, _new, make as _make
@@ -38,6 +39,7 @@ ITEM = ("vmap: It looks like you're calling .item() on a Tensor. We don't suppor
         "inside PyTorch internals, please file a bug report.")
 
 
+MEMORY_FORMAT = "NYI: querying is_contiguous inside of vmap for memory_format other than torch.contiguous_format"
 INPLACE = ("vmap: inplace arithmetic(self, *extra_args) is not possible because there exists a Tensor `other` in "
            "extra_args that has more elements than `self`. This happened due to `other` being vmapped over but `self` "
            "not being vmapped over in a vmap. Please try to use out-of-place operators instead of inplace arithmetic. "
@@ -228,6 +230,13 @@ class BatchedTensor(Tensor):
     def data_ptr(self) -> int:
         raise RuntimeError("Cannot access data pointer of Tensor that doesn't have storage")
 
+    def is_contiguous(self, *, memory_format=None) -> bool:
+        if memory_format is None or memory_format is _D.contiguous_format:
+            return self._data.flags.c_contiguous
+        if isinstance(memory_format, _D.memory_format):   # (anything else: Tensor's TypeError)
+            raise RuntimeError(MEMORY_FORMAT)
+        return super().is_contiguous(memory_format=memory_format)
+
     def storage_offset(self) -> int:
         return self._phys.storage_offset()   # (PyTorch's: the physical tensor's, the same for every example)
 
@@ -277,12 +286,15 @@ def wrap(phys: Tensor, bdim: int, level: int) -> BatchedTensor:
 # ----- levels --------------------------------------------------------------------------------------------
 
 class Frame:
-    """One vmap level while it runs: its level number (increasing with nesting), batch size and randomness."""
+    """One vmap level while it runs: its level number (increasing with nesting), batch size and randomness, and
+    how many differentiating transforms were running when it started (``TRANSFORMS``: a rule can tell a transform
+    inside it, which differentiates each example, from one around it, which differentiates the physical tensors)."""
 
-    __slots__ = ("level", "size", "randomness")
+    __slots__ = ("level", "size", "randomness", "transforms")
 
     def __init__(self, level: int, size: int, randomness: str) -> None:
         self.level, self.size, self.randomness = level, size, randomness
+        self.transforms = TRANSFORMS[0]
 
 
 FRAMES: list = []       # the vmap levels running, outermost first

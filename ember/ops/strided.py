@@ -773,6 +773,36 @@ def _check_in_example(x: Tensor, size: tuple, stride: tuple, offset: int) -> Non
                                   f"`tensor` can only access some memory in range [{base}, {own + base}]. " + tail)
 
 
+def _apart(x: Tensor, n: int, step: int) -> bool:
+    """Whether each example of ``x`` fills its own memory (from its first position, no gaps, no repeats) apart
+    from the others': then a view of the physical tensor reads only the example's own elements (the check above
+    bounds it), and its gradient is each example's."""
+    return _dense(x) and (n <= 1 or step >= x._data.size)
+
+
+def _differentiated_per_example(p: Tensor, level: int) -> bool:
+    """Whether reverse mode may differentiate ``p`` inside the vmap at ``level`` (grad, vjp, jacrev started
+    inside it: each example's derivative). A transform around the vmap, and forward mode (its tangent a view of the
+    physical tangent), differentiate the physical view, as torch.func does."""
+    return _batching.peel(p)[1]._requires_grad and _gm._state.enabled and \
+        _batching.TRANSFORMS[0] > _batching.frame_of(level).transforms
+
+
+def _per_example_gradient(r: Tensor, p: Tensor, x: Tensor, size: tuple, stride: tuple, offset: int) -> Tensor:
+    """``r`` (the physical view) with torch.func's gradient where an example's view reaches memory that is not
+    its own elements (another example's, or a gap): there the view's values are the memory's, but a transform
+    inside vmap differentiates each example's as_strided alone (nothing flows to positions outside its
+    elements). The view's values, and the gradient of the examples' layouts taken apart (as_strided on regions
+    side by side) where the example has elements; the result is a copy, not a view."""
+    base, shape, ex_stride = x.storage_offset(), tuple(x._data.shape), tuple(x.stride())
+    region = max(1, _storage_size(shape, ex_stride), offset - base + _storage_size(size, stride))
+    params = {"size": (p._data.shape[0],) + size, "stride": (region,) + stride, "storage_offset": offset - base,
+              "in_stride": (region,) + ex_stride, "in_offset": 0}
+    own = apply(as_strided_p, (p,), params)
+    covered = apply(as_strided_p, (C.ones_like(p),), params) != 0
+    return own.where(covered, r.detach())
+
+
 def _as_strided_rule(orig, args, kwargs, level):
     """as_strided / as_strided_ under vmap, torch.func's meaning: each example's view is the example's own
     ``as_strided`` with its offset counted as if its storage started where the batch's does (the example at index
@@ -805,6 +835,8 @@ def _as_strided_rule(orig, args, kwargs, level):
         return _batching.wrap(S.stack([as_strided(p.select(0, b), size, stride, offset) for b in range(n)]), 0,
                               level)
     r = as_strided(p, (n,) + size, (step,) + stride, offset)
+    if not inplace and not _apart(x, n, step) and _differentiated_per_example(p, level):
+        r = _per_example_gradient(r, p, x, size, stride, offset)
     if not inplace:
         return _batching.wrap(r, 0, level)
     new = _batching.wrap(r, 0, level)
