@@ -416,10 +416,8 @@ def diagonal_scatter(input: Tensor, src: Tensor, offset: int = 0, dim1: int = 0,
     return _scatter(input, src, view, "diagonal_scatter", "diagonal", "DiagonalScatterBackward0")
 
 
-@register(method=True)
-def as_strided_scatter(input: Tensor, src: Tensor, size, stride, storage_offset: int | None = None) -> Tensor:
-    """A copy of ``input`` (its layout kept where it is dense) with ``src`` written at ``as_strided(size, stride,
-    storage_offset)`` of the copy's storage (the offset defaults to 0)."""
+def _as_strided_scatter_params(input, src, size, stride, storage_offset) -> dict:
+    """as_strided_scatter's checks, and the as_strided step (of a copy of input) that src is written to."""
     if not isinstance(input, Tensor):
         raise TypeError(f"as_strided_scatter(): argument 'input' (position 1) must be Tensor, not "
                         f"{type(input).__name__}")
@@ -433,15 +431,22 @@ def as_strided_scatter(input: Tensor, src: Tensor, size, stride, storage_offset:
     if (input._requires_grad or getattr(src, "_requires_grad", False)) and _gm._state.enabled and \
             not input.is_contiguous():
         raise RuntimeError("as_strided_scatter is currently only supported for contiguous inputs")
-    steps = ((as_strided_p, {"size": size, "stride": stride, "storage_offset": offset, "in_stride": in_stride,
-                             "in_offset": 0}),)
     if not isinstance(src, Tensor):
         raise TypeError(f"as_strided_scatter(): argument 'src' (position 2) must be Tensor, not "
                         f"{type(src).__name__}")
     if tuple(src._data.shape) != size:
         raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = "
                            f"{list(src._data.shape)}, slice size = {list(size)}")
-    return apply(view_scatter_p, (input, src), {"steps": steps}, S._node("AsStridedScatterBackward0"))
+    return {"size": size, "stride": stride, "storage_offset": offset, "in_stride": in_stride, "in_offset": 0}
+
+
+@register(method=True)
+def as_strided_scatter(input: Tensor, src: Tensor, size, stride, storage_offset: int | None = None) -> Tensor:
+    """A copy of ``input`` (its layout kept where it is dense) with ``src`` written at ``as_strided(size, stride,
+    storage_offset)`` of the copy's storage (the offset defaults to 0)."""
+    params = _as_strided_scatter_params(input, src, size, stride, storage_offset)
+    return apply(view_scatter_p, (input, src), {"steps": ((as_strided_p, params),)},
+                 S._node("AsStridedScatterBackward0"))
 
 
 # ----- strided creation --------------------------------------------------------------------------------------------
@@ -847,6 +852,30 @@ def _as_strided_rule(orig, args, kwargs, level):
 _bp.signature(as_strided)
 _bp.signature(as_strided_)
 _batching.PUBLIC_RULES["as_strided"] = _as_strided_rule   # (as_strided_ looks it up by this name too)
+
+
+def _as_strided_scatter_rule(orig, args, kwargs, level):
+    """as_strided_scatter under vmap (PyTorch 2.13's vmap has no rule for it and refuses it): each example's copy
+    with its src written at the example's own as_strided (the offset counted from the example's start, as a loop
+    over fresh examples gives); the examples' layouts side by side in one storage, each in its own region."""
+    bound = _bp.bind(as_strided_scatter, args, kwargs)
+    if bound is None:
+        return _bp.own(orig, args, kwargs, level)
+    input, src = bound.get("input"), bound.get("src")
+    params = _as_strided_scatter_params(input, src, bound.get("size"), bound.get("stride"),
+                                        bound.get("storage_offset"))
+    shape, size = tuple(input._data.shape), params["size"]
+    region = max(1, _storage_size(shape, params["in_stride"]),
+                 params["storage_offset"] + _storage_size(size, params["stride"]))
+    step = dict(params, size=(_bp.batch_size(level),) + size, stride=(region,) + params["stride"],
+                in_stride=(region,) + params["in_stride"])
+    out = apply(view_scatter_p, (_bp.front(input, level), _bp.front(src, level)), {"steps": ((as_strided_p, step),)},
+                S._node("AsStridedScatterBackward0"))
+    return _batching.wrap(out, 0, level)
+
+
+_bp.signature(as_strided_scatter)
+_batching.PUBLIC_RULES["as_strided_scatter"] = _as_strided_scatter_rule
 
 
 # the *_scatter ops of a view: every tensor batched, the view's dims shifted past the batch dim
