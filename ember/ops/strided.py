@@ -727,23 +727,27 @@ def new(self: Tensor, *args, device=None) -> Tensor:
 
 
 # ----- vmap -------------------------------------------------------------------------------------------------
+def _side_by_side(params: dict, in_size: tuple, n: int) -> dict:
+    """as_strided's ``params`` (one example's input layout ``in_stride``/``in_offset`` of ``in_size`` and its
+    result's ``size``/``stride``/``storage_offset``, in a storage of its own) for ``n`` examples laid side by side
+    in one storage: each in a region past every position either layout reaches (a leading batch dim whose stride
+    is that many elements, the same for input and result)."""
+    size, stride, in_stride = tuple(params["size"]), tuple(params["stride"]), tuple(params["in_stride"])
+    region = max(1, params["in_offset"] + _storage_size(in_size, in_stride),
+                 params["storage_offset"] + _storage_size(size, stride))
+    return dict(params, size=(n,) + size, stride=(region,) + stride, in_stride=(region,) + in_stride)
+
+
 def _region_rule(call, args, bdims, params, size):
     """as_strided and as_strided_backward met with a batched tensor (a gradient, a tangent, a stand-in: the public
     as_strided has its own rule, ``_as_strided_rule``): their parameters are each example's layout in a storage of
-    its own, so the examples are laid side by side in one storage, each in a region past every position either
-    layout reaches (a batch stride of that many elements, the same for input and result)."""
+    its own, so the examples go side by side."""
     x = _batching._moved(args[0], bdims[0])
-    p = params
-    if "in_size" in p:   # as_strided_backward: the gradient is the result's example
-        in_size, out_size = tuple(p["in_size"]), tuple(p["size"])
+    if "in_size" in params:   # as_strided_backward: the gradient is the result's example
+        new = _side_by_side(params, tuple(params["in_size"]), size)
+        new["in_size"] = (size,) + tuple(params["in_size"])
     else:
-        in_size, out_size = tuple(x._data.shape[1:]), tuple(p["size"])
-    region = max(1, p["in_offset"] + _storage_size(in_size, p["in_stride"]),
-                 p["storage_offset"] + _storage_size(out_size, p["stride"]))
-    new = dict(p, size=(size,) + out_size, stride=(region,) + tuple(p["stride"]),
-               in_stride=(region,) + tuple(p["in_stride"]))
-    if "in_size" in p:
-        new["in_size"] = (size,) + in_size
+        new = _side_by_side(params, tuple(x._data.shape[1:]), size)
     return call([x], new), 0
 
 
@@ -751,6 +755,7 @@ _batching.by_name(_region_rule, "as_strided", "as_strided_backward")
 _batching.by_name("fallback", "slice_inverse", why="its parameters are strides of the example's memory")
 _batching.by_name("fallback", "view_scatter", "view_replay", "view_scatter_add",
                   "view_scatter_zeros", "copy_slices", why="a backward helper (ember differentiates the physical graph, so vmap meets it only when a program calls it directly)")
+
 
 def _storage_size(size, stride) -> int:
     """The storage a layout reaches from its offset, in elements (PyTorch's storage_size_for; 0 when empty)."""
@@ -799,10 +804,9 @@ def _per_example_gradient(r: Tensor, p: Tensor, x: Tensor, size: tuple, stride: 
     inside vmap differentiates each example's as_strided alone (nothing flows to positions outside its
     elements). The view's values, and the gradient of the examples' layouts taken apart (as_strided on regions
     side by side) where the example has elements; the result is a copy, not a view."""
-    base, shape, ex_stride = x.storage_offset(), tuple(x._data.shape), tuple(x.stride())
-    region = max(1, _storage_size(shape, ex_stride), offset - base + _storage_size(size, stride))
-    params = {"size": (p._data.shape[0],) + size, "stride": (region,) + stride, "storage_offset": offset - base,
-              "in_stride": (region,) + ex_stride, "in_offset": 0}
+    base = x.storage_offset()
+    params = _side_by_side({"size": size, "stride": stride, "storage_offset": offset - base,
+                            "in_stride": tuple(x.stride()), "in_offset": 0}, tuple(x._data.shape), p._data.shape[0])
     own = apply(as_strided_p, (p,), params)
     covered = apply(as_strided_p, (C.ones_like(p),), params) != 0
     return own.where(covered, r.detach())
@@ -864,11 +868,7 @@ def _as_strided_scatter_rule(orig, args, kwargs, level):
     input, src = bound.get("input"), bound.get("src")
     params = _as_strided_scatter_params(input, src, bound.get("size"), bound.get("stride"),
                                         bound.get("storage_offset"))
-    shape, size = tuple(input._data.shape), params["size"]
-    region = max(1, _storage_size(shape, params["in_stride"]),
-                 params["storage_offset"] + _storage_size(size, params["stride"]))
-    step = dict(params, size=(_bp.batch_size(level),) + size, stride=(region,) + params["stride"],
-                in_stride=(region,) + params["in_stride"])
+    step = _side_by_side(params, tuple(input._data.shape), _bp.batch_size(level))
     out = apply(view_scatter_p, (_bp.front(input, level), _bp.front(src, level)), {"steps": ((as_strided_p, step),)},
                 S._node("AsStridedScatterBackward0"))
     return _batching.wrap(out, 0, level)
