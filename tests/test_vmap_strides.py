@@ -107,6 +107,15 @@ LAYOUTS = {
     "a-reshape": lambda L, look: L.func.vmap(lambda a: look(a.reshape(-1)), in_dims=1)(x234(L)),
     "zeros_like": lambda L, look: L.func.vmap(lambda a: look(L.zeros_like(a)), in_dims=1)(x234(L)),
     "empty_like": lambda L, look: L.func.vmap(lambda a: look(L.empty_like(a)), in_dims=1)(x234(L)),
+    "narrow": lambda L, look: L.func.vmap(lambda a: look(a.narrow(1, 1, 2)), in_dims=1)(x234(L)),
+    "a-select-offset": lambda L, look: L.func.vmap(lambda a: look(a[1]), in_dims=1)(x234(L)),
+    "unfold": lambda L, look: L.func.vmap(lambda a: look(a.unfold(1, 2, 1)), in_dims=1)(x234(L)),
+    "diagonal": lambda L, look: L.func.vmap(lambda a: look(a.diagonal()), in_dims=1)(x234(L)),
+    "movedim-contiguous": lambda L, look: L.func.vmap(lambda a: look(a.movedim(0, 1).contiguous()), in_dims=2)(
+        x234(L)),
+    "expand_as": lambda L, look: L.func.vmap(lambda a: look(a[:1].expand_as(a)), in_dims=1)(x234(L)),
+    "view_as_real": lambda L, look: L.func.vmap(lambda a: look(L.view_as_real(a.to(L.complex64))), in_dims=1)(
+        x234(L)),
     "under-grad": lambda L, look: L.func.vmap(L.func.grad(lambda a: look(a).sum()), in_dims=1)(x234(L)),
     "under-jvp": lambda L, look: L.func.vmap(lambda a: L.func.jvp(look, (a,), (L.ones_like(a),))[1], in_dims=1)(
         x234(L)),
@@ -118,6 +127,16 @@ def test_layout_of_an_example(name):
     run = LAYOUTS[name]
     got, want = _seen(ember, run), _seen(torch, run)
     assert got == want
+
+
+def test_dim_order_and_nbytes():
+    for L in LIBS:
+        seen = []
+        for d in (1, 2):
+            L.func.vmap(lambda a: seen.append((tuple(a.dim_order()), a.nbytes, a.itemsize)) or a, in_dims=d)(x234(L))
+        if L is ember:
+            got = seen
+    assert got == seen
 
 
 def test_stride_of_one_dim():
@@ -142,6 +161,10 @@ VIEW_ERRORS = {
     "view-of-a-transposed-example": lambda L: L.func.vmap(lambda a: a.view(-1))(x234(L).transpose(1, 2)),
     "view-of-t": lambda L: L.func.vmap(lambda a: a.t().view(-1))(x234(L)),
     "data_ptr": lambda L: L.func.vmap(lambda a: a * (a.data_ptr() > 0))(x234(L)),
+    "untyped_storage": lambda L: L.func.vmap(lambda a: a.untyped_storage() and a)(x234(L)),
+    "storage": lambda L: L.func.vmap(lambda a: a.storage() and a)(x234(L)),
+    "is_set_to": lambda L: L.func.vmap(lambda a: a * a.is_set_to(a))(x234(L)),
+    "is_set_to-of-an-unbatched-tensor": lambda L: L.func.vmap(lambda a: a * L.ones(3, 4).is_set_to(a))(x234(L)),
 }
 
 

@@ -516,6 +516,8 @@ def storage_offset(self: Tensor) -> int:
 @method("untyped_storage")
 def untyped_storage(self: Tensor) -> UntypedStorage:
     """The tensor's memory (shared by its views) as bytes."""
+    if type(self) is _batching.BatchedTensor:   # (an example inside vmap: PyTorch's refusal)
+        raise NotImplementedError("Cannot access storage of BatchedTensorImpl")
     return UntypedStorage._of(_storage_of(self)[1])
 
 
@@ -574,6 +576,8 @@ def is_set_to(self: Tensor, tensor: Tensor) -> bool:
     """Whether both tensors view the same storage with the same offset, sizes and strides."""
     if not isinstance(tensor, Tensor):
         raise TypeError(f"is_set_to(): argument 'tensor' (position 1) must be Tensor, not {type(tensor).__name__}")
+    if type(self) is _batching.BatchedTensor or type(tensor) is _batching.BatchedTensor:
+        raise RuntimeError("Batching rule not implemented for aten::is_set_to. We could not generate a fallback.")
     a, b = _storage_of(self), _storage_of(tensor)
     return a[1] is b[1] and a[2] == b[2] and self.shape == tensor.shape and self.stride() == tensor.stride()
 
