@@ -23,7 +23,7 @@ import types
 import warnings
 
 from .._device import NAMESPACES
-from .._state import func_depth as _func_depth
+from .._state import code_swaps as _code_swaps, func_depth as _func_depth
 from .._tensor import Tensor, _new, make as _make
 from . import _primitive, _views
 from . import grad_mode as _gm
@@ -1150,17 +1150,32 @@ def _swap(fn, entry_code, kw: dict, key: str | None = None) -> None:
     fn.__kwdefaults__ = kw
 
 
+_FAST_ENTRIES: dict = {}   # a fast path's code -> its entry under its name (False: it takes none)
+
+
 def _install() -> None:
     from . import _profiling
+    _INSTALLED[0] = True
     _swap(_primitive.apply, _apply_entry.__code__, {"_ember_vmap_run": _run}, "apply")
     _swap(_views.apply_inplace, _inplace_entry.__code__, {"_ember_vmap_run": _run_inplace}, "apply_inplace")
     for f in _primitive.FAST_PATHS:   # the fast paths take their general case (which calls apply)
-        entry = _profiling._FN_ENTRY if f.__code__.co_argcount == 1 else _profiling._OP_ENTRY
-        if entry.co_freevars != f.__code__.co_freevars:
+        code = f.__code__
+        entry = _FAST_ENTRIES.get(code)
+        if entry is None:
+            entry = _profiling._FN_ENTRY if code.co_argcount == 1 else _profiling._OP_ENTRY
+            entry = _FAST_ENTRIES[code] = entry.replace(co_name=code.co_name) \
+                if entry.co_freevars == code.co_freevars else False
+        if entry is False:
             continue
-        _saved.append((f, f.__code__, f.__kwdefaults__))
-        f.__code__ = entry.replace(co_name=f.__code__.co_name)
+        _saved.append((f, code, f.__kwdefaults__))
+        f.__code__ = entry
     public = _public_swaps()
+    if _public_epoch[0] == _code_swaps[0] and _saved_public:
+        # no other swapper has run since this swap last came out: the functions hold the codes it put back and
+        # the defaults that carry its runners, so swapping in is one assignment each
+        for f, entry, _ in public:
+            f.__code__ = entry
+        return
     _saved_public[:] = [f.__code__ for f, _, _ in public]
     for f, entry, run in public:
         kw = f.__kwdefaults__
@@ -1169,16 +1184,21 @@ def _install() -> None:
             kw["_ember_vmap_run"] = run
             f.__kwdefaults__ = kw
         f.__code__ = entry
+    _public_epoch[0] = _code_swaps[0]
 
 
-_saved_public: list = []   # the public functions' code while the swap is in (in _PUBLIC's order)
+_saved_public: list = []   # the public functions' code while the swap is out (in _PUBLIC's order)
+_public_epoch = [-1]       # _code_swaps' count when _saved_public was taken
+
+
+_INSTALLED = [False]
 
 
 def _uninstall() -> None:
-    if _saved_public:
-        for (f, _, _), code in zip(_PUBLIC, _saved_public):
+    if _INSTALLED[0]:
+        for (f, _, _), code in zip(_PUBLIC or (), _saved_public):
             f.__code__ = code
-        _saved_public.clear()
+        _INSTALLED[0] = False
     while _saved:
         f, code, kw = _saved.pop()
         f.__code__, f.__kwdefaults__ = code, kw
