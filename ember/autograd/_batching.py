@@ -883,9 +883,11 @@ def _random_call(orig, name: str, args, kwargs):
     frame = FRAMES[-1]
     mode = frame.randomness
     kind = RANDOM[name]
+    if kind == "tensor" and not _draws(name, args, kwargs):
+        # dropout with p=0 or in eval, rrelu in eval: no draw, so no randomness to follow (PyTorch returns before
+        # reaching a random op); the op runs as it is and keeps its input's tangent (the input itself, for dropout)
+        return orig(*args, **kwargs)
     if mode == "error":
-        if kind == "tensor" and not _draws(name, args, kwargs):
-            return orig(*args, **kwargs)
         raise RuntimeError(RANDOM_ERROR)
     found: list = []
     _leaves(args, found)
