@@ -53,7 +53,6 @@ REQUIRES_GRAD = ("the op-database function calls requires_grad_() inside the tra
 PRIMAL_BATCHED = ("jacfwd's jvp makes the primal batched over its basis vmap (ember's forward mode runs on physical "
                   "dual tensors): batch norm's in-place update of unbatched running stats then meets a batched input "
                   "and raises PyTorch's error; PyTorch's jacfwd batches only the tangent")
-RRELU_FWD = "forward-mode AD of the in-place rrelu_with_noise_ (eval mode) is not built (hessian is jacfwd of jacrev)"
 
 # (op name, transform) -> why ember fails it: a strict xfail (a fix XPASSes loudly). A value (reason, sample indices)
 # limits it to those samples of the default run. With EMBER_SLOW=1 the xfails are not strict (the later samples
@@ -69,7 +68,6 @@ XFAIL: dict[tuple[str, str], str | tuple[str, set]] = {
                                            ("as_strided_method", "jacfwd"), ("as_strided_inplace", "vmap_jvp"),
                                            ("as_strided_inplace", "jacfwd"))},
     **{("det_singular_grad_create_graph", tr): REQUIRES_GRAD for tr in ("vmap_grad", "hessian")},
-    **{(op, "hessian"): RRELU_FWD for op in ("nn_rrelu_eval_inplace", "nn_rrelu_", "torch_rrelu_")},
     **{(op, tr): PRIMAL_BATCHED for op in ("nn_batch_norm", "native_batch_norm_out") for tr in ("jacfwd", "hessian")},
     **{("batch_norm_aten", tr): (PRIMAL_BATCHED, {0}) for tr in ("jacfwd", "hessian")},   # (sample 1: eval mode)
 }
