@@ -40,9 +40,6 @@ PER_OP = 2
 
 # Why ember fails a case, by cause: each a bug of the transforms (ember/func/_eager.py) or of vmap's machinery
 # (ember/autograd/_batching.py), not of the op.
-INPLACE_RULE = ("index_reduce_'s vmap rule (a public rule) writes into the physical tensor that its own node saved, "
-                "so under hessian's forward-over-reverse the saved tensor's version has moved on and backward "
-                "refuses it")
 ZERO_BATCH = ("jacfwd of an empty input runs vmap over 0 basis vectors: an op that falls back to the per-example "
               "loop has no example to run (IndexError), and empty Jacobians come out (0, 0) instead of (0,)")
 AS_STRIDED = ("as_strided runs example by example in vmap's fallback, on slices of the physical tensor: an explicit "
@@ -58,7 +55,6 @@ PRIMAL_BATCHED = ("jacfwd's jvp makes the primal batched over its basis vmap (em
 # limits it to those samples of the default run. With EMBER_SLOW=1 the xfails are not strict (the later samples
 # were not triaged one by one).
 XFAIL: dict[tuple[str, str], str | tuple[str, set]] = {
-    ("index_reduce_", "hessian"): INPLACE_RULE,
     ("block_diag", "hessian"): (ZERO_BATCH, {1}),
     ("mm", "hessian"): (ZERO_BATCH, {1}),
     ("mv", "hessian"): (ZERO_BATCH, {1}),
