@@ -883,13 +883,17 @@ def _random_call(orig, name: str, args, kwargs):
     frame = FRAMES[-1]
     mode = frame.randomness
     kind = RANDOM[name]
-    if mode == "error":
-        if kind == "tensor" and not _draws(name, args, kwargs):
-            return orig(*args, **kwargs)
-        raise RuntimeError(RANDOM_ERROR)
     found: list = []
     _leaves(args, found)
     _leaves(kwargs, found)
+    if kind == "tensor" and not _draws(name, args, kwargs) and (
+            mode == "error" or not any(batched_at(t, frame.level) for t in found)):
+        # dropout with p=0 or in eval, rrelu in eval: no draw. With no input batched at this level the op runs as it
+        # is, on its input as it is (adding the level, as for a draw, would drop a dual input's batched tangent:
+        # vmap over a jvp); a batched input runs on the physical tensors below, as a draw does.
+        return orig(*args, **kwargs)
+    if mode == "error":
+        raise RuntimeError(RANDOM_ERROR)
     if mode == "same":
         if kind == "inplace" and found and batched_at(args[0], frame.level):
             # one draw of an example's shape, the same in every example

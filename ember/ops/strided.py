@@ -722,7 +722,35 @@ def new(self: Tensor, *args, device=None) -> Tensor:
 
 
 # ----- vmap -------------------------------------------------------------------------------------------------
-_batching.by_name("fallback", "as_strided", "slice_inverse", why="its parameters are strides of the example's memory")
+def _strided_rule(call, args, bdims, params, size):
+    """as_strided and slice_inverse read an example's storage by its layout (``in_stride``/``in_offset`` where its
+    elements sit, ``stride``/``storage_offset`` where the result's do). Where the physical tensor lays each example
+    out so (the batch dim first, its other strides ``in_stride``), example b's storage starts one batch stride after
+    example b - 1's: one view of the physical storage with the batch stride in front reads what each example's own
+    call reads (functorch's rule for as_strided), the memory beyond an example's elements included. Otherwise (a
+    lower vmap level's tensor, another layout) the examples run one by one."""
+    a, bd = args[0], bdims[0]
+    if bd is None or type(a) is not Tensor:
+        return _batching.loop(call, args, bdims, params, size)
+    a = _batching._moved(a, bd)
+    st = tuple(a.stride())
+    off = _storage_of(a)[2]
+    start = params["storage_offset"] - params["in_offset"] + off   # example 0's result in the physical storage
+    if st[1:] != tuple(params["in_stride"]) or start < 0:
+        return _batching.loop(call, args, bdims, params, size)
+    new = dict(params, size=(size,) + tuple(params["size"]), stride=st[:1] + tuple(params["stride"]),
+               storage_offset=start, in_stride=st, in_offset=off)
+    rest = []
+    if "dim" in params:   # slice_inverse: src (its layout only) batched too, the slice's dim past the batch dim
+        new["dim"] = params["dim"] + 1
+        src, sbd = args[1], bdims[1]
+        src = src.unsqueeze(0).expand((size,) + tuple(src._data.shape)) if sbd is None else _batching._moved(src, sbd)
+        rest.append(src)
+    return call([a, *rest], new), 0
+
+
+_batching.by_name(_strided_rule, "slice_inverse")
+_batching.by_name("fallback", "as_strided", why="its parameters are strides of the example's memory")
 _batching.by_name("fallback", "as_strided_backward", "view_scatter", "view_replay", "view_scatter_add",
                   "view_scatter_zeros", "copy_slices", why="a backward helper (ember differentiates the physical graph, so vmap meets it only when a program calls it directly)")
 
