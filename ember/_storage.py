@@ -13,17 +13,32 @@ import weakref
 from . import _dtype as D
 from ._device import backend_of, cpu_backend, device_of, has_data
 
-# roots moved to shared memory by share_memory_() (one process: nothing moves, PyTorch's flag is kept): id -> ref
+# roots that share_memory_() marked on a device without shared memory (its backend has no ``shared``): id -> ref
 _SHARED: dict = {}
 
 
+def shared_memory_of(root):
+    """The shared-memory functions of the device of the storage ``root`` (devices/cpu/shared.py), or None."""
+    be = backend_of(root)
+    return getattr(be, "shared", None) if has_data(be) else None
+
+
 def _is_shared(root) -> bool:
+    shm = shared_memory_of(root)
+    if shm is not None:
+        return shm.is_shared(root)
     ref = _SHARED.get(id(root))
     return ref is not None and ref() is root
 
 
-def _share(root) -> None:
+def _share(root):
+    """The storage ``root`` in shared memory: a copy there (or itself, already there); marked where the device has
+    no shared memory."""
+    shm = shared_memory_of(root)
+    if shm is not None:
+        return shm.share_root(root)
     _SHARED[id(root)] = weakref.ref(root, lambda _r, k=id(root): _SHARED.pop(k, None))
+    return root
 
 
 class UntypedStorage:
@@ -83,8 +98,9 @@ class UntypedStorage:
         return _is_shared(self._root)
 
     def share_memory_(self) -> UntypedStorage:
-        """PyTorch moves the memory to shared memory for other processes; ember has one process: it marks it."""
-        _share(self._root)
+        """Moves the bytes to shared memory, which other processes map (``ember.multiprocessing``). Tensors made
+        before from the old memory keep it: ``Tensor.share_memory_()`` moves a tensor."""
+        self._root = _share(self._root)
         return self
 
     @staticmethod
