@@ -18,8 +18,7 @@ import warnings
 from .. import _dtype as D
 from .._device import NAMESPACES, backend_of, has_data
 from ..devices.order import insertion_order
-from .._storage import (TypedStorage, UntypedStorage, is_storage, shared_memory_of,  # noqa: F401
-                        warn_typed_storage)
+from .._storage import TypedStorage, UntypedStorage, _share, is_storage, warn_typed_storage  # noqa: F401
 from .._state import track_tangent
 from .._tensor import Size, Tensor, _sizes_from_args, make, wrap_dim
 from ..autograd import grad_mode as _gm
@@ -549,15 +548,9 @@ def is_shared(self: Tensor) -> bool:
 
 @method("share_memory_")
 def share_memory_(self: Tensor) -> Tensor:
-    """Moves the tensor's storage to shared memory (a no-op if it is there): processes that receive the tensor
-    (``ember.multiprocessing``) read and write the same elements. Unlike PyTorch's, only this tensor follows its
-    storage there: other tensors viewing the old storage keep it."""
-    be, root, _ = _storage_of(self)
-    shm = shared_memory_of(root)
-    if shm is None:
-        untyped_storage(self).share_memory_()   # a device without shared memory: marked
-    elif not shm.is_shared(root):
-        self._data = shm.view_like(self._data, shm.share_root(root))   # the same values and layout, moved
+    """Moves the tensor's storage to shared memory (a no-op if it is there), with every tensor viewing it:
+    processes that receive the tensor (``ember.multiprocessing``) read and write the same elements."""
+    _share(_storage_of(self)[1], self)
     return self
 
 
