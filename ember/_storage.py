@@ -47,14 +47,17 @@ def _move_tensors(root, new_root, shm, first=None) -> None:
     if first is None or sys.getrefcount(root) > _ONE_HOLDER:
         be = backend_of(root)
         # (type(), not isinstance: some objects' __class__ is a property with effects, e.g. deprecation warnings)
-        movers = [o for o in gc.get_objects() if issubclass(type(o), Tensor) and backend_of(o._data) is be
-                  and be.storage_root(o._data) is root]
+        found = [o for o in gc.get_objects() if issubclass(type(o), Tensor) and o is not first]
+        movers += [o for o in found if isinstance(getattr(o, "_data", None), be.array_types)
+                   and be.storage_root(o._data) is root]
     for t in movers:
         t._data = shm.view_like(t._data, new_root)
 
 
 def _share(root, first=None):
     """The storage ``root`` in shared memory (its tensors follow it there); marked where the device has none."""
+    if not has_data(backend_of(root)):
+        raise RuntimeError("_share_fd_: only available on CPU")   # PyTorch's, for 'meta'
     shm = shared_memory_of(root)
     if shm is None:
         _SHARED[id(root)] = weakref.ref(root, lambda _r, k=id(root): _SHARED.pop(k, None))

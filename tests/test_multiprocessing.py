@@ -82,6 +82,12 @@ def test_share_memory_of_a_view_moves_its_storage():
         assert v.untyped_storage().data_ptr() == base.data_ptr() and other.data_ptr() == base.data_ptr()
 
 
+def test_meta_refused_as_torch():
+    for lib in (torch, ember):
+        with pytest.raises(RuntimeError, match="^_share_fd_: only available on CPU$"):
+            lib.ones(2, device="meta").share_memory_()
+
+
 def test_module_share_memory():
     m, tm = ember.nn.Linear(3, 2), torch.nn.Linear(3, 2)
     m.weight.grad, tm.weight.grad = ember.ones(2, 3), torch.ones(2, 3)
