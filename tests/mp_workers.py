@@ -81,7 +81,7 @@ def synthetic(seed, n=96):
     g = ember.Generator().manual_seed(seed)
     y = ember.randint(0, 3, (n,), generator=g)
     x = ember.randn(n, 8, generator=g) * 0.5
-    x[:, 0] += y.float() * 3
+    x[:, 0] += y.float() * 4
     return x, y
 
 

@@ -292,4 +292,4 @@ def test_hogwild_training():
     with ember.no_grad():
         after = ember.nn.functional.nll_loss(model(x), y).item()
         accuracy = (model(x).argmax(1) == y).float().mean().item()
-    assert after < 0.5 * before and accuracy > 0.8, (before, after, accuracy)
+    assert after < 0.4 * before and accuracy > 0.75, (before, after, accuracy)
