@@ -97,3 +97,14 @@ def hogwild_train(rank, model, epochs, done):
             nn.functional.nll_loss(model(data), target).backward()
             opt.step()
     done[rank] = 1
+
+
+def views_agree(i, a, b, flag):
+    """spawn target: ``a`` and ``b`` view one storage (sent as one descriptor twice); a write through ``a`` shows
+    in ``b`` and in the parent, and the descriptor outlives the second tensor's unpickling."""
+    a.add_(1)
+    del a
+    import gc
+    gc.collect()
+    flag[0] = 1 if b.tolist() == [[1.0, 2.0], [3.0, 4.0]] else -1
+    b.mul_(10)

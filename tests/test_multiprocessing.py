@@ -255,6 +255,15 @@ def test_join_stops_the_others():
             pass
 
 
+def test_spawn_args_sharing_a_storage():
+    """Two arguments on one storage reach a spawned child as one mapping (the descriptor passed once per tensor)."""
+    t = ember.arange(4.0)
+    flag = ember.zeros(1, dtype=ember.int64)
+    mp.spawn(w.views_agree, args=(t, t.view(2, 2), flag), nprocs=1)
+    assert flag.tolist() == [1]
+    assert t.tolist() == [10.0, 20.0, 30.0, 40.0]
+
+
 # ----- Hogwild (start method 'spawn', two processes) ----------------------------------------------------------------
 
 def test_hogwild_both_updates_land():

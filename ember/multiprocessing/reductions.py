@@ -9,7 +9,9 @@ strategy. The sender must be alive when the receiver unpickles (its descriptor i
 """
 from __future__ import annotations
 
+import multiprocessing.context as _context
 import multiprocessing.reduction as _reduction
+import weakref
 
 from .._device import cpu_backend
 from .._storage import TypedStorage, UntypedStorage, shared_memory_of
@@ -26,6 +28,31 @@ __all__ = ["init_reductions", "reduce_tensor", "reduce_storage", "rebuild_tensor
 _NON_LEAF = ("Cowardly refusing to serialize non-leaf tensor which requires_grad, since autograd does not support "
              "crossing process boundaries.  If you just want to transfer the data, call detach() on the tensor "
              "before serializing (e.g., putting it on the queue).")
+
+
+class _Inherited:
+    """A descriptor a spawned child inherits under its own number (already passed for another tensor)."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+
+    def detach(self) -> int:
+        return self.fd
+
+
+_PASSED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # the process being started -> fds passed
+
+
+def _fd_for_receiver(fd: int):
+    """What carries ``fd`` to the receiver: multiprocessing's ``DupFd`` (a spawned child inherits it; another
+    process gets it over a socket), once per descriptor for a child being started (it refuses a repeated one)."""
+    popen = _context.get_spawning_popen()
+    if popen is not None:
+        passed = _PASSED.setdefault(popen, set())
+        if fd in passed:
+            return _Inherited(fd)
+        passed.add(fd)
+    return _reduction.DupFd(fd)
 
 
 def rebuild_tensor(cls: type, fd_holder, layout: tuple, requires_grad: bool) -> Tensor:
@@ -45,7 +72,7 @@ def reduce_tensor(t: Tensor):
     if shm is None or not shm.is_shared(t.untyped_storage()._root):
         return t.__reduce_ex__(4)   # a device without shared memory: by value
     fd, layout = shm.handle(t._data)
-    return rebuild_tensor, (type(t), _reduction.DupFd(fd), layout, t.requires_grad)
+    return rebuild_tensor, (type(t), _fd_for_receiver(fd), layout, t.requires_grad)
 
 
 def rebuild_storage(cls: type, fd_holder, layout: tuple):
@@ -63,7 +90,7 @@ def reduce_storage(storage):
         raise RuntimeError(f"ember: a storage on device {untyped.device} cannot be sent to another process")
     fd, layout = shm.handle(untyped._root)
     dtype = storage.dtype if isinstance(storage, TypedStorage) else None
-    return rebuild_storage, (type(storage), _reduction.DupFd(fd), (layout[0], dtype))
+    return rebuild_storage, (type(storage), _fd_for_receiver(fd), (layout[0], dtype))
 
 
 def init_reductions() -> None:

@@ -106,12 +106,15 @@ def from_handle(fd: int, layout: tuple):
 
 
 def attach(fd: int, key: tuple, nbytes: int, dtype, size: int) -> np.ndarray:
-    """The storage of a segment received as the descriptor ``fd`` (this process's own copy, which the segment
-    then keeps); mapped once per process: a segment already mapped here is reused and ``fd`` closed."""
+    """The storage of a segment received as the descriptor ``fd`` (which the segment then keeps); mapped once per
+    process: a segment already mapped here is reused (and a second descriptor of it closed)."""
     with _lock:
         ref = _ATTACHED.get(key)
         root = ref() if ref is not None else None
         if root is not None:
-            os.close(fd)
+            # a descriptor of its own (passed over a socket) goes; the spawn start method hands a child the very
+            # descriptor number the segment already keeps, once per tensor that names it: that one stays
+            if fd != root.base.fd:
+                os.close(fd)
             return root
         return _remember(_root_over(_map(fd, nbytes, key), dtype, size))
