@@ -108,3 +108,11 @@ def views_agree(i, a, b, flag):
     gc.collect()
     flag[0] = 1 if b.tolist() == [[1.0, 2.0], [3.0, 4.0]] else -1
     b.mul_(10)
+
+
+def raise_or_sleep(i):
+    """Process 0 fails at once; the others would run for a minute."""
+    if i == 0:
+        raise RuntimeError("first")
+    import time
+    time.sleep(60)

@@ -249,10 +249,15 @@ def test_join_false_returns_context():
 
 
 def test_join_stops_the_others():
-    ctx = mp.start_processes(w.raise_at, args=(0,), nprocs=1, join=False, start_method="fork")
-    with pytest.raises(mp.ProcessRaisedException):
+    """The first failure ends the others (SIGTERM) instead of waiting for them."""
+    import time
+    start = time.monotonic()
+    ctx = mp.start_processes(w.raise_or_sleep, nprocs=2, join=False, start_method="fork")
+    with pytest.raises(mp.ProcessRaisedException, match="RuntimeError: first") as e:
         while not ctx.join(timeout=60, grace_period=1):
             pass
+    assert e.value.error_index == 0 and time.monotonic() - start < 30
+    assert ctx.processes[1].exitcode == -15   # SIGTERM
 
 
 def test_spawn_args_sharing_a_storage():
