@@ -18,7 +18,7 @@ import warnings
 from .. import _dtype as D
 from .._device import NAMESPACES, backend_of, has_data
 from ..devices.order import insertion_order
-from .._storage import TypedStorage, UntypedStorage, is_storage, warn_typed_storage  # noqa: F401
+from .._storage import TypedStorage, UntypedStorage, _share, is_storage, warn_typed_storage  # noqa: F401
 from .._state import track_tangent
 from .._tensor import Size, Tensor, _sizes_from_args, make, wrap_dim
 from ..autograd import grad_mode as _gm
@@ -542,14 +542,15 @@ method("itemsize", property(lambda self: self._data.itemsize, doc="The bytes of 
 
 @method("is_shared")
 def is_shared(self: Tensor) -> bool:
-    """Whether ``share_memory_()`` marked the tensor's storage."""
+    """Whether the tensor's storage is in shared memory (``share_memory_()``, or received from another process)."""
     return untyped_storage(self).is_shared()
 
 
 @method("share_memory_")
 def share_memory_(self: Tensor) -> Tensor:
-    """PyTorch moves the storage to shared memory (for other processes); ember runs in one: it marks it."""
-    untyped_storage(self).share_memory_()
+    """Moves the tensor's storage to shared memory (a no-op if it is there), with every tensor viewing it:
+    processes that receive the tensor (``ember.multiprocessing``) read and write the same elements."""
+    _share(_storage_of(self)[1], self)
     return self
 
 
