@@ -42,10 +42,6 @@ KNOWN = {
                                "jacfwd(argnums=0) give the true Jacobian, which ember gives)",
     "grad-autograd.grad-of-captured-inside": "inside grad, PyTorch's autograd.grad does not see a tensor captured "
                                              "from outside the transform; ember's one graph does, and differentiates",
-    "vmap(vmap)-randomness-different-over-same": "nested vmaps: ember's random functions follow the innermost "
-                                                 "level's randomness only (an outer 'different' is not honoured)",
-    "vmap(vmap)-randomness-different-over-different": "nested vmaps: ember's random functions follow the innermost "
-                                                      "level's randomness only (the outer batch repeats the draw)",
     "vmap-metadata-of-an-example-in_dims-1": "an example inside vmap reports contiguous strides of its own shape; "
                                              "PyTorch's reports the physical tensor's (in_dims=1: (12, 1), "
                                              "is_contiguous() False)",

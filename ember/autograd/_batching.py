@@ -878,11 +878,22 @@ def _like(orig, args, kwargs, level):
 PUBLIC_RULES.update({n: _like for n in ("zeros_like", "ones_like", "empty_like", "full_like")})   # public name -> rule(orig, args, kwargs) for the ops whose wrappers batch as a whole
 
 
-def _random_call(orig, name: str, args, kwargs):
-    """A random function under vmap: the innermost level's randomness decides."""
-    frame = FRAMES[-1]
+def _random_call(orig, name: str, args, kwargs, depth: int | None = None):
+    """A random function under vmap, as functorch's layers take it: the innermost level applies its randomness
+    and hands the call, on its physical tensors, to the level around it, down to the plain draw. So a 'different'
+    level puts its batch dim in front of the shape the levels inside it ask for (one draw of (outer, inner,
+    *example) for 'different' over 'different'), and a 'same' level asks the levels around it for one example."""
+    if depth is None:
+        depth = len(FRAMES) - 1
+    frame = FRAMES[depth]
+    if depth:
+        def lower(*a, **k):   # the same call at the level around this one
+            return _random_call(orig, name, a, k, depth - 1)
+    else:
+        lower = orig
     mode = frame.randomness
     kind = RANDOM[name]
+    level = frame.level
     if mode == "error":
         if kind == "tensor" and not _draws(name, args, kwargs):
             return orig(*args, **kwargs)
@@ -891,62 +902,60 @@ def _random_call(orig, name: str, args, kwargs):
     _leaves(args, found)
     _leaves(kwargs, found)
     if mode == "same":
-        if kind == "inplace" and found and batched_at(args[0], frame.level):
-            # one draw of an example's shape, the same in every example
+        if kind == "inplace" and found and batched_at(args[0], level):
+            # one draw of an example's shape (a fresh tensor, unbatched at every level: a 'different' level around
+            # this one refuses it, as PyTorch's), the same in every example
             self = args[0]
             one = _unbatched_like(self)
-            orig(one, *args[1:], **kwargs)
-            chain, p = peel(materialize(self, [frame]))
+            lower(one, *args[1:], **kwargs)
             self.copy_(one)
             return self
-        if kind == "tensor" and name in _DROPOUTS and found and type(args[0]) is BatchedTensor:
-            return _same_dropout(orig, args, kwargs)
-        if found and kind in ("tensor", "inplace") and any(batched_at(t, frame.level) for t in found):
+        if kind == "tensor" and name in _DROPOUTS and found and batched_at(args[0], level):
+            return _same_dropout(lower, args, kwargs, level)
+        if found and kind in ("tensor", "inplace") and any(batched_at(t, level) for t in found):
             raise RuntimeError("Vmap does not currently support same randomness with a batched tensor input. Please "
                                "file an issue with functorch")
-        if kind == "like":
-            a0 = args[0]
-            return orig(_unbatched_like(a0), *args[1:], **kwargs)
-        return orig(*args, **kwargs)
+        if kind == "like" and batched_at(args[0], level):
+            return lower(_example(args[0], level), *args[1:], **kwargs)
+        return lower(*args, **kwargs)
     # different
-    level = frame.level
     if kind == "size":
         if name == "randperm":   # one permutation per example, drawn in turn
-            return wrap(_primitive.graph_ns.stack([orig(*args, **kwargs) for _ in range(frame.size)], 0), 0, level)
-        return _random_sized(orig, name, args, kwargs, frame)
+            return wrap(_primitive.graph_ns.stack([lower(*args, **kwargs) for _ in range(frame.size)], 0), 0, level)
+        return _random_sized(lower, name, args, kwargs, frame)
     if kind == "like":
-        x = materialize(args[0], [frame]) if isinstance(args[0], Tensor) else args[0]
-        chain, p = peel(x)
-        return rewrap(orig(p, *args[1:], **kwargs), chain)
+        x = args[0]
+        if not isinstance(x, Tensor):
+            return lower(*args, **kwargs)
+        if not batched_at(x, level):
+            x = add_level(x, frame)
+        # (the physical tensor as it lies: the draw fills it in its memory order, as PyTorch's like functions)
+        return wrap(lower(x._phys, *args[1:], **kwargs), x._bdim, level)
     if kind == "inplace":
         self = args[0]
         if not batched_at(self, level):
             raise RuntimeError("vmap: Cannot ask for different inplace randomness on an unbatched tensor. This will "
                                "appear like same randomness. If this is necessary for your usage, please file an "
                                "issue with functorch.")
-        chain, p = peel(self)
-        orig(p, *args[1:], **kwargs)
+        lower(self._phys, *args[1:], **kwargs)
         return self
-    # "tensor": every batched input's examples, batch dim first, then the op once on the whole batch
-    ts = [t for t in found if batched_at(t, level)]
-    if not ts:   # no input batched at this level: each example draws its own
-        x = [a for a in args if isinstance(a, Tensor)]
-        if not x:
-            return orig(*args, **kwargs)
-        new = list(args)
-        i = next(k for k, a in enumerate(args) if isinstance(a, Tensor))
-        new[i] = add_level(args[i], frame)
-        args = tuple(new)
+    # "tensor": every tensor input's examples at this level (unbatched ones expanded), batch dim first, then the op
+    # once on the whole batch
     rank = max(t._data.ndim for t in found) if found else 0
+    if not any(batched_at(t, level) for t in found):
+        if not any(isinstance(a, Tensor) for a in args):
+            return lower(*args, **kwargs)
+        i = next(k for k, a in enumerate(args) if isinstance(a, Tensor))
+        args = args[:i] + (add_level(args[i], frame),) + args[i + 1:]
+        rank = max(rank, args[i]._data.ndim)
 
     def phys_of(a):
         if isinstance(a, Tensor):
             if not batched_at(a, level):
                 a = add_level(a, frame)
-            if type(a) is BatchedTensor and a._level == level:
-                return _front_and_pad(a._phys, a._bdim, rank, frame.size)
+            return _front_and_pad(a._phys, a._bdim, rank, frame.size)
         return a
-    out = orig(*[phys_of(a) for a in args], **{k: phys_of(v) for k, v in kwargs.items()})
+    out = lower(*[phys_of(a) for a in args], **{k: phys_of(v) for k, v in kwargs.items()})
     return _wrap_all(out, level)
 
 
@@ -968,24 +977,39 @@ def _draws(name: str, args, kwargs) -> bool:
 RNG_STATE: list = []   # (get_rng_state, set_rng_state), filled by ember.ops
 
 
-def _same_dropout(orig, args, kwargs):
-    """A dropout with randomness='same': one mask of an example's shape for every example. Dropouts are affine in
-    their input (alpha dropout too), so out = x * (d(1) - d(0)) + d(0), with d drawn twice from the same state."""
+def _same_dropout(lower, args, kwargs, level: int):
+    """A dropout with randomness='same' at ``level``: one mask of an example's shape for every example (batched as
+    the input at the levels around). Dropouts are affine in their input (alpha dropout too), so
+    out = x * (d(1) - d(0)) + d(0), with d drawn twice from the same state."""
     get_state, set_state = RNG_STATE
     x = args[0]
+    x0 = _example(x, level)
     state = get_state()
-    zero = orig(_unbatched_like(x).zero_(), *args[1:], **kwargs)
+    zero = lower(_filled_like(x0, 0), *args[1:], **kwargs)
     set_state(state)
-    one = orig(_unbatched_like(x).fill_(1), *args[1:], **kwargs)
+    one = lower(_filled_like(x0, 1), *args[1:], **kwargs)
     return x * (one - zero) + zero
 
 
 def _unbatched_like(a):
-    """A plain tensor of ``a``'s per-example shape and dtype (for rand_like and kin with randomness='same')."""
+    """A plain tensor of ``a``'s per-example shape and dtype (a fresh tensor for an in-place draw with
+    randomness='same')."""
     if type(a) is not BatchedTensor:
         return a
     chain, p = peel(a)
     return p.new_empty(tuple(a._data.shape))
+
+
+def _filled_like(a, value):
+    """A fresh tensor of ``value`` batched as ``a`` (at every level)."""
+    chain, p = peel(a)
+    return rewrap(p.new_full(tuple(p._data.shape), value), chain)
+
+
+def _example(a, level: int):
+    """An example of ``a`` at ``level`` (its first), still batched at the other levels: what a 'same' level draws
+    like."""
+    return _slice(a, level, 0)
 
 
 def _random_sized(orig, name, args, kwargs, frame):
