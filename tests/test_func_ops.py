@@ -43,8 +43,6 @@ PER_OP = 2
 INPLACE_RULE = ("index_reduce_'s vmap rule (a public rule) writes into the physical tensor that its own node saved, "
                 "so under hessian's forward-over-reverse the saved tensor's version has moved on and backward "
                 "refuses it")
-ZERO_BATCH = ("jacfwd of an empty input runs vmap over 0 basis vectors: an op that falls back to the per-example "
-              "loop has no example to run (IndexError), and empty Jacobians come out (0, 0) instead of (0,)")
 AS_STRIDED = ("as_strided runs example by example in vmap's fallback, on slices of the physical tensor: an explicit "
               "storage_offset then counts from the physical storage's start, so every example reads the first "
               "one's memory (vmap(lambda a: a.as_strided((2, 2), (1, 2), 1)) over (3, 8): three equal results)")
@@ -60,10 +58,6 @@ RRELU_FWD = "forward-mode AD of the in-place rrelu_with_noise_ (eval mode) is no
 # were not triaged one by one).
 XFAIL: dict[tuple[str, str], str | tuple[str, set]] = {
     ("index_reduce_", "hessian"): INPLACE_RULE,
-    ("block_diag", "hessian"): (ZERO_BATCH, {1}),
-    ("mm", "hessian"): (ZERO_BATCH, {1}),
-    ("mv", "hessian"): (ZERO_BATCH, {1}),
-    ("dot", "jacfwd"): (ZERO_BATCH, {1}),
     **{(op, tr): AS_STRIDED for op, tr in (("as_strided_copy", "vmap_grad"), ("as_strided_copy", "vmap_jvp"),
                                            ("as_strided_method", "vmap_grad"), ("as_strided_method", "vmap_jvp"),
                                            ("as_strided_method", "jacfwd"), ("as_strided_inplace", "vmap_jvp"),
