@@ -1046,6 +1046,8 @@ value("vmap(vmap)-size-0-max_pool2d", lambda L: L.func.vmap(L.func.vmap(lambda a
 raises("vmap-size-0-item", lambda L: L.func.vmap(lambda a: a.sum().item())(_empty(L, 0, 3)))
 raises("vmap-size-0-data-dependent", lambda L: L.func.vmap(lambda a: a if a.sum() > 0 else -a)(_empty(L, 0, 3)))
 raises("vmap-size-0-nonzero", lambda L: L.func.vmap(lambda a: a.nonzero())(_empty(L, 0, 3)))
+raises("vmap(grad)-size-0-conv-weight", lambda L: L.func.vmap(L.func.grad(
+    lambda w, a: L.nn.functional.conv2d(a[None], w).sum()), in_dims=(None, 0))(_empty(L, 2, 1, 3, 3), _empty(L, 0, 1, 6, 6)))
 raises("vmap-size-0-fallback-histc", lambda L: L.func.vmap(lambda a: L.histc(a, 4))(_empty(L, 0, 3)))
 for _T in ("jacrev", "jacfwd"):
     value(f"{_T}-empty-input-scalar-output", lambda L, T=_T: getattr(L.func, T)(lambda a: (a ** 2).sum())(_empty(L, 0)))
