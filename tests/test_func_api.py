@@ -1043,6 +1043,10 @@ value("vmap(vmap)-inner-size-0", lambda L: L.func.vmap(L.func.vmap(L.sin))(_empt
 value("vmap(vmap)-outer-size-0", lambda L: L.func.vmap(L.func.vmap(L.sin))(_empty(L, 0, 2, 3)))
 value("vmap(vmap)-size-0-max_pool2d", lambda L: L.func.vmap(L.func.vmap(lambda a: L.nn.functional.max_pool2d(a, 2)))(
     _empty(L, 2, 0, 1, 4, 4)))
+for _name in ("rand_like", "normal_", "randperm", "bernoulli", "multinomial", "dropout", "alpha_dropout", "dropout2d"):
+    for _mode in ("same", "different"):   # (what is drawn shows in where the generator is left)
+        agree(f"vmap-size-0-randomness-{_mode}-{_name}", lambda L, op=NESTED_RANDOM_OPS[_name], m=_mode: _seeded(
+            L, lambda: (L.func.vmap(lambda a: op(L, a), randomness=m)(_empty(L, 0, 4)), L.rand(2, dtype=L.float64))))
 raises("vmap-size-0-item", lambda L: L.func.vmap(lambda a: a.sum().item())(_empty(L, 0, 3)))
 raises("vmap-size-0-data-dependent", lambda L: L.func.vmap(lambda a: a if a.sum() > 0 else -a)(_empty(L, 0, 3)))
 raises("vmap-size-0-nonzero", lambda L: L.func.vmap(lambda a: a.nonzero())(_empty(L, 0, 3)))
