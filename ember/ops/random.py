@@ -28,7 +28,7 @@ from ..autograd import _primitive as P
 from ..autograd import _profiling
 from ..autograd import _views as V
 from ._registry import method as _register_method
-from .creation import _check_input, _finish, device_backend
+from .creation import _check_input, _finish, device_backend, empty_like
 
 # The generator's device (the CPU, as PyTorch's default generator): its random stream and samplers.
 _RNG = device_backend().random
@@ -560,7 +560,6 @@ def _laid_out_like(input: Tensor, dtype, device):
     like-functions lay it out, which they fill in memory order; None for a contiguous one (drawn as by its shape)."""
     if device is not None or input.is_contiguous():
         return None
-    from .creation import empty_like
     return empty_like(input, dtype=dtype or input.dtype)
 
 
