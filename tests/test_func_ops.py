@@ -40,8 +40,6 @@ PER_OP = 2
 
 # Why ember fails a case, by cause: each a bug of the transforms (ember/func/_eager.py) or of vmap's machinery
 # (ember/autograd/_batching.py), not of the op.
-ZERO_BATCH = ("jacfwd of an empty input runs vmap over 0 basis vectors: an op that falls back to the per-example "
-              "loop has no example to run (IndexError), and empty Jacobians come out (0, 0) instead of (0,)")
 AS_STRIDED = ("as_strided runs example by example in vmap's fallback, on slices of the physical tensor: an explicit "
               "storage_offset then counts from the physical storage's start, so every example reads the first "
               "one's memory (vmap(lambda a: a.as_strided((2, 2), (1, 2), 1)) over (3, 8): three equal results)")
@@ -55,10 +53,6 @@ PRIMAL_BATCHED = ("jacfwd's jvp makes the primal batched over its basis vmap (em
 # limits it to those samples of the default run. With EMBER_SLOW=1 the xfails are not strict (the later samples
 # were not triaged one by one).
 XFAIL: dict[tuple[str, str], str | tuple[str, set]] = {
-    ("block_diag", "hessian"): (ZERO_BATCH, {1}),
-    ("mm", "hessian"): (ZERO_BATCH, {1}),
-    ("mv", "hessian"): (ZERO_BATCH, {1}),
-    ("dot", "jacfwd"): (ZERO_BATCH, {1}),
     **{(op, tr): AS_STRIDED for op, tr in (("as_strided_copy", "vmap_grad"), ("as_strided_copy", "vmap_jvp"),
                                            ("as_strided_method", "vmap_grad"), ("as_strided_method", "vmap_jvp"),
                                            ("as_strided_method", "jacfwd"), ("as_strided_inplace", "vmap_jvp"),

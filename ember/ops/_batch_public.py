@@ -247,7 +247,7 @@ def reduce_rule(fn):
             if dim is not None and any(as_dim(d, nd) is None for d in (dim if isinstance(dim, (tuple, list))
                                                                         else (dim,))):
                 return own(orig, args, kwargs, level)   # its own error
-            out = fn(front(x, level).reshape(size, -1), dim=1, **rest, **({"keepdim": False} if has_keepdim else {}))
+            out = fn(_batching.rows(front(x, level), size), dim=1, **rest, **({"keepdim": False} if has_keepdim else {}))
             if keepdim or nd == 0:
                 out = out.reshape((size,) + ((1,) * nd if keepdim else ()))
             return wrap_out(out, level)
