@@ -36,6 +36,10 @@ def track_tangent(t) -> None:
     fwd_state.tensors.append(weakref.ref(t))
 
 
+# Bumped by every swapper of functions' code other than vmap's (autocast regions, the profiler): vmap's swap reuses
+# the codes it saved at its previous install only while this count has not moved (ember/autograd/_batching.py)
+code_swaps = [0]
+
 # How many torch.func transforms (vmap, grad, vjp, jvp, ...) are running: Tensor.requires_grad_ is refused inside one,
 # as PyTorch's (ember/autograd/_batching.py counts them).
 func_depth = [0]

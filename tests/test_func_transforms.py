@@ -49,3 +49,35 @@ def test_composition_matches_torch(name):
     assert tuple(got.shape) == tuple(ref.shape)
     assert str(got.dtype) == str(ref.dtype)
     np.testing.assert_allclose(got.detach().numpy(), ref.detach().numpy(), rtol=1e-9, atol=1e-12)
+
+
+def test_vmap_swap_around_autocast_and_profiler_regions():
+    """vmap swaps the public ops' code in and out; autocast regions and the profiler swap some of the same functions
+    between two vmap calls (and around one): each call still runs the public runners (here: randomness='same'
+    and 'different' of torch.rand), and every function has its own code again afterwards."""
+    from ember.autograd import _primitive
+    watched = (ember.rand, ember.nn.functional.linear, ember.mm, _primitive.apply)
+    codes = [f.__code__ for f in watched]
+    x = ember.zeros(4, 3)
+
+    def draw(randomness):
+        before = [f.__code__ for f in watched]   # (autocast's or the profiler's inside their regions)
+        out = ember.func.vmap(lambda r: ember.mm(r.unsqueeze(0), ember.eye(3)).squeeze(0) + ember.rand(3),
+                             randomness=randomness)(x)
+        assert [f.__code__ for f in watched] == before
+        return out
+
+    def check():
+        same, diff = draw("same"), draw("different")
+        assert all(ember.equal(same[0], row) for row in same)
+        assert not ember.equal(diff[0], diff[1])
+
+    check()
+    with ember.autocast("cpu"):
+        ember.mm(ember.ones(2, 2), ember.ones(2, 2))
+        check()   # vmap inside an autocast region
+    check()
+    with ember.profiler.profile():
+        check()   # vmap while the profiler records
+    check()
+    assert [f.__code__ for f in watched] == codes

@@ -35,6 +35,7 @@ import warnings
 from typing import Any, Callable
 
 from .. import _dtype
+from .._state import code_swaps
 from .._tensor import Tensor
 from ..autograd.grad_mode import enable_grad, is_inference_mode_enabled
 from ..ops._registry import EXPORTS, METHODS, SUBMODULES
@@ -703,3 +704,4 @@ def _sync_swap(on: bool) -> None:
     for s in _SWAPS:
         s.on() if on else s.off()
     _swapped[0] = on
+    code_swaps[0] += 1

@@ -24,7 +24,7 @@ import warnings
 
 from .. import _dtype as _D
 from .._device import NAMESPACES
-from .._state import func_depth as _func_depth
+from .._state import code_swaps as _code_swaps, func_depth as _func_depth
 from .._tensor import Tensor, _new, make as _make
 from . import _primitive, _views
 from . import grad_mode as _gm
@@ -467,6 +467,16 @@ def _moved(p: Tensor, bdim: int) -> Tensor:
     return p.permute([bdim] + [d for d in range(n) if d != bdim])
 
 
+def rows(p: Tensor, size: int) -> Tensor:
+    """``p.reshape(size, -1)`` (``p``'s batch dim first), also for an empty batch, where -1 is ambiguous."""
+    if size:
+        return p.reshape(size, -1)
+    n = 1
+    for s in p._data.shape[1:]:
+        n *= s
+    return p.reshape(0, n)
+
+
 def _front_and_pad(p: Tensor, bdim: int, rank: int, size: int) -> Tensor:
     """A batched physical tensor with its batch dim first and its example padded with size-1 dims on the left to
     ``rank`` dims, so that it broadcasts against the other inputs as its example does."""
@@ -542,13 +552,33 @@ def rows_rule(prim: Primitive, **params):
     """A reduction over every dim of the example (max(), median(), ...), batched as ``prim`` (the same reduction
     of the last dim, with ``params``) on the examples flattened to rows."""
     def rule(call, args, bdims, _params, size):
-        flat = _moved(args[0], bdims[0]).reshape(size, -1)
+        flat = rows(_moved(args[0], bdims[0]), size)
         return _primitive.apply(prim, (flat,), params), 0
     return rule
 
 
+def zero_batch_error(name: str) -> RuntimeError:
+    return RuntimeError(f"Batching rule not implemented for aten::{name}. The fallback path does not support vmap "
+                        "over dims of size 0.")
+
+
+def _stand_in(a, bd: int):
+    """A plain tensor of zeros shaped as one example of ``a`` (its dim ``bd`` mapped over): what a per-example
+    fallback runs on when the batch is empty, to learn its results' shapes and dtypes."""
+    shape = tuple(a._data.shape)
+    return peel(a)[1].new_zeros(shape[:bd] + shape[bd + 1:])
+
+
 def loop(call, args, bdims, params, size):
-    """The fallback: the primitive once per example, the results stacked."""
+    """The fallback: the primitive once per example, the results stacked. An empty batch has no example to run:
+    the primitive runs once on a stand-in example of zeros for the result's shape and dtype (PyTorch's batching
+    rules run on the empty physical tensors; where the stand-in fails, PyTorch's fallback error)."""
+    if not size:
+        try:
+            one = call([a if bd is None else _stand_in(a, bd) for a, bd in zip(args, bdims)], params)
+        except Exception:   # noqa: BLE001  (zeros are no valid example for this op: PyTorch's fallback refuses)
+            raise zero_batch_error(getattr(call, "prim_name", "this operator")) from None
+        return one.unsqueeze(0)[:0], 0
     rows = []
     for b in range(size):
         rows.append(call([a if bd is None else a.select(bd, b) for a, bd in zip(args, bdims)], params))
@@ -580,7 +610,7 @@ def flatten_rule(key: str):
     def rule(call, args, bdims, params, size):
         if params.get(key) is not None:
             return shifted(call, args, bdims, params, size)
-        x = _moved(args[0], bdims[0]).reshape((size, -1))
+        x = rows(_moved(args[0], bdims[0]), size)
         new = dict(params)
         new[key] = 1
         return call([x], new), 0
@@ -676,11 +706,13 @@ def _run(prim, args, params=_primitive._EMPTY, node_cls=None, dtype=None):
             raise NoRule(prim.name)
         fallback_warning(prim.name)
         rule = loop
+        if not frame.size:
+            call.prim_name = prim.name
     out, bdim = rule(call, phys, bdims, params, frame.size)
     if bdim is None:
         return out
     d = out._data
-    if d.size == 0 and d.ndim == 1 and d.shape[0] == 0:
+    if d.size == 0 and d.ndim == 1 and d.shape[0] == 0 and frame.size:
         return out   # an empty placeholder output (qr's Q in mode 'r'): unbatched, as PyTorch's
     if d.ndim <= bdim or d.shape[bdim] != frame.size:
         # the primitive ignored its batched input (addmm with beta=0, qr's empty Q in mode 'r'): the same result
@@ -851,6 +883,40 @@ def _slice(x, level: int, b: int):
     return x
 
 
+def _stand_in_at(x, level: int):
+    """``_slice``'s stand-in for an empty batch: every tensor in ``x`` batched at ``level`` replaced by a plain
+    tensor of zeros shaped as its example."""
+    if type(x) is BatchedTensor:
+        return peel(x)[1].new_zeros(tuple(x._data.shape)) if batched_at(x, level) else x
+    if type(x) in (list, tuple):
+        return type(x)(_stand_in_at(y, level) for y in x)
+    if type(x) is dict:
+        return {k: _stand_in_at(v, level) for k, v in x.items()}
+    return x
+
+
+def _empty_results(first, level: int):
+    """The results of an op over an empty batch, shaped as ``first`` (its result on a stand-in example)."""
+    if isinstance(first, Tensor):
+        return wrap(first.unsqueeze(0)[:0], 0, level)
+    if isinstance(first, tuple):
+        made = [_empty_results(r, level) for r in first]
+        return type(first)(*made) if hasattr(first, "_fields") else type(first)(made)
+    if isinstance(first, list):
+        return [_empty_results(r, level) for r in first]
+    return first
+
+
+def _empty_batch(orig, args, kwargs, level: int, name: str):
+    """A public op's per-example fallback over an empty batch: the op once on stand-in examples of zeros, for the
+    results' shapes and dtypes (where that fails, PyTorch's fallback error)."""
+    try:
+        first = orig(*_stand_in_at(args, level), **_stand_in_at(kwargs, level))
+    except Exception:   # noqa: BLE001  (zeros are no valid example for this op: PyTorch's fallback refuses)
+        raise zero_batch_error(name) from None
+    return _empty_results(first, level)
+
+
 def _stack_results(rows: list, level: int):
     """The per-example results of an op stacked into batched ones (tensors; tuples, named ones too, of them)."""
     first = rows[0]
@@ -902,6 +968,8 @@ def _per_example(orig, args, kwargs, level):
     """The fallback, asked for by name: ops that call an op refused under vmap on each example's values
     (nonzero_static calls nonzero) but have a fixed output size."""
     frame = frame_of(level)
+    if not frame.size:
+        return _empty_batch(orig, args, kwargs, level, orig.__name__)
     rows = [orig(*_slice(args, level, b), **_slice(kwargs, level, b)) for b in range(frame.size)]
     return _stack_results(rows, level)
 
@@ -921,79 +989,134 @@ def _like(orig, args, kwargs, level):
 PUBLIC_RULES.update({n: _like for n in ("zeros_like", "ones_like", "empty_like", "full_like")})   # public name -> rule(orig, args, kwargs) for the ops whose wrappers batch as a whole
 
 
-def _random_call(orig, name: str, args, kwargs):
-    """A random function under vmap: the innermost level's randomness decides."""
-    frame = FRAMES[-1]
+def _random_call(orig, name: str, args, kwargs, depth: int | None = None, ex_ndim: int = 0):
+    """A random function under vmap, as functorch's layers take it: the innermost level applies its randomness
+    and hands the call, on its physical tensors, to the level around it, down to the plain draw. So a 'different'
+    level puts its batch dim in front of the shape the levels inside it ask for (one draw of (outer, inner,
+    *example) for 'different' over 'different'), and a 'same' level asks the levels around it for one example."""
+    if depth is None:
+        depth = len(FRAMES) - 1
+        ex_ndim = args[0]._data.ndim if args and isinstance(args[0], Tensor) else 0
+    frame = FRAMES[depth]
+    if depth:
+        def lower(*a, **k):   # the same call at the level around this one
+            return _random_call(orig, name, a, k, depth - 1, ex_ndim)
+    elif name in _FEATURE_DROPOUTS:
+        def lower(*a, **k):
+            return _feature_dropout_rows(orig, name, ex_ndim, a, k)
+    else:
+        lower = orig
     mode = frame.randomness
     kind = RANDOM[name]
-    if mode == "error":
-        if kind == "tensor" and not _draws(name, args, kwargs):
-            return orig(*args, **kwargs)
-        raise RuntimeError(RANDOM_ERROR)
+    level = frame.level
     found: list = []
     _leaves(args, found)
     _leaves(kwargs, found)
+    if kind == "tensor" and not _draws(name, args, kwargs) and (
+            mode == "error" or not any(batched_at(t, level) for t in found)):
+        # dropout with p=0 or in eval, rrelu in eval: no draw. With no input batched at this level the op runs as it
+        # is, on its input as it is (adding the level, as for a draw, would drop a dual input's batched tangent:
+        # vmap over a jvp); a batched input runs on the physical tensors below, as a draw does.
+        return orig(*args, **kwargs)
+    if mode == "error":
+        raise RuntimeError(RANDOM_ERROR)
     if mode == "same":
-        if kind == "inplace" and found and batched_at(args[0], frame.level):
-            # one draw of an example's shape, the same in every example
+        if kind == "inplace" and found and batched_at(args[0], level):
+            # one draw of an example's shape (a fresh tensor, unbatched at every level: a 'different' level around
+            # this one refuses it, as PyTorch's), the same in every example
             self = args[0]
             one = _unbatched_like(self)
-            orig(one, *args[1:], **kwargs)
-            chain, p = peel(materialize(self, [frame]))
+            lower(one, *args[1:], **kwargs)
             self.copy_(one)
             return self
-        if kind == "tensor" and name in _DROPOUTS and found and type(args[0]) is BatchedTensor:
-            return _same_dropout(orig, args, kwargs)
-        if found and kind in ("tensor", "inplace") and any(batched_at(t, frame.level) for t in found):
+        if kind == "tensor" and name in _DROPOUTS and found and batched_at(args[0], level):
+            return _same_dropout(lower, name, args, kwargs, level)
+        if found and kind in ("tensor", "inplace") and any(batched_at(t, level) for t in found):
             raise RuntimeError("Vmap does not currently support same randomness with a batched tensor input. Please "
                                "file an issue with functorch")
-        if kind == "like":
-            a0 = args[0]
-            return orig(_unbatched_like(a0), *args[1:], **kwargs)
-        return orig(*args, **kwargs)
+        if kind == "like" and batched_at(args[0], level):
+            return lower(_example(args[0], level), *args[1:], **kwargs)
+        return lower(*args, **kwargs)
     # different
-    level = frame.level
     if kind == "size":
         if name == "randperm":   # one permutation per example, drawn in turn
-            return wrap(_primitive.graph_ns.stack([orig(*args, **kwargs) for _ in range(frame.size)], 0), 0, level)
-        return _random_sized(orig, name, args, kwargs, frame)
+            return wrap(_primitive.graph_ns.stack([lower(*args, **kwargs) for _ in range(frame.size)], 0), 0, level)
+        return _random_sized(lower, name, args, kwargs, frame)
     if kind == "like":
-        x = materialize(args[0], [frame]) if isinstance(args[0], Tensor) else args[0]
-        chain, p = peel(x)
-        return rewrap(orig(p, *args[1:], **kwargs), chain)
+        x = args[0]
+        if not isinstance(x, Tensor):
+            return lower(*args, **kwargs)
+        if not batched_at(x, level):
+            x = add_level(x, frame)
+        # (the physical tensor as it lies: the draw fills it in its memory order, as PyTorch's like functions)
+        return wrap(lower(x._phys, *args[1:], **kwargs), x._bdim, level)
     if kind == "inplace":
         self = args[0]
         if not batched_at(self, level):
             raise RuntimeError("vmap: Cannot ask for different inplace randomness on an unbatched tensor. This will "
                                "appear like same randomness. If this is necessary for your usage, please file an "
                                "issue with functorch.")
-        chain, p = peel(self)
-        orig(p, *args[1:], **kwargs)
+        lower(self._phys, *args[1:], **kwargs)
         return self
-    # "tensor": every batched input's examples, batch dim first, then the op once on the whole batch
-    ts = [t for t in found if batched_at(t, level)]
-    if not ts:   # no input batched at this level: each example draws its own
-        x = [a for a in args if isinstance(a, Tensor)]
-        if not x:
-            return orig(*args, **kwargs)
-        new = list(args)
-        i = next(k for k, a in enumerate(args) if isinstance(a, Tensor))
-        new[i] = add_level(args[i], frame)
-        args = tuple(new)
+    # "tensor": every tensor input's examples at this level (unbatched ones expanded), batch dim first, then the op
+    # once on the whole batch
     rank = max(t._data.ndim for t in found) if found else 0
+    if not any(batched_at(t, level) for t in found):
+        if not any(isinstance(a, Tensor) for a in args):
+            return lower(*args, **kwargs)
+        i = next(k for k, a in enumerate(args) if isinstance(a, Tensor))
+        args = args[:i] + (add_level(args[i], frame),) + args[i + 1:]
+        rank = max(rank, args[i]._data.ndim)
 
     def phys_of(a):
         if isinstance(a, Tensor):
             if not batched_at(a, level):
                 a = add_level(a, frame)
-            if type(a) is BatchedTensor and a._level == level:
-                return _front_and_pad(a._phys, a._bdim, rank, frame.size)
+            return _front_and_pad(a._phys, a._bdim, rank, frame.size)
         return a
-    out = orig(*[phys_of(a) for a in args], **{k: phys_of(v) for k, v in kwargs.items()})
-    return _wrap_all(out, level)
+    new_args = [phys_of(a) for a in args]
+    new_kwargs = {k: phys_of(v) for k, v in kwargs.items()}
+    if name == "multinomial" and not depth and new_args[0]._data.ndim > 2:
+        # (levels inside this one left their batch dims in front: the rows are drawn in turn, as one 2-d call)
+        probs = new_args[0]
+        lead = tuple(probs._data.shape[:-1])
+        out = lower(probs.reshape(-1, probs._data.shape[-1]), *new_args[1:], **new_kwargs)
+        return _wrap_all(out.reshape(lead + tuple(out._data.shape[-1:])), level)
+    return _wrap_all(lower(*new_args, **new_kwargs), level)
 
 
 _DROPOUTS = ("dropout", "alpha_dropout", "feature_alpha_dropout", "dropout1d", "dropout2d", "dropout3d")
+
+
+# channel-wise dropouts: the rank at which each reads its input's dim 0 as samples (None: every rank; an example of
+# another rank is one sample, (C, ...))
+_FEATURE_DROPOUTS = {"dropout1d": 3, "dropout3d": 5, "dropout2d": None, "feature_alpha_dropout": None}
+
+
+def _feature_dropout_rows(orig, name: str, ex_ndim: int, args, kwargs):
+    """A channel-wise dropout on the physical tensor of every level (their batch dims in front of an example of
+    ``ex_ndim`` dims): the batch dims, and the example's own samples dim where it has one, become the samples of
+    one call (padded with size-1 dims to the rank the op reads samples at), so that each example's channels are
+    drawn as the example's own call draws them."""
+    x = args[0]
+    if not isinstance(x, Tensor) or x._data.ndim <= ex_ndim:
+        return orig(*args, **kwargs)
+    k = x._data.ndim - ex_ndim
+    if name == "dropout1d" and ex_ndim not in (2, 3):   # (its rank check, on an example: PyTorch's error)
+        return orig(x.new_empty(tuple(x._data.shape[k:])), *args[1:], **kwargs)
+    rank = _FEATURE_DROPOUTS[name]
+    own = rank is None or ex_ndim == rank
+    m = k + own   # the leading dims that become samples
+    shape = tuple(x._data.shape)
+    n = 1
+    for s in shape[:m]:
+        n *= s
+    rows = (n,) + shape[m:]
+    if not own and len(rows) < rank:
+        rows += (1,) * (rank - len(rows))
+    if rows == shape:
+        return orig(*args, **kwargs)
+    return orig(x.reshape(rows), *args[1:], **kwargs).reshape(shape)
 
 
 def _draws(name: str, args, kwargs) -> bool:
@@ -1011,24 +1134,49 @@ def _draws(name: str, args, kwargs) -> bool:
 RNG_STATE: list = []   # (get_rng_state, set_rng_state), filled by ember.ops
 
 
-def _same_dropout(orig, args, kwargs):
-    """A dropout with randomness='same': one mask of an example's shape for every example. Dropouts are affine in
-    their input (alpha dropout too), so out = x * (d(1) - d(0)) + d(0), with d drawn twice from the same state."""
+def _same_dropout(lower, name: str, args, kwargs, level: int):
+    """A dropout with randomness='same' at ``level``: one mask of an example's shape for every example (batched as
+    the input at the levels around). Dropouts are affine in their input (alpha dropout too), so
+    out = x * (d(1) - d(0)) + d(0), with d drawn twice from the same state."""
     get_state, set_state = RNG_STATE
     x = args[0]
     state = get_state()
-    zero = orig(_unbatched_like(x).zero_(), *args[1:], **kwargs)
+    size = frame_of(level).size
+    if "alpha" in name and size:
+        # (alpha dropout's d(0) is not 0: x * (d(1) - d(0)) + d(0) would round apart from PyTorch's x * A + B; each
+        # example from the same state instead)
+        rows = []
+        for b in range(size):
+            set_state(state)
+            rows.append(lower(_slice(x, level, b), *args[1:], **kwargs))
+        return wrap(_primitive.graph_ns.stack(rows, 0), 0, level)
+    # (an empty batch has no example: a stand-in of its shape, which still draws the one mask, as PyTorch's)
+    x0 = _example(x, level) if size else _stand_in_at(x, level)
+    zero = lower(_filled_like(x0, 0), *args[1:], **kwargs)
     set_state(state)
-    one = orig(_unbatched_like(x).fill_(1), *args[1:], **kwargs)
+    one = lower(_filled_like(x0, 1), *args[1:], **kwargs)
     return x * (one - zero) + zero
 
 
 def _unbatched_like(a):
-    """A plain tensor of ``a``'s per-example shape and dtype (for rand_like and kin with randomness='same')."""
+    """A plain tensor of ``a``'s per-example shape and dtype (a fresh tensor for an in-place draw with
+    randomness='same')."""
     if type(a) is not BatchedTensor:
         return a
     chain, p = peel(a)
     return p.new_empty(tuple(a._data.shape))
+
+
+def _filled_like(a, value):
+    """A fresh tensor of ``value`` batched as ``a`` (at every level)."""
+    chain, p = peel(a)
+    return rewrap(p.new_full(tuple(p._data.shape), value), chain)
+
+
+def _example(a, level: int):
+    """An example of ``a`` at ``level`` (its first), still batched at the other levels: what a 'same' level draws
+    like."""
+    return _slice(a, level, 0)
 
 
 def _random_sized(orig, name, args, kwargs, frame):
@@ -1098,6 +1246,8 @@ def _public_runner(orig, name: str):
             if inplace and not (args and isinstance(args[0], Tensor) and batched_at(args[0], level)):
                 raise RuntimeError(INPLACE) from None
             fallback_warning(name)
+            if not frame.size:   # no example to write into or to stack
+                return args[0] if inplace else _empty_batch(orig, args, kwargs, level, name)
             rows = [orig(*_slice(args, level, b), **_slice(kwargs, level, b)) for b in range(frame.size)]
             if inplace:   # each example written through its view of self
                 return args[0]
@@ -1193,17 +1343,32 @@ def _swap(fn, entry_code, kw: dict, key: str | None = None) -> None:
     fn.__kwdefaults__ = kw
 
 
+_FAST_ENTRIES: dict = {}   # a fast path's code -> its entry under its name (False: it takes none)
+
+
 def _install() -> None:
     from . import _profiling
+    _INSTALLED[0] = True
     _swap(_primitive.apply, _apply_entry.__code__, {"_ember_vmap_run": _run}, "apply")
     _swap(_views.apply_inplace, _inplace_entry.__code__, {"_ember_vmap_run": _run_inplace}, "apply_inplace")
     for f in _primitive.FAST_PATHS:   # the fast paths take their general case (which calls apply)
-        entry = _profiling._FN_ENTRY if f.__code__.co_argcount == 1 else _profiling._OP_ENTRY
-        if entry.co_freevars != f.__code__.co_freevars:
+        code = f.__code__
+        entry = _FAST_ENTRIES.get(code)
+        if entry is None:
+            entry = _profiling._FN_ENTRY if code.co_argcount == 1 else _profiling._OP_ENTRY
+            entry = _FAST_ENTRIES[code] = entry.replace(co_name=code.co_name) \
+                if entry.co_freevars == code.co_freevars else False
+        if entry is False:
             continue
-        _saved.append((f, f.__code__, f.__kwdefaults__))
-        f.__code__ = entry.replace(co_name=f.__code__.co_name)
+        _saved.append((f, code, f.__kwdefaults__))
+        f.__code__ = entry
     public = _public_swaps()
+    if _public_epoch[0] == _code_swaps[0] and _saved_public:
+        # no other swapper has run since this swap last came out: the functions hold the codes it put back and
+        # the defaults that carry its runners, so swapping in is one assignment each
+        for f, entry, _ in public:
+            f.__code__ = entry
+        return
     _saved_public[:] = [f.__code__ for f, _, _ in public]
     for f, entry, run in public:
         kw = f.__kwdefaults__
@@ -1212,16 +1377,21 @@ def _install() -> None:
             kw["_ember_vmap_run"] = run
             f.__kwdefaults__ = kw
         f.__code__ = entry
+    _public_epoch[0] = _code_swaps[0]
 
 
-_saved_public: list = []   # the public functions' code while the swap is in (in _PUBLIC's order)
+_saved_public: list = []   # the public functions' code while the swap is out (in _PUBLIC's order)
+_public_epoch = [-1]       # _code_swaps' count when _saved_public was taken
+
+
+_INSTALLED = [False]
 
 
 def _uninstall() -> None:
-    if _saved_public:
-        for (f, _, _), code in zip(_PUBLIC, _saved_public):
+    if _INSTALLED[0]:
+        for (f, _, _), code in zip(_PUBLIC or (), _saved_public):
             f.__code__ = code
-        _saved_public.clear()
+        _INSTALLED[0] = False
     while _saved:
         f, code, kw = _saved.pop()
         f.__code__, f.__kwdefaults__ = code, kw

@@ -26,6 +26,7 @@ import types
 import weakref
 
 from .. import _dtype as D
+from .._state import code_swaps
 from .._tensor import Tensor
 from . import _primitive
 
@@ -343,6 +344,7 @@ _saved: list = []   # (function, code, kwdefaults) to put back
 
 def _install() -> None:
     global _apply_orig, NODE_HOOK
+    code_swaps[0] += 1
     fn = _primitive.apply
     if _apply_orig is None:
         _apply_orig = types.FunctionType(fn.__code__, fn.__globals__, "apply", fn.__defaults__, fn.__closure__)
@@ -382,6 +384,7 @@ def _renamed(entry: types.CodeType, code: types.CodeType) -> types.CodeType:
 def _uninstall() -> None:
     global NODE_HOOK
     NODE_HOOK = None
+    code_swaps[0] += 1
     while _saved:
         f, code, kw = _saved.pop()
         f.__code__, f.__kwdefaults__ = code, kw

@@ -1818,7 +1818,7 @@ def _roll_rule(call, args, bdims, params, size):
         x = _batching._moved(args[0], bdims[0])
         shape = x._data.shape
         shifts = params["shifts"]
-        out = call([x.reshape(size, -1)], {"shifts": tuple(shifts) if isinstance(shifts, (tuple, list)) else
+        out = call([_batching.rows(x, size)], {"shifts": tuple(shifts) if isinstance(shifts, (tuple, list)) else
                                            (shifts,), "dims": (1,)})
         return out.reshape(shape), 0
     return _roll_dims(call, args, bdims, params, size)

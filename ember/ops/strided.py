@@ -18,7 +18,7 @@ import warnings
 from .. import _dtype as D
 from .._device import NAMESPACES, backend_of, has_data
 from ..devices.order import insertion_order
-from .._storage import TypedStorage, UntypedStorage, is_storage, warn_typed_storage  # noqa: F401
+from .._storage import TypedStorage, UntypedStorage, _share, is_storage, warn_typed_storage  # noqa: F401
 from .._state import track_tangent
 from .._tensor import Size, Tensor, _sizes_from_args, make, wrap_dim
 from ..autograd import grad_mode as _gm
@@ -549,14 +549,15 @@ method("itemsize", property(lambda self: self._data.itemsize, doc="The bytes of 
 
 @method("is_shared")
 def is_shared(self: Tensor) -> bool:
-    """Whether ``share_memory_()`` marked the tensor's storage."""
+    """Whether the tensor's storage is in shared memory (``share_memory_()``, or received from another process)."""
     return untyped_storage(self).is_shared()
 
 
 @method("share_memory_")
 def share_memory_(self: Tensor) -> Tensor:
-    """PyTorch moves the storage to shared memory (for other processes); ember runs in one: it marks it."""
-    untyped_storage(self).share_memory_()
+    """Moves the tensor's storage to shared memory (a no-op if it is there), with every tensor viewing it:
+    processes that receive the tensor (``ember.multiprocessing``) read and write the same elements."""
+    _share(_storage_of(self)[1], self)
     return self
 
 
@@ -755,8 +756,35 @@ def _region_rule(call, args, bdims, params, size):
     return call([x], new), 0
 
 
+def _strided_rule(call, args, bdims, params, size):
+    """slice_inverse (as as_strided) reads an example's storage by its layout (``in_stride``/``in_offset`` where its
+    elements sit, ``stride``/``storage_offset`` where the result's do). Where the physical tensor lays each example
+    out so (the batch dim first, its other strides ``in_stride``), example b's storage starts one batch stride after
+    example b - 1's: one view of the physical storage with the batch stride in front reads what each example's own
+    call reads (functorch's rule for as_strided), the memory beyond an example's elements included. Otherwise (a
+    lower vmap level's tensor, another layout) the examples run one by one."""
+    a, bd = args[0], bdims[0]
+    if bd is None or type(a) is not Tensor:
+        return _batching.loop(call, args, bdims, params, size)
+    a = _batching._moved(a, bd)
+    st = tuple(a.stride())
+    off = _storage_of(a)[2]
+    start = params["storage_offset"] - params["in_offset"] + off   # example 0's result in the physical storage
+    if st[1:] != tuple(params["in_stride"]) or start < 0:
+        return _batching.loop(call, args, bdims, params, size)
+    new = dict(params, size=(size,) + tuple(params["size"]), stride=st[:1] + tuple(params["stride"]),
+               storage_offset=start, in_stride=st, in_offset=off)
+    rest = []
+    if "dim" in params:   # slice_inverse: src (its layout only) batched too, the slice's dim past the batch dim
+        new["dim"] = params["dim"] + 1
+        src, sbd = args[1], bdims[1]
+        src = src.unsqueeze(0).expand((size,) + tuple(src._data.shape)) if sbd is None else _batching._moved(src, sbd)
+        rest.append(src)
+    return call([a, *rest], new), 0
+
+
 _batching.by_name(_region_rule, "as_strided", "as_strided_backward")
-_batching.by_name("fallback", "slice_inverse", why="its parameters are strides of the example's memory")
+_batching.by_name(_strided_rule, "slice_inverse")
 _batching.by_name("fallback", "view_scatter", "view_replay", "view_scatter_add",
                   "view_scatter_zeros", "copy_slices", why="a backward helper (ember differentiates the physical graph, so vmap meets it only when a program calls it directly)")
 
