@@ -142,8 +142,10 @@ def _wrap(r):
         return ndarray(r)
     if isinstance(r, np.generic):   # CuPy's reductions give 0-d arrays, never NumPy scalars
         return ndarray(np.asarray(r))
-    if type(r) in (tuple, list):
-        return type(r)(_wrap(i) for i in r)
+    if isinstance(r, tuple):   # NumPy's named results (QRResult, SVDResult, ...): CuPy's are plain tuples
+        return tuple(_wrap(i) for i in r)
+    if type(r) is list:
+        return [_wrap(i) for i in r]
     return r
 
 
@@ -225,9 +227,13 @@ def clip(a, a_min=None, a_max=None, out=None):
     return _wrap(np.clip(_unwrap(a), _unwrap(a_min), _unwrap(a_max)))
 
 
-linalg = types.SimpleNamespace(**{n: _wrapped(getattr(np.linalg, n)) for n in dir(np.linalg)
-                                  if not n.startswith("_") and n not in ("cross", "matrix_transpose", "vecdot")
-                                  and callable(getattr(np.linalg, n))})
+# CuPy's linalg: NumPy 1's functions (no svdvals, cross, matrix_norm, vector_norm, ... of the standard)
+linalg = types.SimpleNamespace(**{n: _wrapped(getattr(np.linalg, n)) for n in (
+    "cholesky", "det", "eigh", "eigvalsh", "inv", "lstsq", "matrix_power", "matrix_rank", "norm", "pinv", "qr",
+    "slogdet", "solve", "svd", "tensorinv", "tensorsolve")})
+fft = types.SimpleNamespace(**{n: _wrapped(getattr(np.fft, n)) for n in (
+    "fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2", "rfftn", "irfftn", "hfft",
+    "ihfft", "fftfreq", "rfftfreq", "fftshift", "ifftshift")})
 random = types.SimpleNamespace(seed=lambda seed=None: np.random.seed(seed))
 
 
@@ -345,7 +351,7 @@ cuda = types.SimpleNamespace(
     Device=_Device, Stream=_Stream, Event=_Event, get_elapsed_time=_elapsed, set_allocator=_set_allocator,
     get_current_stream=lambda: _stream[0])
 
-_OWN = {"ndarray", "asarray", "array", "asnumpy", "from_dlpack", "sort", "argsort", "clip", "linalg", "random",
+_OWN = {"ndarray", "asarray", "array", "asnumpy", "from_dlpack", "sort", "argsort", "clip", "linalg", "fft", "random",
         "get_default_memory_pool", "cuda", "COPIES"}
 
 

@@ -358,3 +358,23 @@ def test_taking_the_standin_out_restores_the_cpu_only_behaviour(standin):
     finally:
         standin.install()
     assert ember.cuda.is_available()
+
+
+# ----- the op database through the stand-in (checks ember's CuPy adapter, ember/devices/cuda/xp.py) --------------
+
+import cuda_opdb  # noqa: E402
+from op_db import OPS  # noqa: E402
+
+
+@pytest.mark.parametrize("name", cuda_opdb.params())
+def test_op_database_through_the_standin(name):
+    cuda_opdb.check_entry(OPS[name], samples=1)
+
+
+@pytest.mark.parametrize("name", ["exp", "matmul", "nn_softmax", "nn.functional.conv2d", "nn_layer_norm", "cross_entropy", "sum", "mul",
+                                  "nn_gelu", "index_select"])
+def test_second_derivatives_and_forward_mode_through_the_standin(name):
+    if name not in OPS:
+        pytest.skip(f"no op-database entry {name!r}")
+    cuda_opdb.check_entry(OPS[name], second=True, samples=1)
+    cuda_opdb.forward_mode(OPS[name])

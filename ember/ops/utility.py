@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 from .. import _dtype as D
 from .. import _device as _device_mod
-from .._device import check_device, device as _device_type
+from .._device import check_device, device as _device_type, device_namespace
 from .._tensor import Tensor, make
 from ..devices import NAMESPACES
 from ..devices.cpu.namespace import backend as _cpu_backend
@@ -189,7 +189,12 @@ def to_dlpack(tensor: Tensor):
 
 def from_dlpack(ext_tensor) -> Tensor:
     """A tensor sharing the memory of any object with ``__dlpack__`` (a NumPy array, a torch tensor, ...) or of
-    a DLPack capsule; CPU memory only."""
+    a DLPack capsule; GPU memory (a CuPy array, a torch.cuda or JAX tensor) becomes a 'cuda' tensor (a CPU-only
+    PyTorch's AssertionError without CuPy or a GPU). A capsule is read as CPU memory."""
+    from ..devices import cuda as _cuda
+    if _cuda.is_cuda_dlpack(ext_tensor):
+        check_device("cuda")   # a CPU-only PyTorch's AssertionError without CuPy or a GPU
+        return make(device_namespace("cuda").backend.from_dlpack(ext_tensor))
     return make(_cpu_backend.from_dlpack(ext_tensor))
 
 

@@ -77,6 +77,13 @@ class CudaArray(DeviceArray):
         COPIES["d2h"] += 1
         return self.cupy.asnumpy(self.a)
 
+    # DLPack: the CuPy array's own (zero-copy for arrays that are not views; a view exports its values)
+    def __dlpack__(self, *args, **kwargs):
+        return self.a.__dlpack__(*args, **kwargs)
+
+    def __dlpack_device__(self):
+        return self.a.__dlpack_device__()
+
 
 class CudaBackend(_Backend):
     """The cuda backend: host data moves with ``cupy.asarray`` (one copy, no Python lists)."""
@@ -93,6 +100,24 @@ class CudaBackend(_Backend):
             raise TypeError(f"device 'cuda' has no {host.dtype} (CuPy lacks it)")
         COPIES["h2d"] += 1
         return self._arr(self._arr.cupy.asarray(host))
+
+    def from_dlpack(self, obj):
+        """A CudaArray on the GPU memory of ``obj`` (an object with ``__dlpack__``: a CuPy array, a torch.cuda or
+        JAX tensor), shared, not copied."""
+        return self._arr(self._arr.cupy.from_dlpack(obj))
+
+    def to_dlpack(self, x):
+        """A DLPack capsule of the array's GPU memory (torch.utils.dlpack.to_dlpack)."""
+        return x.a.__dlpack__()
+
+
+_DLPACK_CUDA = (2, 13)   # kDLCUDA, kDLCUDAManaged
+
+
+def is_cuda_dlpack(obj) -> bool:
+    """Whether ``obj`` (anything with ``__dlpack_device__``) holds GPU memory."""
+    dev = getattr(obj, "__dlpack_device__", None)
+    return dev is not None and int(dev()[0]) in _DLPACK_CUDA
 
 
 def make():

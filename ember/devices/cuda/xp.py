@@ -22,8 +22,8 @@ _RENAMED = {
 _CREATION = ("zeros", "ones", "empty", "full", "eye", "arange", "linspace", "zeros_like", "ones_like", "empty_like",
              "full_like")
 
-_DTYPE_NAMES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32",
-                "float64", "complex64", "complex128")
+_DTYPE_NAMES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",
+                "float32", "float64", "complex64", "complex128")   # (CuPy has float16, not bfloat16)
 
 
 def _drop_device(fn):
@@ -115,6 +115,8 @@ def adapt(cp) -> types.ModuleType:
             setattr(linalg, name, getattr(cp.linalg, name))
     if not hasattr(cp.linalg, "cross"):
         linalg.cross = lambda x1, x2, /, *, axis=-1: cp.cross(x1, x2, axis=axis)
+    if not hasattr(cp.linalg, "svdvals"):
+        linalg.svdvals = lambda x, /: cp.linalg.svd(x, compute_uv=False)
     ns.linalg = linalg
 
     if not hasattr(cp, "__array_namespace_info__"):
