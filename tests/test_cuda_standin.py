@@ -20,10 +20,6 @@ import ember.nn as nn
 
 import cupy_standin
 
-# the tests below are one group: the stand-in is installed for the module and taken out after it
-pytestmark = pytest.mark.xdist_group("cuda_standin")
-
-
 @pytest.fixture(autouse=True, scope="module")
 def standin():
     cupy_standin.install()

@@ -3,8 +3,10 @@
 CuPy's arrays follow the standard, but its namespace still spells many functions as NumPy 1 did (``concatenate``
 for ``concat``, ``transpose`` for ``permute_dims``, ``power`` for ``pow``), its creation functions take no
 ``device=``, its ``sort``/``argsort`` no ``descending=``, and older versions have no ``__array_namespace_info__``.
-``adapt(cupy)`` returns a module with every name of CuPy's namespace plus the standard's where CuPy lacks them;
-where CuPy has the standard's own function it is used unchanged.
+``adapt(cupy)`` returns a module with every name of CuPy's namespace plus the standard's where CuPy lacks them
+(a standard name CuPy has is used unchanged); ``asarray``, ``astype``, ``sort``, ``argsort``, ``clip``, the
+creation functions and ``__array_namespace_info__`` (which lists float16: CuPy has it, the standard's list leaves
+it out) are always the adapter's.
 """
 from __future__ import annotations
 
@@ -119,17 +121,15 @@ def adapt(cp) -> types.ModuleType:
         linalg.svdvals = lambda x, /: cp.linalg.svd(x, compute_uv=False)
     ns.linalg = linalg
 
-    if not hasattr(cp, "__array_namespace_info__"):
-        class _Info:
-            def dtypes(self, *, device=None, kind=None):
-                return {n: np.dtype(n) for n in _DTYPE_NAMES}   # CuPy's dtypes are NumPy's
+    class _Info:
+        # always ember's own: CuPy's (where it has one) lists the standard's dtypes only, and CuPy has float16 too
+        def dtypes(self, *, device=None, kind=None):
+            return {n: np.dtype(n) for n in _DTYPE_NAMES}   # CuPy's dtypes are NumPy's
 
-            def default_device(self):
-                return None
+        def default_device(self):
+            return None
 
-            def devices(self):
-                return [None]
-        ns.__array_namespace_info__ = _Info
-    else:
-        ns.__array_namespace_info__ = cp.__array_namespace_info__
+        def devices(self):
+            return [None]
+    ns.__array_namespace_info__ = _Info
     return ns
