@@ -1,24 +1,19 @@
 """Device 'cuda': the common array-API kernels (``ember/devices/common``) on CuPy, and CuPy's runtime.
 
-CuPy is imported here only, and only when 'cuda' is first used (``namespace()``); without CuPy or without a GPU
-``namespace()`` is None and ember behaves as a CPU-only PyTorch. One GPU is built: CuPy's current device, which
-PyTorch calls ``cuda:0``. The raw arrays are ``CudaArray``s (a CuPy array plus NumPy dtype metadata, as every
-array-API device's, see common/array.py); the functions below the namespace are what ``ember.cuda`` (torch.cuda)
-needs from CuPy's runtime: device count, names and properties, synchronisation, the memory pool (with a peak
-counter, which CuPy's pool lacks), streams and events.
+CuPy is imported here only, and only when 'cuda' is first used (``make()``, ``is_available()``); without CuPy or
+without a GPU ``make()`` is None and ember behaves as a CPU-only PyTorch. One GPU is built: CuPy's current device,
+which PyTorch calls ``cuda:0``. The raw arrays are ``CudaArray``s (array.py: a CuPy array plus NumPy dtype
+metadata, as every array-API device's, see common/array.py); xp.py adapts CuPy's namespace to the standard. The
+functions here are what ``ember.cuda`` (torch.cuda) needs from CuPy's runtime: device count, names and properties,
+synchronisation, the memory pool (with a peak counter, which CuPy's pool lacks), streams and events.
 """
 from __future__ import annotations
 
 import importlib
 
-import numpy as np
-
-from ..common.array import DeviceArray
-from ..common.namespace import _Backend, make_namespace
+from ._copies import COPIES  # noqa: F401  (re-exported: the tests' counter)
 
 _state: dict = {"cupy": None, "tried": False, "peak": 0}
-# host <-> device copies made by ember's moves (``.to``, printing, ``.item()``): a training step should make none
-COPIES = {"h2d": 0, "d2h": 0}
 
 
 def cupy():
@@ -52,65 +47,6 @@ def reset() -> None:
     _state.update(cupy=None, tried=False, peak=0)
 
 
-class CudaArray(DeviceArray):
-    """A CuPy array as ember's core sees it. PyTorch lets 0-d cpu tensors join cuda ops, and names the device
-    ``cuda:0`` in its errors; data reaches the host through ``cupy.asnumpy`` (CuPy refuses NumPy's conversions)."""
-
-    __slots__ = ()
-    cpu_scalars = True
-    cupy = None   # set by make()
-
-    @staticmethod
-    def _name(kind: str) -> str:
-        return "cuda:0" if kind == "cuda" else kind
-
-    @classmethod
-    def mixed(cls, found: str, expected: str) -> RuntimeError:
-        # PyTorch names the op's device (its first operand's) first: cuda_x + cpu_y -> "cuda:0 and cpu"
-        return RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
-                            f"{cls._name(expected)} and {cls._name(found)}!")
-
-    def mixed_on_host(self) -> RuntimeError:
-        return self.mixed("cuda", "cpu")   # cpu_y + cuda_x: the op runs on the cpu, "cpu and cuda:0"
-
-    def host(self) -> np.ndarray:
-        COPIES["d2h"] += 1
-        return self.cupy.asnumpy(self.a)
-
-    # DLPack: the CuPy array's own (zero-copy for arrays that are not views; a view exports its values)
-    def __dlpack__(self, *args, **kwargs):
-        return self.a.__dlpack__(*args, **kwargs)
-
-    def __dlpack_device__(self):
-        return self.a.__dlpack_device__()
-
-
-class CudaBackend(_Backend):
-    """The cuda backend: host data moves with ``cupy.asarray`` (one copy, no Python lists)."""
-
-    index = 0   # the device index tensors report (cuda:0)
-
-    def asarray(self, x):
-        if type(x) is self._arr:
-            return x
-        if isinstance(x, DeviceArray):
-            raise self._arr.mixed(x.device_type, self.device_type)
-        host = np.asarray(x)
-        if host.dtype not in self._arr._to_lib:   # bfloat16, float8: CuPy has none
-            raise TypeError(f"device 'cuda' has no {host.dtype} (CuPy lacks it)")
-        COPIES["h2d"] += 1
-        return self._arr(self._arr.cupy.asarray(host))
-
-    def from_dlpack(self, obj):
-        """A CudaArray on the GPU memory of ``obj`` (an object with ``__dlpack__``: a CuPy array, a torch.cuda or
-        JAX tensor), shared, not copied."""
-        return self._arr(self._arr.cupy.from_dlpack(obj))
-
-    def to_dlpack(self, x):
-        """A DLPack capsule of the array's GPU memory (torch.utils.dlpack.to_dlpack)."""
-        return x.a.__dlpack__()
-
-
 _DLPACK_CUDA = (2, 13)   # kDLCUDA, kDLCUDAManaged
 
 
@@ -125,7 +61,9 @@ def make():
     use of 'cuda')."""
     if not is_available():
         return None
+    from .array import CudaArray, CudaBackend   # here: no import of ember pays for the common kernels
     from .xp import adapt
+    from ..common.namespace import make_namespace
     cp = cupy()
     ns = make_namespace("cuda", adapt(cp), array_base=CudaArray, backend_class=CudaBackend)
     ns.backend._arr.cupy = cp
