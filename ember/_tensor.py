@@ -304,6 +304,8 @@ class Tensor:
         return -1 if index is None else index
 
     def __dlpack__(self, stream=None, **kwargs):
+        if stream is not None:   # a GPU consumer names its stream (the producer orders its work before it)
+            kwargs["stream"] = stream
         return self._data.__dlpack__(**kwargs)
 
     def __dlpack_device__(self):

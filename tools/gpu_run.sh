@@ -7,7 +7,8 @@
 #   tools/gpu_run.sh opdb       # the op database on cuda, then second derivatives and forward mode (~4 minutes)
 #   tools/gpu_run.sh dry        # the same on a CPU through tests/cupy_standin.py (checks this script, not a GPU)
 #
-# Each step has its own time limit, so a slow one cannot eat the others' time; what it wrote stays.
+# Each step has its own time limit, so a slow one cannot eat the others' time; what it wrote stays (pytest runs with
+# -v: each test's result is in the output as it finishes, even if the limit stops the run).
 set -u
 cd "$(dirname "$0")/.."
 OUT="${OUT:-$PWD/gpu_out}"
@@ -20,7 +21,7 @@ if [ "$STAGE" = dry ]; then
     BENCH=(--standin --tiny)
     STAGE=all
 fi
-PYTEST=(python -m pytest -q -p no:randomly -p no:cacheprovider -o addopts="" --tb=short -rfE)
+PYTEST=(python -m pytest -v -p no:randomly -p no:cacheprovider -o addopts="" --tb=short -rfE)
 
 step() {   # step NAME SECONDS COMMAND...: run with a time limit, output to $OUT/NAME.txt, status appended
     local name=$1 limit=$2

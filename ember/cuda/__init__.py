@@ -294,6 +294,7 @@ class Event:
     def elapsed_time(self, end_event: Event) -> float:
         if not (self.enable_timing and end_event.enable_timing):
             raise RuntimeError("Both events must be created with argument 'enable_timing=True'.")
+        end_event._e.synchronize()   # (CUDA refuses the time of an event not reached yet)
         return _dev.elapsed_ms(self._e, end_event._e)
 
 

@@ -52,6 +52,10 @@ def adapt(cp) -> types.ModuleType:
         setattr(ns, name, _drop_device(getattr(cp, name)))
 
     def asarray(obj, /, *, dtype=None, device=None, copy=None):
+        if dtype is not None and type(obj) in (bool, int, float, complex):
+            # a kernel's Python number as a 0-d array: filled on the GPU, where cupy.asarray would copy it
+            # from the host synchronously
+            return cp.full((), obj, dtype=dtype)
         if copy:
             return cp.array(obj, dtype=dtype, copy=True)
         return cp.asarray(obj, dtype=dtype)
