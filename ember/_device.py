@@ -55,23 +55,53 @@ cpu = device("cpu")
 
 
 def no_cuda() -> AssertionError:
-    """The error a CPU-only PyTorch raises wherever CUDA is asked for (ember has no CUDA backend yet)."""
+    """The error a CPU-only PyTorch raises wherever CUDA is asked for (ember without CuPy or a GPU)."""
     return AssertionError("Torch not compiled with CUDA enabled")
 
 
-def check_device(d, creation: bool = False) -> device:
-    """Normalise a device argument: 'cpu', 'meta', or a device registered with ``ember.devices.register``. Other
-    devices raise what a CPU-only PyTorch raises: AssertionError for 'cuda', and for 'mps' a RuntimeError from ``.to`` but
-    NotImplementedError from creation functions (``creation=True``)."""
-    if d is None:
-        return cpu
-    if isinstance(d, int) and not isinstance(d, bool):   # a bare index means the accelerator
+def _cuda(d: device) -> device:
+    """``d`` (of type 'cuda') checked against the GPUs CuPy sees: a CPU-only PyTorch's error without one,
+    PyTorch's for an index past the last GPU; ember builds one GPU, cuda:0."""
+    ns = device_namespace("cuda")   # built here on first use; None without CuPy or a GPU
+    if ns is None:
+        raise no_cuda()
+    if d.index:
+        from .devices import cuda as _cuda_dev
+        if d.index >= _cuda_dev.device_count():
+            raise RuntimeError("CUDA error: invalid device ordinal\nCUDA kernel errors might be asynchronously "
+                               "reported at some other API call, so the stacktrace below might be incorrect.\n"
+                               "For debugging consider passing CUDA_LAUNCH_BLOCKING=1")
+        raise NotImplementedError(f"ember: only one GPU is built (cuda:0), not {d}")
+    return _device_named("cuda")
+
+
+def accelerator_index(i: int) -> device:
+    """A bare int as a device: PyTorch's current accelerator with that index (cuda, where CuPy sees a GPU)."""
+    if device_namespace("cuda") is None:
         raise RuntimeError("Cannot access accelerator device when none is available.")
+    if i < 0:
+        raise RuntimeError("Device index must not be negative")
+    return _cuda(device("cuda", i))
+
+
+# torch.set_default_device's device: where creation functions put tensors given no ``device=`` (None: the cpu)
+DEFAULT: list = [None]
+
+
+def check_device(d, creation: bool = False) -> device:
+    """Normalise a device argument: 'cpu', 'meta', 'cuda' (where CuPy sees a GPU), or a device registered with
+    ``ember.devices.register``. Other devices raise what a CPU-only PyTorch raises: AssertionError for 'cuda', and
+    for 'mps' a RuntimeError from ``.to`` but NotImplementedError from creation functions (``creation=True``,
+    where None is the default device, ``DEFAULT``)."""
+    if d is None:
+        return cpu if not creation or DEFAULT[0] is None else DEFAULT[0]
+    if isinstance(d, int) and not isinstance(d, bool):   # a bare index means the accelerator
+        return accelerator_index(d)
     d = d if isinstance(d, device) else device(d)
     if d.type == "cpu":
         return cpu
     if d.type == "cuda":
-        raise no_cuda()
+        return _cuda(d)
     if d.type == "mps":
         if creation:
             raise NotImplementedError(
@@ -87,9 +117,10 @@ _DEVICES: dict = {}
 
 
 def _device_named(kind: str) -> device:
+    """The device tensors of device type ``kind`` report: its backend's index, if it has one (cuda:0)."""
     d = _DEVICES.get(kind)
     if d is None:
-        d = _DEVICES[kind] = device(kind)
+        d = _DEVICES[kind] = device(kind, getattr(DEVICES[kind].backend, "index", None))
     return d
 
 
@@ -98,5 +129,5 @@ def device_of(array) -> device:
     kind = NAMESPACES[type(array)].backend.device_type
     d = _DEVICES.get(kind)
     if d is None:
-        d = _DEVICES[kind] = device(kind)
+        d = _device_named(kind)
     return d

@@ -231,7 +231,7 @@ def format_tensor(
     (``"float32"``, ``"int64"``, ``"bool"``, ...), ``default_float`` the
     current default floating dtype, and ``suffixes`` extra items such as
     ``"requires_grad=True"`` or ``"grad_fn=<AddBackward0>"`` that follow the
-    dtype item.
+    dtype item (a leading ``"device='...'"`` item goes before it).
     """
     data = np.asarray(data)
     np_dtype = _NUMPY_DTYPES.get(dtype_name)
@@ -239,7 +239,9 @@ def format_tensor(
         data = data.astype(np_dtype)
 
     indent = len(_PREFIX)
-    items = []
+    # a device item leads, before size and dtype, as PyTorch orders them: tensor([1, 2], device='cuda:0', dtype=...)
+    items = [s for s in suffixes[:1] if s.startswith("device=")]
+    suffixes = suffixes[len(items):]
     if data.size == 0:
         # No values to infer the dtype from, so even int64/bool are named.
         if data.ndim != 1:

@@ -227,10 +227,14 @@ class Tensor:
             return self.to("cpu")   # a copy from another device
         return self
 
-    def cuda(self, device=None, non_blocking: bool = False) -> Tensor:
+    def cuda(self, device=None, non_blocking: bool = False, memory_format=None) -> Tensor:
+        """A copy on the GPU (``self`` if it is there already); without CuPy or a GPU, a CPU-only PyTorch's
+        AssertionError. ``non_blocking`` is accepted; copies are blocking."""
         from ._device import check_device
-        check_device("cuda" if device is None else device)   # raises: ember has no CUDA backend yet
-        return self
+        d = check_device("cuda" if device is None else device)   # (a bare int: the accelerator's index)
+        if d.type != "cuda":
+            raise RuntimeError("Invalid device, must be cuda device")
+        return self.to(d, memory_format=memory_format) if memory_format is not None else self.to(d)
 
     def is_floating_point(self) -> bool:
         return self._data.dtype.kind in "fV"
@@ -295,10 +299,13 @@ class Tensor:
         return self._data.shape == other._data.shape
 
     def get_device(self) -> int:
-        """The device index: -1 for the cpu (and every device ember has, none of which is indexed)."""
-        return -1
+        """The device index: -1 for the cpu (and the devices without an index), 0 for cuda:0."""
+        index = device_of(self._data).index
+        return -1 if index is None else index
 
     def __dlpack__(self, stream=None, **kwargs):
+        if stream is not None:   # a GPU consumer names its stream (the producer orders its work before it)
+            kwargs["stream"] = stream
         return self._data.__dlpack__(**kwargs)
 
     def __dlpack_device__(self):

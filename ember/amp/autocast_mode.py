@@ -251,7 +251,7 @@ class autocast:
         self._cache_enabled = is_autocast_cache_enabled() if cache_enabled is None else cache_enabled
         if enabled:
             if self.device == "cuda":
-                # ember has no CUDA: amp_definitely_not_available() is always true
+                # as if amp_definitely_not_available(): CUDA's autocast lists are not built (issue 21)
                 warnings.warn("CUDA is not available or torch_xla is imported. Disabling autocast.", stacklevel=2)
                 enabled = False
             elif self.fast_dtype not in supported:

@@ -94,7 +94,7 @@ class GradScaler:
         self._device = device
         self._enabled = enabled
         if self._device == "cuda":
-            if enabled:   # amp_definitely_not_available(): ember has no CUDA
+            if enabled:   # as amp_definitely_not_available(): ember's CUDA amp is not built (issue 21)
                 warnings.warn("torch.cuda.amp.GradScaler is enabled, but CUDA is not available.  Disabling.",
                               stacklevel=2)
                 self._enabled = False

@@ -60,8 +60,14 @@ def _make_meta():
     return meta.make()
 
 
-# The devices ember always has but builds on first use (``device_namespace``).
-BUILTIN = {"meta": _make_meta}
+def _make_cuda():
+    from . import cuda   # here: CuPy is imported on the first use of 'cuda' only
+    return cuda.make()   # None without CuPy or a GPU
+
+
+# The devices ember has built in but builds on first use (``device_namespace``): 'meta' always, 'cuda' where CuPy
+# sees a GPU.
+BUILTIN = {"meta": _make_meta, "cuda": _make_cuda}
 
 
 def register(name: str, xp):
@@ -80,12 +86,17 @@ def register(name: str, xp):
 
 def _install(name: str, namespace):
     """Install ``namespace`` as device ``name``, replacing an earlier one of that name."""
-    old = DEVICES.get(name)
-    if old is not None:   # registered again: the new library replaces the old one
-        for t in old.backend.array_types:
-            NAMESPACES.pop(t, None)
+    uninstall(name)   # registered again: the new library replaces the old one
     register_backend(namespace)
     return namespace
+
+
+def uninstall(name: str) -> None:
+    """Remove device ``name``'s namespace (a built-in one is built again on its next use)."""
+    ns = DEVICES.pop(name, None)
+    if ns is not None:
+        for t in ns.backend.array_types:
+            NAMESPACES.pop(t, None)
 
 
 def device_namespace(name: str):
@@ -93,7 +104,9 @@ def device_namespace(name: str):
     ('meta') is built here on first use."""
     ns = DEVICES.get(name)
     if ns is None and name in BUILTIN:
-        ns = _install(name, BUILTIN[name]())
+        ns = BUILTIN[name]()
+        if ns is not None:
+            _install(name, ns)
     return ns
 
 

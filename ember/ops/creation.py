@@ -12,7 +12,7 @@ import warnings
 
 from .. import _dtype as D
 from .._device import DEVICES, NAMESPACES, backend_of, check_device, fp_quiet, fp_restore, move, quietly
-from .._device import device as _device_type
+from .._device import cpu as _cpu_device, device as _device_type
 from .._origin import warn_once
 from .._state import _state as _gm_state
 from .._tensor import _SCALAR_WARNING, Tensor, _sizes_from_args, make
@@ -35,7 +35,7 @@ def _finish(data, requires_grad: bool, device) -> Tensor:
     or ``zeros_like(x, device=...)``), after the device argument's check; ``requires_grad`` for floating data
     only."""
     d = check_device(device, creation=True)
-    if device is not None:
+    if device is not None or d is not _cpu_device:   # (None: the default device, set_default_device's)
         data = move(data, d.type)
     t = make(data)
     if requires_grad:

@@ -1614,9 +1614,7 @@ def parse_to(args: tuple, kwargs: dict) -> tuple:
 def to(self, *args, **kwargs):
     """``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other_tensor)``; ``copy=``."""
     device, dtype, _, copy, fmt = parse_to(args, kwargs)
-    if _is_int(device):
-        raise RuntimeError("Cannot access accelerator device when none is available.")
-    if device is not None:
+    if device is not None:   # (a bare int is the accelerator's index: cuda where CuPy sees a GPU)
         device = check_device(device)
     fmt = _check_memory_format(self, fmt, "to")
     if device is not None and device != self.device:   # a copy onto another device: one ToCopyBackward0
@@ -1650,7 +1648,7 @@ def type_(self, dtype=None, non_blocking: bool = False):
     """The type's name (``'torch.FloatTensor'``), or a copy cast to ``dtype`` (a dtype, a legacy tensor type
     or its name)."""
     if dtype is None:
-        return "torch." + D.type_word(self._data.dtype) + "Tensor"
+        return ("torch.cuda." if self.is_cuda else "torch.") + D.type_word(self._data.dtype) + "Tensor"
     if isinstance(dtype, str):
         if dtype not in _TYPE_NAMES:
             raise ValueError(f"invalid type: {dtype!r}")

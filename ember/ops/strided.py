@@ -563,13 +563,23 @@ def share_memory_(self: Tensor) -> Tensor:
 
 @method("is_pinned")
 def is_pinned(self: Tensor, device=None) -> bool:
-    return False
+    return self.__dict__.get("_pinned", False)
 
 
 @method("pin_memory")
 def pin_memory(self: Tensor, device=None) -> Tensor:
-    """Page-locked memory needs an accelerator; without one PyTorch raises (as here)."""
-    raise RuntimeError("Cannot access accelerator device when none is available.")
+    """A copy in page-locked memory, for faster copies to the GPU; without one PyTorch raises (as here). ember
+    marks the copy pinned (``is_pinned()``); its copies to the GPU are plain ones."""
+    from ..devices.cuda import is_available   # (CuPy is imported on first use only)
+    if not is_available():
+        raise RuntimeError("Cannot access accelerator device when none is available.")
+    if self.device.type != "cpu":
+        raise RuntimeError(f"cannot pin '{self.type()}' only dense CPU tensors can be pinned")
+    if is_pinned(self):
+        return self
+    out = self.clone()
+    out.__dict__["_pinned"] = True
+    return out
 
 
 @method("is_set_to")

@@ -8,7 +8,8 @@ import warnings
 from typing import Any, Callable
 
 from .. import _dtype as D
-from .._device import check_device, device as _device_type
+from .. import _device as _device_mod
+from .._device import check_device, device as _device_type, device_namespace
 from .._tensor import Tensor, make
 from ..devices import NAMESPACES
 from ..devices.cpu.namespace import backend as _cpu_backend
@@ -112,17 +113,18 @@ _default_device: list = [None]
 
 
 def set_default_device(device) -> None:
-    """The device factory functions use when given none. ember's factory functions create on the cpu unless a
-    ``device=`` is passed, so only 'cpu' (or None, the reset) is accepted yet; 'cuda' raises what a CPU-only
-    PyTorch raises, and other devices raise NotImplementedError rather than be silently ignored."""
+    """The device factory functions use when given none: 'cpu', or 'cuda' where CuPy sees a GPU ('cuda' raises
+    what a CPU-only PyTorch raises without one); other devices raise NotImplementedError rather than be silently
+    ignored. None resets it to the cpu."""
     if device is None:
-        _default_device[0] = None
+        _default_device[0] = _device_mod.DEFAULT[0] = None
         return
     d = check_device(device, creation=True)
-    if d.type != "cpu":
-        raise NotImplementedError(f"ember: set_default_device({str(d)!r}): only the 'cpu' default is built yet; "
-                                  "pass device= to the factory functions instead")
+    if d.type not in ("cpu", "cuda"):
+        raise NotImplementedError(f"ember: set_default_device({str(d)!r}): only the 'cpu' default is built yet "
+                                  "(and 'cuda'); pass device= to the factory functions instead")
     _default_device[0] = d
+    _device_mod.DEFAULT[0] = None if d.type == "cpu" else d
 
 
 def get_default_device() -> _device_type:
@@ -187,7 +189,12 @@ def to_dlpack(tensor: Tensor):
 
 def from_dlpack(ext_tensor) -> Tensor:
     """A tensor sharing the memory of any object with ``__dlpack__`` (a NumPy array, a torch tensor, ...) or of
-    a DLPack capsule; CPU memory only."""
+    a DLPack capsule; GPU memory (a CuPy array, a torch.cuda or JAX tensor) becomes a 'cuda' tensor (a CPU-only
+    PyTorch's AssertionError without CuPy or a GPU). A capsule is read as CPU memory."""
+    from ..devices import cuda as _cuda
+    if _cuda.is_cuda_dlpack(ext_tensor):
+        check_device("cuda")   # a CPU-only PyTorch's AssertionError without CuPy or a GPU
+        return make(device_namespace("cuda").backend.from_dlpack(ext_tensor))
     return make(_cpu_backend.from_dlpack(ext_tensor))
 
 

@@ -410,10 +410,15 @@ class _Pickler(pickle._Pickler):
         a = t._data
         if isinstance(a, np.generic):          # a 0-d result kept as a NumPy scalar
             a = np.asarray(a)
+        location = "cpu"
+        if not isinstance(a, np.ndarray) and t.device.type == "cuda":
+            # its values through a host copy, tagged with its device as PyTorch tags it (views of one cuda tensor
+            # are saved as separate storages)
+            a, location = t.detach().cpu()._data, str(t.device)
         if not isinstance(a, np.ndarray):
-            raise TypeError(f"ember.save: a tensor is on device '{t.device}'; only cpu tensors can be saved so far")
+            raise TypeError(f"ember.save: a tensor is on device '{t.device}'; only cpu and cuda tensors can be saved")
         key, dt, numel, offset, size, stride = self.storages.locate(a)
-        pid = ("storage", _TorchName("torch", _STORAGE_NAME[dt._name]), key, "cpu", numel)
+        pid = ("storage", _TorchName("torch", _STORAGE_NAME[dt._name]), key, location, numel)
         return (_StorageRef(pid), offset, size, stride, requires_grad, OrderedDict())   # hooks: never saved
 
 
@@ -575,10 +580,11 @@ class _Storage:
     """A loaded storage: the record's bytes (``raw``, uint8) and its dtype. ``map_location`` callables
     receive it and may return it."""
 
-    __slots__ = ("raw", "dtype", "key", "location")
+    __slots__ = ("raw", "dtype", "key", "location", "target")
 
     def __init__(self, raw: np.ndarray, dtype: D.dtype, key: str, location: str):
         self.raw, self.dtype, self.key, self.location = raw, dtype, key, location
+        self.target = "cpu"   # the device its tensors are placed on (map_location's answer; 'cuda' with a GPU)
 
     @property
     def device(self):
@@ -586,6 +592,14 @@ class _Storage:
         return cpu
 
     def cpu(self) -> _Storage:
+        self.target = "cpu"
+        return self
+
+    def cuda(self, device=None) -> _Storage:
+        """PyTorch's ``map_location=lambda storage, loc: storage.cuda()``: its tensors restore onto the GPU."""
+        from .._device import check_device
+        check_device("cuda" if device is None else device)   # a CPU-only PyTorch's error without a GPU
+        self.target = "cuda"
         return self
 
     def nbytes(self) -> int:
@@ -635,7 +649,7 @@ def _tensor_from_storage(storage, storage_offset, size, stride, dtype: D.dtype |
     for n in size:
         numel *= n
     if numel == 0:
-        return make(np.empty(size, dtype=dtype.np))
+        return _placed(make(np.empty(size, dtype=dtype.np)), storage)
     needed = offset + 1 + sum((n - 1) * s for n, s in zip(size, stride))
     if needed > available:
         raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset {offset}, and "
@@ -646,7 +660,12 @@ def _tensor_from_storage(storage, storage_offset, size, stride, dtype: D.dtype |
                          strides=tuple(s * isz for s in stride))
     except ValueError as e:      # more elements than NumPy can index (a stride-0 bomb)
         raise RuntimeError(f"ember.load: cannot build a tensor of size {list(size)}: {e}") from None
-    return make(arr)
+    return _placed(make(arr), storage)
+
+
+def _placed(t: Tensor, storage: _Storage) -> Tensor:
+    """``t`` (viewing the storage's host bytes) moved onto the storage's target device ('cuda': a copy there)."""
+    return t if storage.target == "cpu" else t.to(storage.target)
 
 
 def _set_state(t: Tensor, state) -> Tensor:
@@ -844,13 +863,21 @@ def _allowed() -> tuple[dict, set]:
 
 
 def _location_rule(map_location) -> Callable[[_Storage, str], _Storage]:
-    """``map_location`` as a function (storage, location tag) -> storage; ember has only the cpu."""
+    """``map_location`` as a function (storage, location tag) -> storage; 'cuda' locations restore onto the GPU
+    where CuPy sees one (PyTorch's CPU-only error otherwise)."""
     from .._device import device
+    from ..cuda import is_available as _has_cuda
+
+    def placed(storage: _Storage, where: str) -> _Storage:
+        storage.target = where
+        return storage
 
     def on_cpu(storage: _Storage, location: str) -> _Storage:
         loc = str(location)
         if loc.startswith("cuda"):
-            raise RuntimeError(_CUDA_MESSAGE)
+            if not _has_cuda():
+                raise RuntimeError(_CUDA_MESSAGE)
+            return placed(storage, "cuda")
         if loc != "cpu":
             raise RuntimeError(f"ember.load: storage '{storage.key}' was saved on device '{loc}', and ember has "
                                "only the 'cpu' device: pass map_location='cpu'")
@@ -858,7 +885,10 @@ def _location_rule(map_location) -> Callable[[_Storage, str], _Storage]:
 
     def target(d) -> str:
         d = d if isinstance(d, str) else str(d)
-        if device(d).type != "cpu":
+        kind = device(d).type
+        if kind == "cuda" and _has_cuda():
+            return "cuda"
+        if kind != "cpu":
             raise RuntimeError(f"ember.load: map_location={d!r}: ember has only the 'cpu' device")
         return "cpu"
 
@@ -867,8 +897,8 @@ def _location_rule(map_location) -> Callable[[_Storage, str], _Storage]:
     if isinstance(map_location, dict):
         return lambda storage, location: on_cpu(storage, str(map_location.get(location, location)))
     if isinstance(map_location, str) or type(map_location).__name__ == "device":
-        target(map_location)
-        return lambda storage, location: storage
+        where = target(map_location)
+        return lambda storage, location: placed(storage, where)
     if callable(map_location):
         def by_call(storage, location):
             out = map_location(storage, location)

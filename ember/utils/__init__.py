@@ -2,7 +2,7 @@
 logging, pytrees (``_pytree``); each imported on first use (tensorboard needs the optional ``tensorboard`` package)."""
 import importlib
 
-__all__ = ["checkpoint", "data", "hooks"]
+__all__ = ["checkpoint", "data", "dlpack", "hooks"]
 
 
 def __getattr__(name: str):

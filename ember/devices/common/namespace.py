@@ -315,7 +315,7 @@ def make_namespace(name: str, xp, *, array_base: type = DeviceArray, backend_cla
 
     # the optimizers' fused multiply-add (common/optim.py), in place by rebinding (a DeviceArray is the storage)
     def fma(x, y, z, out=None):
-        r = _optim.fma(*(v.a if type(v) is arr else v for v in (x, y, z)))
+        r = _optim.fma(*(v.a if type(v) is arr else v for v in (x, y, z)), xp=xp)
         if out is None:
             return arr(r)
         backend.copyto(out, arr(r))
@@ -323,7 +323,7 @@ def make_namespace(name: str, xp, *, array_base: type = DeviceArray, backend_cla
 
     def fma_lerp_(a, end, weight: float) -> None:
         work = xp.asarray(a.a, copy=True)
-        _optim.fma_lerp_(work, end.a, weight)
+        _optim.fma_lerp_(work, end.a, weight, xp=xp)
         a.store(work)
 
     ns.view_replay, ns.view_scatter_zeros, ns.fma, ns.fma_lerp_ = view_replay, view_scatter_zeros, fma, fma_lerp_

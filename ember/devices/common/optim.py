@@ -19,7 +19,7 @@ _TWO128 = 2.0 ** 128   # the float32 number after the largest, were there one: t
 
 
 def _is_array(v) -> bool:
-    return hasattr(v, "__array_namespace__")
+    return hasattr(v, "shape")   # a library array (the numbers are Python's: the namespace's boundary made them so)
 
 
 def _fma32(xp, x, y, z):
@@ -47,10 +47,11 @@ def _fma32(xp, x, y, z):
     return xp.where(on_mid & ((err > 0) == (o64 > r64)), other, r)
 
 
-def fma(x, y, z, out=None):
+def fma(x, y, z, out=None, xp=None):
     """``x * y + z`` rounded once for float32 (x, y numbers or arrays, z an array); written into ``out`` if given,
-    else a new array. Mixed dtypes compute in the promoted dtype, as PyTorch's kernels."""
-    xp = z.__array_namespace__()
+    else a new array. Mixed dtypes compute in the promoted dtype, as PyTorch's kernels. ``xp``: the arrays'
+    namespace (default: ``z.__array_namespace__()``; CuPy's arrays before v14 have no such method)."""
+    xp = z.__array_namespace__() if xp is None else xp
     wide = xp.result_type(*(v for v in (x, y, z) if _is_array(v)))
     if wide == xp.float32 and (out is None or out.dtype == xp.float32):
         r = _fma32(xp, x, y, z)
@@ -68,14 +69,14 @@ def fma(x, y, z, out=None):
     return out
 
 
-def fma_lerp_(a, end, weight: float) -> None:
+def fma_lerp_(a, end, weight: float, xp=None) -> None:
     """``a.lerp_(end, weight)`` for a Python number ``weight``, with PyTorch's two-sided formula (exact at both
     ends: ``a + w*(end - a)`` below one half, ``end - (1 - w)*(end - a)`` from there), each a fused
     multiply-add. ``end`` has ``a``'s dtype (the caller checks)."""
-    xp = a.__array_namespace__()
+    xp = a.__array_namespace__() if xp is None else xp
     if abs(weight) < 0.5:
-        fma(weight, end - a, a, out=a)
+        fma(weight, end - a, a, out=a, xp=xp)
     else:
         # (1 - w) in the arrays' dtype where that is narrower than a Python float, as PyTorch's kernel
         narrow = xp.finfo(a.dtype).bits < 64
-        fma(-(end - a), 1 - xp.asarray(weight, dtype=a.dtype) if narrow else 1 - weight, end, out=a)
+        fma(-(end - a), 1 - xp.asarray(weight, dtype=a.dtype) if narrow else 1 - weight, end, out=a, xp=xp)

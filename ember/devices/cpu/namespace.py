@@ -3,7 +3,7 @@
 Plain ``backward()`` runs every derivative rule with this namespace on raw arrays: no Tensors,
 no graph. ``create_graph=True`` runs the very same rules with ember's own namespace
 (``ember.ops.graph_ns``) on Tensors, so gradients come out differentiable. Both namespaces export
-the same names (a test checks it). A CuPy namespace for 'cuda' will mirror this file.
+the same names (a test checks it). Device 'cuda' (devices/cuda) runs the common kernels on CuPy instead.
 Each op family keeps its NumPy kernels in a file of its own beside this one; they are part of this namespace.
 """
 from __future__ import annotations

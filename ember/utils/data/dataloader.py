@@ -13,6 +13,7 @@ in shared memory.
 """
 from __future__ import annotations
 
+import collections.abc
 import itertools
 import math
 import multiprocessing
@@ -232,6 +233,29 @@ class DataLoader(Generic[_T_co]):
                           stacklevel=3)
 
 
+def _pin(data):
+    """A batch with its tensors in pinned memory (``pin_memory=True`` with a GPU): tensors, mappings, named and
+    plain tuples, lists, and objects with their own ``pin_memory()``; anything else as it is."""
+    if isinstance(data, _torch.Tensor):
+        return data.pin_memory()
+    if isinstance(data, (str, bytes)):
+        return data
+    if isinstance(data, collections.abc.Mapping):
+        pinned = {k: _pin(v) for k, v in data.items()}
+        try:
+            return type(data)(pinned)
+        except TypeError:
+            return pinned
+    if isinstance(data, tuple) and hasattr(data, "_fields"):
+        return type(data)(*(_pin(v) for v in data))
+    if isinstance(data, (tuple, list)):
+        pinned = [_pin(v) for v in data]
+        return tuple(pinned) if isinstance(data, tuple) else pinned
+    if hasattr(data, "pin_memory"):
+        return data.pin_memory()
+    return data
+
+
 class _BaseDataLoaderIter:
     """One pass over a DataLoader: what single- and multi-process loading share."""
 
@@ -246,9 +270,14 @@ class _BaseDataLoaderIter:
         if loader.pin_memory and loader.pin_memory_device:
             warnings.warn("pin_memory_device is deprecated, the current accelerator will be used as the device,"
                           f"ignore pin_memory_device='{loader.pin_memory_device}'.", stacklevel=5)
+        self._pin_memory = False
         if loader.pin_memory:
-            warnings.warn("'pin_memory' argument is set as true but no accelerator is found, then device pinned "
-                          "memory won't be used.", stacklevel=5)   # the user's ``for`` line
+            from ...devices.cuda import is_available   # (CuPy is imported on first use only)
+            if is_available():
+                self._pin_memory = True
+            else:
+                warnings.warn("'pin_memory' argument is set as true but no accelerator is found, then device pinned "
+                              "memory won't be used.", stacklevel=5)   # the user's ``for`` line
         self._timeout = loader.timeout
         self._collate_fn = loader.collate_fn
         self._sampler_iter = iter(self._index_sampler)
@@ -273,6 +302,8 @@ class _BaseDataLoaderIter:
 
     def __next__(self) -> Any:
         data = self._next_data()
+        if self._pin_memory:
+            data = _pin(data)
         self._num_yielded += 1
         if (self._dataset_kind == _DatasetKind.Iterable and self._IterableDataset_len_called is not None
                 and self._num_yielded > self._IterableDataset_len_called):
