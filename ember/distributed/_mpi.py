@@ -23,7 +23,7 @@ import zlib
 from typing import Any, Callable, Sequence
 
 MPI: Any = None          # mpi4py.MPI once started
-_PING, _PONG = 31001, 31002
+_PING, _PONG, _NOTICE = 31001, 31002, 31003
 _MAXDIM = 8
 _faulted = False         # a transport fault happened: the process exits without MPI_Finalize (it could hang)
 
@@ -58,12 +58,20 @@ def start() -> Any:
         MPI = _MPI
         import atexit
         atexit.register(_exit_after_fault)
+        hook = sys.excepthook
+
+        def _uncaught(*exc_info):   # a rank dying of an exception leaves at once (its peers see it die)
+            global _faulted
+            _faulted = True
+            hook(*exc_info)
+        sys.excepthook = _uncaught
     MPI.COMM_WORLD.Set_errhandler(MPI.ERRORS_RETURN)
     return MPI.COMM_WORLD
 
 
 def _exit_after_fault() -> None:
-    """After a transport fault, MPI_Finalize may wait forever for a dead peer: leave without it."""
+    """After a transport fault or an uncaught exception, MPI_Finalize may wait forever for a peer (or make the
+    peers wait for this one): leave without it."""
     if _faulted:
         sys.stdout.flush()
         sys.stderr.flush()
@@ -102,23 +110,24 @@ class Comm:
                 return
             now = time.monotonic()
             if now >= next_check:
-                dead = self.world.dead_peers()
+                dead = self.world.culprits(self.world.dead_peers())
                 if dead:
-                    self._fail(reqs, what, f"rank {_names(dead)} died (its process is gone)")
+                    self._fail(reqs, what, f"rank{_names(dead)} died (its process is gone)", dead)
                 next_check = now + 0.2
             if now >= deadline:
-                silent = self.world.silent_peers(self.world_ranks)
-                why = (f"rank {_names(silent)} did not respond (dead, hung, or not in this collective)" if silent
+                silent = self.world.culprits(self.world.silent_peers(self.world_ranks))
+                why = (f"rank{_names(silent)} did not respond (dead, hung, or not in this collective)" if silent
                        else "every rank responds: they called different collectives or waited on something else")
-                self._fail(reqs, what, f"timed out after {now - t0:.1f} s; {why}")
+                self._fail(reqs, what, f"timed out after {now - t0:.1f} s; {why}", silent)
             spins += 1
             if spins > 50:   # yield at first (latency), then sleep up to 1 ms (a waiting rank frees the core)
                 pause = min(1e-3, pause * 2 or 2e-5)
             time.sleep(pause)
 
-    def _fail(self, reqs: list, what: str, why: str) -> None:
+    def _fail(self, reqs: list, what: str, why: str, culprits: list) -> None:
         global _faulted
         _faulted = True
+        self.world.notify(culprits)
         for r in reqs:
             try:
                 r.Cancel()
@@ -177,7 +186,8 @@ def sig_text(row: Sequence[int], names: dict) -> str:
 
 
 def _names(ranks: Sequence[int]) -> str:
-    return ", ".join(str(r) for r in ranks) if len(ranks) == 1 else "s " + ", ".join(str(r) for r in ranks)
+    """' 1' or 's 0, 2' (after the word 'rank')."""
+    return (" " if len(ranks) == 1 else "s ") + ", ".join(str(r) for r in ranks)
 
 
 class World:
@@ -192,6 +202,7 @@ class World:
         me = (socket.gethostname(), os.getpid())
         self.where = comm.allgather(me)
         self._ping_buf = bytearray(1)
+        self._blamed: dict = {}   # rank -> the ranks it said it failed because of
 
     def serve(self) -> None:
         """Answer the peers' pings (a waiting process is alive)."""
@@ -201,6 +212,36 @@ class World:
                 return
             self.health.Recv([self._ping_buf, MPI.BYTE], source=status.Get_source(), tag=_PING)
             self.health.Isend([b"\x01", MPI.BYTE], dest=status.Get_source(), tag=_PONG)
+
+    def notify(self, culprits: list) -> None:
+        """Tell every peer that this rank fails because of ``culprits`` (so that a peer seeing this rank exit next
+        names the culprits, not this rank)."""
+        msg = array.array("q", culprits or [-1])
+        for r in range(self.size):
+            if r != self.rank:
+                try:
+                    self.health.Isend([msg, MPI.INT64_T], dest=r, tag=_NOTICE)
+                except Exception:   # noqa: BLE001  (a dead peer)
+                    pass
+        self._sent = msg   # kept alive until the process ends
+
+    def culprits(self, ranks: list) -> list:
+        """``ranks`` (dead or silent) less those that failed because of others, plus those others."""
+        while True:
+            status = MPI.Status()
+            if not self.health.Iprobe(source=MPI.ANY_SOURCE, tag=_NOTICE, status=status):
+                break
+            buf = array.array("q", bytes(status.Get_count(MPI.BYTE)))
+            self.health.Recv([buf, MPI.INT64_T], source=status.Get_source(), tag=_NOTICE)
+            self._blamed[status.Get_source()] = [r for r in buf if r >= 0]
+        blamed = self._blamed
+        out = set()
+        for r in ranks:
+            if r in blamed and blamed[r]:
+                out.update(c for c in blamed[r] if c != self.rank)
+            else:
+                out.add(r)
+        return sorted(out)
 
     def dead_peers(self) -> list:
         """The ranks on this machine whose process is gone (or a zombie)."""

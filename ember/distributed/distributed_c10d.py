@@ -6,8 +6,8 @@ ranks are MPI's (COMM_WORLD) when an MPI launcher started the processes (``pytho
 by MPI may make a group of world size 1 (MPI's singleton start).
 
 Tensor data reaches MPI as host arrays from the tensor's device (``backend.host_view``): a C-contiguous CPU tensor's
-own memory, so the collectives write into it in place as PyTorch's do (the version counter is bumped); any other
-tensor goes through a host copy that is written back. Transfers are non-blocking requests waited on against the
+own memory, so the collectives write into it in place as PyTorch's do (like PyTorch's, without bumping the version
+counter); any other tensor goes through a host copy that is written back. Transfers are non-blocking requests waited on against the
 group's timeout (see _mpi.py); ``async_op=True`` returns the Work before the wait.
 """
 from __future__ import annotations
@@ -468,10 +468,10 @@ def _bytes(h) -> list:
 
 
 def _written(t: Tensor, h) -> None:
-    """``t`` now holds ``h`` (its own memory, or a copy written back); its version counter is bumped."""
+    """``t`` now holds ``h`` (its own memory, or a copy written back). As in PyTorch, a collective's write does
+    not bump the tensor's version counter (torch 2.13 with gloo leaves ``_version`` as it was)."""
     if h is not t._data:
         backend_of(t._data).copyto(t._data, h.reshape(t._data.shape))
-    t._vc[0] += 1
 
 
 def _empty_like_stack(h, n: int):
@@ -486,14 +486,17 @@ def _sig(t: Tensor, *extra: int) -> list:
 
 
 def _same(what: str, n_extra: int = 0) -> Callable[[list], str | None]:
-    """A describer: every rank must pass the same signature (dtype, shape, and ``n_extra`` ints after them)."""
+    """A describer: every rank must pass the same signature (dtype, shape, then ``n_extra`` ints named by
+    ``what``: the reduction's index, the root)."""
     def describe(rows: list) -> str | None:
-        width = 2 + _mpi._MAXDIM + n_extra
-        if all(r[:width] == rows[0][:width] for r in rows):
-            return None
-        per = "; ".join(f"rank {i}: {_mpi.sig_text(r, _DTYPE_NAMES)}"
-                        + (f" {what} {r[2 + _mpi._MAXDIM:width]}" if n_extra else "") for i, r in enumerate(rows))
-        return f"the ranks passed tensors of different dtypes or shapes ({per})"
+        base = 2 + _mpi._MAXDIM
+        if any(r[:base] != rows[0][:base] for r in rows):
+            per = "; ".join(f"rank {i}: {_mpi.sig_text(r, _DTYPE_NAMES)}" for i, r in enumerate(rows))
+            return f"the ranks passed tensors of different dtypes or shapes ({per})"
+        if any(r[base:base + n_extra] != rows[0][base:base + n_extra] for r in rows):
+            per = "; ".join(f"rank {i}: {r[base:base + n_extra]}" for i, r in enumerate(rows))
+            return f"the ranks passed different arguments ({what}: {per})"
+        return None
     return describe
 
 
@@ -518,11 +521,13 @@ def _op_index(op: Any) -> int:
     return list(_OPS).index(op) if op in _OPS else 0
 
 
-def _avg(op: Any, h, n: int):
-    """AVG: the sum divided by the group's size (in the dtype, as PyTorch's)."""
+def _avg(op: Any, h, n: int, t: Tensor) -> None:
+    """AVG: the sum divided by the group's size (in the dtype). PyTorch divides the summed tensor in place (gloo
+    has no AVG), which bumps its version counter: so does this."""
     if op is ReduceOp.RedOpType.AVG:
         xp = device_namespace("cpu")
         _HOST.copyto(h, xp.div(h, n))
+        t._vc[0] += 1
 
 
 # ======================================================================================================
@@ -537,17 +542,19 @@ def all_reduce(tensor: Tensor, op: Any = ReduceOp.SUM, group: Any = None, async_
     c = pg._comm
     h = _host(tensor)
     mop, name, native = _reduction(op, h, "all_reduce")
-    c.check("all_reduce", _sig(tensor, _op_index(op)), _same("op", 1))
+    c.check("all_reduce", _sig(tensor, _op_index(op)), _same("ReduceOp", 1))
     if native:
         req = c.run(lambda: c.comm.Iallreduce(_mpi.MPI.IN_PLACE, h, mop), "all_reduce")
-        return _run(Work(c, [req], "all_reduce", lambda: (_avg(op, h, c.size), _written(tensor, h))[1], keep=h,
-                         result=[tensor]), async_op)
+        def done():
+            _avg(op, h, c.size, tensor)
+            _written(tensor, h)
+        return _run(Work(c, [req], "all_reduce", done, keep=h, result=[tensor]), async_op)
     stack = _empty_like_stack(h, c.size)
     req = c.run(lambda: c.comm.Iallgather(_bytes(h), _bytes(stack)), "all_reduce")
 
     def finish():
         _HOST.copyto(h, _HOST.host_reduce(stack, name))
-        _avg(op, h, c.size)
+        _avg(op, h, c.size, tensor)
         _written(tensor, h)
     return _run(Work(c, [req], "all_reduce", finish, keep=(h, stack), result=[tensor]), async_op)
 
@@ -563,7 +570,7 @@ def reduce(tensor: Tensor, dst: int | None = None, op: Any = ReduceOp.SUM, group
     root = _peer(pg, dst, group_dst, "dst")
     h = _host(tensor)
     mop, name, native = _reduction(op, h, "reduce")
-    c.check("reduce", _sig(tensor, _op_index(op), root), _same("op, root", 2))
+    c.check("reduce", _sig(tensor, _op_index(op), root), _same("ReduceOp, root", 2))
     mine = c.rank == root
     if native:
         req = c.run(lambda: c.comm.Ireduce(_mpi.MPI.IN_PLACE if mine else h, h if mine else None, mop, root=root),
@@ -577,7 +584,7 @@ def reduce(tensor: Tensor, dst: int | None = None, op: Any = ReduceOp.SUM, group
         if mine:
             if stack is not None:
                 _HOST.copyto(h, _HOST.host_reduce(stack, name))
-            _avg(op, h, c.size)
+            _avg(op, h, c.size, tensor)
             _written(tensor, h)
     return _run(Work(c, [req], "reduce", finish, keep=(h, stack), result=[tensor]), async_op)
 
@@ -706,7 +713,7 @@ def _reduce_scatter(c: "_mpi.Comm", what: str, output: Tensor, out, packed, op: 
     ``rank`` in ``output``."""
     probe = _HOST.host_unpack(packed, 0, out.dtype, out.shape)
     mop, name, native = _reduction(op, probe, what)
-    c.check(what, _sig(output, _op_index(op)), _same("op", 1))
+    c.check(what, _sig(output, _op_index(op)), _same("ReduceOp", 1))
     typed = _HOST.host_unpack(packed, 0, out.dtype, (c.size,) + tuple(out.shape))
     if native:
         req = c.run(lambda: c.comm.Ireduce_scatter_block(typed, out, mop), what)
@@ -718,7 +725,7 @@ def _reduce_scatter(c: "_mpi.Comm", what: str, output: Tensor, out, packed, op: 
     def finish():
         if stack is not None:
             _HOST.copyto(out, _HOST.host_reduce(stack, name)[c.rank])
-        _avg(op, out, c.size)
+        _avg(op, out, c.size, output)
         _written(output, out)
     return _run(Work(c, [req], what, finish, keep=(packed, out, stack), result=[output]), async_op)
 
