@@ -124,6 +124,10 @@ def expected(r: int, n: int, launcher: bool = True) -> dict:
     members = (0, n - 1)
     e["subgroup"] = ([xs[0] + xs[n - 1], members.index(r), 2] if r in members else [None, -1, -1])
     e["barrier"] = e["monitored_barrier"] = True
+    # nn.functional: y = all_reduce(x * x), loss = sum(y * w_r); all_gather(x * 2) weighted by (i + 1) * w_r
+    xq = [np.arange(3.0) + q for q in range(n)]
+    wq = [np.arange(3.0) + 10 * q for q in range(n)]
+    e["nn_functional"] = [sum(v * v for v in xq), 2 * xq[r] * sum(wq), [2 * v for v in xq], 2 * (r + 1) * sum(wq)]
     return e
 
 
@@ -173,12 +177,14 @@ def test_mismatches_raise_on_every_rank(runs):
 @pytest.mark.parametrize("mode", ["kill", "hang"])
 def test_dead_or_hung_rank_ends_in_error_naming_it(runs, mode):
     """Rank 1 of 3 is killed (SIGKILL) or hangs in a sleep: ranks 0 and 2 fail in their next collective, naming
-    rank 1 (at once when its process is gone; after the 3 s timeout when it hangs), and the job ends."""
+    rank 1 (at once when its process is gone; after the 3 s timeout when it hangs), and the job ends; a survivor
+    that sees the other exit after its error still names rank 1 (the fault notices, _mpi.World.culprits)."""
     rc, text, took = runs["faults"][mode]
     assert rc != 0
     want = "rank 1 died" if mode == "kill" else "timed out after 3.0 s; rank 1 did not respond"
-    for r in (0, 2):
-        assert f"all_reduce on rank {r}: {want}" in text, text[-3000:]
+    # the first survivor to fail exits non-zero, and mpiexec then ends the job: the other may not get to print
+    assert any(f"all_reduce on rank {r}: {want}" in text for r in (0, 2)), text[-3000:]
+    assert "rank 0 died" not in text and "rank 2 died" not in text and "ranks 0" not in text, text[-3000:]
     assert took < 90, took
 
 

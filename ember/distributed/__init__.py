@@ -11,18 +11,6 @@ from __future__ import annotations
 
 import os as _os
 
-from .distributed_c10d import (  # noqa: F401
-    Backend, DistBackendError, DistError, DistNetworkError, DistStoreError, GroupMember, P2POp, ProcessGroup,
-    ReduceOp, Work, _NOT_INITIALIZED, all_gather, all_gather_into_tensor, all_gather_object, all_reduce, all_to_all,
-    all_to_all_single, barrier, batch_isend_irecv, broadcast, broadcast_object_list, default_pg_timeout,
-    destroy_process_group, gather, gather_object, get_backend, get_global_rank, get_group_rank,
-    get_process_group_ranks, get_rank, get_world_size, init_process_group, irecv, is_available,
-    is_backend_available, is_gloo_available, is_initialized, is_mpi_available, is_nccl_available,
-    is_torchelastic_launched, is_ucc_available, is_xccl_available, isend, monitored_barrier, new_group, recv,
-    reduce, reduce_scatter, reduce_scatter_tensor, scatter, scatter_object_list, send)
-
-group = GroupMember   # torch.distributed.group.WORLD
-
 __all__ = ["Backend", "DistBackendError", "DistError", "DistNetworkError", "DistStoreError", "GroupMember", "P2POp",
            "ProcessGroup", "ReduceOp", "Work", "all_gather", "all_gather_into_tensor", "all_gather_object",
            "all_reduce", "all_to_all", "all_to_all_single", "barrier", "batch_isend_irecv", "broadcast",
@@ -32,6 +20,21 @@ __all__ = ["Backend", "DistBackendError", "DistError", "DistNetworkError", "Dist
            "is_initialized", "is_mpi_available", "is_nccl_available", "is_torchelastic_launched",
            "is_ucc_available", "is_xccl_available", "isend", "monitored_barrier", "new_group", "recv", "reduce",
            "reduce_scatter", "reduce_scatter_tensor", "scatter", "scatter_object_list", "send"]
+
+_NOT_INITIALIZED = "Default process group has not been initialized, please make sure to call init_process_group."
+_LAZY = set(__all__) | {"default_pg_timeout"}
+
+
+def __getattr__(name: str):
+    """The API from distributed_c10d, loaded on first use (``import ember`` does not pay for it)."""
+    if name in _LAZY:
+        from . import distributed_c10d
+        value = distributed_c10d.GroupMember if name == "group" else getattr(distributed_c10d, name)
+        if name != "default_pg_timeout":
+            globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 # Open MPI's, MPICH's (hydra) and PMIx's names for the rank, the world size, the local rank and local size.
 _MPI_ENV = {"RANK": ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"),

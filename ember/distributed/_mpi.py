@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import array
 import os
-import socket
 import sys
 import time
 import zlib
@@ -199,6 +198,7 @@ class World:
         self.size = comm.Get_size()
         self.health = comm.Dup()
         self.health.Set_errhandler(MPI.ERRORS_RETURN)
+        import socket
         me = (socket.gethostname(), os.getpid())
         self.where = comm.allgather(me)
         self._ping_buf = bytearray(1)

@@ -13,10 +13,8 @@ group's timeout (see _mpi.py); ``async_op=True`` returns the Work before the wai
 from __future__ import annotations
 
 import array
-import datetime
 import importlib.util
 import os
-import pickle
 from enum import Enum
 from typing import Any, Callable, Sequence
 
@@ -26,10 +24,17 @@ from ..devices import backend_of, cpu_backend, device_namespace
 from . import _mpi
 from ._mpi import DistBackendError, DistError, DistNetworkError, DistStoreError  # noqa: F401
 
-_NOT_INITIALIZED = "Default process group has not been initialized, please make sure to call init_process_group."
+from . import _NOT_INITIALIZED
 _HOST = cpu_backend()
 
-default_pg_timeout = datetime.timedelta(minutes=30)
+_DEFAULT_TIMEOUT_S = 1800.0   # PyTorch's default_pg_timeout (30 minutes); datetime loads when it is asked for
+
+
+def __getattr__(name: str) -> Any:
+    if name == "default_pg_timeout":
+        import datetime
+        return datetime.timedelta(seconds=_DEFAULT_TIMEOUT_S)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # ======================================================================================================
@@ -161,8 +166,8 @@ def is_initialized() -> bool:
 # ======================================================================================================
 def _seconds(timeout: Any) -> float:
     if timeout is None:
-        return default_pg_timeout.total_seconds()
-    if isinstance(timeout, datetime.timedelta):
+        return _DEFAULT_TIMEOUT_S
+    if hasattr(timeout, "total_seconds"):   # a datetime.timedelta
         return timeout.total_seconds()
     return float(timeout)
 
@@ -987,6 +992,7 @@ def _lengths(c: "_mpi.Comm", n: int, what: str, root: int | None = None) -> list
 def broadcast_object_list(object_list: list, src: int | None = None, group: Any = None, device: Any = None,
                           group_src: int | None = None) -> None:
     """Rank ``src``'s objects (pickled) into every rank's ``object_list``, in place."""
+    import pickle
     pg = _group(group)
     if pg is None:
         return
@@ -1009,6 +1015,7 @@ def broadcast_object_list(object_list: list, src: int | None = None, group: Any 
 
 def all_gather_object(object_list: list, obj: Any, group: Any = None) -> None:
     """Every rank's ``obj`` (pickled) into ``object_list[rank]`` on every rank."""
+    import pickle
     pg = _group(group)
     if pg is None:
         return
@@ -1029,6 +1036,7 @@ def all_gather_object(object_list: list, obj: Any, group: Any = None) -> None:
 def gather_object(obj: Any, object_gather_list: list | None = None, dst: int | None = None, group: Any = None,
                   group_dst: int | None = None) -> None:
     """Every rank's ``obj`` (pickled) into ``object_gather_list`` on rank ``dst``."""
+    import pickle
     pg = _group(group)
     if pg is None:
         return

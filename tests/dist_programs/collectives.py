@@ -237,6 +237,24 @@ def subgroup():
 record("subgroup", subgroup)
 
 
+def autograd():
+    """torch.distributed.nn.functional: outputs and the gradients they carry back across ranks."""
+    import importlib
+    F = importlib.import_module(torch.__name__ + ".distributed.nn.functional")
+    x = (torch.arange(3, dtype=torch.float64) + r).requires_grad_()
+    w = torch.arange(3, dtype=torch.float64) + 10 * r
+    y = F.all_reduce(x * x)
+    (y * w).sum().backward()
+    g1, x.grad = x.grad.tolist(), None
+    outs = F.all_gather(x * 2)
+    sum((o * (i + 1)) * w for i, o in enumerate(outs)).sum().backward()
+    g2 = x.grad.tolist()
+    return [y.tolist(), g1, [o.tolist() for o in outs], g2]
+
+
+record("nn_functional", autograd)
+
+
 def barriers():
     dist.barrier()
     return True
