@@ -102,7 +102,7 @@ class Comm:
         t0 = time.monotonic()
         deadline = t0 + (self.timeout if timeout is None else timeout)
         next_check = t0 + 0.2
-        spins, pause = 0, 0.0
+        pause = 0.0
         while True:
             self.world.serve()
             if MPI.Request.Testall(reqs, statuses):
@@ -118,9 +118,8 @@ class Comm:
                 why = (f"rank{_names(silent)} did not respond (dead, hung, or not in this collective)" if silent
                        else "every rank responds: they called different collectives or waited on something else")
                 self._fail(reqs, what, f"timed out after {now - t0:.1f} s; {why}", silent)
-            spins += 1
-            if spins > 50:   # yield at first (latency), then sleep up to 1 ms (a waiting rank frees the core)
-                pause = min(1e-3, pause * 2 or 2e-5)
+            if now - t0 > 2e-3:   # yield for 2 ms (latency), then sleep up to 1 ms (a waiting rank frees the core)
+                pause = min(1e-3, pause * 2 or 5e-5)
             time.sleep(pause)
 
     def _fail(self, reqs: list, what: str, why: str, culprits: list) -> None:
