@@ -21,7 +21,7 @@ __all__ = ["Backend", "DistBackendError", "DistError", "DistNetworkError", "Dist
            "is_ucc_available", "is_xccl_available", "isend", "monitored_barrier", "new_group", "recv", "reduce",
            "reduce_scatter", "reduce_scatter_tensor", "scatter", "scatter_object_list", "send"]
 
-_NOT_INITIALIZED = "Default process group has not been initialized, please make sure to call init_process_group."
+from ._errors import _NOT_INITIALIZED  # noqa: E402  (PyTorch's message; ember.nn.parallel's DDP raises it too)
 _LAZY = set(__all__) | {"default_pg_timeout"}
 
 

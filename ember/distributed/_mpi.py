@@ -21,26 +21,12 @@ import time
 import zlib
 from typing import Any, Callable, Sequence
 
+from ._errors import DistBackendError
+
 MPI: Any = None          # mpi4py.MPI once started
 _PING, _PONG, _NOTICE = 31001, 31002, 31003
 _MAXDIM = 8
 _faulted = False         # a transport fault happened: the process exits without MPI_Finalize (it could hang)
-
-
-class DistError(RuntimeError):
-    """torch.distributed.DistError: an error of the distributed library."""
-
-
-class DistBackendError(DistError):
-    """torch.distributed.DistBackendError: an error of the transport (a timeout, a dead peer)."""
-
-
-class DistNetworkError(DistError):
-    pass
-
-
-class DistStoreError(DistError):
-    pass
 
 
 def launched_by_mpi() -> bool:

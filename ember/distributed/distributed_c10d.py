@@ -22,9 +22,9 @@ from .. import _dtype as D
 from .._tensor import Tensor
 from ..devices import backend_of, cpu_backend, device_namespace
 from . import _mpi
-from ._mpi import DistBackendError, DistError, DistNetworkError, DistStoreError  # noqa: F401
+from ._errors import DistBackendError, DistError, DistNetworkError, DistStoreError  # noqa: F401
 
-from . import _NOT_INITIALIZED
+from ._errors import _NOT_INITIALIZED
 _HOST = cpu_backend()
 
 _DEFAULT_TIMEOUT_S = 1800.0   # PyTorch's default_pg_timeout (30 minutes); datetime loads when it is asked for
