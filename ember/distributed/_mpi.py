@@ -25,6 +25,7 @@ from ._errors import DistBackendError
 
 MPI: Any = None          # mpi4py.MPI once started
 _PING, _PONG, _NOTICE = 31001, 31002, 31003
+_YIELD_S = float(os.environ.get("EMBER_DIST_YIELD_S", "0.01"))   # see Comm.wait
 _MAXDIM = 8
 _faulted = False         # a transport fault happened: the process exits without MPI_Finalize (it could hang)
 
@@ -86,14 +87,23 @@ class Comm:
         if MPI.Request.Testall(reqs, statuses):
             return
         t0 = time.monotonic()
+        test = MPI.Request.Testall
+        # Spin on MPI's progress for 0.5 ms (a collective among running peers completes here, at MPI's latency),
+        # then yield the core for _YIELD_S (10 ms; EMBER_DIST_YIELD_S), then sleep 50 us growing to 1 ms (a rank
+        # waiting long frees the core; a non-blocking collective progresses only when tested, so long sleeps
+        # would slow the transfer of large messages).
+        while time.monotonic() - t0 < 5e-4:
+            if test(reqs, statuses):
+                return
         deadline = t0 + (self.timeout if timeout is None else timeout)
         next_check = t0 + 0.2
         pause = 0.0
         while True:
-            self.world.serve()
-            if MPI.Request.Testall(reqs, statuses):
+            if test(reqs, statuses):
                 return
             now = time.monotonic()
+            if pause or now >= next_check:
+                self.world.serve()
             if now >= next_check:
                 dead = self.world.culprits(self.world.dead_peers())
                 if dead:
@@ -104,7 +114,7 @@ class Comm:
                 why = (f"rank{_names(silent)} did not respond (dead, hung, or not in this collective)" if silent
                        else "every rank responds: they called different collectives or waited on something else")
                 self._fail(reqs, what, f"timed out after {now - t0:.1f} s; {why}", silent)
-            if now - t0 > 2e-3:   # yield for 2 ms (latency), then sleep up to 1 ms (a waiting rank frees the core)
+            if now - t0 > _YIELD_S:
                 pause = min(1e-3, pause * 2 or 5e-5)
             time.sleep(pause)
 
@@ -140,13 +150,19 @@ class Comm:
         req = self.run(lambda: self.comm.Iallgather([mine, MPI.INT64_T], [every, MPI.INT64_T]), kind)
         self.wait([req], kind)
         rows = [list(every[i * width:(i + 1) * width]) for i in range(self.size)]
-        kinds = {r[0] for r in rows}
-        if len(kinds) > 1:
-            raise RuntimeError(f"ember.distributed: the ranks called different collectives at the same time "
-                               f"({kind} on rank {self.rank} of the group; the others do not all agree)")
+        if any(r[0] != rows[0][0] for r in rows):
+            per = "; ".join(f"rank {i}: {_KINDS.get(r[0], '?')}" for i, r in enumerate(rows))
+            raise RuntimeError(f"ember.distributed: the ranks called different collectives at the same time ({per})")
         msg = describe([r[1:] for r in rows])
         if msg:
             raise RuntimeError(f"ember.distributed: {kind}: {msg}")
+
+
+# the collectives' names by their signature code (for the message when ranks call different ones)
+_KINDS = {zlib.crc32(k.encode()): k for k in (
+    "all_reduce", "reduce", "broadcast", "all_gather", "all_gather_into_tensor", "gather", "scatter",
+    "reduce_scatter", "reduce_scatter_tensor", "all_to_all", "all_to_all_single", "barrier", "monitored_barrier",
+    "broadcast_object_list", "all_gather_object", "gather_object")}
 
 
 def tensor_sig(dtype: Any, shape: Sequence[int], extra: Sequence[int] = ()) -> list:

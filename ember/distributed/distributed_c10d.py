@@ -505,6 +505,17 @@ def _same(what: str, n_extra: int = 0) -> Callable[[list], str | None]:
     return describe
 
 
+def _agree(rows: list) -> None:
+    """A describer for calls with nothing to compare but the collective itself."""
+    return None
+
+
+def _same_root(rows: list) -> str | None:
+    if any(r[0] != rows[0][0] for r in rows):
+        return "the ranks passed different roots (" + "; ".join(f"rank {i}: {r[0]}" for i, r in enumerate(rows)) + ")"
+    return None
+
+
 def _reduction(op: Any, h, what: str) -> tuple[Any, str, bool]:
     """(MPI op or None, host-reduction name, whether MPI reduces this dtype itself)."""
     if isinstance(op, ReduceOp):
@@ -517,8 +528,8 @@ def _reduction(op: Any, h, what: str) -> tuple[Any, str, bool]:
         raise RuntimeError(f"Cannot use ReduceOp.{op.name} with non-integral dtype")
     if kind == "c" and host_name not in ("sum", "prod"):
         raise ValueError(f"{what} does not support {op} on complex tensors")
-    mpi_type = _mpi.MPI._typedict.get(h.dtype.char) if kind in "iufc" else None
-    native = mpi_type is not None and h.dtype.name != "bfloat16"
+    # MPI reduces its own types (bfloat16 and float8 are NumPy kind 'V': the host reduces them, and bool)
+    native = kind in "iufc" and h.dtype.char in _mpi.MPI._typedict
     return (getattr(_mpi.MPI, mpi_name), host_name, native)
 
 
@@ -873,6 +884,7 @@ def barrier(group: Any = None, async_op: bool = False, device_ids: Any = None, t
     if pg is None:
         return None
     c = pg._comm
+    c.check("barrier", [], _agree)
     req = c.run(lambda: c.comm.Ibarrier(), "barrier")
     work = Work(c, [req], "barrier")
     if async_op:
@@ -887,6 +899,7 @@ def monitored_barrier(group: Any = None, timeout: Any = None, wait_all_ranks: bo
     if pg is None:
         return None
     c = pg._comm
+    c.check("monitored_barrier", [], _agree)
     req = c.run(lambda: c.comm.Ibarrier(), "monitored_barrier")
     c.wait([req], "monitored_barrier", None if timeout is None else _seconds(timeout))
     return None
@@ -998,6 +1011,7 @@ def broadcast_object_list(object_list: list, src: int | None = None, group: Any 
         return
     c = pg._comm
     root = _peer(pg, src, group_src, "src")
+    c.check("broadcast_object_list", [root], _same_root)
     data = pickle.dumps(list(object_list)) if c.rank == root else b""
     n = array.array("q", [len(data)])
     req = c.run(lambda: c.comm.Ibcast([n, _mpi.MPI.INT64_T], root=root), "broadcast_object_list")
@@ -1023,6 +1037,7 @@ def all_gather_object(object_list: list, obj: Any, group: Any = None) -> None:
     if len(object_list) != c.size:
         raise ValueError(f"all_gather_object: object_list has {len(object_list)} entries, the group has {c.size} "
                          "ranks")
+    c.check("all_gather_object", [], _agree)
     data = pickle.dumps(obj)
     sizes = _lengths(c, len(data), "all_gather_object")
     buf = bytearray(sum(sizes))
@@ -1046,6 +1061,7 @@ def gather_object(obj: Any, object_gather_list: list | None = None, dst: int | N
     if mine and (object_gather_list is None or len(object_gather_list) != c.size):
         raise ValueError("Argument ``object_gather_list`` must be specified on destination rank, with one entry "
                          "per rank.")
+    c.check("gather_object", [root], _same_root)
     data = pickle.dumps(obj)
     sizes = _lengths(c, len(data), "gather_object", root)
     buf = bytearray(sum(sizes)) if mine else None
