@@ -63,12 +63,13 @@ def _finish(proc: subprocess.Popen, timeout: float = 240) -> tuple[int, str]:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    """The collectives script under ember (2 ranks, launcher; 4 ranks, plain mpiexec) and torch (2, torchrun), and
+    """The collectives script under ember (2 ranks, launcher; 4 ranks, plain mpiexec, all_reduce and broadcast in
+    8-byte pieces) and torch (2, torchrun), and
     the fault script (3 ranks, rank 1 killed; rank 1 hung), all started at once (they mostly wait on imports and
     timeouts); {name: [rank results]} and {fault mode: (exit code, output, seconds)}."""
     base = tmp_path_factory.mktemp("dist")
     t0 = time.monotonic()
-    jobs = {"ember2": (_launch("ember", 2, base / "ember2"), 2), "ember4": (_launch("mpiexec", 4, base / "ember4"), 4),
+    jobs = {"ember2": (_launch("ember", 2, base / "ember2"), 2), "ember4": (_launch("mpiexec", 4, base / "ember4", EMBER_DIST_CHUNK="8"), 4),
             "torch2": (_launch("torch", 2, base / "torch2"), 2)}
     faults = {mode: _launch("ember", 3, base / mode, FAULT, MODE=mode, TMO="3") for mode in ("kill", "hang")}
     out, ends = {}, {}

@@ -26,6 +26,9 @@ from ._errors import DistBackendError, DistError, DistNetworkError, DistStoreErr
 
 from ._errors import _NOT_INITIALIZED
 _HOST = cpu_backend()
+# all_reduce and broadcast send a large tensor in pieces of this many bytes, all in flight at once: Open MPI's
+# non-blocking collectives then pipeline (64 MB float32 on 2 processes here: 0.07 s in 4 MB pieces, 0.2 s whole)
+_CHUNK = int(os.environ.get("EMBER_DIST_CHUNK", str(4 << 20)))
 
 _DEFAULT_TIMEOUT_S = 1800.0   # PyTorch's default_pg_timeout (30 minutes); datetime loads when it is asked for
 
@@ -559,12 +562,13 @@ def all_reduce(tensor: Tensor, op: Any = ReduceOp.SUM, group: Any = None, async_
     h = _host(tensor)
     mop, name, native = _reduction(op, h, "all_reduce")
     c.check("all_reduce", _sig(tensor, _op_index(op)), _same("ReduceOp", 1))
-    if native:
-        req = c.run(lambda: c.comm.Iallreduce(_mpi.MPI.IN_PLACE, h, mop), "all_reduce")
+    if native:   # a large tensor in pieces, all in flight at once (see _CHUNK)
+        reqs = [c.run(lambda: c.comm.Iallreduce(_mpi.MPI.IN_PLACE, part, mop), "all_reduce")
+                for part in _HOST.host_chunks(h, _CHUNK)]
         def done():
             _avg(op, h, c.size, tensor)
             _written(tensor, h)
-        return _run(Work(c, [req], "all_reduce", done, keep=h, result=[tensor]), async_op)
+        return _run(Work(c, reqs, "all_reduce", done, keep=h, result=[tensor]), async_op)
     stack = _empty_like_stack(h, c.size)
     req = c.run(lambda: c.comm.Iallgather(_bytes(h), _bytes(stack)), "all_reduce")
 
@@ -616,8 +620,9 @@ def broadcast(tensor: Tensor, src: int | None = None, group: Any = None, async_o
     root = _peer(pg, src, group_src, "src")
     h = _host(tensor)
     c.check("broadcast", _sig(tensor, root), _same("root", 1))
-    req = c.run(lambda: c.comm.Ibcast(_bytes(h), root=root), "broadcast")
-    return _run(Work(c, [req], "broadcast", lambda: _written(tensor, h), keep=h, result=[tensor]), async_op)
+    reqs = [c.run(lambda: c.comm.Ibcast([part, _mpi.MPI.BYTE], root=root), "broadcast")
+            for part in _HOST.host_chunks(_HOST.host_bytes(h), _CHUNK)]   # (in pieces, as all_reduce)
+    return _run(Work(c, reqs, "broadcast", lambda: _written(tensor, h), keep=h, result=[tensor]), async_op)
 
 
 def _check_list(tensors: Any, n: int, like: Tensor, name: str, fn: str) -> None:

@@ -223,6 +223,13 @@ class _Backend:
         return buf[offset:offset + n].view(dtype).reshape(shape)
 
     @staticmethod
+    def host_chunks(h, nbytes: int) -> list:
+        """A C-contiguous host array as flat views of about ``nbytes`` each (one transfer each, pipelined)."""
+        flat = h.reshape(-1)
+        step = max(1, nbytes // max(1, h.itemsize))
+        return [flat[i:i + step] for i in range(0, flat.size, step)] or [flat]
+
+    @staticmethod
     def host_reduce(stacked, op: str) -> np.ndarray:
         """``stacked`` (one row per rank) reduced along its first axis by ``op`` (sum, prod, min, max, band, bor,
         bxor), in rank order: the reduction of dtypes a transport cannot reduce itself (bool, bfloat16)."""
