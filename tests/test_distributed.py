@@ -106,6 +106,8 @@ def expected(r: int, n: int, launcher: bool = True) -> dict:
         e[f"all_reduce_SUM_{dtype}"] = [total, False]
     for name, uf in (("BAND", np.bitwise_and), ("BOR", np.bitwise_or), ("BXOR", np.bitwise_xor)):
         e[f"all_reduce_{name}_int64"] = [uf.reduce(ints, axis=0), False]
+    e["all_reduce_MAX_bool"] = np.any([x > 4 + q for q, x in enumerate(xs)], axis=0)
+    e["all_reduce_SUM_complex64"] = [total, -total]
     e["all_reduce_noncontiguous"] = total
     e["reduce"] = total if r == n - 1 else None
     e["broadcast"] = xs[n - 1]
@@ -195,6 +197,17 @@ def test_launcher_arguments():
                                       "0", "train.py", "--lr", "0.1"])
     assert (a.nproc_per_node, a.standalone, a.master_port, a.training_script, a.training_script_args) == \
         ("3", True, 1234, "train.py", ["--lr", "0.1"])
+
+
+def test_rendezvous_reads_arguments_query_and_environment(monkeypatch):
+    from ember.distributed.distributed_c10d import _rendezvous
+    monkeypatch.setenv("RANK", "3")
+    monkeypatch.setenv("WORLD_SIZE", "4")
+    assert _rendezvous("env://", -1, -1) == (3, 4)
+    assert _rendezvous("env://", 1, 2) == (1, 2)
+    assert _rendezvous("tcp://127.0.0.1:23456?rank=2&world_size=5", -1, -1) == (2, 5)
+    assert _rendezvous("tcp://127.0.0.1:23456", 0, 2) == (0, 2)   # tcp:// and file:// ignore the environment
+    assert _rendezvous("file:///tmp/x", -1, -1) == (-1, -1)
 
 
 def test_not_launched_by_mpi_world_size_2_says_how():

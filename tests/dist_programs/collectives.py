@@ -63,6 +63,22 @@ for name in ("BAND", "BOR", "BXOR"):
     record(f"all_reduce_{name}_int64", all_reduce(getattr(dist.ReduceOp, name), torch.int64))
 
 
+def bool_max():
+    t = x_of(r) > 4 + r   # rank 0: elements above 4; rank 1: above 5 ...
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return t.tolist()
+
+
+def complex_sum():
+    t = torch.complex(x_of(r), -x_of(r))
+    dist.all_reduce(t)
+    return [t.real.tolist(), t.imag.tolist()]
+
+
+record("all_reduce_MAX_bool", bool_max)
+record("all_reduce_SUM_complex64", complex_sum)
+
+
 def noncontiguous():
     base = x_of(r)
     t = base.t()
