@@ -7,23 +7,66 @@ PyTorch. A storage here is a handle on that root: sizes, pointers, bytes and sha
 """
 from __future__ import annotations
 
+import gc
+import sys
 import warnings
 import weakref
 
 from . import _dtype as D
 from ._device import backend_of, cpu_backend, device_of, has_data
+from ._tensor import Tensor
 
-# roots moved to shared memory by share_memory_() (one process: nothing moves, PyTorch's flag is kept): id -> ref
+# roots that share_memory_() marked on a device without shared memory (its backend has no ``shared``): id -> ref
 _SHARED: dict = {}
 
 
+def shared_memory_of(root):
+    """The shared-memory functions of the device of the storage ``root`` (devices/cpu/shared.py), or None."""
+    be = backend_of(root)
+    return getattr(be, "shared", None) if has_data(be) else None
+
+
 def _is_shared(root) -> bool:
+    shm = shared_memory_of(root)
+    if shm is not None:
+        return shm.is_shared(root)
     ref = _SHARED.get(id(root))
     return ref is not None and ref() is root
 
 
-def _share(root) -> None:
-    _SHARED[id(root)] = weakref.ref(root, lambda _r, k=id(root): _SHARED.pop(k, None))
+# sys.getrefcount of a storage that one array holds (a tensor's own array or a view's base), seen from
+# _move_tensors: that holder, the callers' two names for it and getrefcount's argument
+_ONE_HOLDER = 4
+
+
+def _move_tensors(root, new_root, shm, first=None) -> None:
+    """Every live tensor on the storage ``root`` now views the same elements of ``new_root`` (its copy), as all of
+    a PyTorch storage's tensors follow it. ``first``: a tensor known to view it. Other tensors are looked for
+    (a scan of the garbage collector's objects) only when something besides ``first`` holds the storage."""
+    movers = [first] if first is not None else []
+    if first is None or sys.getrefcount(root) > _ONE_HOLDER:
+        be = backend_of(root)
+        # (type(), not isinstance: some objects' __class__ is a property with effects, e.g. deprecation warnings)
+        found = [o for o in gc.get_objects() if issubclass(type(o), Tensor) and o is not first]
+        movers += [o for o in found if isinstance(getattr(o, "_data", None), be.array_types)
+                   and be.storage_root(o._data) is root]
+    for t in movers:
+        t._data = shm.view_like(t._data, new_root)
+
+
+def _share(root, first=None):
+    """The storage ``root`` in shared memory (its tensors follow it there); marked where the device has none."""
+    if not has_data(backend_of(root)):
+        raise RuntimeError("_share_fd_: only available on CPU")   # PyTorch's, for 'meta'
+    shm = shared_memory_of(root)
+    if shm is None:
+        _SHARED[id(root)] = weakref.ref(root, lambda _r, k=id(root): _SHARED.pop(k, None))
+        return root
+    if shm.is_shared(root):
+        return root
+    new_root = shm.share_root(root)
+    _move_tensors(root, new_root, shm, first)
+    return new_root
 
 
 class UntypedStorage:
@@ -83,8 +126,9 @@ class UntypedStorage:
         return _is_shared(self._root)
 
     def share_memory_(self) -> UntypedStorage:
-        """PyTorch moves the memory to shared memory for other processes; ember has one process: it marks it."""
-        _share(self._root)
+        """Moves the bytes to shared memory, which other processes map (``ember.multiprocessing``); the tensors
+        viewing them move with them."""
+        self._root = _share(self._root)
         return self
 
     @staticmethod

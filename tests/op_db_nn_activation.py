@@ -222,10 +222,11 @@ OPS: list = [
     # float16: PyTorch multiplies by the mean slope in float16, ember in float32 (an ulp apart now and then)
     act("nn_rrelu_eval", _rrelu_eval, kwargs_list=({}, {"lower": 0.2, "upper": 0.6}), dtypes=FLOAT + INT),
     act("torch_rrelu_eval", lambda m, a: m.rrelu(a, 0.1, 0.3), dtypes=FLOAT),
-    # in place: no forward mode, as PyTorch (rrelu_with_noise_ has no JVP; tests/test_nn_kinks.py compares the error)
-    act("nn_rrelu_eval_inplace", lambda m, a: F(m).rrelu(a * 1, inplace=True), dtypes=FLOAT, supports_fwd=False),
-    act("nn_rrelu_", lambda m, a: F(m).rrelu_(a * 1), dtypes=FLOAT, supports_fwd=False),
-    act("torch_rrelu_", lambda m, a: m.rrelu_(a * 1), dtypes=FLOAT, supports_fwd=False),
+    # in place: forward mode where PyTorch has none (rrelu_with_noise_ has no JVP in its derivatives.yaml; ember's
+    # is the out-of-place op's, tests/test_nn_kinks.py checks it against that and torch's error)
+    act("nn_rrelu_eval_inplace", lambda m, a: F(m).rrelu(a * 1, inplace=True), dtypes=FLOAT),
+    act("nn_rrelu_", lambda m, a: F(m).rrelu_(a * 1), dtypes=FLOAT),
+    act("torch_rrelu_", lambda m, a: m.rrelu_(a * 1), dtypes=FLOAT),
     OpInfo("nn_normalize", lambda m, a, **kw: F(m).normalize(a, **kw), _normalize_samples),
 ]
 

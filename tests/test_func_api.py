@@ -42,13 +42,18 @@ KNOWN = {
                                "jacfwd(argnums=0) give the true Jacobian, which ember gives)",
     "grad-autograd.grad-of-captured-inside": "inside grad, PyTorch's autograd.grad does not see a tensor captured "
                                              "from outside the transform; ember's one graph does, and differentiates",
-    "vmap(vmap)-randomness-different-over-same": "nested vmaps: ember's random functions follow the innermost "
-                                                 "level's randomness only (an outer 'different' is not honoured)",
-    "vmap(vmap)-randomness-different-over-different": "nested vmaps: ember's random functions follow the innermost "
-                                                      "level's randomness only (the outer batch repeats the draw)",
-    "vmap-metadata-of-an-example-in_dims-1": "an example inside vmap reports contiguous strides of its own shape; "
-                                             "PyTorch's reports the physical tensor's (in_dims=1: (12, 1), "
-                                             "is_contiguous() False)",
+    **{f"vmap(vmap)-randomness-{o}-over-different-bernoulli_-batched-{at}":
+       "torch 2.13 refuses Tensor.bernoulli_(p: float) under nested vmaps with an inner 'different' level ('Cannot "
+       "ask for different inplace randomness on an unbatched tensor'; its other in-place draws, normal_, go through); "
+       "ember draws it as normal_"
+       for o in ("error", "same", "different") for at in ("both", "chunked-outer", "chunked-inner")},
+    "vmap(vmap)-randomness-different-over-different-normal_-on-moved-dims":
+        "an in-place draw fills the physical tensor in its memory order; ember's clone of a permuted tensor is "
+        "contiguous where PyTorch's keeps the strides (preserve_format), so the draws land in another order",
+    "vmap-size-0-fallback-histc": "PyTorch's per-example fallback refuses an empty batch (\"The fallback path does "
+                                  "not support vmap over dims of size 0\"); ember's runs the op once on a stand-in "
+                                  "example of zeros for the result's shape (most ember fallbacks have a rule in "
+                                  "PyTorch, which runs on the empty batch)",
 }
 
 P = collections.namedtuple("P", "w b")   # a namedtuple pytree (module level: the same class for both libraries)
@@ -166,9 +171,18 @@ def raises(name: str, fn: Callable, match: Any = None, core: bool = True) -> Non
     CASES[name] = (fn, "raises", match, core)
 
 
+def agree(name: str, fn: Callable) -> None:
+    """A case whose outcome the table of cases around it does not spell out (a grid of modes): ember does as torch
+    does, whichever that is: the same values bit for bit, or the same error."""
+    assert name not in CASES, name
+    CASES[name] = (fn, "agree", None, True)
+
+
 def check(name: str) -> None:
     fn, kind, detail, _ = CASES[name]
     rt, re_ = _run(fn, torch), _run(fn, ember)
+    if kind == "agree":
+        kind, detail = ("value", True) if rt[0] == "ok" else ("raises", None)
     if kind == "raises":
         assert rt[0] == "err", f"(test bug) torch returned {rt[1]!r}"
     else:
@@ -951,6 +965,102 @@ for _outer, _inner in (("different", "same"), ("same", "different"), ("different
     value(f"vmap(vmap)-randomness-{_outer}-over-{_inner}", lambda L, o=_outer, i=_inner: _nested_random(L, o, i),
           exact=True)
 raises("vmap(vmap)-randomness-error-inside-different", lambda L: _nested_random(L, "different", "error"))
+
+# Nested randomness, every pair of modes: functorch's levels each apply their own mode, innermost first, and hand the
+# call on their physical tensors to the level around them ('different' over 'different' draws once, with the shape
+# (outer, inner, *example); a 'same' level asks the levels around it for one example's draw; 'error' anywhere
+# refuses). The input is batched at both levels, at the outer or the inner one only, or both with a chunked level.
+NESTED_RANDOM_OPS: dict[str, Callable] = {
+    "rand": lambda L, a: L.rand(4, dtype=L.float64) + a,
+    "randint": lambda L, a: L.randint(0, 100, (4,)) + a,
+    "randperm": lambda L, a: L.randperm(4) + a,
+    "rand_like": lambda L, a: L.rand_like(a),
+    "randn_like": lambda L, a: L.randn_like(a) + a,
+    "normal_": lambda L, a: a.clone().normal_(),
+    "bernoulli_": lambda L, a: (a + 1).bernoulli_(0.5),
+    "bernoulli": lambda L, a: L.bernoulli(a.abs() / 10 + 0.3),
+    "normal-tensor-mean": lambda L, a: L.normal(a, 1.0),
+    "multinomial": lambda L, a: L.multinomial(a.abs() + 0.1, 2),
+    "dropout": lambda L, a: L.nn.functional.dropout(a + 1, 0.5),
+    "alpha_dropout": lambda L, a: L.nn.functional.alpha_dropout(a + 1, 0.5, training=True),
+    "dropout2d": lambda L, a: L.nn.functional.dropout2d((a + 1).reshape(1, 2, 2), 0.5),
+    "feature_alpha_dropout": lambda L, a: L.nn.functional.feature_alpha_dropout((a + 1).reshape(2, 2), 0.5, True),
+}
+
+
+def _nested_grid(L, op, outer, inner, at):
+    L.manual_seed(0)
+    x = (L.arange(24, dtype=L.float64).reshape(2, 3, 4) - 7) / 10
+    V = L.func.vmap
+    if at in ("both", "chunked-outer", "chunked-inner"):
+        out = V(V(lambda a: op(L, a), randomness=inner, chunk_size=2 if at == "chunked-inner" else None),
+                randomness=outer, chunk_size=1 if at == "chunked-outer" else None)(x)
+    else:   # batched at one level only: the other level maps an input the op does not see
+        out = V(V(lambda a, b: op(L, a if at == "outer" else b) + 0 * (b if at == "outer" else a).sum(),
+                  in_dims=(None, 0), randomness=inner), in_dims=(0, None), randomness=outer)(x[:, 0], x[0])
+    return out, L.rand(2, dtype=L.float64)   # and where the generator was left
+
+
+for _name, _op in NESTED_RANDOM_OPS.items():
+    for _outer in ("error", "same", "different"):
+        for _inner in ("error", "same", "different"):
+            for _at in ("both", "outer", "inner", "chunked-outer", "chunked-inner"):
+                if _name == "bernoulli_" and _at == "outer" and _inner == "same":
+                    continue   # (torch 2.13 crashes: a segmentation fault)
+                agree(f"vmap(vmap)-randomness-{_outer}-over-{_inner}-{_name}-batched-{_at}",
+                      lambda L, op=_op, o=_outer, i=_inner, at=_at: _nested_grid(L, op, o, i, at))
+
+agree("vmap(vmap)-randomness-different-over-different-normal_-on-moved-dims", lambda L: _seeded(L, lambda: L.func.vmap(
+    L.func.vmap(lambda a: a.clone().normal_(), in_dims=1, randomness="different"), in_dims=2, randomness="different")(
+    L.zeros(2, 4, 3, dtype=L.float64).permute(1, 2, 0))))
+
+# ----- an empty batch -------------------------------------------------------------------------------------------
+
+
+def _empty(L, *shape):
+    return L.zeros(*shape, dtype=L.float64)
+
+
+value("vmap-size-0", lambda L: L.func.vmap(L.sin)(_empty(L, 0, 3)))
+value("vmap-size-0-reduction", lambda L: L.func.vmap(L.sum)(_empty(L, 0, 3)))
+value("vmap-size-0-max", lambda L: L.func.vmap(lambda a: a.max())(_empty(L, 0, 3)))
+value("vmap-size-0-out_dims-1", lambda L: L.func.vmap(L.sin, out_dims=1)(_empty(L, 0, 3)))
+value("vmap-size-0-mm", lambda L: L.func.vmap(L.mm)(_empty(L, 0, 2, 3), _empty(L, 0, 3, 4)))
+value("vmap-size-0-unbatched-output", lambda L: L.func.vmap(lambda a: (a, x3(L)), out_dims=(0, None))(
+    _empty(L, 0, 3)))
+value("vmap-size-0-constant-output", lambda L: L.func.vmap(lambda a: x3(L))(_empty(L, 0, 3)))
+value("vmap-size-0-max_pool2d", lambda L: L.func.vmap(lambda a: L.nn.functional.max_pool2d(a, 2))(
+    _empty(L, 0, 1, 4, 4)))
+value("vmap-size-0-embedding", lambda L: L.func.vmap(lambda i: L.nn.functional.embedding(i, x3(L).reshape(3, 1)))(
+    L.zeros(0, 2, dtype=L.long)))
+value("vmap-size-0-randn-different", lambda L: _seeded(L, lambda: L.func.vmap(
+    lambda a: L.randn(3, dtype=L.float64) + a, randomness="different")(_empty(L, 0, 3))), exact=True)
+value("vmap(grad)-size-0", lambda L: L.func.vmap(L.func.grad(lambda a: (a.sin() * a).sum()))(_empty(L, 0, 3)))
+value("vmap(vmap)-inner-size-0", lambda L: L.func.vmap(L.func.vmap(L.sin))(_empty(L, 2, 0, 3)))
+value("vmap(vmap)-outer-size-0", lambda L: L.func.vmap(L.func.vmap(L.sin))(_empty(L, 0, 2, 3)))
+value("vmap(vmap)-size-0-max_pool2d", lambda L: L.func.vmap(L.func.vmap(lambda a: L.nn.functional.max_pool2d(a, 2)))(
+    _empty(L, 2, 0, 1, 4, 4)))
+for _name in ("rand_like", "normal_", "randperm", "bernoulli", "multinomial", "dropout", "alpha_dropout", "dropout2d"):
+    for _mode in ("same", "different"):   # (what is drawn shows in where the generator is left)
+        agree(f"vmap-size-0-randomness-{_mode}-{_name}", lambda L, op=NESTED_RANDOM_OPS[_name], m=_mode: _seeded(
+            L, lambda: (L.func.vmap(lambda a: op(L, a), randomness=m)(_empty(L, 0, 4)), L.rand(2, dtype=L.float64))))
+raises("vmap-size-0-item", lambda L: L.func.vmap(lambda a: a.sum().item())(_empty(L, 0, 3)))
+raises("vmap-size-0-data-dependent", lambda L: L.func.vmap(lambda a: a if a.sum() > 0 else -a)(_empty(L, 0, 3)))
+raises("vmap-size-0-nonzero", lambda L: L.func.vmap(lambda a: a.nonzero())(_empty(L, 0, 3)))
+raises("vmap(grad)-size-0-conv-weight", lambda L: L.func.vmap(L.func.grad(
+    lambda w, a: L.nn.functional.conv2d(a[None], w).sum()), in_dims=(None, 0))(_empty(L, 2, 1, 3, 3), _empty(L, 0, 1, 6, 6)))
+raises("vmap-size-0-fallback-histc", lambda L: L.func.vmap(lambda a: L.histc(a, 4))(_empty(L, 0, 3)))
+for _T in ("jacrev", "jacfwd"):
+    value(f"{_T}-empty-input-scalar-output", lambda L, T=_T: getattr(L.func, T)(lambda a: (a ** 2).sum())(_empty(L, 0)))
+    value(f"{_T}-empty-input", lambda L, T=_T: getattr(L.func, T)(lambda a: a.sin())(_empty(L, 2, 0, 3)))
+    value(f"{_T}-empty-output", lambda L, T=_T: getattr(L.func, T)(lambda a: a[:0])(x3(L)))
+    value(f"{_T}-empty-mm", lambda L, T=_T: getattr(L.func, T)(L.mm, argnums=(0, 1))(_empty(L, 2, 0), _empty(L, 0, 3)))
+    value(f"{_T}-empty-and-nonempty-inputs", lambda L, T=_T: getattr(L.func, T)(
+        lambda a, b: a.sum() + (b ** 2).sum(), argnums=(0, 1))(_empty(L, 0), x3(L)))
+value("hessian-empty-input", lambda L: L.func.hessian(lambda a: (a ** 3).sum())(_empty(L, 0)))
+value("hessian-empty-matrix-input", lambda L: L.func.hessian(lambda a: (a ** 2).sum())(_empty(L, 2, 0, 3)))
+value("hessian-empty-mv", lambda L: L.func.hessian(lambda a: L.mv(a, L.ones(2, dtype=L.float64)).sum())(
+    _empty(L, 0, 2)))
 raises("grad-output-of-shape-1", lambda L: L.func.grad(lambda a: a.sum().reshape(1))(x3(L)))
 raises("vmap-in_dims-a-tensor", lambda L: L.func.vmap(L.sin, in_dims=L.tensor(0))(batch(L)),
        "(<inputs>): expected `in_dims` to be int or a (potentially nested) tuple matching the structure of inputs, "

@@ -40,36 +40,17 @@ PER_OP = 2
 
 # Why ember fails a case, by cause: each a bug of the transforms (ember/func/_eager.py) or of vmap's machinery
 # (ember/autograd/_batching.py), not of the op.
-INPLACE_RULE = ("index_reduce_'s vmap rule (a public rule) writes into the physical tensor that its own node saved, "
-                "so under hessian's forward-over-reverse the saved tensor's version has moved on and backward "
-                "refuses it")
-ZERO_BATCH = ("jacfwd of an empty input runs vmap over 0 basis vectors: an op that falls back to the per-example "
-              "loop has no example to run (IndexError), and empty Jacobians come out (0, 0) instead of (0,)")
-AS_STRIDED = ("as_strided runs example by example in vmap's fallback, on slices of the physical tensor: an explicit "
-              "storage_offset then counts from the physical storage's start, so every example reads the first "
-              "one's memory (vmap(lambda a: a.as_strided((2, 2), (1, 2), 1)) over (3, 8): three equal results)")
 REQUIRES_GRAD = ("the op-database function calls requires_grad_() inside the transformed function, which PyTorch's "
                  "transforms refuse (ember's now too)")
 PRIMAL_BATCHED = ("jacfwd's jvp makes the primal batched over its basis vmap (ember's forward mode runs on physical "
                   "dual tensors): batch norm's in-place update of unbatched running stats then meets a batched input "
                   "and raises PyTorch's error; PyTorch's jacfwd batches only the tangent")
-RRELU_FWD = "forward-mode AD of the in-place rrelu_with_noise_ (eval mode) is not built (hessian is jacfwd of jacrev)"
 
 # (op name, transform) -> why ember fails it: a strict xfail (a fix XPASSes loudly). A value (reason, sample indices)
 # limits it to those samples of the default run. With EMBER_SLOW=1 the xfails are not strict (the later samples
 # were not triaged one by one).
 XFAIL: dict[tuple[str, str], str | tuple[str, set]] = {
-    ("index_reduce_", "hessian"): INPLACE_RULE,
-    ("block_diag", "hessian"): (ZERO_BATCH, {1}),
-    ("mm", "hessian"): (ZERO_BATCH, {1}),
-    ("mv", "hessian"): (ZERO_BATCH, {1}),
-    ("dot", "jacfwd"): (ZERO_BATCH, {1}),
-    **{(op, tr): AS_STRIDED for op, tr in (("as_strided_copy", "vmap_grad"), ("as_strided_copy", "vmap_jvp"),
-                                           ("as_strided_method", "vmap_grad"), ("as_strided_method", "vmap_jvp"),
-                                           ("as_strided_method", "jacfwd"), ("as_strided_inplace", "vmap_jvp"),
-                                           ("as_strided_inplace", "jacfwd"))},
     **{("det_singular_grad_create_graph", tr): REQUIRES_GRAD for tr in ("vmap_grad", "hessian")},
-    **{(op, "hessian"): RRELU_FWD for op in ("nn_rrelu_eval_inplace", "nn_rrelu_", "torch_rrelu_")},
     **{(op, tr): PRIMAL_BATCHED for op in ("nn_batch_norm", "native_batch_norm_out") for tr in ("jacfwd", "hessian")},
     **{("batch_norm_aten", tr): (PRIMAL_BATCHED, {0}) for tr in ("jacfwd", "hessian")},   # (sample 1: eval mode)
 }
@@ -93,6 +74,9 @@ TORCH_DIFFERS: dict[tuple[str, str], str] = {
        for tr in ("vmap_jvp", "jacfwd", "hessian")},
     ("triangular_solve", "vmap_jvp"): "torch's jvp of triangular_solve differs from central differences (a loop "
                                       "of torch.func.jvp too); ember's matches them",
+    **{("as_strided_inplace", tr): "torch 2.13's vmap runs as_strided_ in its per-example fallback on slices of the "
+       "physical tensor, which leaves the batched tensor as it was (the result is the input unchanged); ember's "
+       "example becomes the view, as a loop of torch.func.jvp gives" for tr in ("vmap_jvp", "jacfwd")},
     ("det_singular_grad_create_graph", "hessian"): "torch.func.hessian of det at a singular matrix has nans; "
                                                    "ember's equals autograd.functional.hessian",
 }

@@ -561,25 +561,7 @@ def _check_like_torch(op, sample, check: str, **kw):
 
 # check_batched_forward_grad (vmap over forward-mode AD): the op-database cases where ember's check fails and
 # torch's passes (or fails differently). Strict xfails: delete a line when its case passes.
-BATCHED_FWD_GAPS = {
-    # vmap of a JVP rule that reads values (data-dependent control flow) or of a random op's tangent
-    *(f"{n}-3:{s}|p=0.0,training=True" for n, s in [
-        ("nn_dropout", "(3)"), ("nn_dropout_inplace", "(3)"), ("nn_dropout1d", "(3,4)"),
-        ("nn_dropout1d_inplace", "(3,4)"), ("nn_dropout2d", "(3,2,2)"), ("nn_dropout2d_inplace", "(3,2,2)"),
-        ("nn_dropout3d", "(3,1,2,2)"), ("nn_dropout3d_inplace", "(3,1,2,2)"), ("nn_alpha_dropout", "(3)"),
-        ("nn_alpha_dropout_inplace", "(3)"), ("nn_feature_alpha_dropout", "(3)"),
-        ("nn_feature_alpha_dropout_inplace", "(3)"), ("torch_dropout", "(3)"), ("torch_dropout_", "(3)"),
-        ("torch_alpha_dropout", "(3)"), ("torch_alpha_dropout_", "(3)"), ("torch_feature_alpha_dropout", "(3)"),
-        ("torch_feature_alpha_dropout_", "(3)")]),
-    "nn_rrelu_eval-0:()", "torch_rrelu_eval-0:()",
-    # batched tangents differ from the ones taken one by one, or the vmap rule of the tangent computation fails
-    "matrix_norm_svd-0:(3,4)|ord='nuc'", "norm_nuc-0:(3,4)",
-    "slice_inverse-0:(3,4)",
-    "slice_inverse_method-0:(5,2)",
-    "linalg_eigh-3:(1,1)", "linalg_eig-2:(1,1)", "linalg_eigvals-1:(2,2,2)",
-    "linalg_eigvalsh-1:(2,2,2)", "linalg_svd-1:(4,2)", "svd-0:(3,2)", "linalg_svdvals-1:(4,2)",
-    "linalg_cond-0:(3,3)", "nuclear_norm-1:(2,3)", "nuclear_norm_dim-0:(3,4)",
-}
+BATCHED_FWD_GAPS: set = set()
 
 
 @pytest.mark.parametrize("op,sample", _op_cases())

@@ -28,7 +28,7 @@ LAYERS = [
     ("autograd", ["ember.autograd"]),
     ("ops", ["ember.ops", "ember.linalg", "ember.special"]),
     ("library", ["ember.nn", "ember.optim", "ember.utils", "ember.func", "ember.cuda", "ember.cpu", "ember.amp",
-                 "ember.distributed",
+                 "ember.distributed", "ember.multiprocessing",
                  "ember.autograd.functional", "ember.autograd.gradcheck", "ember.autograd._explain",
                  "ember.autograd.profiler", "ember.profiler"]),
     ("host", ["ember.serialization", "ember.viz", "ember.demo",

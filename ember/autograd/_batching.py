@@ -22,6 +22,7 @@ from __future__ import annotations
 import types
 import warnings
 
+from .. import _dtype as _D
 from .._device import NAMESPACES
 from .._state import code_swaps as _code_swaps, func_depth as _func_depth
 from .._tensor import Tensor, _new, make as _make
@@ -38,6 +39,7 @@ ITEM = ("vmap: It looks like you're calling .item() on a Tensor. We don't suppor
         "inside PyTorch internals, please file a bug report.")
 
 
+MEMORY_FORMAT = "NYI: querying is_contiguous inside of vmap for memory_format other than torch.contiguous_format"
 INPLACE = ("vmap: inplace arithmetic(self, *extra_args) is not possible because there exists a Tensor `other` in "
            "extra_args that has more elements than `self`. This happened due to `other` being vmapped over but `self` "
            "not being vmapped over in a vmap. Please try to use out-of-place operators instead of inplace arithmetic. "
@@ -56,28 +58,50 @@ class NeedsValues(RuntimeError):
 
 
 class _Flags:
-    __slots__ = ()
-    c_contiguous = True
+    """A Logical's ``flags``: what ember's op wrappers read of an array's layout."""
+
+    __slots__ = ("c_contiguous",)
     f_contiguous = False
     writeable = True
+
+    def __init__(self, c_contiguous: bool) -> None:
+        self.c_contiguous = c_contiguous
 
     def __getitem__(self, key):
         return getattr(self, key.lower())
 
 
-_FLAGS = _Flags()
+_CONTIGUOUS, _NOT_CONTIGUOUS = _Flags(True), _Flags(False)
+
+
+def _is_c_contiguous(shape: tuple, strides: tuple, itemsize: int) -> bool:
+    """PyTorch's is_contiguous (and NumPy's c_contiguous): row-major steps, dims of size 1 skipped, an empty
+    tensor contiguous."""
+    step = itemsize
+    for n, s in zip(reversed(shape), reversed(strides)):
+        if n == 0:
+            return True
+        if n != 1:
+            if s != step:
+                return False
+            step *= n
+    return True
 
 
 class Logical:
     """A batched tensor's ``_data``: the per-example ``shape`` and ``dtype``, no values. What ember's op wrappers
-    read of an array's metadata works; anything that needs values raises ``NeedsValues``."""
+    read of an array's metadata works; anything that needs values raises ``NeedsValues``. Its layout is the
+    physical tensor's without the batch dim (PyTorch's: an example of ``in_dims=1`` over a (3, 4) tensor has
+    stride (4,), is not contiguous), read from ``phys`` (the physical tensor, whose ``_data`` may be a Logical
+    of a lower level) when asked."""
 
-    __slots__ = ("shape", "dtype")
-    flags = _FLAGS
+    __slots__ = ("shape", "dtype", "_phys", "_bdim")
 
-    def __init__(self, shape: tuple, dtype) -> None:
+    def __init__(self, shape: tuple, dtype, phys=None, bdim: int = 0) -> None:
         self.shape = shape
         self.dtype = dtype
+        self._phys = phys
+        self._bdim = bdim
 
     @property
     def ndim(self) -> int:
@@ -100,11 +124,20 @@ class Logical:
 
     @property
     def strides(self) -> tuple:
+        if self._phys is not None:
+            st = self._phys._data.strides
+            return st[:self._bdim] + st[self._bdim + 1:]
         st, step = [], self.dtype.itemsize
         for n in reversed(self.shape):
             st.insert(0, step)
             step *= max(n, 1)
         return tuple(st)
+
+    @property
+    def flags(self) -> _Flags:
+        if self._phys is None or _is_c_contiguous(self.shape, self.strides, self.dtype.itemsize):
+            return _CONTIGUOUS
+        return _NOT_CONTIGUOUS
 
     def __getattr__(self, name):
         raise NeedsValues(DATA_DEPENDENT)
@@ -197,8 +230,15 @@ class BatchedTensor(Tensor):
     def data_ptr(self) -> int:
         raise RuntimeError("Cannot access data pointer of Tensor that doesn't have storage")
 
+    def is_contiguous(self, *, memory_format=None) -> bool:
+        if memory_format is None or memory_format is _D.contiguous_format:
+            return self._data.flags.c_contiguous
+        if isinstance(memory_format, _D.memory_format):   # (anything else: Tensor's TypeError)
+            raise RuntimeError(MEMORY_FORMAT)
+        return super().is_contiguous(memory_format=memory_format)
+
     def storage_offset(self) -> int:
-        return 0   # (an example is seen as a contiguous tensor of its own)
+        return self._phys.storage_offset()   # (PyTorch's: the physical tensor's, the same for every example)
 
     # sharing the data: the physical tensor's, seen at the same level
     def detach(self):
@@ -232,7 +272,7 @@ def wrap(phys: Tensor, bdim: int, level: int) -> BatchedTensor:
     t = _new(BatchedTensor)
     d = phys._data
     shape = d.shape
-    t._data = Logical(shape[:bdim] + shape[bdim + 1:], d.dtype)
+    t._data = Logical(shape[:bdim] + shape[bdim + 1:], d.dtype, phys, bdim)
     t._phys = phys
     t._bdim = bdim
     t._level = level
@@ -246,12 +286,15 @@ def wrap(phys: Tensor, bdim: int, level: int) -> BatchedTensor:
 # ----- levels --------------------------------------------------------------------------------------------
 
 class Frame:
-    """One vmap level while it runs: its level number (increasing with nesting), batch size and randomness."""
+    """One vmap level while it runs: its level number (increasing with nesting), batch size and randomness, and
+    how many differentiating transforms were running when it started (``TRANSFORMS``: a rule can tell a transform
+    inside it, which differentiates each example, from one around it, which differentiates the physical tensors)."""
 
-    __slots__ = ("level", "size", "randomness")
+    __slots__ = ("level", "size", "randomness", "transforms")
 
     def __init__(self, level: int, size: int, randomness: str) -> None:
         self.level, self.size, self.randomness = level, size, randomness
+        self.transforms = TRANSFORMS[0]
 
 
 FRAMES: list = []       # the vmap levels running, outermost first
@@ -424,6 +467,16 @@ def _moved(p: Tensor, bdim: int) -> Tensor:
     return p.permute([bdim] + [d for d in range(n) if d != bdim])
 
 
+def rows(p: Tensor, size: int) -> Tensor:
+    """``p.reshape(size, -1)`` (``p``'s batch dim first), also for an empty batch, where -1 is ambiguous."""
+    if size:
+        return p.reshape(size, -1)
+    n = 1
+    for s in p._data.shape[1:]:
+        n *= s
+    return p.reshape(0, n)
+
+
 def _front_and_pad(p: Tensor, bdim: int, rank: int, size: int) -> Tensor:
     """A batched physical tensor with its batch dim first and its example padded with size-1 dims on the left to
     ``rank`` dims, so that it broadcasts against the other inputs as its example does."""
@@ -499,13 +552,33 @@ def rows_rule(prim: Primitive, **params):
     """A reduction over every dim of the example (max(), median(), ...), batched as ``prim`` (the same reduction
     of the last dim, with ``params``) on the examples flattened to rows."""
     def rule(call, args, bdims, _params, size):
-        flat = _moved(args[0], bdims[0]).reshape(size, -1)
+        flat = rows(_moved(args[0], bdims[0]), size)
         return _primitive.apply(prim, (flat,), params), 0
     return rule
 
 
+def zero_batch_error(name: str) -> RuntimeError:
+    return RuntimeError(f"Batching rule not implemented for aten::{name}. The fallback path does not support vmap "
+                        "over dims of size 0.")
+
+
+def _stand_in(a, bd: int):
+    """A plain tensor of zeros shaped as one example of ``a`` (its dim ``bd`` mapped over): what a per-example
+    fallback runs on when the batch is empty, to learn its results' shapes and dtypes."""
+    shape = tuple(a._data.shape)
+    return peel(a)[1].new_zeros(shape[:bd] + shape[bd + 1:])
+
+
 def loop(call, args, bdims, params, size):
-    """The fallback: the primitive once per example, the results stacked."""
+    """The fallback: the primitive once per example, the results stacked. An empty batch has no example to run:
+    the primitive runs once on a stand-in example of zeros for the result's shape and dtype (PyTorch's batching
+    rules run on the empty physical tensors; where the stand-in fails, PyTorch's fallback error)."""
+    if not size:
+        try:
+            one = call([a if bd is None else _stand_in(a, bd) for a, bd in zip(args, bdims)], params)
+        except Exception:   # noqa: BLE001  (zeros are no valid example for this op: PyTorch's fallback refuses)
+            raise zero_batch_error(getattr(call, "prim_name", "this operator")) from None
+        return one.unsqueeze(0)[:0], 0
     rows = []
     for b in range(size):
         rows.append(call([a if bd is None else a.select(bd, b) for a, bd in zip(args, bdims)], params))
@@ -537,7 +610,7 @@ def flatten_rule(key: str):
     def rule(call, args, bdims, params, size):
         if params.get(key) is not None:
             return shifted(call, args, bdims, params, size)
-        x = _moved(args[0], bdims[0]).reshape((size, -1))
+        x = rows(_moved(args[0], bdims[0]), size)
         new = dict(params)
         new[key] = 1
         return call([x], new), 0
@@ -633,11 +706,13 @@ def _run(prim, args, params=_primitive._EMPTY, node_cls=None, dtype=None):
             raise NoRule(prim.name)
         fallback_warning(prim.name)
         rule = loop
+        if not frame.size:
+            call.prim_name = prim.name
     out, bdim = rule(call, phys, bdims, params, frame.size)
     if bdim is None:
         return out
     d = out._data
-    if d.size == 0 and d.ndim == 1 and d.shape[0] == 0:
+    if d.size == 0 and d.ndim == 1 and d.shape[0] == 0 and frame.size:
         return out   # an empty placeholder output (qr's Q in mode 'r'): unbatched, as PyTorch's
     if d.ndim <= bdim or d.shape[bdim] != frame.size:
         # the primitive ignored its batched input (addmm with beta=0, qr's empty Q in mode 'r'): the same result
@@ -808,6 +883,40 @@ def _slice(x, level: int, b: int):
     return x
 
 
+def _stand_in_at(x, level: int):
+    """``_slice``'s stand-in for an empty batch: every tensor in ``x`` batched at ``level`` replaced by a plain
+    tensor of zeros shaped as its example."""
+    if type(x) is BatchedTensor:
+        return peel(x)[1].new_zeros(tuple(x._data.shape)) if batched_at(x, level) else x
+    if type(x) in (list, tuple):
+        return type(x)(_stand_in_at(y, level) for y in x)
+    if type(x) is dict:
+        return {k: _stand_in_at(v, level) for k, v in x.items()}
+    return x
+
+
+def _empty_results(first, level: int):
+    """The results of an op over an empty batch, shaped as ``first`` (its result on a stand-in example)."""
+    if isinstance(first, Tensor):
+        return wrap(first.unsqueeze(0)[:0], 0, level)
+    if isinstance(first, tuple):
+        made = [_empty_results(r, level) for r in first]
+        return type(first)(*made) if hasattr(first, "_fields") else type(first)(made)
+    if isinstance(first, list):
+        return [_empty_results(r, level) for r in first]
+    return first
+
+
+def _empty_batch(orig, args, kwargs, level: int, name: str):
+    """A public op's per-example fallback over an empty batch: the op once on stand-in examples of zeros, for the
+    results' shapes and dtypes (where that fails, PyTorch's fallback error)."""
+    try:
+        first = orig(*_stand_in_at(args, level), **_stand_in_at(kwargs, level))
+    except Exception:   # noqa: BLE001  (zeros are no valid example for this op: PyTorch's fallback refuses)
+        raise zero_batch_error(name) from None
+    return _empty_results(first, level)
+
+
 def _stack_results(rows: list, level: int):
     """The per-example results of an op stacked into batched ones (tensors; tuples, named ones too, of them)."""
     first = rows[0]
@@ -859,6 +968,8 @@ def _per_example(orig, args, kwargs, level):
     """The fallback, asked for by name: ops that call an op refused under vmap on each example's values
     (nonzero_static calls nonzero) but have a fixed output size."""
     frame = frame_of(level)
+    if not frame.size:
+        return _empty_batch(orig, args, kwargs, level, orig.__name__)
     rows = [orig(*_slice(args, level, b), **_slice(kwargs, level, b)) for b in range(frame.size)]
     return _stack_results(rows, level)
 
@@ -878,79 +989,134 @@ def _like(orig, args, kwargs, level):
 PUBLIC_RULES.update({n: _like for n in ("zeros_like", "ones_like", "empty_like", "full_like")})   # public name -> rule(orig, args, kwargs) for the ops whose wrappers batch as a whole
 
 
-def _random_call(orig, name: str, args, kwargs):
-    """A random function under vmap: the innermost level's randomness decides."""
-    frame = FRAMES[-1]
+def _random_call(orig, name: str, args, kwargs, depth: int | None = None, ex_ndim: int = 0):
+    """A random function under vmap, as functorch's layers take it: the innermost level applies its randomness
+    and hands the call, on its physical tensors, to the level around it, down to the plain draw. So a 'different'
+    level puts its batch dim in front of the shape the levels inside it ask for (one draw of (outer, inner,
+    *example) for 'different' over 'different'), and a 'same' level asks the levels around it for one example."""
+    if depth is None:
+        depth = len(FRAMES) - 1
+        ex_ndim = args[0]._data.ndim if args and isinstance(args[0], Tensor) else 0
+    frame = FRAMES[depth]
+    if depth:
+        def lower(*a, **k):   # the same call at the level around this one
+            return _random_call(orig, name, a, k, depth - 1, ex_ndim)
+    elif name in _FEATURE_DROPOUTS:
+        def lower(*a, **k):
+            return _feature_dropout_rows(orig, name, ex_ndim, a, k)
+    else:
+        lower = orig
     mode = frame.randomness
     kind = RANDOM[name]
-    if mode == "error":
-        if kind == "tensor" and not _draws(name, args, kwargs):
-            return orig(*args, **kwargs)
-        raise RuntimeError(RANDOM_ERROR)
+    level = frame.level
     found: list = []
     _leaves(args, found)
     _leaves(kwargs, found)
+    if kind == "tensor" and not _draws(name, args, kwargs) and (
+            mode == "error" or not any(batched_at(t, level) for t in found)):
+        # dropout with p=0 or in eval, rrelu in eval: no draw. With no input batched at this level the op runs as it
+        # is, on its input as it is (adding the level, as for a draw, would drop a dual input's batched tangent:
+        # vmap over a jvp); a batched input runs on the physical tensors below, as a draw does.
+        return orig(*args, **kwargs)
+    if mode == "error":
+        raise RuntimeError(RANDOM_ERROR)
     if mode == "same":
-        if kind == "inplace" and found and batched_at(args[0], frame.level):
-            # one draw of an example's shape, the same in every example
+        if kind == "inplace" and found and batched_at(args[0], level):
+            # one draw of an example's shape (a fresh tensor, unbatched at every level: a 'different' level around
+            # this one refuses it, as PyTorch's), the same in every example
             self = args[0]
             one = _unbatched_like(self)
-            orig(one, *args[1:], **kwargs)
-            chain, p = peel(materialize(self, [frame]))
+            lower(one, *args[1:], **kwargs)
             self.copy_(one)
             return self
-        if kind == "tensor" and name in _DROPOUTS and found and type(args[0]) is BatchedTensor:
-            return _same_dropout(orig, args, kwargs)
-        if found and kind in ("tensor", "inplace") and any(batched_at(t, frame.level) for t in found):
+        if kind == "tensor" and name in _DROPOUTS and found and batched_at(args[0], level):
+            return _same_dropout(lower, name, args, kwargs, level)
+        if found and kind in ("tensor", "inplace") and any(batched_at(t, level) for t in found):
             raise RuntimeError("Vmap does not currently support same randomness with a batched tensor input. Please "
                                "file an issue with functorch")
-        if kind == "like":
-            a0 = args[0]
-            return orig(_unbatched_like(a0), *args[1:], **kwargs)
-        return orig(*args, **kwargs)
+        if kind == "like" and batched_at(args[0], level):
+            return lower(_example(args[0], level), *args[1:], **kwargs)
+        return lower(*args, **kwargs)
     # different
-    level = frame.level
     if kind == "size":
         if name == "randperm":   # one permutation per example, drawn in turn
-            return wrap(_primitive.graph_ns.stack([orig(*args, **kwargs) for _ in range(frame.size)], 0), 0, level)
-        return _random_sized(orig, name, args, kwargs, frame)
+            return wrap(_primitive.graph_ns.stack([lower(*args, **kwargs) for _ in range(frame.size)], 0), 0, level)
+        return _random_sized(lower, name, args, kwargs, frame)
     if kind == "like":
-        x = materialize(args[0], [frame]) if isinstance(args[0], Tensor) else args[0]
-        chain, p = peel(x)
-        return rewrap(orig(p, *args[1:], **kwargs), chain)
+        x = args[0]
+        if not isinstance(x, Tensor):
+            return lower(*args, **kwargs)
+        if not batched_at(x, level):
+            x = add_level(x, frame)
+        # (the physical tensor as it lies: the draw fills it in its memory order, as PyTorch's like functions)
+        return wrap(lower(x._phys, *args[1:], **kwargs), x._bdim, level)
     if kind == "inplace":
         self = args[0]
         if not batched_at(self, level):
             raise RuntimeError("vmap: Cannot ask for different inplace randomness on an unbatched tensor. This will "
                                "appear like same randomness. If this is necessary for your usage, please file an "
                                "issue with functorch.")
-        chain, p = peel(self)
-        orig(p, *args[1:], **kwargs)
+        lower(self._phys, *args[1:], **kwargs)
         return self
-    # "tensor": every batched input's examples, batch dim first, then the op once on the whole batch
-    ts = [t for t in found if batched_at(t, level)]
-    if not ts:   # no input batched at this level: each example draws its own
-        x = [a for a in args if isinstance(a, Tensor)]
-        if not x:
-            return orig(*args, **kwargs)
-        new = list(args)
-        i = next(k for k, a in enumerate(args) if isinstance(a, Tensor))
-        new[i] = add_level(args[i], frame)
-        args = tuple(new)
+    # "tensor": every tensor input's examples at this level (unbatched ones expanded), batch dim first, then the op
+    # once on the whole batch
     rank = max(t._data.ndim for t in found) if found else 0
+    if not any(batched_at(t, level) for t in found):
+        if not any(isinstance(a, Tensor) for a in args):
+            return lower(*args, **kwargs)
+        i = next(k for k, a in enumerate(args) if isinstance(a, Tensor))
+        args = args[:i] + (add_level(args[i], frame),) + args[i + 1:]
+        rank = max(rank, args[i]._data.ndim)
 
     def phys_of(a):
         if isinstance(a, Tensor):
             if not batched_at(a, level):
                 a = add_level(a, frame)
-            if type(a) is BatchedTensor and a._level == level:
-                return _front_and_pad(a._phys, a._bdim, rank, frame.size)
+            return _front_and_pad(a._phys, a._bdim, rank, frame.size)
         return a
-    out = orig(*[phys_of(a) for a in args], **{k: phys_of(v) for k, v in kwargs.items()})
-    return _wrap_all(out, level)
+    new_args = [phys_of(a) for a in args]
+    new_kwargs = {k: phys_of(v) for k, v in kwargs.items()}
+    if name == "multinomial" and not depth and new_args[0]._data.ndim > 2:
+        # (levels inside this one left their batch dims in front: the rows are drawn in turn, as one 2-d call)
+        probs = new_args[0]
+        lead = tuple(probs._data.shape[:-1])
+        out = lower(probs.reshape(-1, probs._data.shape[-1]), *new_args[1:], **new_kwargs)
+        return _wrap_all(out.reshape(lead + tuple(out._data.shape[-1:])), level)
+    return _wrap_all(lower(*new_args, **new_kwargs), level)
 
 
 _DROPOUTS = ("dropout", "alpha_dropout", "feature_alpha_dropout", "dropout1d", "dropout2d", "dropout3d")
+
+
+# channel-wise dropouts: the rank at which each reads its input's dim 0 as samples (None: every rank; an example of
+# another rank is one sample, (C, ...))
+_FEATURE_DROPOUTS = {"dropout1d": 3, "dropout3d": 5, "dropout2d": None, "feature_alpha_dropout": None}
+
+
+def _feature_dropout_rows(orig, name: str, ex_ndim: int, args, kwargs):
+    """A channel-wise dropout on the physical tensor of every level (their batch dims in front of an example of
+    ``ex_ndim`` dims): the batch dims, and the example's own samples dim where it has one, become the samples of
+    one call (padded with size-1 dims to the rank the op reads samples at), so that each example's channels are
+    drawn as the example's own call draws them."""
+    x = args[0]
+    if not isinstance(x, Tensor) or x._data.ndim <= ex_ndim:
+        return orig(*args, **kwargs)
+    k = x._data.ndim - ex_ndim
+    if name == "dropout1d" and ex_ndim not in (2, 3):   # (its rank check, on an example: PyTorch's error)
+        return orig(x.new_empty(tuple(x._data.shape[k:])), *args[1:], **kwargs)
+    rank = _FEATURE_DROPOUTS[name]
+    own = rank is None or ex_ndim == rank
+    m = k + own   # the leading dims that become samples
+    shape = tuple(x._data.shape)
+    n = 1
+    for s in shape[:m]:
+        n *= s
+    rows = (n,) + shape[m:]
+    if not own and len(rows) < rank:
+        rows += (1,) * (rank - len(rows))
+    if rows == shape:
+        return orig(*args, **kwargs)
+    return orig(x.reshape(rows), *args[1:], **kwargs).reshape(shape)
 
 
 def _draws(name: str, args, kwargs) -> bool:
@@ -968,24 +1134,49 @@ def _draws(name: str, args, kwargs) -> bool:
 RNG_STATE: list = []   # (get_rng_state, set_rng_state), filled by ember.ops
 
 
-def _same_dropout(orig, args, kwargs):
-    """A dropout with randomness='same': one mask of an example's shape for every example. Dropouts are affine in
-    their input (alpha dropout too), so out = x * (d(1) - d(0)) + d(0), with d drawn twice from the same state."""
+def _same_dropout(lower, name: str, args, kwargs, level: int):
+    """A dropout with randomness='same' at ``level``: one mask of an example's shape for every example (batched as
+    the input at the levels around). Dropouts are affine in their input (alpha dropout too), so
+    out = x * (d(1) - d(0)) + d(0), with d drawn twice from the same state."""
     get_state, set_state = RNG_STATE
     x = args[0]
     state = get_state()
-    zero = orig(_unbatched_like(x).zero_(), *args[1:], **kwargs)
+    size = frame_of(level).size
+    if "alpha" in name and size:
+        # (alpha dropout's d(0) is not 0: x * (d(1) - d(0)) + d(0) would round apart from PyTorch's x * A + B; each
+        # example from the same state instead)
+        rows = []
+        for b in range(size):
+            set_state(state)
+            rows.append(lower(_slice(x, level, b), *args[1:], **kwargs))
+        return wrap(_primitive.graph_ns.stack(rows, 0), 0, level)
+    # (an empty batch has no example: a stand-in of its shape, which still draws the one mask, as PyTorch's)
+    x0 = _example(x, level) if size else _stand_in_at(x, level)
+    zero = lower(_filled_like(x0, 0), *args[1:], **kwargs)
     set_state(state)
-    one = orig(_unbatched_like(x).fill_(1), *args[1:], **kwargs)
+    one = lower(_filled_like(x0, 1), *args[1:], **kwargs)
     return x * (one - zero) + zero
 
 
 def _unbatched_like(a):
-    """A plain tensor of ``a``'s per-example shape and dtype (for rand_like and kin with randomness='same')."""
+    """A plain tensor of ``a``'s per-example shape and dtype (a fresh tensor for an in-place draw with
+    randomness='same')."""
     if type(a) is not BatchedTensor:
         return a
     chain, p = peel(a)
     return p.new_empty(tuple(a._data.shape))
+
+
+def _filled_like(a, value):
+    """A fresh tensor of ``value`` batched as ``a`` (at every level)."""
+    chain, p = peel(a)
+    return rewrap(p.new_full(tuple(p._data.shape), value), chain)
+
+
+def _example(a, level: int):
+    """An example of ``a`` at ``level`` (its first), still batched at the other levels: what a 'same' level draws
+    like."""
+    return _slice(a, level, 0)
 
 
 def _random_sized(orig, name, args, kwargs, frame):
@@ -1055,6 +1246,8 @@ def _public_runner(orig, name: str):
             if inplace and not (args and isinstance(args[0], Tensor) and batched_at(args[0], level)):
                 raise RuntimeError(INPLACE) from None
             fallback_warning(name)
+            if not frame.size:   # no example to write into or to stack
+                return args[0] if inplace else _empty_batch(orig, args, kwargs, level, name)
             rows = [orig(*_slice(args, level, b), **_slice(kwargs, level, b)) for b in range(frame.size)]
             if inplace:   # each example written through its view of self
                 return args[0]

@@ -11,6 +11,7 @@ import inspect
 
 from .._tensor import Tensor, wrap_dim
 from ..autograd import _batching
+from ..autograd import grad_mode as _gm
 from ..autograd._batching import BatchedTensor
 
 INPLACE_UNBATCHED = ("vmap: {op}(self, *extra_args) is not possible because there exists a Tensor `other` in "
@@ -87,13 +88,34 @@ def inplace_rule(out_of_place, op: str):
             return own(orig, args, kwargs, level)
         if not _batching.batched_at(self, level):
             raise RuntimeError(INPLACE_UNBATCHED.format(op=op))
+        kwargs = dict(kwargs)
         if "self" in kwargs:
-            kwargs = dict(kwargs)
             kwargs["input"] = kwargs.pop("self")
+        if _recording(args, kwargs):
+            # The out-of-place op's node may save its input, the physical tensor that copy_ then writes: it gets
+            # a snapshot of self instead (as PyTorch's in-place ops save the original self), so that backward,
+            # forward-over-reverse (hessian) among them, finds the saved version unchanged.
+            if args:
+                args = (self.clone(),) + tuple(args[1:])
+            else:
+                kwargs["input"] = self.clone()
         result = out_of_place(*args, **kwargs)
         self.copy_(result)
         return self
     return rule
+
+
+def _recording(args, kwargs) -> bool:
+    """Whether autograd records an op on these arguments: grad mode on and some tensor's physical tensor (at the
+    lowest level) requires grad."""
+    if not _gm.is_grad_enabled():
+        return False
+    for a in (*args, *kwargs.values()):
+        if isinstance(a, Tensor):
+            a = _batching.peel(a)[1]
+            if a._requires_grad:
+                return True
+    return False
 
 
 def public_rule(fn, rule) -> None:
@@ -225,7 +247,7 @@ def reduce_rule(fn):
             if dim is not None and any(as_dim(d, nd) is None for d in (dim if isinstance(dim, (tuple, list))
                                                                         else (dim,))):
                 return own(orig, args, kwargs, level)   # its own error
-            out = fn(front(x, level).reshape(size, -1), dim=1, **rest, **({"keepdim": False} if has_keepdim else {}))
+            out = fn(_batching.rows(front(x, level), size), dim=1, **rest, **({"keepdim": False} if has_keepdim else {}))
             if keepdim or nd == 0:
                 out = out.reshape((size,) + ((1,) * nd if keepdim else ()))
             return wrap_out(out, level)

@@ -306,10 +306,18 @@ def graph_raw(*names: str) -> None:
             return tuple(wrap(x) for x in r)
         return make(r) if type(r) in NAMESPACES else r
 
+    def namespace(a):
+        # Under vmap a batched tensor's data has no values (a Logical): the kernel runs on its device's namespace
+        # with the per-example shape and dtype, so a kernel of metadata only (eye_like) gives the constant every
+        # example shares, and one that reads values raises NeedsValues as any such read does.
+        while isinstance(a, Tensor) and hasattr(a, "_phys"):
+            a = a._phys
+        return NAMESPACES.get(type(a._data if isinstance(a, Tensor) else a))
+
     def twin_of(name):
         def twin(*args, **kwargs):
             raw = [a._data if isinstance(a, Tensor) else a for a in args]
-            xp = NAMESPACES[type(next(a for a in raw if type(a) in NAMESPACES))]
+            xp = next(x for x in map(namespace, args) if x is not None)
             return wrap(getattr(xp, name)(*raw, **kwargs))
         twin.__name__ = twin.__qualname__ = name
         return twin

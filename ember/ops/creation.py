@@ -389,10 +389,40 @@ def _like(name, fill):
         like = input._data
         if backend_of(like) is not be:   # onto another device: a stand-in of its own of the shape
             like = be.zeros(like.shape, npd)
+        elif any(st == 0 and n > 1 for st, n in zip(like.strides, like.shape)):
+            like = _dense_like(like, be, npd)
         return _finish(getattr(be, fill)(like, dtype=npd), rg, device)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"A new tensor shaped like ``input`` (and of its dtype unless given), filled as {fill}."
     return fn
+
+
+def _dense_like(arr, be, npd):
+    """A stand-in for an overlapping array (an expanded one): dense, its dims in the order PyTorch's like-functions
+    infer from the strides (a broadcast dim is ambiguous: it keeps its place, as in a contiguous tensor)."""
+    shape, strides = arr.shape, arr.strides
+    n = len(shape)
+
+    def should_swap(d0: int, d1: int) -> int:
+        s0, s1 = strides[d0], strides[d1]
+        if s0 == 0 or s1 == 0:
+            return 0
+        if s0 != s1:
+            return -1 if s0 < s1 else 1
+        return 1 if shape[d0] > shape[d1] else 0
+    perm = list(range(n - 1, -1, -1))   # innermost first
+    for i in range(1, n):
+        d1 = i
+        for d0 in range(i - 1, -1, -1):
+            c = should_swap(perm[d0], perm[d1])
+            if c > 0:
+                perm[d0], perm[d1] = perm[d1], perm[d0]
+                d1 = d0
+            elif c < 0:
+                break
+    outer_first = perm[::-1]
+    laid = be.zeros(tuple(shape[d] for d in outer_first), npd)
+    return NAMESPACES[type(laid)].permute(laid, [outer_first.index(d) for d in range(n)])
 
 
 zeros_like = _like("zeros_like", "zeros_like")

@@ -1286,7 +1286,7 @@ def _put_zeros_rule(call, args, bdims, params, size):
 
 def _take_rule_prim(call, args, bdims, params, size):
     """take of each flattened example at the (unbatched) flat positions."""
-    flat = _batching._moved(args[0], bdims[0]).reshape(size, -1)
+    flat = _batching.rows(_batching._moved(args[0], bdims[0]), size)
     return apply(getitem_p, (flat,), {"index": (_FULL, params["index"])}), 0
 
 
@@ -1296,8 +1296,8 @@ def _put_rule_prim(call, args, bdims, params, size):
     x = x.unsqueeze(0).expand((size,) + tuple(x._data.shape)) if bdims[0] is None else _batching._moved(x, bdims[0])
     idx = params["index"]
     pos = NAMESPACES[type(idx)].reshape(idx, (-1,))
-    s = s.reshape(-1) if bdims[1] is None else _batching._moved(s, bdims[1]).reshape(size, -1)
-    flat = x.reshape(size, -1)
+    s = s.reshape(-1) if bdims[1] is None else _batching.rows(_batching._moved(s, bdims[1]), size)
+    flat = _batching.rows(x, size)
     if params["accumulate"]:
         out = apply(index_add_p, (flat, s), {"index": (_FULL, pos), "alpha": 1})
     else:
@@ -1323,7 +1323,7 @@ def _masked_scatter_prim_rule(call, args, bdims, params, size):
     x, s = args
     x = x.unsqueeze(0).expand((size,) + tuple(x._data.shape)) if bdims[0] is None else _batching._moved(x, bdims[0])
     count = params["count"]
-    s = s.reshape(-1)[:count] if bdims[1] is None else _batching._moved(s, bdims[1]).reshape(size, -1)[:, :count]
+    s = s.reshape(-1)[:count] if bdims[1] is None else _batching.rows(_batching._moved(s, bdims[1]), size)[:, :count]
     return apply(index_put_p, (x, s), {"index": _phys_raw_index(params["index"])}), 0
 
 
@@ -1364,7 +1364,7 @@ def _slices_index(index: Tensor, level: int, px: Tensor, d: int):
     """A batched vector index of the index_* ops as gather's index into ``px`` (physical, batch dim first) along
     ``d + 1``: each example's indices repeated over the other dims."""
     size = _bp.batch_size(level)
-    pi = _bp.front(index, level).reshape(size, -1)
+    pi = _batching.rows(_bp.front(index, level), size)
     k = pi._data.shape[1]
     view = [size] + [1] * (px._data.ndim - 1)
     view[d + 1] = k
@@ -1468,8 +1468,8 @@ def _put_rule(orig, args, kwargs, level):
     size = _bp.batch_size(level)
     px = _bp.front(x, level)
     pos = _flat_positions(bound["index"], level, x._data.size)
-    src = _bp.front(bound["source"], level).reshape(size, -1)
-    flat = px.reshape(size, -1)
+    src = _batching.rows(_bp.front(bound["source"], level), size)
+    flat = _batching.rows(px, size)
     out = scatter_add(flat, 1, pos, src) if bound.get("accumulate") else scatter(flat, 1, pos, src)
     return _bp.wrap_out(out.reshape(px._data.shape), level)
 
@@ -1514,17 +1514,17 @@ def _masked_scatter_rule(orig, args, kwargs, level):
     px = _batching._front_and_pad(_bp.front(x, level), 0, rank, size)
     pm = _batching._front_and_pad(_bp.front(mask, level), 0, rank, size)
     shape = _broadcast_shape([px._data.shape, pm._data.shape])
-    m = pm.expand(*shape).reshape(size, -1)
+    m = _batching.rows(pm.expand(*shape), size)
     count = cumsum(m, 1)
     n_src = source._data.size
     if type(count) is Tensor and count._data.shape[1] and n_src < int(count[:, -1].max()):   # (values at hand)
         raise RuntimeError("Number of elements of source < number of ones in mask")
     pos = (count - 1).clamp(0, max(n_src - 1, 0))
-    src = _bp.front(source, level).reshape(size, -1)
+    src = _batching.rows(_bp.front(source, level), size)
     if not n_src:
         return _bp.wrap_out(px.expand(*shape).clone(), level)
     picked = gather(src, 1, pos)
-    out = where(m, picked, px.expand(*shape).reshape(size, -1))
+    out = where(m, picked, _batching.rows(px.expand(*shape), size))
     return _bp.wrap_out(out.reshape(shape), level)
 
 
@@ -1544,7 +1544,7 @@ def _masked_select_rule(orig, args, kwargs, level):
     shape = _broadcast_shape([px._data.shape, (1,) * (rank + 1 - mask._data.ndim) + tuple(mask._data.shape)])
     pm = mask.reshape((1,) * (rank + 1 - mask._data.ndim) + tuple(mask._data.shape)).expand(*shape)
     out = masked_select(px.expand(*shape) if shape != px._data.shape else px, pm)
-    return _bp.wrap_out(out.reshape(size, -1), level)
+    return _bp.wrap_out(_batching.rows(out, size), level)
 
 
 def _where_rule(orig, args, kwargs, level):

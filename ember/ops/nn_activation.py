@@ -877,13 +877,14 @@ rrelu_p = defprim("rrelu_with_noise",
                   vjp=(_rrelu_vjp, None), jvp="elementwise", saves=(0, 1), scalar_args=(1,),
                   saved_names=("self", "noise"))
 # rrelu_ (RreluWithNoiseBackward1) reads the result: its sign is the input's for the positive slopes drawn.
-# No JVP: PyTorch has none for rrelu_with_noise_ (forward mode raises its NotImplementedError)
+# Its tangent is the in-place activations' (leaky_relu_'s in PyTorch's derivatives.yaml): the slope at the input
+# from before the write (the JVP runs before apply_inplace writes, so ``a`` is that input), with no sign question.
 rrelu_result_p = defprim("rrelu_with_noise_",
                          lambda xp, a, noise, lower, upper, training:
                              xp.rrelu_with_noise(a, noise, lower, upper, training),
                          node="RreluWithNoiseBackward1", vjp=(lambda xp, g, out, a, noise, lower, upper, training:
                               _rrelu_vjp(xp, g, out, out, noise, lower, upper, training), None),
-                         saves=(1,), saves_out=True, scalar_args=(1,),
+                         jvp=(_rrelu_vjp, None), saves=(1,), saves_out=True, scalar_args=(1,),
                          saved_names=("self", "noise"))
 graph("rrelu_with_noise", lambda a, noise, lower, upper, training:
       apply(rrelu_p, (a, noise), {"lower": lower, "upper": upper, "training": training}))

@@ -405,6 +405,8 @@ def _conv_rule(call, args, bdims, params, size):
     if b is not None:
         B = b.unsqueeze(0).expand((size,) + tuple(b._data.shape)) if bb is None else _batching._moved(b, bb)
         B = B.reshape((-1,))
+    if not size:   # (the examples as groups: none; PyTorch's rule folds them the same way and refuses)
+        raise RuntimeError("expected groups to be greater than 0, but got groups=0")
     new = dict(params)
     new["groups"] = params["groups"] * size
     out = call([X, W, B], new)   # (N, B*O, ...)

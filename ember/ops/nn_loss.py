@@ -1391,7 +1391,7 @@ def _class_loss_public(orig, name, bound, level, size):
     if own_weight and not probs:   # each target's weight (0 where ignored), gathered from its example's row
         T = _vmap_nn.front(t, level, size)
         keep = T != ignore
-        rows = W.gather(1, T.masked_fill(~keep, 0).reshape((size, -1))).reshape(tuple(T.shape))
+        rows = W.gather(1, _batching.rows(T.masked_fill(~keep, 0), size)).reshape(tuple(T.shape))
         wt = rows * keep
         loss = loss * wt
     if reduction != "mean":

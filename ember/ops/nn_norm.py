@@ -1434,7 +1434,7 @@ def _bn_public(orig, name, bound, level, size):
     out = _batching.wrap(main.reshape((s[1], size, s[2]) + s[3:]), 1, level)
     if name != "native_batch_norm":
         return out
-    extra = tuple(_batching.wrap(t.reshape((size, -1)) if t.numel() else t.unsqueeze(0).expand((size, 0)), 0, level)
+    extra = tuple(_batching.wrap(_batching.rows(t, size) if t.numel() else t.unsqueeze(0).expand((size, 0)), 0, level)
                   for t in res[1:])
     return (out,) + extra
 

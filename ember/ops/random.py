@@ -28,7 +28,7 @@ from ..autograd import _primitive as P
 from ..autograd import _profiling
 from ..autograd import _views as V
 from ._registry import method as _register_method
-from .creation import _check_input, _finish, device_backend
+from .creation import _check_input, _finish, device_backend, empty_like
 
 # The generator's device (the CPU, as PyTorch's default generator): its random stream and samplers.
 _RNG = device_backend().random
@@ -555,9 +555,24 @@ def randint(*args, generator: Generator | None = None, dtype=None, layout=None, 
     return _result(data, requires_grad, device) if out is None else _out(out, data)
 
 
+def _laid_out_like(input: Tensor, dtype, device):
+    """For a non-contiguous ``input`` (a transposed or expanded one), an empty tensor laid out as PyTorch's
+    like-functions lay it out, which they fill in memory order; None for a contiguous one (drawn as by its shape)."""
+    if device is not None or input.is_contiguous():
+        return None
+    return empty_like(input, dtype=dtype or input.dtype)
+
+
+def _drawn(t: Tensor, requires_grad: bool) -> Tensor:
+    return t.requires_grad_() if requires_grad else t
+
+
 def rand_like(input: Tensor, *, generator: Generator | None = None, dtype=None, layout=None, device=None,
               requires_grad: bool = False, memory_format=None) -> Tensor:
     _check_input(input, "rand_like")
+    laid = _laid_out_like(input, dtype, device)
+    if laid is not None:
+        return _drawn(laid.uniform_(generator=generator), requires_grad)
     return rand(input._data.shape, generator=generator, dtype=dtype or input.dtype,
                 device=input.device if device is None else device, requires_grad=requires_grad)
 
@@ -565,6 +580,9 @@ def rand_like(input: Tensor, *, generator: Generator | None = None, dtype=None, 
 def randn_like(input: Tensor, *, generator: Generator | None = None, dtype=None, layout=None, device=None,
                requires_grad: bool = False, memory_format=None) -> Tensor:
     _check_input(input, "randn_like")
+    laid = _laid_out_like(input, dtype, device)
+    if laid is not None:
+        return _drawn(laid.normal_(generator=generator), requires_grad)
     return randn(input._data.shape, generator=generator, dtype=dtype or input.dtype,
                  device=input.device if device is None else device, requires_grad=requires_grad)
 
@@ -574,6 +592,9 @@ def randint_like(input: Tensor, *args, generator: Generator | None = None, dtype
     """``randint_like(input, high)`` / ``randint_like(input, low, high)``."""
     _check_input(input, "randint_like")
     low, high, _ = _randint_args(args + (input._data.shape,), kw)
+    laid = _laid_out_like(input, dtype, device)
+    if laid is not None:
+        return _drawn(laid.random_(low, high, generator=generator), requires_grad)
     return randint(low, high, input._data.shape, generator=generator, dtype=dtype or input.dtype,
                    device=input.device if device is None else device, requires_grad=requires_grad)
 

@@ -1680,7 +1680,7 @@ _batching.by_name("leading", "cdist")
 def _dist_rule(call, args, bdims, params, size):
     """dist of each example: the norm of its difference over every dim (the examples flattened, reduced along 1)."""
     a, b = _batching.elementwise(lambda new, p: new, args, bdims, params, size)[0]   # (padded to one rank)
-    return graph_ns.vector_norm((a - b).reshape(size, -1), params["p"], (1,)), 0
+    return graph_ns.vector_norm(_batching.rows((a - b), size), params["p"], (1,)), 0
 
 
 _batching.batching(_dist_rule, dist_p)

@@ -1477,6 +1477,10 @@ def _relayout(t: Tensor, fmt) -> Tensor:
 def clone(input: Tensor, *, memory_format=None) -> Tensor:
     """A copy of ``input`` with its own memory (gradients flow back unchanged)."""
     fmt = _check_memory_format(input, memory_format, "clone")
+    if fmt is not None and type(input) is _batching.BatchedTensor:
+        raise RuntimeError(f"NYI: Tensor.clone(memory_format) inside vmap is only supported with memory_format "
+                           f"torch.preserve_format or torch.contiguous_format (got "
+                           f"{''.join(w.capitalize() for w in fmt._name.split('_'))})")
     out = apply(clone_p, (input,))
     return out if fmt is None else _relayout(out, fmt)
 
@@ -1485,7 +1489,8 @@ def clone(input: Tensor, *, memory_format=None) -> Tensor:
 def contiguous(input: Tensor, memory_format=None) -> Tensor:
     fmt = _check_memory_format(input, memory_format, "contiguous")
     if fmt is not None:
-        return input if _is_contiguous_as(input, fmt) else _relayout(apply(clone_p, (input,)), fmt)
+        # (the method: a batched tensor's refuses channels-last formats, as PyTorch's inside vmap)
+        return input if input.is_contiguous(memory_format=fmt) else _relayout(apply(clone_p, (input,)), fmt)
     if input._data.flags.c_contiguous:
         return input
     return apply(clone_p, (input,))
@@ -1813,7 +1818,7 @@ def _roll_rule(call, args, bdims, params, size):
         x = _batching._moved(args[0], bdims[0])
         shape = x._data.shape
         shifts = params["shifts"]
-        out = call([x.reshape(size, -1)], {"shifts": tuple(shifts) if isinstance(shifts, (tuple, list)) else
+        out = call([_batching.rows(x, size)], {"shifts": tuple(shifts) if isinstance(shifts, (tuple, list)) else
                                            (shifts,), "dims": (1,)})
         return out.reshape(shape), 0
     return _roll_dims(call, args, bdims, params, size)

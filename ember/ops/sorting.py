@@ -893,7 +893,7 @@ def _searchsorted_rule(orig, args, kwargs, level):
     if seq._data.ndim == 1:
         if isinstance(values, Tensor):
             shape = tuple(values._data.shape)
-            pv = _bp.front(values, level).reshape(size, -1)
+            pv = _batching.rows(_bp.front(values, level), size)
         else:
             shape, pv = (), values
         if not isinstance(pv, Tensor):
@@ -970,7 +970,7 @@ def _quantile_rule(fn):
             d = _bp.as_dim(dim, nd) if dim is not None else 0
             if d is None:
                 return _bp.own(orig, args, kwargs, level)
-            out = fn(px.reshape(size, -1), q, 1, False, **rest)
+            out = fn(_batching.rows(px, size), q, 1, False, **rest)
             kept = (1,) * nd if keepdim else ()
         else:
             d = _bp.as_dim(dim, nd)

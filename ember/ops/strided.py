@@ -18,7 +18,7 @@ import warnings
 from .. import _dtype as D
 from .._device import NAMESPACES, backend_of, has_data
 from ..devices.order import insertion_order
-from .._storage import TypedStorage, UntypedStorage, is_storage, warn_typed_storage  # noqa: F401
+from .._storage import TypedStorage, UntypedStorage, _share, is_storage, warn_typed_storage  # noqa: F401
 from .._state import track_tangent
 from .._tensor import Size, Tensor, _sizes_from_args, make, wrap_dim
 from ..autograd import grad_mode as _gm
@@ -416,10 +416,8 @@ def diagonal_scatter(input: Tensor, src: Tensor, offset: int = 0, dim1: int = 0,
     return _scatter(input, src, view, "diagonal_scatter", "diagonal", "DiagonalScatterBackward0")
 
 
-@register(method=True)
-def as_strided_scatter(input: Tensor, src: Tensor, size, stride, storage_offset: int | None = None) -> Tensor:
-    """A copy of ``input`` (its layout kept where it is dense) with ``src`` written at ``as_strided(size, stride,
-    storage_offset)`` of the copy's storage (the offset defaults to 0)."""
+def _as_strided_scatter_params(input, src, size, stride, storage_offset) -> dict:
+    """as_strided_scatter's checks, and the as_strided step (of a copy of input) that src is written to."""
     if not isinstance(input, Tensor):
         raise TypeError(f"as_strided_scatter(): argument 'input' (position 1) must be Tensor, not "
                         f"{type(input).__name__}")
@@ -433,15 +431,22 @@ def as_strided_scatter(input: Tensor, src: Tensor, size, stride, storage_offset:
     if (input._requires_grad or getattr(src, "_requires_grad", False)) and _gm._state.enabled and \
             not input.is_contiguous():
         raise RuntimeError("as_strided_scatter is currently only supported for contiguous inputs")
-    steps = ((as_strided_p, {"size": size, "stride": stride, "storage_offset": offset, "in_stride": in_stride,
-                             "in_offset": 0}),)
     if not isinstance(src, Tensor):
         raise TypeError(f"as_strided_scatter(): argument 'src' (position 2) must be Tensor, not "
                         f"{type(src).__name__}")
     if tuple(src._data.shape) != size:
         raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = "
                            f"{list(src._data.shape)}, slice size = {list(size)}")
-    return apply(view_scatter_p, (input, src), {"steps": steps}, S._node("AsStridedScatterBackward0"))
+    return {"size": size, "stride": stride, "storage_offset": offset, "in_stride": in_stride, "in_offset": 0}
+
+
+@register(method=True)
+def as_strided_scatter(input: Tensor, src: Tensor, size, stride, storage_offset: int | None = None) -> Tensor:
+    """A copy of ``input`` (its layout kept where it is dense) with ``src`` written at ``as_strided(size, stride,
+    storage_offset)`` of the copy's storage (the offset defaults to 0)."""
+    params = _as_strided_scatter_params(input, src, size, stride, storage_offset)
+    return apply(view_scatter_p, (input, src), {"steps": ((as_strided_p, params),)},
+                 S._node("AsStridedScatterBackward0"))
 
 
 # ----- strided creation --------------------------------------------------------------------------------------------
@@ -511,6 +516,8 @@ def storage_offset(self: Tensor) -> int:
 @method("untyped_storage")
 def untyped_storage(self: Tensor) -> UntypedStorage:
     """The tensor's memory (shared by its views) as bytes."""
+    if type(self) is _batching.BatchedTensor:   # (an example inside vmap: PyTorch's refusal)
+        raise NotImplementedError("Cannot access storage of BatchedTensorImpl")
     return UntypedStorage._of(_storage_of(self)[1])
 
 
@@ -542,14 +549,15 @@ method("itemsize", property(lambda self: self._data.itemsize, doc="The bytes of 
 
 @method("is_shared")
 def is_shared(self: Tensor) -> bool:
-    """Whether ``share_memory_()`` marked the tensor's storage."""
+    """Whether the tensor's storage is in shared memory (``share_memory_()``, or received from another process)."""
     return untyped_storage(self).is_shared()
 
 
 @method("share_memory_")
 def share_memory_(self: Tensor) -> Tensor:
-    """PyTorch moves the storage to shared memory (for other processes); ember runs in one: it marks it."""
-    untyped_storage(self).share_memory_()
+    """Moves the tensor's storage to shared memory (a no-op if it is there), with every tensor viewing it:
+    processes that receive the tensor (``ember.multiprocessing``) read and write the same elements."""
+    _share(_storage_of(self)[1], self)
     return self
 
 
@@ -569,6 +577,8 @@ def is_set_to(self: Tensor, tensor: Tensor) -> bool:
     """Whether both tensors view the same storage with the same offset, sizes and strides."""
     if not isinstance(tensor, Tensor):
         raise TypeError(f"is_set_to(): argument 'tensor' (position 1) must be Tensor, not {type(tensor).__name__}")
+    if type(self) is _batching.BatchedTensor or type(tensor) is _batching.BatchedTensor:
+        raise RuntimeError("Batching rule not implemented for aten::is_set_to. We could not generate a fallback.")
     a, b = _storage_of(self), _storage_of(tensor)
     return a[1] is b[1] and a[2] == b[2] and self.shape == tensor.shape and self.stride() == tensor.stride()
 
@@ -722,9 +732,183 @@ def new(self: Tensor, *args, device=None) -> Tensor:
 
 
 # ----- vmap -------------------------------------------------------------------------------------------------
-_batching.by_name("fallback", "as_strided", "slice_inverse", why="its parameters are strides of the example's memory")
-_batching.by_name("fallback", "as_strided_backward", "view_scatter", "view_replay", "view_scatter_add",
+def _side_by_side(params: dict, in_size: tuple, n: int) -> dict:
+    """as_strided's ``params`` (one example's input layout ``in_stride``/``in_offset`` of ``in_size`` and its
+    result's ``size``/``stride``/``storage_offset``, in a storage of its own) for ``n`` examples laid side by side
+    in one storage: each in a region past every position either layout reaches (a leading batch dim whose stride
+    is that many elements, the same for input and result)."""
+    size, stride, in_stride = tuple(params["size"]), tuple(params["stride"]), tuple(params["in_stride"])
+    region = max(1, params["in_offset"] + _storage_size(in_size, in_stride),
+                 params["storage_offset"] + _storage_size(size, stride))
+    return dict(params, size=(n,) + size, stride=(region,) + stride, in_stride=(region,) + in_stride)
+
+
+def _region_rule(call, args, bdims, params, size):
+    """as_strided and as_strided_backward met with a batched tensor (a gradient, a tangent, a stand-in: the public
+    as_strided has its own rule, ``_as_strided_rule``): their parameters are each example's layout in a storage of
+    its own, so the examples go side by side."""
+    x = _batching._moved(args[0], bdims[0])
+    if "in_size" in params:   # as_strided_backward: the gradient is the result's example
+        new = _side_by_side(params, tuple(params["in_size"]), size)
+        new["in_size"] = (size,) + tuple(params["in_size"])
+    else:
+        new = _side_by_side(params, tuple(x._data.shape[1:]), size)
+    return call([x], new), 0
+
+
+def _strided_rule(call, args, bdims, params, size):
+    """slice_inverse (as as_strided) reads an example's storage by its layout (``in_stride``/``in_offset`` where its
+    elements sit, ``stride``/``storage_offset`` where the result's do). Where the physical tensor lays each example
+    out so (the batch dim first, its other strides ``in_stride``), example b's storage starts one batch stride after
+    example b - 1's: one view of the physical storage with the batch stride in front reads what each example's own
+    call reads (functorch's rule for as_strided), the memory beyond an example's elements included. Otherwise (a
+    lower vmap level's tensor, another layout) the examples run one by one."""
+    a, bd = args[0], bdims[0]
+    if bd is None or type(a) is not Tensor:
+        return _batching.loop(call, args, bdims, params, size)
+    a = _batching._moved(a, bd)
+    st = tuple(a.stride())
+    off = _storage_of(a)[2]
+    start = params["storage_offset"] - params["in_offset"] + off   # example 0's result in the physical storage
+    if st[1:] != tuple(params["in_stride"]) or start < 0:
+        return _batching.loop(call, args, bdims, params, size)
+    new = dict(params, size=(size,) + tuple(params["size"]), stride=st[:1] + tuple(params["stride"]),
+               storage_offset=start, in_stride=st, in_offset=off)
+    rest = []
+    if "dim" in params:   # slice_inverse: src (its layout only) batched too, the slice's dim past the batch dim
+        new["dim"] = params["dim"] + 1
+        src, sbd = args[1], bdims[1]
+        src = src.unsqueeze(0).expand((size,) + tuple(src._data.shape)) if sbd is None else _batching._moved(src, sbd)
+        rest.append(src)
+    return call([a, *rest], new), 0
+
+
+_batching.by_name(_region_rule, "as_strided", "as_strided_backward")
+_batching.by_name(_strided_rule, "slice_inverse")
+_batching.by_name("fallback", "view_scatter", "view_replay", "view_scatter_add",
                   "view_scatter_zeros", "copy_slices", why="a backward helper (ember differentiates the physical graph, so vmap meets it only when a program calls it directly)")
+
+
+def _storage_size(size, stride) -> int:
+    """The storage a layout reaches from its offset, in elements (PyTorch's storage_size_for; 0 when empty)."""
+    if 0 in size:
+        return 0
+    return 1 + sum((n - 1) * s for n, s in zip(size, stride))
+
+
+def _check_in_example(x: Tensor, size: tuple, stride: tuple, offset: int) -> None:
+    """torch.func's check of ``as_strided`` on an example ``x``: the result may read only the memory between the
+    example's first and last positions (each example's view is taken at its own place in the batch)."""
+    base = x.storage_offset()
+    reach = _storage_size(size, stride)
+    if not reach:
+        return
+    head = f"result = tensor.as_strided({list(size)}, {list(stride)}, {offset}) can access memory outside of `tensor`. "
+    tail = ("This is not supported inside of vmap, please try to rewrite the `as_strided` call as a sequence of "
+            "PyTorch view operations")
+    own = _storage_size(tuple(x._data.shape), x.stride())
+    if not own:
+        raise RuntimeError(head + "`tensor` has no storage but the passed-in (size, stride, storage_offset) imply a "
+                                  "result with some storage. " + tail)
+    if reach + offset > own + base or offset < base:
+        raise RuntimeError(head + f"`result` can access some memory in range [{offset}, {reach + offset}], but "
+                                  f"`tensor` can only access some memory in range [{base}, {own + base}]. " + tail)
+
+
+def _apart(x: Tensor, n: int, step: int) -> bool:
+    """Whether each example of ``x`` fills its own memory (from its first position, no gaps, no repeats) apart
+    from the others': then a view of the physical tensor reads only the example's own elements (the check above
+    bounds it), and its gradient is each example's."""
+    return _dense(x) and (n <= 1 or step >= x._data.size)
+
+
+def _differentiated_per_example(p: Tensor, level: int) -> bool:
+    """Whether reverse mode may differentiate ``p`` inside the vmap at ``level`` (grad, vjp, jacrev started
+    inside it: each example's derivative). A transform around the vmap, and forward mode (its tangent a view of the
+    physical tangent), differentiate the physical view, as torch.func does."""
+    return _batching.peel(p)[1]._requires_grad and _gm._state.enabled and \
+        _batching.TRANSFORMS[0] > _batching.frame_of(level).transforms
+
+
+def _per_example_gradient(r: Tensor, p: Tensor, x: Tensor, size: tuple, stride: tuple, offset: int) -> Tensor:
+    """``r`` (the physical view) with torch.func's gradient where an example's view reaches memory that is not
+    its own elements (another example's, or a gap): there the view's values are the memory's, but a transform
+    inside vmap differentiates each example's as_strided alone (nothing flows to positions outside its
+    elements). The view's values, and the gradient of the examples' layouts taken apart (as_strided on regions
+    side by side) where the example has elements; the result is a copy, not a view."""
+    base = x.storage_offset()
+    params = _side_by_side({"size": size, "stride": stride, "storage_offset": offset - base,
+                            "in_stride": tuple(x.stride()), "in_offset": 0}, tuple(x._data.shape), p._data.shape[0])
+    own = apply(as_strided_p, (p,), params)
+    covered = apply(as_strided_p, (C.ones_like(p),), params) != 0
+    return own.where(covered, r.detach())
+
+
+def _as_strided_rule(orig, args, kwargs, level):
+    """as_strided / as_strided_ under vmap, torch.func's meaning: each example's view is the example's own
+    ``as_strided`` with its offset counted as if its storage started where the batch's does (the example at index
+    b reads ``storage_offset + b * S``, S the batch dim's stride): one as_strided of the physical tensor with the
+    batch dim kept in front. A loop over examples would differ (the offset is absolute: every example would read
+    the first one's memory). as_strided_ makes the example (the batched tensor itself) that view; PyTorch 2.13's
+    vmap leaves it unchanged there (its fallback changes slices of the physical tensor)."""
+    inplace = orig.__name__ == "as_strided_"
+    fn = as_strided_ if inplace else as_strided
+    bound = _bp.bind(fn, args, kwargs)
+    x = None if bound is None else bound.get("input")
+    if not isinstance(x, Tensor) or not _bp.is_batched(x, level):
+        return _bp.own(orig, args, kwargs, level)
+    name = "as_strided_" if inplace else "as_strided"
+    size = _ints(bound.get("size"), name, "size", 2)
+    stride = _ints(bound.get("stride"), name, "stride", 3)
+    if len(size) != len(stride):
+        raise RuntimeError(f"Tensor.as_strided(size, stride, ...): size and stride must have the same length! Got "
+                           f"size {list(size)} and stride {list(stride)}")
+    offset = bound.get("storage_offset")
+    offset = x.storage_offset() if offset is None else int(offset)
+    _check_in_example(x, size, stride, offset)
+    p = _batching._moved(x._phys, x._bdim)
+    n = p._data.shape[0]
+    step = p.stride(0)
+    if step == 0 and n > 1 and not inplace:
+        # every example is the same memory (an expanded input: jacfwd's primal): each example's view of it, which
+        # is torch.func's result too; one view with a batch stride of 0 would give a tangent batched over the
+        # examples one value per position (ember's forward mode replays the view on the tangent's values)
+        return _batching.wrap(S.stack([as_strided(p.select(0, b), size, stride, offset) for b in range(n)]), 0,
+                              level)
+    r = as_strided(p, (n,) + size, (step,) + stride, offset)
+    if not inplace and not _apart(x, n, step) and _differentiated_per_example(p, level):
+        r = _per_example_gradient(r, p, x, size, stride, offset)
+    if not inplace:
+        return _batching.wrap(r, 0, level)
+    new = _batching.wrap(r, 0, level)
+    x._phys, x._bdim, x._data, x._vc = new._phys, new._bdim, new._data, new._vc
+    return x
+
+
+_bp.signature(as_strided)
+_bp.signature(as_strided_)
+_batching.PUBLIC_RULES["as_strided"] = _as_strided_rule   # (as_strided_ looks it up by this name too)
+
+
+def _as_strided_scatter_rule(orig, args, kwargs, level):
+    """as_strided_scatter under vmap (PyTorch 2.13's vmap has no rule for it and refuses it): each example's copy
+    with its src written at the example's own as_strided (the offset counted from the example's start, as a loop
+    over fresh examples gives); the examples' layouts side by side in one storage, each in its own region."""
+    bound = _bp.bind(as_strided_scatter, args, kwargs)
+    if bound is None:
+        return _bp.own(orig, args, kwargs, level)
+    input, src = bound.get("input"), bound.get("src")
+    params = _as_strided_scatter_params(input, src, bound.get("size"), bound.get("stride"),
+                                        bound.get("storage_offset"))
+    step = _side_by_side(params, tuple(input._data.shape), _bp.batch_size(level))
+    out = apply(view_scatter_p, (_bp.front(input, level), _bp.front(src, level)), {"steps": ((as_strided_p, step),)},
+                S._node("AsStridedScatterBackward0"))
+    return _batching.wrap(out, 0, level)
+
+
+_bp.signature(as_strided_scatter)
+_batching.PUBLIC_RULES["as_strided_scatter"] = _as_strided_scatter_rule
+
 
 # the *_scatter ops of a view: every tensor batched, the view's dims shifted past the batch dim
 _bp.public_rule(slice_scatter, _bp.dims_public(slice_scatter, ("dim",)))

@@ -50,7 +50,10 @@ class Adagrad(Optimizer):
                     st["step"] = _scalar(float(st["step"]), _get_scalar_dtype(is_fused=group["fused"]))
 
     def share_memory(self) -> None:
-        """No-op in ember (one process); kept for PyTorch's API."""
+        """Moves the accumulated squared gradients to shared memory (processes training one model share them)."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                self.state[p]["sum"].share_memory_()
 
     def step(self, closure: Callable | None = None):
         """One Adagrad step over every parameter that has a gradient."""

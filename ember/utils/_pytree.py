@@ -428,15 +428,17 @@ def treespec_pprint(treespec: TreeSpec) -> str:
 def tree_flatten(tree: PyTree, is_leaf: IsLeaf = None) -> tuple:
     """``(leaves, spec)``: the leaves in depth-first order and the structure to rebuild ``tree`` from them."""
     leaves: list = []
+    return leaves, _walk(tree, is_leaf, leaves)
 
-    def walk(node: Any) -> TreeSpec:
-        if tree_is_leaf(node, is_leaf):
-            leaves.append(node)
-            return _LEAF_SPEC
-        node_type, children, context = _flatten_node(node)
-        return TreeSpec(node_type, context, [walk(c) for c in children])
 
-    return leaves, walk(tree)
+def _walk(node: Any, is_leaf: IsLeaf, leaves: list) -> TreeSpec:
+    # (a module-level function: a recursive closure is a reference cycle, which would keep the leaves, tensors
+    # among them, alive until the garbage collector runs)
+    if tree_is_leaf(node, is_leaf):
+        leaves.append(node)
+        return _LEAF_SPEC
+    node_type, children, context = _flatten_node(node)
+    return TreeSpec(node_type, context, [_walk(c, is_leaf, leaves) for c in children])
 
 
 def tree_unflatten(leaves: Iterable[Any], treespec: TreeSpec) -> PyTree:

@@ -16,6 +16,7 @@ import numpy as np
 from ..index import view_of as _view_of
 from . import creation as _creation
 from . import random as _random
+from . import shared as _shared
 from . import shape as _shape
 from . import reduced as _reduced
 from .reduced import BF16 as _BF16, F32 as _F32, F8 as _F8, SCALAR_TYPES as _REDUCED_SCALARS
@@ -137,6 +138,8 @@ class _Backend:
 
     # ----- random: PyTorch's CPU generator (mt19937 stream, samplers), for ember/ops/random.py
     random = _random
+    # ----- shared memory: storages other processes map (Tensor.share_memory_, ember.multiprocessing's pickling)
+    shared = _shared
 
     @staticmethod
     def to_bytes(x) -> bytes:

@@ -646,7 +646,8 @@ class Module:
         return self._apply(lambda t: t.cuda(device))
 
     def share_memory(self) -> Module:
-        return self
+        """Moves the parameters, their gradients and the buffers to shared memory (``Tensor.share_memory_``)."""
+        return self._apply(lambda t: t.share_memory_())
 
     # ----- hooks ------------------------------------------------------------------------------
     def register_forward_pre_hook(self, hook: Callable, *, prepend: bool = False,
