@@ -69,7 +69,8 @@ def runs(tmp_path_factory):
     timeouts); {name: [rank results]} and {fault mode: (exit code, output, seconds)}."""
     base = tmp_path_factory.mktemp("dist")
     t0 = time.monotonic()
-    jobs = {"ember2": (_launch("ember", 2, base / "ember2"), 2), "ember4": (_launch("mpiexec", 4, base / "ember4", EMBER_DIST_CHUNK="8"), 4),
+    jobs = {"ember2": (_launch("ember", 2, base / "ember2"), 2),
+            "ember4": (_launch("mpiexec", 4, base / "ember4", EMBER_DIST_CHUNK="8"), 4),
             "torch2": (_launch("torch", 2, base / "torch2"), 2)}
     faults = {mode: _launch("ember", 3, base / mode, FAULT, MODE=mode, TMO="3") for mode in ("kill", "hang")}
     out, ends = {}, {}

@@ -7,8 +7,8 @@ by MPI may make a group of world size 1 (MPI's singleton start).
 
 Tensor data reaches MPI as host arrays from the tensor's device (``backend.host_view``): a C-contiguous CPU tensor's
 own memory, so the collectives write into it in place as PyTorch's do (like PyTorch's, without bumping the version
-counter); any other tensor goes through a host copy that is written back. Transfers are non-blocking requests waited on against the
-group's timeout (see _mpi.py); ``async_op=True`` returns the Work before the wait.
+counter); any other tensor goes through a host copy that is written back. Transfers are non-blocking requests
+waited on against the group's timeout (see _mpi.py); ``async_op=True`` returns the Work before the wait.
 """
 from __future__ import annotations
 
