@@ -1,119 +1,57 @@
-"""ember.distributed: what a single-process script touches of torch.distributed.
+"""ember.distributed: torch.distributed's process groups and collectives, on MPI (mpi4py).
 
-ember runs in one process. ``is_available()`` is False (process groups are not built yet; issue 22 builds them), so
-scripts that guard their distributed code (``if dist.is_available() and dist.is_initialized()``, nanoGPT's
-``ddp = int(os.environ.get('RANK', -1)) != -1``) run unchanged. The functions that need a process group raise
-PyTorch's error for a program that never called ``init_process_group``.
+Importing it starts nothing: mpi4py (and MPI) load when ``init_process_group`` makes a group, and without mpi4py
+``is_available()`` is False while the single-process parts of a script run. Every backend name ("gloo", "mpi",
+"nccl") runs on MPI. Launch with ``python -m ember.distributed.run --nproc-per-node N script.py`` (torchrun's
+arguments) or ``mpiexec -n N python script.py``; under an MPI launcher the environment variables torchrun sets
+(RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE) are filled in from MPI's when missing, so scripts that read them
+before ``init_process_group`` (nanoGPT: ``int(os.environ.get('RANK', -1))``) see their rank.
 """
 from __future__ import annotations
 
-from enum import Enum
-from typing import Any
+import os as _os
 
-__all__ = ["is_available", "is_initialized", "init_process_group", "destroy_process_group", "get_rank",
-           "get_world_size", "get_backend", "barrier", "all_reduce", "broadcast", "all_gather", "reduce",
-           "is_torchelastic_launched", "is_nccl_available", "is_gloo_available", "is_mpi_available", "ReduceOp"]
+__all__ = ["Backend", "DistBackendError", "DistError", "DistNetworkError", "DistStoreError", "GroupMember", "P2POp",
+           "ProcessGroup", "ReduceOp", "Work", "all_gather", "all_gather_into_tensor", "all_gather_object",
+           "all_reduce", "all_to_all", "all_to_all_single", "barrier", "batch_isend_irecv", "broadcast",
+           "broadcast_object_list", "destroy_process_group", "gather", "gather_object", "get_backend",
+           "get_global_rank", "get_group_rank", "get_process_group_ranks", "get_rank", "get_world_size", "group",
+           "init_process_group", "irecv", "is_available", "is_backend_available", "is_gloo_available",
+           "is_initialized", "is_mpi_available", "is_nccl_available", "is_torchelastic_launched",
+           "is_ucc_available", "is_xccl_available", "isend", "monitored_barrier", "new_group", "recv", "reduce",
+           "reduce_scatter", "reduce_scatter_tensor", "scatter", "scatter_object_list", "send"]
 
-_NOT_INITIALIZED = ("Default process group has not been initialized, please make sure to call init_process_group.")
-
-
-def is_available() -> bool:
-    """False: ember has no process groups (single-process only, for now)."""
-    return False
-
-
-def is_initialized() -> bool:
-    """Whether the default process group is initialised: never, in ember."""
-    return False
+from ._errors import _NOT_INITIALIZED  # noqa: E402  (PyTorch's message; ember.nn.parallel's DDP raises it too)
+_LAZY = set(__all__) | {"default_pg_timeout"}
 
 
-def is_nccl_available() -> bool:
-    return False
+def __getattr__(name: str):
+    """The API from distributed_c10d, loaded on first use (``import ember`` does not pay for it)."""
+    if name in _LAZY:
+        from . import distributed_c10d
+        value = distributed_c10d.GroupMember if name == "group" else getattr(distributed_c10d, name)
+        if name != "default_pg_timeout":
+            globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def is_gloo_available() -> bool:
-    return False
+# Open MPI's, MPICH's (hydra) and PMIx's names for the rank, the world size, the local rank and local size.
+_MPI_ENV = {"RANK": ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"),
+            "WORLD_SIZE": ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE"),
+            "LOCAL_RANK": ("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID"),
+            "LOCAL_WORLD_SIZE": ("OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS")}
 
 
-def is_mpi_available() -> bool:
-    return False
+def _fill_env_from_mpi() -> None:
+    """Under an MPI launcher, torchrun's variables from MPI's where the launcher did not set them."""
+    if _os.environ.get("EMBER_DIST_LAUNCHED") or not any(k in _os.environ for k in _MPI_ENV["WORLD_SIZE"]):
+        return
+    for var, names in _MPI_ENV.items():
+        for n in names:
+            if n in _os.environ and var not in _os.environ:
+                _os.environ[var] = _os.environ[n]
+                break
 
 
-class ReduceOp:
-    """The reduction of a collective (``dist.ReduceOp.SUM``), as PyTorch names them; scripts name them in calls
-    that need a process group."""
-
-    class RedOpType(Enum):
-        SUM = 0
-        AVG = 1
-        PRODUCT = 2
-        MIN = 3
-        MAX = 4
-        BAND = 5
-        BOR = 6
-        BXOR = 7
-        PREMUL_SUM = 8
-        UNUSED = 9
-
-
-for _op in ReduceOp.RedOpType:
-    if _op.name != "UNUSED":
-        setattr(ReduceOp, _op.name, _op)
-
-
-def is_torchelastic_launched() -> bool:
-    """Whether this process was started by torchrun (PyTorch's test: TORCHELASTIC_RUN_ID is set)."""
-    import os
-    return os.getenv("TORCHELASTIC_RUN_ID") is not None
-
-
-def init_process_group(backend: str | None = None, init_method: str | None = None, timeout: Any = None,
-                       world_size: int = -1, rank: int = -1, store: Any = None, group_name: str = "",
-                       pg_options: Any = None, device_id: Any = None) -> None:
-    """Refused: ember runs in one process (``is_available()`` is False)."""
-    raise RuntimeError("ember.distributed.init_process_group: process groups are not built in ember (it runs in one "
-                       "process; torch.distributed.is_available() is False). Run the script without torchrun / "
-                       "RANK and WORLD_SIZE set.")
-
-
-def _default_group(group: Any = None) -> None:
-    raise ValueError(_NOT_INITIALIZED)
-
-
-def destroy_process_group(group: Any = None) -> None:
-    """PyTorch's error: there is no process group to destroy."""
-    raise AssertionError("Process group cannot be None")
-
-
-def get_rank(group: Any = None) -> int:
-    _default_group(group)
-
-
-def get_world_size(group: Any = None) -> int:
-    _default_group(group)
-
-
-def get_backend(group: Any = None) -> str:
-    _default_group(group)
-
-
-def barrier(group: Any = None, async_op: bool = False, device_ids: Any = None) -> None:
-    _default_group(group)
-
-
-def all_reduce(tensor: Any, op: Any = None, group: Any = None, async_op: bool = False) -> None:
-    _default_group(group)
-
-
-def broadcast(tensor: Any, src: int | None = None, group: Any = None, async_op: bool = False,
-              group_src: int | None = None) -> None:
-    _default_group(group)
-
-
-def all_gather(tensor_list: Any, tensor: Any, group: Any = None, async_op: bool = False) -> None:
-    _default_group(group)
-
-
-def reduce(tensor: Any, dst: int | None = None, op: Any = None, group: Any = None, async_op: bool = False,
-           group_dst: int | None = None) -> None:
-    _default_group(group)
+_fill_env_from_mpi()

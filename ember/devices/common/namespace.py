@@ -181,6 +181,11 @@ class _Backend:
         return x.host()
 
     @staticmethod
+    def host_view(x) -> np.ndarray:
+        """A C-contiguous host copy of ``x`` (a host transport's buffer; write it back with ``copyto``)."""
+        return np.ascontiguousarray(x.host())
+
+    @staticmethod
     def to_bytes(x) -> bytes:
         """The bytes of an array's elements in C order (through a host copy)."""
         return x.host().tobytes()

@@ -193,6 +193,60 @@ class _Backend:
     def to_numpy(x) -> np.ndarray:
         return x
 
+    # ----- host buffers for a host transport (ember.distributed hands these to MPI)
+    @staticmethod
+    def host_view(x) -> np.ndarray:
+        """``x``'s elements as a C-contiguous host array: ``x`` itself when it is one (a transport writing into it
+        writes into ``x``), else a copy (write it back with ``copyto``)."""
+        if type(x) is np.ndarray and x.flags.c_contiguous and x.flags.writeable:
+            return x
+        return np.ascontiguousarray(x)
+
+    @staticmethod
+    def host_empty(shape, dtype) -> np.ndarray:
+        return np.empty(shape, dtype=dtype)
+
+    @staticmethod
+    def host_bytes(h) -> np.ndarray:
+        """The bytes of a C-contiguous host array, as a flat uint8 array sharing its memory (for dtypes a
+        transport has no type for: bfloat16, float8)."""
+        return h.reshape(-1).view(np.uint8)
+
+    @staticmethod
+    def host_pack(arrays) -> np.ndarray:
+        """The bytes of host arrays one after another, as one flat uint8 array (a transport's send buffer)."""
+        if not arrays:
+            return np.empty(0, np.uint8)
+        return np.concatenate([np.ascontiguousarray(a).reshape(-1).view(np.uint8) for a in arrays])
+
+    @staticmethod
+    def host_unpack(buf, offset: int, dtype, shape) -> np.ndarray:
+        """The array of ``dtype`` and ``shape`` at byte ``offset`` of the flat uint8 host array ``buf`` (a view)."""
+        n = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        return buf[offset:offset + n].view(dtype).reshape(shape)
+
+    @staticmethod
+    def host_chunks(h, nbytes: int) -> list:
+        """A C-contiguous host array as flat views of about ``nbytes`` each (one transfer each, pipelined)."""
+        flat = h.reshape(-1)
+        step = max(1, nbytes // max(1, h.itemsize))
+        return [flat[i:i + step] for i in range(0, flat.size, step)] or [flat]
+
+    @staticmethod
+    def host_reduce(stacked, op: str) -> np.ndarray:
+        """``stacked`` (one row per rank) reduced along its first axis by ``op`` (sum, prod, min, max, band, bor,
+        bxor), in rank order: the reduction of dtypes a transport cannot reduce itself (bool, bfloat16)."""
+        ufunc = {"sum": np.add, "prod": np.multiply, "min": np.minimum, "max": np.maximum,
+                 "band": np.bitwise_and, "bor": np.bitwise_or, "bxor": np.bitwise_xor}[op]
+        token = _fp_quiet()
+        try:
+            out = np.array(stacked[0], copy=True)
+            for row in stacked[1:]:
+                ufunc(out, row, out=out)
+            return out
+        finally:
+            _fp_restore(token)
+
     @staticmethod
     def to_dlpack(x):
         """A DLPack capsule of the array's memory (torch.to_dlpack)."""
