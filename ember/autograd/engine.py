@@ -191,6 +191,7 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, targets=None, ac
     task.id, task._deps, task._roots, task._needed = next(_task_ids), deps, root_nodes, needed
     task._accumulate = accumulate
     task._batched = batched
+    task._callbacks = None
     outer_task, _tls.task = getattr(_tls, "task", None), task
     with _gm.set_grad_enabled(create_graph if record is None else record), quiet, _TaskScope(outer_task):
         node = heappop(heap)[1] if heap else None
@@ -237,6 +238,12 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, targets=None, ac
                 if ready is not None:
                     heappush(heap, (-ready._seq, ready))
                 node = heappop(heap)[1] if heap else None
+        if task._callbacks is not None:   # queue_callback: after the graph, in order (a callback may queue more)
+            callbacks = task._callbacks
+            i = 0
+            while i < len(callbacks):
+                callbacks[i]()
+                i += 1
     return captured
 
 

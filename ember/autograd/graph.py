@@ -522,7 +522,7 @@ class _MultiHandle:
 class GraphTask:
     """One run of the engine (a backward() or grad() call), as hooks may ask about it."""
 
-    __slots__ = ("id", "_deps", "_roots", "_needed", "_accumulate", "_batched")
+    __slots__ = ("id", "_deps", "_roots", "_needed", "_accumulate", "_batched", "_callbacks")
 
     def will_execute(self, node) -> bool:
         """Whether this backward runs ``node`` (``torch._C._will_engine_execute_node``)."""
@@ -535,6 +535,17 @@ class GraphTask:
 
 
 _task_ids = itertools.count()
+
+
+def queue_callback(callback) -> None:
+    """Run ``callback()`` when the backward running now has finished (``Variable._execution_engine.queue_callback``:
+    DistributedDataParallel waits for its all-reduces there)."""
+    task = getattr(_tls, "task", None)
+    if task is None:
+        raise RuntimeError("Final callbacks can only be installed during backward pass.")
+    if task._callbacks is None:
+        task._callbacks = []
+    task._callbacks.append(callback)
 
 
 def current_task():

@@ -4,6 +4,16 @@ from __future__ import annotations
 import warnings
 
 from .._tensor import Tensor
+from .graph import queue_callback
+
+
+class _ImperativeEngine:
+    """``Variable._execution_engine``: what programs reach the engine through (``queue_callback``)."""
+
+    @staticmethod
+    def queue_callback(callback) -> None:
+        """Run ``callback()`` when the current backward has finished."""
+        queue_callback(callback)
 
 
 class _VariableMeta(type):
@@ -13,6 +23,8 @@ class _VariableMeta(type):
 
 class Variable(metaclass=_VariableMeta):
     """``Variable(data, requires_grad=False, volatile=False)``: ``data`` detached, as a Tensor."""
+
+    _execution_engine = _ImperativeEngine()
 
     def __new__(cls, data=None, requires_grad: bool = False, volatile: bool = False, **kwargs):
         if volatile:

@@ -22,6 +22,7 @@ __all__ = ["Backend", "DistBackendError", "DistError", "DistNetworkError", "Dist
            "reduce_scatter", "reduce_scatter_tensor", "scatter", "scatter_object_list", "send"]
 
 from ._errors import _NOT_INITIALIZED  # noqa: E402  (PyTorch's message; ember.nn.parallel's DDP raises it too)
+_DEFAULT_FIRST_BUCKET_BYTES = 1024 * 1024   # DistributedDataParallel's first gradient bucket (PyTorch's 1 MiB)
 _LAZY = set(__all__) | {"default_pg_timeout"}
 
 

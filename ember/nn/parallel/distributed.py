@@ -1,27 +1,379 @@
-"""DistributedDataParallel: importable; constructing one needs a default process group, which ember does not have
-yet (issue 22), so it raises PyTorch's error for a program that never called init_process_group."""
+"""DistributedDataParallel: data-parallel training over ember.distributed (MPI), with PyTorch's API and semantics.
+
+Each rank holds a replica of the module. At construction the parameters and buffers are broadcast from rank 0.
+During backward a post-accumulate-grad hook on every parameter marks it ready; the parameters sit in buckets
+(PyTorch's sizes: ``bucket_cap_mb``, a smaller first bucket of ``dist._DEFAULT_FIRST_BUCKET_BYTES``, in reverse
+parameter order, rebuilt after the first iteration in the order the gradients arrived), and as soon as all of a
+bucket's gradients are there they are copied into the bucket's flat buffer, divided by the world size, and a
+non-blocking all-reduce starts, so communication overlaps the rest of backward. Buckets start in the same order on
+every rank (a bucket waits for the ones before it), as collectives must. A callback queued on the engine waits for
+the all-reduces when backward ends and writes the averaged gradients back into ``.grad``.
+"""
 from __future__ import annotations
 
-from typing import Any
+import warnings
+from contextlib import contextmanager
+from typing import Any, Iterator
 
-from ...distributed import _NOT_INITIALIZED
+from ... import _dtype as D
+from ..._tensor import Tensor
+from ...autograd import grad_mode as _gm
+from ...autograd.graph import grad_accumulator, queue_callback
+from ...ops import creation as _creation
 from ..modules.module import Module
 
 __all__ = ["DistributedDataParallel"]
 
+_MB = 1024 * 1024
+_DEFAULT_BUCKET_CAP_MB = 25
+_DEFAULT_FIRST_BUCKET_BYTES = 1024 * 1024   # (also ember.distributed._DEFAULT_FIRST_BUCKET_BYTES)
+
+_UNUSED_MESSAGE = (
+    "Expected to have finished reduction in the prior iteration before starting a new one. This error indicates "
+    "that your module has parameters that were not used in producing loss. You can enable unused parameter "
+    "detection by passing the keyword argument `find_unused_parameters=True` to "
+    "`torch.nn.parallel.DistributedDataParallel`, and by \nmaking sure all `forward` function outputs participate "
+    "in calculating loss. \nIf you already have done the above, then the distributed data parallel module wasn't "
+    "able to locate the output tensors in the return value of your module's `forward` function. Please include the "
+    "loss function and the structure of the return value of `forward` of your module when reporting this issue "
+    "(e.g. list, dict, iterable).\nParameter indices which did not receive grad for rank {rank}: {indices}\n In "
+    "addition, you can set the environment variable TORCH_DISTRIBUTED_DEBUG to either INFO or DETAIL to print out "
+    "information about which particular parameters did not receive gradient on this rank as part of this error")
+
+
+def _assign_buckets(params: list, order: list[int], limits: list[int]) -> list[list[int]]:
+    """Parameter indices in buckets: ``order`` walked once, one open bucket per dtype, closed when it reaches its
+    size limit (the first bucket of each dtype gets ``limits[0]``, later ones the next limits, the last repeated);
+    buckets ordered by the position of their first member in ``order`` (PyTorch's
+    ``_compute_bucket_assignment_by_size``)."""
+    open_: dict = {}
+    done: list[list[int]] = []
+    for i in order:
+        p = params[i]
+        key = p.dtype
+        b = open_.get(key)
+        if b is None:
+            b = open_[key] = [[], 0, 0]   # indices, bytes, which limit
+        b[0].append(i)
+        b[1] += p.numel() * p.element_size()
+        if b[1] >= limits[min(b[2], len(limits) - 1)]:
+            done.append(b[0])
+            open_[key] = [[], 0, b[2] + 1]
+    done.extend(b[0] for b in open_.values() if b[0])
+    pos = {i: k for k, i in enumerate(order)}
+    return sorted(done, key=lambda idx: pos[idx[0]])
+
+
+class _Bucket:
+    """Parameters whose gradients travel in one all-reduce: a flat buffer, where each one's gradient sits, and how
+    many are still to come in this backward."""
+
+    __slots__ = ("indices", "offsets", "flat", "pending", "work")
+
+    def __init__(self, params: list, indices: list[int]) -> None:
+        self.indices = indices
+        self.offsets = []
+        n = 0
+        for i in indices:
+            self.offsets.append(n)
+            n += params[i].numel()
+        self.flat = _creation.zeros(n, dtype=params[indices[0]].dtype)
+        self.pending = len(indices)
+        self.work: Any = None
+
+
+def _find_tensors(obj: Any) -> Iterator[Tensor]:
+    """The tensors in a forward's output (tensors, lists, tuples, dicts, dataclass-like objects' fields)."""
+    if isinstance(obj, Tensor):
+        yield obj
+    elif isinstance(obj, (list, tuple)):
+        for x in obj:
+            yield from _find_tensors(x)
+    elif isinstance(obj, dict):
+        for x in obj.values():
+            yield from _find_tensors(x)
+
 
 class DistributedDataParallel(Module):
-    """Raises PyTorch's ValueError: there is no default process group (``ember.distributed.is_available()`` is
-    False)."""
+    """Data parallelism across the ranks of a process group (PyTorch's ``torch.nn.parallel.DistributedDataParallel``).
+
+    ``module`` is held as ``self.module`` (state dict keys ``module.<name>``). Every rank calls the wrapper on its
+    own share of the batch; after ``loss.backward()`` every rank's ``.grad`` holds the gradient averaged over the
+    ranks. ``no_sync()`` skips the averaging (gradients accumulate locally, and the next synchronised backward
+    averages the sum). ``find_unused_parameters=True`` finds, after each forward, the parameters its output does not
+    depend on and reduces zeros for them (a parameter unused on every rank keeps its ``.grad``). ``static_graph``
+    and ``gradient_as_bucket_view`` are accepted (the gradients are copies of the bucket, not views of it).
+    """
 
     def __init__(self, module: Module, device_ids: Any = None, output_device: Any = None, dim: int = 0,
-                 broadcast_buffers: bool = True, process_group: Any = None, bucket_cap_mb: Any = None,
-                 find_unused_parameters: bool = False, check_reduction: bool = False,
-                 gradient_as_bucket_view: bool = False, static_graph: bool = False, delay_all_reduce_named_params:
-                 Any = None, param_to_hook_all_reduce: Any = None, mixed_precision: Any = None,
-                 device_mesh: Any = None, skip_all_reduce_unused_params: bool = False) -> None:
+                 broadcast_buffers: bool | None = None, init_sync: bool = True, process_group: Any = None,
+                 bucket_cap_mb: float | None = None, find_unused_parameters: bool = False,
+                 check_reduction: bool = False, gradient_as_bucket_view: bool = False, static_graph: bool = False,
+                 delay_all_reduce_named_params: Any = None, param_to_hook_all_reduce: Any = None,
+                 mixed_precision: Any = None, device_mesh: Any = None, skip_all_reduce_unused_params: bool = False,
+                 bucket_cap_mb_list: list | None = None, batched_grad_copy: bool = False,
+                 forward_sync_buffers: bool | None = None) -> None:
         super().__init__()
-        raise ValueError(_NOT_INITIALIZED)
+        from ...distributed import distributed_c10d as c10d   # (loads the distributed API on first use only)
+        if (delay_all_reduce_named_params is not None) != (param_to_hook_all_reduce is not None):
+            raise ValueError("delay_all_reduce_named_params and param_to_hook_all_reduce need to be set at the "
+                             "same time.")
+        if process_group and device_mesh is not None:
+            raise RuntimeError("Cannot specify both process_group and device_mesh arguments.")
+        if device_mesh is not None:
+            raise NotImplementedError("DistributedDataParallel: device_mesh is not supported by ember")
+        self.process_group = c10d._default_pg() if process_group is None else process_group
+        ignore = set(getattr(module, "_ddp_params_and_buffers_to_ignore", ()))
+        self.parameters_to_ignore = ignore
+        self._module_parameters = [p for n, p in module.named_parameters() if n not in ignore]
+        if not any(p.requires_grad for p in self._module_parameters):
+            raise RuntimeError("DistributedDataParallel is not needed when a module doesn't have any parameter "
+                               "that requires a gradient.")
+        if device_ids is not None and len(device_ids) > 1:
+            raise ValueError("device_ids can only be None or contain a single element.")
+        types = {p.device.type for p in self._module_parameters}
+        if len(types) != 1:
+            raise ValueError("DistributedDataParallel's input module must be on the same type of devices, but "
+                             f"input module parameters locate in {types}.")
+        if device_ids or output_device:
+            devices = {p.device for p in self._module_parameters}
+            raise ValueError("DistributedDataParallel device_ids and output_device arguments only work with "
+                             "single-device/multiple-device GPU modules or CPU modules, but got device_ids "
+                             f"{device_ids}, output_device {output_device}, and module parameters {devices}.")
+        self.device_ids = None
+        self.output_device = None
+        self.dim = dim
+        self.module = module
+        self.device = self._module_parameters[0].device
+        self.device_type = self.device.type
+        if broadcast_buffers is not None:
+            if forward_sync_buffers is not None:
+                warnings.warn("Both `broadcast_buffers` and `forward_sync_buffers` were specified. "
+                              "`broadcast_buffers` is deprecated and its value is ignored when "
+                              "`forward_sync_buffers` is provided.", FutureWarning, stacklevel=2)
+            else:
+                warnings.warn("`broadcast_buffers` is deprecated. Use `forward_sync_buffers` instead. IMPORTANT: "
+                              "unlike `broadcast_buffers=False`, `forward_sync_buffers=False` still syncs buffers "
+                              "at init. If you rely on buffers NOT being synced at init (e.g. rank-local buffers), "
+                              "keep using `broadcast_buffers=False` until `init_sync_buffers` is available.",
+                              FutureWarning, stacklevel=2)
+        if forward_sync_buffers is not None:
+            self.forward_sync_buffers = bool(forward_sync_buffers)
+            init_buffers = True
+        else:
+            self.forward_sync_buffers = init_buffers = broadcast_buffers is None or bool(broadcast_buffers)
+        self.broadcast_buffers = self.forward_sync_buffers
+        self.find_unused_parameters = find_unused_parameters
+        self.require_backward_grad_sync = True
+        self.require_forward_param_sync = True
+        self.gradient_as_bucket_view = gradient_as_bucket_view
+        self.mixed_precision = mixed_precision
+        self.static_graph = bool(static_graph)
+        cap = bucket_cap_mb if bucket_cap_mb is not None else _DEFAULT_BUCKET_CAP_MB
+        if bucket_cap_mb_list:
+            cap = max(bucket_cap_mb_list)
+        self.bucket_bytes_cap = int(cap * _MB)
+        default_caps = bucket_cap_mb is None and not bucket_cap_mb_list
+        self._first_bucket_bytes = _DEFAULT_FIRST_BUCKET_BYTES if default_caps else self.bucket_bytes_cap
+        self._limits = ([int(c * _MB) for c in bucket_cap_mb_list] if bucket_cap_mb_list
+                        else [self._first_bucket_bytes, self.bucket_bytes_cap])
+        self._c10d = c10d
+        self._world = c10d.get_world_size(self.process_group)
+        self._rank = c10d.get_rank(self.process_group)
+        self.modules_buffers = [b for n, b in module.named_buffers() if n not in ignore]
 
-    def forward(self, *inputs: Any, **kwargs: Any) -> Any:      # never reached: __init__ raises
-        raise RuntimeError("DistributedDataParallel has no process group")
+        if init_sync and self._world > 1:   # rank 0's parameters and buffers everywhere
+            states = [p for p in self._module_parameters]
+            if init_buffers:
+                states += self.modules_buffers
+            self._broadcast(states)
+
+        # the reducer's state
+        self._params = [p for p in self._module_parameters if p.requires_grad]
+        self._index = {id(p): i for i, p in enumerate(self._params)}
+        self._buckets: list[_Bucket] = []
+        self._bucket_of: list[tuple[int, int]] = []
+        # initial buckets in reverse parameter order (the order gradients usually arrive in)
+        self._build_buckets(_assign_buckets(self._params, list(range(len(self._params) - 1, -1, -1)),
+                                            self._limits))
+        self._rebuilt = False
+        self._arrival: list[int] = []
+        self._ready = [False] * len(self._params)
+        self._expect_hooks = False
+        self._incomplete = False
+        self._next_bucket = 0
+        self._unused: list[int] = []
+        self._unused_set: set = set()
+        self._marked_unused = False
+        self._callback_queued = False
+        self._hooks = [p.register_post_accumulate_grad_hook(self._make_hook(i)) for i, p in enumerate(self._params)]
+
+    # ------------------------------------------------------------------------------------------------
+    def _broadcast(self, tensors: list) -> None:
+        with _gm.no_grad():
+            for t in tensors:
+                self._c10d.broadcast(t.detach(), 0, group=self.process_group)
+
+    def _build_buckets(self, assignment: list[list[int]]) -> None:
+        self._buckets = [_Bucket(self._params, idx) for idx in assignment]
+        self._bucket_of = [(0, 0)] * len(self._params)
+        for b, bucket in enumerate(self._buckets):
+            for k, i in enumerate(bucket.indices):
+                self._bucket_of[i] = (b, k)
+
+    def _make_hook(self, i: int):
+        def hook(_param: Tensor) -> None:
+            if self._expect_hooks and self.require_backward_grad_sync:
+                self._mark_ready(i)
+        return hook
+
+    def _mark_ready(self, i: int) -> None:
+        if not self._callback_queued:
+            self._callback_queued = True
+            queue_callback(self._finalize_backward)
+            if self._unused and not self._marked_unused:   # (PyTorch marks them at the first hook too)
+                self._marked_unused = True
+                for u in self._unused:
+                    self._mark_ready(u)
+        if self._ready[i]:
+            return
+        self._ready[i] = True
+        if not self._rebuilt:
+            self._arrival.append(i)
+        b, _ = self._bucket_of[i]
+        bucket = self._buckets[b]
+        bucket.pending -= 1
+        # buckets start in order on every rank (collectives must): launch this one and any ready ones after it
+        while self._next_bucket < len(self._buckets) and self._buckets[self._next_bucket].pending == 0:
+            self._launch(self._buckets[self._next_bucket])
+            self._next_bucket += 1
+
+    def _launch(self, bucket: _Bucket) -> None:
+        """Copy the bucket's gradients (divided by the world size, PyTorch's order) into its buffer and start a
+        non-blocking all-reduce of it."""
+        scale = 1.0 / self._world
+        with _gm.no_grad():
+            flat = bucket.flat
+            for i, off in zip(bucket.indices, bucket.offsets):
+                p = self._params[i]
+                view = flat[off:off + p.numel()]
+                if p.grad is None:
+                    view.zero_()
+                else:
+                    view.copy_(p.grad.reshape(-1) * scale)
+            bucket.work = self._c10d.all_reduce(flat, group=self.process_group, async_op=True)
+
+    def _finalize_backward(self) -> None:
+        """End of backward: wait for the all-reduces and write the averaged gradients into ``.grad``."""
+        self._callback_queued = False
+        self._expect_hooks = False
+        if self._next_bucket < len(self._buckets):   # some gradient never came: PyTorch's error at next forward
+            self._incomplete = True
+        global_unused = None
+        if self.find_unused_parameters and not self.static_graph:
+            used = _creation.tensor([0 if i in self._unused_set else 1 for i in range(len(self._params))],
+                                    dtype=D.int32)
+            self._c10d.all_reduce(used, group=self.process_group)
+            global_unused = [int(v) == 0 for v in used.tolist()]
+        with _gm.no_grad():
+            for bucket in self._buckets[:self._next_bucket]:
+                bucket.work.wait()
+                bucket.work = None
+                for i, off in zip(bucket.indices, bucket.offsets):
+                    if global_unused is not None and global_unused[i]:
+                        continue   # unused on every rank: .grad stays as it was
+                    p = self._params[i]
+                    value = bucket.flat[off:off + p.numel()].view(p.shape)
+                    if p.grad is None:
+                        p.grad = value.clone()
+                    else:
+                        p.grad.copy_(value)
+        if not self._rebuilt and not self._incomplete:
+            self._rebuilt = True
+            if (self.static_graph or not self.find_unused_parameters) and len(self._arrival) == len(self._params):
+                self._build_buckets(_assign_buckets(self._params, self._arrival, self._limits))
+            self._arrival = []
+
+    # ------------------------------------------------------------------------------------------------
+    def _prepare_forward(self) -> None:
+        if self._incomplete:
+            missing = [str(i) for i in range(len(self._params)) if not self._ready[i]]
+            raise RuntimeError(_UNUSED_MESSAGE.format(rank=self._rank, indices=" ".join(missing)))
+        for bucket in self._buckets:
+            bucket.pending = len(bucket.indices)
+            bucket.work = None
+        self._ready = [False] * len(self._params)
+        self._next_bucket = 0
+        self._unused = []
+        self._unused_set = set()
+        self._marked_unused = False
+
+    def _prepare_backward(self, output: Any) -> None:
+        """With ``find_unused_parameters``: the parameters the output does not reach in the autograd graph."""
+        self._expect_hooks = True
+        if not self.find_unused_parameters or self.static_graph:
+            self._unused_set = set()
+            return
+        seen: set = set()
+        stack = [t.grad_fn for t in _find_tensors(output) if t.grad_fn is not None]
+        while stack:
+            node = stack.pop()
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            for nxt, _ in node.next_functions:
+                if nxt is not None and id(nxt) not in seen:
+                    stack.append(nxt)
+        for t in _find_tensors(output):   # a parameter returned as is
+            if t.grad_fn is None and t.requires_grad:
+                seen.add(id(grad_accumulator(t)))
+        self._unused = [i for i, p in enumerate(self._params) if id(grad_accumulator(p)) not in seen]
+        self._unused_set = set(self._unused)
+
+    def _sync_buffers(self) -> None:
+        if self.require_forward_param_sync and self.forward_sync_buffers and self.modules_buffers and \
+                self._world > 1:
+            self._broadcast(self.modules_buffers)
+
+    def forward(self, *inputs: Any, **kwargs: Any) -> Any:
+        sync = _gm.is_grad_enabled() and self.require_backward_grad_sync
+        if sync:
+            self._prepare_forward()
+        self._sync_buffers()
+        output = self.module(*inputs, **kwargs)
+        if sync:
+            self.require_forward_param_sync = True
+            self._prepare_backward(output)
+        else:
+            self.require_forward_param_sync = False
+        return output
+
+    @contextmanager
+    def no_sync(self) -> Iterator[None]:
+        """Inside, backward accumulates gradients locally without all-reducing them; the first synchronised
+        backward after it averages the accumulated sum."""
+        old = self.require_backward_grad_sync
+        self.require_backward_grad_sync = False
+        try:
+            yield
+        finally:
+            self.require_backward_grad_sync = old
+
+    def _set_static_graph(self) -> None:
+        self.static_graph = True
+
+    def will_sync_module_buffers(self) -> bool:
+        return self.require_forward_param_sync and self.forward_sync_buffers and len(self.modules_buffers) > 0
+
+    def join(self, divide_by_initial_world_size: bool = True, enable: bool = True,
+             throw_on_early_termination: bool = False) -> Any:
+        """Uneven inputs: not built in ember (every rank must run the same number of iterations)."""
+        raise NotImplementedError("DistributedDataParallel.join (uneven inputs) is not supported by ember yet")
+
+    def register_comm_hook(self, state: object, hook: Any) -> None:
+        raise NotImplementedError("DistributedDataParallel.register_comm_hook is not supported by ember yet")
+
+    @staticmethod
+    def _set_params_and_buffers_to_ignore_for_model(module: Module, params_and_buffers_to_ignore: Any) -> None:
+        module._ddp_params_and_buffers_to_ignore = params_and_buffers_to_ignore
+

@@ -1,0 +1,161 @@
+"""DistributedDataParallel: real multi-process jobs (launched as tests/test_distributed.py launches them).
+
+tests/dist_programs/ddp.py trains an MLP (SGD), a small CNN and an LSTM (Adam) for 20 steps with DDP, every rank
+on its share of the same global batches, and in one process on the whole batches; no_sync accumulation against
+the large batch; find_unused_parameters with a branch used on one rank only and a layer never used; errors. It
+runs under ember's launcher on 2 processes, under plain mpiexec on 4 (a subset), and under torchrun with torch's
+gloo on 2 and 4: DDP must equal the single-process training to float rounding and torch's DDP to float rounding
+(ember's kernels and torch's differ in the last bits here and there; the errors are compared word for word).
+tests/dist_programs/train_ddp.py is a torchrun-style script (DistributedSampler, rank-0 checkpoints): ember's
+launcher prints the losses and final parameters torchrun prints with torch.
+"""
+from __future__ import annotations
+
+import json
+import re
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_distributed import ROOT, _finish, _launch, pytestmark  # noqa: E402,F401
+
+SCRIPT = ROOT / "tests" / "dist_programs" / "ddp.py"
+TRAIN = ROOT / "tests" / "dist_programs" / "train_ddp.py"
+FOUR = "mlp_sgd,cnn_adam,unused_rank_dependent,mlp_no_sync"   # the cases run on 4 ranks
+TRAINED = ["mlp_sgd", "mlp_sgd_small_buckets", "cnn_adam", "lstm_adam", "mlp_no_sync", "mlp_static_graph"]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """Every job, two at a time (2 cores): {job: [rank results]} and the training script's outputs."""
+    base = tmp_path_factory.mktemp("ddp")
+    t0 = time.monotonic()
+    out: dict = {}
+    waves = [{"ember2": (_launch("ember", 2, base / "ember2", SCRIPT), 2),
+              "torch2": (_launch("torch", 2, base / "torch2", SCRIPT), 2)},
+             {"ember4": (_launch("mpiexec", 4, base / "ember4", SCRIPT, CASES=FOUR), 4)},
+             {"torch4": (_launch("torch", 4, base / "torch4", SCRIPT, CASES=FOUR), 4)},
+             {"train_ember": (_launch("ember", 2, base / "train_ember", TRAIN), 0),
+              "train_torch": (_launch("torch", 2, base / "train_torch", TRAIN), 0)}]
+    for wave in waves:
+        for name, (proc, n) in wave.items():
+            rc, text = _finish(proc)
+            assert rc == 0, f"{name} failed:\n{text[-4000:]}"
+            out[name] = ([json.loads((base / name / f"rank{r}.json").read_text()) for r in range(n)] if n
+                         else text)
+    out["seconds"] = time.monotonic() - t0
+    return out
+
+
+def _flat(v) -> np.ndarray:
+    if isinstance(v, dict):
+        return np.concatenate([_flat(v[k]) for k in sorted(v)]) if v else np.zeros(0)
+    return np.asarray(v, dtype=np.float64).reshape(-1)
+
+
+def _close(a, b, tol: float = 2e-6) -> bool:
+    x, y = _flat(a), _flat(b)
+    return x.shape == y.shape and bool(np.allclose(x, y, rtol=tol, atol=tol))
+
+
+@pytest.mark.parametrize("job", ["ember2", "ember4"])
+def test_ddp_equals_single_process_training(runs, job):
+    ranks = runs[job]
+    for case in TRAINED:
+        if case not in ranks[0]:
+            continue
+        got = ranks[0][case]
+        assert "error" not in got, got
+        assert got["keys"][0].startswith("module."), got["keys"]
+        for r, other in enumerate(ranks):   # every rank holds the same parameters, bit for bit
+            assert other[case]["ddp"] == got["ddp"], (job, case, r)
+        assert _close(got["ddp"], got["single"]), (job, case)
+
+
+@pytest.mark.parametrize("n", [2, 4])
+def test_ddp_equals_torch_gloo(runs, n):
+    compared = 0
+    for e, t in zip(runs[f"ember{n}"], runs[f"torch{n}"]):
+        assert sorted(e) == sorted(t)
+        for case, tv in t.items():
+            ev = e[case]
+            if case in TRAINED:
+                assert _close(ev["ddp"], tv["ddp"]) and _close(ev["losses"], tv["losses"], 1e-5), case
+                assert ev["keys"] == tv["keys"]
+            elif case == "unused_rank_dependent":
+                for eg, tg in zip(ev[0], tv[0]):   # which gradients are None, and the values
+                    assert {k: v is None for k, v in eg.items()} == {k: v is None for k, v in tg.items()}
+                    assert _close({k: v for k, v in eg.items() if v is not None},
+                                  {k: v for k, v in tg.items() if v is not None})
+                assert _close(ev[1], tv[1])
+            elif case == "buffers":
+                assert _close(ev[:2], tv[:2]) and ev[2] == tv[2]
+            else:   # errors, word for word
+                assert ev == tv, (case, ev, tv)
+            compared += 1
+    assert compared >= (10 if n == 2 else 4) * n
+
+
+def test_find_unused_parameters(runs):
+    """``b`` used on rank 0 on even steps only: its gradient is rank 0's halved on both ranks then, None on odd
+    steps (unused everywhere); ``c`` never has one."""
+    for ranks in (runs["ember2"], runs["ember4"]):
+        steps = ranks[0]["unused_rank_dependent"][0]
+        for s, g in enumerate(steps):
+            assert g["c.weight"] is None and g["c.bias"] is None
+            assert (g["b.weight"] is None) == (s % 2 == 1)
+            assert g["a.weight"] is not None
+        for other in ranks[1:]:
+            assert other["unused_rank_dependent"] == ranks[0]["unused_rank_dependent"]
+
+
+def test_errors_as_torch(runs):
+    e = runs["ember2"][0]
+    name, message = e["unused_error"]
+    assert name == "RuntimeError" and message.startswith("Expected to have finished reduction in the prior")
+    assert "Parameter indices which did not receive grad for rank 0: 4 5" in message
+    assert e["constructor_errors"][0] == ["RuntimeError", "DistributedDataParallel is not needed when a module "
+                                          "doesn't have any parameter that requires a gradient."]
+
+
+def _parse(text: str) -> tuple[list, dict]:
+    losses = [float(m) for m in re.findall(r"^epoch \d+ step \d+ loss (\S+)$", text, re.M)]
+    params = {(m[0], m[1]): [float(v) for v in m[2].split()]
+              for m in re.findall(r"^rank (\d+) (\S+) (.*)$", text, re.M)}
+    return losses, params
+
+
+def test_torchrun_style_script_prints_what_torch_prints(runs):
+    el, ep = _parse(runs["train_ember"])
+    tl, tp = _parse(runs["train_torch"])
+    assert len(el) == len(tl) == 12, (runs["train_ember"][-2000:], runs["train_torch"][-2000:])
+    assert np.allclose(el, tl, rtol=0, atol=2e-6), (el, tl)
+    assert sorted(ep) == sorted(tp) and len(ep) == 8
+    for key in tp:
+        assert np.allclose(ep[key], tp[key], rtol=0, atol=2e-6), key
+        assert ep[key] == ep[("0", key[1])]   # every rank the same (loaded from rank 0's checkpoint)
+
+
+def test_single_process_pieces():
+    """Without a process group: PyTorch's error; DataParallel runs the module (no GPU); the engine's final
+    callbacks."""
+    import ember as torch
+    from ember.autograd import Variable
+    with pytest.raises(ValueError, match="Default process group has not been initialized"):
+        torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(2, 2))
+    m = torch.nn.Linear(3, 2)
+    dp = torch.nn.DataParallel(m)
+    x = torch.ones(4, 3)
+    assert dp.device_ids == [] and torch.equal(dp(x), m(x)) and list(dp.state_dict())[0] == "module.weight"
+    seen = []
+    w = torch.ones(2, requires_grad=True)
+    w.register_post_accumulate_grad_hook(
+        lambda p: Variable._execution_engine.queue_callback(lambda: seen.append(p.grad.tolist())))
+    (w * 3).sum().backward()
+    assert seen == [[3.0, 3.0]]
+    with pytest.raises(RuntimeError, match="Final callbacks can only be installed during backward pass."):
+        Variable._execution_engine.queue_callback(lambda: None)
