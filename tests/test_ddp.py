@@ -2,7 +2,8 @@
 
 tests/dist_programs/ddp.py trains an MLP (SGD), a small CNN and an LSTM (Adam) for 20 steps with DDP, every rank
 on its share of the same global batches, and in one process on the whole batches; no_sync accumulation against
-the large batch; find_unused_parameters with a branch used on one rank only and a layer never used; errors. It
+the large batch; SyncBatchNorm (BatchNorm over the whole batch; torch's refuses CPU modules, so only the
+single-process comparison); find_unused_parameters with a branch used on one rank only and a layer never used; errors. It
 runs under ember's launcher on 2 processes, under plain mpiexec on 4 (a subset), and under torchrun with torch's
 gloo on 2 and 4: DDP must equal the single-process training to float rounding and torch's DDP to float rounding
 (ember's kernels and torch's differ in the last bits here and there; the errors are compared word for word).
@@ -25,8 +26,9 @@ from test_distributed import ROOT, _finish, _launch, pytestmark  # noqa: E402,F4
 
 SCRIPT = ROOT / "tests" / "dist_programs" / "ddp.py"
 TRAIN = ROOT / "tests" / "dist_programs" / "train_ddp.py"
-FOUR = "mlp_sgd,cnn_adam,unused_rank_dependent,mlp_no_sync"   # the cases run on 4 ranks
-TRAINED = ["mlp_sgd", "mlp_sgd_small_buckets", "cnn_adam", "lstm_adam", "mlp_no_sync", "mlp_static_graph"]
+FOUR = "mlp_sgd,cnn_adam,unused_rank_dependent,mlp_no_sync,sync_batchnorm"   # the cases run on 4 ranks
+TRAINED = ["mlp_sgd", "mlp_sgd_small_buckets", "cnn_adam", "lstm_adam", "mlp_no_sync", "mlp_static_graph",
+           "sync_batchnorm"]
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +85,9 @@ def test_ddp_equals_torch_gloo(runs, n):
         assert sorted(e) == sorted(t)
         for case, tv in t.items():
             ev = e[case]
-            if case in TRAINED:
+            if case == "sync_batchnorm":   # torch's DDP refuses SyncBatchNorm on CPU; ember synchronises it
+                assert tv == {"error": "ValueError", "message": "SyncBatchNorm layers only work with GPU modules"}
+            elif case in TRAINED:
                 assert _close(ev["ddp"], tv["ddp"]) and _close(ev["losses"], tv["losses"], 1e-5), case
                 assert ev["keys"] == tv["keys"]
             elif case == "unused_rank_dependent":
@@ -159,3 +163,31 @@ def test_single_process_pieces():
     assert seen == [[3.0, 3.0]]
     with pytest.raises(RuntimeError, match="Final callbacks can only be installed during backward pass."):
         Variable._execution_engine.queue_callback(lambda: None)
+
+
+def test_sync_batchnorm_single_process():
+    """Without a group (or in eval) SyncBatchNorm is BatchNorm; convert_sync_batchnorm as PyTorch's (same
+    parameters and buffers, BatchNorm*d replaced at any depth); PyTorch's input checks."""
+    import ember
+    import torch
+    for lib in (ember, torch):
+        lib.manual_seed(0)
+        m = lib.nn.Sequential(lib.nn.Conv2d(2, 3, 1), lib.nn.Sequential(lib.nn.BatchNorm2d(3)))
+        bn = m[1][0]
+        s = lib.nn.SyncBatchNorm.convert_sync_batchnorm(m)
+        assert type(s[1][0]).__name__ == "SyncBatchNorm" and s[1][0].weight is bn.weight
+        assert s[1][0].running_mean is bn.running_mean
+        x = lib.arange(24.0).reshape(2, 2, 2, 3)
+        y = s(x)[:, :2]
+        (y * lib.arange(24.0).reshape(2, 2, 2, 3).cos()).sum().backward()
+        if lib is ember:
+            ours = (y.detach().numpy(), s[0].weight.grad.numpy(), bn.running_var.numpy())
+        else:
+            np.testing.assert_allclose(ours[0], y.detach().numpy(), rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(ours[1], s[0].weight.grad.numpy(), rtol=1e-4, atol=1e-5)
+            np.testing.assert_allclose(ours[2], bn.running_var.numpy(), rtol=1e-6)
+    for bad, msg in ((ember.ones(3), "expected at least 2D input (got 1D input)"),
+                     (ember.ones(2, 0), "SyncBatchNorm number of input channels should be non-zero")):
+        for lib, t in ((ember, bad), (torch, torch.from_numpy(bad.numpy()))):
+            with pytest.raises(ValueError, match=re.escape(msg)):
+                lib.nn.SyncBatchNorm(3 if bad.dim() == 1 else 0)(t)

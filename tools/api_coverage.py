@@ -157,7 +157,7 @@ NOT_YET: dict[str, str] = {
             """nn:LinearCrossEntropyLoss nn:LinearCrossEntropyOptions nn.modules:LinearCrossEntropyLoss
             nn.modules:LinearCrossEntropyOptions"""),
     **_same("needs process groups: the distributed issue (22) builds them; ember.distributed.is_available() is False",
-            """nn:SyncBatchNorm nn.modules:SyncBatchNorm nn.parallel:DistributedDataParallelCPU nn.parallel:gather
+            """nn.parallel:DistributedDataParallelCPU nn.parallel:gather
             nn.parallel:parallel_apply nn.parallel:replicate nn.parallel:scatter"""),
     **_same("ember's Lazy* modules keep ordinary empty tensors awaiting their shapes (names in _lazy_pending), not "
             "uninitialized tensor classes", "nn:UninitializedBuffer nn:UninitializedParameter"),

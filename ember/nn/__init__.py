@@ -43,7 +43,7 @@ _family("modules.pooling", "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "
         "AdaptiveMaxPool3d", "LPPool1d", "LPPool2d", "LPPool3d", "MaxUnpool1d", "MaxUnpool2d",
         "MaxUnpool3d")
 _family("modules.normalization", "LayerNorm", "GroupNorm", "RMSNorm", "LocalResponseNorm", "CrossMapLRN2d")
-_family("modules.batchnorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d")
+_family("modules.batchnorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm")
 _family("modules.instancenorm", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d")
 _family("modules.sparse", "Embedding", "EmbeddingBag")
 _family("modules.distance", "PairwiseDistance", "CosineSimilarity")

@@ -70,7 +70,7 @@ def cnn():
 def data(kind, steps, batch):
     """The global batches, the same on every rank (seeded)."""
     g = torch.Generator().manual_seed(1234)
-    if kind == "mlp":
+    if kind in ("mlp", "bn_mlp"):
         xs = [torch.randn(batch, 6, generator=g) for _ in range(steps)]
         ys = [torch.randn(batch, 3, generator=g) for _ in range(steps)]
     elif kind == "cnn":
@@ -82,17 +82,23 @@ def data(kind, steps, batch):
     return xs, ys
 
 
-MODELS = {"mlp": mlp, "cnn": cnn, "lstm": LSTMNet}
-LOSSES = {"mlp": nn.functional.mse_loss, "cnn": nn.functional.cross_entropy, "lstm": nn.functional.mse_loss}
+def bn_mlp():
+    return nn.Sequential(nn.Linear(6, 8), nn.BatchNorm1d(8), nn.Tanh(), nn.Linear(8, 3))
+
+
+MODELS = {"mlp": mlp, "cnn": cnn, "lstm": LSTMNet, "bn_mlp": bn_mlp}
+LOSSES = {"mlp": nn.functional.mse_loss, "cnn": nn.functional.cross_entropy, "lstm": nn.functional.mse_loss,
+          "bn_mlp": nn.functional.mse_loss}
 
 
 def optimizer(name, ps):
     return torch.optim.SGD(ps, lr=0.1, momentum=0.9) if name == "sgd" else torch.optim.Adam(ps, lr=0.01)
 
 
-def train(kind, opt_name, accumulate=1, **ddp_kwargs):
+def train(kind, opt_name, accumulate=1, sync_bn=False, **ddp_kwargs):
     """DDP training (each rank on its shard; ``accumulate`` micro-batches per step, all but the last under
-    no_sync) and the same training in one process on whole batches; both runs' final parameters."""
+    no_sync; BatchNorm made SyncBatchNorm with ``sync_bn``) and the same training in one process on whole batches;
+    both runs' final parameters and buffers."""
     batch = 8 * accumulate
     xs, ys = data(kind, STEPS, batch)
     loss_fn = LOSSES[kind]
@@ -100,6 +106,8 @@ def train(kind, opt_name, accumulate=1, **ddp_kwargs):
     model = MODELS[kind]()
     torch.manual_seed(7)
     single = MODELS[kind]()
+    if sync_bn:
+        model = nn.SyncBatchNorm.convert_sync_batchnorm(model)
     ddp = DDP(model, **ddp_kwargs)
     opt, opt1 = optimizer(opt_name, ddp.parameters()), optimizer(opt_name, single.parameters())
     per = batch // (N * accumulate)
@@ -184,6 +192,7 @@ CASES = {
     "lstm_adam": lambda: train("lstm", "adam", gradient_as_bucket_view=True),
     "mlp_no_sync": lambda: train("mlp", "adam", accumulate=2),
     "mlp_static_graph": lambda: train("mlp", "sgd", static_graph=True),
+    "sync_batchnorm": lambda: train("bn_mlp", "sgd", sync_bn=True),
     "unused_rank_dependent": unused_rank_dependent,
     "unused_error": unused_error,
     "constructor_errors": constructor_errors,

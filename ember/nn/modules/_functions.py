@@ -3,6 +3,7 @@ Function here, as in PyTorch, so the node carries PyTorch's name: ``CrossMapLRN2
 from __future__ import annotations
 
 from ...autograd.function import Function
+from ...ops import creation as _creation
 from ...ops import shape as _shape
 from ..._tensor import Tensor
 
@@ -55,3 +56,72 @@ class CrossMapLRN2d(Function):
             accum = accum + padded.narrow(1, j, channels)
         grad_input = grad_input - (2 * ctx.alpha * ctx.beta / size) * input * accum
         return grad_input, None, None, None, None
+
+
+class SyncBatchNorm(Function):
+    """Batch normalisation over the whole batch spread across a process group (PyTorch's
+    torch.nn.modules._functions.SyncBatchNorm): each rank's per-channel mean, biased variance and count travel in
+    one all_gather and combine into the global statistics; the backward all-reduces each channel's sums of
+    ``grad_output`` and ``grad_output * (x - mean)``, which the input gradient needs from every rank. The weight
+    and bias gradients stay local (DistributedDataParallel averages them)."""
+
+    @staticmethod
+    def forward(ctx, input: Tensor, weight, bias, running_mean, running_var, eps: float, momentum: float,
+                process_group, world_size: int) -> Tensor:
+        from ...distributed import distributed_c10d as c10d   # (loaded on first use; nothing else needs it)
+        c = input.size(1)
+        count = input.numel() // c
+        if count == 1 and world_size < 2:
+            raise ValueError(f"Expected more than 1 value per channel when training, got input size {count}")
+        dims = [0] + list(range(2, input.dim()))
+        if input.numel() > 0:
+            mean, var = input.mean(dims), input.var(dims, correction=0)
+        else:
+            mean = var = _creation.zeros(c, dtype=input.dtype)
+        local = _shape.cat([mean, var, _creation.full((1,), count, dtype=input.dtype)])
+        rows = _creation.empty(world_size * local.numel(), dtype=input.dtype)
+        c10d.all_gather_into_tensor(rows, local, group=process_group)
+        rows = rows.reshape(world_size, -1)
+        means, variances, counts = rows[:, :c], rows[:, c:2 * c], rows[:, 2 * c:]
+        total = counts.sum()
+        mean = (means * counts).sum(0) / total
+        var = ((variances + (means - mean) ** 2) * counts).sum(0) / total
+        invstd = (var + eps).rsqrt()
+        n = float(total)
+        if running_mean is not None:
+            running_mean.mul_(1 - momentum).add_(mean.to(running_mean.dtype) * momentum)
+        if running_var is not None:
+            running_var.mul_(1 - momentum).add_((var * (n / max(n - 1, 1))).to(running_var.dtype) * momentum)
+        shape = [1, c] + [1] * (input.dim() - 2)
+        out = (input - mean.reshape(shape)) * invstd.reshape(shape)
+        if weight is not None:
+            out = out * weight.reshape(shape)
+        if bias is not None:
+            out = out + bias.reshape(shape)
+        ctx.save_for_backward(input, weight, mean, invstd)
+        ctx.process_group, ctx.total, ctx.has_bias = process_group, n, bias is not None
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_output: Tensor):
+        from ...distributed import distributed_c10d as c10d
+        input, weight, mean, invstd = ctx.saved_tensors
+        c = input.size(1)
+        dims = [0] + list(range(2, input.dim()))
+        shape = [1, c] + [1] * (input.dim() - 2)
+        xmu = input - mean.reshape(shape)
+        sum_dy = grad_output.sum(dims)
+        sum_dy_xmu = (grad_output * xmu).sum(dims)
+        grad_input = grad_weight = grad_bias = None
+        if ctx.needs_input_grad[1]:
+            grad_weight = sum_dy_xmu * invstd
+        if ctx.needs_input_grad[2]:
+            grad_bias = sum_dy
+        if ctx.needs_input_grad[0]:
+            combined = _shape.cat([sum_dy, sum_dy_xmu])
+            c10d.all_reduce(combined, group=ctx.process_group)
+            mean_dy = (combined[:c] / ctx.total).reshape(shape)
+            mean_dy_xmu = (combined[c:] / ctx.total).reshape(shape)
+            scale = invstd.reshape(shape) if weight is None else (invstd * weight).reshape(shape)
+            grad_input = (grad_output - mean_dy - xmu * (invstd.reshape(shape) ** 2) * mean_dy_xmu) * scale
+        return grad_input, grad_weight, grad_bias, None, None, None, None, None, None

@@ -7,10 +7,12 @@ from ..._tensor import Tensor
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
+from . import _functions
 from .lazy import LazyModuleMixin
 from .module import Module
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d",
+           "SyncBatchNorm"]
 
 
 class _NormBase(Module):
@@ -156,3 +158,64 @@ def _lazy_norm(name: str, base: type) -> type:
 LazyBatchNorm1d = _lazy_norm("LazyBatchNorm1d", BatchNorm1d)
 LazyBatchNorm2d = _lazy_norm("LazyBatchNorm2d", BatchNorm2d)
 LazyBatchNorm3d = _lazy_norm("LazyBatchNorm3d", BatchNorm3d)
+
+
+class SyncBatchNorm(_BatchNorm):
+    """Batch normalisation whose training statistics cover the whole batch across the ranks of a process group
+    (``process_group``, default the world): PyTorch's ``torch.nn.SyncBatchNorm``. Without an initialised group, a
+    group of one, or in eval mode it is BatchNorm. (PyTorch's refuses CPU tensors in a group of several ranks;
+    ember, which has the CPU, synchronises them.)"""
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
+                 track_running_stats: bool = True, process_group=None, device=None, dtype=None, *,
+                 bias: bool = True) -> None:
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device=device, dtype=dtype,
+                         bias=bias)
+        self.process_group = process_group
+
+    def _check_input_dim(self, input: Tensor) -> None:
+        if input.dim() < 2:
+            raise ValueError(f"expected at least 2D input (got {input.dim()}D input)")
+
+    def forward(self, input: Tensor) -> Tensor:
+        self._check_input_dim(input)
+        if input.size(1) == 0:
+            raise ValueError("SyncBatchNorm number of input channels should be non-zero")
+        if not self.training:
+            return super().forward(input)
+        from ...distributed import distributed_c10d as c10d   # (loaded on first use)
+        world = 1
+        if c10d.is_initialized():
+            world = c10d.get_world_size(self.process_group or c10d.GroupMember.WORLD)
+        if world <= 1:
+            return super().forward(input)
+        factor = 0.0 if self.momentum is None else self.momentum
+        if self.track_running_stats and self.num_batches_tracked is not None:
+            self.num_batches_tracked.add_(1)
+            factor = 1.0 / float(self.num_batches_tracked) if self.momentum is None else self.momentum
+        track = self.track_running_stats
+        return _functions.SyncBatchNorm.apply(input, self.weight, self.bias, self.running_mean if track else None,
+                                              self.running_var if track else None, self.eps, factor,
+                                              self.process_group or c10d.GroupMember.WORLD, world)
+
+    @classmethod
+    def convert_sync_batchnorm(cls, module: Module, process_group=None) -> Module:
+        """``module`` with every BatchNorm*d replaced by a SyncBatchNorm sharing its parameters and buffers (a
+        BatchNorm given directly comes back as a new SyncBatchNorm)."""
+        out = module
+        if isinstance(module, _BatchNorm):
+            out = cls(module.num_features, module.eps, module.momentum, module.affine, module.track_running_stats,
+                      process_group, bias=module.bias is not None)
+            if module.affine:
+                out.weight = module.weight
+                out.bias = module.bias
+            out.running_mean = module.running_mean
+            out.running_var = module.running_var
+            out.num_batches_tracked = module.num_batches_tracked
+            out.training = module.training
+            if hasattr(module, "qconfig"):
+                out.qconfig = module.qconfig
+        for name, child in module.named_children():
+            out.add_module(name, cls.convert_sync_batchnorm(child, process_group))
+        del module
+        return out
