@@ -243,6 +243,9 @@ class DistributedDataParallel(Module):
         b, _ = self._bucket_of[i]
         bucket = self._buckets[b]
         bucket.pending -= 1
+        for earlier in self._buckets[:self._next_bucket]:   # MPI progresses non-blocking collectives when called
+            if earlier.work is not None:
+                earlier.work.is_completed()
         # buckets start in order on every rank (collectives must): launch this one and any ready ones after it
         while self._next_bucket < len(self._buckets) and self._buckets[self._next_bucket].pending == 0:
             self._launch(self._buckets[self._next_bucket])
