@@ -3,9 +3,9 @@
 tests/dist_programs/ddp.py trains an MLP (SGD), a small CNN and an LSTM (Adam) for 20 steps with DDP, every rank
 on its share of the same global batches, and in one process on the whole batches; no_sync accumulation against
 the large batch; SyncBatchNorm (BatchNorm over the whole batch; torch's refuses CPU modules, so only the
-single-process comparison); find_unused_parameters with a branch used on one rank only and a layer never used; errors. It
-runs under ember's launcher on 2 processes, under plain mpiexec on 4 (a subset), and under torchrun with torch's
-gloo on 2 and 4: DDP must equal the single-process training to float rounding and torch's DDP to float rounding
+single-process comparison there); find_unused_parameters with a branch used on one rank and a layer never used;
+errors. It runs under ember's launcher on 2 processes, under plain mpiexec on 4 (a subset), and under torchrun
+with torch's gloo on 2 and 4: DDP must equal the single-process training to float rounding and torch's DDP to float rounding
 (ember's kernels and torch's differ in the last bits here and there; the errors are compared word for word).
 tests/dist_programs/train_ddp.py is a torchrun-style script (DistributedSampler, rank-0 checkpoints): ember's
 launcher prints the losses and final parameters torchrun prints with torch.
