@@ -41,8 +41,10 @@ def runs(tmp_path_factory):
               "torch2": (_launch("torch", 2, base / "torch2", SCRIPT), 2)},
              {"ember4": (_launch("mpiexec", 4, base / "ember4", SCRIPT, CASES=FOUR), 4)},
              {"torch4": (_launch("torch", 4, base / "torch4", SCRIPT, CASES=FOUR), 4)},
-             {"train_ember": (_launch("ember", 2, base / "train_ember", TRAIN), 0),
-              "train_torch": (_launch("torch", 2, base / "train_torch", TRAIN), 0)}]
+             {"train_ember2": (_launch("ember", 2, base / "train_ember2", TRAIN), 0),
+              "train_torch2": (_launch("torch", 2, base / "train_torch2", TRAIN), 0)},
+             {"train_ember4": (_launch("ember", 4, base / "train_ember4", TRAIN), 0)},
+             {"train_torch4": (_launch("torch", 4, base / "train_torch4", TRAIN), 0)}]
     for wave in waves:
         for name, (proc, n) in wave.items():
             rc, text = _finish(proc)
@@ -133,12 +135,13 @@ def _parse(text: str) -> tuple[list, dict]:
     return losses, params
 
 
-def test_torchrun_style_script_prints_what_torch_prints(runs):
-    el, ep = _parse(runs["train_ember"])
-    tl, tp = _parse(runs["train_torch"])
-    assert len(el) == len(tl) == 12, (runs["train_ember"][-2000:], runs["train_torch"][-2000:])
+@pytest.mark.parametrize("n", [2, 4])
+def test_torchrun_style_script_prints_what_torch_prints(runs, n):
+    el, ep = _parse(runs[f"train_ember{n}"])
+    tl, tp = _parse(runs[f"train_torch{n}"])
+    assert len(el) == len(tl) == 24 // n, (runs[f"train_ember{n}"][-2000:], runs[f"train_torch{n}"][-2000:])
     assert np.allclose(el, tl, rtol=0, atol=2e-6), (el, tl)
-    assert sorted(ep) == sorted(tp) and len(ep) == 8
+    assert sorted(ep) == sorted(tp) and len(ep) == 4 * n
     for key in tp:
         assert np.allclose(ep[key], tp[key], rtol=0, atol=2e-6), key
         assert ep[key] == ep[("0", key[1])]   # every rank the same (loaded from rank 0's checkpoint)
