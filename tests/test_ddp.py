@@ -194,3 +194,29 @@ def test_sync_batchnorm_single_process():
         for lib, t in ((ember, bad), (torch, torch.from_numpy(bad.numpy()))):
             with pytest.raises(ValueError, match=re.escape(msg)):
                 lib.nn.SyncBatchNorm(3 if bad.dim() == 1 else 0)(t)
+
+
+def test_bucket_assignment_as_torch():
+    """Buckets as torch's ``_compute_bucket_assignment_by_size``: over the parameters in order (sorted by their
+    first index; DDP reverses them) and over a gradient arrival order (rebuilding: in the order they fill), with
+    PyTorch's first-bucket and later limits; one dtype per bucket."""
+    import random
+
+    import ember
+    import torch
+    from ember.nn.parallel.distributed import _assign_buckets
+    rng = random.Random(0)
+    for _ in range(150):
+        n = rng.randint(1, 10)
+        sizes = [rng.choice([1, 10, 1000, 50000, 300000]) for _ in range(n)]
+        names = [rng.choice(["float32", "float32", "float64"]) for _ in range(n)]
+        ts = [torch.zeros(s, dtype=getattr(torch, d)) for s, d in zip(sizes, names)]
+        es = [ember.zeros(s, dtype=getattr(ember, d)) for s, d in zip(sizes, names)]
+        limits = rng.choice([[1 << 20, 25 << 20], [4000, 400000], [100000]])
+        want, _ = torch.distributed._compute_bucket_assignment_by_size(ts, limits, [False] * n)
+        assert _assign_buckets(es, list(range(n)), limits, False) == [list(b) for b in want]
+        if len(set(names)) == 1:   # (torch orders the still-open buckets of several dtypes by a hash map)
+            order = rng.sample(range(n), n)
+            want, _ = torch.distributed._compute_bucket_assignment_by_size([ts[i] for i in order], limits,
+                                                                           [False] * n, order)
+            assert _assign_buckets(es, order, limits, True) == [list(b) for b in want]

@@ -2,8 +2,8 @@
 
 Each rank holds a replica of the module. At construction the parameters and buffers are broadcast from rank 0.
 During backward a post-accumulate-grad hook on every parameter marks it ready; the parameters sit in buckets
-(PyTorch's sizes: ``bucket_cap_mb``, a smaller first bucket of ``dist._DEFAULT_FIRST_BUCKET_BYTES``, in reverse
-parameter order, rebuilt after the first iteration in the order the gradients arrived), and as soon as all of a
+(PyTorch's: one bucket in reverse parameter order in the first iteration, then rebuilt in the order the gradients
+arrived, of ``bucket_cap_mb`` with a smaller first bucket of ``dist._DEFAULT_FIRST_BUCKET_BYTES``), and as soon as all of a
 bucket's gradients are there they are copied into the bucket's flat buffer, divided by the world size, and a
 non-blocking all-reduce starts, so communication overlaps the rest of backward. Buckets start in the same order on
 every rank (a bucket waits for the ones before it), as collectives must. A callback queued on the engine waits for
@@ -11,6 +11,7 @@ the all-reduces when backward ends and writes the averaged gradients back into `
 """
 from __future__ import annotations
 
+import sys
 import warnings
 from contextlib import contextmanager
 from typing import Any, Iterator
@@ -41,27 +42,28 @@ _UNUSED_MESSAGE = (
     "information about which particular parameters did not receive gradient on this rank as part of this error")
 
 
-def _assign_buckets(params: list, order: list[int], limits: list[int]) -> list[list[int]]:
-    """Parameter indices in buckets: ``order`` walked once, one open bucket per dtype, closed when it reaches its
-    size limit (the first bucket of each dtype gets ``limits[0]``, later ones the next limits, the last repeated);
-    buckets ordered by the position of their first member in ``order`` (PyTorch's
-    ``_compute_bucket_assignment_by_size``)."""
+def _assign_buckets(params: list, order: list[int], limits: list[int], rebuilding: bool) -> list[list[int]]:
+    """Parameter indices in buckets (PyTorch's ``_compute_bucket_assignment_by_size``): ``order`` walked once, one
+    open bucket per dtype, closed when it reaches its size limit (a dtype's first bucket gets ``limits[0]``, the
+    next ones the next limits, the last repeated). ``rebuilding`` (``order`` is the order the gradients arrived
+    in): the buckets in the order they closed, then the open ones; otherwise sorted by their smallest index."""
     open_: dict = {}
     done: list[list[int]] = []
     for i in order:
         p = params[i]
-        key = p.dtype
-        b = open_.get(key)
+        b = open_.get(p.dtype)
         if b is None:
-            b = open_[key] = [[], 0, 0]   # indices, bytes, which limit
+            b = open_[p.dtype] = [[], 0, 0]   # indices, bytes, which limit
         b[0].append(i)
         b[1] += p.numel() * p.element_size()
         if b[1] >= limits[min(b[2], len(limits) - 1)]:
             done.append(b[0])
-            open_[key] = [[], 0, b[2] + 1]
-    done.extend(b[0] for b in open_.values() if b[0])
+            open_[p.dtype] = [[], 0, b[2] + 1]
     pos = {i: k for k, i in enumerate(order)}
-    return sorted(done, key=lambda idx: pos[idx[0]])
+    rest = sorted((b[0] for b in open_.values() if b[0]), key=lambda idx: pos[idx[0]])
+    if rebuilding:
+        return done + rest
+    return sorted(done + rest, key=min)
 
 
 class _Bucket:
@@ -193,9 +195,11 @@ class DistributedDataParallel(Module):
         self._index = {id(p): i for i, p in enumerate(self._params)}
         self._buckets: list[_Bucket] = []
         self._bucket_of: list[tuple[int, int]] = []
-        # initial buckets in reverse parameter order (the order gradients usually arrive in)
-        self._build_buckets(_assign_buckets(self._params, list(range(len(self._params) - 1, -1, -1)),
-                                            self._limits))
+        # PyTorch's first iteration: buckets over the parameters in order, reversed (the order gradients usually
+        # arrive in); one bucket unless unused parameters are looked for. Rebuilt after it in the arrival order.
+        first = ([sys.maxsize] if (self.static_graph or not find_unused_parameters) and not bucket_cap_mb_list
+                 else self._limits)
+        self._build_buckets(_assign_buckets(self._params, list(range(len(self._params))), first, False)[::-1])
         self._rebuilt = False
         self._arrival: list[int] = []
         self._ready = [False] * len(self._params)
@@ -273,7 +277,7 @@ class DistributedDataParallel(Module):
         if self._next_bucket < len(self._buckets):   # some gradient never came: PyTorch's error at next forward
             self._incomplete = True
         global_unused = None
-        if self.find_unused_parameters and not self.static_graph:
+        if self.find_unused_parameters:
             used = _creation.tensor([0 if i in self._unused_set else 1 for i in range(len(self._params))],
                                     dtype=D.int32)
             self._c10d.all_reduce(used, group=self.process_group)
@@ -293,9 +297,20 @@ class DistributedDataParallel(Module):
                         p.grad.copy_(value)
         if not self._rebuilt and not self._incomplete:
             self._rebuilt = True
-            if (self.static_graph or not self.find_unused_parameters) and len(self._arrival) == len(self._params):
-                self._build_buckets(_assign_buckets(self._params, self._arrival, self._limits))
+            if self.static_graph or not self.find_unused_parameters:
+                self._rebuild_buckets()
             self._arrival = []
+
+    def _rebuild_buckets(self) -> None:
+        """Buckets in the order the first iteration's gradients arrived, rank 0's order on every rank (the
+        buckets must be the same everywhere); kept as they are when a rank missed a gradient."""
+        complete = _creation.tensor([int(len(self._arrival) == len(self._params))])
+        self._c10d.all_reduce(complete, op=self._c10d.ReduceOp.MIN, group=self.process_group)
+        if not int(complete):
+            return
+        order = _creation.tensor(self._arrival)
+        self._c10d.broadcast(order, 0, group=self.process_group)
+        self._build_buckets(_assign_buckets(self._params, order.tolist(), self._limits, True))
 
     # ------------------------------------------------------------------------------------------------
     def _prepare_forward(self) -> None:
@@ -307,6 +322,8 @@ class DistributedDataParallel(Module):
             bucket.work = None
         self._ready = [False] * len(self._params)
         self._next_bucket = 0
+        self._callback_queued = False   # (a backward that raised never ran the callback)
+        self._expect_hooks = False
         self._unused = []
         self._unused_set = set()
         self._marked_unused = False
@@ -314,7 +331,7 @@ class DistributedDataParallel(Module):
     def _prepare_backward(self, output: Any) -> None:
         """With ``find_unused_parameters``: the parameters the output does not reach in the autograd graph."""
         self._expect_hooks = True
-        if not self.find_unused_parameters or self.static_graph:
+        if not self.find_unused_parameters:
             self._unused_set = set()
             return
         seen: set = set()
