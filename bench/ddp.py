@@ -82,8 +82,14 @@ def _job(lib: str, n: int, width: int, layers: int, steps: int) -> dict:
                                                                              "--standalone"]
         env = dict(os.environ, LIB=lib, PYTHONPATH=ROOT, OMP_NUM_THREADS="1", OMPI_ALLOW_RUN_AS_ROOT="1",
                    OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-        subprocess.run([sys.executable, *launcher, "--nproc-per-node", str(n), *args], env=env, check=True,
-                       stdout=subprocess.DEVNULL)
+        for attempt in range(2):   # (torchrun --standalone now and then fails to rendezvous on this busy machine)
+            run = subprocess.run([sys.executable, *launcher, "--nproc-per-node", str(n), *args], env=env,
+                                 capture_output=True, text=True)
+            if run.returncode == 0:
+                break
+            print(f"{lib} job failed (attempt {attempt + 1}):\n{run.stderr[-1500:]}", file=sys.stderr)
+        else:
+            raise RuntimeError(f"{lib} job failed twice")
         with open(out) as f:
             return json.load(f)
 
