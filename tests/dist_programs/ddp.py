@@ -185,6 +185,25 @@ def buffers():
     return [m[1].running_mean.tolist(), m[1].running_var.tolist(), int(m[1].num_batches_tracked)]
 
 
+def join(extra_on_rank0):
+    """``with ddp.join():`` around the loop; rank 0 gets ``extra_on_rank0`` more batches than the others."""
+    torch.manual_seed(4)
+    m = nn.Linear(4, 2)
+    ddp = DDP(m)
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
+    g = torch.Generator().manual_seed(6)
+    xs = [torch.randn(2 * N, 4, generator=g) for _ in range(3 + extra_on_rank0)]
+    try:
+        with ddp.join():
+            for x in xs[:3 + (extra_on_rank0 if R == 0 else 0)]:
+                opt.zero_grad()
+                ddp(x[2 * R:2 * R + 2]).pow(2).sum().backward()
+                opt.step()
+    except RuntimeError as e:
+        return ["RuntimeError", str(e)]
+    return params(m)
+
+
 CASES = {
     "mlp_sgd": lambda: train("mlp", "sgd"),
     "mlp_sgd_small_buckets": lambda: train("mlp", "sgd", bucket_cap_mb=0.0001),
@@ -197,6 +216,8 @@ CASES = {
     "unused_error": unused_error,
     "constructor_errors": constructor_errors,
     "buffers": buffers,
+    "join_even": lambda: join(0),
+    "join_uneven": lambda: join(1),
 }
 chosen = os.environ.get("CASES")
 for name in (chosen.split(",") if chosen else CASES):

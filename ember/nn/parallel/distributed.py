@@ -210,6 +210,7 @@ class DistributedDataParallel(Module):
         self._unused_set: set = set()
         self._marked_unused = False
         self._callback_queued = False
+        self._joining = False
         self._hooks = [p.register_post_accumulate_grad_hook(self._make_hook(i)) for i, p in enumerate(self._params)]
 
     # ------------------------------------------------------------------------------------------------
@@ -356,6 +357,8 @@ class DistributedDataParallel(Module):
             self._broadcast(self.modules_buffers)
 
     def forward(self, *inputs: Any, **kwargs: Any) -> Any:
+        if self._joining:
+            self._count_active(1)
         sync = _gm.is_grad_enabled() and self.require_backward_grad_sync
         if sync:
             self._prepare_forward()
@@ -386,9 +389,21 @@ class DistributedDataParallel(Module):
         return self.require_forward_param_sync and self.forward_sync_buffers and len(self.modules_buffers) > 0
 
     def join(self, divide_by_initial_world_size: bool = True, enable: bool = True,
-             throw_on_early_termination: bool = False) -> Any:
-        """Uneven inputs: not built in ember (every rank must run the same number of iterations)."""
-        raise NotImplementedError("DistributedDataParallel.join (uneven inputs) is not supported by ember yet")
+             throw_on_early_termination: bool = False) -> "_Join":
+        """A context for the training loop. ember supports even inputs only: inside it every forward counts the
+        ranks still running (one small all-reduce), and a rank that runs out of inputs before the others makes
+        every rank raise RuntimeError instead of hanging (PyTorch's shadow all-reduces for uneven inputs are not
+        built)."""
+        return _Join(self, enable)
+
+    def _count_active(self, active: int) -> None:
+        from ...ops import creation as _c
+        t = _c.tensor([active])
+        self._c10d.all_reduce(t, group=self.process_group)
+        if int(t) not in (0, self._world) or (active == 0 and int(t)):
+            raise RuntimeError(f"DistributedDataParallel.join on rank {self._rank}: {int(t)} of {self._world} ranks "
+                               "still had inputs while the others had run out. ember's join() supports only "
+                               "even inputs (every rank the same number of iterations) yet")
 
     def register_comm_hook(self, state: object, hook: Any) -> None:
         raise NotImplementedError("DistributedDataParallel.register_comm_hook is not supported by ember yet")
@@ -397,3 +412,19 @@ class DistributedDataParallel(Module):
     def _set_params_and_buffers_to_ignore_for_model(module: Module, params_and_buffers_to_ignore: Any) -> None:
         module._ddp_params_and_buffers_to_ignore = params_and_buffers_to_ignore
 
+
+
+class _Join:
+    """``ddp.join()``: counts the running ranks at each forward and at the end (even inputs only)."""
+
+    def __init__(self, ddp: DistributedDataParallel, enable: bool) -> None:
+        self.ddp, self.enable = ddp, enable
+
+    def __enter__(self) -> "_Join":
+        self.ddp._joining = self.enable and self.ddp._world > 1
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        joining, self.ddp._joining = self.ddp._joining, False
+        if joining and exc_type is None:
+            self.ddp._count_active(0)
