@@ -185,14 +185,13 @@ class DistributedDataParallel(Module):
         self.modules_buffers = [b for n, b in module.named_buffers() if n not in ignore]
 
         if init_sync and self._world > 1:   # rank 0's parameters and buffers everywhere
-            states = [p for p in self._module_parameters]
+            states = list(self._module_parameters)
             if init_buffers:
                 states += self.modules_buffers
             self._broadcast(states)
 
         # the reducer's state
         self._params = [p for p in self._module_parameters if p.requires_grad]
-        self._index = {id(p): i for i, p in enumerate(self._params)}
         self._buckets: list[_Bucket] = []
         self._bucket_of: list[tuple[int, int]] = []
         # PyTorch's first iteration: buckets over the parameters in order, reversed (the order gradients usually
@@ -397,8 +396,7 @@ class DistributedDataParallel(Module):
         return _Join(self, enable)
 
     def _count_active(self, active: int) -> None:
-        from ...ops import creation as _c
-        t = _c.tensor([active])
+        t = _creation.tensor([active])
         self._c10d.all_reduce(t, group=self.process_group)
         if int(t) not in (0, self._world) or (active == 0 and int(t)):
             raise RuntimeError(f"DistributedDataParallel.join on rank {self._rank}: {int(t)} of {self._world} ranks "
