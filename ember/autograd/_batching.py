@@ -24,7 +24,8 @@ import warnings
 
 from .. import _dtype as _D
 from .._device import NAMESPACES
-from .._state import code_swaps as _code_swaps, func_depth as _func_depth
+from .._state import code_swaps as _code_swaps, func_depth as _func_depth, fwd_state as _fwd, \
+    track_tangent as _track_tangent
 from .._tensor import Tensor, _new, make as _make
 from . import _primitive, _views
 from . import grad_mode as _gm
@@ -398,13 +399,78 @@ def batched_at(t, level: int) -> bool:
 
 def add_level(t, frame: Frame):
     """``t`` made batched at ``frame``'s level (every example the same; an expanded view, no copy), keeping
-    its wrappers at other levels."""
+    its wrappers at other levels. A dual whose tangent is batched at that level gets the tangent's examples as
+    its rows (see ``tangent_at``)."""
     chain, p = peel(t)
+    if _fwd.level and p._fw_grad is not None and batched_at(p._fw_grad, frame.level):
+        return _add_level_dual(chain, p, frame)
     inner = [(lv, bd) for lv, bd in chain if lv < frame.level]
     outer = [(lv, bd) for lv, bd in chain if lv > frame.level]
     base = rewrap(p, inner)
     phys = base.unsqueeze(0).expand((frame.size,) + tuple(base._data.shape))
     return rewrap(wrap(phys, 0, frame.level), outer)
+
+
+# ----- forward-mode tangents batched at levels their primal is not ---------------------------------------------
+#
+# jvp under vmap batches only what is batched: a primal not batched at a level L at which its tangent is (jacfwd's
+# basis) stays one physical tensor, and its dual's tangent is a BatchedTensor at L whose per-example shape is the
+# primal's physical shape; the tangent arithmetic then runs through the batching rules, the primal's once. Such a
+# dual means "the same primal in every example of L, example b's tangent". It must never meet a physical tensor
+# that carries L's batch dim explicitly (a rule's input at L, a per-example slice at L): its tangent would be
+# broadcast over the examples of L twice (perturbation confusion). Every such meeting goes through
+# ``add_level`` first (``_run``, ``_public_runner``, ``_slice``, materialize/to_front, vmap's outputs), which
+# makes the dual batched at L with row b's tangent example b's. Only while tangents propagate (``fwd_state``):
+# inside tangent arithmetic a primal is a constant and broadcasts as any.
+
+def tangent_at(t, level: int) -> bool:
+    """Whether ``t`` (not batched at ``level``) is a dual whose tangent is batched at ``level``."""
+    while type(t) is BatchedTensor:
+        t = t._phys
+    g = t._fw_grad
+    return g is not None and type(g) is BatchedTensor and batched_at(g, level)
+
+
+def _add_level_dual(chain: list, p: Tensor, frame: Frame):
+    """``add_level`` of the dual ``p`` (seen through ``chain``), its tangent batched at ``frame``'s level: the
+    primal expanded, the tangent with that level's dim first as a plain dim (example b's tangent is row b)."""
+    level = frame.level
+    saved, _fwd.level = _fwd.level, 0   # (the expand's own tangent would be the broadcast one)
+    try:
+        phys = p.unsqueeze(0).expand((frame.size,) + tuple(p._data.shape))
+        tchain, q = peel(p._fw_grad)
+        bd = next(b for lv, b in tchain if lv == level)
+        tan = _moved(rewrap(q, [c for c in tchain if c[0] < level]), bd)
+        tan = rewrap(tan, [(lv, b + 1) for lv, b in tchain if lv > level])   # (their dims: one more in front)
+    finally:
+        _fwd.level = saved
+    phys._fw_grad = tan
+    _track_tangent(phys)
+    # the wrappers below the level index p's dims: one more in front now
+    t = wrap(rewrap(phys, [(lv, b + 1) for lv, b in chain if lv < level]), 0, level)
+    return rewrap(t, [c for c in chain if c[0] > level])
+
+
+def diag_args(args, level: int):
+    """``args`` (tensors, lists/tuples/dicts of them) with each dual not batched at ``level`` whose tangent is
+    made batched at it (``add_level``): what a rule at ``level`` may then meet (see ``tangent_at``)."""
+    if type(args) in (list, tuple):
+        new = None
+        for i, a in enumerate(args):
+            b = diag_args(a, level)
+            if b is not a:
+                if new is None:
+                    new = list(args)
+                new[i] = b
+        if new is None:
+            return args
+        return type(args)(*new) if hasattr(args, "_fields") else type(args)(new)
+    if type(args) is dict:
+        new = {k: diag_args(v, level) for k, v in args.items()}
+        return args if all(new[k] is args[k] for k in args) else new
+    if _fwd.level and isinstance(args, Tensor) and not batched_at(args, level) and tangent_at(args, level):
+        return add_level(args, frame_of(level))
+    return args
 
 
 def materialize(t, frames=None):
@@ -677,6 +743,8 @@ def _run(prim, args, params=_primitive._EMPTY, node_cls=None, dtype=None):
         return apply(prim, args, params, node_cls, dtype)
     frame = frame_of(level)
     _refuse_logical_params(params)
+    if _fwd.level:
+        args = diag_args(args, level)
     if dtype is None and prim.promote is not None:
         dtype = prim.promote(args)   # on the examples (a 0-d input promotes as a scalar, as PyTorch's)
         if dtype is None:
@@ -868,6 +936,8 @@ def _leaves(x, out: list) -> None:
 
 def _slice(x, level: int, b: int):
     """Example ``b`` at ``level`` of every batched tensor in ``x`` (a tensor, or a list/tuple/dict of them)."""
+    if _fwd.level and isinstance(x, Tensor) and not batched_at(x, level) and tangent_at(x, level):
+        x = add_level(x, frame_of(level))
     if type(x) is BatchedTensor:
         if not batched_at(x, level):
             return x
@@ -1228,7 +1298,10 @@ def _public_runner(orig, name: str):
             _leaves(args, found)
             _leaves(kwargs, found)
             if found:
-                return rule(orig, args, kwargs, max(t._level for t in found))
+                level = max(t._level for t in found)
+                if _fwd.level:
+                    args, kwargs = diag_args(args, level), diag_args(kwargs, level)
+                return rule(orig, args, kwargs, level)
         try:
             return orig(*args, **kwargs)
         except NeedsValues:

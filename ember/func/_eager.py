@@ -58,10 +58,10 @@ class _Input:
 
     __slots__ = ("seen", "leaf", "chain", "given_rg")
 
-    def __init__(self, t: Tensor) -> None:
+    def __init__(self, t: Tensor, frames: list) -> None:
         if t._data.dtype.kind not in "fcV":
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
-        t = B.materialize(t)
+        t = B.materialize(t, frames)
         chain, p = B.peel(t)
         self.given_rg = p._requires_grad
         if p._requires_grad:
@@ -82,6 +82,45 @@ class _Input:
         if g is None:
             g = torch.zeros_like(self.leaf.detach())
         return B.rewrap(g, self.chain)
+
+
+def _input_frames(flat) -> tuple[list, list]:
+    """``(frames, skipped)``: the running vmap levels a transform's inputs ``flat`` are made batched at, and the
+    others. Every level, except those at which no input is batched and some input is a dual whose tangent is
+    (jvp's tangent-only levels: jacfwd's basis under hessian = jacfwd(jacrev)): there the function's primal
+    side runs once, unbatched, its tangents batched. Should an output come out batched at a skipped level
+    after all (a random draw, a tensor batched there meeting the inputs), its gradient would be summed over
+    that level's examples: ``_differentiate`` then runs the function again with every level."""
+    frames = list(B.FRAMES)
+    if not fwd_state.level or not frames:
+        return frames, []
+    keep, skipped = [], []
+    for f in frames:
+        lv = f.level
+        if any(B.tangent_at(x, lv) for x in flat) and not any(B.batched_at(x, lv) for x in flat):
+            skipped.append(f)
+        else:
+            keep.append(f)
+    return keep, skipped
+
+
+def _differentiate(flat, run, every: bool = False):
+    """``run(inputs, frames)`` (the function called on ``_Input``s made batched at ``frames``; returns its
+    flat outputs first) with the levels of ``_input_frames``; again with every running level, from the same
+    random state, when an output is batched at a skipped level. Returns ``(inputs, frames, run's result)``."""
+    for t in flat:
+        _tensor_or_refuse(t)
+    frames, skipped = (list(B.FRAMES), []) if every else _input_frames(flat)
+    state = B.RNG_STATE[0]() if skipped and B.RNG_STATE else None
+    inputs = [_Input(t, frames) for t in flat]
+    res = run(inputs, frames)
+    if skipped and any(isinstance(o, Tensor) and B.batched_at(o, f.level) for o in res[0] for f in skipped):
+        if state is not None:
+            B.RNG_STATE[1](state)
+        frames = list(B.FRAMES)
+        inputs = [_Input(t, frames) for t in flat]
+        res = run(inputs, frames)
+    return inputs, frames, res
 
 
 def _check_argnums(argnums, n: int, name: str):
@@ -134,9 +173,9 @@ def _keep_graph(inputs, outs_phys, grad_on: bool, extra_rg: bool = False) -> boo
     return _reaches_other_leaves([o for o in outs_phys if o._requires_grad], [i.leaf for i in inputs])
 
 
-def _flat_phys(outs):
-    """The plain tensors of outputs, batch dims first (made batched at every running level)."""
-    return [B.to_front(o)[0] for o in outs]
+def _flat_phys(outs, frames):
+    """The plain tensors of outputs, batch dims first (made batched at ``frames``, the inputs' levels)."""
+    return [B.to_front(o, frames)[0] for o in outs]
 
 
 class _Span:
@@ -172,28 +211,36 @@ def _detach(t: Tensor, keep: bool) -> Tensor:
 def vjp(func: Callable, *primals, has_aux: bool = False):
     """``(func(*primals), vjp_fn)``; ``vjp_fn(cotangents)`` gives the vector-Jacobian products for each primal
     (``(func(*primals), vjp_fn, aux)`` with ``has_aux``)."""
+    return _vjp(func, primals, has_aux)
+
+
+def _vjp(func: Callable, primals: tuple, has_aux: bool, every: bool = False):
+    """vjp; ``every``: the inputs made batched at every running vmap level (see _input_frames)."""
     grad_on = _gm.is_grad_enabled()
     with _Transform(), _gm.enable_grad():
         flat, spec = tree_flatten(primals)
-        inputs = [_Input(_tensor_or_refuse(p)) for p in flat]
-        frames = list(B.FRAMES)
-        out = func(*tree_unflatten([i.seen for i in inputs], spec))
-        aux = None
-        if has_aux:
-            if not (isinstance(out, tuple) and len(out) == 2):
-                raise RuntimeError("vjp(f, *primals): output of function f should be a tuple: (output, aux) if "
-                                   "has_aux is True")
-            out, aux = out
-            _check_aux(aux)
-        flat_out, out_spec = tree_flatten(out)
-        for o in flat_out:
-            if not isinstance(o, Tensor):
-                raise RuntimeError(f"vjp(f, *primals): expected f(*primals) to return only tensors, got unsupported "
-                                   f"type {type(o)}")
-            if o._data.dtype.kind not in "fcV":
-                raise RuntimeError(f"vjp(f, ...): All outputs of f must be floating-point or complex Tensors, got "
-                                   f"Tensor with dtype {o.dtype}")
-        outs_phys = _flat_phys(flat_out)
+
+        def run(inputs, frames):
+            out = func(*tree_unflatten([i.seen for i in inputs], spec))
+            aux = None
+            if has_aux:
+                if not (isinstance(out, tuple) and len(out) == 2):
+                    raise RuntimeError("vjp(f, *primals): output of function f should be a tuple: (output, aux) if "
+                                       "has_aux is True")
+                out, aux = out
+                _check_aux(aux)
+            flat_out, out_spec = tree_flatten(out)
+            for o in flat_out:
+                if not isinstance(o, Tensor):
+                    raise RuntimeError(f"vjp(f, *primals): expected f(*primals) to return only tensors, got "
+                                       f"unsupported type {type(o)}")
+                if o._data.dtype.kind not in "fcV":
+                    raise RuntimeError(f"vjp(f, ...): All outputs of f must be floating-point or complex Tensors, "
+                                       f"got Tensor with dtype {o.dtype}")
+            return flat_out, out_spec, aux
+        inputs, frames, (flat_out, out_spec, aux) = _differentiate(flat, run, every)
+        skipped = {f.level for f in B.FRAMES} - {f.level for f in frames}
+        outs_phys = _flat_phys(flat_out, frames)
         keep = _keep_graph(inputs, outs_phys, grad_on)
     levels = [f.level for f in frames]
 
@@ -219,6 +266,15 @@ def vjp(func: Callable, *primals, has_aux: bool = False):
             new = [f for f in B.FRAMES if f.level not in levels and any(B.batched_at(c, f.level) for c in flat_ct)]
             sizes = [f.size for f in new]
             cg = keep or any(c.requires_grad for c in flat_ct) if create_graph is None else create_graph
+            if any(f.level in skipped for f in new):
+                # cotangents batched at a level the graph is not (its inputs' tangents are): autograd.grad's
+                # batch would be a plain dim that those tangents do not see; the rules' batching does
+                res = _vjp_of_batched(outs_phys, [_batched_ct(c, old, new) for c in flat_ct], inputs,
+                                      retain_graph, cg, [f.level for f in new])
+                if res is None:
+                    raise NotImplementedError("ember: vjp_fn with cotangents batched at a vmap level of a jvp's "
+                                              "tangents, through an operation without a batching rule")
+                return tree_unflatten(res, spec)
             if new and not old:
                 # cotangents batched by vmaps that began after vjp (jacrev's basis): the rules run on them as
                 # tensors, every operation batched by its rule; when one has none, autograd.grad's batched pass
@@ -227,12 +283,13 @@ def vjp(func: Callable, *primals, has_aux: bool = False):
                     return tree_unflatten(res, spec)
             phys_ct = []
             for c in flat_ct:
-                p, _ = B.to_front(c, new + old)   # (new levels are higher: to_front sorts old ones first)
-                k = len(old)
+                p, lvls = B.to_front(c, new + old)   # (their dims first, lowest level first)
                 if new:   # the new levels' dims first (flattened: autograd.grad's batch), then the old ones'
-                    n = p.dim()
-                    perm = list(range(k, k + len(new))) + list(range(k)) + list(range(k + len(new), n))
-                    p = p.permute(perm)
+                    pos = {lv: k for k, lv in enumerate(lvls)}
+                    perm = [pos[f.level] for f in new] + [pos[f.level] for f in old]
+                    perm += list(range(len(perm), p.dim()))
+                    if perm != list(range(p.dim())):
+                        p = p.permute(perm)
                     p = p.reshape((math.prod(sizes),) + tuple(p.shape[len(new):]))
                 phys_ct.append(p)
             live = [k for k, o in enumerate(outs_phys) if o._requires_grad]   # (the others give zeros)
@@ -250,10 +307,8 @@ def vjp(func: Callable, *primals, has_aux: bool = False):
                 # (new levels: their flattened batch dim first) -> the new levels' dims, then the leaf's
                 if g is None:
                     g = torch.zeros((math.prod(sizes),) + tuple(i.leaf.shape), dtype=i.leaf.dtype)
-                t = _wrap_after(g.reshape(tuple(sizes) + tuple(g.shape[1:])), len(new), i.chain)
-                for f in new:   # the old levels wrap innermost, then the new ones, lowest first
-                    t = B.wrap(t, 0, f.level)
-                res.append(t)
+                res.append(_wrap_after(g.reshape(tuple(sizes) + tuple(g.shape[1:])), [f.level for f in new],
+                                       i.chain))
         return tree_unflatten(res, spec)
 
     primal_out = tree_unflatten([_detach(o, keep) for o in flat_out], out_spec)
@@ -262,12 +317,27 @@ def vjp(func: Callable, *primals, has_aux: bool = False):
     return primal_out, vjp_fn
 
 
-def _vjp_of_batched(outs, cts, inputs, retain_graph: bool, record: bool):
+def _batched_ct(c: Tensor, old: list, new: list) -> Tensor:
+    """A cotangent seen at the graph's levels ``old`` (their dims first, as the physical outputs') and batched at
+    the levels ``new``."""
+    p, lvls = B.to_front(c, old + new)
+    pos = {lv: k for k, lv in enumerate(lvls)}
+    perm = [pos[f.level] for f in new] + [pos[f.level] for f in old]
+    perm += list(range(len(perm), p.dim()))
+    if perm != list(range(p.dim())):
+        p = p.permute(perm)
+    return B.from_front(p, [f.level for f in new])
+
+
+def _vjp_of_batched(outs, cts, inputs, retain_graph: bool, record: bool, new: list | None = None):
     """The vector-Jacobian products for cotangents batched at vmap levels the graph does not have: one backward
     pass whose rules run on the batched cotangents (as under create_graph), recorded only when ``record``. None
     when an operation on the way has no batching rule (nothing has been changed: the graph is retained)."""
     live = [k for k, o in enumerate(outs) if o._requires_grad]   # (outputs that do not depend on the inputs)
     if not live:
+        if new:
+            return [_wrap_after(torch.zeros(tuple(B.frame_of(lv).size for lv in new) + tuple(i.leaf.shape),
+                                            dtype=i.leaf.dtype), new, i.chain) for i in inputs]
         return [i.wrap(None) for i in inputs]
     roots = engine._root_grads([outs[k] for k in live], [cts[k] for k in live], True, "grad")
     edges = [edge_of(i.leaf) for i in inputs]
@@ -278,16 +348,32 @@ def _vjp_of_batched(outs, cts, inputs, retain_graph: bool, record: bool):
         return None
     finally:
         B.STRICT[0] -= 1
-    return [i.wrap(captured.get(e)) for i, e in zip(inputs, edges)]
+    if not new:
+        return [i.wrap(captured.get(e)) for i, e in zip(inputs, edges)]
+    res = []   # (each batched at the levels ``new``, its per-example shape the leaf's physical one)
+    for i, e in zip(inputs, edges):
+        g = captured.get(e)
+        if g is None:
+            g = torch.zeros_like(i.leaf.detach())
+        res.append(_wrap_after(B.to_front(g, [B.frame_of(lv) for lv in new])[0], new, i.chain))
+    return res
 
 
-def _wrap_after(g: Tensor, k: int, chain: list):
-    """``g`` (``k`` new batch dims first, then a leaf's physical dims) wrapped in the leaf's ``chain``: each
-    wrapper's batch dim is found k dims further along, past the new dims."""
-    t = g
+def _wrap_after(g: Tensor, lead: list, chain: list):
+    """``g`` (a dim for each of the levels ``lead`` first, then a leaf's physical dims, batched as its ``chain``
+    says) seen as batched at all those levels (wrapped in level order: a lower level's wrapper inside)."""
+    n = g.dim()
+    k = len(lead)
+    free = list(range(k, n))   # (each wrapper's bdim indexes the dims its inner wrappers left free)
+    dims = list(zip(lead, range(k)))
     for level, bdim in reversed(chain):
-        t = B.wrap(t, bdim + k, level)
-    return t
+        dims.append((level, free.pop(bdim)))
+    dims.sort()
+    perm = [d for _, d in dims]
+    perm += [d for d in range(n) if d not in perm]
+    if perm != list(range(n)):
+        g = g.permute(perm)
+    return B.from_front(g, [lv for lv, _ in dims])
 
 
 # ----- grad ----------------------------------------------------------------------------------------------
@@ -302,31 +388,36 @@ def grad_and_value(func: Callable, argnums=0, has_aux: bool = False) -> Callable
         with _Transform(), _gm.enable_grad():
             chosen = tuple(args[n] for n in nums) if isinstance(nums, tuple) else args[nums]
             flat, spec = tree_flatten(chosen)
-            inputs = [_Input(_tensor_or_refuse(t)) for t in flat]
-            seen = tree_unflatten([i.seen for i in inputs], spec)
-            new_args = list(args)
-            if isinstance(nums, tuple):
-                for n, s in zip(nums, seen):
-                    new_args[n] = s
-            else:
-                new_args[nums] = seen
-            out = func(*new_args, **kwargs)
-            aux = None
-            if has_aux:
-                if not (isinstance(out, tuple) and len(out) == 2):
-                    raise RuntimeError("grad_and_value(f)(*args): output of function f should be a tuple: (output, "
-                                       "aux) if has_aux is True")
-                out, aux = out
-                _check_aux(aux)
-            if not isinstance(out, Tensor):
-                raise RuntimeError(f"grad_and_value(f)(*args): Expected f(*args) to return a Tensor, got {type(out)}")
-            if out.dim() != 0:
-                raise RuntimeError(f"grad_and_value(f)(*args): Expected f(*args) to return a scalar Tensor, got "
-                                   f"tensor with {out.dim()} dims. Maybe you wanted to use the vjp or jacrev APIs "
-                                   "instead?")
-            if out._data.dtype.kind == "c":
-                raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got {out.dtype}")
-            phys, _ = B.to_front(out)
+
+            def run(inputs, frames):
+                seen = tree_unflatten([i.seen for i in inputs], spec)
+                new_args = list(args)
+                if isinstance(nums, tuple):
+                    for n, s in zip(nums, seen):
+                        new_args[n] = s
+                else:
+                    new_args[nums] = seen
+                out = func(*new_args, **kwargs)
+                aux = None
+                if has_aux:
+                    if not (isinstance(out, tuple) and len(out) == 2):
+                        raise RuntimeError("grad_and_value(f)(*args): output of function f should be a tuple: "
+                                           "(output, aux) if has_aux is True")
+                    out, aux = out
+                    _check_aux(aux)
+                if not isinstance(out, Tensor):
+                    raise RuntimeError(f"grad_and_value(f)(*args): Expected f(*args) to return a Tensor, got "
+                                       f"{type(out)}")
+                if out.dim() != 0:
+                    raise RuntimeError(f"grad_and_value(f)(*args): Expected f(*args) to return a scalar Tensor, got "
+                                       f"tensor with {out.dim()} dims. Maybe you wanted to use the vjp or jacrev "
+                                       "APIs instead?")
+                if out._data.dtype.kind == "c":
+                    raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got "
+                                       f"{out.dtype}")
+                return [out], aux
+            inputs, frames, ([out], aux) = _differentiate(flat, run)
+            phys, _ = B.to_front(out, frames)
             keep = _keep_graph(inputs, [phys], grad_on)
             if phys._requires_grad:
                 gs = engine.grad([phys], [i.leaf for i in inputs], [torch.ones_like(phys)], retain_graph=keep,
@@ -394,12 +485,7 @@ def jvp(func: Callable, primals: Any, tangents: Any, *, strict: bool = False, ha
         return _jvp_by_double_vjp(func, fp, ft, spec, has_aux)
     with _Transform():
         with fwAD.dual_level():
-            duals = []
-            for p, t in zip(fp, ft):
-                pp, levels = B.to_front(p)
-                tp, _ = B.to_front(t, [B.frame_of(lv) for lv in levels])
-                duals.append(B.from_front(fwAD.make_dual(pp, tp), levels))
-            out = func(*tree_unflatten(duals, spec))
+            out = func(*tree_unflatten([_dual(p, t) for p, t in zip(fp, ft)], spec))
             aux = None
             if has_aux:
                 if not (isinstance(out, tuple) and len(out) == 2):
@@ -413,12 +499,9 @@ def jvp(func: Callable, primals: Any, tangents: Any, *, strict: bool = False, ha
                 if not isinstance(o, Tensor):
                     raise RuntimeError(f"jvp(f, primals, tangents): expected f(*primals) to return only tensors, got "
                                        f"unsupported type {type(o)}")
-                po, levels = B.to_front(o)
-                primal, tangent = fwAD.unpack_dual(po)
-                if tangent is None or primal._data.dtype.kind not in "fcV":   # (an integer output: zeros)
-                    tangent = torch.zeros_like(primal)
-                primal_outs.append(B.from_front(primal, levels))
-                tangent_outs.append(B.from_front(tangent, levels))
+                primal, tangent = _undual(o)
+                primal_outs.append(primal)
+                tangent_outs.append(tangent)
         if not keep:
             keep = _reaches_other_leaves([t for t in primal_outs + tangent_outs if t._requires_grad], [])
     res = (tree_unflatten([_detach(x, keep) for x in primal_outs], out_spec),
@@ -428,14 +511,51 @@ def jvp(func: Callable, primals: Any, tangents: Any, *, strict: bool = False, ha
     return res
 
 
+def _dual(p: Tensor, t: Tensor) -> Tensor:
+    """The dual of primal ``p`` and tangent ``t`` that jvp's function sees. Batched as torch.func's: at the levels
+    ``p`` is batched at, both are (``t`` made batched there); at the levels only ``t`` is batched at (jacfwd's
+    basis), only the tangent is: the dual is ``p``'s physical tensor, its tangent a BatchedTensor at those levels
+    (per-example shape: the physical primal's), so the primal computation runs once (see _batching.tangent_at)."""
+    pp, levels = B.to_front(p, [])
+    q, tlevels = B.to_front(t, [B.frame_of(lv) for lv in levels])
+    if len(tlevels) == len(levels):
+        return B.from_front(fwAD.make_dual(pp, q), levels)
+    extra = [lv for lv in tlevels if lv not in levels]
+    pos = {lv: k for k, lv in enumerate(tlevels)}   # (q's leading dims: tlevels', lowest first)
+    perm = [pos[lv] for lv in extra] + [pos[lv] for lv in levels] + list(range(len(tlevels), q.dim()))
+    if perm != list(range(q.dim())):
+        q = q.permute(perm)
+    return B.from_front(fwAD.make_dual(pp, B.from_front(q, extra)), levels)
+
+
+def _undual(o: Tensor) -> tuple:
+    """``(primal, tangent)`` of a jvp output, each seen as batched at its own levels (the tangent at the
+    output's and at those only its tangent is batched at)."""
+    po, levels = B.to_front(o, [])
+    primal, tangent = fwAD.unpack_dual(po)
+    if tangent is None or primal._data.dtype.kind not in "fcV":   # (an integer output: zeros)
+        tangent = torch.zeros_like(primal)
+    elif type(tangent) is B.BatchedTensor:
+        q, tlevels = B.to_front(tangent, [])
+        cur = tlevels + levels   # q's leading dims; the tangent's levels are not the primal's
+        every = sorted(cur)
+        perm = [cur.index(lv) for lv in every] + list(range(len(cur), q.dim()))
+        if perm != list(range(q.dim())):
+            q = q.permute(perm)
+        return B.from_front(primal, levels), B.from_front(q, every)
+    return B.from_front(primal, levels), B.from_front(tangent, levels)
+
+
 def _jvp_by_double_vjp(func, fp, ft, spec, has_aux):
     """jvp inside another jvp (ember's forward mode has one level): J t as the vjp of u -> J^T u, a reverse pass
     over a reverse pass, which forward-mode tangents of the outer jvp flow through."""
-    res = vjp(lambda *xs: func(*tree_unflatten(list(xs), spec)), *fp, has_aux=has_aux)
+    # (the inputs made batched at every vmap level: the second pass's batch of cotangents would otherwise meet
+    # tangents batched at a level the graph is not, see _input_frames)
+    res = _vjp(lambda *xs: func(*tree_unflatten(list(xs), spec)), tuple(fp), has_aux, every=True)
     out, fn = res[0], res[1]
     flat_out, out_spec = tree_flatten(out)
     zeros = [torch.zeros_like(o) for o in flat_out]
-    _, fn2 = vjp(lambda *us: fn(tree_unflatten(list(us), out_spec)), *zeros)
+    _, fn2 = _vjp(lambda *us: fn(tree_unflatten(list(us), out_spec)), tuple(zeros), False, every=True)
     jt = fn2(tuple(ft))
     flat_jt = tree_flatten(jt)[0]
     r = (out, tree_unflatten(flat_jt, out_spec))
