@@ -635,6 +635,42 @@ def _stand_in(a, bd: int):
     return peel(a)[1].new_zeros(shape[:bd] + shape[bd + 1:])
 
 
+def _replay(x: Tensor, bdim: int, steps, size: int):
+    """A view's recorded ``steps`` replayed on a batched physical tensor, each by its primitive's rule:
+    ``(view, its batch dim)``."""
+    for prim, p in steps:
+        rule = prim.vmap
+        if rule is None:
+            return None, None
+        x, bdim = rule(lambda a, q, prim=prim: _primitive.apply(prim, tuple(a), q), [x], [bdim], p, size)
+        if bdim is None:
+            return None, None
+    return x, bdim
+
+
+def view_replay_rule(call, args, bdims, params, size):
+    """view_replay (the tangent of a view whose base changed in place, under jacfwd): its steps' rules."""
+    out, bdim = _replay(args[0], bdims[0], params["steps"], size)
+    return (out, bdim) if out is not None else loop(call, args, bdims, params, size)
+
+
+def copy_slices_rule(call, args, bdims, params, size):
+    """copy_slices (a base's tangent after an in-place write through a view of it): a copy of the base with the
+    view's region, replayed by its steps' rules, overwritten by the new values."""
+    base, r = args
+    base = base.unsqueeze(0).expand((size,) + tuple(base._data.shape)) if bdims[0] is None else \
+        _moved(base, bdims[0])
+    out = base.clone()
+    region, bdim = _replay(out, 0, params["steps"], size)
+    if region is None or (region._base is not out and region._base is not out._base) or out._base is not None:
+        return loop(call, args, bdims, params, size)   # (a step that copies: nothing to write through)
+    r = r.unsqueeze(0).expand((size,) + tuple(r._data.shape)) if bdims[1] is None else _moved(r, bdims[1])
+    if bdim != 0:
+        r = r.movedim(0, bdim)
+    region.copy_(r)
+    return out, 0
+
+
 def loop(call, args, bdims, params, size):
     """The fallback: the primitive once per example, the results stacked. An empty batch has no example to run:
     the primitive runs once on a stand-in example of zeros for the result's shape and dtype (PyTorch's batching

@@ -483,9 +483,28 @@ def jvp(func: Callable, primals: Any, tangents: Any, *, strict: bool = False, ha
                                       any(x.requires_grad for x in fp + ft))
     if fwd_state.level:
         return _jvp_by_double_vjp(func, fp, ft, spec, has_aux)
+    if any(lv not in {c[0] for c in B.peel(p)[0]} for p, t in zip(fp, ft) for lv, _ in B.peel(t)[0]):
+        # Some tangent is batched where its primal is not: the primal side runs once, the tangents batched. An
+        # operation on the way with no batching rule (a helper primitive the physical path never batched) would
+        # run example by example: then the whole jvp runs again with the primals made batched (the physical
+        # duals, every operation batched as a whole), from the same random state
+        state = B.RNG_STATE[0]() if B.RNG_STATE else None
+        B.STRICT[0] += 1
+        try:
+            return _jvp(func, fp, ft, spec, has_aux, keep, _dual)
+        except B.NoRule:
+            pass
+        finally:
+            B.STRICT[0] -= 1
+        if state is not None:
+            B.RNG_STATE[1](state)
+    return _jvp(func, fp, ft, spec, has_aux, keep, _physical_dual)
+
+
+def _jvp(func, fp, ft, spec, has_aux, keep, dual):
     with _Transform():
         with fwAD.dual_level():
-            out = func(*tree_unflatten([_dual(p, t) for p, t in zip(fp, ft)], spec))
+            out = func(*tree_unflatten([dual(p, t) for p, t in zip(fp, ft)], spec))
             aux = None
             if has_aux:
                 if not (isinstance(out, tuple) and len(out) == 2):
@@ -526,6 +545,13 @@ def _dual(p: Tensor, t: Tensor) -> Tensor:
     if perm != list(range(q.dim())):
         q = q.permute(perm)
     return B.from_front(fwAD.make_dual(pp, B.from_front(q, extra)), levels)
+
+
+def _physical_dual(p: Tensor, t: Tensor) -> Tensor:
+    """The dual of ``p`` and ``t`` both made batched at every running vmap level."""
+    pp, levels = B.to_front(p)
+    tp, _ = B.to_front(t, [B.frame_of(lv) for lv in levels])
+    return B.from_front(fwAD.make_dual(pp, tp), levels)
 
 
 def _undual(o: Tensor) -> tuple:

@@ -804,8 +804,10 @@ def _strided_rule(call, args, bdims, params, size):
 
 _batching.by_name(_region_rule, "as_strided", "as_strided_backward")
 _batching.by_name(_strided_rule, "slice_inverse")
-_batching.by_name("fallback", "view_scatter", "view_replay", "view_scatter_add",
-                  "view_scatter_zeros", "copy_slices", why="a backward helper (ember differentiates the physical graph, so vmap meets it only when a program calls it directly)")
+_batching.by_name(_batching.view_replay_rule, "view_replay")
+_batching.by_name(_batching.copy_slices_rule, "copy_slices")
+_batching.by_name("fallback", "view_scatter", "view_scatter_add", "view_scatter_zeros",
+                  why="a backward helper (ember differentiates the physical graph, so vmap meets it only when a program calls it directly)")
 
 
 def _storage_size(size, stride) -> int:
