@@ -8,6 +8,10 @@ x * y)(x))`` give the right answers. Inside vmap, a transform's inputs are made 
 batching rules record their physical ops, is block-diagonal over the examples and its gradients are the examples'
 own (``vmap(grad(loss), in_dims=(None, 0))`` gives per-example gradients of unbatched parameters).
 
+jvp is the exception, as torch.func's: where only a tangent is batched (jacfwd's basis), the primal stays one
+physical tensor and its dual's tangent is batched (see _batching.tangent_at), so ``jacfwd`` and ``hessian`` run the
+primal computation once; grad/vjp inside leave their inputs unbatched at such levels too (``_input_frames``).
+
 A transform keeps the graph of what it computes (``create_graph``) only when something outside can differentiate it:
 an enclosing transform, inputs or captured tensors that require grad, or forward-mode tangents.
 """
