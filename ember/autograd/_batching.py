@@ -1315,6 +1315,27 @@ _INPLACE_DUNDERS = {f"__{n}__" for n in ("setitem", "iadd", "isub", "imul", "itr
                                           "iand", "ior", "ixor", "ilshift", "irshift", "imatmul")}
 
 
+def _inplace_name(own: str) -> bool:
+    """Whether a public function's own name is an in-place op's (add_, __iadd__, __setitem__, ...)."""
+    return own.endswith("_") and not own.endswith("__") or own in _INPLACE_DUNDERS
+
+
+def _physical_duals(orig, args, kwargs):
+    """``(args, kwargs)`` with each dual input whose tangent alone is batched at a running level made batched there
+    too (the physical duals), or None when there is none or ``orig`` is in place. For an op that jvp's
+    tangent-only batching could not run (a primitive with no batching rule on its tangent, a wrapper reading
+    values): the op again, batched as a whole by its own rules. An out-of-place op has written nothing yet; an
+    in-place one has, so it leaves the retry to jvp (the whole function again, on physical duals)."""
+    if not _fwd.level or _inplace_name(orig.__name__):
+        return None
+    new_args, new_kwargs = args, kwargs
+    for f in FRAMES:
+        new_args, new_kwargs = diag_args(new_args, f.level), diag_args(new_kwargs, f.level)
+    if new_args is args and new_kwargs is kwargs:
+        return None
+    return new_args, new_kwargs
+
+
 def _public_runner(orig, name: str):
     """A public op while vmap runs: itself, or, when its wrapper needs the values of a batched input (indices,
     sizes, data-dependent branches), once per example of the highest level among its batched inputs. Random
@@ -1340,6 +1361,11 @@ def _public_runner(orig, name: str):
                 return rule(orig, args, kwargs, level)
         try:
             return orig(*args, **kwargs)
+        except NoRule:
+            again = _physical_duals(orig, args, kwargs)
+            if again is None:
+                raise
+            return run(*again)
         except NeedsValues:
             found = []
             _leaves(args, found)
@@ -1347,11 +1373,13 @@ def _public_runner(orig, name: str):
             if not found:
                 raise
             if STRICT[0]:
-                raise NoRule(name) from None
+                again = _physical_duals(orig, args, kwargs)
+                if again is None:
+                    raise NoRule(name) from None
+                return run(*again)
             level = max(t._level for t in found)
             frame = frame_of(level)
-            own = orig.__name__
-            inplace = own.endswith("_") and not own.endswith("__") or own in _INPLACE_DUNDERS
+            inplace = _inplace_name(orig.__name__)
             if inplace and not (args and isinstance(args[0], Tensor) and batched_at(args[0], level)):
                 raise RuntimeError(INPLACE) from None
             fallback_warning(name)
