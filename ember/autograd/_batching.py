@@ -26,7 +26,7 @@ from .. import _dtype as _D
 from .._device import NAMESPACES
 from .._state import code_swaps as _code_swaps, func_depth as _func_depth
 from .._tensor import Tensor, _new, make as _make
-from . import _primitive, _views
+from . import _levels, _primitive, _views
 from . import grad_mode as _gm
 from ._primitive import KEEP_DTYPE, Primitive
 
@@ -1215,8 +1215,15 @@ def _public_runner(orig, name: str):
     functions follow vmap's randomness; ops with a rule of their own (``PUBLIC_RULES``) run it."""
     random = name in RANDOM
     rule = PUBLIC_RULES.get(name)
+    own = orig.__name__
+    inplace = own.endswith("_") and not own.endswith("__") or own in _INPLACE_DUNDERS
+    setitem = own == "setitem" or name.strip("_") == "setitem"
+    inplace_own = inplace or setitem   # (the check below: __setitem__'s function is named setitem)
 
     def run(args, kwargs):
+        if inplace_own and _levels.LEVELS and args and isinstance(args[0], Tensor):
+            # a transform's input is a leaf of its level (PyTorch's error, whatever autograd records)
+            _levels.check_inplace_own(peel(args[0])[1], setitem)
         if random and FRAMES and not _IN_RANDOM[0]:
             _IN_RANDOM[0] += 1   # (the random functions it calls on its physical tensors draw as they are)
             try:
@@ -1241,8 +1248,6 @@ def _public_runner(orig, name: str):
                 raise NoRule(name) from None
             level = max(t._level for t in found)
             frame = frame_of(level)
-            own = orig.__name__
-            inplace = own.endswith("_") and not own.endswith("__") or own in _INPLACE_DUNDERS
             if inplace and not (args and isinstance(args[0], Tensor) and batched_at(args[0], level)):
                 raise RuntimeError(INPLACE) from None
             fallback_warning(name)

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import functools
 import math
-import weakref
+import contextlib
 from typing import Any, Callable
 
 from .._state import fwd_state, track_tangent
 from .._tensor import Tensor
 from ..autograd import _batching as B
+from ..autograd import _levels
 from ..autograd import engine
 from ..autograd._views import edge_of
 from ..autograd import forward_ad as fwAD
@@ -34,11 +35,6 @@ __all__ = ["grad", "grad_and_value", "vjp", "jvp", "linearize", "jacrev", "jacfw
 
 
 # ----- inputs and outputs of a transform ---------------------------------------------------------------------
-
-# The leaves the transforms make for their inputs: a graph reaching only these reaches nothing an outer
-# computation differentiates (see _reaches_other_leaves)
-_OWN_LEAVES: "weakref.WeakSet" = weakref.WeakSet()
-
 
 def _tensor_or_refuse(x):
     if not isinstance(x, Tensor):
@@ -66,6 +62,7 @@ class _Input:
         self.given_rg = p._requires_grad
         if p._requires_grad:
             leaf = p.view_as(p)   # an alias: a node of its own, still attached to what p depends on
+            leaf._base = None     # (and a base of its own: a view of it is a view of the transform's leaf)
         else:
             leaf = p.detach()
             leaf._requires_grad = True   # (requires_grad_() is refused inside transforms, as PyTorch's)
@@ -73,7 +70,7 @@ class _Input:
                 leaf._fw_grad = p._fw_grad
                 track_tangent(leaf)
         self.leaf = leaf
-        _OWN_LEAVES.add(leaf)
+        _levels.add_leaf(leaf)
         self.chain = chain
         self.seen = B.rewrap(leaf, chain)
 
@@ -106,7 +103,7 @@ def _check_argnums(argnums, n: int, name: str):
 def _reaches_other_leaves(outs, leaves) -> bool:
     """Whether the graph of ``outs`` reaches a leaf that requires grad other than ``leaves`` (a captured tensor
     that an outer computation may differentiate)."""
-    own = {id(x) for x in leaves} | {id(x) for x in _OWN_LEAVES}
+    own = {id(x) for x in leaves} | set(_levels.OWN_LEAVES.keys())
     seen = set()
     stack = [o.grad_fn for o in outs if o.grad_fn is not None]
     while stack:
@@ -163,6 +160,17 @@ def _Held() -> _Span:
     return _Span(B.hold, B.release)
 
 
+@contextlib.contextmanager
+def _level(kind: str):
+    """The span of a transform's level (its inputs made and its function run): what autograd inside sees
+    (ember/autograd/_levels.py)."""
+    lv = _levels.push(kind, len(B.FRAMES))
+    try:
+        yield lv
+    finally:
+        _levels.pop(lv)
+
+
 # ----- vjp -----------------------------------------------------------------------------------------------
 
 def _detach(t: Tensor, keep: bool) -> Tensor:
@@ -175,9 +183,10 @@ def vjp(func: Callable, *primals, has_aux: bool = False):
     grad_on = _gm.is_grad_enabled()
     with _Transform(), _gm.enable_grad():
         flat, spec = tree_flatten(primals)
-        inputs = [_Input(_tensor_or_refuse(p)) for p in flat]
-        frames = list(B.FRAMES)
-        out = func(*tree_unflatten([i.seen for i in inputs], spec))
+        with _level("grad"):
+            inputs = [_Input(_tensor_or_refuse(p)) for p in flat]
+            frames = list(B.FRAMES)
+            out = func(*tree_unflatten([i.seen for i in inputs], spec))
         aux = None
         if has_aux:
             if not (isinstance(out, tuple) and len(out) == 2):
@@ -237,9 +246,9 @@ def vjp(func: Callable, *primals, has_aux: bool = False):
                 phys_ct.append(p)
             live = [k for k, o in enumerate(outs_phys) if o._requires_grad]   # (the others give zeros)
             if live:
-                gs = engine.grad([outs_phys[k] for k in live], [i.leaf for i in inputs], [phys_ct[k] for k in live],
-                                 retain_graph=retain_graph, create_graph=cg, allow_unused=True,
-                                 is_grads_batched=bool(new))
+                gs = engine.graph_grad([outs_phys[k] for k in live], [i.leaf for i in inputs],
+                                       [phys_ct[k] for k in live], retain_graph=retain_graph, create_graph=cg,
+                                       allow_unused=True, is_grads_batched=bool(new))
             else:
                 gs = [None] * len(inputs)
             res = []
@@ -302,15 +311,16 @@ def grad_and_value(func: Callable, argnums=0, has_aux: bool = False) -> Callable
         with _Transform(), _gm.enable_grad():
             chosen = tuple(args[n] for n in nums) if isinstance(nums, tuple) else args[nums]
             flat, spec = tree_flatten(chosen)
-            inputs = [_Input(_tensor_or_refuse(t)) for t in flat]
-            seen = tree_unflatten([i.seen for i in inputs], spec)
-            new_args = list(args)
-            if isinstance(nums, tuple):
-                for n, s in zip(nums, seen):
-                    new_args[n] = s
-            else:
-                new_args[nums] = seen
-            out = func(*new_args, **kwargs)
+            with _level("grad"):
+                inputs = [_Input(_tensor_or_refuse(t)) for t in flat]
+                seen = tree_unflatten([i.seen for i in inputs], spec)
+                new_args = list(args)
+                if isinstance(nums, tuple):
+                    for n, s in zip(nums, seen):
+                        new_args[n] = s
+                else:
+                    new_args[nums] = seen
+                out = func(*new_args, **kwargs)
             aux = None
             if has_aux:
                 if not (isinstance(out, tuple) and len(out) == 2):
@@ -329,8 +339,8 @@ def grad_and_value(func: Callable, argnums=0, has_aux: bool = False) -> Callable
             phys, _ = B.to_front(out)
             keep = _keep_graph(inputs, [phys], grad_on)
             if phys._requires_grad:
-                gs = engine.grad([phys], [i.leaf for i in inputs], [torch.ones_like(phys)], retain_graph=keep,
-                                 create_graph=keep, allow_unused=True)
+                gs = engine.graph_grad([phys], [i.leaf for i in inputs], [torch.ones_like(phys)],
+                                       retain_graph=keep, create_graph=keep, allow_unused=True)
             else:
                 gs = [None] * len(inputs)
             grads = tree_unflatten([i.wrap(g) for i, g in zip(inputs, gs)], spec)
@@ -399,7 +409,8 @@ def jvp(func: Callable, primals: Any, tangents: Any, *, strict: bool = False, ha
                 pp, levels = B.to_front(p)
                 tp, _ = B.to_front(t, [B.frame_of(lv) for lv in levels])
                 duals.append(B.from_front(fwAD.make_dual(pp, tp), levels))
-            out = func(*tree_unflatten(duals, spec))
+            with _level("jvp"):
+                out = func(*tree_unflatten(duals, spec))
             aux = None
             if has_aux:
                 if not (isinstance(out, tuple) and len(out) == 2):
