@@ -670,6 +670,21 @@ def _refuse_logical_params(params) -> None:
 
 
 def _run(prim, args, params=_primitive._EMPTY, node_cls=None, dtype=None):
+    """``apply`` while vmap or torch.func's transforms run (see ``_run_batched``); inside grad/vjp/jvp the
+    results are marked as made inside the innermost one's level."""
+    if not _levels.LEVELS:
+        return _run_batched(prim, args, params, node_cls, dtype)
+    r = _run_batched(prim, args, params, node_cls, dtype)
+    if isinstance(r, Tensor):
+        _levels.stamp(peel(r)[1])
+    elif type(r) in (tuple, list):
+        for t in r:
+            if isinstance(t, Tensor):
+                _levels.stamp(peel(t)[1])
+    return r
+
+
+def _run_batched(prim, args, params=_primitive._EMPTY, node_cls=None, dtype=None):
     """``apply`` while vmap runs: the batching rule for inputs batched at some level, else apply itself."""
     level = _level_of(args)
     apply = _orig["apply"]
@@ -736,6 +751,14 @@ def _inplace_error(prim, self, others, level) -> RuntimeError:
 
 def _run_inplace(prim, self, others, params=_primitive._EMPTY, node_cls=None, dtype=None, saved=()):
     """``apply_inplace`` while vmap runs: the out-of-place result (batched) written into self's examples."""
+    if _levels.LEVELS:   # a write the program asked for: into a public op's first argument, or a direct one
+        p = peel(self)[1]
+        if not _IN_LEVEL_OP[0]:
+            _levels.check_inplace_own(p, False)
+            _levels.check_captured(p, lambda: _aten_inplace(prim.name + "_", False, (self,) + tuple(others), {}))
+        elif _LEVEL_SELF[0] is not None and _LEVEL_SELF[0][0] is p:
+            _levels.check_inplace_own(p, False)
+            _levels.check_captured(p, _LEVEL_SELF[0][1])
     level = _level_of((self,) + tuple(others))
     if not level or (type(self) is not BatchedTensor and not batched_at(self, level)):
         if level:   # a batched value written into an unbatched tensor
@@ -1221,9 +1244,11 @@ def _public_runner(orig, name: str):
     inplace_own = inplace or setitem   # (the check below: __setitem__'s function is named setitem)
 
     def run(args, kwargs):
-        if inplace_own and _levels.LEVELS and args and isinstance(args[0], Tensor):
-            # a transform's input is a leaf of its level (PyTorch's error, whatever autograd records)
-            _levels.check_inplace_own(peel(args[0])[1], setitem)
+        if _levels.LEVELS and not _IN_LEVEL_OP[0]:   # a call from the program inside grad/vjp/jvp
+            return _level_call(body, own, name, inplace_own, setitem, args, kwargs)
+        return body(args, kwargs)
+
+    def body(args, kwargs):
         if random and FRAMES and not _IN_RANDOM[0]:
             _IN_RANDOM[0] += 1   # (the random functions it calls on its physical tensors draw as they are)
             try:
@@ -1258,6 +1283,66 @@ def _public_runner(orig, name: str):
                 return args[0]
             return _stack_results(rows, level)
     return run
+
+
+_IN_LEVEL_OP = [0]   # public ops running inside one called by the program (their own calls are not checked)
+_LEVEL_SELF: list = [None]   # (the plain tensor of its first argument, a function giving its aten name)
+_ITER_DUNDERS = {"__iadd__": "add_", "__isub__": "sub_", "__imul__": "mul_", "__itruediv__": "div_",
+                 "__ipow__": "pow_", "iadd": "add_", "isub": "sub_", "imul": "mul_", "itruediv": "div_",
+                 "ipow": "pow_"}
+_TENSOR_OVERLOAD = {"add_", "sub_", "mul_", "div_", "true_divide_", "multiply_", "subtract_", "divide_"}
+_SCALAR_OR_TENSOR = {"fill_": 1, "pow_": 1, "remainder_": 1, "fmod_": 1, "masked_fill_": 2}
+
+
+def _aten_inplace(own: str, setitem: bool, args, kwargs) -> str:
+    """PyTorch's name of an in-place op as its dispatcher calls it (``aten::mul_.Tensor``), for errors."""
+    if setitem:
+        index = args[1] if len(args) > 1 else None
+        parts = index if type(index) is tuple else (index,)
+        basic = all(p is None or p is Ellipsis or type(p) in (int, slice) for p in parts)
+        return "aten::copy_" if basic else "aten::index_put_"
+    name = _ITER_DUNDERS.get(own, own.strip("_") + "_" if own.startswith("__") else own)
+    if name in _TENSOR_OVERLOAD:
+        return f"aten::{name}.Tensor_mode" if kwargs.get("rounding_mode") is not None else f"aten::{name}.Tensor"
+    k = _SCALAR_OR_TENSOR.get(name)
+    if k is not None and len(args) > k:
+        return f"aten::{name}.{'Tensor' if isinstance(args[k], Tensor) else 'Scalar'}"
+    return f"aten::{name}"
+
+
+def _level_call(body, own: str, name: str, inplace: bool, setitem: bool, args, kwargs):
+    """A public op called by the program inside torch.func's grad/vjp/jvp: PyTorch's errors for in-place writes
+    into the transform's inputs or into captured tensors (here, or in ``_run_inplace`` when the op writes into
+    its first argument), and its results marked as made inside the level."""
+    p = None
+    if args and isinstance(args[0], Tensor):
+        p = peel(args[0])[1]
+        if inplace:
+            _levels.check_inplace_own(p, setitem)
+            _levels.check_captured(p, lambda: _aten_inplace(own, setitem, args, kwargs))
+    if not (own.endswith("_") or own == "i" + name or name in _ITER_DUNDERS):
+        own = name + "_"   # (an in-place op whose function has another name: "iclamp" is clamp_)
+    elif own == "i" + name:
+        own = name + "_"
+    elif name in _ITER_DUNDERS:
+        own = _ITER_DUNDERS[name]
+    outer = _LEVEL_SELF[0]
+    _LEVEL_SELF[0] = (p, lambda: _aten_inplace(own, setitem, args, kwargs))
+    _IN_LEVEL_OP[0] += 1
+    try:
+        r = body(args, kwargs)
+    finally:
+        _IN_LEVEL_OP[0] -= 1
+        _LEVEL_SELF[0] = outer
+    first = args[0] if args else None
+    if isinstance(r, Tensor):
+        if r is not first:
+            _levels.stamp(peel(r)[1])
+    elif type(r) in (tuple, list) or isinstance(r, tuple):
+        for t in r:
+            if isinstance(t, Tensor) and t is not first:
+                _levels.stamp(peel(t)[1])
+    return r
 
 
 _PUBLIC: list | None = None   # (function, the entry code, its runner: put in the function's kwdefaults)

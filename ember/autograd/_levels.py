@@ -13,6 +13,7 @@ only (``grad_at_level``). Nothing here runs outside transforms.
 """
 from __future__ import annotations
 
+import itertools
 import weakref
 
 from .. import _state
@@ -26,14 +27,19 @@ class Level:
     """One running differentiating transform: ``kind`` "grad" (grad, vjp: a reverse-mode level) or "jvp";
     ``leaves`` the physical tensors that are its leaves; ``vmaps`` how many vmap levels ran when it began (a vmap
     begun inside it is the innermost level while it runs); ``start``: graph nodes numbered from it were made inside
-    it."""
+    it; ``ident``: tensors made inside it (or inside a level begun later) carry ``_made_in`` >= it."""
 
-    __slots__ = ("kind", "leaves", "vmaps", "start")
+    __slots__ = ("kind", "leaves", "roots", "vmaps", "start", "ident")
 
     def __init__(self, kind: str, vmaps: int) -> None:
         self.kind, self.vmaps = kind, vmaps
         self.leaves: list = []
+        self.roots: list = []   # the memory of its inputs (jvp's duals share their primals'): writable inside
         self.start = next(_graph._seq)
+        self.ident = next(_idents)
+
+
+_idents = itertools.count(1)
 
 
 LEVELS: list = []   # the running differentiating transforms, outermost first
@@ -44,6 +50,9 @@ OWN_LEAVES: "weakref.WeakValueDictionary" = weakref.WeakValueDictionary()   # id
 # elementwise: no sets of tensors)
 
 LEAF_INPLACE = "a leaf Variable that requires grad is being used in an in-place operation."
+CAPTURED_INPLACE = ("During a grad (vjp, jvp, grad, etc) transform, the function provided attempted to call in-place "
+                    "operation ({}) that would mutate a captured Tensor. This is not supported; please rewrite the "
+                    "function being transformed to explicitly accept the mutated Tensor(s) as inputs.")
 VIEW_INPLACE = "a view of a leaf Variable that requires grad is being used in an in-place operation."
 
 
@@ -62,6 +71,7 @@ def add_leaf(t: Tensor) -> None:
     OWN_LEAVES[id(t)] = t
     if LEVELS:
         LEVELS[-1].leaves.append(t)
+        LEVELS[-1].roots.append(t)
 
 
 def _new_leaf(t: Tensor) -> None:
@@ -72,6 +82,23 @@ def _new_leaf(t: Tensor) -> None:
 
 
 _state.func_new_leaf[0] = _new_leaf
+
+
+def stamp(p: Tensor) -> None:
+    """``p`` (physical) was made inside the innermost running level (kept if it was made earlier: an op that
+    returns its input)."""
+    d = p.__dict__
+    if "_made_in" not in d:
+        d["_made_in"] = LEVELS[-1].ident
+
+
+def check_captured(p: Tensor, aten) -> None:
+    """PyTorch's error for an in-place write into a tensor (or a view of one) that the innermost transform did not
+    make: captured from outside, it is a constant of the level (``aten``: a function giving the op's aten name)."""
+    root = p if p._base is None else p._base
+    lv = LEVELS[-1]
+    if root.__dict__.get("_made_in", 0) < lv.ident and not any(r is root for r in lv.roots):
+        raise RuntimeError(CAPTURED_INPLACE.format(aten()))
 
 
 def _is_running_leaf(t) -> bool:
@@ -185,4 +212,7 @@ def grad_at_level(lv: Level, graph_grad, peel, rewrap, to_front, frame_of, outpu
                 res[k] = rewrap(make(backend_of(phys_in[k]._data).zeros_like(phys_in[k]._data)), chains[k])
             continue
         res[k] = rewrap(g, chains[k])
+    for g in res:
+        if g is not None:
+            stamp(peel(g)[1])
     return tuple(res)

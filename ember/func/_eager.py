@@ -131,6 +131,16 @@ def _keep_graph(inputs, outs_phys, grad_on: bool, extra_rg: bool = False) -> boo
     return _reaches_other_leaves([o for o in outs_phys if o._requires_grad], [i.leaf for i in inputs])
 
 
+def _made(tree):
+    """Results of a transform running inside another's level: made there (an in-place write into them inside
+    it is allowed, as into anything it computed)."""
+    if _levels.LEVELS:
+        for t in tree_flatten(tree)[0]:
+            if isinstance(t, Tensor):
+                _levels.stamp(B.peel(t)[1])
+    return tree
+
+
 def _flat_phys(outs):
     """The plain tensors of outputs, batch dims first (made batched at every running level)."""
     return [B.to_front(o)[0] for o in outs]
@@ -233,7 +243,7 @@ def vjp(func: Callable, *primals, has_aux: bool = False):
                 # tensors, every operation batched by its rule; when one has none, autograd.grad's batched pass
                 res = _vjp_of_batched(outs_phys, flat_ct, inputs, retain_graph, cg)
                 if res is not None:
-                    return tree_unflatten(res, spec)
+                    return _made(tree_unflatten(res, spec))
             phys_ct = []
             for c in flat_ct:
                 p, _ = B.to_front(c, new + old)   # (new levels are higher: to_front sorts old ones first)
@@ -263,9 +273,9 @@ def vjp(func: Callable, *primals, has_aux: bool = False):
                 for f in new:   # the old levels wrap innermost, then the new ones, lowest first
                     t = B.wrap(t, 0, f.level)
                 res.append(t)
-        return tree_unflatten(res, spec)
+        return _made(tree_unflatten(res, spec))
 
-    primal_out = tree_unflatten([_detach(o, keep) for o in flat_out], out_spec)
+    primal_out = _made(tree_unflatten([_detach(o, keep) for o in flat_out], out_spec))
     if has_aux:
         return primal_out, vjp_fn, tree_map(lambda a: _detach(a, keep) if isinstance(a, Tensor) else a, aux)
     return primal_out, vjp_fn
@@ -344,7 +354,8 @@ def grad_and_value(func: Callable, argnums=0, has_aux: bool = False) -> Callable
             else:
                 gs = [None] * len(inputs)
             grads = tree_unflatten([i.wrap(g) for i, g in zip(inputs, gs)], spec)
-        value = _detach(out, keep)
+        _made(grads)
+        value = _made(_detach(out, keep))
         if has_aux:
             aux = tree_map(lambda a: _detach(a, keep) if isinstance(a, Tensor) else a, aux)
             return grads, (value, aux)
@@ -409,7 +420,10 @@ def jvp(func: Callable, primals: Any, tangents: Any, *, strict: bool = False, ha
                 pp, levels = B.to_front(p)
                 tp, _ = B.to_front(t, [B.frame_of(lv) for lv in levels])
                 duals.append(B.from_front(fwAD.make_dual(pp, tp), levels))
-            with _level("jvp"):
+            with _level("jvp") as lv:
+                for d in duals:   # (the program may write into its inputs: into the primals, as PyTorch's)
+                    p = B.peel(d)[1]
+                    lv.roots.append(p if p._base is None else p._base)
                 out = func(*tree_unflatten(duals, spec))
             aux = None
             if has_aux:
@@ -432,8 +446,8 @@ def jvp(func: Callable, primals: Any, tangents: Any, *, strict: bool = False, ha
                 tangent_outs.append(B.from_front(tangent, levels))
         if not keep:
             keep = _reaches_other_leaves([t for t in primal_outs + tangent_outs if t._requires_grad], [])
-    res = (tree_unflatten([_detach(x, keep) for x in primal_outs], out_spec),
-           tree_unflatten([_detach(x, keep) for x in tangent_outs], out_spec))
+    res = _made((tree_unflatten([_detach(x, keep) for x in primal_outs], out_spec),
+                 tree_unflatten([_detach(x, keep) for x in tangent_outs], out_spec)))
     if has_aux:
         return res + (tree_map(lambda a: _detach(a, keep), aux),)
     return res
