@@ -102,11 +102,12 @@ def check_captured(p: Tensor, aten) -> None:
 
 
 def _is_running_leaf(t) -> bool:
-    return t is not None and any(x is t for lv in LEVELS for x in lv.leaves)
+    """``t`` is a leaf of the innermost level (an outer level's leaf is captured there)."""
+    return t is not None and any(x is t for x in LEVELS[-1].leaves)
 
 
 def check_inplace_own(p: Tensor, setitem: bool) -> None:
-    """PyTorch's error for an in-place write into a running transform's leaf (an input) or a view of one
+    """PyTorch's error for an in-place write into the innermost transform's leaf (an input) or a view of one
     (``setitem``: ``x[i] = v``, which PyTorch writes through the view ``x[i]``)."""
     if _is_running_leaf(p):
         raise RuntimeError(VIEW_INPLACE if setitem else LEAF_INPLACE)
