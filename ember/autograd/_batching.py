@@ -757,8 +757,9 @@ def _run_inplace(prim, self, others, params=_primitive._EMPTY, node_cls=None, dt
             _levels.check_inplace_own(p, False)
             _levels.check_captured(p, lambda: _aten_inplace(prim.name + "_", False, (self,) + tuple(others), {}))
         elif _LEVEL_SELF[0] is not None and _LEVEL_SELF[0][0] is p:
-            _levels.check_inplace_own(p, False)
-            _levels.check_captured(p, _LEVEL_SELF[0][1])
+            _, ip_name, setitem, a, kw = _LEVEL_SELF[0]
+            _levels.check_inplace_own(p, setitem)
+            _levels.check_captured(p, lambda: _aten_inplace(ip_name, setitem, a, kw))
     level = _level_of((self,) + tuple(others))
     if not level or (type(self) is not BatchedTensor and not batched_at(self, level)):
         if level:   # a batched value written into an unbatched tensor
@@ -1242,10 +1243,12 @@ def _public_runner(orig, name: str):
     inplace = own.endswith("_") and not own.endswith("__") or own in _INPLACE_DUNDERS
     setitem = own == "setitem" or name.strip("_") == "setitem"
     inplace_own = inplace or setitem   # (the check below: __setitem__'s function is named setitem)
+    # its in-place name, for errors when it writes into its first argument ("iclamp" is clamp_, "iadd" add_)
+    ip_name = own if own.endswith("_") else _ITER_DUNDERS.get(name, name + "_")
 
     def run(args, kwargs):
         if _levels.LEVELS and not _IN_LEVEL_OP[0]:   # a call from the program inside grad/vjp/jvp
-            return _level_call(body, own, name, inplace_own, setitem, args, kwargs)
+            return _level_call(body, ip_name, inplace_own, setitem, args, kwargs)
         return body(args, kwargs)
 
     def body(args, kwargs):
@@ -1287,9 +1290,7 @@ def _public_runner(orig, name: str):
 
 _IN_LEVEL_OP = [0]   # public ops running inside one called by the program (their own calls are not checked)
 _LEVEL_SELF: list = [None]   # (the plain tensor of its first argument, a function giving its aten name)
-_ITER_DUNDERS = {"__iadd__": "add_", "__isub__": "sub_", "__imul__": "mul_", "__itruediv__": "div_",
-                 "__ipow__": "pow_", "iadd": "add_", "isub": "sub_", "imul": "mul_", "itruediv": "div_",
-                 "ipow": "pow_"}
+_ITER_DUNDERS = {"iadd": "add_", "isub": "sub_", "imul": "mul_", "itruediv": "div_", "ipow": "pow_"}   # += ...
 _TENSOR_OVERLOAD = {"add_", "sub_", "mul_", "div_", "true_divide_", "multiply_", "subtract_", "divide_"}
 _SCALAR_OR_TENSOR = {"fill_": 1, "pow_": 1, "remainder_": 1, "fmod_": 1, "masked_fill_": 2}
 
@@ -1301,7 +1302,7 @@ def _aten_inplace(own: str, setitem: bool, args, kwargs) -> str:
         parts = index if type(index) is tuple else (index,)
         basic = all(p is None or p is Ellipsis or type(p) in (int, slice) for p in parts)
         return "aten::copy_" if basic else "aten::index_put_"
-    name = _ITER_DUNDERS.get(own, own.strip("_") + "_" if own.startswith("__") else own)
+    name = own
     if name in _TENSOR_OVERLOAD:
         return f"aten::{name}.Tensor_mode" if kwargs.get("rounding_mode") is not None else f"aten::{name}.Tensor"
     k = _SCALAR_OR_TENSOR.get(name)
@@ -1310,37 +1311,34 @@ def _aten_inplace(own: str, setitem: bool, args, kwargs) -> str:
     return f"aten::{name}"
 
 
-def _level_call(body, own: str, name: str, inplace: bool, setitem: bool, args, kwargs):
+def _level_call(body, ip_name: str, inplace: bool, setitem: bool, args, kwargs):
     """A public op called by the program inside torch.func's grad/vjp/jvp: PyTorch's errors for in-place writes
     into the transform's inputs or into captured tensors (here, or in ``_run_inplace`` when the op writes into
     its first argument), and its results marked as made inside the level."""
     p = None
     if args and isinstance(args[0], Tensor):
-        p = peel(args[0])[1]
+        p = args[0]
+        while type(p) is BatchedTensor:
+            p = p._phys
         if inplace:
             _levels.check_inplace_own(p, setitem)
-            _levels.check_captured(p, lambda: _aten_inplace(own, setitem, args, kwargs))
-    if not (own.endswith("_") or own == "i" + name or name in _ITER_DUNDERS):
-        own = name + "_"   # (an in-place op whose function has another name: "iclamp" is clamp_)
-    elif own == "i" + name:
-        own = name + "_"
-    elif name in _ITER_DUNDERS:
-        own = _ITER_DUNDERS[name]
+            _levels.check_captured(p, lambda: _aten_inplace(ip_name, setitem, args, kwargs))
     outer = _LEVEL_SELF[0]
-    _LEVEL_SELF[0] = (p, lambda: _aten_inplace(own, setitem, args, kwargs))
+    _LEVEL_SELF[0] = (p, ip_name, setitem, args, kwargs)
     _IN_LEVEL_OP[0] += 1
     try:
         r = body(args, kwargs)
     finally:
         _IN_LEVEL_OP[0] -= 1
         _LEVEL_SELF[0] = outer
-    first = args[0] if args else None
+    if r is p or r is None:
+        return r
     if isinstance(r, Tensor):
-        if r is not first:
+        if not (args and r is args[0]):
             _levels.stamp(peel(r)[1])
     elif type(r) in (tuple, list) or isinstance(r, tuple):
         for t in r:
-            if isinstance(t, Tensor) and t is not first:
+            if isinstance(t, Tensor) and not (args and t is args[0]):
                 _levels.stamp(peel(t)[1])
     return r
 

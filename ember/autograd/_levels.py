@@ -63,7 +63,10 @@ def push(kind: str, vmaps: int) -> Level:
 
 
 def pop(lv: Level) -> None:
-    LEVELS.remove(lv)
+    if LEVELS[-1] is lv:
+        LEVELS.pop()
+    else:
+        LEVELS.remove(lv)
 
 
 def add_leaf(t: Tensor) -> None:

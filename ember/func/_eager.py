@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import functools
 import math
-import contextlib
 from typing import Any, Callable
 
 from .._state import fwd_state, track_tangent
@@ -103,7 +102,7 @@ def _check_argnums(argnums, n: int, name: str):
 def _reaches_other_leaves(outs, leaves) -> bool:
     """Whether the graph of ``outs`` reaches a leaf that requires grad other than ``leaves`` (a captured tensor
     that an outer computation may differentiate)."""
-    own = {id(x) for x in leaves} | set(_levels.OWN_LEAVES.keys())
+    own = {id(x) for x in leaves} | set(_levels.OWN_LEAVES.data)   # (ids: a WeakValueDictionary's own dict)
     seen = set()
     stack = [o.grad_fn for o in outs if o.grad_fn is not None]
     while stack:
@@ -170,15 +169,21 @@ def _Held() -> _Span:
     return _Span(B.hold, B.release)
 
 
-@contextlib.contextmanager
-def _level(kind: str):
+class _level:
     """The span of a transform's level (its inputs made and its function run): what autograd inside sees
     (ember/autograd/_levels.py)."""
-    lv = _levels.push(kind, len(B.FRAMES))
-    try:
-        yield lv
-    finally:
-        _levels.pop(lv)
+
+    __slots__ = ("kind", "lv")
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+
+    def __enter__(self):
+        self.lv = _levels.push(self.kind, len(B.FRAMES))
+        return self.lv
+
+    def __exit__(self, *exc) -> None:
+        _levels.pop(self.lv)
 
 
 # ----- vjp -----------------------------------------------------------------------------------------------
