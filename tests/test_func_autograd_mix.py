@@ -198,6 +198,20 @@ def _jvp_inside(L, own):
 raises("jvp-autograd.grad-of-own-input", lambda L: _jvp_inside(L, True))
 raises("jvp-autograd.grad-of-captured", lambda L: _jvp_inside(L, False))
 
+# ----- Jacobians of functions that call autograd.grad ---------------------------------------------------------------
+
+
+def _cube_grad(L):
+    return lambda a: L.autograd.grad((a ** 3).sum(), a, create_graph=True)[0]
+
+
+value("jacrev-of-autograd.grad", lambda L: L.func.jacrev(_cube_grad(L))(x3(L)))
+raises("jacfwd-of-autograd.grad", lambda L: L.func.jacfwd(_cube_grad(L))(x3(L)))
+value("hessian-of-autograd.grad", lambda L: L.func.hessian(lambda a: _cube_grad(L)(a).sum())(x3(L)))
+value("vmap(jacrev)-of-autograd.grad", lambda L: L.func.vmap(L.func.jacrev(_cube_grad(L)))(batch(L)))
+raises("jacrev-autograd.grad-of-captured", lambda L: (lambda w: L.func.jacrev(
+    lambda a: L.autograd.grad((a * w).sum(), w, create_graph=True)[0])(x3(L)))(w3(L)))
+
 # ----- with vmap ----------------------------------------------------------------------------------------------------
 
 
