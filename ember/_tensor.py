@@ -17,7 +17,7 @@ from ._device import backend_of, cpu, cpu_backend, device_namespace, device_of, 
 from ._hooks import add_hook
 from ._origin import created_at, user_site, warn_once
 from ._state import FUNC_REQUIRES_GRAD as _FUNC_REQUIRES_GRAD, _state as _gm_state, func_depth as _func_depth
-from ._state import func_new_leaf as _func_new_leaf
+from ._state import FUNC_RETAIN_GRAD as _FUNC_RETAIN_GRAD, func_new_leaf as _func_new_leaf
 
 _new = object.__new__
 
@@ -467,9 +467,11 @@ class Tensor:
 
     def retain_grad(self) -> None:
         """Keep this non-leaf tensor's gradient in ``.grad`` after backward."""
+        if self.grad_fn is None and not self._requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if _func_depth[0]:
+            raise RuntimeError(_FUNC_RETAIN_GRAD)
         if self.grad_fn is None:
-            if not self._requires_grad:
-                raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
             return
         m = self._get_meta()
         if m.retains_grad:

@@ -326,7 +326,61 @@ raises("requires_grad_-inside-jvp", lambda L: L.func.jvp(
 value("factory-requires_grad-inside-grad", lambda L: grad(
     L, lambda a: (L.ones(3, dtype=L.float64, requires_grad=True) * a).sum(), x3(L)))
 
+value("Parameter-inside-grad", lambda L: grad(
+    L, lambda a: (L.nn.Parameter(L.ones(3, dtype=L.float64)) * a).sum(), x3(L)))
+value("Parameter-requires_grad-False-inside-grad", lambda L: grad(
+    L, lambda a: (L.nn.Parameter(L.ones(3, dtype=L.float64), requires_grad=False) * a).sum(), x3(L)))
+value("Parameter-inside-vmap", lambda L: L.func.vmap(lambda a: L.nn.Parameter(L.ones(3, dtype=L.float64)) * a)(
+    batch(L)))
+value("Linear-made-inside-grad", lambda L: L.tensor(grad(
+    L, lambda a: L.nn.Linear(3, 1, dtype=L.float64)(a).sum(), x3(L)).shape))
+raises("Buffer-inside-grad", lambda L: grad(L, lambda a: (L.nn.Buffer(L.ones(3, dtype=L.float64)) * a).sum(), x3(L)))
+for _fname, _make in {"arange": lambda L: L.arange(3.0, dtype=L.float64, requires_grad=True),
+                      "linspace": lambda L: L.linspace(0, 1, 3, dtype=L.float64, requires_grad=True),
+                      "asarray": lambda L: L.asarray([1.0, 2.0, 3.0], dtype=L.float64, requires_grad=True),
+                      "tensor-of-a-float": lambda L: L.tensor(2.0, dtype=L.float64, requires_grad=True)}.items():
+    value(f"factory-{_fname}-requires_grad-inside-grad", lambda L, m=_make: grad(
+        L, lambda a: (m(L) * a).sum(), x3(L)))
+raises("retain_grad-of-input-inside-grad", lambda L: grad(L, lambda a: (a.retain_grad(), a.sum())[1], x3(L)))
+raises("retain_grad-of-computed-inside-grad", lambda L: grad(L, lambda a: ((a * 2).retain_grad(), a.sum())[1],
+                                                             x3(L)))
+raises("retain_grad-of-captured-leaf-inside-grad", lambda L: (lambda w: grad(
+    L, lambda a: (w.retain_grad(), a.sum())[1], x3(L)))(w3(L)))
+raises("retain_grad-of-constant-inside-grad", lambda L: grad(
+    L, lambda a: (L.ones(2).retain_grad(), a.sum())[1], x3(L)))
+raises("retain_grad-inside-vmap", lambda L: L.func.vmap(lambda a: ((a * 2).retain_grad(), a)[1])(
+    batch(L).requires_grad_()))
+
 # ----- in-place writes into the transform's inputs ------------------------------------------------------------------
+
+
+def _no_grad_write(L, setitem):
+    def f(a):
+        with L.no_grad():
+            if setitem:
+                a[0] = 5.0
+            else:
+                a.mul_(2)
+        return (a * a).sum()
+    x = x3(L)
+    return grad(L, f, x), x
+
+
+value("no_grad-inplace-on-input", lambda L: _no_grad_write(L, False))
+value("no_grad-setitem-on-input", lambda L: _no_grad_write(L, True))
+
+
+def _no_grad_write_captured(L):
+    w = y3(L)
+
+    def f(a):
+        with L.no_grad():
+            w.mul_(2)
+        return (a * w).sum()
+    return grad(L, f, x3(L))
+
+
+raises("no_grad-inplace-on-captured", _no_grad_write_captured)
 INPLACE_ON_INPUT: dict[str, Callable] = {
     "mul_": lambda L, a: a.mul_(2).sum(),
     "add_-then-use": lambda L, a: (a.add_(1) * a).sum(),

@@ -111,7 +111,10 @@ def _is_running_leaf(t) -> bool:
 
 def check_inplace_own(p: Tensor, setitem: bool) -> None:
     """PyTorch's error for an in-place write into the innermost transform's leaf (an input) or a view of one
-    (``setitem``: ``x[i] = v``, which PyTorch writes through the view ``x[i]``)."""
+    (``setitem``: ``x[i] = v``, which PyTorch writes through the view ``x[i]``); autograd's, so none under
+    no_grad."""
+    if not _state._state.enabled:
+        return
     if _is_running_leaf(p):
         raise RuntimeError(VIEW_INPLACE if setitem else LEAF_INPLACE)
     if _is_running_leaf(p._base):
