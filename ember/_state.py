@@ -50,6 +50,9 @@ FUNC_RETAIN_GRAD = (
 # Called with a tensor made a leaf that requires grad inside a transform (``t.requires_grad = True``, a factory's
 # ``requires_grad=True``): it becomes a leaf of the innermost transform's level (ember/autograd/_levels.py sets it).
 func_new_leaf: list = [None]
+# ``Tensor.requires_grad`` of a tensor that requires grad, read inside a transform: what the innermost transform's
+# level sees (ember/autograd/_levels.py sets it).
+func_requires_grad: list = [None]
 FUNC_REQUIRES_GRAD = (
     "You are attempting to call Tensor.requires_grad_() (or perhaps using torch.autograd.functional.* APIs) inside of a "
     "function being transformed by a functorch transform. This is unsupported, please attempt to use the functorch "

@@ -18,6 +18,7 @@ from ._hooks import add_hook
 from ._origin import created_at, user_site, warn_once
 from ._state import FUNC_REQUIRES_GRAD as _FUNC_REQUIRES_GRAD, _state as _gm_state, func_depth as _func_depth
 from ._state import FUNC_RETAIN_GRAD as _FUNC_RETAIN_GRAD, func_new_leaf as _func_new_leaf
+from ._state import func_requires_grad as _func_requires_grad
 
 _new = object.__new__
 
@@ -343,6 +344,8 @@ class Tensor:
     # ----- autograd metadata -----------------------------------------------------------------
     @property
     def requires_grad(self) -> bool:
+        if _func_depth[0]:   # inside torch.func's transforms: what the innermost level sees
+            return _func_requires_grad[0](self)
         return self._requires_grad
 
     @requires_grad.setter

@@ -175,6 +175,39 @@ value("fresh-leaf-product-unused", _fresh_leaf_unused_product)
 value("requires_grad-setter-on-input", lambda L: grad(L, lambda a: (setattr(a, "requires_grad", True), a.sum())[1],
                                                       x3(L)))
 
+# ----- requires_grad as the level sees it ---------------------------------------------------------------------------
+
+
+def _flags(L, how):
+    w = w3(L)
+    seen = []
+
+    def flags(a, extra=()):
+        ww, aw, c = w * w, a * w, x3(L) * 2
+        seen.append(L.tensor([w.requires_grad, ww.requires_grad, aw.requires_grad, a.requires_grad, c.requires_grad,
+                              ww.detach().requires_grad, (ww + aw).requires_grad, w[0].requires_grad, *extra]))
+        return a.sum()
+    ones = L.ones(2, 3, dtype=L.float64)
+    if how == "grad":
+        L.func.grad(flags)(x3(L))
+    elif how == "vjp":
+        L.func.vjp(flags, x3(L))
+    elif how == "jvp":
+        L.func.jvp(flags, (x3(L),), (x3(L),))
+    elif how == "vmap(grad)":
+        L.func.vmap(L.func.grad(flags))(ones)
+    elif how == "grad(grad)":
+        L.func.grad(lambda b: L.func.grad(lambda a: flags(a, (b.requires_grad, (b * 2).requires_grad)) * b.sum())(
+            b * 1).sum())(x3(L))
+    else:   # grad(vmap)
+        L.func.grad(lambda b: L.func.vmap(lambda a: flags(a, (b.requires_grad, (b * 2).requires_grad)) * b.sum())(
+            ones).sum())(x3(L))
+    return seen
+
+
+for _how in ("grad", "vjp", "jvp", "vmap(grad)", "grad(grad)", "grad(vmap)"):
+    value(f"requires_grad-inside-{_how}", lambda L, h=_how: _flags(L, h))
+
 # ----- vjp and jvp --------------------------------------------------------------------------------------------------
 raises("vjp-captured", lambda L: L.func.vjp(lambda a: L.autograd.grad((a * w3(L)).sum(), [w3(L)][0])[0], x3(L)))
 

@@ -267,6 +267,9 @@ class BatchedTensor(Tensor):
         return None if g is None else wrap(g, self._bdim, self._level)
 
 
+_levels.BATCHED[0] = BatchedTensor
+
+
 def wrap(phys: Tensor, bdim: int, level: int) -> BatchedTensor:
     """``phys`` seen at ``level`` with its dimension ``bdim`` mapped over."""
     t = _new(BatchedTensor)
@@ -298,6 +301,7 @@ class Frame:
 
 
 FRAMES: list = []       # the vmap levels running, outermost first
+_levels.FRAMES = FRAMES
 _counter = [0]
 _LEVELS: dict = {}      # level -> its Frame, while it runs
 # How many differentiating transforms (grad, vjp, jvp, jacrev, ...) are running: backward() inside one is refused,

@@ -29,7 +29,7 @@ class Level:
     begun inside it is the innermost level while it runs); ``start``: graph nodes numbered from it were made inside
     it; ``ident``: tensors made inside it (or inside a level begun later) carry ``_made_in`` >= it."""
 
-    __slots__ = ("kind", "leaves", "roots", "vmaps", "start", "ident")
+    __slots__ = ("kind", "leaves", "roots", "vmaps", "start", "ident", "reach", "_leaf_nodes")
 
     def __init__(self, kind: str, vmaps: int) -> None:
         self.kind, self.vmaps = kind, vmaps
@@ -37,6 +37,15 @@ class Level:
         self.roots: list = []   # the memory of its inputs (jvp's duals share their primals'): writable inside
         self.start = next(_graph._seq)
         self.ident = next(_idents)
+        self.reach: dict = {}   # node -> whether it reaches the level's leaves (a node's edges never change)
+        self._leaf_nodes = (0, set())
+
+    def leaf_nodes(self) -> set:
+        n, nodes = self._leaf_nodes
+        if n != len(self.leaves):
+            nodes = {edge_of(t)[0] for t in self.leaves}
+            self._leaf_nodes = (len(self.leaves), nodes)
+        return nodes
 
 
 _idents = itertools.count(1)
@@ -141,6 +150,52 @@ def _level_nodes(roots, leaf_nodes) -> set:
             if c is not None and c not in reach:
                 stack.append((c, False))
     return {n for n, r in reach.items() if r}
+
+
+FRAMES: list = []   # vmap's running levels and its BatchedTensor class (ember/autograd/_batching.py puts them here)
+BATCHED: list = [None]
+
+
+def _reaches(lv: Level, root) -> bool:
+    """Whether graph node ``root`` reaches one of ``lv``'s leaves (memoised on the level: a node made before a
+    leaf cannot reach it, so no answer goes stale)."""
+    reach, leaves = lv.reach, lv.leaf_nodes()
+    stack = [(root, False)]
+    while stack:
+        n, done = stack.pop()
+        if done:
+            reach[n] = any(reach[c] for c, _ in n.next_functions if c is not None)
+        elif n not in reach:
+            if n in leaves:
+                reach[n] = True
+                continue
+            stack.append((n, True))
+            stack.extend((c, False) for c, _ in n.next_functions if c is not None and c not in reach)
+    return reach[root]
+
+
+def requires_grad(t: Tensor) -> bool:
+    """``t.requires_grad`` inside a transform. Under grad/vjp/jvp, a tensor the innermost one made requires grad
+    only when it depends on the level's leaves (one computed from captured tensors only is a constant of the
+    level, as in functorch); a captured tensor answers for itself. A vmap's batched tensor does not, unless a
+    differentiating transform runs inside that vmap (``vmap(grad(f))``: the level's tensors are batched)."""
+    if type(t) is BATCHED[0]:
+        if not LEVELS or len(FRAMES) > LEVELS[-1].vmaps:
+            return False
+        while type(t) is BATCHED[0]:
+            t = t._phys
+    if not t._requires_grad:
+        return False
+    if not LEVELS:
+        return True
+    lv = LEVELS[-1]
+    if t.__dict__.get("_made_in", 0) < lv.ident:
+        return True
+    node = edge_of(t)[0]
+    return node is not None and _reaches(lv, node)
+
+
+_state.func_requires_grad[0] = requires_grad
 
 
 def innermost(frames: int):
