@@ -14,7 +14,6 @@ only (``grad_at_level``). Nothing here runs outside transforms.
 from __future__ import annotations
 
 import itertools
-import weakref
 
 from .. import _state
 from .._device import backend_of
@@ -53,10 +52,8 @@ _idents = itertools.count(1)
 
 LEVELS: list = []   # the running differentiating transforms, outermost first
 
-# Every leaf a transform made (its inputs, tensors made to require grad inside it), while it lives: a graph
+# Every leaf a transform made (its inputs, tensors made to require grad inside it) is marked ``_own_leaf``: a graph
 # reaching only these reaches nothing the levels outside differentiate.
-OWN_LEAVES: "weakref.WeakValueDictionary" = weakref.WeakValueDictionary()   # id -> the leaf (a tensor's == is
-# elementwise: no sets of tensors)
 
 LEAF_INPLACE = "a leaf Variable that requires grad is being used in an in-place operation."
 CAPTURED_INPLACE = ("During a grad (vjp, jvp, grad, etc) transform, the function provided attempted to call in-place "
@@ -80,7 +77,7 @@ def pop(lv: Level) -> None:
 
 def add_leaf(t: Tensor) -> None:
     """``t`` (physical, requiring grad) is a leaf of the innermost transform."""
-    OWN_LEAVES[id(t)] = t
+    t.__dict__["_own_leaf"] = True
     if LEVELS:
         LEVELS[-1].leaves.append(t)
         LEVELS[-1].roots.append(t)

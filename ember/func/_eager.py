@@ -102,7 +102,7 @@ def _check_argnums(argnums, n: int, name: str):
 def _reaches_other_leaves(outs, leaves) -> bool:
     """Whether the graph of ``outs`` reaches a leaf that requires grad other than ``leaves`` (a captured tensor
     that an outer computation may differentiate)."""
-    own = {id(x) for x in leaves} | set(_levels.OWN_LEAVES.data)   # (ids: a WeakValueDictionary's own dict)
+    own = {id(x) for x in leaves}
     seen = set()
     stack = [o.grad_fn for o in outs if o.grad_fn is not None]
     while stack:
@@ -111,7 +111,8 @@ def _reaches_other_leaves(outs, leaves) -> bool:
             continue
         seen.add(id(n))
         if type(n) is AccumulateGrad:
-            if id(n.variable) not in own:
+            v = n.variable
+            if id(v) not in own and not v.__dict__.get("_own_leaf"):   # (a transform's leaf: see _levels)
                 return True
             continue
         for nxt, _ in n.next_functions:
