@@ -4,12 +4,17 @@ functorch gives every transform a level with an autograd graph of its own: insid
 leaf of the transform's level, and a tensor captured from outside (or computed from captured tensors only) is a
 constant there, whatever it requires at the levels below. So ``autograd.grad`` inside ``f`` differentiates only
 through what depends on the transform's inputs: a captured tensor "appears to not have been used in the graph", an
-output computed from captured tensors only "does not require grad", and ``backward()`` is refused.
+output computed from captured tensors only "does not require grad" (and ``requires_grad`` says False), and
+``backward()``, ``requires_grad_()`` and ``retain_grad()`` are refused. Writing in place into the transform's input
+is writing into a leaf that requires grad; into a captured tensor, PyTorch refuses ("would mutate a captured Tensor").
 
-ember has one physical graph. A level is the set of nodes ``LEAVES`` of its inputs (and of the tensors created
-inside it with ``requires_grad=True``); the graph a level sees is the part of the physical graph that reaches them,
-cut there (nodes below a leaf belong to the levels outside). ``autograd.grad`` inside a transform runs on that part
-only (``grad_at_level``). Nothing here runs outside transforms.
+ember has one physical graph. A ``Level`` (pushed by grad/vjp/jvp in ember/func/_eager.py while their function
+runs) holds its ``leaves``: the physical tensors of its inputs and those made to require grad inside it. The graph a
+level sees is the part of the physical graph that reaches them, cut there (nodes below a leaf belong to the levels
+outside): ``autograd.grad`` inside a transform runs on that part only (``grad_at_level``), and ``requires_grad``
+asks whether a tensor reaches them (``requires_grad``, memoised per level). Tensors made while a level runs carry
+``_made_in`` (the level's ``ident``, set by vmap's interceptor in _batching.py on every op's results): a tensor
+without it, or with an older one, was captured. Nothing here runs outside transforms.
 """
 from __future__ import annotations
 

@@ -10,6 +10,10 @@ own (``vmap(grad(loss), in_dims=(None, 0))`` gives per-example gradients of unba
 
 A transform keeps the graph of what it computes (``create_graph``) only when something outside can differentiate it:
 an enclosing transform, inputs or captured tensors that require grad, or forward-mode tangents.
+
+While a transform's function runs, its level (ember/autograd/_levels.py) tells autograd inside what the transform
+sees: ``autograd.grad`` and ``requires_grad`` treat captured tensors as constants, in-place writes into its inputs
+or into captured tensors raise PyTorch's errors.
 """
 from __future__ import annotations
 
