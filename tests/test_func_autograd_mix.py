@@ -458,21 +458,22 @@ raises("jvp-inplace-on-input-requiring-grad", lambda L: _jvp_inplace(L, True))
 
 # ----- in-place writes into captured tensors ------------------------------------------------------------------------
 INPLACE_ON_CAPTURED: dict[str, Callable] = {
-    "copy_": lambda c, a: c.copy_(a),
-    "mul_-constant": lambda c, a: c.mul_(2),
-    "add_": lambda c, a: c.add_(a),
-    "add_-scalar": lambda c, a: c.add_(2),
-    "sub_": lambda c, a: c.sub_(a),
-    "zero_": lambda c, a: c.zero_(),
-    "exp_": lambda c, a: c.exp_(),
-    "fill_": lambda c, a: c.fill_(1.0),
-    "clamp_": lambda c, a: c.clamp_(0, 1),
-    "normal_": lambda c, a: c.normal_(),
-    "iadd": lambda c, a: c.__iadd__(a),
-    "setitem-basic": lambda c, a: c.__setitem__(0, 1.0),
-    "setitem-advanced": lambda c, a: c.__setitem__(c.new_tensor([0, 1]).long(), a[:2]),
-    "view-add_": lambda c, a: c[:2].add_(a[:2]),
-    "contiguous-mul_": lambda c, a: c.contiguous().mul_(2),
+    "copy_": lambda L, c, a: c.copy_(a),
+    "mul_-constant": lambda L, c, a: c.mul_(2),
+    "add_": lambda L, c, a: c.add_(a),
+    "add_-scalar": lambda L, c, a: c.add_(2),
+    "sub_": lambda L, c, a: c.sub_(a),
+    "zero_": lambda L, c, a: c.zero_(),
+    "exp_": lambda L, c, a: c.exp_(),
+    "fill_": lambda L, c, a: c.fill_(1.0),
+    "clamp_": lambda L, c, a: c.clamp_(0, 1),
+    "normal_": lambda L, c, a: c.normal_(),
+    "iadd": lambda L, c, a: c.__iadd__(a),
+    "setitem-basic": lambda L, c, a: c.__setitem__(0, 1.0),
+    "setitem-advanced": lambda L, c, a: c.__setitem__(c.new_tensor([0, 1]).long(), a[:2]),
+    "view-add_": lambda L, c, a: c[:2].add_(a[:2]),
+    "contiguous-mul_": lambda L, c, a: c.contiguous().mul_(2),
+    "relu-inplace=True": lambda L, c, a: L.nn.functional.relu(c, inplace=True),
 }
 
 
@@ -481,12 +482,12 @@ def _inplace_captured(L, op, how="grad", rg=False):
     f = INPLACE_ON_CAPTURED[op]
     try:
         if how == "grad":
-            return grad(L, lambda a: (f(c, a), (a * c).sum())[1], x3(L))
+            return grad(L, lambda a: (f(L, c, a), (a * c).sum())[1], x3(L))
         if how == "vjp":
-            return L.func.vjp(lambda a: (f(c, a), a * c)[1], x3(L))[0]
+            return L.func.vjp(lambda a: (f(L, c, a), a * c)[1], x3(L))[0]
         if how == "jvp":
-            return L.func.jvp(lambda a: (f(c, a), a * c)[1], (x3(L),), (x3(L),))
-        return grad(L, lambda a: L.func.vmap(lambda r: (f(c, r), r * 2)[1])(a.reshape(1, 3)).sum(), x3(L))
+            return L.func.jvp(lambda a: (f(L, c, a), a * c)[1], (x3(L),), (x3(L),))
+        return grad(L, lambda a: L.func.vmap(lambda r: (f(L, c, r), r * 2)[1])(a.reshape(1, 3)).sum(), x3(L))
     finally:
         assert (c.detach() == y3(L)).all()   # refused before the write
 
@@ -518,6 +519,7 @@ ALLOWED: dict[str, Callable] = {
     "view-of-computed": lambda L, a, c: (lambda t: (t[:2].mul_(a[:2]), t.sum())[1])(a * 1),
     "setitem-of-computed": lambda L, a, c: (lambda t: (t.__setitem__(0, a[1]), (t * a).sum())[1])(a * 1),
     "iadd-of-computed": lambda L, a, c: (lambda t: (t.__iadd__(a) * a).sum())(a * 3),
+    "relu-inplace=True-of-computed": lambda L, a, c: (L.nn.functional.relu(a * 1, inplace=True) * a).sum(),
     "into-an-inner-grad-result": lambda L, a, c: L.func.grad(lambda b: (b ** 3).sum())(a).add_(1).mul(a).sum(),
     "into-an-inner-vjp-output": lambda L, a, c: L.func.vjp(lambda b: b.sin(), a)[0].add_(1).mul(a).sum(),
     "into-an-inner-jvp-output": lambda L, a, c: L.func.jvp(lambda b: b.sin(), (a,), (a,))[1].add_(1).mul(a).sum(),

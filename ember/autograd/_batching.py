@@ -1249,10 +1249,14 @@ def _public_runner(orig, name: str):
     inplace_own = inplace or setitem   # (the check below: __setitem__'s function is named setitem)
     # its in-place name, for errors when it writes into its first argument ("iclamp" is clamp_, "iadd" add_)
     ip_name = own if own.endswith("_") else _ITER_DUNDERS.get(name, name + "_")
+    # whether it may write into its first argument (an in-place op under another name: "iclamp" is clamp_)
+    writes = inplace_own or own == "i" + name or name in _ITER_DUNDERS
 
     def run(args, kwargs):
         if _levels.LEVELS and not _IN_LEVEL_OP[0]:   # a call from the program inside grad/vjp/jvp
-            return _level_call(body, ip_name, inplace_own, setitem, args, kwargs)
+            if writes or kwargs and kwargs.get("inplace"):
+                return _level_call(body, ip_name, inplace_own, setitem, args, kwargs)
+            return _level_plain(body, args, kwargs)
         return body(args, kwargs)
 
     def body(args, kwargs):
@@ -1335,16 +1339,33 @@ def _level_call(body, ip_name: str, inplace: bool, setitem: bool, args, kwargs):
     finally:
         _IN_LEVEL_OP[0] -= 1
         _LEVEL_SELF[0] = outer
-    if r is p or r is None:
-        return r
+    if r is not p:
+        _stamp_results(r, args)
+    return r
+
+
+def _level_plain(body, args, kwargs):
+    """``_level_call`` for an op that writes into none of its arguments: its results marked as made inside."""
+    _IN_LEVEL_OP[0] += 1
+    try:
+        r = body(args, kwargs)
+    finally:
+        _IN_LEVEL_OP[0] -= 1
+    _stamp_results(r, args)
+    return r
+
+
+def _stamp_results(r, args) -> None:
+    if r is None:
+        return
+    first = args[0] if args else None
     if isinstance(r, Tensor):
-        if not (args and r is args[0]):
+        if r is not first:
             _levels.stamp(peel(r)[1])
     elif type(r) in (tuple, list) or isinstance(r, tuple):
         for t in r:
-            if isinstance(t, Tensor) and not (args and t is args[0]):
+            if isinstance(t, Tensor) and t is not first:
                 _levels.stamp(peel(t)[1])
-    return r
 
 
 _PUBLIC: list | None = None   # (function, the entry code, its runner: put in the function's kwdefaults)
