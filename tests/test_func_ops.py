@@ -40,14 +40,11 @@ PER_OP = 2
 
 # Why ember fails a case, by cause: each a bug of the transforms (ember/func/_eager.py) or of vmap's machinery
 # (ember/autograd/_batching.py), not of the op.
-REQUIRES_GRAD = ("the op-database function calls requires_grad_() inside the transformed function, which PyTorch's "
-                 "transforms refuse (ember's now too)")
 
 # (op name, transform) -> why ember fails it: a strict xfail (a fix XPASSes loudly). A value (reason, sample indices)
 # limits it to those samples of the default run. With EMBER_SLOW=1 the xfails are not strict (the later samples
 # were not triaged one by one).
 XFAIL: dict[tuple[str, str], str | tuple[str, set]] = {
-    ("det_singular_grad_create_graph", "vmap_grad"): REQUIRES_GRAD,
 }
 
 # Cases where torch.func computes a wrong value (ember's matches central differences and its own reference): only

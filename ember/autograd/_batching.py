@@ -27,7 +27,7 @@ from .._device import NAMESPACES
 from .._state import code_swaps as _code_swaps, func_depth as _func_depth, fwd_state as _fwd, \
     track_tangent as _track_tangent
 from .._tensor import Tensor, _new, make as _make
-from . import _primitive, _views
+from . import _levels, _primitive, _views
 from . import grad_mode as _gm
 from ._primitive import KEEP_DTYPE, Primitive
 
@@ -268,6 +268,9 @@ class BatchedTensor(Tensor):
         return None if g is None else wrap(g, self._bdim, self._level)
 
 
+_levels.BATCHED[0] = BatchedTensor
+
+
 def wrap(phys: Tensor, bdim: int, level: int) -> BatchedTensor:
     """``phys`` seen at ``level`` with its dimension ``bdim`` mapped over."""
     t = _new(BatchedTensor)
@@ -299,6 +302,7 @@ class Frame:
 
 
 FRAMES: list = []       # the vmap levels running, outermost first
+_levels.FRAMES = FRAMES
 _counter = [0]
 _LEVELS: dict = {}      # level -> its Frame, while it runs
 # How many differentiating transforms (grad, vjp, jvp, jacrev, ...) are running: backward() inside one is refused,
@@ -772,6 +776,21 @@ def _refuse_logical_params(params) -> None:
 
 
 def _run(prim, args, params=_primitive._EMPTY, node_cls=None, dtype=None):
+    """``apply`` while vmap or torch.func's transforms run (see ``_run_batched``); inside grad/vjp/jvp the
+    results are marked as made inside the innermost one's level."""
+    if not _levels.LEVELS:
+        return _run_batched(prim, args, params, node_cls, dtype)
+    r = _run_batched(prim, args, params, node_cls, dtype)
+    if isinstance(r, Tensor):
+        _levels.stamp(peel(r)[1])
+    elif type(r) in (tuple, list):
+        for t in r:
+            if isinstance(t, Tensor):
+                _levels.stamp(peel(t)[1])
+    return r
+
+
+def _run_batched(prim, args, params=_primitive._EMPTY, node_cls=None, dtype=None):
     """``apply`` while vmap runs: the batching rule for inputs batched at some level, else apply itself."""
     level = _level_of(args)
     apply = _orig["apply"]
@@ -840,6 +859,15 @@ def _inplace_error(prim, self, others, level) -> RuntimeError:
 
 def _run_inplace(prim, self, others, params=_primitive._EMPTY, node_cls=None, dtype=None, saved=()):
     """``apply_inplace`` while vmap runs: the out-of-place result (batched) written into self's examples."""
+    if _levels.LEVELS:   # a write the program asked for: into a public op's first argument, or a direct one
+        p = peel(self)[1]
+        if not _IN_LEVEL_OP[0]:
+            _levels.check_inplace_own(p, False)
+            _levels.check_captured(p, lambda: _aten_inplace(prim.name + "_", False, (self,) + tuple(others), {}))
+        elif _LEVEL_SELF[0] is not None and _LEVEL_SELF[0][0] is p:
+            _, ip_name, setitem, a, kw = _LEVEL_SELF[0]
+            _levels.check_inplace_own(p, setitem)
+            _levels.check_captured(p, lambda: _aten_inplace(ip_name, setitem, a, kw))
     level = _level_of((self,) + tuple(others))
     if not level or (type(self) is not BatchedTensor and not batched_at(self, level)):
         if level:   # a batched value written into an unbatched tensor
@@ -1342,8 +1370,23 @@ def _public_runner(orig, name: str):
     functions follow vmap's randomness; ops with a rule of their own (``PUBLIC_RULES``) run it."""
     random = name in RANDOM
     rule = PUBLIC_RULES.get(name)
+    own = orig.__name__
+    inplace = own.endswith("_") and not own.endswith("__") or own in _INPLACE_DUNDERS
+    setitem = own == "setitem" or name.strip("_") == "setitem"
+    inplace_own = inplace or setitem   # (the check below: __setitem__'s function is named setitem)
+    # its in-place name, for errors when it writes into its first argument ("iclamp" is clamp_, "iadd" add_)
+    ip_name = own if own.endswith("_") else _ITER_DUNDERS.get(name, name + "_")
+    # whether it may write into its first argument (an in-place op under another name: "iclamp" is clamp_)
+    writes = inplace_own or own == "i" + name or name in _ITER_DUNDERS
 
     def run(args, kwargs):
+        if _levels.LEVELS and not _IN_LEVEL_OP[0]:   # a call from the program inside grad/vjp/jvp
+            if writes or kwargs and kwargs.get("inplace"):
+                return _level_call(body, ip_name, inplace_own, setitem, args, kwargs)
+            return _level_plain(body, args, kwargs)
+        return body(args, kwargs)
+
+    def body(args, kwargs):
         if random and FRAMES and not _IN_RANDOM[0]:
             _IN_RANDOM[0] += 1   # (the random functions it calls on its physical tensors draw as they are)
             try:
@@ -1365,7 +1408,7 @@ def _public_runner(orig, name: str):
             again = _physical_duals(orig, args, kwargs)
             if again is None:
                 raise
-            return run(*again)
+            return body(*again)
         except NeedsValues:
             found = []
             _leaves(args, found)
@@ -1376,10 +1419,9 @@ def _public_runner(orig, name: str):
                 again = _physical_duals(orig, args, kwargs)
                 if again is None:
                     raise NoRule(name) from None
-                return run(*again)
+                return body(*again)
             level = max(t._level for t in found)
             frame = frame_of(level)
-            inplace = _inplace_name(orig.__name__)
             if inplace and not (args and isinstance(args[0], Tensor) and batched_at(args[0], level)):
                 raise RuntimeError(INPLACE) from None
             fallback_warning(name)
@@ -1390,6 +1432,78 @@ def _public_runner(orig, name: str):
                 return args[0]
             return _stack_results(rows, level)
     return run
+
+
+_IN_LEVEL_OP = [0]   # public ops running inside one called by the program (their own calls are not checked)
+_LEVEL_SELF: list = [None]   # (the plain tensor of its first argument, a function giving its aten name)
+_ITER_DUNDERS = {"iadd": "add_", "isub": "sub_", "imul": "mul_", "itruediv": "div_", "ipow": "pow_"}   # += ...
+_TENSOR_OVERLOAD = {"add_", "sub_", "mul_", "div_", "true_divide_", "multiply_", "subtract_", "divide_"}
+_SCALAR_OR_TENSOR = {"fill_": 1, "pow_": 1, "remainder_": 1, "fmod_": 1, "masked_fill_": 2}
+
+
+def _aten_inplace(own: str, setitem: bool, args, kwargs) -> str:
+    """PyTorch's name of an in-place op as its dispatcher calls it (``aten::mul_.Tensor``), for errors."""
+    if setitem:
+        index = args[1] if len(args) > 1 else None
+        parts = index if type(index) is tuple else (index,)
+        basic = all(p is None or p is Ellipsis or type(p) in (int, slice) for p in parts)
+        return "aten::copy_" if basic else "aten::index_put_"
+    name = own
+    if name in _TENSOR_OVERLOAD:
+        return f"aten::{name}.Tensor_mode" if kwargs.get("rounding_mode") is not None else f"aten::{name}.Tensor"
+    k = _SCALAR_OR_TENSOR.get(name)
+    if k is not None and len(args) > k:
+        return f"aten::{name}.{'Tensor' if isinstance(args[k], Tensor) else 'Scalar'}"
+    return f"aten::{name}"
+
+
+def _level_call(body, ip_name: str, inplace: bool, setitem: bool, args, kwargs):
+    """A public op called by the program inside torch.func's grad/vjp/jvp: PyTorch's errors for in-place writes
+    into the transform's inputs or into captured tensors (here, or in ``_run_inplace`` when the op writes into
+    its first argument), and its results marked as made inside the level."""
+    p = None
+    if args and isinstance(args[0], Tensor):
+        p = args[0]
+        while type(p) is BatchedTensor:
+            p = p._phys
+        if inplace:
+            _levels.check_inplace_own(p, setitem)
+            _levels.check_captured(p, lambda: _aten_inplace(ip_name, setitem, args, kwargs))
+    outer = _LEVEL_SELF[0]
+    _LEVEL_SELF[0] = (p, ip_name, setitem, args, kwargs)
+    _IN_LEVEL_OP[0] += 1
+    try:
+        r = body(args, kwargs)
+    finally:
+        _IN_LEVEL_OP[0] -= 1
+        _LEVEL_SELF[0] = outer
+    if r is not p:
+        _stamp_results(r, args)
+    return r
+
+
+def _level_plain(body, args, kwargs):
+    """``_level_call`` for an op that writes into none of its arguments: its results marked as made inside."""
+    _IN_LEVEL_OP[0] += 1
+    try:
+        r = body(args, kwargs)
+    finally:
+        _IN_LEVEL_OP[0] -= 1
+    _stamp_results(r, args)
+    return r
+
+
+def _stamp_results(r, args) -> None:
+    if r is None:
+        return
+    first = args[0] if args else None
+    if isinstance(r, Tensor):
+        if r is not first:
+            _levels.stamp(peel(r)[1])
+    elif type(r) in (tuple, list) or isinstance(r, tuple):
+        for t in r:
+            if isinstance(t, Tensor) and t is not first:
+                _levels.stamp(peel(t)[1])
 
 
 _PUBLIC: list | None = None   # (function, the entry code, its runner: put in the function's kwdefaults)

@@ -14,17 +14,21 @@ primal computation once; grad/vjp inside leave their inputs unbatched at such le
 
 A transform keeps the graph of what it computes (``create_graph``) only when something outside can differentiate it:
 an enclosing transform, inputs or captured tensors that require grad, or forward-mode tangents.
+
+While a transform's function runs, its level (ember/autograd/_levels.py) tells autograd inside what the transform
+sees: ``autograd.grad`` and ``requires_grad`` treat captured tensors as constants, in-place writes into its inputs
+or into captured tensors raise PyTorch's errors.
 """
 from __future__ import annotations
 
 import functools
 import math
-import weakref
 from typing import Any, Callable
 
 from .._state import fwd_state, track_tangent
 from .._tensor import Tensor
 from ..autograd import _batching as B
+from ..autograd import _levels
 from ..autograd import engine
 from ..autograd._views import edge_of
 from ..autograd import forward_ad as fwAD
@@ -38,11 +42,6 @@ __all__ = ["grad", "grad_and_value", "vjp", "jvp", "linearize", "jacrev", "jacfw
 
 
 # ----- inputs and outputs of a transform ---------------------------------------------------------------------
-
-# The leaves the transforms make for their inputs: a graph reaching only these reaches nothing an outer
-# computation differentiates (see _reaches_other_leaves)
-_OWN_LEAVES: "weakref.WeakSet" = weakref.WeakSet()
-
 
 def _tensor_or_refuse(x):
     if not isinstance(x, Tensor):
@@ -70,6 +69,7 @@ class _Input:
         self.given_rg = p._requires_grad
         if p._requires_grad:
             leaf = p.view_as(p)   # an alias: a node of its own, still attached to what p depends on
+            leaf._base = None     # (and a base of its own: a view of it is a view of the transform's leaf)
         else:
             leaf = p.detach()
             leaf._requires_grad = True   # (requires_grad_() is refused inside transforms, as PyTorch's)
@@ -77,7 +77,7 @@ class _Input:
                 leaf._fw_grad = p._fw_grad
                 track_tangent(leaf)
         self.leaf = leaf
-        _OWN_LEAVES.add(leaf)
+        _levels.add_leaf(leaf)
         self.chain = chain
         self.seen = B.rewrap(leaf, chain)
 
@@ -116,14 +116,16 @@ def _differentiate(flat, run, every: bool = False):
         _tensor_or_refuse(t)
     frames, skipped = (list(B.FRAMES), []) if every else _input_frames(flat)
     state = B.RNG_STATE[0]() if skipped and B.RNG_STATE else None
-    inputs = [_Input(t, frames) for t in flat]
-    res = run(inputs, frames)
+    with _level("grad"):
+        inputs = [_Input(t, frames) for t in flat]
+        res = run(inputs, frames)
     if skipped and any(isinstance(o, Tensor) and B.batched_at(o, f.level) for o in res[0] for f in skipped):
         if state is not None:
             B.RNG_STATE[1](state)
         frames = list(B.FRAMES)
-        inputs = [_Input(t, frames) for t in flat]
-        res = run(inputs, frames)
+        with _level("grad"):
+            inputs = [_Input(t, frames) for t in flat]
+            res = run(inputs, frames)
     return inputs, frames, res
 
 
@@ -149,7 +151,7 @@ def _check_argnums(argnums, n: int, name: str):
 def _reaches_other_leaves(outs, leaves) -> bool:
     """Whether the graph of ``outs`` reaches a leaf that requires grad other than ``leaves`` (a captured tensor
     that an outer computation may differentiate)."""
-    own = {id(x) for x in leaves} | {id(x) for x in _OWN_LEAVES}
+    own = {id(x) for x in leaves}
     seen = set()
     stack = [o.grad_fn for o in outs if o.grad_fn is not None]
     while stack:
@@ -158,7 +160,8 @@ def _reaches_other_leaves(outs, leaves) -> bool:
             continue
         seen.add(id(n))
         if type(n) is AccumulateGrad:
-            if id(n.variable) not in own:
+            v = n.variable
+            if id(v) not in own and not v.__dict__.get("_own_leaf"):   # (a transform's leaf: see _levels)
                 return True
             continue
         for nxt, _ in n.next_functions:
@@ -175,6 +178,16 @@ def _keep_graph(inputs, outs_phys, grad_on: bool, extra_rg: bool = False) -> boo
     if extra_rg or fwd_state.level or B.TRANSFORMS[0] > 1 or any(i.given_rg for i in inputs):
         return True
     return _reaches_other_leaves([o for o in outs_phys if o._requires_grad], [i.leaf for i in inputs])
+
+
+def _made(tree):
+    """Results of a transform running inside another's level: made there (an in-place write into them inside
+    it is allowed, as into anything it computed)."""
+    if _levels.LEVELS:
+        for t in tree_flatten(tree)[0]:
+            if isinstance(t, Tensor):
+                _levels.stamp(B.peel(t)[1])
+    return tree
 
 
 def _flat_phys(outs, frames):
@@ -204,6 +217,23 @@ def _Transform() -> _Span:
 
 def _Held() -> _Span:
     return _Span(B.hold, B.release)
+
+
+class _level:
+    """The span of a transform's level (its inputs made and its function run): what autograd inside sees
+    (ember/autograd/_levels.py)."""
+
+    __slots__ = ("kind", "lv")
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+
+    def __enter__(self):
+        self.lv = _levels.push(self.kind, len(B.FRAMES))
+        return self.lv
+
+    def __exit__(self, *exc) -> None:
+        _levels.pop(self.lv)
 
 
 # ----- vjp -----------------------------------------------------------------------------------------------
@@ -278,13 +308,13 @@ def _vjp(func: Callable, primals: tuple, has_aux: bool, every: bool = False):
                 if res is None:
                     raise NotImplementedError("ember: vjp_fn with cotangents batched at a vmap level of a jvp's "
                                               "tangents, through an operation without a batching rule")
-                return tree_unflatten(res, spec)
+                return _made(tree_unflatten(res, spec))
             if new and not old:
                 # cotangents batched by vmaps that began after vjp (jacrev's basis): the rules run on them as
                 # tensors, every operation batched by its rule; when one has none, autograd.grad's batched pass
                 res = _vjp_of_batched(outs_phys, flat_ct, inputs, retain_graph, cg)
                 if res is not None:
-                    return tree_unflatten(res, spec)
+                    return _made(tree_unflatten(res, spec))
             phys_ct = []
             for c in flat_ct:
                 p, lvls = B.to_front(c, new + old)   # (their dims first, lowest level first)
@@ -298,9 +328,9 @@ def _vjp(func: Callable, primals: tuple, has_aux: bool, every: bool = False):
                 phys_ct.append(p)
             live = [k for k, o in enumerate(outs_phys) if o._requires_grad]   # (the others give zeros)
             if live:
-                gs = engine.grad([outs_phys[k] for k in live], [i.leaf for i in inputs], [phys_ct[k] for k in live],
-                                 retain_graph=retain_graph, create_graph=cg, allow_unused=True,
-                                 is_grads_batched=bool(new))
+                gs = engine.graph_grad([outs_phys[k] for k in live], [i.leaf for i in inputs],
+                                       [phys_ct[k] for k in live], retain_graph=retain_graph, create_graph=cg,
+                                       allow_unused=True, is_grads_batched=bool(new))
             else:
                 gs = [None] * len(inputs)
             res = []
@@ -313,9 +343,9 @@ def _vjp(func: Callable, primals: tuple, has_aux: bool, every: bool = False):
                     g = torch.zeros((math.prod(sizes),) + tuple(i.leaf.shape), dtype=i.leaf.dtype)
                 res.append(_wrap_after(g.reshape(tuple(sizes) + tuple(g.shape[1:])), [f.level for f in new],
                                        i.chain))
-        return tree_unflatten(res, spec)
+        return _made(tree_unflatten(res, spec))
 
-    primal_out = tree_unflatten([_detach(o, keep) for o in flat_out], out_spec)
+    primal_out = _made(tree_unflatten([_detach(o, keep) for o in flat_out], out_spec))
     if has_aux:
         return primal_out, vjp_fn, tree_map(lambda a: _detach(a, keep) if isinstance(a, Tensor) else a, aux)
     return primal_out, vjp_fn
@@ -424,12 +454,13 @@ def grad_and_value(func: Callable, argnums=0, has_aux: bool = False) -> Callable
             phys, _ = B.to_front(out, frames)
             keep = _keep_graph(inputs, [phys], grad_on)
             if phys._requires_grad:
-                gs = engine.grad([phys], [i.leaf for i in inputs], [torch.ones_like(phys)], retain_graph=keep,
-                                 create_graph=keep, allow_unused=True)
+                gs = engine.graph_grad([phys], [i.leaf for i in inputs], [torch.ones_like(phys)],
+                                       retain_graph=keep, create_graph=keep, allow_unused=True)
             else:
                 gs = [None] * len(inputs)
             grads = tree_unflatten([i.wrap(g) for i, g in zip(inputs, gs)], spec)
-        value = _detach(out, keep)
+        _made(grads)
+        value = _made(_detach(out, keep))
         if has_aux:
             aux = tree_map(lambda a: _detach(a, keep) if isinstance(a, Tensor) else a, aux)
             return grads, (value, aux)
@@ -508,7 +539,12 @@ def jvp(func: Callable, primals: Any, tangents: Any, *, strict: bool = False, ha
 def _jvp(func, fp, ft, spec, has_aux, keep, dual):
     with _Transform():
         with fwAD.dual_level():
-            out = func(*tree_unflatten([dual(p, t) for p, t in zip(fp, ft)], spec))
+            duals = [dual(p, t) for p, t in zip(fp, ft)]
+            with _level("jvp") as lv:
+                for d in duals:   # (the program may write into its inputs: into the primals, as PyTorch's)
+                    p = B.peel(d)[1]
+                    lv.roots.append(p if p._base is None else p._base)
+                out = func(*tree_unflatten(duals, spec))
             aux = None
             if has_aux:
                 if not (isinstance(out, tuple) and len(out) == 2):
@@ -527,8 +563,8 @@ def _jvp(func, fp, ft, spec, has_aux, keep, dual):
                 tangent_outs.append(tangent)
         if not keep:
             keep = _reaches_other_leaves([t for t in primal_outs + tangent_outs if t._requires_grad], [])
-    res = (tree_unflatten([_detach(x, keep) for x in primal_outs], out_spec),
-           tree_unflatten([_detach(x, keep) for x in tangent_outs], out_spec))
+    res = _made((tree_unflatten([_detach(x, keep) for x in primal_outs], out_spec),
+                 tree_unflatten([_detach(x, keep) for x in tangent_outs], out_spec)))
     if has_aux:
         return res + (tree_map(lambda a: _detach(a, keep), aux),)
     return res
