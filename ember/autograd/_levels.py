@@ -235,7 +235,8 @@ def grad_at_level(lv: Level, graph_grad, peel, rewrap, to_front, frame_of, outpu
     for o, g in zip(outputs, grad_outputs):
         if not isinstance(o, Tensor):
             raise AssertionError(f"grad(): expected output {len(phys_out)} to be a Tensor, got {type(o).__name__}")
-        po, levels = to_front(o)
+        # (o's own levels only: materializing it at a level where only a tangent is batched would cut the graph)
+        po, levels = to_front(o, [frame_of(lv_) for lv_, _ in peel(o)[0]])
         if g is None:
             if o.numel() != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
