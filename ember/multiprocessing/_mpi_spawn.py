@@ -24,14 +24,12 @@ import time
 from multiprocessing.reduction import ForkingPickler
 from typing import Callable
 
-_RANK_VARS = ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK")
-
-
 class MPIProcessContext:
     """The MPI job of a ``spawn``: ``join()`` and ``pids()`` as ``ProcessContext``'s (the processes are mpiexec's
     children; their pids are known once they have started)."""
 
-    def __init__(self, proc: subprocess.Popen, workdir: str, nprocs: int):
+    def __init__(self, proc: subprocess.Popen, workdir: str, nprocs: int, errors: tuple):
+        self.raised, self.exited = errors   # spawn's ProcessRaisedException and ProcessExitedException
         self.proc = proc
         self.workdir = workdir
         self.nprocs = nprocs
@@ -57,7 +55,6 @@ class MPIProcessContext:
         """True when every process has ended well, False when they still run after ``timeout`` seconds; a child
         that raised stops the job and raises ``ProcessRaisedException`` (``ProcessExitedException`` when the job
         ends badly without a traceback)."""
-        from .spawn import ProcessExitedException, ProcessRaisedException
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             rc = self.proc.poll()
@@ -77,11 +74,11 @@ class MPIProcessContext:
             with open(self.error_files[failed], "rb") as f:
                 trace = pickle.load(f)
             shutil.rmtree(self.workdir, ignore_errors=True)
-            raise ProcessRaisedException(f"\n\n-- Process {failed:d} terminated with the following error:\n{trace}",
+            raise self.raised(f"\n\n-- Process {failed:d} terminated with the following error:\n{trace}",
                                          failed, pids[failed])
         shutil.rmtree(self.workdir, ignore_errors=True)
         code = self.proc.returncode
-        raise ProcessExitedException(f"process 0 terminated with exit code {code:d} (the MPI job of "
+        raise self.exited(f"process 0 terminated with exit code {code:d} (the MPI job of "
                                      f"torch.multiprocessing.spawn)", error_index=0, error_pid=pids[0],
                                      exit_code=code)
 
@@ -96,8 +93,9 @@ class MPIProcessContext:
         self.proc.wait()
 
 
-def start(fn: Callable, args: tuple, nprocs: int) -> MPIProcessContext:
-    """Start ``fn(i, *args)`` for i in 0..nprocs-1 as the ranks of one MPI job (``mpiexec -n nprocs``)."""
+def start(fn: Callable, args: tuple, nprocs: int, errors: tuple) -> MPIProcessContext:
+    """Start ``fn(i, *args)`` for i in 0..nprocs-1 as the ranks of one MPI job (``mpiexec -n nprocs``), each
+    running ``_mpi_child.py``; ``errors``: the exceptions (raised, exited) its ``join`` raises."""
     from ..distributed.run import mpiexec_command
     mpiexec = os.environ.get("EMBER_MPIEXEC", "mpiexec")
     if shutil.which(mpiexec) is None:
@@ -117,28 +115,5 @@ def start(fn: Callable, args: tuple, nprocs: int) -> MPIProcessContext:
             env.setdefault(var, "1")
     for var in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "EMBER_DIST_LAUNCHED"):
         env.pop(var, None)   # the children's own come from MPI (ember.distributed fills them in)
-    cmd = mpiexec_command(mpiexec, nprocs, [sys.executable, "-m", "ember.multiprocessing._mpi_spawn", workdir])
-    return MPIProcessContext(subprocess.Popen(cmd, env=env), workdir, nprocs)
-
-
-def _child(workdir: str) -> None:
-    """An MPI child: prepare as multiprocessing's spawned children do, then run ``fn(rank, *args)``."""
-    rank = next(int(os.environ[v]) for v in _RANK_VARS if v in os.environ)
-    with open(os.path.join(workdir, f"pid{rank}"), "w") as f:
-        f.write(str(os.getpid()))
-    with open(os.path.join(workdir, "prep.pickle"), "rb") as f:
-        _mp_spawn.prepare(pickle.load(f))
-    with open(os.path.join(workdir, f"payload{rank}.pickle"), "rb") as f:
-        fn, args = pickle.load(f)
-    from .spawn import _wrap
-    try:
-        _wrap(fn, rank, args, os.path.join(workdir, f"error{rank}.pickle"))
-    except SystemExit as e:   # fn failed: leave without MPI_Finalize, which could wait for the other ranks
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(e.code if isinstance(e.code, int) else 1)
-
-
-if __name__ == "__main__":
-    import ember.multiprocessing  # noqa: F401  (registers the tensor reducers the payload needs)
-    _child(sys.argv[1])
+    cmd = mpiexec_command(mpiexec, nprocs, [sys.executable, "-m", "ember.multiprocessing._mpi_child", workdir])
+    return MPIProcessContext(subprocess.Popen(cmd, env=env), workdir, nprocs, errors)

@@ -27,6 +27,8 @@ import traceback
 import warnings
 from typing import Callable
 
+from . import _mpi_spawn
+
 __all__ = ["ProcessContext", "ProcessException", "ProcessExitedException", "ProcessRaisedException", "spawn",
            "SpawnContext", "start_processes"]
 
@@ -208,16 +210,15 @@ def start_processes(fn: Callable, args: tuple = (), nprocs: int = 1, join: bool 
     """Starts ``nprocs`` processes (``start_method``: 'spawn', 'fork' or 'forkserver') running ``fn(i, *args)``
     for i in 0..nprocs-1; with ``join`` waits for them all (raising for the first that fails), else returns
     their ProcessContext."""
-    from . import _mpi_spawn
     mode = os.environ.get("EMBER_SPAWN_MPI", "")
     if nprocs > 0 and (mode == "1" or (mode != "0" and _State.needs_mpi)):
         context = ProcessContext([], [])
-        context._mpi = _mpi_spawn.start(fn, args, nprocs)
+        context._mpi = _mpi_spawn.start(fn, args, nprocs, _ERRORS)
         return _joined(context, join)
 
     def relaunch():
         _State.needs_mpi = True
-        return _mpi_spawn.start(fn, args, nprocs)
+        return _mpi_spawn.start(fn, args, nprocs, _ERRORS)
     ctx = multiprocessing.get_context(start_method)
     processes, files = [], []
     for i in range(nprocs):
@@ -228,6 +229,9 @@ def start_processes(fn: Callable, args: tuple = (), nprocs: int = 1, join: bool 
     context = ProcessContext(processes, files)
     context._relaunch = relaunch
     return _joined(context, join)
+
+
+_ERRORS = (ProcessRaisedException, ProcessExitedException)
 
 
 class _State:
