@@ -84,3 +84,8 @@ def test_child_raising_under_mpi_gives_process_raised_exception(runs):
     assert (name, index) == ("ProcessRaisedException", 1)
     assert msg.startswith("\n\n-- Process 1 terminated with the following error:\nTraceback")
     assert msg.endswith("ValueError: boom on rank 1\n")
+
+
+def test_shared_memory_argument_reaches_mpi_children(runs):
+    """A tensor in shared memory passed to a spawn on MPI: both ranks write into the parent's memory."""
+    assert runs["ember"]["shared"] == [1.0, 2.0]

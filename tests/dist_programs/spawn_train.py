@@ -2,7 +2,8 @@
 inside ``run``; an all_reduce and two data-parallel SGD steps of a small linear model (gradients all-reduced and
 averaged). Run with LIB=ember or LIB=torch (gloo); every rank writes OUT/spawn{k}_rank{r}.json. Under ember a
 second spawn checks that it starts on MPI at once, and a third that a child raising after init_process_group
-gives ProcessRaisedException in the parent."""
+gives ProcessRaisedException in the parent, and a fourth that a tensor in shared memory passed as an argument
+is written by the MPI children in place."""
 import json
 import os
 
@@ -52,6 +53,12 @@ def fail(rank, world_size):
     dist.barrier()
 
 
+def write_shared(rank, t):
+    dist.init_process_group("gloo", rank=rank, world_size=2)
+    t[rank] = rank + 1.0   # into the parent's shared memory (the argument travelled as a descriptor)
+    dist.barrier()
+
+
 if __name__ == "__main__":
     world_size = 2
     mp.spawn(run, args=(world_size, 0), nprocs=world_size, join=True)
@@ -62,3 +69,7 @@ if __name__ == "__main__":
         except mp.ProcessRaisedException as e:
             with open(os.path.join(os.environ["OUT"], "fail.json"), "w") as f:
                 json.dump([type(e).__name__, e.error_index, str(e)], f)
+        shared = torch.zeros(2).share_memory_()
+        mp.spawn(write_shared, args=(shared,), nprocs=world_size, join=True)
+        with open(os.path.join(os.environ["OUT"], "shared.json"), "w") as f:
+            json.dump(shared.tolist(), f)
