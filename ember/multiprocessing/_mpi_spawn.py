@@ -107,8 +107,15 @@ def start(fn: Callable, args: tuple, nprocs: int, errors: tuple) -> MPIProcessCo
     with open(os.path.join(workdir, "prep.pickle"), "wb") as f:
         pickle.dump(prep, f)
     for i in range(nprocs):   # one pickle per child: a shared-memory tensor's descriptor is handed out once each
+        try:
+            payload = ForkingPickler.dumps((fn, args))
+        except Exception as e:   # noqa: BLE001  (a lambda, a closure, an open file...)
+            shutil.rmtree(workdir, ignore_errors=True)
+            raise RuntimeError(f"torch.multiprocessing: the function makes a process group, so its processes are "
+                               f"started again on MPI, which needs the function and its arguments to pickle: "
+                               f"{type(e).__name__}: {e}") from e
         with open(os.path.join(workdir, f"payload{i}.pickle"), "wb") as f:
-            f.write(ForkingPickler.dumps((fn, args)))
+            f.write(payload)
     env = os.environ.copy()
     if hasattr(os, "geteuid") and os.geteuid() == 0 and env.get("EMBER_DIST_ROOT_ENV", "1") == "1":
         for var in ("OMPI_ALLOW_RUN_AS_ROOT", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"):
