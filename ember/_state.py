@@ -43,6 +43,16 @@ code_swaps = [0]
 # How many torch.func transforms (vmap, grad, vjp, jvp, ...) are running: Tensor.requires_grad_ is refused inside one,
 # as PyTorch's (ember/autograd/_batching.py counts them).
 func_depth = [0]
+FUNC_RETAIN_GRAD = (
+    "You are attempting to call Tensor.retain_grad() inside of a function being transformed by a functorch "
+    "transform. This is unsupported, please attempt to use the functorch transforms (e.g. grad, vjp, jacrev, jacfwd, "
+    "hessian) or call retain_grad() outside of a function being transformed instead.")
+# Called with a tensor made a leaf that requires grad inside a transform (``t.requires_grad = True``, a factory's
+# ``requires_grad=True``): it becomes a leaf of the innermost transform's level (ember/autograd/_levels.py sets it).
+func_new_leaf: list = [None]
+# ``Tensor.requires_grad`` of a tensor that requires grad, read inside a transform: what the innermost transform's
+# level sees (ember/autograd/_levels.py sets it).
+func_requires_grad: list = [None]
 FUNC_REQUIRES_GRAD = (
     "You are attempting to call Tensor.requires_grad_() (or perhaps using torch.autograd.functional.* APIs) inside of a "
     "function being transformed by a functorch transform. This is unsupported, please attempt to use the functorch "

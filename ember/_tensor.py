@@ -17,6 +17,8 @@ from ._device import backend_of, cpu, cpu_backend, device_namespace, device_of, 
 from ._hooks import add_hook
 from ._origin import created_at, user_site, warn_once
 from ._state import FUNC_REQUIRES_GRAD as _FUNC_REQUIRES_GRAD, _state as _gm_state, func_depth as _func_depth
+from ._state import FUNC_RETAIN_GRAD as _FUNC_RETAIN_GRAD, func_new_leaf as _func_new_leaf
+from ._state import func_requires_grad as _func_requires_grad
 
 _new = object.__new__
 
@@ -342,6 +344,8 @@ class Tensor:
     # ----- autograd metadata -----------------------------------------------------------------
     @property
     def requires_grad(self) -> bool:
+        if _func_depth[0]:   # inside torch.func's transforms: what the innermost level sees
+            return _func_requires_grad[0](self)
         return self._requires_grad
 
     @requires_grad.setter
@@ -353,6 +357,11 @@ class Tensor:
             raise RuntimeError("you can only change requires_grad flags of leaf variables.")
         if flag and self._data.dtype.kind not in "fcV":
             raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+        if _func_depth[0]:   # (allowed inside torch.func's transforms, unlike requires_grad_(), as PyTorch's)
+            if flag and self.grad_fn is None and not self._requires_grad:
+                _func_new_leaf[0](self)
+            self._requires_grad = bool(flag)
+            return
         self.requires_grad_(flag)
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
@@ -360,6 +369,13 @@ class Tensor:
             # A truthy string ('no') must not silently turn gradients on.
             raise TypeError(f"requires_grad_(): argument 'requires_grad' (position 1) must be bool, not "
                             f"{type(requires_grad).__name__}")
+        if _func_depth[0]:   # refused first inside torch.func's transforms, whatever the tensor, as PyTorch's
+            raise RuntimeError(_FUNC_REQUIRES_GRAD)
+        return self._set_requires_grad(requires_grad)
+
+    def _set_requires_grad(self, requires_grad: bool) -> Tensor:
+        """``requires_grad_`` for ember's own code (factories, Parameter): allowed inside torch.func's transforms,
+        where a new leaf belongs to the innermost transform's level."""
         if self.grad_fn is not None:
             if requires_grad:
                 return self
@@ -368,10 +384,10 @@ class Tensor:
                 "variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach().")
         if requires_grad and self._data.dtype.kind not in "fcV":
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
-        if requires_grad and _func_depth[0]:
-            raise RuntimeError(_FUNC_REQUIRES_GRAD)
         if requires_grad and self._inference and not _gm_state.inference:
             raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.")
+        if requires_grad and _func_depth[0] and not self._requires_grad:
+            _func_new_leaf[0](self)
         self._requires_grad = bool(requires_grad)
         return self
 
@@ -454,9 +470,11 @@ class Tensor:
 
     def retain_grad(self) -> None:
         """Keep this non-leaf tensor's gradient in ``.grad`` after backward."""
+        if self.grad_fn is None and not self._requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if _func_depth[0]:
+            raise RuntimeError(_FUNC_RETAIN_GRAD)
         if self.grad_fn is None:
-            if not self._requires_grad:
-                raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
             return
         m = self._get_meta()
         if m.retains_grad:

@@ -40,8 +40,6 @@ CORE = pytest.mark.xfail(not hasattr(ember.func, "vmap"), strict=False, reason="
 KNOWN = {
     "jacfwd-argnums-negative": "PyTorch 2.13's jacfwd with a negative argnums returns zeros (its jacrev and "
                                "jacfwd(argnums=0) give the true Jacobian, which ember gives)",
-    "grad-autograd.grad-of-captured-inside": "inside grad, PyTorch's autograd.grad does not see a tensor captured "
-                                             "from outside the transform; ember's one graph does, and differentiates",
     **{f"vmap(vmap)-randomness-{o}-over-different-bernoulli_-batched-{at}":
        "torch 2.13 refuses Tensor.bernoulli_(p: float) under nested vmaps with an inner 'different' level ('Cannot "
        "ask for different inplace randomness on an unbatched tensor'; its other in-place draws, normal_, go through); "

@@ -40,19 +40,11 @@ PER_OP = 2
 
 # Why ember fails a case, by cause: each a bug of the transforms (ember/func/_eager.py) or of vmap's machinery
 # (ember/autograd/_batching.py), not of the op.
-REQUIRES_GRAD = ("the op-database function calls requires_grad_() inside the transformed function, which PyTorch's "
-                 "transforms refuse (ember's now too)")
-PRIMAL_BATCHED = ("jacfwd's jvp makes the primal batched over its basis vmap (ember's forward mode runs on physical "
-                  "dual tensors): batch norm's in-place update of unbatched running stats then meets a batched input "
-                  "and raises PyTorch's error; PyTorch's jacfwd batches only the tangent")
 
 # (op name, transform) -> why ember fails it: a strict xfail (a fix XPASSes loudly). A value (reason, sample indices)
 # limits it to those samples of the default run. With EMBER_SLOW=1 the xfails are not strict (the later samples
 # were not triaged one by one).
 XFAIL: dict[tuple[str, str], str | tuple[str, set]] = {
-    **{("det_singular_grad_create_graph", tr): REQUIRES_GRAD for tr in ("vmap_grad", "hessian")},
-    **{(op, tr): PRIMAL_BATCHED for op in ("nn_batch_norm", "native_batch_norm_out") for tr in ("jacfwd", "hessian")},
-    **{("batch_norm_aten", tr): (PRIMAL_BATCHED, {0}) for tr in ("jacfwd", "hessian")},   # (sample 1: eval mode)
 }
 
 # Cases where torch.func computes a wrong value (ember's matches central differences and its own reference): only

@@ -24,9 +24,10 @@ import warnings
 
 from .. import _dtype as _D
 from .._device import NAMESPACES
-from .._state import code_swaps as _code_swaps, func_depth as _func_depth
+from .._state import code_swaps as _code_swaps, func_depth as _func_depth, fwd_state as _fwd, \
+    track_tangent as _track_tangent
 from .._tensor import Tensor, _new, make as _make
-from . import _primitive, _views
+from . import _levels, _primitive, _views
 from . import grad_mode as _gm
 from ._primitive import KEEP_DTYPE, Primitive
 
@@ -267,6 +268,9 @@ class BatchedTensor(Tensor):
         return None if g is None else wrap(g, self._bdim, self._level)
 
 
+_levels.BATCHED[0] = BatchedTensor
+
+
 def wrap(phys: Tensor, bdim: int, level: int) -> BatchedTensor:
     """``phys`` seen at ``level`` with its dimension ``bdim`` mapped over."""
     t = _new(BatchedTensor)
@@ -298,6 +302,7 @@ class Frame:
 
 
 FRAMES: list = []       # the vmap levels running, outermost first
+_levels.FRAMES = FRAMES
 _counter = [0]
 _LEVELS: dict = {}      # level -> its Frame, while it runs
 # How many differentiating transforms (grad, vjp, jvp, jacrev, ...) are running: backward() inside one is refused,
@@ -398,13 +403,78 @@ def batched_at(t, level: int) -> bool:
 
 def add_level(t, frame: Frame):
     """``t`` made batched at ``frame``'s level (every example the same; an expanded view, no copy), keeping
-    its wrappers at other levels."""
+    its wrappers at other levels. A dual whose tangent is batched at that level gets the tangent's examples as
+    its rows (see ``tangent_at``)."""
     chain, p = peel(t)
+    if _fwd.level and p._fw_grad is not None and batched_at(p._fw_grad, frame.level):
+        return _add_level_dual(chain, p, frame)
     inner = [(lv, bd) for lv, bd in chain if lv < frame.level]
     outer = [(lv, bd) for lv, bd in chain if lv > frame.level]
     base = rewrap(p, inner)
     phys = base.unsqueeze(0).expand((frame.size,) + tuple(base._data.shape))
     return rewrap(wrap(phys, 0, frame.level), outer)
+
+
+# ----- forward-mode tangents batched at levels their primal is not ---------------------------------------------
+#
+# jvp under vmap batches only what is batched: a primal not batched at a level L at which its tangent is (jacfwd's
+# basis) stays one physical tensor, and its dual's tangent is a BatchedTensor at L whose per-example shape is the
+# primal's physical shape; the tangent arithmetic then runs through the batching rules, the primal's once. Such a
+# dual means "the same primal in every example of L, example b's tangent". It must never meet a physical tensor
+# that carries L's batch dim explicitly (a rule's input at L, a per-example slice at L): its tangent would be
+# broadcast over the examples of L twice (perturbation confusion). Every such meeting goes through
+# ``add_level`` first (``_run``, ``_public_runner``, ``_slice``, materialize/to_front, vmap's outputs), which
+# makes the dual batched at L with row b's tangent example b's. Only while tangents propagate (``fwd_state``):
+# inside tangent arithmetic a primal is a constant and broadcasts as any.
+
+def tangent_at(t, level: int) -> bool:
+    """Whether ``t`` (not batched at ``level``) is a dual whose tangent is batched at ``level``."""
+    while type(t) is BatchedTensor:
+        t = t._phys
+    g = t._fw_grad
+    return g is not None and type(g) is BatchedTensor and batched_at(g, level)
+
+
+def _add_level_dual(chain: list, p: Tensor, frame: Frame):
+    """``add_level`` of the dual ``p`` (seen through ``chain``), its tangent batched at ``frame``'s level: the
+    primal expanded, the tangent with that level's dim first as a plain dim (example b's tangent is row b)."""
+    level = frame.level
+    saved, _fwd.level = _fwd.level, 0   # (the expand's own tangent would be the broadcast one)
+    try:
+        phys = p.unsqueeze(0).expand((frame.size,) + tuple(p._data.shape))
+        tchain, q = peel(p._fw_grad)
+        bd = next(b for lv, b in tchain if lv == level)
+        tan = _moved(rewrap(q, [c for c in tchain if c[0] < level]), bd)
+        tan = rewrap(tan, [(lv, b + 1) for lv, b in tchain if lv > level])   # (their dims: one more in front)
+    finally:
+        _fwd.level = saved
+    phys._fw_grad = tan
+    _track_tangent(phys)
+    # the wrappers below the level index p's dims: one more in front now
+    t = wrap(rewrap(phys, [(lv, b + 1) for lv, b in chain if lv < level]), 0, level)
+    return rewrap(t, [c for c in chain if c[0] > level])
+
+
+def diag_args(args, level: int):
+    """``args`` (tensors, lists/tuples/dicts of them) with each dual not batched at ``level`` whose tangent is
+    made batched at it (``add_level``): what a rule at ``level`` may then meet (see ``tangent_at``)."""
+    if type(args) in (list, tuple):
+        new = None
+        for i, a in enumerate(args):
+            b = diag_args(a, level)
+            if b is not a:
+                if new is None:
+                    new = list(args)
+                new[i] = b
+        if new is None:
+            return args
+        return type(args)(*new) if hasattr(args, "_fields") else type(args)(new)
+    if type(args) is dict:
+        new = {k: diag_args(v, level) for k, v in args.items()}
+        return args if all(new[k] is args[k] for k in args) else new
+    if _fwd.level and isinstance(args, Tensor) and not batched_at(args, level) and tangent_at(args, level):
+        return add_level(args, frame_of(level))
+    return args
 
 
 def materialize(t, frames=None):
@@ -569,6 +639,42 @@ def _stand_in(a, bd: int):
     return peel(a)[1].new_zeros(shape[:bd] + shape[bd + 1:])
 
 
+def _replay(x: Tensor, bdim: int, steps, size: int):
+    """A view's recorded ``steps`` replayed on a batched physical tensor, each by its primitive's rule:
+    ``(view, its batch dim)``."""
+    for prim, p in steps:
+        rule = prim.vmap
+        if rule is None:
+            return None, None
+        x, bdim = rule(lambda a, q, prim=prim: _primitive.apply(prim, tuple(a), q), [x], [bdim], p, size)
+        if bdim is None:
+            return None, None
+    return x, bdim
+
+
+def view_replay_rule(call, args, bdims, params, size):
+    """view_replay (the tangent of a view whose base changed in place, under jacfwd): its steps' rules."""
+    out, bdim = _replay(args[0], bdims[0], params["steps"], size)
+    return (out, bdim) if out is not None else loop(call, args, bdims, params, size)
+
+
+def copy_slices_rule(call, args, bdims, params, size):
+    """copy_slices (a base's tangent after an in-place write through a view of it): a copy of the base with the
+    view's region, replayed by its steps' rules, overwritten by the new values."""
+    base, r = args
+    base = base.unsqueeze(0).expand((size,) + tuple(base._data.shape)) if bdims[0] is None else \
+        _moved(base, bdims[0])
+    out = base.clone()
+    region, bdim = _replay(out, 0, params["steps"], size)
+    if region is None or (region._base is not out and region._base is not out._base) or out._base is not None:
+        return loop(call, args, bdims, params, size)   # (a step that copies: nothing to write through)
+    r = r.unsqueeze(0).expand((size,) + tuple(r._data.shape)) if bdims[1] is None else _moved(r, bdims[1])
+    if bdim != 0:
+        r = r.movedim(0, bdim)
+    region.copy_(r)
+    return out, 0
+
+
 def loop(call, args, bdims, params, size):
     """The fallback: the primitive once per example, the results stacked. An empty batch has no example to run:
     the primitive runs once on a stand-in example of zeros for the result's shape and dtype (PyTorch's batching
@@ -670,6 +776,21 @@ def _refuse_logical_params(params) -> None:
 
 
 def _run(prim, args, params=_primitive._EMPTY, node_cls=None, dtype=None):
+    """``apply`` while vmap or torch.func's transforms run (see ``_run_batched``); inside grad/vjp/jvp the
+    results are marked as made inside the innermost one's level."""
+    if not _levels.LEVELS:
+        return _run_batched(prim, args, params, node_cls, dtype)
+    r = _run_batched(prim, args, params, node_cls, dtype)
+    if isinstance(r, Tensor):
+        _levels.stamp(peel(r)[1])
+    elif type(r) in (tuple, list):
+        for t in r:
+            if isinstance(t, Tensor):
+                _levels.stamp(peel(t)[1])
+    return r
+
+
+def _run_batched(prim, args, params=_primitive._EMPTY, node_cls=None, dtype=None):
     """``apply`` while vmap runs: the batching rule for inputs batched at some level, else apply itself."""
     level = _level_of(args)
     apply = _orig["apply"]
@@ -677,6 +798,8 @@ def _run(prim, args, params=_primitive._EMPTY, node_cls=None, dtype=None):
         return apply(prim, args, params, node_cls, dtype)
     frame = frame_of(level)
     _refuse_logical_params(params)
+    if _fwd.level:
+        args = diag_args(args, level)
     if dtype is None and prim.promote is not None:
         dtype = prim.promote(args)   # on the examples (a 0-d input promotes as a scalar, as PyTorch's)
         if dtype is None:
@@ -736,6 +859,15 @@ def _inplace_error(prim, self, others, level) -> RuntimeError:
 
 def _run_inplace(prim, self, others, params=_primitive._EMPTY, node_cls=None, dtype=None, saved=()):
     """``apply_inplace`` while vmap runs: the out-of-place result (batched) written into self's examples."""
+    if _levels.LEVELS:   # a write the program asked for: into a public op's first argument, or a direct one
+        p = peel(self)[1]
+        if not _IN_LEVEL_OP[0]:
+            _levels.check_inplace_own(p, False)
+            _levels.check_captured(p, lambda: _aten_inplace(prim.name + "_", False, (self,) + tuple(others), {}))
+        elif _LEVEL_SELF[0] is not None and _LEVEL_SELF[0][0] is p:
+            _, ip_name, setitem, a, kw = _LEVEL_SELF[0]
+            _levels.check_inplace_own(p, setitem)
+            _levels.check_captured(p, lambda: _aten_inplace(ip_name, setitem, a, kw))
     level = _level_of((self,) + tuple(others))
     if not level or (type(self) is not BatchedTensor and not batched_at(self, level)):
         if level:   # a batched value written into an unbatched tensor
@@ -868,6 +1000,8 @@ def _leaves(x, out: list) -> None:
 
 def _slice(x, level: int, b: int):
     """Example ``b`` at ``level`` of every batched tensor in ``x`` (a tensor, or a list/tuple/dict of them)."""
+    if _fwd.level and isinstance(x, Tensor) and not batched_at(x, level) and tangent_at(x, level):
+        x = add_level(x, frame_of(level))
     if type(x) is BatchedTensor:
         if not batched_at(x, level):
             return x
@@ -1209,14 +1343,50 @@ _INPLACE_DUNDERS = {f"__{n}__" for n in ("setitem", "iadd", "isub", "imul", "itr
                                           "iand", "ior", "ixor", "ilshift", "irshift", "imatmul")}
 
 
+def _inplace_name(own: str) -> bool:
+    """Whether a public function's own name is an in-place op's (add_, __iadd__, __setitem__, ...)."""
+    return own.endswith("_") and not own.endswith("__") or own in _INPLACE_DUNDERS
+
+
+def _physical_duals(orig, args, kwargs):
+    """``(args, kwargs)`` with each dual input whose tangent alone is batched at a running level made batched there
+    too (the physical duals), or None when there is none or ``orig`` is in place. For an op that jvp's
+    tangent-only batching could not run (a primitive with no batching rule on its tangent, a wrapper reading
+    values): the op again, batched as a whole by its own rules. An out-of-place op has written nothing yet; an
+    in-place one has, so it leaves the retry to jvp (the whole function again, on physical duals)."""
+    if not _fwd.level or _inplace_name(orig.__name__):
+        return None
+    new_args, new_kwargs = args, kwargs
+    for f in FRAMES:
+        new_args, new_kwargs = diag_args(new_args, f.level), diag_args(new_kwargs, f.level)
+    if new_args is args and new_kwargs is kwargs:
+        return None
+    return new_args, new_kwargs
+
+
 def _public_runner(orig, name: str):
     """A public op while vmap runs: itself, or, when its wrapper needs the values of a batched input (indices,
     sizes, data-dependent branches), once per example of the highest level among its batched inputs. Random
     functions follow vmap's randomness; ops with a rule of their own (``PUBLIC_RULES``) run it."""
     random = name in RANDOM
     rule = PUBLIC_RULES.get(name)
+    own = orig.__name__
+    inplace = own.endswith("_") and not own.endswith("__") or own in _INPLACE_DUNDERS
+    setitem = own == "setitem" or name.strip("_") == "setitem"
+    inplace_own = inplace or setitem   # (the check below: __setitem__'s function is named setitem)
+    # its in-place name, for errors when it writes into its first argument ("iclamp" is clamp_, "iadd" add_)
+    ip_name = own if own.endswith("_") else _ITER_DUNDERS.get(name, name + "_")
+    # whether it may write into its first argument (an in-place op under another name: "iclamp" is clamp_)
+    writes = inplace_own or own == "i" + name or name in _ITER_DUNDERS
 
     def run(args, kwargs):
+        if _levels.LEVELS and not _IN_LEVEL_OP[0]:   # a call from the program inside grad/vjp/jvp
+            if writes or kwargs and kwargs.get("inplace"):
+                return _level_call(body, ip_name, inplace_own, setitem, args, kwargs)
+            return _level_plain(body, args, kwargs)
+        return body(args, kwargs)
+
+    def body(args, kwargs):
         if random and FRAMES and not _IN_RANDOM[0]:
             _IN_RANDOM[0] += 1   # (the random functions it calls on its physical tensors draw as they are)
             try:
@@ -1228,9 +1398,17 @@ def _public_runner(orig, name: str):
             _leaves(args, found)
             _leaves(kwargs, found)
             if found:
-                return rule(orig, args, kwargs, max(t._level for t in found))
+                level = max(t._level for t in found)
+                if _fwd.level:
+                    args, kwargs = diag_args(args, level), diag_args(kwargs, level)
+                return rule(orig, args, kwargs, level)
         try:
             return orig(*args, **kwargs)
+        except NoRule:
+            again = _physical_duals(orig, args, kwargs)
+            if again is None:
+                raise
+            return body(*again)
         except NeedsValues:
             found = []
             _leaves(args, found)
@@ -1238,11 +1416,12 @@ def _public_runner(orig, name: str):
             if not found:
                 raise
             if STRICT[0]:
-                raise NoRule(name) from None
+                again = _physical_duals(orig, args, kwargs)
+                if again is None:
+                    raise NoRule(name) from None
+                return body(*again)
             level = max(t._level for t in found)
             frame = frame_of(level)
-            own = orig.__name__
-            inplace = own.endswith("_") and not own.endswith("__") or own in _INPLACE_DUNDERS
             if inplace and not (args and isinstance(args[0], Tensor) and batched_at(args[0], level)):
                 raise RuntimeError(INPLACE) from None
             fallback_warning(name)
@@ -1253,6 +1432,78 @@ def _public_runner(orig, name: str):
                 return args[0]
             return _stack_results(rows, level)
     return run
+
+
+_IN_LEVEL_OP = [0]   # public ops running inside one called by the program (their own calls are not checked)
+_LEVEL_SELF: list = [None]   # (the plain tensor of its first argument, a function giving its aten name)
+_ITER_DUNDERS = {"iadd": "add_", "isub": "sub_", "imul": "mul_", "itruediv": "div_", "ipow": "pow_"}   # += ...
+_TENSOR_OVERLOAD = {"add_", "sub_", "mul_", "div_", "true_divide_", "multiply_", "subtract_", "divide_"}
+_SCALAR_OR_TENSOR = {"fill_": 1, "pow_": 1, "remainder_": 1, "fmod_": 1, "masked_fill_": 2}
+
+
+def _aten_inplace(own: str, setitem: bool, args, kwargs) -> str:
+    """PyTorch's name of an in-place op as its dispatcher calls it (``aten::mul_.Tensor``), for errors."""
+    if setitem:
+        index = args[1] if len(args) > 1 else None
+        parts = index if type(index) is tuple else (index,)
+        basic = all(p is None or p is Ellipsis or type(p) in (int, slice) for p in parts)
+        return "aten::copy_" if basic else "aten::index_put_"
+    name = own
+    if name in _TENSOR_OVERLOAD:
+        return f"aten::{name}.Tensor_mode" if kwargs.get("rounding_mode") is not None else f"aten::{name}.Tensor"
+    k = _SCALAR_OR_TENSOR.get(name)
+    if k is not None and len(args) > k:
+        return f"aten::{name}.{'Tensor' if isinstance(args[k], Tensor) else 'Scalar'}"
+    return f"aten::{name}"
+
+
+def _level_call(body, ip_name: str, inplace: bool, setitem: bool, args, kwargs):
+    """A public op called by the program inside torch.func's grad/vjp/jvp: PyTorch's errors for in-place writes
+    into the transform's inputs or into captured tensors (here, or in ``_run_inplace`` when the op writes into
+    its first argument), and its results marked as made inside the level."""
+    p = None
+    if args and isinstance(args[0], Tensor):
+        p = args[0]
+        while type(p) is BatchedTensor:
+            p = p._phys
+        if inplace:
+            _levels.check_inplace_own(p, setitem)
+            _levels.check_captured(p, lambda: _aten_inplace(ip_name, setitem, args, kwargs))
+    outer = _LEVEL_SELF[0]
+    _LEVEL_SELF[0] = (p, ip_name, setitem, args, kwargs)
+    _IN_LEVEL_OP[0] += 1
+    try:
+        r = body(args, kwargs)
+    finally:
+        _IN_LEVEL_OP[0] -= 1
+        _LEVEL_SELF[0] = outer
+    if r is not p:
+        _stamp_results(r, args)
+    return r
+
+
+def _level_plain(body, args, kwargs):
+    """``_level_call`` for an op that writes into none of its arguments: its results marked as made inside."""
+    _IN_LEVEL_OP[0] += 1
+    try:
+        r = body(args, kwargs)
+    finally:
+        _IN_LEVEL_OP[0] -= 1
+    _stamp_results(r, args)
+    return r
+
+
+def _stamp_results(r, args) -> None:
+    if r is None:
+        return
+    first = args[0] if args else None
+    if isinstance(r, Tensor):
+        if r is not first:
+            _levels.stamp(peel(r)[1])
+    elif type(r) in (tuple, list) or isinstance(r, tuple):
+        for t in r:
+            if isinstance(t, Tensor) and t is not first:
+                _levels.stamp(peel(t)[1])
 
 
 _PUBLIC: list | None = None   # (function, the entry code, its runner: put in the function's kwdefaults)

@@ -14,7 +14,7 @@ from contextlib import nullcontext
 from .._device import backend_of
 from .._origin import warn_once
 from .._tensor import Tensor, make
-from . import _batching, _profiling
+from . import _batching, _levels, _profiling
 from . import grad_mode as _gm
 from ._views import edge_of
 from .anomaly_mode import _anomaly, run_node_checked
@@ -453,8 +453,23 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     the B vector-Jacobian products stacked, from one backward pass: primitives declared batch-safe run once
     on the whole batch, any other node (and hooks, custom Functions) once per row, seeing one row's gradient
     as under PyTorch's vmap."""
+    if _levels.LEVELS:   # inside torch.func's grad/vjp/jvp: the graph the innermost transform's level sees
+        lv = _levels.innermost(len(_batching.FRAMES))
+        if lv is not None:
+            return _levels.grad_at_level(
+                lv, graph_grad, _batching.peel, _batching.rewrap, _batching.to_front, _batching.frame_of, outputs,
+                inputs, grad_outputs, dict(retain_graph=retain_graph, create_graph=create_graph,
+                                           allow_unused=allow_unused, is_grads_batched=is_grads_batched,
+                                           materialize_grads=materialize_grads))
+    return graph_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, only_inputs, allow_unused,
+                      is_grads_batched, materialize_grads)
+
+
+def graph_grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, only_inputs=True,
+               allow_unused=None, is_grads_batched=False, materialize_grads=False) -> tuple:
+    """``grad`` on the whole physical graph (what torch.func's transforms differentiate, whatever level runs)."""
     if _batching.FRAMES and _batching.any_batched(outputs, inputs, grad_outputs):   # inside vmap
-        return _batching.grad_inside(grad, outputs, inputs, grad_outputs, dict(
+        return _batching.grad_inside(graph_grad, outputs, inputs, grad_outputs, dict(
             retain_graph=retain_graph, create_graph=create_graph, allow_unused=allow_unused,
             is_grads_batched=is_grads_batched, materialize_grads=materialize_grads))
     if allow_unused is None:

@@ -28,6 +28,9 @@ _LAZY = set(__all__) | {"default_pg_timeout"}
 
 def __getattr__(name: str):
     """The API from distributed_c10d, loaded on first use (``import ember`` does not pay for it)."""
+    if name == "optim":   # torch.distributed.optim (ZeroRedundancyOptimizer), a subpackage loaded on first use
+        import importlib
+        return importlib.import_module(f"{__name__}.optim")
     if name in _LAZY:
         from . import distributed_c10d
         value = distributed_c10d.GroupMember if name == "group" else getattr(distributed_c10d, name)

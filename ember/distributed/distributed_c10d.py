@@ -222,11 +222,13 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
                     raise ValueError(f"Error initializing torch.distributed using env:// rendezvous: environment "
                                      f"variable {var} expected, but not set")
         if world_size != 1:
-            raise RuntimeError(
+            err = RuntimeError(
                 f"ember.distributed: world_size={world_size} needs processes started by MPI; launch with "
                 f"`python -m ember.distributed.run --nproc-per-node {max(world_size, 2)} script.py` or "
-                f"`mpiexec -n {max(world_size, 2)} python script.py` (torchrun's processes cannot reach each other "
-                f"through MPI)")
+                f"`mpiexec -n {max(world_size, 2)} python script.py`, or start them with "
+                f"torch.multiprocessing.spawn (torchrun's processes cannot reach each other through MPI)")
+            err.ember_needs_mpi = True   # a child of multiprocessing.spawn: its parent starts the job again on MPI
+            raise err
     comm = _mpi.start()
     if world_size >= 0 and world_size != comm.Get_size():
         raise RuntimeError(f"ember.distributed: world_size={world_size} was asked for but MPI started "

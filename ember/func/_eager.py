@@ -8,19 +8,27 @@ x * y)(x))`` give the right answers. Inside vmap, a transform's inputs are made 
 batching rules record their physical ops, is block-diagonal over the examples and its gradients are the examples'
 own (``vmap(grad(loss), in_dims=(None, 0))`` gives per-example gradients of unbatched parameters).
 
+jvp is the exception, as torch.func's: where only a tangent is batched (jacfwd's basis), the primal stays one
+physical tensor and its dual's tangent is batched (see _batching.tangent_at), so ``jacfwd`` and ``hessian`` run the
+primal computation once; grad/vjp inside leave their inputs unbatched at such levels too (``_input_frames``).
+
 A transform keeps the graph of what it computes (``create_graph``) only when something outside can differentiate it:
 an enclosing transform, inputs or captured tensors that require grad, or forward-mode tangents.
+
+While a transform's function runs, its level (ember/autograd/_levels.py) tells autograd inside what the transform
+sees: ``autograd.grad`` and ``requires_grad`` treat captured tensors as constants, in-place writes into its inputs
+or into captured tensors raise PyTorch's errors.
 """
 from __future__ import annotations
 
 import functools
 import math
-import weakref
 from typing import Any, Callable
 
 from .._state import fwd_state, track_tangent
 from .._tensor import Tensor
 from ..autograd import _batching as B
+from ..autograd import _levels
 from ..autograd import engine
 from ..autograd._views import edge_of
 from ..autograd import forward_ad as fwAD
@@ -34,11 +42,6 @@ __all__ = ["grad", "grad_and_value", "vjp", "jvp", "linearize", "jacrev", "jacfw
 
 
 # ----- inputs and outputs of a transform ---------------------------------------------------------------------
-
-# The leaves the transforms make for their inputs: a graph reaching only these reaches nothing an outer
-# computation differentiates (see _reaches_other_leaves)
-_OWN_LEAVES: "weakref.WeakSet" = weakref.WeakSet()
-
 
 def _tensor_or_refuse(x):
     if not isinstance(x, Tensor):
@@ -58,14 +61,15 @@ class _Input:
 
     __slots__ = ("seen", "leaf", "chain", "given_rg")
 
-    def __init__(self, t: Tensor) -> None:
+    def __init__(self, t: Tensor, frames: list) -> None:
         if t._data.dtype.kind not in "fcV":
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
-        t = B.materialize(t)
+        t = B.materialize(t, frames)
         chain, p = B.peel(t)
         self.given_rg = p._requires_grad
         if p._requires_grad:
             leaf = p.view_as(p)   # an alias: a node of its own, still attached to what p depends on
+            leaf._base = None     # (and a base of its own: a view of it is a view of the transform's leaf)
         else:
             leaf = p.detach()
             leaf._requires_grad = True   # (requires_grad_() is refused inside transforms, as PyTorch's)
@@ -73,7 +77,7 @@ class _Input:
                 leaf._fw_grad = p._fw_grad
                 track_tangent(leaf)
         self.leaf = leaf
-        _OWN_LEAVES.add(leaf)
+        _levels.add_leaf(leaf)
         self.chain = chain
         self.seen = B.rewrap(leaf, chain)
 
@@ -82,6 +86,47 @@ class _Input:
         if g is None:
             g = torch.zeros_like(self.leaf.detach())
         return B.rewrap(g, self.chain)
+
+
+def _input_frames(flat) -> tuple[list, list]:
+    """``(frames, skipped)``: the running vmap levels a transform's inputs ``flat`` are made batched at, and the
+    others. Every level, except those at which no input is batched and some input is a dual whose tangent is
+    (jvp's tangent-only levels: jacfwd's basis under hessian = jacfwd(jacrev)): there the function's primal
+    side runs once, unbatched, its tangents batched. Should an output come out batched at a skipped level
+    after all (a random draw, a tensor batched there meeting the inputs), its gradient would be summed over
+    that level's examples: ``_differentiate`` then runs the function again with every level."""
+    frames = list(B.FRAMES)
+    if not fwd_state.level or not frames:
+        return frames, []
+    keep, skipped = [], []
+    for f in frames:
+        lv = f.level
+        if any(B.tangent_at(x, lv) for x in flat) and not any(B.batched_at(x, lv) for x in flat):
+            skipped.append(f)
+        else:
+            keep.append(f)
+    return keep, skipped
+
+
+def _differentiate(flat, run, every: bool = False):
+    """``run(inputs, frames)`` (the function called on ``_Input``s made batched at ``frames``; returns its
+    flat outputs first) with the levels of ``_input_frames``; again with every running level, from the same
+    random state, when an output is batched at a skipped level. Returns ``(inputs, frames, run's result)``."""
+    for t in flat:
+        _tensor_or_refuse(t)
+    frames, skipped = (list(B.FRAMES), []) if every else _input_frames(flat)
+    state = B.RNG_STATE[0]() if skipped and B.RNG_STATE else None
+    with _level("grad"):
+        inputs = [_Input(t, frames) for t in flat]
+        res = run(inputs, frames)
+    if skipped and any(isinstance(o, Tensor) and B.batched_at(o, f.level) for o in res[0] for f in skipped):
+        if state is not None:
+            B.RNG_STATE[1](state)
+        frames = list(B.FRAMES)
+        with _level("grad"):
+            inputs = [_Input(t, frames) for t in flat]
+            res = run(inputs, frames)
+    return inputs, frames, res
 
 
 def _check_argnums(argnums, n: int, name: str):
@@ -106,7 +151,7 @@ def _check_argnums(argnums, n: int, name: str):
 def _reaches_other_leaves(outs, leaves) -> bool:
     """Whether the graph of ``outs`` reaches a leaf that requires grad other than ``leaves`` (a captured tensor
     that an outer computation may differentiate)."""
-    own = {id(x) for x in leaves} | {id(x) for x in _OWN_LEAVES}
+    own = {id(x) for x in leaves}
     seen = set()
     stack = [o.grad_fn for o in outs if o.grad_fn is not None]
     while stack:
@@ -115,7 +160,8 @@ def _reaches_other_leaves(outs, leaves) -> bool:
             continue
         seen.add(id(n))
         if type(n) is AccumulateGrad:
-            if id(n.variable) not in own:
+            v = n.variable
+            if id(v) not in own and not v.__dict__.get("_own_leaf"):   # (a transform's leaf: see _levels)
                 return True
             continue
         for nxt, _ in n.next_functions:
@@ -134,9 +180,19 @@ def _keep_graph(inputs, outs_phys, grad_on: bool, extra_rg: bool = False) -> boo
     return _reaches_other_leaves([o for o in outs_phys if o._requires_grad], [i.leaf for i in inputs])
 
 
-def _flat_phys(outs):
-    """The plain tensors of outputs, batch dims first (made batched at every running level)."""
-    return [B.to_front(o)[0] for o in outs]
+def _made(tree):
+    """Results of a transform running inside another's level: made there (an in-place write into them inside
+    it is allowed, as into anything it computed)."""
+    if _levels.LEVELS:
+        for t in tree_flatten(tree)[0]:
+            if isinstance(t, Tensor):
+                _levels.stamp(B.peel(t)[1])
+    return tree
+
+
+def _flat_phys(outs, frames):
+    """The plain tensors of outputs, batch dims first (made batched at ``frames``, the inputs' levels)."""
+    return [B.to_front(o, frames)[0] for o in outs]
 
 
 class _Span:
@@ -163,6 +219,23 @@ def _Held() -> _Span:
     return _Span(B.hold, B.release)
 
 
+class _level:
+    """The span of a transform's level (its inputs made and its function run): what autograd inside sees
+    (ember/autograd/_levels.py)."""
+
+    __slots__ = ("kind", "lv")
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+
+    def __enter__(self):
+        self.lv = _levels.push(self.kind, len(B.FRAMES))
+        return self.lv
+
+    def __exit__(self, *exc) -> None:
+        _levels.pop(self.lv)
+
+
 # ----- vjp -----------------------------------------------------------------------------------------------
 
 def _detach(t: Tensor, keep: bool) -> Tensor:
@@ -172,28 +245,36 @@ def _detach(t: Tensor, keep: bool) -> Tensor:
 def vjp(func: Callable, *primals, has_aux: bool = False):
     """``(func(*primals), vjp_fn)``; ``vjp_fn(cotangents)`` gives the vector-Jacobian products for each primal
     (``(func(*primals), vjp_fn, aux)`` with ``has_aux``)."""
+    return _vjp(func, primals, has_aux)
+
+
+def _vjp(func: Callable, primals: tuple, has_aux: bool, every: bool = False):
+    """vjp; ``every``: the inputs made batched at every running vmap level (see _input_frames)."""
     grad_on = _gm.is_grad_enabled()
     with _Transform(), _gm.enable_grad():
         flat, spec = tree_flatten(primals)
-        inputs = [_Input(_tensor_or_refuse(p)) for p in flat]
-        frames = list(B.FRAMES)
-        out = func(*tree_unflatten([i.seen for i in inputs], spec))
-        aux = None
-        if has_aux:
-            if not (isinstance(out, tuple) and len(out) == 2):
-                raise RuntimeError("vjp(f, *primals): output of function f should be a tuple: (output, aux) if "
-                                   "has_aux is True")
-            out, aux = out
-            _check_aux(aux)
-        flat_out, out_spec = tree_flatten(out)
-        for o in flat_out:
-            if not isinstance(o, Tensor):
-                raise RuntimeError(f"vjp(f, *primals): expected f(*primals) to return only tensors, got unsupported "
-                                   f"type {type(o)}")
-            if o._data.dtype.kind not in "fcV":
-                raise RuntimeError(f"vjp(f, ...): All outputs of f must be floating-point or complex Tensors, got "
-                                   f"Tensor with dtype {o.dtype}")
-        outs_phys = _flat_phys(flat_out)
+
+        def run(inputs, frames):
+            out = func(*tree_unflatten([i.seen for i in inputs], spec))
+            aux = None
+            if has_aux:
+                if not (isinstance(out, tuple) and len(out) == 2):
+                    raise RuntimeError("vjp(f, *primals): output of function f should be a tuple: (output, aux) if "
+                                       "has_aux is True")
+                out, aux = out
+                _check_aux(aux)
+            flat_out, out_spec = tree_flatten(out)
+            for o in flat_out:
+                if not isinstance(o, Tensor):
+                    raise RuntimeError(f"vjp(f, *primals): expected f(*primals) to return only tensors, got "
+                                       f"unsupported type {type(o)}")
+                if o._data.dtype.kind not in "fcV":
+                    raise RuntimeError(f"vjp(f, ...): All outputs of f must be floating-point or complex Tensors, "
+                                       f"got Tensor with dtype {o.dtype}")
+            return flat_out, out_spec, aux
+        inputs, frames, (flat_out, out_spec, aux) = _differentiate(flat, run, every)
+        skipped = {f.level for f in B.FRAMES} - {f.level for f in frames}
+        outs_phys = _flat_phys(flat_out, frames)
         keep = _keep_graph(inputs, outs_phys, grad_on)
     levels = [f.level for f in frames]
 
@@ -219,27 +300,37 @@ def vjp(func: Callable, *primals, has_aux: bool = False):
             new = [f for f in B.FRAMES if f.level not in levels and any(B.batched_at(c, f.level) for c in flat_ct)]
             sizes = [f.size for f in new]
             cg = keep or any(c.requires_grad for c in flat_ct) if create_graph is None else create_graph
+            if any(f.level in skipped for f in new):
+                # cotangents batched at a level the graph is not (its inputs' tangents are): autograd.grad's
+                # batch would be a plain dim that those tangents do not see; the rules' batching does
+                res = _vjp_of_batched(outs_phys, [_batched_ct(c, old, new) for c in flat_ct], inputs,
+                                      retain_graph, cg, [f.level for f in new])
+                if res is None:
+                    raise NotImplementedError("ember: vjp_fn with cotangents batched at a vmap level of a jvp's "
+                                              "tangents, through an operation without a batching rule")
+                return _made(tree_unflatten(res, spec))
             if new and not old:
                 # cotangents batched by vmaps that began after vjp (jacrev's basis): the rules run on them as
                 # tensors, every operation batched by its rule; when one has none, autograd.grad's batched pass
                 res = _vjp_of_batched(outs_phys, flat_ct, inputs, retain_graph, cg)
                 if res is not None:
-                    return tree_unflatten(res, spec)
+                    return _made(tree_unflatten(res, spec))
             phys_ct = []
             for c in flat_ct:
-                p, _ = B.to_front(c, new + old)   # (new levels are higher: to_front sorts old ones first)
-                k = len(old)
+                p, lvls = B.to_front(c, new + old)   # (their dims first, lowest level first)
                 if new:   # the new levels' dims first (flattened: autograd.grad's batch), then the old ones'
-                    n = p.dim()
-                    perm = list(range(k, k + len(new))) + list(range(k)) + list(range(k + len(new), n))
-                    p = p.permute(perm)
+                    pos = {lv: k for k, lv in enumerate(lvls)}
+                    perm = [pos[f.level] for f in new] + [pos[f.level] for f in old]
+                    perm += list(range(len(perm), p.dim()))
+                    if perm != list(range(p.dim())):
+                        p = p.permute(perm)
                     p = p.reshape((math.prod(sizes),) + tuple(p.shape[len(new):]))
                 phys_ct.append(p)
             live = [k for k, o in enumerate(outs_phys) if o._requires_grad]   # (the others give zeros)
             if live:
-                gs = engine.grad([outs_phys[k] for k in live], [i.leaf for i in inputs], [phys_ct[k] for k in live],
-                                 retain_graph=retain_graph, create_graph=cg, allow_unused=True,
-                                 is_grads_batched=bool(new))
+                gs = engine.graph_grad([outs_phys[k] for k in live], [i.leaf for i in inputs],
+                                       [phys_ct[k] for k in live], retain_graph=retain_graph, create_graph=cg,
+                                       allow_unused=True, is_grads_batched=bool(new))
             else:
                 gs = [None] * len(inputs)
             res = []
@@ -250,24 +341,37 @@ def vjp(func: Callable, *primals, has_aux: bool = False):
                 # (new levels: their flattened batch dim first) -> the new levels' dims, then the leaf's
                 if g is None:
                     g = torch.zeros((math.prod(sizes),) + tuple(i.leaf.shape), dtype=i.leaf.dtype)
-                t = _wrap_after(g.reshape(tuple(sizes) + tuple(g.shape[1:])), len(new), i.chain)
-                for f in new:   # the old levels wrap innermost, then the new ones, lowest first
-                    t = B.wrap(t, 0, f.level)
-                res.append(t)
-        return tree_unflatten(res, spec)
+                res.append(_wrap_after(g.reshape(tuple(sizes) + tuple(g.shape[1:])), [f.level for f in new],
+                                       i.chain))
+        return _made(tree_unflatten(res, spec))
 
-    primal_out = tree_unflatten([_detach(o, keep) for o in flat_out], out_spec)
+    primal_out = _made(tree_unflatten([_detach(o, keep) for o in flat_out], out_spec))
     if has_aux:
         return primal_out, vjp_fn, tree_map(lambda a: _detach(a, keep) if isinstance(a, Tensor) else a, aux)
     return primal_out, vjp_fn
 
 
-def _vjp_of_batched(outs, cts, inputs, retain_graph: bool, record: bool):
+def _batched_ct(c: Tensor, old: list, new: list) -> Tensor:
+    """A cotangent seen at the graph's levels ``old`` (their dims first, as the physical outputs') and batched at
+    the levels ``new``."""
+    p, lvls = B.to_front(c, old + new)
+    pos = {lv: k for k, lv in enumerate(lvls)}
+    perm = [pos[f.level] for f in new] + [pos[f.level] for f in old]
+    perm += list(range(len(perm), p.dim()))
+    if perm != list(range(p.dim())):
+        p = p.permute(perm)
+    return B.from_front(p, [f.level for f in new])
+
+
+def _vjp_of_batched(outs, cts, inputs, retain_graph: bool, record: bool, new: list | None = None):
     """The vector-Jacobian products for cotangents batched at vmap levels the graph does not have: one backward
     pass whose rules run on the batched cotangents (as under create_graph), recorded only when ``record``. None
     when an operation on the way has no batching rule (nothing has been changed: the graph is retained)."""
     live = [k for k, o in enumerate(outs) if o._requires_grad]   # (outputs that do not depend on the inputs)
     if not live:
+        if new:
+            return [_wrap_after(torch.zeros(tuple(B.frame_of(lv).size for lv in new) + tuple(i.leaf.shape),
+                                            dtype=i.leaf.dtype), new, i.chain) for i in inputs]
         return [i.wrap(None) for i in inputs]
     roots = engine._root_grads([outs[k] for k in live], [cts[k] for k in live], True, "grad")
     edges = [edge_of(i.leaf) for i in inputs]
@@ -278,16 +382,32 @@ def _vjp_of_batched(outs, cts, inputs, retain_graph: bool, record: bool):
         return None
     finally:
         B.STRICT[0] -= 1
-    return [i.wrap(captured.get(e)) for i, e in zip(inputs, edges)]
+    if not new:
+        return [i.wrap(captured.get(e)) for i, e in zip(inputs, edges)]
+    res = []   # (each batched at the levels ``new``, its per-example shape the leaf's physical one)
+    for i, e in zip(inputs, edges):
+        g = captured.get(e)
+        if g is None:
+            g = torch.zeros_like(i.leaf.detach())
+        res.append(_wrap_after(B.to_front(g, [B.frame_of(lv) for lv in new])[0], new, i.chain))
+    return res
 
 
-def _wrap_after(g: Tensor, k: int, chain: list):
-    """``g`` (``k`` new batch dims first, then a leaf's physical dims) wrapped in the leaf's ``chain``: each
-    wrapper's batch dim is found k dims further along, past the new dims."""
-    t = g
+def _wrap_after(g: Tensor, lead: list, chain: list):
+    """``g`` (a dim for each of the levels ``lead`` first, then a leaf's physical dims, batched as its ``chain``
+    says) seen as batched at all those levels (wrapped in level order: a lower level's wrapper inside)."""
+    n = g.dim()
+    k = len(lead)
+    free = list(range(k, n))   # (each wrapper's bdim indexes the dims its inner wrappers left free)
+    dims = list(zip(lead, range(k)))
     for level, bdim in reversed(chain):
-        t = B.wrap(t, bdim + k, level)
-    return t
+        dims.append((level, free.pop(bdim)))
+    dims.sort()
+    perm = [d for _, d in dims]
+    perm += [d for d in range(n) if d not in perm]
+    if perm != list(range(n)):
+        g = g.permute(perm)
+    return B.from_front(g, [lv for lv, _ in dims])
 
 
 # ----- grad ----------------------------------------------------------------------------------------------
@@ -302,39 +422,45 @@ def grad_and_value(func: Callable, argnums=0, has_aux: bool = False) -> Callable
         with _Transform(), _gm.enable_grad():
             chosen = tuple(args[n] for n in nums) if isinstance(nums, tuple) else args[nums]
             flat, spec = tree_flatten(chosen)
-            inputs = [_Input(_tensor_or_refuse(t)) for t in flat]
-            seen = tree_unflatten([i.seen for i in inputs], spec)
-            new_args = list(args)
-            if isinstance(nums, tuple):
-                for n, s in zip(nums, seen):
-                    new_args[n] = s
-            else:
-                new_args[nums] = seen
-            out = func(*new_args, **kwargs)
-            aux = None
-            if has_aux:
-                if not (isinstance(out, tuple) and len(out) == 2):
-                    raise RuntimeError("grad_and_value(f)(*args): output of function f should be a tuple: (output, "
-                                       "aux) if has_aux is True")
-                out, aux = out
-                _check_aux(aux)
-            if not isinstance(out, Tensor):
-                raise RuntimeError(f"grad_and_value(f)(*args): Expected f(*args) to return a Tensor, got {type(out)}")
-            if out.dim() != 0:
-                raise RuntimeError(f"grad_and_value(f)(*args): Expected f(*args) to return a scalar Tensor, got "
-                                   f"tensor with {out.dim()} dims. Maybe you wanted to use the vjp or jacrev APIs "
-                                   "instead?")
-            if out._data.dtype.kind == "c":
-                raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got {out.dtype}")
-            phys, _ = B.to_front(out)
+
+            def run(inputs, frames):
+                seen = tree_unflatten([i.seen for i in inputs], spec)
+                new_args = list(args)
+                if isinstance(nums, tuple):
+                    for n, s in zip(nums, seen):
+                        new_args[n] = s
+                else:
+                    new_args[nums] = seen
+                out = func(*new_args, **kwargs)
+                aux = None
+                if has_aux:
+                    if not (isinstance(out, tuple) and len(out) == 2):
+                        raise RuntimeError("grad_and_value(f)(*args): output of function f should be a tuple: "
+                                           "(output, aux) if has_aux is True")
+                    out, aux = out
+                    _check_aux(aux)
+                if not isinstance(out, Tensor):
+                    raise RuntimeError(f"grad_and_value(f)(*args): Expected f(*args) to return a Tensor, got "
+                                       f"{type(out)}")
+                if out.dim() != 0:
+                    raise RuntimeError(f"grad_and_value(f)(*args): Expected f(*args) to return a scalar Tensor, got "
+                                       f"tensor with {out.dim()} dims. Maybe you wanted to use the vjp or jacrev "
+                                       "APIs instead?")
+                if out._data.dtype.kind == "c":
+                    raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got "
+                                       f"{out.dtype}")
+                return [out], aux
+            inputs, frames, ([out], aux) = _differentiate(flat, run)
+            phys, _ = B.to_front(out, frames)
             keep = _keep_graph(inputs, [phys], grad_on)
             if phys._requires_grad:
-                gs = engine.grad([phys], [i.leaf for i in inputs], [torch.ones_like(phys)], retain_graph=keep,
-                                 create_graph=keep, allow_unused=True)
+                gs = engine.graph_grad([phys], [i.leaf for i in inputs], [torch.ones_like(phys)],
+                                       retain_graph=keep, create_graph=keep, allow_unused=True)
             else:
                 gs = [None] * len(inputs)
             grads = tree_unflatten([i.wrap(g) for i, g in zip(inputs, gs)], spec)
-        value = _detach(out, keep)
+        _made(grads)
+        value = _made(_detach(out, keep))
         if has_aux:
             aux = tree_map(lambda a: _detach(a, keep) if isinstance(a, Tensor) else a, aux)
             return grads, (value, aux)
@@ -392,14 +518,33 @@ def jvp(func: Callable, primals: Any, tangents: Any, *, strict: bool = False, ha
                                       any(x.requires_grad for x in fp + ft))
     if fwd_state.level:
         return _jvp_by_double_vjp(func, fp, ft, spec, has_aux)
+    if any(lv not in {c[0] for c in B.peel(p)[0]} for p, t in zip(fp, ft) for lv, _ in B.peel(t)[0]):
+        # Some tangent is batched where its primal is not: the primal side runs once, the tangents batched. An
+        # operation on the way with no batching rule (a helper primitive the physical path never batched) would
+        # run example by example: then the whole jvp runs again with the primals made batched (the physical
+        # duals, every operation batched as a whole), from the same random state
+        state = B.RNG_STATE[0]() if B.RNG_STATE else None
+        B.STRICT[0] += 1
+        try:
+            return _jvp(func, fp, ft, spec, has_aux, keep, _dual)
+        except B.NoRule:
+            pass
+        finally:
+            B.STRICT[0] -= 1
+        if state is not None:
+            B.RNG_STATE[1](state)
+    return _jvp(func, fp, ft, spec, has_aux, keep, _physical_dual)
+
+
+def _jvp(func, fp, ft, spec, has_aux, keep, dual):
     with _Transform():
         with fwAD.dual_level():
-            duals = []
-            for p, t in zip(fp, ft):
-                pp, levels = B.to_front(p)
-                tp, _ = B.to_front(t, [B.frame_of(lv) for lv in levels])
-                duals.append(B.from_front(fwAD.make_dual(pp, tp), levels))
-            out = func(*tree_unflatten(duals, spec))
+            duals = [dual(p, t) for p, t in zip(fp, ft)]
+            with _level("jvp") as lv:
+                for d in duals:   # (the program may write into its inputs: into the primals, as PyTorch's)
+                    p = B.peel(d)[1]
+                    lv.roots.append(p if p._base is None else p._base)
+                out = func(*tree_unflatten(duals, spec))
             aux = None
             if has_aux:
                 if not (isinstance(out, tuple) and len(out) == 2):
@@ -413,29 +558,70 @@ def jvp(func: Callable, primals: Any, tangents: Any, *, strict: bool = False, ha
                 if not isinstance(o, Tensor):
                     raise RuntimeError(f"jvp(f, primals, tangents): expected f(*primals) to return only tensors, got "
                                        f"unsupported type {type(o)}")
-                po, levels = B.to_front(o)
-                primal, tangent = fwAD.unpack_dual(po)
-                if tangent is None or primal._data.dtype.kind not in "fcV":   # (an integer output: zeros)
-                    tangent = torch.zeros_like(primal)
-                primal_outs.append(B.from_front(primal, levels))
-                tangent_outs.append(B.from_front(tangent, levels))
+                primal, tangent = _undual(o)
+                primal_outs.append(primal)
+                tangent_outs.append(tangent)
         if not keep:
             keep = _reaches_other_leaves([t for t in primal_outs + tangent_outs if t._requires_grad], [])
-    res = (tree_unflatten([_detach(x, keep) for x in primal_outs], out_spec),
-           tree_unflatten([_detach(x, keep) for x in tangent_outs], out_spec))
+    res = _made((tree_unflatten([_detach(x, keep) for x in primal_outs], out_spec),
+                 tree_unflatten([_detach(x, keep) for x in tangent_outs], out_spec)))
     if has_aux:
         return res + (tree_map(lambda a: _detach(a, keep), aux),)
     return res
 
 
+def _dual(p: Tensor, t: Tensor) -> Tensor:
+    """The dual of primal ``p`` and tangent ``t`` that jvp's function sees. Batched as torch.func's: at the levels
+    ``p`` is batched at, both are (``t`` made batched there); at the levels only ``t`` is batched at (jacfwd's
+    basis), only the tangent is: the dual is ``p``'s physical tensor, its tangent a BatchedTensor at those levels
+    (per-example shape: the physical primal's), so the primal computation runs once (see _batching.tangent_at)."""
+    pp, levels = B.to_front(p, [])
+    q, tlevels = B.to_front(t, [B.frame_of(lv) for lv in levels])
+    if len(tlevels) == len(levels):
+        return B.from_front(fwAD.make_dual(pp, q), levels)
+    extra = [lv for lv in tlevels if lv not in levels]
+    pos = {lv: k for k, lv in enumerate(tlevels)}   # (q's leading dims: tlevels', lowest first)
+    perm = [pos[lv] for lv in extra] + [pos[lv] for lv in levels] + list(range(len(tlevels), q.dim()))
+    if perm != list(range(q.dim())):
+        q = q.permute(perm)
+    return B.from_front(fwAD.make_dual(pp, B.from_front(q, extra)), levels)
+
+
+def _physical_dual(p: Tensor, t: Tensor) -> Tensor:
+    """The dual of ``p`` and ``t`` both made batched at every running vmap level."""
+    pp, levels = B.to_front(p)
+    tp, _ = B.to_front(t, [B.frame_of(lv) for lv in levels])
+    return B.from_front(fwAD.make_dual(pp, tp), levels)
+
+
+def _undual(o: Tensor) -> tuple:
+    """``(primal, tangent)`` of a jvp output, each seen as batched at its own levels (the tangent at the
+    output's and at those only its tangent is batched at)."""
+    po, levels = B.to_front(o, [])
+    primal, tangent = fwAD.unpack_dual(po)
+    if tangent is None or primal._data.dtype.kind not in "fcV":   # (an integer output: zeros)
+        tangent = torch.zeros_like(primal)
+    elif type(tangent) is B.BatchedTensor:
+        q, tlevels = B.to_front(tangent, [])
+        cur = tlevels + levels   # q's leading dims; the tangent's levels are not the primal's
+        every = sorted(cur)
+        perm = [cur.index(lv) for lv in every] + list(range(len(cur), q.dim()))
+        if perm != list(range(q.dim())):
+            q = q.permute(perm)
+        return B.from_front(primal, levels), B.from_front(q, every)
+    return B.from_front(primal, levels), B.from_front(tangent, levels)
+
+
 def _jvp_by_double_vjp(func, fp, ft, spec, has_aux):
     """jvp inside another jvp (ember's forward mode has one level): J t as the vjp of u -> J^T u, a reverse pass
     over a reverse pass, which forward-mode tangents of the outer jvp flow through."""
-    res = vjp(lambda *xs: func(*tree_unflatten(list(xs), spec)), *fp, has_aux=has_aux)
+    # (the inputs made batched at every vmap level: the second pass's batch of cotangents would otherwise meet
+    # tangents batched at a level the graph is not, see _input_frames)
+    res = _vjp(lambda *xs: func(*tree_unflatten(list(xs), spec)), tuple(fp), has_aux, every=True)
     out, fn = res[0], res[1]
     flat_out, out_spec = tree_flatten(out)
     zeros = [torch.zeros_like(o) for o in flat_out]
-    _, fn2 = vjp(lambda *us: fn(tree_unflatten(list(us), out_spec)), *zeros)
+    _, fn2 = _vjp(lambda *us: fn(tree_unflatten(list(us), out_spec)), tuple(zeros), False, every=True)
     jt = fn2(tuple(ft))
     flat_jt = tree_flatten(jt)[0]
     r = (out, tree_unflatten(flat_jt, out_spec))

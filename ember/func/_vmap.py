@@ -75,6 +75,7 @@ def _unbatch(func, out, level: int, size: int, out_dim):
     if not isinstance(out, Tensor):
         raise ValueError(f"vmap({name}, ...): `{name}` must only return Tensors, got type {type(out)}. Did you mean "
                          "to set out_dims= to None for output?")
+    out = B.diag_args(out, level)   # (a dual whose tangent alone is batched here: its examples' tangents as rows)
     if B.batched_at(out, level):
         chain, p = B.peel(out)
         inner = [c for c in chain if c[0] < level]

@@ -4,6 +4,11 @@ Each child reports an exception by writing its formatted traceback (pickled) to 
 with status 1; the parent waits on the processes' sentinels, and at the first failure stops the others (SIGTERM,
 then SIGKILL after the grace period) and raises ``ProcessRaisedException`` (with the child's traceback) or
 ``ProcessExitedException`` (exit status or signal), with PyTorch's messages.
+
+A function that makes a process group (``init_process_group`` with ``world_size`` > 1) cannot run in children of
+``multiprocessing`` (they are not MPI processes): such a child exits with a marker, and the parent starts the whole
+spawn again as one MPI job (``_mpi_spawn.py``); later spawns of the same parent go to MPI at once
+(``EMBER_SPAWN_MPI=1`` in the environment: always, ``0``: never).
 """
 from __future__ import annotations
 
@@ -21,6 +26,8 @@ import time
 import traceback
 import warnings
 from typing import Callable
+
+from . import _mpi_spawn
 
 __all__ = ["ProcessContext", "ProcessException", "ProcessExitedException", "ProcessRaisedException", "spawn",
            "SpawnContext", "start_processes"]
@@ -72,16 +79,27 @@ def _die_with_parent() -> None:
         pass
 
 
+_NEEDS_MPI_EXIT = 94   # a child's exit status when its function needs MPI (with the marker file beside error_file)
+
+
 def _wrap(fn: Callable, i: int, args: tuple, error_file: str) -> None:
-    """The child's entry point: ``fn(i, *args)``; an exception's traceback goes to ``error_file``, status 1."""
+    """The child's entry point: ``fn(i, *args)``; an exception's traceback goes to ``error_file``, status 1 (an
+    ``init_process_group`` that needs MPI: the marker ``error_file + '.mpi'``, status 94)."""
     _die_with_parent()
     try:
         fn(i, *args)
     except KeyboardInterrupt:
         pass   # the parent stopped us (SIGINT)
-    except Exception:
-        with open(error_file, "wb") as f:
+    except Exception as e:
+        if getattr(e, "ember_needs_mpi", False) and os.environ.get("EMBER_SPAWN_MPI", "") != "0":
+            open(error_file + ".mpi", "wb").close()
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(_NEEDS_MPI_EXIT)
+        partial = error_file + ".part"   # renamed when complete: a parent polling for it never reads half
+        with open(partial, "wb") as f:
             pickle.dump(traceback.format_exc(), f)
+        os.replace(partial, error_file)
         sys.exit(1)
 
 
@@ -99,8 +117,12 @@ class ProcessContext:
         self.error_files = error_files
         self.processes = processes
         self.sentinels = {p.sentinel: i for i, p in enumerate(processes)}
+        self._relaunch: Callable | None = None   # starts the job again on MPI (set by start_processes)
+        self._mpi = None                         # that job's MPIProcessContext, once started
 
     def pids(self) -> list:
+        if self._mpi is not None:
+            return self._mpi.pids()
         return [int(p.pid) for p in self.processes]
 
     def _wait_all(self, seconds: float) -> None:
@@ -113,6 +135,8 @@ class ProcessContext:
         """Waits (up to ``timeout`` seconds) for a process to end. True when all have ended well; False when some
         still run. A failed process stops the others (after ``grace_period``, SIGTERM, then SIGKILL) and raises
         ``ProcessRaisedException`` or ``ProcessExitedException`` for it."""
+        if self._mpi is not None:
+            return self._mpi.join(timeout, grace_period)
         if not self.sentinels:
             return True
         failed = None
@@ -124,6 +148,13 @@ class ProcessContext:
                 break
         if failed is None:
             return not self.sentinels
+        if self._relaunch is not None and os.path.exists(self.error_files[failed] + ".mpi"):
+            self._stop_all(5.0)   # the others stop at the same call (or are stopped): start again on MPI
+            for path in self.error_files:
+                if os.path.exists(path + ".mpi"):
+                    os.unlink(path + ".mpi")
+            self._mpi = self._relaunch()
+            return self._mpi.join(timeout, grace_period)
         self._stop_all(grace_period)
         self._raise_for(failed)
 
@@ -179,6 +210,15 @@ def start_processes(fn: Callable, args: tuple = (), nprocs: int = 1, join: bool 
     """Starts ``nprocs`` processes (``start_method``: 'spawn', 'fork' or 'forkserver') running ``fn(i, *args)``
     for i in 0..nprocs-1; with ``join`` waits for them all (raising for the first that fails), else returns
     their ProcessContext."""
+    mode = os.environ.get("EMBER_SPAWN_MPI", "")
+    if nprocs > 0 and (mode == "1" or (mode != "0" and _State.needs_mpi)):
+        context = ProcessContext([], [])
+        context._mpi = _mpi_spawn.start(fn, args, nprocs, _ERRORS)
+        return _joined(context, join)
+
+    def relaunch():
+        _State.needs_mpi = True
+        return _mpi_spawn.start(fn, args, nprocs, _ERRORS)
     ctx = multiprocessing.get_context(start_method)
     processes, files = [], []
     for i in range(nprocs):
@@ -187,6 +227,18 @@ def start_processes(fn: Callable, args: tuple = (), nprocs: int = 1, join: bool 
         p.start()
         processes.append(p)
     context = ProcessContext(processes, files)
+    context._relaunch = relaunch
+    return _joined(context, join)
+
+
+_ERRORS = (ProcessRaisedException, ProcessExitedException)
+
+
+class _State:
+    needs_mpi = False   # a spawn of this process needed MPI: the next ones start on MPI at once
+
+
+def _joined(context: ProcessContext, join: bool) -> ProcessContext | None:
     if not join:
         return context
     while not context.join():

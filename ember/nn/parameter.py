@@ -18,7 +18,7 @@ class Parameter(Tensor):
         p = _new(cls)
         _init(p, data._data)
         p._vc = data._vc
-        p.requires_grad_(requires_grad)
+        p._set_requires_grad(requires_grad)
         return p
 
     def __init__(self, *args, **kwargs):
@@ -55,7 +55,7 @@ class Buffer(metaclass=_BufferMeta):
     def __new__(cls, data: Tensor | None = None, *, persistent: bool = True):
         if data is None:
             data = empty(0)
-        t = data.detach().requires_grad_(data.requires_grad)
+        t = data.detach().requires_grad_(data.requires_grad)   # (refused inside torch.func's transforms, as PyTorch's)
         t.persistent = persistent
         t._is_buffer = True
         return t

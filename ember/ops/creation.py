@@ -14,7 +14,7 @@ from .. import _dtype as D
 from .._device import DEVICES, NAMESPACES, backend_of, check_device, fp_quiet, fp_restore, move, quietly
 from .._device import cpu as _cpu_device, device as _device_type
 from .._origin import warn_once
-from .._state import _state as _gm_state
+from .._state import _state as _gm_state, func_depth as _func_depth, func_new_leaf as _func_new_leaf
 from .._tensor import _SCALAR_WARNING, Tensor, _sizes_from_args, make
 from .._util import refuse_shell
 from ..autograd import _profiling
@@ -42,6 +42,8 @@ def _finish(data, requires_grad: bool, device) -> Tensor:
         if not t.dtype.is_floating_point and not t.dtype.is_complex:
             raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
         t._requires_grad = True
+        if _func_depth[0]:
+            _func_new_leaf[0](t)
     return t
 
 
@@ -246,6 +248,8 @@ def tensor(data, dtype: D.dtype | None = None, device=None, requires_grad: bool 
                 fp_restore(fp)
         t = make(arr)
         t._requires_grad = requires_grad
+        if requires_grad and _func_depth[0]:
+            _func_new_leaf[0](t)
         return t
     dtype = _check_dtype(dtype, "tensor")
     requires_grad = _check_bool(requires_grad, "tensor", none_ok=False)
@@ -599,7 +603,7 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad: bool = Fa
         if device is not None:
             t = t.to(device)
         if rg:
-            t = t.detach().requires_grad_() if t is obj else t.requires_grad_()
+            t = t.detach()._set_requires_grad(True) if t is obj else t._set_requires_grad(True)
         return t
     if isinstance(obj, _HOST.host_array) and copy is not True:
         D.from_numpy_dtype(obj.dtype)

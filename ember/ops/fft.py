@@ -489,7 +489,7 @@ def _reciprocal(x: float) -> float:
 def _freq_result(r: Tensor, out, requires_grad: bool) -> Tensor:
     if out is not None:
         return _out("fftfreq", out, r, out.dtype.is_complex, ())
-    return r.requires_grad_() if requires_grad else r
+    return r._set_requires_grad(True) if requires_grad else r
 
 
 def _shift(input: Tensor, dim, inverse: bool) -> Tensor:

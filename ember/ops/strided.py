@@ -178,6 +178,15 @@ def _slice_inverse_jvp(t, src, params):
     slice goes to src_t, as the primal's does to src: with input_t alone (an as_strided of it) reverse over forward
     would miss that part (input_t's storage beyond its view is not on its graph)."""
     src_t = src._fw_grad if isinstance(src, Tensor) else None
+    if type(t) is _batching.BatchedTensor or type(src_t) is _batching.BatchedTensor:
+        # tangents batched by vmap (jacfwd's) have no storage to read beyond t: src_t's values outside the slice,
+        # t's inside (the same values where input is a view of src, as slice_inverse is meant for)
+        d, a, b, st = params["dim"], params["start"], params["end"], params["step"]
+        shape = tuple(src._data.shape)
+        inside = graph_ns.slice_scatter_zeros(t, d, a, b, st, shape)
+        if src_t is None:
+            return inside
+        return src_t - graph_ns.slice_scatter_zeros(graph_ns.slice_dim(src_t, d, a, b, st), d, a, b, st, shape) + inside
     return apply(slice_inverse_p, (t, src_t if src_t is not None else graph_ns.zeros_like(src)), params)
 
 
@@ -795,8 +804,10 @@ def _strided_rule(call, args, bdims, params, size):
 
 _batching.by_name(_region_rule, "as_strided", "as_strided_backward")
 _batching.by_name(_strided_rule, "slice_inverse")
-_batching.by_name("fallback", "view_scatter", "view_replay", "view_scatter_add",
-                  "view_scatter_zeros", "copy_slices", why="a backward helper (ember differentiates the physical graph, so vmap meets it only when a program calls it directly)")
+_batching.by_name(_batching.view_replay_rule, "view_replay")
+_batching.by_name(_batching.copy_slices_rule, "copy_slices")
+_batching.by_name("fallback", "view_scatter", "view_scatter_add", "view_scatter_zeros",
+                  why="a backward helper (ember differentiates the physical graph, so vmap meets it only when a program calls it directly)")
 
 
 def _storage_size(size, stride) -> int:

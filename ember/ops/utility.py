@@ -104,7 +104,7 @@ def range(start, end=None, step=1, *, dtype=None, device=None, requires_grad: bo
     n = builtins.int((end - start) / step) + 1
     values = arange(n, dtype=D.float64, device=device) * step + start
     t = values.to(dtype or D.get_default_dtype())
-    return t.requires_grad_() if requires_grad else t
+    return t._set_requires_grad(True) if requires_grad else t
 
 
 # ----- the default device --------------------------------------------------------------------------------------
