@@ -37,17 +37,23 @@ def runs(tmp_path_factory):
     base = tmp_path_factory.mktemp("ddp")
     t0 = time.monotonic()
     out: dict = {}
-    waves = [{"ember2": (_launch("ember", 2, base / "ember2", SCRIPT), 2),
-              "torch2": (_launch("torch", 2, base / "torch2", SCRIPT), 2)},
-             {"ember4": (_launch("mpiexec", 4, base / "ember4", SCRIPT, CASES=FOUR), 4)},
-             {"torch4": (_launch("torch", 4, base / "torch4", SCRIPT, CASES=FOUR), 4)},
-             {"train_ember2": (_launch("ember", 2, base / "train_ember2", TRAIN), 0),
-              "train_torch2": (_launch("torch", 2, base / "train_torch2", TRAIN), 0)},
-             {"train_ember4": (_launch("ember", 4, base / "train_ember4", TRAIN), 0)},
-             {"train_torch4": (_launch("torch", 4, base / "train_torch4", TRAIN), 0)}]
+    def job(kind, n, name, script, **env):
+        return lambda: _launch(kind, n, base / name, script, **env)
+    waves = [{"ember2": (job("ember", 2, "ember2", SCRIPT), 2), "torch2": (job("torch", 2, "torch2", SCRIPT), 2)},
+             {"ember4": (job("mpiexec", 4, "ember4", SCRIPT, CASES=FOUR), 4)},
+             {"torch4": (job("torch", 4, "torch4", SCRIPT, CASES=FOUR), 4)},
+             {"train_ember2": (job("ember", 2, "train_ember2", TRAIN), 0),
+              "train_torch2": (job("torch", 2, "train_torch2", TRAIN), 0)},
+             {"train_ember4": (job("ember", 4, "train_ember4", TRAIN), 0)},
+             {"train_torch4": (job("torch", 4, "train_torch4", TRAIN), 0)}]
     for wave in waves:
-        for name, (proc, n) in wave.items():
+        started = {name: (start(), n) for name, (start, n) in wave.items()}
+        for name, (proc, n) in started.items():
             rc, text = _finish(proc)
+            if rc != 0 and "torch" in name:
+                # torch's gloo now and then aborts in its own teardown on a loaded machine, after printing
+                # everything ("terminate called without an active exception"): the reference job runs once more
+                rc, text = _finish(wave[name][0]())
             assert rc == 0, f"{name} failed:\n{text[-4000:]}"
             out[name] = ([json.loads((base / name / f"rank{r}.json").read_text()) for r in range(n)] if n
                          else text)

@@ -79,6 +79,10 @@ def runs(tmp_path_factory):
         ends[mode] = (rc, text, time.monotonic() - t0)
     for name, (proc, n) in jobs.items():
         rc, text = _finish(proc)
+        if rc != 0 and name == "torch2":
+            # torch's gloo now and then aborts in its own teardown on a loaded machine, after printing everything
+            # ("terminate called without an active exception"): the reference job runs once more
+            rc, text = _finish(_launch("torch", 2, base / "torch2"))
         assert rc == 0, f"{name} failed:\n{text[-4000:]}"
         out[name] = [json.loads((base / name / f"rank{r}.json").read_text()) for r in range(n)]
     out["faults"] = ends

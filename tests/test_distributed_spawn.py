@@ -41,21 +41,29 @@ def _env(**extra) -> dict:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     base = tmp_path_factory.mktemp("spawn")
-    procs = {}
-    for lib in ("ember", "torch"):
-        (base / lib).mkdir()
-        procs[lib] = subprocess.Popen([sys.executable, str(SCRIPT)], cwd=str(base / lib),
-                                      env=_env(LIB=lib, OUT=str(base / lib), PORT=str(_port())),
-                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    out = {}
-    for lib, proc in procs.items():
+    def start(lib):
+        (base / lib).mkdir(exist_ok=True)
+        return subprocess.Popen([sys.executable, str(SCRIPT)], cwd=str(base / lib),
+                                env=_env(LIB=lib, OUT=str(base / lib), PORT=str(_port())),
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+    def finish(lib, proc):
         try:
             text, _ = proc.communicate(timeout=240)
         except subprocess.TimeoutExpired:
             proc.kill()
             text, _ = proc.communicate()
             pytest.fail(f"{lib} hung:\n{text[-3000:]}")
-        assert proc.returncode == 0, f"{lib} failed:\n{text[-4000:]}"
+        return proc.returncode, text
+    procs = {lib: start(lib) for lib in ("ember", "torch")}
+    out = {}
+    for lib, proc in procs.items():
+        rc, text = finish(lib, proc)
+        if rc != 0 and lib == "torch":
+            # torch's gloo now and then aborts in its own teardown on a loaded machine, after printing everything
+            # ("terminate called without an active exception"): the reference job runs once more
+            rc, text = finish(lib, start(lib))
+        assert rc == 0, f"{lib} failed:\n{text[-4000:]}"
         out[lib] = {p.stem: json.loads(p.read_text()) for p in (base / lib).glob("*.json")}
     return out
 

@@ -35,20 +35,28 @@ def runs(tmp_path_factory):
     cmds = {"ember": [sys.executable, "-m", "ember.distributed.run", "--nproc-per-node", "2", str(SCRIPT)],
             "torch": [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
                       str(SCRIPT)]}
-    procs = {}
-    for lib, cmd in cmds.items():
-        (base / lib).mkdir()
-        procs[lib] = subprocess.Popen(cmd, cwd=str(base / lib), env=dict(env, LIB=lib, OUT=str(base / lib)),
-                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    out = {}
-    for lib, proc in procs.items():
+    def start(lib):
+        (base / lib).mkdir(exist_ok=True)
+        return subprocess.Popen(cmds[lib], cwd=str(base / lib), env=dict(env, LIB=lib, OUT=str(base / lib)),
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+    def finish(lib, proc):
         try:
             text, _ = proc.communicate(timeout=240)
         except subprocess.TimeoutExpired:
             proc.kill()
             text, _ = proc.communicate()
             pytest.fail(f"{lib} hung:\n{text[-3000:]}")
-        assert proc.returncode == 0, f"{lib} failed:\n{text[-4000:]}"
+        return proc.returncode, text
+    procs = {lib: start(lib) for lib in cmds}
+    out = {}
+    for lib, proc in procs.items():
+        rc, text = finish(lib, proc)
+        if rc != 0 and lib == "torch":
+            # torch's gloo now and then aborts in its own teardown on a loaded machine, after printing everything
+            # ("terminate called without an active exception"): the reference job runs once more
+            rc, text = finish(lib, start(lib))
+        assert rc == 0, f"{lib} failed:\n{text[-4000:]}"
         out[lib] = [json.loads((base / lib / f"rank{r}.json").read_text()) for r in range(2)]
     return out
 
