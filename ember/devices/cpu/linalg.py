@@ -49,6 +49,15 @@ def einsum(eq: str, *ops, sizes=None):
     if len(ops) == 2 and (optimize or ops[0].dtype in _LOOPED):
         # small batched products: PyTorch's einsum is a bmm, whose plain loop ember repeats (see _bmm_sums)
         r = _as_matmul(ins, core, *ops, blas=optimize)
+    if r is None and not all(o.size for o in ops):
+        # an empty operand: every sum is empty, zeros made here (a CI run once got NaN from NumPy's einsum for
+        # linear's (4, 0) x (0, 2), uninitialized memory, not reproduced since)
+        dims: dict = {}
+        for s, op in zip(subs, ops):
+            for c, n in zip(s, op.shape):
+                if dims.get(c, 1) == 1:
+                    dims[c] = n
+        r = np.zeros([dims[c] for c in core], dtype=np.result_type(*ops))
     if r is None:
         with np.errstate(all="ignore"):
             r = np.einsum(ins + "->" + core, *ops, optimize="greedy" if optimize else False)
