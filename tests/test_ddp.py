@@ -140,8 +140,10 @@ def test_errors_as_torch(runs):
 
 def _parse(text: str) -> tuple[list, dict]:
     losses = [float(m) for m in re.findall(r"^epoch \d+ step \d+ loss (\S+)$", text, re.M)]
-    params = {(m[0], m[1]): [float(v) for v in m[2].split()]
-              for m in re.findall(r"^rank (\d+) (\S+) (.*)$", text, re.M)}
+    pieces: dict = {}   # (rank, name) -> {offset: values}: each parameter printed 16 values a line
+    for m in re.findall(r"^rank (\d+) (\S+) (\d+) (.*)$", text, re.M):
+        pieces.setdefault((m[0], m[1]), {})[int(m[2])] = [float(v) for v in m[3].split()]
+    params = {key: [v for k in sorted(p) for v in p[k]] for key, p in pieces.items()}
     return losses, params
 
 

@@ -48,7 +48,9 @@ def main():
         state = torch.load(path, map_location="cpu", weights_only=True)
         model.load_state_dict(state["model"])
     for name, p in model.state_dict().items():
-        print(f"rank {rank} {name} " + " ".join(f"{v:.6f}" for v in p.reshape(-1).tolist()), flush=True)
+        values = [f"{v:.6f}" for v in p.reshape(-1).tolist()]
+        for k in range(0, len(values), 16):   # short lines: a pipe write of one line stays whole between ranks
+            print(f"rank {rank} {name} {k} " + " ".join(values[k:k + 16]), flush=True)
     dist.destroy_process_group()
 
 
