@@ -55,8 +55,12 @@ def runs(tmp_path_factory):
                 # everything ("terminate called without an active exception"): the reference job runs once more
                 rc, text = _finish(wave[name][0]())
             assert rc == 0, f"{name} failed:\n{text[-4000:]}"
-            out[name] = ([json.loads((base / name / f"rank{r}.json").read_text()) for r in range(n)] if n
-                         else text)
+            if n:
+                out[name] = [json.loads((base / name / f"rank{r}.json").read_text()) for r in range(n)]
+            else:   # the training script: rank 0's printed losses and every rank's parameters, from the files
+                # each rank writes (the launchers merge the ranks' output streams at any byte)
+                ranks = int(name[-1])
+                out[name] = "".join((base / name / f"params_rank{r}.txt").read_text() for r in range(ranks))
     out["seconds"] = time.monotonic() - t0
     return out
 

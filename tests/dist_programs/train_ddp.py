@@ -29,6 +29,7 @@ def main():
     ddp = DDP(model)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.05, momentum=0.9)
     step = 0
+    log = []   # the lines rank 0 prints
     for epoch in range(3):
         sampler.set_epoch(epoch)
         for xb, yb in loader:
@@ -39,7 +40,9 @@ def main():
             avg = loss.detach().clone()
             dist.all_reduce(avg)
             if rank == 0:
-                print(f"epoch {epoch} step {step} loss {avg.item() / world:.6f}", flush=True)
+                line = f"epoch {epoch} step {step} loss {avg.item() / world:.6f}"
+                print(line, flush=True)
+                log.append(line + "\n")
             step += 1
         path = os.path.join(os.environ.get("OUT", "."), "checkpoint.pt")
         if rank == 0:
@@ -47,10 +50,13 @@ def main():
         dist.barrier()
         state = torch.load(path, map_location="cpu", weights_only=True)
         model.load_state_dict(state["model"])
-    for name, p in model.state_dict().items():
-        values = [f"{v:.6f}" for v in p.reshape(-1).tolist()]
-        for k in range(0, len(values), 16):   # short lines: a pipe write of one line stays whole between ranks
-            print(f"rank {rank} {name} {k} " + " ".join(values[k:k + 16]), flush=True)
+    # each rank's final parameters in a file of its own (the launchers merge the ranks' output streams at any byte)
+    with open(os.path.join(os.environ.get("OUT", "."), f"params_rank{rank}.txt"), "w") as f:
+        f.writelines(log)   # (rank 0's losses, as printed)
+        for name, p in model.state_dict().items():
+            values = [f"{v:.6f}" for v in p.reshape(-1).tolist()]
+            for k in range(0, len(values), 16):
+                f.write(f"rank {rank} {name} {k} " + " ".join(values[k:k + 16]) + "\n")
     dist.destroy_process_group()
 
 
