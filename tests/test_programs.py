@@ -186,6 +186,23 @@ def test_nanogpt_train_resume_and_sample(tmp_path):
     assert t_out.split("Loading meta")[-1] == e_out.split("Loading meta")[-1]
 
 
+def test_nanogpt_train_compiled(tmp_path):
+    """train.py with ``--compile=True`` (``model = torch.compile(model)``) under ember prints the losses that eager
+    PyTorch prints (``--compile=False``: inductor's C++ compilation would take this test's whole budget, and
+    PyTorch's compiled losses are its eager ones to the printed digits).  ember's compiled replay is bit for bit
+    its eager run, so the tolerance is the eager one's."""
+    train = _NANOGPT_TRAIN + ["--max_iters=6"]
+    compiled = [("--compile=True" if a == "--compile=False" else a) for a in train]
+    with ThreadPoolExecutor(2) as pool:
+        t_leg = pool.submit(_leg, "torch", "nanogpt", tmp_path, _nanogpt_data, [train])
+        e_leg = pool.submit(_leg, "ember", "nanogpt", tmp_path, _nanogpt_data, [compiled])
+        t_leg, e_leg = t_leg.result(), e_leg.result()
+    assert "compiling the model" in e_leg[0]
+    e_out = "".join(line.replace("compile = True", "compile = False")   # configurator.py echoes the flag
+                    for line in e_leg[0].splitlines(keepends=True) if not line.startswith("compiling the model"))
+    _check(t_leg, (e_out, *e_leg[1:]), _nanogpt_mask, rel=0.0, units=1)
+
+
 # ----- word_language_model -----------------------------------------------------------------------------------
 
 def _wlm_data(run_dir: Path) -> None:
