@@ -286,9 +286,11 @@ def run_bench(args) -> None:
     print(f"\n{args.threads} thread(s) each; median (min-max) of {repeats} repeats after {warmup} warm-up, ms per "
           "iteration: wall time, and the CPU time of the worker's thread\n")
     extra = " | compiled ms | compiled/torch" if args.compiled else ""
+    extra_cpu = " | compiled CPU ms | compiled/torch CPU" if args.compiled else ""
     print(f"| program | workload | torch ms | ember ms{extra} | ember/torch | torch CPU ms | ember CPU ms | "
-          "ember/torch CPU |")
-    print("|---|---|---:|---:|" + ("---:|---:|" if args.compiled else "") + "---:|---:|---:|---:|")
+          f"ember/torch CPU{extra_cpu} |")
+    print("|---|---|---:|---:|" + ("---:|---:|" if args.compiled else "") + "---:|---:|---:|---:|"
+          + ("---:|---:|" if args.compiled else ""))
     for name, res in rows:
         program, what = WORKLOADS[name]
         tm, cm = res["times"], res["cpus"]
@@ -297,7 +299,8 @@ def run_bench(args) -> None:
         comp = f" | {_cell(tm['compiled'])} | {med['compiled'] / med['torch']:.2f}x" if args.compiled else ""
         print(f"| {program} | {what} | {_cell(tm['torch'])} | {_cell(tm['ember'])}{comp} | "
               f"{med['ember'] / med['torch']:.2f}x | {cpu['torch']:.1f} | {cpu['ember']:.1f} | "
-              f"{cpu['ember'] / cpu['torch']:.2f}x |")
+              f"{cpu['ember'] / cpu['torch']:.2f}x |"
+              + (f" {cpu['compiled']:.1f} | {cpu['compiled'] / cpu['torch']:.2f}x |" if args.compiled else ""))
 
 
 def run_profile(args) -> None:
