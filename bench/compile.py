@@ -381,9 +381,25 @@ def timed(cols: dict, repeats: int, warmup: int = 2) -> dict:
     return times
 
 
+def gradients(cols: dict, flat) -> dict:
+    """Every column run once: its gradients as one flat float64 array."""
+    return {n: flat(f()) for n, f in cols.items()}
+
+
+def workload(name: str):
+    """(columns, flattener, timed columns) of workload ``name``."""
+    if name in ("chain1", "chain64"):
+        cols, flat = w_chain((1,) if name == "chain1" else (64,))
+        return cols, flat, cols
+    if name == "scalar":
+        cols, flat = w_scalar()
+        return cols, flat, cols
+    return w_mlp()
+
+
 def check(cols: dict, flat) -> str:
     """Run every column once and compare its gradients: compiled with eager bit for bit, the rest to eager."""
-    outs = {n: flat(f()) for n, f in cols.items()}
+    outs = gradients(cols, flat)
     ref = outs["ember"]
     parts = []
     if "compiled" in outs:
@@ -424,21 +440,12 @@ def main(args) -> None:
           f"alternating; load average at start {os.getloadavg()[0]:.1f}")
     rows = []
     for name in args.only or list(TITLES):
-        if name == "chain1":
-            cols, flat = w_chain((1,))
-        elif name == "chain64":
-            cols, flat = w_chain((64,))
-        elif name == "scalar":
-            cols, flat = w_scalar()
-        else:
-            cols, flat, steps = w_mlp()
+        cols, flat, steps = workload(name)
         print(f"{TITLES[name]}: {check(cols, flat)}", flush=True)
-        if name == "mlp":
-            cols = steps
         reps = args.repeats or REPEATS[name]
         if args.quick:
             reps = max(3, reps // 3)
-        times = timed(cols, reps)
+        times = timed(steps, reps)
         med = {n: statistics.median(v) for n, v in times.items()}
         rows.append((name, med, reps))
     print(f"load average at end {os.getloadavg()[0]:.1f}\n")
