@@ -15,9 +15,10 @@ Workloads (one timed call each):
   (the gradients accumulate over the points).  Compiled: the module goes through ``ember.compile``, its
   inputs are the point's two coordinates and label as 0-d tensors.  The NumPy column is the same maths by hand
   in plain Python floats (faster than NumPy on scalars: the floor).
-* mlp: 784-512-512-10, ReLU, cross-entropy, batch 256, float32: ``zero_grad``, forward, backward, SGD step
-  (lr 0.01).  Compiled: the module computing the loss goes through ``ember.compile``; backward and the step
-  as eager.  NumPy: forward and backward by hand, ``p -= lr * g``.
+* mlp / mlp_adam: 784-512-512-10, ReLU, cross-entropy, batch 256, float32: ``zero_grad``, forward, backward,
+  SGD step (lr 0.01) / Adam step (lr 1e-3, PyTorch's defaults otherwise).  Compiled: the module computing the
+  loss goes through ``ember.compile``; backward and the step as eager.  NumPy: forward and backward by hand,
+  ``p -= lr * g`` / Adam's update in place.
 
 How it measures: CPU time of the calling thread (``time.thread_time``), so that the other jobs of a loaded
 machine disturb the figures less than wall time would; every library at the same thread count (``--threads``,
@@ -48,7 +49,7 @@ def _parse(argv=None):
     ap.add_argument("--threads", type=int, default=1, help="threads for every library (default 1)")
     ap.add_argument("--repeats", type=int, default=0, help="timed calls per column (default per workload)")
     ap.add_argument("--quick", action="store_true", help="fewer repeats")
-    ap.add_argument("--only", nargs="+", choices=["chain1", "chain64", "scalar", "mlp"])
+    ap.add_argument("--only", nargs="+", choices=["chain1", "chain64", "scalar", "mlp", "mlp_adam"])
     return ap.parse_args(argv)
 
 
@@ -282,13 +283,18 @@ def mlp_module(lib, params):
     return MLPLoss()
 
 
-class LibStep:
-    """ember or torch: zero_grad, forward + loss through ``fn`` (the module or its compiled form), backward, SGD."""
+ADAM_LR = 1e-3
 
-    def __init__(self, lib, params, x, y, compiled=False):
+
+class LibStep:
+    """ember or torch: zero_grad, forward + loss through ``fn`` (the module or its compiled form), backward, the
+    optimizer's step (SGD, or Adam with its defaults)."""
+
+    def __init__(self, lib, params, x, y, compiled=False, optim="sgd"):
         self.model = mlp_module(lib, params)
         self.fn = try_compile(self.model) if compiled else self.model
-        self.opt = lib.optim.SGD(self.model.parameters(), lr=LR)
+        self.opt = (lib.optim.SGD(self.model.parameters(), lr=LR) if optim == "sgd"
+                    else lib.optim.Adam(self.model.parameters(), lr=ADAM_LR))
         self.x, self.y = lib.tensor(x), lib.tensor(y)
 
     def grads(self):
@@ -326,26 +332,46 @@ def mlp_numpy_grads(params, x, y):
 
 
 class NumpyStep:
-    def __init__(self, params, x, y):
-        self.params, self.x, self.y = [p.copy() for p in params], x, y
+    """By hand: the gradients, then ``p -= lr * g`` or Adam's update (in place, float32)."""
+
+    def __init__(self, params, x, y, optim="sgd"):
+        self.params, self.x, self.y, self.optim = [p.copy() for p in params], x, y, optim
+        self.m = [np.zeros_like(p) for p in params]
+        self.v = [np.zeros_like(p) for p in params]
+        self.t = 0
 
     def grads(self):
         return mlp_numpy_grads(self.params, self.x, self.y)
 
     def step(self):
-        for p, g in zip(self.params, mlp_numpy_grads(self.params, self.x, self.y)):
-            p -= F32(LR) * g
+        grads = mlp_numpy_grads(self.params, self.x, self.y)
+        if self.optim == "sgd":
+            for p, g in zip(self.params, grads):
+                p -= F32(LR) * g
+            return
+        self.t += 1
+        b1, b2, eps = F32(0.9), F32(0.999), F32(1e-8)
+        bc1, bc2 = 1 - 0.9 ** self.t, 1 - 0.999 ** self.t
+        for p, g, m, v in zip(self.params, grads, self.m, self.v):
+            m *= b1
+            m += (1 - b1) * g
+            v *= b2
+            v += (1 - b2) * g * g
+            denom = np.sqrt(v)
+            denom /= F32(math.sqrt(bc2))
+            denom += eps
+            p -= F32(ADAM_LR / bc1) * m / denom
 
 
-def w_mlp():
+def w_mlp(optim="sgd"):
     params, x, y = mlp_data(np.random.default_rng(2))
-    impls = {"ember": LibStep(ember, params, x, y)}
-    compiled = LibStep(ember, params, x, y, compiled=True)
+    impls = {"ember": LibStep(ember, params, x, y, optim=optim)}
+    compiled = LibStep(ember, params, x, y, compiled=True, optim=optim)
     if compiled.fn is not None:
         impls["compiled"] = compiled
     if torch is not None:
-        impls["torch"] = LibStep(torch, params, x, y)
-    impls["numpy"] = NumpyStep(params, x, y)
+        impls["torch"] = LibStep(torch, params, x, y, optim=optim)
+    impls["numpy"] = NumpyStep(params, x, y, optim)
     # the check compares the first step's gradients (grads() does not step); the timed calls step
     cols = {name: impl.grads for name, impl in impls.items()}
     steps = {name: impl.step for name, impl in impls.items()}
@@ -394,7 +420,7 @@ def workload(name: str):
     if name == "scalar":
         cols, flat = w_scalar()
         return cols, flat, cols
-    return w_mlp()
+    return w_mlp("adam" if name == "mlp_adam" else "sgd")
 
 
 def check(cols: dict, flat) -> str:
@@ -419,14 +445,16 @@ TARGETS = {
     "chain64": [("ember", "torch", 0.5), ("compiled", "torch", 0.25), ("compiled", "numpy", 1.3)],
     "scalar": [("compiled", "torch", 0.2)],
     "mlp": [("ember", "numpy", 1.05), ("compiled", "numpy", 1.05)],
+    "mlp_adam": [("ember", "numpy", 1.05), ("compiled", "numpy", 1.05)],
 }
 TITLES = {
     "chain1": "chain 300 x tanh(x*1.01+0.1), (1,), fwd+bwd",
     "chain64": "chain 300 x tanh(x*1.01+0.1), (64,), fwd+bwd",
     "scalar": f"micrograd MLP 2-16-16-1 of 0-d tensors, {POINTS} points, fwd+bwd per point",
     "mlp": "MLP 784-512-512-10, batch 256, fwd+bwd+SGD step",
+    "mlp_adam": "MLP 784-512-512-10, batch 256, fwd+bwd+Adam step",
 }
-REPEATS = {"chain1": 31, "chain64": 31, "scalar": 9, "mlp": 21}
+REPEATS = {"chain1": 31, "chain64": 31, "scalar": 9, "mlp": 21, "mlp_adam": 21}
 
 
 def main(args) -> None:

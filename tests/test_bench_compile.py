@@ -21,7 +21,7 @@ _spec.loader.exec_module(bench)
 _TOL = {"torch": 1e-5, "numpy": 1e-5}
 
 
-@pytest.mark.parametrize("name", ["chain1", "chain64", "scalar", "mlp"])
+@pytest.mark.parametrize("name", ["chain1", "chain64", "scalar", "mlp", "mlp_adam"])
 def test_columns_agree(name):
     cols, flat, _ = bench.workload(name)
     assert set(cols) >= {"ember", "compiled", "torch", "numpy"}
