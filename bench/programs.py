@@ -221,8 +221,8 @@ class Worker:
         env.update({var: str(threads) for var in THREAD_VARS})
         env["PYTHONPATH"] = os.pathsep.join([ROOT, env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
         env["MPLBACKEND"] = "Agg"
-        self.proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--worker", lib,
-                                      "--threads", str(threads)] + (["--compiled"] if compiled else []), stdin=subprocess.PIPE,
+        cmd = [sys.executable, os.path.abspath(__file__), "--worker", lib, "--threads", str(threads)]
+        self.proc = subprocess.Popen(cmd + (["--compiled"] if compiled else []), stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, env=env, text=True, cwd=ROOT)
 
     def ask(self, **req):
