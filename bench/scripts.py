@@ -1,6 +1,6 @@
 """The real training scripts, run unchanged, under torch and under ember posing as ``torch``: time per batch and losses.
 
-    python bench/scripts.py                          # every script, 3 runs each library (about 5 minutes)
+    python bench/scripts.py                          # every script, 3 runs each library (5-8 minutes)
     python bench/scripts.py --only wlm_lstm wlm_gru --runs 5
     python bench/scripts.py --only nanogpt_compile   # nanoGPT with --compile=True (torch's inductor compiles first)
 
