@@ -747,6 +747,27 @@ def test_fma_with_exact_zero_results_bit_exact():
     assert out[0] == out[1]
 
 
+def test_fma_tiny_products_bit_exact():
+    """Products x*y below 2**-131 make the float64 sum inexact in float32's subnormal range (the kernel checks the
+    operands for them): random tiny and subnormal operands, a number times an array and two arrays, as torch."""
+    from ember.devices.cpu import optim as cpu
+    rng = np.random.default_rng(17)
+    n = 50000
+    def tiny(k):
+        v = (rng.uniform(1, 2, k) * 2.0 ** rng.integers(-149, -100, k) * rng.choice([-1, 1], k)).astype(np.float32)
+        v[::9] = 0.0
+        return v
+    z, y, x = tiny(n), tiny(n), tiny(n)
+    z[1::4] = rng.standard_normal(len(z[1::4])).astype(np.float32) * np.float32(2.0 ** -120)
+    tz, ty, tx = (torch.from_numpy(v) for v in (z, y, x))
+    for a in (0.01, 2.0 ** -20, 3.0):
+        assert cpu.fma(a, y, z).tobytes() == torch.add(tz, ty, alpha=float(np.float32(a))).numpy().tobytes()
+    assert cpu.fma(x, y, z).tobytes() == torch.addcmul(tz, tx, ty).numpy().tobytes()
+    w = z.copy()
+    cpu.fma(np.float32(1e3) * x, y, w, out=w)
+    assert w.tobytes() == torch.addcmul(tz, tx, ty, value=1e3).numpy().tobytes()
+
+
 _MISMATCH_OPTS = {
     "SGD": dict(lr=0.1, momentum=0.9), "SGD_nesterov": dict(lr=0.1, momentum=0.9, nesterov=True),
     "Adam": {}, "Adam_amsgrad": dict(amsgrad=True), "AdamW": {}, "RMSprop": {},
