@@ -11,6 +11,7 @@ Run from a tree's root with that tree on PYTHONPATH, BLAS at one thread:
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import statistics
 import sys
@@ -122,11 +123,13 @@ def demo(args):
         for kind in args.kinds.split(","):
             secs, losses = [], None
             for _ in range(args.reps):
-                _, hist, _ = train.fit(lib, kind, epochs=args.epochs, seed=0, progress=False)
+                model, hist, _ = train.fit(lib, kind, epochs=args.epochs, seed=0, progress=False)
                 secs += hist.seconds
                 losses = hist.loss
+            digest = hashlib.sha1(b"".join(v.detach().numpy().tobytes()
+                                           for v in model.state_dict().values())).hexdigest()[:12]
             print(f"demo {name} {kind}: median {statistics.median(secs) * 1e3:.1f} ms/epoch "
-                  f"(min {min(secs) * 1e3:.1f}); losses {' '.join(f'{v:.6f}' for v in losses)}")
+                  f"(min {min(secs) * 1e3:.1f}); losses {' '.join(f'{v:.6f}' for v in losses)}; weights {digest}")
 
 
 if __name__ == "__main__":
