@@ -623,8 +623,9 @@ def _grad(p: Tensor, maximize: bool, weight_decay: float = 0):
 # state are gathered into one flat array per quantity, updated there with the very operations of the
 # per-parameter step (all elementwise, with the group's scalars: the same numbers), and scattered back. That
 # replaces a dozen kernel calls per parameter by a dozen per group. Parameters above ``_FLAT_MAX`` elements keep
-# the per-parameter path, where the copies would cost more than the calls they save.
-_FLAT_MAX = 1 << 16
+# the per-parameter path, where the copies would cost more than the calls they save (nanoGPT 4x128: AdamW
+# step 6.9 ms per parameter, 6.2 flat up to 16384 elements, 7.5 up to 65536).
+_FLAT_MAX = 1 << 14
 
 
 class _Flat:
