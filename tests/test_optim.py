@@ -772,7 +772,8 @@ def test_fma_tiny_products_bit_exact():
     ("Adam", {}), ("Adam", dict(amsgrad=True, weight_decay=0.01)),
     ("Adam", dict(maximize=True, weight_decay=0.1, decoupled_weight_decay=True)), ("AdamW", dict(amsgrad=True)),
     ("SGD", dict(lr=0.1)), ("SGD", dict(lr=0.1, momentum=0.9, weight_decay=0.01)),
-    ("SGD", dict(lr=0.1, momentum=0.9, nesterov=True, maximize=True)), ("SGD", dict(lr=0.1, momentum=0.5, dampening=0.3)),
+    ("SGD", dict(lr=0.1, momentum=0.9, nesterov=True, maximize=True)),
+    ("SGD", dict(lr=0.1, momentum=0.5, dampening=0.3)),
 ])
 def test_multi_tensor_steps_bit_exact(name, kw, monkeypatch):
     """Groups of small float32 parameters take the multi-tensor step (gathered into flat arrays): the parameters and

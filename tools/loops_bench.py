@@ -14,7 +14,6 @@ import argparse
 import hashlib
 import os
 import statistics
-import sys
 import time
 import types
 

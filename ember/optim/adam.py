@@ -7,8 +7,8 @@ from .. import _dtype as D
 from .._tensor import Tensor
 from ..devices import NAMESPACES
 from .optimizer import (Optimizer, _add_scaled, _addcmul_, _adam_weight_decay, _bump, _check_capturable,
-                        _check_fused_flags, _check_lr_betas_eps_wd, _Flat, _flat_split, _fused_check, _fused_state_check,
-                        _grad, _lerp_, _scalar, _to_scalar, _upgrade_steps, _zeros_like)
+                        _check_fused_flags, _check_lr_betas_eps_wd, _Flat, _flat_split, _fused_check,
+                        _fused_state_check, _grad, _lerp_, _scalar, _to_scalar, _upgrade_steps, _zeros_like)
 
 __all__ = ["Adam"]
 

@@ -675,7 +675,8 @@ def _flat_split(self: Optimizer, params: list[Tensor], keys: tuple[str, ...] = (
     for p in params:
         a, gt = p._data, p.grad
         g = gt._data
-        if type(a) is not kind or type(g) is not kind or p.dtype is not f32 or gt.dtype is not f32 or g.shape != a.shape:
+        if (type(a) is not kind or type(g) is not kind or p.dtype is not f32 or gt.dtype is not f32
+                or g.shape != a.shape):
             return None
         arrays = [a, g]
         if keys or step:
