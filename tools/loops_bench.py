@@ -3,7 +3,9 @@
 * ``demo``: ember.demo.train.fit's epochs (the main job's MLP and CNN on the digits), per-epoch CPU time,
   median over epochs and repeats; ``--torch`` runs PyTorch's side the same way.
 * ``mlp``: one MLP step (784-512-512-10, batch 256, float32: nn.Linear + F.relu + F.cross_entropy +
-  optim.SGD(lr=0.01), zero_grad/forward/backward/step) against the same maths written by hand in NumPy.
+  optim.SGD(lr=0.01), zero_grad/forward/backward/step) against the same maths written by hand in NumPy: ``numpy``
+  with NumPy's update ``p -= lr * g`` (two roundings), ``numpy_exact`` with the update rounded once as PyTorch's
+  fused multiply-add (and ember's) rounds it.
 
 Run from a tree's root with that tree on PYTHONPATH, BLAS at one thread:
   OPENBLAS_NUM_THREADS=1 PYTHONPATH=$PWD python tools/loops_bench.py demo|mlp [--torch] [--reps N]
@@ -23,8 +25,33 @@ import numpy as np  # noqa: E402
 LR = 0.01
 
 
-def numpy_step(params, x, y):
-    """The MLP step by hand: the same layers, loss (mean softmax cross-entropy) and SGD update."""
+def exact_sgd_update(q, gq, lr):
+    """``q += -lr * gq`` rounded once (PyTorch's fused multiply-add), by hand: the product is exact in float64, the
+    sum rounded there; where that sum is a float32 rounding midpoint (or float32-subnormal) it is redone rounded
+    to odd (TwoSum), so that the final rounding to float32 is the single rounding."""
+    a = float(np.float32(-lr))
+    t = gq.astype(np.float64)
+    t *= a
+    t += q
+    bits = t.view(np.uint64)
+    risky = ((bits & np.uint64(0x1FFFFFFF)) == np.uint64(0x10000000)) | ((np.abs(t) < 2.0 ** -126) & (t != 0))
+    idx = np.flatnonzero(risky)
+    if idx.size:
+        z, pr, s = q.reshape(-1)[idx].astype(np.float64), a * gq.reshape(-1)[idx].astype(np.float64), t.reshape(-1)[idx]
+        bb = s - z
+        err = (z - (s - bb)) + (pr - bb)
+        sb = s.view(np.uint64)
+        move = (err != 0) & ((sb & np.uint64(1)) == 0)
+        up = (err > 0) == (s > 0)
+        sb[move & up] += np.uint64(1)
+        sb[move & ~up] -= np.uint64(1)
+        t.reshape(-1)[idx] = s
+    q[...] = t
+
+
+def numpy_step(params, x, y, exact=False):
+    """The MLP step by hand: the same layers, loss (mean softmax cross-entropy) and SGD update (``exact``: the update
+    rounded once, as PyTorch's and ember's)."""
     W1, b1, W2, b2, W3, b3 = params
     z1 = x @ W1.T
     z1 += b1
@@ -49,7 +76,10 @@ def numpy_step(params, x, y):
     g *= z1 > 0
     grads[0], grads[1] = g.T @ x, g.sum(0)
     for q, gq in zip(params, grads):
-        q -= np.float32(LR) * gq
+        if exact:
+            exact_sgd_update(q, gq, LR)
+        else:
+            q -= np.float32(LR) * gq
 
 
 def _median_time(fn, n, warm=3):
@@ -101,6 +131,8 @@ def mlp(args):
         res[name] = step
     ps = [p.copy() for p in params]
     res["numpy"] = lambda: numpy_step(ps, x, y)
+    ps_exact = [p.copy() for p in params]
+    res["numpy_exact"] = lambda: numpy_step(ps_exact, x, y, exact=True)
     out = {k: [] for k in res}
     for _ in range(args.rounds):
         for k, fn in res.items():
@@ -108,7 +140,7 @@ def mlp(args):
     for k, v in out.items():
         print(f"mlp step {k:6s} " + " ".join(f"{t:6.2f}" for t in v) + f"  median {statistics.median(v):.2f} ms")
     med = {k: statistics.median(v) for k, v in out.items()}
-    print(f"ember/numpy {med['ember'] / med['numpy']:.3f}")
+    print(f"ember/numpy {med['ember'] / med['numpy']:.3f}, ember/numpy_exact {med['ember'] / med['numpy_exact']:.3f}")
 
 
 def demo(args):
