@@ -747,6 +747,61 @@ def test_fma_with_exact_zero_results_bit_exact():
     assert out[0] == out[1]
 
 
+def test_fma_tiny_products_bit_exact():
+    """Products x*y below 2**-131 make the float64 sum inexact in float32's subnormal range (the kernel checks the
+    operands for them): random tiny and subnormal operands, a number times an array and two arrays, as torch."""
+    from ember.devices.cpu import optim as cpu
+    rng = np.random.default_rng(17)
+    n = 50000
+    def tiny(k):
+        v = (rng.uniform(1, 2, k) * 2.0 ** rng.integers(-149, -100, k) * rng.choice([-1, 1], k)).astype(np.float32)
+        v[::9] = 0.0
+        return v
+    z, y, x = tiny(n), tiny(n), tiny(n)
+    z[1::4] = rng.standard_normal(len(z[1::4])).astype(np.float32) * np.float32(2.0 ** -120)
+    tz, ty, tx = (torch.from_numpy(v) for v in (z, y, x))
+    for a in (0.01, 2.0 ** -20, 3.0):
+        assert cpu.fma(a, y, z).tobytes() == torch.add(tz, ty, alpha=float(np.float32(a))).numpy().tobytes()
+    assert cpu.fma(x, y, z).tobytes() == torch.addcmul(tz, tx, ty).numpy().tobytes()
+    w = z.copy()
+    cpu.fma(np.float32(1e3) * x, y, w, out=w)
+    assert w.tobytes() == torch.addcmul(tz, tx, ty, value=1e3).numpy().tobytes()
+
+
+@pytest.mark.parametrize("name, kw", [
+    ("Adam", {}), ("Adam", dict(amsgrad=True, weight_decay=0.01)),
+    ("Adam", dict(maximize=True, weight_decay=0.1, decoupled_weight_decay=True)), ("AdamW", dict(amsgrad=True)),
+    ("SGD", dict(lr=0.1)), ("SGD", dict(lr=0.1, momentum=0.9, weight_decay=0.01)),
+    ("SGD", dict(lr=0.1, momentum=0.9, nesterov=True, maximize=True)),
+    ("SGD", dict(lr=0.1, momentum=0.5, dampening=0.3)),
+])
+def test_multi_tensor_steps_bit_exact(name, kw, monkeypatch):
+    """Groups of small float32 parameters take the multi-tensor step (gathered into flat arrays): the parameters and
+    the state are the per-parameter step's to the bit (and torch's for SGD: Adam's float32 ``sqrt`` is MKL's in
+    torch, not always correctly rounded), with a large parameter, a 0-d one, strided ones and a gradient missing."""
+    from ember.optim import optimizer
+    rng = np.random.default_rng(23)
+    shapes = [(3, 4), (5,), (), (2, 3, 2), (70000,), (7, 1), (4, 6)]
+    init = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    grads = [[rng.standard_normal(s).astype(np.float32) for s in shapes] for _ in range(4)]
+
+    def run(lib):
+        ps = [lib.nn.Parameter(lib.tensor(v)) for v in init[:-1]]
+        ps.append(lib.nn.Parameter(lib.tensor(init[-1].T.copy()).t()))      # strided
+        opt = getattr(lib.optim, name)(ps, **kw)
+        for k, gs in enumerate(grads):
+            for i, (p, g) in enumerate(zip(ps, gs)):
+                p.grad = None if (k == 2 and i == 1) else lib.tensor(g) if i != 0 else lib.tensor(g.T.copy()).t()
+            opt.step()
+        return ([p.detach().numpy().tobytes() for p in ps]
+                + [v.numpy().tobytes() for p in ps for v in opt.state[p].values() if isinstance(v, lib.Tensor)])
+    flat = run(ember)
+    monkeypatch.setattr(optimizer, "_FLAT_MAX", -1)      # every parameter on its own
+    assert flat == run(ember)
+    if name == "SGD":
+        assert flat == run(torch)
+
+
 _MISMATCH_OPTS = {
     "SGD": dict(lr=0.1, momentum=0.9), "SGD_nesterov": dict(lr=0.1, momentum=0.9, nesterov=True),
     "Adam": {}, "Adam_amsgrad": dict(amsgrad=True), "AdamW": {}, "RMSprop": {},

@@ -193,9 +193,11 @@ def _nll_apply(input: Tensor, target: Tensor, weight, reduction: str, ignore_ind
     xp = NAMESPACES[type(x)]
     # a Byte target compared as int64: a negative ignore_index is out of uint8's range (the standard refuses it)
     tw = t if t.dtype == D.int64.np else xp.cast(t, D.int64.np)
-    bad = (tw != ignore_index) & ((tw < 0) | (tw >= n_classes))
-    if xp.any(bad):
-        raise IndexError(f"Target {int(tw[bad][0])} is out of bounds.")
+    bad = (tw < 0) | (tw >= n_classes)
+    if xp.any(bad):   # (ignored targets may be anything)
+        bad = (tw != ignore_index) & bad
+        if xp.any(bad):
+            raise IndexError(f"Target {int(tw[bad][0])} is out of bounds.")
     if x.ndim == 1 and t.ndim == 1:   # PyTorch takes the one target of a 1-element batch
         if t.size != 1:
             raise ValueError(f"For 1D input, 1D target must have size 1, but got target size: {t.size}")

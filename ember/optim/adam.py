@@ -6,9 +6,9 @@ from collections.abc import Callable
 from .. import _dtype as D
 from .._tensor import Tensor
 from ..devices import NAMESPACES
-from .optimizer import (Optimizer, _adam_weight_decay, _addcmul_, _bump, _check_capturable, _check_fused_flags,
-                        _check_lr_betas_eps_wd, _fused_check, _fused_state_check, _grad, _lerp_, _scalar, _to_scalar,
-                        _upgrade_steps, _zeros_like)
+from .optimizer import (Optimizer, _add_scaled, _addcmul_, _adam_weight_decay, _bump, _check_capturable,
+                        _check_fused_flags, _check_lr_betas_eps_wd, _Flat, _flat_split, _fused_check,
+                        _fused_state_check, _grad, _lerp_, _scalar, _to_scalar, _upgrade_steps, _zeros_like)
 
 __all__ = ["Adam"]
 
@@ -60,40 +60,85 @@ class Adam(Optimizer):
         for group in self.param_groups:
             beta1, beta2 = (_to_scalar(b) for b in group["betas"])
             lr, wd, eps = _to_scalar(group["lr"]), _to_scalar(group["weight_decay"]), group["eps"]
-            amsgrad = group["amsgrad"]
-            for p in self._params_with_grad(group):
-                state = self.state[p]
-                if len(state) == 0:
-                    if group["fused"]:
-                        _fused_check(p)
-                    state["step"] = _step_tensor(group)
-                    state["exp_avg"] = _zeros_like(p)
-                    state["exp_avg_sq"] = _zeros_like(p)
-                    if amsgrad:
-                        state["max_exp_avg_sq"] = _zeros_like(p)
-                _check_capturable(group["capturable"])
-                a = p._data
-                xp = NAMESPACES[type(a)]
-                g = _grad(p, group["maximize"])
-                m, v = state["exp_avg"]._data, state["exp_avg_sq"]._data
-                state["step"]._data += 1
-                if group["fused"]:
-                    _fused_state_check(p, state["exp_avg"], state["exp_avg_sq"], state.get("max_exp_avg_sq"))
-                g = _adam_weight_decay(p, g, lr, wd, group["decoupled_weight_decay"])
-                _lerp_(m, g, 1 - beta1)
-                v *= beta2
-                _addcmul_(v, g, g, 1 - beta2)
-                step = float(state["step"]._data)
-                bias_correction1 = 1 - beta1 ** step
-                bias_correction2 = 1 - beta2 ** step
-                step_size = lr / bias_correction1
-                bias_correction2_sqrt = bias_correction2 ** 0.5
-                if amsgrad:
-                    vmax = state["max_exp_avg_sq"]._data
-                    vmax[...] = xp.maximum(vmax, v)
-                    denom = xp.sqrt(vmax) / bias_correction2_sqrt + eps
-                else:
-                    denom = xp.sqrt(v) / bias_correction2_sqrt + eps
-                a += -step_size * m / denom
-                _bump(p)
+            params = self._params_with_grad(group)
+            if not (group["fused"] or group["capturable"]):
+                # (those two check each parameter as its state is made: the per-parameter path only)
+                keys = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq") if group["amsgrad"] else ("exp_avg", "exp_avg_sq")
+                for p in params:
+                    self._init_state(group, p)
+                split = _flat_split(self, params, keys, step=True)
+                if split is not None:
+                    flat, params = split
+                    self._flat_step(group, flat, keys, beta1, beta2, lr, wd, eps)
+            for p in params:
+                self._single_step(group, p, beta1, beta2, lr, wd, eps)
         return loss
+
+    def _init_state(self, group: dict, p: Tensor) -> dict:
+        state = self.state[p]
+        if len(state) == 0:
+            if group["fused"]:
+                _fused_check(p)
+            state["step"] = _step_tensor(group)
+            state["exp_avg"] = _zeros_like(p)
+            state["exp_avg_sq"] = _zeros_like(p)
+            if group["amsgrad"]:
+                state["max_exp_avg_sq"] = _zeros_like(p)
+        return state
+
+    def _single_step(self, group: dict, p: Tensor, beta1, beta2, lr, wd, eps) -> None:
+        """PyTorch's single-tensor Adam update of one parameter."""
+        state = self._init_state(group, p)
+        _check_capturable(group["capturable"])
+        a = p._data
+        g = _grad(p, group["maximize"])
+        m, v = state["exp_avg"]._data, state["exp_avg_sq"]._data
+        state["step"]._data += 1
+        if group["fused"]:
+            _fused_state_check(p, state["exp_avg"], state["exp_avg_sq"], state.get("max_exp_avg_sq"))
+        g = _adam_weight_decay(p, g, lr, wd, group["decoupled_weight_decay"])
+        vmax = state["max_exp_avg_sq"]._data if group["amsgrad"] else None
+        a += self._update(g, m, v, vmax, float(state["step"]._data), beta1, beta2, lr, eps)
+        _bump(p)
+
+    def _flat_step(self, group: dict, flat: _Flat, keys, beta1, beta2, lr, wd, eps) -> None:
+        """The same update of several small parameters at once, on their gathered arrays."""
+        states = [self.state[p] for p in flat.params]
+        for st in states:
+            st["step"]._data += 1
+        g = flat.gather(flat.grads)
+        if group["maximize"]:
+            g = -g
+        if wd != 0:
+            if group["decoupled_weight_decay"]:
+                for p, a in zip(flat.params, flat.arrays):
+                    a *= 1 - lr * wd
+                    _bump(p)
+            else:
+                g = _add_scaled(g, wd, flat.gather(flat.arrays))
+        bufs = [[st[k]._data for st in states] for k in keys]
+        m, v, *vmax = (flat.gather(b) for b in bufs)
+        upd = self._update(g, m, v, vmax[0] if vmax else None, float(states[0]["step"]._data), beta1, beta2, lr, eps)
+        for b, f in zip(bufs, (m, v, *vmax)):
+            flat.scatter(f, b)
+        flat.add_into_params(upd)
+        for p in flat.params:
+            _bump(p)
+
+    @staticmethod
+    def _update(g, m, v, vmax, step: float, beta1, beta2, lr, eps):
+        """Update the moments ``m``, ``v`` (and ``vmax``) in place; return what is added to the parameter."""
+        xp = NAMESPACES[type(m)]
+        _lerp_(m, g, 1 - beta1)
+        v *= beta2
+        _addcmul_(v, g, g, 1 - beta2)
+        bias_correction1 = 1 - beta1 ** step
+        bias_correction2 = 1 - beta2 ** step
+        step_size = lr / bias_correction1
+        bias_correction2_sqrt = bias_correction2 ** 0.5
+        if vmax is not None:
+            vmax[...] = xp.maximum(vmax, v)
+            denom = xp.sqrt(vmax) / bias_correction2_sqrt + eps
+        else:
+            denom = xp.sqrt(v) / bias_correction2_sqrt + eps
+        return -step_size * m / denom

@@ -619,6 +619,87 @@ def _grad(p: Tensor, maximize: bool, weight_decay: float = 0):
     return g
 
 
+# Multi-tensor steps (PyTorch's ``_foreach`` idea): a group's small float32 parameters, their gradients and their
+# state are gathered into one flat array per quantity, updated there with the very operations of the
+# per-parameter step (all elementwise, with the group's scalars: the same numbers), and scattered back. That
+# replaces a dozen kernel calls per parameter by a dozen per group. Parameters above ``_FLAT_MAX`` elements keep
+# the per-parameter path, where the copies would cost more than the calls they save (nanoGPT 4x128: AdamW
+# step 6.9 ms per parameter, 6.2 flat up to 16384 elements, 7.5 up to 65536).
+_FLAT_MAX = 1 << 14
+
+
+class _Flat:
+    """Small parameters of one group gathered for a multi-tensor step: ``params``, their raw arrays ``arrays``,
+    gradients ``grads`` and ``slices`` (each parameter's span in the flat arrays)."""
+
+    __slots__ = ("params", "arrays", "grads", "slices", "xp")
+
+    def __init__(self, params: list[Tensor], xp) -> None:
+        self.params, self.xp = params, xp
+        self.arrays = [p._data for p in params]
+        self.grads = [p.grad._data for p in params]
+        self.slices, i = [], 0
+        for a in self.arrays:
+            self.slices.append(slice(i, i + a.size))
+            i += a.size
+
+    def gather(self, arrays: list):
+        """One flat array of ``arrays`` (one per parameter, each of its parameter's shape), in order."""
+        xp = self.xp
+        return xp.cat([xp.reshape(a, (-1,)) for a in arrays], 0)
+
+    def scatter(self, flat, arrays: list) -> None:
+        """Write the parts of ``flat`` back into ``arrays``."""
+        xp = self.xp
+        for a, sl in zip(arrays, self.slices):
+            a[...] = xp.reshape(flat[sl], a.shape)
+
+    def add_into_params(self, flat) -> None:
+        """``p += part`` for every parameter (no version bump)."""
+        xp = self.xp
+        for a, sl in zip(self.arrays, self.slices):
+            a += xp.reshape(flat[sl], a.shape)
+
+
+def _flat_split(self: Optimizer, params: list[Tensor], keys: tuple[str, ...] = (), step: bool = False):
+    """``(_Flat of the small parameters, the other parameters)`` for a multi-tensor step of ``params`` (all with a
+    gradient and, for ``keys``, initialised state), or None where every parameter takes the per-parameter path:
+    fewer than two small ones, or anything but float32 arrays of one device with gradients and ``keys`` state of
+    the parameter's shape and dtype, each in memory of its own, and (``step``) one step count."""
+    if len(params) < 2:
+        return None
+    kind = type(params[0]._data)
+    f32 = D.float32
+    storage_root = backend_of(params[0]._data).storage_root
+    roots, counts, small, large = set(), set(), [], []
+    for p in params:
+        a, gt = p._data, p.grad
+        g = gt._data
+        if (type(a) is not kind or type(g) is not kind or p.dtype is not f32 or gt.dtype is not f32
+                or g.shape != a.shape):
+            return None
+        arrays = [a, g]
+        if keys or step:
+            st = self.state[p]
+            for k in keys:
+                t = st[k]
+                v = t._data
+                if type(v) is not kind or t.dtype is not f32 or v.shape != a.shape:
+                    return None
+                arrays.append(v)
+            if step:
+                counts.add(float(st["step"]._data))
+        for v in arrays:
+            r = id(storage_root(v))
+            if r in roots:
+                return None
+            roots.add(r)
+        (small if a.size <= _FLAT_MAX else large).append(p)
+    if len(small) < 2 or len(counts) > 1:
+        return None
+    return _Flat(small, NAMESPACES[kind]), large
+
+
 def _adam_weight_decay(p: Tensor, g, lr: float, weight_decay: float, decoupled: bool):
     """The Adam family's weight decay: decoupled (AdamW) shrinks p in place, else L2 adds ``weight_decay * p``
     to the gradient; returns the gradient the moments use."""

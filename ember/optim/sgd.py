@@ -5,8 +5,8 @@ from collections.abc import Callable
 
 from .._tensor import Tensor, make
 from ..devices import backend_of
-from .optimizer import (Optimizer, _add_scaled, _add_scaled_, _bump, _check_fused_flags, _fused_check,
-                        _fused_state_check, _grad, _to_scalar)
+from .optimizer import (Optimizer, _add_scaled, _add_scaled_, _bump, _check_fused_flags, _Flat, _flat_split,
+                        _fused_check, _fused_state_check, _grad, _to_scalar)
 
 __all__ = ["SGD"]
 
@@ -41,26 +41,62 @@ class SGD(Optimizer):
         for group in self.param_groups:
             lr = _to_scalar(group["lr"])
             wd = _to_scalar(group["weight_decay"])
-            momentum, dampening = group["momentum"], group["dampening"]
-            for p in self._params_with_grad(group):
-                if group["fused"]:
-                    _fused_check(p)
-                a = p._data
-                g = _grad(p, group["maximize"], wd)
-                if momentum != 0:
-                    state = self.state[p]
-                    buf = state.get("momentum_buffer")
-                    if buf is None:
-                        buf = make(backend_of(g).copy(g, dtype=a.dtype))
-                    else:
-                        if group["fused"]:
-                            _fused_state_check(p, buf)
-                        b = buf._data
-                        b *= momentum
-                        _add_scaled_(b, 1 - dampening, g)
-                        _bump(buf, 2)
-                    state["momentum_buffer"] = buf
-                    g = _add_scaled(g, momentum, buf._data) if group["nesterov"] else buf._data
-                _add_scaled_(a, -lr, g)
-                _bump(p)
+            params = self._params_with_grad(group)
+            momentum = group["momentum"]
+            if not group["fused"] and (momentum == 0 or all(self.state[p].get("momentum_buffer") is not None
+                                                            for p in params)):
+                split = _flat_split(self, params, ("momentum_buffer",) if momentum != 0 else ())
+                if split is not None:
+                    flat, params = split
+                    self._flat_step(group, flat, lr, wd)
+            for p in params:
+                self._single_step(group, p, lr, wd)
         return loss
+
+    def _single_step(self, group: dict, p: Tensor, lr, wd) -> None:
+        """PyTorch's single-tensor SGD update of one parameter."""
+        momentum, dampening = group["momentum"], group["dampening"]
+        if group["fused"]:
+            _fused_check(p)
+        a = p._data
+        g = _grad(p, group["maximize"], wd)
+        if momentum != 0:
+            state = self.state[p]
+            buf = state.get("momentum_buffer")
+            if buf is None:
+                buf = make(backend_of(g).copy(g, dtype=a.dtype))
+            else:
+                if group["fused"]:
+                    _fused_state_check(p, buf)
+                b = buf._data
+                b *= momentum
+                _add_scaled_(b, 1 - dampening, g)
+                _bump(buf, 2)
+            state["momentum_buffer"] = buf
+            g = _add_scaled(g, momentum, buf._data) if group["nesterov"] else buf._data
+        _add_scaled_(a, -lr, g)
+        _bump(p)
+
+    def _flat_step(self, group: dict, flat: _Flat, lr, wd) -> None:
+        """The same update of several small parameters at once, on their gathered arrays (momentum buffers made)."""
+        momentum = group["momentum"]
+        g = flat.gather(flat.grads)
+        if group["maximize"]:
+            g = -g
+        a = flat.gather(flat.arrays)
+        if wd != 0:
+            g = _add_scaled(g, wd, a)
+        if momentum != 0:
+            bufs = [self.state[p]["momentum_buffer"] for p in flat.params]
+            raw = [b._data for b in bufs]
+            b = flat.gather(raw)
+            b *= momentum
+            _add_scaled_(b, 1 - group["dampening"], g)
+            flat.scatter(b, raw)
+            for t in bufs:
+                _bump(t, 2)
+            g = _add_scaled(g, momentum, b) if group["nesterov"] else b
+        _add_scaled_(a, -lr, g)
+        flat.scatter(a, flat.arrays)
+        for p in flat.params:
+            _bump(p)

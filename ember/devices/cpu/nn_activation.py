@@ -63,8 +63,8 @@ def _softmax(x, dim):
     if x.size == 0:
         return x.copy()
     ax = _axis(x, dim)
-    e = np.exp(x - np.max(x, axis=ax, keepdims=True))
-    return e / np.sum(e, axis=ax, keepdims=True)
+    e = np.exp(x - x.max(axis=ax, keepdims=True))   # (the methods: np.max's and np.sum's reductions, less Python)
+    return e / e.sum(axis=ax, keepdims=True)
 
 
 @_f32
@@ -72,8 +72,8 @@ def _log_softmax(x, dim):
     if x.size == 0:
         return x.copy()
     ax = _axis(x, dim)
-    s = x - np.max(x, axis=ax, keepdims=True)
-    return s - np.log(np.sum(np.exp(s), axis=ax, keepdims=True))
+    s = x - x.max(axis=ax, keepdims=True)
+    return s - np.log(np.exp(s).sum(axis=ax, keepdims=True))
 
 
 def _softmax_bf16(x, dim, log: bool):

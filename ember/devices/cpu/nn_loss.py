@@ -26,9 +26,37 @@ def _picked(target, weight, ignore_index, dtype):
     return safe, np.where(keep, w, 0).astype(dtype, copy=False)
 
 
+def _ROWS(n: int) -> np.ndarray:
+    """0, 1, ..., n - 1 (the row index of (N, C) picks), kept for the last n."""
+    r = _rows_cache[0]
+    if r.size != n:
+        r = _rows_cache[0] = np.arange(n)
+    return r
+
+
+_rows_cache = [np.arange(0)]
+
+
+def _plain_rows(x, target, weight, ignore_index) -> bool:
+    """The common case: a float32/float64 (N, C) input with N < 2**24, int64 targets (N,), no weight, none ignored."""
+    return (weight is None and x.ndim == 2 and target.ndim == 1 and x.dtype in (np.float32, np.float64)
+            and target.dtype == np.int64 and 0 < x.shape[0] < 1 << 24 and x.shape[1] > 0
+            and not (target == ignore_index).any())
+
+
 def nll_loss_forward(x, target, weight, reduction, ignore_index):
     """-x[n, target[n], ...] * weight[target[n]], 0 where target == ignore_index; reduced. 'mean' divides by
     the sum of the weights that count (nan when none does, as PyTorch)."""
+    if _plain_rows(x, target, weight, ignore_index):
+        # (N, C) rows, every target counted with weight 1: the general path's numbers, without its masks
+        loss = -x[_ROWS(x.shape[0]), target]
+        if reduction == "none":
+            return loss
+        total = np.sum(loss, dtype=np.float64 if x.dtype == np.float64 else np.float32)
+        if reduction == "sum":
+            return np.asarray(total, dtype=x.dtype)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.asarray(total / total.dtype.type(x.shape[0]), dtype=x.dtype)
     axis = _class_axis(x.ndim)
     safe, w = _picked(target, weight, ignore_index, x.dtype)
     picked = np.squeeze(np.take_along_axis(x, np.expand_dims(safe, axis), axis), axis)
@@ -82,6 +110,13 @@ def nll_loss_backward(g, x, target, weight, reduction, ignore_index):
     """The gradient of ``nll_loss_forward`` for its input ``x`` (linear in ``g``, its adjoint is the forward;
     ``x`` gives only its shape)."""
     shape = x.shape
+    if _plain_rows(x, target, weight, ignore_index) and g.dtype in (np.float32, np.float64):
+        n = shape[0]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            scale = -(g / g.dtype.type(n)) if reduction == "mean" else -g
+        out = np.zeros(shape, dtype=g.dtype)
+        out[_ROWS(n), target] = scale
+        return out
     axis = _class_axis(len(shape))
     safe, w = _picked(target, weight, ignore_index, g.dtype)
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -33,6 +33,14 @@ _CHUNK = 32768                    # elements per block: the float64 scratch stay
 _LOW29 = np.uint64(0x1FFFFFFF)    # the float64 mantissa bits below float32's
 _MID = np.uint64(0x10000000)      # ... of a float32 rounding midpoint
 _TINY32 = 2.0 ** -126             # float32's smallest normal: below it float32 keeps fewer bits
+# Below float32's smallest normal the midpoints are at other bits, but there the float64 sum is exact (so rounding
+# it once more is the single rounding) unless a product x*y is nonzero and below 2**-131 in magnitude: z is a
+# multiple of 2**-149 and x*y of 2**(ex+ey-46) (ex, ey the exponents of x, y), so a sum below 2**-125 needs more
+# than float64's 53 bits only where ex + ey < -132, i.e. |x*y| < 2**-131. The operands are checked for such
+# products (``_TINY_PRODUCT``, with a margin), and only then the subnormal results too.
+_TINY_PRODUCT = 2.0 ** -129
+_F32 = np.dtype(np.float32)
+_UINT = {2: np.uint16, 4: np.uint32, 8: np.uint64}
 _scratch = threading.local()
 
 
@@ -42,6 +50,30 @@ def _scratch_arrays(n: int):
     if s is None or s[0].size < n:
         s = _scratch.bufs = (np.empty(n, np.float64), np.empty(n, np.uint64), np.empty(n, np.bool_))
     return s[0][:n], s[1][:n], s[2][:n]
+
+
+def _has_small(v: np.ndarray, bound: float, w: np.ndarray) -> bool:
+    """Whether a float array has a nonzero element of magnitude below ``bound`` (or possibly at it; NaNs are
+    passed over). ``w``: uint64 scratch of at least v's size."""
+    if v.dtype.kind != "f" or v.dtype.itemsize not in _UINT:
+        a = np.abs(v.astype(np.float64))
+        return bool(((a < bound) & (a != 0)).any())
+    # The bit patterns of |v| order as the magnitudes: shifted left (dropping the sign), minus one (zero wraps
+    # round to the largest number), compared with the bound's pattern rounded up to v's dtype.
+    ut = _UINT[v.dtype.itemsize]
+    key = (v.dtype, bound)
+    lim = _bound_cache.get(v.dtype.itemsize)
+    if lim is None or lim[0] != key:
+        with np.errstate(over="ignore"):
+            b = np.nextafter(np.array(bound, v.dtype), np.inf)   # at least the bound, whatever the rounding
+        lim = _bound_cache[v.dtype.itemsize] = (key, (int(b.view(ut)) << 1) - 1)
+    bits = w.view(ut)[:v.size]
+    np.left_shift(v.view(ut), 1, out=bits)
+    np.subtract(bits, 1, out=bits)
+    return int(bits.min()) < lim[1]
+
+
+_bound_cache: dict = {}   # per item size: ((dtype, bound), the bound's shifted pattern): one lr at a time
 
 
 def _round_odd_fix(t: np.ndarray, x, y, z: np.ndarray, idx: np.ndarray) -> None:
@@ -76,12 +108,29 @@ def _fma32(x, y, z: np.ndarray, out: np.ndarray) -> None:
         # strided operands: one pass over contiguous copies
         flat = [np.ascontiguousarray(v).reshape(-1) if isinstance(v, np.ndarray) else v for v in flat]
         res = np.empty(n, np.float32)
-        _fma32(flat[0], flat[1], flat[2], res)
+        _fma32_flat(flat[0], flat[1], flat[2], res)
         out[...] = res.reshape(shape)
         return
-    xf, yf, zf = flat
+    _fma32_flat(*flat, o)
+
+
+def _fma32_flat(xf, yf, zf: np.ndarray, o: np.ndarray) -> None:
+    """``_fma32`` on C-contiguous 1-D arrays (x or y may be a float64 number) of one nonzero size."""
+    n = o.size
     step = _CHUNK
     t_all, u_all, f_all = _scratch_arrays(min(n, step))
+    both = isinstance(xf, np.ndarray) and isinstance(yf, np.ndarray)
+    tiny = False
+    if not isinstance(xf, np.ndarray) and not isinstance(yf, np.ndarray):
+        tiny = 0 < abs(float(xf) * float(yf)) < _TINY_PRODUCT      # (exact: two float32 numbers)
+    elif not both:   # a number times an array: the array's smallest magnitude says whether a product is tiny
+        num, arr = (xf, yf) if isinstance(yf, np.ndarray) else (yf, xf)
+        num = abs(float(num))
+        if num != 0:
+            for i in range(0, n, step):
+                tiny = _has_small(arr[i:i + step], _TINY_PRODUCT / num, u_all)
+                if tiny:
+                    break
     for i in range(0, n, step):
         j = min(i + step, n)
         m = j - i
@@ -90,23 +139,22 @@ def _fma32(x, y, z: np.ndarray, out: np.ndarray) -> None:
         ya = yf[i:j] if isinstance(yf, np.ndarray) else yf
         za = zf[i:j]
         np.multiply(xa, ya, out=t, dtype=np.float64)  # exact: at most 48 significant bits
+        if both:                                # the products themselves: is one of them tiny?
+            tiny = _has_small(t, _TINY_PRODUCT, u)
         np.add(t, za, out=t)                    # rounded once, in float64
         bits = t.view(np.uint64)
         np.bitwise_and(bits, _LOW29, out=u)
         np.equal(u, _MID, out=f)                # float64 sum on a float32 midpoint: double-rounding risk
-        hit = f.any()
-        if not hit:                             # float32 subnormal results keep fewer bits
-            mag = u.view(np.float64)
-            np.abs(t, out=mag)
-            # (an exact zero needs no fix: the float64 sum of an exact product is 0 only when x*y + z is;
-            # fmin: a NaN does not hide a subnormal result)
-            np.not_equal(mag, 0.0, out=f)
-            hit = np.fmin.reduce(mag, where=f, initial=np.inf) < _TINY32
-        if hit:
-            idx = np.flatnonzero(((bits & _LOW29) == _MID) | ((np.abs(t) < _TINY32) & (t != 0)))
-            xi = xa.astype(np.float64) if isinstance(xa, np.ndarray) else xa
-            yi = ya.astype(np.float64) if isinstance(ya, np.ndarray) else ya
-            _round_odd_fix(t, xi, yi, za, idx)
+        if tiny or f.any():
+            flags = f
+            if tiny:                            # float32 subnormal results keep fewer bits
+                # (an exact zero needs no fix: the float64 sum of an exact product is 0 only when x*y + z is)
+                flags = f | ((np.abs(t) < _TINY32) & (t != 0))
+            idx = np.flatnonzero(flags)
+            if idx.size:
+                xi = xa.astype(np.float64) if isinstance(xa, np.ndarray) else xa
+                yi = ya.astype(np.float64) if isinstance(ya, np.ndarray) else ya
+                _round_odd_fix(t, xi, yi, za, idx)
         np.copyto(o[i:j], t, casting="unsafe")
 
 
@@ -114,6 +162,15 @@ def fma(x, y, z: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """``x * y + z`` rounded once for float32 (x, y numbers or arrays, z an array); written into ``out`` if
     given, else a new array. Mixed dtypes (state kept in float32 after ``model.double()``) compute in the promoted
     dtype, as PyTorch's kernels."""
+    if out is z and type(z) is np.ndarray and z.dtype == _F32 and z.flags.c_contiguous and z.size:
+        # the optimizers' case, in place: a number times a float32 array of z's layout, or two such arrays
+        xa, ya = type(x) is np.ndarray, type(y) is np.ndarray
+        if ((not xa or (x.dtype == _F32 and x.shape == z.shape and x.flags.c_contiguous))
+                and (not ya or (y.dtype == _F32 and y.shape == z.shape and y.flags.c_contiguous))
+                and (xa or ya) and not ((xa and np.may_share_memory(x, z)) or (ya and np.may_share_memory(y, z)))):
+            _fma32_flat(x.reshape(-1) if xa else float(np.float32(x)), y.reshape(-1) if ya else float(np.float32(y)),
+                        z.reshape(-1), z.reshape(-1))
+            return z
     dt = z.dtype
     wide = np.result_type(dt, *(v.dtype for v in (x, y) if isinstance(v, np.ndarray)))
     if wide == np.float32 and (out is None or out.dtype == np.float32):
