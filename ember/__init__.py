@@ -35,6 +35,8 @@ from . import amp, cpu  # noqa: E402  (torch.amp: autocast and GradScaler; torch
 from . import accelerator  # noqa: E402,F401  (torch.accelerator, as a build without an accelerator answers)
 from .cuda import amp as _cuda_amp  # noqa: E402,F401  (loads torch.cuda.amp)
 from .amp import GradScaler, autocast  # noqa: E402
+from . import compiler, _dynamo  # noqa: E402,F401  (torch.compiler, torch._dynamo)
+from .compiler import compile  # noqa: E402  (replaces ops/utility's pass-through, whose argument checks it keeps)
 from .amp.autocast_mode import (  # noqa: E402,F401  (torch's autocast state functions)
     autocast_decrement_nesting, autocast_increment_nesting, clear_autocast_cache, get_autocast_cpu_dtype,
     get_autocast_dtype, get_autocast_gpu_dtype, get_autocast_ipu_dtype, get_autocast_xla_dtype,

@@ -1,0 +1,328 @@
+"""``torch.compile`` and ``torch.compiler``: trace once per input signature, replay without per-op Python.
+
+``compile(fn)`` returns a callable that, on the first call for a guard key (the tensor arguments' shapes, dtypes,
+devices and requires_grad, the other arguments' values, grad mode, the default dtype), runs ``fn`` eagerly while
+recording the primitives it applies (``_trace.Tracer``); later calls with the same key replay the recording as one
+generated straight-line program over the device's kernels, and give the outputs one ``CompiledFunctionBackward``
+node that runs the recorded VJP rules in the engine's order (``_program``). Results are eager ember's to the bit.
+Whatever the trace cannot prove it replays exactly (a value read back to Python, printing, randomness, in-place
+writes, tensors made outside the primitives from data...) makes that key run eagerly: PyTorch's graph break at the
+granularity of the whole call, with the reason kept for ``torch._dynamo.explain``; ``fullgraph=True`` raises
+PyTorch's error instead. Shapes are static (``dynamic`` is accepted and ignored: a new shape is a new trace).
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+from .. import _dtype
+from .._state import _state, code_swaps, fwd_state, func_depth
+from .._tensor import Tensor, make
+from ..autograd import _profiling
+from ..autograd.anomaly_mode import _anomaly
+from ..autograd.graph import HOOKS_ON, NODE_OBSERVERS, _seq
+from ..nn.modules.module import Module
+from . import _program, _trace
+from ._program import CompiledFunctionBackward, TraceFailed, generator_state
+from ._trace import Tracer, Tracing, tensor_edge
+
+__all__ = ["compile", "reset", "disable", "is_compiling", "is_dynamo_compiling", "OptimizedModule",
+           "CompiledFunctionBackward"]
+
+_TRACING = [0]          # traces running (is_compiling())
+_ALL: list = []         # weak references to every compiled function (reset() empties their caches)
+_EAGER = "eager"
+
+
+class _Config:
+    """``torch._dynamo.config``'s knobs that scripts set."""
+    cache_size_limit = 8
+    recompile_limit = 8
+    accumulated_cache_size_limit = 256
+    suppress_errors = False
+    verbose = False
+    capture_scalar_outputs = False
+    automatic_dynamic_shapes = True
+    assume_static_by_default = True
+    optimize_ddp = True
+
+
+config = _Config()
+
+
+def is_compiling() -> bool:
+    """True while ember.compile traces a function (PyTorch: while Dynamo traces)."""
+    return _TRACING[0] > 0
+
+
+is_dynamo_compiling = is_compiling
+
+
+def _eager_only() -> bool:
+    """Modes in which a call runs eagerly (the recording would not show what they do)."""
+    return (_TRACING[0] > 0 or fwd_state.level != 0 or _state.inference or _anomaly.enabled or bool(HOOKS_ON)
+            or bool(NODE_OBSERVERS) or func_depth[0] != 0 or _profiling.NODE_HOOK is not None
+            or _profiling.is_recording())
+
+
+# ----- arguments: flatten and key ---------------------------------------------------------------
+
+def _flatten(x, leaves: list):
+    """The structure of ``x`` (a hashable spec) with its leaves appended to ``leaves``."""
+    t = type(x)
+    if t is tuple or t is list:
+        return (t, tuple(_flatten(v, leaves) for v in x))
+    if t is dict:
+        return (dict, tuple(x.keys()), tuple(_flatten(v, leaves) for v in x.values()))
+    leaves.append(x)
+    return None
+
+
+def _unflatten(spec, it):
+    if spec is None:
+        return next(it)
+    t = spec[0]
+    if t is dict:
+        return dict(zip(spec[1], [_unflatten(s, it) for s in spec[2]]))
+    vals = [_unflatten(s, it) for s in spec[1]]
+    return tuple(vals) if t is tuple else vals
+
+
+_PLAIN_KEYS = (int, float, bool, str, type(None), complex, bytes)
+
+
+def _leaf_key(v):
+    if isinstance(v, Tensor):
+        d = v._data
+        return (type(v), d.shape, d.dtype, type(d), v._requires_grad, v.grad_fn is not None,
+                v._base is not None)
+    if type(v) in _PLAIN_KEYS:
+        return (type(v), v)
+    return ("id", id(v))
+
+
+# ----- the compiled function ---------------------------------------------------------------------
+
+class CompiledFunction:
+    """What ``compile(fn)`` returns for a function: a cache of recordings by guard key."""
+
+    def __init__(self, fn: Callable, fullgraph: bool = False, module: Module | None = None):
+        self._fn = fn
+        self._fullgraph = fullgraph
+        self._module = module
+        self._cache: dict = {}
+        self._reasons: list = []   # (key, reason) of each trace that fell back to eager
+        self._n_traces = 0
+        self._mod_sig = None
+        functools.update_wrapper(self, fn)
+        _ALL.append(self)
+
+    def _reset(self) -> None:
+        self._cache.clear()
+        self._reasons.clear()
+        self._n_traces = 0
+
+    def __get__(self, obj, objtype=None):   # a compiled function in a class body is a method
+        if obj is None:
+            return self
+        return functools.partial(self, obj)
+
+    def __call__(self, *args, **kwargs):
+        if _DISABLED[0] or _eager_only():
+            if _TRACING[0] > 0 and self._fullgraph is False:
+                pass   # a compiled function called inside a trace: its ops join the outer recording
+            return self._fn(*args, **kwargs)
+        leaves: list = []
+        spec = _flatten((args, kwargs) if kwargs else args, leaves)
+        key = (spec, tuple(map(_leaf_key, leaves)), _state.enabled, _dtype.get_default_dtype(), code_swaps[0],
+               self._module_sig())
+        rec = self._cache.get(key)
+        if rec is None:
+            return self._trace(key, spec, leaves, args, kwargs)
+        if rec is _EAGER:
+            return self._fn(*args, **kwargs)
+        caps = rec.captured
+        for c, m in zip(caps, rec.cap_meta):
+            d = c._data
+            if d.shape != m[0] or d.dtype != m[1] or c._requires_grad != m[2]:
+                del self._cache[key]   # a captured tensor changed shape, dtype or requires_grad: trace again
+                return self._trace(key, spec, leaves, args, kwargs)
+        return _replay(rec, spec, leaves)
+
+    def _module_sig(self):
+        mod = self._module
+        if mod is None:
+            return None
+        sig = []
+        for m in mod.modules():
+            sig.extend(map(id, m.__dict__.values()))
+            sig.extend(map(id, m._parameters.values()))
+            sig.extend(map(id, m._buffers.values()))
+            sig.extend(map(id, m._modules.values()))
+        return tuple(sig)
+
+    def _trace(self, key, spec, leaves, args, kwargs):
+        if self._n_traces >= config.cache_size_limit:   # PyTorch: past the recompile limit, run eagerly
+            self._cache[key] = _EAGER
+            self._reasons.append((key, f"cache_size_limit ({config.cache_size_limit}) reached"))
+            return self._fn(*args, **kwargs)
+        self._n_traces += 1
+        inputs = [v for v in leaves if isinstance(v, Tensor)]
+        for t in inputs:
+            if t._base is not None and t._vc[0] != t._view_v:
+                return self._fn(*args, **kwargs)   # a stale view: apply refreshes it first (not recorded)
+        tr = Tracer(inputs, self._fullgraph)
+        g0 = generator_state()
+        _TRACING[0] += 1
+        try:
+            with Tracing(tr):
+                result = self._fn(*args, **kwargs)
+        finally:
+            _TRACING[0] -= 1
+        try:
+            if generator_state() != g0:
+                raise TraceFailed("random numbers drawn inside the function (not replayed yet)")
+            out_leaves: list = []
+            out_spec = _flatten(result, out_leaves)
+            rec = _program.finish(tr, out_leaves, 0)
+            rec.out_spec = out_spec
+            rec.in_pos = [i for i, v in enumerate(leaves) if isinstance(v, Tensor)]
+            self._cache[key] = rec
+        except Exception as e:   # noqa: BLE001  (an unexpected trace is not replayed: the call ran eagerly)
+            if not isinstance(e, TraceFailed):
+                e = TraceFailed(f"internal: {type(e).__name__}: {e}")
+            del tr
+            self._cache[key] = _EAGER
+            self._reasons.append((key, e.reason))
+            if self._fullgraph:
+                from .._dynamo.exc import Unsupported
+                raise Unsupported(e.reason) from None
+        return result
+
+
+def _replay(rec, spec, leaves):
+    ins = [leaves[i] for i in rec.in_pos]
+    I = [t._data for t in ins]
+    C = [c._data for c in rec.captured]
+    outs, need = rec.forward(I, C, rec.consts)
+    made = {}
+    node = None
+    if rec.grad_steps and _state.enabled:
+        node = CompiledFunctionBackward.__new__(CompiledFunctionBackward)
+        edges = []
+        for r in rec.ext:
+            t = ins[r[1]] if r[0] == "in" else rec.captured[r[1]]
+            e = tensor_edge(t)
+            edges.append(e if e is not None else (None, 0))
+        node.next_functions = tuple(edges)
+        node._seq = next(_seq)
+        node._rec = rec
+        node._vals = need
+        if len(rec.grad_steps) != 1:
+            node.num_outputs = len(rec.grad_steps)
+    grad_nr = {j: k for k, j in enumerate(rec.grad_steps)}
+    for j, a in zip(rec.out_steps, outs):
+        t = make(a)
+        k = grad_nr.get(j) if node is not None else None
+        if k is not None:
+            t.grad_fn = node
+            t._output_nr = k
+            t._requires_grad = True
+        made[j] = t
+    if node is not None:
+        checks = []
+        for o in rec.checks:
+            t = ins[o[1]] if o[0] == "in" else rec.captured[o[1]] if o[0] == "cap" else made[o[1]]
+            checks.append((t, t._vc, t._vc[0]))
+        node._checks = checks
+    vals = []
+    for r in rec.out_refs:
+        kind = r[0]
+        if kind == "step":
+            vals.append(made[r[1]])
+        elif kind == "in":
+            vals.append(ins[r[1]])
+        elif kind == "cap":
+            vals.append(rec.captured[r[1]])
+        else:
+            vals.append(r[1])
+    return _unflatten(rec.out_spec, iter(vals))
+
+
+# ----- modules ------------------------------------------------------------------------------------
+
+class OptimizedModule(Module):
+    """``torch.compile(module)``: a module wrapping the original (``_orig_mod``; state_dict keys get the
+    ``_orig_mod.`` prefix, as PyTorch's) whose calls go through the compiled ``_orig_mod.__call__``."""
+
+    def __init__(self, mod: Module, compiled: CompiledFunction):
+        super().__init__()
+        self._orig_mod = mod
+        object.__setattr__(self, "_compiled", compiled)
+
+    def forward(self, *args, **kwargs):
+        return self._compiled(*args, **kwargs)
+
+    def __getattr__(self, name: str):
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            return getattr(self._modules["_orig_mod"], name)
+
+    OptimizedModule_name = "OptimizedModule"
+
+
+OptimizedModule.__module__ = "torch._dynamo.eval_frame"
+
+
+# ----- the public entry points ------------------------------------------------------------------
+
+_DISABLED = [False]
+_ALLOWED_BACKENDS = ("inductor", "eager", "aot_eager", "cudagraphs", "onnxrt", "tvm", "openxla", "tensorrt")
+
+
+def compile(model: Callable | None = None, *, fullgraph: bool = False, dynamic: bool | None = None,
+            backend: str | Callable = "inductor", mode: str | None = None, options: dict | None = None,
+            disable: bool = False):
+    """``torch.compile``: the traced, replayed version of ``model`` (a function or a module; see the module
+    docstring). Without ``model``, a decorator. ``mode``, ``options`` and ``backend`` choose nothing here (one
+    compiler); ``dynamic`` is accepted (shapes are always static); ``disable=True`` returns ``model`` itself."""
+    from ..ops.utility import compile as _check   # PyTorch's argument errors (the pass-through's checks)
+    if model is None:
+        return lambda m: compile(m, fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode,
+                                 options=options, disable=disable)
+    _check(model, fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode, options=options,
+           disable=disable)
+    if disable:
+        return model
+    if isinstance(model, Module):
+        return OptimizedModule(model, CompiledFunction(model, fullgraph, module=model))
+    return CompiledFunction(model, fullgraph)
+
+
+def reset() -> None:
+    """Forget every recording (``torch.compiler.reset()`` / ``torch._dynamo.reset()``)."""
+    for f in _ALL:
+        f._reset()
+
+
+def disable(fn: Callable | None = None, recursive: bool = True, *, reason: str | None = None):
+    """``torch.compiler.disable``: ``fn`` always runs eagerly; called inside a compiled function, it is a graph
+    break (here: the whole call runs eagerly)."""
+    if fn is None:
+        return lambda f: disable(f, recursive, reason=reason)
+
+    @functools.wraps(fn)
+    def disabled(*args, **kwargs):
+        if _TRACING[0] > 0:
+            _CURRENT_BREAK(f"call to a function marked torch.compiler.disable ({getattr(fn, '__name__', fn)})"
+                           + (f": {reason}" if reason else ""))
+        return fn(*args, **kwargs)
+    disabled._torchdynamo_disable = True
+    return disabled
+
+
+def _CURRENT_BREAK(reason: str) -> None:
+    tr = _trace.CURRENT[-1] if _trace.CURRENT else None
+    if tr is not None:
+        tr.failed(reason)

@@ -1,0 +1,331 @@
+"""A finished trace turned into programs: the forward as generated straight-line code over the device's kernels,
+the backward as one ``CompiledFunctionBackward`` node running the recorded VJP rules in decreasing ``_seq`` order
+(the order the engine runs them in eager mode, so every gradient sum associates as in eager mode).
+"""
+from __future__ import annotations
+
+import sys
+
+from .._device import NAMESPACES, fp_quiet as _fp_quiet, fp_restore as _fp_restore
+from .._tensor import Tensor, make
+from ..autograd._primitive import _ndarray, _NP_NS, _OUT_NOT_SAVED, _wrong_shape
+from ..autograd.graph import FREED, FREED_MESSAGE, Node, modified_message, node_class
+from ..ops import random as _random
+from ._trace import TraceFailed, Tracer, tensor_edge
+
+DOUBLE_BACKWARD = "torch.compile with aot_autograd does not currently support double backward"
+
+
+def generator_state():
+    g = _random.default_generator
+    st = g._state
+    return (g._seed, None if st is None else bytes(g.get_state()._data))
+
+
+# ----- after the trace: what can be replayed -----------------------------------------------------
+
+def finish(tr: Tracer, flat_out: list, n_out_refs: int):
+    """Check the finished trace and make its Recording (raises TraceFailed with the reason when it cannot be
+    replayed exactly). ``flat_out``: the output structure's leaves."""
+    if tr.fail is not None:
+        raise TraceFailed(tr.fail)
+    _check_escapes(tr, flat_out)   # (first: the loops below hold references of their own)
+    for t, v in tr.seen_vc:
+        if t._vc[0] != v:
+            raise TraceFailed("an in-place write to a tensor the function reads or makes (not replayed yet)")
+    steps = tr.steps
+    out_refs = []
+    for leaf in flat_out:
+        if isinstance(leaf, Tensor):
+            r = tr.ref.get(id(leaf))
+            if r is None or r[0] not in ("in", "cap", "step"):
+                raise TraceFailed("an output tensor is not computed by a traced op (a factory or outside value)")
+            if r[0] == "step":
+                s = steps[r[1]]
+                if leaf._base is not None:
+                    raise TraceFailed("an output is a view (its base's memory and version are shared)")
+                if leaf.grad_fn is not s.node:
+                    raise TraceFailed("an output's grad_fn was replaced (a multi-output op)")
+                if getattr(leaf, "_origin", None) is not None or leaf.__dict__:
+                    raise TraceFailed("an output carries state beyond its value (hooks, names, origin)")
+            out_refs.append(r)
+        elif isinstance(leaf, (int, float, bool, str, type(None), complex)):
+            out_refs.append(("py", leaf))
+        else:
+            raise TraceFailed(f"the function returns a {type(leaf).__name__}")
+    node_step = tr.node_step
+    for j, s in enumerate(steps):
+        t = s.tensor
+        if s.node is not None:
+            node = s.node
+            if t.grad_fn is not node:
+                raise TraceFailed(f"the node of '{s.prim.name}' was replaced (a multi-output op)")
+            if node._intercept or node.__dict__.get("_anomaly_stack") is not None:
+                raise TraceFailed("a hook or retain_grad on a tensor inside the function")
+            saved = node._saved
+            if saved is not None and type(saved) is not list:
+                raise TraceFailed(f"'{s.prim.name}' saves through hooks or saves extra tensors")
+            s.saved = None if saved is None else tuple(e is not None for e in saved)
+            s.saves_out = node._out is not None
+            s.seq = node._seq
+            s.in_meta = list(node._in)
+            s.in_meta_shape = [(m.shape, m.dtype) if hasattr(m, "dtype") and hasattr(m, "shape") else None
+                               for m in node._in]
+            s.node_prim = node._prim
+            s.node_params = node._params
+            pos = node._prim.edge_pos
+            edges = []
+            for k, (fn, nr) in enumerate(node.next_functions):
+                i = k if pos is None else pos[k]
+                if fn is None:
+                    edges.append((i, None))
+                    continue
+                jj = node_step.get(id(fn))
+                if jj is not None:
+                    edges.append((i, ("int", jj)))
+                    continue
+                r = s.args[i]
+                if r[0] not in ("in", "cap"):
+                    raise TraceFailed(f"an edge of '{s.prim.name}' leads outside the recording")
+                src = tr.inputs[r[1]] if r[0] == "in" else tr.captured[r[1]]
+                if tensor_edge(src) != (fn, nr):
+                    raise TraceFailed(f"an edge of '{s.prim.name}' does not match its input's")
+                edges.append((i, ("ext", r)))
+            s.edges = edges
+        elif t._requires_grad:
+            raise TraceFailed(f"'{s.prim.name}' gives a result that requires grad without a node")
+    # whose version counter each recorded tensor shares (views share their base's)
+    owner = {}
+    for k, t in enumerate(tr.inputs):
+        owner.setdefault(id(t._vc), ("in", k))
+    for k, t in enumerate(tr.captured):
+        owner.setdefault(id(t._vc), ("cap", k))
+    vc_owner = {}
+    for j, s in enumerate(steps):
+        vc_owner[j] = owner.setdefault(id(s.tensor._vc), ("step", j))
+    return Recording(tr, out_refs, vc_owner)
+
+
+def _check_escapes(tr: Tracer, flat_out: list) -> None:
+    """A tensor made inside the call and kept somewhere else (a global list, an attribute of an object) would hold
+    the trace's value at every replay: count its references against those the recording explains."""
+    expected = {}
+    for s in tr.steps:
+        expected[id(s.tensor)] = 5   # keep, seen_vc's pair, Step.tensor, the local t, getrefcount's argument
+    for leaf in flat_out:
+        if id(leaf) in expected:
+            expected[id(leaf)] += 2   # the output structure and the flattened list
+    leaf = None
+    for s in tr.steps:
+        t = s.tensor
+        if t._base is not None and id(t._base) in expected:
+            expected[id(t._base)] += 1
+        t = None
+        node = s.node
+        if node is not None and node._saved is not None:
+            for e in node._saved:
+                if e is not None and id(e[0]) in expected:
+                    expected[id(e[0])] += 1
+    for s in tr.steps:
+        t = s.tensor
+        if sys.getrefcount(t) > expected[id(t)]:
+            raise TraceFailed(f"the result of '{s.prim.name}' is kept outside the function (stored in outside "
+                              "state): the replay could not update it")
+
+
+class Recording:
+    """One trace, ready to replay: forward program, backward description."""
+
+    def __init__(self, tr: Tracer, out_refs: list, vc_owner: dict):
+        steps = tr.steps
+        self.n_in = len(tr.inputs)
+        self.captured = tr.captured
+        self.cap_meta = [(c._data.shape, c._data.dtype, c._requires_grad) for c in tr.captured]
+        self.consts = tr.consts
+        self.out_refs = out_refs
+        # the outputs that are step results: one Tensor each (an output twice is one Tensor twice)
+        out_steps = []
+        for r in out_refs:
+            if r[0] == "step" and r[1] not in out_steps:
+                out_steps.append(r[1])
+        self.out_steps = out_steps
+        self.grad_steps = [j for j in out_steps if steps[j].node is not None]
+        # backward: the nodes reachable from the outputs with grad, newest first
+        reach = set()
+        todo = list(self.grad_steps)
+        while todo:
+            j = todo.pop()
+            if j in reach:
+                continue
+            reach.add(j)
+            for _, e in steps[j].edges:
+                if e is not None and e[0] == "int":
+                    todo.append(e[1])
+        self.bwd_steps = sorted(reach, key=lambda j: -steps[j].seq)
+        # which arrays the backward reads: saved inputs (uncast, as the node's _args give them) and saved outputs
+        need = set()
+        for j in self.bwd_steps:
+            s = steps[j]
+            if s.saved is not None:
+                for i, sv in enumerate(s.saved):
+                    if sv:
+                        need.add(s.args[i])
+            if s.saves_out:
+                need.add(("step", j))
+        self.need = sorted(need, key=lambda r: (r[0], r[1]))
+        # external edges, in the order the engine would have routed them (node by node, newest first)
+        ext = []
+        for j in self.bwd_steps:
+            for i, e in steps[j].edges:
+                if e is not None and e[0] == "ext":
+                    ext.append(e[1])
+        self.ext = ext
+        # version counters the backward checks: the input/captured tensors it reads (an internal tensor nobody else
+        # can reach cannot change; an output's own counter is checked through its Tensor)
+        checks = []
+        for r in self.need:
+            o = vc_owner[r[1]] if r[0] == "step" else r
+            if o[0] in ("in", "cap") or (o[0] == "step" and o[1] in out_steps):
+                if o not in checks:
+                    checks.append(o)
+        self.checks = checks
+        self.steps = steps
+        self.forward = _gen_forward(self, steps)
+        self.backward_code = None
+        for s in steps:   # drop the trace's tensors: the recording keeps only what replays
+            s.tensor = None
+
+    def run_backward(self, grads, vals):
+        return run_backward(self, grads, vals)
+
+
+def _gen_forward(rec: Recording, steps: list):
+    """The forward as Python source: ``v{j} = f{j}(x{j}, ...)`` for each step, then the outputs and the arrays the
+    backward reads."""
+    g = {"_fp_quiet": _fp_quiet, "_fp_restore": _fp_restore}
+    lines = ["def forward(I, C, K):", "    fp = _fp_quiet()", "    try:", "        pass"]
+    consts = {}
+
+    def const(v):
+        k = consts.get(id(v))
+        if k is None:
+            k = consts[id(v)] = f"c{len(consts)}"
+            g[k] = v
+        return k
+
+    def expr(r):
+        kind = r[0]
+        if kind == "in":
+            return f"I[{r[1]}]"
+        if kind == "cap":
+            return f"C[{r[1]}]"
+        if kind == "const":
+            return f"K[{r[1]}]"
+        if kind == "step":
+            return f"v{r[1]}"
+        return const(r[1])
+    for j, s in enumerate(steps):
+        g[f"f{j}"] = s.forward
+        g[f"x{j}"] = s.xp
+        args = []
+        for r, c in zip(s.args, s.casts):
+            e = expr(r)
+            if c is not None:
+                e = f"{e}.astype({const(c)})"
+            args.append(e)
+        if s.params:
+            g[f"p{j}"] = s.params
+            args.append(f"**p{j}")
+        lines.append(f"        v{j} = f{j}(x{j}, {', '.join(args)})")
+        if s.asarray:
+            g[f"a{j}"] = s.xp.backend.asarray
+            lines.append(f"        v{j} = a{j}(v{j})")
+    lines.append("    finally:")
+    lines.append("        _fp_restore(fp)")
+    outs = ", ".join(f"v{j}" for j in rec.out_steps)
+    need = ", ".join(expr(r) for r in rec.need)
+    lines.append(f"    return ({outs}{',' if rec.out_steps else ''}), ({need}{',' if rec.need else ''})")
+    src = "\n".join(lines) + "\n"
+    exec(compile(src, "<ember.compile forward>", "exec"), g)
+    fn = g["forward"]
+    fn.source = src
+    return fn
+
+
+# ----- the backward node -------------------------------------------------------------------------
+
+class CompiledFunctionBackward(Node):
+    """The one node of a compiled call's outputs: runs the recorded nodes' VJP rules, newest first."""
+
+    __slots__ = ("_rec", "_vals", "_checks")
+
+    def apply(self, grads, create_graph, needed):
+        if create_graph:
+            raise RuntimeError(DOUBLE_BACKWARD)
+        vals = self._vals
+        if vals is FREED:
+            raise RuntimeError(FREED_MESSAGE)
+        for t, vc, v in self._checks:
+            if vc[0] != v:
+                raise RuntimeError(modified_message(t, v))
+        return self._rec.run_backward(grads, vals)
+
+    def _release(self) -> None:
+        self._vals = FREED
+
+    def apply_batched(self, grads, create_graph, needed):
+        return NotImplemented
+
+
+CompiledFunctionBackward.__module__ = "torch.autograd.function"
+
+
+def run_backward(rec: Recording, grads, vals):
+    """The recorded rules (interpreted; the same calls PrimNode.apply makes, in the engine's order)."""
+    steps = rec.steps
+    env = dict(zip(rec.need, vals))
+    buf = {}
+    for k, j in enumerate(rec.grad_steps):
+        g = grads[k] if k < len(grads) else None
+        if g is not None:
+            buf[j] = g
+    ext = []
+    for j in rec.bwd_steps:
+        s = steps[j]
+        g = buf.pop(j, None)
+        prim = s.node_prim
+        if g is None:
+            for i, e in s.edges:
+                if e is not None and e[0] == "ext":
+                    ext.append(None)
+            continue
+        args = s.in_meta
+        if s.saved is not None:
+            args = list(args)
+            for i, sv in enumerate(s.saved):
+                if sv:
+                    args[i] = env[s.args[i]]
+        out = env[("step", j)] if s.saves_out else _OUT_NOT_SAVED
+        xp = _NP_NS if type(g) is _ndarray else NAMESPACES[type(g)]
+        params = s.node_params
+        vjps = prim.vjps
+        for i, e in s.edges:
+            if e is None:
+                continue
+            gi = vjps[i](xp, g, out, *args, **params)
+            if gi is not None:
+                m = s.in_meta_shape[i]
+                if gi.shape != m[0]:
+                    err = _wrong_shape(prim, i, gi.shape, m[0])
+                    if err is not None:
+                        raise err
+                    gi = xp.sum_to(gi, m[0])
+                if gi.dtype != m[1]:
+                    gi = xp.cast(gi, m[1])
+            if e[0] == "ext":
+                ext.append(gi)
+            elif gi is not None:
+                t = e[1]
+                b = buf.get(t)
+                buf[t] = gi if b is None else b + gi
+    return ext

@@ -1,0 +1,297 @@
+"""The tracer: run a function eagerly once while recording the primitives it applies.
+
+The call runs as plain eager ember (its results are returned as they are); around it, ``_primitive._result`` is
+swapped for an observer that writes one step per op result (the forward function, where each input came from,
+the cast apply made, the params, the node it recorded). Everything the recording cannot replay exactly marks the
+trace as failed with a reason (the call itself still completes eagerly): a value read back to Python, a tensor made
+outside the primitives from data, printing, randomness, in-place writes, module attribute assignment, tensors that
+escape into outside state, graph nodes that are not plain primitive nodes. Nothing here runs on the eager hot path:
+every swap is undone when the trace ends.
+"""
+from __future__ import annotations
+
+import builtins
+import sys
+
+from .._tensor import Tensor
+from .. import _tensor
+from ..autograd import _primitive
+from ..autograd._primitive import PrimNode, _ndarray
+from ..autograd.graph import grad_accumulator
+
+_CREATION_FILE = "creation.py"
+CURRENT: list = []   # the tracers running (torch.compiler.disable's graph break reaches the innermost)
+
+
+class TraceFailed(Exception):
+    """A trace that cannot be replayed exactly; ``reason`` says why (``torch._dynamo.explain``'s break reason)."""
+
+    def __init__(self, reason: str, fullgraph_error=None):
+        super().__init__(reason)
+        self.reason = reason
+        self.fullgraph_error = fullgraph_error
+
+
+def tensor_edge(t: Tensor):
+    """The graph edge an op records for input ``t`` (``_primitive._record``'s rule), or None."""
+    fn = t.grad_fn
+    if fn is not None:
+        return (fn, t._output_nr)
+    if t._requires_grad and not (t._base is not None and t._view_nograd):
+        return (grad_accumulator(t), 0)
+    return None
+
+
+class Step:
+    """One op of a recording: ``out = forward(xp, *args, **params)``."""
+
+    __slots__ = ("forward", "xp", "args", "casts", "params", "param_refs", "asarray", "node", "prim",
+                 "saved", "saves_out", "edges", "seq", "in_meta", "tensor", "out_vc", "in_meta_shape",
+                 "node_prim", "node_params")
+
+
+class Tracer:
+    """Records one eager call; ``flat_inputs`` are the call's tensor arguments (refs ``("in", k)``)."""
+
+    # the Tensor methods that read values back to Python: swapped while tracing
+    READBACKS = ("item", "tolist", "__bool__", "__float__", "__int__", "__index__", "numpy", "__array__",
+                 "__repr__", "__format__", "__str__", "data_ptr", "__complex__")
+
+    def __init__(self, inputs: list, fullgraph: bool):
+        self.fullgraph = fullgraph
+        self.steps: list = []
+        self.ref: dict = {}          # id(tensor) -> ref: ("in", k) | ("step", j) | ("cap", k) | ("const", k)
+        self.keep: list = []         # every tensor given a ref (kept alive so that ids stay unique)
+        self.inputs = inputs
+        self.captured: list = []     # tensors read from outside (parameters, buffers, globals)
+        self.consts: list = []       # arrays of tensors made from Python values inside the call
+        self.born: dict = {}         # id -> tensor made outside the primitives during the call
+        self.fail: str | None = None
+        self.seen_vc: list = []      # (tensor, version when first seen)
+        self.node_step: dict = {}    # id(node) -> step index
+        for k, t in enumerate(inputs):
+            self._give(t, ("in", k))
+
+    # ----- bookkeeping -------------------------------------------------------------------------
+    def _give(self, t, r) -> None:
+        self.ref[id(t)] = r
+        self.keep.append(t)
+        self.seen_vc.append((t, t._vc[0]))
+
+    def failed(self, reason: str, error=None) -> None:
+        """Mark the trace as not replayable; under fullgraph raise torch's error at once."""
+        if self.fail is None:
+            self.fail = reason
+        if self.fullgraph:
+            from .._dynamo.exc import Unsupported
+            raise error if error is not None else Unsupported(reason)
+
+    def ref_of(self, a: Tensor):
+        r = self.ref.get(id(a))
+        if r is not None:
+            return r
+        b = self.born.get(id(a))
+        if b is not None:
+            where, src = b
+            if where == "alias":   # detach() / .data of a known tensor: the same array, no graph
+                r = src
+            elif where != "creation":
+                self.failed(f"a tensor made outside the traced primitives ({where}) is used")
+                return None
+            elif a._requires_grad:
+                self.failed("a tensor created inside the function requires grad (a new leaf each call)")
+                return None
+            else:
+                k = len(self.consts)
+                self.consts.append(_primitive._NP_NS.backend.copy(a._data) if type(a._data) is _ndarray
+                                   else a._data)
+                r = ("const", k)
+        else:
+            if a._base is not None:
+                self.failed("a view made outside the function is read (captured view)")
+                return None
+            k = len(self.captured)
+            self.captured.append(a)
+            r = ("cap", k)
+        self._give(a, r)
+        return r
+
+    # ----- the observer ------------------------------------------------------------------------
+    def observe(self, inner):
+        tracer = self
+
+        def observed(prim, args, params, node_cls, xp, out, datas, rg):
+            is_array = type(out) is _ndarray or type(out) in xp.backend.array_types
+            t = inner(prim, args, params, node_cls, xp, out, datas, rg)
+            if tracer.fail is None or tracer.fullgraph:
+                tracer.record(prim, args, params, node_cls, xp, datas, is_array, t)
+            return t
+        return observed
+
+    def record(self, prim, args, params, node_cls, xp, datas, is_array, t) -> None:
+        s = Step()
+        s.forward = prim.forward
+        s.xp = xp
+        refs = []
+        casts = []
+        for i, a in enumerate(args):
+            if isinstance(a, Tensor):
+                r = self.ref_of(a)
+                if r is None:
+                    return
+                d = a._data if datas is None else datas[i]
+                casts.append(None if d is a._data else d.dtype)
+                if d is not a._data and d.dtype == a._data.dtype:
+                    self.failed(f"'{prim.name}': an input array was replaced before the op (stale view)")
+                    return
+                refs.append(r)
+            else:
+                v = a if datas is None else datas[i]
+                refs.append(("py", v))
+                casts.append(None)
+        s.args = tuple(refs)
+        s.casts = tuple(casts)
+        s.params = params
+        s.param_refs = self.param_refs(prim, params)
+        if s.param_refs is False:
+            return
+        s.asarray = not is_array
+        s.tensor = t
+        s.out_vc = t._vc[0]
+        s.prim = prim
+        node = t.grad_fn
+        s.node = None
+        if node is not None:
+            if not isinstance(node, PrimNode) or type(node).apply is not PrimNode.apply:
+                self.failed(f"'{prim.name}' records a node of its own ({type(node).__name__})")
+                return
+            s.node = node
+            self.node_step[id(node)] = len(self.steps)
+        j = len(self.steps)
+        self.steps.append(s)
+        self._give(t, ("step", j))
+
+    def param_refs(self, prim, params):
+        """Params must be plain values (replayed as they are); arrays in them are an index taken from a tensor:
+        they are replayed from that tensor's ref when it is known, else the trace fails."""
+        refs = None
+        for k, v in params.items():
+            if type(v) is _ndarray or not _plain(v):
+                self.failed(f"'{prim.name}': a parameter of type {type(v).__name__} (data taken from a tensor)")
+                return False
+        return refs
+
+    # ----- tensors made outside the primitives ---------------------------------------------------
+    def on_init(self, t) -> None:
+        """``_tensor._init`` during the trace: a new tensor from an array (a factory, or an op computing outside
+        the primitives: indices of max, nonzero...)."""
+        f = sys._getframe(2)
+        while f is not None and f.f_code.co_filename.endswith(("_tensor.py", "parameter.py")):
+            f = f.f_back
+        where = "creation" if f is not None and f.f_code.co_filename.endswith(_CREATION_FILE) else (
+            f.f_code.co_name if f is not None else "?")
+        self.born[id(t)] = (where, None)
+        self.keep.append(t)
+
+    def on_alias(self, src, t) -> None:
+        r = self.ref.get(id(src))
+        if r is None:
+            r = self.ref_of(src) if id(src) not in self.born else None
+        self.born[id(t)] = ("alias", r) if r is not None else ("detach() of an unknown tensor", None)
+        self.keep.append(t)
+
+
+_PLAIN = (int, float, bool, complex, str, type(None), bytes, slice, type(Ellipsis), type)
+
+
+def _plain(v) -> bool:
+    if isinstance(v, _PLAIN):
+        return True
+    if type(v) in (tuple, list):
+        return all(_plain(x) for x in v)
+    mod = type(v).__module__
+    if mod.startswith("numpy") and hasattr(v, "itemsize") and not hasattr(v, "shape"):
+        return True   # a NumPy dtype object
+    if mod == "numpy" and type(v).__name__ == "dtype" or type(v).__name__.endswith("DType"):
+        return True
+    if mod.startswith("numpy") and getattr(v, "shape", None) == ():   # a NumPy scalar
+        return True
+    if mod in ("ember._dtype", "ember._device", "ember._tensor"):
+        return type(v).__name__ in ("dtype", "device", "Size", "memory_format", "layout")
+    return False
+
+
+class Tracing:
+    """Context manager: the swaps that let ``tracer`` see the call (undone on exit, whatever happens)."""
+
+    def __init__(self, tracer: Tracer):
+        self.tracer = tracer
+        self.saved = []
+
+    def __enter__(self):
+        tr = self.tracer
+        CURRENT.append(tr)
+        self.saved_result = _primitive._result
+        _primitive._result = tr.observe(_primitive._result)
+        init = _tensor._init
+
+        def traced_init(t, data):
+            init(t, data)
+            tr.on_init(t)
+        self._swap(_tensor, "_init", traced_init)
+        detach = Tensor.detach
+
+        def traced_detach(self):
+            t = detach(self)
+            tr.on_alias(self, t)
+            return t
+        self._swap(Tensor, "detach", traced_detach)
+        for name in Tracer.READBACKS:
+            orig = Tensor.__dict__.get(name)
+            if orig is not None:
+                self._swap(Tensor, name, _readback(tr, name, orig))
+        real_print = builtins.print
+
+        def traced_print(*a, **k):
+            tr.failed("print() inside the function (a side effect the replay cannot repeat)")
+            return real_print(*a, **k)
+        self._swap(builtins, "print", traced_print)
+        from ..nn.modules import module as _module
+        setattr_ = _module.Module.__setattr__
+
+        def traced_setattr(mod, name, value):
+            tr.failed(f"assignment to module attribute '{name}' inside the function")
+            return setattr_(mod, name, value)
+        self._swap(_module.Module, "__setattr__", traced_setattr)
+        return self
+
+    def _swap(self, owner, name, value) -> None:
+        self.saved.append((owner, name, owner.__dict__.get(name, _MISSING) if isinstance(owner, type)
+                           else getattr(owner, name)))
+        setattr(owner, name, value)
+
+    def __exit__(self, *exc) -> None:
+        CURRENT.pop()
+        _primitive._result = self.saved_result
+        for owner, name, v in reversed(self.saved):
+            if v is _MISSING:
+                delattr(owner, name)
+            else:
+                setattr(owner, name, v)
+
+
+_MISSING = object()
+_DATA_DEPENDENT = ("item", "__bool__", "__float__", "__int__", "__index__", "__complex__", "tolist")
+
+
+def _readback(tr: Tracer, name: str, orig):
+    def readback(self, *a, **k):
+        if tr.fullgraph and name in _DATA_DEPENDENT:
+            from .._dynamo.exc import UserError
+            tr.failed(f"Tensor.{name}() reads a value back to Python",
+                      UserError("Could not guard on data-dependent expression: Tensor." + name + "() of a tensor "
+                                "computed inside the compiled function"))
+        tr.failed(f"Tensor.{name}() reads a value back to Python (data-dependent control flow)")
+        return orig(self, *a, **k)
+    readback.__name__ = name
+    return readback

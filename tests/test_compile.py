@@ -1,0 +1,229 @@
+"""ember.compile: replay equals eager to the bit; guards retrace; fallbacks run eagerly; PyTorch's errors."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ember as torch
+from ember.compiler import _EAGER
+
+
+def _same(a, b):
+    assert a.dtype == b.dtype and a.shape == b.shape
+    assert a.detach().numpy().tobytes() == b.detach().numpy().tobytes()
+
+
+def _chain(x):
+    for _ in range(20):
+        x = torch.tanh(x * 1.01 + 0.1)
+    return x
+
+
+def _replays(cf):
+    return [r for r in cf._cache.values() if r is not _EAGER]
+
+
+@pytest.mark.parametrize("shape", [(1,), (64,), (3, 5)])
+def test_chain_forward_backward(shape):
+    cf = torch.compile(_chain)
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        a = rng.standard_normal(shape)
+        x1 = torch.tensor(a, dtype=torch.float32, requires_grad=True)
+        x2 = torch.tensor(a, dtype=torch.float32, requires_grad=True)
+        y1, y2 = _chain(x1), cf(x2)
+        _same(y1, y2)
+        g = torch.tensor(rng.standard_normal(shape), dtype=torch.float32)
+        y1.backward(g)
+        y2.backward(g)
+        _same(x1.grad, x2.grad)
+    assert len(_replays(cf)) == 1
+    assert y2.grad_fn.name() == "CompiledFunctionBackward"
+
+
+def test_shared_input_sums_in_eager_order():
+    def f(x, w):
+        a = x * w
+        b = torch.exp(x)
+        c = (a + b) * x
+        return c.sum(), a
+    cf = torch.compile(f)
+    rng = np.random.default_rng(1)
+    for _ in range(3):
+        a, w = rng.standard_normal(7), rng.standard_normal(7)
+        xs = [torch.tensor(a, requires_grad=True) for _ in range(2)]
+        ws = [torch.tensor(w, requires_grad=True) for _ in range(2)]
+        outs = [f(xs[0], ws[0]), cf(xs[1], ws[1])]
+        for (s, a_), x in zip(outs, xs):
+            (s * 2 + (a_ * x).sum()).backward()
+        _same(xs[0].grad, xs[1].grad)
+        _same(ws[0].grad, ws[1].grad)
+        _same(outs[0][0], outs[1][0])
+
+
+def test_guards_retrace():
+    cf = torch.compile(lambda x: (x * 2).sin())
+    cf(torch.ones(3))
+    cf(torch.ones(3))
+    assert len(cf._cache) == 1
+    cf(torch.ones(4))
+    cf(torch.ones(3, dtype=torch.float64))
+    cf(torch.ones(3, requires_grad=True))
+    with torch.no_grad():
+        y = cf(torch.ones(3, requires_grad=True))
+    assert y.grad_fn is None and not y.requires_grad
+    assert len(cf._cache) == 5
+
+
+def test_no_grad_replay_has_no_graph():
+    cf = torch.compile(_chain)
+    x = torch.randn(4, requires_grad=True)
+    with torch.no_grad():
+        for _ in range(2):
+            y = cf(x)
+    assert y.grad_fn is None and not y.requires_grad
+    _same(y, _chain(x).detach())
+
+
+@pytest.mark.parametrize("case", ["item", "print", "random", "inplace", "escape", "factory_from_data"])
+def test_fallbacks_give_eager_results(case, capsys):
+    store = []
+
+    def f(x):
+        y = x * 2
+        if case == "item":
+            return y * 3 if y.sum().item() > 0 else y - 1
+        if case == "print":
+            print("hello")
+        if case == "random":
+            y = y + torch.rand(y.shape)
+        if case == "inplace":
+            y.add_(1)
+        if case == "escape":
+            store.append(y)
+        if case == "factory_from_data":
+            return y[y.argmax()]
+        return y.exp()
+    cf = torch.compile(f)
+    for k in range(3):
+        a = np.random.default_rng(k).standard_normal(5)
+        torch.manual_seed(0)
+        want = f(torch.tensor(a))
+        torch.manual_seed(0)
+        got = cf(torch.tensor(a))
+        _same(want, got)
+    assert not _replays(cf), cf._reasons
+    assert cf._reasons
+
+
+def test_fullgraph_errors():
+    def f(x):
+        if x.sum().item() > 0:
+            return x * 2
+        return x
+    with pytest.raises(torch._dynamo.exc.UserError):
+        torch.compile(f, fullgraph=True)(torch.ones(3))
+
+    def g(x):
+        print("x")
+        return x * 2
+    with pytest.raises(torch._dynamo.exc.Unsupported):
+        torch.compile(g, fullgraph=True)(torch.ones(3))
+    assert issubclass(torch._dynamo.exc.Unsupported, RuntimeError)
+
+
+def test_double_backward_and_freed_errors():
+    cf = torch.compile(lambda x: (x * x).sum())
+    x = torch.ones(3, requires_grad=True)
+    cf(x)
+    y = cf(x)
+    with pytest.raises(RuntimeError, match="does not currently support double backward"):
+        torch.autograd.grad(y, x, create_graph=True)
+    y = cf(x)
+    y.backward()
+    with pytest.raises(RuntimeError, match="Trying to backward through the graph a second time"):
+        y.backward()
+    y = cf(x)
+    y.backward(retain_graph=True)
+    y.backward()
+    _same(x.grad, torch.full((3,), 6.0))
+
+
+def test_version_counter_error():
+    cf = torch.compile(lambda x, w: (x * w).sum())
+    w = torch.ones(3, requires_grad=True)
+    x = torch.ones(3)
+    cf(x, w)
+    y = cf(x, w)
+    x.add_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.backward()
+
+
+def test_module_and_optimizer_loop():
+    torch.manual_seed(0)
+    m1 = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 2))
+    m2 = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 2))
+    m2.load_state_dict(m1.state_dict())
+    c2 = torch.compile(m2)
+    assert type(c2).__name__ == "OptimizedModule" and c2._orig_mod is m2
+    assert list(c2.state_dict()) == ["_orig_mod." + k for k in m2.state_dict()]
+    o1 = torch.optim.SGD(m1.parameters(), lr=0.1, momentum=0.9)
+    o2 = torch.optim.SGD(c2.parameters(), lr=0.1, momentum=0.9)
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        x = torch.tensor(rng.standard_normal((3, 4)), dtype=torch.float32)
+        t = torch.tensor(rng.standard_normal((3, 2)), dtype=torch.float32)
+        losses = []
+        for m, o in ((m1, o1), (c2, o2)):
+            o.zero_grad()
+            loss = torch.nn.functional.mse_loss(m(x), t)
+            loss.backward()
+            o.step()
+            losses.append(loss)
+        _same(*losses)
+    for p1, p2 in zip(m1.parameters(), m2.parameters()):
+        _same(p1, p2)
+    assert _replays(c2._compiled)
+    c2.eval()
+    c2(x)
+    assert len(c2._compiled._cache) == 2   # training flag changed: a new trace
+
+
+def test_surface():
+    assert torch.compiler.is_compiling() is False
+    seen = []
+
+    def f(x):
+        seen.append(torch.compiler.is_compiling())
+        return x + 1
+    torch.compile(f)(torch.ones(2))
+    assert seen == [True]
+
+    @torch.compile
+    def g(x):
+        return x * 3
+    _same(g(torch.ones(2)), torch.full((2,), 3.0))
+
+    @torch.compile(fullgraph=True)
+    def h(x):
+        return x * 3
+    _same(h(torch.ones(2)), torch.full((2,), 3.0))
+    torch.compiler.reset()
+    torch._dynamo.reset()
+    assert torch._dynamo.config.cache_size_limit == 8
+    d = torch.compiler.disable(lambda x: x * 2)
+    cf = torch.compile(lambda x: d(x) + 1)
+    cf(torch.ones(2))
+    assert not _replays(cf)
+    out = torch._dynamo.explain(lambda x: x.sin())(torch.ones(2))
+    assert out.graph_count == 1 and out.graph_break_count == 0
+    with pytest.raises(RuntimeError, match="expected a callable"):
+        torch.compile(3)
+
+
+def test_cache_size_limit():
+    cf = torch.compile(lambda x: x + 1)
+    for n in range(1, 12):
+        _same(cf(torch.ones(n)), torch.full((n,), 2.0))
+    assert len(_replays(cf)) == 8
