@@ -196,7 +196,19 @@ class Recording:
             s.tensor = None
 
     def run_backward(self, grads, vals):
-        return run_backward(self, grads, vals)
+        code = self.backward_code
+        if code is not None:
+            for g in grads:
+                if g is not None and type(g) is not _ndarray:
+                    break
+            else:
+                return code(grads, vals)
+            return run_backward(self, grads, vals, None)
+        fixes = {}
+        ext = run_backward(self, grads, vals, fixes)
+        if all(type(g) is _ndarray for g in grads if g is not None):
+            self.backward_code = _gen_backward(self, fixes)
+        return ext
 
 
 def _gen_forward(rec: Recording, steps: list):
@@ -280,8 +292,10 @@ class CompiledFunctionBackward(Node):
 CompiledFunctionBackward.__module__ = "torch.autograd.function"
 
 
-def run_backward(rec: Recording, grads, vals):
-    """The recorded rules (interpreted; the same calls PrimNode.apply makes, in the engine's order)."""
+def run_backward(rec: Recording, grads, vals, fixes):
+    """The recorded rules (interpreted; the same calls PrimNode.apply makes, in the engine's order). ``fixes``
+    (a dict, or None): filled with what each rule's gradient needed ((j, i) -> (sum_to, cast), or None when the
+    rule gave no gradient), for the generated program."""
     steps = rec.steps
     env = dict(zip(rec.need, vals))
     buf = {}
@@ -315,13 +329,19 @@ def run_backward(rec: Recording, grads, vals):
             gi = vjps[i](xp, g, out, *args, **params)
             if gi is not None:
                 m = s.in_meta_shape[i]
-                if gi.shape != m[0]:
+                fs = gi.shape != m[0]
+                if fs:
                     err = _wrong_shape(prim, i, gi.shape, m[0])
                     if err is not None:
                         raise err
                     gi = xp.sum_to(gi, m[0])
-                if gi.dtype != m[1]:
+                fc = gi.dtype != m[1]
+                if fc:
                     gi = xp.cast(gi, m[1])
+                if fixes is not None:
+                    fixes[(j, i)] = (fs, fc)
+            elif fixes is not None:
+                fixes[(j, i)] = None
             if e[0] == "ext":
                 ext.append(gi)
             elif gi is not None:
@@ -329,3 +349,87 @@ def run_backward(rec: Recording, grads, vals):
                 b = buf.get(t)
                 buf[t] = gi if b is None else b + gi
     return ext
+
+
+def _gen_backward(rec: Recording, fixes: dict):
+    """The backward as Python source, made at the first backward (which showed where a gradient must be summed to
+    its input's shape or cast to its dtype): one rule call per line, the buffers as locals, summed in eager's order."""
+    steps = rec.steps
+    g = {"X": _NP_NS, "_OUT_NOT_SAVED": _OUT_NOT_SAVED, "_fix": _fix_dynamic}
+    need_ix = {r: k for k, r in enumerate(rec.need)}
+    lines = ["def backward(G, N):"]
+    if rec.need:
+        lines.append(f"    {', '.join(f'n{k}' for k in range(len(rec.need)))}, = N")
+    nG = len(rec.grad_steps)
+    lines.append(f"    G = tuple(G) + (None,) * ({nG} - len(G))")
+    outs = set(rec.grad_steps)
+    for j in rec.bwd_steps:
+        if j not in outs:
+            lines.append(f"    b{j} = None")
+    for k, j in enumerate(rec.grad_steps):
+        lines.append(f"    b{j} = G[{k}]")
+    lines.append(f"    E = [None] * {len(rec.ext)}")
+    e = 0
+    for j in rec.bwd_steps:
+        s = steps[j]
+        prim = s.node_prim
+        args = []
+        for i, m in enumerate(s.in_meta):
+            if s.saved is not None and s.saved[i]:
+                args.append(f"n{need_ix[s.args[i]]}")
+            else:
+                g[f"m{j}_{i}"] = m
+                args.append(f"m{j}_{i}")
+        out = f"n{need_ix[('step', j)]}" if s.saves_out else "_OUT_NOT_SAVED"
+        if s.node_params:
+            g[f"P{j}"] = s.node_params
+            args.append(f"**P{j}")
+        lines.append(f"    g = b{j}")
+        lines.append(f"    del b{j}")
+        body = []
+        n_ext = 0
+        for i, edge in s.edges:
+            if edge is None:
+                continue
+            g[f"R{j}_{i}"] = prim.vjps[i]
+            body.append(f"gi = R{j}_{i}(X, g, {out}, {', '.join(args)})")
+            f = fixes.get((j, i), "unknown")
+            shape, dt = s.in_meta_shape[i]
+            if f is None or f == "unknown":
+                g[f"S{j}_{i}"] = (prim, i, shape, dt)
+                body.append(f"if gi is not None: gi = _fix(gi, S{j}_{i})")
+            else:
+                if f[0]:
+                    g[f"S{j}_{i}"] = shape
+                    body.append(f"if gi is not None: gi = X.sum_to(gi, S{j}_{i})")
+                if f[1]:
+                    g[f"D{j}_{i}"] = dt
+                    body.append(f"if gi is not None: gi = X.cast(gi, D{j}_{i})")
+            if edge[0] == "ext":
+                body.append(f"E[{e + n_ext}] = gi")
+                n_ext += 1
+            else:
+                t = edge[1]
+                body.append(f"if gi is not None: b{t} = gi if b{t} is None else b{t} + gi")
+        e += n_ext
+        if body:
+            lines.append("    if g is not None:")
+            lines.extend("        " + b for b in body)
+    lines.append("    return E")
+    src = "\n".join(lines) + "\n"
+    exec(compile(src, "<ember.compile backward>", "exec"), g)
+    fn = g["backward"]
+    fn.source = src
+    return fn
+
+
+def _fix_dynamic(gi, spec):
+    prim, i, shape, dt = spec
+    if gi.shape != shape:
+        err = _wrong_shape(prim, i, gi.shape, shape)
+        if err is not None:
+            raise err
+        gi = _NP_NS.sum_to(gi, shape)
+    if gi.dtype != dt:
+        gi = _NP_NS.cast(gi, dt)
+    return gi
