@@ -11,7 +11,8 @@ from .._tensor import Tensor, make
 from ..autograd._primitive import _ndarray, _NP_NS, _OUT_NOT_SAVED, _wrong_shape
 from ..autograd.graph import FREED, FREED_MESSAGE, Node, modified_message, node_class
 from ..ops import random as _random
-from ._trace import TraceFailed, Tracer, tensor_edge
+from ._trace import ARRAY, TraceFailed, Tracer, tensor_edge
+from . import _inline
 
 DOUBLE_BACKWARD = "torch.compile with aot_autograd does not currently support double backward"
 
@@ -198,17 +199,41 @@ class Recording:
     def run_backward(self, grads, vals):
         code = self.backward_code
         if code is not None:
-            for g in grads:
-                if g is not None and type(g) is not _ndarray:
+            for g, s in zip(grads, self.root_steps):
+                if g is not None and (type(g) is not _ndarray or g.dtype != s.out_dtype):
                     break
             else:
                 return code(grads, vals)
             return run_backward(self, grads, vals, None)
         fixes = {}
         ext = run_backward(self, grads, vals, fixes)
-        if all(type(g) is _ndarray for g in grads if g is not None):
+        self.root_steps = [self.steps[j] for j in self.grad_steps]
+        if all(type(g) is _ndarray and g.dtype == s.out_dtype for g, s in zip(grads, self.root_steps)
+               if g is not None):
             self.backward_code = _gen_backward(self, fixes)
         return ext
+
+
+def _binder(g: dict):
+    """``bind(key)``: the name of a constant of a generated program (made once per key)."""
+    names = {}
+
+    def bind(key):
+        n = names.get(key)
+        if n is None:
+            kind = key[0]
+            if kind == "weak":
+                v = _NP_NS.weak_number(_NP_NS.backend.zeros((), key[1]), key[2])
+            elif kind == "attr":
+                v = getattr(key[1], key[2])
+            elif kind == "xattr":
+                v = getattr(_NP_NS, key[1])
+            else:
+                raise ValueError(key)
+            n = names[key] = f"B{len(names)}"
+            g[n] = v
+        return n
+    return bind
 
 
 def _gen_forward(rec: Recording, steps: list):
@@ -224,6 +249,7 @@ def _gen_forward(rec: Recording, steps: list):
             k = consts[id(v)] = f"c{len(consts)}"
             g[k] = v
         return k
+    bind = _binder(g)
 
     def expr(r):
         kind = r[0]
@@ -245,6 +271,10 @@ def _gen_forward(rec: Recording, steps: list):
             if c is not None:
                 e = f"{e}.astype({const(c)})"
             args.append(e)
+        line = _inline.forward_line(s, args, bind) if not s.asarray else None
+        if line is not None:
+            lines.append(f"        v{j} = {line}")
+            continue
         if s.params:
             g[f"p{j}"] = s.params
             args.append(f"**p{j}")
@@ -356,6 +386,7 @@ def _gen_backward(rec: Recording, fixes: dict):
     its input's shape or cast to its dtype): one rule call per line, the buffers as locals, summed in eager's order."""
     steps = rec.steps
     g = {"X": _NP_NS, "_OUT_NOT_SAVED": _OUT_NOT_SAVED, "_fix": _fix_dynamic}
+    bind = _binder(g)
     need_ix = {r: k for k, r in enumerate(rec.need)}
     lines = ["def backward(G, N):"]
     if rec.need:
@@ -374,12 +405,15 @@ def _gen_backward(rec: Recording, fixes: dict):
         s = steps[j]
         prim = s.node_prim
         args = []
+        values = []
         for i, m in enumerate(s.in_meta):
             if s.saved is not None and s.saved[i]:
                 args.append(f"n{need_ix[s.args[i]]}")
+                values.append(ARRAY)
             else:
                 g[f"m{j}_{i}"] = m
                 args.append(f"m{j}_{i}")
+                values.append(m)
         out = f"n{need_ix[('step', j)]}" if s.saves_out else "_OUT_NOT_SAVED"
         if s.node_params:
             g[f"P{j}"] = s.node_params
@@ -392,7 +426,9 @@ def _gen_backward(rec: Recording, fixes: dict):
             if edge is None:
                 continue
             g[f"R{j}_{i}"] = prim.vjps[i]
-            body.append(f"gi = R{j}_{i}(X, g, {out}, {', '.join(args)})")
+            line = _inline.rule_line(prim, i, prim.vjps[i], s.out_dtype, out, args[:len(s.in_meta)], values, bind,
+                                     s.node_params)
+            body.append(f"gi = {line}" if line is not None else f"gi = R{j}_{i}(X, g, {out}, {', '.join(args)})")
             f = fixes.get((j, i), "unknown")
             shape, dt = s.in_meta_shape[i]
             if f is None or f == "unknown":

@@ -42,12 +42,19 @@ def tensor_edge(t: Tensor):
     return None
 
 
+class _Array:
+    """Stands for an array argument in ``Step.arg_values`` (its values change from call to call)."""
+
+
+ARRAY = _Array()
+
+
 class Step:
     """One op of a recording: ``out = forward(xp, *args, **params)``."""
 
     __slots__ = ("forward", "xp", "args", "casts", "params", "param_refs", "asarray", "node", "prim",
                  "saved", "saves_out", "edges", "seq", "in_meta", "tensor", "out_vc", "in_meta_shape",
-                 "node_prim", "node_params")
+                 "node_prim", "node_params", "arg_dtypes", "arg_values", "out_dtype")
 
 
 class Tracer:
@@ -134,12 +141,16 @@ class Tracer:
         s.xp = xp
         refs = []
         casts = []
+        dtypes = []
+        values = []
         for i, a in enumerate(args):
             if isinstance(a, Tensor):
                 r = self.ref_of(a)
                 if r is None:
                     return
                 d = a._data if datas is None else datas[i]
+                dtypes.append(d.dtype)
+                values.append(ARRAY)
                 casts.append(None if d is a._data else d.dtype)
                 if d is not a._data and d.dtype == a._data.dtype:
                     self.failed(f"'{prim.name}': an input array was replaced before the op (stale view)")
@@ -148,8 +159,13 @@ class Tracer:
             else:
                 v = a if datas is None else datas[i]
                 refs.append(("py", v))
+                dtypes.append(None)
+                values.append(v)
                 casts.append(None)
         s.args = tuple(refs)
+        s.arg_dtypes = tuple(dtypes)
+        s.arg_values = tuple(values)
+        s.out_dtype = t._data.dtype
         s.casts = tuple(casts)
         s.params = params
         s.param_refs = self.param_refs(prim, params)
