@@ -227,3 +227,39 @@ def test_cache_size_limit():
     for n in range(1, 12):
         _same(cf(torch.ones(n)), torch.full((n,), 2.0))
     assert len(_replays(cf)) == 8
+
+
+class _TinyLM(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = torch.nn.Embedding(11, 8)
+        self.ln = torch.nn.LayerNorm(8)
+        self.lin = torch.nn.Linear(8, 11)
+
+    def forward(self, idx, tgt):
+        h = self.ln(self.emb(idx)).relu()
+        return torch.nn.functional.cross_entropy(self.lin(h).view(-1, 11), tgt.view(-1))
+
+
+def test_index_params_replay_from_their_tensors():
+    torch.manual_seed(0)
+    m1 = _TinyLM()
+    m2 = _TinyLM()
+    m2.load_state_dict(m1.state_dict())
+    c2 = torch.compile(m2)
+    o1 = torch.optim.Adam(m1.parameters(), lr=0.01)
+    o2 = torch.optim.Adam(c2.parameters(), lr=0.01)
+    for step in range(4):
+        idx = torch.randint(0, 11, (2, 5))
+        tgt = torch.randint(0, 11, (2, 5))
+        for m, o in ((m1, o1), (c2, o2)):
+            o.zero_grad()
+            loss = m(idx, tgt)
+            loss.backward()
+            o.step()
+            if m is m1:
+                l1 = loss
+        _same(l1, loss)
+    for p1, p2 in zip(m1.parameters(), m2.parameters()):
+        _same(p1, p2)
+    assert _replays(c2._compiled) and not c2._compiled._reasons

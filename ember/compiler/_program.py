@@ -64,8 +64,21 @@ def finish(tr: Tracer, flat_out: list, n_out_refs: int):
             if node._intercept or node.__dict__.get("_anomaly_stack") is not None:
                 raise TraceFailed("a hook or retain_grad on a tensor inside the function")
             saved = node._saved
+            s.extra = ()
             if saved is not None and type(saved) is not list:
-                raise TraceFailed(f"'{s.prim.name}' saves through hooks or saves extra tensors")
+                # save_extra's entries after the inputs' (index tensors: checked for in-place changes only)
+                n_in = len(node._in)
+                if type(saved).__name__ != "_Hooked" or any(
+                        e is not None and not isinstance(e[0], Tensor) for e in saved):
+                    raise TraceFailed(f"'{s.prim.name}' saves through saved-tensor hooks")
+                extra = []
+                for e in saved[n_in:]:
+                    r = tr.ref.get(id(e[0])) or tr.ref_of(e[0])
+                    if r is None or tr.fail is not None:
+                        raise TraceFailed(f"'{s.prim.name}' saves a tensor made outside the traced primitives")
+                    extra.append(r)
+                s.extra = tuple(extra)
+                saved = list(saved[:n_in])
             s.saved = None if saved is None else tuple(e is not None for e in saved)
             s.saves_out = node._out is not None
             s.seq = node._seq
@@ -173,7 +186,13 @@ class Recording:
                         need.add(s.args[i])
             if s.saves_out:
                 need.add(("step", j))
+            if s.param_refs:
+                for tpl in s.param_refs.values():
+                    _template_refs(tpl, need)
         self.need = sorted(need, key=lambda r: (r[0], r[1]))
+        check_refs = set(need)
+        for j in self.bwd_steps:
+            check_refs.update(steps[j].extra)
         # external edges, in the order the engine would have routed them (node by node, newest first)
         ext = []
         for j in self.bwd_steps:
@@ -184,7 +203,7 @@ class Recording:
         # version counters the backward checks: the input/captured tensors it reads (an internal tensor nobody else
         # can reach cannot change; an output's own counter is checked through its Tensor)
         checks = []
-        for r in self.need:
+        for r in sorted(check_refs, key=lambda r: (r[0], r[1])):
             o = vc_owner[r[1]] if r[0] == "step" else r
             if o[0] in ("in", "cap") or (o[0] == "step" and o[1] in out_steps):
                 if o not in checks:
@@ -212,6 +231,42 @@ class Recording:
                if g is not None):
             self.backward_code = _gen_backward(self, fixes)
         return ext
+
+
+def _template_refs(tpl, out: set) -> None:
+    if tpl[0] == "ref":
+        out.add(tpl[1])
+    elif tpl[0] in ("tuple", "list"):
+        for t in tpl[1]:
+            _template_refs(t, out)
+
+
+def _template_value(tpl, env):
+    kind = tpl[0]
+    if kind == "ref":
+        return env[tpl[1]]
+    if kind == "plain":
+        return tpl[1]
+    items = [_template_value(t, env) for t in tpl[1]]
+    return tuple(items) if kind == "tuple" else items
+
+
+def _const_in(g: dict):
+    def const(v):
+        n = f"Q{len([k for k in g if k.startswith('Q')])}"
+        g[n] = v
+        return n
+    return const
+
+
+def _template_expr(tpl, expr, const) -> str:
+    kind = tpl[0]
+    if kind == "ref":
+        return expr(tpl[1])
+    if kind == "plain":
+        return const(tpl[1])
+    items = "".join(_template_expr(t, expr, const) + ", " for t in tpl[1])
+    return f"({items})" if kind == "tuple" else f"[{items}]"
 
 
 def _binder(g: dict):
@@ -275,7 +330,14 @@ def _gen_forward(rec: Recording, steps: list):
         if line is not None:
             lines.append(f"        v{j} = {line}")
             continue
-        if s.params:
+        if s.param_refs:
+            static = {k: v for k, v in s.params.items() if k not in s.param_refs}
+            if static:
+                g[f"p{j}"] = static
+                args.append(f"**p{j}")
+            for k, tpl in s.param_refs.items():
+                args.append(f"{k}={_template_expr(tpl, expr, const)}")
+        elif s.params:
             g[f"p{j}"] = s.params
             args.append(f"**p{j}")
         lines.append(f"        v{j} = f{j}(x{j}, {', '.join(args)})")
@@ -352,6 +414,10 @@ def run_backward(rec: Recording, grads, vals, fixes):
         out = env[("step", j)] if s.saves_out else _OUT_NOT_SAVED
         xp = _NP_NS if type(g) is _ndarray else NAMESPACES[type(g)]
         params = s.node_params
+        if s.param_refs:
+            params = dict(params)
+            for k, tpl in s.param_refs.items():
+                params[k] = _template_value(tpl, env)
         vjps = prim.vjps
         for i, e in s.edges:
             if e is None:
@@ -415,7 +481,14 @@ def _gen_backward(rec: Recording, fixes: dict):
                 args.append(f"m{j}_{i}")
                 values.append(m)
         out = f"n{need_ix[('step', j)]}" if s.saves_out else "_OUT_NOT_SAVED"
-        if s.node_params:
+        if s.param_refs:
+            static = {k: v for k, v in s.node_params.items() if k not in s.param_refs}
+            if static:
+                g[f"P{j}"] = static
+                args.append(f"**P{j}")
+            for k, tpl in s.param_refs.items():
+                args.append(f"{k}={_template_expr(tpl, lambda r: f'n{need_ix[r]}', _const_in(g))}")
+        elif s.node_params:
             g[f"P{j}"] = s.node_params
             args.append(f"**P{j}")
         lines.append(f"    g = b{j}")

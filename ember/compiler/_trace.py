@@ -54,7 +54,7 @@ class Step:
 
     __slots__ = ("forward", "xp", "args", "casts", "params", "param_refs", "asarray", "node", "prim",
                  "saved", "saves_out", "edges", "seq", "in_meta", "tensor", "out_vc", "in_meta_shape",
-                 "node_prim", "node_params", "arg_dtypes", "arg_values", "out_dtype")
+                 "node_prim", "node_params", "extra", "arg_dtypes", "arg_values", "out_dtype")
 
 
 class Tracer:
@@ -76,12 +76,15 @@ class Tracer:
         self.fail: str | None = None
         self.seen_vc: list = []      # (tensor, version when first seen)
         self.node_step: dict = {}    # id(node) -> step index
+        self.arr_ref: dict = {}      # id(array) -> the ref of a tensor whose data it is
+        self.born_arr: dict = {}     # id(array) -> a tensor made outside the primitives with that data
         for k, t in enumerate(inputs):
             self._give(t, ("in", k))
 
     # ----- bookkeeping -------------------------------------------------------------------------
     def _give(self, t, r) -> None:
         self.ref[id(t)] = r
+        self.arr_ref.setdefault(id(t._data), r)
         self.keep.append(t)
         self.seen_vc.append((t, t._vc[0]))
 
@@ -168,6 +171,7 @@ class Tracer:
         s.out_dtype = t._data.dtype
         s.casts = tuple(casts)
         s.params = params
+        s.extra = ()
         s.param_refs = self.param_refs(prim, params)
         if s.param_refs is False:
             return
@@ -188,14 +192,43 @@ class Tracer:
         self._give(t, ("step", j))
 
     def param_refs(self, prim, params):
-        """Params must be plain values (replayed as they are); arrays in them are an index taken from a tensor:
-        they are replayed from that tensor's ref when it is known, else the trace fails."""
+        """Params must be plain values (replayed as they are); an array in them (an index taken from a tensor) is
+        replayed from the ref of the tensor whose data it is, else the trace fails. Returns None (all plain) or
+        {name: template} for the params that hold arrays (``("ref", r)``, or a tuple/list of templates)."""
         refs = None
         for k, v in params.items():
-            if type(v) is _ndarray or not _plain(v):
-                self.failed(f"'{prim.name}': a parameter of type {type(v).__name__} (data taken from a tensor)")
+            if _plain(v):
+                continue
+            tpl = self._template(v)
+            if tpl is None:
+                self.failed(f"'{prim.name}': a parameter of type {type(v).__name__} holds data computed outside "
+                            "the traced primitives")
                 return False
+            if refs is None:
+                refs = {}
+            refs[k] = tpl
         return refs
+
+    def _template(self, v):
+        if type(v) is _ndarray:
+            r = self.arr_ref.get(id(v))
+            if r is None:
+                t = self.born_arr.get(id(v))
+                if t is not None:
+                    r = self.ref_of(t)
+            return None if r is None else ("ref", r)
+        if type(v) in (tuple, list):
+            out = []
+            for x in v:
+                if _plain(x):
+                    out.append(("plain", x))
+                else:
+                    tx = self._template(x)
+                    if tx is None:
+                        return None
+                    out.append(tx)
+            return (type(v).__name__, out)
+        return None
 
     # ----- tensors made outside the primitives ---------------------------------------------------
     def on_init(self, t) -> None:
@@ -207,6 +240,7 @@ class Tracer:
         where = "creation" if f is not None and f.f_code.co_filename.endswith(_CREATION_FILE) else (
             f.f_code.co_name if f is not None else "?")
         self.born[id(t)] = (where, None)
+        self.born_arr.setdefault(id(t._data), t)
         self.keep.append(t)
 
     def on_alias(self, src, t) -> None:
