@@ -173,6 +173,8 @@ class CompiledFunction:
                 return self._fn(*args, **kwargs)   # a stale view: apply refreshes it first (not recorded)
         tr = Tracer(inputs, self._fullgraph)
         g0 = generator_state()
+        gen = _program._random.default_generator
+        seed0, st0 = gen._seed, gen._state
         _TRACING[0] += 1
         try:
             with Tracing(tr):
@@ -180,8 +182,9 @@ class CompiledFunction:
         finally:
             _TRACING[0] -= 1
         try:
-            if generator_state() != g0:
-                raise TraceFailed("random numbers drawn inside the function (not replayed yet)")
+            if generator_state() != g0 and not (tr.rng_draws and gen._seed == seed0 and
+                                                (st0 is None or gen._state is st0)):
+                raise TraceFailed("the default generator moved other than by the recorded draws (seeded?)")
             out_leaves: list = []
             out_spec = _flatten(result, out_leaves)
             rec = _program.finish(tr, out_leaves, 0)
@@ -221,14 +224,20 @@ def _replay(rec, spec, leaves):
         if len(rec.grad_steps) != 1:
             node.num_outputs = len(rec.grad_steps)
     grad_nr = {j: k for k, j in enumerate(rec.grad_steps)}
+    out_grad, out_vc = rec.out_grad, rec.out_vc
     for j, a in zip(rec.out_steps, outs):
         t = make(a)
-        k = grad_nr.get(j) if node is not None else None
+        k = grad_nr.get(out_grad.get(j)) if node is not None else None
         if k is not None:
             t.grad_fn = node
             t._output_nr = k
             t._requires_grad = True
+        v = out_vc.get(j)
+        if v:
+            t._vc[0] = v
         made[j] = t
+    for r, n in rec.vc_bumps:   # in-place writes into inputs and captured tensors move their versions
+        (ins[r[1]] if r[0] == "in" else rec.captured[r[1]])._vc[0] += n
     if node is not None:
         checks = []
         for o in rec.checks:

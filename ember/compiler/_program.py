@@ -31,11 +31,25 @@ def finish(tr: Tracer, flat_out: list, n_out_refs: int):
     if tr.fail is not None:
         raise TraceFailed(tr.fail)
     _check_escapes(tr, flat_out)   # (first: the loops below hold references of their own)
-    for t, v in tr.seen_vc:
-        if t._vc[0] != v:
-            raise TraceFailed("an in-place write to a tensor the function reads or makes (not replayed yet)")
+    for t, v, w, fn, rg in tr.seen_vc:
+        if t._vc[0] - v != tr.writes.get(id(t._vc), 0) - w:
+            raise TraceFailed("an in-place change the recording did not see (a version counter moved)")
     steps = tr.steps
+    for t, v, w, fn, rg in tr.seen_vc[:len(tr.inputs)] + [e for e in tr.seen_vc if tr.ref[id(e[0])][0] == "cap"]:
+        if t.grad_fn is not fn or t._requires_grad != rg:
+            raise TraceFailed("an in-place op on an input or captured tensor under autograd (its history changes)")
+    for s in steps:   # a saved tensor changed in place after it was saved: eager's backward raises
+        node = s.node
+        if node is None:
+            continue
+        for e in node._saved or ():
+            if e is not None and e[0]._vc[0] != e[1]:
+                raise TraceFailed("a tensor saved for backward is changed in place later (backward would raise)")
+        if node._out is not None and node._out_vc[0] != node._out_v:
+            raise TraceFailed("an output saved for backward is changed in place later (backward would raise)")
     out_refs = []
+    out_grad = {}
+    out_vc = {}
     for leaf in flat_out:
         if isinstance(leaf, Tensor):
             r = tr.ref.get(id(leaf))
@@ -45,8 +59,17 @@ def finish(tr: Tracer, flat_out: list, n_out_refs: int):
                 s = steps[r[1]]
                 if leaf._base is not None:
                     raise TraceFailed("an output is a view (its base's memory and version are shared)")
-                if leaf.grad_fn is not s.node:
-                    raise TraceFailed("an output's grad_fn was replaced (a multi-output op)")
+                fn = leaf.grad_fn
+                if fn is None:
+                    if leaf._requires_grad:
+                        raise TraceFailed("an output requires grad without a node")
+                    out_grad[r[1]] = None
+                else:
+                    k = tr.node_step.get(id(fn))
+                    if k is None or leaf._output_nr != 0:
+                        raise TraceFailed("an output's grad_fn is no recorded node (a multi-output op)")
+                    out_grad[r[1]] = k
+                out_vc[r[1]] = leaf._vc[0]
                 if getattr(leaf, "_origin", None) is not None or leaf.__dict__:
                     raise TraceFailed("an output carries state beyond its value (hooks, names, origin)")
             out_refs.append(r)
@@ -57,9 +80,11 @@ def finish(tr: Tracer, flat_out: list, n_out_refs: int):
     node_step = tr.node_step
     for j, s in enumerate(steps):
         t = s.tensor
+        if s.kind != "prim":
+            continue
         if s.node is not None:
             node = s.node
-            if t.grad_fn is not node:
+            if t.grad_fn is not node and id(t.grad_fn) not in node_step:   # (in-place ops rebase onto theirs)
                 raise TraceFailed(f"the node of '{s.prim.name}' was replaced (a multi-output op)")
             if node._intercept or node.__dict__.get("_anomaly_stack") is not None:
                 raise TraceFailed("a hook or retain_grad on a tensor inside the function")
@@ -116,8 +141,10 @@ def finish(tr: Tracer, flat_out: list, n_out_refs: int):
         owner.setdefault(id(t._vc), ("cap", k))
     vc_owner = {}
     for j, s in enumerate(steps):
-        vc_owner[j] = owner.setdefault(id(s.tensor._vc), ("step", j))
-    return Recording(tr, out_refs, vc_owner)
+        if s.tensor is not None:
+            vc_owner[j] = owner.setdefault(id(s.tensor._vc), ("step", j))
+    rec = Recording(tr, out_refs, vc_owner, out_grad, out_vc)
+    return rec
 
 
 def _check_escapes(tr: Tracer, flat_out: list) -> None:
@@ -125,14 +152,15 @@ def _check_escapes(tr: Tracer, flat_out: list) -> None:
     the trace's value at every replay: count its references against those the recording explains."""
     expected = {}
     for s in tr.steps:
-        expected[id(s.tensor)] = 5   # keep, seen_vc's pair, Step.tensor, the local t, getrefcount's argument
+        if s.tensor is not None:
+            expected[id(s.tensor)] = 5   # keep, seen_vc's entry, Step.tensor, the local t, getrefcount's argument
     for leaf in flat_out:
         if id(leaf) in expected:
             expected[id(leaf)] += 2   # the output structure and the flattened list
     leaf = None
     for s in tr.steps:
         t = s.tensor
-        if t._base is not None and id(t._base) in expected:
+        if t is not None and t._base is not None and id(t._base) in expected:
             expected[id(t._base)] += 1
         t = None
         node = s.node
@@ -142,15 +170,15 @@ def _check_escapes(tr: Tracer, flat_out: list) -> None:
                     expected[id(e[0])] += 1
     for s in tr.steps:
         t = s.tensor
-        if sys.getrefcount(t) > expected[id(t)]:
-            raise TraceFailed(f"the result of '{s.prim.name}' is kept outside the function (stored in outside "
+        if t is not None and sys.getrefcount(t) > expected[id(t)]:
+            raise TraceFailed(f"the result of '{s.prim.name if s.prim else s.kind}' is kept outside the function (stored in outside "
                               "state): the replay could not update it")
 
 
 class Recording:
     """One trace, ready to replay: forward program, backward description."""
 
-    def __init__(self, tr: Tracer, out_refs: list, vc_owner: dict):
+    def __init__(self, tr: Tracer, out_refs: list, vc_owner: dict, out_grad: dict, out_vc: dict):
         steps = tr.steps
         self.n_in = len(tr.inputs)
         self.captured = tr.captured
@@ -163,7 +191,23 @@ class Recording:
             if r[0] == "step" and r[1] not in out_steps:
                 out_steps.append(r[1])
         self.out_steps = out_steps
-        self.grad_steps = [j for j in out_steps if steps[j].node is not None]
+        self.out_grad = out_grad
+        self.out_vc = out_vc
+        grad_steps = []
+        for j in out_steps:
+            k = out_grad.get(j)
+            if k is not None and k not in grad_steps:
+                grad_steps.append(k)
+        self.grad_steps = grad_steps
+        # in-place writes: constants written into are copied at the start of each replay; inputs' and captured
+        # tensors' version counters move as eager's did
+        self.written_consts = sorted(r[1] for r in tr.written if r[0] == "const")
+        bumps = {}
+        for r in tr.written:
+            if r[0] in ("in", "cap"):
+                t = tr.ref_tensor(r)
+                bumps[id(t._vc)] = (r, tr.writes[id(t._vc)])
+        self.vc_bumps = list(bumps.values())
         # backward: the nodes reachable from the outputs with grad, newest first
         reach = set()
         todo = list(self.grad_steps)
@@ -313,12 +357,31 @@ def _gen_forward(rec: Recording, steps: list):
         if kind == "cap":
             return f"C[{r[1]}]"
         if kind == "const":
-            return f"K[{r[1]}]"
+            return f"k{r[1]}" if r[1] in written else f"K[{r[1]}]"
         if kind == "step":
             return f"v{r[1]}"
+        if kind == "gen":
+            return "G._st()"
         return const(r[1])
+    written = set(rec.written_consts)
+    g["G"] = _random.default_generator
+    for k in rec.written_consts:   # a constant the program writes into: a fresh copy per replay
+        lines.append(f"        k{k} = K[{k}].copy()")
     for j, s in enumerate(steps):
         g[f"f{j}"] = s.forward
+        if s.kind == "write":
+            lines.append(f"        f{j}({expr(s.args[0])}, {expr(s.args[1])})")
+            continue
+        if s.kind == "copy":
+            lines.append(f"        v{j} = {expr(s.args[0])}.copy()")
+            continue
+        if s.kind == "call":
+            kw = s.params["kw"]
+            ex = [expr(r) for r in s.args]
+            n = len(ex) - len(kw)
+            ex = ex[:n] + [f"{k}={e}" for k, e in zip(kw, ex[n:])]
+            lines.append(f"        v{j} = f{j}({', '.join(ex)})")
+            continue
         g[f"x{j}"] = s.xp
         args = []
         for r, c in zip(s.args, s.casts):

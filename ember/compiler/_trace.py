@@ -52,7 +52,7 @@ ARRAY = _Array()
 class Step:
     """One op of a recording: ``out = forward(xp, *args, **params)``."""
 
-    __slots__ = ("forward", "xp", "args", "casts", "params", "param_refs", "asarray", "node", "prim",
+    __slots__ = ("kind", "forward", "xp", "args", "casts", "params", "param_refs", "asarray", "node", "prim",
                  "saved", "saves_out", "edges", "seq", "in_meta", "tensor", "out_vc", "in_meta_shape",
                  "node_prim", "node_params", "extra", "arg_dtypes", "arg_values", "out_dtype")
 
@@ -78,6 +78,10 @@ class Tracer:
         self.node_step: dict = {}    # id(node) -> step index
         self.arr_ref: dict = {}      # id(array) -> the ref of a tensor whose data it is
         self.born_arr: dict = {}     # id(array) -> a tensor made outside the primitives with that data
+        self.written: set = set()    # refs written into
+        self.const_tensors: list = []
+        self.rng_draws = 0
+        self.writes: dict = {}       # id(version counter) -> writes recorded into its tensors
         for k, t in enumerate(inputs):
             self._give(t, ("in", k))
 
@@ -86,7 +90,7 @@ class Tracer:
         self.ref[id(t)] = r
         self.arr_ref.setdefault(id(t._data), r)
         self.keep.append(t)
-        self.seen_vc.append((t, t._vc[0]))
+        self.seen_vc.append((t, t._vc[0], self.writes.get(id(t._vc), 0), t.grad_fn, t._requires_grad))
 
     def failed(self, reason: str, error=None) -> None:
         """Mark the trace as not replayable; under fullgraph raise torch's error at once."""
@@ -113,6 +117,7 @@ class Tracer:
                 return None
             else:
                 k = len(self.consts)
+                self.const_tensors.append(a)
                 self.consts.append(_primitive._NP_NS.backend.copy(a._data) if type(a._data) is _ndarray
                                    else a._data)
                 r = ("const", k)
@@ -140,6 +145,7 @@ class Tracer:
 
     def record(self, prim, args, params, node_cls, xp, datas, is_array, t) -> None:
         s = Step()
+        s.kind = "prim"
         s.forward = prim.forward
         s.xp = xp
         refs = []
@@ -230,6 +236,96 @@ class Tracer:
             return (type(v).__name__, out)
         return None
 
+    # ----- writes and random draws ---------------------------------------------------------------
+    def _arr(self, a):
+        """The ref of array ``a`` (a tensor's data, or an array a recorded step made), or None."""
+        r = self.arr_ref.get(id(a))
+        if r is None:
+            t = self.born_arr.get(id(a))
+            if t is not None:
+                r = self.ref_of(t)
+        return r
+
+    def _pseudo(self, kind, forward, refs, out=None, tensor=None):
+        s = Step()
+        s.kind = kind
+        s.forward = forward
+        s.xp = None
+        s.args = tuple(refs)
+        s.casts = (None,) * len(refs)
+        s.params = {}
+        s.param_refs = None
+        s.asarray = False
+        s.node = None
+        s.prim = None
+        s.tensor = tensor
+        s.extra = ()
+        s.arg_dtypes = ()
+        s.arg_values = ()
+        j = len(self.steps)
+        self.steps.append(s)
+        if out is not None:
+            self.arr_ref[id(out)] = ("step", j)
+            self.keep.append(out)
+        return j
+
+    def on_write(self, dst, src, copyto) -> None:
+        """``backend.copyto(dst, src)`` (an in-place op's write, a random fill): a write step into dst's slot."""
+        if self.fail is not None and not self.fullgraph:
+            return
+        rd = self._arr(dst)
+        rs = self._arr(src) if type(src) is _ndarray else ("py", src)
+        if rd is None or rs is None:
+            self.failed("a write into memory the recording does not know (copyto)")
+            return
+        self._pseudo("write", copyto, (rd, rs))
+        owner = self.ref_tensor(rd)
+        if owner is None:
+            self.failed("a write into an array no tensor owns")
+            return
+        self.writes[id(owner._vc)] = self.writes.get(id(owner._vc), 0) + 1
+        self.written.add(rd)
+
+    def ref_tensor(self, r):
+        kind = r[0]
+        if kind == "in":
+            return self.inputs[r[1]]
+        if kind == "cap":
+            return self.captured[r[1]]
+        if kind == "const":
+            return self.const_tensors[r[1]]
+        if kind == "step":
+            return self.steps[r[1]].tensor
+        return None
+
+    def on_rng(self, f, args, kwargs, out) -> None:
+        """A draw from the device's generator: replayed as the same call on the default generator's state."""
+        if self.fail is not None and not self.fullgraph:
+            return
+        from ..ops import random as _random
+        gen = _random.default_generator
+        refs = []
+        for a in list(args) + list(kwargs.values()):
+            if a is gen._state:
+                refs.append(("gen",))
+            elif type(a) is _ndarray:
+                r = self._arr(a)
+                if r is None:
+                    self.failed("a random draw reads an array the recording does not know")
+                    return
+                refs.append(r)
+            elif _plain(a):
+                refs.append(("py", a))
+            else:
+                self.failed(f"a random draw with a {type(a).__name__} argument (another generator?)")
+                return
+        if type(out) is not _ndarray:
+            self.failed("a random draw that returns no array")
+            return
+        s_j = self._pseudo("call", f, refs, out)
+        self.steps[s_j].params = {"kw": tuple(kwargs)}
+        self.rng_draws += 1
+
     # ----- tensors made outside the primitives ---------------------------------------------------
     def on_init(self, t) -> None:
         """``_tensor._init`` during the trace: a new tensor from an array (a factory, or an op computing outside
@@ -239,6 +335,16 @@ class Tracer:
             f = f.f_back
         where = "creation" if f is not None and f.f_code.co_filename.endswith(_CREATION_FILE) else (
             f.f_code.co_name if f is not None else "?")
+        if where == "apply_inplace" and f.f_code.co_filename.endswith("_views.py"):
+            # the snapshot of self's value before the write, which the node saves: a copy step
+            src = f.f_locals.get("self")
+            r = self.ref.get(id(src)) if src is not None else None
+            if r is None and src is not None and (self.fail is None or self.fullgraph):
+                r = self.ref_of(src)
+            if r is not None:
+                j = self._pseudo("copy", None, (r,), None, t)
+                self._give(t, ("step", j))
+                return
         self.born[id(t)] = (where, None)
         self.born_arr.setdefault(id(t._data), t)
         self.keep.append(t)
@@ -313,11 +419,24 @@ class Tracing:
             tr.failed(f"assignment to module attribute '{name}' inside the function")
             return setattr_(mod, name, value)
         self._swap(_module.Module, "__setattr__", traced_setattr)
+        be = _primitive._NP_NS.backend
+        copyto = be.copyto
+
+        def traced_copyto(dst, src):
+            copyto(dst, src)
+            tr.on_write(dst, src, copyto)
+        self._swap(be, "copyto", traced_copyto)
+        rng = be.random
+        for name in dir(rng):
+            f = getattr(rng, name)
+            if name.startswith("_") or not callable(f) or isinstance(f, type) or name in _RNG_QUIET:
+                continue
+            self._swap(rng, name, _rng_call(tr, name, f))
         return self
 
     def _swap(self, owner, name, value) -> None:
-        self.saved.append((owner, name, owner.__dict__.get(name, _MISSING) if isinstance(owner, type)
-                           else getattr(owner, name)))
+        d = getattr(owner, "__dict__", None)
+        self.saved.append((owner, name, d.get(name, _MISSING) if d is not None else getattr(owner, name)))
         setattr(owner, name, value)
 
     def __exit__(self, *exc) -> None:
@@ -331,6 +450,20 @@ class Tracing:
 
 
 _MISSING = object()
+_RNG_QUIET = ("mt_key", "check_std", "fma64", "annotations")   # no draw: called as they are
+_RNG_REPLAYED = ("bernoulli", "uniform", "normal", "write", "random", "exponential", "geometric", "cauchy",
+                 "log_normal", "normal_like")
+
+
+def _rng_call(tr: Tracer, name: str, f):
+    def call(*args, **kwargs):
+        out = f(*args, **kwargs)
+        if name in _RNG_REPLAYED:
+            tr.on_rng(f, args, kwargs, out)
+        else:
+            tr.failed(f"random draws ({name}) inside the function (not replayed)")
+        return out
+    return call
 _DATA_DEPENDENT = ("item", "__bool__", "__float__", "__int__", "__index__", "__complex__", "tolist")
 
 
