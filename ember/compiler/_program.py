@@ -11,6 +11,7 @@ from .._tensor import Tensor, make
 from ..autograd._primitive import _ndarray, _NP_NS, _OUT_NOT_SAVED, _wrong_shape
 from ..autograd.graph import FREED, FREED_MESSAGE, Node, modified_message, node_class
 from ..ops import random as _random
+from ..ops.shape import _MultiViewNode
 from ._trace import ARRAY, TraceFailed, Tracer, tensor_edge
 from . import _inline
 
@@ -50,6 +51,7 @@ def finish(tr: Tracer, flat_out: list, n_out_refs: int):
     out_refs = []
     out_grad = {}
     out_vc = {}
+    view_bases = set()
     for leaf in flat_out:
         if isinstance(leaf, Tensor):
             r = tr.ref.get(id(leaf))
@@ -58,7 +60,13 @@ def finish(tr: Tracer, flat_out: list, n_out_refs: int):
             if r[0] == "step":
                 s = steps[r[1]]
                 if leaf._base is not None:
-                    raise TraceFailed("an output is a view (its base's memory and version are shared)")
+                    # a view of an intermediate nobody else sees (logits.view(...)): returned as a tensor of its
+                    # own (what differs: ._base, and in-place changes to it rebase as for a non-view)
+                    b = tr.ref.get(id(leaf._base))
+                    if b is None or b[0] != "step" or any(o is leaf._base for o in flat_out) or \
+                            id(leaf._base) in view_bases:
+                        raise TraceFailed("an output is a view of an input, a captured tensor or another output")
+                    view_bases.add(id(leaf._base))
                 fn = leaf.grad_fn
                 if fn is None:
                     if leaf._requires_grad:
@@ -78,13 +86,49 @@ def finish(tr: Tracer, flat_out: list, n_out_refs: int):
         else:
             raise TraceFailed(f"the function returns a {type(leaf).__name__}")
     node_step = tr.node_step
+    groups = {}   # id(node) -> index of its pseudo step: the one node of split/chunk/unbind's pieces
+    for j in range(len(steps)):
+        s = steps[j]
+        if s.kind == "prim" and s.node is not None and s.tensor.grad_fn is not s.node:
+            fn = s.tensor.grad_fn
+            if isinstance(fn, _MultiViewNode) and type(fn).apply is _MultiViewNode.apply:
+                if id(fn) not in groups:
+                    g = tr._pseudo("group", None, (s.args[0],))
+                    groups[id(fn)] = g
+                    steps[g].node = fn
+                    steps[g].seq = fn._seq
+                    steps[g].in_meta = ()
+                    steps[g].saved = None
+                    steps[g].saves_out = False
+                    steps[g].n_out = fn.num_outputs
+                    tr.node_step_groups = groups
+
+    def map_edge(fn, nr, r, what):
+        if fn is None:
+            return None
+        jj = node_step.get(id(fn))
+        if jj is not None:
+            return ("int", jj)
+        jg = groups.get(id(fn))
+        if jg is not None:
+            return ("grp", jg, nr)
+        if r[0] not in ("in", "cap"):
+            raise TraceFailed(f"an edge of '{what}' leads outside the recording")
+        src = tr.inputs[r[1]] if r[0] == "in" else tr.captured[r[1]]
+        if tensor_edge(src) != (fn, nr):
+            raise TraceFailed(f"an edge of '{what}' does not match its input's")
+        return ("ext", r)
+    for s in steps:
+        if s.kind == "group":
+            s.edges = [(0, map_edge(fn, nr, s.args[0], s.node.name())) for fn, nr in s.node.next_functions]
     for j, s in enumerate(steps):
         t = s.tensor
         if s.kind != "prim":
             continue
         if s.node is not None:
             node = s.node
-            if t.grad_fn is not node and id(t.grad_fn) not in node_step:   # (in-place ops rebase onto theirs)
+            if t.grad_fn is not node and id(t.grad_fn) not in node_step and id(t.grad_fn) not in groups:
+                # (in-place ops rebase onto their nodes; split's pieces share one node)
                 raise TraceFailed(f"the node of '{s.prim.name}' was replaced (a multi-output op)")
             if node._intercept or node.__dict__.get("_anomaly_stack") is not None:
                 raise TraceFailed("a hook or retain_grad on a tensor inside the function")
@@ -116,20 +160,7 @@ def finish(tr: Tracer, flat_out: list, n_out_refs: int):
             edges = []
             for k, (fn, nr) in enumerate(node.next_functions):
                 i = k if pos is None else pos[k]
-                if fn is None:
-                    edges.append((i, None))
-                    continue
-                jj = node_step.get(id(fn))
-                if jj is not None:
-                    edges.append((i, ("int", jj)))
-                    continue
-                r = s.args[i]
-                if r[0] not in ("in", "cap"):
-                    raise TraceFailed(f"an edge of '{s.prim.name}' leads outside the recording")
-                src = tr.inputs[r[1]] if r[0] == "in" else tr.captured[r[1]]
-                if tensor_edge(src) != (fn, nr):
-                    raise TraceFailed(f"an edge of '{s.prim.name}' does not match its input's")
-                edges.append((i, ("ext", r)))
+                edges.append((i, map_edge(fn, nr, s.args[i], s.prim.name)))
             s.edges = edges
         elif t._requires_grad:
             raise TraceFailed(f"'{s.prim.name}' gives a result that requires grad without a node")
@@ -153,7 +184,8 @@ def _check_escapes(tr: Tracer, flat_out: list) -> None:
     expected = {}
     for s in tr.steps:
         if s.tensor is not None:
-            expected[id(s.tensor)] = 5   # keep, seen_vc's entry, Step.tensor, the local t, getrefcount's argument
+            # keep, seen_vc's entry, Step.tensor, the local t, getrefcount's argument (and keep again: born first)
+            expected[id(s.tensor)] = 6 if s.kind == "opcall" else 5
     for leaf in flat_out:
         if id(leaf) in expected:
             expected[id(leaf)] += 2   # the output structure and the flattened list
@@ -217,7 +249,7 @@ class Recording:
                 continue
             reach.add(j)
             for _, e in steps[j].edges:
-                if e is not None and e[0] == "int":
+                if e is not None and e[0] in ("int", "grp"):
                     todo.append(e[1])
         self.bwd_steps = sorted(reach, key=lambda j: -steps[j].seq)
         # which arrays the backward reads: saved inputs (uncast, as the node's _args give them) and saved outputs
@@ -278,7 +310,7 @@ class Recording:
 
 
 def _template_refs(tpl, out: set) -> None:
-    if tpl[0] == "ref":
+    if tpl[0] in ("ref", "expand"):
         out.add(tpl[1])
     elif tpl[0] in ("tuple", "list"):
         for t in tpl[1]:
@@ -289,6 +321,8 @@ def _template_value(tpl, env):
     kind = tpl[0]
     if kind == "ref":
         return env[tpl[1]]
+    if kind == "expand":
+        return _NP_NS.expand(env[tpl[1]], tpl[2])
     if kind == "plain":
         return tpl[1]
     items = [_template_value(t, env) for t in tpl[1]]
@@ -307,6 +341,8 @@ def _template_expr(tpl, expr, const) -> str:
     kind = tpl[0]
     if kind == "ref":
         return expr(tpl[1])
+    if kind == "expand":
+        return f"_EXPAND({expr(tpl[1])}, {const(tpl[2])})"
     if kind == "plain":
         return const(tpl[1])
     items = "".join(_template_expr(t, expr, const) + ", " for t in tpl[1])
@@ -338,7 +374,7 @@ def _binder(g: dict):
 def _gen_forward(rec: Recording, steps: list):
     """The forward as Python source: ``v{j} = f{j}(x{j}, ...)`` for each step, then the outputs and the arrays the
     backward reads."""
-    g = {"_fp_quiet": _fp_quiet, "_fp_restore": _fp_restore}
+    g = {"_fp_quiet": _fp_quiet, "_fp_restore": _fp_restore, "_EXPAND": _NP_NS.expand}
     lines = ["def forward(I, C, K):", "    fp = _fp_quiet()", "    try:", "        pass"]
     consts = {}
 
@@ -369,11 +405,21 @@ def _gen_forward(rec: Recording, steps: list):
         lines.append(f"        k{k} = K[{k}].copy()")
     for j, s in enumerate(steps):
         g[f"f{j}"] = s.forward
+        if s.kind == "group":
+            continue
         if s.kind == "write":
             lines.append(f"        f{j}({expr(s.args[0])}, {expr(s.args[1])})")
             continue
         if s.kind == "copy":
             lines.append(f"        v{j} = {expr(s.args[0])}.copy()")
+            continue
+        if s.kind == "opcall":
+            kw = s.params["kw"]
+            g["_mk"] = make
+            ex = [f"_mk({expr(r)})" if is_t else expr(r) for r, is_t in zip(s.args, s.params["tensor"])]
+            n = len(ex) - len(kw)
+            ex = ex[:n] + [f"{k}={e}" for k, e in zip(kw, ex[n:])]
+            lines.append(f"        v{j} = f{j}({', '.join(ex)})._data")
             continue
         if s.kind == "call":
             kw = s.params["kw"]
@@ -462,6 +508,12 @@ def run_backward(rec: Recording, grads, vals, fixes):
     for j in rec.bwd_steps:
         s = steps[j]
         g = buf.pop(j, None)
+        if s.kind == "group":
+            if g is not None:
+                g = s.node.apply(g, False, None)[0]
+            for i, e in s.edges:
+                _route(e, g, buf, ext, steps)
+            continue
         prim = s.node_prim
         if g is None:
             for i, e in s.edges:
@@ -501,20 +553,34 @@ def run_backward(rec: Recording, grads, vals, fixes):
                     fixes[(j, i)] = (fs, fc)
             elif fixes is not None:
                 fixes[(j, i)] = None
-            if e[0] == "ext":
-                ext.append(gi)
-            elif gi is not None:
-                t = e[1]
-                b = buf.get(t)
-                buf[t] = gi if b is None else b + gi
+            _route(e, gi, buf, ext, steps)
     return ext
+
+
+def _route(e, gi, buf, ext, steps) -> None:
+    """A gradient to its edge: a node's buffer (summed as the engine sums), or the compiled node's edge list."""
+    if e is None:
+        return
+    if e[0] == "ext":
+        ext.append(gi)
+    elif gi is not None:
+        t = e[1]
+        if e[0] == "grp":
+            slots = buf.get(t)
+            if slots is None:
+                slots = buf[t] = [None] * steps[t].n_out
+            b = slots[e[2]]
+            slots[e[2]] = gi if b is None else b + gi
+        else:
+            b = buf.get(t)
+            buf[t] = gi if b is None else b + gi
 
 
 def _gen_backward(rec: Recording, fixes: dict):
     """The backward as Python source, made at the first backward (which showed where a gradient must be summed to
     its input's shape or cast to its dtype): one rule call per line, the buffers as locals, summed in eager's order."""
     steps = rec.steps
-    g = {"X": _NP_NS, "_OUT_NOT_SAVED": _OUT_NOT_SAVED, "_fix": _fix_dynamic}
+    g = {"X": _NP_NS, "_OUT_NOT_SAVED": _OUT_NOT_SAVED, "_fix": _fix_dynamic, "_EXPAND": _NP_NS.expand}
     bind = _binder(g)
     need_ix = {r: k for k, r in enumerate(rec.need)}
     lines = ["def backward(G, N):"]
@@ -524,14 +590,41 @@ def _gen_backward(rec: Recording, fixes: dict):
     lines.append(f"    G = tuple(G) + (None,) * ({nG} - len(G))")
     outs = set(rec.grad_steps)
     for j in rec.bwd_steps:
-        if j not in outs:
+        if steps[j].kind == "group":
+            lines.append(f"    b{j} = [None] * {steps[j].n_out}")
+        elif j not in outs:
             lines.append(f"    b{j} = None")
     for k, j in enumerate(rec.grad_steps):
         lines.append(f"    b{j} = G[{k}]")
     lines.append(f"    E = [None] * {len(rec.ext)}")
     e = 0
+
+    def route(edge, body):
+        nonlocal n_ext
+        if edge[0] == "ext":
+            body.append(f"E[{e + n_ext}] = gi")
+            n_ext += 1
+        elif edge[0] == "grp":
+            t, nr = edge[1], edge[2]
+            body.append(f"if gi is not None: b{t}[{nr}] = gi if b{t}[{nr}] is None else b{t}[{nr}] + gi")
+        else:
+            t = edge[1]
+            body.append(f"if gi is not None: b{t} = gi if b{t} is None else b{t} + gi")
     for j in rec.bwd_steps:
         s = steps[j]
+        n_ext = 0
+        if s.kind == "group":
+            g[f"M{j}"] = s.node.apply
+            lines.append(f"    g = b{j}")
+            lines.append(f"    del b{j}")
+            body = ["gi = M%d(g, False, None)[0]" % j]
+            for _, edge in s.edges:
+                if edge is not None:
+                    route(edge, body)
+            lines.append("    if any(x is not None for x in g):")
+            lines.extend("        " + b for b in body)
+            e += n_ext
+            continue
         prim = s.node_prim
         args = []
         values = []
@@ -557,7 +650,6 @@ def _gen_backward(rec: Recording, fixes: dict):
         lines.append(f"    g = b{j}")
         lines.append(f"    del b{j}")
         body = []
-        n_ext = 0
         for i, edge in s.edges:
             if edge is None:
                 continue
@@ -577,12 +669,7 @@ def _gen_backward(rec: Recording, fixes: dict):
                 if f[1]:
                     g[f"D{j}_{i}"] = dt
                     body.append(f"if gi is not None: gi = X.cast(gi, D{j}_{i})")
-            if edge[0] == "ext":
-                body.append(f"E[{e + n_ext}] = gi")
-                n_ext += 1
-            else:
-                t = edge[1]
-                body.append(f"if gi is not None: b{t} = gi if b{t} is None else b{t} + gi")
+            route(edge, body)
         e += n_ext
         if body:
             lines.append("    if g is not None:")

@@ -54,7 +54,7 @@ class Step:
 
     __slots__ = ("kind", "forward", "xp", "args", "casts", "params", "param_refs", "asarray", "node", "prim",
                  "saved", "saves_out", "edges", "seq", "in_meta", "tensor", "out_vc", "in_meta_shape",
-                 "node_prim", "node_params", "extra", "arg_dtypes", "arg_values", "out_dtype")
+                 "node_prim", "node_params", "extra", "n_out", "arg_dtypes", "arg_values", "out_dtype")
 
 
 class Tracer:
@@ -217,12 +217,10 @@ class Tracer:
 
     def _template(self, v):
         if type(v) is _ndarray:
-            r = self.arr_ref.get(id(v))
+            r = self._arr(v)
             if r is None:
-                t = self.born_arr.get(id(v))
-                if t is not None:
-                    r = self.ref_of(t)
-            return None if r is None else ("ref", r)
+                return self._expanded(v)
+            return ("ref", r)
         if type(v) in (tuple, list):
             out = []
             for x in v:
@@ -326,6 +324,46 @@ class Tracer:
         self.steps[s_j].params = {"kw": tuple(kwargs)}
         self.rng_draws += 1
 
+    def _expanded(self, v):
+        """``xp.expand(a, v.shape)`` of a known array ``a`` (a mask broadcast to the result's shape), or None."""
+        base = v.base
+        if type(base) is not _ndarray:
+            return None
+        r = self._arr(base)
+        if r is None:
+            return None
+        xp = _primitive._NP_NS
+        try:
+            e = xp.expand(base, v.shape)
+        except Exception:   # noqa: BLE001
+            return None
+        be = xp.backend
+        if e.shape != v.shape or e.strides != v.strides or e.dtype != v.dtype or \
+                be.data_ptr(e) != be.data_ptr(v):
+            return None
+        return ("expand", r, v.shape)
+
+    def on_opcall(self, f, args, kwargs, out) -> None:
+        """A non-differentiable op whose result was made outside the primitives: a step calling the op again."""
+        refs = []
+        for a in list(args) + list(kwargs.values()):
+            if isinstance(a, Tensor):
+                r = self.ref_of(a)
+                if r is None:
+                    return
+                refs.append(r)
+            elif _plain(a):
+                refs.append(("py", a))
+            else:
+                return   # (the result stays unknown: using it fails the trace)
+        j = self._pseudo("opcall", f, refs, None, out)
+        self.steps[j].params = {"kw": tuple(kwargs), "tensor": tuple(isinstance(a, Tensor) for a in
+                                                                   list(args) + list(kwargs.values()))}
+        del self.born[id(out)]
+        if self.born_arr.get(id(out._data)) is out:
+            del self.born_arr[id(out._data)]
+        self._give(out, ("step", j))
+
     # ----- tensors made outside the primitives ---------------------------------------------------
     def on_init(self, t) -> None:
         """``_tensor._init`` during the trace: a new tensor from an array (a factory, or an op computing outside
@@ -419,6 +457,15 @@ class Tracing:
             tr.failed(f"assignment to module attribute '{name}' inside the function")
             return setattr_(mod, name, value)
         self._swap(_module.Module, "__setattr__", traced_setattr)
+        for name in NONDIFF:
+            orig = Tensor.__dict__.get(name)
+            if orig is not None:
+                self._swap(Tensor, name, _opcall(tr, orig))
+        root = sys.modules.get(__name__.split(".")[0])   # the public functions (torch.eq, torch.argmax, ...)
+        for name in NONDIFF:
+            orig = getattr(root, name, None) if root is not None else None
+            if orig is not None and callable(orig):
+                self._swap(root, name, _opcall(tr, orig))
         be = _primitive._NP_NS.backend
         copyto = be.copyto
 
@@ -450,6 +497,25 @@ class Tracing:
 
 
 _MISSING = object()
+# Ops that make their results outside the primitives (no gradient: comparisons, logical ops, arg-extrema...): called
+# from the program, each is recorded as a call of the op itself on the replay's arrays.
+NONDIFF = ("eq", "ne", "lt", "le", "gt", "ge", "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__",
+           "logical_not", "logical_and", "logical_or", "logical_xor", "__invert__", "__and__", "__or__", "__xor__",
+           "__rand__", "__ror__", "__rxor__", "isnan", "isinf", "isfinite", "isneginf", "isposinf", "argmax",
+           "argmin", "argsort", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "isclose", "signbit",
+           "any", "all", "count_nonzero", "greater", "less", "greater_equal", "less_equal", "not_equal")
+
+
+def _opcall(tr: Tracer, orig):
+    def call(*args, **kwargs):
+        out = orig(*args, **kwargs)
+        if type(out) is Tensor and (tr.fail is None or tr.fullgraph):
+            b = tr.born.get(id(out))
+            if b is not None and b[0] not in ("alias", "creation") and not out._requires_grad:
+                tr.on_opcall(orig, args, kwargs, out)
+        return out
+    call.__name__ = getattr(orig, "__name__", "op")
+    return call
 _RNG_QUIET = ("mt_key", "check_std", "fma64", "annotations")   # no draw: called as they are
 _RNG_REPLAYED = ("bernoulli", "uniform", "normal", "write", "random", "exponential", "geometric", "cauchy",
                  "log_normal", "normal_like")
