@@ -346,3 +346,99 @@ def test_saved_tensor_changed_inside_falls_back_and_raises():
         with pytest.raises(RuntimeError, match="modified by an inplace operation"):
             z.sum().backward()
     assert not _replays(cf)
+
+
+class _RNNModel(torch.nn.Module):
+    """word_language_model's model (pytorch/examples), small."""
+
+    def __init__(self, kind, ntoken=40, ninp=12, nhid=12, nlayers=2, dropout=0.2):
+        super().__init__()
+        self.drop = torch.nn.Dropout(dropout)
+        self.encoder = torch.nn.Embedding(ntoken, ninp)
+        self.rnn = getattr(torch.nn, kind)(ninp, nhid, nlayers, dropout=dropout)
+        self.decoder = torch.nn.Linear(nhid, ntoken)
+
+    def forward(self, input, hidden):
+        emb = self.drop(self.encoder(input))
+        output, hidden = self.rnn(emb, hidden)
+        output = self.drop(output)
+        decoded = self.decoder(output).view(-1, self.decoder.out_features)
+        return torch.nn.functional.log_softmax(decoded, dim=1), hidden
+
+
+def _detach(h):
+    return tuple(_detach(v) for v in h) if isinstance(h, tuple) else h.detach()
+
+
+@pytest.mark.parametrize("kind", ["LSTM", "GRU", "RNN"])
+def test_word_language_model_trains_as_eager(kind):
+    torch.manual_seed(0)
+    m1 = _RNNModel(kind)
+    m2 = _RNNModel(kind)
+    m2.load_state_dict(m1.state_dict())
+    c2 = torch.compile(m2)
+    hz = torch.zeros(2, 4, 12)
+    hs = [(hz, hz) if kind == "LSTM" else hz] * 2
+    for step in range(3):
+        x = torch.randint(0, 40, (5, 4))
+        t = torch.randint(0, 40, (20,))
+        losses = []
+        for i, m in enumerate((m1, c2)):
+            torch.manual_seed(step)
+            m.zero_grad()
+            hs[i] = _detach(hs[i])
+            out, hs[i] = m(x, hs[i])
+            loss = torch.nn.functional.nll_loss(out, t)
+            loss.backward()
+            with torch.no_grad():
+                for p in m.parameters():
+                    p.add_(p.grad, alpha=-0.5)
+            losses.append(loss)
+        _same(*losses)
+    for p1, p2 in zip(m1.parameters(), m2.parameters()):
+        _same(p1, p2)
+    assert _replays(c2._compiled) and not c2._compiled._reasons
+
+
+_NANOGPT = r'''
+import importlib, os, sys
+root, mode = sys.argv[1], sys.argv[2]
+sys.path.insert(0, root)
+sys.path.insert(0, os.path.join(root, "tests", "seed_snippets"))
+from _runner import _AliasFinder
+sys.modules["torch"] = importlib.import_module("ember")
+sys.meta_path.insert(0, _AliasFinder("ember"))
+import torch
+sys.path.insert(0, os.path.join(root, "tests", "programs", "nanogpt"))
+from model import GPTConfig, GPT
+torch.manual_seed(0)
+m = GPT(GPTConfig(block_size=16, vocab_size=50, n_layer=2, n_head=2, n_embd=16, dropout=0.1, bias=True))
+opt = m.configure_optimizers(0.1, 1e-3, (0.9, 0.95), "cpu")
+run = torch.compile(m) if mode == "compiled" else m
+for it in range(4):
+    x = torch.randint(0, 50, (3, 16)); y = torch.randint(0, 50, (3, 16))
+    logits, loss = run(x, y)
+    loss.backward()
+    opt.step(); opt.zero_grad(set_to_none=True)
+    print(loss.item().hex())
+print(sum(float(p.double().sum()) for p in m.parameters()).hex())
+if mode == "compiled":
+    print("reasons", run._compiled._reasons)
+'''
+
+
+def test_nanogpt_compiled_same_losses(tmp_path):
+    import os
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    script = tmp_path / "gpt.py"
+    script.write_text(_NANOGPT)
+    outs = [subprocess.run([sys.executable, str(script), root, mode], capture_output=True, text=True, timeout=300)
+            for mode in ("eager", "compiled")]
+    for o in outs:
+        assert o.returncode == 0, o.stderr[-2000:]
+    eager = [l for l in outs[0].stdout.splitlines() if l.startswith(("0x", "-0x"))]
+    comp = [l for l in outs[1].stdout.splitlines() if l.startswith(("0x", "-0x"))]
+    assert eager == comp and len(eager) == 5
+    assert "reasons []" in outs[1].stdout
