@@ -442,3 +442,17 @@ def test_nanogpt_compiled_same_losses(tmp_path):
     comp = [l for l in outs[1].stdout.splitlines() if l.startswith(("0x", "-0x"))]
     assert eager == comp and len(eager) == 5
     assert "reasons []" in outs[1].stdout
+
+
+def test_guards_on_aliasing_signed_zero_and_layout():
+    cf = torch.compile(lambda a, b: a * 2 + b)
+    x = torch.ones(3)
+    _same(cf(x, x), torch.full((3,), 3.0))
+    _same(cf(x, torch.zeros(3)), torch.full((3,), 2.0))   # no longer the same tensor: another trace
+    g = torch.compile(lambda a, c: a * c)
+    _same(g(torch.ones(2), 0.0), torch.ones(2) * 0.0)
+    _same(g(torch.ones(2), -0.0), torch.ones(2) * -0.0)
+    h = torch.compile(lambda a: a.reshape(-1))
+    m = torch.arange(6.).reshape(2, 3)
+    _same(h(m), m.reshape(-1))
+    _same(h(m.t()), m.t().reshape(-1))

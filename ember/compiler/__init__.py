@@ -94,11 +94,26 @@ _PLAIN_KEYS = (int, float, bool, str, type(None), complex, bytes)
 def _leaf_key(v):
     if isinstance(v, Tensor):
         d = v._data
-        return (type(v), d.shape, d.dtype, type(d), v._requires_grad, v.grad_fn is not None,
-                v._base is not None)
-    if type(v) in _PLAIN_KEYS:
-        return (type(v), v)
+        return (type(v), d.shape, d.dtype, type(d), getattr(d, "strides", None), v._requires_grad,
+                v.grad_fn is not None, v._base is not None, v._inference)
+    t = type(v)
+    if t is float:
+        return (float, v.hex())   # -0.0 and nan are values of their own
+    if t in _PLAIN_KEYS:
+        return (t, v)
     return ("id", id(v))
+
+
+def _aliasing(leaves) -> tuple | None:
+    """Which tensor arguments are the same tensor (f(x, x) is traced as one input)."""
+    seen = {}
+    pattern = None
+    for i, v in enumerate(leaves):
+        if isinstance(v, Tensor):
+            k = seen.setdefault(id(v), i)
+            if k != i:
+                pattern = (pattern or ()) + ((i, k),)
+    return pattern
 
 
 # ----- the compiled function ---------------------------------------------------------------------
@@ -134,8 +149,8 @@ class CompiledFunction:
             return self._fn(*args, **kwargs)
         leaves: list = []
         spec = _flatten((args, kwargs) if kwargs else args, leaves)
-        key = (spec, tuple(map(_leaf_key, leaves)), _state.enabled, _dtype.get_default_dtype(), code_swaps[0],
-               self._module_sig())
+        key = (spec, tuple(map(_leaf_key, leaves)), _aliasing(leaves), _state.enabled, _dtype.get_default_dtype(),
+               code_swaps[0], self._module_sig())
         rec = self._cache.get(key)
         if rec is None:
             return self._trace(key, spec, leaves, args, kwargs)
@@ -144,7 +159,7 @@ class CompiledFunction:
         caps = rec.captured
         for c, m in zip(caps, rec.cap_meta):
             d = c._data
-            if d.shape != m[0] or d.dtype != m[1] or c._requires_grad != m[2]:
+            if d.shape != m[0] or d.dtype != m[1] or c._requires_grad != m[2] or d.strides != m[3]:
                 del self._cache[key]   # a captured tensor changed shape, dtype or requires_grad: trace again
                 return self._trace(key, spec, leaves, args, kwargs)
         return _replay(rec, spec, leaves)
@@ -167,7 +182,10 @@ class CompiledFunction:
             self._reasons.append((key, f"cache_size_limit ({config.cache_size_limit}) reached"))
             return self._fn(*args, **kwargs)
         self._n_traces += 1
-        inputs = [v for v in leaves if isinstance(v, Tensor)]
+        inputs = []
+        for v in leaves:   # (a tensor passed twice is one input: the key says so)
+            if isinstance(v, Tensor) and not any(v is u for u in inputs):
+                inputs.append(v)
         for t in inputs:
             if t._base is not None and t._vc[0] != t._view_v:
                 return self._fn(*args, **kwargs)   # a stale view: apply refreshes it first (not recorded)
@@ -189,7 +207,7 @@ class CompiledFunction:
             out_spec = _flatten(result, out_leaves)
             rec = _program.finish(tr, out_leaves, 0)
             rec.out_spec = out_spec
-            rec.in_pos = [i for i, v in enumerate(leaves) if isinstance(v, Tensor)]
+            rec.in_pos = [next(i for i, v in enumerate(leaves) if v is t) for t in inputs]
             self._cache[key] = rec
         except Exception as e:   # noqa: BLE001  (an unexpected trace is not replayed: the call ran eagerly)
             if not isinstance(e, TraceFailed):

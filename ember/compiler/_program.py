@@ -214,7 +214,7 @@ class Recording:
         steps = tr.steps
         self.n_in = len(tr.inputs)
         self.captured = tr.captured
-        self.cap_meta = [(c._data.shape, c._data.dtype, c._requires_grad) for c in tr.captured]
+        self.cap_meta = [(c._data.shape, c._data.dtype, c._requires_grad, c._data.strides) for c in tr.captured]
         self.consts = tr.consts
         self.out_refs = out_refs
         # the outputs that are step results: one Tensor each (an output twice is one Tensor twice)
