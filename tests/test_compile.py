@@ -456,3 +456,28 @@ def test_guards_on_aliasing_signed_zero_and_layout():
     m = torch.arange(6.).reshape(2, 3)
     _same(h(m), m.reshape(-1))
     _same(h(m.t()), m.t().reshape(-1))
+
+
+def test_compiled_method_guards_its_module():
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(3, 3)
+            self.drop = torch.nn.Dropout(0.5)
+
+        @torch.compile
+        def forward(self, x):
+            return self.drop(self.lin(x))
+    m = M()
+    x = torch.randn(2, 3)
+    m.eval()
+    a = m(x)
+    _same(m(x), a)
+    m.train()
+    torch.manual_seed(0)
+    b = m(x)
+    m.eval()
+    _same(m(x), a)
+    m.train()
+    torch.manual_seed(0)
+    _same(m(x), b)

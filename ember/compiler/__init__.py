@@ -101,7 +101,21 @@ def _leaf_key(v):
         return (float, v.hex())   # -0.0 and nan are values of their own
     if t in _PLAIN_KEYS:
         return (t, v)
+    if isinstance(v, Module):   # a module argument (a compiled method's self): its state too
+        return ("module", id(v), _module_sig(v))
     return ("id", id(v))
+
+
+def _module_sig(mod: Module) -> tuple:
+    """What a module's forward may read besides tensors' values: every submodule's attributes (training flags,
+    settings) and its parameters', buffers' and children's identities."""
+    sig = []
+    for m in mod.modules():
+        sig.extend(map(id, m.__dict__.values()))
+        sig.extend(map(id, m._parameters.values()))
+        sig.extend(map(id, m._buffers.values()))
+        sig.extend(map(id, m._modules.values()))
+    return tuple(sig)
 
 
 def _aliasing(leaves) -> tuple | None:
@@ -165,16 +179,7 @@ class CompiledFunction:
         return _replay(rec, spec, leaves)
 
     def _module_sig(self):
-        mod = self._module
-        if mod is None:
-            return None
-        sig = []
-        for m in mod.modules():
-            sig.extend(map(id, m.__dict__.values()))
-            sig.extend(map(id, m._parameters.values()))
-            sig.extend(map(id, m._buffers.values()))
-            sig.extend(map(id, m._modules.values()))
-        return tuple(sig)
+        return None if self._module is None else _module_sig(self._module)
 
     def _trace(self, key, spec, leaves, args, kwargs):
         if self._n_traces >= config.cache_size_limit:   # PyTorch: past the recompile limit, run eagerly
