@@ -27,7 +27,7 @@ from ._program import CompiledFunctionBackward, TraceFailed, generator_state
 from ._trace import Tracer, Tracing, tensor_edge
 
 __all__ = ["compile", "reset", "disable", "is_compiling", "is_dynamo_compiling", "OptimizedModule",
-           "CompiledFunctionBackward"]
+           "CompiledFunctionBackward", "allow_in_graph", "assume_constant_result", "cudagraph_mark_step_begin"]
 
 _TRACING = [0]          # traces running (is_compiling())
 _ALL: list = []         # weak references to every compiled function (reset() empties their caches)
@@ -221,7 +221,7 @@ class CompiledFunction:
             self._cache[key] = _EAGER
             self._reasons.append((key, e.reason))
             if self._fullgraph:
-                from .._dynamo.exc import Unsupported
+                from ._exc import Unsupported
                 raise Unsupported(e.reason) from None
         return result
 
@@ -358,3 +358,17 @@ def _CURRENT_BREAK(reason: str) -> None:
     tr = _trace.CURRENT[-1] if _trace.CURRENT else None
     if tr is not None:
         tr.failed(reason)
+
+
+def allow_in_graph(fn):
+    """Accepted: ``fn``'s primitives are recorded as any others'."""
+    return fn
+
+
+def assume_constant_result(fn):
+    """Accepted: ``fn`` runs at every call (its tensors' results are recorded as any others')."""
+    return fn
+
+
+def cudagraph_mark_step_begin() -> None:
+    """No CUDA graphs here: nothing to mark."""

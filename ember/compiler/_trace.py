@@ -97,7 +97,7 @@ class Tracer:
         if self.fail is None:
             self.fail = reason
         if self.fullgraph:
-            from .._dynamo.exc import Unsupported
+            from ._exc import Unsupported
             raise error if error is not None else Unsupported(reason)
 
     def ref_of(self, a: Tensor):
@@ -536,7 +536,7 @@ _DATA_DEPENDENT = ("item", "__bool__", "__float__", "__int__", "__index__", "__c
 def _readback(tr: Tracer, name: str, orig):
     def readback(self, *a, **k):
         if tr.fullgraph and name in _DATA_DEPENDENT:
-            from .._dynamo.exc import UserError
+            from ._exc import UserError
             tr.failed(f"Tensor.{name}() reads a value back to Python",
                       UserError("Could not guard on data-dependent expression: Tensor." + name + "() of a tensor "
                                 "computed inside the compiled function"))
