@@ -481,3 +481,14 @@ def test_compiled_method_guards_its_module():
     m.train()
     torch.manual_seed(0)
     _same(m(x), b)
+
+
+def test_value_checks_replay_as_guards():
+    emb = torch.nn.Embedding(5, 3)
+    cf = torch.compile(lambda i: emb(i) * 2)
+    for _ in range(2):
+        _same(cf(torch.tensor([0, 4, 2])), emb(torch.tensor([0, 4, 2])) * 2)
+    assert _replays(cf)
+    with pytest.raises(IndexError, match="index out of range in self"):
+        cf(torch.tensor([0, 5, 2]))   # eager's check, not a wrapped-around row
+    _same(cf(torch.tensor([1, 1, 3])), emb(torch.tensor([1, 1, 3])) * 2)

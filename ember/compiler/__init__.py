@@ -176,7 +176,10 @@ class CompiledFunction:
             if d.shape != m[0] or d.dtype != m[1] or c._requires_grad != m[2] or d.strides != m[3]:
                 del self._cache[key]   # a captured tensor changed shape, dtype or requires_grad: trace again
                 return self._trace(key, spec, leaves, args, kwargs)
-        return _replay(rec, spec, leaves)
+        try:
+            return _replay(rec, spec, leaves)
+        except _program.GuardFailed:   # a check on values answers otherwise: this call runs eagerly
+            return self._fn(*args, **kwargs)
 
     def _module_sig(self):
         return None if self._module is None else _module_sig(self._module)

@@ -174,8 +174,33 @@ def finish(tr: Tracer, flat_out: list, n_out_refs: int):
     for j, s in enumerate(steps):
         if s.tensor is not None:
             vc_owner[j] = owner.setdefault(id(s.tensor._vc), ("step", j))
+    _prune(steps, out_refs)
     rec = Recording(tr, out_refs, vc_owner, out_grad, out_vc)
     return rec
+
+
+_PURE = ("xcall", "unpack", "expand", "opcall")
+
+
+def _prune(steps: list, out_refs: list) -> None:
+    """Kernel calls whose results nothing reads (a fast path's own kernels, a check's intermediate) are dropped."""
+    used = {r[1] for r in out_refs if r[0] == "step"}
+    for j in range(len(steps) - 1, -1, -1):
+        s = steps[j]
+        if s.kind in _PURE and j not in used:
+            s.dead = True
+            continue
+        for r in s.args:
+            if r[0] == "step":
+                used.add(r[1])
+        if s.param_refs:
+            refs = set()
+            for tpl in s.param_refs.values():
+                _template_refs(tpl, refs)
+            used.update(r[1] for r in refs if r[0] == "step")
+        for r in s.extra:
+            if r[0] == "step":
+                used.add(r[1])
 
 
 def _check_escapes(tr: Tracer, flat_out: list) -> None:
@@ -280,7 +305,7 @@ class Recording:
         # can reach cannot change; an output's own counter is checked through its Tensor)
         checks = []
         for r in sorted(check_refs, key=lambda r: (r[0], r[1])):
-            o = vc_owner[r[1]] if r[0] == "step" else r
+            o = vc_owner.get(r[1], ("step", -1)) if r[0] == "step" else r   # (a kernel call's array: internal)
             if o[0] in ("in", "cap") or (o[0] == "step" and o[1] in out_steps):
                 if o not in checks:
                     checks.append(o)
@@ -349,6 +374,15 @@ def _template_expr(tpl, expr, const) -> str:
     return f"({items})" if kind == "tuple" else f"[{items}]"
 
 
+class GuardFailed(Exception):
+    """A replayed check on values gave another answer than at the trace: the call runs eagerly."""
+
+
+def _expect(got, want) -> None:
+    if not (got is want or (type(got) is type(want) and (got == want or (got != got and want != want)))):
+        raise GuardFailed
+
+
 def _binder(g: dict):
     """``bind(key)``: the name of a constant of a generated program (made once per key)."""
     names = {}
@@ -405,7 +439,24 @@ def _gen_forward(rec: Recording, steps: list):
         lines.append(f"        k{k} = K[{k}].copy()")
     for j, s in enumerate(steps):
         g[f"f{j}"] = s.forward
-        if s.kind == "group":
+        if s.kind == "group" or s.dead:
+            continue
+        if s.kind in ("xcall", "guard"):
+            kw = s.params["kw"]
+            ex = [expr(r) for r in s.args]
+            n = len(ex) - len(kw)
+            call = f"f{j}({', '.join(ex[:n] + [f'{k}={e}' for k, e in zip(kw, ex[n:])])})"
+            if s.kind == "xcall":
+                lines.append(f"        v{j} = {call}")
+            else:
+                g["_expect"] = _expect
+                lines.append(f"        _expect({call}, {const(s.params['expect'])})")
+            continue
+        if s.kind == "unpack":
+            lines.append(f"        v{j} = {expr(s.args[0])}[{s.params['k']}]")
+            continue
+        if s.kind == "expand":
+            lines.append(f"        v{j} = _EXPAND({expr(s.args[0])}, {const(s.params['shape'])})")
             continue
         if s.kind == "write":
             lines.append(f"        f{j}({expr(s.args[0])}, {expr(s.args[1])})")

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import builtins
 import sys
+import types
+import weakref
 
 from .._tensor import Tensor
 from .. import _tensor
@@ -54,7 +56,7 @@ class Step:
 
     __slots__ = ("kind", "forward", "xp", "args", "casts", "params", "param_refs", "asarray", "node", "prim",
                  "saved", "saves_out", "edges", "seq", "in_meta", "tensor", "out_vc", "in_meta_shape",
-                 "node_prim", "node_params", "extra", "n_out", "arg_dtypes", "arg_values", "out_dtype")
+                 "node_prim", "node_params", "extra", "n_out", "dead", "arg_dtypes", "arg_values", "out_dtype")
 
 
 class Tracer:
@@ -78,9 +80,13 @@ class Tracer:
         self.node_step: dict = {}    # id(node) -> step index
         self.arr_ref: dict = {}      # id(array) -> the ref of a tensor whose data it is
         self.born_arr: dict = {}     # id(array) -> a tensor made outside the primitives with that data
+        self.arr_owner: dict = {}    # id(array) -> the tensor whose data it is
         self.written: set = set()    # refs written into
         self.const_tensors: list = []
         self.rng_draws = 0
+        self.depth = 0               # >0 inside a primitive's forward or a recorded kernel call
+        self.side_effect = False
+        self.unchecked: list = []    # kernels checking values that the replay cannot repeat     # a step that changes outside state (a write into an input, a draw) is recorded
         self.writes: dict = {}       # id(version counter) -> writes recorded into its tensors
         for k, t in enumerate(inputs):
             self._give(t, ("in", k))
@@ -88,7 +94,10 @@ class Tracer:
     # ----- bookkeeping -------------------------------------------------------------------------
     def _give(self, t, r) -> None:
         self.ref[id(t)] = r
-        self.arr_ref.setdefault(id(t._data), r)
+        old = self.arr_ref.get(id(t._data))
+        if old is None or old[0] == "step" and self.steps[old[1]].kind in ("xcall", "unpack") and r != old:
+            self.arr_ref[id(t._data)] = r   # a tensor's ref before a kernel call's (a fast path's own kernel)
+        self.arr_owner.setdefault(id(t._data), weakref.ref(t))
         self.keep.append(t)
         self.seen_vc.append((t, t._vc[0], self.writes.get(id(t._vc), 0), t.grad_fn, t._requires_grad))
 
@@ -115,6 +124,8 @@ class Tracer:
             elif a._requires_grad:
                 self.failed("a tensor created inside the function requires grad (a new leaf each call)")
                 return None
+            elif id(a._data) in self.arr_ref:   # its array comes from a recorded kernel call (zeros_like(x))
+                r = self.arr_ref[id(a._data)]
             else:
                 k = len(self.consts)
                 self.const_tensors.append(a)
@@ -146,7 +157,7 @@ class Tracer:
     def record(self, prim, args, params, node_cls, xp, datas, is_array, t) -> None:
         s = Step()
         s.kind = "prim"
-        s.forward = prim.forward
+        s.forward = getattr(prim.forward, "_ember_orig", prim.forward)
         s.xp = xp
         refs = []
         casts = []
@@ -178,6 +189,7 @@ class Tracer:
         s.casts = tuple(casts)
         s.params = params
         s.extra = ()
+        s.dead = False
         s.param_refs = self.param_refs(prim, params)
         if s.param_refs is False:
             return
@@ -258,6 +270,7 @@ class Tracer:
         s.prim = None
         s.tensor = tensor
         s.extra = ()
+        s.dead = False
         s.arg_dtypes = ()
         s.arg_values = ()
         j = len(self.steps)
@@ -277,12 +290,15 @@ class Tracer:
             self.failed("a write into memory the recording does not know (copyto)")
             return
         self._pseudo("write", copyto, (rd, rs))
-        owner = self.ref_tensor(rd)
+        owner = self.arr_owner.get(id(dst))
+        owner = owner() if owner is not None else None
         if owner is None:
             self.failed("a write into an array no tensor owns")
             return
         self.writes[id(owner._vc)] = self.writes.get(id(owner._vc), 0) + 1
         self.written.add(rd)
+        if rd[0] in ("in", "cap"):
+            self.side_effect = True
 
     def ref_tensor(self, r):
         kind = r[0]
@@ -295,6 +311,57 @@ class Tracer:
         if kind == "step":
             return self.steps[r[1]].tensor
         return None
+
+    def on_kernel(self, name, f, args, kwargs, out) -> None:
+        """A call of the device namespace from the ops' own code (outside any primitive's forward): an index or
+        mask computed from a tensor's values, or a check on them. Replayed as the same call; a result that is no
+        array (a check's answer) becomes a guard: a replay that computes another answer runs the call eagerly."""
+        if self.fail is not None and not self.fullgraph:
+            return
+        refs = []
+        for a in list(args) + list(kwargs.values()):
+            if type(a) is _ndarray:
+                r = self._arr(a)
+                if r is None:
+                    r = self._expanded(a)
+                    if r is None:
+                        if type(out) is not _ndarray and type(out) is not tuple:
+                            # a check on an array computed with the array's own operators (idx < 0): it cannot
+                            # be replayed; the replay skips it (eager's error for such values is not raised)
+                            self.unchecked.append(name)
+                            return
+                        self.failed(f"the device kernel '{name}' reads an array the recording does not know")
+                        return
+                    j = self._pseudo("expand", None, (r[1],))
+                    self.steps[j].params = {"shape": r[2]}
+                    r = ("step", j)
+                refs.append(r)
+            elif _plain(a) or callable(a) and type(a).__module__.startswith("numpy"):
+                refs.append(("py", a))
+            else:
+                self.failed(f"the device kernel '{name}' gets a {type(a).__name__}")
+                return
+        kw = tuple(kwargs)
+        if type(out) is _ndarray:
+            if id(out) in self.arr_ref:   # (the kernel gave back one of its inputs)
+                return
+            j = self._pseudo("xcall", f, refs, out)
+            self.steps[j].params = {"kw": kw}
+        elif type(out) is tuple and all(type(o) is _ndarray or _plain(o) for o in out):
+            j = self._pseudo("xcall", f, refs, None)
+            self.steps[j].params = {"kw": kw}
+            for k, o in enumerate(out):
+                if type(o) is _ndarray and id(o) not in self.arr_ref:
+                    u = self._pseudo("unpack", None, (("step", j),), o)
+                    self.steps[u].params = {"k": k}
+        elif _plain(out) and not isinstance(out, (list, tuple)) or out is None:
+            if self.side_effect:
+                self.failed(f"a check on values ('{name}') after a write into outside state or a random draw")
+                return
+            j = self._pseudo("guard", f, refs, None)
+            self.steps[j].params = {"kw": kw, "expect": out}
+        else:
+            self.failed(f"the device kernel '{name}' returns a {type(out).__name__}")
 
     def on_rng(self, f, args, kwargs, out) -> None:
         """A draw from the device's generator: replayed as the same call on the default generator's state."""
@@ -323,6 +390,7 @@ class Tracer:
         s_j = self._pseudo("call", f, refs, out)
         self.steps[s_j].params = {"kw": tuple(kwargs)}
         self.rng_draws += 1
+        self.side_effect = True
 
     def _expanded(self, v):
         """``xp.expand(a, v.shape)`` of a known array ``a`` (a mask broadcast to the result's shape), or None."""
@@ -385,6 +453,7 @@ class Tracer:
                 return
         self.born[id(t)] = (where, None)
         self.born_arr.setdefault(id(t._data), t)
+        self.arr_owner.setdefault(id(t._data), weakref.ref(t))
         self.keep.append(t)
 
     def on_alias(self, src, t) -> None:
@@ -466,6 +535,20 @@ class Tracing:
             orig = getattr(root, name, None) if root is not None else None
             if orig is not None and callable(orig):
                 self._swap(root, name, _opcall(tr, orig))
+        from ..autograd import engine as _engine
+        run_backward = _engine.run_backward
+
+        def traced_backward(*a, **k):
+            tr.failed("backward() inside the function")
+            return run_backward(*a, **k)
+        self._swap(_engine, "run_backward", traced_backward)
+        for p in _primitive.PRIMITIVES:
+            self._swap(p, "forward", _inside(tr, p.forward))
+        ns = _primitive._NP_NS
+        for name, f in list(vars(ns).items()):
+            if name.startswith("_") or isinstance(f, (type, types.ModuleType)) or not callable(f):
+                continue
+            self._swap(ns, name, _kernel(tr, name, f))
         be = _primitive._NP_NS.backend
         copyto = be.copyto
 
@@ -519,6 +602,33 @@ def _opcall(tr: Tracer, orig):
 _RNG_QUIET = ("mt_key", "check_std", "fma64", "annotations")   # no draw: called as they are
 _RNG_REPLAYED = ("bernoulli", "uniform", "normal", "write", "random", "exponential", "geometric", "cauchy",
                  "log_normal", "normal_like")
+
+
+def _inside(tr: Tracer, f):
+    """A primitive's forward while tracing: the kernels it calls are its own business (not recorded)."""
+    def forward(*a, **k):
+        tr.depth += 1
+        try:
+            return f(*a, **k)
+        finally:
+            tr.depth -= 1
+    forward._ember_orig = f
+    forward.__wrapped__ = getattr(f, "__wrapped__", f)
+    return forward
+
+
+def _kernel(tr: Tracer, name: str, f):
+    def kernel(*args, **kwargs):
+        if tr.depth:
+            return f(*args, **kwargs)
+        tr.depth += 1
+        try:
+            out = f(*args, **kwargs)
+        finally:
+            tr.depth -= 1
+        tr.on_kernel(name, f, args, kwargs, out)
+        return out
+    return kernel
 
 
 def _rng_call(tr: Tracer, name: str, f):
