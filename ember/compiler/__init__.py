@@ -226,6 +226,8 @@ class CompiledFunction:
         finally:
             _TRACING[0] -= 1
         try:
+            if tr.fail is not None:
+                raise TraceFailed(tr.fail)
             if generator_state() != g0 and not (tr.rng_draws and gen._seed == seed0 and
                                                 (st0 is None or gen._state is st0)):
                 raise TraceFailed("the default generator moved other than by the recorded draws (seeded?)")
