@@ -492,3 +492,20 @@ def test_value_checks_replay_as_guards():
     with pytest.raises(IndexError, match="index out of range in self"):
         cf(torch.tensor([0, 5, 2]))   # eager's check, not a wrapped-around row
     _same(cf(torch.tensor([1, 1, 3])), emb(torch.tensor([1, 1, 3])) * 2)
+
+
+def test_nanogpt_train_script_with_compile(tmp_path):
+    """nanoGPT's own train.py with --compile=True prints what --compile=False prints (losses, evals, checkpoint)."""
+    import os
+    import sys
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import test_programs as tp
+    outs = {}
+    for comp in ("False", "True"):
+        cmd = [a.replace("--compile=False", f"--compile={comp}") for a in tp._NANOGPT_TRAIN] + ["--max_iters=6"]
+        d = tmp_path / comp
+        d.mkdir()
+        out, err, rc, _, _ = tp._leg("ember", "nanogpt", d, tp._nanogpt_data, [cmd])
+        assert rc == 0, err[-3000:]
+        outs[comp] = [tp._nanogpt_mask(line) for line in out.splitlines() if "compil" not in line.lower()]
+    assert outs["True"] == outs["False"] and any("loss" in line for line in outs["True"])
