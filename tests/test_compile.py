@@ -509,3 +509,19 @@ def test_nanogpt_train_script_with_compile(tmp_path):
         assert rc == 0, err[-3000:]
         outs[comp] = [tp._nanogpt_mask(line) for line in out.splitlines() if "compil" not in line.lower()]
     assert outs["True"] == outs["False"] and any("loss" in line for line in outs["True"])
+
+
+def test_optimized_module_copies_and_pickles():
+    import copy
+    import pickle
+    m = torch.nn.Linear(3, 2)
+    c = torch.compile(m)
+    x = torch.randn(4, 3)
+    c(x)
+    c(x)
+    for d in (copy.deepcopy(c), pickle.loads(pickle.dumps(c))):
+        assert d._orig_mod is not m
+        with torch.no_grad():
+            d._orig_mod.weight.mul_(2)
+        _same(d(x), torch.nn.functional.linear(x, d._orig_mod.weight, d._orig_mod.bias))
+        _same(c(x), m(x))

@@ -164,6 +164,15 @@ class CompiledFunction:
         functools.update_wrapper(self, fn)
         _ALL.append(self)
 
+    def __deepcopy__(self, memo):
+        """A copy compiles afresh (recordings hold the original's tensors)."""
+        import copy
+        return CompiledFunction(copy.deepcopy(self._fn, memo), self._fullgraph,
+                                copy.deepcopy(self._module, memo) if self._module is not None else None)
+
+    def __reduce__(self):
+        return (CompiledFunction, (self._fn, self._fullgraph, self._module))
+
     def _reset(self) -> None:
         self._cache.clear()
         self._reasons.clear()
@@ -324,7 +333,13 @@ class OptimizedModule(Module):
         except AttributeError:
             return getattr(self._modules["_orig_mod"], name)
 
-    OptimizedModule_name = "OptimizedModule"
+    def __reduce_ex__(self, protocol):
+        # (the class is named as PyTorch's, torch._dynamo.eval_frame.OptimizedModule: pickles rebuild it here)
+        return (_optimized, (self._modules["_orig_mod"], self._compiled._fullgraph))
+
+
+def _optimized(mod: Module, fullgraph: bool) -> OptimizedModule:
+    return OptimizedModule(mod, CompiledFunction(mod, fullgraph, module=mod))
 
 
 OptimizedModule.__module__ = "torch._dynamo.eval_frame"
