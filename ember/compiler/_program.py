@@ -649,6 +649,7 @@ def _gen_backward(rec: Recording, fixes: dict):
         lines.append(f"    b{j} = G[{k}]")
     lines.append(f"    E = [None] * {len(rec.ext)}")
     e = 0
+    fresh = {j for j in rec.bwd_steps if steps[j].kind != "group" and j not in outs}
 
     def route(edge, body):
         nonlocal n_ext
@@ -660,7 +661,11 @@ def _gen_backward(rec: Recording, fixes: dict):
             body.append(f"if gi is not None: b{t}[{nr}] = gi if b{t}[{nr}] is None else b{t}[{nr}] + gi")
         else:
             t = edge[1]
-            body.append(f"if gi is not None: b{t} = gi if b{t} is None else b{t} + gi")
+            if t in fresh:   # its first contribution: the buffer is None until now (None stays None)
+                fresh.discard(t)
+                body.append(f"b{t} = gi")
+            else:
+                body.append(f"if gi is not None: b{t} = gi if b{t} is None else b{t} + gi")
     for j in rec.bwd_steps:
         s = steps[j]
         n_ext = 0
