@@ -525,3 +525,20 @@ def test_optimized_module_copies_and_pickles():
             d._orig_mod.weight.mul_(2)
         _same(d(x), torch.nn.functional.linear(x, d._orig_mod.weight, d._orig_mod.bias))
         _same(c(x), m(x))
+
+
+def test_outputs_that_are_views_of_inputs():
+    def f(x):
+        return x.t(), (x * 2).sum(), x[1:]
+    cf = torch.compile(f)
+    for k in range(3):
+        a = torch.randn(3, 4, requires_grad=True)
+        b = a.detach().clone().requires_grad_()
+        o1, o2 = f(a), cf(b)
+        for u, v in zip(o1, o2):
+            _same(u, v)
+        assert o2[0]._base is b and o2[2]._base is b
+        (o1[0].sum() * 3 + o1[1] + o1[2].sum()).backward()
+        (o2[0].sum() * 3 + o2[1] + o2[2].sum()).backward()
+        _same(a.grad, b.grad)
+    assert _replays(cf) and not cf._reasons

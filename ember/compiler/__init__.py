@@ -37,6 +37,8 @@ from .. import _dtype
 from .._state import _state, code_swaps, fwd_state, func_depth
 from .._tensor import Tensor, make
 from ..autograd import _profiling
+from ..autograd._primitive import apply as _apply
+from ..autograd.grad_mode import set_grad_enabled as _set_grad_enabled
 from ..autograd.anomaly_mode import _anomaly
 from ..autograd.graph import HOOKS_ON, NODE_OBSERVERS, _seq
 from ..nn.modules.module import Module
@@ -308,9 +310,25 @@ def _replay(rec, spec, leaves):
             vals.append(ins[r[1]])
         elif kind == "cap":
             vals.append(rec.captured[r[1]])
+        elif kind == "view":
+            vals.append(_view_again(ins[r[1][1]] if r[1][0] == "in" else rec.captured[r[1][1]], r[2], r[3]))
         else:
             vals.append(r[1])
     return _unflatten(rec.out_spec, iter(vals))
+
+
+def _view_again(base: Tensor, steps: tuple, recorded: bool) -> Tensor:
+    """An output that is a view of an input: its view ops applied to the input again, eagerly (with grad mode as
+    when the trace made it, where the input requires grad)."""
+    t = base
+    if base._requires_grad and _state.enabled != recorded:
+        with _set_grad_enabled(recorded):
+            for prim, params in steps:
+                t = _apply(prim, (t,), params)
+        return t
+    for prim, params in steps:
+        t = _apply(prim, (t,), params)
+    return t
 
 
 # ----- modules ------------------------------------------------------------------------------------

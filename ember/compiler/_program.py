@@ -12,7 +12,7 @@ from ..autograd._primitive import _ndarray, _NP_NS, _OUT_NOT_SAVED, _wrong_shape
 from ..autograd.graph import FREED, FREED_MESSAGE, Node, modified_message, node_class
 from ..ops import random as _random
 from ..ops.shape import _MultiViewNode
-from ._trace import ARRAY, TraceFailed, Tracer, tensor_edge
+from ._trace import ARRAY, TraceFailed, Tracer, _plain, tensor_edge
 from . import _inline
 
 DOUBLE_BACKWARD = "torch.compile with aot_autograd does not currently support double backward"
@@ -57,6 +57,16 @@ def finish(tr: Tracer, flat_out: list, n_out_refs: int):
             r = tr.ref.get(id(leaf))
             if r is None or r[0] not in ("in", "cap", "step"):
                 raise TraceFailed("an output tensor is not computed by a traced op (a factory or outside value)")
+            if r[0] == "step" and leaf._base is not None and tr.ref.get(id(leaf._base), ("",))[0] in ("in", "cap"):
+                # a view of an input or captured tensor: made again at each replay by the same view ops on it,
+                # eagerly, so that it shares its base's memory, version and history as eager's does
+                br = tr.ref[id(leaf._base)]
+                vsteps = leaf._view_steps
+                if leaf.__dict__ or getattr(leaf, "_origin", None) is not None or not all(
+                        all(_plain(v) for v in p.values()) for _, p in vsteps):
+                    raise TraceFailed("an output is a view of an input that the replay cannot make again")
+                out_refs.append(("view", br, vsteps, leaf.grad_fn is not None))
+                continue
             if r[0] == "step":
                 s = steps[r[1]]
                 if leaf._base is not None:
