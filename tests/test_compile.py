@@ -542,3 +542,11 @@ def test_outputs_that_are_views_of_inputs():
         (o2[0].sum() * 3 + o2[1] + o2[2].sum()).backward()
         _same(a.grad, b.grad)
     assert _replays(cf) and not cf._reasons
+
+
+def test_scalar_values_replay_without_guards():
+    cf = torch.compile(lambda x: torch.tanh(x * 2) + x.exp())
+    for v in (0.5, 0.7, -0.9, 2.0):
+        x = torch.tensor(v)
+        _same(cf(x), torch.tanh(x * 2) + x.exp())
+    assert cf._guard_fallbacks == 0 and len(_replays(cf)) == 1

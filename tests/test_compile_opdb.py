@@ -91,6 +91,7 @@ def test_compiled_matches_eager(info):
             assert _same(want[1], got[1]), f"{info.name} {sample.desc} call {call}: gradients differ"
         replayed = any(r is not _EAGER for r in cf._cache.values())
         REPORT["replayed" if replayed else "eager"] += 1
+        REPORT["replays sent to eager by a check on values"] += cf._guard_fallbacks
         for _, reason in cf._reasons:
             REPORT[reason.split(":")[0][:70]] += 1
 

@@ -162,7 +162,7 @@ class CompiledFunction:
         self._cache: dict = {}
         self._reasons: list = []   # (key, reason) of each trace that fell back to eager
         self._n_traces = 0
-        self._mod_sig = None
+        self._guard_fallbacks = 0   # replays that a check on values sent to eager
         functools.update_wrapper(self, fn)
         _ALL.append(self)
 
@@ -208,6 +208,7 @@ class CompiledFunction:
         try:
             return _replay(rec, spec, leaves)
         except _program.GuardFailed:   # a check on values answers otherwise: this call runs eagerly
+            self._guard_fallbacks += 1
             return self._fn(*args, **kwargs)
 
     def _module_sig(self):

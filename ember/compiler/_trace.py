@@ -86,7 +86,8 @@ class Tracer:
         self.rng_draws = 0
         self.depth = 0               # >0 inside a primitive's forward or a recorded kernel call
         self.side_effect = False
-        self.unchecked: list = []    # kernels checking values that the replay cannot repeat     # a step that changes outside state (a write into an input, a draw) is recorded
+        self.unchecked: list = []
+        self.forward_codes: set = set()    # kernels checking values that the replay cannot repeat     # a step that changes outside state (a write into an input, a draw) is recorded
         self.writes: dict = {}       # id(version counter) -> writes recorded into its tensors
         for k, t in enumerate(inputs):
             self._give(t, ("in", k))
@@ -542,8 +543,13 @@ class Tracing:
             tr.failed("backward() inside the function")
             return run_backward(*a, **k)
         self._swap(_engine, "run_backward", traced_backward)
+        codes = set()
         for p in _primitive.PRIMITIVES:
+            code = getattr(p.forward, "__code__", None)
+            if code is not None:
+                codes.add(code)
             self._swap(p, "forward", _inside(tr, p.forward))
+        tr.forward_codes = codes
         ns = _primitive._NP_NS
         for name, f in list(vars(ns).items()):
             if name.startswith("_") or isinstance(f, (type, types.ModuleType)) or not callable(f):
@@ -619,7 +625,7 @@ def _inside(tr: Tracer, f):
 
 def _kernel(tr: Tracer, name: str, f):
     def kernel(*args, **kwargs):
-        if tr.depth:
+        if tr.depth or sys._getframe(1).f_code in tr.forward_codes:   # (a fast path calls the forward itself)
             return f(*args, **kwargs)
         tr.depth += 1
         try:
