@@ -550,3 +550,18 @@ def test_scalar_values_replay_without_guards():
         x = torch.tensor(v)
         _same(cf(x), torch.tanh(x * 2) + x.exp())
     assert cf._guard_fallbacks == 0 and len(_replays(cf)) == 1
+
+
+def test_a_raising_trace_restores_everything():
+    from ember.autograd import _primitive
+    result, ns_tanh, fwd = _primitive._result, _primitive._NP_NS.tanh, _primitive.PRIMITIVES[0].forward
+
+    def f(x):
+        y = torch.tanh(x)
+        raise ValueError("boom")
+    cf = torch.compile(f)
+    with pytest.raises(ValueError, match="boom"):
+        cf(torch.ones(2))
+    assert _primitive._result is result and _primitive._NP_NS.tanh is ns_tanh
+    assert _primitive.PRIMITIVES[0].forward is fwd and torch.Tensor.item.__name__ == "item"
+    assert not torch.compiler.is_compiling()
