@@ -565,3 +565,23 @@ def test_a_raising_trace_restores_everything():
     assert _primitive._result is result and _primitive._NP_NS.tanh is ns_tanh
     assert _primitive.PRIMITIVES[0].forward is fwd and torch.Tensor.item.__name__ == "item"
     assert not torch.compiler.is_compiling()
+
+
+def test_hooks_and_retain_grad_on_outputs():
+    def f(x):
+        return x * 3, (x * x).sum()
+    cf = torch.compile(f)
+    seen = []
+    for k in range(3):
+        xs = [torch.randn(4, requires_grad=True)]
+        xs.append(xs[0].detach().clone().requires_grad_())
+        grads = []
+        for fn, x in zip((f, cf), xs):
+            a, s = fn(x)
+            a.retain_grad()
+            a.register_hook(lambda g: seen.append(g.clone()) or g * 2)
+            (a.sum() + s).backward()
+            grads.append(a.grad)
+        _same(*grads)
+        _same(xs[0].grad, xs[1].grad)
+    assert len(seen) == 6 and _replays(cf)
