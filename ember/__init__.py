@@ -35,6 +35,7 @@ from . import amp, cpu  # noqa: E402  (torch.amp: autocast and GradScaler; torch
 from . import accelerator  # noqa: E402,F401  (torch.accelerator, as a build without an accelerator answers)
 from .cuda import amp as _cuda_amp  # noqa: E402,F401  (loads torch.cuda.amp)
 from .amp import GradScaler, autocast  # noqa: E402
+del compile   # noqa: F821  (ember.compile is ember.compiler's, loaded on first use: see __getattr__)
 from .amp.autocast_mode import (  # noqa: E402,F401  (torch's autocast state functions)
     autocast_decrement_nesting, autocast_increment_nesting, clear_autocast_cache, get_autocast_cpu_dtype,
     get_autocast_dtype, get_autocast_gpu_dtype, get_autocast_ipu_dtype, get_autocast_xla_dtype,
@@ -46,7 +47,7 @@ from .amp.autocast_mode import (  # noqa: E402,F401  (torch's autocast state fun
 
 # as PyTorch's: a program that does not use them does not import them (torch.func: vmap, grad, vjp, jvp, jacrev,
 # jacfwd, hessian, functional_call); torch.multiprocessing (PyTorch loads it with torch) on first use too
-_ON_FIRST_USE = ("profiler", "onnx", "testing", "func", "multiprocessing")
+_ON_FIRST_USE = ("profiler", "onnx", "testing", "func", "multiprocessing", "compiler", "_dynamo")
 
 
 def __getattr__(name: str):
@@ -59,4 +60,7 @@ def __getattr__(name: str):
     if name == "vmap":
         from .func import vmap
         return vmap
+    if name == "compile":   # torch.compile: ember.compiler's (ops/utility's argument checks, then the tracer)
+        from .compiler import compile
+        return compile
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -126,12 +126,15 @@ def test_default_device():
     assert ember.get_default_device() == ember.device("cpu")
 
 
-def test_compile_is_a_pass_through():
+def test_compile_wraps_and_keeps_results():
+    # ember.compile traces and replays (tests/test_compile.py); disable=True is the pass-through
     model = ember.nn.Linear(2, 2)
-    assert ember.compile(model) is model
+    assert ember.compile(model)._orig_mod is model
     f = lambda x: x * 2   # noqa: E731
-    assert ember.compile(f, mode="reduce-overhead") is f
-    assert ember.compile(fullgraph=True)(f) is f
+    x = ember.ones(3)
+    assert ember.compile(f, mode="reduce-overhead")(x).tolist() == [2.0] * 3
+    assert ember.compile(fullgraph=True)(f)(x).tolist() == [2.0] * 3
+    assert ember.compile(f, disable=True) is f
 
 
 def test_dlpack_shares_memory_both_ways():

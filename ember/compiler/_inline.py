@@ -1,0 +1,75 @@
+"""Lines of the generated programs that call a kernel without the layers around it, where those layers are provably
+a plain forwarding call for the recorded dtypes: the result is the very same array computation.
+
+* a forward or rule that is a lambda of exactly the form ``lambda xp, a: xp.NAME(a)`` (or a rule
+  ``lambda xp, g, out, a: xp.NAME(g, out)``) calls ``xp.NAME`` directly (recognised by comparing its bytecode with a
+  reference lambda compiled here: same instructions, constants and argument count, no closure or defaults);
+* a rule ``lambda xp, g, out, ...: g`` (add's, sub's first) is ``g`` itself, as the rule returns it;
+* add/sub/mul's forward kernel (``ops/elementwise._scalar_kernel``) and mul's rules: ``a OP b`` where the kernel
+  does exactly that for the dtypes seen, with a Python float replaced by the device's cached weak number
+  (``xp.weak_number``), as the kernel does on each call.
+"""
+from __future__ import annotations
+
+import operator
+
+from ..ops import elementwise as _ew
+
+_SYMBOL = {operator.mul: "*", operator.add: "+", operator.sub: "-"}
+_KERNELS = {_ew.mul_p.forward: operator.mul, _ew.add_p.forward: operator.add, _ew.sub_p.forward: operator.sub}
+_F16, _BF16 = _ew._F16, _ew._BF16
+
+_REF_UNARY = lambda xp, a: xp.tanh(a)   # noqa: E731
+_REF_RULE = lambda xp, g, out, a: xp.tanh_backward(g, out)   # noqa: E731
+_REF_ID = {4: lambda xp, g, out, a: g, 5: lambda xp, g, out, a, b: g}   # noqa: E731
+
+
+def _shaped_like(fn, ref) -> bool:
+    c, r = getattr(fn, "__code__", None), ref.__code__
+    return (c is not None and c.co_code == r.co_code and c.co_argcount == r.co_argcount
+            and c.co_consts == r.co_consts and len(c.co_names) == len(r.co_names) and c.co_flags == r.co_flags
+            and c.co_kwonlyargcount == r.co_kwonlyargcount and not c.co_freevars
+            and fn.__defaults__ is None and fn.__kwdefaults__ is None)
+
+
+def _scalar_op(op, a_expr: str, a_dtype, b, b_expr: str, bind) -> str | None:
+    """``_scalar_kernel(op)(xp, a, b)`` as an expression, or None where it takes another path."""
+    tb = type(b)
+    if tb is float:
+        if a_dtype is _F16 or a_dtype is _BF16:
+            return None
+        return f"{a_expr} {_SYMBOL[op]} {bind(('weak', a_dtype, b))}"
+    if tb is int and (a_dtype is _F16 or a_dtype is _BF16):
+        return None
+    return f"{a_expr} {_SYMBOL[op]} {b_expr}"
+
+
+def forward_line(s, exprs: list, bind) -> str | None:
+    """The expression of step ``s``'s forward without its wrappers, or None. ``exprs``: its arguments' expressions
+    (casts applied); ``bind(value)`` gives the name of a constant of the program."""
+    fwd = s.forward
+    op = _KERNELS.get(fwd)
+    if op is not None and not s.params and len(exprs) == 2 and s.arg_dtypes[0] is not None:
+        b = s.arg_values[1]
+        return _scalar_op(op, exprs[0], s.arg_dtypes[0], b, exprs[1], bind)
+    if not s.params and len(exprs) == 1 and _shaped_like(fwd, _REF_UNARY):
+        return f"{bind(('attr', s.xp, fwd.__code__.co_names[0]))}({exprs[0]})"
+    return None
+
+
+def rule_line(prim, i: int, rule, g_dtype, out_expr: str, args: list, arg_values: list, bind,
+              params: dict) -> str | None:
+    """The expression of one VJP rule call without its wrappers, or None."""
+    n = 3 + len(args)
+    if params:
+        return None
+    ref = _REF_ID.get(n)
+    if ref is not None and _shaped_like(rule, ref):
+        return "g"
+    if n == 4 and _shaped_like(rule, _REF_RULE):
+        from .._device import NAMESPACES   # noqa: F401  (the CPU namespace is the generated code's X)
+        return f"{bind(('xattr', rule.__code__.co_names[0]))}(g, {out_expr})"
+    if prim is _ew.mul_p and n == 5 and rule is _ew.mul_p.vjps[i]:
+        other = 1 - i
+        return _scalar_op(operator.mul, "g", g_dtype, arg_values[other], args[other], bind)
+    return None
