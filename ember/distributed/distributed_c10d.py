@@ -18,7 +18,7 @@ import os
 from enum import Enum
 from typing import Any, Callable, Sequence
 
-from .. import _dtype as D
+from .. import _device, _dtype as D
 from .._tensor import Tensor
 from ..devices import backend_of, cpu_backend, device_namespace
 from . import _mpi
@@ -52,6 +52,7 @@ class Backend(str):
     MPI = "mpi"
     XCCL = "xccl"
     backend_list = [UNDEFINED, GLOO, NCCL, XCCL, UCC, MPI]
+    default_device_backend_map = {"cpu": GLOO, "cuda": NCCL, "xpu": XCCL, "mps": GLOO}
 
     def __new__(cls, name: str) -> "Backend":
         if not isinstance(name, str):
@@ -135,6 +136,15 @@ def is_mpi_available() -> bool:
 def is_gloo_available() -> bool:
     """"gloo" is a name for MPI here: available when MPI is."""
     return is_available()
+
+
+def get_default_backend_for_device(device: "str | _device.device") -> str:
+    """PyTorch's default backend name for a device ("cpu": "gloo", "cuda": "nccl"); every one runs on MPI here."""
+    kind = device.type if isinstance(device, _device.device) else _device.device(device).type
+    backend = Backend.default_device_backend_map.get(kind)
+    if backend is None:
+        raise ValueError(f"Default backend not registered for device : {device}")
+    return backend
 
 
 def is_nccl_available() -> bool:
