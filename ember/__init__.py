@@ -46,12 +46,12 @@ from .amp.autocast_mode import (  # noqa: E402,F401  (torch's autocast state fun
 
 # as PyTorch's: a program that does not use them does not import them (torch.func: vmap, grad, vjp, jvp, jacrev,
 # jacfwd, hessian, functional_call); torch.multiprocessing (PyTorch loads it with torch) on first use too
-_ON_FIRST_USE = ("profiler", "onnx", "testing", "func", "multiprocessing")
+_ON_FIRST_USE = ("profiler", "onnx", "testing", "func", "multiprocessing", "futures")
 
 
 def __getattr__(name: str):
-    """``torch.profiler``, ``torch.onnx``, ``torch.testing``, ``torch.func`` and ``torch.multiprocessing`` loaded on
-    first use; ``torch.vmap``
+    """``torch.profiler``, ``torch.onnx``, ``torch.testing``, ``torch.func``, ``torch.multiprocessing`` and
+    ``torch.futures`` loaded on first use; ``torch.vmap``
     is ``torch.func.vmap``."""
     if name in _ON_FIRST_USE:
         import importlib

@@ -19,6 +19,7 @@ from enum import Enum
 from typing import Any, Callable, Sequence
 
 from .. import _device, _dtype as D
+from ..futures import Future
 from .._tensor import Tensor
 from ..devices import backend_of, cpu_backend, device_namespace
 from . import _mpi
@@ -433,32 +434,50 @@ class Work:
         self.wait()
         return self._value
 
-    def get_future(self) -> "_Future":
-        return _Future(self)
+    def get_future(self) -> Future:
+        """A torch.futures.Future of the operation's outputs (``fut.value()``: the list of output tensors),
+        completed when it is waited on or found complete."""
+        fut = Future()
+
+        def drive() -> None:
+            self.wait()
+            if not fut._done:
+                fut.set_result(self.result())
+        fut._drive = drive
+        fut._poll = self.is_completed
+        return fut
 
 
-class _Future:
-    """The little of torch.futures.Future a Work's ``get_future()`` serves: wait() and value()."""
+class GradBucket:
+    """One bucket of DistributedDataParallel's gradients as a communication hook sees it (PyTorch's
+    ``dist.GradBucket``): the flat ``buffer()`` of its parameters' gradients, and those parameters."""
 
-    def __init__(self, work: Work):
-        self._work = work
+    def __init__(self, index: int, buffer: Tensor, offsets: list, parameters: list, is_last: bool) -> None:
+        self._index, self._buffer, self._offsets = index, buffer, offsets
+        self._parameters, self._is_last = parameters, is_last
 
-    def wait(self) -> list:
-        self._work.wait()
-        return self._work.result()
+    def index(self) -> int:
+        """The bucket's place in the order the buckets are reduced (0 first)."""
+        return self._index
 
-    def value(self) -> list:
-        return self.wait()
+    def buffer(self) -> Tensor:
+        """The flat tensor of the bucket's gradients (the hook's input)."""
+        return self._buffer
 
-    def done(self) -> bool:
-        return self._work.is_completed()
+    def set_buffer(self, buffer: Tensor) -> None:
+        """Replace the flat tensor (a hook wrapper casting it to another dtype)."""
+        self._buffer = buffer
 
-    def then(self, callback: Callable) -> "_Future":
-        self._work.wait()
-        out = _Future(self._work)
-        value = callback(self)
-        out.wait = lambda: value   # type: ignore[method-assign]
-        return out
+    def gradients(self) -> list:
+        """Each parameter's gradient: a view of ``buffer()`` shaped as the parameter."""
+        return [self._buffer[o:o + p.numel()].view(p.shape) for o, p in zip(self._offsets, self._parameters)]
+
+    def parameters(self) -> list:
+        return list(self._parameters)
+
+    def is_last(self) -> bool:
+        """True for the last bucket reduced in an iteration."""
+        return self._is_last
 
 
 def _run(work: Work, async_op: bool) -> Work | None:

@@ -95,10 +95,10 @@ def optimizer(name, ps):
     return torch.optim.SGD(ps, lr=0.1, momentum=0.9) if name == "sgd" else torch.optim.Adam(ps, lr=0.01)
 
 
-def train(kind, opt_name, accumulate=1, sync_bn=False, **ddp_kwargs):
+def train(kind, opt_name, accumulate=1, sync_bn=False, hook=None, **ddp_kwargs):
     """DDP training (each rank on its shard; ``accumulate`` micro-batches per step, all but the last under
-    no_sync; BatchNorm made SyncBatchNorm with ``sync_bn``) and the same training in one process on whole batches;
-    both runs' final parameters and buffers."""
+    no_sync; BatchNorm made SyncBatchNorm with ``sync_bn``; ``hook`` a communication hook) and the same training in
+    one process on whole batches; both runs' final parameters and buffers."""
     batch = 8 * accumulate
     xs, ys = data(kind, STEPS, batch)
     loss_fn = LOSSES[kind]
@@ -109,6 +109,8 @@ def train(kind, opt_name, accumulate=1, sync_bn=False, **ddp_kwargs):
     if sync_bn:
         model = nn.SyncBatchNorm.convert_sync_batchnorm(model)
     ddp = DDP(model, **ddp_kwargs)
+    if hook is not None:
+        ddp.register_comm_hook(None, hook)
     opt, opt1 = optimizer(opt_name, ddp.parameters()), optimizer(opt_name, single.parameters())
     per = batch // (N * accumulate)
     losses = []
@@ -204,6 +206,61 @@ def join(extra_on_rank0):
     return params(m)
 
 
+def hooks():
+    import importlib   # (``torch`` here may be ember: import from whichever it is)
+    return importlib.import_module(torch.__name__ + ".distributed.algorithms.ddp_comm_hooks.default_hooks")
+
+
+def custom_hook_seen():
+    """A hook of the user's own (PyTorch's documented pattern): a Future made by hand for the first bucket, an
+    all_reduce future with a ``then`` for the others; what it saw of each bucket in 3 steps (with no_sync)."""
+    seen = []
+
+    def hook(state, bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
+        seen.append([state, bucket.index(), bucket.is_last(), bucket.buffer().numel(), str(bucket.buffer().dtype),
+                     [list(g.shape) for g in bucket.gradients()], [list(p.shape) for p in bucket.parameters()],
+                     float(bucket.buffer().abs().sum())])
+        if bucket.index() == 0:   # this bucket: every rank keeps its own gradients, doubled
+            fut = torch.futures.Future()
+            fut.set_result(bucket.buffer() * 2)
+            return fut
+        return dist.all_reduce(bucket.buffer(), async_op=True).get_future().then(lambda f: f.value()[0] / N)
+    torch.manual_seed(11)
+    m = nn.Sequential(nn.Linear(4, 64), nn.Tanh(), nn.Linear(64, 64), nn.Tanh(), nn.Linear(64, 2))
+    ddp = DDP(m, bucket_cap_mb=0.01)
+    ddp.register_comm_hook("state", hook)
+    g = torch.Generator().manual_seed(12)
+    for step in range(3):
+        x = torch.randn(2 * N, 4, generator=g)[2 * R:2 * R + 2]
+        if step == 1:
+            with ddp.no_sync():
+                ddp(x).sum().backward()
+        ddp(x).pow(2).sum().backward()
+    return [seen, grads(m)]
+
+
+def hook_errors():
+    out = []
+
+    def plain(state, bucket):
+        return bucket
+    def bad_bucket(state, bucket: int):
+        pass
+    def bad_return(state, bucket) -> int:
+        pass
+    def no_bucket(state, b):
+        pass
+    for hook in (3, bad_bucket, bad_return, no_bucket, hooks().allreduce_hook):
+        ddp = DDP(nn.Linear(2, 2))
+        try:
+            ddp.register_comm_hook(None, hook)
+            ddp.register_comm_hook(None, hook)
+            out.append("no error")
+        except Exception as e:   # noqa: BLE001
+            out.append([type(e).__name__, str(e)])
+    return out
+
+
 CASES = {
     "mlp_sgd": lambda: train("mlp", "sgd"),
     "mlp_sgd_small_buckets": lambda: train("mlp", "sgd", bucket_cap_mb=0.0001),
@@ -218,9 +275,17 @@ CASES = {
     "buffers": buffers,
     "join_even": lambda: join(0),
     "join_uneven": lambda: join(1),
+    # communication hooks (tests/test_ddp_comm_hooks.py; not in the default run)
+    "hook_allreduce": lambda: train("mlp", "sgd", hook=hooks().allreduce_hook),
+    "hook_allreduce_no_sync": lambda: train("mlp", "adam", accumulate=2, hook=hooks().allreduce_hook),
+    "hook_fp16": lambda: train("cnn", "adam", hook=hooks().fp16_compress_hook),
+    "hook_fp16_wrapper": lambda: train("mlp", "sgd", hook=hooks().fp16_compress_wrapper(hooks().allreduce_hook)),
+    "hook_bf16": lambda: train("mlp", "sgd", hook=hooks().bf16_compress_hook),
+    "hook_custom": custom_hook_seen,
+    "hook_errors": hook_errors,
 }
 chosen = os.environ.get("CASES")
-for name in (chosen.split(",") if chosen else CASES):
+for name in (chosen.split(",") if chosen else [c for c in CASES if not c.startswith("hook_")]):
     try:
         got[name] = CASES[name]()
     except Exception as e:   # noqa: BLE001

@@ -11,13 +11,15 @@ the all-reduces when backward ends and writes the averaged gradients back into `
 """
 from __future__ import annotations
 
+import inspect
 import sys
 import warnings
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from ... import _dtype as D
 from ..._tensor import Tensor
+from ...futures import Future
 from ...autograd import grad_mode as _gm
 from ...autograd.graph import grad_accumulator, queue_callback
 from ...ops import creation as _creation
@@ -210,6 +212,7 @@ class DistributedDataParallel(Module):
         self._marked_unused = False
         self._callback_queued = False
         self._joining = False
+        self._comm_hook: Any = None          # (hook, state) of register_comm_hook
         self._hooks = [p.register_post_accumulate_grad_hook(self._make_hook(i)) for i, p in enumerate(self._params)]
 
     # ------------------------------------------------------------------------------------------------
@@ -249,16 +252,17 @@ class DistributedDataParallel(Module):
         bucket.pending -= 1
         for earlier in self._buckets[:self._next_bucket]:   # MPI progresses non-blocking collectives when called
             if earlier.work is not None:
-                earlier.work.is_completed()
+                earlier.work.done() if self._comm_hook else earlier.work.is_completed()
         # buckets start in order on every rank (collectives must): launch this one and any ready ones after it
         while self._next_bucket < len(self._buckets) and self._buckets[self._next_bucket].pending == 0:
-            self._launch(self._buckets[self._next_bucket])
+            self._launch(self._next_bucket)
             self._next_bucket += 1
 
-    def _launch(self, bucket: _Bucket) -> None:
-        """Copy the bucket's gradients (divided by the world size, PyTorch's order) into its buffer and start a
-        non-blocking all-reduce of it."""
-        scale = 1.0 / self._world
+    def _launch(self, b: int) -> None:
+        """Copy bucket ``b``'s gradients (divided by the world size, PyTorch's order) into its buffer and start a
+        non-blocking all-reduce of it; with a communication hook, the gradients as they are, handed to the hook."""
+        bucket = self._buckets[b]
+        scale = None if self._comm_hook else 1.0 / self._world
         with _gm.no_grad():
             flat = bucket.flat
             for i, off in zip(bucket.indices, bucket.offsets):
@@ -267,8 +271,17 @@ class DistributedDataParallel(Module):
                 if p.grad is None:
                     view.zero_()
                 else:
-                    view.copy_(p.grad.reshape(-1) * scale)
-            bucket.work = self._c10d.all_reduce(flat, group=self.process_group, async_op=True)
+                    view.copy_(p.grad.reshape(-1) if scale is None else p.grad.reshape(-1) * scale)
+            if self._comm_hook is None:
+                bucket.work = self._c10d.all_reduce(flat, group=self.process_group, async_op=True)
+                return
+            hook, state = self._comm_hook
+            grad_bucket = self._c10d.GradBucket(b, flat, bucket.offsets, [self._params[i] for i in bucket.indices],
+                                                b == len(self._buckets) - 1)
+            bucket.work = hook(state, grad_bucket)
+            if not isinstance(bucket.work, Future):
+                raise RuntimeError("DistributedDataParallel communication hook must return a "
+                                   f"torch.futures.Future[torch.Tensor], got {type(bucket.work).__name__}")
 
     def _finalize_backward(self) -> None:
         """End of backward: wait for the all-reduces and write the averaged gradients into ``.grad``."""
@@ -284,8 +297,10 @@ class DistributedDataParallel(Module):
             global_unused = [int(v) == 0 for v in used.tolist()]
         with _gm.no_grad():
             for bucket in self._buckets[:self._next_bucket]:
-                bucket.work.wait()
+                result = bucket.work.wait()
                 bucket.work = None
+                if self._comm_hook is not None:
+                    self._hook_result(bucket, result)
                 for i, off in zip(bucket.indices, bucket.offsets):
                     if global_unused is not None and global_unused[i]:
                         continue   # unused on every rank: .grad stays as it was
@@ -300,6 +315,18 @@ class DistributedDataParallel(Module):
             if self.static_graph or not self.find_unused_parameters:
                 self._rebuild_buckets()
             self._arrival = []
+
+    @staticmethod
+    def _hook_result(bucket: _Bucket, result: Any) -> None:
+        """A communication hook's result into the bucket's buffer, whence the gradients are written."""
+        flat = bucket.flat
+        if not isinstance(result, Tensor) or result.numel() != flat.numel():
+            what = (f"a tensor of {result.numel()} elements" if isinstance(result, Tensor)
+                    else type(result).__name__)
+            raise RuntimeError("DistributedDataParallel communication hook: the future's result must be a tensor "
+                               f"of the bucket's {flat.numel()} elements, got {what}")
+        if result is not flat:
+            flat.copy_(result.reshape(-1))
 
     def _rebuild_buckets(self) -> None:
         """Buckets in the order the first iteration's gradients arrived, rank 0's order on every rank (the
@@ -403,8 +430,22 @@ class DistributedDataParallel(Module):
                                "still had inputs while the others had run out. ember's join() supports only "
                                "even inputs (every rank the same number of iterations) yet")
 
-    def register_comm_hook(self, state: object, hook: Any) -> None:
-        raise NotImplementedError("DistributedDataParallel.register_comm_hook is not supported by ember yet")
+    def register_comm_hook(self, state: object, hook: Callable) -> None:
+        """Reduce the gradients with ``hook(state, bucket)`` instead of the averaging all-reduce: it gets each
+        bucket (``dist.GradBucket``: ``buffer()`` holds the gradients, summed over no_sync steps, not yet divided)
+        as soon as the bucket is ready, and returns a ``torch.futures.Future`` of the tensor that becomes the
+        bucket's gradients (see ``torch.distributed.algorithms.ddp_comm_hooks.default_hooks``). Once only."""
+        if not callable(hook):
+            raise TypeError("Communication hook must be callable.")
+        sig = inspect.signature(hook)
+        bucket_type = sig.parameters["bucket"].annotation
+        if bucket_type is not inspect.Parameter.empty and bucket_type != self._c10d.GradBucket:
+            raise ValueError("Communication hook: bucket annotation should be dist.GradBucket.")
+        if sig.return_annotation is not inspect.Signature.empty and sig.return_annotation != Future[Tensor]:
+            raise ValueError("Communication hook: return annotation should be torch.futures.Future[torch.Tensor].")
+        if self._comm_hook is not None:
+            raise RuntimeError("register_comm_hook or register_builtin_comm_hook can only be called once.")
+        self._comm_hook = (hook, state)
 
     @staticmethod
     def _set_params_and_buffers_to_ignore_for_model(module: Module, params_and_buffers_to_ignore: Any) -> None:
