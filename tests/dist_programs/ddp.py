@@ -187,17 +187,22 @@ def buffers():
     return [m[1].running_mean.tolist(), m[1].running_var.tolist(), int(m[1].num_batches_tracked)]
 
 
-def join(extra_on_rank0):
-    """``with ddp.join():`` around the loop; rank 0 gets ``extra_on_rank0`` more batches than the others."""
+def join(extra_on_rank0, generic=False, bn=False, hook=None, **kwargs):
+    """``with ddp.join(**kwargs):`` (``generic``: ``with Join([ddp], **kwargs)``) around the loop; rank 0 gets
+    ``extra_on_rank0`` more batches than the others, rank N-1 one fewer when ``extra_on_rank0 > 1``."""
     torch.manual_seed(4)
-    m = nn.Linear(4, 2)
+    m = nn.Sequential(nn.Linear(4, 3), nn.BatchNorm1d(3), nn.Linear(3, 2)) if bn else nn.Linear(4, 2)
     ddp = DDP(m)
+    if hook is not None:
+        ddp.register_comm_hook(None, hook)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
     g = torch.Generator().manual_seed(6)
     xs = [torch.randn(2 * N, 4, generator=g) for _ in range(3 + extra_on_rank0)]
+    mine = 3 + (extra_on_rank0 if R == 0 else 0) - (1 if extra_on_rank0 > 1 and R == N - 1 else 0)
+    context = torch.distributed.algorithms.Join([ddp], **kwargs) if generic else ddp.join(**kwargs)
     try:
-        with ddp.join():
-            for x in xs[:3 + (extra_on_rank0 if R == 0 else 0)]:
+        with context:
+            for x in xs[:mine]:
                 opt.zero_grad()
                 ddp(x[2 * R:2 * R + 2]).pow(2).sum().backward()
                 opt.step()
@@ -275,7 +280,11 @@ CASES = {
     "buffers": buffers,
     "join_even": lambda: join(0),
     "join_uneven": lambda: join(1),
-    # communication hooks (tests/test_ddp_comm_hooks.py; not in the default run)
+    "join_uneven_bn": lambda: join(3, bn=True),
+    "join_uneven_active_divisor": lambda: join(2, divide_by_initial_world_size=False),
+    "join_uneven_generic_hook": lambda: join(2, generic=True, hook=hooks().allreduce_hook),
+    "join_throw": lambda: join(1, throw_on_early_termination=True),
+    # communication hooks, uneven inputs (not in the default run: see ON_REQUEST)
     "hook_allreduce": lambda: train("mlp", "sgd", hook=hooks().allreduce_hook),
     "hook_allreduce_no_sync": lambda: train("mlp", "adam", accumulate=2, hook=hooks().allreduce_hook),
     "hook_fp16": lambda: train("cnn", "adam", hook=hooks().fp16_compress_hook),
@@ -285,7 +294,8 @@ CASES = {
     "hook_errors": hook_errors,
 }
 chosen = os.environ.get("CASES")
-for name in (chosen.split(",") if chosen else [c for c in CASES if not c.startswith("hook_")]):
+ON_REQUEST = ("hook_", "join_uneven_", "join_throw")   # tests/test_ddp_comm_hooks.py, tests/test_ddp_join.py
+for name in (chosen.split(",") if chosen else [c for c in CASES if not c.startswith(ON_REQUEST)]):
     try:
         got[name] = CASES[name]()
     except Exception as e:   # noqa: BLE001
