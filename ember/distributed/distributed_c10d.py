@@ -26,6 +26,7 @@ from . import _mpi
 from ._errors import DistBackendError, DistError, DistNetworkError, DistStoreError  # noqa: F401
 
 from ._errors import _NOT_INITIALIZED
+from ._store import FileStore, HashStore, PrefixStore, QueueEmptyError, Store, TCPStore  # noqa: F401
 _HOST = cpu_backend()
 # all_reduce and broadcast send a large tensor in pieces of this many bytes, all in flight at once: Open MPI's
 # non-blocking collectives then pipeline (64 MB float32 on 2 processes here: 0.07 s in 4 MB pieces, 0.2 s whole)
