@@ -10,7 +10,6 @@ handshake on a fixed key), not PyTorch's wire format: an ember client talks to a
 from __future__ import annotations
 
 import datetime
-import fcntl
 import pickle
 import threading
 import time
@@ -222,6 +221,7 @@ class FileStore(Store):
         self._do("add", (_WORKERS, 1))
 
     def _do(self, op: str, args: tuple) -> Any:
+        import fcntl   # (POSIX; imported here so that ember.distributed imports everywhere)
         with open(self.path, "a+b") as f:
             fcntl.flock(f, fcntl.LOCK_EX)   # (released when the file closes)
             f.seek(0)

@@ -187,19 +187,26 @@ def buffers():
     return [m[1].running_mean.tolist(), m[1].running_var.tolist(), int(m[1].num_batches_tracked)]
 
 
-def join(extra_on_rank0, generic=False, bn=False, hook=None, **kwargs):
-    """``with ddp.join(**kwargs):`` (``generic``: ``with Join([ddp], **kwargs)``) around the loop; rank 0 gets
-    ``extra_on_rank0`` more batches than the others, rank N-1 one fewer when ``extra_on_rank0 > 1``."""
+def join(extra_on_rank0, generic=False, bn=False, hook=None, zero=False, **kwargs):
+    """``with ddp.join(**kwargs):`` (``generic``: ``with Join([ddp], **kwargs)``; ``zero``: with a
+    ZeroRedundancyOptimizer, ``Join([ddp, zero])``) around the loop; rank 0 gets ``extra_on_rank0`` more batches
+    than the others, rank N-1 one fewer when ``extra_on_rank0 > 1``."""
     torch.manual_seed(4)
     m = nn.Sequential(nn.Linear(4, 3), nn.BatchNorm1d(3), nn.Linear(3, 2)) if bn else nn.Linear(4, 2)
     ddp = DDP(m)
     if hook is not None:
         ddp.register_comm_hook(None, hook)
-    opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
+    if zero:
+        import importlib   # (torch.distributed.optim is not loaded by ``import torch``)
+        zero_module = importlib.import_module(torch.__name__ + ".distributed.optim")
+        opt = zero_module.ZeroRedundancyOptimizer(ddp.parameters(), torch.optim.SGD, lr=0.1, momentum=0.9)
+    else:
+        opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
     g = torch.Generator().manual_seed(6)
     xs = [torch.randn(2 * N, 4, generator=g) for _ in range(3 + extra_on_rank0)]
     mine = 3 + (extra_on_rank0 if R == 0 else 0) - (1 if extra_on_rank0 > 1 and R == N - 1 else 0)
-    context = torch.distributed.algorithms.Join([ddp], **kwargs) if generic else ddp.join(**kwargs)
+    context = (torch.distributed.algorithms.Join([ddp, opt] if zero else [ddp], **kwargs) if generic or zero
+               else ddp.join(**kwargs))
     try:
         with context:
             for x in xs[:mine]:
@@ -284,6 +291,7 @@ CASES = {
     "join_uneven_active_divisor": lambda: join(2, divide_by_initial_world_size=False),
     "join_uneven_generic_hook": lambda: join(2, generic=True, hook=hooks().allreduce_hook),
     "join_throw": lambda: join(1, throw_on_early_termination=True),
+    "join_uneven_zero": lambda: join(2, bn=True, zero=True),
     # communication hooks, uneven inputs (not in the default run: see ON_REQUEST)
     "hook_allreduce": lambda: train("mlp", "sgd", hook=hooks().allreduce_hook),
     "hook_allreduce_no_sync": lambda: train("mlp", "adam", accumulate=2, hook=hooks().allreduce_hook),
