@@ -14,7 +14,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_ddp import SCRIPT, _close  # noqa: E402
 from test_distributed import _finish, _launch, pytestmark  # noqa: E402,F401
 
-CASES = "hook_allreduce,hook_allreduce_no_sync,hook_fp16,hook_fp16_wrapper,hook_bf16,hook_custom,hook_errors"
+CASES = ("hook_allreduce,hook_allreduce_no_sync,hook_fp16,hook_fp16_wrapper,hook_bf16,hook_builtin_fp16,"
+         "hook_by_name_noop,hook_custom,hook_errors")
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +35,7 @@ def runs(tmp_path_factory):
 
 
 @pytest.mark.parametrize("case,tol", [("hook_allreduce", 2e-6), ("hook_allreduce_no_sync", 2e-6),
-                                      ("hook_fp16", 2e-6), ("hook_fp16_wrapper", 2e-6)])
+                                      ("hook_fp16", 2e-6), ("hook_fp16_wrapper", 2e-6), ("hook_builtin_fp16", 2e-6)])
 def test_default_hooks_train_as_torch(runs, case, tol):
     """allreduce_hook is DDP's own averaging; the float16 hooks send half-precision sums: torch's values to float
     rounding (and the single-process training to float16's)."""
@@ -44,6 +45,14 @@ def test_default_hooks_train_as_torch(runs, case, tol):
         assert _close(got["ddp"], want["ddp"], tol) and _close(got["losses"], want["losses"], 1e-5)
         assert got["ddp"] == runs["ember"][0][case]["ddp"]   # every rank the same
         assert _close(got["ddp"], got["single"], 2e-6 if "fp16" not in case else 1e-3)
+
+
+def test_noop_hook_by_name_as_torch(runs):
+    """``register_ddp_comm_hook(DDPCommHookType.NOOP, ddp)``: no reduction, each rank trains on its own shard."""
+    ranks = [e["hook_by_name_noop"] for e in runs["ember"]]
+    for got, want in zip(ranks, [t["hook_by_name_noop"] for t in runs["torch"]]):
+        assert _close(got["ddp"], want["ddp"]) and _close(got["losses"], want["losses"], 1e-5)
+    assert not _close(ranks[0]["ddp"], ranks[1]["ddp"])
 
 
 def test_bf16_hook_runs_on_mpi(runs):

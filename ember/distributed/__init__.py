@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import os as _os
 
-__all__ = ["Backend", "DistBackendError", "DistError", "DistNetworkError", "DistStoreError", "FileStore",
-           "GradBucket", "GroupMember", "HashStore", "P2POp", "PrefixStore", "ProcessGroup", "QueueEmptyError",
-           "ReduceOp", "Store", "TCPStore", "Work", "all_gather", "all_gather_into_tensor", "all_gather_object",
-           "all_reduce", "all_to_all", "all_to_all_single", "barrier", "batch_isend_irecv", "broadcast",
-           "broadcast_object_list", "destroy_process_group", "gather", "gather_object", "get_backend",
+__all__ = ["Backend", "BuiltinCommHookType", "DistBackendError", "DistError", "DistNetworkError", "DistStoreError",
+           "FileStore", "GradBucket", "GroupMember", "HashStore", "P2POp", "PrefixStore", "ProcessGroup",
+           "QueueEmptyError", "ReduceOp", "Store", "TCPStore", "Work", "all_gather", "all_gather_into_tensor",
+           "all_gather_object", "all_reduce", "all_to_all", "all_to_all_single", "barrier", "batch_isend_irecv",
+           "broadcast", "broadcast_object_list", "destroy_process_group", "gather", "gather_object", "get_backend",
            "get_default_backend_for_device", "get_global_rank", "get_group_rank", "get_process_group_ranks",
            "get_rank", "get_world_size", "group", "init_process_group", "irecv", "is_available",
            "is_backend_available", "is_gloo_available", "is_initialized", "is_mpi_available", "is_nccl_available",

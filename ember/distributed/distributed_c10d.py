@@ -449,6 +449,13 @@ class Work:
         return fut
 
 
+class BuiltinCommHookType(Enum):
+    """The communication hooks ``DistributedDataParallel._register_builtin_comm_hook`` takes (PyTorch's C++ ones;
+    here the same hooks as ``ddp_comm_hooks.default_hooks``)."""
+    ALLREDUCE = 0
+    FP16_COMPRESS = 1
+
+
 class GradBucket:
     """One bucket of DistributedDataParallel's gradients as a communication hook sees it (PyTorch's
     ``dist.GradBucket``): the flat ``buffer()`` of its parameters' gradients, and those parameters."""

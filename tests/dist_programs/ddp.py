@@ -109,8 +109,15 @@ def train(kind, opt_name, accumulate=1, sync_bn=False, hook=None, **ddp_kwargs):
     if sync_bn:
         model = nn.SyncBatchNorm.convert_sync_batchnorm(model)
     ddp = DDP(model, **ddp_kwargs)
-    if hook is not None:
+    if callable(hook):
         ddp.register_comm_hook(None, hook)
+    elif hook == "builtin_fp16":
+        ddp._register_builtin_comm_hook(dist.BuiltinCommHookType.FP16_COMPRESS)
+    elif hook is not None:   # a DDPCommHookType's name
+        package = hooks().__name__.rsplit(".", 1)[0]
+        import importlib
+        named = importlib.import_module(package)
+        named.register_ddp_comm_hook(named.DDPCommHookType[hook], ddp)
     opt, opt1 = optimizer(opt_name, ddp.parameters()), optimizer(opt_name, single.parameters())
     per = batch // (N * accumulate)
     losses = []
@@ -298,6 +305,8 @@ CASES = {
     "hook_fp16": lambda: train("cnn", "adam", hook=hooks().fp16_compress_hook),
     "hook_fp16_wrapper": lambda: train("mlp", "sgd", hook=hooks().fp16_compress_wrapper(hooks().allreduce_hook)),
     "hook_bf16": lambda: train("mlp", "sgd", hook=hooks().bf16_compress_hook),
+    "hook_builtin_fp16": lambda: train("mlp", "sgd", hook="builtin_fp16"),
+    "hook_by_name_noop": lambda: train("mlp", "sgd", hook="NOOP"),
     "hook_custom": custom_hook_seen,
     "hook_errors": hook_errors,
 }

@@ -523,6 +523,16 @@ class DistributedDataParallel(Module, Joinable):
             raise RuntimeError("register_comm_hook or register_builtin_comm_hook can only be called once.")
         self._comm_hook = (hook, state)
 
+    def _register_builtin_comm_hook(self, comm_hook_type: Any) -> None:
+        """``dist.BuiltinCommHookType.ALLREDUCE`` or ``FP16_COMPRESS``: the default hooks of that name (on the
+        default group). Once only, as ``register_comm_hook``."""
+        from ...distributed.algorithms.ddp_comm_hooks import default_hooks
+        hooks = {self._c10d.BuiltinCommHookType.ALLREDUCE: default_hooks.allreduce_hook,
+                 self._c10d.BuiltinCommHookType.FP16_COMPRESS: default_hooks.fp16_compress_hook}
+        if self._comm_hook is not None:
+            raise RuntimeError("register_comm_hook or register_builtin_comm_hook can only be called once.")
+        self._comm_hook = (hooks[comm_hook_type], None)
+
     @staticmethod
     def _set_params_and_buffers_to_ignore_for_model(module: Module, params_and_buffers_to_ignore: Any) -> None:
         module._ddp_params_and_buffers_to_ignore = params_and_buffers_to_ignore
