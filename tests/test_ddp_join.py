@@ -2,9 +2,10 @@
 numbers of batches), against PyTorch's DDP with gloo: tests/dist_programs/ddp.py's join cases on 2 processes under
 ember's launcher and on 4 under plain mpiexec, and under torchrun. A rank that runs out waits at the end of the
 ``with`` block and shadows the all-reduces of the ranks still training (zero gradients, divided by the initial
-world size or by the ranks still active); BatchNorm buffers come from the highest active rank; at the end every
-rank holds the last one's parameters; with ``Join([ddp, zero])`` a ZeroRedundancyOptimizer keeps stepping on the
-joined ranks; throw_on_early_termination makes every rank raise PyTorch's errors."""
+world size or by the ranks still active; find_unused_parameters' used map); BatchNorm buffers come from the highest
+active rank; at the end every rank holds the last one's parameters; with ``Join([ddp, zero])`` a
+ZeroRedundancyOptimizer keeps stepping on the joined ranks; throw_on_early_termination makes every rank raise
+PyTorch's errors."""
 from __future__ import annotations
 
 import json
@@ -17,7 +18,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_ddp import SCRIPT, _close  # noqa: E402
 from test_distributed import _finish, _launch, pytestmark  # noqa: E402,F401
 
-TWO = "join_uneven,join_uneven_bn,join_uneven_active_divisor,join_uneven_generic_hook,join_uneven_zero,join_throw"
+TWO = ("join_uneven,join_uneven_bn,join_uneven_active_divisor,join_uneven_generic_hook,join_uneven_zero,"
+       "join_uneven_unused,join_throw")
 FOUR = "join_uneven_bn,join_uneven_active_divisor,join_uneven_generic_hook,join_uneven_zero,join_throw"
 
 

@@ -194,13 +194,15 @@ def buffers():
     return [m[1].running_mean.tolist(), m[1].running_var.tolist(), int(m[1].num_batches_tracked)]
 
 
-def join(extra_on_rank0, generic=False, bn=False, hook=None, zero=False, **kwargs):
+def join(extra_on_rank0, generic=False, bn=False, hook=None, zero=False, unused=False, **kwargs):
     """``with ddp.join(**kwargs):`` (``generic``: ``with Join([ddp], **kwargs)``; ``zero``: with a
     ZeroRedundancyOptimizer, ``Join([ddp, zero])``) around the loop; rank 0 gets ``extra_on_rank0`` more batches
-    than the others, rank N-1 one fewer when ``extra_on_rank0 > 1``."""
+    than the others, rank N-1 one fewer when ``extra_on_rank0 > 1``; ``unused``: find_unused_parameters, a layer
+    used on odd steps only."""
     torch.manual_seed(4)
-    m = nn.Sequential(nn.Linear(4, 3), nn.BatchNorm1d(3), nn.Linear(3, 2)) if bn else nn.Linear(4, 2)
-    ddp = DDP(m)
+    m = (nn.Sequential(nn.Linear(4, 3), nn.BatchNorm1d(3), nn.Linear(3, 2)) if bn else Branchy() if unused
+         else nn.Linear(4, 2))
+    ddp = DDP(m, find_unused_parameters=unused)
     if hook is not None:
         ddp.register_comm_hook(None, hook)
     if zero:
@@ -216,9 +218,10 @@ def join(extra_on_rank0, generic=False, bn=False, hook=None, zero=False, **kwarg
                else ddp.join(**kwargs))
     try:
         with context:
-            for x in xs[:mine]:
+            for step, x in enumerate(xs[:mine]):
                 opt.zero_grad()
-                ddp(x[2 * R:2 * R + 2]).pow(2).sum().backward()
+                out = ddp(x[2 * R:2 * R + 2], use_b=step % 2 == 1) if unused else ddp(x[2 * R:2 * R + 2])
+                out.pow(2).sum().backward()
                 opt.step()
     except RuntimeError as e:
         return ["RuntimeError", str(e)]
@@ -299,6 +302,7 @@ CASES = {
     "join_uneven_generic_hook": lambda: join(2, generic=True, hook=hooks().allreduce_hook),
     "join_throw": lambda: join(1, throw_on_early_termination=True),
     "join_uneven_zero": lambda: join(2, bn=True, zero=True),
+    "join_uneven_unused": lambda: join(3, unused=True),
     # communication hooks, uneven inputs (not in the default run: see ON_REQUEST)
     "hook_allreduce": lambda: train("mlp", "sgd", hook=hooks().allreduce_hook),
     "hook_allreduce_no_sync": lambda: train("mlp", "adam", accumulate=2, hook=hooks().allreduce_hook),
