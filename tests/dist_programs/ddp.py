@@ -194,7 +194,8 @@ def buffers():
     return [m[1].running_mean.tolist(), m[1].running_var.tolist(), int(m[1].num_batches_tracked)]
 
 
-def join(extra_on_rank0, generic=False, bn=False, hook=None, zero=False, unused=False, **kwargs):
+def join(extra_on_rank0, generic=False, bn=False, hook=None, zero=False, unused=False, small_buckets=False,
+         **kwargs):
     """``with ddp.join(**kwargs):`` (``generic``: ``with Join([ddp], **kwargs)``; ``zero``: with a
     ZeroRedundancyOptimizer, ``Join([ddp, zero])``) around the loop; rank 0 gets ``extra_on_rank0`` more batches
     than the others, rank N-1 one fewer when ``extra_on_rank0 > 1``; ``unused``: find_unused_parameters, a layer
@@ -202,7 +203,7 @@ def join(extra_on_rank0, generic=False, bn=False, hook=None, zero=False, unused=
     torch.manual_seed(4)
     m = (nn.Sequential(nn.Linear(4, 3), nn.BatchNorm1d(3), nn.Linear(3, 2)) if bn else Branchy() if unused
          else nn.Linear(4, 2))
-    ddp = DDP(m, find_unused_parameters=unused)
+    ddp = DDP(m, find_unused_parameters=unused, bucket_cap_mb=0.00005 if small_buckets else None)
     if hook is not None:
         ddp.register_comm_hook(None, hook)
     if zero:
@@ -298,7 +299,7 @@ CASES = {
     "join_even": lambda: join(0),
     "join_uneven": lambda: join(1),
     "join_uneven_bn": lambda: join(3, bn=True),
-    "join_uneven_active_divisor": lambda: join(2, divide_by_initial_world_size=False),
+    "join_uneven_active_divisor": lambda: join(2, bn=True, small_buckets=True, divide_by_initial_world_size=False),
     "join_uneven_generic_hook": lambda: join(2, generic=True, hook=hooks().allreduce_hook),
     "join_throw": lambda: join(1, throw_on_early_termination=True),
     "join_uneven_zero": lambda: join(2, bn=True, zero=True),

@@ -216,6 +216,7 @@ class DistributedDataParallel(Module, Joinable):
         self._callback_queued = False
         self._divide_by_initial_world_size = True
         self._join_work: Any = None          # this forward's count of the ranks still active (join)
+        self._active: int | None = None      # that count, once waited for
         self._comm_hook: Any = None          # (hook, state) of register_comm_hook
         self._hooks = [p.register_post_accumulate_grad_hook(self._make_hook(i)) for i, p in enumerate(self._params)]
 
@@ -323,11 +324,13 @@ class DistributedDataParallel(Module, Joinable):
     def _divisor(self) -> int:
         """What the gradients are divided by: the world size; inside ``join(divide_by_initial_world_size=False)``
         the number of ranks still active."""
-        if self._join_work is None or self._divide_by_initial_world_size:
+        if self._divide_by_initial_world_size or (self._join_work is None and self._active is None):
             return self._world
-        work, self._join_work = self._join_work, None
-        work.wait()
-        return max(1, int(work.result()[0].item()))
+        if self._active is None:   # (this iteration's count, for every bucket)
+            work, self._join_work = self._join_work, None
+            work.wait()
+            self._active = max(1, int(work.result()[0].item()))
+        return self._active
 
     def _drain_join_work(self) -> None:
         if self._join_work is not None:
@@ -427,6 +430,7 @@ class DistributedDataParallel(Module, Joinable):
         if sync:
             self._prepare_forward()
         self._drain_join_work()
+        self._active = None
         self._join_work = Join.notify_join_context(self)
         if _gm.is_grad_enabled():
             self._maybe_rebuild_buckets()
