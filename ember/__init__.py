@@ -46,7 +46,8 @@ from .amp.autocast_mode import (  # noqa: E402,F401  (torch's autocast state fun
 
 # as PyTorch's: a program that does not use them does not import them (torch.func: vmap, grad, vjp, jvp, jacrev,
 # jacfwd, hessian, functional_call); torch.multiprocessing (PyTorch loads it with torch) on first use too
-_ON_FIRST_USE = ("profiler", "onnx", "testing", "func", "multiprocessing", "futures")
+_ON_FIRST_USE = ("profiler", "onnx", "testing", "func", "multiprocessing")
+_ON_FIRST_USE += ("futures",)   # torch.futures (DDP communication hooks, collectives' get_future())
 
 
 def __getattr__(name: str):
