@@ -47,7 +47,6 @@ from .amp.autocast_mode import (  # noqa: E402,F401  (torch's autocast state fun
 # as PyTorch's: a program that does not use them does not import them (torch.func: vmap, grad, vjp, jvp, jacrev,
 # jacfwd, hessian, functional_call); torch.multiprocessing (PyTorch loads it with torch) on first use too
 _ON_FIRST_USE = ("profiler", "onnx", "testing", "func", "multiprocessing")
-_ON_FIRST_USE += ("futures",)   # torch.futures (DDP communication hooks, collectives' get_future())
 
 
 def __getattr__(name: str):
@@ -61,3 +60,6 @@ def __getattr__(name: str):
         from .func import vmap
         return vmap
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+_ON_FIRST_USE += ("futures",)   # torch.futures (DDP communication hooks, collectives' get_future())
