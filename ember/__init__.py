@@ -51,8 +51,8 @@ _ON_FIRST_USE = ("profiler", "onnx", "testing", "func", "multiprocessing", "comp
 
 
 def __getattr__(name: str):
-    """``torch.profiler``, ``torch.onnx``, ``torch.testing``, ``torch.func`` and ``torch.multiprocessing`` loaded on
-    first use; ``torch.vmap``
+    """``torch.profiler``, ``torch.onnx``, ``torch.testing``, ``torch.func``, ``torch.multiprocessing`` and
+    ``torch.futures`` loaded on first use; ``torch.vmap``
     is ``torch.func.vmap``."""
     if name in _ON_FIRST_USE:
         import importlib
@@ -64,3 +64,6 @@ def __getattr__(name: str):
         from .compiler import compile
         return compile
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+_ON_FIRST_USE += ("futures",)   # torch.futures (DDP communication hooks, collectives' get_future())

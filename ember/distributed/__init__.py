@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import os as _os
 
-__all__ = ["Backend", "DistBackendError", "DistError", "DistNetworkError", "DistStoreError", "GroupMember", "P2POp",
-           "ProcessGroup", "ReduceOp", "Work", "all_gather", "all_gather_into_tensor", "all_gather_object",
-           "all_reduce", "all_to_all", "all_to_all_single", "barrier", "batch_isend_irecv", "broadcast",
-           "broadcast_object_list", "destroy_process_group", "gather", "gather_object", "get_backend",
-           "get_global_rank", "get_group_rank", "get_process_group_ranks", "get_rank", "get_world_size", "group",
-           "init_process_group", "irecv", "is_available", "is_backend_available", "is_gloo_available",
-           "is_initialized", "is_mpi_available", "is_nccl_available", "is_torchelastic_launched",
-           "is_ucc_available", "is_xccl_available", "isend", "monitored_barrier", "new_group", "recv", "reduce",
-           "reduce_scatter", "reduce_scatter_tensor", "scatter", "scatter_object_list", "send"]
+__all__ = ["Backend", "BuiltinCommHookType", "DistBackendError", "DistError", "DistNetworkError", "DistStoreError",
+           "FileStore", "GradBucket", "GroupMember", "HashStore", "P2POp", "PrefixStore", "ProcessGroup",
+           "QueueEmptyError", "ReduceOp", "Store", "TCPStore", "Work", "all_gather", "all_gather_into_tensor",
+           "all_gather_object", "all_reduce", "all_to_all", "all_to_all_single", "barrier", "batch_isend_irecv",
+           "broadcast", "broadcast_object_list", "destroy_process_group", "gather", "gather_object", "get_backend",
+           "get_default_backend_for_device", "get_global_rank", "get_group_rank", "get_process_group_ranks",
+           "get_rank", "get_world_size", "group", "init_process_group", "irecv", "is_available",
+           "is_backend_available", "is_gloo_available", "is_initialized", "is_mpi_available", "is_nccl_available",
+           "is_torchelastic_launched", "is_ucc_available", "is_xccl_available", "isend", "monitored_barrier",
+           "new_group", "recv", "reduce", "reduce_scatter", "reduce_scatter_tensor", "scatter", "scatter_object_list",
+           "send"]
 
 from ._errors import _NOT_INITIALIZED  # noqa: E402  (PyTorch's message; ember.nn.parallel's DDP raises it too)
 _DEFAULT_FIRST_BUCKET_BYTES = 1024 * 1024   # DistributedDataParallel's first gradient bucket (PyTorch's 1 MiB)
@@ -28,9 +30,10 @@ _LAZY = set(__all__) | {"default_pg_timeout"}
 
 def __getattr__(name: str):
     """The API from distributed_c10d, loaded on first use (``import ember`` does not pay for it)."""
-    if name == "optim":   # torch.distributed.optim (ZeroRedundancyOptimizer), a subpackage loaded on first use
+    if name in ("optim", "algorithms"):   # torch.distributed.optim (ZeroRedundancyOptimizer), .algorithms (DDP's
+        # communication hooks): subpackages loaded on first use
         import importlib
-        return importlib.import_module(f"{__name__}.optim")
+        return importlib.import_module(f"{__name__}.{name}")
     if name in _LAZY:
         from . import distributed_c10d
         value = distributed_c10d.GroupMember if name == "group" else getattr(distributed_c10d, name)

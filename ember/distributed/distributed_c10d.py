@@ -18,13 +18,15 @@ import os
 from enum import Enum
 from typing import Any, Callable, Sequence
 
-from .. import _dtype as D
+from .. import _device, _dtype as D
+from ..futures import Future
 from .._tensor import Tensor
 from ..devices import backend_of, cpu_backend, device_namespace
 from . import _mpi
 from ._errors import DistBackendError, DistError, DistNetworkError, DistStoreError  # noqa: F401
 
 from ._errors import _NOT_INITIALIZED
+from ._store import FileStore, HashStore, PrefixStore, QueueEmptyError, Store, TCPStore  # noqa: F401
 _HOST = cpu_backend()
 # all_reduce and broadcast send a large tensor in pieces of this many bytes, all in flight at once: Open MPI's
 # non-blocking collectives then pipeline (64 MB float32 on 2 processes here: 0.07 s in 4 MB pieces, 0.2 s whole)
@@ -52,6 +54,7 @@ class Backend(str):
     MPI = "mpi"
     XCCL = "xccl"
     backend_list = [UNDEFINED, GLOO, NCCL, XCCL, UCC, MPI]
+    default_device_backend_map = {"cpu": GLOO, "cuda": NCCL, "xpu": XCCL, "mps": GLOO}
 
     def __new__(cls, name: str) -> "Backend":
         if not isinstance(name, str):
@@ -135,6 +138,15 @@ def is_mpi_available() -> bool:
 def is_gloo_available() -> bool:
     """"gloo" is a name for MPI here: available when MPI is."""
     return is_available()
+
+
+def get_default_backend_for_device(device: "str | _device.device") -> str:
+    """PyTorch's default backend name for a device ("cpu": "gloo", "cuda": "nccl"); every one runs on MPI here."""
+    kind = device.type if isinstance(device, _device.device) else _device.device(device).type
+    backend = Backend.default_device_backend_map.get(kind)
+    if backend is None:
+        raise ValueError(f"Default backend not registered for device : {device}")
+    return backend
 
 
 def is_nccl_available() -> bool:
@@ -423,32 +435,57 @@ class Work:
         self.wait()
         return self._value
 
-    def get_future(self) -> "_Future":
-        return _Future(self)
+    def get_future(self) -> Future:
+        """A torch.futures.Future of the operation's outputs (``fut.value()``: the list of output tensors),
+        completed when it is waited on or found complete."""
+        fut = Future()
+
+        def drive() -> None:
+            self.wait()
+            if not fut._done:
+                fut.set_result(self.result())
+        fut._drive = drive
+        fut._poll = self.is_completed
+        return fut
 
 
-class _Future:
-    """The little of torch.futures.Future a Work's ``get_future()`` serves: wait() and value()."""
+class BuiltinCommHookType(Enum):
+    """The communication hooks ``DistributedDataParallel._register_builtin_comm_hook`` takes (PyTorch's C++ ones;
+    here the same hooks as ``ddp_comm_hooks.default_hooks``)."""
+    ALLREDUCE = 0
+    FP16_COMPRESS = 1
 
-    def __init__(self, work: Work):
-        self._work = work
 
-    def wait(self) -> list:
-        self._work.wait()
-        return self._work.result()
+class GradBucket:
+    """One bucket of DistributedDataParallel's gradients as a communication hook sees it (PyTorch's
+    ``dist.GradBucket``): the flat ``buffer()`` of its parameters' gradients, and those parameters."""
 
-    def value(self) -> list:
-        return self.wait()
+    def __init__(self, index: int, buffer: Tensor, offsets: list, parameters: list, is_last: bool) -> None:
+        self._index, self._buffer, self._offsets = index, buffer, offsets
+        self._parameters, self._is_last = parameters, is_last
 
-    def done(self) -> bool:
-        return self._work.is_completed()
+    def index(self) -> int:
+        """The bucket's place in the order the buckets are reduced (0 first)."""
+        return self._index
 
-    def then(self, callback: Callable) -> "_Future":
-        self._work.wait()
-        out = _Future(self._work)
-        value = callback(self)
-        out.wait = lambda: value   # type: ignore[method-assign]
-        return out
+    def buffer(self) -> Tensor:
+        """The flat tensor of the bucket's gradients (the hook's input)."""
+        return self._buffer
+
+    def set_buffer(self, buffer: Tensor) -> None:
+        """Replace the flat tensor (a hook wrapper casting it to another dtype)."""
+        self._buffer = buffer
+
+    def gradients(self) -> list:
+        """Each parameter's gradient: a view of ``buffer()`` shaped as the parameter."""
+        return [self._buffer[o:o + p.numel()].view(p.shape) for o, p in zip(self._offsets, self._parameters)]
+
+    def parameters(self) -> list:
+        return list(self._parameters)
+
+    def is_last(self) -> bool:
+        """True for the last bucket reduced in an iteration."""
+        return self._is_last
 
 
 def _run(work: Work, async_op: bool) -> Work | None:

@@ -95,10 +95,10 @@ def optimizer(name, ps):
     return torch.optim.SGD(ps, lr=0.1, momentum=0.9) if name == "sgd" else torch.optim.Adam(ps, lr=0.01)
 
 
-def train(kind, opt_name, accumulate=1, sync_bn=False, **ddp_kwargs):
+def train(kind, opt_name, accumulate=1, sync_bn=False, hook=None, **ddp_kwargs):
     """DDP training (each rank on its shard; ``accumulate`` micro-batches per step, all but the last under
-    no_sync; BatchNorm made SyncBatchNorm with ``sync_bn``) and the same training in one process on whole batches;
-    both runs' final parameters and buffers."""
+    no_sync; BatchNorm made SyncBatchNorm with ``sync_bn``; ``hook`` a communication hook) and the same training in
+    one process on whole batches; both runs' final parameters and buffers."""
     batch = 8 * accumulate
     xs, ys = data(kind, STEPS, batch)
     loss_fn = LOSSES[kind]
@@ -109,6 +109,15 @@ def train(kind, opt_name, accumulate=1, sync_bn=False, **ddp_kwargs):
     if sync_bn:
         model = nn.SyncBatchNorm.convert_sync_batchnorm(model)
     ddp = DDP(model, **ddp_kwargs)
+    if callable(hook):
+        ddp.register_comm_hook(None, hook)
+    elif hook == "builtin_fp16":
+        ddp._register_builtin_comm_hook(dist.BuiltinCommHookType.FP16_COMPRESS)
+    elif hook is not None:   # a DDPCommHookType's name
+        package = hooks().__name__.rsplit(".", 1)[0]
+        import importlib
+        named = importlib.import_module(package)
+        named.register_ddp_comm_hook(named.DDPCommHookType[hook], ddp)
     opt, opt1 = optimizer(opt_name, ddp.parameters()), optimizer(opt_name, single.parameters())
     per = batch // (N * accumulate)
     losses = []
@@ -185,23 +194,94 @@ def buffers():
     return [m[1].running_mean.tolist(), m[1].running_var.tolist(), int(m[1].num_batches_tracked)]
 
 
-def join(extra_on_rank0):
-    """``with ddp.join():`` around the loop; rank 0 gets ``extra_on_rank0`` more batches than the others."""
+def join(extra_on_rank0, generic=False, bn=False, hook=None, zero=False, unused=False, small_buckets=False,
+         **kwargs):
+    """``with ddp.join(**kwargs):`` (``generic``: ``with Join([ddp], **kwargs)``; ``zero``: with a
+    ZeroRedundancyOptimizer, ``Join([ddp, zero])``) around the loop; rank 0 gets ``extra_on_rank0`` more batches
+    than the others, rank N-1 one fewer when ``extra_on_rank0 > 1``; ``unused``: find_unused_parameters, a layer
+    used on odd steps only."""
     torch.manual_seed(4)
-    m = nn.Linear(4, 2)
-    ddp = DDP(m)
-    opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
+    m = (nn.Sequential(nn.Linear(4, 3), nn.BatchNorm1d(3), nn.Linear(3, 2)) if bn else Branchy() if unused
+         else nn.Linear(4, 2))
+    ddp = DDP(m, find_unused_parameters=unused, bucket_cap_mb=0.00005 if small_buckets else None)
+    if hook is not None:
+        ddp.register_comm_hook(None, hook)
+    if zero:
+        import importlib   # (torch.distributed.optim is not loaded by ``import torch``)
+        zero_module = importlib.import_module(torch.__name__ + ".distributed.optim")
+        opt = zero_module.ZeroRedundancyOptimizer(ddp.parameters(), torch.optim.SGD, lr=0.1, momentum=0.9)
+    else:
+        opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
     g = torch.Generator().manual_seed(6)
     xs = [torch.randn(2 * N, 4, generator=g) for _ in range(3 + extra_on_rank0)]
+    mine = 3 + (extra_on_rank0 if R == 0 else 0) - (1 if extra_on_rank0 > 1 and R == N - 1 else 0)
+    context = (torch.distributed.algorithms.Join([ddp, opt] if zero else [ddp], **kwargs) if generic or zero
+               else ddp.join(**kwargs))
     try:
-        with ddp.join():
-            for x in xs[:3 + (extra_on_rank0 if R == 0 else 0)]:
+        with context:
+            for step, x in enumerate(xs[:mine]):
                 opt.zero_grad()
-                ddp(x[2 * R:2 * R + 2]).pow(2).sum().backward()
+                out = ddp(x[2 * R:2 * R + 2], use_b=step % 2 == 1) if unused else ddp(x[2 * R:2 * R + 2])
+                out.pow(2).sum().backward()
                 opt.step()
     except RuntimeError as e:
         return ["RuntimeError", str(e)]
     return params(m)
+
+
+def hooks():
+    import importlib   # (``torch`` here may be ember: import from whichever it is)
+    return importlib.import_module(torch.__name__ + ".distributed.algorithms.ddp_comm_hooks.default_hooks")
+
+
+def custom_hook_seen():
+    """A hook of the user's own (PyTorch's documented pattern): a Future made by hand for the first bucket, an
+    all_reduce future with a ``then`` for the others; what it saw of each bucket in 3 steps (with no_sync)."""
+    seen = []
+
+    def hook(state, bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
+        seen.append([state, bucket.index(), bucket.is_last(), bucket.buffer().numel(), str(bucket.buffer().dtype),
+                     [list(g.shape) for g in bucket.gradients()], [list(p.shape) for p in bucket.parameters()],
+                     float(bucket.buffer().abs().sum())])
+        if bucket.index() == 0:   # this bucket: every rank keeps its own gradients, doubled
+            fut = torch.futures.Future()
+            fut.set_result(bucket.buffer() * 2)
+            return fut
+        return dist.all_reduce(bucket.buffer(), async_op=True).get_future().then(lambda f: f.value()[0] / N)
+    torch.manual_seed(11)
+    m = nn.Sequential(nn.Linear(4, 64), nn.Tanh(), nn.Linear(64, 64), nn.Tanh(), nn.Linear(64, 2))
+    ddp = DDP(m, bucket_cap_mb=0.01)
+    ddp.register_comm_hook("state", hook)
+    g = torch.Generator().manual_seed(12)
+    for step in range(3):
+        x = torch.randn(2 * N, 4, generator=g)[2 * R:2 * R + 2]
+        if step == 1:
+            with ddp.no_sync():
+                ddp(x).sum().backward()
+        ddp(x).pow(2).sum().backward()
+    return [seen, grads(m)]
+
+
+def hook_errors():
+    out = []
+
+    def plain(state, bucket):
+        return bucket
+    def bad_bucket(state, bucket: int):
+        pass
+    def bad_return(state, bucket) -> int:
+        pass
+    def no_bucket(state, b):
+        pass
+    for hook in (3, bad_bucket, bad_return, no_bucket, hooks().allreduce_hook):
+        ddp = DDP(nn.Linear(2, 2))
+        try:
+            ddp.register_comm_hook(None, hook)
+            ddp.register_comm_hook(None, hook)
+            out.append("no error")
+        except Exception as e:   # noqa: BLE001
+            out.append([type(e).__name__, str(e)])
+    return out
 
 
 CASES = {
@@ -218,9 +298,26 @@ CASES = {
     "buffers": buffers,
     "join_even": lambda: join(0),
     "join_uneven": lambda: join(1),
+    "join_uneven_bn": lambda: join(3, bn=True),
+    "join_uneven_active_divisor": lambda: join(2, bn=True, small_buckets=True, divide_by_initial_world_size=False),
+    "join_uneven_generic_hook": lambda: join(2, generic=True, hook=hooks().allreduce_hook),
+    "join_throw": lambda: join(1, throw_on_early_termination=True),
+    "join_uneven_zero": lambda: join(2, bn=True, zero=True),
+    "join_uneven_unused": lambda: join(3, unused=True),
+    # communication hooks, uneven inputs (not in the default run: see ON_REQUEST)
+    "hook_allreduce": lambda: train("mlp", "sgd", hook=hooks().allreduce_hook),
+    "hook_allreduce_no_sync": lambda: train("mlp", "adam", accumulate=2, hook=hooks().allreduce_hook),
+    "hook_fp16": lambda: train("cnn", "adam", hook=hooks().fp16_compress_hook),
+    "hook_fp16_wrapper": lambda: train("mlp", "sgd", hook=hooks().fp16_compress_wrapper(hooks().allreduce_hook)),
+    "hook_bf16": lambda: train("mlp", "sgd", hook=hooks().bf16_compress_hook),
+    "hook_builtin_fp16": lambda: train("mlp", "sgd", hook="builtin_fp16"),
+    "hook_by_name_noop": lambda: train("mlp", "sgd", hook="NOOP"),
+    "hook_custom": custom_hook_seen,
+    "hook_errors": hook_errors,
 }
 chosen = os.environ.get("CASES")
-for name in (chosen.split(",") if chosen else CASES):
+ON_REQUEST = ("hook_", "join_uneven_", "join_throw")   # tests/test_ddp_comm_hooks.py, tests/test_ddp_join.py
+for name in (chosen.split(",") if chosen else [c for c in CASES if not c.startswith(ON_REQUEST)]):
     try:
         got[name] = CASES[name]()
     except Exception as e:   # noqa: BLE001

@@ -17,6 +17,7 @@ from ..._tensor import Tensor
 from ...ops.creation import empty, zeros
 from ...optim.optimizer import Optimizer
 from .. import distributed_c10d as c10d
+from ..algorithms.join import Join, JoinHook, Joinable
 
 __all__ = ["ZeroRedundancyOptimizer"]
 
@@ -44,12 +45,14 @@ def _sync_param_groups(src: list, dst: list) -> None:
                 d[key] = value
 
 
-class ZeroRedundancyOptimizer(Optimizer):
+class ZeroRedundancyOptimizer(Optimizer, Joinable):
     """Wraps ``optimizer_class`` so that each rank of ``process_group`` holds the state of its share of ``params``
     (PyTorch's partition, see the module's docstring) and ``step`` updates its share, then broadcasts it.
 
     ``parameters_as_bucket_view=True`` makes each rank's parameters views into one flat tensor per rank, broadcast
-    whole. ``overlap_with_ddp=True`` (the update run inside DDP's communication hook) is not supported."""
+    whole. ``overlap_with_ddp=True`` (the update run inside DDP's communication hook) is not supported. A
+    ``Joinable``: in ``Join([ddp, zero])`` a rank that has run out of inputs keeps stepping (with the gradients it
+    has) so that the others' broadcasts find it."""
 
     def __init__(self, params, optimizer_class: type, process_group: Any = None,
                  parameters_as_bucket_view: bool = False, overlap_with_ddp: bool = False, **defaults: Any):
@@ -60,6 +63,7 @@ class ZeroRedundancyOptimizer(Optimizer):
         self._verify_same_dense_param_type()
         self.initialized = False
         Optimizer.__init__(self, params, defaults)
+        Joinable.__init__(self)
         self._partition_cache: list = []
         self._param_to_rank_cache: dict = {}
         self._index_cache: list = []
@@ -221,6 +225,7 @@ class ZeroRedundancyOptimizer(Optimizer):
 
     # ----- the step -------------------------------------------------------------------------------------------
     def _local_step(self, closure: Callable | None = None, **kwargs: Any) -> Any:
+        Join.notify_join_context(self)
         mask = self._get_is_trainable_mask()
         if mask != self._is_trainable_mask:
             logger.warning("ZeroRedundancyOptimizer detected that the trainable parameters changed; rebuilding the "
@@ -250,6 +255,19 @@ class ZeroRedundancyOptimizer(Optimizer):
         loss = self._local_step(closure=closure, **kwargs)
         self._sync_params()
         return loss
+
+    def join_hook(self, **kwargs: Any) -> JoinHook:
+        """What a rank out of inputs does in a ``Join``: a step each round (its gradients as they are), whose
+        broadcasts meet the active ranks'."""
+        return _ZeROJoinHook(self)
+
+    @property
+    def join_device(self) -> Any:
+        return self._default_device
+
+    @property
+    def join_process_group(self) -> Any:
+        return self.process_group
 
     # ----- state ----------------------------------------------------------------------------------------------
     def consolidate_state_dict(self, to: int = 0) -> None:
@@ -304,3 +322,13 @@ class ZeroRedundancyOptimizer(Optimizer):
         super().load_state_dict({"state": mine, "param_groups": state_dict["param_groups"]})
         _sync_param_groups(state_dict["param_groups"], self.param_groups)
         _sync_param_groups(self.param_groups, self.optim.param_groups)
+
+
+class _ZeROJoinHook(JoinHook):
+    """A joined rank's ZeroRedundancyOptimizer: one step per round (its share updated and broadcast)."""
+
+    def __init__(self, zero: ZeroRedundancyOptimizer) -> None:
+        self.zero = zero
+
+    def main_hook(self) -> None:
+        self.zero.step()

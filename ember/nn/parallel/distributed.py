@@ -11,15 +11,18 @@ the all-reduces when backward ends and writes the averaged gradients back into `
 """
 from __future__ import annotations
 
+import inspect
 import sys
 import warnings
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from ... import _dtype as D
 from ..._tensor import Tensor
+from ...futures import Future
 from ...autograd import grad_mode as _gm
 from ...autograd.graph import grad_accumulator, queue_callback
+from ...distributed.algorithms.join import Join, JoinHook, Joinable
 from ...ops import creation as _creation
 from ..modules.module import Module
 
@@ -96,7 +99,7 @@ def _find_tensors(obj: Any) -> Iterator[Tensor]:
             yield from _find_tensors(x)
 
 
-class DistributedDataParallel(Module):
+class DistributedDataParallel(Module, Joinable):
     """Data parallelism across the ranks of a process group (PyTorch's ``torch.nn.parallel.DistributedDataParallel``).
 
     ``module`` is held as ``self.module`` (state dict keys ``module.<name>``). Every rank calls the wrapper on its
@@ -115,7 +118,8 @@ class DistributedDataParallel(Module):
                  mixed_precision: Any = None, device_mesh: Any = None, skip_all_reduce_unused_params: bool = False,
                  bucket_cap_mb_list: list | None = None, batched_grad_copy: bool = False,
                  forward_sync_buffers: bool | None = None) -> None:
-        super().__init__()
+        Module.__init__(self)
+        Joinable.__init__(self)
         from ...distributed import distributed_c10d as c10d   # (loads the distributed API on first use only)
         if (delay_all_reduce_named_params is not None) != (param_to_hook_all_reduce is not None):
             raise ValueError("delay_all_reduce_named_params and param_to_hook_all_reduce need to be set at the "
@@ -200,6 +204,7 @@ class DistributedDataParallel(Module):
                  else self._limits)
         self._build_buckets(_assign_buckets(self._params, list(range(len(self._params))), first, False)[::-1])
         self._rebuilt = False
+        self._rebuild_pending = False        # rebuild the buckets at the next forward (PyTorch's moment)
         self._arrival: list[int] = []
         self._ready = [False] * len(self._params)
         self._expect_hooks = False
@@ -209,14 +214,17 @@ class DistributedDataParallel(Module):
         self._unused_set: set = set()
         self._marked_unused = False
         self._callback_queued = False
-        self._joining = False
+        self._divide_by_initial_world_size = True
+        self._join_work: Any = None          # this forward's count of the ranks still active (join)
+        self._active: int | None = None      # that count, once waited for
+        self._comm_hook: Any = None          # (hook, state) of register_comm_hook
         self._hooks = [p.register_post_accumulate_grad_hook(self._make_hook(i)) for i, p in enumerate(self._params)]
 
     # ------------------------------------------------------------------------------------------------
-    def _broadcast(self, tensors: list) -> None:
+    def _broadcast(self, tensors: list, src: int = 0) -> None:
         with _gm.no_grad():
             for t in tensors:
-                self._c10d.broadcast(t.detach(), 0, group=self.process_group)
+                self._c10d.broadcast(t.detach(), src, group=self.process_group)
 
     def _build_buckets(self, assignment: list[list[int]]) -> None:
         self._buckets = [_Bucket(self._params, idx) for idx in assignment]
@@ -249,16 +257,17 @@ class DistributedDataParallel(Module):
         bucket.pending -= 1
         for earlier in self._buckets[:self._next_bucket]:   # MPI progresses non-blocking collectives when called
             if earlier.work is not None:
-                earlier.work.is_completed()
+                earlier.work.done() if self._comm_hook else earlier.work.is_completed()
         # buckets start in order on every rank (collectives must): launch this one and any ready ones after it
         while self._next_bucket < len(self._buckets) and self._buckets[self._next_bucket].pending == 0:
-            self._launch(self._buckets[self._next_bucket])
+            self._launch(self._next_bucket)
             self._next_bucket += 1
 
-    def _launch(self, bucket: _Bucket) -> None:
-        """Copy the bucket's gradients (divided by the world size, PyTorch's order) into its buffer and start a
-        non-blocking all-reduce of it."""
-        scale = 1.0 / self._world
+    def _launch(self, b: int) -> None:
+        """Copy bucket ``b``'s gradients (divided by the world size, PyTorch's order) into its buffer and start a
+        non-blocking all-reduce of it; with a communication hook, the gradients as they are, handed to the hook."""
+        bucket = self._buckets[b]
+        scale = None if self._comm_hook else 1.0 / self._divisor()
         with _gm.no_grad():
             flat = bucket.flat
             for i, off in zip(bucket.indices, bucket.offsets):
@@ -267,8 +276,17 @@ class DistributedDataParallel(Module):
                 if p.grad is None:
                     view.zero_()
                 else:
-                    view.copy_(p.grad.reshape(-1) * scale)
-            bucket.work = self._c10d.all_reduce(flat, group=self.process_group, async_op=True)
+                    view.copy_(p.grad.reshape(-1) if scale is None else p.grad.reshape(-1) * scale)
+            if self._comm_hook is None:
+                bucket.work = self._c10d.all_reduce(flat, group=self.process_group, async_op=True)
+                return
+            hook, state = self._comm_hook
+            grad_bucket = self._c10d.GradBucket(b, flat, bucket.offsets, [self._params[i] for i in bucket.indices],
+                                                b == len(self._buckets) - 1)
+            bucket.work = hook(state, grad_bucket)
+            if not isinstance(bucket.work, Future):
+                raise RuntimeError("DistributedDataParallel communication hook must return a "
+                                   f"torch.futures.Future[torch.Tensor], got {type(bucket.work).__name__}")
 
     def _finalize_backward(self) -> None:
         """End of backward: wait for the all-reduces and write the averaged gradients into ``.grad``."""
@@ -284,8 +302,10 @@ class DistributedDataParallel(Module):
             global_unused = [int(v) == 0 for v in used.tolist()]
         with _gm.no_grad():
             for bucket in self._buckets[:self._next_bucket]:
-                bucket.work.wait()
+                result = bucket.work.wait()
                 bucket.work = None
+                if self._comm_hook is not None:
+                    self._hook_result(bucket, result)
                 for i, off in zip(bucket.indices, bucket.offsets):
                     if global_unused is not None and global_unused[i]:
                         continue   # unused on every rank: .grad stays as it was
@@ -297,9 +317,37 @@ class DistributedDataParallel(Module):
                         p.grad.copy_(value)
         if not self._rebuilt and not self._incomplete:
             self._rebuilt = True
-            if self.static_graph or not self.find_unused_parameters:
-                self._rebuild_buckets()
-            self._arrival = []
+            self._rebuild_pending = self.static_graph or not self.find_unused_parameters
+            if not self._rebuild_pending:
+                self._arrival = []
+
+    def _divisor(self) -> int:
+        """What the gradients are divided by: the world size; inside ``join(divide_by_initial_world_size=False)``
+        the number of ranks still active."""
+        if self._divide_by_initial_world_size or (self._join_work is None and self._active is None):
+            return self._world
+        if self._active is None:   # (this iteration's count, for every bucket)
+            work, self._join_work = self._join_work, None
+            work.wait()
+            self._active = max(1, int(work.result()[0].item()))
+        return self._active
+
+    def _drain_join_work(self) -> None:
+        if self._join_work is not None:
+            work, self._join_work = self._join_work, None
+            work.wait()
+
+    @staticmethod
+    def _hook_result(bucket: _Bucket, result: Any) -> None:
+        """A communication hook's result into the bucket's buffer, whence the gradients are written."""
+        flat = bucket.flat
+        if not isinstance(result, Tensor) or result.numel() != flat.numel():
+            what = (f"a tensor of {result.numel()} elements" if isinstance(result, Tensor)
+                    else type(result).__name__)
+            raise RuntimeError("DistributedDataParallel communication hook: the future's result must be a tensor "
+                               f"of the bucket's {flat.numel()} elements, got {what}")
+        if result is not flat:
+            flat.copy_(result.reshape(-1))
 
     def _rebuild_buckets(self) -> None:
         """Buckets in the order the first iteration's gradients arrived, rank 0's order on every rank (the
@@ -311,6 +359,13 @@ class DistributedDataParallel(Module):
         order = _creation.tensor(self._arrival)
         self._c10d.broadcast(order, 0, group=self.process_group)
         self._build_buckets(_assign_buckets(self._params, order.tolist(), self._limits, True))
+
+    def _maybe_rebuild_buckets(self) -> None:
+        """Once, at the forward after the first complete backward (every rank the same, a collective)."""
+        if self._rebuild_pending:
+            self._rebuild_pending = False
+            self._rebuild_buckets()
+            self._arrival = []
 
     # ------------------------------------------------------------------------------------------------
     def _prepare_forward(self) -> None:
@@ -350,18 +405,38 @@ class DistributedDataParallel(Module):
         self._unused = [i for i, p in enumerate(self._params) if id(grad_accumulator(p)) not in seen]
         self._unused_set = set(self._unused)
 
-    def _sync_buffers(self) -> None:
+    def _sync_buffers(self, joined: bool = False) -> None:
+        """The buffers broadcast before the forward: from rank 0, or in a join context from the highest rank
+        still active."""
         if self.require_forward_param_sync and self.forward_sync_buffers and self.modules_buffers and \
                 self._world > 1:
-            self._broadcast(self.modules_buffers)
+            src = self._find_common_rank(self._rank, not joined) if self._join_config.enable or joined else 0
+            self._broadcast(self.modules_buffers, src)
+
+    def _find_common_rank(self, rank: int, candidate: bool) -> int:
+        """The highest rank among the candidates (a collective)."""
+        t = _creation.tensor([rank if candidate else -1])
+        self._c10d.all_reduce(t, op=self._c10d.ReduceOp.MAX, group=self.process_group)
+        return int(t.item())
+
+    def _global_requires_sync(self, joined: bool) -> bool:
+        """Whether any active rank's backward all-reduces this iteration (a collective in a join context)."""
+        t = _creation.tensor([0.0 if joined or not self.require_backward_grad_sync else 1.0])
+        self._c10d.all_reduce(t, group=self.process_group)
+        return bool(t.item())
 
     def forward(self, *inputs: Any, **kwargs: Any) -> Any:
-        if self._joining:
-            self._count_active(1)
         sync = _gm.is_grad_enabled() and self.require_backward_grad_sync
         if sync:
             self._prepare_forward()
+        self._drain_join_work()
+        self._active = None
+        self._join_work = Join.notify_join_context(self)
+        if _gm.is_grad_enabled():
+            self._maybe_rebuild_buckets()
         self._sync_buffers()
+        if self._join_config.enable:
+            self._global_requires_sync(False)
         output = self.module(*inputs, **kwargs)
         if sync:
             self.require_forward_param_sync = True
@@ -388,41 +463,101 @@ class DistributedDataParallel(Module):
         return self.require_forward_param_sync and self.forward_sync_buffers and len(self.modules_buffers) > 0
 
     def join(self, divide_by_initial_world_size: bool = True, enable: bool = True,
-             throw_on_early_termination: bool = False) -> "_Join":
-        """A context for the training loop. ember supports even inputs only: inside it every forward counts the
-        ranks still running (one small all-reduce), and a rank that runs out of inputs before the others makes
-        every rank raise RuntimeError instead of hanging (PyTorch's shadow all-reduces for uneven inputs are not
-        built)."""
-        return _Join(self, enable)
+             throw_on_early_termination: bool = False) -> Join:
+        """The context for training with uneven inputs (PyTorch's): a rank that runs out of batches waits at the
+        end of the ``with`` block and takes part, with zero gradients, in the all-reduces of the ranks still
+        training; at the end every rank holds the parameters of the last rank to finish. Gradients are divided
+        by the initial world size (``divide_by_initial_world_size=False``: by the ranks still active).
+        ``throw_on_early_termination``: every rank raises once one has run out."""
+        return Join([self], enable, throw_on_early_termination,
+                    divide_by_initial_world_size=divide_by_initial_world_size)
 
-    def _count_active(self, active: int) -> None:
-        t = _creation.tensor([active])
-        self._c10d.all_reduce(t, group=self.process_group)
-        if int(t) not in (0, self._world) or (active == 0 and int(t)):
-            raise RuntimeError(f"DistributedDataParallel.join on rank {self._rank}: {int(t)} of {self._world} ranks "
-                               "still had inputs while the others had run out. ember's join() supports only "
-                               "even inputs (every rank the same number of iterations) yet")
+    def join_hook(self, **kwargs: Any) -> JoinHook:
+        """What a rank that has run out of inputs does (see ``join``)."""
+        return _DDPJoinHook(self, kwargs.get("divide_by_initial_world_size", True))
 
-    def register_comm_hook(self, state: object, hook: Any) -> None:
-        raise NotImplementedError("DistributedDataParallel.register_comm_hook is not supported by ember yet")
+    @property
+    def join_device(self) -> Any:
+        return self.device
+
+    @property
+    def join_process_group(self) -> Any:
+        return self.process_group
+
+    def _shadow_backward(self) -> None:
+        """A joined rank's side of one backward: each bucket's all-reduce (or communication hook) with zeros, in
+        the buckets' order, and the used-parameter count of ``find_unused_parameters``."""
+        with _gm.no_grad():
+            pending = []
+            for b, bucket in enumerate(self._buckets):
+                zeros = _creation.zeros(bucket.flat.numel(), dtype=bucket.flat.dtype)
+                if self._comm_hook is None:
+                    pending.append(self._c10d.all_reduce(zeros, group=self.process_group, async_op=True))
+                else:
+                    hook, state = self._comm_hook
+                    grad_bucket = self._c10d.GradBucket(b, zeros, bucket.offsets,
+                                                        [self._params[i] for i in bucket.indices],
+                                                        b == len(self._buckets) - 1)
+                    pending.append(hook(state, grad_bucket))
+            for work in pending:
+                work.wait()
+        if self.find_unused_parameters:
+            self._c10d.all_reduce(_creation.zeros(len(self._params), dtype=D.int32), group=self.process_group)
+
+    def _sync_final_model(self, is_last_joiner: bool) -> None:
+        """The parameters (and buffers) of the highest rank among the last to join, everywhere."""
+        self._drain_join_work()
+        src = self._find_common_rank(self._rank, is_last_joiner)
+        self._broadcast(self._module_parameters + (self.modules_buffers if self.forward_sync_buffers else []), src)
+
+    def register_comm_hook(self, state: object, hook: Callable) -> None:
+        """Reduce the gradients with ``hook(state, bucket)`` instead of the averaging all-reduce: it gets each
+        bucket (``dist.GradBucket``: ``buffer()`` holds the gradients, summed over no_sync steps, not yet divided)
+        as soon as the bucket is ready, and returns a ``torch.futures.Future`` of the tensor that becomes the
+        bucket's gradients (see ``torch.distributed.algorithms.ddp_comm_hooks.default_hooks``). Once only."""
+        if not callable(hook):
+            raise TypeError("Communication hook must be callable.")
+        sig = inspect.signature(hook)
+        bucket_type = sig.parameters["bucket"].annotation
+        if bucket_type is not inspect.Parameter.empty and bucket_type != self._c10d.GradBucket:
+            raise ValueError("Communication hook: bucket annotation should be dist.GradBucket.")
+        if sig.return_annotation is not inspect.Signature.empty and sig.return_annotation != Future[Tensor]:
+            raise ValueError("Communication hook: return annotation should be torch.futures.Future[torch.Tensor].")
+        if self._comm_hook is not None:
+            raise RuntimeError("register_comm_hook or register_builtin_comm_hook can only be called once.")
+        self._comm_hook = (hook, state)
+
+    def _register_builtin_comm_hook(self, comm_hook_type: Any) -> None:
+        """``dist.BuiltinCommHookType.ALLREDUCE`` or ``FP16_COMPRESS``: the default hooks of that name (on the
+        default group). Once only, as ``register_comm_hook``."""
+        from ...distributed.algorithms.ddp_comm_hooks import default_hooks
+        hooks = {self._c10d.BuiltinCommHookType.ALLREDUCE: default_hooks.allreduce_hook,
+                 self._c10d.BuiltinCommHookType.FP16_COMPRESS: default_hooks.fp16_compress_hook}
+        if self._comm_hook is not None:
+            raise RuntimeError("register_comm_hook or register_builtin_comm_hook can only be called once.")
+        self._comm_hook = (hooks[comm_hook_type], None)
 
     @staticmethod
     def _set_params_and_buffers_to_ignore_for_model(module: Module, params_and_buffers_to_ignore: Any) -> None:
         module._ddp_params_and_buffers_to_ignore = params_and_buffers_to_ignore
 
 
+class _DDPJoinHook(JoinHook):
+    """A joined rank's DistributedDataParallel: each round, the collectives of an active rank's iteration (bucket
+    rebuild, buffer broadcast, whether to sync, the backward's all-reduces); at the end, the final parameters."""
 
-class _Join:
-    """``ddp.join()``: counts the running ranks at each forward and at the end (even inputs only)."""
+    def __init__(self, ddp: DistributedDataParallel, divide_by_initial_world_size: bool) -> None:
+        self.ddp = ddp
+        ddp._divide_by_initial_world_size = divide_by_initial_world_size
 
-    def __init__(self, ddp: DistributedDataParallel, enable: bool) -> None:
-        self.ddp, self.enable = ddp, enable
+    def main_hook(self) -> None:
+        ddp = self.ddp
+        ddp._maybe_rebuild_buckets()
+        ddp._sync_buffers(joined=True)
+        sync = ddp._global_requires_sync(True)
+        ddp.require_forward_param_sync = sync
+        if sync:
+            ddp._shadow_backward()
 
-    def __enter__(self) -> "_Join":
-        self.ddp._joining = self.enable and self.ddp._world > 1
-        return self
-
-    def __exit__(self, exc_type, exc, tb) -> None:
-        joining, self.ddp._joining = self.ddp._joining, False
-        if joining and exc_type is None:
-            self.ddp._count_active(0)
+    def post_hook(self, is_last_joiner: bool) -> None:
+        self.ddp._sync_final_model(is_last_joiner)
