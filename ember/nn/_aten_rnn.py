@@ -12,7 +12,8 @@ __all__ = ["rnn_tanh", "rnn_relu", "lstm", "gru", "rnn_tanh_cell", "rnn_relu_cel
 
 
 from ..amp.autocast_mode import is_autocast_enabled
-from ..ops.rnn import STEPS as _STEPS, composite_direction as _composite_direction, run_direction as _run_direction
+from ..ops.rnn import STEPS as _STEPS, composite_direction as _composite_direction, run_cell as _run_cell
+from ..ops.rnn import run_direction as _run_direction
 from ..ops.rnn import _gru_step, _lstm_step, _rnn_relu_step, _rnn_tanh_step   # noqa: F401 (nn.modules.rnn's)
 
 
@@ -51,7 +52,9 @@ def _rnn_layers(mode: str, input: Tensor, sizes: list[int] | None, hx: tuple[Ten
 
 def _cell(mode: str, input: Tensor, hx: tuple, w_ih: Tensor, w_hh: Tensor, b_ih, b_hh) -> tuple:
     xg = F.linear(input, w_ih, b_ih)
-    return _STEPS[mode](xg, hx, w_hh, b_hh, None)
+    if is_autocast_enabled("cpu"):   # the composite's hidden linear runs in lower precision
+        return _STEPS[mode](xg, hx, w_hh, b_hh, None)
+    return _run_cell(mode, xg, tuple(hx), w_hh, b_hh)
 
 
 def rnn_tanh_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor | None = None,
@@ -115,7 +118,8 @@ def _run(mode: str, args: tuple, n_states: int):
         raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
     out, states = _rnn_layers(mode, input, sizes, hx, weights, num_layers, dropout, train, bidirectional)
     if sizes is None and batch_first:
-        out = out.transpose(0, 1)
+        # PyTorch's names: its LSTM transposes the result (TransposeBackward0), the others in place (TransposeBackward1)
+        out = out.transpose(0, 1) if mode == "LSTM" else out.transpose_(0, 1)
     return (out, *states)
 
 

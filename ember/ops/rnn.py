@@ -314,7 +314,10 @@ class _RnnNode(Node):
     (``StackBackward0``...)."""
 
     __slots__ = ("_spec", "_inputs", "_saved", "_out_shapes")
-    num_outputs = 3
+
+    @property
+    def num_outputs(self) -> int:
+        return len(self._out_shapes)
 
     def _release(self) -> None:
         self._saved = FREED
@@ -338,12 +341,10 @@ class _RnnNode(Node):
         xg, h0, c0, w_hh, b_hh, w_hr = (None if t is None else t._data for t in inputs)
         saves, events = self._saved
         state0 = (h0, c0) if mode == "LSTM" else (h0,)
-        g_seq, g_finals = grads[0], grads[1:]
+        g_seq, g_finals = (None, grads) if cell else (grads[0], grads[1:])   # (a cell's outputs: its new state)
         T = len(saves)
         if g_seq is None:
             g_outs = [None] * T
-        elif cell:
-            g_outs = [g_seq]
         elif sizes is None:
             g_outs = [g_seq[t] for t in range(T)]
         else:
@@ -355,7 +356,7 @@ class _RnnNode(Node):
         want = [needed is None or needed[k] for k in range(len(edges))]
         pos = {i: k for k, i in enumerate(present)}
         need_w = 3 in pos and want[pos[3]] and edges[pos[3]][0] is not None
-        run_sizes = sizes if sizes is not None else [xg.shape[1 if not cell else 0]] * T
+        run_sizes = sizes if sizes is not None else [xg.shape[0 if cell else 1]] * T
         gxs, gh0, gw, gb, gwr = _bwd_loop(xp, mode, saves, events, run_sizes, state0, w_hh, b_hh, w_hr, reverse,
                                           g_outs, g_finals, need_w)
         if cell:
@@ -442,10 +443,12 @@ def _outputs(node_name: str, spec, inputs: list, arrays: list, saved) -> list:
 _NODE_CLASSES: dict = {}
 
 
-def _new_node(name: str) -> _RnnNode:
-    cls = _NODE_CLASSES.get(name)
+def _new_node(name: str, base: type = None) -> Node:
+    """A node of class ``name`` (PyTorch's name of the tensor's grad_fn), made once per name and base."""
+    base = base or _RnnNode
+    cls = _NODE_CLASSES.get((name, base))
     if cls is None:
-        cls = _NODE_CLASSES[name] = type(name, (_RnnNode,), {"__slots__": ()})
+        cls = _NODE_CLASSES[name, base] = type(name, (base,), {"__slots__": ()})
     node = object.__new__(cls)
     from ..autograd.graph import _seq
     node._seq = next(_seq)
@@ -474,6 +477,47 @@ def run_direction(mode: str, xg: Tensor, sizes: list[int] | None, state0: tuple[
     outs, finals, saves, events = _fwd_loop(xp, mode, xs, run_sizes, tuple(s._data for s in state0), *raw, reverse)
     seq = xp.stack(outs, 0) if sizes is None else xp.cat(outs, 0)
     c0 = state0[1] if mode == "LSTM" else None
-    res = _outputs("StackBackward0" if sizes is None else "CatBackward0", (mode, sizes, reverse, False),
+    if sizes is not None:
+        name = "CatBackward0"
+    elif mode == "LSTM" and w_hr is None and xd.dtype.char == "f":
+        name = "MkldnnRnnLayerBackward0"   # PyTorch's CPU LSTM in float32 runs each layer as one oneDNN op
+    else:
+        name = "StackBackward0"
+    res = _outputs(name, (mode, sizes, reverse, False),
                    [xg, state0[0], c0, w_hh, b_hh, w_hr], [seq, *finals], (saves, events))
     return res[0], tuple(res[1:])
+
+
+class _PassNode(Node):
+    """A second name for one output of a fused cell (LSTMCell's c' is PyTorch's AddBackward0 where its h' is
+    MulBackward0): hands its gradient to that output of the cell's node."""
+
+    __slots__ = ()
+
+    def apply(self, grads, create_graph, needed):
+        return [grads[0]]
+
+
+_CELL_NAMES = {"LSTM": "MulBackward0", "GRU": "AddBackward0", "RNN_TANH": "TanhBackward0",
+               "RNN_RELU": "ReluBackward0"}
+
+
+def run_cell(mode: str, xg: Tensor, state: tuple[Tensor, ...], w_hh, b_hh) -> tuple[Tensor, ...]:
+    """One step of a cell from its input projection ``xg`` (B, G): the new state, as ``STEPS[mode]`` computes
+    it, from the fused step where it applies."""
+    if not fusable(xg, *state, w_hh, b_hh):
+        return STEPS[mode](xg, state, w_hh, b_hh, None)
+    raw = [None if t is None else t._data for t in (w_hh, b_hh)]
+    _, finals, saves, events = _fwd_loop(_NP_NS, mode, [xg._data], [xg._data.shape[0]],
+                                         tuple(s._data for s in state), *raw, None, False)
+    c0 = state[1] if mode == "LSTM" else None
+    res = _outputs(_CELL_NAMES[mode], (mode, None, False, True), [xg, state[0], c0, w_hh, b_hh, None],
+                   list(finals), (saves, events))
+    if mode == "LSTM" and res[1].grad_fn is not None:
+        c = res[1]
+        node = _new_node("AddBackward0", _PassNode)
+        node.next_functions = ((c.grad_fn, 1),)
+        c2 = make(c._data)
+        c2.grad_fn, c2._output_nr, c2._requires_grad = node, 0, True
+        res[1] = c2
+    return tuple(res)
