@@ -238,6 +238,24 @@ def _outputs(node_name: str, spec, inputs: list, arrays: list, saved) -> list:
     return outs
 
 
+def _saved_array(which: int):
+    """``grad_fn._saved_<name>`` of a fused cell: activation ``which`` of its step (PyTorch's saved tensor)."""
+    def get(node):
+        if node._saved is FREED:
+            raise RuntimeError(FREED_MESSAGE)
+        return make(node._saved[0][0][which])
+    return property(get)
+
+
+# the saved values PyTorch's node of the same name shows (grad_fn._saved_dim, ...): a cell's activations
+_SAVED_ATTRS = {
+    "StackBackward0": {"_saved_dim": property(lambda node: 0)},
+    "CatBackward0": {"_saved_dim": property(lambda node: 0)},
+    "MulBackward0": {"_saved_self": _saved_array(5), "_saved_other": _saved_array(6)},   # sigmoid(o), tanh(c')
+    "TanhBackward0": {"_saved_result": _saved_array(1)},
+    "ReluBackward0": {"_saved_result": _saved_array(1)},
+}
+
 _NODE_CLASSES: dict = {}
 _FLOATS = (float32, float64)
 _PLAIN_RESULT = _P._result
@@ -248,7 +266,8 @@ def _new_node(name: str, base: type = None) -> Node:
     base = base or _RnnNode
     cls = _NODE_CLASSES.get((name, base))
     if cls is None:
-        cls = _NODE_CLASSES[name, base] = type(name, (base,), {"__slots__": ()})
+        attrs = dict(_SAVED_ATTRS.get(name, {})) if base is _RnnNode else {}
+        cls = _NODE_CLASSES[name, base] = type(name, (base,), {"__slots__": (), **attrs})
     node = object.__new__(cls)
     from ..autograd.graph import _seq
     node._seq = next(_seq)
