@@ -2,19 +2,18 @@
 ``rnn_relu``, ``lstm``, ``gru`` (ATen's signatures: a flat list of weights, both the padded ``input`` and the
 packed ``data, batch_sizes`` forms) and ``rnn_tanh_cell``, ``rnn_relu_cell``, ``lstm_cell``, ``gru_cell``, and the
 recurrences they run (the layers of ``nn/modules/rnn.py`` call these functions too, as PyTorch's call ``_VF.lstm``,
-so values, gradients and dropout's random draws are the layers', and autocast sees the calls PyTorch's sees)."""
+so values, gradients and dropout's random draws are the layers', and autocast sees the calls PyTorch's sees). Each
+direction of a layer, and each cell step, runs as one fused node where it can (ember/ops/rnn.py)."""
 from __future__ import annotations
 
 from .._tensor import Tensor
-from . import functional as F
-
-__all__ = ["rnn_tanh", "rnn_relu", "lstm", "gru", "rnn_tanh_cell", "rnn_relu_cell", "lstm_cell", "gru_cell"]
-
-
 from ..amp.autocast_mode import is_autocast_enabled
 from ..ops.rnn import STEPS as _STEPS, composite_direction as _composite_direction, run_cell as _run_cell
 from ..ops.rnn import run_direction as _run_direction
 from ..ops.rnn import _gru_step, _lstm_step, _rnn_relu_step, _rnn_tanh_step   # noqa: F401 (nn.modules.rnn's)
+from . import functional as F
+
+__all__ = ["rnn_tanh", "rnn_relu", "lstm", "gru", "rnn_tanh_cell", "rnn_relu_cell", "lstm_cell", "gru_cell"]
 
 
 def _rnn_layers(mode: str, input: Tensor, sizes: list[int] | None, hx: tuple[Tensor, ...],

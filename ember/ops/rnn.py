@@ -2,32 +2,33 @@
 ``rnn_tanh`` and ``rnn_relu`` (and of their cells) runs over raw arrays.
 
 The recurrences were composites of ember ops (``linear``, ``sigmoid``, ``tanh``, ``chunk``, ``cat``, ``stack``):
-about fifteen recorded ops per time step. ``run_direction`` now runs one direction of one layer as a single
-node: the forward loop calls the device's kernels (``xp.addprod``, ``xp.sigmoid``...) in the composite's order,
-keeps the activations backward needs, and the node's backward runs the reverse loop with the very kernels the
-composite's derivative rules call, accumulating in the order ember's engine accumulated the composite's
-gradients: values and gradients are the composite's to the last bit. The node carries PyTorch's name for the
-tensor a user sees (``StackBackward0`` for a padded sequence, ``CatBackward0`` for packed data, the last op's name
-for a cell). Under ``create_graph`` the node's backward recomputes the composite from its saved inputs and
+about fifteen recorded ops per time step. ``run_direction`` runs one direction of one layer as a single node:
+the device namespace's ``rnn_forward`` (ember/devices/cpu/nn_rnn.py) steps through time with the kernels the
+composite called, in its order, and keeps the activations backward needs; the node's backward is the
+namespace's ``rnn_backward``, the reverse loop with the kernels the composite's derivative rules call, each sum
+formed in the order ember's engine formed the composite's: values and gradients are the composite's to the last
+bit. The input projection ``linear(x, w_ih, b_ih)`` stays an op of its own (one matmul for every step, as
+PyTorch's). The node carries PyTorch's name for the tensor a user sees (``StackBackward0`` for a padded
+sequence, ``MkldnnRnnLayerBackward0`` for a float32 LSTM, ``CatBackward0`` for packed data, the last op's name for
+a cell). Under ``create_graph`` the node's backward recomputes the composite from its saved inputs and
 differentiates that, so second derivatives are the composite's too. Where the loop does not apply (forward-mode
-tangents, float16/bfloat16/complex, devices other than the CPU, vmap and torch.func transforms, saved-tensor
-hooks, graph observers) the composite runs as before.
+tangents, float16/bfloat16/complex, the 'meta' device, vmap and torch.func transforms, saved-tensor hooks, graph
+observers and tracers, anomaly mode) the composite runs as before.
 
 The composite (``_lstm_step``, ``_gru_step``, ``_rnn_tanh_step``, ``_rnn_relu_step``, ``composite_direction``)
-lives here too: the nn layers call it through ``run_direction``.
+lives here too: the nn layers call it through ``run_direction`` and ``run_cell``.
 """
 from __future__ import annotations
 
-from .._state import fwd_state, func_depth
-from .._tensor import Tensor, make
-from ..autograd import grad_mode as _gm
 from .._device import NAMESPACES
 from .._dtype import float32, float64
+from .._state import fwd_state, func_depth
+from .._tensor import Tensor, make
 from ..autograd import _primitive as _P
+from ..autograd import grad_mode as _gm
 from ..autograd._primitive import _NO_EDGE, _ndarray
 from ..autograd.anomaly_mode import _anomaly
-from ..autograd.graph import (FREED, FREED_MESSAGE, HOOKS_ON, NODE_OBSERVERS, Node, grad_accumulator,
-                              modified_message, node_class)
+from ..autograd.graph import FREED, FREED_MESSAGE, HOOKS_ON, NODE_OBSERVERS, Node, grad_accumulator, modified_message
 from .nn_activation import linear
 
 __all__ = ["run_direction", "run_cell", "composite_direction", "STEPS"]
@@ -87,6 +88,7 @@ def composite_direction(mode: str, xg: Tensor, sizes: list[int] | None, state0: 
     taken at that sequence's last step)."""
     from .shape import cat, stack
     step = STEPS[mode]
+    packed = sizes is not None
     xg_steps, sizes = _steps_of(xg, sizes)
     outs: list[Tensor] = [None] * len(xg_steps)   # type: ignore[list-item]
     if not reverse:
@@ -110,13 +112,7 @@ def composite_direction(mode: str, xg: Tensor, sizes: list[int] | None, state0: 
                 n = bs
             state = step(xg_steps[t], state, w_hh, b_hh, w_hr)
             outs[t] = state[0]
-    if packed_of(xg, sizes):
-        return cat(outs, 0), state
-    return stack(outs, 0), state
-
-
-def packed_of(xg, sizes) -> bool:
-    return xg.dim() == 2
+    return (cat(outs, 0) if packed else stack(outs, 0)), state
 
 
 # ----- the node ------------------------------------------------------------------------------------------------
@@ -200,8 +196,9 @@ def _edge(a: Tensor):
 
 
 def fusable(*tensors) -> bool:
-    """Whether the fused loop applies to these inputs (else the composite runs): plain CPU tensors of float32 or
-    float64, no forward-mode tangents, no transform, no saved-tensor hooks or graph observers, no anomaly mode."""
+    """Whether the fused loop applies to these inputs (else the composite runs): float32 or float64 tensors with
+    data (not 'meta'), none empty; no forward-mode tangents, transform, saved-tensor hooks, graph observer, tracer
+    (``observe_results``) or anomaly mode."""
     if fwd_state.level or func_depth[0] or HOOKS_ON or NODE_OBSERVERS or _anomaly.enabled or \
             _P._result is not _PLAIN_RESULT:   # (observe_results: a tracer wants to see every op)
         return False
