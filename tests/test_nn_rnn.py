@@ -602,3 +602,11 @@ def test_fused_backward_errors_as_torchs():
         m.weight_hh_l0.mul_(2)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         out.sum().backward()
+
+
+def test_fused_mixed_dtypes_raise_as_torch():
+    """Inputs of different dtypes take the composite, whose ops raise PyTorch's error."""
+    def fn(m):
+        x, h = m.randn(3, 2, 2), m.randn(1, 2, 2, dtype=m.float64)
+        return m.rnn_tanh(x, h, [m.randn(2, 2), m.randn(2, 2)], False, 1, 0.0, False, False, False)
+    same(fn, msg="to have the same dtype")

@@ -202,15 +202,22 @@ def fusable(*tensors) -> bool:
     if fwd_state.level or func_depth[0] or HOOKS_ON or NODE_OBSERVERS or _anomaly.enabled or \
             _P._result is not _PLAIN_RESULT:   # (observe_results: a tracer wants to see every op)
         return False
+    kind = None
     for t in tensors:
         if t is None:
             continue
         if not isinstance(t, Tensor):   # (Parameters pass; vmap's batched tensors come with func_depth set)
             return False
         d = t._data
-        if type(d) is not _ndarray and (type(d) not in NAMESPACES or t.device.type == "meta"):
+        if kind is None:
+            kind = (type(d), d.dtype)
+            if type(d) is not _ndarray and (type(d) not in NAMESPACES or t.device.type == "meta"):
+                return False
+            if t.dtype not in _FLOATS:
+                return False
+        elif (type(d), d.dtype) != kind:   # mixed dtypes or devices: the composite's ops raise PyTorch's errors
             return False
-        if t.dtype not in _FLOATS or 0 in d.shape:
+        if 0 in d.shape:
             return False
         if t._base is not None and t._vc[0] != t._view_v:
             return False
