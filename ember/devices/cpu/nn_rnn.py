@@ -90,7 +90,9 @@ def _fwd_loop(ns, mode, xs, sizes, state0, w_hh, b_hh, w_hr, reverse):
     T = len(xs)
     outs = [None] * T
     saves = [None] * T
-    events = [None] * T   # per step: None, ("slice", bs) (forward: rows bs: finished) or ("join", n, bs)
+    # per step, the batch operation before it: None; ("slice", bs, the rows bs: that finished) going forward;
+    # ("join", n, bs): rows n:bs of the initial state join, going backward through time
+    events = [None] * T
     if not reverse:
         state = state0
         done = []
