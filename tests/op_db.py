@@ -492,7 +492,7 @@ OP_DB += [
 
 # Each op family keeps its own entries in tests/op_db_<family>.py.
 for _family in ("elementwise", "reduction", "shape", "indexing", "linalg", "sorting", "nn_activation", "nn_loss",
-                "nn_norm", "nn_conv", "complex", "fft", "names"):
+                "nn_norm", "nn_conv", "nn_rnn", "complex", "fft", "names"):
     _mod = importlib.import_module(f"op_db_{_family}")
     OP_DB += _mod.OPS
 
@@ -504,7 +504,7 @@ HYP_BINARY = ["add", "sub", "mul", "div", "pow", "maximum", "minimum"]
 HYP_UNARY = ["neg", "abs", "sign", "exp", "log", "sqrt", "sin", "cos", "tanh", "sigmoid", "relu", "round",
              "clamp", "clone"]
 for _family in ("elementwise", "reduction", "shape", "indexing", "linalg", "sorting", "nn_activation", "nn_loss",
-                "nn_norm", "nn_conv", "complex", "fft", "names"):
+                "nn_norm", "nn_conv", "nn_rnn", "complex", "fft", "names"):
     _mod = importlib.import_module(f"op_db_{_family}")
     HYP_BINARY += _mod.HYP_BINARY
     HYP_UNARY += _mod.HYP_UNARY

@@ -22,7 +22,10 @@ needs_bf16 = pytest.mark.skipif(not HAS_BF16, reason="ember has no bfloat16 yet 
 
 # ember differs from torch here with or without autocast (its float16 support), not in what autocast does
 XFAIL = {("inv_ex_singular", "float16"): "ember's linalg.inv raises for a singular matrix whose LU pivot LAPACK's "
-                                         "getrf finds nonzero (float32 input alike)"}
+                                         "getrf finds nonzero (float32 input alike)",
+         ("lstm", "float32", "float16"): "PyTorch's CPU LSTM under float16 autocast is oneDNN's LSTM primitive, which this CPU "
+                              "refuses ('could not create a primitive descriptor'); ember computes (its composite, "
+                              "in float16)"}
 
 
 def _run(m, op, sample, dt, cast, lower="float16"):
@@ -60,8 +63,9 @@ def test_op_dtypes_match_torch(op, lower):
             if _outcome(ember, op, sample, dt, False) != _outcome(torch, op, sample, dt, False):
                 continue
             want, got = (_outcome(torch, op, sample, dt, True, lower), _outcome(ember, op, sample, dt, True, lower))
-            if (op.name, dt) in XFAIL:
-                assert got != want, f"fixed: remove XFAIL entry {(op.name, dt)}"
+            key = next((k for k in ((op.name, dt), (op.name, dt, lower)) if k in XFAIL), None)
+            if key is not None:
+                assert got != want, f"fixed: remove XFAIL entry {key}"
                 continue
             assert got == want, f"{op.name} {sample.desc} {dt}: ember {got}, torch {want}"
             checked += 1

@@ -7,12 +7,13 @@ import numpy as np
 
 import ember
 from ember.devices.cpu import namespace as _numpy_ns
+from ember.devices.cpu import nn_rnn as _rnn_loops
 from ember.devices.cpu import optim as _raw_only
 from ember.ops import graph_names, graph_ns, raw_names
 
 # Kernels no derivative rule calls (the optimizers' and nn.utils' in-place updates and LAPACK pieces, run on raw
 # arrays only): the raw namespace has them, graph_ns needs no twin.
-RAW_ONLY = set(_raw_only.__all__)
+RAW_ONLY = set(_raw_only.__all__) | set(_rnn_loops.NAMESPACE_NAMES)   # (and the recurrent layers' time loops)
 
 
 def test_both_namespaces_export_the_same_names():

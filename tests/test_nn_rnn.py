@@ -1,7 +1,8 @@
 """RNN, LSTM, GRU, their cells and nn.utils.rnn against PyTorch: seed-exact initialisation, repr, state_dict keys
 and shapes; with the same weights, outputs, final states, input/state/parameter gradients (plain, packed,
 unbatched, batch_first, bidirectional, stacked, projected), double backward, forward mode, dropout between
-layers drawn as PyTorch draws it, and the errors."""
+layers drawn as PyTorch draws it, and the errors. The fused node (ember/ops/rnn.py): bit-identity with the
+composite of ops it replaces, PyTorch's grad_fn names, gradcheck/gradgradcheck, its fallbacks and errors."""
 import numpy as np
 import pytest
 
@@ -410,3 +411,202 @@ def test_empty_sequences(cls, case):
         out, h = mod(x, hx)
         return out.shape, tuple(t.shape for t in (h if isinstance(h, tuple) else (h,)))
     same(fn, exact_msg=True)
+
+
+# ----- the fused loop (ember/ops/rnn.py, ember/devices/cpu/nn_rnn.py) ------------------------------------------
+from ember.ops import rnn as _fused  # noqa: E402
+
+FUSED_CASES = [
+    ("LSTM", lambda nn: nn.LSTM(3, 5)),
+    ("LSTM_2l_bi", lambda nn: nn.LSTM(3, 5, num_layers=2, bidirectional=True)),
+    ("LSTM_proj_bi", lambda nn: nn.LSTM(3, 5, num_layers=2, proj_size=2, bidirectional=True)),
+    ("LSTM_nobias_bf", lambda nn: nn.LSTM(3, 5, bias=False, batch_first=True)),
+    ("GRU", lambda nn: nn.GRU(3, 5)),
+    ("GRU_2l_bi", lambda nn: nn.GRU(3, 5, num_layers=2, bidirectional=True)),
+    ("GRU_nobias_bf", lambda nn: nn.GRU(3, 5, bias=False, batch_first=True)),
+    ("RNN_tanh_bi", lambda nn: nn.RNN(3, 5, bidirectional=True)),
+    ("RNN_relu_2l", lambda nn: nn.RNN(3, 5, 2, "relu")),
+]
+
+
+def _fused_run(ctor, dtype, packed, uses, seed=1):
+    """Outputs and every gradient (input, states, parameters) of a module run, as float arrays."""
+    ember.manual_seed(0)
+    m = ctor(ember.nn).to(getattr(ember, dtype))
+    rng = np.random.default_rng(seed)
+    T, B = 5, 4
+    x = ember.tensor(rng.standard_normal((B, T, 3) if m.batch_first else (T, B, 3)), dtype=m.weight_hh_l0.dtype,
+                     requires_grad=True)
+    d = 2 if m.bidirectional else 1
+    h = ember.tensor(rng.standard_normal((m.num_layers * d, B, getattr(m, "proj_size", 0) or m.hidden_size)),
+                     dtype=x.dtype, requires_grad=True)
+    c = ember.tensor(rng.standard_normal((m.num_layers * d, B, m.hidden_size)), dtype=x.dtype, requires_grad=True)
+    hx = (h, c) if isinstance(m, ember.nn.LSTM) else h
+    inp = ernn.pack_padded_sequence(x, [5, 2, 4, 1], batch_first=m.batch_first, enforce_sorted=False) \
+        if packed else x
+    out, hn = m(inp, hx)
+    out = out.data if packed else out
+    hs = hn if isinstance(hn, tuple) else (hn,)
+    loss = 0
+    if "out" in uses:
+        loss = loss + (out * out.detach().cos()).sum()
+    if "h" in uses:
+        loss = loss + (hs[0] * 1.5).sin().sum()
+    if "c" in uses:
+        loss = loss + (hs[-1] * 0.7).sin().sum()
+    loss.backward()
+    return [t.detach().numpy() for t in [out, *hs, x.grad, h.grad, c.grad, *[p.grad for p in m.parameters()]]
+            if t is not None]
+
+
+@pytest.mark.parametrize("name,ctor", FUSED_CASES, ids=[n for n, _ in FUSED_CASES])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("packed", [False, True], ids=["padded", "packed"])
+def test_fused_layers_are_the_composite_to_the_bit(name, ctor, dtype, packed, monkeypatch):
+    """The fused node gives the composite's values and gradients bit for bit (signed zeros too), whichever
+    outputs the loss reads."""
+    for uses in (("out", "h", "c"), ("out",), ("h",), ("c",)):
+        fused = _fused_run(ctor, dtype, packed, uses)
+        with monkeypatch.context() as mp:
+            mp.setattr(_fused, "fusable", lambda *a: False)
+            composite = _fused_run(ctor, dtype, packed, uses)
+        assert len(fused) == len(composite)
+        for a, b in zip(fused, composite):
+            np.testing.assert_array_equal(a, b, err_msg=f"{name} {uses}")
+            assert np.array_equal(np.signbit(a), np.signbit(b)), f"{name} {uses}: signed zeros"
+
+
+@pytest.mark.parametrize("cls", ["LSTMCell", "GRUCell", "RNNCell", "RNNCell_relu"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_fused_cells_are_the_composite_to_the_bit(cls, dtype, monkeypatch):
+    def run():
+        ember.manual_seed(0)
+        m = (ember.nn.RNNCell(3, 5, nonlinearity="relu") if cls == "RNNCell_relu" else
+             getattr(ember.nn, cls)(3, 5)).to(getattr(ember, dtype))
+        rng = np.random.default_rng(2)
+        x = ember.tensor(rng.standard_normal((4, 3, 3)), dtype=m.weight_hh.dtype, requires_grad=True)
+        st, loss = None, 0
+        for t in range(4):
+            st = m(x[t], st)
+            h = st[0] if cls == "LSTMCell" else st
+            loss = loss + (h * (t + 1)).sin().sum()
+        if cls == "LSTMCell":
+            loss = loss + st[1].cos().sum()
+        loss.backward()
+        return [h.detach().numpy(), x.grad.numpy()] + [p.grad.numpy() for p in m.parameters()]
+    fused = run()
+    monkeypatch.setattr(_fused, "fusable", lambda *a: False)
+    for a, b in zip(fused, run()):
+        np.testing.assert_array_equal(a, b)
+
+
+def _names(t):
+    return [t.grad_fn.name()] if not isinstance(t, tuple) else [v.grad_fn.name() for v in t]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_fused_grad_fn_names_are_torchs(dtype):
+    """What a user sees: out.grad_fn and h_n.grad_fn (and the cells') carry PyTorch's names (float32 LSTM:
+    MkldnnRnnLayerBackward0, PyTorch's oneDNN layer)."""
+    cases = [(cls, kw) for cls in ("LSTM", "GRU", "RNN")
+             for kw in ({}, {"batch_first": True}, {"num_layers": 2, "bidirectional": True}, {"num_layers": 2})]
+    cases.append(("LSTM", {"proj_size": 2}))
+    for cls, kw in cases:
+        got = []
+        for lib in (torch, ember):
+            lib.manual_seed(0)
+            m = getattr(lib.nn, cls)(3, 4, **kw).to(getattr(lib, dtype))
+            x = lib.randn(*((2, 5, 3) if kw.get("batch_first") else (5, 2, 3)), dtype=getattr(lib, dtype))
+            out, h = m(x)
+            packed = (trnn if lib is torch else ernn).pack_padded_sequence(x, [5, 3], batch_first=m.batch_first)
+            pout, ph = m(packed)
+            got.append(_names(out) + _names(h) + _names(pout.data) + _names(ph))
+        assert got[0] == got[1], (cls, kw)
+    for cls in ("LSTMCell", "GRUCell", "RNNCell"):
+        got = []
+        for lib in (torch, ember):
+            lib.manual_seed(0)
+            m = getattr(lib.nn, cls)(3, 4).to(getattr(lib, dtype))
+            got.append(_names(m(lib.randn(2, 3, dtype=getattr(lib, dtype)))))
+        assert got[0] == got[1], cls
+    assert isinstance(ember.nn.GRU(3, 4)(ember.randn(5, 2, 3))[0].grad_fn, _fused._RnnNode)
+
+
+_FN_CASES = {   # name -> (function of the inputs, input shapes): ATen's flat-weight signatures
+    "lstm": (lambda m, x, h, c, *w: m.lstm(x, (h, c), list(w), True, 1, 0.0, False, True, False),
+             [(3, 2, 2), (2, 2, 2), (2, 2, 2)] + [(8, 2), (8, 2), (8,), (8,)] * 2),
+    "lstm_proj": (lambda m, x, h, c, *w: m.lstm(x, (h, c), list(w), False, 1, 0.0, False, False, False),
+                  [(3, 2, 2), (1, 2, 1), (1, 2, 2), (8, 2), (8, 1), (1, 2)]),
+    "gru_packed": (lambda m, x, h, *w: m.gru(x, m.tensor([2, 1, 1]), h, list(w), True, 1, 0.0, False, True),
+                   [(4, 2), (2, 2, 2)] + [(6, 2), (6, 2), (6,), (6,)] * 2),
+    "rnn_tanh_2l": (lambda m, x, h, *w: m.rnn_tanh(x, h, list(w), True, 2, 0.0, False, False, True),
+                    [(2, 3, 2), (2, 2, 2)] + [(2, 2), (2, 2), (2,), (2,)] * 2),
+    "rnn_relu": (lambda m, x, h, *w: m.rnn_relu(x, h, list(w), False, 1, 0.0, False, False, False),
+                 [(3, 2, 2), (1, 2, 2), (2, 2), (2, 2)]),
+    "lstm_cell": (lambda m, x, h, c, *w: m.lstm_cell(x, (h, c), *w), [(2, 2), (2, 2), (2, 2), (8, 2), (8, 2),
+                                                                      (8,), (8,)]),
+    "gru_cell": (lambda m, x, h, *w: m.gru_cell(x, h, *w), [(2, 2), (2, 2), (6, 2), (6, 2), (6,), (6,)]),
+}
+
+
+@pytest.mark.parametrize("name", list(_FN_CASES))
+def test_fused_gradcheck_and_gradgradcheck(name):
+    """float64 central differences through the fused node: first derivatives (its reverse loop) and second
+    (create_graph recomputes the composite)."""
+    fn, shapes = _FN_CASES[name]
+    rng = np.random.default_rng(5)
+    args = [ember.tensor(rng.uniform(-1, 1, s), dtype=ember.float64, requires_grad=True) for s in shapes]
+
+    def f(*a):
+        r = fn(ember, *a)
+        return tuple(r) if isinstance(r, (tuple, list)) else r
+    out = f(*args)
+    first = out[0] if isinstance(out, tuple) else out
+    assert isinstance(first.grad_fn, _fused._RnnNode) or isinstance(first.grad_fn.next_functions[0][0],
+                                                                      _fused._RnnNode), first.grad_fn
+    assert ember.autograd.gradcheck(f, args)
+    assert ember.autograd.gradgradcheck(f, args)
+
+
+def test_fused_falls_back_to_the_composite():
+    """Forward-mode tangents, saved-tensor hooks, vmap and float16 run the composite (ember's op nodes)."""
+    import ember.autograd.forward_ad as fwAD
+    m = ember.nn.LSTM(3, 4).double()
+    x = ember.randn(4, 2, 3, dtype=ember.float64)
+    assert isinstance(m(x)[0].grad_fn, _fused._RnnNode)
+    with fwAD.dual_level():
+        out, _ = m(fwAD.make_dual(x, ember.ones_like(x)))
+        assert not isinstance(out.grad_fn, _fused._RnnNode) and fwAD.unpack_dual(out).tangent is not None
+    with ember.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):
+        assert not isinstance(m(x)[0].grad_fn, _fused._RnnNode)
+    assert not isinstance(m.half()(x.half())[0].grad_fn, _fused._RnnNode)
+    cell = ember.nn.GRUCell(3, 4)
+    xs = ember.randn(5, 2, 3)
+    ys = ember.vmap(cell)(xs)
+    for k in range(5):
+        np.testing.assert_allclose(ys[k].detach().numpy(), cell(xs[k]).detach().numpy(), rtol=1e-6, atol=1e-7)
+
+
+def test_fused_backward_errors_as_torchs():
+    m = ember.nn.GRU(3, 4)
+    x = ember.randn(5, 2, 3, requires_grad=True)
+    out, _ = m(x)
+    out.sum().backward(retain_graph=True)
+    g1 = x.grad.clone()
+    out.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), 2 * g1.numpy())
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        out.sum().backward()
+    out, _ = m(x)
+    with ember.no_grad():
+        m.weight_hh_l0.mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.sum().backward()
+
+
+def test_fused_mixed_dtypes_raise_as_torch():
+    """Inputs of different dtypes take the composite, whose ops raise PyTorch's error."""
+    def fn(m):
+        x, h = m.randn(3, 2, 2), m.randn(1, 2, 2, dtype=m.float64)
+        return m.rnn_tanh(x, h, [m.randn(2, 2), m.randn(2, 2)], False, 1, 0.0, False, False, False)
+    same(fn, msg="to have the same dtype")

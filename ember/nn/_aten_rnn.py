@@ -2,84 +2,18 @@
 ``rnn_relu``, ``lstm``, ``gru`` (ATen's signatures: a flat list of weights, both the padded ``input`` and the
 packed ``data, batch_sizes`` forms) and ``rnn_tanh_cell``, ``rnn_relu_cell``, ``lstm_cell``, ``gru_cell``, and the
 recurrences they run (the layers of ``nn/modules/rnn.py`` call these functions too, as PyTorch's call ``_VF.lstm``,
-so values, gradients and dropout's random draws are the layers', and autocast sees the calls PyTorch's sees)."""
+so values, gradients and dropout's random draws are the layers', and autocast sees the calls PyTorch's sees). Each
+direction of a layer, and each cell step, runs as one fused node where it can (ember/ops/rnn.py)."""
 from __future__ import annotations
 
 from .._tensor import Tensor
+from ..amp.autocast_mode import is_autocast_enabled
+from ..ops.rnn import STEPS as _STEPS, composite_direction as _composite_direction, run_cell as _run_cell
+from ..ops.rnn import run_direction as _run_direction
+from ..ops.rnn import _gru_step, _lstm_step, _rnn_relu_step, _rnn_tanh_step   # noqa: F401 (nn.modules.rnn's)
 from . import functional as F
 
 __all__ = ["rnn_tanh", "rnn_relu", "lstm", "gru", "rnn_tanh_cell", "rnn_relu_cell", "lstm_cell", "gru_cell"]
-
-
-# ----- one step of each recurrence ---------------------------------------------------------------------------
-# ``xg`` is the input's projection W_ih x + b_ih (already computed for every step), ``h``/``c`` the state.
-
-def _hidden_gates(h: Tensor, w_hh: Tensor, b_hh: Tensor | None) -> Tensor:
-    # F.linear, as PyTorch's cells (CellParams::linear_hh): under autocast it is the op that runs in lower precision
-    return F.linear(h, w_hh, b_hh)
-
-
-def _rnn_tanh_step(xg, state, w_hh, b_hh, w_hr):
-    return ((xg + _hidden_gates(state[0], w_hh, b_hh)).tanh(),)
-
-
-def _rnn_relu_step(xg, state, w_hh, b_hh, w_hr):
-    return ((xg + _hidden_gates(state[0], w_hh, b_hh)).relu(),)
-
-
-def _lstm_step(xg, state, w_hh, b_hh, w_hr):
-    h, c = state
-    i, f, g, o = (xg + _hidden_gates(h, w_hh, b_hh)).chunk(4, 1)
-    c = f.sigmoid() * c + i.sigmoid() * g.tanh()
-    h = o.sigmoid() * c.tanh()
-    if w_hr is not None:
-        h = h.matmul(w_hr.t())
-    return h, c
-
-
-def _gru_step(xg, state, w_hh, b_hh, w_hr):
-    h = state[0]
-    x_r, x_z, x_n = xg.chunk(3, 1)
-    h_r, h_z, h_n = _hidden_gates(h, w_hh, b_hh).chunk(3, 1)
-    r = (h_r + x_r).sigmoid()
-    z = (h_z + x_z).sigmoid()
-    n = (x_n + h_n * r).tanh()
-    # (h - n) * z + n is PyTorch's arrangement of (1 - z) * n + z * h
-    return ((h - n) * z + n,)
-
-
-_STEPS = {"RNN_TANH": _rnn_tanh_step, "RNN_RELU": _rnn_relu_step, "LSTM": _lstm_step, "GRU": _gru_step}
-
-
-def _run_direction(step, xg_steps: list[Tensor], sizes: list[int], state0: tuple[Tensor, ...], w_hh, b_hh, w_hr,
-                   reverse: bool) -> tuple[list[Tensor], tuple[Tensor, ...]]:
-    """Steps one direction of one layer through time. ``sizes[t]`` rows of the batch are running at step ``t``
-    (the batch is sorted by decreasing length). Returns the outputs of each step (in time order) and the final
-    state of every sequence (each taken at that sequence's last step)."""
-    from ..ops.public import cat
-    outs: list[Tensor] = [None] * len(xg_steps)   # type: ignore[list-item]
-    if not reverse:
-        state = state0
-        done: list[tuple[Tensor, ...]] = []   # the finished rows, last batch rows first
-        for t, (xg, bs) in enumerate(zip(xg_steps, sizes)):
-            if bs < state[0].shape[0]:
-                done.append(tuple(s[bs:] for s in state))
-                state = tuple(s[:bs] for s in state)
-            state = step(xg, state, w_hh, b_hh, w_hr)
-            outs[t] = state[0]
-        if done:
-            state = tuple(cat([state[k]] + [d[k] for d in reversed(done)]) for k in range(len(state)))
-        return outs, state
-    n = sizes[-1] if sizes else state0[0].shape[0]
-    state = tuple(s[:n] for s in state0)
-    for t in range(len(xg_steps) - 1, -1, -1):
-        bs = sizes[t]
-        if bs > n:   # sequences that start (at their last step) here join with their initial state
-            state = tuple(cat([s, s0[n:bs]]) for s, s0 in zip(state, state0))
-            n = bs
-        state = step(xg_steps[t], state, w_hh, b_hh, w_hr)
-        outs[t] = state[0]
-    return outs, state
 
 
 def _rnn_layers(mode: str, input: Tensor, sizes: list[int] | None, hx: tuple[Tensor, ...],
@@ -90,8 +24,9 @@ def _rnn_layers(mode: str, input: Tensor, sizes: list[int] | None, hx: tuple[Ten
     [w_ih, w_hh, b_ih, b_hh, w_hr] (absent ones None). Returns the last layer's output (same layout as the
     input) and the final states, stacked like ``hx``."""
     from ..ops.public import cat, stack
-    step = _STEPS[mode]
     dirs = 2 if bidirectional else 1
+    # under autocast the composite's linears run in lower precision: the fused loop has no such path
+    run = _composite_direction if is_autocast_enabled("cpu") else _run_direction
     finals: list[tuple[Tensor, ...]] = []
     layer_input = input
     for layer in range(num_layers):
@@ -99,19 +34,14 @@ def _rnn_layers(mode: str, input: Tensor, sizes: list[int] | None, hx: tuple[Ten
         for d in range(dirs):
             w_ih, w_hh, b_ih, b_hh, w_hr = weights[layer * dirs + d]
             xg = F.linear(layer_input, w_ih, b_ih)   # PyTorch's CellParams::linear_ih, on every step at once
-            if sizes is None:
-                xg_steps = list(xg.unbind(0))
-                run_sizes = [xg.shape[1]] * xg.shape[0]
-            else:
-                xg_steps = list(xg.split(sizes, 0))
-                run_sizes = sizes
             state0 = tuple(h[layer * dirs + d] for h in hx)
-            outs, state = _run_direction(step, xg_steps, run_sizes, state0, w_hh, b_hh, w_hr, reverse=d == 1)
+            if sizes is None and xg.shape[0] == 0:
+                outputs.append(xg.new_zeros(tuple(xg.shape[:2]) + (state0[0].shape[-1],)))
+                finals.append(state0)
+                continue
+            out, state = run(mode, xg, sizes, state0, w_hh, b_hh, w_hr, d == 1)
             finals.append(state)
-            if sizes is None:
-                outputs.append(stack(outs, 0) if outs else xg.new_zeros(tuple(xg.shape[:2]) + (state[0].shape[-1],)))
-            else:
-                outputs.append(cat(outs, 0))
+            outputs.append(out)
         layer_input = outputs[0] if dirs == 1 else cat(outputs, -1)
         if dropout != 0 and training and layer < num_layers - 1:
             layer_input = F.dropout(layer_input, dropout, True)
@@ -121,7 +51,9 @@ def _rnn_layers(mode: str, input: Tensor, sizes: list[int] | None, hx: tuple[Ten
 
 def _cell(mode: str, input: Tensor, hx: tuple, w_ih: Tensor, w_hh: Tensor, b_ih, b_hh) -> tuple:
     xg = F.linear(input, w_ih, b_ih)
-    return _STEPS[mode](xg, hx, w_hh, b_hh, None)
+    if is_autocast_enabled("cpu"):   # the composite's hidden linear runs in lower precision
+        return _STEPS[mode](xg, hx, w_hh, b_hh, None)
+    return _run_cell(mode, xg, tuple(hx), w_hh, b_hh)
 
 
 def rnn_tanh_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor | None = None,
@@ -185,7 +117,8 @@ def _run(mode: str, args: tuple, n_states: int):
         raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
     out, states = _rnn_layers(mode, input, sizes, hx, weights, num_layers, dropout, train, bidirectional)
     if sizes is None and batch_first:
-        out = out.transpose(0, 1)
+        # PyTorch's names: its LSTM transposes the result (TransposeBackward0), the others in place (TransposeBackward1)
+        out = out.transpose(0, 1) if mode == "LSTM" else out.transpose_(0, 1)
     return (out, *states)
 
 

@@ -17,6 +17,7 @@ import types
 import numpy as np
 
 from ..cpu import namespace as _cpu
+from ..cpu import nn_rnn as _rnn
 from ..index import SplitIndex
 from . import elementwise, linalg, nn, nn_conv, nn_pool, reduction, shape, sorting, special
 from . import bessel, complex as _complex, fft as _fft
@@ -333,7 +334,11 @@ def make_namespace(name: str, xp, *, array_base: type = DeviceArray, backend_cla
 
     ns.view_replay, ns.view_scatter_zeros, ns.fma, ns.fma_lerp_ = view_replay, view_scatter_zeros, fma, fma_lerp_
     ns.view_scatter_add, ns.view_scatter = view_scatter_add, view_scatter
-    for n in ("view_replay", "view_scatter_zeros", "view_scatter_add", "view_scatter", "fma", "fma_lerp_"):
+    # the recurrent layers' time loops, over this namespace's own kernels (written once: cpu/nn_rnn.py)
+    ns.rnn_forward = functools.partial(_rnn.forward_loop, ns)
+    ns.rnn_backward = functools.partial(_rnn.backward_loop, ns)
+    for n in ("view_replay", "view_scatter_zeros", "view_scatter_add", "view_scatter", "fma", "fma_lerp_",
+              "rnn_forward", "rnn_backward"):
         if n in missing:
             missing.remove(n)
     ns.backend = backend

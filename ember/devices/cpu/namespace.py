@@ -612,3 +612,15 @@ from .optim import *  # noqa: E402,F401,F403
 from .bessel import *  # noqa: E402,F401,F403
 from .complex import *  # noqa: E402,F401,F403
 from .fft import *  # noqa: E402,F401,F403
+from . import nn_rnn as _nn_rnn  # noqa: E402
+
+
+def rnn_forward(mode, x, sizes, state0, w_hh, b_hh, w_hr, reverse, layout):
+    """One direction of a recurrent layer (or a cell step): nn_rnn.forward_loop on this namespace's kernels."""
+    return _nn_rnn.forward_loop(_this, mode, x, sizes, state0, w_hh, b_hh, w_hr, reverse, layout)
+
+
+def rnn_backward(mode, saved, state0, w_hh, b_hh, w_hr, reverse, layout, g_y, g_finals, need_w=True):
+    """rnn_forward's reverse loop: nn_rnn.backward_loop on this namespace's kernels."""
+    return _nn_rnn.backward_loop(_this, mode, saved, state0, w_hh, b_hh, w_hr, reverse, layout,
+                                 g_y, g_finals, need_w)

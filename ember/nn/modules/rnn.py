@@ -23,6 +23,8 @@ from .._aten_rnn import _gru_step, _lstm_step, _rnn_relu_step, _rnn_tanh_step
 from ..utils.rnn import PackedSequence
 from .module import Module
 
+_MODES = {_rnn_tanh_step: "RNN_TANH", _rnn_relu_step: "RNN_RELU", _lstm_step: "LSTM", _gru_step: "GRU"}
+
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
 
@@ -387,8 +389,8 @@ class RNNCellBase(Module):
             init.uniform_(weight, -stdv, stdv)
 
     def _step(self, step, input: Tensor, state: tuple[Tensor, ...]) -> tuple[Tensor, ...]:
-        xg = F.linear(input, self.weight_ih, self.bias_ih)
-        return step(xg, state, self.weight_hh, self.bias_hh, None)
+        return _aten_rnn._cell(_MODES[step], input, state, self.weight_ih, self.weight_hh, self.bias_ih,
+                               self.bias_hh)
 
     def _check_dims(self, name: str, input: Tensor, hx: Tensor | None) -> bool:
         if input.dim() not in (1, 2):

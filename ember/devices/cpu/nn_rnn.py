@@ -1,0 +1,255 @@
+"""The recurrent layers' time loops (``torch.lstm``, ``gru``, ``rnn_tanh``, ``rnn_relu`` and their cells) on raw
+arrays, for the raw namespaces: ``rnn_forward`` runs one direction of one layer (or one cell step) and keeps what
+backward reads; ``rnn_backward`` runs the reverse loop (ember/ops/rnn.py records them as one graph node).
+
+Each step calls the kernels the composite of ember ops called (``addprod``, ``sigmoid``, ``tanh``, ...) in its order,
+and the backward the very kernels its derivative rules call (addmm's, mm's, sigmoid's, tanh's, threshold's,
+permute's), each sum formed in the order ember's engine formed the composite's: results are the composite's to
+the last bit. The loops are written once against a namespace ``ns`` (``forward_loop``, ``backward_loop``): the cpu
+namespace binds its own kernels (cpu/namespace.py), the array-API namespaces theirs (common/namespace.py).
+No derivative rule calls these, so graph_ns has no twin (tests/test_namespaces.py lists them as raw-only).
+
+Layouts: ``"padded"`` (T, B, G) gate inputs and (T, B, H) outputs; ``"packed"`` (N, G) and (N, H) with the batch
+sizes (sorted by decreasing length: ``sizes[t]`` rows run at step ``t``); ``"cell"`` one step, (B, G) in, no
+sequence output. States are (B, H) arrays: ``(h, c)`` for LSTM, ``(h,)`` otherwise.
+"""
+from __future__ import annotations
+
+__all__ = ["forward_loop", "backward_loop"]
+# what the namespaces call them (cpu/namespace.py and common/namespace.py bind the loops to their own kernels)
+NAMESPACE_NAMES = ("rnn_forward", "rnn_backward")
+
+
+# ----- the composite's products and their rules ---------------------------------------------------------------
+
+def _hidden(ns, h, wt, b_hh):
+    """The composite's ``linear(h, w_hh, b_hh)``: addmm (mm without a bias) with ``w_hh.t()``."""
+    if b_hh is not None:
+        return ns.addprod(b_hh, h, wt, "ij,jk->ik", 1, 1)
+    return ns.matmul_forward(h, wt)
+
+
+def _addmm_grad(ns, g, a, b, k):
+    """addmm's (einsum's) rule for operand ``k`` of ``a @ b``: an operand laid out transposed (``w.t()``) gets its
+    gradient in its own layout, as PyTorch's mm_mat1/mat2_backward."""
+    op, other, sub, others = (a, b, "ij", "jk") if k == 0 else (b, a, "jk", "ij")
+    if ns.grad_in_own_layout(op, g, 2):
+        return ns.permute(ns.einsum(f"{others},ik->{sub[::-1]}", other, g), (1, 0))
+    return ns.einsum(f"{others},ik->{sub}", other, g)
+
+
+def _mm_grad_a(ns, g, a, b):
+    """matmul's rule for ``a`` of a 2-d ``a @ b``."""
+    return ns.matmul(g, ns.transpose(b, -1, -2))
+
+
+def _mm_grad_b(ns, g, a, b):
+    return ns.matmul(ns.transpose(a, -1, -2), g)
+
+
+# ----- forward -------------------------------------------------------------------------------------------------
+
+def _fwd_step(ns, mode, x, state, wt, b_hh, wrt, H):
+    """One step on raw arrays, in the composite's order of operations; returns the new state and what the
+    backward step reads."""
+    h = state[0]
+    hg = _hidden(ns, h, wt, b_hh)
+    if mode == "LSTM":
+        c = state[1]
+        gates = x + hg
+        i, f, g, o = gates[:, :H], gates[:, H:2 * H], gates[:, 2 * H:3 * H], gates[:, 3 * H:]
+        fs = ns.sigmoid(f)
+        a = fs * c
+        is_ = ns.sigmoid(i)
+        gt = ns.tanh(g)
+        c_new = a + is_ * gt
+        os_ = ns.sigmoid(o)
+        tc = ns.tanh(c_new)
+        hp = os_ * tc
+        h_new = ns.matmul_forward(hp, wrt) if wrt is not None else hp
+        return (h_new, c_new), (h, c, fs, is_, gt, os_, tc, hp)
+    if mode == "GRU":
+        x_r, x_z, x_n = x[:, :H], x[:, H:2 * H], x[:, 2 * H:]
+        h_r, h_z, h_n = hg[:, :H], hg[:, H:2 * H], hg[:, 2 * H:]
+        r = ns.sigmoid(h_r + x_r)
+        z = ns.sigmoid(h_z + x_z)
+        n = ns.tanh(x_n + h_n * r)
+        d = h - n
+        return (d * z + n,), (h, h_n, r, z, n, d)
+    pre = x + hg
+    out = ns.tanh(pre) if mode == "RNN_TANH" else ns.relu(pre)
+    return (out,), (h, out)
+
+
+def _fwd_loop(ns, mode, xs, sizes, state0, w_hh, b_hh, w_hr, reverse):
+    """The forward of ``composite_direction`` on raw arrays: per-step outputs, final states, per-step saves and
+    the batch operations (slices, joins) backward must undo."""
+    H = state0[-1].shape[1] if mode == "LSTM" else state0[0].shape[1]
+    wt = ns.permute(w_hh, (1, 0))
+    wrt = ns.permute(w_hr, (1, 0)) if w_hr is not None else None
+    T = len(xs)
+    outs = [None] * T
+    saves = [None] * T
+    # per step, the batch operation before it: None; ("slice", bs, the rows bs: that finished) going forward;
+    # ("join", n, bs): rows n:bs of the initial state join, going backward through time
+    events = [None] * T
+    if not reverse:
+        state = state0
+        done = []
+        for t in range(T):
+            bs = sizes[t]
+            if bs < state[0].shape[0]:
+                done.append(tuple(s[bs:] for s in state))
+                state = tuple(s[:bs] for s in state)
+                events[t] = ("slice", bs, done[-1])
+            state, saves[t] = _fwd_step(ns, mode, xs[t], state, wt, b_hh, wrt, H)
+            outs[t] = state[0]
+        if done:
+            state = tuple(ns.cat([state[k]] + [d[k] for d in reversed(done)], 0) for k in range(len(state)))
+    else:
+        n = sizes[-1] if sizes else state0[0].shape[0]
+        state = tuple(s[:n] for s in state0)
+        for t in range(T - 1, -1, -1):
+            bs = sizes[t]
+            if bs > n:
+                state = tuple(ns.cat([s, s0[n:bs]], 0) for s, s0 in zip(state, state0))
+                events[t] = ("join", n, bs)
+                n = bs
+            state, saves[t] = _fwd_step(ns, mode, xs[t], state, wt, b_hh, wrt, H)
+            outs[t] = state[0]
+    return outs, state, saves, events
+
+
+def _add(a, b):
+    return b if a is None else a if b is None else a + b
+
+
+def _bwd_step(ns, mode, gh, gc, sv, wrt, w_hr_grads):
+    """One step's backward from the gradients of its new state (``gc`` may be None). Returns the gradient of the
+    gate pre-activations as the input projection sees it (``gx``) and as the hidden projection sees it (``ghg``),
+    the old ``h``'s gradient that does not pass the hidden projection (GRU's ``h - n``) and the old ``c``'s."""
+    if mode == "LSTM":
+        h, c, fs, is_, gt, os_, tc, hp = sv
+        if wrt is not None:   # h = hp @ w_hr.t(): matmul's rules
+            w_hr_grads.append(_mm_grad_b(ns, gh, hp, wrt))
+            gh = _mm_grad_a(ns, gh, hp, wrt)
+        g_os = gh * tc
+        gc = _add(gc, ns.tanh_backward(gh * os_, tc))
+        g_o = ns.sigmoid_backward(g_os, os_)
+        g_g = ns.tanh_backward(gc * is_, gt)
+        g_i = ns.sigmoid_backward(gc * gt, is_)
+        g_f = ns.sigmoid_backward(gc * c, fs)
+        g = ns.cat([g_i, g_f, g_g, g_o], 1)
+        return g, g, None, gc * fs
+    if mode == "GRU":
+        h, h_n, r, z, n, d = sv
+        g_sub = gh * z
+        g_np = ns.tanh_backward(gh + -g_sub, n)   # n's gradient: the final add's, then h - n's
+        g_zp = ns.sigmoid_backward(gh * d, z)
+        g_rp = ns.sigmoid_backward(g_np * h_n, r)
+        return ns.cat([g_rp, g_zp, g_np], 1), ns.cat([g_rp, g_zp, g_np * r], 1), g_sub, None
+    out = sv[1]
+    g = ns.tanh_backward(gh, out) if mode == "RNN_TANH" else ns.threshold_backward(gh, out, 0)
+    return g, g, None, None
+
+
+def _bwd_loop(ns, mode, saves, events, sizes, state0, w_hh, b_hh, w_hr, reverse, g_outs, g_finals, need_w):
+    """The reverse loop of ``_fwd_loop``: the gradients of the per-step gate inputs, the initial states, w_hh,
+    b_hh and w_hr, each sum formed in the order ember's engine formed the composite's (a state's gradient is its
+    output's plus what the next step sends; GRU's three terms: (output + h - n's) + hidden projection's)."""
+    wt = ns.permute(w_hh, (1, 0))
+    wrt = ns.permute(w_hr, (1, 0)) if w_hr is not None else None
+    T = len(saves)
+    k_states = len(state0)
+    gxs = [None] * T
+    gw = gb = gwr = None
+    w_hr_grads: list = []
+    order = list(range(T)) if reverse else list(range(T - 1, -1, -1))   # backward's order of the steps
+    if reverse:
+        pend = list(g_finals)   # (the state after step 0 has every row)
+    else:
+        last = sizes[T - 1]
+        pend = [None if g is None else g[:last] for g in g_finals]
+    with_out = False   # whether pend[0] already holds the output's gradient of the step that made the state
+    joined: list = [[] for _ in range(k_states)]   # reverse: initial-state rows joined at later steps, last first
+    gh0 = [None] * k_states
+    for k, t in enumerate(order):
+        sv = saves[t]
+        gh = pend[0] if with_out else _add(pend[0], g_outs[t])
+        if gh is None:
+            gh = ns.zeros_like(sv[0])
+        gx, ghg, g_direct, g_c = _bwd_step(ns, mode, gh, pend[1] if k_states == 2 else None, sv, wrt, w_hr_grads)
+        gxs[t] = gx
+        h_prev = sv[0]
+        if b_hh is not None:
+            gb = _add(gb, ns.sum_to(ghg, b_hh.shape))   # (addmm's rule for its input: g, summed by the engine)
+            g_h = _addmm_grad(ns, ghg, h_prev, wt, 0)
+            g_wt = _addmm_grad(ns, ghg, h_prev, wt, 1) if need_w else None
+        else:
+            g_h = _mm_grad_a(ns, ghg, h_prev, wt)
+            g_wt = _mm_grad_b(ns, ghg, h_prev, wt) if need_w else None
+        if g_wt is not None:
+            gw = _add(gw, ns.permute(g_wt, (1, 0)))   # (t()'s rule)
+        ev = events[t]
+        s = order[k + 1] if k + 1 < T else None   # the step that made this step's old state
+        with_out = False
+        if mode == "GRU" and ev is None and s is not None:
+            pend = [_add(_add(g_outs[s], g_direct), g_h)]
+            with_out = True
+            continue
+        contrib = [g_h if g_direct is None else g_direct + g_h] + ([g_c] if k_states == 2 else [])
+        if ev is not None and not reverse:   # rows [bs:] had finished: their final states' gradients
+            bs, done = ev[1], ev[2]
+            pend = [ns.cat([contrib[j], ns.zeros_like(done[j]) if g_finals[j] is None else
+                            g_finals[j][bs:bs + done[j].shape[0]]], 0) for j in range(k_states)]
+        elif ev is not None:   # rows [n:bs] joined from the initial state here
+            _, n, bs = ev
+            for j in range(k_states):
+                joined[j].append(contrib[j][n:bs])
+            pend = [g[:n] for g in contrib]
+        else:
+            pend = contrib
+        if s is None:   # the initial state (the reverse direction: its rows in blocks, in row order)
+            gh0 = [ns.cat([pend[j]] + joined[j][::-1], 0) if joined[j] else pend[j] for j in range(k_states)]
+    for g in w_hr_grads:
+        gwr = _add(gwr, ns.permute(g, (1, 0)))
+    return gxs, gh0, gw, gb, gwr
+
+
+# ----- the namespace's kernels ---------------------------------------------------------------------------------
+
+def _steps(x, sizes, layout):
+    if layout == "cell":
+        return [x], [x.shape[0]]
+    if layout == "padded":
+        return [x[t] for t in range(x.shape[0])], [x.shape[1]] * x.shape[0]
+    steps, at = [], 0
+    for bs in sizes:
+        steps.append(x[at:at + bs])
+        at += bs
+    return steps, list(sizes)
+
+
+def forward_loop(ns, mode: str, x, sizes, state0: tuple, w_hh, b_hh, w_hr, reverse: bool, layout: str):
+    """One direction of one layer (or a cell step) on the arrays of namespace ``ns``: ``(y, finals, saved)``, the
+    outputs (None for a cell), the final states and what ``backward_loop`` reads."""
+    xs, run_sizes = _steps(x, sizes, layout)
+    outs, finals, saves, events = _fwd_loop(ns, mode, xs, run_sizes, tuple(state0), w_hh, b_hh, w_hr, reverse)
+    y = None if layout == "cell" else ns.stack(outs, 0) if layout == "padded" else ns.cat(outs, 0)
+    return y, tuple(finals), (saves, events, run_sizes)
+
+
+def backward_loop(ns, mode: str, saved, state0: tuple, w_hh, b_hh, w_hr, reverse: bool, layout: str, g_y,
+                  g_finals, need_w: bool = True):
+    """The gradients ``(gx, g_state0, g_w_hh, g_b_hh, g_w_hr)`` from those of the outputs ``g_y`` and of the final
+    states ``g_finals`` (None where none came; ``need_w`` False skips w_hh's)."""
+    saves, events, run_sizes = saved
+    T = len(saves)
+    if g_y is None:
+        g_outs = [None] * T
+    else:
+        g_outs, _ = _steps(g_y, run_sizes, layout)
+    gxs, gh0, gw, gb, gwr = _bwd_loop(ns, mode, saves, events, run_sizes, tuple(state0), w_hh, b_hh, w_hr,
+                                      reverse, g_outs, list(g_finals), need_w)
+    gx = gxs[0] if layout == "cell" else ns.stack(gxs, 0) if layout == "padded" else ns.cat(gxs, 0)
+    return gx, tuple(gh0), gw, gb, gwr
