@@ -195,8 +195,12 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, targets=None, ac
     outer_task, _tls.task = getattr(_tls, "task", None), task
     with _gm.set_grad_enabled(create_graph if record is None else record), quiet, _TaskScope(outer_task):
         node = heappop(heap)[1] if heap else None
+        handed = None   # the gradients of the node that runs next, handed over without the buffer dict
         while node is not None:
-            grads = pop_buffer(node, None)
+            if handed is not None:
+                grads, handed = handed, None
+            else:
+                grads = pop_buffer(node, None)
             out = g = None   # (the last routed gradient must not stay referenced: AccumulateGrad steals lone ones)
             if grads is not None:
                 if plain and not node._intercept:
@@ -205,17 +209,24 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, targets=None, ac
                     out = run_node(node, grads, create_graph, needed, target_nodes, captured, accumulate, batched)
                 if not retain_graph:
                     node._release()
+            n_out = 0 if out is None else len(out)
             i = 0
             ready = None   # the first node this one made ready: run next without the heap if it is the newest
+            ready_grads = None   # its gradients when they reached it through this node alone (no buffer made)
             for nxt, nr in node.next_functions:
                 if nxt is not None:
-                    if out is not None and i < len(out):
+                    d = deps[nxt] - 1
+                    deps[nxt] = d
+                    if i < n_out:
                         g = out[i]
                         if g is not None:
                             buf = buffers.get(nxt)
                             if buf is None:
                                 if nr == 0:
-                                    buffers[nxt] = [g]
+                                    if d == 0 and ready is None:   # its only gradient: kept out of the dict
+                                        ready_grads = [g]
+                                    else:
+                                        buffers[nxt] = [g]
                                 else:
                                     buf = buffers[nxt] = [None] * (nr + 1)
                                     buf[nr] = g
@@ -223,8 +234,6 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, targets=None, ac
                                 if len(buf) <= nr:
                                     buf.extend([None] * (nr + 1 - len(buf)))
                                 buf[nr] = g if buf[nr] is None else buf[nr] + g
-                    d = deps[nxt] - 1
-                    deps[nxt] = d
                     if d == 0:
                         if ready is None:
                             ready = nxt
@@ -234,8 +243,11 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, targets=None, ac
             # PyTorch's order: the ready node with the highest sequence number runs next
             if ready is not None and (not heap or ready._seq > -heap[0][0]):
                 node = ready
+                handed = ready_grads
             else:
                 if ready is not None:
+                    if ready_grads is not None:
+                        buffers[ready] = ready_grads
                     heappush(heap, (-ready._seq, ready))
                 node = heappop(heap)[1] if heap else None
         if task._callbacks is not None:   # queue_callback: after the graph, in order (a callback may queue more)
