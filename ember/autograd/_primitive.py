@@ -83,8 +83,8 @@ _JVP_KINDS = ("elementwise", "linear", "multilinear")
 class Primitive:
     """One differentiable op: forward, per-input VJP and JVP rules, and what backward must save."""
 
-    __slots__ = ("name", "node_cls", "forward", "vjps", "jvps", "jvp_kind", "saves", "saves_out", "is_view",
-                 "promote", "edge_pos", "saved_names", "param_names", "batch", "_when", "cx", "cx_in", "vmap")
+    __slots__ = ("name", "node_cls", "forward", "vjps", "jvps", "jvp_kind", "saves", "save_order", "saves_out",
+                 "is_view", "promote", "edge_pos", "saved_names", "param_names", "batch", "_when", "cx", "cx_in", "vmap")
 
     def __init__(self, name, node_name, forward, vjp, jvp=None, saves=(), saves_out=False, is_view=False,
                  promote=None, scalar_args=(), saved_names=None):
@@ -102,6 +102,7 @@ class Primitive:
         else:
             self.jvps = jvp if isinstance(jvp, tuple) or jvp is None else (jvp,)
         self.saves = frozenset(saves)
+        self.save_order = tuple(sorted(self.saves))   # the same, in order (what _record walks)
         self.saves_out = saves_out
         self.is_view = is_view  # output may alias input 0's memory (then it shares its version counter)
         self.promote = _PROMOTE[promote]
@@ -216,6 +217,7 @@ def complex_rules(prim: Primitive, how) -> None:
         vjps, jvps, *more = how
         if more:   # what its complex rules read: (saves, saves_out)
             twin.saves, twin.saves_out = frozenset(more[0]), more[1]
+            twin.save_order = tuple(sorted(twin.saves))
             twin._when = None
         twin.vjps = vjps if isinstance(vjps, tuple) else (vjps,)
         twin.jvp_kind = None
@@ -1011,28 +1013,26 @@ def _record(t: Tensor, prim: Primitive, args: tuple, params: dict, node_cls) -> 
         when = prim._when
         if when is not None and node_cls is not None and node_cls.apply is not PrimNode.apply:
             when = None   # a node of its own reads what it likes
-        saved = []
-        kept = False
-        i = 0
-        for a in args:
-            if i in saves and isinstance(a, Tensor):
+        n = len(args)
+        saved = None
+        for i in prim.save_order:
+            if i >= n:
+                break
+            a = args[i]
+            if isinstance(a, Tensor):
                 w = None if when is None else when[i]
                 if w is not None:
                     for k in w:
                         if edges[k] is not _NO_EDGE:
                             break
                     else:   # no input whose gradient reads it needs a gradient
-                        saved.append(None)
-                        i += 1
                         continue
                 if a._inference:
                     raise RuntimeError(INFERENCE_SAVE_MESSAGE)
-                saved.append((a, a._vc[0]))
-                kept = True
-            else:
-                saved.append(None)
-            i += 1
-        node._saved = saved if kept else _none_saved(i)
+                if saved is None:
+                    saved = [None] * n
+                saved[i] = (a, a._vc[0])
+        node._saved = saved if saved is not None else _NONE_SAVED.get(n) or _none_saved(n)
     else:
         node._saved = None
     t.grad_fn = node
