@@ -359,8 +359,6 @@ def _stand_in(shape: tuple, dtype) -> Unsaved:
             _STAND_INS.clear()
         u = _STAND_INS[shape] = _unsaved(shape, dtype)
         return u
-    if u.dtype == dtype:   # an equal dtype that is another object
-        return u
     u = _STAND_INS_BY_DTYPE.get((shape, dtype))
     if u is None:
         if len(_STAND_INS_BY_DTYPE) >= 4096:
