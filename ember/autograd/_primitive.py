@@ -83,8 +83,8 @@ _JVP_KINDS = ("elementwise", "linear", "multilinear")
 class Primitive:
     """One differentiable op: forward, per-input VJP and JVP rules, and what backward must save."""
 
-    __slots__ = ("name", "node_cls", "forward", "vjps", "jvps", "jvp_kind", "saves", "saves_out", "is_view",
-                 "promote", "edge_pos", "saved_names", "param_names", "batch", "_when", "cx", "cx_in", "vmap")
+    __slots__ = ("name", "node_cls", "forward", "vjps", "jvps", "jvp_kind", "saves", "save_order", "saves_out",
+                 "is_view", "promote", "edge_pos", "saved_names", "param_names", "batch", "_when", "cx", "cx_in", "vmap")
 
     def __init__(self, name, node_name, forward, vjp, jvp=None, saves=(), saves_out=False, is_view=False,
                  promote=None, scalar_args=(), saved_names=None):
@@ -102,6 +102,7 @@ class Primitive:
         else:
             self.jvps = jvp if isinstance(jvp, tuple) or jvp is None else (jvp,)
         self.saves = frozenset(saves)
+        self.save_order = tuple(sorted(self.saves))   # the same, in order (what _record walks)
         self.saves_out = saves_out
         self.is_view = is_view  # output may alias input 0's memory (then it shares its version counter)
         self.promote = _PROMOTE[promote]
@@ -216,6 +217,7 @@ def complex_rules(prim: Primitive, how) -> None:
         vjps, jvps, *more = how
         if more:   # what its complex rules read: (saves, saves_out)
             twin.saves, twin.saves_out = frozenset(more[0]), more[1]
+            twin.save_order = tuple(sorted(twin.saves))
             twin._when = None
         twin.vjps = vjps if isinstance(vjps, tuple) else (vjps,)
         twin.jvp_kind = None
@@ -295,6 +297,10 @@ def _gate_error(prim: Primitive, d, dtype, refuse_cx: bool, args: tuple) -> Exce
     return NotImplementedError(f'"{name}" not implemented for \'{_dtype_mod.type_word(d.dtype)}\'')
 
 
+_F32 = _dtype_mod.float32.np
+_F64 = _dtype_mod.float64.np
+
+
 def _is_complex_node(prim: Primitive, t: Tensor, args: tuple) -> bool:
     if t._data.dtype.kind == "c":
         return True
@@ -340,14 +346,43 @@ def _unsaved(shape, dtype) -> Unsaved:
 
 # Stand-ins are shared per (shape, dtype): a node's record of its inputs then allocates nothing the cyclic
 # garbage collector must walk (a large live graph makes every full collection slower; bench/NOTES.md).
+# _STAND_INS maps a shape to the stand-in of the dtype it met first (``_record`` compares the dtype by identity),
+# _STAND_INS_BY_DTYPE maps (shape, dtype) to the others.
 _STAND_INS: dict = {}
+_STAND_INS_BY_DTYPE: dict = {}
 
 
-def _stand_in(key: tuple) -> Unsaved:
-    if len(_STAND_INS) >= 4096:   # many distinct shapes (variable-length data): start again
-        _STAND_INS.clear()
-    u = _STAND_INS[key] = _unsaved(*key)
+def _stand_in(shape: tuple, dtype) -> Unsaved:
+    u = _STAND_INS.get(shape)
+    if u is None:
+        if len(_STAND_INS) >= 4096:   # many distinct shapes (variable-length data): start again
+            _STAND_INS.clear()
+        u = _STAND_INS[shape] = _unsaved(shape, dtype)
+        return u
+    u = _STAND_INS_BY_DTYPE.get((shape, dtype))
+    if u is None:
+        if len(_STAND_INS_BY_DTYPE) >= 4096:
+            _STAND_INS_BY_DTYPE.clear()
+        u = _STAND_INS_BY_DTYPE[shape, dtype] = _unsaved(shape, dtype)
     return u
+
+
+class _NoneSaved(tuple):
+    """The saved entries of a node whose declaration saves inputs, none of which its gradients needed (``x * 2``:
+    mul saves ``x`` for the other input's gradient only): all None, and no per-input unpacking in backward. Still
+    freed by backward, as PyTorch frees the node's SavedVariables."""
+
+    __slots__ = ()
+
+
+_NONE_SAVED: dict = {}
+
+
+def _none_saved(n: int) -> _NoneSaved:
+    s = _NONE_SAVED.get(n)
+    if s is None:
+        s = _NONE_SAVED[n] = _NoneSaved((None,) * n)
+    return s
 
 
 _OUT_NOT_SAVED = _unsaved(None, None)
@@ -499,7 +534,7 @@ class PrimNode(Node):
         g = grads[0]
         prim = self._prim
         saved = self._saved
-        if saved is None:   # the declaration saves no input: the rules get stand-ins and scalars as recorded
+        if saved is None or type(saved) is _NoneSaved:   # no input saved: the rules get stand-ins and scalars
             args = self._in
         elif saved is FREED:
             raise RuntimeError(FREED_MESSAGE)
@@ -521,6 +556,8 @@ class PrimNode(Node):
         in_ = self._in
         res = []
         pos = prim.edge_pos
+        # The rules' arguments spread by count (a call with *args, **params builds a tuple and a dict per rule)
+        na = -1 if params else len(args)
         k = 0
         for node, _ in self.next_functions:
             if node is None or (needed is not None and not needed[k]):
@@ -528,7 +565,12 @@ class PrimNode(Node):
             else:
                 i = k if pos is None else pos[k]   # the input this edge belongs to
                 try:
-                    gi = vjps[i](xp, g, out, *args, **params)
+                    if na == 2:
+                        gi = vjps[i](xp, g, out, args[0], args[1])
+                    elif na == 1:
+                        gi = vjps[i](xp, g, out, args[0])
+                    else:
+                        gi = vjps[i](xp, g, out, *args, **params)
                 except (_UnsavedRead, TypeError) as e:
                     raise _rule_error(prim, "VJP", i, args, e) or e from None
                 if gi is not None:
@@ -536,7 +578,8 @@ class PrimNode(Node):
                     d = gi._data if create_graph else gi
                     if d.shape != (m.shape if not batch else (batch,) + tuple(m.shape)):
                         gi = self._fit(xp, i, gi, d.shape, m.shape, batch)
-                    if d.dtype != m.dtype:
+                    dt = d.dtype
+                    if dt is not m.dtype and dt != m.dtype:
                         gi = xp.cast(gi, m.dtype)
                 res.append(gi)
             k += 1
@@ -873,9 +916,12 @@ def fast_unary(prim: Primitive, slow):
     fwd = prim.forward
 
     def fn(input: Tensor) -> Tensor:
-        if type(input) is not Tensor or input._base is not None or input._data.dtype.char not in "efdE":
+        if type(input) is not Tensor or input._base is not None:
             return slow(input)
         d = input._data
+        dt = d.dtype   # float16/32/64, bfloat16 (float32 and float64 by identity: .char costs more)
+        if dt is not _F32 and dt is not _F64 and dt.char not in "efdE":
+            return slow(input)
         xp = _NP_NS if type(d) is _ndarray else NAMESPACES[type(d)]
         fp = _fp_quiet()
         try:
@@ -898,14 +944,14 @@ def fast_operator(prim: Primitive, slow):
 
     def op(self, other):
         d = self._data
-        if d.dtype.char not in "efdE" or self._base is not None:   # float16/32/64, bfloat16
+        dt = d.dtype   # float16/32/64, bfloat16 (float32 and float64 by identity: .char costs more)
+        if (dt is not _F32 and dt is not _F64 and dt.char not in "efdE") or self._base is not None:
             return slow(self, other)
         to = type(other)
         if to is float or (to is int and -0x8000000000000000 <= other < 0x10000000000000000):
             od = other
             rg = self._requires_grad
-        elif to is Tensor and other._data.dtype == d.dtype and other._base is None:
-            od = other._data
+        elif to is Tensor and other._base is None and ((od := other._data).dtype is dt or od.dtype == dt):
             rg = self._requires_grad or other._requires_grad
         else:
             return slow(self, other)
@@ -943,9 +989,9 @@ def _record(t: Tensor, prim: Primitive, args: tuple, params: dict, node_cls) -> 
             else:
                 edges.append(_NO_EDGE)
             d = a._data
-            key = (d.shape, d.dtype)
-            u = _STAND_INS.get(key)
-            meta.append(_stand_in(key) if u is None else u)
+            shape = d.shape
+            u = _STAND_INS.get(shape)   # (by shape, the dtype compared by identity: hashing a dtype is slow)
+            meta.append(u if u is not None and u.dtype is d.dtype else _stand_in(shape, d.dtype))
         else:
             edges.append(_NO_EDGE)
             meta.append(a)
@@ -953,9 +999,10 @@ def _record(t: Tensor, prim: Primitive, args: tuple, params: dict, node_cls) -> 
     node.next_functions = tuple(edges) if pos is None else tuple(edges[j] for j in pos)
     node._seq = next(_seq)
     cx = prim.cx
-    if cx is not prim and cx is not None and (
-            t._data.dtype.kind == "c" or prim.cx_in and _is_complex_node(prim, t, args)):   # (output first: inline)
-        prim = cx   # the node of a complex computation runs its complex rules (and saves what they read)
+    if cx is not prim and cx is not None:
+        dt = t._data.dtype   # (the output first, inline; float32 and float64 by identity: .kind costs more)
+        if dt is not _F32 and dt is not _F64 and dt.kind == "c" or prim.cx_in and _is_complex_node(prim, t, args):
+            prim = cx   # the node of a complex computation runs its complex rules (and saves what they read)
     node._prim = prim
     node._params = params
     node._in = meta
@@ -964,26 +1011,26 @@ def _record(t: Tensor, prim: Primitive, args: tuple, params: dict, node_cls) -> 
         when = prim._when
         if when is not None and node_cls is not None and node_cls.apply is not PrimNode.apply:
             when = None   # a node of its own reads what it likes
-        saved = []
-        i = 0
-        for a in args:
-            if i in saves and isinstance(a, Tensor):
+        n = len(args)
+        saved = None
+        for i in prim.save_order:
+            if i >= n:
+                break
+            a = args[i]
+            if isinstance(a, Tensor):
                 w = None if when is None else when[i]
                 if w is not None:
                     for k in w:
                         if edges[k] is not _NO_EDGE:
                             break
                     else:   # no input whose gradient reads it needs a gradient
-                        saved.append(None)
-                        i += 1
                         continue
                 if a._inference:
                     raise RuntimeError(INFERENCE_SAVE_MESSAGE)
-                saved.append((a, a._vc[0]))
-            else:
-                saved.append(None)
-            i += 1
-        node._saved = saved
+                if saved is None:
+                    saved = [None] * n
+                saved[i] = (a, a._vc[0])
+        node._saved = saved if saved is not None else _NONE_SAVED.get(n) or _none_saved(n)
     else:
         node._saved = None
     t.grad_fn = node

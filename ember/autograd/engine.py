@@ -153,11 +153,14 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, targets=None, ac
     dimension (``autograd.grad(is_grads_batched=True)``). ``record`` (with ``create_graph``): whether the rules'
     operations are recorded (default: yes; torch.func's vjp runs the rules on batched cotangents unrecorded)."""
     root_nodes = [e[0] for e, _ in roots if e[0] is not None]
-    deps, order = _topo_order(root_nodes, targets is not None)
-    needed = None
-    captured = None
-    target_nodes = None
+    # Nodes run in decreasing sequence number (the newest first, PyTorch's order): every edge leads from a node to
+    # an older one (a node is made after the nodes of its inputs), so when a node comes up, every node that can still
+    # send it a gradient has run: no dependency counts, no pass over the graph before it. A node that no gradient
+    # reaches is never visited (PyTorch visits it and finds nothing to do). Only autograd.grad's pruning to what its
+    # targets need walks the graph first.
+    deps = needed = captured = target_nodes = None
     if targets is not None:
+        deps, order = _topo_order(root_nodes)
         target_nodes = {n for n, _ in targets}
         needed = _needed_nodes(order, deps, target_nodes)
         captured = {}
@@ -171,7 +174,7 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, targets=None, ac
             buf.extend([None] * (nr + 1 - len(buf)))
         buf[nr] = g if buf[nr] is None else buf[nr] + g
 
-    heap = [(-n._seq, n) for n in set(root_nodes) if deps.get(n, 0) == 0]
+    heap = [(-n._seq, n) for n in set(root_nodes)]
     heapq.heapify(heap)
     heappop, heappush, pop_buffer = heapq.heappop, heapq.heappush, buffers.pop
     # Rules compute masked-off inf/nan on purpose (PyTorch's where-formulas); NumPy must not warn.
@@ -195,49 +198,65 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, targets=None, ac
     outer_task, _tls.task = getattr(_tls, "task", None), task
     with _gm.set_grad_enabled(create_graph if record is None else record), quiet, _TaskScope(outer_task):
         node = heappop(heap)[1] if heap else None
+        grads = pop_buffer(node, None)
         while node is not None:
-            grads = pop_buffer(node, None)
             out = g = None   # (the last routed gradient must not stay referenced: AccumulateGrad steals lone ones)
-            if grads is not None:
-                if plain and not node._intercept:
-                    out = node.apply(grads, create_graph, None)   # the common case: nothing to intercept
-                else:
-                    out = run_node(node, grads, create_graph, needed, target_nodes, captured, accumulate, batched)
-                if not retain_graph:
-                    node._release()
-            i = 0
-            ready = None   # the first node this one made ready: run next without the heap if it is the newest
-            for nxt, nr in node.next_functions:
-                if nxt is not None:
-                    if out is not None and i < len(out):
-                        g = out[i]
-                        if g is not None:
-                            buf = buffers.get(nxt)
-                            if buf is None:
-                                if nr == 0:
-                                    buffers[nxt] = [g]
-                                else:
-                                    buf = buffers[nxt] = [None] * (nr + 1)
-                                    buf[nr] = g
-                            else:
-                                if len(buf) <= nr:
-                                    buf.extend([None] * (nr + 1 - len(buf)))
-                                buf[nr] = g if buf[nr] is None else buf[nr] + g
-                    d = deps[nxt] - 1
-                    deps[nxt] = d
-                    if d == 0:
-                        if ready is None:
-                            ready = nxt
-                        else:
-                            heappush(heap, (-nxt._seq, nxt))
-                i += 1
-            # PyTorch's order: the ready node with the highest sequence number runs next
-            if ready is not None and (not heap or ready._seq > -heap[0][0]):
-                node = ready
+            if plain and not node._intercept:
+                out = node.apply(grads, create_graph, None)   # the common case: nothing to intercept
             else:
-                if ready is not None:
-                    heappush(heap, (-ready._seq, ready))
-                node = heappop(heap)[1] if heap else None
+                out = run_node(node, grads, create_graph, needed, target_nodes, captured, accumulate, batched)
+            if not retain_graph:
+                node._release()
+            # Route the gradients. The newest node this one reaches first (``new``) may run next without the heap
+            # and its gradients without the buffer dict (``new_grads``) while no other node holds a newer place.
+            new = new_grads = None
+            if out:
+                i = 0
+                n_out = len(out)
+                for nxt, nr in node.next_functions:
+                    if i == n_out:
+                        break
+                    g = out[i]
+                    i += 1
+                    if nxt is None or g is None:
+                        continue
+                    if nxt is new:
+                        buf = new_grads
+                    else:
+                        buf = buffers.get(nxt)
+                        if buf is None:   # its first gradient
+                            if nxt._seq >= node._seq:
+                                raise RuntimeError(_ORDER_BROKEN.format(node.name(), nxt.name()))
+                            if nr == 0:
+                                buf = [g]
+                            else:
+                                buf = [None] * (nr + 1)
+                                buf[nr] = g
+                            if new is None:
+                                new, new_grads = nxt, buf
+                            elif nxt._seq > new._seq:
+                                buffers[new] = new_grads
+                                heappush(heap, (-new._seq, new))
+                                new, new_grads = nxt, buf
+                            else:
+                                buffers[nxt] = buf
+                                heappush(heap, (-nxt._seq, nxt))
+                            continue
+                    if len(buf) <= nr:
+                        buf.extend([None] * (nr + 1 - len(buf)))
+                    buf[nr] = g if buf[nr] is None else buf[nr] + g
+            if new is not None and (not heap or new._seq > -heap[0][0]):
+                node, grads = new, new_grads
+            else:
+                if new is not None:
+                    buffers[new] = new_grads
+                    heappush(heap, (-new._seq, new))
+                if heap:
+                    node = heappop(heap)[1]
+                    grads = pop_buffer(node)
+                else:
+                    node = None
+        new = new_grads = grads = None
         if task._callbacks is not None:   # queue_callback: after the graph, in order (a callback may queue more)
             callbacks = task._callbacks
             i = 0
@@ -245,6 +264,10 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, targets=None, ac
                 callbacks[i]()
                 i += 1
     return captured
+
+
+_ORDER_BROKEN = ("ember internal error: backward node {} has an edge to {}, which is newer; the engine runs nodes from "
+                 "the newest down and cannot order this graph")
 
 
 class _TaskScope:

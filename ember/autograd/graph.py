@@ -529,12 +529,26 @@ class GraphTask:
         if node is not None and node.accumulates and not self._accumulate:
             raise RuntimeError("A leaf node was passed to _will_engine_execute_node but we are currently running "
                                "autograd.grad(). This is currently not supported.")
+        if self._deps is None:   # plain backward() counts no dependencies: the nodes reachable from its roots
+            self._deps = _reachable(self._roots)
         if node is None or (node not in self._deps and node not in self._roots):
             return False
         return self._needed is None or node in self._needed
 
 
 _task_ids = itertools.count()
+
+
+def _reachable(roots) -> set:
+    """Every node reachable from ``roots`` through ``next_functions`` (the roots only if an edge leads back)."""
+    seen = set()
+    stack = list(roots)
+    while stack:
+        for nxt, _ in stack.pop().next_functions:
+            if nxt is not None and nxt not in seen:
+                seen.add(nxt)
+                stack.append(nxt)
+    return seen
 
 
 def queue_callback(callback) -> None:

@@ -1185,13 +1185,15 @@ def sigmoid(x):
 _WEAK = {_F32: {}, _F64: {}}
 if _BF16 is not None:
     _WEAK[_BF16] = {}
+_WEAK_F32 = _WEAK[_F32]
 _F32_MAX = float(np.finfo(np.float32).max)
 
 
 def weak_number(a, b: float):
     """The Python float ``b`` as the operand beside array ``a``: a cached 0-d array of ``a``'s dtype when that
     is float32/float64 (the same values, faster), else ``b`` itself."""
-    cache = _WEAK.get(a.dtype)
+    dt = a.dtype
+    cache = _WEAK_F32 if dt is _F32 else _WEAK.get(dt)   # (float32 by identity: hashing a dtype costs more)
     if cache is None:
         return b
     c = cache.get(b)
