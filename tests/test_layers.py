@@ -24,7 +24,8 @@ ROOT = Path(__file__).resolve().parent.parent / "ember"
 LAYERS = [
     ("devices", ["ember.devices"]),
     ("core", ["ember._dtype", "ember._state", "ember._device", "ember._hooks", "ember._origin", "ember._formatting",
-              "ember._tensor", "ember._storage", "ember._util", "ember._settings", "ember._malloc", "ember.backends"]),
+              "ember._tensor", "ember._storage", "ember._util", "ember._settings", "ember._malloc", "ember.backends",
+              "ember.futures"]),
     ("autograd", ["ember.autograd"]),
     ("ops", ["ember.ops", "ember.linalg", "ember.special"]),
     ("library", ["ember.nn", "ember.optim", "ember.utils", "ember.func", "ember.cuda", "ember.cpu", "ember.amp",
