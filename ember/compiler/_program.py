@@ -8,7 +8,7 @@ import sys
 
 from .._device import NAMESPACES, fp_quiet as _fp_quiet, fp_restore as _fp_restore
 from .._tensor import Tensor, make
-from ..autograd._primitive import _ndarray, _NP_NS, _OUT_NOT_SAVED, _wrong_shape
+from ..autograd._primitive import _ndarray, _NoneSaved, _NP_NS, _OUT_NOT_SAVED, _wrong_shape
 from ..autograd.graph import FREED, FREED_MESSAGE, Node, modified_message, node_class
 from ..ops import random as _random
 from ..ops.shape import _MultiViewNode
@@ -144,6 +144,8 @@ def finish(tr: Tracer, flat_out: list, n_out_refs: int):
                 raise TraceFailed("a hook or retain_grad on a tensor inside the function")
             saved = node._saved
             s.extra = ()
+            if type(saved) is _NoneSaved:   # declared saves that no gradient needed: nothing saved
+                saved = list(saved)
             if saved is not None and type(saved) is not list:
                 # save_extra's entries after the inputs' (index tensors: checked for in-place changes only)
                 n_in = len(node._in)

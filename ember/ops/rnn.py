@@ -232,6 +232,7 @@ def _outputs(node_name: str, spec, inputs: list, arrays: list, saved) -> list:
     present = tuple(i for i, t in enumerate(inputs) if t is not None)
     node = _new_node(node_name)
     node.next_functions = tuple(_edge(inputs[i]) for i in present)
+    _numbered(node)
     mode, sizes, reverse, layout = spec
     node._spec = (mode, sizes, reverse, present, layout)
     node._inputs = [(t, t._vc[0]) if t is not None else (None, 0) for t in inputs]
@@ -272,7 +273,12 @@ def _new_node(name: str, base: type = None) -> Node:
     if cls is None:
         attrs = dict(_SAVED_ATTRS.get(name, {})) if base is _RnnNode else {}
         cls = _NODE_CLASSES[name, base] = type(name, (base,), {"__slots__": (), **attrs})
-    node = object.__new__(cls)
+    return object.__new__(cls)
+
+
+def _numbered(node: Node) -> Node:
+    """Give ``node`` its sequence number once its edges are set: the engine runs nodes newest first, so a node must be
+    newer than every node it has an edge to (an edge may make a leaf's AccumulateGrad just now)."""
     from ..autograd.graph import _seq
     node._seq = next(_seq)
     return node
@@ -332,6 +338,7 @@ def run_cell(mode: str, xg: Tensor, state: tuple[Tensor, ...], w_hh, b_hh) -> tu
         c = res[1]
         node = _new_node("AddBackward0", _PassNode)
         node.next_functions = ((c.grad_fn, 1),)
+        _numbered(node)
         c2 = make(c._data)
         c2.grad_fn, c2._output_nr, c2._requires_grad = node, 0, True
         res[1] = c2
