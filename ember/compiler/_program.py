@@ -189,7 +189,7 @@ def finish(tr: Tracer, flat_out: list, n_out_refs: int):
     return rec
 
 
-_PURE = ("xcall", "unpack", "expand", "opcall")
+_PURE = ("xcall", "unpack", "expand", "reshape", "opcall")
 
 
 def _prune(steps: list, out_refs: list) -> None:
@@ -345,7 +345,7 @@ class Recording:
 
 
 def _template_refs(tpl, out: set) -> None:
-    if tpl[0] in ("ref", "expand"):
+    if tpl[0] in ("ref", "expand", "reshape"):
         out.add(tpl[1])
     elif tpl[0] in ("tuple", "list"):
         for t in tpl[1]:
@@ -356,8 +356,8 @@ def _template_value(tpl, env):
     kind = tpl[0]
     if kind == "ref":
         return env[tpl[1]]
-    if kind == "expand":
-        return _NP_NS.expand(env[tpl[1]], tpl[2])
+    if kind in ("expand", "reshape"):
+        return getattr(_NP_NS, kind)(env[tpl[1]], tpl[2])
     if kind == "plain":
         return tpl[1]
     items = [_template_value(t, env) for t in tpl[1]]
@@ -376,8 +376,8 @@ def _template_expr(tpl, expr, const) -> str:
     kind = tpl[0]
     if kind == "ref":
         return expr(tpl[1])
-    if kind == "expand":
-        return f"_EXPAND({expr(tpl[1])}, {const(tpl[2])})"
+    if kind in ("expand", "reshape"):
+        return f"_{kind.upper()}({expr(tpl[1])}, {const(tpl[2])})"
     if kind == "plain":
         return const(tpl[1])
     items = "".join(_template_expr(t, expr, const) + ", " for t in tpl[1])
@@ -418,7 +418,7 @@ def _binder(g: dict):
 def _gen_forward(rec: Recording, steps: list):
     """The forward as Python source: ``v{j} = f{j}(x{j}, ...)`` for each step, then the outputs and the arrays the
     backward reads."""
-    g = {"_fp_quiet": _fp_quiet, "_fp_restore": _fp_restore, "_EXPAND": _NP_NS.expand}
+    g = {"_fp_quiet": _fp_quiet, "_fp_restore": _fp_restore, "_EXPAND": _NP_NS.expand, "_RESHAPE": _NP_NS.reshape}
     lines = ["def forward(I, C, K):", "    fp = _fp_quiet()", "    try:", "        pass"]
     consts = {}
 
@@ -465,8 +465,13 @@ def _gen_forward(rec: Recording, steps: list):
         if s.kind == "unpack":
             lines.append(f"        v{j} = {expr(s.args[0])}[{s.params['k']}]")
             continue
-        if s.kind == "expand":
-            lines.append(f"        v{j} = _EXPAND({expr(s.args[0])}, {const(s.params['shape'])})")
+        if s.kind in ("expand", "reshape"):
+            lines.append(f"        v{j} = _{s.kind.upper()}({expr(s.args[0])}, {const(s.params['shape'])})")
+            continue
+        if s.kind == "guard_parts":
+            g["_expect"] = _expect
+            parts = ", ".join(f"{expr(s.args[0])}[{k}]" for k in s.params["parts"])
+            lines.append(f"        _expect(({parts},), {const(s.params['expect'])})")
             continue
         if s.kind == "write":
             lines.append(f"        f{j}({expr(s.args[0])}, {expr(s.args[1])})")
@@ -641,7 +646,7 @@ def _gen_backward(rec: Recording, fixes: dict):
     """The backward as Python source, made at the first backward (which showed where a gradient must be summed to
     its input's shape or cast to its dtype): one rule call per line, the buffers as locals, summed in eager's order."""
     steps = rec.steps
-    g = {"X": _NP_NS, "_OUT_NOT_SAVED": _OUT_NOT_SAVED, "_fix": _fix_dynamic, "_EXPAND": _NP_NS.expand}
+    g = {"X": _NP_NS, "_OUT_NOT_SAVED": _OUT_NOT_SAVED, "_fix": _fix_dynamic, "_EXPAND": _NP_NS.expand, "_RESHAPE": _NP_NS.reshape}
     bind = _binder(g)
     need_ix = {r: k for k, r in enumerate(rec.need)}
     lines = ["def backward(G, N):"]

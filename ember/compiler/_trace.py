@@ -16,7 +16,7 @@ import types
 import weakref
 
 from .._tensor import Tensor
-from .. import _tensor
+from .. import _tensor, _util
 from ..autograd import _primitive
 from ..autograd._primitive import PrimNode, _ndarray
 from ..autograd.graph import grad_accumulator
@@ -327,13 +327,15 @@ class Tracer:
                     r = self._expanded(a)
                     if r is None:
                         if type(out) is not _ndarray and type(out) is not tuple:
-                            # a check on an array computed with the array's own operators (idx < 0): it cannot
-                            # be replayed; the replay skips it (eager's error for such values is not raised)
+                            # a check on an array computed with the array's own operators (idx < 0) cannot be
+                            # repeated by a replay (which would compute where eager raises): no replay
                             self.unchecked.append(name)
+                            self.failed(f"a check on values ('{name}') of an array computed outside the "
+                                        "recording (NumPy's operators in an op's wrapper)")
                             return
                         self.failed(f"the device kernel '{name}' reads an array the recording does not know")
                         return
-                    j = self._pseudo("expand", None, (r[1],))
+                    j = self._pseudo(r[0], None, (r[1],))
                     self.steps[j].params = {"shape": r[2]}
                     r = ("step", j)
                 refs.append(r)
@@ -349,12 +351,19 @@ class Tracer:
             j = self._pseudo("xcall", f, refs, out)
             self.steps[j].params = {"kw": kw}
         elif type(out) is tuple and all(type(o) is _ndarray or _plain(o) for o in out):
+            plain = tuple(k for k, o in enumerate(out) if type(o) is not _ndarray)
+            if plain and self.side_effect:
+                self.failed(f"a check on values ('{name}') after a write into outside state or a random draw")
+                return
             j = self._pseudo("xcall", f, refs, None)
             self.steps[j].params = {"kw": kw}
             for k, o in enumerate(out):
                 if type(o) is _ndarray and id(o) not in self.arr_ref:
                     u = self._pseudo("unpack", None, (("step", j),), o)
                     self.steps[u].params = {"k": k}
+            if plain:   # values read back to Python (one_hot's (min, max)): a guard on them
+                g = self._pseudo("guard_parts", None, (("step", j),))
+                self.steps[g].params = {"parts": plain, "expect": tuple(out[k] for k in plain)}
         elif _plain(out) and not isinstance(out, (list, tuple)) or out is None:
             if self.side_effect:
                 self.failed(f"a check on values ('{name}') after a write into outside state or a random draw")
@@ -363,6 +372,19 @@ class Tracer:
             self.steps[j].params = {"kw": kw, "expect": out}
         else:
             self.failed(f"the device kernel '{name}' returns a {type(out).__name__}")
+
+    def on_check(self, pred, arrays) -> bool:
+        """``_util.holds(pred, *arrays)`` (a check on values in an op's wrapper): a guard calling ``pred`` again
+        (its own kernel calls are not recorded)."""
+        f = _as_bool(pred)
+        self.depth += 1
+        try:
+            ok = f(*arrays)
+        finally:
+            self.depth -= 1
+        if self.depth == 0:   # (inside a primitive's forward, the replay calls that forward, which checks again)
+            self.on_kernel(getattr(pred, "__qualname__", "check"), f, arrays, {}, ok)
+        return ok
 
     def on_rng(self, f, args, kwargs, out) -> None:
         """A draw from the device's generator: replayed as the same call on the default generator's state."""
@@ -402,15 +424,16 @@ class Tracer:
         if r is None:
             return None
         xp = _primitive._NP_NS
-        try:
-            e = xp.expand(base, v.shape)
-        except Exception:   # noqa: BLE001
-            return None
         be = xp.backend
-        if e.shape != v.shape or e.strides != v.strides or e.dtype != v.dtype or \
-                be.data_ptr(e) != be.data_ptr(v):
-            return None
-        return ("expand", r, v.shape)
+        for how in ("expand", "reshape"):   # (a mask broadcast to a result's shape; an index flattened)
+            try:
+                e = getattr(xp, how)(base, v.shape)
+            except Exception:   # noqa: BLE001
+                continue
+            if e.shape == v.shape and e.strides == v.strides and e.dtype == v.dtype and \
+                    be.data_ptr(e) == be.data_ptr(v):
+                return (how, r, v.shape)
+        return None
 
     def on_opcall(self, f, args, kwargs, out) -> None:
         """A non-differentiable op whose result was made outside the primitives: a step calling the op again."""
@@ -495,6 +518,7 @@ class Tracing:
     def __enter__(self):
         tr = self.tracer
         CURRENT.append(tr)
+        _util.CHECK_OBSERVERS.append(tr.on_check)
         self.saved_result = _primitive._result
         _primitive._result = tr.observe(_primitive._result)
         init = _tensor._init
@@ -577,6 +601,7 @@ class Tracing:
 
     def __exit__(self, *exc) -> None:
         CURRENT.pop()
+        _util.CHECK_OBSERVERS.pop()
         _primitive._result = self.saved_result
         for owner, name, v in reversed(self.saved):
             if v is _MISSING:
@@ -608,6 +633,12 @@ def _opcall(tr: Tracer, orig):
 _RNG_QUIET = ("mt_key", "check_std", "fma64", "annotations")   # no draw: called as they are
 _RNG_REPLAYED = ("bernoulli", "uniform", "normal", "write", "random", "exponential", "geometric", "cauchy",
                  "log_normal", "normal_like")
+
+
+def _as_bool(pred):
+    def check(*arrays):
+        return bool(pred(*arrays))
+    return check
 
 
 def _inside(tr: Tracer, f):
