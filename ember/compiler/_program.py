@@ -251,6 +251,7 @@ class Recording:
         self.captured = tr.captured
         self.cap_meta = [(c._data.shape, c._data.dtype, c._requires_grad, c._data.strides) for c in tr.captured]
         self.consts = tr.consts
+        self.hoisted = tr.hoisted
         self.out_refs = out_refs
         # the outputs that are step results: one Tensor each (an output twice is one Tensor twice)
         out_steps = []
@@ -447,7 +448,8 @@ def _gen_forward(rec: Recording, steps: list):
     g["G"] = _random.default_generator
     for k in rec.written_consts:   # a constant the program writes into: a fresh copy per replay
         lines.append(f"        k{k} = K[{k}].copy()")
-    for j, s in enumerate(steps):
+    hoisted = sorted(rec.hoisted)
+    for j, s in [(j, steps[j]) for j in hoisted] + [(j, s) for j, s in enumerate(steps) if j not in rec.hoisted]:
         g[f"f{j}"] = s.forward
         if s.kind == "group" or s.dead:
             continue

@@ -86,6 +86,7 @@ class Tracer:
         self.rng_draws = 0
         self.depth = 0               # >0 inside a primitive's forward or a recorded kernel call
         self.side_effect = False
+        self.hoisted: set = set()   # steps the replay runs first (checks after a draw or an outside write)
         self.unchecked: list = []
         self.forward_codes: set = set()    # kernels checking values that the replay cannot repeat     # a step that changes outside state (a write into an input, a draw) is recorded
         self.writes: dict = {}       # id(version counter) -> writes recorded into its tensors
@@ -352,8 +353,8 @@ class Tracer:
             self.steps[j].params = {"kw": kw}
         elif type(out) is tuple and all(type(o) is _ndarray or _plain(o) for o in out):
             plain = tuple(k for k, o in enumerate(out) if type(o) is not _ndarray)
-            if plain and self.side_effect:
-                self.failed(f"a check on values ('{name}') after a write into outside state or a random draw")
+            hoist = self._hoist(refs, name) if plain and self.side_effect else ()
+            if hoist is None:
                 return
             j = self._pseudo("xcall", f, refs, None)
             self.steps[j].params = {"kw": kw}
@@ -364,14 +365,51 @@ class Tracer:
             if plain:   # values read back to Python (one_hot's (min, max)): a guard on them
                 g = self._pseudo("guard_parts", None, (("step", j),))
                 self.steps[g].params = {"parts": plain, "expect": tuple(out[k] for k in plain)}
+                if self.side_effect:
+                    self.hoisted.update(hoist)
+                    self.hoisted.update(range(j, g + 1))
         elif _plain(out) and not isinstance(out, (list, tuple)) or out is None:
-            if self.side_effect:
-                self.failed(f"a check on values ('{name}') after a write into outside state or a random draw")
+            hoist = self._hoist(refs, name) if self.side_effect else ()
+            if hoist is None:
                 return
             j = self._pseudo("guard", f, refs, None)
             self.steps[j].params = {"kw": kw, "expect": out}
+            if self.side_effect:
+                self.hoisted.update(hoist)
+                self.hoisted.add(j)
         else:
             self.failed(f"the device kernel '{name}' returns a {type(out).__name__}")
+
+    _HOISTABLE = ("prim", "xcall", "unpack", "expand", "reshape", "opcall")
+
+    def _hoist(self, refs, name):
+        """A check after a random draw or a write into outside state: a replay whose check fails runs the call
+        eagerly, which must find the state as it was. The check (and the steps it reads) therefore runs first in
+        the replay, where it reads nothing written or drawn so far: the steps to move first, or None (failed)."""
+        need = set()
+        todo = [r for r in refs]
+        while todo:
+            r = todo.pop()
+            if r in self.written:
+                need = None
+                break
+            if r[0] != "step" or r[1] in need:
+                continue
+            s = self.steps[r[1]]
+            if s.kind not in self._HOISTABLE:
+                need = None
+                break
+            need.add(r[1])
+            todo.extend(s.args)
+            if s.param_refs:
+                from ._program import _template_refs
+                more = set()
+                for tpl in s.param_refs.values():
+                    _template_refs(tpl, more)
+                todo.extend(more)
+        if need is None:
+            self.failed(f"a check on values ('{name}') of what a random draw or a write into outside state made")
+        return need
 
     def on_check(self, pred, arrays) -> bool:
         """``_util.holds(pred, *arrays)`` (a check on values in an op's wrapper): a guard calling ``pred`` again
