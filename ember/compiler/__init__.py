@@ -42,6 +42,7 @@ from ..autograd.grad_mode import set_grad_enabled as _set_grad_enabled
 from ..autograd.anomaly_mode import _anomaly
 from ..autograd.graph import HOOKS_ON, NODE_OBSERVERS, _seq
 from ..nn.modules.module import Module
+from ..amp import autocast_mode as _amp
 from . import _program, _trace
 from ._program import CompiledFunctionBackward, TraceFailed, generator_state
 from ._trace import Tracer, Tracing, tensor_edge
@@ -86,6 +87,14 @@ def _eager_only() -> bool:
 
 
 # ----- arguments: flatten and key ---------------------------------------------------------------
+
+def _swaps_key() -> tuple:
+    """What functions' code swaps change (``code_swaps`` moved: autocast was on at some time; the profiler's swaps
+    run eagerly): CPU autocast's state, not the count of regions entered, so that each region replays."""
+    st = _amp._state
+    return (st.enabled.get("cpu", False), _amp._swapped[0], _amp.get_autocast_dtype("cpu"), st.cache_enabled,
+            st.excluded)
+
 
 def _flatten(x, leaves: list):
     """The structure of ``x`` (a hashable spec) with its leaves appended to ``leaves``."""
@@ -193,7 +202,7 @@ class CompiledFunction:
         leaves: list = []
         spec = _flatten((args, kwargs) if kwargs else args, leaves)
         key = (spec, tuple(map(_leaf_key, leaves)), _aliasing(leaves), _state.enabled, _dtype.get_default_dtype(),
-               code_swaps[0], self._module_sig())
+               _swaps_key() if code_swaps[0] else None, self._module_sig())
         rec = self._cache.get(key)
         if rec is None:
             return self._trace(key, spec, leaves, args, kwargs)
@@ -264,7 +273,12 @@ class CompiledFunction:
 def _replay(rec, spec, leaves):
     ins = [leaves[i] for i in rec.in_pos]
     I = [t._data for t in ins]
-    C = [c._data for c in rec.captured]
+    caps = rec.captured
+    if rec.cache_casts:   # autocast's casts of weights: from this region's cache, or cast and cached now, as eager
+        caps = list(caps)
+        for k, leaf, dt in rec.cache_casts:
+            caps[k] = _amp._cached_cast(dt, leaf, dt)
+    C = [c._data for c in caps]
     outs, need = rec.forward(I, C, rec.consts)
     made = {}
     node = None
@@ -272,7 +286,7 @@ def _replay(rec, spec, leaves):
         node = CompiledFunctionBackward.__new__(CompiledFunctionBackward)
         edges = []
         for r in rec.ext:
-            t = ins[r[1]] if r[0] == "in" else rec.captured[r[1]]
+            t = ins[r[1]] if r[0] == "in" else caps[r[1]]
             e = tensor_edge(t)
             edges.append(e if e is not None else (None, 0))
         node.next_functions = tuple(edges)
@@ -295,11 +309,11 @@ def _replay(rec, spec, leaves):
             t._vc[0] = v
         made[j] = t
     for r, n in rec.vc_bumps:   # in-place writes into inputs and captured tensors move their versions
-        (ins[r[1]] if r[0] == "in" else rec.captured[r[1]])._vc[0] += n
+        (ins[r[1]] if r[0] == "in" else caps[r[1]])._vc[0] += n
     if node is not None:
         checks = []
         for o in rec.checks:
-            t = ins[o[1]] if o[0] == "in" else rec.captured[o[1]] if o[0] == "cap" else made[o[1]]
+            t = ins[o[1]] if o[0] == "in" else caps[o[1]] if o[0] == "cap" else made[o[1]]
             checks.append((t, t._vc, t._vc[0]))
         node._checks = checks
     vals = []
@@ -310,9 +324,9 @@ def _replay(rec, spec, leaves):
         elif kind == "in":
             vals.append(ins[r[1]])
         elif kind == "cap":
-            vals.append(rec.captured[r[1]])
+            vals.append(caps[r[1]])
         elif kind == "view":
-            vals.append(_view_again(ins[r[1][1]] if r[1][0] == "in" else rec.captured[r[1][1]], r[2], r[3]))
+            vals.append(_view_again(ins[r[1][1]] if r[1][0] == "in" else caps[r[1][1]], r[2], r[3]))
         else:
             vals.append(r[1])
     return _unflatten(rec.out_spec, iter(vals))

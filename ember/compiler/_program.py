@@ -252,6 +252,7 @@ class Recording:
         self.cap_meta = [(c._data.shape, c._data.dtype, c._requires_grad, c._data.strides) for c in tr.captured]
         self.consts = tr.consts
         self.hoisted = tr.hoisted
+        self.cache_casts = [(k, leaf, c.dtype) for k, (c, leaf) in tr.cache_casts.items()]
         self.out_refs = out_refs
         # the outputs that are step results: one Tensor each (an output twice is one Tensor twice)
         out_steps = []

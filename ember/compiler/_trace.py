@@ -86,6 +86,8 @@ class Tracer:
         self.rng_draws = 0
         self.depth = 0               # >0 inside a primitive's forward or a recorded kernel call
         self.side_effect = False
+        self.cache_hits: dict = {}   # id(cast) -> its weight: casts autocast's cache gave during the call
+        self.cache_casts: dict = {}  # captured index -> (cast, weight): fetched from autocast's cache per replay
         self.hoisted: set = set()   # steps the replay runs first (checks after a draw or an outside write)
         self.unchecked: list = []
         self.forward_codes: set = set()    # kernels checking values that the replay cannot repeat     # a step that changes outside state (a write into an input, a draw) is recorded
@@ -141,8 +143,30 @@ class Tracer:
             k = len(self.captured)
             self.captured.append(a)
             r = ("cap", k)
+            leaf = self.cache_hits.get(id(a))
+            if leaf is not None:   # autocast's cast of a weight, from the region's cache: fetched at each replay
+                self.cache_casts[k] = (a, leaf)
+                self.ref_of(leaf)   # (its shape, dtype and requires_grad are guarded)
         self._give(a, r)
         return r
+
+    def on_cache_insert(self, leaf, c) -> None:
+        """Autocast cached its cast ``c`` of ``leaf`` (a weight), made by the cast step just recorded: a replay gets
+        the cast from the region's cache as eager does (made and cached at the replay if not there yet), so the
+        step becomes a captured tensor fetched at each replay."""
+        r = self.ref.get(id(c))
+        if r is None or r[0] != "step":
+            self.failed("autocast cached a cast the recording does not know")
+            return
+        s = self.steps[r[1]]
+        if s.node is not None:
+            self.node_step.pop(id(s.node), None)
+        s.kind, s.dead, s.tensor, s.node = "cachecast", True, None, None
+        k = len(self.captured)
+        self.captured.append(c)
+        self.cache_casts[k] = (c, leaf)
+        self.ref[id(c)] = ("cap", k)
+        self.arr_ref[id(c._data)] = ("cap", k)
 
     # ----- the observer ------------------------------------------------------------------------
     def observe(self, inner):
@@ -617,6 +641,9 @@ class Tracing:
             if name.startswith("_") or isinstance(f, (type, types.ModuleType)) or not callable(f):
                 continue
             self._swap(ns, name, _kernel(tr, name, f))
+        from ..amp import autocast_mode as _amp
+        self.amp_cache = _amp._state.cache
+        self._swap(_amp._state, "cache", _ObservedCache(tr, self.amp_cache))
         be = _primitive._NP_NS.backend
         copyto = be.copyto
 
@@ -638,6 +665,11 @@ class Tracing:
         setattr(owner, name, value)
 
     def __exit__(self, *exc) -> None:
+        from ..amp import autocast_mode as _amp
+        seen = _amp._state.cache
+        if type(seen) is _ObservedCache:   # (what autocast cached during the call stays cached)
+            self.amp_cache.clear()
+            self.amp_cache.update(seen)
         CURRENT.pop()
         _util.CHECK_OBSERVERS.pop()
         _primitive._result = self.saved_result
@@ -646,6 +678,24 @@ class Tracing:
                 delattr(owner, name)
             else:
                 setattr(owner, name, v)
+
+
+class _ObservedCache(dict):
+    """Autocast's weight cache while tracing (a copy of the region's): hits and inserts go to the tracer."""
+
+    def __init__(self, tr: Tracer, entries: dict):
+        super().__init__(entries)
+        self.tr = tr
+
+    def get(self, key, default=None):
+        hit = super().get(key, default)
+        if hit is not None and hit is not default:
+            self.tr.cache_hits[id(hit[1])] = hit[0]
+        return hit
+
+    def __setitem__(self, key, value) -> None:
+        super().__setitem__(key, value)
+        self.tr.on_cache_insert(value[0], value[1])
 
 
 _MISSING = object()
