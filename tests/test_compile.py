@@ -617,3 +617,40 @@ def test_autocast_regions_replay_one_recording():
     cf = cm._compiled
     assert cf._n_traces == 2 and len(_replays(cf)) == 2, cf._reasons
     assert sum(bool(r.cache_casts) for r in _replays(cf)) == 1   # (the autocast one: 4 weight casts)
+
+
+@pytest.mark.parametrize("kind,dtype", [("batch1d", torch.float32), ("batch1d", torch.bfloat16),
+                                        ("batch2d", torch.float64), ("instance", torch.float32),
+                                        ("instance", torch.bfloat16)])
+def test_norm_training_replays_running_stats(kind, dtype):
+    """BatchNorm / InstanceNorm (with running statistics) in training: the update of the running estimates replays;
+    after many steps the losses, parameters, buffers and their versions are eager's."""
+    shape = (4, 3, 2, 2) if kind == "batch2d" else (4, 3, 5)
+
+    def make():
+        torch.manual_seed(0)
+        norm = (torch.nn.BatchNorm1d(3) if kind == "batch1d" else torch.nn.BatchNorm2d(3) if kind == "batch2d" else
+                torch.nn.InstanceNorm1d(3, affine=True, track_running_stats=True))
+        return torch.nn.Sequential(torch.nn.Linear(shape[-1], shape[-1]), norm).to(dtype)
+    m, m2 = make(), make()
+    cm = torch.compile(m2)
+    opts = [torch.optim.SGD(m.parameters(), lr=0.1), torch.optim.SGD(m2.parameters(), lr=0.1)]
+    torch.manual_seed(1)
+    for _ in range(25):
+        x = torch.randn(*shape).to(dtype)
+        losses = []
+        for model, o in zip((m, cm), opts):
+            o.zero_grad()
+            loss = (model(x) ** 2).sum()
+            loss.backward()
+            o.step()
+            losses.append(loss)
+        _same(losses[0], losses[1])
+    for a, b in zip(m.state_dict().values(), m2.state_dict().values()):
+        _same(a, b)
+        assert a._version == b._version
+    assert len(_replays(cm._compiled)) == 1, cm._compiled._reasons
+    m.eval()
+    cm.eval()
+    x = torch.randn(*shape).to(dtype)
+    _same(m(x), cm(x))

@@ -32,9 +32,12 @@ def finish(tr: Tracer, flat_out: list, n_out_refs: int):
     if tr.fail is not None:
         raise TraceFailed(tr.fail)
     _check_escapes(tr, flat_out)   # (first: the loops below hold references of their own)
+    tr.vc_moved = {}   # id(version counter) -> how far it moved during the call (since first seen)
     for t, v, w, fn, rg in tr.seen_vc:
-        if t._vc[0] - v != tr.writes.get(id(t._vc), 0) - w:
+        # (a recorded write that counts no version, as batch norm's running statistics, moves it less)
+        if t._vc[0] - v > tr.writes.get(id(t._vc), 0) - w:
             raise TraceFailed("an in-place change the recording did not see (a version counter moved)")
+        tr.vc_moved.setdefault(id(t._vc), t._vc[0] - v)
     steps = tr.steps
     for t, v, w, fn, rg in tr.seen_vc[:len(tr.inputs)] + [e for e in tr.seen_vc if tr.ref[id(e[0])][0] == "cap"]:
         if t.grad_fn is not fn or t._requires_grad != rg:
@@ -275,8 +278,8 @@ class Recording:
         for r in tr.written:
             if r[0] in ("in", "cap"):
                 t = tr.ref_tensor(r)
-                bumps[id(t._vc)] = (r, tr.writes[id(t._vc)])
-        self.vc_bumps = list(bumps.values())
+                bumps[id(t._vc)] = (r, tr.vc_moved.get(id(t._vc), tr.writes[id(t._vc)]))
+        self.vc_bumps = [b for b in bumps.values() if b[1]]
         # backward: the nodes reachable from the outputs with grad, newest first
         reach = set()
         todo = list(self.grad_steps)

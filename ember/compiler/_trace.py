@@ -448,6 +448,23 @@ class Tracer:
             self.on_kernel(getattr(pred, "__qualname__", "check"), f, arrays, {}, ok)
         return ok
 
+    def on_compute(self, fn, arrays, params):
+        """``_util.compute(fn, *arrays, **params)``: a step calling ``fn`` again (its own kernel calls are not
+        recorded)."""
+        if self.depth == 0 and (self.fail is None or self.fullgraph):
+            for a in arrays:
+                if a is not None:
+                    self.ref_of(a)   # (a running statistic: a captured buffer)
+        arrays = [None if a is None else a._data for a in arrays]
+        self.depth += 1
+        try:
+            out = fn(*arrays, **params)
+        finally:
+            self.depth -= 1
+        if self.depth == 0:
+            self.on_kernel(getattr(fn, "__qualname__", "compute"), fn, arrays, params, out)
+        return out
+
     def on_rng(self, f, args, kwargs, out) -> None:
         """A draw from the device's generator: replayed as the same call on the default generator's state."""
         if self.fail is not None and not self.fullgraph:
@@ -580,7 +597,7 @@ class Tracing:
     def __enter__(self):
         tr = self.tracer
         CURRENT.append(tr)
-        _util.CHECK_OBSERVERS.append(tr.on_check)
+        _util.RAW_OBSERVERS.append(tr)
         self.saved_result = _primitive._result
         _primitive._result = tr.observe(_primitive._result)
         init = _tensor._init
@@ -671,7 +688,7 @@ class Tracing:
             self.amp_cache.clear()
             self.amp_cache.update(seen)
         CURRENT.pop()
-        _util.CHECK_OBSERVERS.pop()
+        _util.RAW_OBSERVERS.pop()
         _primitive._result = self.saved_result
         for owner, name, v in reversed(self.saved):
             if v is _MISSING:
