@@ -2,8 +2,8 @@
 
 ``compile(fn)`` returns a callable that, on the first call for a guard key (the tensor arguments' shapes, dtypes,
 strides, devices and requires_grad, which arguments are the same tensor, the other arguments' values (floats by
-their bits, objects by identity, modules by their state), grad mode, the default dtype, code swaps such as
-autocast's), runs ``fn`` eagerly while recording what it does (``_trace.Tracer``); later calls with the same key
+their bits, objects by identity, modules by their state), grad mode, the default dtype, autocast's state), runs
+``fn`` eagerly while recording what it does (``_trace.Tracer``); later calls with the same key
 replay the recording as one generated straight-line program over the device's kernels, and give the outputs one
 ``CompiledFunctionBackward`` node whose generated backward runs the recorded VJP rules in the engine's order
 (``_program``). Results are eager ember's to the bit.
@@ -12,8 +12,12 @@ Recorded and replayed: the primitives (fast paths included), in-place ops (write
 counters moved as eager's), random draws on the default generator (dropout: the same numbers as eager for the same
 seed), non-differentiable ops made outside the primitives (comparisons, logical ops, arg-extrema: the op is called
 again), device-kernel calls from the ops' own code (an index or mask computed from values; a check on values is
-a guard: a replay whose check answers otherwise runs the call eagerly, so eager's error is raised), arrays in
-params (index tensors), split/chunk/unbind's shared node, outputs that are views of hidden intermediates.
+a guard: a replay whose check answers otherwise runs the call eagerly, so eager's error is raised), the checks on
+values and the computations on raw arrays in ops' wrappers (``_util.holds`` / ``_util.compute``: index bounds,
+target ranges, batch norm's running statistics), arrays in params (index tensors), split/chunk/unbind's shared
+node, outputs that are views of hidden intermediates, autocast regions (the weights' casts come from the region's
+cache at each replay, as eager's). A check that follows a random draw or a write into outside state runs first
+in the replay (with the steps it reads), so that the eager call a failed check leads to finds the state unchanged.
 
 Whatever the trace cannot prove it replays exactly makes that key run eagerly (PyTorch's graph break, at the
 granularity of the whole call), with the reason kept for ``torch._dynamo.explain``; ``fullgraph=True`` raises
@@ -22,9 +26,11 @@ module attribute assignment, a tensor made inside the call and stored outside it
 primitives from values (``nonzero``, max-pool's indices), a seed set inside, writes the recording does not see,
 a saved tensor changed after it was saved, in-place ops on inputs under autograd, custom autograd Functions and
 nodes with an ``apply`` of their own, saved-tensor hooks, hooks on intermediates, forward AD, vmap, anomaly mode,
-the profiler, backward inside the call, outputs that are views of inputs. Not seen at all (as any tracer):
-Python-side effects on plain objects and globals, and checks on values computed with NumPy's own operators in an
-op's wrapper (those are not repeated: a replay with such invalid values computes instead of raising).
+the profiler, backward inside the call, outputs that are views of inputs, a check on values of an array made with
+NumPy's own operators outside ``holds`` (a device kernel's answer on an array the recording does not know). Not
+seen at all (as any tracer): Python-side effects on plain objects and globals, and a check on values written with
+NumPy's own operators and methods alone (no device kernel, no ``holds``): ops must route such checks through
+``_util.holds`` (tests/test_compile_checks.py has one case per family).
 Shapes are static (``dynamic`` is accepted and ignored: a new shape is a new trace, up to
 ``torch._dynamo.config.cache_size_limit`` traces per function, then eager).
 """

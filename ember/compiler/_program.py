@@ -652,7 +652,8 @@ def _gen_backward(rec: Recording, fixes: dict):
     """The backward as Python source, made at the first backward (which showed where a gradient must be summed to
     its input's shape or cast to its dtype): one rule call per line, the buffers as locals, summed in eager's order."""
     steps = rec.steps
-    g = {"X": _NP_NS, "_OUT_NOT_SAVED": _OUT_NOT_SAVED, "_fix": _fix_dynamic, "_EXPAND": _NP_NS.expand, "_RESHAPE": _NP_NS.reshape}
+    g = {"X": _NP_NS, "_OUT_NOT_SAVED": _OUT_NOT_SAVED, "_fix": _fix_dynamic, "_EXPAND": _NP_NS.expand,
+         "_RESHAPE": _NP_NS.reshape}
     bind = _binder(g)
     need_ix = {r: k for k, r in enumerate(rec.need)}
     lines = ["def backward(G, N):"]

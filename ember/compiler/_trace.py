@@ -89,8 +89,8 @@ class Tracer:
         self.cache_hits: dict = {}   # id(cast) -> its weight: casts autocast's cache gave during the call
         self.cache_casts: dict = {}  # captured index -> (cast, weight): fetched from autocast's cache per replay
         self.hoisted: set = set()   # steps the replay runs first (checks after a draw or an outside write)
-        self.unchecked: list = []
-        self.forward_codes: set = set()    # kernels checking values that the replay cannot repeat     # a step that changes outside state (a write into an input, a draw) is recorded
+        self.unchecked: list = []   # checks on arrays the recording does not know (the trace fails)
+        self.forward_codes: set = set()    # the primitives' forward codes (a fast path calls them itself)
         self.writes: dict = {}       # id(version counter) -> writes recorded into its tensors
         for k, t in enumerate(inputs):
             self._give(t, ("in", k))
