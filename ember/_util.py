@@ -16,6 +16,31 @@ def check_tensor(x, op: str, arg: str = "input", pos: int = 1) -> Tensor:
     return x
 
 
+# The compiler's tracer while it traces (ember/compiler): it sees each check on values made by ``holds`` and each
+# computation on raw arrays made by ``compute``.
+RAW_OBSERVERS: list = []
+
+
+def holds(pred, *arrays) -> bool:
+    """``bool(pred(*arrays))``: a check on tensors' values (an index range, a target in [0, 1]) made in an op's
+    wrapper, outside the primitives. ``pred`` may use only its arrays' values and what a compiled call's guards fix
+    (shapes, dtypes, the call's Python arguments): a compiled replay calls it again on its own arrays and runs
+    eagerly (raising eager's error) when the answer differs."""
+    if RAW_OBSERVERS:
+        return RAW_OBSERVERS[-1].on_check(pred, arrays)
+    return bool(pred(*arrays))
+
+
+def compute(fn, *args, **params):
+    """``fn`` of the arrays of ``args`` (tensors, or None) and ``params``: a computation on raw arrays in an op's
+    wrapper, outside the primitives (batch norm's new running statistics), giving arrays (or a tuple of arrays and
+    Nones). ``fn`` may use only its arguments (``params``: plain values) and what a compiled call's guards fix: a
+    compiled replay calls it again on its own arrays."""
+    if RAW_OBSERVERS:
+        return RAW_OBSERVERS[-1].on_compute(fn, args, params)
+    return fn(*[None if a is None else a._data for a in args], **params)
+
+
 def scalar_or_tensor(x, op: str, arg: str = "other"):
     """Python/NumPy scalars stay scalars (weakly typed, as PyTorch's wrapped numbers); else a Tensor."""
     if isinstance(x, Tensor) or type(x) in _SCALARS:

@@ -585,3 +585,72 @@ def test_hooks_and_retain_grad_on_outputs():
         _same(*grads)
         _same(xs[0].grad, xs[1].grad)
     assert len(seen) == 6 and _replays(cf)
+
+
+def test_autocast_regions_replay_one_recording():
+    """A compiled model called in a new autocast region each step replays one recording (the autocast state is in
+    the guard key, not the count of regions entered); its weights' casts come from the region's cache as eager's
+    (a second call in the same region shares them), so losses and updated weights equal eager's to the bit."""
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+    m2 = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+    m2.load_state_dict(m.state_dict())
+    cm = torch.compile(m2)
+    opts = [torch.optim.SGD(m.parameters(), lr=0.1), torch.optim.SGD(m2.parameters(), lr=0.1)]
+    x = torch.randn(3, 4)
+    for step in range(12):
+        losses = []
+        for model, o in zip((m, cm), opts):
+            o.zero_grad()
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                y = model(x)
+                y2 = model(x * 2)
+                loss = (y.float() ** 2).sum() + y2.float().sum()
+            loss.backward()
+            o.step()
+            losses.append(loss)
+        _same(losses[0], losses[1])
+        if step == 5:   # outside autocast: another key (float32 all through), then back
+            _same(m(x), cm(x))
+    for p, q in zip(m.parameters(), m2.parameters()):
+        _same(p, q)
+    cf = cm._compiled
+    assert cf._n_traces == 2 and len(_replays(cf)) == 2, cf._reasons
+    assert sum(bool(r.cache_casts) for r in _replays(cf)) == 1   # (the autocast one: 4 weight casts)
+
+
+@pytest.mark.parametrize("kind,dtype", [("batch1d", torch.float32), ("batch1d", torch.bfloat16),
+                                        ("batch2d", torch.float64), ("instance", torch.float32),
+                                        ("instance", torch.bfloat16)])
+def test_norm_training_replays_running_stats(kind, dtype):
+    """BatchNorm / InstanceNorm (with running statistics) in training: the update of the running estimates replays;
+    after many steps the losses, parameters, buffers and their versions are eager's."""
+    shape = (4, 3, 2, 2) if kind == "batch2d" else (4, 3, 5)
+
+    def make():
+        torch.manual_seed(0)
+        norm = (torch.nn.BatchNorm1d(3) if kind == "batch1d" else torch.nn.BatchNorm2d(3) if kind == "batch2d" else
+                torch.nn.InstanceNorm1d(3, affine=True, track_running_stats=True))
+        return torch.nn.Sequential(torch.nn.Linear(shape[-1], shape[-1]), norm).to(dtype)
+    m, m2 = make(), make()
+    cm = torch.compile(m2)
+    opts = [torch.optim.SGD(m.parameters(), lr=0.1), torch.optim.SGD(m2.parameters(), lr=0.1)]
+    torch.manual_seed(1)
+    for _ in range(25):
+        x = torch.randn(*shape).to(dtype)
+        losses = []
+        for model, o in zip((m, cm), opts):
+            o.zero_grad()
+            loss = (model(x) ** 2).sum()
+            loss.backward()
+            o.step()
+            losses.append(loss)
+        _same(losses[0], losses[1])
+    for a, b in zip(m.state_dict().values(), m2.state_dict().values()):
+        _same(a, b)
+        assert a._version == b._version
+    assert len(_replays(cm._compiled)) == 1, cm._compiled._reasons
+    m.eval()
+    cm.eval()
+    x = torch.randn(*shape).to(dtype)
+    _same(m(x), cm(x))

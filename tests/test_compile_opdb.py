@@ -16,9 +16,6 @@ import ember  # noqa: E402
 from ember.compiler import _EAGER  # noqa: E402
 
 N_SAMPLES = 2
-# Argument checks on values (not shapes) that an op's wrapper makes on the raw data, outside the primitives: a
-# replay does not repeat them, so a call whose values the check would refuse computes instead of raising.
-VALUE_CHECKS = {"binary_cross_entropy_edges": "input range 0..1 is checked on the values, outside the primitive"}
 REPORT = Counter()
 
 
@@ -85,8 +82,6 @@ def test_compiled_matches_eager(info):
             upstream = [rng.standard_normal(v.shape) for v in probe] if not isinstance(probe, tuple) else []
             want = _run(prog, arrays, grad, upstream)
             got = _run(cf, arrays, grad, upstream)
-            if info.name in VALUE_CHECKS and isinstance(want[0], tuple) and not isinstance(got[0], tuple):
-                pytest.xfail(VALUE_CHECKS[info.name])
             assert _same(want[0], got[0]), f"{info.name} {sample.desc} call {call}: forward differs"
             assert _same(want[1], got[1]), f"{info.name} {sample.desc} call {call}: gradients differ"
         replayed = any(r is not _EAGER for r in cf._cache.values())

@@ -2,8 +2,8 @@
 
 ``compile(fn)`` returns a callable that, on the first call for a guard key (the tensor arguments' shapes, dtypes,
 strides, devices and requires_grad, which arguments are the same tensor, the other arguments' values (floats by
-their bits, objects by identity, modules by their state), grad mode, the default dtype, code swaps such as
-autocast's), runs ``fn`` eagerly while recording what it does (``_trace.Tracer``); later calls with the same key
+their bits, objects by identity, modules by their state), grad mode, the default dtype, autocast's state), runs
+``fn`` eagerly while recording what it does (``_trace.Tracer``); later calls with the same key
 replay the recording as one generated straight-line program over the device's kernels, and give the outputs one
 ``CompiledFunctionBackward`` node whose generated backward runs the recorded VJP rules in the engine's order
 (``_program``). Results are eager ember's to the bit.
@@ -12,8 +12,12 @@ Recorded and replayed: the primitives (fast paths included), in-place ops (write
 counters moved as eager's), random draws on the default generator (dropout: the same numbers as eager for the same
 seed), non-differentiable ops made outside the primitives (comparisons, logical ops, arg-extrema: the op is called
 again), device-kernel calls from the ops' own code (an index or mask computed from values; a check on values is
-a guard: a replay whose check answers otherwise runs the call eagerly, so eager's error is raised), arrays in
-params (index tensors), split/chunk/unbind's shared node, outputs that are views of hidden intermediates.
+a guard: a replay whose check answers otherwise runs the call eagerly, so eager's error is raised), the checks on
+values and the computations on raw arrays in ops' wrappers (``_util.holds`` / ``_util.compute``: index bounds,
+target ranges, batch norm's running statistics), arrays in params (index tensors), split/chunk/unbind's shared
+node, outputs that are views of hidden intermediates, autocast regions (the weights' casts come from the region's
+cache at each replay, as eager's). A check that follows a random draw or a write into outside state runs first
+in the replay (with the steps it reads), so that the eager call a failed check leads to finds the state unchanged.
 
 Whatever the trace cannot prove it replays exactly makes that key run eagerly (PyTorch's graph break, at the
 granularity of the whole call), with the reason kept for ``torch._dynamo.explain``; ``fullgraph=True`` raises
@@ -22,9 +26,11 @@ module attribute assignment, a tensor made inside the call and stored outside it
 primitives from values (``nonzero``, max-pool's indices), a seed set inside, writes the recording does not see,
 a saved tensor changed after it was saved, in-place ops on inputs under autograd, custom autograd Functions and
 nodes with an ``apply`` of their own, saved-tensor hooks, hooks on intermediates, forward AD, vmap, anomaly mode,
-the profiler, backward inside the call, outputs that are views of inputs. Not seen at all (as any tracer):
-Python-side effects on plain objects and globals, and checks on values computed with NumPy's own operators in an
-op's wrapper (those are not repeated: a replay with such invalid values computes instead of raising).
+the profiler, backward inside the call, outputs that are views of inputs, a check on values of an array made with
+NumPy's own operators outside ``holds`` (a device kernel's answer on an array the recording does not know). Not
+seen at all (as any tracer): Python-side effects on plain objects and globals, and a check on values written with
+NumPy's own operators and methods alone (no device kernel, no ``holds``): ops must route such checks through
+``_util.holds`` (tests/test_compile_checks.py has one case per family).
 Shapes are static (``dynamic`` is accepted and ignored: a new shape is a new trace, up to
 ``torch._dynamo.config.cache_size_limit`` traces per function, then eager).
 """
@@ -42,6 +48,7 @@ from ..autograd.grad_mode import set_grad_enabled as _set_grad_enabled
 from ..autograd.anomaly_mode import _anomaly
 from ..autograd.graph import HOOKS_ON, NODE_OBSERVERS, _seq
 from ..nn.modules.module import Module
+from ..amp import autocast_mode as _amp
 from . import _program, _trace
 from ._program import CompiledFunctionBackward, TraceFailed, generator_state
 from ._trace import Tracer, Tracing, tensor_edge
@@ -86,6 +93,14 @@ def _eager_only() -> bool:
 
 
 # ----- arguments: flatten and key ---------------------------------------------------------------
+
+def _swaps_key() -> tuple:
+    """What functions' code swaps change (``code_swaps`` moved: autocast was on at some time; the profiler's swaps
+    run eagerly): CPU autocast's state, not the count of regions entered, so that each region replays."""
+    st = _amp._state
+    return (st.enabled.get("cpu", False), _amp._swapped[0], _amp.get_autocast_dtype("cpu"), st.cache_enabled,
+            st.excluded)
+
 
 def _flatten(x, leaves: list):
     """The structure of ``x`` (a hashable spec) with its leaves appended to ``leaves``."""
@@ -193,7 +208,7 @@ class CompiledFunction:
         leaves: list = []
         spec = _flatten((args, kwargs) if kwargs else args, leaves)
         key = (spec, tuple(map(_leaf_key, leaves)), _aliasing(leaves), _state.enabled, _dtype.get_default_dtype(),
-               code_swaps[0], self._module_sig())
+               _swaps_key() if code_swaps[0] else None, self._module_sig())
         rec = self._cache.get(key)
         if rec is None:
             return self._trace(key, spec, leaves, args, kwargs)
@@ -264,7 +279,12 @@ class CompiledFunction:
 def _replay(rec, spec, leaves):
     ins = [leaves[i] for i in rec.in_pos]
     I = [t._data for t in ins]
-    C = [c._data for c in rec.captured]
+    caps = rec.captured
+    if rec.cache_casts:   # autocast's casts of weights: from this region's cache, or cast and cached now, as eager
+        caps = list(caps)
+        for k, leaf, dt in rec.cache_casts:
+            caps[k] = _amp._cached_cast(dt, leaf, dt)
+    C = [c._data for c in caps]
     outs, need = rec.forward(I, C, rec.consts)
     made = {}
     node = None
@@ -272,7 +292,7 @@ def _replay(rec, spec, leaves):
         node = CompiledFunctionBackward.__new__(CompiledFunctionBackward)
         edges = []
         for r in rec.ext:
-            t = ins[r[1]] if r[0] == "in" else rec.captured[r[1]]
+            t = ins[r[1]] if r[0] == "in" else caps[r[1]]
             e = tensor_edge(t)
             edges.append(e if e is not None else (None, 0))
         node.next_functions = tuple(edges)
@@ -295,11 +315,11 @@ def _replay(rec, spec, leaves):
             t._vc[0] = v
         made[j] = t
     for r, n in rec.vc_bumps:   # in-place writes into inputs and captured tensors move their versions
-        (ins[r[1]] if r[0] == "in" else rec.captured[r[1]])._vc[0] += n
+        (ins[r[1]] if r[0] == "in" else caps[r[1]])._vc[0] += n
     if node is not None:
         checks = []
         for o in rec.checks:
-            t = ins[o[1]] if o[0] == "in" else rec.captured[o[1]] if o[0] == "cap" else made[o[1]]
+            t = ins[o[1]] if o[0] == "in" else caps[o[1]] if o[0] == "cap" else made[o[1]]
             checks.append((t, t._vc, t._vc[0]))
         node._checks = checks
     vals = []
@@ -310,9 +330,9 @@ def _replay(rec, spec, leaves):
         elif kind == "in":
             vals.append(ins[r[1]])
         elif kind == "cap":
-            vals.append(rec.captured[r[1]])
+            vals.append(caps[r[1]])
         elif kind == "view":
-            vals.append(_view_again(ins[r[1][1]] if r[1][0] == "in" else rec.captured[r[1][1]], r[2], r[3]))
+            vals.append(_view_again(ins[r[1][1]] if r[1][0] == "in" else caps[r[1][1]], r[2], r[3]))
         else:
             vals.append(r[1])
     return _unflatten(rec.out_spec, iter(vals))

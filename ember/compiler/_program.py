@@ -32,9 +32,12 @@ def finish(tr: Tracer, flat_out: list, n_out_refs: int):
     if tr.fail is not None:
         raise TraceFailed(tr.fail)
     _check_escapes(tr, flat_out)   # (first: the loops below hold references of their own)
+    tr.vc_moved = {}   # id(version counter) -> how far it moved during the call (since first seen)
     for t, v, w, fn, rg in tr.seen_vc:
-        if t._vc[0] - v != tr.writes.get(id(t._vc), 0) - w:
+        # (a recorded write that counts no version, as batch norm's running statistics, moves it less)
+        if t._vc[0] - v > tr.writes.get(id(t._vc), 0) - w:
             raise TraceFailed("an in-place change the recording did not see (a version counter moved)")
+        tr.vc_moved.setdefault(id(t._vc), t._vc[0] - v)
     steps = tr.steps
     for t, v, w, fn, rg in tr.seen_vc[:len(tr.inputs)] + [e for e in tr.seen_vc if tr.ref[id(e[0])][0] == "cap"]:
         if t.grad_fn is not fn or t._requires_grad != rg:
@@ -191,7 +194,7 @@ def finish(tr: Tracer, flat_out: list, n_out_refs: int):
     return rec
 
 
-_PURE = ("xcall", "unpack", "expand", "opcall")
+_PURE = ("xcall", "unpack", "expand", "reshape", "opcall")
 
 
 def _prune(steps: list, out_refs: list) -> None:
@@ -253,6 +256,8 @@ class Recording:
         self.captured = tr.captured
         self.cap_meta = [(c._data.shape, c._data.dtype, c._requires_grad, c._data.strides) for c in tr.captured]
         self.consts = tr.consts
+        self.hoisted = tr.hoisted
+        self.cache_casts = [(k, leaf, c.dtype) for k, (c, leaf) in tr.cache_casts.items()]
         self.out_refs = out_refs
         # the outputs that are step results: one Tensor each (an output twice is one Tensor twice)
         out_steps = []
@@ -275,8 +280,8 @@ class Recording:
         for r in tr.written:
             if r[0] in ("in", "cap"):
                 t = tr.ref_tensor(r)
-                bumps[id(t._vc)] = (r, tr.writes[id(t._vc)])
-        self.vc_bumps = list(bumps.values())
+                bumps[id(t._vc)] = (r, tr.vc_moved.get(id(t._vc), tr.writes[id(t._vc)]))
+        self.vc_bumps = [b for b in bumps.values() if b[1]]
         # backward: the nodes reachable from the outputs with grad, newest first
         reach = set()
         todo = list(self.grad_steps)
@@ -347,7 +352,7 @@ class Recording:
 
 
 def _template_refs(tpl, out: set) -> None:
-    if tpl[0] in ("ref", "expand"):
+    if tpl[0] in ("ref", "expand", "reshape"):
         out.add(tpl[1])
     elif tpl[0] in ("tuple", "list"):
         for t in tpl[1]:
@@ -358,8 +363,8 @@ def _template_value(tpl, env):
     kind = tpl[0]
     if kind == "ref":
         return env[tpl[1]]
-    if kind == "expand":
-        return _NP_NS.expand(env[tpl[1]], tpl[2])
+    if kind in ("expand", "reshape"):
+        return getattr(_NP_NS, kind)(env[tpl[1]], tpl[2])
     if kind == "plain":
         return tpl[1]
     items = [_template_value(t, env) for t in tpl[1]]
@@ -378,8 +383,8 @@ def _template_expr(tpl, expr, const) -> str:
     kind = tpl[0]
     if kind == "ref":
         return expr(tpl[1])
-    if kind == "expand":
-        return f"_EXPAND({expr(tpl[1])}, {const(tpl[2])})"
+    if kind in ("expand", "reshape"):
+        return f"_{kind.upper()}({expr(tpl[1])}, {const(tpl[2])})"
     if kind == "plain":
         return const(tpl[1])
     items = "".join(_template_expr(t, expr, const) + ", " for t in tpl[1])
@@ -420,7 +425,7 @@ def _binder(g: dict):
 def _gen_forward(rec: Recording, steps: list):
     """The forward as Python source: ``v{j} = f{j}(x{j}, ...)`` for each step, then the outputs and the arrays the
     backward reads."""
-    g = {"_fp_quiet": _fp_quiet, "_fp_restore": _fp_restore, "_EXPAND": _NP_NS.expand}
+    g = {"_fp_quiet": _fp_quiet, "_fp_restore": _fp_restore, "_EXPAND": _NP_NS.expand, "_RESHAPE": _NP_NS.reshape}
     lines = ["def forward(I, C, K):", "    fp = _fp_quiet()", "    try:", "        pass"]
     consts = {}
 
@@ -449,7 +454,8 @@ def _gen_forward(rec: Recording, steps: list):
     g["G"] = _random.default_generator
     for k in rec.written_consts:   # a constant the program writes into: a fresh copy per replay
         lines.append(f"        k{k} = K[{k}].copy()")
-    for j, s in enumerate(steps):
+    hoisted = sorted(rec.hoisted)
+    for j, s in [(j, steps[j]) for j in hoisted] + [(j, s) for j, s in enumerate(steps) if j not in rec.hoisted]:
         g[f"f{j}"] = s.forward
         if s.kind == "group" or s.dead:
             continue
@@ -467,8 +473,13 @@ def _gen_forward(rec: Recording, steps: list):
         if s.kind == "unpack":
             lines.append(f"        v{j} = {expr(s.args[0])}[{s.params['k']}]")
             continue
-        if s.kind == "expand":
-            lines.append(f"        v{j} = _EXPAND({expr(s.args[0])}, {const(s.params['shape'])})")
+        if s.kind in ("expand", "reshape"):
+            lines.append(f"        v{j} = _{s.kind.upper()}({expr(s.args[0])}, {const(s.params['shape'])})")
+            continue
+        if s.kind == "guard_parts":
+            g["_expect"] = _expect
+            parts = ", ".join(f"{expr(s.args[0])}[{k}]" for k in s.params["parts"])
+            lines.append(f"        _expect(({parts},), {const(s.params['expect'])})")
             continue
         if s.kind == "write":
             lines.append(f"        f{j}({expr(s.args[0])}, {expr(s.args[1])})")
@@ -643,7 +654,8 @@ def _gen_backward(rec: Recording, fixes: dict):
     """The backward as Python source, made at the first backward (which showed where a gradient must be summed to
     its input's shape or cast to its dtype): one rule call per line, the buffers as locals, summed in eager's order."""
     steps = rec.steps
-    g = {"X": _NP_NS, "_OUT_NOT_SAVED": _OUT_NOT_SAVED, "_fix": _fix_dynamic, "_EXPAND": _NP_NS.expand}
+    g = {"X": _NP_NS, "_OUT_NOT_SAVED": _OUT_NOT_SAVED, "_fix": _fix_dynamic, "_EXPAND": _NP_NS.expand,
+         "_RESHAPE": _NP_NS.reshape}
     bind = _binder(g)
     need_ix = {r: k for k, r in enumerate(rec.need)}
     lines = ["def backward(G, N):"]

@@ -16,7 +16,7 @@ import types
 import weakref
 
 from .._tensor import Tensor
-from .. import _tensor
+from .. import _tensor, _util
 from ..autograd import _primitive
 from ..autograd._primitive import PrimNode, _ndarray
 from ..autograd.graph import grad_accumulator
@@ -86,8 +86,11 @@ class Tracer:
         self.rng_draws = 0
         self.depth = 0               # >0 inside a primitive's forward or a recorded kernel call
         self.side_effect = False
-        self.unchecked: list = []
-        self.forward_codes: set = set()    # kernels checking values that the replay cannot repeat     # a step that changes outside state (a write into an input, a draw) is recorded
+        self.cache_hits: dict = {}   # id(cast) -> its weight: casts autocast's cache gave during the call
+        self.cache_casts: dict = {}  # captured index -> (cast, weight): fetched from autocast's cache per replay
+        self.hoisted: set = set()   # steps the replay runs first (checks after a draw or an outside write)
+        self.unchecked: list = []   # checks on arrays the recording does not know (the trace fails)
+        self.forward_codes: set = set()    # the primitives' forward codes (a fast path calls them itself)
         self.writes: dict = {}       # id(version counter) -> writes recorded into its tensors
         for k, t in enumerate(inputs):
             self._give(t, ("in", k))
@@ -140,8 +143,30 @@ class Tracer:
             k = len(self.captured)
             self.captured.append(a)
             r = ("cap", k)
+            leaf = self.cache_hits.get(id(a))
+            if leaf is not None:   # autocast's cast of a weight, from the region's cache: fetched at each replay
+                self.cache_casts[k] = (a, leaf)
+                self.ref_of(leaf)   # (its shape, dtype and requires_grad are guarded)
         self._give(a, r)
         return r
+
+    def on_cache_insert(self, leaf, c) -> None:
+        """Autocast cached its cast ``c`` of ``leaf`` (a weight), made by the cast step just recorded: a replay gets
+        the cast from the region's cache as eager does (made and cached at the replay if not there yet), so the
+        step becomes a captured tensor fetched at each replay."""
+        r = self.ref.get(id(c))
+        if r is None or r[0] != "step":
+            self.failed("autocast cached a cast the recording does not know")
+            return
+        s = self.steps[r[1]]
+        if s.node is not None:
+            self.node_step.pop(id(s.node), None)
+        s.kind, s.dead, s.tensor, s.node = "cachecast", True, None, None
+        k = len(self.captured)
+        self.captured.append(c)
+        self.cache_casts[k] = (c, leaf)
+        self.ref[id(c)] = ("cap", k)
+        self.arr_ref[id(c._data)] = ("cap", k)
 
     # ----- the observer ------------------------------------------------------------------------
     def observe(self, inner):
@@ -327,13 +352,15 @@ class Tracer:
                     r = self._expanded(a)
                     if r is None:
                         if type(out) is not _ndarray and type(out) is not tuple:
-                            # a check on an array computed with the array's own operators (idx < 0): it cannot
-                            # be replayed; the replay skips it (eager's error for such values is not raised)
+                            # a check on an array computed with the array's own operators (idx < 0) cannot be
+                            # repeated by a replay (which would compute where eager raises): no replay
                             self.unchecked.append(name)
+                            self.failed(f"a check on values ('{name}') of an array computed outside the "
+                                        "recording (NumPy's operators in an op's wrapper)")
                             return
                         self.failed(f"the device kernel '{name}' reads an array the recording does not know")
                         return
-                    j = self._pseudo("expand", None, (r[1],))
+                    j = self._pseudo(r[0], None, (r[1],))
                     self.steps[j].params = {"shape": r[2]}
                     r = ("step", j)
                 refs.append(r)
@@ -349,20 +376,94 @@ class Tracer:
             j = self._pseudo("xcall", f, refs, out)
             self.steps[j].params = {"kw": kw}
         elif type(out) is tuple and all(type(o) is _ndarray or _plain(o) for o in out):
+            plain = tuple(k for k, o in enumerate(out) if type(o) is not _ndarray)
+            hoist = self._hoist(refs, name) if plain and self.side_effect else ()
+            if hoist is None:
+                return
             j = self._pseudo("xcall", f, refs, None)
             self.steps[j].params = {"kw": kw}
             for k, o in enumerate(out):
                 if type(o) is _ndarray and id(o) not in self.arr_ref:
                     u = self._pseudo("unpack", None, (("step", j),), o)
                     self.steps[u].params = {"k": k}
+            if plain:   # values read back to Python (one_hot's (min, max)): a guard on them
+                g = self._pseudo("guard_parts", None, (("step", j),))
+                self.steps[g].params = {"parts": plain, "expect": tuple(out[k] for k in plain)}
+                if self.side_effect:
+                    self.hoisted.update(hoist)
+                    self.hoisted.update(range(j, g + 1))
         elif _plain(out) and not isinstance(out, (list, tuple)) or out is None:
-            if self.side_effect:
-                self.failed(f"a check on values ('{name}') after a write into outside state or a random draw")
+            hoist = self._hoist(refs, name) if self.side_effect else ()
+            if hoist is None:
                 return
             j = self._pseudo("guard", f, refs, None)
             self.steps[j].params = {"kw": kw, "expect": out}
+            if self.side_effect:
+                self.hoisted.update(hoist)
+                self.hoisted.add(j)
         else:
             self.failed(f"the device kernel '{name}' returns a {type(out).__name__}")
+
+    _HOISTABLE = ("prim", "xcall", "unpack", "expand", "reshape", "opcall")
+
+    def _hoist(self, refs, name):
+        """A check after a random draw or a write into outside state: a replay whose check fails runs the call
+        eagerly, which must find the state as it was. The check (and the steps it reads) therefore runs first in
+        the replay, where it reads nothing written or drawn so far: the steps to move first, or None (failed)."""
+        need = set()
+        todo = [r for r in refs]
+        while todo:
+            r = todo.pop()
+            if r in self.written:
+                need = None
+                break
+            if r[0] != "step" or r[1] in need:
+                continue
+            s = self.steps[r[1]]
+            if s.kind not in self._HOISTABLE:
+                need = None
+                break
+            need.add(r[1])
+            todo.extend(s.args)
+            if s.param_refs:
+                from ._program import _template_refs
+                more = set()
+                for tpl in s.param_refs.values():
+                    _template_refs(tpl, more)
+                todo.extend(more)
+        if need is None:
+            self.failed(f"a check on values ('{name}') of what a random draw or a write into outside state made")
+        return need
+
+    def on_check(self, pred, arrays) -> bool:
+        """``_util.holds(pred, *arrays)`` (a check on values in an op's wrapper): a guard calling ``pred`` again
+        (its own kernel calls are not recorded)."""
+        f = _as_bool(pred)
+        self.depth += 1
+        try:
+            ok = f(*arrays)
+        finally:
+            self.depth -= 1
+        if self.depth == 0:   # (inside a primitive's forward, the replay calls that forward, which checks again)
+            self.on_kernel(getattr(pred, "__qualname__", "check"), f, arrays, {}, ok)
+        return ok
+
+    def on_compute(self, fn, arrays, params):
+        """``_util.compute(fn, *arrays, **params)``: a step calling ``fn`` again (its own kernel calls are not
+        recorded)."""
+        if self.depth == 0 and (self.fail is None or self.fullgraph):
+            for a in arrays:
+                if a is not None:
+                    self.ref_of(a)   # (a running statistic: a captured buffer)
+        arrays = [None if a is None else a._data for a in arrays]
+        self.depth += 1
+        try:
+            out = fn(*arrays, **params)
+        finally:
+            self.depth -= 1
+        if self.depth == 0:
+            self.on_kernel(getattr(fn, "__qualname__", "compute"), fn, arrays, params, out)
+        return out
 
     def on_rng(self, f, args, kwargs, out) -> None:
         """A draw from the device's generator: replayed as the same call on the default generator's state."""
@@ -402,15 +503,16 @@ class Tracer:
         if r is None:
             return None
         xp = _primitive._NP_NS
-        try:
-            e = xp.expand(base, v.shape)
-        except Exception:   # noqa: BLE001
-            return None
         be = xp.backend
-        if e.shape != v.shape or e.strides != v.strides or e.dtype != v.dtype or \
-                be.data_ptr(e) != be.data_ptr(v):
-            return None
-        return ("expand", r, v.shape)
+        for how in ("expand", "reshape"):   # (a mask broadcast to a result's shape; an index flattened)
+            try:
+                e = getattr(xp, how)(base, v.shape)
+            except Exception:   # noqa: BLE001
+                continue
+            if e.shape == v.shape and e.strides == v.strides and e.dtype == v.dtype and \
+                    be.data_ptr(e) == be.data_ptr(v):
+                return (how, r, v.shape)
+        return None
 
     def on_opcall(self, f, args, kwargs, out) -> None:
         """A non-differentiable op whose result was made outside the primitives: a step calling the op again."""
@@ -495,6 +597,7 @@ class Tracing:
     def __enter__(self):
         tr = self.tracer
         CURRENT.append(tr)
+        _util.RAW_OBSERVERS.append(tr)
         self.saved_result = _primitive._result
         _primitive._result = tr.observe(_primitive._result)
         init = _tensor._init
@@ -555,6 +658,9 @@ class Tracing:
             if name.startswith("_") or isinstance(f, (type, types.ModuleType)) or not callable(f):
                 continue
             self._swap(ns, name, _kernel(tr, name, f))
+        from ..amp import autocast_mode as _amp
+        self.amp_cache = _amp._state.cache
+        self._swap(_amp._state, "cache", _ObservedCache(tr, self.amp_cache))
         be = _primitive._NP_NS.backend
         copyto = be.copyto
 
@@ -576,13 +682,37 @@ class Tracing:
         setattr(owner, name, value)
 
     def __exit__(self, *exc) -> None:
+        from ..amp import autocast_mode as _amp
+        seen = _amp._state.cache
+        if type(seen) is _ObservedCache:   # (what autocast cached during the call stays cached)
+            self.amp_cache.clear()
+            self.amp_cache.update(seen)
         CURRENT.pop()
+        _util.RAW_OBSERVERS.pop()
         _primitive._result = self.saved_result
         for owner, name, v in reversed(self.saved):
             if v is _MISSING:
                 delattr(owner, name)
             else:
                 setattr(owner, name, v)
+
+
+class _ObservedCache(dict):
+    """Autocast's weight cache while tracing (a copy of the region's): hits and inserts go to the tracer."""
+
+    def __init__(self, tr: Tracer, entries: dict):
+        super().__init__(entries)
+        self.tr = tr
+
+    def get(self, key, default=None):
+        hit = super().get(key, default)
+        if hit is not None and hit is not default:
+            self.tr.cache_hits[id(hit[1])] = hit[0]
+        return hit
+
+    def __setitem__(self, key, value) -> None:
+        super().__setitem__(key, value)
+        self.tr.on_cache_insert(value[0], value[1])
 
 
 _MISSING = object()
@@ -608,6 +738,12 @@ def _opcall(tr: Tracer, orig):
 _RNG_QUIET = ("mt_key", "check_std", "fma64", "annotations")   # no draw: called as they are
 _RNG_REPLAYED = ("bernoulli", "uniform", "normal", "write", "random", "exponential", "geometric", "cauchy",
                  "log_normal", "normal_like")
+
+
+def _as_bool(pred):
+    def check(*arrays):
+        return bool(pred(*arrays))
+    return check
 
 
 def _inside(tr: Tracer, f):

@@ -25,7 +25,7 @@ from ..autograd.graph import node_class
 from ..autograd._primitive import PrimNode, apply, apply_saving, broadcast_error, defprim, graph_ns
 from ._registry import graph, register
 from .shape import _broadcast_shape
-from .._util import bf16_in_float32, check_tensor, promote
+from .._util import bf16_in_float32, check_tensor, holds, promote
 from .elementwise import add_scalar_p, clamp_unrecorded_p, div_scalar_p, is_int, mul_scalar_p
 from .nn_activation import log_sigmoid_p, log_softmax_p
 from .creation import full
@@ -193,11 +193,12 @@ def _nll_apply(input: Tensor, target: Tensor, weight, reduction: str, ignore_ind
     xp = NAMESPACES[type(x)]
     # a Byte target compared as int64: a negative ignore_index is out of uint8's range (the standard refuses it)
     tw = t if t.dtype == D.int64.np else xp.cast(t, D.int64.np)
-    bad = (tw < 0) | (tw >= n_classes)
-    if xp.any(bad):   # (ignored targets may be anything)
-        bad = (tw != ignore_index) & bad
-        if xp.any(bad):
-            raise IndexError(f"Target {int(tw[bad][0])} is out of bounds.")
+    def in_bounds(tw) -> bool:   # (ignored targets may be anything)
+        bad = (tw < 0) | (tw >= n_classes)
+        return not xp.any(bad) or not xp.any((tw != ignore_index) & bad)
+    if not holds(in_bounds, tw):
+        bad = (tw != ignore_index) & ((tw < 0) | (tw >= n_classes))
+        raise IndexError(f"Target {int(tw[bad][0])} is out of bounds.")
     if x.ndim == 1 and t.ndim == 1:   # PyTorch takes the one target of a 1-element batch
         if t.size != 1:
             raise ValueError(f"For 1D input, 1D target must have size 1, but got target size: {t.size}")
@@ -671,6 +672,10 @@ def _weight_array(weight, fn: str, arg: str, pos: int):
     return weight._data
 
 
+def _in_unit_range(a) -> bool:
+    return NAMESPACES[type(a)].all((a >= 0) & (a <= 1))
+
+
 @register(**_F)
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
                          size_average: bool | None = None, reduce: bool | None = None,
@@ -697,9 +702,9 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
         raise RuntimeError(f"output with shape {_dims(x.shape)} doesn't match the broadcast shape "
                            f"{_dims(w.shape)}")
     xp = NAMESPACES[type(x)]
-    if not xp.all((x >= 0) & (x <= 1)):
+    if not holds(_in_unit_range, x):
         raise RuntimeError("all elements of input should be between 0 and 1")
-    if not xp.all((y >= 0) & (y <= 1)):
+    if not holds(_in_unit_range, y):
         raise RuntimeError("all elements of target should be between 0 and 1")
     # the weight is saved (PyTorch's node saves it: a change in place is an error at backward)
     return apply_saving(bce_p, (input, target), {"reduction": reduction, "p": w}, None,
@@ -1164,7 +1169,7 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
     w = None
     if weight is not None:
         w = NAMESPACES[type(x)].cast(_weight_array(weight, "multi_margin_loss", "weight", 5), x.dtype)
-    if NAMESPACES[type(t)].any((t < 0) | (t >= c)):
+    if not holds(lambda t: not NAMESPACES[type(t)].any((t < 0) | (t >= c)), t):
         raise RuntimeError("target out of range")
     return apply_saving(multi_margin_p, (input,), {"target": t, "p": int(p), "margin": float(margin), "weight": w,
                                                    "reduction": reduction},
@@ -1184,7 +1189,8 @@ def multilabel_margin_loss(input: Tensor, target: Tensor, size_average: bool | N
     if t.shape != x.shape:
         raise RuntimeError(f"inconsistent target size: {_dims(t.shape)} for input of size: {_dims(x.shape)}")
     # PyTorch checks an integral target's range before the input's dtype (a complex or float16 input too)
-    if t.dtype.kind in "iu" and NAMESPACES[type(t)].any((t >= x.shape[-1]) | (t < -1)):
+    if t.dtype.kind in "iu" and not holds(lambda t: not NAMESPACES[type(t)].any((t >= x.shape[-1]) | (t < -1)),
+                                          t):
         raise RuntimeError("argument #2 'target' is out of range")
     _check_float(input, "multilabel_margin_loss_forward_out_frame", half=False)
     if t.dtype.kind not in "iu":

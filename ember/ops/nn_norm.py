@@ -27,7 +27,7 @@ from .._state import _state as _gm_state
 from .._tensor import Tensor, make
 from ..autograd._primitive import apply, defprim
 from ._registry import graph, register
-from .._util import check_tensor
+from .._util import check_tensor, compute
 from .elementwise import add_scalar_p, clamp_unrecorded_p, rsqrt
 from .nn_activation import softmax_p
 from .creation import empty
@@ -107,7 +107,13 @@ def _bn_stats_bf16(xp, x, axes):
 
 
 def _update_running_bf16(running_mean, running_var, x, axes, momentum: float) -> None:
-    """PyTorch's update_stats with bfloat16 running statistics (Normalization.cpp): momentum rounded to bfloat16;
+    """PyTorch's update_stats with bfloat16 running statistics (Normalization.cpp), in place (``_running_bf16``)."""
+    _write_running((running_mean, running_var),
+                   compute(_running_bf16, x, running_mean, running_var, axes=axes, momentum=momentum))
+
+
+def _running_bf16(x, rm, rv, axes, momentum: float) -> tuple:
+    """The new bfloat16 running statistics (None for a missing one): momentum rounded to bfloat16;
     running_mean = momentum * mean + (1 - momentum) * running_mean, each step in bfloat16 (the mean stored as
     bfloat16); running_var = momentum * (var_sum / (n - 1)) in float32 (var_sum and the quotient rounded to
     bfloat16) plus (1 - momentum) * running_var rounded, the sum rounded once."""
@@ -115,15 +121,21 @@ def _update_running_bf16(running_mean, running_var, x, axes, momentum: float) ->
     _, mean, var_sum, n = _bn_stats_bf16(xp, x, axes)
     m = xp.weak_number(x, momentum)
     rest = xp.weak_number(x, 1.0) - m
-    if running_mean is not None:
-        r = running_mean._data
-        new = m * xp.cast(mean, _BF16) + rest * xp.reshape(r, mean.shape)
-        xp.backend.copyto(r, xp.reshape(new, r.shape))
-    if running_var is not None:
-        r = running_var._data
+    new_mean = new_var = None
+    if rm is not None:
+        new_mean = xp.reshape(m * xp.cast(mean, _BF16) + rest * xp.reshape(rm, mean.shape), rm.shape)
+    if rv is not None:
         unbiased = xp.cast(xp.cast(var_sum, _BF16) / xp.weak_number(x, float(n - 1)), _F32)
-        new = xp.cast(xp.cast(m, _F32) * unbiased + xp.cast(rest * xp.reshape(r, unbiased.shape), _F32), _BF16)
-        xp.backend.copyto(r, xp.reshape(new, r.shape))
+        new = xp.cast(xp.cast(m, _F32) * unbiased + xp.cast(rest * xp.reshape(rv, unbiased.shape), _F32), _BF16)
+        new_var = xp.reshape(new, rv.shape)
+    return new_mean, new_var
+
+
+def _write_running(runnings, news) -> None:
+    """Each running statistic's new value copied into it (outside autograd: no version counted)."""
+    for r, new in zip(runnings, news):
+        if r is not None:
+            NAMESPACES[type(r._data)].backend.copyto(r._data, new)
 
 
 def _bn_forward(xp, x, w, b, view, axes, wshape, eps, acc):
@@ -350,15 +362,26 @@ def _verify_batch_size(shape) -> None:
         raise ValueError(f"Expected more than 1 value per channel when training, got input size {size}")
 
 
-def _update_running(running: Tensor | None, stat, momentum: float) -> None:
-    """running = (1 - momentum) * running + momentum * stat, in place, outside autograd (as PyTorch, whose
-    kernel writes the buffer without counting a version)."""
-    if running is None:
-        return
-    r = running._data
+def _blend(r, stat, momentum: float):
+    """(1 - momentum) * r + momentum * stat in float64, in r's shape (copied into r, outside autograd, as PyTorch,
+    whose kernel writes the buffer without counting a version)."""
     xp = NAMESPACES[type(r)]
-    new = (1.0 - momentum) * xp.cast(r, _F64) + momentum * stat
-    xp.backend.copyto(r, xp.reshape(new, r.shape))
+    return xp.reshape((1.0 - momentum) * xp.cast(r, _F64) + momentum * stat, r.shape)
+
+
+def _running(x, rm, rv, axes, momentum: float) -> tuple:
+    """Batch norm's new running mean and variance (None for a missing one) from the batch ``x``."""
+    mean, var = _batch_stats(x, axes)
+    return (None if rm is None else _blend(rm, mean, momentum), None if rv is None else _blend(rv, var, momentum))
+
+
+def _running_instance(x, rm, rv, axes, n: int, c: int, momentum: float) -> tuple:
+    """Instance norm's: each (sample, channel) updates its copy of the channel's estimate; the channel keeps
+    their mean."""
+    mean, var = _batch_stats(x, axes)
+    xp = NAMESPACES[type(x)]
+    return tuple(None if r is None else _blend(r, xp.mean(xp.reshape(stat, (n, c)), (0,), False), momentum)
+                 for r, stat in ((rm, mean), (rv, var)))
 
 
 def _batch_stats(x, axes: tuple) -> tuple:
@@ -434,11 +457,10 @@ def _batch_norm(input, running_mean, running_var, weight, bias, training, moment
                     {"view": None, "axes": axes, "wshape": wshape, "eps": eps, "acc": _acc(input)})
         if input._data.dtype is _BF16 and input._data.size > 1 and all(
                 r is None or r._data.dtype is _BF16 for r in (running_mean, running_var)):
-            _update_running_bf16(running_mean, running_var, input._data, axes, momentum)
+            _update_running_bf16(running_mean, running_var, input, axes, momentum)
         elif running_mean is not None or running_var is not None:
-            mean, var = _batch_stats(input._data, axes)
-            _update_running(running_mean, mean, momentum)
-            _update_running(running_var, var, momentum)
+            rs = (running_mean, running_var)
+            _write_running(rs, compute(_running, input, *rs, axes=axes, momentum=momentum))
         return out
     return apply(batch_norm_eval_p, (input, weight, bias, running_mean, running_var),
                  {"wshape": wshape, "eps": eps, "acc": _acc(input)})
@@ -551,7 +573,7 @@ def _instance_norm(input, running_mean, running_var, weight, bias, use_input_sta
                 x._data.size > n * c and all(r is None or r._data.dtype is _BF16 for r in (running_mean, running_var)):
             # PyTorch: batch_norm updates the repeated (bfloat16) estimates, then their mean over the samples
             reps = [None if r is None else r.detach().repeat(n) for r in (running_mean, running_var)]
-            _update_running_bf16(reps[0], reps[1], x._data, (0,) + axes, momentum)
+            _update_running_bf16(reps[0], reps[1], x, (0,) + axes, momentum)
             for running, rep in zip((running_mean, running_var), reps):
                 if running is not None:
                     xp = NAMESPACES[type(rep._data)]
@@ -559,12 +581,10 @@ def _instance_norm(input, running_mean, running_var, weight, bias, use_input_sta
                     xp.backend.copyto(running._data, xp.cast(m, _BF16))
                     running._vc[0] += 1
         elif running_mean is not None or running_var is not None:
-            # each (sample, channel) updates its copy of the channel's estimate; the channel keeps their mean
-            mean, var = _batch_stats(x._data, (0,) + axes)
-            for running, stat in ((running_mean, mean), (running_var, var)):
+            rs = (running_mean, running_var)
+            _write_running(rs, compute(_running_instance, x, *rs, axes=(0,) + axes, n=n, c=c, momentum=momentum))
+            for running in (running_mean, running_var):
                 if running is not None:
-                    xp = NAMESPACES[type(stat)]
-                    _update_running(running, xp.mean(xp.reshape(stat, (n, c)), (0,), False), momentum)
                     running._vc[0] += 1   # PyTorch copies the result in (copy_), which counts a version
     else:
         rm = running_mean.repeat(n)

@@ -29,7 +29,7 @@ from . import _batch_public as _bp
 from ._schema import schema
 from .elementwise import is_int as _is_int
 from ..autograd._views import apply_inplace, check_inplace, relayout
-from .._util import check_tensor, no_out
+from .._util import check_tensor, holds, no_out
 
 # ----- primitives --------------------------------------------------------------------------------
 
@@ -824,7 +824,7 @@ def repeat_interleave(input: Tensor, repeats=_COUNTS, dim: int | None = None, *,
         if input._data.ndim != 1 or input._data.dtype.kind not in "iu":
             raise RuntimeError("repeat_interleave only accept 1D vector as repeat")
         xp = NAMESPACES[type(input._data)]
-        if xp.any(input._data < 0):
+        if not holds(lambda a: not xp.any(a < 0), input._data):
             raise RuntimeError("repeats can not be negative")
         return make(xp.repeat_index(input._data))
     if dim is None:
@@ -846,9 +846,9 @@ def repeat_interleave(input: Tensor, repeats=_COUNTS, dim: int | None = None, *,
         if r.shape[0] != n:
             raise RuntimeError(f"repeats must have the same size as input along dim, but got repeats.size(0) = "
                                f"{r.shape[0]} and input.size(0) = {n}")
-        if xp.any(r < 0):
+        if not holds(lambda r: not xp.any(r < 0), r):
             raise RuntimeError("repeats can not be negative")
-        if output_size is not None and output_size != int(xp.sum(r)):
+        if output_size is not None and not holds(lambda r: output_size == int(xp.sum(r)), r):
             raise RuntimeError(f"repeat_interleave: Invalid output_size, expected {int(xp.sum(r))} but got "
                                f"{output_size}")
         index = xp.repeat_index(r)

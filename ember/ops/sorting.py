@@ -30,7 +30,7 @@ from .._tensor import Tensor, make
 from ..autograd.graph import node_class
 from ..autograd._primitive import PrimNode, apply, apply_saving, defprim
 from ._registry import graph, graph_raw, invalid_arguments, register
-from .._util import F8_CHARS, check_bool, check_tensor, dtype_word, normalize_dims, refuse_shell, return_type, scalar_or_tensor
+from .._util import F8_CHARS, check_bool, check_tensor, dtype_word, holds, normalize_dims, refuse_shell, return_type, scalar_or_tensor
 from .creation import linspace, ones, zeros
 from .shape import cat
 from ._schema import schema
@@ -388,7 +388,7 @@ def _quantile(op, input, q, dim, keepdim, interpolation, ignore_nan):
     if interpolation not in _INTERPOLATIONS:
         raise RuntimeError(f"quantile() interpolation must be one of linear, lower, higher, midpoint or nearest, "
                            f"but got {interpolation}")
-    if q_t is not None and not bool(xp.all((q_t._data >= 0) & (q_t._data <= 1))):
+    if q_t is not None and not holds(lambda q: xp.all((q >= 0) & (q <= 1)), q_t._data):
         raise RuntimeError("quantile() q values must be in the range [0, 1]")
     d = None if dim is None else _dim(input, dim, op, 3)
 

@@ -8,7 +8,7 @@ from ...autograd.graph import node_class
 from ..._tensor import Tensor
 from ...autograd._primitive import PrimNode, apply, broadcast_error, defprim
 from .._registry import graph, graph_raw, register
-from ..._util import check_tensor, dtype_word, no_out
+from ..._util import check_tensor, dtype_word, holds, no_out
 from ..shape import _broadcast_shape
 
 
@@ -138,6 +138,8 @@ _no_out = no_out
 def raise_info(info, op: str, what, exc: type = LinAlgError) -> None:
     """PyTorch's _linalg_check_errors: ``op: [(Batch element b): ]what(i)`` for the first nonzero ``info``."""
     xp = NAMESPACES[type(info)]
+    if not holds(lambda i: NAMESPACES[type(i)].any(i != 0), info):
+        return
     flat = xp.reshape(info, (-1,))
     bad = xp.nonzero_tuple(flat)[0]
     if bad.shape[0]:

@@ -12,7 +12,7 @@ from ...devices import NAMESPACES
 from ..._tensor import Tensor, make
 from ...autograd._primitive import apply, defprim
 from .._registry import graph, graph_raw, register
-from ..._util import check_bool, check_tensor, dtype_word, return_type
+from ..._util import check_bool, check_tensor, dtype_word, holds, return_type
 from ._common import (LinAlgError, _bf16_kernel, _broadcast, _broadcastable, _check_float, _check_matrix, _check_same_dtype,
                       _mH, _mT, _no_out, _node, raise_info)
 
@@ -55,6 +55,10 @@ def _lu_info(A):
     return NAMESPACES[type(A._data)].linalg_lu_factor_ex(A._data)[2]
 
 
+def _any_nonzero(info) -> bool:
+    return NAMESPACES[type(info)].any(info != 0)
+
+
 def _singular_inv(i):
     return (f"The diagonal element {i} is zero, the inversion could not be completed because the input matrix is "
             f"singular.")
@@ -77,7 +81,7 @@ def linalg_inv_ex(A: Tensor, *, check_errors: bool = False, out=None):
     info = _lu_info(A)
     if check_errors:
         raise_info(info, "linalg.inv_ex", _singular_inv)
-    if NAMESPACES[type(info)].any(info != 0):
+    if holds(_any_nonzero, info):
         from ..creation import eye
         n = A._data.shape[-1]
         inv = _lu_solve_all(A, eye(n, dtype=A.dtype, device=A.device).expand(*A._data.shape), True)
@@ -170,7 +174,7 @@ def linalg_solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bo
     xp = NAMESPACES[type(info)]
     if check_errors:
         raise_info(info, "torch.linalg.solve_ex", lambda i: _SINGULAR)
-    if not xp.any(info != 0):
+    if not holds(_any_nonzero, info):
         try:
             return SolveExResult(apply(solve_p, (A, B), {"left": left}), make(info))
         except LinAlgError:   # the device's solver met an exact zero pivot where A's LU (info) has none
