@@ -37,7 +37,7 @@ Shapes are static (``dynamic`` is accepted and ignored: a new shape is a new tra
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable
+from typing import Callable
 
 from .. import _dtype
 from .._state import _state, code_swaps, fwd_state, func_depth

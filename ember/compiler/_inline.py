@@ -67,7 +67,6 @@ def rule_line(prim, i: int, rule, g_dtype, out_expr: str, args: list, arg_values
     if ref is not None and _shaped_like(rule, ref):
         return "g"
     if n == 4 and _shaped_like(rule, _REF_RULE):
-        from .._device import NAMESPACES   # noqa: F401  (the CPU namespace is the generated code's X)
         return f"{bind(('xattr', rule.__code__.co_names[0]))}(g, {out_expr})"
     if prim is _ew.mul_p and n == 5 and rule is _ew.mul_p.vjps[i]:
         other = 1 - i

@@ -9,10 +9,10 @@ import sys
 from .._device import NAMESPACES, fp_quiet as _fp_quiet, fp_restore as _fp_restore
 from .._tensor import Tensor, make
 from ..autograd._primitive import _ndarray, _NoneSaved, _NP_NS, _OUT_NOT_SAVED, _wrong_shape
-from ..autograd.graph import FREED, FREED_MESSAGE, Node, modified_message, node_class
+from ..autograd.graph import FREED, FREED_MESSAGE, Node, modified_message
 from ..ops import random as _random
 from ..ops.shape import _MultiViewNode
-from ._trace import ARRAY, TraceFailed, Tracer, _plain, tensor_edge
+from ._trace import ARRAY, TraceFailed, Tracer, _plain, _template_refs, tensor_edge
 from . import _inline
 
 DOUBLE_BACKWARD = "torch.compile with aot_autograd does not currently support double backward"
@@ -349,14 +349,6 @@ class Recording:
                if g is not None):
             self.backward_code = _gen_backward(self, fixes)
         return ext
-
-
-def _template_refs(tpl, out: set) -> None:
-    if tpl[0] in ("ref", "expand", "reshape"):
-        out.add(tpl[1])
-    elif tpl[0] in ("tuple", "list"):
-        for t in tpl[1]:
-            _template_refs(t, out)
 
 
 def _template_value(tpl, env):

@@ -44,6 +44,15 @@ def tensor_edge(t: Tensor):
     return None
 
 
+def _template_refs(tpl, out: set) -> None:
+    """The refs a param template (``("ref", r)``, ``("expand"/"reshape", r, shape)``, tuples/lists of them) reads."""
+    if tpl[0] in ("ref", "expand", "reshape"):
+        out.add(tpl[1])
+    elif tpl[0] in ("tuple", "list"):
+        for t in tpl[1]:
+            _template_refs(t, out)
+
+
 class _Array:
     """Stands for an array argument in ``Step.arg_values`` (its values change from call to call)."""
 
@@ -426,7 +435,6 @@ class Tracer:
             need.add(r[1])
             todo.extend(s.args)
             if s.param_refs:
-                from ._program import _template_refs
                 more = set()
                 for tpl in s.param_refs.values():
                     _template_refs(tpl, more)
