@@ -623,8 +623,7 @@ def _erf_kernel(complement: bool):
                     xc = x64[:m]
                     np.copyto(xc, xi)
                 ac, sc = np.abs(xc, out=a[:m]), np.less_equal(a[:m], _ERF_SMALL, out=small[:m])
-                si = np.flatnonzero(sc)
-                s = si.size
+                s = np.count_nonzero(sc)
                 if s == m:
                     r = _erf_small_into(xc, v[:m], num[:m], den[:m])
                     if complement:
@@ -632,7 +631,14 @@ def _erf_kernel(complement: bool):
                     np.copyto(out[i:i + m], r, casting="unsafe")
                     continue
                 ri = r64[:m]   # the float64 results, rounded in one pass at the end
-                if s:
+                if 2 * s >= m:
+                    # mostly small entries (a network's activations): the small ratio on every entry, in place,
+                    # costs less than gathering and scattering them; the large entries are overwritten below
+                    r = _erf_small_into(xc, v[:m], ri, den[:m])
+                    if complement:
+                        np.subtract(1.0, r, out=r)
+                elif s:
+                    si = np.flatnonzero(sc)
                     r = _erf_small_into(np.take(xc, si, out=xs[:s]), v[:s], num[:s], den[:s])
                     if complement:
                         np.subtract(1.0, r, out=r)
