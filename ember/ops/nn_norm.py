@@ -936,6 +936,9 @@ def _safe_softmax_forward(xp, x, dim, acc):
     xa = xp.cast(x, acc)
     m = xp.amax(xa, dim, True)
     dead = xp.isneginf(m)
+    if not bool(xp.any(dead)):   # no fully masked row (the usual case): the same values without the selections
+        e = xp.exp(xa - m)
+        return xp.cast(e / xp.sum(e, dim, True), x.dtype)
     e = xp.exp(xa - xp.where(dead, 0.0, m))
     s = xp.sum(e, dim, True)
     out = xp.where(dead, 0.0, e / xp.where(dead, 1.0, s))
