@@ -516,6 +516,7 @@ _ERF_Q = (2.56852019228982242e00, 1.87295284992346047e00, 5.27905102951428412e-1
 _ONE_OVER_SQRT_PI = 5.6418958354775628695e-1
 _EXP_NEG_H2 = np.exp(-(np.arange(641) / 16.0) ** 2)   # exp(-h^2) for h = k / 16 <= 40 (h^2 exact)
 _ERF_SMALL = 0.46875
+_ERF_SMALL_SQ = _ERF_SMALL * _ERF_SMALL   # 225/1024, exact
 
 
 def _ratio_into(v, num_coef, den_coef, lead, num, den):
@@ -542,9 +543,11 @@ def _ratio(v, num_coef, den_coef, lead):
     return _ratio_into(v, num_coef, den_coef, lead, np.empty_like(v), np.empty_like(v))
 
 
-def _erf_small_into(x, v, num, den):
-    """erf(x) for |x| <= 0.46875 (float64) into ``num``; ``v`` and ``den`` are scratch."""
-    np.multiply(x, x, out=v)
+def _erf_small_into(x, v, num, den, squared: bool = False):
+    """erf(x) for |x| <= 0.46875 (float64) into ``num``; ``v`` and ``den`` are scratch (``squared``: ``v`` already
+    holds x * x)."""
+    if not squared:
+        np.multiply(x, x, out=v)
     _ratio_into(v, _ERF_A[:4], _ERF_B, _ERF_A[4], num, den)
     num *= x
     return num
@@ -625,10 +628,13 @@ def _erf_kernel(complement: bool):
                 else:
                     xc = x64[:m]
                     np.copyto(xc, xi)
-                sc = np.less_equal(np.abs(xc, out=a[:m]), _ERF_SMALL, out=small[:m])
+                # |x| <= 0.46875 exactly when x * x <= 0.46875^2 (= 225/1024; the rounding of x * x cannot cross it,
+                # and nan is neither): the square serves the small ratio too
+                vc = np.multiply(xc, xc, out=v[:m])
+                sc = np.less_equal(vc, _ERF_SMALL_SQ, out=small[:m])
                 s = np.count_nonzero(sc)
                 if 2 * s >= m:   # the large entries' values are overwritten at the end
-                    r = _erf_small_into(xc, v[:m], num[:m], den[:m])
+                    r = _erf_small_into(xc, vc, num[:m], den[:m], squared=True)
                     if complement:
                         np.subtract(1.0, r, out=r)
                     np.copyto(out[i:i + m], r, casting="unsafe")
