@@ -19,6 +19,7 @@ from . import _vmap_nn
 
 import math
 import numbers
+import threading
 
 from .. import _dtype as D
 from .._device import NAMESPACES, quietly
@@ -56,6 +57,30 @@ def _acc(x: Tensor):
 def _xhat(xp, x, view, axes, eps, acc):
     """The normalised input (in the grouped view) and 1 / std."""
     return xp.norm_xhat(xp.cast(x, acc), view, axes, eps)
+
+
+# The input's VJP rule of a node leaves its (xhat, rstd) here for the weight's rule of the same node, which runs right
+# after it (PrimNode.apply runs a node's rules in input order) with the same saved input and the same gradient array
+# (plain backward only: raw arrays, never Tensors). Only the weight's rule reads the entry, a hit needs the very same
+# input and gradient objects (the entry holds both, so their ids cannot be reused) and the same parameters, and the
+# weight's and the bias's rules take it out: it does not outlive the node unless neither of them runs.
+_MEMO = threading.local()
+
+
+def _xhat_for(xp, g, x, view, axes, eps, acc, role: str):
+    """``_xhat`` for a VJP rule. ``role``: "x" (computes and leaves the result in ``_MEMO`` for the weight's rule),
+    "w" (takes it from there when it is this node's)."""
+    if type(x) is Tensor:
+        return _xhat(xp, x, view, axes, eps, acc)
+    key = (view, axes, eps, acc)
+    entry = getattr(_MEMO, "entry", None)
+    _MEMO.entry = None
+    if role == "w" and entry is not None and entry[0] is x and entry[1] is g and entry[2] == key:
+        return entry[3]
+    r = _xhat(xp, x, view, axes, eps, acc)
+    if role == "x":
+        _MEMO.entry = (x, g, key, r)
+    return r
 
 
 @graph("norm_xhat")
@@ -167,7 +192,7 @@ def _xhat_adjoint(xp, gg, xh, rstd, axes):
 
 
 def _norm_vjp_x(xp, g, out, x, w, b, view, axes, wshape, eps, acc):
-    xh, rstd = _xhat(xp, x, view, axes, eps, acc)
+    xh, rstd = _xhat_for(xp, g, x, view, axes, eps, acc, "x" if w is not None else "")
     g = xp.cast(g, acc)
     if w is not None:
         g = g * _param(xp, w, wshape, acc)
@@ -176,11 +201,12 @@ def _norm_vjp_x(xp, g, out, x, w, b, view, axes, wshape, eps, acc):
 
 
 def _norm_vjp_w(xp, g, out, x, w, b, view, axes, wshape, eps, acc):
-    xh, _ = _xhat(xp, x, view, axes, eps, acc)
+    xh, _ = _xhat_for(xp, g, x, view, axes, eps, acc, "w")
     return _to_param(xp, xp.cast(g, acc) * xp.reshape(xh, x.shape), w, wshape)
 
 
 def _norm_vjp_b(xp, g, out, x, w, b, view, axes, wshape, eps, acc):
+    _MEMO.entry = None   # (the weight's rule, if it ran, took it already)
     return _to_param(xp, xp.cast(g, acc), b, wshape)
 
 
@@ -932,6 +958,9 @@ def _safe_softmax_forward(xp, x, dim, acc):
     xa = xp.cast(x, acc)
     m = xp.amax(xa, dim, True)
     dead = xp.isneginf(m)
+    if not bool(xp.any(dead)):   # no fully masked row (the usual case): the same values without the selections
+        e = xp.exp(xa - m)
+        return xp.cast(e / xp.sum(e, dim, True), x.dtype)
     e = xp.exp(xa - xp.where(dead, 0.0, m))
     s = xp.sum(e, dim, True)
     out = xp.where(dead, 0.0, e / xp.where(dead, 1.0, s))
@@ -1032,6 +1061,27 @@ def _sdp_without_math(q: Tensor, k: Tensor, v: Tensor, attn_mask: Tensor | None,
         raise RuntimeError("No available kernel.  Aborting execution.")
 
 
+_CAUSAL: dict = {}   # (L, S, dtype, device) -> the additive causal mask: a constant, made once
+
+
+def _causal_mask(q: Tensor, L: int, S: int) -> Tensor:
+    """The additive mask of ``is_causal``: 0 on and below the diagonal (aligned top-left), -inf above, in q's
+    dtype on q's device. Its values never change, so one tensor per shape serves every call (a few ops less on
+    each attention layer)."""
+    key = (L, S, q.dtype, q.device)
+    mask = _CAUSAL.get(key) if type(q) is Tensor else None   # (a transform's tensor type: made afresh)
+    if mask is None:
+        from ..autograd.grad_mode import no_grad
+        with no_grad():
+            keep = q.new_ones((L, S), dtype=D.bool).tril()
+            mask = q.new_zeros((L, S)).masked_fill(~keep, -math.inf)
+        if type(q) is Tensor and type(mask) is Tensor:
+            if len(_CAUSAL) >= 32:
+                _CAUSAL.clear()
+            _CAUSAL[key] = mask
+    return mask
+
+
 @register(module=False, submodule=_F)
 def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor | None = None,
                                  dropout_p: float = 0.0, is_causal: bool = False, scale: float | None = None,
@@ -1091,10 +1141,10 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     attn = matmul(q * (-sf if scale < 0 else sf), k.transpose(-2, -1) * sf)
     mask = attn_mask
     if is_causal:
-        mask = q.new_ones((L, S), dtype=D.bool).tril()
+        mask = _causal_mask(q, L, S)
+    elif mask is not None and mask._data.dtype.kind == "b":
+        mask = q.new_zeros(mask._data.shape).masked_fill(~mask, -math.inf)
     if mask is not None:
-        if mask._data.dtype.kind == "b":
-            mask = q.new_zeros(mask._data.shape).masked_fill(~mask, -math.inf)
         attn = attn + mask
     attn = apply(safe_softmax_p, (attn,), {"dim": -1, "acc": _acc(attn)})
     if dropout_p > 0.0:

@@ -516,6 +516,7 @@ _ERF_Q = (2.56852019228982242e00, 1.87295284992346047e00, 5.27905102951428412e-1
 _ONE_OVER_SQRT_PI = 5.6418958354775628695e-1
 _EXP_NEG_H2 = np.exp(-(np.arange(641) / 16.0) ** 2)   # exp(-h^2) for h = k / 16 <= 40 (h^2 exact)
 _ERF_SMALL = 0.46875
+_ERF_SMALL_SQ = _ERF_SMALL * _ERF_SMALL   # 225/1024, exact
 
 
 def _ratio_into(v, num_coef, den_coef, lead, num, den):
@@ -542,9 +543,11 @@ def _ratio(v, num_coef, den_coef, lead):
     return _ratio_into(v, num_coef, den_coef, lead, np.empty_like(v), np.empty_like(v))
 
 
-def _erf_small_into(x, v, num, den):
-    """erf(x) for |x| <= 0.46875 (float64) into ``num``; ``v`` and ``den`` are scratch."""
-    np.multiply(x, x, out=v)
+def _erf_small_into(x, v, num, den, squared: bool = False):
+    """erf(x) for |x| <= 0.46875 (float64) into ``num``; ``v`` and ``den`` are scratch (``squared``: ``v`` already
+    holds x * x)."""
+    if not squared:
+        np.multiply(x, x, out=v)
     _ratio_into(v, _ERF_A[:4], _ERF_B, _ERF_A[4], num, den)
     num *= x
     return num
@@ -603,16 +606,19 @@ def _erf_scratch():
 
 def _erf_kernel(complement: bool):
     """erf (or erfc) of a float array in float64, rounded once to its dtype. Slices of ``_CHUNK`` elements
-    through the thread's scratch buffers, each split once into its entries with |x| <= 0.46875 (Cody's erf
-    ratio) and the others (his erfc ratios, nan included): each ratio computed on its own entries only."""
+    through the thread's scratch buffers: the entries with |x| <= 0.46875 get Cody's erf ratio (on the whole slice
+    in place when they are most of it, as a network's activations are; gathered otherwise); the others (his erfc
+    ratios, nan included) are gathered from every slice and done together at the end, so a few of them cost one
+    pass of the erfc code, not one a slice. Each entry's value depends on that entry alone."""
     def kernel(x):
         x = np.asarray(x)
         src = np.ascontiguousarray(x).reshape(-1)
         out = np.empty(src.size, x.dtype)
         if src.size == 0:
             return out.reshape(x.shape)
-        x64, a, xs, v, num, den, r64, k, small = _erf_scratch()
+        x64, a, xs, v, num, den, _, k, small = _erf_scratch()
         n = _CHUNK
+        far = []   # the positions of the entries outside the small range, slice by slice
         with np.errstate(all="ignore"):
             for i in range(0, src.size, n):
                 xi = src[i:i + n]
@@ -622,33 +628,42 @@ def _erf_kernel(complement: bool):
                 else:
                     xc = x64[:m]
                     np.copyto(xc, xi)
-                ac, sc = np.abs(xc, out=a[:m]), np.less_equal(a[:m], _ERF_SMALL, out=small[:m])
-                si = np.flatnonzero(sc)
-                s = si.size
-                if s == m:
-                    r = _erf_small_into(xc, v[:m], num[:m], den[:m])
+                # |x| <= 0.46875 exactly when x * x <= 0.46875^2 (= 225/1024; the rounding of x * x cannot cross it,
+                # and nan is neither): the square serves the small ratio too
+                vc = np.multiply(xc, xc, out=v[:m])
+                sc = np.less_equal(vc, _ERF_SMALL_SQ, out=small[:m])
+                s = np.count_nonzero(sc)
+                if 2 * s >= m:   # the large entries' values are overwritten at the end
+                    r = _erf_small_into(xc, vc, num[:m], den[:m], squared=True)
                     if complement:
                         np.subtract(1.0, r, out=r)
                     np.copyto(out[i:i + m], r, casting="unsafe")
-                    continue
-                ri = r64[:m]   # the float64 results, rounded in one pass at the end
-                if s:
+                elif s:
+                    si = np.flatnonzero(sc)
                     r = _erf_small_into(np.take(xc, si, out=xs[:s]), v[:s], num[:s], den[:s])
                     if complement:
                         np.subtract(1.0, r, out=r)
-                    ri[si] = r
-                bi = np.flatnonzero(~sc)
-                b = bi.size
-                r = _erfc_large_into(np.take(ac, bi, out=xs[:b]), v[:b], num[:b], den[:b], k[:b])
-                xb = np.take(xc, bi, out=v[:b])
-                if complement:   # erfc(-y) = 2 - erfc(y)
-                    neg = np.flatnonzero(xb < 0)
-                    r[neg] = 2.0 - r[neg]
-                else:
-                    np.subtract(1.0, r, out=r)
-                    np.copysign(r, xb, out=r)
-                ri[bi] = r
-                np.copyto(out[i:i + m], ri, casting="unsafe")
+                    out[i:i + m][si] = r
+                if s < m:
+                    far.append(np.flatnonzero(np.logical_not(sc, out=sc)) + i)
+            if far:
+                idx = far[0] if len(far) == 1 else np.concatenate(far)
+                for j in range(0, idx.size, n):
+                    ij = idx[j:j + n]
+                    b = ij.size
+                    xb = x64[:b]
+                    if src.dtype == _F64:
+                        np.take(src, ij, out=xb)
+                    else:
+                        np.copyto(xb, src[ij])
+                    r = _erfc_large_into(np.abs(xb, out=xs[:b]), v[:b], num[:b], den[:b], k[:b])
+                    if complement:   # erfc(-y) = 2 - erfc(y)
+                        neg = np.flatnonzero(xb < 0)
+                        r[neg] = 2.0 - r[neg]
+                    else:
+                        np.subtract(1.0, r, out=r)
+                        np.copysign(r, xb, out=r)
+                    out[ij] = r
         return out.reshape(x.shape)
     return kernel
 

@@ -9,6 +9,7 @@ Each op family keeps its NumPy kernels in a file of its own beside this one; the
 from __future__ import annotations
 
 import functools as _functools
+import math as _math
 import sys as _sys
 
 import numpy as np
@@ -481,8 +482,25 @@ def getitem(x, index):
     return x[index]
 
 
+def _rows_added(g, idx, shape):
+    """``index_put_zeros`` for one integer index array on the first axis (embedding's and a row gather's
+    backward), or None: ``np.add.at`` on the flattened arrays, one index per element, which NumPy runs without
+    its per-index cost on rows; every element still gets its rows added in the same order (the index order)."""
+    m = _math.prod(shape[1:])
+    if idx.size < 16 or m < 2 or g.shape != idx.shape + tuple(shape[1:]) or g.dtype.kind not in "fc":
+        return None
+    rows = idx.reshape(-1, 1) % shape[0] if int(idx.min()) < 0 else idx.reshape(-1, 1)
+    out = np.zeros(shape, dtype=g.dtype)
+    np.add.at(out.reshape(-1), (rows * m + np.arange(m)).reshape(-1), g.reshape(-1))
+    return out
+
+
 def index_put_zeros(g, index, shape):
     """Zeros of ``shape`` with ``g`` added at ``index`` (repeated indices accumulate)."""
+    if len(index) == 1 and type(index[0]) is np.ndarray and index[0].dtype.kind in "iu" and len(shape) >= 1:
+        out = _rows_added(g, index[0], shape)
+        if out is not None:
+            return out
     out = np.zeros(shape, dtype=g.dtype)
     view, index = _view_of(out, index)
     np.add.at(view, index, g)

@@ -126,7 +126,11 @@ def gelu(x, approximate):
     if approximate == "tanh":
         inner = _t(x, _KAPPA) * (x + _t(x, 0.044715) * (x * x * x))   # PyTorch's order
         return _t(x, 0.5) * x * (1 + _tanh(inner))
-    return _t(x, 0.5) * x * (1 + _erf(x * _t(x, _SQRT1_2)))
+    e = _erf(x * _t(x, _SQRT1_2))
+    e += 1   # (in place: the same roundings as 0.5 * x * (1 + e), without two temporaries of x's size)
+    h = _t(x, 0.5) * x
+    h *= e
+    return h
 
 
 def _sigmoid(x):
@@ -277,9 +281,18 @@ def gelu_backward(g, x, approximate):
         x2 = x * x
         t = np.tanh((x + x2 * x * 0.044715) * _KAPPA)
         return g * ((t + 1) * 0.5 + x * (1 - t * t) * ((x2 * (3 * 0.044715) + 1) * (0.5 * _KAPPA)))
-    cdf = (_erf(x * _SQRT1_2) + 1) * 0.5
-    pdf = np.exp(x * x * -0.5) * _INV_SQRT_2PI
-    return g * (cdf + x * pdf)
+    # g * (cdf + x * pdf), cdf = (erf(x / sqrt(2)) + 1) * 0.5, pdf = exp(x * x * -0.5) / sqrt(2 pi): the same
+    # operations in the same order, in place where the operand is a temporary
+    cdf = _erf(x * _SQRT1_2)
+    cdf += 1
+    cdf *= 0.5
+    pdf = x * x
+    pdf *= -0.5
+    pdf = np.exp(pdf)   # (not in place: a 0-d x gives NumPy scalars here)
+    pdf *= _INV_SQRT_2PI
+    pdf *= x
+    cdf += pdf
+    return g * cdf
 
 
 def index_bounds(x):

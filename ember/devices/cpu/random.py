@@ -428,8 +428,13 @@ def random(st: State, n: int, np_dtype, frm, to) -> np.ndarray:
 
 
 def bernoulli(st: State, n: int, p: float, np_dtype) -> np.ndarray:
-    """0/1 samples: 1 where a float64 uniform draw is < p."""
-    return _int64_to((_uniform01_f64(st, n) < p).astype(np.int64), np_dtype)
+    """0/1 samples: 1 where a float64 uniform draw is < p. The draw is k * 2^-53 for the 53-bit integer k of a
+    64-bit word, and p * 2^53 is exact, so the test is k < ceil(p * 2^53) on the integers (no float64 array)."""
+    if not 0.0 <= p <= 1.0:   # (nan: no sample is 1, as the float comparison has it)
+        return _int64_to((_uniform01_f64(st, n) < p).astype(np.int64), np_dtype)
+    k = st.words64(n)
+    k &= _M53
+    return _int64_to((k < _U64(math.ceil(p * 2.0 ** 53))).astype(np.int64), np_dtype)
 
 
 def bernoulli_tensor(st: State, like: np.ndarray, p: np.ndarray) -> np.ndarray:

@@ -11,7 +11,8 @@ from ...ops import creation as _creation
 from ... import _dtype as D
 from ..._tensor import Tensor
 from ...ops.elementwise import clamp
-from ...ops.reduction import vector_norm
+from ...ops.reduction import norm_p, vector_norm
+from ...autograd._primitive import apply
 from ...ops.shape import stack
 from ...autograd.grad_mode import no_grad
 
@@ -37,13 +38,21 @@ def get_total_norm(tensors: _tensor_or_tensors, norm_type: float = 2.0, error_if
     if len(tensors) == 0:
         return _creation.tensor(0.0)
     # ``foreach`` picks PyTorch's fused kernels; ember has one path, with the same arithmetic.
-    norms = [vector_norm(g, norm_type) for g in tensors]
+    norms = [_norm(g, norm_type) for g in tensors]
     total_norm = vector_norm(stack(_promote(norms)), norm_type)
     if error_if_nonfinite and (total_norm.isnan() | total_norm.isinf()).item():
         raise RuntimeError(f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, so "
                            "it cannot be clipped. To disable this error and scale the gradients by the non-finite "
                            "norm anyway, set `error_if_nonfinite=False`")
     return total_norm
+
+
+def _norm(g: Tensor, norm_type: float) -> Tensor:
+    """``vector_norm(g, norm_type)``; the 2-norm of a plain floating tensor through the op's primitive straight (the
+    checks of the public function cannot fail there, and they cost more than the norm of a small tensor)."""
+    if norm_type == 2.0 and type(g) is Tensor and g.dtype.is_floating_point:
+        return apply(norm_p, (g,), {"ord": 2, "dims": tuple(range(g._data.ndim)), "keepdim": False})
+    return vector_norm(g, norm_type)
 
 
 def _promote(norms: list[Tensor]) -> list[Tensor]:
