@@ -59,26 +59,25 @@ def _xhat(xp, x, view, axes, eps, acc):
     return xp.norm_xhat(xp.cast(x, acc), view, axes, eps)
 
 
-# The input's VJP rule of a node leaves its (xhat, rstd) here for the weight's rule of the same node, which runs right
-# after it (PrimNode.apply runs a node's rules in input order) with the same saved input and the same gradient array
-# (plain backward only: raw arrays, never Tensors). Only the weight's rule reads the entry, a hit needs the very same
-# input and gradient objects (the entry holds both, so their ids cannot be reused) and the same parameters, and the
-# weight's and the bias's rules take it out: it does not outlive the node unless neither of them runs.
+# The input's VJP rule of a node leaves its (xhat, rstd) here for the weight's rule of the same node, which runs next
+# with the same saved input and the same gradient array (plain backward only: raw arrays, never Tensors). The
+# entry holds the input and the gradient, so their ids cannot be reused while it lives; a hit needs both to be the
+# very same objects and the same parameters, and is taken out, so the statistics never outlive that node.
 _MEMO = threading.local()
 
 
-def _xhat_for(xp, g, x, view, axes, eps, acc, role: str):
-    """``_xhat`` for a VJP rule. ``role``: "x" (computes and leaves the result in ``_MEMO`` for the weight's rule),
-    "w" (takes it from there when it is this node's)."""
+def _xhat_for(xp, g, x, view, axes, eps, acc, keep: bool):
+    """``_xhat`` for a VJP rule: from ``_MEMO`` when the same node's other rule left it there; ``keep``: leave
+    this one there for the next rule."""
     if type(x) is Tensor:
         return _xhat(xp, x, view, axes, eps, acc)
     key = (view, axes, eps, acc)
     entry = getattr(_MEMO, "entry", None)
     _MEMO.entry = None
-    if role == "w" and entry is not None and entry[0] is x and entry[1] is g and entry[2] == key:
+    if entry is not None and entry[0] is x and entry[1] is g and entry[2] == key:
         return entry[3]
     r = _xhat(xp, x, view, axes, eps, acc)
-    if role == "x":
+    if keep:
         _MEMO.entry = (x, g, key, r)
     return r
 
@@ -192,7 +191,7 @@ def _xhat_adjoint(xp, gg, xh, rstd, axes):
 
 
 def _norm_vjp_x(xp, g, out, x, w, b, view, axes, wshape, eps, acc):
-    xh, rstd = _xhat_for(xp, g, x, view, axes, eps, acc, "x" if w is not None else "")
+    xh, rstd = _xhat_for(xp, g, x, view, axes, eps, acc, w is not None)
     g = xp.cast(g, acc)
     if w is not None:
         g = g * _param(xp, w, wshape, acc)
@@ -201,12 +200,11 @@ def _norm_vjp_x(xp, g, out, x, w, b, view, axes, wshape, eps, acc):
 
 
 def _norm_vjp_w(xp, g, out, x, w, b, view, axes, wshape, eps, acc):
-    xh, _ = _xhat_for(xp, g, x, view, axes, eps, acc, "w")
+    xh, _ = _xhat_for(xp, g, x, view, axes, eps, acc, False)
     return _to_param(xp, xp.cast(g, acc) * xp.reshape(xh, x.shape), w, wshape)
 
 
 def _norm_vjp_b(xp, g, out, x, w, b, view, axes, wshape, eps, acc):
-    _MEMO.entry = None   # (the weight's rule, if it ran, took it already)
     return _to_param(xp, xp.cast(g, acc), b, wshape)
 
 
