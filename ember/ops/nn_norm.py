@@ -19,7 +19,6 @@ from . import _vmap_nn
 
 import math
 import numbers
-import threading
 
 from .. import _dtype as D
 from .._device import NAMESPACES, quietly
@@ -57,29 +56,6 @@ def _acc(x: Tensor):
 def _xhat(xp, x, view, axes, eps, acc):
     """The normalised input (in the grouped view) and 1 / std."""
     return xp.norm_xhat(xp.cast(x, acc), view, axes, eps)
-
-
-# The input's VJP rule of a node leaves its (xhat, rstd) here for the weight's rule of the same node, which runs next
-# with the same saved input and the same gradient array (plain backward only: raw arrays, never Tensors). The
-# entry holds the input and the gradient, so their ids cannot be reused while it lives; a hit needs both to be the
-# very same objects and the same parameters, and is taken out, so the statistics never outlive that node.
-_MEMO = threading.local()
-
-
-def _xhat_for(xp, g, x, view, axes, eps, acc, keep: bool):
-    """``_xhat`` for a VJP rule: from ``_MEMO`` when the same node's other rule left it there; ``keep``: leave
-    this one there for the next rule."""
-    if type(x) is Tensor:
-        return _xhat(xp, x, view, axes, eps, acc)
-    key = (view, axes, eps, acc)
-    entry = getattr(_MEMO, "entry", None)
-    _MEMO.entry = None
-    if entry is not None and entry[0] is x and entry[1] is g and entry[2] == key:
-        return entry[3]
-    r = _xhat(xp, x, view, axes, eps, acc)
-    if keep:
-        _MEMO.entry = (x, g, key, r)
-    return r
 
 
 @graph("norm_xhat")
@@ -191,7 +167,7 @@ def _xhat_adjoint(xp, gg, xh, rstd, axes):
 
 
 def _norm_vjp_x(xp, g, out, x, w, b, view, axes, wshape, eps, acc):
-    xh, rstd = _xhat_for(xp, g, x, view, axes, eps, acc, w is not None)
+    xh, rstd = _xhat(xp, x, view, axes, eps, acc)
     g = xp.cast(g, acc)
     if w is not None:
         g = g * _param(xp, w, wshape, acc)
@@ -200,7 +176,7 @@ def _norm_vjp_x(xp, g, out, x, w, b, view, axes, wshape, eps, acc):
 
 
 def _norm_vjp_w(xp, g, out, x, w, b, view, axes, wshape, eps, acc):
-    xh, _ = _xhat_for(xp, g, x, view, axes, eps, acc, False)
+    xh, _ = _xhat(xp, x, view, axes, eps, acc)
     return _to_param(xp, xp.cast(g, acc) * xp.reshape(xh, x.shape), w, wshape)
 
 
