@@ -1035,27 +1035,6 @@ def _sdp_without_math(q: Tensor, k: Tensor, v: Tensor, attn_mask: Tensor | None,
         raise RuntimeError("No available kernel.  Aborting execution.")
 
 
-_CAUSAL: dict = {}   # (L, S, dtype, device) -> the additive causal mask: a constant, made once
-
-
-def _causal_mask(q: Tensor, L: int, S: int) -> Tensor:
-    """The additive mask of ``is_causal``: 0 on and below the diagonal (aligned top-left), -inf above, in q's
-    dtype on q's device. Its values never change, so one tensor per shape serves every call (a few ops less on
-    each attention layer)."""
-    key = (L, S, q.dtype, q.device)
-    mask = _CAUSAL.get(key) if type(q) is Tensor else None   # (a transform's tensor type: made afresh)
-    if mask is None:
-        from ..autograd.grad_mode import no_grad
-        with no_grad():
-            keep = q.new_ones((L, S), dtype=D.bool).tril()
-            mask = q.new_zeros((L, S)).masked_fill(~keep, -math.inf)
-        if type(q) is Tensor and type(mask) is Tensor:
-            if len(_CAUSAL) >= 32:
-                _CAUSAL.clear()
-            _CAUSAL[key] = mask
-    return mask
-
-
 @register(module=False, submodule=_F)
 def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor | None = None,
                                  dropout_p: float = 0.0, is_causal: bool = False, scale: float | None = None,
@@ -1115,10 +1094,10 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     attn = matmul(q * (-sf if scale < 0 else sf), k.transpose(-2, -1) * sf)
     mask = attn_mask
     if is_causal:
-        mask = _causal_mask(q, L, S)
-    elif mask is not None and mask._data.dtype.kind == "b":
-        mask = q.new_zeros(mask._data.shape).masked_fill(~mask, -math.inf)
+        mask = q.new_ones((L, S), dtype=D.bool).tril()
     if mask is not None:
+        if mask._data.dtype.kind == "b":
+            mask = q.new_zeros(mask._data.shape).masked_fill(~mask, -math.inf)
         attn = attn + mask
     attn = apply(safe_softmax_p, (attn,), {"dim": -1, "acc": _acc(attn)})
     if dropout_p > 0.0:
