@@ -710,6 +710,10 @@ def _fused_alpha(input, other, alpha, op):
         return None
     if not isinstance(input, Tensor):
         return None
+    ta = type(alpha)
+    if (ta is float or ta is int) and isinstance(other, Tensor) and input._data.dtype is other._data.dtype \
+            and input._data.dtype.kind == "f":
+        return alpha   # the common case (two floating tensors of one dtype, a real alpha): nothing to check
     d = _result_np(input, other)
     if d.kind not in "fc" and d != _BF16:   # (float8: the two ops' refusal, as before)
         return None
@@ -729,6 +733,8 @@ def _check_value(value, op: str, arg: str = "value"):
 def add(input: Tensor, other, *, alpha=1) -> Tensor:
     """``input + alpha * other``."""
     input, other = _binary_args(input, other, "add", scalar_input=True)
+    if alpha == 1 and type(alpha) is not bool:
+        return apply(add_p, (input, other))
     a = _fused_alpha(input, other, alpha, "add")
     if a is not None:
         return apply(add_alpha_p, (input, other), {"alpha": a})
@@ -740,6 +746,8 @@ def sub(input: Tensor, other, *, alpha=1) -> Tensor:
     """``input - alpha * other``."""
     input, other = _binary_args(input, other, "sub")
     check_sub(input, other)
+    if alpha == 1 and type(alpha) is not bool:
+        return apply(sub_p, (input, other))
     a = _fused_alpha(input, other, alpha, "sub")
     if a is not None:
         return apply(sub_alpha_p, (input, other), {"alpha": a})
@@ -1782,7 +1790,8 @@ def _inplace_binary(prim, name, check=None, fused=None):
         other = _operand(other, name, self)
         if check is not None:
             check(self, other)
-        a = None if fused is None else _fused_alpha(self, other, alpha, name)
+        a = None if fused is None or (alpha == 1 and type(alpha) is not bool) else \
+            _fused_alpha(self, other, alpha, name)
         if a is not None:
             return apply_inplace(fused, self, (other,), {"alpha": a})
         return apply_inplace(prim, self, (_scaled(other, alpha, name, self),))

@@ -11,11 +11,12 @@ where that arithmetic could overflow or underflow are computed with exact ration
 from __future__ import annotations
 
 import math
+import threading
 from fractions import Fraction
 
 import numpy as np
 
-from .optim import fma as _fma32_any
+from .optim import _round_odd_fix
 from .reduced import REDUCED as _REDUCED
 
 __all__ = ["add_alpha"]
@@ -113,6 +114,69 @@ def _fma64_block(x, y, z, out) -> None:
         out[idx] = [_exact(a, b, c) for a, b, c in zip(xs, y[idx].tolist(), z[idx].tolist())]
 
 
+_LOW29 = _U64(0x1FFFFFFF)     # the float64 significand bits below float32's
+_MID = _U64(0x10000000)       # ... of a float32 rounding midpoint
+_TINY32 = 2.0 ** -126         # float32's smallest normal: below it float32 keeps fewer bits
+_scratch = threading.local()
+
+
+def _add_alpha32(a: np.ndarray, b: np.ndarray, al: float) -> np.ndarray:
+    """float32 ``a + al*b`` rounded once (al a float32 value). The product of two float32 numbers is exact in
+    float64 and the float64 sum is rounded once; rounding that to float32 again differs from one rounding only
+    where the float64 sum sits exactly on a float32 midpoint, or near float32's subnormal range (other
+    midpoints). Those rare elements are redone with round-to-odd (the optimizers' kernel, devices/cpu/optim.py);
+    blocks keep the float64 temporaries in the CPU cache."""
+    if a.size <= _SMALL32 and b.size <= _SMALL32:
+        # small arrays: whole-array operations (fewer calls)
+        t = b.astype(np.float64)
+        t *= al                                         # exact
+        t = t + a                                       # rounded once
+        out = t.astype(np.float32)
+        if ((t.view(_U64) & _LOW29) == _MID).any() or (out.size and np.abs(out).min() <= _TINY32):
+            flags = ((np.abs(t) <= _TINY32) & (t != 0)) | ((t.view(_U64) & _LOW29) == _MID)
+            idx = np.flatnonzero(flags)
+            tf = t.reshape(-1)
+            _round_odd_fix(tf, al, np.broadcast_to(b, t.shape).reshape(-1).astype(np.float64),
+                           np.broadcast_to(a, t.shape).reshape(-1), idx)
+            out.reshape(-1)[idx] = tf[idx]
+        return out
+    shape = a.shape if a.shape == b.shape else np.broadcast_shapes(a.shape, b.shape)
+    out = np.empty(shape, np.float32)
+    n = out.size
+    af, bf = (v.reshape(-1) if v.shape == shape and v.flags.c_contiguous else
+              np.ascontiguousarray(np.broadcast_to(v, shape)).reshape(-1) for v in (a, b))
+    o = out.reshape(-1)
+    step = min(n, _CHUNK32)
+    bufs = getattr(_scratch, "bufs", None)
+    if bufs is None or bufs[0].size < step:
+        bufs = _scratch.bufs = (np.empty(_CHUNK32, np.float64), np.empty(_CHUNK32, _U64),
+                                np.empty(_CHUNK32, np.bool_), np.empty(_CHUNK32, np.float32))
+    for i in range(0, n, step):
+        j = min(i + step, n)
+        m = j - i
+        t, u, f, w = bufs[0][:m], bufs[1][:m], bufs[2][:m], bufs[3][:m]
+        bi, ai, oi = bf[i:j], af[i:j], o[i:j]
+        np.copyto(t, bi)
+        np.multiply(t, al, out=t)                       # exact
+        np.add(t, ai, out=t)                            # rounded once
+        np.copyto(oi, t, casting="unsafe")              # rounded again
+        np.bitwise_and(t.view(_U64), _LOW29, out=u)
+        np.equal(u, _MID, out=f)
+        if f.any() or np.abs(oi, out=w).min() <= _TINY32:
+            a64 = u.view(np.float64)
+            np.abs(t, out=a64)
+            flags = ((a64 <= _TINY32) & (t != 0)) | ((t.view(_U64) & _LOW29) == _MID)
+            idx = np.flatnonzero(flags)
+            if idx.size:
+                _round_odd_fix(t, al, bi.astype(np.float64), ai, idx)
+                oi[idx] = t[idx]
+    return out
+
+
+_CHUNK32 = 32768
+_SMALL32 = 4096
+
+
 def fma64(x, y, z) -> np.ndarray:
     """``x * y + z`` rounded once in float64 (IEEE's fusedMultiplyAdd): x a number or an array, y and z arrays;
     they broadcast together. A new float64 array."""
@@ -193,7 +257,7 @@ def add_alpha(a, b, alpha):
     if kind == "f" and dt.itemsize == 8:
         return fma64(float(alpha), b, a)
     if kind == "f" and dt.itemsize == 4:
-        return _fma32_any(float(alpha), b, a)
+        return _add_alpha32(a, b, float(np.float32(alpha)))
     if dt in _REDUCED or (kind == "f" and dt.itemsize == 2):
         # opmath: float32, with alpha rounded to the tensor's dtype (the product of two 16-bit numbers is exact);
         # PyTorch's scalar remainder loop rounds the product to the dtype first
