@@ -782,6 +782,9 @@ def rsub(input: Tensor, other, *, alpha=1) -> Tensor:
     input, other = _binary_args(input, other, "rsub")
     check_sub(input, other)
     if isinstance(other, Tensor):
+        a = _fused_alpha(other, input, alpha, "rsub")
+        if a is not None:
+            return apply(sub_alpha_p, (other, input), {"alpha": a}, _RSUB_TENSOR_NODE)
         return apply(sub_p, (other, _scaled(input, alpha, "rsub", other)), _EMPTY, _RSUB_TENSOR_NODE)
     return apply(rsub_scalar_p, (other, _scaled(input, alpha, "rsub", other)))
 
