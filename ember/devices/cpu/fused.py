@@ -86,8 +86,12 @@ def _fma64_block(x, y, z, out) -> None:
     np.add(h, r, out=out)
     # where the error-free arithmetic may fail: plain IEEE (exact zero product, inf/nan operands) or exact rationals
     ax = abs(x)
-    ay = np.abs(y)
     aph = np.abs(ph)
+    if aph.min() >= _SMALL_PRODUCT and aph.max() < _BIG_TERM and np.abs(s).min() >= _SMALL_SUM \
+            and np.abs(z).max() < _BIG_TERM and np.abs(y).max() < _BIG_FACTOR \
+            and (ax.max() if isinstance(x, np.ndarray) else ax) < _BIG_FACTOR:
+        return   # the common block: every element inside the bounds (a NaN fails every comparison)
+    ay = np.abs(y)
     az = np.abs(z)
     zero = (ax == 0) | (ay == 0) if isinstance(x, np.ndarray) else ((ay == 0) if ax != 0 else None)
     if zero is None:                             # x == 0: every product is an exact zero
