@@ -368,6 +368,18 @@ OPS += [
     OpInfo("add_scalar_input", lambda m, a, s: (m.add(s, a), m.mul(s, a)), scalar_samples(SHORT, s=[2.5, 3]),
            dtypes=ALL),
     OpInfo("rsub_fn", lambda m, a, b: m.rsub(a, b, alpha=2), [((3, 4), (4,)), ((), ())], dtypes=FLOAT + INT),
+    # alpha=: one primitive, a + alpha*b rounded once (PyTorch's fused multiply-add)
+    OpInfo("add_alpha", lambda m, a, b, **kw: m.add(a, b, **kw),
+           [(s, {"alpha": al}) for al in (0.3, -1.7) for s in [((3, 4), (3, 4)), ((3, 4), (4,)), ((), ()), ((2, 1), (1, 3))]]
+           + [(((3, 4), (3, 4)), {"alpha": 3})], dtypes=FLOAT),
+    OpInfo("sub_alpha", lambda m, a, b, **kw: a.sub(b, **kw),
+           [(s, {"alpha": al}) for al in (0.3, 2) for s in [((3, 4), (3, 4)), ((3, 4), (4,)), ((), ())]], dtypes=FLOAT),
+    OpInfo("add_alpha_int", lambda m, a, b: (a.add(b, alpha=3), a.sub(b, alpha=-2)), [((3, 4), (3, 4)), ((3, 4), (4,))],
+           dtypes=FLOAT + INT),
+    OpInfo("add_alpha_number", lambda m, a, **kw: (a.add(0.7, **kw), m.sub(a, 2, **kw)),
+           scalar_samples(SHORT[:2], alpha=[0.3, 3])),
+    OpInfo("add_alpha_", lambda m, a, b: (a * 1).add_(b, alpha=0.3), [((3, 4), (3, 4)), ((3, 4), (4,)), ((), ())]),
+    OpInfo("sub_alpha_", lambda m, a, b: (a * 1).sub_(b, alpha=-2.5), [((3, 4), (3, 4)), ((3, 4), (4,)), ((), ())]),
 ]
 
 # ----- where, clamp variants -------------------------------------------------------------------------------------

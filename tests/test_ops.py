@@ -484,7 +484,6 @@ STRUCTURE_DIFFERS = {
     'repeat_interleave_tensor': (0,),
     'reshape_as': (0,),
     'reshape_noncontig': (0, 1),
-    'rsub_fn': (0, 1),
     'setitem': (7,),
     'take_along_dim': (0, 1, 5),
     'tensordot': (0, 1, 2, 3, 4, 5),

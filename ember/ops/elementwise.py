@@ -124,6 +124,20 @@ sub_p = defprim("sub", _sub,
                 vjp=(lambda xp, g, out, a, b: g, lambda xp, g, out, a, b: -g), jvp="linear", promote="standard",
                 batch=True, complex=True)
 
+# add/sub with alpha != 1 on floating and complex tensors: ``a + alpha*b`` rounded once (PyTorch's CPU kernel is a
+# fused multiply-add; xp.add_alpha), one AddBackward0/SubBackward0 node that keeps alpha (grad_fn._saved_alpha).
+# The gradient of b is ``g * alpha`` in its dtype, and the forward-mode tangent ``t_a + t_b * alpha``: PyTorch's
+# formulas, rounded as there.
+graph("add_alpha", lambda a, b, alpha: apply(add_alpha_p, (a, b), {"alpha": alpha}))
+add_alpha_p = defprim("add_alpha", lambda xp, a, b, alpha: xp.add_alpha(a, b, alpha), node="AddBackward0",
+                      vjp=(lambda xp, g, out, a, b, alpha: g, lambda xp, g, out, a, b, alpha: _mul(xp, g, alpha)),
+                      jvp=(lambda xp, t, out, a, b, alpha: t, lambda xp, t, out, a, b, alpha: _mul(xp, t, alpha)),
+                      promote="standard", batch=True, complex=True)
+sub_alpha_p = defprim("sub_alpha", lambda xp, a, b, alpha: xp.add_alpha(a, b, -alpha), node="SubBackward0",
+                      vjp=(lambda xp, g, out, a, b, alpha: g, lambda xp, g, out, a, b, alpha: _mul(xp, -g, alpha)),
+                      jvp=(lambda xp, t, out, a, b, alpha: t, lambda xp, t, out, a, b, alpha: -_mul(xp, t, alpha)),
+                      promote="standard", batch=True, complex=True)
+
 mul_p = defprim("mul", _mul,
                 vjp=(lambda xp, g, out, a, b: _mul(xp, g, b), lambda xp, g, out, a, b: _mul(xp, g, a)),
                 jvp="multilinear", saves={0: (1,), 1: (0,)}, promote="standard", batch=True, complex=True)
@@ -661,24 +675,49 @@ def _no_int(a, b, kernel):
         raise _not_implemented(kernel, d)
 
 
+def _checked_alpha(other, alpha, op, input=None):
+    """add/sub's ``alpha=`` checked as PyTorch's alpha_check (on the result dtype); None for 1."""
+    alpha = scalar_value(alpha)
+    if not isinstance(alpha, (bool, int, float, complex)):
+        raise TypeError(f"{op}(): argument 'alpha' must be Number, not {type(alpha).__name__}")
+    result = promote(*(x for x in (input, other) if x is not None))
+    if type(alpha) is bool and result.np.kind != "b":
+        raise RuntimeError("Boolean alpha only supported for Boolean results.")
+    if alpha == 1:
+        return None
+    if isinstance(other, Tensor) and isinstance(alpha, (float, complex)) and \
+            (promote(input, other) if input is not None else other.dtype)._cat < D._FLOAT:
+        raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
+    if type(alpha) is complex and not result.is_complex:
+        raise RuntimeError("For non-complex input tensors, argument alpha must not be a complex number.")
+    if result.np.kind == "b":
+        return bool(alpha)   # a Boolean result: alpha taken as a truth value, as PyTorch's kernel (b & alpha)
+    return alpha
+
+
 def _scaled(other, alpha, op, input=None):
     """``alpha * other`` for add/sub's ``alpha=`` (a Python scalar stays one)."""
     if alpha == 1 and type(alpha) is not bool:
         return other
-    alpha = scalar_value(alpha)
-    if not isinstance(alpha, (bool, int, float, complex)):
-        raise TypeError(f"{op}(): argument 'alpha' must be Number, not {type(alpha).__name__}")
-    if alpha == 1:
-        return other
-    # PyTorch's alpha_check, on the result dtype
-    if isinstance(other, Tensor) and isinstance(alpha, (float, complex)) and \
-            (promote(input, other) if input is not None else other.dtype)._cat < D._FLOAT:
-        raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
-    if isinstance(other, Tensor) and other._data.dtype.kind == "b" and type(alpha) is not bool:
-        raise RuntimeError("Boolean alpha only supported for Boolean results.")
-    if type(alpha) is complex and not promote(*(x for x in (input, other) if x is not None)).is_complex:
-        raise RuntimeError("For non-complex input tensors, argument alpha must not be a complex number.")
-    return other * alpha
+    alpha = _checked_alpha(other, alpha, op, input)
+    return other if alpha is None else other * alpha
+
+
+def _fused_alpha(input, other, alpha, op):
+    """The checked ``alpha`` when ``input + alpha*other`` takes the fused primitive (a floating or complex result
+    of a tensor ``input``), else None (alpha 1: the plain op; integers and bools: exact as two ops)."""
+    if alpha == 1 and type(alpha) is not bool:
+        return None
+    if not isinstance(input, Tensor):
+        return None
+    ta = type(alpha)
+    if (ta is float or ta is int) and isinstance(other, Tensor) and input._data.dtype is other._data.dtype \
+            and input._data.dtype.kind == "f":
+        return alpha   # the common case (two floating tensors of one dtype, a real alpha): nothing to check
+    d = _result_np(input, other)
+    if d.kind not in "fc" and d != _BF16:   # (float8: the two ops' refusal, as before)
+        return None
+    return _checked_alpha(other, alpha, op, input)
 
 
 def _check_value(value, op: str, arg: str = "value"):
@@ -694,6 +733,11 @@ def _check_value(value, op: str, arg: str = "value"):
 def add(input: Tensor, other, *, alpha=1) -> Tensor:
     """``input + alpha * other``."""
     input, other = _binary_args(input, other, "add", scalar_input=True)
+    if alpha == 1 and type(alpha) is not bool:
+        return apply(add_p, (input, other))
+    a = _fused_alpha(input, other, alpha, "add")
+    if a is not None:
+        return apply(add_alpha_p, (input, other), {"alpha": a})
     return apply(add_p, (input, _scaled(other, alpha, "add", input)))
 
 
@@ -702,6 +746,11 @@ def sub(input: Tensor, other, *, alpha=1) -> Tensor:
     """``input - alpha * other``."""
     input, other = _binary_args(input, other, "sub")
     check_sub(input, other)
+    if alpha == 1 and type(alpha) is not bool:
+        return apply(sub_p, (input, other))
+    a = _fused_alpha(input, other, alpha, "sub")
+    if a is not None:
+        return apply(sub_alpha_p, (input, other), {"alpha": a})
     return apply(sub_p, (input, _scaled(other, alpha, "sub", input)))
 
 
@@ -733,6 +782,9 @@ def rsub(input: Tensor, other, *, alpha=1) -> Tensor:
     input, other = _binary_args(input, other, "rsub")
     check_sub(input, other)
     if isinstance(other, Tensor):
+        a = _fused_alpha(other, input, alpha, "rsub")
+        if a is not None:
+            return apply(sub_alpha_p, (other, input), {"alpha": a}, _RSUB_TENSOR_NODE)
         return apply(sub_p, (other, _scaled(input, alpha, "rsub", other)), _EMPTY, _RSUB_TENSOR_NODE)
     return apply(rsub_scalar_p, (other, _scaled(input, alpha, "rsub", other)))
 
@@ -1736,18 +1788,22 @@ def equal(input: Tensor, other: Tensor) -> bool:
 
 # ----- in-place variants ---------------------------------------------------------------------------------
 
-def _inplace_binary(prim, name, check=None):
+def _inplace_binary(prim, name, check=None, fused=None):
     def fn(self: Tensor, other, *, alpha=1) -> Tensor:
         other = _operand(other, name, self)
         if check is not None:
             check(self, other)
+        a = None if fused is None or (alpha == 1 and type(alpha) is not bool) else \
+            _fused_alpha(self, other, alpha, name)
+        if a is not None:
+            return apply_inplace(fused, self, (other,), {"alpha": a})
         return apply_inplace(prim, self, (_scaled(other, alpha, name, self),))
     fn.__name__ = fn.__qualname__ = name
     return register(schema(f"{name}(Tensor input, other, *, alpha)")(fn), module=False, method=True)
 
 
-iadd = _inplace_binary(add_p, "add_")
-isub = _inplace_binary(sub_p, "sub_", check_sub)
+iadd = _inplace_binary(add_p, "add_", fused=add_alpha_p)
+isub = _inplace_binary(sub_p, "sub_", check_sub, fused=sub_alpha_p)
 register(isub, name="subtract_", module=False, method=True)
 
 

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import math
 
+from . import optim as _optim
+
 
 def kernels(k) -> dict:
     xp = k.xp
@@ -436,5 +438,13 @@ def kernels(k) -> dict:
 
     def simd_positions(shape, *xs):
         return None   # bfloat16 only (PyTorch's vectorised CPU loops): the cpu device's
+
+    def add_alpha(a, b, alpha):
+        # ``a + alpha*b`` (add/sub's alpha=): float32 rounded once (the optimizers' exact fma, as the cpu kernel);
+        # wider dtypes a product and a sum (the cpu kernel's float64 is the exact fused one: within an ulp)
+        b = _arr(b, a)
+        if a.dtype == xp.float32:
+            return _optim.fma(alpha, b, a, xp=xp)
+        return a + b * alpha
 
     return {n: f for n, f in locals().items() if not n.startswith("_") and n not in ("k", "xp") and callable(f)}

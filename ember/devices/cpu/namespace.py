@@ -630,6 +630,7 @@ from .optim import *  # noqa: E402,F401,F403
 from .bessel import *  # noqa: E402,F401,F403
 from .complex import *  # noqa: E402,F401,F403
 from .fft import *  # noqa: E402,F401,F403
+from .fused import *  # noqa: E402,F401,F403
 from . import nn_rnn as _nn_rnn  # noqa: E402
 
 
