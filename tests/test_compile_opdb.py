@@ -80,9 +80,11 @@ def _same(a, b) -> bool:
 
 def _perturbed(a: np.ndarray, rng) -> np.ndarray:
     """Other values of the same shape; floating and complex inputs keep their dtype (a bfloat16 sum would be
-    float64)."""
-    b = a + rng.standard_normal(a.shape) * 1e-3 * (np.abs(a) + 1)
-    return b.astype(a.dtype) if a.dtype.kind in "fc" or a.dtype.name == "bfloat16" else b
+    float64). bfloat16 moves by more: a relative 1e-3 is under half its ulp and would mostly round back."""
+    bf16 = a.dtype.name == "bfloat16"
+    step = rng.standard_normal(a.shape) + (1j * rng.standard_normal(a.shape) if a.dtype.kind == "c" else 0)
+    b = a + step * (2e-2 if bf16 else 1e-3) * (np.abs(a) + 1)
+    return b.astype(a.dtype) if a.dtype.kind in "fc" or bf16 else b
 
 
 def _upstream(rng, probe) -> list:
