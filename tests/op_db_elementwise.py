@@ -368,6 +368,7 @@ OPS += [
     OpInfo("add_scalar_input", lambda m, a, s: (m.add(s, a), m.mul(s, a)), scalar_samples(SHORT, s=[2.5, 3]),
            dtypes=ALL),
     OpInfo("rsub_fn", lambda m, a, b: m.rsub(a, b, alpha=2), [((3, 4), (4,)), ((), ())], dtypes=FLOAT + INT),
+    OpInfo("rsub_fn_plain", lambda m, a, b: m.rsub(a, b), [((3, 4), (4,)), ((4,), (3, 4)), ((), ())], dtypes=FLOAT + INT),
     # alpha=: one primitive, a + alpha*b rounded once (PyTorch's fused multiply-add)
     OpInfo("add_alpha", lambda m, a, b, **kw: m.add(a, b, **kw),
            [(s, {"alpha": al}) for al in (0.3, -1.7) for s in [((3, 4), (3, 4)), ((3, 4), (4,)), ((), ()), ((2, 1), (1, 3))]]

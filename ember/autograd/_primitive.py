@@ -187,6 +187,28 @@ def defprim(name, forward, vjp, jvp=None, *, node=None, saves=(), saves_out=Fals
     return p
 
 
+def reordered(prim: Primitive, edge_pos: tuple, node: str) -> Primitive:
+    """A twin of ``prim`` (same forward and rules) whose node, named ``node``, lists its inputs' edges in another
+    order: edge k is input ``edge_pos[k]``. ``torch.rsub(a, b)`` computes ``b - a`` with sub but records
+    RsubBackward0 with a's edge first."""
+    def twin_of(p):
+        t = object.__new__(Primitive)
+        for slot in Primitive.__slots__:
+            setattr(t, slot, getattr(p, slot))
+        t.edge_pos = edge_pos
+        t.node_cls = node_class(node, PrimNode)
+        return t
+    twin = twin_of(prim)
+    if prim.cx is prim:
+        twin.cx = twin
+    elif prim.cx is not None:   # the complex rules' twin, with the same order
+        twin.cx = twin_of(prim.cx)
+        twin.cx.cx = twin.cx
+    install_saved_attrs(twin)
+    PRIMITIVES.append(twin)
+    return twin
+
+
 # ----- complex numbers -----------------------------------------------------------------------------
 
 def complex_rules(prim: Primitive, how) -> None:

@@ -25,7 +25,8 @@ from ..autograd._primitive import (
     broadcast_error,
     defprim,
     fast_operator,
-    fast_unary)
+    fast_unary,
+    reordered)
 from ._registry import graph, graph_raw, method, register
 from ..autograd import _batching
 from ..autograd._primitive import PRIMITIVES as _PRIMITIVES
@@ -776,6 +777,11 @@ rsub_scalar_p = defprim("rsub", lambda xp, s, a: s - a,
                         batch=True, complex=True)
 
 
+# rsub(input, other) of two tensors: sub/sub_alpha on (other, input), whose RsubBackward0 lists input's edge first
+_rsub_p = reordered(sub_p, (1, 0), "RsubBackward0")
+_rsub_alpha_p = reordered(sub_alpha_p, (1, 0), "RsubBackward0")
+
+
 @register(method=True)
 def rsub(input: Tensor, other, *, alpha=1) -> Tensor:
     """``other - alpha * input``."""
@@ -784,8 +790,8 @@ def rsub(input: Tensor, other, *, alpha=1) -> Tensor:
     if isinstance(other, Tensor):
         a = _fused_alpha(other, input, alpha, "rsub")
         if a is not None:
-            return apply(sub_alpha_p, (other, input), {"alpha": a}, _RSUB_TENSOR_NODE)
-        return apply(sub_p, (other, _scaled(input, alpha, "rsub", other)), _EMPTY, _RSUB_TENSOR_NODE)
+            return apply(_rsub_alpha_p, (other, input), {"alpha": a})
+        return apply(_rsub_p, (other, _scaled(input, alpha, "rsub", other)))
     return apply(rsub_scalar_p, (other, _scaled(input, alpha, "rsub", other)))
 
 
@@ -1949,7 +1955,6 @@ def frexp(input: Tensor):
 
 # ----- operators --------------------------------------------------------------------------------------------
 
-_RSUB_TENSOR_NODE = node_class("RsubBackward0", PrimNode)
 
 
 def _operator(fn, prim=None):
