@@ -389,3 +389,24 @@ def test_rsub_double_backward_and_forward_ad():
             out[m.__name__] = [fwad.unpack_dual(m.rsub(p, q, **kw)).tangent.numpy() for kw in ({}, {"alpha": 0.3})]
     for t, e in zip(out["torch"], out["ember"]):
         assert _bits_equal(t, e).all()
+
+
+def test_tensor_rsub_operator_with_tensor_other():
+    # Tensor.__rsub__(tensor) is torch.rsub: RsubBackward0 with an edge for each (other's gradient too);
+    # a number keeps RsubBackward1
+    out = {}
+    for m in (torch, ember):
+        rows = []
+        for ad, bd, bshape in ((m.float32, m.float32, (3,)), (m.float32, m.float64, ()), (m.float64, m.float32, (2, 3))):
+            a = m.linspace(-1, 1, 3, dtype=ad).requires_grad_()
+            b = (m.ones(bshape, dtype=bd) * 0.7).requires_grad_()
+            y = a.__rsub__(b)
+            y.backward(m.ones_like(y))
+            rows.append((type(y.grad_fn).__name__, str(y.dtype),
+                         [getattr(f, "variable", None) is a for f, _ in y.grad_fn.next_functions],
+                         y.detach().numpy().tolist(), a.grad.numpy().tolist(), b.grad.numpy().tolist()))
+        rows.append(type(m.tensor([1.0, 2.0], requires_grad=True).__rsub__(2.5).grad_fn).__name__)
+        y = m.tensor([1, 2]).__rsub__(m.tensor([3]))
+        rows.append((y.tolist(), str(y.dtype)))
+        out[m.__name__] = rows
+    assert out["ember"] == out["torch"]

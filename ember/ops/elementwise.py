@@ -1956,7 +1956,6 @@ def frexp(input: Tensor):
 # ----- operators --------------------------------------------------------------------------------------------
 
 
-
 def _operator(fn, prim=None):
     """A binary operator method: NotImplemented for operand types it does not know, so Python can
     try the other side. With ``prim``, float tensors with a float/int scalar or a same-dtype tensor
@@ -2023,13 +2022,22 @@ def _invert(self):
     return bitwise_not(self)
 
 
+_rsub_number = _reflected(rsub_scalar_p, "RsubBackward1", check_sub)
+
+
+def _rsub_operator(self, other):
+    """``other - self``: torch.rsub's RsubBackward0 (an edge for each) when ``other`` is a tensor (the scalar
+    primitive would give it no edge, so no gradient), else RsubBackward1."""
+    return rsub(self, other) if isinstance(other, Tensor) else _rsub_number(self, other)
+
+
 def _bitwise_inplace(name):
     return lambda self, other: getattr(self, name + "_")(other)
 
 
 for _name, _fn in {
         "__add__": _operator(add, add_p), "__radd__": _operator(add, add_p), "__iadd__": _ioperator(iadd),
-        "__sub__": _operator(sub, sub_p), "__rsub__": _reflected(rsub_scalar_p, "RsubBackward1", check_sub),
+        "__sub__": _operator(sub, sub_p), "__rsub__": _rsub_operator,
         "__isub__": _ioperator(isub),
         "__mul__": _operator(mul, mul_p), "__rmul__": _operator(mul, mul_p), "__imul__": _ioperator(imul),
         "__truediv__": _operator(div, div_p), "__rtruediv__": _rtruediv, "__itruediv__": _ioperator(idiv),
