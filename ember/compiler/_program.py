@@ -371,6 +371,24 @@ def _const_in(g: dict):
     return const
 
 
+def _param_args(params: dict, param_refs: dict, name: str, g: dict, expr, const) -> list:
+    """A generated call's keyword arguments: the params fixed at trace time bound as ``**name`` in the program's
+    globals ``g``, those read from arrays of the recording (``param_refs`` templates) as expressions."""
+    if not param_refs:
+        if not params:
+            return []
+        g[name] = params
+        return [f"**{name}"]
+    out = []
+    static = {k: v for k, v in params.items() if k not in param_refs}
+    if static:
+        g[name] = static
+        out.append(f"**{name}")
+    for k, tpl in param_refs.items():
+        out.append(f"{k}={_template_expr(tpl, expr, const)}")
+    return out
+
+
 def _template_expr(tpl, expr, const) -> str:
     kind = tpl[0]
     if kind == "ref":
@@ -505,16 +523,7 @@ def _gen_forward(rec: Recording, steps: list):
         if line is not None:
             lines.append(f"        v{j} = {line}")
             continue
-        if s.param_refs:
-            static = {k: v for k, v in s.params.items() if k not in s.param_refs}
-            if static:
-                g[f"p{j}"] = static
-                args.append(f"**p{j}")
-            for k, tpl in s.param_refs.items():
-                args.append(f"{k}={_template_expr(tpl, expr, const)}")
-        elif s.params:
-            g[f"p{j}"] = s.params
-            args.append(f"**p{j}")
+        args += _param_args(s.params, s.param_refs, f"p{j}", g, expr, const)
         lines.append(f"        v{j} = f{j}(x{j}, {', '.join(args)})")
         if s.asarray:
             g[f"a{j}"] = s.xp.backend.asarray
@@ -709,16 +718,7 @@ def _gen_backward(rec: Recording, fixes: dict):
                 args.append(f"m{j}_{i}")
                 values.append(m)
         out = f"n{need_ix[('step', j)]}" if s.saves_out else "_OUT_NOT_SAVED"
-        if s.param_refs:
-            static = {k: v for k, v in s.node_params.items() if k not in s.param_refs}
-            if static:
-                g[f"P{j}"] = static
-                args.append(f"**P{j}")
-            for k, tpl in s.param_refs.items():
-                args.append(f"{k}={_template_expr(tpl, lambda r: f'n{need_ix[r]}', _const_in(g))}")
-        elif s.node_params:
-            g[f"P{j}"] = s.node_params
-            args.append(f"**P{j}")
+        args += _param_args(s.node_params, s.param_refs, f"P{j}", g, lambda r: f"n{need_ix[r]}", _const_in(g))
         lines.append(f"    g = b{j}")
         lines.append(f"    del b{j}")
         body = []
