@@ -136,9 +136,9 @@ def get_default_device() -> _device_type:
 def compile(model: Callable | None = None, *, fullgraph: bool = False, dynamic: bool | None = None,
             backend: str | Callable = "inductor", mode: str | None = None, options: dict | None = None,
             disable: bool = False):
-    """A pass-through: ember has no compiler, so ``torch.compile(f)`` returns ``f`` itself (a module stays the
-    same module) and the program runs eagerly with the same results. As PyTorch, ``compile`` without a model
-    returns a decorator."""
+    """``torch.compile``'s argument checks, with PyTorch's errors, and a pass-through (``compile(f)`` is ``f``; without
+    a model, a decorator). ``ember.compile`` is ember.compiler's (this layer is below nn): it calls this first for
+    the checks."""
     if model is None:
         return lambda m: compile(m, fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode,
                                  options=options, disable=disable)
