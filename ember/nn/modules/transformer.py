@@ -189,7 +189,7 @@ class TransformerEncoder(Module):
         """Whether PyTorch's ``TransformerEncoder.forward`` would convert ``src`` to a nested tensor."""
         from ...autograd.grad_mode import is_grad_enabled
         first = self.layers[0]
-        if not _fastpath_enabled() or not getattr(self, "use_nested_tensor", False) or first.training:
+        if first.training or not getattr(self, "use_nested_tensor", False) or not _fastpath_enabled():
             return False
         if src.dim() != 3 or key_padding_mask is None or mask is not None:
             return False
@@ -279,7 +279,7 @@ class TransformerEncoderLayer(Module):
         general path, except NaN in fully masked rows)."""
         from ...autograd.grad_mode import is_grad_enabled
         sa = self.self_attn
-        if not _fastpath_enabled() or src.dim() != 3 or self.training or not sa.batch_first:
+        if self.training or not sa.batch_first or not _fastpath_enabled() or src.dim() != 3:
             return False
         if sa.in_proj_bias is None or not sa._qkv_same_embed_dim or not self.activation_relu_or_gelu:
             return False
