@@ -558,6 +558,36 @@ def test_clip_grad_like_torch(norm_type):
     same(lambda lib: _clip(lib, norm_type, None), rtol=1e-6, atol=1e-7)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_clip_grad_norm_kernel_path_equals_ops_path(dtype, monkeypatch):
+    """clip_grad_norm_ of plain float gradients calls its ops' kernels itself: the same bits (total norm, clipped
+    gradients) and version counts as applying the ops, which it does when the fast path is refused."""
+    from ember.nn.utils import clip_grad
+    rng = np.random.default_rng(5)
+    shapes = [(), (3,), (4, 5), (2, 3, 4), (7,)]
+
+    def run():
+        ps = []
+        for s in shapes:
+            p = ember.nn.Parameter(ember.tensor(rng.standard_normal(s).astype(dtype)))
+            p.grad = ember.tensor((rng.standard_normal(s) * 30).astype(dtype))
+            ps.append(p)
+        vcs = [p.grad._version for p in ps]
+        total = ember.nn.utils.clip_grad_norm_(ps, 0.7)
+        return total, [p.grad for p in ps], [p.grad._version - v for p, v in zip(ps, vcs)]
+
+    state = rng.bit_generator.state
+    fast = run()
+    rng.bit_generator.state = state
+    monkeypatch.setattr(clip_grad, "_plain_arrays", lambda tensors: None)
+    slow = run()
+    assert fast[0].dtype == slow[0].dtype and fast[0].numpy().tobytes() == slow[0].numpy().tobytes()
+    for a, b in zip(fast[1], slow[1]):
+        assert a.numpy().tobytes() == b.numpy().tobytes()
+    assert fast[2] == slow[2] == [1] * len(shapes)
+    assert float(fast[0]) > 0.7   # the gradients were scaled
+
+
 def test_clip_grad_errors_and_edge_cases():
     def nonfinite(lib):
         p = lib.nn.Parameter(lib.ones(2))

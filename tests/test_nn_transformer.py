@@ -245,6 +245,34 @@ def test_generate_square_subsequent_mask():
     same(lambda lib: lib.nn.Transformer.generate_square_subsequent_mask(3, dtype=lib.float64), rtol=0, atol=0)
 
 
+def _causal_masks():
+    c = np.triu(np.full((4, 4), -np.inf), 1)
+    off = c.copy()
+    off[3, 1] = -np.inf
+    neg0 = np.where(c == 0, -0.0, c)
+    nan = c.copy()
+    nan[0, 0] = np.nan
+    return [(c, "float32"), (c, "float64"), (off, "float32"), (neg0, "float32"), (nan, "float64"),
+            (np.zeros((4, 4)), "float32"), (c[:3], "float32"), (np.triu(np.ones((4, 4)), 1) > 0, "bool")]
+
+
+@pytest.mark.parametrize("case", range(8))
+@pytest.mark.parametrize("ops_path", [False, True])
+def test_detect_is_causal_mask_like_torch(case, ops_path, monkeypatch):
+    """The encoder's causal-mask check (on the raw arrays, or through the ops when something watches them)
+    answers as PyTorch's for exact, near, signed-zero, NaN, non-square and bool masks."""
+    from torch.nn.modules.transformer import _detect_is_causal_mask as t_detect
+    from ember.nn.modules import transformer as et
+    if ops_path:
+        monkeypatch.setattr(et, "_PLAIN_RESULT", None)
+    m, dt = _causal_masks()[case]
+    size = m.shape[-2]
+    tm = torch.tensor(m).to(getattr(torch, dt))
+    em = ember.tensor(m).to(getattr(ember, dt))
+    assert et._detect_is_causal_mask(em, None, size) == t_detect(tm, None, size)
+    assert et._detect_is_causal_mask(em, True, size) is True and et._detect_is_causal_mask(None, None, 4) is False
+
+
 def test_nested_tensor_warning():
     for kw in ({}, {"batch_first": True}, {"batch_first": True, "norm_first": True}):
         msgs = []

@@ -1258,6 +1258,15 @@ def multi_head_attention_forward(query: Tensor, key: Tensor, value: Tensor, embe
         raise AssertionError("bias_k is set but bias_v is None")
     elif bias_v is not None:
         raise AssertionError("bias_v is set but bias_k is None")
+    if not need_weights and static_k is None and static_v is None and not add_zero_attn:
+        # straight to scaled_dot_product_attention's (N, heads, L, head_dim): one view each, where PyTorch's
+        # reshape, transpose and reshape give the same strides (the same arrays reach every kernel, both ways)
+        q = q.reshape(tgt_len, bsz, num_heads, head_dim).permute(1, 2, 0, 3)
+        k = k.reshape(k.shape[0], bsz, num_heads, head_dim).permute(1, 2, 0, 3)
+        v = v.reshape(v.shape[0], bsz, num_heads, head_dim).permute(1, 2, 0, 3)
+        src_len = k.shape[2]
+        return _mha_sdpa(q, k, v, attn_mask, key_padding_mask, bsz, num_heads, tgt_len, src_len, embed_dim,
+                         training, dropout_p, is_causal, out_proj_weight, out_proj_bias, is_batched)
     q = q.reshape(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
     for which, static in (("k", static_k), ("v", static_v)):
         if static is not None:
@@ -1276,6 +1285,37 @@ def multi_head_attention_forward(query: Tensor, key: Tensor, value: Tensor, embe
         if key_padding_mask is not None:
             key_padding_mask = _pad_last(key_padding_mask)
     src_len = k.shape[1]
+    if not need_weights:
+        q = q.reshape(bsz, num_heads, tgt_len, head_dim)
+        k = k.reshape(bsz, num_heads, src_len, head_dim)
+        v = v.reshape(bsz, num_heads, src_len, head_dim)
+        return _mha_sdpa(q, k, v, attn_mask, key_padding_mask, bsz, num_heads, tgt_len, src_len, embed_dim,
+                         training, dropout_p, is_causal, out_proj_weight, out_proj_bias, is_batched)
+    attn_mask = _merge_padding(attn_mask, key_padding_mask, bsz, num_heads, src_len)
+    if not training:
+        dropout_p = 0.0
+    if is_causal and attn_mask is None:
+        raise AssertionError("FIXME: is_causal not implemented for need_weights")
+    E = q.shape[-1]
+    # PyTorch's ops (baddbmm with a mask): autocast runs them in its dtype, the float mask cast too
+    q_scaled = q * math.sqrt(1.0 / float(E))
+    weights = (bmm(q_scaled, k.transpose(-2, -1)) if attn_mask is None else
+               baddbmm(attn_mask, q_scaled, k.transpose(-2, -1)))
+    weights = apply(softmax_p, (weights,), {"dim": -1})   # the activations family's SoftmaxBackward0
+    if dropout_p > 0.0:
+        weights = _dropout_weights(weights, dropout_p)
+    out = bmm(weights, v).transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
+    out = _linear(out, out_proj_weight, out_proj_bias).view(tgt_len, bsz, -1)
+    weights = weights.view(bsz, num_heads, tgt_len, src_len)
+    if average_attn_weights:
+        weights = weights.mean(dim=1)
+    if not is_batched:
+        out, weights = out.squeeze(1), weights.squeeze(0)
+    return out, weights
+
+
+def _merge_padding(attn_mask, key_padding_mask, bsz: int, num_heads: int, src_len: int):
+    """attn_mask with the key padding mask added in, as (N * heads, 1, S) rows (either may be None)."""
     if key_padding_mask is not None:
         if key_padding_mask.shape[0] != bsz:
             raise AssertionError(f"Expected key_padded_mask.shape[0] to be {bsz}, but got {key_padding_mask.shape[0]}")
@@ -1285,35 +1325,22 @@ def multi_head_attention_forward(query: Tensor, key: Tensor, value: Tensor, embe
         key_padding_mask = key_padding_mask.reshape(bsz, 1, 1, src_len).expand(-1, num_heads, -1, -1).reshape(
             bsz * num_heads, 1, src_len)
         attn_mask = key_padding_mask if attn_mask is None else attn_mask + key_padding_mask
+    return attn_mask
+
+
+def _mha_sdpa(q, k, v, attn_mask, key_padding_mask, bsz: int, num_heads: int, tgt_len: int, src_len: int,
+              embed_dim: int, training: bool, dropout_p: float, is_causal: bool, out_proj_weight, out_proj_bias,
+              is_batched: bool):
+    """multi_head_attention_forward's end without weights: the masks merged, scaled_dot_product_attention over
+    the (N, heads, L, head_dim) q/k/v, the heads joined and projected out."""
+    attn_mask = _merge_padding(attn_mask, key_padding_mask, bsz, num_heads, src_len)
     if not training:
         dropout_p = 0.0
-    if need_weights:
-        if is_causal and attn_mask is None:
-            raise AssertionError("FIXME: is_causal not implemented for need_weights")
-        E = q.shape[-1]
-        # PyTorch's ops (baddbmm with a mask): autocast runs them in its dtype, the float mask cast too
-        q_scaled = q * math.sqrt(1.0 / float(E))
-        weights = (bmm(q_scaled, k.transpose(-2, -1)) if attn_mask is None else
-                   baddbmm(attn_mask, q_scaled, k.transpose(-2, -1)))
-        weights = apply(softmax_p, (weights,), {"dim": -1})   # the activations family's SoftmaxBackward0
-        if dropout_p > 0.0:
-            weights = _dropout_weights(weights, dropout_p)
-        out = bmm(weights, v).transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
-        out = _linear(out, out_proj_weight, out_proj_bias).view(tgt_len, bsz, -1)
-        weights = weights.view(bsz, num_heads, tgt_len, src_len)
-        if average_attn_weights:
-            weights = weights.mean(dim=1)
-        if not is_batched:
-            out, weights = out.squeeze(1), weights.squeeze(0)
-        return out, weights
     if attn_mask is not None:
         if attn_mask.shape[0] == 1 and attn_mask.dim() == 3:
             attn_mask = attn_mask.unsqueeze(0)
         else:
             attn_mask = attn_mask.reshape(bsz, num_heads, -1, src_len)
-    q = q.reshape(bsz, num_heads, tgt_len, head_dim)
-    k = k.reshape(bsz, num_heads, src_len, head_dim)
-    v = v.reshape(bsz, num_heads, src_len, head_dim)
     out = scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)
     out = out.permute(2, 0, 1, 3).reshape(bsz * tgt_len, embed_dim)
     out = _linear(out, out_proj_weight, out_proj_bias).view(tgt_len, bsz, -1)

@@ -464,6 +464,8 @@ class MultiheadAttention(Module):
         """Whether PyTorch's ``MultiheadAttention.forward`` would call its fused kernel
         (``_native_multi_head_attention``): the values are the general path's, except for fully masked rows."""
         from ...autograd.grad_mode import is_grad_enabled
+        if self.training or not self.batch_first:   # (the cheap refusals first: training is the common case)
+            return False
         if not (_fastpath_enabled() and query.dim() == 3 and query is key and key is value):
             return False
         if self.in_proj_weight is None or self.in_proj_bias is None or query.dtype != self.in_proj_bias.dtype:

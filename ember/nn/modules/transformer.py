@@ -13,6 +13,8 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+from ...autograd import _primitive, _profiling
+from ...devices import NAMESPACES
 from ...ops import creation as _creation
 from ..._tensor import Tensor
 from .. import functional as F
@@ -52,11 +54,25 @@ def _get_activation_fn(activation: str) -> Callable[[Tensor], Tensor]:
     raise RuntimeError(f"activation should be relu/gelu, not {activation}")
 
 
+_PLAIN_RESULT = _primitive._result   # the op-result hook when nothing observes the ops (no tracer, no ONNX export)
+
+
 def _detect_is_causal_mask(mask: Tensor | None, is_causal: bool | None = None, size: int | None = None) -> bool:
     """``is_causal`` if given, else whether ``mask`` is exactly the square causal mask."""
     make_causal = is_causal is True
     if is_causal is None and mask is not None:
         sz = size if size is not None else mask.size(-2)
+        data = mask._data
+        if (type(mask) is Tensor and data.dtype.kind == "f" and data.shape == (sz, sz) and type(data) in NAMESPACES
+                and _profiling.NODE_HOOK is None and _primitive._result is _PLAIN_RESULT):
+            # the comparison below on the raw arrays (no op to record: the answer is a Python bool either way);
+            # a tracer or profiler watching gets the ops
+            xp = NAMESPACES[type(data)]
+        else:
+            xp = None
+        if xp is not None and xp.backend.has_data:
+            causal = xp.triu(xp.backend.full((sz, sz), float("-inf"), dtype=data.dtype), 1)
+            return bool(xp.all(data == causal))
         causal = _generate_square_subsequent_mask(sz, device=mask.device, dtype=mask.dtype)
         make_causal = bool((mask == causal).all()) if mask.size() == causal.size() else False
     return make_causal
@@ -189,7 +205,7 @@ class TransformerEncoder(Module):
         """Whether PyTorch's ``TransformerEncoder.forward`` would convert ``src`` to a nested tensor."""
         from ...autograd.grad_mode import is_grad_enabled
         first = self.layers[0]
-        if not _fastpath_enabled() or not getattr(self, "use_nested_tensor", False) or first.training:
+        if first.training or not getattr(self, "use_nested_tensor", False) or not _fastpath_enabled():
             return False
         if src.dim() != 3 or key_padding_mask is None or mask is not None:
             return False
@@ -279,7 +295,7 @@ class TransformerEncoderLayer(Module):
         general path, except NaN in fully masked rows)."""
         from ...autograd.grad_mode import is_grad_enabled
         sa = self.self_attn
-        if not _fastpath_enabled() or src.dim() != 3 or self.training or not sa.batch_first:
+        if self.training or not sa.batch_first or not _fastpath_enabled() or src.dim() != 3:
             return False
         if sa.in_proj_bias is None or not sa._qkv_same_embed_dim or not self.activation_relu_or_gelu:
             return False

@@ -9,9 +9,12 @@ from collections.abc import Iterable
 
 from ...ops import creation as _creation
 from ... import _dtype as D
-from ..._tensor import Tensor
+from ..._device import fp_quiet, fp_restore
+from ..._tensor import Tensor, make
+from ...devices import NAMESPACES
 from ...ops.elementwise import clamp
 from ...ops.reduction import norm_p, vector_norm
+from ...autograd import _primitive, _profiling
 from ...autograd._primitive import apply
 from ...ops.shape import stack
 from ...autograd.grad_mode import no_grad
@@ -38,8 +41,19 @@ def get_total_norm(tensors: _tensor_or_tensors, norm_type: float = 2.0, error_if
     if len(tensors) == 0:
         return _creation.tensor(0.0)
     # ``foreach`` picks PyTorch's fused kernels; ember has one path, with the same arithmetic.
-    norms = [_norm(g, norm_type) for g in tensors]
-    total_norm = vector_norm(stack(_promote(norms)), norm_type)
+    xp = _plain_arrays(tensors) if norm_type == 2.0 else None
+    if xp is not None:
+        # the per-tensor norms by the norm primitive's own kernel, stacked as ``stack`` stacks them: the same
+        # arrays as the ops below make, without a Tensor and a graph-free op call per gradient
+        fp = fp_quiet()
+        try:
+            stacked = xp.stack([xp.vector_norm(t._data, 2, tuple(range(t._data.ndim)), False) for t in tensors], 0)
+        finally:
+            fp_restore(fp)
+        total_norm = vector_norm(make(stacked), norm_type)
+    else:
+        norms = [_norm(g, norm_type) for g in tensors]
+        total_norm = vector_norm(stack(_promote(norms)), norm_type)
     if error_if_nonfinite and (total_norm.isnan() | total_norm.isinf()).item():
         raise RuntimeError(f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, so "
                            "it cannot be clipped. To disable this error and scale the gradients by the non-finite "
@@ -53,6 +67,26 @@ def _norm(g: Tensor, norm_type: float) -> Tensor:
     if norm_type == 2.0 and type(g) is Tensor and g.dtype.is_floating_point:
         return apply(norm_p, (g,), {"ord": 2, "dims": tuple(range(g._data.ndim)), "keepdim": False})
     return vector_norm(g, norm_type)
+
+
+_PLAIN_RESULT = _primitive._result   # the op-result hook when nothing observes the ops (no tracer, no ONNX export)
+
+
+def _plain_arrays(tensors: list):
+    """The raw namespace of ``tensors`` when every one is a plain float32/float64 Tensor on one device with one
+    dtype, that nothing requires grad of, and no profiler, tracer (``ember.compile``, ONNX export) watches the ops:
+    then clipping may call the kernels of its ops itself (same arrays, same order) instead of applying the ops one
+    tensor at a time. None otherwise (the ops are applied)."""
+    if _profiling.NODE_HOOK is not None or _primitive._result is not _PLAIN_RESULT:
+        return None
+    first = tensors[0]._data
+    dtype, kind = first.dtype, type(first)
+    if dtype.kind != "f" or dtype.itemsize < 4 or kind not in NAMESPACES:
+        return None
+    for t in tensors:
+        if type(t) is not Tensor or t._requires_grad or type(t._data) is not kind or t._data.dtype != dtype:
+            return None
+    return NAMESPACES[kind]
 
 
 def _promote(norms: list[Tensor]) -> list[Tensor]:
@@ -75,6 +109,19 @@ def clip_grads_with_norm_(parameters: _tensor_or_tensors, max_norm: float, total
         return
     clip_coef = max_norm / (total_norm + 1e-6)
     clip_coef_clamped = clamp(clip_coef, max=1.0)
+    if _plain_arrays(grads) is not None and clip_coef_clamped.dtype == grads[0].dtype and all(
+            g._base is None and g.grad_fn is None and getattr(g._data.flags, "writeable", True) for g in grads):
+        # ``g.mul_(coef)`` of each gradient (same dtype: one rounded product an element) without an op call each;
+        # the version counters move as the in-place op moves them
+        c = clip_coef_clamped._data
+        fp = fp_quiet()
+        try:
+            for g in grads:
+                g._data *= c
+                g._vc[0] += 1
+        finally:
+            fp_restore(fp)
+        return
     for g in grads:
         g.mul_(clip_coef_clamped)
 
