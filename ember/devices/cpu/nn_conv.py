@@ -130,6 +130,46 @@ def _cols_rows(xp_, kernel, dilation, ps, T, buf):
     return cols
 
 
+# Sample-minor wide columns (stride 1, forward and input gradient): the same wide columns, each chunk's B*T of
+# them ordered position-major, sample-minor (column t*B + n, not n*T + t), over a copy of the padded chunk laid
+# out (C, prod(grid), B). A kernel offset is then one shift of a whole (position, sample) slab: the im2col copy
+# and each col2im addition are one contiguous run of T*B elements per channel (per (sample, channel) before),
+# which is what NumPy runs fast. The GEMM has the same shape and each column the same dot product; only the
+# columns' order differs, and OpenBLAS's result for a column does not depend on its place when the column
+# count is a multiple of its kernels' tile widths (checked: 16 float32, 8 float64, on thousands of random
+# shapes; one column of a partial tile can round differently), hence _MINOR_COLS. The weight gradient sums
+# over the columns: it keeps the sample-major order (another order would round differently).
+_MINOR_COLS = 64
+
+
+def _minor_ok(B, T):
+    return (B * T) % _MINOR_COLS == 0
+
+
+def _minor_padded(x, pads, grid, buf):
+    """The chunk ``x`` (B, C, *S), transposed to (C, *S, B), inside the zero border of ``buf``'s first B*P
+    elements viewed as (C, *grid, B) (P = prod(grid)); returns that view as (C, P, B). Every inside element is
+    written, so the border stays zeros as long as B stays the same (the caller zeroes ``buf`` when B changes)."""
+    B, C = x.shape[:2]
+    P = _math.prod(grid)
+    b = buf[:C * P * B].reshape((C,) + tuple(grid) + (B,))
+    inner = (slice(None),) + tuple(slice(lo, lo + s) for s, (lo, _) in zip(x.shape[2:], pads)) + (slice(None),)
+    np.copyto(b[inner], np.moveaxis(x, 0, -1))
+    return b.reshape(C, P, B)
+
+
+def _minor_cols(xm, offs, T, buf):
+    """im2col of the sample-minor padded chunk ``xm`` (C, P, B): (C*K, T*B), row (c, k) the T*B elements of
+    channel c from flat position offs[k] on, written into the first T*B columns of ``buf`` (C*K, >= T*B)."""
+    C, _, B = xm.shape
+    cols = buf[:, :T * B]
+    c3 = cols.reshape(C, len(offs), T * B)
+    flat = xm.reshape(C, -1)
+    for j, o in enumerate(offs):   # one (C, T*B) copy per kernel offset
+        c3[:, j] = flat[:, o * B:(o + T) * B]
+    return cols
+
+
 def _rows_view(a, B, T, ps, out_size, writeable=False):
     """The (R, B, *L) output positions of the wide rows ``a`` (R, >= B*T), B samples of T columns each."""
     it = a.itemsize
@@ -182,15 +222,26 @@ def conv_nd(x, w, b, stride, pads, dilation, groups):
         chunk = _Chunked(x, pads, step)
         cbuf = np.empty((C * K, step * T), dtype=x.dtype)
         obuf = np.empty((O, step * T), dtype=out.dtype)
+        offs = [sum(ki * dl * p for ki, dl, p in zip(k, dilation, ps)) for k in np.ndindex(*kernel)]
+        mbuf, mB = None, 0
         for n0, n1 in _chunks(N, C * K * T * x.itemsize):
             B = n1 - n0
-            cols = _cols_rows(chunk(n0, n1), kernel, dilation, ps, T, cbuf)
-            res = _group_mm(w, cols, groups, out=obuf[:, :B * T])        # the chunk's one GEMM: (O, B*T)
-            res = _rows_view(res, B, T, ps, out_size).swapaxes(0, 1)
-            if b is None:
-                out[n0:n1] = res
-            else:   # the bias added while the output is copied out of the wide rows
-                np.add(res, b.reshape((O,) + (1,) * len(kernel)), out=out[n0:n1])
+            if _minor_ok(B, T):
+                if B != mB:   # a new zero border for this chunk size
+                    mbuf, mB = np.zeros(C * _math.prod(grid) * B, dtype=x.dtype), B
+                cols = _minor_cols(_minor_padded(x[n0:n1], pads, grid, mbuf), offs, T, cbuf)
+                res = _group_mm(w, cols, groups, out=obuf[:, :B * T])    # the chunk's one GEMM: (O, T*B)
+                if b is not None:   # the bias added over whole rows (the unused columns too), then copied out
+                    res += b.reshape(O, 1)
+                it = res.itemsize   # (B, O, *L) read out of the sample-minor columns
+                res = _as_strided(res, (B, O) + tuple(out_size), (it, res.strides[0]) + tuple(p * B * it for p in ps))
+            else:
+                cols = _cols_rows(chunk(n0, n1), kernel, dilation, ps, T, cbuf)
+                res = _group_mm(w, cols, groups, out=obuf[:, :B * T])    # the chunk's one GEMM: (O, B*T)
+                if b is not None:
+                    res += b.reshape(O, 1)
+                res = _rows_view(res, B, T, ps, out_size).swapaxes(0, 1)
+            out[n0:n1] = res
         return out
     flat = out.reshape(N, O, _math.prod(out_size))
     for n0, n1 in _chunks(N, C * K * flat.shape[2] * x.itemsize):
@@ -245,9 +296,32 @@ def conv_transpose_nd(x, w, b, stride, pads, dilation, groups, size):
         gbuf = np.zeros((O, step * T), dtype=x.dtype)     # zeros between the positions, never written
         cbuf = np.empty((C * K, step * T), dtype=out.dtype)
         pbuf = np.empty((step, C, P), dtype=out.dtype) if padded else None
+        mbuf = np.empty(C * P * step, dtype=out.dtype)
+        mB = 0
         for n0, n1 in _chunks(N, C * K * T * out.itemsize):
             B = n1 - n0
             g = gbuf[:, :B * T]
+            if _minor_ok(B, T):
+                if B != mB:   # the unused columns' zeros sit elsewhere for another chunk size
+                    gbuf[...] = 0
+                    mB = B
+                it = g.itemsize
+                _as_strided(g, (B, O) + tuple(out_size), (it, g.strides[0]) + tuple(p * B * it for p in ps),
+                            writeable=True)[...] = x[n0:n1]
+                cols = _group_mm(w, g, groups, transpose_w=True, out=cbuf[:, :B * T])   # (C*K, T*B): one GEMM
+                cols = cols.reshape(C, K, T * B)
+                mb = mbuf[:C * P * B].reshape(C, P * B)
+                mb[...] = 0
+                for j, off in enumerate(offs):   # one shifted addition per kernel offset: one run of T*B
+                    mb[:, off * B:(off + T) * B] += cols[:, j]
+                mres = mb.reshape((C,) + grid + (B,))
+                if padded:
+                    mres = mres[(slice(None),) + crop[2:] + (slice(None),)]
+                np.copyto(out[n0:n1], np.moveaxis(mres, -1, 0))
+                continue
+            if mB:   # back from sample-minor columns: the sample-major zeros again
+                gbuf[...] = 0
+                mB = 0
             _rows_view(g, B, T, ps, out_size, writeable=True)[...] = x[n0:n1].swapaxes(0, 1)
             cols = _group_mm(w, g, groups, transpose_w=True, out=cbuf[:, :B * T])   # (C*K, B*T): one GEMM
             cols = cols.reshape(C, K, B, T)
