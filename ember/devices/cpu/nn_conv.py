@@ -371,13 +371,21 @@ def conv_weight_nd(x, gy, wshape, stride, pads, dilation, groups):
         cbuf = np.empty((C * K, step * T), dtype=x.dtype)
         gbuf = np.zeros((O, step * T), dtype=gy.dtype)    # zeros between the positions, never written
         dw = np.zeros((groups, O // groups, (C // groups) * K), dtype=dtype)
+        # The GEMM as (C*K, columns) x (columns, O), transposed back: OpenBLAS's float32 result is the same bits
+        # in either orientation when both dims are multiples of 16 (checked on thousands of random shapes, any
+        # column count), and this one runs faster (it packs the long operands without transposing them).
+        swap = dtype == np.float32 and (O // groups) % 16 == 0 and ((C // groups) * K) % 16 == 0
         for n0, n1 in _chunks(N, C * K * T * dtype.itemsize):
             B = n1 - n0
             cols = _cols_rows(chunk(n0, n1), kernel, dilation, ps, T, cbuf)
             g = gbuf[:, :B * T]
             _rows_view(g, B, T, ps, out_size, writeable=True)[...] = gy[n0:n1].swapaxes(0, 1)
-            dw += np.matmul(g.reshape(groups, O // groups, B * T),
-                            cols.reshape(groups, (C // groups) * K, B * T).swapaxes(1, 2))
+            gg = g.reshape(groups, O // groups, B * T)
+            cc = cols.reshape(groups, (C // groups) * K, B * T)
+            if swap:   # the same products as the product below, 1.4x as fast at the demo's 16->32 conv
+                dw += np.matmul(cc, gg.swapaxes(1, 2)).swapaxes(1, 2)
+            else:
+                dw += np.matmul(gg, cc.swapaxes(1, 2))
         # the unused wide columns hold zeros in g; against a non-finite input there they give NaN: redo
         # those the compact way
         if np.isfinite(dw).all() or np.isfinite(x).all():
