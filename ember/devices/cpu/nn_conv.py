@@ -12,6 +12,7 @@ transposed convolution's (cropped) output.
 """
 from __future__ import annotations
 
+import functools as _functools
 import math as _math
 
 import numpy as np
@@ -88,6 +89,12 @@ def _wide(grid, out_size):
     """(flat strides of ``grid`` in elements, the wide length T covering every output position)."""
     ps = tuple(_math.prod(grid[i + 1:]) for i in range(len(grid)))
     return ps, sum((L - 1) * p for L, p in zip(out_size, ps)) + 1
+
+
+@_functools.lru_cache(maxsize=256)
+def _offsets(kernel, dilation, ps):
+    """The flat shift of each kernel offset (in np.ndindex order) on a grid of flat strides ``ps``."""
+    return tuple(sum(ki * dl * p for ki, dl, p in zip(k, dilation, ps)) for k in np.ndindex(*kernel))
 
 
 def _wide_ok(stride, grid, out_size, kernel, dilation):
@@ -227,10 +234,10 @@ def conv_nd(x, w, b, stride, pads, dilation, groups):
     if _wide_ok(stride, grid, out_size, kernel, dilation):
         ps, T = _wide(grid, out_size)
         step = _chunk_size(N, C * K * T * x.itemsize)
-        chunk = _Chunked(x, pads, step)
+        chunk = None
         cbuf = np.empty((C * K, step * T), dtype=x.dtype)
         obuf = np.empty((O, step * T), dtype=out.dtype)
-        offs = [sum(ki * dl * p for ki, dl, p in zip(k, dilation, ps)) for k in np.ndindex(*kernel)]
+        offs = _offsets(kernel, tuple(dilation), ps)
         mbuf, mB = None, 0
         for n0, n1 in _chunks(N, C * K * T * x.itemsize):
             B = n1 - n0
@@ -244,6 +251,7 @@ def conv_nd(x, w, b, stride, pads, dilation, groups):
                 it = res.itemsize   # (B, O, *L) read out of the sample-minor columns
                 res = _as_strided(res, (B, O) + tuple(out_size), (it, res.strides[0]) + tuple(p * B * it for p in ps))
             else:
+                chunk = chunk or _Chunked(x, pads, step)
                 cols = _cols_rows(chunk(n0, n1), kernel, dilation, ps, T, cbuf)
                 res = _group_mm(w, cols, groups, out=obuf[:, :B * T])    # the chunk's one GEMM: (O, B*T)
                 if b is not None:
@@ -297,7 +305,7 @@ def conv_transpose_nd(x, w, b, stride, pads, dilation, groups, size):
     if _wide_ok(stride, grid, out_size, kernel, dilation) and np.isfinite(w).all():
         ps, T = _wide(grid, out_size)
         P = _math.prod(grid)
-        offs = [sum(ki * dl * p for ki, dl, p in zip(k, dilation, ps)) for k in np.ndindex(*kernel)]
+        offs = _offsets(kernel, tuple(dilation), ps)
         padded = any(lo or hi for lo, hi in pads)
         crop = (slice(None), slice(None)) + tuple(slice(lo, lo + s) for s, (lo, _) in zip(size, pads))
         step = _chunk_size(N, C * K * T * out.itemsize)
