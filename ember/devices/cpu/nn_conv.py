@@ -301,7 +301,7 @@ def conv_transpose_nd(x, w, b, stride, pads, dilation, groups, size):
     C = groups * w.shape[1]
     size = tuple(size)
     grid = tuple(s + lo + hi for s, (lo, hi) in zip(size, pads))
-    out = np.zeros((N, C) + size, dtype=np.result_type(x, w))
+    out = np.empty((N, C) + size, dtype=np.result_type(x, w))
     if _wide_ok(stride, grid, out_size, kernel, dilation) and np.isfinite(w).all():
         ps, T = _wide(grid, out_size)
         P = _math.prod(grid)
@@ -309,18 +309,20 @@ def conv_transpose_nd(x, w, b, stride, pads, dilation, groups, size):
         padded = any(lo or hi for lo, hi in pads)
         crop = (slice(None), slice(None)) + tuple(slice(lo, lo + s) for s, (lo, _) in zip(size, pads))
         step = _chunk_size(N, C * K * T * out.itemsize)
-        gbuf = np.zeros((O, step * T), dtype=x.dtype)     # zeros between the positions, never written
+        # g's unused columns hold zeros (written when the layout changes, the positions never): sample-major
+        # ones are the same for any chunk size, sample-minor ones move with it
+        gbuf = np.empty((O, step * T), dtype=x.dtype)
         cbuf = np.empty((C * K, step * T), dtype=out.dtype)
         pbuf = np.empty((step, C, P), dtype=out.dtype) if padded else None
         mbuf = np.empty(C * P * step, dtype=out.dtype)
-        mB = 0
+        zeroed = None
         for n0, n1 in _chunks(N, C * K * T * out.itemsize):
             B = n1 - n0
             g = gbuf[:, :B * T]
             if _minor_ok(B, T):
-                if B != mB:   # the unused columns' zeros sit elsewhere for another chunk size
+                if zeroed != B:
                     gbuf[...] = 0
-                    mB = B
+                    zeroed = B
                 it = g.itemsize
                 _copy_by_samples(_as_strided(g, (B, O) + tuple(out_size), (it, g.strides[0]) +
                                              tuple(p * B * it for p in ps), writeable=True), x[n0:n1], 16)
@@ -335,9 +337,9 @@ def conv_transpose_nd(x, w, b, stride, pads, dilation, groups, size):
                     mres = mres[(slice(None),) + crop[2:] + (slice(None),)]
                 np.copyto(out[n0:n1], np.moveaxis(mres, -1, 0))
                 continue
-            if mB:   # back from sample-minor columns: the sample-major zeros again
+            if zeroed != "major":
                 gbuf[...] = 0
-                mB = 0
+                zeroed = "major"
             _rows_view(g, B, T, ps, out_size, writeable=True)[...] = x[n0:n1].swapaxes(0, 1)
             cols = _group_mm(w, g, groups, transpose_w=True, out=cbuf[:, :B * T])   # (C*K, B*T): one GEMM
             cols = cols.reshape(C, K, B, T)
@@ -346,11 +348,13 @@ def conv_transpose_nd(x, w, b, stride, pads, dilation, groups, size):
                 buf[...] = 0
             else:
                 buf = out[n0:n1].reshape(B, C, P)
+                buf[...] = 0
             for j, off in enumerate(offs):   # one shifted addition per kernel offset, contiguous runs of T
                 buf[:, :, off:off + T] += cols[:, j].swapaxes(0, 1)
             if padded:
                 out[n0:n1] = buf.reshape((B, C) + grid)[crop]
     else:
+        out[...] = 0
         L = _math.prod(out_size)
         for n0, n1 in _chunks(N, C * K * L * out.itemsize):
             cols = _stacked(w, x[n0:n1].reshape(n1 - n0, O, L), groups, transpose_w=True)
