@@ -102,6 +102,19 @@ def _wide_ok(stride, grid, out_size, kernel, dilation):
                                                zip(grid, out_size, kernel, dilation))
 
 
+def _copy_rows(dst, src):
+    """``dst[...] = src`` (same shape and dtype), each row along the last axis moved as one raw item when that
+    axis is contiguous in both: NumPy's copy then loops over rows, not elements (small spatial maps have rows
+    of 4 to 8 elements: 2 to 4 times as fast). The bytes are the same as an element-wise copy's."""
+    n = dst.shape[-1] if dst.ndim else 0
+    if (n > 1 and dst.dtype == src.dtype and dst.shape == src.shape and dst.strides[-1] == dst.itemsize
+            and src.strides[-1] == src.itemsize and dst.size):
+        item = np.dtype((np.void, n * dst.itemsize))
+        np.copyto(dst.view(item)[..., 0], src.view(item)[..., 0])
+    else:
+        np.copyto(dst, src)
+
+
 class _Chunked:
     """The samples [n0, n1) of ``x`` (N, C, *S), padded by ``pads`` and contiguous, one chunk after another
     in the same buffer (its border zeros written once)."""
@@ -118,7 +131,7 @@ class _Chunked:
         if not self.padded:
             return np.ascontiguousarray(self.x[n0:n1])
         b = self.buf[:n1 - n0]
-        b[self.inner] = self.x[n0:n1]
+        _copy_rows(b[self.inner], self.x[n0:n1])
         return b
 
 
@@ -132,8 +145,8 @@ def _cols_rows(xp_, kernel, dilation, ps, T, buf):
                        xp_.strides[:2] + tuple(dl * p * it for dl, p in zip(dilation, ps)) + (it,), writeable=False)
     cols = buf[:, :B * T]
     d = len(kernel)
-    np.copyto(cols.reshape((C,) + tuple(kernel) + (B, T)),
-              view.transpose((1,) + tuple(range(2, 2 + d)) + (0, 2 + d)))
+    _copy_rows(cols.reshape((C,) + tuple(kernel) + (B, T)),
+               view.transpose((1,) + tuple(range(2, 2 + d)) + (0, 2 + d)))
     return cols
 
 
@@ -257,7 +270,7 @@ def conv_nd(x, w, b, stride, pads, dilation, groups):
                 if b is not None:
                     res += b.reshape(O, 1)
                 res = _rows_view(res, B, T, ps, out_size).swapaxes(0, 1)
-            out[n0:n1] = res
+            _copy_rows(out[n0:n1], res)
         return out
     flat = out.reshape(N, O, _math.prod(out_size))
     for n0, n1 in _chunks(N, C * K * flat.shape[2] * x.itemsize):
@@ -340,7 +353,7 @@ def conv_transpose_nd(x, w, b, stride, pads, dilation, groups, size):
             if zeroed != "major":
                 gbuf[...] = 0
                 zeroed = "major"
-            _rows_view(g, B, T, ps, out_size, writeable=True)[...] = x[n0:n1].swapaxes(0, 1)
+            _copy_rows(_rows_view(g, B, T, ps, out_size, writeable=True), x[n0:n1].swapaxes(0, 1))
             cols = _group_mm(w, g, groups, transpose_w=True, out=cbuf[:, :B * T])   # (C*K, B*T): one GEMM
             cols = cols.reshape(C, K, B, T)
             if padded:
@@ -391,7 +404,7 @@ def conv_weight_nd(x, gy, wshape, stride, pads, dilation, groups):
             B = n1 - n0
             cols = _cols_rows(chunk(n0, n1), kernel, dilation, ps, T, cbuf)
             g = gbuf[:, :B * T]
-            _rows_view(g, B, T, ps, out_size, writeable=True)[...] = gy[n0:n1].swapaxes(0, 1)
+            _copy_rows(_rows_view(g, B, T, ps, out_size, writeable=True), gy[n0:n1].swapaxes(0, 1))
             gg = g.reshape(groups, O // groups, B * T)
             cc = cols.reshape(groups, (C // groups) * K, B * T)
             if swap:   # the same products as the product below, 1.4x as fast at the demo's 16->32 conv
