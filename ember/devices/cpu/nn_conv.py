@@ -150,15 +150,16 @@ def _cols_rows(xp_, kernel, dilation, ps, T, buf):
     return cols
 
 
-# Sample-minor wide columns (stride 1, forward and input gradient): the same wide columns, each chunk's B*T of
-# them ordered position-major, sample-minor (column t*B + n, not n*T + t), over a copy of the padded chunk laid
-# out (C, prod(grid), B). A kernel offset is then one shift of a whole (position, sample) slab: the im2col copy
-# and each col2im addition are one contiguous run of T*B elements per channel (per (sample, channel) before),
-# which is what NumPy runs fast. The GEMM has the same shape and each column the same dot product; only the
-# columns' order differs, and OpenBLAS's result for a column does not depend on its place when the column
-# count is a multiple of its kernels' tile widths (checked: 16 float32, 8 float64, on thousands of random
-# shapes; one column of a partial tile can round differently), hence _MINOR_COLS. The weight gradient sums
-# over the columns: it keeps the sample-major order (another order would round differently).
+# Sample-minor wide columns (stride 1, the input gradient): the same wide columns, each chunk's B*T of them
+# ordered position-major, sample-minor (column t*B + n, not n*T + t), and the padded result laid out
+# (C, prod(grid), B). A kernel offset is then one shift of a whole (position, sample) slab: each col2im
+# addition is one contiguous run of T*B elements per channel (per (sample, channel) before), which is what
+# NumPy runs fast. The GEMM has the same shape and each column the same dot product; only the columns' order
+# differs, and OpenBLAS's result for a column does not depend on its place when the column count is a
+# multiple of its kernels' tile widths (checked: 16 float32, 8 float64, on thousands of random shapes; one
+# column of a partial tile can round differently), hence _MINOR_COLS. The weight gradient sums over the
+# columns: it keeps the sample-major order (another order would round differently). The forward keeps it too:
+# with _copy_rows its copies are cheaper than the transposing ones of sample-minor columns.
 _MINOR_COLS = 64
 
 
@@ -172,30 +173,6 @@ def _copy_by_samples(dst, src, nb):
     elements are spread out (a whole-batch copy misses it: 4 times as slow on (64, 32, 4, 4))."""
     for i in range(0, dst.shape[0], nb):
         np.copyto(dst[i:i + nb], src[i:i + nb])
-
-
-def _minor_padded(x, pads, grid, buf):
-    """The chunk ``x`` (B, C, *S), transposed to (C, *S, B), inside the zero border of ``buf``'s first B*P
-    elements viewed as (C, *grid, B) (P = prod(grid)); returns that view as (C, P, B). Every inside element is
-    written, so the border stays zeros as long as B stays the same (the caller zeroes ``buf`` when B changes)."""
-    B, C = x.shape[:2]
-    P = _math.prod(grid)
-    b = buf[:C * P * B].reshape((C,) + tuple(grid) + (B,))
-    inner = (slice(None),) + tuple(slice(lo, lo + s) for s, (lo, _) in zip(x.shape[2:], pads)) + (slice(None),)
-    _copy_by_samples(np.moveaxis(b[inner], -1, 0), x, 32)
-    return b.reshape(C, P, B)
-
-
-def _minor_cols(xm, offs, T, buf):
-    """im2col of the sample-minor padded chunk ``xm`` (C, P, B): (C*K, T*B), row (c, k) the T*B elements of
-    channel c from flat position offs[k] on, written into the first T*B columns of ``buf`` (C*K, >= T*B)."""
-    C, _, B = xm.shape
-    cols = buf[:, :T * B]
-    c3 = cols.reshape(C, len(offs), T * B)
-    flat = xm.reshape(C, -1)
-    for j, o in enumerate(offs):   # one (C, T*B) copy per kernel offset
-        c3[:, j] = flat[:, o * B:(o + T) * B]
-    return cols
 
 
 def _rows_view(a, B, T, ps, out_size, writeable=False):
@@ -247,29 +224,16 @@ def conv_nd(x, w, b, stride, pads, dilation, groups):
     if _wide_ok(stride, grid, out_size, kernel, dilation):
         ps, T = _wide(grid, out_size)
         step = _chunk_size(N, C * K * T * x.itemsize)
-        chunk = None
+        chunk = _Chunked(x, pads, step)
         cbuf = np.empty((C * K, step * T), dtype=x.dtype)
         obuf = np.empty((O, step * T), dtype=out.dtype)
-        offs = _offsets(kernel, tuple(dilation), ps)
-        mbuf, mB = None, 0
         for n0, n1 in _chunks(N, C * K * T * x.itemsize):
             B = n1 - n0
-            if _minor_ok(B, T):
-                if B != mB:   # a new zero border for this chunk size
-                    mbuf, mB = np.zeros(C * _math.prod(grid) * B, dtype=x.dtype), B
-                cols = _minor_cols(_minor_padded(x[n0:n1], pads, grid, mbuf), offs, T, cbuf)
-                res = _group_mm(w, cols, groups, out=obuf[:, :B * T])    # the chunk's one GEMM: (O, T*B)
-                if b is not None:   # the bias added over whole rows (the unused columns too), then copied out
-                    res += b.reshape(O, 1)
-                it = res.itemsize   # (B, O, *L) read out of the sample-minor columns
-                res = _as_strided(res, (B, O) + tuple(out_size), (it, res.strides[0]) + tuple(p * B * it for p in ps))
-            else:
-                chunk = chunk or _Chunked(x, pads, step)
-                cols = _cols_rows(chunk(n0, n1), kernel, dilation, ps, T, cbuf)
-                res = _group_mm(w, cols, groups, out=obuf[:, :B * T])    # the chunk's one GEMM: (O, B*T)
-                if b is not None:
-                    res += b.reshape(O, 1)
-                res = _rows_view(res, B, T, ps, out_size).swapaxes(0, 1)
+            cols = _cols_rows(chunk(n0, n1), kernel, dilation, ps, T, cbuf)
+            res = _group_mm(w, cols, groups, out=obuf[:, :B * T])        # the chunk's one GEMM: (O, B*T)
+            if b is not None:   # the bias added over whole rows (the unused columns too), then copied out
+                res += b.reshape(O, 1)
+            res = _rows_view(res, B, T, ps, out_size).swapaxes(0, 1)
             _copy_rows(out[n0:n1], res)
         return out
     flat = out.reshape(N, O, _math.prod(out_size))
