@@ -231,7 +231,22 @@ def _lowest(dtype):
     return -np.inf if dtype.kind in "fV" else (np.iinfo(dtype).min if dtype.kind in "iu" else False)
 
 
-def _first_max_indices(views, kernel, stride, dilation, out_size, size):
+def _tiles_offset_major(x, kernel, out_size, out):
+    """The windows of ``x`` (B, C, H, W), contiguous, tiled exactly by ``kernel`` (stride = kernel, no padding or
+    dilation, H = L0*k0, W = L1*k1), written offset-major into ``out`` (k0*k1, B*C*L0*L1): what np.stack of the
+    strided window views writes, in two passes with long loops instead of one short run per output row: the
+    width offsets apart (one strided pass each), then each window row of L1 elements moved as one item."""
+    (k0, k1), (L0, L1) = kernel, out_size
+    M = x.size // (k0 * k1)   # elements per offset
+    cols = np.empty((k1, M * k0), dtype=x.dtype)
+    np.copyto(cols, x.reshape(-1, k1).T)
+    item = np.dtype((np.void, L1 * x.itemsize))   # one window row: raw bytes, copied as they are
+    np.copyto(out.reshape(k0, k1, M).view(item).reshape(k0, k1, M // L1),
+              cols.view(item).reshape(k1, M // L1, k0).transpose(2, 0, 1))
+    return out
+
+
+def _first_max_indices(views, kernel, stride, dilation, out_size, size, x=None):
     """The scan of _running_argmax when no window holds a NaN or padding, in fewer passes: the windows'
     maximum, then the number of leading offsets (in window order) below it, i.e. the first offset equal to
     it (ties: the first maximum). None when a window holds a NaN (PyTorch's scan then picks the last NaN:
@@ -245,7 +260,11 @@ def _first_max_indices(views, kernel, stride, dilation, out_size, size):
     for n0, n1 in _chunks(N, per):
         # this chunk's window values offset-major and contiguous: every pass below then runs over long rows
         # (strided views of small pooled maps loop over short rows, one per output row: slower)
-        w = np.stack([v[n0:n1] for v in views], out=wbuf[:, :n1 - n0])
+        if x is not None:   # exact tiling (see _tiles_offset_major)
+            w = wbuf[:, :n1 - n0]
+            _tiles_offset_major(x[n0:n1], kernel, out_size, w.reshape(K, -1))
+        else:
+            w = np.stack([v[n0:n1] for v in views], out=wbuf[:, :n1 - n0])
         m = np.maximum(w[0], w[-1])
         for v in w[1:-1]:
             np.maximum(m, v, out=m)
@@ -288,7 +307,9 @@ def max_pool_indices(x, kernel, stride, pads, dilation, out_size):
                                     stride[i]) for i in range(d))] for k in np.ndindex(*kernel))
     full = not any(lo or hi for lo, hi in pads)
     if full:
-        idx = _first_max_indices(list(views), kernel, stride, dilation, out_size, size)
+        tiled = (d == 2 and tuple(stride) == tuple(kernel) and all(dl == 1 for dl in dilation)
+                 and all(S == L * k for S, L, k in zip(size, out_size, kernel)) and x.flags.c_contiguous and x.size)
+        idx = _first_max_indices(list(views), kernel, stride, dilation, out_size, size, x if tiled else None)
         if idx is not None:
             return idx
         views = (xp_[lead + tuple(slice(k[i] * dilation[i], k[i] * dilation[i] + stride[i] * (out_size[i] - 1) + 1,
