@@ -29,58 +29,66 @@ __all__ = ["fma", "fma_lerp_"]
 # bit. float64 keeps plain NumPy arithmetic (two roundings: within an ulp of PyTorch's), as NumPy has no fast
 # wider type. (float16 parameters take the float64 route but NumPy rounds their scalars to float16 where
 # PyTorch computes in float32: close, not exact.)
-_CHUNK = 32768                    # elements per block: the float64 scratch stays in the CPU cache
+_CHUNK = 65536                    # elements per block: the float64 scratch (two buffers) stays near the CPU
 _LOW29 = np.uint64(0x1FFFFFFF)    # the float64 mantissa bits below float32's
 _MID = np.uint64(0x10000000)      # ... of a float32 rounding midpoint
+_INT64_MIN = -(1 << 63)           # a midpoint's low 29 bits shifted to the top (<< 35): int64's unique minimum
 _TINY32 = 2.0 ** -126             # float32's smallest normal: below it float32 keeps fewer bits
 # Below float32's smallest normal the midpoints are at other bits, but there the float64 sum is exact (so rounding
 # it once more is the single rounding) unless a product x*y is nonzero and below 2**-131 in magnitude: z is a
 # multiple of 2**-149 and x*y of 2**(ex+ey-46) (ex, ey the exponents of x, y), so a sum below 2**-125 needs more
-# than float64's 53 bits only where ex + ey < -132, i.e. |x*y| < 2**-131. The operands are checked for such
-# products (``_TINY_PRODUCT``, with a margin), and only then the subnormal results too.
+# than float64's 53 bits only where ex + ey < -132, i.e. |x*y| < 2**-131. Each block's operands (or products) are
+# checked for such products (``_TINY_PRODUCT``, with a margin), and only then its subnormal results too.
+# (Redoing more elements than needed is harmless: where the float64 sum is exact, round-to-odd leaves it alone.)
 _TINY_PRODUCT = 2.0 ** -129
 _F32 = np.dtype(np.float32)
 _UINT = {2: np.uint16, 4: np.uint32, 8: np.uint64}
+_INT = {2: np.int16, 4: np.int32, 8: np.int64}
 _scratch = threading.local()
 
 
 def _scratch_arrays(n: int):
-    """Per-thread reusable buffers of ``n`` elements: float64 sum, uint64 bits, bool flags."""
+    """Per-thread reusable buffers of ``n`` elements: a float64 block and an 8-byte one (viewed as float64,
+    uint64, int64 or, halved, uint32 as each pass needs)."""
     s = getattr(_scratch, "bufs", None)
     if s is None or s[0].size < n:
-        s = _scratch.bufs = (np.empty(n, np.float64), np.empty(n, np.uint64), np.empty(n, np.bool_))
-    return s[0][:n], s[1][:n], s[2][:n]
+        s = _scratch.bufs = (np.empty(n, np.float64), np.empty(n, np.uint64))
+    return s[0][:n], s[1][:n]
 
 
 def _has_small(v: np.ndarray, bound: float, w: np.ndarray) -> bool:
     """Whether a float array has a nonzero element of magnitude below ``bound`` (or possibly at it; NaNs are
-    passed over). ``w``: uint64 scratch of at least v's size."""
+    passed over). ``w``: 8-byte scratch of at least v's size."""
     if v.dtype.kind != "f" or v.dtype.itemsize not in _UINT:
         a = np.abs(v.astype(np.float64))
         return bool(((a < bound) & (a != 0)).any())
-    # The bit patterns of |v| order as the magnitudes: shifted left (dropping the sign), minus one (zero wraps
-    # round to the largest number), compared with the bound's pattern rounded up to v's dtype.
-    ut = _UINT[v.dtype.itemsize]
+    # One pass, two reductions: ``bits - 1`` (zero wraps round to the largest pattern), whose unsigned minimum is
+    # the smallest positive magnitude's pattern less one, and whose signed minimum is the sign bit plus the
+    # smallest negative magnitude's pattern less one (-0 wraps round to the largest signed number, +0 gives -1).
+    size = v.dtype.itemsize
     key = (v.dtype, bound)
-    lim = _bound_cache.get(v.dtype.itemsize)
+    lim = _bound_cache.get(size)
     if lim is None or lim[0] != key:
         with np.errstate(over="ignore"):
             b = np.nextafter(np.array(bound, v.dtype), np.inf)   # at least the bound, whatever the rounding
-        lim = _bound_cache[v.dtype.itemsize] = (key, (int(b.view(ut)) << 1) - 1)
-    bits = w.view(ut)[:v.size]
-    np.left_shift(v.view(ut), 1, out=bits)
-    np.subtract(bits, 1, out=bits)
-    return int(bits.min()) < lim[1]
+        k = int(b.view(_UINT[size]))       # >= 1: a nonzero magnitude is small where its pattern is below k
+        lim = _bound_cache[size] = (key, k - 1, -(1 << (8 * size - 1)) + k - 1)
+    bits = w.view(_UINT[size])[:v.size]
+    np.subtract(v.view(_UINT[size]), 1, out=bits)
+    return bool(np.minimum.reduce(bits) < lim[1]) or bool(np.minimum.reduce(bits.view(_INT[size])) < lim[2])
 
 
-_bound_cache: dict = {}   # per item size: ((dtype, bound), the bound's shifted pattern): one lr at a time
+_bound_cache: dict = {}   # per item size: ((dtype, bound), its unsigned and signed limits): one lr at a time
 
 
-def _round_odd_fix(t: np.ndarray, x, y, z: np.ndarray, idx: np.ndarray) -> None:
+def _round_odd_fix(t: np.ndarray, x, y, z: np.ndarray, idx: np.ndarray, picked: bool = False) -> None:
     """Replace ``t[idx]`` (= fl64(x*y + z)) by the float64 sum rounded to odd, whose float32 rounding is the
-    exactly rounded ``x*y + z``. x, y are float64 (scalars or arrays like t), z the original float32 addend."""
+    exactly rounded ``x*y + z``. x, y are float64 (scalars or arrays like t, or with ``picked`` arrays of the
+    ``idx`` elements only), z the original float32 addend."""
     a = z[idx].astype(np.float64)
-    b = (x[idx] if isinstance(x, np.ndarray) else x) * (y[idx] if isinstance(y, np.ndarray) else y)  # exact
+    if not picked:
+        x, y = (v[idx] if isinstance(v, np.ndarray) else v for v in (x, y))
+    b = x * y                                  # exact
     s = t[idx]
     bb = s - a
     err = (a - (s - bb)) + (b - bb)            # TwoSum: s + err == a + b exactly
@@ -115,46 +123,55 @@ def _fma32(x, y, z: np.ndarray, out: np.ndarray) -> None:
 
 
 def _fma32_flat(xf, yf, zf: np.ndarray, o: np.ndarray) -> None:
-    """``_fma32`` on C-contiguous 1-D arrays (x or y may be a float64 number) of one nonzero size."""
+    """``_fma32`` on C-contiguous 1-D arrays (x or y may be a float64 number) of one nonzero size.
+
+    Per block, in float64: the exact product, the sum rounded once, one shift and one reduction that find a
+    float32 midpoint among the sums (rare: then the flagged elements are redone with round-to-odd), the rounding
+    to float32. Casts and arithmetic are separate passes (NumPy's mixed-dtype loops are slower than the two)."""
     n = o.size
-    step = _CHUNK
-    t_all, u_all, f_all = _scratch_arrays(min(n, step))
-    both = isinstance(xf, np.ndarray) and isinstance(yf, np.ndarray)
+    step = min(n, _CHUNK)
+    t_all, w_all = _scratch_arrays(step)
+    xa_, ya_ = isinstance(xf, np.ndarray), isinstance(yf, np.ndarray)
+    both = xa_ and ya_
+    num = arr = None
     tiny = False
-    if not isinstance(xf, np.ndarray) and not isinstance(yf, np.ndarray):
+    if not xa_ and not ya_:
         tiny = 0 < abs(float(xf) * float(yf)) < _TINY_PRODUCT      # (exact: two float32 numbers)
     elif not both:   # a number times an array: the array's smallest magnitude says whether a product is tiny
-        num, arr = (xf, yf) if isinstance(yf, np.ndarray) else (yf, xf)
-        num = abs(float(num))
-        if num != 0:
-            for i in range(0, n, step):
-                tiny = _has_small(arr[i:i + step], _TINY_PRODUCT / num, u_all)
-                if tiny:
-                    break
+        num, arr = (xf, yf) if ya_ else (yf, xf)
+        bound = _TINY_PRODUCT / abs(float(num)) if num != 0 else 0.0
     for i in range(0, n, step):
         j = min(i + step, n)
         m = j - i
-        t, u, f = t_all[:m], u_all[:m], f_all[:m]
-        xa = xf[i:j] if isinstance(xf, np.ndarray) else xf
-        ya = yf[i:j] if isinstance(yf, np.ndarray) else yf
+        t, w = t_all[:m], w_all[:m]
+        w64 = w.view(np.float64)
+        if both:
+            np.copyto(t, xf[i:j])
+            np.copyto(w64, yf[i:j])
+            np.multiply(t, w64, out=t)              # exact: at most 48 significant bits
+            tiny = _has_small(t, _TINY_PRODUCT, w)  # the products themselves: is one of them tiny?
+        elif arr is not None:
+            ar = arr[i:j]
+            tiny = bound != 0 and _has_small(ar, bound, w)
+            np.copyto(t, ar)
+            np.multiply(t, num, out=t)              # exact
+        else:
+            np.multiply(xf, yf, out=t, dtype=np.float64)
         za = zf[i:j]
-        np.multiply(xa, ya, out=t, dtype=np.float64)  # exact: at most 48 significant bits
-        if both:                                # the products themselves: is one of them tiny?
-            tiny = _has_small(t, _TINY_PRODUCT, u)
-        np.add(t, za, out=t)                    # rounded once, in float64
+        np.copyto(w64, za)
+        np.add(t, w64, out=t)                       # rounded once, in float64
         bits = t.view(np.uint64)
-        np.bitwise_and(bits, _LOW29, out=u)
-        np.equal(u, _MID, out=f)                # float64 sum on a float32 midpoint: double-rounding risk
-        if tiny or f.any():
-            flags = f
-            if tiny:                            # float32 subnormal results keep fewer bits
+        np.left_shift(bits, 35, out=w)              # a float32 midpoint: the low 29 bits 1 then 28 zeros
+        if tiny or int(np.minimum.reduce(w.view(np.int64))) == _INT64_MIN:
+            flags = np.equal(w.view(np.int64), _INT64_MIN)   # float64 sum on a float32 midpoint: double rounding
+            if tiny:                                # float32 subnormal results keep fewer bits
                 # (an exact zero needs no fix: the float64 sum of an exact product is 0 only when x*y + z is)
-                flags = f | ((np.abs(t) < _TINY32) & (t != 0))
+                flags |= (np.abs(t) < _TINY32) & (t != 0)
             idx = np.flatnonzero(flags)
             if idx.size:
-                xi = xa.astype(np.float64) if isinstance(xa, np.ndarray) else xa
-                yi = ya.astype(np.float64) if isinstance(ya, np.ndarray) else ya
-                _round_odd_fix(t, xi, yi, za, idx)
+                xi = xf[i:j][idx].astype(np.float64) if xa_ else xf
+                yi = yf[i:j][idx].astype(np.float64) if ya_ else yf
+                _round_odd_fix(t, xi, yi, za, idx, picked=True)
         np.copyto(o[i:j], t, casting="unsafe")
 
 
@@ -168,8 +185,18 @@ def fma(x, y, z: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         if ((not xa or (x.dtype == _F32 and x.shape == z.shape and x.flags.c_contiguous))
                 and (not ya or (y.dtype == _F32 and y.shape == z.shape and y.flags.c_contiguous))
                 and (xa or ya) and not ((xa and np.may_share_memory(x, z)) or (ya and np.may_share_memory(y, z)))):
-            _fma32_flat(x.reshape(-1) if xa else float(np.float32(x)), y.reshape(-1) if ya else float(np.float32(y)),
-                        z.reshape(-1), z.reshape(-1))
+            xs = x.reshape(-1) if xa else float(np.float32(x))
+            ys = y.reshape(-1) if ya else float(np.float32(y))
+            zf = z.reshape(-1)
+            if not (xa and ya):
+                num, arr = (ys, xs) if xa else (xs, ys)
+                if num == 1.0 and not (np.isnan(np.minimum.reduce(arr)) and np.isnan(np.minimum.reduce(zf))):
+                    # 1 * y is exact: the fused result is the float32 sum, rounded once by NumPy's add (momentum's
+                    # ``add_(g, alpha=1 - dampening)``). The product is the first operand, as in the float64
+                    # emulation; where both operands have NaNs, NumPy's loops may pick either NaN, so those go there.
+                    np.add(arr, zf, out=zf)
+                    return z
+            _fma32_flat(xs, ys, zf, zf)
             return z
     dt = z.dtype
     wide = np.result_type(dt, *(v.dtype for v in (x, y) if isinstance(v, np.ndarray)))
