@@ -17,7 +17,7 @@ import threading
 
 import numpy as np
 
-__all__ = ["fma", "fma_lerp_"]
+__all__ = ["adam_step_", "fma", "fma_lerp_"]
 
 
 # PyTorch's CPU kernels for add(alpha=), addcmul and lerp use a fused multiply-add: x*y + z rounded once.
@@ -41,6 +41,8 @@ _TINY32 = 2.0 ** -126             # float32's smallest normal: below it float32 
 # checked for such products (``_TINY_PRODUCT``, with a margin), and only then its subnormal results too.
 # (Redoing more elements than needed is harmless: where the float64 sum is exact, round-to-odd leaves it alone.)
 _TINY_PRODUCT = 2.0 ** -129
+_SMALL_Z_BITS = 0x01000000        # the bit pattern of 2**-125 in float32
+_INT32_MIN = -(1 << 31)
 _F32 = np.dtype(np.float32)
 _UINT = {2: np.uint16, 4: np.uint32, 8: np.uint64}
 _INT = {2: np.int16, 4: np.int32, 8: np.int64}
@@ -145,19 +147,25 @@ def _fma32_flat(xf, yf, zf: np.ndarray, o: np.ndarray) -> None:
         m = j - i
         t, w = t_all[:m], w_all[:m]
         w64 = w.view(np.float64)
+        za = zf[i:j]
+        # An inexact float64 sum in float32's subnormal range needs a tiny product and a nonzero z below 2**-125
+        # (z == 0: the sum is the exact product; |z| >= 2**-125: the sum is a normal float32 number). No z below
+        # 2**-125, zeros included, is two reductions over z's bits (no pass): the usual block checks no product.
+        zb = za.view(np.uint32)
+        small_z = (int(np.minimum.reduce(zb)) < _SMALL_Z_BITS
+                   or int(np.minimum.reduce(zb.view(np.int32))) < _INT32_MIN + _SMALL_Z_BITS)
         if both:
             np.copyto(t, xf[i:j])
             np.copyto(w64, yf[i:j])
             np.multiply(t, w64, out=t)              # exact: at most 48 significant bits
-            tiny = _has_small(t, _TINY_PRODUCT, w)  # the products themselves: is one of them tiny?
+            tiny = small_z and _has_small(t, _TINY_PRODUCT, w)  # the products themselves: is one of them tiny?
         elif arr is not None:
             ar = arr[i:j]
-            tiny = bound != 0 and _has_small(ar, bound, w)
+            tiny = small_z and bound != 0 and _has_small(ar, bound, w)
             np.copyto(t, ar)
             np.multiply(t, num, out=t)              # exact
         else:
             np.multiply(xf, yf, out=t, dtype=np.float64)
-        za = zf[i:j]
         np.copyto(w64, za)
         np.add(t, w64, out=t)                       # rounded once, in float64
         bits = t.view(np.uint64)
@@ -243,3 +251,74 @@ def fma_lerp_(a: np.ndarray, end: np.ndarray, weight: float) -> None:
     else:
         # (1 - w) in the arrays' dtype where that is narrower than a Python float, as PyTorch's kernel
         fma(-(end - a), 1 - a.dtype.type(weight) if a.dtype.itemsize < 8 else 1 - weight, end, out=a)
+
+
+_ADAM_CHUNK = 32768   # elements per block of Adam's step: its float32 operands and temporaries stay in the cache
+
+
+def _f32_block(n: int):
+    """Two per-thread float32 scratch blocks of ``n`` elements (Adam's temporaries)."""
+    s = getattr(_scratch, "f32", None)
+    if s is None or s[0].size < n:
+        s = _scratch.f32 = (np.empty(n, np.float32), np.empty(n, np.float32))
+    return s[0][:n], s[1][:n]
+
+
+def adam_step_(a, g, m, v, vmax, w1: float, beta2: float, c2: float, bc2_sqrt: float, eps: float, neg_step: float,
+               sqrt=None):
+    """Adam's update of float32 arrays, block by block (ember/optim/adam.py's ``Adam._update``, the same operations
+    on each element, so the same bits): ``m.lerp_(g, w1)``; ``v *= beta2``; ``v.addcmul_(g, g, value=c2)``;
+    ``vmax = max(vmax, v)`` (amsgrad, or None); ``denom = sqrt(vmax or v) / bc2_sqrt + eps``; ``neg_step * m /
+    denom`` added into ``a`` (or, where a is None, into a new array). The numbers are Python floats (float32 in the
+    arithmetic); ``sqrt``: the namespace's square root (the optimizer passes its own; None: NumPy's). Returns
+    ``a`` or the new array; None, doing nothing, where the arrays are not all C-contiguous
+    float32 arrays of one shape in memory of their own: the caller then runs the generic update."""
+    arrays = [x for x in (a, g, m, v, vmax) if x is not None]
+    shape = g.shape
+    for k, x in enumerate(arrays):
+        if type(x) is not np.ndarray or x.dtype != _F32 or x.shape != shape or not x.flags.c_contiguous:
+            return None
+        for y in arrays[:k]:
+            if np.may_share_memory(x, y):
+                return None
+    n = g.size
+    if n == 0:
+        return None
+    upd = np.empty(shape, np.float32) if a is None else None
+    af, gf, mf, vf = (x.reshape(-1) if x is not None else None for x in (a, g, m, v))
+    xf, uf = (x.reshape(-1) if x is not None else None for x in (vmax, upd))
+    step = min(n, _ADAM_CHUNK)
+    s1_all, s2_all = _f32_block(step)
+    small = abs(w1) < 0.5                       # fma_lerp_'s two formulas
+    w32 = float(np.float32(w1)) if small else np.float64(np.float32(1 - np.float32(w1)))
+    for i in range(0, n, step):
+        j = min(i + step, n)
+        s1, s2 = s1_all[:j - i], s2_all[:j - i]
+        gc, mc, vc = gf[i:j], mf[i:j], vf[i:j]
+        # m.lerp_(g, w1): m + w1*(g - m), or g - (1 - w1)*(g - m), each a fused multiply-add
+        np.subtract(gc, mc, out=s1)
+        if small:
+            _fma32_flat(w32, s1, mc, mc)
+        else:
+            np.negative(s1, out=s1)
+            _fma32_flat(s1, w32, gc, mc)
+        np.multiply(vc, beta2, out=vc)
+        np.multiply(c2, gc, out=s2)
+        _fma32_flat(s2, gc, vc, vc)             # v + (c2*g)*g rounded once
+        src = vc
+        if xf is not None:
+            np.maximum(xf[i:j], vc, out=xf[i:j])
+            src = xf[i:j]
+        if sqrt is None:
+            np.sqrt(src, out=s1)
+            np.divide(s1, bc2_sqrt, out=s1)
+        else:
+            np.divide(sqrt(src), bc2_sqrt, out=s1)
+        np.add(s1, eps, out=s1)
+        np.multiply(neg_step, mc, out=s2)
+        if af is not None:
+            np.divide(s2, s1, out=s2)
+            np.add(af[i:j], s2, out=af[i:j])
+        else:
+            np.divide(s2, s1, out=uf[i:j])
+    return upd if a is None else a
