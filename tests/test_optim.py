@@ -904,7 +904,7 @@ def test_adam_block_kernel_equals_the_generic_update(name, kw, monkeypatch):
     bits (ember/optim/adam.py ``_update``): parameters above and below the multi-tensor size, blocks of every
     kind (zeros, tiny and subnormal gradients, inf and nan), both of lerp's formulas."""
     rng = np.random.default_rng(5)
-    shapes = [(70001,), (300, 7), (5,), ()]
+    shapes = [(140001,), (300, 7), (5,), ()]
     init = [rng.standard_normal(s).astype(np.float32) for s in shapes]
 
     def grads(k):

@@ -29,7 +29,7 @@ __all__ = ["adam_step_", "fma", "fma_lerp_"]
 # bit. float64 keeps plain NumPy arithmetic (two roundings: within an ulp of PyTorch's), as NumPy has no fast
 # wider type. (float16 parameters take the float64 route but NumPy rounds their scalars to float16 where
 # PyTorch computes in float32: close, not exact.)
-_CHUNK = 65536                    # elements per block: the float64 scratch (two buffers) stays near the CPU
+_CHUNK = 131072                   # elements per block (two float64 scratch buffers; larger blocks: fewer calls)
 _LOW29 = np.uint64(0x1FFFFFFF)    # the float64 mantissa bits below float32's
 _MID = np.uint64(0x10000000)      # ... of a float32 rounding midpoint
 _INT64_MIN = -(1 << 63)           # a midpoint's low 29 bits shifted to the top (<< 35): int64's unique minimum
@@ -42,7 +42,7 @@ _TINY32 = 2.0 ** -126             # float32's smallest normal: below it float32 
 # (Redoing more elements than needed is harmless: where the float64 sum is exact, round-to-odd leaves it alone.)
 _TINY_PRODUCT = 2.0 ** -129
 _SMALL_Z_BITS = 0x01000000        # the bit pattern of 2**-125 in float32
-_INT32_MIN = -(1 << 31)
+_SMALL_Z_INT = -(1 << 31) + _SMALL_Z_BITS   # ... and of -2**-125, as int32
 _F32 = np.dtype(np.float32)
 _UINT = {2: np.uint16, 4: np.uint32, 8: np.uint64}
 _INT = {2: np.int16, 4: np.int32, 8: np.int64}
@@ -50,12 +50,13 @@ _scratch = threading.local()
 
 
 def _scratch_arrays(n: int):
-    """Per-thread reusable buffers of ``n`` elements: a float64 block and an 8-byte one (viewed as float64,
-    uint64, int64 or, halved, uint32 as each pass needs)."""
+    """Per-thread reusable buffers of at least ``n`` elements and their views: a float64 block ``t`` (and its
+    uint64 view) and an 8-byte one ``w`` (as uint64, float64 and int64), as each pass needs them."""
     s = getattr(_scratch, "bufs", None)
     if s is None or s[0].size < n:
-        s = _scratch.bufs = (np.empty(n, np.float64), np.empty(n, np.uint64))
-    return s[0][:n], s[1][:n]
+        t, w = np.empty(n, np.float64), np.empty(n, np.uint64)
+        s = _scratch.bufs = (t, t.view(np.uint64), w, w.view(np.float64), w.view(np.int64))
+    return s
 
 
 def _has_small(v: np.ndarray, bound: float, w: np.ndarray) -> bool:
@@ -125,62 +126,82 @@ def _fma32(x, y, z: np.ndarray, out: np.ndarray) -> None:
 
 
 def _fma32_flat(xf, yf, zf: np.ndarray, o: np.ndarray) -> None:
-    """``_fma32`` on C-contiguous 1-D arrays (x or y may be a float64 number) of one nonzero size.
-
-    Per block, in float64: the exact product, the sum rounded once, one shift and one reduction that find a
-    float32 midpoint among the sums (rare: then the flagged elements are redone with round-to-odd), the rounding
-    to float32. Casts and arithmetic are separate passes (NumPy's mixed-dtype loops are slower than the two)."""
+    """``_fma32`` on C-contiguous 1-D arrays (x or y may be a float64 number) of one nonzero size, block by block
+    (``_fma_block``)."""
     n = o.size
     step = min(n, _CHUNK)
-    t_all, w_all = _scratch_arrays(step)
+    bufs = _scratch_arrays(step)
     xa_, ya_ = isinstance(xf, np.ndarray), isinstance(yf, np.ndarray)
-    both = xa_ and ya_
-    num = arr = None
-    tiny = False
+    if xa_ and ya_:
+        for i in range(0, n, step):
+            _fma_block(xf[i:i + step], None, yf[i:i + step], zf[i:i + step], o[i:i + step], bufs, 0.0)
+        return
     if not xa_ and not ya_:
+        # (both numbers: every product is the same; rare, kept simple)
         tiny = 0 < abs(float(xf) * float(yf)) < _TINY_PRODUCT      # (exact: two float32 numbers)
-    elif not both:   # a number times an array: the array's smallest magnitude says whether a product is tiny
-        num, arr = (xf, yf) if ya_ else (yf, xf)
-        bound = _TINY_PRODUCT / abs(float(num)) if num != 0 else 0.0
-    for i in range(0, n, step):
-        j = min(i + step, n)
-        m = j - i
-        t, w = t_all[:m], w_all[:m]
-        w64 = w.view(np.float64)
-        za = zf[i:j]
-        # An inexact float64 sum in float32's subnormal range needs a tiny product and a nonzero z below 2**-125
-        # (z == 0: the sum is the exact product; |z| >= 2**-125: the sum is a normal float32 number). No z below
-        # 2**-125, zeros included, is two reductions over z's bits (no pass): the usual block checks no product.
-        zb = za.view(np.uint32)
-        small_z = (int(np.minimum.reduce(zb)) < _SMALL_Z_BITS
-                   or int(np.minimum.reduce(zb.view(np.int32))) < _INT32_MIN + _SMALL_Z_BITS)
-        if both:
-            np.copyto(t, xf[i:j])
-            np.copyto(w64, yf[i:j])
-            np.multiply(t, w64, out=t)              # exact: at most 48 significant bits
-            tiny = small_z and _has_small(t, _TINY_PRODUCT, w)  # the products themselves: is one of them tiny?
-        elif arr is not None:
-            ar = arr[i:j]
-            tiny = small_z and bound != 0 and _has_small(ar, bound, w)
-            np.copyto(t, ar)
-            np.multiply(t, num, out=t)              # exact
-        else:
+        for i in range(0, n, step):
+            j = min(i + step, n)
+            t, w = bufs[0][:j - i], bufs[3][:j - i]
             np.multiply(xf, yf, out=t, dtype=np.float64)
-        np.copyto(w64, za)
-        np.add(t, w64, out=t)                       # rounded once, in float64
-        bits = t.view(np.uint64)
-        np.left_shift(bits, 35, out=w)              # a float32 midpoint: the low 29 bits 1 then 28 zeros
-        if tiny or int(np.minimum.reduce(w.view(np.int64))) == _INT64_MIN:
-            flags = np.equal(w.view(np.int64), _INT64_MIN)   # float64 sum on a float32 midpoint: double rounding
-            if tiny:                                # float32 subnormal results keep fewer bits
-                # (an exact zero needs no fix: the float64 sum of an exact product is 0 only when x*y + z is)
-                flags |= (np.abs(t) < _TINY32) & (t != 0)
-            idx = np.flatnonzero(flags)
-            if idx.size:
-                xi = xf[i:j][idx].astype(np.float64) if xa_ else xf
-                yi = yf[i:j][idx].astype(np.float64) if ya_ else yf
-                _round_odd_fix(t, xi, yi, za, idx, picked=True)
-        np.copyto(o[i:j], t, casting="unsafe")
+            np.copyto(w, zf[i:j])
+            np.add(t, w, out=t)
+            _fix_block(t, bufs[1][:j - i], bufs[2][:j - i], xf, yf, zf[i:j], tiny)
+            np.copyto(o[i:j], t, casting="unsafe")
+        return
+    # a number times an array: the array's smallest magnitude says whether a product is tiny
+    num, arr = (xf, yf) if ya_ else (yf, xf)
+    bound = _TINY_PRODUCT / abs(float(num)) if num != 0 else 0.0
+    for i in range(0, n, step):
+        _fma_block(None, num, arr[i:i + step], zf[i:i + step], o[i:i + step], bufs, bound)
+
+
+def _fma_block(xa, num, ya, za, o, bufs, bound: float) -> None:
+    """``o = x*y + z`` rounded once to float32 on one block: ``xa * ya`` (two arrays) or ``ya * num`` (``bound``:
+    a nonzero |ya| below it makes a tiny product), ``za`` and ``o`` float32, all of one size (o may be za).
+
+    In float64: the exact product, the sum rounded once, one shift and one reduction that find a float32 midpoint
+    among the sums (rare: then the flagged elements are redone with round-to-odd), the rounding to float32. Casts
+    and arithmetic are separate passes (NumPy's mixed-dtype loops are slower than the two)."""
+    m = za.size
+    t, tu, w, w64, wi = (b[:m] for b in bufs)
+    # An inexact float64 sum in float32's subnormal range needs a tiny product and a nonzero z below 2**-125
+    # (z == 0: the sum is the exact product; |z| >= 2**-125: the sum is a normal float32 number). No z below
+    # 2**-125, zeros included, is two reductions over z's bits (no pass): the usual block checks no product.
+    zb = za.view(np.uint32)
+    small_z = np.minimum.reduce(zb) < _SMALL_Z_BITS or np.minimum.reduce(zb.view(np.int32)) < _SMALL_Z_INT
+    if xa is not None:
+        np.copyto(t, xa)
+        np.copyto(w64, ya)
+        np.multiply(t, w64, out=t)              # exact: at most 48 significant bits
+        tiny = small_z and _has_small(t, _TINY_PRODUCT, w)  # the products themselves: is one of them tiny?
+    else:
+        tiny = small_z and bound != 0 and _has_small(ya, bound, w)
+        np.copyto(t, ya)
+        np.multiply(t, num, out=t)              # exact
+    np.copyto(w64, za)
+    np.add(t, w64, out=t)                       # rounded once, in float64
+    _fix_block(t, tu, w, xa if xa is not None else num, ya, za, tiny, wi)
+    np.copyto(o, t, casting="unsafe")
+
+
+def _fix_block(t, tu, w, x, y, za, tiny: bool, wi=None) -> None:
+    """Redo with round-to-odd the elements of a block of float64 sums ``t`` (= fl64(x*y + za); ``tu`` its uint64
+    view, ``w`` uint64 scratch, ``wi`` its int64 view) whose rounding to float32 would round twice: those on a
+    float32 midpoint, and (``tiny``) those in float32's subnormal range."""
+    if wi is None:
+        wi = w.view(np.int64)
+    np.left_shift(tu, 35, out=w)                # a float32 midpoint: the low 29 bits 1 then 28 zeros
+    if not tiny and np.minimum.reduce(wi) != _INT64_MIN:
+        return
+    flags = np.equal(wi, _INT64_MIN)            # float64 sum on a float32 midpoint: double rounding
+    if tiny:                                    # float32 subnormal results keep fewer bits
+        # (an exact zero needs no fix: the float64 sum of an exact product is 0 only when x*y + z is)
+        flags |= (np.abs(t) < _TINY32) & (t != 0)
+    idx = np.flatnonzero(flags)
+    if idx.size:
+        xi = x[idx].astype(np.float64) if isinstance(x, np.ndarray) else x
+        yi = y[idx].astype(np.float64) if isinstance(y, np.ndarray) else y
+        _round_odd_fix(t, xi, yi, za, idx, picked=True)
 
 
 def fma(x, y, z: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
@@ -253,7 +274,7 @@ def fma_lerp_(a: np.ndarray, end: np.ndarray, weight: float) -> None:
         fma(-(end - a), 1 - a.dtype.type(weight) if a.dtype.itemsize < 8 else 1 - weight, end, out=a)
 
 
-_ADAM_CHUNK = 32768   # elements per block of Adam's step: its float32 operands and temporaries stay in the cache
+_ADAM_CHUNK = 131072  # elements per block of Adam's step (float32 scratch beside the fma's float64 scratch)
 
 
 def _f32_block(n: int):
@@ -289,22 +310,24 @@ def adam_step_(a, g, m, v, vmax, w1: float, beta2: float, c2: float, bc2_sqrt: f
     xf, uf = (x.reshape(-1) if x is not None else None for x in (vmax, upd))
     step = min(n, _ADAM_CHUNK)
     s1_all, s2_all = _f32_block(step)
+    bufs = _scratch_arrays(step)
     small = abs(w1) < 0.5                       # fma_lerp_'s two formulas
     w32 = float(np.float32(w1)) if small else np.float64(np.float32(1 - np.float32(w1)))
+    bound = _TINY_PRODUCT / abs(float(w32)) if w32 != 0 else 0.0
     for i in range(0, n, step):
         j = min(i + step, n)
         s1, s2 = s1_all[:j - i], s2_all[:j - i]
         gc, mc, vc = gf[i:j], mf[i:j], vf[i:j]
-        # m.lerp_(g, w1): m + w1*(g - m), or g - (1 - w1)*(g - m), each a fused multiply-add
+        # m.lerp_(g, w1): m + w1*(g - m), or g - (1 - w1)*(g - m), each a fused multiply-add (fma's operands)
         np.subtract(gc, mc, out=s1)
         if small:
-            _fma32_flat(w32, s1, mc, mc)
+            _fma_block(None, w32, s1, mc, mc, bufs, bound)
         else:
             np.negative(s1, out=s1)
-            _fma32_flat(s1, w32, gc, mc)
+            _fma_block(None, w32, s1, gc, mc, bufs, bound)
         np.multiply(vc, beta2, out=vc)
         np.multiply(c2, gc, out=s2)
-        _fma32_flat(s2, gc, vc, vc)             # v + (c2*g)*g rounded once
+        _fma_block(s2, None, gc, vc, vc, bufs, 0.0)     # v + (c2*g)*g rounded once
         src = vc
         if xf is not None:
             np.maximum(xf[i:j], vc, out=xf[i:j])
