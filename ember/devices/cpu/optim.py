@@ -9,7 +9,11 @@ names in ``__all__`` here out of its comparison).
 ``fma`` is the one fused multiply-add kernel every optimizer's ``add_(alpha=)``, ``addcmul_`` and ``lerp_`` goes
 through. ``fma`` and ``fma_lerp_`` are NumPy's fast overrides of the array-API kernels in
 ``ember/devices/common/optim.py`` (same bits: bit masks on a float64 scratch block instead of ``nextafter`` on
-whole arrays; tests/test_optim.py compares them).
+whole arrays; tests/test_optim.py compares them). ``adam_step_`` is Adam's whole update block by block, with the
+same operations per element as ember/optim/adam.py's generic one.
+
+Cost (bench/NOTES.md): a float32 fused multiply-add is about seven NumPy passes per block (cast, multiply, cast,
+add, shift, minimum, cast) against NumPy's two for ``p -= lr * g``; that is the floor of exact emulation with NumPy.
 """
 from __future__ import annotations
 
@@ -37,8 +41,9 @@ _TINY32 = 2.0 ** -126             # float32's smallest normal: below it float32 
 # Below float32's smallest normal the midpoints are at other bits, but there the float64 sum is exact (so rounding
 # it once more is the single rounding) unless a product x*y is nonzero and below 2**-131 in magnitude: z is a
 # multiple of 2**-149 and x*y of 2**(ex+ey-46) (ex, ey the exponents of x, y), so a sum below 2**-125 needs more
-# than float64's 53 bits only where ex + ey < -132, i.e. |x*y| < 2**-131. Each block's operands (or products) are
-# checked for such products (``_TINY_PRODUCT``, with a margin), and only then its subnormal results too.
+# than float64's 53 bits only where ex + ey < -132, i.e. |x*y| < 2**-131. A block whose z has a nonzero element
+# below 2**-125 has its operands (or products) checked for such products (``_TINY_PRODUCT``, with a margin), and
+# only where one is found its subnormal results too.
 # (Redoing more elements than needed is harmless: where the float64 sum is exact, round-to-odd leaves it alone.)
 _TINY_PRODUCT = 2.0 ** -129
 _SMALL_Z_BITS = 0x01000000        # the bit pattern of 2**-125 in float32
