@@ -897,7 +897,8 @@ def test_generic_lerp_matches_the_cpu_kernel(dtype, weight):
 
 @pytest.mark.parametrize("name, kw", [
     ("Adam", {}), ("Adam", dict(amsgrad=True, weight_decay=0.01)), ("AdamW", dict(amsgrad=True, maximize=True)),
-    ("Adam", dict(lr=0.1, betas=(0.4, 0.6), eps=1e-3)), ("Adam", dict(betas=(0.5, 0.99), weight_decay=0.1, decoupled_weight_decay=True)),
+    ("Adam", dict(lr=0.1, betas=(0.4, 0.6), eps=1e-3)),
+    ("Adam", dict(betas=(0.5, 0.99), weight_decay=0.1, decoupled_weight_decay=True)),
 ])
 def test_adam_block_kernel_equals_the_generic_update(name, kw, monkeypatch):
     """The cpu device's block-by-block Adam kernel (devices/cpu/optim.py ``adam_step_``) gives the generic update's
