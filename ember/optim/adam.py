@@ -144,7 +144,7 @@ class Adam(Optimizer):
         None where the kernel does not apply. The hyperparameters must be Python numbers: NumPy scalars would
         change the arithmetic's dtype."""
         xp = NAMESPACES[type(m)]
-        kernel = getattr(xp, "adam_step_", None)
+        kernel = getattr(xp, "adam_step_", None)   # (the array-API namespaces' declines: None)
         if kernel is None or g.dtype != m.dtype or not all(type(h) in (float, int) for h in (beta1, beta2, lr, eps)):
             return None
         step_size, bias_correction2_sqrt = _step_scalars(step, beta1, beta2, lr)
