@@ -34,9 +34,9 @@ __all__ = ["adam_step_", "fma", "fma_lerp_"]
 # wider type. (float16 parameters take the float64 route but NumPy rounds their scalars to float16 where
 # PyTorch computes in float32: close, not exact.)
 _CHUNK = 131072                   # elements per block (two float64 scratch buffers; larger blocks: fewer calls)
-_LOW29 = np.uint64(0x1FFFFFFF)    # the float64 mantissa bits below float32's
-_MID = np.uint64(0x10000000)      # ... of a float32 rounding midpoint
-_INT64_MIN = -(1 << 63)           # a midpoint's low 29 bits shifted to the top (<< 35): int64's unique minimum
+# A float32 rounding midpoint in float64 has the 29 mantissa bits below float32's set as 1 then 28 zeros: shifted to
+# the top (<< 35), int64's unique minimum.
+_INT64_MIN = -(1 << 63)
 _TINY32 = 2.0 ** -126             # float32's smallest normal: below it float32 keeps fewer bits
 # Below float32's smallest normal the midpoints are at other bits, but there the float64 sum is exact (so rounding
 # it once more is the single rounding) unless a product x*y is nonzero and below 2**-131 in magnitude: z is a
