@@ -893,3 +893,45 @@ def test_generic_lerp_matches_the_cpu_kernel(dtype, weight):
     cpu.fma_lerp_(a, end, weight)
     generic.fma_lerp_(b, end, weight)
     assert a.tobytes() == b.tobytes()
+
+
+@pytest.mark.parametrize("name, kw", [
+    ("Adam", {}), ("Adam", dict(amsgrad=True, weight_decay=0.01)), ("AdamW", dict(amsgrad=True, maximize=True)),
+    ("Adam", dict(lr=0.1, betas=(0.4, 0.6), eps=1e-3)),
+    ("Adam", dict(betas=(0.5, 0.99), weight_decay=0.1, decoupled_weight_decay=True)),
+])
+def test_adam_block_kernel_equals_the_generic_update(name, kw, monkeypatch):
+    """The cpu device's block-by-block Adam kernel (devices/cpu/optim.py ``adam_step_``) gives the generic update's
+    bits (ember/optim/adam.py ``_update``): parameters above and below the multi-tensor size, blocks of every
+    kind (zeros, tiny and subnormal gradients, inf and nan), both of lerp's formulas."""
+    rng = np.random.default_rng(5)
+    shapes = [(140001,), (300, 7), (5,), ()]
+    init = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+
+    def grads(k):
+        out = []
+        for s in shapes:
+            g = (rng.standard_normal(s) * 0.01).astype(np.float32)
+            f = g.reshape(-1)
+            if f.size > 100:
+                f[::7] = 0.0
+                f[1::11] = np.float32(3e-40) * (k + 1)
+                f[2::13] = np.float32(2.0 ** -70)
+                if k == 3:
+                    f[5], f[6] = np.inf, np.nan
+            out.append(g)
+        return out
+    steps = [grads(k) for k in range(5)]
+
+    def run():
+        ps = [ember.nn.Parameter(ember.tensor(v)) for v in init]
+        opt = getattr(ember.optim, name)(ps, **kw)
+        for gs in steps:
+            for p, g in zip(ps, gs):
+                p.grad = ember.tensor(g)
+            opt.step()
+        return ([p.detach().numpy().tobytes() for p in ps]
+                + [v.numpy().tobytes() for p in ps for v in opt.state[p].values()])
+    with_kernel = run()
+    monkeypatch.delattr(ember.devices.NAMESPACES[np.ndarray], "adam_step_")
+    assert run() == with_kernel

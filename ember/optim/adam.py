@@ -20,6 +20,13 @@ def _step_tensor(group: dict) -> Tensor:
     return _scalar(0.0)
 
 
+def _step_scalars(step: float, beta1, beta2, lr) -> tuple:
+    """``(step_size, bias_correction2_sqrt)`` of PyTorch's single-tensor Adam at ``step``."""
+    bias_correction1 = 1 - beta1 ** step
+    bias_correction2 = 1 - beta2 ** step
+    return lr / bias_correction1, bias_correction2 ** 0.5
+
+
 class Adam(Optimizer):
     """Adam: bias-corrected first and second moment estimates of the gradient."""
 
@@ -98,7 +105,9 @@ class Adam(Optimizer):
             _fused_state_check(p, state["exp_avg"], state["exp_avg_sq"], state.get("max_exp_avg_sq"))
         g = _adam_weight_decay(p, g, lr, wd, group["decoupled_weight_decay"])
         vmax = state["max_exp_avg_sq"]._data if group["amsgrad"] else None
-        a += self._update(g, m, v, vmax, float(state["step"]._data), beta1, beta2, lr, eps)
+        step = float(state["step"]._data)
+        if self._kernel_update(a, g, m, v, vmax, step, beta1, beta2, lr, eps) is None:
+            a += self._update(g, m, v, vmax, step, beta1, beta2, lr, eps)
         _bump(p)
 
     def _flat_step(self, group: dict, flat: _Flat, keys, beta1, beta2, lr, wd, eps) -> None:
@@ -118,12 +127,28 @@ class Adam(Optimizer):
                 g = _add_scaled(g, wd, flat.gather(flat.arrays))
         bufs = [[st[k]._data for st in states] for k in keys]
         m, v, *vmax = (flat.gather(b) for b in bufs)
-        upd = self._update(g, m, v, vmax[0] if vmax else None, float(states[0]["step"]._data), beta1, beta2, lr, eps)
+        step, vm = float(states[0]["step"]._data), vmax[0] if vmax else None
+        upd = self._kernel_update(None, g, m, v, vm, step, beta1, beta2, lr, eps)
+        if upd is None:
+            upd = self._update(g, m, v, vm, step, beta1, beta2, lr, eps)
         for b, f in zip(bufs, (m, v, *vmax)):
             flat.scatter(f, b)
         flat.add_into_params(upd)
         for p in flat.params:
             _bump(p)
+
+    @staticmethod
+    def _kernel_update(a, g, m, v, vmax, step: float, beta1, beta2, lr, eps):
+        """``_update`` by the device's fused Adam kernel where it has one (the cpu device: block by block, the
+        same operations on each element), added into ``a`` (returned), or where a is None returned as a new array;
+        None where the kernel does not apply. The hyperparameters must be Python numbers: NumPy scalars would
+        change the arithmetic's dtype."""
+        xp = NAMESPACES[type(m)]
+        kernel = getattr(xp, "adam_step_", None)   # (the array-API namespaces' declines: None)
+        if kernel is None or g.dtype != m.dtype or not all(type(h) in (float, int) for h in (beta1, beta2, lr, eps)):
+            return None
+        step_size, bias_correction2_sqrt = _step_scalars(step, beta1, beta2, lr)
+        return kernel(a, g, m, v, vmax, 1 - beta1, beta2, 1 - beta2, bias_correction2_sqrt, eps, -step_size, xp.sqrt)
 
     @staticmethod
     def _update(g, m, v, vmax, step: float, beta1, beta2, lr, eps):
@@ -132,10 +157,7 @@ class Adam(Optimizer):
         _lerp_(m, g, 1 - beta1)
         v *= beta2
         _addcmul_(v, g, g, 1 - beta2)
-        bias_correction1 = 1 - beta1 ** step
-        bias_correction2 = 1 - beta2 ** step
-        step_size = lr / bias_correction1
-        bias_correction2_sqrt = bias_correction2 ** 0.5
+        step_size, bias_correction2_sqrt = _step_scalars(step, beta1, beta2, lr)
         if vmax is not None:
             vmax[...] = xp.maximum(vmax, v)
             denom = xp.sqrt(vmax) / bias_correction2_sqrt + eps

@@ -11,12 +11,11 @@ where that arithmetic could overflow or underflow are computed with exact ration
 from __future__ import annotations
 
 import math
-import threading
 from fractions import Fraction
 
 import numpy as np
 
-from .optim import _round_odd_fix
+from .optim import _TINY_PRODUCT, _fma_block, _round_odd_fix, _scratch_arrays
 from .reduced import REDUCED as _REDUCED
 
 __all__ = ["add_alpha"]
@@ -121,15 +120,14 @@ def _fma64_block(x, y, z, out) -> None:
 _LOW29 = _U64(0x1FFFFFFF)     # the float64 significand bits below float32's
 _MID = _U64(0x10000000)       # ... of a float32 rounding midpoint
 _TINY32 = 2.0 ** -126         # float32's smallest normal: below it float32 keeps fewer bits
-_scratch = threading.local()
 
 
 def _add_alpha32(a: np.ndarray, b: np.ndarray, al: float) -> np.ndarray:
     """float32 ``a + al*b`` rounded once (al a float32 value). The product of two float32 numbers is exact in
     float64 and the float64 sum is rounded once; rounding that to float32 again differs from one rounding only
     where the float64 sum sits exactly on a float32 midpoint, or near float32's subnormal range (other
-    midpoints). Those rare elements are redone with round-to-odd (the optimizers' kernel, devices/cpu/optim.py);
-    blocks keep the float64 temporaries in the CPU cache."""
+    midpoints). Those rare elements are redone with round-to-odd: large arrays go block by block through the
+    optimizers' kernel (devices/cpu/optim.py ``_fma_block``)."""
     if a.size <= _SMALL32 and b.size <= _SMALL32:
         # small arrays: whole-array operations (fewer calls)
         t = b.astype(np.float64)
@@ -151,33 +149,15 @@ def _add_alpha32(a: np.ndarray, b: np.ndarray, al: float) -> np.ndarray:
               np.ascontiguousarray(np.broadcast_to(v, shape)).reshape(-1) for v in (a, b))
     o = out.reshape(-1)
     step = min(n, _CHUNK32)
-    bufs = getattr(_scratch, "bufs", None)
-    if bufs is None or bufs[0].size < step:
-        bufs = _scratch.bufs = (np.empty(_CHUNK32, np.float64), np.empty(_CHUNK32, _U64),
-                                np.empty(_CHUNK32, np.bool_), np.empty(_CHUNK32, np.float32))
+    bufs = _scratch_arrays(step)
+    bound = _TINY_PRODUCT / abs(al) if al != 0 else 0.0
     for i in range(0, n, step):
-        j = min(i + step, n)
-        m = j - i
-        t, u, f, w = bufs[0][:m], bufs[1][:m], bufs[2][:m], bufs[3][:m]
-        bi, ai, oi = bf[i:j], af[i:j], o[i:j]
-        np.copyto(t, bi)
-        np.multiply(t, al, out=t)                       # exact
-        np.add(t, ai, out=t)                            # rounded once
-        np.copyto(oi, t, casting="unsafe")              # rounded again
-        np.bitwise_and(t.view(_U64), _LOW29, out=u)
-        np.equal(u, _MID, out=f)
-        if f.any() or np.abs(oi, out=w).min() <= _TINY32:
-            a64 = u.view(np.float64)
-            np.abs(t, out=a64)
-            flags = ((a64 <= _TINY32) & (t != 0)) | ((t.view(_U64) & _LOW29) == _MID)
-            idx = np.flatnonzero(flags)
-            if idx.size:
-                _round_odd_fix(t, al, bi.astype(np.float64), ai, idx)
-                oi[idx] = t[idx]
+        # (the optimizers' block kernel: b*al + a in float64, the rare double roundings redone)
+        _fma_block(None, al, bf[i:i + step], af[i:i + step], o[i:i + step], bufs, bound)
     return out
 
 
-_CHUNK32 = 32768
+_CHUNK32 = 131072
 _SMALL32 = 4096
 
 
