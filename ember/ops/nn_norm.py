@@ -19,13 +19,14 @@ from . import _vmap_nn
 
 import math
 import numbers
+import threading
 
 from .. import _dtype as D
 from .._device import NAMESPACES, quietly
 from ..backends.cuda import _sdp as _sdp_enabled
 from .._state import _state as _gm_state
 from .._tensor import Tensor, make
-from ..autograd._primitive import apply, defprim
+from ..autograd._primitive import PrimNode, apply, defprim
 from ._registry import graph, register
 from .._util import check_tensor, compute
 from .elementwise import add_scalar_p, clamp_unrecorded_p, rsqrt
@@ -56,6 +57,35 @@ def _acc(x: Tensor):
 def _xhat(xp, x, view, axes, eps, acc):
     """The normalised input (in the grouped view) and 1 / std."""
     return xp.norm_xhat(xp.cast(x, acc), view, axes, eps)
+
+
+# Within one norm node's plain backward (``_SharingNorm.apply``), its input and weight rules share the normalised
+# input: computed by the first rule that needs it, read by the next, dropped when the node's apply returns (so no
+# entry outlives the call that made it). Elsewhere (create_graph, forward mode, compiled programs) each rule
+# computes its own, the same values.
+_SHARED = threading.local()
+
+
+def _xhat_rules(xp, x, view, axes, eps, acc):
+    memo = getattr(_SHARED, "memo", None)
+    if memo is None:
+        return _xhat(xp, x, view, axes, eps, acc)
+    hit = memo.get(id(x))
+    if hit is None or hit[0] is not x:
+        hit = memo[id(x)] = (x, _xhat(xp, x, view, axes, eps, acc))   # (x kept: its id stays its own)
+    return hit[1]
+
+
+def _sharing_apply(self, grads, create_graph, needed, batch: int = 0):
+    """PrimNode.apply with the normalised input shared between the rules (plain backward only)."""
+    if create_graph or batch:
+        return PrimNode.apply(self, grads, create_graph, needed, batch)
+    prev = getattr(_SHARED, "memo", None)
+    _SHARED.memo = {}
+    try:
+        return PrimNode.apply(self, grads, create_graph, needed, batch)
+    finally:
+        _SHARED.memo = prev
 
 
 @graph("norm_xhat")
@@ -167,7 +197,7 @@ def _xhat_adjoint(xp, gg, xh, rstd, axes):
 
 
 def _norm_vjp_x(xp, g, out, x, w, b, view, axes, wshape, eps, acc):
-    xh, rstd = _xhat(xp, x, view, axes, eps, acc)
+    xh, rstd = _xhat_rules(xp, x, view, axes, eps, acc)
     g = xp.cast(g, acc)
     if w is not None:
         g = g * _param(xp, w, wshape, acc)
@@ -176,7 +206,7 @@ def _norm_vjp_x(xp, g, out, x, w, b, view, axes, wshape, eps, acc):
 
 
 def _norm_vjp_w(xp, g, out, x, w, b, view, axes, wshape, eps, acc):
-    xh, _ = _xhat(xp, x, view, axes, eps, acc)
+    xh, _ = _xhat_rules(xp, x, view, axes, eps, acc)
     return _to_param(xp, xp.cast(g, acc) * xp.reshape(xh, x.shape), w, wshape)
 
 
@@ -212,9 +242,11 @@ def _norm_jvp_b(xp, t, out, x, w, b, view, axes, wshape, eps, acc):
 def _norm_prim(name, node_name, link=True, forward=_norm_forward):
     # group norm's double backward in PyTorch is a composition (its bias gradient a plain sum): no link
     vjp_b = _linked(_norm_vjp_b, node_name.replace("Backward0", "BackwardBackward0")) if link else _norm_vjp_b
-    return defprim(name, forward, node=node_name, vjp=(_norm_vjp_x, _norm_vjp_w, vjp_b),
-                   jvp=(_norm_jvp_x, _norm_jvp_w, _norm_jvp_b), saves=(0, 1),
-                   saved_names=("input", "weight", "bias"))
+    p = defprim(name, forward, node=node_name, vjp=(_norm_vjp_x, _norm_vjp_w, vjp_b),
+                jvp=(_norm_jvp_x, _norm_jvp_w, _norm_jvp_b), saves=(0, 1),
+                saved_names=("input", "weight", "bias"))
+    p.node_cls.apply = _sharing_apply   # (the node class is this primitive's own: node_class makes one per name)
+    return p
 
 
 layer_norm_p = _norm_prim("native_layer_norm", "NativeLayerNormBackward0")
