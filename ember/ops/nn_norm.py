@@ -22,7 +22,7 @@ import numbers
 import threading
 
 from .. import _dtype as D
-from .._device import NAMESPACES, quietly
+from .._device import NAMESPACES, cpu_backend, quietly
 from ..backends.cuda import _sdp as _sdp_enabled
 from .._state import _state as _gm_state
 from .._tensor import Tensor, make
@@ -59,33 +59,38 @@ def _xhat(xp, x, view, axes, eps, acc):
     return xp.norm_xhat(xp.cast(x, acc), view, axes, eps)
 
 
-# Within one norm node's plain backward (``_SharingNorm.apply``), its input and weight rules share the normalised
-# input: computed by the first rule that needs it, read by the next, dropped when the node's apply returns (so no
-# entry outlives the call that made it). Elsewhere (create_graph, forward mode, compiled programs) each rule
-# computes its own, the same values.
+# Within one norm node's plain backward, its input and weight rules share the normalised input. The node's ``_args``
+# (which PrimNode.apply calls once, before the rules) hands the rules a fresh view of the saved input, an object
+# made for this call alone; the input rule keeps (view, result) when the weight rule follows, the weight rule takes
+# it if it was given that same view. No other call can be given that object, so nothing is read outside the apply
+# that made it (create_graph, forward mode and compiled programs compute their own, the same values), and the
+# next norm node's apply drops anything left (autograd.grad asking for the input's gradient alone).
 _SHARED = threading.local()
+_NP_ARRAY = cpu_backend().array_types[0]
 
 
-def _xhat_rules(xp, x, view, axes, eps, acc):
+def _xhat_rules(xp, x, view, axes, eps, acc, keep: bool = False):
     memo = getattr(_SHARED, "memo", None)
-    if memo is None:
-        return _xhat(xp, x, view, axes, eps, acc)
-    hit = memo.get(id(x))
-    if hit is None or hit[0] is not x:
-        hit = memo[id(x)] = (x, _xhat(xp, x, view, axes, eps, acc))   # (x kept: its id stays its own)
-    return hit[1]
+    if memo is not None and memo[0] is x:
+        _SHARED.memo = None
+        return memo[1]
+    r = _xhat(xp, x, view, axes, eps, acc)
+    if keep and x is getattr(_SHARED, "fresh", None):
+        _SHARED.memo = (x, r)
+    _SHARED.fresh = None
+    return r
 
 
-def _sharing_apply(self, grads, create_graph, needed, batch: int = 0):
-    """PrimNode.apply with the normalised input shared between the rules (plain backward only)."""
-    if create_graph or batch:
-        return PrimNode.apply(self, grads, create_graph, needed, batch)
-    prev = getattr(_SHARED, "memo", None)
-    _SHARED.memo = {}
-    try:
-        return PrimNode.apply(self, grads, create_graph, needed, batch)
-    finally:
-        _SHARED.memo = prev
+def _sharing_args(self, graph: bool) -> list:
+    """PrimNode._args, the saved input given to the rules as a view made for this call when both the input's and
+    the weight's gradients are wanted (see above)."""
+    args = PrimNode._args(self, graph)
+    _SHARED.memo = _SHARED.fresh = None
+    if not graph and type(args[0]) is _NP_ARRAY:
+        edges = self.next_functions
+        if len(edges) > 1 and edges[0][0] is not None and edges[1][0] is not None:
+            args[0] = _SHARED.fresh = args[0].view()
+    return args
 
 
 @graph("norm_xhat")
@@ -197,7 +202,7 @@ def _xhat_adjoint(xp, gg, xh, rstd, axes):
 
 
 def _norm_vjp_x(xp, g, out, x, w, b, view, axes, wshape, eps, acc):
-    xh, rstd = _xhat_rules(xp, x, view, axes, eps, acc)
+    xh, rstd = _xhat_rules(xp, x, view, axes, eps, acc, keep=w is not None)
     g = xp.cast(g, acc)
     if w is not None:
         g = g * _param(xp, w, wshape, acc)
@@ -245,7 +250,7 @@ def _norm_prim(name, node_name, link=True, forward=_norm_forward):
     p = defprim(name, forward, node=node_name, vjp=(_norm_vjp_x, _norm_vjp_w, vjp_b),
                 jvp=(_norm_jvp_x, _norm_jvp_w, _norm_jvp_b), saves=(0, 1),
                 saved_names=("input", "weight", "bias"))
-    p.node_cls.apply = _sharing_apply   # (the node class is this primitive's own: node_class makes one per name)
+    p.node_cls._args = _sharing_args   # (the node class is this primitive's own: node_class makes one per name)
     return p
 
 
