@@ -722,10 +722,11 @@ def _erf32(x):
     """erf of a float32 array: ``_erf_in64``'s values (float64 Cody, rounded once), faster (see above)."""
     src = np.ascontiguousarray(x).reshape(-1)
     n = src.size
-    if n < 256:
+    if n < 8192:   # (below, the extra calls cost more than the polynomial saves)
         return _erf_in64(x)
     out = np.empty(n, _F32)
-    t, s, p = _erf_scratch()[:3]
+    scratch = _erf_scratch()
+    t, s, p, flags = scratch[0], scratch[1], scratch[2], scratch[8]
     c = _ERF32_C
     lim = 2 * _ERF32_T
     redo = []
@@ -738,10 +739,12 @@ def _erf32(x):
             sc = np.multiply(tc, tc, out=s[:m])
             far = None
             if not sc.max() <= _ERF32_R2:   # (nan too)
-                far = np.flatnonzero(np.logical_not(sc <= _ERF32_R2))
-                if 4 * far.size > m:   # mostly beyond the polynomial's range: the old kernel for the slice
+                beyond = np.less_equal(sc, _ERF32_R2, out=flags[:m])
+                np.logical_not(beyond, out=beyond)
+                if 8 * np.count_nonzero(beyond) > m:   # many beyond the polynomial's range: the old kernel for the slice
                     out[i:i + m] = _erf_in64(xi)
                     continue
+                far = np.flatnonzero(beyond)
             if sc.min() < _ERF32_TINY:   # results below float32's normal range: its rounding grid is coarser
                 tiny = np.flatnonzero((sc < _ERF32_TINY) & (sc != 0.0))   # (0 stays 0, signed, here too)
                 if tiny.size:
