@@ -257,6 +257,36 @@ def test_erf_erfc_special_values():
     np.testing.assert_array_equal(erf(big), np.concatenate([erf(big[:20000]), erf(big[20000:])]))
 
 
+def test_erf_float32_fast_path_is_the_float64_kernel_rounded():
+    """float32 erf takes a degree-8 polynomial in float64 with a guard near float32 rounding midpoints
+    (elementwise._erf32); its values are _erf_in64's (Cody's ratio in float64, rounded once) bit for bit. Checked
+    on all 2^32 float32 inputs once (bench/NOTES.md); here a sample: random bit patterns, the guard's near
+    misses, the ends of its ranges (|x| = 1, the subnormal results), slices mostly beyond its range."""
+    from ember.devices.cpu.elementwise import _erf32, _erf_in64, _ERF32_C
+    rng = np.random.default_rng(11)
+    parts = [rng.integers(0, 1 << 32, 1 << 20, dtype=np.uint64).astype(np.uint32).view(np.float32),
+             (rng.standard_normal(300000) * 0.3).astype(np.float32), np.float32(rng.uniform(-1.2, 1.2, 9000)),
+             np.nextafter(np.float32(1.0), np.float32([0, 2])), np.nextafter(np.float32(-1.0), np.float32([0, -2])),
+             np.float32([0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, 2.0 ** -125, -(2.0 ** -125), 1e-45, -1e-45,
+                         2.0 ** -149 * 3, 1e-38, 3.9, 4.0, -10.0])]
+    # inputs whose polynomial value lies nearest a float32 midpoint (where the guard sends them to the old kernel)
+    x = (rng.standard_normal(1 << 20) * 0.4).astype(np.float32)
+    t = x.astype(np.float64)
+    s = t * t
+    p = np.full_like(s, _ERF32_C[-1])
+    for c in _ERF32_C[-2::-1]:
+        p = p * s + c
+    low = (p * t).view(np.int64) & ((1 << 29) - 1)
+    parts.append(x[np.argsort(np.abs(low - (1 << 28)))[:5000]])
+    parts.append(np.float32(rng.uniform(-6, 6, 70000)))   # slices mostly beyond |x| = 1
+    for a in parts:
+        got = _erf32(a)
+        assert got.dtype == np.float32 and got.shape == a.shape
+        np.testing.assert_array_equal(got.view(np.uint32), _erf_in64(a).view(np.uint32))
+    a = rng.standard_normal((3, 700, 50)).astype(np.float32)[:, ::2]   # shapes and strides kept
+    np.testing.assert_array_equal(_erf32(a), _erf_in64(a))
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_exact_gelu_large_matches_torch(dtype):
     # more elements than one chunk of the erf kernel

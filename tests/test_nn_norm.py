@@ -394,3 +394,38 @@ def test_edge_case_parity(name):
     else:
         assert t[2] == e[2]
         np.testing.assert_allclose(e[1], t[1], rtol=1e-3, atol=1e-3, equal_nan=True)
+
+
+def test_norm_backward_shares_the_normalised_input_within_one_node_only(monkeypatch):
+    """A norm node's plain backward computes the normalised input once for its input and weight rules
+    (ops/nn_norm._sharing_args); the gradients are those of the rules computing it each (the node's apply without
+    the sharing), whichever inputs need them, and what is kept is only ever read by the apply that made it."""
+    from ember.autograd._primitive import PrimNode
+    from ember.ops import nn_norm as N
+    F = ember.nn.functional
+    x0 = RNG.standard_normal((4, 6, 10)).astype(np.float32) * 3 + 1
+    w0 = RNG.standard_normal(10).astype(np.float32)
+    b0 = RNG.standard_normal(10).astype(np.float32)
+    g0 = RNG.standard_normal((4, 6, 10)).astype(np.float32)
+
+    def grads(need, fn):
+        ts = [ember.tensor(a, requires_grad=r) for a, r in zip((x0, w0, b0), need)]
+        got = ember.autograd.grad(fn(*ts), [t for t in ts if t.requires_grad], ember.tensor(g0))
+        assert getattr(N._SHARED, "memo", None) is None or not need[1]   # (taken by the weight rule)
+        return [t.numpy() for t in got]
+
+    def two(x, w, b):   # two nodes over the same input, different eps: each its own statistics
+        return F.layer_norm(x, (10,), w, b, 1e-5) + F.layer_norm(x, (10,), w, None, 10.0)
+
+    fns = [lambda x, w, b: F.layer_norm(x, (10,), w, b, 1e-3), two,
+           lambda x, w, b: F.group_norm(x.transpose(1, 2), 2, w, b).transpose(1, 2),
+           lambda x, w, b: F.batch_norm(x.transpose(1, 2), None, None, w, b, training=True).transpose(1, 2)]
+    needs = ((True, True, True), (True, False, False), (False, True, False), (True, True, False))
+    shared = [grads(need, fn) for fn in fns for need in needs]
+    for prim in (N.layer_norm_p, N.group_norm_p, N.batch_norm_p):
+        assert prim.node_cls._args is N._sharing_args and prim.node_cls.apply is PrimNode.apply   # (compilable)
+        monkeypatch.setattr(prim.node_cls, "_args", PrimNode._args)
+    unshared = [grads(need, fn) for fn in fns for need in needs]
+    for a, b in zip(shared, unshared):
+        for u, v in zip(a, b):
+            np.testing.assert_array_equal(u, v)

@@ -19,13 +19,14 @@ from . import _vmap_nn
 
 import math
 import numbers
+import threading
 
 from .. import _dtype as D
-from .._device import NAMESPACES, quietly
+from .._device import NAMESPACES, cpu_backend, quietly
 from ..backends.cuda import _sdp as _sdp_enabled
 from .._state import _state as _gm_state
 from .._tensor import Tensor, make
-from ..autograd._primitive import apply, defprim
+from ..autograd._primitive import PrimNode, apply, defprim
 from ._registry import graph, register
 from .._util import check_tensor, compute
 from .elementwise import add_scalar_p, clamp_unrecorded_p, rsqrt
@@ -56,6 +57,40 @@ def _acc(x: Tensor):
 def _xhat(xp, x, view, axes, eps, acc):
     """The normalised input (in the grouped view) and 1 / std."""
     return xp.norm_xhat(xp.cast(x, acc), view, axes, eps)
+
+
+# Within one norm node's plain backward, its input and weight rules share the normalised input. The node's ``_args``
+# (which PrimNode.apply calls once, before the rules) hands the rules a fresh view of the saved input, an object
+# made for this call alone; the input rule keeps (view, result) when the weight rule follows, the weight rule takes
+# it if it was given that same view. No other call can be given that object, so nothing is read outside the apply
+# that made it (create_graph, forward mode and compiled programs compute their own, the same values), and the
+# next norm node's apply drops anything left (autograd.grad asking for the input's gradient alone).
+_SHARED = threading.local()
+_NP_ARRAY = cpu_backend().array_types[0]
+
+
+def _xhat_rules(xp, x, view, axes, eps, acc, keep: bool = False):
+    memo = getattr(_SHARED, "memo", None)
+    if memo is not None and memo[0] is x:
+        _SHARED.memo = None
+        return memo[1]
+    r = _xhat(xp, x, view, axes, eps, acc)
+    if keep and x is getattr(_SHARED, "fresh", None):
+        _SHARED.memo = (x, r)
+    _SHARED.fresh = None
+    return r
+
+
+def _sharing_args(self, graph: bool) -> list:
+    """PrimNode._args, the saved input given to the rules as a view made for this call when both the input's and
+    the weight's gradients are wanted (see above)."""
+    args = PrimNode._args(self, graph)
+    _SHARED.memo = _SHARED.fresh = None
+    if not graph and type(args[0]) is _NP_ARRAY:
+        edges = self.next_functions
+        if len(edges) > 1 and edges[0][0] is not None and edges[1][0] is not None:
+            args[0] = _SHARED.fresh = args[0].view()
+    return args
 
 
 @graph("norm_xhat")
@@ -167,7 +202,7 @@ def _xhat_adjoint(xp, gg, xh, rstd, axes):
 
 
 def _norm_vjp_x(xp, g, out, x, w, b, view, axes, wshape, eps, acc):
-    xh, rstd = _xhat(xp, x, view, axes, eps, acc)
+    xh, rstd = _xhat_rules(xp, x, view, axes, eps, acc, keep=w is not None)
     g = xp.cast(g, acc)
     if w is not None:
         g = g * _param(xp, w, wshape, acc)
@@ -176,7 +211,7 @@ def _norm_vjp_x(xp, g, out, x, w, b, view, axes, wshape, eps, acc):
 
 
 def _norm_vjp_w(xp, g, out, x, w, b, view, axes, wshape, eps, acc):
-    xh, _ = _xhat(xp, x, view, axes, eps, acc)
+    xh, _ = _xhat_rules(xp, x, view, axes, eps, acc)
     return _to_param(xp, xp.cast(g, acc) * xp.reshape(xh, x.shape), w, wshape)
 
 
@@ -212,9 +247,11 @@ def _norm_jvp_b(xp, t, out, x, w, b, view, axes, wshape, eps, acc):
 def _norm_prim(name, node_name, link=True, forward=_norm_forward):
     # group norm's double backward in PyTorch is a composition (its bias gradient a plain sum): no link
     vjp_b = _linked(_norm_vjp_b, node_name.replace("Backward0", "BackwardBackward0")) if link else _norm_vjp_b
-    return defprim(name, forward, node=node_name, vjp=(_norm_vjp_x, _norm_vjp_w, vjp_b),
-                   jvp=(_norm_jvp_x, _norm_jvp_w, _norm_jvp_b), saves=(0, 1),
-                   saved_names=("input", "weight", "bias"))
+    p = defprim(name, forward, node=node_name, vjp=(_norm_vjp_x, _norm_vjp_w, vjp_b),
+                jvp=(_norm_jvp_x, _norm_jvp_w, _norm_jvp_b), saves=(0, 1),
+                saved_names=("input", "weight", "bias"))
+    p.node_cls._args = _sharing_args   # (the node class is this primitive's own: node_class makes one per name)
+    return p
 
 
 layer_norm_p = _norm_prim("native_layer_norm", "NativeLayerNormBackward0")

@@ -696,10 +696,84 @@ def _erf_half(x):
 
 _erf_in64 = _erf_kernel(False)
 
+# float32 erf, fast path: for |x| <= 1, erf(x) = x P(x^2) with P of degree 8 (least squares at Chebyshev nodes of
+# x^2 in [0, 1], fitted with 40-digit erf; relative error 9.3e-13 = 2^-40.0), in float64: only products and sums
+# (correctly rounded on every SIMD path: the result depends on the input alone). Rounded to float32 it is
+# _erf_in64's value unless the float64 value lies within _ERF32_T float64 ulps (at least 2^-38 of it: 3.7 times the
+# approximation's error plus the evaluation's, 2^-48) of a float32 rounding midpoint; those elements, those beyond
+# 1 (nan and inf too) and the nonzero ones below 2^-125 (subnormal results: a coarser grid), are redone by
+# _erf_in64. Checked against _erf_in64 on all 2^32 float32 inputs, bit for bit (tools/erf32_exhaustive.py;
+# tests/test_nn_kinks.py a sample). Faster than Cody's ratio (no division; no gathering of the entries beyond 0.47,
+# which took his erfc ratio and an exp): 10-15% on activations within |x| < 1, 40% on N(0, 0.5) ones.
+_ERF32_C = tuple(float.fromhex(h) for h in (
+    "0x1.20dd750428d0cp+0", "-0x1.812746adee0adp-2", "0x1.ce2f20aa9e775p-4", "-0x1.b82cbb52a7333p-6",
+    "0x1.565891c44c514p-8", "-0x1.bfe1c8912f63dp-11", "0x1.f582bd29fc18ep-14", "-0x1.d2cc9a598f998p-17",
+    "0x1.1c6a2e6156874p-20"))
+_ERF32_R2 = 1.0
+_ERF32_TINY = 2.0 ** -250   # x^2 below it: |x| < 2^-125
+_ERF32_T = 1 << 15          # float64 ulps (2^-38 of the value, whose ulp is 2^-52 or 2^-53 of it)
+# the low 29 bits of a float64 holding a float32 rounding midpoint are 2^28: (bits + _ERF32_K) & _ERF32_M is then
+# _ERF32_T, and it is <= 2 _ERF32_T exactly when those bits are within _ERF32_T of 2^28
+_ERF32_K = np.int64((1 << 28) + _ERF32_T)
+_ERF32_M = np.int64((1 << 29) - 1)
+
+
+def _erf32(x):
+    """erf of a float32 array: ``_erf_in64``'s values (float64 Cody, rounded once), faster (see above)."""
+    src = np.ascontiguousarray(x).reshape(-1)
+    n = src.size
+    if n < 8192:   # (below, the extra calls cost more than the polynomial saves)
+        return _erf_in64(x)
+    out = np.empty(n, _F32)
+    scratch = _erf_scratch()
+    t, s, p, flags = scratch[0], scratch[1], scratch[2], scratch[8]
+    c = _ERF32_C
+    lim = 2 * _ERF32_T
+    redo = []
+    with np.errstate(all="ignore"):
+        for i in range(0, n, _CHUNK):
+            xi = src[i:i + _CHUNK]
+            m = xi.size
+            tc = t[:m]
+            np.copyto(tc, xi)
+            sc = np.multiply(tc, tc, out=s[:m])
+            far = None
+            if not sc.max() <= _ERF32_R2:   # (nan too)
+                beyond = np.less_equal(sc, _ERF32_R2, out=flags[:m])
+                np.logical_not(beyond, out=beyond)
+                if 8 * np.count_nonzero(beyond) > m:   # many beyond the polynomial's range: the old kernel for the slice
+                    out[i:i + m] = _erf_in64(xi)
+                    continue
+                far = np.flatnonzero(beyond)
+            if sc.min() < _ERF32_TINY:   # results below float32's normal range: its rounding grid is coarser
+                tiny = np.flatnonzero((sc < _ERF32_TINY) & (sc != 0.0))   # (0 stays 0, signed, here too)
+                if tiny.size:
+                    far = tiny if far is None else np.concatenate((far, tiny))
+            pc = np.multiply(sc, c[-1], out=p[:m])
+            pc += c[-2]
+            for ck in c[-3::-1]:
+                pc *= sc
+                pc += ck
+            pc *= tc
+            np.copyto(out[i:i + m], pc, casting="unsafe")
+            b = pc.view(np.int64)   # (pc is scratch from here)
+            b += _ERF32_K
+            b &= _ERF32_M
+            if b.min() <= lim:
+                redo.append(np.flatnonzero(b <= lim) + i)
+            if far is not None:
+                redo.append(far + i)
+        if redo:
+            idx = redo[0] if len(redo) == 1 else np.concatenate(redo)
+            out[idx] = _erf_in64(src[idx])
+    return out.reshape(np.shape(x))
+
 
 def erf(x):
     if x.dtype in _REDUCED:
         return _erf_half(x)
+    if x.dtype == _F32:
+        return _erf32(x)
     return _erf_in64(x)
 
 

@@ -126,9 +126,10 @@ def gelu(x, approximate):
     if approximate == "tanh":
         inner = _t(x, _KAPPA) * (x + _t(x, 0.044715) * (x * x * x))   # PyTorch's order
         return _t(x, 0.5) * x * (1 + _tanh(inner))
-    e = _erf(x * _t(x, _SQRT1_2))
+    t = x * _t(x, _SQRT1_2)
+    e = _erf(t)
     e += 1   # (in place: the same roundings as 0.5 * x * (1 + e), without two temporaries of x's size)
-    h = _t(x, 0.5) * x
+    h = np.multiply(_t(x, 0.5), x, out=t) if type(t) is np.ndarray else _t(x, 0.5) * x   # (erf's input is spent)
     h *= e
     return h
 
@@ -283,12 +284,18 @@ def gelu_backward(g, x, approximate):
         return g * ((t + 1) * 0.5 + x * (1 - t * t) * ((x2 * (3 * 0.044715) + 1) * (0.5 * _KAPPA)))
     # g * (cdf + x * pdf), cdf = (erf(x / sqrt(2)) + 1) * 0.5, pdf = exp(x * x * -0.5) / sqrt(2 pi): the same
     # operations in the same order, in place where the operand is a temporary
-    cdf = _erf(x * _SQRT1_2)
+    t = x * _SQRT1_2
+    cdf = _erf(t)
     cdf += 1
     cdf *= 0.5
-    pdf = x * x
-    pdf *= -0.5
-    pdf = np.exp(pdf)   # (not in place: a 0-d x gives NumPy scalars here)
+    if type(t) is np.ndarray and t.dtype == x.dtype:   # erf's input is spent: pdf is computed in its place
+        pdf = np.multiply(x, x, out=t)
+        pdf *= -0.5
+        np.exp(pdf, out=pdf)
+    else:   # (a 0-d x gives NumPy scalars here)
+        pdf = x * x
+        pdf *= -0.5
+        pdf = np.exp(pdf)
     pdf *= _INV_SQRT_2PI
     pdf *= x
     cdf += pdf
