@@ -236,7 +236,7 @@ def _tiles_offset_major(x, kernel, out_size, out):
     dilation, H = L0*k0, W = L1*k1), written offset-major into ``out`` (k0*k1, B*C*L0*L1): what np.stack of the
     strided window views writes, in two passes with long loops instead of one short run per output row: the
     width offsets apart (one strided pass each), then each window row of L1 elements moved as one item."""
-    (k0, k1), (L0, L1) = kernel, out_size
+    (k0, k1), L1 = kernel, out_size[1]
     M = x.size // (k0 * k1)   # elements per offset
     cols = np.empty((k1, M * k0), dtype=x.dtype)
     np.copyto(cols, x.reshape(-1, k1).T)
