@@ -46,7 +46,7 @@ from ..autograd import _profiling
 from ..autograd._primitive import apply as _apply
 from ..autograd.grad_mode import set_grad_enabled as _set_grad_enabled
 from ..autograd.anomaly_mode import _anomaly
-from ..autograd.graph import HOOKS_ON, NODE_OBSERVERS, _seq
+from ..autograd.graph import HOOKS_ON, NODE_OBSERVERS, AccumulateGrad, _seq
 from ..nn.modules.module import Module
 from ..amp import autocast_mode as _amp
 from . import _program, _trace
@@ -59,6 +59,7 @@ __all__ = ["compile", "reset", "disable", "is_compiling", "is_dynamo_compiling",
 _TRACING = [0]          # traces running (is_compiling())
 _ALL: list = []         # weak references to every compiled function (reset() empties their caches)
 _EAGER = "eager"
+_NO_EDGE = (None, 0)
 
 
 class _Config:
@@ -291,11 +292,18 @@ def _replay(rec, spec, leaves):
     if rec.grad_steps and _state.enabled:
         node = CompiledFunctionBackward.__new__(CompiledFunctionBackward)
         edges = []
+        direct = rec.ext_unique
         for r in rec.ext:
             t = ins[r[1]] if r[0] == "in" else caps[r[1]]
             e = tensor_edge(t)
-            edges.append(e if e is not None else (None, 0))
+            if e is None:
+                edges.append(_NO_EDGE)
+                continue
+            edges.append(e)
+            if direct and (type(e[0]) is not AccumulateGrad or e[0].variable is not t):
+                direct = False   # an edge into the graph before the call: its nodes run after this one
         node.next_functions = tuple(edges)
+        node._direct = direct
         node._seq = next(_seq)
         node._rec = rec
         node._vals = need

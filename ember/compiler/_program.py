@@ -9,7 +9,8 @@ import sys
 from .._device import NAMESPACES, fp_quiet as _fp_quiet, fp_restore as _fp_restore
 from .._tensor import Tensor, make
 from ..autograd._primitive import _ndarray, _NoneSaved, _NP_NS, _OUT_NOT_SAVED, _wrong_shape
-from ..autograd.graph import FREED, FREED_MESSAGE, Node, modified_message
+from .._hooks import HOOK_COUNT
+from ..autograd.graph import FREED, FREED_MESSAGE, Node, _tls, accumulate_leaves, hooked_leaves, modified_message
 from ..ops import random as _random
 from ..ops.shape import _MultiViewNode
 from ._trace import ARRAY, TraceFailed, Tracer, _plain, _template_refs, tensor_edge
@@ -318,6 +319,9 @@ class Recording:
                 if e is not None and e[0] == "ext":
                     ext.append(e[1])
         self.ext = ext
+        self.ext_unique = len(set(ext)) == len(ext)   # (a leaf used by two ops gets two gradients: the engine sums)
+        self.ext_in = [i for i, r in enumerate(ext) if r[0] == "in"]
+        self.leaves_clean = -1   # the hook count at which the captured leaves had no hooks
         # version counters the backward checks: the input/captured tensors it reads (an internal tensor nobody else
         # can reach cannot change; an output's own counter is checked through its Tensor)
         checks = []
@@ -543,11 +547,40 @@ def _gen_forward(rec: Recording, steps: list):
 # ----- the backward node -------------------------------------------------------------------------
 
 class CompiledFunctionBackward(Node):
-    """The one node of a compiled call's outputs: runs the recorded nodes' VJP rules, newest first."""
+    """The one node of a compiled call's outputs: runs the recorded nodes' VJP rules, newest first.
 
-    __slots__ = ("_rec", "_vals", "_checks")
+    Where the engine runs it last in a plain backward (nothing else pending: only the nodes it routes to run after
+    it) and every edge leads to the AccumulateGrad of a distinct leaf (``_direct``, decided at the replay), it adds
+    the gradients into the leaves' ``.grad`` itself (``graph.accumulate_leaves``: what those nodes would do, each
+    leaf getting this one gradient), unless a hook on this node, a leaf or a leaf's node must see them run."""
+
+    __slots__ = ("_rec", "_vals", "_checks", "_direct")
 
     def apply(self, grads, create_graph, needed):
+        ext = self._gradients(grads, create_graph)
+        if self._direct and needed is None and not self._intercept:
+            task = getattr(_tls, "task", None)
+            if task is not None:
+                heap = task._heap
+                if heap is not None and not heap:
+                    # the captured leaves were found without hooks at this hook count: only the inputs to check
+                    rec = self._rec
+                    count = HOOK_COUNT[0]
+                    edges = self.next_functions
+                    if rec.leaves_clean == count:
+                        if not hooked_leaves(edges, ext, rec.ext_in) and accumulate_leaves(edges, ext, False):
+                            return ()
+                    elif accumulate_leaves(edges, ext):
+                        rec.leaves_clean = count
+                        return ()
+        return ext
+
+    def __call__(self, *grads):
+        """A call by hand (``grad_fn(g)``): the gradients of the inputs, nothing accumulated."""
+        out = self._gradients([g._data if isinstance(g, Tensor) else g for g in grads], False)
+        return tuple(None if g is None else make(g) for g in out)
+
+    def _gradients(self, grads, create_graph):
         if create_graph:
             raise RuntimeError(DOUBLE_BACKWARD)
         vals = self._vals
