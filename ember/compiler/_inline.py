@@ -8,6 +8,10 @@ a plain forwarding call for the recorded dtypes: the result is the very same arr
 * add/sub/mul's forward kernel (``ops/elementwise._scalar_kernel``) and mul's rules: ``a OP b`` where the kernel
   does exactly that for the dtypes seen, with a Python float replaced by the device's cached weak number
   (``xp.weak_number``), as the kernel does on each call.
+* the same ops on 0-d float32/float64 operands as NumPy scalars (``loose_line``): NumPy's scalar math computes the
+  same IEEE operation as its ufunc, ~8x faster; the operand order is the one in which it gives the ufunc's bits
+  (``backend.scalar_orders``: a build may swap a commutative op's operands, which picks the other NaN payload when
+  both operands are NaN).
 """
 from __future__ import annotations
 
@@ -72,3 +76,42 @@ def rule_line(prim, i: int, rule, g_dtype, out_expr: str, args: list, arg_values
         other = 1 - i
         return _scalar_op(operator.mul, "g", g_dtype, arg_values[other], args[other], bind)
     return None
+
+
+def weak_scalar(dtype, b: float):
+    """The Python float ``b`` beside a 0-d array of ``dtype`` as the forward kernel makes it (``xp.weak_number``), as a
+    NumPy scalar; None where the kernel keeps it a Python float (0, nan, out of range: NumPy's own conversion)."""
+    from ..autograd._primitive import _NP_NS as xp
+    w = xp.weak_number(xp.backend.zeros((), dtype), b)
+    if type(w) is not xp.backend.array_types[0] or w.shape != () or w.dtype != dtype:
+        return None
+    return w[()]
+
+
+def loose_line(s, sexpr, bind, orders: dict) -> str | None:
+    """add/sub/mul's forward (``_scalar_kernel``) of step ``s`` on NumPy scalars, where its operands are 0-d arrays of
+    its float32/float64 result dtype (or one is a Python float the kernel makes a 0-d array of it): the expression,
+    with ``sexpr(ref)`` the scalar of an operand, in the order that gives the ufunc's bits (``orders``); or None."""
+    op = _KERNELS.get(s.forward)
+    if op is None or s.params or len(s.args) != 2 or any(c is not None for c in s.casts):
+        return None
+    dt = s.out_dtype
+    swapped = orders.get((op, dt))
+    if swapped is None or s.arg_dtypes[0] != dt:
+        return None
+    if s.arg_dtypes[1] is not None:
+        if s.arg_dtypes[1] != dt:
+            return None
+        b = None
+    else:
+        v = s.arg_values[1]
+        if type(v) is not float or weak_scalar(dt, v) is None:
+            return None
+        b = bind(("weak_scalar", dt, v))
+    a = sexpr(s.args[0])
+    if b is None:
+        b = sexpr(s.args[1])
+    if a is None or b is None:
+        return None
+    sym = _SYMBOL[op]
+    return f"{b} {sym} {a}" if swapped else f"{a} {sym} {b}"

@@ -16,6 +16,7 @@ from ..ops.shape import _MultiViewNode
 from ._trace import ARRAY, TraceFailed, Tracer, _plain, _template_refs, tensor_edge
 from . import _inline
 
+_ASARRAY = _NP_NS.backend.asarray
 DOUBLE_BACKWARD = "torch.compile with aot_autograd does not currently support double backward"
 
 
@@ -254,6 +255,7 @@ class Recording:
     def __init__(self, tr: Tracer, out_refs: list, vc_owner: dict, out_grad: dict, out_vc: dict):
         steps = tr.steps
         self.n_in = len(tr.inputs)
+        self.in_arrays = [type(t._data) is _ndarray for t in tr.inputs]
         self.captured = tr.captured
         self.cap_meta = [(c._data.shape, c._data.dtype, c._requires_grad, c._data.strides) for c in tr.captured]
         self.consts = tr.consts
@@ -338,6 +340,10 @@ class Recording:
             s.tensor = None
 
     def run_backward(self, grads, vals):
+        if self.need_loose:   # (the rules get the arrays eager's nodes saved)
+            vals = list(vals)
+            for k in self.need_loose:
+                vals[k] = _ASARRAY(vals[k])
         code = self.backward_code
         if code is not None:
             for g, s in zip(grads, self.root_steps):
@@ -424,6 +430,8 @@ def _binder(g: dict):
             kind = key[0]
             if kind == "weak":
                 v = _NP_NS.weak_number(_NP_NS.backend.zeros((), key[1]), key[2])
+            elif kind == "weak_scalar":
+                v = _inline.weak_scalar(key[1], key[2])
             elif kind == "attr":
                 v = getattr(key[1], key[2])
             elif kind == "xattr":
@@ -451,6 +459,15 @@ def _gen_forward(rec: Recording, steps: list):
         return k
     bind = _binder(g)
 
+    # 0-d float chains run on NumPy scalars (``_inline.loose_line``): ``loose`` steps' v{j} hold scalars, made
+    # arrays (w{j}, as eager's asarray makes them) where anything else reads them; ``scal``: the scalar taken from
+    # a 0-d array once for the loose ops that read it. (Not where the program writes into arrays: a scalar taken
+    # before a write would be stale after it.)
+    loose_ok = not rec.hoisted and not rec.written_consts and not any(s.kind == "write" for s in steps)
+    loose = set()
+    wrapped = set()
+    scal = {}
+
     def expr(r):
         kind = r[0]
         if kind == "in":
@@ -460,10 +477,32 @@ def _gen_forward(rec: Recording, steps: list):
         if kind == "const":
             return f"k{r[1]}" if r[1] in written else f"K[{r[1]}]"
         if kind == "step":
-            return f"v{r[1]}"
+            j = r[1]
+            if j in loose:
+                if j not in wrapped:
+                    wrapped.add(j)
+                    lines.append(f"        w{j} = _A(v{j})")
+                return f"w{j}"
+            return f"v{j}"
         if kind == "gen":
             return "G._st()"
         return const(r[1])
+
+    def sexpr(r):
+        """The scalar of array ref ``r`` (a 0-d array of the op's dtype), or None where ``r`` is no NumPy array."""
+        if r[0] == "step" and r[1] in loose:
+            return f"v{r[1]}"
+        kind = r[0]
+        if not (kind == "step" or kind == "in" and rec.in_arrays[r[1]] or
+                kind == "cap" and type(rec.captured[r[1]]._data) is _ndarray or
+                kind == "const" and type(rec.consts[r[1]]) is _ndarray):
+            return None
+        n = scal.get(r)
+        if n is None:
+            n = scal[r] = f"s{len(scal)}"
+            lines.append(f"        {n} = {expr(r)}[()]")
+        return n
+    g["_A"] = _NP_NS.backend.asarray
     written = set(rec.written_consts)
     g["G"] = _random.default_generator
     for k in rec.written_consts:   # a constant the program writes into: a fresh copy per replay
@@ -517,25 +556,33 @@ def _gen_forward(rec: Recording, steps: list):
             lines.append(f"        v{j} = f{j}({', '.join(ex)})")
             continue
         g[f"x{j}"] = s.xp
+        if s.asarray and loose_ok and s.xp is _NP_NS:
+            line = _inline.loose_line(s, sexpr, bind, _NP_NS.backend.scalar_orders)
+            if line is not None:
+                lines.append(f"        v{j} = {line}")
+                loose.add(j)
+                continue
         args = []
         for r, c in zip(s.args, s.casts):
             e = expr(r)
             if c is not None:
                 e = f"{e}.astype({const(c)})"
             args.append(e)
-        line = _inline.forward_line(s, args, bind) if not s.asarray else None
+        line = _inline.forward_line(s, args, bind)
         if line is not None:
-            lines.append(f"        v{j} = {line}")
+            lines.append(f"        v{j} = {line}" if not s.asarray else f"        v{j} = _A({line})")
             continue
         args += _param_args(s.params, s.param_refs, f"p{j}", g, expr, const)
         lines.append(f"        v{j} = f{j}(x{j}, {', '.join(args)})")
         if s.asarray:
             g[f"a{j}"] = s.xp.backend.asarray
             lines.append(f"        v{j} = a{j}(v{j})")
+    outs = ", ".join(expr(("step", j)) for j in rec.out_steps)   # (outputs become Tensors: arrays)
+    # the backward gets loose steps' scalars (``need_loose``: their positions)
+    need = ", ".join(f"v{r[1]}" if r[0] == "step" and r[1] in loose else expr(r) for r in rec.need)
+    rec.need_loose = [k for k, r in enumerate(rec.need) if r[0] == "step" and r[1] in loose]
     lines.append("    finally:")
     lines.append("        _fp_restore(fp)")
-    outs = ", ".join(f"v{j}" for j in rec.out_steps)
-    need = ", ".join(expr(r) for r in rec.need)
     lines.append(f"    return ({outs}{',' if rec.out_steps else ''}), ({need}{',' if rec.need else ''})")
     src = "\n".join(lines) + "\n"
     exec(compile(src, "<ember.compile forward>", "exec"), g)

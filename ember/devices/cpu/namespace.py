@@ -9,6 +9,7 @@ Each op family keeps its NumPy kernels in a file of its own beside this one; the
 from __future__ import annotations
 
 import functools as _functools
+import operator as _operator
 import math as _math
 import sys as _sys
 
@@ -75,6 +76,36 @@ class _Quiet:
 _this = _sys.modules[__name__]  # view_replay hands this namespace to the recorded view ops
 
 
+def _scalar_math_orders() -> dict:
+    """``{(op, dtype): swapped}`` for ``a OP b`` (OP: operator.add, sub, mul) on two NumPy scalars of one float dtype
+    (float32, float64): whether NumPy's scalar math gives the ufunc's bits on 0-d arrays (``np.OP(a, b)``) as
+    ``a OP b`` (False) or as ``b OP a`` (True: a build whose C compiler swapped a commutative op's operands takes the
+    other NaN's payload when both operands are NaN; every other input gives the same bits either way). A pair is
+    absent where neither order matches on the probe values. ember.compile's programs compute 0-d chains on scalars
+    where this says how (a NumPy scalar op costs ~40 ns, the ufunc on 0-d arrays ~330)."""
+    import operator as _op
+    out = {}
+    with np.errstate(all="ignore"):
+        for dt, it, nan_bits in ((np.float32, np.uint32, (0x7FC00001, 0xFFC00123, 0x7F800001, 0x7FC00000)),
+                                 (np.float64, np.uint64, (0x7FF8000000000001, 0xFFF8000000000123,
+                                                          0x7FF0000000000001, 0x7FF8000000000000))):
+            fi = np.finfo(dt)
+            vals = list(np.array(nan_bits, it).view(dt)) + [dt(v) for v in (
+                0.0, -0.0, 1.0, -1.5, np.inf, -np.inf, fi.max, -fi.max, fi.tiny, fi.smallest_subnormal, 3.0e-3)]
+            for op in (_op.add, _op.sub, _op.mul):
+                want = [np.asarray(op(np.asarray(a), np.asarray(b))).view(it)[()] for a in vals for b in vals]
+                for swapped in (False, True):
+                    got = [np.asarray(op(b, a) if swapped else op(a, b)).view(it)[()] for a in vals for b in vals]
+                    if got == want and all(type(op(a, b)) is dt for a in vals for b in vals):
+                        out[(op, np.dtype(dt))] = swapped
+                        break
+    return out
+
+
+_SCALAR_ORDERS = _scalar_math_orders()
+_ADD_ORDERS = {dt: sw for (op, dt), sw in _SCALAR_ORDERS.items() if op is _operator.add}
+
+
 class _Backend:
     """What the op machinery, the engine and Tensor need from the device beyond the rules' functions:
     moving data in and out of its arrays. Everything outside ember.devices reaches the array library through here."""
@@ -87,6 +118,7 @@ class _Backend:
                     np.bool_, np.complex64, np.complex128) + _REDUCED_SCALARS
     forward_errors = (ValueError, IndexError, TypeError, np.exceptions.AxisError)
     has_data = True   # ('meta' has none)
+    scalar_orders = _SCALAR_ORDERS   # see _scalar_math_orders
 
     asarray = staticmethod(np.asarray)
     may_share_memory = staticmethod(np.may_share_memory)
@@ -172,21 +204,21 @@ class _Backend:
     @staticmethod
     def add_into_all(dsts, srcs) -> None:
         """``add_into(dst, src)`` for each pair (the leaves' gradients of one backward). A 0-d float ``dst`` and a
-        ``src`` of its dtype add as NumPy scalars: the same IEEE sum, without the ufunc's ``out=`` machinery, which
-        costs ~1 us on a 0-d array."""
+        ``src`` of its dtype (a 0-d array or a NumPy scalar) add as NumPy scalars, in the operand order that gives
+        the ufunc's bits (``_SCALAR_ORDERS``), without the ufunc's ``out=`` machinery (~1 us on a 0-d array)."""
         token = _fp_quiet()
         try:
             nd = np.ndarray
             for dst, src in zip(dsts, srcs):
                 ts = type(src)
-                if ts is nd:
-                    if src.shape == () and dst.shape == () and src.dtype is dst.dtype and ts is type(dst) and \
-                            src.dtype in _SCALAR_ADD:
-                        dst[()] = dst[()] + src[()]
+                if type(dst) is nd and dst.shape == ():
+                    swapped = _ADD_ORDERS.get(dst.dtype)
+                    if swapped is not None and src.dtype is dst.dtype and (ts is nd and src.shape == () or
+                                                                           ts is dst.dtype.type):
+                        a = dst[()]
+                        b = src[()] if ts is nd else src
+                        dst[()] = b + a if swapped else a + b
                         continue
-                elif ts in _SCALAR_ADD_TYPES and type(dst) is nd and dst.shape == () and dst.dtype is src.dtype:
-                    dst[()] = dst[()] + src   # a NumPy scalar (a compiled program's 0-d value)
-                    continue
                 np.add(dst, src, out=dst, casting="unsafe")
         finally:
             _fp_restore(token)
@@ -630,8 +662,6 @@ def cast(x, dtype):
 
 
 _F64, _F16 = np.dtype(np.float64), np.dtype(np.float16)
-_SCALAR_ADD = (np.dtype(np.float32), np.dtype(np.float64))   # add_into_all's dtypes added as scalars
-_SCALAR_ADD_TYPES = (np.float32, np.float64)
 
 
 def cat(xs, dim):
