@@ -292,7 +292,7 @@ def _replay(rec, spec, leaves):
     if rec.grad_steps and _state.enabled:
         node = CompiledFunctionBackward.__new__(CompiledFunctionBackward)
         edges = []
-        direct = rec.ext_unique
+        direct = True
         for r in rec.ext:
             t = ins[r[1]] if r[0] == "in" else caps[r[1]]
             e = tensor_edge(t)

@@ -115,3 +115,26 @@ def loose_line(s, sexpr, bind, orders: dict) -> str | None:
         return None
     sym = _SYMBOL[op]
     return f"{b} {sym} {a}" if swapped else f"{a} {sym} {b}"
+
+
+def loose_rule(prim, i: int, rule, s, g_expr: str, other_scalar, bind, orders: dict) -> str | None:
+    """mul's rule ``g * other`` of step ``s`` (a 0-d float32/float64 result: ``s.asarray``) on NumPy scalars: eager
+    computes it on the saved 0-d array (or the kernel's weak number), i.e. with the ufunc; ``g_expr``: g's scalar,
+    ``other_scalar(k)``: the scalar of saved input k (None: not one). The expression, or None."""
+    if prim is not _ew.mul_p or rule is not _ew.mul_p.vjps[i] or len(s.in_meta) != 2 or s.node_params:
+        return None
+    dt = s.out_dtype
+    swapped = orders.get((operator.mul, dt))
+    if swapped is None:
+        return None
+    k = 1 - i
+    if s.arg_dtypes[k] is not None:
+        if s.arg_dtypes[k] != dt:
+            return None
+        b = other_scalar(k)
+    else:
+        v = s.arg_values[k]
+        b = bind(("weak_scalar", dt, v)) if type(v) is float and weak_scalar(dt, v) is not None else None
+    if b is None:
+        return None
+    return f"{b} * {g_expr}" if swapped else f"{g_expr} * {b}"

@@ -255,7 +255,7 @@ class Recording:
     def __init__(self, tr: Tracer, out_refs: list, vc_owner: dict, out_grad: dict, out_vc: dict):
         steps = tr.steps
         self.n_in = len(tr.inputs)
-        self.in_arrays = [type(t._data) is _ndarray for t in tr.inputs]
+        self.in_arrays = [type(t._data) is _ndarray for t in tr.inputs]   # (their data: NumPy arrays)
         self.captured = tr.captured
         self.cap_meta = [(c._data.shape, c._data.dtype, c._requires_grad, c._data.strides) for c in tr.captured]
         self.consts = tr.consts
@@ -311,6 +311,9 @@ class Recording:
                 for tpl in s.param_refs.values():
                     _template_refs(tpl, need)
         self.need = sorted(need, key=lambda r: (r[0], r[1]))
+        self.need_arrays = [r[0] == "step" or r[0] == "in" and self.in_arrays[r[1]] or
+                            r[0] == "cap" and type(tr.captured[r[1]]._data) is _ndarray or
+                            r[0] == "const" and type(tr.consts[r[1]]) is _ndarray for r in self.need]
         check_refs = set(need)
         for j in self.bwd_steps:
             check_refs.update(steps[j].extra)
@@ -321,7 +324,11 @@ class Recording:
                 if e is not None and e[0] == "ext":
                     ext.append(e[1])
         self.ext = ext
-        self.ext_unique = len(set(ext)) == len(ext)   # (a leaf used by two ops gets two gradients: the engine sums)
+        # a leaf read by several ops gets several gradients: the engine sums them in edge order, then accumulates
+        first = {}
+        for i, r in enumerate(ext):
+            first.setdefault(r, []).append(i)
+        self.ext_dups = [(ix[0], ix[1:]) for ix in first.values() if len(ix) > 1]
         self.ext_in = [i for i, r in enumerate(ext) if r[0] == "in"]
         self.leaves_clean = -1   # the hook count at which the captured leaves had no hooks
         # version counters the backward checks: the input/captured tensors it reads (an internal tensor nobody else
@@ -340,10 +347,6 @@ class Recording:
             s.tensor = None
 
     def run_backward(self, grads, vals):
-        if self.need_loose:   # (the rules get the arrays eager's nodes saved)
-            vals = list(vals)
-            for k in self.need_loose:
-                vals[k] = _ASARRAY(vals[k])
         code = self.backward_code
         if code is not None:
             for g, s in zip(grads, self.root_steps):
@@ -351,6 +354,11 @@ class Recording:
                     break
             else:
                 return code(grads, vals)
+        if self.need_loose:   # (the interpreted rules get the arrays eager's nodes saved)
+            vals = list(vals)
+            for k in self.need_loose:
+                vals[k] = _ASARRAY(vals[k])
+        if code is not None:
             return run_backward(self, grads, vals, None)
         fixes = {}
         ext = run_backward(self, grads, vals, fixes)
@@ -614,6 +622,8 @@ class CompiledFunctionBackward(Node):
                     rec = self._rec
                     count = HOOK_COUNT[0]
                     edges = self.next_functions
+                    if rec.ext_dups:
+                        ext = _sum_dups(ext, rec.ext_dups)
                     if rec.leaves_clean == count:
                         if not hooked_leaves(edges, ext, rec.ext_in) and accumulate_leaves(edges, ext, False):
                             return ()
@@ -625,7 +635,7 @@ class CompiledFunctionBackward(Node):
     def __call__(self, *grads):
         """A call by hand (``grad_fn(g)``): the gradients of the inputs, nothing accumulated."""
         out = self._gradients([g._data if isinstance(g, Tensor) else g for g in grads], False)
-        return tuple(None if g is None else make(g) for g in out)
+        return tuple(None if g is None else make(g if type(g) is _ndarray else _ASARRAY(g)) for g in out)
 
     def _gradients(self, grads, create_graph):
         if create_graph:
@@ -648,6 +658,21 @@ class CompiledFunctionBackward(Node):
 CompiledFunctionBackward.__module__ = "torch.autograd.function"
 
 
+def _sum_dups(ext: list, dups: list) -> list:
+    """The gradients for a leaf on several edges summed onto its first, as the engine's buffer sums them (in edge
+    order, the buffer's value first), the others None."""
+    ext = list(ext)
+    for i0, rest in dups:
+        g = ext[i0]
+        for i in rest:
+            gi = ext[i]
+            if gi is not None:
+                g = gi if g is None else g + gi
+                ext[i] = None
+        ext[i0] = g
+    return ext
+
+
 def run_backward(rec: Recording, grads, vals, fixes):
     """The recorded rules (interpreted; the same calls PrimNode.apply makes, in the engine's order). ``fixes``
     (a dict, or None): filled with what each rule's gradient needed ((j, i) -> (sum_to, cast), or None when the
@@ -663,6 +688,8 @@ def run_backward(rec: Recording, grads, vals, fixes):
     for j in rec.bwd_steps:
         s = steps[j]
         g = buf.pop(j, None)
+        if fixes is not None and g is not None and s.kind != "group":
+            fixes[("g", j)] = type(g) is _ndarray
         if s.kind == "group":
             if g is not None:
                 g = s.node.apply(g, False, None)[0]
@@ -742,6 +769,39 @@ def _gen_backward(rec: Recording, fixes: dict):
     lines = ["def backward(G, N):"]
     if rec.need:
         lines.append(f"    {', '.join(f'n{k}' for k in range(len(rec.need)))}, = N")
+    # N holds the forward's loose (0-d) values as NumPy scalars: made arrays (na{k}) for the rules that read arrays,
+    # taken as they are for mul's rules on scalars (``_inline.loose_rule``), which take other 0-d arrays' scalars
+    # (ns{k}); both made once, here at the top.
+    g["_A"] = _NP_NS.backend.asarray
+    top = []
+    loose_need = set(rec.need_loose)
+    names = {}
+
+    def need_array(r):
+        k = need_ix[r]
+        if k not in loose_need:
+            return f"n{k}"
+        n = names.get(("a", k))
+        if n is None:
+            n = names[("a", k)] = f"na{k}"
+            top.append(f"    {n} = _A(n{k})")
+        return n
+
+    def need_scalar(r):
+        k = need_ix.get(r)
+        if k is None:
+            return None
+        if k in loose_need:
+            return f"n{k}"
+        if not rec.need_arrays[k]:
+            return None
+        n = names.get(("s", k))
+        if n is None:
+            n = names[("s", k)] = f"ns{k}"
+            top.append(f"    {n} = n{k}[()]")
+        return n
+    orders = _NP_NS.backend.scalar_orders
+    n_head = len(lines)
     nG = len(rec.grad_steps)
     lines.append(f"    G = tuple(G) + (None,) * ({nG} - len(G))")
     outs = set(rec.grad_steps)
@@ -791,23 +851,30 @@ def _gen_backward(rec: Recording, fixes: dict):
         values = []
         for i, m in enumerate(s.in_meta):
             if s.saved is not None and s.saved[i]:
-                args.append(f"n{need_ix[s.args[i]]}")
+                args.append(need_array(s.args[i]))
                 values.append(ARRAY)
             else:
                 g[f"m{j}_{i}"] = m
                 args.append(f"m{j}_{i}")
                 values.append(m)
-        out = f"n{need_ix[('step', j)]}" if s.saves_out else "_OUT_NOT_SAVED"
-        args += _param_args(s.node_params, s.param_refs, f"P{j}", g, lambda r: f"n{need_ix[r]}", _const_in(g))
+        out = need_array(("step", j)) if s.saves_out else "_OUT_NOT_SAVED"
+        args += _param_args(s.node_params, s.param_refs, f"P{j}", g, need_array, _const_in(g))
         lines.append(f"    g = b{j}")
         lines.append(f"    del b{j}")
         body = []
+        g_array = fixes.get(("g", j))   # whether eager's gradient here is an array (None: not seen)
         for i, edge in s.edges:
             if edge is None:
                 continue
             g[f"R{j}_{i}"] = prim.vjps[i]
-            line = _inline.rule_line(prim, i, prim.vjps[i], s.out_dtype, out, args[:len(s.in_meta)], values, bind,
-                                     s.node_params)
+            line = None
+            if s.asarray and fixes.get((j, i)) == (False, False) and g_array is not None:
+                line = _inline.loose_rule(prim, i, prim.vjps[i], s, "g[()]" if g_array else "g",
+                                          lambda k: need_scalar(s.args[k]) if s.saved is not None and s.saved[k]
+                                          else None, bind, orders)
+            if line is None:
+                line = _inline.rule_line(prim, i, prim.vjps[i], s.out_dtype, out, args[:len(s.in_meta)], values,
+                                         bind, s.node_params)
             body.append(f"gi = {line}" if line is not None else f"gi = R{j}_{i}(X, g, {out}, {', '.join(args)})")
             f = fixes.get((j, i), "unknown")
             shape, dt = s.in_meta_shape[i]
@@ -827,6 +894,7 @@ def _gen_backward(rec: Recording, fixes: dict):
             lines.append("    if g is not None:")
             lines.extend("        " + b for b in body)
     lines.append("    return E")
+    lines[n_head:n_head] = top
     src = "\n".join(lines) + "\n"
     exec(compile(src, "<ember.compile backward>", "exec"), g)
     fn = g["backward"]

@@ -81,7 +81,8 @@ def _scalar_math_orders() -> dict:
     (float32, float64): whether NumPy's scalar math gives the ufunc's bits on 0-d arrays (``np.OP(a, b)``) as
     ``a OP b`` (False) or as ``b OP a`` (True: a build whose C compiler swapped a commutative op's operands takes the
     other NaN's payload when both operands are NaN; every other input gives the same bits either way). A pair is
-    absent where neither order matches on the probe values. ember.compile's programs compute 0-d chains on scalars
+    absent where neither order matches on the probe values. ``("add_into", dtype)``: the same for
+    ``np.add(a, b, out=a)`` (``add_into``), whose in-place loop may keep the other NaN than ``np.add(a, b)``. ember.compile's programs compute 0-d chains on scalars
     where this says how (a NumPy scalar op costs ~40 ns, the ufunc on 0-d arrays ~330)."""
     import operator as _op
     out = {}
@@ -92,18 +93,28 @@ def _scalar_math_orders() -> dict:
             fi = np.finfo(dt)
             vals = list(np.array(nan_bits, it).view(dt)) + [dt(v) for v in (
                 0.0, -0.0, 1.0, -1.5, np.inf, -np.inf, fi.max, -fi.max, fi.tiny, fi.smallest_subnormal, 3.0e-3)]
-            for op in (_op.add, _op.sub, _op.mul):
-                want = [np.asarray(op(np.asarray(a), np.asarray(b))).view(it)[()] for a in vals for b in vals]
+            for op in (_op.add, _op.sub, _op.mul, "add_into"):
+                if op == "add_into":   # np.add(dst, src, out=dst) on 0-d arrays (add_into; its NaN may differ)
+                    def ref(a, b):
+                        d = np.array(a)
+                        np.add(d, np.array(b), out=d, casting="unsafe")
+                        return d.view(it)[()]
+                    f = _op.add
+                else:
+                    def ref(a, b, op=op):
+                        return np.asarray(op(np.asarray(a), np.asarray(b))).view(it)[()]
+                    f = op
+                want = [ref(a, b) for a in vals for b in vals]
                 for swapped in (False, True):
-                    got = [np.asarray(op(b, a) if swapped else op(a, b)).view(it)[()] for a in vals for b in vals]
-                    if got == want and all(type(op(a, b)) is dt for a in vals for b in vals):
+                    got = [np.asarray(f(b, a) if swapped else f(a, b)).view(it)[()] for a in vals for b in vals]
+                    if got == want and all(type(f(a, b)) is dt for a in vals for b in vals):
                         out[(op, np.dtype(dt))] = swapped
                         break
     return out
 
 
 _SCALAR_ORDERS = _scalar_math_orders()
-_ADD_ORDERS = {dt: sw for (op, dt), sw in _SCALAR_ORDERS.items() if op is _operator.add}
+_ADD_ORDERS = {dt: sw for (op, dt), sw in _SCALAR_ORDERS.items() if op == "add_into"}
 
 
 class _Backend:
