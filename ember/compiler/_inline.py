@@ -48,22 +48,35 @@ def _scalar_op(op, a_expr: str, a_dtype, b, b_expr: str, bind) -> str | None:
     return f"{a_expr} {_SYMBOL[op]} {b_expr}"
 
 
-def forward_line(s, exprs: list, bind) -> str | None:
+def _kernel_template(kernel, dtype, size, exprs: list, const) -> str | None:
+    """A device kernel's own expression template for these dtype and size (``kernel.inline``: its body where that
+    is a plain NumPy expression, e.g. float32 tanh computed in float64 and rounded once), filled in; or None."""
+    inline = getattr(kernel, "inline", None)
+    form = inline(dtype, size) if inline is not None and const is not None else None
+    if form is None:
+        return None
+    template, names = form
+    return template.format(*exprs, **{k: const(v) for k, v in names.items()})
+
+
+def forward_line(s, exprs: list, bind, const=None) -> str | None:
     """The expression of step ``s``'s forward without its wrappers, or None. ``exprs``: its arguments' expressions
-    (casts applied); ``bind(value)`` gives the name of a constant of the program."""
+    (casts applied); ``bind(value)`` gives the name of a constant of the program (``const(value)`` too)."""
     fwd = s.forward
     op = _KERNELS.get(fwd)
     if op is not None and not s.params and len(exprs) == 2 and s.arg_dtypes[0] is not None:
         b = s.arg_values[1]
         return _scalar_op(op, exprs[0], s.arg_dtypes[0], b, exprs[1], bind)
     if not s.params and len(exprs) == 1 and _shaped_like(fwd, _REF_UNARY):
-        return f"{bind(('attr', s.xp, fwd.__code__.co_names[0]))}({exprs[0]})"
+        name = fwd.__code__.co_names[0]
+        line = _kernel_template(getattr(s.xp, name, None), s.arg_dtypes[0], s.out_size, exprs, const)
+        return line if line is not None else f"{bind(('attr', s.xp, name))}({exprs[0]})"
     return None
 
 
 def rule_line(prim, i: int, rule, g_dtype, out_expr: str, args: list, arg_values: list, bind,
-              params: dict) -> str | None:
-    """The expression of one VJP rule call without its wrappers, or None."""
+              params: dict, size=None, const=None) -> str | None:
+    """The expression of one VJP rule call without its wrappers, or None (``size``: the input's elements)."""
     n = 3 + len(args)
     if params:
         return None
@@ -71,7 +84,13 @@ def rule_line(prim, i: int, rule, g_dtype, out_expr: str, args: list, arg_values
     if ref is not None and _shaped_like(rule, ref):
         return "g"
     if n == 4 and _shaped_like(rule, _REF_RULE):
-        return f"{bind(('xattr', rule.__code__.co_names[0]))}(g, {out_expr})"
+        name = rule.__code__.co_names[0]
+        if prim.saves_out and out_expr != "_OUT_NOT_SAVED":   # (the template reads out's dtype: the output's)
+            from ..autograd._primitive import _NP_NS
+            line = _kernel_template(getattr(_NP_NS, name, None), g_dtype, size, ["g", out_expr], const)
+            if line is not None:
+                return line
+        return f"{bind(('xattr', name))}(g, {out_expr})"
     if prim is _ew.mul_p and n == 5 and rule is _ew.mul_p.vjps[i]:
         other = 1 - i
         return _scalar_op(operator.mul, "g", g_dtype, arg_values[other], args[other], bind)

@@ -576,7 +576,7 @@ def _gen_forward(rec: Recording, steps: list):
             if c is not None:
                 e = f"{e}.astype({const(c)})"
             args.append(e)
-        line = _inline.forward_line(s, args, bind)
+        line = _inline.forward_line(s, args, bind, const)
         if line is not None:
             lines.append(f"        v{j} = {line}" if not s.asarray else f"        v{j} = _A({line})")
             continue
@@ -801,14 +801,36 @@ def _gen_backward(rec: Recording, fixes: dict):
             top.append(f"    {n} = n{k}[()]")
         return n
     orders = _NP_NS.backend.scalar_orders
+    tnames = {}
+
+    def tconst(v):   # (one name per value)
+        n = tnames.get(id(v))
+        if n is None:
+            n = tnames[id(v)] = f"T{len(tnames)}"
+            g[n] = v
+        return n
     n_head = len(lines)
     nG = len(rec.grad_steps)
     lines.append(f"    G = tuple(G) + (None,) * ({nG} - len(G))")
     outs = set(rec.grad_steps)
+    # A node whose one gradient comes from the last edge of the node run just before it gets it in ``g`` itself
+    # (a chain: no buffer; when that node did not run, g is still None and this one does not run either).
+    order = list(rec.bwd_steps)
+    n_into = {}
+    for j in order:
+        for _, edge in steps[j].edges:
+            if edge is not None and edge[0] == "int":
+                n_into[edge[1]] = n_into.get(edge[1], 0) + 1
+    handed = set()
+    for j, t in zip(order, order[1:]):
+        live = [edge for _, edge in steps[j].edges if edge is not None]
+        if (steps[j].kind != "group" and steps[t].kind != "group" and live and live[-1] == ("int", t)
+                and n_into[t] == 1 and t not in outs):
+            handed.add(t)
     for j in rec.bwd_steps:
         if steps[j].kind == "group":
             lines.append(f"    b{j} = [None] * {steps[j].n_out}")
-        elif j not in outs:
+        elif j not in outs and j not in handed:
             lines.append(f"    b{j} = None")
     for k, j in enumerate(rec.grad_steps):
         lines.append(f"    b{j} = G[{k}]")
@@ -826,7 +848,9 @@ def _gen_backward(rec: Recording, fixes: dict):
             body.append(f"if gi is not None: b{t}[{nr}] = gi if b{t}[{nr}] is None else b{t}[{nr}] + gi")
         else:
             t = edge[1]
-            if t in fresh:   # its first contribution: the buffer is None until now (None stays None)
+            if t in handed:
+                body.append("g = gi")
+            elif t in fresh:   # its first contribution: the buffer is None until now (None stays None)
                 fresh.discard(t)
                 body.append(f"b{t} = gi")
             else:
@@ -859,8 +883,9 @@ def _gen_backward(rec: Recording, fixes: dict):
                 values.append(m)
         out = need_array(("step", j)) if s.saves_out else "_OUT_NOT_SAVED"
         args += _param_args(s.node_params, s.param_refs, f"P{j}", g, need_array, _const_in(g))
-        lines.append(f"    g = b{j}")
-        lines.append(f"    del b{j}")
+        if j not in handed:
+            lines.append(f"    g = b{j}")
+            lines.append(f"    del b{j}")
         body = []
         g_array = fixes.get(("g", j))   # whether eager's gradient here is an array (None: not seen)
         for i, edge in s.edges:
@@ -874,7 +899,7 @@ def _gen_backward(rec: Recording, fixes: dict):
                                           else None, bind, orders)
             if line is None:
                 line = _inline.rule_line(prim, i, prim.vjps[i], s.out_dtype, out, args[:len(s.in_meta)], values,
-                                         bind, s.node_params)
+                                         bind, s.node_params, s.out_size, tconst)
             body.append(f"gi = {line}" if line is not None else f"gi = R{j}_{i}(X, g, {out}, {', '.join(args)})")
             f = fixes.get((j, i), "unknown")
             shape, dt = s.in_meta_shape[i]
@@ -890,6 +915,8 @@ def _gen_backward(rec: Recording, fixes: dict):
                     body.append(f"if gi is not None: gi = X.cast(gi, D{j}_{i})")
             route(edge, body)
         e += n_ext
+        if len(body) >= 2 and body[-1] == "g = gi" and body[-2].startswith("gi = "):
+            body[-2:] = [] if body[-2] == "gi = g" else ["g = " + body[-2][5:]]   # (the handed-over gradient)
         if body:
             lines.append("    if g is not None:")
             lines.extend("        " + b for b in body)
