@@ -37,6 +37,7 @@ Shapes are static (``dynamic`` is accepted and ignored: a new shape is a new tra
 from __future__ import annotations
 
 import functools
+import operator
 from typing import Callable
 
 from .. import _dtype
@@ -59,6 +60,9 @@ __all__ = ["compile", "reset", "disable", "is_compiling", "is_dynamo_compiling",
 _TRACING = [0]          # traces running (is_compiling())
 _ALL: list = []         # weak references to every compiled function (reset() empties their caches)
 _EAGER = "eager"
+_DATA = operator.attrgetter("_data")
+_RG = operator.attrgetter("_requires_grad")
+_IS = operator.is_
 _NO_EDGE = (None, 0)
 
 
@@ -216,11 +220,15 @@ class CompiledFunction:
         if rec is _EAGER:
             return self._fn(*args, **kwargs)
         caps = rec.captured
-        for c, m in zip(caps, rec.cap_meta):
-            d = c._data
-            if d.shape != m[0] or d.dtype != m[1] or c._requires_grad != m[2] or d.strides != m[3]:
-                del self._cache[key]   # a captured tensor changed shape, dtype or requires_grad: trace again
-                return self._trace(key, spec, leaves, args, kwargs)
+        # (the same array objects as at the last call, and the same requires_grad: nothing to compare further)
+        datas = list(map(_DATA, caps))
+        if not all(map(_IS, datas, rec.cap_datas)) or list(map(_RG, caps)) != rec.cap_rg:
+            for c, m in zip(caps, rec.cap_meta):
+                d = c._data
+                if d.shape != m[0] or d.dtype != m[1] or c._requires_grad != m[2] or d.strides != m[3]:
+                    del self._cache[key]   # a captured tensor changed shape, dtype or requires_grad: trace again
+                    return self._trace(key, spec, leaves, args, kwargs)
+            rec.cap_datas = datas
         try:
             return _replay(rec, spec, leaves)
         except _program.GuardFailed:   # a check on values answers otherwise: this call runs eagerly

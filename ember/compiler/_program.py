@@ -258,6 +258,8 @@ class Recording:
         self.in_arrays = [type(t._data) is _ndarray for t in tr.inputs]   # (their data: NumPy arrays)
         self.captured = tr.captured
         self.cap_meta = [(c._data.shape, c._data.dtype, c._requires_grad, c._data.strides) for c in tr.captured]
+        self.cap_datas = [c._data for c in tr.captured]   # the arrays the last call's guard found (see __call__)
+        self.cap_rg = [c._requires_grad for c in tr.captured]
         self.consts = tr.consts
         self.hoisted = tr.hoisted
         self.cache_casts = [(k, leaf, c.dtype) for k, (c, leaf) in tr.cache_casts.items()]

@@ -115,6 +115,7 @@ def _scalar_math_orders() -> dict:
 
 _SCALAR_ORDERS = _scalar_math_orders()
 _ADD_ORDERS = {dt: sw for (op, dt), sw in _SCALAR_ORDERS.items() if op == "add_into"}
+_F32_DT = np.dtype(np.float32)
 
 
 class _Backend:
@@ -214,22 +215,29 @@ class _Backend:
 
     @staticmethod
     def add_into_all(dsts, srcs) -> None:
-        """``add_into(dst, src)`` for each pair (the leaves' gradients of one backward). A 0-d float ``dst`` and a
-        ``src`` of its dtype (a 0-d array or a NumPy scalar) add as NumPy scalars, in the operand order that gives
-        the ufunc's bits (``_SCALAR_ORDERS``), without the ufunc's ``out=`` machinery (~1 us on a 0-d array)."""
+        """``add_into(dst, src)`` for each pair (the leaves' gradients of one backward). A 0-d float32/float64
+        ``dst`` and a ``src`` of its dtype (a 0-d array or a NumPy scalar) add as NumPy scalars, in the operand order
+        that gives ``np.add(dst, src, out=dst)``'s bits (``_ADD_ORDERS``), without the ufunc's ``out=`` machinery
+        (~1 us on a 0-d array)."""
         token = _fp_quiet()
         try:
             nd = np.ndarray
+            f32, f64 = _F32_DT, _F64
+            sw32, sw64 = _ADD_ORDERS.get(f32), _ADD_ORDERS.get(f64)
             for dst, src in zip(dsts, srcs):
-                ts = type(src)
                 if type(dst) is nd and dst.shape == ():
-                    swapped = _ADD_ORDERS.get(dst.dtype)
-                    if swapped is not None and src.dtype is dst.dtype and (ts is nd and src.shape == () or
-                                                                           ts is dst.dtype.type):
-                        a = dst[()]
-                        b = src[()] if ts is nd else src
-                        dst[()] = b + a if swapped else a + b
-                        continue
+                    dt = dst.dtype
+                    sw = sw32 if dt is f32 else sw64 if dt is f64 else None
+                    if sw is not None and src.dtype is dt:
+                        ts = type(src)
+                        if ts is nd:
+                            b = src[()] if src.shape == () else None
+                        else:
+                            b = src if ts is dt.type else None
+                        if b is not None:
+                            a = dst[()]
+                            dst[()] = b + a if sw else a + b
+                            continue
                 np.add(dst, src, out=dst, casting="unsafe")
         finally:
             _fp_restore(token)
