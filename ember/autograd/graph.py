@@ -284,6 +284,8 @@ def accumulate_leaves(edges, grads, check: bool = True) -> bool:
                 continue
             t = acc.variable
             m = t._meta   # (made with the node)
+            if m is None:
+                m = t._get_meta()
             if m.grad_dtype is not _SAME:
                 g = leaf_grad_cast(t, g, False)
             gr = m.grad
