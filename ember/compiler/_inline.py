@@ -10,7 +10,7 @@ a plain forwarding call for the recorded dtypes: the result is the very same arr
   (``xp.weak_number``), as the kernel does on each call.
 * the same ops on 0-d float32/float64 operands as NumPy scalars (``loose_line``): NumPy's scalar math computes the
   same IEEE operation as its ufunc, ~8x faster; the operand order is the one in which it gives the ufunc's bits
-  (``backend.scalar_orders``: a build may swap a commutative op's operands, which picks the other NaN payload when
+  (``backend.scalar_orders()``: a build may swap a commutative op's operands, which picks the other NaN payload when
   both operands are NaN).
 """
 from __future__ import annotations

@@ -567,7 +567,7 @@ def _gen_forward(rec: Recording, steps: list):
             continue
         g[f"x{j}"] = s.xp
         if s.asarray and loose_ok and s.xp is _NP_NS:
-            line = _inline.loose_line(s, sexpr, bind, _NP_NS.backend.scalar_orders)
+            line = _inline.loose_line(s, sexpr, bind, _NP_NS.backend.scalar_orders())
             if line is not None:
                 lines.append(f"        v{j} = {line}")
                 loose.add(j)
@@ -802,7 +802,7 @@ def _gen_backward(rec: Recording, fixes: dict):
             n = names[("s", k)] = f"ns{k}"
             top.append(f"    {n} = n{k}[()]")
         return n
-    orders = _NP_NS.backend.scalar_orders
+    orders = _NP_NS.backend.scalar_orders()
     tnames = {}
 
     def tconst(v):   # (one name per value)

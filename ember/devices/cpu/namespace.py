@@ -113,8 +113,14 @@ def _scalar_math_orders() -> dict:
     return out
 
 
-_SCALAR_ORDERS = _scalar_math_orders()
-_ADD_ORDERS = {dt: sw for (op, dt), sw in _SCALAR_ORDERS.items() if op == "add_into"}
+_ORDERS: list = []   # [orders, add_into's {dtype: swapped}], probed at the first use (~10 ms: not at import)
+
+
+def _orders() -> list:
+    if not _ORDERS:
+        orders = _scalar_math_orders()
+        _ORDERS[:] = [orders, {dt: sw for (op, dt), sw in orders.items() if op == "add_into"}]
+    return _ORDERS
 _F32_DT = np.dtype(np.float32)
 
 
@@ -130,7 +136,11 @@ class _Backend:
                     np.bool_, np.complex64, np.complex128) + _REDUCED_SCALARS
     forward_errors = (ValueError, IndexError, TypeError, np.exceptions.AxisError)
     has_data = True   # ('meta' has none)
-    scalar_orders = _SCALAR_ORDERS   # see _scalar_math_orders
+
+    @staticmethod
+    def scalar_orders() -> dict:
+        """See ``_scalar_math_orders`` (probed once)."""
+        return _orders()[0]
 
     asarray = staticmethod(np.asarray)
     may_share_memory = staticmethod(np.may_share_memory)
@@ -217,13 +227,14 @@ class _Backend:
     def add_into_all(dsts, srcs) -> None:
         """``add_into(dst, src)`` for each pair (the leaves' gradients of one backward). A 0-d float32/float64
         ``dst`` and a ``src`` of its dtype (a 0-d array or a NumPy scalar) add as NumPy scalars, in the operand order
-        that gives ``np.add(dst, src, out=dst)``'s bits (``_ADD_ORDERS``), without the ufunc's ``out=`` machinery
+        that gives ``np.add(dst, src, out=dst)``'s bits (``_orders``), without the ufunc's ``out=`` machinery
         (~1 us on a 0-d array)."""
         token = _fp_quiet()
         try:
             nd = np.ndarray
             f32, f64 = _F32_DT, _F64
-            sw32, sw64 = _ADD_ORDERS.get(f32), _ADD_ORDERS.get(f64)
+            add_orders = _orders()[1]
+            sw32, sw64 = add_orders.get(f32), add_orders.get(f64)
             for dst, src in zip(dsts, srcs):
                 if type(dst) is nd and dst.shape == ():
                     dt = dst.dtype
