@@ -25,9 +25,15 @@ class RemovableHandle:
         self.remove()
 
 
+# Moves at every hook registered anywhere: a caller that found no hooks on some objects at one count knows that
+# none were added since while it reads the same (ember.compile's node checks its leaves once per count).
+HOOK_COUNT = [0]
+
+
 def add_hook(store: dict, fn) -> RemovableHandle:
     if not callable(fn):
         raise TypeError(f"hook must be callable, got {type(fn).__name__}")
+    HOOK_COUNT[0] += 1
     h = RemovableHandle(store)
     store[h.id] = fn
     return h

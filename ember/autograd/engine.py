@@ -195,6 +195,9 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, targets=None, ac
     task._accumulate = accumulate
     task._batched = batched
     task._callbacks = None
+    # A node that can see the heap empty in a plain run knows that only the nodes it routes to run after it: the
+    # compiled node then accumulates into its leaves itself (``CompiledFunctionBackward``), as AccumulateGrad would.
+    task._heap = heap if plain else None
     outer_task, _tls.task = getattr(_tls, "task", None), task
     with _gm.set_grad_enabled(create_graph if record is None else record), quiet, _TaskScope(outer_task):
         node = heappop(heap)[1] if heap else None

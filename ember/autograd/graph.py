@@ -13,9 +13,9 @@ import threading
 import weakref
 
 from .. import _dtype, _tensor
-from .._device import backend_of
+from .._device import backend_of, cpu_backend
 from .._dtype import type_word
-from .._hooks import add_hook
+from .._hooks import HOOK_COUNT, add_hook
 from .._state import _state as _gm_state, fwd_state, track_tangent
 from .anomaly_mode import _anomaly, record_stack, version_error_hint
 
@@ -95,6 +95,7 @@ class Node:
         return add_hook(self._tensor_hooks.setdefault(output_nr, {}), fn)
 
     def _retain_grad(self, output_nr: int, tensor_ref) -> None:
+        HOOK_COUNT[0] += 1
         if self._retained is None:
             self._retained = {}
             self.__dict__["_intercept"] = True
@@ -247,6 +248,60 @@ def accumulate_grad(t, g, create_graph: bool, owned: bool = False) -> None:
             # as PyTorch: the return is checked as any hook's (against the tensor), then must be None
             if check_hook_value(fn, t, fn(t), True) is not None:
                 raise RuntimeError("Tensor post accumulate grad hooks should return None.")
+
+
+_CPU = cpu_backend()
+_CPU_TYPES = _CPU.array_types
+_SAME = _tensor.SAME_DTYPE
+
+
+def hooked_leaves(edges, grads, which=None) -> bool:
+    """Whether a leaf at one of ``edges`` (those at the positions ``which``, default all) that gets a gradient has
+    hooks of its own (tensor or post-accumulate hooks) or its AccumulateGrad node has hooks."""
+    for i in range(len(edges)) if which is None else which:
+        acc = edges[i][0]
+        if acc is not None and grads[i] is not None:
+            m = acc.variable._meta
+            if (m is not None and (m.hooks or m.post_acc_hooks)) or acc.__dict__.get("_intercept", False):
+                return True
+    return False
+
+
+def accumulate_leaves(edges, grads, check: bool = True) -> bool:
+    """Run the AccumulateGrad nodes at ``edges`` on ``grads`` (raw arrays, one per edge) as the engine would after
+    the node that gives them, where the caller knows that nothing else runs after that node in this backward and
+    that each of those nodes is the AccumulateGrad of a distinct leaf (``CompiledFunctionBackward``): each leaf then
+    gets exactly this one gradient, and with no hooks to watch, the order of the leaves is not seen. Returns False,
+    having done nothing, when some leaf or its node has hooks (the engine must run them, in its order); ``check``
+    False: the caller knows there are none."""
+    if check and hooked_leaves(edges, grads):
+        return False
+    dsts = []
+    srcs = []
+    with ACCUMULATE_LOCK:
+        for (acc, _), g in zip(edges, grads):
+            if acc is None or g is None:
+                continue
+            t = acc.variable
+            m = t._meta   # (made with the node)
+            if m is None:
+                m = t._get_meta()
+            if m.grad_dtype is not _SAME:
+                g = leaf_grad_cast(t, g, False)
+            gr = m.grad
+            if gr is None:   # (AccumulateGrad may adopt a gradient no one else holds; a copy has the same value)
+                m.grad = _tensor.make(backend_of(g).copy(g, t._grad_np_dtype(g.dtype)))
+                continue
+            gd = gr._data
+            if type(gd) in _CPU_TYPES:   # (the CPU's adds in one call: one switch of NumPy's error state)
+                dsts.append(gd)
+                srcs.append(g)
+            else:
+                backend_of(gd).add_into(gd, g)
+            gr._vc[0] += 1
+        if dsts:
+            _CPU.add_into_all(dsts, srcs)
+    return True
 
 
 def leaf_grad_cast(t, g, create_graph: bool):
@@ -522,7 +577,7 @@ class _MultiHandle:
 class GraphTask:
     """One run of the engine (a backward() or grad() call), as hooks may ask about it."""
 
-    __slots__ = ("id", "_deps", "_roots", "_needed", "_accumulate", "_batched", "_callbacks")
+    __slots__ = ("id", "_deps", "_roots", "_needed", "_accumulate", "_batched", "_callbacks", "_heap")
 
     def will_execute(self, node) -> bool:
         """Whether this backward runs ``node`` (``torch._C._will_engine_execute_node``)."""

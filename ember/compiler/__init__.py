@@ -37,6 +37,7 @@ Shapes are static (``dynamic`` is accepted and ignored: a new shape is a new tra
 from __future__ import annotations
 
 import functools
+import operator
 from typing import Callable
 
 from .. import _dtype
@@ -46,7 +47,7 @@ from ..autograd import _profiling
 from ..autograd._primitive import apply as _apply
 from ..autograd.grad_mode import set_grad_enabled as _set_grad_enabled
 from ..autograd.anomaly_mode import _anomaly
-from ..autograd.graph import HOOKS_ON, NODE_OBSERVERS, _seq
+from ..autograd.graph import HOOKS_ON, NODE_OBSERVERS, AccumulateGrad, _seq
 from ..nn.modules.module import Module
 from ..amp import autocast_mode as _amp
 from . import _program, _trace
@@ -59,6 +60,10 @@ __all__ = ["compile", "reset", "disable", "is_compiling", "is_dynamo_compiling",
 _TRACING = [0]          # traces running (is_compiling())
 _ALL: list = []         # weak references to every compiled function (reset() empties their caches)
 _EAGER = "eager"
+_DATA = operator.attrgetter("_data")
+_RG = operator.attrgetter("_requires_grad")
+_IS = operator.is_
+_NO_EDGE = (None, 0)
 
 
 class _Config:
@@ -215,11 +220,15 @@ class CompiledFunction:
         if rec is _EAGER:
             return self._fn(*args, **kwargs)
         caps = rec.captured
-        for c, m in zip(caps, rec.cap_meta):
-            d = c._data
-            if d.shape != m[0] or d.dtype != m[1] or c._requires_grad != m[2] or d.strides != m[3]:
-                del self._cache[key]   # a captured tensor changed shape, dtype or requires_grad: trace again
-                return self._trace(key, spec, leaves, args, kwargs)
+        # (the same array objects as at the last call, and the same requires_grad: nothing to compare further)
+        datas = list(map(_DATA, caps))
+        if not all(map(_IS, datas, rec.cap_datas)) or list(map(_RG, caps)) != rec.cap_rg:
+            for c, m in zip(caps, rec.cap_meta):
+                d = c._data
+                if d.shape != m[0] or d.dtype != m[1] or c._requires_grad != m[2] or d.strides != m[3]:
+                    del self._cache[key]   # a captured tensor changed shape, dtype or requires_grad: trace again
+                    return self._trace(key, spec, leaves, args, kwargs)
+            rec.cap_datas = datas
         try:
             return _replay(rec, spec, leaves)
         except _program.GuardFailed:   # a check on values answers otherwise: this call runs eagerly
@@ -291,11 +300,18 @@ def _replay(rec, spec, leaves):
     if rec.grad_steps and _state.enabled:
         node = CompiledFunctionBackward.__new__(CompiledFunctionBackward)
         edges = []
+        direct = True
         for r in rec.ext:
             t = ins[r[1]] if r[0] == "in" else caps[r[1]]
             e = tensor_edge(t)
-            edges.append(e if e is not None else (None, 0))
+            if e is None:
+                edges.append(_NO_EDGE)
+                continue
+            edges.append(e)
+            if direct and (type(e[0]) is not AccumulateGrad or e[0].variable is not t):
+                direct = False   # an edge into the graph before the call: its nodes run after this one
         node.next_functions = tuple(edges)
+        node._direct = direct
         node._seq = next(_seq)
         node._rec = rec
         node._vals = need

@@ -9,12 +9,14 @@ import sys
 from .._device import NAMESPACES, fp_quiet as _fp_quiet, fp_restore as _fp_restore
 from .._tensor import Tensor, make
 from ..autograd._primitive import _ndarray, _NoneSaved, _NP_NS, _OUT_NOT_SAVED, _wrong_shape
-from ..autograd.graph import FREED, FREED_MESSAGE, Node, modified_message
+from .._hooks import HOOK_COUNT
+from ..autograd.graph import FREED, FREED_MESSAGE, Node, _tls, accumulate_leaves, hooked_leaves, modified_message
 from ..ops import random as _random
 from ..ops.shape import _MultiViewNode
 from ._trace import ARRAY, TraceFailed, Tracer, _plain, _template_refs, tensor_edge
 from . import _inline
 
+_ASARRAY = _NP_NS.backend.asarray
 DOUBLE_BACKWARD = "torch.compile with aot_autograd does not currently support double backward"
 
 
@@ -253,8 +255,11 @@ class Recording:
     def __init__(self, tr: Tracer, out_refs: list, vc_owner: dict, out_grad: dict, out_vc: dict):
         steps = tr.steps
         self.n_in = len(tr.inputs)
+        self.in_arrays = [type(t._data) is _ndarray for t in tr.inputs]   # (their data: NumPy arrays)
         self.captured = tr.captured
         self.cap_meta = [(c._data.shape, c._data.dtype, c._requires_grad, c._data.strides) for c in tr.captured]
+        self.cap_datas = [c._data for c in tr.captured]   # the arrays the last call's guard found (see __call__)
+        self.cap_rg = [c._requires_grad for c in tr.captured]
         self.consts = tr.consts
         self.hoisted = tr.hoisted
         self.cache_casts = [(k, leaf, c.dtype) for k, (c, leaf) in tr.cache_casts.items()]
@@ -308,6 +313,9 @@ class Recording:
                 for tpl in s.param_refs.values():
                     _template_refs(tpl, need)
         self.need = sorted(need, key=lambda r: (r[0], r[1]))
+        self.need_arrays = [r[0] == "step" or r[0] == "in" and self.in_arrays[r[1]] or
+                            r[0] == "cap" and type(tr.captured[r[1]]._data) is _ndarray or
+                            r[0] == "const" and type(tr.consts[r[1]]) is _ndarray for r in self.need]
         check_refs = set(need)
         for j in self.bwd_steps:
             check_refs.update(steps[j].extra)
@@ -318,6 +326,13 @@ class Recording:
                 if e is not None and e[0] == "ext":
                     ext.append(e[1])
         self.ext = ext
+        # a leaf read by several ops gets several gradients: the engine sums them in edge order, then accumulates
+        first = {}
+        for i, r in enumerate(ext):
+            first.setdefault(r, []).append(i)
+        self.ext_dups = [(ix[0], ix[1:]) for ix in first.values() if len(ix) > 1]
+        self.ext_in = [i for i, r in enumerate(ext) if r[0] == "in"]
+        self.leaves_clean = -1   # the hook count at which the captured leaves had no hooks
         # version counters the backward checks: the input/captured tensors it reads (an internal tensor nobody else
         # can reach cannot change; an output's own counter is checked through its Tensor)
         checks = []
@@ -341,6 +356,11 @@ class Recording:
                     break
             else:
                 return code(grads, vals)
+        if self.need_loose:   # (the interpreted rules get the arrays eager's nodes saved)
+            vals = list(vals)
+            for k in self.need_loose:
+                vals[k] = _ASARRAY(vals[k])
+        if code is not None:
             return run_backward(self, grads, vals, None)
         fixes = {}
         ext = run_backward(self, grads, vals, fixes)
@@ -420,6 +440,8 @@ def _binder(g: dict):
             kind = key[0]
             if kind == "weak":
                 v = _NP_NS.weak_number(_NP_NS.backend.zeros((), key[1]), key[2])
+            elif kind == "weak_scalar":
+                v = _inline.weak_scalar(key[1], key[2])
             elif kind == "attr":
                 v = getattr(key[1], key[2])
             elif kind == "xattr":
@@ -447,6 +469,15 @@ def _gen_forward(rec: Recording, steps: list):
         return k
     bind = _binder(g)
 
+    # 0-d float chains run on NumPy scalars (``_inline.loose_line``): ``loose`` steps' v{j} hold scalars, made
+    # arrays (w{j}, as eager's asarray makes them) where anything else reads them; ``scal``: the scalar taken from
+    # a 0-d array once for the loose ops that read it. (Not where the program writes into arrays: a scalar taken
+    # before a write would be stale after it.)
+    loose_ok = not rec.hoisted and not rec.written_consts and not any(s.kind == "write" for s in steps)
+    loose = set()
+    wrapped = set()
+    scal = {}
+
     def expr(r):
         kind = r[0]
         if kind == "in":
@@ -456,10 +487,32 @@ def _gen_forward(rec: Recording, steps: list):
         if kind == "const":
             return f"k{r[1]}" if r[1] in written else f"K[{r[1]}]"
         if kind == "step":
-            return f"v{r[1]}"
+            j = r[1]
+            if j in loose:
+                if j not in wrapped:
+                    wrapped.add(j)
+                    lines.append(f"        w{j} = _A(v{j})")
+                return f"w{j}"
+            return f"v{j}"
         if kind == "gen":
             return "G._st()"
         return const(r[1])
+
+    def sexpr(r):
+        """The scalar of array ref ``r`` (a 0-d array of the op's dtype), or None where ``r`` is no NumPy array."""
+        if r[0] == "step" and r[1] in loose:
+            return f"v{r[1]}"
+        kind = r[0]
+        if not (kind == "step" or kind == "in" and rec.in_arrays[r[1]] or
+                kind == "cap" and type(rec.captured[r[1]]._data) is _ndarray or
+                kind == "const" and type(rec.consts[r[1]]) is _ndarray):
+            return None
+        n = scal.get(r)
+        if n is None:
+            n = scal[r] = f"s{len(scal)}"
+            lines.append(f"        {n} = {expr(r)}[()]")
+        return n
+    g["_A"] = _NP_NS.backend.asarray
     written = set(rec.written_consts)
     g["G"] = _random.default_generator
     for k in rec.written_consts:   # a constant the program writes into: a fresh copy per replay
@@ -513,25 +566,33 @@ def _gen_forward(rec: Recording, steps: list):
             lines.append(f"        v{j} = f{j}({', '.join(ex)})")
             continue
         g[f"x{j}"] = s.xp
+        if s.asarray and loose_ok and s.xp is _NP_NS:
+            line = _inline.loose_line(s, sexpr, bind, _NP_NS.backend.scalar_orders())
+            if line is not None:
+                lines.append(f"        v{j} = {line}")
+                loose.add(j)
+                continue
         args = []
         for r, c in zip(s.args, s.casts):
             e = expr(r)
             if c is not None:
                 e = f"{e}.astype({const(c)})"
             args.append(e)
-        line = _inline.forward_line(s, args, bind) if not s.asarray else None
+        line = _inline.forward_line(s, args, bind, const)
         if line is not None:
-            lines.append(f"        v{j} = {line}")
+            lines.append(f"        v{j} = {line}" if not s.asarray else f"        v{j} = _A({line})")
             continue
         args += _param_args(s.params, s.param_refs, f"p{j}", g, expr, const)
         lines.append(f"        v{j} = f{j}(x{j}, {', '.join(args)})")
         if s.asarray:
             g[f"a{j}"] = s.xp.backend.asarray
             lines.append(f"        v{j} = a{j}(v{j})")
+    outs = ", ".join(expr(("step", j)) for j in rec.out_steps)   # (outputs become Tensors: arrays)
+    # the backward gets loose steps' scalars (``need_loose``: their positions)
+    need = ", ".join(f"v{r[1]}" if r[0] == "step" and r[1] in loose else expr(r) for r in rec.need)
+    rec.need_loose = [k for k, r in enumerate(rec.need) if r[0] == "step" and r[1] in loose]
     lines.append("    finally:")
     lines.append("        _fp_restore(fp)")
-    outs = ", ".join(f"v{j}" for j in rec.out_steps)
-    need = ", ".join(expr(r) for r in rec.need)
     lines.append(f"    return ({outs}{',' if rec.out_steps else ''}), ({need}{',' if rec.need else ''})")
     src = "\n".join(lines) + "\n"
     exec(compile(src, "<ember.compile forward>", "exec"), g)
@@ -543,11 +604,42 @@ def _gen_forward(rec: Recording, steps: list):
 # ----- the backward node -------------------------------------------------------------------------
 
 class CompiledFunctionBackward(Node):
-    """The one node of a compiled call's outputs: runs the recorded nodes' VJP rules, newest first."""
+    """The one node of a compiled call's outputs: runs the recorded nodes' VJP rules, newest first.
 
-    __slots__ = ("_rec", "_vals", "_checks")
+    Where the engine runs it last in a plain backward (nothing else pending: only the nodes it routes to run after
+    it) and every edge leads to the AccumulateGrad of a distinct leaf (``_direct``, decided at the replay), it adds
+    the gradients into the leaves' ``.grad`` itself (``graph.accumulate_leaves``: what those nodes would do, each
+    leaf getting this one gradient), unless a hook on this node, a leaf or a leaf's node must see them run."""
+
+    __slots__ = ("_rec", "_vals", "_checks", "_direct")
 
     def apply(self, grads, create_graph, needed):
+        ext = self._gradients(grads, create_graph)
+        if self._direct and needed is None and not self._intercept:
+            task = getattr(_tls, "task", None)
+            if task is not None:
+                heap = task._heap
+                if heap is not None and not heap:
+                    # the captured leaves were found without hooks at this hook count: only the inputs to check
+                    rec = self._rec
+                    count = HOOK_COUNT[0]
+                    edges = self.next_functions
+                    if rec.ext_dups:
+                        ext = _sum_dups(ext, rec.ext_dups)
+                    if rec.leaves_clean == count:
+                        if not hooked_leaves(edges, ext, rec.ext_in) and accumulate_leaves(edges, ext, False):
+                            return ()
+                    elif accumulate_leaves(edges, ext):
+                        rec.leaves_clean = count
+                        return ()
+        return ext
+
+    def __call__(self, *grads):
+        """A call by hand (``grad_fn(g)``): the gradients of the inputs, nothing accumulated."""
+        out = self._gradients([g._data if isinstance(g, Tensor) else g for g in grads], False)
+        return tuple(None if g is None else make(g if type(g) is _ndarray else _ASARRAY(g)) for g in out)
+
+    def _gradients(self, grads, create_graph):
         if create_graph:
             raise RuntimeError(DOUBLE_BACKWARD)
         vals = self._vals
@@ -568,6 +660,21 @@ class CompiledFunctionBackward(Node):
 CompiledFunctionBackward.__module__ = "torch.autograd.function"
 
 
+def _sum_dups(ext: list, dups: list) -> list:
+    """The gradients for a leaf on several edges summed onto its first, as the engine's buffer sums them (in edge
+    order, the buffer's value first), the others None."""
+    ext = list(ext)
+    for i0, rest in dups:
+        g = ext[i0]
+        for i in rest:
+            gi = ext[i]
+            if gi is not None:
+                g = gi if g is None else g + gi
+                ext[i] = None
+        ext[i0] = g
+    return ext
+
+
 def run_backward(rec: Recording, grads, vals, fixes):
     """The recorded rules (interpreted; the same calls PrimNode.apply makes, in the engine's order). ``fixes``
     (a dict, or None): filled with what each rule's gradient needed ((j, i) -> (sum_to, cast), or None when the
@@ -583,6 +690,8 @@ def run_backward(rec: Recording, grads, vals, fixes):
     for j in rec.bwd_steps:
         s = steps[j]
         g = buf.pop(j, None)
+        if fixes is not None and g is not None and s.kind != "group":
+            fixes[("g", j)] = type(g) is _ndarray
         if s.kind == "group":
             if g is not None:
                 g = s.node.apply(g, False, None)[0]
@@ -662,13 +771,68 @@ def _gen_backward(rec: Recording, fixes: dict):
     lines = ["def backward(G, N):"]
     if rec.need:
         lines.append(f"    {', '.join(f'n{k}' for k in range(len(rec.need)))}, = N")
+    # N holds the forward's loose (0-d) values as NumPy scalars: made arrays (na{k}) for the rules that read arrays,
+    # taken as they are for mul's rules on scalars (``_inline.loose_rule``), which take other 0-d arrays' scalars
+    # (ns{k}); both made once, here at the top.
+    g["_A"] = _NP_NS.backend.asarray
+    top = []
+    loose_need = set(rec.need_loose)
+    names = {}
+
+    def need_array(r):
+        k = need_ix[r]
+        if k not in loose_need:
+            return f"n{k}"
+        n = names.get(("a", k))
+        if n is None:
+            n = names[("a", k)] = f"na{k}"
+            top.append(f"    {n} = _A(n{k})")
+        return n
+
+    def need_scalar(r):
+        k = need_ix.get(r)
+        if k is None:
+            return None
+        if k in loose_need:
+            return f"n{k}"
+        if not rec.need_arrays[k]:
+            return None
+        n = names.get(("s", k))
+        if n is None:
+            n = names[("s", k)] = f"ns{k}"
+            top.append(f"    {n} = n{k}[()]")
+        return n
+    orders = _NP_NS.backend.scalar_orders()
+    tnames = {}
+
+    def tconst(v):   # (one name per value)
+        n = tnames.get(id(v))
+        if n is None:
+            n = tnames[id(v)] = f"T{len(tnames)}"
+            g[n] = v
+        return n
+    n_head = len(lines)
     nG = len(rec.grad_steps)
     lines.append(f"    G = tuple(G) + (None,) * ({nG} - len(G))")
     outs = set(rec.grad_steps)
+    # A node whose one gradient comes from the last edge of the node run just before it gets it in ``g`` itself
+    # (a chain: no buffer; when that node did not run, g is still None and this one does not run either).
+    order = list(rec.bwd_steps)
+    n_into = {}
+    for j in order:
+        for _, edge in steps[j].edges:
+            if edge is not None and edge[0] == "int":
+                n_into[edge[1]] = n_into.get(edge[1], 0) + 1
+    handed = set()
+    for j, t in zip(order, order[1:]):
+        live = [edge for _, edge in steps[j].edges if edge is not None]
+        if (steps[j].kind != "group" and steps[t].kind != "group" and live and live[-1] == ("int", t)
+                and n_into[t] == 1 and t not in outs):
+            handed.add(t)
     for j in rec.bwd_steps:
         if steps[j].kind == "group":
             lines.append(f"    b{j} = [None] * {steps[j].n_out}")
-        elif j not in outs:
+        elif j not in outs and j not in handed:
             lines.append(f"    b{j} = None")
     for k, j in enumerate(rec.grad_steps):
         lines.append(f"    b{j} = G[{k}]")
@@ -686,7 +850,9 @@ def _gen_backward(rec: Recording, fixes: dict):
             body.append(f"if gi is not None: b{t}[{nr}] = gi if b{t}[{nr}] is None else b{t}[{nr}] + gi")
         else:
             t = edge[1]
-            if t in fresh:   # its first contribution: the buffer is None until now (None stays None)
+            if t in handed:
+                body.append("g = gi")
+            elif t in fresh:   # its first contribution: the buffer is None until now (None stays None)
                 fresh.discard(t)
                 body.append(f"b{t} = gi")
             else:
@@ -711,23 +877,31 @@ def _gen_backward(rec: Recording, fixes: dict):
         values = []
         for i, m in enumerate(s.in_meta):
             if s.saved is not None and s.saved[i]:
-                args.append(f"n{need_ix[s.args[i]]}")
+                args.append(need_array(s.args[i]))
                 values.append(ARRAY)
             else:
                 g[f"m{j}_{i}"] = m
                 args.append(f"m{j}_{i}")
                 values.append(m)
-        out = f"n{need_ix[('step', j)]}" if s.saves_out else "_OUT_NOT_SAVED"
-        args += _param_args(s.node_params, s.param_refs, f"P{j}", g, lambda r: f"n{need_ix[r]}", _const_in(g))
-        lines.append(f"    g = b{j}")
-        lines.append(f"    del b{j}")
+        out = need_array(("step", j)) if s.saves_out else "_OUT_NOT_SAVED"
+        args += _param_args(s.node_params, s.param_refs, f"P{j}", g, need_array, _const_in(g))
+        if j not in handed:
+            lines.append(f"    g = b{j}")
+            lines.append(f"    del b{j}")
         body = []
+        g_array = fixes.get(("g", j))   # whether eager's gradient here is an array (None: not seen)
         for i, edge in s.edges:
             if edge is None:
                 continue
             g[f"R{j}_{i}"] = prim.vjps[i]
-            line = _inline.rule_line(prim, i, prim.vjps[i], s.out_dtype, out, args[:len(s.in_meta)], values, bind,
-                                     s.node_params)
+            line = None
+            if s.asarray and fixes.get((j, i)) == (False, False) and g_array is not None:
+                line = _inline.loose_rule(prim, i, prim.vjps[i], s, "g[()]" if g_array else "g",
+                                          lambda k: need_scalar(s.args[k]) if s.saved is not None and s.saved[k]
+                                          else None, bind, orders)
+            if line is None:
+                line = _inline.rule_line(prim, i, prim.vjps[i], s.out_dtype, out, args[:len(s.in_meta)], values,
+                                         bind, s.node_params, s.out_size, tconst)
             body.append(f"gi = {line}" if line is not None else f"gi = R{j}_{i}(X, g, {out}, {', '.join(args)})")
             f = fixes.get((j, i), "unknown")
             shape, dt = s.in_meta_shape[i]
@@ -743,10 +917,13 @@ def _gen_backward(rec: Recording, fixes: dict):
                     body.append(f"if gi is not None: gi = X.cast(gi, D{j}_{i})")
             route(edge, body)
         e += n_ext
+        if len(body) >= 2 and body[-1] == "g = gi" and body[-2].startswith("gi = "):
+            body[-2:] = [] if body[-2] == "gi = g" else ["g = " + body[-2][5:]]   # (the handed-over gradient)
         if body:
             lines.append("    if g is not None:")
             lines.extend("        " + b for b in body)
     lines.append("    return E")
+    lines[n_head:n_head] = top
     src = "\n".join(lines) + "\n"
     exec(compile(src, "<ember.compile backward>", "exec"), g)
     fn = g["backward"]

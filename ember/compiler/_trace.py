@@ -65,7 +65,8 @@ class Step:
 
     __slots__ = ("kind", "forward", "xp", "args", "casts", "params", "param_refs", "asarray", "node", "prim",
                  "saved", "saves_out", "edges", "seq", "in_meta", "tensor", "out_vc", "in_meta_shape",
-                 "node_prim", "node_params", "extra", "n_out", "dead", "arg_dtypes", "arg_values", "out_dtype")
+                 "node_prim", "node_params", "extra", "n_out", "dead", "arg_dtypes", "arg_values", "out_dtype",
+                 "out_size")
 
 
 class Tracer:
@@ -221,6 +222,7 @@ class Tracer:
         s.arg_dtypes = tuple(dtypes)
         s.arg_values = tuple(values)
         s.out_dtype = t._data.dtype
+        s.out_size = getattr(t._data, "size", None)
         s.casts = tuple(casts)
         s.params = params
         s.extra = ()

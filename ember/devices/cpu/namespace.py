@@ -9,6 +9,7 @@ Each op family keeps its NumPy kernels in a file of its own beside this one; the
 from __future__ import annotations
 
 import functools as _functools
+import operator as _operator
 import math as _math
 import sys as _sys
 
@@ -75,6 +76,54 @@ class _Quiet:
 _this = _sys.modules[__name__]  # view_replay hands this namespace to the recorded view ops
 
 
+def _scalar_math_orders() -> dict:
+    """``{(op, dtype): swapped}`` for ``a OP b`` (OP: operator.add, sub, mul) on two NumPy scalars of one float dtype
+    (float32, float64): whether NumPy's scalar math gives the ufunc's bits on 0-d arrays (``np.OP(a, b)``) as
+    ``a OP b`` (False) or as ``b OP a`` (True: a build whose C compiler swapped a commutative op's operands takes the
+    other NaN's payload when both operands are NaN; every other input gives the same bits either way). A pair is
+    absent where neither order matches on the probe values. ``("add_into", dtype)``: the same for
+    ``np.add(a, b, out=a)`` (``add_into``), whose in-place loop may keep the other NaN than ``np.add(a, b)``. ember.compile's programs compute 0-d chains on scalars
+    where this says how (a NumPy scalar op costs ~40 ns, the ufunc on 0-d arrays ~330)."""
+    import operator as _op
+    out = {}
+    with np.errstate(all="ignore"):
+        for dt, it, nan_bits in ((np.float32, np.uint32, (0x7FC00001, 0xFFC00123, 0x7F800001, 0x7FC00000)),
+                                 (np.float64, np.uint64, (0x7FF8000000000001, 0xFFF8000000000123,
+                                                          0x7FF0000000000001, 0x7FF8000000000000))):
+            fi = np.finfo(dt)
+            vals = list(np.array(nan_bits, it).view(dt)) + [dt(v) for v in (
+                0.0, -0.0, 1.0, -1.5, np.inf, -np.inf, fi.max, -fi.max, fi.tiny, fi.smallest_subnormal, 3.0e-3)]
+            for op in (_op.add, _op.sub, _op.mul, "add_into"):
+                if op == "add_into":   # np.add(dst, src, out=dst) on 0-d arrays (add_into; its NaN may differ)
+                    def ref(a, b):
+                        d = np.array(a)
+                        np.add(d, np.array(b), out=d, casting="unsafe")
+                        return d.view(it)[()]
+                    f = _op.add
+                else:
+                    def ref(a, b, op=op):
+                        return np.asarray(op(np.asarray(a), np.asarray(b))).view(it)[()]
+                    f = op
+                want = [ref(a, b) for a in vals for b in vals]
+                for swapped in (False, True):
+                    got = [np.asarray(f(b, a) if swapped else f(a, b)).view(it)[()] for a in vals for b in vals]
+                    if got == want and all(type(f(a, b)) is dt for a in vals for b in vals):
+                        out[(op, np.dtype(dt))] = swapped
+                        break
+    return out
+
+
+_ORDERS: list = []   # [orders, add_into's {dtype: swapped}], probed at the first use (~10 ms: not at import)
+
+
+def _orders() -> list:
+    if not _ORDERS:
+        orders = _scalar_math_orders()
+        _ORDERS[:] = [orders, {dt: sw for (op, dt), sw in orders.items() if op == "add_into"}]
+    return _ORDERS
+_F32_DT = np.dtype(np.float32)
+
+
 class _Backend:
     """What the op machinery, the engine and Tensor need from the device beyond the rules' functions:
     moving data in and out of its arrays. Everything outside ember.devices reaches the array library through here."""
@@ -87,6 +136,11 @@ class _Backend:
                     np.bool_, np.complex64, np.complex128) + _REDUCED_SCALARS
     forward_errors = (ValueError, IndexError, TypeError, np.exceptions.AxisError)
     has_data = True   # ('meta' has none)
+
+    @staticmethod
+    def scalar_orders() -> dict:
+        """See ``_scalar_math_orders`` (probed once)."""
+        return _orders()[0]
 
     asarray = staticmethod(np.asarray)
     may_share_memory = staticmethod(np.may_share_memory)
@@ -166,6 +220,36 @@ class _Backend:
         token = _fp_quiet()
         try:
             np.add(dst, src, out=dst, casting="unsafe")
+        finally:
+            _fp_restore(token)
+
+    @staticmethod
+    def add_into_all(dsts, srcs) -> None:
+        """``add_into(dst, src)`` for each pair (the leaves' gradients of one backward). A 0-d float32/float64
+        ``dst`` and a ``src`` of its dtype (a 0-d array or a NumPy scalar) add as NumPy scalars, in the operand order
+        that gives ``np.add(dst, src, out=dst)``'s bits (``_orders``), without the ufunc's ``out=`` machinery
+        (~1 us on a 0-d array)."""
+        token = _fp_quiet()
+        try:
+            nd = np.ndarray
+            f32, f64 = _F32_DT, _F64
+            add_orders = _orders()[1]
+            sw32, sw64 = add_orders.get(f32), add_orders.get(f64)
+            for dst, src in zip(dsts, srcs):
+                if type(dst) is nd and dst.shape == ():
+                    dt = dst.dtype
+                    sw = sw32 if dt is f32 else sw64 if dt is f64 else None
+                    if sw is not None and src.dtype is dt:
+                        ts = type(src)
+                        if ts is nd:
+                            b = src[()] if src.shape == () else None
+                        else:
+                            b = src if ts is dt.type else None
+                        if b is not None:
+                            a = dst[()]
+                            dst[()] = b + a if sw else a + b
+                            continue
+                np.add(dst, src, out=dst, casting="unsafe")
         finally:
             _fp_restore(token)
 
