@@ -9,7 +9,6 @@ Each op family keeps its NumPy kernels in a file of its own beside this one; the
 from __future__ import annotations
 
 import functools as _functools
-import operator as _operator
 import math as _math
 import sys as _sys
 
