@@ -15,9 +15,15 @@ sequence output. States are (B, H) arrays: ``(h, c)`` for LSTM, ``(h,)`` otherwi
 """
 from __future__ import annotations
 
+import numpy as np
+
+from .elementwise import _EXACT_MAX
+
 __all__ = ["forward_loop", "backward_loop"]
 # what the namespaces call them (cpu/namespace.py and common/namespace.py bind the loops to their own kernels)
 NAMESPACE_NAMES = ("rnn_forward", "rnn_backward")
+_CPU_NS = "ember.devices.cpu.namespace"
+_F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
 
 
 # ----- the composite's products and their rules ---------------------------------------------------------------
@@ -81,6 +87,126 @@ def _fwd_step(ns, mode, x, state, wt, b_hh, wrt, H):
     return (out,), (h, out)
 
 
+# ----- LSTM on NumPy arrays: the gate blocks in one kernel call each ---------------------------------------------
+# The steps above call the namespace's kernels once per gate block, as the composite did (three sigmoids, two
+# tanh, three sigmoid_backward, ...): ~40 small kernel calls a step. Every one of them is elementwise, and the
+# float32 ones choose their algorithm by the size of the array they get (elementwise._EXACT_MAX: float64 then one
+# rounding below it, NumPy's float32 kernel from it on). So on NumPy arrays the four gate blocks go through each
+# kernel together, with the algorithm a single block would get (chosen by the block's size, never the joined
+# array's): the same values, element by element. The products are the BLAS calls the composite's einsum made
+# (linalg._as_matmul: one np.matmul on the same operand layouts), called directly where einsum would make them.
+
+def _lstm_np(ns, mode, arrays, w_hr, H) -> bool:
+    """Whether the NumPy LSTM steps apply: the cpu namespace, an LSTM without projection, float32 or float64
+    NumPy arrays throughout, gate blocks under _EXACT_MAX elements in float32 (float64 kernels take no size
+    decision), and w_hh a C array (so that its ``.t()`` is the F-laid operand the rules expect)."""
+    if mode != "LSTM" or w_hr is not None or getattr(ns, "__name__", None) != _CPU_NS:
+        return False
+    dt = arrays[0].dtype
+    if dt != _F32 and dt != _F64:
+        return False
+    for a in arrays:
+        if a is not None and (type(a) is not np.ndarray or a.dtype != dt):
+            return False
+    w_hh = arrays[-2]
+    if not (w_hh.flags.c_contiguous and not w_hh.flags.f_contiguous):
+        return False
+    return dt == _F64 or arrays[1].shape[0] * H < _EXACT_MAX
+
+
+def _mm_ok(a, b) -> bool:
+    """Whether einsum of two 2-d operands is one np.matmul (linalg.einsum: operand sizes' product over 4096;
+    below that it takes np.einsum's own loop)."""
+    return a.size * b.size > 4096
+
+
+def _np_hidden(ns, h, wt, b_hh):
+    """``_hidden`` on NumPy arrays: addprod's einsum as its np.matmul, the bias added in place (addprod's
+    ``prod += c``)."""
+    if not _mm_ok(h, wt):
+        return _hidden(ns, h, wt, b_hh)
+    r = np.matmul(h, wt)
+    if b_hh is not None:
+        r += b_hh
+    return r
+
+
+def _f64_tanh(x):
+    """elementwise.tanh of a float32 array under _EXACT_MAX elements (float64, rounded once); float64 as is."""
+    if x.dtype == _F32:
+        return np.tanh(x.astype(_F64)).astype(_F32)
+    return np.tanh(x)
+
+
+def _fwd_step_lstm_np(ns, mode, x, state, wt, b_hh, wrt, H):
+    """``_fwd_step`` of an LSTM on NumPy arrays: the sigmoid of all four gate blocks in one pass (the g block's is
+    not used), the tanh of g, in the composite's arithmetic (elementwise.sigmoid: ``1 / (1 + exp(-x))`` with exp
+    correctly rounded). Saves ``_fwd_step``'s values (the sigmoids as views of one array) and that array last."""
+    h, c = state
+    gates = x + _np_hidden(ns, h, wt, b_hh)
+    if gates.dtype == _F32:
+        e = np.negative(gates).astype(_F64)
+        np.exp(e, out=e)
+        s = e.astype(_F32)
+    else:
+        s = np.exp(np.negative(gates))
+    s += 1
+    np.divide(1, s, out=s)
+    is_, fs, os_ = s[:, :H], s[:, H:2 * H], s[:, 3 * H:]
+    gt = _f64_tanh(gates[:, 2 * H:3 * H])
+    c_new = fs * c
+    c_new += is_ * gt
+    tc = _f64_tanh(c_new)
+    hp = os_ * tc
+    return (hp, c_new), (h, c, fs, is_, gt, os_, tc, hp, s)
+
+
+def _bwd_step_lstm_np(gh, gc, sv, H):
+    """``_bwd_step`` of an LSTM from ``_fwd_step_lstm_np``'s saves: the four sigmoid_backward products over the
+    joined gate array at once (``g * (1 - s) * s``, left to right), the g block's tanh_backward written over its
+    part. tanh_backward: ``g * (1 - out^2)``, the factor in float64 rounded once for float32."""
+    h, c, fs, is_, gt, os_, tc, hp, s = sv
+    f32 = s.dtype == _F32
+    G = np.empty_like(s)
+    np.multiply(gh, tc, out=G[:, 3 * H:])   # g_os
+    d = tc.astype(_F64) if f32 else tc
+    d = 1.0 - d * d
+    if f32:
+        d = d.astype(_F32)
+    t = gh * os_
+    t *= d
+    gc = t if gc is None else gc + t
+    np.multiply(gc, gt, out=G[:, :H])
+    np.multiply(gc, c, out=G[:, H:2 * H])
+    G *= 1 - s
+    G *= s
+    d = gt.astype(_F64) if f32 else gt
+    d = 1.0 - d * d
+    if f32:
+        d = d.astype(_F32)
+    gg = G[:, 2 * H:3 * H]
+    np.multiply(gc, is_, out=gg)
+    gg *= d
+    return G, gc * fs
+
+
+def _np_hidden_bwd(ns, ghg, h_prev, wt, b_hh, need_w):
+    """The hidden projection's rules on NumPy arrays (the loop's generic block, ``_hidden_bwd``): h's gradient
+    ``g @ w_hh`` and w_hh's ``g.T @ h`` as the einsum rules' np.matmul calls (w_hh a C array, so its ``.t()`` is
+    F-laid and its gradient comes in its own layout; h not F-laid)."""
+    if h_prev.flags.f_contiguous and not h_prev.flags.c_contiguous:
+        return _hidden_bwd(ns, ghg, h_prev, wt, b_hh, need_w)
+    if b_hh is None:   # mm's rules: no size decision, w_hh's gradient as (h.T @ g).T
+        g_w = np.matmul(h_prev.T, ghg).T if need_w else None
+        return np.matmul(ghg, wt.T), g_w, None
+    gb = ns.sum_to(ghg, b_hh.shape)
+    g_h = np.matmul(ghg, wt.T) if _mm_ok(wt, ghg) else _hidden_bwd_h(ns, ghg, h_prev, wt, b_hh)
+    g_w = None
+    if need_w:
+        g_w = np.matmul(ghg.T, h_prev) if _mm_ok(h_prev, ghg) else _hidden_bwd_w(ns, ghg, h_prev, wt, b_hh)
+    return g_h, g_w, gb
+
+
 def _fwd_loop(ns, mode, xs, sizes, state0, w_hh, b_hh, w_hr, reverse):
     """The forward of ``composite_direction`` on raw arrays: per-step outputs, final states, per-step saves and
     the batch operations (slices, joins) backward must undo."""
@@ -90,6 +216,7 @@ def _fwd_loop(ns, mode, xs, sizes, state0, w_hh, b_hh, w_hr, reverse):
     T = len(xs)
     outs = [None] * T
     saves = [None] * T
+    step = _fwd_step_lstm_np if _lstm_np(ns, mode, (*xs[:1], *state0, w_hh, b_hh), w_hr, H) else _fwd_step
     # per step, the batch operation before it: None; ("slice", bs, the rows bs: that finished) going forward;
     # ("join", n, bs): rows n:bs of the initial state join, going backward through time
     events = [None] * T
@@ -102,7 +229,7 @@ def _fwd_loop(ns, mode, xs, sizes, state0, w_hh, b_hh, w_hr, reverse):
                 done.append(tuple(s[bs:] for s in state))
                 state = tuple(s[:bs] for s in state)
                 events[t] = ("slice", bs, done[-1])
-            state, saves[t] = _fwd_step(ns, mode, xs[t], state, wt, b_hh, wrt, H)
+            state, saves[t] = step(ns, mode, xs[t], state, wt, b_hh, wrt, H)
             outs[t] = state[0]
         if done:
             state = tuple(ns.cat([state[k]] + [d[k] for d in reversed(done)], 0) for k in range(len(state)))
@@ -115,7 +242,7 @@ def _fwd_loop(ns, mode, xs, sizes, state0, w_hh, b_hh, w_hr, reverse):
                 state = tuple(ns.cat([s, s0[n:bs]], 0) for s, s0 in zip(state, state0))
                 events[t] = ("join", n, bs)
                 n = bs
-            state, saves[t] = _fwd_step(ns, mode, xs[t], state, wt, b_hh, wrt, H)
+            state, saves[t] = step(ns, mode, xs[t], state, wt, b_hh, wrt, H)
             outs[t] = state[0]
     return outs, state, saves, events
 
@@ -153,6 +280,27 @@ def _bwd_step(ns, mode, gh, gc, sv, wrt, w_hr_grads):
     return g, g, None, None
 
 
+def _hidden_bwd_h(ns, ghg, h_prev, wt, b_hh):
+    """h's gradient through the hidden projection (addmm's rule, or mm's without a bias)."""
+    if b_hh is not None:
+        return _addmm_grad(ns, ghg, h_prev, wt, 0)
+    return _mm_grad_a(ns, ghg, h_prev, wt)
+
+
+def _hidden_bwd_w(ns, ghg, h_prev, wt, b_hh):
+    """w_hh's gradient through the hidden projection, in w_hh's layout (t()'s rule after addmm's or mm's)."""
+    g_wt = _addmm_grad(ns, ghg, h_prev, wt, 1) if b_hh is not None else _mm_grad_b(ns, ghg, h_prev, wt)
+    return ns.permute(g_wt, (1, 0))
+
+
+def _hidden_bwd(ns, ghg, h_prev, wt, b_hh, need_w):
+    """The hidden projection's backward: h's gradient, w_hh's (None unless ``need_w``) and b_hh's (addmm's rule
+    for its input: g, summed by the engine; None without a bias)."""
+    gb = ns.sum_to(ghg, b_hh.shape) if b_hh is not None else None
+    g_w = _hidden_bwd_w(ns, ghg, h_prev, wt, b_hh) if need_w else None
+    return _hidden_bwd_h(ns, ghg, h_prev, wt, b_hh), g_w, gb
+
+
 def _bwd_loop(ns, mode, saves, events, sizes, state0, w_hh, b_hh, w_hr, reverse, g_outs, g_finals, need_w):
     """The reverse loop of ``_fwd_loop``: the gradients of the per-step gate inputs, the initial states, w_hh,
     b_hh and w_hr, each sum formed in the order ember's engine formed the composite's (a state's gradient is its
@@ -163,6 +311,9 @@ def _bwd_loop(ns, mode, saves, events, sizes, state0, w_hh, b_hh, w_hr, reverse,
     k_states = len(state0)
     gxs = [None] * T
     gw = gb = gwr = None
+    fast = T > 0 and len(saves[0]) == 9
+    hidden_bwd = _np_hidden_bwd if fast else _hidden_bwd
+    H = saves[0][1].shape[1] if fast else None
     w_hr_grads: list = []
     order = list(range(T)) if reverse else list(range(T - 1, -1, -1))   # backward's order of the steps
     if reverse:
@@ -178,18 +329,18 @@ def _bwd_loop(ns, mode, saves, events, sizes, state0, w_hh, b_hh, w_hr, reverse,
         gh = pend[0] if with_out else _add(pend[0], g_outs[t])
         if gh is None:
             gh = ns.zeros_like(sv[0])
-        gx, ghg, g_direct, g_c = _bwd_step(ns, mode, gh, pend[1] if k_states == 2 else None, sv, wrt, w_hr_grads)
-        gxs[t] = gx
-        h_prev = sv[0]
-        if b_hh is not None:
-            gb = _add(gb, ns.sum_to(ghg, b_hh.shape))   # (addmm's rule for its input: g, summed by the engine)
-            g_h = _addmm_grad(ns, ghg, h_prev, wt, 0)
-            g_wt = _addmm_grad(ns, ghg, h_prev, wt, 1) if need_w else None
+        if len(sv) == 9:   # saved by _fwd_step_lstm_np
+            gx, g_c = _bwd_step_lstm_np(gh, pend[1], sv, H)
+            ghg, g_direct = gx, None
         else:
-            g_h = _mm_grad_a(ns, ghg, h_prev, wt)
-            g_wt = _mm_grad_b(ns, ghg, h_prev, wt) if need_w else None
-        if g_wt is not None:
-            gw = _add(gw, ns.permute(g_wt, (1, 0)))   # (t()'s rule)
+            gx, ghg, g_direct, g_c = _bwd_step(ns, mode, gh, pend[1] if k_states == 2 else None, sv, wrt,
+                                               w_hr_grads)
+        gxs[t] = gx
+        g_h, g_w, g_b = hidden_bwd(ns, ghg, sv[0], wt, b_hh, need_w)
+        if g_b is not None:
+            gb = _add(gb, g_b)
+        if g_w is not None:
+            gw = _add(gw, g_w)
         ev = events[t]
         s = order[k + 1] if k + 1 < T else None   # the step that made this step's old state
         with_out = False
