@@ -143,7 +143,8 @@ def _fwd_step_lstm_np(ns, mode, x, state, wt, b_hh, wrt, H):
     not used), the tanh of g, in the composite's arithmetic (elementwise.sigmoid: ``1 / (1 + exp(-x))`` with exp
     correctly rounded). Saves ``_fwd_step``'s values (the sigmoids as views of one array) and that array last."""
     h, c = state
-    gates = x + _np_hidden(ns, h, wt, b_hh)
+    gates = _np_hidden(ns, h, wt, b_hh)
+    gates += x   # (x + hg: its own new array, added in place)
     if gates.dtype == _F32:
         e = np.negative(gates).astype(_F64)
         np.exp(e, out=e)
@@ -199,7 +200,8 @@ def _np_hidden_bwd(ns, ghg, h_prev, wt, b_hh, need_w):
     if b_hh is None:   # mm's rules: no size decision, w_hh's gradient as (h.T @ g).T
         g_w = np.matmul(h_prev.T, ghg).T if need_w else None
         return np.matmul(ghg, wt.T), g_w, None
-    gb = ns.sum_to(ghg, b_hh.shape)
+    # sum_to's np.sum over the batch: the same np.add.reduce, without np.sum's Python layers
+    gb = np.add.reduce(ghg, axis=0) if ghg.ndim == 2 and b_hh.shape == ghg.shape[1:] else ns.sum_to(ghg, b_hh.shape)
     g_h = np.matmul(ghg, wt.T) if _mm_ok(wt, ghg) else _hidden_bwd_h(ns, ghg, h_prev, wt, b_hh)
     g_w = None
     if need_w:
