@@ -87,14 +87,18 @@ def _fwd_step(ns, mode, x, state, wt, b_hh, wrt, H):
     return (out,), (h, out)
 
 
-# ----- LSTM on NumPy arrays: the gate blocks in one kernel call each ---------------------------------------------
+# ----- LSTM on NumPy arrays: the gate blocks joined per kernel call ---------------------------------------------
 # The steps above call the namespace's kernels once per gate block, as the composite did (three sigmoids, two
-# tanh, three sigmoid_backward, ...): ~40 small kernel calls a step. Every one of them is elementwise, and the
-# float32 ones choose their algorithm by the size of the array they get (elementwise._EXACT_MAX: float64 then one
-# rounding below it, NumPy's float32 kernel from it on). So on NumPy arrays the four gate blocks go through each
-# kernel together, with the algorithm a single block would get (chosen by the block's size, never the joined
-# array's): the same values, element by element. The products are the BLAS calls the composite's einsum made
-# (linalg._as_matmul: one np.matmul on the same operand layouts), called directly where einsum would make them.
+# tanh, three sigmoid_backward, ...): ~40 small kernel calls a step, and each product through einsum's planning
+# (~5 us a call on top of BLAS). Every kernel is elementwise, and the float32 ones choose their algorithm by the
+# size of the array they get (elementwise._EXACT_MAX: float64 then one rounding below it, NumPy's float32 kernel
+# from it on). So on NumPy arrays the three sigmoid blocks go through each kernel together, with the algorithm a
+# single block would get (chosen by the block's size, never the joined array's; blocks of _EXACT_MAX elements and
+# more keep the steps above): the same values, element by element. The joined arrays are block-major (3, B, H):
+# NumPy's kernels on strided 2-d views cost 2-3x their time on C arrays. The products are the BLAS calls the
+# composite's einsum made (linalg._as_matmul: one np.matmul on the same operand layouts), called directly where
+# einsum would make them; an operand in another layout takes einsum (BLAS's result depends on the layout).
+# Layer alone, fwd + bwd (LSTM(64, 64, 2), T 35, B 20, float32): 14.2 -> 11.1 ms (bench/NOTES.md).
 
 def _lstm_np(ns, mode, arrays, w_hr, H) -> bool:
     """Whether the NumPy LSTM steps apply: the cpu namespace, an LSTM without projection, float32 or float64
@@ -139,22 +143,26 @@ def _f64_tanh(x):
 
 
 def _fwd_step_lstm_np(ns, mode, x, state, wt, b_hh, wrt, H):
-    """``_fwd_step`` of an LSTM on NumPy arrays: the sigmoid of all four gate blocks in one pass (the g block's is
-    not used), the tanh of g, in the composite's arithmetic (elementwise.sigmoid: ``1 / (1 + exp(-x))`` with exp
-    correctly rounded). Saves ``_fwd_step``'s values (the sigmoids as views of one array) and that array last."""
+    """``_fwd_step`` of an LSTM on NumPy arrays: the sigmoid of the i, f and o blocks in one pass over a (3, B, H)
+    array (block-major, so that each block is a C array: NumPy's kernels on strided 2-d views cost 2-3x), the tanh
+    of g, in the composite's arithmetic (elementwise.sigmoid: ``1 / (1 + exp(-x))`` with exp correctly rounded;
+    a float32 negation cast to float64 is the float64 negation of the cast). Saves ``_fwd_step``'s values, then
+    the sigmoid array."""
     h, c = state
     gates = _np_hidden(ns, h, wt, b_hh)
     gates += x   # (x + hg: its own new array, added in place)
-    if gates.dtype == _F32:
-        e = np.negative(gates).astype(_F64)
-        np.exp(e, out=e)
-        s = e.astype(_F32)
-    else:
-        s = np.exp(np.negative(gates))
+    B = gates.shape[0]
+    blocks = gates.reshape(B, 4, H).transpose(1, 0, 2)   # (i, f, g, o) x (B, H), a view
+    f32 = gates.dtype == _F32
+    n = np.empty((3, B, H), _F64 if f32 else gates.dtype)
+    np.negative(blocks[:2], out=n[:2])
+    np.negative(blocks[3], out=n[2])
+    np.exp(n, out=n)
+    s = n.astype(_F32) if f32 else n
     s += 1
     np.divide(1, s, out=s)
-    is_, fs, os_ = s[:, :H], s[:, H:2 * H], s[:, 3 * H:]
-    gt = _f64_tanh(gates[:, 2 * H:3 * H])
+    is_, fs, os_ = s[0], s[1], s[2]
+    gt = _f64_tanh(blocks[2])   # (float64: np.tanh on the strided block, as the composite's tanh of its chunk)
     c_new = fs * c
     c_new += is_ * gt
     tc = _f64_tanh(c_new)
@@ -162,33 +170,32 @@ def _fwd_step_lstm_np(ns, mode, x, state, wt, b_hh, wrt, H):
     return (hp, c_new), (h, c, fs, is_, gt, os_, tc, hp, s)
 
 
+def _tanh_grad_factor(out):
+    """tanh_backward's ``1 - out^2`` (float32: in float64, rounded once)."""
+    if out.dtype == _F32:
+        d = out.astype(_F64)
+        d = 1.0 - d * d
+        return d.astype(_F32)
+    return 1.0 - out * out
+
+
 def _bwd_step_lstm_np(gh, gc, sv, H):
-    """``_bwd_step`` of an LSTM from ``_fwd_step_lstm_np``'s saves: the four sigmoid_backward products over the
-    joined gate array at once (``g * (1 - s) * s``, left to right), the g block's tanh_backward written over its
-    part. tanh_backward: ``g * (1 - out^2)``, the factor in float64 rounded once for float32."""
+    """``_bwd_step`` of an LSTM from ``_fwd_step_lstm_np``'s saves: the three sigmoid_backward products over the
+    joined (3, B, H) sigmoid array at once (``g * (1 - s) * s``, left to right), tanh_backward's
+    (``g * (1 - out^2)``) for c and g, the gate gradients joined as the composite's cat."""
     h, c, fs, is_, gt, os_, tc, hp, s = sv
-    f32 = s.dtype == _F32
-    G = np.empty_like(s)
-    np.multiply(gh, tc, out=G[:, 3 * H:])   # g_os
-    d = tc.astype(_F64) if f32 else tc
-    d = 1.0 - d * d
-    if f32:
-        d = d.astype(_F32)
     t = gh * os_
-    t *= d
+    t *= _tanh_grad_factor(tc)
     gc = t if gc is None else gc + t
-    np.multiply(gc, gt, out=G[:, :H])
-    np.multiply(gc, c, out=G[:, H:2 * H])
-    G *= 1 - s
-    G *= s
-    d = gt.astype(_F64) if f32 else gt
-    d = 1.0 - d * d
-    if f32:
-        d = d.astype(_F32)
-    gg = G[:, 2 * H:3 * H]
-    np.multiply(gc, is_, out=gg)
-    gg *= d
-    return G, gc * fs
+    u = np.empty_like(s)
+    np.multiply(gc, gt, out=u[0])
+    np.multiply(gc, c, out=u[1])
+    np.multiply(gh, tc, out=u[2])
+    u *= 1 - s
+    u *= s
+    gg = gc * is_
+    gg *= _tanh_grad_factor(gt)
+    return np.concatenate([u[0], u[1], gg, u[2]], 1), gc * fs
 
 
 def _np_hidden_bwd(ns, ghg, h_prev, wt, b_hh, need_w):
