@@ -100,11 +100,11 @@ def _fwd_step(ns, mode, x, state, wt, b_hh, wrt, H):
 # einsum would make them; an operand in another layout takes einsum (BLAS's result depends on the layout).
 # Layer alone, fwd + bwd (LSTM(64, 64, 2), T 35, B 20, float32): 14.2 -> 11.1 ms (bench/NOTES.md).
 
-def _lstm_np(ns, mode, arrays, w_hr, H) -> bool:
-    """Whether the NumPy LSTM steps apply: the cpu namespace, an LSTM without projection, float32 or float64
+def _np_steps(ns, mode, arrays, w_hr, H) -> bool:
+    """Whether the NumPy steps apply: the cpu namespace, an LSTM without projection or a GRU, float32 or float64
     NumPy arrays throughout, gate blocks under _EXACT_MAX elements in float32 (float64 kernels take no size
     decision), and w_hh a C array (so that its ``.t()`` is the F-laid operand the rules expect)."""
-    if mode != "LSTM" or w_hr is not None or getattr(ns, "__name__", None) != _CPU_NS:
+    if mode not in ("LSTM", "GRU") or w_hr is not None or getattr(ns, "__name__", None) != _CPU_NS:
         return False
     dt = arrays[0].dtype
     if dt != _F32 and dt != _F64:
@@ -198,6 +198,34 @@ def _bwd_step_lstm_np(gh, gc, sv, H):
     return np.concatenate([u[0], u[1], gg, u[2]], 1), gc * fs
 
 
+def _fwd_step_gru_np(ns, mode, x, state, wt, b_hh, wrt, H):
+    """``_fwd_step`` of a GRU on NumPy arrays: the r and z sigmoids in one pass over a (2, B, H) array (block-major),
+    in the composite's arithmetic; saves ``_fwd_step``'s values."""
+    h = state[0]
+    hg = _np_hidden(ns, h, wt, b_hh)
+    B = hg.shape[0]
+    hb = hg.reshape(B, 3, H).transpose(1, 0, 2)   # (r, z, n) x (B, H), views
+    xb = x.reshape(B, 3, H).transpose(1, 0, 2)
+    pre = hb[:2] + xb[:2]   # (h_r + x_r, h_z + x_z)
+    np.negative(pre, out=pre)
+    if pre.dtype == _F32:
+        e = pre.astype(_F64)
+        np.exp(e, out=e)
+        sg = e.astype(_F32)
+    else:
+        sg = np.exp(pre, out=pre)
+    sg += 1
+    np.divide(1, sg, out=sg)
+    r, z = sg[0], sg[1]
+    h_n = hg[:, 2 * H:]
+    t = h_n * r
+    n = _f64_tanh(np.add(x[:, 2 * H:], t, out=t))   # x_n + h_n * r
+    d = h - n
+    out = d * z
+    out += n
+    return (out,), (h, h_n, r, z, n, d)
+
+
 def _np_hidden_bwd(ns, ghg, h_prev, wt, b_hh, need_w):
     """The hidden projection's rules on NumPy arrays (the loop's generic block, ``_hidden_bwd``): h's gradient
     ``g @ w_hh`` and w_hh's ``g.T @ h`` as the einsum rules' np.matmul calls (w_hh a C array, so its ``.t()`` is
@@ -225,7 +253,8 @@ def _fwd_loop(ns, mode, xs, sizes, state0, w_hh, b_hh, w_hr, reverse):
     T = len(xs)
     outs = [None] * T
     saves = [None] * T
-    step = _fwd_step_lstm_np if _lstm_np(ns, mode, (*xs[:1], *state0, w_hh, b_hh), w_hr, H) else _fwd_step
+    np_steps = T > 0 and _np_steps(ns, mode, (xs[0], *state0, w_hh, b_hh), w_hr, H)
+    step = (_fwd_step_lstm_np if mode == "LSTM" else _fwd_step_gru_np) if np_steps else _fwd_step
     # per step, the batch operation before it: None; ("slice", bs, the rows bs: that finished) going forward;
     # ("join", n, bs): rows n:bs of the initial state join, going backward through time
     events = [None] * T
@@ -253,7 +282,7 @@ def _fwd_loop(ns, mode, xs, sizes, state0, w_hh, b_hh, w_hr, reverse):
                 n = bs
             state, saves[t] = step(ns, mode, xs[t], state, wt, b_hh, wrt, H)
             outs[t] = state[0]
-    return outs, state, saves, events
+    return outs, state, saves, events, np_steps
 
 
 def _add(a, b):
@@ -310,7 +339,8 @@ def _hidden_bwd(ns, ghg, h_prev, wt, b_hh, need_w):
     return _hidden_bwd_h(ns, ghg, h_prev, wt, b_hh), g_w, gb
 
 
-def _bwd_loop(ns, mode, saves, events, sizes, state0, w_hh, b_hh, w_hr, reverse, g_outs, g_finals, need_w):
+def _bwd_loop(ns, mode, saves, events, sizes, state0, w_hh, b_hh, w_hr, reverse, g_outs, g_finals, need_w,
+              np_steps=False):
     """The reverse loop of ``_fwd_loop``: the gradients of the per-step gate inputs, the initial states, w_hh,
     b_hh and w_hr, each sum formed in the order ember's engine formed the composite's (a state's gradient is its
     output's plus what the next step sends; GRU's three terms: (output + h - n's) + hidden projection's)."""
@@ -320,9 +350,9 @@ def _bwd_loop(ns, mode, saves, events, sizes, state0, w_hh, b_hh, w_hr, reverse,
     k_states = len(state0)
     gxs = [None] * T
     gw = gb = gwr = None
-    fast = T > 0 and len(saves[0]) == 9
-    hidden_bwd = _np_hidden_bwd if fast else _hidden_bwd
-    H = saves[0][1].shape[1] if fast else None
+    hidden_bwd = _np_hidden_bwd if np_steps else _hidden_bwd
+    lstm_np = np_steps and mode == "LSTM"
+    H = saves[0][1].shape[1] if lstm_np else None
     w_hr_grads: list = []
     order = list(range(T)) if reverse else list(range(T - 1, -1, -1))   # backward's order of the steps
     if reverse:
@@ -338,7 +368,7 @@ def _bwd_loop(ns, mode, saves, events, sizes, state0, w_hh, b_hh, w_hr, reverse,
         gh = pend[0] if with_out else _add(pend[0], g_outs[t])
         if gh is None:
             gh = ns.zeros_like(sv[0])
-        if len(sv) == 9:   # saved by _fwd_step_lstm_np
+        if lstm_np:   # saved by _fwd_step_lstm_np
             gx, g_c = _bwd_step_lstm_np(gh, pend[1], sv, H)
             ghg, g_direct = gx, None
         else:
@@ -394,22 +424,22 @@ def forward_loop(ns, mode: str, x, sizes, state0: tuple, w_hh, b_hh, w_hr, rever
     """One direction of one layer (or a cell step) on the arrays of namespace ``ns``: ``(y, finals, saved)``, the
     outputs (None for a cell), the final states and what ``backward_loop`` reads."""
     xs, run_sizes = _steps(x, sizes, layout)
-    outs, finals, saves, events = _fwd_loop(ns, mode, xs, run_sizes, tuple(state0), w_hh, b_hh, w_hr, reverse)
+    outs, finals, saves, events, np_steps = _fwd_loop(ns, mode, xs, run_sizes, tuple(state0), w_hh, b_hh, w_hr, reverse)
     y = None if layout == "cell" else ns.stack(outs, 0) if layout == "padded" else ns.cat(outs, 0)
-    return y, tuple(finals), (saves, events, run_sizes)
+    return y, tuple(finals), (saves, events, run_sizes, np_steps)
 
 
 def backward_loop(ns, mode: str, saved, state0: tuple, w_hh, b_hh, w_hr, reverse: bool, layout: str, g_y,
                   g_finals, need_w: bool = True):
     """The gradients ``(gx, g_state0, g_w_hh, g_b_hh, g_w_hr)`` from those of the outputs ``g_y`` and of the final
     states ``g_finals`` (None where none came; ``need_w`` False skips w_hh's)."""
-    saves, events, run_sizes = saved
+    saves, events, run_sizes, np_steps = saved
     T = len(saves)
     if g_y is None:
         g_outs = [None] * T
     else:
         g_outs, _ = _steps(g_y, run_sizes, layout)
     gxs, gh0, gw, gb, gwr = _bwd_loop(ns, mode, saves, events, run_sizes, tuple(state0), w_hh, b_hh, w_hr,
-                                      reverse, g_outs, list(g_finals), need_w)
+                                      reverse, g_outs, list(g_finals), need_w, np_steps)
     gx = gxs[0] if layout == "cell" else ns.stack(gxs, 0) if layout == "padded" else ns.cat(gxs, 0)
     return gx, tuple(gh0), gw, gb, gwr
