@@ -8,6 +8,8 @@ permute's), each sum formed in the order ember's engine formed the composite's: 
 the last bit. The loops are written once against a namespace ``ns`` (``forward_loop``, ``backward_loop``): the cpu
 namespace binds its own kernels (cpu/namespace.py), the array-API namespaces theirs (common/namespace.py).
 No derivative rule calls these, so graph_ns has no twin (tests/test_namespaces.py lists them as raw-only).
+On the cpu namespace's own NumPy arrays, LSTM and GRU steps take ``_fwd_step_lstm_np``/``_fwd_step_gru_np``: the
+same values with fewer kernel calls (the gate blocks joined; see the section's comment).
 
 Layouts: ``"padded"`` (T, B, G) gate inputs and (T, B, H) outputs; ``"packed"`` (N, G) and (N, H) with the batch
 sizes (sorted by decreasing length: ``sizes[t]`` rows run at step ``t``); ``"cell"`` one step, (B, G) in, no
@@ -87,17 +89,18 @@ def _fwd_step(ns, mode, x, state, wt, b_hh, wrt, H):
     return (out,), (h, out)
 
 
-# ----- LSTM on NumPy arrays: the gate blocks joined per kernel call ---------------------------------------------
+# ----- LSTM and GRU on NumPy arrays: the gate blocks joined per kernel call-----------------------------------------
 # The steps above call the namespace's kernels once per gate block, as the composite did (three sigmoids, two
 # tanh, three sigmoid_backward, ...): ~40 small kernel calls a step, and each product through einsum's planning
 # (~5 us a call on top of BLAS). Every kernel is elementwise, and the float32 ones choose their algorithm by the
 # size of the array they get (elementwise._EXACT_MAX: float64 then one rounding below it, NumPy's float32 kernel
-# from it on). So on NumPy arrays the three sigmoid blocks go through each kernel together, with the algorithm a
-# single block would get (chosen by the block's size, never the joined array's; blocks of _EXACT_MAX elements and
-# more keep the steps above): the same values, element by element. The joined arrays are block-major (3, B, H):
-# NumPy's kernels on strided 2-d views cost 2-3x their time on C arrays. The products are the BLAS calls the
-# composite's einsum made (linalg._as_matmul: one np.matmul on the same operand layouts), called directly where
-# einsum would make them; an operand in another layout takes einsum (BLAS's result depends on the layout).
+# from it on). So on NumPy arrays the sigmoid blocks (LSTM's i, f, o; GRU's r, z) go through each kernel
+# together, with the algorithm a single block would get (chosen by the block's size, never the joined array's;
+# blocks of _EXACT_MAX elements and more keep the steps above): the same values, element by element. The joined
+# arrays are block-major ((3, B, H), (2, B, H)): NumPy's kernels on strided 2-d views cost 2-3x their time on C
+# arrays. The products are the BLAS calls the composite's einsum made (linalg._as_matmul: one np.matmul on the
+# same operand layouts), called directly where einsum would make them; an operand in another layout takes
+# einsum (BLAS's result depends on the operands' layout: h @ w.T and h @ ascontiguousarray(w.T) differ).
 # Layer alone, fwd + bwd (LSTM(64, 64, 2), T 35, B 20, float32): 14.2 -> 11.1 ms (bench/NOTES.md).
 
 def _np_steps(ns, mode, arrays, w_hr, H) -> bool:
