@@ -379,10 +379,14 @@ def _bwd_loop(ns, mode, saves, events, sizes, state0, w_hh, b_hh, w_hr, reverse,
                                                w_hr_grads)
         gxs[t] = gx
         g_h, g_w, g_b = hidden_bwd(ns, ghg, sv[0], wt, b_hh, need_w)
-        if g_b is not None:
-            gb = _add(gb, g_b)
-        if g_w is not None:
-            gw = _add(gw, g_w)
+        if np_steps:   # the sums in place: each term is a new array of this loop's own (the same values)
+            gb = g_b if gb is None else np.add(gb, g_b, out=gb) if g_b is not None else gb
+            gw = g_w if gw is None else np.add(gw, g_w, out=gw) if g_w is not None else gw
+        else:
+            if g_b is not None:
+                gb = _add(gb, g_b)
+            if g_w is not None:
+                gw = _add(gw, g_w)
         ev = events[t]
         s = order[k + 1] if k + 1 < T else None   # the step that made this step's old state
         with_out = False
