@@ -89,7 +89,7 @@ def _fwd_step(ns, mode, x, state, wt, b_hh, wrt, H):
     return (out,), (h, out)
 
 
-# ----- LSTM and GRU on NumPy arrays: the gate blocks joined per kernel call-----------------------------------------
+# ----- LSTM and GRU on NumPy arrays: the gate blocks joined per kernel call ------------------------------------
 # The steps above call the namespace's kernels once per gate block, as the composite did (three sigmoids, two
 # tanh, three sigmoid_backward, ...): ~40 small kernel calls a step, and each product through einsum's planning
 # (~5 us a call on top of BLAS). Every kernel is elementwise, and the float32 ones choose their algorithm by the
@@ -239,7 +239,8 @@ def _np_hidden_bwd(ns, ghg, h_prev, wt, b_hh, need_w):
         g_w = np.matmul(h_prev.T, ghg).T if need_w else None
         return np.matmul(ghg, wt.T), g_w, None
     # sum_to's np.sum over the batch: the same np.add.reduce, without np.sum's Python layers
-    gb = np.add.reduce(ghg, axis=0) if ghg.ndim == 2 and b_hh.shape == ghg.shape[1:] else ns.sum_to(ghg, b_hh.shape)
+    gb = np.add.reduce(ghg, axis=0) if ghg.ndim == 2 and b_hh.shape == ghg.shape[1:] else \
+        ns.sum_to(ghg, b_hh.shape)
     g_h = np.matmul(ghg, wt.T) if _mm_ok(wt, ghg) else _hidden_bwd_h(ns, ghg, h_prev, wt, b_hh)
     g_w = None
     if need_w:
@@ -431,7 +432,8 @@ def forward_loop(ns, mode: str, x, sizes, state0: tuple, w_hh, b_hh, w_hr, rever
     """One direction of one layer (or a cell step) on the arrays of namespace ``ns``: ``(y, finals, saved)``, the
     outputs (None for a cell), the final states and what ``backward_loop`` reads."""
     xs, run_sizes = _steps(x, sizes, layout)
-    outs, finals, saves, events, np_steps = _fwd_loop(ns, mode, xs, run_sizes, tuple(state0), w_hh, b_hh, w_hr, reverse)
+    outs, finals, saves, events, np_steps = _fwd_loop(ns, mode, xs, run_sizes, tuple(state0), w_hh, b_hh, w_hr,
+                                                      reverse)
     y = None if layout == "cell" else ns.stack(outs, 0) if layout == "padded" else ns.cat(outs, 0)
     return y, tuple(finals), (saves, events, run_sizes, np_steps)
 
