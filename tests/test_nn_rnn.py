@@ -610,3 +610,69 @@ def test_fused_mixed_dtypes_raise_as_torch():
         x, h = m.randn(3, 2, 2), m.randn(1, 2, 2, dtype=m.float64)
         return m.rnn_tanh(x, h, [m.randn(2, 2), m.randn(2, 2)], False, 1, 0.0, False, False, False)
     same(fn, msg="to have the same dtype")
+
+
+# sizes where the NumPy LSTM and GRU steps call BLAS directly (operand sizes' product over 4096) and where a gate block
+# is just under elementwise._EXACT_MAX (32,768) elements while the four blocks together are over it
+_NP_LSTM_SIZES = [(20, 64, 7, True, False), (20, 64, 7, False, True), (3, 40, 4, True, True),
+                  (127, 256, 2, True, False), (128, 256, 2, True, False)]
+
+
+@pytest.mark.parametrize("B,H,T,bias,bidir", _NP_LSTM_SIZES, ids=[f"B{b}H{h}T{t}{'' if bi else '_nobias'}"
+                                                               f"{'_bi' if d else ''}"
+                                                               for b, h, t, bi, d in _NP_LSTM_SIZES])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("packed", [False, True], ids=["padded", "packed"])
+@pytest.mark.parametrize("mode", ["LSTM", "GRU"])
+def test_fused_layers_at_blas_sizes_are_the_composite_to_the_bit(B, H, T, bias, bidir, dtype, packed, mode,
+                                                                 monkeypatch):
+    """The LSTM's and GRU's NumPy steps (gate blocks joined per kernel, BLAS called directly) give the
+    composite's values and gradients bit for bit at sizes where the products are BLAS calls, and around the
+    float32 kernels' size threshold."""
+    def run():
+        ember.manual_seed(0)
+        m = getattr(ember.nn, mode)(8, H, num_layers=2, bias=bias, bidirectional=bidir).to(getattr(ember, dtype))
+        rng = np.random.default_rng(3)
+        x = ember.tensor(rng.standard_normal((T, B, 8)), dtype=m.weight_hh_l0.dtype, requires_grad=True)
+        d = 2 if bidir else 1
+        h = ember.tensor(rng.standard_normal((2 * d, B, H)), dtype=x.dtype, requires_grad=True)
+        c = ember.tensor(rng.standard_normal((2 * d, B, H)), dtype=x.dtype, requires_grad=True)
+        lengths = sorted(rng.integers(1, T + 1, B).tolist(), reverse=True)
+        lengths[0] = T
+        inp = ernn.pack_padded_sequence(x, lengths) if packed else x
+        out, hn = m(inp, (h, c) if mode == "LSTM" else h)
+        hn, cn = hn if mode == "LSTM" else (hn, h * 0)
+        out = out.data if packed else out
+        loss = (out * out.detach().cos()).sum() + (hn * 1.5).sin().sum() + (cn * 0.7).sin().sum()
+        loss.backward()
+        grads = [x.grad, h.grad] + ([c.grad] if mode == "LSTM" else []) + [p.grad for p in m.parameters()]
+        return [t.detach().numpy() for t in [out, hn, cn, *grads]]
+    fused = run()
+    monkeypatch.setattr(_fused, "fusable", lambda *a: False)
+    for a, b in zip(fused, run(), strict=True):
+        np.testing.assert_array_equal(a, b)
+        assert np.array_equal(np.signbit(a), np.signbit(b))
+
+
+@pytest.mark.parametrize("cls", ["LSTMCell", "GRUCell"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_fused_cells_at_blas_sizes_are_the_composite_to_the_bit(cls, dtype, monkeypatch):
+    """The cells' NumPy steps at sizes where the products are BLAS calls (time_sequence_prediction's)."""
+    def run():
+        ember.manual_seed(0)
+        m = getattr(ember.nn, cls)(7, 51).to(getattr(ember, dtype))
+        rng = np.random.default_rng(4)
+        x = ember.tensor(rng.standard_normal((3, 97, 7)), dtype=m.weight_hh.dtype, requires_grad=True)
+        st, loss = None, 0
+        for t in range(3):
+            st = m(x[t], st)
+            h = st[0] if cls == "LSTMCell" else st
+            loss = loss + (h * (t + 1)).sin().sum()
+        if cls == "LSTMCell":
+            loss = loss + st[1].cos().sum()
+        loss.backward()
+        return [h.detach().numpy(), x.grad.numpy()] + [p.grad.numpy() for p in m.parameters()]
+    fused = run()
+    monkeypatch.setattr(_fused, "fusable", lambda *a: False)
+    for a, b in zip(fused, run(), strict=True):
+        np.testing.assert_array_equal(a, b)
