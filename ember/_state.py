@@ -40,6 +40,10 @@ def track_tangent(t) -> None:
 # the codes it saved at its previous install only while this count has not moved (ember/autograd/_batching.py)
 code_swaps = [0]
 
+# Set by ember.compile at import: called by the modules PyTorch's dynamo graph-breaks on (RNN, GRU, LSTM) with the
+# module, so that a trace running through one stops there (a no-op when nothing traces)
+module_break = [None]
+
 # How many torch.func transforms (vmap, grad, vjp, jvp, ...) are running: Tensor.requires_grad_ is refused inside one,
 # as PyTorch's (ember/autograd/_batching.py counts them).
 func_depth = [0]

@@ -370,8 +370,16 @@ def _detach(h):
     return tuple(_detach(v) for v in h) if isinstance(h, tuple) else h.detach()
 
 
+@pytest.fixture
+def allow_rnn(request):
+    torch._dynamo.config.allow_rnn = request.param
+    yield request.param
+    torch._dynamo.config.allow_rnn = False
+
+
+@pytest.mark.parametrize("allow_rnn", [True, False], indirect=True, ids=["traced", "graph_break"])
 @pytest.mark.parametrize("kind", ["LSTM", "GRU", "RNN"])
-def test_word_language_model_trains_as_eager(kind):
+def test_word_language_model_trains_as_eager(kind, allow_rnn):
     torch.manual_seed(0)
     m1 = _RNNModel(kind)
     m2 = _RNNModel(kind)
@@ -397,7 +405,11 @@ def test_word_language_model_trains_as_eager(kind):
         _same(*losses)
     for p1, p2 in zip(m1.parameters(), m2.parameters()):
         _same(p1, p2)
-    assert _replays(c2._compiled) and not c2._compiled._reasons
+    if allow_rnn:   # the step-by-step composite traced and replayed
+        assert _replays(c2._compiled) and not c2._compiled._reasons
+    else:           # PyTorch's graph break: every call eager, with the fused recurrent nodes
+        assert not _replays(c2._compiled)
+        assert [r for _, r in c2._compiled._reasons][0].startswith("Attempted to wrap RNN, GRU, or LSTM")
 
 
 _NANOGPT = r'''
@@ -654,3 +666,47 @@ def test_norm_training_replays_running_stats(kind, dtype):
     cm.eval()
     x = torch.randn(*shape).to(dtype)
     _same(m(x), cm(x))
+
+
+@pytest.mark.parametrize("kind", ["LSTM", "GRU", "RNN"])
+def test_recurrent_modules_graph_break_as_pytorch(kind):
+    """PyTorch's dynamo graph-breaks on nn.RNN/GRU/LSTM unless ``torch._dynamo.config.allow_rnn``: the call runs
+    eagerly (the fused recurrent nodes), fullgraph=True raises Unsupported with torch's text; with allow_rnn the
+    composite is traced. Results equal eager's to the bit either way."""
+    torch.manual_seed(0)
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn = getattr(torch.nn, kind)(4, 8, num_layers=2)
+            self.out = torch.nn.Linear(8, 3)
+
+        def forward(self, x):
+            return self.out(self.rnn(x)[0]).sum()
+
+    net, x = Net(), torch.randn(5, 2, 4)
+    want = net(x)
+    want.backward()
+    grads = [p.grad.clone() for p in net.parameters()]
+
+    with pytest.raises(torch._dynamo.exc.Unsupported, match="Attempted to wrap RNN, GRU, or LSTM"):
+        torch.compile(net, fullgraph=True)(x)
+    explained = torch._dynamo.explain(net)(x)
+    assert explained.graph_count == 0 and "Set torch._dynamo.config.allow_rnn=True" in explained.break_reasons[0]
+
+    for allow in (False, True):
+        torch.compiler.reset()
+        torch._dynamo.config.allow_rnn = allow
+        try:
+            f = torch.compile(net)
+            for _ in range(3):
+                net.zero_grad()
+                got = f(x)
+                got.backward()
+                assert torch.equal(got, want)
+                assert all(torch.equal(p.grad, g) for p, g in zip(net.parameters(), grads))
+            # after the first (traced) call: eager's fused nodes under a break, the compiled node when traced
+            assert (type(got.grad_fn).__name__ == "CompiledFunctionBackward") == allow
+        finally:
+            torch._dynamo.config.allow_rnn = False
+            torch.compiler.reset()

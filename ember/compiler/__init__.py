@@ -41,7 +41,7 @@ import operator
 from typing import Callable
 
 from .. import _dtype
-from .._state import _state, code_swaps, fwd_state, func_depth
+from .._state import _state, code_swaps, fwd_state, func_depth, module_break as _module_break
 from .._tensor import Tensor, make
 from ..autograd import _profiling
 from ..autograd._primitive import apply as _apply
@@ -77,6 +77,7 @@ class _Config:
     automatic_dynamic_shapes = True
     assume_static_by_default = True
     optimize_ddp = True
+    allow_rnn = False   # PyTorch's default: a trace stops at nn.RNN/GRU/LSTM (True: they are traced)
 
 
 config = _Config()
@@ -451,6 +452,20 @@ def _CURRENT_BREAK(reason: str) -> None:
     tr = _trace.CURRENT[-1] if _trace.CURRENT else None
     if tr is not None:
         tr.failed(reason)
+
+
+def _rnn_break(module) -> None:
+    """nn.RNN/GRU/LSTM's forward while a trace runs: PyTorch's dynamo graph-breaks on them unless
+    ``torch._dynamo.config.allow_rnn`` (its builder refuses to wrap them); here the call runs eagerly, so an RNN
+    model keeps the fused recurrent layers (tracing them records the step-by-step composite, which replays slower),
+    and ``fullgraph=True`` raises PyTorch's Unsupported."""
+    if _TRACING[0] > 0 and not config.allow_rnn:
+        _CURRENT_BREAK("Attempted to wrap RNN, GRU, or LSTM\n  Explanation: Dynamo does not support RNN, GRU, or "
+                       "LSTM.\n  Hint: Set torch._dynamo.config.allow_rnn=True to enable experimental support for "
+                       f"RNN, GRU, and LSTM in Dynamo\n\n  Developer debug context: {module!r}\n")
+
+
+_module_break[0] = _rnn_break
 
 
 def allow_in_graph(fn):

@@ -14,6 +14,7 @@ import warnings
 from typing import Any
 
 from ...ops import creation as _creation
+from ..._state import module_break as _module_break
 from ..._tensor import Tensor
 from .. import functional as F
 from .. import init
@@ -266,6 +267,8 @@ class RNN(RNNBase):
         super().__init__(mode, *args, **kwargs)
 
     def forward(self, input, hx: Tensor | None = None):
+        if _module_break[0] is not None:
+            _module_break[0](self)
         return self._forward_single(input, hx, "RNN")
 
 
@@ -298,6 +301,8 @@ class LSTM(RNNBase):
         return _apply_permutation(hx[0], permutation), _apply_permutation(hx[1], permutation)
 
     def forward(self, input, hx: tuple[Tensor, Tensor] | None = None):
+        if _module_break[0] is not None:   # ember.compile: PyTorch's graph break (see compiler._rnn_break)
+            _module_break[0](self)
         orig_input = input
         batch_sizes = None
         real_hidden_size = self.proj_size if self.proj_size > 0 else self.hidden_size
@@ -350,6 +355,8 @@ class GRU(RNNBase):
         super().__init__("GRU", *args, **kwargs)
 
     def forward(self, input, hx: Tensor | None = None):
+        if _module_break[0] is not None:
+            _module_break[0](self)
         return self._forward_single(input, hx, "GRU")
 
 
