@@ -1294,9 +1294,11 @@ def multi_head_attention_forward(query: Tensor, key: Tensor, value: Tensor, embe
     if not need_weights and static_k is None and static_v is None and not add_zero_attn:
         # straight to scaled_dot_product_attention's (N, heads, L, head_dim): one view each, where PyTorch's
         # reshape, transpose and reshape give the same strides (the same arrays reach every kernel, both ways)
-        q = q.reshape(tgt_len, bsz, num_heads, head_dim).permute(1, 2, 0, 3)
-        k = k.reshape(k.shape[0], bsz, num_heads, head_dim).permute(1, 2, 0, 3)
-        v = v.reshape(v.shape[0], bsz, num_heads, head_dim).permute(1, 2, 0, 3)
+        # (view: splitting the last dim views the in-projection's split views too, where reshape would name
+        # its node UnsafeViewBackward0 for a non-contiguous input)
+        q = q.view(tgt_len, bsz, num_heads, head_dim).permute(1, 2, 0, 3)
+        k = k.view(k.shape[0], bsz, num_heads, head_dim).permute(1, 2, 0, 3)
+        v = v.view(v.shape[0], bsz, num_heads, head_dim).permute(1, 2, 0, 3)
         src_len = k.shape[2]
         return _mha_sdpa(q, k, v, attn_mask, key_padding_mask, bsz, num_heads, tgt_len, src_len, embed_dim,
                          training, dropout_p, is_causal, out_proj_weight, out_proj_bias, is_batched)
