@@ -344,3 +344,22 @@ def test_linear_weight_grad_has_the_weights_layout():
         lin(lib.ones(4, 5)).sum().backward()
         res.append((lin.weight.grad.stride(), lin.weight.grad.is_contiguous(), lin.bias.grad.stride()))
     assert res[0] == res[1] == ((5, 1), True, (1,))
+
+
+@pytest.mark.parametrize("contiguous", [True, False])
+def test_linear_bias_folding_follows_contiguity(contiguous):
+    """PyTorch's linear folds a 3-d input and the bias into one addmm only when the input is contiguous; a
+    transposed (batch_first attention's) input goes through matmul and then the bias (AddBackward0, the product
+    rounded first): nodes and bfloat16 values as PyTorch's."""
+    x = np.random.default_rng(3).standard_normal((3, 4, 8))
+    res = []
+    for lib in (torch, ember):
+        lib.manual_seed(0)
+        lin = lib.nn.Linear(8, 5).to(lib.bfloat16)
+        t = lib.tensor(x, dtype=lib.bfloat16)
+        t = t if contiguous else t.transpose(0, 1)
+        y = lin(t)
+        names = [type(y.grad_fn).__name__] + [type(f).__name__ for f, _ in y.grad_fn.next_functions]
+        res.append((names, y.detach().float().numpy()))
+    assert res[1][0] == res[0][0]
+    np.testing.assert_array_equal(res[1][1], res[0][1])

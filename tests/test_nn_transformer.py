@@ -141,6 +141,51 @@ def test_mha_unbatched():
         _compare(ctor, [q, k, v], {"attn_mask": _causal_bool(4, 6), "need_weights": False}, (0, 1, 2))
 
 
+def _weight_path(out, weight):
+    """Node names from ``out``'s grad_fn down to the AccumulateGrad of ``weight`` (the first path found)."""
+    def walk(fn, path):
+        if fn is None:
+            return None
+        if type(fn).__name__ == "AccumulateGrad":
+            return path if fn.variable is weight else None
+        for nxt, _ in fn.next_functions:
+            found = walk(nxt, path + [type(fn).__name__])
+            if found:
+                return found
+        return None
+    return walk(out.grad_fn, [])
+
+
+@pytest.mark.parametrize("kind", ["self", "encdec", "qkv"])
+def test_mha_in_projection_is_pytorchs_linear(kind):
+    """The packed in-projection is F.linear as PyTorch's _in_projection_packed calls it: for self-attention one
+    addmm of the whole (3E, E) weight on the folded rows (its input gradient one GEMM over 3E, as PyTorch's),
+    for encoder-decoder attention one of its key/value rows; the nodes from the weight up to the split are
+    PyTorch's (ember then splits by views where PyTorch copies and selects)."""
+    paths = []
+    for lib in (torch, ember):
+        lib.manual_seed(0)
+        m = lib.nn.MultiheadAttention(8, 2)
+        x = lib.tensor(R(5, 3, 8), dtype=lib.float32, requires_grad=True)
+        y = lib.tensor(R(4, 3, 8, seed=1), dtype=lib.float32)
+        q, k, v = {"self": (x, x, x), "encdec": (x, y, y), "qkv": (x, y, y.clone())}[kind]
+        out = m(q, k, v, need_weights=False)[0]
+        path = _weight_path(out, m.in_proj_weight)
+        # from the product's view down (above it PyTorch copies and selects where ember splits by views)
+        paths.append(path[len(path) - 1 - path[::-1].index("AddmmBackward0") - 1:])
+    assert paths[1] == paths[0], paths
+
+
+def test_mha_separate_weight_shapes():
+    """PyTorch's _in_projection checks the separate weights' shapes (AssertionError), before any product."""
+    def bad(lib):
+        lib.manual_seed(0)
+        m = lib.nn.MultiheadAttention(8, 2, kdim=5, vdim=6)
+        x, kv = lib.tensor(R(4, 2, 8)), lib.tensor(R(3, 2, 5, seed=1))
+        return m(x, kv, kv)   # value's 5 features against v_proj_weight's 6
+    same(bad, msg="expecting value weights shape of (8, 5), but got")
+
+
 def test_mha_dropout_seed_exact():
     x = R(5, 3, 8)
     for nw in (True, False):

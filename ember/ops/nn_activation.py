@@ -998,10 +998,13 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         rows *= n
     # the row count spelled out, as PyTorch folds: reshape(-1, 0) is ambiguous for an empty inner dimension
     flat = input.reshape(rows, input._data.shape[-1])
-    if bias is not None:
+    if bias is not None and input._data.flags.c_contiguous and (nd == 3 or bias._data.ndim == 1):
         return L.addmm(bias, flat, wt).view(*lead, weight._data.shape[0])
     out = L.mm(flat, wt)
-    return apply(reshape_p, (out,), {"shape": lead + (weight._data.shape[0],)}, _node("UnsafeViewBackward0"))
+    out = apply(reshape_p, (out,), {"shape": lead + (weight._data.shape[0],)}, _node("UnsafeViewBackward0"))
+    # PyTorch folds the bias into the product only for a contiguous input (else matmul, then add_: AddBackward0,
+    # the product rounded before the bias is added; add_ on its _unsafe_view result is no view's in-place)
+    return out if bias is None else out + bias
 
 
 def _trilinear_vjp(k):

@@ -1158,6 +1158,44 @@ def _linear(x: Tensor, w: Tensor, b: Tensor | None) -> Tensor:
     return y if b is None else y + b
 
 
+def _in_projection_packed(q: Tensor, k: Tensor, v: Tensor, w: Tensor, b: Tensor | None):
+    """q, k and v through the packed (3E, E) in-projection as PyTorch's ``_in_projection_packed``: F.linear (one
+    GEMM of the folded rows) with the whole weight for self-attention, with its key/value rows for
+    encoder-decoder attention (key is value), a third of it for each otherwise."""
+    from .nn_activation import linear
+    E = q.shape[-1]
+    if k is v:
+        if q is k:
+            # PyTorch copies the (..., 3E) product into (3, ..., E) and selects; split views hold the same
+            # values and cost a third of it (a SelectBackward0 writes its gradient into zeros of the whole)
+            return linear(q, w, b).chunk(3, -1)
+        w_q, w_kv = w.split([E, E * 2])
+        b_q = b_kv = None
+        if b is not None:
+            b_q, b_kv = b.split([E, E * 2])
+        k, v = linear(k, w_kv, b_kv).chunk(2, -1)
+        return linear(q, w_q, b_q), k, v
+    w_q, w_k, w_v = w.chunk(3)
+    b_q = b_k = b_v = None
+    if b is not None:
+        b_q, b_k, b_v = b.chunk(3)
+    return linear(q, w_q, b_q), linear(k, w_k, b_k), linear(v, w_v, b_v)
+
+
+def _in_projection(q: Tensor, k: Tensor, v: Tensor, w_q: Tensor, w_k: Tensor, w_v: Tensor, b_q: Tensor | None,
+                   b_k: Tensor | None, b_v: Tensor | None):
+    """q, k and v through separate in-projections (PyTorch's ``_in_projection``: its shape checks, F.linear)."""
+    from .nn_activation import linear
+    Eq, Ek, Ev = q.shape[-1], k.shape[-1], v.shape[-1]
+    for w, want, name in ((w_q, (Eq, Eq), "query"), (w_k, (Eq, Ek), "key"), (w_v, (Eq, Ev), "value")):
+        if tuple(w.shape) != want:
+            raise AssertionError(f"expecting {name} weights shape of {want}, but got {w.shape}")
+    for bb, name in ((b_q, "query"), (b_k, "key"), (b_v, "value")):
+        if bb is not None and tuple(bb.shape) != (Eq,):
+            raise AssertionError(f"expecting {name} bias shape of {(Eq,)}, but got {bb.shape}")
+    return linear(q, w_q, b_q), linear(k, w_k, b_k), linear(v, w_v, b_v)
+
+
 def _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads) -> bool:
     qd, kd, vd = query.dim(), key.dim(), value.dim()
     if qd == 3:
@@ -1256,18 +1294,13 @@ def multi_head_attention_forward(query: Tensor, key: Tensor, value: Tensor, embe
         b_q = b_k = b_v = None
         if in_proj_bias is not None:
             b_q, b_k, b_v = in_proj_bias.chunk(3)
-        q, k, v = (_linear(query, q_proj_weight, b_q), _linear(key, k_proj_weight, b_k),
-                   _linear(value, v_proj_weight, b_v))
+        q, k, v = _in_projection(query, key, value, q_proj_weight, k_proj_weight, v_proj_weight, b_q, b_k, b_v)
     else:
         if tuple(key.shape) != tuple(value.shape):
             raise AssertionError(f"key shape {key.shape} does not match value shape {value.shape}")
         if in_proj_weight is None:
             raise AssertionError("use_separate_proj_weight is False but in_proj_weight is None")
-        w_q, w_k, w_v = in_proj_weight.chunk(3)
-        b_q = b_k = b_v = None
-        if in_proj_bias is not None:
-            b_q, b_k, b_v = in_proj_bias.chunk(3)
-        q, k, v = _linear(query, w_q, b_q), _linear(key, w_k, b_k), _linear(value, w_v, b_v)
+        q, k, v = _in_projection_packed(query, key, value, in_proj_weight, in_proj_bias)
     if attn_mask is not None:
         if attn_mask.dim() == 2:
             if tuple(attn_mask.shape) != (tgt_len, src_len):
@@ -1298,9 +1331,11 @@ def multi_head_attention_forward(query: Tensor, key: Tensor, value: Tensor, embe
     if not need_weights and static_k is None and static_v is None and not add_zero_attn:
         # straight to scaled_dot_product_attention's (N, heads, L, head_dim): one view each, where PyTorch's
         # reshape, transpose and reshape give the same strides (the same arrays reach every kernel, both ways)
-        q = q.reshape(tgt_len, bsz, num_heads, head_dim).permute(1, 2, 0, 3)
-        k = k.reshape(k.shape[0], bsz, num_heads, head_dim).permute(1, 2, 0, 3)
-        v = v.reshape(v.shape[0], bsz, num_heads, head_dim).permute(1, 2, 0, 3)
+        # (view: splitting the last dim views the in-projection's split views too, where reshape would name
+        # its node UnsafeViewBackward0 for a non-contiguous input)
+        q = q.view(tgt_len, bsz, num_heads, head_dim).permute(1, 2, 0, 3)
+        k = k.view(k.shape[0], bsz, num_heads, head_dim).permute(1, 2, 0, 3)
+        v = v.view(v.shape[0], bsz, num_heads, head_dim).permute(1, 2, 0, 3)
         src_len = k.shape[2]
         return _mha_sdpa(q, k, v, attn_mask, key_padding_mask, bsz, num_heads, tgt_len, src_len, embed_dim,
                          training, dropout_p, is_causal, out_proj_weight, out_proj_bias, is_batched)

@@ -41,6 +41,7 @@ N = 624                     # mt19937 state words
 _U64 = np.uint64
 _M24 = _U64((1 << 24) - 1)
 _M53 = _U64((1 << 53) - 1)
+_M21 = _U64((1 << 21) - 1)
 
 
 def mt_key(seed: int) -> list:
@@ -98,7 +99,8 @@ class State:
     def words64(self, n: int) -> np.ndarray:
         """``n`` 64-bit draws, each two 32-bit draws (first = high half), PyTorch's ``random64()``."""
         w = self.words(2 * n)
-        return (w[0::2] << _U64(32)) | w[1::2]
+        k = np.left_shift(w[0::2], _U64(32))   # (in place after the first array: dropout draws these per call)
+        return np.bitwise_or(k, w[1::2], out=k)
 
 
 # ----- layout: where PyTorch's serial kernels write sample k -------------------------------------------------
@@ -432,9 +434,14 @@ def bernoulli(st: State, n: int, p: float, np_dtype) -> np.ndarray:
     64-bit word, and p * 2^53 is exact, so the test is k < ceil(p * 2^53) on the integers (no float64 array)."""
     if not 0.0 <= p <= 1.0:   # (nan: no sample is 1, as the float comparison has it)
         return _int64_to((_uniform01_f64(st, n) < p).astype(np.int64), np_dtype)
-    k = st.words64(n)
-    k &= _M53
-    return _int64_to((k < _U64(math.ceil(p * 2.0 ** 53))).astype(np.int64), np_dtype)
+    # words64 & _M53 with the mask on the high words (their top 11 bits go; the low words are below 2^32)
+    w = st.words(2 * n)
+    k = np.bitwise_and(w[0::2], _M21)
+    np.left_shift(k, _U64(32), out=k)
+    ones = np.bitwise_or(k, w[1::2], out=k) < _U64(math.ceil(p * 2.0 ** 53))
+    if np.dtype(np_dtype).kind in "biuf" and not _low(np_dtype):
+        return ones.astype(np_dtype)   # 0 and 1 exactly, as through int64 (one pass fewer: dropout's mask)
+    return _int64_to(ones.astype(np.int64), np_dtype)
 
 
 def bernoulli_tensor(st: State, like: np.ndarray, p: np.ndarray) -> np.ndarray:
