@@ -479,14 +479,19 @@ def test_fused_layers_are_the_composite_to_the_bit(name, ctor, dtype, packed, mo
 @pytest.mark.parametrize("cls", ["LSTMCell", "GRUCell", "RNNCell", "RNNCell_relu"])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_fused_cells_are_the_composite_to_the_bit(cls, dtype, monkeypatch):
+    _cells_fused_vs_composite(cls, dtype, monkeypatch, sizes=(3, 5), shape=(4, 3, 3), seed=2)
+
+
+def _cells_fused_vs_composite(cls, dtype, monkeypatch, sizes, shape, seed):
+    """A cell run over ``shape[0]`` steps, fused and then composite: values and gradients equal to the bit."""
     def run():
         ember.manual_seed(0)
-        m = (ember.nn.RNNCell(3, 5, nonlinearity="relu") if cls == "RNNCell_relu" else
-             getattr(ember.nn, cls)(3, 5)).to(getattr(ember, dtype))
-        rng = np.random.default_rng(2)
-        x = ember.tensor(rng.standard_normal((4, 3, 3)), dtype=m.weight_hh.dtype, requires_grad=True)
+        m = (ember.nn.RNNCell(*sizes, nonlinearity="relu") if cls == "RNNCell_relu" else
+             getattr(ember.nn, cls)(*sizes)).to(getattr(ember, dtype))
+        rng = np.random.default_rng(seed)
+        x = ember.tensor(rng.standard_normal(shape), dtype=m.weight_hh.dtype, requires_grad=True)
         st, loss = None, 0
-        for t in range(4):
+        for t in range(shape[0]):
             st = m(x[t], st)
             h = st[0] if cls == "LSTMCell" else st
             loss = loss + (h * (t + 1)).sin().sum()
@@ -496,7 +501,7 @@ def test_fused_cells_are_the_composite_to_the_bit(cls, dtype, monkeypatch):
         return [h.detach().numpy(), x.grad.numpy()] + [p.grad.numpy() for p in m.parameters()]
     fused = run()
     monkeypatch.setattr(_fused, "fusable", lambda *a: False)
-    for a, b in zip(fused, run()):
+    for a, b in zip(fused, run(), strict=True):
         np.testing.assert_array_equal(a, b)
 
 
@@ -658,21 +663,4 @@ def test_fused_layers_at_blas_sizes_are_the_composite_to_the_bit(B, H, T, bias, 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_fused_cells_at_blas_sizes_are_the_composite_to_the_bit(cls, dtype, monkeypatch):
     """The cells' NumPy steps at sizes where the products are BLAS calls (time_sequence_prediction's)."""
-    def run():
-        ember.manual_seed(0)
-        m = getattr(ember.nn, cls)(7, 51).to(getattr(ember, dtype))
-        rng = np.random.default_rng(4)
-        x = ember.tensor(rng.standard_normal((3, 97, 7)), dtype=m.weight_hh.dtype, requires_grad=True)
-        st, loss = None, 0
-        for t in range(3):
-            st = m(x[t], st)
-            h = st[0] if cls == "LSTMCell" else st
-            loss = loss + (h * (t + 1)).sin().sum()
-        if cls == "LSTMCell":
-            loss = loss + st[1].cos().sum()
-        loss.backward()
-        return [h.detach().numpy(), x.grad.numpy()] + [p.grad.numpy() for p in m.parameters()]
-    fused = run()
-    monkeypatch.setattr(_fused, "fusable", lambda *a: False)
-    for a, b in zip(fused, run(), strict=True):
-        np.testing.assert_array_equal(a, b)
+    _cells_fused_vs_composite(cls, dtype, monkeypatch, sizes=(7, 51), shape=(3, 97, 7), seed=4)
