@@ -443,7 +443,8 @@ def sign(x):
 
 
 def relu(x):
-    return np.maximum(x, 0)
+    # PyTorch's relu keeps x where it ties 0 (relu(-0.0) is -0.0); NumPy's maximum keeps its second operand on a tie
+    return np.maximum(0, x)
 
 
 def where(cond, a, b):
@@ -459,10 +460,14 @@ def _bf16_number(v, other):
 
 
 def clamp(x, min=None, max=None):
-    if x.dtype is _BF16:   # NumPy's clip has no bfloat16 loop (it gives float32)
-        x = x if min is None else np.maximum(x, _bf16_number(min, x))
-        return x if max is None else np.minimum(x, _bf16_number(max, x))
-    return np.clip(x, min, max)
+    """PyTorch's clamp, max(min(x, max), min) keeping x where it ties a bound (clamp(-0.0, min=0) is -0.0): NumPy's
+    maximum/minimum keep their second operand on a tie (so x goes second), np.clip keeps the bound."""
+    if min is None and max is None:
+        return x.copy()
+    if x.dtype is _BF16:   # (a Python number beside bfloat16 as bfloat16, not float32)
+        min, max = _bf16_number(min, x), _bf16_number(max, x)
+    r = x if min is None else np.maximum(min, x)
+    return r if max is None else np.minimum(max, r)
 
 
 def round(x):

@@ -157,7 +157,8 @@ def softplus(x, beta, threshold):
 
 @_f32
 def hardtanh(x, min_val, max_val):
-    return np.minimum(np.maximum(x, _t(x, min_val)), _t(x, max_val))
+    # x second: NumPy's maximum/minimum keep their second operand on a tie, PyTorch's hardtanh keeps x (-0.0 stays)
+    return np.minimum(_t(x, max_val), np.maximum(_t(x, min_val), x))
 
 
 @_f32
