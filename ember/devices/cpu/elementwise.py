@@ -764,7 +764,8 @@ def _erf32(x):
             if not sc.max() <= _ERF32_R2:   # (nan too)
                 beyond = np.less_equal(sc, _ERF32_R2, out=flags[:m])
                 np.logical_not(beyond, out=beyond)
-                if 8 * np.count_nonzero(beyond) > m:   # many beyond the polynomial's range: the old kernel for the slice
+                # many beyond the polynomial's range: the old kernel for the slice
+                if 8 * np.count_nonzero(beyond) > m:
                     out[i:i + m] = _erf_in64(xi)
                     continue
                 far = np.flatnonzero(beyond)

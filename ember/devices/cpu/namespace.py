@@ -81,8 +81,9 @@ def _scalar_math_orders() -> dict:
     ``a OP b`` (False) or as ``b OP a`` (True: a build whose C compiler swapped a commutative op's operands takes the
     other NaN's payload when both operands are NaN; every other input gives the same bits either way). A pair is
     absent where neither order matches on the probe values. ``("add_into", dtype)``: the same for
-    ``np.add(a, b, out=a)`` (``add_into``), whose in-place loop may keep the other NaN than ``np.add(a, b)``. ember.compile's programs compute 0-d chains on scalars
-    where this says how (a NumPy scalar op costs ~40 ns, the ufunc on 0-d arrays ~330)."""
+    ``np.add(a, b, out=a)`` (``add_into``), whose in-place loop may keep the other NaN than ``np.add(a, b)``.
+    ember.compile's programs compute 0-d chains on scalars where this says how (a NumPy scalar op costs ~40 ns, the
+    ufunc on 0-d arrays ~330)."""
     import operator as _op
     out = {}
     with np.errstate(all="ignore"):
@@ -120,6 +121,8 @@ def _orders() -> list:
         orders = _scalar_math_orders()
         _ORDERS[:] = [orders, {dt: sw for (op, dt), sw in orders.items() if op == "add_into"}]
     return _ORDERS
+
+
 _F32_DT = np.dtype(np.float32)
 
 
